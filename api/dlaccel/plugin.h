@@ -1,0 +1,328 @@
+/*
+ * dlaccel/plugin.h - the device plugin ABI.
+ *
+ * This is the only header a plugin author includes. A plugin is a shared
+ * object that exports one symbol, dlaccel_plugin_init, and is found through a
+ * JSON manifest (docs/plugins.md). It never links against libdlaccel: the
+ * core hands it a host table (logging, errors, allocation) at load time.
+ *
+ * Stability rules (as SQLite's sqlite3_vfs):
+ * - every table and argument struct starts with struct_size;
+ * - members are only ever appended, each block marked with the ABI minor
+ *   version that added it;
+ * - the host calls a member only when it lies within the plugin's
+ *   struct_size, and a plugin reads an argument member only when it lies
+ *   within that argument's struct_size;
+ * - optional members may be NULL; the default is written beside each.
+ *
+ * Execution model: each opened device has one queue. Kernels and copies are
+ * enqueued and may complete asynchronously; sync() waits for all of them.
+ * copy_to_host() is the exception: it returns when the host memory holds
+ * the data. A plugin never prints, exits or aborts: it returns a status and
+ * describes the failure through host->error().
+ *
+ * Device memory is an opaque dla_mem handle that the core never
+ * dereferences. Kernel arguments address it as (handle, element offset,
+ * strides); all offsets and strides are counted in elements, dims are
+ * column-major (dim 0 varies fastest), and a stride may be 0 (broadcast) but
+ * not negative. Views passed to one kernel have the same dtype unless the
+ * member says otherwise.
+ */
+#ifndef DLACCEL_PLUGIN_H
+#define DLACCEL_PLUGIN_H
+
+#include <dlaccel.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI this header describes. A plugin answers the version it speaks;
+ * the major must equal the host's, the minor may be lower (the host then
+ * uses only the members of that minor) or higher (the host ignores what it
+ * does not know). */
+#define DLA_PLUGIN_ABI_MAJOR 1
+#define DLA_PLUGIN_ABI_MINOR 0
+
+#define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* An opaque handle to device memory, owned by the plugin. */
+typedef struct dla_mem_s *dla_mem;
+
+/* Log levels for host->log. */
+typedef enum dla_log_level {
+    DLA_LOG_ERROR = 1,
+    DLA_LOG_WARN = 2,
+    DLA_LOG_INFO = 3,
+    DLA_LOG_DEBUG = 4
+} dla_log_level;
+
+/* ------------------------------------------------------------ host table */
+
+/* What the core gives a plugin at init. Valid until the process ends. */
+typedef struct dla_plugin_host {
+    size_t struct_size;
+    /* The highest ABI the host speaks. */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    /* Writes a line to the dlaccel log (shown at DLACCEL_LOG >= level),
+     * prefixed with the plugin's name. */
+    void (*log)(dla_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+    /* Records the message of a failure for the calling thread and returns
+     * status, so a plugin writes: return host->error(DLA_ERR_DEVICE, ...). */
+    dla_status (*error)(dla_status status, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+    /* Host memory for the plugin's bookkeeping and host-resident buffers,
+     * through the user's allocation hook. align is a power of two (0: the
+     * default of malloc). NULL when refused: report DLA_ERR_OUT_OF_MEMORY. */
+    void *(*alloc)(size_t size, size_t align);
+    /* Frees what alloc returned; NULL does nothing. */
+    void (*free)(void *ptr);
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_plugin_host;
+
+/* ------------------------------------------------------------- devices */
+
+typedef struct dla_plugin_device_info {
+    size_t struct_size;
+    /* Human-readable device name ("AMD EPYC 9R14"). */
+    char description[128];
+    /* "cpu", "gpu", "accelerator", "test". */
+    char type[16];
+    /* Bytes of memory the device can allocate; 0 when unknown. */
+    uint64_t memory_bytes;
+    /* Parallel units (cores, SMs, compute units); 0 when unknown. */
+    int32_t compute_units;
+    /* 1 when a dla_mem handle is a host pointer the host may read. The core
+     * never relies on it; tools show it. */
+    int32_t host_addressable;
+    /* Free-form "key=value; key=value" properties for `dlaccel devices`. */
+    char properties[256];
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_plugin_device_info;
+
+/* ------------------------------------------------------ kernel arguments */
+
+/* The closed set of kernels; supports() is asked per (kernel, dtype). */
+#define DLA_KERNEL_LIST(X)                                                     \
+    X(DLA_KERNEL_FILL, "fill")                                                 \
+    X(DLA_KERNEL_STRIDED_COPY, "strided_copy")                                 \
+    X(DLA_KERNEL_UNARY, "unary")                                               \
+    X(DLA_KERNEL_BINARY, "binary")                                             \
+    X(DLA_KERNEL_REDUCE, "reduce")                                             \
+    X(DLA_KERNEL_GEMM, "gemm")                                                 \
+    X(DLA_KERNEL_CAST, "cast")
+
+typedef enum dla_kernel {
+#define DLA__KERNEL_ENUM(name, str) name,
+    DLA_KERNEL_LIST(DLA__KERNEL_ENUM)
+#undef DLA__KERNEL_ENUM
+    DLA_KERNEL_COUNT
+} dla_kernel;
+
+/* A strided view of device memory. */
+typedef struct dla_view {
+    size_t struct_size;
+    dla_mem mem;
+    dla_dtype dtype;
+    int32_t ndims;                 /* 0..DLA_MAX_DIMS; 0 is a scalar */
+    int64_t offset;                /* elements from the start of mem */
+    int64_t dims[DLA_MAX_DIMS];    /* dim 0 fastest */
+    int64_t strides[DLA_MAX_DIMS]; /* elements; >= 0 */
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_view;
+
+/* y = f(x), elementwise; alpha/beta are per-op parameters (see list). */
+#define DLA_UNARY_LIST(X)                                                      \
+    X(DLA_UNARY_NEG, "neg")         /* -x */                                   \
+    X(DLA_UNARY_EXP, "exp")                                                    \
+    X(DLA_UNARY_LOG, "log")                                                    \
+    X(DLA_UNARY_SQRT, "sqrt")                                                  \
+    X(DLA_UNARY_ABS, "abs")                                                    \
+    X(DLA_UNARY_SIN, "sin")                                                    \
+    X(DLA_UNARY_COS, "cos")                                                    \
+    X(DLA_UNARY_TANH, "tanh")                                                  \
+    X(DLA_UNARY_SIGMOID, "sigmoid") /* 1 / (1 + exp(-x)) */                    \
+    X(DLA_UNARY_RELU, "relu")       /* max(x, 0) */                            \
+    X(DLA_UNARY_AFFINE, "affine")   /* x * alpha + beta */
+
+typedef enum dla_unary_op {
+#define DLA__UNARY_ENUM(name, str) name,
+    DLA_UNARY_LIST(DLA__UNARY_ENUM)
+#undef DLA__UNARY_ENUM
+    DLA_UNARY_COUNT
+} dla_unary_op;
+
+typedef struct dla_unary_args {
+    size_t struct_size;
+    dla_unary_op op;
+    double alpha;
+    double beta;
+    dla_view y; /* same dims as x; may alias x exactly (in place) */
+    dla_view x;
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_unary_args;
+
+/* z = f(a, b), elementwise. a and b have z's ndims and dims; broadcasting is
+ * expressed by stride 0 on the expanded dims. */
+#define DLA_BINARY_LIST(X)                                                     \
+    X(DLA_BINARY_ADD, "add")                                                   \
+    X(DLA_BINARY_SUB, "sub")                                                   \
+    X(DLA_BINARY_MUL, "mul")                                                   \
+    X(DLA_BINARY_DIV, "div")                                                   \
+    X(DLA_BINARY_MAX, "max")                                                   \
+    X(DLA_BINARY_MIN, "min")                                                   \
+    X(DLA_BINARY_POW, "pow")
+
+typedef enum dla_binary_op {
+#define DLA__BINARY_ENUM(name, str) name,
+    DLA_BINARY_LIST(DLA__BINARY_ENUM)
+#undef DLA__BINARY_ENUM
+    DLA_BINARY_COUNT
+} dla_binary_op;
+
+typedef struct dla_binary_args {
+    size_t struct_size;
+    dla_binary_op op;
+    dla_view z; /* may alias a or b exactly */
+    dla_view a;
+    dla_view b;
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_binary_args;
+
+/* y = reduce(x) over the dims where y's dim is 1 and x's is not; y has x's
+ * ndims. MAX and MIN optionally write, in index, the 0-based position of the
+ * chosen element within the reduced sub-block (column-major over the reduced
+ * dims; the first one on ties; NaN wins). */
+#define DLA_REDUCE_LIST(X)                                                     \
+    X(DLA_REDUCE_SUM, "sum")                                                   \
+    X(DLA_REDUCE_MEAN, "mean")                                                 \
+    X(DLA_REDUCE_MAX, "max")                                                   \
+    X(DLA_REDUCE_MIN, "min")
+
+typedef enum dla_reduce_op {
+#define DLA__REDUCE_ENUM(name, str) name,
+    DLA_REDUCE_LIST(DLA__REDUCE_ENUM)
+#undef DLA__REDUCE_ENUM
+    DLA_REDUCE_COUNT
+} dla_reduce_op;
+
+typedef struct dla_reduce_args {
+    size_t struct_size;
+    dla_reduce_op op;
+    dla_view y;
+    dla_view x;
+    /* Optional (index.mem == NULL: not wanted); DLA_I32, y's dims. */
+    dla_view index;
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_reduce_args;
+
+/* C[p] = alpha * op(A[p]) * op(B[p]) + beta * C[p] for p in 0..batch-1,
+ * column-major, op() transposing when trans_* is nonzero. op(A) is m x k,
+ * op(B) is k x n, C is m x n. Page p of X starts at X.offset + p * X.batch_stride
+ * (0 broadcasts one page). lda >= rows of A as stored. beta == 0 means C is
+ * written without being read (NaN in C does not propagate). */
+typedef struct dla_gemm_operand {
+    dla_mem mem;
+    int64_t offset;
+    int64_t ld;
+    int64_t batch_stride;
+} dla_gemm_operand;
+
+typedef struct dla_gemm_args {
+    size_t struct_size;
+    dla_dtype dtype;
+    int32_t trans_a;
+    int32_t trans_b;
+    int64_t m, n, k;
+    int64_t batch;
+    double alpha;
+    double beta;
+    dla_gemm_operand a, b, c;
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_gemm_args;
+
+/* ---------------------------------------------------------- plugin table */
+
+/* The table a plugin fills in dlaccel_plugin_init. All members take the
+ * device context that device_open returned (void *dev). */
+typedef struct dla_plugin {
+    size_t struct_size;
+    /* The ABI the plugin speaks (major must equal the host's). */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+
+    /* -- devices -- */
+    /* Number of devices this plugin offers now; 0 is valid (the core then
+     * logs "no device" and skips the plugin). Required. */
+    dla_status (*device_count)(int *count);
+    /* Describes device index (0-based) into info (whose struct_size the host
+     * sets). Required. */
+    dla_status (*device_info)(int index, dla_plugin_device_info *info);
+    /* Opens device index; *dev is the context passed to every member below.
+     * Required. */
+    dla_status (*device_open)(int index, void **dev);
+    /* Closes a device after sync; no call on dev follows. NULL: nothing. */
+    void (*device_close)(void *dev);
+    /* Last call before the library is unloaded. NULL: nothing. */
+    void (*shutdown)(void);
+
+    /* -- memory -- */
+    /* Allocates bytes (> 0) of device memory, suitably aligned for every
+     * dtype (64 bytes on the cpu plugin). Required. DLA_ERR_OUT_OF_MEMORY
+     * when the device cannot. */
+    dla_status (*mem_alloc)(void *dev, size_t bytes, dla_mem *out);
+    /* Frees after pending work on mem completes. Required. */
+    void (*mem_free)(void *dev, dla_mem mem);
+    /* Copies bytes from host src to mem + offset_bytes. src may be reused as
+     * soon as this returns. Required. */
+    dla_status (*copy_to_device)(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
+                                 size_t bytes);
+    /* Copies bytes from mem + offset_bytes to host dst; returns when dst
+     * holds them (waits for queued work). Required. */
+    dla_status (*copy_to_host)(void *dev, void *dst, dla_mem src, size_t offset_bytes,
+                               size_t bytes);
+    /* Device-to-device copy within this device. Ranges do not overlap.
+     * NULL: the host goes through copy_to_host/copy_to_device. */
+    dla_status (*copy_on_device)(void *dev, dla_mem dst, size_t dst_offset_bytes, dla_mem src,
+                                 size_t src_offset_bytes, size_t bytes);
+    /* Waits for all queued work. NULL: the device is synchronous. */
+    dla_status (*sync)(void *dev);
+
+    /* -- kernels -- */
+    /* Nonzero when the kernel runs natively for dtype. NULL: every non-NULL
+     * kernel member supports every dtype. Kernels not supported (or NULL)
+     * run on the cpu plugin with copies; the log says so once. */
+    int (*supports)(void *dev, dla_kernel kernel, dla_dtype dtype);
+    /* Sets every element of y to value (converted to y's dtype). NULL: the
+     * host fills on the cpu plugin and copies. */
+    dla_status (*fill)(void *dev, const dla_view *y, double value);
+    /* y = x elementwise between two views of equal dims and dtype; they do
+     * not overlap. NULL: through the cpu plugin. */
+    dla_status (*strided_copy)(void *dev, const dla_view *y, const dla_view *x);
+    dla_status (*unary)(void *dev, const dla_unary_args *args);   /* NULL: cpu */
+    dla_status (*binary)(void *dev, const dla_binary_args *args); /* NULL: cpu */
+    dla_status (*reduce)(void *dev, const dla_reduce_args *args); /* NULL: cpu */
+    dla_status (*gemm)(void *dev, const dla_gemm_args *args);     /* NULL: cpu */
+    /* y = (dtype of y) x, equal dims, the two dtypes may differ; float to
+     * integer truncates toward zero, to bool is x != 0. NULL: cpu. */
+    dla_status (*cast)(void *dev, const dla_view *y, const dla_view *x);
+    /* ---- fields above are ABI 1.0 ---- */
+} dla_plugin;
+
+/* The one symbol a plugin exports. host->abi_* is the host's highest ABI;
+ * table->struct_size is the host's sizeof(dla_plugin) and the rest of the
+ * table is zeroed. The plugin fills the members it has that lie within
+ * table->struct_size, sets table->abi_* to the version it speaks and
+ * table->struct_size to min(host's, its own sizeof). Return DLA_OK, or an
+ * error with host->error() (the plugin is then skipped and logged). */
+typedef dla_status (*dla_plugin_init_fn)(const dla_plugin_host *host, dla_plugin *table);
+#define DLA_PLUGIN_INIT_SYMBOL "dlaccel_plugin_init"
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLACCEL_PLUGIN_H */

@@ -1,0 +1,70 @@
+/*
+ * error.c - status strings and the per-thread last error.
+ */
+#include "core/error.h"
+
+#include <string.h>
+
+#define DLA__STATUS_STR(name, str) str,
+static const char *const status_names[] = {DLA_STATUS_LIST(DLA__STATUS_STR)};
+_Static_assert(sizeof status_names / sizeof status_names[0] == DLA_STATUS_COUNT,
+               "status names out of step with DLA_STATUS_LIST");
+
+static _Thread_local char last_message[1024];
+static _Thread_local dla_status last_status;
+
+DLA_API const char *dla_status_str(dla_status status)
+{
+    if ((unsigned)status >= DLA_STATUS_COUNT)
+        return "unknown status";
+    return status_names[status];
+}
+
+DLA_API const char *dla_last_error(void) { return last_message; }
+DLA_API dla_status dla_last_status(void) { return last_status; }
+
+DLA_API void dla_clear_error(void)
+{
+    last_message[0] = '\0';
+    last_status = DLA_OK;
+}
+
+dla_status dla__failv(dla_status status, const char *fmt, va_list ap)
+{
+    vsnprintf(last_message, sizeof last_message, fmt, ap);
+    last_status = status;
+    return status;
+}
+
+dla_status dla__fail(dla_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dla__failv(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void dla__error_prefix(const char *op)
+{
+    char tmp[sizeof last_message];
+    snprintf(tmp, sizeof tmp, "%s: %s", op, last_message);
+    memcpy(last_message, tmp, sizeof last_message);
+}
+
+const char *dla__dims_str(char *buf, size_t size, int ndims, const int64_t *dims)
+{
+    if (ndims == 0) {
+        snprintf(buf, size, "scalar");
+        return buf;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ndims && used < size; i++) {
+        int n = snprintf(buf + used, size - used, i ? "x%lld" : "%lld", (long long)dims[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return buf;
+}

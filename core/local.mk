@@ -1,0 +1,26 @@
+# core/ - tensors, ops, kernels dispatch, device registry: libdlaccel.so
+lib_LTLIBRARIES += libdlaccel.la
+libdlaccel_la_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_BUILDING_LIBRARY \
+	-DDLACCEL_PLUGINS_DIR='"$(pluginsdir)"' $(JANSSON_CFLAGS)
+libdlaccel_la_CFLAGS = $(AM_CFLAGS)
+libdlaccel_la_LDFLAGS = -version-info 0:0:0 -no-undefined
+libdlaccel_la_LIBADD = $(JANSSON_LIBS) $(LIBS)
+libdlaccel_la_SOURCES = \
+	core/alloc.c core/alloc.h \
+	core/error.c core/error.h \
+	core/log.c core/log.h \
+	core/version.c \
+	core/device.h \
+	core/manifest.c core/manifest.h \
+	core/registry.c \
+	core/format.c core/format.h \
+	core/philox.c core/philox.h \
+	core/scope.c core/scope.h \
+	core/tensor.c core/tensor.h \
+	core/view.c \
+	core/create.c \
+	core/transfer.c \
+	core/launch.c core/launch.h \
+	core/ops_elementwise.c \
+	core/ops_reduce.c \
+	core/ops_matmul.c

@@ -1,0 +1,15 @@
+# plugins/cpu - the reference backend: OpenBLAS GEMM, OpenMP kernels.
+pkglib_LTLIBRARIES += plugins/cpu/libdlaccel-cpu.la
+DLA_PLUGINS += cpu
+plugins_cpu_libdlaccel_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
+plugins_cpu_libdlaccel_cpu_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -O3 -march=native
+plugins_cpu_libdlaccel_cpu_la_LDFLAGS = -module -avoid-version -shared -no-undefined $(OPENMP_CFLAGS)
+plugins_cpu_libdlaccel_cpu_la_LIBADD = $(OPENBLAS_LIBS) -lm
+plugins_cpu_libdlaccel_cpu_la_SOURCES = \
+	plugins/cpu/cpu.h \
+	plugins/cpu/plugin.c \
+	plugins/cpu/memory.c \
+	plugins/cpu/strided.c plugins/cpu/strided.h \
+	plugins/cpu/elementwise.c \
+	plugins/cpu/reduce.c \
+	plugins/cpu/gemm.c

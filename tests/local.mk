@@ -1,0 +1,5 @@
+# tests/ - cmocka binaries, one per module, speaking TAP. Each area keeps its
+# own fragment so the lists stay short.
+include tests/tensor.mk
+include tests/kernels.mk
+include tests/registry.mk

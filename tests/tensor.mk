@@ -1,0 +1,1 @@
+# tests/tensor.mk
