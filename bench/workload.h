@@ -1,0 +1,66 @@
+/*
+ * workload.h - what a benchmark workload is, and the tables that list them.
+ *
+ * A workload is one table entry: a name for --workload to match, the work
+ * one run does (flops or bytes, so the report can turn time into a rate), and
+ * setup/run/teardown. Device workloads run once per device with that device
+ * current; reference workloads (direct OpenBLAS, memcpy) run once on the host
+ * and give the device figures something to be compared with. A device
+ * workload names its reference and the target ratio from the issue that set
+ * it, so the comparison a person needs is printed beside the figure.
+ *
+ * Adding a workload is appending one entry to a table (workloads_core.c for
+ * the tensor ops of issue 2; a later area gets its own workloads_<area>.c
+ * and one line in workloads.c).
+ */
+#ifndef DLA_BENCH_WORKLOAD_H
+#define DLA_BENCH_WORKLOAD_H
+
+#include <dlaccel.h>
+#include <stddef.h>
+
+typedef enum bench_unit {
+    BENCH_FLOPS, /* reported as GFLOP/s */
+    BENCH_BYTES  /* reported as GB/s (1e9 bytes), reads plus writes */
+} bench_unit;
+
+typedef struct bench_workload bench_workload;
+
+struct bench_workload {
+    /* What --workload matches and the report prints ("sgemm1024"). */
+    const char *name;
+    bench_unit unit;
+    /* Flops or bytes moved by one call of run(). */
+    double work;
+    /* A size for setup (matrix order, bytes...): one setup serves a family. */
+    int64_t size;
+    /* Makes the operands; *state is handed to run and teardown. Runs with
+     * the device under test current. Not timed. A failure is reported with
+     * its status and dla_last_error() (or the message it printed). */
+    dla_status (*setup)(const bench_workload *w, void **state);
+    /* One timed call. Whatever it allocates it releases before returning:
+     * what a user pays for an op (the result's allocation) is in the time. */
+    dla_status (*run)(void *state);
+    /* Frees what setup made; NULL-safe state. */
+    void (*teardown)(void *state);
+
+    /* A device workload: the subject of its ratio line ("sgemm 1024").
+     * A reference workload: how ratio lines quote it ("cblas"). */
+    const char *label;
+    /* The comparison (device workloads only): a reference workload's name,
+     * NULL for none, and the ratio to reach, 0 when no target is set. */
+    const char *reference;
+    double target;
+};
+
+/* The tables. Each ends with an entry whose name is NULL. */
+extern const bench_workload bench_core_workloads[];      /* workloads_core.c */
+extern const bench_workload bench_reference_workloads[]; /* reference.c */
+
+/* Every device workload table, in report order; ends with NULL. */
+extern const bench_workload *const bench_device_tables[];
+
+/* The reference workload called name; NULL when none. */
+const bench_workload *bench_find_reference(const char *name);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * workloads.c - the list of workload tables, and finding a reference by name.
+ *
+ * A new area (convolutions, training steps, replay) brings its own
+ * workloads_<area>.c with a table and adds one line here.
+ */
+#include "bench/workload.h"
+
+#include <string.h>
+
+const bench_workload *const bench_device_tables[] = {
+    bench_core_workloads,
+    NULL,
+};
+
+const bench_workload *bench_find_reference(const char *name)
+{
+    for (const bench_workload *w = bench_reference_workloads; name && w->name; w++)
+        if (strcmp(w->name, name) == 0)
+            return w;
+    return NULL;
+}
