@@ -47,9 +47,13 @@ dla_status dla__fail(dla_status status, const char *fmt, ...)
 
 void dla__error_prefix(const char *op)
 {
-    char tmp[sizeof last_message];
+    size_t n = strlen(op);
+    if (strncmp(last_message, op, n) == 0 && last_message[n] == ':')
+        return; /* already names the op */
+    char tmp[sizeof last_message + 64];
     snprintf(tmp, sizeof tmp, "%s: %s", op, last_message);
-    memcpy(last_message, tmp, sizeof last_message);
+    memcpy(last_message, tmp, sizeof last_message - 1);
+    last_message[sizeof last_message - 1] = '\0';
 }
 
 const char *dla__dims_str(char *buf, size_t size, int ndims, const int64_t *dims)

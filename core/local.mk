@@ -2,8 +2,8 @@
 lib_LTLIBRARIES += libdlaccel.la
 libdlaccel_la_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_BUILDING_LIBRARY \
 	-DDLACCEL_PLUGINS_DIR='"$(pluginsdir)"' $(JANSSON_CFLAGS)
-libdlaccel_la_CFLAGS = $(AM_CFLAGS)
-libdlaccel_la_LDFLAGS = -version-info 0:0:0 -no-undefined
+libdlaccel_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+libdlaccel_la_LDFLAGS = -version-info 0:0:0 -no-undefined $(OPENMP_CFLAGS)
 libdlaccel_la_LIBADD = $(JANSSON_LIBS) $(LIBS)
 libdlaccel_la_SOURCES = \
 	core/alloc.c core/alloc.h \

@@ -1,0 +1,199 @@
+/*
+ * create.c - making tensors: from host data, constants and random numbers.
+ *
+ * Random numbers come from the thread's Philox stream on the host and are
+ * uploaded; the stream advances by the blocks used, so the same seed gives
+ * the same tensors on every device (the plugin kernel for it comes later and
+ * must match these numbers bit for bit).
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/format.h"
+#include "core/launch.h"
+#include "core/philox.h"
+#include "core/tensor.h"
+
+#include <string.h>
+
+static _Thread_local uint64_t rng_seed, rng_counter;
+
+DLA_API void dla_rng_seed(uint64_t seed)
+{
+    rng_seed = seed;
+    rng_counter = 0;
+}
+
+DLA_API void dla_rng_get(uint64_t *seed, uint64_t *counter)
+{
+    if (seed)
+        *seed = rng_seed;
+    if (counter)
+        *counter = rng_counter;
+}
+
+DLA_API void dla_rng_set(uint64_t seed, uint64_t counter)
+{
+    rng_seed = seed;
+    rng_counter = counter;
+}
+
+/* Validates (dtype, format, dims) and allocates. *fmt_out says whether the
+ * caller's data must be permuted into canonical order. */
+static dla_tensor *make(const char *op, dla_dtype dtype, const char *format, int ndims,
+                        const int64_t *dims, dla__format *fmt_out)
+{
+    if ((unsigned)dtype >= DLA_DTYPE_COUNT) {
+        dla__fail(DLA_ERR_DTYPE, "%s: argument dtype: %d is not a dla_dtype", op, (int)dtype);
+        return NULL;
+    }
+    if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims)) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op, ndims,
+                  DLA_MAX_DIMS);
+        return NULL;
+    }
+    for (int i = 0; i < ndims; i++)
+        if (dims[i] < 0) {
+            dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims: dim %d is %lld (negative)", op,
+                      i + 1, (long long)dims[i]);
+            return NULL;
+        }
+    int tndims;
+    if (dla__format_parse(op, format, ndims, dims, fmt_out, &tndims) != DLA_OK)
+        return NULL;
+    int64_t full[DLA_MAX_DIMS], canon[DLA_MAX_DIMS];
+    for (int i = 0; i < tndims; i++)
+        full[i] = i < ndims ? dims[i] : 1;
+    for (int i = 0; i < tndims; i++)
+        canon[i] = fmt_out->nlabels ? full[fmt_out->perm[i]] : full[i];
+    dla_device *dev = dla__current_device(op);
+    if (!dev)
+        return NULL;
+    return dla__tensor_alloc(op, dev, dtype, fmt_out->canon, tndims, canon);
+}
+
+static dla_tensor *make_filled(const char *op, double value, dla_dtype dtype, const char *format,
+                               int ndims, const int64_t *dims)
+{
+    dla__format f;
+    dla_tensor *t = make(op, dtype, format, ndims, dims, &f);
+    if (!t)
+        return dla__return(dla__error_tensor());
+    dla_view v;
+    dla__view_of(t, &v);
+    if (dla__k_fill(t->storage->device, &v, value) != DLA_OK) {
+        dla__error_prefix(op);
+        dla_tensor_release(t);
+        return dla__return(dla__error_tensor());
+    }
+    return dla__return(t);
+}
+
+DLA_API dla_tensor *dla_zeros(dla_dtype dtype, const char *format, int ndims, const int64_t *dims)
+{
+    return make_filled("dla_zeros", 0.0, dtype, format, ndims, dims);
+}
+
+DLA_API dla_tensor *dla_ones(dla_dtype dtype, const char *format, int ndims, const int64_t *dims)
+{
+    return make_filled("dla_ones", 1.0, dtype, format, ndims, dims);
+}
+
+DLA_API dla_tensor *dla_full(double value, dla_dtype dtype, const char *format, int ndims,
+                             const int64_t *dims)
+{
+    return make_filled("dla_full", value, dtype, format, ndims, dims);
+}
+
+/* Uploads dense host data laid out in the caller's dim order into t, whose
+ * dims are in canonical order (f.perm maps them back). */
+static dla_status upload(const char *op, dla_tensor *t, const dla__format *f, const void *data)
+{
+    dla_device *dev = t->storage->device;
+    size_t bytes = t->storage->bytes;
+    if (f->is_canonical)
+        return dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, data, bytes);
+    /* Upload as given, then gather into canonical order with one strided
+     * copy: view the staging buffer with the caller's strides permuted. */
+    int64_t user_dims[DLA_MAX_DIMS], user_strides[DLA_MAX_DIMS];
+    for (int i = 0; i < t->ndims; i++)
+        user_dims[f->perm[i]] = t->dims[i];
+    dla__dense_strides(t->ndims, user_dims, user_strides);
+    dla_tensor *stage = dla__tensor_alloc(op, dev, t->dtype, "", t->ndims, user_dims);
+    if (!stage)
+        return dla_last_status();
+    dla_status st = dev->table->copy_to_device(dev->ctx, stage->storage->mem, 0, data, bytes);
+    if (st == DLA_OK) {
+        dla_view y, x;
+        dla__view_of(t, &y);
+        dla__view_of(stage, &x);
+        for (int i = 0; i < t->ndims; i++) {
+            x.dims[i] = t->dims[i];
+            x.strides[i] = user_strides[f->perm[i]];
+        }
+        st = dla__k_copy(dev, &y, &x);
+    }
+    dla_tensor_release(stage);
+    return st;
+}
+
+DLA_API dla_tensor *dla_tensor_from_host(const void *data, dla_dtype dtype, const char *format,
+                                         int ndims, const int64_t *dims)
+{
+    static const char op[] = "dla_tensor_from_host";
+    if (!data && dla__numel(ndims > 0 && dims ? ndims : 0, dims) != 0)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument data is NULL", op);
+    dla__format f;
+    dla_tensor *t = make(op, dtype, format, ndims, dims, &f);
+    if (!t)
+        return dla__return(dla__error_tensor());
+    if (t->storage->bytes && upload(op, t, &f, data) != DLA_OK) {
+        dla_tensor_release(t);
+        return dla__return(dla__error_tensor());
+    }
+    return dla__return(t);
+}
+
+static dla_tensor *make_random(const char *op, int normal, dla_dtype dtype, const char *format,
+                               int ndims, const int64_t *dims)
+{
+    if (dtype != DLA_F32 && dtype != DLA_F64)
+        return dla__error(DLA_ERR_DTYPE, "%s: argument dtype: %s; random numbers need single or double",
+                          op, dla_dtype_name(dtype));
+    dla__format f;
+    dla_tensor *t = make(op, dtype, format, ndims, dims, &f);
+    if (!t)
+        return dla__return(dla__error_tensor());
+    int64_t n = dla__numel(t->ndims, t->dims);
+    void *host = dla__malloc(t->storage->bytes);
+    if (!host) {
+        dla_tensor_release(t);
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, t->storage->bytes);
+    }
+    /* Numbers are drawn in canonical order: the tensor's own layout. */
+    uint64_t used;
+    if (dtype == DLA_F32)
+        used = normal ? dla__philox_normal_f32(rng_seed, rng_counter, host, n)
+                      : dla__philox_uniform_f32(rng_seed, rng_counter, host, n);
+    else
+        used = normal ? dla__philox_normal_f64(rng_seed, rng_counter, host, n)
+                      : dla__philox_uniform_f64(rng_seed, rng_counter, host, n);
+    dla_device *dev = t->storage->device;
+    dla_status st = dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, host, t->storage->bytes);
+    dla__free(host);
+    if (st != DLA_OK) {
+        dla_tensor_release(t);
+        return dla__return(dla__error_tensor());
+    }
+    rng_counter += used;
+    return dla__return(t);
+}
+
+DLA_API dla_tensor *dla_rand(dla_dtype dtype, const char *format, int ndims, const int64_t *dims)
+{
+    return make_random("dla_rand", 0, dtype, format, ndims, dims);
+}
+
+DLA_API dla_tensor *dla_randn(dla_dtype dtype, const char *format, int ndims, const int64_t *dims)
+{
+    return make_random("dla_randn", 1, dtype, format, ndims, dims);
+}

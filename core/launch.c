@@ -1,0 +1,273 @@
+/*
+ * launch.c - kernel dispatch and the cpu fallback.
+ *
+ * The fallback works on memory regions, not on kernels: each operand names
+ * its handle, its first element and its extent, so one routine serves every
+ * kernel. Operands sharing a handle (in-place ops, views of one tensor) are
+ * mapped to one cpu buffer covering all of them, which keeps aliasing intact.
+ */
+#include "core/launch.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <string.h>
+
+#define DLA__KERNEL_NAME(name, str) str,
+static const char *const kernel_names[] = {DLA_KERNEL_LIST(DLA__KERNEL_NAME)};
+_Static_assert(sizeof kernel_names / sizeof kernel_names[0] == DLA_KERNEL_COUNT,
+               "kernel names out of step with DLA_KERNEL_LIST");
+
+/* One operand of a kernel, as the fallback sees it. */
+typedef struct region {
+    dla_mem *mem;    /* points into the argument copy, rewritten in place */
+    int64_t *offset; /* elements */
+    int64_t extent;  /* elements from *offset that the kernel may touch */
+    size_t elsize;
+    int written;
+} region;
+
+static int64_t view_extent(const dla_view *v)
+{
+    int64_t e = 1;
+    for (int i = 0; i < v->ndims; i++) {
+        if (v->dims[i] == 0)
+            return 0;
+        e += (v->dims[i] - 1) * v->strides[i];
+    }
+    return e;
+}
+
+static region view_region(dla_view *v, int written)
+{
+    return (region){&v->mem, &v->offset, view_extent(v), dla_dtype_size(v->dtype), written};
+}
+
+static region gemm_region(dla_gemm_operand *op, dla_dtype dt, int64_t rows, int64_t cols,
+                          int64_t batch, int written)
+{
+    int64_t e = (rows && cols && batch) ? (batch - 1) * op->batch_stride + (cols - 1) * op->ld + rows
+                                        : 0;
+    return (region){&op->mem, &op->offset, e, dla_dtype_size(dt), written};
+}
+
+typedef struct mapped {
+    dla_mem dev_mem;
+    dla_mem cpu_mem;
+    size_t lo, hi; /* byte range of dev_mem mirrored at cpu_mem + 0 */
+    int written;
+} mapped;
+
+typedef dla_status (*cpu_call)(dla_device *cpu, void *args);
+
+static void log_fallback_once(dla_device *dev, dla_kernel k, dla_dtype dt, dla_device *cpu)
+{
+    if (dev->fallback_logged[k])
+        return;
+    dev->fallback_logged[k] = 1;
+    dla__log(DLA_LOG_INFO, "%s has no native '%s' kernel for %s: running it on %s with copies",
+             dev->name, kernel_names[k], dla_dtype_name(dt), cpu->name);
+}
+
+/* Mirrors each region's memory on the cpu device, runs call there, copies
+ * written memory back. Regions are rewritten to point at the mirrors. */
+static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region *rs, int n,
+                             cpu_call call, void *args)
+{
+    dla_device *cpu = dla__device_cpu();
+    if (!cpu)
+        return dla__fail(DLA_ERR_UNSUPPORTED,
+                         "%s lacks the '%s' kernel for %s and the cpu plugin, its fallback, is "
+                         "not available",
+                         dev->name, kernel_names[k], dla_dtype_name(dt));
+    log_fallback_once(dev, k, dt, cpu);
+    mapped maps[8];
+    int nmaps = 0;
+    DLA_ASSERT(n <= 8);
+    for (int i = 0; i < n; i++) {
+        if (rs[i].extent == 0 || !*rs[i].mem)
+            continue;
+        size_t lo = ((size_t)*rs[i].offset * rs[i].elsize) & ~(size_t)7;
+        size_t hi = (size_t)(*rs[i].offset + rs[i].extent) * rs[i].elsize;
+        int j = 0;
+        while (j < nmaps && maps[j].dev_mem != *rs[i].mem)
+            j++;
+        if (j == nmaps) {
+            maps[nmaps++] = (mapped){*rs[i].mem, NULL, lo, hi, rs[i].written};
+        } else {
+            maps[j].lo = lo < maps[j].lo ? lo : maps[j].lo;
+            maps[j].hi = hi > maps[j].hi ? hi : maps[j].hi;
+            maps[j].written |= rs[i].written;
+        }
+    }
+    dla_status st = DLA_OK;
+    void *stage = NULL;
+    size_t stage_size = 0;
+    for (int j = 0; j < nmaps; j++)
+        stage_size = maps[j].hi - maps[j].lo > stage_size ? maps[j].hi - maps[j].lo : stage_size;
+    stage = dla__malloc(stage_size);
+    if (!stage)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes for the cpu fallback",
+                         kernel_names[k], stage_size);
+    int j = 0;
+    for (; j < nmaps && st == DLA_OK; j++) {
+        size_t bytes = maps[j].hi - maps[j].lo;
+        st = cpu->table->mem_alloc(cpu->ctx, bytes, &maps[j].cpu_mem);
+        if (st != DLA_OK)
+            break;
+        st = dev->table->copy_to_host(dev->ctx, stage, maps[j].dev_mem, maps[j].lo, bytes);
+        if (st == DLA_OK)
+            st = cpu->table->copy_to_device(cpu->ctx, maps[j].cpu_mem, 0, stage, bytes);
+    }
+    if (st == DLA_OK) {
+        for (int i = 0; i < n; i++) {
+            if (rs[i].extent == 0 || !*rs[i].mem)
+                continue;
+            int m = 0;
+            while (maps[m].dev_mem != *rs[i].mem)
+                m++;
+            *rs[i].mem = maps[m].cpu_mem;
+            *rs[i].offset -= (int64_t)(maps[m].lo / rs[i].elsize);
+        }
+        st = call(cpu, args);
+    }
+    for (int m = 0; m < nmaps && st == DLA_OK; m++) {
+        if (!maps[m].written)
+            continue;
+        size_t bytes = maps[m].hi - maps[m].lo;
+        st = cpu->table->copy_to_host(cpu->ctx, stage, maps[m].cpu_mem, 0, bytes);
+        if (st == DLA_OK)
+            st = dev->table->copy_to_device(dev->ctx, maps[m].dev_mem, maps[m].lo, stage, bytes);
+    }
+    for (int m = 0; m < nmaps; m++)
+        if (maps[m].cpu_mem)
+            cpu->table->mem_free(cpu->ctx, maps[m].cpu_mem);
+    dla__free(stage);
+    return st;
+}
+
+/* ------------------------------------------------------------------ fill */
+
+typedef struct fill_call {
+    dla_view y;
+    double value;
+} fill_call;
+
+static dla_status cpu_fill(dla_device *cpu, void *p)
+{
+    fill_call *c = p;
+    return cpu->table->fill(cpu->ctx, &c->y, c->value);
+}
+
+dla_status dla__k_fill(dla_device *dev, const dla_view *y, double value)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_FILL, y->dtype))
+        return dev->table->fill(dev->ctx, y, value);
+    fill_call c = {*y, value};
+    region r[1] = {view_region(&c.y, 1)};
+    return run_on_cpu(dev, DLA_KERNEL_FILL, y->dtype, r, 1, cpu_fill, &c);
+}
+
+/* ---------------------------------------------------- strided copy, cast */
+
+typedef struct pair_call {
+    dla_view y, x;
+    int cast;
+} pair_call;
+
+static dla_status cpu_pair(dla_device *cpu, void *p)
+{
+    pair_call *c = p;
+    return c->cast ? cpu->table->cast(cpu->ctx, &c->y, &c->x)
+                   : cpu->table->strided_copy(cpu->ctx, &c->y, &c->x);
+}
+
+static dla_status pair_kernel(dla_device *dev, dla_kernel k, const dla_view *y, const dla_view *x)
+{
+    pair_call c = {*y, *x, k == DLA_KERNEL_CAST};
+    region r[2] = {view_region(&c.y, 1), view_region(&c.x, 0)};
+    return run_on_cpu(dev, k, y->dtype, r, 2, cpu_pair, &c);
+}
+
+dla_status dla__k_copy(dla_device *dev, const dla_view *y, const dla_view *x)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_STRIDED_COPY, y->dtype))
+        return dev->table->strided_copy(dev->ctx, y, x);
+    return pair_kernel(dev, DLA_KERNEL_STRIDED_COPY, y, x);
+}
+
+dla_status dla__k_cast(dla_device *dev, const dla_view *y, const dla_view *x)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_CAST, x->dtype) &&
+        dla__device_supports(dev, DLA_KERNEL_CAST, y->dtype))
+        return dev->table->cast(dev->ctx, y, x);
+    return pair_kernel(dev, DLA_KERNEL_CAST, y, x);
+}
+
+/* ---------------------------------------------------------- elementwise */
+
+static dla_status cpu_unary(dla_device *cpu, void *p) { return cpu->table->unary(cpu->ctx, p); }
+static dla_status cpu_binary(dla_device *cpu, void *p) { return cpu->table->binary(cpu->ctx, p); }
+static dla_status cpu_reduce(dla_device *cpu, void *p) { return cpu->table->reduce(cpu->ctx, p); }
+static dla_status cpu_gemm(dla_device *cpu, void *p) { return cpu->table->gemm(cpu->ctx, p); }
+
+dla_status dla__k_unary(dla_device *dev, const dla_unary_args *args)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_UNARY, args->x.dtype))
+        return dev->table->unary(dev->ctx, args);
+    dla_unary_args c = *args;
+    region r[2] = {view_region(&c.y, 1), view_region(&c.x, 0)};
+    return run_on_cpu(dev, DLA_KERNEL_UNARY, args->x.dtype, r, 2, cpu_unary, &c);
+}
+
+dla_status dla__k_binary(dla_device *dev, const dla_binary_args *args)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_BINARY, args->a.dtype))
+        return dev->table->binary(dev->ctx, args);
+    dla_binary_args c = *args;
+    region r[3] = {view_region(&c.z, 1), view_region(&c.a, 0), view_region(&c.b, 0)};
+    return run_on_cpu(dev, DLA_KERNEL_BINARY, args->a.dtype, r, 3, cpu_binary, &c);
+}
+
+dla_status dla__k_reduce(dla_device *dev, const dla_reduce_args *args)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_REDUCE, args->x.dtype))
+        return dev->table->reduce(dev->ctx, args);
+    dla_reduce_args c = *args;
+    region r[3] = {view_region(&c.y, 1), view_region(&c.x, 0), view_region(&c.index, 1)};
+    return run_on_cpu(dev, DLA_KERNEL_REDUCE, args->x.dtype, r, c.index.mem ? 3 : 2, cpu_reduce,
+                      &c);
+}
+
+dla_status dla__k_gemm(dla_device *dev, const dla_gemm_args *args)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_GEMM, args->dtype))
+        return dev->table->gemm(dev->ctx, args);
+    dla_gemm_args c = *args;
+    int64_t ar = c.trans_a ? c.k : c.m, ac = c.trans_a ? c.m : c.k;
+    int64_t br = c.trans_b ? c.n : c.k, bc = c.trans_b ? c.k : c.n;
+    region r[3] = {gemm_region(&c.c, c.dtype, c.m, c.n, c.batch, 1),
+                   gemm_region(&c.a, c.dtype, ar, ac, c.batch, 0),
+                   gemm_region(&c.b, c.dtype, br, bc, c.batch, 0)};
+    return run_on_cpu(dev, DLA_KERNEL_GEMM, args->dtype, r, 3, cpu_gemm, &c);
+}
+
+/* ----------------------------------------------------------- byte copies */
+
+dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem src, size_t soff,
+                             size_t bytes)
+{
+    if (bytes == 0)
+        return DLA_OK;
+    if (dev->table->copy_on_device)
+        return dev->table->copy_on_device(dev->ctx, dst, doff, src, soff, bytes);
+    void *stage = dla__malloc(bytes);
+    if (!stage)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "copy: cannot stage %zu bytes on the host", bytes);
+    dla_status st = dev->table->copy_to_host(dev->ctx, stage, src, soff, bytes);
+    if (st == DLA_OK)
+        st = dev->table->copy_to_device(dev->ctx, dst, doff, stage, bytes);
+    dla__free(stage);
+    return st;
+}

@@ -1,0 +1,192 @@
+/*
+ * ops_matmul.c - mtimes and pagemtimes on the batched GEMM kernel.
+ *
+ * A GEMM operand needs unit stride along rows (or along columns, which is
+ * the same matrix transposed), and its pages one uniform stride apart (or
+ * one page broadcast to all). Views that satisfy this, such as a permuted
+ * transpose, go to the kernel as they are; anything else is made dense
+ * first, which costs one copy.
+ */
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/tensor.h"
+
+#include <string.h>
+
+/* A GEMM operand for matrix t (rows x cols x pages) broadcast to out pages.
+ * *hold receives a temporary to release after the kernel ran (or NULL). */
+static dla_status operand(const char *op, dla_tensor *t, int npages, const int64_t *pdims,
+                          dla_gemm_operand *g, int *flip, dla_tensor **hold)
+{
+    *hold = NULL;
+    int64_t r = dla_tensor_dim(t, 1), c = dla_tensor_dim(t, 2);
+    int64_t s0 = t->ndims > 0 ? t->strides[0] : 1, s1 = t->ndims > 1 ? t->strides[1] : r;
+    int64_t tp = 1; /* pages t really has */
+    for (int i = 2; i < t->ndims; i++)
+        tp *= t->dims[i];
+    /* Pages: all broadcast (one page), or the same page dims as the result
+     * laid out with one stride. */
+    int uniform = 1;
+    int64_t pstride = 0;
+    if (tp > 1) {
+        int64_t expect = -1;
+        for (int i = 0; i < npages && uniform; i++) {
+            int64_t d = dla_tensor_dim(t, i + 3);
+            if (d != pdims[i])
+                uniform = 0;
+            else if (d > 1) {
+                int64_t s = t->strides[i + 2];
+                if (expect >= 0 && s != expect)
+                    uniform = 0;
+                if (expect < 0)
+                    pstride = s;
+                expect = s * d;
+            }
+        }
+    }
+    /* Stored as is (column-major, ld = s1) or as the transpose (ld = s0). */
+    int64_t r1 = r > 1 ? r : 1, c1 = c > 1 ? c : 1;
+    int64_t ld_plain = c <= 1 ? r1 : s1, ld_flip = r <= 1 ? c1 : s0;
+    int plain_ok = (s0 == 1 || r <= 1) && ld_plain >= r1;
+    int flip_ok = (s1 == 1 || c <= 1) && ld_flip >= c1;
+    if (!uniform || !(plain_ok || flip_ok)) {
+        /* Materialize the broadcast pages densely. */
+        int64_t dims[DLA_MAX_DIMS] = {r, c};
+        for (int i = 0; i < npages; i++)
+            dims[i + 2] = pdims[i];
+        dla_tensor *d = dla__tensor_alloc(op, t->storage->device, t->dtype, "", npages + 2, dims);
+        if (!d)
+            return dla_last_status();
+        dla_view y, x;
+        dla__view_of(d, &y);
+        dla__view_of(t, &x);
+        x.ndims = npages + 2;
+        for (int i = 0; i < npages + 2; i++) {
+            int64_t td = dla_tensor_dim(t, i + 1);
+            x.dims[i] = dims[i];
+            x.strides[i] = (td == 1 || i >= t->ndims) ? 0 : t->strides[i];
+        }
+        dla_status st = dla__k_copy(t->storage->device, &y, &x);
+        if (st != DLA_OK) {
+            dla_tensor_release(d);
+            return st;
+        }
+        *hold = d;
+        g->mem = d->storage->mem;
+        g->offset = 0;
+        g->ld = r > 0 ? r : 1;
+        g->batch_stride = r * c;
+        *flip = 0;
+        return DLA_OK;
+    }
+    g->mem = t->storage->mem;
+    g->offset = t->offset;
+    g->batch_stride = tp > 1 ? pstride : 0;
+    *flip = !plain_ok;
+    g->ld = plain_ok ? ld_plain : ld_flip;
+    return DLA_OK;
+}
+
+static dla_tensor *gemm(const char *op, dla_tensor *a, int ta, dla_tensor *b, int tb, int paged)
+{
+    if (!a || a->status != DLA_OK)
+        return dla__pass_error(a);
+    if (!b || b->status != DLA_OK)
+        return dla__pass_error(b);
+    char da[DLA__DIMS_BUF], db[DLA__DIMS_BUF];
+    if (a->dtype != b->dtype || (a->dtype != DLA_F32 && a->dtype != DLA_F64))
+        return dla__error(DLA_ERR_DTYPE, "%s: arguments a (%s) and b (%s) must both be single or "
+                          "both double", op, dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
+    dla_device *dev = a->storage->device;
+    if (b->storage->device != dev)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: arguments a and b are on %s and %s", op,
+                          dev->name, b->storage->device->name);
+    if (!paged && (a->ndims > 2 || b->ndims > 2))
+        return dla__error(DLA_ERR_SHAPE, "%s: arguments a (%s) and b (%s) must be matrices; use "
+                          "dla_pagemtimes for pages", op, dla__tensor_dims_str(a, da, sizeof da),
+                          dla__tensor_dims_str(b, db, sizeof db));
+    int64_t ar = dla_tensor_dim(a, 1), ac = dla_tensor_dim(a, 2);
+    int64_t br = dla_tensor_dim(b, 1), bc = dla_tensor_dim(b, 2);
+    int64_t m = ta ? ac : ar, k = ta ? ar : ac, kb = tb ? bc : br, n = tb ? br : bc;
+    if (k != kb)
+        return dla__error(DLA_ERR_SHAPE, "%s: inner dims differ: a%s is %s, b%s is %s (%lld "
+                          "against %lld)", op, ta ? "'" : "", dla__tensor_dims_str(a, da, sizeof da),
+                          tb ? "'" : "", dla__tensor_dims_str(b, db, sizeof db), (long long)k,
+                          (long long)kb);
+    int np = (a->ndims > b->ndims ? a->ndims : b->ndims) - 2;
+    if (np < 0)
+        np = 0;
+    int64_t pdims[DLA_MAX_DIMS], batch = 1;
+    for (int i = 0; i < np; i++) {
+        int64_t x = dla_tensor_dim(a, i + 3), y = dla_tensor_dim(b, i + 3);
+        if (x != y && x != 1 && y != 1)
+            return dla__error(DLA_ERR_SHAPE, "%s: page dim %d of a (%s) and b (%s) is %lld against "
+                              "%lld", op, i + 3, dla__tensor_dims_str(a, da, sizeof da),
+                              dla__tensor_dims_str(b, db, sizeof db), (long long)x, (long long)y);
+        pdims[i] = x == 1 ? y : x;
+        batch *= pdims[i];
+    }
+    int64_t cdims[DLA_MAX_DIMS] = {m, n};
+    memcpy(cdims + 2, pdims, (size_t)np * sizeof *pdims);
+    dla_tensor *c = dla__tensor_alloc(op, dev, a->dtype, "", np + 2, cdims);
+    if (!c)
+        return dla__return(dla__error_tensor());
+    dla_gemm_args g = {.struct_size = sizeof g, .dtype = a->dtype, .m = m, .n = n, .k = k,
+                       .batch = batch, .alpha = 1.0, .beta = 0.0};
+    dla_tensor *ha = NULL, *hb = NULL;
+    int fa = 0, fb = 0;
+    dla_status st = operand(op, a, np, pdims, &g.a, &fa, &ha);
+    if (st == DLA_OK)
+        st = operand(op, b, np, pdims, &g.b, &fb, &hb);
+    if (st == DLA_OK && m && n && batch) {
+        g.trans_a = ta ^ fa;
+        g.trans_b = tb ^ fb;
+        g.c = (dla_gemm_operand){c->storage->mem, 0, m > 0 ? m : 1, m * n};
+        if (k == 0) {
+            dla_view v;
+            dla__view_of(c, &v);
+            st = dla__k_fill(dev, &v, 0.0);
+        } else {
+            st = dla__k_gemm(dev, &g);
+        }
+    }
+    dla_tensor_release(ha);
+    dla_tensor_release(hb);
+    if (st != DLA_OK) {
+        dla__error_prefix(op);
+        dla_tensor_release(c);
+        return dla__return(dla__error_tensor());
+    }
+    return dla__return(c);
+}
+
+DLA_API dla_tensor *dla_mtimes(dla_tensor *a, dla_tensor *b)
+{
+    return gemm("dla_mtimes", a, 0, b, 0, 0);
+}
+
+static int parse_trans(const char *s, int *out)
+{
+    if (!s || !strcmp(s, "none")) {
+        *out = 0;
+        return 1;
+    }
+    if (!strcmp(s, "transpose")) {
+        *out = 1;
+        return 1;
+    }
+    return 0;
+}
+
+DLA_API dla_tensor *dla_pagemtimes(dla_tensor *a, const char *transa, dla_tensor *b,
+                                   const char *transb)
+{
+    int ta, tb;
+    if (!parse_trans(transa, &ta))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_pagemtimes: argument transa: \"%s\"; use "
+                          "\"none\" or \"transpose\"", transa);
+    if (!parse_trans(transb, &tb))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_pagemtimes: argument transb: \"%s\"; use "
+                          "\"none\" or \"transpose\"", transb);
+    return gemm("dla_pagemtimes", a, ta, b, tb, 1);
+}

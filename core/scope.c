@@ -1,0 +1,98 @@
+/*
+ * scope.c - scopes: a thread-local stack of tensor lists.
+ *
+ * A scope holds one reference to every tensor a dlaccel call returned while
+ * it was innermost. dla_keep moves that reference one scope out (or to the
+ * caller), so keeping is a transfer, never a copy.
+ */
+#include "core/scope.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+#include <string.h>
+
+typedef struct scope {
+    dla_tensor **items;
+    size_t count, capacity;
+} scope;
+
+/* A fixed stack: opening a scope never allocates, so it cannot fail for
+ * memory and leave later temporaries without an owner. Nesting deeper than
+ * this is refused (and still balanced: end() of a refused level is a no-op). */
+#define DLA__SCOPE_MAX_DEPTH 64
+
+static _Thread_local scope stack[DLA__SCOPE_MAX_DEPTH];
+static _Thread_local size_t depth, refused;
+
+int dla__scope_active(void) { return depth > 0; }
+
+static dla_status push_item(scope *s, dla_tensor *t)
+{
+    if (s->count == s->capacity) {
+        size_t cap = s->capacity ? s->capacity * 2 : 32;
+        dla_tensor **items = dla__realloc(s->items, cap * sizeof *items);
+        if (!items)
+            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "scope: cannot hold %zu tensors",
+                             s->count + 1);
+        s->items = items;
+        s->capacity = cap;
+    }
+    s->items[s->count++] = t;
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_scope_begin(void)
+{
+    if (refused || depth == DLA__SCOPE_MAX_DEPTH) {
+        refused++;
+        return dla__fail(DLA_ERR_STATE, "dla_scope_begin: scopes nest at most %d deep",
+                         DLA__SCOPE_MAX_DEPTH);
+    }
+    memset(&stack[depth], 0, sizeof stack[depth]);
+    depth++;
+    return DLA_OK;
+}
+
+DLA_API void dla_scope_end(void)
+{
+    if (depth == 0)
+        return;
+    if (refused) {
+        refused--;
+        return;
+    }
+    scope *s = &stack[depth - 1];
+    /* Newest first, so a view is dropped before the tensor it came from. */
+    for (size_t i = s->count; i-- > 0;)
+        dla_tensor_release(s->items[i]);
+    dla__free(s->items);
+    memset(s, 0, sizeof *s);
+    depth--;
+}
+
+dla_status dla__scope_adopt(dla_tensor *t)
+{
+    DLA_ASSERT(depth > 0);
+    return push_item(&stack[depth - 1], t);
+}
+
+DLA_API dla_tensor *dla_keep(dla_tensor *t)
+{
+    if (!t || depth == 0)
+        return t;
+    scope *s = &stack[depth - 1];
+    for (size_t i = s->count; i-- > 0;) {
+        if (s->items[i] != t)
+            continue;
+        memmove(&s->items[i], &s->items[i + 1], (s->count - i - 1) * sizeof *s->items);
+        s->count--;
+        if (depth >= 2 && push_item(&stack[depth - 2], t) != DLA_OK) {
+            /* The outer scope cannot take it: leave it where it was, so the
+             * reference is still owned and nothing leaks. */
+            s->items[s->count++] = t;
+        }
+        return t;
+    }
+    return t; /* not owned by this scope: already the caller's */
+}

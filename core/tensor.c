@@ -1,0 +1,310 @@
+/*
+ * tensor.c - tensor lifecycle, error tensors and queries.
+ *
+ * Sticky errors (cairo's pattern): a failing op returns a tensor whose
+ * status is the error; every op checks its inputs' status first and returns
+ * the same handle. The out-of-memory tensor is static, so reporting an
+ * allocation failure never needs an allocation.
+ */
+#include "core/tensor.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/scope.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static dla_tensor oom_tensor = {
+    .refcount = -1,
+    .status = DLA_ERR_OUT_OF_MEMORY,
+    .message = (char *)"out of memory",
+};
+
+dla_tensor *dla__error_tensor(void)
+{
+    dla_status st = dla_last_status();
+    if (st == DLA_OK)
+        st = DLA_ERR_STATE;
+    if (st == DLA_ERR_OUT_OF_MEMORY)
+        return &oom_tensor;
+    dla_tensor *t = dla__calloc(1, sizeof *t);
+    char *msg = t ? dla__strdup(dla_last_error()) : NULL;
+    if (!msg) {
+        dla__free(t);
+        return &oom_tensor;
+    }
+    atomic_init(&t->refcount, 1);
+    t->status = st;
+    t->message = msg;
+    return t;
+}
+
+dla_tensor *dla__error(dla_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dla__failv(status, fmt, ap);
+    va_end(ap);
+    return dla__return(dla__error_tensor());
+}
+
+dla_tensor *dla__return(dla_tensor *t)
+{
+    if (!dla__scope_active() || atomic_load(&t->refcount) < 0)
+        return t;
+    if (dla__scope_adopt(t) != DLA_OK) {
+        dla_tensor_release(t);
+        return &oom_tensor;
+    }
+    return t;
+}
+
+dla_tensor *dla__pass_error(dla_tensor *t)
+{
+    if (!t) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "tensor argument is NULL");
+        return dla__return(dla__error_tensor());
+    }
+    /* Re-state the error for this thread: the caller reads dla_last_error
+     * after a chain of ops, and it must describe the tensor it holds. */
+    dla__fail(t->status, "%s", t->message ? t->message : dla_status_str(t->status));
+    return dla__return(dla_tensor_retain(t));
+}
+
+void dla__dense_strides(int ndims, const int64_t *dims, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = 0; i < ndims; i++) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+int64_t dla__numel(int ndims, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndims; i++)
+        n *= dims[i];
+    return n;
+}
+
+int dla__is_dense(const dla_tensor *t)
+{
+    int64_t s = 1;
+    for (int i = 0; i < t->ndims; i++) {
+        if (t->dims[i] != 1 && t->strides[i] != s)
+            return 0;
+        s *= t->dims[i];
+    }
+    return 1;
+}
+
+void dla__view_of(const dla_tensor *t, dla_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->struct_size = sizeof *v;
+    v->mem = t->storage ? t->storage->mem : NULL;
+    v->dtype = t->dtype;
+    v->ndims = t->ndims;
+    v->offset = t->offset;
+    for (int i = 0; i < t->ndims; i++) {
+        v->dims[i] = t->dims[i];
+        v->strides[i] = t->strides[i];
+    }
+}
+
+const char *dla__tensor_dims_str(const dla_tensor *t, char *buf, size_t size)
+{
+    return dla__dims_str(buf, size, t->ndims, t->dims);
+}
+
+dla_device *dla__current_device(const char *op)
+{
+    dla_device *dev = dla_device_current();
+    if (!dev) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", dla_last_error());
+        dla__fail(DLA_ERR_NO_DEVICE, "%s: no device to create the tensor on: %s", op, why);
+    }
+    return dev;
+}
+
+dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, const char *format,
+                              int ndims, const int64_t *dims)
+{
+    int64_t numel = dla__numel(ndims, dims);
+    size_t elsize = dla_dtype_size(dtype);
+    if (numel < 0 || (numel && (uint64_t)numel > SIZE_MAX / elsize)) {
+        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %lld elements do not fit in memory", op,
+                  (long long)numel);
+        return NULL;
+    }
+    dla_tensor *t = dla__calloc(1, sizeof *t);
+    dla__storage *st = dla__calloc(1, sizeof *st);
+    if (!t || !st) {
+        dla__free(t);
+        dla__free(st);
+        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot allocate the tensor header", op);
+        return NULL;
+    }
+    st->bytes = (size_t)numel * elsize;
+    st->device = dev;
+    /* Zero-size tensors get a one-byte block so every tensor has memory. */
+    dla_status s = dev->table->mem_alloc(dev->ctx, st->bytes ? st->bytes : 1, &st->mem);
+    if (s != DLA_OK) {
+        dla__free(t);
+        dla__free(st);
+        char buf[DLA__DIMS_BUF];
+        char why[512];
+        snprintf(why, sizeof why, "%s", dla_last_error());
+        dla__fail(s, "%s: cannot allocate %zu bytes for %s %s on %s: %s", op, st->bytes,
+                  dla__dims_str(buf, sizeof buf, ndims, dims), dla_dtype_name(dtype), dev->name,
+                  why);
+        return NULL;
+    }
+    atomic_init(&st->refcount, 1);
+    atomic_init(&t->refcount, 1);
+    t->status = DLA_OK;
+    t->dtype = dtype;
+    t->ndims = ndims;
+    memcpy(t->dims, dims, (size_t)ndims * sizeof *dims);
+    dla__dense_strides(ndims, t->dims, t->strides);
+    if (format)
+        snprintf(t->format, sizeof t->format, "%s", format);
+    t->storage = st;
+    return t;
+}
+
+dla_tensor *dla__tensor_view(const char *op, const dla_tensor *t)
+{
+    dla_tensor *v = dla__calloc(1, sizeof *v);
+    if (!v) {
+        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot allocate the view header", op);
+        return NULL;
+    }
+    *v = *t;
+    atomic_init(&v->refcount, 1);
+    v->message = NULL;
+    atomic_fetch_add(&t->storage->refcount, 1);
+    return v;
+}
+
+static void storage_release(dla__storage *st)
+{
+    if (atomic_fetch_sub(&st->refcount, 1) != 1)
+        return;
+    st->device->table->mem_free(st->device->ctx, st->mem);
+    dla__free(st);
+}
+
+DLA_API dla_tensor *dla_tensor_retain(dla_tensor *t)
+{
+    if (t && atomic_load(&t->refcount) >= 0)
+        atomic_fetch_add(&t->refcount, 1);
+    return t;
+}
+
+DLA_API void dla_tensor_release(dla_tensor *t)
+{
+    if (!t || atomic_load(&t->refcount) < 0)
+        return;
+    if (atomic_fetch_sub(&t->refcount, 1) != 1)
+        return;
+    if (t->storage)
+        storage_release(t->storage);
+    dla__free(t->message);
+    dla__free(t);
+}
+
+/* ---------------------------------------------------------------- queries */
+
+DLA_API dla_status dla_tensor_status(const dla_tensor *t)
+{
+    return t ? t->status : DLA_ERR_INVALID_ARGUMENT;
+}
+
+DLA_API const char *dla_tensor_error(const dla_tensor *t)
+{
+    if (!t)
+        return "tensor is NULL";
+    return t->status == DLA_OK ? "" : t->message;
+}
+
+DLA_API dla_dtype dla_tensor_dtype(const dla_tensor *t) { return t ? t->dtype : DLA_F32; }
+DLA_API int dla_tensor_ndims(const dla_tensor *t) { return t && t->status == DLA_OK ? t->ndims : 0; }
+
+DLA_API int64_t dla_tensor_dim(const dla_tensor *t, int dim)
+{
+    if (!t || t->status != DLA_OK || dim < 1)
+        return 0;
+    return dim <= t->ndims ? t->dims[dim - 1] : 1;
+}
+
+DLA_API int dla_tensor_dims(const dla_tensor *t, int64_t *dims)
+{
+    if (!t || t->status != DLA_OK)
+        return 0;
+    memcpy(dims, t->dims, (size_t)t->ndims * sizeof *dims);
+    return t->ndims;
+}
+
+DLA_API int64_t dla_tensor_numel(const dla_tensor *t)
+{
+    return t && t->status == DLA_OK ? dla__numel(t->ndims, t->dims) : 0;
+}
+
+DLA_API const char *dla_tensor_format(const dla_tensor *t)
+{
+    return t && t->status == DLA_OK ? t->format : "";
+}
+
+DLA_API int dla_tensor_find_dim(const dla_tensor *t, char label)
+{
+    if (!t || t->status != DLA_OK)
+        return 0;
+    const char *p = strchr(t->format, label);
+    return p && label ? (int)(p - t->format) + 1 : 0;
+}
+
+DLA_API dla_device *dla_tensor_device(const dla_tensor *t)
+{
+    return t && t->storage ? t->storage->device : NULL;
+}
+
+DLA_API int dla_tensor_is_contiguous(const dla_tensor *t)
+{
+    return t && t->status == DLA_OK && dla__is_dense(t);
+}
+
+DLA_API int dla_tensor_describe(const dla_tensor *t, char *buf, size_t size)
+{
+    if (!t)
+        return snprintf(buf, size, "(null tensor)");
+    if (t->status != DLA_OK)
+        return snprintf(buf, size, "error tensor (%s): %s", dla_status_str(t->status),
+                        t->message);
+    char dims[DLA__DIMS_BUF];
+    return snprintf(buf, size, "%s %s%s%s on %s", dla__tensor_dims_str(t, dims, sizeof dims),
+                    dla_dtype_name(t->dtype), t->format[0] ? " " : "", t->format,
+                    t->storage->device->name);
+}
+
+/* ----------------------------------------------------------------- dtypes */
+
+#define DLA__DTYPE_NAME(name, str, size) str,
+#define DLA__DTYPE_SIZE(name, str, size) size,
+static const char *const dtype_names[] = {DLA_DTYPE_LIST(DLA__DTYPE_NAME)};
+static const size_t dtype_sizes[] = {DLA_DTYPE_LIST(DLA__DTYPE_SIZE)};
+_Static_assert(sizeof dtype_names / sizeof dtype_names[0] == DLA_DTYPE_COUNT,
+               "dtype names out of step with DLA_DTYPE_LIST");
+
+DLA_API const char *dla_dtype_name(dla_dtype dtype)
+{
+    return (unsigned)dtype < DLA_DTYPE_COUNT ? dtype_names[dtype] : "unknown";
+}
+
+DLA_API size_t dla_dtype_size(dla_dtype dtype)
+{
+    return (unsigned)dtype < DLA_DTYPE_COUNT ? dtype_sizes[dtype] : 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * tensor.h - the tensor handle and its storage, as the core sees them.
+ *
+ * A tensor is a view (dims, strides, offset, format) on a reference-counted
+ * storage (one device allocation). Error tensors carry a status and message
+ * and no storage; ops hand them through unchanged (sticky errors).
+ */
+#ifndef DLA_CORE_TENSOR_H
+#define DLA_CORE_TENSOR_H
+
+#include "core/device.h"
+
+#include <dlaccel.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+typedef struct dla__storage {
+    atomic_int refcount;
+    dla_device *device;
+    dla_mem mem;
+    size_t bytes;
+} dla__storage;
+
+struct dla_tensor {
+    atomic_int refcount; /* < 0: immortal (the static out-of-memory tensor) */
+    dla_status status;
+    char *message; /* error tensors only */
+    dla_dtype dtype;
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    int64_t strides[DLA_MAX_DIMS]; /* elements */
+    int64_t offset;                /* elements */
+    char format[DLA_MAX_DIMS + 1];
+    dla__storage *storage;
+};
+
+/* An error tensor for the thread's last error (status and message), owned
+ * by the caller, or the static out-of-memory tensor when even that fails. */
+dla_tensor *dla__error_tensor(void);
+/* Records the failure and returns its error tensor: the one-line exit of an
+ * op, `return dla__error(DLA_ERR_SHAPE, "dla_add: ...")`. */
+dla_tensor *dla__error(dla_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A new dense tensor on dev with uninitialized storage (dims past ndims
+ * are not used; format "" or canonical labels, already validated). */
+dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, const char *format,
+                              int ndims, const int64_t *dims);
+/* A view header sharing t's storage (storage retained), dims/strides to be
+ * filled by the caller. NULL on out of memory (message set). */
+dla_tensor *dla__tensor_view(const char *op, const dla_tensor *t);
+
+/* Column-major dense strides for dims. */
+void dla__dense_strides(int ndims, const int64_t *dims, int64_t *strides);
+int64_t dla__numel(int ndims, const int64_t *dims);
+int dla__is_dense(const dla_tensor *t);
+/* Fills a kernel view of t. */
+void dla__view_of(const dla_tensor *t, dla_view *v);
+/* "28x28x1x128" of t into buf. */
+const char *dla__tensor_dims_str(const dla_tensor *t, char *buf, size_t size);
+
+/* Hands a new tensor to the caller: adopted by the innermost scope when one
+ * is open. Returns t, or the out-of-memory tensor if the scope cannot grow
+ * (t is released then). Every public op returns through this. */
+dla_tensor *dla__return(dla_tensor *t);
+/* For an op given an error tensor: the same handle, with a reference for the
+ * caller (through dla__return). */
+dla_tensor *dla__pass_error(dla_tensor *t);
+
+/* The device of new tensors, or an error with the reason. */
+dla_device *dla__current_device(const char *op);
+
+#endif
