@@ -1,1 +1,26 @@
 # examples/
+
+# ---- examples/plugin-hello: the minimal plugin of docs/plugins.md --------
+# Built for `make check` as a libtool module and never installed: it is not
+# in DLA_PLUGINS, and its manifest sits in its own build folder, so only
+# DLACCEL_PLUGIN_PATH=<build>/examples/plugin-hello brings it in.
+check_LTLIBRARIES += examples/plugin-hello/libdlaccel-hello.la
+examples_plugin_hello_libdlaccel_hello_la_SOURCES = examples/plugin-hello/hello.c
+examples_plugin_hello_libdlaccel_hello_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
+	-rpath /nowhere
+EXTRA_DIST += examples/plugin-hello/manifest.json.in examples/plugin-hello/tensor_on_hello.sh
+
+examples/plugin-hello/hello.json: $(top_srcdir)/examples/plugin-hello/manifest.json.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) examples/plugin-hello && \
+	$(SED) -e 's|@LIBRARY_PATH@|$(abs_builddir)/examples/plugin-hello/.libs/libdlaccel-hello.so|' \
+	  $< > $@
+CLEANFILES += examples/plugin-hello/hello.json
+
+# The tensor suite on the hello device. Its log needs the manifest and the
+# module; the prerequisites are added through a variable so they extend
+# automake's rule for the log instead of replacing it (and check_DATA
+# belongs to tests/).
+TESTS += examples/plugin-hello/tensor_on_hello.sh
+dla_hello_test_log = examples/plugin-hello/tensor_on_hello.sh.log
+$(dla_hello_test_log): examples/plugin-hello/hello.json examples/plugin-hello/libdlaccel-hello.la
+# ---- end of examples/plugin-hello ----------------------------------------
