@@ -36,13 +36,6 @@ DLA_API void dla_set_allocator(dla_alloc_fn fn, void *user)
     json_set_alloc_funcs(json_malloc, json_free);
 }
 
-void dla__alloc_init(void)
-{
-    /* Idempotent: the registry calls it before its first manifest parse, so
-     * Jansson is routed even when the user never installed a hook. */
-    json_set_alloc_funcs(json_malloc, json_free);
-}
-
 void *dla__malloc(size_t size)
 {
     /* size 0 would mean "free" to the hook; hand out a real block instead. */

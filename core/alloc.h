@@ -20,8 +20,5 @@ void *dla__malloc_aligned(size_t size, size_t align);
 void dla__free_aligned(void *ptr);
 /* strdup through the hook. */
 char *dla__strdup(const char *s);
-/* Routes Jansson through the hook (dla_set_allocator does it too); call
- * before the first JSON parse. */
-void dla__alloc_init(void);
 
 #endif
