@@ -334,6 +334,94 @@ DLA_API dla_tensor *dla_mtimes(dla_tensor *a, dla_tensor *b);
 DLA_API dla_tensor *dla_pagemtimes(dla_tensor *a, const char *transa, dla_tensor *b,
                                    const char *transb);
 
+/* ------------------------------------- plugins and discovery (introspection) */
+
+/* What `dlaccel devices` shows, for tools and for a program that wants to
+ * explain why it runs where it runs. Discovery (reading the manifests) runs
+ * on first use of any of these or of the device functions; a plugin's
+ * library is loaded only when one of its devices is needed, so before
+ * dla_device_count() (which loads them all) a manifest may still be FOUND.
+ * Strings returned here live until the process ends. */
+
+/* What became of a manifest found during discovery. Append only. */
+#define DLA_MANIFEST_STATE_LIST(X)                                             \
+    X(DLA_MANIFEST_FOUND, "found")         /* read; library not loaded yet */  \
+    X(DLA_MANIFEST_LOADED, "loaded")       /* library loaded, devices listed */\
+    X(DLA_MANIFEST_FAILED, "failed")       /* library, ABI, init or devices */ \
+    X(DLA_MANIFEST_DISABLED, "disabled")   /* in DLACCEL_PLUGINS_DISABLE */    \
+    X(DLA_MANIFEST_DUPLICATE, "duplicate") /* same file again, or name taken */\
+    X(DLA_MANIFEST_INVALID, "invalid")     /* bad JSON or a bad field */
+
+typedef enum dla_manifest_state {
+#define DLA__MANIFEST_STATE_ENUM(name, str) name,
+    DLA_MANIFEST_STATE_LIST(DLA__MANIFEST_STATE_ENUM)
+#undef DLA__MANIFEST_STATE_ENUM
+    DLA_MANIFEST_STATE_COUNT
+} dla_manifest_state;
+
+/* "loaded"; "unknown" when out of range. */
+DLA_API const char *dla_manifest_state_name(dla_manifest_state state);
+
+/* A folder of the plugin search path: the DLACCEL_PLUGIN_PATH entries in
+ * order, then the installed folder. Fields are only ever appended. */
+typedef struct dla_manifest_folder_info {
+    size_t struct_size;    /* the caller sets sizeof(dla_manifest_folder_info) */
+    const char *path;      /* as given */
+    const char *origin;    /* "DLACCEL_PLUGIN_PATH" or "installed" */
+    int manifest_count;    /* *.json files in it; -1 when it could not be read */
+    const char *error;     /* why it could not be read ("No such file or
+                            * directory"); "" when it was read */
+} dla_manifest_folder_info;
+
+/* Number of folders searched (runs discovery). */
+DLA_API int dla_manifest_folder_count(void);
+/* Fills the members of *info that lie within info->struct_size for folder i
+ * (0-based). DLA_ERR_INVALID_ARGUMENT when i is out of range or info is
+ * NULL; DLA_ERR_OUT_OF_MEMORY when discovery could not run. */
+DLA_API dla_status dla_manifest_folder_get(int i, dla_manifest_folder_info *info);
+
+/* A manifest found during discovery, in discovery order (folders in search
+ * order, files by name). Fields are only ever appended; a field the
+ * manifest could not supply is "" (strings), 0 (numbers), -1 (answers). */
+typedef struct dla_manifest_info {
+    size_t struct_size;        /* the caller sets sizeof(dla_manifest_info) */
+    const char *path;          /* the manifest file as found */
+    int folder;                /* index for dla_manifest_folder_get() */
+    const char *plugin;        /* plugin.name */
+    const char *library;       /* plugin.library_path, resolved */
+    const char *abi_declared;  /* plugin.abi_version as written ("1.0") */
+    int priority;              /* plugin.priority (higher wins) */
+    int device_type_count;
+    const char *const *device_types; /* plugin.device_types */
+    const char *description;   /* plugin.description */
+    dla_manifest_state state;
+    /* Why it is not FOUND or LOADED: the field and what is wrong, the
+     * library and dlerror(), the plugin's init message, ...; "" otherwise. */
+    const char *reason;
+    int abi_major, abi_minor;  /* the ABI the plugin answered; -1 until loaded */
+    int device_count;          /* devices it offers; -1 until loaded */
+} dla_manifest_info;
+
+/* Number of manifests found (runs discovery, loads nothing). */
+DLA_API int dla_manifest_count(void);
+/* Fills the members of *info within info->struct_size for manifest i.
+ * DLA_ERR_INVALID_ARGUMENT when i is out of range or info is NULL;
+ * DLA_ERR_OUT_OF_MEMORY when discovery could not run. */
+DLA_API dla_status dla_manifest_get(int i, dla_manifest_info *info);
+
+/* Why the default device is the default: "DLACCEL_DEVICE entry 'cpu'",
+ * "highest priority (100)", with the entries or plugins passed over and
+ * why. When there is no default device, the error dla_device_default()
+ * reports. Resolves the default device if that has not happened yet. */
+DLA_API const char *dla_device_default_reason(void);
+
+/* More of what the plugin says about a device (dla_plugin_device_info):
+ * parallel units, 0 when unknown; 1 when device memory is host memory;
+ * free-form "key=value; ..." properties, "" when none. */
+DLA_API int dla_device_compute_units(const dla_device *dev);
+DLA_API int dla_device_host_addressable(const dla_device *dev);
+DLA_API const char *dla_device_properties(const dla_device *dev);
+
 #ifdef __cplusplus
 }
 #endif

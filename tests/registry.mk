@@ -1,1 +1,48 @@
-# tests/registry.mk
+# tests/registry.mk - plugin discovery, loading and selection, and the
+# `dlaccel devices` tool.
+#
+# The registry test compiles the registry with its own installed folder
+# (DLACCEL_PLUGINS_DIR below) so it can test the precedence of
+# DLACCEL_PLUGIN_PATH without touching a real installation, and links the
+# core files it needs directly (it calls dla__registry_reset, which the
+# shared library keeps hidden).
+#
+# The fake plugins are libtool modules built for make check only, never
+# installed; each is broken in one way the registry must survive.
+DLA_FAKE_PLUGIN_LDFLAGS = -module -avoid-version -shared -no-undefined -rpath /nowhere
+check_LTLIBRARIES += \
+	tests/plugins/fake_good.la \
+	tests/plugins/fake_nosym.la \
+	tests/plugins/fake_abi.la \
+	tests/plugins/fake_initfail.la \
+	tests/plugins/fake_nodevice.la \
+	tests/plugins/fake_short.la
+tests_plugins_fake_good_la_SOURCES = tests/plugins/fake_good.c
+tests_plugins_fake_good_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_fake_nosym_la_SOURCES = tests/plugins/fake_nosym.c
+tests_plugins_fake_nosym_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_fake_abi_la_SOURCES = tests/plugins/fake_abi.c
+tests_plugins_fake_abi_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_fake_initfail_la_SOURCES = tests/plugins/fake_initfail.c
+tests_plugins_fake_initfail_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_fake_nodevice_la_SOURCES = tests/plugins/fake_nodevice.c
+tests_plugins_fake_nodevice_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_fake_short_la_SOURCES = tests/plugins/fake_short.c
+tests_plugins_fake_short_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+
+check_PROGRAMS += tests/test_registry
+tests_test_registry_SOURCES = \
+	tests/test_registry.c \
+	core/registry.c core/device.h \
+	core/manifest.c core/manifest.h \
+	core/alloc.c core/alloc.h \
+	core/error.c core/error.h \
+	core/log.c core/log.h
+tests_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_BUILDING_LIBRARY \
+	-DDLACCEL_PLUGINS_DIR='"$(abs_builddir)/tests/registry-installed.d"' \
+	-DDLA_TEST_BUILDDIR_DEFAULT='"$(abs_builddir)"' $(JANSSON_CFLAGS)
+tests_test_registry_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_registry_LDADD = $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LIBS)
+
+TESTS += tests/test_registry tests/tool_devices.sh
+EXTRA_DIST += tests/tool_devices.sh

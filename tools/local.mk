@@ -1,1 +1,8 @@
-# tools/
+# tools/ - the `dlaccel` command line. Each subcommand is a file of its own
+# (see tools/commands.h); add it to the list below.
+bin_PROGRAMS += tools/dlaccel
+tools_dlaccel_SOURCES = \
+	tools/dlaccel.c \
+	tools/commands.h \
+	tools/devices.c
+tools_dlaccel_LDADD = libdlaccel.la

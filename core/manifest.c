@@ -1,0 +1,459 @@
+/*
+ * manifest.c - the plugin search path and the manifest file format.
+ *
+ * Reading is strict so that a typo is reported where it is, not discovered
+ * later as a plugin that mysteriously fails to load: every field is checked
+ * for presence, type and form, and the first problem becomes the reason,
+ * naming the field. Unknown fields are ignored so that a newer minor of the
+ * format still reads. All memory, Jansson's included, goes through the hook.
+ */
+#define _GNU_SOURCE
+#include "core/manifest.h"
+
+#include "core/alloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ------------------------------------------------------------ search path */
+
+static dla_status folder_add(dla__search_folder **folders, int *count, int *cap,
+                             const char *path, size_t len, const char *origin)
+{
+    if (*count == *cap) {
+        int ncap = *cap ? *cap * 2 : 4;
+        dla__search_folder *n = dla__realloc(*folders, (size_t)ncap * sizeof *n);
+        if (!n)
+            return DLA_ERR_OUT_OF_MEMORY;
+        *folders = n;
+        *cap = ncap;
+    }
+    dla__search_folder *f = &(*folders)[*count];
+    memset(f, 0, sizeof *f);
+    f->path = dla__malloc(len + 1);
+    if (!f->path)
+        return DLA_ERR_OUT_OF_MEMORY;
+    memcpy(f->path, path, len);
+    f->path[len] = '\0';
+    f->origin = origin;
+    f->manifest_count = -1;
+    (*count)++;
+    return DLA_OK;
+}
+
+dla_status dla__search_path_build(const char *env_path, const char *installed,
+                                  dla__search_folder **folders, int *count)
+{
+    dla__search_folder *list = NULL;
+    int n = 0, cap = 0;
+    dla_status st = DLA_OK;
+    for (const char *p = env_path; p && *p && st == DLA_OK;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > 0)
+            st = folder_add(&list, &n, &cap, p, len, "DLACCEL_PLUGIN_PATH");
+        p = end ? end + 1 : p + len;
+    }
+    if (st == DLA_OK && installed && *installed)
+        st = folder_add(&list, &n, &cap, installed, strlen(installed), "installed");
+    if (st != DLA_OK) {
+        dla__search_path_free(list, n);
+        return st;
+    }
+    *folders = list;
+    *count = n;
+    return DLA_OK;
+}
+
+void dla__search_path_free(dla__search_folder *folders, int count)
+{
+    for (int i = 0; i < count; i++)
+        dla__free(folders[i].path);
+    dla__free(folders);
+}
+
+/* ------------------------------------------------------------ folder scan */
+
+static int has_json_suffix(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 5 && strcmp(name + n - 5, ".json") == 0;
+}
+
+static int compare_paths(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *path_join(const char *folder, const char *name)
+{
+    size_t a = strlen(folder), b = strlen(name);
+    int slash = a > 0 && folder[a - 1] != '/';
+    char *s = dla__malloc(a + (size_t)slash + b + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, folder, a);
+    if (slash)
+        s[a] = '/';
+    memcpy(s + a + slash, name, b + 1);
+    return s;
+}
+
+void dla__manifest_paths_free(char **paths, int count)
+{
+    for (int i = 0; i < count; i++)
+        dla__free(paths[i]);
+    dla__free(paths);
+}
+
+dla_status dla__manifest_scan(dla__search_folder *folder, char ***paths, int *count)
+{
+    *paths = NULL;
+    *count = 0;
+    folder->manifest_count = -1;
+    folder->error[0] = '\0';
+    DIR *dir = opendir(folder->path);
+    if (!dir) {
+        char buf[128];
+        snprintf(folder->error, sizeof folder->error, "%s", strerror_r(errno, buf, sizeof buf));
+        return DLA_OK;
+    }
+    char **list = NULL;
+    int n = 0, cap = 0;
+    dla_status st = DLA_OK;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (!has_json_suffix(e->d_name))
+            continue;
+        char *full = path_join(folder->path, e->d_name);
+        if (!full) {
+            st = DLA_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        /* stat follows symlinks: a link to a manifest counts, a folder named
+         * x.json does not. */
+        struct stat sb;
+        if (stat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            dla__free(full);
+            continue;
+        }
+        if (n == cap) {
+            int ncap = cap ? cap * 2 : 8;
+            char **grown = dla__realloc(list, (size_t)ncap * sizeof *grown);
+            if (!grown) {
+                dla__free(full);
+                st = DLA_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            list = grown;
+            cap = ncap;
+        }
+        list[n++] = full;
+    }
+    closedir(dir);
+    if (st != DLA_OK) {
+        dla__manifest_paths_free(list, n);
+        return st;
+    }
+    /* Same folder prefix everywhere, so this is the order of the names. */
+    if (n > 1)
+        qsort(list, (size_t)n, sizeof *list, compare_paths);
+    folder->manifest_count = n;
+    *paths = list;
+    *count = n;
+    return DLA_OK;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown value";
+}
+
+/* Exactly `parts` dot-separated decimal numbers, nothing else. */
+static int parse_version(const char *s, int parts, unsigned *out)
+{
+    for (int i = 0; i < parts; i++) {
+        unsigned v = 0;
+        int digits = 0;
+        while (*s >= '0' && *s <= '9') {
+            if (++digits > 9)
+                return 0;
+            v = v * 10 + (unsigned)(*s++ - '0');
+        }
+        if (digits == 0)
+            return 0;
+        out[i] = v;
+        if (i + 1 < parts && *s++ != '.')
+            return 0;
+    }
+    return *s == '\0';
+}
+
+static int valid_name(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
+            return 0;
+    return 1;
+}
+
+/* Writes "field 'f': <what>" into reason and returns DLA_ERR_PLUGIN. */
+static dla_status field_problem(char *reason, size_t size, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static dla_status field_problem(char *reason, size_t size, const char *field, const char *fmt, ...)
+{
+    int n = snprintf(reason, size, "field '%s': ", field);
+    if (n >= 0 && (size_t)n < size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(reason + n, size - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return DLA_ERR_PLUGIN;
+}
+
+/* A required (or, when absent is allowed, optional) string member. */
+static dla_status get_string(const json_t *obj, const char *key, const char *field, int required,
+                             const char **out, char *reason, size_t size)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v)
+        return required ? field_problem(reason, size, field, "missing") : DLA_OK;
+    if (!json_is_string(v))
+        return field_problem(reason, size, field, "expected a string, found %s", json_type_name(v));
+    *out = json_string_value(v);
+    return DLA_OK;
+}
+
+static dla_status dup_into(char **dst, const char *src)
+{
+    *dst = dla__strdup(src);
+    return *dst ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;
+}
+
+static dla_status read_format_version(const json_t *root, char *reason, size_t size)
+{
+    const char *s;
+    dla_status st = get_string(root, "file_format_version", "file_format_version", 1, &s, reason, size);
+    if (st != DLA_OK)
+        return st;
+    unsigned v[3];
+    if (!parse_version(s, 3, v))
+        return field_problem(reason, size, "file_format_version",
+                             "\"%s\" is not of the form \"major.minor.patch\"", s);
+    if (v[0] != DLA__MANIFEST_FORMAT_MAJOR)
+        return field_problem(reason, size, "file_format_version",
+                             "major version %u is unknown (this library reads %d.x.x)", v[0],
+                             DLA__MANIFEST_FORMAT_MAJOR);
+    return DLA_OK;
+}
+
+static dla_status read_library(const json_t *plugin, const char *folder, dla__manifest *m,
+                               char *reason, size_t size)
+{
+    const char *s;
+    dla_status st = get_string(plugin, "library_path", "plugin.library_path", 1, &s, reason, size);
+    if (st != DLA_OK)
+        return st;
+    if (!*s)
+        return field_problem(reason, size, "plugin.library_path", "empty");
+    m->library = s[0] == '/' ? dla__strdup(s) : path_join(folder, s);
+    return m->library ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;
+}
+
+static dla_status read_abi(const json_t *plugin, dla__manifest *m, char *reason, size_t size)
+{
+    const char *s;
+    dla_status st = get_string(plugin, "abi_version", "plugin.abi_version", 1, &s, reason, size);
+    if (st != DLA_OK)
+        return st;
+    unsigned v[2];
+    if (!parse_version(s, 2, v) || v[0] > INT_MAX || v[1] > INT_MAX)
+        return field_problem(reason, size, "plugin.abi_version",
+                             "\"%s\" is not of the form \"major.minor\"", s);
+    m->abi_major = (int)v[0];
+    m->abi_minor = (int)v[1];
+    return dup_into(&m->abi, s);
+}
+
+static dla_status read_device_types(const json_t *plugin, dla__manifest *m, char *reason,
+                                    size_t size)
+{
+    const json_t *arr = json_object_get(plugin, "device_types");
+    if (!arr)
+        return DLA_OK;
+    if (!json_is_array(arr))
+        return field_problem(reason, size, "plugin.device_types",
+                             "expected an array of strings, found %s", json_type_name(arr));
+    size_t n = json_array_size(arr);
+    if (n > 64)
+        return field_problem(reason, size, "plugin.device_types", "%zu entries (at most 64)", n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(arr, i);
+        char field[48];
+        snprintf(field, sizeof field, "plugin.device_types[%zu]", i);
+        if (!json_is_string(v))
+            return field_problem(reason, size, field, "expected a string, found %s",
+                                 json_type_name(v));
+        if (!*json_string_value(v))
+            return field_problem(reason, size, field, "empty");
+    }
+    if (n == 0)
+        return DLA_OK;
+    m->device_types = dla__calloc(n, sizeof *m->device_types);
+    if (!m->device_types)
+        return DLA_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        if (dup_into(&m->device_types[i], json_string_value(json_array_get(arr, i))) != DLA_OK)
+            return DLA_ERR_OUT_OF_MEMORY;
+        m->device_type_count = (int)i + 1;
+    }
+    return DLA_OK;
+}
+
+static dla_status read_plugin(const json_t *plugin, const char *folder, dla__manifest *m,
+                              char *reason, size_t size)
+{
+    const char *s;
+    dla_status st = get_string(plugin, "name", "plugin.name", 1, &s, reason, size);
+    if (st != DLA_OK)
+        return st;
+    if (!valid_name(s))
+        return field_problem(reason, size, "plugin.name",
+                             "\"%s\" must be made of [a-z0-9_-] and not be empty", s);
+    if (strlen(s) > DLA__PLUGIN_NAME_MAX)
+        return field_problem(reason, size, "plugin.name", "\"%s\" is longer than %d characters",
+                             s, DLA__PLUGIN_NAME_MAX);
+    if ((st = dup_into(&m->name, s)) != DLA_OK)
+        return st;
+    if ((st = read_library(plugin, folder, m, reason, size)) != DLA_OK)
+        return st;
+    if ((st = read_abi(plugin, m, reason, size)) != DLA_OK)
+        return st;
+    if ((st = read_device_types(plugin, m, reason, size)) != DLA_OK)
+        return st;
+
+    const json_t *prio = json_object_get(plugin, "priority");
+    if (prio) {
+        if (!json_is_integer(prio))
+            return field_problem(reason, size, "plugin.priority", "expected an integer, found %s",
+                                 json_type_name(prio));
+        json_int_t p = json_integer_value(prio);
+        if (p < INT_MIN || p > INT_MAX)
+            return field_problem(reason, size, "plugin.priority", "%lld is out of range",
+                                 (long long)p);
+        m->priority = (int)p;
+    }
+    if ((st = get_string(plugin, "description", "plugin.description", 0, &s, reason, size)) != DLA_OK)
+        return st;
+    return dup_into(&m->description, s ? s : "");
+}
+
+/* Jansson does not always report a refused allocation (some leave a
+ * smaller object behind, or an empty message), so the parse watches the
+ * hook itself: a manifest read short of memory must not look invalid. */
+static _Thread_local int json_refused;
+
+static void *json_watch_malloc(size_t size)
+{
+    void *p = dla__malloc(size);
+    if (!p)
+        json_refused = 1;
+    return p;
+}
+
+static void json_watch_free(void *ptr) { dla__free(ptr); }
+
+static dla_status read_file(const char *path, json_t **root, char *reason, size_t size)
+{
+    json_error_t err;
+    /* Installed per parse: Jansson's hooks are process-wide and
+     * dla_set_allocator replaces them with its own. */
+    json_set_alloc_funcs(json_watch_malloc, json_watch_free);
+    json_refused = 0;
+    *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    if (json_refused) {
+        json_decref(*root);
+        *root = NULL;
+        return DLA_ERR_OUT_OF_MEMORY;
+    }
+    if (*root)
+        return DLA_OK;
+    if (json_error_code(&err) == json_error_cannot_open_file) {
+        snprintf(reason, size, "cannot read the file: %s", err.text);
+        return DLA_ERR_PLUGIN;
+    }
+    snprintf(reason, size, "invalid JSON at line %d, column %d: %s", err.line, err.column,
+             err.text);
+    return DLA_ERR_PLUGIN;
+}
+
+dla_status dla__manifest_read(const char *path, const char *folder, dla__manifest *m,
+                              char *reason, size_t reason_size)
+{
+    memset(m, 0, sizeof *m);
+    reason[0] = '\0';
+    char real[PATH_MAX];
+    dla_status st = dup_into(&m->path, path);
+    if (st == DLA_OK)
+        st = dup_into(&m->real_path, realpath(path, real) ? real : path);
+    if (st != DLA_OK)
+        return st;
+
+    json_t *root;
+    if ((st = read_file(path, &root, reason, reason_size)) != DLA_OK)
+        return st;
+    if (!json_is_object(root)) {
+        snprintf(reason, reason_size, "top level: expected an object, found %s",
+                 json_type_name(root));
+        st = DLA_ERR_PLUGIN;
+    }
+    if (st == DLA_OK)
+        st = read_format_version(root, reason, reason_size);
+    const json_t *plugin = st == DLA_OK ? json_object_get(root, "plugin") : NULL;
+    if (st == DLA_OK && !plugin)
+        st = field_problem(reason, reason_size, "plugin", "missing");
+    else if (st == DLA_OK && !json_is_object(plugin))
+        st = field_problem(reason, reason_size, "plugin", "expected an object, found %s",
+                           json_type_name(plugin));
+    if (st == DLA_OK)
+        st = read_plugin(plugin, folder, m, reason, reason_size);
+    json_decref(root);
+    return st;
+}
+
+void dla__manifest_clear(dla__manifest *m)
+{
+    dla__free(m->path);
+    dla__free(m->real_path);
+    dla__free(m->name);
+    dla__free(m->library);
+    dla__free(m->abi);
+    for (int i = 0; i < m->device_type_count; i++)
+        dla__free(m->device_types[i]);
+    dla__free(m->device_types);
+    dla__free(m->description);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# `dlaccel devices` as a user runs it, against the build tree's plugins:
+# the exit status says whether DLACCEL_DEVICE can be had, the output says
+# why, and DLACCEL_LOG=debug shows discovery step by step. Speaks TAP.
+tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
+plugins="$DLA_TEST_BUILDDIR/plugins.d"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-tool-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
+DLACCEL_PLUGIN_PATH="$plugins"
+export DLACCEL_PLUGIN_PATH
+
+echo "1..8"
+n=0
+# check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
+# $args, output in $tmp/out), compares the status and greps each pattern.
+check() {
+    n=$((n + 1)); what=$1; want=$2; shift 2
+    # shellcheck disable=SC2086
+    "$tool" $args >"$tmp/out" 2>&1
+    got=$?
+    ok=yes
+    if [ "$got" -ne "$want" ]; then
+        echo "# exit status $got, expected $want"; ok=no
+    fi
+    for pattern in "$@"; do
+        if ! grep -qF -- "$pattern" "$tmp/out"; then
+            echo "# output lacks: $pattern"; ok=no
+        fi
+    done
+    if [ $ok = yes ]; then
+        echo "ok $n - $what"
+    else
+        sed 's/^/#   /' "$tmp/out"
+        echo "not ok $n - $what"
+    fi
+}
+
+# with VAR=VALUE... -- DESCRIPTION STATUS PATTERN...: check with the
+# variables exported for this one run (a plain prefix on a shell function
+# call is not portable).
+with() {
+    saved_path=$DLACCEL_PLUGIN_PATH
+    while [ "$1" != -- ]; do export "${1?}"; shift; done
+    shift
+    check "$@"
+    unset DLACCEL_DEVICE DLACCEL_LOG
+    DLACCEL_PLUGIN_PATH=$saved_path
+}
+
+args=devices
+with DLACCEL_DEVICE=nosuch -- "DLACCEL_DEVICE naming an unknown plugin exits 1 with the reason" 1 \
+    "Default device: none" "'nosuch': no plugin named 'nosuch'"
+
+printf '{"file_format_version": "1.0.0", "plugin": {"name": "cpu2",\n' >"$tmp/cpu2.json"
+printf ' "library_path": "libdlaccel-cpu2.so", "abi_version": "1.0"}}\n' >>"$tmp/cpu2.json"
+with DLACCEL_PLUGIN_PATH="$tmp:$plugins" DLACCEL_DEVICE=cpu2 -- \
+    "DLACCEL_DEVICE naming a plugin that fails to load exits 1 with dlerror" 1 \
+    "'cpu2': plugin 'cpu2'" "failed to load: cannot load library $tmp/libdlaccel-cpu2.so"
+
+with DLACCEL_DEVICE=cpu -- "DLACCEL_DEVICE=cpu exits 0 and says why cpu:0 is the default" 0 \
+    "cpu:0  (default)" "why: DLACCEL_DEVICE entry 'cpu'" "state         loaded, 1 device"
+
+with DLACCEL_DEVICE="nosuch,cpu" -- "a DLACCEL_DEVICE list falls back to its next entry" 0 \
+    "Default device: cpu:0" "passed over: 'nosuch'"
+
+check "with DLACCEL_DEVICE unset the highest priority plugin is the default" 0 \
+    "Default device: cpu:0" "why: highest priority (100)" "$plugins" "from DLACCEL_PLUGIN_PATH" \
+    "from installed" "ABI           declared 1.0, plugin speaks 1."
+
+printf '{"file_format_version": "1.0.0", "plugin": {"name": "broken",,}}\n' >"$tmp/broken.json"
+with DLACCEL_PLUGIN_PATH="$tmp:$plugins" DLACCEL_LOG=debug -- \
+    "DLACCEL_LOG=debug shows discovery step by step" 0 \
+    "discovery: folder 1/" "manifest $tmp/broken.json: reading" \
+    "manifest $tmp/broken.json: invalid JSON at line 1" \
+    "cannot load library $tmp/libdlaccel-cpu2.so: " \
+    "plugin 'cpu': dlopen " "calling dlaccel_plugin_init" "default device cpu:0"
+
+args=version
+check "dlaccel version prints the library and ABI versions" 0 "dlaccel " "(plugin ABI 1."
+
+args=frobnicate
+check "an unknown command exits 2 with the list of commands" 2 \
+    "unknown command 'frobnicate'" "devices" "version"

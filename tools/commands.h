@@ -1,0 +1,30 @@
+/*
+ * commands.h - the subcommands of the `dlaccel` tool.
+ *
+ * Each subcommand lives in its own file and is one row of the table in
+ * dlaccel.c: it gets the arguments after its name (argv[0] is the
+ * subcommand's name) and returns the process exit status. A new subcommand
+ * (run, trace, plugin check) is a new file, a declaration here and a row.
+ */
+#ifndef DLA_TOOLS_COMMANDS_H
+#define DLA_TOOLS_COMMANDS_H
+
+/* Exit statuses shared by every subcommand. */
+enum {
+    DLA_TOOL_OK = 0,
+    DLA_TOOL_FAILED = 1, /* the command ran and what was asked cannot be had */
+    DLA_TOOL_USAGE = 2   /* bad arguments */
+};
+
+typedef struct dla_tool_command {
+    const char *name;
+    const char *usage;   /* arguments after the name, "" when none */
+    const char *summary; /* one line for `dlaccel help` */
+    const char *help;    /* a paragraph for `dlaccel help <name>` */
+    int (*run)(int argc, char **argv);
+} dla_tool_command;
+
+/* `dlaccel devices`: search path, manifests, plugins, devices, default. */
+int dla_tool_devices(int argc, char **argv);
+
+#endif

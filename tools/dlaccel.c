@@ -1,0 +1,99 @@
+/*
+ * dlaccel.c - the `dlaccel` command line: finds the subcommand and runs it.
+ *
+ * The subcommands are rows of one table, so `dlaccel help` and the
+ * dispatch cannot disagree; `version` and `help` are small enough to live
+ * here, the others have a file each (see commands.h).
+ */
+#include "tools/commands.h"
+
+#include <dlaccel.h>
+#include <dlaccel/plugin.h>
+#include <stdio.h>
+#include <string.h>
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const dla_tool_command commands[] = {
+    {"devices", "", "list plugins, their manifests and devices, and the default device",
+     "Shows the plugin search path and where each folder comes from, every\n"
+     "manifest found, whether its plugin loaded and if not why, the ABI it\n"
+     "speaks, each device with its properties, and which device is the default\n"
+     "and why. Exits with 1 when there is no default device, which is the case\n"
+     "when DLACCEL_DEVICE names nothing that can be had. Run with\n"
+     "DLACCEL_LOG=debug to see discovery step by step.",
+     dla_tool_devices},
+    {"version", "", "print the library and plugin ABI versions",
+     "Prints the version of libdlaccel and the plugin ABI it speaks.", cmd_version},
+    {"help", "[command]", "show this list, or the details of one command",
+     "Without an argument lists the commands; with one explains it.", cmd_help},
+};
+#define COMMAND_COUNT (int)(sizeof commands / sizeof commands[0])
+
+static const dla_tool_command *find_command(const char *name)
+{
+    for (int i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: dlaccel <command> [arguments]\n\ncommands:\n");
+    for (int i = 0; i < COMMAND_COUNT; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].usage);
+        fprintf(out, "  %-18s %s\n", head, commands[i].summary);
+    }
+    fprintf(out, "\nEnvironment: DLACCEL_PLUGIN_PATH, DLACCEL_DEVICE, DLACCEL_PLUGINS_DISABLE,\n"
+                 "DLACCEL_LOG (see docs/environment.md).\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc == 1) {
+        print_usage(stdout);
+        return DLA_TOOL_OK;
+    }
+    const dla_tool_command *c = argc == 2 ? find_command(argv[1]) : NULL;
+    if (!c) {
+        fprintf(stderr, "dlaccel help: %s\n",
+                argc == 2 ? "no such command" : "takes at most one command name");
+        return DLA_TOOL_USAGE;
+    }
+    printf("usage: dlaccel %s %s\n\n%s\n", c->name, c->usage, c->help);
+    return DLA_TOOL_OK;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    if (argc != 1) {
+        fprintf(stderr, "dlaccel version: takes no arguments\n");
+        return DLA_TOOL_USAGE;
+    }
+    printf("dlaccel %s (plugin ABI %d.%d)\n", dla_version_string(), DLA_PLUGIN_ABI_MAJOR,
+           DLA_PLUGIN_ABI_MINOR);
+    return DLA_TOOL_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_usage(stderr);
+        return DLA_TOOL_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+        name = "help";
+    else if (strcmp(name, "--version") == 0)
+        name = "version";
+    const dla_tool_command *c = find_command(name);
+    if (!c) {
+        fprintf(stderr, "dlaccel: unknown command '%s'\n\n", argv[1]);
+        print_usage(stderr);
+        return DLA_TOOL_USAGE;
+    }
+    return c->run(argc - 1, argv + 1);
+}
