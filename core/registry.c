@@ -21,7 +21,6 @@
 #include "core/manifest.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>

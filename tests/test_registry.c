@@ -12,7 +12,6 @@
 #include "core/device.h"
 
 #include <dlaccel.h>
-#include <errno.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
