@@ -63,7 +63,7 @@ static int cmd_help(int argc, char **argv)
                 argc == 2 ? "no such command" : "takes at most one command name");
         return DLA_TOOL_USAGE;
     }
-    printf("usage: dlaccel %s %s\n\n%s\n", c->name, c->usage, c->help);
+    printf("usage: dlaccel %s%s%s\n\n%s\n", c->name, c->usage[0] ? " " : "", c->usage, c->help);
     return DLA_TOOL_OK;
 }
 
