@@ -388,12 +388,20 @@ static void json_watch_free(void *ptr) { dla__free(ptr); }
 
 static dla_status read_file(const char *path, json_t **root, char *reason, size_t size)
 {
+    *root = NULL;
+    FILE *f = fopen(path, "re"); /* e: not inherited across exec */
+    if (!f) {
+        char buf[128];
+        snprintf(reason, size, "cannot read the file: %s", strerror_r(errno, buf, sizeof buf));
+        return DLA_ERR_PLUGIN;
+    }
     json_error_t err;
     /* Installed per parse: Jansson's hooks are process-wide and
      * dla_set_allocator replaces them with its own. */
     json_set_alloc_funcs(json_watch_malloc, json_watch_free);
     json_refused = 0;
-    *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    *root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
+    fclose(f);
     if (json_refused) {
         json_decref(*root);
         *root = NULL;
@@ -401,10 +409,6 @@ static dla_status read_file(const char *path, json_t **root, char *reason, size_
     }
     if (*root)
         return DLA_OK;
-    if (json_error_code(&err) == json_error_cannot_open_file) {
-        snprintf(reason, size, "cannot read the file: %s", err.text);
-        return DLA_ERR_PLUGIN;
-    }
     snprintf(reason, size, "invalid JSON at line %d, column %d: %s", err.line, err.column,
              err.text);
     return DLA_ERR_PLUGIN;
