@@ -10,6 +10,7 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/plugin.c \
 	plugins/cpu/memory.c \
 	plugins/cpu/strided.c plugins/cpu/strided.h \
+	plugins/cpu/copy.c \
 	plugins/cpu/elementwise.c \
 	plugins/cpu/reduce.c \
 	plugins/cpu/gemm.c

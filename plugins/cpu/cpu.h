@@ -1,0 +1,53 @@
+/*
+ * cpu.h - what the cpu plugin's files share: the host table, the tuning
+ * constants and the table members each file defines.
+ *
+ * A dla_mem of this plugin is the host pointer itself (64-byte aligned), so
+ * a kernel addresses an element as (char *)mem + (offset + index) * size.
+ */
+#ifndef DLA_PLUGIN_CPU_H
+#define DLA_PLUGIN_CPU_H
+
+#include <dlaccel/plugin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Alignment of every allocation: a cache line, and enough for AVX-512. */
+#define DLA__CPU_ALIGN 64
+
+/* Below this many elements a kernel runs on the calling thread: waking the
+ * OpenMP team costs more than the work. */
+#define DLA__CPU_PAR_MIN ((int64_t)1 << 15)
+
+/* Set once by dlaccel_plugin_init; valid until the process ends. */
+extern const dla_plugin_host *dla__cpu_host;
+
+/* memcpy split over the OpenMP team when it is large. */
+void dla__cpu_memcpy(void *dst, const void *src, size_t bytes);
+
+/* ---- table members: memory.c ---- */
+dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out);
+void dla__cpu_mem_free(void *dev, dla_mem mem);
+dla_status dla__cpu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
+                                   size_t bytes);
+dla_status dla__cpu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset_bytes,
+                                 size_t bytes);
+dla_status dla__cpu_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_bytes, dla_mem src,
+                                   size_t src_offset_bytes, size_t bytes);
+
+/* ---- copy.c: fill, strided copy, cast ---- */
+dla_status dla__cpu_fill(void *dev, const dla_view *y, double value);
+dla_status dla__cpu_strided_copy(void *dev, const dla_view *y, const dla_view *x);
+dla_status dla__cpu_cast(void *dev, const dla_view *y, const dla_view *x);
+
+/* ---- elementwise.c ---- */
+dla_status dla__cpu_unary(void *dev, const dla_unary_args *args);
+dla_status dla__cpu_binary(void *dev, const dla_binary_args *args);
+
+/* ---- reduce.c ---- */
+dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args);
+
+/* ---- gemm.c ---- */
+dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *args);
+
+#endif

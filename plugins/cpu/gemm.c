@@ -1,0 +1,120 @@
+/*
+ * gemm.c - batched, column-major GEMM through OpenBLAS (cblas_sgemm and
+ * cblas_dgemm).
+ *
+ * One page goes straight to cblas, which threads it itself. Several pages
+ * either go one after the other, each threaded by OpenBLAS, or, when pages
+ * are small (OpenBLAS would run them on one thread anyway), over an OpenMP
+ * loop with one page per iteration: the OpenMP build of OpenBLAS sees that
+ * it runs inside a parallel region and stays on the calling thread.
+ */
+#include "plugins/cpu/cpu.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+
+/* Pages of at most this many multiply-adds (m*n*k) run one per thread. */
+#define SMALL_PAGE ((int64_t)1 << 21)
+
+static dla_status check_operand(const dla_gemm_args *g, const char *arg, const dla_gemm_operand *o,
+                                int64_t rows, int64_t cols, int used)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    const int64_t least = rows > 1 ? rows : 1;
+    if (o->ld < least || o->ld > INT_MAX)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu gemm: argument %s (%lldx%lld as stored, m=%lld n=%lld k=%lld): "
+                        "ld %lld outside %lld..%d",
+                        arg, (long long)rows, (long long)cols, (long long)g->m, (long long)g->n,
+                        (long long)g->k, (long long)o->ld, (long long)least, INT_MAX);
+    if (o->offset < 0 || o->batch_stride < 0)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu gemm: argument %s (%lldx%lld as stored): negative offset %lld or "
+                        "batch_stride %lld",
+                        arg, (long long)rows, (long long)cols, (long long)o->offset,
+                        (long long)o->batch_stride);
+    if (used && o->mem == NULL)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu gemm: argument %s (%lldx%lld as stored): no memory handle", arg,
+                        (long long)rows, (long long)cols);
+    return DLA_OK;
+}
+
+static dla_status check_args(const dla_gemm_args *g)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (g->struct_size < sizeof(dla_gemm_args))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu gemm: args struct_size %zu is smaller than ABI 1.0's %zu",
+                        g->struct_size, sizeof(dla_gemm_args));
+    if (g->dtype != DLA_F32 && g->dtype != DLA_F64)
+        return h->error(DLA_ERR_DTYPE, "cpu gemm: argument dtype: %d is not single or double",
+                        (int)g->dtype);
+    if (g->m < 0 || g->n < 0 || g->k < 0 || g->batch < 0 || g->m > INT_MAX || g->n > INT_MAX ||
+        g->k > INT_MAX)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu gemm: arguments m=%lld n=%lld k=%lld batch=%lld: each must be in "
+                        "0..%d",
+                        (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch,
+                        INT_MAX);
+    const int ab_used = g->k > 0 && g->alpha != 0.0;
+    dla_status s;
+    if ((s = check_operand(g, "a", &g->a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k,
+                           ab_used)) != DLA_OK ||
+        (s = check_operand(g, "b", &g->b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n,
+                           ab_used)) != DLA_OK ||
+        (s = check_operand(g, "c", &g->c, g->m, g->n, 1)) != DLA_OK)
+        return s;
+    return DLA_OK;
+}
+
+#define DEFINE_PAGE(T, sfx, cblas_gemm)                                                            \
+    /* Page p; C = beta * C alone when op(A) op(B) contributes nothing. */                         \
+    static void page_##sfx(const dla_gemm_args *g, int64_t p)                                      \
+    {                                                                                              \
+        T *c = (T *)g->c.mem + g->c.offset + p * g->c.batch_stride;                                \
+        const T beta = (T)g->beta;                                                                 \
+        if (g->k == 0 || g->alpha == 0.0) {                                                        \
+            for (int64_t j = 0; j < g->n; j++)                                                     \
+                for (int64_t i = 0; i < g->m; i++)                                                 \
+                    c[i + j * g->c.ld] = beta == 0 ? 0 : beta * c[i + j * g->c.ld];                \
+            return;                                                                                \
+        }                                                                                          \
+        const T *a = (const T *)g->a.mem + g->a.offset + p * g->a.batch_stride;                    \
+        const T *b = (const T *)g->b.mem + g->b.offset + p * g->b.batch_stride;                    \
+        cblas_gemm(CblasColMajor, g->trans_a ? CblasTrans : CblasNoTrans,                          \
+                   g->trans_b ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,        \
+                   (T)g->alpha, a, (int)g->a.ld, b, (int)g->b.ld, beta, c, (int)g->c.ld);          \
+    }
+DEFINE_PAGE(float, f32, cblas_sgemm)
+DEFINE_PAGE(double, f64, cblas_dgemm)
+
+dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *g)
+{
+    dla_status s = check_args(g);
+    if (s != DLA_OK)
+        return s;
+    if (g->m == 0 || g->n == 0 || g->batch == 0)
+        return DLA_OK;
+    void (*page)(const dla_gemm_args *, int64_t) = g->dtype == DLA_F64 ? page_f64 : page_f32;
+    if (g->batch == 1) {
+        page(g, 0);
+        return DLA_OK;
+    }
+    /* Pages run concurrently only when their C blocks cannot overlap. */
+    const int64_t c_extent = (g->n - 1) * g->c.ld + g->m;
+    const int disjoint = g->c.batch_stride >= c_extent;
+    const int small = (double)g->m * (double)g->n * (double)g->k <= (double)SMALL_PAGE;
+    const int threads = omp_get_max_threads();
+    if (disjoint && small && threads > 1) {
+        const int64_t batch = g->batch;
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t p = 0; p < batch; p++)
+            page(g, p);
+        return DLA_OK;
+    }
+    for (int64_t p = 0; p < g->batch; p++)
+        page(g, p);
+    return DLA_OK;
+}

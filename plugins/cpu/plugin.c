@@ -1,0 +1,215 @@
+/*
+ * plugin.c - the cpu plugin's entry point: ABI negotiation, its one device
+ * "cpu:0", and the table that points at the kernels in the other files.
+ *
+ * cpu plugin: design choices
+ * --------------------------
+ * - Memory is host memory from host->alloc, 64-byte aligned; a dla_mem is
+ *   the pointer. Work runs on the calling thread (the queue is synchronous),
+ *   so sync is NULL and copies are memcpy.
+ * - Threading is OpenMP only (omp_get_max_threads, i.e. OMP_NUM_THREADS).
+ *   Kernels under DLA__CPU_PAR_MIN elements stay on the calling thread.
+ *   Elementwise kernels first coalesce the views' dims; dense operands of
+ *   one layout take a single flat `omp parallel for simd` loop, anything
+ *   else (strides, broadcast through stride 0) runs along the innermost dim
+ *   as a contiguous inner loop, with the rows split over the team (and long
+ *   rows cut into pieces when rows are fewer than threads).
+ * - Reductions go parallel over groups of outputs, or, when outputs are
+ *   fewer than threads (a full sum), over parts of the reduced range whose
+ *   partials are combined in order (ties keep the first position, NaN wins).
+ *   Sums are accumulated in double for both dtypes, in blocks of 1024 added
+ *   up afterwards: a single result is rounded once, a double one carries an
+ *   error that grows with the block and block count, not with n.
+ * - GEMM is OpenBLAS's cblas_sgemm/dgemm on the OpenMP build. One page is a
+ *   direct call (OpenBLAS threads it); several small pages (m*n*k <= 2^21)
+ *   with disjoint C go one per thread in an OpenMP loop, larger ones one
+ *   after the other with OpenBLAS threading each.
+ * - Casts and fills saturate out-of-range values and map NaN to 0 where the
+ *   ABI leaves it open (see copy.c); binary max/min ignore a NaN operand
+ *   as MATLAB does.
+ */
+#define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
+#include "plugins/cpu/cpu.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+const dla_plugin_host *dla__cpu_host;
+
+/* The device context: there is one device and nothing to keep per open. */
+static struct cpu_device {
+    int index;
+} the_device;
+
+static dla_status device_count(int *count)
+{
+    *count = 1;
+    return DLA_OK;
+}
+
+/* The CPU's model name from /proc/cpuinfo into buf; "cpu" when not found. */
+static void cpu_model(char *buf, size_t size)
+{
+    static const char *const keys[] = {"model name", "Model", "Hardware", "cpu model"};
+    snprintf(buf, size, "cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            size_t n = strlen(keys[k]);
+            char *colon = strchr(line, ':');
+            if (strncmp(line, keys[k], n) != 0 || colon == NULL)
+                continue;
+            char *v = colon + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            v[strcspn(v, "\n")] = '\0';
+            if (*v) {
+                snprintf(buf, size, "%s", v);
+                found = 1;
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* The widest vector extension the kernels were compiled for. */
+static const char *simd_name(void)
+{
+#if defined(__AVX512F__)
+    return "avx512f";
+#elif defined(__AVX2__)
+    return "avx2";
+#elif defined(__AVX__)
+    return "avx";
+#elif defined(__SSE4_2__)
+    return "sse4.2";
+#elif defined(__SSE2__)
+    return "sse2";
+#elif defined(__ARM_FEATURE_SVE)
+    return "sve";
+#elif defined(__ARM_NEON)
+    return "neon";
+#else
+    return "none";
+#endif
+}
+
+static dla_status device_info(int index, dla_plugin_device_info *info)
+{
+    if (index != 0)
+        return dla__cpu_host->error(
+            DLA_ERR_INVALID_ARGUMENT,
+            "cpu device_info: argument index: %d, the plugin has device 0 only", index);
+    dla_plugin_device_info mine;
+    memset(&mine, 0, sizeof mine);
+    cpu_model(mine.description, sizeof mine.description);
+    snprintf(mine.type, sizeof mine.type, "cpu");
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    mine.memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
+    mine.compute_units = omp_get_max_threads();
+    mine.host_addressable = 1;
+
+    /* "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." -> "OpenBLAS 0.3.21". */
+    char blas[64] = "OpenBLAS";
+    const char *config = openblas_get_config();
+    if (config != NULL) {
+        size_t words = 0, n = 0;
+        while (config[n] && n < sizeof blas - 1 && !(config[n] == ' ' && ++words == 2))
+            n++;
+        memcpy(blas, config, n);
+        blas[n] = '\0';
+    }
+    const char *core = openblas_get_corename();
+    snprintf(mine.properties, sizeof mine.properties, "simd=%s; blas=%s%s%s%s; threads=%d",
+             simd_name(), blas, core ? " (" : "", core ? core : "", core ? ")" : "",
+             omp_get_max_threads());
+
+    /* Only what lies within the host's struct. */
+    size_t size = info->struct_size < sizeof mine ? info->struct_size : sizeof mine;
+    mine.struct_size = info->struct_size;
+    memcpy(info, &mine, size);
+    return DLA_OK;
+}
+
+static dla_status device_open(int index, void **dev)
+{
+    if (index != 0)
+        return dla__cpu_host->error(
+            DLA_ERR_INVALID_ARGUMENT,
+            "cpu device_open: argument index: %d, the plugin has device 0 only", index);
+    the_device.index = index;
+    *dev = &the_device;
+    return DLA_OK;
+}
+
+static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
+{
+    if ((unsigned)dtype >= DLA_DTYPE_COUNT)
+        return 0;
+    switch (kernel) {
+    case DLA_KERNEL_FILL:
+    case DLA_KERNEL_STRIDED_COPY:
+    case DLA_KERNEL_CAST: return 1;
+    case DLA_KERNEL_UNARY:
+    case DLA_KERNEL_BINARY:
+    case DLA_KERNEL_REDUCE:
+    case DLA_KERNEL_GEMM: return dtype == DLA_F32 || dtype == DLA_F64;
+    default: return 0;
+    }
+}
+
+DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
+{
+    /* Without the ABI 1.0 host members there is no way to say why. */
+    if (host == NULL || table == NULL || host->struct_size < sizeof(dla_plugin_host) ||
+        host->error == NULL || host->alloc == NULL || host->free == NULL)
+        return DLA_ERR_PLUGIN;
+    if (host->abi_major != DLA_PLUGIN_ABI_MAJOR)
+        return host->error(DLA_ERR_PLUGIN,
+                           "cpu plugin: speaks ABI %d.%d, the host %u.%u (the major must match)",
+                           DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR, (unsigned)host->abi_major,
+                           (unsigned)host->abi_minor);
+    const size_t host_size = table->struct_size;
+    if (host_size < offsetof(dla_plugin, device_count))
+        return host->error(
+            DLA_ERR_PLUGIN,
+            "cpu plugin: argument table: struct_size %zu cannot hold the ABI version", host_size);
+    dla__cpu_host = host;
+
+    const size_t size = host_size < sizeof(dla_plugin) ? host_size : sizeof(dla_plugin);
+    const dla_plugin mine = {
+        .struct_size = size,
+        .abi_major = DLA_PLUGIN_ABI_MAJOR,
+        .abi_minor = DLA_PLUGIN_ABI_MINOR,
+        .device_count = device_count,
+        .device_info = device_info,
+        .device_open = device_open,
+        .device_close = NULL,
+        .shutdown = NULL,
+        .mem_alloc = dla__cpu_mem_alloc,
+        .mem_free = dla__cpu_mem_free,
+        .copy_to_device = dla__cpu_copy_to_device,
+        .copy_to_host = dla__cpu_copy_to_host,
+        .copy_on_device = dla__cpu_copy_on_device,
+        .sync = NULL,
+        .supports = supports,
+        .fill = dla__cpu_fill,
+        .strided_copy = dla__cpu_strided_copy,
+        .unary = dla__cpu_unary,
+        .binary = dla__cpu_binary,
+        .reduce = dla__cpu_reduce,
+        .gemm = dla__cpu_gemm,
+        .cast = dla__cpu_cast,
+    };
+    /* Members past the host's struct_size are not there to be written. */
+    memcpy(table, &mine, size);
+    return DLA_OK;
+}

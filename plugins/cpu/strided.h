@@ -1,0 +1,80 @@
+/*
+ * strided.h - strided views on the cpu: the checks every kernel starts with,
+ * and the iteration space that elementwise kernels walk.
+ *
+ * An iteration space is the shared dims of up to three equal-shaped views
+ * with each view's strides, coalesced: dims of size 1 are dropped and
+ * neighbours merged wherever every view's strides allow it, so a dense
+ * tensor becomes one flat run and a broadcast row vector two dims. The walk
+ * hands a row function runs along dim 0 (the innermost), so the row
+ * function's loop is a plain vectorizable loop over one stride per view; the
+ * runs are split over the OpenMP team.
+ */
+#ifndef DLA_PLUGIN_CPU_STRIDED_H
+#define DLA_PLUGIN_CPU_STRIDED_H
+
+#include "plugins/cpu/cpu.h"
+
+/* Bytes per element; 0 for a dtype outside the list. */
+size_t dla__cpu_dtype_size(dla_dtype dtype);
+/* MATLAB's class name of dtype, for messages. */
+const char *dla__cpu_dtype_name(dla_dtype dtype);
+/* "3x4" ("scalar" for none) into buf. */
+const char *dla__cpu_dims_str(char *buf, size_t size, int ndims, const int64_t *dims);
+#define DLA__CPU_DIMS_BUF 160
+
+/* Element count of a view whose dims are checked (>= 0). */
+int64_t dla__cpu_numel(const dla_view *v);
+
+/* Checks one view argument of kernel: struct_size, ndims, dims, strides,
+ * offset, dtype, and a memory handle when it has elements. Fails through
+ * host->error with DLA_ERR_INVALID_ARGUMENT naming kernel and arg. */
+dla_status dla__cpu_check_view(const char *kernel, const char *arg, const dla_view *v);
+/* Checks that view arg has the ndims and dims of view ref_arg (DLA_ERR_SHAPE). */
+dla_status dla__cpu_check_same_dims(const char *kernel, const char *arg, const dla_view *v,
+                                    const char *ref_arg, const dla_view *ref);
+/* Checks that arg's dtype is f32 or f64 (DLA_ERR_DTYPE). */
+dla_status dla__cpu_check_float(const char *kernel, const char *arg, const dla_view *v);
+
+/* Address of element index (counted from the view's memory start). */
+static inline char *dla__cpu_at(const dla_view *v, int64_t index)
+{
+    return (char *)v->mem + index * (int64_t)dla__cpu_dtype_size(v->dtype);
+}
+
+#define DLA__CPU_MAX_OPS 3
+
+typedef struct dla__cpu_iter {
+    int nops;
+    int ndims; /* >= 1; a scalar is one dim of 1 */
+    int64_t numel;
+    int64_t dims[DLA_MAX_DIMS];
+    int64_t strides[DLA__CPU_MAX_OPS][DLA_MAX_DIMS];
+    int64_t offset[DLA__CPU_MAX_OPS];
+} dla__cpu_iter;
+
+/* Builds the coalesced space of nops views with the dims of views[0]. */
+void dla__cpu_iter_init(dla__cpu_iter *it, int nops, const dla_view *const *views);
+
+/* Nonzero when the space is one run with unit stride in every view: the
+ * views are dense, contiguous and of one layout. */
+static inline int dla__cpu_iter_flat(const dla__cpu_iter *it)
+{
+    if (it->ndims != 1)
+        return 0;
+    for (int op = 0; op < it->nops; op++)
+        if (it->strides[op][0] != 1)
+            return 0;
+    return 1;
+}
+
+/* A run of n elements: view op's first element is at element index off[op]
+ * of its memory, the next ones step[op] further each. */
+typedef void (*dla__cpu_row_fn)(void *ctx, int64_t n, const int64_t *off, const int64_t *step);
+
+/* Calls fn for every run of the space, over the OpenMP team when numel
+ * reaches DLA__CPU_PAR_MIN. Runs may be cut from one row when there are
+ * fewer rows than threads. fn runs concurrently on disjoint runs. */
+void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx);
+
+#endif

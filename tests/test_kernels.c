@@ -1,0 +1,1149 @@
+/*
+ * test_kernels.c - the kernel conformance suite.
+ *
+ * Every kernel of every loaded plugin device that supports it runs against
+ * naive reference loops written here, on seeded random shapes: strided
+ * views with offsets, gaps and permuted layouts, broadcasting through
+ * stride 0, every unary and binary op, every reduction with and without its
+ * index, GEMM with each transpose pair and batch strides of 0, casts
+ * between all dtypes, and fills. The whole output buffer is compared, so a
+ * kernel that writes outside its view fails too.
+ *
+ * Devices come from the core's registry and are driven only through their
+ * plugin table (mem_alloc, copy_to_device, the kernel, copy_to_host), so a
+ * device whose memory the host cannot address is tested the same way.
+ * The expected semantics are the cpu plugin's, the oracle of the project:
+ * max/min ignore one NaN operand, reductions let NaN win and keep the first
+ * position on ties, casts truncate, saturate and send NaN to 0.
+ */
+#include <dlaccel.h>
+
+#include "core/device.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEED 20240611u
+#define MAX_DEVICES 32
+
+static dla_device *devices[MAX_DEVICES];
+static int n_devices;
+
+/* What the running case is, for failure messages. */
+static char what[512];
+
+/* ----------------------------------------------------------- randomness */
+
+static uint64_t rng_state = SEED;
+
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* An integer in lo..hi. */
+static int64_t rnd_int(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+static double rnd_unif(double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(rnd() >> 11) / 9007199254740992.0);
+}
+static int chance(int percent)
+{
+    return rnd_int(0, 99) < percent;
+}
+
+/* ----------------------------------------------------------- elements */
+
+static size_t dsize(dla_dtype t)
+{
+    static const size_t sizes[] = {4, 8, 4, 1, 1};
+    return sizes[t];
+}
+
+static const char *dname(dla_dtype t)
+{
+    static const char *const names[] = {"single", "double", "int32", "uint8", "logical"};
+    return names[t];
+}
+
+static double get(dla_dtype t, const void *p, int64_t i)
+{
+    switch (t) {
+    case DLA_F32: return ((const float *)p)[i];
+    case DLA_F64: return ((const double *)p)[i];
+    case DLA_I32: return ((const int32_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+
+/* Stores v, which the caller made representable in t. */
+static void put(dla_dtype t, void *p, int64_t i, double v)
+{
+    switch (t) {
+    case DLA_F32: ((float *)p)[i] = (float)v; break;
+    case DLA_F64: ((double *)p)[i] = v; break;
+    case DLA_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    }
+}
+
+/* v converted to t as the ABI says: truncation toward zero, saturation,
+ * NaN to 0, bool as v != 0. */
+static double convert(dla_dtype t, double v)
+{
+    switch (t) {
+    case DLA_F32: return (float)v;
+    case DLA_F64: return v;
+    case DLA_I32:
+        return isnan(v)             ? 0
+               : v >= 2147483647.0  ? 2147483647.0
+               : v <= -2147483648.0 ? -2147483648.0
+                                    : trunc(v);
+    case DLA_U8: return isnan(v) || v <= 0 ? 0 : v >= 255 ? 255 : trunc(v);
+    default: return v != 0;
+    }
+}
+
+/* ------------------------------------------------------------- devices */
+
+static int supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype, const void *member)
+{
+    if (member == NULL)
+        return 0;
+    return dev->table->supports == NULL || dev->table->supports(dev->ctx, kernel, dtype);
+}
+
+/* A device buffer of n elements with its host image. */
+typedef struct dbuf {
+    dla_device *dev;
+    dla_dtype dtype;
+    int64_t n;
+    unsigned char *host;
+    dla_mem mem;
+} dbuf;
+
+static size_t dbuf_bytes(const dbuf *b)
+{
+    return (size_t)(b->n > 0 ? b->n : 1) * dsize(b->dtype);
+}
+
+static void dbuf_init(dbuf *b, dla_device *dev, dla_dtype t, int64_t n)
+{
+    b->dev = dev, b->dtype = t, b->n = n > 0 ? n : 1;
+    b->host = calloc(1, dbuf_bytes(b));
+    assert_non_null(b->host);
+    dla_status s = dev->table->mem_alloc(dev->ctx, dbuf_bytes(b), &b->mem);
+    if (s != DLA_OK)
+        fail_msg("%s: mem_alloc of %zu bytes: %s", dev->name, dbuf_bytes(b), dla_last_error());
+}
+
+static void dbuf_upload(dbuf *b)
+{
+    dla_status s = b->dev->table->copy_to_device(b->dev->ctx, b->mem, 0, b->host, dbuf_bytes(b));
+    if (s != DLA_OK)
+        fail_msg("%s: copy_to_device: %s", b->dev->name, dla_last_error());
+}
+
+/* The device's contents (malloc'd), after the queued work. */
+static void *dbuf_download(const dbuf *b)
+{
+    void *out = malloc(dbuf_bytes(b));
+    assert_non_null(out);
+    if (b->dev->table->sync != NULL)
+        assert_int_equal(b->dev->table->sync(b->dev->ctx), DLA_OK);
+    dla_status s = b->dev->table->copy_to_host(b->dev->ctx, out, b->mem, 0, dbuf_bytes(b));
+    if (s != DLA_OK)
+        fail_msg("%s: copy_to_host: %s", b->dev->name, dla_last_error());
+    return out;
+}
+
+static void dbuf_free(dbuf *b)
+{
+    b->dev->table->mem_free(b->dev->ctx, b->mem);
+    free(b->host);
+}
+
+/* Random contents in lo..hi (floats), integers in lo..hi, bools 0/1; a
+ * percentage of exact zeros. */
+static void dbuf_random(dbuf *b, double lo, double hi, int zero_percent)
+{
+    for (int64_t i = 0; i < b->n; i++) {
+        double v;
+        if (b->dtype == DLA_F32 || b->dtype == DLA_F64)
+            v = rnd_unif(lo, hi);
+        else if (b->dtype == DLA_BOOL)
+            v = (double)rnd_int(0, 1);
+        else
+            v = (double)rnd_int((int64_t)lo, (int64_t)hi);
+        put(b->dtype, b->host, i, chance(zero_percent) ? 0 : v);
+    }
+}
+
+/* --------------------------------------------------------------- views */
+
+static int64_t numel(int ndims, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndims; d++)
+        n *= dims[d];
+    return n;
+}
+
+static const char *dims_str(char *buf, size_t size, int ndims, const int64_t *dims)
+{
+    size_t used = 0;
+    snprintf(buf, size, ndims ? "" : "scalar");
+    for (int d = 0; d < ndims && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? "x%lld" : "%lld", (long long)dims[d]);
+    return buf;
+}
+
+static void rand_dims(int *ndims, int64_t *dims, int max_ndims, int64_t max_dim, int zero_percent)
+{
+    *ndims = (int)rnd_int(0, max_ndims);
+    for (int d = 0; d < *ndims; d++)
+        dims[d] = chance(zero_percent) ? 0 : chance(25) ? 1 : rnd_int(1, max_dim);
+}
+
+/* A view of dims laid out in a random dim order with gaps and an offset;
+ * with broadcast, some dims get stride 0. Returns the elements the buffer
+ * needs. Without broadcast the view never repeats an element. */
+static int64_t make_view(dla_view *v, dla_dtype t, int ndims, const int64_t *dims, int broadcast)
+{
+    memset(v, 0, sizeof *v);
+    v->struct_size = sizeof *v;
+    v->dtype = t;
+    v->ndims = ndims;
+    int order[DLA_MAX_DIMS];
+    for (int d = 0; d < ndims; d++)
+        order[d] = d;
+    for (int d = ndims - 1; d > 0; d--) {
+        int j = (int)rnd_int(0, d), tmp = order[d];
+        order[d] = order[j], order[j] = tmp;
+    }
+    int64_t s = chance(20) ? 2 : 1;
+    for (int k = 0; k < ndims; k++) {
+        int d = order[k];
+        v->dims[d] = dims[d];
+        if (broadcast && chance(30)) {
+            v->strides[d] = 0;
+            continue;
+        }
+        v->strides[d] = s;
+        s = s * dims[d] + (chance(30) ? rnd_int(1, 3) : 0);
+        if (s == 0)
+            s = 1;
+    }
+    v->offset = chance(50) ? rnd_int(1, 7) : 0;
+    int64_t extent = v->offset + 1;
+    if (numel(ndims, dims) > 0)
+        for (int d = 0; d < ndims; d++)
+            extent += (dims[d] - 1) * v->strides[d];
+    return extent;
+}
+
+/* A dense column-major view. */
+static int64_t dense_view(dla_view *v, dla_dtype t, int ndims, const int64_t *dims)
+{
+    memset(v, 0, sizeof *v);
+    v->struct_size = sizeof *v;
+    v->dtype = t;
+    v->ndims = ndims;
+    int64_t s = 1;
+    for (int d = 0; d < ndims; d++) {
+        v->dims[d] = dims[d];
+        v->strides[d] = s;
+        s *= dims[d];
+    }
+    return s;
+}
+
+static void unravel(int64_t lin, int ndims, const int64_t *dims, int64_t *idx)
+{
+    for (int d = 0; d < ndims; d++) {
+        idx[d] = lin % dims[d];
+        lin /= dims[d];
+    }
+}
+
+static int64_t at(const dla_view *v, const int64_t *idx)
+{
+    int64_t off = v->offset;
+    for (int d = 0; d < v->ndims; d++)
+        off += idx[d] * v->strides[d];
+    return off;
+}
+
+/* ----------------------------------------------------------- comparing */
+
+static int close_enough(double got, double want, double abs_tol, double rel_tol)
+{
+    if (isnan(want) || isnan(got))
+        return isnan(want) && isnan(got);
+    if (isinf(want) || isinf(got))
+        return got == want;
+    return fabs(got - want) <= abs_tol + rel_tol * fabs(want);
+}
+
+/* Compares n elements of got with want; tol[i] (or abs_tol) bounds each. */
+static void expect_buffer(dla_dtype t, const void *got, const void *want, int64_t n, double abs_tol,
+                          double rel_tol, const double *tol)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double g = get(t, got, i), w = get(t, want, i);
+        if (!close_enough(g, w, tol ? tol[i] : abs_tol, rel_tol))
+            fail_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, w);
+    }
+}
+
+static void expect_ok(dla_status s)
+{
+    if (s != DLA_OK)
+        fail_msg("%s: status %d: %s", what, (int)s, dla_last_error());
+}
+
+static double rel_tol_of(dla_dtype t)
+{
+    return t == DLA_F32 ? 2e-5 : 1e-12;
+}
+
+/* ----------------------------------------------------------- the setup */
+
+static int group_setup(void **state)
+{
+    n_devices = dla_device_count();
+    if (n_devices > MAX_DEVICES)
+        n_devices = MAX_DEVICES;
+    for (int i = 0; i < n_devices; i++)
+        devices[i] = dla_device_at(i);
+    return 0;
+}
+
+static void have_devices(void)
+{
+    if (n_devices < 1)
+        fail_msg("no device loaded: %s", dla_last_error());
+    for (int i = 0; i < n_devices; i++)
+        assert_non_null(devices[i]);
+}
+
+/* ================================================================ tests */
+
+static void every_device_describes_itself_and_has_the_required_members(void **state)
+{
+    have_devices();
+    int have_cpu = 0;
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        const dla_plugin *t = dev->table;
+        assert_true(strlen(dev->info.description) > 0);
+        assert_true(strlen(dev->info.type) > 0);
+        assert_non_null(t->mem_alloc);
+        assert_non_null(t->mem_free);
+        assert_non_null(t->copy_to_device);
+        assert_non_null(t->copy_to_host);
+        have_cpu |= strcmp(dev->plugin_name, "cpu") == 0;
+    }
+    assert_true(have_cpu);
+}
+
+static void fill_sets_every_element_of_a_strided_view_and_nothing_else(void **state)
+{
+    have_devices();
+    static const double values[] = {3.75, -2.5, 0.0, 1.0, 300.7, -1e10};
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = 0; t < DLA_DTYPE_COUNT; t++) {
+            if (!supports(dev, DLA_KERNEL_FILL, t, dev->table->fill))
+                continue;
+            for (int c = 0; c < 40; c++) {
+                int nd;
+                int64_t dims[DLA_MAX_DIMS];
+                rand_dims(&nd, dims, 4, 9, 3);
+                dla_view y;
+                dbuf b;
+                dbuf_init(&b, dev, t, make_view(&y, t, nd, dims, 0));
+                dbuf_random(&b, -100, 100, 10);
+                dbuf_upload(&b);
+                y.mem = b.mem;
+                double value = values[c % 6];
+                char ds[64];
+                snprintf(what, sizeof what, "%s fill %s %g dims %s case %d", dev->name, dname(t),
+                         value, dims_str(ds, sizeof ds, nd, dims), c);
+                expect_ok(dev->table->fill(dev->ctx, &y, value));
+                int64_t idx[DLA_MAX_DIMS];
+                for (int64_t k = 0; k < numel(nd, dims); k++) {
+                    unravel(k, nd, dims, idx);
+                    put(t, b.host, at(&y, idx), convert(t, value));
+                }
+                void *got = dbuf_download(&b);
+                expect_buffer(t, got, b.host, b.n, 0, 0, NULL);
+                free(got);
+                dbuf_free(&b);
+            }
+        }
+    }
+}
+
+static void strided_copy_copies_views_of_any_layout_in_every_dtype(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = 0; t < DLA_DTYPE_COUNT; t++) {
+            if (!supports(dev, DLA_KERNEL_STRIDED_COPY, t, dev->table->strided_copy))
+                continue;
+            for (int c = 0; c < 60; c++) {
+                int nd;
+                int64_t dims[DLA_MAX_DIMS];
+                rand_dims(&nd, dims, 5, 8, 3);
+                if (c == 0) /* large and dense: the parallel, flat path */
+                    nd = 2, dims[0] = 300, dims[1] = 700;
+                dla_view y, x;
+                dbuf by, bx;
+                dbuf_init(&by, dev, t,
+                          c == 0 ? dense_view(&y, t, nd, dims) : make_view(&y, t, nd, dims, 0));
+                dbuf_init(&bx, dev, t,
+                          c == 0 ? dense_view(&x, t, nd, dims) : make_view(&x, t, nd, dims, 1));
+                dbuf_random(&by, -50, 50, 0);
+                dbuf_random(&bx, -50, 50, 0);
+                dbuf_upload(&by);
+                dbuf_upload(&bx);
+                y.mem = by.mem, x.mem = bx.mem;
+                char ds[64];
+                snprintf(what, sizeof what, "%s strided_copy %s dims %s case %d", dev->name,
+                         dname(t), dims_str(ds, sizeof ds, nd, dims), c);
+                expect_ok(dev->table->strided_copy(dev->ctx, &y, &x));
+                int64_t idx[DLA_MAX_DIMS];
+                for (int64_t k = 0; k < numel(nd, dims); k++) {
+                    unravel(k, nd, dims, idx);
+                    put(t, by.host, at(&y, idx), get(t, bx.host, at(&x, idx)));
+                }
+                void *got = dbuf_download(&by);
+                expect_buffer(t, got, by.host, by.n, 0, 0, NULL);
+                free(got);
+                dbuf_free(&by);
+                dbuf_free(&bx);
+            }
+        }
+    }
+}
+
+static void cast_converts_between_every_pair_of_dtypes(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype from = 0; from < DLA_DTYPE_COUNT; from++)
+            for (dla_dtype to = 0; to < DLA_DTYPE_COUNT; to++) {
+                if (!supports(dev, DLA_KERNEL_CAST, to, dev->table->cast) ||
+                    !supports(dev, DLA_KERNEL_CAST, from, dev->table->cast))
+                    continue;
+                for (int c = 0; c < 12; c++) {
+                    int nd;
+                    int64_t dims[DLA_MAX_DIMS];
+                    rand_dims(&nd, dims, 4, 8, 3);
+                    dla_view y, x;
+                    dbuf by, bx;
+                    dbuf_init(&by, dev, to, make_view(&y, to, nd, dims, 0));
+                    dbuf_init(&bx, dev, from, make_view(&x, from, nd, dims, 1));
+                    dbuf_random(&by, 0, 100, 0);
+                    /* Mostly in the target's range, fractions and negatives
+                     * included; a few out of range to see saturation. */
+                    double hi = to == DLA_U8 ? 255.9 : 1e6, lo = to == DLA_U8 ? -3 : -1e6;
+                    if (c % 4 == 3)
+                        lo = -1e12, hi = 1e12;
+                    if (from == DLA_I32 && c % 4 == 3)
+                        lo = -2147483647.0, hi = 2147483647.0;
+                    if (from == DLA_U8)
+                        lo = 0, hi = 255;
+                    dbuf_random(&bx, lo, hi, 20);
+                    if ((from == DLA_F32 || from == DLA_F64) && c % 4 == 2)
+                        put(from, bx.host, rnd_int(0, bx.n - 1), NAN);
+                    dbuf_upload(&by);
+                    dbuf_upload(&bx);
+                    y.mem = by.mem, x.mem = bx.mem;
+                    char ds[64];
+                    snprintf(what, sizeof what, "%s cast %s -> %s dims %s case %d", dev->name,
+                             dname(from), dname(to), dims_str(ds, sizeof ds, nd, dims), c);
+                    expect_ok(dev->table->cast(dev->ctx, &y, &x));
+                    int64_t idx[DLA_MAX_DIMS];
+                    for (int64_t k = 0; k < numel(nd, dims); k++) {
+                        unravel(k, nd, dims, idx);
+                        put(to, by.host, at(&y, idx), convert(to, get(from, bx.host, at(&x, idx))));
+                    }
+                    void *got = dbuf_download(&by);
+                    expect_buffer(to, got, by.host, by.n, 0, 0, NULL);
+                    free(got);
+                    dbuf_free(&by);
+                    dbuf_free(&bx);
+                }
+            }
+    }
+}
+
+static void memory_copies_honour_byte_offsets_in_both_directions(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        const dla_plugin *t = dev->table;
+        snprintf(what, sizeof what, "%s memory copies", dev->name);
+        enum { N = 3 << 19 }; /* 1.5 MiB: large enough to be split */
+        unsigned char *src = malloc(N), *back = malloc(N);
+        assert_non_null(src);
+        assert_non_null(back);
+        for (int k = 0; k < N; k++)
+            src[k] = (unsigned char)rnd();
+        dla_mem a, b;
+        expect_ok(t->mem_alloc(dev->ctx, N, &a));
+        expect_ok(t->mem_alloc(dev->ctx, N, &b));
+        expect_ok(t->copy_to_device(dev->ctx, a, 0, src, N));
+        /* Overwrite 100 bytes at byte 13 with the tail of src. */
+        expect_ok(t->copy_to_device(dev->ctx, a, 13, src + N - 100, 100));
+        memcpy(src + 13, src + N - 100, 100);
+        expect_ok(t->copy_to_host(dev->ctx, back, a, 0, N));
+        assert_memory_equal(back, src, N);
+        expect_ok(t->copy_to_host(dev->ctx, back, a, 7, 1000));
+        assert_memory_equal(back, src + 7, 1000);
+        if (t->copy_on_device != NULL) {
+            expect_ok(t->copy_to_device(dev->ctx, b, 0, src, N));
+            expect_ok(t->copy_on_device(dev->ctx, b, 5, a, 1 << 19, N - (1 << 19) - 5));
+            memmove(src + 5, src + (1 << 19), N - (1 << 19) - 5);
+            expect_ok(t->copy_to_host(dev->ctx, back, b, 0, N));
+            assert_memory_equal(back, src, N);
+        }
+        t->mem_free(dev->ctx, a);
+        t->mem_free(dev->ctx, b);
+        free(src);
+        free(back);
+    }
+}
+
+/* ---------------------------------------------------------- elementwise */
+
+static const char *const unary_names[] = {"neg", "exp",  "log",     "sqrt", "abs",   "sin",
+                                          "cos", "tanh", "sigmoid", "relu", "affine"};
+_Static_assert(sizeof unary_names / sizeof unary_names[0] == DLA_UNARY_COUNT, "unary names");
+
+static double unary_ref(dla_unary_op op, double x, double alpha, double beta)
+{
+    switch (op) {
+    case DLA_UNARY_NEG: return -x;
+    case DLA_UNARY_EXP: return exp(x);
+    case DLA_UNARY_LOG: return log(x);
+    case DLA_UNARY_SQRT: return sqrt(x);
+    case DLA_UNARY_ABS: return fabs(x);
+    case DLA_UNARY_SIN: return sin(x);
+    case DLA_UNARY_COS: return cos(x);
+    case DLA_UNARY_TANH: return tanh(x);
+    case DLA_UNARY_SIGMOID: return 1 / (1 + exp(-x));
+    case DLA_UNARY_RELU: return x > 0 ? x : 0;
+    default: return x * alpha + beta;
+    }
+}
+
+static void unary_ops_match_reference_on_strided_and_in_place_views(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_UNARY, t, dev->table->unary))
+                continue;
+            for (dla_unary_op op = 0; op < DLA_UNARY_COUNT; op++)
+                for (int c = 0; c < 14; c++) {
+                    int nd;
+                    int64_t dims[DLA_MAX_DIMS];
+                    rand_dims(&nd, dims, 4, 9, 3);
+                    if (c == 0) /* large and dense */
+                        nd = 1, dims[0] = 70000;
+                    const int in_place = c % 5 == 4;
+                    dla_unary_args a = {.struct_size = sizeof a, .op = op};
+                    a.alpha = rnd_unif(-2, 2), a.beta = rnd_unif(-1, 1);
+                    dbuf by, bx;
+                    dbuf_init(&by, dev, t,
+                              c == 0 ? dense_view(&a.y, t, nd, dims)
+                                     : make_view(&a.y, t, nd, dims, 0));
+                    if (!in_place)
+                        dbuf_init(&bx, dev, t,
+                                  c == 0 ? dense_view(&a.x, t, nd, dims)
+                                         : make_view(&a.x, t, nd, dims, 1));
+                    dbuf *src = in_place ? &by : &bx;
+                    const int positive = op == DLA_UNARY_LOG || op == DLA_UNARY_SQRT;
+                    dbuf_random(&by, -3, 3, 5);
+                    if (!in_place)
+                        dbuf_random(&bx, positive ? 0.05 : -3, 3, positive ? 0 : 5);
+                    else if (positive)
+                        dbuf_random(&by, 0.05, 3, 0);
+                    if (in_place)
+                        a.x = a.y;
+                    dbuf_upload(&by);
+                    if (!in_place)
+                        dbuf_upload(&bx);
+                    a.y.mem = by.mem, a.x.mem = src->mem;
+                    char ds[64];
+                    snprintf(what, sizeof what, "%s unary %s %s dims %s%s case %d", dev->name,
+                             unary_names[op], dname(t), dims_str(ds, sizeof ds, nd, dims),
+                             in_place ? " in place" : "", c);
+                    expect_ok(dev->table->unary(dev->ctx, &a));
+                    /* Both reference inputs are read before any output. */
+                    unsigned char *orig = malloc(dbuf_bytes(src));
+                    memcpy(orig, src->host, dbuf_bytes(src));
+                    const double al = t == DLA_F32 ? (float)a.alpha : a.alpha;
+                    const double be = t == DLA_F32 ? (float)a.beta : a.beta;
+                    int64_t idx[DLA_MAX_DIMS];
+                    for (int64_t k = 0; k < numel(nd, dims); k++) {
+                        unravel(k, nd, dims, idx);
+                        double x = get(t, orig, at(&a.x, idx));
+                        put(t, by.host, at(&a.y, idx), unary_ref(op, x, al, be));
+                    }
+                    void *got = dbuf_download(&by);
+                    expect_buffer(t, got, by.host, by.n, t == DLA_F32 ? 1e-6 : 1e-14, rel_tol_of(t),
+                                  NULL);
+                    free(got);
+                    free(orig);
+                    dbuf_free(&by);
+                    if (!in_place)
+                        dbuf_free(&bx);
+                }
+        }
+    }
+}
+
+static const char *const binary_names[] = {"add", "sub", "mul", "div", "max", "min", "pow"};
+_Static_assert(sizeof binary_names / sizeof binary_names[0] == DLA_BINARY_COUNT, "binary names");
+
+static double binary_ref(dla_binary_op op, double a, double b)
+{
+    switch (op) {
+    case DLA_BINARY_ADD: return a + b;
+    case DLA_BINARY_SUB: return a - b;
+    case DLA_BINARY_MUL: return a * b;
+    case DLA_BINARY_DIV: return a / b;
+    case DLA_BINARY_MAX: return isnan(b) ? a : isnan(a) ? b : a > b ? a : b;
+    case DLA_BINARY_MIN: return isnan(b) ? a : isnan(a) ? b : a < b ? a : b;
+    default: return pow(a, b);
+    }
+}
+
+/* One binary case: z = op(a, b) with the given layouts; alias 1 makes z
+ * and a one view; bcast_b 1 repeats a row of b down dim 0, 2 a column of
+ * b along dim 1. */
+static void binary_case(dla_device *dev, dla_dtype t, dla_binary_op op, int nd, const int64_t *dims,
+                        int dense, int alias, int bcast_b, int c)
+{
+    dla_binary_args args = {.struct_size = sizeof args, .op = op};
+    dbuf bz, ba, bb;
+    dbuf_init(&bz, dev, t,
+              dense ? dense_view(&args.z, t, nd, dims) : make_view(&args.z, t, nd, dims, 0));
+    if (!alias)
+        dbuf_init(&ba, dev, t,
+                  dense ? dense_view(&args.a, t, nd, dims) : make_view(&args.a, t, nd, dims, 1));
+    int64_t nb;
+    if (bcast_b == 1) { /* b is one row, repeated down dim 0 */
+        nb = dense_view(&args.b, t, nd, dims);
+        args.b.strides[0] = 0;
+        for (int d = 1; d < nd; d++)
+            args.b.strides[d] = d == 1 ? 1 : args.b.strides[d - 1] * dims[d - 1];
+    } else if (bcast_b == 2) { /* b is one column, repeated along dim 1 */
+        nb = dense_view(&args.b, t, nd, dims);
+        args.b.strides[1] = 0;
+    } else {
+        nb = dense ? dense_view(&args.b, t, nd, dims) : make_view(&args.b, t, nd, dims, 1);
+    }
+    dbuf_init(&bb, dev, t, nb);
+    dbuf *pa = alias ? &bz : &ba;
+    const int pos_a = op == DLA_BINARY_POW;
+    dbuf_random(&bz, pos_a ? 0.1 : -3, 3, 0);
+    if (!alias)
+        dbuf_random(&ba, pos_a ? 0.1 : -3, 3, 0);
+    dbuf_random(&bb, -3, 3, 0);
+    if (op == DLA_BINARY_DIV) /* away from 0 */
+        for (int64_t k = 0; k < bb.n; k++)
+            put(t, bb.host, k, get(t, bb.host, k) + (get(t, bb.host, k) < 0 ? -0.5 : 0.5));
+    if ((op == DLA_BINARY_MAX || op == DLA_BINARY_MIN) && c % 3 == 1) {
+        put(t, pa->host, rnd_int(0, pa->n - 1), NAN);
+        put(t, bb.host, rnd_int(0, bb.n - 1), NAN);
+    }
+    if (alias)
+        args.a = args.z;
+    dbuf_upload(&bz);
+    if (!alias)
+        dbuf_upload(&ba);
+    dbuf_upload(&bb);
+    args.z.mem = bz.mem, args.a.mem = pa->mem, args.b.mem = bb.mem;
+    char ds[64];
+    snprintf(what, sizeof what, "%s binary %s %s dims %s%s%s%s case %d", dev->name,
+             binary_names[op], dname(t), dims_str(ds, sizeof ds, nd, dims), dense ? " dense" : "",
+             alias ? " z=a" : "",
+             bcast_b == 1   ? " b row-broadcast"
+             : bcast_b == 2 ? " b column-broadcast"
+                            : "",
+             c);
+    expect_ok(dev->table->binary(dev->ctx, &args));
+    unsigned char *orig_a = malloc(dbuf_bytes(pa));
+    memcpy(orig_a, pa->host, dbuf_bytes(pa));
+    int64_t idx[DLA_MAX_DIMS];
+    for (int64_t k = 0; k < numel(nd, dims); k++) {
+        unravel(k, nd, dims, idx);
+        double a = get(t, orig_a, at(&args.a, idx)), b = get(t, bb.host, at(&args.b, idx));
+        put(t, bz.host, at(&args.z, idx), binary_ref(op, a, b));
+    }
+    void *got = dbuf_download(&bz);
+    expect_buffer(t, got, bz.host, bz.n, t == DLA_F32 ? 1e-6 : 1e-14, rel_tol_of(t), NULL);
+    free(got);
+    free(orig_a);
+    dbuf_free(&bz);
+    if (!alias)
+        dbuf_free(&ba);
+    dbuf_free(&bb);
+}
+
+static void binary_ops_match_reference_with_broadcasting_and_strides(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_BINARY, t, dev->table->binary))
+                continue;
+            for (dla_binary_op op = 0; op < DLA_BINARY_COUNT; op++)
+                for (int c = 0; c < 24; c++) {
+                    int nd;
+                    int64_t dims[DLA_MAX_DIMS];
+                    rand_dims(&nd, dims, 5, 7, 3);
+                    binary_case(dev, t, op, nd, dims, c % 8 == 0, c % 6 == 5, 0, c);
+                }
+        }
+    }
+}
+
+static void binary_add_on_large_operands_takes_the_fast_paths_correctly(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_BINARY, t, dev->table->binary))
+                continue;
+            const int64_t flat[] = {100003};
+            const int64_t grid[] = {513, 257};
+            const int64_t tall[] = {3, 70001}, wide[] = {70001, 3};
+            binary_case(dev, t, DLA_BINARY_ADD, 1, flat, 1, 0, 0, 0);
+            binary_case(dev, t, DLA_BINARY_MUL, 1, flat, 1, 1, 0, 1);
+            binary_case(dev, t, DLA_BINARY_ADD, 2, grid, 1, 0, 1, 2);
+            binary_case(dev, t, DLA_BINARY_SUB, 2, grid, 0, 0, 0, 3);
+            binary_case(dev, t, DLA_BINARY_ADD, 2, tall, 1, 0, 1, 4);
+            binary_case(dev, t, DLA_BINARY_DIV, 2, wide, 1, 0, 2, 5);
+        }
+    }
+}
+
+/* ----------------------------------------------------------- reductions */
+
+static const char *const reduce_names[] = {"sum", "mean", "max", "min"};
+_Static_assert(sizeof reduce_names / sizeof reduce_names[0] == DLA_REDUCE_COUNT, "reduce names");
+
+/* One reduction of x (dims xd) to y (dims yd); values: 0 uniform, 1 small
+ * integers (ties), 2 small integers with NaNs, 3 rising along memory for
+ * max and falling for min (the winner comes last). */
+static void reduce_case(dla_device *dev, dla_dtype t, dla_reduce_op op, int nd, const int64_t *xd,
+                        const int64_t *yd, int dense, int want_index, int values, int c)
+{
+    dla_reduce_args args = {.struct_size = sizeof args, .op = op};
+    dbuf bx, by, bi;
+    dbuf_init(&bx, dev, t,
+              dense ? dense_view(&args.x, t, nd, xd) : make_view(&args.x, t, nd, xd, 1));
+    dbuf_init(&by, dev, t,
+              dense ? dense_view(&args.y, t, nd, yd) : make_view(&args.y, t, nd, yd, 0));
+    dbuf_random(&by, -9, 9, 0);
+    if (values == 0) {
+        dbuf_random(&bx, -2, 2, 0);
+    } else if (values == 3) {
+        for (int64_t k = 0; k < bx.n; k++)
+            put(t, bx.host, k, (op == DLA_REDUCE_MIN ? -1.0 : 1.0) * (double)k / (double)bx.n);
+    } else {
+        for (int64_t k = 0; k < bx.n; k++)
+            put(t, bx.host, k, (double)rnd_int(-3, 3));
+        if (values == 2)
+            for (int64_t k = 0; k < bx.n; k++)
+                if (chance(3))
+                    put(t, bx.host, k, NAN);
+    }
+    dbuf_upload(&bx);
+    dbuf_upload(&by);
+    args.x.mem = bx.mem, args.y.mem = by.mem;
+    if (want_index) {
+        dbuf_init(&bi, dev, DLA_I32, make_view(&args.index, DLA_I32, nd, yd, 0));
+        dbuf_random(&bi, -5, -1, 0);
+        dbuf_upload(&bi);
+        args.index.mem = bi.mem;
+    }
+    char dx[64], dy[64];
+    snprintf(what, sizeof what, "%s reduce %s %s x %s -> y %s%s%s case %d", dev->name,
+             reduce_names[op], dname(t), dims_str(dx, sizeof dx, nd, xd),
+             dims_str(dy, sizeof dy, nd, yd), want_index ? " with index" : "",
+             values == 2   ? " with NaN"
+             : values == 1 ? " with ties"
+             : values == 3 ? " winner last"
+                           : "",
+             c);
+    expect_ok(dev->table->reduce(dev->ctx, &args));
+
+    /* Reference: walk x in column-major order, which visits each output's
+     * reduced block in increasing position. */
+    const int64_t ny = numel(nd, yd), nx = numel(nd, xd);
+    double *acc = calloc((size_t)(ny > 0 ? ny : 1), sizeof *acc);
+    double *mag = calloc((size_t)(ny > 0 ? ny : 1), sizeof *mag);
+    int64_t *pos = malloc((size_t)(ny > 0 ? ny : 1) * sizeof *pos);
+    for (int64_t k = 0; k < ny; k++)
+        pos[k] = -1;
+    int64_t nred = 1;
+    for (int d = 0; d < nd; d++)
+        if (yd[d] != xd[d])
+            nred *= xd[d];
+    int64_t idx[DLA_MAX_DIMS], yidx[DLA_MAX_DIMS];
+    for (int64_t k = 0; k < nx; k++) {
+        unravel(k, nd, xd, idx);
+        int64_t yl = 0, ys = 1, p = 0, ps = 1;
+        for (int d = 0; d < nd; d++) {
+            yidx[d] = yd[d] == xd[d] ? idx[d] : 0;
+            yl += yidx[d] * ys;
+            ys *= yd[d];
+            if (yd[d] != xd[d])
+                p += idx[d] * ps, ps *= xd[d];
+        }
+        const double v = get(t, bx.host, at(&args.x, idx));
+        if (op == DLA_REDUCE_SUM || op == DLA_REDUCE_MEAN) {
+            acc[yl] += v;
+            mag[yl] += fabs(v);
+        } else if (pos[yl] < 0 ||
+                   (!isnan(acc[yl]) &&
+                    (isnan(v) || (op == DLA_REDUCE_MAX ? v > acc[yl] : v < acc[yl])))) {
+            acc[yl] = v;
+            pos[yl] = p;
+        }
+    }
+    double *tol = calloc((size_t)by.n, sizeof *tol);
+    unsigned char *want_idx = want_index ? malloc(dbuf_bytes(&bi)) : NULL;
+    if (want_index)
+        memcpy(want_idx, bi.host, dbuf_bytes(&bi));
+    for (int64_t k = 0; k < ny; k++) {
+        unravel(k, nd, yd, yidx);
+        double v = acc[k], m = mag[k];
+        if (op == DLA_REDUCE_MEAN)
+            v /= (double)nred, m /= (double)nred;
+        const int64_t o = at(&args.y, yidx);
+        put(t, by.host, o, v);
+        tol[o] = (t == DLA_F32 ? 1e-5 : 1e-12) * m;
+        if (want_index)
+            put(DLA_I32, want_idx, at(&args.index, yidx), (double)pos[k]);
+    }
+    void *got = dbuf_download(&by);
+    expect_buffer(t, got, by.host, by.n, 0, t == DLA_F32 ? 1e-6 : 1e-14, tol);
+    free(got);
+    if (want_index) {
+        char *w = what + strlen(what);
+        snprintf(w, sizeof what - (size_t)(w - what), " (index)");
+        got = dbuf_download(&bi);
+        expect_buffer(DLA_I32, got, want_idx, bi.n, 0, 0, NULL);
+        free(got);
+        free(want_idx);
+        dbuf_free(&bi);
+    }
+    free(tol);
+    free(acc);
+    free(mag);
+    free(pos);
+    dbuf_free(&bx);
+    dbuf_free(&by);
+}
+
+static void reductions_match_reference_over_random_dims(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_REDUCE, t, dev->table->reduce))
+                continue;
+            for (dla_reduce_op op = 0; op < DLA_REDUCE_COUNT; op++)
+                for (int c = 0; c < 40; c++) {
+                    const int extreme = op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN;
+                    int nd;
+                    int64_t xd[DLA_MAX_DIMS], yd[DLA_MAX_DIMS];
+                    rand_dims(&nd, xd, 4, 14, extreme ? 0 : 3);
+                    for (int d = 0; d < nd; d++)
+                        yd[d] = chance(50) ? 1 : xd[d];
+                    reduce_case(dev, t, op, nd, xd, yd, c % 7 == 0, extreme && c % 2 == 0,
+                                extreme ? c % 3 : 0, c);
+                }
+        }
+    }
+}
+
+static void reductions_of_large_tensors_use_every_layout_correctly(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_REDUCE, t, dev->table->reduce))
+                continue;
+            const int64_t full_x[] = {1 << 20}, full_y[] = {1};
+            const int64_t mat_x[] = {1024, 300}, rows_y[] = {1, 300}, cols_y[] = {1024, 1};
+            const int64_t few_x[] = {3, 200000}, few_y[] = {3, 1};
+            const int64_t mid_x[] = {40, 50, 60}, mid_y[] = {1, 50, 1};
+            for (dla_reduce_op op = 0; op < DLA_REDUCE_COUNT; op++) {
+                const int ex = op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN;
+                reduce_case(dev, t, op, 1, full_x, full_y, 1, ex, ex ? 1 : 0, 0);
+                reduce_case(dev, t, op, 2, mat_x, rows_y, 1, ex, ex ? 1 : 0, 1);
+                reduce_case(dev, t, op, 2, mat_x, cols_y, 1, ex, ex ? 1 : 0, 2);
+                reduce_case(dev, t, op, 2, few_x, few_y, 1, ex, ex ? 1 : 0, 3);
+                reduce_case(dev, t, op, 3, mid_x, mid_y, 0, ex, ex ? 2 : 0, 4);
+                if (ex) {
+                    reduce_case(dev, t, op, 1, full_x, full_y, 1, 1, 2, 5);
+                    reduce_case(dev, t, op, 1, full_x, full_y, 1, 1, 3, 6);
+                    reduce_case(dev, t, op, 2, few_x, few_y, 1, 1, 3, 7);
+                }
+            }
+        }
+    }
+}
+
+static void reduce_max_keeps_the_first_of_ties_and_lets_nan_win(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        if (!supports(dev, DLA_KERNEL_REDUCE, DLA_F32, dev->table->reduce))
+            continue;
+        /* x = [1 5 5 NaN 2 NaN] (6x1) -> max: NaN at 3; [1 5 5 2] -> 5 at 1. */
+        const float with_nan[] = {1, 5, 5, NAN, 2, NAN}, ties[] = {1, 5, 5, 2, -7, 5};
+        const float *cases[] = {with_nan, ties};
+        const int32_t want_pos[] = {3, 1};
+        for (int c = 0; c < 2; c++) {
+            dla_reduce_args args = {.struct_size = sizeof args, .op = DLA_REDUCE_MAX};
+            const int64_t xd[] = {6}, yd[] = {1};
+            dbuf bx, by, bi;
+            dbuf_init(&bx, dev, DLA_F32, dense_view(&args.x, DLA_F32, 1, xd));
+            dbuf_init(&by, dev, DLA_F32, dense_view(&args.y, DLA_F32, 1, yd));
+            dbuf_init(&bi, dev, DLA_I32, dense_view(&args.index, DLA_I32, 1, yd));
+            memcpy(bx.host, cases[c], sizeof with_nan);
+            dbuf_upload(&bx);
+            args.x.mem = bx.mem, args.y.mem = by.mem, args.index.mem = bi.mem;
+            snprintf(what, sizeof what, "%s reduce max of 6 with %s", dev->name,
+                     c ? "ties" : "NaN");
+            expect_ok(dev->table->reduce(dev->ctx, &args));
+            float *y = dbuf_download(&by);
+            int32_t *pos = dbuf_download(&bi);
+            if (c == 0)
+                assert_true(isnan(y[0]));
+            else
+                assert_true(y[0] == 5.0f);
+            assert_int_equal(pos[0], want_pos[c]);
+            free(y);
+            free(pos);
+            dbuf_free(&bx);
+            dbuf_free(&by);
+            dbuf_free(&bi);
+        }
+    }
+}
+
+/* ----------------------------------------------------------------- gemm */
+
+typedef struct gemm_shape {
+    int64_t m, n, k, batch;
+    int ta, tb;
+    int a_shared, b_shared; /* batch_stride 0 */
+    double alpha, beta;
+} gemm_shape;
+
+static void gemm_case(dla_device *dev, dla_dtype t, const gemm_shape *s, int c)
+{
+    dla_gemm_args g = {.struct_size = sizeof g, .dtype = t, .trans_a = s->ta, .trans_b = s->tb};
+    g.m = s->m, g.n = s->n, g.k = s->k, g.batch = s->batch, g.alpha = s->alpha, g.beta = s->beta;
+    const int64_t ar = s->ta ? s->k : s->m, ac = s->ta ? s->m : s->k;
+    const int64_t br = s->tb ? s->n : s->k, bc = s->tb ? s->k : s->n;
+    g.a.ld = (ar > 1 ? ar : 1) + (chance(40) ? rnd_int(1, 3) : 0);
+    g.b.ld = (br > 1 ? br : 1) + (chance(40) ? rnd_int(1, 3) : 0);
+    g.c.ld = (s->m > 1 ? s->m : 1) + (chance(40) ? rnd_int(1, 3) : 0);
+    g.a.offset = rnd_int(0, 3), g.b.offset = rnd_int(0, 3), g.c.offset = rnd_int(0, 3);
+    g.a.batch_stride = s->a_shared ? 0 : g.a.ld * ac + rnd_int(0, 2);
+    g.b.batch_stride = s->b_shared ? 0 : g.b.ld * bc + rnd_int(0, 2);
+    g.c.batch_stride = g.c.ld * s->n + rnd_int(0, 2);
+    const int64_t na = g.a.offset + g.a.batch_stride * (s->batch - 1) + g.a.ld * ac;
+    const int64_t nb = g.b.offset + g.b.batch_stride * (s->batch - 1) + g.b.ld * bc;
+    const int64_t nc = g.c.offset + g.c.batch_stride * (s->batch - 1) + g.c.ld * s->n;
+    dbuf ba, bb, bc_;
+    dbuf_init(&ba, dev, t, na);
+    dbuf_init(&bb, dev, t, nb);
+    dbuf_init(&bc_, dev, t, nc);
+    dbuf_random(&ba, -1, 1, 0);
+    dbuf_random(&bb, -1, 1, 0);
+    dbuf_random(&bc_, -1, 1, 0);
+    if (s->beta == 0) /* C must not be read */
+        for (int64_t k = 0; k < bc_.n; k++)
+            put(t, bc_.host, k, NAN);
+    dbuf_upload(&ba);
+    dbuf_upload(&bb);
+    dbuf_upload(&bc_);
+    g.a.mem = ba.mem, g.b.mem = bb.mem, g.c.mem = bc_.mem;
+    snprintf(what, sizeof what,
+             "%s gemm %s m=%lld n=%lld k=%lld batch=%lld trans=%d%d shared=%d%d alpha=%g beta=%g "
+             "case %d",
+             dev->name, dname(t), (long long)s->m, (long long)s->n, (long long)s->k,
+             (long long)s->batch, s->ta, s->tb, s->a_shared, s->b_shared, s->alpha, s->beta, c);
+    expect_ok(dev->table->gemm(dev->ctx, &g));
+
+    double *tol = calloc((size_t)bc_.n, sizeof *tol);
+    const double eps = t == DLA_F32 ? 1.2e-7 : 2.3e-16;
+    const double alpha = t == DLA_F32 ? (float)s->alpha : s->alpha;
+    const double beta = t == DLA_F32 ? (float)s->beta : s->beta;
+    for (int64_t p = 0; p < s->batch; p++) {
+        const int64_t a0 = g.a.offset + p * g.a.batch_stride,
+                      b0 = g.b.offset + p * g.b.batch_stride;
+        const int64_t c0 = g.c.offset + p * g.c.batch_stride;
+        for (int64_t j = 0; j < s->n; j++)
+            for (int64_t r = 0; r < s->m; r++) {
+                double sum = 0, mag = 0;
+                for (int64_t l = 0; l < s->k; l++) {
+                    double av = get(t, ba.host, a0 + (s->ta ? l + r * g.a.ld : r + l * g.a.ld));
+                    double bv = get(t, bb.host, b0 + (s->tb ? j + l * g.b.ld : l + j * g.b.ld));
+                    sum += av * bv;
+                    mag += fabs(av * bv);
+                }
+                const int64_t o = c0 + r + j * g.c.ld;
+                const double old = get(t, bc_.host, o);
+                const double cv = beta == 0 ? 0 : beta * old;
+                put(t, bc_.host, o, alpha * sum + cv);
+                tol[o] = 4 * (double)(s->k + 2) * eps * (fabs(alpha) * mag + fabs(cv)) + 1e-300;
+            }
+    }
+    void *got = dbuf_download(&bc_);
+    expect_buffer(t, got, bc_.host, bc_.n, 0, 0, tol);
+    free(got);
+    free(tol);
+    dbuf_free(&ba);
+    dbuf_free(&bb);
+    dbuf_free(&bc_);
+}
+
+static void gemm_matches_reference_for_every_transpose_and_batch_layout(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_GEMM, t, dev->table->gemm))
+                continue;
+            for (int c = 0; c < 64; c++) {
+                gemm_shape s;
+                s.ta = c & 1, s.tb = (c >> 1) & 1;
+                s.m = chance(5) ? 0 : rnd_int(1, 24);
+                s.n = chance(5) ? 0 : rnd_int(1, 24);
+                s.k = chance(5) ? 0 : rnd_int(1, 24);
+                s.batch = chance(40) ? 1 : rnd_int(2, 5);
+                s.a_shared = s.batch > 1 && chance(30);
+                s.b_shared = s.batch > 1 && !s.a_shared && chance(30);
+                s.alpha = chance(10) ? 0 : rnd_unif(-1.5, 1.5);
+                s.beta = c % 3 == 0 ? 0 : c % 3 == 1 ? 1 : rnd_unif(-1, 1);
+                gemm_case(dev, t, &s, c);
+            }
+            /* Pages big enough for the threaded library path, and many small
+             * pages for the batch-parallel one. */
+            const gemm_shape big = {192, 160, 96, 2, 0, 1, 0, 0, 1.0, 0.5};
+            const gemm_shape many = {16, 12, 20, 33, 1, 0, 0, 1, -0.75, 0};
+            const gemm_shape square = {130, 130, 130, 1, 1, 1, 0, 0, 1.0, 0};
+            gemm_case(dev, t, &big, 100);
+            gemm_case(dev, t, &many, 101);
+            gemm_case(dev, t, &square, 102);
+        }
+    }
+}
+
+/* --------------------------------------------------------------- errors */
+
+static void kernels_reject_mismatched_shapes_with_a_status_and_a_message(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        snprintf(what, sizeof what, "%s mismatched shapes", dev->name);
+        dbuf b;
+        dbuf_init(&b, dev, DLA_F32, 64);
+        const int64_t d34[] = {3, 4}, d35[] = {3, 5}, d24[] = {2, 4};
+        if (supports(dev, DLA_KERNEL_BINARY, DLA_F32, dev->table->binary)) {
+            dla_binary_args a = {.struct_size = sizeof a, .op = DLA_BINARY_ADD};
+            dense_view(&a.z, DLA_F32, 2, d34);
+            dense_view(&a.a, DLA_F32, 2, d34);
+            dense_view(&a.b, DLA_F32, 2, d35);
+            a.z.mem = a.a.mem = a.b.mem = b.mem;
+            dla_clear_error();
+            assert_int_not_equal(dev->table->binary(dev->ctx, &a), DLA_OK);
+            assert_true(strlen(dla_last_error()) > 0);
+        }
+        if (supports(dev, DLA_KERNEL_REDUCE, DLA_F32, dev->table->reduce)) {
+            dla_reduce_args r = {.struct_size = sizeof r, .op = DLA_REDUCE_SUM};
+            dense_view(&r.x, DLA_F32, 2, d34);
+            dense_view(&r.y, DLA_F32, 2, d24); /* 2 is neither 3 nor 1 */
+            r.x.mem = r.y.mem = b.mem;
+            dla_clear_error();
+            assert_int_not_equal(dev->table->reduce(dev->ctx, &r), DLA_OK);
+            assert_true(strlen(dla_last_error()) > 0);
+        }
+        if (supports(dev, DLA_KERNEL_GEMM, DLA_F32, dev->table->gemm)) {
+            dla_gemm_args g = {.struct_size = sizeof g,
+                               .dtype = DLA_F32,
+                               .m = 4,
+                               .n = 2,
+                               .k = 3,
+                               .batch = 1,
+                               .alpha = 1};
+            g.a = (dla_gemm_operand){b.mem, 0, 2, 0}; /* lda 2 < m 4 */
+            g.b = (dla_gemm_operand){b.mem, 0, 3, 0};
+            g.c = (dla_gemm_operand){b.mem, 0, 4, 0};
+            dla_clear_error();
+            assert_int_not_equal(dev->table->gemm(dev->ctx, &g), DLA_OK);
+            assert_true(strlen(dla_last_error()) > 0);
+        }
+        dbuf_free(&b);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_device_describes_itself_and_has_the_required_members),
+        cmocka_unit_test(memory_copies_honour_byte_offsets_in_both_directions),
+        cmocka_unit_test(fill_sets_every_element_of_a_strided_view_and_nothing_else),
+        cmocka_unit_test(strided_copy_copies_views_of_any_layout_in_every_dtype),
+        cmocka_unit_test(cast_converts_between_every_pair_of_dtypes),
+        cmocka_unit_test(unary_ops_match_reference_on_strided_and_in_place_views),
+        cmocka_unit_test(binary_ops_match_reference_with_broadcasting_and_strides),
+        cmocka_unit_test(binary_add_on_large_operands_takes_the_fast_paths_correctly),
+        cmocka_unit_test(reductions_match_reference_over_random_dims),
+        cmocka_unit_test(reductions_of_large_tensors_use_every_layout_correctly),
+        cmocka_unit_test(reduce_max_keeps_the_first_of_ties_and_lets_nan_win),
+        cmocka_unit_test(gemm_matches_reference_for_every_transpose_and_batch_layout),
+        cmocka_unit_test(kernels_reject_mismatched_shapes_with_a_status_and_a_message),
+    };
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
