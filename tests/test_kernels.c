@@ -1128,6 +1128,43 @@ static void kernels_reject_mismatched_shapes_with_a_status_and_a_message(void **
     }
 }
 
+static void cpu_kernels_reject_views_that_reach_past_their_memory(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        if (strcmp(dev->plugin_name, "cpu") != 0)
+            continue;
+        snprintf(what, sizeof what, "%s views past memory", dev->name);
+        dbuf b;
+        dbuf_init(&b, dev, DLA_F32, 64);
+        const int64_t d8x8[] = {8, 8}, d8x9[] = {8, 9};
+        dla_binary_args a = {.struct_size = sizeof a, .op = DLA_BINARY_ADD};
+        dense_view(&a.z, DLA_F32, 2, d8x8);
+        dense_view(&a.a, DLA_F32, 2, d8x8);
+        dense_view(&a.b, DLA_F32, 2, d8x8);
+        a.z.mem = a.a.mem = a.b.mem = b.mem;
+        expect_ok(dev->table->binary(dev->ctx, &a)); /* exactly fits */
+        a.b.offset = 1;
+        assert_int_equal(dev->table->binary(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+        dense_view(&a.b, DLA_F32, 2, d8x9);
+        dense_view(&a.z, DLA_F32, 2, d8x9);
+        dense_view(&a.a, DLA_F32, 2, d8x9);
+        a.z.mem = a.a.mem = a.b.mem = b.mem;
+        assert_int_equal(dev->table->binary(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+        dla_gemm_args g = {.struct_size = sizeof g, .dtype = DLA_F32, .m = 8, .n = 8, .k = 8,
+                           .batch = 2, .alpha = 1};
+        g.a = (dla_gemm_operand){b.mem, 0, 8, 0};
+        g.b = (dla_gemm_operand){b.mem, 0, 8, 0};
+        g.c = (dla_gemm_operand){b.mem, 0, 8, 64}; /* the second page is past the end */
+        assert_int_equal(dev->table->gemm(dev->ctx, &g), DLA_ERR_INVALID_ARGUMENT);
+        float host[4];
+        assert_int_equal(dev->table->copy_to_host(dev->ctx, host, b.mem, 250, sizeof host),
+                         DLA_ERR_INVALID_ARGUMENT);
+        dbuf_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1144,6 +1181,7 @@ int main(void)
         cmocka_unit_test(reduce_max_keeps_the_first_of_ties_and_lets_nan_win),
         cmocka_unit_test(gemm_matches_reference_for_every_transpose_and_batch_layout),
         cmocka_unit_test(kernels_reject_mismatched_shapes_with_a_status_and_a_message),
+        cmocka_unit_test(cpu_kernels_reject_views_that_reach_past_their_memory),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -25,6 +25,11 @@ extern const dla_plugin_host *dla__cpu_host;
 /* memcpy split over the OpenMP team when it is large. */
 void dla__cpu_memcpy(void *dst, const void *src, size_t bytes);
 
+/* Bytes a dla_mem of this plugin was allocated with (for bounds checks). */
+size_t dla__cpu_mem_bytes(dla_mem mem);
+/* Hands every cached free block back to the host. */
+void dla__cpu_cache_flush(void);
+
 /* ---- table members: memory.c ---- */
 dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out);
 void dla__cpu_mem_free(void *dev, dla_mem mem);

@@ -34,10 +34,26 @@ static dla_status check_operand(const dla_gemm_args *g, const char *arg, const d
                         "batch_stride %lld",
                         arg, (long long)rows, (long long)cols, (long long)o->offset,
                         (long long)o->batch_stride);
-    if (used && o->mem == NULL)
+    if (!used || rows == 0 || cols == 0 || g->batch == 0)
+        return DLA_OK;
+    if (o->mem == NULL)
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "cpu gemm: argument %s (%lldx%lld as stored): no memory handle", arg,
                         (long long)rows, (long long)cols);
+    /* The last element of the last page must lie inside the memory. */
+    int64_t last, a, b;
+    int overflow = __builtin_mul_overflow(g->batch - 1, o->batch_stride, &a);
+    overflow |= __builtin_mul_overflow(cols - 1, o->ld, &b);
+    overflow |= __builtin_add_overflow(a, b, &last);
+    overflow |= __builtin_add_overflow(last, o->offset + rows - 1, &last);
+    const int64_t room = (int64_t)(dla__cpu_mem_bytes(o->mem) / (g->dtype == DLA_F64 ? 8 : 4));
+    if (overflow || last >= room)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu gemm: argument %s (%lldx%lld as stored, ld %lld, offset %lld, batch "
+                        "%lld x stride %lld): reaches past the %lld elements of its memory",
+                        arg, (long long)rows, (long long)cols, (long long)o->ld,
+                        (long long)o->offset, (long long)g->batch, (long long)o->batch_stride,
+                        (long long)room);
     return DLA_OK;
 }
 

@@ -1,17 +1,138 @@
 /*
  * memory.c - device memory of the cpu plugin: host memory from the host's
- * allocation hook, 64-byte aligned, with a dla_mem that is the pointer
- * itself. The device is synchronous, so copies are plain memcpy; large ones
- * are split over the OpenMP team, since one core cannot saturate memory
- * bandwidth on its own.
+ * allocation hook, 64-byte aligned, with a dla_mem that is the pointer to
+ * the data. The device is synchronous, so copies are plain memcpy; large
+ * ones are split over the OpenMP team, since one core cannot saturate
+ * memory bandwidth on its own.
+ *
+ * Each block starts with a one-line header holding its size, so kernels can
+ * check that a view stays inside its memory.
+ *
+ * Large blocks are cached when freed and handed out again for a request of
+ * the same size class. A fresh large block costs a page fault and the
+ * kernel's zeroing on every page at first touch, which for a 64 MiB result
+ * takes several times longer than the add that writes it; eager code
+ * allocates such results on every call. The cache is bounded (an eighth of
+ * RAM, at most 2 GiB, at most CACHE_SLOTS blocks, oldest evicted first) and
+ * emptied by device_close and shutdown. Blocks under CACHE_MIN always go
+ * straight back to the host, so small tensors stay visible to the host's
+ * allocation hook one by one.
  */
+#define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
 
 #include <omp.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Below this a copy stays on the calling thread. */
 #define PAR_COPY_MIN ((size_t)1 << 20)
+
+#define CACHE_MIN ((size_t)1 << 20)
+#define CACHE_SLOTS 16
+#define CACHE_MAX_BYTES ((size_t)2 << 30)
+
+typedef struct header {
+    size_t bytes; /* as requested */
+    size_t block; /* allocated after the header: the size class */
+} header;
+_Static_assert(sizeof(header) <= DLA__CPU_ALIGN, "the header must fit in one line");
+
+static header *header_of(dla_mem mem)
+{
+    return (header *)((char *)mem - DLA__CPU_ALIGN);
+}
+
+size_t dla__cpu_mem_bytes(dla_mem mem)
+{
+    return header_of(mem)->bytes;
+}
+
+static struct {
+    header *blocks[CACHE_SLOTS]; /* oldest first */
+    int count;
+    size_t bytes;
+    size_t limit;
+} cache;
+
+/* The size a request of rounded bytes is served with: itself when small,
+ * else rounded up to a quarter of its power of two, so a few classes cover
+ * every large size and a reused block wastes under a quarter. */
+static size_t size_class(size_t rounded)
+{
+    if (rounded < CACHE_MIN)
+        return rounded;
+    size_t p = CACHE_MIN;
+    while (p <= rounded / 2)
+        p *= 2;
+    size_t step = p / 4;
+    return (rounded + step - 1) / step * step;
+}
+
+static size_t cache_limit(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    size_t ram = pages > 0 && page_size > 0 ? (size_t)pages * (size_t)page_size : 0;
+    return ram / 8 < CACHE_MAX_BYTES ? ram / 8 : CACHE_MAX_BYTES;
+}
+
+/* A cached block of this class (the newest), or NULL. */
+static header *cache_take(size_t block)
+{
+    header *h = NULL;
+#pragma omp critical(dla__cpu_cache)
+    for (int i = cache.count - 1; i >= 0; i--) {
+        if (cache.blocks[i]->block != block)
+            continue;
+        h = cache.blocks[i];
+        memmove(&cache.blocks[i], &cache.blocks[i + 1],
+                (size_t)(cache.count - i - 1) * sizeof cache.blocks[0]);
+        cache.count--;
+        cache.bytes -= block;
+        break;
+    }
+    return h;
+}
+
+/* Keeps h for reuse; returns the blocks the host must free now (h itself
+ * when it does not fit) in out, their number as the result. */
+static int cache_put(header *h, header **out)
+{
+    int n = 0;
+#pragma omp critical(dla__cpu_cache)
+    {
+        if (cache.limit == 0)
+            cache.limit = cache_limit();
+        if (h->block > cache.limit) {
+            out[n++] = h;
+        } else {
+            while (cache.count == CACHE_SLOTS || cache.bytes + h->block > cache.limit) {
+                out[n++] = cache.blocks[0];
+                cache.bytes -= cache.blocks[0]->block;
+                memmove(&cache.blocks[0], &cache.blocks[1],
+                        (size_t)(--cache.count) * sizeof cache.blocks[0]);
+            }
+            cache.blocks[cache.count++] = h;
+            cache.bytes += h->block;
+        }
+    }
+    return n;
+}
+
+void dla__cpu_cache_flush(void)
+{
+    header *out[CACHE_SLOTS];
+    int n;
+#pragma omp critical(dla__cpu_cache)
+    {
+        n = cache.count;
+        memcpy(out, cache.blocks, (size_t)n * sizeof out[0]);
+        cache.count = 0;
+        cache.bytes = 0;
+    }
+    for (int i = 0; i < n; i++)
+        dla__cpu_host->free(out[i]);
+}
 
 void dla__cpu_memcpy(void *dst, const void *src, size_t bytes)
 {
@@ -38,37 +159,66 @@ dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
     *out = NULL;
     if (bytes == 0)
         return dla__cpu_host->error(DLA_ERR_INVALID_ARGUMENT, "cpu mem_alloc: argument bytes: 0");
-    /* Round up so vector loops may read a whole last line. */
-    size_t rounded = (bytes + DLA__CPU_ALIGN - 1) & ~(size_t)(DLA__CPU_ALIGN - 1);
-    if (rounded < bytes)
+    /* Whole lines, so vector loops may read a whole last line. */
+    const size_t rounded = (bytes + DLA__CPU_ALIGN - 1) & ~(size_t)(DLA__CPU_ALIGN - 1);
+    const size_t block = size_class(rounded);
+    if (rounded < bytes || block < rounded || block > SIZE_MAX - DLA__CPU_ALIGN)
         return dla__cpu_host->error(DLA_ERR_OUT_OF_MEMORY, "cpu mem_alloc: %zu bytes", bytes);
-    void *p = dla__cpu_host->alloc(rounded, DLA__CPU_ALIGN);
-    if (p == NULL)
-        return dla__cpu_host->error(DLA_ERR_OUT_OF_MEMORY,
-                                    "cpu mem_alloc: the host refused %zu bytes", bytes);
-    *out = (dla_mem)p;
+    header *h = block >= CACHE_MIN ? cache_take(block) : NULL;
+    if (h == NULL) {
+        h = dla__cpu_host->alloc(DLA__CPU_ALIGN + block, DLA__CPU_ALIGN);
+        if (h == NULL && block >= CACHE_MIN) { /* what the cache holds may be what is missing */
+            dla__cpu_cache_flush();
+            h = dla__cpu_host->alloc(DLA__CPU_ALIGN + block, DLA__CPU_ALIGN);
+        }
+        if (h == NULL)
+            return dla__cpu_host->error(DLA_ERR_OUT_OF_MEMORY,
+                                        "cpu mem_alloc: the host refused %zu bytes", bytes);
+        h->block = block;
+    }
+    h->bytes = bytes;
+    *out = (dla_mem)((char *)h + DLA__CPU_ALIGN);
     return DLA_OK;
 }
 
 void dla__cpu_mem_free(void *dev, dla_mem mem)
 {
-    dla__cpu_host->free(mem);
+    if (mem == NULL)
+        return;
+    header *h = header_of(mem);
+    if (h->block < CACHE_MIN) {
+        dla__cpu_host->free(h);
+        return;
+    }
+    header *out[CACHE_SLOTS + 1];
+    int n = cache_put(h, out);
+    for (int i = 0; i < n; i++)
+        dla__cpu_host->free(out[i]);
 }
 
-static dla_status check_copy(const char *kernel, const char *arg, const void *p, size_t bytes)
+/* Checks a copy of bytes at offset of mem (arg) and a host pointer. */
+static dla_status check_copy(const char *kernel, const char *arg, dla_mem mem, size_t offset,
+                             const void *host, size_t bytes)
 {
-    if (p == NULL && bytes > 0)
+    if (bytes == 0)
+        return DLA_OK;
+    if (mem == NULL || host == NULL)
         return dla__cpu_host->error(DLA_ERR_INVALID_ARGUMENT,
-                                    "cpu %s: argument %s: NULL for %zu bytes", kernel, arg, bytes);
+                                    "cpu %s: argument %s: NULL for %zu bytes", kernel,
+                                    mem == NULL ? arg : "host", bytes);
+    const size_t size = dla__cpu_mem_bytes(mem);
+    if (offset > size || bytes > size - offset)
+        return dla__cpu_host->error(DLA_ERR_INVALID_ARGUMENT,
+                                    "cpu %s: argument %s: bytes %zu..%zu outside its %zu", kernel,
+                                    arg, offset, offset + bytes, size);
     return DLA_OK;
 }
 
 dla_status dla__cpu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
                                    size_t bytes)
 {
-    dla_status s;
-    if ((s = check_copy("copy_to_device", "dst", dst, bytes)) != DLA_OK ||
-        (s = check_copy("copy_to_device", "src", src, bytes)) != DLA_OK)
+    dla_status s = check_copy("copy_to_device", "dst", dst, offset_bytes, src, bytes);
+    if (s != DLA_OK)
         return s;
     if (bytes > 0)
         dla__cpu_memcpy((char *)dst + offset_bytes, src, bytes);
@@ -78,9 +228,8 @@ dla_status dla__cpu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, 
 dla_status dla__cpu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset_bytes,
                                  size_t bytes)
 {
-    dla_status s;
-    if ((s = check_copy("copy_to_host", "dst", dst, bytes)) != DLA_OK ||
-        (s = check_copy("copy_to_host", "src", src, bytes)) != DLA_OK)
+    dla_status s = check_copy("copy_to_host", "src", src, offset_bytes, dst, bytes);
+    if (s != DLA_OK)
         return s;
     if (bytes > 0)
         dla__cpu_memcpy(dst, (const char *)src + offset_bytes, bytes);
@@ -91,8 +240,8 @@ dla_status dla__cpu_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_byt
                                    size_t src_offset_bytes, size_t bytes)
 {
     dla_status s;
-    if ((s = check_copy("copy_on_device", "dst", dst, bytes)) != DLA_OK ||
-        (s = check_copy("copy_on_device", "src", src, bytes)) != DLA_OK)
+    if ((s = check_copy("copy_on_device", "dst", dst, dst_offset_bytes, src, bytes)) != DLA_OK ||
+        (s = check_copy("copy_on_device", "src", src, src_offset_bytes, dst, bytes)) != DLA_OK)
         return s;
     if (bytes > 0)
         dla__cpu_memcpy((char *)dst + dst_offset_bytes, (const char *)src + src_offset_bytes,

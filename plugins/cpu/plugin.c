@@ -6,7 +6,10 @@
  * --------------------------
  * - Memory is host memory from host->alloc, 64-byte aligned; a dla_mem is
  *   the pointer. Work runs on the calling thread (the queue is synchronous),
- *   so sync is NULL and copies are memcpy.
+ *   so sync is NULL and copies are memcpy. Freed blocks of 1 MiB and more
+ *   are kept in a small bounded cache for the next request of their size
+ *   class: first-touch page faults on a fresh 64 MiB result cost more than
+ *   the kernel that fills it (memory.c).
  * - Threading is OpenMP only (omp_get_max_threads, i.e. OMP_NUM_THREADS).
  *   Kernels under DLA__CPU_PAR_MIN elements stay on the calling thread.
  *   Elementwise kernels first coalesce the views' dims; dense operands of
@@ -150,6 +153,11 @@ static dla_status device_open(int index, void **dev)
     return DLA_OK;
 }
 
+static void device_close(void *dev)
+{
+    dla__cpu_cache_flush();
+}
+
 static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
 {
     if ((unsigned)dtype >= DLA_DTYPE_COUNT)
@@ -192,8 +200,8 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
-        .device_close = NULL,
-        .shutdown = NULL,
+        .device_close = device_close,
+        .shutdown = dla__cpu_cache_flush,
         .mem_alloc = dla__cpu_mem_alloc,
         .mem_free = dla__cpu_mem_free,
         .copy_to_device = dla__cpu_copy_to_device,

@@ -82,9 +82,25 @@ dla_status dla__cpu_check_view(const char *kernel, const char *arg, const dla_vi
     if (v->offset < 0)
         return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu %s: argument %s: negative offset %lld",
                         kernel, arg, (long long)v->offset);
-    if (v->mem == NULL && dla__cpu_numel(v) > 0)
+    if (dla__cpu_numel(v) == 0)
+        return DLA_OK;
+    if (v->mem == NULL)
         return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu %s: argument %s (dims %s): no memory handle",
                         kernel, arg, dla__cpu_dims_str(buf, sizeof buf, v->ndims, v->dims));
+    /* The last element the view reaches must lie inside its memory. */
+    int64_t last = v->offset, step;
+    int overflow = 0;
+    for (int d = 0; d < v->ndims; d++) {
+        overflow |= __builtin_mul_overflow(v->dims[d] - 1, v->strides[d], &step);
+        overflow |= __builtin_add_overflow(last, step, &last);
+    }
+    const int64_t room = (int64_t)(dla__cpu_mem_bytes(v->mem) / dla__cpu_dtype_size(v->dtype));
+    if (overflow || last >= room)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu %s: argument %s (dims %s, offset %lld): reaches past the %lld %s "
+                        "elements of its memory",
+                        kernel, arg, dla__cpu_dims_str(buf, sizeof buf, v->ndims, v->dims),
+                        (long long)v->offset, (long long)room, dla__cpu_dtype_name(v->dtype));
     return DLA_OK;
 }
 
