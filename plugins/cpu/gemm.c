@@ -6,7 +6,9 @@
  * either go one after the other, each threaded by OpenBLAS, or, when pages
  * are small (OpenBLAS would run them on one thread anyway), over an OpenMP
  * loop with one page per iteration: the OpenMP build of OpenBLAS sees that
- * it runs inside a parallel region and stays on the calling thread.
+ * it runs inside a parallel region and stays on the calling thread. Pages
+ * are handed out in small chunks, so a thread that the OS preempts (a busy
+ * machine) holds up only its own chunk.
  */
 #include "plugins/cpu/cpu.h"
 
@@ -16,6 +18,8 @@
 
 /* Pages of at most this many multiply-adds (m*n*k) run one per thread. */
 #define SMALL_PAGE ((int64_t)1 << 21)
+/* Multiply-adds a thread takes at once from the batch. */
+#define CHUNK_WORK 262144.0
 
 static dla_status check_operand(const dla_gemm_args *g, const char *arg, const dla_gemm_operand *o,
                                 int64_t rows, int64_t cols, int used)
@@ -125,7 +129,14 @@ dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *g)
     const int threads = omp_get_max_threads();
     if (disjoint && small && threads > 1) {
         const int64_t batch = g->batch;
-#pragma omp parallel for schedule(static) num_threads(threads)
+        /* Chunks of about CHUNK_WORK multiply-adds, at least two per thread. */
+        const double work = (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1);
+        int64_t chunk = (int64_t)(CHUNK_WORK / work);
+        if (chunk > batch / (2 * threads))
+            chunk = batch / (2 * threads);
+        if (chunk < 1)
+            chunk = 1;
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
         for (int64_t p = 0; p < batch; p++)
             page(g, p);
         return DLA_OK;

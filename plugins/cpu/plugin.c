@@ -25,8 +25,9 @@
  *   error that grows with the block and block count, not with n.
  * - GEMM is OpenBLAS's cblas_sgemm/dgemm on the OpenMP build. One page is a
  *   direct call (OpenBLAS threads it); several small pages (m*n*k <= 2^21)
- *   with disjoint C go one per thread in an OpenMP loop, larger ones one
- *   after the other with OpenBLAS threading each.
+ *   with disjoint C go over an OpenMP loop (dynamic chunks, one thread per
+ *   page: OpenBLAS stays single-threaded inside a parallel region), larger
+ *   ones one after the other with OpenBLAS threading each.
  * - Casts and fills saturate out-of-range values and map NaN to 0 where the
  *   ABI leaves it open (see copy.c); binary max/min ignore a NaN operand
  *   as MATLAB does.
