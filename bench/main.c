@@ -92,12 +92,10 @@ static int matches(const options *opt, const bench_workload *w)
     return !opt->workload || strstr(w->name, opt->workload) != NULL;
 }
 
-/* A reference runs when its name matches, or when a selected device
- * workload is compared with it. */
-static int reference_wanted(const options *opt, const bench_workload *ref)
+/* Whether a selected device workload is compared with ref: then ref is
+ * timed beside it, on every device. */
+static int paired(const options *opt, const bench_workload *ref)
 {
-    if (matches(opt, ref))
-        return 1;
     for (const bench_workload *const *t = bench_device_tables; *t; t++)
         for (const bench_workload *w = *t; w->name; w++)
             if (matches(opt, w) && w->reference && strcmp(w->reference, ref->name) == 0)
@@ -115,23 +113,60 @@ static void list_workloads(void)
         printf("%-16s reference\n", w->name);
 }
 
-/* Sets up, times and tears down w on dev (NULL: a host reference). */
-static void measure(const bench_workload *w, dla_device *dev, const bench_plan *plan,
-                    bench_record *rec)
+/* A record's error from status and the thread's last message. */
+static void fail_record(bench_record *rec, dla_status st)
 {
-    void *state = NULL;
-    *rec = (bench_record){.device = dev ? dla_device_name(dev) : "host",
-                          .workload = w,
-                          .is_reference = dev == NULL};
-    dla_clear_error();
-    dla_status st = w->setup(w, &state);
-    if (st == DLA_OK)
-        st = bench_time(w->run, state, dev, plan, &rec->stats);
     rec->status = st;
-    if (st != DLA_OK)
-        snprintf(rec->error, sizeof rec->error, "%s",
-                 *dla_last_error() ? dla_last_error() : dla_status_str(st));
-    w->teardown(state);
+    snprintf(rec->error, sizeof rec->error, "%s",
+             *dla_last_error() ? dla_last_error() : dla_status_str(st));
+}
+
+/* Sets up, times and tears down the workloads ws[i] (n of them, 1 or 2),
+ * ws[i] on devs[i] (NULL: a host reference), interleaved. A workload that
+ * fails is reported and the others are timed again without it. */
+static void measure(const bench_workload *const *ws, dla_device *const *devs, int n,
+                    const bench_plan *plan, bench_record *recs)
+{
+    void *state[2] = {NULL, NULL};
+    bench_subject subjects[2];
+    bench_stats stats[2];
+    int live[2], nlive = 0;
+    for (int i = 0; i < n; i++) {
+        recs[i] = (bench_record){.device = devs[i] ? dla_device_name(devs[i]) : "host",
+                                 .workload = ws[i],
+                                 .is_reference = devs[i] == NULL};
+        if (!devs[i] && n > 1)
+            recs[i].against = recs[0].device;
+        dla_clear_error();
+        dla_status st = ws[i]->setup(ws[i], &state[i]);
+        if (st != DLA_OK)
+            fail_record(&recs[i], st);
+        else
+            live[nlive++] = i;
+    }
+    while (nlive > 0) {
+        for (int j = 0; j < nlive; j++)
+            subjects[j] = (bench_subject){ws[live[j]]->run, state[live[j]], devs[live[j]]};
+        int failed;
+        dla_clear_error();
+        dla_status st = bench_time(subjects, nlive, plan, stats, &failed);
+        if (st == DLA_OK) {
+            for (int j = 0; j < nlive; j++)
+                recs[live[j]].stats = stats[j];
+            break;
+        }
+        if (failed < 0) { /* the harness itself ran out of memory */
+            for (int j = 0; j < nlive; j++)
+                fail_record(&recs[live[j]], st);
+            break;
+        }
+        fail_record(&recs[live[failed]], st);
+        for (int j = failed; j + 1 < nlive; j++)
+            live[j] = live[j + 1];
+        nlive--;
+    }
+    for (int i = 0; i < n; i++)
+        ws[i]->teardown(state[i]);
 }
 
 /* The devices to run on, into devs (room for count); returns how many, or
@@ -154,15 +189,17 @@ static int pick_devices(const options *opt, dla_device **devs, int count)
     return count ? count : -1;
 }
 
-/* How many device workloads and references the options select. */
-static void count_selected(const options *opt, size_t *device_wl, size_t *refs)
+/* The records one device needs (each workload, and its reference beside
+ * it), and those of references timed alone. */
+static void count_selected(const options *opt, size_t *per_device, size_t *alone)
 {
-    *device_wl = *refs = 0;
+    *per_device = *alone = 0;
     for (const bench_workload *const *t = bench_device_tables; *t; t++)
         for (const bench_workload *w = *t; w->name; w++)
-            *device_wl += (size_t)matches(opt, w);
+            if (matches(opt, w))
+                *per_device += bench_find_reference(w->reference) ? 2 : 1;
     for (const bench_workload *w = bench_reference_workloads; w->name; w++)
-        *refs += (size_t)reference_wanted(opt, w);
+        *alone += (size_t)(matches(opt, w) && !paired(opt, w));
 }
 
 static void text_banner(dla_device **devs, int ndevs)
@@ -172,8 +209,9 @@ static void text_banner(dla_device **devs, int ndevs)
     for (int i = 0; i < ndevs; i++)
         printf("  %-8s %s (%s plugin)\n", dla_device_name(devs[i]),
                dla_device_description(devs[i]), dla_device_plugin(devs[i]));
-    printf("  %-8s references: OpenBLAS cblas_sgemm, memcpy on %d OpenMP threads\n\n", "host",
-           omp_get_max_threads());
+    printf("  %-8s references: OpenBLAS cblas_sgemm, memcpy on %d OpenMP threads, each timed\n"
+           "           interleaved with the workload it is compared with\n\n",
+           "host", omp_get_max_threads());
     bench_report_head(stdout);
 }
 
@@ -198,16 +236,16 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    size_t device_wl, refs;
-    count_selected(&opt, &device_wl, &refs);
-    if (device_wl + refs == 0) {
+    size_t per_device, alone;
+    count_selected(&opt, &per_device, &alone);
+    if (per_device + alone == 0) {
         fprintf(stderr, "dlaccel-bench: no workload matches '%s' (see --list)\n", opt.workload);
         return 2;
     }
 
     int count = opt.device ? 1 : dla_device_count();
     dla_device **devs = calloc((size_t)(count > 0 ? count : 1), sizeof *devs);
-    bench_record *recs = calloc((size_t)(count > 0 ? count : 1) * device_wl + refs, sizeof *recs);
+    bench_record *recs = calloc((size_t)(count > 0 ? count : 1) * per_device + alone, sizeof *recs);
     if (!devs || !recs) {
         fputs("dlaccel-bench: out of memory\n", stderr);
         return 1;
@@ -220,18 +258,27 @@ int main(int argc, char **argv)
     if (!opt.json)
         text_banner(devs, ndevs);
     for (int d = 0; d < ndevs; d++) {
+        /* Tensors are made on the current device, the reference's buffers
+         * on the host whatever is current. */
         dla_device_set_current(devs[d]);
         for (const bench_workload *const *t = bench_device_tables; *t; t++)
-            for (const bench_workload *w = *t; w->name; w++)
-                if (matches(&opt, w)) {
-                    measure(w, devs[d], &opt.plan, &recs[n]);
+            for (const bench_workload *w = *t; w->name; w++) {
+                if (!matches(&opt, w))
+                    continue;
+                const bench_workload *ws[2] = {w, bench_find_reference(w->reference)};
+                dla_device *on[2] = {devs[d], NULL};
+                int k = ws[1] ? 2 : 1;
+                measure(ws, on, k, &opt.plan, &recs[n]);
+                for (int i = 0; i < k; i++)
                     show(&opt, &recs[n++]);
-                }
+            }
     }
     dla_device_set_current(NULL);
+    /* References asked for by name whose workload was not: alone. */
     for (const bench_workload *w = bench_reference_workloads; w->name; w++)
-        if (reference_wanted(&opt, w)) {
-            measure(w, NULL, &opt.plan, &recs[n]);
+        if (matches(&opt, w) && !paired(&opt, w)) {
+            dla_device *host = NULL;
+            measure(&w, &host, 1, &opt.plan, &recs[n]);
             show(&opt, &recs[n++]);
         }
 

@@ -36,14 +36,16 @@ void bench_report_line(FILE *out, const bench_record *r)
     fflush(out);
 }
 
-/* The measured reference record a device record is compared with. */
+/* The reference record a device record is compared with: the one timed
+ * beside it. */
 static const bench_record *reference_of(const bench_record *r, const bench_record *recs,
                                         size_t n)
 {
     if (r->is_reference || r->status != DLA_OK || !r->workload->reference)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        if (recs[i].is_reference && recs[i].status == DLA_OK &&
+        if (recs[i].is_reference && recs[i].status == DLA_OK && recs[i].against &&
+            strcmp(recs[i].against, r->device) == 0 &&
             strcmp(recs[i].workload->name, r->workload->reference) == 0)
             return &recs[i];
     return NULL;
@@ -103,9 +105,14 @@ static void json_record(FILE *out, const bench_record *r)
     json_string(out, r->workload->name);
     fprintf(out,
             ", \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, \"%s\": %.3f, "
-            "\"reps\": %d}",
+            "\"reps\": %d",
             r->stats.median_ms, r->stats.min_ms, r->stats.max_ms,
             r->workload->unit == BENCH_FLOPS ? "gflops" : "gbps", bench_rate(r), r->stats.reps);
+    if (r->against) {
+        fputs(", \"against\": ", out);
+        json_string(out, r->against);
+    }
+    fputc('}', out);
 }
 
 static void json_ratio(FILE *out, const bench_record *r, const bench_record *ref)

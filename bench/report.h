@@ -16,6 +16,7 @@ typedef struct bench_record {
     const char *device; /* "cpu:0"; "host" for a reference workload */
     const bench_workload *workload;
     int is_reference;
+    const char *against; /* a reference timed beside this device's workload */
     dla_status status;  /* DLA_OK: stats hold the figures */
     char error[256];    /* otherwise: why */
     bench_stats stats;
@@ -33,7 +34,8 @@ int bench_report_ratios(FILE *out, const bench_record *recs, size_t n);
 
 /* --json: {"version", "threads", "records": [...], "ratios": [...],
  * "errors": [...]}, each record {device, workload, median_ms, min_ms,
- * max_ms, gflops or gbps, reps}. */
+ * max_ms, gflops or gbps, reps}, a reference record with "against": the
+ * device whose workload it was timed beside. */
 void bench_report_json(FILE *out, const bench_record *recs, size_t n);
 
 #endif

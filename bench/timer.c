@@ -1,5 +1,5 @@
 /*
- * timer.c - warm-up, choice of repetitions, per-call timing and the median.
+ * timer.c - warm-up, the interleaved timing loop, and the median.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench/timer.h"
@@ -9,12 +9,14 @@
 
 bench_plan bench_plan_default(void)
 {
-    return (bench_plan){.reps = 0, .target_s = 0.75, .min_reps = 5, .max_reps = 200000};
+    return (bench_plan){
+        .reps = 0, .target_s = 0.75, .min_reps = 5, .max_reps = 200000, .block_s = 0.05};
 }
 
 bench_plan bench_plan_quick(void)
 {
-    return (bench_plan){.reps = 0, .target_s = 0.05, .min_reps = 3, .max_reps = 1000};
+    return (bench_plan){
+        .reps = 0, .target_s = 0.05, .min_reps = 3, .max_reps = 1000, .block_s = 0.01};
 }
 
 double bench_now(void)
@@ -24,15 +26,14 @@ double bench_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static dla_status timed_call(dla_status (*run)(void *), void *state, dla_device *dev,
-                             double *seconds)
+static dla_status timed_call(const bench_subject *s, double *seconds)
 {
     double t0 = bench_now();
-    dla_status st = run(state);
+    dla_status st = s->run(s->state);
     /* Queued work is part of the call: an asynchronous device would
      * otherwise look as fast as its enqueue. */
-    if (st == DLA_OK && dev)
-        st = dla_device_sync(dev);
+    if (st == DLA_OK && s->dev)
+        st = dla_device_sync(s->dev);
     *seconds = bench_now() - t0;
     return st;
 }
@@ -43,48 +44,82 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Whether another call is due after done calls taking elapsed seconds. */
-static int more_calls(const bench_plan *plan, int done, double elapsed)
+/* The timed calls of one subject. */
+typedef struct samples {
+    double *t;
+    int count, room;
+    double total;
+} samples;
+
+static int push(samples *s, double t)
 {
-    if (plan->reps > 0)
-        return done < plan->reps;
-    return done < plan->max_reps && (done < plan->min_reps || elapsed < plan->target_s);
+    if (s->count == s->room) {
+        int grown = s->room ? 2 * s->room : 64;
+        double *p = realloc(s->t, (size_t)grown * sizeof *p);
+        if (!p)
+            return 0;
+        s->t = p;
+        s->room = grown;
+    }
+    s->t[s->count++] = t;
+    s->total += t;
+    return 1;
 }
 
-dla_status bench_time(dla_status (*run)(void *state), void *state, dla_device *dev,
-                      const bench_plan *plan, bench_stats *out)
+/* Whether the subject wants another call. */
+static int wants_more(const bench_plan *plan, const samples *s)
 {
-    double elapsed = 0, *samples = NULL;
-    int done = 0, room = 0;
+    if (plan->reps > 0)
+        return s->count < plan->reps;
+    return s->count < plan->max_reps && (s->count < plan->min_reps || s->total < plan->target_s);
+}
+
+static void summarise(samples *s, bench_stats *out)
+{
+    int n = s->count;
+    qsort(s->t, (size_t)n, sizeof *s->t, cmp_double);
+    double mid = n % 2 ? s->t[n / 2] : 0.5 * (s->t[n / 2 - 1] + s->t[n / 2]);
+    *out = (bench_stats){.median_ms = 1e3 * mid,
+                         .min_ms = 1e3 * s->t[0],
+                         .max_ms = 1e3 * s->t[n - 1],
+                         .reps = n};
+}
+
+dla_status bench_time(const bench_subject *subjects, int n, const bench_plan *plan,
+                      bench_stats *stats, int *failed)
+{
+    samples *all = calloc((size_t)n, sizeof *all);
+    dla_status st = all ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;
+    double t;
+    *failed = -1;
     /* Warm-up: first-touch page faults, thread pools and kernel caches are
      * paid once by any real program, so they stay out of the figures. */
-    dla_status st = timed_call(run, state, dev, &elapsed);
-    elapsed = 0;
-    /* A budget of time rather than a count estimated from one call: one
-     * call slowed by the machine's other tenant must not decide the count. */
-    while (st == DLA_OK && more_calls(plan, done, elapsed)) {
-        if (done == room) {
-            int grown = room ? 2 * room : 64;
-            double *p = realloc(samples, (size_t)grown * sizeof *p);
-            if (!p) {
-                st = DLA_ERR_OUT_OF_MEMORY;
-                break;
+    for (int i = 0; i < n && st == DLA_OK; i++)
+        if ((st = timed_call(&subjects[i], &t)) != DLA_OK)
+            *failed = i;
+    /* Rounds: each subject in turn runs calls for about block_s (at least
+     * one), so all of them share the machine's good and bad moments, while
+     * a block stays long enough to keep its own data in cache. */
+    for (int busy = 1; busy && st == DLA_OK;) {
+        busy = 0;
+        for (int i = 0; i < n && st == DLA_OK; i++) {
+            double block = 0;
+            while (st == DLA_OK && wants_more(plan, &all[i]) &&
+                   (block == 0 || block < plan->block_s)) {
+                st = timed_call(&subjects[i], &t);
+                if (st != DLA_OK)
+                    *failed = i;
+                else if (!push(&all[i], t))
+                    st = DLA_ERR_OUT_OF_MEMORY;
+                block += t;
+                busy = 1;
             }
-            samples = p;
-            room = grown;
         }
-        st = timed_call(run, state, dev, &samples[done]);
-        elapsed += samples[done++];
     }
-    if (st == DLA_OK) {
-        qsort(samples, (size_t)done, sizeof *samples, cmp_double);
-        double mid = done % 2 ? samples[done / 2]
-                              : 0.5 * (samples[done / 2 - 1] + samples[done / 2]);
-        out->median_ms = 1e3 * mid;
-        out->min_ms = 1e3 * samples[0];
-        out->max_ms = 1e3 * samples[done - 1];
-        out->reps = done;
-    }
-    free(samples);
+    for (int i = 0; i < n && st == DLA_OK; i++)
+        summarise(&all[i], &stats[i]);
+    for (int i = 0; all && i < n; i++)
+        free(all[i].t);
+    free(all);
     return st;
 }
