@@ -1,1 +1,33 @@
-# tests/tensor.mk
+# tests/tensor.mk - the tensor suite (on the default device and on testmem),
+# format parsing, allocation failure, and valgrind over the tensor suite.
+check_LTLIBRARIES += tests/plugins/libdlaccel-testmem.la
+tests_plugins_libdlaccel_testmem_la_SOURCES = tests/plugins/testmem.c
+tests_plugins_libdlaccel_testmem_la_LDFLAGS = -module -avoid-version -shared -no-undefined -rpath /nowhere
+tests_plugins_libdlaccel_testmem_la_LIBADD = -lpthread
+EXTRA_DIST += tests/plugins/testmem.json.in
+
+# The testmem manifest lives in its own folder so the default search path
+# (plugins.d) never picks it up; its tests add the folder themselves.
+tests/plugins.d/testmem.json: $(top_srcdir)/tests/plugins/testmem.json.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests/plugins.d && \
+	$(SED) -e 's|@LIBRARY_PATH@|$(abs_builddir)/tests/plugins/.libs/libdlaccel-testmem.so|' $< > $@
+check_DATA = tests/plugins.d/testmem.json
+CLEANFILES += tests/plugins.d/testmem.json
+
+DLA_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+DLA_TEST_LIBS = libdlaccel.la $(CMOCKA_LIBS) -lm
+
+check_PROGRAMS += tests/test_tensor tests/test_format tests/test_alloc_fail
+tests_test_tensor_SOURCES = tests/test_tensor.c tests/testutil.h
+tests_test_tensor_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_tensor_LDADD = $(DLA_TEST_LIBS)
+tests_test_format_SOURCES = tests/test_format.c tests/testutil.h
+tests_test_format_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_format_LDADD = $(DLA_TEST_LIBS)
+tests_test_alloc_fail_SOURCES = tests/test_alloc_fail.c tests/testutil.h
+tests_test_alloc_fail_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_alloc_fail_LDADD = $(DLA_TEST_LIBS)
+
+TESTS += tests/test_tensor tests/tensor_on_testmem.sh tests/test_format \
+	tests/test_alloc_fail tests/alloc_fail_on_testmem.sh tests/valgrind_tensor.sh
+EXTRA_DIST += tests/tensor_on_testmem.sh tests/alloc_fail_on_testmem.sh tests/valgrind_tensor.sh

@@ -146,7 +146,7 @@ typedef struct dla_view {
     X(DLA_UNARY_COS, "cos")                                                    \
     X(DLA_UNARY_TANH, "tanh")                                                  \
     X(DLA_UNARY_SIGMOID, "sigmoid") /* 1 / (1 + exp(-x)) */                    \
-    X(DLA_UNARY_RELU, "relu")       /* max(x, 0) */                            \
+    X(DLA_UNARY_RELU, "relu")       /* max(x, 0); relu(NaN) = 0 */                            \
     X(DLA_UNARY_AFFINE, "affine")   /* x * alpha + beta */
 
 typedef enum dla_unary_op {
@@ -167,7 +167,8 @@ typedef struct dla_unary_args {
 } dla_unary_args;
 
 /* z = f(a, b), elementwise. a and b have z's ndims and dims; broadcasting is
- * expressed by stride 0 on the expanded dims. */
+ * expressed by stride 0 on the expanded dims. MAX and MIN ignore a NaN
+ * operand when the other is a number (MATLAB's max(a, b)). */
 #define DLA_BINARY_LIST(X)                                                     \
     X(DLA_BINARY_ADD, "add")                                                   \
     X(DLA_BINARY_SUB, "sub")                                                   \
@@ -196,7 +197,9 @@ typedef struct dla_binary_args {
 /* y = reduce(x) over the dims where y's dim is 1 and x's is not; y has x's
  * ndims. MAX and MIN optionally write, in index, the 0-based position of the
  * chosen element within the reduced sub-block (column-major over the reduced
- * dims; the first one on ties; NaN wins). */
+ * dims; the first one on ties; NaN wins). An index with SUM or MEAN is
+ * DLA_ERR_INVALID_ARGUMENT. An empty reduced block gives 0 (SUM), NaN (MEAN)
+ * and DLA_ERR_SHAPE (MAX, MIN). */
 #define DLA_REDUCE_LIST(X)                                                     \
     X(DLA_REDUCE_SUM, "sum")                                                   \
     X(DLA_REDUCE_MEAN, "mean")                                                 \
@@ -297,8 +300,9 @@ typedef struct dla_plugin {
      * kernel member supports every dtype. Kernels not supported (or NULL)
      * run on the cpu plugin with copies; the log says so once. */
     int (*supports)(void *dev, dla_kernel kernel, dla_dtype dtype);
-    /* Sets every element of y to value (converted to y's dtype). NULL: the
-     * host fills on the cpu plugin and copies. */
+    /* Sets every element of y to value converted to y's dtype: integers
+     * saturate (-2.5 -> 0 in uint8, 1e10 -> INT32_MAX), NaN becomes 0, bool
+     * is value != 0. NULL: the host fills on the cpu plugin and copies. */
     dla_status (*fill)(void *dev, const dla_view *y, double value);
     /* y = x elementwise between two views of equal dims and dtype; they do
      * not overlap. NULL: through the cpu plugin. */
@@ -308,7 +312,8 @@ typedef struct dla_plugin {
     dla_status (*reduce)(void *dev, const dla_reduce_args *args); /* NULL: cpu */
     dla_status (*gemm)(void *dev, const dla_gemm_args *args);     /* NULL: cpu */
     /* y = (dtype of y) x, equal dims, the two dtypes may differ; float to
-     * integer truncates toward zero, to bool is x != 0. NULL: cpu. */
+     * integer truncates toward zero and saturates, NaN becomes 0, to bool
+     * is x != 0. NULL: cpu. */
     dla_status (*cast)(void *dev, const dla_view *y, const dla_view *x);
     /* ---- fields above are ABI 1.0 ---- */
 } dla_plugin;

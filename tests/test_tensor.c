@@ -1,0 +1,852 @@
+/*
+ * test_tensor.c - the tensor suite: creation, transfers, views, scopes,
+ * sticky errors and the basic ops against naive loops on the host.
+ *
+ * It runs on the default device; tensor_on_testmem.sh runs it again on the
+ * testmem plugin, whose memory the host cannot address, so every test here
+ * also proves the core goes through the plugin for each byte.
+ */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* ----------------------------------------------------------- host mirror */
+
+/* A strided view of host doubles, mirroring what a device view should see. */
+typedef struct hview {
+    const double *data;
+    int nd;
+    int64_t dims[DLA_MAX_DIMS], strides[DLA_MAX_DIMS], off;
+} hview;
+
+static hview hv_dense(const double *data, int nd, const int64_t *dims)
+{
+    hview v = {.data = data, .nd = nd};
+    int64_t s = 1;
+    for (int i = 0; i < nd; i++) {
+        v.dims[i] = dims[i];
+        v.strides[i] = s;
+        s *= dims[i];
+    }
+    return v;
+}
+
+static double hv_at(const hview *v, int64_t i)
+{
+    int64_t off = v->off;
+    for (int d = 0; d < v->nd; d++) {
+        off += (i % v->dims[d]) * v->strides[d];
+        i /= v->dims[d];
+    }
+    return v->data[off];
+}
+
+static int64_t hv_numel(const hview *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->nd; d++)
+        n *= v->dims[d];
+    return n;
+}
+
+/* The tensor's elements as doubles (column-major, dense); caller frees. */
+static double *fetch(const dla_tensor *t)
+{
+    int64_t n = dla_tensor_numel(t);
+    double *out = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    dla_tensor *d = dla_cast((dla_tensor *)t, DLA_F64);
+    assert_int_equal(dla_tensor_status(d), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(d, out, sizeof(double) * (size_t)n), DLA_OK);
+    dla_tensor_release(d);
+    return out;
+}
+
+static double *random_doubles(int64_t n)
+{
+    double *p = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        p[i] = tu_unit() * 4.0 - 2.0;
+    return p;
+}
+
+static void expect_view(const dla_tensor *t, const hview *h, double tol)
+{
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(t), h->nd);
+    for (int d = 0; d < h->nd; d++)
+        assert_int_equal(dla_tensor_dim(t, d + 1), h->dims[d]);
+    double *got = fetch(t);
+    int64_t n = hv_numel(h);
+    for (int64_t i = 0; i < n; i++) {
+        if (!tu_close(got[i], hv_at(h, i), tol))
+            fail_msg("element %lld: got %.9g, want %.9g", (long long)i, got[i], hv_at(h, i));
+    }
+    free(got);
+}
+
+/* --------------------------------------------------------- basic facts */
+
+static void test_version_and_status_strings(void **state)
+{
+    int major = -1, minor = -1, patch = -1;
+    dla_version(&major, &minor, &patch);
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", major, minor, patch);
+    assert_string_equal(dla_version_string(), want);
+    assert_string_equal(dla_status_str(DLA_OK), "ok");
+    assert_string_equal(dla_status_str(DLA_ERR_SHAPE), "shape mismatch");
+    assert_string_equal(dla_status_str((dla_status)999), "unknown status");
+    assert_string_equal(dla_dtype_name(DLA_F32), "single");
+    assert_int_equal(dla_dtype_size(DLA_F64), 8);
+}
+
+static void test_device_is_the_selected_one(void **state)
+{
+    dla_device *dev = dla_device_current();
+    assert_non_null(dev);
+    const char *want = getenv("DLACCEL_DEVICE");
+    if (want && *want)
+        assert_string_equal(dla_device_plugin(dev), want);
+    dla_tensor *t = dla_zeros(DLA_F32, "", DLA_DIMS(2));
+    assert_ptr_equal(dla_tensor_device(t), dev);
+    dla_tensor_release(t);
+}
+
+/* ------------------------------------------------------------- creation */
+
+static void test_host_data_round_trips_in_every_dtype(void **state)
+{
+    const float f[6] = {1.5f, -2, 3, 4, 5, 6};
+    const double d[6] = {1.25, -2, 3, 4, 5, 1e300};
+    const int32_t i[6] = {-7, 0, 7, 2147483647, -2147483647, 3};
+    const uint8_t u[6] = {0, 1, 2, 254, 255, 9};
+    const void *src[4] = {f, d, i, u};
+    dla_dtype types[4] = {DLA_F32, DLA_F64, DLA_I32, DLA_U8};
+    for (int k = 0; k < 4; k++) {
+        dla_tensor *t = dla_tensor_from_host(src[k], types[k], "", DLA_DIMS(2, 3));
+        assert_int_equal(dla_tensor_status(t), DLA_OK);
+        assert_int_equal(dla_tensor_dtype(t), types[k]);
+        assert_int_equal(dla_tensor_numel(t), 6);
+        unsigned char back[48];
+        size_t bytes = 6 * dla_dtype_size(types[k]);
+        assert_int_equal(dla_tensor_to_host(t, back, bytes), DLA_OK);
+        assert_memory_equal(back, src[k], bytes);
+        dla_tensor_release(t);
+    }
+}
+
+static void test_to_host_refuses_a_short_buffer(void **state)
+{
+    dla_tensor *t = dla_ones(DLA_F32, "", DLA_DIMS(4, 4));
+    float small[4];
+    assert_int_equal(dla_tensor_to_host(t, small, sizeof small), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "64 bytes of 4x4 single"));
+    dla_tensor_release(t);
+}
+
+static void test_zeros_ones_full_fill_every_element(void **state)
+{
+    double vals[3] = {0, 1, -3.5};
+    for (int k = 0; k < 3; k++) {
+        dla_tensor *t = k == 0   ? dla_zeros(DLA_F64, "SSC", DLA_DIMS(3, 5, 2))
+                        : k == 1 ? dla_ones(DLA_F64, "SSC", DLA_DIMS(3, 5, 2))
+                                 : dla_full(-3.5, DLA_F64, "SSC", DLA_DIMS(3, 5, 2));
+        double *h = fetch(t);
+        for (int i = 0; i < 30; i++)
+            assert_true(h[i] == vals[k]);
+        free(h);
+        dla_tensor_release(t);
+    }
+    dla_tensor *b = dla_full(2.0, DLA_BOOL, "", DLA_DIMS(3));
+    uint8_t bb[3];
+    assert_int_equal(dla_tensor_to_host(b, bb, 3), DLA_OK);
+    assert_int_equal(bb[0] + bb[1] + bb[2], 3);
+    dla_tensor_release(b);
+}
+
+static void test_bad_dims_are_refused_with_the_argument_named(void **state)
+{
+    dla_tensor *t = dla_zeros(DLA_F32, "", DLA_DIMS(2, -1));
+    assert_int_equal(dla_tensor_status(t), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(t), "dla_zeros: argument dims: dim 2 is -1"));
+    dla_tensor_release(t);
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    t = dla_ones(DLA_F32, "", 9, nine);
+    assert_int_equal(dla_tensor_status(t), DLA_ERR_INVALID_ARGUMENT);
+    dla_tensor_release(t);
+    t = dla_rand(DLA_I32, "", DLA_DIMS(2));
+    assert_int_equal(dla_tensor_status(t), DLA_ERR_DTYPE);
+    dla_tensor_release(t);
+}
+
+static void test_rand_matches_the_philox_known_answer(void **state)
+{
+    /* Philox4x32-10 with counter 0 and key 0 gives 0x6627e8d5 0xe169c58d
+     * 0xbc57ac4c 0x9b00dbd8 (Random123's known-answer vectors); uniform
+     * floats use the top 24 bits. */
+    dla_rng_seed(0);
+    dla_tensor *t = dla_rand(DLA_F32, "", DLA_DIMS(4));
+    float got[4];
+    assert_int_equal(dla_tensor_to_host(t, got, sizeof got), DLA_OK);
+    const uint32_t kat[4] = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u};
+    for (int i = 0; i < 4; i++)
+        assert_true(got[i] == (float)(kat[i] >> 8) / 16777216.0f);
+    dla_tensor_release(t);
+}
+
+static void test_same_seed_gives_the_same_numbers(void **state)
+{
+    dla_rng_seed(1234);
+    dla_tensor *a = dla_randn(DLA_F32, "", DLA_DIMS(100));
+    uint64_t seed, ctr;
+    dla_rng_get(&seed, &ctr);
+    assert_int_equal(seed, 1234);
+    assert_true(ctr > 0);
+    dla_tensor *b = dla_randn(DLA_F32, "", DLA_DIMS(100));
+    dla_rng_seed(1234);
+    dla_tensor *a2 = dla_randn(DLA_F32, "", DLA_DIMS(100));
+    dla_rng_set(seed, ctr);
+    dla_tensor *b2 = dla_randn(DLA_F32, "", DLA_DIMS(100));
+    float x[100], y[100];
+    dla_tensor_to_host(a, x, sizeof x);
+    dla_tensor_to_host(a2, y, sizeof y);
+    assert_memory_equal(x, y, sizeof x);
+    dla_tensor_to_host(b, x, sizeof x);
+    dla_tensor_to_host(b2, y, sizeof y);
+    assert_memory_equal(x, y, sizeof x);
+    dla_tensor_to_host(a, y, sizeof y);
+    assert_memory_not_equal(x, y, sizeof x); /* the stream moved on */
+    dla_tensor_release(a);
+    dla_tensor_release(b);
+    dla_tensor_release(a2);
+    dla_tensor_release(b2);
+}
+
+static void test_rand_and_randn_have_the_right_distribution(void **state)
+{
+    dla_rng_seed(7);
+    int64_t n = 200000;
+    dla_tensor *u = dla_rand(DLA_F64, "", 1, &n);
+    dla_tensor *z = dla_randn(DLA_F64, "", 1, &n);
+    double *hu = fetch(u), *hz = fetch(z);
+    double mu = 0, mz = 0, vz = 0, lo = 1, hi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        mu += hu[i];
+        lo = hu[i] < lo ? hu[i] : lo;
+        hi = hu[i] > hi ? hu[i] : hi;
+        mz += hz[i];
+        vz += hz[i] * hz[i];
+    }
+    mu /= n;
+    mz /= n;
+    vz = vz / n - mz * mz;
+    assert_true(lo >= 0.0 && hi < 1.0);
+    assert_true(fabs(mu - 0.5) < 0.005);
+    assert_true(fabs(mz) < 0.01);
+    assert_true(fabs(vz - 1.0) < 0.02);
+    free(hu);
+    free(hz);
+    dla_tensor_release(u);
+    dla_tensor_release(z);
+}
+
+/* ---------------------------------------------------------------- views */
+
+static dla_tensor *upload(const double *h, const char *fmt, int nd, const int64_t *dims)
+{
+    dla_tensor *t = dla_tensor_from_host(h, DLA_F64, fmt, nd, dims);
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    return t;
+}
+
+static void test_slice_selects_start_step_stop(void **state)
+{
+    int64_t dims[3] = {7, 5, 3};
+    double *h = random_doubles(105);
+    dla_tensor *t = upload(h, "SSC", 3, dims);
+    dla_tensor *s = dla_slice(t, 1, 1, 2, DLA_END); /* rows 1,3,5 */
+    hview hv = hv_dense(h, 3, dims);
+    hv.off = 1;
+    hv.dims[0] = 3;
+    hv.strides[0] = 2;
+    expect_view(s, &hv, 0);
+    assert_string_equal(dla_tensor_format(s), "SSC");
+    assert_false(dla_tensor_is_contiguous(s));
+    /* A slice of a slice: dim 2, elements 4 and 2 are not: 0..3 step 3 -> 0, 3. */
+    dla_tensor *s2 = dla_slice(s, 2, 0, 3, 4);
+    hv.dims[1] = 2;
+    hv.strides[1] = 7 * 3;
+    expect_view(s2, &hv, 0);
+    /* Empty range. */
+    dla_tensor *e = dla_slice(t, 3, 2, 1, 2);
+    assert_int_equal(dla_tensor_status(e), DLA_OK);
+    assert_int_equal(dla_tensor_numel(e), 0);
+    dla_tensor *bad = dla_slice(t, 4, 0, 1, 1);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(bad), "dla_slice: argument dim: 4 is outside 1..3 of 7x5x3"));
+    dla_tensor *bad2 = dla_slice(t, 1, 0, 0, 3);
+    assert_int_equal(dla_tensor_status(bad2), DLA_ERR_INVALID_ARGUMENT);
+    dla_tensor_release(bad2);
+    dla_tensor_release(bad);
+    dla_tensor_release(e);
+    dla_tensor_release(s2);
+    dla_tensor_release(s);
+    dla_tensor_release(t);
+    free(h);
+}
+
+static void test_permute_moves_dims_and_their_labels(void **state)
+{
+    int64_t dims[3] = {4, 3, 2};
+    double *h = random_doubles(24);
+    dla_tensor *t = upload(h, "", 3, dims);
+    dla_tensor *p = dla_permute(t, DLA_DIMS(3, 1, 2));
+    hview hv = hv_dense(h, 3, dims), pv = hv;
+    const int order[3] = {2, 0, 1};
+    for (int i = 0; i < 3; i++) {
+        pv.dims[i] = hv.dims[order[i]];
+        pv.strides[i] = hv.strides[order[i]];
+    }
+    expect_view(p, &pv, 0);
+    /* Formatted: swapping two S dims keeps "SSC"; moving C first is refused. */
+    dla_tensor *f = upload(h, "SSC", 3, dims);
+    dla_tensor *ok = dla_permute(f, DLA_DIMS(2, 1, 3));
+    assert_string_equal(dla_tensor_format(ok), "SSC");
+    dla_tensor *no = dla_permute(f, DLA_DIMS(3, 1, 2));
+    assert_int_equal(dla_tensor_status(no), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_tensor_error(no), "\"CSS\""));
+    dla_tensor *dup = dla_permute(t, DLA_DIMS(1, 1, 2));
+    assert_int_equal(dla_tensor_status(dup), DLA_ERR_INVALID_ARGUMENT);
+    dla_tensor_release(dup);
+    dla_tensor_release(no);
+    dla_tensor_release(ok);
+    dla_tensor_release(f);
+    dla_tensor_release(p);
+    dla_tensor_release(t);
+    free(h);
+}
+
+static void test_squeeze_drops_singletons_and_their_labels(void **state)
+{
+    dla_tensor *t = dla_ones(DLA_F32, "SSCB", DLA_DIMS(5, 1, 3, 1));
+    dla_tensor *s = dla_squeeze(t);
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 1), 5);
+    assert_int_equal(dla_tensor_dim(s, 2), 3);
+    assert_string_equal(dla_tensor_format(s), "SC");
+    dla_tensor_release(s);
+    dla_tensor_release(t);
+}
+
+static void test_reshape_is_a_view_when_strides_allow(void **state)
+{
+    int64_t dims[3] = {4, 6, 5};
+    double *h = random_doubles(120);
+    dla_tensor *t = upload(h, "", 3, dims);
+    dla_tensor *r = dla_reshape(t, "SSCB", DLA_DIMS(2, 2, 6, 5));
+    int64_t rd[4] = {2, 2, 6, 5};
+    hview hv = hv_dense(h, 4, rd);
+    expect_view(r, &hv, 0);
+    assert_string_equal(dla_tensor_format(r), "SSCB");
+    assert_true(dla_tensor_is_contiguous(r));
+    /* -1 infers a dim. */
+    dla_tensor *r2 = dla_reshape(t, "", DLA_DIMS(-1, 5));
+    assert_int_equal(dla_tensor_dim(r2, 1), 24);
+    /* A slice along the last dim keeps whole pages: reshape without copy
+     * merges dims 1 and 2, and the values still match. */
+    dla_tensor *s = dla_slice(t, 3, 1, 2, DLA_END); /* 4x6x2, pages 1 and 3 */
+    dla_tensor *rs = dla_reshape(s, "", DLA_DIMS(24, 2));
+    hview sv = hv_dense(h, 2, (int64_t[]){24, 2});
+    sv.off = 24;
+    sv.strides[1] = 48;
+    expect_view(rs, &sv, 0);
+    assert_false(dla_tensor_is_contiguous(rs)); /* still a view on t */
+    /* A transposed view cannot be reshaped without a copy: values must
+     * still be right. */
+    dla_tensor *p = dla_permute(t, DLA_DIMS(2, 1, 3));
+    dla_tensor *rp = dla_reshape(p, "", DLA_DIMS(24, 5));
+    double *hp = fetch(rp);
+    for (int64_t i = 0; i < 24; i++) /* rp(i, k) = t(i / 6, i % 6, k) */
+        for (int64_t k = 0; k < 5; k++)
+            assert_true(hp[i + 24 * k] == h[(i / 6) + 4 * (i % 6) + 24 * k]);
+    free(hp);
+    dla_tensor *bad = dla_reshape(t, "", DLA_DIMS(7, 7));
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(bad), "cannot reshape 4x6x5 (120 elements) to 7x7"));
+    dla_tensor *badf = dla_reshape(t, "CS", DLA_DIMS(12, 10));
+    assert_int_equal(dla_tensor_status(badf), DLA_ERR_FORMAT);
+    dla_tensor_release(badf);
+    dla_tensor_release(bad);
+    dla_tensor_release(rp);
+    dla_tensor_release(p);
+    dla_tensor_release(rs);
+    dla_tensor_release(s);
+    dla_tensor_release(r2);
+    dla_tensor_release(r);
+    dla_tensor_release(t);
+    free(h);
+}
+
+static void test_a_view_keeps_its_storage_alive(void **state)
+{
+    double h[6] = {1, 2, 3, 4, 5, 6};
+    dla_tensor *t = upload(h, "", 1, (int64_t[]){6});
+    dla_tensor *s = dla_slice(t, 1, 3, 1, DLA_END);
+    dla_tensor_release(t);
+    double out[3];
+    assert_int_equal(dla_tensor_to_host(s, out, sizeof out), DLA_OK);
+    assert_true(out[0] == 4 && out[1] == 5 && out[2] == 6);
+    assert_true(dla_tensor_retain(s) == s);
+    dla_tensor_release(s);
+    dla_tensor_release(s);
+    dla_tensor_release(NULL);
+}
+
+/* ------------------------------------------------------------------ ops */
+
+typedef double (*bfun)(double, double);
+static double f_add(double a, double b) { return a + b; }
+static double f_sub(double a, double b) { return a - b; }
+static double f_mul(double a, double b) { return a * b; }
+static double f_div(double a, double b) { return a / b; }
+static double f_max(double a, double b) { return a > b ? a : b; }
+
+static void test_binary_ops_broadcast_like_matlab(void **state)
+{
+    dla_tensor *(*ops[5])(dla_tensor *, dla_tensor *) = {dla_add, dla_sub, dla_mul, dla_div, dla_max2};
+    bfun ref[5] = {f_add, f_sub, f_mul, f_div, f_max};
+    for (int trial = 0; trial < 40; trial++) {
+        int nd = (int)tu_int(1, 4);
+        int64_t da[4], db[4], dz[4];
+        for (int i = 0; i < nd; i++) {
+            dz[i] = tu_int(1, 6);
+            int which = (int)tu_int(0, 2);
+            da[i] = which == 1 ? 1 : dz[i];
+            db[i] = which == 2 ? 1 : dz[i];
+        }
+        int64_t na = 1, nb = 1;
+        for (int i = 0; i < nd; i++) {
+            na *= da[i];
+            nb *= db[i];
+        }
+        double *ha = random_doubles(na), *hb = random_doubles(nb);
+        for (int64_t i = 0; i < nb; i++)
+            hb[i] += hb[i] >= 0 ? 0.5 : -0.5; /* keep division tame */
+        dla_tensor *a = upload(ha, "", nd, da), *b = upload(hb, "", nd, db);
+        int k = trial % 5;
+        dla_tensor *z = ops[k](a, b);
+        hview va = hv_dense(ha, nd, da), vb = hv_dense(hb, nd, db);
+        double *hz = fetch(z);
+        int64_t nz = 1;
+        for (int i = 0; i < nd; i++)
+            nz *= dz[i];
+        assert_int_equal(dla_tensor_numel(z), nz);
+        for (int64_t i = 0; i < nz; i++) {
+            int64_t rem = i, ia = 0, ib = 0;
+            for (int d = 0; d < nd; d++) {
+                int64_t c = rem % dz[d];
+                rem /= dz[d];
+                ia += (da[d] == 1 ? 0 : c) * va.strides[d];
+                ib += (db[d] == 1 ? 0 : c) * vb.strides[d];
+            }
+            assert_true(tu_close(hz[i], ref[k](ha[ia], hb[ib]), 1e-12));
+        }
+        free(hz);
+        free(ha);
+        free(hb);
+        dla_tensor_release(z);
+        dla_tensor_release(a);
+        dla_tensor_release(b);
+    }
+}
+
+static void test_binary_ops_read_strided_views(void **state)
+{
+    int64_t dims[3] = {9, 8, 4};
+    double *h = random_doubles(288);
+    dla_scope_begin();
+    dla_tensor *t = upload(h, "", 3, dims);
+    dla_tensor *s = dla_slice(t, 1, 2, 3, DLA_END);     /* 3x8x4 */
+    dla_tensor *p = dla_permute(dla_slice(t, 2, 0, 2, 6), DLA_DIMS(1, 2, 3)); /* 9x3x4 */
+    dla_tensor *s2 = dla_slice(p, 1, 0, 3, DLA_END);  /* 3x3x4 */
+    dla_tensor *s3 = dla_slice(s, 2, 1, 3, DLA_END);  /* 3x3x4 */
+    dla_tensor *z = dla_add(s2, s3);
+    double *hz = fetch(z);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) {
+                double a = h[(3 * i) + 9 * (2 * j) + 72 * k];
+                double b = h[(2 + 3 * i) + 9 * (1 + 3 * j) + 72 * k];
+                assert_true(tu_close(hz[i + 3 * j + 9 * k], a + b, 1e-15));
+            }
+    free(hz);
+    (void)z; (void)p;
+    dla_scope_end();
+    free(h);
+}
+
+static void test_mismatched_shapes_name_the_dims(void **state)
+{
+    dla_tensor *a = dla_ones(DLA_F32, "", DLA_DIMS(3, 4));
+    dla_tensor *b = dla_ones(DLA_F32, "", DLA_DIMS(5, 4));
+    dla_tensor *z = dla_add(a, b);
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(z), "dla_add: arguments a (3x4) and b (5x4): dim 1 is 3 against 5"));
+    dla_tensor *c = dla_ones(DLA_F64, "", DLA_DIMS(3, 4));
+    dla_tensor *w = dla_mul(a, c);
+    assert_int_equal(dla_tensor_status(w), DLA_ERR_DTYPE);
+    dla_tensor *f1 = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 4));
+    dla_tensor *f2 = dla_ones(DLA_F32, "SC", DLA_DIMS(3, 4));
+    dla_tensor *f = dla_add(f1, f2);
+    assert_int_equal(dla_tensor_status(f), DLA_ERR_FORMAT);
+    dla_tensor *g = dla_add(f1, a); /* unformatted operand takes the labels */
+    assert_string_equal(dla_tensor_format(g), "CB");
+    dla_tensor *list[] = {a, b, z, c, w, f1, f2, f, g};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        dla_tensor_release(list[i]);
+}
+
+static void test_unary_ops_match_libm(void **state)
+{
+    int64_t n = 257;
+    double *h = random_doubles(n);
+    dla_tensor *x = upload(h, "", 1, &n);
+    dla_tensor *ax = dla_abs(x);
+    struct { dla_tensor *(*op)(dla_tensor *); double (*ref)(double); int on_abs; } cases[] = {
+        {dla_exp, exp, 0}, {dla_log, log, 1}, {dla_sqrt, sqrt, 1}, {dla_sin, sin, 0},
+        {dla_cos, cos, 0}, {dla_tanh, tanh, 0}, {dla_abs, fabs, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dla_tensor *y = cases[c].op(cases[c].on_abs ? ax : x);
+        double *hy = fetch(y);
+        for (int64_t i = 0; i < n; i++)
+            assert_true(tu_close(hy[i], cases[c].ref(cases[c].on_abs ? fabs(h[i]) : h[i]), 1e-12));
+        free(hy);
+        dla_tensor_release(y);
+    }
+    dla_tensor *r = dla_relu(x), *s = dla_sigmoid(x), *ng = dla_neg(x), *af = dla_affine(x, 2.0, 0.5);
+    double *hr = fetch(r), *hs = fetch(s), *hn = fetch(ng), *ha = fetch(af);
+    for (int64_t i = 0; i < n; i++) {
+        assert_true(hr[i] == (h[i] > 0 ? h[i] : 0));
+        assert_true(tu_close(hs[i], 1.0 / (1.0 + exp(-h[i])), 1e-12));
+        assert_true(hn[i] == -h[i]);
+        assert_true(tu_close(ha[i], 2.0 * h[i] + 0.5, 1e-15));
+    }
+    free(hr);
+    free(hs);
+    free(hn);
+    free(ha);
+    dla_tensor_release(r);
+    dla_tensor_release(s);
+    dla_tensor_release(ng);
+    dla_tensor_release(af);
+    dla_tensor_release(ax);
+    dla_tensor_release(x);
+    free(h);
+}
+
+static void test_reductions_over_dim_sets(void **state)
+{
+    for (int trial = 0; trial < 24; trial++) {
+        int nd = (int)tu_int(1, 4);
+        int64_t dims[4];
+        int64_t n = 1;
+        for (int i = 0; i < nd; i++)
+            n *= (dims[i] = tu_int(1, 7));
+        double *h = random_doubles(n);
+        dla_tensor *x = upload(h, nd == 4 ? "SSCB" : "", nd, dims);
+        int64_t red[4];
+        int nred = 0;
+        int mask = (int)tu_int(0, (1 << nd) - 1);
+        for (int i = 0; i < nd; i++)
+            if (mask & (1 << i))
+                red[nred++] = i + 1;
+        int k = trial % 4;
+        dla_tensor *y = k == 0 ? dla_sum(x, nred, red)
+                        : k == 1 ? dla_mean(x, nred, red)
+                        : k == 2 ? dla_max(x, nred, red)
+                                 : dla_min(x, nred, red);
+        assert_int_equal(dla_tensor_status(y), DLA_OK);
+        assert_string_equal(dla_tensor_format(y), dla_tensor_format(x));
+        int64_t od[4], on = 1;
+        for (int i = 0; i < nd; i++)
+            on *= (od[i] = (nred == 0 || (mask & (1 << i))) ? 1 : dims[i]);
+        double *ref = malloc(sizeof(double) * (size_t)on);
+        int64_t *cnt = calloc((size_t)on, sizeof *cnt);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t rem = i, o = 0, s = 1;
+            for (int d = 0; d < nd; d++) {
+                int64_t c = rem % dims[d];
+                rem /= dims[d];
+                o += (od[d] == 1 ? 0 : c) * s;
+                s *= od[d];
+            }
+            if (cnt[o]++ == 0)
+                ref[o] = h[i];
+            else if (k <= 1)
+                ref[o] += h[i];
+            else if (k == 2)
+                ref[o] = h[i] > ref[o] ? h[i] : ref[o];
+            else
+                ref[o] = h[i] < ref[o] ? h[i] : ref[o];
+        }
+        double *hy = fetch(y);
+        for (int64_t o = 0; o < on; o++)
+            assert_true(tu_close(hy[o], k == 1 ? ref[o] / cnt[o] : ref[o], 1e-12));
+        free(hy);
+        free(ref);
+        free(cnt);
+        free(h);
+        dla_tensor_release(y);
+        dla_tensor_release(x);
+    }
+}
+
+/* Naive column-major C = op(A) * op(B) for one page. */
+static void naive_gemm(const hview *a, int ta, const hview *b, int tb, int64_t pa, int64_t pb,
+                       int64_t m, int64_t n, int64_t k, double *c)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t l = 0; l < k; l++) {
+                int64_t ai = ta ? l : i, aj = ta ? i : l, bi = tb ? j : l, bj = tb ? l : j;
+                s += a->data[a->off + ai * a->strides[0] + aj * a->strides[1] + pa] *
+                     b->data[b->off + bi * b->strides[0] + bj * b->strides[1] + pb];
+            }
+            c[i + m * j] = s;
+        }
+}
+
+static void test_mtimes_matches_a_naive_product(void **state)
+{
+    int64_t da[2] = {5, 7}, db[2] = {7, 3};
+    double *ha = random_doubles(35), *hb = random_doubles(21);
+    dla_tensor *a = upload(ha, "", 2, da), *b = upload(hb, "", 2, db);
+    dla_tensor *c = dla_mtimes(a, b);
+    assert_int_equal(dla_tensor_dim(c, 1), 5);
+    assert_int_equal(dla_tensor_dim(c, 2), 3);
+    hview va = hv_dense(ha, 2, da), vb = hv_dense(hb, 2, db);
+    double ref[15];
+    naive_gemm(&va, 0, &vb, 0, 0, 0, 5, 3, 7, ref);
+    double *hc = fetch(c);
+    for (int i = 0; i < 15; i++)
+        assert_true(tu_close(hc[i], ref[i], 1e-12));
+    free(hc);
+    /* A transposed view goes in as it is (b' is 3x7, times a' 7x5). */
+    dla_tensor *bt = dla_permute(b, DLA_DIMS(2, 1));
+    dla_tensor *at = dla_permute(a, DLA_DIMS(2, 1));
+    dla_tensor *ct = dla_mtimes(bt, at);
+    double *hct = fetch(ct);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 3; j++)
+            assert_true(tu_close(hct[j + 3 * i], ref[i + 5 * j], 1e-12));
+    free(hct);
+    dla_tensor *bad = dla_mtimes(a, a);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(bad), "inner dims differ"));
+    dla_tensor_release(bad);
+    dla_tensor_release(ct);
+    dla_tensor_release(at);
+    dla_tensor_release(bt);
+    dla_tensor_release(c);
+    dla_tensor_release(a);
+    dla_tensor_release(b);
+    free(ha);
+    free(hb);
+}
+
+static void test_pagemtimes_transposes_and_broadcasts_pages(void **state)
+{
+    for (int trial = 0; trial < 16; trial++) {
+        int ta = trial & 1, tb = (trial >> 1) & 1;
+        int64_t m = tu_int(1, 6), n = tu_int(1, 6), k = tu_int(1, 6), p1 = tu_int(1, 3), p2 = tu_int(2, 3);
+        int bcast = (trial >> 2) & 3; /* 0 none, 1 a has one page, 2 b one page, 3 mixed */
+        int64_t da[4] = {ta ? k : m, ta ? m : k, bcast == 1 ? 1 : p1, bcast == 1 || bcast == 3 ? 1 : p2};
+        int64_t db[4] = {tb ? n : k, tb ? k : n, bcast == 2 || bcast == 3 ? 1 : p1, bcast == 2 ? 1 : p2};
+        int64_t na = da[0] * da[1] * da[2] * da[3], nb = db[0] * db[1] * db[2] * db[3];
+        double *ha = random_doubles(na), *hb = random_doubles(nb);
+        dla_tensor *a = upload(ha, "", 4, da), *b = upload(hb, "", 4, db);
+        dla_tensor *c = dla_pagemtimes(a, ta ? "transpose" : "none", b, tb ? "transpose" : "none");
+        assert_int_equal(dla_tensor_status(c), DLA_OK);
+        assert_int_equal(dla_tensor_dim(c, 1), m);
+        assert_int_equal(dla_tensor_dim(c, 2), n);
+        assert_int_equal(dla_tensor_dim(c, 3), p1);
+        assert_int_equal(dla_tensor_dim(c, 4), p2);
+        hview va = hv_dense(ha, 4, da), vb = hv_dense(hb, 4, db);
+        double *hc = fetch(c), *ref = malloc(sizeof(double) * (size_t)(m * n));
+        for (int64_t i = 0; i < p1; i++)
+            for (int64_t j = 0; j < p2; j++) {
+                int64_t pa = (da[2] == 1 ? 0 : i) * va.strides[2] + (da[3] == 1 ? 0 : j) * va.strides[3];
+                int64_t pb = (db[2] == 1 ? 0 : i) * vb.strides[2] + (db[3] == 1 ? 0 : j) * vb.strides[3];
+                naive_gemm(&va, ta, &vb, tb, pa, pb, m, n, k, ref);
+                for (int64_t e = 0; e < m * n; e++)
+                    assert_true(tu_close(hc[e + m * n * (i + p1 * j)], ref[e], 1e-12));
+            }
+        free(ref);
+        free(hc);
+        free(ha);
+        free(hb);
+        dla_tensor_release(c);
+        dla_tensor_release(a);
+        dla_tensor_release(b);
+    }
+    dla_tensor *a = dla_ones(DLA_F32, "", DLA_DIMS(2, 2));
+    dla_tensor *bad = dla_pagemtimes(a, "flip", a, "none");
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(bad), "argument transa: \"flip\""));
+    dla_tensor_release(bad);
+    dla_tensor_release(a);
+}
+
+static void test_cast_converts_between_dtypes(void **state)
+{
+    const double h[4] = {-1.75, 0.0, 2.5, 300.0};
+    dla_tensor *t = upload(h, "", 1, (int64_t[]){4});
+    dla_tensor *i = dla_cast(t, DLA_I32);
+    int32_t hi[4];
+    assert_int_equal(dla_tensor_to_host(i, hi, sizeof hi), DLA_OK);
+    assert_int_equal(hi[0], -1);
+    assert_int_equal(hi[2], 2);
+    assert_int_equal(hi[3], 300);
+    dla_tensor *b = dla_cast(t, DLA_BOOL);
+    uint8_t hb[4];
+    assert_int_equal(dla_tensor_to_host(b, hb, sizeof hb), DLA_OK);
+    assert_true(hb[0] == 1 && hb[1] == 0 && hb[2] == 1 && hb[3] == 1);
+    dla_tensor_release(b);
+    dla_tensor_release(i);
+    dla_tensor_release(t);
+}
+
+/* ------------------------------------------------- sticky errors, scopes */
+
+static void test_errors_stick_through_a_chain_of_ops(void **state)
+{
+    dla_clear_error();
+    dla_tensor *d;
+    const char *first;
+    dla_scope_begin();
+    dla_tensor *a = dla_ones(DLA_F32, "", DLA_DIMS(3, 4));
+    dla_tensor *b = dla_ones(DLA_F32, "", DLA_DIMS(4, 4));
+    dla_tensor *bad = dla_add(a, b);          /* fails here */
+    dla_tensor *c = dla_exp(dla_mul(bad, a)); /* passes the error on */
+    d = dla_keep(dla_sum(dla_reshape(c, "", DLA_DIMS(2, 6)), DLA_DIMS(1)));
+    first = dla_tensor_error(bad);
+    assert_int_equal(dla_tensor_status(d), DLA_ERR_SHAPE);
+    assert_string_equal(dla_tensor_error(d), first);
+    /* An unrelated op in between does not hide what d carries. */
+    dla_tensor *e = dla_ones(DLA_F32, "", DLA_DIMS(-2));
+    assert_int_equal(dla_tensor_status(e), DLA_ERR_INVALID_ARGUMENT);
+    dla_scope_end();
+    assert_int_equal(dla_tensor_status(d), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(d), "dla_add: arguments a (3x4) and b (4x4)"));
+    float host[12];
+    assert_int_equal(dla_tensor_to_host(d, host, sizeof host), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_add"));
+    assert_int_equal(dla_tensor_numel(d), 0);
+    dla_tensor_release(d);
+    /* NULL is an error too, never a crash. */
+    dla_tensor *n = dla_exp(NULL);
+    assert_int_equal(dla_tensor_status(n), DLA_ERR_INVALID_ARGUMENT);
+    dla_tensor_release(n);
+}
+
+static void test_scope_releases_temporaries_and_keep_moves_them_out(void **state)
+{
+    dla_tensor *kept;
+    dla_scope_begin();
+    {
+        dla_tensor *x = dla_rand(DLA_F32, "CB", DLA_DIMS(8, 4));
+        dla_tensor *y = dla_exp(dla_add(x, x));
+        dla_scope_begin();
+        dla_tensor *inner = dla_sum(y, DLA_DIMS(1));
+        kept = dla_keep(dla_mul(inner, inner)); /* to the outer scope */
+        dla_scope_end();
+        kept = dla_keep(kept); /* and out to us */
+        assert_int_equal(dla_tensor_status(kept), DLA_OK);
+    }
+    dla_scope_end();
+    assert_int_equal(dla_tensor_numel(kept), 4);
+    assert_int_equal(dla_tensor_status(kept), DLA_OK);
+    dla_tensor_release(kept);
+}
+
+/* ------------------------------------------------------------ devices */
+
+static void test_tensors_move_between_every_pair_of_devices(void **state)
+{
+    int n = dla_device_count();
+    assert_true(n >= 1);
+    int64_t dims[3] = {5, 4, 3};
+    double *h = random_doubles(60);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            dla_device *from = dla_device_at(i), *to = dla_device_at(j);
+            dla_device_set_current(from);
+            dla_tensor *t = upload(h, "SSC", 3, dims);
+            dla_tensor *s = dla_slice(t, 2, 1, 2, DLA_END); /* strided source */
+            dla_tensor *m = dla_tensor_to_device(s, to);
+            assert_int_equal(dla_tensor_status(m), DLA_OK);
+            assert_ptr_equal(dla_tensor_device(m), to);
+            assert_string_equal(dla_tensor_format(m), "SSC");
+            hview hv = hv_dense(h, 3, dims);
+            hv.off = 5;
+            hv.dims[1] = 2;
+            hv.strides[1] = 10;
+            expect_view(m, &hv, 0);
+            dla_tensor_release(m);
+            dla_tensor_release(s);
+            dla_tensor_release(t);
+        }
+    dla_device_set_current(NULL);
+    free(h);
+}
+
+static void test_describe_names_dims_type_format_device(void **state)
+{
+    dla_tensor *t = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 128));
+    char buf[128], want[128];
+    dla_tensor_describe(t, buf, sizeof buf);
+    snprintf(want, sizeof want, "28x28x1x128 single SSCB on %s", dla_device_name(dla_device_current()));
+    assert_string_equal(buf, want);
+    dla_tensor_release(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_and_status_strings),
+        cmocka_unit_test(test_device_is_the_selected_one),
+        cmocka_unit_test(test_host_data_round_trips_in_every_dtype),
+        cmocka_unit_test(test_to_host_refuses_a_short_buffer),
+        cmocka_unit_test(test_zeros_ones_full_fill_every_element),
+        cmocka_unit_test(test_bad_dims_are_refused_with_the_argument_named),
+        cmocka_unit_test(test_rand_matches_the_philox_known_answer),
+        cmocka_unit_test(test_same_seed_gives_the_same_numbers),
+        cmocka_unit_test(test_rand_and_randn_have_the_right_distribution),
+        cmocka_unit_test(test_slice_selects_start_step_stop),
+        cmocka_unit_test(test_permute_moves_dims_and_their_labels),
+        cmocka_unit_test(test_squeeze_drops_singletons_and_their_labels),
+        cmocka_unit_test(test_reshape_is_a_view_when_strides_allow),
+        cmocka_unit_test(test_a_view_keeps_its_storage_alive),
+        cmocka_unit_test(test_binary_ops_broadcast_like_matlab),
+        cmocka_unit_test(test_binary_ops_read_strided_views),
+        cmocka_unit_test(test_mismatched_shapes_name_the_dims),
+        cmocka_unit_test(test_unary_ops_match_libm),
+        cmocka_unit_test(test_reductions_over_dim_sets),
+        cmocka_unit_test(test_mtimes_matches_a_naive_product),
+        cmocka_unit_test(test_pagemtimes_transposes_and_broadcasts_pages),
+        cmocka_unit_test(test_cast_converts_between_dtypes),
+        cmocka_unit_test(test_errors_stick_through_a_chain_of_ops),
+        cmocka_unit_test(test_scope_releases_temporaries_and_keep_moves_them_out),
+        cmocka_unit_test(test_tensors_move_between_every_pair_of_devices),
+        cmocka_unit_test(test_describe_names_dims_type_format_device),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,59 @@
+/*
+ * testutil.h - small helpers shared by the cmocka suites: a counting
+ * allocator (leak checks and the Nth-allocation failure), a seeded host RNG
+ * for shapes, and float comparison.
+ */
+#ifndef DLA_TESTUTIL_H
+#define DLA_TESTUTIL_H
+
+#include <dlaccel.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Not every suite uses every helper. */
+#define TU_UNUSED __attribute__((unused))
+
+/* Live blocks and the allocation that should fail (0: none). */
+TU_UNUSED static long tu_live;
+TU_UNUSED static long tu_calls;
+TU_UNUSED static long tu_fail_at;
+
+TU_UNUSED static void *tu_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size == 0) {
+        if (ptr)
+            tu_live--;
+        free(ptr);
+        return NULL;
+    }
+    tu_calls++;
+    if (tu_fail_at && tu_calls == tu_fail_at)
+        return NULL;
+    void *p = realloc(ptr, size);
+    if (p && !ptr)
+        tu_live++;
+    return p;
+}
+
+TU_UNUSED static uint64_t tu_state = 0x9E3779B97F4A7C15ull;
+TU_UNUSED static uint64_t tu_next(void)
+{
+    tu_state ^= tu_state << 13;
+    tu_state ^= tu_state >> 7;
+    tu_state ^= tu_state << 17;
+    return tu_state;
+}
+/* Uniform integer in [lo, hi]. */
+TU_UNUSED static int64_t tu_int(int64_t lo, int64_t hi) { return lo + (int64_t)(tu_next() % (uint64_t)(hi - lo + 1)); }
+TU_UNUSED static double tu_unit(void) { return (double)(tu_next() >> 11) / 9007199254740992.0; }
+
+TU_UNUSED static int tu_close(double a, double b, double tol)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    return fabs(a - b) <= tol * (1.0 + fabs(b));
+}
+
+#endif
