@@ -60,10 +60,11 @@ static double *fetch(const dla_tensor *t)
 {
     int64_t n = dla_tensor_numel(t);
     double *out = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    dla_scope_begin(); /* a helper's own temporaries, whatever scope we are in */
     dla_tensor *d = dla_cast((dla_tensor *)t, DLA_F64);
     assert_int_equal(dla_tensor_status(d), DLA_OK);
     assert_int_equal(dla_tensor_to_host(d, out, sizeof(double) * (size_t)n), DLA_OK);
-    dla_tensor_release(d);
+    dla_scope_end();
     return out;
 }
 
