@@ -266,8 +266,9 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims,
 DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order);
 /* Drops dims of size 1 (and their labels). */
 DLA_API dla_tensor *dla_squeeze(dla_tensor *t);
-/* Elements start, start+step, ... < stop (step < 0: > stop) along dim
- * (1-based). start/stop are 0-based; stop may be DLA_END. */
+/* Elements start, start+step, ... < stop along dim (1-based). start and
+ * stop are 0-based element indices, stop exclusive and clamped to the dim
+ * (DLA_END: to the end); step >= 1. An empty range gives a dim of size 0. */
 #define DLA_END INT64_MAX
 DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t step, int64_t stop);
 
@@ -275,8 +276,9 @@ DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t ste
 
 /* Opens a scope on the calling thread: tensors returned by dlaccel calls
  * until the matching dla_scope_end() belong to it and are released then.
- * Scopes nest. DLA_ERR_OUT_OF_MEMORY when the scope cannot be opened (then
- * dla_scope_end() must still be called; it is harmless). */
+ * Scopes nest up to 64 deep; opening one never allocates. Deeper nesting
+ * returns DLA_ERR_STATE (dla_scope_end() must still be called; it is then
+ * harmless). */
 DLA_API dla_status dla_scope_begin(void);
 /* Releases what the innermost scope owns and closes it. */
 DLA_API void dla_scope_end(void);
