@@ -24,3 +24,9 @@ TESTS += examples/plugin-hello/tensor_on_hello.sh
 dla_hello_test_log = examples/plugin-hello/tensor_on_hello.sh.log
 $(dla_hello_test_log): examples/plugin-hello/hello.json examples/plugin-hello/libdlaccel-hello.la
 # ---- end of examples/plugin-hello ----------------------------------------
+
+# ---- examples/quickstart: the README's main job (until training lands) ----
+noinst_PROGRAMS += examples/quickstart
+examples_quickstart_SOURCES = examples/quickstart.c
+examples_quickstart_LDADD = libdlaccel.la -lm
+# ---- end of examples/quickstart -------------------------------------------
