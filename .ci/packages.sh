@@ -1,0 +1,40 @@
+# .ci/packages.sh - the Debian packages dlaccel's build and tests need, and
+# an idempotent installer. Sourced by .ci/run and tools/quickstart.sh so the
+# two never disagree about what a fresh machine needs.
+
+dla_packages=(build-essential autoconf automake libtool pkg-config libjansson-dev
+    libcmocka-dev libopenblas-openmp-dev ocl-icd-opencl-dev pocl-opencl-icd
+    opencl-headers valgrind python3)
+
+dla_missing_packages() {
+    local p
+    for p in "${dla_packages[@]}"; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+            echo "$p"
+    done
+}
+
+# Installs what is missing (quietly); returns non-zero when it cannot.
+dla_install_packages() {
+    local missing sudo=()
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        echo "not a Debian system: install by hand: ${dla_packages[*]}" >&2
+        return 0
+    fi
+    mapfile -t missing < <(dla_missing_packages)
+    if [ ${#missing[@]} -eq 0 ]; then
+        echo "all ${#dla_packages[@]} packages already installed"
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || {
+            echo "missing packages and not root (no sudo): ${missing[*]}" >&2
+            return 1
+        }
+        sudo=(sudo)
+    fi
+    echo "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get -qq update &&
+        "${sudo[@]}" apt-get -qq install -y --no-install-recommends "${missing[@]}" >/dev/null
+}
