@@ -5,7 +5,7 @@
  * through host->alloc. It fills only the members the ABI requires: devices
  * (count, info, open) and memory (alloc, free, copies both ways). Every
  * kernel member stays NULL, so the core runs each op on the cpu plugin and
- * moves the data with these copies: a working device from about a hundred
+ * moves the data with these copies: a working device from a few dozen
  * lines, and the shape to copy when writing a real one.
  *
  * Build (done by `make check`): a libtool module, never installed:
