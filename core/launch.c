@@ -81,6 +81,9 @@ static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region
                          "%s lacks the '%s' kernel for %s and the cpu plugin, its fallback, is "
                          "not available",
                          dev->name, kernel_names[k], dla_dtype_name(dt));
+    if (!dla__device_supports(cpu, k, dt))
+        return dla__fail(DLA_ERR_UNSUPPORTED, "the '%s' kernel for %s is on neither %s nor %s",
+                         kernel_names[k], dla_dtype_name(dt), dev->name, cpu->name);
     log_fallback_once(dev, k, dt, cpu);
     mapped maps[8];
     int nmaps = 0;
@@ -251,6 +254,89 @@ dla_status dla__k_gemm(dla_device *dev, const dla_gemm_args *args)
                    gemm_region(&c.a, c.dtype, ar, ac, c.batch, 0),
                    gemm_region(&c.b, c.dtype, br, bc, c.batch, 0)};
     return run_on_cpu(dev, DLA_KERNEL_GEMM, args->dtype, r, 3, cpu_gemm, &c);
+}
+
+/* ------------------------------------------------------- ABI 1.1 kernels */
+
+static dla_status cpu_ternary(dla_device *cpu, void *p) { return cpu->table->ternary(cpu->ctx, p); }
+
+dla_status dla__k_ternary(dla_device *dev, const dla_ternary_args *args)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_TERNARY, args->z.dtype))
+        return dev->table->ternary(dev->ctx, args);
+    dla_ternary_args c = *args;
+    region r[4] = {view_region(&c.z, 1), view_region(&c.cond, 0), view_region(&c.a, 0),
+                   view_region(&c.b, 0)};
+    return run_on_cpu(dev, DLA_KERNEL_TERNARY, args->z.dtype, r, 4, cpu_ternary, &c);
+}
+
+typedef struct kernel_call {
+    dla_kernel which;
+    void *args;
+} kernel_call;
+
+static dla_status cpu_kernel(dla_device *cpu, void *p)
+{
+    kernel_call *k = p;
+    const dla_plugin *t = cpu->table;
+    switch (k->which) {
+    case DLA_KERNEL_CONV_FORWARD: return t->conv_forward(cpu->ctx, k->args);
+    case DLA_KERNEL_CONV_BACKWARD_DATA: return t->conv_backward_data(cpu->ctx, k->args);
+    case DLA_KERNEL_CONV_BACKWARD_FILTER: return t->conv_backward_filter(cpu->ctx, k->args);
+    case DLA_KERNEL_POOL_FORWARD: return t->pool_forward(cpu->ctx, k->args);
+    case DLA_KERNEL_POOL_BACKWARD: return t->pool_backward(cpu->ctx, k->args);
+    case DLA_KERNEL_GATHER: return t->gather(cpu->ctx, k->args);
+    case DLA_KERNEL_SCATTER_ADD: return t->scatter_add(cpu->ctx, k->args);
+    default: DLA_ASSERT(!"not a kernel routed through cpu_kernel"); return DLA_ERR_STATE;
+    }
+}
+
+static dla_status native(dla_device *dev, dla_kernel which, const void *args)
+{
+    const dla_plugin *t = dev->table;
+    switch (which) {
+    case DLA_KERNEL_CONV_FORWARD: return t->conv_forward(dev->ctx, args);
+    case DLA_KERNEL_CONV_BACKWARD_DATA: return t->conv_backward_data(dev->ctx, args);
+    case DLA_KERNEL_CONV_BACKWARD_FILTER: return t->conv_backward_filter(dev->ctx, args);
+    case DLA_KERNEL_POOL_FORWARD: return t->pool_forward(dev->ctx, args);
+    case DLA_KERNEL_POOL_BACKWARD: return t->pool_backward(dev->ctx, args);
+    case DLA_KERNEL_GATHER: return t->gather(dev->ctx, args);
+    case DLA_KERNEL_SCATTER_ADD: return t->scatter_add(dev->ctx, args);
+    default: DLA_ASSERT(!"not a kernel routed through native"); return DLA_ERR_STATE;
+    }
+}
+
+dla_status dla__k_conv(dla_device *dev, dla_kernel which, const dla_conv_args *args)
+{
+    if (dla__device_supports(dev, which, args->dtype))
+        return native(dev, which, args);
+    dla_conv_args c = *args;
+    int wx = which == DLA_KERNEL_CONV_BACKWARD_DATA, ww = which == DLA_KERNEL_CONV_BACKWARD_FILTER;
+    region r[4] = {view_region(&c.x, wx), view_region(&c.w, ww),
+                   view_region(&c.y, !wx && !ww), view_region(&c.bias, 0)};
+    kernel_call k = {which, &c};
+    return run_on_cpu(dev, which, args->dtype, r, c.bias.mem ? 4 : 3, cpu_kernel, &k);
+}
+
+dla_status dla__k_pool(dla_device *dev, dla_kernel which, const dla_pool_args *args)
+{
+    if (dla__device_supports(dev, which, args->dtype))
+        return native(dev, which, args);
+    dla_pool_args c = *args;
+    int fwd = which == DLA_KERNEL_POOL_FORWARD;
+    region r[3] = {view_region(&c.x, !fwd), view_region(&c.y, fwd), view_region(&c.index, fwd)};
+    kernel_call k = {which, &c};
+    return run_on_cpu(dev, which, args->dtype, r, c.index.mem ? 3 : 2, cpu_kernel, &k);
+}
+
+dla_status dla__k_index(dla_device *dev, dla_kernel which, const dla_index_args *args)
+{
+    if (dla__device_supports(dev, which, args->x.dtype))
+        return native(dev, which, args);
+    dla_index_args c = *args;
+    region r[3] = {view_region(&c.y, 1), view_region(&c.x, 0), view_region(&c.index, 0)};
+    kernel_call k = {which, &c};
+    return run_on_cpu(dev, which, args->x.dtype, r, 3, cpu_kernel, &k);
 }
 
 /* ----------------------------------------------------------- byte copies */

@@ -20,6 +20,12 @@ dla_status dla__k_binary(dla_device *dev, const dla_binary_args *args);
 dla_status dla__k_reduce(dla_device *dev, const dla_reduce_args *args);
 dla_status dla__k_gemm(dla_device *dev, const dla_gemm_args *args);
 
+/* ABI 1.1 kernels. */
+dla_status dla__k_ternary(dla_device *dev, const dla_ternary_args *args);
+dla_status dla__k_conv(dla_device *dev, dla_kernel which, const dla_conv_args *args);
+dla_status dla__k_pool(dla_device *dev, dla_kernel which, const dla_pool_args *args);
+dla_status dla__k_index(dla_device *dev, dla_kernel which, const dla_index_args *args);
+
 /* bytes from src+soff to dst+doff on one device (through the host when the
  * plugin has no copy_on_device). */
 dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem src, size_t soff,

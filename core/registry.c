@@ -48,6 +48,14 @@ static const size_t kernel_member[] = {
     [DLA_KERNEL_REDUCE] = offsetof(dla_plugin, reduce),
     [DLA_KERNEL_GEMM] = offsetof(dla_plugin, gemm),
     [DLA_KERNEL_CAST] = offsetof(dla_plugin, cast),
+    [DLA_KERNEL_TERNARY] = offsetof(dla_plugin, ternary),
+    [DLA_KERNEL_CONV_FORWARD] = offsetof(dla_plugin, conv_forward),
+    [DLA_KERNEL_CONV_BACKWARD_DATA] = offsetof(dla_plugin, conv_backward_data),
+    [DLA_KERNEL_CONV_BACKWARD_FILTER] = offsetof(dla_plugin, conv_backward_filter),
+    [DLA_KERNEL_POOL_FORWARD] = offsetof(dla_plugin, pool_forward),
+    [DLA_KERNEL_POOL_BACKWARD] = offsetof(dla_plugin, pool_backward),
+    [DLA_KERNEL_GATHER] = offsetof(dla_plugin, gather),
+    [DLA_KERNEL_SCATTER_ADD] = offsetof(dla_plugin, scatter_add),
 };
 _Static_assert(sizeof kernel_member / sizeof kernel_member[0] == DLA_KERNEL_COUNT,
                "kernel_member out of step with DLA_KERNEL_LIST");

@@ -44,7 +44,7 @@ extern "C" {
  * uses only the members of that minor) or higher (the host ignores what it
  * does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 0
+#define DLA_PLUGIN_ABI_MINOR 1
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -114,7 +114,16 @@ typedef struct dla_plugin_device_info {
     X(DLA_KERNEL_BINARY, "binary")                                             \
     X(DLA_KERNEL_REDUCE, "reduce")                                             \
     X(DLA_KERNEL_GEMM, "gemm")                                                 \
-    X(DLA_KERNEL_CAST, "cast")
+    X(DLA_KERNEL_CAST, "cast")                                                 \
+    /* ---- kernels above are ABI 1.0 ---- */                                  \
+    X(DLA_KERNEL_TERNARY, "ternary")                                           \
+    X(DLA_KERNEL_CONV_FORWARD, "conv_forward")                                 \
+    X(DLA_KERNEL_CONV_BACKWARD_DATA, "conv_backward_data")                     \
+    X(DLA_KERNEL_CONV_BACKWARD_FILTER, "conv_backward_filter")                 \
+    X(DLA_KERNEL_POOL_FORWARD, "pool_forward")                                 \
+    X(DLA_KERNEL_POOL_BACKWARD, "pool_backward")                               \
+    X(DLA_KERNEL_GATHER, "gather")                                             \
+    X(DLA_KERNEL_SCATTER_ADD, "scatter_add")
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, str) name,
@@ -147,7 +156,16 @@ typedef struct dla_view {
     X(DLA_UNARY_TANH, "tanh")                                                  \
     X(DLA_UNARY_SIGMOID, "sigmoid") /* 1 / (1 + exp(-x)) */                    \
     X(DLA_UNARY_RELU, "relu")       /* max(x, 0); relu(NaN) = 0 */                            \
-    X(DLA_UNARY_AFFINE, "affine")   /* x * alpha + beta */
+    X(DLA_UNARY_AFFINE, "affine")   /* x * alpha + beta */                     \
+    /* ---- ops above are ABI 1.0 ---- */                                      \
+    X(DLA_UNARY_ERF, "erf")                                                    \
+    X(DLA_UNARY_SIGN, "sign")       /* -1, 0, 1; NaN stays NaN */              \
+    X(DLA_UNARY_POWS, "pows")       /* x ^ alpha */                            \
+    X(DLA_UNARY_LEAKY_RELU, "leaky_relu") /* x > 0 ? x : alpha * x */          \
+    X(DLA_UNARY_ELU, "elu")         /* x > 0 ? x : alpha * (exp(x) - 1) */     \
+    X(DLA_UNARY_STEP, "step")       /* x > alpha ? 1 : 0 */                    \
+    X(DLA_UNARY_RECIPROCAL, "reciprocal") /* 1 / x */                          \
+    X(DLA_UNARY_SQUARE, "square")   /* x * x */
 
 typedef enum dla_unary_op {
 #define DLA__UNARY_ENUM(name, str) name,
@@ -176,7 +194,14 @@ typedef struct dla_unary_args {
     X(DLA_BINARY_DIV, "div")                                                   \
     X(DLA_BINARY_MAX, "max")                                                   \
     X(DLA_BINARY_MIN, "min")                                                   \
-    X(DLA_BINARY_POW, "pow")
+    X(DLA_BINARY_POW, "pow")                                                   \
+    /* ---- ops above are ABI 1.0; comparisons write z as DLA_BOOL (0/1) ---- */\
+    X(DLA_BINARY_EQ, "eq")                                                     \
+    X(DLA_BINARY_NE, "ne")                                                     \
+    X(DLA_BINARY_LT, "lt")                                                     \
+    X(DLA_BINARY_LE, "le")                                                     \
+    X(DLA_BINARY_GT, "gt")                                                     \
+    X(DLA_BINARY_GE, "ge")
 
 typedef enum dla_binary_op {
 #define DLA__BINARY_ENUM(name, str) name,
@@ -248,6 +273,118 @@ typedef struct dla_gemm_args {
     /* ---- fields above are ABI 1.0 ---- */
 } dla_gemm_args;
 
+/* ---------------------------------------------------- ABI 1.1 arguments */
+
+/* z = cond ? a : b elementwise (WHERE). cond is DLA_BOOL; a, b and z share a
+ * float dtype; all have z's dims (stride 0 broadcasts). */
+#define DLA_TERNARY_LIST(X) X(DLA_TERNARY_WHERE, "where")
+
+typedef enum dla_ternary_op {
+#define DLA__TERNARY_ENUM(name, str) name,
+    DLA_TERNARY_LIST(DLA__TERNARY_ENUM)
+#undef DLA__TERNARY_ENUM
+    DLA_TERNARY_COUNT
+} dla_ternary_op;
+
+typedef struct dla_ternary_args {
+    size_t struct_size;
+    dla_ternary_op op;
+    dla_view z;
+    dla_view cond;
+    dla_view a;
+    dla_view b;
+    /* ---- fields above are ABI 1.1 ---- */
+} dla_ternary_args;
+
+/* N-d convolution (cross-correlation, as MATLAB's dlconv), nspatial 1..3.
+ * Layouts are MATLAB's, column-major:
+ *   x: in_size[0..n-1] x C x B                     (C = in_channels)
+ *   w: filter_size[0..n-1] x C/G x F/G x G         (F = out_channels, G groups)
+ *   y: out_size[0..n-1] x F x B
+ * Output channel f of group g = f / (F/G) reads input channels
+ * g*(C/G) .. (g+1)*(C/G)-1. Along each spatial dim i:
+ *   y[o] = sum_k w[k] * x[o*stride - pad_begin + k*dilation]  (outside x: 0)
+ * and out_size = floor((in + pad_begin + pad_end - dilation*(fs-1) - 1) /
+ * stride) + 1 (the host computes it; pad_end is implied).
+ * conv_forward:         y = conv(x, w) + bias (bias: F elements; mem NULL: none)
+ * conv_backward_data:   x = dL/dx from y = dL/dy and w (x is written, not added to)
+ * conv_backward_filter: w = dL/dw from x and y = dL/dy (w is written)
+ * Views are dense in the core today but carry strides; a plugin may answer
+ * DLA_ERR_UNSUPPORTED for non-dense ones and the host makes them dense. */
+typedef struct dla_conv_args {
+    size_t struct_size;
+    dla_dtype dtype;
+    int32_t nspatial;
+    int64_t batch;
+    int64_t in_channels;
+    int64_t out_channels;
+    int64_t groups;
+    int64_t in_size[3];
+    int64_t out_size[3];
+    int64_t filter_size[3];
+    int64_t stride[3];
+    int64_t dilation[3];
+    int64_t pad_begin[3];
+    dla_view x;
+    dla_view w;
+    dla_view y;
+    dla_view bias;
+    /* ---- fields above are ABI 1.1 ---- */
+} dla_conv_args;
+
+/* Pooling over nspatial (1..3) spatial dims of x (in_size... x channels x
+ * batch, channels and batch may be any count). Windows are placed as in
+ * conv with dilation 1; MAX ignores padding, AVG divides by the full window
+ * (padding counts as zeros, MATLAB's default) unless avg_exclude_pad.
+ * pool_forward writes y and, for MAX with index.mem != NULL, the 0-based
+ * linear position within x's spatial block (int32) of each maximum (first
+ * on ties). pool_backward writes x = dL/dx from y = dL/dy (and index for
+ * MAX, required there); overlapping windows add. */
+#define DLA_POOL_LIST(X)                                                       \
+    X(DLA_POOL_MAX, "max")                                                     \
+    X(DLA_POOL_AVG, "avg")
+
+typedef enum dla_pool_mode {
+#define DLA__POOL_ENUM(name, str) name,
+    DLA_POOL_LIST(DLA__POOL_ENUM)
+#undef DLA__POOL_ENUM
+    DLA_POOL_COUNT
+} dla_pool_mode;
+
+typedef struct dla_pool_args {
+    size_t struct_size;
+    dla_pool_mode mode;
+    dla_dtype dtype;
+    int32_t nspatial;
+    int32_t avg_exclude_pad;
+    int64_t channels;
+    int64_t batch;
+    int64_t in_size[3];
+    int64_t out_size[3];
+    int64_t window[3];
+    int64_t stride[3];
+    int64_t pad_begin[3];
+    dla_view x;
+    dla_view y;
+    dla_view index;
+    /* ---- fields above are ABI 1.1 ---- */
+} dla_pool_args;
+
+/* Along dim (0-based), with index a dense DLA_I32 vector of 0-based
+ * positions:
+ *   gather:      y[.., i, ..]  = x[.., index[i], ..]     (y's dim = len(index))
+ *   scatter_add: y[.., index[i], ..] += x[.., i, ..]     (x's dim = len(index);
+ *                repeated positions add up; y is not cleared first)
+ * An index outside the target dim is DLA_ERR_INVALID_ARGUMENT. */
+typedef struct dla_index_args {
+    size_t struct_size;
+    int32_t dim;
+    dla_view y;
+    dla_view x;
+    dla_view index;
+    /* ---- fields above are ABI 1.1 ---- */
+} dla_index_args;
+
 /* ---------------------------------------------------------- plugin table */
 
 /* The table a plugin fills in dlaccel_plugin_init. All members take the
@@ -316,6 +453,16 @@ typedef struct dla_plugin {
      * is x != 0. NULL: cpu. */
     dla_status (*cast)(void *dev, const dla_view *y, const dla_view *x);
     /* ---- fields above are ABI 1.0 ---- */
+    /* Each of these NULL: the kernel runs on the cpu plugin with copies. */
+    dla_status (*ternary)(void *dev, const dla_ternary_args *args);
+    dla_status (*conv_forward)(void *dev, const dla_conv_args *args);
+    dla_status (*conv_backward_data)(void *dev, const dla_conv_args *args);
+    dla_status (*conv_backward_filter)(void *dev, const dla_conv_args *args);
+    dla_status (*pool_forward)(void *dev, const dla_pool_args *args);
+    dla_status (*pool_backward)(void *dev, const dla_pool_args *args);
+    dla_status (*gather)(void *dev, const dla_index_args *args);
+    dla_status (*scatter_add)(void *dev, const dla_index_args *args);
+    /* ---- fields above are ABI 1.1 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;
