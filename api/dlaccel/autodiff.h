@@ -1,0 +1,59 @@
+/*
+ * dlaccel/autodiff.h - included by dlaccel.h; do not include it directly.
+ */
+#ifndef DLACCEL_AUTODIFF_H
+#define DLACCEL_AUTODIFF_H
+
+#include <dlaccel.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Automatic differentiation, as MATLAB's dlfeval and dlgradient.
+ *
+ *     static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in,
+ *                                  int nout, dla_tensor **out)
+ *     {
+ *         dla_tensor *w = in[0], *x = in[1], *t = in[2];
+ *         dla_tensor *loss = dla_mean(dla_square(dla_sub(dla_mtimes(w, x), t)), 0, NULL);
+ *         out[0] = loss;
+ *         return dla_gradient(loss, 1, &w, &out[1]);   // dloss/dw
+ *     }
+ *     ...
+ *     dla_tensor *out[2];
+ *     dla_feval(model_loss, NULL, 3, (dla_tensor *[]){w, x, t}, 2, out);
+ */
+
+/* The function dla_feval runs: in[0..nin-1] are borrowed; set out[i] to
+ * tensors made inside (they belong to the implicit scope feval opens, so no
+ * release is needed); return DLA_OK or an error status. */
+typedef dla_status (*dla_function)(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out);
+
+/* Runs fn with gradient recording on, inside an implicit scope. Every op fn
+ * runs is recorded on a tape that belongs to this call; dla_gradient inside
+ * fn sweeps it backwards. On return out[0..nout-1] hold +1 references owned
+ * by the caller (or by the caller's scope), detached from the tape, which
+ * is freed with everything it saved. An out[i] fn left unset is an error
+ * tensor. Returns fn's status, or the first error among the outputs. Calls
+ * nest: an inner dla_feval has its own tape. */
+DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *const *in,
+                             int nout, dla_tensor **out);
+
+/* Inside dla_feval: grads[i] = d(loss)/d(wrt[i]) for i in 0..nwrt-1, each
+ * with wrt[i]'s dims and format. loss must be a real scalar that the
+ * recorded ops computed; wrt[i] may be any tensor the computation used (an
+ * input of fn, a view of one, a tensor reached through ctx). Several calls
+ * in one dla_feval work. grads[i] belong to the current scope (feval's).
+ * Errors (grads[i] are then error tensors): DLA_ERR_STATE outside dla_feval
+ * ("dla_gradient: called outside dla_feval"); DLA_ERR_INVALID_ARGUMENT when
+ * loss is not a scalar, or when the loss does not depend on wrt[i] (the
+ * message names i and its dims). */
+DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                dla_tensor **grads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLACCEL_AUTODIFF_H */

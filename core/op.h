@@ -1,0 +1,80 @@
+/*
+ * op.h - the op contract: how an op computes, records itself on the
+ * gradient tape and differentiates.
+ *
+ * Every differentiable op of the core is a `dla__op`: a forward that makes
+ * its outputs from its inputs and a copy of its attributes, and a backward
+ * written with public ops (so higher derivatives can come later by recording
+ * the backward too). The public function of an op validates its arguments,
+ * fills an attribute struct and calls dla__apply(), which runs the forward,
+ * records a node on the thread's tape when dla_feval is recording, and hands
+ * the results to the caller (scope adoption included). The trace recorder of
+ * dla_accelerate replays ops through the same forward, from the same
+ * attributes, so forward must depend on nothing but (attrs, inputs).
+ *
+ * A forward may produce extra "saved" tensors for its backward (the argmax
+ * of max pooling, the batch statistics of batchnorm): they are not returned
+ * to the caller, only kept on the node.
+ */
+#ifndef DLA_CORE_OP_H
+#define DLA_CORE_OP_H
+
+#include <dlaccel.h>
+#include <stddef.h>
+
+#define DLA__OP_MAX_IO 8
+
+typedef struct dla__node dla__node;
+
+typedef struct dla__op {
+    const char *name; /* the public function, "dla_conv" */
+    int nin;          /* inputs; -1: variable (given to dla__apply) */
+    int nout;         /* outputs returned to the caller */
+    int nsaved;       /* extra tensors forward makes for backward */
+    /* Makes out[0..nout-1] and saved[0..nsaved-1] (+1 references each) from
+     * in[] and attrs. Inputs are good tensors (never error tensors). On
+     * failure: return the status with dla__fail's message naming the op,
+     * and leave nothing allocated. */
+    dla_status (*forward)(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                          dla_tensor **saved);
+    /* Sets gin[j] = dL/d(in[j]) (dims equal to in[j]'s; leave NULL for an
+     * input with no gradient, such as an integer index), given gout[i] =
+     * dL/d(out[i]) (NULL when out[i] does not reach the loss: treat as
+     * zero; at least one is non-NULL). Runs with recording off, inside a
+     * scope that dla_gradient opens around each call: write it as model
+     * code, with public ops and no release calls; dla_gradient takes its
+     * own reference to each gin[j] before closing the scope. Return a
+     * failing status (or put an error tensor in gin) on failure.
+     * NULL backward: the op is not differentiable (gradients stop). */
+    dla_status (*backward)(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin);
+} dla__op;
+
+struct dla__node {
+    const dla__op *op;
+    int nin, nout, nsaved;
+    dla_tensor *in[DLA__OP_MAX_IO];    /* retained */
+    dla_tensor *out[DLA__OP_MAX_IO];   /* retained */
+    dla_tensor *saved[DLA__OP_MAX_IO]; /* retained */
+    const void *attrs;                 /* the node's own copy */
+};
+
+/* Runs op on in[0..nin-1] with attrs (attrs_size bytes, copied when
+ * recorded) and returns its first output through dla__return: the usual
+ * tail of a public op function. Error inputs are passed through (sticky). */
+dla_tensor *dla__apply(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
+                       dla_tensor *const *in);
+/* The same for ops with several outputs: out[0..op->nout-1] each receive a
+ * handle (error tensors on failure, never NULL). Returns the status. */
+dla_status dla__apply_n(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
+                        dla_tensor *const *in, dla_tensor **out);
+
+/* Nonzero when ops on this thread are being recorded (inside dla_feval and
+ * not inside a backward pass). */
+int dla__recording(void);
+
+/* For backward rules: sums g over the dims where `like` has size 1 and g
+ * does not, so the gradient of a broadcast operand has its dims (formats
+ * follow `like`). Returns a new tensor (scoped as any op result). */
+dla_tensor *dla__sum_to(dla_tensor *g, const dla_tensor *like);
+
+#endif
