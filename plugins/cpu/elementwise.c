@@ -31,6 +31,16 @@
 #define U_SIGMOID(x, al, be) (1 / (1 + FN(exp, -(x))))
 #define U_RELU(x, al, be) ((x) > 0 ? (x) : 0)
 #define U_AFFINE(x, al, be) ((x) * (al) + (be))
+#define U_ERF(x, al, be) FN(erf, x)
+/* 0 for either zero (never -0), and NaN through the last arm. */
+#define U_SIGN(x, al, be) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x) == 0 ? 0 : (x))
+#define U_POWS(x, al, be) FN2(pow, x, al)
+#define U_LEAKY_RELU(x, al, be) ((x) > 0 ? (x) : (al) * (x))
+/* expm1 keeps the digits of small negative x that exp(x) - 1 cancels. */
+#define U_ELU(x, al, be) ((x) > 0 ? (x) : (al) * FN(expm1, x))
+#define U_STEP(x, al, be) ((x) > (al) ? 1 : 0)
+#define U_RECIPROCAL(x, al, be) (1 / (x))
+#define U_SQUARE(x, al, be) ((x) * (x))
 
 /* In DLA_UNARY_LIST order. */
 #define UNARY_OPS(X)                                                                               \
@@ -44,7 +54,15 @@
     X(tanh, U_TANH)                                                                                \
     X(sigmoid, U_SIGMOID)                                                                          \
     X(relu, U_RELU)                                                                                \
-    X(affine, U_AFFINE)
+    X(affine, U_AFFINE)                                                                            \
+    X(erf, U_ERF)                                                                                  \
+    X(sign, U_SIGN)                                                                                \
+    X(pows, U_POWS)                                                                                \
+    X(leaky_relu, U_LEAKY_RELU)                                                                    \
+    X(elu, U_ELU)                                                                                  \
+    X(step, U_STEP)                                                                                \
+    X(reciprocal, U_RECIPROCAL)                                                                    \
+    X(square, U_SQUARE)
 
 typedef struct unary_ctx {
     char *y;
@@ -146,16 +164,33 @@ dla_status dla__cpu_unary(void *dev, const dla_unary_args *args)
 #define B_MAX(a, b) ((a) > (b) || (b) != (b) ? (a) : (b))
 #define B_MIN(a, b) ((a) < (b) || (b) != (b) ? (a) : (b))
 #define B_POW(a, b) FN2(pow, a, b)
+/* C's comparisons are IEEE's: false with a NaN operand, except !=. */
+#define B_EQ(a, b) ((a) == (b))
+#define B_NE(a, b) ((a) != (b))
+#define B_LT(a, b) ((a) < (b))
+#define B_LE(a, b) ((a) <= (b))
+#define B_GT(a, b) ((a) > (b))
+#define B_GE(a, b) ((a) >= (b))
+
+/* The element type of z: the operands' (ARITH) or logical (CMP). */
+#define ZTYPE_ARITH(T) T
+#define ZTYPE_CMP(T) uint8_t
 
 /* In DLA_BINARY_LIST order. */
 #define BINARY_OPS(X)                                                                              \
-    X(add, B_ADD)                                                                                  \
-    X(sub, B_SUB)                                                                                  \
-    X(mul, B_MUL)                                                                                  \
-    X(div, B_DIV)                                                                                  \
-    X(max, B_MAX)                                                                                  \
-    X(min, B_MIN)                                                                                  \
-    X(pow, B_POW)
+    X(add, B_ADD, ARITH)                                                                           \
+    X(sub, B_SUB, ARITH)                                                                           \
+    X(mul, B_MUL, ARITH)                                                                           \
+    X(div, B_DIV, ARITH)                                                                           \
+    X(max, B_MAX, ARITH)                                                                           \
+    X(min, B_MIN, ARITH)                                                                           \
+    X(pow, B_POW, ARITH)                                                                           \
+    X(eq, B_EQ, CMP)                                                                               \
+    X(ne, B_NE, CMP)                                                                               \
+    X(lt, B_LT, CMP)                                                                               \
+    X(le, B_LE, CMP)                                                                               \
+    X(gt, B_GT, CMP)                                                                               \
+    X(ge, B_GE, CMP)
 
 typedef struct binary_ctx {
     char *z;
@@ -164,53 +199,109 @@ typedef struct binary_ctx {
 
 typedef void (*binary_flat_fn)(char *z, const char *a, const char *b, int64_t n);
 
-#define DEFINE_BINARY(name, EXPR, T, sfx)                                                          \
+#define DEFINE_BINARY(name, EXPR, T, Z, sfx)                                                       \
     static void binary_flat_##name##_##sfx(char *zb, const char *ab, const char *bb, int64_t n)    \
     {                                                                                              \
-        T *z = (T *)zb;                                                                            \
+        Z *z = (Z *)zb;                                                                            \
         const T *a = (const T *)ab, *b = (const T *)bb;                                            \
         _Pragma("omp parallel for simd schedule(static) if(n >= DLA__CPU_PAR_MIN)")                \
         for (int64_t i = 0; i < n; i++)                                                            \
-            z[i] = EXPR(a[i], b[i]);                                                               \
+            z[i] = (Z)EXPR(a[i], b[i]);                                                            \
     }                                                                                              \
     static void binary_row_##name##_##sfx(void *ctx, int64_t n, const int64_t *off,                \
                                           const int64_t *step)                                     \
     {                                                                                              \
         const binary_ctx *c = ctx;                                                                 \
-        T *z = (T *)c->z + off[0];                                                                 \
+        Z *z = (Z *)c->z + off[0];                                                                 \
         const T *a = (const T *)c->a + off[1], *b = (const T *)c->b + off[2];                      \
         const int64_t sz = step[0], sa = step[1], sb = step[2];                                    \
         if (sz == 1 && sa == 1 && sb == 1) {                                                       \
             _Pragma("omp simd")                                                                    \
             for (int64_t i = 0; i < n; i++)                                                        \
-                z[i] = EXPR(a[i], b[i]);                                                           \
+                z[i] = (Z)EXPR(a[i], b[i]);                                                        \
         } else if (sz == 1 && sa == 1 && sb == 0) {                                                \
             const T bs = *b;                                                                       \
             _Pragma("omp simd")                                                                    \
             for (int64_t i = 0; i < n; i++)                                                        \
-                z[i] = EXPR(a[i], bs);                                                             \
+                z[i] = (Z)EXPR(a[i], bs);                                                          \
         } else if (sz == 1 && sa == 0 && sb == 1) {                                                \
             const T as = *a;                                                                       \
             _Pragma("omp simd")                                                                    \
             for (int64_t i = 0; i < n; i++)                                                        \
-                z[i] = EXPR(as, b[i]);                                                             \
+                z[i] = (Z)EXPR(as, b[i]);                                                          \
         } else {                                                                                   \
             for (int64_t i = 0; i < n; i++)                                                        \
-                z[i * sz] = EXPR(a[i * sa], b[i * sb]);                                            \
+                z[i * sz] = (Z)EXPR(a[i * sa], b[i * sb]);                                         \
         }                                                                                          \
     }
 
-#define DEFINE_BINARY_BOTH(name, EXPR)                                                             \
-    DEFINE_BINARY(name, EXPR, float, f32)                                                          \
-    DEFINE_BINARY(name, EXPR, double, f64)
+#define DEFINE_BINARY_BOTH(name, EXPR, KIND)                                                       \
+    DEFINE_BINARY(name, EXPR, float, ZTYPE_##KIND(float), f32)                                     \
+    DEFINE_BINARY(name, EXPR, double, ZTYPE_##KIND(double), f64)
 BINARY_OPS(DEFINE_BINARY_BOTH)
 
-#define BINARY_FLAT_ENTRY(name, EXPR) {binary_flat_##name##_f32, binary_flat_##name##_f64},
-#define BINARY_ROW_ENTRY(name, EXPR) {binary_row_##name##_f32, binary_row_##name##_f64},
+#define BINARY_FLAT_ENTRY(name, EXPR, KIND) {binary_flat_##name##_f32, binary_flat_##name##_f64},
+#define BINARY_ROW_ENTRY(name, EXPR, KIND) {binary_row_##name##_f32, binary_row_##name##_f64},
+#define IS_CMP_ARITH 0
+#define IS_CMP_CMP 1
+#define BINARY_IS_CMP(name, EXPR, KIND) IS_CMP_##KIND,
 static const binary_flat_fn binary_flat[][2] = {BINARY_OPS(BINARY_FLAT_ENTRY)};
 static const dla__cpu_row_fn binary_row[][2] = {BINARY_OPS(BINARY_ROW_ENTRY)};
+static const char binary_is_cmp[] = {BINARY_OPS(BINARY_IS_CMP)};
 _Static_assert(sizeof binary_row / sizeof binary_row[0] == DLA_BINARY_COUNT,
                "BINARY_OPS out of step with DLA_BINARY_LIST");
+_Static_assert(sizeof binary_is_cmp == DLA_BINARY_COUNT,
+               "BINARY_OPS out of step with DLA_BINARY_LIST");
+
+static const char *const binary_names[] = {
+#define BINARY_NAME(name, str) str,
+    DLA_BINARY_LIST(BINARY_NAME)
+#undef BINARY_NAME
+};
+
+/* Nonzero when the element ranges the two views reach share a byte. */
+static int views_overlap(const dla_view *p, const dla_view *q)
+{
+    if (p->mem != q->mem || dla__cpu_numel(p) == 0 || dla__cpu_numel(q) == 0)
+        return 0;
+    int64_t plast = p->offset, qlast = q->offset;
+    for (int d = 0; d < p->ndims; d++)
+        plast += (p->dims[d] - 1) * p->strides[d];
+    for (int d = 0; d < q->ndims; d++)
+        qlast += (q->dims[d] - 1) * q->strides[d];
+    const int64_t ps = (int64_t)dla__cpu_dtype_size(p->dtype);
+    const int64_t qs = (int64_t)dla__cpu_dtype_size(q->dtype);
+    return p->offset * ps < (qlast + 1) * qs && q->offset * qs < (plast + 1) * ps;
+}
+
+/* The dtype rules of op: operands of one float dtype, z of theirs or, for a
+ * comparison, logical (which then cannot share memory with them: its
+ * elements are narrower, so the walk would overwrite unread operands). */
+static dla_status binary_check_dtypes(dla_binary_op op, const dla_view *z, const dla_view *a,
+                                      const dla_view *b)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    char buf[DLA__CPU_DIMS_BUF];
+    dla_status s;
+    if ((s = dla__cpu_check_float("binary", "a", a)) != DLA_OK)
+        return s;
+    if (b->dtype != a->dtype)
+        return h->error(DLA_ERR_DTYPE, "cpu binary %s: argument b (dims %s): dtype %s differs from a's %s",
+                        binary_names[op], dla__cpu_dims_str(buf, sizeof buf, b->ndims, b->dims),
+                        dla__cpu_dtype_name(b->dtype), dla__cpu_dtype_name(a->dtype));
+    const dla_dtype want = binary_is_cmp[op] ? DLA_BOOL : a->dtype;
+    if (z->dtype != want)
+        return h->error(DLA_ERR_DTYPE, "cpu binary %s: argument z (dims %s): dtype %s, expected %s",
+                        binary_names[op], dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims),
+                        dla__cpu_dtype_name(z->dtype), dla__cpu_dtype_name(want));
+    if (binary_is_cmp[op] && (views_overlap(z, a) || views_overlap(z, b)))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu binary %s: argument z (dims %s): shares memory with operand %s, "
+                        "which a logical result cannot",
+                        binary_names[op], dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims),
+                        views_overlap(z, a) ? "a" : "b");
+    return DLA_OK;
+}
 
 dla_status dla__cpu_binary(void *dev, const dla_binary_args *args)
 {
@@ -229,17 +320,9 @@ dla_status dla__cpu_binary(void *dev, const dla_binary_args *args)
         (s = dla__cpu_check_view("binary", "b", b)) != DLA_OK ||
         (s = dla__cpu_check_same_dims("binary", "a", a, "z", z)) != DLA_OK ||
         (s = dla__cpu_check_same_dims("binary", "b", b, "z", z)) != DLA_OK ||
-        (s = dla__cpu_check_float("binary", "z", z)) != DLA_OK)
+        (s = binary_check_dtypes(args->op, z, a, b)) != DLA_OK)
         return s;
-    if (a->dtype != z->dtype || b->dtype != z->dtype) {
-        const dla_view *odd = a->dtype != z->dtype ? a : b;
-        char buf[DLA__CPU_DIMS_BUF];
-        return h->error(
-            DLA_ERR_DTYPE, "cpu binary: argument %s (dims %s): dtype %s differs from z's %s",
-            odd == a ? "a" : "b", dla__cpu_dims_str(buf, sizeof buf, odd->ndims, odd->dims),
-            dla__cpu_dtype_name(odd->dtype), dla__cpu_dtype_name(z->dtype));
-    }
-    const int t = z->dtype == DLA_F64;
+    const int t = a->dtype == DLA_F64;
     dla__cpu_iter it;
     const dla_view *views[] = {z, a, b};
     dla__cpu_iter_init(&it, 3, views);
