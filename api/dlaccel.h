@@ -319,6 +319,12 @@ DLA_API dla_tensor *dla_cos(dla_tensor *x);
 DLA_API dla_tensor *dla_tanh(dla_tensor *x);
 DLA_API dla_tensor *dla_sigmoid(dla_tensor *x);
 DLA_API dla_tensor *dla_relu(dla_tensor *x);
+DLA_API dla_tensor *dla_square(dla_tensor *x);
+/* -1, 0 or 1 (NaN stays NaN). */
+DLA_API dla_tensor *dla_sign(dla_tensor *x);
+DLA_API dla_tensor *dla_erf(dla_tensor *x);
+/* x .^ p for a scalar p. */
+DLA_API dla_tensor *dla_pows(dla_tensor *x, double p);
 /* x * scale + shift, one kernel. */
 DLA_API dla_tensor *dla_affine(dla_tensor *x, double scale, double shift);
 

@@ -48,8 +48,9 @@ dla_status dla__fail(dla_status status, const char *fmt, ...)
 void dla__error_prefix(const char *op)
 {
     size_t n = strlen(op);
-    if (strncmp(last_message, op, n) == 0 && last_message[n] == ':')
-        return; /* already names the op */
+    if ((strncmp(last_message, op, n) == 0 && last_message[n] == ':') ||
+        strncmp(last_message, "dla_", 4) == 0)
+        return; /* already names the op (every public op's messages start "dla_") */
     char tmp[sizeof last_message + 64];
     snprintf(tmp, sizeof tmp, "%s: %s", op, last_message);
     memcpy(last_message, tmp, sizeof last_message - 1);

@@ -23,4 +23,6 @@ libdlaccel_la_SOURCES = \
 	core/launch.c core/launch.h \
 	core/ops_elementwise.c \
 	core/ops_reduce.c \
-	core/ops_matmul.c
+	core/ops_matmul.c \
+	core/op.h core/ops.h core/ops_broadcast.c \
+	core/tape.c core/tape.h core/feval.c core/gradient.c

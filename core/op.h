@@ -47,6 +47,13 @@ typedef struct dla__op {
      * failing status (or put an error tensor in gin) on failure.
      * NULL backward: the op is not differentiable (gradients stop). */
     dla_status (*backward)(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin);
+    /* View ops only (reshape, permute, squeeze, slice): the same view of
+     * another tensor with in[0]'s dims. dla_gradient then accumulates the
+     * output's gradient straight into that view of one zeroed gradient
+     * buffer of in[0], so several views of one tensor (three slices of it)
+     * write each element of its gradient once, with no index lists and no
+     * full-size temporaries; backward may be NULL. NULL for other ops. */
+    dla_tensor *(*view)(const void *attrs, dla_tensor *base);
 } dla__op;
 
 struct dla__node {
@@ -56,6 +63,10 @@ struct dla__node {
     dla_tensor *out[DLA__OP_MAX_IO];   /* retained */
     dla_tensor *saved[DLA__OP_MAX_IO]; /* retained */
     const void *attrs;                 /* the node's own copy */
+    /* Set by dla_gradient before backward: need[j] is nonzero when some
+     * requested gradient depends on in[j]. A backward may leave gin[j] NULL
+     * where need[j] is 0 (the data gradient of a first layer). */
+    unsigned char need[DLA__OP_MAX_IO];
 };
 
 /* Runs op on in[0..nin-1] with attrs (attrs_size bytes, copied when

@@ -3,27 +3,18 @@
  *
  * Broadcasting is resolved here, once: each operand is handed to the kernel
  * with the result's dims and stride 0 along its expanded dims, so plugins
- * see only equal-dims views.
+ * see only equal-dims views. Every op here is a dla__op whose backward is
+ * written with these same public ops (and dla__sum_to for broadcasting).
  */
 #include "core/error.h"
 #include "core/launch.h"
+#include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 #include <string.h>
 
 static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
-
-/* Checks one operand of an elementwise op; NULL when fine, else the error
- * tensor to return. */
-static dla_tensor *check_operand(const char *op, const char *name, dla_tensor *t)
-{
-    if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
-    if (!is_float(t->dtype))
-        return dla__error(DLA_ERR_DTYPE, "%s: argument %s: %s; elementwise math needs single or double",
-                          op, name, dla_dtype_name(t->dtype));
-    return NULL;
-}
 
 /* The result format of combining a and b: the formatted operand's labels
  * (both must agree when both have labels). */
@@ -54,21 +45,35 @@ static void expand_view(const dla_tensor *t, int ndims, const int64_t *dims, dla
     v->ndims = ndims;
 }
 
-static dla_tensor *binary(const char *op, dla_binary_op kop, dla_tensor *a, dla_tensor *b)
+/* ------------------------------------------------------------- binary */
+
+typedef struct binary_attrs {
+    dla_binary_op op;
+} binary_attrs;
+
+#define DLA__BINARY_PUBLIC(name, str) "dla_" str,
+static const char *const binary_names[] = {DLA_BINARY_LIST(DLA__BINARY_PUBLIC)};
+
+static dla_status binary_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                 dla_tensor **out, dla_tensor **saved)
 {
-    dla_tensor *e;
-    if ((e = check_operand(op, "a", a)) || (e = check_operand(op, "b", b)))
-        return e;
+    dla_binary_op kop = ((const binary_attrs *)attrs)->op;
+    const char *op = binary_names[kop];
+    dla_tensor *a = in[0], *b = in[1];
+    if (!is_float(a->dtype) || !is_float(b->dtype))
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument %s: %s; elementwise math needs single or double",
+                         op, is_float(a->dtype) ? "b" : "a",
+                         dla_dtype_name(is_float(a->dtype) ? b->dtype : a->dtype));
     char da[DLA__DIMS_BUF], db[DLA__DIMS_BUF];
     if (a->dtype != b->dtype)
-        return dla__error(DLA_ERR_DTYPE, "%s: arguments a (%s) and b (%s) differ in type", op,
-                          dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
+        return dla__fail(DLA_ERR_DTYPE, "%s: arguments a (%s) and b (%s) differ in type", op,
+                         dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
     dla_device *dev = a->storage->device;
     if (b->storage->device != dev)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                          "%s: arguments a and b are on %s and %s; move one with "
-                          "dla_tensor_to_device",
-                          op, dev->name, b->storage->device->name);
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: arguments a and b are on %s and %s; move one with "
+                         "dla_tensor_to_device",
+                         op, dev->name, b->storage->device->name);
     int nd = a->ndims > b->ndims ? a->ndims : b->ndims;
     int fnd = (int)strlen(a->format[0] ? a->format : b->format);
     if (fnd > nd)
@@ -77,71 +82,214 @@ static dla_tensor *binary(const char *op, dla_binary_op kop, dla_tensor *a, dla_
     for (int i = 0; i < nd; i++) {
         int64_t x = i < a->ndims ? a->dims[i] : 1, y = i < b->ndims ? b->dims[i] : 1;
         if (x != y && x != 1 && y != 1)
-            return dla__error(DLA_ERR_SHAPE,
-                              "%s: arguments a (%s) and b (%s): dim %d is %lld against %lld; "
-                              "implicit expansion needs equal dims or 1",
-                              op, dla__tensor_dims_str(a, da, sizeof da),
-                              dla__tensor_dims_str(b, db, sizeof db), i + 1, (long long)x,
-                              (long long)y);
+            return dla__fail(DLA_ERR_SHAPE,
+                             "%s: arguments a (%s) and b (%s): dim %d is %lld against %lld; "
+                             "implicit expansion needs equal dims or 1",
+                             op, dla__tensor_dims_str(a, da, sizeof da),
+                             dla__tensor_dims_str(b, db, sizeof db), i + 1, (long long)x,
+                             (long long)y);
         dims[i] = x == 1 ? y : x;
     }
     char fmt[DLA_MAX_DIMS + 1];
-    if (result_format(op, a, b, nd, fmt) != DLA_OK)
-        return dla__return(dla__error_tensor());
-    dla_tensor *z = dla__tensor_alloc(op, dev, a->dtype, fmt, nd, dims);
+    dla_status st = result_format(op, a, b, nd, fmt);
+    if (st != DLA_OK)
+        return st;
+    int compare = kop >= DLA_BINARY_EQ;
+    dla_tensor *z = dla__tensor_alloc(op, dev, compare ? DLA_BOOL : a->dtype, fmt, nd, dims);
     if (!z)
-        return dla__return(dla__error_tensor());
+        return dla_last_status();
     dla_binary_args args = {.struct_size = sizeof args, .op = kop};
     dla__view_of(z, &args.z);
     expand_view(a, nd, dims, &args.a);
     expand_view(b, nd, dims, &args.b);
-    if (dla__k_binary(dev, &args) != DLA_OK) {
+    if ((st = dla__k_binary(dev, &args)) != DLA_OK) {
         dla__error_prefix(op);
         dla_tensor_release(z);
-        return dla__return(dla__error_tensor());
+        return st;
     }
-    return dla__return(z);
+    out[0] = z;
+    return DLA_OK;
 }
 
-DLA_API dla_tensor *dla_add(dla_tensor *a, dla_tensor *b) { return binary("dla_add", DLA_BINARY_ADD, a, b); }
-DLA_API dla_tensor *dla_sub(dla_tensor *a, dla_tensor *b) { return binary("dla_sub", DLA_BINARY_SUB, a, b); }
-DLA_API dla_tensor *dla_mul(dla_tensor *a, dla_tensor *b) { return binary("dla_mul", DLA_BINARY_MUL, a, b); }
-DLA_API dla_tensor *dla_div(dla_tensor *a, dla_tensor *b) { return binary("dla_div", DLA_BINARY_DIV, a, b); }
-DLA_API dla_tensor *dla_max2(dla_tensor *a, dla_tensor *b) { return binary("dla_max2", DLA_BINARY_MAX, a, b); }
-DLA_API dla_tensor *dla_min2(dla_tensor *a, dla_tensor *b) { return binary("dla_min2", DLA_BINARY_MIN, a, b); }
-DLA_API dla_tensor *dla_pow(dla_tensor *a, dla_tensor *b) { return binary("dla_pow", DLA_BINARY_POW, a, b); }
+/* ---------------------------------------------------------- comparisons */
 
-static dla_tensor *unary(const char *op, dla_unary_op kop, dla_tensor *x, double alpha, double beta)
+/* Logical results, no gradient (a dla__op without backward). */
+static const dla__op compare_op = {.name = "compare", .nin = 2, .nout = 1, .forward = binary_forward};
+
+dla_tensor *dla__compare(dla_binary_op kop, dla_tensor *a, dla_tensor *b)
 {
-    dla_tensor *e = check_operand(op, "x", x);
-    if (e)
-        return e;
+    binary_attrs at = {kop};
+    return dla__apply(&compare_op, &at, sizeof at, 2, (dla_tensor *[]){a, b});
+}
+
+/* A float 0/1 mask of cmp(a, b), for the backward of max and min. */
+static dla_tensor *mask_of(dla_binary_op cmp, dla_tensor *a, dla_tensor *b)
+{
+    return dla_cast(dla__compare(cmp, a, b), a->dtype);
+}
+
+static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    dla_binary_op kop = ((const binary_attrs *)n->attrs)->op;
+    dla_tensor *a = n->in[0], *b = n->in[1], *z = n->out[0], *g = gout[0];
+    dla_tensor *ga = NULL, *gb = NULL;
+    switch (kop) {
+    case DLA_BINARY_ADD: ga = g; gb = g; break;
+    case DLA_BINARY_SUB: ga = g; gb = n->need[1] ? dla_neg(g) : NULL; break;
+    case DLA_BINARY_MUL:
+        ga = n->need[0] ? dla_mul(g, b) : NULL;
+        gb = n->need[1] ? dla_mul(g, a) : NULL;
+        break;
+    case DLA_BINARY_DIV:
+        ga = n->need[0] ? dla_div(g, b) : NULL;
+        gb = n->need[1] ? dla_neg(dla_mul(g, dla_div(z, b))) : NULL;
+        break;
+    case DLA_BINARY_MAX:
+    case DLA_BINARY_MIN: {
+        /* Ties go to a, as the forward picks a when a >= b (a <= b). */
+        dla_tensor *ma = mask_of(kop == DLA_BINARY_MAX ? DLA_BINARY_GE : DLA_BINARY_LE, a, b);
+        ga = n->need[0] ? dla_mul(g, ma) : NULL;
+        gb = n->need[1] ? dla_mul(g, dla_affine(ma, -1.0, 1.0)) : NULL;
+        break;
+    }
+    case DLA_BINARY_POW:
+        ga = n->need[0] ? dla_mul(g, dla_mul(b, dla_pow(a, dla_affine(b, 1.0, -1.0)))) : NULL;
+        gb = n->need[1] ? dla_mul(g, dla_mul(z, dla_log(a))) : NULL;
+        break;
+    default: /* comparisons have no gradient */
+        return DLA_OK;
+    }
+    gin[0] = ga ? dla__sum_to(ga, a) : NULL;
+    gin[1] = gb ? dla__sum_to(gb, b) : NULL;
+    return DLA_OK;
+}
+
+static const dla__op binary_op = {
+    .name = "binary", .nin = 2, .nout = 1, .forward = binary_forward, .backward = binary_backward,
+};
+
+static dla_tensor *binary(dla_binary_op kop, dla_tensor *a, dla_tensor *b)
+{
+    binary_attrs at = {kop};
+    return dla__apply(&binary_op, &at, sizeof at, 2, (dla_tensor *[]){a, b});
+}
+
+DLA_API dla_tensor *dla_add(dla_tensor *a, dla_tensor *b) { return binary(DLA_BINARY_ADD, a, b); }
+DLA_API dla_tensor *dla_sub(dla_tensor *a, dla_tensor *b) { return binary(DLA_BINARY_SUB, a, b); }
+DLA_API dla_tensor *dla_mul(dla_tensor *a, dla_tensor *b) { return binary(DLA_BINARY_MUL, a, b); }
+DLA_API dla_tensor *dla_div(dla_tensor *a, dla_tensor *b) { return binary(DLA_BINARY_DIV, a, b); }
+DLA_API dla_tensor *dla_max2(dla_tensor *a, dla_tensor *b) { return binary(DLA_BINARY_MAX, a, b); }
+DLA_API dla_tensor *dla_min2(dla_tensor *a, dla_tensor *b) { return binary(DLA_BINARY_MIN, a, b); }
+DLA_API dla_tensor *dla_pow(dla_tensor *a, dla_tensor *b) { return binary(DLA_BINARY_POW, a, b); }
+
+/* -------------------------------------------------------------- unary */
+
+typedef struct unary_attrs {
+    dla_unary_op op;
+    double alpha, beta;
+} unary_attrs;
+
+#define DLA__UNARY_PUBLIC(name, str) "dla_" str,
+static const char *const unary_names[] = {DLA_UNARY_LIST(DLA__UNARY_PUBLIC)};
+
+static dla_status unary_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                dla_tensor **out, dla_tensor **saved)
+{
+    const unary_attrs *u = attrs;
+    const char *op = unary_names[u->op];
+    dla_tensor *x = in[0];
+    if (!is_float(x->dtype))
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; elementwise math needs single or double",
+                         op, dla_dtype_name(x->dtype));
     dla_device *dev = x->storage->device;
     dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, x->dims);
     if (!y)
-        return dla__return(dla__error_tensor());
-    dla_unary_args args = {.struct_size = sizeof args, .op = kop, .alpha = alpha, .beta = beta};
+        return dla_last_status();
+    dla_unary_args args = {.struct_size = sizeof args, .op = u->op, .alpha = u->alpha, .beta = u->beta};
     dla__view_of(y, &args.y);
     dla__view_of(x, &args.x);
-    if (dla__k_unary(dev, &args) != DLA_OK) {
+    dla_status st = dla__k_unary(dev, &args);
+    if (st != DLA_OK) {
         dla__error_prefix(op);
         dla_tensor_release(y);
-        return dla__return(dla__error_tensor());
+        return st;
     }
-    return dla__return(y);
+    out[0] = y;
+    return DLA_OK;
 }
 
-DLA_API dla_tensor *dla_neg(dla_tensor *x) { return unary("dla_neg", DLA_UNARY_NEG, x, 0, 0); }
-DLA_API dla_tensor *dla_exp(dla_tensor *x) { return unary("dla_exp", DLA_UNARY_EXP, x, 0, 0); }
-DLA_API dla_tensor *dla_log(dla_tensor *x) { return unary("dla_log", DLA_UNARY_LOG, x, 0, 0); }
-DLA_API dla_tensor *dla_sqrt(dla_tensor *x) { return unary("dla_sqrt", DLA_UNARY_SQRT, x, 0, 0); }
-DLA_API dla_tensor *dla_abs(dla_tensor *x) { return unary("dla_abs", DLA_UNARY_ABS, x, 0, 0); }
-DLA_API dla_tensor *dla_sin(dla_tensor *x) { return unary("dla_sin", DLA_UNARY_SIN, x, 0, 0); }
-DLA_API dla_tensor *dla_cos(dla_tensor *x) { return unary("dla_cos", DLA_UNARY_COS, x, 0, 0); }
-DLA_API dla_tensor *dla_tanh(dla_tensor *x) { return unary("dla_tanh", DLA_UNARY_TANH, x, 0, 0); }
-DLA_API dla_tensor *dla_sigmoid(dla_tensor *x) { return unary("dla_sigmoid", DLA_UNARY_SIGMOID, x, 0, 0); }
-DLA_API dla_tensor *dla_relu(dla_tensor *x) { return unary("dla_relu", DLA_UNARY_RELU, x, 0, 0); }
+static dla_tensor *unary(dla_unary_op kop, dla_tensor *x, double alpha, double beta);
+
+static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const unary_attrs *u = n->attrs;
+    dla_tensor *x = n->in[0], *y = n->out[0], *g = gout[0];
+    switch (u->op) {
+    case DLA_UNARY_NEG: gin[0] = dla_neg(g); break;
+    case DLA_UNARY_EXP: gin[0] = dla_mul(g, y); break;
+    case DLA_UNARY_LOG: gin[0] = dla_div(g, x); break;
+    case DLA_UNARY_SQRT: gin[0] = dla_div(g, dla_affine(y, 2.0, 0.0)); break;
+    case DLA_UNARY_ABS: gin[0] = dla_mul(g, dla_sign(x)); break;
+    case DLA_UNARY_SIN: gin[0] = dla_mul(g, dla_cos(x)); break;
+    case DLA_UNARY_COS: gin[0] = dla_neg(dla_mul(g, dla_sin(x))); break;
+    case DLA_UNARY_TANH: gin[0] = dla_mul(g, dla_affine(dla_square(y), -1.0, 1.0)); break;
+    case DLA_UNARY_SIGMOID: gin[0] = dla_mul(g, dla_mul(y, dla_affine(y, -1.0, 1.0))); break;
+    case DLA_UNARY_RELU: gin[0] = dla_mul(g, unary(DLA_UNARY_STEP, x, 0.0, 0.0)); break;
+    case DLA_UNARY_AFFINE: gin[0] = dla_affine(g, u->alpha, 0.0); break;
+    case DLA_UNARY_ERF: /* 2/sqrt(pi) exp(-x^2) */
+        gin[0] = dla_mul(g, dla_affine(dla_exp(dla_neg(dla_square(x))), 1.1283791670955126, 0.0));
+        break;
+    case DLA_UNARY_POWS:
+        gin[0] = dla_mul(g, dla_affine(dla_pows(x, u->alpha - 1.0), u->alpha, 0.0));
+        break;
+    case DLA_UNARY_SQUARE: gin[0] = dla_mul(g, dla_affine(x, 2.0, 0.0)); break;
+    case DLA_UNARY_RECIPROCAL: gin[0] = dla_neg(dla_mul(g, dla_square(y))); break;
+    case DLA_UNARY_LEAKY_RELU: /* slope 1 above 0, alpha below */
+        gin[0] = dla_mul(g, dla_affine(unary(DLA_UNARY_STEP, x, 0.0, 0.0), 1.0 - u->alpha, u->alpha));
+        break;
+    case DLA_UNARY_ELU: { /* x > 0: 1; else y + alpha */
+        dla_tensor *pos = unary(DLA_UNARY_STEP, x, 0.0, 0.0);
+        dla_tensor *neg = dla_mul(dla_affine(pos, -1.0, 1.0), dla_affine(y, 1.0, u->alpha));
+        gin[0] = dla_mul(g, dla_add(pos, neg));
+        break;
+    }
+    default: /* sign and step are piecewise constant: zero almost everywhere */
+        gin[0] = dla_affine(g, 0.0, 0.0);
+        break;
+    }
+    return DLA_OK;
+}
+
+static const dla__op unary_op = {
+    .name = "unary", .nin = 1, .nout = 1, .forward = unary_forward, .backward = unary_backward,
+};
+
+static dla_tensor *unary(dla_unary_op kop, dla_tensor *x, double alpha, double beta)
+{
+    unary_attrs u = {kop, alpha, beta};
+    return dla__apply(&unary_op, &u, sizeof u, 1, &x);
+}
+
+dla_tensor *dla__unary(dla_unary_op kop, dla_tensor *x, double alpha, double beta)
+{
+    return unary(kop, x, alpha, beta);
+}
+
+DLA_API dla_tensor *dla_neg(dla_tensor *x) { return unary(DLA_UNARY_NEG, x, 0, 0); }
+DLA_API dla_tensor *dla_exp(dla_tensor *x) { return unary(DLA_UNARY_EXP, x, 0, 0); }
+DLA_API dla_tensor *dla_log(dla_tensor *x) { return unary(DLA_UNARY_LOG, x, 0, 0); }
+DLA_API dla_tensor *dla_sqrt(dla_tensor *x) { return unary(DLA_UNARY_SQRT, x, 0, 0); }
+DLA_API dla_tensor *dla_abs(dla_tensor *x) { return unary(DLA_UNARY_ABS, x, 0, 0); }
+DLA_API dla_tensor *dla_sin(dla_tensor *x) { return unary(DLA_UNARY_SIN, x, 0, 0); }
+DLA_API dla_tensor *dla_cos(dla_tensor *x) { return unary(DLA_UNARY_COS, x, 0, 0); }
+DLA_API dla_tensor *dla_tanh(dla_tensor *x) { return unary(DLA_UNARY_TANH, x, 0, 0); }
+DLA_API dla_tensor *dla_sigmoid(dla_tensor *x) { return unary(DLA_UNARY_SIGMOID, x, 0, 0); }
+DLA_API dla_tensor *dla_relu(dla_tensor *x) { return unary(DLA_UNARY_RELU, x, 0, 0); }
+DLA_API dla_tensor *dla_square(dla_tensor *x) { return unary(DLA_UNARY_SQUARE, x, 0, 0); }
+DLA_API dla_tensor *dla_sign(dla_tensor *x) { return unary(DLA_UNARY_SIGN, x, 0, 0); }
+DLA_API dla_tensor *dla_erf(dla_tensor *x) { return unary(DLA_UNARY_ERF, x, 0, 0); }
+DLA_API dla_tensor *dla_pows(dla_tensor *x, double p) { return unary(DLA_UNARY_POWS, x, p, 0); }
 DLA_API dla_tensor *dla_affine(dla_tensor *x, double scale, double shift)
 {
-    return unary("dla_affine", DLA_UNARY_AFFINE, x, scale, shift);
+    return unary(DLA_UNARY_AFFINE, x, scale, shift);
 }

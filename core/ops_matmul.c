@@ -9,6 +9,7 @@
  */
 #include "core/error.h"
 #include "core/launch.h"
+#include "core/op.h"
 #include "core/tensor.h"
 
 #include <string.h>
@@ -87,32 +88,37 @@ static dla_status operand(const char *op, dla_tensor *t, int npages, const int64
     return DLA_OK;
 }
 
-static dla_tensor *gemm(const char *op, dla_tensor *a, int ta, dla_tensor *b, int tb, int paged)
+typedef struct gemm_attrs {
+    int ta, tb, paged;
+} gemm_attrs;
+
+static dla_status gemm_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                               dla_tensor **saved)
 {
-    if (!a || a->status != DLA_OK)
-        return dla__pass_error(a);
-    if (!b || b->status != DLA_OK)
-        return dla__pass_error(b);
+    const gemm_attrs *at = attrs;
+    const char *op = at->paged ? "dla_pagemtimes" : "dla_mtimes";
+    dla_tensor *a = in[0], *b = in[1];
+    int ta = at->ta, tb = at->tb;
     char da[DLA__DIMS_BUF], db[DLA__DIMS_BUF];
     if (a->dtype != b->dtype || (a->dtype != DLA_F32 && a->dtype != DLA_F64))
-        return dla__error(DLA_ERR_DTYPE, "%s: arguments a (%s) and b (%s) must both be single or "
-                          "both double", op, dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
+        return dla__fail(DLA_ERR_DTYPE, "%s: arguments a (%s) and b (%s) must both be single or "
+                         "both double", op, dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
     dla_device *dev = a->storage->device;
     if (b->storage->device != dev)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: arguments a and b are on %s and %s", op,
-                          dev->name, b->storage->device->name);
-    if (!paged && (a->ndims > 2 || b->ndims > 2))
-        return dla__error(DLA_ERR_SHAPE, "%s: arguments a (%s) and b (%s) must be matrices; use "
-                          "dla_pagemtimes for pages", op, dla__tensor_dims_str(a, da, sizeof da),
-                          dla__tensor_dims_str(b, db, sizeof db));
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: arguments a and b are on %s and %s", op,
+                         dev->name, b->storage->device->name);
+    if (!at->paged && (a->ndims > 2 || b->ndims > 2))
+        return dla__fail(DLA_ERR_SHAPE, "%s: arguments a (%s) and b (%s) must be matrices; use "
+                         "dla_pagemtimes for pages", op, dla__tensor_dims_str(a, da, sizeof da),
+                         dla__tensor_dims_str(b, db, sizeof db));
     int64_t ar = dla_tensor_dim(a, 1), ac = dla_tensor_dim(a, 2);
     int64_t br = dla_tensor_dim(b, 1), bc = dla_tensor_dim(b, 2);
     int64_t m = ta ? ac : ar, k = ta ? ar : ac, kb = tb ? bc : br, n = tb ? br : bc;
     if (k != kb)
-        return dla__error(DLA_ERR_SHAPE, "%s: inner dims differ: a%s is %s, b%s is %s (%lld "
-                          "against %lld)", op, ta ? "'" : "", dla__tensor_dims_str(a, da, sizeof da),
-                          tb ? "'" : "", dla__tensor_dims_str(b, db, sizeof db), (long long)k,
-                          (long long)kb);
+        return dla__fail(DLA_ERR_SHAPE, "%s: inner dims differ: a%s is %s, b%s is %s (%lld "
+                         "against %lld)", op, ta ? "'" : "", dla__tensor_dims_str(a, da, sizeof da),
+                         tb ? "'" : "", dla__tensor_dims_str(b, db, sizeof db), (long long)k,
+                         (long long)kb);
     int np = (a->ndims > b->ndims ? a->ndims : b->ndims) - 2;
     if (np < 0)
         np = 0;
@@ -120,9 +126,9 @@ static dla_tensor *gemm(const char *op, dla_tensor *a, int ta, dla_tensor *b, in
     for (int i = 0; i < np; i++) {
         int64_t x = dla_tensor_dim(a, i + 3), y = dla_tensor_dim(b, i + 3);
         if (x != y && x != 1 && y != 1)
-            return dla__error(DLA_ERR_SHAPE, "%s: page dim %d of a (%s) and b (%s) is %lld against "
-                              "%lld", op, i + 3, dla__tensor_dims_str(a, da, sizeof da),
-                              dla__tensor_dims_str(b, db, sizeof db), (long long)x, (long long)y);
+            return dla__fail(DLA_ERR_SHAPE, "%s: page dim %d of a (%s) and b (%s) is %lld against "
+                             "%lld", op, i + 3, dla__tensor_dims_str(a, da, sizeof da),
+                             dla__tensor_dims_str(b, db, sizeof db), (long long)x, (long long)y);
         pdims[i] = x == 1 ? y : x;
         batch *= pdims[i];
     }
@@ -130,7 +136,7 @@ static dla_tensor *gemm(const char *op, dla_tensor *a, int ta, dla_tensor *b, in
     memcpy(cdims + 2, pdims, (size_t)np * sizeof *pdims);
     dla_tensor *c = dla__tensor_alloc(op, dev, a->dtype, "", np + 2, cdims);
     if (!c)
-        return dla__return(dla__error_tensor());
+        return dla_last_status();
     dla_gemm_args g = {.struct_size = sizeof g, .dtype = a->dtype, .m = m, .n = n, .k = k,
                        .batch = batch, .alpha = 1.0, .beta = 0.0};
     dla_tensor *ha = NULL, *hb = NULL;
@@ -155,14 +161,40 @@ static dla_tensor *gemm(const char *op, dla_tensor *a, int ta, dla_tensor *b, in
     if (st != DLA_OK) {
         dla__error_prefix(op);
         dla_tensor_release(c);
-        return dla__return(dla__error_tensor());
+        return st;
     }
-    return dla__return(c);
+    out[0] = c;
+    return DLA_OK;
 }
+
+static const char *tr(int t) { return t ? "transpose" : "none"; }
+
+/* C = op(A) op(B): dA and dB are products of G with the other operand, with
+ * the transposes the four cases need; sum_to folds broadcast pages back. */
+static dla_status gemm_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const gemm_attrs *at = n->attrs;
+    dla_tensor *a = n->in[0], *b = n->in[1], *g = gout[0];
+    dla_tensor *ga = NULL, *gb = NULL;
+    if (n->need[0])
+        ga = at->ta ? dla_pagemtimes(b, tr(at->tb), g, "transpose")    /* (op(B) G')' parts */
+                    : dla_pagemtimes(g, "none", b, tr(!at->tb));
+    if (n->need[1])
+        gb = at->tb ? dla_pagemtimes(g, "transpose", a, tr(at->ta))
+                    : dla_pagemtimes(a, tr(!at->ta), g, "none");
+    gin[0] = ga ? dla__sum_to(ga, a) : NULL;
+    gin[1] = gb ? dla__sum_to(gb, b) : NULL;
+    return DLA_OK;
+}
+
+static const dla__op gemm_op = {
+    .name = "gemm", .nin = 2, .nout = 1, .forward = gemm_forward, .backward = gemm_backward,
+};
 
 DLA_API dla_tensor *dla_mtimes(dla_tensor *a, dla_tensor *b)
 {
-    return gemm("dla_mtimes", a, 0, b, 0, 0);
+    gemm_attrs at = {0, 0, 0};
+    return dla__apply(&gemm_op, &at, sizeof at, 2, (dla_tensor *[]){a, b});
 }
 
 static int parse_trans(const char *s, int *out)
@@ -181,12 +213,12 @@ static int parse_trans(const char *s, int *out)
 DLA_API dla_tensor *dla_pagemtimes(dla_tensor *a, const char *transa, dla_tensor *b,
                                    const char *transb)
 {
-    int ta, tb;
-    if (!parse_trans(transa, &ta))
+    gemm_attrs at = {0, 0, 1};
+    if (!parse_trans(transa, &at.ta))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_pagemtimes: argument transa: \"%s\"; use "
                           "\"none\" or \"transpose\"", transa);
-    if (!parse_trans(transb, &tb))
+    if (!parse_trans(transb, &at.tb))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_pagemtimes: argument transb: \"%s\"; use "
                           "\"none\" or \"transpose\"", transb);
-    return gemm("dla_pagemtimes", a, ta, b, tb, 1);
+    return dla__apply(&gemm_op, &at, sizeof at, 2, (dla_tensor *[]){a, b});
 }

@@ -6,48 +6,98 @@
  */
 #include "core/error.h"
 #include "core/launch.h"
+#include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
+
+typedef struct reduce_attrs {
+    dla_reduce_op op;
+    int ndims;           /* 0: all dims */
+    int64_t dims[DLA_MAX_DIMS];
+} reduce_attrs;
+
+#define DLA__REDUCE_PUBLIC(name, str) "dla_" str,
+static const char *const reduce_names[] = {DLA_REDUCE_LIST(DLA__REDUCE_PUBLIC)};
+
+static dla_status reduce_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                 dla_tensor **out, dla_tensor **saved)
+{
+    const reduce_attrs *a = attrs;
+    const char *op = reduce_names[a->op];
+    dla_tensor *x = in[0];
+    if (x->dtype != DLA_F32 && x->dtype != DLA_F64)
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; reductions need single or double", op,
+                         dla_dtype_name(x->dtype));
+    int64_t dims[DLA_MAX_DIMS];
+    for (int i = 0; i < x->ndims; i++)
+        dims[i] = a->ndims ? x->dims[i] : 1;
+    for (int i = 0; i < a->ndims; i++)
+        if (a->dims[i] <= x->ndims) /* past ndims: a singleton, nothing to do */
+            dims[a->dims[i] - 1] = 1;
+    char buf[DLA__DIMS_BUF];
+    for (int i = 0; i < x->ndims; i++)
+        if (x->dims[i] == 0 && dims[i] == 1 && (a->op == DLA_REDUCE_MAX || a->op == DLA_REDUCE_MIN))
+            return dla__fail(DLA_ERR_SHAPE, "%s: argument x: %s has no elements along dim %d to "
+                             "take the %s of", op, dla__tensor_dims_str(x, buf, sizeof buf), i + 1,
+                             a->op == DLA_REDUCE_MAX ? "max" : "min");
+    dla_device *dev = x->storage->device;
+    dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, dims);
+    if (!y)
+        return dla_last_status();
+    dla_reduce_args args = {.struct_size = sizeof args, .op = a->op};
+    dla__view_of(y, &args.y);
+    dla__view_of(x, &args.x);
+    args.index.struct_size = sizeof args.index;
+    dla_status st = dla__k_reduce(dev, &args);
+    if (st != DLA_OK) {
+        dla__error_prefix(op);
+        dla_tensor_release(y);
+        return st;
+    }
+    out[0] = y;
+    return DLA_OK;
+}
+
+static dla_status reduce_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const reduce_attrs *a = n->attrs;
+    dla_tensor *x = n->in[0], *y = n->out[0], *g = gout[0];
+    switch (a->op) {
+    case DLA_REDUCE_SUM: gin[0] = dla__expand(g, x); break;
+    case DLA_REDUCE_MEAN: {
+        double count = (double)dla__numel(x->ndims, x->dims) / (double)dla__numel(y->ndims, y->dims);
+        gin[0] = dla__expand(dla_affine(g, count > 0 ? 1.0 / count : 0.0, 0.0), x);
+        break;
+    }
+    default: { /* max, min: shared evenly among the elements that attain it */
+        dla_tensor *hit = dla_cast(dla__compare(DLA_BINARY_EQ, x, y), x->dtype);
+        dla_tensor *share = dla_div(g, dla_sum(hit, a->ndims, a->dims));
+        gin[0] = dla_mul(hit, share);
+        break;
+    }
+    }
+    return DLA_OK;
+}
+
+static const dla__op reduce_op = {
+    .name = "reduce", .nin = 1, .nout = 1, .forward = reduce_forward, .backward = reduce_backward,
+};
 
 static dla_tensor *reduce(const char *op, dla_reduce_op kop, dla_tensor *x, int ndims,
                           const int64_t *dims)
 {
     if (!x || x->status != DLA_OK)
         return dla__pass_error(x);
-    if (x->dtype != DLA_F32 && x->dtype != DLA_F64)
-        return dla__error(DLA_ERR_DTYPE, "%s: argument x: %s; reductions need single or double", op,
-                          dla_dtype_name(x->dtype));
-    if (ndims < 0 || (ndims && !dims))
+    if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims: %d entries", op, ndims);
-    int64_t out[DLA_MAX_DIMS];
-    for (int i = 0; i < x->ndims; i++)
-        out[i] = ndims ? x->dims[i] : 1;
-    char buf[DLA__DIMS_BUF];
+    reduce_attrs a = {.op = kop, .ndims = ndims};
     for (int i = 0; i < ndims; i++) {
         if (dims[i] < 1)
             return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims: entry %d is %lld; dims "
                               "are 1-based", op, i + 1, (long long)dims[i]);
-        if (dims[i] <= x->ndims) /* past ndims: a singleton, nothing to do */
-            out[dims[i] - 1] = 1;
+        a.dims[i] = dims[i];
     }
-    for (int i = 0; i < x->ndims; i++)
-        if (x->dims[i] == 0 && out[i] == 1 && (kop == DLA_REDUCE_MAX || kop == DLA_REDUCE_MIN))
-            return dla__error(DLA_ERR_SHAPE, "%s: argument x: %s has no elements along dim %d to "
-                              "take the %s of", op, dla__tensor_dims_str(x, buf, sizeof buf), i + 1,
-                              kop == DLA_REDUCE_MAX ? "max" : "min");
-    dla_device *dev = x->storage->device;
-    dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, out);
-    if (!y)
-        return dla__return(dla__error_tensor());
-    dla_reduce_args args = {.struct_size = sizeof args, .op = kop};
-    dla__view_of(y, &args.y);
-    dla__view_of(x, &args.x);
-    args.index.struct_size = sizeof args.index;
-    if (dla__k_reduce(dev, &args) != DLA_OK) {
-        dla__error_prefix(op);
-        dla_tensor_release(y);
-        return dla__return(dla__error_tensor());
-    }
-    return dla__return(y);
+    return dla__apply(&reduce_op, &a, sizeof a, 1, &x);
 }
 
 DLA_API dla_tensor *dla_sum(dla_tensor *x, int ndims, const int64_t *dims)

@@ -5,11 +5,13 @@
  * The core never touches device memory: a view is first made dense on its
  * own device (strided_copy), then moved with the plugins' copy functions.
  * Between two devices the data goes through a host buffer, which works for
- * any pair of plugins.
+ * any pair of plugins. dla_contiguous, dla_cast and dla_tensor_to_device
+ * are ops with gradients, so a model can move data inside dla_feval.
  */
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/launch.h"
+#include "core/op.h"
 #include "core/tensor.h"
 
 #include <string.h>
@@ -86,33 +88,53 @@ DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index)
     }
 }
 
-DLA_API dla_tensor *dla_contiguous(dla_tensor *t)
+static dla_status contiguous_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                     dla_tensor **out, dla_tensor **saved)
 {
-    if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
-    dla_tensor *d = dense("dla_contiguous", t);
-    return dla__return(d ? d : dla__error_tensor());
+    out[0] = dense("dla_contiguous", in[0]);
+    return out[0] ? DLA_OK : dla_last_status();
 }
 
-DLA_API dla_tensor *dla_tensor_to_device(dla_tensor *t, dla_device *dev)
+static dla_status identity_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    gin[0] = gout[0];
+    return DLA_OK;
+}
+
+static const dla__op contiguous_op = {
+    .name = "dla_contiguous", .nin = 1, .nout = 1, .forward = contiguous_forward,
+    .backward = identity_backward,
+};
+
+DLA_API dla_tensor *dla_contiguous(dla_tensor *t)
+{
+    return dla__apply(&contiguous_op, NULL, 0, 1, &t);
+}
+
+typedef struct device_attrs {
+    dla_device *dev;
+} device_attrs;
+
+static dla_status to_device_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                    dla_tensor **out, dla_tensor **saved)
 {
     static const char op[] = "dla_tensor_to_device";
-    if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
-    if (!dev && !(dev = dla__current_device(op)))
-        return dla__return(dla__error_tensor());
+    dla_device *dev = ((const device_attrs *)attrs)->dev;
+    dla_tensor *t = in[0];
     dla_device *src_dev = t->storage->device;
     dla_tensor *d = dense(op, t);
     if (!d)
-        return dla__return(dla__error_tensor());
-    if (src_dev == dev && d != t)
-        return dla__return(d);
-    dla_tensor *out = dla__tensor_alloc(op, dev, t->dtype, t->format, t->ndims, t->dims);
-    dla_status st = out ? DLA_OK : dla_last_status();
+        return dla_last_status();
+    if (src_dev == dev && d != t) {
+        out[0] = d;
+        return DLA_OK;
+    }
+    dla_tensor *res = dla__tensor_alloc(op, dev, t->dtype, t->format, t->ndims, t->dims);
+    dla_status st = res ? DLA_OK : dla_last_status();
     size_t bytes = nbytes(t), es = dla_dtype_size(t->dtype);
     if (st == DLA_OK && bytes) {
         if (src_dev == dev) {
-            st = dla__k_copy_bytes(dev, out->storage->mem, 0, d->storage->mem,
+            st = dla__k_copy_bytes(dev, res->storage->mem, 0, d->storage->mem,
                                    (size_t)d->offset * es, bytes);
         } else {
             void *stage = dla__malloc(bytes);
@@ -123,35 +145,82 @@ DLA_API dla_tensor *dla_tensor_to_device(dla_tensor *t, dla_device *dev)
                 st = src_dev->table->copy_to_host(src_dev->ctx, stage, d->storage->mem,
                                                   (size_t)d->offset * es, bytes);
             if (stage && st == DLA_OK)
-                st = dev->table->copy_to_device(dev->ctx, out->storage->mem, 0, stage, bytes);
+                st = dev->table->copy_to_device(dev->ctx, res->storage->mem, 0, stage, bytes);
             dla__free(stage);
         }
     }
     dla_tensor_release(d);
     if (st != DLA_OK) {
-        dla_tensor_release(out);
-        return dla__return(dla__error_tensor());
+        dla_tensor_release(res);
+        return st;
     }
-    return dla__return(out);
+    out[0] = res;
+    return DLA_OK;
 }
+
+static dla_status to_device_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    gin[0] = dla_tensor_to_device(gout[0], n->in[0]->storage->device);
+    return DLA_OK;
+}
+
+static const dla__op to_device_op = {
+    .name = "dla_tensor_to_device", .nin = 1, .nout = 1, .forward = to_device_forward,
+    .backward = to_device_backward,
+};
+
+DLA_API dla_tensor *dla_tensor_to_device(dla_tensor *t, dla_device *dev)
+{
+    if (!t || t->status != DLA_OK)
+        return dla__pass_error(t);
+    if (!dev && !(dev = dla__current_device("dla_tensor_to_device")))
+        return dla__return(dla__error_tensor());
+    device_attrs a = {dev};
+    return dla__apply(&to_device_op, &a, sizeof a, 1, &t);
+}
+
+typedef struct cast_attrs {
+    dla_dtype dtype;
+} cast_attrs;
+
+static dla_status cast_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                               dla_tensor **saved)
+{
+    dla_dtype dtype = ((const cast_attrs *)attrs)->dtype;
+    dla_tensor *t = in[0];
+    dla_tensor *res = dla__tensor_alloc("dla_cast", t->storage->device, dtype, t->format, t->ndims,
+                                        t->dims);
+    if (!res)
+        return dla_last_status();
+    dla_view y, x;
+    dla__view_of(res, &y);
+    dla__view_of(t, &x);
+    dla_status st = dla__k_cast(t->storage->device, &y, &x);
+    if (st != DLA_OK) {
+        dla_tensor_release(res);
+        return st;
+    }
+    out[0] = res;
+    return DLA_OK;
+}
+
+static dla_status cast_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    dla_dtype from = n->in[0]->dtype;
+    /* Only between float types is there a gradient; integers stop it. */
+    if ((from == DLA_F32 || from == DLA_F64) && (gout[0]->dtype == DLA_F32 || gout[0]->dtype == DLA_F64))
+        gin[0] = dla_cast(gout[0], from);
+    return DLA_OK;
+}
+
+static const dla__op cast_op = {
+    .name = "dla_cast", .nin = 1, .nout = 1, .forward = cast_forward, .backward = cast_backward,
+};
 
 DLA_API dla_tensor *dla_cast(dla_tensor *t, dla_dtype dtype)
 {
-    static const char op[] = "dla_cast";
-    if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
     if ((unsigned)dtype >= DLA_DTYPE_COUNT)
-        return dla__error(DLA_ERR_DTYPE, "%s: argument dtype: %d is not a dla_dtype", op, (int)dtype);
-    dla_tensor *out = dla__tensor_alloc(op, t->storage->device, dtype, t->format, t->ndims, t->dims);
-    if (!out)
-        return dla__return(dla__error_tensor());
-    dla_view y, x;
-    dla__view_of(out, &y);
-    dla__view_of(t, &x);
-    if (dla__k_cast(t->storage->device, &y, &x) != DLA_OK) {
-        dla__error_prefix(op);
-        dla_tensor_release(out);
-        return dla__return(dla__error_tensor());
-    }
-    return dla__return(out);
+        return dla__error(DLA_ERR_DTYPE, "dla_cast: argument dtype: %d is not a dla_dtype", (int)dtype);
+    cast_attrs a = {dtype};
+    return dla__apply(&cast_op, &a, sizeof a, 1, &t);
 }

@@ -5,9 +5,15 @@
  * forward pass never copies and a later backward can write each gradient
  * element once through the same strides. reshape is the one exception: when
  * the strides cannot express the new dims it copies (as MATLAB must too).
+ *
+ * All four are view ops of the op contract: their gradient is accumulated
+ * straight into the same view of the input's gradient buffer, so the
+ * backward of slicing writes each element of dX once (core/gradient.c).
  */
 #include "core/error.h"
 #include "core/format.h"
+#include "core/launch.h"
+#include "core/op.h"
 #include "core/tensor.h"
 
 #include <string.h>
@@ -54,6 +60,68 @@ static int reshape_strides(const dla_tensor *t, int ndims, const int64_t *dims, 
     return 1;
 }
 
+
+/* ---------------------------------------------------------------- reshape */
+
+typedef struct reshape_attrs {
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS + 1];
+} reshape_attrs;
+
+static dla_status reshape_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                  dla_tensor **out, dla_tensor **saved)
+{
+    static const char op[] = "dla_reshape";
+    const reshape_attrs *a = attrs;
+    dla_tensor *t = in[0];
+    char ad[DLA__DIMS_BUF], bd[DLA__DIMS_BUF];
+    int64_t numel = dla__numel(t->ndims, t->dims);
+    if (dla__numel(a->ndims, a->dims) != numel)
+        return dla__fail(DLA_ERR_SHAPE, "%s: cannot reshape %s (%lld elements) to %s", op,
+                         dla__tensor_dims_str(t, ad, sizeof ad), (long long)numel,
+                         dla__dims_str(bd, sizeof bd, a->ndims, a->dims));
+    int64_t st[DLA_MAX_DIMS];
+    dla_tensor *v;
+    if (reshape_strides(t, a->ndims, a->dims, st)) {
+        v = dla__tensor_view(op, t);
+        if (!v)
+            return dla_last_status();
+        memcpy(v->strides, st, sizeof st);
+    } else {
+        v = dla__tensor_alloc(op, t->storage->device, t->dtype, "", a->ndims, a->dims);
+        if (!v)
+            return dla_last_status();
+        dla_view y, x;
+        dla__view_of(v, &y);
+        dla__view_of(t, &x);
+        /* Gather t in column-major element order into v's dense layout. */
+        y.ndims = x.ndims;
+        memcpy(y.dims, x.dims, sizeof x.dims);
+        dla__dense_strides(t->ndims, t->dims, y.strides);
+        dla_status s = dla__k_copy(t->storage->device, &y, &x);
+        if (s != DLA_OK) {
+            dla_tensor_release(v);
+            return s;
+        }
+    }
+    v->ndims = a->ndims;
+    memcpy(v->dims, a->dims, sizeof a->dims);
+    memcpy(v->format, a->format, sizeof a->format);
+    out[0] = v;
+    return DLA_OK;
+}
+
+static dla_tensor *reshape_view(const void *attrs, dla_tensor *base)
+{
+    const reshape_attrs *a = attrs;
+    return dla_reshape(base, a->format, a->ndims, a->dims);
+}
+
+static const dla__op reshape_op = {
+    .name = "dla_reshape", .nin = 1, .nout = 1, .forward = reshape_forward, .view = reshape_view,
+};
+
 DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, const int64_t *dims)
 {
     static const char op[] = "dla_reshape";
@@ -62,11 +130,11 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
     if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op,
                           ndims, DLA_MAX_DIMS);
-    int64_t nd[DLA_MAX_DIMS];
+    reshape_attrs a = {0};
     int infer = -1;
     int64_t known = 1, numel = dla__numel(t->ndims, t->dims);
     for (int i = 0; i < ndims; i++) {
-        nd[i] = dims[i];
+        a.dims[i] = dims[i];
         if (dims[i] == -1) {
             if (infer >= 0)
                 return dla__error(DLA_ERR_INVALID_ARGUMENT,
@@ -80,44 +148,55 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
         }
     }
     if (infer >= 0)
-        nd[infer] = known ? numel / known : 0;
-    char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
-    if (dla__numel(ndims, nd) != numel)
-        return dla__error(DLA_ERR_SHAPE, "%s: cannot reshape %s (%lld elements) to %s", op,
-                          dla__tensor_dims_str(t, a, sizeof a), (long long)numel,
-                          dla__dims_str(b, sizeof b, ndims, nd));
+        a.dims[infer] = known ? numel / known : 0;
     dla__format f;
-    int tnd;
-    if (dla__format_parse(op, format, ndims, nd, &f, &tnd) != DLA_OK)
+    if (dla__format_parse(op, format, ndims, a.dims, &f, &a.ndims) != DLA_OK)
         return dla__return(dla__error_tensor());
     if (!f.is_canonical)
         return dla__error(DLA_ERR_FORMAT, "%s: argument format: \"%s\" is not in canonical order "
                           "(S, C, B, T, U); reshape cannot reorder data", op, format);
-    for (int i = ndims; i < tnd; i++)
-        nd[i] = 1;
-    int64_t st[DLA_MAX_DIMS];
-    dla_tensor *v;
-    if (reshape_strides(t, tnd, nd, st)) {
-        v = dla__tensor_view(op, t);
-        if (!v)
-            return dla__return(dla__error_tensor());
-        memcpy(v->strides, st, sizeof st);
-    } else {
-        dla_tensor *d = dla_contiguous(t);
-        dla_keep(d);
-        if (d->status != DLA_OK)
-            return dla__return(d);
-        v = dla__tensor_view(op, d);
-        dla_tensor_release(d);
-        if (!v)
-            return dla__return(dla__error_tensor());
-        dla__dense_strides(tnd, nd, v->strides);
-    }
-    v->ndims = tnd;
-    memcpy(v->dims, nd, sizeof nd);
-    snprintf(v->format, sizeof v->format, "%s", f.canon);
-    return dla__return(v);
+    for (int i = ndims; i < a.ndims; i++)
+        a.dims[i] = 1;
+    memcpy(a.format, f.canon, sizeof a.format);
+    return dla__apply(&reshape_op, &a, sizeof a, 1, &t);
 }
+
+/* ---------------------------------------------------------------- permute */
+
+typedef struct permute_attrs {
+    int ndims;
+    int64_t order[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS + 1];
+} permute_attrs;
+
+static dla_status permute_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                  dla_tensor **out, dla_tensor **saved)
+{
+    const permute_attrs *a = attrs;
+    dla_tensor *t = in[0];
+    dla_tensor *v = dla__tensor_view("dla_permute", t);
+    if (!v)
+        return dla_last_status();
+    for (int i = 0; i < a->ndims; i++) {
+        int src = (int)a->order[i] - 1;
+        v->dims[i] = src < t->ndims ? t->dims[src] : 1;
+        v->strides[i] = src < t->ndims ? t->strides[src] : 0;
+    }
+    v->ndims = a->ndims;
+    memcpy(v->format, a->format, sizeof a->format);
+    out[0] = v;
+    return DLA_OK;
+}
+
+static dla_tensor *permute_view(const void *attrs, dla_tensor *base)
+{
+    const permute_attrs *a = attrs;
+    return dla_permute(base, a->ndims, a->order);
+}
+
+static const dla__op permute_op = {
+    .name = "dla_permute", .nin = 1, .nout = 1, .forward = permute_forward, .view = permute_view,
+};
 
 DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
 {
@@ -135,42 +214,34 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
                               "%s: argument order: entry %d (%lld) makes it no permutation of 1..%d",
                               op, i + 1, (long long)order[i], ndims);
     }
-    char fmt[DLA_MAX_DIMS + 1] = "";
+    permute_attrs a = {.ndims = ndims};
+    memcpy(a.order, order, (size_t)ndims * sizeof *order);
     if (t->format[0]) {
         for (int i = 0; i < ndims; i++) {
             if (order[i] > t->ndims)
                 return dla__error(DLA_ERR_FORMAT,
                                   "%s: argument order: dim %lld does not exist in format \"%s\"",
                                   op, (long long)order[i], t->format);
-            fmt[i] = t->format[order[i] - 1];
+            a.format[i] = t->format[order[i] - 1];
         }
-        fmt[ndims] = '\0';
-        if (!dla__format_is_canonical(fmt, ndims))
+        if (!dla__format_is_canonical(a.format, ndims))
             return dla__error(DLA_ERR_FORMAT,
                               "%s: argument order: it turns format \"%s\" into \"%s\", which is not "
                               "in canonical order (S, C, B, T, U)",
-                              op, t->format, fmt);
+                              op, t->format, a.format);
     }
-    dla_tensor *v = dla__tensor_view(op, t);
-    if (!v)
-        return dla__return(dla__error_tensor());
-    for (int i = 0; i < ndims; i++) {
-        int src = (int)order[i] - 1;
-        v->dims[i] = src < t->ndims ? t->dims[src] : 1;
-        v->strides[i] = src < t->ndims ? t->strides[src] : 0;
-    }
-    v->ndims = ndims;
-    memcpy(v->format, fmt, sizeof fmt);
-    return dla__return(v);
+    return dla__apply(&permute_op, &a, sizeof a, 1, &t);
 }
 
-DLA_API dla_tensor *dla_squeeze(dla_tensor *t)
+/* ---------------------------------------------------------------- squeeze */
+
+static dla_status squeeze_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                  dla_tensor **out, dla_tensor **saved)
 {
-    if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
+    dla_tensor *t = in[0];
     dla_tensor *v = dla__tensor_view("dla_squeeze", t);
     if (!v)
-        return dla__return(dla__error_tensor());
+        return dla_last_status();
     int n = 0;
     for (int i = 0; i < t->ndims; i++) {
         if (t->dims[i] == 1)
@@ -183,8 +254,53 @@ DLA_API dla_tensor *dla_squeeze(dla_tensor *t)
     }
     v->ndims = n;
     v->format[t->format[0] ? n : 0] = '\0';
-    return dla__return(v);
+    out[0] = v;
+    return DLA_OK;
 }
+
+static dla_tensor *squeeze_view(const void *attrs, dla_tensor *base) { return dla_squeeze(base); }
+
+static const dla__op squeeze_op = {
+    .name = "dla_squeeze", .nin = 1, .nout = 1, .forward = squeeze_forward, .view = squeeze_view,
+};
+
+DLA_API dla_tensor *dla_squeeze(dla_tensor *t)
+{
+    return dla__apply(&squeeze_op, NULL, 0, 1, &t);
+}
+
+/* ------------------------------------------------------------------ slice */
+
+typedef struct slice_attrs {
+    int dim;
+    int64_t start, step, stop;
+} slice_attrs;
+
+static dla_status slice_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                dla_tensor **out, dla_tensor **saved)
+{
+    const slice_attrs *a = attrs;
+    dla_tensor *t = in[0];
+    int64_t count = a->stop > a->start ? (a->stop - a->start + a->step - 1) / a->step : 0;
+    dla_tensor *v = dla__tensor_view("dla_slice", t);
+    if (!v)
+        return dla_last_status();
+    v->offset += a->start * t->strides[a->dim - 1];
+    v->dims[a->dim - 1] = count;
+    v->strides[a->dim - 1] = t->strides[a->dim - 1] * a->step;
+    out[0] = v;
+    return DLA_OK;
+}
+
+static dla_tensor *slice_view(const void *attrs, dla_tensor *base)
+{
+    const slice_attrs *a = attrs;
+    return dla_slice(base, a->dim, a->start, a->step, a->stop);
+}
+
+static const dla__op slice_op = {
+    .name = "dla_slice", .nin = 1, .nout = 1, .forward = slice_forward, .view = slice_view,
+};
 
 DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t step, int64_t stop)
 {
@@ -204,14 +320,6 @@ DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t ste
                           "%s: argument start: %lld is outside 0..%lld of dim %d (%s)", op,
                           (long long)start, (long long)n, dim,
                           dla__tensor_dims_str(t, buf, sizeof buf));
-    if (stop > n)
-        stop = n;
-    int64_t count = stop > start ? (stop - start + step - 1) / step : 0;
-    dla_tensor *v = dla__tensor_view(op, t);
-    if (!v)
-        return dla__return(dla__error_tensor());
-    v->offset += start * t->strides[dim - 1];
-    v->dims[dim - 1] = count;
-    v->strides[dim - 1] = t->strides[dim - 1] * step;
-    return dla__return(v);
+    slice_attrs a = {dim, start, step, stop > n ? n : stop};
+    return dla__apply(&slice_op, &a, sizeof a, 1, &t);
 }

@@ -31,3 +31,12 @@ tests_test_alloc_fail_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_tensor tests/tensor_on_testmem.sh tests/test_format \
 	tests/test_alloc_fail tests/alloc_fail_on_testmem.sh tests/valgrind_tensor.sh
 EXTRA_DIST += tests/tensor_on_testmem.sh tests/alloc_fail_on_testmem.sh tests/valgrind_tensor.sh
+
+# Autodiff: dla_feval/dla_gradient and the gradients of the core's ops.
+check_PROGRAMS += tests/test_autodiff
+tests_test_autodiff_SOURCES = tests/test_autodiff.c tests/testutil.h tests/gradcheck.h
+tests_test_autodiff_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_autodiff_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_autodiff
+TESTS += tests/autodiff_on_testmem.sh
+EXTRA_DIST += tests/autodiff_on_testmem.sh

@@ -1,0 +1,53 @@
+/*
+ * feval.c - dla_feval: run a function with its own gradient tape.
+ *
+ * The function runs inside an implicit scope, so model code needs no
+ * release calls; its outputs are kept out of that scope for the caller.
+ * Tensors carry no tape state (the tape refers to them, not the reverse),
+ * so outputs are detached by construction once the tape is gone.
+ */
+#include "core/error.h"
+#include "core/tape.h"
+#include "core/tensor.h"
+
+#include <string.h>
+
+DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *const *in, int nout,
+                             dla_tensor **out)
+{
+    static const char op[] = "dla_feval";
+    if (nout < 0 || (nout && !out))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument out: %d outputs", op, nout);
+    for (int i = 0; i < nout; i++)
+        out[i] = NULL;
+    if (!fn || nin < 0 || (nin && !in)) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is invalid", op,
+                  !fn ? "fn" : "in");
+        for (int i = 0; i < nout; i++)
+            out[i] = dla__return(dla__error_tensor());
+        return DLA_ERR_INVALID_ARGUMENT;
+    }
+    dla__tape tape;
+    memset(&tape, 0, sizeof tape);
+    dla_status scope = dla_scope_begin();
+    dla__tape_push(&tape);
+    dla_status st = scope == DLA_OK ? fn(ctx, nin, in, nout, out) : scope;
+    /* Keep the outputs (they leave the scope), then drop the tape. */
+    for (int i = 0; i < nout; i++) {
+        if (!out[i]) {
+            dla__fail(st != DLA_OK ? st : DLA_ERR_STATE, "%s: the function left output %d unset",
+                      op, i + 1);
+            out[i] = dla__error_tensor();
+        } else {
+            dla_tensor_retain(out[i]);
+        }
+    }
+    dla__tape_pop();
+    dla_scope_end();
+    for (int i = 0; i < nout; i++) {
+        out[i] = dla__return(out[i]);
+        if (st == DLA_OK && out[i]->status != DLA_OK)
+            st = out[i]->status;
+    }
+    return st;
+}

@@ -1,0 +1,319 @@
+/*
+ * gradient.c - dla_gradient: the backward sweep over the feval's tape.
+ *
+ * Gradients live in a map from tensor to its accumulated gradient. A first
+ * forward pass over the nodes marks which tensors depend on the requested
+ * ones, so backward rules run only where a gradient is wanted and can skip
+ * inputs nobody asked about. View ops accumulate into a view of their
+ * base's gradient buffer instead of running a backward, which makes the
+ * backward of slicing a strided add into one zeroed buffer.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/tape.h"
+#include "core/tensor.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------ tensor -> slot map */
+
+typedef struct gmap {
+    dla_tensor **keys;
+    dla_tensor **grad;   /* owned references; NULL: none yet */
+    unsigned char *dep;  /* depends on a requested tensor */
+    unsigned char *fresh; /* grad[i] is a buffer only the map holds */
+    size_t cap;
+} gmap;
+
+static size_t hash_ptr(const void *p, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+static dla_status gmap_init(gmap *m, size_t n)
+{
+    size_t cap = 64;
+    while (cap < n * 2)
+        cap *= 2;
+    m->cap = cap;
+    m->keys = dla__calloc(cap, sizeof *m->keys);
+    m->grad = dla__calloc(cap, sizeof *m->grad);
+    m->dep = dla__calloc(cap, 1);
+    m->fresh = dla__calloc(cap, 1);
+    if (!m->keys || !m->grad || !m->dep || !m->fresh)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_gradient: cannot allocate the gradient map");
+    return DLA_OK;
+}
+
+static void gmap_free(gmap *m)
+{
+    if (m->grad)
+        for (size_t i = 0; i < m->cap; i++)
+            dla_tensor_release(m->grad[i]);
+    dla__free(m->keys);
+    dla__free(m->grad);
+    dla__free(m->dep);
+    dla__free(m->fresh);
+}
+
+/* The slot of t, inserted when absent (the map is sized so it never fills:
+ * at most every tensor of the tape plus the loss and the requests). */
+static size_t gmap_slot(gmap *m, const dla_tensor *t)
+{
+    size_t i = hash_ptr(t, m->cap);
+    while (m->keys[i] && m->keys[i] != t)
+        i = (i + 1) & (m->cap - 1);
+    m->keys[i] = (dla_tensor *)t;
+    return i;
+}
+
+static size_t gmap_find(const gmap *m, const dla_tensor *t)
+{
+    size_t i = hash_ptr(t, m->cap);
+    while (m->keys[i] && m->keys[i] != t)
+        i = (i + 1) & (m->cap - 1);
+    return m->keys[i] ? i : SIZE_MAX;
+}
+
+/* ------------------------------------------------------------ accumulation */
+
+/* dst += g in place, through the binary kernel (z aliases a exactly). */
+static dla_status add_into(dla_tensor *dst, dla_tensor *g)
+{
+    dla_binary_args a = {.struct_size = sizeof a, .op = DLA_BINARY_ADD};
+    dla__view_of(dst, &a.z);
+    dla__view_of(dst, &a.a);
+    dla__view_of(g, &a.b);
+    a.b.ndims = a.z.ndims;
+    for (int i = 0; i < a.z.ndims; i++) {
+        a.b.dims[i] = a.z.dims[i];
+        a.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
+    }
+    return dla__k_binary(dst->storage->device, &a);
+}
+
+static int same_dims(const dla_tensor *a, const dla_tensor *b)
+{
+    return a->ndims == b->ndims && !memcmp(a->dims, b->dims, (size_t)a->ndims * sizeof *a->dims);
+}
+
+/* The zeroed gradient buffer of t, made on first use; only the map holds it,
+ * so views of it can be added into. */
+static dla_tensor *buffer_for(gmap *m, size_t s, const dla_tensor *t)
+{
+    if (m->grad[s] && m->fresh[s])
+        return m->grad[s];
+    dla_tensor *b = dla__tensor_alloc("dla_gradient", t->storage->device, t->dtype, t->format,
+                                      t->ndims, t->dims);
+    if (!b)
+        return NULL;
+    dla_view v, src;
+    dla__view_of(b, &v);
+    dla_status st;
+    if (m->grad[s]) { /* start from the gradient so far */
+        dla__view_of(m->grad[s], &src);
+        st = dla__k_copy(b->storage->device, &v, &src);
+    } else {
+        st = dla__k_fill(b->storage->device, &v, 0.0);
+    }
+    if (st != DLA_OK) {
+        dla_tensor_release(b);
+        return NULL;
+    }
+    dla_tensor_release(m->grad[s]);
+    m->grad[s] = b;
+    m->fresh[s] = 1;
+    return b;
+}
+
+/* grad(t) += g. g is a reference the caller gives up. */
+static dla_status accumulate(gmap *m, const dla_tensor *t, dla_tensor *g)
+{
+    size_t s = gmap_slot(m, t);
+    if (!m->grad[s]) {
+        m->grad[s] = g;
+        m->fresh[s] = 0;
+        return DLA_OK;
+    }
+    dla_tensor *b = buffer_for(m, s, t);
+    dla_status st = b ? add_into(b, g) : dla_last_status();
+    dla_tensor_release(g);
+    return st;
+}
+
+/* grad(base) viewed as the node's output += g: the view ops' rule. */
+static dla_status accumulate_view(gmap *m, const dla__node *n, dla_tensor *g)
+{
+    const dla_tensor *base = n->in[0];
+    size_t s = gmap_slot(m, base);
+    dla_tensor *b = buffer_for(m, s, base);
+    if (!b)
+        return dla_last_status();
+    dla_scope_begin();
+    dla_tensor *v = n->op->view(n->attrs, b);
+    dla_status st = v->status == DLA_OK ? add_into(v, g) : v->status;
+    dla_scope_end();
+    return st;
+}
+
+/* ---------------------------------------------------------------- sweep */
+
+static dla_status sweep(gmap *m, const dla__tape *tape, size_t count)
+{
+    for (size_t k = count; k-- > 0;) {
+        dla__node *n = &tape->nodes[k];
+        dla_tensor *gout[DLA__OP_MAX_IO] = {0};
+        int any = 0;
+        for (int i = 0; i < n->nout; i++) {
+            size_t s = gmap_find(m, n->out[i]);
+            if (s != SIZE_MAX && m->grad[s]) {
+                gout[i] = m->grad[s];
+                any = 1;
+            }
+        }
+        if (!any)
+            continue;
+        int need_any = 0;
+        for (int j = 0; j < n->nin; j++) {
+            size_t s = gmap_find(m, n->in[j]);
+            n->need[j] = s != SIZE_MAX && m->dep[s];
+            need_any |= n->need[j];
+        }
+        if (!need_any)
+            continue;
+        dla_status st = DLA_OK;
+        if (n->op->view) {
+            st = accumulate_view(m, n, gout[0]);
+        } else if (n->op->backward) {
+            dla_tensor *gin[DLA__OP_MAX_IO] = {0};
+            dla_scope_begin();
+            st = n->op->backward(n, gout, gin);
+            for (int j = 0; j < n->nin && st == DLA_OK; j++)
+                if (gin[j] && gin[j]->status != DLA_OK)
+                    st = dla__fail(gin[j]->status, "%s", gin[j]->message);
+            for (int j = 0; j < n->nin; j++)
+                gin[j] = (st == DLA_OK && n->need[j]) ? dla_tensor_retain(gin[j]) : NULL;
+            dla_scope_end();
+            for (int j = 0; j < n->nin; j++) {
+                if (!gin[j])
+                    continue;
+                if (st == DLA_OK && !same_dims(gin[j], n->in[j])) {
+                    char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+                    st = dla__fail(DLA_ERR_STATE,
+                                   "%s backward: gradient of input %d is %s, the input is %s", n->op->name,
+                                   j + 1, dla__tensor_dims_str(gin[j], a, sizeof a),
+                                   dla__tensor_dims_str(n->in[j], b, sizeof b));
+                }
+                if (st == DLA_OK)
+                    st = accumulate(m, n->in[j], gin[j]);
+                else
+                    dla_tensor_release(gin[j]);
+            }
+        }
+        if (st != DLA_OK) {
+            dla__error_prefix("dla_gradient");
+            return st;
+        }
+    }
+    return DLA_OK;
+}
+
+static void fail_grads(int nwrt, dla_tensor **grads)
+{
+    dla_tensor *e = dla__return(dla__error_tensor());
+    for (int i = 0; i < nwrt; i++)
+        grads[i] = i == 0 ? e : dla__return(dla_tensor_retain(e));
+}
+
+DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                dla_tensor **grads)
+{
+    static const char op[] = "dla_gradient";
+    if (nwrt < 0 || (nwrt && (!wrt || !grads)))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument wrt: %d tensors", op, nwrt);
+    dla__tape *tape = dla__tape_current();
+    if (!tape || !dla__recording()) {
+        dla__fail(DLA_ERR_STATE, "%s: called outside dla_feval; gradients need the tape that "
+                  "dla_feval records", op);
+        fail_grads(nwrt, grads);
+        return DLA_ERR_STATE;
+    }
+    if (!loss || loss->status != DLA_OK) {
+        dla_tensor *e = dla__pass_error(loss);
+        for (int i = 0; i < nwrt; i++)
+            grads[i] = i == 0 ? e : dla__return(dla_tensor_retain(e));
+        return e->status;
+    }
+    char buf[DLA__DIMS_BUF];
+    if (dla__numel(loss->ndims, loss->dims) != 1 ||
+        (loss->dtype != DLA_F32 && loss->dtype != DLA_F64)) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument loss: %s %s; it must be a real scalar",
+                  op, dla__tensor_dims_str(loss, buf, sizeof buf), dla_dtype_name(loss->dtype));
+        fail_grads(nwrt, grads);
+        return DLA_ERR_INVALID_ARGUMENT;
+    }
+    for (int i = 0; i < nwrt; i++)
+        if (!wrt[i] || wrt[i]->status != DLA_OK) {
+            dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument wrt[%d] is %s", op, i,
+                      wrt[i] ? "an error tensor" : "NULL");
+            fail_grads(nwrt, grads);
+            return DLA_ERR_INVALID_ARGUMENT;
+        }
+    size_t count = tape->count;
+    gmap m = {0};
+    dla_status st = gmap_init(&m, count * (2 * DLA__OP_MAX_IO) + (size_t)nwrt + 1);
+    /* Which tensors depend on a requested one: a forward pass over nodes. */
+    for (int i = 0; st == DLA_OK && i < nwrt; i++)
+        m.dep[gmap_slot(&m, wrt[i])] = 1;
+    for (size_t k = 0; st == DLA_OK && k < count; k++) {
+        const dla__node *n = &tape->nodes[k];
+        int d = 0;
+        for (int j = 0; j < n->nin && !d; j++) {
+            size_t s = gmap_find(&m, n->in[j]);
+            d = s != SIZE_MAX && m.dep[s];
+        }
+        if (d)
+            for (int i = 0; i < n->nout; i++)
+                m.dep[gmap_slot(&m, n->out[i])] = 1;
+    }
+    dla__recording_pause();
+    if (st == DLA_OK) {
+        size_t s = gmap_slot(&m, loss);
+        dla_tensor *one = dla__tensor_alloc(op, loss->storage->device, loss->dtype, loss->format,
+                                            loss->ndims, loss->dims);
+        dla_view v;
+        if (one)
+            dla__view_of(one, &v);
+        st = one ? dla__k_fill(one->storage->device, &v, 1.0) : dla_last_status();
+        m.grad[s] = one;
+        m.fresh[s] = 1;
+    }
+    if (st == DLA_OK)
+        st = sweep(&m, tape, count);
+    dla__recording_resume();
+    for (int i = 0; st == DLA_OK && i < nwrt; i++) {
+        size_t s = gmap_find(&m, wrt[i]);
+        if (s == SIZE_MAX || !m.grad[s])
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument wrt[%d] (%s %s): the loss does not depend on it", op, i,
+                           dla__tensor_dims_str(wrt[i], buf, sizeof buf),
+                           dla_dtype_name(wrt[i]->dtype));
+    }
+    if (st != DLA_OK) {
+        gmap_free(&m);
+        fail_grads(nwrt, grads);
+        return st;
+    }
+    for (int i = 0; i < nwrt; i++) {
+        size_t s = gmap_find(&m, wrt[i]);
+        grads[i] = dla__return(dla_tensor_retain(m.grad[s]));
+    }
+    gmap_free(&m);
+    return DLA_OK;
+}

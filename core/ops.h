@@ -1,0 +1,18 @@
+/*
+ * ops.h - internal entry points that op files share (beyond the public API):
+ * kernels the public API does not expose as functions of their own.
+ */
+#ifndef DLA_CORE_OPS_H
+#define DLA_CORE_OPS_H
+
+#include <dlaccel/plugin.h>
+
+/* a cmp b elementwise with implicit expansion: a DLA_BOOL tensor. */
+dla_tensor *dla__compare(dla_binary_op cmp, dla_tensor *a, dla_tensor *b);
+/* Any plugin unary op (STEP, LEAKY_RELU, RECIPROCAL...) as a differentiable op. */
+dla_tensor *dla__unary(dla_unary_op op, dla_tensor *x, double alpha, double beta);
+/* g broadcast to the dims of like (each of g's dims equal to like's or 1),
+ * dense; its backward sums back. Format follows like. */
+dla_tensor *dla__expand(dla_tensor *g, const dla_tensor *like);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * tape.h - the gradient tape of a dla_feval call (internal).
+ *
+ * A tape is the list of nodes recorded while its feval runs, in execution
+ * order. Tapes form a per-thread stack so fevals nest; only the innermost
+ * records.
+ */
+#ifndef DLA_CORE_TAPE_H
+#define DLA_CORE_TAPE_H
+
+#include "core/op.h"
+
+typedef struct dla__tape {
+    dla__node *nodes;
+    size_t count, capacity;
+    struct dla__tape *outer;
+} dla__tape;
+
+/* The innermost tape of this thread, NULL outside dla_feval. */
+dla__tape *dla__tape_current(void);
+/* Pushes t (zeroed by the caller) as the innermost tape. */
+void dla__tape_push(dla__tape *t);
+/* Pops the innermost tape and releases everything it holds. */
+void dla__tape_pop(void);
+/* Turns recording off (backward passes) and back on; nests. */
+void dla__recording_pause(void);
+void dla__recording_resume(void);
+
+#endif

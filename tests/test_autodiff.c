@@ -1,0 +1,389 @@
+/*
+ * test_autodiff.c - dla_feval and dla_gradient: the tape's contract, its
+ * errors, and a float64 finite-difference check of every op of the core
+ * (elementwise with broadcasting, reductions, products, views, casts).
+ */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gradcheck.h"
+
+static dla_tensor *rnd(const char *fmt, int nd, const int64_t *dims)
+{
+    return dla_keep(dla_affine(dla_randn(DLA_F64, fmt, nd, dims), 1.0, 0.0));
+}
+
+/* Positive values, for log, sqrt, pow and division. */
+static dla_tensor *pos(const char *fmt, int nd, const int64_t *dims)
+{
+    return dla_keep(dla_affine(dla_rand(DLA_F64, fmt, nd, dims), 1.5, 0.5));
+}
+
+/* ----------------------------------------------------------- the contract */
+
+static dla_status square_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    /* L = sum(w .* x .^ 2): dL/dx = 2 w .* x, dL/dw = x .^ 2 */
+    dla_tensor *l = dla_sum(dla_mul(in[0], dla_square(in[1])), 0, NULL);
+    out[0] = l;
+    return dla_gradient(l, 2, (dla_tensor *[]){in[1], in[0]}, out + 1);
+}
+
+static void test_feval_returns_values_and_exact_gradients(void **state)
+{
+    double w[3] = {1, 2, 3}, x[3] = {4, -5, 6};
+    dla_tensor *tw = dla_tensor_from_host(w, DLA_F64, "", DLA_DIMS(3));
+    dla_tensor *tx = dla_tensor_from_host(x, DLA_F64, "", DLA_DIMS(3));
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(square_loss, NULL, 2, (dla_tensor *[]){tw, tx}, 3, out), DLA_OK);
+    assert_true(dla_tensor_item(out[0], 0) == 16 + 50 + 108);
+    for (int i = 0; i < 3; i++) {
+        assert_true(dla_tensor_item(out[1], i) == 2 * w[i] * x[i]);
+        assert_true(dla_tensor_item(out[2], i) == x[i] * x[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        dla_tensor_release(out[i]);
+    dla_tensor_release(tw);
+    dla_tensor_release(tx);
+}
+
+typedef struct held {
+    dla_tensor *w; /* reached through ctx, not an input: a network's weights */
+} held;
+
+static dla_status two_gradients(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    held *h = ctx;
+    dla_tensor *y = dla_mtimes(h->w, in[0]);
+    dla_tensor *l1 = dla_sum(y, 0, NULL);
+    dla_tensor *l2 = dla_sum(dla_square(y), 0, NULL);
+    dla_status st = dla_gradient(l1, 1, &h->w, &out[0]);
+    if (st == DLA_OK)
+        st = dla_gradient(l2, 1, &h->w, &out[1]);
+    return st;
+}
+
+static void test_several_gradients_in_one_feval_and_tensors_reached_through_ctx(void **state)
+{
+    dla_scope_begin();
+    double w[4] = {1, 2, 3, 4}, x[2] = {1, -1}; /* W 2x2, x 2x1 */
+    held h = {dla_tensor_from_host(w, DLA_F64, "", DLA_DIMS(2, 2))};
+    dla_tensor *tx = dla_tensor_from_host(x, DLA_F64, "", DLA_DIMS(2, 1));
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(two_gradients, &h, 1, &tx, 2, out), DLA_OK);
+    /* y = W x = [1-3, 2-4] = [-2, -2]; dl1/dW = 1 x' ; dl2/dW = 2 y x' */
+    const double g1[4] = {1, 1, -1, -1}, g2[4] = {-4, -4, 4, 4};
+    for (int i = 0; i < 4; i++) {
+        assert_true(dla_tensor_item(out[0], i) == g1[i]);
+        assert_true(dla_tensor_item(out[1], i) == g2[i]);
+    }
+    dla_scope_end();
+}
+
+static dla_status not_scalar(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    return dla_gradient(dla_square(in[0]), 1, &in[0], &out[0]);
+}
+
+static dla_status unrelated(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *l = dla_sum(dla_square(in[0]), 0, NULL);
+    return dla_gradient(l, 2, in, out);
+}
+
+static void test_gradient_errors_say_what_is_wrong(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(3, 2));
+    dla_tensor *other = dla_ones(DLA_F64, "CB", DLA_DIMS(4, 5));
+    /* Outside dla_feval. */
+    dla_tensor *g;
+    assert_int_equal(dla_gradient(dla_sum(x, 0, NULL), 1, &x, &g), DLA_ERR_STATE);
+    assert_non_null(strstr(dla_last_error(), "dla_gradient: called outside dla_feval"));
+    assert_int_equal(dla_tensor_status(g), DLA_ERR_STATE);
+    /* A loss that is not a scalar. */
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(not_scalar, NULL, 1, &x, 1, out), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(out[0]), "argument loss: 3x2 double; it must be a real scalar"));
+    /* A tensor the loss does not depend on. */
+    assert_int_equal(dla_feval(unrelated, NULL, 2, (dla_tensor *[]){x, other}, 2, out),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(out[1]),
+                           "argument wrt[1] (4x5 double): the loss does not depend on it"));
+    dla_scope_end();
+}
+
+static dla_status unset_output(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_exp(in[0]);
+    return DLA_OK; /* out[1] left unset */
+}
+
+static void test_outputs_left_unset_are_error_tensors(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(unset_output, NULL, 1, &x, 2, out), DLA_ERR_STATE);
+    assert_int_equal(dla_tensor_status(out[0]), DLA_OK);
+    assert_non_null(strstr(dla_tensor_error(out[1]), "left output 2 unset"));
+    dla_scope_end();
+}
+
+static dla_status inner(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *l = dla_sum(dla_exp(in[0]), 0, NULL);
+    out[0] = l;
+    return dla_gradient(l, 1, in, &out[1]);
+}
+
+static dla_status outer(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *r[2];
+    dla_status st = dla_feval(inner, NULL, 1, in, 2, r); /* its own tape */
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *l = dla_sum(dla_square(in[0]), 0, NULL);
+    out[0] = r[1];
+    return dla_gradient(l, 1, in, &out[1]);
+}
+
+static void test_fevals_nest_with_their_own_tapes(void **state)
+{
+    dla_scope_begin();
+    double x[2] = {0.5, -1};
+    dla_tensor *tx = dla_tensor_from_host(x, DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(outer, NULL, 1, &tx, 2, out), DLA_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_true(tu_close(dla_tensor_item(out[0], i), exp(x[i]), 1e-15));
+        assert_true(dla_tensor_item(out[1], i) == 2 * x[i]);
+    }
+    dla_scope_end();
+}
+
+static void test_the_tape_is_freed_when_feval_returns(void **state)
+{
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(50, 40));
+    dla_tensor *out[2];
+    /* Warm up (device buffers that the cpu plugin caches), then measure. */
+    assert_int_equal(dla_feval(inner, NULL, 1, &x, 2, out), DLA_OK);
+    dla_tensor_release(out[0]);
+    dla_tensor_release(out[1]);
+    long before = tu_live;
+    assert_int_equal(dla_feval(inner, NULL, 1, &x, 2, out), DLA_OK);
+    /* Only the two results remain: header + storage + memory block each. */
+    assert_true(tu_live - before <= 6);
+    dla_tensor_release(out[0]);
+    dla_tensor_release(out[1]);
+    assert_int_equal(tu_live, before);
+    dla_tensor_release(x);
+}
+
+/* ------------------------------------------------ gradients of every op */
+
+static dla_tensor *f_add(void *c, dla_tensor *const *in) { return dla_add(in[0], in[1]); }
+static dla_tensor *f_sub(void *c, dla_tensor *const *in) { return dla_sub(in[0], in[1]); }
+static dla_tensor *f_mul(void *c, dla_tensor *const *in) { return dla_mul(in[0], in[1]); }
+static dla_tensor *f_div(void *c, dla_tensor *const *in) { return dla_div(in[0], in[1]); }
+static dla_tensor *f_max2(void *c, dla_tensor *const *in) { return dla_max2(in[0], in[1]); }
+static dla_tensor *f_min2(void *c, dla_tensor *const *in) { return dla_min2(in[0], in[1]); }
+static dla_tensor *f_pow(void *c, dla_tensor *const *in) { return dla_pow(in[0], in[1]); }
+
+static void test_binary_op_gradients_with_broadcasting(void **state)
+{
+    gc_fn fs[] = {f_add, f_sub, f_mul, f_div, f_max2, f_min2, f_pow};
+    const int both[2] = {1, 1};
+    for (size_t k = 0; k < sizeof fs / sizeof fs[0]; k++) {
+        dla_scope_begin();
+        int positive = fs[k] == f_div || fs[k] == f_pow;
+        /* a 4x3x2 against b 4x1x2 (expanded along dim 2) and a row 1x3. */
+        dla_tensor *a = positive ? pos("", DLA_DIMS(4, 3, 2)) : rnd("", DLA_DIMS(4, 3, 2));
+        dla_tensor *b = positive ? pos("", DLA_DIMS(4, 1, 2)) : rnd("", DLA_DIMS(4, 1, 2));
+        dla_tensor *c = positive ? pos("", DLA_DIMS(1, 3)) : rnd("", DLA_DIMS(1, 3));
+        gc_check(fs[k], NULL, 2, (dla_tensor *[]){a, b}, both, 1e-6);
+        gc_check(fs[k], NULL, 2, (dla_tensor *[]){c, a}, both, 1e-6);
+        dla_scope_end();
+    }
+}
+
+static dla_tensor *f_neg(void *c, dla_tensor *const *in) { return dla_neg(in[0]); }
+static dla_tensor *f_exp(void *c, dla_tensor *const *in) { return dla_exp(in[0]); }
+static dla_tensor *f_log(void *c, dla_tensor *const *in) { return dla_log(in[0]); }
+static dla_tensor *f_sqrt(void *c, dla_tensor *const *in) { return dla_sqrt(in[0]); }
+static dla_tensor *f_abs(void *c, dla_tensor *const *in) { return dla_abs(in[0]); }
+static dla_tensor *f_sin(void *c, dla_tensor *const *in) { return dla_sin(in[0]); }
+static dla_tensor *f_cos(void *c, dla_tensor *const *in) { return dla_cos(in[0]); }
+static dla_tensor *f_tanh(void *c, dla_tensor *const *in) { return dla_tanh(in[0]); }
+static dla_tensor *f_sigmoid(void *c, dla_tensor *const *in) { return dla_sigmoid(in[0]); }
+static dla_tensor *f_relu(void *c, dla_tensor *const *in) { return dla_relu(in[0]); }
+static dla_tensor *f_square(void *c, dla_tensor *const *in) { return dla_square(in[0]); }
+static dla_tensor *f_erf(void *c, dla_tensor *const *in) { return dla_erf(in[0]); }
+static dla_tensor *f_pows(void *c, dla_tensor *const *in) { return dla_pows(in[0], 2.5); }
+static dla_tensor *f_affine(void *c, dla_tensor *const *in) { return dla_affine(in[0], -3.0, 2.0); }
+
+static void test_unary_op_gradients(void **state)
+{
+    gc_fn fs[] = {f_neg, f_exp, f_log, f_sqrt, f_abs, f_sin, f_cos, f_tanh,
+                  f_sigmoid, f_relu, f_square, f_erf, f_pows, f_affine};
+    const int one[1] = {1};
+    for (size_t k = 0; k < sizeof fs / sizeof fs[0]; k++) {
+        dla_scope_begin();
+        int positive = fs[k] == f_log || fs[k] == f_sqrt || fs[k] == f_pows;
+        /* Values away from the kinks of abs and relu at 0. */
+        dla_tensor *x = positive ? pos("SSC", DLA_DIMS(3, 4, 2))
+                                 : dla_keep(dla_mul(rnd("SSC", DLA_DIMS(3, 4, 2)),
+                                                    dla_affine(dla_sign(rnd("", DLA_DIMS(1))), 0, 1)));
+        gc_check(fs[k], NULL, 1, &x, one, 1e-6);
+        dla_scope_end();
+    }
+}
+
+typedef struct red_ctx {
+    int which, nd;
+    int64_t dims[4];
+} red_ctx;
+
+static dla_tensor *f_reduce(void *c, dla_tensor *const *in)
+{
+    red_ctx *r = c;
+    switch (r->which) {
+    case 0: return dla_sum(in[0], r->nd, r->dims);
+    case 1: return dla_mean(in[0], r->nd, r->dims);
+    case 2: return dla_max(in[0], r->nd, r->dims);
+    default: return dla_min(in[0], r->nd, r->dims);
+    }
+}
+
+static void test_reduction_gradients_over_dim_sets(void **state)
+{
+    const int one[1] = {1};
+    red_ctx cases[] = {
+        {0, 1, {2}}, {0, 2, {1, 3}}, {0, 0, {0}}, {1, 1, {1}}, {1, 2, {2, 3}}, {1, 0, {0}},
+        {2, 1, {2}}, {2, 0, {0}}, {3, 1, {3}}, {3, 2, {1, 2}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        dla_scope_begin();
+        dla_tensor *x = rnd("SCB", DLA_DIMS(3, 4, 2));
+        gc_check(f_reduce, &cases[k], 1, &x, one, 1e-6);
+        dla_scope_end();
+    }
+}
+
+typedef struct mm_ctx {
+    const char *ta, *tb;
+} mm_ctx;
+
+static dla_tensor *f_mtimes(void *c, dla_tensor *const *in) { return dla_mtimes(in[0], in[1]); }
+static dla_tensor *f_pagemtimes(void *c, dla_tensor *const *in)
+{
+    mm_ctx *m = c;
+    return dla_pagemtimes(in[0], m->ta, in[1], m->tb);
+}
+
+static void test_matrix_product_gradients(void **state)
+{
+    const int both[2] = {1, 1};
+    dla_scope_begin();
+    gc_check(f_mtimes, NULL, 2, (dla_tensor *[]){rnd("", DLA_DIMS(3, 4)), rnd("", DLA_DIMS(4, 5))},
+             both, 1e-6);
+    const char *t[2] = {"none", "transpose"};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            mm_ctx m = {t[ta], t[tb]};
+            /* a has 2x3 pages, b one page broadcast to all. */
+            dla_tensor *a = ta ? rnd("", DLA_DIMS(4, 3, 2, 3)) : rnd("", DLA_DIMS(3, 4, 2, 3));
+            dla_tensor *b = tb ? rnd("", DLA_DIMS(5, 4)) : rnd("", DLA_DIMS(4, 5));
+            gc_check(f_pagemtimes, &m, 2, (dla_tensor *[]){a, b}, both, 1e-6);
+            /* b with explicit singleton pages. */
+            const int64_t bd[4] = {tb ? 5 : 4, tb ? 4 : 5, 1, 1};
+            dla_tensor *b4 = dla_reshape(b, "", 4, bd);
+            gc_check(f_pagemtimes, &m, 2, (dla_tensor *[]){a, b4}, both, 1e-6);
+        }
+    dla_scope_end();
+}
+
+static dla_tensor *f_views(void *c, dla_tensor *const *in)
+{
+    /* permute, slice with a step, reshape, squeeze: a chain of views. */
+    dla_tensor *p = dla_permute(in[0], DLA_DIMS(2, 1, 3));       /* 5x4x3 */
+    dla_tensor *s = dla_slice(p, 1, 1, 2, DLA_END);               /* 2x4x3 */
+    dla_tensor *r = dla_reshape(s, "", DLA_DIMS(8, 1, 3));
+    return dla_mul(dla_squeeze(r), dla_squeeze(r));
+}
+
+/* The MATLAB Answers layer in small: three slices of one tensor combined. */
+static dla_tensor *f_three_slices(void *c, dla_tensor *const *in)
+{
+    dla_tensor *z = dla_reshape(in[0], "", DLA_DIMS(4, 3, 2, 3, 2));
+    dla_tensor *z1 = dla_slice(z, 4, 0, 1, 1), *z2 = dla_slice(z, 4, 1, 1, 2),
+               *z3 = dla_slice(z, 4, 2, 1, 3);
+    return dla_add(dla_add(dla_square(dla_sub(z2, z1)), z2), dla_exp(dla_sub(z2, z3)));
+}
+
+static dla_tensor *f_moves(void *c, dla_tensor *const *in)
+{
+    dla_tensor *d = dla_tensor_to_device(dla_contiguous(dla_permute(in[0], DLA_DIMS(2, 1))),
+                                         dla_device_at(dla_device_count() - 1));
+    dla_tensor *back = dla_tensor_to_device(dla_cast(d, DLA_F64), dla_tensor_device(in[0]));
+    return dla_mul(back, back);
+}
+
+static void test_view_and_transfer_gradients(void **state)
+{
+    const int one[1] = {1};
+    dla_scope_begin();
+    gc_check(f_views, NULL, 1, (dla_tensor *[]){rnd("", DLA_DIMS(4, 5, 3))}, one, 1e-6);
+    gc_check(f_three_slices, NULL, 1, (dla_tensor *[]){rnd("SSCB", DLA_DIMS(4, 3, 2, 6))}, one, 1e-6);
+    gc_check(f_moves, NULL, 1, (dla_tensor *[]){rnd("", DLA_DIMS(3, 2))}, one, 1e-6);
+    dla_scope_end();
+}
+
+static dla_status through_single(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *l = dla_sum(dla_affine(dla_cast(in[0], DLA_F32), 3.0, 0.0), 0, NULL);
+    out[0] = l;
+    return dla_gradient(l, 1, in, &out[1]);
+}
+
+static void test_a_cast_to_single_passes_the_gradient_back_in_double(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = rnd("CB", DLA_DIMS(3, 2));
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(through_single, NULL, 1, &x, 2, out), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(out[0]), DLA_F32);
+    assert_int_equal(dla_tensor_dtype(out[1]), DLA_F64);
+    assert_string_equal(dla_tensor_format(out[1]), "CB");
+    for (int i = 0; i < 6; i++)
+        assert_true(dla_tensor_item(out[1], i) == 3.0);
+    dla_scope_end();
+}
+
+int main(void)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    dla_rng_seed(11);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_feval_returns_values_and_exact_gradients),
+        cmocka_unit_test(test_several_gradients_in_one_feval_and_tensors_reached_through_ctx),
+        cmocka_unit_test(test_gradient_errors_say_what_is_wrong),
+        cmocka_unit_test(test_outputs_left_unset_are_error_tensors),
+        cmocka_unit_test(test_fevals_nest_with_their_own_tapes),
+        cmocka_unit_test(test_the_tape_is_freed_when_feval_returns),
+        cmocka_unit_test(test_binary_op_gradients_with_broadcasting),
+        cmocka_unit_test(test_unary_op_gradients),
+        cmocka_unit_test(test_reduction_gradients_over_dim_sets),
+        cmocka_unit_test(test_matrix_product_gradients),
+        cmocka_unit_test(test_view_and_transfer_gradients),
+        cmocka_unit_test(test_a_cast_to_single_passes_the_gradient_back_in_double),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
