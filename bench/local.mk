@@ -12,6 +12,7 @@ bench_dlaccel_bench_SOURCES = \
 	bench/workload.h \
 	bench/workloads.c \
 	bench/workloads_core.c \
+	bench/workloads_autodiff.c \
 	bench/reference.c \
 	bench/timer.c bench/timer.h \
 	bench/report.c bench/report.h

@@ -56,6 +56,7 @@ struct bench_workload {
 /* The tables. Each ends with an entry whose name is NULL. */
 extern const bench_workload bench_core_workloads[];      /* workloads_core.c */
 extern const bench_workload bench_reference_workloads[]; /* reference.c */
+extern const bench_workload bench_autodiff_workloads[];  /* workloads_autodiff.c */
 
 /* Every device workload table, in report order; ends with NULL. */
 extern const bench_workload *const bench_device_tables[];

@@ -10,6 +10,7 @@
 
 const bench_workload *const bench_device_tables[] = {
     bench_core_workloads,
+    bench_autodiff_workloads,
     NULL,
 };
 

@@ -265,9 +265,11 @@ DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *w
             fail_grads(nwrt, grads);
             return DLA_ERR_INVALID_ARGUMENT;
         }
-    size_t count = tape->count;
+    size_t count = tape->count, tensors = (size_t)nwrt + 1;
+    for (size_t k = 0; k < count; k++)
+        tensors += (size_t)(tape->nodes[k].nin + tape->nodes[k].nout);
     gmap m = {0};
-    dla_status st = gmap_init(&m, count * (2 * DLA__OP_MAX_IO) + (size_t)nwrt + 1);
+    dla_status st = gmap_init(&m, tensors);
     /* Which tensors depend on a requested one: a forward pass over nodes. */
     for (int i = 0; st == DLA_OK && i < nwrt; i++)
         m.dep[gmap_slot(&m, wrt[i])] = 1;

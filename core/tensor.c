@@ -170,8 +170,9 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
     t->ndims = ndims;
     memcpy(t->dims, dims, (size_t)ndims * sizeof *dims);
     dla__dense_strides(ndims, t->dims, t->strides);
-    if (format)
-        snprintf(t->format, sizeof t->format, "%s", format);
+    /* A plain copy: this runs for every op result, printf would show. */
+    for (size_t i = 0; format && i < DLA_MAX_DIMS && format[i]; i++)
+        t->format[i] = format[i];
     t->storage = st;
     return t;
 }
