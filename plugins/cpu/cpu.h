@@ -55,4 +55,9 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args);
 /* ---- gemm.c ---- */
 dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *args);
 
+/* ---- conv.c ---- */
+dla_status dla__cpu_conv_forward(void *dev, const dla_conv_args *args);
+dla_status dla__cpu_conv_backward_data(void *dev, const dla_conv_args *args);
+dla_status dla__cpu_conv_backward_filter(void *dev, const dla_conv_args *args);
+
 #endif

@@ -16,4 +16,5 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/copy.c \
 	plugins/cpu/elementwise.c \
 	plugins/cpu/reduce.c \
-	plugins/cpu/gemm.c
+	plugins/cpu/gemm.c \
+	plugins/cpu/conv.c plugins/cpu/conv_impl.h plugins/cpu/conv_im2col.h plugins/cpu/conv_avx512.c

@@ -170,7 +170,10 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_UNARY:
     case DLA_KERNEL_BINARY:
     case DLA_KERNEL_REDUCE:
-    case DLA_KERNEL_GEMM: return dtype == DLA_F32 || dtype == DLA_F64;
+    case DLA_KERNEL_GEMM:
+    case DLA_KERNEL_CONV_FORWARD:
+    case DLA_KERNEL_CONV_BACKWARD_DATA:
+    case DLA_KERNEL_CONV_BACKWARD_FILTER: return dtype == DLA_F32 || dtype == DLA_F64;
     default: return 0;
     }
 }
@@ -217,6 +220,9 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .reduce = dla__cpu_reduce,
         .gemm = dla__cpu_gemm,
         .cast = dla__cpu_cast,
+        .conv_forward = dla__cpu_conv_forward,
+        .conv_backward_data = dla__cpu_conv_backward_data,
+        .conv_backward_filter = dla__cpu_conv_backward_filter,
     };
     /* Members past the host's struct_size are not there to be written. */
     memcpy(table, &mine, size);

@@ -1,0 +1,541 @@
+/*
+ * conv_avx512.c - direct float32 convolution with AVX-512, stride 1.
+ *
+ * Why not im2col: the channel counts of small image models (1-64) give
+ * GEMMs with one dimension of 20 or so, where OpenBLAS reaches 15-35% of
+ * the FMA peak (docs/convolution.md). These kernels keep a block of
+ * outputs in registers and stream the input straight from a padded copy.
+ *
+ * The "wide" layout: one image's channel is copied into a zero-padded
+ * buffer of Pb[d] = out[d] + (fs[d] - 1) * dilation[d] per spatial dim, so
+ * output position p = o0 + o1*Pb0 + o2*Pb0*Pb1 reads tap t at p + off[t],
+ * a constant offset for every output. Outputs are then computed for every
+ * p of the flattened range, rows' tails included (those land in columns
+ * past out[0] and are dropped when copied out): each tap is one unaligned
+ * vector load per 16 outputs, whatever the filter size, dilation or
+ * number of spatial dims. The buffer's zeros are written once per call;
+ * each image overwrites the same interior.
+ *
+ * forward:         y[f] = sum_c,t w[t,c,f] * xpad[c][p + off[t]]
+ * backward data:   the same pass on dY, with the taps flipped, the roles of
+ *                  C and F swapped and pad (fs-1)*dilation - pad_begin
+ * backward filter: dW[t,c,f] = sum_p xpad[c][p + off[t]] * dYwide[f][p],
+ *                  dY copied into the wide layout with zeros in the
+ *                  dropped columns; 16-lane partial sums per thread in
+ *                  memory, added up in a fixed order at the end.
+ * Register blocks: forward PV vectors of outputs x NF filters, backward
+ * filter NT taps x NF filters; the block shapes were chosen by measurement
+ * (docs/convolution.md).
+ *
+ * Compiled for any x86-64: only these functions carry target("avx512f"),
+ * and conv.c calls them after a runtime CPU check.
+ */
+#include "plugins/cpu/conv_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+#include <omp.h>
+#include <string.h>
+
+#define TGT __attribute__((target("avx512f")))
+#define INLINE static inline __attribute__((always_inline))
+
+/* Buffers one thread of a call keeps: at most this many bytes, else the
+ * call goes to im2col (which works in bounded chunks). */
+#define MAX_THREAD_BYTES ((int64_t)64 << 20)
+#define MAX_THREADS 256
+/* Outputs per strip of the forward pass: 4 vectors. */
+#define STRIP 64
+
+/* ------------------------------------------------------- micro-kernels */
+
+/* yb[f * ys + p ..] = sum over c < cg, t < nt of wp[(c, t, f)] * xb[c * cs + toff[t] + p ..]
+ * for PV vectors of 16 outputs and NF filters. */
+INLINE TGT void fwd_block(const float *xb, int64_t cs, int64_t cg, const int64_t *toff, int64_t nt,
+                          const float *wp, float *yb, int64_t ys, const int PV, const int NF)
+{
+    __m512 acc[4][12];
+#pragma GCC unroll 4
+    for (int i = 0; i < PV; i++)
+#pragma GCC unroll 12
+        for (int f = 0; f < NF; f++)
+            acc[i][f] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < cg; c++) {
+        const float *xc = xb + c * cs;
+        for (int64_t t = 0; t < nt; t++, wp += NF) {
+            const float *xt = xc + toff[t];
+            __m512 xv[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < PV; i++)
+                xv[i] = _mm512_loadu_ps(xt + 16 * i);
+#pragma GCC unroll 12
+            for (int f = 0; f < NF; f++) {
+                const __m512 wv = _mm512_set1_ps(wp[f]);
+#pragma GCC unroll 4
+                for (int i = 0; i < PV; i++)
+                    acc[i][f] = _mm512_fmadd_ps(xv[i], wv, acc[i][f]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < PV; i++)
+#pragma GCC unroll 12
+        for (int f = 0; f < NF; f++)
+            _mm512_store_ps(yb + f * ys + 16 * i, acc[i][f]);
+}
+
+/* acc[(f * af + t) * 16 ..] += sum over nvec vectors v of
+ * xc[toff[t] + 16 v ..] * dy[f * ds + 16 v ..], NT taps x NF filters. */
+INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy, int64_t ds,
+                          int64_t nvec, float *acc, int64_t af, const int NT, const int NF)
+{
+    __m512 a[4][6];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+#pragma GCC unroll 6
+        for (int f = 0; f < NF; f++)
+            a[t][f] = _mm512_load_ps(acc + (f * af + t) * 16);
+    const float *x[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+        x[t] = xc + toff[t];
+    for (int64_t v = 0; v < nvec * 16; v += 16) {
+        __m512 xv[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++)
+            xv[t] = _mm512_loadu_ps(x[t] + v);
+#pragma GCC unroll 6
+        for (int f = 0; f < NF; f++) {
+            __m512 d = _mm512_load_ps(dy + f * ds + v);
+            /* One load per vector of dY: otherwise the compiler folds it
+             * into each FMA, and the loads, not the FMAs, set the pace. */
+            __asm__("" : "+v"(d));
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++)
+                a[t][f] = _mm512_fmadd_ps(xv[t], d, a[t][f]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+#pragma GCC unroll 6
+        for (int f = 0; f < NF; f++)
+            _mm512_store_ps(acc + (f * af + t) * 16, a[t][f]);
+}
+
+typedef void (*fwd_fn)(const float *, int64_t, int64_t, const int64_t *, int64_t, const float *,
+                       float *, int64_t);
+typedef void (*bwf_fn)(const float *, const int64_t *, const float *, int64_t, int64_t, float *,
+                       int64_t);
+
+#define FWD(PV, NF)                                                                                \
+    static TGT void fwd_##PV##_##NF(const float *xb, int64_t cs, int64_t cg, const int64_t *toff,  \
+                                    int64_t nt, const float *wp, float *yb, int64_t ys)            \
+    {                                                                                              \
+        fwd_block(xb, cs, cg, toff, nt, wp, yb, ys, PV, NF);                                       \
+    }
+FWD(4, 1) FWD(4, 2) FWD(4, 3) FWD(4, 4) FWD(4, 5) FWD(4, 6)
+FWD(2, 7) FWD(2, 8) FWD(2, 9) FWD(2, 10) FWD(2, 11) FWD(2, 12)
+#undef FWD
+/* By filters per block (1..12); 1-6 take 4 vectors of outputs, 7-12 two. */
+static const fwd_fn fwd_fns[13] = {NULL,      fwd_4_1,  fwd_4_2,  fwd_4_3,  fwd_4_4,
+                                   fwd_4_5,   fwd_4_6,  fwd_2_7,  fwd_2_8,  fwd_2_9,
+                                   fwd_2_10,  fwd_2_11, fwd_2_12};
+#define FWD_MAX_NF 12
+
+#define BWF(NT, NF)                                                                                \
+    static TGT void bwf_##NT##_##NF(const float *xc, const int64_t *toff, const float *dy,         \
+                                    int64_t ds, int64_t nvec, float *acc, int64_t af)              \
+    {                                                                                              \
+        bwf_block(xc, toff, dy, ds, nvec, acc, af, NT, NF);                                        \
+    }
+#define BWF_ROW(NT) BWF(NT, 1) BWF(NT, 2) BWF(NT, 3) BWF(NT, 4) BWF(NT, 5) BWF(NT, 6)
+BWF_ROW(1) BWF_ROW(2) BWF_ROW(3) BWF_ROW(4)
+#undef BWF_ROW
+#undef BWF
+#define BWF_ENTRY(NT) {NULL, bwf_##NT##_1, bwf_##NT##_2, bwf_##NT##_3, bwf_##NT##_4, bwf_##NT##_5, bwf_##NT##_6}
+static const bwf_fn bwf_fns[5][7] = {
+    {NULL}, BWF_ENTRY(1), BWF_ENTRY(2), BWF_ENTRY(3), BWF_ENTRY(4),
+};
+#undef BWF_ENTRY
+#define BWF_MAX_NT 4
+#define BWF_MAX_NF 6
+
+/* n split into the fewest blocks of at most max, of nearly equal sizes:
+ * the size of the first (later ones are the same or one smaller). */
+static int64_t block_of(int64_t n, int64_t max)
+{
+    int64_t blocks = (n + max - 1) / max;
+    return (n + blocks - 1) / blocks;
+}
+
+/* ------------------------------------------------------------ the wide layout */
+
+typedef struct wide {
+    int64_t Pb[3];   /* padded buffer dims */
+    int64_t w1, w2;  /* its strides along dims 1 and 2 */
+    int64_t span;    /* outputs computed: up to the last real one */
+    int64_t span_r;  /* span rounded up to a whole strip */
+    int64_t cs;      /* floats per channel buffer */
+} wide;
+
+static void wide_init(wide *g, const int64_t *out, const int64_t *fs, const int64_t *dl)
+{
+    for (int d = 0; d < 3; d++)
+        g->Pb[d] = out[d] + (fs[d] - 1) * dl[d];
+    g->w1 = g->Pb[0], g->w2 = g->Pb[0] * g->Pb[1];
+    g->span = (out[0] - 1) + (out[1] - 1) * g->w1 + (out[2] - 1) * g->w2 + 1;
+    g->span_r = (g->span + STRIP - 1) / STRIP * STRIP;
+    /* The last strip reads up to span_r - span past the buffer's end. */
+    const int64_t total = g->Pb[0] * g->Pb[1] * g->Pb[2] + (g->span_r - g->span);
+    g->cs = (total + 15) / 16 * 16;
+}
+
+/* Offset of each tap (filter element, dim 0 fastest) in the wide layout. */
+static void tap_offsets(const wide *g, const int64_t *fs, const int64_t *dl, int64_t *toff)
+{
+    int64_t t = 0;
+    for (int64_t t2 = 0; t2 < fs[2]; t2++)
+        for (int64_t t1 = 0; t1 < fs[1]; t1++)
+            for (int64_t t0 = 0; t0 < fs[0]; t0++, t++)
+                toff[t] = t0 * dl[0] + t1 * dl[1] * g->w1 + t2 * dl[2] * g->w2;
+}
+
+/* Copies nch channels of a source image (strides ss[3], channel sc) into
+ * channel buffers buf[ch * cs], source index i at buffer index i + pb;
+ * what falls outside the buffer is cropped. */
+static TGT void pack(const wide *g, const float *src, const int64_t *in, const int64_t *ss,
+                     int64_t sc, int64_t nch, const int64_t *pb, float *buf)
+{
+    int64_t lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        lo[d] = pb[d] < 0 ? -pb[d] : 0;
+        hi[d] = g->Pb[d] - pb[d] < in[d] ? g->Pb[d] - pb[d] : in[d];
+        if (hi[d] <= lo[d])
+            return;
+    }
+    for (int64_t ch = 0; ch < nch; ch++)
+        for (int64_t i2 = lo[2]; i2 < hi[2]; i2++)
+            for (int64_t i1 = lo[1]; i1 < hi[1]; i1++) {
+                const float *s = src + ch * sc + i1 * ss[1] + i2 * ss[2];
+                float *b = buf + ch * g->cs + pb[0] + (i1 + pb[1]) * g->w1 + (i2 + pb[2]) * g->w2;
+                if (ss[0] == 1)
+                    memcpy(b + lo[0], s + lo[0], (size_t)(hi[0] - lo[0]) * sizeof(float));
+                else
+                    for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
+                        b[i0] = s[i0 * ss[0]];
+            }
+}
+
+/* The real outputs of nch wide channels (ybuf[ch * ystride]) into dst
+ * (strides ds[3], channel dc), plus bias[ch * bs] when bias is given. */
+static TGT void unpack(const wide *g, const float *ybuf, int64_t ystride, int64_t nch,
+                       const int64_t *out, float *dst, const int64_t *ds, int64_t dc,
+                       const float *bias, int64_t bs)
+{
+    for (int64_t ch = 0; ch < nch; ch++) {
+        const float b = bias ? bias[ch * bs] : 0.0f;
+        for (int64_t o2 = 0; o2 < out[2]; o2++)
+            for (int64_t o1 = 0; o1 < out[1]; o1++) {
+                const float *s = ybuf + ch * ystride + o1 * g->w1 + o2 * g->w2;
+                float *d = dst + ch * dc + o1 * ds[1] + o2 * ds[2];
+                if (ds[0] == 1)
+                    for (int64_t o0 = 0; o0 < out[0]; o0++)
+                        d[o0] = s[o0] + b;
+                else
+                    for (int64_t o0 = 0; o0 < out[0]; o0++)
+                        d[o0 * ds[0]] = s[o0] + b;
+            }
+    }
+}
+
+/* ------------------------------------------------ forward and backward data */
+
+/* One pass of y = conv(x, w) in wide layout, for forward (x, w, y as
+ * given) and backward data (dY as the source, flipped weights, dX as the
+ * destination). */
+typedef struct pass {
+    int64_t B, G, nci, nco; /* images, groups, channels per group in and out */
+    int64_t in[3], out[3], fs[3], dl[3], pb[3];
+    const float *src;
+    int64_t ss[3], sc, sb;
+    float *dst;
+    int64_t ds[3], dc, db;
+    const float *bias;
+    int64_t bs;
+    /* Per group g, per block of nf filters from f0: [c][t][nf] at
+     * wpack + g * nci * ntaps * nco + f0 * nci * ntaps. */
+    const float *wpack;
+    int64_t nf; /* filters per block */
+} pass;
+
+static dla_status run_pass(const pass *q, int64_t ntaps)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (q->out[0] * q->out[1] * q->out[2] == 0 || q->B == 0)
+        return DLA_OK;
+    wide g;
+    wide_init(&g, q->out, q->fs, q->dl);
+    const int64_t xfloats = q->nci * g.cs, yfloats = q->nco * g.span_r;
+    if ((xfloats + yfloats) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    int threads = omp_get_max_threads();
+    if (threads > q->B)
+        threads = (int)q->B;
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    int64_t *toff = h->alloc((size_t)ntaps * sizeof(int64_t), 0);
+    float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0};
+    int failed = !toff;
+    for (int i = 0; i < threads && !failed; i++) {
+        xb[i] = h->alloc((size_t)xfloats * sizeof(float), DLA__CPU_ALIGN);
+        yb[i] = h->alloc((size_t)yfloats * sizeof(float), DLA__CPU_ALIGN);
+        failed = !xb[i] || !yb[i];
+        if (!failed)
+            memset(xb[i], 0, (size_t)xfloats * sizeof(float));
+    }
+    if (!failed) {
+        tap_offsets(&g, q->fs, q->dl, toff);
+        const int64_t nf = q->nf;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (int64_t b = 0; b < q->B; b++) {
+            const int me = omp_get_thread_num();
+            float *x = xb[me], *y = yb[me];
+            for (int64_t grp = 0; grp < q->G; grp++) {
+                pack(&g, q->src + b * q->sb + grp * q->nci * q->sc, q->in, q->ss, q->sc, q->nci,
+                     q->pb, x);
+                const float *wg = q->wpack + grp * q->nci * ntaps * q->nco;
+                for (int64_t p = 0; p < g.span_r; p += STRIP)
+                    for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
+                        const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
+                        const float *wp = wg + f0 * q->nci * ntaps;
+                        if (n <= 6)
+                            fwd_fns[n](x + p, g.cs, q->nci, toff, ntaps, wp, y + f0 * g.span_r + p,
+                                       g.span_r);
+                        else {
+                            fwd_fns[n](x + p, g.cs, q->nci, toff, ntaps, wp, y + f0 * g.span_r + p,
+                                       g.span_r);
+                            fwd_fns[n](x + p + 32, g.cs, q->nci, toff, ntaps, wp,
+                                       y + f0 * g.span_r + p + 32, g.span_r);
+                        }
+                    }
+                unpack(&g, y, g.span_r, q->nco, q->out,
+                       q->dst + b * q->db + grp * q->nco * q->dc, q->ds, q->dc,
+                       q->bias ? q->bias + grp * q->nco * q->bs : NULL, q->bs);
+            }
+        }
+    }
+    for (int i = 0; i < threads; i++) {
+        h->free(xb[i]);
+        h->free(yb[i]);
+    }
+    h->free(toff);
+    if (failed)
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the padded buffers of %d threads", threads);
+    return DLA_OK;
+}
+
+/* Filters per register block of the forward pass. */
+static int64_t fwd_nf(int64_t nco)
+{
+    return block_of(nco, FWD_MAX_NF);
+}
+
+static dla_status direct_forward(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    pass q = {.B = p->batch, .G = p->G, .nci = p->Cg, .nco = p->Fg};
+    for (int d = 0; d < 3; d++) {
+        q.in[d] = p->in[d], q.out[d] = p->out[d], q.fs[d] = p->fs[d];
+        q.dl[d] = p->dl[d], q.pb[d] = p->pb[d];
+        q.ss[d] = p->xs[d], q.ds[d] = p->ys[d];
+    }
+    q.src = (const float *)p->x, q.sc = p->xc, q.sb = p->xb;
+    q.dst = (float *)p->y, q.dc = p->yf, q.db = p->yb;
+    q.bias = (const float *)p->bias, q.bs = p->bs;
+    q.nf = fwd_nf(p->Fg);
+    const int64_t nw = p->ntaps * p->Cg * p->F;
+    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
+    if (!wp)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
+                        (long long)nw);
+    const float *w = (const float *)p->w;
+    float *o = wp;
+    for (int64_t g = 0; g < p->G; g++)
+        for (int64_t f0 = 0; f0 < p->Fg; f0 += q.nf) {
+            const int64_t n = f0 + q.nf <= p->Fg ? q.nf : p->Fg - f0;
+            for (int64_t c = 0; c < p->Cg; c++)
+                for (int64_t t2 = 0; t2 < p->fs[2]; t2++)
+                    for (int64_t t1 = 0; t1 < p->fs[1]; t1++)
+                        for (int64_t t0 = 0; t0 < p->fs[0]; t0++)
+                            for (int64_t f = f0; f < f0 + n; f++)
+                                *o++ = w[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
+                                         t1 * p->ws[1] + t2 * p->ws[2]];
+        }
+    q.wpack = wp;
+    dla_status s = run_pass(&q, p->ntaps);
+    h->free(wp);
+    return s;
+}
+
+static dla_status direct_backward_data(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    /* dX[i] = sum_k w[k] dY[i + pb - k*dl] = sum_k' w[fs-1-k'] dY[i - pb' + k'*dl]. */
+    pass q = {.B = p->batch, .G = p->G, .nci = p->Fg, .nco = p->Cg};
+    for (int d = 0; d < 3; d++) {
+        q.in[d] = p->out[d], q.out[d] = p->in[d], q.fs[d] = p->fs[d], q.dl[d] = p->dl[d];
+        q.pb[d] = (p->fs[d] - 1) * p->dl[d] - p->pb[d];
+        q.ss[d] = p->ys[d], q.ds[d] = p->xs[d];
+    }
+    q.src = (const float *)p->y, q.sc = p->yf, q.sb = p->yb;
+    q.dst = (float *)p->x, q.dc = p->xc, q.db = p->xb;
+    q.nf = fwd_nf(p->Cg);
+    if (p->in_px == 0 || p->batch == 0)
+        return DLA_OK;
+    if (p->out_px == 0)
+        return DLA_ERR_UNSUPPORTED; /* dX = 0: left to im2col, which zeroes */
+    const int64_t nw = p->ntaps * p->Cg * p->F;
+    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
+    if (!wp)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
+                        (long long)nw);
+    const float *w = (const float *)p->w;
+    float *o = wp;
+    for (int64_t g = 0; g < p->G; g++)
+        for (int64_t c0 = 0; c0 < p->Cg; c0 += q.nf) {
+            const int64_t n = c0 + q.nf <= p->Cg ? q.nf : p->Cg - c0;
+            for (int64_t f = 0; f < p->Fg; f++)
+                for (int64_t t2 = p->fs[2] - 1; t2 >= 0; t2--)
+                    for (int64_t t1 = p->fs[1] - 1; t1 >= 0; t1--)
+                        for (int64_t t0 = p->fs[0] - 1; t0 >= 0; t0--)
+                            for (int64_t c = c0; c < c0 + n; c++)
+                                *o++ = w[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
+                                         t1 * p->ws[1] + t2 * p->ws[2]];
+        }
+    q.wpack = wp;
+    dla_status s = run_pass(&q, p->ntaps);
+    h->free(wp);
+    return s;
+}
+
+/* ------------------------------------------------------- backward filter */
+
+static dla_status direct_backward_filter(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (p->out_px == 0 || p->batch == 0)
+        return DLA_ERR_UNSUPPORTED; /* dW = 0: left to im2col */
+    wide g;
+    wide_init(&g, p->out, p->fs, p->dl);
+    const int64_t nt = p->ntaps, nacc = p->G * p->Fg * p->Cg * nt * 16;
+    const int64_t xfloats = p->Cg * g.cs, yfloats = p->Fg * g.span_r;
+    if ((xfloats + yfloats + nacc) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    int threads = omp_get_max_threads();
+    if (threads > p->batch)
+        threads = (int)p->batch;
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    int64_t *toff = h->alloc((size_t)nt * sizeof(int64_t), 0);
+    float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
+    int failed = !toff;
+    for (int i = 0; i < threads && !failed; i++) {
+        xb[i] = h->alloc((size_t)xfloats * sizeof(float), DLA__CPU_ALIGN);
+        yb[i] = h->alloc((size_t)yfloats * sizeof(float), DLA__CPU_ALIGN);
+        acc[i] = h->alloc((size_t)nacc * sizeof(float), DLA__CPU_ALIGN);
+        failed = !xb[i] || !yb[i] || !acc[i];
+        if (!failed) {
+            memset(xb[i], 0, (size_t)xfloats * sizeof(float));
+            memset(yb[i], 0, (size_t)yfloats * sizeof(float));
+            memset(acc[i], 0, (size_t)nacc * sizeof(float));
+        }
+    }
+    if (!failed) {
+        tap_offsets(&g, p->fs, p->dl, toff);
+        const int64_t ntb = block_of(nt, BWF_MAX_NT), nfb = block_of(p->Fg, BWF_MAX_NF);
+        const int64_t nvec = g.span_r / 16;
+        /* Static: each thread sums the same images on every call. */
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t b = 0; b < p->batch; b++) {
+            const int me = omp_get_thread_num();
+            float *x = xb[me], *dy = yb[me];
+            for (int64_t grp = 0; grp < p->G; grp++) {
+                pack(&g, (const float *)p->x + b * p->xb + grp * p->Cg * p->xc, p->in, p->xs,
+                     p->xc, p->Cg, p->pb, x);
+                /* dY into the wide layout: real outputs only, the rest stays 0. */
+                const float *ys = (const float *)p->y + b * p->yb + grp * p->Fg * p->yf;
+                for (int64_t f = 0; f < p->Fg; f++)
+                    for (int64_t o2 = 0; o2 < p->out[2]; o2++)
+                        for (int64_t o1 = 0; o1 < p->out[1]; o1++) {
+                            const float *s = ys + f * p->yf + o1 * p->ys[1] + o2 * p->ys[2];
+                            float *d = dy + f * g.span_r + o1 * g.w1 + o2 * g.w2;
+                            for (int64_t o0 = 0; o0 < p->out[0]; o0++)
+                                d[o0] = s[o0 * p->ys[0]];
+                        }
+                float *ag = acc[me] + grp * p->Fg * p->Cg * nt * 16;
+                for (int64_t c = 0; c < p->Cg; c++)
+                    for (int64_t t0 = 0; t0 < nt; t0 += ntb) {
+                        const int64_t tn = t0 + ntb <= nt ? ntb : nt - t0;
+                        for (int64_t f0 = 0; f0 < p->Fg; f0 += nfb) {
+                            const int64_t fn = f0 + nfb <= p->Fg ? nfb : p->Fg - f0;
+                            bwf_fns[tn][fn](x + c * g.cs, toff + t0, dy + f0 * g.span_r,
+                                            g.span_r, nvec,
+                                            ag + ((f0 * p->Cg + c) * nt + t0) * 16,
+                                            p->Cg * nt);
+                        }
+                    }
+            }
+        }
+        /* dW = the threads' 16-lane sums, added in a fixed order. */
+        float *w = (float *)p->w;
+        for (int64_t grp = 0; grp < p->G; grp++)
+            for (int64_t f = 0; f < p->Fg; f++)
+                for (int64_t c = 0; c < p->Cg; c++)
+                    for (int64_t t = 0; t < nt; t++) {
+                        const int64_t at = (((grp * p->Fg + f) * p->Cg + c) * nt + t) * 16;
+                        double s = 0;
+                        for (int i = 0; i < threads; i++)
+                            for (int l = 0; l < 16; l++)
+                                s += acc[i][at + l];
+                        const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
+                                      t2 = t / (p->fs[0] * p->fs[1]);
+                        w[grp * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] + t1 * p->ws[1] +
+                          t2 * p->ws[2]] = (float)s;
+                    }
+    }
+    for (int i = 0; i < threads; i++) {
+        h->free(xb[i]);
+        h->free(yb[i]);
+        h->free(acc[i]);
+    }
+    h->free(toff);
+    if (failed)
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the padded buffers of %d threads", threads);
+    return DLA_OK;
+}
+
+dla_status dla__cpu_conv_direct(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
+{
+    if (p->dtype != DLA_F32 || p->st[0] != 1 || p->st[1] != 1 || p->st[2] != 1)
+        return DLA_ERR_UNSUPPORTED;
+    switch (dir) {
+    case DLA__CONV_FORWARD: return direct_forward(p);
+    case DLA__CONV_BACKWARD_DATA: return direct_backward_data(p);
+    case DLA__CONV_BACKWARD_FILTER: return direct_backward_filter(p);
+    }
+    return DLA_ERR_UNSUPPORTED;
+}
+
+#else /* not x86-64 with GCC or Clang: im2col does everything */
+
+dla_status dla__cpu_conv_direct(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
+{
+    (void)p;
+    (void)dir;
+    return DLA_ERR_UNSUPPORTED;
+}
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * conv_im2col.h - convolution by im2col and GEMM, for one element type.
+ *
+ * conv.c includes this once per dtype with CT (the C type), CSFX (a name
+ * suffix) and CGEMM (cblas_sgemm or cblas_dgemm) defined. It handles every
+ * option of the ABI (1-3 spatial dims, stride, dilation, any padding,
+ * groups, bias, strided views), so it is the oracle path and the one for
+ * double precision and strided convolutions.
+ *
+ * Per image and group, a chunk of output rows (runs along spatial dim 0)
+ * is unfolded into col, a pc x K column-major matrix (K = taps x C/G, the
+ * order of MATLAB's filter layout, so a group's weights are already the
+ * K x F/G matrix). Then
+ *   forward:         Y   (pc x F/G) = col * W
+ *   backward data:   dcol (pc x K)  = dY * W',  folded back into dx
+ *   backward filter: dW  (K x F/G) += col' * dY
+ * Images go over the OpenMP team, one GEMM per thread at a time (OpenBLAS
+ * stays single-threaded inside a parallel region); a batch smaller than
+ * the team runs on one thread and lets OpenBLAS thread each GEMM.
+ */
+
+#define CONV_CAT2(a, b) a##b
+#define CONV_CAT(a, b) CONV_CAT2(a, b)
+#define CONV_FN(name) CONV_CAT(name, CSFX)
+
+/* Valid outputs o (0 <= o < n_out) of a spatial dim whose input index
+ * o * st + start falls inside 0..n_in-1: the range [*lo, *hi). */
+#ifndef DLA__CONV_VALID_RANGE
+#define DLA__CONV_VALID_RANGE
+static inline int64_t conv_ceil_div(int64_t a, int64_t b) /* b > 0 */
+{
+    return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+static inline int64_t conv_floor_div(int64_t a, int64_t b) /* b > 0 */
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+static inline void conv_valid_range(int64_t n_out, int64_t n_in, int64_t st, int64_t start,
+                                    int64_t *lo, int64_t *hi)
+{
+    int64_t l = conv_ceil_div(-start, st), h = conv_floor_div(n_in - 1 - start, st) + 1;
+    *lo = l < 0 ? 0 : l > n_out ? n_out : l;
+    *hi = h < *lo ? *lo : h > n_out ? n_out : h;
+}
+#endif
+
+/* col[q + k * pc] for the rows r0..r0+nr-1 (r = o1 + o2 * out1) of image b,
+ * group g; pc = nr * out0. */
+static void CONV_FN(im2col_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
+                             CT *col)
+{
+    const int64_t pc = nr * p->out[0];
+    const CT *xg = (const CT *)p->x + b * p->xb + g * p->Cg * p->xc;
+    for (int64_t c = 0; c < p->Cg; c++)
+        for (int64_t t = 0; t < p->ntaps; t++) {
+            const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
+                          t2 = t / (p->fs[0] * p->fs[1]);
+            CT *dst = col + (c * p->ntaps + t) * pc;
+            int64_t lo, hi;
+            conv_valid_range(p->out[0], p->in[0], p->st[0], t0 * p->dl[0] - p->pb[0], &lo, &hi);
+            for (int64_t r = r0; r < r0 + nr; r++, dst += p->out[0]) {
+                const int64_t o1 = r % p->out[1], o2 = r / p->out[1];
+                const int64_t i1 = o1 * p->st[1] - p->pb[1] + t1 * p->dl[1];
+                const int64_t i2 = o2 * p->st[2] - p->pb[2] + t2 * p->dl[2];
+                if (i1 < 0 || i1 >= p->in[1] || i2 < 0 || i2 >= p->in[2] || lo >= hi) {
+                    for (int64_t o = 0; o < p->out[0]; o++)
+                        dst[o] = 0;
+                    continue;
+                }
+                const CT *src = xg + c * p->xc + i1 * p->xs[1] + i2 * p->xs[2] +
+                                (t0 * p->dl[0] - p->pb[0]) * p->xs[0];
+                for (int64_t o = 0; o < lo; o++)
+                    dst[o] = 0;
+                const int64_t step = p->st[0] * p->xs[0];
+                for (int64_t o = lo; o < hi; o++)
+                    dst[o] = src[o * step];
+                for (int64_t o = hi; o < p->out[0]; o++)
+                    dst[o] = 0;
+            }
+        }
+}
+
+/* dx of image b, group g, += the folded dcol of rows r0..r0+nr-1. */
+static void CONV_FN(col2im_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
+                             const CT *col, CT *dx_base)
+{
+    const int64_t pc = nr * p->out[0];
+    CT *xg = dx_base + b * p->xb + g * p->Cg * p->xc;
+    for (int64_t c = 0; c < p->Cg; c++)
+        for (int64_t t = 0; t < p->ntaps; t++) {
+            const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
+                          t2 = t / (p->fs[0] * p->fs[1]);
+            const CT *src = col + (c * p->ntaps + t) * pc;
+            int64_t lo, hi;
+            conv_valid_range(p->out[0], p->in[0], p->st[0], t0 * p->dl[0] - p->pb[0], &lo, &hi);
+            for (int64_t r = r0; r < r0 + nr; r++, src += p->out[0]) {
+                const int64_t o1 = r % p->out[1], o2 = r / p->out[1];
+                const int64_t i1 = o1 * p->st[1] - p->pb[1] + t1 * p->dl[1];
+                const int64_t i2 = o2 * p->st[2] - p->pb[2] + t2 * p->dl[2];
+                if (i1 < 0 || i1 >= p->in[1] || i2 < 0 || i2 >= p->in[2])
+                    continue;
+                CT *dst = xg + c * p->xc + i1 * p->xs[1] + i2 * p->xs[2] +
+                          (t0 * p->dl[0] - p->pb[0]) * p->xs[0];
+                const int64_t step = p->st[0] * p->xs[0];
+                for (int64_t o = lo; o < hi; o++)
+                    dst[o * step] += src[o];
+            }
+        }
+}
+
+/* Rows r0..r0+nr-1 of filters g*Fg.. of y (image b) <-> tmp (pc x Fg). */
+static void CONV_FN(y_rows_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
+                             CT *tmp, int to_y)
+{
+    const int64_t pc = nr * p->out[0];
+    CT *yg = (CT *)p->y + b * p->yb + g * p->Fg * p->yf;
+    for (int64_t f = 0; f < p->Fg; f++)
+        for (int64_t r = r0; r < r0 + nr; r++) {
+            const int64_t o1 = r % p->out[1], o2 = r / p->out[1];
+            CT *row = yg + f * p->yf + o1 * p->ys[1] + o2 * p->ys[2];
+            CT *t = tmp + f * pc + (r - r0) * p->out[0];
+            if (to_y) {
+                const CT bias = p->bias ? ((const CT *)p->bias)[(g * p->Fg + f) * p->bs] : 0;
+                for (int64_t o = 0; o < p->out[0]; o++)
+                    row[o * p->ys[0]] = t[o] + bias;
+            } else {
+                for (int64_t o = 0; o < p->out[0]; o++)
+                    t[o] = row[o * p->ys[0]];
+            }
+        }
+}
+
+/* Zeroes dx of image b (every channel and position). */
+static void CONV_FN(zero_image_)(const dla__cpu_conv *p, int64_t b)
+{
+    CT *xb = (CT *)p->x + b * p->xb;
+    for (int64_t c = 0; c < p->C; c++)
+        for (int64_t i2 = 0; i2 < p->in[2]; i2++)
+            for (int64_t i1 = 0; i1 < p->in[1]; i1++) {
+                CT *row = xb + c * p->xc + i1 * p->xs[1] + i2 * p->xs[2];
+                for (int64_t i0 = 0; i0 < p->in[0]; i0++)
+                    row[i0 * p->xs[0]] = 0;
+            }
+}
+
+static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    const int64_t K = p->ntaps * p->Cg, rows = p->out[1] * p->out[2];
+    const int64_t wsize = K * p->Fg * p->G;
+    /* Rows per chunk: col stays near L2 (2^18 elements), at least a row. */
+    int64_t nr = rows > 0 && p->out[0] > 0 ? ((int64_t)1 << 18) / (K * p->out[0]) : 1;
+    if (nr < 1)
+        nr = 1;
+    if (nr > rows)
+        nr = rows > 0 ? rows : 1;
+    const int64_t pcmax = nr * p->out[0];
+
+    /* The weights as dense K x Fg matrices, one per group (MATLAB order). */
+    CT *wk = h->alloc((size_t)(wsize > 0 ? wsize : 1) * sizeof(CT), DLA__CPU_ALIGN);
+    if (!wk)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
+                        (long long)wsize);
+    if (dir != DLA__CONV_BACKWARD_FILTER)
+        for (int64_t g = 0; g < p->G; g++)
+            for (int64_t f = 0; f < p->Fg; f++)
+                for (int64_t c = 0; c < p->Cg; c++)
+                    for (int64_t t = 0; t < p->ntaps; t++) {
+                        const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
+                                      t2 = t / (p->fs[0] * p->fs[1]);
+                        wk[(g * p->Fg + f) * K + c * p->ntaps + t] =
+                            ((const CT *)p->w)[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
+                                               t1 * p->ws[1] + t2 * p->ws[2]];
+                    }
+    else
+        for (int64_t i = 0; i < wsize; i++)
+            wk[i] = 0;
+
+    int threads = omp_get_max_threads();
+    if (threads > p->batch)
+        threads = p->batch > 0 ? (int)p->batch : 1;
+    if (threads > DLA__CONV_MAX_THREADS)
+        threads = DLA__CONV_MAX_THREADS;
+    const int filter = dir == DLA__CONV_BACKWARD_FILTER;
+    /* Each thread's unfolded rows, its dY or Y rows and (backward filter)
+     * its own dW sum, allocated here so a refusal fails the call cleanly. */
+    CT *col[DLA__CONV_MAX_THREADS] = {0}, *tmp[DLA__CONV_MAX_THREADS] = {0},
+       *acc[DLA__CONV_MAX_THREADS] = {0};
+    int failed = 0;
+    for (int i = 0; i < threads && !failed; i++) {
+        col[i] = h->alloc((size_t)(pcmax * K > 0 ? pcmax * K : 1) * sizeof(CT), DLA__CPU_ALIGN);
+        tmp[i] = h->alloc((size_t)(pcmax * p->Fg > 0 ? pcmax * p->Fg : 1) * sizeof(CT),
+                          DLA__CPU_ALIGN);
+        if (filter) {
+            acc[i] = h->alloc((size_t)(wsize > 0 ? wsize : 1) * sizeof(CT), DLA__CPU_ALIGN);
+            for (int64_t j = 0; acc[i] && j < wsize; j++)
+                acc[i][j] = 0;
+        }
+        failed = !col[i] || !tmp[i] || (filter && !acc[i]);
+    }
+    if (!failed) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (int64_t b = 0; b < p->batch; b++) {
+            const int me = omp_get_thread_num();
+            CT *mcol = col[me], *mtmp = tmp[me];
+            if (dir == DLA__CONV_BACKWARD_DATA)
+                CONV_FN(zero_image_)(p, b);
+            for (int64_t g = 0; g < p->G; g++)
+                for (int64_t r0 = 0; r0 < rows; r0 += nr) {
+                    const int64_t n = r0 + nr <= rows ? nr : rows - r0, pc = n * p->out[0];
+                    if (pc == 0)
+                        continue;
+                    const CT *wg = wk + g * p->Fg * K;
+                    switch (dir) {
+                    case DLA__CONV_FORWARD:
+                        CONV_FN(im2col_)(p, b, g, r0, n, mcol);
+                        if (K > 0)
+                            CGEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)pc, (int)p->Fg,
+                                  (int)K, 1, mcol, (int)pc, wg, (int)K, 0, mtmp, (int)pc);
+                        else
+                            for (int64_t i = 0; i < pc * p->Fg; i++)
+                                mtmp[i] = 0;
+                        CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 1);
+                        break;
+                    case DLA__CONV_BACKWARD_DATA:
+                        if (K == 0)
+                            break;
+                        CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
+                        CGEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)pc, (int)K, (int)p->Fg,
+                              1, mtmp, (int)pc, wg, (int)K, 0, mcol, (int)pc);
+                        CONV_FN(col2im_)(p, b, g, r0, n, mcol, (CT *)p->x);
+                        break;
+                    case DLA__CONV_BACKWARD_FILTER:
+                        if (K == 0)
+                            break;
+                        CONV_FN(im2col_)(p, b, g, r0, n, mcol);
+                        CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
+                        CGEMM(CblasColMajor, CblasTrans, CblasNoTrans, (int)K, (int)p->Fg,
+                              (int)pc, 1, mcol, (int)pc, mtmp, (int)pc, 1, acc[me] + g * p->Fg * K,
+                              (int)K);
+                        break;
+                    }
+                }
+        }
+        /* Thread sums in a fixed order: the same dW on every run. */
+        for (int i = 0; filter && i < threads; i++)
+            for (int64_t j = 0; j < wsize; j++)
+                wk[j] += acc[i][j];
+    }
+    for (int i = 0; i < threads; i++) {
+        h->free(col[i]);
+        h->free(tmp[i]);
+        h->free(acc[i]);
+    }
+    if (failed) {
+        h->free(wk);
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the %lld x %lld unfolded input of a thread",
+                        (long long)pcmax, (long long)K);
+    }
+    if (dir == DLA__CONV_BACKWARD_FILTER) {
+        /* An empty batch or output still writes dW = 0. */
+        for (int64_t g = 0; g < p->G; g++)
+            for (int64_t f = 0; f < p->Fg; f++)
+                for (int64_t c = 0; c < p->Cg; c++)
+                    for (int64_t t = 0; t < p->ntaps; t++) {
+                        const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
+                                      t2 = t / (p->fs[0] * p->fs[1]);
+                        ((CT *)p->w)[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
+                                     t1 * p->ws[1] + t2 * p->ws[2]] =
+                            wk[(g * p->Fg + f) * K + c * p->ntaps + t];
+                    }
+    }
+    h->free(wk);
+    return DLA_OK;
+}
+
+#undef CONV_FN
+#undef CONV_CAT
+#undef CONV_CAT2

@@ -1,0 +1,8 @@
+# tests/conv.mk - convolution: the kernel conformance suite (every loaded
+# device against naive loops) and dla_conv / dla_transpconv (forward
+# values, finite-difference gradients, error messages).
+check_PROGRAMS += tests/test_conv_kernels
+tests_test_conv_kernels_SOURCES = tests/test_conv_kernels.c
+tests_test_conv_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_conv_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+TESTS += tests/test_conv_kernels

@@ -1,0 +1,599 @@
+/*
+ * test_conv_kernels.c - conformance of the convolution kernels
+ * (conv_forward, conv_backward_data, conv_backward_filter) on every loaded
+ * device, against naive loops written here.
+ *
+ * Random cases cover 1-3 spatial dims, stride, dilation, asymmetric and
+ * negative padding (cropping), groups up to channel-wise, bias, empty
+ * batches and outputs, float and double, dense views and views with
+ * permuted layouts, gaps and offsets. Each output buffer is compared whole
+ * (elements outside the view must keep their old values), and the
+ * backward kernels must overwrite what was there. On the cpu plugin every
+ * case runs twice: with the algorithm the plugin picks (direct AVX-512
+ * where it applies) and with DLACCEL_CPU_CONV=im2col.
+ *
+ * Devices are driven only through their plugin table, as in
+ * test_kernels.c.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include <dlaccel.h>
+
+#include "core/device.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEVICES 32
+
+static dla_device *devices[MAX_DEVICES];
+static int n_devices;
+static char what[512];
+
+/* ---------------------------------------------------------- randomness */
+
+static uint64_t rng_state = 20240612u;
+
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static int64_t rnd_int(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+static double rnd_unif(double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(rnd() >> 11) / 9007199254740992.0);
+}
+static int chance(int percent)
+{
+    return rnd_int(0, 99) < percent;
+}
+
+/* ------------------------------------------------------------- buffers */
+
+static size_t dsize(dla_dtype t)
+{
+    return t == DLA_F64 ? 8 : 4;
+}
+static double get(dla_dtype t, const void *p, int64_t i)
+{
+    return t == DLA_F64 ? ((const double *)p)[i] : ((const float *)p)[i];
+}
+static void put(dla_dtype t, void *p, int64_t i, double v)
+{
+    if (t == DLA_F64)
+        ((double *)p)[i] = v;
+    else
+        ((float *)p)[i] = (float)v;
+}
+
+/* A device buffer of n elements with its host image. */
+typedef struct dbuf {
+    dla_device *dev;
+    dla_dtype dtype;
+    int64_t n;
+    unsigned char *host;
+    dla_mem mem;
+} dbuf;
+
+static void dbuf_init(dbuf *b, dla_device *dev, dla_dtype t, int64_t n)
+{
+    b->dev = dev, b->dtype = t, b->n = n > 0 ? n : 1;
+    b->host = calloc((size_t)b->n, dsize(t));
+    assert_non_null(b->host);
+    for (int64_t i = 0; i < b->n; i++)
+        put(t, b->host, i, rnd_unif(-1, 1));
+    if (dev->table->mem_alloc(dev->ctx, (size_t)b->n * dsize(t), &b->mem) != DLA_OK)
+        fail_msg("%s: mem_alloc: %s", dev->name, dla_last_error());
+    if (dev->table->copy_to_device(dev->ctx, b->mem, 0, b->host, (size_t)b->n * dsize(t)) != DLA_OK)
+        fail_msg("%s: copy_to_device: %s", dev->name, dla_last_error());
+}
+
+static void *dbuf_download(const dbuf *b)
+{
+    void *out = malloc((size_t)b->n * dsize(b->dtype));
+    assert_non_null(out);
+    if (b->dev->table->sync)
+        assert_int_equal(b->dev->table->sync(b->dev->ctx), DLA_OK);
+    if (b->dev->table->copy_to_host(b->dev->ctx, out, b->mem, 0, (size_t)b->n * dsize(b->dtype)) !=
+        DLA_OK)
+        fail_msg("%s: copy_to_host: %s", b->dev->name, dla_last_error());
+    return out;
+}
+
+static void dbuf_free(dbuf *b)
+{
+    b->dev->table->mem_free(b->dev->ctx, b->mem);
+    free(b->host);
+}
+
+/* A view of dims: dense, or (strided) in a random dim order with gaps and
+ * an offset. Returns the elements its buffer needs. */
+static int64_t make_view(dla_view *v, dla_dtype t, int nd, const int64_t *dims, int strided)
+{
+    memset(v, 0, sizeof *v);
+    v->struct_size = sizeof *v;
+    v->dtype = t;
+    v->ndims = nd;
+    int order[DLA_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        order[d] = d;
+    if (strided)
+        for (int d = nd - 1; d > 0; d--) {
+            int j = (int)rnd_int(0, d), tmp = order[d];
+            order[d] = order[j], order[j] = tmp;
+        }
+    int64_t s = strided && chance(20) ? 2 : 1;
+    for (int k = 0; k < nd; k++) {
+        int d = order[k];
+        v->dims[d] = dims[d];
+        v->strides[d] = s;
+        s = s * (dims[d] > 0 ? dims[d] : 1) + (strided && chance(30) ? rnd_int(1, 3) : 0);
+    }
+    v->offset = strided || chance(30) ? rnd_int(0, 5) : 0;
+    int64_t extent = v->offset + 1, n = 1;
+    for (int d = 0; d < nd; d++) {
+        extent += (dims[d] - 1) * v->strides[d];
+        n *= dims[d];
+    }
+    return n > 0 ? extent + rnd_int(0, 3) : 1;
+}
+
+static int64_t at(const dla_view *v, const int64_t *idx)
+{
+    int64_t off = v->offset;
+    for (int d = 0; d < v->ndims; d++)
+        off += idx[d] * v->strides[d];
+    return off;
+}
+
+/* ------------------------------------------------------------- a case */
+
+typedef struct conv_case {
+    dla_dtype dtype;
+    int nsp, bias, strided;
+    int64_t B, C, F, G;
+    int64_t in[3], out[3], fs[3], st[3], dl[3], pb[3];
+} conv_case;
+
+static void describe(const dla_device *dev, const char *kernel, const conv_case *c)
+{
+    int n = snprintf(what, sizeof what,
+                     "%s %s %s nsp=%d B=%lld C=%lld F=%lld G=%lld bias=%d strided=%d", dev->name,
+                     kernel, c->dtype == DLA_F64 ? "double" : "single", c->nsp, (long long)c->B,
+                     (long long)c->C, (long long)c->F, (long long)c->G, c->bias, c->strided);
+    for (int i = 0; i < c->nsp && n > 0 && (size_t)n < sizeof what; i++)
+        n += snprintf(what + n, sizeof what - (size_t)n,
+                      " | in %lld out %lld fs %lld st %lld dl %lld pb %lld", (long long)c->in[i],
+                      (long long)c->out[i], (long long)c->fs[i], (long long)c->st[i],
+                      (long long)c->dl[i], (long long)c->pb[i]);
+    const char *env = getenv("DLACCEL_CPU_CONV");
+    if (env && n > 0 && (size_t)n < sizeof what)
+        snprintf(what + n, sizeof what - (size_t)n, " [DLACCEL_CPU_CONV=%s]", env);
+}
+
+/* The index tuple of x/y (spatial..., channel, batch) and w (taps...,
+ * c, f, g) in the views' dim order. */
+static void sp_idx(int nsp, const int64_t *s, int64_t ch, int64_t b, int64_t *idx)
+{
+    for (int i = 0; i < nsp; i++)
+        idx[i] = s[i];
+    idx[nsp] = ch, idx[nsp + 1] = b;
+}
+
+/* Runs one case of every direction on dev and compares with the loops. */
+static void run_case(dla_device *dev, const conv_case *c)
+{
+    const dla_dtype t = c->dtype;
+    const int n = c->nsp;
+    const int64_t Cg = c->C / c->G, Fg = c->F / c->G;
+    int64_t xd[5], wd[6], yd[5];
+    for (int i = 0; i < n; i++)
+        xd[i] = c->in[i], wd[i] = c->fs[i], yd[i] = c->out[i];
+    xd[n] = c->C, xd[n + 1] = c->B;
+    wd[n] = Cg, wd[n + 1] = Fg, wd[n + 2] = c->G;
+    yd[n] = c->F, yd[n + 1] = c->B;
+
+    dla_conv_args a = {.struct_size = sizeof a, .dtype = t, .nspatial = n, .batch = c->B,
+                       .in_channels = c->C, .out_channels = c->F, .groups = c->G};
+    for (int i = 0; i < n; i++) {
+        a.in_size[i] = c->in[i], a.out_size[i] = c->out[i], a.filter_size[i] = c->fs[i];
+        a.stride[i] = c->st[i], a.dilation[i] = c->dl[i], a.pad_begin[i] = c->pb[i];
+    }
+    dbuf bx, bw, by, bb;
+    dbuf_init(&bx, dev, t, make_view(&a.x, t, n + 2, xd, c->strided));
+    dbuf_init(&bw, dev, t, make_view(&a.w, t, n + 3, wd, c->strided));
+    dbuf_init(&by, dev, t, make_view(&a.y, t, n + 2, yd, c->strided));
+    const int64_t bd[2] = {1, c->F};
+    dbuf_init(&bb, dev, t, make_view(&a.bias, t, 2, bd, c->strided));
+    a.x.mem = bx.mem, a.w.mem = bw.mem, a.y.mem = by.mem, a.bias.mem = c->bias ? bb.mem : NULL;
+
+    /* References: y (forward, from x, w, bias), dx (from y as dY, w),
+     * dw (from x, y as dY); mag* bound the rounding of each element. */
+    double *ry = calloc((size_t)by.n, sizeof(double)), *my = calloc((size_t)by.n, sizeof(double));
+    double *rx = calloc((size_t)bx.n, sizeof(double)), *mx = calloc((size_t)bx.n, sizeof(double));
+    double *rw = calloc((size_t)bw.n, sizeof(double)), *mw = calloc((size_t)bw.n, sizeof(double));
+    assert_true(ry && my && rx && mx && rw && mw);
+    int64_t terms_y = 1, terms_x = 1, terms_w = 1;
+    int64_t o[3] = {0, 0, 0}, k[3] = {0, 0, 0}, ip[3], idx[6];
+    const int64_t opx = (n > 0 ? c->out[0] : 1) * (n > 1 ? c->out[1] : 1) * (n > 2 ? c->out[2] : 1);
+    const int64_t ntaps = (n > 0 ? c->fs[0] : 1) * (n > 1 ? c->fs[1] : 1) * (n > 2 ? c->fs[2] : 1);
+    terms_y = Cg * ntaps + 1, terms_x = Fg * ntaps, terms_w = c->B * opx;
+    for (int64_t b = 0; b < c->B; b++)
+        for (int64_t f = 0; f < c->F; f++) {
+            const int64_t g = f / Fg, fl = f % Fg;
+            for (int64_t op = 0; op < opx; op++) {
+                int64_t r = op;
+                for (int i = 0; i < n; i++)
+                    o[i] = r % c->out[i], r /= c->out[i];
+                sp_idx(n, o, f, b, idx);
+                const int64_t yo = at(&a.y, idx);
+                const double dy = get(t, by.host, yo);
+                if (c->bias) {
+                    const int64_t bi[2] = {0, f};
+                    const double bv = get(t, bb.host, at(&a.bias, bi));
+                    ry[yo] += bv, my[yo] += fabs(bv);
+                }
+                for (int64_t cl = 0; cl < Cg; cl++)
+                    for (int64_t tp = 0; tp < ntaps; tp++) {
+                        int64_t rr = tp, inside = 1;
+                        for (int i = 0; i < n; i++) {
+                            k[i] = rr % c->fs[i], rr /= c->fs[i];
+                            ip[i] = o[i] * c->st[i] - c->pb[i] + k[i] * c->dl[i];
+                            inside &= ip[i] >= 0 && ip[i] < c->in[i];
+                        }
+                        if (!inside)
+                            continue;
+                        int64_t widx[6];
+                        for (int i = 0; i < n; i++)
+                            widx[i] = k[i];
+                        widx[n] = cl, widx[n + 1] = fl, widx[n + 2] = g;
+                        const int64_t wo = at(&a.w, widx);
+                        sp_idx(n, ip, g * Cg + cl, b, idx);
+                        const int64_t xo = at(&a.x, idx);
+                        const double wv = get(t, bw.host, wo), xv = get(t, bx.host, xo);
+                        ry[yo] += wv * xv, my[yo] += fabs(wv * xv);
+                        rx[xo] += wv * dy, mx[xo] += fabs(wv * dy);
+                        rw[wo] += xv * dy, mw[wo] += fabs(xv * dy);
+                    }
+            }
+        }
+
+    static const char *const names[] = {"conv_forward", "conv_backward_data",
+                                        "conv_backward_filter"};
+    dla_status (*const fns[3])(void *, const dla_conv_args *) = {
+        dev->table->conv_forward, dev->table->conv_backward_data,
+        dev->table->conv_backward_filter};
+    static const dla_kernel kernels[3] = {DLA_KERNEL_CONV_FORWARD, DLA_KERNEL_CONV_BACKWARD_DATA,
+                                          DLA_KERNEL_CONV_BACKWARD_FILTER};
+    dbuf *outs[3] = {&by, &bx, &bw};
+    double *refs[3] = {ry, rx, rw}, *mags[3] = {my, mx, mw};
+    const int64_t terms[3] = {terms_y, terms_x, terms_w};
+    const dla_view *views[3] = {&a.y, &a.x, &a.w};
+    for (int d = 0; d < 3; d++) {
+        if (!fns[d] || (dev->table->supports && !dev->table->supports(dev->ctx, kernels[d], t)))
+            continue;
+        describe(dev, names[d], c);
+        /* The written output starts as garbage: kernels must overwrite. */
+        dbuf *ob = outs[d];
+        unsigned char *saved = malloc((size_t)ob->n * dsize(t));
+        assert_non_null(saved);
+        memcpy(saved, ob->host, (size_t)ob->n * dsize(t));
+        void *junk = malloc((size_t)ob->n * dsize(t));
+        assert_non_null(junk);
+        for (int64_t i = 0; i < ob->n; i++)
+            put(t, junk, i, rnd_unif(-50, 50));
+        assert_int_equal(dev->table->copy_to_device(dev->ctx, ob->mem, 0, junk,
+                                                    (size_t)ob->n * dsize(t)),
+                         DLA_OK);
+        dla_status s = fns[d](dev->ctx, &a);
+        if (s == DLA_ERR_UNSUPPORTED && c->strided) {
+            /* The ABI lets a plugin decline strided views. */
+            assert_int_equal(dev->table->copy_to_device(dev->ctx, ob->mem, 0, saved,
+                                                        (size_t)ob->n * dsize(t)),
+                             DLA_OK);
+            free(saved);
+            free(junk);
+            continue;
+        }
+        if (s != DLA_OK)
+            fail_msg("%s: status %d: %s", what, (int)s, dla_last_error());
+        void *got = dbuf_download(ob);
+        /* Positions the view covers: the reference; the rest: the junk. */
+        unsigned char *covered = calloc((size_t)ob->n, 1);
+        assert_non_null(covered);
+        int64_t vn = 1;
+        for (int i = 0; i < views[d]->ndims; i++)
+            vn *= views[d]->dims[i];
+        for (int64_t l = 0; l < vn; l++) {
+            int64_t r = l, id[DLA_MAX_DIMS];
+            for (int i = 0; i < views[d]->ndims; i++)
+                id[i] = r % views[d]->dims[i], r /= views[d]->dims[i];
+            covered[at(views[d], id)] = 1;
+        }
+        const double eps = t == DLA_F64 ? 2.3e-16 : 1.2e-7;
+        for (int64_t i = 0; i < ob->n; i++) {
+            const double g = get(t, got, i);
+            const double want = covered[i] ? refs[d][i] : get(t, junk, i);
+            const double tol = covered[i] ? 4.0 * (double)(terms[d] + 4) * eps * mags[d][i] + 1e-300
+                                          : 0;
+            if (!(fabs(g - want) <= tol))
+                fail_msg("%s: element %lld is %.9g, expected %.9g (%s)", what, (long long)i, g,
+                         want, covered[i] ? "in the view" : "outside the view: must not change");
+        }
+        free(covered);
+        free(got);
+        /* Restore the operand for the directions that read it. */
+        assert_int_equal(dev->table->copy_to_device(dev->ctx, ob->mem, 0, saved,
+                                                    (size_t)ob->n * dsize(t)),
+                         DLA_OK);
+        free(saved);
+        free(junk);
+    }
+    free(ry), free(my), free(rx), free(mx), free(rw), free(mw);
+    dbuf_free(&bx), dbuf_free(&bw), dbuf_free(&by), dbuf_free(&bb);
+}
+
+/* A random case; out_size follows from a random pad_end (possibly
+ * negative) and is kept >= 1 unless empty is asked for. */
+static void random_case(conv_case *c, dla_dtype t, int stride1)
+{
+    memset(c, 0, sizeof *c);
+    c->dtype = t;
+    c->nsp = (int)rnd_int(1, 3);
+    const int kind = (int)rnd_int(0, 9);
+    c->G = kind < 5 ? 1 : kind < 8 ? rnd_int(2, 3) : 0;
+    const int64_t Cg = c->G ? rnd_int(1, 4) : 1;
+    const int64_t Fg = chance(20) ? rnd_int(7, 15) : rnd_int(1, 6);
+    if (c->G == 0) /* channel-wise: one channel per group, a few filters each */
+        c->G = rnd_int(2, 5);
+    c->C = Cg * c->G, c->F = Fg * c->G;
+    c->B = chance(5) ? 0 : rnd_int(1, 3);
+    c->bias = chance(50);
+    const int64_t maxin = c->nsp == 3 ? 7 : c->nsp == 2 ? 12 : 40;
+    for (int i = 0; i < c->nsp; i++) {
+        c->fs[i] = rnd_int(1, c->nsp == 3 ? 3 : 5);
+        c->dl[i] = chance(70) ? 1 : rnd_int(2, 3);
+        c->st[i] = stride1 || chance(60) ? 1 : rnd_int(2, 3);
+        const int64_t span = c->dl[i] * (c->fs[i] - 1) + 1;
+        c->in[i] = rnd_int(1, maxin);
+        c->pb[i] = chance(15) ? -rnd_int(1, 2) : rnd_int(0, span);
+        const int64_t pe = chance(15) ? -rnd_int(0, 2) : rnd_int(0, span);
+        int64_t num = c->in[i] + c->pb[i] + pe - span;
+        c->out[i] = num >= 0 ? num / c->st[i] + 1 : 0;
+        if (c->out[i] == 0 && !chance(10))
+            c->out[i] = rnd_int(1, 3);
+    }
+}
+
+/* ----------------------------------------------------------------- setup */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    n_devices = dla_device_count();
+    if (n_devices > MAX_DEVICES)
+        n_devices = MAX_DEVICES;
+    for (int i = 0; i < n_devices; i++)
+        devices[i] = dla_device_at(i);
+    return 0;
+}
+
+/* Runs c on every device; on the cpu plugin also with im2col forced. */
+static void on_every_device(const conv_case *c)
+{
+    if (n_devices < 1)
+        fail_msg("no device loaded: %s", dla_last_error());
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        if (!dev->table->conv_forward && !dev->table->conv_backward_data &&
+            !dev->table->conv_backward_filter)
+            continue;
+        unsetenv("DLACCEL_CPU_CONV");
+        run_case(dev, c);
+        if (strcmp(dev->plugin_name, "cpu") == 0) {
+            setenv("DLACCEL_CPU_CONV", "im2col", 1);
+            run_case(dev, c);
+            unsetenv("DLACCEL_CPU_CONV");
+        }
+    }
+}
+
+/* ================================================================ tests */
+
+static void the_cpu_plugin_has_all_three_conv_kernels_for_float_and_double(void **state)
+{
+    (void)state;
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    assert_non_null(cpu->table->conv_forward);
+    assert_non_null(cpu->table->conv_backward_data);
+    assert_non_null(cpu->table->conv_backward_filter);
+    for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+        assert_true(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_FORWARD, t));
+        assert_true(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_BACKWARD_DATA, t));
+        assert_true(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_BACKWARD_FILTER, t));
+    }
+    assert_false(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_FORWARD, DLA_I32));
+}
+
+static void random_convolutions_match_naive_loops_in_every_direction(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 160; i++) {
+        conv_case c;
+        random_case(&c, i % 2 ? DLA_F64 : DLA_F32, 0);
+        c.strided = 0;
+        on_every_device(&c);
+    }
+}
+
+static void stride_one_float_cases_take_the_direct_path_and_match(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 120; i++) {
+        conv_case c;
+        random_case(&c, DLA_F32, 1);
+        c.strided = 0;
+        on_every_device(&c);
+    }
+}
+
+static void strided_views_with_gaps_and_offsets_are_read_and_written_in_place(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 60; i++) {
+        conv_case c;
+        random_case(&c, i % 3 == 0 ? DLA_F64 : DLA_F32, i % 2);
+        c.strided = 1;
+        on_every_device(&c);
+    }
+}
+
+static void the_digit_cnn_layers_match_at_a_small_batch(void **state)
+{
+    (void)state;
+    /* conv 5x5x20 without padding, then 3x3x20 with padding 1. */
+    conv_case c1 = {.dtype = DLA_F32, .nsp = 2, .bias = 1, .B = 3, .C = 1, .F = 20, .G = 1,
+                    .in = {28, 28, 1}, .out = {24, 24, 1}, .fs = {5, 5, 1}, .st = {1, 1, 1},
+                    .dl = {1, 1, 1}, .pb = {0, 0, 0}};
+    conv_case c2 = {.dtype = DLA_F32, .nsp = 2, .bias = 1, .B = 3, .C = 20, .F = 20, .G = 1,
+                    .in = {24, 24, 1}, .out = {24, 24, 1}, .fs = {3, 3, 1}, .st = {1, 1, 1},
+                    .dl = {1, 1, 1}, .pb = {1, 1, 0}};
+    on_every_device(&c1);
+    on_every_device(&c2);
+}
+
+static void channel_wise_separable_convolution_matches_with_same_padding(void **state)
+{
+    (void)state;
+    /* 16 groups of one channel and one filter, 3x3 "same", as the slicing
+     * benchmark's custom layer. */
+    conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = 0, .B = 2, .C = 16, .F = 16, .G = 16,
+                   .in = {19, 13, 1}, .out = {19, 13, 1}, .fs = {3, 3, 1}, .st = {1, 1, 1},
+                   .dl = {1, 1, 1}, .pb = {1, 1, 0}};
+    on_every_device(&c);
+    c.dtype = DLA_F64;
+    on_every_device(&c);
+}
+
+static void empty_batches_and_outputs_give_zero_gradients(void **state)
+{
+    (void)state;
+    /* Output smaller than any window: dY is empty, so dX and dW are 0. */
+    conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = 1, .B = 2, .C = 3, .F = 4, .G = 1,
+                   .in = {4, 5, 1}, .out = {0, 2, 1}, .fs = {3, 3, 1}, .st = {1, 1, 1},
+                   .dl = {1, 1, 1}, .pb = {0, 0, 0}};
+    on_every_device(&c);
+    c.B = 0, c.out[0] = 2;
+    on_every_device(&c);
+}
+
+/* A valid 2-D forward call on fresh buffers, for the error tests. */
+typedef struct err_call {
+    dla_conv_args a;
+    dbuf bx, bw, by;
+} err_call;
+
+static void err_call_init(err_call *e, dla_device *dev)
+{
+    memset(e, 0, sizeof *e);
+    dla_conv_args *a = &e->a;
+    a->struct_size = sizeof *a;
+    a->dtype = DLA_F32;
+    a->nspatial = 2;
+    a->batch = 2, a->in_channels = 4, a->out_channels = 6, a->groups = 2;
+    a->in_size[0] = a->in_size[1] = 5;
+    a->out_size[0] = a->out_size[1] = 3;
+    a->filter_size[0] = a->filter_size[1] = 3;
+    a->stride[0] = a->stride[1] = a->dilation[0] = a->dilation[1] = 1;
+    const int64_t xd[4] = {5, 5, 4, 2}, wd[5] = {3, 3, 2, 3, 2}, yd[4] = {3, 3, 6, 2};
+    dbuf_init(&e->bx, dev, DLA_F32, make_view(&a->x, DLA_F32, 4, xd, 0));
+    dbuf_init(&e->bw, dev, DLA_F32, make_view(&a->w, DLA_F32, 5, wd, 0));
+    dbuf_init(&e->by, dev, DLA_F32, make_view(&a->y, DLA_F32, 4, yd, 0));
+    a->x.mem = e->bx.mem, a->w.mem = e->bw.mem, a->y.mem = e->by.mem;
+}
+
+static void err_call_free(err_call *e)
+{
+    dbuf_free(&e->bx), dbuf_free(&e->bw), dbuf_free(&e->by);
+}
+
+static void expect_error(dla_device *dev, const dla_conv_args *a, dla_status want,
+                         const char *needle)
+{
+    dla_clear_error();
+    dla_status s = dev->table->conv_forward(dev->ctx, a);
+    if (s != want)
+        fail_msg("%s: status %d, expected %d (%s)", dev->name, (int)s, (int)want,
+                 dla_last_error());
+    if (!strstr(dla_last_error(), needle))
+        fail_msg("%s: message \"%s\" lacks \"%s\"", dev->name, dla_last_error(), needle);
+}
+
+static void cpu_conv_rejects_bad_arguments_with_a_status_and_a_message(void **state)
+{
+    (void)state;
+    dla_device *dev = dla_device_get("cpu");
+    assert_non_null(dev);
+    err_call e;
+    err_call_init(&e, dev);
+    assert_int_equal(dev->table->conv_forward(dev->ctx, &e.a), DLA_OK);
+
+    dla_conv_args a = e.a;
+    a.w.dims[2] = 1; /* C/G of 1 against in_channels 4 in 2 groups */
+    expect_error(dev, &a, DLA_ERR_SHAPE, "argument w: dims 3x3x1x3x2, expected 3x3x2x3x2");
+    a = e.a;
+    a.groups = 3;
+    expect_error(dev, &a, DLA_ERR_INVALID_ARGUMENT, "multiples of groups");
+    a = e.a;
+    a.out_size[0] = 4;
+    expect_error(dev, &a, DLA_ERR_SHAPE, "argument y: dims 3x3x6x2, expected 4x3x6x2");
+    a = e.a;
+    a.dtype = DLA_I32;
+    expect_error(dev, &a, DLA_ERR_DTYPE, "not single or double");
+    a = e.a;
+    a.nspatial = 4;
+    expect_error(dev, &a, DLA_ERR_INVALID_ARGUMENT, "nspatial: 4 outside 1..3");
+    a = e.a;
+    a.stride[1] = 0;
+    expect_error(dev, &a, DLA_ERR_INVALID_ARGUMENT, "spatial dim 2");
+    a = e.a;
+    a.x.offset = 1000; /* past the buffer */
+    expect_error(dev, &a, DLA_ERR_INVALID_ARGUMENT, "argument x");
+    a = e.a;
+    a.bias = a.y; /* bias of the wrong size */
+    expect_error(dev, &a, DLA_ERR_SHAPE, "argument bias: dims 3x3x6x2, expected a vector of 6");
+    a = e.a;
+    a.struct_size = offsetof(dla_conv_args, bias);
+    expect_error(dev, &a, DLA_ERR_INVALID_ARGUMENT, "struct_size");
+    err_call_free(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_cpu_plugin_has_all_three_conv_kernels_for_float_and_double),
+        cmocka_unit_test(random_convolutions_match_naive_loops_in_every_direction),
+        cmocka_unit_test(stride_one_float_cases_take_the_direct_path_and_match),
+        cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
+        cmocka_unit_test(the_digit_cnn_layers_match_at_a_small_batch),
+        cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),
+        cmocka_unit_test(empty_batches_and_outputs_give_zero_gradients),
+        cmocka_unit_test(cpu_conv_rejects_bad_arguments_with_a_status_and_a_message),
+    };
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
