@@ -4,3 +4,4 @@ include tests/tensor.mk
 include tests/kernels.mk
 include tests/registry.mk
 include tests/conv.mk
+include tests/nnops.mk

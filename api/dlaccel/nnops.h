@@ -1,5 +1,23 @@
 /*
  * dlaccel/nnops.h - included by dlaccel.h; do not include it directly.
+ *
+ * The neural-network functions of MATLAB's dlarray: activations,
+ * normalization, pooling, dropout and fullyconnect. Each is differentiable
+ * inside dla_feval, takes single or double data, and finds the channel,
+ * batch, time and spatial dims of x by its format labels, as MATLAB does
+ * (an unformatted x is an error where the op needs a label).
+ *
+ *     dla_tensor *y = dla_conv(x, w, b, NULL);                   // "SSCB"
+ *     dla_tensor *m, *v;
+ *     dla_batchnorm_train(y, off, sc, run_mean, run_var, NULL, &y, &m, &v);
+ *     y = dla_maxpool(dla_relu(y), DLA_DIMS(2), &(dla_pool_options){.stride = {2, 2}});
+ *     y = dla_softmax(dla_fullyconnect(y, fcw, fcb));            // "CB"
+ *
+ * Options structs: a zeroed field means MATLAB's default, so a NULL
+ * options pointer or a compound literal naming only the fields that differ
+ * both work. Results follow dlaccel.h's ownership rules (a +1 reference, or
+ * owned by the open scope); errors are sticky and name the op, the argument
+ * and the shapes.
  */
 #ifndef DLACCEL_NNOPS_H
 #define DLACCEL_NNOPS_H
@@ -9,6 +27,200 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ------------------------------------------------------------ activations */
+
+/* MATLAB's defaults for the scale of leakyrelu and the alpha of elu. */
+#define DLA_LEAKYRELU_SCALE 0.01
+#define DLA_ELU_ALPHA 1.0
+
+/* MATLAB leakyrelu(X, scaleFactor): x where x > 0, scale * x elsewhere.
+ * Keeps x's dims and format. DLA_ERR_INVALID_ARGUMENT for a non-finite
+ * scale; DLA_ERR_DTYPE unless x is single or double. */
+DLA_API dla_tensor *dla_leakyrelu(dla_tensor *x, double scale);
+
+/* MATLAB elu(X, alpha): x where x > 0, alpha * (exp(x) - 1) elsewhere.
+ * Errors as dla_leakyrelu. */
+DLA_API dla_tensor *dla_elu(dla_tensor *x, double alpha);
+
+/* MATLAB gelu(X, Approximation=approximation). approximation NULL or
+ * "none" (MATLAB's default): x/2 * (1 + erf(x/sqrt(2))); "tanh":
+ * x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). Keeps x's dims and
+ * format. DLA_ERR_INVALID_ARGUMENT for another string. */
+DLA_API dla_tensor *dla_gelu(dla_tensor *x, const char *approximation);
+
+/* MATLAB softmax(X): exp(x) / sum(exp(x)) over the "C" dim, separately for
+ * every other index (each pixel of "SSCB", each step of "CBT"). Computed
+ * with the channel maximum subtracted first, so large inputs do not
+ * overflow. DLA_ERR_FORMAT when x has no "C" label. */
+DLA_API dla_tensor *dla_softmax(dla_tensor *x);
+
+/* log(softmax(x)) over "C", computed as x - max - log(sum(exp(x - max))),
+ * which stays finite where softmax underflows to 0. Errors as dla_softmax. */
+DLA_API dla_tensor *dla_logsoftmax(dla_tensor *x);
+
+/* ---------------------------------------------------------- normalization */
+
+/* Offsets and scale factors of the normalization functions have one
+ * element per channel of x (C elements, any dims: C x 1, 1 x 1 x C...),
+ * as MATLAB's do; their gradients have their own dims. Statistics tensors
+ * (means, variances) likewise have C elements. All must share x's dtype
+ * and device. */
+
+typedef struct dla_batchnorm_options {
+    /* Added to the variance before the square root; 0: 1e-5, MATLAB's
+     * default. Negative is DLA_ERR_INVALID_ARGUMENT. */
+    double epsilon;
+    /* dla_batchnorm_train: weight of this batch's statistics in the
+     * running ones, in (0, 1]; 0: 0.1, MATLAB's MeanDecay and
+     * VarianceDecay defaults. */
+    double mean_decay;
+    double variance_decay;
+} dla_batchnorm_options;
+
+/* MATLAB Y = batchnorm(X, offset, scaleFactor, trainedMean, trainedVar):
+ * inference mode, normalizing with the given statistics:
+ *   y = scale .* (x - mean) ./ sqrt(var + epsilon) + offset,
+ * per channel. x needs a "C" label (DLA_ERR_FORMAT otherwise); the
+ * statistics have C elements (DLA_ERR_SHAPE otherwise). Differentiable
+ * with respect to all five tensors. */
+DLA_API dla_tensor *dla_batchnorm(dla_tensor *x, dla_tensor *offset, dla_tensor *scale,
+                                  dla_tensor *mean, dla_tensor *var,
+                                  const dla_batchnorm_options *opts);
+
+/* MATLAB [Y, runMean, runVar] = batchnorm(X, offset, scaleFactor, runMean,
+ * runVar): training mode. Normalizes each channel with this batch's mean
+ * and variance, taken over every dim but "C" (S, B, T and U), the variance
+ * being the biased one (divided by N, the elements per channel):
+ *   y = scale .* (x - mu) ./ sqrt(sigma2 + epsilon) + offset.
+ * *new_mean and *new_var receive the updated running statistics,
+ *   new_mean = mean_decay * mu + (1 - mean_decay) * running_mean
+ *   new_var  = variance_decay * sigma2 * N/(N-1) + (1 - variance_decay) * running_var,
+ * the running variance taking the unbiased batch variance (N/(N-1); 1 when
+ * N is 1), as MATLAB's (and cuDNN's) running statistics do. They have the
+ * dims and format of running_mean and running_var.
+ * running_mean and running_var may both be NULL: *new_mean and *new_var
+ * then receive the batch statistics themselves, mu and the biased sigma2
+ * (MATLAB's [Y, mu, sigmaSq] = batchnorm(X, offset, scaleFactor)), with
+ * offset's dims. new_mean and new_var may be NULL when not wanted; y may
+ * not. Only *y is differentiable (with respect to x, offset and scale);
+ * the statistics are not. Returns the status; the outputs are error
+ * tensors on failure. */
+DLA_API dla_status dla_batchnorm_train(dla_tensor *x, dla_tensor *offset, dla_tensor *scale,
+                                       dla_tensor *running_mean, dla_tensor *running_var,
+                                       const dla_batchnorm_options *opts, dla_tensor **y,
+                                       dla_tensor **new_mean, dla_tensor **new_var);
+
+typedef struct dla_norm_options {
+    /* As dla_batchnorm_options.epsilon; 0: 1e-5. */
+    double epsilon;
+    /* dla_layernorm only: the dims normalized together, MATLAB's
+     * OperationDimension. NULL or "batch-excluded" (the default of
+     * MATLAB's layernorm function): every dim but "B" (S, C, T, U);
+     * "spatial-channel": S and C; "channel-only": C; "auto" (the default
+     * of layerNormalizationLayer since R2023a): "channel-only" when x has
+     * a "T" dim, else "spatial-channel". */
+    const char *operation_dimension;
+} dla_norm_options;
+
+/* MATLAB layernorm(X, offset, scaleFactor): normalizes each observation
+ * (each "B" index) over the dims opts->operation_dimension names, with the
+ * biased variance, then scales and offsets per channel. x needs a "C"
+ * label. */
+DLA_API dla_tensor *dla_layernorm(dla_tensor *x, dla_tensor *offset, dla_tensor *scale,
+                                  const dla_norm_options *opts);
+
+/* MATLAB groupnorm(X, numGroups, offset, scaleFactor): the C channels form
+ * num_groups consecutive groups of C/num_groups; each observation is
+ * normalized over each group's channels together with the S, T and U dims.
+ * num_groups == C is instancenorm, 1 is layernorm over all but "B"
+ * (MATLAB's "channel-wise" and "all-channels"). DLA_ERR_INVALID_ARGUMENT
+ * unless num_groups divides C. */
+DLA_API dla_tensor *dla_groupnorm(dla_tensor *x, int64_t num_groups, dla_tensor *offset,
+                                  dla_tensor *scale, const dla_norm_options *opts);
+
+/* MATLAB instancenorm(X, offset, scaleFactor): each channel of each
+ * observation normalized over the S, T and U dims. */
+DLA_API dla_tensor *dla_instancenorm(dla_tensor *x, dla_tensor *offset, dla_tensor *scale,
+                                     const dla_norm_options *opts);
+
+/* ---------------------------------------------------------------- pooling */
+
+/* Pooling runs over the "S" dims of x (1 to 3 of them); an x with no "S"
+ * dim but a "T" dim (a "CBT" sequence) is pooled over "T". The other dims
+ * ride along: every channel, observation and (for S pooling) time step is
+ * pooled alone. Below, "pooled dim i" is the i-th of those dims. */
+typedef struct dla_pool_options {
+    /* Step between windows along pooled dim i; 0: 1 (MATLAB's default). */
+    int64_t stride[3];
+    /* Padding before ([0][i]) and after ([1][i]) pooled dim i, as MATLAB's
+     * 2-by-d Padding matrix [top left; bottom right]; zero by default.
+     * Each must be smaller than the window along its dim. */
+    int64_t padding[2][3];
+    /* NULL: the numbers above. "same": padding such that the output has
+     * ceil(in/stride) elements along each pooled dim, split evenly with
+     * any odd one after (MATLAB's "same"); padding must then be zero. */
+    const char *padding_mode;
+    /* dla_avgpool only, MATLAB's PaddingValue: NULL or "zero" (the
+     * default): padding counts as zeros, every window divides by its full
+     * size; "mean": padding is left out of the mean. */
+    const char *padding_value;
+} dla_pool_options;
+
+/* MATLAB maxpool(X, poolsize, ...): the maximum of each window. pool_size
+ * has one entry per pooled dim, or one for all of them (DLA_DIMS(2) is 2x2
+ * on "SSCB"). Along each pooled dim the output has
+ * floor((in + pad_before + pad_after - window) / stride) + 1 elements.
+ * Padding never wins a maximum. The gradient goes to the first maximum of
+ * each window (in column-major order within the window); windows that
+ * overlap add their gradients. Errors: DLA_ERR_FORMAT when x has neither S
+ * nor T dims or more than 3 S dims; DLA_ERR_INVALID_ARGUMENT for a window,
+ * stride or padding out of range (naming the pooled dim); DLA_ERR_SHAPE
+ * when a window does not fit in the padded input. */
+DLA_API dla_tensor *dla_maxpool(dla_tensor *x, int npool, const int64_t *pool_size,
+                                const dla_pool_options *opts);
+
+/* MATLAB avgpool(X, poolsize, ...): the mean of each window; padding
+ * counts as zeros unless opts->padding_value is "mean". Otherwise as
+ * dla_maxpool. */
+DLA_API dla_tensor *dla_avgpool(dla_tensor *x, int npool, const int64_t *pool_size,
+                                const dla_pool_options *opts);
+
+/* Global pooling (MATLAB maxpool(X, "global"), avgpool(X, "global"),
+ * globalMaxPooling and globalAveragePooling layers): the max or mean over
+ * all S dims, or over T for an x without S dims ("CBT" sequences). The
+ * pooled dims stay with size 1 and keep their labels ("SSCB" 28x28x20x128
+ * gives 1x1x20x128 "SSCB"). Max: the gradient goes to the first maximum. */
+DLA_API dla_tensor *dla_global_maxpool(dla_tensor *x);
+DLA_API dla_tensor *dla_global_avgpool(dla_tensor *x);
+
+/* ---------------------------------------------------------------- dropout */
+
+/* Dropout (MATLAB's dropoutLayer in training): each element of x is zeroed
+ * with probability prob and the others scaled by 1/(1 - prob), so the
+ * expected value is unchanged. The mask comes from the calling thread's
+ * Philox stream and advances it exactly as dla_rand(dtype of x, dims of x)
+ * would: element i is kept when that call's element i is >= prob. So the
+ * same dla_rng_seed gives the same mask on every device. prob 0 returns a
+ * copy of x (and still advances the stream). The gradient is multiplied
+ * by the same mask. DLA_ERR_INVALID_ARGUMENT unless 0 <= prob < 1. */
+#define DLA_DROPOUT_PROB 0.5 /* MATLAB's default Probability */
+DLA_API dla_tensor *dla_dropout(dla_tensor *x, double prob);
+
+/* ---------------------------------------------------------- fullyconnect */
+
+/* MATLAB fullyconnect(X, weights, bias): y = weights * x + bias, applied to
+ * each observation (and time step). weights is OutputSize x InputSize
+ * (MATLAB's layout; further dims allowed when their product is
+ * InputSize), where InputSize is the product of x's S and C dims: "SSCB"
+ * images are flattened column-major, as MATLAB does. bias has OutputSize
+ * elements, any dims, or is NULL for none. The result is "CB" with
+ * OutputSize channels, "CBT" when x has a "T" dim (every step alike); x
+ * without a "B" dim gives a batch of 1. Gradients with respect to x,
+ * weights and bias keep their dims and formats. Errors: DLA_ERR_FORMAT
+ * when x has no "C" label or has "U" dims; DLA_ERR_SHAPE when weights or
+ * bias do not match (the message names both shapes). */
+DLA_API dla_tensor *dla_fullyconnect(dla_tensor *x, dla_tensor *weights, dla_tensor *bias);
 
 #ifdef __cplusplus
 }

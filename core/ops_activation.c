@@ -1,0 +1,256 @@
+/*
+ * ops_activation.c - leakyrelu, elu, gelu, softmax and logsoftmax.
+ *
+ * leakyrelu and elu are single plugin unary kernels whose op (and backward)
+ * ops_elementwise.c already has; they only need MATLAB's names and checks.
+ * gelu and the softmaxes are ops of their own: a few kernels into one
+ * result buffer forward, public ops backward.
+ */
+#include "core/op.h"
+#include "core/ops.h"
+#include "core/ops_nn.h"
+
+#include <math.h>
+#include <string.h>
+
+static dla_tensor *check_x(const char *op, dla_tensor *x)
+{
+    if (!x || x->status != DLA_OK)
+        return dla__pass_error(x);
+    if (!dla__nn_is_float(x->dtype))
+        return dla__error(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
+                          dla_dtype_name(x->dtype));
+    return NULL;
+}
+
+DLA_API dla_tensor *dla_leakyrelu(dla_tensor *x, double scale)
+{
+    dla_tensor *e = check_x("dla_leakyrelu", x);
+    if (e)
+        return e;
+    if (!isfinite(scale))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_leakyrelu: argument scale: %g is not finite",
+                          scale);
+    return dla__unary(DLA_UNARY_LEAKY_RELU, x, scale, 0.0);
+}
+
+DLA_API dla_tensor *dla_elu(dla_tensor *x, double alpha)
+{
+    dla_tensor *e = check_x("dla_elu", x);
+    if (e)
+        return e;
+    if (!isfinite(alpha))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_elu: argument alpha: %g is not finite",
+                          alpha);
+    return dla__unary(DLA_UNARY_ELU, x, alpha, 0.0);
+}
+
+/* ------------------------------------------------------------------ gelu */
+
+#define SQRT1_2 0.70710678118654752440    /* 1/sqrt(2) */
+#define SQRT_2_PI 0.79788456080286535588  /* sqrt(2/pi) */
+#define INV_SQRT_2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
+#define GELU_K 0.044715
+
+typedef struct gelu_attrs {
+    int tanh_approx;
+} gelu_attrs;
+
+static dla_status gelu_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                               dla_tensor **saved)
+{
+    (void)nin, (void)saved;
+    const gelu_attrs *a = attrs;
+    dla_tensor *x = in[0];
+    if (!dla__nn_is_float(x->dtype))
+        return dla__fail(DLA_ERR_DTYPE, "dla_gelu: argument x: %s; needs single or double",
+                         dla_dtype_name(x->dtype));
+    dla_device *dev = x->storage->device;
+    dla_tensor *y = dla__tensor_alloc("dla_gelu", dev, x->dtype, x->format, x->ndims, x->dims);
+    if (!y)
+        return dla_last_status();
+    dla_view vy, vx;
+    dla__view_of(y, &vy);
+    dla__view_of(x, &vx);
+    dla_status st;
+    if (!a->tanh_approx) { /* y = x * (erf(x/sqrt2)/2 + 1/2) */
+        st = dla__nn_unary(dev, DLA_UNARY_AFFINE, SQRT1_2, 0.0, &vy, &vx);
+        if (st == DLA_OK)
+            st = dla__nn_unary(dev, DLA_UNARY_ERF, 0.0, 0.0, &vy, &vy);
+    } else { /* y = x * (tanh(c x (1 + k x^2))/2 + 1/2) */
+        st = dla__nn_unary(dev, DLA_UNARY_SQUARE, 0.0, 0.0, &vy, &vx);
+        if (st == DLA_OK)
+            st = dla__nn_unary(dev, DLA_UNARY_AFFINE, SQRT_2_PI * GELU_K, SQRT_2_PI, &vy, &vy);
+        if (st == DLA_OK)
+            st = dla__nn_binary(dev, DLA_BINARY_MUL, &vy, &vy, &vx);
+        if (st == DLA_OK)
+            st = dla__nn_unary(dev, DLA_UNARY_TANH, 0.0, 0.0, &vy, &vy);
+    }
+    if (st == DLA_OK)
+        st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 0.5, 0.5, &vy, &vy);
+    if (st == DLA_OK)
+        st = dla__nn_binary(dev, DLA_BINARY_MUL, &vy, &vy, &vx);
+    if (st != DLA_OK) {
+        dla_tensor_release(y);
+        return st;
+    }
+    out[0] = y;
+    return DLA_OK;
+}
+
+static dla_status gelu_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const gelu_attrs *a = n->attrs;
+    dla_tensor *x = n->in[0], *d;
+    if (!a->tanh_approx) {
+        /* Phi(x) + x phi(x) */
+        dla_tensor *cdf = dla_affine(dla_erf(dla_affine(x, SQRT1_2, 0.0)), 0.5, 0.5);
+        dla_tensor *pdf = dla_affine(dla_exp(dla_affine(dla_square(x), -0.5, 0.0)), INV_SQRT_2PI, 0.0);
+        d = dla_add(cdf, dla_mul(x, pdf));
+    } else {
+        /* t = tanh(u), u = c (x + k x^3):
+         * (1 + t)/2 + x/2 (1 - t^2) c (1 + 3 k x^2) */
+        dla_tensor *x2 = dla_square(x);
+        dla_tensor *t = dla_tanh(dla_mul(x, dla_affine(x2, SQRT_2_PI * GELU_K, SQRT_2_PI)));
+        dla_tensor *du = dla_affine(x2, 1.5 * SQRT_2_PI * GELU_K, 0.5 * SQRT_2_PI);
+        d = dla_add(dla_affine(t, 0.5, 0.5),
+                    dla_mul(dla_mul(x, dla_affine(dla_square(t), -1.0, 1.0)), du));
+    }
+    gin[0] = dla_mul(gout[0], d);
+    return DLA_OK;
+}
+
+static const dla__op gelu_op = {
+    .name = "dla_gelu", .nin = 1, .nout = 1, .forward = gelu_forward, .backward = gelu_backward,
+};
+
+DLA_API dla_tensor *dla_gelu(dla_tensor *x, const char *approximation)
+{
+    gelu_attrs a = {0};
+    if (approximation && !strcmp(approximation, "tanh"))
+        a.tanh_approx = 1;
+    else if (approximation && strcmp(approximation, "none") != 0)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_gelu: argument approximation: \"%s\"; use "
+                          "\"none\" or \"tanh\"", approximation);
+    return dla__apply(&gelu_op, &a, sizeof a, 1, &x);
+}
+
+/* -------------------------------------------------------------- softmax */
+
+typedef struct softmax_attrs {
+    int log;
+} softmax_attrs;
+
+static const char *softmax_name(const softmax_attrs *a)
+{
+    return a->log ? "dla_logsoftmax" : "dla_softmax";
+}
+
+/* The 1-based "C" dim of x, or 0 with the error set. */
+static int channel_dim(const char *op, const dla_tensor *x)
+{
+    int c = dla_tensor_find_dim(x, 'C');
+    if (!c) {
+        char buf[DLA__DIMS_BUF];
+        dla__fail(DLA_ERR_FORMAT, "%s: argument x (%s%s%s) has no \"C\" dim to normalize over",
+                  op, dla__tensor_dims_str(x, buf, sizeof buf), x->format[0] ? " " : "",
+                  x->format[0] ? x->format : ", unformatted");
+    }
+    return c;
+}
+
+static dla_status softmax_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                  dla_tensor **out, dla_tensor **saved)
+{
+    (void)nin, (void)saved;
+    const softmax_attrs *a = attrs;
+    const char *op = softmax_name(a);
+    dla_tensor *x = in[0];
+    if (!dla__nn_is_float(x->dtype))
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
+                         dla_dtype_name(x->dtype));
+    int c = channel_dim(op, x);
+    if (!c)
+        return dla_last_status();
+    dla_device *dev = x->storage->device;
+    int64_t rdims[DLA_MAX_DIMS];
+    memcpy(rdims, x->dims, sizeof rdims);
+    rdims[c - 1] = 1;
+    dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, x->dims);
+    dla_tensor *r = dla__tensor_alloc(op, dev, x->dtype, "", x->ndims, rdims);
+    dla_tensor *e = NULL;
+    dla_status st = y && r ? DLA_OK : dla_last_status();
+    dla_view vx, vy, vr, ve;
+    if (st == DLA_OK) {
+        dla__view_of(x, &vx);
+        dla__view_of(y, &vy);
+        dla__view_of(r, &vr);
+        st = dla__nn_reduce(dev, DLA_REDUCE_MAX, &vr, &vx);
+    }
+    dla_view vrx = vr; /* r broadcast along C */
+    dla__nn_expand(&vrx, x->dims);
+    if (st == DLA_OK) /* y = x - max */
+        st = dla__nn_binary(dev, DLA_BINARY_SUB, &vy, &vx, &vrx);
+    if (st == DLA_OK && !a->log) {
+        st = dla__nn_unary(dev, DLA_UNARY_EXP, 0.0, 0.0, &vy, &vy);
+        if (st == DLA_OK)
+            st = dla__nn_reduce(dev, DLA_REDUCE_SUM, &vr, &vy);
+        if (st == DLA_OK)
+            st = dla__nn_binary(dev, DLA_BINARY_DIV, &vy, &vy, &vrx);
+    } else if (st == DLA_OK) { /* y = (x - max) - log(sum(exp(x - max))) */
+        e = dla__tensor_alloc(op, dev, x->dtype, "", x->ndims, x->dims);
+        if (!e)
+            st = dla_last_status();
+        if (st == DLA_OK) {
+            dla__view_of(e, &ve);
+            st = dla__nn_unary(dev, DLA_UNARY_EXP, 0.0, 0.0, &ve, &vy);
+        }
+        if (st == DLA_OK)
+            st = dla__nn_reduce(dev, DLA_REDUCE_SUM, &vr, &ve);
+        if (st == DLA_OK)
+            st = dla__nn_unary(dev, DLA_UNARY_LOG, 0.0, 0.0, &vr, &vr);
+        if (st == DLA_OK)
+            st = dla__nn_binary(dev, DLA_BINARY_SUB, &vy, &vy, &vrx);
+    }
+    dla_tensor_release(r);
+    dla_tensor_release(e);
+    if (st != DLA_OK) {
+        dla_tensor_release(y);
+        return st;
+    }
+    out[0] = y;
+    return DLA_OK;
+}
+
+static dla_status softmax_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const softmax_attrs *a = n->attrs;
+    dla_tensor *y = n->out[0], *g = gout[0];
+    int64_t c = dla_tensor_find_dim(y, 'C');
+    if (!a->log) /* y .* (g - sum(g .* y)) */
+        gin[0] = dla_mul(y, dla_sub(g, dla_sum(dla_mul(g, y), 1, &c)));
+    else /* g - exp(y) .* sum(g) */
+        gin[0] = dla_sub(g, dla_mul(dla_exp(y), dla_sum(g, 1, &c)));
+    return DLA_OK;
+}
+
+static const dla__op softmax_op = {
+    .name = "dla_softmax", .nin = 1, .nout = 1, .forward = softmax_forward,
+    .backward = softmax_backward,
+};
+static const dla__op logsoftmax_op = {
+    .name = "dla_logsoftmax", .nin = 1, .nout = 1, .forward = softmax_forward,
+    .backward = softmax_backward,
+};
+
+DLA_API dla_tensor *dla_softmax(dla_tensor *x)
+{
+    softmax_attrs a = {0};
+    return dla__apply(&softmax_op, &a, sizeof a, 1, &x);
+}
+
+DLA_API dla_tensor *dla_logsoftmax(dla_tensor *x)
+{
+    softmax_attrs a = {1};
+    return dla__apply(&logsoftmax_op, &a, sizeof a, 1, &x);
+}

@@ -1,0 +1,216 @@
+/*
+ * test_nnops_act.c - leakyrelu, elu, gelu, softmax and logsoftmax: values
+ * against the formulas evaluated on the host, finite-difference gradients
+ * for every option and format, and the error messages.
+ */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "gradcheck.h"
+#include "test_nnops.h"
+
+static const double xs[8] = {-3.0, -1.0, -0.25, 0.0, 0.5, 1.0, 2.0, 4.0};
+
+static void test_leakyrelu_and_elu_follow_matlab(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = nn_from(xs, "CB", DLA_DIMS(4, 2));
+    double want[8];
+    for (int i = 0; i < 8; i++)
+        want[i] = xs[i] > 0 ? xs[i] : DLA_LEAKYRELU_SCALE * xs[i];
+    nn_expect(dla_leakyrelu(x, DLA_LEAKYRELU_SCALE), "CB", DLA_DIMS(4, 2), want, 1e-15);
+    for (int i = 0; i < 8; i++)
+        want[i] = xs[i] > 0 ? xs[i] : 0.3 * xs[i];
+    nn_expect(dla_leakyrelu(x, 0.3), "CB", DLA_DIMS(4, 2), want, 1e-15);
+    for (int i = 0; i < 8; i++)
+        want[i] = xs[i] > 0 ? xs[i] : expm1(xs[i]);
+    nn_expect(dla_elu(x, DLA_ELU_ALPHA), "CB", DLA_DIMS(4, 2), want, 1e-14);
+    for (int i = 0; i < 8; i++)
+        want[i] = xs[i] > 0 ? xs[i] : 2.5 * expm1(xs[i]);
+    nn_expect(dla_elu(x, 2.5), "CB", DLA_DIMS(4, 2), want, 1e-14);
+    /* single precision goes through the same kernels */
+    dla_tensor *xf = dla_cast(x, DLA_F32);
+    dla_tensor *yf = dla_elu(xf, 1.0);
+    assert_int_equal(dla_tensor_dtype(yf), DLA_F32);
+    assert_true(fabs(dla_tensor_item(yf, 0) - expm1(-3.0)) < 1e-6);
+    dla_scope_end();
+}
+
+static void test_gelu_uses_erf_by_default_and_tanh_on_request(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = nn_from(xs, "SSCB", DLA_DIMS(2, 2, 2, 1));
+    double exact[8], approx[8];
+    for (int i = 0; i < 8; i++) {
+        double v = xs[i];
+        exact[i] = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+        approx[i] = 0.5 * v * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+    }
+    nn_expect(dla_gelu(x, NULL), "SSCB", DLA_DIMS(2, 2, 2, 1), exact, 1e-14);
+    nn_expect(dla_gelu(x, "none"), "SSCB", DLA_DIMS(2, 2, 2, 1), exact, 1e-14);
+    nn_expect(dla_gelu(x, "tanh"), "SSCB", DLA_DIMS(2, 2, 2, 1), approx, 1e-14);
+    /* the two differ, so the option really selects */
+    assert_true(fabs(exact[0] - approx[0]) > 1e-5);
+    dla_scope_end();
+}
+
+/* softmax over C on the host for x with dims (before C) x C x (after C). */
+static void host_softmax(const double *x, int64_t pre, int64_t c, int64_t post, int log_out,
+                         double *y)
+{
+    for (int64_t q = 0; q < post; q++)
+        for (int64_t p = 0; p < pre; p++) {
+            double m = -INFINITY, s = 0;
+            for (int64_t k = 0; k < c; k++)
+                m = fmax(m, x[p + pre * (k + c * q)]);
+            for (int64_t k = 0; k < c; k++)
+                s += exp(x[p + pre * (k + c * q)] - m);
+            for (int64_t k = 0; k < c; k++) {
+                double v = x[p + pre * (k + c * q)] - m;
+                y[p + pre * (k + c * q)] = log_out ? v - log(s) : exp(v) / s;
+            }
+        }
+}
+
+static void test_softmax_normalizes_over_the_channel_dim_of_each_format(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    struct {
+        const char *fmt;
+        int nd;
+        int64_t dims[4];
+        int64_t pre, c, post;
+    } cases[] = {
+        {"CB", 2, {5, 3}, 1, 5, 3},
+        {"SSCB", 4, {2, 3, 4, 2}, 6, 4, 2},
+        {"CBT", 3, {3, 2, 4}, 1, 3, 8},
+        {"SCBT", 4, {2, 3, 2, 2}, 2, 3, 4},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int64_t n = cases[k].pre * cases[k].c * cases[k].post;
+        double *v = nn_values(n), *want = malloc(sizeof(double) * (size_t)n);
+        for (int64_t i = 0; i < n; i++)
+            v[i] *= 3.0;
+        dla_tensor *x = nn_from(v, cases[k].fmt, cases[k].nd, cases[k].dims);
+        host_softmax(v, cases[k].pre, cases[k].c, cases[k].post, 0, want);
+        nn_expect(dla_softmax(x), cases[k].fmt, cases[k].nd, cases[k].dims, want, 1e-14);
+        host_softmax(v, cases[k].pre, cases[k].c, cases[k].post, 1, want);
+        nn_expect(dla_logsoftmax(x), cases[k].fmt, cases[k].nd, cases[k].dims, want, 1e-13);
+        free(v);
+        free(want);
+    }
+    dla_scope_end();
+}
+
+static void test_softmax_stays_finite_for_large_inputs(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double v[3] = {1000.0, 999.0, -1000.0};
+    dla_tensor *x = nn_from(v, "CB", DLA_DIMS(3, 1));
+    double e1 = exp(-1.0), s = 1.0 + e1;
+    nn_expect(dla_softmax(x), "CB", DLA_DIMS(3, 1), (double[]){1 / s, e1 / s, 0.0}, 1e-14);
+    /* log-softmax keeps what softmax rounds to 0: -2000 - log(s) */
+    nn_expect(dla_logsoftmax(x), "CB", DLA_DIMS(3, 1),
+              (double[]){-log(s), -1.0 - log(s), -2000.0 - log(s)}, 1e-14);
+    /* single precision: same, no inf or NaN */
+    dla_tensor *y = dla_softmax(dla_cast(x, DLA_F32));
+    assert_true(fabs(dla_tensor_item(y, 0) - 1 / s) < 1e-6);
+    assert_true(dla_tensor_item(y, 2) == 0.0);
+    dla_scope_end();
+}
+
+/* --------------------------------------------------------------- gradients */
+
+typedef struct act_case {
+    int which; /* 0 leakyrelu, 1 elu, 2 gelu, 3 softmax, 4 logsoftmax */
+    double p;
+    const char *s;
+} act_case;
+
+static dla_tensor *act_fn(void *ctx, dla_tensor *const *in)
+{
+    const act_case *c = ctx;
+    switch (c->which) {
+    case 0: return dla_leakyrelu(in[0], c->p);
+    case 1: return dla_elu(in[0], c->p);
+    case 2: return dla_gelu(in[0], c->s);
+    case 3: return dla_softmax(in[0]);
+    default: return dla_logsoftmax(in[0]);
+    }
+}
+
+static void test_activation_gradients_match_finite_differences(void **state)
+{
+    (void)state;
+    act_case cases[] = {
+        {0, DLA_LEAKYRELU_SCALE, NULL}, {0, 0.3, NULL}, {1, DLA_ELU_ALPHA, NULL}, {1, 0.5, NULL},
+        {2, 0, NULL}, {2, 0, "none"}, {2, 0, "tanh"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        dla_tensor *x = nn_rand("SSCB", DLA_DIMS(3, 2, 4, 2));
+        gc_check(act_fn, &cases[k], 1, &x, (int[]){1}, 1e-6);
+        dla_tensor_release(x);
+    }
+    const char *fmts[] = {"CB", "SSCB", "CBT"};
+    const int64_t dims[][4] = {{5, 3}, {2, 3, 4, 2}, {4, 2, 3}};
+    const int nds[] = {2, 4, 3};
+    for (int f = 0; f < 3; f++)
+        for (int which = 3; which <= 4; which++) {
+            act_case c = {which, 0, NULL};
+            dla_tensor *x = nn_rand(fmts[f], nds[f], dims[f]);
+            gc_check(act_fn, &c, 1, &x, (int[]){1}, 1e-6);
+            dla_tensor_release(x);
+        }
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_activation_errors_name_the_op_and_argument(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *plain = dla_ones(DLA_F64, "", DLA_DIMS(3, 4));
+    nn_expect_error(dla_softmax(plain), DLA_ERR_FORMAT,
+                    "dla_softmax: argument x (3x4, unformatted) has no \"C\" dim");
+    dla_tensor *ssb = dla_ones(DLA_F64, "SSB", DLA_DIMS(2, 2, 3));
+    nn_expect_error(dla_logsoftmax(ssb), DLA_ERR_FORMAT,
+                    "dla_logsoftmax: argument x (2x2x3 SSB) has no \"C\" dim");
+    dla_tensor *x = dla_ones(DLA_F64, "CB", DLA_DIMS(3, 2));
+    nn_expect_error(dla_gelu(x, "erf"), DLA_ERR_INVALID_ARGUMENT,
+                    "dla_gelu: argument approximation: \"erf\"; use \"none\" or \"tanh\"");
+    nn_expect_error(dla_leakyrelu(x, NAN), DLA_ERR_INVALID_ARGUMENT,
+                    "dla_leakyrelu: argument scale: nan is not finite");
+    nn_expect_error(dla_elu(x, INFINITY), DLA_ERR_INVALID_ARGUMENT,
+                    "dla_elu: argument alpha: inf is not finite");
+    dla_tensor *ints = dla_ones(DLA_I32, "CB", DLA_DIMS(3, 2));
+    nn_expect_error(dla_elu(ints, 1.0), DLA_ERR_DTYPE, "dla_elu: argument x: int32");
+    nn_expect_error(dla_gelu(ints, NULL), DLA_ERR_DTYPE, "dla_gelu: argument x: int32");
+    nn_expect_error(dla_softmax(ints), DLA_ERR_DTYPE, "dla_softmax: argument x: int32");
+    /* sticky: an error in is the same error out */
+    dla_tensor *e = dla_softmax(plain);
+    assert_ptr_equal(dla_gelu(e, NULL), e);
+    assert_ptr_equal(dla_leakyrelu(e, 0.1), e);
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_leakyrelu_and_elu_follow_matlab),
+        cmocka_unit_test(test_gelu_uses_erf_by_default_and_tanh_on_request),
+        cmocka_unit_test(test_softmax_normalizes_over_the_channel_dim_of_each_format),
+        cmocka_unit_test(test_softmax_stays_finite_for_large_inputs),
+        cmocka_unit_test(test_activation_gradients_match_finite_differences),
+        cmocka_unit_test(test_activation_errors_name_the_op_and_argument),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
