@@ -169,6 +169,21 @@ static int64_t block_of(int64_t n, int64_t max)
     return (n + blocks - 1) / blocks;
 }
 
+/* d[0..n-1] = s[0..n-1] + b, whole vectors and a masked tail: rows are
+ * short (24 in the digit CNN), so a scalar or library loop would cost as
+ * much as the convolution's own stores. */
+static TGT void row_copy(float *d, const float *s, int64_t n, float b)
+{
+    const __m512 vb = _mm512_set1_ps(b);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(d + i, _mm512_add_ps(_mm512_loadu_ps(s + i), vb));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(d + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, s + i), vb));
+    }
+}
+
 /* ------------------------------------------------------------ the wide layout */
 
 typedef struct wide {
@@ -220,7 +235,7 @@ static TGT void pack(const wide *g, const float *src, const int64_t *in, const i
                 const float *s = src + ch * sc + i1 * ss[1] + i2 * ss[2];
                 float *b = buf + ch * g->cs + pb[0] + (i1 + pb[1]) * g->w1 + (i2 + pb[2]) * g->w2;
                 if (ss[0] == 1)
-                    memcpy(b + lo[0], s + lo[0], (size_t)(hi[0] - lo[0]) * sizeof(float));
+                    row_copy(b + lo[0], s + lo[0], hi[0] - lo[0], 0.0f);
                 else
                     for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
                         b[i0] = s[i0 * ss[0]];
@@ -240,8 +255,7 @@ static TGT void unpack(const wide *g, const float *ybuf, int64_t ystride, int64_
                 const float *s = ybuf + ch * ystride + o1 * g->w1 + o2 * g->w2;
                 float *d = dst + ch * dc + o1 * ds[1] + o2 * ds[2];
                 if (ds[0] == 1)
-                    for (int64_t o0 = 0; o0 < out[0]; o0++)
-                        d[o0] = s[o0] + b;
+                    row_copy(d, s, out[0], b);
                 else
                     for (int64_t o0 = 0; o0 < out[0]; o0++)
                         d[o0 * ds[0]] = s[o0] + b;
@@ -471,8 +485,11 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
                         for (int64_t o1 = 0; o1 < p->out[1]; o1++) {
                             const float *s = ys + f * p->yf + o1 * p->ys[1] + o2 * p->ys[2];
                             float *d = dy + f * g.span_r + o1 * g.w1 + o2 * g.w2;
-                            for (int64_t o0 = 0; o0 < p->out[0]; o0++)
-                                d[o0] = s[o0 * p->ys[0]];
+                            if (p->ys[0] == 1)
+                                row_copy(d, s, p->out[0], 0.0f);
+                            else
+                                for (int64_t o0 = 0; o0 < p->out[0]; o0++)
+                                    d[o0] = s[o0 * p->ys[0]];
                         }
                 float *ag = acc[me] + grp * p->Fg * p->Cg * nt * 16;
                 for (int64_t c = 0; c < p->Cg; c++)
