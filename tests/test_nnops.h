@@ -40,6 +40,20 @@ TU_UNUSED static dla_tensor *nn_rand(const char *fmt, int nd, const int64_t *dim
     return t;
 }
 
+/* Like nn_rand with values in [0.5, 4.5): variances, divisors. */
+TU_UNUSED static dla_tensor *nn_rand_pos(const char *fmt, int nd, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= dims[i];
+    double *v = nn_values(n);
+    for (int64_t i = 0; i < n; i++)
+        v[i] += 2.5;
+    dla_tensor *t = dla_keep(nn_from(v, fmt, nd, dims));
+    free(v);
+    return t;
+}
+
 /* The elements as doubles; caller frees. Fails the test on an error tensor. */
 TU_UNUSED static double *nn_fetch(dla_tensor *t)
 {

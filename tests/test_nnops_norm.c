@@ -1,0 +1,388 @@
+/*
+ * test_nnops_norm.c - batchnorm (training with its running statistics, and
+ * inference), layernorm in each operation dimension, groupnorm and
+ * instancenorm: values against a hand-worked case and a naive host loop,
+ * finite-difference gradients for every op, mode and format, and errors.
+ */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "gradcheck.h"
+#include "test_nnops.h"
+
+/* ------------------------------------------------------ the host reference */
+
+/* Which elements share statistics, for x seen as S x C x B x R (the
+ * products of its S dims, its channels, its batch, its T and U dims). */
+typedef enum ref_mode {
+    R_BATCH,    /* per channel */
+    R_LAYER,    /* per observation */
+    R_SPATIAL,  /* per observation and time step */
+    R_CHANNEL,  /* per observation, time step and pixel */
+    R_GROUP,    /* per observation and group */
+    R_INSTANCE, /* per observation and channel */
+} ref_mode;
+
+typedef struct ref_shape {
+    int64_t s, c, b, r;
+} ref_shape;
+
+static int64_t ref_key(ref_mode m, ref_shape d, int64_t groups, int64_t s, int64_t c, int64_t b,
+                       int64_t r)
+{
+    switch (m) {
+    case R_BATCH: return c;
+    case R_LAYER: return b;
+    case R_SPATIAL: return b + d.b * r;
+    case R_CHANNEL: return s + d.s * (b + d.b * r);
+    case R_GROUP: return c / (d.c / groups) + groups * b;
+    default: return c + d.c * b;
+    }
+}
+
+/* y = scale .* (x - mean) ./ sqrt(var + eps) + offset with the statistics
+ * of each key (biased variance); mean/var out per key when not NULL. */
+static void ref_norm(ref_mode m, ref_shape d, int64_t groups, const double *x, const double *off,
+                     const double *sc, double eps, double *y, double *mean_out, double *var_out)
+{
+    int64_t n = d.s * d.c * d.b * d.r, nk = n; /* keys never outnumber elements */
+    double *sum = calloc((size_t)nk, sizeof(double)), *sq = calloc((size_t)nk, sizeof(double));
+    double *cnt = calloc((size_t)nk, sizeof(double));
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t r = 0; r < d.r; r++)
+            for (int64_t b = 0; b < d.b; b++)
+                for (int64_t c = 0; c < d.c; c++)
+                    for (int64_t s = 0; s < d.s; s++) {
+                        int64_t i = s + d.s * (c + d.c * (b + d.b * r));
+                        int64_t k = ref_key(m, d, groups, s, c, b, r);
+                        if (pass == 0) {
+                            sum[k] += x[i];
+                            cnt[k] += 1;
+                        } else {
+                            double mu = sum[k] / cnt[k];
+                            sq[k] += (x[i] - mu) * (x[i] - mu);
+                        }
+                    }
+    for (int64_t r = 0; r < d.r; r++)
+        for (int64_t b = 0; b < d.b; b++)
+            for (int64_t c = 0; c < d.c; c++)
+                for (int64_t s = 0; s < d.s; s++) {
+                    int64_t i = s + d.s * (c + d.c * (b + d.b * r));
+                    int64_t k = ref_key(m, d, groups, s, c, b, r);
+                    double mu = sum[k] / cnt[k], var = sq[k] / cnt[k];
+                    y[i] = sc[c] * (x[i] - mu) / sqrt(var + eps) + off[c];
+                    if (mean_out)
+                        mean_out[k] = mu;
+                    if (var_out)
+                        var_out[k] = var;
+                }
+    free(sum);
+    free(sq);
+    free(cnt);
+}
+
+/* --------------------------------------------------------------- batchnorm */
+
+static void test_batchnorm_training_updates_the_running_statistics_as_matlab(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* two channels, four observations */
+    const double xv[8] = {1, 2, 2, 4, 3, 6, 4, 8};
+    dla_tensor *x = nn_from(xv, "CB", DLA_DIMS(2, 4));
+    dla_tensor *off = nn_from((double[]){0.5, -1}, "", DLA_DIMS(2, 1));
+    dla_tensor *sc = nn_from((double[]){2, 3}, "", DLA_DIMS(2, 1));
+    dla_tensor *rm = nn_from((double[]){0, 1}, "", DLA_DIMS(2, 1));
+    dla_tensor *rv = nn_from((double[]){1, 2}, "", DLA_DIMS(2, 1));
+    dla_tensor *y, *m, *v;
+    assert_int_equal(dla_batchnorm_train(x, off, sc, rm, rv, NULL, &y, &m, &v), DLA_OK);
+    /* channel means 2.5 and 5; biased variances 1.25 and 5; unbiased 5/3, 20/3 */
+    const double mu[2] = {2.5, 5}, var[2] = {1.25, 5}, o[2] = {0.5, -1}, s[2] = {2, 3};
+    double want[8];
+    for (int i = 0; i < 8; i++)
+        want[i] = s[i % 2] * (xv[i] - mu[i % 2]) / sqrt(var[i % 2] + 1e-5) + o[i % 2];
+    nn_expect(y, "CB", DLA_DIMS(2, 4), want, 1e-14);
+    /* MeanDecay = VarianceDecay = 0.1: 0.1 batch + 0.9 running, unbiased variance */
+    nn_expect(m, "", DLA_DIMS(2, 1), (double[]){0.25, 0.5 + 0.9}, 1e-14);
+    nn_expect(v, "", DLA_DIMS(2, 1), (double[]){0.5 / 3 + 0.9, 2.0 / 3 + 1.8}, 1e-14);
+
+    /* other decays and epsilon */
+    dla_batchnorm_options opt = {.epsilon = 1e-3, .mean_decay = 0.3, .variance_decay = 0.6};
+    assert_int_equal(dla_batchnorm_train(x, off, sc, rm, rv, &opt, &y, &m, &v), DLA_OK);
+    for (int i = 0; i < 8; i++)
+        want[i] = s[i % 2] * (xv[i] - mu[i % 2]) / sqrt(var[i % 2] + 1e-3) + o[i % 2];
+    nn_expect(y, "CB", DLA_DIMS(2, 4), want, 1e-14);
+    nn_expect(m, "", DLA_DIMS(2, 1), (double[]){0.3 * 2.5, 0.3 * 5 + 0.7}, 1e-14);
+    nn_expect(v, "", DLA_DIMS(2, 1), (double[]){0.6 * 5 / 3 + 0.4, 0.6 * 20 / 3 + 0.8}, 1e-14);
+
+    /* no running statistics: the batch's own, biased, shaped like offset */
+    assert_int_equal(dla_batchnorm_train(x, off, sc, NULL, NULL, NULL, &y, &m, &v), DLA_OK);
+    nn_expect(m, "", DLA_DIMS(2, 1), mu, 1e-14);
+    nn_expect(v, "", DLA_DIMS(2, 1), var, 1e-14);
+    /* statistics not wanted */
+    assert_int_equal(dla_batchnorm_train(x, off, sc, rm, rv, NULL, &y, NULL, NULL), DLA_OK);
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    dla_scope_end();
+}
+
+static void test_batchnorm_statistics_span_every_dim_but_channels(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    struct {
+        const char *fmt;
+        int nd;
+        int64_t dims[5];
+        ref_shape d;
+    } cases[] = {
+        {"SSCB", 4, {3, 2, 4, 5}, {6, 4, 5, 1}},
+        {"CBT", 3, {3, 4, 5}, {1, 3, 4, 5}},
+        {"SCBT", 4, {2, 3, 2, 3}, {2, 3, 2, 3}},
+        {"SSSCB", 5, {2, 2, 2, 3, 2}, {8, 3, 2, 1}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ref_shape d = cases[k].d;
+        int64_t n = d.s * d.c * d.b * d.r;
+        double *xv = nn_values(n), *ov = nn_values(d.c), *sv = nn_values(d.c);
+        double *rmv = nn_values(d.c), *rvv = nn_values(d.c);
+        for (int64_t c = 0; c < d.c; c++)
+            rvv[c] += 3.0;
+        double *want = malloc(sizeof(double) * (size_t)n), mu[8], var[8];
+        ref_norm(R_BATCH, d, 1, xv, ov, sv, 1e-5, want, mu, var);
+        dla_tensor *x = nn_from(xv, cases[k].fmt, cases[k].nd, cases[k].dims);
+        dla_tensor *off = nn_from(ov, "", DLA_DIMS(d.c)), *sc = nn_from(sv, "", DLA_DIMS(d.c));
+        dla_tensor *rm = nn_from(rmv, "", DLA_DIMS(d.c)), *rv = nn_from(rvv, "", DLA_DIMS(d.c));
+        dla_tensor *y, *m, *v;
+        assert_int_equal(dla_batchnorm_train(x, off, sc, rm, rv, NULL, &y, &m, &v), DLA_OK);
+        nn_expect(y, cases[k].fmt, cases[k].nd, cases[k].dims, want, 1e-12);
+        double wm[8], wv[8], per = (double)(n / d.c);
+        for (int64_t c = 0; c < d.c; c++) {
+            wm[c] = 0.1 * mu[c] + 0.9 * rmv[c];
+            wv[c] = 0.1 * var[c] * per / (per - 1) + 0.9 * rvv[c];
+        }
+        nn_expect(m, "", DLA_DIMS(d.c), wm, 1e-12);
+        nn_expect(v, "", DLA_DIMS(d.c), wv, 1e-12);
+        /* inference with the batch's own statistics gives the same y */
+        dla_tensor *bm = nn_from(mu, "", DLA_DIMS(d.c)), *bv = nn_from(var, "", DLA_DIMS(d.c));
+        nn_expect(dla_batchnorm(x, off, sc, bm, bv, NULL), cases[k].fmt, cases[k].nd,
+                  cases[k].dims, want, 1e-12);
+        free(xv), free(ov), free(sv), free(rmv), free(rvv), free(want);
+    }
+    dla_scope_end();
+}
+
+static void test_batchnorm_inference_uses_the_given_statistics(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double xv[6] = {1, -2, 3, 0.5, 4, -1};
+    dla_tensor *x = nn_from(xv, "SCB", DLA_DIMS(1, 3, 2));
+    /* statistics and parameters as 1x1x3 "SSC"-like vectors: any dims with C elements */
+    const double m[3] = {0.5, -1, 2}, v[3] = {4, 0.25, 1}, o[3] = {1, 0, -1}, s[3] = {1, 2, 0.5};
+    dla_tensor *tm = nn_from(m, "", DLA_DIMS(1, 1, 3)), *tv = nn_from(v, "", DLA_DIMS(1, 1, 3));
+    dla_tensor *to = nn_from(o, "", DLA_DIMS(3, 1)), *ts = nn_from(s, "", DLA_DIMS(1, 3));
+    double want[6];
+    for (int i = 0; i < 6; i++)
+        want[i] = s[i % 3] * (xv[i] - m[i % 3]) / sqrt(v[i % 3] + 0.01) + o[i % 3];
+    nn_expect(dla_batchnorm(x, to, ts, tm, tv, &(dla_batchnorm_options){.epsilon = 0.01}), "SCB",
+              DLA_DIMS(1, 3, 2), want, 1e-14);
+    dla_scope_end();
+}
+
+/* ------------------------------------------- layer, group, instance norms */
+
+static void test_layer_group_and_instance_norms_pick_their_dims(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    struct {
+        const char *fmt;
+        int nd;
+        int64_t dims[4];
+        ref_shape d;
+    } shapes[] = {
+        {"SSCB", 4, {3, 2, 4, 3}, {6, 4, 3, 1}},
+        {"CBT", 3, {4, 2, 3}, {1, 4, 2, 3}},
+        {"CB", 2, {6, 3}, {1, 6, 3, 1}},
+        {"SCBT", 4, {3, 4, 2, 2}, {3, 4, 2, 2}},
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        ref_shape d = shapes[k].d;
+        int64_t n = d.s * d.c * d.b * d.r;
+        double *xv = nn_values(n), *ov = nn_values(d.c), *sv = nn_values(d.c);
+        double *want = malloc(sizeof(double) * (size_t)n);
+        dla_tensor *x = nn_from(xv, shapes[k].fmt, shapes[k].nd, shapes[k].dims);
+        dla_tensor *off = nn_from(ov, "", DLA_DIMS(d.c)), *sc = nn_from(sv, "", DLA_DIMS(1, d.c));
+        int has_t = strchr(shapes[k].fmt, 'T') != NULL;
+        struct {
+            const char *od;
+            ref_mode m;
+        } modes[] = {
+            {NULL, R_LAYER}, {"batch-excluded", R_LAYER}, {"spatial-channel", R_SPATIAL},
+            {"channel-only", R_CHANNEL}, {"auto", has_t ? R_CHANNEL : R_SPATIAL},
+        };
+        for (size_t j = 0; j < sizeof modes / sizeof modes[0]; j++) {
+            ref_norm(modes[j].m, d, 1, xv, ov, sv, 1e-5, want, NULL, NULL);
+            dla_norm_options o = {.operation_dimension = modes[j].od};
+            nn_expect(dla_layernorm(x, off, sc, &o), shapes[k].fmt, shapes[k].nd, shapes[k].dims,
+                      want, 1e-12);
+        }
+        ref_norm(R_GROUP, d, 2, xv, ov, sv, 1e-4, want, NULL, NULL);
+        nn_expect(dla_groupnorm(x, 2, off, sc, &(dla_norm_options){.epsilon = 1e-4}),
+                  shapes[k].fmt, shapes[k].nd, shapes[k].dims, want, 1e-12);
+        ref_norm(R_INSTANCE, d, 1, xv, ov, sv, 1e-5, want, NULL, NULL);
+        nn_expect(dla_instancenorm(x, off, sc, NULL), shapes[k].fmt, shapes[k].nd, shapes[k].dims,
+                  want, 1e-12);
+        /* groupnorm's two ends: one group per channel, one group in all */
+        nn_expect(dla_groupnorm(x, d.c, off, sc, NULL), shapes[k].fmt, shapes[k].nd,
+                  shapes[k].dims, want, 1e-12);
+        ref_norm(R_LAYER, d, 1, xv, ov, sv, 1e-5, want, NULL, NULL);
+        nn_expect(dla_groupnorm(x, 1, off, sc, NULL), shapes[k].fmt, shapes[k].nd, shapes[k].dims,
+                  want, 1e-12);
+        free(xv), free(ov), free(sv), free(want);
+    }
+    dla_scope_end();
+}
+
+/* --------------------------------------------------------------- gradients */
+
+typedef struct norm_case {
+    int which; /* 0 bn train, 1 bn inference, 2 layer, 3 group, 4 instance */
+    const char *od;
+    int64_t groups;
+} norm_case;
+
+static dla_tensor *norm_fn(void *ctx, dla_tensor *const *in)
+{
+    const norm_case *c = ctx;
+    switch (c->which) {
+    case 0: {
+        dla_tensor *y, *m, *v;
+        dla_batchnorm_train(in[0], in[1], in[2], in[3], in[4], NULL, &y, &m, &v);
+        return y;
+    }
+    case 1: return dla_batchnorm(in[0], in[1], in[2], in[3], in[4], NULL);
+    case 2: return dla_layernorm(in[0], in[1], in[2], &(dla_norm_options){.operation_dimension = c->od});
+    case 3: return dla_groupnorm(in[0], c->groups, in[1], in[2], NULL);
+    default: return dla_instancenorm(in[0], in[1], in[2], NULL);
+    }
+}
+
+static void test_normalization_gradients_match_finite_differences(void **state)
+{
+    (void)state;
+    const char *fmts[] = {"CB", "SSCB", "CBT"};
+    const int64_t dims[][4] = {{4, 5}, {3, 2, 4, 3}, {4, 3, 2}};
+    const int nds[] = {2, 4, 3};
+    norm_case cases[] = {
+        {0, NULL, 0}, {1, NULL, 0}, {2, NULL, 0}, {2, "spatial-channel", 0},
+        {2, "channel-only", 0}, {2, "auto", 0}, {3, NULL, 2}, {3, NULL, 4}, {4, NULL, 0},
+    };
+    for (int f = 0; f < 3; f++)
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            /* "CB" has nothing for instancenorm to normalize over but one element */
+            if (cases[k].which == 4 && f == 0)
+                continue;
+            dla_tensor *in[5];
+            in[0] = nn_rand(fmts[f], nds[f], dims[f]);
+            in[1] = nn_rand("", DLA_DIMS(4));
+            in[2] = nn_rand("", DLA_DIMS(1, 4));
+            in[3] = nn_rand("", DLA_DIMS(4));
+            in[4] = nn_rand_pos("", DLA_DIMS(4)); /* a variance */
+            int check[5] = {1, 1, 1, cases[k].which == 1, cases[k].which == 1};
+            gc_check(norm_fn, &cases[k], 5, in, check, 1e-6);
+            for (int i = 0; i < 5; i++)
+                dla_tensor_release(in[i]);
+        }
+}
+
+static dla_status stats_only_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y, *m, *v;
+    dla_batchnorm_train(in[0], in[1], in[2], in[3], in[4], NULL, &y, &m, &v);
+    dla_tensor *l = dla_sum(dla_add(m, v), 0, NULL);
+    out[0] = l;
+    return dla_gradient(l, 1, &in[0], &out[1]);
+}
+
+static void test_running_statistics_carry_no_gradient(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[5] = {nn_rand("CB", DLA_DIMS(3, 4)), nn_rand("", DLA_DIMS(3)),
+                         nn_rand("", DLA_DIMS(3)), nn_rand("", DLA_DIMS(3)),
+                         dla_ones(DLA_F64, "", DLA_DIMS(3))};
+    dla_tensor *out[2];
+    /* the statistics depend on x only through values, not differentiably */
+    assert_int_not_equal(dla_feval(stats_only_loss, NULL, 5, in, 2, out), DLA_OK);
+    assert_non_null(strstr(dla_tensor_error(out[1]), "the loss does not depend on it"));
+    for (int i = 0; i < 4; i++)
+        dla_tensor_release(in[i]);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_normalization_errors_name_the_op_argument_and_shapes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "SSCB", DLA_DIMS(4, 4, 6, 2));
+    dla_tensor *c6 = dla_ones(DLA_F64, "", DLA_DIMS(6));
+    dla_tensor *c5 = dla_ones(DLA_F64, "", DLA_DIMS(5, 1));
+    dla_tensor *nochan = dla_ones(DLA_F64, "SSB", DLA_DIMS(4, 4, 2));
+    nn_expect_error(dla_layernorm(nochan, c6, c6, NULL), DLA_ERR_FORMAT,
+                    "dla_layernorm: argument x (4x4x2 SSB) has no \"C\" dim");
+    nn_expect_error(dla_batchnorm(x, c6, c5, c6, c6, NULL), DLA_ERR_SHAPE,
+                    "dla_batchnorm: argument scale: 5x1 has 5 elements, but x (4x4x6x2 SSCB) "
+                    "has 6 channels");
+    nn_expect_error(dla_batchnorm(x, c6, c6, c6, c5, NULL), DLA_ERR_SHAPE,
+                    "dla_batchnorm: argument var: 5x1 has 5 elements");
+    nn_expect_error(dla_groupnorm(x, 4, c6, c6, NULL), DLA_ERR_INVALID_ARGUMENT,
+                    "dla_groupnorm: argument num_groups: 4 does not divide the 6 channels of x "
+                    "(4x4x6x2 SSCB)");
+    nn_expect_error(dla_layernorm(x, c6, c6, &(dla_norm_options){.operation_dimension = "time"}),
+                    DLA_ERR_INVALID_ARGUMENT,
+                    "dla_layernorm: option operation_dimension: \"time\"");
+    nn_expect_error(dla_instancenorm(x, c6, c6, &(dla_norm_options){.epsilon = -1}),
+                    DLA_ERR_INVALID_ARGUMENT, "dla_instancenorm: option epsilon: -1");
+    dla_tensor *c6f = dla_ones(DLA_F32, "", DLA_DIMS(6));
+    nn_expect_error(dla_instancenorm(x, c6f, c6, NULL), DLA_ERR_DTYPE,
+                    "dla_instancenorm: argument offset (6) is single, x is double");
+    dla_tensor *y, *m, *v;
+    assert_int_equal(dla_batchnorm_train(x, c6, c6, c6, NULL, NULL, &y, &m, &v),
+                     DLA_ERR_INVALID_ARGUMENT);
+    nn_expect_error(y, DLA_ERR_INVALID_ARGUMENT,
+                    "dla_batchnorm_train: argument running_var is NULL but running_mean is not");
+    nn_expect_error(m, DLA_ERR_INVALID_ARGUMENT, "running_var is NULL");
+    assert_int_equal(dla_batchnorm_train(x, c6, c6, c6, c6,
+                                         &(dla_batchnorm_options){.mean_decay = 1.5}, &y, &m, &v),
+                     DLA_ERR_INVALID_ARGUMENT);
+    nn_expect_error(v, DLA_ERR_INVALID_ARGUMENT,
+                    "dla_batchnorm_train: option mean_decay: 1.5 is outside (0, 1]");
+    assert_int_equal(dla_batchnorm_train(x, c5, c6, NULL, NULL, NULL, &y, &m, &v), DLA_ERR_SHAPE);
+    nn_expect_error(y, DLA_ERR_SHAPE, "dla_batchnorm_train: argument offset: 5x1 has 5 elements");
+    nn_expect_error(m, DLA_ERR_SHAPE, "argument offset");
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batchnorm_training_updates_the_running_statistics_as_matlab),
+        cmocka_unit_test(test_batchnorm_statistics_span_every_dim_but_channels),
+        cmocka_unit_test(test_batchnorm_inference_uses_the_given_statistics),
+        cmocka_unit_test(test_layer_group_and_instance_norms_pick_their_dims),
+        cmocka_unit_test(test_normalization_gradients_match_finite_differences),
+        cmocka_unit_test(test_running_statistics_carry_no_gradient),
+        cmocka_unit_test(test_normalization_errors_name_the_op_argument_and_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
