@@ -5,3 +5,4 @@ include tests/kernels.mk
 include tests/registry.mk
 include tests/conv.mk
 include tests/nnops.mk
+include tests/loss.mk

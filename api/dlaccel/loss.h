@@ -1,5 +1,21 @@
 /*
  * dlaccel/loss.h - included by dlaccel.h; do not include it directly.
+ *
+ * Losses (crossentropy, binary cross-entropy, mse, l1loss, l2loss), one-hot
+ * encoding and decoding, concatenation, padding, indexing, and the
+ * comparisons and where that masks and accuracies are made of.
+ *
+ *     // MATLAB: loss = crossentropy(Y, T, classWeights, WeightsFormat="C");
+ *     dla_tensor *loss = dla_crossentropy(y, t, &(dla_crossentropy_options){
+ *         .weights = class_weights});
+ *     // MATLAB: acc = mean(onehotdecode(Y, classes, 1) == labels);
+ *     dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), labels);
+ *
+ * All ops here follow the conventions of dlaccel.h: sticky errors, scopes,
+ * 1-based dims, 0-based element (and class) indices. Options structs are
+ * optional (NULL) and zero-initialized fields mean MATLAB's defaults; string
+ * options take MATLAB's values ("all-elements") and NULL or "" for the
+ * default. Differentiable means dla_gradient can go through the op.
  */
 #ifndef DLACCEL_LOSS_H
 #define DLACCEL_LOSS_H
@@ -9,6 +25,204 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ------------------------------------------------------------------ losses */
+
+/* What the losses share.
+ *
+ * Formats. Y must be formatted, or unformatted with data_format naming its
+ * labels (MATLAB's DataFormat; any order, as dlarray takes it). Targets have
+ * Y's dims: formatted with Y's format, or unformatted in Y's layout. A
+ * target of another dtype (int32 labels, logical) is converted to Y's.
+ *
+ * Weights and mask. Both broadcast against Y by label. A formatted weights
+ * or mask tensor is matched label by label (its k-th S dim to Y's k-th S
+ * dim); each of its dims must equal Y's or be 1, and every label it has
+ * must be one of Y's. An unformatted one takes weights_format when given
+ * (MATLAB's WeightsFormat); otherwise a weights vector with as many
+ * elements as Y has channels is a class-weight vector ("C"), and anything
+ * else is read in Y's own layout with implicit expansion. The mask may be
+ * logical or numeric. Weights are differentiable; the mask is not.
+ *
+ * With e the elementwise loss of the function, W the weights (1 when none)
+ * and M the mask (1 when none), the loss with reduction "sum" (default) is
+ *     loss = sum(W .* M .* e, "all") / N
+ * where N is the normalization factor:
+ *     "batch" (or "batch-size"): the size of Y's B dim (1 when Y has no B).
+ *         This is the default of every loss here.
+ *     "all-elements": numel(Y).
+ *     "mask-included": each observation (each index along B, or the whole
+ *         array when Y has no B) is divided by its own count of included
+ *         elements, sum(M) over that observation with M expanded to Y's
+ *         size, and the results are added up. An observation with nothing
+ *         included adds 0. Needs a mask.
+ *     "none": 1.
+ * The result is an unformatted 1x1 tensor of Y's dtype. Reduction "none"
+ * returns W .* M .* e instead, with Y's dims and format (with data_format:
+ * unformatted, in Y's layout), and ignores the normalization factor.
+ *
+ * Y is kept away from 0 (and 1 - Y in the independent case) inside log,
+ * at realmin of its dtype, as MATLAB's classification layers do: a
+ * softmax output that underflows gives a large finite loss, not NaN or
+ * Inf. Where Y is below realmin the gradient is taken at realmin.
+ *
+ * Errors: DLA_ERR_FORMAT (Y unformatted without data_format, targets or
+ * weights whose labels do not match), DLA_ERR_SHAPE (targets not of Y's
+ * dims, weights or mask that do not broadcast, class weights whose count is
+ * not Y's channel count), DLA_ERR_DTYPE (Y not single or double),
+ * DLA_ERR_INVALID_ARGUMENT (an unknown option value, "mask-included"
+ * without a mask, tensors on different devices). Messages name the
+ * function, the argument and the shapes. Differentiable with respect to Y,
+ * targets and weights. */
+
+typedef struct dla_crossentropy_options {
+    /* "exclusive" (default): single-label classification, Y the output of
+     * a softmax over C, targets one-hot or class probabilities;
+     *     e = -T .* log(Y)
+     * "independent": multi-label (binary per class), Y sigmoid outputs;
+     *     e = -(T .* log(Y) + (1 - T) .* log(1 - Y))
+     * MATLAB calls this TargetCategories (ClassificationMode in newer
+     * releases: "single-label", "multilabel", which are accepted too). */
+    const char *target_categories;
+    /* Class weights (C elements) or any tensor that broadcasts against Y
+     * (per observation, per element); NULL: none. Borrowed. */
+    dla_tensor *weights;
+    /* Labels of unformatted weights ("C", "CB", "BC"...); NULL: see above. */
+    const char *weights_format;
+    /* Logical or numeric, Y's size or broadcastable; NULL: none. */
+    dla_tensor *mask;
+    /* "batch" (default), "all-elements", "mask-included", "none". */
+    const char *normalization_factor;
+    /* "sum" (default) or "none". */
+    const char *reduction;
+    /* Labels of an unformatted Y ("CB", "CBT", "SSCB", "BC"...). */
+    const char *data_format;
+} dla_crossentropy_options;
+
+/* MATLAB crossentropy(Y, targets, weights, Name=Value), as above. For
+ * sequence data ("CBT") the time steps add up within each observation, so
+ * the default "batch" factor gives the mean over observations of the
+ * summed-over-time loss. opts may be NULL. */
+DLA_API dla_tensor *dla_crossentropy(dla_tensor *y, dla_tensor *targets,
+                                     const dla_crossentropy_options *opts);
+
+/* Binary cross-entropy: dla_crossentropy with target_categories
+ * "independent" (whatever opts says there), for sigmoid outputs Y in
+ * (0, 1) and targets in [0, 1] of Y's size. opts may be NULL. */
+DLA_API dla_tensor *dla_binary_crossentropy(dla_tensor *y, dla_tensor *targets,
+                                            const dla_crossentropy_options *opts);
+
+/* Options of l1loss, l2loss and mse (mse reads only data_format). */
+typedef struct dla_regression_loss_options {
+    dla_tensor *weights;              /* NULL: none. Borrowed. */
+    const char *weights_format;       /* labels of unformatted weights */
+    dla_tensor *mask;                 /* NULL: none. Borrowed. */
+    const char *normalization_factor; /* "batch-size" (default), ... */
+    const char *reduction;            /* "sum" (default) or "none" */
+    const char *data_format;          /* labels of an unformatted Y */
+} dla_regression_loss_options;
+
+/* MATLAB l1loss: e = abs(Y - T). With the defaults this is the sum of the
+ * absolute errors over each observation, averaged over observations (the
+ * mean absolute error when an observation has one response). */
+DLA_API dla_tensor *dla_l1loss(dla_tensor *y, dla_tensor *targets,
+                               const dla_regression_loss_options *opts);
+/* MATLAB l2loss: e = (Y - T).^2, not halved. With the defaults: the sum of
+ * the squared errors per observation, averaged over observations. */
+DLA_API dla_tensor *dla_l2loss(dla_tensor *y, dla_tensor *targets,
+                               const dla_regression_loss_options *opts);
+/* MATLAB mse, the half mean squared error:
+ *     loss = sum((Y - T).^2, "all") / (2 * N)
+ * with N the number of observations (the size of the B dim; 1 without one),
+ * so its gradient is (Y - T) / N. Only opts->data_format is read (MATLAB's
+ * mse has no weights, mask or normalization options); opts may be NULL. */
+DLA_API dla_tensor *dla_mse(dla_tensor *y, dla_tensor *targets,
+                            const dla_regression_loss_options *opts);
+
+/* ----------------------------------------------------------------- one-hot */
+
+typedef struct dla_onehot_options {
+    /* The class values in order (MATLAB's classes): a label equal to
+     * classes[k] encodes as position k, and decoding position k gives
+     * classes[k]. NULL: the classes are 0, 1, ..., num_classes - 1. */
+    const int32_t *classes;
+    /* The dim along which classes lie (1-based; MATLAB's featureDim).
+     * 0: the C dim of a formatted tensor, else dim 1. */
+    int feature_dim;
+    /* Encoding only: the result's dtype (MATLAB's TypeName). Zero is
+     * DLA_F32, dlaccel's default, where MATLAB's default is double. */
+    dla_dtype dtype;
+} dla_onehot_options;
+
+/* MATLAB onehotencode. labels holds class values (int32, uint8, or whole
+ * numbers in a float tensor) with size 1 along the feature dim; the result
+ * has labels' dims and format with num_classes there: 1 where the label is
+ * the class, else 0. A label that is none of the classes gives a column of
+ * zeros (MATLAB gives NaN for an undefined category). Runs on the device
+ * (no host round trip). Not differentiable.
+ * Errors: DLA_ERR_INVALID_ARGUMENT (num_classes < 1, a feature dim out of
+ * range or not of size 1, no C dim to default to), DLA_ERR_DTYPE. */
+DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
+                                     const dla_onehot_options *opts);
+
+/* MATLAB onehotdecode: the class of the largest value along the feature
+ * dim (the first on ties; NaN wins), as int32: the 0-based position, or
+ * classes[position] when opts->classes is given (it must then list one
+ * value per element of the feature dim). The feature dim keeps size 1 and
+ * every label. Not differentiable. opts->dtype is not read. */
+DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_options *opts);
+
+/* ------------------------------------------------------------ reshaping */
+
+/* MATLAB cat(dim, t[0], ..., t[n-1]): joins along dim (1-based; a dim past
+ * the inputs' ndims stacks them, as cat(3, A, B) of matrices does). All
+ * inputs share dtype, device and format (all unformatted, or all with the
+ * same labels; along a new dim a formatted result needs a label there, so
+ * stacking formatted tensors past their labels is DLA_ERR_FORMAT), and
+ * every dim but dim agrees. The result is a dense copy. Differentiable:
+ * each input's gradient is a slice of the result's. n >= 1. */
+DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors);
+
+/* Pads x with value: before[i] elements ahead of and after[i] behind dim
+ * i+1, for i < ndims (ndims may exceed x's dims: those count as size 1,
+ * and the result has that many dims). before/after >= 0; NULL means all 0.
+ * Format and dtype are kept. The result is a dense copy. Differentiable in
+ * x: the gradient is the interior slice of the result's gradient. */
+DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, const int64_t *after,
+                            double value);
+
+/* MATLAB x(:, ..., idx, ..., :) along one dim (1-based) with a list of
+ * 0-based positions: index is an int32 tensor (any dims; its elements in
+ * column-major order form the list, repeats allowed). The result has x's
+ * dims with numel(index) along dim, and x's format and dtype. A position
+ * outside 0..size(x, dim)-1 is DLA_ERR_INVALID_ARGUMENT (reported by the
+ * kernel). Differentiable in x: the gradient adds each element of the
+ * result's gradient into the position it came from (repeats add up).
+ * For a regular range use dla_slice, a view with a cheaper backward. */
+DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index);
+
+/* ------------------------------------------------------------- comparisons */
+
+/* Elementwise a == b, a ~= b, a < b, a <= b, a > b, a >= b with MATLAB's
+ * implicit expansion: logical (DLA_BOOL) results with the broadcast dims
+ * and the operands' format (formatted operands must agree). Any dtypes may
+ * be compared (both are compared as double, exactly for int32, uint8 and
+ * logical); NaN compares false except in ne. Not differentiable: no
+ * gradient flows through a comparison. Errors as dla_add's. */
+DLA_API dla_tensor *dla_eq(dla_tensor *a, dla_tensor *b);
+DLA_API dla_tensor *dla_ne(dla_tensor *a, dla_tensor *b);
+DLA_API dla_tensor *dla_lt(dla_tensor *a, dla_tensor *b);
+DLA_API dla_tensor *dla_le(dla_tensor *a, dla_tensor *b);
+DLA_API dla_tensor *dla_gt(dla_tensor *a, dla_tensor *b);
+DLA_API dla_tensor *dla_ge(dla_tensor *a, dla_tensor *b);
+
+/* cond ? a : b elementwise, with implicit expansion of all three (MATLAB:
+ * Z = B; Z(cond) = A(cond), written as one op). cond is logical (a numeric
+ * cond counts as nonzero); a and b share a float dtype, which the result
+ * has. Differentiable in a and b: a's gradient is where(cond, g, 0) summed
+ * to a's dims, b's is where(cond, 0, g). Errors as dla_add's, and
+ * DLA_ERR_DTYPE for a and b of different or non-float dtypes. */
+DLA_API dla_tensor *dla_where(dla_tensor *cond, dla_tensor *a, dla_tensor *b);
 
 #ifdef __cplusplus
 }

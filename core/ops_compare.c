@@ -1,0 +1,288 @@
+/*
+ * ops_compare.c - comparisons (eq, ne, lt, le, gt, ge) and where.
+ *
+ * Comparisons go to the binary kernel, which reads two float operands and
+ * writes logical bytes; operands of other dtypes (int32 labels, logical
+ * masks) are widened to double first, which is exact for all of them, so
+ * dla_eq(onehotdecode(y), labels) just works. where goes to the ternary
+ * kernel. Broadcasting is resolved here as in ops_elementwise.c: every
+ * operand reaches the kernel with the result's dims and stride 0 along its
+ * expanded dims.
+ */
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/op.h"
+#include "core/tape.h"
+#include "core/tensor.h"
+
+#include <string.h>
+
+static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
+
+/* The broadcast dims and format of n operands, or a failure naming the op,
+ * the argument and the dims. */
+static dla_status broadcast(const char *op, int n, dla_tensor *const *t, const char *const *names,
+                            int *nd_out, int64_t *dims, char *fmt)
+{
+    const char *f = "";
+    int fi = -1;
+    for (int i = 0; i < n; i++) {
+        if (!t[i]->format[0])
+            continue;
+        if (f[0] && strcmp(f, t[i]->format) != 0)
+            return dla__fail(DLA_ERR_FORMAT, "%s: arguments %s and %s have formats \"%s\" and \"%s\"",
+                             op, names[fi], names[i], f, t[i]->format);
+        f = t[i]->format;
+        fi = i;
+    }
+    int nd = (int)strlen(f);
+    for (int i = 0; i < n; i++)
+        if (t[i]->ndims > nd)
+            nd = t[i]->ndims;
+    for (int d = 0; d < nd; d++) {
+        int64_t size = 1;
+        int from = -1;
+        for (int i = 0; i < n; i++) {
+            int64_t s = d < t[i]->ndims ? t[i]->dims[d] : 1;
+            if (s == 1)
+                continue;
+            if (size != 1 && s != size) {
+                char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+                return dla__fail(DLA_ERR_SHAPE,
+                                 "%s: arguments %s (%s) and %s (%s): dim %d is %lld against %lld; "
+                                 "implicit expansion needs equal dims or 1",
+                                 op, names[from], dla__tensor_dims_str(t[from], a, sizeof a),
+                                 names[i], dla__tensor_dims_str(t[i], b, sizeof b), d + 1,
+                                 (long long)size, (long long)s);
+            }
+            size = s;
+            from = i;
+        }
+        dims[d] = size;
+    }
+    if (f[0] && (int)strlen(f) < nd)
+        return dla__fail(DLA_ERR_FORMAT, "%s: the result has %d dims but format \"%s\" labels only %zu",
+                         op, nd, f, strlen(f));
+    strcpy(fmt, f);
+    *nd_out = nd;
+    return DLA_OK;
+}
+
+static dla_status same_device(const char *op, int n, dla_tensor *const *t, const char *const *names)
+{
+    for (int i = 1; i < n; i++)
+        if (t[i]->storage->device != t[0]->storage->device)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: arguments %s and %s are on %s and %s; move one with "
+                             "dla_tensor_to_device",
+                             op, names[0], names[i], t[0]->storage->device->name,
+                             t[i]->storage->device->name);
+    return DLA_OK;
+}
+
+static void expand_view(const dla_tensor *t, int nd, const int64_t *dims, dla_view *v)
+{
+    dla__view_of(t, v);
+    for (int i = 0; i < nd; i++) {
+        int64_t d = i < t->ndims ? t->dims[i] : 1;
+        v->strides[i] = d == 1 ? 0 : t->strides[i];
+        v->dims[i] = dims[i];
+    }
+    v->ndims = nd;
+}
+
+/* t converted to dtype as a +1 reference of ours (t itself, retained, when
+ * it has that dtype). The conversion is an implementation detail of the
+ * forward: it is not recorded, and its scope entry is dropped at once. */
+static dla_tensor *converted(dla_tensor *t, dla_dtype dtype)
+{
+    if (t->dtype == dtype)
+        return dla_tensor_retain(t);
+    dla__recording_pause();
+    dla_scope_begin();
+    dla_tensor *c = dla_tensor_retain(dla_cast(t, dtype));
+    dla_scope_end();
+    dla__recording_resume();
+    return c;
+}
+
+/* ------------------------------------------------------------ comparisons */
+
+typedef struct compare_attrs {
+    dla_binary_op kop;
+} compare_attrs;
+
+static dla_status compare_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                  dla_tensor **out, dla_tensor **saved)
+{
+    (void)nin;
+    (void)saved;
+    const compare_attrs *at = attrs;
+    static const char *const names[] = {"a", "b"};
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    char fmt[DLA_MAX_DIMS + 1];
+    dla_status st = broadcast("compare", 2, in, names, &nd, dims, fmt);
+    if (st != DLA_OK)
+        return st;
+    /* Both float of one dtype compare as they are; anything else as double. */
+    dla_dtype want = in[0]->dtype == in[1]->dtype && is_float(in[0]->dtype) ? in[0]->dtype : DLA_F64;
+    dla_tensor *a = converted(in[0], want), *b = converted(in[1], want);
+    dla_tensor *z = NULL;
+    if (a->status != DLA_OK || b->status != DLA_OK) {
+        st = a->status != DLA_OK ? a->status : b->status;
+        goto done;
+    }
+    dla_device *dev = a->storage->device;
+    z = dla__tensor_alloc("compare", dev, DLA_BOOL, fmt, nd, dims);
+    if (!z) {
+        st = dla_last_status();
+        goto done;
+    }
+    dla_binary_args args = {.struct_size = sizeof args, .op = at->kop};
+    dla__view_of(z, &args.z);
+    expand_view(a, nd, dims, &args.a);
+    expand_view(b, nd, dims, &args.b);
+    st = dla__k_binary(dev, &args);
+    if (st != DLA_OK) {
+        dla_tensor_release(z);
+        z = NULL;
+    }
+done:
+    dla_tensor_release(a);
+    dla_tensor_release(b);
+    out[0] = z;
+    return st;
+}
+
+#define DLA__COMPARE_OPS(X)                                                                        \
+    X(eq, DLA_BINARY_EQ)                                                                           \
+    X(ne, DLA_BINARY_NE)                                                                           \
+    X(lt, DLA_BINARY_LT)                                                                           \
+    X(le, DLA_BINARY_LE)                                                                           \
+    X(gt, DLA_BINARY_GT)                                                                           \
+    X(ge, DLA_BINARY_GE)
+
+/* Validation happens before dla__apply so messages name the public op. */
+static dla_tensor *compare(const dla__op *op, dla_binary_op kop, dla_tensor *a, dla_tensor *b)
+{
+    if (!a || a->status != DLA_OK)
+        return dla__pass_error(a);
+    if (!b || b->status != DLA_OK)
+        return dla__pass_error(b);
+    dla_tensor *t[2] = {a, b};
+    static const char *const names[] = {"a", "b"};
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    char fmt[DLA_MAX_DIMS + 1];
+    if (same_device(op->name, 2, t, names) != DLA_OK ||
+        broadcast(op->name, 2, t, names, &nd, dims, fmt) != DLA_OK)
+        return dla__return(dla__error_tensor());
+    compare_attrs at = {kop};
+    return dla__apply(op, &at, sizeof at, 2, t);
+}
+
+#define DLA__COMPARE_DEFINE(cmp, kop)                                                              \
+    static const dla__op compare_##cmp##_op = {                                                    \
+        .name = "dla_" #cmp, .nin = 2, .nout = 1, .forward = compare_forward};                     \
+    DLA_API dla_tensor *dla_##cmp(dla_tensor *a, dla_tensor *b)                                    \
+    {                                                                                              \
+        return compare(&compare_##cmp##_op, kop, a, b);                                            \
+    }
+DLA__COMPARE_OPS(DLA__COMPARE_DEFINE)
+
+/* ------------------------------------------------------------------ where */
+
+static dla_status where_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                dla_tensor **out, dla_tensor **saved)
+{
+    (void)attrs;
+    (void)nin;
+    (void)saved;
+    static const char *const names[] = {"cond", "a", "b"};
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    char fmt[DLA_MAX_DIMS + 1];
+    dla_status st = broadcast("dla_where", 3, in, names, &nd, dims, fmt);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *cond = converted(in[0], DLA_BOOL);
+    if (cond->status != DLA_OK) {
+        st = cond->status;
+        dla_tensor_release(cond);
+        return st;
+    }
+    dla_device *dev = in[1]->storage->device;
+    dla_tensor *z = dla__tensor_alloc("dla_where", dev, in[1]->dtype, fmt, nd, dims);
+    if (!z) {
+        dla_tensor_release(cond);
+        return dla_last_status();
+    }
+    dla_ternary_args args = {.struct_size = sizeof args, .op = DLA_TERNARY_WHERE};
+    dla__view_of(z, &args.z);
+    expand_view(cond, nd, dims, &args.cond);
+    expand_view(in[1], nd, dims, &args.a);
+    expand_view(in[2], nd, dims, &args.b);
+    st = dla__k_ternary(dev, &args);
+    dla_tensor_release(cond);
+    if (st != DLA_OK) {
+        dla_tensor_release(z);
+        return st;
+    }
+    out[0] = z;
+    return DLA_OK;
+}
+
+/* A one-element zero of t's dtype on t's device, for where(cond, g, 0). */
+static dla_tensor *zero_like(const dla_tensor *t)
+{
+    dla_tensor *z = dla__tensor_alloc("dla_where", t->storage->device, t->dtype, "", 1,
+                                      (const int64_t[]){1});
+    if (!z)
+        return dla__return(dla__error_tensor());
+    dla_view v;
+    dla__view_of(z, &v);
+    if (dla__k_fill(z->storage->device, &v, 0.0) != DLA_OK) {
+        dla_tensor_release(z);
+        return dla__return(dla__error_tensor());
+    }
+    return dla__return(z);
+}
+
+static dla_status where_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
+{
+    dla_tensor *g = gout[0], *cond = node->in[0];
+    dla_tensor *zero = zero_like(g);
+    if (node->need[1])
+        gin[1] = dla__sum_to(dla_where(cond, g, zero), node->in[1]);
+    if (node->need[2])
+        gin[2] = dla__sum_to(dla_where(cond, zero, g), node->in[2]);
+    return DLA_OK;
+}
+
+static const dla__op where_op = {.name = "dla_where",
+                                 .nin = 3,
+                                 .nout = 1,
+                                 .forward = where_forward,
+                                 .backward = where_backward};
+
+DLA_API dla_tensor *dla_where(dla_tensor *cond, dla_tensor *a, dla_tensor *b)
+{
+    static const char op[] = "dla_where";
+    dla_tensor *t[3] = {cond, a, b};
+    for (int i = 0; i < 3; i++)
+        if (!t[i] || t[i]->status != DLA_OK)
+            return dla__pass_error(t[i]);
+    if (!is_float(a->dtype) || a->dtype != b->dtype)
+        return dla__error(DLA_ERR_DTYPE,
+                          "%s: arguments a (%s) and b (%s) must share a float dtype (single or "
+                          "double)",
+                          op, dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
+    static const char *const names[] = {"cond", "a", "b"};
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    char fmt[DLA_MAX_DIMS + 1];
+    if (same_device(op, 3, t, names) != DLA_OK || broadcast(op, 3, t, names, &nd, dims, fmt) != DLA_OK)
+        return dla__return(dla__error_tensor());
+    return dla__apply(&where_op, NULL, 0, 3, t);
+}

@@ -1,0 +1,250 @@
+/*
+ * ops_onehot.c - onehotencode and onehotdecode.
+ *
+ * Both stay on the device. Encoding compares the labels with the list of
+ * class values laid along the feature dim (one broadcast comparison, then a
+ * cast); decoding is a max reduction with index along the feature dim, and
+ * when class values are given, a gather from their list. The class list
+ * travels as an input tensor, not through the attributes, so a recorded
+ * node replays from (attrs, inputs) alone.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/op.h"
+#include "core/tape.h"
+#include "core/tensor.h"
+
+#include <string.h>
+
+static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
+
+/* The feature dim (0-based) that opts asks for, or -1 with the failure. */
+static int feature_dim_of(const char *op, const dla_tensor *t, const dla_onehot_options *o)
+{
+    int fd = o->feature_dim;
+    char buf[DLA__DIMS_BUF];
+    if (fd == 0) {
+        const char *c = strchr(t->format, 'C');
+        return c ? (int)(c - t->format) : 0;
+    }
+    if (fd < 1 || fd > DLA_MAX_DIMS) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: option feature_dim: %d is outside 1..%d", op, fd,
+                  DLA_MAX_DIMS);
+        return -1;
+    }
+    if (t->format[0] && fd > t->ndims) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                  "%s: option feature_dim: %d is past the labels of %s \"%s\"", op, fd,
+                  dla__tensor_dims_str(t, buf, sizeof buf), t->format);
+        return -1;
+    }
+    return fd - 1;
+}
+
+/* The class values as a double tensor of k elements along dim fd, on dev. */
+static dla_tensor *class_list(const char *op, dla_device *dev, const int32_t *classes, int64_t k,
+                              int fd)
+{
+    int64_t dims[DLA_MAX_DIMS];
+    for (int d = 0; d < fd; d++)
+        dims[d] = 1;
+    dims[fd] = k;
+    dla_tensor *t = dla__tensor_alloc(op, dev, DLA_F64, "", fd + 1, dims);
+    double *v = dla__malloc(sizeof(double) * (size_t)k);
+    if (!t || !v) {
+        if (t && !v)
+            dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld class values", op, (long long)k);
+        dla_tensor_release(t);
+        dla__free(v);
+        return dla__return(dla__error_tensor());
+    }
+    for (int64_t i = 0; i < k; i++)
+        v[i] = classes ? (double)classes[i] : (double)i;
+    dla_status st = dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, v,
+                                               sizeof(double) * (size_t)k);
+    dla__free(v);
+    if (st != DLA_OK) {
+        dla__error_prefix(op);
+        dla_tensor_release(t);
+        return dla__return(dla__error_tensor());
+    }
+    return dla__return(t);
+}
+
+/* ----------------------------------------------------------------- encode */
+
+typedef struct encode_attrs {
+    dla_dtype dtype;
+} encode_attrs;
+
+/* in[0] labels, in[1] the class list along the feature dim. */
+static dla_status encode_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                                 dla_tensor **saved)
+{
+    (void)nin;
+    (void)saved;
+    const encode_attrs *a = attrs;
+    dla__recording_pause();
+    dla_scope_begin();
+    dla_tensor *r = dla_tensor_retain(dla_cast(dla_eq(in[0], in[1]), a->dtype));
+    dla_scope_end();
+    dla__recording_resume();
+    if (r->status != DLA_OK) {
+        dla_status st = r->status;
+        dla_tensor_release(r);
+        return st;
+    }
+    out[0] = r;
+    return DLA_OK;
+}
+
+static const dla__op encode_op = {.name = "dla_onehotencode", .nin = 2, .nout = 1,
+                                  .forward = encode_forward};
+
+DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
+                                     const dla_onehot_options *opts)
+{
+    static const char op[] = "dla_onehotencode";
+    static const dla_onehot_options none;
+    const dla_onehot_options *o = opts ? opts : &none;
+    if (!labels || labels->status != DLA_OK)
+        return dla__pass_error(labels);
+    char buf[DLA__DIMS_BUF];
+    if (num_classes < 1)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument num_classes: %lld; it must be >= 1",
+                          op, (long long)num_classes);
+    if ((unsigned)o->dtype >= DLA_DTYPE_COUNT)
+        return dla__error(DLA_ERR_DTYPE, "%s: option dtype: %d is no dtype", op, (int)o->dtype);
+    if (o->feature_dim == 0 && labels->format[0] && !strchr(labels->format, 'C'))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: option feature_dim: 0 means the C dim, but labels (%s \"%s\") have "
+                          "none; label one C or give feature_dim",
+                          op, dla__tensor_dims_str(labels, buf, sizeof buf), labels->format);
+    int fd = feature_dim_of(op, labels, o);
+    if (fd < 0)
+        return dla__return(dla__error_tensor());
+    if (fd < labels->ndims && labels->dims[fd] != 1)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: argument labels: %s has size %lld along the feature dim %d; it "
+                          "must be 1 there, where the %lld classes go",
+                          op, dla__tensor_dims_str(labels, buf, sizeof buf),
+                          (long long)labels->dims[fd], fd + 1, (long long)num_classes);
+    dla_scope_begin();
+    dla_tensor *list = class_list(op, labels->storage->device, o->classes, num_classes, fd);
+    encode_attrs a = {o->dtype};
+    dla_tensor *r = dla_tensor_retain(dla__apply(&encode_op, &a, sizeof a, 2,
+                                                 (dla_tensor *[]){labels, list}));
+    dla_scope_end();
+    return dla__return(r);
+}
+
+/* ----------------------------------------------------------------- decode */
+
+typedef struct decode_attrs {
+    int fd;          /* 0-based feature dim */
+    int has_classes; /* in[1] is the class list */
+} decode_attrs;
+
+static dla_status decode_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                                 dla_tensor **saved)
+{
+    (void)nin;
+    (void)saved;
+    const decode_attrs *a = attrs;
+    static const char op[] = "dla_onehotdecode";
+    dla_tensor *x = in[0];
+    dla_device *dev = x->storage->device;
+    int nd = x->ndims > a->fd + 1 ? x->ndims : a->fd + 1;
+    int64_t dims[DLA_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        dims[d] = d < x->ndims ? x->dims[d] : 1;
+    dims[a->fd] = 1;
+    dla_tensor *best = dla__tensor_alloc(op, dev, x->dtype, x->format, nd, dims);
+    dla_tensor *idx = dla__tensor_alloc(op, dev, DLA_I32, x->format, nd, dims);
+    dla_status st = best && idx ? DLA_OK : dla_last_status();
+    if (st == DLA_OK) {
+        dla_reduce_args r = {.struct_size = sizeof r, .op = DLA_REDUCE_MAX};
+        dla__view_of(best, &r.y);
+        dla__view_of(x, &r.x);
+        r.x.ndims = nd;
+        for (int d = x->ndims; d < nd; d++) {
+            r.x.dims[d] = 1;
+            r.x.strides[d] = 0;
+        }
+        dla__view_of(idx, &r.index);
+        st = dla__k_reduce(dev, &r);
+    }
+    dla_tensor_release(best);
+    if (st == DLA_OK && a->has_classes) {
+        /* position -> class value: a gather from the list along its dim. */
+        dla_tensor *vals = dla__tensor_alloc(op, dev, DLA_F64, "", 1,
+                                             (const int64_t[]){dla__numel(nd, dims)});
+        st = vals ? DLA_OK : dla_last_status();
+        if (st == DLA_OK) {
+            dla_index_args g = {.struct_size = sizeof g, .dim = 0};
+            dla__view_of(vals, &g.y);
+            dla__view_of(in[1], &g.x);
+            g.x.ndims = 1;
+            g.x.dims[0] = dla_tensor_numel(in[1]);
+            g.x.strides[0] = 1;
+            dla__view_of(idx, &g.index);
+            g.index.ndims = 1;
+            g.index.dims[0] = dla_tensor_numel(idx);
+            g.index.strides[0] = 1;
+            st = dla__k_index(dev, DLA_KERNEL_GATHER, &g);
+        }
+        if (st == DLA_OK) {
+            dla_view iv, vv;
+            dla__view_of(idx, &iv);
+            dla__view_of(vals, &vv);
+            vv.ndims = iv.ndims;
+            memcpy(vv.dims, iv.dims, sizeof iv.dims);
+            memcpy(vv.strides, iv.strides, sizeof iv.strides);
+            st = dla__k_cast(dev, &iv, &vv);
+        }
+        dla_tensor_release(vals);
+    }
+    if (st != DLA_OK) {
+        dla_tensor_release(idx);
+        return st;
+    }
+    out[0] = idx;
+    return DLA_OK;
+}
+
+static const dla__op decode_op = {.name = "dla_onehotdecode", .nin = -1, .nout = 1,
+                                  .forward = decode_forward};
+
+DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_options *opts)
+{
+    static const char op[] = "dla_onehotdecode";
+    static const dla_onehot_options none;
+    const dla_onehot_options *o = opts ? opts : &none;
+    if (!scores || scores->status != DLA_OK)
+        return dla__pass_error(scores);
+    char buf[DLA__DIMS_BUF];
+    if (!is_float(scores->dtype))
+        return dla__error(DLA_ERR_DTYPE, "%s: argument scores: %s; decoding needs single or double",
+                          op, dla_dtype_name(scores->dtype));
+    if (o->feature_dim == 0 && scores->format[0] && !strchr(scores->format, 'C'))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: option feature_dim: 0 means the C dim, but scores (%s \"%s\") have "
+                          "none; label one C or give feature_dim",
+                          op, dla__tensor_dims_str(scores, buf, sizeof buf), scores->format);
+    int fd = feature_dim_of(op, scores, o);
+    if (fd < 0)
+        return dla__return(dla__error_tensor());
+    int64_t k = fd < scores->ndims ? scores->dims[fd] : 1;
+    if (k == 0 || dla_tensor_numel(scores) == 0)
+        return dla__error(DLA_ERR_SHAPE, "%s: argument scores: %s has no elements to decode", op,
+                          dla__tensor_dims_str(scores, buf, sizeof buf));
+    decode_attrs a = {fd, o->classes != NULL};
+    dla_scope_begin();
+    dla_tensor *in[2] = {scores, NULL};
+    if (o->classes)
+        in[1] = class_list(op, scores->storage->device, o->classes, k, 0);
+    dla_tensor *r = dla_tensor_retain(dla__apply(&decode_op, &a, sizeof a, o->classes ? 2 : 1, in));
+    dla_scope_end();
+    return dla__return(r);
+}

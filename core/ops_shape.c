@@ -1,0 +1,406 @@
+/*
+ * ops_shape.c - concatenation, padding and indexing along one dim.
+ *
+ * cat and pad copy their inputs into one new buffer with strided copies
+ * (no per-element index math), and their gradients are slices of the
+ * result's gradient: views, never copies. dla_index gathers along a dim with
+ * an int32 position list; its gradient scatter-adds into a zeroed buffer,
+ * an op of its own (internal) whose gradient is dla_index again, so the
+ * rules compose for higher derivatives.
+ */
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/op.h"
+#include "core/tensor.h"
+
+#include <string.h>
+
+/* x as a view with nd dims (extra dims of size 1), for kernels that want
+ * equal ndims. */
+static void view_nd(const dla_tensor *x, int nd, dla_view *v)
+{
+    dla__view_of(x, v);
+    for (int d = x->ndims; d < nd; d++) {
+        v->dims[d] = 1;
+        v->strides[d] = 0;
+    }
+    v->ndims = nd;
+}
+
+/* g reshaped to like's dims when a trailing singleton is all that differs
+ * (the gradient of an input with fewer dims than the result). */
+static dla_tensor *like_dims(dla_tensor *g, const dla_tensor *like)
+{
+    if (dla_tensor_ndims(g) == like->ndims)
+        return g;
+    return dla_reshape(g, like->format, like->ndims, like->dims);
+}
+
+/* -------------------------------------------------------------------- cat */
+
+typedef struct cat_attrs {
+    int dim; /* 0-based */
+} cat_attrs;
+
+static dla_status cat_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                              dla_tensor **saved)
+{
+    (void)saved;
+    const cat_attrs *a = attrs;
+    int nd = a->dim + 1;
+    for (int i = 0; i < nin; i++)
+        if (in[i]->ndims > nd)
+            nd = in[i]->ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        dims[d] = d < in[0]->ndims ? in[0]->dims[d] : 1;
+    dims[a->dim] = 0;
+    for (int i = 0; i < nin; i++)
+        dims[a->dim] += a->dim < in[i]->ndims ? in[i]->dims[a->dim] : 1;
+    dla_device *dev = in[0]->storage->device;
+    dla_tensor *z = dla__tensor_alloc("dla_cat", dev, in[0]->dtype, in[0]->format, nd, dims);
+    if (!z)
+        return dla_last_status();
+    int64_t at = 0;
+    for (int i = 0; i < nin; i++) {
+        dla_view zv, xv;
+        view_nd(in[i], nd, &xv);
+        int64_t len = xv.dims[a->dim];
+        dla__view_of(z, &zv);
+        zv.offset += at * z->strides[a->dim];
+        zv.dims[a->dim] = len;
+        at += len;
+        if (dla__numel(nd, xv.dims) == 0)
+            continue;
+        dla_status st = dla__k_copy(dev, &zv, &xv);
+        if (st != DLA_OK) {
+            dla_tensor_release(z);
+            return st;
+        }
+    }
+    out[0] = z;
+    return DLA_OK;
+}
+
+static dla_status cat_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const cat_attrs *a = node->attrs;
+    int64_t at = 0;
+    for (int i = 0; i < node->nin; i++) {
+        const dla_tensor *x = node->in[i];
+        int64_t len = a->dim < x->ndims ? x->dims[a->dim] : 1;
+        if (node->need[i])
+            gin[i] = like_dims(dla_slice(gout[0], a->dim + 1, at, 1, at + len), x);
+        at += len;
+    }
+    return DLA_OK;
+}
+
+static const dla__op cat_op = {.name = "dla_cat", .nin = -1, .nout = 1, .forward = cat_forward,
+                               .backward = cat_backward};
+
+DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
+{
+    static const char op[] = "dla_cat";
+    if (n < 1 || !tensors)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument n: %d tensors; at least 1 is needed",
+                          op, n);
+    for (int i = 0; i < n; i++)
+        if (!tensors[i] || tensors[i]->status != DLA_OK)
+            return dla__pass_error(tensors[i]);
+    const dla_tensor *t0 = tensors[0];
+    if (dim < 1 || dim > DLA_MAX_DIMS)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d", op, dim,
+                          DLA_MAX_DIMS);
+    char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+    if (t0->format[0] && dim > t0->ndims)
+        return dla__error(DLA_ERR_FORMAT,
+                          "%s: argument dim: %d is past the labels of tensor 1 (%s \"%s\"); a "
+                          "formatted result needs a label there",
+                          op, dim, dla__tensor_dims_str(t0, a, sizeof a), t0->format);
+    for (int i = 1; i < n; i++) {
+        const dla_tensor *t = tensors[i];
+        if (t->dtype != t0->dtype)
+            return dla__error(DLA_ERR_DTYPE, "%s: argument tensors[%d]: %s, but tensors[0] is %s",
+                              op, i, dla_dtype_name(t->dtype), dla_dtype_name(t0->dtype));
+        if (t->storage->device != t0->storage->device)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument tensors[%d] is on %s, but tensors[0] is on %s", op, i,
+                              t->storage->device->name, t0->storage->device->name);
+        if (strcmp(t->format, t0->format) != 0)
+            return dla__error(DLA_ERR_FORMAT,
+                              "%s: argument tensors[%d]: format \"%s\" differs from tensors[0]'s "
+                              "\"%s\"",
+                              op, i, t->format, t0->format);
+        int nd = t->ndims > t0->ndims ? t->ndims : t0->ndims;
+        for (int d = 0; d < nd; d++) {
+            int64_t x = d < t->ndims ? t->dims[d] : 1, y = d < t0->ndims ? t0->dims[d] : 1;
+            if (d != dim - 1 && x != y)
+                return dla__error(DLA_ERR_SHAPE,
+                                  "%s: argument tensors[%d]: %s against tensors[0]'s %s: dim %d "
+                                  "differs (only dim %d may)",
+                                  op, i, dla__tensor_dims_str(t, a, sizeof a),
+                                  dla__tensor_dims_str(t0, b, sizeof b), d + 1, dim);
+        }
+    }
+    cat_attrs at = {dim - 1};
+    if (n <= DLA__OP_MAX_IO)
+        return dla__apply(&cat_op, &at, sizeof at, n, tensors);
+    /* A node holds at most DLA__OP_MAX_IO inputs: join in runs, each one
+     * starting from the result so far. */
+    dla_scope_begin();
+    dla_tensor *acc = dla__apply(&cat_op, &at, sizeof at, DLA__OP_MAX_IO, tensors);
+    for (int i = DLA__OP_MAX_IO; i < n; i += DLA__OP_MAX_IO - 1) {
+        dla_tensor *run[DLA__OP_MAX_IO] = {acc};
+        int k = n - i < DLA__OP_MAX_IO - 1 ? n - i : DLA__OP_MAX_IO - 1;
+        memcpy(run + 1, tensors + i, sizeof *run * (size_t)k);
+        acc = dla__apply(&cat_op, &at, sizeof at, k + 1, run);
+    }
+    acc = dla_tensor_retain(acc);
+    dla_scope_end();
+    return dla__return(acc);
+}
+
+/* -------------------------------------------------------------------- pad */
+
+typedef struct pad_attrs {
+    int nd;
+    int64_t before[DLA_MAX_DIMS], after[DLA_MAX_DIMS];
+    double value;
+} pad_attrs;
+
+static dla_status pad_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                              dla_tensor **saved)
+{
+    (void)nin;
+    (void)saved;
+    const pad_attrs *a = attrs;
+    dla_tensor *x = in[0];
+    int nd = a->nd > x->ndims ? a->nd : x->ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        dims[d] = (d < x->ndims ? x->dims[d] : 1) + (d < a->nd ? a->before[d] + a->after[d] : 0);
+    dla_device *dev = x->storage->device;
+    dla_tensor *z = dla__tensor_alloc("dla_pad", dev, x->dtype, x->format, nd, dims);
+    if (!z)
+        return dla_last_status();
+    dla_view zv, xv;
+    dla__view_of(z, &zv);
+    dla_status st = dla__k_fill(dev, &zv, a->value);
+    view_nd(x, nd, &xv);
+    for (int d = 0; d < nd; d++) {
+        zv.offset += (d < a->nd ? a->before[d] : 0) * zv.strides[d];
+        zv.dims[d] = xv.dims[d];
+    }
+    if (st == DLA_OK && dla__numel(nd, xv.dims) > 0)
+        st = dla__k_copy(dev, &zv, &xv);
+    if (st != DLA_OK) {
+        dla_tensor_release(z);
+        return st;
+    }
+    out[0] = z;
+    return DLA_OK;
+}
+
+static dla_status pad_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const pad_attrs *a = node->attrs;
+    const dla_tensor *x = node->in[0];
+    dla_tensor *g = gout[0];
+    for (int d = 0; d < a->nd; d++)
+        if (a->before[d] || a->after[d]) {
+            int64_t len = d < x->ndims ? x->dims[d] : 1;
+            g = dla_slice(g, d + 1, a->before[d], 1, a->before[d] + len);
+        }
+    gin[0] = like_dims(g, x);
+    return DLA_OK;
+}
+
+static const dla__op pad_op = {.name = "dla_pad", .nin = 1, .nout = 1, .forward = pad_forward,
+                               .backward = pad_backward};
+
+DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, const int64_t *after,
+                            double value)
+{
+    static const char op[] = "dla_pad";
+    if (!x || x->status != DLA_OK)
+        return dla__pass_error(x);
+    char buf[DLA__DIMS_BUF];
+    if (ndims < 0 || ndims > DLA_MAX_DIMS)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op,
+                          ndims, DLA_MAX_DIMS);
+    if (x->format[0] && ndims > x->ndims)
+        return dla__error(DLA_ERR_FORMAT,
+                          "%s: argument ndims: %d dims to pad, but x (%s \"%s\") has labels for %d",
+                          op, ndims, dla__tensor_dims_str(x, buf, sizeof buf), x->format, x->ndims);
+    pad_attrs a = {.nd = ndims, .value = value};
+    for (int d = 0; d < ndims; d++) {
+        a.before[d] = before ? before[d] : 0;
+        a.after[d] = after ? after[d] : 0;
+        if (a.before[d] < 0 || a.after[d] < 0)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: dim %d of x (%s): padding %lld before and %lld after; padding "
+                              "cannot be negative",
+                              op, d + 1, dla__tensor_dims_str(x, buf, sizeof buf),
+                              (long long)a.before[d], (long long)a.after[d]);
+    }
+    return dla__apply(&pad_op, &a, sizeof a, 1, &x);
+}
+
+/* ------------------------------------------------------------------ index */
+
+typedef struct index_attrs {
+    int dim; /* 0-based */
+} index_attrs;
+
+/* t itself (retained) when dense, else a dense copy: a +1 reference of
+ * ours, NULL with the failure set. */
+static dla_tensor *dense_of(dla_tensor *t)
+{
+    if (dla__is_dense(t))
+        return dla_tensor_retain(t);
+    dla_tensor *d = dla__tensor_alloc("dla_index", t->storage->device, t->dtype, "", t->ndims,
+                                      t->dims);
+    if (!d)
+        return NULL;
+    dla_view y, x;
+    dla__view_of(d, &y);
+    dla__view_of(t, &x);
+    if (dla__k_copy(d->storage->device, &y, &x) != DLA_OK) {
+        dla_tensor_release(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The position list as the kernels want it: a dense int32 vector view. */
+static void index_view(const dla_tensor *index, dla_view *v)
+{
+    dla__view_of(index, v);
+    v->ndims = 1;
+    v->dims[0] = dla__numel(index->ndims, index->dims);
+    v->strides[0] = 1;
+}
+
+static dla_status index_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                dla_tensor **out, dla_tensor **saved)
+{
+    (void)nin;
+    (void)saved;
+    const index_attrs *a = attrs;
+    dla_tensor *x = in[0];
+    dla_tensor *idx = dense_of(in[1]);
+    if (!idx)
+        return dla_last_status();
+    int64_t dims[DLA_MAX_DIMS];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[a->dim] = dla__numel(idx->ndims, idx->dims);
+    dla_device *dev = x->storage->device;
+    dla_tensor *z = dla__tensor_alloc("dla_index", dev, x->dtype, x->format, x->ndims, dims);
+    dla_status st = z ? DLA_OK : dla_last_status();
+    if (st == DLA_OK && dla__numel(x->ndims, dims) > 0) {
+        dla_index_args g = {.struct_size = sizeof g, .dim = a->dim};
+        dla__view_of(z, &g.y);
+        dla__view_of(x, &g.x);
+        index_view(idx, &g.index);
+        st = dla__k_index(dev, DLA_KERNEL_GATHER, &g);
+    }
+    dla_tensor_release(idx);
+    if (st != DLA_OK) {
+        dla_tensor_release(z);
+        return st;
+    }
+    out[0] = z;
+    return DLA_OK;
+}
+
+/* The gradient of dla_index: g scatter-added into zeros of x's dims. */
+typedef struct scatter_attrs {
+    int dim; /* 0-based */
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS + 1];
+} scatter_attrs;
+
+static dla_status scatter_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                  dla_tensor **out, dla_tensor **saved)
+{
+    (void)nin;
+    (void)saved;
+    const scatter_attrs *a = attrs;
+    dla_tensor *g = in[0];
+    dla_tensor *idx = dense_of(in[1]);
+    if (!idx)
+        return dla_last_status();
+    dla_device *dev = g->storage->device;
+    dla_tensor *z = dla__tensor_alloc("dla_index", dev, g->dtype, a->format, a->ndims, a->dims);
+    dla_status st = z ? DLA_OK : dla_last_status();
+    if (st == DLA_OK) {
+        dla_view zv;
+        dla__view_of(z, &zv);
+        st = dla__k_fill(dev, &zv, 0.0);
+    }
+    if (st == DLA_OK && dla__numel(g->ndims, g->dims) > 0) {
+        dla_index_args s = {.struct_size = sizeof s, .dim = a->dim};
+        dla__view_of(z, &s.y);
+        dla__view_of(g, &s.x);
+        index_view(idx, &s.index);
+        st = dla__k_index(dev, DLA_KERNEL_SCATTER_ADD, &s);
+    }
+    dla_tensor_release(idx);
+    if (st != DLA_OK) {
+        dla_tensor_release(z);
+        return st;
+    }
+    out[0] = z;
+    return DLA_OK;
+}
+
+static dla_status scatter_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const scatter_attrs *a = node->attrs;
+    gin[0] = dla_index(gout[0], a->dim + 1, node->in[1]);
+    return DLA_OK;
+}
+
+static const dla__op scatter_op = {.name = "dla_index (gradient)", .nin = 2, .nout = 1,
+                                   .forward = scatter_forward, .backward = scatter_backward};
+
+static dla_status index_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const index_attrs *ia = node->attrs;
+    const dla_tensor *x = node->in[0];
+    scatter_attrs a = {.dim = ia->dim, .ndims = x->ndims};
+    memcpy(a.dims, x->dims, sizeof a.dims);
+    memcpy(a.format, x->format, sizeof a.format);
+    gin[0] = dla__apply(&scatter_op, &a, sizeof a, 2, (dla_tensor *[]){gout[0], node->in[1]});
+    return DLA_OK;
+}
+
+static const dla__op index_op = {.name = "dla_index", .nin = 2, .nout = 1,
+                                 .forward = index_forward, .backward = index_backward};
+
+DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index)
+{
+    static const char op[] = "dla_index";
+    if (!x || x->status != DLA_OK)
+        return dla__pass_error(x);
+    if (!index || index->status != DLA_OK)
+        return dla__pass_error(index);
+    char buf[DLA__DIMS_BUF];
+    if (dim < 1 || dim > x->ndims)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d of x (%s)",
+                          op, dim, x->ndims, dla__tensor_dims_str(x, buf, sizeof buf));
+    if (index->dtype != DLA_I32)
+        return dla__error(DLA_ERR_DTYPE,
+                          "%s: argument index: %s; positions are int32 (0-based), convert with "
+                          "dla_cast",
+                          op, dla_dtype_name(index->dtype));
+    if (index->storage->device != x->storage->device)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: argument index is on %s, but x is on %s; move it with "
+                          "dla_tensor_to_device",
+                          op, index->storage->device->name, x->storage->device->name);
+    index_attrs a = {dim - 1};
+    return dla__apply(&index_op, &a, sizeof a, 2, (dla_tensor *[]){x, index});
+}
