@@ -9,6 +9,13 @@
  * between all dtypes, and fills. The whole output buffer is compared, so a
  * kernel that writes outside its view fails too.
  *
+ * ABI 1.1 adds where (with broadcast conditions and scalar operands), the
+ * comparisons (logical z, ties and NaN), the new unary ops, max and average
+ * pooling forward and backward (overlapping windows, padding, strided
+ * views, ties and NaN in max windows), and gather / scatter_add (repeated
+ * positions, operands missing their trailing dim of 1). The cpu plugin's
+ * own table negotiation is checked on a private copy of the library.
+ *
  * Devices come from the core's registry and are driven only through their
  * plugin table (mem_alloc, copy_to_device, the kernel, copy_to_host), so a
  * device whose memory the host cannot address is tested the same way.
@@ -16,6 +23,7 @@
  * max/min ignore one NaN operand, reductions let NaN win and keep the first
  * position on ties, casts truncate, saturate and send NaN to 0.
  */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, posix_memalign */
 #include <dlaccel.h>
 
 #include "core/device.h"
@@ -27,10 +35,12 @@
 
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SEED 20240611u
 #define MAX_DEVICES 32
@@ -537,8 +547,9 @@ static void memory_copies_honour_byte_offsets_in_both_directions(void **state)
 
 /* ---------------------------------------------------------- elementwise */
 
-static const char *const unary_names[] = {"neg", "exp",  "log",     "sqrt", "abs",   "sin",
-                                          "cos", "tanh", "sigmoid", "relu", "affine"};
+static const char *const unary_names[] = {
+    "neg",  "exp",  "log",        "sqrt", "abs",  "sin",  "cos",        "tanh",  "sigmoid", "relu",
+    "affine", "erf", "sign", "pows", "leaky_relu", "elu", "step", "reciprocal", "square"};
 _Static_assert(sizeof unary_names / sizeof unary_names[0] == DLA_UNARY_COUNT, "unary names");
 
 static double unary_ref(dla_unary_op op, double x, double alpha, double beta)
@@ -554,7 +565,15 @@ static double unary_ref(dla_unary_op op, double x, double alpha, double beta)
     case DLA_UNARY_TANH: return tanh(x);
     case DLA_UNARY_SIGMOID: return 1 / (1 + exp(-x));
     case DLA_UNARY_RELU: return x > 0 ? x : 0;
-    default: return x * alpha + beta;
+    case DLA_UNARY_AFFINE: return x * alpha + beta;
+    case DLA_UNARY_ERF: return erf(x);
+    case DLA_UNARY_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0;
+    case DLA_UNARY_POWS: return pow(x, alpha);
+    case DLA_UNARY_LEAKY_RELU: return x > 0 ? x : alpha * x;
+    case DLA_UNARY_ELU: return x > 0 ? x : alpha * (exp(x) - 1);
+    case DLA_UNARY_STEP: return x > alpha ? 1 : 0;
+    case DLA_UNARY_RECIPROCAL: return 1 / x;
+    default: return x * x;
     }
 }
 
@@ -585,12 +604,23 @@ static void unary_ops_match_reference_on_strided_and_in_place_views(void **state
                                   c == 0 ? dense_view(&a.x, t, nd, dims)
                                          : make_view(&a.x, t, nd, dims, 1));
                     dbuf *src = in_place ? &by : &bx;
-                    const int positive = op == DLA_UNARY_LOG || op == DLA_UNARY_SQRT;
+                    const int positive =
+                        op == DLA_UNARY_LOG || op == DLA_UNARY_SQRT || op == DLA_UNARY_POWS;
+                    /* Integer powers of negative numbers; step thresholds
+                     * that some elements equal exactly. */
+                    if (op == DLA_UNARY_POWS && c % 3 == 1)
+                        a.alpha = (double)rnd_int(-2, 3);
+                    if (op == DLA_UNARY_STEP && c % 3 == 1)
+                        a.alpha = 0;
                     dbuf_random(&by, -3, 3, 5);
                     if (!in_place)
                         dbuf_random(&bx, positive ? 0.05 : -3, 3, positive ? 0 : 5);
                     else if (positive)
                         dbuf_random(&by, 0.05, 3, 0);
+                    if (op == DLA_UNARY_POWS && c % 3 == 1) /* any sign for whole powers */
+                        dbuf_random(in_place ? &by : &bx, -3, 3, 10);
+                    if (c % 4 == 3) /* NaN goes through as each op says */
+                        put(t, src->host, rnd_int(0, src->n - 1), NAN);
                     if (in_place)
                         a.x = a.y;
                     dbuf_upload(&by);
@@ -626,8 +656,14 @@ static void unary_ops_match_reference_on_strided_and_in_place_views(void **state
     }
 }
 
-static const char *const binary_names[] = {"add", "sub", "mul", "div", "max", "min", "pow"};
+static const char *const binary_names[] = {"add", "sub", "mul", "div", "max", "min", "pow",
+                                           "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
 _Static_assert(sizeof binary_names / sizeof binary_names[0] == DLA_BINARY_COUNT, "binary names");
+
+static int is_comparison(dla_binary_op op)
+{
+    return op >= DLA_BINARY_EQ;
+}
 
 static double binary_ref(dla_binary_op op, double a, double b)
 {
@@ -638,20 +674,31 @@ static double binary_ref(dla_binary_op op, double a, double b)
     case DLA_BINARY_DIV: return a / b;
     case DLA_BINARY_MAX: return isnan(b) ? a : isnan(a) ? b : a > b ? a : b;
     case DLA_BINARY_MIN: return isnan(b) ? a : isnan(a) ? b : a < b ? a : b;
-    default: return pow(a, b);
+    case DLA_BINARY_POW: return pow(a, b);
+    /* NaN is unordered: every comparison with it is false but "not equal". */
+    case DLA_BINARY_EQ: return !isnan(a) && !isnan(b) && a == b;
+    case DLA_BINARY_NE: return isnan(a) || isnan(b) || a != b;
+    case DLA_BINARY_LT: return !isnan(a) && !isnan(b) && a < b;
+    case DLA_BINARY_LE: return !isnan(a) && !isnan(b) && a <= b;
+    case DLA_BINARY_GT: return !isnan(a) && !isnan(b) && a > b;
+    default: return !isnan(a) && !isnan(b) && a >= b;
     }
 }
 
 /* One binary case: z = op(a, b) with the given layouts; alias 1 makes z
- * and a one view; bcast_b 1 repeats a row of b down dim 0, 2 a column of
- * b along dim 1. */
+ * and a one view (not for comparisons, whose z is logical); bcast_b 1
+ * repeats a row of b down dim 0, 2 a column of b along dim 1. Comparisons
+ * get small whole numbers, so ties are common, and a few NaNs. */
 static void binary_case(dla_device *dev, dla_dtype t, dla_binary_op op, int nd, const int64_t *dims,
                         int dense, int alias, int bcast_b, int c)
 {
+    const int cmp = is_comparison(op);
+    const dla_dtype zt = cmp ? DLA_BOOL : t;
+    alias &= !cmp;
     dla_binary_args args = {.struct_size = sizeof args, .op = op};
     dbuf bz, ba, bb;
-    dbuf_init(&bz, dev, t,
-              dense ? dense_view(&args.z, t, nd, dims) : make_view(&args.z, t, nd, dims, 0));
+    dbuf_init(&bz, dev, zt,
+              dense ? dense_view(&args.z, zt, nd, dims) : make_view(&args.z, zt, nd, dims, 0));
     if (!alias)
         dbuf_init(&ba, dev, t,
                   dense ? dense_view(&args.a, t, nd, dims) : make_view(&args.a, t, nd, dims, 1));
@@ -677,7 +724,13 @@ static void binary_case(dla_device *dev, dla_dtype t, dla_binary_op op, int nd, 
     if (op == DLA_BINARY_DIV) /* away from 0 */
         for (int64_t k = 0; k < bb.n; k++)
             put(t, bb.host, k, get(t, bb.host, k) + (get(t, bb.host, k) < 0 ? -0.5 : 0.5));
-    if ((op == DLA_BINARY_MAX || op == DLA_BINARY_MIN) && c % 3 == 1) {
+    if (cmp) {
+        for (int64_t k = 0; k < pa->n; k++)
+            put(t, pa->host, k, round(get(t, pa->host, k)));
+        for (int64_t k = 0; k < bb.n; k++)
+            put(t, bb.host, k, round(get(t, bb.host, k)));
+    }
+    if ((op == DLA_BINARY_MAX || op == DLA_BINARY_MIN || cmp) && c % 3 == 1) {
         put(t, pa->host, rnd_int(0, pa->n - 1), NAN);
         put(t, bb.host, rnd_int(0, bb.n - 1), NAN);
     }
@@ -703,10 +756,10 @@ static void binary_case(dla_device *dev, dla_dtype t, dla_binary_op op, int nd, 
     for (int64_t k = 0; k < numel(nd, dims); k++) {
         unravel(k, nd, dims, idx);
         double a = get(t, orig_a, at(&args.a, idx)), b = get(t, bb.host, at(&args.b, idx));
-        put(t, bz.host, at(&args.z, idx), binary_ref(op, a, b));
+        put(zt, bz.host, at(&args.z, idx), binary_ref(op, a, b));
     }
     void *got = dbuf_download(&bz);
-    expect_buffer(t, got, bz.host, bz.n, t == DLA_F32 ? 1e-6 : 1e-14, rel_tol_of(t), NULL);
+    expect_buffer(zt, got, bz.host, bz.n, t == DLA_F32 ? 1e-6 : 1e-14, rel_tol_of(t), NULL);
     free(got);
     free(orig_a);
     dbuf_free(&bz);
@@ -734,7 +787,7 @@ static void binary_ops_match_reference_with_broadcasting_and_strides(void **stat
     }
 }
 
-static void binary_add_on_large_operands_takes_the_fast_paths_correctly(void **state)
+static void binary_ops_on_large_operands_take_the_fast_paths_correctly(void **state)
 {
     have_devices();
     for (int i = 0; i < n_devices; i++) {
@@ -751,6 +804,11 @@ static void binary_add_on_large_operands_takes_the_fast_paths_correctly(void **s
             binary_case(dev, t, DLA_BINARY_SUB, 2, grid, 0, 0, 0, 3);
             binary_case(dev, t, DLA_BINARY_ADD, 2, tall, 1, 0, 1, 4);
             binary_case(dev, t, DLA_BINARY_DIV, 2, wide, 1, 0, 2, 5);
+            binary_case(dev, t, DLA_BINARY_EQ, 1, flat, 1, 0, 0, 6);
+            binary_case(dev, t, DLA_BINARY_LT, 2, grid, 1, 0, 1, 7);
+            binary_case(dev, t, DLA_BINARY_GE, 2, tall, 1, 0, 1, 8);
+            binary_case(dev, t, DLA_BINARY_NE, 2, wide, 1, 0, 2, 9);
+            binary_case(dev, t, DLA_BINARY_LE, 2, grid, 0, 0, 0, 10);
         }
     }
 }
@@ -1079,6 +1137,775 @@ static void gemm_matches_reference_for_every_transpose_and_batch_layout(void **s
     }
 }
 
+/* --------------------------------------------------------------- where */
+
+/* Layouts of a where case. W_SCALAR_* make that operand one element
+ * broadcast everywhere (where(mask, x, 0)); W_BCAST lets every operand but
+ * z repeat along random dims; W_ALIAS makes z and a one view. */
+enum {
+    W_DENSE = 1,
+    W_BCAST = 2,
+    W_SCALAR_A = 4,
+    W_SCALAR_B = 8,
+    W_SCALAR_COND = 16,
+    W_ALIAS = 32,
+};
+
+/* Makes v (dims of z) one element at a small offset; returns the extent. */
+static int64_t scalar_view(dla_view *v, dla_dtype t, int nd, const int64_t *dims)
+{
+    dense_view(v, t, nd, dims);
+    for (int d = 0; d < nd; d++)
+        v->strides[d] = 0;
+    v->offset = rnd_int(0, 3);
+    return v->offset + 1;
+}
+
+static void where_case(dla_device *dev, dla_dtype t, int nd, const int64_t *dims, int how, int c)
+{
+    const int dense = how & W_DENSE, bcast = (how & W_BCAST) != 0, alias = how & W_ALIAS;
+    const int scalar_a = how & W_SCALAR_A, scalar_b = how & W_SCALAR_B;
+    dla_ternary_args args = {.struct_size = sizeof args, .op = DLA_TERNARY_WHERE};
+    dbuf bz, bc, ba, bb;
+    dbuf_init(&bz, dev, t,
+              dense ? dense_view(&args.z, t, nd, dims) : make_view(&args.z, t, nd, dims, 0));
+    dbuf_init(&bc, dev, DLA_BOOL,
+              how & W_SCALAR_COND ? scalar_view(&args.cond, DLA_BOOL, nd, dims)
+              : dense             ? dense_view(&args.cond, DLA_BOOL, nd, dims)
+                                  : make_view(&args.cond, DLA_BOOL, nd, dims, bcast));
+    dla_view *ops[2] = {&args.a, &args.b};
+    dbuf *bufs[2] = {&ba, &bb};
+    const int scalar[2] = {scalar_a, scalar_b};
+    for (int k = alias ? 1 : 0; k < 2; k++) {
+        int64_t n;
+        if (scalar[k])
+            n = scalar_view(ops[k], t, nd, dims);
+        else
+            n = dense ? dense_view(ops[k], t, nd, dims) : make_view(ops[k], t, nd, dims, bcast);
+        dbuf_init(bufs[k], dev, t, n);
+        dbuf_random(bufs[k], -5, 5, 5);
+    }
+    dbuf_random(&bz, -5, 5, 0);
+    dbuf_random(&bc, 0, 1, 0);
+    if (c % 4 == 1) /* NaN in an operand is just a value to pick */
+        put(t, bb.host, rnd_int(0, bb.n - 1), NAN);
+    if (alias)
+        args.a = args.z, bufs[0] = &bz;
+    dbuf_upload(&bz);
+    dbuf_upload(&bc);
+    if (!alias)
+        dbuf_upload(&ba);
+    dbuf_upload(&bb);
+    args.z.mem = bz.mem, args.cond.mem = bc.mem, args.a.mem = bufs[0]->mem, args.b.mem = bb.mem;
+    char ds[64];
+    snprintf(what, sizeof what, "%s where %s dims %s%s%s%s%s%s%s case %d", dev->name, dname(t),
+             dims_str(ds, sizeof ds, nd, dims), dense ? " dense" : "", bcast ? " broadcast" : "",
+             how & W_SCALAR_COND ? " scalar cond" : "", scalar_a ? " scalar a" : "",
+             scalar_b ? " scalar b" : "", alias ? " z=a" : "", c);
+    expect_ok(dev->table->ternary(dev->ctx, &args));
+    unsigned char *orig_a = malloc(dbuf_bytes(bufs[0]));
+    memcpy(orig_a, bufs[0]->host, dbuf_bytes(bufs[0]));
+    int64_t idx[DLA_MAX_DIMS];
+    for (int64_t k = 0; k < numel(nd, dims); k++) {
+        unravel(k, nd, dims, idx);
+        const int pick_a = get(DLA_BOOL, bc.host, at(&args.cond, idx)) != 0;
+        const double v =
+            pick_a ? get(t, orig_a, at(&args.a, idx)) : get(t, bb.host, at(&args.b, idx));
+        put(t, bz.host, at(&args.z, idx), v);
+    }
+    void *got = dbuf_download(&bz);
+    expect_buffer(t, got, bz.host, bz.n, 0, 0, NULL);
+    free(got);
+    free(orig_a);
+    dbuf_free(&bz);
+    dbuf_free(&bc);
+    if (!alias)
+        dbuf_free(&ba);
+    dbuf_free(&bb);
+}
+
+static void where_picks_a_or_b_by_a_broadcast_logical_condition(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_TERNARY, t, dev->table->ternary))
+                continue;
+            for (int c = 0; c < 80; c++) {
+                int nd;
+                int64_t dims[DLA_MAX_DIMS];
+                rand_dims(&nd, dims, 5, 7, 3);
+                int how = (c % 10 == 0 ? W_DENSE : 0) | (c % 2 ? W_BCAST : 0) |
+                          (c % 7 == 3 ? W_SCALAR_A : 0) | (c % 5 == 2 ? W_SCALAR_B : 0) |
+                          (c % 11 == 6 ? W_SCALAR_COND : 0) | (c % 9 == 4 ? W_ALIAS : 0);
+                if (how & W_ALIAS)
+                    how &= ~W_SCALAR_A;
+                where_case(dev, t, nd, dims, how, c);
+            }
+            /* Large: the flat path, the blends with one scalar operand,
+             * a condition repeated down rows, and a scalar condition. */
+            const int64_t flat[] = {100003}, grid[] = {513, 257};
+            where_case(dev, t, 1, flat, W_DENSE, 100);
+            where_case(dev, t, 1, flat, W_DENSE | W_ALIAS, 101);
+            where_case(dev, t, 1, flat, W_SCALAR_B, 102);
+            where_case(dev, t, 1, flat, W_SCALAR_A, 103);
+            where_case(dev, t, 2, grid, W_BCAST, 104);
+            where_case(dev, t, 2, grid, W_SCALAR_A | W_SCALAR_B, 105);
+            where_case(dev, t, 2, grid, W_SCALAR_COND, 106);
+            where_case(dev, t, 2, grid, W_SCALAR_COND | W_SCALAR_A, 107);
+        }
+    }
+}
+
+/* ------------------------------------------------------------- pooling */
+
+/* A pooling problem in the ABI's terms, with pad_end kept for the record. */
+typedef struct pool_shape {
+    int n;
+    int64_t in[3], out[3], win[3], stride[3], pad[3], pad_end[3];
+    int64_t channels, batch;
+} pool_shape;
+
+/* out_size as the host computes it (the header's formula, dilation 1). */
+static void pool_out_sizes(pool_shape *p)
+{
+    for (int d = 0; d < p->n; d++)
+        p->out[d] = (p->in[d] + p->pad[d] + p->pad_end[d] - p->win[d]) / p->stride[d] + 1;
+}
+
+/* Random geometry: windows of 1..4 (often overlapping: stride < window),
+ * padding on each side below the window, so every window meets x. */
+static void rand_pool_shape(pool_shape *p, int64_t max_in)
+{
+    memset(p, 0, sizeof *p);
+    p->n = (int)rnd_int(1, 3);
+    for (int d = 0; d < p->n; d++) {
+        p->win[d] = rnd_int(1, 4);
+        p->stride[d] = rnd_int(1, 3);
+        p->pad[d] = chance(50) ? rnd_int(0, p->win[d] - 1) : 0;
+        p->pad_end[d] = chance(50) ? rnd_int(0, p->win[d] - 1) : 0;
+        p->in[d] = rnd_int(1, max_in);
+        if (p->in[d] + p->pad[d] + p->pad_end[d] < p->win[d])
+            p->in[d] = p->win[d];
+    }
+    p->channels = rnd_int(1, 3);
+    p->batch = rnd_int(1, 3);
+    pool_out_sizes(p);
+}
+
+/* The view dims of x (sizes in) or y (sizes out): spatial, channels,
+ * batch; a batch of 1 is sometimes left off, as MATLAB drops it. */
+static int pool_dims(const pool_shape *p, const int64_t *sizes, int64_t *dims, int drop_batch)
+{
+    for (int d = 0; d < p->n; d++)
+        dims[d] = sizes[d];
+    dims[p->n] = p->channels;
+    dims[p->n + 1] = p->batch;
+    return p->n + 2 - (drop_batch && p->batch == 1);
+}
+
+static int64_t pool_view(dla_view *v, dla_dtype t, int nd, const int64_t *dims, int dense)
+{
+    return dense ? dense_view(v, t, nd, dims) : make_view(v, t, nd, dims, 0);
+}
+
+/* idx[] of view element (spatial s, channel c, image b). */
+static void pool_idx(const pool_shape *p, const int64_t *s, int64_t c, int64_t b, int64_t *idx)
+{
+    for (int d = 0; d < p->n; d++)
+        idx[d] = s[d];
+    idx[p->n] = c;
+    idx[p->n + 1] = b;
+}
+
+/* The forward pass by definition: y and (max) the index of each window,
+ * NaN winning, ties keeping the first position. */
+static void pool_forward_ref(const pool_shape *p, dla_pool_mode mode, int exclude, dla_dtype t,
+                             const dla_view *xv, const void *xh, const dla_view *yv, void *yh,
+                             const dla_view *iv, void *ih)
+{
+    int64_t o[3] = {0}, in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, win[3] = {1, 1, 1};
+    for (int d = 0; d < p->n; d++)
+        in[d] = p->in[d], out[d] = p->out[d], win[d] = p->win[d];
+    int64_t idx[DLA_MAX_DIMS];
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t c = 0; c < p->channels; c++)
+            for (o[2] = 0; o[2] < out[2]; o[2]++)
+                for (o[1] = 0; o[1] < out[1]; o[1]++)
+                    for (o[0] = 0; o[0] < out[0]; o[0]++) {
+                        double best = 0, sum = 0;
+                        int64_t pos = -1, count = 0, k[3], i[3] = {0};
+                        for (k[2] = 0; k[2] < win[2]; k[2]++)
+                            for (k[1] = 0; k[1] < win[1]; k[1]++)
+                                for (k[0] = 0; k[0] < win[0]; k[0]++) {
+                                    int inside = 1;
+                                    for (int d = 0; d < p->n; d++) {
+                                        i[d] = o[d] * p->stride[d] - p->pad[d] + k[d];
+                                        inside &= i[d] >= 0 && i[d] < in[d];
+                                    }
+                                    if (!inside)
+                                        continue;
+                                    pool_idx(p, i, c, b, idx);
+                                    const double v = get(t, xh, at(xv, idx));
+                                    count++;
+                                    sum += v;
+                                    if (pos < 0 || v > best || (isnan(v) && !isnan(best))) {
+                                        best = v;
+                                        pos = i[0] + in[0] * (i[1] + in[1] * i[2]);
+                                    }
+                                }
+                        pool_idx(p, o, c, b, idx);
+                        if (mode == DLA_POOL_MAX) {
+                            put(t, yh, at(yv, idx), best);
+                            if (ih)
+                                put(DLA_I32, ih, at(iv, idx), (double)pos);
+                        } else {
+                            double full = (double)(win[0] * win[1] * win[2]);
+                            put(t, yh, at(yv, idx), sum / (exclude ? (double)count : full));
+                        }
+                    }
+}
+
+/* The backward pass by the header's words: each window's gradient goes to
+ * its maximum (through the index) or spreads evenly over it; overlapping
+ * windows add. x's elements end up with dL/dx (sums in acc, then put). */
+static void pool_backward_ref(const pool_shape *p, dla_pool_mode mode, int exclude, dla_dtype t,
+                              const dla_view *xv, void *xh, const dla_view *yv, const void *yh,
+                              const dla_view *iv, const void *ih)
+{
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, win[3] = {1, 1, 1};
+    for (int d = 0; d < p->n; d++)
+        in[d] = p->in[d], out[d] = p->out[d], win[d] = p->win[d];
+    const int64_t in_px = in[0] * in[1] * in[2];
+    double *acc = calloc((size_t)(in_px * p->channels * p->batch) + 1, sizeof *acc);
+    assert_non_null(acc);
+    int64_t o[3] = {0}, idx[DLA_MAX_DIMS];
+    for (int64_t b = 0; b < p->batch; b++)
+        for (int64_t c = 0; c < p->channels; c++) {
+            double *plane = acc + (b * p->channels + c) * in_px;
+            for (o[2] = 0; o[2] < out[2]; o[2]++)
+                for (o[1] = 0; o[1] < out[1]; o[1]++)
+                    for (o[0] = 0; o[0] < out[0]; o[0]++) {
+                        pool_idx(p, o, c, b, idx);
+                        const double dy = get(t, yh, at(yv, idx));
+                        if (mode == DLA_POOL_MAX) {
+                            plane[(int64_t)get(DLA_I32, ih, at(iv, idx))] += dy;
+                            continue;
+                        }
+                        int64_t lo[3] = {0}, hi[3] = {1, 1, 1};
+                        for (int d = 0; d < p->n; d++) {
+                            lo[d] = o[d] * p->stride[d] - p->pad[d];
+                            hi[d] = lo[d] + win[d] < in[d] ? lo[d] + win[d] : in[d];
+                            lo[d] = lo[d] > 0 ? lo[d] : 0;
+                        }
+                        const double div = exclude ? (double)((hi[0] - lo[0]) * (hi[1] - lo[1]) *
+                                                              (hi[2] - lo[2]))
+                                                   : (double)(win[0] * win[1] * win[2]);
+                        for (int64_t i2 = lo[2]; i2 < hi[2]; i2++)
+                            for (int64_t i1 = lo[1]; i1 < hi[1]; i1++)
+                                for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
+                                    plane[i0 + in[0] * (i1 + in[1] * i2)] += dy / div;
+                    }
+            int64_t i[3] = {0};
+            for (i[2] = 0; i[2] < in[2]; i[2]++)
+                for (i[1] = 0; i[1] < in[1]; i[1]++)
+                    for (i[0] = 0; i[0] < in[0]; i[0]++) {
+                        pool_idx(p, i, c, b, idx);
+                        put(t, xh, at(xv, idx), plane[i[0] + in[0] * (i[1] + in[1] * i[2])]);
+                    }
+        }
+    free(acc);
+}
+
+static void pool_args_of(dla_pool_args *a, const pool_shape *p, dla_pool_mode mode, dla_dtype t,
+                         int exclude)
+{
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->mode = mode;
+    a->dtype = t;
+    a->nspatial = p->n;
+    a->avg_exclude_pad = exclude;
+    a->channels = p->channels;
+    a->batch = p->batch;
+    for (int d = 0; d < p->n; d++) {
+        a->in_size[d] = p->in[d], a->out_size[d] = p->out[d], a->window[d] = p->win[d];
+        a->stride[d] = p->stride[d], a->pad_begin[d] = p->pad[d];
+    }
+}
+
+static void pool_describe(const pool_shape *p, const char *dir, dla_pool_mode mode, dla_dtype t,
+                          int exclude, int with_index, int dense, dla_device *dev, int c)
+{
+    char geo[256];
+    size_t u = 0;
+    for (int d = 0; d < p->n; d++)
+        u += (size_t)snprintf(geo + u, sizeof geo - u,
+                              "%s[in %lld win %lld str %lld pad %lld/%lld]", d ? " " : "",
+                              (long long)p->in[d], (long long)p->win[d], (long long)p->stride[d],
+                              (long long)p->pad[d], (long long)p->pad_end[d]);
+    snprintf(what, sizeof what, "%s pool_%s %s %s%s%s %s C %lld B %lld%s case %d", dev->name, dir,
+             mode == DLA_POOL_MAX ? "max" : "avg", dname(t), exclude ? " exclude-pad" : "",
+             with_index ? " +index" : "", geo, (long long)p->channels, (long long)p->batch,
+             dense ? " dense" : " strided", c);
+}
+
+/* One forward case: y (and the index) compared whole with the reference.
+ * ties: x holds small whole numbers so windows have equal maxima. */
+static void pool_forward_case(dla_device *dev, dla_dtype t, const pool_shape *p, dla_pool_mode mode,
+                              int exclude, int with_index, int dense, int ties, int c)
+{
+    dla_pool_args a;
+    pool_args_of(&a, p, mode, t, exclude);
+    int64_t xd[5], yd[5];
+    const int drop = c % 3 == 2;
+    const int xn = pool_dims(p, p->in, xd, drop), yn = pool_dims(p, p->out, yd, drop);
+    dbuf bx, by, bi;
+    dbuf_init(&bx, dev, t, pool_view(&a.x, t, xn, xd, dense));
+    dbuf_init(&by, dev, t, pool_view(&a.y, t, yn, yd, dense));
+    dbuf_random(&bx, -3, 3, 0);
+    dbuf_random(&by, -9, 9, 0);
+    if (ties)
+        for (int64_t k = 0; k < bx.n; k++)
+            put(t, bx.host, k, round(get(t, bx.host, k)));
+    if (c % 5 == 2)
+        put(t, bx.host, rnd_int(0, bx.n - 1), NAN);
+    dbuf_upload(&bx);
+    dbuf_upload(&by);
+    a.x.mem = bx.mem, a.y.mem = by.mem;
+    if (with_index) {
+        dbuf_init(&bi, dev, DLA_I32, pool_view(&a.index, DLA_I32, yn, yd, dense));
+        dbuf_random(&bi, -5, 5, 0);
+        dbuf_upload(&bi);
+        a.index.mem = bi.mem;
+    }
+    pool_describe(p, "forward", mode, t, exclude, with_index, dense, dev, c);
+    expect_ok(dev->table->pool_forward(dev->ctx, &a));
+    pool_forward_ref(p, mode, exclude, t, &a.x, bx.host, &a.y, by.host, &a.index,
+                     with_index ? bi.host : NULL);
+    void *got = dbuf_download(&by);
+    expect_buffer(t, got, by.host, by.n, t == DLA_F32 ? 1e-6 : 1e-14, rel_tol_of(t), NULL);
+    free(got);
+    if (with_index) {
+        got = dbuf_download(&bi);
+        expect_buffer(DLA_I32, got, bi.host, bi.n, 0, 0, NULL);
+        free(got);
+        dbuf_free(&bi);
+    }
+    dbuf_free(&bx);
+    dbuf_free(&by);
+}
+
+/* One backward case: the index comes from the reference forward of a
+ * random x; x's buffer starts with junk that every element must replace. */
+static void pool_backward_case(dla_device *dev, dla_dtype t, const pool_shape *p,
+                               dla_pool_mode mode, int exclude, int dense, int c)
+{
+    dla_pool_args a;
+    pool_args_of(&a, p, mode, t, exclude);
+    int64_t xd[5], yd[5];
+    const int drop = c % 3 == 2;
+    const int xn = pool_dims(p, p->in, xd, drop), yn = pool_dims(p, p->out, yd, drop);
+    dbuf bx, by, bi;
+    dbuf_init(&bx, dev, t, pool_view(&a.x, t, xn, xd, dense));
+    dbuf_init(&by, dev, t, pool_view(&a.y, t, yn, yd, dense));
+    if (mode == DLA_POOL_MAX) {
+        dbuf_init(&bi, dev, DLA_I32, pool_view(&a.index, DLA_I32, yn, yd, dense));
+        dbuf_random(&bx, -3, 3, 0);
+        for (int64_t k = 0; k < bx.n; k++) /* ties too */
+            put(t, bx.host, k, round(get(t, bx.host, k)));
+        void *scratch = malloc(dbuf_bytes(&by));
+        assert_non_null(scratch);
+        pool_forward_ref(p, mode, exclude, t, &a.x, bx.host, &a.y, scratch, &a.index, bi.host);
+        free(scratch);
+        dbuf_upload(&bi);
+        a.index.mem = bi.mem;
+    }
+    dbuf_random(&bx, 50, 60, 0); /* junk */
+    dbuf_random(&by, -2, 2, 0);  /* dL/dy */
+    dbuf_upload(&bx);
+    dbuf_upload(&by);
+    a.x.mem = bx.mem, a.y.mem = by.mem;
+    pool_describe(p, "backward", mode, t, exclude, mode == DLA_POOL_MAX, dense, dev, c);
+    expect_ok(dev->table->pool_backward(dev->ctx, &a));
+    pool_backward_ref(p, mode, exclude, t, &a.x, bx.host, &a.y, by.host, &a.index,
+                      mode == DLA_POOL_MAX ? bi.host : NULL);
+    void *got = dbuf_download(&bx);
+    expect_buffer(t, got, bx.host, bx.n, t == DLA_F32 ? 1e-5 : 1e-13, rel_tol_of(t), NULL);
+    free(got);
+    if (mode == DLA_POOL_MAX)
+        dbuf_free(&bi);
+    dbuf_free(&bx);
+    dbuf_free(&by);
+}
+
+static void pool_forward_matches_reference_for_max_and_average_windows(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_POOL_FORWARD, t, dev->table->pool_forward))
+                continue;
+            for (int c = 0; c < 90; c++) {
+                pool_shape p;
+                rand_pool_shape(&p, 7);
+                const dla_pool_mode mode = c % 3 == 0 ? DLA_POOL_AVG : DLA_POOL_MAX;
+                const int avg = mode == DLA_POOL_AVG;
+                pool_forward_case(dev, t, &p, mode, avg && c % 2, !avg && c % 4 != 1, c % 4 == 0,
+                                  c % 2 == 1, c);
+            }
+            /* Large enough for the team: overlapping 3x3 windows, stride 2. */
+            pool_shape big = {.n = 2, .in = {67, 45}, .win = {3, 3}, .stride = {2, 2},
+                              .pad = {1, 1}, .pad_end = {1, 0}, .channels = 3, .batch = 2};
+            pool_out_sizes(&big);
+            pool_forward_case(dev, t, &big, DLA_POOL_MAX, 0, 1, 1, 1, 1000);
+            pool_forward_case(dev, t, &big, DLA_POOL_AVG, 1, 0, 0, 0, 1001);
+            pool_forward_case(dev, t, &big, DLA_POOL_AVG, 0, 0, 1, 0, 1002);
+        }
+    }
+}
+
+static void pool_backward_adds_overlapping_windows_into_every_x_element(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_POOL_BACKWARD, t, dev->table->pool_backward))
+                continue;
+            for (int c = 0; c < 90; c++) {
+                pool_shape p;
+                rand_pool_shape(&p, 7);
+                const dla_pool_mode mode = c % 3 == 0 ? DLA_POOL_AVG : DLA_POOL_MAX;
+                pool_backward_case(dev, t, &p, mode, mode == DLA_POOL_AVG && c % 2, c % 4 == 0, c);
+            }
+            /* Windows of 3 at stride 1 overlap threefold along each dim. */
+            pool_shape big = {.n = 2, .in = {61, 47}, .win = {3, 3}, .stride = {1, 1},
+                              .pad = {1, 1}, .pad_end = {1, 1}, .channels = 2, .batch = 3};
+            pool_out_sizes(&big);
+            pool_backward_case(dev, t, &big, DLA_POOL_MAX, 0, 1, 1000);
+            pool_backward_case(dev, t, &big, DLA_POOL_AVG, 0, 0, 1001);
+            pool_backward_case(dev, t, &big, DLA_POOL_AVG, 1, 1, 1002);
+            pool_shape cube = {.n = 3, .in = {20, 18, 16}, .win = {2, 3, 2}, .stride = {2, 2, 1},
+                               .pad = {0, 1, 1}, .pad_end = {0, 1, 0}, .channels = 2, .batch = 2};
+            pool_out_sizes(&cube);
+            pool_backward_case(dev, t, &cube, DLA_POOL_MAX, 0, 0, 1003);
+            pool_backward_case(dev, t, &cube, DLA_POOL_AVG, 1, 1, 1004);
+        }
+    }
+}
+
+/* ----------------------------------------------------- gather, scatter */
+
+/* An index vector of len positions in 0..target-1 (repeats likely when
+ * target is small): dense, a 1 x len row, or strided with an offset. */
+static void make_index(dla_view *v, dbuf *b, dla_device *dev, int64_t len, int64_t target, int c)
+{
+    memset(v, 0, sizeof *v);
+    v->struct_size = sizeof *v;
+    v->dtype = DLA_I32;
+    int64_t stride = c % 4 == 3 ? 2 : 1;
+    v->offset = c % 4 == 3 ? rnd_int(1, 3) : 0;
+    if (c % 4 == 2) {
+        v->ndims = 2;
+        v->dims[0] = 1, v->dims[1] = len;
+        v->strides[0] = 1, v->strides[1] = 1;
+    } else {
+        v->ndims = 1;
+        v->dims[0] = len, v->strides[0] = stride;
+    }
+    dbuf_init(b, dev, DLA_I32, v->offset + (len > 0 ? (len - 1) * stride + 1 : 1));
+    dbuf_random(b, -7, -1, 0); /* what lies between the positions is never read */
+    for (int64_t i = 0; i < len; i++)
+        put(DLA_I32, b->host, v->offset + i * stride, (double)rnd_int(0, target - 1));
+    dbuf_upload(b);
+    v->mem = b->mem;
+}
+
+static int64_t index_at(const dla_view *v, const void *host, int64_t i)
+{
+    const int64_t stride = v->ndims == 2 ? v->strides[1] : v->strides[0];
+    return (int64_t)get(DLA_I32, host, v->offset + i * stride);
+}
+
+/* One gather or scatter_add case along dim of base dims (nd of them) with
+ * len positions into a dim of target. The operand whose dim is len or
+ * target 1 as its last dim may leave that dim off. */
+static void index_case(dla_device *dev, dla_dtype t, int scatter, int nd, const int64_t *base,
+                       int dim, int64_t len, int64_t target, int dense, int c)
+{
+    int64_t yd[DLA_MAX_DIMS], xd[DLA_MAX_DIMS];
+    const int n = nd > dim ? nd : dim + 1;
+    for (int d = 0; d < n; d++)
+        yd[d] = xd[d] = d < nd ? base[d] : 1;
+    yd[dim] = scatter ? target : len;
+    xd[dim] = scatter ? len : target;
+    int yn = n, xn = n;
+    if (c % 5 == 1 && dim == n - 1 && yd[dim] == 1)
+        yn--;
+    if (c % 5 == 2 && dim == n - 1 && xd[dim] == 1)
+        xn--;
+    dla_index_args a = {.struct_size = sizeof a, .dim = dim};
+    dbuf by, bx, bi;
+    dbuf_init(&by, dev, t, dense ? dense_view(&a.y, t, yn, yd) : make_view(&a.y, t, yn, yd, 0));
+    dbuf_init(&bx, dev, t, dense ? dense_view(&a.x, t, xn, xd) : make_view(&a.x, t, xn, xd, 1));
+    dbuf_random(&by, -50, 50, 0);
+    dbuf_random(&bx, -50, 50, 0);
+    dbuf_upload(&by);
+    dbuf_upload(&bx);
+    a.y.mem = by.mem, a.x.mem = bx.mem;
+    make_index(&a.index, &bi, dev, len, target, c);
+    char ys[64], xs[64];
+    snprintf(what, sizeof what, "%s %s %s y %s x %s dim %d (0-based) %lld positions into %lld%s "
+             "case %d",
+             dev->name, scatter ? "scatter_add" : "gather", dname(t),
+             dims_str(ys, sizeof ys, yn, yd), dims_str(xs, sizeof xs, xn, xd), dim,
+             (long long)len, (long long)target, dense ? " dense" : "", c);
+    expect_ok(scatter ? dev->table->scatter_add(dev->ctx, &a) : dev->table->gather(dev->ctx, &a));
+    /* Walk the operand that has len along dim, in column-major order: for
+     * one y element of a scatter the positions come in index order. */
+    const int64_t *walk = scatter ? xd : yd;
+    int64_t idx[DLA_MAX_DIMS], other[DLA_MAX_DIMS];
+    for (int64_t k = 0; k < numel(n, walk); k++) {
+        unravel(k, n, walk, idx);
+        memcpy(other, idx, sizeof other);
+        other[dim] = index_at(&a.index, bi.host, idx[dim]);
+        if (scatter) /* one rounding per addition, as the kernel adds */
+            put(t, by.host, at(&a.y, other),
+                get(t, by.host, at(&a.y, other)) + get(t, bx.host, at(&a.x, idx)));
+        else
+            put(t, by.host, at(&a.y, idx), get(t, bx.host, at(&a.x, other)));
+    }
+    void *got = dbuf_download(&by);
+    expect_buffer(t, got, by.host, by.n, 0, 0, NULL);
+    free(got);
+    dbuf_free(&by);
+    dbuf_free(&bx);
+    dbuf_free(&bi);
+}
+
+static void gather_copies_indexed_slices_in_every_dtype(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = 0; t < DLA_DTYPE_COUNT; t++) {
+            if (!supports(dev, DLA_KERNEL_GATHER, t, dev->table->gather))
+                continue;
+            for (int c = 0; c < 60; c++) {
+                int nd;
+                int64_t dims[DLA_MAX_DIMS];
+                rand_dims(&nd, dims, 4, 6, 3);
+                const int dim = (int)rnd_int(0, nd);
+                index_case(dev, t, 0, nd, dims, dim, rnd_int(0, 6), rnd_int(1, 4), c % 6 == 0, c);
+            }
+            /* Many small slices (over the team by position), and a few
+             * large ones (each over the team). */
+            const int64_t wide[] = {300, 1}, tall[] = {40000, 1};
+            index_case(dev, t, 0, 2, wide, 1, 400, 37, 1, 1000);
+            index_case(dev, t, 0, 2, wide, 1, 400, 37, 0, 1001);
+            index_case(dev, t, 0, 2, tall, 1, 5, 3, 1, 1002);
+        }
+    }
+}
+
+static void scatter_add_sums_repeated_positions_without_races(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+            if (!supports(dev, DLA_KERNEL_SCATTER_ADD, t, dev->table->scatter_add))
+                continue;
+            for (int c = 0; c < 60; c++) {
+                int nd;
+                int64_t dims[DLA_MAX_DIMS];
+                rand_dims(&nd, dims, 4, 6, 3);
+                const int dim = (int)rnd_int(0, nd);
+                index_case(dev, t, 1, nd, dims, dim, rnd_int(0, 8), rnd_int(1, 4), c % 6 == 0, c);
+            }
+            /* A vector target hit 100000 times (split by position), rows
+             * of a grid (split by row), and one long run. */
+            const int64_t vec[] = {1}, grid[] = {4, 1, 300}, run[] = {40000};
+            index_case(dev, t, 1, 1, vec, 0, 100000, 1000, 1, 1000);
+            index_case(dev, t, 1, 3, grid, 1, 100, 10, 1, 1001);
+            index_case(dev, t, 1, 3, grid, 1, 100, 3, 0, 1002);
+            index_case(dev, t, 1, 1, run, 1, 6, 2, 1, 1003);
+        }
+    }
+}
+
+/* ------------------------------------------------------- bad arguments */
+
+static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        snprintf(what, sizeof what, "%s bad arguments to ABI 1.1 kernels", dev->name);
+        dbuf b, bi;
+        dbuf_init(&b, dev, DLA_F32, 256);
+        dbuf_init(&bi, dev, DLA_I32, 64);
+        const int64_t d34[] = {3, 4}, d4[] = {4};
+        if (supports(dev, DLA_KERNEL_GATHER, DLA_F32, dev->table->gather)) {
+            dla_index_args a = {.struct_size = sizeof a, .dim = 1};
+            dense_view(&a.y, DLA_F32, 2, d34);
+            dense_view(&a.x, DLA_F32, 2, d34);
+            dense_view(&a.index, DLA_I32, 1, d4);
+            a.y.mem = b.mem, a.x.mem = b.mem, a.x.offset = 100, a.index.mem = bi.mem;
+            a.y.dims[1] = 4, a.x.dims[1] = 4;
+            int32_t bad[4] = {0, 3, 4, 1}; /* 4 is past x's 4 columns */
+            expect_ok(dev->table->copy_to_device(dev->ctx, bi.mem, 0, bad, sizeof bad));
+            dla_clear_error();
+            assert_int_equal(dev->table->gather(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+            assert_non_null(strstr(dla_last_error(), "index"));
+        }
+        if (supports(dev, DLA_KERNEL_SCATTER_ADD, DLA_F32, dev->table->scatter_add)) {
+            dla_index_args a = {.struct_size = sizeof a, .dim = 0};
+            dense_view(&a.y, DLA_F32, 2, d34);
+            dense_view(&a.x, DLA_F32, 2, d34);
+            a.x.dims[0] = 4, a.x.strides[1] = 4;
+            dense_view(&a.index, DLA_I32, 1, d4);
+            a.y.mem = b.mem, a.x.mem = b.mem, a.x.offset = 100, a.index.mem = bi.mem;
+            int32_t bad[4] = {0, -1, 2, 2};
+            expect_ok(dev->table->copy_to_device(dev->ctx, bi.mem, 0, bad, sizeof bad));
+            dla_clear_error();
+            assert_int_equal(dev->table->scatter_add(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+            assert_non_null(strstr(dla_last_error(), "index"));
+        }
+        if (supports(dev, DLA_KERNEL_POOL_BACKWARD, DLA_F32, dev->table->pool_backward)) {
+            pool_shape p = {.n = 1, .in = {4}, .out = {2}, .win = {2}, .stride = {2},
+                            .channels = 3, .batch = 1};
+            dla_pool_args a;
+            pool_args_of(&a, &p, DLA_POOL_MAX, DLA_F32, 0);
+            const int64_t xd[] = {4, 3}, yd[] = {2, 3};
+            dense_view(&a.x, DLA_F32, 2, xd);
+            dense_view(&a.y, DLA_F32, 2, yd);
+            a.x.mem = b.mem, a.y.mem = b.mem, a.y.offset = 100; /* no index */
+            dla_clear_error();
+            assert_int_not_equal(dev->table->pool_backward(dev->ctx, &a), DLA_OK);
+            assert_true(strlen(dla_last_error()) > 0);
+        }
+        if (supports(dev, DLA_KERNEL_TERNARY, DLA_F32, dev->table->ternary)) {
+            dla_ternary_args a = {.struct_size = sizeof a, .op = DLA_TERNARY_WHERE};
+            dense_view(&a.z, DLA_F32, 2, d34);
+            dense_view(&a.cond, DLA_F32, 2, d34); /* not logical */
+            dense_view(&a.a, DLA_F32, 2, d34);
+            dense_view(&a.b, DLA_F32, 2, d34);
+            a.z.mem = a.cond.mem = a.a.mem = a.b.mem = b.mem;
+            a.z.offset = 100;
+            dla_clear_error();
+            assert_int_not_equal(dev->table->ternary(dev->ctx, &a), DLA_OK);
+            assert_true(strlen(dla_last_error()) > 0);
+        }
+        if (supports(dev, DLA_KERNEL_BINARY, DLA_F32, dev->table->binary)) {
+            dla_binary_args a = {.struct_size = sizeof a, .op = DLA_BINARY_LT};
+            dense_view(&a.z, DLA_F32, 2, d34); /* a comparison writes logical */
+            dense_view(&a.a, DLA_F32, 2, d34);
+            dense_view(&a.b, DLA_F32, 2, d34);
+            a.z.mem = a.a.mem = a.b.mem = b.mem;
+            a.z.offset = 100;
+            dla_clear_error();
+            assert_int_not_equal(dev->table->binary(dev->ctx, &a), DLA_OK);
+            assert_true(strlen(dla_last_error()) > 0);
+        }
+        dbuf_free(&b);
+        dbuf_free(&bi);
+    }
+}
+
+/* --------------------------------------------------------- negotiation */
+
+static dla_status quiet_error(dla_status status, const char *fmt, ...)
+{
+    return status;
+}
+static void *plain_alloc(size_t size, size_t align)
+{
+    void *p = NULL;
+    return posix_memalign(&p, align > sizeof(void *) ? align : sizeof(void *), size) ? NULL : p;
+}
+
+/* A private copy of the cpu plugin (its own globals: the loaded one keeps
+ * its host table) is initialized by an ABI 1.0 host and by an ABI 1.1 one. */
+static void cpu_plugin_fills_only_the_table_members_the_host_has(void **state)
+{
+    const char *build = getenv("DLA_TEST_BUILDDIR");
+    if (build == NULL)
+        skip();
+    char src[1024], copy[] = "/tmp/dla-cpu-plugin-XXXXXX";
+    snprintf(src, sizeof src, "%s/plugins/cpu/.libs/libdlaccel-cpu.so", build);
+    FILE *in = fopen(src, "rb");
+    if (in == NULL)
+        fail_msg("cannot open %s", src);
+    int fd = mkstemp(copy);
+    assert_true(fd >= 0);
+    FILE *out = fdopen(fd, "wb");
+    assert_non_null(out);
+    char chunk[1 << 16];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, in)) > 0)
+        assert_int_equal(fwrite(chunk, 1, got, out), got);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    void *lib = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+    unlink(copy);
+    if (lib == NULL)
+        fail_msg("dlopen %s: %s", copy, dlerror());
+    dla_plugin_init_fn init;
+    void *sym = dlsym(lib, DLA_PLUGIN_INIT_SYMBOL);
+    assert_non_null(sym);
+    memcpy(&init, &sym, sizeof init);
+
+    dla_plugin_host host = {.struct_size = sizeof host, .abi_major = 1, .abi_minor = 0,
+                            .error = quiet_error, .alloc = plain_alloc, .free = free};
+    /* An ABI 1.0 host: its table ends after cast; the rest is not its. */
+    const size_t v10 = offsetof(dla_plugin, ternary);
+    dla_plugin table;
+    memset(&table, 0xA5, sizeof table);
+    memset(&table, 0, v10);
+    table.struct_size = v10;
+    assert_int_equal(init(&host, &table), DLA_OK);
+    assert_int_equal(table.struct_size, v10);
+    assert_int_equal(table.abi_major, DLA_PLUGIN_ABI_MAJOR);
+    assert_int_equal(table.abi_minor, 1);
+    assert_non_null(table.cast);
+    for (size_t k = v10; k < sizeof table; k++)
+        assert_int_equal(((unsigned char *)&table)[k], 0xA5);
+
+    /* An ABI 1.1 host gets the new kernels, and supports() owns up to them. */
+    host.abi_minor = 1;
+    memset(&table, 0, sizeof table);
+    table.struct_size = sizeof table;
+    assert_int_equal(init(&host, &table), DLA_OK);
+    assert_int_equal(table.struct_size, sizeof table);
+    assert_non_null(table.ternary);
+    assert_non_null(table.pool_forward);
+    assert_non_null(table.pool_backward);
+    assert_non_null(table.gather);
+    assert_non_null(table.scatter_add);
+    void *dev = NULL;
+    assert_int_equal(table.device_open(0, &dev), DLA_OK);
+    for (dla_kernel k = DLA_KERNEL_TERNARY; k < DLA_KERNEL_COUNT; k++) {
+        void (*member)(void);
+        static const size_t where[] = {
+            offsetof(dla_plugin, ternary),       offsetof(dla_plugin, conv_forward),
+            offsetof(dla_plugin, conv_backward_data), offsetof(dla_plugin, conv_backward_filter),
+            offsetof(dla_plugin, pool_forward),  offsetof(dla_plugin, pool_backward),
+            offsetof(dla_plugin, gather),        offsetof(dla_plugin, scatter_add)};
+        memcpy(&member, (const char *)&table + where[k - DLA_KERNEL_TERNARY], sizeof member);
+        /* A member is there exactly when supports() claims single for it. */
+        assert_int_equal(member != NULL, table.supports(dev, k, DLA_F32) != 0);
+    }
+    assert_true(table.supports(dev, DLA_KERNEL_GATHER, DLA_BOOL));
+    assert_false(table.supports(dev, DLA_KERNEL_SCATTER_ADD, DLA_I32));
+    table.device_close(dev);
+    table.shutdown();
+    dlclose(lib);
+}
+
 /* --------------------------------------------------------------- errors */
 
 static void kernels_reject_mismatched_shapes_with_a_status_and_a_message(void **state)
@@ -1175,13 +2002,20 @@ int main(void)
         cmocka_unit_test(cast_converts_between_every_pair_of_dtypes),
         cmocka_unit_test(unary_ops_match_reference_on_strided_and_in_place_views),
         cmocka_unit_test(binary_ops_match_reference_with_broadcasting_and_strides),
-        cmocka_unit_test(binary_add_on_large_operands_takes_the_fast_paths_correctly),
+        cmocka_unit_test(binary_ops_on_large_operands_take_the_fast_paths_correctly),
+        cmocka_unit_test(where_picks_a_or_b_by_a_broadcast_logical_condition),
         cmocka_unit_test(reductions_match_reference_over_random_dims),
         cmocka_unit_test(reductions_of_large_tensors_use_every_layout_correctly),
         cmocka_unit_test(reduce_max_keeps_the_first_of_ties_and_lets_nan_win),
         cmocka_unit_test(gemm_matches_reference_for_every_transpose_and_batch_layout),
         cmocka_unit_test(kernels_reject_mismatched_shapes_with_a_status_and_a_message),
         cmocka_unit_test(cpu_kernels_reject_views_that_reach_past_their_memory),
+        cmocka_unit_test(pool_forward_matches_reference_for_max_and_average_windows),
+        cmocka_unit_test(pool_backward_adds_overlapping_windows_into_every_x_element),
+        cmocka_unit_test(gather_copies_indexed_slices_in_every_dtype),
+        cmocka_unit_test(scatter_add_sums_repeated_positions_without_races),
+        cmocka_unit_test(new_kernels_reject_bad_arguments_with_a_status_and_a_message),
+        cmocka_unit_test(cpu_plugin_fills_only_the_table_members_the_host_has),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

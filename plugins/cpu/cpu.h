@@ -48,12 +48,21 @@ dla_status dla__cpu_cast(void *dev, const dla_view *y, const dla_view *x);
 /* ---- elementwise.c ---- */
 dla_status dla__cpu_unary(void *dev, const dla_unary_args *args);
 dla_status dla__cpu_binary(void *dev, const dla_binary_args *args);
+dla_status dla__cpu_ternary(void *dev, const dla_ternary_args *args);
 
 /* ---- reduce.c ---- */
 dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args);
 
 /* ---- gemm.c ---- */
 dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *args);
+
+/* ---- pool.c ---- */
+dla_status dla__cpu_pool_forward(void *dev, const dla_pool_args *args);
+dla_status dla__cpu_pool_backward(void *dev, const dla_pool_args *args);
+
+/* ---- index.c: gather, scatter_add ---- */
+dla_status dla__cpu_gather(void *dev, const dla_index_args *args);
+dla_status dla__cpu_scatter_add(void *dev, const dla_index_args *args);
 
 /* ---- conv.c ---- */
 dla_status dla__cpu_conv_forward(void *dev, const dla_conv_args *args);

@@ -1,5 +1,6 @@
 /*
- * elementwise.c - the unary and binary kernels in single and double.
+ * elementwise.c - the unary, binary and ternary (where) kernels in single
+ * and double.
  *
  * Each (op, dtype) has two bodies made from one expression: a flat one for
  * views that coalesce to one dense run (one OpenMP loop the compiler
@@ -9,6 +10,10 @@
  *
  * max and min ignore a NaN operand, as MATLAB's max(a, b) does: NaN comes
  * out only when both are NaN. relu (max(x, 0)) follows suit.
+ *
+ * Comparisons read two float operands and write logical bytes 0/1; where
+ * reads a logical condition and two float operands. Their bodies are the
+ * same two shapes with a different element type on one side.
  */
 #include "plugins/cpu/strided.h"
 
@@ -123,7 +128,7 @@ dla_status dla__cpu_unary(void *dev, const dla_unary_args *args)
                         "cpu unary: args struct_size %zu is smaller than ABI 1.0's %zu",
                         args->struct_size, sizeof(dla_unary_args));
     if ((unsigned)args->op >= DLA_UNARY_COUNT)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu unary: argument op: unknown op %d",
+        return h->error(DLA_ERR_UNSUPPORTED, "cpu unary: argument op: unknown op %d",
                         (int)args->op);
     const dla_view *y = &args->y, *x = &args->x;
     dla_status s;
@@ -259,21 +264,6 @@ static const char *const binary_names[] = {
 #undef BINARY_NAME
 };
 
-/* Nonzero when the element ranges the two views reach share a byte. */
-static int views_overlap(const dla_view *p, const dla_view *q)
-{
-    if (p->mem != q->mem || dla__cpu_numel(p) == 0 || dla__cpu_numel(q) == 0)
-        return 0;
-    int64_t plast = p->offset, qlast = q->offset;
-    for (int d = 0; d < p->ndims; d++)
-        plast += (p->dims[d] - 1) * p->strides[d];
-    for (int d = 0; d < q->ndims; d++)
-        qlast += (q->dims[d] - 1) * q->strides[d];
-    const int64_t ps = (int64_t)dla__cpu_dtype_size(p->dtype);
-    const int64_t qs = (int64_t)dla__cpu_dtype_size(q->dtype);
-    return p->offset * ps < (qlast + 1) * qs && q->offset * qs < (plast + 1) * ps;
-}
-
 /* The dtype rules of op: operands of one float dtype, z of theirs or, for a
  * comparison, logical (which then cannot share memory with them: its
  * elements are narrower, so the walk would overwrite unread operands). */
@@ -286,7 +276,8 @@ static dla_status binary_check_dtypes(dla_binary_op op, const dla_view *z, const
     if ((s = dla__cpu_check_float("binary", "a", a)) != DLA_OK)
         return s;
     if (b->dtype != a->dtype)
-        return h->error(DLA_ERR_DTYPE, "cpu binary %s: argument b (dims %s): dtype %s differs from a's %s",
+        return h->error(DLA_ERR_DTYPE,
+                        "cpu binary %s: argument b (dims %s): dtype %s differs from a's %s",
                         binary_names[op], dla__cpu_dims_str(buf, sizeof buf, b->ndims, b->dims),
                         dla__cpu_dtype_name(b->dtype), dla__cpu_dtype_name(a->dtype));
     const dla_dtype want = binary_is_cmp[op] ? DLA_BOOL : a->dtype;
@@ -294,12 +285,12 @@ static dla_status binary_check_dtypes(dla_binary_op op, const dla_view *z, const
         return h->error(DLA_ERR_DTYPE, "cpu binary %s: argument z (dims %s): dtype %s, expected %s",
                         binary_names[op], dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims),
                         dla__cpu_dtype_name(z->dtype), dla__cpu_dtype_name(want));
-    if (binary_is_cmp[op] && (views_overlap(z, a) || views_overlap(z, b)))
+    if (binary_is_cmp[op] && (dla__cpu_views_overlap(z, a) || dla__cpu_views_overlap(z, b)))
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "cpu binary %s: argument z (dims %s): shares memory with operand %s, "
                         "which a logical result cannot",
                         binary_names[op], dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims),
-                        views_overlap(z, a) ? "a" : "b");
+                        dla__cpu_views_overlap(z, a) ? "a" : "b");
     return DLA_OK;
 }
 
@@ -311,7 +302,7 @@ dla_status dla__cpu_binary(void *dev, const dla_binary_args *args)
                         "cpu binary: args struct_size %zu is smaller than ABI 1.0's %zu",
                         args->struct_size, sizeof(dla_binary_args));
     if ((unsigned)args->op >= DLA_BINARY_COUNT)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu binary: argument op: unknown op %d",
+        return h->error(DLA_ERR_UNSUPPORTED, "cpu binary: argument op: unknown op %d",
                         (int)args->op);
     const dla_view *z = &args->z, *a = &args->a, *b = &args->b;
     dla_status s;
@@ -335,5 +326,123 @@ dla_status dla__cpu_binary(void *dev, const dla_binary_args *args)
     }
     binary_ctx c = {(char *)z->mem, (const char *)a->mem, (const char *)b->mem};
     dla__cpu_iter_run(&it, binary_row[args->op][t], &c);
+    return DLA_OK;
+}
+
+/* ------------------------------------------------------------ ternary */
+
+typedef struct ternary_ctx {
+    char *z;
+    const char *cond, *a, *b;
+} ternary_ctx;
+
+typedef void (*ternary_flat_fn)(char *z, const char *cond, const char *a, const char *b,
+                                int64_t n);
+
+/* The row body picks a loop per stride pattern: where(mask, x, 0) and
+ * where(mask, x, y) vectorize as blends; a broadcast condition turns the
+ * run into a copy of one operand. */
+#define DEFINE_WHERE(T, sfx)                                                                       \
+    static void where_flat_##sfx(char *zb, const char *cb, const char *ab, const char *bb,         \
+                                 int64_t n)                                                        \
+    {                                                                                              \
+        T *z = (T *)zb;                                                                            \
+        const uint8_t *c = (const uint8_t *)cb;                                                    \
+        const T *a = (const T *)ab, *b = (const T *)bb;                                            \
+        _Pragma("omp parallel for simd schedule(static) if(n >= DLA__CPU_PAR_MIN)")                \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            z[i] = c[i] ? a[i] : b[i];                                                             \
+    }                                                                                              \
+    static void where_row_##sfx(void *ctx, int64_t n, const int64_t *off, const int64_t *step)     \
+    {                                                                                              \
+        const ternary_ctx *x = ctx;                                                                \
+        T *z = (T *)x->z + off[0];                                                                 \
+        const uint8_t *c = (const uint8_t *)x->cond + off[1];                                      \
+        const T *a = (const T *)x->a + off[2], *b = (const T *)x->b + off[3];                      \
+        const int64_t sz = step[0], sc = step[1], sa = step[2], sb = step[3];                      \
+        if (sz == 1 && sc == 1 && sa == 1 && sb == 1) {                                            \
+            _Pragma("omp simd")                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                z[i] = c[i] ? a[i] : b[i];                                                         \
+        } else if (sz == 1 && sc == 1 && sa == 1 && sb == 0) {                                     \
+            const T bs = *b;                                                                       \
+            _Pragma("omp simd")                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                z[i] = c[i] ? a[i] : bs;                                                           \
+        } else if (sz == 1 && sc == 1 && sa == 0 && sb == 1) {                                     \
+            const T as = *a;                                                                       \
+            _Pragma("omp simd")                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                z[i] = c[i] ? as : b[i];                                                           \
+        } else if (sc == 0) {                                                                      \
+            const T *src = *c ? a : b;                                                             \
+            const int64_t ss = *c ? sa : sb;                                                       \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                z[i * sz] = src[i * ss];                                                           \
+        } else {                                                                                   \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                z[i * sz] = c[i * sc] ? a[i * sa] : b[i * sb];                                     \
+        }                                                                                          \
+    }
+DEFINE_WHERE(float, f32)
+DEFINE_WHERE(double, f64)
+
+static const ternary_flat_fn where_flat[2] = {where_flat_f32, where_flat_f64};
+static const dla__cpu_row_fn where_row[2] = {where_row_f32, where_row_f64};
+_Static_assert(DLA_TERNARY_COUNT == 1, "a ternary op beside where needs its bodies here");
+
+dla_status dla__cpu_ternary(void *dev, const dla_ternary_args *args)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (args->struct_size < sizeof(dla_ternary_args))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu ternary: args struct_size %zu is smaller than ABI 1.1's %zu",
+                        args->struct_size, sizeof(dla_ternary_args));
+    if (args->op != DLA_TERNARY_WHERE)
+        return h->error(DLA_ERR_UNSUPPORTED, "cpu ternary: argument op: unknown op %d",
+                        (int)args->op);
+    const dla_view *z = &args->z, *cond = &args->cond, *a = &args->a, *b = &args->b;
+    dla_status s;
+    if ((s = dla__cpu_check_view("ternary where", "z", z)) != DLA_OK ||
+        (s = dla__cpu_check_view("ternary where", "cond", cond)) != DLA_OK ||
+        (s = dla__cpu_check_view("ternary where", "a", a)) != DLA_OK ||
+        (s = dla__cpu_check_view("ternary where", "b", b)) != DLA_OK ||
+        (s = dla__cpu_check_same_dims("ternary where", "cond", cond, "z", z)) != DLA_OK ||
+        (s = dla__cpu_check_same_dims("ternary where", "a", a, "z", z)) != DLA_OK ||
+        (s = dla__cpu_check_same_dims("ternary where", "b", b, "z", z)) != DLA_OK ||
+        (s = dla__cpu_check_float("ternary where", "z", z)) != DLA_OK)
+        return s;
+    char buf[DLA__CPU_DIMS_BUF];
+    if (cond->dtype != DLA_BOOL)
+        return h->error(DLA_ERR_DTYPE,
+                        "cpu ternary where: argument cond (dims %s): dtype %s, expected logical",
+                        dla__cpu_dims_str(buf, sizeof buf, cond->ndims, cond->dims),
+                        dla__cpu_dtype_name(cond->dtype));
+    if (a->dtype != z->dtype || b->dtype != z->dtype) {
+        const dla_view *odd = a->dtype != z->dtype ? a : b;
+        return h->error(DLA_ERR_DTYPE,
+                        "cpu ternary where: argument %s (dims %s): dtype %s differs from z's %s",
+                        odd == a ? "a" : "b",
+                        dla__cpu_dims_str(buf, sizeof buf, odd->ndims, odd->dims),
+                        dla__cpu_dtype_name(odd->dtype), dla__cpu_dtype_name(z->dtype));
+    }
+    if (dla__cpu_views_overlap(z, cond))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu ternary where: argument z (dims %s): shares memory with cond",
+                        dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims));
+    const int t = z->dtype == DLA_F64;
+    dla__cpu_iter it;
+    const dla_view *views[] = {z, cond, a, b};
+    dla__cpu_iter_init(&it, 4, views);
+    if (it.numel == 0)
+        return DLA_OK;
+    if (dla__cpu_iter_flat(&it)) {
+        where_flat[t](dla__cpu_at(z, it.offset[0]), dla__cpu_at(cond, it.offset[1]),
+                      dla__cpu_at(a, it.offset[2]), dla__cpu_at(b, it.offset[3]), it.numel);
+        return DLA_OK;
+    }
+    ternary_ctx c = {(char *)z->mem, (const char *)cond->mem, (const char *)a->mem,
+                     (const char *)b->mem};
+    dla__cpu_iter_run(&it, where_row[t], &c);
     return DLA_OK;
 }

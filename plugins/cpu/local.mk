@@ -17,4 +17,6 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/elementwise.c \
 	plugins/cpu/reduce.c \
 	plugins/cpu/gemm.c \
+	plugins/cpu/pool.c \
+	plugins/cpu/index.c \
 	plugins/cpu/conv.c plugins/cpu/conv_impl.h plugins/cpu/conv_im2col.h plugins/cpu/conv_avx512.c

@@ -31,6 +31,15 @@
  * - Casts and fills saturate out-of-range values and map NaN to 0 where the
  *   ABI leaves it open (see copy.c); binary max/min ignore a NaN operand
  *   as MATLAB does.
+ * - ABI 1.1: comparisons and where are elementwise bodies like the others,
+ *   with a logical (one byte) z or cond; a logical z may not share memory
+ *   with its float operands. Pooling (pool.c) goes parallel over rows of
+ *   its output, and its backward gathers into each x element from the
+ *   windows that cover it, so overlapping windows need no atomics.
+ *   scatter_add (index.c) splits the slice or the target positions over
+ *   the team, never the index, so repeated positions add race-free and in
+ *   index order. Gather takes every dtype; the rest single and double.
+ *   An op or mode value this build does not know is DLA_ERR_UNSUPPORTED.
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
@@ -171,9 +180,15 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_BINARY:
     case DLA_KERNEL_REDUCE:
     case DLA_KERNEL_GEMM:
+    case DLA_KERNEL_TERNARY:
+    case DLA_KERNEL_POOL_FORWARD:
+    case DLA_KERNEL_POOL_BACKWARD:
+    case DLA_KERNEL_SCATTER_ADD:
     case DLA_KERNEL_CONV_FORWARD:
     case DLA_KERNEL_CONV_BACKWARD_DATA:
     case DLA_KERNEL_CONV_BACKWARD_FILTER: return dtype == DLA_F32 || dtype == DLA_F64;
+    /* Gathering moves elements without reading them as numbers. */
+    case DLA_KERNEL_GATHER: return 1;
     default: return 0;
     }
 }
@@ -220,6 +235,11 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .reduce = dla__cpu_reduce,
         .gemm = dla__cpu_gemm,
         .cast = dla__cpu_cast,
+        .ternary = dla__cpu_ternary,
+        .pool_forward = dla__cpu_pool_forward,
+        .pool_backward = dla__cpu_pool_backward,
+        .gather = dla__cpu_gather,
+        .scatter_add = dla__cpu_scatter_add,
         .conv_forward = dla__cpu_conv_forward,
         .conv_backward_data = dla__cpu_conv_backward_data,
         .conv_backward_filter = dla__cpu_conv_backward_filter,

@@ -326,7 +326,7 @@ static dla_status check_args(const dla_reduce_args *a)
                         "cpu reduce: args struct_size %zu is smaller than ABI 1.0's %zu",
                         a->struct_size, sizeof(dla_reduce_args));
     if ((unsigned)a->op >= DLA_REDUCE_COUNT)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu reduce: argument op: unknown op %d",
+        return h->error(DLA_ERR_UNSUPPORTED, "cpu reduce: argument op: unknown op %d",
                         (int)a->op);
     const dla_view *y = &a->y, *x = &a->x;
     dla_status s;

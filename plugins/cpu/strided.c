@@ -130,6 +130,20 @@ dla_status dla__cpu_check_float(const char *kernel, const char *arg, const dla_v
                                 dla__cpu_dtype_name(v->dtype));
 }
 
+int dla__cpu_views_overlap(const dla_view *p, const dla_view *q)
+{
+    if (p->mem != q->mem || dla__cpu_numel(p) == 0 || dla__cpu_numel(q) == 0)
+        return 0;
+    int64_t plast = p->offset, qlast = q->offset;
+    for (int d = 0; d < p->ndims; d++)
+        plast += (p->dims[d] - 1) * p->strides[d];
+    for (int d = 0; d < q->ndims; d++)
+        qlast += (q->dims[d] - 1) * q->strides[d];
+    const int64_t ps = (int64_t)dla__cpu_dtype_size(p->dtype);
+    const int64_t qs = (int64_t)dla__cpu_dtype_size(q->dtype);
+    return p->offset * ps < (qlast + 1) * qs && q->offset * qs < (plast + 1) * ps;
+}
+
 void dla__cpu_iter_init(dla__cpu_iter *it, int nops, const dla_view *const *views)
 {
     const dla_view *shape = views[0];
@@ -206,13 +220,15 @@ static void walk(const dla__cpu_iter *it, int64_t pieces, int64_t piece_len, int
     }
 }
 
-void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx)
+/* How the space is cut for threads: units of whole rows or row pieces. */
+typedef struct plan {
+    int64_t pieces, piece_len, units;
+} plan;
+
+static plan make_plan(const dla__cpu_iter *it, int threads)
 {
-    if (it->numel == 0)
-        return;
     const int64_t inner = it->dims[0];
     const int64_t rows = it->numel / inner;
-    int threads = it->numel >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
     /* Few long rows: cut each into pieces (of whole cache lines) so every
      * thread gets several; many rows: one piece per row. */
     int64_t pieces = 1;
@@ -225,16 +241,34 @@ void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx)
     int64_t piece_len = (inner + pieces - 1) / pieces;
     piece_len = (piece_len + 15) & ~(int64_t)15;
     pieces = (inner + piece_len - 1) / piece_len;
-    const int64_t units = rows * pieces;
-    if (threads <= 1 || units == 1) {
-        walk(it, pieces, piece_len, 0, units, fn, ctx);
+    return (plan){pieces, piece_len, rows * pieces};
+}
+
+int64_t dla__cpu_iter_units(const dla__cpu_iter *it, int parts)
+{
+    return it->numel == 0 ? 0 : make_plan(it, parts).units;
+}
+
+void dla__cpu_iter_run_part(const dla__cpu_iter *it, int part, int parts, dla__cpu_row_fn fn,
+                            void *ctx)
+{
+    if (it->numel == 0)
+        return;
+    const plan p = make_plan(it, parts);
+    const int64_t u0 = p.units * part / parts, u1 = p.units * (part + 1) / parts;
+    if (u0 < u1)
+        walk(it, p.pieces, p.piece_len, u0, u1, fn, ctx);
+}
+
+void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx)
+{
+    if (it->numel == 0)
+        return;
+    int threads = it->numel >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
+    if (threads <= 1 || make_plan(it, threads).units == 1) {
+        dla__cpu_iter_run_part(it, 0, 1, fn, ctx);
         return;
     }
 #pragma omp parallel num_threads(threads)
-    {
-        int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-        if (u0 < u1)
-            walk(it, pieces, piece_len, u0, u1, fn, ctx);
-    }
+    dla__cpu_iter_run_part(it, omp_get_thread_num(), omp_get_num_threads(), fn, ctx);
 }

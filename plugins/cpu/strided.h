@@ -2,7 +2,7 @@
  * strided.h - strided views on the cpu: the checks every kernel starts with,
  * and the iteration space that elementwise kernels walk.
  *
- * An iteration space is the shared dims of up to three equal-shaped views
+ * An iteration space is the shared dims of up to four equal-shaped views
  * with each view's strides, coalesced: dims of size 1 are dropped and
  * neighbours merged wherever every view's strides allow it, so a dense
  * tensor becomes one flat run and a broadcast row vector two dims. The walk
@@ -36,13 +36,17 @@ dla_status dla__cpu_check_same_dims(const char *kernel, const char *arg, const d
 /* Checks that arg's dtype is f32 or f64 (DLA_ERR_DTYPE). */
 dla_status dla__cpu_check_float(const char *kernel, const char *arg, const dla_view *v);
 
+/* Nonzero when views p and q (checked) have elements in one memory whose
+ * byte spans, first to last element, intersect. */
+int dla__cpu_views_overlap(const dla_view *p, const dla_view *q);
+
 /* Address of element index (counted from the view's memory start). */
 static inline char *dla__cpu_at(const dla_view *v, int64_t index)
 {
     return (char *)v->mem + index * (int64_t)dla__cpu_dtype_size(v->dtype);
 }
 
-#define DLA__CPU_MAX_OPS 3
+#define DLA__CPU_MAX_OPS 4
 
 typedef struct dla__cpu_iter {
     int nops;
@@ -76,5 +80,14 @@ typedef void (*dla__cpu_row_fn)(void *ctx, int64_t n, const int64_t *off, const 
  * reaches DLA__CPU_PAR_MIN. Runs may be cut from one row when there are
  * fewer rows than threads. fn runs concurrently on disjoint runs. */
 void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx);
+
+/* The pieces of dla__cpu_iter_run for a caller that runs its own team:
+ * the space cut for parts threads has this many units (0 when empty), and
+ * run_part walks part's share of them on the calling thread. The shares
+ * of one cut are disjoint and the same for every space of equal dims and
+ * strides, so a thread may walk its share of several such spaces in turn. */
+int64_t dla__cpu_iter_units(const dla__cpu_iter *it, int parts);
+void dla__cpu_iter_run_part(const dla__cpu_iter *it, int part, int parts, dla__cpu_row_fn fn,
+                            void *ctx);
 
 #endif
