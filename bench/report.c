@@ -29,9 +29,13 @@ void bench_report_line(FILE *out, const bench_record *r)
         fprintf(out, "%-10s %-16s failed: %s\n", r->device, r->workload->name, r->error);
     } else {
         char rate[32];
-        snprintf(rate, sizeof rate, "%.1f %s", bench_rate(r), rate_unit(r->workload));
-        fprintf(out, "%-10s %-16s %10.3f %10.3f %10.3f %16s %7d\n", r->device, r->workload->name,
-                r->stats.median_ms, r->stats.min_ms, r->stats.max_ms, rate, r->stats.reps);
+        double v = bench_rate(r);
+        snprintf(rate, sizeof rate, v >= 10 ? "%.1f %s" : "%.3g %s", v, rate_unit(r->workload));
+        /* Microsecond workloads (dispatch overhead) need the extra places. */
+        int places = r->stats.median_ms < 0.1 ? 5 : 3;
+        fprintf(out, "%-10s %-16s %10.*f %10.*f %10.*f %16s %7d\n", r->device, r->workload->name,
+                places, r->stats.median_ms, places, r->stats.min_ms, places, r->stats.max_ms,
+                rate, r->stats.reps);
     }
     fflush(out);
 }
