@@ -20,6 +20,7 @@ struct dla_device {
     int index;               /* within the plugin */
     char name[64];           /* "cpu:0" */
     const char *plugin_name; /* "cpu" */
+    int abi_minor;           /* the ABI minor the plugin answered */
     dla_plugin_device_info info;
     /* Log-once flags for kernels that fall back to the cpu plugin. */
     int fallback_logged[DLA_KERNEL_COUNT];

@@ -215,9 +215,21 @@ static dla_status cpu_binary(dla_device *cpu, void *p) { return cpu->table->bina
 static dla_status cpu_reduce(dla_device *cpu, void *p) { return cpu->table->reduce(cpu->ctx, p); }
 static dla_status cpu_gemm(dla_device *cpu, void *p) { return cpu->table->gemm(cpu->ctx, p); }
 
+/* Op values added in ABI 1.1 go only to plugins that answered 1.1 or later:
+ * a 1.0 plugin has never heard of them. */
+static int knows_unary(const dla_device *dev, dla_unary_op op)
+{
+    return op <= DLA_UNARY_AFFINE || dev->abi_minor >= 1;
+}
+
+static int knows_binary(const dla_device *dev, dla_binary_op op)
+{
+    return op <= DLA_BINARY_POW || dev->abi_minor >= 1;
+}
+
 dla_status dla__k_unary(dla_device *dev, const dla_unary_args *args)
 {
-    if (dla__device_supports(dev, DLA_KERNEL_UNARY, args->x.dtype))
+    if (knows_unary(dev, args->op) && dla__device_supports(dev, DLA_KERNEL_UNARY, args->x.dtype))
         return dev->table->unary(dev->ctx, args);
     dla_unary_args c = *args;
     region r[2] = {view_region(&c.y, 1), view_region(&c.x, 0)};
@@ -226,7 +238,7 @@ dla_status dla__k_unary(dla_device *dev, const dla_unary_args *args)
 
 dla_status dla__k_binary(dla_device *dev, const dla_binary_args *args)
 {
-    if (dla__device_supports(dev, DLA_KERNEL_BINARY, args->a.dtype))
+    if (knows_binary(dev, args->op) && dla__device_supports(dev, DLA_KERNEL_BINARY, args->a.dtype))
         return dev->table->binary(dev->ctx, args);
     dla_binary_args c = *args;
     region r[3] = {view_region(&c.z, 1), view_region(&c.a, 0), view_region(&c.b, 0)};

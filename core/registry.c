@@ -313,6 +313,7 @@ static dla_status plugin_list_devices(struct dla__plugin *p)
         s->dev.table = &p->table;
         s->dev.index = i;
         s->dev.plugin_name = p->m.name;
+        s->dev.abi_minor = p->abi_minor;
         snprintf(s->dev.name, sizeof s->dev.name, "%s:%d", p->m.name, i);
         dla__log(DLA_LOG_DEBUG, "plugin '%s': device %s: %s (type %s, %llu bytes, %d units)",
                  p->m.name, s->dev.name, info->description, info->type,

@@ -15,11 +15,23 @@
  *   within that argument's struct_size;
  * - optional members may be NULL; the default is written beside each.
  *
- * Execution model: each opened device has one queue. Kernels and copies are
- * enqueued and may complete asynchronously; sync() waits for all of them.
- * copy_to_host() is the exception: it returns when the host memory holds
- * the data. A plugin never prints, exits or aborts: it returns a status and
- * describes the failure through host->error().
+ * Execution model: each opened device has one in-order queue. Kernels and
+ * copies are enqueued and may complete asynchronously, but each starts only
+ * after the previous one finished (the cpu fallback relies on it); sync()
+ * waits for all of them. copy_to_host() is the exception: it returns when
+ * the host memory holds the data. The host may call members from several
+ * threads at once (each thread its own tensors); a plugin serializes what
+ * it shares. A plugin never prints, exits or aborts: it returns a status and
+ * describes the failure through host->error(), starting the message with
+ * the plugin's name ("cuda conv_forward: ...").
+ *
+ * Op values (unary, binary) are appended in later minors: the host passes
+ * a value only to a plugin that answered the minor that added it, so a
+ * plugin meets no op it does not know. Output views never have stride 0;
+ * GEMM's C never overlaps A or B; kernels may be called on empty views
+ * (numel 0) and must then do nothing. A manifest's abi_version is the
+ * major.minor the plugin was built against; only the major is checked
+ * before loading, and init's answer decides.
  *
  * Device memory is an opaque dla_mem handle that the core never
  * dereferences. Kernel arguments address it as (handle, element offset,
