@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define DLA__KERNEL_NAME(name, str) str,
@@ -76,11 +77,14 @@ static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region
                              cpu_call call, void *args)
 {
     dla_device *cpu = dla__device_cpu();
-    if (!cpu)
+    if (!cpu) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", dla_last_error());
         return dla__fail(DLA_ERR_UNSUPPORTED,
                          "%s lacks the '%s' kernel for %s and the cpu plugin, its fallback, is "
-                         "not available",
-                         dev->name, kernel_names[k], dla_dtype_name(dt));
+                         "not available: %s",
+                         dev->name, kernel_names[k], dla_dtype_name(dt), why);
+    }
     if (!dla__device_supports(cpu, k, dt))
         return dla__fail(DLA_ERR_UNSUPPORTED, "the '%s' kernel for %s is on neither %s nor %s",
                          kernel_names[k], dla_dtype_name(dt), dev->name, cpu->name);
