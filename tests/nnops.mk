@@ -1,7 +1,8 @@
 # tests/nnops.mk - the nn op suites: activations, normalization, pooling,
 # fullyconnect and dropout; one binary (one cmocka group) per family.
 EXTRA_DIST += tests/test_nnops.h
-DLA_NNOPS_TESTS = tests/test_nnops_act tests/test_nnops_norm
+DLA_NNOPS_TESTS = tests/test_nnops_act tests/test_nnops_norm tests/test_nnops_pool \
+	tests/test_nnops_fc tests/test_nnops_dropout
 check_PROGRAMS += $(DLA_NNOPS_TESTS)
 TESTS += $(DLA_NNOPS_TESTS)
 tests_test_nnops_act_SOURCES = tests/test_nnops_act.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
@@ -10,3 +11,12 @@ tests_test_nnops_act_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_nnops_norm_SOURCES = tests/test_nnops_norm.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
 tests_test_nnops_norm_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_nnops_norm_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_nnops_pool_SOURCES = tests/test_nnops_pool.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
+tests_test_nnops_pool_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_nnops_pool_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_nnops_fc_SOURCES = tests/test_nnops_fc.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
+tests_test_nnops_fc_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_nnops_fc_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_nnops_dropout_SOURCES = tests/test_nnops_dropout.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
+tests_test_nnops_dropout_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_nnops_dropout_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

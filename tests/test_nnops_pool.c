@@ -1,0 +1,378 @@
+/*
+ * test_nnops_pool.c - max and average pooling, windowed and global: values
+ * against hand-worked cases and a naive host loop (strides, overlapping
+ * windows, asymmetric and "same" padding, padding in or out of the mean,
+ * 1-D, 2-D, 3-D and time pooling), finite-difference gradients of each,
+ * and error messages.
+ */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "gradcheck.h"
+#include "test_nnops.h"
+
+/* ------------------------------------------------------ the host reference */
+
+typedef struct pref {
+    int n;
+    int64_t in[3], win[3], stride[3], pb[3], pe[3];
+    int64_t planes;
+    int max, exclude;
+} pref;
+
+static int64_t ref_out(const pref *p, int d)
+{
+    return d < p->n ? (p->in[d] + p->pb[d] + p->pe[d] - p->win[d]) / p->stride[d] + 1 : 1;
+}
+
+/* x: in[0] x in[1] x in[2] x planes, column-major; y likewise with the
+ * output sizes. */
+static void ref_pool(const pref *p, const double *x, double *y)
+{
+    int64_t in[3], out[3], win[3], st[3], pb[3];
+    for (int d = 0; d < 3; d++) {
+        int used = d < p->n;
+        in[d] = used ? p->in[d] : 1;
+        out[d] = ref_out(p, d);
+        win[d] = used ? p->win[d] : 1;
+        st[d] = used ? p->stride[d] : 1;
+        pb[d] = used ? p->pb[d] : 0;
+    }
+    int64_t xin = in[0] * in[1] * in[2], yout = out[0] * out[1] * out[2];
+    for (int64_t q = 0; q < p->planes; q++)
+        for (int64_t o2 = 0; o2 < out[2]; o2++)
+            for (int64_t o1 = 0; o1 < out[1]; o1++)
+                for (int64_t o0 = 0; o0 < out[0]; o0++) {
+                    double acc = p->max ? -INFINITY : 0.0;
+                    int64_t valid = 0;
+                    for (int64_t k2 = 0; k2 < win[2]; k2++)
+                        for (int64_t k1 = 0; k1 < win[1]; k1++)
+                            for (int64_t k0 = 0; k0 < win[0]; k0++) {
+                                int64_t i0 = o0 * st[0] - pb[0] + k0, i1 = o1 * st[1] - pb[1] + k1,
+                                        i2 = o2 * st[2] - pb[2] + k2;
+                                if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 ||
+                                    i2 >= in[2])
+                                    continue;
+                                double v = x[q * xin + i0 + in[0] * (i1 + in[1] * i2)];
+                                acc = p->max ? fmax(acc, v) : acc + v;
+                                valid++;
+                            }
+                    if (!p->max)
+                        acc /= p->exclude ? (double)valid : (double)(win[0] * win[1] * win[2]);
+                    y[q * yout + o0 + out[0] * (o1 + out[1] * o2)] = acc;
+                }
+}
+
+/* ------------------------------------------------------- hand-worked cases */
+
+static void test_one_dim_pooling_by_hand(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = nn_from((double[]){1, 5, 2, 4, 3}, "SCB", DLA_DIMS(5, 1, 1));
+    nn_expect(dla_maxpool(x, DLA_DIMS(2), NULL), "SCB", DLA_DIMS(4, 1, 1),
+              (double[]){5, 5, 4, 4}, 0);
+    nn_expect(dla_avgpool(x, DLA_DIMS(2), NULL), "SCB", DLA_DIMS(4, 1, 1),
+              (double[]){3, 3.5, 3, 3.5}, 1e-15);
+    /* padding 1 on both sides, stride 2: windows [pad 1] [5 2] [4 3] */
+    dla_pool_options o = {.stride = {2}, .padding = {{1}, {1}}};
+    nn_expect(dla_avgpool(x, DLA_DIMS(2), &o), "SCB", DLA_DIMS(3, 1, 1),
+              (double[]){0.5, 3.5, 3.5}, 1e-15);
+    o.padding_value = "mean";
+    nn_expect(dla_avgpool(x, DLA_DIMS(2), &o), "SCB", DLA_DIMS(3, 1, 1),
+              (double[]){1, 3.5, 3.5}, 1e-15);
+    o.padding_value = NULL;
+    /* padding never wins a maximum, even against negative numbers */
+    dla_tensor *neg = dla_affine(x, -1.0, 0.0);
+    nn_expect(dla_maxpool(neg, DLA_DIMS(2), &o), "SCB", DLA_DIMS(3, 1, 1),
+              (double[]){-1, -2, -3}, 0);
+    /* "same", stride 2: ceil(5/2) = 3 outputs, padding 0 before, 1 after */
+    nn_expect(dla_maxpool(x, DLA_DIMS(2), &(dla_pool_options){.stride = {2}, .padding_mode = "same"}),
+              "SCB", DLA_DIMS(3, 1, 1), (double[]){5, 4, 3}, 0);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------ against naive loops */
+
+typedef struct pool_case {
+    int64_t win[3], stride[3], pad[2][3];
+    const char *mode, *value;
+} pool_case;
+
+/* Runs both pools on x (S dims first, nsp of them, then planes) for case c
+ * and compares with the reference. */
+static void check_case(dla_tensor *x, const double *xv, int nsp, int64_t planes,
+                       const pool_case *c)
+{
+    pref p = {.n = nsp, .planes = planes};
+    int64_t ydims[DLA_MAX_DIMS];
+    int nd = dla_tensor_dims(x, ydims);
+    for (int d = 0; d < nsp; d++) {
+        p.in[d] = ydims[d];
+        p.win[d] = c->win[d];
+        p.stride[d] = c->stride[d] ? c->stride[d] : 1;
+        p.pb[d] = c->pad[0][d];
+        p.pe[d] = c->pad[1][d];
+        if (c->mode) { /* same */
+            int64_t out = (p.in[d] + p.stride[d] - 1) / p.stride[d];
+            int64_t tot = (out - 1) * p.stride[d] + p.win[d] - p.in[d];
+            tot = tot < 0 ? 0 : tot;
+            p.pb[d] = tot / 2;
+            p.pe[d] = tot - tot / 2;
+        }
+    }
+    int64_t ny = planes;
+    for (int d = 0; d < nsp; d++) {
+        ydims[d] = ref_out(&p, d);
+        ny *= ydims[d];
+    }
+    double *want = malloc(sizeof(double) * (size_t)ny);
+    dla_pool_options o = {.padding_mode = c->mode};
+    memcpy(o.stride, c->stride, sizeof o.stride);
+    memcpy(o.padding, c->pad, sizeof o.padding);
+    for (int max = 0; max < 2; max++) {
+        p.max = max;
+        p.exclude = !max && c->value != NULL;
+        o.padding_value = max ? NULL : c->value;
+        ref_pool(&p, xv, want);
+        dla_tensor *y = max ? dla_maxpool(x, nsp, c->win, &o) : dla_avgpool(x, nsp, c->win, &o);
+        nn_expect(y, dla_tensor_format(x), nd, ydims, want, 1e-13);
+    }
+    free(want);
+}
+
+static const pool_case cases2d[] = {
+    {{2, 2}, {2, 2}, {{0}, {0}}, NULL, NULL},         /* plain, non-overlapping */
+    {{3, 3}, {1, 1}, {{1, 1}, {1, 1}}, NULL, NULL},   /* overlapping, padded */
+    {{3, 2}, {2, 1}, {{1, 0}, {2, 1}}, NULL, NULL},   /* asymmetric everything */
+    {{3, 3}, {1, 1}, {{1, 1}, {1, 1}}, NULL, "mean"}, /* padding left out of the mean */
+    {{3, 2}, {2, 3}, {{0}, {0}}, "same", NULL},       /* "same" with odd totals */
+    {{2, 3}, {2, 2}, {{0}, {0}}, "same", "mean"},
+    {{5, 6}, {1, 1}, {{0}, {0}}, NULL, NULL},         /* one window covers all */
+};
+
+static void test_two_dim_pooling_matches_naive_loops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t dims[4] = {5, 6, 2, 3};
+    double *xv = nn_values(5 * 6 * 2 * 3);
+    dla_tensor *x = nn_from(xv, "SSCB", 4, dims);
+    for (size_t k = 0; k < sizeof cases2d / sizeof cases2d[0]; k++)
+        check_case(x, xv, 2, 6, &cases2d[k]);
+    /* a strided view as input: the same as its dense copy */
+    dla_tensor *v = dla_slice(x, 2, 0, 2, DLA_END); /* 5x3x2x3 */
+    dla_tensor *vd = dla_contiguous(v);
+    double *vv = nn_fetch(vd);
+    check_case(v, vv, 2, 6, &cases2d[1]);
+    free(vv);
+    free(xv);
+    dla_scope_end();
+}
+
+static void test_one_and_three_dim_and_time_pooling_match_naive_loops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* 1-D: "SCB" */
+    double *xv = nn_values(9 * 2 * 2);
+    dla_tensor *x = nn_from(xv, "SCB", DLA_DIMS(9, 2, 2));
+    pool_case c1[] = {{{3}, {2}, {{1}, {1}}, NULL, NULL}, {{4}, {3}, {{0}, {0}}, "same", "mean"}};
+    for (int k = 0; k < 2; k++)
+        check_case(x, xv, 1, 4, &c1[k]);
+    free(xv);
+    /* 3-D: "SSSCB" */
+    xv = nn_values(4 * 5 * 3 * 2 * 2);
+    x = nn_from(xv, "SSSCB", DLA_DIMS(4, 5, 3, 2, 2));
+    pool_case c3[] = {{{2, 2, 2}, {2, 2, 1}, {{0}, {0}}, NULL, NULL},
+                      {{3, 2, 2}, {1, 2, 2}, {{1, 0, 1}, {1, 1, 0}}, NULL, "mean"},
+                      {{2, 3, 2}, {2, 2, 2}, {{0}, {0}}, "same", NULL}};
+    for (int k = 0; k < 3; k++)
+        check_case(x, xv, 3, 4, &c3[k]);
+    free(xv);
+    /* time: "CBT" 3x2x7 pools over T; the reference sees T first */
+    xv = nn_values(3 * 2 * 7);
+    x = nn_from(xv, "CBT", DLA_DIMS(3, 2, 7));
+    double tv[42];
+    for (int t = 0; t < 7; t++)
+        for (int q = 0; q < 6; q++)
+            tv[t + 7 * q] = xv[q + 6 * t];
+    pref p = {.n = 1, .in = {7}, .win = {3}, .stride = {2}, .pb = {1}, .pe = {1}, .planes = 6};
+    double want[24], wt[24];
+    for (int max = 0; max < 2; max++) {
+        p.max = max;
+        ref_pool(&p, tv, wt); /* 4 x 6 */
+        for (int t = 0; t < 4; t++)
+            for (int q = 0; q < 6; q++)
+                want[q + 6 * t] = wt[t + 4 * q];
+        dla_pool_options o = {.stride = {2}, .padding = {{1}, {1}}};
+        dla_tensor *y = max ? dla_maxpool(x, DLA_DIMS(3), &o) : dla_avgpool(x, DLA_DIMS(3), &o);
+        nn_expect(y, "CBT", DLA_DIMS(3, 2, 4), want, 1e-13);
+    }
+    free(xv);
+    dla_scope_end();
+}
+
+static void test_global_pooling_reduces_space_or_time(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double *xv = nn_values(3 * 4 * 2 * 2);
+    dla_tensor *x = nn_from(xv, "SSCB", DLA_DIMS(3, 4, 2, 2));
+    double wmax[4], wavg[4];
+    for (int q = 0; q < 4; q++) {
+        wmax[q] = -INFINITY;
+        wavg[q] = 0;
+        for (int i = 0; i < 12; i++) {
+            wmax[q] = fmax(wmax[q], xv[q * 12 + i]);
+            wavg[q] += xv[q * 12 + i] / 12;
+        }
+    }
+    nn_expect(dla_global_maxpool(x), "SSCB", DLA_DIMS(1, 1, 2, 2), wmax, 0);
+    nn_expect(dla_global_avgpool(x), "SSCB", DLA_DIMS(1, 1, 2, 2), wavg, 1e-14);
+    free(xv);
+    /* "CBT": over time */
+    xv = nn_values(2 * 3 * 5);
+    x = nn_from(xv, "CBT", DLA_DIMS(2, 3, 5));
+    double tmax[6], tavg[6];
+    for (int q = 0; q < 6; q++) {
+        tmax[q] = -INFINITY;
+        tavg[q] = 0;
+        for (int t = 0; t < 5; t++) {
+            tmax[q] = fmax(tmax[q], xv[q + 6 * t]);
+            tavg[q] += xv[q + 6 * t] / 5;
+        }
+    }
+    nn_expect(dla_global_maxpool(x), "CBT", DLA_DIMS(2, 3, 1), tmax, 0);
+    nn_expect(dla_global_avgpool(x), "CBT", DLA_DIMS(2, 3, 1), tavg, 1e-14);
+    free(xv);
+    dla_scope_end();
+}
+
+/* --------------------------------------------------------------- gradients */
+
+typedef struct pgc {
+    int max, global;
+    int nsp;
+    const pool_case *c;
+} pgc;
+
+static dla_tensor *pool_fn(void *ctx, dla_tensor *const *in)
+{
+    const pgc *g = ctx;
+    if (g->global)
+        return g->max ? dla_global_maxpool(in[0]) : dla_global_avgpool(in[0]);
+    dla_pool_options o = {.padding_mode = g->c->mode, .padding_value = g->max ? NULL : g->c->value};
+    memcpy(o.stride, g->c->stride, sizeof o.stride);
+    memcpy(o.padding, g->c->pad, sizeof o.padding);
+    return g->max ? dla_maxpool(in[0], g->nsp, g->c->win, &o)
+                  : dla_avgpool(in[0], g->nsp, g->c->win, &o);
+}
+
+static void test_pooling_gradients_match_finite_differences(void **state)
+{
+    (void)state;
+    for (int max = 0; max < 2; max++) {
+        for (size_t k = 0; k < sizeof cases2d / sizeof cases2d[0]; k++) {
+            pgc g = {max, 0, 2, &cases2d[k]};
+            dla_tensor *x = nn_rand("SSCB", DLA_DIMS(5, 6, 2, 2));
+            gc_check(pool_fn, &g, 1, &x, (int[]){1}, 1e-6);
+            dla_tensor_release(x);
+        }
+        pool_case c3 = {{2, 3, 2}, {1, 2, 2}, {{1, 1, 0}, {0, 1, 1}}, NULL, "mean"};
+        pgc g3 = {max, 0, 3, &c3};
+        dla_tensor *x = nn_rand("SSSCB", DLA_DIMS(3, 4, 3, 2, 2));
+        gc_check(pool_fn, &g3, 1, &x, (int[]){1}, 1e-6);
+        dla_tensor_release(x);
+        pool_case ct = {{3}, {2}, {{1}, {0}}, NULL, NULL};
+        pgc gt = {max, 0, 1, &ct};
+        x = nn_rand("CBT", DLA_DIMS(3, 2, 6));
+        gc_check(pool_fn, &gt, 1, &x, (int[]){1}, 1e-6);
+        dla_tensor_release(x);
+        pgc gg = {max, 1, 0, NULL};
+        x = nn_rand("SSCB", DLA_DIMS(3, 3, 2, 2));
+        gc_check(pool_fn, &gg, 1, &x, (int[]){1}, 1e-6);
+        dla_tensor_release(x);
+        x = nn_rand("CBT", DLA_DIMS(2, 2, 4));
+        gc_check(pool_fn, &gg, 1, &x, (int[]){1}, 1e-6);
+        dla_tensor_release(x);
+    }
+}
+
+static dla_status tie_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *l = dla_sum(dla_maxpool(in[0], DLA_DIMS(2), &(dla_pool_options){.stride = {2}}),
+                            0, NULL);
+    out[0] = l;
+    return dla_gradient(l, 1, in, out + 1);
+}
+
+static void test_max_pool_gradient_goes_to_the_first_maximum(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = nn_from((double[]){2, 2, 1, 3, 3, 3}, "SCB", DLA_DIMS(6, 1, 1));
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(tie_loss, NULL, 1, &x, 2, out), DLA_OK);
+    nn_expect(out[1], "SCB", DLA_DIMS(6, 1, 1), (double[]){1, 0, 0, 1, 1, 0}, 0);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_pooling_errors_name_the_op_argument_and_shapes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "SSCB", DLA_DIMS(4, 5, 2, 3));
+    dla_tensor *cb = dla_ones(DLA_F64, "CB", DLA_DIMS(4, 3));
+    nn_expect_error(dla_maxpool(cb, DLA_DIMS(2), NULL), DLA_ERR_FORMAT,
+                    "dla_maxpool: argument x (4x3 CB) has no \"S\" or \"T\" dim to pool over");
+    nn_expect_error(dla_global_avgpool(cb), DLA_ERR_FORMAT,
+                    "dla_global_avgpool: argument x (4x3 CB) has no \"S\" or \"T\" dim");
+    nn_expect_error(dla_avgpool(x, DLA_DIMS(2, 2, 2), NULL), DLA_ERR_INVALID_ARGUMENT,
+                    "dla_avgpool: argument pool_size: 3 entries for the 2 pooled dims of x "
+                    "(4x5x2x3 SSCB)");
+    nn_expect_error(dla_maxpool(x, DLA_DIMS(2, 6), NULL), DLA_ERR_SHAPE,
+                    "dla_maxpool: argument x (4x5x2x3 SSCB): pooled dim 2 has 5 elements (5 "
+                    "padded), fewer than the window (6)");
+    nn_expect_error(dla_maxpool(x, DLA_DIMS(2), &(dla_pool_options){.padding = {{0, 2}}}),
+                    DLA_ERR_INVALID_ARGUMENT,
+                    "dla_maxpool: option padding: 2 before, 0 after pooled dim 2; must be smaller "
+                    "than the window (2)");
+    nn_expect_error(dla_maxpool(x, DLA_DIMS(2), &(dla_pool_options){.padding_value = "mean"}),
+                    DLA_ERR_INVALID_ARGUMENT, "dla_maxpool: option padding_value: \"mean\"");
+    nn_expect_error(dla_avgpool(x, DLA_DIMS(2), &(dla_pool_options){.padding_mode = "valid"}),
+                    DLA_ERR_INVALID_ARGUMENT, "dla_avgpool: option padding_mode: \"valid\"");
+    nn_expect_error(dla_avgpool(x, DLA_DIMS(0), NULL), DLA_ERR_INVALID_ARGUMENT,
+                    "dla_avgpool: argument pool_size: 0 along pooled dim 1");
+    nn_expect_error(dla_avgpool(x, DLA_DIMS(2), &(dla_pool_options){.stride = {1, -1}}),
+                    DLA_ERR_INVALID_ARGUMENT, "dla_avgpool: option stride: -1 along pooled dim 2");
+    nn_expect_error(dla_avgpool(x, DLA_DIMS(2), &(dla_pool_options){.padding_mode = "same",
+                                                                   .padding = {{1}}}),
+                    DLA_ERR_INVALID_ARGUMENT, "padding_mode \"same\" takes no numbers");
+    dla_tensor *s4 = dla_ones(DLA_F64, "SSSSCB", DLA_DIMS(2, 2, 2, 2, 1, 1));
+    nn_expect_error(dla_maxpool(s4, DLA_DIMS(2), NULL), DLA_ERR_FORMAT,
+                    "dla_maxpool: argument x (2x2x2x2x1x1 SSSSCB) has 4 \"S\" dims");
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_dim_pooling_by_hand),
+        cmocka_unit_test(test_two_dim_pooling_matches_naive_loops),
+        cmocka_unit_test(test_one_and_three_dim_and_time_pooling_match_naive_loops),
+        cmocka_unit_test(test_global_pooling_reduces_space_or_time),
+        cmocka_unit_test(test_pooling_gradients_match_finite_differences),
+        cmocka_unit_test(test_max_pool_gradient_goes_to_the_first_maximum),
+        cmocka_unit_test(test_pooling_errors_name_the_op_argument_and_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
