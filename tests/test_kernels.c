@@ -1593,6 +1593,13 @@ static void pool_backward_adds_overlapping_windows_into_every_x_element(void **s
             pool_out_sizes(&cube);
             pool_backward_case(dev, t, &cube, DLA_POOL_MAX, 0, 0, 1003);
             pool_backward_case(dev, t, &cube, DLA_POOL_AVG, 1, 1, 1004);
+            /* One large plane: fewer planes than threads. */
+            pool_shape plane = {.n = 2, .in = {150, 130}, .win = {3, 3}, .stride = {1, 2},
+                                .pad = {1, 1}, .pad_end = {1, 0}, .channels = 1, .batch = 1};
+            pool_out_sizes(&plane);
+            pool_backward_case(dev, t, &plane, DLA_POOL_MAX, 0, 1, 1005);
+            pool_backward_case(dev, t, &plane, DLA_POOL_AVG, 1, 0, 1006);
+            pool_backward_case(dev, t, &plane, DLA_POOL_AVG, 0, 1, 1007);
         }
     }
 }

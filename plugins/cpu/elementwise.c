@@ -339,6 +339,11 @@ typedef struct ternary_ctx {
 typedef void (*ternary_flat_fn)(char *z, const char *cond, const char *a, const char *b,
                                 int64_t n);
 
+/* Both operands are read whatever the condition (they are arguments): a
+ * load under a branch keeps the compiler from making vector blends. */
+static inline float pick_f32(uint8_t c, float a, float b) { return c ? a : b; }
+static inline double pick_f64(uint8_t c, double a, double b) { return c ? a : b; }
+
 /* The row body picks a loop per stride pattern: where(mask, x, 0) and
  * where(mask, x, y) vectorize as blends; a broadcast condition turns the
  * run into a copy of one operand. */
@@ -351,7 +356,7 @@ typedef void (*ternary_flat_fn)(char *z, const char *cond, const char *a, const 
         const T *a = (const T *)ab, *b = (const T *)bb;                                            \
         _Pragma("omp parallel for simd schedule(static) if(n >= DLA__CPU_PAR_MIN)")                \
         for (int64_t i = 0; i < n; i++)                                                            \
-            z[i] = c[i] ? a[i] : b[i];                                                             \
+            z[i] = pick_##sfx(c[i], a[i], b[i]);                                                   \
     }                                                                                              \
     static void where_row_##sfx(void *ctx, int64_t n, const int64_t *off, const int64_t *step)     \
     {                                                                                              \
@@ -363,17 +368,17 @@ typedef void (*ternary_flat_fn)(char *z, const char *cond, const char *a, const 
         if (sz == 1 && sc == 1 && sa == 1 && sb == 1) {                                            \
             _Pragma("omp simd")                                                                    \
             for (int64_t i = 0; i < n; i++)                                                        \
-                z[i] = c[i] ? a[i] : b[i];                                                         \
+                z[i] = pick_##sfx(c[i], a[i], b[i]);                                               \
         } else if (sz == 1 && sc == 1 && sa == 1 && sb == 0) {                                     \
             const T bs = *b;                                                                       \
             _Pragma("omp simd")                                                                    \
             for (int64_t i = 0; i < n; i++)                                                        \
-                z[i] = c[i] ? a[i] : bs;                                                           \
+                z[i] = pick_##sfx(c[i], a[i], bs);                                                 \
         } else if (sz == 1 && sc == 1 && sa == 0 && sb == 1) {                                     \
             const T as = *a;                                                                       \
             _Pragma("omp simd")                                                                    \
             for (int64_t i = 0; i < n; i++)                                                        \
-                z[i] = c[i] ? as : b[i];                                                           \
+                z[i] = pick_##sfx(c[i], as, b[i]);                                                 \
         } else if (sc == 0) {                                                                      \
             const T *src = *c ? a : b;                                                             \
             const int64_t ss = *c ? sa : sb;                                                       \

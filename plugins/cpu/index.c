@@ -195,6 +195,23 @@ static inline dla__cpu_iter at_slices(const index_plan *p, int64_t yi, int64_t x
     return it;
 }
 
+/* Walks the slices at yi and xi on the calling thread. A slice that is one
+ * run (a column, a vector's element) is a single row call: with many short
+ * slices, setting up a walk for each would cost more than the work. */
+static inline void walk_slices(const index_plan *p, int64_t yi, int64_t xi, dla__cpu_row_fn row,
+                               void *ctx)
+{
+    const dla__cpu_iter *s = &p->slice;
+    if (s->ndims == 1) {
+        const int64_t off[2] = {s->offset[0] + yi * p->ystep, s->offset[1] + xi * p->xstep};
+        const int64_t step[2] = {s->strides[0][0], s->strides[1][0]};
+        row(ctx, s->dims[0], off, step);
+        return;
+    }
+    const dla__cpu_iter it = at_slices(p, yi, xi);
+    dla__cpu_iter_run_part(&it, 0, 1, row, ctx);
+}
+
 /* ----------------------------------------------------------- the kernels */
 
 dla_status dla__cpu_gather(void *dev, const dla_index_args *args)
@@ -218,10 +235,8 @@ dla_status dla__cpu_gather(void *dev, const dla_index_args *args)
     }
     const int64_t total = slice * p.len;
 #pragma omp parallel for schedule(static) if (total >= DLA__CPU_PAR_MIN)
-    for (int64_t i = 0; i < p.len; i++) {
-        const dla__cpu_iter it = at_slices(&p, i, p.index[i * p.istep]);
-        dla__cpu_iter_run_part(&it, 0, 1, row, &c);
-    }
+    for (int64_t i = 0; i < p.len; i++)
+        walk_slices(&p, i, p.index[i * p.istep], row, &c);
     return DLA_OK;
 }
 
@@ -238,10 +253,8 @@ dla_status dla__cpu_scatter_add(void *dev, const dla_index_args *args)
     index_ctx c = {(char *)args->y.mem, (const char *)args->x.mem};
     const int threads = slice * p.len >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
     if (threads <= 1) {
-        for (int64_t i = 0; i < p.len; i++) {
-            const dla__cpu_iter it = at_slices(&p, p.index[i * p.istep], i);
-            dla__cpu_iter_run_part(&it, 0, 1, row, &c);
-        }
+        for (int64_t i = 0; i < p.len; i++)
+            walk_slices(&p, p.index[i * p.istep], i, row, &c);
         return DLA_OK;
     }
     if (dla__cpu_iter_units(&p.slice, threads) >= threads) {
@@ -263,8 +276,7 @@ dla_status dla__cpu_scatter_add(void *dev, const dla_index_args *args)
             const int64_t at = p.index[i * p.istep];
             if (at < lo || at >= hi)
                 continue;
-            const dla__cpu_iter it = at_slices(&p, at, i);
-            dla__cpu_iter_run_part(&it, 0, 1, row, &c);
+            walk_slices(&p, at, i, row, &c);
         }
     }
     return DLA_OK;

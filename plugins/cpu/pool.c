@@ -7,18 +7,20 @@
  * a plane is one (channel, batch) pair.
  *
  * Forward goes parallel over the rows of y (a plane and every output index
- * but the first); backward over the rows of x, each x element summing the
- * outputs whose windows cover it. Gathering instead of scattering keeps
- * overlapping windows race-free without atomics and writes x once, so it
- * needs no clearing pass. It equals the scatter the header describes
- * because a max index is checked to lie inside its own window first.
+ * but the first). Backward never lets two threads add into one x element:
+ * with enough planes each thread scatters whole planes; with fewer planes
+ * than threads each x element gathers from the windows that cover it, rows
+ * of x over the team (see DEFINE_POOL_BACKWARD). The gather equals the
+ * scatter because a max index is first checked to lie in its own window.
  *
- * A max pool lets NaN win (the first one), as the max reduction does. Sums
- * are accumulated in double.
+ * A max pool lets NaN win (the first one), as the max reduction does.
+ * Average windows sum in double forward; backward adds in the dtype, in one
+ * fixed order whichever way it runs.
  */
 #include "plugins/cpu/strided.h"
 
 #include <math.h>
+#include <omp.h>
 
 #define NLOG 5 /* s0 s1 s2 channels batch */
 
@@ -29,6 +31,8 @@ typedef struct pool_geom {
     int64_t xs[NLOG], ys[NLOG], is[NLOG];
     int64_t xoff, yoff, ioff;
     double full; /* elements of a whole window */
+    int x_spatial_dense; /* x's spatial block is one dense run: a max index
+                          * is then its element offset over xs[0] */
     int exclude_pad;
 } pool_geom;
 
@@ -191,6 +195,12 @@ static dla_status pool_setup(const char *kernel, const dla_pool_args *a, int bac
         g->xs[d] = xs[k], g->ys[d] = ys[k], g->is[d] = is[k], k++;
     }
     g->xoff = x->offset, g->yoff = y->offset, g->ioff = ix->offset;
+    g->x_spatial_dense = 1;
+    int64_t expect = g->xs[0];
+    for (int d = 1; d < 3; d++) {
+        expect *= g->in[d - 1];
+        g->x_spatial_dense &= g->in[d] == 1 || g->xs[d] == expect;
+    }
     return DLA_OK;
 }
 
@@ -201,6 +211,18 @@ static inline int64_t plane_off(const pool_geom *g, const int64_t *strides, int6
 }
 
 static inline int any_zero(const int64_t *v) { return v[0] == 0 || v[1] == 0 || v[2] == 0; }
+
+/* Spatial coordinates of a max index v (0 <= v < in[0] * in[1] * in[2],
+ * which the setup keeps within int32): two 32-bit divisions, not four
+ * 64-bit ones, as this runs once per output. */
+static inline void decode(const pool_geom *g, int64_t v, int64_t *i0, int64_t *i1, int64_t *i2)
+{
+    const uint32_t u = (uint32_t)v, in0 = (uint32_t)g->in[0], in1 = (uint32_t)g->in[1];
+    const uint32_t q = u / in0;
+    *i0 = u - q * in0;
+    *i1 = q % in1;
+    *i2 = q / in1;
+}
 
 /* ---------------------------------------------------------------- forward */
 
@@ -296,10 +318,9 @@ static int64_t bad_index(const pool_geom *g, const int32_t *im)
         window_range(g, 2, o2, &lo2, &hi2);
         for (int64_t o0 = 0; o0 < g->out[0]; o0++) {
             const int64_t v = ix[o0 * g->is[0]];
-            int64_t lo0, hi0;
+            int64_t lo0, hi0, i0, i1, i2;
             window_range(g, 0, o0, &lo0, &hi0);
-            const int64_t i0 = v % g->in[0], i1 = v / g->in[0] % g->in[1];
-            const int64_t i2 = v / (g->in[0] * g->in[1]);
+            decode(g, v, &i0, &i1, &i2);
             if (v < 0 || i0 < lo0 || i0 >= hi0 || i1 < lo1 || i1 >= hi1 || i2 < lo2 || i2 >= hi2) {
                 const int64_t flat = r * g->out[0] + o0;
                 bad = flat < bad ? flat : bad;
@@ -309,13 +330,74 @@ static int64_t bad_index(const pool_geom *g, const int32_t *im)
     return bad == INT64_MAX ? -1 : bad;
 }
 
+/* What an average window at (o0, o1, o2) divides by. */
+static inline int64_t window_count(const pool_geom *g, int64_t o0, int64_t o1, int64_t o2)
+{
+    if (!g->exclude_pad)
+        return g->win[0] * g->win[1] * g->win[2];
+    int64_t a0, b0, a1, b1, a2, b2;
+    window_range(g, 0, o0, &a0, &b0);
+    window_range(g, 1, o1, &a1, &b1);
+    window_range(g, 2, o2, &a2, &b2);
+    return (b0 - a0) * (b1 - a1) * (b2 - a2);
+}
+
+/* Two ways to one result: every x element is 0 plus the contributions of
+ * the windows covering it, added in T in increasing output order (average
+ * ones as dy / count in T). Planes scatters window by window into a cleared
+ * plane, one plane per thread: the fast way when planes keep the team
+ * busy. Rows gathers for each x element from its covering windows, with
+ * rows of x over the team: the way when planes are fewer than threads.
+ * Equal order and rounding keep the result independent of the way. */
 #define DEFINE_POOL_BACKWARD(T, sfx)                                                               \
-    static void pool_backward_##sfx(const pool_geom *g, int mode, T *xm, const T *ym,             \
-                                    const int32_t *im)                                             \
+    static void pool_backward_planes_##sfx(const pool_geom *g, int mode, T *xm, const T *ym,      \
+                                           const int32_t *im, int threads)                         \
+    {                                                                                              \
+        _Pragma("omp parallel for schedule(static) num_threads(threads)")                          \
+        for (int64_t p = 0; p < g->planes; p++) {                                                  \
+            T *x = xm + g->xoff + plane_off(g, g->xs, p);                                          \
+            const T *y = ym + g->yoff + plane_off(g, g->ys, p);                                    \
+            const int32_t *ix = im ? im + g->ioff + plane_off(g, g->is, p) : NULL;                 \
+            for (int64_t i2 = 0; i2 < g->in[2]; i2++)                                              \
+                for (int64_t i1 = 0; i1 < g->in[1]; i1++) {                                        \
+                    T *xr = x + i2 * g->xs[2] + i1 * g->xs[1];                                     \
+                    for (int64_t i0 = 0; i0 < g->in[0]; i0++)                                      \
+                        xr[i0 * g->xs[0]] = 0;                                                     \
+                }                                                                                  \
+            for (int64_t o2 = 0; o2 < g->out[2]; o2++)                                             \
+                for (int64_t o1 = 0; o1 < g->out[1]; o1++)                                         \
+                    for (int64_t o0 = 0; o0 < g->out[0]; o0++) {                                   \
+                        const T dy = y[o0 * g->ys[0] + o1 * g->ys[1] + o2 * g->ys[2]];             \
+                        if (mode == DLA_POOL_MAX) {                                                \
+                            const int64_t v = ix[o0 * g->is[0] + o1 * g->is[1] + o2 * g->is[2]];   \
+                            if (g->x_spatial_dense) {                                              \
+                                x[v * g->xs[0]] += dy;                                             \
+                                continue;                                                          \
+                            }                                                                      \
+                            int64_t i0, i1, i2;                                                    \
+                            decode(g, v, &i0, &i1, &i2);                                           \
+                            x[i0 * g->xs[0] + i1 * g->xs[1] + i2 * g->xs[2]] += dy;                \
+                            continue;                                                              \
+                        }                                                                          \
+                        const T share = dy / (T)window_count(g, o0, o1, o2);                       \
+                        int64_t lo0, hi0, lo1, hi1, lo2, hi2;                                      \
+                        window_range(g, 0, o0, &lo0, &hi0);                                        \
+                        window_range(g, 1, o1, &lo1, &hi1);                                        \
+                        window_range(g, 2, o2, &lo2, &hi2);                                        \
+                        for (int64_t i2 = lo2; i2 < hi2; i2++)                                     \
+                            for (int64_t i1 = lo1; i1 < hi1; i1++) {                               \
+                                T *xr = x + i2 * g->xs[2] + i1 * g->xs[1];                         \
+                                for (int64_t i0 = lo0; i0 < hi0; i0++)                             \
+                                    xr[i0 * g->xs[0]] += share;                                    \
+                            }                                                                      \
+                    }                                                                              \
+        }                                                                                          \
+    }                                                                                              \
+    static void pool_backward_rows_##sfx(const pool_geom *g, int mode, T *xm, const T *ym,        \
+                                         const int32_t *im, int threads)                           \
     {                                                                                              \
         const int64_t rows = g->planes * g->in[1] * g->in[2];                                      \
-        const int64_t work = rows * g->in[0] * (int64_t)g->full;                                   \
-        _Pragma("omp parallel for schedule(static) if(work >= DLA__CPU_PAR_MIN)")                  \
+        _Pragma("omp parallel for schedule(static) num_threads(threads)")                          \
         for (int64_t r = 0; r < rows; r++) {                                                       \
             const int64_t i1 = r % g->in[1], i2 = r / g->in[1] % g->in[2];                         \
             const int64_t p = r / (g->in[1] * g->in[2]);                                           \
@@ -328,27 +410,20 @@ static int64_t bad_index(const pool_geom *g, const int32_t *im)
             for (int64_t i0 = 0; i0 < g->in[0]; i0++) {                                            \
                 int64_t lo0, hi0;                                                                  \
                 cover_range(g, 0, i0, &lo0, &hi0);                                                 \
-                const int32_t here = (int32_t)((i2 * g->in[1] + i1) * g->in[0] + i0);              \
-                double sum = 0;                                                                    \
+                const int64_t here = (i2 * g->in[1] + i1) * g->in[0] + i0;                         \
+                T sum = 0;                                                                         \
                 for (int64_t o2 = lo2; o2 < hi2; o2++)                                             \
                     for (int64_t o1 = lo1; o1 < hi1; o1++)                                         \
                         for (int64_t o0 = lo0; o0 < hi0; o0++) {                                   \
-                            const int64_t yo = o0 * g->ys[0] + o1 * g->ys[1] + o2 * g->ys[2];      \
+                            const T dy = y[o0 * g->ys[0] + o1 * g->ys[1] + o2 * g->ys[2]];         \
                             if (mode == DLA_POOL_MAX) {                                            \
-                                const int64_t io = o0 * g->is[0] + o1 * g->is[1] + o2 * g->is[2];  \
-                                if (ix[io] == here)                                                \
-                                    sum += y[yo];                                                  \
-                            } else if (g->exclude_pad) {                                           \
-                                int64_t a0, b0, a1, b1, a2, b2;                                    \
-                                window_range(g, 0, o0, &a0, &b0);                                  \
-                                window_range(g, 1, o1, &a1, &b1);                                  \
-                                window_range(g, 2, o2, &a2, &b2);                                  \
-                                sum += y[yo] / (double)((b0 - a0) * (b1 - a1) * (b2 - a2));        \
+                                if (ix[o0 * g->is[0] + o1 * g->is[1] + o2 * g->is[2]] == here)     \
+                                    sum += dy;                                                     \
                             } else {                                                               \
-                                sum += y[yo] / g->full;                                            \
+                                sum += dy / (T)window_count(g, o0, o1, o2);                        \
                             }                                                                      \
                         }                                                                          \
-                x[i0 * g->xs[0]] = (T)sum;                                                         \
+                x[i0 * g->xs[0]] = sum;                                                            \
             }                                                                                      \
         }                                                                                          \
     }
@@ -381,9 +456,24 @@ dla_status dla__cpu_pool_backward(void *dev, const dla_pool_args *args)
                 (long long)g.in[0], (long long)g.in[1], (long long)g.in[2]);
         }
     }
-    if (args->dtype == DLA_F32)
-        pool_backward_f32(&g, args->mode, (float *)args->x.mem, (const float *)args->y.mem, im);
-    else
-        pool_backward_f64(&g, args->mode, (double *)args->x.mem, (const double *)args->y.mem, im);
+    const int64_t work = g.planes * (g.in[0] * g.in[1] * g.in[2] +
+                                     g.out[0] * g.out[1] * g.out[2] * (int64_t)g.full);
+    const int threads = work >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
+    float *xf = (float *)args->x.mem;
+    double *xd = (double *)args->x.mem;
+    const float *yf = (const float *)args->y.mem;
+    const double *yd = (const double *)args->y.mem;
+    const int f32 = args->dtype == DLA_F32;
+    if (g.planes >= threads) {
+        if (f32)
+            pool_backward_planes_f32(&g, args->mode, xf, yf, im, threads);
+        else
+            pool_backward_planes_f64(&g, args->mode, xd, yd, im, threads);
+    } else {
+        if (f32)
+            pool_backward_rows_f32(&g, args->mode, xf, yf, im, threads);
+        else
+            pool_backward_rows_f64(&g, args->mode, xd, yd, im, threads);
+    }
     return DLA_OK;
 }
