@@ -4,7 +4,8 @@ EXTRA_DIST += tests/test_nnops.h
 DLA_NNOPS_TESTS = tests/test_nnops_act tests/test_nnops_norm tests/test_nnops_pool \
 	tests/test_nnops_fc tests/test_nnops_dropout
 check_PROGRAMS += $(DLA_NNOPS_TESTS)
-TESTS += $(DLA_NNOPS_TESTS)
+TESTS += $(DLA_NNOPS_TESTS) tests/nnops_on_testmem.sh
+EXTRA_DIST += tests/nnops_on_testmem.sh
 tests_test_nnops_act_SOURCES = tests/test_nnops_act.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
 tests_test_nnops_act_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_nnops_act_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
