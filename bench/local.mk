@@ -13,6 +13,8 @@ bench_dlaccel_bench_SOURCES = \
 	bench/workloads.c \
 	bench/workloads_core.c \
 	bench/workloads_autodiff.c \
+	bench/workloads_cnn.c \
+	bench/workloads_slice.c \
 	bench/reference.c \
 	bench/timer.c bench/timer.h \
 	bench/report.c bench/report.h

@@ -57,6 +57,8 @@ struct bench_workload {
 extern const bench_workload bench_core_workloads[];      /* workloads_core.c */
 extern const bench_workload bench_reference_workloads[]; /* reference.c */
 extern const bench_workload bench_autodiff_workloads[];  /* workloads_autodiff.c */
+extern const bench_workload bench_cnn_workloads[];       /* workloads_cnn.c */
+extern const bench_workload bench_slice_workloads[];     /* workloads_slice.c */
 
 /* Every device workload table, in report order; ends with NULL. */
 extern const bench_workload *const bench_device_tables[];

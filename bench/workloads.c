@@ -11,6 +11,8 @@
 const bench_workload *const bench_device_tables[] = {
     bench_core_workloads,
     bench_autodiff_workloads,
+    bench_cnn_workloads,
+    bench_slice_workloads,
     NULL,
 };
 
