@@ -1,0 +1,533 @@
+/*
+ * ops_conv.c - dla_conv and dla_transpconv (MATLAB dlconv, dltranspconv)
+ * and their gradients.
+ *
+ * One convolution geometry (conv_geom) links three spaces: the x-space
+ * (the input of a convolution), the y-space (its output) and the w-space
+ * (its filters, MATLAB's layout). Three ops move between them, one per
+ * kernel of the plugin ABI, and each one's gradient is made of the other
+ * two, so every derivative is again a convolution:
+ *   conv   (x, w [, b]) -> y   dx = data(dy, w), dw = filter(x, dy), db = sum(dy)
+ *   data   (y, w)       -> x   dy = conv(dx, w), dw = filter(dx, y)
+ *   filter (x, y)       -> w   dx = data(y, dw), dy = conv(x, dw)
+ * dla_conv is the conv op; dla_transpconv is the data op (MATLAB's
+ * transposed filter layout is the conv layout of the reverse direction)
+ * plus a broadcast add of the bias.
+ *
+ * The x- and y-spaces share dim order and labels: the kernel sees the
+ * convolved dims, "C" and "B" of a tensor through strides, wherever they
+ * lie ("SSCB", a "CBT" sequence convolved along "T", an unformatted x in
+ * any DataFormat order).
+ */
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/op.h"
+#include "core/tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct conv_geom {
+    int nsp;                        /* convolved dims, 1..3 */
+    int ndims;                      /* of x- and y-space tensors */
+    int formatted;                  /* results carry labels */
+    char labels[DLA_MAX_DIMS + 1];  /* one per dim, even when unformatted */
+    int sp[3], cpos, bpos;          /* 0-based dims; bpos -1: no batch dim */
+    int64_t C, F, G;                /* x-space and y-space channels, groups */
+    int64_t fs[3], st[3], dl[3], pb[3];
+    int64_t xdims[DLA_MAX_DIMS], ydims[DLA_MAX_DIMS];
+    int wndims;
+    int64_t wdims[DLA_MAX_DIMS];
+    char wformat[DLA_MAX_DIMS + 1];
+} conv_geom;
+
+/* Dim i of t, 1 past its ndims; the stride there, 0 past its ndims. */
+static int64_t tdim(const dla_tensor *t, int i)
+{
+    return i < t->ndims ? t->dims[i] : 1;
+}
+static int64_t tstride(const dla_tensor *t, int i)
+{
+    return i < t->ndims ? t->strides[i] : 0;
+}
+
+/* Kernel view of an x- or y-space tensor: convolved dims, C, B. */
+static void space_view(const conv_geom *g, const dla_tensor *t, dla_view *v)
+{
+    dla__view_of(t, v);
+    const int n = g->nsp;
+    v->ndims = n + 2;
+    for (int i = 0; i < n; i++)
+        v->dims[i] = tdim(t, g->sp[i]), v->strides[i] = tstride(t, g->sp[i]);
+    v->dims[n] = tdim(t, g->cpos), v->strides[n] = tstride(t, g->cpos);
+    v->dims[n + 1] = g->bpos >= 0 ? tdim(t, g->bpos) : 1;
+    v->strides[n + 1] = g->bpos >= 0 ? tstride(t, g->bpos) : 0;
+    for (int i = n + 2; i < DLA_MAX_DIMS; i++)
+        v->dims[i] = 0, v->strides[i] = 0;
+}
+
+/* Kernel view of the filters: filter dims, C/G, F/G, G. */
+static void weight_view(const conv_geom *g, const dla_tensor *t, dla_view *v)
+{
+    dla__view_of(t, v);
+    v->ndims = g->nsp + 3;
+    for (int i = 0; i < g->nsp + 3; i++)
+        v->dims[i] = tdim(t, i), v->strides[i] = tstride(t, i);
+    for (int i = g->nsp + 3; i < DLA_MAX_DIMS; i++)
+        v->dims[i] = 0, v->strides[i] = 0;
+}
+
+/* Kernel view of a bias of F elements (or one, repeated). */
+static void bias_view(int64_t F, const dla_tensor *b, dla_view *v)
+{
+    dla__view_of(b, v);
+    v->ndims = 1;
+    v->dims[0] = F;
+    v->strides[0] = 0;
+    for (int i = 0; i < b->ndims; i++)
+        if (b->dims[i] != 1)
+            v->strides[0] = b->strides[i];
+    for (int i = 1; i < DLA_MAX_DIMS; i++)
+        v->dims[i] = 0, v->strides[i] = 0;
+}
+
+/* A dense copy of t (NULL with the message set on failure). */
+static dla_tensor *dense_copy(const char *op, dla_tensor *t)
+{
+    dla_tensor *d = dla__tensor_alloc(op, t->storage->device, t->dtype, t->format, t->ndims, t->dims);
+    if (!d)
+        return NULL;
+    dla_view y, x;
+    dla__view_of(d, &y);
+    dla__view_of(t, &x);
+    if (dla__k_copy(t->storage->device, &y, &x) != DLA_OK) {
+        dla_tensor_release(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Runs kernel `which` writing `out` from the two operands a and b (and
+ * bias) in their roles; a device that declines strided views gets dense
+ * copies. */
+static dla_status launch(const char *op, const conv_geom *g, dla_kernel which, dla_tensor *out,
+                         dla_tensor *a, dla_tensor *b, dla_tensor *bias)
+{
+    dla_device *dev = out->storage->device;
+    dla_conv_args k = {.struct_size = sizeof k, .dtype = out->dtype, .nspatial = g->nsp,
+                       .in_channels = g->C, .out_channels = g->F, .groups = g->G};
+    k.batch = g->bpos >= 0 ? g->xdims[g->bpos] : 1;
+    for (int i = 0; i < g->nsp; i++) {
+        k.in_size[i] = g->xdims[g->sp[i]], k.out_size[i] = g->ydims[g->sp[i]];
+        k.filter_size[i] = g->fs[i], k.stride[i] = g->st[i], k.dilation[i] = g->dl[i];
+        k.pad_begin[i] = g->pb[i];
+    }
+    dla_tensor *hold[3] = {NULL, NULL, NULL};
+    dla_status st = DLA_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        dla_tensor *ops[3] = {a, b, bias};
+        for (int i = 0; i < 3; i++)
+            if (hold[i])
+                ops[i] = hold[i];
+        /* The roles: forward (x, w) -> y, data (y, w) -> x, filter (x, y) -> w. */
+        dla_tensor *x = which == DLA_KERNEL_CONV_BACKWARD_DATA ? out : ops[0];
+        dla_tensor *y = which == DLA_KERNEL_CONV_FORWARD ? out
+                        : which == DLA_KERNEL_CONV_BACKWARD_DATA ? ops[0]
+                                                                 : ops[1];
+        dla_tensor *w = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? out : ops[1];
+        space_view(g, x, &k.x);
+        space_view(g, y, &k.y);
+        weight_view(g, w, &k.w);
+        if (ops[2])
+            bias_view(g->F, ops[2], &k.bias);
+        else
+            memset(&k.bias, 0, sizeof k.bias), k.bias.struct_size = sizeof k.bias;
+        st = dla__k_conv(dev, which, &k);
+        if (st != DLA_ERR_UNSUPPORTED || attempt == 1)
+            break;
+        int copied = 0;
+        dla_tensor *orig[3] = {a, b, bias};
+        for (int i = 0; i < 3; i++)
+            if (orig[i] && !dla__is_dense(orig[i])) {
+                if (!(hold[i] = dense_copy(op, orig[i]))) {
+                    st = dla_last_status();
+                    break;
+                }
+                copied = 1;
+            }
+        if (!copied)
+            break;
+    }
+    for (int i = 0; i < 3; i++)
+        dla_tensor_release(hold[i]);
+    if (st != DLA_OK)
+        dla__error_prefix(op);
+    return st;
+}
+
+static const char *space_format(const conv_geom *g)
+{
+    return g->formatted ? g->labels : "";
+}
+
+/* ---------------------------------------------------------------- the ops */
+
+static const dla__op conv_op, data_op, filter_op;
+
+static dla_tensor *apply2(const dla__op *op, const conv_geom *g, dla_tensor *a, dla_tensor *b)
+{
+    return dla__apply(op, g, sizeof *g, 2, (dla_tensor *[]){a, b});
+}
+
+/* conv: in = x, w [, bias]; out = y. */
+static dla_status conv_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                               dla_tensor **saved)
+{
+    (void)saved;
+    const conv_geom *g = attrs;
+    dla_tensor *y = dla__tensor_alloc("dla_conv", in[0]->storage->device, in[0]->dtype,
+                                      space_format(g), g->ndims, g->ydims);
+    if (!y)
+        return dla_last_status();
+    dla_status st = launch("dla_conv", g, DLA_KERNEL_CONV_FORWARD, y, in[0], in[1],
+                           nin > 2 ? in[2] : NULL);
+    if (st != DLA_OK) {
+        dla_tensor_release(y);
+        return st;
+    }
+    out[0] = y;
+    return DLA_OK;
+}
+
+static dla_status conv_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const conv_geom *g = n->attrs;
+    dla_tensor *dy = gout[0];
+    if (n->need[0])
+        gin[0] = apply2(&data_op, g, dy, n->in[1]);
+    if (n->need[1])
+        gin[1] = apply2(&filter_op, g, n->in[0], dy);
+    if (n->nin > 2 && n->need[2]) {
+        /* Sum over everything but "C" (or everything, for one bias value). */
+        dla_tensor *b = n->in[2];
+        int64_t dims[DLA_MAX_DIMS];
+        int nd = 0;
+        if (dla_tensor_numel(b) == g->F)
+            for (int i = 0; i < g->ndims; i++)
+                if (i != g->cpos)
+                    dims[nd++] = i + 1;
+        dla_tensor *s = dla_sum(dy, nd, dims);
+        gin[2] = dla_reshape(s, b->format, b->ndims, b->dims);
+    }
+    return DLA_OK;
+}
+
+/* data: in = y-space, w; out = x-space. */
+static dla_status data_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                               dla_tensor **saved)
+{
+    (void)nin, (void)saved;
+    const conv_geom *g = attrs;
+    dla_tensor *x = dla__tensor_alloc("dla_transpconv", in[0]->storage->device, in[0]->dtype,
+                                      space_format(g), g->ndims, g->xdims);
+    if (!x)
+        return dla_last_status();
+    dla_status st =
+        launch("dla_transpconv", g, DLA_KERNEL_CONV_BACKWARD_DATA, x, in[0], in[1], NULL);
+    if (st != DLA_OK) {
+        dla_tensor_release(x);
+        return st;
+    }
+    out[0] = x;
+    return DLA_OK;
+}
+
+static dla_status data_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const conv_geom *g = n->attrs;
+    dla_tensor *gx = gout[0];
+    if (n->need[0])
+        gin[0] = apply2(&conv_op, g, gx, n->in[1]);
+    if (n->need[1])
+        gin[1] = apply2(&filter_op, g, gx, n->in[0]);
+    return DLA_OK;
+}
+
+/* filter: in = x-space, y-space; out = w-space. */
+static dla_status filter_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                 dla_tensor **out, dla_tensor **saved)
+{
+    (void)nin, (void)saved;
+    const conv_geom *g = attrs;
+    dla_tensor *w = dla__tensor_alloc("dla_conv", in[0]->storage->device, in[0]->dtype,
+                                      g->wformat, g->wndims, g->wdims);
+    if (!w)
+        return dla_last_status();
+    dla_status st = launch("dla_conv", g, DLA_KERNEL_CONV_BACKWARD_FILTER, w, in[0], in[1], NULL);
+    if (st != DLA_OK) {
+        dla_tensor_release(w);
+        return st;
+    }
+    out[0] = w;
+    return DLA_OK;
+}
+
+static dla_status filter_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const conv_geom *g = n->attrs;
+    dla_tensor *gw = gout[0];
+    if (n->need[0])
+        gin[0] = apply2(&data_op, g, n->in[1], gw);
+    if (n->need[1])
+        gin[1] = apply2(&conv_op, g, n->in[0], gw);
+    return DLA_OK;
+}
+
+static const dla__op conv_op = {.name = "dla_conv", .nin = -1, .nout = 1,
+                                .forward = conv_forward, .backward = conv_backward};
+static const dla__op data_op = {.name = "dla_transpconv", .nin = 2, .nout = 1,
+                                .forward = data_forward, .backward = data_backward};
+static const dla__op filter_op = {.name = "dla_conv filter gradient", .nin = 2, .nout = 1,
+                                  .forward = filter_forward, .backward = filter_backward};
+
+/* ------------------------------------------------------------ validation */
+
+static int is_float(dla_dtype d)
+{
+    return d == DLA_F32 || d == DLA_F64;
+}
+
+/* "28x28x1x128 SSCB" (or "... unformatted") of t into buf. */
+static const char *describe(const dla_tensor *t, const char *labels, char *buf, size_t size)
+{
+    char d[DLA__DIMS_BUF];
+    snprintf(buf, size, "%s %s", dla__tensor_dims_str(t, d, sizeof d),
+             t->format[0] ? t->format : labels && labels[0] ? labels : "unformatted");
+    return buf;
+}
+
+/* Checks an operand; NULL when fine, else the error tensor to return. */
+static dla_tensor *check_operand(const char *op, const char *name, dla_tensor *t, dla_tensor *x)
+{
+    if (!t || t->status != DLA_OK)
+        return dla__pass_error(t);
+    if (!is_float(t->dtype))
+        return dla__error(DLA_ERR_DTYPE, "%s: argument %s: %s; convolution needs single or double",
+                          op, name, dla_dtype_name(t->dtype));
+    if (x && t->dtype != x->dtype)
+        return dla__error(DLA_ERR_DTYPE, "%s: argument %s is %s but x is %s", op, name,
+                          dla_dtype_name(t->dtype), dla_dtype_name(x->dtype));
+    if (x && t->storage->device != x->storage->device)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: argument %s is on %s but x is on %s; move one with "
+                          "dla_tensor_to_device",
+                          op, name, t->storage->device->name, x->storage->device->name);
+    return NULL;
+}
+
+/* Fills the labels and dim positions of g from x and the options. */
+static dla_tensor *read_labels(const char *op, dla_tensor *x, const char *data_format,
+                               conv_geom *g)
+{
+    char xd[DLA__DIMS_BUF + 16];
+    const int has_df = data_format && data_format[0];
+    const char *fmt = x->format[0] ? x->format : data_format;
+    if (x->format[0] && has_df && strcmp(x->format, data_format) != 0)
+        return dla__error(DLA_ERR_FORMAT,
+                          "%s: argument x (%s) is formatted; opts->data_format \"%s\" is for "
+                          "unformatted x only",
+                          op, describe(x, NULL, xd, sizeof xd), data_format);
+    if (!fmt || !fmt[0])
+        return dla__error(DLA_ERR_FORMAT,
+                          "%s: argument x (%s): label its dims with a format or "
+                          "opts->data_format (\"SSCB\")",
+                          op, describe(x, NULL, xd, sizeof xd));
+    const size_t L = strlen(fmt);
+    if (L > DLA_MAX_DIMS || (int)L < x->ndims)
+        return dla__error(DLA_ERR_FORMAT, "%s: argument x (%s): data_format \"%s\" has %zu labels",
+                          op, describe(x, NULL, xd, sizeof xd), fmt, L);
+    int ns = 0, nc = 0, nb = 0, nt = 0, tpos = -1;
+    g->bpos = -1;
+    for (size_t i = 0; i < L; i++) {
+        switch (fmt[i]) {
+        case 'S':
+            if (ns < 3)
+                g->sp[ns] = (int)i;
+            ns++;
+            break;
+        case 'C': nc++, g->cpos = (int)i; break;
+        case 'B': nb++, g->bpos = (int)i; break;
+        case 'T': nt++, tpos = (int)i; break;
+        default:
+            return dla__error(DLA_ERR_FORMAT,
+                              "%s: argument x (%s): label '%c'; convolution takes S (or T), C "
+                              "and B dims",
+                              op, describe(x, fmt, xd, sizeof xd), fmt[i]);
+        }
+    }
+    if (nc != 1 || nb > 1 || nt > 1 || ns > 3 || (ns == 0 && nt == 0) || (ns > 0 && nt > 0))
+        return dla__error(DLA_ERR_FORMAT,
+                          "%s: argument x (%s): needs one C dim, at most one B dim and 1-3 S "
+                          "dims (or one T dim without S)",
+                          op, describe(x, fmt, xd, sizeof xd));
+    if (ns == 0)
+        g->sp[ns++] = tpos;
+    g->nsp = ns;
+    g->ndims = (int)L;
+    g->formatted = x->format[0] != 0;
+    memcpy(g->labels, fmt, L + 1);
+    return NULL;
+}
+
+/* The shared front of dla_conv and dla_transpconv: checks, the geometry
+ * and the op. */
+static dla_tensor *convolve(const char *op, int transposed, dla_tensor *x, dla_tensor *w,
+                            dla_tensor *b, const dla_conv_options *opts)
+{
+    dla_tensor *e;
+    if ((e = check_operand(op, "x", x, NULL)) || (e = check_operand(op, "weights", w, x)) ||
+        (b && (e = check_operand(op, "bias", b, x))))
+        return e;
+    static const dla_conv_options defaults;
+    if (!opts)
+        opts = &defaults;
+    conv_geom g;
+    memset(&g, 0, sizeof g);
+    if ((e = read_labels(op, x, opts->data_format, &g)))
+        return e;
+    const int n = g.nsp;
+    char xd[DLA__DIMS_BUF + 16], wd[DLA__DIMS_BUF];
+    describe(x, g.labels, xd, sizeof xd);
+    dla__tensor_dims_str(w, wd, sizeof wd);
+
+    /* Filters: fs..., then (conv) C/G, F/G, G or (transposed) F/G, C/G, G. */
+    for (int i = n + 3; i < w->ndims; i++)
+        if (w->dims[i] != 1)
+            return dla__error(DLA_ERR_SHAPE,
+                              "%s: argument weights (%s): %d dims for %d convolved dims; expected "
+                              "filterSize x %s x G",
+                              op, wd, w->ndims, n,
+                              transposed ? "filters/G x channels/G" : "channels/G x filters/G");
+    const int64_t per_in = tdim(w, transposed ? n + 1 : n), per_out = tdim(w, transposed ? n : n + 1);
+    g.G = tdim(w, n + 2);
+    const int64_t xc = tdim(x, g.cpos);
+    if (per_in * g.G != xc || g.G < 1)
+        return dla__error(DLA_ERR_SHAPE,
+                          "%s: argument weights: %s expects %lld channels per group x %lld "
+                          "group%s = %lld input channels, but x (%s) has %lld",
+                          op, wd, (long long)per_in, (long long)g.G, g.G == 1 ? "" : "s",
+                          (long long)(per_in * g.G), xd, (long long)xc);
+    if (per_out < 1)
+        return dla__error(DLA_ERR_SHAPE, "%s: argument weights (%s): no filters", op, wd);
+    /* In the geometry, x-space is dla_conv's input, or dla_transpconv's output. */
+    g.C = transposed ? per_out * g.G : xc;
+    g.F = transposed ? xc : per_out * g.G;
+    const int64_t fout = per_out * g.G;
+    if (b && dla_tensor_numel(b) != fout && dla_tensor_numel(b) != 1) {
+        char bd[DLA__DIMS_BUF];
+        return dla__error(DLA_ERR_SHAPE,
+                          "%s: argument bias (%s): expected %lld elements (one per filter) or one",
+                          op, dla__tensor_dims_str(b, bd, sizeof bd), (long long)fout);
+    }
+
+    int same = 0;
+    if (opts->padding_mode) {
+        if (strcasecmp(opts->padding_mode, "same") != 0)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: opts->padding_mode \"%s\": expected \"same\" or NULL", op,
+                              opts->padding_mode);
+        same = 1;
+    }
+    memcpy(g.xdims, x->dims, sizeof g.xdims);
+    for (int i = x->ndims; i < DLA_MAX_DIMS; i++)
+        g.xdims[i] = 1;
+    memcpy(g.ydims, g.xdims, sizeof g.ydims);
+    for (int i = 0; i < n; i++) {
+        const int64_t fs = tdim(w, i), s = opts->stride[i] ? opts->stride[i] : 1,
+                      d = opts->dilation[i] ? opts->dilation[i] : 1;
+        int64_t p0 = opts->padding[0][i], p1 = opts->padding[1][i];
+        if (fs < 1 || s < 1 || d < 1 || p0 < 0 || p1 < 0 || (same && (p0 || p1)))
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: spatial dim %d: filter %lld, stride %lld, dilation %lld, %s "
+                              "%lld and %lld: filter, stride and dilation must be >= 1 and the "
+                              "%s >= 0 (zero with padding_mode \"same\")",
+                              op, i + 1, (long long)fs, (long long)s, (long long)d,
+                              transposed ? "cropping" : "padding", (long long)p0, (long long)p1,
+                              transposed ? "cropping" : "padding");
+        const int64_t span = d * (fs - 1) + 1, in = g.xdims[g.sp[i]];
+        int64_t out;
+        if (!transposed) {
+            if (same) {
+                const int64_t want = (in + s - 1) / s, total = (want - 1) * s + span - in;
+                p0 = total > 0 ? total / 2 : 0;
+                p1 = total > 0 ? total - p0 : 0;
+            }
+            const int64_t room = in + p0 + p1 - span;
+            if (room < 0)
+                return dla__error(DLA_ERR_SHAPE,
+                                  "%s: argument weights (%s): spatial dim %d: a filter spanning "
+                                  "%lld elements does not fit in %lld + %lld + %lld of padded x "
+                                  "(%s)",
+                                  op, wd, i + 1, (long long)span, (long long)p0, (long long)in,
+                                  (long long)p1, xd);
+            out = room / s + 1;
+            g.pb[i] = p0;
+        } else {
+            if (same) {
+                const int64_t total = span - s; /* output = in * stride */
+                p0 = total > 0 ? total / 2 : 0;
+                p1 = total - p0;
+            }
+            out = (in - 1) * s + span - p0 - p1;
+            if (out < 1 && in > 0)
+                return dla__error(DLA_ERR_SHAPE,
+                                  "%s: spatial dim %d: cropping %lld + %lld leaves no output of "
+                                  "the %lld elements that %lld inputs give (%s)",
+                                  op, i + 1, (long long)p0, (long long)p1,
+                                  (long long)((in - 1) * s + span), (long long)in, xd);
+            if (in == 0)
+                out = 0;
+            g.pb[i] = p0;
+        }
+        g.fs[i] = fs, g.st[i] = s, g.dl[i] = d;
+        if (transposed) {
+            g.ydims[g.sp[i]] = in;
+            g.xdims[g.sp[i]] = out;
+        } else {
+            g.ydims[g.sp[i]] = out;
+        }
+    }
+    g.xdims[g.cpos] = g.C;
+    g.ydims[g.cpos] = g.F;
+    g.wndims = w->ndims;
+    memcpy(g.wdims, w->dims, sizeof g.wdims);
+    memcpy(g.wformat, w->format, sizeof g.wformat);
+
+    if (!transposed)
+        return dla__apply(&conv_op, &g, sizeof g, b ? 3 : 2, (dla_tensor *[]){x, w, b});
+    if (!b)
+        return apply2(&data_op, &g, x, w);
+    /* The bias along the output's "C" dim, broadcast by dla_add; the
+     * temporaries die with this scope, the result moves to the caller's. */
+    int64_t bdims[DLA_MAX_DIMS];
+    for (int i = 0; i < g.ndims; i++)
+        bdims[i] = i == g.cpos ? dla_tensor_numel(b) : 1;
+    dla_scope_begin();
+    dla_tensor *z = dla_add(apply2(&data_op, &g, x, w), dla_reshape(b, "", g.ndims, bdims));
+    dla_keep(z);
+    dla_scope_end();
+    return z;
+}
+
+DLA_API dla_tensor *dla_conv(dla_tensor *x, dla_tensor *weights, dla_tensor *bias,
+                             const dla_conv_options *opts)
+{
+    return convolve("dla_conv", 0, x, weights, bias, opts);
+}
+
+DLA_API dla_tensor *dla_transpconv(dla_tensor *x, dla_tensor *weights, dla_tensor *bias,
+                                   const dla_conv_options *opts)
+{
+    return convolve("dla_transpconv", 1, x, weights, bias, opts);
+}
