@@ -347,6 +347,34 @@ static dla_tensor *like(dla_tensor *t, const dla_tensor *like)
 
 static dla_tensor *as5(dla_tensor *t, const int64_t *dims) { return dla_reshape(t, "", ND, dims); }
 
+/* Batchnorm and instancenorm: each statistic's elements share one scale
+ * factor, so every sum the backward needs comes from two reductions of the
+ * full-size data, sum(g) and sum(g .* x), per statistic; dx is then
+ * g .* p + x .* q + r with p, q, r per statistic. */
+static void backward_per_channel(const dla__node *n, const norm_geom *g, dla_tensor *g5,
+                                 dla_tensor *x5, dla_tensor **gin)
+{
+    dla_tensor *mu = n->saved[0], *istd = n->saved[1];
+    int64_t red[ND], other[ND];
+    int nred = dims_list(g, 0, red), nother = dims_list(g, 1, other);
+    dla_tensor *scale = as5(n->in[2], g->chan);
+    dla_tensor *sg = dla_sum(g5, nred, red);
+    /* sum(g .* (x - mu)) */
+    dla_tensor *dot = dla_sub(dla_sum(dla_mul(g5, x5), nred, red), dla_mul(mu, sg));
+    if (n->need[0]) {
+        double inv_n = 1.0 / (double)g->n;
+        dla_tensor *p = dla_mul(istd, scale);
+        /* q = -istd^3 scale dot / N, r = -istd scale sg / N - q mu */
+        dla_tensor *q = dla_mul(dla_affine(dla_mul(p, dla_square(istd)), -inv_n, 0.0), dot);
+        dla_tensor *r = dla_sub(dla_affine(dla_mul(p, sg), -inv_n, 0.0), dla_mul(q, mu));
+        gin[0] = like(dla_add(dla_mul(g5, p), dla_add(dla_mul(x5, q), r)), n->in[0]);
+    }
+    if (n->need[1])
+        gin[1] = like(dla_sum(sg, nother, other), n->in[1]);
+    if (n->need[2])
+        gin[2] = like(dla_sum(dla_mul(istd, dot), nother, other), n->in[2]);
+}
+
 static dla_status stats_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
 {
     if (!gout[0]) /* only the statistics reached the loss: they carry no gradient */
@@ -357,8 +385,13 @@ static dla_status stats_backward(const dla__node *n, dla_tensor *const *gout, dl
     dla_status st = geometry(at, x, &g);
     if (st != DLA_OK)
         return st;
-    dla_tensor *g5 = as5(gout[0], g.d);
-    dla_tensor *xhat = dla_mul(dla_sub(as5(x, g.d), mean), istd);
+    dla_tensor *g5 = as5(gout[0], g.d), *x5 = as5(x, g.d);
+    if (!g.red[DCG] && !g.red[DG]) {
+        backward_per_channel(n, &g, g5, x5, gin);
+        return DLA_OK;
+    }
+    /* Layer and group norms: the scale varies within a statistic. */
+    dla_tensor *xhat = dla_mul(dla_sub(x5, mean), istd);
     int64_t red[ND], other[ND];
     int nred = dims_list(&g, 0, red), nother = dims_list(&g, 1, other);
     if (n->need[0]) {
