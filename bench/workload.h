@@ -59,6 +59,9 @@ extern const bench_workload bench_reference_workloads[]; /* reference.c */
 extern const bench_workload bench_autodiff_workloads[];  /* workloads_autodiff.c */
 extern const bench_workload bench_cnn_workloads[];       /* workloads_cnn.c */
 extern const bench_workload bench_slice_workloads[];     /* workloads_slice.c */
+extern const bench_workload bench_conv_workloads[];      /* workloads_conv.c */
+/* The im2col + OpenBLAS references of the conv workloads (workloads_conv.c). */
+extern const bench_workload bench_conv_reference_workloads[];
 
 /* Every device workload table, in report order; ends with NULL. */
 extern const bench_workload *const bench_device_tables[];

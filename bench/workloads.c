@@ -13,12 +13,16 @@ const bench_workload *const bench_device_tables[] = {
     bench_autodiff_workloads,
     bench_cnn_workloads,
     bench_slice_workloads,
+    bench_conv_workloads,
     NULL,
 };
 
 const bench_workload *bench_find_reference(const char *name)
 {
     for (const bench_workload *w = bench_reference_workloads; name && w->name; w++)
+        if (strcmp(w->name, name) == 0)
+            return w;
+    for (const bench_workload *w = bench_conv_reference_workloads; name && w->name; w++)
         if (strcmp(w->name, name) == 0)
             return w;
     return NULL;
