@@ -33,8 +33,17 @@ typedef enum norm_mode {
     NM_INSTANCE,        /* over S, R */
 } norm_mode;
 
+/* The public functions, for messages (attributes stay plain data, so a
+ * trace can be saved with them). */
+typedef enum norm_fn {
+    F_BATCHNORM, F_BATCHNORM_TRAIN, F_LAYERNORM, F_GROUPNORM, F_INSTANCENORM, F_COUNT
+} norm_fn;
+static const char *const fn_names[] = {"dla_batchnorm", "dla_batchnorm_train", "dla_layernorm",
+                                       "dla_groupnorm", "dla_instancenorm"};
+_Static_assert(sizeof fn_names / sizeof fn_names[0] == F_COUNT, "fn_names out of step with norm_fn");
+
 typedef struct norm_attrs {
-    const char *op; /* the public name */
+    norm_fn fn;
     norm_mode mode;
     int64_t groups; /* NM_GROUP */
     double eps;
@@ -56,14 +65,15 @@ static const char *fmt_or(const dla_tensor *t) { return t->format[0] ? t->format
 
 static dla_status geometry(const norm_attrs *a, const dla_tensor *x, norm_geom *g)
 {
+    const char *op = fn_names[a->fn];
     char buf[DLA__DIMS_BUF];
     if (!dla__nn_is_float(x->dtype))
-        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", a->op,
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
                          dla_dtype_name(x->dtype));
     int c = dla_tensor_find_dim(x, 'C'), b = dla_tensor_find_dim(x, 'B');
     if (!c)
         return dla__fail(DLA_ERR_FORMAT, "%s: argument x (%s %s) has no \"C\" dim; label the "
-                         "channels", a->op, dla__tensor_dims_str(x, buf, sizeof buf), fmt_or(x));
+                         "channels", op, dla__tensor_dims_str(x, buf, sizeof buf), fmt_or(x));
     int64_t s = 1, r = 1;
     for (int i = 0; i < c - 1; i++)
         s *= x->dims[i];
@@ -74,7 +84,7 @@ static dla_status geometry(const norm_attrs *a, const dla_tensor *x, norm_geom *
         groups = a->groups;
         if (groups < 1 || ch % groups != 0)
             return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument num_groups: %lld does not "
-                             "divide the %lld channels of x (%s %s)", a->op, (long long)groups,
+                             "divide the %lld channels of x (%s %s)", op, (long long)groups,
                              (long long)ch, dla__tensor_dims_str(x, buf, sizeof buf), x->format);
     } else if (a->mode == NM_INSTANCE) {
         groups = ch;
@@ -212,7 +222,7 @@ static dla_status stats_forward(const void *attrs, dla_tensor *const *in, int ni
                                 dla_tensor **out, dla_tensor **saved)
 {
     const norm_attrs *at = attrs;
-    const char *op = at->op;
+    const char *op = fn_names[at->fn];
     dla_tensor *x = in[0];
     norm_geom g;
     dla_status st = geometry(at, x, &g);
@@ -424,7 +434,7 @@ static dla_status infer_forward(const void *attrs, dla_tensor *const *in, int ni
 {
     (void)nin, (void)saved;
     const norm_attrs *at = attrs;
-    const char *op = at->op;
+    const char *op = fn_names[at->fn];
     static const char *const names[] = {"x", "offset", "scale", "mean", "var"};
     dla_tensor *x = in[0];
     norm_geom g;
@@ -523,8 +533,8 @@ DLA_API dla_tensor *dla_batchnorm(dla_tensor *x, dla_tensor *offset, dla_tensor 
                                   dla_tensor *mean, dla_tensor *var,
                                   const dla_batchnorm_options *opts)
 {
-    norm_attrs a = {.op = "dla_batchnorm", .mode = NM_BATCH};
-    if (epsilon_of(a.op, opts ? opts->epsilon : 0.0, &a.eps) != DLA_OK)
+    norm_attrs a = {.fn = F_BATCHNORM, .mode = NM_BATCH};
+    if (epsilon_of(fn_names[a.fn], opts ? opts->epsilon : 0.0, &a.eps) != DLA_OK)
         return dla__return(dla__error_tensor());
     return dla__apply(&batchnorm_op, &a, sizeof a, 5, (dla_tensor *[]){x, offset, scale, mean, var});
 }
@@ -535,7 +545,7 @@ DLA_API dla_status dla_batchnorm_train(dla_tensor *x, dla_tensor *offset, dla_te
                                        dla_tensor **new_mean, dla_tensor **new_var)
 {
     static const char op[] = "dla_batchnorm_train";
-    norm_attrs a = {.op = op, .mode = NM_BATCH};
+    norm_attrs a = {.fn = F_BATCHNORM_TRAIN, .mode = NM_BATCH};
     dla_tensor *out[3];
     dla_status st = DLA_OK;
     if (!y)
@@ -581,10 +591,11 @@ DLA_API dla_status dla_batchnorm_train(dla_tensor *x, dla_tensor *offset, dla_te
     return st;
 }
 
-static dla_tensor *generic(const char *op, norm_mode mode, int64_t groups, dla_tensor *x,
+static dla_tensor *generic(norm_fn fn, norm_mode mode, int64_t groups, dla_tensor *x,
                            dla_tensor *offset, dla_tensor *scale, const dla_norm_options *opts)
 {
-    norm_attrs a = {.op = op, .mode = mode, .groups = groups};
+    const char *op = fn_names[fn];
+    norm_attrs a = {.fn = fn, .mode = mode, .groups = groups};
     if (epsilon_of(op, opts ? opts->epsilon : 0.0, &a.eps) != DLA_OK)
         return dla__return(dla__error_tensor());
     return dla__apply(&norm_op, &a, sizeof a, 3, (dla_tensor *[]){x, offset, scale});
@@ -607,17 +618,17 @@ DLA_API dla_tensor *dla_layernorm(dla_tensor *x, dla_tensor *offset, dla_tensor 
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_layernorm: option operation_dimension: "
                           "\"%s\"; use \"auto\", \"channel-only\", \"spatial-channel\" or "
                           "\"batch-excluded\"", od);
-    return generic("dla_layernorm", m, 1, x, offset, scale, opts);
+    return generic(F_LAYERNORM, m, 1, x, offset, scale, opts);
 }
 
 DLA_API dla_tensor *dla_groupnorm(dla_tensor *x, int64_t num_groups, dla_tensor *offset,
                                   dla_tensor *scale, const dla_norm_options *opts)
 {
-    return generic("dla_groupnorm", NM_GROUP, num_groups, x, offset, scale, opts);
+    return generic(F_GROUPNORM, NM_GROUP, num_groups, x, offset, scale, opts);
 }
 
 DLA_API dla_tensor *dla_instancenorm(dla_tensor *x, dla_tensor *offset, dla_tensor *scale,
                                      const dla_norm_options *opts)
 {
-    return generic("dla_instancenorm", NM_INSTANCE, 1, x, offset, scale, opts);
+    return generic(F_INSTANCENORM, NM_INSTANCE, 1, x, offset, scale, opts);
 }

@@ -10,7 +10,8 @@
  * The backward is an op of its own (pool_grad) so that gradients can be
  * recorded too: its own backward for average pooling is the average pool
  * again (the operation is linear and its adjoint's adjoint is itself).
- * Global pooling is a max or mean reduction over the pooled dims.
+ * Global max pooling is one window over the pooled dims (so ties go where
+ * windowed pooling sends them); global average pooling is a mean.
  */
 #include "core/op.h"
 #include "core/ops_nn.h"
@@ -378,13 +379,24 @@ static dla_tensor *global(const char *op, int max, dla_tensor *x)
 {
     if (!x || x->status != DLA_OK)
         return dla__pass_error(x);
+    if (!dla__nn_is_float(x->dtype))
+        return dla__error(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
+                          dla_dtype_name(x->dtype));
     int tdim, n = pooled_dims(op, x, &tdim);
     if (!n)
         return dla__return(dla__error_tensor());
-    int64_t dims[3];
+    if (!max) {
+        int64_t dims[3];
+        for (int i = 0; i < n; i++)
+            dims[i] = tdim ? tdim : i + 1;
+        return dla_mean(x, n, dims);
+    }
+    /* One window over everything: the gradient goes to the first maximum,
+     * as in windowed max pooling. */
+    pool_attrs a = {.mode = DLA_POOL_MAX, .npool = n};
     for (int i = 0; i < n; i++)
-        dims[i] = tdim ? tdim : i + 1;
-    return max ? dla_max(x, n, dims) : dla_mean(x, n, dims);
+        a.pool[i] = x->dims[tdim ? tdim - 1 : i];
+    return pool_apply(&a, x);
 }
 
 DLA_API dla_tensor *dla_global_maxpool(dla_tensor *x) { return global("dla_global_maxpool", 1, x); }

@@ -313,6 +313,15 @@ static dla_status tie_loss(void *ctx, int nin, dla_tensor *const *in, int nout, 
     return dla_gradient(l, 1, in, out + 1);
 }
 
+static dla_status global_tie_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *l = dla_sum(dla_global_maxpool(in[0]), 0, NULL);
+    out[0] = l;
+    return dla_gradient(l, 1, in, out + 1);
+}
+
 static void test_max_pool_gradient_goes_to_the_first_maximum(void **state)
 {
     (void)state;
@@ -321,6 +330,10 @@ static void test_max_pool_gradient_goes_to_the_first_maximum(void **state)
     dla_tensor *out[2];
     assert_int_equal(dla_feval(tie_loss, NULL, 1, &x, 2, out), DLA_OK);
     nn_expect(out[1], "SCB", DLA_DIMS(6, 1, 1), (double[]){1, 0, 0, 1, 1, 0}, 0);
+    /* global: the first 3 of each column-major plane (two planes, T pooling) */
+    x = nn_from((double[]){1, 3, 3, 0, 2, 2}, "CBT", DLA_DIMS(2, 1, 3));
+    assert_int_equal(dla_feval(global_tie_loss, NULL, 1, &x, 2, out), DLA_OK);
+    nn_expect(out[1], "CBT", DLA_DIMS(2, 1, 3), (double[]){0, 1, 1, 0, 0, 0}, 0);
     dla_scope_end();
 }
 
