@@ -8,7 +8,7 @@
  * the choice):
  * - direct AVX-512 kernels (conv_avx512.c) for float32 with every stride 1,
  *   on a CPU that has AVX-512F: on the small channel counts of image
- *   models they run 2-4x faster than the GEMMs of im2col;
+ *   models they run 2-5x faster than the GEMMs of im2col;
  * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: double,
  *   strided convolutions, CPUs without AVX-512 (and valgrind).
  * DLACCEL_CPU_CONV=im2col forces the second, for comparisons and tests.
