@@ -439,5 +439,6 @@ DLA_API const char *dla_device_properties(const dla_device *dev);
 #include <dlaccel/conv.h>     /* dla_conv, dla_transpconv */
 #include <dlaccel/nnops.h>    /* activations, normalization, pooling, dropout, fullyconnect */
 #include <dlaccel/loss.h>     /* losses, one-hot, concatenation, padding, indexing */
+#include <dlaccel/accel.h>    /* dla_accelerate: the trace cache */
 
 #endif /* DLACCEL_H */

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/format.h"
 #include "core/launch.h"
+#include "core/op.h"
 #include "core/philox.h"
 #include "core/tensor.h"
 
@@ -196,4 +197,67 @@ DLA_API dla_tensor *dla_rand(dla_dtype dtype, const char *format, int ndims, con
 DLA_API dla_tensor *dla_randn(dla_dtype dtype, const char *format, int ndims, const int64_t *dims)
 {
     return make_random("dla_randn", 1, dtype, format, ndims, dims);
+}
+
+/* ------------------------------------------------------------ rand like x */
+
+/* Draws from the thread's stream at forward time, not at call time, so a
+ * trace replaying this op draws new numbers each time: an RNG slot. */
+typedef struct rand_like_attrs {
+    int normal;
+} rand_like_attrs;
+
+static dla_status rand_like_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                    dla_tensor **out, dla_tensor **saved)
+{
+    int normal = ((const rand_like_attrs *)attrs)->normal;
+    const char *op = normal ? "dla_randn_like" : "dla_rand_like";
+    dla_tensor *x = in[0];
+    if (x->dtype != DLA_F32 && x->dtype != DLA_F64)
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; random numbers need single or double",
+                         op, dla_dtype_name(x->dtype));
+    dla_tensor *t = dla__tensor_alloc(op, x->storage->device, x->dtype, x->format, x->ndims, x->dims);
+    if (!t)
+        return dla_last_status();
+    int64_t n = dla__numel(t->ndims, t->dims);
+    void *host = dla__malloc(t->storage->bytes);
+    if (!host) {
+        dla_tensor_release(t);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, t->storage->bytes);
+    }
+    uint64_t used;
+    if (x->dtype == DLA_F32)
+        used = normal ? dla__philox_normal_f32(rng_seed, rng_counter, host, n)
+                      : dla__philox_uniform_f32(rng_seed, rng_counter, host, n);
+    else
+        used = normal ? dla__philox_normal_f64(rng_seed, rng_counter, host, n)
+                      : dla__philox_uniform_f64(rng_seed, rng_counter, host, n);
+    dla_device *dev = t->storage->device;
+    dla_status st = t->storage->bytes
+                        ? dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, host, t->storage->bytes)
+                        : DLA_OK;
+    dla__free(host);
+    if (st != DLA_OK) {
+        dla_tensor_release(t);
+        return st;
+    }
+    rng_counter += used;
+    out[0] = t;
+    return DLA_OK;
+}
+
+static const dla__op rand_like_op = {
+    .name = "rand_like", .nin = 1, .nout = 1, .forward = rand_like_forward, .random = 1,
+};
+
+DLA_API dla_tensor *dla_rand_like(dla_tensor *x)
+{
+    rand_like_attrs a = {0};
+    return dla__apply(&rand_like_op, &a, sizeof a, 1, &x);
+}
+
+DLA_API dla_tensor *dla_randn_like(dla_tensor *x)
+{
+    rand_like_attrs a = {1};
+    return dla__apply(&rand_like_op, &a, sizeof a, 1, &x);
 }

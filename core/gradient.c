@@ -83,19 +83,111 @@ static size_t gmap_find(const gmap *m, const dla_tensor *t)
 
 /* ------------------------------------------------------------ accumulation */
 
-/* dst += g in place, through the binary kernel (z aliases a exactly). */
-static dla_status add_into(dla_tensor *dst, dla_tensor *g)
+/* The sweep's own steps are ops too (a zeroed buffer, a private copy, an
+ * in-place add into a view of it), so a trace recorded around dla_gradient
+ * holds the whole backward pass and replays it without this file. */
+
+typedef struct fill_attrs {
+    double value;
+} fill_attrs;
+
+static dla_status fill_like_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                    dla_tensor **out, dla_tensor **saved)
 {
-    dla_binary_args a = {.struct_size = sizeof a, .op = DLA_BINARY_ADD};
-    dla__view_of(dst, &a.z);
-    dla__view_of(dst, &a.a);
-    dla__view_of(g, &a.b);
-    a.b.ndims = a.z.ndims;
-    for (int i = 0; i < a.z.ndims; i++) {
-        a.b.dims[i] = a.z.dims[i];
-        a.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
+    dla_tensor *t = in[0];
+    dla_tensor *b = dla__tensor_alloc("dla_gradient", t->storage->device, t->dtype, t->format,
+                                      t->ndims, t->dims);
+    if (!b)
+        return dla_last_status();
+    dla_view v;
+    dla__view_of(b, &v);
+    dla_status st = dla__k_fill(b->storage->device, &v, ((const fill_attrs *)attrs)->value);
+    if (st != DLA_OK) {
+        dla_tensor_release(b);
+        return st;
     }
-    return dla__k_binary(dst->storage->device, &a);
+    out[0] = b;
+    return DLA_OK;
+}
+
+static const dla__op fill_like_op = {
+    .name = "fill_like", .nin = 1, .nout = 1, .forward = fill_like_forward,
+};
+
+static dla_status clone_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                                dla_tensor **saved)
+{
+    dla_tensor *t = in[0];
+    dla_tensor *b = dla__tensor_alloc("dla_gradient", t->storage->device, t->dtype, t->format,
+                                      t->ndims, t->dims);
+    if (!b)
+        return dla_last_status();
+    dla_view v, src;
+    dla__view_of(b, &v);
+    dla__view_of(t, &src);
+    dla_status st = dla__k_copy(b->storage->device, &v, &src);
+    if (st != DLA_OK) {
+        dla_tensor_release(b);
+        return st;
+    }
+    out[0] = b;
+    return DLA_OK;
+}
+
+static const dla__op clone_op = {
+    .name = "clone", .nin = 1, .nout = 1, .forward = clone_forward,
+};
+
+#define DLA__VIEW_ATTRS_MAX 160
+
+typedef struct accumulate_attrs {
+    const dla__op *view_op; /* NULL: add into the whole buffer */
+    size_t view_attrs_size;
+    unsigned char view_attrs[DLA__VIEW_ATTRS_MAX];
+} accumulate_attrs;
+
+/* buf (a private dense buffer) += g, or view(buf) += g: in place, the
+ * result aliasing buf. */
+static dla_status accumulate_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                     dla_tensor **out, dla_tensor **saved)
+{
+    const accumulate_attrs *a = attrs;
+    dla_tensor *buf = in[0], *g = in[1], *dst = buf;
+    dla_tensor *vo[DLA__OP_MAX_IO] = {0}, *vs[DLA__OP_MAX_IO] = {0};
+    if (a->view_op) {
+        /* The view op's own forward makes the view header, unrecorded. */
+        dla_status st = a->view_op->forward(a->view_attrs, &buf, 1, vo, vs);
+        if (st != DLA_OK)
+            return st;
+        dst = vo[0];
+    }
+    dla_binary_args b = {.struct_size = sizeof b, .op = DLA_BINARY_ADD};
+    dla__view_of(dst, &b.z);
+    dla__view_of(dst, &b.a);
+    dla__view_of(g, &b.b);
+    b.b.ndims = b.z.ndims;
+    for (int i = 0; i < b.z.ndims; i++) {
+        b.b.dims[i] = b.z.dims[i];
+        b.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
+    }
+    dla_status st = dla__k_binary(dst->storage->device, &b);
+    dla_tensor_release(vo[0]);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla__tensor_view("dla_gradient", buf);
+    return out[0] ? DLA_OK : dla_last_status();
+}
+
+static const dla__op accumulate_op = {
+    .name = "accumulate", .nin = 2, .nout = 1, .forward = accumulate_forward, .inplace = 1,
+};
+
+/* Runs a one-output op unscoped; NULL on failure (message set). */
+static dla_tensor *run1(const dla__op *op, const void *attrs, size_t size, int nin,
+                        dla_tensor *const *in)
+{
+    dla_tensor *out[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
+    return dla__run_op(op, attrs, size, nin, in, out, saved) == DLA_OK ? out[0] : NULL;
 }
 
 static int same_dims(const dla_tensor *a, const dla_tensor *b)
@@ -103,33 +195,43 @@ static int same_dims(const dla_tensor *a, const dla_tensor *b)
     return a->ndims == b->ndims && !memcmp(a->dims, b->dims, (size_t)a->ndims * sizeof *a->dims);
 }
 
-/* The zeroed gradient buffer of t, made on first use; only the map holds it,
- * so views of it can be added into. */
+/* The private gradient buffer of t: the gradient so far copied, or zeros. */
 static dla_tensor *buffer_for(gmap *m, size_t s, const dla_tensor *t)
 {
     if (m->grad[s] && m->fresh[s])
         return m->grad[s];
-    dla_tensor *b = dla__tensor_alloc("dla_gradient", t->storage->device, t->dtype, t->format,
-                                      t->ndims, t->dims);
+    fill_attrs zero = {0.0};
+    dla_tensor *like = (dla_tensor *)t;
+    dla_tensor *b = m->grad[s] ? run1(&clone_op, NULL, 0, 1, &m->grad[s])
+                               : run1(&fill_like_op, &zero, sizeof zero, 1, &like);
     if (!b)
         return NULL;
-    dla_view v, src;
-    dla__view_of(b, &v);
-    dla_status st;
-    if (m->grad[s]) { /* start from the gradient so far */
-        dla__view_of(m->grad[s], &src);
-        st = dla__k_copy(b->storage->device, &v, &src);
-    } else {
-        st = dla__k_fill(b->storage->device, &v, 0.0);
-    }
-    if (st != DLA_OK) {
-        dla_tensor_release(b);
-        return NULL;
-    }
     dla_tensor_release(m->grad[s]);
     m->grad[s] = b;
     m->fresh[s] = 1;
     return b;
+}
+
+/* grad(t) += g, or view(grad(t)) += g when n is a view node. */
+static dla_status add_into(gmap *m, size_t s, const dla_tensor *t, dla_tensor *g, const dla__node *n)
+{
+    dla_tensor *b = buffer_for(m, s, t);
+    if (!b)
+        return dla_last_status();
+    accumulate_attrs a = {0};
+    if (n) {
+        DLA_ASSERT(n->op->view && n->attrs_size <= DLA__VIEW_ATTRS_MAX);
+        a.view_op = n->op;
+        a.view_attrs_size = n->attrs_size;
+        if (n->attrs_size)
+            memcpy(a.view_attrs, n->attrs, n->attrs_size);
+    }
+    dla_tensor *nb = run1(&accumulate_op, &a, sizeof a, 2, (dla_tensor *[]){b, g});
+    if (!nb)
+        return dla_last_status();
+    dla_tensor_release(m->grad[s]);
+    m->grad[s] = nb;
+    return DLA_OK;
 }
 
 /* grad(t) += g. g is a reference the caller gives up. */
@@ -141,8 +243,7 @@ static dla_status accumulate(gmap *m, const dla_tensor *t, dla_tensor *g)
         m->fresh[s] = 0;
         return DLA_OK;
     }
-    dla_tensor *b = buffer_for(m, s, t);
-    dla_status st = b ? add_into(b, g) : dla_last_status();
+    dla_status st = add_into(m, s, t, g, NULL);
     dla_tensor_release(g);
     return st;
 }
@@ -150,16 +251,7 @@ static dla_status accumulate(gmap *m, const dla_tensor *t, dla_tensor *g)
 /* grad(base) viewed as the node's output += g: the view ops' rule. */
 static dla_status accumulate_view(gmap *m, const dla__node *n, dla_tensor *g)
 {
-    const dla_tensor *base = n->in[0];
-    size_t s = gmap_slot(m, base);
-    dla_tensor *b = buffer_for(m, s, base);
-    if (!b)
-        return dla_last_status();
-    dla_scope_begin();
-    dla_tensor *v = n->op->view(n->attrs, b);
-    dla_status st = v->status == DLA_OK ? add_into(v, g) : v->status;
-    dla_scope_end();
-    return st;
+    return add_into(m, gmap_slot(m, n->in[0]), n->in[0], g, n);
 }
 
 /* ---------------------------------------------------------------- sweep */
@@ -287,14 +379,10 @@ DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *w
     dla__recording_pause();
     if (st == DLA_OK) {
         size_t s = gmap_slot(&m, loss);
-        dla_tensor *one = dla__tensor_alloc(op, loss->storage->device, loss->dtype, loss->format,
-                                            loss->ndims, loss->dims);
-        dla_view v;
-        if (one)
-            dla__view_of(one, &v);
-        st = one ? dla__k_fill(one->storage->device, &v, 1.0) : dla_last_status();
-        m.grad[s] = one;
+        fill_attrs one = {1.0};
+        m.grad[s] = run1(&fill_like_op, &one, sizeof one, 1, &loss);
         m.fresh[s] = 1;
+        st = m.grad[s] ? DLA_OK : dla_last_status();
     }
     if (st == DLA_OK)
         st = sweep(&m, tape, count);

@@ -54,6 +54,14 @@ typedef struct dla__op {
      * write each element of its gradient once, with no index lists and no
      * full-size temporaries; backward may be NULL. NULL for other ops. */
     dla_tensor *(*view)(const void *attrs, dla_tensor *base);
+    /* Nonzero when forward draws from the thread's Philox stream (dropout,
+     * rand like a tensor): a trace keeps such an op as an RNG slot that
+     * draws new numbers on every replay, the same ones eager would draw. */
+    int random;
+    /* Nonzero when out[0] is in[0]'s storage updated in place (the
+     * gradient accumulation of dla_gradient): in[0] must not be read after
+     * it, which holds for the private buffers it is used on. */
+    int inplace;
 } dla__op;
 
 struct dla__node {
@@ -63,6 +71,7 @@ struct dla__node {
     dla_tensor *out[DLA__OP_MAX_IO];   /* retained */
     dla_tensor *saved[DLA__OP_MAX_IO]; /* retained */
     const void *attrs;                 /* the node's own copy */
+    size_t attrs_size;
     /* Set by dla_gradient before backward: need[j] is nonzero when some
      * requested gradient depends on in[j]. A backward may leave gin[j] NULL
      * where need[j] is 0 (the data gradient of a first layer). */
@@ -78,6 +87,13 @@ dla_tensor *dla__apply(const dla__op *op, const void *attrs, size_t attrs_size, 
  * handle (error tensors on failure, never NULL). Returns the status. */
 dla_status dla__apply_n(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
                         dla_tensor *const *in, dla_tensor **out);
+
+/* The core of dla__apply without the scope: runs op's forward, records it
+ * on the tape and on the trace being recorded (when any), and leaves +1
+ * references in out[0..nout-1] and saved[0..nsaved-1]. The trace replay
+ * uses it directly. On failure nothing is left allocated. */
+dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
+                       dla_tensor *const *in, dla_tensor **out, dla_tensor **saved);
 
 /* Nonzero when ops on this thread are being recorded (inside dla_feval and
  * not inside a backward pass). */

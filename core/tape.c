@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "core/trace.h"
 
 #include <string.h>
 
@@ -81,6 +82,7 @@ static dla_status record(const dla__op *op, const void *attrs, size_t attrs_size
     memset(n, 0, sizeof *n);
     n->op = op;
     n->attrs = copy;
+    n->attrs_size = attrs_size;
     n->nin = nin;
     n->nout = op->nout;
     n->nsaved = op->nsaved;
@@ -99,6 +101,28 @@ static void fail_all(const dla__op *op, dla_tensor **out, dla_tensor *err)
         out[i] = i == 0 ? err : dla__return(dla_tensor_retain(err));
 }
 
+dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
+                       dla_tensor *const *in, dla_tensor **out, dla_tensor **saved)
+{
+    dla_status st = op->forward(attrs, in, nin, out, saved);
+    if (st == DLA_OK && dla__recording())
+        st = record(op, attrs, attrs_size, nin, in, out, saved);
+    if (st == DLA_OK && dla__trace_recording())
+        st = dla__trace_note(op, attrs, attrs_size, nin, in, out, saved);
+    if (st != DLA_OK) {
+        for (int i = 0; i < op->nout; i++) {
+            dla_tensor_release(out[i]);
+            out[i] = NULL;
+        }
+        for (int i = 0; i < op->nsaved; i++) {
+            dla_tensor_release(saved[i]);
+            saved[i] = NULL;
+        }
+        dla__error_prefix(op->name);
+    }
+    return st;
+}
+
 dla_status dla__apply_n(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
                         dla_tensor *const *in, dla_tensor **out)
 {
@@ -115,15 +139,10 @@ dla_status dla__apply_n(const dla__op *op, const void *attrs, size_t attrs_size,
         }
     }
     dla_tensor *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
-    dla_status st = op->forward(attrs, in, nin, res, saved);
-    if (st == DLA_OK && dla__recording())
-        st = record(op, attrs, attrs_size, nin, in, res, saved);
+    dla_status st = dla__run_op(op, attrs, attrs_size, nin, in, res, saved);
     for (int i = 0; i < op->nsaved; i++)
         dla_tensor_release(saved[i]);
     if (st != DLA_OK) {
-        for (int i = 0; i < op->nout; i++)
-            dla_tensor_release(res[i]);
-        dla__error_prefix(op->name);
         fail_all(op, out, dla__return(dla__error_tensor()));
         return st;
     }

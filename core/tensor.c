@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
+static atomic_uint_fast64_t serials;
+
+uint64_t dla__tensor_serial_next(void) { return atomic_load(&serials); }
+
 static dla_tensor oom_tensor = {
     .refcount = -1,
     .status = DLA_ERR_OUT_OF_MEMORY,
@@ -165,6 +169,7 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
     }
     atomic_init(&st->refcount, 1);
     atomic_init(&t->refcount, 1);
+    t->serial = atomic_fetch_add(&serials, 1);
     t->status = DLA_OK;
     t->dtype = dtype;
     t->ndims = ndims;

@@ -32,7 +32,13 @@ struct dla_tensor {
     int64_t offset;                /* elements */
     char format[DLA_MAX_DIMS + 1];
     dla__storage *storage;
+    /* When the tensor was made (a per-process counter): a trace tells the
+     * constants made inside the recorded function from those it was given. */
+    uint64_t serial;
 };
+
+/* The serial the next tensor will get. */
+uint64_t dla__tensor_serial_next(void);
 
 /* An error tensor for the thread's last error (status and message), owned
  * by the caller, or the static out-of-memory tensor when even that fails. */

@@ -13,6 +13,7 @@
 #include "core/launch.h"
 #include "core/op.h"
 #include "core/tensor.h"
+#include "core/trace.h"
 
 #include <string.h>
 
@@ -56,6 +57,8 @@ DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t byt
     }
     if (need == 0)
         return DLA_OK;
+    if (dla__trace_recording())
+        dla__trace_host_read(t);
     dla_tensor *d = dense(op, (dla_tensor *)t);
     if (!d)
         return dla_last_status();
@@ -75,6 +78,8 @@ DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index)
         off += (rem % t->dims[i]) * t->strides[i];
         rem /= t->dims[i];
     }
+    if (dla__trace_recording())
+        dla__trace_host_read(t);
     unsigned char raw[8];
     dla_device *dev = t->storage->device;
     size_t es = dla_dtype_size(t->dtype);

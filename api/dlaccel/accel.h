@@ -1,0 +1,148 @@
+/*
+ * dlaccel/accel.h - included by dlaccel.h; do not include it directly.
+ *
+ * dla_accelerate: MATLAB's dlaccelerate and AcceleratedFunction. The first
+ * call with a new input pattern runs the function eagerly with a recorder
+ * attached, which yields both the results and a trace (every op the call
+ * ran, the backward of dla_gradient included); a later call with the same
+ * pattern replays the trace without running the C function at all.
+ *
+ *     dla_accel *accfun = dla_accelerate(model_loss, NULL);
+ *     for (...) {
+ *         dla_tensor *out[3];
+ *         dla_accel_feval(accfun, NULL, 3, (dla_tensor *[]){w, x, t}, 3, out); // dlfeval(accfun, ...)
+ *         ...
+ *     }
+ *     printf("hit rate %.0f%%\n", dla_accel_hit_rate(accfun));
+ *     dla_accel_free(accfun);
+ *
+ * The cache key (MATLAB's): the function; for each tensor input its dtype,
+ * dims, format and device; the values of the other inputs (through
+ * dla_accel_options.key; without one, the ctx pointer itself); the number
+ * of outputs; and whether the call records gradients (dla_accel_feval) or
+ * not (dla_accel_call).
+ *
+ * What a trace bakes in: tensors the function used that are neither inputs
+ * nor results of ops on them (a tensor made from host data or with dla_rand
+ * inside the function, weights reached through ctx) are constants of the
+ * trace, with the values they had when it was recorded. Pass what changes
+ * between calls as tensor inputs. Random numbers drawn *like a traced
+ * tensor* (dla_rand_like, dla_randn_like, dla_dropout) are RNG slots: every
+ * replay draws new numbers from the thread's stream, the same ones eager
+ * would draw. Control flow that depends on values read on the host
+ * (dla_tensor_item, dla_tensor_to_host) is frozen in the trace: such a read
+ * while recording warns once and marks the trace data-dependent.
+ * CheckMode "tolerance" finds traces that differ from the function.
+ */
+#ifndef DLACCEL_ACCEL_H
+#define DLACCEL_ACCEL_H
+
+#include <dlaccel.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dla_accel dla_accel;
+
+/* Writes the values of the function's non-tensor inputs (read from ctx)
+ * into buf, at most size bytes, and returns how many bytes they take (the
+ * library calls again with a larger buf when that is more than size). */
+typedef size_t (*dla_accel_key_fn)(void *ctx, void *buf, size_t size);
+
+typedef struct dla_accel_options {
+    /* Shown by dla_accel_describe ("modelLoss"); NULL: the address. */
+    const char *name;
+    /* NULL: the ctx pointer is the non-tensor part of the key. */
+    dla_accel_key_fn key;
+} dla_accel_options;
+
+/* A new accelerated function for fn (opts may be NULL). Enabled, CacheSize
+ * 50, CheckMode "none", CheckTolerance 1e-4. NULL when out of memory. */
+DLA_API dla_accel *dla_accelerate(dla_function fn, const dla_accel_options *opts);
+/* Frees af and its traces; NULL does nothing. */
+DLA_API void dla_accel_free(dla_accel *af);
+
+/* MATLAB dlfeval(accfun, ...): as dla_feval(fn, ...), gradients included,
+ * served from a trace when the key matches one. Outputs are +1 references
+ * (or the current scope's). Returns the status; out[i] are error tensors
+ * on failure. Safe from several threads at once; inside a recording (an
+ * accelerated function calling another) the call is recorded inline. */
+DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
+                                   int nout, dla_tensor **out);
+/* MATLAB accfun(...): the same for a function that takes no gradients
+ * (inference): fn runs in a scope, without a tape. */
+DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
+                                  int nout, dla_tensor **out);
+
+/* Properties, as AcceleratedFunction's. */
+DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled); /* 0: every call runs fn */
+DLA_API int dla_accel_enabled(const dla_accel *af);
+/* Traces kept at most (>= 1; DLA_ERR_INVALID_ARGUMENT otherwise). Lowering
+ * it evicts at once. Eviction removes the trace with the least
+ * record-time x (hits + 1) / (calls since its last use + 1): rarely used
+ * cheap traces go first, a costly one that is hit often stays, and among
+ * equals the least recently used goes. */
+DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size);
+DLA_API int dla_accel_cache_size(const dla_accel *af);
+/* Percent of calls (since creation or dla_accel_clear) served by a trace. */
+DLA_API double dla_accel_hit_rate(const dla_accel *af);
+/* Traces held now. */
+DLA_API int dla_accel_occupancy(const dla_accel *af);
+/* "none" or "tolerance": with "tolerance", every call served by a trace
+ * also runs fn and warns (DLACCEL_LOG warn) "Accelerated outputs differ
+ * from underlying function outputs", naming the output and the largest
+ * absolute and relative difference, when one exceeds CheckTolerance.
+ * DLA_ERR_INVALID_ARGUMENT for another mode. */
+DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode);
+DLA_API const char *dla_accel_check_mode(const dla_accel *af);
+DLA_API dla_status dla_accel_set_check_tolerance(dla_accel *af, double tolerance);
+DLA_API double dla_accel_check_tolerance(const dla_accel *af);
+/* Empties the cache and resets the statistics (MATLAB clearCache). */
+DLA_API void dla_accel_clear(dla_accel *af);
+
+/* Why the last call was not served by a trace ("first call", "input 2 dims
+ * 28x28x1x128 -> 28x28x1x64"); "" when it was. Valid until the next call
+ * on af from any thread. Also logged at DLACCEL_LOG=info. */
+DLA_API const char *dla_accel_last_miss(const dla_accel *af);
+/* The message of the last failed check ("" when none failed). */
+DLA_API const char *dla_accel_last_check(const dla_accel *af);
+/* The properties as MATLAB displays an AcceleratedFunction, into buf
+ * (snprintf rules). */
+DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size);
+/* Writes trace i (0 .. occupancy-1, most recently used first) as text:
+ * ops with shapes, RNG slots, constants, memory. DLA_ERR_INVALID_ARGUMENT
+ * when i is out of range. */
+DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f);
+
+/* ---------------------------------------------------------------- traces */
+
+/* A recorded trace: device-independent (an SSA list of ops with
+ * attributes, shapes, constants, RNG slots and outputs), reference counted. */
+typedef struct dla_trace dla_trace;
+
+/* Trace i of af (0 .. occupancy-1, most recently used first), +1
+ * reference; NULL when i is out of range. */
+DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i);
+DLA_API dla_trace *dla_trace_retain(dla_trace *t);
+DLA_API void dla_trace_release(dla_trace *t);
+/* Runs t on in[0..nin-1], which must have the dtypes and dims the trace was
+ * recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE otherwise, naming the
+ * input), on any device: a trace recorded on one device replays on
+ * another. Outputs as dla_accel_call's. */
+DLA_API dla_status dla_trace_replay(dla_trace *t, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out);
+/* Writes t as text: ops with shapes, RNG slots, constants, memory. */
+DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f);
+
+/* Random numbers drawn like x (its dims, dtype, format and device) from
+ * the thread's stream: uniform [0, 1) and standard normal. Inside an
+ * accelerated function they are RNG slots, drawn anew on every replay. */
+DLA_API dla_tensor *dla_rand_like(dla_tensor *x);
+DLA_API dla_tensor *dla_randn_like(dla_tensor *x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLACCEL_ACCEL_H */

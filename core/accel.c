@@ -1,0 +1,676 @@
+/*
+ * accel.c - dla_accelerate: the trace cache with MATLAB's AcceleratedFunction
+ * surface (Enabled, CacheSize, HitRate, Occupancy, CheckMode,
+ * CheckTolerance, clear).
+ *
+ * A call builds its key, looks it up under the function's mutex, and
+ * replays outside it: traces are immutable once recorded and reference
+ * counted, so an eviction by another thread never frees one being replayed.
+ * A miss records on the calling thread; two threads missing on one key at
+ * once both record, and the second trace is dropped. Each miss has a reason
+ * (the first key component that differs from the most recently used
+ * trace's); a run of misses warns once with the most frequent one.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/tensor.h"
+#include "core/trace.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ keys */
+
+typedef struct key_input {
+    dla_dtype dtype;
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS + 1];
+    dla_device *device;
+} key_input;
+
+typedef struct key {
+    int grad; /* recorded through dla_accel_feval */
+    int nin, nout;
+    key_input *inputs;
+    unsigned char *bytes; /* the non-tensor inputs */
+    size_t nbytes;
+} key;
+
+static void key_free(key *k)
+{
+    dla__free(k->inputs);
+    dla__free(k->bytes);
+    memset(k, 0, sizeof *k);
+}
+
+/* What a miss was about, counted for the low-hit-rate warning. */
+typedef enum miss_kind {
+    MISS_FIRST, MISS_MODE, MISS_NIN, MISS_NOUT, MISS_DTYPE, MISS_DIMS, MISS_FORMAT, MISS_DEVICE,
+    MISS_VALUES, MISS_EVICTED, MISS_COUNT
+} miss_kind;
+
+static const char *const miss_names[] = {
+    "first call", "gradient mode", "number of inputs", "number of outputs", "input dtype",
+    "input dims", "input format", "input device", "non-tensor input values", "trace evicted",
+};
+_Static_assert(sizeof miss_names / sizeof miss_names[0] == MISS_COUNT, "miss names");
+
+/* ----------------------------------------------------------------- cache */
+
+typedef struct entry {
+    key k;
+    dla__trace *trace;
+    int refs; /* the cache's own one plus replays in flight */
+    long hits;
+    long last_used;
+} entry;
+
+struct dla_accel {
+    dla_function fn;
+    char name[64];
+    dla_accel_key_fn keyfn;
+    pthread_mutex_t lock;
+    int enabled;
+    int cache_size;
+    int check_tolerance_mode;
+    double check_tolerance;
+    entry **entries; /* most recently used first */
+    int nentries;
+    long calls, hits;
+    /* The last 16 calls (1 = miss), and miss counts by kind since the warning. */
+    unsigned recent;
+    long miss_counts[MISS_COUNT];
+    int warned;
+    char last_miss[256];
+    char last_check[512];
+    key last_key; /* of the most recent trace used or made: misses compare to it */
+};
+
+static void entry_release(entry *e)
+{
+    if (--e->refs > 0)
+        return;
+    key_free(&e->k);
+    dla__trace_free(e->trace);
+    dla__free(e);
+}
+
+DLA_API dla_accel *dla_accelerate(dla_function fn, const dla_accel_options *opts)
+{
+    if (!fn) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accelerate: argument fn is NULL");
+        return NULL;
+    }
+    dla_accel *af = dla__calloc(1, sizeof *af);
+    if (!af) {
+        dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot allocate the function");
+        return NULL;
+    }
+    af->fn = fn;
+    af->keyfn = opts ? opts->key : NULL;
+    if (opts && opts->name)
+        snprintf(af->name, sizeof af->name, "%s", opts->name);
+    else
+        snprintf(af->name, sizeof af->name, "fn@%p", *(void **)&fn);
+    pthread_mutex_init(&af->lock, NULL);
+    af->enabled = 1;
+    af->cache_size = 50;
+    af->check_tolerance = 1e-4;
+    return af;
+}
+
+static void drop_entries(dla_accel *af)
+{
+    for (int i = 0; i < af->nentries; i++)
+        entry_release(af->entries[i]);
+    dla__free(af->entries);
+    af->entries = NULL;
+    af->nentries = 0;
+}
+
+DLA_API void dla_accel_free(dla_accel *af)
+{
+    if (!af)
+        return;
+    drop_entries(af);
+    key_free(&af->last_key);
+    pthread_mutex_destroy(&af->lock);
+    dla__free(af);
+}
+
+/* Builds the key of a call. */
+static dla_status make_key(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *const *in,
+                           int nout, key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->grad = grad;
+    k->nin = nin;
+    k->nout = nout;
+    k->inputs = dla__calloc((size_t)(nin ? nin : 1), sizeof *k->inputs);
+    if (!k->inputs)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
+    for (int i = 0; i < nin; i++) {
+        key_input *ki = &k->inputs[i];
+        ki->dtype = in[i]->dtype;
+        ki->ndims = in[i]->ndims;
+        memcpy(ki->dims, in[i]->dims, (size_t)in[i]->ndims * sizeof *ki->dims);
+        memcpy(ki->format, in[i]->format, sizeof ki->format);
+        ki->device = in[i]->storage->device;
+    }
+    unsigned char small[256];
+    size_t n = af->keyfn ? af->keyfn(ctx, small, sizeof small) : sizeof ctx;
+    k->bytes = dla__malloc(n ? n : 1);
+    if (!k->bytes) {
+        key_free(k);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
+    }
+    if (!af->keyfn)
+        memcpy(k->bytes, &ctx, sizeof ctx);
+    else if (n <= sizeof small)
+        memcpy(k->bytes, small, n);
+    else
+        af->keyfn(ctx, k->bytes, n);
+    k->nbytes = n;
+    return DLA_OK;
+}
+
+/* MISS_COUNT when equal; otherwise the first component that differs, with
+ * a sentence about it in why. */
+static miss_kind key_diff(const key *old, const key *new, char *why, size_t size)
+{
+    char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+    if (old->grad != new->grad) {
+        snprintf(why, size, "gradient mode %s -> %s", old->grad ? "dla_accel_feval" : "dla_accel_call",
+                 new->grad ? "dla_accel_feval" : "dla_accel_call");
+        return MISS_MODE;
+    }
+    if (old->nin != new->nin) {
+        snprintf(why, size, "number of inputs %d -> %d", old->nin, new->nin);
+        return MISS_NIN;
+    }
+    if (old->nout != new->nout) {
+        snprintf(why, size, "number of outputs %d -> %d", old->nout, new->nout);
+        return MISS_NOUT;
+    }
+    for (int i = 0; i < new->nin; i++) {
+        const key_input *o = &old->inputs[i], *n = &new->inputs[i];
+        if (o->dtype != n->dtype) {
+            snprintf(why, size, "input %d dtype %s -> %s", i + 1, dla_dtype_name(o->dtype),
+                     dla_dtype_name(n->dtype));
+            return MISS_DTYPE;
+        }
+        if (o->ndims != n->ndims || memcmp(o->dims, n->dims, (size_t)n->ndims * sizeof *n->dims)) {
+            snprintf(why, size, "input %d dims %s -> %s", i + 1,
+                     dla__dims_str(a, sizeof a, o->ndims, o->dims),
+                     dla__dims_str(b, sizeof b, n->ndims, n->dims));
+            return MISS_DIMS;
+        }
+        if (strcmp(o->format, n->format)) {
+            snprintf(why, size, "input %d format \"%s\" -> \"%s\"", i + 1, o->format, n->format);
+            return MISS_FORMAT;
+        }
+        if (o->device != n->device) {
+            snprintf(why, size, "input %d device %s -> %s", i + 1, o->device->name, n->device->name);
+            return MISS_DEVICE;
+        }
+    }
+    if (old->nbytes != new->nbytes || memcmp(old->bytes, new->bytes, new->nbytes)) {
+        size_t at = 0;
+        while (at < old->nbytes && at < new->nbytes && old->bytes[at] == new->bytes[at])
+            at++;
+        snprintf(why, size, "non-tensor input values changed (%s, first difference at byte %zu "
+                 "of %zu)", old->nbytes == sizeof(void *) && new->nbytes == sizeof(void *)
+                 ? "the ctx pointer" : "the key function's bytes", at, new->nbytes);
+        return MISS_VALUES;
+    }
+    return MISS_COUNT;
+}
+
+static int key_equal(const key *a, const key *b)
+{
+    char why[256];
+    return key_diff(a, b, why, sizeof why) == MISS_COUNT;
+}
+
+static dla_status key_copy(key *dst, const key *src)
+{
+    key k = *src;
+    k.inputs = dla__malloc((size_t)(src->nin ? src->nin : 1) * sizeof *k.inputs);
+    k.bytes = dla__malloc(src->nbytes ? src->nbytes : 1);
+    if (!k.inputs || !k.bytes) {
+        dla__free(k.inputs);
+        dla__free(k.bytes);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot keep the key");
+    }
+    memcpy(k.inputs, src->inputs, (size_t)src->nin * sizeof *k.inputs);
+    memcpy(k.bytes, src->bytes, src->nbytes);
+    key_free(dst);
+    *dst = k;
+    return DLA_OK;
+}
+
+/* Eviction score: what a trace saves per future call, roughly. */
+static double keep_score(const dla_accel *af, const entry *e)
+{
+    return (e->trace->record_seconds + 1e-9) * (double)(e->hits + 1) /
+           (double)(af->calls - e->last_used + 1);
+}
+
+static void evict_to(dla_accel *af, int size)
+{
+    while (af->nentries > size) {
+        /* Never the trace just used or made (entry 0); the least recently
+         * used among equal scores. */
+        int worst = af->nentries - 1;
+        for (int i = af->nentries - 1; i >= 1; i--)
+            if (keep_score(af, af->entries[i]) < keep_score(af, af->entries[worst]))
+                worst = i;
+        entry *e = af->entries[worst];
+        memmove(&af->entries[worst], &af->entries[worst + 1],
+                (size_t)(af->nentries - worst - 1) * sizeof *af->entries);
+        af->nentries--;
+        dla__log(DLA_LOG_INFO, "dla_accelerate: %s: cache full (%d): evicted a trace hit %ld times",
+                 af->name, size, e->hits);
+        entry_release(e);
+    }
+}
+
+/* Moves entry i to the front (most recently used). */
+static void touch(dla_accel *af, int i)
+{
+    entry *e = af->entries[i];
+    memmove(&af->entries[1], &af->entries[0], (size_t)i * sizeof *af->entries);
+    af->entries[0] = e;
+    e->last_used = af->calls;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static void note_call(dla_accel *af, int miss, miss_kind kind)
+{
+    af->calls++;
+    af->recent = (af->recent << 1) | (unsigned)miss;
+    if (!miss) {
+        af->hits++;
+        return;
+    }
+    af->miss_counts[kind]++;
+    /* tf.function's rule, roughly: most of the last 10 calls missed. */
+    int recent_misses = __builtin_popcount(af->recent & 0x3ffu);
+    if (!af->warned && af->calls >= 10 && recent_misses >= 8) {
+        int top = MISS_FIRST + 1;
+        for (int k = MISS_FIRST + 1; k < MISS_COUNT; k++)
+            if (af->miss_counts[k] > af->miss_counts[top])
+                top = k;
+        af->warned = 1;
+        dla__log(DLA_LOG_WARN,
+                 "dla_accelerate: %s: %d of the last 10 calls missed the cache (hit rate %.0f%%); "
+                 "the most frequent reason is a change of %s (last: %s). Keep it fixed between "
+                 "calls, or call the function itself",
+                 af->name, recent_misses, 100.0 * (double)af->hits / (double)af->calls,
+                 miss_names[top], af->last_miss);
+    }
+}
+
+/* ------------------------------------------------------------- checking */
+
+/* Compares replayed outputs with eager ones; warns when they differ. */
+static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tensor **got,
+                          dla_tensor **want)
+{
+    for (int i = 0; i < nout; i++) {
+        if (got[i]->status != DLA_OK || want[i]->status != DLA_OK ||
+            (got[i]->dtype != DLA_F32 && got[i]->dtype != DLA_F64))
+            continue;
+        int64_t n = dla_tensor_numel(got[i]);
+        if (n != dla_tensor_numel(want[i]))
+            continue;
+        double *a = dla__malloc(sizeof(double) * (size_t)(n ? n : 1));
+        double *b = dla__malloc(sizeof(double) * (size_t)(n ? n : 1));
+        int ok = a && b;
+        dla_scope_begin();
+        if (ok)
+            ok = dla_tensor_to_host(dla_cast(got[i], DLA_F64), a, sizeof(double) * (size_t)n) == DLA_OK &&
+                 dla_tensor_to_host(dla_cast(want[i], DLA_F64), b, sizeof(double) * (size_t)n) == DLA_OK;
+        dla_scope_end();
+        double abs_err = 0, rel_err = 0;
+        for (int64_t j = 0; ok && j < n; j++) {
+            double d = fabs(a[j] - b[j]);
+            if (isnan(a[j]) != isnan(b[j]))
+                d = INFINITY;
+            abs_err = d > abs_err ? d : abs_err;
+            double r = d / (fabs(b[j]) > 1e-30 ? fabs(b[j]) : 1e-30);
+            rel_err = r > rel_err ? r : rel_err;
+        }
+        dla__free(a);
+        dla__free(b);
+        if (ok && abs_err > af->check_tolerance && rel_err > af->check_tolerance) {
+            char cause[320] = "";
+            if (t->inner_consts)
+                snprintf(cause, sizeof cause, "; the trace bakes %d constant%s made inside the "
+                         "function (random numbers not drawn like a traced tensor, or host data)",
+                         t->inner_consts, t->inner_consts == 1 ? "" : "s");
+            else if (t->data_dependent)
+                snprintf(cause, sizeof cause, "; the trace is data-dependent: %s",
+                         t->data_dependent_note);
+            snprintf(af->last_check, sizeof af->last_check,
+                     "Accelerated outputs differ from underlying function outputs: output %d: "
+                     "largest absolute difference %.6g, largest relative difference %.6g "
+                     "(CheckTolerance %g)%s", i + 1, abs_err, rel_err, af->check_tolerance, cause);
+            dla__log(DLA_LOG_WARN, "dla_accelerate: %s: %s", af->name, af->last_check);
+        }
+    }
+}
+
+/* ----------------------------------------------------------------- calls */
+
+/* Runs fn eagerly: through dla_feval (grad) or in a scope. out[] are +1
+ * references (unscoped). */
+static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *const *in,
+                            int nout, dla_tensor **out)
+{
+    dla_status st;
+    dla_scope_begin();
+    for (int i = 0; i < nout; i++)
+        out[i] = NULL;
+    if (grad) {
+        st = dla_feval(af->fn, ctx, nin, in, nout, out);
+    } else {
+        st = af->fn(ctx, nin, in, nout, out);
+        for (int i = 0; i < nout; i++)
+            if (!out[i]) {
+                dla__fail(st != DLA_OK ? st : DLA_ERR_STATE,
+                          "dla_accel_call: the function left output %d unset", i + 1);
+                out[i] = dla__return(dla__error_tensor());
+            }
+    }
+    for (int i = 0; i < nout; i++)
+        dla_tensor_retain(out[i]);
+    dla_scope_end();
+    return st;
+}
+
+static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *const *in,
+                       int nout, dla_tensor **out)
+{
+    const char *op = grad ? "dla_accel_feval" : "dla_accel_call";
+    if (nout < 0 || (nout && !out))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument out: %d outputs", op, nout);
+    for (int i = 0; i < nout; i++)
+        out[i] = NULL;
+    dla_status st = DLA_OK;
+    if (!af || nin < 0 || (nin && !in))
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is invalid", op, !af ? "af" : "in");
+    for (int i = 0; st == DLA_OK && i < nin; i++)
+        if (!in[i] || in[i]->status != DLA_OK)
+            st = in[i] ? dla__fail(in[i]->status, "%s", in[i]->message)
+                       : dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d is NULL", op, i + 1);
+    if (st != DLA_OK) {
+        for (int i = 0; i < nout; i++)
+            out[i] = dla__return(dla__error_tensor());
+        return st;
+    }
+    /* Disabled, or inside another recording (then the ops go inline into
+     * that trace): the function itself. */
+    if (!af->enabled || dla__trace_recording()) {
+        st = run_eager(af, ctx, grad, nin, in, nout, out);
+        for (int i = 0; i < nout; i++)
+            out[i] = dla__return(out[i]);
+        return st;
+    }
+    key k;
+    if ((st = make_key(af, ctx, grad, nin, in, nout, &k)) != DLA_OK) {
+        for (int i = 0; i < nout; i++)
+            out[i] = dla__return(dla__error_tensor());
+        return st;
+    }
+    entry *hit = NULL;
+    pthread_mutex_lock(&af->lock);
+    for (int i = 0; i < af->nentries; i++)
+        if (key_equal(&af->entries[i]->k, &k)) {
+            hit = af->entries[i];
+            hit->refs++;
+            hit->hits++;
+            touch(af, i);
+            break;
+        }
+    int check = af->check_tolerance_mode;
+    if (hit) {
+        af->last_miss[0] = '\0';
+        note_call(af, 0, MISS_COUNT);
+        key_copy(&af->last_key, &k);
+    } else {
+        miss_kind kind = MISS_FIRST;
+        char why[200];
+        if (af->last_key.inputs) {
+            kind = key_diff(&af->last_key, &k, why, sizeof why);
+            if (kind == MISS_COUNT) { /* it was cached once: evicted or cleared */
+                kind = MISS_EVICTED;
+                snprintf(why, sizeof why, "its trace was evicted (CacheSize %d)", af->cache_size);
+            }
+        } else {
+            snprintf(why, sizeof why, "first call");
+        }
+        snprintf(af->last_miss, sizeof af->last_miss, "%s", why);
+        note_call(af, 1, kind);
+        dla__log(DLA_LOG_INFO, "dla_accelerate: %s: miss: %s", af->name, why);
+    }
+    pthread_mutex_unlock(&af->lock);
+
+    if (hit) {
+        uint64_t seed, before, after;
+        dla_rng_get(&seed, &before);
+        st = dla__trace_replay(hit->trace, in, out);
+        if (st == DLA_OK && check) {
+            /* The eager run draws the same random numbers as the replay did
+             * (RNG slots must agree), and the stream ends where one call
+             * leaves it. */
+            dla_tensor *want[DLA__OP_MAX_IO * 4];
+            dla_rng_get(&seed, &after);
+            dla_rng_set(seed, before);
+            dla_status es = nout <= (int)(sizeof want / sizeof want[0])
+                                ? run_eager(af, ctx, grad, nin, in, nout, want)
+                                : DLA_ERR_INVALID_ARGUMENT;
+            dla_rng_set(seed, after);
+            if (es == DLA_OK) {
+                pthread_mutex_lock(&af->lock);
+                check_outputs(af, hit->trace, nout, out, want);
+                pthread_mutex_unlock(&af->lock);
+            }
+            for (int i = 0; es == DLA_OK && i < nout; i++)
+                dla_tensor_release(want[i]);
+        }
+        pthread_mutex_lock(&af->lock);
+        entry_release(hit);
+        pthread_mutex_unlock(&af->lock);
+        key_free(&k);
+    } else {
+        /* Record while running eagerly. */
+        dla__trace *trace = NULL;
+        /* When recording cannot start (memory), the call still runs. */
+        int recording = dla__trace_begin(nin, in) == DLA_OK;
+        st = run_eager(af, ctx, grad, nin, in, nout, out);
+        if (recording) {
+            dla_status rs = dla__trace_end(st == DLA_OK, nout, out, &trace);
+            if (rs != DLA_OK)
+                dla__log(DLA_LOG_WARN, "dla_accelerate: %s: the trace could not be kept: %s",
+                         af->name, dla_last_error());
+        }
+        entry *e = trace ? dla__calloc(1, sizeof *e) : NULL;
+        if (trace && !e)
+            dla__trace_free(trace);
+        if (e) {
+            e->k = k;
+            e->trace = trace;
+            e->refs = 1;
+            pthread_mutex_lock(&af->lock);
+            int dup = 0;
+            for (int i = 0; i < af->nentries && !dup; i++)
+                dup = key_equal(&af->entries[i]->k, &k);
+            entry **grown = dup ? NULL
+                                : dla__realloc(af->entries, (size_t)(af->nentries + 1) * sizeof *grown);
+            if (grown) {
+                af->entries = grown;
+                memmove(&af->entries[1], &af->entries[0], (size_t)af->nentries * sizeof *grown);
+                af->entries[0] = e;
+                af->nentries++;
+                e->last_used = af->calls;
+                key_copy(&af->last_key, &k);
+                evict_to(af, af->cache_size);
+                e = NULL;
+            }
+            pthread_mutex_unlock(&af->lock);
+            if (e) { /* a duplicate, or no room to keep it */
+                entry_release(e);
+            }
+        } else {
+            key_free(&k);
+        }
+    }
+    for (int i = 0; i < nout; i++) {
+        if (!out[i])
+            out[i] = dla__error_tensor();
+        out[i] = dla__return(out[i]);
+        if (st == DLA_OK && out[i]->status != DLA_OK)
+            st = out[i]->status;
+    }
+    return st;
+}
+
+DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
+                                   int nout, dla_tensor **out)
+{
+    return call(af, ctx, 1, nin, in, nout, out);
+}
+
+DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
+                                  int nout, dla_tensor **out)
+{
+    return call(af, ctx, 0, nin, in, nout, out);
+}
+
+/* ------------------------------------------------------------ properties */
+
+DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled)
+{
+    if (af)
+        af->enabled = enabled != 0;
+}
+
+DLA_API int dla_accel_enabled(const dla_accel *af) { return af ? af->enabled : 0; }
+
+DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size)
+{
+    if (!af || size < 1)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                         "dla_accel_set_cache_size: argument size: %d; it must be at least 1", size);
+    pthread_mutex_lock(&af->lock);
+    af->cache_size = size;
+    evict_to(af, size);
+    pthread_mutex_unlock(&af->lock);
+    return DLA_OK;
+}
+
+DLA_API int dla_accel_cache_size(const dla_accel *af) { return af ? af->cache_size : 0; }
+
+DLA_API double dla_accel_hit_rate(const dla_accel *af)
+{
+    return af && af->calls ? 100.0 * (double)af->hits / (double)af->calls : 0.0;
+}
+
+DLA_API int dla_accel_occupancy(const dla_accel *af) { return af ? af->nentries : 0; }
+
+DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode)
+{
+    if (af && mode && !strcmp(mode, "none"))
+        af->check_tolerance_mode = 0;
+    else if (af && mode && !strcmp(mode, "tolerance"))
+        af->check_tolerance_mode = 1;
+    else
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_set_check_mode: argument mode: "
+                         "\"%s\"; use \"none\" or \"tolerance\"", mode ? mode : "(null)");
+    return DLA_OK;
+}
+
+DLA_API const char *dla_accel_check_mode(const dla_accel *af)
+{
+    return af && af->check_tolerance_mode ? "tolerance" : "none";
+}
+
+DLA_API dla_status dla_accel_set_check_tolerance(dla_accel *af, double tolerance)
+{
+    if (!af || !(tolerance >= 0))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_set_check_tolerance: argument "
+                         "tolerance: %g; it must be >= 0", tolerance);
+    af->check_tolerance = tolerance;
+    return DLA_OK;
+}
+
+DLA_API double dla_accel_check_tolerance(const dla_accel *af) { return af ? af->check_tolerance : 0; }
+
+DLA_API void dla_accel_clear(dla_accel *af)
+{
+    if (!af)
+        return;
+    pthread_mutex_lock(&af->lock);
+    drop_entries(af);
+    key_free(&af->last_key);
+    af->calls = af->hits = 0;
+    af->recent = 0;
+    af->warned = 0;
+    memset(af->miss_counts, 0, sizeof af->miss_counts);
+    af->last_miss[0] = af->last_check[0] = '\0';
+    pthread_mutex_unlock(&af->lock);
+}
+
+DLA_API const char *dla_accel_last_miss(const dla_accel *af) { return af ? af->last_miss : ""; }
+DLA_API const char *dla_accel_last_check(const dla_accel *af) { return af ? af->last_check : ""; }
+
+DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size)
+{
+    if (!af)
+        return snprintf(buf, size, "(null accelerated function)");
+    return snprintf(buf, size,
+                    "  AcceleratedFunction with properties:\n\n"
+                    "          Function: @%s\n"
+                    "           Enabled: %d\n"
+                    "         CacheSize: %d\n"
+                    "           HitRate: %.4g\n"
+                    "         Occupancy: %d\n"
+                    "         CheckMode: '%s'\n"
+                    "    CheckTolerance: %.4e\n",
+                    af->name, af->enabled, af->cache_size, dla_accel_hit_rate(af), af->nentries,
+                    dla_accel_check_mode(af), af->check_tolerance);
+}
+
+DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i)
+{
+    if (!af || i < 0 || i >= af->nentries) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_trace: argument i: %d is outside 0..%d", i,
+                  af ? af->nentries - 1 : -1);
+        return NULL;
+    }
+    pthread_mutex_lock(&af->lock);
+    dla_trace *t = dla_trace_retain((dla_trace *)af->entries[i]->trace);
+    pthread_mutex_unlock(&af->lock);
+    return t;
+}
+
+DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f)
+{
+    if (!af || i < 0 || i >= af->nentries || !f)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_print_trace: argument i: %d is "
+                         "outside 0..%d", i, af ? af->nentries - 1 : -1);
+    pthread_mutex_lock((pthread_mutex_t *)&af->lock);
+    entry *e = af->entries[i];
+    fprintf(f, "trace %d of %s: hit %ld times\n", i, af->name, e->hits);
+    dla__trace_print(e->trace, f);
+    pthread_mutex_unlock((pthread_mutex_t *)&af->lock);
+    return DLA_OK;
+}

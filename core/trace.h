@@ -1,0 +1,88 @@
+/*
+ * trace.h - traces: what dla_accelerate records and replays (internal).
+ *
+ * A trace is an SSA program over values. Value 0..nin-1 are the function's
+ * tensor inputs; constants are tensors the function used that no recorded
+ * op made (a tensor made from host data inside the function, weights
+ * reached through ctx): their values at recording time are baked in. Every
+ * other value is an output (or a saved tensor) of an entry. Entries are the
+ * ops dla__run_op ran while recording, forward and backward alike, in order.
+ */
+#ifndef DLA_CORE_TRACE_H
+#define DLA_CORE_TRACE_H
+
+#include "core/op.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum dla__value_kind { DLA__VALUE_INPUT, DLA__VALUE_CONST, DLA__VALUE_OP } dla__value_kind;
+
+typedef struct dla__trace_value {
+    dla__value_kind kind;
+    int index; /* input number, constant number, or producing entry */
+    dla_dtype dtype;
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS + 1];
+    int last_use; /* the last entry reading it; -1: none */
+    int is_output;
+} dla__trace_value;
+
+typedef struct dla__trace_entry {
+    const dla__op *op;
+    void *attrs;
+    size_t attrs_size;
+    int nin, nout, nsaved;
+    int in[DLA__OP_MAX_IO];
+    int out[2 * DLA__OP_MAX_IO]; /* outputs, then saved tensors */
+} dla__trace_entry;
+
+typedef struct dla__trace {
+    int refs; /* dla_trace handles and cache entries; atomic through accel's use */
+    dla__trace_entry *entries;
+    int nentries;
+    dla__trace_value *values;
+    int nvalues;
+    int nin, nout;
+    int *outputs;        /* nout value ids */
+    dla_tensor **consts; /* nconsts, retained, as they were recorded */
+    int nconsts;
+    int inner_consts;    /* constants the function made while recording */
+    uint64_t serial_start;
+    int rng_entries;     /* entries that draw random numbers */
+    int data_dependent;  /* host reads of traced values while recording */
+    char data_dependent_note[256];
+    double record_seconds;
+} dla__trace;
+
+/* ------------------------------------------------------------- recording */
+
+/* Nonzero when this thread records a trace now. */
+int dla__trace_recording(void);
+/* Starts recording on this thread with in[0..nin-1] as the inputs.
+ * Recordings do not nest: DLA_ERR_STATE if one is active. */
+dla_status dla__trace_begin(int nin, dla_tensor *const *in);
+/* Called by dla__run_op for every op run while recording. */
+dla_status dla__trace_note(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
+                           dla_tensor *const *in, dla_tensor *const *out, dla_tensor *const *saved);
+/* A value was read on the host while recording (dla_tensor_to_host...). */
+void dla__trace_host_read(const dla_tensor *t);
+/* Ends recording: out[0..nout-1] are the function's outputs. On success
+ * *trace is a new trace (free with dla__trace_free). With ok == 0 the
+ * recording is dropped and *trace is NULL. */
+dla_status dla__trace_end(int ok, int nout, dla_tensor *const *out, dla__trace **trace);
+void dla__trace_free(dla__trace *t);
+
+/* -------------------------------------------------------------- replay */
+
+/* Runs the trace on in[0..nin-1] (the trace's dtypes and dims; any
+ * device), giving +1 references in out[0..nout-1]. Ops are run through
+ * dla__run_op, so a replay inside dla_feval or inside another recording is
+ * recorded there too. */
+dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out);
+
+/* Writes the trace as text (ops, shapes, RNG entries, constants, memory). */
+void dla__trace_print(const dla__trace *t, FILE *f);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * trace_api.c - the public handle on a trace: take one from an accelerated
+ * function, replay it on any device, print it.
+ *
+ * dla_trace is dla__trace itself; its reference count is shared with the
+ * cache entry that holds it, so a handle outlives an eviction.
+ */
+#include "core/error.h"
+#include "core/tensor.h"
+#include "core/trace.h"
+
+#include <string.h>
+
+struct dla_trace; /* == dla__trace */
+
+DLA_API dla_trace *dla_trace_retain(dla_trace *t)
+{
+    if (t)
+        __atomic_add_fetch(&((dla__trace *)t)->refs, 1, __ATOMIC_ACQ_REL);
+    return t;
+}
+
+DLA_API void dla_trace_release(dla_trace *t) { dla__trace_free((dla__trace *)t); }
+
+DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f)
+{
+    if (!t || !f)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_trace_print: argument %s is NULL",
+                         t ? "f" : "t");
+    dla__trace_print((const dla__trace *)t, f);
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    static const char op[] = "dla_trace_replay";
+    const dla__trace *t = (const dla__trace *)handle;
+    dla_status st = DLA_OK;
+    for (int i = 0; i < nout && out; i++)
+        out[i] = NULL;
+    char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+    if (!t || (nin && !in) || (nout && !out))
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op,
+                       !t ? "t" : !in ? "in" : "out");
+    else if (nin != t->nin || nout != t->nout)
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d inputs and %d outputs; the trace has %d "
+                       "and %d", op, nin, nout, t->nin, t->nout);
+    for (int id = 0; st == DLA_OK && id < t->nvalues; id++) {
+        const dla__trace_value *v = &t->values[id];
+        if (v->kind != DLA__VALUE_INPUT)
+            continue;
+        const dla_tensor *x = in[v->index];
+        if (!x || x->status != DLA_OK)
+            st = x ? dla__fail(x->status, "%s", x->message)
+                   : dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d is NULL", op, v->index + 1);
+        else if (x->dtype != v->dtype)
+            st = dla__fail(DLA_ERR_DTYPE, "%s: input %d is %s; the trace was recorded with %s", op,
+                           v->index + 1, dla_dtype_name(x->dtype), dla_dtype_name(v->dtype));
+        else if (x->ndims != v->ndims || memcmp(x->dims, v->dims, (size_t)v->ndims * sizeof *v->dims))
+            st = dla__fail(DLA_ERR_SHAPE, "%s: input %d is %s; the trace was recorded with %s", op,
+                           v->index + 1, dla__tensor_dims_str(x, a, sizeof a),
+                           dla__dims_str(b, sizeof b, v->ndims, v->dims));
+    }
+    if (st == DLA_OK)
+        st = dla__trace_replay(t, in, out);
+    for (int i = 0; i < nout && out; i++) {
+        if (!out[i])
+            out[i] = dla__error_tensor();
+        out[i] = dla__return(out[i]);
+    }
+    return st;
+}

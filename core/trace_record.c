@@ -1,0 +1,307 @@
+/*
+ * trace_record.c - recording a trace while a function runs eagerly.
+ *
+ * The recorder maps each tensor it meets to a value. It keeps a reference
+ * to every tensor it has mapped until recording ends, so an address cannot
+ * be freed and reused for another tensor under the map's feet. A tensor
+ * read by an op that is neither an input nor an earlier op's output is a
+ * constant: the recorder keeps it, and the trace bakes its values in.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/tensor.h"
+#include "core/trace.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct recorder {
+    /* tensor -> value id; open addressing, grown at half load */
+    dla_tensor **keys;
+    int *ids;
+    size_t cap, used;
+    dla__trace *t;
+    int capv, cape, capc;
+    int failed;
+    double start;
+} recorder;
+
+static _Thread_local recorder *active;
+
+int dla__trace_recording(void) { return active != NULL; }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static size_t slot_of(const recorder *r, const dla_tensor *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    size_t i = (size_t)x & (r->cap - 1);
+    while (r->keys[i] && r->keys[i] != p)
+        i = (i + 1) & (r->cap - 1);
+    return i;
+}
+
+static int find(const recorder *r, const dla_tensor *p)
+{
+    size_t i = slot_of(r, p);
+    return r->keys[i] ? r->ids[i] : -1;
+}
+
+static dla_status grow_map(recorder *r)
+{
+    size_t cap = r->cap ? r->cap * 2 : 256;
+    dla_tensor **keys = dla__calloc(cap, sizeof *keys);
+    int *ids = dla__calloc(cap, sizeof *ids);
+    if (!keys || !ids) {
+        dla__free(keys);
+        dla__free(ids);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot grow the recorder's map");
+    }
+    recorder old = *r;
+    r->keys = keys;
+    r->ids = ids;
+    r->cap = cap;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.keys[i]) {
+            size_t j = slot_of(r, old.keys[i]);
+            r->keys[j] = old.keys[i];
+            r->ids[j] = old.ids[i];
+        }
+    dla__free(old.keys);
+    dla__free(old.ids);
+    return DLA_OK;
+}
+
+/* A new value for tensor p (retained by the map). */
+static int add_value(recorder *r, dla_tensor *p, dla__value_kind kind, int index)
+{
+    dla__trace *t = r->t;
+    if ((r->used + 1) * 2 > r->cap && grow_map(r) != DLA_OK)
+        return -1;
+    if (t->nvalues == r->capv) {
+        int cap = r->capv ? r->capv * 2 : 64;
+        dla__trace_value *v = dla__realloc(t->values, (size_t)cap * sizeof *v);
+        if (!v) {
+            dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot grow the trace's values");
+            return -1;
+        }
+        t->values = v;
+        r->capv = cap;
+    }
+    int id = t->nvalues++;
+    dla__trace_value *v = &t->values[id];
+    memset(v, 0, sizeof *v);
+    v->kind = kind;
+    v->index = index;
+    v->dtype = p->dtype;
+    v->ndims = p->ndims;
+    memcpy(v->dims, p->dims, sizeof v->dims);
+    memcpy(v->format, p->format, sizeof v->format);
+    v->last_use = -1;
+    size_t s = slot_of(r, p);
+    r->keys[s] = dla_tensor_retain(p);
+    r->ids[s] = id;
+    r->used++;
+    return id;
+}
+
+static int add_const(recorder *r, dla_tensor *p)
+{
+    dla__trace *t = r->t;
+    if (t->nconsts == r->capc) {
+        int cap = r->capc ? r->capc * 2 : 16;
+        dla_tensor **c = dla__realloc(t->consts, (size_t)cap * sizeof *c);
+        if (!c) {
+            dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot grow the trace's constants");
+            return -1;
+        }
+        t->consts = c;
+        r->capc = cap;
+    }
+    int id = add_value(r, p, DLA__VALUE_CONST, t->nconsts);
+    if (id >= 0) {
+        t->consts[t->nconsts++] = dla_tensor_retain(p);
+        if (p->serial >= t->serial_start)
+            t->inner_consts++;
+    }
+    return id;
+}
+
+static void release_map(recorder *r)
+{
+    for (size_t i = 0; i < r->cap; i++)
+        dla_tensor_release(r->keys[i]);
+    dla__free(r->keys);
+    dla__free(r->ids);
+}
+
+dla_status dla__trace_begin(int nin, dla_tensor *const *in)
+{
+    if (active)
+        return dla__fail(DLA_ERR_STATE, "dla_accelerate: a trace is already being recorded on "
+                         "this thread");
+    recorder *r = dla__calloc(1, sizeof *r);
+    dla__trace *t = r ? dla__calloc(1, sizeof *t) : NULL;
+    if (!t) {
+        dla__free(r);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot start a recording");
+    }
+    r->t = t;
+    t->refs = 1;
+    t->nin = nin;
+    t->serial_start = dla__tensor_serial_next();
+    r->start = now_s();
+    active = r;
+    for (int i = 0; i < nin; i++) {
+        /* The same tensor passed twice is one value: its second slot aliases. */
+        if (r->cap && find(r, in[i]) >= 0)
+            continue;
+        if (add_value(r, in[i], DLA__VALUE_INPUT, i) < 0) {
+            dla_status st = dla_last_status();
+            dla__trace *none;
+            dla__trace_end(0, 0, NULL, &none);
+            return st;
+        }
+    }
+    return DLA_OK;
+}
+
+dla_status dla__trace_note(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
+                           dla_tensor *const *in, dla_tensor *const *out, dla_tensor *const *saved)
+{
+    recorder *r = active;
+    if (r->failed)
+        return DLA_OK; /* already broken: the recording will be dropped */
+    dla__trace *t = r->t;
+    if (t->nentries == r->cape) {
+        int cap = r->cape ? r->cape * 2 : 64;
+        dla__trace_entry *e = dla__realloc(t->entries, (size_t)cap * sizeof *e);
+        if (!e) {
+            r->failed = 1;
+            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot grow the trace");
+        }
+        t->entries = e;
+        r->cape = cap;
+    }
+    int k = t->nentries;
+    dla__trace_entry *e = &t->entries[k];
+    memset(e, 0, sizeof *e);
+    e->op = op;
+    e->nin = nin;
+    e->nout = op->nout;
+    e->nsaved = op->nsaved;
+    for (int i = 0; i < nin; i++) {
+        int id = r->cap ? find(r, in[i]) : -1;
+        if (id < 0)
+            id = add_const(r, in[i]);
+        if (id < 0) {
+            r->failed = 1;
+            return dla_last_status();
+        }
+        e->in[i] = id;
+        t->values[id].last_use = k;
+    }
+    for (int i = 0; i < op->nout + op->nsaved; i++) {
+        dla_tensor *o = i < op->nout ? out[i] : saved[i - op->nout];
+        int id = add_value(r, o, DLA__VALUE_OP, k);
+        if (id < 0) {
+            r->failed = 1;
+            return dla_last_status();
+        }
+        e->out[i] = id;
+    }
+    if (attrs_size) {
+        e->attrs = dla__malloc(attrs_size);
+        if (!e->attrs) {
+            r->failed = 1;
+            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot copy the attributes");
+        }
+        memcpy(e->attrs, attrs, attrs_size);
+        e->attrs_size = attrs_size;
+    }
+    t->nentries++;
+    if (op->random)
+        t->rng_entries++;
+    return DLA_OK;
+}
+
+void dla__trace_host_read(const dla_tensor *x)
+{
+    recorder *r = active;
+    if (!r || !r->cap || find(r, x) < 0 || r->t->values[find(r, x)].kind == DLA__VALUE_CONST)
+        return;
+    dla__trace *t = r->t;
+    if (!t->data_dependent) {
+        char buf[DLA__DIMS_BUF];
+        snprintf(t->data_dependent_note, sizeof t->data_dependent_note,
+                 "the function read a traced value (%s %s) on the host while recording; the trace "
+                 "replays the control flow of that call, whatever later values are",
+                 dla__tensor_dims_str(x, buf, sizeof buf), dla_dtype_name(x->dtype));
+        dla__log(DLA_LOG_WARN, "dla_accelerate: %s", t->data_dependent_note);
+    }
+    t->data_dependent++;
+}
+
+dla_status dla__trace_end(int ok, int nout, dla_tensor *const *out, dla__trace **trace)
+{
+    recorder *r = active;
+    DLA_ASSERT(r);
+    active = NULL;
+    *trace = NULL;
+    dla__trace *t = r->t;
+    dla_status st = ok && r->failed ? DLA_ERR_OUT_OF_MEMORY : DLA_OK;
+    if (ok && !r->failed) {
+        t->nout = nout;
+        t->outputs = dla__calloc((size_t)(nout ? nout : 1), sizeof *t->outputs);
+        if (!t->outputs)
+            st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot finish the trace");
+        for (int i = 0; st == DLA_OK && i < nout; i++) {
+            /* An output no op made (a constant, an input) is still an output. */
+            active = r;
+            int id = r->cap ? find(r, out[i]) : -1;
+            if (id < 0)
+                id = add_const(r, out[i]);
+            active = NULL;
+            if (id < 0)
+                st = dla_last_status();
+            else {
+                t->outputs[i] = id;
+                t->values[id].is_output = 1;
+            }
+        }
+        t->record_seconds = now_s() - r->start;
+    }
+    release_map(r);
+    dla__free(r);
+    if (!ok || st != DLA_OK) {
+        dla__trace_free(t);
+        return ok ? st : DLA_OK;
+    }
+    *trace = t;
+    return DLA_OK;
+}
+
+void dla__trace_free(dla__trace *t)
+{
+    if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) > 0)
+        return;
+    for (int i = 0; i < t->nentries; i++)
+        dla__free(t->entries[i].attrs);
+    for (int i = 0; i < t->nconsts; i++)
+        dla_tensor_release(t->consts[i]);
+    dla__free(t->entries);
+    dla__free(t->values);
+    dla__free(t->consts);
+    dla__free(t->outputs);
+    dla__free(t);
+}

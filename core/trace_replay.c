@@ -1,0 +1,148 @@
+/*
+ * trace_replay.c - running a recorded trace, and printing one.
+ *
+ * Replay walks the entries in order and calls each op's forward through
+ * dla__run_op, with no user code, no scope and no key checks in between.
+ * A value is released right after its last reader, so the device allocator
+ * reuses memory as it goes. Constants recorded on another device than the
+ * replay's are copied over once per replay.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "core/trace.h"
+
+#include <string.h>
+
+dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)
+{
+    dla_tensor **v = dla__calloc((size_t)(t->nvalues ? t->nvalues : 1), sizeof *v);
+    unsigned char *owned = dla__calloc((size_t)(t->nvalues ? t->nvalues : 1), 1);
+    if (!v || !owned) {
+        dla__free(v);
+        dla__free(owned);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot replay (%d values)",
+                         t->nvalues);
+    }
+    dla_device *dev = t->nin ? in[0]->storage->device : dla_device_current();
+    dla_status st = DLA_OK;
+    for (int id = 0; id < t->nvalues && st == DLA_OK; id++) {
+        const dla__trace_value *val = &t->values[id];
+        if (val->kind == DLA__VALUE_INPUT) {
+            v[id] = in[val->index];
+        } else if (val->kind == DLA__VALUE_CONST) {
+            dla_tensor *c = t->consts[val->index];
+            if (dev && c->storage->device != dev) {
+                /* A device move as an op, so an outer recording sees it. */
+                dla_scope_begin();
+                dla_tensor *moved = dla_tensor_to_device(c, dev);
+                if (moved->status == DLA_OK)
+                    v[id] = dla_tensor_retain(moved);
+                else
+                    st = moved->status;
+                dla_scope_end();
+                owned[id] = 1;
+            } else {
+                v[id] = c;
+            }
+        }
+    }
+    for (int k = 0; k < t->nentries && st == DLA_OK; k++) {
+        const dla__trace_entry *e = &t->entries[k];
+        dla_tensor *ins[DLA__OP_MAX_IO], *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
+        for (int i = 0; i < e->nin; i++)
+            ins[i] = v[e->in[i]];
+        st = dla__run_op(e->op, e->attrs, e->attrs_size, e->nin, ins, res, saved);
+        if (st != DLA_OK)
+            break;
+        for (int i = 0; i < e->nout + e->nsaved; i++) {
+            int id = e->out[i];
+            v[id] = i < e->nout ? res[i] : saved[i - e->nout];
+            owned[id] = 1;
+            if (t->values[id].last_use < 0 && !t->values[id].is_output) {
+                dla_tensor_release(v[id]); /* nobody reads it */
+                v[id] = NULL;
+            }
+        }
+        for (int i = 0; i < e->nin; i++) {
+            int id = e->in[i];
+            if (t->values[id].last_use == k && !t->values[id].is_output && owned[id]) {
+                dla_tensor_release(v[id]);
+                v[id] = NULL;
+                owned[id] = 0;
+            }
+        }
+    }
+    for (int i = 0; i < t->nout; i++)
+        out[i] = st == DLA_OK ? dla_tensor_retain(v[t->outputs[i]]) : NULL;
+    for (int id = 0; id < t->nvalues; id++)
+        if (owned[id])
+            dla_tensor_release(v[id]);
+    dla__free(v);
+    dla__free(owned);
+    return st;
+}
+
+static const char *kind_name(dla__value_kind k)
+{
+    return k == DLA__VALUE_INPUT ? "input" : k == DLA__VALUE_CONST ? "const" : "op";
+}
+
+static size_t value_bytes(const dla__trace_value *v)
+{
+    int64_t n = 1;
+    for (int i = 0; i < v->ndims; i++)
+        n *= v->dims[i];
+    return (size_t)n * dla_dtype_size(v->dtype);
+}
+
+static void print_value(FILE *f, const dla__trace *t, int id)
+{
+    const dla__trace_value *v = &t->values[id];
+    char buf[DLA__DIMS_BUF];
+    fprintf(f, "%%%d:%s %s%s%s", id, dla__dims_str(buf, sizeof buf, v->ndims, v->dims),
+            dla_dtype_name(v->dtype), v->format[0] ? " " : "", v->format);
+}
+
+void dla__trace_print(const dla__trace *t, FILE *f)
+{
+    size_t inter = 0, consts = 0;
+    for (int id = 0; id < t->nvalues; id++) {
+        if (t->values[id].kind == DLA__VALUE_OP)
+            inter += value_bytes(&t->values[id]);
+        else if (t->values[id].kind == DLA__VALUE_CONST)
+            consts += value_bytes(&t->values[id]);
+    }
+    fprintf(f, "trace: %d inputs, %d outputs, %d ops (%d RNG slots), %d constants (%zu bytes, %d "
+            "made inside the function), %d values; recorded in %.3f ms\n", t->nin, t->nout,
+            t->nentries, t->rng_entries, t->nconsts, consts, t->inner_consts, t->nvalues,
+            t->record_seconds * 1e3);
+    if (t->data_dependent)
+        fprintf(f, "data-dependent: %s (%d host reads)\n", t->data_dependent_note,
+                t->data_dependent);
+    for (int id = 0; id < t->nvalues; id++) {
+        const dla__trace_value *v = &t->values[id];
+        if (v->kind == DLA__VALUE_OP)
+            continue;
+        fprintf(f, "  %s %d: ", kind_name(v->kind), v->index);
+        print_value(f, t, id);
+        fputc('\n', f);
+    }
+    for (int k = 0; k < t->nentries; k++) {
+        const dla__trace_entry *e = &t->entries[k];
+        fprintf(f, "  [%3d] ", k);
+        for (int i = 0; i < e->nout + e->nsaved; i++) {
+            if (i)
+                fputs(", ", f);
+            print_value(f, t, e->out[i]);
+        }
+        fprintf(f, " = %s%s(", e->op->name, e->op->random ? " [rng]" : "");
+        for (int i = 0; i < e->nin; i++)
+            fprintf(f, i ? ", %%%d" : "%%%d", e->in[i]);
+        fputs(")\n", f);
+    }
+    fputs("  outputs:", f);
+    for (int i = 0; i < t->nout; i++)
+        fprintf(f, " %%%d", t->outputs[i]);
+    fprintf(f, "\n  intermediates: %zu bytes in all\n", inter);
+}
