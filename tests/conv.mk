@@ -12,3 +12,5 @@ tests_test_conv_SOURCES = tests/test_conv.c tests/testutil.h tests/gradcheck.h
 tests_test_conv_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_conv_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/test_conv
+TESTS += tests/conv_on_testmem.sh
+EXTRA_DIST += tests/conv_on_testmem.sh
