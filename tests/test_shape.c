@@ -353,6 +353,39 @@ static void test_index_gradient_adds_repeats_into_their_position(void **state)
     dla_scope_end();
 }
 
+/* ------------------------------------------- slices of a reshaped input */
+
+/* The layer of the issue's slicing complaint, with products in place of
+ * the convolutions: X reshaped to 4x3x2x3x2, three slices along dim 4,
+ * each relabelled "SSCB", combined. Its gradient takes the views back down
+ * a chain (reshape, slice, reshape) into one buffer of X's dims. */
+static dla_tensor *three_slices_fn(void *ctx, dla_tensor *const *in)
+{
+    dla_tensor *const *ab = ctx;
+    dla_tensor *zz = dla_reshape(in[0], "", DLA_DIMS(4, 3, 2, 3, 2));
+    dla_tensor *z[3];
+    for (int t = 0; t < 3; t++)
+        z[t] = dla_reshape(dla_slice(zz, 4, t, 1, t + 1), "SSCB", DLA_DIMS(4, 3, 2, 2));
+    dla_tensor *out = dla_mul(dla_sub(z[1], z[0]), ab[0]);
+    out = dla_add(out, z[1]);
+    return dla_add(out, dla_mul(dla_sub(z[1], z[2]), ab[1]));
+}
+
+static void test_slices_of_a_reshaped_input_send_their_gradients_back_to_it(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = rnd("SSCB", 4, (const int64_t[]){4, 3, 2, 6}, NULL);
+    dla_tensor *ab[2] = {rnd("SSCB", 4, (const int64_t[]){4, 3, 2, 2}, NULL),
+                         rnd("SSCB", 4, (const int64_t[]){4, 3, 2, 2}, NULL)};
+    gc_check(three_slices_fn, ab, 1, &x, (const int[]){1}, 1e-8);
+    /* And from a strided X: every other observation of a bigger tensor. */
+    dla_tensor *big = rnd("SSCB", 4, (const int64_t[]){4, 3, 2, 12}, NULL);
+    dla_tensor *strided = dla_slice(big, 4, 0, 2, DLA_END);
+    gc_check(three_slices_fn, ab, 1, &strided, (const int[]){1}, 1e-8);
+    dla_scope_end();
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -367,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_pad_gradient_is_the_interior),
         cmocka_unit_test(test_index_gathers_positions_with_repeats),
         cmocka_unit_test(test_index_gradient_adds_repeats_into_their_position),
+        cmocka_unit_test(test_slices_of_a_reshaped_input_send_their_gradients_back_to_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
