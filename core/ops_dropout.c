@@ -1,11 +1,12 @@
 /*
  * ops_dropout.c - dropout with a Philox mask.
  *
- * The public function takes the stream position (seed, counter) from the
- * calling thread and puts it in the op's attributes, so the forward depends
- * on its attributes alone and a replay draws the same mask. The mask is
- * drawn as dla_rand draws (host Philox, then uploaded) and stored already
- * scaled, 0 or 1/(1 - p): forward and backward are each one multiply by it.
+ * The forward draws from the calling thread's stream when it runs, not when
+ * the public function is called: a random op (dla__op.random), so a trace
+ * of dla_accelerate replays it as an RNG slot that draws a new mask each
+ * time, the one eager would draw. The mask is drawn as dla_rand draws (host
+ * Philox, then uploaded) and kept already scaled, 0 or 1/(1 - p): forward
+ * and backward are each one multiply by it.
  */
 #include "core/alloc.h"
 #include "core/op.h"
@@ -16,7 +17,6 @@
 
 typedef struct dropout_attrs {
     double prob;
-    uint64_t seed, counter;
 } dropout_attrs;
 
 /* Philox blocks a uniform draw of n elements of dtype takes. */
@@ -25,8 +25,10 @@ static uint64_t blocks_for(dla_dtype dtype, int64_t n)
     return dtype == DLA_F32 ? (uint64_t)(n + 3) / 4 : (uint64_t)(n + 1) / 2;
 }
 
-/* The scaled mask for x, dense, with x's dims and format. */
-static dla_tensor *make_mask(const dropout_attrs *a, const dla_tensor *x)
+/* The scaled mask for x, dense, with x's dims and format, drawn from the
+ * stream at (seed, counter). */
+static dla_tensor *make_mask(const dropout_attrs *a, uint64_t seed, uint64_t counter,
+                             const dla_tensor *x)
 {
     static const char op[] = "dla_dropout";
     dla_tensor *m = dla__tensor_alloc(op, x->storage->device, x->dtype, x->format, x->ndims, x->dims);
@@ -42,12 +44,12 @@ static dla_tensor *make_mask(const dropout_attrs *a, const dla_tensor *x)
     const double keep = 1.0 / (1.0 - a->prob);
     if (x->dtype == DLA_F32) {
         float *u = host, p = (float)a->prob, k = (float)keep;
-        dla__philox_uniform_f32(a->seed, a->counter, u, n);
+        dla__philox_uniform_f32(seed, counter, u, n);
         for (int64_t i = 0; i < n; i++)
             u[i] = u[i] >= p ? k : 0.0f;
     } else {
         double *u = host;
-        dla__philox_uniform_f64(a->seed, a->counter, u, n);
+        dla__philox_uniform_f64(seed, counter, u, n);
         for (int64_t i = 0; i < n; i++)
             u[i] = u[i] >= a->prob ? keep : 0.0;
     }
@@ -70,7 +72,9 @@ static dla_status dropout_forward(const void *attrs, dla_tensor *const *in, int 
         return dla__fail(DLA_ERR_DTYPE, "dla_dropout: argument x: %s; needs single or double",
                          dla_dtype_name(x->dtype));
     dla_device *dev = x->storage->device;
-    dla_tensor *mask = make_mask(attrs, x);
+    uint64_t seed, counter;
+    dla_rng_get(&seed, &counter);
+    dla_tensor *mask = make_mask(attrs, seed, counter, x);
     dla_tensor *y = mask ? dla__tensor_alloc("dla_dropout", dev, x->dtype, x->format, x->ndims,
                                              x->dims)
                          : NULL;
@@ -87,6 +91,8 @@ static dla_status dropout_forward(const void *attrs, dla_tensor *const *in, int 
         dla_tensor_release(y);
         return st;
     }
+    /* The stream moves on only for a mask actually drawn, as dla_rand's. */
+    dla_rng_set(seed, counter + blocks_for(x->dtype, dla__numel(x->ndims, x->dims)));
     out[0] = y;
     saved[0] = mask;
     return DLA_OK;
@@ -100,7 +106,7 @@ static dla_status dropout_backward(const dla__node *n, dla_tensor *const *gout, 
 
 static const dla__op dropout_op = {
     .name = "dla_dropout", .nin = 1, .nout = 1, .nsaved = 1, .forward = dropout_forward,
-    .backward = dropout_backward,
+    .backward = dropout_backward, .random = 1,
 };
 
 DLA_API dla_tensor *dla_dropout(dla_tensor *x, double prob)
@@ -109,10 +115,5 @@ DLA_API dla_tensor *dla_dropout(dla_tensor *x, double prob)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_dropout: argument prob: %g is outside "
                           "[0, 1)", prob);
     dropout_attrs a = {.prob = prob};
-    dla_rng_get(&a.seed, &a.counter);
-    dla_tensor *y = dla__apply(&dropout_op, &a, sizeof a, 1, &x);
-    /* The stream moves on only for a mask actually drawn, as dla_rand. */
-    if (dla_tensor_status(y) == DLA_OK)
-        dla_rng_set(a.seed, a.counter + blocks_for(x->dtype, dla__numel(x->ndims, x->dims)));
-    return y;
+    return dla__apply(&dropout_op, &a, sizeof a, 1, &x);
 }

@@ -112,6 +112,44 @@ static void test_dropout_gradient_is_the_same_mask(void **state)
     dla_tensor_release(x);
 }
 
+static dla_status drop_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y = dla_dropout(dla_mul(in[0], in[0]), 0.5);
+    out[0] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void test_an_accelerated_dropout_draws_a_new_mask_per_call_as_eager_does(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = nn_from((double[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "CB", DLA_DIMS(4, 3));
+    dla_accel *af = dla_accelerate(drop_loss, NULL);
+    double eager[4][12], fast[4][12];
+    for (int run = 0; run < 2; run++) {
+        dla_rng_seed(2024);
+        for (int call = 0; call < 4; call++) {
+            dla_tensor *out[2];
+            dla_status st = run ? dla_accel_feval(af, NULL, 1, &x, 2, out)
+                                : dla_feval(drop_loss, NULL, 1, &x, 2, out);
+            assert_int_equal(st, DLA_OK);
+            double *g = nn_fetch(out[1]);
+            memcpy(run ? fast[call] : eager[call], g, sizeof eager[call]);
+            free(g);
+        }
+    }
+    /* three of the four calls were replays, and all match eager */
+    assert_true(dla_accel_hit_rate(af) > 70.0);
+    for (int call = 0; call < 4; call++)
+        for (int i = 0; i < 12; i++)
+            assert_true(fast[call][i] == eager[call][i]);
+    /* and the masks differ from call to call */
+    assert_true(memcmp(eager[1], eager[2], sizeof eager[1]) != 0);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 static void test_dropout_errors(void **state)
 {
     (void)state;
@@ -137,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_dropout_mask_is_the_uniform_draw_against_prob),
         cmocka_unit_test(test_dropout_repeats_with_the_seed_and_differs_without),
         cmocka_unit_test(test_dropout_gradient_is_the_same_mask),
+        cmocka_unit_test(test_an_accelerated_dropout_draws_a_new_mask_per_call_as_eager_does),
         cmocka_unit_test(test_dropout_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,7 +97,7 @@ DLA_API dla_tensor *dla_batchnorm(dla_tensor *x, dla_tensor *offset, dla_tensor 
  *   new_mean = mean_decay * mu + (1 - mean_decay) * running_mean
  *   new_var  = variance_decay * sigma2 * N/(N-1) + (1 - variance_decay) * running_var,
  * the running variance taking the unbiased batch variance (N/(N-1); 1 when
- * N is 1), as MATLAB's (and cuDNN's) running statistics do. They have the
+ * N is 1), as MATLAB's batchnorm and PyTorch's BatchNorm do. They have the
  * dims and format of running_mean and running_var.
  * running_mean and running_var may both be NULL: *new_mean and *new_var
  * then receive the batch statistics themselves, mu and the biased sigma2
@@ -201,9 +201,11 @@ DLA_API dla_tensor *dla_global_avgpool(dla_tensor *x);
  * expected value is unchanged. The mask comes from the calling thread's
  * Philox stream and advances it exactly as dla_rand(dtype of x, dims of x)
  * would: element i is kept when that call's element i is >= prob. So the
- * same dla_rng_seed gives the same mask on every device. prob 0 returns a
- * copy of x (and still advances the stream). The gradient is multiplied
- * by the same mask. DLA_ERR_INVALID_ARGUMENT unless 0 <= prob < 1. */
+ * same dla_rng_seed gives the same mask on every device, and a replay of
+ * dla_accelerate draws a new mask each call, the one eager would draw.
+ * prob 0 returns a copy of x (and still advances the stream). The gradient
+ * is multiplied by the same mask. DLA_ERR_INVALID_ARGUMENT unless
+ * 0 <= prob < 1. */
 #define DLA_DROPOUT_PROB 0.5 /* MATLAB's default Probability */
 DLA_API dla_tensor *dla_dropout(dla_tensor *x, double prob);
 
