@@ -159,6 +159,50 @@ static void test_fullyconnect_errors_name_both_shapes(void **state)
     dla_scope_end();
 }
 
+/* A small network of the nn ops, as a model loss: conv-free, but every
+ * family (normalization with its statistics, activation, pooling,
+ * fullyconnect, softmax) with its gradients. */
+static dla_status net_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *x = in[0], *off = in[1], *sc = in[2], *w = in[3], *b = in[4], *rm = in[5], *rv = in[6];
+    dla_tensor *y, *m, *v;
+    dla_batchnorm_train(x, off, sc, rm, rv, NULL, &y, &m, &v);
+    y = dla_maxpool(dla_gelu(y, "tanh"), DLA_DIMS(2), &(dla_pool_options){.stride = {2, 2}});
+    y = dla_logsoftmax(dla_fullyconnect(dla_layernorm(y, off, sc, NULL), w, b));
+    out[0] = dla_sum(y, 0, NULL);
+    out[1] = m;
+    out[2] = v;
+    return dla_gradient(out[0], 5, in, out + 3);
+}
+
+static void test_the_nn_ops_replay_under_dla_accelerate_as_eager(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[7] = {nn_rand("SSCB", DLA_DIMS(4, 4, 3, 2)), nn_rand("", DLA_DIMS(3)),
+                         nn_rand("", DLA_DIMS(3)), nn_rand("", DLA_DIMS(5, 12)),
+                         nn_rand("", DLA_DIMS(5)), nn_rand("", DLA_DIMS(3)),
+                         nn_rand_pos("", DLA_DIMS(3))};
+    dla_accel *af = dla_accelerate(net_loss, NULL);
+    dla_tensor *eager[8], *fast[8];
+    assert_int_equal(dla_feval(net_loss, NULL, 7, in, 8, eager), DLA_OK);
+    for (int call = 0; call < 3; call++) /* a recording, then replays */
+        assert_int_equal(dla_accel_feval(af, NULL, 7, in, 8, fast), DLA_OK);
+    assert_true(dla_accel_hit_rate(af) > 60.0);
+    for (int i = 0; i < 8; i++) {
+        int64_t dims[DLA_MAX_DIMS];
+        int nd = dla_tensor_dims(eager[i], dims);
+        double *want = nn_fetch(eager[i]);
+        nn_expect(fast[i], dla_tensor_format(eager[i]), nd, dims, want, 1e-13);
+        free(want);
+    }
+    dla_accel_free(af);
+    for (int i = 0; i < 7; i++)
+        dla_tensor_release(in[i]);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_fullyconnect_flattens_space_and_channels_and_keeps_time),
         cmocka_unit_test(test_fullyconnect_gradients_match_finite_differences),
         cmocka_unit_test(test_fullyconnect_errors_name_both_shapes),
+        cmocka_unit_test(test_the_nn_ops_replay_under_dla_accelerate_as_eager),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
