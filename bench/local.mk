@@ -15,6 +15,7 @@ bench_dlaccel_bench_SOURCES = \
 	bench/workloads_autodiff.c \
 	bench/workloads_cnn.c \
 	bench/workloads_slice.c \
+	bench/workloads_nn.c \
 	bench/workloads_conv.c \
 	bench/reference.c \
 	bench/timer.c bench/timer.h \

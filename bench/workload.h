@@ -60,6 +60,7 @@ extern const bench_workload bench_autodiff_workloads[];  /* workloads_autodiff.c
 extern const bench_workload bench_cnn_workloads[];       /* workloads_cnn.c */
 extern const bench_workload bench_slice_workloads[];     /* workloads_slice.c */
 extern const bench_workload bench_conv_workloads[];      /* workloads_conv.c */
+extern const bench_workload bench_nn_workloads[];        /* workloads_nn.c */
 /* The im2col + OpenBLAS references of the conv workloads (workloads_conv.c). */
 extern const bench_workload bench_conv_reference_workloads[];
 

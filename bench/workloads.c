@@ -14,6 +14,7 @@ const bench_workload *const bench_device_tables[] = {
     bench_cnn_workloads,
     bench_slice_workloads,
     bench_conv_workloads,
+    bench_nn_workloads,
     NULL,
 };
 
