@@ -346,7 +346,7 @@ static dla_tensor *pool(dla_pool_mode mode, dla_tensor *x, int npool, const int6
         const char *pm = opts->padding_mode, *pv = opts->padding_value;
         if (pm && !strcmp(pm, "same"))
             a.same = 1;
-        else if (pm && strcmp(pm, "explicit") != 0)
+        else if (pm)
             return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: option padding_mode: \"%s\"; use "
                               "\"same\" or NULL (the padding numbers)", op, pm);
         if (pv && mode == DLA_POOL_MAX)
