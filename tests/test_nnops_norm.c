@@ -255,21 +255,24 @@ typedef struct norm_case {
     int which; /* 0 bn train, 1 bn inference, 2 layer, 3 group, 4 instance */
     const char *od;
     int64_t groups;
+    double eps; /* 0: the default */
 } norm_case;
 
 static dla_tensor *norm_fn(void *ctx, dla_tensor *const *in)
 {
     const norm_case *c = ctx;
+    dla_batchnorm_options bo = {.epsilon = c->eps};
+    dla_norm_options no = {.epsilon = c->eps, .operation_dimension = c->od};
     switch (c->which) {
     case 0: {
         dla_tensor *y, *m, *v;
-        dla_batchnorm_train(in[0], in[1], in[2], in[3], in[4], NULL, &y, &m, &v);
+        dla_batchnorm_train(in[0], in[1], in[2], in[3], in[4], &bo, &y, &m, &v);
         return y;
     }
-    case 1: return dla_batchnorm(in[0], in[1], in[2], in[3], in[4], NULL);
-    case 2: return dla_layernorm(in[0], in[1], in[2], &(dla_norm_options){.operation_dimension = c->od});
-    case 3: return dla_groupnorm(in[0], c->groups, in[1], in[2], NULL);
-    default: return dla_instancenorm(in[0], in[1], in[2], NULL);
+    case 1: return dla_batchnorm(in[0], in[1], in[2], in[3], in[4], &bo);
+    case 2: return dla_layernorm(in[0], in[1], in[2], &no);
+    case 3: return dla_groupnorm(in[0], c->groups, in[1], in[2], &no);
+    default: return dla_instancenorm(in[0], in[1], in[2], &no);
     }
 }
 
@@ -280,8 +283,9 @@ static void test_normalization_gradients_match_finite_differences(void **state)
     const int64_t dims[][4] = {{4, 5}, {3, 2, 4, 3}, {4, 3, 2}};
     const int nds[] = {2, 4, 3};
     norm_case cases[] = {
-        {0, NULL, 0}, {1, NULL, 0}, {2, NULL, 0}, {2, "spatial-channel", 0},
-        {2, "channel-only", 0}, {2, "auto", 0}, {3, NULL, 2}, {3, NULL, 4}, {4, NULL, 0},
+        {0, NULL, 0, 0},    {0, NULL, 0, 0.5},  {1, NULL, 0, 0},   {1, NULL, 0, 0.5},
+        {2, NULL, 0, 0},    {2, "spatial-channel", 0, 0},          {2, "channel-only", 0, 0},
+        {2, "auto", 0, 0.5}, {3, NULL, 2, 0},   {3, NULL, 4, 0.5}, {4, NULL, 0, 0},
     };
     for (int f = 0; f < 3; f++)
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
