@@ -463,10 +463,12 @@ static void strided_views_with_gaps_and_offsets_are_read_and_written_in_place(vo
     }
 }
 
-static void the_digit_cnn_layers_match_at_a_small_batch(void **state)
+static void the_digit_cnn_layers_match_at_batches_of_3_and_9(void **state)
 {
     (void)state;
-    /* conv 5x5x20 without padding, then 3x3x20 with padding 1. */
+    /* conv 5x5x20 without padding, then 3x3x20 with padding 1. Few images
+     * and several per thread take different parallel schemes on the cpu
+     * plugin (blocks of one image over the team, images over the team). */
     conv_case c1 = {.dtype = DLA_F32, .nsp = 2, .bias = 1, .B = 3, .C = 1, .F = 20, .G = 1,
                     .in = {28, 28, 1}, .out = {24, 24, 1}, .fs = {5, 5, 1}, .st = {1, 1, 1},
                     .dl = {1, 1, 1}, .pb = {0, 0, 0}};
@@ -474,6 +476,8 @@ static void the_digit_cnn_layers_match_at_a_small_batch(void **state)
                     .in = {24, 24, 1}, .out = {24, 24, 1}, .fs = {3, 3, 1}, .st = {1, 1, 1},
                     .dl = {1, 1, 1}, .pb = {1, 1, 0}};
     on_every_device(&c1);
+    on_every_device(&c2);
+    c2.B = 9;
     on_every_device(&c2);
 }
 
@@ -590,7 +594,7 @@ int main(void)
         cmocka_unit_test(random_convolutions_match_naive_loops_in_every_direction),
         cmocka_unit_test(stride_one_float_cases_take_the_direct_path_and_match),
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
-        cmocka_unit_test(the_digit_cnn_layers_match_at_a_small_batch),
+        cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),
         cmocka_unit_test(empty_batches_and_outputs_give_zero_gradients),
         cmocka_unit_test(cpu_conv_rejects_bad_arguments_with_a_status_and_a_message),

@@ -283,6 +283,44 @@ typedef struct pass {
     int64_t nf; /* filters per block */
 } pass;
 
+/* Outputs p0..p1-1 (whole strips) of every filter of one group: x holds
+ * the group's padded input channels, y receives the wide outputs. */
+static void pass_strips(const wide *g, const pass *q, const float *x, float *y, const int64_t *toff,
+                        int64_t ntaps, const float *wg, int64_t p0, int64_t p1)
+{
+    const int64_t nf = q->nf;
+    for (int64_t p = p0; p < p1; p += STRIP)
+        for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
+            const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
+            const float *wp = wg + f0 * q->nci * ntaps;
+            fwd_fns[n](x + p, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p, g->span_r);
+            if (n > 6) /* two vectors of outputs per call: the strip's other half */
+                fwd_fns[n](x + p + 32, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p + 32,
+                           g->span_r);
+        }
+}
+
+/* Image b, group by group: pack, convolve, unpack; the strips over a team
+ * of `team` threads (1: the calling thread). */
+static void pass_image(const wide *g, const pass *q, const int64_t *toff, int64_t ntaps, int64_t b,
+                       float *x, float *y, int team)
+{
+    const int64_t nstrips = g->span_r / STRIP;
+    for (int64_t grp = 0; grp < q->G; grp++) {
+        pack(g, q->src + b * q->sb + grp * q->nci * q->sc, q->in, q->ss, q->sc, q->nci, q->pb, x);
+        const float *wg = q->wpack + grp * q->nci * ntaps * q->nco;
+        if (team > 1) {
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+            for (int64_t st = 0; st < nstrips; st++)
+                pass_strips(g, q, x, y, toff, ntaps, wg, st * STRIP, (st + 1) * STRIP);
+        } else {
+            pass_strips(g, q, x, y, toff, ntaps, wg, 0, g->span_r);
+        }
+        unpack(g, y, g->span_r, q->nco, q->out, q->dst + b * q->db + grp * q->nco * q->dc, q->ds,
+               q->dc, q->bias ? q->bias + grp * q->nco * q->bs : NULL, q->bs);
+    }
+}
+
 static dla_status run_pass(const pass *q, int64_t ntaps)
 {
     const dla_plugin_host *h = dla__cpu_host;
@@ -293,11 +331,12 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
     const int64_t xfloats = q->nci * g.cs, yfloats = q->nco * g.span_r;
     if ((xfloats + yfloats) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    int threads = omp_get_max_threads();
-    if (threads > q->B)
-        threads = (int)q->B;
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
+    /* Images over the team, each thread with its own buffers; with fewer
+     * images than threads, one image at a time with its strips over the
+     * team instead. */
+    const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    const int by_strip = q->B < team;
+    const int threads = by_strip ? 1 : team;
     int64_t *toff = h->alloc((size_t)ntaps * sizeof(int64_t), 0);
     float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0};
     int failed = !toff;
@@ -310,33 +349,15 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
     }
     if (!failed) {
         tap_offsets(&g, q->fs, q->dl, toff);
-        const int64_t nf = q->nf;
+        if (!by_strip) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-        for (int64_t b = 0; b < q->B; b++) {
-            const int me = omp_get_thread_num();
-            float *x = xb[me], *y = yb[me];
-            for (int64_t grp = 0; grp < q->G; grp++) {
-                pack(&g, q->src + b * q->sb + grp * q->nci * q->sc, q->in, q->ss, q->sc, q->nci,
-                     q->pb, x);
-                const float *wg = q->wpack + grp * q->nci * ntaps * q->nco;
-                for (int64_t p = 0; p < g.span_r; p += STRIP)
-                    for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
-                        const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
-                        const float *wp = wg + f0 * q->nci * ntaps;
-                        if (n <= 6)
-                            fwd_fns[n](x + p, g.cs, q->nci, toff, ntaps, wp, y + f0 * g.span_r + p,
-                                       g.span_r);
-                        else {
-                            fwd_fns[n](x + p, g.cs, q->nci, toff, ntaps, wp, y + f0 * g.span_r + p,
-                                       g.span_r);
-                            fwd_fns[n](x + p + 32, g.cs, q->nci, toff, ntaps, wp,
-                                       y + f0 * g.span_r + p + 32, g.span_r);
-                        }
-                    }
-                unpack(&g, y, g.span_r, q->nco, q->out,
-                       q->dst + b * q->db + grp * q->nco * q->dc, q->ds, q->dc,
-                       q->bias ? q->bias + grp * q->nco * q->bs : NULL, q->bs);
+            for (int64_t b = 0; b < q->B; b++) {
+                const int me = omp_get_thread_num();
+                pass_image(&g, q, toff, ntaps, b, xb[me], yb[me], 1);
             }
+        } else {
+            for (int64_t b = 0; b < q->B; b++)
+                pass_image(&g, q, toff, ntaps, b, xb[0], yb[0], team);
         }
     }
     for (int i = 0; i < threads; i++) {
@@ -436,25 +457,70 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
 
 /* ------------------------------------------------------- backward filter */
 
-static dla_status direct_backward_filter(const dla__cpu_conv *p)
+/* Group grp of image b's dY into the wide layout at dst (Fg channels of
+ * span_r): the real outputs only, the dropped columns stay 0. */
+static void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, float *dst)
+{
+    const float *ys = (const float *)p->y + b * p->yb + grp * p->Fg * p->yf;
+    for (int64_t f = 0; f < p->Fg; f++)
+        for (int64_t o2 = 0; o2 < p->out[2]; o2++)
+            for (int64_t o1 = 0; o1 < p->out[1]; o1++) {
+                const float *s = ys + f * p->yf + o1 * p->ys[1] + o2 * p->ys[2];
+                float *d = dst + f * g->span_r + o1 * g->w1 + o2 * g->w2;
+                if (p->ys[0] == 1)
+                    row_copy(d, s, p->out[0], 0.0f);
+                else
+                    for (int64_t o0 = 0; o0 < p->out[0]; o0++)
+                        d[o0] = s[o0 * p->ys[0]];
+            }
+}
+
+/* The register blocks of backward filter: taps t0.., filters f0.. of one
+ * channel, from a block index over (channel, tap block, filter block). */
+typedef struct bwf_blocks {
+    int64_t ntb, nfb, tblocks, fblocks;
+} bwf_blocks;
+
+static bwf_blocks bwf_blocks_of(const dla__cpu_conv *p)
+{
+    bwf_blocks k;
+    k.ntb = block_of(p->ntaps, BWF_MAX_NT), k.nfb = block_of(p->Fg, BWF_MAX_NF);
+    k.tblocks = (p->ntaps + k.ntb - 1) / k.ntb, k.fblocks = (p->Fg + k.nfb - 1) / k.nfb;
+    return k;
+}
+
+static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it, int64_t *c,
+                         int64_t *t0, int64_t *tn, int64_t *f0, int64_t *fn)
+{
+    *c = it / (k->tblocks * k->fblocks);
+    *t0 = (it / k->fblocks) % k->tblocks * k->ntb;
+    *f0 = it % k->fblocks * k->nfb;
+    *tn = *t0 + k->ntb <= p->ntaps ? k->ntb : p->ntaps - *t0;
+    *fn = *f0 + k->nfb <= p->Fg ? k->nfb : p->Fg - *f0;
+}
+
+/* Writes dW[t, c, f] of group grp. */
+static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, int64_t t, double v)
+{
+    const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1], t2 = t / (p->fs[0] * p->fs[1]);
+    ((float *)p->w)[grp * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] + t1 * p->ws[1] +
+                    t2 * p->ws[2]] = (float)v;
+}
+
+/* Many images: images over the team, each thread adding its images' terms
+ * to its own 16-lane sums in memory (layout [g][f][c][t][16]), added up in
+ * a fixed order at the end (static schedule: the same images per thread on
+ * every call, so the same result). */
+static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int64_t *toff,
+                               int threads)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    if (p->out_px == 0 || p->batch == 0)
-        return DLA_ERR_UNSUPPORTED; /* dW = 0: left to im2col */
-    wide g;
-    wide_init(&g, p->out, p->fs, p->dl);
     const int64_t nt = p->ntaps, nacc = p->G * p->Fg * p->Cg * nt * 16;
-    const int64_t xfloats = p->Cg * g.cs, yfloats = p->Fg * g.span_r;
+    const int64_t xfloats = p->Cg * g->cs, yfloats = p->Fg * g->span_r;
     if ((xfloats + yfloats + nacc) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    int threads = omp_get_max_threads();
-    if (threads > p->batch)
-        threads = (int)p->batch;
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
-    int64_t *toff = h->alloc((size_t)nt * sizeof(int64_t), 0);
     float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
-    int failed = !toff;
+    int failed = 0;
     for (int i = 0; i < threads && !failed; i++) {
         xb[i] = h->alloc((size_t)xfloats * sizeof(float), DLA__CPU_ALIGN);
         yb[i] = h->alloc((size_t)yfloats * sizeof(float), DLA__CPU_ALIGN);
@@ -467,46 +533,25 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
         }
     }
     if (!failed) {
-        tap_offsets(&g, p->fs, p->dl, toff);
-        const int64_t ntb = block_of(nt, BWF_MAX_NT), nfb = block_of(p->Fg, BWF_MAX_NF);
-        const int64_t nvec = g.span_r / 16;
-        /* Static: each thread sums the same images on every call. */
+        const bwf_blocks k = bwf_blocks_of(p);
+        const int64_t items = p->Cg * k.tblocks * k.fblocks;
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t b = 0; b < p->batch; b++) {
             const int me = omp_get_thread_num();
-            float *x = xb[me], *dy = yb[me];
             for (int64_t grp = 0; grp < p->G; grp++) {
-                pack(&g, (const float *)p->x + b * p->xb + grp * p->Cg * p->xc, p->in, p->xs,
-                     p->xc, p->Cg, p->pb, x);
-                /* dY into the wide layout: real outputs only, the rest stays 0. */
-                const float *ys = (const float *)p->y + b * p->yb + grp * p->Fg * p->yf;
-                for (int64_t f = 0; f < p->Fg; f++)
-                    for (int64_t o2 = 0; o2 < p->out[2]; o2++)
-                        for (int64_t o1 = 0; o1 < p->out[1]; o1++) {
-                            const float *s = ys + f * p->yf + o1 * p->ys[1] + o2 * p->ys[2];
-                            float *d = dy + f * g.span_r + o1 * g.w1 + o2 * g.w2;
-                            if (p->ys[0] == 1)
-                                row_copy(d, s, p->out[0], 0.0f);
-                            else
-                                for (int64_t o0 = 0; o0 < p->out[0]; o0++)
-                                    d[o0] = s[o0 * p->ys[0]];
-                        }
+                pack(g, (const float *)p->x + b * p->xb + grp * p->Cg * p->xc, p->in, p->xs,
+                     p->xc, p->Cg, p->pb, xb[me]);
+                dy_wide(g, p, b, grp, yb[me]);
                 float *ag = acc[me] + grp * p->Fg * p->Cg * nt * 16;
-                for (int64_t c = 0; c < p->Cg; c++)
-                    for (int64_t t0 = 0; t0 < nt; t0 += ntb) {
-                        const int64_t tn = t0 + ntb <= nt ? ntb : nt - t0;
-                        for (int64_t f0 = 0; f0 < p->Fg; f0 += nfb) {
-                            const int64_t fn = f0 + nfb <= p->Fg ? nfb : p->Fg - f0;
-                            bwf_fns[tn][fn](x + c * g.cs, toff + t0, dy + f0 * g.span_r,
-                                            g.span_r, nvec,
-                                            ag + ((f0 * p->Cg + c) * nt + t0) * 16,
-                                            p->Cg * nt);
-                        }
-                    }
+                for (int64_t it = 0; it < items; it++) {
+                    int64_t c, t0, tn, f0, fn;
+                    bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
+                    bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
+                                    g->span_r, g->span_r / 16,
+                                    ag + ((f0 * p->Cg + c) * nt + t0) * 16, p->Cg * nt);
+                }
             }
         }
-        /* dW = the threads' 16-lane sums, added in a fixed order. */
-        float *w = (float *)p->w;
         for (int64_t grp = 0; grp < p->G; grp++)
             for (int64_t f = 0; f < p->Fg; f++)
                 for (int64_t c = 0; c < p->Cg; c++)
@@ -516,10 +561,7 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
                         for (int i = 0; i < threads; i++)
                             for (int l = 0; l < 16; l++)
                                 s += acc[i][at + l];
-                        const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
-                                      t2 = t / (p->fs[0] * p->fs[1]);
-                        w[grp * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] + t1 * p->ws[1] +
-                          t2 * p->ws[2]] = (float)s;
+                        put_dw(p, grp, f, c, t, s);
                     }
     }
     for (int i = 0; i < threads; i++) {
@@ -527,11 +569,88 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
         h->free(yb[i]);
         h->free(acc[i]);
     }
-    h->free(toff);
     if (failed)
         return h->error(DLA_ERR_OUT_OF_MEMORY,
                         "cpu conv: cannot allocate the padded buffers of %d threads", threads);
     return DLA_OK;
+}
+
+/* Few images: all of them padded at once, then the register blocks over
+ * the team, each block running through every image with its sums in
+ * registers (and a small stack buffer between images), then writing its
+ * own dW elements: no per-thread sums to zero and add up. */
+static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int64_t *toff,
+                               int team)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    const int64_t xfloats = p->C * g->cs, yfloats = p->F * g->span_r;
+    if ((xfloats + yfloats) * p->batch * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    float *xa = h->alloc((size_t)(xfloats * p->batch) * sizeof(float), DLA__CPU_ALIGN);
+    float *ya = h->alloc((size_t)(yfloats * p->batch) * sizeof(float), DLA__CPU_ALIGN);
+    if (!xa || !ya) {
+        h->free(xa);
+        h->free(ya);
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the padded inputs of %lld images",
+                        (long long)p->batch);
+    }
+    memset(xa, 0, (size_t)(xfloats * p->batch) * sizeof(float));
+    memset(ya, 0, (size_t)(yfloats * p->batch) * sizeof(float));
+    const int64_t packs = p->batch * p->G;
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+    for (int64_t i = 0; i < packs; i++) {
+        const int64_t b = i / p->G, grp = i % p->G;
+        pack(g, (const float *)p->x + b * p->xb + grp * p->Cg * p->xc, p->in, p->xs, p->xc,
+             p->Cg, p->pb, xa + b * xfloats + grp * p->Cg * g->cs);
+        dy_wide(g, p, b, grp, ya + b * yfloats + grp * p->Fg * g->span_r);
+    }
+    const bwf_blocks k = bwf_blocks_of(p);
+    const int64_t per_group = p->Cg * k.tblocks * k.fblocks;
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+    for (int64_t i = 0; i < p->G * per_group; i++) {
+        const int64_t grp = i / per_group;
+        int64_t c, t0, tn, f0, fn;
+        bwf_block_at(&k, p, i % per_group, &c, &t0, &tn, &f0, &fn);
+        float acc[BWF_MAX_NT * BWF_MAX_NF * 16] __attribute__((aligned(64)));
+        memset(acc, 0, sizeof acc);
+        for (int64_t b = 0; b < p->batch; b++)
+            bwf_fns[tn][fn](xa + b * xfloats + (grp * p->Cg + c) * g->cs, toff + t0,
+                            ya + b * yfloats + (grp * p->Fg + f0) * g->span_r, g->span_r,
+                            g->span_r / 16, acc, BWF_MAX_NT);
+        for (int64_t f = 0; f < fn; f++)
+            for (int64_t t = 0; t < tn; t++) {
+                double s = 0;
+                for (int l = 0; l < 16; l++)
+                    s += acc[(f * BWF_MAX_NT + t) * 16 + l];
+                put_dw(p, grp, f0 + f, c, t0 + t, s);
+            }
+    }
+    h->free(xa);
+    h->free(ya);
+    return DLA_OK;
+}
+
+static dla_status direct_backward_filter(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (p->out_px == 0 || p->batch == 0)
+        return DLA_ERR_UNSUPPORTED; /* dW = 0: left to im2col */
+    wide g;
+    wide_init(&g, p->out, p->fs, p->dl);
+    int64_t *toff = h->alloc((size_t)p->ntaps * sizeof(int64_t), 0);
+    if (!toff)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld tap offsets",
+                        (long long)p->ntaps);
+    tap_offsets(&g, p->fs, p->dl, toff);
+    const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    /* Per-thread sums pay off once each thread has a few images to add. */
+    dla_status s = p->batch < 4 * team ? bwf_by_block(p, &g, toff, team)
+                                       : bwf_by_image(p, &g, toff, team);
+    if (s == DLA_ERR_UNSUPPORTED && p->batch < 4 * team)
+        s = bwf_by_image(p, &g, toff, team < p->batch ? team : (int)p->batch);
+    h->free(toff);
+    return s;
 }
 
 dla_status dla__cpu_conv_direct(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
