@@ -22,7 +22,8 @@
  * backward filter: dW[t,c,f] = sum_p xpad[c][p + off[t]] * dYwide[f][p],
  *                  dY copied into the wide layout with zeros in the
  *                  dropped columns; 16-lane partial sums per thread in
- *                  memory, added up in a fixed order at the end.
+ *                  memory, added up in a fixed order at the end (or, for
+ *                  a few images, per register block across all of them).
  * Register blocks: forward PV vectors of outputs x NF filters, backward
  * filter NT taps x NF filters; the block shapes were chosen by measurement
  * (docs/convolution.md).
