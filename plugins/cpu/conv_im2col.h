@@ -143,6 +143,52 @@ static void CONV_FN(zero_image_)(const dla__cpu_conv *p, int64_t b)
             }
 }
 
+/* Image b in direction dir, with one thread's buffers: unfolded rows mcol,
+ * Y or dY rows mtmp, and (backward filter) its dW sum macc. */
+static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64_t b,
+                            const CT *wk, int64_t K, int64_t rows, int64_t nr, CT *mcol, CT *mtmp,
+                            CT *macc)
+{
+    if (dir == DLA__CONV_BACKWARD_DATA)
+        CONV_FN(zero_image_)(p, b);
+    for (int64_t g = 0; g < p->G; g++)
+        for (int64_t r0 = 0; r0 < rows; r0 += nr) {
+            const int64_t n = r0 + nr <= rows ? nr : rows - r0, pc = n * p->out[0];
+            if (pc == 0)
+                continue;
+            const CT *wg = wk + g * p->Fg * K;
+            switch (dir) {
+            case DLA__CONV_FORWARD:
+                CONV_FN(im2col_)(p, b, g, r0, n, mcol);
+                if (K > 0)
+                    CGEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)pc, (int)p->Fg,
+                          (int)K, 1, mcol, (int)pc, wg, (int)K, 0, mtmp, (int)pc);
+                else
+                    for (int64_t i = 0; i < pc * p->Fg; i++)
+                        mtmp[i] = 0;
+                CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 1);
+                break;
+            case DLA__CONV_BACKWARD_DATA:
+                if (K == 0)
+                    break;
+                CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
+                CGEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)pc, (int)K, (int)p->Fg,
+                      1, mtmp, (int)pc, wg, (int)K, 0, mcol, (int)pc);
+                CONV_FN(col2im_)(p, b, g, r0, n, mcol, (CT *)p->x);
+                break;
+            case DLA__CONV_BACKWARD_FILTER:
+                if (K == 0)
+                    break;
+                CONV_FN(im2col_)(p, b, g, r0, n, mcol);
+                CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
+                CGEMM(CblasColMajor, CblasTrans, CblasNoTrans, (int)K, (int)p->Fg,
+                      (int)pc, 1, mcol, (int)pc, mtmp, (int)pc, 1, macc + g * p->Fg * K,
+                      (int)K);
+                break;
+            }
+        }
+}
+
 static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
     const dla_plugin_host *h = dla__cpu_host;
@@ -199,48 +245,20 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
         failed = !col[i] || !tmp[i] || (filter && !acc[i]);
     }
     if (!failed) {
+        /* Static for backward filter: the same images go to each thread's
+         * sum on every call, so dW is the same on every run. */
+        if (filter) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t b = 0; b < p->batch; b++) {
+                const int me = omp_get_thread_num();
+                CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], acc[me]);
+            }
+        } else {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-        for (int64_t b = 0; b < p->batch; b++) {
-            const int me = omp_get_thread_num();
-            CT *mcol = col[me], *mtmp = tmp[me];
-            if (dir == DLA__CONV_BACKWARD_DATA)
-                CONV_FN(zero_image_)(p, b);
-            for (int64_t g = 0; g < p->G; g++)
-                for (int64_t r0 = 0; r0 < rows; r0 += nr) {
-                    const int64_t n = r0 + nr <= rows ? nr : rows - r0, pc = n * p->out[0];
-                    if (pc == 0)
-                        continue;
-                    const CT *wg = wk + g * p->Fg * K;
-                    switch (dir) {
-                    case DLA__CONV_FORWARD:
-                        CONV_FN(im2col_)(p, b, g, r0, n, mcol);
-                        if (K > 0)
-                            CGEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)pc, (int)p->Fg,
-                                  (int)K, 1, mcol, (int)pc, wg, (int)K, 0, mtmp, (int)pc);
-                        else
-                            for (int64_t i = 0; i < pc * p->Fg; i++)
-                                mtmp[i] = 0;
-                        CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 1);
-                        break;
-                    case DLA__CONV_BACKWARD_DATA:
-                        if (K == 0)
-                            break;
-                        CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
-                        CGEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)pc, (int)K, (int)p->Fg,
-                              1, mtmp, (int)pc, wg, (int)K, 0, mcol, (int)pc);
-                        CONV_FN(col2im_)(p, b, g, r0, n, mcol, (CT *)p->x);
-                        break;
-                    case DLA__CONV_BACKWARD_FILTER:
-                        if (K == 0)
-                            break;
-                        CONV_FN(im2col_)(p, b, g, r0, n, mcol);
-                        CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
-                        CGEMM(CblasColMajor, CblasTrans, CblasNoTrans, (int)K, (int)p->Fg,
-                              (int)pc, 1, mcol, (int)pc, mtmp, (int)pc, 1, acc[me] + g * p->Fg * K,
-                              (int)K);
-                        break;
-                    }
-                }
+            for (int64_t b = 0; b < p->batch; b++) {
+                const int me = omp_get_thread_num();
+                CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], NULL);
+            }
         }
         /* Thread sums in a fixed order: the same dW on every run. */
         for (int i = 0; filter && i < threads; i++)
