@@ -204,6 +204,19 @@ static dla_status prepare(const dla_conv_args *a, dla__cpu_conv_dir dir, dla__cp
     return DLA_OK;
 }
 
+void *dla__cpu_conv_scratch(size_t bytes, dla_mem *mem)
+{
+    const size_t least = (size_t)1 << 20; /* the cache's smallest block */
+    if (dla__cpu_mem_alloc(NULL, bytes < least ? least : bytes, mem) != DLA_OK)
+        return NULL;
+    return (void *)*mem;
+}
+
+void dla__cpu_conv_scratch_free(dla_mem mem)
+{
+    dla__cpu_mem_free(NULL, mem);
+}
+
 int dla__cpu_conv_direct_usable(void)
 {
     const char *force = secure_getenv("DLACCEL_CPU_CONV");

@@ -340,13 +340,15 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
     const int threads = by_strip ? 1 : team;
     int64_t *toff = h->alloc((size_t)ntaps * sizeof(int64_t), 0);
     float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0};
-    int failed = !toff;
+    const int64_t per = DLA__CONV_LINE(xfloats, 4) + DLA__CONV_LINE(yfloats, 4);
+    dla_mem mem = NULL;
+    float *scratch = toff ? dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(float), &mem)
+                          : NULL;
+    const int failed = !scratch;
     for (int i = 0; i < threads && !failed; i++) {
-        xb[i] = h->alloc((size_t)xfloats * sizeof(float), DLA__CPU_ALIGN);
-        yb[i] = h->alloc((size_t)yfloats * sizeof(float), DLA__CPU_ALIGN);
-        failed = !xb[i] || !yb[i];
-        if (!failed)
-            memset(xb[i], 0, (size_t)xfloats * sizeof(float));
+        xb[i] = scratch + i * per;
+        yb[i] = xb[i] + DLA__CONV_LINE(xfloats, 4);
+        memset(xb[i], 0, (size_t)xfloats * sizeof(float));
     }
     if (!failed) {
         tap_offsets(&g, q->fs, q->dl, toff);
@@ -361,10 +363,7 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
                 pass_image(&g, q, toff, ntaps, b, xb[0], yb[0], team);
         }
     }
-    for (int i = 0; i < threads; i++) {
-        h->free(xb[i]);
-        h->free(yb[i]);
-    }
+    dla__cpu_conv_scratch_free(mem);
     h->free(toff);
     if (failed)
         return h->error(DLA_ERR_OUT_OF_MEMORY,
@@ -500,6 +499,22 @@ static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it
     *fn = *f0 + k->nfb <= p->Fg ? k->nfb : p->Fg - *f0;
 }
 
+/* a[0..n-1] += b[0..n-1], n a multiple of 16, both 64-byte aligned. */
+static TGT void add_into(float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 16)
+        _mm512_store_ps(a + i, _mm512_add_ps(_mm512_load_ps(a + i), _mm512_load_ps(b + i)));
+}
+
+/* The sum of 16 lanes, added in double. */
+static double lanes_sum(const float *v)
+{
+    double s = 0;
+    for (int l = 0; l < 16; l++)
+        s += v[l];
+    return s;
+}
+
 /* Writes dW[t, c, f] of group grp. */
 static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, int64_t t, double v)
 {
@@ -521,16 +536,16 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
     if ((xfloats + yfloats + nacc) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
     float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
-    int failed = 0;
-    for (int i = 0; i < threads && !failed; i++) {
-        xb[i] = h->alloc((size_t)xfloats * sizeof(float), DLA__CPU_ALIGN);
-        yb[i] = h->alloc((size_t)yfloats * sizeof(float), DLA__CPU_ALIGN);
-        acc[i] = h->alloc((size_t)nacc * sizeof(float), DLA__CPU_ALIGN);
-        failed = !xb[i] || !yb[i] || !acc[i];
-        if (!failed) {
-            memset(xb[i], 0, (size_t)xfloats * sizeof(float));
-            memset(yb[i], 0, (size_t)yfloats * sizeof(float));
-            memset(acc[i], 0, (size_t)nacc * sizeof(float));
+    const int64_t per = DLA__CONV_LINE(xfloats, 4) + DLA__CONV_LINE(yfloats, 4) + nacc;
+    dla_mem mem = NULL;
+    float *scratch = dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(float), &mem);
+    const int failed = !scratch;
+    if (!failed) {
+        memset(scratch, 0, (size_t)(per * threads) * sizeof(float));
+        for (int i = 0; i < threads; i++) {
+            xb[i] = scratch + i * per;
+            yb[i] = xb[i] + DLA__CONV_LINE(xfloats, 4);
+            acc[i] = yb[i] + DLA__CONV_LINE(yfloats, 4);
         }
     }
     if (!failed) {
@@ -553,23 +568,16 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
                 }
             }
         }
+        for (int i = 1; i < threads; i++)
+            add_into(acc[0], acc[i], nacc);
         for (int64_t grp = 0; grp < p->G; grp++)
             for (int64_t f = 0; f < p->Fg; f++)
                 for (int64_t c = 0; c < p->Cg; c++)
-                    for (int64_t t = 0; t < nt; t++) {
-                        const int64_t at = (((grp * p->Fg + f) * p->Cg + c) * nt + t) * 16;
-                        double s = 0;
-                        for (int i = 0; i < threads; i++)
-                            for (int l = 0; l < 16; l++)
-                                s += acc[i][at + l];
-                        put_dw(p, grp, f, c, t, s);
-                    }
+                    for (int64_t t = 0; t < nt; t++)
+                        put_dw(p, grp, f, c, t,
+                               lanes_sum(acc[0] + (((grp * p->Fg + f) * p->Cg + c) * nt + t) * 16));
     }
-    for (int i = 0; i < threads; i++) {
-        h->free(xb[i]);
-        h->free(yb[i]);
-        h->free(acc[i]);
-    }
+    dla__cpu_conv_scratch_free(mem);
     if (failed)
         return h->error(DLA_ERR_OUT_OF_MEMORY,
                         "cpu conv: cannot allocate the padded buffers of %d threads", threads);
@@ -587,17 +595,16 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
     const int64_t xfloats = p->C * g->cs, yfloats = p->F * g->span_r;
     if ((xfloats + yfloats) * p->batch * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    float *xa = h->alloc((size_t)(xfloats * p->batch) * sizeof(float), DLA__CPU_ALIGN);
-    float *ya = h->alloc((size_t)(yfloats * p->batch) * sizeof(float), DLA__CPU_ALIGN);
-    if (!xa || !ya) {
-        h->free(xa);
-        h->free(ya);
+    const int64_t xall = DLA__CONV_LINE(xfloats * p->batch, 4), yall = yfloats * p->batch;
+    dla_mem mem = NULL;
+    float *xa = dla__cpu_conv_scratch((size_t)(xall + yall) * sizeof(float), &mem);
+    float *ya = xa ? xa + xall : NULL;
+    if (!xa) {
         return h->error(DLA_ERR_OUT_OF_MEMORY,
                         "cpu conv: cannot allocate the padded inputs of %lld images",
                         (long long)p->batch);
     }
-    memset(xa, 0, (size_t)(xfloats * p->batch) * sizeof(float));
-    memset(ya, 0, (size_t)(yfloats * p->batch) * sizeof(float));
+    memset(xa, 0, (size_t)(xall + yall) * sizeof(float));
     const int64_t packs = p->batch * p->G;
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
     for (int64_t i = 0; i < packs; i++) {
@@ -620,15 +627,10 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
                             ya + b * yfloats + (grp * p->Fg + f0) * g->span_r, g->span_r,
                             g->span_r / 16, acc, BWF_MAX_NT);
         for (int64_t f = 0; f < fn; f++)
-            for (int64_t t = 0; t < tn; t++) {
-                double s = 0;
-                for (int l = 0; l < 16; l++)
-                    s += acc[(f * BWF_MAX_NT + t) * 16 + l];
-                put_dw(p, grp, f0 + f, c, t0 + t, s);
-            }
+            for (int64_t t = 0; t < tn; t++)
+                put_dw(p, grp, f0 + f, c, t0 + t, lanes_sum(acc + (f * BWF_MAX_NT + t) * 16));
     }
-    h->free(xa);
-    h->free(ya);
+    dla__cpu_conv_scratch_free(mem);
     return DLA_OK;
 }
 

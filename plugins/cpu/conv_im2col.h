@@ -229,20 +229,22 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
         threads = DLA__CONV_MAX_THREADS;
     const int filter = dir == DLA__CONV_BACKWARD_FILTER;
     /* Each thread's unfolded rows, its dY or Y rows and (backward filter)
-     * its own dW sum, allocated here so a refusal fails the call cleanly. */
+     * its own dW sum, carved from one scratch block before the threads
+     * start, so a refusal fails the call cleanly. */
     CT *col[DLA__CONV_MAX_THREADS] = {0}, *tmp[DLA__CONV_MAX_THREADS] = {0},
        *acc[DLA__CONV_MAX_THREADS] = {0};
-    int failed = 0;
+    const int64_t ncol = DLA__CONV_LINE(pcmax * K > 0 ? pcmax * K : 1, sizeof(CT)),
+                  ntmp = DLA__CONV_LINE(pcmax * p->Fg > 0 ? pcmax * p->Fg : 1, sizeof(CT)),
+                  nacc = filter ? DLA__CONV_LINE(wsize > 0 ? wsize : 1, sizeof(CT)) : 0;
+    dla_mem mem = NULL;
+    CT *scratch = dla__cpu_conv_scratch((size_t)((ncol + ntmp + nacc) * threads) * sizeof(CT), &mem);
+    const int failed = !scratch;
     for (int i = 0; i < threads && !failed; i++) {
-        col[i] = h->alloc((size_t)(pcmax * K > 0 ? pcmax * K : 1) * sizeof(CT), DLA__CPU_ALIGN);
-        tmp[i] = h->alloc((size_t)(pcmax * p->Fg > 0 ? pcmax * p->Fg : 1) * sizeof(CT),
-                          DLA__CPU_ALIGN);
-        if (filter) {
-            acc[i] = h->alloc((size_t)(wsize > 0 ? wsize : 1) * sizeof(CT), DLA__CPU_ALIGN);
-            for (int64_t j = 0; acc[i] && j < wsize; j++)
-                acc[i][j] = 0;
-        }
-        failed = !col[i] || !tmp[i] || (filter && !acc[i]);
+        col[i] = scratch + i * (ncol + ntmp + nacc);
+        tmp[i] = col[i] + ncol;
+        acc[i] = filter ? tmp[i] + ntmp : NULL;
+        for (int64_t j = 0; j < nacc; j++)
+            acc[i][j] = 0;
     }
     if (!failed) {
         /* Static for backward filter: the same images go to each thread's
@@ -265,11 +267,7 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
             for (int64_t j = 0; j < wsize; j++)
                 wk[j] += acc[i][j];
     }
-    for (int i = 0; i < threads; i++) {
-        h->free(col[i]);
-        h->free(tmp[i]);
-        h->free(acc[i]);
-    }
+    dla__cpu_conv_scratch_free(mem);
     if (failed) {
         h->free(wk);
         return h->error(DLA_ERR_OUT_OF_MEMORY,

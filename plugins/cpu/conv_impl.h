@@ -51,6 +51,16 @@ dla_status dla__cpu_conv_im2col(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
  * message) when it does not apply, so the caller takes im2col. */
 dla_status dla__cpu_conv_direct(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
+/* Scratch memory for one call (64-byte aligned), from the plugin's device
+ * memory, whose cache keeps blocks of 1 MiB and more for the next request
+ * of their size: a fresh block from the host costs a page fault per 4 KiB
+ * on every call, more than a small convolution itself. NULL when refused
+ * (with the message set); give it back with dla__cpu_conv_scratch_free. */
+void *dla__cpu_conv_scratch(size_t bytes, dla_mem *mem);
+void dla__cpu_conv_scratch_free(dla_mem mem);
+/* Elements rounded up to whole 64-byte lines (for carving scratch). */
+#define DLA__CONV_LINE(n, size) (((n) * (int64_t)(size) + 63) / 64 * 64 / (int64_t)(size))
+
 /* Nonzero when this CPU runs the direct kernels and the environment does
  * not turn them off (DLACCEL_CPU_CONV=im2col). */
 int dla__cpu_conv_direct_usable(void);
