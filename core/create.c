@@ -249,6 +249,7 @@ static dla_status rand_like_forward(const void *attrs, dla_tensor *const *in, in
 static const dla__op rand_like_op = {
     .name = "rand_like", .nin = 1, .nout = 1, .forward = rand_like_forward, .random = 1,
 };
+DLA__OP_REGISTER(rand_like_op, sizeof(rand_like_attrs));
 
 DLA_API dla_tensor *dla_rand_like(dla_tensor *x)
 {

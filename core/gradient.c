@@ -113,6 +113,7 @@ static dla_status fill_like_forward(const void *attrs, dla_tensor *const *in, in
 static const dla__op fill_like_op = {
     .name = "fill_like", .nin = 1, .nout = 1, .forward = fill_like_forward,
 };
+DLA__OP_REGISTER(fill_like_op, sizeof(fill_attrs));
 
 static dla_status clone_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
                                 dla_tensor **saved)
@@ -137,6 +138,7 @@ static dla_status clone_forward(const void *attrs, dla_tensor *const *in, int ni
 static const dla__op clone_op = {
     .name = "clone", .nin = 1, .nout = 1, .forward = clone_forward,
 };
+DLA__OP_REGISTER(clone_op, 0);
 
 #define DLA__VIEW_ATTRS_MAX 160
 
@@ -178,9 +180,82 @@ static dla_status accumulate_forward(const void *attrs, dla_tensor *const *in, i
     return out[0] ? DLA_OK : dla_last_status();
 }
 
+/* In a trace file the views are named, not pointed at: a u8 count, then
+ * for each view the u8 length of its op's registered name, the name, and
+ * the u16 length of its attributes followed by them (the view op's own
+ * encoding). */
+static dla_status accumulate_encode(const dla__attrs_io *io, const void *attrs, size_t attrs_size,
+                                    unsigned char *buf, size_t cap, size_t *len)
+{
+    const accumulate_attrs *a = attrs;
+    size_t n = 1;
+    if (cap >= 1)
+        buf[0] = (unsigned char)(a->view_op ? 1 : 0);
+    for (int i = 0; i < (a->view_op ? 1 : 0); i++) {
+        const dla__op_reg *r = dla__op_registration(a->view_op);
+        if (!r)
+            return dla__fail(DLA_ERR_UNSUPPORTED, "accumulate: view op \"%s\" is not registered",
+                             a->view_op->name);
+        size_t name = strlen(r->name), alen;
+        dla_status st = dla__op_encode_attrs(r, io, a->view_attrs, a->view_attrs_size, NULL, 0, &alen);
+        if (st != DLA_OK)
+            return st;
+        if (name > 0xFF || alen > 0xFFFF)
+            return dla__fail(DLA_ERR_UNSUPPORTED, "accumulate: view op \"%s\" does not fit a "
+                             "trace file", r->name);
+        if (n + 3 + name + alen <= cap) {
+            uint16_t al = (uint16_t)alen;
+            buf[n] = (unsigned char)name;
+            memcpy(buf + n + 1, r->name, name);
+            memcpy(buf + n + 1 + name, &al, 2);
+            dla__op_encode_attrs(r, io, a->view_attrs, a->view_attrs_size, buf + n + 3 + name, alen, &alen);
+        }
+        n += 3 + name + alen;
+    }
+    *len = n;
+    return DLA_OK;
+}
+
+static dla_status accumulate_decode(const dla__attrs_io *io, const unsigned char *buf, size_t size,
+                                    void *attrs, size_t attrs_size)
+{
+    accumulate_attrs *a = attrs;
+    size_t pos = 1;
+    int nviews = size ? buf[0] : -1;
+    if (nviews < 0 || nviews > 1)
+        return dla__fail(DLA_ERR_IO, "accumulate: %d views", nviews);
+    for (int i = 0; i < nviews; i++) {
+        size_t name = pos < size ? buf[pos] : size;
+        if (size - pos < 3 + name)
+            return dla__fail(DLA_ERR_IO, "accumulate: view %d runs past the attributes", i + 1);
+        char nm[256];
+        memcpy(nm, buf + pos + 1, name);
+        nm[name] = '\0';
+        uint16_t alen;
+        memcpy(&alen, buf + pos + 1 + name, 2);
+        pos += 3 + name;
+        const dla__op *op = strlen(nm) == name ? dla__op_find(nm) : NULL;
+        const dla__op_reg *r = op ? dla__op_registration(op) : NULL;
+        if (!r || !op->view || r->attrs_size > DLA__VIEW_ATTRS_MAX || alen > size - pos)
+            return dla__fail(DLA_ERR_IO, "accumulate: view %d (\"%s\", %u bytes) is not a view "
+                             "op's", i + 1, nm, (unsigned)alen);
+        dla_status st = dla__op_decode_attrs(r, io, buf + pos, alen, a->view_attrs);
+        if (st != DLA_OK)
+            return st;
+        a->view_op = op;
+        a->view_attrs_size = r->attrs_size;
+        pos += alen;
+    }
+    if (pos != size)
+        return dla__fail(DLA_ERR_IO, "accumulate: %zu bytes past the views", size - pos);
+    return DLA_OK;
+}
+
 static const dla__op accumulate_op = {
     .name = "accumulate", .nin = 2, .nout = 1, .forward = accumulate_forward, .inplace = 1,
+    .encode_attrs = accumulate_encode, .decode_attrs = accumulate_decode,
 };
+DLA__OP_REGISTER(accumulate_op, sizeof(accumulate_attrs));
 
 /* Runs a one-output op unscoped; NULL on failure (message set). */
 static dla_tensor *run1(const dla__op *op, const void *attrs, size_t size, int nin,

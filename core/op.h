@@ -25,6 +25,7 @@
 #define DLA__OP_MAX_IO 8
 
 typedef struct dla__node dla__node;
+typedef struct dla__attrs_io dla__attrs_io;
 
 typedef struct dla__op {
     const char *name; /* the public function, "dla_conv" */
@@ -62,7 +63,30 @@ typedef struct dla__op {
      * gradient accumulation of dla_gradient): in[0] must not be read after
      * it, which holds for the private buffers it is used on. */
     int inplace;
+    /* Saving and loading traces (core/trace_file.c). Attributes are plain
+     * data by default: they go to the file as their bytes and come back
+     * with their size checked against the registered one. An op whose
+     * attributes hold a pointer (another op, a device) names what it points
+     * to instead, through these two. NULL for both: the plain bytes. */
+    /* Sets *len to the bytes attrs (attrs_size bytes) take written so
+     * that they mean the same in another process, and writes them into buf
+     * when they fit in cap. A failing status with dla__fail's message when
+     * they cannot be written. */
+    dla_status (*encode_attrs)(const dla__attrs_io *io, const void *attrs, size_t attrs_size,
+                               unsigned char *buf, size_t cap, size_t *len);
+    /* Rebuilds attrs (attrs_size bytes, the registered size, zeroed) from
+     * the size bytes encode_attrs wrote. Any bytes must be answered with
+     * DLA_OK or a status with dla__fail's message: never read past size. */
+    dla_status (*decode_attrs)(const dla__attrs_io *io, const unsigned char *buf, size_t size,
+                               void *attrs, size_t attrs_size);
 } dla__op;
+
+/* What an attribute codec may need beyond the bytes. */
+struct dla__attrs_io {
+    /* Encoding: the device the trace was recorded on (NULL: unknown). A
+     * device attribute naming it is saved as "the replay device". */
+    dla_device *recording_device;
+};
 
 struct dla__node {
     const dla__op *op;
@@ -95,9 +119,61 @@ dla_status dla__apply_n(const dla__op *op, const void *attrs, size_t attrs_size,
 dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
                        dla_tensor *const *in, dla_tensor **out, dla_tensor **saved);
 
+/* Nonzero while an op's forward runs on this thread (its inner ops and host
+ * reads belong to the op). */
+int dla__in_forward(void);
+
 /* Nonzero when ops on this thread are being recorded (inside dla_feval and
  * not inside a backward pass). */
 int dla__recording(void);
+
+/* ----------------------------------------------------------- registry */
+
+/* Every op is registered under a name unique in the library, so a saved
+ * trace can name its ops and a load can find them again. The name and the
+ * size of the attributes are part of the trace file format
+ * (docs/trace-format.md): renaming a registered op or changing the layout
+ * of its attributes breaks saved traces, so such a change registers the op
+ * under a new name. */
+typedef struct dla__op_reg {
+    const dla__op *op;
+    const char *name;  /* NULL: op->name */
+    size_t attrs_size; /* the bytes forward reads from attrs; 0: none */
+    struct dla__op_reg *next;
+} dla__op_reg;
+
+/* One line after an op's definition: `DLA__OP_REGISTER(binary_op,
+ * sizeof(binary_attrs));` registers it under op->name when the library is
+ * loaded; DLA__OP_REGISTER_AS gives another name where op->name (the public
+ * function, shown in messages) is shared with another op. */
+#define DLA__OP_REGISTER(op_, attrs_size_) DLA__OP_REGISTER_AS(op_, NULL, attrs_size_)
+#define DLA__OP_REGISTER_AS(op_, name_, attrs_size_)                                              \
+    __attribute__((constructor)) static void dla__register_##op_(void)                             \
+    {                                                                                              \
+        static dla__op_reg reg = {&op_, name_, attrs_size_, NULL};                                 \
+        dla__op_register(&reg);                                                                    \
+    }                                                                                              \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(op_), const dla__op),                   \
+                   "DLA__OP_REGISTER takes a static const dla__op")
+
+/* Called by the constructors above (the library is loaded, one thread). */
+void dla__op_register(dla__op_reg *reg);
+/* The op registered under name; NULL when there is none. */
+const dla__op *dla__op_find(const char *name);
+/* The registration of op; NULL when it is not registered. */
+const dla__op_reg *dla__op_registration(const dla__op *op);
+/* The registrations in no particular order, for tests and tools: the
+ * count, and the i-th (NULL when out of range). */
+int dla__op_count(void);
+const dla__op_reg *dla__op_at(int i);
+
+/* The attribute codec of reg's op: its own when it has one, the plain
+ * bytes otherwise, as encode_attrs and decode_attrs above (decode fills
+ * reg->attrs_size bytes of attrs). */
+dla_status dla__op_encode_attrs(const dla__op_reg *reg, const dla__attrs_io *io, const void *attrs,
+                                size_t attrs_size, unsigned char *buf, size_t cap, size_t *len);
+dla_status dla__op_decode_attrs(const dla__op_reg *reg, const dla__attrs_io *io,
+                                const unsigned char *buf, size_t size, void *attrs);
 
 /* For backward rules: sums g over the dims where `like` has size 1 and g
  * does not, so the gradient of a broadcast operand has its dims (formats

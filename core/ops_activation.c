@@ -123,6 +123,7 @@ static dla_status gelu_backward(const dla__node *n, dla_tensor *const *gout, dla
 static const dla__op gelu_op = {
     .name = "dla_gelu", .nin = 1, .nout = 1, .forward = gelu_forward, .backward = gelu_backward,
 };
+DLA__OP_REGISTER(gelu_op, sizeof(gelu_attrs));
 
 DLA_API dla_tensor *dla_gelu(dla_tensor *x, const char *approximation)
 {
@@ -238,10 +239,12 @@ static const dla__op softmax_op = {
     .name = "dla_softmax", .nin = 1, .nout = 1, .forward = softmax_forward,
     .backward = softmax_backward,
 };
+DLA__OP_REGISTER(softmax_op, sizeof(softmax_attrs));
 static const dla__op logsoftmax_op = {
     .name = "dla_logsoftmax", .nin = 1, .nout = 1, .forward = softmax_forward,
     .backward = softmax_backward,
 };
+DLA__OP_REGISTER(logsoftmax_op, sizeof(softmax_attrs));
 
 DLA_API dla_tensor *dla_softmax(dla_tensor *x)
 {

@@ -79,6 +79,7 @@ static dla_status expand_backward(const dla__node *n, dla_tensor *const *gout, d
 static const dla__op expand_op = {
     .name = "expand", .nin = 1, .nout = 1, .forward = expand_forward, .backward = expand_backward,
 };
+DLA__OP_REGISTER(expand_op, sizeof(expand_attrs));
 
 dla_tensor *dla__expand(dla_tensor *g, const dla_tensor *like)
 {

@@ -185,6 +185,7 @@ static dla_tensor *compare(const dla__op *op, dla_binary_op kop, dla_tensor *a, 
 #define DLA__COMPARE_DEFINE(cmp, kop)                                                              \
     static const dla__op compare_##cmp##_op = {                                                    \
         .name = "dla_" #cmp, .nin = 2, .nout = 1, .forward = compare_forward};                     \
+    DLA__OP_REGISTER(compare_##cmp##_op, sizeof(compare_attrs));                                  \
     DLA_API dla_tensor *dla_##cmp(dla_tensor *a, dla_tensor *b)                                    \
     {                                                                                              \
         return compare(&compare_##cmp##_op, kop, a, b);                                            \
@@ -265,6 +266,7 @@ static const dla__op where_op = {.name = "dla_where",
                                  .nout = 1,
                                  .forward = where_forward,
                                  .backward = where_backward};
+DLA__OP_REGISTER(where_op, 0);
 
 DLA_API dla_tensor *dla_where(dla_tensor *cond, dla_tensor *a, dla_tensor *b)
 {

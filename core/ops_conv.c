@@ -286,10 +286,13 @@ static dla_status filter_backward(const dla__node *n, dla_tensor *const *gout, d
 
 static const dla__op conv_op = {.name = "dla_conv", .nin = -1, .nout = 1,
                                 .forward = conv_forward, .backward = conv_backward};
+DLA__OP_REGISTER(conv_op, sizeof(conv_geom));
 static const dla__op data_op = {.name = "dla_transpconv", .nin = 2, .nout = 1,
                                 .forward = data_forward, .backward = data_backward};
+DLA__OP_REGISTER(data_op, sizeof(conv_geom));
 static const dla__op filter_op = {.name = "dla_conv filter gradient", .nin = 2, .nout = 1,
                                   .forward = filter_forward, .backward = filter_backward};
+DLA__OP_REGISTER(filter_op, sizeof(conv_geom));
 
 /* ------------------------------------------------------------ validation */
 

@@ -108,6 +108,7 @@ static const dla__op dropout_op = {
     .name = "dla_dropout", .nin = 1, .nout = 1, .nsaved = 1, .forward = dropout_forward,
     .backward = dropout_backward, .random = 1,
 };
+DLA__OP_REGISTER(dropout_op, sizeof(dropout_attrs));
 
 DLA_API dla_tensor *dla_dropout(dla_tensor *x, double prob)
 {

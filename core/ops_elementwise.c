@@ -115,6 +115,7 @@ static dla_status binary_forward(const void *attrs, dla_tensor *const *in, int n
 
 /* Logical results, no gradient (a dla__op without backward). */
 static const dla__op compare_op = {.name = "compare", .nin = 2, .nout = 1, .forward = binary_forward};
+DLA__OP_REGISTER(compare_op, sizeof(binary_attrs));
 
 dla_tensor *dla__compare(dla_binary_op kop, dla_tensor *a, dla_tensor *b)
 {
@@ -167,6 +168,7 @@ static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, d
 static const dla__op binary_op = {
     .name = "binary", .nin = 2, .nout = 1, .forward = binary_forward, .backward = binary_backward,
 };
+DLA__OP_REGISTER(binary_op, sizeof(binary_attrs));
 
 static dla_tensor *binary(dla_binary_op kop, dla_tensor *a, dla_tensor *b)
 {
@@ -263,6 +265,7 @@ static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dl
 static const dla__op unary_op = {
     .name = "unary", .nin = 1, .nout = 1, .forward = unary_forward, .backward = unary_backward,
 };
+DLA__OP_REGISTER(unary_op, sizeof(unary_attrs));
 
 static dla_tensor *unary(dla_unary_op kop, dla_tensor *x, double alpha, double beta)
 {

@@ -144,6 +144,7 @@ static const dla__op fc_op = {
     .name = "dla_fullyconnect", .nin = -1, .nout = 1, .forward = fc_forward,
     .backward = fc_backward,
 };
+DLA__OP_REGISTER(fc_op, 0);
 
 DLA_API dla_tensor *dla_fullyconnect(dla_tensor *x, dla_tensor *weights, dla_tensor *bias)
 {

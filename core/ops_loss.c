@@ -217,15 +217,20 @@ static dla_status loss_backward(const dla__node *node, dla_tensor *const *gout, 
 
 static const dla__op crossentropy_op = {.name = "dla_crossentropy", .nin = -1, .nout = 1,
                                         .forward = loss_forward, .backward = loss_backward};
+DLA__OP_REGISTER(crossentropy_op, sizeof(loss_attrs));
 static const dla__op binary_crossentropy_op = {.name = "dla_binary_crossentropy", .nin = -1,
                                                .nout = 1, .forward = loss_forward,
                                                .backward = loss_backward};
+DLA__OP_REGISTER(binary_crossentropy_op, sizeof(loss_attrs));
 static const dla__op l1loss_op = {.name = "dla_l1loss", .nin = -1, .nout = 1,
                                   .forward = loss_forward, .backward = loss_backward};
+DLA__OP_REGISTER(l1loss_op, sizeof(loss_attrs));
 static const dla__op l2loss_op = {.name = "dla_l2loss", .nin = -1, .nout = 1,
                                   .forward = loss_forward, .backward = loss_backward};
+DLA__OP_REGISTER(l2loss_op, sizeof(loss_attrs));
 static const dla__op mse_op = {.name = "dla_mse", .nin = -1, .nout = 1, .forward = loss_forward,
                                .backward = loss_backward};
+DLA__OP_REGISTER(mse_op, sizeof(loss_attrs));
 
 /* ---------------------------------------------- lining inputs up with Y */
 

@@ -190,6 +190,7 @@ static dla_status gemm_backward(const dla__node *n, dla_tensor *const *gout, dla
 static const dla__op gemm_op = {
     .name = "gemm", .nin = 2, .nout = 1, .forward = gemm_forward, .backward = gemm_backward,
 };
+DLA__OP_REGISTER(gemm_op, sizeof(gemm_attrs));
 
 DLA_API dla_tensor *dla_mtimes(dla_tensor *a, dla_tensor *b)
 {

@@ -422,10 +422,12 @@ static const dla__op norm_op = {
     .name = "norm", .nin = 3, .nout = 1, .nsaved = 2, .forward = stats_forward,
     .backward = stats_backward,
 };
+DLA__OP_REGISTER(norm_op, sizeof(norm_attrs));
 static const dla__op batchnorm_train_op = {
     .name = "dla_batchnorm_train", .nin = -1, .nout = 3, .nsaved = 2, .forward = stats_forward,
     .backward = stats_backward,
 };
+DLA__OP_REGISTER(batchnorm_train_op, sizeof(norm_attrs));
 
 /* --------------------------------------------------- batchnorm inference */
 
@@ -508,6 +510,7 @@ static const dla__op batchnorm_op = {
     .name = "dla_batchnorm", .nin = 5, .nout = 1, .forward = infer_forward,
     .backward = infer_backward,
 };
+DLA__OP_REGISTER(batchnorm_op, sizeof(norm_attrs));
 
 /* ------------------------------------------------------------ public ops */
 

@@ -101,6 +101,7 @@ static dla_status encode_forward(const void *attrs, dla_tensor *const *in, int n
 
 static const dla__op encode_op = {.name = "dla_onehotencode", .nin = 2, .nout = 1,
                                   .forward = encode_forward};
+DLA__OP_REGISTER(encode_op, sizeof(encode_attrs));
 
 DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
                                      const dla_onehot_options *opts)
@@ -215,6 +216,7 @@ static dla_status decode_forward(const void *attrs, dla_tensor *const *in, int n
 
 static const dla__op decode_op = {.name = "dla_onehotdecode", .nin = -1, .nout = 1,
                                   .forward = decode_forward};
+DLA__OP_REGISTER(decode_op, sizeof(decode_attrs));
 
 DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_options *opts)
 {

@@ -255,11 +255,13 @@ static const dla__op avg_grad_op = {
     .name = "dla_avgpool", .nin = 1, .nout = 1, .forward = grad_forward,
     .backward = grad_backward,
 };
+DLA__OP_REGISTER_AS(avg_grad_op, "dla_avgpool backward", sizeof(pool_geom));
 /* Its own derivative would scatter by the index; not needed until second
  * derivatives of max pooling are. */
 static const dla__op max_grad_op = {
     .name = "dla_maxpool", .nin = 2, .nout = 1, .forward = grad_forward,
 };
+DLA__OP_REGISTER_AS(max_grad_op, "dla_maxpool backward", sizeof(pool_geom));
 
 /* -------------------------------------------------------------- forward */
 
@@ -321,10 +323,12 @@ static const dla__op maxpool_op = {
     .name = "dla_maxpool", .nin = 1, .nout = 1, .nsaved = 1, .forward = pool_forward,
     .backward = pool_backward,
 };
+DLA__OP_REGISTER(maxpool_op, sizeof(pool_attrs));
 static const dla__op avgpool_op = {
     .name = "dla_avgpool", .nin = 1, .nout = 1, .forward = pool_forward,
     .backward = pool_backward,
 };
+DLA__OP_REGISTER(avgpool_op, sizeof(pool_attrs));
 
 static dla_tensor *pool_apply(const pool_attrs *a, dla_tensor *x)
 {

@@ -82,6 +82,7 @@ static dla_status reduce_backward(const dla__node *n, dla_tensor *const *gout, d
 static const dla__op reduce_op = {
     .name = "reduce", .nin = 1, .nout = 1, .forward = reduce_forward, .backward = reduce_backward,
 };
+DLA__OP_REGISTER(reduce_op, sizeof(reduce_attrs));
 
 static dla_tensor *reduce(const char *op, dla_reduce_op kop, dla_tensor *x, int ndims,
                           const int64_t *dims)

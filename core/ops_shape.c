@@ -98,6 +98,7 @@ static dla_status cat_backward(const dla__node *node, dla_tensor *const *gout, d
 
 static const dla__op cat_op = {.name = "dla_cat", .nin = -1, .nout = 1, .forward = cat_forward,
                                .backward = cat_backward};
+DLA__OP_REGISTER(cat_op, sizeof(cat_attrs));
 
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
 {
@@ -218,6 +219,7 @@ static dla_status pad_backward(const dla__node *node, dla_tensor *const *gout, d
 
 static const dla__op pad_op = {.name = "dla_pad", .nin = 1, .nout = 1, .forward = pad_forward,
                                .backward = pad_backward};
+DLA__OP_REGISTER(pad_op, sizeof(pad_attrs));
 
 DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, const int64_t *after,
                             double value)
@@ -365,6 +367,7 @@ static dla_status scatter_backward(const dla__node *node, dla_tensor *const *gou
 
 static const dla__op scatter_op = {.name = "dla_index (gradient)", .nin = 2, .nout = 1,
                                    .forward = scatter_forward, .backward = scatter_backward};
+DLA__OP_REGISTER(scatter_op, sizeof(scatter_attrs));
 
 static dla_status index_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
 {
@@ -379,6 +382,7 @@ static dla_status index_backward(const dla__node *node, dla_tensor *const *gout,
 
 static const dla__op index_op = {.name = "dla_index", .nin = 2, .nout = 1,
                                  .forward = index_forward, .backward = index_backward};
+DLA__OP_REGISTER(index_op, sizeof(index_attrs));
 
 DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index)
 {

@@ -54,6 +54,10 @@ typedef struct dla__trace {
     int data_dependent;  /* host reads of traced values while recording */
     char data_dependent_note[256];
     double record_seconds;
+    /* The device it was recorded on (input 1's; the current device without
+     * inputs); NULL for a loaded trace. A saved trace names it as "the
+     * replay device" wherever an op moved data to it. */
+    dla_device *device;
 } dla__trace;
 
 /* ------------------------------------------------------------- recording */
@@ -81,6 +85,11 @@ void dla__trace_free(dla__trace *t);
  * dla__run_op, so a replay inside dla_feval or inside another recording is
  * recorded there too. */
 dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out);
+
+/* The device the innermost dla_trace_replay on this thread runs on; NULL
+ * outside one. A loaded trace's moves to "the replay device" go there (to
+ * the current device outside a dla_trace_replay). */
+dla_device *dla__trace_replay_device(void);
 
 /* Writes the trace as text (ops, shapes, RNG entries, constants, memory). */
 void dla__trace_print(const dla__trace *t, FILE *f);

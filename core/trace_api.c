@@ -13,6 +13,10 @@
 
 struct dla_trace; /* == dla__trace */
 
+static _Thread_local dla_device *replay_device;
+
+dla_device *dla__trace_replay_device(void) { return replay_device; }
+
 DLA_API dla_trace *dla_trace_retain(dla_trace *t)
 {
     if (t)
@@ -62,8 +66,12 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
                            v->index + 1, dla__tensor_dims_str(x, a, sizeof a),
                            dla__dims_str(b, sizeof b, v->ndims, v->dims));
     }
-    if (st == DLA_OK)
+    if (st == DLA_OK) {
+        dla_device *outer = replay_device;
+        replay_device = t->nin ? in[0]->storage->device : dla_device_current();
         st = dla__trace_replay(t, in, out);
+        replay_device = outer;
+    }
     for (int i = 0; i < nout && out; i++) {
         if (!out[i])
             out[i] = dla__error_tensor();

@@ -159,6 +159,7 @@ dla_status dla__trace_begin(int nin, dla_tensor *const *in)
     r->t = t;
     t->refs = 1;
     t->nin = nin;
+    t->device = nin ? in[0]->storage->device : dla_device_current();
     t->serial_start = dla__tensor_serial_next();
     r->start = now_s();
     active = r;

@@ -110,12 +110,14 @@ static const dla__op contiguous_op = {
     .name = "dla_contiguous", .nin = 1, .nout = 1, .forward = contiguous_forward,
     .backward = identity_backward,
 };
+DLA__OP_REGISTER(contiguous_op, 0);
 
 DLA_API dla_tensor *dla_contiguous(dla_tensor *t)
 {
     return dla__apply(&contiguous_op, NULL, 0, 1, &t);
 }
 
+/* dev NULL only in a loaded trace: "the replay device" (trace.h). */
 typedef struct device_attrs {
     dla_device *dev;
 } device_attrs;
@@ -125,6 +127,8 @@ static dla_status to_device_forward(const void *attrs, dla_tensor *const *in, in
 {
     static const char op[] = "dla_tensor_to_device";
     dla_device *dev = ((const device_attrs *)attrs)->dev;
+    if (!dev && !(dev = dla__trace_replay_device()) && !(dev = dla__current_device(op)))
+        return dla_last_status();
     dla_tensor *t = in[0];
     dla_device *src_dev = t->storage->device;
     dla_tensor *d = dense(op, t);
@@ -169,10 +173,49 @@ static dla_status to_device_backward(const dla__node *n, dla_tensor *const *gout
     return DLA_OK;
 }
 
+/* In a trace file the device is its name, or "" for the device the trace
+ * was recorded on, which a loaded trace reads as the replay device: a trace
+ * that moved a host-made tensor to its inputs' device keeps doing so on
+ * whichever device it replays. */
+static dla_status to_device_encode(const dla__attrs_io *io, const void *attrs, size_t attrs_size,
+                                   unsigned char *buf, size_t cap, size_t *len)
+{
+    const dla_device *dev = ((const device_attrs *)attrs)->dev;
+    const char *name = !dev || dev == io->recording_device ? "" : dev->name;
+    *len = strlen(name);
+    if (*len <= cap)
+        memcpy(buf, name, *len);
+    return DLA_OK;
+}
+
+static dla_status to_device_decode(const dla__attrs_io *io, const unsigned char *buf, size_t size,
+                                   void *attrs, size_t attrs_size)
+{
+    device_attrs *a = attrs;
+    char name[sizeof a->dev->name];
+    if (size >= sizeof name || memchr(buf, '\0', size))
+        return dla__fail(DLA_ERR_IO, "dla_tensor_to_device: a device name of %zu bytes", size);
+    memcpy(name, buf, size);
+    name[size] = '\0';
+    if (!size) {
+        a->dev = NULL;
+        return DLA_OK;
+    }
+    a->dev = dla_device_get(name);
+    if (a->dev)
+        return DLA_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s", dla_last_error());
+    return dla__fail(DLA_ERR_NO_DEVICE, "dla_tensor_to_device: the trace moves data to device "
+                     "\"%s\", which cannot be had here (%s)", name, why);
+}
+
 static const dla__op to_device_op = {
     .name = "dla_tensor_to_device", .nin = 1, .nout = 1, .forward = to_device_forward,
-    .backward = to_device_backward,
+    .backward = to_device_backward, .encode_attrs = to_device_encode,
+    .decode_attrs = to_device_decode,
 };
+DLA__OP_REGISTER(to_device_op, sizeof(device_attrs));
 
 DLA_API dla_tensor *dla_tensor_to_device(dla_tensor *t, dla_device *dev)
 {
@@ -221,6 +264,7 @@ static dla_status cast_backward(const dla__node *n, dla_tensor *const *gout, dla
 static const dla__op cast_op = {
     .name = "dla_cast", .nin = 1, .nout = 1, .forward = cast_forward, .backward = cast_backward,
 };
+DLA__OP_REGISTER(cast_op, sizeof(cast_attrs));
 
 DLA_API dla_tensor *dla_cast(dla_tensor *t, dla_dtype dtype)
 {

@@ -121,6 +121,7 @@ static dla_tensor *reshape_view(const void *attrs, dla_tensor *base)
 static const dla__op reshape_op = {
     .name = "dla_reshape", .nin = 1, .nout = 1, .forward = reshape_forward, .view = reshape_view,
 };
+DLA__OP_REGISTER(reshape_op, sizeof(reshape_attrs));
 
 DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, const int64_t *dims)
 {
@@ -197,6 +198,7 @@ static dla_tensor *permute_view(const void *attrs, dla_tensor *base)
 static const dla__op permute_op = {
     .name = "dla_permute", .nin = 1, .nout = 1, .forward = permute_forward, .view = permute_view,
 };
+DLA__OP_REGISTER(permute_op, sizeof(permute_attrs));
 
 DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
 {
@@ -263,6 +265,7 @@ static dla_tensor *squeeze_view(const void *attrs, dla_tensor *base) { return dl
 static const dla__op squeeze_op = {
     .name = "dla_squeeze", .nin = 1, .nout = 1, .forward = squeeze_forward, .view = squeeze_view,
 };
+DLA__OP_REGISTER(squeeze_op, 0);
 
 DLA_API dla_tensor *dla_squeeze(dla_tensor *t)
 {
@@ -301,6 +304,7 @@ static dla_tensor *slice_view(const void *attrs, dla_tensor *base)
 static const dla__op slice_op = {
     .name = "dla_slice", .nin = 1, .nout = 1, .forward = slice_forward, .view = slice_view,
 };
+DLA__OP_REGISTER(slice_op, sizeof(slice_attrs));
 
 DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t step, int64_t stop)
 {

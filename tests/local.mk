@@ -6,3 +6,4 @@ include tests/registry.mk
 include tests/conv.mk
 include tests/nnops.mk
 include tests/loss.mk
+include tests/trace.mk

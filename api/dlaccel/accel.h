@@ -136,6 +136,39 @@ DLA_API dla_status dla_trace_replay(dla_trace *t, int nin, dla_tensor *const *in
 /* Writes t as text: ops with shapes, RNG slots, constants, memory. */
 DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f);
 
+/* Saves t to path in the trace file format (docs/trace-format.md, format
+ * 1.0): each op by its registered name with its attributes, every value's
+ * dtype, dims and format, the constants' data (copied from their device to
+ * the host now), the outputs and the diagnostics (data-dependent reads).
+ * The file is written under a temporary name and renamed over path, so
+ * path holds the whole old file or the whole new one. DLA_ERR_IO with the
+ * path and the system's reason when it cannot be written;
+ * DLA_ERR_UNSUPPORTED when an op cannot be saved. A device an op moved
+ * data to is saved by name ("cpu:0"), or, when it is the device the trace
+ * was recorded on, as "the replay device". */
+DLA_API dla_status dla_trace_save(const dla_trace *t, const char *path);
+/* Loads a trace saved by dla_trace_save: *out is a new trace (+1
+ * reference; NULL on failure) that replays with dla_trace_replay on any
+ * device, as the saved one did. Its constants are made on the calling
+ * thread's current device (replay copies them to another device on every
+ * replay: load where you replay). A move to "the replay device" goes to
+ * the device of the replay's first input; a move to a named device needs
+ * that device here (DLA_ERR_NO_DEVICE otherwise). The file is checked
+ * whole before anything is made; every failure names the file and the
+ * problem: DLA_ERR_IO when it cannot be read, is not a trace file, is
+ * truncated or corrupt (checksum, or contents that do not add up);
+ * DLA_ERR_UNSUPPORTED when it is a trace this library cannot read (a newer
+ * format major version, another byte order or data layout, an op this
+ * library does not have). Never trusts a count or an id it has not checked,
+ * but a file made to pass the checksum with senseless attributes is
+ * trusted: load files you would run. */
+DLA_API dla_status dla_trace_load(const char *path, dla_trace **out);
+/* The names a trace file may give its ops (every op of this library, each
+ * under a unique name), for tools and tests: their count, and the i-th in
+ * no particular order (NULL when i is out of range). */
+DLA_API int dla_trace_op_count(void);
+DLA_API const char *dla_trace_op_name(int i);
+
 /* Random numbers drawn like x (its dims, dtype, format and device) from
  * the thread's stream: uniform [0, 1) and standard normal. Inside an
  * accelerated function they are RNG slots, drawn anew on every replay. */

@@ -1,0 +1,727 @@
+/*
+ * test_trace_file.c - traces saved to and loaded from files (dla_trace_save,
+ * dla_trace_load) and the op registry behind them.
+ *
+ * A saved and loaded trace replays to the outputs of the trace it was saved
+ * from, bit for bit, on the cpu and on testmem (memory the host cannot
+ * address), RNG slots and baked constants included; a network of every op
+ * family with its gradients goes through a file; every failure (missing,
+ * foreign, truncated, corrupt, newer, other byte order, unknown op) is an
+ * error naming the file, under the counting allocator to show nothing
+ * leaks.
+ */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <dlaccel/conv.h>
+#include <dlaccel/loss.h>
+#include <dlaccel/nnops.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char dir[256]; /* a private folder for the files */
+
+static const char *path_of(const char *name)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s", dir, name);
+    return buf;
+}
+
+/* ------------------------------------------------------------- files */
+
+static unsigned char *read_all(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *p = malloc(*n ? *n : 1);
+    assert_int_equal(fread(p, 1, *n, f), *n);
+    fclose(f);
+    return p;
+}
+
+static void write_all(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* CRC-32C as docs/trace-format.md states it, to make files that pass the
+ * checksum and must be caught by what comes after it. */
+static uint32_t crc32c(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+static void fix_checksum(unsigned char *p, size_t n)
+{
+    uint32_t c = crc32c(p, n - 8);
+    memcpy(p + n - 8, &c, 4);
+}
+
+/* ------------------------------------------------------------ functions */
+
+/* loss = sum((W2 tanh(W1 x + b1) - t).^2) and its gradients. */
+static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *h = dla_tanh(dla_add(dla_mtimes(in[0], in[3]), in[1]));
+    dla_tensor *y = dla_mtimes(in[2], h);
+    dla_tensor *loss = dla_sum(dla_square(dla_sub(y, in[4])), 0, NULL);
+    out[0] = loss;
+    return dla_gradient(loss, 3, in, out + 1);
+}
+
+static dla_tensor **model_inputs(dla_dtype dt)
+{
+    static dla_tensor *in[5];
+    dla_rng_seed(5);
+    in[0] = dla_randn(dt, "", DLA_DIMS(8, 4));
+    in[1] = dla_randn(dt, "", DLA_DIMS(8, 1));
+    in[2] = dla_randn(dt, "", DLA_DIMS(2, 8));
+    in[3] = dla_randn(dt, "", DLA_DIMS(4, 16));
+    in[4] = dla_randn(dt, "", DLA_DIMS(2, 16));
+    return in;
+}
+
+/* MATLAB's myUnsupportedFun (baked noise) and mySupportedFun (RNG slot). */
+static dla_status baked_noise(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    int64_t dims[DLA_MAX_DIMS];
+    int nd = dla_tensor_dims(in[0], dims);
+    out[0] = dla_add(in[0], dla_rand(dla_tensor_dtype(in[0]), "", nd, dims));
+    return DLA_OK;
+}
+
+static dla_status noise_like(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_add(in[0], dla_randn_like(in[0]));
+    return DLA_OK;
+}
+
+static dla_status reads_a_value(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_tensor_item(dla_sum(in[0], 0, NULL), 0) > 0 ? dla_exp(in[0]) : dla_neg(in[0]);
+    return DLA_OK;
+}
+
+/* A host-made tensor moved to the inputs' device: in the file, a move to
+ * "the replay device". */
+static dla_status moves_a_constant(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    static const double shift[6] = {1, 2, 3, 4, 5, 6};
+    dla_tensor *c = dla_tensor_from_host(shift, DLA_F64, "", DLA_DIMS(2, 3));
+    out[0] = dla_mul(in[0], dla_tensor_to_device(c, dla_tensor_device(in[0])));
+    return DLA_OK;
+}
+
+/* A network of every op family, with gradients through views of views,
+ * concatenation, padding, indexing, a comparison, casts, both random ops
+ * and every loss. */
+static dla_status zoo_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *x = in[0], *w = in[1], *b = in[2], *off = in[3], *sc = in[4], *fw = in[5],
+               *fb = in[6], *w2 = in[7], *t = in[8], *idx = in[9];
+    dla_tensor *h = dla_conv(x, w, b, &(dla_conv_options){.padding_mode = "same"}); /* 6x6x4x3 */
+    dla_tensor *bn, *mu, *var;
+    dla_batchnorm_train(h, off, sc, NULL, NULL, NULL, &bn, &mu, &var);
+    h = dla_gelu(dla_elu(dla_leakyrelu(bn, 0.1), 1.0), NULL);
+    h = dla_dropout(h, 0.25);
+    h = dla_add(h, dla_transpconv(dla_conv(h, w2, NULL, NULL), w2, NULL, NULL));
+    h = dla_maxpool(h, DLA_DIMS(2, 2), &(dla_pool_options){.stride = {2, 2}}); /* 3x3x4x3 */
+    h = dla_add(h, dla_avgpool(h, DLA_DIMS(3, 3), &(dla_pool_options){.padding_mode = "same"}));
+    h = dla_instancenorm(dla_groupnorm(dla_layernorm(h, off, sc, NULL), 2, off, sc, NULL), off, sc,
+                         NULL);
+    /* Views of views: a reshape of a slice, read back into h's gradient. */
+    dla_tensor *s1 = dla_slice(h, 1, 0, 1, 2), *s2 = dla_slice(h, 1, 1, 1, 3);
+    dla_tensor *r = dla_reshape(dla_slice(s2, 2, 0, 2, 3), "", DLA_DIMS(2, 2, 12));
+    h = dla_cat(1, 2, (dla_tensor *[]){s2, s1}); /* 4x3x4x3 */
+    h = dla_pad(h, 2, (const int64_t[]){0, 1}, (const int64_t[]){0, 0}, 0.5); /* 4x4x4x3 */
+    h = dla_index(h, 3, idx);                                             /* 4x4x3x3 */
+    h = dla_add(h, dla_rand_like(h));
+    dla_tensor *y = dla_fullyconnect(h, fw, fb); /* 3x3 CB */
+#define SCALAR(t) dla_reshape(dla_sum((t), 0, NULL), "", DLA_DIMS(1, 1))
+    dla_tensor *p = dla_softmax(y);
+    dla_tensor *loss = dla_add(SCALAR(dla_crossentropy(p, t, NULL)), SCALAR(dla_mse(y, t, NULL)));
+    loss = dla_add(loss, SCALAR(dla_l1loss(y, t, NULL)));
+    loss = dla_add(loss, SCALAR(dla_l2loss(y, t, NULL)));
+    loss = dla_add(loss, SCALAR(dla_binary_crossentropy(dla_sigmoid(y), t, NULL)));
+    loss = dla_add(loss, SCALAR(dla_logsoftmax(y)));
+    dla_tensor *big = dla_cast(dla_gt(y, p), DLA_F64);
+    loss = dla_add(loss, SCALAR(dla_where(dla_ge(y, p), dla_mul(y, big), dla_neg(y))));
+    loss = dla_add(loss, SCALAR(dla_square(r)));
+    loss = dla_add(loss, SCALAR(dla_permute(dla_reshape(dla_contiguous(p), "", DLA_DIMS(3, 3)),
+                                            DLA_DIMS(2, 1))));
+    dla_tensor *classes = dla_cast(dla_onehotdecode(p, NULL), DLA_I32);
+    loss = dla_add(loss, SCALAR(dla_onehotencode(classes, 3, &(dla_onehot_options){.dtype = DLA_F64})));
+#undef SCALAR
+    out[0] = loss;
+    out[1] = mu;
+    return dla_gradient(loss, 8, in, out + 2);
+}
+
+#define ZOO_IN 10
+#define ZOO_OUT 10
+
+static dla_tensor **zoo_inputs(void)
+{
+    static dla_tensor *in[ZOO_IN];
+    static const int32_t pick[3] = {3, 0, 1};
+    dla_rng_seed(11);
+    in[0] = dla_randn(DLA_F64, "SSCB", DLA_DIMS(6, 6, 2, 3));
+    in[1] = dla_affine(dla_randn(DLA_F64, "", DLA_DIMS(3, 3, 2, 4)), 0.3, 0.0);
+    in[2] = dla_randn(DLA_F64, "", DLA_DIMS(4, 1));
+    in[3] = dla_randn(DLA_F64, "", DLA_DIMS(4));
+    in[4] = dla_affine(dla_rand(DLA_F64, "", DLA_DIMS(4)), 1.0, 0.5);
+    in[5] = dla_affine(dla_randn(DLA_F64, "", DLA_DIMS(3, 48)), 0.2, 0.0);
+    in[6] = dla_randn(DLA_F64, "", DLA_DIMS(3, 1));
+    in[7] = dla_affine(dla_randn(DLA_F64, "", DLA_DIMS(3, 3, 4, 4)), 0.2, 0.0);
+    static const double onehot[9] = {1, 0, 0, 0, 0, 1, 0, 1, 0};
+    in[8] = dla_tensor_from_host(onehot, DLA_F64, "CB", DLA_DIMS(3, 3));
+    in[9] = dla_tensor_from_host(pick, DLA_I32, "", DLA_DIMS(3));
+    return in;
+}
+
+/* --------------------------------------------------------------- checks */
+
+/* The elements of t as bytes (malloc'ed), their count in *n. */
+static unsigned char *bytes_of(const dla_tensor *t, size_t *n)
+{
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    *n = (size_t)dla_tensor_numel(t) * dla_dtype_size(dla_tensor_dtype(t));
+    unsigned char *p = malloc(*n ? *n : 1);
+    assert_int_equal(dla_tensor_to_host(t, p, *n), DLA_OK);
+    return p;
+}
+
+static void assert_same_bits(int n, dla_tensor **a, dla_tensor **b)
+{
+    for (int i = 0; i < n; i++) {
+        size_t na, nb;
+        unsigned char *pa = bytes_of(a[i], &na), *pb = bytes_of(b[i], &nb);
+        assert_int_equal(na, nb);
+        if (memcmp(pa, pb, na) != 0)
+            fail_msg("output %d differs", i + 1);
+        assert_int_equal(dla_tensor_dtype(a[i]), dla_tensor_dtype(b[i]));
+        assert_string_equal(dla_tensor_format(a[i]), dla_tensor_format(b[i]));
+        free(pa);
+        free(pb);
+    }
+}
+
+/* Saves the trace af recorded first and loads it back. */
+static dla_trace *through_file(dla_accel *af, const char *name)
+{
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    assert_int_equal(dla_trace_save(t, path_of(name)), DLA_OK);
+    dla_trace *back = NULL;
+    if (dla_trace_load(path_of(name), &back) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_trace_release(t);
+    return back;
+}
+
+/* Replays the first trace of af and the loaded one with the same seed,
+ * and compares their outputs bit for bit. */
+static void assert_replays_alike(dla_accel *af, dla_trace *loaded, int nin, dla_tensor **in,
+                                 int nout)
+{
+    dla_trace *t = dla_accel_trace(af, 0);
+    dla_tensor *want[16], *got[16];
+    dla_rng_seed(99);
+    assert_int_equal(dla_trace_replay(t, nin, in, nout, want), DLA_OK);
+    dla_rng_seed(99);
+    if (dla_trace_replay(loaded, nin, in, nout, got) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_same_bits(nout, want, got);
+    dla_trace_release(t);
+}
+
+static char *print_of(const dla_trace *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(dla_trace_print(t, f), DLA_OK);
+    fclose(f);
+    return text;
+}
+
+/* ----------------------------------------------------------- registry */
+
+static void test_every_op_is_registered_under_a_unique_name(void **state)
+{
+    int n = dla_trace_op_count();
+    assert_true(n >= 45);
+    for (int i = 0; i < n; i++) {
+        const char *a = dla_trace_op_name(i);
+        assert_non_null(a);
+        for (int j = 0; j < i; j++)
+            if (strcmp(a, dla_trace_op_name(j)) == 0)
+                fail_msg("two ops are registered as \"%s\"", a);
+    }
+    assert_null(dla_trace_op_name(n));
+    assert_null(dla_trace_op_name(-1));
+    /* The two that share a public function's name with another op. */
+    int found = 0;
+    for (int i = 0; i < n; i++)
+        found += !strcmp(dla_trace_op_name(i), "dla_maxpool backward") ||
+                 !strcmp(dla_trace_op_name(i), "dla_avgpool backward");
+    assert_int_equal(found, 2);
+}
+
+/* ---------------------------------------------------------- round trips */
+
+static void round_trip_model_loss(dla_device *dev)
+{
+    dla_device_set_current(dev);
+    dla_scope_begin();
+    dla_tensor **in = model_inputs(DLA_F32);
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    dla_tensor *first[4];
+    assert_int_equal(dla_accel_feval(af, NULL, 5, in, 4, first), DLA_OK);
+    dla_trace *back = through_file(af, "model.dlt");
+    /* New values of the same pattern. */
+    in[0] = dla_affine(in[0], 0.5, 0.25);
+    assert_replays_alike(af, back, 5, in, 4);
+    /* And what the accelerated function gives. */
+    dla_tensor *fast[4], *got[4];
+    assert_int_equal(dla_accel_feval(af, NULL, 5, in, 4, fast), DLA_OK);
+    assert_int_equal(dla_trace_replay(back, 5, in, 4, got), DLA_OK);
+    assert_same_bits(4, fast, got);
+    assert_ptr_equal(dla_tensor_device(got[1]), dev);
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+    dla_device_set_current(NULL);
+}
+
+static void test_a_loaded_trace_replays_bit_for_bit_on_the_cpu(void **state)
+{
+    round_trip_model_loss(dla_device_at(0));
+}
+
+static void test_a_loaded_trace_replays_bit_for_bit_on_testmem(void **state)
+{
+    assert_true(dla_device_count() >= 2);
+    assert_string_equal(dla_device_plugin(dla_device_at(1)), "testmem");
+    round_trip_model_loss(dla_device_at(1));
+}
+
+static void test_a_trace_saved_on_the_cpu_replays_on_testmem(void **state)
+{
+    dla_scope_begin();
+    dla_tensor **in = model_inputs(DLA_F64);
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    dla_tensor *want[4], *got[4], *moved[5];
+    assert_int_equal(dla_accel_feval(af, NULL, 5, in, 4, want), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_int_equal(dla_trace_save(t, path_of("cpu.dlt")), DLA_OK);
+    dla_trace_release(t);
+    /* Loaded where it will replay: its constants are made there. */
+    dla_device_set_current(dla_device_at(1));
+    dla_trace *back;
+    assert_int_equal(dla_trace_load(path_of("cpu.dlt"), &back), DLA_OK);
+    for (int i = 0; i < 5; i++)
+        moved[i] = dla_tensor_to_device(in[i], dla_device_at(1));
+    assert_int_equal(dla_trace_replay(back, 5, moved, 4, got), DLA_OK);
+    for (int i = 0; i < 4; i++)
+        assert_ptr_equal(dla_tensor_device(got[i]), dla_device_at(1));
+    assert_same_bits(4, want, got);
+    dla_device_set_current(NULL);
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static void test_rng_slots_draw_anew_after_a_load_as_before(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "SSCB", DLA_DIMS(3, 3, 2, 1)), *y, *a, *b;
+    dla_accel *af = dla_accelerate(noise_like, NULL);
+    dla_accel_call(af, NULL, 1, &x, 1, &y);
+    dla_trace *back = through_file(af, "noise.dlt");
+    char *text = print_of(back);
+    assert_non_null(strstr(text, "(1 RNG slots)"));
+    free(text);
+    assert_replays_alike(af, back, 1, &x, 1);
+    assert_int_equal(dla_trace_replay(back, 1, &x, 1, &a), DLA_OK);
+    assert_int_equal(dla_trace_replay(back, 1, &x, 1, &b), DLA_OK);
+    assert_true(dla_tensor_item(a, 0) != dla_tensor_item(b, 0));
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static void test_baked_constants_keep_their_values_through_a_file(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(3, 3)), *y, *z;
+    dla_accel *af = dla_accelerate(baked_noise, NULL);
+    dla_accel_call(af, NULL, 1, &x, 1, &y);
+    dla_trace *back = through_file(af, "baked.dlt");
+    assert_int_equal(dla_trace_replay(back, 1, &x, 1, &z), DLA_OK);
+    /* The noise of the recording call, baked in. */
+    for (int i = 0; i < 9; i++)
+        assert_true(dla_tensor_item(y, i) == dla_tensor_item(z, i));
+    char *text = print_of(back);
+    assert_non_null(strstr(text, "1 constants (72 bytes, 1 made inside the function)"));
+    free(text);
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static void test_the_data_dependent_diagnosis_survives_a_file(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(2, 2)), *y;
+    dla_accel *af = dla_accelerate(reads_a_value, NULL);
+    dla_accel_call(af, NULL, 1, &x, 1, &y);
+    dla_trace *back = through_file(af, "datadep.dlt");
+    char *text = print_of(back);
+    assert_non_null(strstr(text, "data-dependent: the function read a traced value (1x1 double)"));
+    assert_non_null(strstr(text, "(1 host reads)"));
+    free(text);
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static void test_a_move_to_the_recording_device_follows_the_replay(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(2, 3)), *y, *z;
+    dla_accel *af = dla_accelerate(moves_a_constant, NULL);
+    dla_accel_call(af, NULL, 1, &x, 1, &y);
+    dla_trace *back = through_file(af, "move.dlt");
+    dla_tensor *on_testmem = dla_tensor_to_device(x, dla_device_at(1));
+    assert_int_equal(dla_trace_replay(back, 1, &on_testmem, 1, &z), DLA_OK);
+    assert_ptr_equal(dla_tensor_device(z), dla_device_at(1));
+    assert_same_bits(1, &y, &z);
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static void test_every_op_family_with_gradients_goes_through_a_file(void **state)
+{
+    dla_scope_begin();
+    dla_tensor **in = zoo_inputs();
+    dla_accel *af = dla_accelerate(zoo_loss, NULL);
+    dla_tensor *first[ZOO_OUT];
+    if (dla_accel_feval(af, NULL, ZOO_IN, in, ZOO_OUT, first) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_trace *back = through_file(af, "zoo.dlt");
+    in[0] = dla_affine(in[0], -1.0, 0.5);
+    assert_replays_alike(af, back, ZOO_IN, in, ZOO_OUT);
+    /* Every op the trace holds was saved by name and found again. */
+    dla_trace *t = dla_accel_trace(af, 0);
+    char *a = print_of(t), *b = print_of(back);
+    const char *want[] = {"dla_conv", "dla_transpconv", "dla_conv filter gradient",
+                          "dla_batchnorm_train", "dla_dropout [rng]", "rand_like [rng]",
+                          "dla_maxpool", "dla_index", "dla_cat", "dla_pad", "accumulate",
+                          "dla_where", "dla_crossentropy"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(b, want[i]))
+            fail_msg("the loaded trace has no %s", want[i]);
+    /* The same program, line for line, but for the recording time. */
+    assert_string_equal(strchr(a, '\n'), strchr(b, '\n'));
+    free(a);
+    free(b);
+    dla_trace_release(t);
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------- failures */
+
+/* A small trace with a constant and an RNG slot, as file bytes. */
+static unsigned char *sample_file(size_t *n)
+{
+    dla_scope_begin();
+    dla_tensor **in = model_inputs(DLA_F64);
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    dla_tensor *out[4];
+    assert_int_equal(dla_accel_feval(af, NULL, 5, in, 4, out), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_int_equal(dla_trace_save(t, path_of("sample.dlt")), DLA_OK);
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_scope_end();
+    return read_all(path_of("sample.dlt"), n);
+}
+
+/* Loading path fails with status and a message naming the file and
+ * saying what; nothing is left allocated. */
+static void expect_load_error(const char *path, dla_status status, const char *what)
+{
+    long live = tu_live;
+    dla_trace *t = (dla_trace *)(uintptr_t)1;
+    dla_status st = dla_trace_load(path, &t);
+    if (st != status || t != NULL)
+        fail_msg("load of %s: status %s, expected %s (%s)", path, dla_status_str(st),
+                 dla_status_str(status), dla_last_error());
+    if (!strstr(dla_last_error(), path) || !strstr(dla_last_error(), what))
+        fail_msg("\"%s\" does not name the file and say \"%s\"", dla_last_error(), what);
+    assert_int_equal(tu_live, live);
+}
+
+static void test_a_missing_empty_foreign_or_folder_path_is_a_clear_error(void **state)
+{
+    expect_load_error(path_of("none.dlt"), DLA_ERR_IO, "cannot open it: No such file or directory");
+    write_all(path_of("empty.dlt"), "", 0);
+    expect_load_error(path_of("empty.dlt"), DLA_ERR_IO, "not a dlaccel trace file");
+    const char text[] = "trace: 5 inputs, 4 outputs, 12 ops\n";
+    write_all(path_of("text.dlt"), text, sizeof text - 1);
+    expect_load_error(path_of("text.dlt"), DLA_ERR_IO, "not a dlaccel trace file");
+    expect_load_error(dir, DLA_ERR_IO, "not a regular file");
+    dla_trace *t;
+    assert_int_equal(dla_trace_load(NULL, &t), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_trace_load(dir, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_trace_save(NULL, dir), DLA_ERR_INVALID_ARGUMENT);
+}
+
+static void test_saving_where_no_file_can_be_made_names_the_path(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(2, 2)), *y;
+    dla_accel *af = dla_accelerate(noise_like, NULL);
+    dla_accel_call(af, NULL, 1, &x, 1, &y);
+    dla_trace *t = dla_accel_trace(af, 0);
+    const char *p = path_of("no/such/folder/t.dlt");
+    assert_int_equal(dla_trace_save(t, p), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), p));
+    assert_non_null(strstr(dla_last_error(), "No such file or directory"));
+    /* Over an existing file: whole or not at all, and no temporary left. */
+    assert_int_equal(dla_trace_save(t, path_of("over.dlt")), DLA_OK);
+    assert_int_equal(dla_trace_save(t, path_of("over.dlt")), DLA_OK);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c tmp) -eq 0", dir);
+    assert_int_equal(system(cmd), 0);
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static void test_every_truncation_is_an_error(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    const char *path = path_of("cut.dlt");
+    for (size_t len = 0; len < n; len++) {
+        write_all(path, p, len);
+        expect_load_error(path, DLA_ERR_IO, len < 8 ? "not a dlaccel trace file" : "truncated");
+    }
+    free(p);
+}
+
+static void test_every_flipped_byte_is_an_error(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    const char *path = path_of("flip.dlt");
+    for (size_t i = 0; i < n; i++)
+        for (int pattern = 0; pattern < 2; pattern++) {
+            unsigned char keep = p[i];
+            p[i] ^= pattern ? 0xFF : (unsigned char)(1u << (i % 8));
+            write_all(path, p, n);
+            long live = tu_live;
+            dla_trace *t;
+            dla_status st = dla_trace_load(path, &t);
+            if (st == DLA_OK)
+                fail_msg("byte %zu flipped (0x%02x -> 0x%02x) loads", i, keep, p[i]);
+            if (!strstr(dla_last_error(), path))
+                fail_msg("byte %zu: \"%s\" does not name the file", i, dla_last_error());
+            assert_int_equal(tu_live, live);
+            p[i] = keep;
+        }
+    free(p);
+}
+
+/* Files that pass the checksum: whatever the bytes say, the load answers
+ * with a trace or an error, and leaks nothing. */
+static void test_bytes_that_pass_the_checksum_never_crash_the_load(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    const char *path = path_of("fuzz.dlt");
+    static const unsigned char patterns[] = {0x01, 0x80, 0xFF, 0x7F, 0x10};
+    int loaded = 0, refused = 0;
+    for (size_t i = 32; i + 8 < n; i++)
+        for (size_t k = 0; k < sizeof patterns; k++) {
+            unsigned char keep = p[i];
+            p[i] ^= patterns[k];
+            fix_checksum(p, n);
+            write_all(path, p, n);
+            long live = tu_live;
+            dla_trace *t = NULL;
+            if (dla_trace_load(path, &t) == DLA_OK) {
+                char *text = print_of(t);
+                free(text);
+                dla_trace_release(t);
+                loaded++;
+            } else {
+                assert_non_null(strstr(dla_last_error(), path));
+                refused++;
+            }
+            assert_int_equal(tu_live, live);
+            p[i] = keep;
+        }
+    fix_checksum(p, n);
+    assert_true(loaded > 0 && refused > 0);
+    free(p);
+}
+
+static void test_a_newer_major_version_is_refused_and_a_newer_minor_read(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    const char *path = path_of("version.dlt");
+    uint16_t v = 2;
+    memcpy(p + 8, &v, 2);
+    write_all(path, p, n);
+    expect_load_error(path, DLA_ERR_UNSUPPORTED, "trace format 2.0; this library");
+    expect_load_error(path, DLA_ERR_UNSUPPORTED, "the file is newer, update dlaccel");
+    /* 1.1 with a section this library does not know, before END: skipped. */
+    v = 1;
+    memcpy(p + 8, &v, 2);
+    memcpy(p + 10, &v, 2);
+    size_t m = n + 24;
+    unsigned char *q = malloc(m);
+    memcpy(q, p, n - 24);
+    memcpy(q + n - 24, "XTRA\0\0\0\0", 8);
+    uint64_t len = 5;
+    memcpy(q + n - 16, &len, 8);
+    memcpy(q + n - 8, "hello\0\0\0", 8);
+    memcpy(q + n, p + n - 24, 24);
+    uint64_t size = m;
+    memcpy(q + 24, &size, 8);
+    fix_checksum(q, m);
+    write_all(path, q, m);
+    dla_trace *t;
+    if (dla_trace_load(path, &t) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_trace_release(t);
+    free(q);
+    free(p);
+}
+
+static void test_another_byte_order_or_data_layout_is_refused(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    const char *path = path_of("foreign.dlt");
+    unsigned char bom[4];
+    memcpy(bom, p + 12, 4);
+    for (int i = 0; i < 4; i++)
+        p[12 + i] = bom[3 - i];
+    write_all(path, p, n);
+    expect_load_error(path, DLA_ERR_UNSUPPORTED, "other byte order");
+    memcpy(p + 12, bom, 4);
+    p[18] = 4; /* int64 aligned to 4 bytes, as on i386 */
+    write_all(path, p, n);
+    expect_load_error(path, DLA_ERR_UNSUPPORTED, "another data layout");
+    free(p);
+}
+
+static void test_an_op_this_library_lacks_is_named(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    unsigned char *at = memmem(p, n, "gemm", 4);
+    assert_non_null(at);
+    memcpy(at, "gemz", 4);
+    fix_checksum(p, n);
+    const char *path = path_of("unknown.dlt");
+    write_all(path, p, n);
+    expect_load_error(path, DLA_ERR_UNSUPPORTED, "is \"gemz\", which this library");
+    free(p);
+}
+
+static void test_a_load_that_runs_out_of_memory_fails_cleanly(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    free(p);
+    const char *path = path_of("sample.dlt");
+    dla_trace *t;
+    int failures = 0;
+    for (long k = 1; k < 10000; k++) {
+        long live = tu_live;
+        tu_calls = 0;
+        tu_fail_at = k;
+        dla_status st = dla_trace_load(path, &t);
+        tu_fail_at = 0;
+        if (st == DLA_OK) {
+            dla_trace_release(t);
+            break;
+        }
+        failures++;
+        if (st != DLA_ERR_OUT_OF_MEMORY)
+            fail_msg("allocation %ld refused: %s", k, dla_last_error());
+        assert_int_equal(tu_live, live);
+    }
+    assert_true(failures > 5);
+}
+
+int main(void)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    /* testmem as the second device, after the cpu. */
+    const char *build = getenv("DLA_TEST_BUILDDIR"), *path = getenv("DLACCEL_PLUGIN_PATH");
+    if (build) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s%s%s/tests/plugins.d", path ? path : "", path ? ":" : "", build);
+        setenv("DLACCEL_PLUGIN_PATH", buf, 1);
+    }
+    snprintf(dir, sizeof dir, "%s/dla-trace-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir))
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_op_is_registered_under_a_unique_name),
+        cmocka_unit_test(test_a_loaded_trace_replays_bit_for_bit_on_the_cpu),
+        cmocka_unit_test(test_a_loaded_trace_replays_bit_for_bit_on_testmem),
+        cmocka_unit_test(test_a_trace_saved_on_the_cpu_replays_on_testmem),
+        cmocka_unit_test(test_rng_slots_draw_anew_after_a_load_as_before),
+        cmocka_unit_test(test_baked_constants_keep_their_values_through_a_file),
+        cmocka_unit_test(test_the_data_dependent_diagnosis_survives_a_file),
+        cmocka_unit_test(test_a_move_to_the_recording_device_follows_the_replay),
+        cmocka_unit_test(test_every_op_family_with_gradients_goes_through_a_file),
+        cmocka_unit_test(test_a_missing_empty_foreign_or_folder_path_is_a_clear_error),
+        cmocka_unit_test(test_saving_where_no_file_can_be_made_names_the_path),
+        cmocka_unit_test(test_every_truncation_is_an_error),
+        cmocka_unit_test(test_every_flipped_byte_is_an_error),
+        cmocka_unit_test(test_bytes_that_pass_the_checksum_never_crash_the_load),
+        cmocka_unit_test(test_a_newer_major_version_is_refused_and_a_newer_minor_read),
+        cmocka_unit_test(test_another_byte_order_or_data_layout_is_refused),
+        cmocka_unit_test(test_an_op_this_library_lacks_is_named),
+        cmocka_unit_test(test_a_load_that_runs_out_of_memory_fails_cleanly),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        failed++;
+    return failed;
+}
