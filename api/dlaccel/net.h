@@ -1,0 +1,507 @@
+/*
+ * dlaccel/net.h - included by dlaccel.h; do not include it directly.
+ *
+ * Networks: MATLAB's dlnetwork. A network is a graph of named layers with
+ * its Learnables and State tables; forward runs it in training mode and
+ * returns the updated state, predict runs it in inference mode.
+ *
+ *     dla_layer *layers[] = {
+ *         dla_image_input_layer(28, 28, 1, &(dla_image_input_options){.normalization = "none"}),
+ *         dla_conv2d_layer(5, 5, 20, NULL),
+ *         dla_batchnorm_layer(NULL),
+ *         dla_relu_layer(NULL),
+ *         dla_fc_layer(10, NULL),
+ *         dla_softmax_layer(NULL),
+ *     };
+ *     dla_net *net = dla_net_create(6, layers);      // initialized: 28x28x1 input
+ *     dla_net_print(net, stdout);                     // the layer table
+ *
+ *     // A model loss, as MATLAB's modelLoss(net, X, T):
+ *     static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in,
+ *                                  int nout, dla_tensor **out)
+ *     {
+ *         dla_net *net = ctx;
+ *         dla_tensor *y;
+ *         dla_net_forward(net, 1, &in[0], 1, &y, out + 1 + dla_net_learnable_count(net), NULL);
+ *         out[0] = dla_crossentropy(y, in[1], NULL);
+ *         return dla_net_gradient(net, out[0], out + 1);   // one per learnable
+ *     }
+ *     ...
+ *     int nl = dla_net_learnable_count(net), ns = dla_net_state_count(net);
+ *     dla_tensor *out[1 + nl + ns];
+ *     dla_feval(model_loss, net, 2, (dla_tensor *[]){x, t}, 1 + nl + ns, out);
+ *     dla_net_set_state(net, ns, out + 1 + nl);                  // net.State = state
+ *     dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), out + 1, velocity,
+ *                    DLA_SGDM_LEARN_RATE, DLA_SGDM_MOMENTUM);      // optim.h
+ *
+ * Automatic acceleration. As MATLAB does for dlnetwork inside dlfeval,
+ * dla_net_forward and dla_net_predict run through an accelerated function
+ * (accel.h) that the network owns: the first call with a new input
+ * pattern runs the layers and records a trace, later calls replay it. The
+ * learnables, the state and the input normalization statistics are tensor
+ * inputs of that function, never constants of the trace, so updating them
+ * never makes a trace stale; the architecture is part of the key. Inside
+ * dla_feval the replayed ops are recorded on the tape like any others, so
+ * dla_gradient reaches the learnables. dla_net_set_accelerate(net, 0)
+ * turns it off; dla_net_accelerator(net) gives its HitRate and Occupancy.
+ *
+ * Layers. Each constructor takes MATLAB's positional arguments and an
+ * options struct whose zeroed fields mean MATLAB's defaults (NULL for all
+ * defaults). A constructor never fails with NULL except when out of
+ * memory: bad options give a layer in an error state, and the network it is
+ * added to fails with its message (as sticky tensors do). Layers belong to
+ * the network they are given to; dla_layer_free frees one that never was.
+ * Layer names: unique within a network, without '/'; an empty name gets
+ * MATLAB's default name with a number ("conv_1", "relu_2").
+ *
+ * Tensors of a network (learnables, state, statistics) are owned by it:
+ * functions returning them hand out borrowed references valid until they
+ * are replaced or the network is freed. Setting one retains the new tensor
+ * and releases the old.
+ *
+ * Errors: functions return a dla_status and set dla_last_error(), naming
+ * the function, the layer and the shapes. DLA_ERR_STATE for a network that
+ * is not initialized yet.
+ */
+#ifndef DLACCEL_NET_H
+#define DLACCEL_NET_H
+
+#include <dlaccel.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dla_layer dla_layer;
+typedef struct dla_net dla_net;
+typedef struct dla_table dla_table;
+
+/* ------------------------------------------------------------------ tables */
+
+/* A Learnables, State or gradients table: rows of (layer name, parameter
+ * name, value), in the order of the network's layers (topological) and of
+ * each layer's parameters, as MATLAB's dlnetwork tables. Each row also
+ * carries the factors trainnet applies (MATLAB's WeightLearnRateFactor,
+ * WeightL2Factor...): learn-rate factor 1, L2 factor 1 for weights, scales
+ * and offsets, 0 for biases (MATLAB's defaults). */
+
+DLA_API int dla_table_count(const dla_table *t);
+/* Row i's layer and parameter names ("conv1", "Weights"); NULL when i is
+ * out of range. Valid as long as the table. */
+DLA_API const char *dla_table_layer(const dla_table *t, int i);
+DLA_API const char *dla_table_parameter(const dla_table *t, int i);
+/* Row i's value, borrowed; NULL when i is out of range. */
+DLA_API dla_tensor *dla_table_value(const dla_table *t, int i);
+/* The values as an array of dla_table_count(t) tensors that the table
+ * owns. Optimizers (optim.h) replace its entries in place, which is how a
+ * network's learnables are updated (MATLAB's net.Learnables = ...). An
+ * entry replaced by hand must be a +1 reference whose old value was
+ * released, with the same dims and dtype. */
+DLA_API dla_tensor **dla_table_values(dla_table *t);
+/* The row of (layer, parameter); -1 when there is none. */
+DLA_API int dla_table_find(const dla_table *t, const char *layer, const char *parameter);
+/* Replaces row i's value with v (retained). DLA_ERR_INVALID_ARGUMENT when
+ * i is out of range or v is an error tensor; DLA_ERR_SHAPE / DLA_ERR_DTYPE
+ * when v's dims or dtype differ from the old value's. */
+DLA_API dla_status dla_table_set_value(dla_table *t, int i, dla_tensor *v);
+/* The factors of row i (0 when i is out of range), and setting them
+ * (DLA_ERR_INVALID_ARGUMENT for a negative factor or a bad i). */
+DLA_API double dla_table_learn_rate_factor(const dla_table *t, int i);
+DLA_API double dla_table_l2_factor(const dla_table *t, int i);
+DLA_API dla_status dla_table_set_factors(dla_table *t, int i, double learn_rate_factor,
+                                         double l2_factor);
+/* A new table with layout's rows (names and factors) and values[i] as row
+ * i's value (retained; one per row; an error tensor among them fails with
+ * its status). This is how gradients, velocities or a state returned by
+ * dla_net_forward become a table. NULL on failure (dla_last_error says
+ * why). Free with dla_table_free. */
+DLA_API dla_table *dla_table_like(const dla_table *layout, dla_tensor *const *values);
+/* Frees a table made by dla_table_like (its values are released). A
+ * network's own tables are not freed here (it does nothing for them). */
+DLA_API void dla_table_free(dla_table *t);
+/* The table as MATLAB displays one: a row per parameter with the layer,
+ * the parameter and the value's dims and dtype (snprintf rules). */
+DLA_API int dla_table_describe(const dla_table *t, char *buf, size_t size);
+
+/* ------------------------------------------------------------------ layers */
+
+/* Options every layer takes. */
+typedef struct dla_layer_options {
+    const char *name; /* NULL or "": MATLAB's default name, numbered */
+} dla_layer_options;
+
+/* Initializer names for the *_initializer fields below (MATLAB's):
+ * "glorot" uniform in +-sqrt(6 / (fanIn + fanOut)); "he" normal with
+ * standard deviation sqrt(2 / fanIn); "narrow-normal" normal with standard
+ * deviation 0.01; "zeros"; "ones"; for lstm also "orthogonal" (the Q of a
+ * QR decomposition of a standard normal matrix) and "unit-forget-gate"
+ * (ones for the forget gate's bias, zeros elsewhere). fanIn and fanOut are
+ * MATLAB's: filter size x channels and filter size x filters for
+ * convolutions, InputSize and OutputSize for fullyConnected, InputSize and
+ * 4 x NumHiddenUnits for lstm input weights. Random initializers draw from
+ * the thread's Philox stream (dla_rng_seed makes them reproducible). */
+
+/* MATLAB imageInputLayer([h w c]): 2-D images, "SSCB" inputs of h x w x c
+ * x N. Normalization is applied to every input, in both modes:
+ * "zerocenter" x - Mean, "zscore" (x - Mean) ./ StandardDeviation, "none".
+ * The statistics (fixed parameters Mean and StandardDeviation, not
+ * learnables) are zeros and ones until set: by the options below, by
+ * dla_net_set, or from data by dla_net_set_input_statistics (what trainnet
+ * does, as MATLAB's ResetInputNormalization). */
+typedef struct dla_image_input_options {
+    const char *name;
+    /* NULL: "zerocenter" (MATLAB's default), "zscore", "none". */
+    const char *normalization;
+    /* The statistics' shape: NULL or "auto" or "channel": one per channel
+     * (1x1xc); "element": one per element (h x w x c); "all": one
+     * (1x1). */
+    const char *normalization_dimension;
+    /* Statistics of that shape, or NULL (see above). Copied. */
+    dla_tensor *mean;
+    dla_tensor *standard_deviation;
+} dla_image_input_options;
+DLA_API dla_layer *dla_image_input_layer(int64_t height, int64_t width, int64_t channels,
+                                         const dla_image_input_options *opts);
+
+/* MATLAB sequenceInputLayer(numChannels): vector sequences, "CBT" inputs
+ * of c x N x T. Normalization as imageInput, with statistics of c x 1
+ * ("channel") or 1x1 ("all"); "element" is not offered for sequences. A
+ * sequence shorter than MinLength is DLA_ERR_SHAPE. */
+typedef struct dla_sequence_input_options {
+    const char *name;
+    /* NULL: "none" (MATLAB's default), "zerocenter", "zscore". */
+    const char *normalization;
+    /* NULL or "auto" or "channel", "all". */
+    const char *normalization_dimension;
+    /* The fewest time steps an input may have; 0: 1. The summary and the
+     * network's initialization use sequences of this length. */
+    int64_t min_length;
+    dla_tensor *mean;
+    dla_tensor *standard_deviation;
+} dla_sequence_input_options;
+DLA_API dla_layer *dla_sequence_input_layer(int64_t channels,
+                                            const dla_sequence_input_options *opts);
+
+/* Options of the convolution layers. Weights have MATLAB's layout (conv.h):
+ * filterSize x channels x filters; the bias is 1x1xF (2-D) or 1xF (1-D). */
+typedef struct dla_conv_layer_options {
+    const char *name;
+    /* 0: 1 along every dim. */
+    int64_t stride[2];
+    int64_t dilation[2];
+    /* convolution2d: [top bottom left right]; convolution1d: [left right]
+     * (the first two). Zero by default. */
+    int64_t padding[4];
+    /* NULL: the numbers above; "same" (output size ceil(in / stride));
+     * "causal" (convolution1d only: (filter - 1) x dilation before, none
+     * after). */
+    const char *padding_mode;
+    /* The input channels; 0: from the input at initialization. */
+    int64_t num_channels;
+    /* NULL: "glorot" and "zeros". */
+    const char *weights_initializer;
+    const char *bias_initializer;
+} dla_conv_layer_options;
+/* MATLAB convolution1dLayer(filterSize, numFilters): convolution along the
+ * "T" dim of "CBT" sequences, or the "S" dim of "SCB" data. */
+DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
+                                    const dla_conv_layer_options *opts);
+/* MATLAB convolution2dLayer([fh fw], numFilters) on "SSCB" images. */
+DLA_API dla_layer *dla_conv2d_layer(int64_t filter_height, int64_t filter_width,
+                                    int64_t num_filters, const dla_conv_layer_options *opts);
+
+/* MATLAB batchNormalizationLayer: learnables Offset and Scale, state
+ * TrainedMean and TrainedVariance, one per channel (1x1xC after "SSCB"
+ * data, Cx1 after "CB"/"CBT", 1xC after "SCB"). Forward normalizes with
+ * the batch's statistics and returns the running ones updated
+ * (dla_batchnorm_train); predict uses the stored ones (dla_batchnorm). */
+typedef struct dla_batchnorm_layer_options {
+    const char *name;
+    double epsilon;        /* 0: 1e-5 */
+    double mean_decay;     /* 0: 0.1 */
+    double variance_decay; /* 0: 0.1 */
+    int64_t num_channels;  /* 0: from the input */
+    const char *offset_initializer; /* NULL: "zeros" */
+    const char *scale_initializer;  /* NULL: "ones" */
+} dla_batchnorm_layer_options;
+DLA_API dla_layer *dla_batchnorm_layer(const dla_batchnorm_layer_options *opts);
+
+/* MATLAB reluLayer, leakyReluLayer(scale) (DLA_LEAKYRELU_SCALE is
+ * MATLAB's 0.01), softmaxLayer (over "C"), flattenLayer (the "S" and "C"
+ * dims of each observation become one "C" dim, column-major: "SSCB" h x w
+ * x c x N gives "CB" (h*w*c) x N, "SSCBT" gives "CBT"; other data passes
+ * unchanged). */
+DLA_API dla_layer *dla_relu_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_leakyrelu_layer(double scale, const dla_layer_options *opts);
+DLA_API dla_layer *dla_softmax_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_flatten_layer(const dla_layer_options *opts);
+
+/* MATLAB dropoutLayer(probability) (DLA_DROPOUT_PROB is MATLAB's 0.5):
+ * dla_dropout in forward, the identity in predict. */
+DLA_API dla_layer *dla_dropout_layer(double probability, const dla_layer_options *opts);
+
+/* Options of the 2-D pooling layers. */
+typedef struct dla_pool_layer_options {
+    const char *name;
+    int64_t stride[2];       /* 0: 1 (MATLAB's default) */
+    int64_t padding[4];      /* [top bottom left right] */
+    const char *padding_mode; /* NULL or "same" */
+    const char *padding_value; /* averagePooling2d: NULL/"zero" or "mean" */
+} dla_pool_layer_options;
+/* MATLAB maxPooling2dLayer([ph pw]) and averagePooling2dLayer([ph pw]). */
+DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
+                                       const dla_pool_layer_options *opts);
+DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
+                                       const dla_pool_layer_options *opts);
+
+/* MATLAB globalMaxPooling1dLayer and globalAveragePooling1dLayer: over
+ * "T" for "CBT" sequences, whose "T" dim is then dropped ("CB" out), or
+ * over the "S" dim of "SCB" data (kept with size 1). globalMaxPooling2d
+ * and globalAveragePooling2dLayer: over the two "S" dims of "SSCB" data
+ * (1x1xCxN out). */
+DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_global_avgpool1d_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_global_maxpool2d_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_global_avgpool2d_layer(const dla_layer_options *opts);
+
+/* MATLAB fullyConnectedLayer(outputSize): dla_fullyconnect, Weights
+ * outputSize x inputSize, Bias outputSize x 1. */
+typedef struct dla_fc_layer_options {
+    const char *name;
+    int64_t input_size;              /* 0: from the input */
+    const char *weights_initializer; /* NULL: "glorot" */
+    const char *bias_initializer;    /* NULL: "zeros" */
+} dla_fc_layer_options;
+DLA_API dla_layer *dla_fc_layer(int64_t output_size, const dla_fc_layer_options *opts);
+
+/* MATLAB additionLayer(numInputs): the elementwise sum of its inputs, which
+ * are named "in1".."inN" in connections ("add/in2"). */
+DLA_API dla_layer *dla_addition_layer(int num_inputs, const dla_layer_options *opts);
+/* MATLAB concatenationLayer(dim, numInputs): dla_cat along dim (1-based,
+ * as MATLAB's: 3 is "C" for "SSCB" data, 1 for "CB"). Inputs "in1".."inN". */
+DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
+                                           const dla_layer_options *opts);
+
+/* MATLAB lstmLayer(numHiddenUnits) on "CBT" sequences. Learnables
+ * InputWeights (4H x C), RecurrentWeights (4H x H), Bias (4H x 1), the
+ * four blocks in MATLAB's order: input gate, forget gate, cell candidate,
+ * output gate. State HiddenState and CellState (H x 1 zeros: the initial
+ * state of every sequence; an H x N state applies to batches of N). Per
+ * time step: z = W x_t + R h + b, i = sigmoid, f = sigmoid, g = tanh,
+ * o = sigmoid of the blocks, c = f .* c + i .* g, h = o .* tanh(c).
+ * forward returns the state after the last step (H x N); predict leaves
+ * the state alone. OutputMode "sequence" gives "CBT" H x N x T, "last"
+ * "CB" H x N. */
+typedef struct dla_lstm_layer_options {
+    const char *name;
+    const char *output_mode;  /* NULL: "sequence", or "last" */
+    int64_t input_size;       /* 0: from the input */
+    const char *input_weights_initializer;     /* NULL: "glorot" */
+    const char *recurrent_weights_initializer; /* NULL: "orthogonal" */
+    const char *bias_initializer;              /* NULL: "unit-forget-gate" */
+} dla_lstm_layer_options;
+DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
+
+/* Frees a layer never given to a network; NULL does nothing. */
+DLA_API void dla_layer_free(dla_layer *layer);
+/* DLA_OK, or the error of a layer whose options were refused (the message
+ * is dla_layer_error's). */
+DLA_API dla_status dla_layer_status(const dla_layer *layer);
+DLA_API const char *dla_layer_error(const dla_layer *layer);
+
+/* ---------------------------------------------------------------- networks */
+
+/* MATLAB dlnetwork(layers): a network of the n layers connected in
+ * sequence (each to the next), taking them over (even on failure). It is
+ * initialized at once when every input of the graph is an input layer
+ * (imageInput, sequenceInput); otherwise add layers and connections and
+ * call dla_net_init. n may be 0 (an empty network to build on). NULL on
+ * failure: a layer in an error state, duplicate or bad names, out of
+ * memory; dla_last_error() says which. Free with dla_net_free. */
+DLA_API dla_net *dla_net_create(int n, dla_layer *const *layers);
+DLA_API void dla_net_free(dla_net *net);
+
+/* MATLAB addLayers: adds the n layers, connected in sequence among
+ * themselves (not to the existing ones), taking them over. The network
+ * becomes uninitialized. */
+DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers);
+/* MATLAB connectLayers(net, source, destination): source is a layer name;
+ * destination a layer name (its only input) or "layer/inK". The
+ * destination input must be free. The network becomes uninitialized. */
+DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination);
+/* MATLAB disconnectLayers. DLA_ERR_INVALID_ARGUMENT when not connected. */
+DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination);
+
+/* MATLAB initialize(net, X1, ..., XN): checks the graph (every layer
+ * input connected or an input of the network, no cycles), works out every
+ * activation's size and format, and creates the learnables, state and
+ * statistics that do not exist yet with the initializers. The network's
+ * inputs take their sizes from input layers; a network whose inputs are
+ * not input layers needs one example tensor per input (its dtype, dims
+ * and format; values unused); with input layers, examples may be NULL.
+ * Parameters are single unless the examples are double. Idempotent on an
+ * initialized network. Errors name the layer: a connection missing, a
+ * cycle, a size the layer cannot take ("layer 'fc': ..."). */
+DLA_API dla_status dla_net_init(dla_net *net, int nexamples, dla_tensor *const *examples);
+DLA_API int dla_net_initialized(const dla_net *net);
+
+/* A copy sharing the tensors (they are immutable) but with its own tables
+ * and its own accelerated function. NULL when out of memory. */
+DLA_API dla_net *dla_net_copy(const dla_net *net);
+/* Converts every learnable, state and statistic to dtype (MATLAB's
+ * dlupdate(@double, net)), or moves them to dev (NULL: current device). */
+DLA_API dla_status dla_net_cast(dla_net *net, dla_dtype dtype);
+DLA_API dla_status dla_net_to_device(dla_net *net, dla_device *dev);
+
+/* Layers (in the order added), inputs and outputs (MATLAB's Layers,
+ * InputNames, OutputNames). Names and types are valid as long as the
+ * network; NULL when i is out of range. Types are MATLAB's layer names
+ * without "Layer": "convolution2d", "batchNormalization", "softmax"... */
+DLA_API int dla_net_layer_count(const dla_net *net);
+DLA_API const char *dla_net_layer_name(const dla_net *net, int i);
+DLA_API const char *dla_net_layer_type(const dla_net *net, int i);
+/* The network's inputs: input layers ("input"), or free layer inputs
+ * ("conv1", "add/in2") of a network without them. */
+DLA_API int dla_net_input_count(const dla_net *net);
+DLA_API const char *dla_net_input_name(const dla_net *net, int i);
+/* The layers whose outputs nothing reads. */
+DLA_API int dla_net_output_count(const dla_net *net);
+DLA_API const char *dla_net_output_name(const dla_net *net, int i);
+/* Connection i as source and destination ("add/in2"); DLA_ERR_INVALID_ARGUMENT
+ * when i is out of range. */
+DLA_API int dla_net_connection_count(const dla_net *net);
+DLA_API dla_status dla_net_connection(const dla_net *net, int i, const char **source,
+                                      const char **destination);
+/* The activation a layer (by name) or input i gives for one observation:
+ * its dims into dims (DLA_MAX_DIMS room) and its labels into format
+ * (DLA_MAX_DIMS + 1 bytes); returns ndims, or -1 when there is no such
+ * layer or the network is not initialized. Sequences have MinLength steps. */
+DLA_API int dla_net_activation(const dla_net *net, const char *layer, int64_t *dims, char *format);
+DLA_API int dla_net_input_activation(const dla_net *net, int i, int64_t *dims, char *format);
+
+/* The Learnables and State tables (MATLAB's net.Learnables, net.State),
+ * owned by the network and live: setting a value there sets it in the
+ * network. NULL before initialization. */
+DLA_API dla_table *dla_net_learnables(dla_net *net);
+DLA_API dla_table *dla_net_state(dla_net *net);
+DLA_API int dla_net_learnable_count(const dla_net *net);
+DLA_API int dla_net_state_count(const dla_net *net);
+/* net.Learnables = values / net.State = values: n must be the table's
+ * count; each value must have its row's dims and dtype (checked before any
+ * is set). Values are retained. */
+DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const *values);
+DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values);
+/* MATLAB resetState: every state back to its initial value (LSTM hidden
+ * and cell states to H x 1 zeros); batch normalization statistics are
+ * kept, as MATLAB keeps them. */
+DLA_API dla_status dla_net_reset_state(dla_net *net);
+
+/* Any parameter by layer and name: a learnable, a state, or a fixed
+ * parameter (an input layer's Mean and StandardDeviation). Borrowed; NULL
+ * when there is none (dla_last_error says so). dla_net_set replaces it
+ * (retained) and needs the same dims and dtype. */
+DLA_API dla_tensor *dla_net_get(const dla_net *net, const char *layer, const char *parameter);
+DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *parameter,
+                               dla_tensor *value);
+
+/* Sets the statistics of an input layer from data, as trainnet does before
+ * training: the mean and the standard deviation (dividing by the count of
+ * values, not one less) over every observation and time step of the n
+ * tensors (each formatted as the layer's input: "SSCB", "CBT", any batch
+ * size and length), per channel, per element or over all, by the layer's
+ * NormalizationDimension. Sums are taken in double. DLA_ERR_INVALID_ARGUMENT
+ * when the layer is not an input layer or its normalization is "none". */
+DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer, int n,
+                                                dla_tensor *const *data);
+
+/* ----------------------------------------------------------- running one */
+
+typedef struct dla_net_forward_options {
+    /* The layers whose outputs are wanted (MATLAB's Outputs name-value),
+     * noutputs names; NULL: the network's outputs. */
+    const char *const *outputs;
+    /* Values to use instead of the network's own: one per Learnables row /
+     * State row, in table order; NULL: the network's. This is how a model
+     * loss that is itself accelerated passes the learnables as tensor
+     * inputs of its own trace (see docs/networks.md). */
+    dla_tensor *const *learnables;
+    dla_tensor *const *state;
+} dla_net_forward_options;
+
+/* MATLAB [Y1..YM, state] = forward(net, X1..XN): training mode (batch
+ * normalization with the batch's statistics, dropout active). x[i] feeds
+ * input i with the format of its input layer ("SSCB", "CBT"), any batch
+ * size. y[0..nout-1] receive the outputs (nout must equal the outputs
+ * asked for). state, when not NULL, receives one tensor per State row:
+ * the updated statistics of batch normalization layers, the last hidden
+ * and cell states of LSTMs. The network itself is not changed (set the
+ * state with dla_net_set_state). Outputs follow dlaccel.h's ownership
+ * rules. Returns the status; on failure the outputs are error tensors
+ * and the message names the layer. */
+DLA_API dla_status dla_net_forward(dla_net *net, int nin, dla_tensor *const *x, int nout,
+                                   dla_tensor **y, dla_tensor **state,
+                                   const dla_net_forward_options *opts);
+/* MATLAB predict(net, X1..XN): inference mode (stored statistics, no
+ * dropout). As dla_net_forward otherwise. */
+DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, int nout,
+                                   dla_tensor **y, const dla_net_forward_options *opts);
+
+/* MATLAB dlgradient(loss, net.Learnables) inside dla_feval: grads[i] is
+ * the gradient with respect to Learnables row i (dla_net_learnable_count
+ * of them, each with its row's dims). As dla_gradient otherwise. */
+DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads);
+
+/* Automatic acceleration of forward and predict: on (1) by default. */
+DLA_API void dla_net_set_accelerate(dla_net *net, int enabled);
+DLA_API int dla_net_accelerate_enabled(const dla_net *net);
+/* The accelerated function behind forward and predict, owned by the
+ * network: its HitRate, Occupancy, CheckMode, last miss and clear apply.
+ * NULL before initialization. */
+DLA_API dla_accel *dla_net_accelerator(dla_net *net);
+/* A dla_accel_key_fn for an accelerated function whose ctx is a dla_net:
+ * writes the network's architecture (layers, options, connections, the
+ * parameters' dims and dtypes) as its non-tensor key. */
+DLA_API size_t dla_net_key(void *net, void *buf, size_t size);
+
+/* ----------------------------------------------------------------- display */
+
+/* MATLAB's display of a dlnetwork and its layers: the counts, then one
+ * line per layer with its number, name, type, activation (for one
+ * observation: "24(S) x 24(S) x 20(C) x 1(B)"), learnables (count and
+ * sizes) and description ("20 5x5x1 convolutions with stride [1 1] and
+ * padding [0 0 0 0]"), then connections of a graph that is not a plain
+ * sequence, and the total number of learnable values. Into buf with
+ * snprintf rules. */
+DLA_API int dla_net_summary(const dla_net *net, char *buf, size_t size);
+DLA_API dla_status dla_net_print(const dla_net *net, FILE *f);
+
+/* ------------------------------------------------------------ save, load */
+
+/* Saves an initialized network to path as a safetensors file
+ * (docs/networks.md): an 8-byte little-endian header length, a JSON header
+ * with a "__metadata__" entry holding the architecture as JSON text
+ * (format "dlaccel-net" 1.0) and one entry per tensor
+ * ("learnables/conv1/Weights", "state/bn1/TrainedMean",
+ * "fixed/input/Mean") with its dtype ("F32", "F64"), its shape (MATLAB's
+ * dims reversed: the row-major shape numpy and safetensors readers use
+ * for the same bytes) and its data offsets, then the raw little-endian
+ * data. Written to a temporary file renamed over path. DLA_ERR_IO with the
+ * path and the reason; DLA_ERR_STATE when not initialized. */
+DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
+/* Loads a network saved by dla_net_save: *out is initialized, with the
+ * saved values on the current device (NULL on failure). Everything is
+ * checked before it is used: the header length against the file size,
+ * the JSON, every tensor's dtype, shape and offsets (in the data, not
+ * overlapping, covering it), the architecture (known layer types, valid
+ * options, connections), and that the tensors are exactly the network's
+ * parameters with their dims. DLA_ERR_IO names the file and the problem
+ * for an unreadable, truncated or corrupt file; DLA_ERR_UNSUPPORTED for a
+ * valid safetensors file that is not a dlaccel network, or a newer
+ * format version. */
+DLA_API dla_status dla_net_load(const char *path, dla_net **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLACCEL_NET_H */

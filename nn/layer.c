@@ -1,0 +1,83 @@
+/*
+ * layer.c - what every layer shares: construction from validated options
+ * (an error layer when they are refused, so a constructor never needs
+ * checking on its own), freeing, and the registry of kinds by type name
+ * that loading uses.
+ */
+#include "nn/nn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const dla__layer_kind *const kinds[] = {
+    &dla__kind_image_input, &dla__kind_sequence_input, &dla__kind_conv1d, &dla__kind_conv2d,
+    &dla__kind_batchnorm, &dla__kind_relu, &dla__kind_leakyrelu, &dla__kind_dropout,
+    &dla__kind_softmax, &dla__kind_flatten, &dla__kind_maxpool2d, &dla__kind_avgpool2d,
+    &dla__kind_gmaxpool1d, &dla__kind_gavgpool1d, &dla__kind_gmaxpool2d, &dla__kind_gavgpool2d,
+    &dla__kind_fc, &dla__kind_addition, &dla__kind_concatenation, &dla__kind_lstm,
+};
+
+const dla__layer_kind *dla__layer_kind_find(const char *type)
+{
+    for (size_t i = 0; type && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(kinds[i]->type, type))
+            return kinds[i];
+    return NULL;
+}
+
+dla_status dla__props_string(char *dst, const char *s, const char *fallback, const char *what)
+{
+    if (!s || !*s)
+        s = fallback ? fallback : "";
+    if (strlen(s) >= DLA__STR)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: \"%.40s...\" is too long", what, s);
+    snprintf(dst, DLA__STR, "%s", s);
+    return DLA_OK;
+}
+
+dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin,
+                          const dla__props *props, dla_status pre)
+{
+    dla_layer *l = dla__nn_calloc(1, sizeof *l);
+    if (!l) {
+        dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s layer: out of memory", kind->type);
+        return NULL;
+    }
+    l->kind = kind;
+    l->nin = nin;
+    l->props = *props;
+    l->name = dla__nn_strdup(name ? name : "");
+    dla_status st = !l->name ? DLA_ERR_OUT_OF_MEMORY : pre;
+    if (st == DLA_OK && strchr(l->name, '/'))
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': a layer name may not contain "
+                          "'/' (it separates a layer from its input in connections)", kind->type,
+                          l->name);
+    if (st == DLA_OK)
+        st = kind->check(props, l->name);
+    if (st != DLA_OK) {
+        l->status = st;
+        l->message = dla__nn_strdup(dla_last_error());
+    }
+    return l;
+}
+
+DLA_API void dla_layer_free(dla_layer *layer)
+{
+    if (!layer)
+        return;
+    dla_tensor_release(layer->given[0]);
+    dla_tensor_release(layer->given[1]);
+    dla__nn_free(layer->name);
+    dla__nn_free(layer->message);
+    dla__nn_free(layer);
+}
+
+DLA_API dla_status dla_layer_status(const dla_layer *layer)
+{
+    return layer ? layer->status : DLA_ERR_OUT_OF_MEMORY;
+}
+
+DLA_API const char *dla_layer_error(const dla_layer *layer)
+{
+    return !layer ? "out of memory" : layer->message ? layer->message : "";
+}

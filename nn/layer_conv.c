@@ -1,0 +1,225 @@
+/*
+ * layer_conv.c - convolution1dLayer and convolution2dLayer on dla_conv:
+ * weights in MATLAB's layout (filter size x channels x filters), a bias
+ * per filter, padding by numbers, "same" or (1-D) "causal".
+ */
+#include "nn/nn.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
+
+static const dla__field conv2d_fields[] = {
+    F("FilterSize", DLA__F_INT, size, 2),
+    F("NumFilters", DLA__F_INT, count, 1),
+    F("NumChannels", DLA__F_INT, channels, 1),
+    F("Stride", DLA__F_INT, stride, 2),
+    F("DilationFactor", DLA__F_INT, dilation, 2),
+    F("Padding", DLA__F_INT, padding, 4),
+    F("PaddingMode", DLA__F_STRING, mode, 1),
+    F("WeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("BiasInitializer", DLA__F_STRING, init[1], 1),
+    {NULL, 0, 0, 0},
+};
+
+static const dla__field conv1d_fields[] = {
+    F("FilterSize", DLA__F_INT, size, 1),
+    F("NumFilters", DLA__F_INT, count, 1),
+    F("NumChannels", DLA__F_INT, channels, 1),
+    F("Stride", DLA__F_INT, stride, 1),
+    F("DilationFactor", DLA__F_INT, dilation, 1),
+    F("Padding", DLA__F_INT, padding, 2),
+    F("PaddingMode", DLA__F_STRING, mode, 1),
+    F("WeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("BiasInitializer", DLA__F_STRING, init[1], 1),
+    {NULL, 0, 0, 0},
+};
+
+static dla_status check(const dla__props *p, const char *name, int d)
+{
+    const char *type = d == 2 ? "convolution2d" : "convolution1d";
+    for (int i = 0; i < d; i++)
+        if (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 || p->dilation[i] < 1)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize, Stride and "
+                                "DilationFactor must be positive (dim %d: %lld, %lld, %lld)", type,
+                                name, i + 1, (long long)p->size[i], (long long)p->stride[i],
+                                (long long)p->dilation[i]);
+    if (p->count < 1 || p->count > (1 << 24) || p->channels < 0 || p->channels > (1 << 24))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': NumFilters %lld must be positive "
+                            "and NumChannels %lld >= 0", type, name, (long long)p->count,
+                            (long long)p->channels);
+    for (int i = 0; i < 2 * d; i++)
+        if (p->padding[i] < 0 || p->padding[i] > (1 << 20))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': Padding %lld must be >= 0", type,
+                                name, (long long)p->padding[i]);
+    if (p->mode[0] && strcmp(p->mode, "same") && (d == 2 || strcmp(p->mode, "causal")))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': padding mode \"%s\"; use \"same\"%s "
+                            "or numbers", type, name, p->mode, d == 1 ? ", \"causal\"" : "");
+    if (p->mode[0])
+        for (int i = 0; i < 2 * d; i++)
+            if (p->padding[i])
+                return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': padding mode \"%s\" with "
+                                    "padding numbers too", type, name, p->mode);
+    for (int k = 0; k < 2; k++)
+        if (!dla__init_known(p->init[k], 0))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s \"%s\"; use \"glorot\", "
+                                "\"he\", \"narrow-normal\", \"zeros\" or \"ones\"", type, name,
+                                k ? "BiasInitializer" : "WeightsInitializer", p->init[k]);
+    return DLA_OK;
+}
+
+static dla_status conv2d_check(const dla__props *p, const char *name) { return check(p, name, 2); }
+static dla_status conv1d_check(const dla__props *p, const char *name) { return check(p, name, 1); }
+
+static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink *sink, int d)
+{
+    const dla__props *p = &l->props;
+    int ns = dla__shape_count(in, 'S');
+    int ok = d == 2 ? ns == 2 : (ns == 1 || (ns == 0 && dla__shape_count(in, 'T') == 1));
+    int64_t c = dla__shape_dim(in, 'C');
+    if (!ok || !c)
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
+                            in->format, d == 2 ? "convolution2d" : "convolution1d",
+                            d == 2 ? "two \"S\" dims" : "one \"S\" or \"T\" dim");
+    if (p->channels && p->channels != c)
+        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
+                            (long long)c, (long long)p->channels);
+    int64_t wd[4], bd[3];
+    int nw = 0, nb = 0;
+    double area = 1;
+    for (int i = 0; i < d; i++) {
+        wd[nw++] = p->size[i];
+        area *= (double)p->size[i];
+        bd[nb++] = 1;
+    }
+    wd[nw++] = c;
+    wd[nw++] = p->count;
+    bd[nb++] = p->count;
+    dla_tensor *w = dla__init_tensor(p->init[0], sink, nw, wd, area * (double)c,
+                                     area * (double)p->count);
+    dla_status st = dla__param_add(sink, "Weights", DLA__LEARNABLE, w, nw, wd, 1);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *b = dla__init_tensor(p->init[1], sink, nb, bd, area * (double)c,
+                                     area * (double)p->count);
+    return dla__param_add(sink, "Bias", DLA__LEARNABLE, b, nb, bd, 0);
+}
+
+static dla_status conv2d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    return init(l, in, sink, 2);
+}
+
+static dla_status conv1d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    return init(l, in, sink, 1);
+}
+
+static dla_status forward(const dla__props *p, dla__call *c, int d)
+{
+    dla_conv_options o = {0};
+    for (int i = 0; i < d; i++) {
+        o.stride[i] = p->stride[i];
+        o.dilation[i] = p->dilation[i];
+        o.padding[0][i] = p->padding[2 * i];
+        o.padding[1][i] = p->padding[2 * i + 1];
+    }
+    if (!strcmp(p->mode, "same"))
+        o.padding_mode = "same";
+    else if (!strcmp(p->mode, "causal"))
+        o.padding[0][0] = (p->size[0] - 1) * p->dilation[0];
+    c->y = dla_conv(c->x[0], c->p[0], c->p[1], &o);
+    return dla_tensor_status(c->y);
+}
+
+static dla_status conv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2); }
+static dla_status conv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1); }
+
+static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size, int d)
+{
+    int64_t c = p->channels ? p->channels : in ? dla__shape_dim(in, 'C') : 0;
+    char filt[64], pad[64];
+    if (d == 2)
+        snprintf(filt, sizeof filt, "%lldx%lld", (long long)p->size[0], (long long)p->size[1]);
+    else
+        snprintf(filt, sizeof filt, "%lld", (long long)p->size[0]);
+    if (c) {
+        size_t n = strlen(filt);
+        snprintf(filt + n, sizeof filt - n, "x%lld", (long long)c);
+    }
+    if (p->mode[0])
+        snprintf(pad, sizeof pad, "'%s'", p->mode);
+    else if (d == 2)
+        snprintf(pad, sizeof pad, "[%lld %lld %lld %lld]", (long long)p->padding[0],
+                 (long long)p->padding[1], (long long)p->padding[2], (long long)p->padding[3]);
+    else
+        snprintf(pad, sizeof pad, "[%lld %lld]", (long long)p->padding[0], (long long)p->padding[1]);
+    if (d == 2)
+        snprintf(buf, size, "%lld %s convolutions with stride [%lld %lld] and padding %s",
+                 (long long)p->count, filt, (long long)p->stride[0], (long long)p->stride[1], pad);
+    else
+        snprintf(buf, size, "%lld %s convolutions with stride %lld and padding %s",
+                 (long long)p->count, filt, (long long)p->stride[0], pad);
+}
+
+static void conv2d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    describe(p, in, buf, size, 2);
+}
+
+static void conv1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    describe(p, in, buf, size, 1);
+}
+
+const dla__layer_kind dla__kind_conv2d = {
+    .type = "convolution2d", .display = "2-D Convolution", .default_name = "conv",
+    .fields = conv2d_fields, .check = conv2d_check, .init = conv2d_init,
+    .forward = conv2d_forward, .describe = conv2d_describe,
+};
+
+const dla__layer_kind dla__kind_conv1d = {
+    .type = "convolution1d", .display = "1-D Convolution", .default_name = "conv1d",
+    .fields = conv1d_fields, .check = conv1d_check, .init = conv1d_init,
+    .forward = conv1d_forward, .describe = conv1d_describe,
+};
+
+static dla_layer *make(const dla__layer_kind *kind, int d, const int64_t *filter, int64_t filters,
+                       const dla_conv_layer_options *opts)
+{
+    dla_conv_layer_options o = opts ? *opts : (dla_conv_layer_options){0};
+    dla__props p = {0};
+    for (int i = 0; i < d; i++) {
+        p.size[i] = filter[i];
+        p.stride[i] = o.stride[i] ? o.stride[i] : 1;
+        p.dilation[i] = o.dilation[i] ? o.dilation[i] : 1;
+        p.padding[2 * i] = o.padding[2 * i];
+        p.padding[2 * i + 1] = o.padding[2 * i + 1];
+    }
+    p.count = filters;
+    p.channels = o.num_channels;
+    dla_status st = dla__props_string(p.mode, o.padding_mode, "", "convolution: PaddingMode");
+    if (st == DLA_OK)
+        st = dla__props_string(p.init[0], o.weights_initializer, "glorot", "convolution: WeightsInitializer");
+    if (st == DLA_OK)
+        st = dla__props_string(p.init[1], o.bias_initializer, "zeros", "convolution: BiasInitializer");
+    dla_layer *l = dla__layer_new(kind, o.name, 1, &p, st);
+    return l;
+}
+
+DLA_API dla_layer *dla_conv2d_layer(int64_t filter_height, int64_t filter_width, int64_t num_filters,
+                                    const dla_conv_layer_options *opts)
+{
+    return make(&dla__kind_conv2d, 2, (const int64_t[]){filter_height, filter_width}, num_filters,
+                opts);
+}
+
+DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
+                                    const dla_conv_layer_options *opts)
+{
+    return make(&dla__kind_conv1d, 1, (const int64_t[]){filter_size}, num_filters, opts);
+}

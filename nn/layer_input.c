@@ -1,0 +1,297 @@
+/*
+ * layer_input.c - imageInputLayer and sequenceInputLayer: the network's
+ * entry points. They check what comes in against their input size and
+ * apply the input normalization with the statistics held as fixed
+ * parameters (Mean, StandardDeviation), which the network passes to its
+ * accelerated function as tensor inputs like every other parameter.
+ */
+#include "nn/nn.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
+
+/* "zerocenter", "zscore", "none". */
+static int norm_ok(const char *s) { return !strcmp(s, "zerocenter") || !strcmp(s, "zscore") || !strcmp(s, "none"); }
+
+static dla_status check_norm(const dla__props *p, const char *name, const char *type, int image)
+{
+    if (!norm_ok(p->option))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': Normalization \"%s\"; use "
+                            "\"zerocenter\", \"zscore\" or \"none\"", type, name, p->option);
+    if (strcmp(p->option2, "channel") && strcmp(p->option2, "all") &&
+        (!image || strcmp(p->option2, "element")))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': NormalizationDimension \"%s\"; "
+                            "use \"auto\", \"channel\", \"all\"%s", type, name, p->option2,
+                            image ? " or \"element\"" : "");
+    return DLA_OK;
+}
+
+/* The statistics' dims for the layer's NormalizationDimension. */
+static int stat_dims(const dla__props *p, int image, int64_t *dims)
+{
+    if (!strcmp(p->option2, "all")) {
+        dims[0] = dims[1] = 1;
+        return 2;
+    }
+    if (image) {
+        int element = !strcmp(p->option2, "element");
+        dims[0] = element ? p->size[0] : 1;
+        dims[1] = element ? p->size[1] : 1;
+        dims[2] = p->size[2];
+        return 3;
+    }
+    dims[0] = p->count;
+    dims[1] = 1;
+    return 2;
+}
+
+static dla_status init_stats(const dla_layer *l, dla__param_sink *sink, int image)
+{
+    const dla__props *p = &l->props;
+    if (!strcmp(p->option, "none"))
+        return DLA_OK;
+    int64_t dims[3];
+    int nd = stat_dims(p, image, dims);
+    static const char *const names[2] = {"Mean", "StandardDeviation"};
+    for (int k = 0; k < (strcmp(p->option, "zscore") ? 1 : 2); k++) {
+        dla_tensor *v = NULL;
+        if (!dla__param_loading(sink)) {
+            dla_dtype dt = dla__param_dtype(sink);
+            if (l->given[k])
+                v = dla_cast(dla_reshape(l->given[k], "", nd, dims), dt);
+            else
+                v = k ? dla_ones(dt, "", nd, dims) : dla_zeros(dt, "", nd, dims);
+        }
+        dla_status st = dla__param_add(sink, names[k], DLA__FIXED, v, nd, dims, 0);
+        if (st != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
+/* y = x - Mean, or (x - Mean) ./ StandardDeviation. */
+static dla_tensor *normalize(const dla__props *p, dla_tensor *x, dla_tensor *const *stats)
+{
+    if (!strcmp(p->option, "none"))
+        return x;
+    dla_tensor *y = dla_sub(x, stats[0]);
+    return strcmp(p->option, "zscore") ? y : dla_div(y, stats[1]);
+}
+
+static void describe_norm(const dla__props *p, char *buf, size_t size)
+{
+    if (!strcmp(p->option, "none"))
+        buf[0] = '\0';
+    else
+        snprintf(buf, size, " with '%s' normalization", p->option);
+}
+
+/* ------------------------------------------------------------- imageInput */
+
+static const dla__field image_fields[] = {
+    F("InputSize", DLA__F_INT, size, 3),
+    F("Normalization", DLA__F_STRING, option, 1),
+    F("NormalizationDimension", DLA__F_STRING, option2, 1),
+    {NULL, 0, 0, 0},
+};
+
+static dla_status image_check(const dla__props *p, const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (p->size[i] < 1 || p->size[i] > (1 << 24))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "imageInput '%s': InputSize %lldx%lldx%lld "
+                                "must be positive", name, (long long)p->size[0],
+                                (long long)p->size[1], (long long)p->size[2]);
+    if (p->size[0] * p->size[1] * p->size[2] > ((int64_t)1 << 30))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "imageInput '%s': InputSize %lldx%lldx%lld "
+                            "is larger than 2^30 elements", name, (long long)p->size[0],
+                            (long long)p->size[1], (long long)p->size[2]);
+    return check_norm(p, name, "imageInput", 1);
+}
+
+static void image_example(const dla__props *p, dla__shape *s)
+{
+    memset(s, 0, sizeof *s);
+    s->ndims = 4;
+    s->dims[0] = p->size[0];
+    s->dims[1] = p->size[1];
+    s->dims[2] = p->size[2];
+    s->dims[3] = 1;
+    snprintf(s->format, sizeof s->format, "SSCB");
+}
+
+static dla_status image_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    (void)in;
+    return init_stats(l, sink, 1);
+}
+
+static dla_status image_forward(const dla__props *p, dla__call *c)
+{
+    dla_tensor *x = c->x[0];
+    if (strcmp(dla_tensor_format(x), "SSCB") || dla_tensor_dim(x, 1) != p->size[0] ||
+        dla_tensor_dim(x, 2) != p->size[1] || dla_tensor_dim(x, 3) != p->size[2]) {
+        char d[96];
+        int64_t dims[DLA_MAX_DIMS];
+        dla__dims_text(dla_tensor_dims(x, dims), dims, d, sizeof d);
+        dla__nn_fail(DLA_ERR_SHAPE, "the input is %s \"%s\"; the layer takes \"SSCB\" images of "
+                     "%lldx%lldx%lld", d, dla_tensor_format(x), (long long)p->size[0],
+                     (long long)p->size[1], (long long)p->size[2]);
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_SHAPE;
+    }
+    c->y = normalize(p, x, c->p);
+    return dla_tensor_status(c->y);
+}
+
+static void image_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    char n[64];
+    describe_norm(p, n, sizeof n);
+    snprintf(buf, size, "%lldx%lldx%lld images%s", (long long)p->size[0], (long long)p->size[1],
+             (long long)p->size[2], n);
+}
+
+const dla__layer_kind dla__kind_image_input = {
+    .type = "imageInput", .display = "Image Input", .default_name = "imageinput",
+    .fields = image_fields, .is_input = 1, .check = image_check, .init = image_init,
+    .forward = image_forward, .describe = image_describe, .example = image_example,
+};
+
+/* Keeps the statistics given in the options (the caller calls this inside
+ * a scope: retaining there leaves the layer its own reference). */
+static dla_status set_stats(dla_layer *l, dla_tensor *mean, dla_tensor *std)
+{
+    dla_tensor *given[2] = {mean, std};
+    for (int k = 0; k < 2; k++) {
+        if (!given[k])
+            continue;
+        l->given[k] = dla_tensor_retain(dla_contiguous(given[k]));
+        if (dla_tensor_status(l->given[k]) != DLA_OK && l->status == DLA_OK) {
+            l->status = dla_tensor_status(l->given[k]);
+            l->message = dla__nn_strdup(dla_tensor_error(l->given[k]));
+        }
+    }
+    return l->status;
+}
+
+DLA_API dla_layer *dla_image_input_layer(int64_t height, int64_t width, int64_t channels,
+                                         const dla_image_input_options *opts)
+{
+    dla_image_input_options o = opts ? *opts : (dla_image_input_options){0};
+    dla__props p = {0};
+    p.size[0] = height;
+    p.size[1] = width;
+    p.size[2] = channels;
+    dla_status st = dla__props_string(p.option, o.normalization, "zerocenter", "imageInput: Normalization");
+    if (st == DLA_OK)
+        st = dla__props_string(p.option2, o.normalization_dimension && strcmp(o.normalization_dimension, "auto")
+                               ? o.normalization_dimension : NULL, "channel",
+                               "imageInput: NormalizationDimension");
+    dla_layer *l = dla__layer_new(&dla__kind_image_input, o.name, 0, &p, st);
+    if (l) {
+        dla_scope_begin();
+        set_stats(l, o.mean, o.standard_deviation);
+        dla_scope_end();
+    }
+    return l;
+}
+
+/* ---------------------------------------------------------- sequenceInput */
+
+static const dla__field seq_fields[] = {
+    F("InputSize", DLA__F_INT, count, 1),
+    F("MinLength", DLA__F_INT, dim, 1),
+    F("Normalization", DLA__F_STRING, option, 1),
+    F("NormalizationDimension", DLA__F_STRING, option2, 1),
+    {NULL, 0, 0, 0},
+};
+
+static dla_status seq_check(const dla__props *p, const char *name)
+{
+    if (p->count < 1 || p->count > (1 << 24))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "sequenceInput '%s': InputSize %lld must be "
+                            "positive", name, (long long)p->count);
+    if (p->dim < 1 || p->dim > (1 << 24))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "sequenceInput '%s': MinLength %lld must be "
+                            "positive", name, (long long)p->dim);
+    return check_norm(p, name, "sequenceInput", 0);
+}
+
+static void seq_example(const dla__props *p, dla__shape *s)
+{
+    memset(s, 0, sizeof *s);
+    s->ndims = 3;
+    s->dims[0] = p->count;
+    s->dims[1] = 1;
+    s->dims[2] = p->dim;
+    snprintf(s->format, sizeof s->format, "CBT");
+}
+
+static dla_status seq_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    (void)in;
+    return init_stats(l, sink, 0);
+}
+
+static dla_status seq_forward(const dla__props *p, dla__call *c)
+{
+    dla_tensor *x = c->x[0];
+    const char *f = dla_tensor_format(x);
+    int64_t t = dla_tensor_dim(x, 3);
+    if (strcmp(f, "CBT") || dla_tensor_dim(x, 1) != p->count || t < p->dim) {
+        char d[96];
+        int64_t dims[DLA_MAX_DIMS];
+        dla__dims_text(dla_tensor_dims(x, dims), dims, d, sizeof d);
+        if (!strcmp(f, "CBT") && dla_tensor_dim(x, 1) == p->count)
+            dla__nn_fail(DLA_ERR_SHAPE, "the input %s \"CBT\" has %lld time steps, fewer than "
+                         "MinLength %lld", d, (long long)t, (long long)p->dim);
+        else
+            dla__nn_fail(DLA_ERR_SHAPE, "the input is %s \"%s\"; the layer takes \"CBT\" sequences "
+                         "of %lld channels", d, f, (long long)p->count);
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_SHAPE;
+    }
+    c->y = normalize(p, x, c->p);
+    return dla_tensor_status(c->y);
+}
+
+static void seq_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    char n[64];
+    describe_norm(p, n, sizeof n);
+    snprintf(buf, size, "Sequence input with %lld dimensions%s", (long long)p->count, n);
+}
+
+const dla__layer_kind dla__kind_sequence_input = {
+    .type = "sequenceInput", .display = "Sequence Input", .default_name = "sequenceinput",
+    .fields = seq_fields, .is_input = 1, .check = seq_check, .init = seq_init,
+    .forward = seq_forward, .describe = seq_describe, .example = seq_example,
+};
+
+DLA_API dla_layer *dla_sequence_input_layer(int64_t channels, const dla_sequence_input_options *opts)
+{
+    dla_sequence_input_options o = opts ? *opts : (dla_sequence_input_options){0};
+    dla__props p = {0};
+    p.count = channels;
+    p.dim = o.min_length ? o.min_length : 1;
+    dla_status st = dla__props_string(p.option, o.normalization, "none", "sequenceInput: Normalization");
+    if (st == DLA_OK)
+        st = dla__props_string(p.option2, o.normalization_dimension && strcmp(o.normalization_dimension, "auto")
+                               ? o.normalization_dimension : NULL, "channel",
+                               "sequenceInput: NormalizationDimension");
+    dla_layer *l = dla__layer_new(&dla__kind_sequence_input, o.name, 0, &p, st);
+    if (l) {
+        dla_scope_begin();
+        set_stats(l, o.mean, o.standard_deviation);
+        dla_scope_end();
+    }
+    return l;
+}

@@ -1,0 +1,191 @@
+/*
+ * layer_lstm.c - lstmLayer, written in existing differentiable ops so its
+ * gradient comes from theirs: the input projection of every time step in
+ * one dla_mtimes, then per step a slice along "T", the recurrent product,
+ * the gates (dla_sigmoid, dla_tanh on row slices of z) and the cell
+ * update; the steps' hidden states are joined with dla_cat. Gate order in
+ * the weights is MATLAB's: input, forget, cell candidate, output.
+ */
+#include "nn/nn.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
+
+static const dla__field fields[] = {
+    F("NumHiddenUnits", DLA__F_INT, count, 1),
+    F("InputSize", DLA__F_INT, channels, 1),
+    F("OutputMode", DLA__F_STRING, mode, 1),
+    F("InputWeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("RecurrentWeightsInitializer", DLA__F_STRING, init[1], 1),
+    F("BiasInitializer", DLA__F_STRING, init[2], 1),
+    {NULL, 0, 0, 0},
+};
+
+static dla_status check(const dla__props *p, const char *name)
+{
+    if (p->count < 1 || p->count > (1 << 20) || p->channels < 0 || p->channels > (1 << 24))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "lstm '%s': NumHiddenUnits %lld must be "
+                            "positive and InputSize %lld >= 0", name, (long long)p->count,
+                            (long long)p->channels);
+    if (strcmp(p->mode, "sequence") && strcmp(p->mode, "last"))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "lstm '%s': OutputMode \"%s\"; use "
+                            "\"sequence\" or \"last\"", name, p->mode);
+    static const char *const what[3] = {"InputWeightsInitializer", "RecurrentWeightsInitializer",
+                                        "BiasInitializer"};
+    for (int k = 0; k < 3; k++) {
+        int ok = dla__init_known(p->init[k], 0) ||
+                 (k == 1 && !strcmp(p->init[k], "orthogonal")) ||
+                 (k == 2 && !strcmp(p->init[k], "unit-forget-gate"));
+        if (!ok)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "lstm '%s': %s \"%s\" is unknown", name,
+                                what[k], p->init[k]);
+    }
+    return DLA_OK;
+}
+
+static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    const dla__props *p = &l->props;
+    int64_t c = dla__shape_dim(in, 'C');
+    if (!c || dla__shape_count(in, 'S') || dla__shape_count(in, 'U'))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; lstm takes \"CBT\" sequences",
+                            in->format);
+    if (p->channels && p->channels != c)
+        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, InputSize is %lld",
+                            (long long)c, (long long)p->channels);
+    int64_t h = p->count;
+    int64_t wd[2] = {4 * h, c}, rd[2] = {4 * h, h}, bd[2] = {4 * h, 1}, sd[2] = {h, 1};
+    dla_tensor *w = dla__init_tensor(p->init[0], sink, 2, wd, (double)c, (double)(4 * h));
+    dla_status st = dla__param_add(sink, "InputWeights", DLA__LEARNABLE, w, 2, wd, 1);
+    if (st != DLA_OK)
+        return st;
+    /* MATLAB's fan sizes for recurrent weights: NumHiddenUnits and 4x that. */
+    dla_tensor *r = dla__init_tensor(p->init[1], sink, 2, rd, (double)h, (double)(4 * h));
+    if ((st = dla__param_add(sink, "RecurrentWeights", DLA__LEARNABLE, r, 2, rd, 1)) != DLA_OK)
+        return st;
+    dla_tensor *b;
+    if (!strcmp(p->init[2], "unit-forget-gate"))
+        b = dla__param_loading(sink)
+                ? NULL
+                : dla_pad(dla_ones(dla__param_dtype(sink), "", DLA_DIMS(h, 1)), 1,
+                          (const int64_t[]){h}, (const int64_t[]){2 * h}, 0);
+    else
+        b = dla__init_tensor(p->init[2], sink, 2, bd, (double)c, (double)(4 * h));
+    if ((st = dla__param_add(sink, "Bias", DLA__LEARNABLE, b, 2, bd, 0)) != DLA_OK)
+        return st;
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *s = dla__init_tensor("zeros", sink, 2, sd, 1, 1);
+        if ((st = dla__param_add(sink, k ? "CellState" : "HiddenState", DLA__STATE, s, 2, sd, 0)) != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
+/* Rows [k*h, (k+1)*h) of z: gate k. */
+static dla_tensor *gate(dla_tensor *z, int k, int64_t h)
+{
+    return dla_slice(z, 1, k * h, 1, (k + 1) * h);
+}
+
+static dla_status forward(const dla__props *p, dla__call *c)
+{
+    dla_tensor *x = c->x[0], *w = c->p[0], *r = c->p[1], *b = c->p[2];
+    dla_tensor *hs = c->p[3], *cs = c->p[4];
+    const char *f = dla_tensor_format(x);
+    int has_t = strchr(f, 'T') != NULL;
+    if (strcmp(f, "CBT") && strcmp(f, "CB")) {
+        dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; lstm takes \"CBT\" sequences", f);
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_FORMAT;
+    }
+    int64_t h = p->count, ch = dla_tensor_dim(x, 1), nb = dla_tensor_dim(x, 2);
+    int64_t nt = has_t ? dla_tensor_dim(x, 3) : 1;
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *s = k ? cs : hs;
+        int64_t cols = dla_tensor_dim(s, 2);
+        if (cols != 1 && cols != nb) {
+            dla__nn_fail(DLA_ERR_SHAPE, "the %s has %lld columns, the batch %lld observations; "
+                         "reset the state (dla_net_reset_state) between unrelated batches",
+                         k ? "CellState" : "HiddenState", (long long)cols, (long long)nb);
+            c->y = dla__nn_error_tensor();
+            return DLA_ERR_SHAPE;
+        }
+    }
+    /* W x + b for every step at once: 4h x (nb * nt), then 4h x nb x nt. */
+    dla_tensor *wx = dla_add(dla_mtimes(w, dla_reshape(x, "", DLA_DIMS(ch, nb * nt))), b);
+    wx = dla_reshape(wx, "", DLA_DIMS(4 * h, nb, nt));
+    dla_tensor *ht = hs, *ct = cs;
+    dla_tensor **steps = NULL;
+    int sequence = !strcmp(p->mode, "sequence");
+    if (sequence) {
+        steps = dla__nn_malloc(sizeof *steps * (size_t)nt);
+        if (!steps) {
+            dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "lstm: %lld time steps", (long long)nt);
+            c->y = dla__nn_error_tensor();
+            return DLA_ERR_OUT_OF_MEMORY;
+        }
+    }
+    for (int64_t t = 0; t < nt; t++) {
+        dla_tensor *z = dla_reshape(dla_slice(wx, 3, t, 1, t + 1), "", DLA_DIMS(4 * h, nb));
+        z = dla_add(z, dla_mtimes(r, ht));
+        dla_tensor *ig = dla_sigmoid(gate(z, 0, h)), *fg = dla_sigmoid(gate(z, 1, h));
+        dla_tensor *gg = dla_tanh(gate(z, 2, h)), *og = dla_sigmoid(gate(z, 3, h));
+        ct = dla_add(dla_mul(fg, ct), dla_mul(ig, gg));
+        ht = dla_mul(og, dla_tanh(ct));
+        if (sequence)
+            steps[t] = ht;
+    }
+    if (sequence) {
+        dla_tensor *y = dla_cat(3, (int)nt, steps);
+        dla__nn_free(steps);
+        c->y = dla_reshape(y, "CBT", DLA_DIMS(h, nb, nt));
+    } else {
+        c->y = dla_reshape(ht, "CB", DLA_DIMS(h, nb));
+    }
+    if (c->training) {
+        c->new_state[0] = ht;
+        c->new_state[1] = ct;
+    }
+    return dla_tensor_status(c->y);
+}
+
+static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    snprintf(buf, size, "LSTM with %lld hidden units (OutputMode '%s')", (long long)p->count,
+             p->mode);
+}
+
+static dla_tensor *initial_state(const dla__props *p, int k, dla_tensor *current)
+{
+    (void)k;
+    return dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(p->count, 1));
+}
+
+const dla__layer_kind dla__kind_lstm = {
+    .type = "lstm", .display = "LSTM", .default_name = "lstm", .fields = fields, .check = check,
+    .init = init, .forward = forward, .describe = describe, .initial_state = initial_state,
+};
+
+DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts)
+{
+    dla_lstm_layer_options o = opts ? *opts : (dla_lstm_layer_options){0};
+    dla__props p = {0};
+    p.count = num_hidden_units;
+    p.channels = o.input_size;
+    dla_status st = dla__props_string(p.mode, o.output_mode, "sequence", "lstm: OutputMode");
+    if (st == DLA_OK)
+        st = dla__props_string(p.init[0], o.input_weights_initializer, "glorot",
+                               "lstm: InputWeightsInitializer");
+    if (st == DLA_OK)
+        st = dla__props_string(p.init[1], o.recurrent_weights_initializer, "orthogonal",
+                               "lstm: RecurrentWeightsInitializer");
+    if (st == DLA_OK)
+        st = dla__props_string(p.init[2], o.bias_initializer, "unit-forget-gate",
+                               "lstm: BiasInitializer");
+    return dla__layer_new(&dla__kind_lstm, o.name, 1, &p, st);
+}

@@ -1,0 +1,264 @@
+/*
+ * layer_pool.c - maxPooling2dLayer, averagePooling2dLayer and the global
+ * pooling layers (1-D over "T" or one "S" dim, 2-D over two "S" dims).
+ */
+#include "nn/nn.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
+
+static const dla__field pool_fields[] = {
+    F("PoolSize", DLA__F_INT, size, 2),
+    F("Stride", DLA__F_INT, stride, 2),
+    F("Padding", DLA__F_INT, padding, 4),
+    F("PaddingMode", DLA__F_STRING, mode, 1),
+    F("PaddingValue", DLA__F_STRING, option, 1),
+    {NULL, 0, 0, 0},
+};
+static const dla__field no_fields[] = {{NULL, 0, 0, 0}};
+
+static dla_status pool_check(const dla__props *p, const char *name)
+{
+    for (int i = 0; i < 2; i++)
+        if (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 || p->stride[i] > (1 << 20))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "pooling '%s': PoolSize %lld and Stride "
+                                "%lld (dim %d) must be positive", name, (long long)p->size[i],
+                                (long long)p->stride[i], i + 1);
+    for (int i = 0; i < 4; i++)
+        if (p->padding[i] < 0 || p->padding[i] >= p->size[i / 2] || (p->mode[0] && p->padding[i]))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "pooling '%s': Padding %lld must be >= 0, "
+                                "smaller than the pool and not given with a padding mode", name,
+                                (long long)p->padding[i]);
+    if (p->mode[0] && strcmp(p->mode, "same"))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "pooling '%s': padding mode \"%s\"; use "
+                            "\"same\" or numbers", name, p->mode);
+    if (strcmp(p->option, "zero") && strcmp(p->option, "mean"))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "pooling '%s': PaddingValue \"%s\"; use "
+                            "\"zero\" or \"mean\"", name, p->option);
+    return DLA_OK;
+}
+
+static dla_status check_2s(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)l;
+    (void)nin;
+    (void)sink;
+    if (dla__shape_count(in, 'S') != 2)
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 2-D pooling needs two \"S\" dims",
+                            in->format);
+    return DLA_OK;
+}
+
+static dla_pool_options pool_opts(const dla__props *p)
+{
+    dla_pool_options o = {0};
+    for (int i = 0; i < 2; i++) {
+        o.stride[i] = p->stride[i];
+        o.padding[0][i] = p->padding[2 * i];
+        o.padding[1][i] = p->padding[2 * i + 1];
+    }
+    o.padding_mode = p->mode[0] ? p->mode : NULL;
+    o.padding_value = p->option;
+    return o;
+}
+
+static dla_status max_forward(const dla__props *p, dla__call *c)
+{
+    dla_pool_options o = pool_opts(p);
+    o.padding_value = NULL;
+    c->y = dla_maxpool(c->x[0], DLA_DIMS(p->size[0], p->size[1]), &o);
+    return dla_tensor_status(c->y);
+}
+
+static dla_status avg_forward(const dla__props *p, dla__call *c)
+{
+    dla_pool_options o = pool_opts(p);
+    c->y = dla_avgpool(c->x[0], DLA_DIMS(p->size[0], p->size[1]), &o);
+    return dla_tensor_status(c->y);
+}
+
+static void describe(const char *what, const dla__props *p, char *buf, size_t size)
+{
+    char pad[64];
+    if (p->mode[0])
+        snprintf(pad, sizeof pad, "'%s'", p->mode);
+    else
+        snprintf(pad, sizeof pad, "[%lld %lld %lld %lld]", (long long)p->padding[0],
+                 (long long)p->padding[1], (long long)p->padding[2], (long long)p->padding[3]);
+    snprintf(buf, size, "%lldx%lld %s pooling with stride [%lld %lld] and padding %s",
+             (long long)p->size[0], (long long)p->size[1], what, (long long)p->stride[0],
+             (long long)p->stride[1], pad);
+}
+
+static void max_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    describe("max", p, buf, size);
+}
+
+static void avg_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    describe("average", p, buf, size);
+}
+
+const dla__layer_kind dla__kind_maxpool2d = {
+    .type = "maxPooling2d", .display = "2-D Max Pooling", .default_name = "maxpool",
+    .fields = pool_fields, .check = pool_check, .init = check_2s, .forward = max_forward,
+    .describe = max_describe,
+};
+
+const dla__layer_kind dla__kind_avgpool2d = {
+    .type = "averagePooling2d", .display = "2-D Average Pooling", .default_name = "avgpool",
+    .fields = pool_fields, .check = pool_check, .init = check_2s, .forward = avg_forward,
+    .describe = avg_describe,
+};
+
+static dla_layer *make_pool(const dla__layer_kind *kind, int64_t ph, int64_t pw,
+                            const dla_pool_layer_options *opts, int avg)
+{
+    dla_pool_layer_options o = opts ? *opts : (dla_pool_layer_options){0};
+    dla__props p = {0};
+    p.size[0] = ph;
+    p.size[1] = pw;
+    for (int i = 0; i < 2; i++)
+        p.stride[i] = o.stride[i] ? o.stride[i] : 1;
+    memcpy(p.padding, o.padding, sizeof p.padding);
+    dla_status st = dla__props_string(p.mode, o.padding_mode, "", "pooling: PaddingMode");
+    if (st == DLA_OK && !avg && o.padding_value)
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "maxPooling2d: PaddingValue is for average "
+                          "pooling");
+    if (st == DLA_OK)
+        st = dla__props_string(p.option, o.padding_value, "zero", "pooling: PaddingValue");
+    return dla__layer_new(kind, o.name, 1, &p, st);
+}
+
+DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
+                                       const dla_pool_layer_options *opts)
+{
+    return make_pool(&dla__kind_maxpool2d, pool_height, pool_width, opts, 0);
+}
+
+DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
+                                       const dla_pool_layer_options *opts)
+{
+    return make_pool(&dla__kind_avgpool2d, pool_height, pool_width, opts, 1);
+}
+
+/* ---------------------------------------------------------------- global */
+
+static dla_status check_none(const dla__props *p, const char *name)
+{
+    (void)p;
+    (void)name;
+    return DLA_OK;
+}
+
+static dla_status check_1d(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)l;
+    (void)nin;
+    (void)sink;
+    int ns = dla__shape_count(in, 'S'), nt = dla__shape_count(in, 'T');
+    if (!((ns == 1 && nt == 0) || (ns == 0 && nt == 1)))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 1-D global pooling needs one "
+                            "\"S\" or one \"T\" dim", in->format);
+    return DLA_OK;
+}
+
+/* Drops the "T" dim (size 1 after pooling) of a "CBT" result. */
+static dla_tensor *drop_t(dla_tensor *y)
+{
+    const char *f = dla_tensor_format(y);
+    if (strcmp(f, "CBT"))
+        return y;
+    return dla_reshape(y, "CB", DLA_DIMS(dla_tensor_dim(y, 1), dla_tensor_dim(y, 2)));
+}
+
+static dla_status gmax1_forward(const dla__props *p, dla__call *c)
+{
+    (void)p;
+    c->y = drop_t(dla_global_maxpool(c->x[0]));
+    return dla_tensor_status(c->y);
+}
+
+static dla_status gavg1_forward(const dla__props *p, dla__call *c)
+{
+    (void)p;
+    c->y = drop_t(dla_global_avgpool(c->x[0]));
+    return dla_tensor_status(c->y);
+}
+
+static dla_status gmax2_forward(const dla__props *p, dla__call *c)
+{
+    (void)p;
+    c->y = dla_global_maxpool(c->x[0]);
+    return dla_tensor_status(c->y);
+}
+
+static dla_status gavg2_forward(const dla__props *p, dla__call *c)
+{
+    (void)p;
+    c->y = dla_global_avgpool(c->x[0]);
+    return dla_tensor_status(c->y);
+}
+
+static void gmax_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)p;
+    (void)in;
+    snprintf(buf, size, "Global max pooling");
+}
+
+static void gavg_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)p;
+    (void)in;
+    snprintf(buf, size, "Global average pooling");
+}
+
+const dla__layer_kind dla__kind_gmaxpool1d = {
+    .type = "globalMaxPooling1d", .display = "1-D Global Max Pooling", .default_name = "gmpool1d",
+    .fields = no_fields, .check = check_none, .init = check_1d, .forward = gmax1_forward,
+    .describe = gmax_describe,
+};
+const dla__layer_kind dla__kind_gavgpool1d = {
+    .type = "globalAveragePooling1d", .display = "1-D Global Average Pooling",
+    .default_name = "gapool1d", .fields = no_fields, .check = check_none, .init = check_1d,
+    .forward = gavg1_forward, .describe = gavg_describe,
+};
+const dla__layer_kind dla__kind_gmaxpool2d = {
+    .type = "globalMaxPooling2d", .display = "2-D Global Max Pooling", .default_name = "gmpool",
+    .fields = no_fields, .check = check_none, .init = check_2s, .forward = gmax2_forward,
+    .describe = gmax_describe,
+};
+const dla__layer_kind dla__kind_gavgpool2d = {
+    .type = "globalAveragePooling2d", .display = "2-D Global Average Pooling",
+    .default_name = "gapool", .fields = no_fields, .check = check_none, .init = check_2s,
+    .forward = gavg2_forward, .describe = gavg_describe,
+};
+
+static dla_layer *make_global(const dla__layer_kind *kind, const dla_layer_options *opts)
+{
+    return dla__layer_new(kind, opts ? opts->name : NULL, 1, &(dla__props){0}, DLA_OK);
+}
+
+DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_layer_options *opts)
+{
+    return make_global(&dla__kind_gmaxpool1d, opts);
+}
+DLA_API dla_layer *dla_global_avgpool1d_layer(const dla_layer_options *opts)
+{
+    return make_global(&dla__kind_gavgpool1d, opts);
+}
+DLA_API dla_layer *dla_global_maxpool2d_layer(const dla_layer_options *opts)
+{
+    return make_global(&dla__kind_gmaxpool2d, opts);
+}
+DLA_API dla_layer *dla_global_avgpool2d_layer(const dla_layer_options *opts)
+{
+    return make_global(&dla__kind_gavgpool2d, opts);
+}

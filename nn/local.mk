@@ -1,0 +1,12 @@
+# nn/ - layers, networks, optimizers, training and data, compiled into
+# libdlaccel.so above the core (they use only the public API). Each area
+# appends its files here.
+# Networks and optimizers: layers, dla_net (graph, initialization,
+# forward/predict, tables, summary, save/load) and the optimizers.
+# nn_error.c is their one bridge to the core's error reporting.
+libdlaccel_la_SOURCES += \
+	nn/nn.h nn/nn_error.c nn/shape.c nn/table.c nn/init.c nn/layer.c \
+	nn/layer_input.c nn/layer_conv.c nn/layer_batchnorm.c nn/layer_activation.c \
+	nn/layer_pool.c nn/layer_fc.c nn/layer_merge.c nn/layer_lstm.c \
+	nn/net.c nn/net_init.c nn/net_run.c nn/net_params.c nn/net_arch.c \
+	nn/net_summary.c nn/net_io.c nn/optim.c nn/optim_grad.c

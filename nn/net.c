@@ -1,0 +1,367 @@
+/*
+ * net.c - the layer graph of a dla_net: adding layers (with MATLAB's
+ * numbered default names), connecting and disconnecting them by name, and
+ * the queries on layers, inputs, outputs and connections. Changing the
+ * graph makes the network uninitialized; nn/net_init.c initializes it.
+ */
+#include "nn/nn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const dla__param_kind_names[DLA__PARAM_KIND_COUNT] = {"learnables", "state", "fixed"};
+
+int dla__net_find(const dla_net *net, const char *name)
+{
+    for (int i = 0; net && name && i < net->nlayers; i++)
+        if (!strcmp(net->layers[i]->name, name))
+            return i;
+    return -1;
+}
+
+/* Forgets what initialization worked out (the parameters stay). */
+static void uninit(dla_net *net)
+{
+    net->initialized = 0;
+    dla__nn_free(net->order);
+    net->order = NULL;
+    if (net->src)
+        for (int i = 0; i < net->nlayers; i++)
+            dla__nn_free(net->src[i]);
+    dla__nn_free(net->src);
+    net->src = NULL;
+    for (int i = 0; i < net->ninputs; i++)
+        dla__nn_free(net->input_names ? net->input_names[i] : NULL);
+    dla__nn_free(net->input_names);
+    net->input_names = NULL;
+    dla__nn_free(net->inputs);
+    net->inputs = NULL;
+    dla__nn_free(net->input_shapes);
+    net->input_shapes = NULL;
+    net->ninputs = 0;
+    dla__nn_free(net->outputs);
+    net->outputs = NULL;
+    net->noutputs = 0;
+    dla__nn_free(net->signature);
+    net->signature = NULL;
+    net->signature_len = 0;
+}
+
+void dla__net_uninit(dla_net *net) { uninit(net); }
+
+/* Gives an unnamed layer MATLAB's default name with the first free number. */
+static dla_status name_layer(dla_net *net, dla_layer *l)
+{
+    if (l->name[0]) {
+        if (dla__net_find(net, l->name) >= 0)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net: two layers are named '%s'",
+                                l->name);
+        return DLA_OK;
+    }
+    char buf[64];
+    for (int k = 1;; k++) {
+        snprintf(buf, sizeof buf, "%s_%d", l->kind->default_name, k);
+        if (dla__net_find(net, buf) < 0)
+            break;
+    }
+    char *n = dla__nn_strdup(buf);
+    if (!n)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net: cannot name a layer");
+    dla__nn_free(l->name);
+    l->name = n;
+    return DLA_OK;
+}
+
+/* Takes the layers over (frees them all when it fails). */
+static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn)
+{
+    dla_status st = DLA_OK;
+    for (int i = 0; i < n && st == DLA_OK; i++) {
+        if (!layers[i])
+            st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: layer %d is NULL (its constructor ran out "
+                              "of memory)", fn, i + 1);
+        else if (layers[i]->status != DLA_OK)
+            st = dla__nn_fail(layers[i]->status, "%s: layer %d: %s", fn, i + 1,
+                              layers[i]->message ? layers[i]->message : "");
+    }
+    if (st == DLA_OK && net->nlayers + n > net->cap) {
+        int cap = net->nlayers + n + 8;
+        dla_layer **grown = dla__nn_realloc(net->layers, (size_t)cap * sizeof *grown);
+        if (!grown)
+            st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot add %d layers", fn, n);
+        else {
+            net->layers = grown;
+            net->cap = cap;
+        }
+    }
+    int first = net->nlayers;
+    uninit(net);
+    for (int i = 0; i < n && st == DLA_OK; i++) {
+        st = name_layer(net, layers[i]);
+        if (st == DLA_OK)
+            net->layers[net->nlayers++] = layers[i];
+    }
+    if (st != DLA_OK) {
+        /* Take back the ones added, and free every layer given. */
+        net->nlayers = first;
+        for (int i = 0; i < n; i++)
+            dla_layer_free(layers[i]);
+        return st;
+    }
+    /* In sequence among themselves. */
+    for (int i = first + 1; i < net->nlayers && st == DLA_OK; i++) {
+        if (net->layers[i]->kind->is_input)
+            continue;
+        st = dla_net_connect(net, net->layers[i - 1]->name, net->layers[i]->name);
+    }
+    return st;
+}
+
+static int has_free_port(const dla_net *net)
+{
+    for (int i = 0; i < net->nlayers; i++)
+        for (int p = 0; p < net->layers[i]->nin; p++) {
+            int found = 0;
+            for (int k = 0; k < net->nconn && !found; k++)
+                found = net->conn[k].dst == i && net->conn[k].port == p;
+            if (!found)
+                return 1;
+        }
+    return 0;
+}
+
+DLA_API dla_net *dla_net_create(int n, dla_layer *const *layers)
+{
+    dla_net *net = dla__nn_calloc(1, sizeof *net);
+    if (!net || n < 0 || (n && !layers)) {
+        if (net)
+            dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_create: %d layers at %p", n,
+                         (const void *)layers);
+        else
+            dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net_create: cannot allocate the network");
+        for (int i = 0; layers && i < n; i++)
+            dla_layer_free(layers[i]);
+        dla__nn_free(net);
+        return NULL;
+    }
+    net->dtype = DLA_F32;
+    net->accelerate = 1;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        net->tables[k].owned_by_net = 1;
+    dla_status st = add_layers(net, n, layers, "dla_net_create");
+    if (st == DLA_OK && n > 0 && !has_free_port(net))
+        st = dla_net_init(net, 0, NULL);
+    if (st != DLA_OK) {
+        dla_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+DLA_API void dla_net_free(dla_net *net)
+{
+    if (!net)
+        return;
+    uninit(net);
+    for (int i = 0; i < net->nlayers; i++)
+        dla_layer_free(net->layers[i]);
+    dla__nn_free(net->layers);
+    for (int i = 0; i < net->nconn; i++) {
+        dla__nn_free(net->conn[i].text[0]);
+        dla__nn_free(net->conn[i].text[1]);
+    }
+    dla__nn_free(net->conn);
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
+        net->tables[k].owned_by_net = 0;
+        dla__table_clear(&net->tables[k]);
+    }
+    dla_accel_free(net->accel);
+    dla__nn_free(net);
+}
+
+DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers)
+{
+    if (!net || n < 0 || (n && !layers)) {
+        for (int i = 0; layers && i < n; i++)
+            dla_layer_free(layers[i]);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_add_layers: argument %s is NULL",
+                            net ? "layers" : "net");
+    }
+    return add_layers(net, n, layers, "dla_net_add_layers");
+}
+
+/* "name" or "name/inK" (or "name/in") into a layer and a 0-based port. */
+static dla_status parse_end(const dla_net *net, const char *s, int dest, int *layer, int *port,
+                            const char *fn)
+{
+    char name[256];
+    const char *slash = s ? strchr(s, '/') : NULL;
+    size_t n = slash ? (size_t)(slash - s) : (s ? strlen(s) : 0);
+    if (!s || n >= sizeof name)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s \"%s\" is not a layer name", fn,
+                            dest ? "destination" : "source", s ? s : "(null)");
+    memcpy(name, s, n);
+    name[n] = '\0';
+    *layer = dla__net_find(net, name);
+    if (*layer < 0)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%s'", fn, name);
+    const dla_layer *l = net->layers[*layer];
+    *port = 0;
+    if (!dest) {
+        if (slash && strcmp(slash, "/out"))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: source \"%s\": layer '%s' has one "
+                                "output, \"out\"", fn, s, name);
+        return DLA_OK;
+    }
+    if (l->nin == 0)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: layer '%s' is an input layer: nothing "
+                            "connects into it", fn, name);
+    if (slash) {
+        char *end = NULL;
+        long k = 0;
+        if (!strcmp(slash, "/in") && l->nin == 1)
+            k = 1;
+        else if (!strncmp(slash, "/in", 3) && slash[3])
+            k = strtol(slash + 3, &end, 10);
+        if (k < 1 || k > l->nin || (end && *end))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' has "
+                                "inputs in1..in%d", fn, s, name, l->nin);
+        *port = (int)k - 1;
+    } else if (l->nin > 1) {
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: layer '%s' has %d inputs; name one "
+                            "(\"%s/in1\")", fn, name, l->nin, name);
+    }
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination)
+{
+    static const char fn[] = "dla_net_connect";
+    if (!net)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
+    int s, sp, d, dp;
+    dla_status st = parse_end(net, source, 0, &s, &sp, fn);
+    if (st == DLA_OK)
+        st = parse_end(net, destination, 1, &d, &dp, fn);
+    if (st != DLA_OK)
+        return st;
+    for (int k = 0; k < net->nconn; k++)
+        if (net->conn[k].dst == d && net->conn[k].port == dp)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d of layer '%s' is already "
+                                "connected (from '%s')", fn, dp + 1, net->layers[d]->name,
+                                net->layers[net->conn[k].src]->name);
+    if (net->nconn == net->conn_cap) {
+        int cap = net->conn_cap ? 2 * net->conn_cap : 16;
+        dla__conn *grown = dla__nn_realloc(net->conn, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot add a connection", fn);
+        net->conn = grown;
+        net->conn_cap = cap;
+    }
+    char dtext[300];
+    if (net->layers[d]->nin > 1)
+        snprintf(dtext, sizeof dtext, "%s/in%d", net->layers[d]->name, dp + 1);
+    else
+        snprintf(dtext, sizeof dtext, "%s", net->layers[d]->name);
+    dla__conn c = {s, d, dp, {dla__nn_strdup(net->layers[s]->name), dla__nn_strdup(dtext)}};
+    if (!c.text[0] || !c.text[1]) {
+        dla__nn_free(c.text[0]);
+        dla__nn_free(c.text[1]);
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot add a connection", fn);
+    }
+    net->conn[net->nconn++] = c;
+    uninit(net);
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination)
+{
+    static const char fn[] = "dla_net_disconnect";
+    if (!net)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
+    int s, sp, d, dp;
+    dla_status st = parse_end(net, source, 0, &s, &sp, fn);
+    if (st == DLA_OK)
+        st = parse_end(net, destination, 1, &d, &dp, fn);
+    if (st != DLA_OK)
+        return st;
+    for (int k = 0; k < net->nconn; k++)
+        if (net->conn[k].src == s && net->conn[k].dst == d && net->conn[k].port == dp) {
+            dla__nn_free(net->conn[k].text[0]);
+            dla__nn_free(net->conn[k].text[1]);
+            memmove(&net->conn[k], &net->conn[k + 1], (size_t)(net->nconn - k - 1) * sizeof *net->conn);
+            net->nconn--;
+            uninit(net);
+            return DLA_OK;
+        }
+    return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: '%s' is not connected to \"%s\"", fn,
+                        net->layers[s]->name, destination);
+}
+
+DLA_API int dla_net_initialized(const dla_net *net) { return net && net->initialized; }
+
+DLA_API int dla_net_layer_count(const dla_net *net) { return net ? net->nlayers : 0; }
+
+DLA_API const char *dla_net_layer_name(const dla_net *net, int i)
+{
+    return net && i >= 0 && i < net->nlayers ? net->layers[i]->name : NULL;
+}
+
+DLA_API const char *dla_net_layer_type(const dla_net *net, int i)
+{
+    return net && i >= 0 && i < net->nlayers ? net->layers[i]->kind->type : NULL;
+}
+
+DLA_API int dla_net_input_count(const dla_net *net) { return net ? net->ninputs : 0; }
+
+DLA_API const char *dla_net_input_name(const dla_net *net, int i)
+{
+    return net && i >= 0 && i < net->ninputs ? net->input_names[i] : NULL;
+}
+
+DLA_API int dla_net_output_count(const dla_net *net) { return net ? net->noutputs : 0; }
+
+DLA_API const char *dla_net_output_name(const dla_net *net, int i)
+{
+    return net && i >= 0 && i < net->noutputs ? net->layers[net->outputs[i]]->name : NULL;
+}
+
+DLA_API int dla_net_connection_count(const dla_net *net) { return net ? net->nconn : 0; }
+
+DLA_API dla_status dla_net_connection(const dla_net *net, int i, const char **source,
+                                      const char **destination)
+{
+    if (!net || i < 0 || i >= net->nconn)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_connection: argument i: %d is "
+                            "outside 0..%d", i, net ? net->nconn - 1 : -1);
+    if (source)
+        *source = net->conn[i].text[0];
+    if (destination)
+        *destination = net->conn[i].text[1];
+    return DLA_OK;
+}
+
+static int shape_out(const dla__shape *s, int64_t *dims, char *format)
+{
+    if (dims)
+        memcpy(dims, s->dims, sizeof s->dims[0] * (size_t)s->ndims);
+    if (format)
+        memcpy(format, s->format, sizeof s->format);
+    return s->ndims;
+}
+
+DLA_API int dla_net_activation(const dla_net *net, const char *layer, int64_t *dims, char *format)
+{
+    int i = dla__net_find(net, layer);
+    if (i < 0 || !net->initialized)
+        return -1;
+    return shape_out(&net->layers[i]->out, dims, format);
+}
+
+DLA_API int dla_net_input_activation(const dla_net *net, int i, int64_t *dims, char *format)
+{
+    if (!net || !net->initialized || i < 0 || i >= net->ninputs)
+        return -1;
+    return shape_out(&net->input_shapes[i], dims, format);
+}

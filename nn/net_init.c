@@ -1,0 +1,308 @@
+/*
+ * net_init.c - initializing a network (MATLAB's initialize): the graph's
+ * inputs, outputs and topological order, then each layer in that order
+ * makes its parameters for the shapes that reach it and runs once in
+ * inference mode on zeros of one observation, which gives the next
+ * layer's shapes and catches a size a layer cannot take, naming it.
+ */
+#include "nn/nn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct dla__param_sink {
+    dla_net *net;
+    dla_layer *layer;
+    dla_dtype dtype;
+    dla__param_lookup lookup;
+    void *ctx;
+    dla_table *old; /* values from before, kept where their dims still fit */
+};
+
+int dla__param_loading(const dla__param_sink *sink) { return sink->lookup != NULL; }
+dla_dtype dla__param_dtype(const dla__param_sink *sink) { return sink->dtype; }
+
+static int same_dims(const dla_tensor *t, int ndims, const int64_t *dims)
+{
+    int n = dla_tensor_ndims(t) > ndims ? dla_tensor_ndims(t) : ndims;
+    for (int d = 1; d <= n; d++)
+        if (dla_tensor_dim(t, d) != (d <= ndims ? dims[d - 1] : 1))
+            return 0;
+    return 1;
+}
+
+dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_kind kind,
+                          dla_tensor *value, int ndims, const int64_t *dims, double l2_factor)
+{
+    dla_layer *l = sink->layer;
+    if (l->nparams == (int)(sizeof l->param / sizeof l->param[0]))
+        return dla__nn_fail(DLA_ERR_STATE, "layer '%s': too many parameters", l->name);
+    dla_tensor *v = value;
+    if (sink->lookup) {
+        v = sink->lookup(sink->ctx, kind, l->name, name, ndims, dims);
+        if (!v)
+            return dla_last_status() != DLA_OK ? dla_last_status() : DLA_ERR_IO;
+    } else {
+        int r = dla_table_find(&sink->old[kind], l->name, name);
+        dla_tensor *o = r >= 0 ? sink->old[kind].values[r] : NULL;
+        if (o && same_dims(o, ndims, dims) && dla_tensor_dtype(o) == sink->dtype)
+            v = o;
+    }
+    if (!v || dla_tensor_status(v) != DLA_OK)
+        return dla__nn_fail(v ? dla_tensor_status(v) : DLA_ERR_STATE, "parameter %s: %s", name,
+                            v ? dla_tensor_error(v) : "no value");
+    if (!same_dims(v, ndims, dims)) {
+        char a[96], b[96];
+        int64_t vd[DLA_MAX_DIMS];
+        dla__dims_text(dla_tensor_dims(v, vd), vd, a, sizeof a);
+        dla__dims_text(ndims, dims, b, sizeof b);
+        return dla__nn_fail(DLA_ERR_SHAPE, "parameter %s is %s; the layer needs %s", name, a, b);
+    }
+    int row = dla__table_add(&sink->net->tables[kind], l->name, name, v, 1, l2_factor);
+    if (row < 0)
+        return DLA_ERR_OUT_OF_MEMORY;
+    l->param[l->nparams].kind = kind;
+    l->param[l->nparams].row = row;
+    l->nparams++;
+    return DLA_OK;
+}
+
+/* Prefixes the thread's message with the function and the layer. */
+static dla_status layer_fail(const char *fn, const dla_layer *l, dla_status st)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    return dla__nn_fail(st, "%s: layer '%s' (%s): %s", fn, l->name, l->kind->display, msg);
+}
+
+/* Sources of every port, the inputs and the outputs. */
+static dla_status wire(dla_net *net, const char *fn)
+{
+    int n = net->nlayers;
+    net->src = dla__nn_calloc((size_t)n, sizeof *net->src);
+    if (!net->src)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    int nin = 0;
+    for (int i = 0; i < n; i++) {
+        dla_layer *l = net->layers[i];
+        net->src[i] = dla__nn_calloc((size_t)(l->nin ? l->nin : 1), sizeof **net->src);
+        if (!net->src[i])
+            return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        for (int p = 0; p < l->nin; p++)
+            net->src[i][p] = -1;
+        nin += l->kind->is_input;
+    }
+    for (int k = 0; k < net->nconn; k++)
+        net->src[net->conn[k].dst][net->conn[k].port] = net->conn[k].src;
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < net->layers[i]->nin; p++)
+            nin += net->src[i][p] < 0;
+    net->inputs = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->inputs);
+    net->input_names = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->input_names);
+    net->input_shapes = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->input_shapes);
+    net->outputs = dla__nn_calloc((size_t)n, sizeof *net->outputs);
+    net->order = dla__nn_calloc((size_t)n, sizeof *net->order);
+    if (!net->inputs || !net->input_names || !net->input_shapes || !net->outputs || !net->order)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (int i = 0; i < n; i++) {
+        dla_layer *l = net->layers[i];
+        for (int p = -1; p < l->nin; p++) {
+            if (p < 0 ? !l->kind->is_input : net->src[i][p] >= 0)
+                continue;
+            char name[300];
+            if (p < 0 || l->nin == 1)
+                snprintf(name, sizeof name, "%s", l->name);
+            else
+                snprintf(name, sizeof name, "%s/in%d", l->name, p + 1);
+            net->inputs[net->ninputs].layer = i;
+            net->inputs[net->ninputs].port = p;
+            if (!(net->input_names[net->ninputs++] = dla__nn_strdup(name)))
+                return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        }
+        int read = 0;
+        for (int k = 0; k < net->nconn && !read; k++)
+            read = net->conn[k].src == i;
+        if (!read)
+            net->outputs[net->noutputs++] = i;
+    }
+    if (!net->ninputs)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the network has no input", fn);
+    /* Kahn's order, taking the earliest added layer that is ready. */
+    int *done = dla__nn_calloc((size_t)n, sizeof *done);
+    if (!done)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (int k = 0; k < n; k++) {
+        int pick = -1;
+        for (int i = 0; i < n && pick < 0; i++) {
+            if (done[i])
+                continue;
+            int ready = 1;
+            for (int p = 0; p < net->layers[i]->nin && ready; p++)
+                ready = net->src[i][p] < 0 || done[net->src[i][p]];
+            if (ready)
+                pick = i;
+        }
+        if (pick < 0) {
+            int i = 0;
+            while (done[i])
+                i++;
+            dla__nn_free(done);
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the connections form a cycle "
+                                "through layer '%s'", fn, net->layers[i]->name);
+        }
+        done[pick] = 1;
+        net->order[k] = pick;
+    }
+    dla__nn_free(done);
+    return DLA_OK;
+}
+
+/* The input index that feeds (layer, port); -1 when a layer does. */
+static int input_of(const dla_net *net, int layer, int port)
+{
+    for (int k = 0; k < net->ninputs; k++)
+        if (net->inputs[k].layer == layer && net->inputs[k].port == port)
+            return k;
+    return -1;
+}
+
+static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *examples,
+                              dla__param_sink *sink, const char *fn)
+{
+    dla_tensor **act = dla__nn_calloc((size_t)net->nlayers, sizeof *act);
+    dla_tensor **xin = dla__nn_calloc((size_t)net->ninputs, sizeof *xin);
+    if (!act || !xin) {
+        dla__nn_free(act);
+        dla__nn_free(xin);
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    dla_status st = DLA_OK;
+    for (int k = 0; k < net->ninputs && st == DLA_OK; k++) {
+        dla__shape *s = &net->input_shapes[k];
+        const dla_layer *l = net->layers[net->inputs[k].layer];
+        if (net->inputs[k].port < 0)
+            l->kind->example(&l->props, s);
+        else if (k < nexamples)
+            dla__shape_of(examples[k], s);
+        if (net->inputs[k].port >= 0 && k >= nexamples) {
+            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: input '%s' is not an input layer; "
+                              "pass an example tensor for each of the %d inputs", fn,
+                              net->input_names[k], net->ninputs);
+            break;
+        }
+        xin[k] = dla_zeros(sink->dtype, s->format, s->ndims, s->dims);
+        if (dla_tensor_status(xin[k]) != DLA_OK)
+            st = dla__nn_fail(dla_tensor_status(xin[k]), "%s: input '%s': %s", fn,
+                              net->input_names[k], dla_tensor_error(xin[k]));
+    }
+    for (int k = 0; k < net->nlayers && st == DLA_OK; k++) {
+        int i = net->order[k];
+        dla_layer *l = net->layers[i];
+        dla_tensor *x[64];
+        dla__shape in[64];
+        int nx = l->kind->is_input ? 1 : l->nin;
+        for (int p = 0; p < nx; p++) {
+            int src = l->kind->is_input ? -1 : net->src[i][p];
+            x[p] = src >= 0 ? act[src] : xin[input_of(net, i, l->kind->is_input ? -1 : p)];
+            dla__shape_of(x[p], &in[p]);
+        }
+        sink->layer = l;
+        l->nparams = 0;
+        st = l->kind->init(l, l->kind->is_input ? 0 : nx, in, sink);
+        if (st != DLA_OK) {
+            st = layer_fail(fn, l, st);
+            break;
+        }
+        dla_tensor *p[6];
+        for (int j = 0; j < l->nparams; j++)
+            p[j] = net->tables[l->param[j].kind].values[l->param[j].row];
+        dla__call c = {.training = 0, .nx = nx, .x = x, .p = p};
+        st = l->kind->forward(&l->props, &c);
+        if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
+            st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
+        if (st != DLA_OK) {
+            st = layer_fail(fn, l, st);
+            break;
+        }
+        act[i] = c.y;
+        dla__shape_of(c.y, &l->out);
+    }
+    dla__nn_free(act);
+    dla__nn_free(xin);
+    return st;
+}
+
+dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *examples,
+                              dla__param_lookup lookup, void *ctx, dla_dtype dtype)
+{
+    static const char fn[] = "dla_net_init";
+    if (net->initialized)
+        return DLA_OK;
+    if (!net->nlayers)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the network has no layers", fn);
+    dla__net_uninit(net);
+    dla_status st = wire(net, fn);
+    if (st == DLA_OK && nexamples && nexamples != net->ninputs)
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d example tensors for %d inputs", fn,
+                          nexamples, net->ninputs);
+    for (int k = 0; st == DLA_OK && k < nexamples; k++) {
+        dla_status es = examples[k] ? dla_tensor_status(examples[k]) : DLA_ERR_INVALID_ARGUMENT;
+        if (es != DLA_OK)
+            st = dla__nn_fail(es, "%s: example %d: %s", fn, k + 1,
+                              examples[k] ? dla_tensor_error(examples[k]) : "NULL");
+        else if (dla_tensor_dtype(examples[k]) != DLA_F32 && dla_tensor_dtype(examples[k]) != DLA_F64)
+            st = dla__nn_fail(DLA_ERR_DTYPE, "%s: example %d is %s; networks are single or double",
+                              fn, k + 1, dla_dtype_name(dla_tensor_dtype(examples[k])));
+    }
+    if (st != DLA_OK) {
+        dla__net_uninit(net);
+        return st;
+    }
+    if (nexamples)
+        dtype = dla_tensor_dtype(examples[0]);
+    /* The old values wait in the sink; the tables fill anew in layer order. */
+    dla_table old[DLA__PARAM_KIND_COUNT];
+    memcpy(old, net->tables, sizeof old);
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
+        memset(&net->tables[k], 0, sizeof net->tables[k]);
+        net->tables[k].owned_by_net = 1;
+    }
+    dla__param_sink sink = {net, NULL, dtype, lookup, ctx, old};
+    dla_scope_begin();
+    st = init_layers(net, nexamples, examples, &sink, fn);
+    dla_scope_end();
+    dla_table *keep = st == DLA_OK ? old : net->tables;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
+        keep[k].owned_by_net = 0;
+        dla__table_clear(&keep[k]);
+        keep[k].owned_by_net = 1;
+    }
+    if (st != DLA_OK) {
+        memcpy(net->tables, old, sizeof old);
+        dla__net_uninit(net);
+        return st;
+    }
+    net->dtype = dtype;
+    net->signature = dla__net_architecture(net, 1, &net->signature_len);
+    if (!net->signature)
+        st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot describe the architecture", fn);
+    if (st == DLA_OK && !net->accel) {
+        net->accel = dla__net_make_accel(net);
+        if (!net->accel)
+            st = dla_last_status() != DLA_OK ? dla_last_status() : DLA_ERR_OUT_OF_MEMORY;
+    }
+    if (st != DLA_OK) {
+        dla__net_uninit(net);
+        return st;
+    }
+    net->initialized = 1;
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_net_init(dla_net *net, int nexamples, dla_tensor *const *examples)
+{
+    if (!net || nexamples < 0 || (nexamples && !examples))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_init: argument %s is invalid",
+                            net ? "examples" : "net");
+    return dla__net_init_with(net, nexamples, examples, NULL, NULL, net->dtype);
+}

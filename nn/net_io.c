@@ -1,0 +1,401 @@
+/*
+ * net_io.c - saving and loading a network as a safetensors file: an
+ * 8-byte little-endian header length, a JSON header, then the tensors'
+ * raw little-endian bytes back to back. The header's "__metadata__" (text
+ * values only, as safetensors wants) holds the format name, its version
+ * and the architecture as JSON text; each other entry is a tensor,
+ * "learnables/<layer>/<parameter>", with dtype, shape (MATLAB's dims
+ * reversed: the row-major shape of the same bytes) and data_offsets into
+ * the data. Loading trusts nothing it has not checked: the length against
+ * the file, every offset against the data, the tensors' tiling, the
+ * architecture field by field, and that the tensors are exactly the
+ * network's parameters.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "nn/nn.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FORMAT_NAME "dlaccel-net"
+#define FORMAT_VERSION "1.0"
+#define MAX_HEADER ((uint64_t)100 << 20)
+
+static int host_is_little(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+/* Reverses each element's bytes (a big-endian host). */
+static void swap_elements(unsigned char *p, size_t n, size_t esize)
+{
+    for (size_t i = 0; i < n; i++, p += esize)
+        for (size_t a = 0, b = esize - 1; a < b; a++, b--) {
+            unsigned char t = p[a];
+            p[a] = p[b];
+            p[b] = t;
+        }
+}
+
+static const char *st_dtype(dla_dtype d) { return d == DLA_F64 ? "F64" : "F32"; }
+
+/* ------------------------------------------------------------------ save */
+
+DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
+{
+    static const char fn[] = "dla_net_save";
+    if (!net || !path)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", fn,
+                            net ? "path" : "net");
+    if (!net->initialized)
+        return dla__nn_fail(DLA_ERR_STATE, "%s: the network is not initialized", fn);
+    size_t alen = 0;
+    char *arch = dla__net_architecture(net, 0, &alen);
+    json_t *root = json_object(), *meta = json_object();
+    dla_status st = arch && root && meta ? DLA_OK : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
+    if (st == DLA_OK) {
+        json_object_set_new(meta, "format", json_string(FORMAT_NAME));
+        json_object_set_new(meta, "format_version", json_string(FORMAT_VERSION));
+        json_object_set_new(meta, "architecture", json_string(arch));
+        json_object_set_new(meta, "dims_order", json_string("shape is MATLAB's column-major dims "
+                                                            "reversed (row-major)"));
+        json_object_set_new(root, "__metadata__", meta);
+        meta = NULL;
+    }
+    uint64_t offset = 0;
+    for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; r < net->tables[k].count; r++) {
+            const dla_tensor *v = net->tables[k].values[r];
+            int64_t dims[DLA_MAX_DIMS];
+            int nd = dla_tensor_dims(v, dims);
+            uint64_t bytes = (uint64_t)dla_tensor_numel(v) * dla_dtype_size(dla_tensor_dtype(v));
+            json_t *t = json_object(), *shape = json_array(), *offs = json_array();
+            for (int i = nd - 1; shape && i >= 0; i--)
+                json_array_append_new(shape, json_integer(dims[i]));
+            json_array_append_new(offs, json_integer((json_int_t)offset));
+            json_array_append_new(offs, json_integer((json_int_t)(offset + bytes)));
+            json_object_set_new(t, "dtype", json_string(st_dtype(dla_tensor_dtype(v))));
+            json_object_set_new(t, "shape", shape);
+            json_object_set_new(t, "data_offsets", offs);
+            char name[600];
+            snprintf(name, sizeof name, "%s/%s/%s", dla__param_kind_names[k],
+                     net->tables[k].layer[r], net->tables[k].param[r]);
+            json_object_set_new(root, name, t);
+            offset += bytes;
+        }
+    size_t hlen = st == DLA_OK ? json_dumpb(root, NULL, 0, JSON_COMPACT) : 0;
+    size_t padded = (hlen + 7) & ~(size_t)7;
+    unsigned char *head = st == DLA_OK ? dla__nn_malloc(8 + padded) : NULL;
+    if (st == DLA_OK && (!hlen || !head))
+        st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
+    if (st == DLA_OK) {
+        json_dumpb(root, (char *)head + 8, hlen, JSON_COMPACT);
+        memset(head + 8 + hlen, ' ', padded - hlen);
+        for (int i = 0; i < 8; i++)
+            head[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    }
+    json_decref(root);
+    json_decref(meta);
+    dla__nn_free(arch);
+    if (st != DLA_OK) {
+        dla__nn_free(head);
+        return st;
+    }
+    /* A temporary file beside path, renamed over it when whole. */
+    size_t plen = strlen(path);
+    char *tmp = dla__nn_malloc(plen + 16);
+    if (!tmp) {
+        dla__nn_free(head);
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
+    }
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot create a file beside it: %s", fn, path,
+                          strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        dla__nn_free(head);
+        dla__nn_free(tmp);
+        return st;
+    }
+    int ok = fwrite(head, 1, 8 + padded, f) == 8 + padded;
+    dla__nn_free(head);
+    for (int k = 0; ok && st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; ok && st == DLA_OK && r < net->tables[k].count; r++) {
+            const dla_tensor *v = net->tables[k].values[r];
+            size_t esize = dla_dtype_size(dla_tensor_dtype(v));
+            size_t n = (size_t)dla_tensor_numel(v), bytes = n * esize;
+            unsigned char *data = dla__nn_malloc(bytes);
+            if (!data) {
+                st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes", fn, bytes);
+                break;
+            }
+            st = dla_tensor_to_host(v, data, bytes);
+            if (st == DLA_OK) {
+                if (!host_is_little())
+                    swap_elements(data, n, esize);
+                ok = fwrite(data, 1, bytes, f) == bytes;
+            }
+            dla__nn_free(data);
+        }
+    int err = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
+    if (st == DLA_OK && !ok)
+        st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot write: %s", fn, path, strerror(err));
+    if (st == DLA_OK && rename(tmp, path) != 0)
+        st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot rename the written file over it: %s", fn,
+                          path, strerror(errno));
+    if (st != DLA_OK)
+        unlink(tmp);
+    dla__nn_free(tmp);
+    return st;
+}
+
+/* ------------------------------------------------------------------ load */
+
+typedef struct entry {
+    const char *name;
+    dla_dtype dtype;
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS]; /* MATLAB order */
+    uint64_t begin, end;
+    int used;
+} entry;
+
+typedef struct loader {
+    const char *path;
+    const unsigned char *data;
+    entry *entries;
+    size_t n;
+} loader;
+
+static dla_status corrupt(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static dla_status corrupt(const char *path, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return dla__nn_fail(DLA_ERR_IO, "dla_net_load: %s: %s", path, msg);
+}
+
+static int cmp_begin(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+static dla_tensor *lookup(void *ctxp, dla__param_kind kind, const char *layer, const char *param,
+                          int ndims, const int64_t *dims)
+{
+    loader *ld = ctxp;
+    char name[600];
+    snprintf(name, sizeof name, "%s/%s/%s", dla__param_kind_names[kind], layer, param);
+    for (size_t i = 0; i < ld->n; i++) {
+        entry *e = &ld->entries[i];
+        if (strcmp(e->name, name))
+            continue;
+        int n = e->ndims > ndims ? e->ndims : ndims;
+        for (int d = 0; d < n; d++)
+            if ((d < e->ndims ? e->dims[d] : 1) != (d < ndims ? dims[d] : 1)) {
+                char a[96], b[96];
+                dla__dims_text(e->ndims, e->dims, a, sizeof a);
+                dla__dims_text(ndims, dims, b, sizeof b);
+                corrupt(ld->path, "tensor %s is %s; the architecture makes it %s", name, a, b);
+                return NULL;
+            }
+        e->used = 1;
+        size_t esize = dla_dtype_size(e->dtype), count = (size_t)((e->end - e->begin) / esize);
+        const unsigned char *src = ld->data + e->begin;
+        unsigned char *copy = NULL;
+        if (!host_is_little()) {
+            copy = dla__nn_malloc(e->end - e->begin);
+            if (!copy) {
+                dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net_load: %s", name);
+                return NULL;
+            }
+            memcpy(copy, src, e->end - e->begin);
+            swap_elements(copy, count, esize);
+            src = copy;
+        }
+        dla_tensor *t = dla_tensor_from_host(src, e->dtype, "", e->ndims, e->dims);
+        dla__nn_free(copy);
+        return t;
+    }
+    corrupt(ld->path, "it has no tensor %s, which the architecture needs", name);
+    return NULL;
+}
+
+/* Reads and checks the safetensors entries of the header. */
+static dla_status read_entries(loader *ld, json_t *root, uint64_t datasize)
+{
+    size_t n = json_object_size(root) - 1;
+    ld->entries = dla__nn_calloc(n ? n : 1, sizeof *ld->entries);
+    if (!ld->entries)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net_load: %s", ld->path);
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (!strcmp(key, "__metadata__"))
+            continue;
+        entry *e = &ld->entries[ld->n++];
+        e->name = key;
+        const json_t *dt = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape");
+        const json_t *offs = json_object_get(v, "data_offsets");
+        if (!json_is_object(v) || !json_is_string(dt) || !json_is_array(shape) ||
+            !json_is_array(offs) || json_array_size(offs) != 2 || json_object_size(v) != 3)
+            return corrupt(ld->path, "tensor %s: not {dtype, shape, data_offsets}", key);
+        if (!strcmp(json_string_value(dt), "F32"))
+            e->dtype = DLA_F32;
+        else if (!strcmp(json_string_value(dt), "F64"))
+            e->dtype = DLA_F64;
+        else
+            return corrupt(ld->path, "tensor %s: dtype \"%s\" (a network holds F32 or F64)", key,
+                           json_string_value(dt));
+        size_t nd = json_array_size(shape);
+        if (nd > DLA_MAX_DIMS)
+            return corrupt(ld->path, "tensor %s: %zu dims (at most %d)", key, nd, DLA_MAX_DIMS);
+        e->ndims = (int)nd;
+        uint64_t numel = 1;
+        for (size_t i = 0; i < nd; i++) {
+            const json_t *d = json_array_get(shape, i);
+            if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+                __builtin_mul_overflow(numel, (uint64_t)json_integer_value(d), &numel))
+                return corrupt(ld->path, "tensor %s: shape entry %zu is not a size", key, i);
+            e->dims[nd - 1 - i] = (int64_t)json_integer_value(d);
+        }
+        const json_t *b = json_array_get(offs, 0), *f = json_array_get(offs, 1);
+        if (!json_is_integer(b) || !json_is_integer(f) || json_integer_value(b) < 0 ||
+            json_integer_value(f) < json_integer_value(b) ||
+            (uint64_t)json_integer_value(f) > datasize)
+            return corrupt(ld->path, "tensor %s: data_offsets outside the %llu bytes of data", key,
+                           (unsigned long long)datasize);
+        e->begin = (uint64_t)json_integer_value(b);
+        e->end = (uint64_t)json_integer_value(f);
+        uint64_t bytes;
+        if (__builtin_mul_overflow(numel, (uint64_t)dla_dtype_size(e->dtype), &bytes) ||
+            bytes != e->end - e->begin)
+            return corrupt(ld->path, "tensor %s: %llu bytes of data for a shape that needs more or "
+                           "fewer", key, (unsigned long long)(e->end - e->begin));
+    }
+    /* The tensors tile the data: no gap, no overlap, nothing after. */
+    entry *sorted = dla__nn_malloc(sizeof *sorted * (ld->n ? ld->n : 1));
+    if (!sorted)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net_load: %s", ld->path);
+    memcpy(sorted, ld->entries, sizeof *sorted * ld->n);
+    qsort(sorted, ld->n, sizeof *sorted, cmp_begin);
+    uint64_t at = 0;
+    dla_status st = DLA_OK;
+    for (size_t i = 0; i < ld->n && st == DLA_OK; i++) {
+        if (sorted[i].begin != at)
+            st = corrupt(ld->path, "tensor %s starts at byte %llu of the data, not %llu (a gap or "
+                         "an overlap)", sorted[i].name, (unsigned long long)sorted[i].begin,
+                         (unsigned long long)at);
+        at = sorted[i].end;
+    }
+    if (st == DLA_OK && at != datasize)
+        st = corrupt(ld->path, "the tensors cover %llu of its %llu bytes of data",
+                     (unsigned long long)at, (unsigned long long)datasize);
+    dla__nn_free(sorted);
+    return st;
+}
+
+DLA_API dla_status dla_net_load(const char *path, dla_net **out)
+{
+    static const char fn[] = "dla_net_load";
+    if (!out || !path)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", fn,
+                            out ? "path" : "out");
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot open: %s", fn, path, strerror(errno));
+    unsigned char *file = NULL;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0)
+        file = dla__nn_malloc((size_t)size + 1);
+    int read_ok = file && fread(file, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (!read_ok) {
+        dla__nn_free(file);
+        if (size >= 0 && !file)
+            return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %s: %ld bytes", fn, path, size);
+        return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot read it", fn, path);
+    }
+    dla_status st = DLA_OK;
+    uint64_t hlen = 0;
+    if (size < 8)
+        st = corrupt(path, "%ld bytes is too short for a safetensors file (an 8-byte header "
+                     "length first)", size);
+    for (int i = 0; st == DLA_OK && i < 8; i++)
+        hlen |= (uint64_t)file[i] << (8 * i);
+    if (st == DLA_OK && (hlen > (uint64_t)size - 8 || hlen > MAX_HEADER || hlen < 2))
+        st = corrupt(path, "the header length %llu does not fit the file (%ld bytes): not a "
+                     "safetensors file, or truncated", (unsigned long long)hlen, size);
+    json_t *root = NULL;
+    if (st == DLA_OK) {
+        json_error_t err;
+        root = json_loadb((const char *)file + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &err);
+        if (!root || !json_is_object(root))
+            st = corrupt(path, "the header is not a JSON object: %s (at byte %d)",
+                         root ? "another value" : err.text, root ? 0 : err.position);
+    }
+    const json_t *meta = st == DLA_OK ? json_object_get(root, "__metadata__") : NULL;
+    const json_t *fmt = json_object_get(meta, "format"), *ver = json_object_get(meta, "format_version");
+    const json_t *arch = json_object_get(meta, "architecture");
+    if (st == DLA_OK && (!json_is_object(meta) || !json_is_string(fmt) ||
+                         strcmp(json_string_value(fmt), FORMAT_NAME)))
+        st = dla__nn_fail(DLA_ERR_UNSUPPORTED, "%s: %s: a safetensors file but not a dlaccel "
+                          "network (its __metadata__ has no format \"%s\")", fn, path, FORMAT_NAME);
+    if (st == DLA_OK && (!json_is_string(ver) || strncmp(json_string_value(ver), "1.", 2)))
+        st = dla__nn_fail(DLA_ERR_UNSUPPORTED, "%s: %s: format version \"%s\"; this library reads "
+                          "1.x", fn, path, json_is_string(ver) ? json_string_value(ver) : "?");
+    if (st == DLA_OK && !json_is_string(arch))
+        st = corrupt(path, "__metadata__ has no architecture text");
+    loader ld = {path, file + 8 + hlen, NULL, 0};
+    if (st == DLA_OK)
+        st = read_entries(&ld, root, (uint64_t)size - 8 - hlen);
+    dla_net *net = NULL;
+    if (st == DLA_OK) {
+        char what[600];
+        snprintf(what, sizeof what, "%s: %s", fn, path);
+        dla_scope_begin();
+        st = dla__net_from_architecture(json_string_value(arch), json_string_length(arch), lookup,
+                                        &ld, what, &net);
+        dla_scope_end();
+    }
+    for (size_t i = 0; st == DLA_OK && i < ld.n; i++)
+        if (!ld.entries[i].used)
+            st = corrupt(path, "tensor %s is not a parameter of the network", ld.entries[i].name);
+    for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; st == DLA_OK && r < net->tables[k].count; r++)
+            if (dla_tensor_dtype(net->tables[k].values[r]) != net->dtype)
+                st = corrupt(path, "tensor %s/%s/%s is %s in a %s network", dla__param_kind_names[k],
+                             net->tables[k].layer[r], net->tables[k].param[r],
+                             dla_dtype_name(dla_tensor_dtype(net->tables[k].values[r])),
+                             dla_dtype_name(net->dtype));
+    dla__nn_free(ld.entries);
+    json_decref(root);
+    dla__nn_free(file);
+    if (st != DLA_OK) {
+        dla_net_free(net);
+        return st;
+    }
+    *out = net;
+    return DLA_OK;
+}

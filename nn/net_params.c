@@ -1,0 +1,367 @@
+/*
+ * net_params.c - a network's values: the Learnables and State tables,
+ * parameters by name, resetting state, copying, casting and moving a
+ * network, and input normalization statistics computed from data.
+ */
+#include "nn/nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+DLA_API dla_table *dla_net_learnables(dla_net *net)
+{
+    return net && net->initialized ? &net->tables[DLA__LEARNABLE] : NULL;
+}
+
+DLA_API dla_table *dla_net_state(dla_net *net)
+{
+    return net && net->initialized ? &net->tables[DLA__STATE] : NULL;
+}
+
+DLA_API int dla_net_learnable_count(const dla_net *net)
+{
+    return net ? net->tables[DLA__LEARNABLE].count : 0;
+}
+
+DLA_API int dla_net_state_count(const dla_net *net) { return net ? net->tables[DLA__STATE].count : 0; }
+
+static dla_status set_all(dla_net *net, dla__param_kind kind, int n, dla_tensor *const *values,
+                          const char *fn)
+{
+    if (!net || !net->initialized)
+        return dla__nn_fail(net ? DLA_ERR_STATE : DLA_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                            net ? "the network is not initialized" : "argument net is NULL");
+    dla_table *t = &net->tables[kind];
+    if (n != t->count || (n && !values))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d values for %d rows", fn, n, t->count);
+    for (int i = 0; i < n; i++) {
+        dla_status st = dla__table_check(fn, t, i, values[i]);
+        if (st != DLA_OK)
+            return st;
+    }
+    for (int i = 0; i < n; i++) {
+        dla_tensor_retain(values[i]);
+        dla_tensor_release(t->values[i]);
+        t->values[i] = values[i];
+    }
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const *values)
+{
+    return set_all(net, DLA__LEARNABLE, n, values, "dla_net_set_learnables");
+}
+
+DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values)
+{
+    /* A state's dims may change (an LSTM's H x 1 becomes H x N): only the
+     * count, the rows' dtypes and the number of rows are checked. */
+    static const char fn[] = "dla_net_set_state";
+    if (!net || !net->initialized)
+        return dla__nn_fail(net ? DLA_ERR_STATE : DLA_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                            net ? "the network is not initialized" : "argument net is NULL");
+    dla_table *t = &net->tables[DLA__STATE];
+    if (n != t->count || (n && !values))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d values for %d rows", fn, n, t->count);
+    for (int i = 0; i < n; i++) {
+        dla_status st = values[i] ? dla_tensor_status(values[i]) : DLA_ERR_INVALID_ARGUMENT;
+        if (st != DLA_OK)
+            return dla__nn_fail(st, "%s: %s/%s: %s", fn, t->layer[i], t->param[i],
+                                values[i] ? dla_tensor_error(values[i]) : "NULL");
+        if (dla_tensor_dtype(values[i]) != dla_tensor_dtype(t->values[i]) ||
+            dla_tensor_dim(values[i], 1) != dla_tensor_dim(t->values[i], 1))
+            return dla__table_check(fn, t, i, values[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        dla_tensor_retain(values[i]);
+        dla_tensor_release(t->values[i]);
+        t->values[i] = values[i];
+    }
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_net_reset_state(dla_net *net)
+{
+    if (!net || !net->initialized)
+        return dla__nn_fail(net ? DLA_ERR_STATE : DLA_ERR_INVALID_ARGUMENT, "dla_net_reset_state: %s",
+                            net ? "the network is not initialized" : "argument net is NULL");
+    dla_status st = DLA_OK;
+    dla_scope_begin();
+    for (int i = 0; i < net->nlayers && st == DLA_OK; i++) {
+        dla_layer *l = net->layers[i];
+        if (!l->kind->initial_state)
+            continue;
+        int k = 0;
+        for (int j = 0; j < l->nparams && st == DLA_OK; j++) {
+            if (l->param[j].kind != DLA__STATE)
+                continue;
+            dla_tensor **slot = &net->tables[DLA__STATE].values[l->param[j].row];
+            dla_tensor *v = l->kind->initial_state(&l->props, k++, *slot);
+            st = dla_tensor_status(v);
+            if (st == DLA_OK) {
+                dla_tensor_retain(v);
+                dla_tensor_release(*slot);
+                *slot = v;
+            }
+        }
+    }
+    dla_scope_end();
+    return st;
+}
+
+static int find_param(const dla_net *net, const char *layer, const char *param, int *kind)
+{
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
+        int r = dla_table_find(&net->tables[k], layer, param);
+        if (r >= 0) {
+            *kind = k;
+            return r;
+        }
+    }
+    return -1;
+}
+
+DLA_API dla_tensor *dla_net_get(const dla_net *net, const char *layer, const char *parameter)
+{
+    int kind = 0, r = net ? find_param(net, layer, parameter, &kind) : -1;
+    if (r < 0) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_get: the network has no parameter %s/%s",
+                     layer ? layer : "(null)", parameter ? parameter : "(null)");
+        return NULL;
+    }
+    return net->tables[kind].values[r];
+}
+
+DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *parameter,
+                               dla_tensor *value)
+{
+    int kind = 0, r = net ? find_param(net, layer, parameter, &kind) : -1;
+    if (r < 0)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_set: the network has no parameter "
+                            "%s/%s", layer ? layer : "(null)", parameter ? parameter : "(null)");
+    dla_table *t = &net->tables[kind];
+    dla_status st = dla__table_check("dla_net_set", t, r, value);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor_retain(value);
+    dla_tensor_release(t->values[r]);
+    t->values[r] = value;
+    return DLA_OK;
+}
+
+DLA_API dla_net *dla_net_copy(const dla_net *net)
+{
+    if (!net) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_copy: argument net is NULL");
+        return NULL;
+    }
+    dla_layer **layers = dla__nn_calloc((size_t)(net->nlayers ? net->nlayers : 1), sizeof *layers);
+    dla_net *c = layers ? dla_net_create(0, NULL) : NULL;
+    dla_status st = c ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;
+    for (int i = 0; st == DLA_OK && i < net->nlayers; i++) {
+        const dla_layer *l = net->layers[i];
+        layers[i] = dla__layer_new(l->kind, l->name, l->nin, &l->props, DLA_OK);
+        if (!layers[i])
+            st = DLA_ERR_OUT_OF_MEMORY;
+        else
+            for (int k = 0; k < 2; k++)
+                layers[i]->given[k] = dla_tensor_retain(l->given[k]);
+    }
+    if (st == DLA_OK) {
+        st = dla_net_add_layers(c, net->nlayers, layers);
+        /* add_layers connected them in sequence: the copy takes the original's. */
+        while (st == DLA_OK && c->nconn)
+            st = dla_net_disconnect(c, c->conn[0].text[0], c->conn[0].text[1]);
+    } else {
+        for (int i = 0; i < net->nlayers; i++)
+            dla_layer_free(layers[i]);
+    }
+    dla__nn_free(layers);
+    for (int k = 0; st == DLA_OK && k < net->nconn; k++)
+        st = dla_net_connect(c, net->conn[k].text[0], net->conn[k].text[1]);
+    for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
+        st = dla__table_copy(&c->tables[k], &net->tables[k]);
+    if (st == DLA_OK && c) {
+        c->dtype = net->dtype;
+        c->accelerate = net->accelerate;
+        if (net->initialized) {
+            /* Initialization keeps the copied values: their dims fit. */
+            int nex = 0;
+            dla_tensor *ex[64];
+            dla_scope_begin();
+            for (int k = 0; k < net->ninputs && k < 64; k++) {
+                const dla__shape *s = &net->input_shapes[k];
+                ex[nex++] = dla_zeros(net->dtype, s->format, s->ndims, s->dims);
+            }
+            st = dla__net_init_with(c, nex, ex, NULL, NULL, net->dtype);
+            dla_scope_end();
+        }
+    }
+    if (st != DLA_OK) {
+        dla_net_free(c);
+        if (st == DLA_ERR_OUT_OF_MEMORY && dla_last_status() != DLA_ERR_OUT_OF_MEMORY)
+            dla__nn_fail(st, "dla_net_copy: out of memory");
+        return NULL;
+    }
+    return c;
+}
+
+/* Applies f to every value (cast or move), all or nothing. */
+static dla_status map_values(dla_net *net, const char *fn, dla_dtype dtype, dla_device *dev, int cast)
+{
+    if (!net || !net->initialized)
+        return dla__nn_fail(net ? DLA_ERR_STATE : DLA_ERR_INVALID_ARGUMENT, "%s: %s", fn,
+                            net ? "the network is not initialized" : "argument net is NULL");
+    if (cast && dtype != DLA_F32 && dtype != DLA_F64)
+        return dla__nn_fail(DLA_ERR_DTYPE, "%s: networks are single or double, not %s", fn,
+                            dla_dtype_name(dtype));
+    int total = 0;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        total += net->tables[k].count;
+    dla_tensor **next = dla__nn_calloc((size_t)(total ? total : 1), sizeof *next);
+    if (!next)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    dla_status st = DLA_OK;
+    int at = 0;
+    dla_scope_begin();
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; r < net->tables[k].count && st == DLA_OK; r++) {
+            dla_tensor *v = net->tables[k].values[r];
+            dla_tensor *n = cast ? dla_cast(v, dtype) : dla_tensor_to_device(v, dev);
+            st = dla_tensor_status(n);
+            if (st != DLA_OK)
+                dla__nn_fail(st, "%s: %s/%s: %s", fn, net->tables[k].layer[r],
+                             net->tables[k].param[r], dla_tensor_error(n));
+            next[at++] = dla_tensor_retain(n);
+        }
+    dla_scope_end();
+    at = 0;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; r < net->tables[k].count; r++, at++) {
+            if (st != DLA_OK) {
+                dla_tensor_release(next[at]);
+                continue;
+            }
+            dla_tensor_release(net->tables[k].values[r]);
+            net->tables[k].values[r] = next[at];
+        }
+    dla__nn_free(next);
+    if (st == DLA_OK && cast && net->dtype != dtype) {
+        net->dtype = dtype;
+        /* The parameters' dtypes are part of the architecture text. */
+        dla__nn_free(net->signature);
+        net->signature = dla__net_architecture(net, 1, &net->signature_len);
+        if (!net->signature)
+            st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    return st;
+}
+
+DLA_API dla_status dla_net_cast(dla_net *net, dla_dtype dtype)
+{
+    return map_values(net, "dla_net_cast", dtype, NULL, 1);
+}
+
+DLA_API dla_status dla_net_to_device(dla_net *net, dla_device *dev)
+{
+    return map_values(net, "dla_net_to_device", DLA_F32, dev, 0);
+}
+
+DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer, int n,
+                                                dla_tensor *const *data)
+{
+    static const char fn[] = "dla_net_set_input_statistics";
+    int i = dla__net_find(net, layer);
+    if (i < 0 || !net->initialized)
+        return dla__nn_fail(i < 0 ? DLA_ERR_INVALID_ARGUMENT : DLA_ERR_STATE, "%s: %s", fn,
+                            i < 0 ? "no such layer" : "the network is not initialized");
+    dla_layer *l = net->layers[i];
+    const dla__props *p = &l->props;
+    if (!l->kind->is_input || !strcmp(p->option, "none"))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: layer '%s' is %s", fn, layer,
+                            l->kind->is_input ? "an input layer without normalization"
+                                              : "not an input layer");
+    if (n < 1 || !data)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no data", fn);
+    int image = l->kind == &dla__kind_image_input;
+    int all = !strcmp(p->option2, "all"), element = !strcmp(p->option2, "element");
+    /* Reduced over batch (and time) always, and over space unless per
+     * element, and over channels too for "all". */
+    int64_t m = all ? 1 : element ? p->size[0] * p->size[1] * p->size[2] : image ? p->size[2] : p->count;
+    double *sum = dla__nn_calloc((size_t)m, sizeof *sum), *sq = dla__nn_calloc((size_t)m, sizeof *sq);
+    double *host = dla__nn_malloc(sizeof *host * (size_t)m);
+    double count = 0;
+    dla_status st = sum && sq && host ? DLA_OK : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
+    for (int k = 0; k < n && st == DLA_OK; k++) {
+        dla_tensor *x = data[k];
+        const char *want = image ? "SSCB" : "CBT";
+        if (!x || dla_tensor_status(x) != DLA_OK || strcmp(dla_tensor_format(x), want)) {
+            st = dla__nn_fail(DLA_ERR_FORMAT, "%s: data %d is %s; the layer takes \"%s\"", fn, k + 1,
+                              !x ? "NULL" : dla_tensor_status(x) != DLA_OK ? dla_tensor_error(x)
+                                                                            : dla_tensor_format(x),
+                              want);
+            break;
+        }
+        int64_t per = dla_tensor_numel(x) / (m ? m : 1);
+        dla_scope_begin();
+        dla_tensor *xd = dla_cast(x, DLA_F64);
+        int64_t red[4];
+        int nr = 0;
+        if (image) {
+            if (!element) {
+                red[nr++] = 1;
+                red[nr++] = 2;
+            }
+            if (all)
+                red[nr++] = 3;
+            red[nr++] = 4;
+        } else {
+            if (all)
+                red[nr++] = 1;
+            red[nr++] = 2;
+            red[nr++] = 3;
+        }
+        dla_tensor *s1 = dla_sum(xd, nr, red), *s2 = dla_sum(dla_square(xd), nr, red);
+        if (dla_tensor_numel(s1) != m)
+            st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d does not have the layer's input size", fn,
+                              k + 1);
+        if (st == DLA_OK && (st = dla_tensor_to_host(s1, host, sizeof *host * (size_t)m)) == DLA_OK)
+            for (int64_t j = 0; j < m; j++)
+                sum[j] += host[j];
+        if (st == DLA_OK && (st = dla_tensor_to_host(s2, host, sizeof *host * (size_t)m)) == DLA_OK)
+            for (int64_t j = 0; j < m; j++)
+                sq[j] += host[j];
+        dla_scope_end();
+        count += (double)per;
+    }
+    if (st == DLA_OK && count <= 0)
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the data is empty", fn);
+    if (st == DLA_OK) {
+        dla_scope_begin();
+        for (int64_t j = 0; j < m; j++) {
+            double mean = sum[j] / count, var = sq[j] / count - mean * mean;
+            sum[j] = mean;
+            sq[j] = sqrt(var > 0 ? var : 0);
+        }
+        for (int k = 0; k < l->nparams && st == DLA_OK; k++) {
+            dla_table *t = &net->tables[l->param[k].kind];
+            int r = l->param[k].row;
+            int64_t dims[DLA_MAX_DIMS];
+            int nd = dla_tensor_dims(t->values[r], dims);
+            dla_tensor *v = dla_cast(dla_tensor_from_host(k ? sq : sum, DLA_F64, "", nd, dims),
+                                     dla_tensor_dtype(t->values[r]));
+            st = dla_tensor_status(v);
+            if (st == DLA_OK) {
+                dla_tensor_retain(v);
+                dla_tensor_release(t->values[r]);
+                t->values[r] = v;
+            }
+        }
+        dla_scope_end();
+    }
+    dla__nn_free(sum);
+    dla__nn_free(sq);
+    dla__nn_free(host);
+    return st;
+}

@@ -1,0 +1,270 @@
+/*
+ * net_run.c - forward (training mode), predict (inference mode) and the
+ * gradient with respect to the learnables.
+ *
+ * Both modes run one function over the graph, accelerated with the
+ * network's own dla_accel: its tensor inputs are the network inputs, then
+ * every learnable, state and fixed parameter (so new values never make a
+ * trace stale); its non-tensor key is the architecture text with the
+ * mode and the outputs asked for. Its outputs are the outputs asked for,
+ * then (forward) one new value per State row. Inside dla_feval a replay's
+ * ops go on the tape, so dla_gradient reaches the learnables either way.
+ */
+#include "nn/nn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_OUTPUTS 64
+
+typedef struct run_ctx {
+    dla_net *net;
+    int training;
+    int nout;
+    int outs[MAX_OUTPUTS];
+} run_ctx;
+
+static dla_status layer_fail(const dla_layer *l, const char *fn, dla_status st)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    return dla__nn_fail(st, "%s: layer '%s' (%s): %s", fn, l->name, l->kind->display, msg);
+}
+
+/* The dla_function: in = [inputs, learnables, state, fixed]; out = [asked
+ * outputs, new state (training)]. */
+static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin;
+    run_ctx *ctx = ctxp;
+    dla_net *net = ctx->net;
+    const char *fn = ctx->training ? "dla_net_forward" : "dla_net_predict";
+    int base[DLA__PARAM_KIND_COUNT];
+    base[0] = net->ninputs;
+    for (int k = 1; k < DLA__PARAM_KIND_COUNT; k++)
+        base[k] = base[k - 1] + net->tables[k - 1].count;
+    int nstate = net->tables[DLA__STATE].count;
+    dla_tensor **act = dla__nn_calloc((size_t)net->nlayers, sizeof *act);
+    if (!act) {
+        dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        for (int i = 0; i < nout; i++)
+            out[i] = dla__nn_error_tensor();
+        return DLA_ERR_OUT_OF_MEMORY;
+    }
+    if (ctx->training)
+        for (int r = 0; r < nstate; r++)
+            out[ctx->nout + r] = in[base[DLA__STATE] + r];
+    dla_status st = DLA_OK;
+    for (int k = 0; k < net->nlayers && st == DLA_OK; k++) {
+        int i = net->order[k];
+        dla_layer *l = net->layers[i];
+        int nx = l->kind->is_input ? 1 : l->nin;
+        dla_tensor *x[64], *p[6];
+        for (int q = 0; q < nx; q++) {
+            int src = l->kind->is_input ? -1 : net->src[i][q];
+            if (src >= 0) {
+                x[q] = act[src];
+                continue;
+            }
+            for (int j = 0; j < net->ninputs; j++)
+                if (net->inputs[j].layer == i && net->inputs[j].port == (l->kind->is_input ? -1 : q))
+                    x[q] = in[j];
+        }
+        int nst = 0;
+        for (int j = 0; j < l->nparams; j++)
+            p[j] = in[base[l->param[j].kind] + l->param[j].row];
+        dla__call c = {.training = ctx->training, .nx = nx, .x = x, .p = p};
+        st = l->kind->forward(&l->props, &c);
+        if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
+            st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
+        if (st != DLA_OK) {
+            layer_fail(l, fn, st);
+            break;
+        }
+        act[i] = c.y;
+        for (int j = 0; ctx->training && j < l->nparams; j++) {
+            if (l->param[j].kind != DLA__STATE)
+                continue;
+            if (c.new_state[nst])
+                out[ctx->nout + l->param[j].row] = c.new_state[nst];
+            nst++;
+        }
+    }
+    for (int i = 0; i < ctx->nout && st == DLA_OK; i++)
+        out[i] = act[ctx->outs[i]];
+    dla__nn_free(act);
+    if (st != DLA_OK)
+        for (int i = 0; i < nout; i++)
+            out[i] = dla__nn_error_tensor();
+    return st;
+}
+
+static size_t run_key(void *ctxp, void *buf, size_t size)
+{
+    const run_ctx *ctx = ctxp;
+    size_t sig = ctx->net->signature_len;
+    size_t need = sig + sizeof(int) * (size_t)(2 + ctx->nout);
+    if (need <= size) {
+        unsigned char *b = buf;
+        memcpy(b, ctx->net->signature, sig);
+        memcpy(b + sig, &ctx->training, sizeof(int));
+        memcpy(b + sig + sizeof(int), &ctx->nout, sizeof(int));
+        memcpy(b + sig + 2 * sizeof(int), ctx->outs, sizeof(int) * (size_t)ctx->nout);
+    }
+    return need;
+}
+
+dla_accel *dla__net_make_accel(dla_net *net)
+{
+    dla_accel *af = dla_accelerate(run, &(dla_accel_options){.name = "dla_net", .key = run_key});
+    if (af)
+        dla_accel_set_enabled(af, net->accelerate);
+    return af;
+}
+
+static dla_status fail_outputs(int n, dla_tensor **y, dla_status st)
+{
+    for (int i = 0; y && i < n; i++)
+        y[i] = dla__nn_error_tensor();
+    return st;
+}
+
+static dla_status run_net(dla_net *net, int training, int nin, dla_tensor *const *x, int nout,
+                          dla_tensor **y, dla_tensor **state, const dla_net_forward_options *opts)
+{
+    const char *fn = training ? "dla_net_forward" : "dla_net_predict";
+    int nstate = net ? net->tables[DLA__STATE].count : 0;
+    if (!net || nout < 0 || (nout && !y) || nin < 0 || (nin && !x)) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is invalid", fn,
+                     !net ? "net" : (nout < 0 || (nout && !y)) ? "y" : "x");
+        fail_outputs(nout, y, 0);
+        fail_outputs(state ? nstate : 0, state, 0);
+        return DLA_ERR_INVALID_ARGUMENT;
+    }
+    dla_status st = DLA_OK;
+    if (!net->initialized)
+        st = dla__nn_fail(DLA_ERR_STATE, "%s: the network is not initialized (dla_net_init)", fn);
+    else if (nin != net->ninputs)
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d inputs given; the network has %d", fn,
+                          nin, net->ninputs);
+    run_ctx ctx = {net, training, 0, {0}};
+    if (st == DLA_OK) {
+        int want = opts && opts->outputs ? nout : net->noutputs;
+        if (want > MAX_OUTPUTS || want != nout)
+            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d outputs asked for, room for %d", fn,
+                              want, nout);
+        for (int i = 0; st == DLA_OK && i < want; i++) {
+            ctx.outs[i] = opts && opts->outputs ? dla__net_find(net, opts->outputs[i]) : net->outputs[i];
+            if (ctx.outs[i] < 0)
+                st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%s'", fn,
+                                  opts->outputs[i] ? opts->outputs[i] : "(null)");
+        }
+        ctx.nout = want;
+    }
+    for (int i = 0; st == DLA_OK && i < nin; i++)
+        if (!x[i] || dla_tensor_status(x[i]) != DLA_OK)
+            st = x[i] ? dla__nn_fail(dla_tensor_status(x[i]), "%s", dla_tensor_error(x[i]))
+                      : dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d is NULL", fn, i + 1);
+    if (st != DLA_OK) {
+        fail_outputs(nout, y, st);
+        fail_outputs(state ? nstate : 0, state, st);
+        return st;
+    }
+    /* The function's inputs: network inputs, then the parameters. */
+    int nparams = 0;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        nparams += net->tables[k].count;
+    int total_in = nin + nparams, total_out = nout + (training ? nstate : 0);
+    dla_tensor **in = dla__nn_malloc(sizeof *in * (size_t)total_in);
+    dla_tensor **out = dla__nn_calloc((size_t)(total_out ? total_out : 1), sizeof *out);
+    if (!in || !out) {
+        dla__nn_free(in);
+        dla__nn_free(out);
+        dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        fail_outputs(nout, y, 0);
+        fail_outputs(state ? nstate : 0, state, 0);
+        return DLA_ERR_OUT_OF_MEMORY;
+    }
+    memcpy(in, x, sizeof *in * (size_t)nin);
+    int at = nin;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
+        dla_tensor *const *given = k == DLA__LEARNABLE && opts ? opts->learnables
+                                   : k == DLA__STATE && opts ? opts->state
+                                                             : NULL;
+        for (int r = 0; r < net->tables[k].count; r++)
+            in[at++] = given ? given[r] : net->tables[k].values[r];
+    }
+    for (int i = nin; st == DLA_OK && i < total_in; i++)
+        if (!in[i] || dla_tensor_status(in[i]) != DLA_OK)
+            st = dla__nn_fail(in[i] ? dla_tensor_status(in[i]) : DLA_ERR_INVALID_ARGUMENT,
+                              "%s: a given learnable or state value (%d) is %s", fn, i - nin + 1,
+                              in[i] ? dla_tensor_error(in[i]) : "NULL");
+    /* The outputs this call hands over leave a scope of its own; the rest
+     * (state not asked for) die with it. */
+    dla_scope_begin();
+    if (st == DLA_OK)
+        st = dla_accel_call(net->accel, &ctx, total_in, in, total_out, out);
+    for (int i = 0; i < nout; i++)
+        y[i] = st == DLA_OK ? dla_keep(out[i]) : NULL;
+    for (int i = 0; state && i < nstate; i++)
+        state[i] = st == DLA_OK ? dla_keep(out[nout + i]) : NULL;
+    dla_scope_end();
+    if (st != DLA_OK) {
+        fail_outputs(nout, y, st);
+        fail_outputs(state ? nstate : 0, state, st);
+    }
+    dla__nn_free(in);
+    dla__nn_free(out);
+    return st;
+}
+
+DLA_API dla_status dla_net_forward(dla_net *net, int nin, dla_tensor *const *x, int nout,
+                                   dla_tensor **y, dla_tensor **state,
+                                   const dla_net_forward_options *opts)
+{
+    return run_net(net, 1, nin, x, nout, y, state, opts);
+}
+
+DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, int nout,
+                                   dla_tensor **y, const dla_net_forward_options *opts)
+{
+    return run_net(net, 0, nin, x, nout, y, NULL, opts);
+}
+
+DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads)
+{
+    if (!net || !net->initialized || !grads) {
+        dla_status st = dla__nn_fail(!net || !grads ? DLA_ERR_INVALID_ARGUMENT : DLA_ERR_STATE,
+                                     "dla_net_gradient: %s", !net ? "argument net is NULL"
+                                     : !grads ? "argument grads is NULL"
+                                              : "the network is not initialized");
+        int n = net ? net->tables[DLA__LEARNABLE].count : 0;
+        for (int i = 0; grads && i < n; i++)
+            grads[i] = dla__nn_error_tensor();
+        return st;
+    }
+    const dla_table *t = &net->tables[DLA__LEARNABLE];
+    return dla_gradient(loss, t->count, t->values, grads);
+}
+
+DLA_API void dla_net_set_accelerate(dla_net *net, int enabled)
+{
+    if (!net)
+        return;
+    net->accelerate = enabled != 0;
+    if (net->accel)
+        dla_accel_set_enabled(net->accel, net->accelerate);
+}
+
+DLA_API int dla_net_accelerate_enabled(const dla_net *net) { return net && net->accelerate; }
+
+DLA_API dla_accel *dla_net_accelerator(dla_net *net) { return net ? net->accel : NULL; }
+
+DLA_API size_t dla_net_key(void *netp, void *buf, size_t size)
+{
+    const dla_net *net = netp;
+    size_t n = net && net->signature ? net->signature_len : 0;
+    if (n && n <= size)
+        memcpy(buf, net->signature, n);
+    return n;
+}

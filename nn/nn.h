@@ -1,0 +1,259 @@
+/*
+ * nn.h - what the files of nn/ share: the layer and network structures,
+ * the layer kinds' table of functions, the tables, and the error bridge.
+ *
+ * nn/ sits above the core: it includes only <dlaccel.h>, and reports
+ * errors through nn_error.c, the one file that reaches into the core (for
+ * the thread's last error and error tensors, which the public API does not
+ * let a caller set).
+ */
+#ifndef DLA_NN_H
+#define DLA_NN_H
+
+#include <dlaccel.h>
+#include <stdarg.h>
+
+/* ------------------------------------------------------------------ errors */
+
+/* Sets the thread's last error (status and message); returns status. */
+dla_status dla__nn_fail(dla_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error tensor carrying the thread's last error, handed to the caller as
+ * ops hand theirs (to the open scope, if any). */
+dla_tensor *dla__nn_error_tensor(void);
+/* Hands a +1 reference to the caller as ops do (to the open scope, if any). */
+dla_tensor *dla__nn_return(dla_tensor *t);
+
+/* Host memory of nn/. */
+void *dla__nn_malloc(size_t size);
+void *dla__nn_calloc(size_t count, size_t size);
+void *dla__nn_realloc(void *p, size_t size);
+void dla__nn_free(void *p);
+char *dla__nn_strdup(const char *s);
+
+/* ------------------------------------------------------------------ shapes */
+
+typedef struct dla__shape {
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS + 1];
+} dla__shape;
+
+/* The shape of t (dims as it reports them). */
+void dla__shape_of(const dla_tensor *t, dla__shape *s);
+/* The size of the dim labelled c (the first one for 'S'); 0 when absent. */
+int64_t dla__shape_dim(const dla__shape *s, char c);
+/* How many dims carry label c. */
+int dla__shape_count(const dla__shape *s, char c);
+/* "24(S) x 24(S) x 20(C) x 1(B)" into buf. */
+void dla__shape_str(const dla__shape *s, char *buf, size_t size);
+/* "5x5x1x20" into buf. */
+void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size);
+
+/* ------------------------------------------------------------------ tables */
+
+struct dla_table {
+    int count, cap;
+    char **layer;
+    char **param;
+    dla_tensor **values;
+    double *lr_factor;
+    double *l2_factor;
+    int owned_by_net;
+};
+
+/* Appends a row (value retained, may be NULL while building). Returns its
+ * index, or -1 when out of memory (message set). */
+int dla__table_add(dla_table *t, const char *layer, const char *param, dla_tensor *value,
+                   double lr_factor, double l2_factor);
+/* Releases the rows (not the struct). */
+void dla__table_clear(dla_table *t);
+/* Checks that v could replace row i (dims, dtype); fn names the caller. */
+dla_status dla__table_check(const char *fn, const dla_table *t, int i, const dla_tensor *v);
+/* Copies src's rows into an empty dst (values retained). */
+dla_status dla__table_copy(dla_table *dst, const dla_table *src);
+
+/* -------------------------------------------------------------- properties */
+
+/* The options of every layer kind, in one record so that the architecture
+ * reads and writes through one table of fields per kind (nn/layer_kinds.c). */
+#define DLA__STR 24
+typedef struct dla__props {
+    int64_t size[3];     /* FilterSize, PoolSize, InputSize [h w c] */
+    int64_t count;       /* NumFilters, OutputSize, NumHiddenUnits, NumInputs, InputSize */
+    int64_t channels;    /* NumChannels, InputSize of fc/lstm (0: auto) */
+    int64_t stride[2];
+    int64_t dilation[2];
+    int64_t padding[4];
+    int64_t dim;         /* concatenation Dim, MinLength */
+    double scale;        /* leakyRelu Scale, dropout Probability, BN Epsilon */
+    double decay[2];     /* BN MeanDecay, VarianceDecay */
+    char mode[DLA__STR];     /* PaddingMode, OutputMode */
+    char option[DLA__STR];   /* Normalization, PaddingValue */
+    char option2[DLA__STR];  /* NormalizationDimension */
+    char init[3][DLA__STR];  /* initializers, in the kind's order */
+} dla__props;
+
+typedef enum dla__field_type { DLA__F_INT, DLA__F_DOUBLE, DLA__F_STRING } dla__field_type;
+
+/* One option as the architecture JSON names it (MATLAB's property names). */
+typedef struct dla__field {
+    const char *key;
+    dla__field_type type;
+    size_t offset; /* in dla__props */
+    int count;     /* array length for ints (1: a number) */
+} dla__field;
+
+/* ------------------------------------------------------------------ layers */
+
+typedef enum dla__param_kind { DLA__LEARNABLE, DLA__STATE, DLA__FIXED, DLA__PARAM_KIND_COUNT } dla__param_kind;
+
+/* Where initialization puts a layer's parameters. */
+typedef struct dla__param_sink dla__param_sink;
+/* Adds a parameter: the sink keeps value (it takes the caller's reference).
+ * While a network is being loaded, value is NULL and the sink takes the
+ * saved tensor of that name, checking that it has dims/ndims. */
+dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_kind kind,
+                          dla_tensor *value, int ndims, const int64_t *dims, double l2_factor);
+/* Nonzero while loading: initializers must not draw random numbers. */
+int dla__param_loading(const dla__param_sink *sink);
+/* The dtype parameters are made in. */
+dla_dtype dla__param_dtype(const dla__param_sink *sink);
+
+/* One layer's run: its inputs, its parameters in the order it added them,
+ * and where its output and its new state values go. */
+typedef struct dla__call {
+    int training;
+    int nx;
+    dla_tensor *const *x;
+    dla_tensor *const *p;
+    dla_tensor *y;
+    dla_tensor *new_state[4]; /* for its state parameters, in order */
+} dla__call;
+
+typedef struct dla__layer_kind {
+    const char *type;         /* "convolution2d": JSON and dla_net_layer_type */
+    const char *display;      /* "2-D Convolution" */
+    const char *default_name; /* "conv" */
+    const dla__field *fields; /* ends with key NULL */
+    int is_input;             /* no input ports: feeds a network input */
+    int multi_input;          /* props.count input ports ("in1".."inN") */
+    /* Validates the options; sets the message and returns the status. */
+    dla_status (*check)(const dla__props *p, const char *name);
+    /* Creates the parameters for these input shapes. */
+    dla_status (*init)(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink);
+    /* Computes c->y (and c->new_state in training); sticky errors allowed. */
+    dla_status (*forward)(const dla__props *p, dla__call *c);
+    /* MATLAB's description column, for these input shapes (may be NULL
+     * before initialization). */
+    void (*describe)(const dla__props *p, const dla__shape *in, char *buf, size_t size);
+    /* Input layers: the shape of one observation (batch 1). */
+    void (*example)(const dla__props *p, dla__shape *s);
+    /* The initial value of state parameter k (for dla_net_reset_state);
+     * NULL when states keep their value. */
+    dla_tensor *(*initial_state)(const dla__props *p, int k, dla_tensor *current);
+} dla__layer_kind;
+
+struct dla_layer {
+    const dla__layer_kind *kind;
+    char *name;
+    int nin; /* input ports */
+    dla__props props;
+    dla_tensor *given[2]; /* values given in the options (statistics) */
+    dla_status status;    /* an error layer: its options were refused */
+    char *message;
+    /* Set by initialization. */
+    dla__shape out;
+    int nparams;
+    struct {
+        dla__param_kind kind;
+        int row;
+    } param[6];
+};
+
+/* A layer of kind with props (validated; an error layer otherwise, also
+ * when pre, the status of reading the options, is an error: the thread's
+ * last error is its message). NULL only when out of memory. */
+dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin,
+                          const dla__props *props, dla_status pre);
+/* The kind of type name; NULL when unknown. */
+const dla__layer_kind *dla__layer_kind_find(const char *type);
+/* Copies s into a props string field, checking its length. */
+dla_status dla__props_string(char *dst, const char *s, const char *fallback, const char *what);
+
+/* Every kind, for loading by type name. */
+extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dla__kind_conv1d,
+    dla__kind_conv2d, dla__kind_batchnorm, dla__kind_relu, dla__kind_leakyrelu, dla__kind_dropout,
+    dla__kind_softmax, dla__kind_flatten, dla__kind_maxpool2d, dla__kind_avgpool2d,
+    dla__kind_gmaxpool1d, dla__kind_gavgpool1d, dla__kind_gmaxpool2d, dla__kind_gavgpool2d,
+    dla__kind_fc, dla__kind_addition, dla__kind_concatenation, dla__kind_lstm;
+
+/* ------------------------------------------------------------ initializers */
+
+/* A new tensor of dtype and dims drawn by initializer name ("glorot",
+ * "he", "narrow-normal", "zeros", "ones", "orthogonal") with MATLAB's fan
+ * sizes. NULL while loading (nothing is made or drawn: the sink takes the
+ * saved value). Error tensor for an unknown name. */
+dla_tensor *dla__init_tensor(const char *init, const dla__param_sink *sink, int ndims,
+                             const int64_t *dims, double fan_in, double fan_out);
+/* Nonzero when name is an initializer this layer accepts (extra: the
+ * lstm's own names allowed). */
+int dla__init_known(const char *name, int lstm);
+
+/* ---------------------------------------------------------------- networks */
+
+typedef struct dla__conn {
+    int src, dst, port; /* layer indices, 0-based port */
+    char *text[2];      /* "conv1", "add/in2" */
+} dla__conn;
+
+typedef struct dla__net_input {
+    int layer, port; /* port -1: an input layer */
+} dla__net_input;
+
+struct dla_net {
+    int nlayers, cap;
+    dla_layer **layers;
+    int nconn, conn_cap;
+    dla__conn *conn;
+    int initialized;
+    int *order;          /* topological */
+    int **src;           /* per layer, per port: source layer */
+    int ninputs;
+    dla__net_input *inputs;
+    char **input_names;
+    dla__shape *input_shapes; /* one observation of each input */
+    int noutputs;
+    int *outputs;
+    dla_table tables[DLA__PARAM_KIND_COUNT];
+    dla_dtype dtype;
+    char *signature; /* architecture JSON: the acceleration key */
+    size_t signature_len;
+    dla_accel *accel;
+    int accelerate;
+};
+
+/* The architecture as JSON text (layers, options, connections; with
+ * parameter dims and dtypes when with_params). Caller frees. NULL when out
+ * of memory. */
+char *dla__net_architecture(const dla_net *net, int with_params, size_t *len);
+/* Forgets what initialization worked out (the parameters stay). */
+void dla__net_uninit(dla_net *net);
+/* Layer index by name; -1 when none. */
+int dla__net_find(const dla_net *net, const char *name);
+
+/* Builds a network from its architecture JSON text (nn/net_arch.c). The
+ * parameter sink of its initialization takes tensors from lookup. */
+typedef dla_tensor *(*dla__param_lookup)(void *ctx, dla__param_kind kind, const char *layer,
+                                         const char *param, int ndims, const int64_t *dims);
+dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_lookup lookup,
+                                      void *ctx, const char *what, dla_net **out);
+/* dla_net_init with a loader behind the sink. */
+dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *examples,
+                              dla__param_lookup lookup, void *ctx, dla_dtype dtype);
+
+/* The accelerated function behind forward and predict (nn/net_run.c). */
+dla_accel *dla__net_make_accel(dla_net *net);
+
+extern const char *const dla__param_kind_names[DLA__PARAM_KIND_COUNT]; /* "learnables"... */
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * optim_grad.c - what trainnet does to gradients before a step (L2
+ * regularization, clipping by norm or by value) and the learning-rate
+ * schedules. Clipping is written in ops only: a norm above the threshold
+ * scales by min(1, threshold / norm) computed on the device, so a
+ * recorded trace stays valid for any gradient.
+ */
+#include "nn/nn.h"
+
+#include <math.h>
+#include <string.h>
+
+static dla_status out_all(int n, dla_tensor **out, dla_tensor **next, dla_status st)
+{
+    for (int i = 0; i < n; i++) {
+        if (st == DLA_OK && dla_tensor_status(next[i]) != DLA_OK) {
+            st = dla_tensor_status(next[i]);
+            dla__nn_fail(st, "entry %d: %s", i + 1, dla_tensor_error(next[i]));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (st == DLA_OK) {
+            out[i] = dla__nn_return(next[i]);
+        } else {
+            dla_tensor_release(next[i]);
+            out[i] = dla__nn_error_tensor();
+        }
+    }
+    dla__nn_free(next);
+    return st;
+}
+
+DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor *const *params,
+                                     double factor, const double *l2_factors, dla_tensor **out)
+{
+    static const char fn[] = "dla_l2_regularize";
+    if (n < 0 || (n && (!grads || !params || !out)) || !(factor >= 0)) {
+        dla_status st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d entries, factor %g (>= 0)",
+                                     fn, n, factor);
+        for (int i = 0; out && i < n; i++)
+            out[i] = dla__nn_error_tensor();
+        return st;
+    }
+    dla_tensor **next = dla__nn_calloc((size_t)(n ? n : 1), sizeof *next);
+    if (!next)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    dla_scope_begin();
+    for (int i = 0; i < n; i++) {
+        double f = factor * (l2_factors ? l2_factors[i] : 1);
+        dla_tensor *g = grads[i];
+        if (f != 0) {
+            int64_t dims[DLA_MAX_DIMS];
+            int nd = dla_tensor_dims(g, dims);
+            g = dla_add(g, dla_reshape(dla_affine(params[i], f, 0), dla_tensor_format(g), nd, dims));
+        }
+        next[i] = dla_tensor_retain(g);
+    }
+    dla_scope_end();
+    return out_all(n, out, next, DLA_OK);
+}
+
+/* min(1, x) as 1 - relu(1 - x): ops only, and 1 for x = +inf. */
+static dla_tensor *min1(dla_tensor *x) { return dla_affine(dla_relu(dla_affine(x, -1, 1)), -1, 1); }
+
+DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const char *method,
+                                      double threshold, dla_tensor **out)
+{
+    static const char fn[] = "dla_clip_gradients";
+    int m = !method || !strcmp(method, "l2norm") ? 0
+            : !strcmp(method, "global-l2norm")   ? 1
+            : !strcmp(method, "absolute-value")  ? 2
+                                                 : -1;
+    if (m < 0 || !(threshold > 0) || n < 0 || (n && (!grads || !out))) {
+        dla_status st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: method \"%s\" (\"l2norm\", "
+                                     "\"global-l2norm\" or \"absolute-value\") and threshold %g "
+                                     "(> 0)", fn, method ? method : "(null)", threshold);
+        for (int i = 0; out && i < n; i++)
+            out[i] = dla__nn_error_tensor();
+        return st;
+    }
+    dla_tensor **next = dla__nn_calloc((size_t)(n ? n : 1), sizeof *next);
+    if (!next)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    dla_scope_begin();
+    dla_tensor *global = NULL;
+    if (m == 1 && isfinite(threshold)) {
+        dla_tensor *sq = NULL;
+        for (int i = 0; i < n; i++) {
+            dla_tensor *s = dla_reshape(dla_sum(dla_square(grads[i]), 0, NULL), "", DLA_DIMS(1, 1));
+            sq = sq ? dla_add(sq, s) : s;
+        }
+        /* threshold / L, as threshold * L^-1 (inf when L is 0: no scaling). */
+        if (sq)
+            global = min1(dla_affine(dla_pows(dla_sqrt(sq), -1), threshold, 0));
+    }
+    for (int i = 0; i < n; i++) {
+        dla_tensor *g = grads[i];
+        if (!isfinite(threshold)) {
+            next[i] = dla_tensor_retain(g);
+            continue;
+        }
+        if (m == 0) {
+            dla_tensor *norm = dla_sqrt(dla_sum(dla_square(g), 0, NULL));
+            g = dla_mul(g, min1(dla_affine(dla_pows(norm, -1), threshold, 0)));
+        } else if (m == 1) {
+            g = dla_mul(g, global);
+        } else {
+            /* clamp to [-t, t]: g - relu(g - t) + relu(-g - t) */
+            g = dla_add(dla_sub(g, dla_relu(dla_affine(g, 1, -threshold))),
+                        dla_relu(dla_affine(g, -1, -threshold)));
+        }
+        next[i] = dla_tensor_retain(g);
+    }
+    dla_scope_end();
+    return out_all(n, out, next, DLA_OK);
+}
+
+DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
+                                 int iteration)
+{
+    if (!s)
+        return initial;
+    double rate = initial;
+    if (s->method && !strcmp(s->method, "piecewise")) {
+        double drop = s->drop_factor ? s->drop_factor : 0.1;
+        int period = s->drop_period ? s->drop_period : 10;
+        int e = epoch > 1 ? epoch - 1 : 0;
+        rate *= pow(drop, (double)(e / period));
+    } else if (s->method && *s->method && strcmp(s->method, "none")) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: method \"%s\"; use \"none\" or "
+                     "\"piecewise\"", s->method);
+        return NAN;
+    }
+    if (s->warmup_iterations > 0 && iteration < s->warmup_iterations) {
+        double start = s->warmup_start_factor;
+        rate *= start + (1 - start) * (double)(iteration > 0 ? iteration : 0) / s->warmup_iterations;
+    }
+    return rate;
+}

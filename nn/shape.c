@@ -1,0 +1,65 @@
+/*
+ * shape.c - activation shapes (dims and format labels) as nn/ describes
+ * them: MATLAB's "24(S) x 24(S) x 20(C) x 1(B)".
+ */
+#include "nn/nn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void dla__shape_of(const dla_tensor *t, dla__shape *s)
+{
+    memset(s, 0, sizeof *s);
+    s->ndims = dla_tensor_dims(t, s->dims);
+    snprintf(s->format, sizeof s->format, "%s", dla_tensor_format(t));
+    /* A formatted tensor has a label per dim: trailing singletons count. */
+    int nf = (int)strlen(s->format);
+    for (int i = s->ndims; i < nf; i++)
+        s->dims[i] = 1;
+    if (nf > s->ndims)
+        s->ndims = nf;
+}
+
+int64_t dla__shape_dim(const dla__shape *s, char c)
+{
+    for (int i = 0; s->format[i]; i++)
+        if (s->format[i] == c)
+            return i < s->ndims ? s->dims[i] : 1;
+    return 0;
+}
+
+int dla__shape_count(const dla__shape *s, char c)
+{
+    int n = 0;
+    for (int i = 0; s->format[i]; i++)
+        n += s->format[i] == c;
+    return n;
+}
+
+void dla__shape_str(const dla__shape *s, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->ndims && at < size; i++) {
+        char label = s->format[i] ? s->format[i] : 'U';
+        int n = snprintf(buf + at, size - at, "%s%lld(%c)", i ? " x " : "", (long long)s->dims[i],
+                         label);
+        if (n < 0)
+            break;
+        at += (size_t)n;
+    }
+}
+
+void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    if (ndims == 0)
+        snprintf(buf, size, "1x1");
+    for (int i = 0; i < ndims && at < size; i++) {
+        int n = snprintf(buf + at, size - at, "%s%lld", i ? "x" : "", (long long)dims[i]);
+        if (n < 0)
+            break;
+        at += (size_t)n;
+    }
+}
