@@ -30,3 +30,17 @@ noinst_PROGRAMS += examples/quickstart
 examples_quickstart_SOURCES = examples/quickstart.c
 examples_quickstart_LDADD = libdlaccel.la -lm
 # ---- end of examples/quickstart -------------------------------------------
+
+# ---- examples/accelerate_*: dla_accelerate as MATLAB's dlaccelerate page --
+# accelerate_check: baked random numbers against an RNG slot under
+# CheckMode "tolerance" (myUnsupportedFun, mySupportedFun); accelerate_loss:
+# a model loss with gradients in a training loop, its trace saved, loaded
+# and printed. The smoke test runs both and checks what they print.
+noinst_PROGRAMS += examples/accelerate_check examples/accelerate_loss
+examples_accelerate_check_SOURCES = examples/accelerate_check.c
+examples_accelerate_check_LDADD = libdlaccel.la
+examples_accelerate_loss_SOURCES = examples/accelerate_loss.c
+examples_accelerate_loss_LDADD = libdlaccel.la -lm
+TESTS += examples/accelerate_examples.sh
+EXTRA_DIST += examples/accelerate_examples.sh
+# ---- end of examples/accelerate_* ------------------------------------------

@@ -26,5 +26,7 @@ typedef struct dla_tool_command {
 
 /* `dlaccel devices`: search path, manifests, plugins, devices, default. */
 int dla_tool_devices(int argc, char **argv);
+/* `dlaccel trace FILE`: a saved trace as text; `--ops`: the op names. */
+int dla_tool_trace(int argc, char **argv);
 
 #endif

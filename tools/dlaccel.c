@@ -24,6 +24,16 @@ static const dla_tool_command commands[] = {
      "when DLACCEL_DEVICE names nothing that can be had. Run with\n"
      "DLACCEL_LOG=debug to see discovery step by step.",
      dla_tool_devices},
+    {"trace", "FILE | --ops", "print a saved trace: ops, shapes, RNG slots, constants",
+     "Loads FILE, a trace saved with dla_trace_save (docs/trace-format.md),\n"
+     "and prints it as dla_trace_print does: its inputs and constants with\n"
+     "dims, dtype and format, every op with the values it reads and makes\n"
+     "([rng] marks an RNG slot), the outputs, and the memory it needs. A file\n"
+     "that cannot be loaded (missing, not a trace, truncated, corrupt, from a\n"
+     "newer dlaccel) is reported with the reason and exit status 1. The\n"
+     "constants are made on the default device, as a load does (see\n"
+     "DLACCEL_DEVICE). With --ops, lists the op names a trace file may use.",
+     dla_tool_trace},
     {"version", "", "print the library and plugin ABI versions",
      "Prints the version of libdlaccel and the plugin ABI it speaks.", cmd_version},
     {"help", "[command]", "show this list, or the details of one command",

@@ -4,5 +4,6 @@ bin_PROGRAMS += tools/dlaccel
 tools_dlaccel_SOURCES = \
 	tools/dlaccel.c \
 	tools/commands.h \
-	tools/devices.c
+	tools/devices.c \
+	tools/trace.c
 tools_dlaccel_LDADD = libdlaccel.la
