@@ -255,10 +255,12 @@ static dla_status key_copy(key *dst, const key *src)
     return DLA_OK;
 }
 
-/* Eviction score: what a trace saves per future call, roughly. */
+/* Eviction score: what keeping a trace saves, roughly. Its recording cost
+ * is counted in recorded ops rather than seconds, so the policy does not
+ * depend on how busy the machine was when it recorded. */
 static double keep_score(const dla_accel *af, const entry *e)
 {
-    return (e->trace->record_seconds + 1e-9) * (double)(e->hits + 1) /
+    return (double)(e->trace->nentries + 1) * (double)(e->hits + 1) /
            (double)(af->calls - e->last_used + 1);
 }
 

@@ -24,6 +24,8 @@ typedef struct gmap {
     dla_tensor **grad;   /* owned references; NULL: none yet */
     unsigned char *dep;  /* depends on a requested tensor */
     unsigned char *fresh; /* grad[i] is a buffer only the map holds */
+    unsigned char *wanted; /* a requested tensor (wrt) */
+    int *producer;        /* the tape node that made it; -1: none */
     size_t cap;
 } gmap;
 
@@ -46,7 +48,12 @@ static dla_status gmap_init(gmap *m, size_t n)
     m->grad = dla__calloc(cap, sizeof *m->grad);
     m->dep = dla__calloc(cap, 1);
     m->fresh = dla__calloc(cap, 1);
-    if (!m->keys || !m->grad || !m->dep || !m->fresh)
+    m->wanted = dla__calloc(cap, 1);
+    m->producer = dla__malloc(cap * sizeof *m->producer);
+    if (m->producer)
+        for (size_t i = 0; i < cap; i++)
+            m->producer[i] = -1;
+    if (!m->keys || !m->grad || !m->dep || !m->fresh || !m->wanted || !m->producer)
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_gradient: cannot allocate the gradient map");
     return DLA_OK;
 }
@@ -60,6 +67,8 @@ static void gmap_free(gmap *m)
     dla__free(m->grad);
     dla__free(m->dep);
     dla__free(m->fresh);
+    dla__free(m->wanted);
+    dla__free(m->producer);
 }
 
 /* The slot of t, inserted when absent (the map is sized so it never fills:
@@ -141,28 +150,38 @@ static const dla__op clone_op = {
 DLA__OP_REGISTER(clone_op, 0);
 
 #define DLA__VIEW_ATTRS_MAX 160
+#define DLA__VIEW_CHAIN_MAX 4
+
+typedef struct view_step {
+    const dla__op *op;
+    size_t attrs_size;
+    unsigned char attrs[DLA__VIEW_ATTRS_MAX];
+} view_step;
 
 typedef struct accumulate_attrs {
-    const dla__op *view_op; /* NULL: add into the whole buffer */
-    size_t view_attrs_size;
-    unsigned char view_attrs[DLA__VIEW_ATTRS_MAX];
+    int nviews; /* 0: add into the whole buffer */
+    view_step views[DLA__VIEW_CHAIN_MAX]; /* applied from the buffer outwards */
 } accumulate_attrs;
 
-/* buf (a private dense buffer) += g, or view(buf) += g: in place, the
- * result aliasing buf. */
+/* buf (a private dense buffer) += g, or view_n(...view_1(buf)) += g: in
+ * place, the result aliasing buf. A chain of views (reshape, slice,
+ * reshape) adds straight into the first tensor's buffer, with no buffer
+ * per level. */
 static dla_status accumulate_forward(const void *attrs, dla_tensor *const *in, int nin,
                                      dla_tensor **out, dla_tensor **saved)
 {
     const accumulate_attrs *a = attrs;
-    dla_tensor *buf = in[0], *g = in[1], *dst = buf;
-    dla_tensor *vo[DLA__OP_MAX_IO] = {0}, *vs[DLA__OP_MAX_IO] = {0};
-    if (a->view_op) {
+    dla_tensor *buf = in[0], *g = in[1], *dst = dla_tensor_retain(buf);
+    dla_status st = DLA_OK;
+    for (int i = 0; i < a->nviews && st == DLA_OK; i++) {
         /* The view op's own forward makes the view header, unrecorded. */
-        dla_status st = a->view_op->forward(a->view_attrs, &buf, 1, vo, vs);
-        if (st != DLA_OK)
-            return st;
-        dst = vo[0];
+        dla_tensor *vo[DLA__OP_MAX_IO] = {0}, *vs[DLA__OP_MAX_IO] = {0};
+        st = a->views[i].op->forward(a->views[i].attrs, &dst, 1, vo, vs);
+        dla_tensor_release(dst);
+        dst = st == DLA_OK ? vo[0] : NULL;
     }
+    if (st != DLA_OK)
+        return st;
     dla_binary_args b = {.struct_size = sizeof b, .op = DLA_BINARY_ADD};
     dla__view_of(dst, &b.z);
     dla__view_of(dst, &b.a);
@@ -172,8 +191,8 @@ static dla_status accumulate_forward(const void *attrs, dla_tensor *const *in, i
         b.b.dims[i] = b.z.dims[i];
         b.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
     }
-    dla_status st = dla__k_binary(dst->storage->device, &b);
-    dla_tensor_release(vo[0]);
+    st = dla__k_binary(dst->storage->device, &b);
+    dla_tensor_release(dst);
     if (st != DLA_OK)
         return st;
     out[0] = dla__tensor_view("dla_gradient", buf);
@@ -190,14 +209,14 @@ static dla_status accumulate_encode(const dla__attrs_io *io, const void *attrs, 
     const accumulate_attrs *a = attrs;
     size_t n = 1;
     if (cap >= 1)
-        buf[0] = (unsigned char)(a->view_op ? 1 : 0);
-    for (int i = 0; i < (a->view_op ? 1 : 0); i++) {
-        const dla__op_reg *r = dla__op_registration(a->view_op);
+        buf[0] = (unsigned char)a->nviews;
+    for (int i = 0; i < a->nviews; i++) {
+        const dla__op_reg *r = dla__op_registration(a->views[i].op);
         if (!r)
             return dla__fail(DLA_ERR_UNSUPPORTED, "accumulate: view op \"%s\" is not registered",
-                             a->view_op->name);
+                             a->views[i].op->name);
         size_t name = strlen(r->name), alen;
-        dla_status st = dla__op_encode_attrs(r, io, a->view_attrs, a->view_attrs_size, NULL, 0, &alen);
+        dla_status st = dla__op_encode_attrs(r, io, a->views[i].attrs, a->views[i].attrs_size, NULL, 0, &alen);
         if (st != DLA_OK)
             return st;
         if (name > 0xFF || alen > 0xFFFF)
@@ -208,7 +227,7 @@ static dla_status accumulate_encode(const dla__attrs_io *io, const void *attrs, 
             buf[n] = (unsigned char)name;
             memcpy(buf + n + 1, r->name, name);
             memcpy(buf + n + 1 + name, &al, 2);
-            dla__op_encode_attrs(r, io, a->view_attrs, a->view_attrs_size, buf + n + 3 + name, alen, &alen);
+            dla__op_encode_attrs(r, io, a->views[i].attrs, a->views[i].attrs_size, buf + n + 3 + name, alen, &alen);
         }
         n += 3 + name + alen;
     }
@@ -222,7 +241,7 @@ static dla_status accumulate_decode(const dla__attrs_io *io, const unsigned char
     accumulate_attrs *a = attrs;
     size_t pos = 1;
     int nviews = size ? buf[0] : -1;
-    if (nviews < 0 || nviews > 1)
+    if (nviews < 0 || nviews > DLA__VIEW_CHAIN_MAX)
         return dla__fail(DLA_ERR_IO, "accumulate: %d views", nviews);
     for (int i = 0; i < nviews; i++) {
         size_t name = pos < size ? buf[pos] : size;
@@ -239,15 +258,16 @@ static dla_status accumulate_decode(const dla__attrs_io *io, const unsigned char
         if (!r || !op->view || r->attrs_size > DLA__VIEW_ATTRS_MAX || alen > size - pos)
             return dla__fail(DLA_ERR_IO, "accumulate: view %d (\"%s\", %u bytes) is not a view "
                              "op's", i + 1, nm, (unsigned)alen);
-        dla_status st = dla__op_decode_attrs(r, io, buf + pos, alen, a->view_attrs);
+        dla_status st = dla__op_decode_attrs(r, io, buf + pos, alen, a->views[i].attrs);
         if (st != DLA_OK)
             return st;
-        a->view_op = op;
-        a->view_attrs_size = r->attrs_size;
+        a->views[i].op = op;
+        a->views[i].attrs_size = r->attrs_size;
         pos += alen;
     }
     if (pos != size)
         return dla__fail(DLA_ERR_IO, "accumulate: %zu bytes past the views", size - pos);
+    a->nviews = nviews;
     return DLA_OK;
 }
 
@@ -287,19 +307,21 @@ static dla_tensor *buffer_for(gmap *m, size_t s, const dla_tensor *t)
     return b;
 }
 
-/* grad(t) += g, or view(grad(t)) += g when n is a view node. */
-static dla_status add_into(gmap *m, size_t s, const dla_tensor *t, dla_tensor *g, const dla__node *n)
+/* grad(t) += g, or chain(grad(t)) += g through the views of nodes
+ * chain[0..n-1] (outermost last). */
+static dla_status add_into(gmap *m, size_t s, const dla_tensor *t, dla_tensor *g,
+                           const dla__node *const *chain, int n)
 {
     dla_tensor *b = buffer_for(m, s, t);
     if (!b)
         return dla_last_status();
-    accumulate_attrs a = {0};
-    if (n) {
-        DLA_ASSERT(n->op->view && n->attrs_size <= DLA__VIEW_ATTRS_MAX);
-        a.view_op = n->op;
-        a.view_attrs_size = n->attrs_size;
-        if (n->attrs_size)
-            memcpy(a.view_attrs, n->attrs, n->attrs_size);
+    accumulate_attrs a = {.nviews = n};
+    for (int i = 0; i < n; i++) {
+        DLA_ASSERT(chain[i]->op->view && chain[i]->attrs_size <= DLA__VIEW_ATTRS_MAX);
+        a.views[i].op = chain[i]->op;
+        a.views[i].attrs_size = chain[i]->attrs_size;
+        if (chain[i]->attrs_size)
+            memcpy(a.views[i].attrs, chain[i]->attrs, chain[i]->attrs_size);
     }
     dla_tensor *nb = run1(&accumulate_op, &a, sizeof a, 2, (dla_tensor *[]){b, g});
     if (!nb)
@@ -318,15 +340,44 @@ static dla_status accumulate(gmap *m, const dla_tensor *t, dla_tensor *g)
         m->fresh[s] = 0;
         return DLA_OK;
     }
-    dla_status st = add_into(m, s, t, g, NULL);
+    dla_status st = add_into(m, s, t, g, NULL, 0);
     dla_tensor_release(g);
     return st;
 }
 
-/* grad(base) viewed as the node's output += g: the view ops' rule. */
-static dla_status accumulate_view(gmap *m, const dla__node *n, dla_tensor *g)
+/* grad(base) viewed as the node's output += g: the view ops' rule. When the
+ * base is itself a view (made by an earlier view node) that nobody asked
+ * for, the chain is followed down, so the gradient lands in the first
+ * tensor's buffer through the composed views. */
+static dla_status accumulate_view(gmap *m, const dla__tape *tape, const dla__node *n, dla_tensor *g)
 {
-    return add_into(m, gmap_slot(m, n->in[0]), n->in[0], g, n);
+    const dla__node *chain[DLA__VIEW_CHAIN_MAX];
+    int len = DLA__VIEW_CHAIN_MAX;
+    chain[--len] = n;
+    const dla_tensor *base = n->in[0];
+    /* A reshape that copied in the forward is a view only of a dense
+     * buffer: then it stands alone, on its input's own buffer. */
+    int chainable = n->out[0]->storage == n->in[0]->storage;
+    while (chainable && len > 0) {
+        size_t s = gmap_find(m, base);
+        if (s == SIZE_MAX || m->wanted[s] || m->producer[s] < 0)
+            break;
+        const dla__node *p = &tape->nodes[m->producer[s]];
+        /* Only steps that were views in the forward (a reshape may copy). */
+        if (!p->op->view || p->out[0]->storage != p->in[0]->storage)
+            break;
+        chain[--len] = p;
+        base = p->in[0];
+    }
+    /* The steps repeat on the dense gradient buffer exactly as they ran in
+     * the forward only when the chain's base was dense too: drop steps from
+     * the bottom until it is (the last step alone always works on a dense
+     * buffer). */
+    while (len < DLA__VIEW_CHAIN_MAX - 1 && !dla__is_dense(base)) {
+        base = chain[len]->out[0];
+        len++;
+    }
+    return add_into(m, gmap_slot(m, base), base, g, chain + len, DLA__VIEW_CHAIN_MAX - len);
 }
 
 /* ---------------------------------------------------------------- sweep */
@@ -356,7 +407,7 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count)
             continue;
         dla_status st = DLA_OK;
         if (n->op->view) {
-            st = accumulate_view(m, n, gout[0]);
+            st = accumulate_view(m, tape, n, gout[0]);
         } else if (n->op->backward) {
             dla_tensor *gin[DLA__OP_MAX_IO] = {0};
             dla_scope_begin();
@@ -438,8 +489,11 @@ DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *w
     gmap m = {0};
     dla_status st = gmap_init(&m, tensors);
     /* Which tensors depend on a requested one: a forward pass over nodes. */
-    for (int i = 0; st == DLA_OK && i < nwrt; i++)
-        m.dep[gmap_slot(&m, wrt[i])] = 1;
+    for (int i = 0; st == DLA_OK && i < nwrt; i++) {
+        size_t s = gmap_slot(&m, wrt[i]);
+        m.dep[s] = 1;
+        m.wanted[s] = 1;
+    }
     for (size_t k = 0; st == DLA_OK && k < count; k++) {
         const dla__node *n = &tape->nodes[k];
         int d = 0;
@@ -447,9 +501,12 @@ DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *w
             size_t s = gmap_find(&m, n->in[j]);
             d = s != SIZE_MAX && m.dep[s];
         }
-        if (d)
-            for (int i = 0; i < n->nout; i++)
-                m.dep[gmap_slot(&m, n->out[i])] = 1;
+        for (int i = 0; i < n->nout; i++) {
+            size_t s = gmap_slot(&m, n->out[i]);
+            m.producer[s] = (int)k;
+            if (d)
+                m.dep[s] = 1;
+        }
     }
     dla__recording_pause();
     if (st == DLA_OK) {

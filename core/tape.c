@@ -19,10 +19,16 @@
 
 static _Thread_local dla__tape *innermost;
 static _Thread_local int paused;
+/* > 0 while an op's forward runs: ops a forward runs inside (a composite
+ * loss built from public ops) are part of that op, not nodes of their own,
+ * on the tape and in traces alike. */
+static _Thread_local int forward_depth;
 
 dla__tape *dla__tape_current(void) { return innermost; }
 
-int dla__recording(void) { return innermost != NULL && paused == 0; }
+int dla__in_forward(void) { return forward_depth > 0; }
+
+int dla__recording(void) { return innermost != NULL && paused == 0 && forward_depth == 0; }
 
 void dla__recording_pause(void) { paused++; }
 void dla__recording_resume(void) { paused--; }
@@ -104,10 +110,12 @@ static void fail_all(const dla__op *op, dla_tensor **out, dla_tensor *err)
 dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
                        dla_tensor *const *in, dla_tensor **out, dla_tensor **saved)
 {
+    forward_depth++;
     dla_status st = op->forward(attrs, in, nin, out, saved);
+    forward_depth--;
     if (st == DLA_OK && dla__recording())
         st = record(op, attrs, attrs_size, nin, in, out, saved);
-    if (st == DLA_OK && dla__trace_recording())
+    if (st == DLA_OK && forward_depth == 0 && dla__trace_recording())
         st = dla__trace_note(op, attrs, attrs_size, nin, in, out, saved);
     if (st != DLA_OK) {
         for (int i = 0; i < op->nout; i++) {

@@ -239,7 +239,10 @@ dla_status dla__trace_note(const dla__op *op, const void *attrs, size_t attrs_si
 void dla__trace_host_read(const dla_tensor *x)
 {
     recorder *r = active;
-    if (!r || !r->cap || find(r, x) < 0 || r->t->values[find(r, x)].kind == DLA__VALUE_CONST)
+    /* An op reading its own inputs inside its forward re-reads them on
+     * every replay: only the function's own reads freeze control flow. */
+    if (!r || dla__in_forward() || !r->cap || find(r, x) < 0 ||
+        r->t->values[find(r, x)].kind == DLA__VALUE_CONST)
         return;
     dla__trace *t = r->t;
     if (!t->data_dependent) {

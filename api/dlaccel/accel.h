@@ -81,9 +81,10 @@ DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled); /* 0: every call
 DLA_API int dla_accel_enabled(const dla_accel *af);
 /* Traces kept at most (>= 1; DLA_ERR_INVALID_ARGUMENT otherwise). Lowering
  * it evicts at once. Eviction removes the trace with the least
- * record-time x (hits + 1) / (calls since its last use + 1): rarely used
- * cheap traces go first, a costly one that is hit often stays, and among
- * equals the least recently used goes. */
+ * (ops recorded + 1) x (hits + 1) / (calls since its last use + 1): rarely
+ * used cheap traces go first, a costly one that is hit often stays, and
+ * among equals the least recently used goes; the trace of the current call
+ * is never evicted by it. */
 DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size);
 DLA_API int dla_accel_cache_size(const dla_accel *af);
 /* Percent of calls (since creation or dla_accel_clear) served by a trace. */
