@@ -440,6 +440,7 @@ DLA_API const char *dla_device_properties(const dla_device *dev);
 #include <dlaccel/nnops.h>    /* activations, normalization, pooling, dropout, fullyconnect */
 #include <dlaccel/loss.h>     /* losses, one-hot, concatenation, padding, indexing */
 #include <dlaccel/accel.h>    /* dla_accelerate: the trace cache */
+#include <dlaccel/data.h>     /* IDX files, mini-batch queue, sequences, waveforms */
 #include <dlaccel/net.h>      /* dla_net (dlnetwork), layers, tables, save/load */
 #include <dlaccel/optim.h>    /* sgdmupdate, adamupdate, rmspropupdate, dlupdate, clipping */
 

@@ -10,3 +10,11 @@ libdlaccel_la_SOURCES += \
 	nn/layer_pool.c nn/layer_fc.c nn/layer_merge.c nn/layer_lstm.c \
 	nn/net.c nn/net_init.c nn/net_run.c nn/net_params.c nn/net_arch.c \
 	nn/net_summary.c nn/net_io.c nn/optim.c nn/optim_grad.c
+
+# Data: IDX files (zlib), Fashion-MNIST, sequences and padding, the
+# mini-batch queue, synthetic waveforms.
+libdlaccel_la_SOURCES += nn/data_util.c nn/data_util.h nn/data_rng.c nn/data_rng.h \
+	nn/data_idx.c nn/data_fmnist.c nn/data_seq.c nn/data_seq.h nn/data_mbq.c \
+	nn/data_waveform.c
+libdlaccel_la_CPPFLAGS += $(ZLIB_CFLAGS)
+libdlaccel_la_LIBADD += $(ZLIB_LIBS)

@@ -7,3 +7,4 @@ include tests/conv.mk
 include tests/nnops.mk
 include tests/loss.mk
 include tests/trace.mk
+include tests/data.mk

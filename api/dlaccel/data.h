@@ -1,0 +1,381 @@
+/*
+ * dlaccel/data.h - included by dlaccel.h; do not include it directly.
+ *
+ * The data pipeline: IDX files (Fashion-MNIST), lists of variable-length
+ * sequences with MATLAB's padding rules, a mini-batch queue (MATLAB's
+ * minibatchqueue) with shuffling, partitions and background dispatch, and
+ * the synthetic waveforms of MATLAB's sequence examples.
+ *
+ *     dla_tensor *x, *t;                      // 28x28x1x60000 SSCB, 1x60000 CB
+ *     if (dla_fashion_mnist_load(NULL, "train", NULL, &x, &t) != DLA_OK)
+ *         fprintf(stderr, "%s\n", dla_last_error());
+ *     dla_mbq *mbq;
+ *     dla_mbq_create(2, (dla_mbq_input[]){{.tensor = x}, {.tensor = t}},
+ *                    &(dla_mbq_options){.mini_batch_size = 128,
+ *                                       .dispatch_in_background = 1}, &mbq);
+ *     for (int epoch = 0; epoch < 3; epoch++) {
+ *         dla_mbq_shuffle(mbq);
+ *         while (dla_mbq_hasdata(mbq)) {
+ *             dla_scope_begin();
+ *             dla_tensor *b[2];
+ *             dla_mbq_next(mbq, 2, b);         // the next batch is made meanwhile
+ *             ... dla_feval(model_loss, net, 2, b, ...) ...
+ *             dla_scope_end();
+ *         }
+ *     }
+ *     dla_mbq_free(mbq);
+ *
+ * Host randomness: shuffling and the synthetic data draw from a host stream
+ * of their own, not from the tensors' Philox stream (dla_rng_seed does not
+ * touch it). It is numpy's np.random.default_rng(seed), draw for draw, so a
+ * pipeline written with numpy (the PyTorch references) can be reproduced
+ * exactly: a queue's k-th dla_mbq_shuffle gives the order of the k-th
+ * default_rng(seed).permutation(n).
+ *
+ * Tensors returned here follow dlaccel.h's rules: a +1 reference owned by
+ * the caller, or by the innermost open scope. Functions that return a
+ * status set dla_last_error() on failure, naming the function, the
+ * argument or the file, and what is wrong.
+ */
+#ifndef DLACCEL_DATA_H
+#define DLACCEL_DATA_H
+
+#include <dlaccel.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* -------------------------------------------------------------- IDX files */
+
+/* The element types of the IDX format (LeCun's MNIST files): the code in
+ * the third byte of the magic number, the name, the bytes per element. */
+#define DLA_IDX_TYPE_LIST(X)                                                   \
+    X(DLA_IDX_U8, 0x08, "ubyte", 1)                                            \
+    X(DLA_IDX_I8, 0x09, "byte", 1)                                             \
+    X(DLA_IDX_I16, 0x0B, "short", 2)                                           \
+    X(DLA_IDX_I32, 0x0C, "int", 4)                                             \
+    X(DLA_IDX_F32, 0x0D, "float", 4)                                           \
+    X(DLA_IDX_F64, 0x0E, "double", 8)
+
+typedef enum dla_idx_type {
+#define DLA__IDX_TYPE_ENUM(name, code, str, size) name = code,
+    DLA_IDX_TYPE_LIST(DLA__IDX_TYPE_ENUM)
+#undef DLA__IDX_TYPE_ENUM
+} dla_idx_type;
+
+/* "ubyte"; "unknown" for a code not in the list. */
+DLA_API const char *dla_idx_type_name(dla_idx_type type);
+/* Bytes per element; 0 for a code not in the list. */
+DLA_API size_t dla_idx_type_size(dla_idx_type type);
+
+/* An IDX array in host memory, as the file holds it: dims[0] varies
+ * slowest (row-major, so a file of N images of R rows and C columns has
+ * dims {N, R, C}), elements in file order and in the host's byte order. */
+typedef struct dla_idx {
+    dla_idx_type type;
+    int ndims;                   /* 1..DLA_MAX_DIMS */
+    int64_t dims[DLA_MAX_DIMS];
+    int64_t numel;               /* the product of the dims */
+    void *data;                  /* numel elements; freed by dla_idx_free */
+} dla_idx;
+
+/* Reads an IDX file, gzip-compressed or not (zlib tells them apart), into
+ * *out, which the caller releases with dla_idx_free. The file must hold
+ * exactly what its header announces. On failure *out is zeroed and the
+ * message names the path and the problem:
+ *   DLA_ERR_IO: the file cannot be opened (with the system's reason), its
+ *     gzip stream is corrupt, or it is truncated (the bytes the header needs
+ *     against the bytes there are);
+ *   DLA_ERR_FORMAT: a bad magic number (the first two bytes are not zero),
+ *     an unknown element type, 0 or more than DLA_MAX_DIMS dims, dims whose
+ *     product overflows, or bytes left over after the data (the counts in
+ *     the header are not the file's);
+ *   DLA_ERR_INVALID_ARGUMENT (NULL path or out), DLA_ERR_OUT_OF_MEMORY. */
+DLA_API dla_status dla_idx_read(const char *path, dla_idx *out);
+
+/* Writes idx to path (replacing it): gzip-compressed at level 1..9, or
+ * plain for level 0. Big-endian as the format requires. Errors:
+ * DLA_ERR_INVALID_ARGUMENT (an unknown type, ndims out of 1..DLA_MAX_DIMS,
+ * a dim outside 0..2^32-1, numel not the product of the dims, NULL data
+ * with numel > 0, level out of 0..9), DLA_ERR_IO (with the system's
+ * reason), DLA_ERR_OUT_OF_MEMORY. */
+DLA_API dla_status dla_idx_write(const char *path, const dla_idx *idx, int level);
+
+/* Frees idx->data and zeroes *idx. NULL-safe; safe on a zeroed struct. */
+DLA_API void dla_idx_free(dla_idx *idx);
+
+/* ------------------------------------------------------------ Fashion-MNIST */
+
+/* Where Debian's dataset-fashion-mnist package puts the files. */
+#define DLA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+#define DLA_FASHION_MNIST_CLASSES 10
+
+typedef struct dla_fashion_mnist_options {
+    /* DLA_F32 (zero, the default) or DLA_F64: pixels scaled to [0, 1] (the
+     * byte divided by 255). DLA_U8: the bytes 0..255 as stored, a quarter of
+     * the memory; cast and scale per mini-batch (dla_mbq_input.cast and a
+     * mini_batch_fcn). MATLAB's "zerocenter" or "zscore" normalization is
+     * the input layer's job, not the loader's. */
+    dla_dtype dtype;
+    /* Labels as a 10xN "CB" one-hot tensor of dtype (single for DLA_U8)
+     * instead of 1xN "CB" int32 class numbers. */
+    int onehot;
+    /* Only the first count observations; 0: all (60000 train, 10000 test). */
+    int64_t count;
+} dla_fashion_mnist_options;
+
+/* Loads a split of Fashion-MNIST from dir (NULL: DLA_FASHION_MNIST_DIR):
+ * split "train" reads train-images-idx3-ubyte.gz and
+ * train-labels-idx1-ubyte.gz, "test" the t10k-* files (an uncompressed file
+ * without the .gz is taken when the .gz is absent).
+ * *images: 28x28x1xN "SSCB", height first as MATLAB's imageInputLayer
+ * expects (row r, column c of image n at r + 28*c + 784*n).
+ * *labels: 1xN "CB" int32 class numbers 0..9 (dla_fashion_mnist_class_name),
+ * or one-hot (opts->onehot). Either pointer may be NULL to skip that output
+ * (its file is then not read). Both are made on the current device.
+ * Errors name the file: those of dla_idx_read (DLA_ERR_IO for a missing
+ * file, with a hint to install dataset-fashion-mnist), DLA_ERR_FORMAT for
+ * files that are not 3-D ubyte images / 1-D ubyte labels, image and label
+ * counts that differ, or a label above 9; DLA_ERR_INVALID_ARGUMENT for an
+ * unknown split, dtype or a negative count. The outputs are NULL on error. */
+DLA_API dla_status dla_fashion_mnist_load(const char *dir, const char *split,
+                                          const dla_fashion_mnist_options *opts,
+                                          dla_tensor **images, dla_tensor **labels);
+
+/* "T-shirt/top", "Trouser", ... "Ankle boot" for labels 0..9; "unknown"
+ * otherwise. */
+DLA_API const char *dla_fashion_mnist_class_name(int label);
+
+/* ---------------------------------------------------------------- sequences */
+
+/* A list of sequences of one channel count and any lengths (MATLAB's cell
+ * array of C-by-T sequences), held in host memory as single. */
+typedef struct dla_seqlist dla_seqlist;
+
+/* An empty list of sequences with channels >= 1 channels. NULL on failure
+ * (DLA_ERR_INVALID_ARGUMENT, DLA_ERR_OUT_OF_MEMORY). */
+DLA_API dla_seqlist *dla_seqlist_create(int64_t channels);
+/* Frees the list and its data. NULL-safe. */
+DLA_API void dla_seqlist_free(dla_seqlist *s);
+/* Appends a copy of data: a C-by-length sequence, column-major (the C
+ * values of step 0, then of step 1, ...). length >= 0. Errors:
+ * DLA_ERR_INVALID_ARGUMENT, DLA_ERR_OUT_OF_MEMORY. */
+DLA_API dla_status dla_seqlist_append(dla_seqlist *s, const float *data, int64_t length);
+/* Appends a copy of x, a C-by-T tensor: formatted "CT" or unformatted 2-D
+ * (C rows, T columns), of any real dtype, on any device. Errors: those of
+ * dla_seqlist_append, x's own error, DLA_ERR_SHAPE (not C-by-T with the
+ * list's C). */
+DLA_API dla_status dla_seqlist_append_tensor(dla_seqlist *s, dla_tensor *x);
+/* The number of sequences, the channel count, sequence i's length. */
+DLA_API int64_t dla_seqlist_count(const dla_seqlist *s);
+DLA_API int64_t dla_seqlist_channels(const dla_seqlist *s);
+DLA_API int64_t dla_seqlist_length(const dla_seqlist *s, int64_t i); /* -1 out of range */
+/* Sequence i's C x length values (valid until the next append); NULL out of
+ * range. */
+DLA_API const float *dla_seqlist_data(const dla_seqlist *s, int64_t i);
+
+/* How sequences of different lengths become one "CBT" array (MATLAB's
+ * SequenceLength, SequencePaddingValue and SequencePaddingDirection of
+ * trainingOptions and padsequences). Zeroed fields are MATLAB's defaults. */
+typedef struct dla_sequence_options {
+    /* "longest" (default): pad every sequence to the longest one;
+     * "shortest": truncate every sequence to the shortest one;
+     * a positive whole number written out ("100"): pad or truncate every
+     * sequence to that many steps. (trainnet also splits long sequences
+     * into several mini-batches for a number; that is trainnet's business,
+     * here the number is padsequences' Length.) */
+    const char *length;
+    /* The value of padded steps (default 0). */
+    double padding_value;
+    /* "right" (default): pad or truncate at the end; "left": at the start,
+     * so that the last steps line up. */
+    const char *padding_direction;
+} dla_sequence_options;
+
+/* MATLAB padsequences: the sequences indices[0..n-1] of seqs (NULL: the
+ * first n) as one C x n x T "CBT" single array *x, with T chosen by
+ * opts->length, and, when mask is not NULL, *mask: a 1 x n x T "CBT"
+ * logical array, 1 at the steps that hold data and 0 at padding (it
+ * broadcasts against x in the losses' mask argument). n >= 1. Both are
+ * made on the current device. Errors: DLA_ERR_INVALID_ARGUMENT (n < 1, an
+ * index out of range, an option value not listed above), the tensors'
+ * creation errors. Outputs are NULL on error. */
+DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const int64_t *indices,
+                                    const dla_sequence_options *opts, dla_tensor **x,
+                                    dla_tensor **mask);
+
+/* -------------------------------------------------------- mini-batch queue */
+
+/* MATLAB minibatchqueue over data in memory: it hands out mini-batches of
+ * observations in the current order (the sources' order until the first
+ * shuffle), one output per input (and one more per sequence input that
+ * asks for its mask). */
+typedef struct dla_mbq dla_mbq;
+
+/* One source of observations; exactly one of tensor and sequences is set,
+ * and every input of a queue has the same number of observations. */
+typedef struct dla_mbq_input {
+    /* Observations along its B dim (an unformatted tensor: along its last
+     * dim). Retained by the queue. Batches are gathered on its device and
+     * moved to the queue's device when that differs. */
+    dla_tensor *tensor;
+    /* Or: one observation per sequence, padded per batch by the queue's
+     * sequence options into a C x B x T "CBT" single batch. Borrowed: it
+     * must outlive the queue (and its partitions) and not change. */
+    const dla_seqlist *sequences;
+    /* MiniBatchFormat of this output: labels given to the batch (a
+     * relabeling with the same dims, e.g. "SSCB" for an unformatted image
+     * array), with B on the observation dim. NULL keeps the source's format
+     * ("CBT" for sequences, which is the only one they take). */
+    const char *format;
+    /* OutputCast: "single", "double", "int32", "uint8" or "logical". NULL
+     * keeps the source's dtype (MATLAB casts to single by default; C data
+     * such as int32 labels usually wants to stay as it is). */
+    const char *cast;
+    /* Sequences only: the 1 x B x T logical mask of valid steps is the
+     * next output, right after the batch (see dla_padsequences). */
+    int mask;
+} dla_mbq_input;
+
+/* MATLAB's MiniBatchFcn: called with each batch's outputs after casting, it
+ * may replace any of them (set outputs[i] to a tensor it made; the old one
+ * is released by the queue) and returns DLA_OK or an error, which the
+ * batch's dla_mbq_next returns. It runs inside a scope of its own, so it
+ * needs no releases, with the queue's device current; with background
+ * dispatch it runs on the dispatch thread, so what it shares with the
+ * training thread must be safe to share. */
+typedef dla_status (*dla_mbq_fn)(void *ctx, int n, dla_tensor **outputs);
+
+typedef struct dla_mbq_options {
+    /* MiniBatchSize: 128 when 0. */
+    int64_t mini_batch_size;
+    /* PartialMiniBatch: "return" (default) hands out the smaller last batch
+     * of a pass; "discard" drops it. */
+    const char *partial_mini_batch;
+    /* The shuffle stream's seed (np.random.default_rng(seed)). */
+    uint64_t seed;
+    /* DispatchInBackground: batches are made on a thread of the queue
+     * while the caller trains on the previous one. The results are the
+     * same batches, in the same order, as without it. */
+    int dispatch_in_background;
+    /* With background dispatch, how many batches are made ahead (2 when 0). */
+    int prefetch;
+    /* OutputEnvironment: the device batches are made on; NULL: the calling
+     * thread's current device when the queue is created. */
+    dla_device *device;
+    /* For sequence inputs: padding and truncation per batch. */
+    dla_sequence_options sequence;
+    /* MiniBatchFcn and the ctx it is called with; NULL: none. */
+    dla_mbq_fn mini_batch_fcn;
+    void *mini_batch_ctx;
+} dla_mbq_options;
+
+/* Makes a queue over inputs[0..ninputs-1] (1..16 of them). opts may be
+ * NULL. *out is freed with dla_mbq_free. Errors (*out NULL):
+ * DLA_ERR_INVALID_ARGUMENT (no input, an input with neither or both
+ * sources, an error tensor, a negative mini_batch_size or prefetch, an
+ * unknown option value or cast), DLA_ERR_SHAPE (inputs with different
+ * observation counts), DLA_ERR_FORMAT (a format that does not fit the
+ * output's dims), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
+ * (the dispatch thread could not start). */
+DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
+                                  const dla_mbq_options *opts, dla_mbq **out);
+
+/* Stops the dispatch thread (it finishes the batch it is making and drops
+ * what it made ahead), and frees the queue. Batches already handed out stay
+ * valid. NULL-safe. */
+DLA_API void dla_mbq_free(dla_mbq *q);
+
+/* MATLAB hasdata: 1 while a batch is left in this pass, else 0. */
+DLA_API int dla_mbq_hasdata(dla_mbq *q);
+
+/* MATLAB next: the next mini-batch, as n outputs (n must be
+ * dla_mbq_num_outputs), made on the queue's device. outputs[i] follow the
+ * ownership rules of dlaccel.h (the innermost open scope owns them, if
+ * any). Errors (outputs all NULL): DLA_ERR_STATE when no batch is left in
+ * the pass (call dla_mbq_reset or dla_mbq_shuffle), DLA_ERR_INVALID_ARGUMENT
+ * for a wrong n, and whatever making the batch failed with (the gather, a
+ * device copy, the mini_batch_fcn). */
+DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs);
+
+/* MATLAB reset: back to the start of the data, in the current order. */
+DLA_API void dla_mbq_reset(dla_mbq *q);
+/* MATLAB shuffle: a new random order of this queue's observations, drawn
+ * from its stream, and back to the start. */
+DLA_API void dla_mbq_shuffle(dla_mbq *q);
+
+/* MATLAB partition(mbq, numParts, indexOfPart), with a 0-based index
+ * (MATLAB's minus one): a new queue over part index of n contiguous parts
+ * of q's current order, whose sizes differ by at most one (the first
+ * parts take the remainder), so that the parts cover every observation
+ * exactly once. It has q's options and inputs, and a shuffle stream of its
+ * own, seeded from q's seed and index. Shuffling it reorders only its
+ * part. Free it with dla_mbq_free (before or after q).
+ * Errors: DLA_ERR_INVALID_ARGUMENT (n < 1, index outside 0..n-1), those of
+ * dla_mbq_create. */
+DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out);
+
+/* Sets MiniBatchSize (size >= 1; MATLAB's ReadSize of a worker's part) and
+ * goes back to the start of the data. DLA_ERR_INVALID_ARGUMENT otherwise. */
+DLA_API dla_status dla_mbq_set_mini_batch_size(dla_mbq *q, int64_t size);
+
+/* The number of outputs of dla_mbq_next. */
+DLA_API int dla_mbq_num_outputs(const dla_mbq *q);
+/* The observations of this queue (of its part, for a partition). */
+DLA_API int64_t dla_mbq_num_observations(const dla_mbq *q);
+/* The batches of one pass (the partial one counted only with "return"). */
+DLA_API int64_t dla_mbq_num_batches(const dla_mbq *q);
+/* Copies the current order (0-based observation numbers of the inputs, in
+ * the order batches take them) into order[0..count-1]; count must be
+ * dla_mbq_num_observations. DLA_ERR_INVALID_ARGUMENT otherwise. */
+DLA_API dla_status dla_mbq_order(const dla_mbq *q, int64_t *order, int64_t count);
+
+/* ---------------------------------------------------------------- waveforms */
+
+/* The classes of dla_waveform_generate, in this order. */
+#define DLA_WAVEFORM_CLASSES 4
+
+typedef struct dla_waveform_options {
+    int64_t num_channels;                 /* 3 */
+    int64_t min_length, max_length;       /* 100, 150: lengths uniform in [min, max] */
+    double min_frequency, max_frequency;  /* 0.02, 0.10 cycles per step */
+    double min_amplitude, max_amplitude;  /* 0.5, 1.5 */
+    /* Standard deviation of the gaussian noise added to every value: 0.15
+     * when 0; a negative value gives clean waves. */
+    double noise;
+    /* DLA_WAVEFORM_CLASSES weights for drawing each sequence's class, in
+     * class order (normalized by their sum); NULL: equal. MATLAB's
+     * imbalanced example keeps about 70% of sawtooth, all sine, 50% of square
+     * and 30% of triangle waves: {0.7, 1, 0.5, 0.3}. */
+    const double *class_proportions;
+} dla_waveform_options;
+
+/* Synthetic sequences like MATLAB's WaveformData: n sequences of
+ * num_channels channels, one wave class each (sawtooth, sine, square,
+ * triangle). Per sequence: the class (drawn with class_proportions), the
+ * length, the frequency f in cycles per step; per channel: a phase p
+ * uniform in [0, 1) and an amplitude a, then value t is a * wave((f t + p)
+ * mod 1) plus noise, with the waves over the phase u in [0, 1):
+ * sawtooth 2u - 1, sine sin(2 pi u), square 1 for u < 0.5 else -1,
+ * triangle 1 - 4 |u - 0.5|.
+ * The draws are those of numpy's default_rng(seed) in the order of
+ * shared/peers/waveform_seq.py's make_data, so with its options
+ * (class_proportions {0.35, 0.30, 0.20, 0.15}, the rest default)
+ * dla_waveform_generate(1000, 0, ...) gives its training set and (200, 1)
+ * its held-out set, value for value in single precision.
+ * *sequences (a list of C x T sequences, freed with dla_seqlist_free) and
+ * *labels (1xN "CB" int32 classes 0..3, on the current device; may be
+ * NULL to skip). Errors (outputs NULL): DLA_ERR_INVALID_ARGUMENT (n < 1, a
+ * bad range, a negative or all-zero proportion), DLA_ERR_OUT_OF_MEMORY, the
+ * tensor's creation errors. */
+DLA_API dla_status dla_waveform_generate(int64_t n, uint64_t seed, const dla_waveform_options *opts,
+                                         dla_seqlist **sequences, dla_tensor **labels);
+
+/* "sawtooth", "sine", "square", "triangle" for 0..3; "unknown" otherwise. */
+DLA_API const char *dla_waveform_class_name(int label);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLACCEL_DATA_H */

@@ -1,0 +1,697 @@
+/*
+ * data_mbq.c - the mini-batch queue (MATLAB's minibatchqueue) over data in
+ * memory, with background dispatch.
+ *
+ * A queue is an order of observation numbers and a position in it. A batch
+ * is the next mini_batch_size numbers: a gather of each tensor input along
+ * its B dim (a view when the numbers run in a row), or the padded sequences,
+ * then the cast, the relabeling and the MiniBatchFcn.
+ *
+ * With background dispatch one thread per queue makes batches ahead, up to
+ * `prefetch` of them, in the order the caller takes them. The order and the
+ * position change only while that thread is not reading them: reset,
+ * shuffle and a new batch size bump a generation number, wait until the
+ * thread is idle, drop what it made ahead and start it again; a batch made
+ * for an older generation is dropped when it arrives. So the batches are the
+ * same, in the same order, with or without the thread.
+ *
+ * Batches are held references (data_util.h), not owned by any scope, until
+ * dla_mbq_next delivers them into the caller's scope.
+ */
+#include "nn/data_rng.h"
+#include "nn/data_seq.h"
+#include "nn/data_util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_INPUTS 16
+#define MAX_OUTPUTS (2 * MAX_INPUTS)
+#define MAX_SEED_WORDS 16
+
+typedef struct mbq_input {
+    dla_tensor *tensor;         /* held */
+    int bdim;                   /* 1-based observation dim of tensor */
+    const dla_seqlist *seqs;
+    char format[DLA_MAX_DIMS + 1];
+    int has_format;
+    int cast;                   /* a dla_dtype, or -1 */
+    int mask;
+} mbq_input;
+
+typedef struct batch {
+    dla_tensor *out[MAX_OUTPUTS]; /* held */
+    int64_t count;                /* observations in it */
+    dla_status status;
+    char message[1024];
+} batch;
+
+struct dla_mbq {
+    int nin, nout;
+    mbq_input in[MAX_INPUTS];
+    int64_t n;                  /* observations of this queue */
+    int64_t *base;              /* its n observation numbers, as made */
+    int64_t *order;             /* the same in the current order */
+    int64_t mbs;
+    int discard;
+    dla__seq_rule rule;
+    dla_mbq_fn fn;
+    void *fn_ctx;
+    dla_device *device;
+    uint32_t seed_words[MAX_SEED_WORDS];
+    int nseed_words;
+    dla__data_rng rng;
+    int64_t pos;                /* observations handed out in this pass */
+
+    /* Background dispatch; all below under lock. */
+    int background, depth;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;        /* any change: broadcast, everyone rechecks */
+    int stop, busy;
+    unsigned gen;
+    int64_t made;               /* observations made (or being made) ahead */
+    batch *ring;                /* depth slots */
+    int head, count;
+    batch work;                 /* the thread's batch in the making */
+};
+
+/* ---------------------------------------------------------------- batches */
+
+static int64_t end_of_pass(const dla_mbq *q) { return q->discard ? q->n - q->n % q->mbs : q->n; }
+
+static int64_t batch_size_at(const dla_mbq *q, int64_t start)
+{
+    return q->n - start < q->mbs ? q->n - start : q->mbs;
+}
+
+static void batch_clear(batch *b)
+{
+    for (int i = 0; i < MAX_OUTPUTS; i++) {
+        dla_tensor_release(b->out[i]);
+        b->out[i] = NULL;
+    }
+    b->count = 0;
+    b->status = DLA_OK;
+    b->message[0] = '\0';
+}
+
+/* The observations obs[0..count-1] of a tensor along bdim, on the source's
+ * device: a view when they are consecutive, a gather otherwise. */
+static dla_tensor *gather(dla_tensor *src, int bdim, const int64_t *obs, int64_t count)
+{
+    int consecutive = 1;
+    for (int64_t k = 1; k < count && consecutive; k++)
+        consecutive = obs[k] == obs[0] + k;
+    if (consecutive)
+        return dla_contiguous(dla_slice(src, bdim, obs[0], 1, obs[0] + count));
+    int32_t small[512], *idx = count <= 512 ? small : dla__data_malloc((size_t)count * 4);
+    if (!idx) {
+        dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "dla_mbq_next: cannot hold %lld indices",
+                       (long long)count);
+        return NULL;
+    }
+    for (int64_t k = 0; k < count; k++)
+        idx[k] = (int32_t)obs[k];
+    dla_tensor *it = dla__data_from_host(dla_tensor_device(src), idx, DLA_I32, "",
+                                         DLA_DIMS(count));
+    if (idx != small)
+        dla__data_free(idx);
+    dla_tensor *t = dla_index(src, bdim, it);
+    dla_tensor_release(it);
+    return t;
+}
+
+/* The first failing output, its message kept in b. */
+static int first_error(batch *b, dla_tensor **out, int nout)
+{
+    for (int i = 0; i < nout; i++) {
+        if (!out[i]) {
+            b->status = dla_last_status() != DLA_OK ? dla_last_status() : DLA_ERR_INVALID_ARGUMENT;
+            snprintf(b->message, sizeof b->message, "%s",
+                     dla_last_status() != DLA_OK ? dla_last_error()
+                                                 : "dla_mbq_next: output left NULL");
+            return 1;
+        }
+        if (dla_tensor_status(out[i]) != DLA_OK) {
+            b->status = dla_tensor_status(out[i]);
+            snprintf(b->message, sizeof b->message, "%s", dla_tensor_error(out[i]));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Makes the batch of observations order[start..start+count) into b, held,
+ * with q's device current on the calling thread meanwhile. */
+static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
+{
+    batch_clear(b);
+    b->count = count;
+    const int64_t *obs = q->order + start;
+    dla_device *was = dla_device_current();
+    dla_device_set_current(q->device);
+    dla_tensor *out[MAX_OUTPUTS] = {0}, *held[MAX_OUTPUTS];
+    int nheld = 0;
+    dla_scope_begin();
+    int o = 0;
+    for (int i = 0; i < q->nin; i++) {
+        const mbq_input *in = &q->in[i];
+        dla_tensor *t = NULL, *m = NULL;
+        if (in->tensor) {
+            t = gather(in->tensor, in->bdim, obs, count);
+            if (t && dla_tensor_device(t) != q->device)
+                t = dla_tensor_to_device(t, q->device);
+        } else if (dla__seq_pad(in->seqs, count, obs, &q->rule, q->device, "dla_mbq_next", &t,
+                                in->mask ? &m : NULL) == DLA_OK) {
+            /* Held, not in this scope: dropped after the outputs are held. */
+            held[nheld++] = t;
+            if (m)
+                held[nheld++] = m;
+        }
+        if (t && in->cast >= 0 && dla_tensor_dtype(t) != (dla_dtype)in->cast)
+            t = dla_cast(t, (dla_dtype)in->cast);
+        if (t && in->has_format) {
+            int64_t dims[DLA_MAX_DIMS];
+            int nd = dla_tensor_dims(t, dims);
+            t = dla_reshape(t, in->format, nd, dims);
+        }
+        out[o++] = t;
+        if (in->mask)
+            out[o++] = m;
+    }
+    if (!first_error(b, out, o) && q->fn) {
+        /* A stale message must not be taken for the function's. */
+        dla_clear_error();
+        dla_status st = q->fn(q->fn_ctx, o, out);
+        if (st != DLA_OK) {
+            b->status = st;
+            snprintf(b->message, sizeof b->message, "dla_mbq_next: mini_batch_fcn: %s",
+                     dla_last_status() != DLA_OK ? dla_last_error() : dla_status_str(st));
+        } else {
+            first_error(b, out, o);
+        }
+    }
+    if (b->status == DLA_OK)
+        for (int i = 0; i < o; i++)
+            b->out[i] = dla__data_hold(out[i]);
+    dla_scope_end();
+    for (int i = 0; i < nheld; i++)
+        dla_tensor_release(held[i]);
+    dla_device_set_current(was);
+}
+
+/* ------------------------------------------------------ background dispatch */
+
+static void *dispatch_main(void *arg)
+{
+    dla_mbq *q = arg;
+    dla_device_set_current(q->device);
+    pthread_mutex_lock(&q->lock);
+    while (!q->stop) {
+        if (q->count < q->depth && q->made < end_of_pass(q)) {
+            int64_t start = q->made, count = batch_size_at(q, start);
+            unsigned gen = q->gen;
+            q->made += count;
+            q->busy = 1;
+            pthread_mutex_unlock(&q->lock);
+            make_batch(q, start, count, &q->work);
+            pthread_mutex_lock(&q->lock);
+            q->busy = 0;
+            if (gen == q->gen && !q->stop) {
+                batch *slot = &q->ring[(q->head + q->count) % q->depth];
+                *slot = q->work;
+                memset(q->work.out, 0, sizeof q->work.out);
+                q->count++;
+            } else {
+                batch_clear(&q->work);
+            }
+            pthread_cond_broadcast(&q->cond);
+            continue;
+        }
+        pthread_cond_wait(&q->cond, &q->lock);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
+}
+
+/* Runs change(q) with the dispatch thread idle and its batches made ahead
+ * dropped; it then starts again from q->pos. */
+static void with_dispatch_idle(dla_mbq *q, void (*change)(dla_mbq *q, int64_t arg), int64_t arg)
+{
+    if (!q->background) {
+        change(q, arg);
+        return;
+    }
+    pthread_mutex_lock(&q->lock);
+    q->gen++;
+    while (q->busy)
+        pthread_cond_wait(&q->cond, &q->lock);
+    for (; q->count; q->count--, q->head = (q->head + 1) % q->depth)
+        batch_clear(&q->ring[q->head]);
+    q->head = 0;
+    change(q, arg);
+    q->made = q->pos;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* ------------------------------------------------------------- the queue */
+
+static void queue_free(dla_mbq *q)
+{
+    if (!q)
+        return;
+    if (q->background) {
+        pthread_mutex_lock(&q->lock);
+        q->stop = 1;
+        q->gen++;
+        pthread_cond_broadcast(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+        pthread_join(q->thread, NULL);
+        for (int i = 0; i < q->depth; i++)
+            batch_clear(&q->ring[i]);
+        batch_clear(&q->work);
+        pthread_cond_destroy(&q->cond);
+        pthread_mutex_destroy(&q->lock);
+    }
+    for (int i = 0; i < q->nin; i++)
+        dla_tensor_release(q->in[i].tensor);
+    dla__data_free(q->ring);
+    dla__data_free(q->base);
+    dla__data_free(q->order);
+    dla__data_free(q);
+}
+
+DLA_API void dla_mbq_free(dla_mbq *q) { queue_free(q); }
+
+/* Starts the dispatch thread of a queue whose fields are all set. */
+static dla_status start_dispatch(dla_mbq *q, const char *op)
+{
+    q->ring = dla__data_calloc((size_t)q->depth, sizeof *q->ring);
+    if (!q->ring)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot hold %d batches", op, q->depth);
+    if (pthread_mutex_init(&q->lock, NULL) != 0)
+        return dla__data_fail(DLA_ERR_STATE, "%s: cannot make the dispatch lock", op);
+    if (pthread_cond_init(&q->cond, NULL) != 0) {
+        pthread_mutex_destroy(&q->lock);
+        return dla__data_fail(DLA_ERR_STATE, "%s: cannot make the dispatch condition", op);
+    }
+    int err = pthread_create(&q->thread, NULL, dispatch_main, q);
+    if (err) {
+        pthread_cond_destroy(&q->cond);
+        pthread_mutex_destroy(&q->lock);
+        return dla__data_fail(DLA_ERR_STATE, "%s: cannot start the dispatch thread: %s", op,
+                              strerror(err));
+    }
+    q->background = 1;
+    return DLA_OK;
+}
+
+static dla_status check_format(const mbq_input *in, int i, const char *op)
+{
+    if (!in->has_format)
+        return DLA_OK;
+    if (in->seqs) {
+        if (strcmp(in->format, "CBT") != 0)
+            return dla__data_fail(DLA_ERR_FORMAT,
+                                  "%s: argument inputs[%d]: format \"%s\"; sequence batches are "
+                                  "\"CBT\"",
+                                  op, i, in->format);
+        return DLA_OK;
+    }
+    /* Relabel an empty batch of the same shape to see whether it fits. */
+    int64_t dims[DLA_MAX_DIMS];
+    int nd = dla_tensor_dims(in->tensor, dims);
+    dims[in->bdim - 1] = 0;
+    dla_scope_begin();
+    dla_tensor *z = dla_zeros(dla_tensor_dtype(in->tensor), "", nd, dims);
+    dla_tensor *r = dla_reshape(z, in->format, nd, dims);
+    dla_status st = dla_tensor_status(r);
+    if (st != DLA_OK)
+        st = dla__data_fail(st, "%s: argument inputs[%d]: %s", op, i, dla_tensor_error(r));
+    else if (dla_tensor_find_dim(r, 'B') != in->bdim)
+        st = dla__data_fail(DLA_ERR_FORMAT,
+                            "%s: argument inputs[%d]: format \"%s\" puts B at dim %d, but the "
+                            "observations lie along dim %d",
+                            op, i, in->format, dla_tensor_find_dim(r, 'B'), in->bdim);
+    dla_scope_end();
+    return st;
+}
+
+/* Reads and checks inputs[i] into q->in[i]; returns its observation count
+ * (or -1 after setting the error). */
+static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const char *op)
+{
+    mbq_input *in = &q->in[i];
+    if ((src->tensor != NULL) == (src->sequences != NULL)) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: set exactly one of tensor and sequences", op, i);
+        return -1;
+    }
+    in->cast = -1;
+    if (src->cast && src->cast[0]) {
+        in->cast = dla__data_dtype_by_name(src->cast);
+        if (in->cast < 0) {
+            dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument inputs[%d]: cast \"%s\"; \"single\", \"double\", "
+                           "\"int32\", \"uint8\" or \"logical\"",
+                           op, i, src->cast);
+            return -1;
+        }
+    }
+    if (src->format) {
+        if (strlen(src->format) > DLA_MAX_DIMS) {
+            dla__data_fail(DLA_ERR_FORMAT, "%s: argument inputs[%d]: format \"%s\" is too long",
+                           op, i, src->format);
+            return -1;
+        }
+        snprintf(in->format, sizeof in->format, "%s", src->format);
+        in->has_format = 1;
+    }
+    in->mask = src->mask != 0;
+    int64_t count;
+    if (src->sequences) {
+        in->seqs = src->sequences;
+        count = dla_seqlist_count(src->sequences);
+    } else {
+        if (dla_tensor_status(src->tensor) != DLA_OK) {
+            dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument inputs[%d]: an error tensor: %s",
+                           op, i, dla_tensor_error(src->tensor));
+            return -1;
+        }
+        if (in->mask) {
+            dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument inputs[%d]: mask is for sequence inputs", op, i);
+            return -1;
+        }
+        const char *fmt = dla_tensor_format(src->tensor);
+        if (fmt[0]) {
+            in->bdim = dla_tensor_find_dim(src->tensor, 'B');
+            if (!in->bdim) {
+                dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                               "%s: argument inputs[%d]: format \"%s\" has no B dim to take "
+                               "observations along",
+                               op, i, fmt);
+                return -1;
+            }
+        } else {
+            in->bdim = dla_tensor_ndims(src->tensor);
+            if (in->bdim < 1) {
+                dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                               "%s: argument inputs[%d]: a scalar holds no observations", op, i);
+                return -1;
+            }
+        }
+        in->tensor = dla_tensor_retain(src->tensor);
+        count = dla_tensor_dim(src->tensor, in->bdim);
+    }
+    if (check_format(in, i, op) != DLA_OK)
+        return -1;
+    return count;
+}
+
+static dla_status parse_options(dla_mbq *q, const dla_mbq_options *opts, const char *op)
+{
+    const dla_mbq_options o = opts ? *opts : (dla_mbq_options){0};
+    if (o.mini_batch_size < 0 || o.prefetch < 0)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument opts: %s %lld < 0", op,
+                              o.prefetch < 0 ? "prefetch" : "mini_batch_size",
+                              (long long)(o.prefetch < 0 ? o.prefetch : o.mini_batch_size));
+    q->mbs = o.mini_batch_size ? o.mini_batch_size : 128;
+    q->depth = o.prefetch ? o.prefetch : 2;
+    if (!o.partial_mini_batch || !o.partial_mini_batch[0] ||
+        strcmp(o.partial_mini_batch, "return") == 0)
+        q->discard = 0;
+    else if (strcmp(o.partial_mini_batch, "discard") == 0)
+        q->discard = 1;
+    else
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument opts: partial_mini_batch \"%s\"; \"return\" or "
+                              "\"discard\"",
+                              op, o.partial_mini_batch);
+    dla_status st = dla__seq_parse(&o.sequence, &q->rule, op);
+    if (st != DLA_OK)
+        return st;
+    q->fn = o.mini_batch_fcn;
+    q->fn_ctx = o.mini_batch_ctx;
+    q->device = o.device ? o.device : dla_device_current();
+    if (!q->device)
+        return dla__data_fail(DLA_ERR_NO_DEVICE, "%s: no device to make batches on: %s", op,
+                              dla_last_error());
+    q->seed_words[0] = (uint32_t)o.seed;
+    q->seed_words[1] = (uint32_t)(o.seed >> 32);
+    q->nseed_words = o.seed >> 32 ? 2 : 1;
+    q->background = 0;
+    return DLA_OK;
+}
+
+/* base and order, both holding first[0..n-1] (NULL: 0..n-1). */
+static dla_status make_order(dla_mbq *q, const int64_t *first, const char *op)
+{
+    size_t bytes = (size_t)(q->n ? q->n : 1) * sizeof(int64_t);
+    q->base = dla__data_malloc(bytes);
+    q->order = dla__data_malloc(bytes);
+    if (!q->base || !q->order)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld observation numbers",
+                              op, (long long)q->n);
+    for (int64_t i = 0; i < q->n; i++)
+        q->base[i] = q->order[i] = first ? first[i] : i;
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
+                                  const dla_mbq_options *opts, dla_mbq **out)
+{
+    static const char op[] = "dla_mbq_create";
+    if (!out)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument out is NULL", op);
+    *out = NULL;
+    if (ninputs < 1 || ninputs > MAX_INPUTS || !inputs)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument ninputs: %d; 1..%d inputs are taken", op, ninputs,
+                              MAX_INPUTS);
+    dla_mbq *q = dla__data_calloc(1, sizeof *q);
+    if (!q)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    dla_status st = parse_options(q, opts, op);
+    for (int i = 0; i < ninputs && st == DLA_OK; i++) {
+        q->nin = i + 1;
+        int64_t count = take_input(q, i, &inputs[i], op);
+        if (count < 0) {
+            st = dla_last_status();
+        } else if (i > 0 && count != q->n) {
+            st = dla__data_fail(DLA_ERR_SHAPE,
+                                "%s: argument inputs[%d]: %lld observations, but inputs[0] has "
+                                "%lld",
+                                op, i, (long long)count, (long long)q->n);
+        } else {
+            q->n = count;
+            q->nout += 1 + q->in[i].mask;
+        }
+    }
+    if (st == DLA_OK && q->n > INT32_MAX)
+        st = dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %lld observations; at most 2^31-1", op,
+                            (long long)q->n);
+    if (st == DLA_OK)
+        st = make_order(q, NULL, op);
+    if (st == DLA_OK) {
+        dla__data_rng_seed_words(&q->rng, q->nseed_words, q->seed_words);
+        if (opts && opts->dispatch_in_background)
+            st = start_dispatch(q, op);
+    }
+    if (st != DLA_OK) {
+        queue_free(q);
+        return st;
+    }
+    *out = q;
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out)
+{
+    static const char op[] = "dla_mbq_partition";
+    if (!out)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument out is NULL", op);
+    *out = NULL;
+    if (!q)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument q is NULL", op);
+    if (n < 1 || index < 0 || index >= n)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument %s: %d; parts n >= 1, index in 0..n-1", op,
+                              n < 1 ? "n" : "index", n < 1 ? n : index);
+    dla_mbq *p = dla__data_calloc(1, sizeof *p);
+    if (!p)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    p->nin = q->nin;
+    p->nout = q->nout;
+    memcpy(p->in, q->in, sizeof p->in);
+    for (int i = 0; i < p->nin; i++)
+        dla_tensor_retain(p->in[i].tensor);
+    p->mbs = q->mbs;
+    p->discard = q->discard;
+    p->rule = q->rule;
+    p->fn = q->fn;
+    p->fn_ctx = q->fn_ctx;
+    p->device = q->device;
+    p->depth = q->depth;
+    /* The parent's seed words and the index: a stream of the part's own. */
+    memcpy(p->seed_words, q->seed_words, sizeof p->seed_words);
+    p->nseed_words = q->nseed_words < MAX_SEED_WORDS ? q->nseed_words + 1 : MAX_SEED_WORDS;
+    p->seed_words[p->nseed_words - 1] = (uint32_t)index;
+    dla__data_rng_seed_words(&p->rng, p->nseed_words, p->seed_words);
+    /* Part sizes differ by at most one; the first parts take the remainder. */
+    int64_t base = q->n / n, extra = q->n % n;
+    int64_t start = index * base + (index < extra ? index : extra);
+    p->n = base + (index < extra);
+    dla_status st = make_order(p, q->order + start, op);
+    if (st == DLA_OK && q->background)
+        st = start_dispatch(p, op);
+    if (st != DLA_OK) {
+        queue_free(p);
+        return st;
+    }
+    *out = p;
+    return DLA_OK;
+}
+
+/* ---------------------------------------------------------------- passes */
+
+DLA_API int dla_mbq_hasdata(dla_mbq *q)
+{
+    if (!q)
+        return 0;
+    if (q->background)
+        pthread_mutex_lock(&q->lock);
+    int has = q->pos < end_of_pass(q);
+    if (q->background)
+        pthread_mutex_unlock(&q->lock);
+    return has;
+}
+
+DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
+{
+    static const char op[] = "dla_mbq_next";
+    if (outputs)
+        for (int i = 0; i < n; i++)
+            outputs[i] = NULL;
+    if (!q || !outputs)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op,
+                              q ? "outputs" : "q");
+    if (n != q->nout)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument n: %d, but the queue has %d outputs", op, n, q->nout);
+    batch b;
+    memset(&b, 0, sizeof b);
+    if (!q->background) {
+        if (q->pos >= end_of_pass(q))
+            return dla__data_fail(DLA_ERR_STATE,
+                                  "%s: no mini-batch left in this pass of %lld observations; call "
+                                  "dla_mbq_reset or dla_mbq_shuffle",
+                                  op, (long long)q->n);
+        make_batch(q, q->pos, batch_size_at(q, q->pos), &b);
+        q->pos += b.count;
+    } else {
+        pthread_mutex_lock(&q->lock);
+        if (q->pos >= end_of_pass(q)) {
+            pthread_mutex_unlock(&q->lock);
+            return dla__data_fail(DLA_ERR_STATE,
+                                  "%s: no mini-batch left in this pass of %lld observations; call "
+                                  "dla_mbq_reset or dla_mbq_shuffle",
+                                  op, (long long)q->n);
+        }
+        while (q->count == 0)
+            pthread_cond_wait(&q->cond, &q->lock);
+        b = q->ring[q->head];
+        memset(q->ring[q->head].out, 0, sizeof q->ring[q->head].out);
+        q->head = (q->head + 1) % q->depth;
+        q->count--;
+        q->pos += b.count;
+        pthread_cond_broadcast(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+    }
+    if (b.status != DLA_OK) {
+        dla_status st = b.status;
+        dla__data_fail(st, "%s", b.message);
+        batch_clear(&b);
+        return st;
+    }
+    dla_status st = DLA_OK;
+    for (int i = 0; i < n; i++) {
+        outputs[i] = dla__data_deliver(b.out[i]);
+        if (st == DLA_OK && dla_tensor_status(outputs[i]) != DLA_OK)
+            st = dla__data_fail(dla_tensor_status(outputs[i]), "%s: %s", op,
+                                dla_tensor_error(outputs[i]));
+    }
+    return st;
+}
+
+static void change_reset(dla_mbq *q, int64_t arg)
+{
+    (void)arg;
+    q->pos = 0;
+}
+
+static void change_shuffle(dla_mbq *q, int64_t arg)
+{
+    (void)arg;
+    /* numpy's permutation(n): shuffle 0..n-1 afresh and read this queue's
+     * observation numbers through it. */
+    for (int64_t i = 0; i < q->n; i++)
+        q->order[i] = i;
+    dla__data_rng_shuffle(&q->rng, q->n, q->order);
+    for (int64_t i = 0; i < q->n; i++)
+        q->order[i] = q->base[q->order[i]];
+    q->pos = 0;
+}
+
+static void change_batch_size(dla_mbq *q, int64_t size)
+{
+    q->mbs = size;
+    q->pos = 0;
+}
+
+DLA_API void dla_mbq_reset(dla_mbq *q)
+{
+    if (q)
+        with_dispatch_idle(q, change_reset, 0);
+}
+
+DLA_API void dla_mbq_shuffle(dla_mbq *q)
+{
+    if (q)
+        with_dispatch_idle(q, change_shuffle, 0);
+}
+
+DLA_API dla_status dla_mbq_set_mini_batch_size(dla_mbq *q, int64_t size)
+{
+    if (!q || size < 1)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "dla_mbq_set_mini_batch_size: argument %s", q ? "size < 1" : "q is NULL");
+    with_dispatch_idle(q, change_batch_size, size);
+    return DLA_OK;
+}
+
+DLA_API int dla_mbq_num_outputs(const dla_mbq *q) { return q ? q->nout : 0; }
+
+DLA_API int64_t dla_mbq_num_observations(const dla_mbq *q) { return q ? q->n : 0; }
+
+DLA_API int64_t dla_mbq_num_batches(const dla_mbq *q)
+{
+    if (!q)
+        return 0;
+    return q->discard ? q->n / q->mbs : (q->n + q->mbs - 1) / q->mbs;
+}
+
+DLA_API dla_status dla_mbq_order(const dla_mbq *q, int64_t *order, int64_t count)
+{
+    if (!q || !order || count != q->n)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "dla_mbq_order: argument %s", !q ? "q is NULL"
+                                                            : !order ? "order is NULL"
+                                                                     : "count is not the queue's "
+                                                                       "observation count");
+    memcpy(order, q->order, (size_t)count * sizeof *order);
+    return DLA_OK;
+}

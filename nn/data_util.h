@@ -1,0 +1,47 @@
+/*
+ * data_util.h - what the data files share: host memory through the
+ * library's allocation hook, the thread's error message, and small helpers
+ * for tensors made from host data on a chosen device.
+ */
+#ifndef DLA_NN_DATA_UTIL_H
+#define DLA_NN_DATA_UTIL_H
+
+#include <dlaccel.h>
+#include <stddef.h>
+
+/* Host memory through dla_set_allocator's hook (size 0 still allocates). */
+void *dla__data_malloc(size_t size);
+void *dla__data_calloc(size_t count, size_t size);
+/* Keeps ptr on failure. */
+void *dla__data_realloc(void *ptr, size_t size);
+void dla__data_free(void *ptr);
+
+/* Sets the calling thread's dla_last_error() and returns status. */
+dla_status dla__data_fail(dla_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* "3x100" for error messages; buf of DLA__DATA_DIMS_BUF bytes. */
+#define DLA__DATA_DIMS_BUF 160
+const char *dla__data_dims_str(char *buf, int ndims, const int64_t *dims);
+
+/* Tensors the data code holds are plain +1 references that no scope owns,
+ * whatever scopes the calling thread has open (so that a half-made result
+ * can be dropped on failure, and the dispatch thread's batches can cross
+ * threads). Hold one made by ops with
+ *     dla_scope_begin(); t = dla__data_hold(ops...); dla_scope_end();
+ * and hand it to the caller with dla__data_deliver. */
+dla_tensor *dla__data_hold(dla_tensor *t); /* dla_tensor_retain, named for its job */
+/* Gives a held t to the calling code by dlaccel.h's rules (the innermost
+ * open scope owns it, if any) as a view of it: no data moves. Consumes t;
+ * NULL stays NULL. */
+dla_tensor *dla__data_deliver(dla_tensor *t);
+
+/* dla_tensor_from_host on dev (NULL: the current device), held, leaving
+ * the calling thread's current device as it was. */
+dla_tensor *dla__data_from_host(dla_device *dev, const void *data, dla_dtype dtype,
+                                const char *format, int ndims, const int64_t *dims);
+
+/* The dtype named by MATLAB's class name ("single"); -1 when none is. */
+int dla__data_dtype_by_name(const char *name);
+
+#endif
