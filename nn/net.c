@@ -113,7 +113,11 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
     for (int i = first + 1; i < net->nlayers && st == DLA_OK; i++) {
         if (net->layers[i]->kind->is_input)
             continue;
-        st = dla_net_connect(net, net->layers[i - 1]->name, net->layers[i]->name);
+        /* A layer with several inputs takes the previous one as in1. */
+        char dest[300];
+        snprintf(dest, sizeof dest, "%s%s", net->layers[i]->name,
+                 net->layers[i]->nin > 1 ? "/in1" : "");
+        st = dla_net_connect(net, net->layers[i - 1]->name, dest);
     }
     return st;
 }

@@ -281,6 +281,14 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
             }
         use_ex = free_port;
         st = dla__net_init_with(net, use_ex ? (int)nex : 0, ex, lookup, ctx, dtype);
+        /* Options that pass their own checks may still not fit together
+         * (a flipped digit in a padding): the file is corrupt. */
+        if (st != DLA_OK && st != DLA_ERR_OUT_OF_MEMORY && st != DLA_ERR_IO &&
+            st != DLA_ERR_UNSUPPORTED) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            st = dla__nn_fail(DLA_ERR_IO, "%s: the architecture is corrupt: %s", what, msg);
+        }
     }
     dla_scope_end();
     json_decref(root);

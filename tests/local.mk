@@ -8,3 +8,4 @@ include tests/nnops.mk
 include tests/loss.mk
 include tests/trace.mk
 include tests/data.mk
+include tests/net.mk

@@ -1,0 +1,23 @@
+# tests/net.mk - networks and optimizers: dla_net (graph, tables,
+# initializers, summary, acceleration), every layer against its op,
+# gradients against finite differences, save/load with fuzzing, and the
+# optimizers against hand-computed steps. One binary (one cmocka group) each.
+DLA_NET_TESTS = tests/test_net tests/test_net_layers tests/test_net_grad tests/test_net_io \
+	tests/test_optim
+check_PROGRAMS += $(DLA_NET_TESTS)
+TESTS += $(DLA_NET_TESTS)
+tests_test_net_SOURCES = tests/test_net.c tests/testutil.h
+tests_test_net_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_net_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_net_layers_SOURCES = tests/test_net_layers.c tests/testutil.h
+tests_test_net_layers_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_net_layers_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_net_grad_SOURCES = tests/test_net_grad.c tests/testutil.h tests/gradcheck.h
+tests_test_net_grad_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_net_grad_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_net_io_SOURCES = tests/test_net_io.c tests/testutil.h
+tests_test_net_io_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_net_io_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_optim_SOURCES = tests/test_optim.c tests/testutil.h
+tests_test_optim_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_optim_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

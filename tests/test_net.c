@@ -1,0 +1,419 @@
+/*
+ * test_net.c - dla_net as a whole: building graphs (sequences, named
+ * connections, MATLAB's default names, the errors), the Learnables and
+ * State tables, the initializers' statistics, the summary text, the
+ * automatic acceleration of forward inside dla_feval, copies and casts.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <dlaccel.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The digit CNN of the dlaccelerate page (no final softmax). */
+static dla_net *digit_cnn(void)
+{
+    dla_layer *l[] = {
+        dla_image_input_layer(28, 28, 1, &(dla_image_input_options){.normalization = "none", .name = "input"}),
+        dla_conv2d_layer(5, 5, 20, &(dla_conv_layer_options){.name = "conv1"}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn1"}),
+        dla_relu_layer(&(dla_layer_options){.name = "relu1"}),
+        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.padding = {1, 1, 1, 1}, .name = "conv2"}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn2"}),
+        dla_relu_layer(&(dla_layer_options){.name = "relu2"}),
+        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.padding = {1, 1, 1, 1}, .name = "conv3"}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn3"}),
+        dla_relu_layer(&(dla_layer_options){.name = "relu3"}),
+        dla_fc_layer(10, &(dla_fc_layer_options){.name = "fc"}),
+    };
+    dla_net *net = dla_net_create(11, l);
+    if (!net)
+        fail_msg("dla_net_create: %s", dla_last_error());
+    return net;
+}
+
+static void a_sequence_has_matlabs_tables_and_names(void **state)
+{
+    (void)state;
+    dla_net *net = digit_cnn();
+    /* MATLAB: Layers 11x1, Connections 10x2, Learnables 14x3, State 6x3. */
+    assert_true(dla_net_initialized(net));
+    assert_int_equal(dla_net_layer_count(net), 11);
+    assert_int_equal(dla_net_connection_count(net), 10);
+    assert_int_equal(dla_net_learnable_count(net), 14);
+    assert_int_equal(dla_net_state_count(net), 6);
+    assert_int_equal(dla_net_input_count(net), 1);
+    assert_string_equal(dla_net_input_name(net, 0), "input");
+    assert_int_equal(dla_net_output_count(net), 1);
+    assert_string_equal(dla_net_output_name(net, 0), "fc");
+    dla_table *lt = dla_net_learnables(net), *st = dla_net_state(net);
+    assert_string_equal(dla_table_layer(lt, 0), "conv1");
+    assert_string_equal(dla_table_parameter(lt, 0), "Weights");
+    assert_string_equal(dla_table_parameter(lt, 3), "Scale");
+    assert_string_equal(dla_table_layer(st, 5), "bn3");
+    assert_string_equal(dla_table_parameter(st, 5), "TrainedVariance");
+    assert_int_equal(dla_table_find(lt, "fc", "Bias"), 13);
+    assert_int_equal(dla_table_find(lt, "fc", "Nope"), -1);
+    /* MATLAB's factors: biases are not L2-regularized. */
+    assert_true(dla_table_l2_factor(lt, 0) == 1 && dla_table_l2_factor(lt, 1) == 0);
+    assert_true(dla_table_learn_rate_factor(lt, 1) == 1);
+    int64_t dims[DLA_MAX_DIMS];
+    char fmt[DLA_MAX_DIMS + 1];
+    assert_int_equal(dla_net_activation(net, "conv1", dims, fmt), 4);
+    assert_string_equal(fmt, "SSCB");
+    assert_true(dims[0] == 24 && dims[1] == 24 && dims[2] == 20 && dims[3] == 1);
+    assert_int_equal(dla_tensor_dim(dla_net_get(net, "fc", "Weights"), 2), 24 * 24 * 20);
+    const char *src, *dst;
+    assert_int_equal(dla_net_connection(net, 9, &src, &dst), DLA_OK);
+    assert_string_equal(src, "relu3");
+    assert_string_equal(dst, "fc");
+    dla_net_free(net);
+
+    /* Unnamed layers get MATLAB's default names, numbered per kind. */
+    dla_layer *u[] = {dla_sequence_input_layer(3, NULL), dla_fc_layer(2, NULL), dla_relu_layer(NULL),
+                      dla_fc_layer(2, NULL)};
+    net = dla_net_create(4, u);
+    assert_non_null(net);
+    assert_string_equal(dla_net_layer_name(net, 0), "sequenceinput_1");
+    assert_string_equal(dla_net_layer_name(net, 1), "fc_1");
+    assert_string_equal(dla_net_layer_name(net, 3), "fc_2");
+    assert_string_equal(dla_net_layer_type(net, 2), "relu");
+    dla_net_free(net);
+}
+
+static void bad_graphs_fail_naming_the_layer(void **state)
+{
+    (void)state;
+    /* Bad options: an error layer, reported when it is used. */
+    dla_layer *bad = dla_conv2d_layer(0, 3, 4, NULL);
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "FilterSize"));
+    bad = dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "first"});
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_layer_error(bad), "OutputMode"));
+    dla_layer_free(bad);
+    /* Duplicate names. */
+    dla_layer *dup[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.name = "a"}),
+                        dla_relu_layer(&(dla_layer_options){.name = "a"})};
+    assert_null(dla_net_create(2, dup));
+    assert_non_null(strstr(dla_last_error(), "two layers are named 'a'"));
+    /* A size the layer cannot take names the layer. */
+    dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
+                      dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "c2d"})};
+    assert_null(dla_net_create(2, l));
+    assert_non_null(strstr(dla_last_error(), "layer 'c2d' (2-D Convolution)"));
+    /* A cycle, and a free input without an example. */
+    dla_layer *c[] = {dla_relu_layer(&(dla_layer_options){.name = "r1"}),
+                      dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+                      dla_relu_layer(&(dla_layer_options){.name = "r2"})};
+    dla_net *net = dla_net_create(3, c);
+    assert_non_null(net);
+    assert_false(dla_net_initialized(net));
+    assert_int_equal(dla_net_connect(net, "r2", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "r2", "add/in2"), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_connect(net, "r2", "add/in3"), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_connect(net, "nope", "r1"), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "cycle"));
+    assert_int_equal(dla_net_disconnect(net, "r2", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "example"));
+    dla_scope_begin();
+    dla_tensor *ex[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1)), dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1))};
+    assert_int_equal(dla_net_init(net, 2, ex), DLA_OK);
+    assert_string_equal(dla_net_input_name(net, 1), "add/in2");
+    dla_tensor *y, *x = dla_tensor_from_host((float[]){-1, 2, -3}, DLA_F32, "CB", DLA_DIMS(3, 1));
+    assert_int_equal(dla_net_predict(net, 2, (dla_tensor *[]){x, x}, 1, &y, NULL), DLA_OK);
+    /* r2(relu(r1(x)) + x): relu([0 2 0] + [-1 2 -3]) */
+    assert_true(dla_tensor_item(y, 1) == 4 && dla_tensor_item(y, 0) == 0);
+    dla_scope_end();
+    dla_net_free(net);
+}
+
+/* Mean and variance of a tensor's elements. */
+static void moments(dla_tensor *t, double *mean, double *var, double *lo, double *hi)
+{
+    int64_t n = dla_tensor_numel(t);
+    double *h = malloc(sizeof *h * (size_t)n);
+    assert_int_equal(dla_tensor_to_host(dla_cast(t, DLA_F64), h, sizeof *h * (size_t)n), DLA_OK);
+    double s = 0, q = 0;
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        s += h[i];
+        q += h[i] * h[i];
+        *lo = fmin(*lo, h[i]);
+        *hi = fmax(*hi, h[i]);
+    }
+    *mean = s / (double)n;
+    *var = q / (double)n - *mean * *mean;
+    free(h);
+}
+
+static void initializers_have_matlabs_statistics(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(11);
+    const char *inits[] = {"glorot", "he", "narrow-normal", "zeros", "ones"};
+    for (int k = 0; k < 5; k++) {
+        dla_layer *l[] = {dla_sequence_input_layer(300, NULL),
+                          dla_fc_layer(200, &(dla_fc_layer_options){.weights_initializer = inits[k],
+                                                                    .bias_initializer = inits[k], .name = "fc"})};
+        dla_net *net = dla_net_create(2, l);
+        assert_non_null(net);
+        double m, v, lo, hi;
+        moments(dla_net_get(net, "fc", "Weights"), &m, &v, &lo, &hi);
+        if (k == 0) { /* uniform in +-sqrt(6 / (300 + 200)): variance bound^2 / 3 */
+            double b = sqrt(6.0 / 500);
+            assert_true(lo >= -b && hi <= b && hi > 0.95 * b);
+            assert_true(fabs(m) < 0.01 && fabs(v / (b * b / 3) - 1) < 0.03);
+        } else if (k == 1) { /* normal, std sqrt(2 / 300) */
+            assert_true(fabs(m) < 0.01 && fabs(sqrt(v) / sqrt(2.0 / 300) - 1) < 0.02);
+        } else if (k == 2) {
+            assert_true(fabs(m) < 0.001 && fabs(sqrt(v) / 0.01 - 1) < 0.02);
+        } else {
+            assert_true(lo == k - 3 && hi == k - 3);
+        }
+        dla_net_free(net);
+    }
+    /* Convolutions: fanIn = fh*fw*C, fanOut = fh*fw*F. */
+    dla_layer *c[] = {dla_image_input_layer(8, 8, 16, NULL),
+                      dla_conv2d_layer(3, 3, 32, &(dla_conv_layer_options){.weights_initializer = "he", .name = "c"}),
+                      dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"})};
+    dla_net *net = dla_net_create(3, c);
+    double m, v, lo, hi;
+    moments(dla_net_get(net, "c", "Weights"), &m, &v, &lo, &hi);
+    assert_true(fabs(sqrt(v) / sqrt(2.0 / (9 * 16)) - 1) < 0.03);
+    moments(dla_net_get(net, "c", "Bias"), &m, &v, &lo, &hi);
+    assert_true(lo == 0 && hi == 0);
+    moments(dla_net_get(net, "bn", "Scale"), &m, &v, &lo, &hi);
+    assert_true(lo == 1 && hi == 1);
+    moments(dla_net_get(net, "bn", "TrainedVariance"), &m, &v, &lo, &hi);
+    assert_true(lo == 1 && hi == 1);
+    dla_net_free(net);
+    /* LSTM: orthogonal recurrent weights (R'R = I), unit forget gate bias. */
+    dla_layer *s[] = {dla_sequence_input_layer(5, NULL), dla_lstm_layer(6, &(dla_lstm_layer_options){.name = "l"})};
+    net = dla_net_create(2, s);
+    dla_tensor *r = dla_net_get(net, "l", "RecurrentWeights");
+    assert_int_equal(dla_tensor_dim(r, 1), 24);
+    dla_tensor *rtr = dla_pagemtimes(r, "transpose", r, "none");
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++)
+            assert_true(fabs(dla_tensor_item(rtr, i + 6 * j) - (i == j)) < 1e-5);
+    dla_tensor *b = dla_net_get(net, "l", "Bias");
+    for (int i = 0; i < 24; i++)
+        assert_true(dla_tensor_item(b, i) == (i >= 6 && i < 12));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void the_summary_lists_layers_activations_and_learnables(void **state)
+{
+    (void)state;
+    dla_net *net = digit_cnn();
+    char buf[8192];
+    int n = dla_net_summary(net, buf, sizeof buf);
+    assert_true(n > 0 && n < (int)sizeof buf);
+    assert_int_equal((int)strlen(buf), n);
+    assert_non_null(strstr(buf, "dla_net with 11 layers, 10 connections, 14 learnables, 6 states\n"));
+    assert_non_null(strstr(buf, "Inputs: input   Outputs: fc\n"));
+    const char *rows[] = {
+        "    1  input  Image Input          28(S) x 28(S) x 1(C) x 1(B)   -",
+        "    2  conv1  2-D Convolution      24(S) x 24(S) x 20(C) x 1(B)  520 (Weights 5x5x1x20, Bias 1x1x20)",
+        "20 5x5x1 convolutions with stride [1 1] and padding [0 0 0 0]\n",
+        "    3  bn1    Batch Normalization  24(S) x 24(S) x 20(C) x 1(B)  40 (Offset 1x1x20, Scale 1x1x20)",
+        "Batch normalization with 20 channels\n",
+        "20 3x3x20 convolutions with stride [1 1] and padding [1 1 1 1]\n",
+        "   11  fc     Fully Connected      10(C) x 1(B)                  115,210 (Weights 10x11520, Bias 10x1)",
+        "  Total learnables: 123,090\n",
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!strstr(buf, rows[i]))
+            fail_msg("summary lacks \"%s\":\n%s", rows[i], buf);
+    /* A plain sequence lists no connections; a truncated buffer still ends in NUL. */
+    assert_null(strstr(buf, "Connections:"));
+    char small[40];
+    assert_int_equal(dla_net_summary(net, small, sizeof small), n);
+    assert_int_equal((int)strlen(small), (int)sizeof small - 1);
+    /* The table display. */
+    assert_true(dla_table_describe(dla_net_state(net), buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "bn1    TrainedMean      {1x1x20 single}"));
+    dla_net_free(net);
+}
+
+typedef struct loss_ctx {
+    dla_net *net;
+} loss_ctx;
+
+/* MATLAB's modelLoss: [loss, gradients, state]. */
+static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_net *net = ctx;
+    int nl = dla_net_learnable_count(net);
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 1 + nl, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_crossentropy(dla_softmax(y), in[1], NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+static void forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs(void **state)
+{
+    (void)state;
+    dla_rng_seed(2);
+    dla_net *net = digit_cnn();
+    dla_net *eager = dla_net_copy(net);
+    assert_non_null(eager);
+    dla_net_set_accelerate(eager, 0);
+    assert_false(dla_net_accelerate_enabled(eager));
+    dla_accel *af = dla_net_accelerator(net);
+    assert_non_null(af);
+    int nl = 14, ns = 6;
+    dla_tensor **vel = calloc((size_t)nl, sizeof *vel), **vel2 = calloc((size_t)nl, sizeof *vel2);
+    for (int it = 0; it < 6; it++) {
+        dla_scope_begin();
+        dla_tensor *x = dla_rand(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 8));
+        dla_tensor *t = dla_onehotencode(dla_tensor_from_host((int32_t[]){1, 2, 3, 4, 5, 6, 7, 8}, DLA_I32,
+                                                              "CB", DLA_DIMS(1, 8)), 10, NULL);
+        dla_tensor *out[21], *ref[21];
+        assert_int_equal(dla_feval(model_loss, net, 2, (dla_tensor *[]){x, t}, 21, out), DLA_OK);
+        assert_int_equal(dla_feval(model_loss, eager, 2, (dla_tensor *[]){x, t}, 21, ref), DLA_OK);
+        /* The replay computes what the layers compute. */
+        assert_true(fabs(dla_tensor_item(out[0], 0) - dla_tensor_item(ref[0], 0)) < 1e-4);
+        assert_true(fabs(dla_tensor_item(out[1], 7) - dla_tensor_item(ref[1], 7)) < 1e-4);
+        assert_true(fabs(dla_tensor_item(out[1 + nl], 3) - dla_tensor_item(ref[1 + nl], 3)) < 1e-5);
+        /* One trace; every call after the first is a hit, though the
+         * learnables and the state change between calls. */
+        assert_int_equal(dla_accel_occupancy(af), 1);
+        assert_true(fabs(dla_accel_hit_rate(af) - 100.0 * it / (it + 1)) < 1e-9);
+        assert_int_equal(dla_net_set_state(net, ns, out + 1 + nl), DLA_OK);
+        assert_int_equal(dla_net_set_state(eager, ns, ref + 1 + nl), DLA_OK);
+        assert_int_equal(dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), out + 1, vel, 0.01, 0.9), DLA_OK);
+        assert_int_equal(dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(eager)), ref + 1, vel2, 0.01, 0.9), DLA_OK);
+        dla_scope_end();
+    }
+    assert_int_equal(dla_accel_occupancy(dla_net_accelerator(eager)), 0);
+    /* Another batch size is another trace, with the reason. */
+    dla_scope_begin();
+    dla_tensor *x = dla_rand(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 4)), *y, *st[6];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_int_equal(dla_accel_occupancy(af), 2);
+    assert_non_null(strstr(dla_accel_last_miss(af), "input 1 dims 28x28x1x8 -> 28x28x1x4"));
+    dla_scope_end();
+    dla_optim_free(nl, vel);
+    dla_optim_free(nl, vel2);
+    free(vel);
+    free(vel2);
+    dla_net_free(net);
+    dla_net_free(eager);
+}
+
+/* An accelerated model loss with the learnables as its tensor inputs. */
+static dla_status bound_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_net *net = ctx;
+    int nl = dla_net_learnable_count(net), ns = dla_net_state_count(net);
+    dla_tensor *y;
+    dla_net_forward_options o = {.learnables = in + 2, .state = in + 2 + nl};
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 1 + nl, &o);
+    if (st != DLA_OK)
+        return st;
+    (void)ns;
+    out[0] = dla_crossentropy(dla_softmax(y), in[1], NULL);
+    return dla_gradient(out[0], nl, in + 2, out + 1);
+}
+
+static void an_accelerated_model_loss_takes_the_learnables_as_inputs(void **state)
+{
+    (void)state;
+    dla_rng_seed(9);
+    dla_net *net = digit_cnn();
+    int nl = 14, ns = 6;
+    dla_accel *acc = dla_accelerate(bound_loss, &(dla_accel_options){.name = "modelLoss", .key = dla_net_key});
+    dla_tensor **vel = calloc((size_t)nl, sizeof *vel);
+    double first = 0, last = 0;
+    for (int it = 0; it < 8; it++) {
+        dla_scope_begin();
+        dla_rng_seed(100); /* the same batch each time: the loss must fall */
+        dla_tensor *x = dla_rand(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 8));
+        dla_tensor *t = dla_onehotencode(dla_tensor_from_host((int32_t[]){0, 1, 2, 3, 4, 5, 6, 7}, DLA_I32,
+                                                              "CB", DLA_DIMS(1, 8)), 10, NULL);
+        dla_tensor *in[2 + 14 + 6] = {x, t};
+        memcpy(in + 2, dla_table_values(dla_net_learnables(net)), sizeof *in * 14);
+        memcpy(in + 16, dla_table_values(dla_net_state(net)), sizeof *in * 6);
+        dla_tensor *out[21];
+        if (dla_accel_feval(acc, net, 22, in, 21, out) != DLA_OK)
+            fail_msg("accel_feval: %s", dla_last_error());
+        double loss = dla_tensor_item(out[0], 0);
+        if (it == 0)
+            first = loss;
+        last = loss;
+        assert_int_equal(dla_net_set_state(net, ns, out + 1 + nl), DLA_OK);
+        assert_int_equal(dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), out + 1, vel, 0.05, 0.9), DLA_OK);
+        dla_scope_end();
+    }
+    /* New learnables every call, yet one trace: they are inputs. */
+    assert_int_equal(dla_accel_occupancy(acc), 1);
+    assert_true(dla_accel_hit_rate(acc) > 85);
+    assert_true(last < first);
+    dla_accel_free(acc);
+    dla_optim_free(nl, vel);
+    free(vel);
+    dla_net_free(net);
+}
+
+static void copies_casts_and_sets_keep_tables_consistent(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = digit_cnn();
+    dla_net *c = dla_net_copy(net);
+    assert_non_null(c);
+    assert_int_equal(dla_net_learnable_count(c), 14);
+    assert_true(dla_net_get(c, "conv1", "Weights") == dla_net_get(net, "conv1", "Weights"));
+    assert_int_equal(dla_net_cast(c, DLA_F64), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(c, "bn1", "TrainedMean")), DLA_F64);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(net, "bn1", "TrainedMean")), DLA_F32);
+    /* Setting needs the same dims and dtype, and leaves the table alone otherwise. */
+    dla_tensor *w = dla_zeros(DLA_F32, "", DLA_DIMS(5, 5, 1, 20));
+    assert_int_equal(dla_net_set(net, "conv1", "Weights", w), DLA_OK);
+    assert_true(dla_net_get(net, "conv1", "Weights") == w);
+    assert_int_equal(dla_net_set(net, "conv1", "Weights", dla_zeros(DLA_F32, "", DLA_DIMS(5, 5, 2, 20))),
+                     DLA_ERR_SHAPE);
+    assert_int_equal(dla_net_set(net, "conv1", "Weights", dla_zeros(DLA_F64, "", DLA_DIMS(5, 5, 1, 20))),
+                     DLA_ERR_DTYPE);
+    assert_int_equal(dla_table_set_value(dla_net_learnables(net), 0, dla_zeros(DLA_F32, "", DLA_DIMS(5, 5, 1, 19))),
+                     DLA_ERR_SHAPE);
+    assert_null(dla_net_get(net, "conv1", "Offset"));
+    assert_int_equal(dla_net_set_learnables(net, 3, (dla_tensor *[]){w, w, w}), DLA_ERR_INVALID_ARGUMENT);
+    /* Forward with a wrong input count fails with error tensors. */
+    dla_tensor *y;
+    assert_int_equal(dla_net_forward(net, 0, NULL, 1, &y, NULL, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_tensor_status(y), DLA_ERR_INVALID_ARGUMENT);
+    dla_net_free(c);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_sequence_has_matlabs_tables_and_names),
+        cmocka_unit_test(bad_graphs_fail_naming_the_layer),
+        cmocka_unit_test(initializers_have_matlabs_statistics),
+        cmocka_unit_test(the_summary_lists_layers_activations_and_learnables),
+        cmocka_unit_test(forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs),
+        cmocka_unit_test(an_accelerated_model_loss_takes_the_learnables_as_inputs),
+        cmocka_unit_test(copies_casts_and_sets_keep_tables_consistent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

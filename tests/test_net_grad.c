@@ -1,0 +1,188 @@
+/*
+ * test_net_grad.c - gradients of small networks with respect to their
+ * learnables, as dla_net_gradient computes them inside dla_feval, against
+ * central finite differences in float64: a CNN trained with batch
+ * normalization, a graph with addition and concatenation, 1-D
+ * convolutions with global pooling, and the LSTM in both output modes;
+ * each accelerated (the replayed trace goes on the tape) and not.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "gradcheck.h"
+
+#include <dlaccel.h>
+#include <string.h>
+
+typedef struct net_ctx {
+    dla_net *net;
+    dla_tensor *x;
+    int training;
+} net_ctx;
+
+/* The network's output with in[] as its learnables. */
+static dla_tensor *run_net(void *c, dla_tensor *const *in)
+{
+    net_ctx *n = c;
+    dla_tensor *y;
+    dla_net_forward_options o = {.learnables = in};
+    if (n->training)
+        dla_net_forward(n->net, 1, &n->x, 1, &y, NULL, &o);
+    else
+        dla_net_predict(n->net, 1, &n->x, 1, &y, &o);
+    return y;
+}
+
+/* Finite differences for every learnable, with acceleration on and off. */
+static void check_net(dla_net *net, dla_tensor *x, int training)
+{
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    int nl = dla_net_learnable_count(net);
+    assert_true(nl <= GC_MAX_IN);
+    dla_tensor **values = dla_table_values(dla_net_learnables(net));
+    int check[GC_MAX_IN];
+    for (int i = 0; i < nl; i++)
+        check[i] = 1;
+    net_ctx c = {net, x, training};
+    for (int accel = 1; accel >= 0; accel--) {
+        dla_net_set_accelerate(net, accel);
+        gc_check(run_net, &c, nl, values, check, 1e-5);
+    }
+    dla_net_set_accelerate(net, 1);
+}
+
+typedef struct loss_ctx {
+    dla_net *net;
+} loss_ctx;
+
+static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+static void cnn_with_batchnorm_has_the_gradients_of_finite_differences(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(3);
+    dla_layer *l[] = {
+        dla_image_input_layer(6, 5, 2, &(dla_image_input_options){.normalization = "zscore"}),
+        dla_conv2d_layer(3, 3, 3, &(dla_conv_layer_options){.padding = {1, 1, 0, 1}}),
+        dla_batchnorm_layer(NULL),
+        dla_relu_layer(NULL),
+        dla_maxpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}}),
+        dla_fc_layer(4, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(7, l);
+    assert_non_null(net);
+    dla_tensor *x = dla_randn(DLA_F64, "SSCB", DLA_DIMS(6, 5, 2, 3));
+    check_net(net, x, 1);
+    check_net(net, x, 0);
+    /* dla_net_gradient gives one gradient per Learnables row, in its dims. */
+    dla_tensor *t = dla_rand(DLA_F64, "CB", DLA_DIMS(4, 3)), *out[7];
+    assert_int_equal(dla_feval(model_loss, net, 2, (dla_tensor *[]){x, t}, 7, out), DLA_OK);
+    dla_table *lt = dla_net_learnables(net);
+    for (int i = 0; i < 6; i++) {
+        int64_t a[DLA_MAX_DIMS], b[DLA_MAX_DIMS];
+        int na = dla_tensor_dims(out[1 + i], a), nb = dla_tensor_dims(dla_table_value(lt, i), b);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, sizeof *a * (size_t)na);
+    }
+    dla_table *g = dla_table_like(lt, out + 1);
+    assert_non_null(g);
+    assert_string_equal(dla_table_parameter(g, 2), "Offset");
+    dla_table_free(g);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void graph_with_addition_and_concatenation_differentiates_every_branch(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(4);
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 2, &(dla_image_input_options){.normalization = "none", .name = "in"}),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same", .name = "c1"}),
+        dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+        dla_concatenation_layer(3, 2, &(dla_layer_options){.name = "cat"}),
+        dla_global_avgpool2d_layer(NULL),
+        dla_fc_layer(3, NULL),
+    };
+    dla_net *net = dla_net_create(6, l);
+    assert_non_null(net);
+    dla_layer *c2 = dla_conv2d_layer(1, 1, 2, &(dla_conv_layer_options){.name = "c2"});
+    assert_int_equal(dla_net_add_layers(net, 1, &c2), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "c2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "c2", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "cat/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_learnable_count(net), 6);
+    dla_tensor *x = dla_randn(DLA_F64, "SSCB", DLA_DIMS(4, 4, 2, 2));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void conv1d_and_global_pooling_over_time_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(5);
+    dla_layer *l[] = {
+        dla_sequence_input_layer(3, &(dla_sequence_input_options){.min_length = 3}),
+        dla_conv1d_layer(3, 4, &(dla_conv_layer_options){.padding_mode = "causal"}),
+        dla_batchnorm_layer(NULL),
+        dla_leakyrelu_layer(0.1, NULL),
+        dla_global_maxpool1d_layer(NULL),
+        dla_fc_layer(2, NULL),
+    };
+    dla_net *net = dla_net_create(6, l);
+    assert_non_null(net);
+    dla_tensor *x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 4, 6));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void lstm_gradients_match_finite_differences_in_both_output_modes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int last = 0; last < 2; last++) {
+        dla_rng_seed(6 + (uint64_t)last);
+        dla_layer *l[] = {
+            dla_sequence_input_layer(3, NULL),
+            dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = last ? "last" : "sequence"}),
+            dla_fc_layer(2, NULL),
+        };
+        dla_net *net = dla_net_create(3, l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_learnable_count(net), 5);
+        dla_tensor *x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 5));
+        check_net(net, x, 1);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cnn_with_batchnorm_has_the_gradients_of_finite_differences),
+        cmocka_unit_test(graph_with_addition_and_concatenation_differentiates_every_branch),
+        cmocka_unit_test(conv1d_and_global_pooling_over_time_differentiate),
+        cmocka_unit_test(lstm_gradients_match_finite_differences_in_both_output_modes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,318 @@
+/*
+ * test_net_io.c - saving and loading networks as safetensors files: the
+ * round trip is bit for bit (values, tables, summary, predictions), the
+ * file is what safetensors readers expect, and broken or foreign files
+ * fail with DLA_ERR_IO or DLA_ERR_UNSUPPORTED and a message, never a
+ * crash or a leak: truncated at every length, bytes flipped at random.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <dlaccel.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static const char *path(const char *name)
+{
+    static char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return p;
+}
+
+static unsigned char *slurp(const char *p, long *size)
+{
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)*size + 1);
+    assert_int_equal(fread(b, 1, (size_t)*size, f), (size_t)*size);
+    fclose(f);
+    b[*size] = 0;
+    return b;
+}
+
+static void spit(const char *p, const void *b, size_t n)
+{
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+/* A graph with every kind of parameter: input statistics, batch norm
+ * state, an addition, an LSTM elsewhere. */
+static dla_net *sample_cnn(void)
+{
+    dla_layer *l[] = {
+        dla_image_input_layer(8, 8, 2, &(dla_image_input_options){.normalization = "zscore", .name = "in"}),
+        dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.padding_mode = "same", .name = "c1"}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"}),
+        dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+        dla_relu_layer(NULL),
+        dla_avgpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}}),
+        dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"}),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(8, l);
+    assert_non_null(net);
+    dla_layer *c2 = dla_conv2d_layer(1, 1, 4, &(dla_conv_layer_options){.name = "c2"});
+    assert_int_equal(dla_net_add_layers(net, 1, &c2), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "c2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "c2", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    /* Statistics and state that are not the initial ones. */
+    dla_scope_begin();
+    dla_tensor *x = dla_randn(DLA_F32, "SSCB", DLA_DIMS(8, 8, 2, 5));
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &x), DLA_OK);
+    dla_tensor *y, *st[2];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_int_equal(dla_net_set_state(net, 2, st), DLA_OK);
+    dla_scope_end();
+    return net;
+}
+
+static void assert_same_values(const dla_table *a, const dla_table *b)
+{
+    assert_int_equal(dla_table_count(a), dla_table_count(b));
+    for (int i = 0; i < dla_table_count(a); i++) {
+        assert_string_equal(dla_table_layer(a, i), dla_table_layer(b, i));
+        assert_string_equal(dla_table_parameter(a, i), dla_table_parameter(b, i));
+        dla_tensor *x = dla_table_value(a, i), *y = dla_table_value(b, i);
+        assert_int_equal(dla_tensor_dtype(x), dla_tensor_dtype(y));
+        int64_t dx[DLA_MAX_DIMS], dy[DLA_MAX_DIMS];
+        int nx = dla_tensor_dims(x, dx), ny = dla_tensor_dims(y, dy);
+        assert_int_equal(nx, ny);
+        assert_memory_equal(dx, dy, sizeof *dx * (size_t)nx);
+        size_t bytes = (size_t)dla_tensor_numel(x) * dla_dtype_size(dla_tensor_dtype(x));
+        unsigned char *hx = malloc(bytes + 1), *hy = malloc(bytes + 1);
+        assert_int_equal(dla_tensor_to_host(x, hx, bytes), DLA_OK);
+        assert_int_equal(dla_tensor_to_host(y, hy, bytes), DLA_OK);
+        assert_memory_equal(hx, hy, bytes);
+        free(hx);
+        free(hy);
+    }
+}
+
+static void a_saved_network_loads_back_bit_for_bit(void **state)
+{
+    (void)state;
+    dla_rng_seed(21);
+    dla_net *net = sample_cnn();
+    assert_int_equal(dla_net_save(net, path("cnn.safetensors")), DLA_OK);
+    dla_net *back = NULL;
+    if (dla_net_load(path("cnn.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_true(dla_net_initialized(back));
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    assert_same_values(dla_net_state(net), dla_net_state(back));
+    assert_int_equal(dla_tensor_item(dla_net_get(net, "in", "StandardDeviation"), 1),
+                     dla_tensor_item(dla_net_get(back, "in", "StandardDeviation"), 1));
+    char a[8192], b[8192];
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "c2 -> add/in2"));
+    dla_scope_begin();
+    dla_tensor *x = dla_randn(DLA_F32, "SSCB", DLA_DIMS(8, 8, 2, 3)), *ya, *yb;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &ya, NULL), DLA_OK);
+    assert_int_equal(dla_net_predict(back, 1, &x, 1, &yb, NULL), DLA_OK);
+    float ha[9], hb[9];
+    dla_tensor_to_host(ya, ha, sizeof ha);
+    dla_tensor_to_host(yb, hb, sizeof hb);
+    assert_memory_equal(ha, hb, sizeof ha);
+    dla_scope_end();
+    dla_net_free(back);
+    dla_net_free(net);
+
+    /* Sequences, an LSTM and double precision too. */
+    dla_layer *s[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.min_length = 4}),
+                      dla_conv1d_layer(2, 3, &(dla_conv_layer_options){.padding_mode = "causal"}),
+                      dla_lstm_layer(5, &(dla_lstm_layer_options){.output_mode = "last"}),
+                      dla_dropout_layer(0.2, NULL), dla_fc_layer(2, NULL)};
+    net = dla_net_create(5, s);
+    assert_non_null(net);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_int_equal(dla_net_save(net, path("seq.safetensors")), DLA_OK);
+    assert_int_equal(dla_net_load(path("seq.safetensors"), &back), DLA_OK);
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    assert_int_equal(dla_tensor_dtype(dla_table_value(dla_net_learnables(back), 0)), DLA_F64);
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    dla_net_free(back);
+    dla_net_free(net);
+}
+
+static void the_file_is_a_safetensors_file(void **state)
+{
+    (void)state;
+    dla_rng_seed(22);
+    dla_net *net = sample_cnn();
+    assert_int_equal(dla_net_save(net, path("layout.safetensors")), DLA_OK);
+    long size;
+    unsigned char *f = slurp(path("layout.safetensors"), &size);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++)
+        n |= (uint64_t)f[i] << (8 * i);
+    assert_true(n % 8 == 0 && 8 + n < (uint64_t)size);
+    assert_int_equal(f[8], '{');
+    char *head = strndup((char *)f + 8, (size_t)n);
+    assert_non_null(strstr(head, "\"__metadata__\":{\"format\":\"dlaccel-net\",\"format_version\":\"1.0\""));
+    /* Shapes are the row-major ones: MATLAB's 3x3x2x4 reversed. */
+    assert_non_null(strstr(head, "\"learnables/c1/Weights\":{\"dtype\":\"F32\",\"shape\":[4,2,3,3],"
+                                 "\"data_offsets\":[0,288]}"));
+    assert_non_null(strstr(head, "\"state/bn/TrainedMean\":{\"dtype\":\"F32\",\"shape\":[4,1,1]"));
+    assert_non_null(strstr(head, "\"fixed/in/Mean\""));
+    /* The first tensor's bytes are the weights, little-endian floats. */
+    float w[2];
+    assert_int_equal(dla_tensor_to_host(dla_net_get(net, "c1", "Weights"), w, 0), DLA_ERR_INVALID_ARGUMENT);
+    float all[72];
+    assert_int_equal(dla_tensor_to_host(dla_net_get(net, "c1", "Weights"), all, sizeof all), DLA_OK);
+    memcpy(w, f + 8 + n, sizeof w);
+    assert_true(w[0] == all[0] && w[1] == all[1]);
+    free(head);
+    free(f);
+    dla_net_free(net);
+}
+
+static void broken_and_foreign_files_are_refused_with_the_reason(void **state)
+{
+    (void)state;
+    dla_net *out = (dla_net *)1;
+    assert_int_equal(dla_net_load(path("missing.safetensors"), &out), DLA_ERR_IO);
+    assert_null(out);
+    assert_non_null(strstr(dla_last_error(), "cannot open"));
+    spit(path("short"), "abc", 3);
+    assert_int_equal(dla_net_load(path("short"), &out), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "too short"));
+    unsigned char big[16] = {0xff, 0xff, 0, 0, 0, 0, 0, 0, '{', '}'};
+    spit(path("big"), big, sizeof big);
+    assert_int_equal(dla_net_load(path("big"), &out), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "header length 65535"));
+    /* A valid safetensors file of someone else's. */
+    const char foreign[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}   ";
+    unsigned char buf[256] = {sizeof foreign - 1};
+    memcpy(buf + 8, foreign, sizeof foreign - 1);
+    spit(path("foreign"), buf, 8 + sizeof foreign - 1 + 8);
+    assert_int_equal(dla_net_load(path("foreign"), &out), DLA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(dla_last_error(), "not a dlaccel network"));
+    /* A newer version. */
+    dla_rng_seed(23);
+    dla_net *net = sample_cnn();
+    assert_int_equal(dla_net_save(net, path("v.safetensors")), DLA_OK);
+    long size;
+    unsigned char *f = slurp(path("v.safetensors"), &size);
+    char *v = strstr((char *)f + 8, "\"format_version\":\"1.0\"");
+    assert_non_null(v);
+    v[18] = '2';
+    spit(path("v2.safetensors"), f, (size_t)size);
+    assert_int_equal(dla_net_load(path("v2.safetensors"), &out), DLA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(dla_last_error(), "format version \"2.0\""));
+    v[18] = '1';
+    /* A tensor renamed: missing for the architecture. */
+    char *t = strstr((char *)f + 8, "learnables/fc/Bias");
+    assert_non_null(t);
+    t[14] = 'X';
+    spit(path("renamed.safetensors"), f, (size_t)size);
+    assert_int_equal(dla_net_load(path("renamed.safetensors"), &out), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "no tensor learnables/fc/Bias"));
+    t[14] = 'B';
+    /* One byte short of the data. */
+    spit(path("cut.safetensors"), f, (size_t)size - 1);
+    assert_int_equal(dla_net_load(path("cut.safetensors"), &out), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "cut.safetensors"));
+    free(f);
+    dla_net_free(net);
+}
+
+static void truncated_and_flipped_files_never_crash_or_leak(void **state)
+{
+    (void)state;
+    dla_rng_seed(24);
+    dla_net *net = sample_cnn();
+    assert_int_equal(dla_net_save(net, path("fuzz.safetensors")), DLA_OK);
+    dla_net_free(net);
+    long size;
+    unsigned char *f = slurp(path("fuzz.safetensors"), &size);
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++)
+        hlen |= (uint64_t)f[i] << (8 * i);
+    dla_net *out = NULL;
+    /* Warm up (devices, caches) before counting blocks. */
+    assert_int_equal(dla_net_load(path("fuzz.safetensors"), &out), DLA_OK);
+    dla_net_free(out);
+    long live = tu_live;
+    /* Every truncation fails. */
+    for (long n = 0; n < size; n += n < 8 + (long)hlen + 16 ? 3 : 97) {
+        spit(path("t.safetensors"), f, (size_t)n);
+        dla_status st = dla_net_load(path("t.safetensors"), &out);
+        if (st != DLA_ERR_IO)
+            fail_msg("truncated at %ld of %ld: status %d (%s)", n, size, st, dla_last_error());
+        assert_null(out);
+        assert_true(strlen(dla_last_error()) > 0);
+    }
+    /* Flipped bytes: refused with a reason, or (in the data) loaded. */
+    int refused = 0, loaded = 0;
+    tu_state = 0x1234567ull;
+    for (int trial = 0; trial < 600; trial++) {
+        unsigned char *g = malloc((size_t)size);
+        memcpy(g, f, (size_t)size);
+        long at = trial % 2 ? (long)tu_int(0, 8 + (int64_t)hlen - 1) : (long)tu_int(0, size - 1);
+        g[at] ^= (unsigned char)(1u << tu_int(0, 7));
+        spit(path("f.safetensors"), g, (size_t)size);
+        free(g);
+        dla_status st = dla_net_load(path("f.safetensors"), &out);
+        if (st == DLA_OK) {
+            loaded++;
+            char buf[4096];
+            assert_true(dla_net_summary(out, buf, sizeof buf) > 0);
+            dla_net_free(out);
+        } else {
+            if (st != DLA_ERR_IO && st != DLA_ERR_UNSUPPORTED)
+                fail_msg("flip at %ld: status %d (%s)", at, st, dla_last_error());
+            assert_null(out);
+            assert_true(strlen(dla_last_error()) > 0);
+            refused++;
+        }
+    }
+    assert_true(refused > 200 && loaded > 100);
+    assert_int_equal(tu_live, live);
+    free(f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/dla_net_io_XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_saved_network_loads_back_bit_for_bit),
+        cmocka_unit_test(the_file_is_a_safetensors_file),
+        cmocka_unit_test(broken_and_foreign_files_are_refused_with_the_reason),
+        cmocka_unit_test(truncated_and_flipped_files_never_crash_or_leak),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,421 @@
+/*
+ * test_net_layers.c - every layer's forward values, in training and in
+ * inference mode, against the op it is built on (or, for the lstm, a loop
+ * written out in double), on small hand-made inputs and parameters.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <dlaccel.h>
+#include <math.h>
+#include <string.h>
+
+/* A tensor of dims filled with v[i] = a * i + b (varied signs). */
+static dla_tensor *ramp(dla_dtype dt, const char *fmt, int nd, const int64_t *dims, double a, double b)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= dims[i];
+    double *h = malloc(sizeof *h * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        h[i] = a * (double)((i * 7) % 11) + b + 0.01 * (double)i;
+    dla_tensor *t = dla_cast(dla_tensor_from_host(h, DLA_F64, fmt, nd, dims), dt);
+    free(h);
+    return t;
+}
+
+/* Max |a - b| over all elements (same numel required). */
+static double maxdiff(dla_tensor *a, dla_tensor *b)
+{
+    assert_int_equal(dla_tensor_status(a), DLA_OK);
+    assert_int_equal(dla_tensor_status(b), DLA_OK);
+    int64_t n = dla_tensor_numel(a);
+    assert_int_equal(n, dla_tensor_numel(b));
+    double *x = malloc(sizeof *x * (size_t)(n ? n : 1)), *y = malloc(sizeof *y * (size_t)(n ? n : 1));
+    assert_int_equal(dla_tensor_to_host(dla_cast(a, DLA_F64), x, sizeof *x * (size_t)n), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(dla_cast(b, DLA_F64), y, sizeof *y * (size_t)n), DLA_OK);
+    double m = 0;
+    for (int64_t i = 0; i < n; i++)
+        m = fmax(m, fabs(x[i] - y[i]));
+    free(x);
+    free(y);
+    return m;
+}
+
+static void assert_same(dla_tensor *a, dla_tensor *b)
+{
+    assert_string_equal(dla_tensor_format(a), dla_tensor_format(b));
+    assert_int_equal(dla_tensor_ndims(a) >= 1, 1);
+    for (int d = 1; d <= 5; d++)
+        assert_int_equal(dla_tensor_dim(a, d), dla_tensor_dim(b, d));
+    assert_true(maxdiff(a, b) <= 1e-5);
+}
+
+/* A network of one layer behind an example input of x's shape (no input
+ * layer), in double. */
+static dla_net *one(dla_layer *l, dla_tensor *x)
+{
+    dla_net *net = dla_net_create(1, &l);
+    assert_non_null(net);
+    if (dla_net_init(net, 1, &x) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    return net;
+}
+
+static dla_tensor *predict1(dla_net *net, dla_tensor *x)
+{
+    dla_tensor *y;
+    if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
+        fail_msg("predict: %s", dla_last_error());
+    return y;
+}
+
+static dla_tensor *forward1(dla_net *net, dla_tensor *x)
+{
+    dla_tensor *y;
+    if (dla_net_forward(net, 1, &x, 1, &y, NULL, NULL) != DLA_OK)
+        fail_msg("forward: %s", dla_last_error());
+    return y;
+}
+
+/* Sets the layer's parameter to a ramp of its own dims. */
+static dla_tensor *set_ramp(dla_net *net, const char *layer, const char *param, double a, double b)
+{
+    dla_tensor *old = dla_net_get(net, layer, param);
+    assert_non_null(old);
+    int64_t dims[DLA_MAX_DIMS];
+    int nd = dla_tensor_dims(old, dims);
+    dla_tensor *v = ramp(dla_tensor_dtype(old), "", nd, dims, a, b);
+    assert_int_equal(dla_net_set(net, layer, param, v), DLA_OK);
+    return v;
+}
+
+static void image_input_zscore_subtracts_mean_and_divides_by_std(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *mean = dla_tensor_from_host((float[]){1, -2}, DLA_F32, "", DLA_DIMS(1, 1, 2));
+    dla_tensor *sd = dla_tensor_from_host((float[]){2, 4}, DLA_F32, "", DLA_DIMS(1, 1, 2));
+    dla_layer *l[] = {dla_image_input_layer(3, 2, 2, &(dla_image_input_options){
+        .normalization = "zscore", .mean = mean, .standard_deviation = sd})};
+    dla_net *net = dla_net_create(1, l);
+    assert_non_null(net);
+    dla_tensor *x = ramp(DLA_F32, "SSCB", DLA_DIMS(3, 2, 2, 2), 1, -3);
+    dla_tensor *want = dla_div(dla_sub(x, mean), sd);
+    assert_same(predict1(net, x), want);
+    assert_same(forward1(net, x), want);
+    /* zerocenter only subtracts; none passes x through. */
+    dla_layer *z[] = {dla_image_input_layer(3, 2, 2, &(dla_image_input_options){.mean = mean})};
+    dla_net *zn = dla_net_create(1, z);
+    assert_same(predict1(zn, x), dla_sub(x, mean));
+    /* A wrong size is refused, naming the layer. */
+    dla_tensor *bad = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(3, 3, 2, 1)), *y;
+    assert_int_equal(dla_net_predict(net, 1, &bad, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "imageinput_1"));
+    assert_int_equal(dla_tensor_status(y), DLA_ERR_SHAPE);
+    dla_net_free(net);
+    dla_net_free(zn);
+    dla_scope_end();
+}
+
+static void input_statistics_come_from_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+        .normalization = "zscore", .min_length = 2})};
+    dla_net *net = dla_net_create(1, l);
+    assert_non_null(net);
+    /* channel 1: 1..6 (mean 3.5), channel 2: all 5 (std 0) over two tensors */
+    dla_tensor *a = dla_tensor_from_host((double[]){1, 5, 2, 5, 3, 5}, DLA_F64, "CBT", DLA_DIMS(2, 1, 3));
+    dla_tensor *b = dla_tensor_from_host((double[]){4, 5, 5, 5, 6, 5}, DLA_F64, "CBT", DLA_DIMS(2, 3, 1));
+    assert_int_equal(dla_net_set_input_statistics(net, "sequenceinput_1", 2, (dla_tensor *[]){a, b}), DLA_OK);
+    dla_tensor *m = dla_net_get(net, "sequenceinput_1", "Mean");
+    dla_tensor *s = dla_net_get(net, "sequenceinput_1", "StandardDeviation");
+    assert_true(fabs(dla_tensor_item(m, 0) - 3.5) < 1e-6);
+    assert_true(fabs(dla_tensor_item(m, 1) - 5) < 1e-6);
+    assert_true(fabs(dla_tensor_item(s, 0) - sqrt(17.5 / 6)) < 1e-5);
+    assert_true(fabs(dla_tensor_item(s, 1)) < 1e-6);
+    /* A sequence shorter than MinLength is refused. */
+    dla_tensor *shrt = dla_zeros(DLA_F32, "CBT", DLA_DIMS(2, 1, 1)), *y;
+    assert_int_equal(dla_net_predict(net, 1, &shrt, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "MinLength 2"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void conv2d_matches_dla_conv_with_stride_dilation_and_padding(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(7, 6, 3, 2), 0.3, -1);
+    dla_net *net = one(dla_conv2d_layer(3, 2, 4, &(dla_conv_layer_options){
+        .stride = {2, 1}, .dilation = {1, 2}, .padding = {1, 0, 2, 1}, .name = "c"}), x);
+    dla_tensor *w = set_ramp(net, "c", "Weights", 0.1, -0.5), *b = set_ramp(net, "c", "Bias", 1, -2);
+    assert_int_equal(dla_tensor_dim(w, 3), 3);
+    dla_tensor *want = dla_conv(x, w, b, &(dla_conv_options){
+        .stride = {2, 1}, .dilation = {1, 2}, .padding = {{1, 2}, {0, 1}}});
+    assert_same(predict1(net, x), want);
+    assert_same(forward1(net, x), want);
+    dla_net_free(net);
+    /* "same" keeps ceil(in / stride). */
+    dla_net *same = one(dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){
+        .stride = {2, 2}, .padding_mode = "same"}), x);
+    dla_tensor *y = predict1(same, x);
+    assert_int_equal(dla_tensor_dim(y, 1), 4);
+    assert_int_equal(dla_tensor_dim(y, 2), 3);
+    dla_net_free(same);
+    dla_scope_end();
+}
+
+static void conv1d_convolves_along_time_and_causal_pads_before(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(3, 2, 9), 0.2, -0.7);
+    dla_net *net = one(dla_conv1d_layer(3, 5, &(dla_conv_layer_options){
+        .padding_mode = "causal", .dilation = {2}, .name = "c"}), x);
+    dla_tensor *w = set_ramp(net, "c", "Weights", 0.1, -0.3), *b = set_ramp(net, "c", "Bias", 1, 0);
+    assert_int_equal(dla_tensor_dim(b, 2), 5);
+    dla_tensor *want = dla_conv(x, w, b, &(dla_conv_options){.dilation = {2}, .padding = {{4}, {0}}});
+    dla_tensor *y = predict1(net, x);
+    assert_same(y, want);
+    assert_int_equal(dla_tensor_dim(y, 3), 9);
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 2, 2, 4), 0.5, -1);
+    dla_net *net = one(dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn", .epsilon = 1e-3}), x);
+    dla_tensor *off = set_ramp(net, "bn", "Offset", 1, -0.5), *sc = set_ramp(net, "bn", "Scale", 0.5, 1);
+    dla_tensor *rm = set_ramp(net, "bn", "TrainedMean", 0.2, 0.1);
+    dla_tensor *rv = set_ramp(net, "bn", "TrainedVariance", 0.3, 0.5);
+    assert_int_equal(dla_tensor_dim(off, 3), 2);
+    dla_batchnorm_options o = {.epsilon = 1e-3};
+    assert_same(predict1(net, x), dla_batchnorm(x, off, sc, rm, rv, &o));
+    dla_tensor *y, *state_out[2], *wy, *wm, *wv;
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, state_out, NULL), DLA_OK);
+    assert_int_equal(dla_batchnorm_train(x, off, sc, rm, rv, &o, &wy, &wm, &wv), DLA_OK);
+    assert_same(y, wy);
+    assert_same(state_out[0], wm);
+    assert_same(state_out[1], wv);
+    /* The network keeps its statistics until told otherwise. */
+    assert_true(maxdiff(dla_net_get(net, "bn", "TrainedMean"), rm) == 0);
+    assert_int_equal(dla_net_set_state(net, 2, state_out), DLA_OK);
+    assert_true(maxdiff(dla_net_get(net, "bn", "TrainedMean"), wm) == 0);
+    assert_same(predict1(net, x), dla_batchnorm(x, off, sc, wm, wv, &o));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void activations_match_their_ops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(4, 3, 5, 2), 0.4, -2);
+    dla_net *r = one(dla_relu_layer(NULL), x);
+    assert_same(predict1(r, x), dla_relu(x));
+    dla_net *lr = one(dla_leakyrelu_layer(0.2, NULL), x);
+    assert_same(forward1(lr, x), dla_leakyrelu(x, 0.2));
+    dla_net *sm = one(dla_softmax_layer(NULL), x);
+    assert_same(predict1(sm, x), dla_softmax(x));
+    /* Dropout: the op's mask in forward (same seed), the identity in predict. */
+    dla_net *d = one(dla_dropout_layer(0.3, NULL), x);
+    dla_rng_seed(7);
+    dla_tensor *yd = forward1(d, x);
+    dla_rng_seed(7);
+    assert_same(yd, dla_dropout(x, 0.3));
+    assert_same(predict1(d, x), x);
+    dla_net_free(r);
+    dla_net_free(lr);
+    dla_net_free(sm);
+    dla_net_free(d);
+    dla_scope_end();
+}
+
+static void pooling_layers_match_their_ops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(6, 5, 2, 2), 0.7, -3);
+    dla_net *mp = one(dla_maxpool2d_layer(2, 3, &(dla_pool_layer_options){.stride = {2, 1}}), x);
+    assert_same(predict1(mp, x), dla_maxpool(x, DLA_DIMS(2, 3), &(dla_pool_options){.stride = {2, 1}}));
+    dla_net *ap = one(dla_avgpool2d_layer(3, 3, &(dla_pool_layer_options){
+        .stride = {2, 2}, .padding_mode = "same", .padding_value = "mean"}), x);
+    assert_same(forward1(ap, x), dla_avgpool(x, DLA_DIMS(3, 3), &(dla_pool_options){
+        .stride = {2, 2}, .padding_mode = "same", .padding_value = "mean"}));
+    dla_net *g2 = one(dla_global_avgpool2d_layer(NULL), x);
+    assert_same(predict1(g2, x), dla_global_avgpool(x));
+    dla_net *gm2 = one(dla_global_maxpool2d_layer(NULL), x);
+    assert_same(predict1(gm2, x), dla_global_maxpool(x));
+    /* 1-D over "T": the time dim goes, "CB" remains. */
+    dla_tensor *s = ramp(DLA_F64, "CBT", DLA_DIMS(3, 2, 7), 0.3, -1);
+    dla_net *g1 = one(dla_global_maxpool1d_layer(NULL), s);
+    dla_tensor *y = predict1(g1, s);
+    assert_string_equal(dla_tensor_format(y), "CB");
+    assert_true(maxdiff(y, dla_global_maxpool(s)) == 0);
+    dla_net *a1 = one(dla_global_avgpool1d_layer(NULL), s);
+    assert_true(maxdiff(predict1(a1, s), dla_global_avgpool(s)) < 1e-12);
+    dla_net *nets[] = {mp, ap, g2, gm2, g1, a1};
+    for (int i = 0; i < 6; i++)
+        dla_net_free(nets[i]);
+    dla_scope_end();
+}
+
+static void fully_connected_and_flatten_match_their_ops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(2, 3, 2, 3), 0.5, -1);
+    dla_net *fc = one(dla_fc_layer(4, &(dla_fc_layer_options){.name = "fc"}), x);
+    dla_tensor *w = set_ramp(fc, "fc", "Weights", 0.1, -0.4), *b = set_ramp(fc, "fc", "Bias", 1, 0);
+    assert_int_equal(dla_tensor_dim(w, 2), 12);
+    assert_same(predict1(fc, x), dla_fullyconnect(x, w, b));
+    dla_net *fl = one(dla_flatten_layer(NULL), x);
+    dla_tensor *y = predict1(fl, x);
+    assert_string_equal(dla_tensor_format(y), "CB");
+    assert_int_equal(dla_tensor_dim(y, 1), 12);
+    assert_int_equal(dla_tensor_dim(y, 2), 3);
+    /* Column-major: the same elements in the same order. */
+    assert_true(maxdiff(y, x) == 0);
+    dla_net_free(fc);
+    dla_net_free(fl);
+    dla_scope_end();
+}
+
+static void addition_and_concatenation_join_named_inputs(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* input -> relu -> add/in1, input -> leaky -> add/in2 and cat/in2 */
+    dla_layer *seq[] = {
+        dla_image_input_layer(3, 3, 2, &(dla_image_input_options){.normalization = "none", .name = "in"}),
+        dla_relu_layer(&(dla_layer_options){.name = "r"}),
+        dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+        dla_concatenation_layer(3, 2, &(dla_layer_options){.name = "cat"}),
+    };
+    dla_net *net = dla_net_create(4, seq);
+    assert_non_null(net);
+    assert_false(dla_net_initialized(net)); /* add/in2 and cat/in2 are free */
+    dla_layer *lk = dla_leakyrelu_layer(0.5, &(dla_layer_options){.name = "lk"});
+    assert_int_equal(dla_net_add_layers(net, 1, &lk), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "lk"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "lk", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "lk", "cat/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_tensor *x = ramp(DLA_F32, "SSCB", DLA_DIMS(3, 3, 2, 2), 1, -4);
+    dla_tensor *sum = dla_add(dla_relu(x), dla_leakyrelu(x, 0.5));
+    assert_same(predict1(net, x), dla_cat(3, 2, (dla_tensor *[]){sum, dla_leakyrelu(x, 0.5)}));
+    /* Two outputs by name. */
+    dla_tensor *y[2];
+    assert_int_equal(dla_net_predict(net, 1, &x, 2, y, &(dla_net_forward_options){
+        .outputs = (const char *[]){"add", "r"}}), DLA_OK);
+    assert_same(y[0], sum);
+    assert_same(y[1], dla_relu(x));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* The LSTM written out in double: gates i, f, g, o. */
+static void lstm_reference(int64_t c, int64_t h, int64_t nb, int64_t nt, const double *x,
+                           const double *w, const double *r, const double *b, double *hs, double *cs,
+                           double *ys)
+{
+    for (int64_t t = 0; t < nt; t++) {
+        double *hn = calloc((size_t)(h * nb), sizeof *hn), *cn = calloc((size_t)(h * nb), sizeof *cn);
+        for (int64_t n = 0; n < nb; n++)
+            for (int64_t u = 0; u < h; u++) {
+                double z[4];
+                for (int g = 0; g < 4; g++) {
+                    int64_t row = g * h + u;
+                    double s = b[row];
+                    for (int64_t k = 0; k < c; k++)
+                        s += w[row + 4 * h * k] * x[k + c * (n + nb * t)];
+                    for (int64_t k = 0; k < h; k++)
+                        s += r[row + 4 * h * k] * hs[k + h * n];
+                    z[g] = s;
+                }
+                double i = 1 / (1 + exp(-z[0])), f = 1 / (1 + exp(-z[1])), g = tanh(z[2]),
+                       o = 1 / (1 + exp(-z[3]));
+                cn[u + h * n] = f * cs[u + h * n] + i * g;
+                hn[u + h * n] = o * tanh(cn[u + h * n]);
+                ys[u + h * (n + nb * t)] = hn[u + h * n];
+            }
+        memcpy(hs, hn, sizeof *hs * (size_t)(h * nb));
+        memcpy(cs, cn, sizeof *cs * (size_t)(h * nb));
+        free(hn);
+        free(cn);
+    }
+}
+
+static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { C = 3, H = 2, NB = 2, NT = 4 };
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(C, NB, NT), 0.3, -1);
+    dla_net *net = one(dla_lstm_layer(H, &(dla_lstm_layer_options){.name = "l"}), x);
+    dla_tensor *w = set_ramp(net, "l", "InputWeights", 0.07, -0.3);
+    dla_tensor *r = set_ramp(net, "l", "RecurrentWeights", 0.05, -0.2);
+    dla_tensor *b = set_ramp(net, "l", "Bias", 0.1, -0.25);
+    double xh[C * NB * NT], wh[4 * H * C], rh[4 * H * H], bh[4 * H];
+    double hs[H * NB] = {0}, cs[H * NB] = {0}, ys[H * NB * NT];
+    dla_tensor_to_host(x, xh, sizeof xh);
+    dla_tensor_to_host(w, wh, sizeof wh);
+    dla_tensor_to_host(r, rh, sizeof rh);
+    dla_tensor_to_host(b, bh, sizeof bh);
+    lstm_reference(C, H, NB, NT, xh, wh, rh, bh, hs, cs, ys);
+    dla_tensor *want = dla_tensor_from_host(ys, DLA_F64, "CBT", DLA_DIMS(H, NB, NT));
+    dla_tensor *y, *st[2];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_same(y, want);
+    assert_same(predict1(net, x), want);
+    /* forward hands back the last hidden and cell states, H x N. */
+    assert_true(maxdiff(st[0], dla_tensor_from_host(hs, DLA_F64, "", DLA_DIMS(H, NB))) < 1e-12);
+    assert_true(maxdiff(st[1], dla_tensor_from_host(cs, DLA_F64, "", DLA_DIMS(H, NB))) < 1e-12);
+    /* Set as the state, the next sequence starts from it. */
+    assert_int_equal(dla_net_set_state(net, 2, st), DLA_OK);
+    lstm_reference(C, H, NB, NT, xh, wh, rh, bh, hs, cs, ys);
+    assert_same(predict1(net, x), dla_tensor_from_host(ys, DLA_F64, "CBT", DLA_DIMS(H, NB, NT)));
+    assert_int_equal(dla_net_reset_state(net), DLA_OK);
+    assert_int_equal(dla_tensor_dim(dla_net_get(net, "l", "HiddenState"), 2), 1);
+    dla_net_free(net);
+    /* OutputMode "last": the final hidden state, "CB". */
+    double h0[H * NB] = {0}, c0[H * NB] = {0};
+    lstm_reference(C, H, NB, NT, xh, wh, rh, bh, h0, c0, ys);
+    dla_net *last = one(dla_lstm_layer(H, &(dla_lstm_layer_options){.name = "l", .output_mode = "last"}), x);
+    dla_net_set(last, "l", "InputWeights", w);
+    dla_net_set(last, "l", "RecurrentWeights", r);
+    dla_net_set(last, "l", "Bias", b);
+    dla_tensor *yl = predict1(last, x);
+    assert_string_equal(dla_tensor_format(yl), "CB");
+    assert_true(maxdiff(yl, dla_tensor_from_host(h0, DLA_F64, "CB", DLA_DIMS(H, NB))) < 1e-12);
+    dla_net_free(last);
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(image_input_zscore_subtracts_mean_and_divides_by_std),
+        cmocka_unit_test(input_statistics_come_from_data),
+        cmocka_unit_test(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
+        cmocka_unit_test(conv1d_convolves_along_time_and_causal_pads_before),
+        cmocka_unit_test(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
+        cmocka_unit_test(activations_match_their_ops),
+        cmocka_unit_test(pooling_layers_match_their_ops),
+        cmocka_unit_test(fully_connected_and_flatten_match_their_ops),
+        cmocka_unit_test(addition_and_concatenation_join_named_inputs),
+        cmocka_unit_test(lstm_matches_a_loop_written_out_in_both_output_modes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

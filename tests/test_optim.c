@@ -1,0 +1,235 @@
+/*
+ * test_optim.c - the optimizers against steps computed by hand with
+ * MATLAB's formulas (sgdmupdate, adamupdate, rmspropupdate), dlupdate,
+ * L2 regularization, gradient clipping by each method, learning-rate
+ * schedules, updating a network through its Learnables table, and the
+ * all-or-nothing rule on errors.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <dlaccel.h>
+#include <math.h>
+#include <string.h>
+
+static dla_tensor *vec(int n, const double *v)
+{
+    return dla_keep(dla_tensor_from_host(v, DLA_F64, "", DLA_DIMS(n, 1)));
+}
+
+static void assert_vec(dla_tensor *t, int n, const double *want, double tol)
+{
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    assert_int_equal(dla_tensor_numel(t), n);
+    for (int i = 0; i < n; i++)
+        if (!(fabs(dla_tensor_item(t, i) - want[i]) <= tol))
+            fail_msg("element %d: %.12g, want %.12g", i, dla_tensor_item(t, i), want[i]);
+}
+
+static void sgdm_steps_as_matlab_computes_them(void **state)
+{
+    (void)state;
+    double p0[3] = {1, -2, 0.5}, g1[3] = {0.1, -0.4, 2}, g2[3] = {-1, 0.3, 0.2};
+    dla_tensor *params[2] = {vec(3, p0), vec(1, (double[]){4})};
+    dla_tensor *vel[2] = {NULL, NULL};
+    dla_tensor *grads1[2] = {vec(3, g1), vec(1, (double[]){-1})};
+    dla_tensor *grads2[2] = {vec(3, g2), vec(1, (double[]){0.5})};
+    double lr = 0.01, mom = 0.9, v[3], p[3];
+    assert_int_equal(dla_sgdmupdate(2, params, grads1, vel, lr, mom), DLA_OK);
+    for (int i = 0; i < 3; i++) {
+        v[i] = -lr * g1[i];
+        p[i] = p0[i] + v[i];
+    }
+    assert_vec(params[0], 3, p, 1e-15);
+    assert_vec(vel[0], 3, v, 1e-15);
+    assert_int_equal(dla_sgdmupdate(2, params, grads2, vel, lr, mom), DLA_OK);
+    for (int i = 0; i < 3; i++) {
+        v[i] = mom * v[i] - lr * g2[i];
+        p[i] += v[i];
+    }
+    assert_vec(params[0], 3, p, 1e-15);
+    assert_vec(params[1], 1, (double[]){4 + 0.01 + (0.9 * 0.01 - 0.005)}, 1e-15);
+    dla_optim_free(2, params);
+    dla_optim_free(2, vel);
+    assert_null(vel[0]);
+    dla_optim_free(2, grads1);
+    dla_optim_free(2, grads2);
+}
+
+static void adam_steps_with_bias_correction(void **state)
+{
+    (void)state;
+    double p[2] = {0.3, -1.2}, g[3][2] = {{0.5, -0.1}, {0.2, 0.4}, {-0.3, 0.05}};
+    dla_tensor *params[1] = {vec(2, p)}, *m[1] = {NULL}, *v[1] = {NULL};
+    double mh[2] = {0}, vh[2] = {0};
+    double lr = 0.05, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    for (int t = 1; t <= 3; t++) {
+        dla_tensor *gt[1] = {vec(2, g[t - 1])};
+        assert_int_equal(dla_adamupdate(1, params, gt, m, v, t, lr, b1, b2, eps), DLA_OK);
+        double step = lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t));
+        for (int i = 0; i < 2; i++) {
+            mh[i] = b1 * mh[i] + (1 - b1) * g[t - 1][i];
+            vh[i] = b2 * vh[i] + (1 - b2) * g[t - 1][i] * g[t - 1][i];
+            p[i] -= step * mh[i] / (sqrt(vh[i]) + eps);
+        }
+        assert_vec(params[0], 2, p, 1e-13);
+        assert_vec(m[0], 2, mh, 1e-15);
+        assert_vec(v[0], 2, vh, 1e-15);
+        dla_optim_free(1, gt);
+    }
+    assert_int_equal(dla_adamupdate(1, params, m, m, v, 0, lr, b1, b2, eps), DLA_ERR_INVALID_ARGUMENT);
+    dla_optim_free(1, params);
+    dla_optim_free(1, m);
+    dla_optim_free(1, v);
+}
+
+static void rmsprop_steps_as_matlab_computes_them(void **state)
+{
+    (void)state;
+    double p[2] = {1, 2}, g[2][2] = {{0.3, -0.6}, {0.1, 0.2}};
+    dla_tensor *params[1] = {vec(2, p)}, *s[1] = {NULL};
+    double sh[2] = {0}, lr = 0.001, d = 0.9, eps = 1e-8;
+    for (int t = 0; t < 2; t++) {
+        dla_tensor *gt[1] = {vec(2, g[t])};
+        assert_int_equal(dla_rmspropupdate(1, params, gt, s, lr, d, eps), DLA_OK);
+        for (int i = 0; i < 2; i++) {
+            sh[i] = d * sh[i] + (1 - d) * g[t][i] * g[t][i];
+            p[i] -= lr * g[t][i] / (sqrt(sh[i]) + eps);
+        }
+        assert_vec(params[0], 2, p, 1e-15);
+        assert_vec(s[0], 2, sh, 1e-16);
+        dla_optim_free(1, gt);
+    }
+    dla_optim_free(1, params);
+    dla_optim_free(1, s);
+}
+
+static dla_tensor *axpy(void *ctx, int nargs, dla_tensor *const *args)
+{
+    double a = *(double *)ctx;
+    assert_int_equal(nargs, 3);
+    return dla_add(args[0], dla_affine(dla_mul(args[1], args[2]), a, 0));
+}
+
+static void dlupdate_applies_a_function_to_every_entry(void **state)
+{
+    (void)state;
+    dla_tensor *p[2] = {vec(2, (double[]){1, 2}), vec(1, (double[]){3})};
+    dla_tensor *x[2] = {vec(2, (double[]){2, 3}), vec(1, (double[]){4})};
+    dla_tensor *y[2] = {vec(2, (double[]){5, 7}), vec(1, (double[]){-1})};
+    double a = 0.5;
+    assert_int_equal(dla_dlupdate(axpy, &a, 2, p, 2, (dla_tensor *const *[]){x, y}), DLA_OK);
+    assert_vec(p[0], 2, (double[]){1 + 5, 2 + 10.5}, 0);
+    assert_vec(p[1], 1, (double[]){3 - 2}, 0);
+    dla_optim_free(2, p);
+    dla_optim_free(2, x);
+    dla_optim_free(2, y);
+}
+
+static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *g[2] = {dla_tensor_from_host((double[]){3, -4}, DLA_F64, "", DLA_DIMS(2, 1)),
+                        dla_tensor_from_host((double[]){0.5, 0.5, 0.5}, DLA_F64, "", DLA_DIMS(3, 1))};
+    dla_tensor *w[2] = {dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2, 1)),
+                        dla_tensor_from_host((double[]){10, 10, 10}, DLA_F64, "", DLA_DIMS(3, 1))};
+    dla_tensor *out[2];
+    /* L2 with a zero factor for the second (a bias). */
+    assert_int_equal(dla_l2_regularize(2, g, w, 0.1, (double[]){1, 0}, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){3.1, -3.8}, 1e-15);
+    assert_vec(out[1], 3, (double[]){0.5, 0.5, 0.5}, 0);
+    /* Per-entry norm: |g0| = 5 is scaled to 2; |g1| = 0.866 stays. */
+    assert_int_equal(dla_clip_gradients(2, g, NULL, 2, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){1.2, -1.6}, 1e-15);
+    assert_vec(out[1], 3, (double[]){0.5, 0.5, 0.5}, 1e-15);
+    /* Global norm sqrt(25 + 0.75) scaled to 2. */
+    double s = 2 / sqrt(25.75);
+    assert_int_equal(dla_clip_gradients(2, g, "global-l2norm", 2, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){3 * s, -4 * s}, 1e-15);
+    assert_vec(out[1], 3, (double[]){0.5 * s, 0.5 * s, 0.5 * s}, 1e-15);
+    assert_int_equal(dla_clip_gradients(2, g, "global-l2norm", 100, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){3, -4}, 0);
+    /* By value. */
+    assert_int_equal(dla_clip_gradients(2, g, "absolute-value", 3.5, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){3, -3.5}, 0);
+    /* A zero gradient stays zero (no 0/0). */
+    dla_tensor *z = dla_zeros(DLA_F64, "", DLA_DIMS(2, 1));
+    assert_int_equal(dla_clip_gradients(1, &z, "l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){0, 0}, 0);
+    assert_int_equal(dla_clip_gradients(2, g, "l1norm", 1, out), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_tensor_status(out[0]), DLA_ERR_INVALID_ARGUMENT);
+    dla_scope_end();
+}
+
+static void schedules_drop_piecewise_and_warm_up(void **state)
+{
+    (void)state;
+    dla_learn_rate_schedule pw = {.method = "piecewise", .drop_factor = 0.5, .drop_period = 2};
+    assert_true(dla_learn_rate_at(&pw, 0.1, 1, 1) == 0.1);
+    assert_true(dla_learn_rate_at(&pw, 0.1, 2, 50) == 0.1);
+    assert_true(fabs(dla_learn_rate_at(&pw, 0.1, 3, 60) - 0.05) < 1e-15);
+    assert_true(fabs(dla_learn_rate_at(&pw, 0.1, 5, 90) - 0.025) < 1e-15);
+    dla_learn_rate_schedule d = {.method = "piecewise"}; /* MATLAB: 0.1 every 10 epochs */
+    assert_true(fabs(dla_learn_rate_at(&d, 1, 11, 1) - 0.1) < 1e-15);
+    assert_true(dla_learn_rate_at(&d, 1, 10, 1) == 1);
+    dla_learn_rate_schedule w = {.warmup_iterations = 4, .warmup_start_factor = 0.2};
+    assert_true(fabs(dla_learn_rate_at(&w, 1, 1, 0) - 0.2) < 1e-15);
+    assert_true(fabs(dla_learn_rate_at(&w, 1, 1, 2) - 0.6) < 1e-15);
+    assert_true(dla_learn_rate_at(&w, 1, 1, 4) == 1);
+    assert_true(dla_learn_rate_at(NULL, 0.3, 7, 7) == 0.3);
+    assert_true(isnan(dla_learn_rate_at(&(dla_learn_rate_schedule){.method = "cosine"}, 1, 1, 1)));
+}
+
+static void a_network_trains_through_its_learnables_table(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {dla_sequence_input_layer(2, NULL), dla_fc_layer(1, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_tensor **values = dla_table_values(dla_net_learnables(net));
+    dla_tensor *old = dla_tensor_retain(values[0]);
+    dla_scope_begin();
+    dla_tensor *g[2] = {dla_ones(DLA_F32, "", DLA_DIMS(1, 2)), dla_ones(DLA_F32, "", DLA_DIMS(1, 1))};
+    dla_tensor *vel[2] = {NULL, NULL};
+    assert_int_equal(dla_sgdmupdate(2, values, g, vel, 0.5, 0.9), DLA_OK);
+    dla_scope_end();
+    /* The network sees the new weights (old - 0.5). */
+    dla_tensor *now = dla_net_get(net, "fc", "Weights");
+    assert_true(now != old);
+    assert_true(fabs(dla_tensor_item(now, 1) - (dla_tensor_item(old, 1) - 0.5)) < 1e-6);
+    /* An error among the gradients changes nothing. */
+    dla_scope_begin();
+    dla_tensor *bad[2] = {dla_ones(DLA_F32, "", DLA_DIMS(1, 2)),
+                          dla_reshape(dla_ones(DLA_F32, "", DLA_DIMS(1, 1)), "", DLA_DIMS(3))};
+    assert_int_equal(dla_tensor_status(bad[1]), DLA_ERR_SHAPE);
+    dla_tensor *before = values[0];
+    assert_int_equal(dla_sgdmupdate(2, values, bad, vel, 0.5, 0.9), DLA_ERR_SHAPE);
+    assert_true(values[0] == before);
+    assert_non_null(strstr(dla_last_error(), "dla_sgdmupdate: entry 2"));
+    assert_int_equal(dla_sgdmupdate(2, values, (dla_tensor *[]){bad[0], dla_ones(DLA_F32, "", DLA_DIMS(2, 1))},
+                                    vel, 0.5, 0.9), DLA_ERR_SHAPE);
+    assert_int_equal(dla_sgdmupdate(2, values, g, vel, -1, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    dla_scope_end();
+    dla_optim_free(2, vel);
+    dla_tensor_release(old);
+    dla_net_free(net);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sgdm_steps_as_matlab_computes_them),
+        cmocka_unit_test(adam_steps_with_bias_correction),
+        cmocka_unit_test(rmsprop_steps_as_matlab_computes_them),
+        cmocka_unit_test(dlupdate_applies_a_function_to_every_entry),
+        cmocka_unit_test(l2_and_clipping_treat_gradients_as_trainnet_does),
+        cmocka_unit_test(schedules_drop_piecewise_and_warm_up),
+        cmocka_unit_test(a_network_trains_through_its_learnables_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
