@@ -6,6 +6,7 @@ include tests/registry.mk
 include tests/conv.mk
 include tests/nnops.mk
 include tests/loss.mk
+include tests/plan.mk
 include tests/trace.mk
 include tests/data.mk
 include tests/net.mk

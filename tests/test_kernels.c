@@ -1877,7 +1877,7 @@ static void cpu_plugin_fills_only_the_table_members_the_host_has(void **state)
     assert_int_equal(init(&host, &table), DLA_OK);
     assert_int_equal(table.struct_size, v10);
     assert_int_equal(table.abi_major, DLA_PLUGIN_ABI_MAJOR);
-    assert_int_equal(table.abi_minor, 1);
+    assert_int_equal(table.abi_minor, DLA_PLUGIN_ABI_MINOR);
     assert_non_null(table.cast);
     for (size_t k = v10; k < sizeof table; k++)
         assert_int_equal(((unsigned char *)&table)[k], 0xA5);
@@ -1901,7 +1901,10 @@ static void cpu_plugin_fills_only_the_table_members_the_host_has(void **state)
             offsetof(dla_plugin, ternary),       offsetof(dla_plugin, conv_forward),
             offsetof(dla_plugin, conv_backward_data), offsetof(dla_plugin, conv_backward_filter),
             offsetof(dla_plugin, pool_forward),  offsetof(dla_plugin, pool_backward),
-            offsetof(dla_plugin, gather),        offsetof(dla_plugin, scatter_add)};
+            offsetof(dla_plugin, gather),        offsetof(dla_plugin, scatter_add),
+            offsetof(dla_plugin, fused)};
+        _Static_assert(sizeof where / sizeof where[0] == DLA_KERNEL_COUNT - DLA_KERNEL_TERNARY,
+                       "a kernel member is missing from the table");
         memcpy(&member, (const char *)&table + where[k - DLA_KERNEL_TERNARY], sizeof member);
         /* A member is there exactly when supports() claims single for it. */
         assert_int_equal(member != NULL, table.supports(dev, k, DLA_F32) != 0);

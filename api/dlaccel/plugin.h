@@ -56,7 +56,7 @@ extern "C" {
  * uses only the members of that minor) or higher (the host ignores what it
  * does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 1
+#define DLA_PLUGIN_ABI_MINOR 2
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -135,7 +135,9 @@ typedef struct dla_plugin_device_info {
     X(DLA_KERNEL_POOL_FORWARD, "pool_forward")                                 \
     X(DLA_KERNEL_POOL_BACKWARD, "pool_backward")                               \
     X(DLA_KERNEL_GATHER, "gather")                                             \
-    X(DLA_KERNEL_SCATTER_ADD, "scatter_add")
+    X(DLA_KERNEL_SCATTER_ADD, "scatter_add")                                   \
+    /* ---- kernels above are ABI 1.1 ---- */                                  \
+    X(DLA_KERNEL_FUSED, "fused")
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, str) name,
@@ -397,6 +399,66 @@ typedef struct dla_index_args {
     /* ---- fields above are ABI 1.1 ---- */
 } dla_index_args;
 
+/* ---------------------------------------------------- ABI 1.2 arguments */
+
+/* A fused elementwise program: several elementwise steps (unary, binary,
+ * where) over views of one shape in one pass, so intermediates never reach
+ * memory. The planner of dla_accelerate makes them from chains of such
+ * launches whose intermediate results feed only the next step.
+ *
+ * The program is a list of instructions over registers, one register per
+ * instruction. For every element position p of y (column-major over y's
+ * dims), in order:
+ *
+ *     r[j] = op_j(operand_j0(p), operand_j1(p), operand_j2(p))  for j = 0 .. ninsns-1
+ *     y[p] = r[ninsns - 1]
+ *
+ * An operand is src = k >= 0, register r[k] of an earlier instruction
+ * (k < j), or src = -1 - i, input i at p. Kinds:
+ *   DLA_FUSED_UNARY   op is a dla_unary_op on src[0], with alpha and beta as
+ *                     dla_unary_args's;
+ *   DLA_FUSED_BINARY  op is a dla_binary_op, a = src[0], b = src[1]; a
+ *                     comparison's register holds 1 or 0 (its logical
+ *                     result converted to dtype);
+ *   DLA_FUSED_WHERE   src[0] ? src[1] : src[2], the condition true where it
+ *                     is nonzero (as the ternary kernel's where).
+ * Registers hold dtype, and every result is rounded to dtype as the
+ * one-op kernel rounds it: a program gives the same bits as its
+ * instructions launched one by one (that is how the host checks it).
+ * Instructions use only op values of the ABI minor the plugin answered.
+ *
+ * Inputs have y's ndims, dims and dtype (float); stride 0 broadcasts. y may
+ * alias an input exactly (same memory, offset and strides) and overlaps no
+ * input otherwise. A plugin evaluates the program however it likes (in
+ * blocks of elements with the program interpreted per block, as the cpu
+ * plugin does, or compiled once per program). */
+#define DLA_FUSED_MAX_INPUTS 8
+#define DLA_FUSED_MAX_INSNS 8
+
+typedef enum dla_fused_kind {
+    DLA_FUSED_UNARY,
+    DLA_FUSED_BINARY,
+    DLA_FUSED_WHERE
+} dla_fused_kind;
+
+typedef struct dla_fused_insn {
+    int32_t kind;       /* dla_fused_kind */
+    int32_t op;         /* a dla_unary_op or dla_binary_op; unused by WHERE */
+    int32_t src[3];     /* k >= 0: register k (< this instruction's index); -1 - i: input i */
+    double alpha, beta; /* unary parameters */
+} dla_fused_insn;
+
+typedef struct dla_fused_args {
+    size_t struct_size;
+    dla_dtype dtype;  /* DLA_F32 or DLA_F64: y, every input and every register */
+    int32_t ninputs;  /* 0 .. DLA_FUSED_MAX_INPUTS */
+    int32_t ninsns;   /* 1 .. DLA_FUSED_MAX_INSNS */
+    dla_view y;
+    dla_view inputs[DLA_FUSED_MAX_INPUTS];
+    dla_fused_insn insns[DLA_FUSED_MAX_INSNS];
+    /* ---- fields above are ABI 1.2 ---- */
+} dla_fused_args;
+
 /* ---------------------------------------------------------- plugin table */
 
 /* The table a plugin fills in dlaccel_plugin_init. All members take the
@@ -475,6 +537,11 @@ typedef struct dla_plugin {
     dla_status (*gather)(void *dev, const dla_index_args *args);
     dla_status (*scatter_add)(void *dev, const dla_index_args *args);
     /* ---- fields above are ABI 1.1 ---- */
+    /* Runs a fused elementwise program (see dla_fused_args). NULL: the host
+     * never fuses for this device and launches the steps one by one; there
+     * is no cpu fallback for it (fusing pays only where it is native). */
+    dla_status (*fused)(void *dev, const dla_fused_args *args);
+    /* ---- fields above are ABI 1.2 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;

@@ -4,7 +4,9 @@
  *
  * Each (op, dtype) has two bodies made from one expression: a flat one for
  * views that coalesce to one dense run (one OpenMP loop the compiler
- * vectorizes; this is the path that must run at memory bandwidth), and a
+ * vectorizes; this is the path that must run at memory bandwidth; below
+ * DLA__CPU_PAR_MIN it stays out of any parallel region, whose entry alone
+ * costs more than a small op), and a
  * row one that the strided walk calls, with branches for the unit-stride
  * and broadcast-scalar runs so those still vectorize.
  *
@@ -15,59 +17,8 @@
  * reads a logical condition and two float operands. Their bodies are the
  * same two shapes with a different element type on one side.
  */
+#include "plugins/cpu/elementwise_ops.h"
 #include "plugins/cpu/strided.h"
-
-#include <math.h>
-
-/* The libm function of x's type: FN(exp, x) is expf(x) for a float x. */
-#define FN(name, x) _Generic((x), float : name##f, default : name)(x)
-#define FN2(name, x, y) _Generic((x), float : name##f, default : name)(x, y)
-
-/* -------------------------------------------------------------- unary */
-
-#define U_NEG(x, al, be) (-(x))
-#define U_EXP(x, al, be) FN(exp, x)
-#define U_LOG(x, al, be) FN(log, x)
-#define U_SQRT(x, al, be) FN(sqrt, x)
-#define U_ABS(x, al, be) FN(fabs, x)
-#define U_SIN(x, al, be) FN(sin, x)
-#define U_COS(x, al, be) FN(cos, x)
-#define U_TANH(x, al, be) FN(tanh, x)
-#define U_SIGMOID(x, al, be) (1 / (1 + FN(exp, -(x))))
-#define U_RELU(x, al, be) ((x) > 0 ? (x) : 0)
-#define U_AFFINE(x, al, be) ((x) * (al) + (be))
-#define U_ERF(x, al, be) FN(erf, x)
-/* 0 for either zero (never -0), and NaN through the last arm. */
-#define U_SIGN(x, al, be) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x) == 0 ? 0 : (x))
-#define U_POWS(x, al, be) FN2(pow, x, al)
-#define U_LEAKY_RELU(x, al, be) ((x) > 0 ? (x) : (al) * (x))
-/* expm1 keeps the digits of small negative x that exp(x) - 1 cancels. */
-#define U_ELU(x, al, be) ((x) > 0 ? (x) : (al) * FN(expm1, x))
-#define U_STEP(x, al, be) ((x) > (al) ? 1 : 0)
-#define U_RECIPROCAL(x, al, be) (1 / (x))
-#define U_SQUARE(x, al, be) ((x) * (x))
-
-/* In DLA_UNARY_LIST order. */
-#define UNARY_OPS(X)                                                                               \
-    X(neg, U_NEG)                                                                                  \
-    X(exp, U_EXP)                                                                                  \
-    X(log, U_LOG)                                                                                  \
-    X(sqrt, U_SQRT)                                                                                \
-    X(abs, U_ABS)                                                                                  \
-    X(sin, U_SIN)                                                                                  \
-    X(cos, U_COS)                                                                                  \
-    X(tanh, U_TANH)                                                                                \
-    X(sigmoid, U_SIGMOID)                                                                          \
-    X(relu, U_RELU)                                                                                \
-    X(affine, U_AFFINE)                                                                            \
-    X(erf, U_ERF)                                                                                  \
-    X(sign, U_SIGN)                                                                                \
-    X(pows, U_POWS)                                                                                \
-    X(leaky_relu, U_LEAKY_RELU)                                                                    \
-    X(elu, U_ELU)                                                                                  \
-    X(step, U_STEP)                                                                                \
-    X(reciprocal, U_RECIPROCAL)                                                                    \
-    X(square, U_SQUARE)
 
 typedef struct unary_ctx {
     char *y;
@@ -85,7 +36,13 @@ typedef void (*unary_flat_fn)(char *y, const char *x, int64_t n, double alpha, d
         const T *x = (const T *)xb;                                                                \
         const T al = (T)alpha, be = (T)beta;                                                       \
         (void)al, (void)be;                                                                        \
-        _Pragma("omp parallel for simd schedule(static) if(n >= DLA__CPU_PAR_MIN)")                \
+        if (n < DLA__CPU_PAR_MIN) {                                                                \
+            _Pragma("omp simd")                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                y[i] = EXPR(x[i], al, be);                                                         \
+            return;                                                                                \
+        }                                                                                          \
+        _Pragma("omp parallel for simd schedule(static)")                                          \
         for (int64_t i = 0; i < n; i++)                                                            \
             y[i] = EXPR(x[i], al, be);                                                             \
     }                                                                                              \
@@ -162,40 +119,9 @@ dla_status dla__cpu_unary(void *dev, const dla_unary_args *args)
 
 /* ------------------------------------------------------------- binary */
 
-#define B_ADD(a, b) ((a) + (b))
-#define B_SUB(a, b) ((a) - (b))
-#define B_MUL(a, b) ((a) * (b))
-#define B_DIV(a, b) ((a) / (b))
-#define B_MAX(a, b) ((a) > (b) || (b) != (b) ? (a) : (b))
-#define B_MIN(a, b) ((a) < (b) || (b) != (b) ? (a) : (b))
-#define B_POW(a, b) FN2(pow, a, b)
-/* C's comparisons are IEEE's: false with a NaN operand, except !=. */
-#define B_EQ(a, b) ((a) == (b))
-#define B_NE(a, b) ((a) != (b))
-#define B_LT(a, b) ((a) < (b))
-#define B_LE(a, b) ((a) <= (b))
-#define B_GT(a, b) ((a) > (b))
-#define B_GE(a, b) ((a) >= (b))
-
 /* The element type of z: the operands' (ARITH) or logical (CMP). */
 #define ZTYPE_ARITH(T) T
 #define ZTYPE_CMP(T) uint8_t
-
-/* In DLA_BINARY_LIST order. */
-#define BINARY_OPS(X)                                                                              \
-    X(add, B_ADD, ARITH)                                                                           \
-    X(sub, B_SUB, ARITH)                                                                           \
-    X(mul, B_MUL, ARITH)                                                                           \
-    X(div, B_DIV, ARITH)                                                                           \
-    X(max, B_MAX, ARITH)                                                                           \
-    X(min, B_MIN, ARITH)                                                                           \
-    X(pow, B_POW, ARITH)                                                                           \
-    X(eq, B_EQ, CMP)                                                                               \
-    X(ne, B_NE, CMP)                                                                               \
-    X(lt, B_LT, CMP)                                                                               \
-    X(le, B_LE, CMP)                                                                               \
-    X(gt, B_GT, CMP)                                                                               \
-    X(ge, B_GE, CMP)
 
 typedef struct binary_ctx {
     char *z;
@@ -209,7 +135,13 @@ typedef void (*binary_flat_fn)(char *z, const char *a, const char *b, int64_t n)
     {                                                                                              \
         Z *z = (Z *)zb;                                                                            \
         const T *a = (const T *)ab, *b = (const T *)bb;                                            \
-        _Pragma("omp parallel for simd schedule(static) if(n >= DLA__CPU_PAR_MIN)")                \
+        if (n < DLA__CPU_PAR_MIN) {                                                                \
+            _Pragma("omp simd")                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                z[i] = (Z)EXPR(a[i], b[i]);                                                        \
+            return;                                                                                \
+        }                                                                                          \
+        _Pragma("omp parallel for simd schedule(static)")                                          \
         for (int64_t i = 0; i < n; i++)                                                            \
             z[i] = (Z)EXPR(a[i], b[i]);                                                            \
     }                                                                                              \
@@ -354,7 +286,13 @@ static inline double pick_f64(uint8_t c, double a, double b) { return c ? a : b;
         T *z = (T *)zb;                                                                            \
         const uint8_t *c = (const uint8_t *)cb;                                                    \
         const T *a = (const T *)ab, *b = (const T *)bb;                                            \
-        _Pragma("omp parallel for simd schedule(static) if(n >= DLA__CPU_PAR_MIN)")                \
+        if (n < DLA__CPU_PAR_MIN) {                                                                \
+            _Pragma("omp simd")                                                                    \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                z[i] = pick_##sfx(c[i], a[i], b[i]);                                               \
+            return;                                                                                \
+        }                                                                                          \
+        _Pragma("omp parallel for simd schedule(static)")                                          \
         for (int64_t i = 0; i < n; i++)                                                            \
             z[i] = pick_##sfx(c[i], a[i], b[i]);                                                   \
     }                                                                                              \

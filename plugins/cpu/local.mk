@@ -14,7 +14,8 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/memory.c \
 	plugins/cpu/strided.c plugins/cpu/strided.h \
 	plugins/cpu/copy.c \
-	plugins/cpu/elementwise.c \
+	plugins/cpu/elementwise.c plugins/cpu/elementwise_ops.h \
+	plugins/cpu/fused.c \
 	plugins/cpu/reduce.c \
 	plugins/cpu/gemm.c \
 	plugins/cpu/pool.c \

@@ -334,12 +334,14 @@ static dla_status check_args(const dla_reduce_args *a)
         (s = dla__cpu_check_view("reduce", "x", x)) != DLA_OK ||
         (s = dla__cpu_check_float("reduce", "x", x)) != DLA_OK)
         return s;
+    /* Dims are formatted for messages only: snprintf costs more than a
+     * small reduction. */
     char bx[DLA__CPU_DIMS_BUF], by[DLA__CPU_DIMS_BUF];
-    dla__cpu_dims_str(bx, sizeof bx, x->ndims, x->dims);
-    dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims);
+#define BX dla__cpu_dims_str(bx, sizeof bx, x->ndims, x->dims)
+#define BY dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims)
     if (y->dtype != x->dtype)
         return h->error(DLA_ERR_DTYPE,
-                        "cpu reduce: argument y (dims %s): dtype %s differs from x's %s", by,
+                        "cpu reduce: argument y (dims %s): dtype %s differs from x's %s", BY,
                         dla__cpu_dtype_name(y->dtype), dla__cpu_dtype_name(x->dtype));
     int fits = y->ndims == x->ndims;
     for (int d = 0; fits && d < x->ndims; d++)
@@ -348,19 +350,21 @@ static dla_status check_args(const dla_reduce_args *a)
         return h->error(DLA_ERR_SHAPE,
                         "cpu reduce: argument y: dims %s do not reduce x's %s (each dim must "
                         "equal x's or be 1)",
-                        by, bx);
+                        BY, BX);
     if (a->index.mem == NULL)
         return DLA_OK;
     const dla_view *ix = &a->index;
     if (a->op != DLA_REDUCE_MAX && a->op != DLA_REDUCE_MIN)
         return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu reduce: argument index: only max and min give an index (x %s)", bx);
+                        "cpu reduce: argument index: only max and min give an index (x %s)", BX);
     if ((s = dla__cpu_check_view("reduce", "index", ix)) != DLA_OK ||
         (s = dla__cpu_check_same_dims("reduce", "index", ix, "y", y)) != DLA_OK)
         return s;
     if (ix->dtype != DLA_I32)
         return h->error(DLA_ERR_DTYPE, "cpu reduce: argument index (dims %s): dtype %s, not int32",
-                        by, dla__cpu_dtype_name(ix->dtype));
+                        BY, dla__cpu_dtype_name(ix->dtype));
+#undef BX
+#undef BY
     return DLA_OK;
 }
 
@@ -429,6 +433,20 @@ static int64_t make_plan(plan *p, const dla_reduce_args *a)
     return outputs;
 }
 
+/* Group g reduced over its whole range and written. */
+static void whole_group(const plan *p, int64_t g, int f64)
+{
+    double val[LANES];
+    int64_t at[LANES];
+    if (f64) {
+        group_reduce_f64(p, g, 0, p->nred, val, at);
+        group_write_f64(p, g, val, at);
+    } else {
+        group_reduce_f32(p, g, 0, p->nred, val, at);
+        group_write_f32(p, g, val, at);
+    }
+}
+
 dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
 {
     const dla_plugin_host *h = dla__cpu_host;
@@ -462,17 +480,15 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
     }
     const int64_t groups = p.groups;
     if (parts == 1) {
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && groups > 1)
-        for (int64_t g = 0; g < groups; g++) {
-            double val[LANES];
-            int64_t at[LANES];
-            if (f64) {
-                group_reduce_f64(&p, g, 0, p.nred, val, at);
-                group_write_f64(&p, g, val, at);
-            } else {
-                group_reduce_f32(&p, g, 0, p.nred, val, at);
-                group_write_f32(&p, g, val, at);
-            }
+        /* Not even an inactive parallel region for small work: entering one
+         * costs more than a small reduction. */
+        if (threads > 1 && groups > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+            for (int64_t g = 0; g < groups; g++)
+                whole_group(&p, g, f64);
+        } else {
+            for (int64_t g = 0; g < groups; g++)
+                whole_group(&p, g, f64);
         }
         return DLA_OK;
     }

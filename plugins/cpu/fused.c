@@ -1,0 +1,479 @@
+/*
+ * fused.c - the fused elementwise kernel (ABI 1.2): a program of unary and
+ * binary steps over several views of one shape, in one pass.
+ *
+ * The views' dims are coalesced as strided.c does, and the space is cut in
+ * blocks of BLOCK consecutive elements (column-major, across rows when the
+ * innermost dim is short: a 4 x 128 batch with broadcast class weights is
+ * two blocks, not 128). Each block interprets the program once: an
+ * instruction is one tight vector loop over the block (its op's expression
+ * from elementwise_ops.h), reading an input in place where it is laid out
+ * as the space is, as one value where it is broadcast everywhere, and from
+ * a copy gathered along its strides otherwise, and writing its register, a
+ * block of the thread's stack. The last instruction writes y in place when
+ * y is laid out as the space, else its register is scattered into y. So
+ * intermediates stay in L1 and the program's dispatch is paid once per
+ * block, not per element. Blocks are independent and go over the OpenMP
+ * team when the space is large.
+ *
+ * Every register holds T and every step stores its result as T, exactly
+ * as the one-op kernels store theirs, so a program and its steps launched
+ * one by one give the same bits.
+ */
+#include "plugins/cpu/elementwise_ops.h"
+#include "plugins/cpu/strided.h"
+
+#include <string.h>
+
+#define BLOCK 256
+#define NOPS (1 + DLA_FUSED_MAX_INPUTS)
+
+/* The coalesced space: op 0 is y, op 1 + i input i. */
+typedef struct space {
+    int ndims;
+    int64_t numel;
+    int64_t block; /* elements per block: whole rows when rows are short */
+    int64_t dims[DLA_MAX_DIMS];
+    int64_t strides[NOPS][DLA_MAX_DIMS];
+    int64_t offset[NOPS];
+} space;
+
+static void coalesce(space *sp, int nops, const dla_view *const *v)
+{
+    const dla_view *y = v[0];
+    sp->ndims = 0;
+    sp->numel = 1;
+    for (int op = 0; op < nops; op++)
+        sp->offset[op] = v[op]->offset;
+    for (int d = 0; d < y->ndims; d++) {
+        sp->numel *= y->dims[d];
+        if (y->dims[d] == 1)
+            continue;
+        int n = sp->ndims;
+        int merge = n > 0;
+        for (int op = 0; op < nops && merge; op++)
+            merge = v[op]->strides[d] == sp->strides[op][n - 1] * sp->dims[n - 1];
+        if (merge) {
+            sp->dims[n - 1] *= y->dims[d];
+            continue;
+        }
+        sp->dims[n] = y->dims[d];
+        for (int op = 0; op < nops; op++)
+            sp->strides[op][n] = v[op]->strides[d];
+        sp->ndims++;
+    }
+    if (sp->ndims == 0) {
+        sp->ndims = 1;
+        sp->dims[0] = 1;
+        for (int op = 0; op < nops; op++)
+            sp->strides[op][0] = 0;
+    }
+}
+
+/* ------------------------------------------------------- the op loops */
+
+/* A unary step over a vector operand; binary steps for vector-vector,
+ * vector-scalar and scalar-vector operands. */
+#define DEFINE_UNARY_STEP(name, EXPR, T, sfx)                                                      \
+    static void u_##name##_##sfx(T *o, const T *x, int64_t n, T al, T be)                          \
+    {                                                                                              \
+        (void)al, (void)be;                                                                        \
+        _Pragma("omp simd")                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            o[i] = EXPR(x[i], al, be);                                                             \
+    }
+#define DEFINE_BINARY_STEP(name, EXPR, T, sfx)                                                     \
+    static void b_##name##_vv_##sfx(T *o, const T *a, const T *b, int64_t n)                       \
+    {                                                                                              \
+        _Pragma("omp simd")                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            o[i] = EXPR(a[i], b[i]);                                                               \
+    }                                                                                              \
+    static void b_##name##_vs_##sfx(T *o, const T *a, T b, int64_t n)                              \
+    {                                                                                              \
+        _Pragma("omp simd")                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            o[i] = EXPR(a[i], b);                                                                  \
+    }                                                                                              \
+    static void b_##name##_sv_##sfx(T *o, T a, const T *b, int64_t n)                              \
+    {                                                                                              \
+        _Pragma("omp simd")                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            o[i] = EXPR(a, b[i]);                                                                  \
+    }
+
+#define DEFINE_UNARY_BOTH(name, EXPR)                                                              \
+    DEFINE_UNARY_STEP(name, EXPR, float, f32)                                                      \
+    DEFINE_UNARY_STEP(name, EXPR, double, f64)
+UNARY_OPS(DEFINE_UNARY_BOTH)
+
+/* A comparison stores its 0 or 1 as T: the register of a logical. */
+#define DEFINE_BINARY(name, EXPR, KIND)                                                            \
+    DEFINE_BINARY_STEP(name, EXPR, float, f32)                                                     \
+    DEFINE_BINARY_STEP(name, EXPR, double, f64)
+BINARY_OPS(DEFINE_BINARY)
+
+/* where: the condition is true where nonzero. Both values are arguments,
+ * read whatever the condition, so the loops make vector blends (as
+ * elementwise.c's where). One loop per pattern of vector (V) and one-value
+ * (S) operands, condition first. */
+static inline float pick_f32(float c, float a, float b) { return c != 0 ? a : b; }
+static inline double pick_f64(double c, double a, double b) { return c != 0 ? a : b; }
+#define AT_V(x) x[i]
+#define AT_S(x) x[0]
+#define DEFINE_WHERE_FORM(T, sfx, C, A, B)                                                         \
+    static void where_##C##A##B##_##sfx(T *o, const T *c, const T *a, const T *b, int64_t n)       \
+    {                                                                                              \
+        _Pragma("omp simd")                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            o[i] = pick_##sfx(AT_##C(c), AT_##A(a), AT_##B(b));                                    \
+    }
+#define DEFINE_WHERE_STEP(T, sfx)                                                                  \
+    DEFINE_WHERE_FORM(T, sfx, V, V, V)                                                             \
+    DEFINE_WHERE_FORM(T, sfx, V, V, S)                                                             \
+    DEFINE_WHERE_FORM(T, sfx, V, S, V)                                                             \
+    DEFINE_WHERE_FORM(T, sfx, V, S, S)                                                             \
+    DEFINE_WHERE_FORM(T, sfx, S, V, V)                                                             \
+    DEFINE_WHERE_FORM(T, sfx, S, V, S)                                                             \
+    DEFINE_WHERE_FORM(T, sfx, S, S, V)                                                             \
+    DEFINE_WHERE_FORM(T, sfx, S, S, S)                                                             \
+    /* Indexed by (c is one value) << 2 | (a is) << 1 | (b is). */                                \
+    static void (*const where_##sfx[8])(T *, const T *, const T *, const T *, int64_t) = {         \
+        where_VVV_##sfx, where_VVS_##sfx, where_VSV_##sfx, where_VSS_##sfx,                        \
+        where_SVV_##sfx, where_SVS_##sfx, where_SSV_##sfx, where_SSS_##sfx};
+DEFINE_WHERE_STEP(float, f32)
+DEFINE_WHERE_STEP(double, f64)
+
+#define U_F32(name, EXPR) u_##name##_f32,
+#define U_F64(name, EXPR) u_##name##_f64,
+#define B_VV_F32(name, EXPR, KIND) b_##name##_vv_f32,
+#define B_VS_F32(name, EXPR, KIND) b_##name##_vs_f32,
+#define B_SV_F32(name, EXPR, KIND) b_##name##_sv_f32,
+#define B_VV_F64(name, EXPR, KIND) b_##name##_vv_f64,
+#define B_VS_F64(name, EXPR, KIND) b_##name##_vs_f64,
+#define B_SV_F64(name, EXPR, KIND) b_##name##_sv_f64,
+
+typedef void (*u_f32)(float *, const float *, int64_t, float, float);
+typedef void (*u_f64)(double *, const double *, int64_t, double, double);
+typedef void (*vv_f32)(float *, const float *, const float *, int64_t);
+typedef void (*vs_f32)(float *, const float *, float, int64_t);
+typedef void (*sv_f32)(float *, float, const float *, int64_t);
+typedef void (*vv_f64)(double *, const double *, const double *, int64_t);
+typedef void (*vs_f64)(double *, const double *, double, int64_t);
+typedef void (*sv_f64)(double *, double, const double *, int64_t);
+
+static const u_f32 unary_f32[] = {UNARY_OPS(U_F32)};
+static const u_f64 unary_f64[] = {UNARY_OPS(U_F64)};
+static const vv_f32 vv_f32s[] = {BINARY_OPS(B_VV_F32)};
+static const vs_f32 vs_f32s[] = {BINARY_OPS(B_VS_F32)};
+static const sv_f32 sv_f32s[] = {BINARY_OPS(B_SV_F32)};
+static const vv_f64 vv_f64s[] = {BINARY_OPS(B_VV_F64)};
+static const vs_f64 vs_f64s[] = {BINARY_OPS(B_VS_F64)};
+static const sv_f64 sv_f64s[] = {BINARY_OPS(B_SV_F64)};
+_Static_assert(sizeof unary_f32 / sizeof unary_f32[0] == DLA_UNARY_COUNT,
+               "UNARY_OPS out of step with DLA_UNARY_LIST");
+_Static_assert(sizeof vv_f32s / sizeof vv_f32s[0] == DLA_BINARY_COUNT,
+               "BINARY_OPS out of step with DLA_BINARY_LIST");
+
+/* ---------------------------------------------------------- the program */
+
+/* How an operand is read (y: written) over a block of the space: in place
+ * (its layout is the space's own, dense), as one value (stride 0
+ * everywhere), or through a copy walked along its strides. */
+enum { AT_DENSE, AT_SCALAR, AT_WALK };
+
+static void classify(space *sp, int nops, int *how)
+{
+    sp->block = sp->dims[0] >= BLOCK ? BLOCK : BLOCK / sp->dims[0] * sp->dims[0];
+    for (int op = 0; op < nops; op++) {
+        int dense = 1, zero = 1;
+        int64_t ds = 1;
+        for (int d = 0; d < sp->ndims; d++) {
+            dense &= sp->strides[op][d] == ds || sp->dims[d] == 1;
+            zero &= sp->strides[op][d] == 0;
+            ds *= sp->dims[d];
+        }
+        how[op] = dense ? AT_DENSE : zero ? AT_SCALAR : AT_WALK;
+    }
+}
+
+static int operands(const dla_fused_insn *in)
+{
+    return in->kind == DLA_FUSED_WHERE ? 3 : in->kind == DLA_FUSED_BINARY ? 2 : 1;
+}
+
+/* One operand of a step over the current block: n elements at p, or one
+ * value s for all of them (p NULL). */
+#define DEFINE_RUN(T, sfx)                                                                         \
+    typedef struct operand_##sfx {                                                                 \
+        const T *p;                                                                                \
+        T s;                                                                                       \
+    } operand_##sfx;                                                                               \
+                                                                                                   \
+    static void step_##sfx(const dla_fused_insn *in, T *o, const operand_##sfx *x, int64_t n)      \
+    {                                                                                              \
+        const operand_##sfx a = x[0], b = x[1];                                                    \
+        if (in->kind == DLA_FUSED_WHERE) {                                                         \
+            const T *v[3];                                                                         \
+            int form = 0;                                                                          \
+            for (int k = 0; k < 3; k++) {                                                          \
+                v[k] = x[k].p ? x[k].p : &x[k].s;                                                  \
+                form = form << 1 | !x[k].p;                                                        \
+            }                                                                                      \
+            where_##sfx[form](o, v[0], v[1], v[2], n);                                             \
+        } else if (in->kind == DLA_FUSED_UNARY) {                                                  \
+            const T al = (T)in->alpha, be = (T)in->beta;                                           \
+            if (a.p) {                                                                             \
+                unary_##sfx[in->op](o, a.p, n, al, be);                                            \
+            } else {                                                                               \
+                T v;                                                                               \
+                unary_##sfx[in->op](&v, &a.s, 1, al, be);                                          \
+                for (int64_t i = 0; i < n; i++)                                                    \
+                    o[i] = v;                                                                      \
+            }                                                                                      \
+        } else if (a.p && b.p) {                                                                   \
+            vv_##sfx##s[in->op](o, a.p, b.p, n);                                                   \
+        } else if (a.p) {                                                                          \
+            vs_##sfx##s[in->op](o, a.p, b.s, n);                                                   \
+        } else if (b.p) {                                                                          \
+            sv_##sfx##s[in->op](o, a.s, b.p, n);                                                   \
+        } else {                                                                                   \
+            T v;                                                                                   \
+            vv_##sfx##s[in->op](&v, &a.s, &b.s, 1);                                                \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                o[i] = v;                                                                          \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* Elements [at, at + n) of the space, as the view at x with strides                           \
+     * st sees them, into dst (gather) or, with scatter, from dst into the                         \
+     * view. Along dim 0 in runs, with a carry into the outer dims; a view                         \
+     * broadcast along every outer dim (class weights against a batch) is                          \
+     * one period gathered once and doubled.                                                       \
+     */                                                                                            \
+    static void walk_##sfx(T *x, const int64_t *st, const space *sp, int64_t at, int64_t n,         \
+                           T *dst, int scatter)                                                    \
+    {                                                                                              \
+        const int64_t d0 = sp->dims[0], s0 = st[0];                                                \
+        int periodic = !scatter;                                                                   \
+        for (int d = 1; d < sp->ndims; d++)                                                        \
+            periodic &= st[d] == 0;                                                                \
+        if (periodic && n > d0) {                                                                  \
+            int64_t k = 0, j = at % d0;                                                            \
+            for (; j < d0; j++)                                                                    \
+                dst[k++] = x[j * s0];                                                              \
+            const int64_t p0 = k;                                                                  \
+            for (j = 0; j < d0 && k < n; j++)                                                      \
+                dst[k++] = x[j * s0];                                                              \
+            while (k < n) {                                                                        \
+                int64_t c = k - p0 < n - k ? k - p0 : n - k;                                       \
+                memcpy(dst + k, dst + p0, (size_t)c * sizeof(T));                                  \
+                k += c;                                                                            \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        if (sp->ndims == 2 && at % d0 == 0) {                                                      \
+            /* Whole rows (blocks start on one): no carry to keep. */                              \
+            const int64_t s1 = st[1], r0 = at / d0;                                                \
+            for (int64_t r = 0, k = 0; k < n; r++) {                                               \
+                T *v = x + (r0 + r) * s1;                                                          \
+                const int64_t run = d0 < n - k ? d0 : n - k;                                       \
+                if (scatter) {                                                                     \
+                    for (int64_t i = 0; i < run; i++)                                              \
+                        v[i * s0] = dst[k + i];                                                    \
+                } else if (s0 == 0) {                                                              \
+                    const T c = *v;                                                                \
+                    for (int64_t i = 0; i < run; i++)                                              \
+                        dst[k + i] = c;                                                            \
+                } else {                                                                           \
+                    for (int64_t i = 0; i < run; i++)                                              \
+                        dst[k + i] = v[i * s0];                                                    \
+                }                                                                                  \
+                k += run;                                                                          \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        int64_t idx[DLA_MAX_DIMS], rem = at, off = 0;                                              \
+        for (int d = 0; d < sp->ndims; d++) {                                                      \
+            idx[d] = rem % sp->dims[d];                                                            \
+            rem /= sp->dims[d];                                                                    \
+            off += idx[d] * st[d];                                                                 \
+        }                                                                                          \
+        for (int64_t done = 0; done < n;) {                                                        \
+            const int64_t run = d0 - idx[0] < n - done ? d0 - idx[0] : n - done;                   \
+            T *v = x + off, *b = dst + done;                                                       \
+            if (scatter) {                                                                         \
+                for (int64_t i = 0; i < run; i++)                                                  \
+                    v[i * s0] = b[i];                                                              \
+            } else if (s0 == 0) {                                                                  \
+                const T c = *v;                                                                    \
+                for (int64_t i = 0; i < run; i++)                                                  \
+                    b[i] = c;                                                                      \
+            } else {                                                                               \
+                for (int64_t i = 0; i < run; i++)                                                  \
+                    b[i] = v[i * s0];                                                              \
+            }                                                                                      \
+            done += run;                                                                           \
+            off += run * s0;                                                                       \
+            idx[0] += run;                                                                         \
+            for (int d = 0; d + 1 < sp->ndims && idx[d] == sp->dims[d]; d++) {                     \
+                idx[d] = 0;                                                                        \
+                idx[d + 1]++;                                                                      \
+                off += st[d + 1] - sp->dims[d] * st[d];                                            \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* Runs the program on block u: elements [u * block, ...) of the space,                       \
+     * in its column-major order. */                                                               \
+    static void block_##sfx(const dla_fused_args *a, const space *sp, const int *how, int64_t u,   \
+                            T (*regs)[BLOCK], T (*stage)[BLOCK])                                   \
+    {                                                                                              \
+        const int64_t at = u * sp->block;                                                          \
+        const int64_t n = sp->numel - at < sp->block ? sp->numel - at : sp->block;                 \
+        operand_##sfx inputs[DLA_FUSED_MAX_INPUTS];                                                \
+        for (int i = 0; i < a->ninputs; i++) {                                                     \
+            T *base = (T *)a->inputs[i].mem + sp->offset[1 + i];                                   \
+            if (how[1 + i] == AT_DENSE) {                                                          \
+                inputs[i] = (operand_##sfx){base + at, 0};                                         \
+            } else if (how[1 + i] == AT_SCALAR) {                                                  \
+                inputs[i] = (operand_##sfx){NULL, *base};                                          \
+            } else {                                                                               \
+                walk_##sfx(base, sp->strides[1 + i], sp, at, n, stage[i], 0);                      \
+                inputs[i] = (operand_##sfx){stage[i], 0};                                          \
+            }                                                                                      \
+        }                                                                                          \
+        const int last = a->ninsns - 1;                                                            \
+        T *y = how[0] == AT_DENSE ? (T *)a->y.mem + sp->offset[0] + at : regs[last];               \
+        for (int j = 0; j <= last; j++) {                                                          \
+            const dla_fused_insn *in = &a->insns[j];                                               \
+            operand_##sfx x[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};                                \
+            for (int k = 0; k < operands(in); k++)                                                 \
+                x[k] = in->src[k] >= 0 ? (operand_##sfx){regs[in->src[k]], 0}                      \
+                                       : inputs[-1 - in->src[k]];                                  \
+            step_##sfx(in, j == last ? y : regs[j], x, n);                                         \
+        }                                                                                          \
+        if (how[0] != AT_DENSE)                                                                    \
+            walk_##sfx((T *)a->y.mem + sp->offset[0], sp->strides[0], sp, at, n, regs[last], 1);    \
+    }                                                                                              \
+                                                                                                   \
+    static void run_##sfx(const dla_fused_args *a, const space *sp, const int *how)                \
+    {                                                                                              \
+        const int64_t blocks = (sp->numel + sp->block - 1) / sp->block;                            \
+        if (sp->numel < DLA__CPU_PAR_MIN) {                                                        \
+            _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
+            _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
+            for (int64_t u = 0; u < blocks; u++)                                                   \
+                block_##sfx(a, sp, how, u, regs, stage);                                           \
+            return;                                                                                \
+        }                                                                                          \
+        _Pragma("omp parallel")                                                                    \
+        {                                                                                          \
+            _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
+            _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
+            _Pragma("omp for schedule(static)")                                                    \
+            for (int64_t u = 0; u < blocks; u++)                                                   \
+                block_##sfx(a, sp, how, u, regs, stage);                                           \
+        }                                                                                          \
+    }
+DEFINE_RUN(float, f32)
+DEFINE_RUN(double, f64)
+
+/* ---------------------------------------------------------------- checks */
+
+static int same_view(const dla_view *p, const dla_view *q)
+{
+    if (p->mem != q->mem || p->offset != q->offset || p->ndims != q->ndims)
+        return 0;
+    for (int d = 0; d < p->ndims; d++)
+        if (p->strides[d] != q->strides[d] && p->dims[d] != 1)
+            return 0;
+    return 1;
+}
+
+static dla_status check_program(const dla_fused_args *a)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    for (int j = 0; j < a->ninsns; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        int nsrc;
+        if (in->kind == DLA_FUSED_UNARY) {
+            if (in->op < 0 || in->op >= DLA_UNARY_COUNT)
+                return h->error(DLA_ERR_UNSUPPORTED, "cpu fused: argument insns[%d]: unknown "
+                                "unary op %d", j, (int)in->op);
+            nsrc = 1;
+        } else if (in->kind == DLA_FUSED_BINARY) {
+            if (in->op < 0 || in->op >= DLA_BINARY_COUNT)
+                return h->error(DLA_ERR_UNSUPPORTED, "cpu fused: argument insns[%d]: unknown "
+                                "binary op %d", j, (int)in->op);
+            nsrc = 2;
+        } else if (in->kind == DLA_FUSED_WHERE) {
+            nsrc = 3;
+        } else {
+            return h->error(DLA_ERR_UNSUPPORTED, "cpu fused: argument insns[%d]: unknown kind %d",
+                            j, (int)in->kind);
+        }
+        for (int k = 0; k < nsrc; k++) {
+            int32_t s = in->src[k];
+            if (s >= j || (s < 0 && -1 - s >= a->ninputs))
+                return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused: argument insns[%d]: "
+                                "operand %d is %d, neither an earlier register (0..%d) nor an "
+                                "input (-1..-%d)", j, k, (int)s, j - 1, (int)a->ninputs);
+        }
+    }
+    return DLA_OK;
+}
+
+dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (args->struct_size < sizeof(dla_fused_args))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu fused: args struct_size %zu is smaller than ABI 1.2's %zu",
+                        args->struct_size, sizeof(dla_fused_args));
+    if (args->dtype != DLA_F32 && args->dtype != DLA_F64)
+        return h->error(DLA_ERR_DTYPE, "cpu fused: argument dtype: %s; programs run in single or "
+                        "double", dla__cpu_dtype_name(args->dtype));
+    if (args->ninputs < 0 || args->ninputs > DLA_FUSED_MAX_INPUTS || args->ninsns < 1 ||
+        args->ninsns > DLA_FUSED_MAX_INSNS)
+        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused: %d inputs and %d instructions; "
+                        "0..%d and 1..%d are allowed", (int)args->ninputs, (int)args->ninsns,
+                        DLA_FUSED_MAX_INPUTS, DLA_FUSED_MAX_INSNS);
+    const dla_view *v[NOPS];
+    v[0] = &args->y;
+    for (int i = 0; i < args->ninputs; i++)
+        v[1 + i] = &args->inputs[i];
+    static const char *const names[NOPS] = {"y", "inputs[0]", "inputs[1]", "inputs[2]",
+                                            "inputs[3]", "inputs[4]", "inputs[5]", "inputs[6]",
+                                            "inputs[7]"};
+    _Static_assert(DLA_FUSED_MAX_INPUTS == 8, "names of the inputs");
+    dla_status s;
+    char buf[DLA__CPU_DIMS_BUF];
+    for (int op = 0; op < 1 + args->ninputs; op++) {
+        if ((s = dla__cpu_check_view("fused", names[op], v[op])) != DLA_OK ||
+            (op && (s = dla__cpu_check_same_dims("fused", names[op], v[op], "y", v[0])) != DLA_OK))
+            return s;
+        if (v[op]->dtype != args->dtype)
+            return h->error(DLA_ERR_DTYPE, "cpu fused: argument %s (dims %s): dtype %s, the "
+                            "program's is %s", names[op],
+                            dla__cpu_dims_str(buf, sizeof buf, v[op]->ndims, v[op]->dims),
+                            dla__cpu_dtype_name(v[op]->dtype), dla__cpu_dtype_name(args->dtype));
+        if (op && dla__cpu_views_overlap(v[0], v[op]) && !same_view(v[0], v[op]))
+            return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused: argument y (dims %s): overlaps "
+                            "%s without being the same view", 
+                            dla__cpu_dims_str(buf, sizeof buf, v[0]->ndims, v[0]->dims), names[op]);
+    }
+    if ((s = check_program(args)) != DLA_OK)
+        return s;
+    space sp;
+    int how[NOPS];
+    coalesce(&sp, 1 + args->ninputs, v);
+    if (sp.numel == 0)
+        return DLA_OK;
+    classify(&sp, 1 + args->ninputs, how);
+    if (args->dtype == DLA_F32)
+        run_f32(args, &sp, how);
+    else
+        run_f64(args, &sp, how);
+    return DLA_OK;
+}
