@@ -15,4 +15,8 @@ dla_tensor *dla__unary(dla_unary_op op, dla_tensor *x, double alpha, double beta
  * dense; its backward sums back. Format follows like. */
 dla_tensor *dla__expand(dla_tensor *g, const dla_tensor *like);
 
+/* t itself (a new reference) when dense, else a dense copy on its device
+ * (strided copy kernel); NULL with the message, prefixed with op, on failure. */
+dla_tensor *dla__dense(const char *op, dla_tensor *t);
+
 #endif

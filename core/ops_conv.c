@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 #include <stdio.h>
@@ -92,22 +93,6 @@ static void bias_view(int64_t F, const dla_tensor *b, dla_view *v)
         v->dims[i] = 0, v->strides[i] = 0;
 }
 
-/* A dense copy of t (NULL with the message set on failure). */
-static dla_tensor *dense_copy(const char *op, dla_tensor *t)
-{
-    dla_tensor *d = dla__tensor_alloc(op, t->storage->device, t->dtype, t->format, t->ndims, t->dims);
-    if (!d)
-        return NULL;
-    dla_view y, x;
-    dla__view_of(d, &y);
-    dla__view_of(t, &x);
-    if (dla__k_copy(t->storage->device, &y, &x) != DLA_OK) {
-        dla_tensor_release(d);
-        return NULL;
-    }
-    return d;
-}
-
 /* Runs kernel `which` writing `out` from the two operands a and b (and
  * bias) in their roles; a device that declines strided views gets dense
  * copies. */
@@ -150,7 +135,7 @@ static dla_status launch(const char *op, const conv_geom *g, dla_kernel which, d
         dla_tensor *orig[3] = {a, b, bias};
         for (int i = 0; i < 3; i++)
             if (orig[i] && !dla__is_dense(orig[i])) {
-                if (!(hold[i] = dense_copy(op, orig[i]))) {
+                if (!(hold[i] = dla__dense(op, orig[i]))) {
                     st = dla_last_status();
                     break;
                 }

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/launch.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 static inline int dla__nn_is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
@@ -42,24 +43,8 @@ static inline void dla__nn_expand(dla_view *v, const int64_t *out)
         }
 }
 
-/* t itself (a new reference) when dense, else a dense copy on its device.
- * NULL on failure, with the message set. */
-static inline dla_tensor *dla__nn_dense(const char *op, dla_tensor *t)
-{
-    if (dla__is_dense(t))
-        return dla_tensor_retain(t);
-    dla_tensor *d = dla__tensor_alloc(op, t->storage->device, t->dtype, t->format, t->ndims, t->dims);
-    if (!d)
-        return NULL;
-    dla_view y, x;
-    dla__view_of(d, &y);
-    dla__view_of(t, &x);
-    if (dla__k_copy(t->storage->device, &y, &x) != DLA_OK) {
-        dla_tensor_release(d);
-        return NULL;
-    }
-    return d;
-}
+/* t itself (a new reference) when dense, else a dense copy (core/ops.h). */
+static inline dla_tensor *dla__nn_dense(const char *op, dla_tensor *t) { return dla__dense(op, t); }
 
 static inline dla_status dla__nn_unary(dla_device *dev, dla_unary_op op, double alpha, double beta,
                                        const dla_view *y, const dla_view *x)

@@ -12,13 +12,13 @@
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
 #include <string.h>
 
-/* A dense copy of t on its own device (t retained when already dense). */
-static dla_tensor *dense(const char *op, dla_tensor *t)
+dla_tensor *dla__dense(const char *op, dla_tensor *t)
 {
     if (dla__is_dense(t))
         return dla_tensor_retain(t);
@@ -59,7 +59,7 @@ DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t byt
         return DLA_OK;
     if (dla__trace_recording())
         dla__trace_host_read(t);
-    dla_tensor *d = dense(op, (dla_tensor *)t);
+    dla_tensor *d = dla__dense(op, (dla_tensor *)t);
     if (!d)
         return dla_last_status();
     dla_device *dev = d->storage->device;
@@ -96,7 +96,7 @@ DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index)
 static dla_status contiguous_forward(const void *attrs, dla_tensor *const *in, int nin,
                                      dla_tensor **out, dla_tensor **saved)
 {
-    out[0] = dense("dla_contiguous", in[0]);
+    out[0] = dla__dense("dla_contiguous", in[0]);
     return out[0] ? DLA_OK : dla_last_status();
 }
 
@@ -131,7 +131,7 @@ static dla_status to_device_forward(const void *attrs, dla_tensor *const *in, in
         return dla_last_status();
     dla_tensor *t = in[0];
     dla_device *src_dev = t->storage->device;
-    dla_tensor *d = dense(op, t);
+    dla_tensor *d = dla__dense(op, t);
     if (!d)
         return dla_last_status();
     if (src_dev == dev && d != t) {
