@@ -242,9 +242,13 @@ DLA_API dla_status dla_fashion_mnist_load(const char *dir, const char *split,
         dla_tensor_release(*images);
         *images = NULL;
     }
-    if (st == DLA_OK && images)
-        *images = dla__data_deliver(*images);
-    if (st == DLA_OK && labels)
-        *labels = dla__data_deliver(*labels);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *out[2] = {images ? *images : NULL, labels ? *labels : NULL};
+    st = dla__data_deliver_all(2, out, OP);
+    if (images)
+        *images = out[0];
+    if (labels)
+        *labels = out[1];
     return st;
 }

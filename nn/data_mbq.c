@@ -16,7 +16,7 @@
  * same, in the same order, with or without the thread.
  *
  * Batches are held references (data_util.h), not owned by any scope, until
- * dla_mbq_next delivers them into the caller's scope.
+ * dla_mbq_next delivers them to the caller (into the caller's open scope).
  */
 #include "nn/data_rng.h"
 #include "nn/data_seq.h"
@@ -617,14 +617,8 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         batch_clear(&b);
         return st;
     }
-    dla_status st = DLA_OK;
-    for (int i = 0; i < n; i++) {
-        outputs[i] = dla__data_deliver(b.out[i]);
-        if (st == DLA_OK && dla_tensor_status(outputs[i]) != DLA_OK)
-            st = dla__data_fail(dla_tensor_status(outputs[i]), "%s: %s", op,
-                                dla_tensor_error(outputs[i]));
-    }
-    return st;
+    memcpy(outputs, b.out, (size_t)n * sizeof *outputs);
+    return dla__data_deliver_all(n, outputs, op);
 }
 
 static void change_reset(dla_mbq *q, int64_t arg)

@@ -291,10 +291,12 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
     if (st != DLA_OK)
         return st;
     st = dla__seq_pad(seqs, n, indices, &rule, NULL, op, x, mask);
-    if (st == DLA_OK) {
-        *x = dla__data_deliver(*x);
-        if (mask)
-            *mask = dla__data_deliver(*mask);
-    }
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *out[2] = {*x, mask ? *mask : NULL};
+    st = dla__data_deliver_all(2, out, op);
+    *x = out[0];
+    if (mask)
+        *mask = out[1];
     return st;
 }

@@ -1,12 +1,13 @@
 /*
- * data_util.c - memory, errors and host-to-device helpers of the data files.
+ * data_util.c - memory, errors and hand-over helpers of the data files.
  *
- * The public API has no door to the allocation hook or to the thread's
- * error message, yet the data pipeline must honour the first (tests refuse
- * the Nth allocation) and report file problems through the second. Until
- * dlaccel.h offers both (a dla_error_set and a dla_malloc family), these
- * few lines reach the core's two functions by name, and nothing else in nn
- * does: this file is the one place to change then.
+ * The public API has no door to the allocation hook, to the thread's error
+ * message, or to the open scope, yet the data pipeline must honour the
+ * first (tests refuse the Nth allocation), report file problems through the
+ * second, and give the caller's scope the batches a dispatch thread made.
+ * Until dlaccel.h offers them (a dla_malloc family, a dla_error_set and a
+ * way to hand a reference to the open scope), the data files reach the
+ * core's functions for these by name here, and nowhere else.
  */
 #include "nn/data_util.h"
 
@@ -15,11 +16,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The core's allocation door and error setter (core/alloc.h, core/error.h). */
+/* The core's allocation door, error setter and scope hand-over
+ * (core/alloc.h, core/error.h, core/tensor.h). */
 void *dla__malloc(size_t size);
 void *dla__realloc(void *ptr, size_t size);
 void dla__free(void *ptr);
 dla_status dla__failv(dla_status status, const char *fmt, va_list ap);
+dla_tensor *dla__return(dla_tensor *t);
 
 void *dla__data_malloc(size_t size) { return dla__malloc(size); }
 
@@ -58,15 +61,21 @@ const char *dla__data_dims_str(char *buf, int ndims, const int64_t *dims)
 
 dla_tensor *dla__data_hold(dla_tensor *t) { return dla_tensor_retain(t); }
 
-dla_tensor *dla__data_deliver(dla_tensor *t)
+dla_tensor *dla__data_deliver(dla_tensor *t) { return t ? dla__return(t) : NULL; }
+
+dla_status dla__data_deliver_all(int n, dla_tensor **ts, const char *op)
 {
-    if (!t || dla_tensor_status(t) != DLA_OK)
-        return t;
-    int64_t dims[DLA_MAX_DIMS];
-    int nd = dla_tensor_dims(t, dims);
-    dla_tensor *v = dla_reshape(t, dla_tensor_format(t), nd, dims);
-    dla_tensor_release(t);
-    return v;
+    dla_status st = DLA_OK;
+    for (int i = 0; i < n; i++) {
+        ts[i] = dla__data_deliver(ts[i]);
+        if (ts[i] && dla_tensor_status(ts[i]) != DLA_OK && st == DLA_OK)
+            st = dla__data_fail(dla_tensor_status(ts[i]), "%s: %s", op,
+                                dla_tensor_error(ts[i]));
+    }
+    if (st != DLA_OK)
+        for (int i = 0; i < n; i++)
+            ts[i] = NULL;
+    return st;
 }
 
 dla_tensor *dla__data_from_host(dla_device *dev, const void *data, dla_dtype dtype,

@@ -32,9 +32,15 @@ const char *dla__data_dims_str(char *buf, int ndims, const int64_t *dims);
  * and hand it to the caller with dla__data_deliver. */
 dla_tensor *dla__data_hold(dla_tensor *t); /* dla_tensor_retain, named for its job */
 /* Gives a held t to the calling code by dlaccel.h's rules (the innermost
- * open scope owns it, if any) as a view of it: no data moves. Consumes t;
- * NULL stays NULL. */
+ * open scope owns it, if any). Consumes t; NULL stays NULL. Fails only
+ * when the open scope cannot grow: t is then dropped and the result is
+ * the library's static out-of-memory tensor (releasing it does nothing),
+ * with the thread's error set. */
 dla_tensor *dla__data_deliver(dla_tensor *t);
+/* Delivers the held ts[0..n-1] (NULL entries stay NULL). When one cannot be
+ * handed over, all of ts become NULL (those handed over belong to the open
+ * scope, which will release them) and the error, naming op, is returned. */
+dla_status dla__data_deliver_all(int n, dla_tensor **ts, const char *op);
 
 /* dla_tensor_from_host on dev (NULL: the current device), held, leaving
  * the calling thread's current device as it was. */

@@ -149,7 +149,7 @@ DLA_API dla_status dla_waveform_generate(int64_t n, uint64_t seed, const dla_wav
             dla_tensor_release(*labels);
             *labels = NULL;
         } else {
-            *labels = dla__data_deliver(*labels);
+            st = dla__data_deliver_all(1, labels, OP);
         }
     }
     dla__data_free(y);

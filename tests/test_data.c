@@ -22,12 +22,15 @@
 /* ------------------------------------------------------------ helpers */
 
 /* testutil's counting allocator, with counters that two threads (the
- * queue's dispatch thread and the test) can bump at once. */
-static atomic_long live_blocks;
+ * queue's dispatch thread and the test) can bump at once, and the
+ * allocation to refuse (0: none). */
+static atomic_long live_blocks, alloc_calls, refuse_at;
 
 static void *counting_alloc(void *user, void *ptr, size_t size)
 {
     (void)user;
+    if (size && atomic_load(&refuse_at) && atomic_fetch_add(&alloc_calls, 1) + 1 == refuse_at)
+        return NULL;
     if (size == 0) {
         if (ptr)
             atomic_fetch_sub(&live_blocks, 1);
@@ -1127,6 +1130,89 @@ static void test_waveform_class_proportions_shape_the_classes(void **state)
     assert_string_equal(dla_waveform_class_name(3), "triangle");
 }
 
+/* -------------------------------------------------------- refused memory */
+
+/* One of everything, stopping at the first failure. Scoped: inside a
+ * scope, which then owns every tensor returned (none is released here). */
+static void drop(int scoped, dla_tensor *t)
+{
+    if (!scoped)
+        dla_tensor_release(t);
+}
+
+static dla_status pipeline_once(int scoped)
+{
+    if (scoped)
+        dla_scope_begin();
+    dla_idx idx;
+    dla_status st = dla_idx_read(tmp_path("oom.idx.gz"), &idx);
+    dla_idx_free(&idx);
+    dla_tensor *x = NULL, *t = NULL;
+    if (st == DLA_OK)
+        st = dla_fashion_mnist_load(tmpdir, "test", NULL, &x, &t);
+    drop(scoped, x);
+    drop(scoped, t);
+    t = NULL;
+    dla_seqlist *s = NULL;
+    if (st == DLA_OK)
+        st = dla_waveform_generate(6, 1, NULL, &s, &t);
+    dla_mbq *q = NULL;
+    if (st == DLA_OK)
+        st = dla_mbq_create(2, (dla_mbq_input[]){{.sequences = s, .mask = 1}, {.tensor = t}},
+                            &(dla_mbq_options){.mini_batch_size = 4}, &q);
+    drop(scoped, t);
+    if (st == DLA_OK)
+        dla_mbq_shuffle(q);
+    while (st == DLA_OK && dla_mbq_hasdata(q)) {
+        dla_tensor *b[3];
+        st = dla_mbq_next(q, 3, b);
+        for (int i = 0; i < 3; i++)
+            drop(scoped, b[i]);
+    }
+    dla_mbq *p = NULL;
+    if (st == DLA_OK)
+        st = dla_mbq_partition(q, 2, 1, &p);
+    dla_mbq_free(p);
+    dla_mbq_free(q);
+    dla_tensor *px = NULL, *pm = NULL;
+    if (st == DLA_OK)
+        st = dla_padsequences(s, 3, NULL, NULL, &px, &pm);
+    drop(scoped, px);
+    drop(scoped, pm);
+    dla_seqlist_free(s);
+    if (scoped)
+        dla_scope_end();
+    return st;
+}
+
+static void test_every_refused_allocation_fails_cleanly(void **state)
+{
+    unsigned char buf[64];
+    const uint32_t dims[2] = {3, 4};
+    write_bytes(tmp_path("oom.idx.gz"), buf, idx_bytes(buf, 0x08, 2, dims, 12), 1);
+    write_fake_split("t10k", 4, 4, 0);
+    for (int scoped = 0; scoped <= 1; scoped++) {
+        assert_int_equal(pipeline_once(scoped), DLA_OK); /* devices loaded, caches warm */
+        long live = atomic_load(&live_blocks);
+        int refused = 0;
+        for (long n = 1; n < 5000; n++) {
+            atomic_store(&alloc_calls, 0);
+            atomic_store(&refuse_at, n);
+            dla_status st = pipeline_once(scoped);
+            long calls = atomic_load(&alloc_calls);
+            atomic_store(&refuse_at, 0);
+            assert_int_equal(atomic_load(&live_blocks), live); /* nothing leaked */
+            if (calls < n) {
+                assert_int_equal(st, DLA_OK); /* every allocation was granted */
+                break;
+            }
+            assert_int_equal(st, DLA_ERR_OUT_OF_MEMORY);
+            refused++;
+        }
+        assert_true(refused > 20);
+    }
+}
+
 /* ------------------------------------------------------------------- group */
 
 static int setup(void **state)
@@ -1183,6 +1269,7 @@ int main(void)
         cmocka_unit_test(test_waveforms_are_numpys_reference_draws),
         cmocka_unit_test(test_waveforms_repeat_with_the_seed_and_differ_without),
         cmocka_unit_test(test_waveform_class_proportions_shape_the_classes),
+        cmocka_unit_test(test_every_refused_allocation_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
