@@ -4,9 +4,11 @@
  *
  * Each algorithm follows numpy's published definition closely enough to give
  * the same bits: the order of draws, numpy's habit of keeping the high half
- * of a 64-bit draw for the next 32-bit one, and the ziggurat's tables, which
- * are built here from the 256-layer construction (Marsaglia and Tsang) the
- * first time a normal is drawn.
+ * of a 64-bit draw for the next 32-bit one, rejection by a bit mask (not
+ * Lemire's method) in shuffles. The ziggurat's tables are built here from
+ * the 256-layer construction (Marsaglia and Tsang) the first time a normal
+ * is drawn; they are not numpy's to the last bit, so a normal may differ
+ * from numpy's by about 1e-15 (see data_rng.h).
  */
 #include "nn/data_rng.h"
 
