@@ -157,14 +157,14 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
     /* Zero-size tensors get a one-byte block so every tensor has memory. */
     dla_status s = dev->table->mem_alloc(dev->ctx, st->bytes ? st->bytes : 1, &st->mem);
     if (s != DLA_OK) {
-        dla__free(t);
-        dla__free(st);
         char buf[DLA__DIMS_BUF];
         char why[512];
         snprintf(why, sizeof why, "%s", dla_last_error());
         dla__fail(s, "%s: cannot allocate %zu bytes for %s %s on %s: %s", op, st->bytes,
                   dla__dims_str(buf, sizeof buf, ndims, dims), dla_dtype_name(dtype), dev->name,
                   why);
+        dla__free(t);
+        dla__free(st);
         return NULL;
     }
     atomic_init(&st->refcount, 1);
