@@ -112,7 +112,7 @@ static dla_status upload(const char *op, dla_tensor *t, const dla__format *f, co
     dla_device *dev = t->storage->device;
     size_t bytes = t->storage->bytes;
     if (f->is_canonical)
-        return dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, data, bytes);
+        return dla__k_upload(dev, t->storage->mem, 0, data, bytes);
     /* Upload as given, then gather into canonical order with one strided
      * copy: view the staging buffer with the caller's strides permuted. */
     int64_t user_dims[DLA_MAX_DIMS], user_strides[DLA_MAX_DIMS];
@@ -122,7 +122,7 @@ static dla_status upload(const char *op, dla_tensor *t, const dla__format *f, co
     dla_tensor *stage = dla__tensor_alloc(op, dev, t->dtype, "", t->ndims, user_dims);
     if (!stage)
         return dla_last_status();
-    dla_status st = dev->table->copy_to_device(dev->ctx, stage->storage->mem, 0, data, bytes);
+    dla_status st = dla__k_upload(dev, stage->storage->mem, 0, data, bytes);
     if (st == DLA_OK) {
         dla_view y, x;
         dla__view_of(t, &y);
@@ -179,7 +179,7 @@ static dla_tensor *make_random(const char *op, int normal, dla_dtype dtype, cons
         used = normal ? dla__philox_normal_f64(rng_seed, rng_counter, host, n)
                       : dla__philox_uniform_f64(rng_seed, rng_counter, host, n);
     dla_device *dev = t->storage->device;
-    dla_status st = dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, host, t->storage->bytes);
+    dla_status st = dla__k_upload(dev, t->storage->mem, 0, host, t->storage->bytes);
     dla__free(host);
     if (st != DLA_OK) {
         dla_tensor_release(t);
@@ -234,7 +234,7 @@ static dla_status rand_like_forward(const void *attrs, dla_tensor *const *in, in
                       : dla__philox_uniform_f64(rng_seed, rng_counter, host, n);
     dla_device *dev = t->storage->device;
     dla_status st = t->storage->bytes
-                        ? dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, host, t->storage->bytes)
+                        ? dla__k_upload(dev, t->storage->mem, 0, host, t->storage->bytes)
                         : DLA_OK;
     dla__free(host);
     if (st != DLA_OK) {

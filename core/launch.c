@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/plan.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -154,6 +155,18 @@ static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region
     return st;
 }
 
+/* --------------------------------------------------------------- capture */
+
+/* Hands the call to the capture running on this thread, if any. */
+#define CAPTURE(kind_, which_, member_, value_)                                                    \
+    do {                                                                                           \
+        if (dla__capture_current) {                                                                \
+            dla__launch l_ = {.kind = (kind_), .which = (which_)};                                 \
+            l_.u.member_ = (value_);                                                               \
+            dla__capture_launch(dla__capture_current, dev, &l_);                                        \
+        }                                                                                          \
+    } while (0)
+
 /* ------------------------------------------------------------------ fill */
 
 typedef struct fill_call {
@@ -169,6 +182,12 @@ static dla_status cpu_fill(dla_device *cpu, void *p)
 
 dla_status dla__k_fill(dla_device *dev, const dla_view *y, double value)
 {
+    if (dla__capture_current) {
+        dla__launch l = {.kind = DLA__LAUNCH_FILL};
+        l.u.fill.y = *y;
+        l.u.fill.value = value;
+        dla__capture_launch(dla__capture_current, dev, &l);
+    }
     if (dla__device_supports(dev, DLA_KERNEL_FILL, y->dtype))
         return dev->table->fill(dev->ctx, y, value);
     fill_call c = {*y, value};
@@ -197,8 +216,19 @@ static dla_status pair_kernel(dla_device *dev, dla_kernel k, const dla_view *y, 
     return run_on_cpu(dev, k, y->dtype, r, 2, cpu_pair, &c);
 }
 
+static void capture_pair(dla_device *dev, dla__launch_kind kind, const dla_view *y,
+                         const dla_view *x)
+{
+    dla__launch l = {.kind = kind};
+    l.u.pair.y = *y;
+    l.u.pair.x = *x;
+    dla__capture_launch(dla__capture_current, dev, &l);
+}
+
 dla_status dla__k_copy(dla_device *dev, const dla_view *y, const dla_view *x)
 {
+    if (dla__capture_current)
+        capture_pair(dev, DLA__LAUNCH_COPY, y, x);
     if (dla__device_supports(dev, DLA_KERNEL_STRIDED_COPY, y->dtype))
         return dev->table->strided_copy(dev->ctx, y, x);
     return pair_kernel(dev, DLA_KERNEL_STRIDED_COPY, y, x);
@@ -206,6 +236,8 @@ dla_status dla__k_copy(dla_device *dev, const dla_view *y, const dla_view *x)
 
 dla_status dla__k_cast(dla_device *dev, const dla_view *y, const dla_view *x)
 {
+    if (dla__capture_current)
+        capture_pair(dev, DLA__LAUNCH_CAST, y, x);
     if (dla__device_supports(dev, DLA_KERNEL_CAST, x->dtype) &&
         dla__device_supports(dev, DLA_KERNEL_CAST, y->dtype))
         return dev->table->cast(dev->ctx, y, x);
@@ -233,6 +265,7 @@ static int knows_binary(const dla_device *dev, dla_binary_op op)
 
 dla_status dla__k_unary(dla_device *dev, const dla_unary_args *args)
 {
+    CAPTURE(DLA__LAUNCH_UNARY, 0, unary, *args);
     if (knows_unary(dev, args->op) && dla__device_supports(dev, DLA_KERNEL_UNARY, args->x.dtype))
         return dev->table->unary(dev->ctx, args);
     dla_unary_args c = *args;
@@ -242,6 +275,7 @@ dla_status dla__k_unary(dla_device *dev, const dla_unary_args *args)
 
 dla_status dla__k_binary(dla_device *dev, const dla_binary_args *args)
 {
+    CAPTURE(DLA__LAUNCH_BINARY, 0, binary, *args);
     if (knows_binary(dev, args->op) && dla__device_supports(dev, DLA_KERNEL_BINARY, args->a.dtype))
         return dev->table->binary(dev->ctx, args);
     dla_binary_args c = *args;
@@ -251,6 +285,7 @@ dla_status dla__k_binary(dla_device *dev, const dla_binary_args *args)
 
 dla_status dla__k_reduce(dla_device *dev, const dla_reduce_args *args)
 {
+    CAPTURE(DLA__LAUNCH_REDUCE, 0, reduce, *args);
     if (dla__device_supports(dev, DLA_KERNEL_REDUCE, args->x.dtype))
         return dev->table->reduce(dev->ctx, args);
     dla_reduce_args c = *args;
@@ -261,6 +296,7 @@ dla_status dla__k_reduce(dla_device *dev, const dla_reduce_args *args)
 
 dla_status dla__k_gemm(dla_device *dev, const dla_gemm_args *args)
 {
+    CAPTURE(DLA__LAUNCH_GEMM, 0, gemm, *args);
     if (dla__device_supports(dev, DLA_KERNEL_GEMM, args->dtype))
         return dev->table->gemm(dev->ctx, args);
     dla_gemm_args c = *args;
@@ -278,6 +314,7 @@ static dla_status cpu_ternary(dla_device *cpu, void *p) { return cpu->table->ter
 
 dla_status dla__k_ternary(dla_device *dev, const dla_ternary_args *args)
 {
+    CAPTURE(DLA__LAUNCH_TERNARY, 0, ternary, *args);
     if (dla__device_supports(dev, DLA_KERNEL_TERNARY, args->z.dtype))
         return dev->table->ternary(dev->ctx, args);
     dla_ternary_args c = *args;
@@ -324,6 +361,7 @@ static dla_status native(dla_device *dev, dla_kernel which, const void *args)
 
 dla_status dla__k_conv(dla_device *dev, dla_kernel which, const dla_conv_args *args)
 {
+    CAPTURE(DLA__LAUNCH_CONV, which, conv, *args);
     if (dla__device_supports(dev, which, args->dtype))
         return native(dev, which, args);
     dla_conv_args c = *args;
@@ -336,6 +374,7 @@ dla_status dla__k_conv(dla_device *dev, dla_kernel which, const dla_conv_args *a
 
 dla_status dla__k_pool(dla_device *dev, dla_kernel which, const dla_pool_args *args)
 {
+    CAPTURE(DLA__LAUNCH_POOL, which, pool, *args);
     if (dla__device_supports(dev, which, args->dtype))
         return native(dev, which, args);
     dla_pool_args c = *args;
@@ -347,6 +386,7 @@ dla_status dla__k_pool(dla_device *dev, dla_kernel which, const dla_pool_args *a
 
 dla_status dla__k_index(dla_device *dev, dla_kernel which, const dla_index_args *args)
 {
+    CAPTURE(DLA__LAUNCH_INDEX, which, index, *args);
     if (dla__device_supports(dev, which, args->x.dtype))
         return native(dev, which, args);
     dla_index_args c = *args;
@@ -362,6 +402,15 @@ dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem 
 {
     if (bytes == 0)
         return DLA_OK;
+    if (dla__capture_current) {
+        dla__launch l = {.kind = DLA__LAUNCH_COPY_BYTES};
+        l.u.bytes.dst = dst;
+        l.u.bytes.doff = doff;
+        l.u.bytes.src = src;
+        l.u.bytes.soff = soff;
+        l.u.bytes.bytes = bytes;
+        dla__capture_launch(dla__capture_current, dev, &l);
+    }
     if (dev->table->copy_on_device)
         return dev->table->copy_on_device(dev->ctx, dst, doff, src, soff, bytes);
     void *stage = dla__malloc(bytes);
@@ -372,4 +421,56 @@ dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem 
         st = dev->table->copy_to_device(dev->ctx, dst, doff, stage, bytes);
     dla__free(stage);
     return st;
+}
+
+/* ------------------------------------------------------- host transfers */
+
+dla_status dla__k_upload(dla_device *dev, dla_mem dst, size_t offset, const void *src, size_t bytes)
+{
+    if (dla__capture_current)
+        dla__capture_transfer(dla__capture_current);
+    return dev->table->copy_to_device(dev->ctx, dst, offset, src, bytes);
+}
+
+dla_status dla__k_download(dla_device *dev, void *dst, dla_mem src, size_t offset, size_t bytes)
+{
+    if (dla__capture_current)
+        dla__capture_transfer(dla__capture_current);
+    return dev->table->copy_to_host(dev->ctx, dst, src, offset, bytes);
+}
+
+/* ---------------------------------------------------------------- fused */
+
+dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args)
+{
+    if (!dla__device_supports(dev, DLA_KERNEL_FUSED, args->dtype))
+        return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native 'fused' kernel for %s, and fused "
+                         "programs have no cpu fallback", dev->name, dla_dtype_name(args->dtype));
+    CAPTURE(DLA__LAUNCH_FUSED, DLA_KERNEL_FUSED, fused, (dla_fused_args *)args);
+    return dev->table->fused(dev->ctx, args);
+}
+
+/* --------------------------------------------------------------- replay */
+
+dla_status dla__k_launch(dla_device *dev, const dla__launch *l)
+{
+    switch (l->kind) {
+    case DLA__LAUNCH_FILL: return dla__k_fill(dev, &l->u.fill.y, l->u.fill.value);
+    case DLA__LAUNCH_COPY: return dla__k_copy(dev, &l->u.pair.y, &l->u.pair.x);
+    case DLA__LAUNCH_CAST: return dla__k_cast(dev, &l->u.pair.y, &l->u.pair.x);
+    case DLA__LAUNCH_UNARY: return dla__k_unary(dev, &l->u.unary);
+    case DLA__LAUNCH_BINARY: return dla__k_binary(dev, &l->u.binary);
+    case DLA__LAUNCH_REDUCE: return dla__k_reduce(dev, &l->u.reduce);
+    case DLA__LAUNCH_GEMM: return dla__k_gemm(dev, &l->u.gemm);
+    case DLA__LAUNCH_TERNARY: return dla__k_ternary(dev, &l->u.ternary);
+    case DLA__LAUNCH_CONV: return dla__k_conv(dev, l->which, &l->u.conv);
+    case DLA__LAUNCH_POOL: return dla__k_pool(dev, l->which, &l->u.pool);
+    case DLA__LAUNCH_INDEX: return dla__k_index(dev, l->which, &l->u.index);
+    case DLA__LAUNCH_COPY_BYTES:
+        return dla__k_copy_bytes(dev, l->u.bytes.dst, l->u.bytes.doff, l->u.bytes.src,
+                                 l->u.bytes.soff, l->u.bytes.bytes);
+    case DLA__LAUNCH_FUSED: return dla__k_fused(dev, l->u.fused);
+    }
+    DLA_ASSERT(!"a launch kind dla__k_launch does not know");
+    return DLA_ERR_STATE;
 }

@@ -6,6 +6,13 @@
  * to the cpu plugin, the kernel runs there, and the written memory is copied
  * back: slow but always correct, and the log says so once per device and
  * kernel.
+ *
+ * The same functions are where the replay planner watches a trace run
+ * (core/plan.h): while a plan is being captured on a thread, each launch is
+ * also handed to it as a dla__launch, a copy of the call that
+ * dla__k_launch() can make again later. Host transfers go through
+ * dla__k_upload/dla__k_download for the same reason: an op that moves data
+ * to or from the host is one the planner must run as the op itself.
  */
 #ifndef DLA_CORE_LAUNCH_H
 #define DLA_CORE_LAUNCH_H
@@ -26,9 +33,70 @@ dla_status dla__k_conv(dla_device *dev, dla_kernel which, const dla_conv_args *a
 dla_status dla__k_pool(dla_device *dev, dla_kernel which, const dla_pool_args *args);
 dla_status dla__k_index(dla_device *dev, dla_kernel which, const dla_index_args *args);
 
+/* ABI 1.2: a fused elementwise program. Native only: the planner makes one
+ * only for a device that supports it, so there is no cpu fallback
+ * (DLA_ERR_UNSUPPORTED). */
+dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args);
+
 /* bytes from src+soff to dst+doff on one device (through the host when the
  * plugin has no copy_on_device). */
 dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem src, size_t soff,
                              size_t bytes);
+
+/* Host to device and device to host: the plugin's copy_to_device and
+ * copy_to_host, for data the core makes or reads on the host (uploads of
+ * random numbers, class lists, device moves). */
+dla_status dla__k_upload(dla_device *dev, dla_mem dst, size_t offset, const void *src, size_t bytes);
+dla_status dla__k_download(dla_device *dev, void *dst, dla_mem src, size_t offset, size_t bytes);
+
+/* ------------------------------------------------------- captured launches */
+
+typedef enum dla__launch_kind {
+    DLA__LAUNCH_FILL,
+    DLA__LAUNCH_COPY,
+    DLA__LAUNCH_CAST,
+    DLA__LAUNCH_UNARY,
+    DLA__LAUNCH_BINARY,
+    DLA__LAUNCH_REDUCE,
+    DLA__LAUNCH_GEMM,
+    DLA__LAUNCH_TERNARY,
+    DLA__LAUNCH_CONV,
+    DLA__LAUNCH_POOL,
+    DLA__LAUNCH_INDEX,
+    DLA__LAUNCH_COPY_BYTES,
+    DLA__LAUNCH_FUSED
+} dla__launch_kind;
+
+/* One kernel call with its arguments, as dla__k_launch() makes it again. */
+typedef struct dla__launch {
+    dla__launch_kind kind;
+    dla_kernel which; /* conv, pool and index: the kernel */
+    union {
+        struct {
+            dla_view y;
+            double value;
+        } fill;
+        struct {
+            dla_view y, x;
+        } pair; /* copy, cast */
+        dla_unary_args unary;
+        dla_binary_args binary;
+        dla_reduce_args reduce;
+        dla_gemm_args gemm;
+        dla_ternary_args ternary;
+        dla_conv_args conv;
+        dla_pool_args pool;
+        dla_index_args index;
+        struct {
+            dla_mem dst, src;
+            size_t doff, soff, bytes;
+        } bytes;
+        dla_fused_args *fused; /* owned by whoever made the launch */
+    } u;
+} dla__launch;
+
+/* Makes the call l describes on dev, through the dla__k_* function above
+ * (so the cpu fallback applies as it did the first time). */
+dla_status dla__k_launch(dla_device *dev, const dla__launch *l);
 
 #endif

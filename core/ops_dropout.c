@@ -54,7 +54,7 @@ static dla_tensor *make_mask(const dropout_attrs *a, uint64_t seed, uint64_t cou
             u[i] = u[i] >= a->prob ? keep : 0.0;
     }
     dla_device *dev = m->storage->device;
-    dla_status st = dev->table->copy_to_device(dev->ctx, m->storage->mem, 0, host, m->storage->bytes);
+    dla_status st = dla__k_upload(dev, m->storage->mem, 0, host, m->storage->bytes);
     dla__free(host);
     if (st != DLA_OK) {
         dla_tensor_release(m);

@@ -61,8 +61,7 @@ static dla_tensor *class_list(const char *op, dla_device *dev, const int32_t *cl
     }
     for (int64_t i = 0; i < k; i++)
         v[i] = classes ? (double)classes[i] : (double)i;
-    dla_status st = dev->table->copy_to_device(dev->ctx, t->storage->mem, 0, v,
-                                               sizeof(double) * (size_t)k);
+    dla_status st = dla__k_upload(dev, t->storage->mem, 0, v, sizeof(double) * (size_t)k);
     dla__free(v);
     if (st != DLA_OK) {
         dla__error_prefix(op);

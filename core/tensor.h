@@ -55,6 +55,17 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
  * filled by the caller. NULL on out of memory (message set). */
 dla_tensor *dla__tensor_view(const char *op, const dla_tensor *t);
 
+/* A storage of bytes on dev outside any tensor (reference count 1): the
+ * replay plans' arenas and output buffers. NULL with the message set. */
+dla__storage *dla__storage_alloc(const char *op, dla_device *dev, size_t bytes);
+/* Drops a reference; the memory goes back to the device with the last. */
+void dla__storage_release(dla__storage *st);
+/* A tensor header on st (a new reference to it) with this layout; format
+ * is DLA_MAX_DIMS + 1 bytes. NULL on out of memory (message set). */
+dla_tensor *dla__tensor_on_storage(const char *op, dla__storage *st, dla_dtype dtype, int ndims,
+                                   const int64_t *dims, const int64_t *strides, int64_t offset,
+                                   const char *format);
+
 /* Column-major dense strides for dims. */
 void dla__dense_strides(int ndims, const int64_t *dims, int64_t *strides);
 int64_t dla__numel(int ndims, const int64_t *dims);

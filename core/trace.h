@@ -58,6 +58,9 @@ typedef struct dla__trace {
      * inputs); NULL for a loaded trace. A saved trace names it as "the
      * replay device" wherever an op moved data to it. */
     dla_device *device;
+    /* Its replay plans, one per device (core/plan_exec.c): a cache that
+     * only grows while the trace lives, so a const trace may add to it. */
+    struct dla__plan *plans;
 } dla__trace;
 
 /* ------------------------------------------------------------- recording */

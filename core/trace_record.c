@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/plan.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -307,5 +308,6 @@ void dla__trace_free(dla__trace *t)
     dla__free(t->values);
     dla__free(t->consts);
     dla__free(t->outputs);
+    dla__plans_free(t);
     dla__free(t);
 }

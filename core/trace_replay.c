@@ -6,15 +6,20 @@
  * A value is released right after its last reader, so the device allocator
  * reuses memory as it goes. Constants recorded on another device than the
  * replay's are copied over once per replay.
+ *
+ * That is the plain replay. A replay first offers the call to the trace's
+ * plan for the device (core/plan.h), which makes the same launches without
+ * the ops around them; the plain one runs when the planner steps aside.
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/plan.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
 #include <string.h>
 
-dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)
+static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)
 {
     dla_tensor **v = dla__calloc((size_t)(t->nvalues ? t->nvalues : 1), sizeof *v);
     unsigned char *owned = dla__calloc((size_t)(t->nvalues ? t->nvalues : 1), 1);
@@ -83,6 +88,14 @@ dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_ten
     return st;
 }
 
+dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)
+{
+    dla_status st;
+    if (dla__plan_replay(t, in, out, &st))
+        return st;
+    return replay_plain(t, in, out);
+}
+
 static const char *kind_name(dla__value_kind k)
 {
     return k == DLA__VALUE_INPUT ? "input" : k == DLA__VALUE_CONST ? "const" : "op";
@@ -145,4 +158,5 @@ void dla__trace_print(const dla__trace *t, FILE *f)
     for (int i = 0; i < t->nout; i++)
         fprintf(f, " %%%d", t->outputs[i]);
     fprintf(f, "\n  intermediates: %zu bytes in all\n", inter);
+    dla__plan_print(t, f);
 }

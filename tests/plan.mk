@@ -1,6 +1,11 @@
-# tests/plan.mk - the conformance of the ABI 1.2 fused kernel on every
-# device that has it.
-check_PROGRAMS += tests/test_fused_kernels
+# tests/plan.mk - the replay planner of dla_accelerate (planned replays
+# against eager ones, memory plan, fusion, devices) and the conformance of
+# the ABI 1.2 fused kernel.
+check_PROGRAMS += tests/test_plan tests/test_fused_kernels
+tests_test_plan_SOURCES = tests/test_plan.c tests/testutil.h
+tests_test_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_plan_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm -lpthread
+TESTS += tests/test_plan
 tests_test_fused_kernels_SOURCES = tests/test_fused_kernels.c
 tests_test_fused_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_fused_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

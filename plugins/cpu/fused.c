@@ -460,7 +460,7 @@ dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
                             dla__cpu_dtype_name(v[op]->dtype), dla__cpu_dtype_name(args->dtype));
         if (op && dla__cpu_views_overlap(v[0], v[op]) && !same_view(v[0], v[op]))
             return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused: argument y (dims %s): overlaps "
-                            "%s without being the same view", 
+                            "%s without being the same view",
                             dla__cpu_dims_str(buf, sizeof buf, v[0]->ndims, v[0]->dims), names[op]);
     }
     if ((s = check_program(args)) != DLA_OK)

@@ -1,0 +1,401 @@
+/*
+ * plan_exec.c - the plans of a trace (one per device), running one, and
+ * printing them.
+ *
+ * A trace keeps its plans in a list that only grows: lookups walk it
+ * without a lock, an insertion takes the planners' mutex. A plan runs on
+ * one thread at a time (its launches' arguments are patched in place, and
+ * its arena is one set of intermediates); a call that finds it busy takes
+ * the plain replay, which is what it would have done without plans.
+ *
+ * A run: per-call output buffers are made, each step either patches the
+ * inputs', outputs' and invocations' memory into its launch and makes it
+ * again through launch.c (so devices without a kernel still get the cpu
+ * fallback), or runs its op through dla__run_op; the outputs are then
+ * wrapped as tensors on their buffers.
+ */
+#define _GNU_SOURCE /* secure_getenv */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/op.h"
+#include "core/plan_impl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* DLACCEL_PLAN=off (or 0, no): every replay is the plain one. */
+static int plans_enabled(void)
+{
+    static atomic_int cached = -1;
+    int on = atomic_load(&cached);
+    if (on < 0) {
+        const char *v = secure_getenv("DLACCEL_PLAN");
+        on = !(v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no")));
+        atomic_store(&cached, on);
+    }
+    return on;
+}
+
+static dla__plan *find(const dla__trace *t, dla_device *dev)
+{
+    for (dla__plan *p = __atomic_load_n(&t->plans, __ATOMIC_ACQUIRE); p; p = p->next)
+        if (p->dev == dev)
+            return p;
+    return NULL;
+}
+
+void dla__plan_free(dla__plan *p)
+{
+    if (!p)
+        return;
+    for (int j = 0; p->consts && j < p->nconsts; j++)
+        dla_tensor_release(p->consts[j]);
+    for (int i = 0; i < p->nlaunches; i++)
+        if (p->launches[i].kind == DLA__LAUNCH_FUSED)
+            dla__free(p->launches[i].u.fused);
+    dla__storage_release(p->arena);
+    dla__free(p->in_value);
+    dla__free(p->in_ndims);
+    dla__free(p->in_strides);
+    dla__free(p->in_offset);
+    dla__free(p->in_dtype);
+    dla__free(p->consts);
+    dla__free(p->fresh_bytes);
+    dla__free(p->launches);
+    dla__free(p->patch0);
+    dla__free(p->patches);
+    dla__free(p->steps);
+    dla__free(p->entries);
+    dla__free(p->specs);
+    dla__free(p->sources);
+    dla__free(p->out_src);
+    dla__free(p->checks);
+    dla__free(p->rt);
+    dla__free(p->fresh);
+    dla__free(p);
+}
+
+void dla__plans_free(dla__trace *t)
+{
+    dla__plan *p = t->plans;
+    while (p) {
+        dla__plan *next = p->next;
+        dla__plan_free(p);
+        p = next;
+    }
+    t->plans = NULL;
+}
+
+/* ------------------------------------------------------------- planning */
+
+static int refuse(dla__plan *p, const char *why)
+{
+    snprintf(p->why, sizeof p->why, "%s", why);
+    atomic_store(&p->state, DLA__PLAN_FAILED);
+    return 0;
+}
+
+/* What a run must match (input layouts), and the constants on the plan's
+ * device. 0 (with p failed) when that cannot be had. */
+static int prepare(dla__plan *p, const dla__trace *t, dla_tensor *const *in)
+{
+    size_t n = (size_t)(t->nin ? t->nin : 1);
+    p->nin = t->nin;
+    p->in_value = dla__calloc(n, sizeof *p->in_value);
+    p->in_ndims = dla__calloc(n, sizeof *p->in_ndims);
+    p->in_strides = dla__calloc(n, sizeof *p->in_strides);
+    p->in_offset = dla__calloc(n, sizeof *p->in_offset);
+    p->in_dtype = dla__calloc(n, sizeof *p->in_dtype);
+    p->nconsts = t->nconsts;
+    p->consts = dla__calloc((size_t)(t->nconsts ? t->nconsts : 1), sizeof *p->consts);
+    if (!p->in_value || !p->in_ndims || !p->in_strides || !p->in_offset || !p->in_dtype ||
+        !p->consts)
+        return refuse(p, "out of memory while planning");
+    for (int id = 0; id < t->nvalues; id++)
+        if (t->values[id].kind == DLA__VALUE_INPUT)
+            p->in_value[t->values[id].index] = 1;
+    for (int i = 0; i < t->nin; i++) {
+        p->in_ndims[i] = in[i]->ndims;
+        memcpy(p->in_strides[i], in[i]->strides, sizeof p->in_strides[i]);
+        p->in_offset[i] = in[i]->offset;
+        p->in_dtype[i] = in[i]->dtype;
+    }
+    /* Hoisted: each constant on the plan's device once, now. */
+    for (int j = 0; j < t->nconsts; j++) {
+        dla_tensor *c = t->consts[j];
+        if (c->storage->device == p->dev) {
+            p->consts[j] = dla_tensor_retain(c);
+            continue;
+        }
+        dla_scope_begin();
+        dla_tensor *moved = dla_tensor_to_device(c, p->dev);
+        if (moved->status == DLA_OK)
+            p->consts[j] = dla_tensor_retain(moved);
+        dla_scope_end();
+        if (!p->consts[j])
+            return refuse(p, "a constant cannot be moved to the replay's device");
+        p->hoisted++;
+        p->hoisted_bytes += p->consts[j]->storage->bytes;
+    }
+    return 1;
+}
+
+/* Nonzero when no two inputs (values of the trace), nor an input and a
+ * constant, share a storage: a planning replay places each launch operand
+ * by its memory, and a handle naming two of them could mean either one
+ * later. (Runs do not care: they only read inputs and constants.) */
+static int distinct_inputs(const dla__trace *t, dla_tensor *const *in)
+{
+    for (int id = 0; id < t->nvalues; id++) {
+        if (t->values[id].kind != DLA__VALUE_INPUT)
+            continue;
+        const dla__storage *st = in[t->values[id].index]->storage;
+        for (int other = 0; other < id; other++)
+            if (t->values[other].kind == DLA__VALUE_INPUT &&
+                in[t->values[other].index]->storage == st)
+                return 0;
+        for (int j = 0; j < t->nconsts; j++)
+            if (t->consts[j]->storage == st)
+                return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ runs */
+
+/* The layout the plan was made for: same strides (dims and dtypes are the
+ * trace's, checked by the caller). */
+static int inputs_match(const dla__plan *p, dla_tensor *const *in)
+{
+    for (int i = 0; i < p->nin; i++) {
+        if (!p->in_value[i])
+            continue;
+        const dla_tensor *x = in[i];
+        if (x->ndims != p->in_ndims[i] || x->dtype != p->in_dtype[i] ||
+            memcmp(x->strides, p->in_strides[i], (size_t)x->ndims * sizeof *x->strides))
+            return 0;
+    }
+    return 1;
+}
+
+static dla__storage *slot_storage(const dla__plan *p, dla_tensor *const *in, dla__slot s)
+{
+    switch (s.kind) {
+    case DLA__SLOT_INPUT: return in[s.id]->storage;
+    case DLA__SLOT_CONST: return p->consts[s.id]->storage;
+    case DLA__SLOT_ARENA: return p->arena;
+    case DLA__SLOT_FRESH: return p->fresh[s.id];
+    case DLA__SLOT_OPVAL: return p->rt[s.id]->storage;
+    default: return NULL;
+    }
+}
+
+/* A +1 reference to the tensor src stands for; NULL on out of memory. */
+static dla_tensor *materialize(const dla__plan *p, dla_tensor *const *in, dla__source src)
+{
+    switch (src.kind) {
+    case DLA__SRC_INPUT: return dla_tensor_retain(in[src.id]);
+    case DLA__SRC_CONST: return dla_tensor_retain(p->consts[src.id]);
+    case DLA__SRC_RT: return dla_tensor_retain(p->rt[src.id]);
+    case DLA__SRC_SPEC: break;
+    }
+    const dla__spec *sp = &p->specs[src.id];
+    int64_t offset = sp->offset;
+    if (sp->slot.kind == DLA__SLOT_INPUT)
+        offset += in[sp->slot.id]->offset;
+    else if (sp->slot.kind == DLA__SLOT_ARENA)
+        offset += (int64_t)(sp->slot.offset / dla_dtype_size(sp->dtype));
+    return dla__tensor_on_storage("dla_accelerate", slot_storage(p, in, sp->slot), sp->dtype,
+                                  sp->ndims, sp->dims, sp->strides, offset, sp->format);
+}
+
+static void patch(dla__plan *p, dla_tensor *const *in, int launch)
+{
+    for (int i = p->patch0[launch]; i < p->patch0[launch + 1]; i++) {
+        const dla__patch *pt = &p->patches[i];
+        int64_t base = 0;
+        dla__storage *st;
+        if (pt->slot.kind == DLA__SLOT_INPUT) {
+            st = in[pt->slot.id]->storage;
+            base = in[pt->slot.id]->offset;
+        } else {
+            st = slot_storage(p, in, pt->slot);
+        }
+        *pt->mem = st->mem;
+        if (pt->eoff)
+            *pt->eoff = pt->rel + base;
+        else
+            *pt->boff = (size_t)(pt->rel + base * (int64_t)pt->elsize);
+    }
+}
+
+static void release_run(dla__plan *p, const dla__trace *t)
+{
+    for (int f = 0; f < p->nfresh; f++) {
+        dla__storage_release(p->fresh[f]);
+        p->fresh[f] = NULL;
+    }
+    for (int id = 0; id < t->nvalues; id++)
+        if (p->rt[id]) {
+            dla_tensor_release(p->rt[id]);
+            p->rt[id] = NULL;
+        }
+}
+
+/* Runs entry k as its op. 1: done (status in *st); 0: what it made does
+ * not match the plan (nothing of it is kept). */
+static int invoke(dla__plan *p, const dla__trace *t, dla_tensor *const *in, int k, dla_status *st)
+{
+    const dla__trace_entry *e = &t->entries[k];
+    dla_tensor *ins[DLA__OP_MAX_IO] = {0}, *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
+    *st = DLA_OK;
+    for (int i = 0; i < e->nin && *st == DLA_OK; i++)
+        if (!(ins[i] = materialize(p, in, p->sources[p->entries[k].src0 + i])))
+            *st = dla_last_status();
+    if (*st == DLA_OK) {
+        dla_scope_begin();
+        *st = dla__run_op(e->op, e->attrs, e->attrs_size, e->nin, ins, res, saved);
+        dla_scope_end();
+    }
+    for (int i = 0; i < e->nin; i++)
+        dla_tensor_release(ins[i]);
+    if (*st != DLA_OK)
+        return 1;
+    for (int i = 0; i < e->nout + e->nsaved; i++)
+        p->rt[e->out[i]] = i < e->nout ? res[i] : saved[i - e->nout];
+    for (int c = 0; c < p->nchecks; c++) {
+        const dla__opval_check *ck = &p->checks[c];
+        const dla_tensor *v = p->rt[ck->value];
+        if (t->values[ck->value].index == k &&
+            (!v || v->storage->bytes != ck->bytes || v->offset != ck->offset ||
+             v->storage->device != p->dev))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1: the plan ran (status in *status); 0: it stepped aside, leaving the
+ * thread's random stream where it was. */
+static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
+               dla_status *status)
+{
+    dla_status st = DLA_OK;
+    uint64_t seed, counter;
+    if (p->ninvoke)
+        dla_rng_get(&seed, &counter);
+    for (int f = 0; f < p->nfresh && st == DLA_OK; f++)
+        if (!(p->fresh[f] = dla__storage_alloc("dla_accelerate", p->dev, p->fresh_bytes[f])))
+            st = dla_last_status();
+    long fused = 0;
+    for (int s = 0; s < p->nsteps && st == DLA_OK; s++) {
+        const dla__step *step = &p->steps[s];
+        if (step->kind == DLA__STEP_LAUNCH) {
+            patch(p, in, step->index);
+            const dla__launch *l = &p->launches[step->index];
+            st = dla__k_launch(p->dev, l);
+            fused += l->kind == DLA__LAUNCH_FUSED;
+        } else if (!invoke(p, t, in, step->index, &st)) {
+            release_run(p, t);
+            dla_rng_set(seed, counter);
+            refuse(p, "an op run as itself made its result with another layout than when the "
+                   "plan was made");
+            return 0;
+        }
+    }
+    for (int i = 0; i < t->nout; i++) {
+        out[i] = NULL;
+        if (st == DLA_OK && !(out[i] = materialize(p, in, p->sources[p->out_src[i]])))
+            st = dla_last_status();
+    }
+    if (st != DLA_OK)
+        for (int i = 0; i < t->nout; i++) {
+            dla_tensor_release(out[i]);
+            out[i] = NULL;
+        }
+    release_run(p, t);
+    atomic_fetch_add(&p->runs, 1);
+    atomic_fetch_add(&p->fused_launches, fused);
+    *status = st;
+    return 1;
+}
+
+int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
+                     dla_status *status)
+{
+    if (!plans_enabled() || dla__recording() || dla__trace_recording())
+        return 0;
+    dla_device *dev = t->nin ? in[0]->storage->device : dla_device_current();
+    if (!dev)
+        return 0;
+    for (int i = 1; i < t->nin; i++)
+        if (in[i]->storage->device != dev)
+            return 0;
+    dla__plan *p = find(t, dev);
+    if (!p) {
+        /* Not now: maybe with the next call's inputs. */
+        if (!distinct_inputs(t, in))
+            return 0;
+        int made = 0;
+        pthread_mutex_lock(&plans_lock);
+        if (!(p = find(t, dev)) && (p = dla__calloc(1, sizeof *p)) != NULL) {
+            p->dev = dev;
+            atomic_init(&p->busy, 1);
+            atomic_init(&p->state, DLA__PLAN_CAPTURING);
+            p->next = t->plans;
+            /* The list is the trace's cache, not its meaning: a const trace may grow it. */
+            __atomic_store_n(&((dla__trace *)t)->plans, p, __ATOMIC_RELEASE);
+            made = 1;
+        }
+        pthread_mutex_unlock(&plans_lock);
+        if (!p)
+            return 0;
+        if (made) {
+            int ok = prepare(p, t, in);
+            if (ok)
+                *status = dla__plan_capture(p, t, in, out);
+            atomic_store(&p->busy, 0);
+            return ok;
+        }
+    }
+    if (atomic_load(&p->state) != DLA__PLAN_READY || atomic_exchange(&p->busy, 1))
+        return 0;
+    int served = inputs_match(p, in) && run(p, t, in, out, status);
+    atomic_store(&p->busy, 0);
+    return served;
+}
+
+/* --------------------------------------------------------------- printing */
+
+void dla__plan_print(const dla__trace *t, FILE *f)
+{
+    const dla__plan *first = __atomic_load_n(&t->plans, __ATOMIC_ACQUIRE);
+    if (!first) {
+        fputs("  memory plan: none yet (one is made on the first replay on each device)\n", f);
+        return;
+    }
+    for (const dla__plan *p = first; p; p = p->next) {
+        dla__plan_state state = atomic_load(&p->state);
+        if (state == DLA__PLAN_CAPTURING) {
+            fprintf(f, "  memory plan on %s: being made\n", p->dev->name);
+            continue;
+        }
+        if (state == DLA__PLAN_FAILED) {
+            fprintf(f, "  memory plan on %s: none, replays run op by op: %s\n", p->dev->name,
+                    p->why);
+            continue;
+        }
+        fprintf(f, "  memory plan on %s: arena %zu bytes for %d intermediates of %zu bytes "
+                "(%.1f%%); %d output buffers of %zu bytes made per call; %d constants moved "
+                "to the device once (%zu bytes)\n", p->dev->name, p->arena_bytes, p->ninter,
+                p->inter_bytes, p->inter_bytes ? 100.0 * (double)p->arena_bytes / (double)p->inter_bytes
+                                               : 0.0,
+                p->nfresh, p->fresh_total, p->hoisted, p->hoisted_bytes);
+        fprintf(f, "  plan steps on %s: %d launches (%d fused, from %d), %d ops run as "
+                "themselves, %d dead ops left out; %ld runs, %ld fused launches\n",
+                p->dev->name, p->nlaunches, p->nfused, p->fused_from, p->ninvoke, p->ndead,
+                atomic_load(&p->runs), atomic_load(&p->fused_launches));
+    }
+}

@@ -1,0 +1,723 @@
+/*
+ * plan_lower.c - from what the planning replay saw to a plan.
+ *
+ * Each buffer the replay made becomes an arena region (it was freed before
+ * the replay ended: an intermediate) or an output buffer made on every call
+ * (an output still holds it). Launches of op invocations are dropped (the
+ * op runs instead), and launches reading what an invocation made read it
+ * through that value. Chains of elementwise launches are fused where the
+ * device has the fused kernel: each link's result must feed the next link
+ * only, through the same view it was written with, so it never needs to
+ * exist. Then lifetimes (first to last use by a kept step) go to the arena
+ * layout, the arena's and the constants' memory is written into the kept
+ * launches once, and what changes per call (inputs, output buffers, values
+ * of invocations) becomes a short list of patches.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/plan_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* --------------------------------------------------------------- fields */
+
+static dla__field view_field(dla_view *v, int written)
+{
+    return (dla__field){&v->mem, &v->offset, NULL, dla_dtype_size(v->dtype), v, written};
+}
+
+static dla__field gemm_field(dla_gemm_operand *o, dla_dtype dt, int written)
+{
+    return (dla__field){&o->mem, &o->offset, NULL, dla_dtype_size(dt), NULL, written};
+}
+
+int dla__launch_fields(dla__launch *l, dla__field *f)
+{
+    switch (l->kind) {
+    case DLA__LAUNCH_FILL:
+        f[0] = view_field(&l->u.fill.y, 1);
+        return 1;
+    case DLA__LAUNCH_COPY:
+    case DLA__LAUNCH_CAST:
+        f[0] = view_field(&l->u.pair.y, 1);
+        f[1] = view_field(&l->u.pair.x, 0);
+        return 2;
+    case DLA__LAUNCH_UNARY:
+        f[0] = view_field(&l->u.unary.y, 1);
+        f[1] = view_field(&l->u.unary.x, 0);
+        return 2;
+    case DLA__LAUNCH_BINARY:
+        f[0] = view_field(&l->u.binary.z, 1);
+        f[1] = view_field(&l->u.binary.a, 0);
+        f[2] = view_field(&l->u.binary.b, 0);
+        return 3;
+    case DLA__LAUNCH_REDUCE:
+        f[0] = view_field(&l->u.reduce.y, 1);
+        f[1] = view_field(&l->u.reduce.x, 0);
+        f[2] = view_field(&l->u.reduce.index, 1);
+        return 3;
+    case DLA__LAUNCH_GEMM:
+        f[0] = gemm_field(&l->u.gemm.c, l->u.gemm.dtype, 1);
+        f[1] = gemm_field(&l->u.gemm.a, l->u.gemm.dtype, 0);
+        f[2] = gemm_field(&l->u.gemm.b, l->u.gemm.dtype, 0);
+        return 3;
+    case DLA__LAUNCH_TERNARY:
+        f[0] = view_field(&l->u.ternary.z, 1);
+        f[1] = view_field(&l->u.ternary.cond, 0);
+        f[2] = view_field(&l->u.ternary.a, 0);
+        f[3] = view_field(&l->u.ternary.b, 0);
+        return 4;
+    case DLA__LAUNCH_CONV: {
+        int wx = l->which == DLA_KERNEL_CONV_BACKWARD_DATA;
+        int ww = l->which == DLA_KERNEL_CONV_BACKWARD_FILTER;
+        f[0] = view_field(&l->u.conv.x, wx);
+        f[1] = view_field(&l->u.conv.w, ww);
+        f[2] = view_field(&l->u.conv.y, !wx && !ww);
+        f[3] = view_field(&l->u.conv.bias, 0);
+        return 4;
+    }
+    case DLA__LAUNCH_POOL: {
+        int fwd = l->which == DLA_KERNEL_POOL_FORWARD;
+        f[0] = view_field(&l->u.pool.x, !fwd);
+        f[1] = view_field(&l->u.pool.y, fwd);
+        f[2] = view_field(&l->u.pool.index, fwd);
+        return 3;
+    }
+    case DLA__LAUNCH_INDEX:
+        f[0] = view_field(&l->u.index.y, 1);
+        f[1] = view_field(&l->u.index.x, 0);
+        f[2] = view_field(&l->u.index.index, 0);
+        return 3;
+    case DLA__LAUNCH_COPY_BYTES:
+        f[0] = (dla__field){&l->u.bytes.dst, NULL, &l->u.bytes.doff, 1, NULL, 1};
+        f[1] = (dla__field){&l->u.bytes.src, NULL, &l->u.bytes.soff, 1, NULL, 0};
+        return 2;
+    case DLA__LAUNCH_FUSED: {
+        dla_fused_args *a = l->u.fused;
+        f[0] = view_field(&a->y, 1);
+        for (int i = 0; i < a->ninputs; i++)
+            f[1 + i] = view_field(&a->inputs[i], 0);
+        return 1 + a->ninputs;
+    }
+    }
+    DLA_ASSERT(!"a launch kind dla__launch_fields does not know");
+    return 0;
+}
+
+/* ------------------------------------------------------------ lowering */
+
+typedef struct lowering {
+    dla__plan *p;
+    dla__capture *c;
+    dla__step *steps;
+    int nsteps;
+} lowering;
+
+static int fail(dla__plan *p, const char *fmt, const char *op)
+{
+    snprintf(p->why, sizeof p->why, fmt, op);
+    return 0;
+}
+
+static const char *entry_name(const dla__capture *c, int entry)
+{
+    return entry >= 0 ? c->t->entries[entry].op->name : "the replay";
+}
+
+static int invoke_buffer(const dla__capture *c, int b)
+{
+    int e = c->bufs[b].entry;
+    return e < 0 || c->entries[e].invoke;
+}
+
+/* A slot naming a buffer an invocation made: the value it belongs to. */
+static int to_opval(lowering *L, dla__slot *s, const char *op)
+{
+    dla__capture *c = L->c;
+    if (s->kind != DLA__SLOT_BUFFER || !invoke_buffer(c, s->id))
+        return 1;
+    const dla__cap_buffer *b = &c->bufs[s->id];
+    if (b->opval < 0)
+        return fail(L->p, "%s reads memory made inside an op run as itself that is not one of "
+                    "its results", op);
+    *s = (dla__slot){DLA__SLOT_OPVAL, b->opval, 0};
+    return 1;
+}
+
+/* The same elements in the same order (a stride along a dim of 1 is moot). */
+static int same_view(const dla_view *a, const dla_view *b)
+{
+    if (a->ndims != b->ndims || a->offset != b->offset || a->dtype != b->dtype)
+        return 0;
+    for (int i = 0; i < a->ndims; i++)
+        if (a->dims[i] != b->dims[i] || (a->strides[i] != b->strides[i] && a->dims[i] != 1))
+            return 0;
+    return 1;
+}
+
+static int same_dims(const dla_view *a, const dla_view *b)
+{
+    return a->ndims == b->ndims && !memcmp(a->dims, b->dims, (size_t)a->ndims * sizeof *a->dims);
+}
+
+static int same_slot(dla__slot a, dla__slot b) { return a.kind == b.kind && a.id == b.id; }
+
+/* ---------------------------------------------------------------- fusion */
+
+/* The float dtype an elementwise launch computes in (its value operands'),
+ * or DLA_DTYPE_COUNT for a launch no program can hold. */
+static dla_dtype program_dtype(const dla__cap_launch *cl)
+{
+    switch (cl->l.kind) {
+    case DLA__LAUNCH_UNARY: return cl->l.u.unary.x.dtype;
+    case DLA__LAUNCH_BINARY: return cl->l.u.binary.a.dtype;
+    case DLA__LAUNCH_TERNARY:
+        return cl->l.u.ternary.op == DLA_TERNARY_WHERE ? cl->l.u.ternary.z.dtype : DLA_DTYPE_COUNT;
+    default: return DLA_DTYPE_COUNT;
+    }
+}
+
+/* A comparison: its result is logical, so it can only feed a later link. */
+static int is_comparison(const dla__cap_launch *cl)
+{
+    return cl->l.kind == DLA__LAUNCH_BINARY && cl->l.u.binary.op >= DLA_BINARY_EQ;
+}
+
+/* A launch the fused kernel of the plan's device can take. */
+static int fusible(const lowering *L, const dla__cap_launch *cl)
+{
+    dla_dtype dt = program_dtype(cl);
+    return (dt == DLA_F32 || dt == DLA_F64) && dla__device_supports(L->p->dev, DLA_KERNEL_FUSED, dt);
+}
+
+static dla_view *out_view(dla__cap_launch *cl)
+{
+    return cl->l.kind == DLA__LAUNCH_UNARY    ? &cl->l.u.unary.y
+           : cl->l.kind == DLA__LAUNCH_BINARY ? &cl->l.u.binary.z
+                                              : &cl->l.u.ternary.z;
+}
+
+typedef struct chain {
+    int step[DLA_FUSED_MAX_INSNS]; /* the links, as step indices */
+    int n;
+    dla_fused_args a;
+    dla__slot in_slot[DLA_FUSED_MAX_INPUTS];
+} chain;
+
+static dla__cap_launch *launch_at(lowering *L, int step)
+{
+    return &L->c->launches[L->steps[step].index];
+}
+
+/* Operand field f of launch cl as a program operand: the register of the
+ * previous link (prev_reg) when it reads that link's buffer, else an input
+ * (shared with an identical one). -1 - DLA_FUSED_MAX_INPUTS when inputs
+ * run out. */
+static int operand(chain *ch, dla__cap_launch *cl, int f, int prev_buf, int prev_reg)
+{
+    dla__field fs[DLA__LAUNCH_MAX_FIELDS];
+    dla__launch_fields(&cl->l, fs);
+    dla__slot s = cl->slot[f];
+    if (prev_buf >= 0 && s.kind == DLA__SLOT_BUFFER && s.id == prev_buf)
+        return prev_reg;
+    for (int i = 0; i < ch->a.ninputs; i++)
+        if (same_slot(ch->in_slot[i], s) && same_view(&ch->a.inputs[i], fs[f].view))
+            return -1 - i;
+    if (ch->a.ninputs == DLA_FUSED_MAX_INPUTS)
+        return -1 - DLA_FUSED_MAX_INPUTS;
+    ch->in_slot[ch->a.ninputs] = s;
+    ch->a.inputs[ch->a.ninputs] = *fs[f].view;
+    return -1 - ch->a.ninputs++;
+}
+
+/* Nonzero when what step `from` wrote into its output buffer is read by
+ * step `next` alone, through the view it was written with, before the
+ * buffer is written over whole again or freed: then it need never be in
+ * memory. (A buffer updated in place, as softmax does, has one such
+ * version per writer.) */
+static int only_next_reads(lowering *L, int from, int next)
+{
+    dla__capture *c = L->c;
+    dla__cap_launch *w = launch_at(L, from);
+    const int b = w->slot[0].id;
+    const dla_view *wv = out_view(w);
+    for (int s = from + 1; s < L->nsteps; s++) {
+        if (L->steps[s].kind == DLA__STEP_INVOKE) {
+            const dla__cap_entry *e = &c->entries[L->steps[s].index];
+            for (int i = 0; i < c->t->entries[L->steps[s].index].nin; i++) {
+                const dla__source *src = &c->sources[e->src0 + i];
+                if (src->kind == DLA__SRC_SPEC && c->specs[src->id].slot.kind == DLA__SLOT_BUFFER &&
+                    c->specs[src->id].slot.id == b)
+                    return 0;
+            }
+            continue;
+        }
+        dla__cap_launch *cl = launch_at(L, s);
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        int n = dla__launch_fields(&cl->l, f), rewritten = 0;
+        for (int i = 0; i < n; i++) {
+            if (cl->slot[i].kind != DLA__SLOT_BUFFER || cl->slot[i].id != b)
+                continue;
+            if (f[i].written) {
+                if (!f[i].view || !same_view(f[i].view, wv))
+                    return 0; /* partly over: the rest of the old one may still be read */
+                rewritten = 1;
+            } else if (s != next || !same_view(f[i].view, wv)) {
+                return 0;
+            }
+        }
+        if (rewritten)
+            return 1;
+    }
+    /* Never written over: it dies with the replay, unless it is an output. */
+    return !invoke_buffer(c, b) && c->bufs[b].died >= 0;
+}
+
+/* Appends the launch at step s to the chain as its next instruction; 0
+ * when it does not fit (the chain is then left as it was). */
+static int link(lowering *L, chain *ch, int s)
+{
+    dla__cap_launch *cl = launch_at(L, s);
+    chain save = *ch;
+    int prev_buf = -1;
+    const dla_view *prev_view = NULL;
+    if (ch->n) {
+        dla__cap_launch *prev = launch_at(L, ch->step[ch->n - 1]);
+        prev_buf = prev->slot[0].id;
+        prev_view = out_view(prev);
+    }
+    const int j = ch->a.ninsns;
+    dla_fused_insn *in = &ch->a.insns[j];
+    memset(in, 0, sizeof *in);
+    int nops;
+    if (cl->l.kind == DLA__LAUNCH_UNARY) {
+        in->kind = DLA_FUSED_UNARY;
+        in->op = cl->l.u.unary.op;
+        in->alpha = cl->l.u.unary.alpha;
+        in->beta = cl->l.u.unary.beta;
+        nops = 1;
+    } else if (cl->l.kind == DLA__LAUNCH_BINARY) {
+        in->kind = DLA_FUSED_BINARY;
+        in->op = cl->l.u.binary.op;
+        nops = 2;
+    } else {
+        in->kind = DLA_FUSED_WHERE;
+        nops = 3;
+    }
+    int reads_prev = 0;
+    dla__field fs[DLA__LAUNCH_MAX_FIELDS];
+    dla__launch_fields(&cl->l, fs);
+    for (int k = 0; k < nops; k++) {
+        int src = operand(ch, cl, 1 + k, prev_buf, j - 1);
+        /* The previous link's result must be read as it was written, and a
+         * logical operand (where's condition) can only be a register. */
+        if (src == -1 - DLA_FUSED_MAX_INPUTS || (src >= 0 && !same_view(fs[1 + k].view, prev_view)) ||
+            (src < 0 && fs[1 + k].view->dtype != ch->a.dtype)) {
+            *ch = save;
+            return 0;
+        }
+        reads_prev += src >= 0;
+        in->src[k] = src;
+    }
+    ch->a.ninsns++;
+    if (ch->n && (!reads_prev || !only_next_reads(L, ch->step[ch->n - 1], s))) {
+        *ch = save;
+        return 0;
+    }
+    ch->step[ch->n++] = s;
+    return 1;
+}
+
+/* The launch at step s can follow the chain: fusible, of the chain's
+ * shape and dtype, after a link whose result is a buffer of the replay. */
+static int can_follow(lowering *L, const chain *ch, int s)
+{
+    if (L->steps[s].kind != DLA__STEP_LAUNCH)
+        return 0;
+    dla__cap_launch *prev = launch_at(L, ch->step[ch->n - 1]), *next = launch_at(L, s);
+    if (ch->n == DLA_FUSED_MAX_INSNS || !fusible(L, next) || program_dtype(next) != ch->a.dtype)
+        return 0;
+    if (!same_dims(out_view(prev), out_view(next)))
+        return 0;
+    dla__slot b = prev->slot[0];
+    return b.kind == DLA__SLOT_BUFFER && !invoke_buffer(L->c, b.id);
+}
+
+/* Replaces the chain's launches with one fused launch at the last one's
+ * step. 0 when y overlaps an input other than exactly. */
+static int emit(lowering *L, chain *ch)
+{
+    dla__capture *c = L->c;
+    /* y holds the program's dtype: a trailing comparison stays a launch. */
+    while (ch->n && is_comparison(launch_at(L, ch->step[ch->n - 1]))) {
+        ch->n--;
+        ch->a.ninsns--;
+    }
+    if (ch->n < 2)
+        return 0;
+    dla__cap_launch *last = launch_at(L, ch->step[ch->n - 1]);
+    dla__slot yslot = last->slot[0];
+    ch->a.struct_size = sizeof ch->a;
+    ch->a.y = *out_view(last);
+    for (int i = 0; i < ch->a.ninputs; i++)
+        if (same_slot(ch->in_slot[i], yslot) && yslot.kind != DLA__SLOT_NONE &&
+            !same_view(&ch->a.inputs[i], &ch->a.y))
+            return 0;
+    if (c->nlaunches == c->caplaunches) {
+        int cap = c->caplaunches + 64;
+        dla__cap_launch *grown = dla__realloc(c->launches, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            c->failed = 1;
+            return 0;
+        }
+        c->launches = grown;
+        c->caplaunches = cap;
+        last = launch_at(L, ch->step[ch->n - 1]);
+    }
+    dla_fused_args *a = dla__malloc(sizeof *a);
+    if (!a) {
+        c->failed = 1;
+        return 0;
+    }
+    *a = ch->a;
+    dla__cap_launch *f = &c->launches[c->nlaunches];
+    memset(f, 0, sizeof *f);
+    f->l.kind = DLA__LAUNCH_FUSED;
+    f->l.which = DLA_KERNEL_FUSED;
+    f->l.u.fused = a;
+    f->dev = last->dev;
+    f->entry = last->entry;
+    f->time = last->time;
+    f->slot[0] = yslot;
+    for (int i = 0; i < a->ninputs; i++)
+        f->slot[1 + i] = ch->in_slot[i];
+    for (int m = 0; m < ch->n; m++) {
+        launch_at(L, ch->step[m])->dropped = 1;
+        L->steps[ch->step[m]].index = -1;
+    }
+    L->steps[ch->step[ch->n - 1]].index = c->nlaunches++;
+    L->p->nfused++;
+    L->p->fused_from += ch->n;
+    return 1;
+}
+
+/* Greedy, in step order: a chain grows while the next step can join it. */
+static void fuse(lowering *L)
+{
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH || !fusible(L, launch_at(L, s)))
+            continue;
+        chain ch;
+        memset(&ch, 0, sizeof ch);
+        ch.a.dtype = program_dtype(launch_at(L, s));
+        if (!link(L, &ch, s))
+            continue;
+        int e = s + 1;
+        while (e < L->nsteps && can_follow(L, &ch, e) && link(L, &ch, e))
+            e++;
+        if (ch.n >= 2 && emit(L, &ch))
+            s = e - 1;
+    }
+    /* Drop the emptied steps. */
+    int n = 0;
+    for (int s = 0; s < L->nsteps; s++)
+        if (L->steps[s].kind != DLA__STEP_LAUNCH || L->steps[s].index >= 0)
+            L->steps[n++] = L->steps[s];
+    L->nsteps = n;
+}
+
+/* ---------------------------------------------------------------- lower */
+
+static void use(dla__cap_buffer *b, long time)
+{
+    if (b->first < 0 || time < b->first)
+        b->first = time;
+    if (time > b->last)
+        b->last = time;
+}
+
+/* The plan's steps in order: each live entry's launches, or the entry
+ * itself when it runs as an op. */
+static int make_steps(lowering *L)
+{
+    dla__capture *c = L->c;
+    const dla__trace *t = c->t;
+    L->steps = dla__malloc((size_t)(c->nlaunches + t->nentries + 1) * sizeof *L->steps);
+    if (!L->steps)
+        return fail(L->p, "%s", "out of memory while planning");
+    int li = 0;
+    for (int k = 0; k < t->nentries; k++) {
+        if (!c->entries[k].live) {
+            L->p->ndead++;
+            continue;
+        }
+        if (c->entries[k].invoke) {
+            L->p->ninvoke++;
+            L->steps[L->nsteps++] = (dla__step){DLA__STEP_INVOKE, k};
+        }
+        for (; li < c->nlaunches && c->launches[li].entry == k; li++)
+            if (!c->entries[k].invoke)
+                L->steps[L->nsteps++] = (dla__step){DLA__STEP_LAUNCH, li};
+    }
+    return 1;
+}
+
+/* Checks what the kept launches name and turns invocations' buffers into
+ * their values. */
+static int place_operands(lowering *L)
+{
+    dla__capture *c = L->c;
+    dla__plan *p = L->p;
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = &c->launches[L->steps[s].index];
+        const char *op = entry_name(c, cl->entry);
+        if (cl->dev != p->dev)
+            return fail(p, "%s launches a kernel on another device than the replay's", op);
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        int n = dla__launch_fields(&cl->l, f);
+        for (int i = 0; i < n; i++) {
+            if (cl->slot[i].kind == DLA__SLOT_UNKNOWN)
+                return fail(p, "%s launches a kernel on memory that is neither an input, a "
+                            "constant nor made by the replay", op);
+            if (!to_opval(L, &cl->slot[i], op))
+                return 0;
+            if (cl->slot[i].kind == DLA__SLOT_INPUT && f[i].elsize != 1 &&
+                f[i].elsize != dla_dtype_size(c->in[cl->slot[i].id]->dtype))
+                return fail(p, "%s reads an input as another element size", op);
+        }
+    }
+    for (int i = 0; i < c->nspecs; i++) {
+        dla__spec *sp = &c->specs[i];
+        if (sp->slot.kind == DLA__SLOT_UNKNOWN || sp->slot.kind == DLA__SLOT_NONE)
+            return fail(p, "%s", "a value handed to an op lives in memory the planner cannot place");
+        if (!to_opval(L, &sp->slot, "a value handed to an op"))
+            return 0;
+        if (sp->slot.kind == DLA__SLOT_INPUT && sp->dtype != c->in[sp->slot.id]->dtype)
+            return fail(p, "%s", "a view of an input changes its dtype");
+    }
+    return 1;
+}
+
+/* Buffers still alive at the end hold outputs: they become per-call
+ * buffers. Any other survivor is something the planner does not know. */
+static int find_outputs(lowering *L)
+{
+    dla__capture *c = L->c;
+    dla__plan *p = L->p;
+    for (int b = 0; b < c->nbufs; b++) {
+        dla__cap_buffer *buf = &c->bufs[b];
+        if (invoke_buffer(c, b))
+            continue;
+        if (buf->dev != p->dev)
+            return fail(p, "%s makes memory on another device than the replay's",
+                        entry_name(c, buf->entry));
+        if (buf->died >= 0)
+            continue;
+        int held = 0;
+        for (int i = 0; i < c->t->nout && !held; i++)
+            held = c->out_mem[i] == buf->mem;
+        if (!held)
+            return fail(p, "a buffer %s made outlives the replay without being an output",
+                        entry_name(c, buf->entry));
+        buf->fresh = p->nfresh++;
+    }
+    p->fresh_bytes = dla__calloc((size_t)(p->nfresh ? p->nfresh : 1), sizeof *p->fresh_bytes);
+    p->fresh = dla__calloc((size_t)(p->nfresh ? p->nfresh : 1), sizeof *p->fresh);
+    if (!p->fresh_bytes || !p->fresh)
+        return fail(p, "%s", "out of memory while planning");
+    for (int b = 0; b < c->nbufs; b++)
+        if (c->bufs[b].fresh >= 0) {
+            p->fresh_bytes[c->bufs[b].fresh] = c->bufs[b].bytes;
+            p->fresh_total += c->bufs[b].bytes;
+        }
+    return 1;
+}
+
+/* BUFFER slots -> ARENA (offset) or FRESH. */
+static dla__slot lowered(const dla__capture *c, dla__slot s)
+{
+    if (s.kind != DLA__SLOT_BUFFER)
+        return s;
+    const dla__cap_buffer *b = &c->bufs[s.id];
+    if (b->fresh >= 0)
+        return (dla__slot){DLA__SLOT_FRESH, b->fresh, 0};
+    return (dla__slot){DLA__SLOT_ARENA, s.id, 0};
+}
+
+/* Lifetimes of the intermediates, then the arena. */
+static int lay_out(lowering *L, size_t *offset)
+{
+    dla__capture *c = L->c;
+    dla__plan *p = L->p;
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = &c->launches[L->steps[s].index];
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        int n = dla__launch_fields(&cl->l, f);
+        for (int i = 0; i < n; i++)
+            if (cl->slot[i].kind == DLA__SLOT_BUFFER)
+                use(&c->bufs[cl->slot[i].id], cl->time);
+    }
+    for (int i = 0; i < c->nspecs; i++)
+        if (c->specs[i].slot.kind == DLA__SLOT_BUFFER)
+            use(&c->bufs[c->specs[i].slot.id], c->specs[i].time);
+    dla__interval *iv = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *iv);
+    int *which = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *which);
+    if (!iv || !which) {
+        dla__free(iv);
+        dla__free(which);
+        return fail(p, "%s", "out of memory while planning");
+    }
+    int n = 0;
+    for (int b = 0; b < c->nbufs; b++) {
+        const dla__cap_buffer *buf = &c->bufs[b];
+        if (invoke_buffer(c, b) || buf->fresh >= 0)
+            continue;
+        p->ninter++;
+        p->inter_bytes += buf->bytes;
+        if (buf->first < 0)
+            continue; /* fused away, or never used */
+        iv[n] = (dla__interval){buf->bytes, buf->first, buf->last, 0};
+        which[n++] = b;
+    }
+    dla_status st = dla__plan_memory(iv, n, &p->arena_bytes);
+    for (int i = 0; st == DLA_OK && i < n; i++)
+        offset[which[i]] = iv[i].offset;
+    dla__free(iv);
+    dla__free(which);
+    if (st != DLA_OK)
+        return fail(p, "%s", "out of memory while planning");
+    if (n) { /* even of 0 bytes: launches on empty intermediates name its memory */
+        p->arena = dla__storage_alloc("dla_accelerate", p->dev, p->arena_bytes);
+        if (!p->arena)
+            return fail(p, "cannot allocate the arena: %s", dla_last_error());
+    }
+    return 1;
+}
+
+/* Writes the fixed memory into the kept launches and lists the patches. */
+static int finish_launches(lowering *L, const size_t *offset)
+{
+    dla__capture *c = L->c;
+    dla__plan *p = L->p;
+    int nl = 0, np = 0;
+    for (int s = 0; s < L->nsteps; s++)
+        if (L->steps[s].kind == DLA__STEP_LAUNCH)
+            nl++;
+    p->launches = dla__calloc((size_t)(nl ? nl : 1), sizeof *p->launches);
+    p->patch0 = dla__calloc((size_t)nl + 1, sizeof *p->patch0);
+    p->patches = dla__calloc((size_t)nl * DLA__LAUNCH_MAX_FIELDS + 1, sizeof *p->patches);
+    p->steps = dla__calloc((size_t)(L->nsteps ? L->nsteps : 1), sizeof *p->steps);
+    if (!p->launches || !p->patch0 || !p->patches || !p->steps)
+        return fail(p, "%s", "out of memory while planning");
+    for (int s = 0; s < L->nsteps; s++) {
+        p->steps[s] = L->steps[s];
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = &c->launches[L->steps[s].index];
+        dla__launch *l = &p->launches[nl = p->nlaunches++];
+        *l = cl->l;
+        if (l->kind == DLA__LAUNCH_FUSED)
+            cl->l.u.fused = NULL; /* the plan owns it now */
+        p->steps[s].index = nl;
+        p->patch0[nl] = np;
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        int n = dla__launch_fields(l, f);
+        for (int i = 0; i < n; i++) {
+            dla__slot sl = lowered(c, cl->slot[i]);
+            switch (sl.kind) {
+            case DLA__SLOT_ARENA: {
+                size_t off = offset[sl.id];
+                if (off % f[i].elsize)
+                    return fail(p, "%s views an intermediate with wider elements than it was made "
+                                "of", entry_name(c, cl->entry));
+                *f[i].mem = p->arena->mem;
+                if (f[i].eoff)
+                    *f[i].eoff += (int64_t)(off / f[i].elsize);
+                else
+                    *f[i].boff += off;
+                break;
+            }
+            case DLA__SLOT_INPUT: {
+                int64_t in_off = c->in[sl.id]->offset;
+                int64_t rel = f[i].eoff ? *f[i].eoff - in_off
+                                        : (int64_t)*f[i].boff - in_off * (int64_t)
+                                              dla_dtype_size(c->in[sl.id]->dtype);
+                p->patches[np++] = (dla__patch){f[i].mem, f[i].eoff, f[i].boff, rel,
+                                                dla_dtype_size(c->in[sl.id]->dtype), sl};
+                break;
+            }
+            case DLA__SLOT_FRESH:
+            case DLA__SLOT_OPVAL:
+                p->patches[np++] = (dla__patch){f[i].mem, f[i].eoff, f[i].boff,
+                                                f[i].eoff ? *f[i].eoff : (int64_t)*f[i].boff,
+                                                f[i].elsize, sl};
+                break;
+            default: break; /* constants and absent operands stay as captured */
+            }
+        }
+    }
+    p->patch0[p->nlaunches] = np;
+    p->npatches = np;
+    p->nsteps = L->nsteps;
+    return 1;
+}
+
+/* The checks of values that invocations make and kept launches read. */
+static int list_checks(lowering *L)
+{
+    dla__capture *c = L->c;
+    dla__plan *p = L->p;
+    p->checks = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *p->checks);
+    if (!p->checks)
+        return fail(p, "%s", "out of memory while planning");
+    for (int b = 0; b < c->nbufs; b++) {
+        const dla__cap_buffer *buf = &c->bufs[b];
+        if (buf->opval < 0 || !invoke_buffer(c, b))
+            continue;
+        p->checks[p->nchecks++] = (dla__opval_check){buf->opval, buf->bytes, buf->opval_offset};
+    }
+    return 1;
+}
+
+int dla__plan_lower(dla__plan *p, dla__capture *c)
+{
+    lowering L = {p, c, NULL, 0};
+    size_t *offset = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *offset);
+    int ok = offset ? 1 : fail(p, "%s", "out of memory while planning");
+    ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);
+    if (ok) {
+        fuse(&L);
+        ok = !c->failed || fail(p, "%s", "out of memory while planning");
+    }
+    ok = ok && lay_out(&L, offset) && finish_launches(&L, offset) && list_checks(&L);
+    if (ok) {
+        /* What the run needs of the record. */
+        const dla__trace *t = c->t;
+        p->entries = c->entries;
+        c->entries = NULL;
+        p->specs = c->specs;
+        c->specs = NULL;
+        p->nspecs = c->nspecs;
+        for (int i = 0; i < p->nspecs; i++) {
+            dla__spec *sp = &p->specs[i];
+            sp->slot = lowered(c, sp->slot);
+            if (sp->slot.kind == DLA__SLOT_ARENA)
+                sp->slot.offset = offset[sp->slot.id];
+        }
+        p->sources = c->sources;
+        c->sources = NULL;
+        p->nsources = c->nsources;
+        p->out_src = c->out_src;
+        c->out_src = NULL;
+        p->rt = dla__calloc((size_t)(t->nvalues ? t->nvalues : 1), sizeof *p->rt);
+        ok = p->rt != NULL || fail(p, "%s", "out of memory while planning");
+    }
+    dla__free(offset);
+    dla__free(L.steps);
+    return ok;
+}

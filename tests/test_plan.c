@@ -1,0 +1,521 @@
+/*
+ * test_plan.c - the replay planner behind dla_accelerate: a planned replay
+ * gives eager's results bit for bit (the MLP, a conv/batchnorm/relu chain
+ * with gradients, random numbers drawn inside), on the cpu plugin and on
+ * testmem (memory the host cannot address, every kernel through the cpu
+ * fallback); the memory plan takes no more than the intermediates it
+ * replaces; the fused kernel runs; outputs outlive the next replay; and
+ * where the planner must step aside (other input layouts, a recording
+ * around the call, several threads at once) the results are still right.
+ *
+ * The plan is seen through dla_trace_print's "memory plan" section, whose
+ * numbers the tests read back.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "testutil.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* ------------------------------------------------------------- helpers */
+
+/* Every byte of a and b's values equal (any devices). */
+static void assert_same_bits(dla_tensor *a, dla_tensor *b)
+{
+    assert_int_equal(dla_tensor_status(a), DLA_OK);
+    assert_int_equal(dla_tensor_status(b), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(a), dla_tensor_dtype(b));
+    int64_t n = dla_tensor_numel(a);
+    assert_int_equal(dla_tensor_numel(b), n);
+    size_t bytes = (size_t)n * dla_dtype_size(dla_tensor_dtype(a));
+    unsigned char *x = malloc(bytes + 1), *y = malloc(bytes + 1);
+    assert_int_equal(dla_tensor_to_host(a, x, bytes), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(b, y, bytes), DLA_OK);
+    assert_memory_equal(x, y, bytes);
+    free(x);
+    free(y);
+}
+
+/* What dla_trace_print says about the plan on device dev. */
+typedef struct plan_info {
+    int found;
+    size_t arena, inter;
+    int ninter, launches, nfused, fused_from, invoked;
+    long runs, fused_launches;
+    char why[512];
+} plan_info;
+
+static char *trace_text(dla_trace *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(dla_trace_print(t, f), DLA_OK);
+    fclose(f);
+    return text;
+}
+
+static plan_info plan_of(dla_trace *t, const char *dev)
+{
+    plan_info pi;
+    memset(&pi, 0, sizeof pi);
+    char *text = trace_text(t), key[128];
+    snprintf(key, sizeof key, "memory plan on %s: ", dev);
+    const char *m = strstr(text, key);
+    if (m) {
+        m += strlen(key);
+        if (sscanf(m, "arena %zu bytes for %d intermediates of %zu bytes", &pi.arena, &pi.ninter,
+                   &pi.inter) == 3)
+            pi.found = 1;
+        else
+            snprintf(pi.why, sizeof pi.why, "%.*s", (int)strcspn(m, "\n"), m);
+    }
+    snprintf(key, sizeof key, "plan steps on %s: ", dev);
+    const char *s = strstr(text, key);
+    if (s)
+        sscanf(s + strlen(key), "%d launches (%d fused, from %d), %d ops run as themselves, %*d "
+               "dead ops left out; %ld runs, %ld fused launches", &pi.launches, &pi.nfused,
+               &pi.fused_from, &pi.invoked, &pi.runs, &pi.fused_launches);
+    free(text);
+    return pi;
+}
+
+static plan_info accel_plan(dla_accel *af, const char *dev)
+{
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    plan_info pi = plan_of(t, dev);
+    dla_trace_release(t);
+    return pi;
+}
+
+/* ----------------------------------------------------------- functions */
+
+/* The tiny MLP 4-8-1 of the bench: loss and its 4 gradients. */
+static dla_status mlp_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *h = dla_relu(dla_add(dla_mtimes(in[0], in[4]), in[1]));
+    dla_tensor *y = dla_add(dla_mtimes(in[2], h), in[3]);
+    dla_tensor *loss = dla_sum(dla_square(dla_sub(y, in[5])), 0, NULL);
+    out[0] = loss;
+    return dla_gradient(loss, 4, in, out + 1);
+}
+
+static void mlp_inputs(dla_tensor **in, dla_dtype t)
+{
+    in[0] = dla_randn(t, "", DLA_DIMS(8, 4));
+    in[1] = dla_randn(t, "", DLA_DIMS(8, 1));
+    in[2] = dla_randn(t, "", DLA_DIMS(1, 8));
+    in[3] = dla_randn(t, "", DLA_DIMS(1, 1));
+    in[4] = dla_rand(t, "", DLA_DIMS(4, 1));
+    in[5] = dla_ones(t, "", DLA_DIMS(1, 1));
+}
+
+/* conv 3x3 (2 -> 4 channels, padding 1) -> batchnorm (training) -> relu ->
+ * sum of squares; gradients of the filter, bias, offset and scale, and the
+ * new running statistics. in: w, b, offset, scale, x, mean, var. */
+static dla_status cnn_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    const dla_conv_options pad1 = {.padding = {{1, 1}, {1, 1}}};
+    dla_tensor *y = dla_conv(in[4], in[0], in[1], &pad1), *z, *m, *v;
+    dla_batchnorm_train(y, in[2], in[3], in[5], in[6], NULL, &z, &m, &v);
+    dla_tensor *r = dla_relu(z);
+    dla_tensor *loss = dla_sum(dla_mul(r, r), 0, NULL);
+    out[0] = loss;
+    out[5] = m;
+    out[6] = v;
+    return dla_gradient(loss, 4, in, out + 1);
+}
+
+static void cnn_inputs(dla_tensor **in)
+{
+    in[0] = dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 2, 4));
+    in[1] = dla_randn(DLA_F32, "", DLA_DIMS(4, 1));
+    in[2] = dla_zeros(DLA_F32, "", DLA_DIMS(4, 1));
+    in[3] = dla_ones(DLA_F32, "", DLA_DIMS(4, 1));
+    in[4] = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 5, 2, 3));
+    in[5] = dla_zeros(DLA_F32, "", DLA_DIMS(4, 1));
+    in[6] = dla_ones(DLA_F32, "", DLA_DIMS(4, 1));
+}
+
+/* Random numbers inside: dropout on a product, and noise like it. */
+static dla_status noisy_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *h = dla_dropout(dla_mul(in[0], in[1]), 0.5);
+    h = dla_add(h, dla_affine(dla_randn_like(h), 0.01, 0.0));
+    dla_tensor *loss = dla_sum(dla_square(h), 0, NULL);
+    out[0] = loss;
+    return dla_gradient(loss, 1, in, out + 1);
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(11);
+    dla_tensor *in[6];
+    mlp_inputs(in, DLA_F32);
+    dla_accel *af = dla_accelerate(mlp_loss, NULL);
+    for (int call = 0; call < 6; call++) {
+        /* Call 1 records, call 2 makes the plan, the rest run it. */
+        dla_tensor *got[5], *want[5];
+        in[0] = dla_affine(in[0], 0.9, 0.05);
+        in[4] = dla_add(in[4], dla_rand_like(in[4]));
+        assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, got), DLA_OK);
+        assert_int_equal(dla_feval(mlp_loss, NULL, 6, in, 5, want), DLA_OK);
+        for (int i = 0; i < 5; i++)
+            assert_same_bits(got[i], want[i]);
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 4);
+    assert_true(pi.nfused >= 2);
+    assert_true(pi.fused_from > pi.nfused);
+    /* Every run launched every fused kernel. */
+    assert_int_equal(pi.fused_launches, pi.runs * pi.nfused);
+    assert_true(pi.arena > 0 && pi.arena <= pi.inter);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static void a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(12);
+    dla_tensor *in[7];
+    cnn_inputs(in);
+    dla_accel *af = dla_accelerate(cnn_loss, NULL);
+    for (int call = 0; call < 4; call++) {
+        dla_tensor *got[7], *want[7];
+        in[4] = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 5, 2, 3));
+        assert_int_equal(dla_accel_feval(af, NULL, 7, in, 7, got), DLA_OK);
+        assert_int_equal(dla_feval(cnn_loss, NULL, 7, in, 7, want), DLA_OK);
+        for (int i = 0; i < 7; i++)
+            assert_same_bits(got[i], want[i]);
+        /* The running statistics go round, as a training loop's would. */
+        in[5] = got[5];
+        in[6] = got[6];
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 2);
+    assert_true(pi.arena <= pi.inter);
+    assert_true(pi.ninter > 10);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static void random_ops_run_as_themselves_and_draw_what_eager_draws(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(13);
+    dla_tensor *in[2] = {dla_randn(DLA_F64, "", DLA_DIMS(5, 7)), dla_randn(DLA_F64, "", DLA_DIMS(5, 7))};
+    dla_accel *af = dla_accelerate(noisy_loss, NULL);
+    dla_tensor *prev = NULL;
+    for (int call = 0; call < 5; call++) {
+        dla_tensor *got[2], *want[2];
+        dla_rng_seed(100 + (uint64_t)call);
+        assert_int_equal(dla_accel_feval(af, NULL, 2, in, 2, got), DLA_OK);
+        dla_rng_seed(100 + (uint64_t)call);
+        assert_int_equal(dla_feval(noisy_loss, NULL, 2, in, 2, want), DLA_OK);
+        assert_same_bits(got[0], want[0]);
+        assert_same_bits(got[1], want[1]);
+        /* New numbers on every call. */
+        if (prev)
+            assert_true(dla_tensor_item(prev, 0) != dla_tensor_item(got[0], 0));
+        prev = got[0];
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.invoked, 2); /* dropout and randn_like */
+    assert_int_equal(pi.runs, 3);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* y = sum((x .* c)^2) with c a constant reached through ctx. */
+static dla_status with_constant(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *c = ctx;
+    out[0] = dla_sum(dla_square(dla_mul(in[0], c)), 1, (int64_t[]){2});
+    return DLA_OK;
+}
+
+static void a_trace_plans_and_replays_on_memory_the_host_cannot_address(void **state)
+{
+    dla_device *mem = NULL;
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            mem = dla_device_at(i);
+    assert_non_null(mem); /* main() adds the testmem plugin */
+    dla_scope_begin();
+    dla_rng_seed(14);
+    dla_tensor *in[6], *moved[6];
+    mlp_inputs(in, DLA_F64);
+    dla_accel *af = dla_accelerate(mlp_loss, NULL);
+    dla_tensor *first[5];
+    assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, first), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    for (int call = 0; call < 4; call++) {
+        in[0] = dla_affine(in[0], 1.1, -0.02);
+        for (int i = 0; i < 6; i++)
+            moved[i] = dla_tensor_to_device(in[i], mem);
+        dla_tensor *got[5], *want[5];
+        assert_int_equal(dla_trace_replay(t, 6, moved, 5, got), DLA_OK);
+        assert_int_equal(dla_feval(mlp_loss, NULL, 6, in, 5, want), DLA_OK);
+        for (int i = 0; i < 5; i++) {
+            assert_ptr_equal(dla_tensor_device(got[i]), mem);
+            assert_same_bits(got[i], want[i]);
+        }
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s", dla_device_name(mem));
+    plan_info pi = plan_of(t, name);
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 3);
+    assert_int_equal(pi.nfused, 0); /* testmem has no fused kernel */
+    assert_true(pi.arena <= pi.inter);
+    dla_trace_release(t);
+
+    /* A constant recorded on the cpu is moved to testmem once, at plan time. */
+    dla_tensor *c = dla_randn(DLA_F64, "", DLA_DIMS(3, 4)), *x = dla_randn(DLA_F64, "", DLA_DIMS(3, 4));
+    dla_accel *ac = dla_accelerate(with_constant, NULL);
+    dla_tensor *y0, *y1, *want;
+    assert_int_equal(dla_accel_call(ac, c, 1, &x, 1, &y0), DLA_OK);
+    dla_trace *tc = dla_accel_trace(ac, 0);
+    dla_tensor *xm = dla_tensor_to_device(x, mem);
+    for (int call = 0; call < 3; call++)
+        assert_int_equal(dla_trace_replay(tc, 1, &xm, 1, &y1), DLA_OK);
+    assert_int_equal(with_constant(c, 1, &x, 1, &want), DLA_OK);
+    assert_same_bits(y1, want);
+    char *text = trace_text(tc);
+    assert_non_null(strstr(text, "1 constants moved to the device once (96 bytes)"));
+    free(text);
+    dla_trace_release(tc);
+    dla_accel_free(ac);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static void outputs_of_one_replay_survive_the_next(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(15);
+    dla_tensor *in[6];
+    mlp_inputs(in, DLA_F32);
+    dla_accel *af = dla_accelerate(mlp_loss, NULL);
+    dla_tensor *a[5], *b[5];
+    for (int call = 0; call < 3; call++)
+        assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, a), DLA_OK);
+    float before[32], after[32];
+    assert_int_equal(dla_tensor_to_host(a[1], before, sizeof before), DLA_OK);
+    in[4] = dla_affine(in[4], -2.0, 1.0);
+    assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, b), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(a[1], after, sizeof after), DLA_OK);
+    assert_memory_equal(before, after, sizeof before);
+    assert_true(dla_tensor_item(a[0], 0) != dla_tensor_item(b[0], 0));
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static void inputs_laid_out_otherwise_take_the_plain_replay_with_the_same_results(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(16);
+    dla_tensor *in[6];
+    mlp_inputs(in, DLA_F32);
+    dla_accel *af = dla_accelerate(mlp_loss, NULL);
+    dla_tensor *out[5], *want[5];
+    for (int call = 0; call < 3; call++)
+        assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, out), DLA_OK);
+    long runs = accel_plan(af, "cpu:0").runs;
+    /* The same dims as every other column of a wider tensor: other strides. */
+    dla_tensor *wide = dla_randn(DLA_F32, "", DLA_DIMS(8, 8));
+    in[0] = dla_slice(wide, 2, 0, 2, DLA_END);
+    assert_int_equal(dla_tensor_is_contiguous(in[0]), 0);
+    assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, out), DLA_OK);
+    assert_int_equal(dla_feval(mlp_loss, NULL, 6, in, 5, want), DLA_OK);
+    for (int i = 0; i < 5; i++)
+        assert_same_bits(out[i], want[i]);
+    assert_int_equal(accel_plan(af, "cpu:0").runs, runs); /* not through the plan */
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static void inputs_sharing_memory_wait_for_a_call_without_to_be_planned(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(17);
+    dla_tensor *in[6], *out[5], *want[5];
+    mlp_inputs(in, DLA_F32);
+    /* w1 and b1 as two views of one tensor: dense, and the same dims. */
+    dla_tensor *both = dla_randn(DLA_F32, "", DLA_DIMS(8, 5));
+    dla_tensor *shared[6] = {dla_slice(both, 2, 0, 1, 4), dla_slice(both, 2, 4, 1, 5), in[2], in[3],
+                             in[4], in[5]};
+    assert_int_equal(dla_tensor_is_contiguous(shared[0]), 1);
+    dla_accel *af = dla_accelerate(mlp_loss, NULL);
+    assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, out), DLA_OK);
+    for (int call = 0; call < 2; call++) {
+        assert_int_equal(dla_accel_feval(af, NULL, 6, shared, 5, out), DLA_OK);
+        assert_int_equal(dla_feval(mlp_loss, NULL, 6, shared, 5, want), DLA_OK);
+        for (int i = 0; i < 5; i++)
+            assert_same_bits(out[i], want[i]);
+    }
+    dla_trace *t = dla_accel_trace(af, 0);
+    char *text = trace_text(t);
+    assert_non_null(strstr(text, "memory plan: none yet"));
+    free(text);
+    for (int call = 0; call < 3; call++)
+        assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, out), DLA_OK);
+    assert_int_equal(plan_of(t, "cpu:0").runs, 2);
+    /* Once made, a plan serves inputs that share memory too. */
+    assert_int_equal(dla_accel_feval(af, NULL, 6, shared, 5, out), DLA_OK);
+    assert_int_equal(dla_feval(mlp_loss, NULL, 6, shared, 5, want), DLA_OK);
+    for (int i = 0; i < 5; i++)
+        assert_same_bits(out[i], want[i]);
+    assert_int_equal(plan_of(t, "cpu:0").runs, 3);
+    dla_trace_release(t);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* A replay inside dla_feval is recorded on its tape: the outer gradient
+ * goes through the inner function's ops. */
+static dla_accel *inner;
+
+static dla_status outer_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *y;
+    dla_status st = dla_accel_call(inner, NULL, 1, in, 1, &y);
+    out[0] = dla_sum(dla_mul(y, y), 0, NULL);
+    return st != DLA_OK ? st : dla_gradient(out[0], 1, in, out + 1);
+}
+
+static dla_status inner_fn(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_tanh(dla_affine(in[0], 3.0, 0.5));
+    return DLA_OK;
+}
+
+static dla_status outer_eager(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *y;
+    inner_fn(NULL, 1, in, 1, &y);
+    out[0] = dla_sum(dla_mul(y, y), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void a_replay_inside_dla_feval_is_recorded_on_its_tape(void **state)
+{
+    dla_scope_begin();
+    inner = dla_accelerate(inner_fn, NULL);
+    dla_tensor *x = dla_randn(DLA_F64, "", DLA_DIMS(4, 3)), *y;
+    for (int i = 0; i < 3; i++) /* planned outside any recording */
+        assert_int_equal(dla_accel_call(inner, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_tensor *got[2], *want[2];
+    assert_int_equal(dla_feval(outer_loss, NULL, 1, &x, 2, got), DLA_OK);
+    assert_int_equal(dla_feval(outer_eager, NULL, 1, &x, 2, want), DLA_OK);
+    assert_same_bits(got[0], want[0]);
+    assert_same_bits(got[1], want[1]);
+    dla_scope_end();
+    dla_accel_free(inner);
+}
+
+typedef struct worker {
+    dla_accel *af;
+    int ok;
+    uint64_t seed;
+} worker;
+
+static void *worker_main(void *p)
+{
+    worker *w = p;
+    dla_scope_begin();
+    dla_rng_seed(w->seed);
+    dla_tensor *in[6];
+    mlp_inputs(in, DLA_F32);
+    w->ok = 1;
+    for (int i = 0; i < 40 && w->ok; i++) {
+        dla_scope_begin();
+        in[0] = dla_keep(dla_affine(in[0], 0.99, 0.01));
+        dla_tensor *got[5], *want[5];
+        w->ok = dla_accel_feval(w->af, NULL, 6, in, 5, got) == DLA_OK &&
+                dla_feval(mlp_loss, NULL, 6, in, 5, want) == DLA_OK;
+        for (int k = 0; k < 5 && w->ok; k++) {
+            float a[32], b[32];
+            int64_t n = dla_tensor_numel(want[k]);
+            w->ok = dla_tensor_to_host(got[k], a, sizeof(float) * (size_t)n) == DLA_OK &&
+                    dla_tensor_to_host(want[k], b, sizeof(float) * (size_t)n) == DLA_OK &&
+                    !memcmp(a, b, sizeof(float) * (size_t)n);
+        }
+        dla_scope_end();
+    }
+    dla_scope_end();
+    return NULL;
+}
+
+static void threads_sharing_one_plan_each_get_their_own_results(void **state)
+{
+    dla_accel *af = dla_accelerate(mlp_loss, NULL);
+    pthread_t th[4];
+    worker w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (worker){af, 0, 40 + (uint64_t)i};
+        pthread_create(&th[i], NULL, worker_main, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_true(w[i].ok);
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_true(pi.runs > 0);
+    dla_accel_free(af);
+}
+
+static void a_trace_without_replays_says_it_has_no_plan_yet(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(2, 2)), *y;
+    dla_accel *af = dla_accelerate(inner_fn, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    char *text = trace_text(t);
+    assert_non_null(strstr(text, "memory plan: none yet"));
+    free(text);
+    dla_trace_release(t);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+int main(void)
+{
+    /* A second device with memory the host cannot address: the testmem
+     * plugin of the build tree, after the default path (cpu stays first). */
+    const char *build = getenv("DLA_TEST_BUILDDIR"), *path = getenv("DLACCEL_PLUGIN_PATH");
+    if (build) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s%s%s/tests/plugins.d", path ? path : "", path ? ":" : "", build);
+        setenv("DLACCEL_PLUGIN_PATH", buf, 1);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_trace_without_replays_says_it_has_no_plan_yet),
+        cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
+        cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
+        cmocka_unit_test(random_ops_run_as_themselves_and_draw_what_eager_draws),
+        cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
+        cmocka_unit_test(outputs_of_one_replay_survive_the_next),
+        cmocka_unit_test(inputs_laid_out_otherwise_take_the_plain_replay_with_the_same_results),
+        cmocka_unit_test(inputs_sharing_memory_wait_for_a_call_without_to_be_planned),
+        cmocka_unit_test(a_replay_inside_dla_feval_is_recorded_on_its_tape),
+        cmocka_unit_test(threads_sharing_one_plan_each_get_their_own_results),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
