@@ -102,6 +102,11 @@ DLA_API const char *dla_last_error(void);
 DLA_API dla_status dla_last_status(void);
 /* Forgets the calling thread's last error. */
 DLA_API void dla_clear_error(void);
+/* For code built on dlaccel (layers, data loaders): records status and the
+ * formatted message as the thread's last error, as the library's own
+ * functions do, and returns status. */
+DLA_API dla_status dla_set_error(dla_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------- allocation */
 
@@ -116,6 +121,14 @@ typedef void *(*dla_alloc_fn)(void *user, void *ptr, size_t size);
  * other dlaccel call, or between workloads with no live tensors: memory is
  * always freed through the function that allocated it. */
 DLA_API void dla_set_allocator(dla_alloc_fn fn, void *user);
+
+/* Host memory through the installed hook, for code built on dlaccel that
+ * wants its allocations counted and failable like the library's own.
+ * dla_malloc(0) returns a valid block; dla_realloc keeps ptr on failure;
+ * dla_free(NULL) does nothing. */
+DLA_API void *dla_malloc(size_t size);
+DLA_API void *dla_realloc(void *ptr, size_t size);
+DLA_API void dla_free(void *ptr);
 
 /* ------------------------------------------------------------------ dtypes */
 
@@ -217,6 +230,11 @@ DLA_API void dla_tensor_release(dla_tensor *t);
 
 /* Queries. On an error tensor: status is the error, ndims 0, numel 0. */
 DLA_API dla_status dla_tensor_status(const dla_tensor *t);
+/* For code built on dlaccel: an error tensor carrying status and the
+ * formatted message (also the thread's last error), owned like any op
+ * result: by the innermost scope, or the caller. */
+DLA_API dla_tensor *dla_error_tensor(dla_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* The message of an error tensor; "" for a good one. */
 DLA_API const char *dla_tensor_error(const dla_tensor *t);
 DLA_API dla_dtype dla_tensor_dtype(const dla_tensor *t);
@@ -286,6 +304,12 @@ DLA_API void dla_scope_end(void);
  * scope, or to the caller when there is none. Returns t. Error tensors may
  * be kept too, so a caller can read their status after the scope. */
 DLA_API dla_tensor *dla_keep(dla_tensor *t);
+/* The other direction, for functions that make tensors with +1 references
+ * and hand them out as the library's ops do: gives the caller's reference
+ * to the innermost scope when one is open (else it stays the caller's).
+ * Returns t; when the scope cannot take it (out of memory) t is released
+ * and an out-of-memory error tensor is returned. NULL-safe. */
+DLA_API dla_tensor *dla_scope_adopt(dla_tensor *t);
 
 /* -------------------------------------------------------------- randomness */
 

@@ -92,3 +92,7 @@ char *dla__strdup(const char *s)
         memcpy(d, s, n);
     return d;
 }
+
+DLA_API void *dla_malloc(size_t size) { return dla__malloc(size); }
+DLA_API void *dla_realloc(void *ptr, size_t size) { return dla__realloc(ptr, size); }
+DLA_API void dla_free(void *ptr) { dla__free(ptr); }

@@ -73,3 +73,12 @@ const char *dla__dims_str(char *buf, size_t size, int ndims, const int64_t *dims
     }
     return buf;
 }
+
+DLA_API dla_status dla_set_error(dla_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dla__failv(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
