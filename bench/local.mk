@@ -17,6 +17,7 @@ bench_dlaccel_bench_SOURCES = \
 	bench/workloads_slice.c \
 	bench/workloads_nn.c \
 	bench/workloads_conv.c \
+	bench/workloads_replay.c \
 	bench/reference.c \
 	bench/timer.c bench/timer.h \
 	bench/report.c bench/report.h

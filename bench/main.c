@@ -165,8 +165,11 @@ static void measure(const bench_workload *const *ws, dla_device *const *devs, in
             live[j] = live[j + 1];
         nlive--;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (ws[i]->note && recs[i].status == DLA_OK)
+            ws[i]->note(state[i], recs[i].stats.median_ms, recs[i].note, sizeof recs[i].note);
         ws[i]->teardown(state[i]);
+    }
 }
 
 /* The devices to run on, into devs (room for count); returns how many, or
@@ -287,6 +290,7 @@ int main(int argc, char **argv)
     } else {
         putchar('\n');
         bench_report_ratios(stdout, recs, n);
+        bench_report_notes(stdout, recs, n);
     }
 
     int failed = 0;

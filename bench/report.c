@@ -85,6 +85,13 @@ int bench_report_ratios(FILE *out, const bench_record *recs, size_t n)
     return lines;
 }
 
+void bench_report_notes(FILE *out, const bench_record *recs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].status == DLA_OK && recs[i].note[0])
+            fprintf(out, "%s on %s: %s\n", recs[i].workload->label, recs[i].device, recs[i].note);
+}
+
 /* A JSON string: quotes, backslashes and control characters escaped. */
 static void json_string(FILE *out, const char *s)
 {
@@ -115,6 +122,10 @@ static void json_record(FILE *out, const bench_record *r)
     if (r->against) {
         fputs(", \"against\": ", out);
         json_string(out, r->against);
+    }
+    if (r->note[0]) {
+        fputs(", \"note\": ", out);
+        json_string(out, r->note);
     }
     fputc('}', out);
 }

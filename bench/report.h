@@ -20,6 +20,7 @@ typedef struct bench_record {
     dla_status status;  /* DLA_OK: stats hold the figures */
     char error[256];    /* otherwise: why */
     bench_stats stats;
+    char note[320]; /* the workload's note; "" for none */
 } bench_record;
 
 /* GFLOP/s or GB/s at the median time. */
@@ -31,11 +32,13 @@ void bench_report_line(FILE *out, const bench_record *r);
 /* Text: each device workload's ratio to its reference, with the target.
  * Returns the number of ratio lines written. */
 int bench_report_ratios(FILE *out, const bench_record *recs, size_t n);
+/* Text: each workload's note, "label on device: note". */
+void bench_report_notes(FILE *out, const bench_record *recs, size_t n);
 
 /* --json: {"version", "threads", "records": [...], "ratios": [...],
  * "errors": [...]}, each record {device, workload, median_ms, min_ms,
  * max_ms, gflops or gbps, reps}, a reference record with "against": the
- * device whose workload it was timed beside. */
+ * device whose workload it was timed beside, a record with a note "note". */
 void bench_report_json(FILE *out, const bench_record *recs, size_t n);
 
 #endif

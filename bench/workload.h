@@ -51,6 +51,10 @@ struct bench_workload {
      * NULL for none, and the ratio to reach, 0 when no target is set. */
     const char *reference;
     double target;
+    /* A line of figures beside the timing (a plan's memory), written into
+     * buf after the timed calls, from the workload's state and its median;
+     * NULL for none. */
+    void (*note)(void *state, double median_ms, char *buf, size_t size);
 };
 
 /* The tables. Each ends with an entry whose name is NULL. */
@@ -61,6 +65,9 @@ extern const bench_workload bench_cnn_workloads[];       /* workloads_cnn.c */
 extern const bench_workload bench_slice_workloads[];     /* workloads_slice.c */
 extern const bench_workload bench_conv_workloads[];      /* workloads_conv.c */
 extern const bench_workload bench_nn_workloads[];        /* workloads_nn.c */
+extern const bench_workload bench_replay_workloads[];    /* workloads_replay.c */
+/* The eager runs the replays are timed beside (workloads_replay.c). */
+extern const bench_workload bench_replay_reference_workloads[];
 /* The im2col + OpenBLAS references of the conv workloads (workloads_conv.c). */
 extern const bench_workload bench_conv_reference_workloads[];
 

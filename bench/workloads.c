@@ -15,6 +15,7 @@ const bench_workload *const bench_device_tables[] = {
     bench_slice_workloads,
     bench_conv_workloads,
     bench_nn_workloads,
+    bench_replay_workloads,
     NULL,
 };
 
@@ -24,6 +25,9 @@ const bench_workload *bench_find_reference(const char *name)
         if (strcmp(w->name, name) == 0)
             return w;
     for (const bench_workload *w = bench_conv_reference_workloads; name && w->name; w++)
+        if (strcmp(w->name, name) == 0)
+            return w;
+    for (const bench_workload *w = bench_replay_reference_workloads; name && w->name; w++)
         if (strcmp(w->name, name) == 0)
             return w;
     return NULL;
