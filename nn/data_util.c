@@ -1,13 +1,10 @@
 /*
  * data_util.c - memory, errors and hand-over helpers of the data files.
  *
- * The public API has no door to the allocation hook, to the thread's error
- * message, or to the open scope, yet the data pipeline must honour the
- * first (tests refuse the Nth allocation), report file problems through the
- * second, and give the caller's scope the batches a dispatch thread made.
- * Until dlaccel.h offers them (a dla_malloc family, a dla_error_set and a
- * way to hand a reference to the open scope), the data files reach the
- * core's functions for these by name here, and nowhere else.
+ * The data pipeline honours the allocation hook (tests refuse the Nth
+ * allocation), reports file problems as the thread's last error, and gives
+ * the caller's scope the batches a dispatch thread made, all through the
+ * public API (dla_malloc, dla_set_error, dla_scope_adopt).
  */
 #include "nn/data_util.h"
 
@@ -16,37 +13,30 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The core's allocation door, error setter and scope hand-over
- * (core/alloc.h, core/error.h, core/tensor.h). */
-void *dla__malloc(size_t size);
-void *dla__realloc(void *ptr, size_t size);
-void dla__free(void *ptr);
-dla_status dla__failv(dla_status status, const char *fmt, va_list ap);
-dla_tensor *dla__return(dla_tensor *t);
-
-void *dla__data_malloc(size_t size) { return dla__malloc(size); }
+void *dla__data_malloc(size_t size) { return dla_malloc(size); }
 
 void *dla__data_calloc(size_t count, size_t size)
 {
     if (size && count > SIZE_MAX / size)
         return NULL;
-    void *p = dla__malloc(count * size);
+    void *p = dla_malloc(count * size);
     if (p)
         memset(p, 0, count * size);
     return p;
 }
 
-void *dla__data_realloc(void *ptr, size_t size) { return dla__realloc(ptr, size); }
+void *dla__data_realloc(void *ptr, size_t size) { return dla_realloc(ptr, size); }
 
-void dla__data_free(void *ptr) { dla__free(ptr); }
+void dla__data_free(void *ptr) { dla_free(ptr); }
 
 dla_status dla__data_fail(dla_status status, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    dla__failv(status, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return status;
+    return dla_set_error(status, "%s", msg);
 }
 
 const char *dla__data_dims_str(char *buf, int ndims, const int64_t *dims)
@@ -61,7 +51,7 @@ const char *dla__data_dims_str(char *buf, int ndims, const int64_t *dims)
 
 dla_tensor *dla__data_hold(dla_tensor *t) { return dla_tensor_retain(t); }
 
-dla_tensor *dla__data_deliver(dla_tensor *t) { return t ? dla__return(t) : NULL; }
+dla_tensor *dla__data_deliver(dla_tensor *t) { return dla_scope_adopt(t); }
 
 dla_status dla__data_deliver_all(int n, dla_tensor **ts, const char *op)
 {
