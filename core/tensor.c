@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/plan.h"
 #include "core/scope.h"
 
 #include <stdio.h>
@@ -168,6 +169,8 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
         return NULL;
     }
     atomic_init(&st->refcount, 1);
+    if (dla__capture_current)
+        dla__capture_alloc(dla__capture_current, st);
     atomic_init(&t->refcount, 1);
     t->serial = atomic_fetch_add(&serials, 1);
     t->status = DLA_OK;
@@ -196,12 +199,57 @@ dla_tensor *dla__tensor_view(const char *op, const dla_tensor *t)
     return v;
 }
 
-static void storage_release(dla__storage *st)
+dla__storage *dla__storage_alloc(const char *op, dla_device *dev, size_t bytes)
 {
-    if (atomic_fetch_sub(&st->refcount, 1) != 1)
+    dla__storage *st = dla__calloc(1, sizeof *st);
+    if (!st) {
+        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot allocate a storage header", op);
+        return NULL;
+    }
+    st->bytes = bytes;
+    st->device = dev;
+    dla_status s = dev->table->mem_alloc(dev->ctx, bytes ? bytes : 1, &st->mem);
+    if (s != DLA_OK) {
+        dla__free(st);
+        char why[512];
+        snprintf(why, sizeof why, "%s", dla_last_error());
+        dla__fail(s, "%s: cannot allocate %zu bytes on %s: %s", op, bytes, dev->name, why);
+        return NULL;
+    }
+    atomic_init(&st->refcount, 1);
+    return st;
+}
+
+void dla__storage_release(dla__storage *st)
+{
+    if (!st || atomic_fetch_sub(&st->refcount, 1) != 1)
         return;
+    if (dla__capture_current)
+        dla__capture_free(dla__capture_current, st);
     st->device->table->mem_free(st->device->ctx, st->mem);
     dla__free(st);
+}
+
+dla_tensor *dla__tensor_on_storage(const char *op, dla__storage *st, dla_dtype dtype, int ndims,
+                                   const int64_t *dims, const int64_t *strides, int64_t offset,
+                                   const char *format)
+{
+    dla_tensor *t = dla__calloc(1, sizeof *t);
+    if (!t) {
+        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot allocate the tensor header", op);
+        return NULL;
+    }
+    atomic_init(&t->refcount, 1);
+    t->serial = atomic_fetch_add(&serials, 1);
+    t->dtype = dtype;
+    t->ndims = ndims;
+    memcpy(t->dims, dims, (size_t)ndims * sizeof *dims);
+    memcpy(t->strides, strides, (size_t)ndims * sizeof *strides);
+    t->offset = offset;
+    memcpy(t->format, format, sizeof t->format);
+    atomic_fetch_add(&st->refcount, 1);
+    t->storage = st;
+    return t;
 }
 
 DLA_API dla_tensor *dla_tensor_retain(dla_tensor *t)
@@ -218,7 +266,7 @@ DLA_API void dla_tensor_release(dla_tensor *t)
     if (atomic_fetch_sub(&t->refcount, 1) != 1)
         return;
     if (t->storage)
-        storage_release(t->storage);
+        dla__storage_release(t->storage);
     dla__free(t->message);
     dla__free(t);
 }
