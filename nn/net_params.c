@@ -55,8 +55,8 @@ DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const
 
 DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values)
 {
-    /* A state's dims may change (an LSTM's H x 1 becomes H x N): only the
-     * count, the rows' dtypes and the number of rows are checked. */
+    /* Each value needs its row's dims and dtype, except that an LSTM's
+     * H x 1 state may become H x N (the state after a batch of N). */
     static const char fn[] = "dla_net_set_state";
     if (!net || !net->initialized)
         return dla__nn_fail(net ? DLA_ERR_STATE : DLA_ERR_INVALID_ARGUMENT, "%s: %s", fn,
@@ -69,9 +69,13 @@ DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *val
         if (st != DLA_OK)
             return dla__nn_fail(st, "%s: %s/%s: %s", fn, t->layer[i], t->param[i],
                                 values[i] ? dla_tensor_error(values[i]) : "NULL");
-        if (dla_tensor_dtype(values[i]) != dla_tensor_dtype(t->values[i]) ||
-            dla_tensor_dim(values[i], 1) != dla_tensor_dim(t->values[i], 1))
-            return dla__table_check(fn, t, i, values[i]);
+        int l = dla__net_find(net, t->layer[i]);
+        int lstm_cols = l >= 0 && net->layers[l]->kind == &dla__kind_lstm &&
+                        dla_tensor_ndims(values[i]) <= 2 &&
+                        dla_tensor_dtype(values[i]) == dla_tensor_dtype(t->values[i]) &&
+                        dla_tensor_dim(values[i], 1) == dla_tensor_dim(t->values[i], 1);
+        if (!lstm_cols && (st = dla__table_check(fn, t, i, values[i])) != DLA_OK)
+            return st;
     }
     for (int i = 0; i < n; i++) {
         dla_tensor_retain(values[i]);

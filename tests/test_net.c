@@ -395,6 +395,13 @@ static void copies_casts_and_sets_keep_tables_consistent(void **state)
                      DLA_ERR_SHAPE);
     assert_null(dla_net_get(net, "conv1", "Offset"));
     assert_int_equal(dla_net_set_learnables(net, 3, (dla_tensor *[]){w, w, w}), DLA_ERR_INVALID_ARGUMENT);
+    /* A state value of the wrong size is refused, the table left as it was. */
+    dla_tensor *st[6];
+    memcpy(st, dla_table_values(dla_net_state(net)), sizeof st);
+    dla_tensor *keep = st[0];
+    st[0] = dla_zeros(DLA_F32, "", DLA_DIMS(1, 1, 19));
+    assert_int_equal(dla_net_set_state(net, 6, st), DLA_ERR_SHAPE);
+    assert_true(dla_table_value(dla_net_state(net), 0) == keep);
     /* Forward with a wrong input count fails with error tensors. */
     dla_tensor *y;
     assert_int_equal(dla_net_forward(net, 0, NULL, 1, &y, NULL, NULL), DLA_ERR_INVALID_ARGUMENT);
