@@ -3,13 +3,15 @@
  * binary steps over several views of one shape, in one pass.
  *
  * The views' dims are coalesced as strided.c does, and the space is cut in
- * blocks of BLOCK consecutive elements (column-major, across rows when the
- * innermost dim is short: a 4 x 128 batch with broadcast class weights is
- * two blocks, not 128). Each block interprets the program once: an
+ * blocks of up to BLOCK consecutive elements (column-major): pieces of one
+ * run of the innermost dim when it is long, whole runs together when it is
+ * short (a 4 x 128 batch with broadcast class weights is one block, not
+ * 128). Each block interprets the program once: an
  * instruction is one tight vector loop over the block (its op's expression
  * from elementwise_ops.h), reading an input in place where it is laid out
  * as the space is, as one value where it is broadcast everywhere, and from
- * a copy gathered along its strides otherwise, and writing its register, a
+ * a copy gathered along its strides otherwise (a broadcast channel within
+ * one run is one value again), and writing its register, a
  * block of the thread's stack. The last instruction writes y in place when
  * y is laid out as the space, else its register is scattered into y. So
  * intermediates stay in L1 and the program's dispatch is paid once per
@@ -25,14 +27,16 @@
 
 #include <string.h>
 
-#define BLOCK 256
+#define BLOCK 512
 #define NOPS (1 + DLA_FUSED_MAX_INPUTS)
 
 /* The coalesced space: op 0 is y, op 1 + i input i. */
 typedef struct space {
     int ndims;
     int64_t numel;
-    int64_t block; /* elements per block: whole rows when rows are short */
+    /* Blocks never straddle a run of dim 0 that is BLOCK long or more
+     * (per_row pieces each), and hold rows_per whole runs otherwise. */
+    int64_t per_row, rows_per, blocks;
     int64_t dims[DLA_MAX_DIMS];
     int64_t strides[NOPS][DLA_MAX_DIMS];
     int64_t offset[NOPS];
@@ -184,7 +188,16 @@ enum { AT_DENSE, AT_SCALAR, AT_WALK };
 
 static void classify(space *sp, int nops, int *how)
 {
-    sp->block = sp->dims[0] >= BLOCK ? BLOCK : BLOCK / sp->dims[0] * sp->dims[0];
+    const int64_t d0 = sp->dims[0], rows = sp->numel / d0;
+    if (d0 >= BLOCK) {
+        sp->per_row = (d0 + BLOCK - 1) / BLOCK;
+        sp->rows_per = 0;
+        sp->blocks = rows * sp->per_row;
+    } else {
+        sp->per_row = 0;
+        sp->rows_per = BLOCK / d0;
+        sp->blocks = (rows + sp->rows_per - 1) / sp->rows_per;
+    }
     for (int op = 0; op < nops; op++) {
         int dense = 1, zero = 1;
         int64_t ds = 1;
@@ -200,6 +213,20 @@ static void classify(space *sp, int nops, int *how)
 static int operands(const dla_fused_insn *in)
 {
     return in->kind == DLA_FUSED_WHERE ? 3 : in->kind == DLA_FUSED_BINARY ? 2 : 1;
+}
+
+/* Block u of the space: its first element (column-major) and length. */
+static int64_t block_range(const space *sp, int64_t u, int64_t *n)
+{
+    const int64_t d0 = sp->dims[0];
+    if (sp->per_row) {
+        const int64_t row = u / sp->per_row, piece = u % sp->per_row;
+        *n = d0 - piece * BLOCK < BLOCK ? d0 - piece * BLOCK : BLOCK;
+        return row * d0 + piece * BLOCK;
+    }
+    const int64_t at = u * sp->rows_per * d0;
+    *n = sp->numel - at < sp->rows_per * d0 ? sp->numel - at : sp->rows_per * d0;
+    return at;
 }
 
 /* One operand of a step over the current block: n elements at p, or one
@@ -283,6 +310,7 @@ static int operands(const dla_fused_insn *in)
                         v[i * s0] = dst[k + i];                                                    \
                 } else if (s0 == 0) {                                                              \
                     const T c = *v;                                                                \
+                    _Pragma("omp simd")                                                            \
                     for (int64_t i = 0; i < run; i++)                                              \
                         dst[k + i] = c;                                                            \
                 } else {                                                                           \
@@ -307,6 +335,7 @@ static int operands(const dla_fused_insn *in)
                     v[i * s0] = b[i];                                                              \
             } else if (s0 == 0) {                                                                  \
                 const T c = *v;                                                                    \
+                _Pragma("omp simd")                                                                \
                 for (int64_t i = 0; i < run; i++)                                                  \
                     b[i] = c;                                                                      \
             } else {                                                                               \
@@ -329,15 +358,29 @@ static int operands(const dla_fused_insn *in)
     static void block_##sfx(const dla_fused_args *a, const space *sp, const int *how, int64_t u,   \
                             T (*regs)[BLOCK], T (*stage)[BLOCK])                                   \
     {                                                                                              \
-        const int64_t at = u * sp->block;                                                          \
-        const int64_t n = sp->numel - at < sp->block ? sp->numel - at : sp->block;                 \
+        int64_t n;                                                                                 \
+        const int64_t at = block_range(sp, u, &n);                                                 \
         operand_##sfx inputs[DLA_FUSED_MAX_INPUTS];                                                \
+        /* A block inside one run of dim 0 reads a walked operand in place                         \
+         * (unit stride) or as one value (stride 0, a broadcast channel). */                      \
+        const int in_run = sp->rows_per <= 1;                                                      \
+        int64_t idx[DLA_MAX_DIMS], rem = at;                                                       \
+        for (int d = 0; d < sp->ndims && in_run; d++) {                                            \
+            idx[d] = rem % sp->dims[d];                                                            \
+            rem /= sp->dims[d];                                                                    \
+        }                                                                                          \
         for (int i = 0; i < a->ninputs; i++) {                                                     \
             T *base = (T *)a->inputs[i].mem + sp->offset[1 + i];                                   \
+            const int64_t *st = sp->strides[1 + i];                                                \
             if (how[1 + i] == AT_DENSE) {                                                          \
                 inputs[i] = (operand_##sfx){base + at, 0};                                         \
             } else if (how[1 + i] == AT_SCALAR) {                                                  \
                 inputs[i] = (operand_##sfx){NULL, *base};                                          \
+            } else if (in_run && (st[0] == 0 || st[0] == 1)) {                                     \
+                const T *first = base;                                                             \
+                for (int d = 0; d < sp->ndims; d++)                                                \
+                    first += idx[d] * st[d];                                                       \
+                inputs[i] = st[0] ? (operand_##sfx){first, 0} : (operand_##sfx){NULL, *first};     \
             } else {                                                                               \
                 walk_##sfx(base, sp->strides[1 + i], sp, at, n, stage[i], 0);                      \
                 inputs[i] = (operand_##sfx){stage[i], 0};                                          \
@@ -359,7 +402,7 @@ static int operands(const dla_fused_insn *in)
                                                                                                    \
     static void run_##sfx(const dla_fused_args *a, const space *sp, const int *how)                \
     {                                                                                              \
-        const int64_t blocks = (sp->numel + sp->block - 1) / sp->block;                            \
+        const int64_t blocks = sp->blocks;                                                         \
         if (sp->numel < DLA__CPU_PAR_MIN) {                                                        \
             _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
             _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
