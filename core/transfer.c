@@ -63,8 +63,8 @@ DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t byt
     if (!d)
         return dla_last_status();
     dla_device *dev = d->storage->device;
-    dla_status st = dev->table->copy_to_host(dev->ctx, dst, d->storage->mem,
-                                             (size_t)d->offset * dla_dtype_size(d->dtype), need);
+    dla_status st = dla__k_download(dev, dst, d->storage->mem,
+                                    (size_t)d->offset * dla_dtype_size(d->dtype), need);
     dla_tensor_release(d);
     return st;
 }
@@ -83,7 +83,7 @@ DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index)
     unsigned char raw[8];
     dla_device *dev = t->storage->device;
     size_t es = dla_dtype_size(t->dtype);
-    if (dev->table->copy_to_host(dev->ctx, raw, t->storage->mem, (size_t)off * es, es) != DLA_OK)
+    if (dla__k_download(dev, raw, t->storage->mem, (size_t)off * es, es) != DLA_OK)
         return 0.0 / 0.0;
     switch (t->dtype) {
     case DLA_F32: { float v; memcpy(&v, raw, 4); return v; }
@@ -151,10 +151,9 @@ static dla_status to_device_forward(const void *attrs, dla_tensor *const *in, in
                 st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes on the host", op,
                                bytes);
             if (stage)
-                st = src_dev->table->copy_to_host(src_dev->ctx, stage, d->storage->mem,
-                                                  (size_t)d->offset * es, bytes);
+                st = dla__k_download(src_dev, stage, d->storage->mem, (size_t)d->offset * es, bytes);
             if (stage && st == DLA_OK)
-                st = dev->table->copy_to_device(dev->ctx, res->storage->mem, 0, stage, bytes);
+                st = dla__k_upload(dev, res->storage->mem, 0, stage, bytes);
             dla__free(stage);
         }
     }

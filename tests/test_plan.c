@@ -240,6 +240,14 @@ static void random_ops_run_as_themselves_and_draw_what_eager_draws(void **state)
     dla_accel_free(af);
 }
 
+static dla_device *testmem(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            return dla_device_at(i);
+    return NULL;
+}
+
 /* y = sum((x .* c)^2) with c a constant reached through ctx. */
 static dla_status with_constant(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -250,10 +258,7 @@ static dla_status with_constant(void *ctx, int nin, dla_tensor *const *in, int n
 
 static void a_trace_plans_and_replays_on_memory_the_host_cannot_address(void **state)
 {
-    dla_device *mem = NULL;
-    for (int i = 0; i < dla_device_count(); i++)
-        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
-            mem = dla_device_at(i);
+    dla_device *mem = testmem();
     assert_non_null(mem); /* main() adds the testmem plugin */
     dla_scope_begin();
     dla_rng_seed(14);
@@ -300,6 +305,35 @@ static void a_trace_plans_and_replays_on_memory_the_host_cannot_address(void **s
     free(text);
     dla_trace_release(tc);
     dla_accel_free(ac);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* exp on testmem of what the cpu made, brought back. */
+static dla_status across(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *y = dla_tensor_to_device(dla_affine(in[0], 2.0, 0.0), testmem());
+    out[0] = dla_tensor_to_device(dla_exp(y), dla_tensor_device(in[0]));
+    return DLA_OK;
+}
+
+static void a_trace_moving_data_between_devices_replays_op_by_op_and_says_why(void **state)
+{
+    assert_non_null(testmem());
+    dla_scope_begin();
+    dla_tensor *x = dla_randn(DLA_F64, "", DLA_DIMS(3, 5)), *y, *want;
+    dla_accel *af = dla_accelerate(across, NULL);
+    for (int call = 0; call < 3; call++) {
+        x = dla_affine(x, 0.5, 0.25);
+        assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+        assert_int_equal(across(NULL, 1, &x, 1, &want), DLA_OK);
+        assert_ptr_equal(dla_tensor_device(y), dla_tensor_device(x));
+        assert_same_bits(y, want);
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_false(pi.found);
+    assert_non_null(strstr(pi.why, "none, replays run op by op"));
+    assert_non_null(strstr(pi.why, "another device"));
     dla_scope_end();
     dla_accel_free(af);
 }
@@ -511,6 +545,7 @@ int main(void)
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(random_ops_run_as_themselves_and_draw_what_eager_draws),
         cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
+        cmocka_unit_test(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
         cmocka_unit_test(outputs_of_one_replay_survive_the_next),
         cmocka_unit_test(inputs_laid_out_otherwise_take_the_plain_replay_with_the_same_results),
         cmocka_unit_test(inputs_sharing_memory_wait_for_a_call_without_to_be_planned),
