@@ -144,6 +144,15 @@ static void cnn_inputs(dla_tensor **in)
     in[6] = dla_ones(DLA_F32, "", DLA_DIMS(4, 1));
 }
 
+/* softmax over 4 classes, then cross-entropy with class weights (its
+ * clamp is a comparison and a where; softmax works in place). */
+static dla_status weighted_ce(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *y = dla_softmax(in[0]);
+    out[0] = dla_crossentropy(y, in[1], &(dla_crossentropy_options){.weights = in[2]});
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
 /* Random numbers inside: dropout on a product, and noise like it. */
 static dla_status noisy_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -208,6 +217,36 @@ static void a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients(
     assert_int_equal(pi.runs, 2);
     assert_true(pi.arena <= pi.inter);
     assert_true(pi.ninter > 10);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static void in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(18);
+    float t[4 * 64];
+    for (int b = 0; b < 64; b++)
+        for (int c = 0; c < 4; c++)
+            t[b * 4 + c] = b % 4 == c;
+    dla_tensor *in[3] = {NULL, dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(4, 64)),
+                         dla_tensor_from_host((const float[]){0.1f, 0.2f, 0.3f, 0.4f}, DLA_F32, "",
+                                              DLA_DIMS(4, 1))};
+    dla_accel *af = dla_accelerate(weighted_ce, NULL);
+    for (int call = 0; call < 4; call++) {
+        /* Large logits saturate the softmax: the clamp of log(0) is taken. */
+        in[0] = dla_affine(dla_randn(DLA_F32, "CB", DLA_DIMS(4, 64)), call == 3 ? 200.0 : 2.0, 0.0);
+        dla_tensor *got[2], *want[2];
+        assert_int_equal(dla_accel_feval(af, NULL, 3, in, 2, got), DLA_OK);
+        assert_int_equal(dla_feval(weighted_ce, NULL, 3, in, 2, want), DLA_OK);
+        assert_same_bits(got[0], want[0]);
+        assert_same_bits(got[1], want[1]);
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 2);
+    assert_true(pi.nfused >= 3);
+    assert_true(pi.fused_from >= 2 * pi.nfused + 2);
     dla_scope_end();
     dla_accel_free(af);
 }
@@ -543,6 +582,7 @@ int main(void)
         cmocka_unit_test(a_trace_without_replays_says_it_has_no_plan_yet),
         cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
+        cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         cmocka_unit_test(random_ops_run_as_themselves_and_draw_what_eager_draws),
         cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
         cmocka_unit_test(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
