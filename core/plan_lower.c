@@ -203,31 +203,86 @@ typedef struct chain {
     int n;
     dla_fused_args a;
     dla__slot in_slot[DLA_FUSED_MAX_INPUTS];
+    dla_view y; /* the last link's result, in the chain's dims (the first link's) */
+    dla_view ys[DLA_FUSED_MAX_INSNS]; /* each link's */
 } chain;
+
+/* v with dims of 1 dropped and neighbours merged where its strides allow:
+ * two views with equal forms reach the same elements in the same order. */
+static void coalesced(const dla_view *v, int *nd, int64_t *dims, int64_t *strides)
+{
+    *nd = 0;
+    for (int d = 0; d < v->ndims; d++) {
+        if (v->dims[d] == 1)
+            continue;
+        if (*nd && v->strides[d] == strides[*nd - 1] * dims[*nd - 1]) {
+            dims[*nd - 1] *= v->dims[d];
+            continue;
+        }
+        dims[*nd] = v->dims[d];
+        strides[*nd] = v->strides[d];
+        (*nd)++;
+    }
+}
+
+/* The same elements in the same order, whatever dims express them. */
+static int same_elements(const dla_view *a, const dla_view *b)
+{
+    int na, nb;
+    int64_t da[DLA_MAX_DIMS], sa[DLA_MAX_DIMS], db[DLA_MAX_DIMS], sb[DLA_MAX_DIMS];
+    if (a->dtype != b->dtype || a->offset != b->offset)
+        return 0;
+    coalesced(a, &na, da, sa);
+    coalesced(b, &nb, db, sb);
+    return na == nb && !memcmp(da, db, (size_t)na * sizeof *da) &&
+           !memcmp(sa, sb, (size_t)na * sizeof *sa);
+}
+
+/* v expressed in like's dims, when its elements allow it: dense (the
+ * batchnorm's 576x20x1x128x1 result and the 24x24x20x128 relu reading it)
+ * or one value everywhere. 0 otherwise. */
+static int redim(dla_view *v, const dla_view *like)
+{
+    int nd;
+    int64_t dims[DLA_MAX_DIMS], strides[DLA_MAX_DIMS], n = 1, m = 1;
+    for (int d = 0; d < v->ndims; d++)
+        n *= v->dims[d];
+    for (int d = 0; d < like->ndims; d++)
+        m *= like->dims[d];
+    coalesced(v, &nd, dims, strides);
+    if (n != m || !(nd == 0 || (nd == 1 && (strides[0] == 1 || strides[0] == 0))))
+        return 0;
+    const int zero = nd == 1 && strides[0] == 0;
+    v->ndims = like->ndims;
+    int64_t s = 1;
+    for (int d = 0; d < like->ndims; d++) {
+        v->dims[d] = like->dims[d];
+        v->strides[d] = zero ? 0 : s;
+        s *= like->dims[d];
+    }
+    return 1;
+}
 
 static dla__cap_launch *launch_at(lowering *L, int step)
 {
     return &L->c->launches[L->steps[step].index];
 }
 
-/* Operand field f of launch cl as a program operand: the register of the
- * previous link (prev_reg) when it reads that link's buffer, else an input
- * (shared with an identical one). -1 - DLA_FUSED_MAX_INPUTS when inputs
- * run out. */
-static int operand(chain *ch, dla__cap_launch *cl, int f, int prev_buf, int prev_reg)
+/* An operand (slot s, view v in the chain's dims) as a program operand:
+ * the register of the previous link (prev_reg) when it reads that link's
+ * buffer, else an input (shared with an identical one). -1 -
+ * DLA_FUSED_MAX_INPUTS when inputs run out. */
+static int operand(chain *ch, dla__slot s, const dla_view *v, int prev_buf, int prev_reg)
 {
-    dla__field fs[DLA__LAUNCH_MAX_FIELDS];
-    dla__launch_fields(&cl->l, fs);
-    dla__slot s = cl->slot[f];
     if (prev_buf >= 0 && s.kind == DLA__SLOT_BUFFER && s.id == prev_buf)
         return prev_reg;
     for (int i = 0; i < ch->a.ninputs; i++)
-        if (same_slot(ch->in_slot[i], s) && same_view(&ch->a.inputs[i], fs[f].view))
+        if (same_slot(ch->in_slot[i], s) && same_view(&ch->a.inputs[i], v))
             return -1 - i;
     if (ch->a.ninputs == DLA_FUSED_MAX_INPUTS)
         return -1 - DLA_FUSED_MAX_INPUTS;
     ch->in_slot[ch->a.ninputs] = s;
-    ch->a.inputs[ch->a.ninputs] = *fs[f].view;
+    ch->a.inputs[ch->a.ninputs] = *v;
     return -1 - ch->a.ninputs++;
 }
 
@@ -260,10 +315,10 @@ static int only_next_reads(lowering *L, int from, int next)
             if (cl->slot[i].kind != DLA__SLOT_BUFFER || cl->slot[i].id != b)
                 continue;
             if (f[i].written) {
-                if (!f[i].view || !same_view(f[i].view, wv))
+                if (!f[i].view || !same_elements(f[i].view, wv))
                     return 0; /* partly over: the rest of the old one may still be read */
                 rewritten = 1;
-            } else if (s != next || !same_view(f[i].view, wv)) {
+            } else if (s != next || !same_elements(f[i].view, wv)) {
                 return 0;
             }
         }
@@ -280,12 +335,15 @@ static int link(lowering *L, chain *ch, int s)
 {
     dla__cap_launch *cl = launch_at(L, s);
     chain save = *ch;
-    int prev_buf = -1;
-    const dla_view *prev_view = NULL;
-    if (ch->n) {
-        dla__cap_launch *prev = launch_at(L, ch->step[ch->n - 1]);
-        prev_buf = prev->slot[0].id;
-        prev_view = out_view(prev);
+    int prev_buf = ch->n ? launch_at(L, ch->step[ch->n - 1])->slot[0].id : -1;
+    /* The link's views in the chain's dims. */
+    dla__field fs[DLA__LAUNCH_MAX_FIELDS];
+    const int nf = dla__launch_fields(&cl->l, fs);
+    dla_view v[DLA__LAUNCH_MAX_FIELDS];
+    for (int i = 0; i < nf; i++) {
+        v[i] = *fs[i].view;
+        if (ch->n && !same_dims(&v[i], &ch->y) && !redim(&v[i], &ch->y))
+            return 0;
     }
     const int j = ch->a.ninsns;
     dla_fused_insn *in = &ch->a.insns[j];
@@ -306,14 +364,12 @@ static int link(lowering *L, chain *ch, int s)
         nops = 3;
     }
     int reads_prev = 0;
-    dla__field fs[DLA__LAUNCH_MAX_FIELDS];
-    dla__launch_fields(&cl->l, fs);
     for (int k = 0; k < nops; k++) {
-        int src = operand(ch, cl, 1 + k, prev_buf, j - 1);
+        int src = operand(ch, cl->slot[1 + k], &v[1 + k], prev_buf, j - 1);
         /* The previous link's result must be read as it was written, and a
          * logical operand (where's condition) can only be a register. */
-        if (src == -1 - DLA_FUSED_MAX_INPUTS || (src >= 0 && !same_view(fs[1 + k].view, prev_view)) ||
-            (src < 0 && fs[1 + k].view->dtype != ch->a.dtype)) {
+        if (src == -1 - DLA_FUSED_MAX_INPUTS || (src >= 0 && !same_view(&v[1 + k], &ch->y)) ||
+            (src < 0 && v[1 + k].dtype != ch->a.dtype)) {
             *ch = save;
             return 0;
         }
@@ -321,6 +377,7 @@ static int link(lowering *L, chain *ch, int s)
         in->src[k] = src;
     }
     ch->a.ninsns++;
+    ch->y = ch->ys[ch->n] = v[0];
     if (ch->n && (!reads_prev || !only_next_reads(L, ch->step[ch->n - 1], s))) {
         *ch = save;
         return 0;
@@ -338,8 +395,6 @@ static int can_follow(lowering *L, const chain *ch, int s)
     dla__cap_launch *prev = launch_at(L, ch->step[ch->n - 1]), *next = launch_at(L, s);
     if (ch->n == DLA_FUSED_MAX_INSNS || !fusible(L, next) || program_dtype(next) != ch->a.dtype)
         return 0;
-    if (!same_dims(out_view(prev), out_view(next)))
-        return 0;
     dla__slot b = prev->slot[0];
     return b.kind == DLA__SLOT_BUFFER && !invoke_buffer(L->c, b.id);
 }
@@ -356,10 +411,11 @@ static int emit(lowering *L, chain *ch)
     }
     if (ch->n < 2)
         return 0;
+    ch->y = ch->ys[ch->n - 1];
     dla__cap_launch *last = launch_at(L, ch->step[ch->n - 1]);
     dla__slot yslot = last->slot[0];
     ch->a.struct_size = sizeof ch->a;
-    ch->a.y = *out_view(last);
+    ch->a.y = ch->y;
     for (int i = 0; i < ch->a.ninputs; i++)
         if (same_slot(ch->in_slot[i], yslot) && yslot.kind != DLA__SLOT_NONE &&
             !same_view(&ch->a.inputs[i], &ch->a.y))
@@ -400,6 +456,104 @@ static int emit(lowering *L, chain *ch)
     L->p->nfused++;
     L->p->fused_from += ch->n;
     return 1;
+}
+
+/* ------------------------------------------------------------ relu masks */
+
+/* Nonzero when the launch at step s reads (written 0) or writes (1)
+ * memory of slot b. */
+static int touches(lowering *L, int s, dla__slot b, int written)
+{
+    dla__cap_launch *cl = launch_at(L, s);
+    dla__field f[DLA__LAUNCH_MAX_FIELDS];
+    int n = dla__launch_fields(&cl->l, f);
+    for (int i = 0; i < n; i++)
+        if (f[i].written == written && same_slot(cl->slot[i], b))
+            return 1;
+    return 0;
+}
+
+/* step(x) (alpha 0: x > 0) is step(relu(x)) bit for bit: relu keeps
+ * exactly the positive elements, and NaN and -0 give 0 both ways. Where a
+ * relu's result still holds relu(x) when a later step reads x (relu's
+ * backward), the step reads the result instead. x, a batchnorm's output
+ * say, is then often read by the relu alone and fuses into the chain that
+ * made it, never reaching memory; the result lives a little longer. */
+static void relu_masks(lowering *L)
+{
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *st = launch_at(L, s);
+        if (st->l.kind != DLA__LAUNCH_UNARY || st->l.u.unary.op != DLA_UNARY_STEP ||
+            st->l.u.unary.alpha != 0.0 || st->slot[1].kind != DLA__SLOT_BUFFER)
+            continue;
+        const dla__slot x = st->slot[1];
+        for (int r = s - 1; r >= 0 && L->steps[r].kind == DLA__STEP_LAUNCH; r--) {
+            dla__cap_launch *relu = launch_at(L, r);
+            if (relu->l.kind == DLA__LAUNCH_UNARY && relu->l.u.unary.op == DLA_UNARY_RELU &&
+                same_slot(relu->slot[1], x) && same_view(&relu->l.u.unary.x, &st->l.u.unary.x)) {
+                const dla__slot y = relu->slot[0];
+                int kept = !same_slot(y, x); /* in place: x holds relu(x) already */
+                for (int k = r + 1; kept && k < s; k++)
+                    kept = L->steps[k].kind == DLA__STEP_LAUNCH && !touches(L, k, y, 1);
+                if (kept) {
+                    st->l.u.unary.x = relu->l.u.unary.y;
+                    st->slot[1] = y;
+                }
+                break;
+            }
+            if (touches(L, r, x, 1))
+                break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ scheduling */
+
+/* Nonzero when step k and step e commute: no memory one writes is read or
+ * written by the other. */
+static int commute(lowering *L, int k, int e)
+{
+    dla__cap_launch *a = launch_at(L, k), *b = launch_at(L, e);
+    dla__field fa[DLA__LAUNCH_MAX_FIELDS], fb[DLA__LAUNCH_MAX_FIELDS];
+    int na = dla__launch_fields(&a->l, fa), nb = dla__launch_fields(&b->l, fb);
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if ((fa[i].written || fb[j].written) && a->slot[i].kind != DLA__SLOT_NONE &&
+                same_slot(a->slot[i], b->slot[j]))
+                return 0;
+    return 1;
+}
+
+/* Moves elementwise consumers up to their producers, so the chain fusion
+ * that follows finds them adjacent: a batchnorm's result and the relu
+ * after it are separated by the running statistics' updates, which
+ * neither touches. A launch moves only past launches it commutes with. */
+static void gather_consumers(lowering *L)
+{
+    for (int s = 0; s + 1 < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH || !fusible(L, launch_at(L, s)))
+            continue;
+        const dla__slot b = launch_at(L, s)->slot[0];
+        if (b.kind != DLA__SLOT_BUFFER)
+            continue;
+        int e = s + 1;
+        while (e < L->nsteps && L->steps[e].kind == DLA__STEP_LAUNCH && !touches(L, e, b, 0) &&
+               !touches(L, e, b, 1))
+            e++;
+        if (e == s + 1 || e == L->nsteps || L->steps[e].kind != DLA__STEP_LAUNCH ||
+            !fusible(L, launch_at(L, e)) || !touches(L, e, b, 0))
+            continue;
+        int ok = 1;
+        for (int k = s + 1; ok && k < e; k++)
+            ok = commute(L, k, e);
+        if (!ok)
+            continue;
+        dla__step moved = L->steps[e];
+        memmove(&L->steps[s + 2], &L->steps[s + 1], (size_t)(e - s - 1) * sizeof *L->steps);
+        L->steps[s + 1] = moved;
+    }
 }
 
 /* Greedy, in step order: a chain grows while the next step can join it. */
@@ -552,19 +706,25 @@ static int lay_out(lowering *L, size_t *offset)
 {
     dla__capture *c = L->c;
     dla__plan *p = L->p;
+    /* Time is the step's place in the plan, which may differ from the
+     * order the capture saw (consumers moved up to their producers). */
     for (int s = 0; s < L->nsteps; s++) {
-        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+        if (L->steps[s].kind == DLA__STEP_INVOKE) {
+            const int k = L->steps[s].index;
+            for (int i = 0; i < c->t->entries[k].nin; i++) {
+                const dla__source *src = &c->sources[c->entries[k].src0 + i];
+                if (src->kind == DLA__SRC_SPEC && c->specs[src->id].slot.kind == DLA__SLOT_BUFFER)
+                    use(&c->bufs[c->specs[src->id].slot.id], s);
+            }
             continue;
+        }
         dla__cap_launch *cl = &c->launches[L->steps[s].index];
         dla__field f[DLA__LAUNCH_MAX_FIELDS];
         int n = dla__launch_fields(&cl->l, f);
         for (int i = 0; i < n; i++)
             if (cl->slot[i].kind == DLA__SLOT_BUFFER)
-                use(&c->bufs[cl->slot[i].id], cl->time);
+                use(&c->bufs[cl->slot[i].id], s);
     }
-    for (int i = 0; i < c->nspecs; i++)
-        if (c->specs[i].slot.kind == DLA__SLOT_BUFFER)
-            use(&c->bufs[c->specs[i].slot.id], c->specs[i].time);
     dla__interval *iv = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *iv);
     int *which = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *which);
     if (!iv || !which) {
@@ -691,6 +851,8 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
     int ok = offset ? 1 : fail(p, "%s", "out of memory while planning");
     ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);
     if (ok) {
+        relu_masks(&L);
+        gather_consumers(&L);
         fuse(&L);
         ok = !c->failed || fail(p, "%s", "out of memory while planning");
     }
