@@ -12,42 +12,63 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Every set and append is checked: a field dropped for want of memory
+ * would make a different architecture (and a wrong acceleration key). */
+static int set(int *ok, json_t *o, const char *key, json_t *v)
+{
+    if (!v || json_object_set_new(o, key, v))
+        *ok = 0;
+    return *ok;
+}
+
+static int append(int *ok, json_t *a, json_t *v)
+{
+    if (!v || json_array_append_new(a, v))
+        *ok = 0;
+    return *ok;
+}
+
 #define ARCH_FORMAT "dlaccel-net"
 #define ARCH_VERSION "1.0"
 #define MAX_LAYERS 100000
 
-static json_t *dims_json(int ndims, const int64_t *dims)
+static json_t *dims_json(int *ok, int ndims, const int64_t *dims)
 {
     json_t *a = json_array();
+    if (!a)
+        *ok = 0;
     for (int i = 0; a && i < ndims; i++)
-        json_array_append_new(a, json_integer(dims[i]));
+        append(ok, a, json_integer(dims[i]));
     return a;
 }
 
-static json_t *layer_json(const dla_layer *l)
+static json_t *layer_json(int *ok, const dla_layer *l)
 {
     json_t *o = json_object();
-    if (!o)
+    if (!o) {
+        *ok = 0;
         return NULL;
-    json_object_set_new(o, "Name", json_string(l->name));
-    json_object_set_new(o, "Type", json_string(l->kind->type));
+    }
+    set(ok, o, "Name", json_string(l->name));
+    set(ok, o, "Type", json_string(l->kind->type));
     for (const dla__field *f = l->kind->fields; f->key; f++) {
         const char *at = (const char *)&l->props + f->offset;
         json_t *v = NULL;
         if (f->type == DLA__F_INT)
             v = f->count == 1 ? json_integer(*(const int64_t *)at)
-                              : dims_json(f->count, (const int64_t *)at);
+                              : dims_json(ok, f->count, (const int64_t *)at);
         else if (f->type == DLA__F_DOUBLE)
             v = json_real(*(const double *)at);
         else
             v = json_string(at);
-        json_object_set_new(o, f->key, v);
+        set(ok, o, f->key, v);
     }
     return o;
 }
 
 char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
 {
+    int ok = 1;
     json_t *root = json_object(), *layers = json_array(), *conns = json_array();
     if (!root || !layers || !conns) {
         json_decref(root);
@@ -55,30 +76,33 @@ char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
         json_decref(conns);
         return NULL;
     }
-    json_object_set_new(root, "Format", json_string(ARCH_FORMAT));
-    json_object_set_new(root, "Version", json_string(ARCH_VERSION));
-    json_object_set_new(root, "DataType", json_string(dla_dtype_name(net->dtype)));
+    set(&ok, root, "Format", json_string(ARCH_FORMAT));
+    set(&ok, root, "Version", json_string(ARCH_VERSION));
+    set(&ok, root, "DataType", json_string(dla_dtype_name(net->dtype)));
     for (int i = 0; i < net->nlayers; i++)
-        json_array_append_new(layers, layer_json(net->layers[i]));
-    json_object_set_new(root, "Layers", layers);
+        append(&ok, layers, layer_json(&ok, net->layers[i]));
+    set(&ok, root, "Layers", layers);
     for (int k = 0; k < net->nconn; k++) {
         json_t *c = json_object();
-        json_object_set_new(c, "Source", json_string(net->conn[k].text[0]));
-        json_object_set_new(c, "Destination", json_string(net->conn[k].text[1]));
-        json_array_append_new(conns, c);
+        if (c) {
+            set(&ok, c, "Source", json_string(net->conn[k].text[0]));
+            set(&ok, c, "Destination", json_string(net->conn[k].text[1]));
+        }
+        append(&ok, conns, c);
     }
-    json_object_set_new(root, "Connections", conns);
+    set(&ok, root, "Connections", conns);
     if (net->initialized || net->input_shapes) {
         json_t *inputs = json_array();
         for (int k = 0; inputs && k < net->ninputs; k++) {
             json_t *o = json_object();
-            json_object_set_new(o, "Name", json_string(net->input_names[k]));
-            json_object_set_new(o, "Size", dims_json(net->input_shapes[k].ndims,
-                                                     net->input_shapes[k].dims));
-            json_object_set_new(o, "Format", json_string(net->input_shapes[k].format));
-            json_array_append_new(inputs, o);
+            if (o) {
+                set(&ok, o, "Name", json_string(net->input_names[k]));
+                set(&ok, o, "Size", dims_json(&ok, net->input_shapes[k].ndims, net->input_shapes[k].dims));
+                set(&ok, o, "Format", json_string(net->input_shapes[k].format));
+            }
+            append(&ok, inputs, o);
         }
-        json_object_set_new(root, "Inputs", inputs);
+        set(&ok, root, "Inputs", inputs);
     }
     if (with_params) {
         json_t *params = json_array();
@@ -88,22 +112,26 @@ char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
                 int64_t dims[DLA_MAX_DIMS];
                 int nd = dla_tensor_dims(v, dims);
                 json_t *o = json_object();
-                json_object_set_new(o, "Table", json_string(dla__param_kind_names[k]));
-                json_object_set_new(o, "Layer", json_string(net->tables[k].layer[r]));
-                json_object_set_new(o, "Parameter", json_string(net->tables[k].param[r]));
-                json_object_set_new(o, "Size", dims_json(nd, dims));
-                json_object_set_new(o, "DataType", json_string(dla_dtype_name(dla_tensor_dtype(v))));
-                json_array_append_new(params, o);
+                if (o) {
+                    set(&ok, o, "Table", json_string(dla__param_kind_names[k]));
+                    set(&ok, o, "Layer", json_string(net->tables[k].layer[r]));
+                    set(&ok, o, "Parameter", json_string(net->tables[k].param[r]));
+                    set(&ok, o, "Size", dims_json(&ok, nd, dims));
+                    set(&ok, o, "DataType", json_string(dla_dtype_name(dla_tensor_dtype(v))));
+                }
+                append(&ok, params, o);
             }
-        json_object_set_new(root, "Parameters", params);
+        set(&ok, root, "Parameters", params);
     }
-    size_t n = json_dumpb(root, NULL, 0, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    size_t n = ok ? json_dumpb(root, NULL, 0, JSON_COMPACT | JSON_REAL_PRECISION(17)) : 0;
     char *text = n ? dla__nn_malloc(n + 1) : NULL;
-    if (text) {
-        json_dumpb(root, text, n, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (text && json_dumpb(root, text, n, JSON_COMPACT | JSON_REAL_PRECISION(17)) == n) {
         text[n] = '\0';
         if (len)
             *len = n;
+    } else {
+        dla__nn_free(text);
+        text = NULL;
     }
     json_decref(root);
     return text;

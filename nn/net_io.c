@@ -59,13 +59,15 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
     json_t *root = json_object(), *meta = json_object();
     dla_status st = arch && root && meta ? DLA_OK : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     if (st == DLA_OK) {
-        json_object_set_new(meta, "format", json_string(FORMAT_NAME));
-        json_object_set_new(meta, "format_version", json_string(FORMAT_VERSION));
-        json_object_set_new(meta, "architecture", json_string(arch));
-        json_object_set_new(meta, "dims_order", json_string("shape is MATLAB's column-major dims "
-                                                            "reversed (row-major)"));
-        json_object_set_new(root, "__metadata__", meta);
+        int ok = !json_object_set_new(meta, "format", json_string(FORMAT_NAME));
+        ok = !json_object_set_new(meta, "format_version", json_string(FORMAT_VERSION)) && ok;
+        ok = !json_object_set_new(meta, "architecture", json_string(arch)) && ok;
+        ok = !json_object_set_new(meta, "dims_order", json_string("shape is MATLAB's column-major "
+                                                                  "dims reversed (row-major)")) && ok;
+        ok = !json_object_set_new(root, "__metadata__", meta) && ok;
         meta = NULL;
+        if (!ok)
+            st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
     }
     uint64_t offset = 0;
     for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
@@ -74,18 +76,26 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
             int64_t dims[DLA_MAX_DIMS];
             int nd = dla_tensor_dims(v, dims);
             uint64_t bytes = (uint64_t)dla_tensor_numel(v) * dla_dtype_size(dla_tensor_dtype(v));
-            json_t *t = json_object(), *shape = json_array(), *offs = json_array();
-            for (int i = nd - 1; shape && i >= 0; i--)
-                json_array_append_new(shape, json_integer(dims[i]));
-            json_array_append_new(offs, json_integer((json_int_t)offset));
-            json_array_append_new(offs, json_integer((json_int_t)(offset + bytes)));
-            json_object_set_new(t, "dtype", json_string(st_dtype(dla_tensor_dtype(v))));
-            json_object_set_new(t, "shape", shape);
-            json_object_set_new(t, "data_offsets", offs);
+            json_t *t = json_object();
+            int ok = t && !json_object_set_new(t, "dtype", json_string(st_dtype(dla_tensor_dtype(v)))) &&
+                     !json_object_set_new(t, "shape", json_array()) &&
+                     !json_object_set_new(t, "data_offsets", json_array());
+            json_t *shape = json_object_get(t, "shape"), *offs = json_object_get(t, "data_offsets");
+            for (int i = nd - 1; ok && i >= 0; i--)
+                ok = !json_array_append_new(shape, json_integer(dims[i]));
+            ok = ok && !json_array_append_new(offs, json_integer((json_int_t)offset));
+            ok = ok && !json_array_append_new(offs, json_integer((json_int_t)(offset + bytes)));
             char name[600];
             snprintf(name, sizeof name, "%s/%s/%s", dla__param_kind_names[k],
                      net->tables[k].layer[r], net->tables[k].param[r]);
-            json_object_set_new(root, name, t);
+            if (ok)
+                ok = !json_object_set_new(root, name, t); /* takes t, even on failure */
+            else
+                json_decref(t);
+            if (!ok) {
+                st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
+                break;
+            }
             offset += bytes;
         }
     size_t hlen = st == DLA_OK ? json_dumpb(root, NULL, 0, JSON_COMPACT) : 0;
@@ -93,8 +103,9 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
     unsigned char *head = st == DLA_OK ? dla__nn_malloc(8 + padded) : NULL;
     if (st == DLA_OK && (!hlen || !head))
         st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
+    if (st == DLA_OK && json_dumpb(root, (char *)head + 8, hlen, JSON_COMPACT) != hlen)
+        st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
     if (st == DLA_OK) {
-        json_dumpb(root, (char *)head + 8, hlen, JSON_COMPACT);
         memset(head + 8 + hlen, ' ', padded - hlen);
         for (int i = 0; i < 8; i++)
             head[i] = (unsigned char)((uint64_t)padded >> (8 * i));

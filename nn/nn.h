@@ -2,10 +2,8 @@
  * nn.h - what the files of nn/ share: the layer and network structures,
  * the layer kinds' table of functions, the tables, and the error bridge.
  *
- * nn/ sits above the core: it includes only <dlaccel.h>, and reports
- * errors through nn_error.c, the one file that reaches into the core (for
- * the thread's last error and error tensors, which the public API does not
- * let a caller set).
+ * nn/ sits above the core: it includes only <dlaccel.h> and uses only the
+ * public API (nn_error.c wraps its error and allocation functions).
  */
 #ifndef DLA_NN_H
 #define DLA_NN_H
@@ -23,7 +21,7 @@ dla_tensor *dla__nn_error_tensor(void);
 /* Hands a +1 reference to the caller as ops do (to the open scope, if any). */
 dla_tensor *dla__nn_return(dla_tensor *t);
 
-/* Host memory of nn/. */
+/* Host memory of nn/, through the library's allocation hook. */
 void *dla__nn_malloc(size_t size);
 void *dla__nn_calloc(size_t count, size_t size);
 void *dla__nn_realloc(void *p, size_t size);

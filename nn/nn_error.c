@@ -1,44 +1,51 @@
 /*
- * nn_error.c - errors and host memory for nn/.
- *
- * The public API lets a caller read the thread's last error but not set
- * it, nor make an error tensor; nn reports its own errors (a layer's bad
- * option, a corrupt network file) the way ops do, so this file declares
- * the three core functions that do that. It is the only place nn/ reaches
- * below the public API.
+ * nn_error.c - errors and host memory for nn/, through the public API:
+ * nn reports its own failures (a layer's bad option, a corrupt network
+ * file) as the library's functions do, as the thread's last error and as
+ * error tensors, and allocates through the installed hook, so a test's
+ * counting allocator sees and can refuse nn's blocks too.
  */
 #include "nn/nn.h"
 
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* core/error.h and core/tensor.h: the thread's last error, error tensors
- * and the hand-over of a new reference to the open scope. */
-dla_status dla__failv(dla_status status, const char *fmt, va_list ap);
-dla_tensor *dla__error_tensor(void);
-dla_tensor *dla__return(dla_tensor *t);
 
 dla_status dla__nn_fail(dla_status status, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    dla__failv(status, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return status;
+    return dla_set_error(status, "%s", msg);
 }
 
-dla_tensor *dla__nn_error_tensor(void) { return dla__return(dla__error_tensor()); }
+dla_tensor *dla__nn_error_tensor(void)
+{
+    /* Copied first: the message lives in the buffer the call rewrites. */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    dla_status st = dla_last_status();
+    return dla_error_tensor(st != DLA_OK ? st : DLA_ERR_STATE, "%s", msg);
+}
 
-dla_tensor *dla__nn_return(dla_tensor *t) { return dla__return(t); }
+dla_tensor *dla__nn_return(dla_tensor *t) { return dla_scope_adopt(t); }
 
-/* Host memory: plain malloc. The library's allocation hook is not part of
- * the public API, so nn's bookkeeping (small: names, tables, the graph)
- * cannot go through it. */
-void *dla__nn_malloc(size_t size) { return malloc(size ? size : 1); }
-void *dla__nn_calloc(size_t count, size_t size) { return calloc(count ? count : 1, size ? size : 1); }
-void *dla__nn_realloc(void *p, size_t size) { return realloc(p, size ? size : 1); }
-void dla__nn_free(void *p) { free(p); }
+void *dla__nn_malloc(size_t size) { return dla_malloc(size); }
+
+void *dla__nn_calloc(size_t count, size_t size)
+{
+    if (size && count > SIZE_MAX / size)
+        return NULL;
+    void *p = dla_malloc(count * size);
+    if (p)
+        memset(p, 0, count * size);
+    return p;
+}
+
+void *dla__nn_realloc(void *p, size_t size) { return dla_realloc(p, size); }
+void dla__nn_free(void *p) { dla_free(p); }
 
 char *dla__nn_strdup(const char *s)
 {

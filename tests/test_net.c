@@ -4,6 +4,7 @@
  * State tables, the initializers' statistics, the summary text, the
  * automatic acceleration of forward inside dla_feval, copies and casts.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The digit CNN of the dlaccelerate page (no final softmax). */
 static dla_net *digit_cnn(void)
@@ -411,6 +413,85 @@ static void copies_casts_and_sets_keep_tables_consistent(void **state)
     dla_scope_end();
 }
 
+
+/* Everything a training step touches, on a small network: creation,
+ * forward with gradients in dla_feval, the state, an optimizer step,
+ * predict, the summary, save and (with load) load. Jansson's parser does
+ * not survive a refused allocation in the middle of a string, so loading
+ * is left out when allocations are refused. */
+static dla_status small_workout(const char *file, int load)
+{
+    /* Constant initializers and inputs: what is tested here is nn's
+     * handling of refused memory, not the random number generator's. */
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 1, &(dla_image_input_options){.normalization = "zscore"}),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same",
+                                                           .weights_initializer = "ones"}),
+        dla_batchnorm_layer(NULL),
+        dla_relu_layer(NULL),
+        dla_fc_layer(3, &(dla_fc_layer_options){.weights_initializer = "ones"}),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(6, l);
+    if (!net)
+        return dla_last_status();
+    dla_status st = DLA_OK;
+    dla_tensor *vel[6] = {0};
+    dla_scope_begin();
+    dla_tensor *x = dla_full(0.5, DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 2));
+    dla_tensor *t = dla_full(0.25, DLA_F32, "CB", DLA_DIMS(3, 2)), *out[1 + 6 + 2], *y;
+    st = dla_feval(model_loss, net, 2, (dla_tensor *[]){x, t}, 9, out);
+    if (st == DLA_OK)
+        st = dla_net_set_state(net, 2, out + 7);
+    if (st == DLA_OK)
+        st = dla_sgdmupdate(6, dla_table_values(dla_net_learnables(net)), out + 1, vel, 0.1, 0.9);
+    if (st == DLA_OK)
+        st = dla_net_predict(net, 1, &x, 1, &y, NULL);
+    char buf[2048];
+    if (st == DLA_OK && dla_net_summary(net, buf, sizeof buf) <= 0)
+        st = DLA_ERR_STATE;
+    dla_net *back = NULL;
+    if (st == DLA_OK)
+        st = dla_net_save(net, file);
+    if (st == DLA_OK && load)
+        st = dla_net_load(file, &back);
+    dla_net_free(back);
+    dla_scope_end();
+    dla_optim_free(6, vel);
+    dla_net_free(net);
+    return st;
+}
+
+static void every_refused_allocation_fails_cleanly(void **state)
+{
+    (void)state;
+    char file[] = "/tmp/dla_net_oom_XXXXXX";
+    int fd = mkstemp(file);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(small_workout(file, 1), DLA_OK); /* warm: devices, caches */
+    long live = tu_live;
+    int failures = 0;
+    for (long n = 1;; n++) {
+        tu_calls = 0;
+        tu_fail_at = n;
+        dla_status st = small_workout(file, 0);
+        long calls = tu_calls;
+        tu_fail_at = 0;
+        if (tu_live != live)
+            fail_msg("refusing allocation %ld leaked %ld blocks (status %d: %s)", n, tu_live - live,
+                     st, dla_last_error());
+        if (calls < n) {
+            assert_int_equal(st, DLA_OK);
+            break;
+        }
+        if (st != DLA_OK)
+            failures++;
+    }
+    assert_true(failures > 100);
+    unlink(file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +502,8 @@ int main(void)
         cmocka_unit_test(forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs),
         cmocka_unit_test(an_accelerated_model_loss_takes_the_learnables_as_inputs),
         cmocka_unit_test(copies_casts_and_sets_keep_tables_consistent),
+        cmocka_unit_test(every_refused_allocation_fails_cleanly),
     };
+    dla_set_allocator(tu_alloc, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
