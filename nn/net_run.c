@@ -247,6 +247,23 @@ DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor *
     return dla_gradient(loss, t->count, t->values, grads);
 }
 
+DLA_API dla_table *dla_net_gradients(dla_net *net, dla_tensor *loss)
+{
+    int n = net ? net->tables[DLA__LEARNABLE].count : 0;
+    dla_tensor **g = dla__nn_calloc((size_t)(n ? n : 1), sizeof *g);
+    if (!g) {
+        dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net_gradients: out of memory");
+        return NULL;
+    }
+    dla_table *t = NULL;
+    dla_scope_begin();
+    if (dla_net_gradient(net, loss, g) == DLA_OK)
+        t = dla_table_like(&net->tables[DLA__LEARNABLE], g);
+    dla_scope_end();
+    dla__nn_free(g);
+    return t;
+}
+
 DLA_API void dla_net_set_accelerate(dla_net *net, int enabled)
 {
     if (!net)

@@ -69,6 +69,23 @@ static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout
     return dla_net_gradient(net, out[0], out + 1);
 }
 
+typedef struct grads_ctx {
+    dla_net *net;
+    dla_table *grads;
+} grads_ctx;
+
+static dla_status table_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    grads_ctx *g = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(g->net, 1, &in[0], 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    g->grads = dla_net_gradients(g->net, out[0]);
+    return g->grads ? DLA_OK : dla_last_status();
+}
+
 static void cnn_with_batchnorm_has_the_gradients_of_finite_differences(void **state)
 {
     (void)state;
@@ -102,6 +119,19 @@ static void cnn_with_batchnorm_has_the_gradients_of_finite_differences(void **st
     assert_non_null(g);
     assert_string_equal(dla_table_parameter(g, 2), "Offset");
     dla_table_free(g);
+    /* The table form, kept past dla_feval through ctx. */
+    grads_ctx gc = {net, NULL};
+    assert_int_equal(dla_feval(table_loss, &gc, 2, (dla_tensor *[]){x, t}, 1, out), DLA_OK);
+    assert_non_null(gc.grads);
+    assert_int_equal(dla_table_count(gc.grads), 6);
+    assert_string_equal(dla_table_layer(gc.grads, 5), dla_table_layer(lt, 5));
+    assert_true(dla_table_l2_factor(gc.grads, 1) == 0);
+    /* The same loss as model_loss: the same gradients as its list. */
+    for (int i = 0; i < 6; i++) {
+        dla_tensor *d = dla_max(dla_abs(dla_sub(dla_table_value(gc.grads, i), out[1 + i])), 0, NULL);
+        assert_true(dla_tensor_item(d, 0) < 1e-12);
+    }
+    dla_table_free(gc.grads);
     dla_net_free(net);
     dla_scope_end();
 }

@@ -451,6 +451,12 @@ DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, 
  * the gradient with respect to Learnables row i (dla_net_learnable_count
  * of them, each with its row's dims). As dla_gradient otherwise. */
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads);
+/* The same as a table with the Learnables' layout (rows, names, factors):
+ * MATLAB's gradients = dlgradient(loss, net.Learnables). The table holds
+ * its own references, so it outlives dla_feval's scope (keep it through
+ * ctx); dla_table_values gives the list the optimizers take. NULL on
+ * failure (dla_last_error says why). Free with dla_table_free. */
+DLA_API dla_table *dla_net_gradients(dla_net *net, dla_tensor *loss);
 
 /* Automatic acceleration of forward and predict: on (1) by default. */
 DLA_API void dla_net_set_accelerate(dla_net *net, int enabled);
