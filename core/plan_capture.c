@@ -89,7 +89,6 @@ void dla__capture_launch(dla__capture *c, dla_device *dev, const dla__launch *l)
     c->nlaunches++;
     cl->dev = dev;
     cl->entry = c->entry;
-    cl->time = c->time++;
     dla__field f[DLA__LAUNCH_MAX_FIELDS];
     int n = dla__launch_fields(&cl->l, f);
     for (int i = 0; i < n; i++)
@@ -108,7 +107,7 @@ void dla__capture_alloc(dla__capture *c, const dla__storage *st)
     }
     c->bufs[c->nbufs++] = (dla__cap_buffer){
         .st = st, .mem = st->mem, .dev = st->device, .bytes = st->bytes, .entry = c->entry,
-        .born = c->time++, .died = -1, .opval = -1, .fresh = -1, .first = -1, .last = -1,
+        .died = -1, .opval = -1, .fresh = -1, .first = -1, .last = -1,
     };
 }
 
@@ -137,8 +136,8 @@ void dla__capture_free_record(dla__capture *c)
 }
 
 /* Where the plan will find value id (tensor x now) when it must hand it
- * out at time `time`: appended to c->sources. */
-static void add_source(dla__capture *c, int id, const dla_tensor *x, long time)
+ * out: appended to c->sources. */
+static void add_source(dla__capture *c, int id, const dla_tensor *x)
 {
     if (c->failed)
         return;
@@ -158,7 +157,6 @@ static void add_source(dla__capture *c, int id, const dla_tensor *x, long time)
         dla__spec *sp = &c->specs[c->nspecs];
         memset(sp, 0, sizeof *sp);
         sp->value = id;
-        sp->time = time;
         sp->slot = place(c, x->storage->mem);
         sp->dtype = x->dtype;
         sp->ndims = x->ndims;
@@ -246,13 +244,12 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
             continue;
         const dla__trace_entry *e = &t->entries[k];
         dla_tensor *ins[DLA__OP_MAX_IO], *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
-        c.entries[k].time = c.time++;
         /* Where its inputs are, kept only if it turns out an invocation. */
         int src0 = c.nsources, spec0 = c.nspecs;
         c.entries[k].src0 = src0;
         for (int i = 0; i < e->nin; i++) {
             ins[i] = v[e->in[i]];
-            add_source(&c, e->in[i], ins[i], c.entries[k].time);
+            add_source(&c, e->in[i], ins[i]);
         }
         c.entry = k;
         c.transfer = 0;
@@ -295,13 +292,12 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
             }
         }
     }
-    long end = c.time++;
     for (int i = 0; i < t->nout; i++) {
         out[i] = st == DLA_OK ? dla_tensor_retain(v[t->outputs[i]]) : NULL;
         if (st == DLA_OK) {
             c.out_mem[i] = out[i]->storage->mem;
             c.out_src[i] = c.nsources;
-            add_source(&c, t->outputs[i], out[i], end);
+            add_source(&c, t->outputs[i], out[i]);
         }
     }
     for (int id = 0; id < t->nvalues; id++)

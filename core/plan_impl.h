@@ -58,7 +58,7 @@ typedef struct dla__cap_buffer {
     dla_device *dev;
     size_t bytes;
     int entry;         /* the entry that made it */
-    long born, died;   /* event times; died < 0: alive at the end */
+    long died;         /* when it was freed (event count); < 0: alive at the end */
     int opval;         /* made by an op invocation: the value it is the storage of; -1 */
     int64_t opval_offset; /* that value's offset then */
     /* lowering */
@@ -70,7 +70,6 @@ typedef struct dla__cap_launch {
     dla__launch l;
     dla_device *dev;
     int entry;
-    long time;
     int dropped; /* fused away */
     dla__slot slot[DLA__LAUNCH_MAX_FIELDS];
 } dla__cap_launch;
@@ -79,7 +78,6 @@ typedef struct dla__cap_launch {
  * a trace output) that a kept launch made: a view on a slot. */
 typedef struct dla__spec {
     int value;
-    long time; /* when it is read */
     dla__slot slot;
     dla_dtype dtype;
     int ndims;
@@ -104,7 +102,6 @@ typedef struct dla__source {
 typedef struct dla__cap_entry {
     int live;    /* not dead code */
     int invoke;  /* runs as the op itself */
-    long time;
     int src0;    /* invoke: sources of its inputs at plan->sources[src0..] */
 } dla__cap_entry;
 
@@ -115,7 +112,7 @@ struct dla__capture {
     dla_tensor **consts;
     int entry; /* running now; -1 between entries */
     int transfer; /* the running entry moved data to or from the host */
-    long time;
+    long time; /* events so far */
     dla__cap_buffer *bufs;
     int nbufs, capbufs;
     dla__cap_launch *launches;
@@ -221,7 +218,7 @@ int dla__plan_lower(dla__plan *p, dla__capture *c);
 
 /* Lays out n intervals (bytes, first..last use, inclusive) in one arena:
  * greedy by size, each at the best-fitting gap among those alive at the
- * same time, offsets 64-byte aligned. Returns the arena's size. */
+ * same time, aligned as plan_memory.c says. Sets *arena_bytes. */
 typedef struct dla__interval {
     size_t bytes;
     long first, last;
