@@ -1,0 +1,339 @@
+/*
+ * fused.c - the fused elementwise kernel (ABI 1.2) on OpenCL devices.
+ *
+ * A program first runs on the interpreter of fused.cl: one work-item per
+ * element walks the instruction list, so a program costs no compilation.
+ * When the same instruction list (ops and operands; alpha and beta are
+ * arguments, so they may change) comes back, as it does on every replay
+ * of a dla_accelerate plan, it is compiled into a kernel of its own, the
+ * steps written out as one expression each: no dispatch per step, and the
+ * compiler keeps the registers in registers. Both run the expressions of
+ * ops.cl and store every step as T, so they give the same bits, which are
+ * the bits of the steps launched one by one.
+ *
+ * DLACCEL_OPENCL_FUSED=interpret never compiles a program,
+ * DLACCEL_OPENCL_FUSED=compile compiles each one the first time (tests
+ * use both to check the two against each other). Compiled programs are
+ * kept per device, at most KEEP of them, the least recently used one
+ * dropped first.
+ */
+#define _GNU_SOURCE /* secure_getenv */
+#include "plugins/opencl/ocl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEEP 64
+/* Runs of one program before it is compiled. */
+#define COMPILE_AFTER 2
+
+#define NOPS (1 + DLA_FUSED_MAX_INPUTS)
+
+/* What a compiled program is found by: everything but alpha and beta. */
+typedef struct key {
+    int32_t f64, ninputs, ninsns;
+    int32_t code[DLA_FUSED_MAX_INSNS][5];
+} key;
+
+struct dla__ocl_fused_entry {
+    key k;
+    int runs;
+    cl_program program;
+    cl_kernel kernel;
+    dla__ocl_fused_entry *next;
+};
+
+/* The program as fused.cl's dla_prog_float / dla_prog_double lay it out. */
+typedef struct prog_f32 {
+    cl_float al[DLA_FUSED_MAX_INSNS], be[DLA_FUSED_MAX_INSNS];
+    cl_int ninsns, ninputs;
+    cl_int code[DLA_FUSED_MAX_INSNS][5];
+} prog_f32;
+typedef struct prog_f64 {
+    cl_double al[DLA_FUSED_MAX_INSNS], be[DLA_FUSED_MAX_INSNS];
+    cl_int ninsns, ninputs;
+    cl_int code[DLA_FUSED_MAX_INSNS][5];
+} prog_f64;
+
+static const char *const unary_macros[] = {
+    "U_NEG",  "U_EXP",   "U_LOG",  "U_SQRT", "U_ABS",        "U_SIN",  "U_COS",
+    "U_TANH", "U_SIGMOID", "U_RELU", "U_AFFINE", "U_ERF",     "U_SIGN", "U_POWS",
+    "U_LEAKY_RELU", "U_ELU", "U_STEP", "U_RECIPROCAL", "U_SQUARE"};
+static const char *const binary_macros[] = {"B_ADD", "B_SUB", "B_MUL", "B_DIV", "B_MAX",
+                                            "B_MIN", "B_POW", "B_EQ",  "B_NE",  "B_LT",
+                                            "B_LE",  "B_GT",  "B_GE"};
+_Static_assert(sizeof unary_macros / sizeof unary_macros[0] == DLA_UNARY_COUNT,
+               "a macro of ops.cl per unary op");
+_Static_assert(sizeof binary_macros / sizeof binary_macros[0] == DLA_BINARY_COUNT,
+               "a macro of ops.cl per binary op");
+
+static int nsrc(int kind)
+{
+    return kind == DLA_FUSED_WHERE ? 3 : kind == DLA_FUSED_BINARY ? 2 : 1;
+}
+
+/* ------------------------------------------------------------- checks */
+
+static int same_view(const dla_view *p, const dla_view *q)
+{
+    if (p->mem != q->mem || p->offset != q->offset || p->ndims != q->ndims)
+        return 0;
+    for (int d = 0; d < p->ndims; d++)
+        if (p->strides[d] != q->strides[d] && p->dims[d] != 1)
+            return 0;
+    return 1;
+}
+
+static dla_status check_program(const dla_fused_args *a)
+{
+    const dla_plugin_host *h = dla__ocl_host;
+    for (int j = 0; j < a->ninsns; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        if (in->kind == DLA_FUSED_UNARY) {
+            if (in->op < 0 || in->op >= DLA_UNARY_COUNT)
+                return h->error(DLA_ERR_UNSUPPORTED,
+                                "opencl fused: argument insns[%d]: unknown unary op %d", j,
+                                (int)in->op);
+        } else if (in->kind == DLA_FUSED_BINARY) {
+            if (in->op < 0 || in->op >= DLA_BINARY_COUNT)
+                return h->error(DLA_ERR_UNSUPPORTED,
+                                "opencl fused: argument insns[%d]: unknown binary op %d", j,
+                                (int)in->op);
+        } else if (in->kind != DLA_FUSED_WHERE) {
+            return h->error(DLA_ERR_UNSUPPORTED,
+                            "opencl fused: argument insns[%d]: unknown kind %d", j, (int)in->kind);
+        }
+        for (int k = 0; k < nsrc(in->kind); k++) {
+            const int32_t s = in->src[k];
+            if (s >= j || (s < 0 && -1 - s >= a->ninputs))
+                return h->error(DLA_ERR_INVALID_ARGUMENT,
+                                "opencl fused: argument insns[%d]: operand %d is %d, neither an "
+                                "earlier register (0..%d) nor an input (-1..-%d)",
+                                j, k, (int)s, j - 1, (int)a->ninputs);
+        }
+    }
+    return DLA_OK;
+}
+
+static dla_status check_args(dla__ocl_device *d, const dla_fused_args *a, const dla_view **v)
+{
+    const dla_plugin_host *h = dla__ocl_host;
+    if (a->struct_size < sizeof(dla_fused_args))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl fused: args struct_size %zu is smaller than ABI 1.2's %zu",
+                        a->struct_size, sizeof(dla_fused_args));
+    if (a->dtype != DLA_F32 && (a->dtype != DLA_F64 || !d->fp64))
+        return h->error(DLA_ERR_DTYPE, "opencl fused: argument dtype: %s is not supported",
+                        dla__ocl_dtype_name(a->dtype));
+    if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
+        a->ninsns > DLA_FUSED_MAX_INSNS)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl fused: %d inputs and %d instructions; 0..%d and 1..%d are allowed",
+                        (int)a->ninputs, (int)a->ninsns, DLA_FUSED_MAX_INPUTS,
+                        DLA_FUSED_MAX_INSNS);
+    static const char *const names[NOPS] = {"y",         "inputs[0]", "inputs[1]",
+                                            "inputs[2]", "inputs[3]", "inputs[4]",
+                                            "inputs[5]", "inputs[6]", "inputs[7]"};
+    v[0] = &a->y;
+    for (int i = 0; i < a->ninputs; i++)
+        v[1 + i] = &a->inputs[i];
+    dla_status s;
+    char buf[DLA__OCL_DIMS_BUF];
+    for (int op = 0; op < 1 + a->ninputs; op++) {
+        if ((s = dla__ocl_check_view("fused", names[op], v[op])) != DLA_OK ||
+            (op && (s = dla__ocl_check_same_dims("fused", names[op], v[op], "y", v[0])) != DLA_OK))
+            return s;
+        if (v[op]->dtype != a->dtype)
+            return h->error(DLA_ERR_DTYPE,
+                            "opencl fused: argument %s (dims %s): dtype %s, the program's is %s",
+                            names[op], dla__ocl_dims_str(buf, sizeof buf, v[op]->ndims, v[op]->dims),
+                            dla__ocl_dtype_name(v[op]->dtype), dla__ocl_dtype_name(a->dtype));
+        if (op && dla__ocl_views_overlap(v[0], v[op]) && !same_view(v[0], v[op]))
+            return h->error(DLA_ERR_INVALID_ARGUMENT,
+                            "opencl fused: argument y (dims %s): overlaps %s without being the "
+                            "same view",
+                            dla__ocl_dims_str(buf, sizeof buf, v[0]->ndims, v[0]->dims), names[op]);
+    }
+    return check_program(a);
+}
+
+/* ---------------------------------------------------- compiled programs */
+
+static void make_key(const dla_fused_args *a, key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->f64 = a->dtype == DLA_F64;
+    k->ninputs = a->ninputs;
+    k->ninsns = a->ninsns;
+    for (int j = 0; j < a->ninsns; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        k->code[j][0] = in->kind;
+        k->code[j][1] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
+        for (int s = 0; s < 3; s++)
+            k->code[j][2 + s] = s < nsrc(in->kind) ? in->src[s] : -1;
+    }
+}
+
+/* The OpenCL C of a compiled program: fused.cl's kernel signature, the
+ * steps written out. */
+static void write_source(const key *k, char *src, size_t size)
+{
+    const char *T = k->f64 ? "double" : "float";
+    size_t n = 0;
+#define PUT(...) n += (size_t)snprintf(src + n, n < size ? size - n : 0, __VA_ARGS__)
+    PUT("__kernel void fused_program(dla_shape sh, __global %s *y, dla_vw vy", T);
+    for (int i = 0; i < DLA_FUSED_MAX_INPUTS; i++)
+        PUT(", __global const %s *in%d, dla_vw v%d", T, i, i);
+    PUT(", dla_prog_%s p)\n{\n    DLA_ELEMENT(sh, c);\n", T);
+    for (int i = 0; i < k->ninputs; i++)
+        PUT("    const %s i%d = in%d[dla_at(&v%d, c)];\n", T, i, i, i);
+    char opnd[3][8];
+    for (int j = 0; j < k->ninsns; j++) {
+        for (int s = 0; s < nsrc(k->code[j][0]); s++) {
+            const int v = k->code[j][2 + s];
+            snprintf(opnd[s], sizeof opnd[s], v >= 0 ? "r%d" : "i%d", v >= 0 ? v : -1 - v);
+        }
+        if (k->code[j][0] == DLA_FUSED_UNARY)
+            PUT("    const %s r%d = %s(%s, p.al[%d], p.be[%d]);\n", T, j,
+                unary_macros[k->code[j][1]], opnd[0], j, j);
+        else if (k->code[j][0] == DLA_FUSED_BINARY)
+            PUT("    const %s r%d = %s(%s, %s);\n", T, j, binary_macros[k->code[j][1]], opnd[0],
+                opnd[1]);
+        else
+            PUT("    const %s r%d = %s != 0 ? %s : %s;\n", T, j, opnd[0], opnd[1], opnd[2]);
+    }
+    PUT("    y[dla_at(&vy, c)] = r%d;\n}\n", k->ninsns - 1);
+#undef PUT
+}
+
+static void entry_free(dla__ocl_fused_entry *e)
+{
+    if (e->kernel)
+        clReleaseKernel(e->kernel);
+    if (e->program)
+        clReleaseProgram(e->program);
+    dla__ocl_host->free(e);
+}
+
+void dla__ocl_fused_release(dla__ocl_device *d)
+{
+    while (d->fused) {
+        dla__ocl_fused_entry *e = d->fused;
+        d->fused = e->next;
+        entry_free(e);
+    }
+}
+
+/* When programs are compiled: 0 never, 1 the first time, else after
+ * COMPILE_AFTER runs. */
+static int compile_policy(void)
+{
+    const char *v = secure_getenv("DLACCEL_OPENCL_FUSED");
+    if (v && strcmp(v, "interpret") == 0)
+        return 0;
+    if (v && strcmp(v, "compile") == 0)
+        return 1;
+    return COMPILE_AFTER;
+}
+
+/* The compiled kernel of k, or NULL to interpret (not yet seen enough, or
+ * not compilable: that is logged once and the program interpreted).
+ * Called with d->lock held. */
+static cl_kernel compiled(dla__ocl_device *d, const key *k)
+{
+    const dla_plugin_host *h = dla__ocl_host;
+    const int after = compile_policy();
+    if (after == 0)
+        return NULL;
+    dla__ocl_fused_entry **at = &d->fused, *e = NULL;
+    int count = 0;
+    for (; *at; at = &(*at)->next, count++)
+        if (memcmp(&(*at)->k, k, sizeof *k) == 0) {
+            e = *at;
+            *at = e->next; /* moved to the front below */
+            break;
+        }
+    if (!e) {
+        if (count >= KEEP) { /* drop the least recently used */
+            dla__ocl_fused_entry **last = &d->fused;
+            while ((*last)->next)
+                last = &(*last)->next;
+            entry_free(*last);
+            *last = NULL;
+        }
+        e = h->alloc(sizeof *e, 0);
+        if (!e)
+            return NULL; /* interpreting needs no memory */
+        memset(e, 0, sizeof *e);
+        e->k = *k;
+    }
+    e->next = d->fused;
+    d->fused = e;
+    if (e->kernel || ++e->runs < after || e->runs > after)
+        return e->kernel;
+    char body[6144];
+    write_source(k, body, sizeof body);
+    const char *src[] = {dla__ocl_src_ops, dla__ocl_src_fused, body};
+    if (dla__ocl_build(d, "fused (compiled program)", 3, src, &e->program) != DLA_OK) {
+        h->log(DLA_LOG_WARN, "opencl:%d: a fused program does not compile, it stays "
+               "interpreted (DLACCEL_LOG=debug shows the build log)", d->index);
+        e->program = NULL;
+        return NULL;
+    }
+    cl_int err;
+    e->kernel = clCreateKernel(e->program, "fused_program", &err);
+    if (err != CL_SUCCESS) {
+        h->log(DLA_LOG_WARN, "opencl:%d: clCreateKernel of a compiled fused program: %s",
+               d->index, DLA__OCL_ERR(err));
+        e->kernel = NULL;
+    }
+    return e->kernel;
+}
+
+/* --------------------------------------------------------------- launch */
+
+dla_status dla__ocl_fused(void *dev, const dla_fused_args *args)
+{
+    dla__ocl_device *d = dev;
+    const dla_view *v[NOPS];
+    dla_status s = check_args(d, args, v);
+    if (s != DLA_OK || dla__ocl_numel(&args->y) == 0)
+        return s;
+    key k;
+    make_key(args, &k);
+    const int f64 = k.f64;
+    prog_f32 p32;
+    prog_f64 p64;
+    memset(&p32, 0, sizeof p32);
+    memset(&p64, 0, sizeof p64);
+    p32.ninsns = p64.ninsns = args->ninsns;
+    p32.ninputs = p64.ninputs = args->ninputs;
+    memcpy(p32.code, k.code, sizeof p32.code);
+    memcpy(p64.code, k.code, sizeof p64.code);
+    for (int j = 0; j < args->ninsns; j++) {
+        p32.al[j] = (cl_float)args->insns[j].alpha;
+        p32.be[j] = (cl_float)args->insns[j].beta;
+        p64.al[j] = args->insns[j].alpha;
+        p64.be[j] = args->insns[j].beta;
+    }
+    pthread_mutex_lock(&d->lock);
+    cl_kernel kern = compiled(d, &k);
+    if (!kern)
+        s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED, DLA__OCL_K_FUSED + f64, &kern, "fused_%s",
+                            f64 ? "double" : "float");
+    /* Inputs past ninputs are bound to y and never read. */
+    const cl_mem ybuf = dla__ocl_buf(args->y.mem);
+    const dla__ocl_vw zero = {0};
+    for (int i = args->ninputs; i < DLA_FUSED_MAX_INPUTS && s == DLA_OK; i++) {
+        if ((s = DLA__OCL_ARG(kern, (cl_uint)(3 + 2 * i), ybuf, "fused")) == DLA_OK)
+            s = DLA__OCL_ARG(kern, (cl_uint)(4 + 2 * i), zero, "fused");
+    }
+    if (s == DLA_OK)
+        s = f64 ? DLA__OCL_ARG(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, p64, "fused")
+                : DLA__OCL_ARG(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, p32, "fused");
+    if (s == DLA_OK)
+        s = dla__ocl_run_space(d, kern, 1 + args->ninputs, v, 1, "fused");
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}

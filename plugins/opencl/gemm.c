@@ -1,0 +1,162 @@
+/*
+ * gemm.c - batched column-major GEMM on OpenCL devices with the plugin's
+ * own kernel (gemm.cl), one launch for all pages.
+ *
+ * Why not CLBlast: measured on PoCL (2 cores of an EPYC 9R14, float,
+ * square sizes, GFLOP/s, noisy shared machine), this kernel against
+ * CLBlast 1.5.3's SGEMM: 64: 7.5 vs 2.5-6.5; 256: 6-8 vs 7.7-11.5;
+ * 512: 5.5-7.5 vs 6.5-7.6; 1024: 5-8.7 vs 11-11.5. CLBlast wins at large
+ * sizes, but compiles its kernels on a process's first call of each kind
+ * (8.8 s on this machine before PoCL's cache holds them), which every
+ * test and short program would pay, and it would add a dependency that
+ * the plugin's own kernel does not need. docs/plugins.md has the table.
+ *
+ * Pages whose C blocks may overlap (batch_stride 0 for C: pages add into
+ * one C with beta) run one launch each, in order, as the ABI's sequential
+ * definition requires; others run as one 3-d launch.
+ */
+#include "plugins/opencl/ocl.h"
+
+#include <limits.h>
+
+/* Rows and columns of C per work-item: gemm.cl's GEMM_WM and GEMM_WN. */
+#define WM 4
+#define WN 8
+
+static dla_status check_operand(const dla_gemm_args *g, const char *arg, const dla_gemm_operand *o,
+                                int64_t rows, int64_t cols, int used)
+{
+    const dla_plugin_host *h = dla__ocl_host;
+    const int64_t least = rows > 1 ? rows : 1;
+    if (o->ld < least)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl gemm: argument %s (%lldx%lld as stored, m=%lld n=%lld k=%lld): "
+                        "ld %lld is below %lld",
+                        arg, (long long)rows, (long long)cols, (long long)g->m, (long long)g->n,
+                        (long long)g->k, (long long)o->ld, (long long)least);
+    if (o->offset < 0 || o->batch_stride < 0)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl gemm: argument %s (%lldx%lld as stored): negative offset %lld or "
+                        "batch_stride %lld",
+                        arg, (long long)rows, (long long)cols, (long long)o->offset,
+                        (long long)o->batch_stride);
+    if (!used || rows == 0 || cols == 0 || g->batch == 0)
+        return DLA_OK;
+    if (o->mem == NULL)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl gemm: argument %s (%lldx%lld as stored): no memory handle", arg,
+                        (long long)rows, (long long)cols);
+    int64_t last, a, b;
+    int overflow = __builtin_mul_overflow(g->batch - 1, o->batch_stride, &a);
+    overflow |= __builtin_mul_overflow(cols - 1, o->ld, &b);
+    overflow |= __builtin_add_overflow(a, b, &last);
+    overflow |= __builtin_add_overflow(last, o->offset + rows - 1, &last);
+    const int64_t room =
+        (int64_t)(((const dla__ocl_mem *)o->mem)->bytes / (g->dtype == DLA_F64 ? 8 : 4));
+    if (overflow || last >= room)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl gemm: argument %s (%lldx%lld as stored, ld %lld, offset %lld, "
+                        "batch %lld x stride %lld): reaches past the %lld elements of its memory",
+                        arg, (long long)rows, (long long)cols, (long long)o->ld,
+                        (long long)o->offset, (long long)g->batch, (long long)o->batch_stride,
+                        (long long)room);
+    return DLA_OK;
+}
+
+static dla_status check_args(const dla__ocl_device *d, const dla_gemm_args *g)
+{
+    const dla_plugin_host *h = dla__ocl_host;
+    if (g->struct_size < sizeof(dla_gemm_args))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl gemm: args struct_size %zu is smaller than ABI 1.0's %zu",
+                        g->struct_size, sizeof(dla_gemm_args));
+    if (g->dtype != DLA_F32 && (g->dtype != DLA_F64 || !d->fp64))
+        return h->error(DLA_ERR_DTYPE, "opencl gemm: argument dtype: %s is not supported",
+                        dla__ocl_dtype_name(g->dtype));
+    if (g->m < 0 || g->n < 0 || g->k < 0 || g->batch < 0 || g->m > INT_MAX || g->n > INT_MAX ||
+        g->k > INT_MAX)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl gemm: arguments m=%lld n=%lld k=%lld batch=%lld: each must be in "
+                        "0..%d",
+                        (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch,
+                        INT_MAX);
+    const int ab_used = g->k > 0 && g->alpha != 0.0;
+    dla_status s;
+    if ((s = check_operand(g, "a", &g->a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k,
+                           ab_used)) != DLA_OK ||
+        (s = check_operand(g, "b", &g->b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n,
+                           ab_used)) != DLA_OK ||
+        (s = check_operand(g, "c", &g->c, g->m, g->n, 1)) != DLA_OK)
+        return s;
+    return DLA_OK;
+}
+
+dla_status dla__ocl_gemm(void *dev, const dla_gemm_args *g)
+{
+    dla__ocl_device *d = dev;
+    dla_status s = check_args(d, g);
+    if (s != DLA_OK || g->m == 0 || g->n == 0 || g->batch == 0)
+        return s;
+    const int f64 = g->dtype == DLA_F64;
+    const int trans = (g->trans_a ? 1 : 0) + (g->trans_b ? 2 : 0);
+    static const char *const names[] = {"nn", "tn", "nt", "tt"};
+    const cl_int ab = g->k > 0 && g->alpha != 0.0;
+    const cl_mem c = dla__ocl_buf(g->c.mem);
+    const cl_mem a = ab ? dla__ocl_buf(g->a.mem) : c, b = ab ? dla__ocl_buf(g->b.mem) : c;
+    const cl_long m = g->m, n = g->n, k = g->k;
+    cl_long ao = g->a.offset, lda = g->a.ld, abs_ = g->a.batch_stride;
+    cl_long bo = g->b.offset, ldb = g->b.ld, bbs = g->b.batch_stride;
+    cl_long co = g->c.offset, ldc = g->c.ld, cbs = g->c.batch_stride;
+    const int64_t c_extent = (g->n - 1) * g->c.ld + g->m;
+    const int one_launch = g->batch == 1 || g->c.batch_stride >= c_extent;
+
+    /* Rows of C per work-group along 0: enough work-items to cover m, at
+     * most 64 (and within the device's limit). */
+    const size_t rows = (size_t)((g->m + WM - 1) / WM);
+    size_t l0 = 1;
+    while (l0 < rows && l0 < 64 && l0 < d->local)
+        l0 *= 2;
+    const size_t global[3] = {(rows + l0 - 1) / l0 * l0, (size_t)((g->n + WN - 1) / WN),
+                              one_launch ? (size_t)g->batch : 1};
+    const size_t local[3] = {l0, 1, 1};
+
+    pthread_mutex_lock(&d->lock);
+    cl_kernel kern;
+    s = dla__ocl_kernel(d, DLA__OCL_PROG_GEMM, DLA__OCL_K_GEMM + 2 * trans + f64, &kern,
+                        "gemm_%s_%s", names[trans], f64 ? "double" : "float");
+#define A DLA__OCL_A
+    if (s == DLA_OK)
+        s = dla__ocl_args(kern, "gemm", 0, A(m), A(n), A(k), A(ab), DLA__OCL_END);
+    if (s == DLA_OK && f64) {
+        const cl_double al = g->alpha, be = g->beta;
+        s = dla__ocl_args(kern, "gemm", 4, A(al), A(be), DLA__OCL_END);
+    } else if (s == DLA_OK) {
+        const cl_float al = (cl_float)g->alpha, be = (cl_float)g->beta;
+        s = dla__ocl_args(kern, "gemm", 4, A(al), A(be), DLA__OCL_END);
+    }
+    if (s == DLA_OK)
+        s = dla__ocl_args(kern, "gemm", 6, A(a), A(ao), A(lda), A(abs_), A(b), A(bo), A(ldb),
+                          A(bbs), A(c), A(co), A(ldc), A(cbs), DLA__OCL_END);
+    for (int64_t p = 0; s == DLA_OK && p < (one_launch ? 1 : g->batch); p++) {
+        if (!one_launch) {
+            const cl_long pa = ao + p * abs_, pb = bo + p * bbs, pc = co + p * cbs;
+            s = dla__ocl_args(kern, "gemm", 7, A(pa), DLA__OCL_END);
+            if (s == DLA_OK)
+                s = dla__ocl_args(kern, "gemm", 11, A(pb), DLA__OCL_END);
+            if (s == DLA_OK)
+                s = dla__ocl_args(kern, "gemm", 15, A(pc), DLA__OCL_END);
+            if (s != DLA_OK)
+                break;
+        }
+        cl_int err = clEnqueueNDRangeKernel(d->queue, kern, 3, NULL, global, local, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            s = dla__ocl_host->error(DLA_ERR_DEVICE,
+                                     "opencl gemm: clEnqueueNDRangeKernel (m=%lld n=%lld k=%lld "
+                                     "batch=%lld): %s",
+                                     (long long)g->m, (long long)g->n, (long long)g->k,
+                                     (long long)g->batch, DLA__OCL_ERR(err));
+    }
+#undef A
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
