@@ -467,5 +467,6 @@ DLA_API const char *dla_device_properties(const dla_device *dev);
 #include <dlaccel/data.h>     /* IDX files, mini-batch queue, sequences, waveforms */
 #include <dlaccel/net.h>      /* dla_net (dlnetwork), layers, tables, save/load */
 #include <dlaccel/optim.h>    /* sgdmupdate, adamupdate, rmspropupdate, dlupdate, clipping */
+#include <dlaccel/train.h>    /* trainnet, trainingOptions, the training progress display */
 
 #endif /* DLACCEL_H */

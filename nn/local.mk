@@ -18,3 +18,8 @@ libdlaccel_la_SOURCES += nn/data_util.c nn/data_util.h nn/data_rng.c nn/data_rng
 	nn/data_waveform.c
 libdlaccel_la_CPPFLAGS += $(ZLIB_CFLAGS)
 libdlaccel_la_LIBADD += $(ZLIB_LIBS)
+
+# Training: trainnet and trainingOptions, the iteration table, the progress
+# display (bar and metrics) and its SVG chart.
+libdlaccel_la_SOURCES += nn/train_impl.h nn/train.c nn/train_options.c nn/train_table.c \
+	nn/progress.c nn/chart.h nn/chart.c

@@ -10,3 +10,4 @@ include tests/plan.mk
 include tests/trace.mk
 include tests/data.mk
 include tests/net.mk
+include tests/train.mk

@@ -1,0 +1,418 @@
+/*
+ * dlaccel/train.h - included by dlaccel.h; do not include it directly.
+ *
+ * Training: MATLAB's trainnet and trainingOptions, and the training progress
+ * display that trainnet and custom training loops share (MATLAB's
+ * trainingProgressMonitor): a progress bar on a terminal and a chart of
+ * loss and accuracy per iteration written as SVG.
+ *
+ *     // net = trainnet(XTrain, TTrain, layers, "crossentropy", options)
+ *     dla_train_data data = {.predictors = x, .targets = labels};   // 28x28x1xN, 1xN int32
+ *     dla_training_options o = {.solver = "sgdm", .max_epochs = 3,
+ *                               .metrics = "accuracy", .plots = "training-progress"};
+ *     dla_net *trained;
+ *     dla_training_info *info;
+ *     if (dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+ *                      &trained, &info) != DLA_OK)
+ *         fprintf(stderr, "%s\n", dla_last_error());
+ *
+ * A custom loss is a dla_function of (Y, T) returning the loss; an
+ * accelerated one (dla_accelerate) is given as .accel and is then served
+ * from its traces, as MATLAB's trainnet(..., accLossFun, ...) is:
+ *
+ *     static dla_status weighted_ce(void *ctx, int nin, dla_tensor *const *in,
+ *                                   int nout, dla_tensor **out)
+ *     {
+ *         dla_crossentropy_options o = {.weights = ctx, .weights_format = "C",
+ *                                       .normalization_factor = "all-elements"};
+ *         out[0] = dla_affine(dla_crossentropy(in[0], in[1], &o), 4.0, 0.0);
+ *         return dla_tensor_status(out[0]);
+ *     }
+ *     dla_accel *acc = dla_accelerate(weighted_ce, NULL);
+ *     dla_trainnet(&data, net, &(dla_train_loss){.accel = acc, .ctx = class_weights}, &o, ...);
+ *     printf("HitRate %.0f%%\n", dla_accel_hit_rate(acc));
+ *
+ * Errors: functions return a dla_status and set dla_last_error(), naming
+ * the function, the option or argument and what is wrong.
+ */
+#ifndef DLACCEL_TRAIN_H
+#define DLACCEL_TRAIN_H
+
+#include <dlaccel.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- progress */
+
+/* A progress display for training (MATLAB's trainingProgressMonitor): a
+ * progress bar, and metrics recorded per iteration that make a chart.
+ *
+ *     dla_progress *p = dla_progress_create(&(dla_progress_options){
+ *         .total = num_iterations, .title = "Fashion-MNIST CNN"});
+ *     for (...) {
+ *         dla_progress_record(p, "TrainingLoss", iteration, loss);
+ *         dla_progress_update(p, iteration, "epoch 1/3  loss 0.4213");
+ *     }
+ *     dla_progress_write_chart(p, "training-progress.svg");
+ *     dla_progress_finish(p, NULL);
+ *     dla_progress_free(p);
+ *
+ * The bar. On a terminal (the stream is a tty) one line is redrawn in
+ * place: "[#######.............]  35%  812/2340  00:00:19 < 00:00:35  text".
+ * Elsewhere (a pipe, a file, a log) nothing is redrawn: a plain line with
+ * the same fields is written when the progress crosses each tenth of the
+ * total, and at the end. Lines written with dla_progress_printf go above
+ * the bar (the bar is cleared and redrawn around them), so a table and a
+ * bar share a terminal.
+ *
+ * The chart. A metric is a named series of (iteration, value) points. Its
+ * panel is its name without a leading "Training" or "Validation":
+ * "TrainingLoss" and "ValidationLoss" share the panel "Loss",
+ * "TrainingAccuracy" and "ValidationAccuracy" the panel "Accuracy"; any
+ * other name is a panel of its own. Panels are stacked in the order their
+ * first metric was recorded, with Accuracy above Loss as MATLAB draws them.
+ * A training series is drawn as a light line of the raw values with a
+ * smoothed darker line over it, a validation series as black dashes with a
+ * marker on each point; epoch boundaries (dla_progress_mark_epoch) are
+ * dotted vertical lines. The file is plain SVG 1.1 text (no script, no
+ * external reference), which any browser shows. */
+
+typedef struct dla_progress dla_progress;
+
+typedef struct dla_progress_options {
+    /* Where the bar and lines go; NULL: stdout. Not closed. */
+    FILE *stream;
+    /* 0: a bar when the stream is a terminal, plain lines otherwise;
+     * 1: always the bar; -1: plain lines only; -2: neither (the chart
+     * and the metrics only). */
+    int bar;
+    /* The iterations expected in all (the 100% of the bar); 0: unknown
+     * (no percentage, no time left). */
+    int64_t total;
+    /* The chart's title; NULL: "Training Progress". */
+    const char *title;
+    /* The x axis label; NULL: "Iteration". */
+    const char *xlabel;
+} dla_progress_options;
+
+/* A new progress display (opts may be NULL). NULL when out of memory.
+ * Nothing is drawn until the first update. */
+DLA_API dla_progress *dla_progress_create(const dla_progress_options *opts);
+/* Frees p and its metrics; NULL does nothing. It does not finish the bar. */
+DLA_API void dla_progress_free(dla_progress *p);
+
+/* Appends the point (x, value) to the metric name (made on first use).
+ * NaN values are kept but not drawn. DLA_ERR_INVALID_ARGUMENT for a NULL
+ * or empty name, or more than 16 metrics; DLA_ERR_OUT_OF_MEMORY. */
+DLA_API dla_status dla_progress_record(dla_progress *p, const char *name, int64_t x, double value);
+/* The points of a metric: their count, and pointers to its x and values
+ * (valid until the next record); -1 when there is no such metric. */
+DLA_API int64_t dla_progress_metric(const dla_progress *p, const char *name, const int64_t **x,
+                                    const double **values);
+/* Marks the start of epoch (1-based) at iteration x on the chart. */
+DLA_API dla_status dla_progress_mark_epoch(dla_progress *p, int epoch, int64_t x);
+
+/* Moves the bar to done (of total) and sets the text after it (copied; at
+ * most 200 characters are kept; NULL keeps the previous one). Redraws at
+ * most 10 times a second on a terminal, and always at done == total. */
+DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text);
+/* Writes a line (printf format, at most 4095 characters; a newline is
+ * added when it does not end with one) above the bar. */
+DLA_API void dla_progress_printf(dla_progress *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Draws the bar one last time and ends its line, then writes line (NULL:
+ * nothing) on a line of its own. Later updates start a new bar. */
+DLA_API void dla_progress_finish(dla_progress *p, const char *line);
+/* Seconds since the first update (0 before it). */
+DLA_API double dla_progress_elapsed(const dla_progress *p);
+
+/* Writes the chart of every metric recorded so far to path as SVG (to a
+ * temporary file renamed over path, so a browser never reads half a file).
+ * DLA_ERR_IO with the path and the system's reason; DLA_ERR_STATE when no
+ * point was recorded. */
+DLA_API dla_status dla_progress_write_chart(const dla_progress *p, const char *path);
+
+/* -------------------------------------------------------------- trainnet */
+
+/* The data trainnet reads (MATLAB's XTrain/TTrain arguments, or its
+ * ValidationData). Exactly one of predictors and sequences is set.
+ * Borrowed: it must stay valid and unchanged while trainnet runs. */
+typedef struct dla_train_data {
+    /* Observations along the B dim: "SSCB" images (h x w x c x N) for an
+     * imageInput network, "CB" features, or an unformatted array read in
+     * the network input's format with observations along the last dim.
+     * Any real dtype (uint8 images take a quarter of single's memory);
+     * each mini-batch is cast to single. */
+    dla_tensor *predictors;
+    /* Or one C x T sequence per observation for a sequenceInput network
+     * (MATLAB's cell array of sequences); padded or truncated per batch by
+     * the SequenceLength options. */
+    const dla_seqlist *sequences;
+    /* Targets, one per observation: int32 class numbers 0..K-1 (any dims
+     * of N elements, MATLAB's categorical targets), one-hot encoded per
+     * mini-batch as K x N "CB" single, K the network output's channels; or
+     * responses with observations along B in the network output's format
+     * (single or double). */
+    dla_tensor *targets;
+} dla_train_data;
+
+/* The loss trainnet minimizes (MATLAB's lossFcn): exactly one of name, fn
+ * and accel.
+ *   name: "crossentropy", "binary-crossentropy", "mse" (also
+ *         "mean-squared-error" and "l2loss": dla_l2loss), "l1loss" (also
+ *         "mae", "mean-absolute-error": dla_l1loss), with the losses'
+ *         defaults (normalized by the batch size).
+ *   fn:   a custom loss: called as fn(ctx, 2, {Y, T}, 1, &loss) with the
+ *         network's output Y and the mini-batch's targets T (one-hot for
+ *         class targets); it sets out[0] to a scalar loss made with ops
+ *         (inside trainnet's dla_feval: no release needed). Its ops are
+ *         differentiated through, so it must be written with differentiable
+ *         ops, as any model loss.
+ *   accel: the same function accelerated with dla_accelerate; trainnet
+ *         calls it with dla_accel_call, so a mini-batch of the same shapes
+ *         replays a trace (recorded on the tape of trainnet's dla_feval,
+ *         so the gradient goes through it) and the function's HitRate,
+ *         Occupancy and CheckMode say how it went. Give the accelerated
+ *         function a key (dla_accel_options.key) when ctx carries values
+ *         that change the loss. */
+typedef struct dla_train_loss {
+    const char *name;
+    dla_function fn;
+    dla_accel *accel;
+    void *ctx;
+} dla_train_loss;
+
+/* What trainnet passes to an OutputFcn and records per iteration (MATLAB's
+ * info structure). Values not computed at this iteration are NaN. */
+typedef struct dla_training_state {
+    const char *stage;        /* "start", "iteration", "done" */
+    int epoch;                /* 1-based; 0 at "start" */
+    int64_t iteration;        /* 1-based, over all epochs; 0 at "start" */
+    double time_elapsed;      /* seconds since training started */
+    double learn_rate;        /* the base learning rate of this iteration */
+    double training_loss;
+    double training_accuracy; /* percent; Metrics "accuracy" */
+    double training_rmse;     /* Metrics "rmse" */
+    double validation_loss;
+    double validation_accuracy;
+    double validation_rmse;
+} dla_training_state;
+
+/* An OutputFcn: called at the start, after every iteration and at the end.
+ * Return nonzero to stop training (the stop reason is then "Stopped by
+ * OutputFcn"). */
+typedef int (*dla_training_output_fn)(void *ctx, const dla_training_state *state);
+
+/* MATLAB trainingOptions(solverName, Name=Value). A zero field means
+ * MATLAB's default, written beside it; where zero is also a value one may
+ * want, a negative number asks for it, as noted. dla_training_options_resolve
+ * gives the values a zeroed struct stands for. */
+typedef struct dla_training_options {
+    /* -------------------------------------------------------------- solver */
+    /* "sgdm" (NULL), "adam", "rmsprop". */
+    const char *solver;
+    int max_epochs;             /* MaxEpochs: 30 */
+    int64_t mini_batch_size;    /* MiniBatchSize: 128 */
+    /* InitialLearnRate: 0.01 for "sgdm", 0.001 for "adam" and "rmsprop". */
+    double initial_learn_rate;
+    /* LearnRateSchedule, LearnRateDropFactor, LearnRateDropPeriod and a
+     * warm-up (optim.h); zeroed: constant. */
+    dla_learn_rate_schedule learn_rate_schedule;
+    double momentum;            /* "sgdm" Momentum: 0.9; negative: 0 */
+    double gradient_decay_factor;         /* "adam": 0.9; negative: 0 */
+    /* SquaredGradientDecayFactor: 0.999 for "adam", 0.9 for "rmsprop";
+     * negative: 0. */
+    double squared_gradient_decay_factor;
+    double epsilon;             /* Epsilon: 1e-8 */
+    double l2_regularization;   /* L2Regularization: 1e-4; negative: none */
+    double gradient_threshold;  /* GradientThreshold: Inf (no clipping) */
+    /* GradientThresholdMethod: "l2norm" (NULL), "global-l2norm",
+     * "absolute-value". */
+    const char *gradient_threshold_method;
+
+    /* ---------------------------------------------------------------- data */
+    /* Shuffle: "once" (NULL: before the first epoch), "every-epoch",
+     * "never". */
+    const char *shuffle;
+    /* The seed of the shuffling stream (numpy's default_rng(seed), see
+     * data.h); 0 is a seed like any other. */
+    uint64_t shuffle_seed;
+    /* What becomes of the last observations of an epoch that do not fill
+     * a mini-batch: "discard" (NULL; MATLAB's trainnet), "return" (a
+     * smaller last mini-batch). */
+    const char *partial_mini_batch;
+    /* SequenceLength: "longest" (NULL), "shortest", or a number written
+     * out ("100"): each mini-batch is padded to a multiple of it and split
+     * into chunks of that many steps, trained one after the other (an
+     * iteration each) with the network state (LSTM hidden and cell state)
+     * carried from chunk to chunk and reset before each mini-batch
+     * (validation mini-batches are padded to their longest sequence and
+     * predicted whole). SequencePaddingValue and SequencePaddingDirection
+     * as data.h's dla_sequence_options. */
+    const char *sequence_length;
+    double sequence_padding_value;
+    const char *sequence_padding_direction;
+    /* DispatchInBackground: mini-batches are made on a thread while the
+     * previous one trains (the same batches, in the same order). */
+    int dispatch_in_background;
+    /* ExecutionEnvironment: "auto" (NULL: the calling thread's current
+     * device, which is the best loaded device unless DLACCEL_DEVICE or
+     * dla_device_set_current says otherwise), "cpu", "gpu" (see
+     * dla_training_device). The network is trained there; the returned
+     * network lives there. */
+    const char *execution_environment;
+    /* ResetInputNormalization: 0 or 1: the statistics of every input
+     * layer that normalizes are computed from the training data before
+     * training (MATLAB's true); negative: the network's are kept. */
+    int reset_input_normalization;
+
+    /* ---------------------------------------------------------- validation */
+    /* ValidationData: NULL: none. Evaluated in inference mode (predict) in
+     * mini-batches of MiniBatchSize, at the first iteration, every
+     * validation_frequency iterations and at the end. */
+    const dla_train_data *validation_data;
+    int validation_frequency;   /* ValidationFrequency: 50 (iterations) */
+    /* ValidationPatience: 0: Inf. Training stops when the validation loss
+     * has not been below its lowest value this many validations in a row. */
+    int validation_patience;
+
+    /* ---------------------------------------------------------- monitoring */
+    /* Metrics: NULL (none), "accuracy" (percent of observations whose
+     * largest output is the target's class), "rmse" (the root of the mean
+     * squared error over all elements), or both: "accuracy,rmse". */
+    const char *metrics;
+    /* Verbose: 0 or 1: the iteration table is printed (MATLAB's true);
+     * negative: silent. */
+    int verbose;
+    int verbose_frequency;      /* VerboseFrequency: 50 (iterations) */
+    /* Plots: "none" (NULL), "training-progress": a progress bar (on a
+     * terminal; plain lines otherwise, see dla_progress) and the chart of
+     * loss (and the metrics) per iteration, written to plots_path at the
+     * end of every epoch and of training. */
+    const char *plots;
+    /* The chart's file; NULL: "training-progress.svg" in the current
+     * directory. */
+    const char *plots_path;
+    /* Where the table and the bar go; NULL: stdout. */
+    FILE *output;
+    /* OutputFcn and its ctx; NULL: none. */
+    dla_training_output_fn output_fn;
+    void *output_ctx;
+
+    /* --------------------------------------------------------- checkpoints */
+    /* CheckpointPath: a folder (it must exist) where the network is saved
+     * with dla_net_save as net_checkpoint__<iteration>__<yyyy_mm_dd__hh_mm_ss>.safetensors;
+     * NULL: none. */
+    const char *checkpoint_path;
+    int checkpoint_frequency;   /* CheckpointFrequency: 1 */
+    /* CheckpointFrequencyUnit: "epoch" (NULL), "iteration". */
+    const char *checkpoint_frequency_unit;
+} dla_training_options;
+
+/* Writes into *out the options trainnet uses for opts (NULL: all
+ * defaults): every zero field replaced by its default, negative "asks for
+ * zero" values by 0 (and l2_regularization by 0), strings by their default
+ * names. Checks every value: DLA_ERR_INVALID_ARGUMENT naming the option
+ * (MATLAB's name) for an unknown string, a negative count, momentum or a
+ * decay outside [0, 1], a sequence length that is neither "longest",
+ * "shortest" nor a positive number, "accuracy"/"rmse" misspelt. Pointers
+ * are copied as they are (strings are not duplicated). */
+DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts,
+                                                dla_training_options *out);
+/* The options as MATLAB displays a TrainingOptionsSGDM (one "Name: value"
+ * line per option, MATLAB's names) into buf, snprintf rules. opts NULL:
+ * the defaults. */
+DLA_API int dla_training_options_describe(const dla_training_options *opts, char *buf,
+                                          size_t size);
+
+/* The device ExecutionEnvironment names: "auto" (NULL): the calling
+ * thread's current device; "cpu": the first device of type "cpu"; "gpu":
+ * the best device that is not a cpu (the highest plugin priority among
+ * loaded devices whose type is not "cpu"; all plugins are loaded to find
+ * it). DLA_ERR_NO_DEVICE when there is none ("gpu": the message lists the
+ * devices found and how to load a GPU plugin), DLA_ERR_INVALID_ARGUMENT
+ * for another name. */
+DLA_API dla_status dla_training_device(const char *environment, dla_device **out);
+
+/* What trainnet returns besides the network (MATLAB's TrainingInfo). */
+typedef struct dla_training_info {
+    /* TrainingHistory: one entry per iteration, iterations of them. Values
+     * of metrics not asked for are NaN. */
+    int64_t iterations;
+    int *epoch;
+    double *time_elapsed;       /* seconds */
+    double *learn_rate;         /* base learning rate */
+    double *training_loss;
+    double *training_accuracy;  /* percent */
+    double *training_rmse;
+    /* ValidationHistory: one entry per validation. */
+    int64_t validations;
+    int64_t *validation_iteration;
+    double *validation_loss;
+    double *validation_accuracy;
+    double *validation_rmse;
+    /* The last validation's figures (NaN without validation data). */
+    double final_validation_loss;
+    double final_validation_accuracy;
+    double final_validation_rmse;
+    /* The iteration the returned network is from (the last one). */
+    int64_t output_network_iteration;
+    /* "Max epochs completed", "Stopped by OutputFcn", "Met validation
+     * criterion" (ValidationPatience). */
+    char stop_reason[64];
+    /* The device trained on ("cpu:0"). */
+    char device[64];
+    double seconds;              /* the whole call */
+} dla_training_info;
+
+/* Frees an info returned by dla_trainnet; NULL does nothing. */
+DLA_API void dla_training_info_free(dla_training_info *info);
+
+/* MATLAB [netTrained, info] = trainnet(data, net, lossFcn, options).
+ *
+ * net is not changed (MATLAB's value semantics): *trained is a new network
+ * (dla_net_free), a copy of net moved to the training device and trained
+ * there. An uninitialized net (inputs that are not input layers) is
+ * initialized with the first mini-batch. Before training, with
+ * ResetInputNormalization, the statistics of each normalizing input layer
+ * are computed from data (dla_net_set_input_statistics, in chunks).
+ *
+ * Every iteration: the next mini-batch X, T (cast to single, targets
+ * one-hot encoded for class numbers); inside dla_feval, Y and the new state
+ * from dla_net_forward (accelerated by the network itself), the loss of Y
+ * and T, and the gradients with respect to every learnable; the state is
+ * set; L2 regularization (the Learnables rows' L2 factors), gradient
+ * clipping, and the solver's update with the learning rate of this epoch
+ * and iteration times each row's learn-rate factor. The mini-batch loss
+ * (and metrics) are read to the host each iteration for the table, the
+ * chart and the history.
+ *
+ * Output: with Verbose, MATLAB's iteration table
+ *   |  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |  Base Learning  |
+ *   |         |             |   (hh:mm:ss)   |   Accuracy   |   Accuracy   |     Loss     |     Loss     |      Rate       |
+ * (accuracy columns with Metrics "accuracy", RMSE columns with "rmse",
+ * validation columns with ValidationData) at iteration 1, every
+ * VerboseFrequency iterations, at validations and at the last iteration,
+ * then "Training finished: <stop reason>."; with Plots, the bar and the
+ * chart (dla_progress).
+ *
+ * *info (may be NULL if not wanted) holds the history; free it with
+ * dla_training_info_free. On failure *trained and *info are NULL and
+ * nothing leaks. Errors: DLA_ERR_INVALID_ARGUMENT (an option, data with
+ * neither or both sources, a loss with none or several of name/fn/accel,
+ * targets whose count differs from the predictors'), DLA_ERR_NO_DEVICE
+ * (ExecutionEnvironment), DLA_ERR_SHAPE (targets that do not fit the
+ * network's output), DLA_ERR_IO (a checkpoint or the chart could not be
+ * written), and whatever an iteration fails with (the message names the
+ * epoch and iteration). */
+DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
+                                const dla_train_loss *loss, const dla_training_options *opts,
+                                dla_net **trained, dla_training_info **info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLACCEL_TRAIN_H */

@@ -1,0 +1,1011 @@
+/*
+ * train.c - trainnet: the training loop MATLAB's trainnet runs, over a
+ * mini-batch queue, with validation, the iteration table, the progress
+ * display and checkpoints.
+ *
+ * One iteration is one dla_feval of step(): the network's forward (which
+ * the network accelerates by itself), the loss (built in, a function, or an
+ * accelerated function whose replay lands on this feval's tape), and the
+ * gradients of every learnable. Then, outside the tape: the new state, L2
+ * regularization, clipping and the solver's update, all ops on the
+ * training device. Only the loss and the metrics come back to the host.
+ *
+ * Everything an iteration makes lives in a scope of its own, so a long
+ * training holds the network, the optimizer's state and one batch at a
+ * time.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, localtime_r */
+#include <dlaccel.h>
+
+#include "nn/train_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct history {
+    int64_t n, cap;
+    dla_training_info *info;
+} history;
+
+typedef struct trainer {
+    dla_training_options o;
+    const dla_train_loss *loss;
+    dla_net *net;
+    dla_device *dev;
+    int nl, ns;
+    dla_tensor **params;         /* the Learnables table's values (updated in place) */
+    dla_tensor **state1, **state2; /* the solver's lists (velocity / averages) */
+    double *lr_factor, *l2_factor;
+    int uniform_lr;              /* every learn-rate factor is 1 */
+    int metrics;                 /* DLA__METRIC_* */
+    int classify;                /* targets are class numbers */
+    int64_t classes;
+    int has_lstm;
+    int64_t chunk;               /* SequenceLength as a number, else 0 */
+    char out_format[DLA_MAX_DIMS + 1];
+    dla_mbq *train_q, *val_q;
+    dla_tensor *train_targets, *val_targets; /* views relabeled "CB" (class numbers) */
+    dla_progress *progress;
+    dla__train_table table;
+    double start;
+    int64_t iteration;
+    int epoch;
+    int64_t iterations_per_epoch;
+    history hist;
+    double best_val_loss;
+    int val_bad;                 /* validations in a row without a new lowest loss */
+} trainer;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Output to the table's stream, above the bar when there is one. */
+static void say(trainer *tr, const char *text)
+{
+    if (tr->progress)
+        dla_progress_printf(tr->progress, "%s", text);
+    else {
+        fputs(text, tr->o.output);
+        fflush(tr->o.output);
+    }
+}
+
+/* ------------------------------------------------------------------- loss */
+
+static dla_tensor *builtin_loss(const char *name, dla_tensor *y, dla_tensor *t)
+{
+    if (!strcmp(name, "crossentropy"))
+        return dla_crossentropy(y, t, NULL);
+    if (!strcmp(name, "binary-crossentropy"))
+        return dla_binary_crossentropy(y, t, NULL);
+    if (!strcmp(name, "mse") || !strcmp(name, "mean-squared-error") || !strcmp(name, "l2loss"))
+        return dla_l2loss(y, t, NULL);
+    return dla_l1loss(y, t, NULL); /* "l1loss", "mae", "mean-absolute-error" (checked) */
+}
+
+static int builtin_known(const char *name)
+{
+    static const char *const names[] = {"crossentropy", "binary-crossentropy", "mse",
+                                        "mean-squared-error", "l2loss", "l1loss", "mae",
+                                        "mean-absolute-error", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], name))
+            return 1;
+    return 0;
+}
+
+/* The loss of y against t, a scalar; owned by the current scope. */
+static dla_status loss_of(const trainer *tr, dla_tensor *y, dla_tensor *t, dla_tensor **loss)
+{
+    const dla_train_loss *l = tr->loss;
+    dla_status st;
+    *loss = NULL;
+    if (l->name) {
+        *loss = builtin_loss(l->name, y, t);
+        st = dla_tensor_status(*loss);
+    } else if (l->accel) {
+        st = dla_accel_call(l->accel, l->ctx, 2, (dla_tensor *[]){y, t}, 1, loss);
+    } else {
+        st = l->fn(l->ctx, 2, (dla_tensor *[]){y, t}, 1, loss);
+        if (st == DLA_OK && !*loss)
+            st = dla_set_error(DLA_ERR_STATE, "the loss function left its output unset");
+        if (st == DLA_OK)
+            st = dla_tensor_status(*loss);
+    }
+    if (st == DLA_OK && dla_tensor_numel(*loss) != 1) {
+        char d[128];
+        dla_tensor_describe(*loss, d, sizeof d);
+        st = dla_set_error(DLA_ERR_SHAPE, "the loss function returned %s, not a scalar", d);
+    }
+    return st;
+}
+
+/* The dla_function of an iteration: in = {X, T}; out = {loss, Y,
+ * gradients (one per learnable), new state (one per State row)}. */
+static dla_status step(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin;
+    (void)nout;
+    trainer *tr = ctx;
+    dla_status st = dla_net_forward(tr->net, 1, &in[0], 1, &out[1], tr->ns ? out + 2 + tr->nl : NULL,
+                                    NULL);
+    if (st == DLA_OK)
+        st = loss_of(tr, out[1], in[1], &out[0]);
+    if (st == DLA_OK)
+        st = dla_net_gradient(tr->net, out[0], out + 2);
+    return st;
+}
+
+/* Percent of observations (and time steps) whose largest output is the
+ * target's; the root mean squared error over every element. */
+static void metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, double *acc, double *rmse)
+{
+    *acc = *rmse = NAN;
+    if (tr->metrics & DLA__METRIC_ACCURACY) {
+        dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(t, NULL));
+        *acc = 100.0 * dla_tensor_item(dla_mean(dla_cast(hit, DLA_F64), 0, NULL), 0);
+    }
+    if (tr->metrics & DLA__METRIC_RMSE) {
+        dla_tensor *d = dla_sub(y, dla_cast(t, dla_tensor_dtype(y)));
+        *rmse = sqrt(dla_tensor_item(dla_mean(dla_cast(dla_square(d), DLA_F64), 0, NULL), 0));
+    }
+}
+
+/* Targets of a batch as the loss wants them: class numbers one-hot. */
+static dla_tensor *targets_for_loss(const trainer *tr, dla_tensor *t, dla_tensor *y)
+{
+    if (tr->classify)
+        return dla_onehotencode(t, tr->classes, &(dla_onehot_options){.dtype = dla_tensor_dtype(y)});
+    if (dla_tensor_dtype(t) != dla_tensor_dtype(y))
+        return dla_cast(t, dla_tensor_dtype(y));
+    return t;
+}
+
+/* ---------------------------------------------------------------- history */
+
+static dla_status history_push(trainer *tr, const dla_training_state *s)
+{
+    history *h = &tr->hist;
+    dla_training_info *in = h->info;
+    if (h->n == h->cap) {
+        int64_t cap = h->cap ? h->cap * 2 : 1024;
+        size_t d = sizeof(double) * (size_t)cap;
+        int *e = dla_realloc(in->epoch, sizeof(int) * (size_t)cap);
+        if (e)
+            in->epoch = e;
+        double **arrays[] = {&in->time_elapsed, &in->learn_rate, &in->training_loss,
+                             &in->training_accuracy, &in->training_rmse};
+        int ok = e != NULL;
+        for (size_t k = 0; ok && k < sizeof arrays / sizeof arrays[0]; k++) {
+            double *p = dla_realloc(*arrays[k], d);
+            if (p)
+                *arrays[k] = p;
+            ok = p != NULL;
+        }
+        if (!ok)
+            return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: cannot grow the history");
+        h->cap = cap;
+    }
+    in->epoch[h->n] = s->epoch;
+    in->time_elapsed[h->n] = s->time_elapsed;
+    in->learn_rate[h->n] = s->learn_rate;
+    in->training_loss[h->n] = s->training_loss;
+    in->training_accuracy[h->n] = s->training_accuracy;
+    in->training_rmse[h->n] = s->training_rmse;
+    in->iterations = ++h->n;
+    return DLA_OK;
+}
+
+static dla_status validation_push(dla_training_info *in, int64_t iteration, double loss, double acc,
+                                  double rmse)
+{
+    int64_t n = in->validations + 1;
+    int64_t *it = dla_realloc(in->validation_iteration, sizeof *it * (size_t)n);
+    if (it)
+        in->validation_iteration = it;
+    double **arrays[] = {&in->validation_loss, &in->validation_accuracy, &in->validation_rmse};
+    double vals[] = {loss, acc, rmse};
+    int ok = it != NULL;
+    for (int k = 0; ok && k < 3; k++) {
+        double *p = dla_realloc(*arrays[k], sizeof *p * (size_t)n);
+        if (p)
+            *arrays[k] = p;
+        ok = p != NULL;
+    }
+    if (!ok)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: cannot grow the history");
+    it[n - 1] = iteration;
+    for (int k = 0; k < 3; k++)
+        (*arrays[k])[n - 1] = vals[k];
+    in->validations = n;
+    in->final_validation_loss = loss;
+    in->final_validation_accuracy = acc;
+    in->final_validation_rmse = rmse;
+    return DLA_OK;
+}
+
+DLA_API void dla_training_info_free(dla_training_info *info)
+{
+    if (!info)
+        return;
+    dla_free(info->epoch);
+    dla_free(info->time_elapsed);
+    dla_free(info->learn_rate);
+    dla_free(info->training_loss);
+    dla_free(info->training_accuracy);
+    dla_free(info->training_rmse);
+    dla_free(info->validation_iteration);
+    dla_free(info->validation_loss);
+    dla_free(info->validation_accuracy);
+    dla_free(info->validation_rmse);
+    dla_free(info);
+}
+
+/* ------------------------------------------------------------------- data */
+
+static dla_status check_data(const char *what, const dla_train_data *d)
+{
+    if (!d)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %s is NULL", what);
+    if (!d->predictors == !d->sequences)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: %s: set exactly one of predictors and sequences (%s)",
+                             what, d->predictors ? "both are set" : "neither is set");
+    if (!d->targets)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %s: targets is NULL", what);
+    dla_tensor *bad = d->predictors && dla_tensor_status(d->predictors) != DLA_OK ? d->predictors
+                      : dla_tensor_status(d->targets) != DLA_OK                  ? d->targets
+                                                                                 : NULL;
+    if (bad)
+        return dla_set_error(dla_tensor_status(bad), "dla_trainnet: %s: %s: %s", what,
+                             bad == d->targets ? "targets" : "predictors", dla_tensor_error(bad));
+    return DLA_OK;
+}
+
+/* The observation dim of a tensor: its B dim, or its last one. */
+static int obs_dim(dla_tensor *t)
+{
+    int b = dla_tensor_find_dim(t, 'B');
+    return b ? b : dla_tensor_ndims(t);
+}
+
+static int64_t observations(const dla_train_data *d)
+{
+    return d->sequences ? dla_seqlist_count(d->sequences)
+                        : dla_tensor_dim(d->predictors, obs_dim(d->predictors));
+}
+
+/* A mini-batch queue over d: predictors cast to the network's dtype (in
+ * its input's format when unformatted), targets as they come (class
+ * numbers relabeled 1 x N "CB" so that one-hot encoding finds C). */
+static dla_status make_queue(trainer *tr, const dla_train_data *d, int validation, dla_mbq **q,
+                             dla_tensor **targets)
+{
+    const char *what = validation ? "ValidationData" : "data";
+    int64_t n = observations(d);
+    if (dla_tensor_numel(d->targets) == n && dla_tensor_dtype(d->targets) == DLA_I32 &&
+        tr->classify) {
+        *targets = dla_reshape(d->targets, "CB", DLA_DIMS(1, n));
+    } else if (tr->classify) {
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "dla_trainnet: %s: targets hold %lld values; class numbers need one "
+                             "int32 per observation (%lld)", what,
+                             (long long)dla_tensor_numel(d->targets), (long long)n);
+    } else {
+        int od = obs_dim(d->targets);
+        if (dla_tensor_dim(d->targets, od) != n)
+            return dla_set_error(DLA_ERR_SHAPE,
+                                 "dla_trainnet: %s: %lld targets along dim %d for %lld observations",
+                                 what, (long long)dla_tensor_dim(d->targets, od), od, (long long)n);
+        *targets = dla_tensor_retain(d->targets);
+    }
+    if (dla_tensor_status(*targets) != DLA_OK) {
+        dla_status st = dla_tensor_status(*targets);
+        dla_tensor_release(*targets);
+        *targets = NULL;
+        return st;
+    }
+    dla_tensor *p0 = dla_table_value(dla_net_learnables(tr->net), 0);
+    const char *cast = p0 && dla_tensor_dtype(p0) == DLA_F64 ? "double" : "single";
+    char in_fmt[DLA_MAX_DIMS + 1] = "";
+    int64_t dims[DLA_MAX_DIMS];
+    if (d->predictors && !*dla_tensor_format(d->predictors))
+        dla_net_input_activation(tr->net, 0, dims, in_fmt);
+    const char *tfmt = !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format : NULL;
+    dla_mbq_input in[2] = {
+        {.tensor = d->predictors, .sequences = d->sequences, .cast = cast,
+         .format = *in_fmt ? in_fmt : NULL},
+        {.tensor = *targets, .format = tfmt && *tfmt ? tfmt : NULL},
+    };
+    /* Chunked sequences are padded to the longest here and cut later. */
+    const char *len = tr->chunk ? "longest" : tr->o.sequence_length;
+    dla_mbq_options mo = {
+        .mini_batch_size = tr->o.mini_batch_size,
+        .partial_mini_batch = validation ? "return" : tr->o.partial_mini_batch,
+        .seed = tr->o.shuffle_seed,
+        .dispatch_in_background = tr->o.dispatch_in_background,
+        .device = tr->dev,
+        .sequence = {.length = len, .padding_value = tr->o.sequence_padding_value,
+                     .padding_direction = tr->o.sequence_padding_direction},
+    };
+    dla_status st = dla_mbq_create(2, in, &mo, q);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_set_error(st, "dla_trainnet: %s: %s", what, msg);
+        dla_tensor_release(*targets);
+        *targets = NULL;
+    }
+    return st;
+}
+
+/* ResetInputNormalization: statistics of each normalizing input layer from
+ * the training data, in chunks (a chunk is cast to double inside). */
+static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *done)
+{
+    *done = 0;
+    int nin = dla_net_input_count(tr->net);
+    for (int i = 0; i < nin; i++) {
+        const char *name = dla_net_input_name(tr->net, i);
+        dla_status before = dla_last_status();
+        if (!dla_net_get(tr->net, name, "Mean")) {
+            if (before == DLA_OK)
+                dla_clear_error();
+            continue; /* "none": nothing to compute */
+        }
+        int64_t n = observations(d);
+        int nchunks = d->sequences ? (int)n : (int)((n + 1023) / 1024);
+        dla_tensor **chunks = dla_malloc(sizeof *chunks * (size_t)(nchunks ? nchunks : 1));
+        if (!chunks)
+            return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+        dla_scope_begin();
+        char fmt[DLA_MAX_DIMS + 1] = "";
+        int64_t dims[DLA_MAX_DIMS];
+        dla_net_input_activation(tr->net, i, dims, fmt);
+        for (int c = 0; c < nchunks; c++) {
+            if (d->sequences) {
+                int64_t idx = c;
+                dla_padsequences(d->sequences, 1, &idx, NULL, &chunks[c], NULL);
+                continue;
+            }
+            dla_tensor *x = d->predictors;
+            int od = obs_dim(x);
+            dla_tensor *s = dla_slice(x, od, (int64_t)c * 1024, 1, (int64_t)(c + 1) * 1024);
+            if (!*dla_tensor_format(x)) {
+                int64_t sd[DLA_MAX_DIMS];
+                int nd = dla_tensor_dims(s, sd);
+                s = dla_reshape(dla_contiguous(s), fmt, nd, sd);
+            }
+            chunks[c] = s;
+        }
+        dla_status st = dla_net_set_input_statistics(tr->net, name, nchunks, chunks);
+        dla_scope_end();
+        dla_free(chunks);
+        if (st != DLA_OK)
+            return st;
+        *done = 1;
+    }
+    return DLA_OK;
+}
+
+/* -------------------------------------------------------------- validation */
+
+/* Loss and metrics of the validation data in inference mode, weighted by
+ * each batch's observations. */
+static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
+{
+    *loss = *acc = *rmse = NAN;
+    dla_tensor **saved = NULL;
+    dla_status st = DLA_OK;
+    if (tr->has_lstm && tr->ns) {
+        /* The LSTM state of the current batch stays for its next chunk;
+         * validation starts from the initial state. */
+        saved = dla_malloc(sizeof *saved * (size_t)tr->ns);
+        if (!saved)
+            return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+        for (int i = 0; i < tr->ns; i++)
+            saved[i] = dla_tensor_retain(dla_table_value(dla_net_state(tr->net), i));
+        st = dla_net_reset_state(tr->net);
+    }
+    double sl = 0, sa = 0, sr = 0, count = 0, elems = 0;
+    dla_mbq_reset(tr->val_q);
+    while (st == DLA_OK && dla_mbq_hasdata(tr->val_q)) {
+        dla_scope_begin();
+        dla_tensor *b[2], *y, *l;
+        st = dla_mbq_next(tr->val_q, 2, b);
+        if (st == DLA_OK)
+            st = dla_net_predict(tr->net, 1, &b[0], 1, &y, NULL);
+        dla_tensor *t = st == DLA_OK ? targets_for_loss(tr, b[1], y) : NULL;
+        if (st == DLA_OK)
+            st = loss_of(tr, y, t, &l);
+        if (st == DLA_OK) {
+            double nb = (double)dla_tensor_dim(y, obs_dim(y)), a, r;
+            metrics_of(tr, y, t, &a, &r);
+            sl += dla_tensor_item(l, 0) * nb;
+            sa += a * nb;
+            double ne = (double)dla_tensor_numel(y);
+            sr += r * r * ne;
+            count += nb;
+            elems += ne;
+        }
+        dla_scope_end();
+    }
+    if (saved) {
+        dla_status rs = dla_net_set_state(tr->net, tr->ns, saved);
+        st = st == DLA_OK ? rs : st;
+        for (int i = 0; i < tr->ns; i++)
+            dla_tensor_release(saved[i]);
+        dla_free(saved);
+    }
+    if (st == DLA_OK && count > 0) {
+        *loss = sl / count;
+        if (tr->metrics & DLA__METRIC_ACCURACY)
+            *acc = sa / count;
+        if (tr->metrics & DLA__METRIC_RMSE)
+            *rmse = sqrt(sr / elems);
+    }
+    return st;
+}
+
+/* --------------------------------------------------------------- updating */
+
+static dla_status update(trainer *tr, dla_tensor **grads, double lr)
+{
+    const char *solver = tr->o.solver;
+    int n = tr->nl;
+    /* One call for all rows when their factors agree, else one per row
+     * (MATLAB's per-layer learn-rate factors). */
+    int first = 0, count = tr->uniform_lr ? n : 1;
+    dla_status st = DLA_OK;
+    for (; st == DLA_OK && first < n; first += count) {
+        double r = lr * (tr->uniform_lr ? 1.0 : tr->lr_factor[first]);
+        if (!strcmp(solver, "sgdm"))
+            st = dla_sgdmupdate(count, tr->params + first, grads + first, tr->state1 + first, r,
+                                tr->o.momentum);
+        else if (!strcmp(solver, "adam"))
+            st = dla_adamupdate(count, tr->params + first, grads + first, tr->state1 + first,
+                                tr->state2 + first, (int)tr->iteration, r,
+                                tr->o.gradient_decay_factor, tr->o.squared_gradient_decay_factor,
+                                tr->o.epsilon);
+        else
+            st = dla_rmspropupdate(count, tr->params + first, grads + first, tr->state1 + first, r,
+                                   tr->o.squared_gradient_decay_factor, tr->o.epsilon);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+static dla_status checkpoint(trainer *tr)
+{
+    char stamp[64], path[4096];
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y_%m_%d__%H_%M_%S", &tm);
+    snprintf(path, sizeof path, "%s/net_checkpoint__%lld__%s.safetensors", tr->o.checkpoint_path,
+             (long long)tr->iteration, stamp);
+    dla_status st = dla_net_save(tr->net, path);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_set_error(st, "dla_trainnet: CheckpointPath: %s", msg);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------ the report */
+
+static void report_row(trainer *tr, const dla_training_state *s)
+{
+    char row[512];
+    dla__train_table_row(&tr->table, s, row, sizeof row);
+    say(tr, row);
+}
+
+static void progress_text(trainer *tr, const dla_training_state *s)
+{
+    if (!tr->progress)
+        return;
+    char text[200];
+    int n = snprintf(text, sizeof text, "epoch %d/%d  loss %.4f", s->epoch, tr->o.max_epochs,
+                     s->training_loss);
+    if (!isnan(s->training_accuracy) && n > 0 && (size_t)n < sizeof text)
+        n += snprintf(text + n, sizeof text - (size_t)n, "  accuracy %.1f%%", s->training_accuracy);
+    if (!isnan(tr->hist.info->final_validation_loss) && n > 0 && (size_t)n < sizeof text)
+        snprintf(text + n, sizeof text - (size_t)n, "  validation %.4f",
+                 tr->hist.info->final_validation_loss);
+    dla_progress_update(tr->progress, tr->iteration, text);
+}
+
+static void record(trainer *tr, const dla_training_state *s)
+{
+    if (!tr->progress)
+        return;
+    dla_progress_record(tr->progress, "TrainingLoss", s->iteration, s->training_loss);
+    if (!isnan(s->validation_loss))
+        dla_progress_record(tr->progress, "ValidationLoss", s->iteration, s->validation_loss);
+    if (tr->metrics & DLA__METRIC_ACCURACY) {
+        dla_progress_record(tr->progress, "TrainingAccuracy", s->iteration, s->training_accuracy);
+        if (!isnan(s->validation_accuracy))
+            dla_progress_record(tr->progress, "ValidationAccuracy", s->iteration,
+                                s->validation_accuracy);
+    }
+    if (tr->metrics & DLA__METRIC_RMSE) {
+        dla_progress_record(tr->progress, "TrainingRMSE", s->iteration, s->training_rmse);
+        if (!isnan(s->validation_rmse))
+            dla_progress_record(tr->progress, "ValidationRMSE", s->iteration, s->validation_rmse);
+    }
+}
+
+static dla_status write_chart(trainer *tr)
+{
+    if (!tr->progress)
+        return DLA_OK;
+    dla_status st = dla_progress_write_chart(tr->progress, tr->o.plots_path);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_set_error(st, "dla_trainnet: Plots: %s", msg);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------- the loop */
+
+/* One iteration on x, t (the batch's targets as the queue gave them). Sets
+ * *stop when an OutputFcn or ValidationPatience ends training. */
+static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, int *stop)
+{
+    int nl = tr->nl, ns = tr->ns;
+    dla_status st = DLA_OK;
+    dla_tensor **out = dla_malloc(sizeof *out * (size_t)(2 + nl + ns));
+    if (!out)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    tr->iteration++;
+    dla_training_state s = {.stage = "iteration", .epoch = tr->epoch, .iteration = tr->iteration,
+                            .training_accuracy = NAN, .training_rmse = NAN,
+                            .validation_loss = NAN, .validation_accuracy = NAN,
+                            .validation_rmse = NAN};
+    s.learn_rate = dla_learn_rate_at(&tr->o.learn_rate_schedule, tr->o.initial_learn_rate,
+                                     tr->epoch, (int)tr->iteration);
+    dla_scope_begin();
+    /* The targets the loss sees: one-hot for class numbers, in Y's dtype
+     * (single unless the network is double). */
+    dla_tensor *tl = tr->classify ? dla_onehotencode(t, tr->classes, &(dla_onehot_options){
+                                                          .dtype = dla_tensor_dtype(x)})
+                                  : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
+                                                                               : t;
+    st = dla_tensor_status(tl);
+    if (st == DLA_OK)
+        st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
+    if (st == DLA_OK && ns)
+        st = dla_net_set_state(tr->net, ns, out + 2 + nl);
+    dla_tensor **grads = out + 2;
+    dla_tensor **treated = NULL;
+    if (st == DLA_OK && (tr->o.l2_regularization > 0 || isfinite(tr->o.gradient_threshold))) {
+        treated = dla_malloc(sizeof *treated * (size_t)nl);
+        if (!treated)
+            st = dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+        if (st == DLA_OK && tr->o.l2_regularization > 0) {
+            st = dla_l2_regularize(nl, grads, tr->params, tr->o.l2_regularization, tr->l2_factor,
+                                   treated);
+            grads = treated;
+        }
+        if (st == DLA_OK && isfinite(tr->o.gradient_threshold)) {
+            dla_tensor **clipped = dla_malloc(sizeof *clipped * (size_t)nl);
+            st = clipped ? dla_clip_gradients(nl, grads, tr->o.gradient_threshold_method,
+                                              tr->o.gradient_threshold, clipped)
+                         : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+            if (st == DLA_OK)
+                memcpy(treated, clipped, sizeof *treated * (size_t)nl);
+            grads = treated;
+            dla_free(clipped);
+        }
+    }
+    if (st == DLA_OK)
+        st = update(tr, grads, s.learn_rate);
+    if (st == DLA_OK) {
+        s.training_loss = dla_tensor_item(out[0], 0);
+        metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
+    }
+    dla_scope_end();
+    dla_free(treated);
+    dla_free(out);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(st, "dla_trainnet: epoch %d, iteration %lld: %s", tr->epoch,
+                             (long long)tr->iteration, msg);
+    }
+
+    if (tr->val_q && (tr->iteration == 1 || tr->iteration % tr->o.validation_frequency == 0 || last)) {
+        st = validate(tr, &s.validation_loss, &s.validation_accuracy, &s.validation_rmse);
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            return dla_set_error(st, "dla_trainnet: validation at iteration %lld: %s",
+                                 (long long)tr->iteration, msg);
+        }
+        if ((st = validation_push(tr->hist.info, tr->iteration, s.validation_loss,
+                                  s.validation_accuracy, s.validation_rmse)) != DLA_OK)
+            return st;
+        if (s.validation_loss < tr->best_val_loss) {
+            tr->best_val_loss = s.validation_loss;
+            tr->val_bad = 0;
+        } else if (tr->o.validation_patience && ++tr->val_bad >= tr->o.validation_patience) {
+            snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                     "Met validation criterion");
+            *stop = 1;
+        }
+    }
+    s.time_elapsed = now() - tr->start;
+    if ((st = history_push(tr, &s)) != DLA_OK)
+        return st;
+    record(tr, &s);
+    if (tr->o.verbose && (tr->iteration == 1 || tr->iteration % tr->o.verbose_frequency == 0 ||
+                          !isnan(s.validation_loss) || last || *stop))
+        report_row(tr, &s);
+    progress_text(tr, &s);
+    if (tr->o.checkpoint_path && !strcmp(tr->o.checkpoint_frequency_unit, "iteration") &&
+        tr->iteration % tr->o.checkpoint_frequency == 0 && (st = checkpoint(tr)) != DLA_OK)
+        return st;
+    if (tr->o.output_fn && tr->o.output_fn(tr->o.output_ctx, &s)) {
+        snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                 "Stopped by OutputFcn");
+        *stop = 1;
+    }
+    return DLA_OK;
+}
+
+/* One mini-batch: one iteration, or one per chunk of a SequenceLength
+ * number, with the state carried from chunk to chunk. */
+static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int last_batch, int *stop)
+{
+    if (tr->has_lstm && tr->ns) {
+        dla_status st = dla_net_reset_state(tr->net);
+        if (st != DLA_OK)
+            return st;
+    }
+    if (!tr->chunk)
+        return iterate(tr, x, t, last_batch, stop);
+    int td = dla_tensor_find_dim(x, 'T');
+    int64_t steps = td ? dla_tensor_dim(x, td) : 1, L = tr->chunk;
+    int64_t padded = (steps + L - 1) / L * L;
+    dla_scope_begin();
+    if (td && padded != steps) {
+        int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
+        int left = !strcmp(tr->o.sequence_padding_direction, "left");
+        (left ? before : after)[td - 1] = padded - steps;
+        x = dla_pad(x, dla_tensor_ndims(x), before, after, tr->o.sequence_padding_value);
+    }
+    dla_status st = dla_tensor_status(x);
+    for (int64_t c = 0; st == DLA_OK && c * L < padded && !*stop; c++) {
+        dla_scope_begin();
+        dla_tensor *xc = td ? dla_contiguous(dla_slice(x, td, c * L, 1, (c + 1) * L)) : x;
+        st = dla_tensor_status(xc);
+        if (st == DLA_OK)
+            st = iterate(tr, xc, t, last_batch && (c + 1) * L >= padded, stop);
+        dla_scope_end();
+    }
+    dla_scope_end();
+    return st;
+}
+
+static dla_status run_epochs(trainer *tr)
+{
+    int stop = 0;
+    dla_status st = DLA_OK;
+    for (tr->epoch = 1; st == DLA_OK && tr->epoch <= tr->o.max_epochs && !stop; tr->epoch++) {
+        if (!strcmp(tr->o.shuffle, "every-epoch") || (tr->epoch == 1 && !strcmp(tr->o.shuffle, "once")))
+            dla_mbq_shuffle(tr->train_q);
+        else
+            dla_mbq_reset(tr->train_q);
+        if (tr->progress)
+            dla_progress_mark_epoch(tr->progress, tr->epoch, tr->iteration + 1);
+        int64_t b = 0, nb = dla_mbq_num_batches(tr->train_q);
+        while (st == DLA_OK && !stop && dla_mbq_hasdata(tr->train_q)) {
+            dla_scope_begin();
+            dla_tensor *batch[2];
+            st = dla_mbq_next(tr->train_q, 2, batch);
+            if (st != DLA_OK) {
+                char msg[1024];
+                snprintf(msg, sizeof msg, "%s", dla_last_error());
+                dla_set_error(st, "dla_trainnet: epoch %d: %s", tr->epoch, msg);
+            } else {
+                b++;
+                st = train_batch(tr, batch[0], batch[1], tr->epoch == tr->o.max_epochs && b == nb,
+                                 &stop);
+            }
+            dla_scope_end();
+        }
+        if (st == DLA_OK && tr->o.checkpoint_path &&
+            !strcmp(tr->o.checkpoint_frequency_unit, "epoch") &&
+            tr->epoch % tr->o.checkpoint_frequency == 0)
+            st = checkpoint(tr);
+        if (st == DLA_OK && tr->progress)
+            st = write_chart(tr);
+    }
+    tr->epoch--;
+    if (st == DLA_OK && !stop)
+        snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                 "Max epochs completed");
+    return st;
+}
+
+/* --------------------------------------------------------------- set-up */
+
+static dla_status check_loss(const dla_train_loss *l)
+{
+    if (!l)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: argument loss is NULL");
+    int set = (l->name != NULL) + (l->fn != NULL) + (l->accel != NULL);
+    if (set != 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: argument loss: set exactly one of name, fn and accel "
+                             "(%d are set)", set);
+    if (l->name && !builtin_known(l->name))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: loss \"%s\" is not one of \"crossentropy\", "
+                             "\"binary-crossentropy\", \"mse\", \"mean-squared-error\", \"l2loss\", "
+                             "\"l1loss\", \"mae\", \"mean-absolute-error\"", l->name);
+    return DLA_OK;
+}
+
+/* Initializes the network from one observation of the data when it is not
+ * initialized yet (its inputs are not input layers). */
+static dla_status init_from_data(dla_net *net, const dla_train_data *d)
+{
+    if (dla_net_initialized(net))
+        return DLA_OK;
+    dla_scope_begin();
+    dla_tensor *ex = NULL;
+    if (d->sequences) {
+        dla_padsequences(d->sequences, 1, NULL, NULL, &ex, NULL);
+    } else {
+        dla_tensor *x = d->predictors;
+        ex = dla_slice(x, obs_dim(x), 0, 1, 1);
+        if (dla_tensor_dtype(x) != DLA_F64)
+            ex = dla_cast(ex, DLA_F32);
+    }
+    dla_status st = dla_tensor_status(ex);
+    if (st == DLA_OK && !*dla_tensor_format(ex))
+        st = dla_set_error(DLA_ERR_FORMAT,
+                           "dla_trainnet: the network is not initialized and the predictors are "
+                           "unformatted: give them labels (\"SSCB\", \"CB\") or add an input layer");
+    if (st == DLA_OK)
+        st = dla_net_init(net, 1, &ex);
+    dla_scope_end();
+    return st;
+}
+
+static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, int *normalized)
+{
+    dla_status st;
+    tr->net = dla_net_copy(net);
+    if (!tr->net)
+        return dla_last_status() != DLA_OK ? dla_last_status()
+                                           : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    if ((st = init_from_data(tr->net, data)) != DLA_OK ||
+        (st = dla_net_to_device(tr->net, tr->dev)) != DLA_OK)
+        return st;
+    if (dla_net_input_count(tr->net) != 1 || dla_net_output_count(tr->net) != 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: the network has %d inputs and %d outputs; trainnet "
+                             "takes one of each", dla_net_input_count(tr->net),
+                             dla_net_output_count(tr->net));
+    tr->nl = dla_net_learnable_count(tr->net);
+    tr->ns = dla_net_state_count(tr->net);
+    if (tr->nl < 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the network has no learnables");
+    for (int i = 0; i < dla_net_layer_count(tr->net); i++)
+        tr->has_lstm |= !strcmp(dla_net_layer_type(tr->net, i), "lstm");
+    int64_t odims[DLA_MAX_DIMS];
+    int ond = dla_net_activation(tr->net, dla_net_output_name(tr->net, 0), odims, tr->out_format);
+    int cdim = 0;
+    for (int i = 0; i < ond; i++)
+        if (tr->out_format[i] == 'C')
+            cdim = i + 1;
+    /* Class numbers: int32 targets, one per observation, for an output
+     * with channels. */
+    int64_t n = observations(data);
+    tr->classify = dla_tensor_dtype(data->targets) == DLA_I32 && dla_tensor_numel(data->targets) == n;
+    tr->classes = cdim ? odims[cdim - 1] : 0;
+    if (tr->classify && !cdim)
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "dla_trainnet: the targets are class numbers but the network's output "
+                             "(%s) has no C dim", tr->out_format);
+    if (tr->classify && strchr(tr->out_format, 'T'))
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "dla_trainnet: the targets are one class per observation but the "
+                             "network's output \"%s\" is a sequence: end it with OutputMode \"last\" "
+                             "or a global pooling layer", tr->out_format);
+    if (n < 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the data has no observation");
+    tr->chunk = dla__train_parse_sequence_length(tr->o.sequence_length);
+    tr->chunk = tr->chunk > 0 ? tr->chunk : 0;
+
+    dla_table *lt = dla_net_learnables(tr->net);
+    tr->params = dla_table_values(lt);
+    tr->state1 = dla_malloc(sizeof *tr->state1 * (size_t)tr->nl);
+    tr->state2 = dla_malloc(sizeof *tr->state2 * (size_t)tr->nl);
+    tr->lr_factor = dla_malloc(sizeof *tr->lr_factor * (size_t)tr->nl);
+    tr->l2_factor = dla_malloc(sizeof *tr->l2_factor * (size_t)tr->nl);
+    if (!tr->state1 || !tr->state2 || !tr->lr_factor || !tr->l2_factor)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    tr->uniform_lr = 1;
+    for (int i = 0; i < tr->nl; i++) {
+        tr->state1[i] = tr->state2[i] = NULL;
+        tr->lr_factor[i] = dla_table_learn_rate_factor(lt, i);
+        tr->l2_factor[i] = dla_table_l2_factor(lt, i);
+        tr->uniform_lr &= tr->lr_factor[i] == 1.0;
+    }
+
+    if (tr->o.reset_input_normalization && (st = input_statistics(tr, data, normalized)) != DLA_OK)
+        return st;
+    if ((st = make_queue(tr, data, 0, &tr->train_q, &tr->train_targets)) != DLA_OK)
+        return st;
+    if (dla_mbq_num_batches(tr->train_q) < 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: %lld observations make no full mini-batch of %lld "
+                             "(PartialMiniBatch \"discard\")", (long long)n,
+                             (long long)tr->o.mini_batch_size);
+    if (tr->o.validation_data && (st = make_queue(tr, tr->o.validation_data, 1, &tr->val_q,
+                                                  &tr->val_targets)) != DLA_OK)
+        return st;
+    tr->iterations_per_epoch = dla_mbq_num_batches(tr->train_q);
+    return DLA_OK;
+}
+
+static void teardown(trainer *tr)
+{
+    dla_mbq_free(tr->train_q);
+    dla_mbq_free(tr->val_q);
+    dla_tensor_release(tr->train_targets);
+    dla_tensor_release(tr->val_targets);
+    if (tr->state1)
+        dla_optim_free(tr->nl, tr->state1);
+    if (tr->state2)
+        dla_optim_free(tr->nl, tr->state2);
+    dla_free(tr->state1);
+    dla_free(tr->state2);
+    dla_free(tr->lr_factor);
+    dla_free(tr->l2_factor);
+    dla_progress_free(tr->progress);
+}
+
+static void print_start(trainer *tr, int normalized)
+{
+    char line[512];
+    snprintf(line, sizeof line, "Training on %s (%s).\n", dla_device_name(tr->dev),
+             dla_device_description(tr->dev));
+    say(tr, line);
+    if (normalized)
+        say(tr, "Initializing input data normalization.\n");
+    char header[2048];
+    dla__train_table_header(&tr->table, header, sizeof header);
+    say(tr, header);
+}
+
+DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
+                                const dla_train_loss *loss, const dla_training_options *opts,
+                                dla_net **trained, dla_training_info **info)
+{
+    double t0 = now();
+    if (trained)
+        *trained = NULL;
+    if (info)
+        *info = NULL;
+    dla_status st;
+    if (!trained)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: argument trained is NULL");
+    if (!net)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: argument net is NULL");
+    trainer tr;
+    memset(&tr, 0, sizeof tr);
+    if ((st = dla_training_options_resolve(opts, &tr.o)) != DLA_OK || (st = check_loss(loss)) != DLA_OK ||
+        (st = check_data("data", data)) != DLA_OK ||
+        (tr.o.validation_data && (st = check_data("ValidationData", tr.o.validation_data)) != DLA_OK))
+        return st;
+    tr.loss = loss;
+    tr.metrics = dla__train_parse_metrics(tr.o.metrics);
+    tr.best_val_loss = INFINITY;
+    tr.hist.info = dla_malloc(sizeof *tr.hist.info);
+    if (!tr.hist.info)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    memset(tr.hist.info, 0, sizeof *tr.hist.info);
+    tr.hist.info->final_validation_loss = tr.hist.info->final_validation_accuracy =
+        tr.hist.info->final_validation_rmse = NAN;
+
+    /* The training device is the current one while training, so that
+     * what initialization and the loss make lands there. */
+    dla_device *prev = dla_device_current();
+    int normalized = 0;
+    st = dla_training_device(tr.o.execution_environment, &tr.dev);
+    if (st == DLA_OK) {
+        dla_device_set_current(tr.dev);
+        st = setup(&tr, data, net, &normalized);
+    }
+    if (st == DLA_OK) {
+        snprintf(tr.hist.info->device, sizeof tr.hist.info->device, "%s", dla_device_name(tr.dev));
+        tr.table = (dla__train_table){tr.metrics & DLA__METRIC_ACCURACY,
+                                      (tr.metrics & DLA__METRIC_RMSE) != 0, tr.val_q != NULL};
+        if (!strcmp(tr.o.plots, "training-progress")) {
+            int64_t total = tr.chunk ? 0 : tr.iterations_per_epoch * tr.o.max_epochs;
+            tr.progress = dla_progress_create(&(dla_progress_options){
+                .stream = tr.o.output, .total = total, .title = "Training Progress"});
+            if (!tr.progress)
+                st = dla_last_status();
+        }
+    }
+    if (st == DLA_OK) {
+        if (tr.o.verbose)
+            print_start(&tr, normalized);
+        tr.start = now();
+        if (tr.o.output_fn) {
+            dla_training_state s0 = {.stage = "start", .learn_rate = tr.o.initial_learn_rate,
+                                     .training_loss = NAN, .training_accuracy = NAN,
+                                     .training_rmse = NAN, .validation_loss = NAN,
+                                     .validation_accuracy = NAN, .validation_rmse = NAN};
+            tr.o.output_fn(tr.o.output_ctx, &s0);
+        }
+        st = run_epochs(&tr);
+        if (st == DLA_OK && tr.has_lstm && tr.ns)
+            st = dla_net_reset_state(tr.net);
+    }
+    if (st == DLA_OK) {
+        dla_training_info *in = tr.hist.info;
+        in->output_network_iteration = tr.iteration;
+        if (tr.o.verbose) {
+            char rule[512], line[128];
+            dla__train_table_rule(&tr.table, rule, sizeof rule);
+            say(&tr, rule);
+            snprintf(line, sizeof line, "Training finished: %s.\n", in->stop_reason);
+            say(&tr, line);
+        }
+        if (tr.progress) {
+            char line[4200];
+            snprintf(line, sizeof line, "Training progress chart: %s", tr.o.plots_path);
+            dla_progress_finish(tr.progress, line);
+        }
+        if (tr.o.output_fn) {
+            dla_training_state s = {.stage = "done", .epoch = tr.epoch, .iteration = tr.iteration,
+                                    .time_elapsed = now() - tr.start,
+                                    .learn_rate = in->iterations ? in->learn_rate[in->iterations - 1] : NAN,
+                                    .training_loss = in->iterations ? in->training_loss[in->iterations - 1] : NAN,
+                                    .training_accuracy = NAN, .training_rmse = NAN,
+                                    .validation_loss = in->final_validation_loss,
+                                    .validation_accuracy = in->final_validation_accuracy,
+                                    .validation_rmse = in->final_validation_rmse};
+            tr.o.output_fn(tr.o.output_ctx, &s);
+        }
+        in->seconds = now() - t0;
+    } else if (tr.progress) {
+        dla_progress_finish(tr.progress, NULL);
+    }
+    if (tr.dev)
+        dla_device_set_current(prev);
+    /* Keep the failure's message past teardown's own calls. */
+    char msg[2048] = "";
+    if (st != DLA_OK)
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+    teardown(&tr);
+    if (st != DLA_OK) {
+        dla_net_free(tr.net);
+        dla_training_info_free(tr.hist.info);
+        dla_set_error(st, "%s", msg);
+        return st;
+    }
+    *trained = tr.net;
+    if (info)
+        *info = tr.hist.info;
+    else
+        dla_training_info_free(tr.hist.info);
+    return DLA_OK;
+}

@@ -1,0 +1,361 @@
+/*
+ * train_options.c - trainingOptions: what a zeroed field stands for, the
+ * checks every value goes through before trainnet starts, MATLAB's display
+ * of the options, and ExecutionEnvironment's mapping to a device.
+ *
+ * Checking everything up front means a misspelt option fails in
+ * milliseconds, not after an epoch of training.
+ */
+#include <dlaccel.h>
+
+#include "nn/train_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const solvers[] = {"sgdm", "adam", "rmsprop", NULL};
+static const char *const shuffles[] = {"once", "every-epoch", "never", NULL};
+static const char *const partials[] = {"discard", "return", NULL};
+static const char *const directions[] = {"right", "left", NULL};
+static const char *const environments[] = {"auto", "cpu", "gpu", NULL};
+static const char *const plots[] = {"none", "training-progress", NULL};
+static const char *const clip_methods[] = {"l2norm", "global-l2norm", "absolute-value", NULL};
+static const char *const units[] = {"epoch", "iteration", NULL};
+
+/* The entry of list equal to s (the list's own string), NULL when none. */
+static const char *pick(const char *const *list, const char *s)
+{
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(list[i], s))
+            return list[i];
+    return NULL;
+}
+
+static dla_status bad_string(const char *option, const char *value, const char *const *list)
+{
+    char allowed[256] = "";
+    for (int i = 0; list[i]; i++) {
+        size_t n = strlen(allowed);
+        snprintf(allowed + n, sizeof allowed - n, "%s\"%s\"", i ? ", " : "", list[i]);
+    }
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "dla_training_options: %s \"%s\" is not one of %s", option, value, allowed);
+}
+
+/* s (NULL: the list's first, the default) checked against list. */
+static dla_status choose(const char *option, const char *s, const char *const *list,
+                         const char **out)
+{
+    *out = s ? pick(list, s) : list[0];
+    return *out ? DLA_OK : bad_string(option, s, list);
+}
+
+static dla_status bad_number(const char *option, double v, const char *rule)
+{
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options: %s %g: %s", option, v,
+                         rule);
+}
+
+int dla__train_parse_metrics(const char *metrics)
+{
+    int bits = 0;
+    const char *s = metrics ? metrics : "";
+    while (*s) {
+        while (*s == ' ' || *s == ',')
+            s++;
+        size_t n = strcspn(s, ", ");
+        if (!n)
+            break;
+        if (n == 8 && !strncmp(s, "accuracy", 8))
+            bits |= DLA__METRIC_ACCURACY;
+        else if (n == 4 && !strncmp(s, "rmse", 4))
+            bits |= DLA__METRIC_RMSE;
+        else
+            return -1;
+        s += n;
+    }
+    return bits;
+}
+
+int64_t dla__train_parse_sequence_length(const char *s)
+{
+    if (!s || !strcmp(s, "longest"))
+        return 0;
+    if (!strcmp(s, "shortest"))
+        return -1;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return end != s && !*end && v > 0 && s[0] >= '0' && s[0] <= '9' ? (int64_t)v : -2;
+}
+
+DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts,
+                                                dla_training_options *out)
+{
+    if (!out)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options_resolve: out is NULL");
+    dla_training_options o = opts ? *opts : (dla_training_options){0};
+    dla_status st;
+    if ((st = choose("Solver", o.solver, solvers, &o.solver)) != DLA_OK)
+        return st;
+    int sgdm = !strcmp(o.solver, "sgdm"), adam = !strcmp(o.solver, "adam");
+    if (o.max_epochs < 0)
+        return bad_number("MaxEpochs", o.max_epochs, "it must be a positive integer");
+    if (o.mini_batch_size < 0)
+        return bad_number("MiniBatchSize", (double)o.mini_batch_size, "it must be a positive integer");
+    o.max_epochs = o.max_epochs ? o.max_epochs : 30;
+    o.mini_batch_size = o.mini_batch_size ? o.mini_batch_size : 128;
+    if (!(o.initial_learn_rate >= 0) || isinf(o.initial_learn_rate))
+        return bad_number("InitialLearnRate", o.initial_learn_rate, "it must be a positive number");
+    if (o.initial_learn_rate == 0)
+        o.initial_learn_rate = sgdm ? DLA_SGDM_LEARN_RATE : DLA_ADAM_LEARN_RATE;
+
+    dla_learn_rate_schedule *s = &o.learn_rate_schedule;
+    if (s->method && strcmp(s->method, "none") && strcmp(s->method, "piecewise"))
+        return bad_string("LearnRateSchedule", s->method, (const char *const[]){"none", "piecewise", NULL});
+    s->method = s->method ? s->method : "none";
+    if (s->drop_factor < 0 || s->drop_factor > 1)
+        return bad_number("LearnRateDropFactor", s->drop_factor, "it must be in [0, 1]");
+    if (s->drop_period < 0 || s->warmup_iterations < 0)
+        return bad_number(s->drop_period < 0 ? "LearnRateDropPeriod" : "warm-up iterations",
+                          s->drop_period < 0 ? s->drop_period : s->warmup_iterations,
+                          "it must not be negative");
+    s->drop_factor = s->drop_factor ? s->drop_factor : 0.1;
+    s->drop_period = s->drop_period ? s->drop_period : 10;
+
+    /* Zero means the default; a negative value asks for zero itself. */
+    struct {
+        const char *name;
+        double *v, def;
+        int closed; /* 1: [0, 1]; 0: [0, 1) */
+    } decays[] = {
+        {"Momentum", &o.momentum, DLA_SGDM_MOMENTUM, 1},
+        {"GradientDecayFactor", &o.gradient_decay_factor, DLA_ADAM_GRAD_DECAY, 0},
+        {"SquaredGradientDecayFactor", &o.squared_gradient_decay_factor,
+         adam ? DLA_ADAM_SQ_GRAD_DECAY : DLA_RMSPROP_SQ_GRAD_DECAY, 0},
+    };
+    for (size_t i = 0; i < sizeof decays / sizeof decays[0]; i++) {
+        double v = *decays[i].v;
+        if (isnan(v) || v > 1 || (v == 1 && !decays[i].closed))
+            return bad_number(decays[i].name, v, decays[i].closed ? "it must be in [0, 1]"
+                                                                  : "it must be in [0, 1)");
+        *decays[i].v = v == 0 ? decays[i].def : v < 0 ? 0 : v;
+    }
+    if (!(o.epsilon >= 0))
+        return bad_number("Epsilon", o.epsilon, "it must be a positive number");
+    o.epsilon = o.epsilon ? o.epsilon : DLA_ADAM_EPSILON;
+    if (isnan(o.l2_regularization))
+        return bad_number("L2Regularization", o.l2_regularization, "it must be a number");
+    o.l2_regularization = o.l2_regularization == 0 ? 1e-4 : o.l2_regularization < 0 ? 0
+                                                                                   : o.l2_regularization;
+    if (!(o.gradient_threshold >= 0))
+        return bad_number("GradientThreshold", o.gradient_threshold, "it must be a positive number");
+    o.gradient_threshold = o.gradient_threshold ? o.gradient_threshold : INFINITY;
+    if ((st = choose("GradientThresholdMethod", o.gradient_threshold_method, clip_methods,
+                     &o.gradient_threshold_method)) != DLA_OK ||
+        (st = choose("Shuffle", o.shuffle, shuffles, &o.shuffle)) != DLA_OK ||
+        (st = choose("PartialMiniBatch", o.partial_mini_batch, partials, &o.partial_mini_batch)) !=
+            DLA_OK ||
+        (st = choose("SequencePaddingDirection", o.sequence_padding_direction, directions,
+                     &o.sequence_padding_direction)) != DLA_OK ||
+        (st = choose("ExecutionEnvironment", o.execution_environment, environments,
+                     &o.execution_environment)) != DLA_OK ||
+        (st = choose("Plots", o.plots, plots, &o.plots)) != DLA_OK ||
+        (st = choose("CheckpointFrequencyUnit", o.checkpoint_frequency_unit, units,
+                     &o.checkpoint_frequency_unit)) != DLA_OK)
+        return st;
+    if (dla__train_parse_sequence_length(o.sequence_length) == -2)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_training_options: SequenceLength \"%s\" is not \"longest\", "
+                             "\"shortest\" or a positive whole number", o.sequence_length);
+    o.sequence_length = o.sequence_length ? o.sequence_length : "longest";
+    if (isnan(o.sequence_padding_value))
+        return bad_number("SequencePaddingValue", o.sequence_padding_value, "it must be a number");
+    o.reset_input_normalization = o.reset_input_normalization >= 0;
+
+    if (o.validation_frequency < 0 || o.validation_patience < 0 || o.verbose_frequency < 0 ||
+        o.checkpoint_frequency < 0) {
+        const char *n = o.validation_frequency < 0 ? "ValidationFrequency"
+                        : o.validation_patience < 0 ? "ValidationPatience"
+                        : o.verbose_frequency < 0   ? "VerboseFrequency"
+                                                    : "CheckpointFrequency";
+        double v = o.validation_frequency < 0 ? o.validation_frequency
+                   : o.validation_patience < 0 ? o.validation_patience
+                   : o.verbose_frequency < 0   ? o.verbose_frequency
+                                               : o.checkpoint_frequency;
+        return bad_number(n, v, "it must be a positive integer");
+    }
+    o.validation_frequency = o.validation_frequency ? o.validation_frequency : 50;
+    o.verbose_frequency = o.verbose_frequency ? o.verbose_frequency : 50;
+    o.checkpoint_frequency = o.checkpoint_frequency ? o.checkpoint_frequency : 1;
+    o.verbose = o.verbose >= 0;
+    if (dla__train_parse_metrics(o.metrics) < 0)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_training_options: Metrics \"%s\": use \"accuracy\", \"rmse\" or "
+                             "both, comma-separated", o.metrics);
+    o.plots_path = o.plots_path ? o.plots_path : "training-progress.svg";
+    o.output = o.output ? o.output : stdout;
+    if (o.checkpoint_path && !*o.checkpoint_path)
+        o.checkpoint_path = NULL;
+    *out = o;
+    return DLA_OK;
+}
+
+/* A number as MATLAB's short format shows it: whole numbers as they are,
+ * others with 4 decimals, very small or large ones in e-notation. */
+static void short_fmt(char *buf, size_t size, double v)
+{
+    if (isinf(v))
+        snprintf(buf, size, "%sInf", v < 0 ? "-" : "");
+    else if (v == floor(v) && fabs(v) < 1e15)
+        snprintf(buf, size, "%.0f", v);
+    else if (fabs(v) >= 1e-3 && fabs(v) < 1e3)
+        snprintf(buf, size, "%.4f", v);
+    else
+        snprintf(buf, size, "%.4e", v);
+}
+
+typedef struct writer {
+    char *buf;
+    size_t size, len;
+} writer;
+
+static void put(writer *w, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void put(writer *w, const char *name, const char *fmt, ...)
+{
+    char value[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof value, fmt, ap);
+    va_end(ap);
+    int n = snprintf(w->len < w->size ? w->buf + w->len : NULL, w->len < w->size ? w->size - w->len : 0,
+                     "%32s: %s\n", name, value);
+    if (n > 0)
+        w->len += (size_t)n;
+}
+
+static void put_num(writer *w, const char *name, double v)
+{
+    char b[64];
+    short_fmt(b, sizeof b, v);
+    put(w, name, "%s", b);
+}
+
+DLA_API int dla_training_options_describe(const dla_training_options *opts, char *buf, size_t size)
+{
+    dla_training_options o;
+    writer w = {buf, buf ? size : 0, 0};
+    if (w.size)
+        buf[0] = '\0';
+    if (dla_training_options_resolve(opts, &o) != DLA_OK)
+        return snprintf(buf, w.size, "invalid options: %s\n", dla_last_error());
+    const char *cls = !strcmp(o.solver, "sgdm") ? "SGDM" : !strcmp(o.solver, "adam") ? "ADAM" : "RMSProp";
+    int n = snprintf(buf, w.size, "  TrainingOptions%s with properties:\n\n", cls);
+    w.len = n > 0 ? (size_t)n : 0;
+    if (!strcmp(o.solver, "sgdm"))
+        put_num(&w, "Momentum", o.momentum);
+    if (!strcmp(o.solver, "adam"))
+        put_num(&w, "GradientDecayFactor", o.gradient_decay_factor);
+    if (strcmp(o.solver, "sgdm")) {
+        put_num(&w, "SquaredGradientDecayFactor", o.squared_gradient_decay_factor);
+        put_num(&w, "Epsilon", o.epsilon);
+    }
+    put_num(&w, "InitialLearnRate", o.initial_learn_rate);
+    put_num(&w, "MaxEpochs", o.max_epochs);
+    put(&w, "LearnRateSchedule", "'%s'", o.learn_rate_schedule.method);
+    put_num(&w, "LearnRateDropFactor", o.learn_rate_schedule.drop_factor);
+    put_num(&w, "LearnRateDropPeriod", o.learn_rate_schedule.drop_period);
+    put_num(&w, "MiniBatchSize", (double)o.mini_batch_size);
+    put(&w, "Shuffle", "'%s'", o.shuffle);
+    put(&w, "PartialMiniBatch", "'%s'", o.partial_mini_batch);
+    put_num(&w, "CheckpointFrequency", o.checkpoint_frequency);
+    put(&w, "CheckpointFrequencyUnit", "'%s'", o.checkpoint_frequency_unit);
+    put(&w, "SequenceLength", "%s%s%s", dla__train_parse_sequence_length(o.sequence_length) > 0 ? "" : "'",
+        o.sequence_length, dla__train_parse_sequence_length(o.sequence_length) > 0 ? "" : "'");
+    put_num(&w, "SequencePaddingValue", o.sequence_padding_value);
+    put(&w, "SequencePaddingDirection", "'%s'", o.sequence_padding_direction);
+    put_num(&w, "DispatchInBackground", o.dispatch_in_background != 0);
+    put_num(&w, "ResetInputNormalization", o.reset_input_normalization);
+    put_num(&w, "L2Regularization", o.l2_regularization);
+    put(&w, "GradientThresholdMethod", "'%s'", o.gradient_threshold_method);
+    put_num(&w, "GradientThreshold", o.gradient_threshold);
+    put_num(&w, "Verbose", o.verbose);
+    put_num(&w, "VerboseFrequency", o.verbose_frequency);
+    put(&w, "ValidationData", "%s", o.validation_data ? "[1x1 struct]" : "[]");
+    put_num(&w, "ValidationFrequency", o.validation_frequency);
+    put_num(&w, "ValidationPatience", o.validation_patience ? o.validation_patience : INFINITY);
+    put(&w, "Metrics", o.metrics && *o.metrics ? "\"%s\"" : "[]%s", o.metrics && *o.metrics ? o.metrics : "");
+    put(&w, "ExecutionEnvironment", "'%s'", o.execution_environment);
+    put(&w, "Plots", "'%s'", o.plots);
+    put(&w, "OutputFcn", "%s", o.output_fn ? "[function]" : "[]");
+    put(&w, "CheckpointPath", "'%s'", o.checkpoint_path ? o.checkpoint_path : "");
+    return (int)w.len;
+}
+
+/* The priority of the plugin a device belongs to (from its manifest). */
+static int priority_of(const dla_device *dev)
+{
+    const char *plugin = dla_device_plugin(dev);
+    int n = dla_manifest_count();
+    for (int i = 0; i < n; i++) {
+        dla_manifest_info info = {.struct_size = sizeof info};
+        if (dla_manifest_get(i, &info) == DLA_OK && info.state == DLA_MANIFEST_LOADED &&
+            !strcmp(info.plugin, plugin))
+            return info.priority;
+    }
+    return 0;
+}
+
+DLA_API dla_status dla_training_device(const char *environment, dla_device **out)
+{
+    if (!out)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_device: out is NULL");
+    *out = NULL;
+    const char *env;
+    if (choose("ExecutionEnvironment", environment, environments, &env) != DLA_OK)
+        return dla_last_status();
+    if (!strcmp(env, "auto")) {
+        *out = dla_device_current();
+        return *out ? DLA_OK
+                    : dla_set_error(DLA_ERR_NO_DEVICE,
+                                    "dla_training_device: ExecutionEnvironment \"auto\": no device: %s",
+                                    dla_last_error());
+    }
+    int cpu = !strcmp(env, "cpu"), n = dla_device_count(), best = -1;
+    dla_device *pick_dev = NULL;
+    char found[512] = "";
+    for (int i = 0; i < n; i++) {
+        dla_device *d = dla_device_at(i);
+        const char *type = dla_device_type(d);
+        size_t len = strlen(found);
+        snprintf(found + len, sizeof found - len, "%s%s (%s)", len ? ", " : "", dla_device_name(d),
+                 type);
+        if (cpu) {
+            if (!pick_dev && !strcmp(type, "cpu"))
+                pick_dev = d;
+            continue;
+        }
+        int pr = priority_of(d);
+        if (strcmp(type, "cpu") && pr > best) {
+            best = pr;
+            pick_dev = d;
+        }
+    }
+    if (pick_dev) {
+        *out = pick_dev;
+        return DLA_OK;
+    }
+    if (cpu)
+        return dla_set_error(DLA_ERR_NO_DEVICE,
+                             "dla_training_device: ExecutionEnvironment \"cpu\": no cpu device is "
+                             "loaded (found: %s)", *found ? found : "no device at all");
+    return dla_set_error(DLA_ERR_NO_DEVICE,
+                         "dla_training_device: ExecutionEnvironment \"gpu\": no device other than "
+                         "a cpu is loaded (found: %s); install a GPU plugin (its manifest in "
+                         "DLACCEL_PLUGIN_PATH or the installed plugins.d; `dlaccel devices` lists "
+                         "what was found and why each loaded or not), or use \"auto\" or \"cpu\"",
+                         *found ? found : "no device at all");
+}

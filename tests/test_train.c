@@ -1,0 +1,1163 @@
+/*
+ * test_train.c - trainnet and trainingOptions: convergence on a small
+ * synthetic problem, the defaults a zeroed options struct stands for and
+ * the checks on every value, the iteration table's layout, validation
+ * frequency and patience, checkpoints written and loaded back, the SVG
+ * chart (well-formed XML), ExecutionEnvironment's mapping, partial
+ * mini-batches, an accelerated custom loss, sequences (shortest, chunks of
+ * a SequenceLength number through an LSTM), the OutputFcn and the progress
+ * display on its own.
+ *
+ * When a device other than a cpu is loaded (tests/train_on_testmem.sh adds
+ * the testmem plugin), ExecutionEnvironment "gpu" must pick it and train
+ * there; otherwise it must fail, naming what was found.
+ */
+#define _GNU_SOURCE /* open_memstream, mkdtemp */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <dirent.h>
+#include <dlaccel.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- fixtures */
+
+#define CLASSES 4
+
+/* n points of 4 blobs at (+-2, +-2), sigma 0.6: predictors 2 x n "CB",
+ * class numbers 1 x n int32. Owned by the caller. */
+static void blobs(int n, uint64_t seed, dla_tensor **x, dla_tensor **t)
+{
+    float *xs = malloc(sizeof *xs * 2 * (size_t)n);
+    int32_t *ts = malloc(sizeof *ts * (size_t)n);
+    assert_non_null(xs);
+    assert_non_null(ts);
+    tu_state = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int j = 0; j < n; j++) {
+        int c = (int)tu_int(0, CLASSES - 1);
+        double r = sqrt(-2.0 * log(1.0 - tu_unit())), a = 6.283185307179586 * tu_unit();
+        xs[2 * j] = (float)((c & 1 ? 2.0 : -2.0) + 0.6 * r * cos(a));
+        xs[2 * j + 1] = (float)((c & 2 ? 2.0 : -2.0) + 0.6 * r * sin(a));
+        ts[j] = c;
+    }
+    *x = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(2, n));
+    *t = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, n));
+    free(xs);
+    free(ts);
+    assert_int_equal(dla_tensor_status(*x), DLA_OK);
+    assert_int_equal(dla_tensor_status(*t), DLA_OK);
+}
+
+/* fc(8) - relu - fc(4) - softmax, without an input layer: trainnet
+ * initializes it from the data. */
+static dla_net *mlp(void)
+{
+    dla_rng_seed(7);
+    dla_layer *l[] = {dla_fc_layer(8, NULL), dla_relu_layer(NULL), dla_fc_layer(CLASSES, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, l);
+    assert_non_null(net);
+    return net;
+}
+
+/* A stream into memory; text() closes it and returns what was written. */
+typedef struct sink {
+    FILE *f;
+    char *text;
+    size_t len;
+} sink;
+
+static void sink_open(sink *s)
+{
+    s->text = NULL;
+    s->len = 0;
+    s->f = open_memstream(&s->text, &s->len);
+    assert_non_null(s->f);
+}
+
+static char *sink_text(sink *s)
+{
+    fclose(s->f);
+    return s->text;
+}
+
+static dla_training_options quiet(void)
+{
+    return (dla_training_options){.verbose = -1, .l2_regularization = -1};
+}
+
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* A minimal XML well-formedness check: one root, tags nest and match,
+ * attributes quoted, '&' only in entities, '<' only opening markup. */
+static void assert_well_formed_xml(const char *s)
+{
+    const char *stack[256];
+    size_t lens[256];
+    int depth = 0, roots = 0;
+    const char *p = s;
+    if (!strncmp(p, "<?xml", 5)) {
+        p = strstr(p, "?>");
+        assert_non_null(p);
+        p += 2;
+    }
+    while (*p) {
+        if (*p == '&') {
+            const char *semi = strchr(p, ';');
+            assert_non_null(semi);
+            size_t n = (size_t)(semi - p);
+            int ok = (n == 4 && !strncmp(p, "&amp", 4)) || (n == 3 && !strncmp(p, "&lt", 3)) ||
+                     (n == 3 && !strncmp(p, "&gt", 3)) || (n == 5 && !strncmp(p, "&quot", 5)) ||
+                     (n == 5 && !strncmp(p, "&apos", 5));
+            if (!ok)
+                fail_msg("bad entity at %.20s", p);
+            p = semi + 1;
+            continue;
+        }
+        if (*p != '<') {
+            p++;
+            continue;
+        }
+        if (p[1] == '/') {
+            const char *name = p + 2, *end = strchr(name, '>');
+            assert_non_null(end);
+            assert_true(depth > 0);
+            depth--;
+            if ((size_t)(end - name) != lens[depth] || strncmp(name, stack[depth], lens[depth]))
+                fail_msg("</%.*s> closes <%.*s>", (int)(end - name), name, (int)lens[depth],
+                         stack[depth]);
+            p = end + 1;
+            continue;
+        }
+        const char *name = p + 1;
+        size_t nl = strcspn(name, " \t\n/>");
+        assert_true(nl > 0);
+        const char *q = name + nl;
+        /* Attributes: name="value" pairs. */
+        for (;;) {
+            while (*q == ' ' || *q == '\n' || *q == '\t')
+                q++;
+            if (*q == '/' || *q == '>')
+                break;
+            size_t an = strcspn(q, "= \t\n/>");
+            assert_true(an > 0);
+            q += an;
+            if (*q != '=' || q[1] != '"')
+                fail_msg("attribute without a quoted value near %.30s", q - an);
+            const char *close = strchr(q + 2, '"');
+            assert_non_null(close);
+            for (const char *c = q + 2; c < close; c++)
+                assert_true(*c != '<');
+            q = close + 1;
+        }
+        if (*q == '/') {
+            assert_true(q[1] == '>');
+            if (depth == 0)
+                roots++;
+            p = q + 2;
+            continue;
+        }
+        assert_true(depth < 256);
+        if (depth == 0)
+            roots++;
+        stack[depth] = name;
+        lens[depth] = nl;
+        depth++;
+        p = q + 1;
+    }
+    assert_int_equal(depth, 0);
+    assert_int_equal(roots, 1);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void trainnet_learns_four_blobs(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(512, 1, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_training_options o = quiet();
+    o.max_epochs = 15;
+    o.mini_batch_size = 64;
+    o.initial_learn_rate = 0.05;
+    o.metrics = "accuracy";
+    o.shuffle = "every-epoch";
+    dla_train_data d = {.predictors = x, .targets = t};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_false(dla_net_initialized(net)); /* the given network is not changed */
+    assert_true(dla_net_initialized(trained));
+    assert_int_equal(info->iterations, 15 * 8);
+    assert_string_equal(info->stop_reason, "Max epochs completed");
+    double first = info->training_loss[0], last = 0, acc = 0;
+    for (int i = 0; i < 8; i++) {
+        last += info->training_loss[info->iterations - 1 - i] / 8;
+        acc += info->training_accuracy[info->iterations - 1 - i] / 8;
+    }
+    assert_true(first > 1.0);
+    assert_true(last < 0.25 * first);
+    assert_true(acc > 95.0);
+    assert_int_equal(info->epoch[0], 1);
+    assert_int_equal(info->epoch[info->iterations - 1], 15);
+    assert_true(info->time_elapsed[info->iterations - 1] >= info->time_elapsed[0]);
+    assert_true(isnan(info->final_validation_loss));
+    assert_string_equal(info->device, dla_device_name(dla_device_current()));
+
+    /* The trained network predicts held-out points. */
+    dla_tensor *hx, *ht, *y;
+    blobs(200, 2, &hx, &ht);
+    assert_int_equal(dla_net_predict(trained, 1, &hx, 1, &y, NULL), DLA_OK);
+    dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), dla_reshape(ht, "CB", DLA_DIMS(1, 200)));
+    dla_tensor *m = dla_mean(dla_cast(hit, DLA_F64), 0, NULL);
+    assert_true(dla_tensor_item(m, 0) > 0.95);
+    dla_tensor_release(m);
+    dla_tensor_release(hit);
+    dla_tensor_release(y);
+    dla_tensor_release(hx);
+    dla_tensor_release(ht);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static void zeroed_options_are_matlab_defaults(void **state)
+{
+    (void)state;
+    dla_training_options o;
+    assert_int_equal(dla_training_options_resolve(NULL, &o), DLA_OK);
+    assert_string_equal(o.solver, "sgdm");
+    assert_int_equal(o.max_epochs, 30);
+    assert_int_equal(o.mini_batch_size, 128);
+    assert_true(o.initial_learn_rate == 0.01);
+    assert_true(o.momentum == 0.9);
+    assert_true(o.l2_regularization == 1e-4);
+    assert_true(isinf(o.gradient_threshold));
+    assert_string_equal(o.gradient_threshold_method, "l2norm");
+    assert_string_equal(o.shuffle, "once");
+    assert_string_equal(o.partial_mini_batch, "discard");
+    assert_string_equal(o.sequence_length, "longest");
+    assert_string_equal(o.sequence_padding_direction, "right");
+    assert_string_equal(o.execution_environment, "auto");
+    assert_string_equal(o.plots, "none");
+    assert_string_equal(o.plots_path, "training-progress.svg");
+    assert_string_equal(o.learn_rate_schedule.method, "none");
+    assert_true(o.learn_rate_schedule.drop_factor == 0.1);
+    assert_int_equal(o.learn_rate_schedule.drop_period, 10);
+    assert_int_equal(o.verbose, 1);
+    assert_int_equal(o.verbose_frequency, 50);
+    assert_int_equal(o.validation_frequency, 50);
+    assert_int_equal(o.validation_patience, 0);
+    assert_int_equal(o.checkpoint_frequency, 1);
+    assert_string_equal(o.checkpoint_frequency_unit, "epoch");
+    assert_int_equal(o.reset_input_normalization, 1);
+    assert_true(o.output == stdout);
+    assert_null(o.checkpoint_path);
+
+    /* Solver-dependent defaults; negative values ask for zero. */
+    assert_int_equal(dla_training_options_resolve(&(dla_training_options){.solver = "adam"}, &o), DLA_OK);
+    assert_true(o.initial_learn_rate == 0.001 && o.gradient_decay_factor == 0.9 &&
+                o.squared_gradient_decay_factor == 0.999 && o.epsilon == 1e-8);
+    assert_int_equal(dla_training_options_resolve(&(dla_training_options){.solver = "rmsprop"}, &o), DLA_OK);
+    assert_true(o.initial_learn_rate == 0.001 && o.squared_gradient_decay_factor == 0.9);
+    assert_int_equal(dla_training_options_resolve(&(dla_training_options){
+                         .momentum = -1, .l2_regularization = -1, .verbose = -1,
+                         .reset_input_normalization = -1}, &o), DLA_OK);
+    assert_true(o.momentum == 0 && o.l2_regularization == 0);
+    assert_int_equal(o.verbose, 0);
+    assert_int_equal(o.reset_input_normalization, 0);
+
+    /* MATLAB's display of the options. */
+    char buf[4096];
+    dla_training_options_describe(NULL, buf, sizeof buf);
+    assert_non_null(strstr(buf, "TrainingOptionsSGDM with properties:"));
+    assert_non_null(strstr(buf, "        Momentum: 0.9000\n"));
+    assert_non_null(strstr(buf, "InitialLearnRate: 0.0100\n"));
+    assert_non_null(strstr(buf, "L2Regularization: 1.0000e-04\n"));
+    assert_non_null(strstr(buf, "GradientThreshold: Inf\n"));
+    assert_non_null(strstr(buf, "MaxEpochs: 30\n"));
+    assert_non_null(strstr(buf, "Shuffle: 'once'\n"));
+    assert_non_null(strstr(buf, "ValidationPatience: Inf\n"));
+    dla_training_options_describe(&(dla_training_options){.solver = "adam", .sequence_length = "64"},
+                                  buf, sizeof buf);
+    assert_non_null(strstr(buf, "TrainingOptionsADAM"));
+    assert_non_null(strstr(buf, "SquaredGradientDecayFactor: 0.9990\n"));
+    assert_non_null(strstr(buf, "SequenceLength: 64\n"));
+    assert_null(strstr(buf, "Momentum"));
+}
+
+static void every_option_value_is_checked(void **state)
+{
+    (void)state;
+    struct {
+        dla_training_options o;
+        const char *name;
+    } bad[] = {
+        {{.solver = "sgd"}, "Solver \"sgd\""},
+        {{.max_epochs = -1}, "MaxEpochs"},
+        {{.mini_batch_size = -5}, "MiniBatchSize"},
+        {{.initial_learn_rate = -0.1}, "InitialLearnRate"},
+        {{.momentum = 1.5}, "Momentum"},
+        {{.solver = "adam", .gradient_decay_factor = 1}, "GradientDecayFactor"},
+        {{.squared_gradient_decay_factor = 1.0}, "SquaredGradientDecayFactor"},
+        {{.shuffle = "always"}, "Shuffle \"always\""},
+        {{.partial_mini_batch = "keep"}, "PartialMiniBatch"},
+        {{.sequence_length = "12x"}, "SequenceLength \"12x\""},
+        {{.sequence_length = "0"}, "SequenceLength"},
+        {{.sequence_padding_direction = "up"}, "SequencePaddingDirection"},
+        {{.execution_environment = "tpu"}, "ExecutionEnvironment \"tpu\""},
+        {{.plots = "yes"}, "Plots"},
+        {{.metrics = "acuracy"}, "Metrics \"acuracy\""},
+        {{.validation_frequency = -2}, "ValidationFrequency"},
+        {{.gradient_threshold_method = "max"}, "GradientThresholdMethod"},
+        {{.learn_rate_schedule = {.method = "cosine"}}, "LearnRateSchedule \"cosine\""},
+        {{.checkpoint_frequency_unit = "batch"}, "CheckpointFrequencyUnit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dla_training_options o;
+        if (dla_training_options_resolve(&bad[i].o, &o) != DLA_ERR_INVALID_ARGUMENT)
+            fail_msg("case %zu (%s) was accepted", i, bad[i].name);
+        if (!strstr(dla_last_error(), bad[i].name))
+            fail_msg("case %zu: \"%s\" does not name %s", i, dla_last_error(), bad[i].name);
+    }
+    /* trainnet refuses them before touching anything. */
+    dla_tensor *x, *t;
+    blobs(64, 3, &x, &t);
+    dla_net *net = mlp(), *trained = (dla_net *)&trained;
+    dla_training_info *info = (dla_training_info *)&info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"},
+                                  &(dla_training_options){.shuffle = "sometimes"}, &trained, &info),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(trained);
+    assert_null(info);
+    /* A loss with none or two of its members, an unknown name, data with
+     * both sources, targets that do not match the observations. */
+    dla_training_options o = quiet();
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){0}, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "exactly one of name, fn and accel"));
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "hinge"}, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "\"hinge\""));
+    dla_seqlist *seqs = dla_seqlist_create(2);
+    dla_train_data both = {.predictors = x, .sequences = seqs, .targets = t};
+    assert_int_equal(dla_trainnet(&both, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "both are set"));
+    dla_tensor *short_t = dla_slice(t, 2, 0, 1, 60);
+    dla_train_data mismatch = {.predictors = x, .targets = short_t};
+    assert_int_equal(dla_trainnet(&mismatch, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_ERR_SHAPE);
+    assert_null(trained);
+    dla_tensor_release(short_t);
+    dla_seqlist_free(seqs);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static void verbose_prints_matlabs_iteration_table(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(256, 4, &x, &t);
+    blobs(100, 5, &vx, &vt);
+    dla_net *net = mlp(), *trained;
+    sink s;
+    sink_open(&s);
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = 32, .verbose_frequency = 5,
+                              .validation_frequency = 100, .validation_data = &v,
+                              .metrics = "accuracy", .output = s.f};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    char *text = sink_text(&s);
+    const char *rule =
+        "|======================================================================================================================|\n";
+    const char *header =
+        "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |  Base Learning  |\n"
+        "|         |             |   (hh:mm:ss)   |   Accuracy   |   Accuracy   |     Loss     |     Loss     |      Rate       |\n";
+    assert_non_null(strstr(text, "Training on "));
+    char *h = strstr(text, rule);
+    assert_non_null(h);
+    assert_true(!strncmp(h + strlen(rule), header, strlen(header)));
+    assert_true(!strncmp(h + strlen(rule) + strlen(header), rule, strlen(rule)));
+    assert_int_equal(count_of(text, rule), 3);
+    /* Rows at iterations 1, 5, 10, 15, 20 and the last (24), each as wide
+     * as the rule; validation cells filled at 1 and 24 only. */
+    int rows = 0, validated = 0;
+    for (char *line = strstr(text, "\n|  "); line; line = strstr(line + 1, "\n|  ")) {
+        char *end = strchr(line + 1, '\n');
+        assert_int_equal(end - line - 1, strlen(rule) - 1);
+        int epoch, it, hh, mm, ss;
+        double acc, loss, lr;
+        if (sscanf(line + 1, "| %d | %d | %d:%d:%d | %lf%% |", &epoch, &it, &hh, &mm, &ss, &acc) == 6) {
+            rows++;
+            assert_true(acc >= 0 && acc <= 100);
+            char *cells = strstr(line + 1, "% |") + 3;
+            double vacc, vloss;
+            if (sscanf(cells, " %lf%% | %lf | %lf | %lf |", &vacc, &loss, &vloss, &lr) == 4)
+                validated++;
+            else
+                assert_int_equal(sscanf(cells, " | %lf | | %lf |", &loss, &lr), 2);
+            assert_true(fabs(lr - 0.01) < 1e-12);
+            assert_true(it == 1 || it % 5 == 0 || it == 24);
+        }
+    }
+    assert_int_equal(rows, 6);
+    assert_int_equal(validated, 2);
+    assert_non_null(strstr(text, "|       1 |           1 |       00:00:00 | "));
+    assert_non_null(strstr(text, "Training finished: Max epochs completed.\n"));
+    free(text);
+    dla_net_free(trained);
+
+    /* Without metrics and validation the table has five columns. */
+    sink_open(&s);
+    dla_training_options o2 = {.max_epochs = 1, .mini_batch_size = 64, .output = s.f};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o2, &trained,
+                                  NULL), DLA_OK);
+    text = sink_text(&s);
+    assert_non_null(strstr(text, "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Base Learning  |\n"
+                                 "|         |             |   (hh:mm:ss)   |     Loss     |      Rate       |\n"));
+    free(text);
+    dla_net_free(trained);
+
+    /* Verbose off: not a character. */
+    sink_open(&s);
+    dla_training_options o3 = {.max_epochs = 1, .verbose = -1, .output = s.f};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o3, &trained,
+                                  NULL), DLA_OK);
+    text = sink_text(&s);
+    assert_string_equal(text, "");
+    free(text);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
+static void validation_runs_at_its_frequency_and_the_end(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(320, 6, &x, &t);
+    blobs(90, 7, &vx, &vt);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 64; /* 5 iterations per epoch */
+    o.validation_data = &v;
+    o.validation_frequency = 3;
+    o.metrics = "accuracy,rmse";
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 10);
+    int64_t want[] = {1, 3, 6, 9, 10};
+    assert_int_equal(info->validations, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(info->validation_iteration[i], want[i]);
+    assert_true(info->final_validation_loss == info->validation_loss[4]);
+    assert_true(info->final_validation_accuracy >= 0 && info->final_validation_accuracy <= 100);
+    assert_true(info->final_validation_rmse > 0 && info->final_validation_rmse < 1);
+    assert_true(isfinite(info->training_rmse[0]));
+    /* The final figures are those of the returned network on that data. */
+    dla_tensor *y;
+    assert_int_equal(dla_net_predict(trained, 1, &vx, 1, &y, NULL), DLA_OK);
+    dla_tensor *l = dla_crossentropy(y, dla_onehotencode(dla_reshape(vt, "CB", DLA_DIMS(1, 90)), CLASSES, NULL), NULL);
+    assert_true(tu_close(dla_tensor_item(l, 0), info->final_validation_loss, 1e-5));
+    dla_tensor_release(l);
+    dla_tensor_release(y);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* ValidationPatience: a learning rate of 0 never lowers the loss, so
+     * training stops at the second validation without a new low. */
+    o.initial_learn_rate = 1e-30;
+    o.validation_frequency = 1;
+    o.validation_patience = 2;
+    o.max_epochs = 10;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_string_equal(info->stop_reason, "Met validation criterion");
+    assert_true(info->iterations <= 4);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
+static void checkpoints_are_written_and_load_back(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dla-train-ckpt-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    dla_tensor *x, *t;
+    blobs(128, 8, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 3;
+    o.mini_batch_size = 32; /* 4 iterations per epoch */
+    o.checkpoint_path = dir;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    DIR *dd = opendir(dir);
+    assert_non_null(dd);
+    struct dirent *e;
+    int found[13] = {0}, files = 0;
+    char last[4096] = "";
+    while ((e = readdir(dd))) {
+        long long it;
+        char tail[256];
+        if (e->d_name[0] == '.')
+            continue;
+        files++;
+        assert_int_equal(sscanf(e->d_name, "net_checkpoint__%lld__%255s", &it, tail), 2);
+        assert_non_null(strstr(tail, ".safetensors"));
+        assert_true(it == 4 || it == 8 || it == 12);
+        found[it]++;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (it == 12)
+            snprintf(last, sizeof last, "%s", path);
+        dla_net *loaded;
+        assert_int_equal(dla_net_load(path, &loaded), DLA_OK);
+        assert_int_equal(dla_net_learnable_count(loaded), 4);
+        dla_net_free(loaded);
+    }
+    closedir(dd);
+    assert_int_equal(files, 3);
+    assert_int_equal(found[4] + found[8] + found[12], 3);
+    /* The last checkpoint is the trained network. */
+    dla_net *loaded;
+    assert_int_equal(dla_net_load(last, &loaded), DLA_OK);
+    for (int i = 0; i < 4; i++) {
+        dla_tensor *a = dla_table_value(dla_net_learnables(loaded), i),
+                   *b = dla_table_value(dla_net_learnables(trained), i);
+        for (int64_t k = 0; k < dla_tensor_numel(a); k++)
+            assert_true(dla_tensor_item(a, k) == dla_tensor_item(b, k));
+    }
+    dla_net_free(loaded);
+    dla_net_free(trained);
+
+    /* Every 5 iterations instead: iterations 5 and 10. */
+    char dir2[] = "/tmp/dla-train-ckpt-XXXXXX";
+    assert_non_null(mkdtemp(dir2));
+    o.checkpoint_path = dir2;
+    o.checkpoint_frequency = 5;
+    o.checkpoint_frequency_unit = "iteration";
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    dd = opendir(dir2);
+    files = 0;
+    while ((e = readdir(dd))) {
+        long long it;
+        if (e->d_name[0] == '.')
+            continue;
+        files++;
+        assert_int_equal(sscanf(e->d_name, "net_checkpoint__%lld__", &it), 1);
+        assert_true(it == 5 || it == 10);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir2, e->d_name);
+        unlink(path);
+    }
+    closedir(dd);
+    assert_int_equal(files, 2);
+    rmdir(dir2);
+    dla_net_free(trained);
+
+    /* A folder that does not exist fails with the path. */
+    o.checkpoint_path = "/nonexistent/dla-checkpoints";
+    o.checkpoint_frequency_unit = "epoch";
+    o.checkpoint_frequency = 1;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "/nonexistent/dla-checkpoints"));
+    assert_null(trained);
+
+    dd = opendir(dir);
+    while ((e = readdir(dd)))
+        if (e->d_name[0] != '.') {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(dd);
+    rmdir(dir);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static void training_progress_writes_a_well_formed_svg_chart(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dla-train-chart-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(256, 9, &x, &t);
+    blobs(64, 10, &vx, &vt);
+    dla_net *net = mlp(), *trained;
+    sink s;
+    sink_open(&s);
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = 32, .verbose = -1,
+                              .metrics = "accuracy", .validation_data = &v,
+                              .validation_frequency = 4, .plots = "training-progress",
+                              .plots_path = path, .output = s.f};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    char *text = sink_text(&s);
+    /* Not a terminal: plain progress lines, at each tenth and the end. */
+    assert_null(strchr(text, '\r'));
+    assert_true(count_of(text, "[progress] ") >= 10);
+    assert_non_null(strstr(text, "[progress] 100%  24/24"));
+    assert_non_null(strstr(text, path));
+    free(text);
+
+    char *svg = read_file(path);
+    assert_true(!strncmp(svg, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg ", 44));
+    assert_well_formed_xml(svg);
+    /* Accuracy above loss, four series with their last values, three
+     * epochs. */
+    char *acc = strstr(svg, "Accuracy (%)"), *loss = strstr(svg, ">Loss<");
+    assert_non_null(acc);
+    assert_non_null(loss);
+    assert_true(acc < loss);
+    assert_non_null(strstr(svg, ">TrainingLoss<"));
+    assert_non_null(strstr(svg, ">ValidationLoss<"));
+    assert_non_null(strstr(svg, ">TrainingAccuracy<"));
+    assert_non_null(strstr(svg, ">ValidationAccuracy<"));
+    assert_non_null(strstr(svg, ">Epoch 3<"));
+    assert_true(count_of(svg, "<polyline") >= 6);
+    assert_true(count_of(svg, "<circle") >= 2 * 7); /* validations at 1, 4, ..., 24 */
+    free(svg);
+    unlink(path);
+    dla_net_free(trained);
+
+    /* An unwritable path fails the training with the path. */
+    o.plots_path = "/nonexistent/chart.svg";
+    o.output = NULL;
+    o.plots = "training-progress";
+    sink_open(&s);
+    o.output = s.f;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "/nonexistent/chart.svg"));
+    free(sink_text(&s));
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
+static void progress_bar_redraws_on_a_terminal_and_escapes_the_chart(void **state)
+{
+    (void)state;
+    sink s;
+    sink_open(&s);
+    dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = s.f, .bar = 1, .total = 4,
+                                                                  .title = "a <b> & \"c\""});
+    assert_non_null(p);
+    for (int i = 1; i <= 4; i++) {
+        assert_int_equal(dla_progress_record(p, "TrainingLoss", i, 1.0 / i), DLA_OK);
+        assert_int_equal(dla_progress_record(p, "Odd & <Metric>", i, i % 2 ? NAN : i), DLA_OK);
+        dla_progress_update(p, i, "text");
+    }
+    dla_progress_printf(p, "a line above the bar");
+    dla_progress_finish(p, "done");
+    char *text = sink_text(&s);
+    assert_non_null(strstr(text, "\r[##############################] 100%  4/4"));
+    assert_non_null(strstr(text, "\033[K"));
+    assert_non_null(strstr(text, "\r\033[Ka line above the bar\n\r["));
+    assert_non_null(strstr(text, "text\033[K\ndone\n"));
+    free(text);
+
+    const int64_t *xs;
+    const double *vs;
+    assert_int_equal(dla_progress_metric(p, "TrainingLoss", &xs, &vs), 4);
+    assert_true(xs[3] == 4 && vs[3] == 0.25);
+    assert_int_equal(dla_progress_metric(p, "missing", NULL, NULL), -1);
+    char path[] = "/tmp/dla-progress-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(dla_progress_write_chart(p, path), DLA_OK);
+    char *svg = read_file(path);
+    assert_well_formed_xml(svg);
+    assert_non_null(strstr(svg, "a &lt;b&gt; &amp; &quot;c&quot;"));
+    assert_non_null(strstr(svg, "Odd &amp; &lt;Metric&gt;"));
+    free(svg);
+    unlink(path);
+    assert_int_equal(dla_progress_record(p, "", 1, 1), DLA_ERR_INVALID_ARGUMENT);
+    dla_progress_free(p);
+
+    /* Nothing recorded: no chart. */
+    p = dla_progress_create(&(dla_progress_options){.bar = -2});
+    assert_int_equal(dla_progress_write_chart(p, path), DLA_ERR_STATE);
+    dla_progress_free(p);
+}
+
+static void execution_environment_maps_to_devices(void **state)
+{
+    (void)state;
+    dla_device *dev;
+    assert_int_equal(dla_training_device(NULL, &dev), DLA_OK);
+    assert_ptr_equal(dev, dla_device_current());
+    assert_int_equal(dla_training_device("auto", &dev), DLA_OK);
+    assert_ptr_equal(dev, dla_device_current());
+    assert_int_equal(dla_training_device("cpu", &dev), DLA_OK);
+    assert_string_equal(dla_device_type(dev), "cpu");
+    assert_int_equal(dla_training_device("npu", &dev), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(dev);
+    assert_non_null(strstr(dla_last_error(), "ExecutionEnvironment \"npu\""));
+
+    dla_device *other = NULL;
+    for (int i = 0; i < dla_device_count(); i++)
+        if (strcmp(dla_device_type(dla_device_at(i)), "cpu"))
+            other = other ? other : dla_device_at(i);
+    dla_status st = dla_training_device("gpu", &dev);
+    dla_tensor *x, *t;
+    blobs(64, 11, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 32;
+    o.execution_environment = "gpu";
+    dla_status tst = dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info);
+    if (!other) {
+        assert_int_equal(st, DLA_ERR_NO_DEVICE);
+        assert_null(dev);
+        assert_non_null(strstr(dla_last_error(), "ExecutionEnvironment \"gpu\""));
+        assert_non_null(strstr(dla_last_error(), "cpu:0 (cpu)"));
+        assert_int_equal(tst, DLA_ERR_NO_DEVICE);
+        assert_null(trained);
+        assert_null(info);
+    } else {
+        /* The best non-cpu device (testmem in tests/train_on_testmem.sh):
+         * training runs there and the network lives there. */
+        assert_int_equal(st, DLA_OK);
+        assert_ptr_equal(dev, other);
+        assert_int_equal(tst, DLA_OK);
+        assert_string_equal(info->device, dla_device_name(other));
+        assert_ptr_equal(dla_tensor_device(dla_table_value(dla_net_learnables(trained), 0)), other);
+        assert_true(info->training_loss[3] < info->training_loss[0]);
+        /* The caller's current device is left as it was. */
+        assert_string_equal(dla_device_type(dla_device_current()), "cpu");
+        dla_training_info_free(info);
+        dla_net_free(trained);
+    }
+    /* "cpu" trains on a cpu device. */
+    o.execution_environment = "cpu";
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info),
+                     DLA_OK);
+    assert_string_equal(dla_device_type(dla_tensor_device(dla_table_value(dla_net_learnables(trained), 0))),
+                        "cpu");
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static int seen_sizes[64], nseen;
+
+/* A custom loss that records the mini-batch sizes it is given. */
+static dla_status counting_ce(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    if (nseen < 64)
+        seen_sizes[nseen++] = (int)dla_tensor_dim(in[0], 2);
+    out[0] = dla_crossentropy(in[0], in[1], NULL);
+    return dla_tensor_status(out[0]);
+}
+
+static void partial_mini_batches_are_dropped_or_returned(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(100, 12, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 32;
+    nseen = 0;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = counting_ce}, &o, &trained, &info),
+                     DLA_OK);
+    assert_int_equal(info->iterations, 6); /* 3 full batches of 32 per epoch */
+    assert_int_equal(nseen, 6);
+    for (int i = 0; i < nseen; i++)
+        assert_int_equal(seen_sizes[i], 32);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    o.partial_mini_batch = "return";
+    nseen = 0;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = counting_ce}, &o, &trained, &info),
+                     DLA_OK);
+    assert_int_equal(info->iterations, 8);
+    assert_int_equal(seen_sizes[3], 4);
+    assert_int_equal(seen_sizes[7], 4);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* Fewer observations than a mini-batch: nothing to train on. */
+    o.partial_mini_batch = NULL;
+    o.mini_batch_size = 128;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = counting_ce}, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no full mini-batch"));
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+/* MATLAB's weighted cross-entropy of the dlaccelerate page; ctx holds the
+ * class weights. */
+static dla_status weighted_ce(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_crossentropy_options o = {.weights = ctx, .weights_format = "C",
+                                  .normalization_factor = "all-elements"};
+    out[0] = dla_affine(dla_crossentropy(in[0], in[1], &o), CLASSES, 0.0);
+    return dla_tensor_status(out[0]);
+}
+
+static void an_accelerated_custom_loss_is_replayed_and_trains(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(384, 13, &x, &t);
+    float w[CLASSES] = {0.5f, 1.0f, 1.5f, 2.0f};
+    dla_tensor *cw = dla_tensor_from_host(w, DLA_F32, "", DLA_DIMS(CLASSES, 1));
+    dla_accel *acc = dla_accelerate(weighted_ce, &(dla_accel_options){.name = "lossFun"});
+    dla_accel_set_check_mode(acc, "tolerance");
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.solver = "adam";
+    o.initial_learn_rate = 0.01;
+    o.max_epochs = 10;
+    o.mini_batch_size = 64;
+    o.metrics = "accuracy";
+    dla_rng_seed(1); /* the network is initialized from the data, with the stream */
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.accel = acc, .ctx = cw}, &o, &trained,
+                                  &info), DLA_OK);
+    /* 60 calls of one shape: one recorded, the rest replayed; the
+     * tolerance check found the replays equal to the function. */
+    assert_true(dla_accel_hit_rate(acc) > 90.0);
+    assert_int_equal(dla_accel_occupancy(acc), 1);
+    assert_string_equal(dla_accel_last_check(acc), "");
+    assert_true(info->training_loss[info->iterations - 1] < 0.3 * info->training_loss[0]);
+    assert_true(info->training_accuracy[info->iterations - 1] > 90.0);
+
+    /* The same training with the plain function gives the same losses:
+     * the gradient goes through the replayed trace as through the ops. */
+    dla_net *trained2;
+    dla_training_info *info2;
+    dla_rng_seed(1);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = weighted_ce, .ctx = cw}, &o,
+                                  &trained2, &info2), DLA_OK);
+    assert_int_equal(info2->iterations, info->iterations);
+    for (int64_t i = 0; i < info->iterations; i++)
+        if (!tu_close(info->training_loss[i], info2->training_loss[i], 1e-4))
+            fail_msg("iteration %lld: %.8g accelerated, %.8g plain", (long long)i + 1,
+                     info->training_loss[i], info2->training_loss[i]);
+    dla_training_info_free(info2);
+    dla_net_free(trained2);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_accel_free(acc);
+    dla_tensor_release(cw);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+/* n sequences of 2 channels, 5..12 steps; class 1 when channel 0 drifts
+ * up, 0 when it drifts down. */
+static dla_seqlist *drifts(int n, dla_tensor **labels)
+{
+    dla_seqlist *s = dla_seqlist_create(2);
+    int32_t *lab = malloc(sizeof *lab * (size_t)n);
+    tu_state = 99;
+    for (int i = 0; i < n; i++) {
+        int len = (int)tu_int(5, 12), c = (int)tu_int(0, 1);
+        float v[2 * 12];
+        for (int k = 0; k < len; k++) {
+            v[2 * k] = (float)((c ? 0.3 : -0.3) * k + 0.3 * (tu_unit() - 0.5));
+            v[2 * k + 1] = (float)(tu_unit() - 0.5);
+        }
+        assert_int_equal(dla_seqlist_append(s, v, len), DLA_OK);
+        lab[i] = c;
+    }
+    *labels = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, n));
+    free(lab);
+    return s;
+}
+
+static int iterations_seen;
+static int count_iterations(void *ctx, const dla_training_state *s)
+{
+    (void)ctx;
+    if (!strcmp(s->stage, "iteration"))
+        iterations_seen++;
+    return 0;
+}
+
+static void sequences_train_with_each_sequence_length(void **state)
+{
+    (void)state;
+    dla_tensor *t;
+    dla_seqlist *seqs = drifts(96, &t);
+    dla_rng_seed(3);
+    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.normalization = "zscore"}),
+                      dla_lstm_layer(6, &(dla_lstm_layer_options){.output_mode = "last"}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, l), *trained;
+    assert_non_null(net);
+    dla_training_info *info;
+    dla_train_data d = {.sequences = seqs, .targets = t};
+    dla_training_options o = quiet();
+    o.solver = "adam";
+    o.initial_learn_rate = 0.02;
+    o.max_epochs = 12;
+    o.mini_batch_size = 32;
+    o.metrics = "accuracy";
+    o.output_fn = count_iterations;
+    const char *lengths[] = {"longest", "shortest"};
+    for (int k = 0; k < 2; k++) {
+        o.sequence_length = lengths[k];
+        iterations_seen = 0;
+        assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                      &info), DLA_OK);
+        assert_int_equal(info->iterations, 36);
+        assert_int_equal(iterations_seen, 36);
+        assert_true(info->training_loss[35] < 0.5 * info->training_loss[0]);
+        /* ResetInputNormalization computed the statistics from the data. */
+        dla_tensor *mean = dla_net_get(trained, "sequenceinput_1", "Mean");
+        assert_non_null(mean);
+        assert_true(fabs(dla_tensor_item(dla_net_get(net, "sequenceinput_1", "Mean"), 0)) == 0);
+        assert_true(fabs(dla_tensor_item(mean, 1)) < 0.1); /* channel 1 is centred noise */
+        /* The LSTM's state is back at its initial size. */
+        assert_int_equal(dla_tensor_dim(dla_net_get(trained, "lstm_1", "HiddenState"), 2), 1);
+        dla_training_info_free(info);
+        dla_net_free(trained);
+    }
+    /* A number: every batch padded to a multiple of 4 steps and trained in
+     * chunks of 4 (3 per batch: the longest sequence has 12 steps). */
+    o.sequence_length = "4";
+    o.max_epochs = 2;
+    iterations_seen = 0;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations % 3, 0);
+    assert_true(info->iterations >= 2 * 3 * 2 && info->iterations <= 2 * 3 * 3);
+    assert_int_equal(iterations_seen, info->iterations);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(seqs);
+    dla_tensor_release(t);
+}
+
+static int stop_at_5(void *ctx, const dla_training_state *s)
+{
+    int *calls = ctx;
+    calls[!strcmp(s->stage, "start") ? 0 : !strcmp(s->stage, "done") ? 2 : 1]++;
+    return s->iteration >= 5;
+}
+
+static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(128, 14, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    int calls[3] = {0};
+    dla_training_options o = quiet();
+    o.max_epochs = 10;
+    o.mini_batch_size = 32;
+    o.output_fn = stop_at_5;
+    o.output_ctx = calls;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 5);
+    assert_string_equal(info->stop_reason, "Stopped by OutputFcn");
+    assert_int_equal(calls[0], 1);
+    assert_int_equal(calls[1], 5);
+    assert_int_equal(calls[2], 1);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* Piecewise: 0.1 x the rate every 2 epochs. */
+    o.output_fn = NULL;
+    o.max_epochs = 5;
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "piecewise", .drop_period = 2};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    double want[] = {0.01, 0.01, 0.001, 0.001, 0.0001};
+    for (int64_t i = 0; i < info->iterations; i++)
+        assert_true(tu_close(info->learn_rate[i], want[info->epoch[i] - 1], 1e-12));
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static void input_normalization_is_reset_from_uint8_images(void **state)
+{
+    (void)state;
+    /* 2x2x1 images of uint8 whose pixel p is p * 10 + the image's number
+     * mod 3: per-element means known by hand. */
+    uint8_t px[4 * 60];
+    int32_t lab[60];
+    for (int n = 0; n < 60; n++) {
+        for (int p = 0; p < 4; p++)
+            px[4 * n + p] = (uint8_t)(p * 10 + n % 3);
+        lab[n] = n % 2;
+    }
+    dla_tensor *x = dla_tensor_from_host(px, DLA_U8, "SSCB", DLA_DIMS(2, 2, 1, 60));
+    dla_tensor *t = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(60));
+    dla_layer *l[] = {dla_image_input_layer(2, 2, 1, &(dla_image_input_options){
+                                                      .normalization_dimension = "element"}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(3, l), *trained;
+    assert_non_null(net);
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 20;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    dla_tensor *mean = dla_net_get(trained, "imageinput_1", "Mean");
+    for (int p = 0; p < 4; p++)
+        assert_true(tu_close(dla_tensor_item(mean, p), p * 10 + 1.0, 1e-6));
+    dla_net_free(trained);
+    /* Kept when asked. */
+    o.reset_input_normalization = -1;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    assert_true(dla_tensor_item(dla_net_get(trained, "imageinput_1", "Mean"), 3) == 0);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static void a_training_leaves_nothing_allocated(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(96, 15, &x, &t);
+    blobs(40, 16, &vx, &vt);
+    dla_net *net = mlp(), *trained;
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    /* A first run initializes what lives as long as the process (devices,
+     * registries); the second must give back all it takes. */
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 32;
+    o.validation_data = &v;
+    o.metrics = "accuracy";
+    o.dispatch_in_background = 1;
+    dla_training_info *info;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info),
+                     DLA_OK);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    long before = tu_live;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info),
+                     DLA_OK);
+    assert_true(tu_live > before);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    /* At most what was live before: per-thread buffers the first run made
+     * may be given back meanwhile, but nothing of this run stays. */
+    assert_true(tu_live <= before);
+    before = tu_live;
+    /* A failure after set-up (a bad checkpoint folder) leaks nothing either. */
+    o.checkpoint_path = "/nonexistent";
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info),
+                     DLA_ERR_IO);
+    assert_true(tu_live <= before);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
+int main(void)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(trainnet_learns_four_blobs),
+        cmocka_unit_test(zeroed_options_are_matlab_defaults),
+        cmocka_unit_test(every_option_value_is_checked),
+        cmocka_unit_test(verbose_prints_matlabs_iteration_table),
+        cmocka_unit_test(validation_runs_at_its_frequency_and_the_end),
+        cmocka_unit_test(checkpoints_are_written_and_load_back),
+        cmocka_unit_test(training_progress_writes_a_well_formed_svg_chart),
+        cmocka_unit_test(progress_bar_redraws_on_a_terminal_and_escapes_the_chart),
+        cmocka_unit_test(execution_environment_maps_to_devices),
+        cmocka_unit_test(partial_mini_batches_are_dropped_or_returned),
+        cmocka_unit_test(an_accelerated_custom_loss_is_replayed_and_trains),
+        cmocka_unit_test(sequences_train_with_each_sequence_length),
+        cmocka_unit_test(output_fn_stops_training_and_schedules_drop_the_rate),
+        cmocka_unit_test(input_normalization_is_reset_from_uint8_images),
+        cmocka_unit_test(a_training_leaves_nothing_allocated),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
