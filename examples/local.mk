@@ -44,3 +44,21 @@ examples_accelerate_loss_LDADD = libdlaccel.la -lm
 TESTS += examples/accelerate_examples.sh
 EXTRA_DIST += examples/accelerate_examples.sh
 # ---- end of examples/accelerate_* ------------------------------------------
+
+# ---- examples/cnn_fmnist, waveform, slice_layer: training (issue 5) ------
+# cnn_fmnist: the dlaccelerate page's custom training loop on Fashion-MNIST
+# (the README's main job, through tools/quickstart.sh); waveform: trainnet
+# with an accelerated weighted cross-entropy on imbalanced sequences;
+# slice_layer: the custom layer with reshape and channel-wise separable
+# convolutions, forward and backward. The smoke test runs each at small
+# size (--small) and checks what it prints.
+noinst_PROGRAMS += examples/cnn_fmnist examples/waveform examples/slice_layer
+examples_cnn_fmnist_SOURCES = examples/cnn_fmnist.c
+examples_cnn_fmnist_LDADD = libdlaccel.la -lm
+examples_waveform_SOURCES = examples/waveform.c
+examples_waveform_LDADD = libdlaccel.la -lm
+examples_slice_layer_SOURCES = examples/slice_layer.c
+examples_slice_layer_LDADD = libdlaccel.la -lm
+TESTS += examples/training_examples.sh
+EXTRA_DIST += examples/training_examples.sh
+# ---- end of examples/cnn_fmnist, waveform, slice_layer ---------------------

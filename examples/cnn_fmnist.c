@@ -1,0 +1,348 @@
+/*
+ * cnn_fmnist.c - the custom training loop of MATLAB's dlaccelerate page,
+ * on Fashion-MNIST: an accelerated model loss returning the loss, the
+ * gradients and the network state, and SGDM.
+ *
+ *     accfun = dlaccelerate(@modelLoss);
+ *     for epoch = 1:numEpochs
+ *         shuffle(mbq);
+ *         while hasdata(mbq)
+ *             [X, T] = next(mbq);
+ *             [loss, gradients, state] = dlfeval(accfun, net, X, T);
+ *             net.State = state;
+ *             [net, velocity] = sgdmupdate(net, gradients, velocity, 0.01, 0.9);
+ *         end
+ *     end
+ *
+ *     function [loss, gradients, state] = modelLoss(net, X, T)
+ *         [Y, state] = forward(net, X);
+ *         loss = crossentropy(Y, T);
+ *         gradients = dlgradient(loss, net.Learnables);
+ *     end
+ *
+ * The network is the page's digit CNN: imageInput 28x28x1 with
+ * "zerocenter" normalization (the training set's mean image), conv 5x5x20,
+ * batch normalization, relu, conv 3x3x20 padding 1, batch normalization,
+ * relu, conv 3x3x20 padding 1, batch normalization, relu, fully connected
+ * 10, softmax. Mini-batches of 128, shuffled every epoch (the same order as
+ * ../shared/peers/cnn_fmnist.py: numpy's default_rng(0)), the last partial
+ * one dropped: 468 iterations per epoch. Images stay uint8 in memory (47 MB
+ * instead of 188) and become single, scaled to [0, 1], one mini-batch at a
+ * time on the queue's background thread.
+ *
+ * It runs on the best loaded device (dla_training_device("auto")), draws a
+ * progress bar (plain lines when stdout is not a terminal), and prints per
+ * epoch the mean loss, the test accuracy, the time, HitRate and Occupancy;
+ * at the end the peak resident memory (VmHWM) and where the chart of loss
+ * and accuracy per iteration was written.
+ *
+ *     cnn_fmnist [--small] [--epochs N] [--chart PATH] [--data DIR]
+ *
+ * --small (or DLA_EXAMPLE_SMALL=1): 3,840 training and 1,000 test images,
+ * one epoch, for `make check`. Exits with 77 when the dataset is missing.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <dlaccel.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH 128
+#define CLASSES 10
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Peak resident memory of the process so far, MiB (VmHWM). */
+static double peak_rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb / 1024.0;
+}
+
+/* function [loss, accuracy, gradients, state] = modelLoss(net, X, T)
+ * in: X, T, then the learnables and the state as tensor inputs (so an
+ * update never makes the trace stale); out: loss, mini-batch accuracy, one
+ * gradient per learnable, one new value per State row. */
+static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    int nl = dla_net_learnable_count(net);
+    dla_net_forward_options o = {.learnables = in + 2, .state = in + 2 + nl};
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 2 + nl, &o);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_crossentropy(y, in[1], NULL);
+    out[1] = dla_mean(dla_cast(dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(in[1], NULL)),
+                               DLA_F32), 0, NULL);
+    return dla_gradient(out[0], nl, in + 2, out + 2);
+}
+
+/* The mini-batch function: uint8 pixels (cast to single by the queue) to
+ * [0, 1], class numbers to one-hot. */
+static dla_status preprocess(void *ctx, int n, dla_tensor **b)
+{
+    (void)ctx, (void)n;
+    b[0] = dla_affine(b[0], 1.0 / 255.0, 0.0);
+    b[1] = dla_onehotencode(b[1], CLASSES, NULL);
+    return dla_tensor_status(b[0]) != DLA_OK ? dla_tensor_status(b[0]) : dla_tensor_status(b[1]);
+}
+
+static dla_net *make_net(void)
+{
+    dla_layer *layers[] = {
+        dla_image_input_layer(28, 28, 1, &(dla_image_input_options){
+                                             .name = "input", .normalization = "zerocenter",
+                                             .normalization_dimension = "element"}),
+        dla_conv2d_layer(5, 5, 20, &(dla_conv_layer_options){.name = "conv1"}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn1"}),
+        dla_relu_layer(&(dla_layer_options){.name = "relu1"}),
+        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.name = "conv2", .padding = {1, 1, 1, 1}}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn2"}),
+        dla_relu_layer(&(dla_layer_options){.name = "relu2"}),
+        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.name = "conv3", .padding = {1, 1, 1, 1}}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn3"}),
+        dla_relu_layer(&(dla_layer_options){.name = "relu3"}),
+        dla_fc_layer(CLASSES, &(dla_fc_layer_options){.name = "fc"}),
+        dla_softmax_layer(&(dla_layer_options){.name = "softmax"}),
+    };
+    return dla_net_create((int)(sizeof layers / sizeof layers[0]), layers);
+}
+
+/* The input layer's mean image from the uint8 training images, in chunks
+ * (each is cast to double inside), scaled as the batches are. */
+static dla_status set_mean_image(dla_net *net, dla_tensor *images)
+{
+    int64_t n = dla_tensor_dim(images, 4);
+    int nchunks = (int)((n + 999) / 1000);
+    dla_tensor *chunks[64];
+    if (nchunks > 64)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "too many images");
+    dla_scope_begin();
+    for (int c = 0; c < nchunks; c++)
+        chunks[c] = dla_slice(images, 4, (int64_t)c * 1000, 1, (int64_t)(c + 1) * 1000);
+    dla_status st = dla_net_set_input_statistics(net, "input", nchunks, chunks);
+    if (st == DLA_OK)
+        st = dla_net_set(net, "input", "Mean",
+                         dla_affine(dla_net_get(net, "input", "Mean"), 1.0 / 255.0, 0.0));
+    dla_scope_end();
+    return st;
+}
+
+/* Test accuracy and mean loss in inference mode, batches of 128. */
+static dla_status evaluate(dla_net *net, dla_mbq *test, double *accuracy, double *loss)
+{
+    double right = 0, total = 0, sum = 0;
+    dla_mbq_reset(test);
+    dla_status st = DLA_OK;
+    while (st == DLA_OK && dla_mbq_hasdata(test)) {
+        dla_scope_begin();
+        dla_tensor *b[2], *y;
+        st = dla_mbq_next(test, 2, b);
+        if (st == DLA_OK)
+            st = dla_net_predict(net, 1, &b[0], 1, &y, NULL);
+        if (st == DLA_OK) {
+            double nb = (double)dla_tensor_dim(y, 2);
+            dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(b[1], NULL));
+            right += dla_tensor_item(dla_sum(dla_cast(hit, DLA_F64), 0, NULL), 0);
+            sum += dla_tensor_item(dla_crossentropy(y, b[1], NULL), 0) * nb;
+            total += nb;
+            st = dla_tensor_status(hit);
+        }
+        dla_scope_end();
+    }
+    *accuracy = total ? 100.0 * right / total : NAN;
+    *loss = total ? sum / total : NAN;
+    return st;
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "cnn_fmnist: %s: %s\n", what, dla_last_error());
+    return 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("DLA_EXAMPLE_SMALL");
+    int small = env && *env && strcmp(env, "0"), epochs = 0;
+    const char *chart = "cnn_fmnist-training.svg", *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--small"))
+            small = 1;
+        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
+            epochs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--chart") && i + 1 < argc)
+            chart = argv[++i];
+        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+            dir = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--small] [--epochs N] [--chart PATH] [--data DIR]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (epochs <= 0)
+        epochs = small ? 1 : 3;
+
+    /* The best loaded device: ExecutionEnvironment "auto". */
+    dla_device *dev;
+    if (dla_training_device("auto", &dev) != DLA_OK)
+        return fail("device");
+    printf("device: %s (%s)\n", dla_device_name(dev), dla_device_description(dev));
+
+    dla_tensor *xtrain, *ttrain, *xtest = NULL, *ttest = NULL;
+    dla_fashion_mnist_options lo = {.dtype = DLA_U8, .count = small ? 3840 : 0};
+    if (dla_fashion_mnist_load(dir, "train", &lo, &xtrain, &ttrain) != DLA_OK) {
+        fprintf(stderr, "cnn_fmnist: %s\n", dla_last_error());
+        return dla_last_status() == DLA_ERR_IO ? 77 : 1;
+    }
+    printf("Fashion-MNIST: %lld training images (uint8 in memory)\n",
+           (long long)dla_tensor_dim(xtrain, 4));
+
+    dla_rng_seed(0);
+    dla_net *net = make_net();
+    if (!net || set_mean_image(net, xtrain) != DLA_OK)
+        return fail("network");
+    int nl = dla_net_learnable_count(net), ns = dla_net_state_count(net);
+
+    dla_mbq *mbq, *test = NULL;
+    dla_mbq_options qo = {.mini_batch_size = BATCH, .partial_mini_batch = "discard", .seed = 0,
+                          .dispatch_in_background = 1, .mini_batch_fcn = preprocess};
+    if (dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtrain, .cast = "single"}, {.tensor = ttrain}},
+                       &qo, &mbq) != DLA_OK)
+        return fail("mini-batch queue");
+
+    /* accfun = dlaccelerate(@modelLoss) */
+    dla_accel *accfun = dla_accelerate(model_loss, &(dla_accel_options){.name = "modelLoss",
+                                                                         .key = dla_net_key});
+    dla_tensor **velocity = calloc((size_t)nl, sizeof *velocity);
+    dla_tensor **in = malloc(sizeof *in * (size_t)(2 + nl + ns));
+    dla_tensor **out = malloc(sizeof *out * (size_t)(2 + nl + ns));
+    if (!accfun || !velocity || !in || !out)
+        return fail("setup");
+    int64_t per_epoch = dla_mbq_num_batches(mbq), total = per_epoch * epochs, iteration = 0;
+    dla_progress *progress = dla_progress_create(&(dla_progress_options){
+        .total = total, .title = "Fashion-MNIST digit CNN: accelerated custom training loop"});
+    printf("training: %d epoch%s of %lld iterations, mini-batch %d, SGDM lr %.2f momentum %.1f\n",
+           epochs, epochs > 1 ? "s" : "", (long long)per_epoch, BATCH, DLA_SGDM_LEARN_RATE,
+           DLA_SGDM_MOMENTUM);
+
+    double epoch_time[64] = {0}, accuracy = NAN, first_loss = NAN, last_loss = NAN;
+    for (int epoch = 1; epoch <= epochs && epoch <= 64; epoch++) {
+        dla_mbq_shuffle(mbq);
+        dla_progress_mark_epoch(progress, epoch, iteration + 1);
+        double t0 = now(), loss_sum = 0;
+        while (dla_mbq_hasdata(mbq)) {
+            dla_scope_begin();
+            dla_tensor *b[2];
+            if (dla_mbq_next(mbq, 2, b) != DLA_OK)
+                return fail("next mini-batch");
+            in[0] = b[0];
+            in[1] = b[1];
+            memcpy(in + 2, dla_table_values(dla_net_learnables(net)), sizeof *in * (size_t)nl);
+            memcpy(in + 2 + nl, dla_table_values(dla_net_state(net)), sizeof *in * (size_t)ns);
+            /* [loss, accuracy, gradients, state] = dlfeval(accfun, net, X, T) */
+            if (dla_accel_feval(accfun, net, 2 + nl + ns, in, 2 + nl + ns, out) != DLA_OK ||
+                dla_net_set_state(net, ns, out + 2 + nl) != DLA_OK ||
+                dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), out + 2, velocity,
+                               DLA_SGDM_LEARN_RATE, DLA_SGDM_MOMENTUM) != DLA_OK)
+                return fail("training step");
+            double loss = dla_tensor_item(out[0], 0), acc = 100.0 * dla_tensor_item(out[1], 0);
+            dla_scope_end();
+            iteration++;
+            loss_sum += loss;
+            first_loss = iteration == 1 ? loss : first_loss;
+            last_loss = loss;
+            dla_progress_record(progress, "TrainingLoss", iteration, loss);
+            dla_progress_record(progress, "TrainingAccuracy", iteration, acc);
+            char text[128];
+            snprintf(text, sizeof text, "epoch %d/%d  loss %.4f  accuracy %.1f%%", epoch, epochs,
+                     loss, acc);
+            dla_progress_update(progress, iteration, text);
+        }
+        epoch_time[epoch - 1] = now() - t0;
+        /* The test set is read when first needed: the first iterations,
+         * which record the trace, are the most memory-hungry moment. */
+        if (!test) {
+            lo.count = small ? 1000 : 0;
+            qo.partial_mini_batch = "return";
+            qo.dispatch_in_background = 0;
+            if (dla_fashion_mnist_load(dir, "test", &lo, &xtest, &ttest) != DLA_OK ||
+                dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtest, .cast = "single"},
+                                                    {.tensor = ttest}}, &qo, &test) != DLA_OK)
+                return fail("test set");
+        }
+        double test_loss;
+        if (evaluate(net, test, &accuracy, &test_loss) != DLA_OK)
+            return fail("test");
+        dla_progress_record(progress, "ValidationLoss", iteration, test_loss);
+        dla_progress_record(progress, "ValidationAccuracy", iteration, accuracy);
+        dla_progress_printf(progress,
+                            "epoch %d: mean loss %.4f, test accuracy %.2f%%, %.1f s (%.1f ms per "
+                            "iteration), HitRate %.1f%%, Occupancy %d",
+                            epoch, loss_sum / (double)per_epoch, accuracy, epoch_time[epoch - 1],
+                            1e3 * epoch_time[epoch - 1] / (double)per_epoch,
+                            dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
+        if (dla_progress_write_chart(progress, chart) != DLA_OK)
+            return fail("chart");
+    }
+    dla_progress_finish(progress, NULL);
+
+    int ne = epochs < 64 ? epochs : 64;
+    double sorted[64];
+    memcpy(sorted, epoch_time, sizeof *sorted * (size_t)ne);
+    qsort(sorted, (size_t)ne, sizeof *sorted, cmp_double);
+    double median = ne % 2 ? sorted[ne / 2] : (sorted[ne / 2 - 1] + sorted[ne / 2]) / 2;
+    char desc[512];
+    dla_accel_describe(accfun, desc, sizeof desc);
+    printf("\naccfun =\n\n%s\n", desc);
+    printf("loss: %.4f at iteration 1, %.4f at iteration %lld\n", first_loss, last_loss,
+           (long long)iteration);
+    printf("test accuracy: %.2f%% (%lld test images)\n", accuracy,
+           (long long)dla_tensor_dim(xtest, 4));
+    printf("HitRate: %.1f%%  Occupancy: %d\n", dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
+    printf("time per epoch: %.1f s (median of %d; %.1f ms per iteration)\n", median, ne,
+           1e3 * median / (double)per_epoch);
+    printf("peak RSS: %.0f MiB\n", peak_rss_mib());
+    printf("chart: %s\n", chart);
+    if (!small)
+        printf("\ngoals (../shared/peers/cnn_fmnist.py, PyTorch 1.13, same net): test accuracy >= "
+               "89.5%% (PyTorch 89.95%%), time per epoch <= 0.5 x PyTorch's, peak RSS <= 200 MiB "
+               "(PyTorch 800 MiB)\n");
+
+    dla_progress_free(progress);
+    dla_optim_free(nl, velocity);
+    free(velocity);
+    free(in);
+    free(out);
+    dla_accel_free(accfun);
+    dla_mbq_free(mbq);
+    dla_mbq_free(test);
+    dla_net_free(net);
+    dla_tensor_release(xtrain);
+    dla_tensor_release(ttrain);
+    dla_tensor_release(xtest);
+    dla_tensor_release(ttest);
+    return 0;
+}

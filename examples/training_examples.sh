@@ -1,0 +1,101 @@
+#!/bin/sh
+# Smoke test of the training examples at small size (--small), as a user
+# runs them: each exits with 0 and prints sane figures. Speaks TAP.
+#   1 cnn_fmnist: the loss falls, test accuracy is far above chance (10%),
+#     the accelerated model loss is replayed (HitRate), the chart is an SVG;
+#     skipped when Fashion-MNIST is not installed (dataset-fashion-mnist).
+#   2 waveform: the tolerance check stays silent, the accelerated loss's
+#     HitRate is above 90%, the loss falls, accuracy is above the largest
+#     class's share (35%).
+#   3 slice_layer: forward and backward run, the gradients agree with
+#     finite differences.
+ex="$DLA_TEST_BUILDDIR/examples"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-training-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DLACCEL_LOG DLACCEL_DEVICE DLA_EXAMPLE_SMALL
+echo "1..3"
+
+# The number after a label on the first line that has it: num "HitRate:" file
+num() {
+    sed -n "s/.*$1 *\([-0-9.][0-9.e+-]*\).*/\1/p" "$2" | head -n 1
+}
+# ok_if N DESCRIPTION: passes when every check recorded in $bad passed.
+ok_if() {
+    if [ -z "$bad" ]; then
+        echo "ok $1 - $2"
+    else
+        printf '%s\n' "$bad" | sed 's/^/# /'
+        sed 's/^/#   | /' "$tmp/out" | tail -n 40
+        echo "not ok $1 - $2"
+    fi
+}
+# check CONDITION MESSAGE: awk evaluates the condition.
+check() {
+    awk "BEGIN { exit !($1) }" </dev/null || bad="$bad
+$2"
+}
+
+# 1. cnn_fmnist
+bad=
+(cd "$tmp" && "$ex/cnn_fmnist" --small --chart "$tmp/cnn.svg") >"$tmp/out" 2>&1
+status=$?
+if [ $status -eq 77 ]; then
+    echo "ok 1 # SKIP cnn_fmnist: Fashion-MNIST is not installed ($(head -n 1 "$tmp/out"))"
+else
+    [ $status -eq 0 ] || bad="exit status $status"
+    first=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\1/p' "$tmp/out")
+    last=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\2/p' "$tmp/out")
+    acc=$(num "test accuracy:" "$tmp/out")
+    hit=$(num "HitRate:" "$tmp/out")
+    check "${first:-0} > 0 && ${last:-9} < 0.6 * ${first:-0}" "loss did not fall: $first -> $last"
+    check "${acc:-0} > 50" "test accuracy $acc% (chance is 10%)"
+    check "${hit:-0} > 90" "HitRate $hit%"
+    grep -q "^time per epoch: " "$tmp/out" || bad="$bad
+no time per epoch"
+    grep -q "^peak RSS: [0-9]* MiB" "$tmp/out" || bad="$bad
+no peak RSS"
+    grep -q "^\[progress\] 100%  30/30" "$tmp/out" || bad="$bad
+no progress lines (stdout is not a terminal)"
+    tail -c 7 "$tmp/cnn.svg" 2>/dev/null | grep -q "</svg>" || bad="$bad
+no chart at $tmp/cnn.svg"
+    grep -q "^chart: $tmp/cnn.svg" "$tmp/out" || bad="$bad
+the chart's path is not printed"
+    ok_if 1 "cnn_fmnist --small: loss falls, test accuracy $acc%, HitRate $hit%, chart written"
+fi
+
+# 2. waveform
+bad=
+(cd "$tmp" && "$ex/waveform" --small --chart "$tmp/wave.svg") >"$tmp/out" 2>&1
+status=$?
+[ $status -eq 0 ] || bad="exit status $status"
+grep -q "^CheckMode 'tolerance', 1 epoch: no warning" "$tmp/out" || bad="$bad
+the tolerance check did not pass silently"
+! grep -q "dlaccel\[warn\]" "$tmp/out" || bad="$bad
+a warning was printed"
+hit=$(num "HitRate" "$tmp/out")
+acc=$(sed -n 's/^accuracy (each.*training \([0-9.]*\)%, held-out.*/\1/p' "$tmp/out")
+first=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\1/p' "$tmp/out")
+last=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\2/p' "$tmp/out")
+check "${hit:-0} > 90" "HitRate $hit%"
+check "${acc:-0} > 35" "training accuracy $acc%"
+check "${first:-0} > 0 && ${last:-9} < 0.6 * ${first:-0}" "loss did not fall: $first -> $last"
+grep -q "Epoch | *Iteration\|  Epoch  |  Iteration  |" "$tmp/out" || bad="$bad
+no iteration table"
+grep -q "Training finished: Max epochs completed." "$tmp/out" || bad="$bad
+no end of training"
+tail -c 7 "$tmp/wave.svg" 2>/dev/null | grep -q "</svg>" || bad="$bad
+no chart"
+ok_if 2 "waveform --small: no tolerance warning, HitRate $hit%, loss falls, accuracy $acc%"
+
+# 3. slice_layer
+bad=
+"$ex/slice_layer" --small >"$tmp/out" 2>&1
+status=$?
+[ $status -eq 0 ] || bad="exit status $status"
+grep -q "^gradients: dX 16x16x4x6 single SSCB" "$tmp/out" || bad="$bad
+no dX of X's dims"
+grep -q "^gradient check .*: ok$" "$tmp/out" || bad="$bad
+the gradient check failed"
+grep -q "^accelerated: forward + backward .* Occupancy 1$" "$tmp/out" || bad="$bad
+the accelerated layer did not replay one trace"
+ok_if 3 "slice_layer --small: forward, backward and accelerated; gradients match finite differences"
