@@ -165,10 +165,11 @@ static dla_tensor *make_random(const char *op, int normal, dla_dtype dtype, cons
     if (!t)
         return dla__return(dla__error_tensor());
     int64_t n = dla__numel(t->ndims, t->dims);
-    void *host = dla__malloc(t->storage->bytes);
+    size_t bytes = t->storage->bytes;
+    void *host = dla__malloc(bytes);
     if (!host) {
         dla_tensor_release(t);
-        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, t->storage->bytes);
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, bytes);
     }
     /* Numbers are drawn in canonical order: the tensor's own layout. */
     uint64_t used;
@@ -220,10 +221,11 @@ static dla_status rand_like_forward(const void *attrs, dla_tensor *const *in, in
     if (!t)
         return dla_last_status();
     int64_t n = dla__numel(t->ndims, t->dims);
-    void *host = dla__malloc(t->storage->bytes);
+    size_t bytes = t->storage->bytes;
+    void *host = dla__malloc(bytes);
     if (!host) {
         dla_tensor_release(t);
-        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, t->storage->bytes);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, bytes);
     }
     uint64_t used;
     if (x->dtype == DLA_F32)

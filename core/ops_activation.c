@@ -181,7 +181,7 @@ static dla_status softmax_forward(const void *attrs, dla_tensor *const *in, int 
     dla_tensor *r = dla__tensor_alloc(op, dev, x->dtype, "", x->ndims, rdims);
     dla_tensor *e = NULL;
     dla_status st = y && r ? DLA_OK : dla_last_status();
-    dla_view vx, vy, vr, ve;
+    dla_view vx = {0}, vy = {0}, vr = {0}, ve = {0}; /* expanded even on failure */
     if (st == DLA_OK) {
         dla__view_of(x, &vx);
         dla__view_of(y, &vy);
