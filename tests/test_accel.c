@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,6 +222,55 @@ static void test_a_full_cache_evicts_and_keeps_what_is_hit(void **state)
     dla_accel_set_cache_size(af, 1);
     assert_int_equal(dla_accel_occupancy(af), 1);
     dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* Runs fn with stderr sent to a file; returns what was written (malloc'd). */
+static char *stderr_of(void (*fn)(void *), void *arg)
+{
+    fflush(stderr);
+    char path[] = "/tmp/dla_accel_logXXXXXX";
+    int fd = mkstemp(path);
+    int saved = dup(2);
+    dup2(fd, 2);
+    fn(arg);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *f = fopen(path, "r");
+    char *text = calloc(1, 65536);
+    size_t n = fread(text, 1, 65535, f);
+    text[n] = '\0';
+    fclose(f);
+    close(fd);
+    unlink(path);
+    return text;
+}
+
+static void changing_dims(void *arg)
+{
+    dla_accel *af = arg;
+    counter c = {0, 1.0};
+    dla_scope_begin();
+    for (int64_t n = 1; n <= 12; n++) { /* a new batch size every call */
+        dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(4, n)), *y;
+        dla_accel_call(af, &c, 1, &x, 1, &y);
+    }
+    dla_scope_end();
+}
+
+static void test_a_run_of_misses_warns_once_with_the_most_frequent_reason(void **state)
+{
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "lossFcn"});
+    char *log = stderr_of(changing_dims, af);
+    const char *w = strstr(log, "dla_accelerate: lossFcn: ");
+    assert_non_null(w);
+    assert_non_null(strstr(w, "of the last 10 calls missed the cache"));
+    assert_non_null(strstr(w, "the most frequent reason is a change of input dims"));
+    assert_non_null(strstr(w, "(last: input 1 dims 4x"));
+    assert_null(strstr(w + 1, "dla_accelerate: lossFcn: ")); /* once */
+    assert_true(dla_accel_hit_rate(af) == 0.0);
+    free(log);
     dla_accel_free(af);
 }
 
@@ -461,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_every_key_component_misses_with_its_reason),
         cmocka_unit_test(test_without_a_key_function_the_ctx_pointer_is_the_key),
         cmocka_unit_test(test_a_full_cache_evicts_and_keeps_what_is_hit),
+        cmocka_unit_test(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         cmocka_unit_test(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         cmocka_unit_test(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         cmocka_unit_test(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
