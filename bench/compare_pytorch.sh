@@ -19,15 +19,18 @@ peers=${DLA_PEERS:-$root/../shared/peers}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp -r "$peers" "$work/peers"
+# cnn_fmnist.py writes its profile before anything creates results/.
+mkdir -p "$work/peers/results"
 export OMP_NUM_THREADS=2 DLACCEL_PLUGIN_PATH="$build/plugins.d"
 py=/usr/bin/python3
 
 for r in $(seq "$rounds"); do
     echo "== round $r/$rounds: PyTorch" >&2
-    (cd "$work/peers" && $py cnn_fmnist.py timing >/dev/null 2>&1 &&
+    (cd "$work/peers" && $py cnn_fmnist.py timing >"$work/torch_cnn_$r.log" 2>&1 &&
         cp results/cnn_timing.json "$work/torch_cnn_$r.json" &&
-        $py dispatch_overhead.py >/dev/null 2>&1 &&
-        cp results/dispatch_overhead.json "$work/torch_mlp_$r.json")
+        $py dispatch_overhead.py >"$work/torch_mlp_$r.log" 2>&1 &&
+        cp results/dispatch_overhead.json "$work/torch_mlp_$r.json") ||
+        { echo "the PyTorch reference failed:" >&2; tail -5 "$work"/torch_*_"$r".log >&2; exit 1; }
     echo "== round $r/$rounds: dlaccel" >&2
     "$build/bench/dlaccel-bench" --json --device cpu --workload cnn_ > "$work/dla_cnn_$r.json"
     "$build/bench/dlaccel-bench" --json --device cpu --workload mlp_ > "$work/dla_mlp_$r.json"
