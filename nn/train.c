@@ -291,7 +291,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     int64_t n = observations(d);
     if (dla_tensor_numel(d->targets) == n && dla_tensor_dtype(d->targets) == DLA_I32 &&
         tr->classify) {
-        *targets = dla_reshape(d->targets, "CB", DLA_DIMS(1, n));
+        /* A reference of our own even when the caller has a scope open. */
+        dla_scope_begin();
+        *targets = dla_tensor_retain(dla_reshape(d->targets, "CB", DLA_DIMS(1, n)));
+        dla_scope_end();
     } else if (tr->classify) {
         return dla_set_error(DLA_ERR_SHAPE,
                              "dla_trainnet: %s: targets hold %lld values; class numbers need one "

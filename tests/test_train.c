@@ -214,8 +214,12 @@ static void trainnet_learns_four_blobs(void **state)
     o.metrics = "accuracy";
     o.shuffle = "every-epoch";
     dla_train_data d = {.predictors = x, .targets = t};
+    /* Inside a scope of the caller's: what trainnet returns is not the
+     * scope's, and nothing it made internally is left to it. */
+    dla_scope_begin();
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   &info), DLA_OK);
+    dla_scope_end();
     assert_false(dla_net_initialized(net)); /* the given network is not changed */
     assert_true(dla_net_initialized(trained));
     assert_int_equal(info->iterations, 15 * 8);
