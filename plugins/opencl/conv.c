@@ -17,7 +17,7 @@
 
 typedef struct conv {
     cl_long in[3], out[3], fs[3], st[3], dl[3], pb[3];
-    cl_long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts;
+    cl_long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts, chunked;
     cl_long xs[3], xc, xb, xoff;
     cl_long ws[3], wc, wf, wg, woff;
     cl_long ys[3], yf, yb, yoff;
@@ -203,8 +203,10 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
     cl_mem part_v = NULL;
     if (dir == BACKWARD_FILTER) {
         const int64_t positions = p.batch * p.out_px;
-        if (nw < TARGET_ITEMS && positions >= 2 * MIN_PART) {
-            int64_t parts = TARGET_ITEMS / nw;
+        const int64_t target = d->cpu ? 8 * (int64_t)d->units : TARGET_ITEMS;
+        p.chunked = d->cpu;
+        if (nw < target && positions >= 2 * MIN_PART) {
+            int64_t parts = target / nw;
             if (parts > positions / MIN_PART)
                 parts = positions / MIN_PART;
             p.parts = parts > 1 ? parts : 1;

@@ -83,7 +83,7 @@ dla_status dla__ocl_fill(void *dev, const dla_view *y, double value)
     if (s == DLA_OK)
         s = dla__ocl_arg(k, 3, es, &bits, "fill");
     if (s == DLA_OK)
-        s = dla__ocl_run_space(d, k, 1, views, 1, "fill");
+        s = dla__ocl_run_space(d, k, 1, views, 0, "fill");
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -113,7 +113,7 @@ static dla_status copy_views(dla__ocl_device *d, const dla_view *y, const dla_vi
     dla_status s = dla__ocl_kernel(d, DLA__OCL_PROG_COPY, DLA__OCL_K_COPY + sc, &k, "%s",
                                    names[sc]);
     if (s == DLA_OK)
-        s = dla__ocl_run_space(d, k, 2, views, 1, kernel);
+        s = dla__ocl_run_space(d, k, 2, views, 0, kernel);
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -158,7 +158,7 @@ dla_status dla__ocl_cast(void *dev, const dla_view *y, const dla_view *x)
     s = dla__ocl_kernel(d, DLA__OCL_PROG_COPY, DLA__OCL_K_CAST + x->dtype * DLA_DTYPE_COUNT + y->dtype,
                         &k, "cast_%s_%s", short_names[x->dtype], short_names[y->dtype]);
     if (s == DLA_OK)
-        s = dla__ocl_run_space(d, k, 2, views, 1, "cast");
+        s = dla__ocl_run_space(d, k, 2, views, 0, "cast");
     pthread_mutex_unlock(&d->lock);
     return s;
 }

@@ -68,7 +68,7 @@ dla_status dla__ocl_unary(void *dev, const dla_unary_args *args)
         }
     }
     if (s == DLA_OK)
-        s = dla__ocl_run_space(d, k, 2, views, 1, "unary");
+        s = dla__ocl_run_space(d, k, 2, views, 0, "unary");
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -129,7 +129,7 @@ dla_status dla__ocl_binary(void *dev, const dla_binary_args *args)
     s = dla__ocl_kernel(d, DLA__OCL_PROG_ELEMENTWISE, DLA__OCL_K_BINARY + 2 * args->op + f64, &k,
                         "binary_%s_%s", name, float_type(a->dtype));
     if (s == DLA_OK)
-        s = dla__ocl_run_space(d, k, 3, views, 1, "binary");
+        s = dla__ocl_run_space(d, k, 3, views, 0, "binary");
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -184,7 +184,7 @@ dla_status dla__ocl_ternary(void *dev, const dla_ternary_args *args)
     s = dla__ocl_kernel(d, DLA__OCL_PROG_ELEMENTWISE, DLA__OCL_K_WHERE + f64, &k, "where_%s",
                         float_type(z->dtype));
     if (s == DLA_OK)
-        s = dla__ocl_run_space(d, k, 4, views, 1, "ternary where");
+        s = dla__ocl_run_space(d, k, 4, views, 0, "ternary where");
     pthread_mutex_unlock(&d->lock);
     return s;
 }

@@ -195,13 +195,14 @@ static void write_source(const key *k, char *src, size_t size)
             snprintf(opnd[s], sizeof opnd[s], v >= 0 ? "r%d" : "i%d", v >= 0 ? v : -1 - v);
         }
         if (k->code[j][0] == DLA_FUSED_UNARY)
-            PUT("    const %s r%d = %s(%s, p.al[%d], p.be[%d]);\n", T, j,
-                unary_macros[k->code[j][1]], opnd[0], j, j);
+            PUT("    %s r%d = %s(%s, p.al[%d], p.be[%d]);\n", T, j, unary_macros[k->code[j][1]],
+                opnd[0], j, j);
         else if (k->code[j][0] == DLA_FUSED_BINARY)
-            PUT("    const %s r%d = %s(%s, %s);\n", T, j, binary_macros[k->code[j][1]], opnd[0],
+            PUT("    %s r%d = %s(%s, %s);\n", T, j, binary_macros[k->code[j][1]], opnd[0],
                 opnd[1]);
         else
-            PUT("    const %s r%d = %s != 0 ? %s : %s;\n", T, j, opnd[0], opnd[1], opnd[2]);
+            PUT("    %s r%d = %s != 0 ? %s : %s;\n", T, j, opnd[0], opnd[1], opnd[2]);
+        PUT("    r%d = DLA_CANON(%s, r%d);\n", j, T, j);
     }
     PUT("    y[dla_at(&vy, c)] = r%d;\n}\n", k->ninsns - 1);
 #undef PUT
@@ -333,7 +334,7 @@ dla_status dla__ocl_fused(void *dev, const dla_fused_args *args)
         s = f64 ? DLA__OCL_ARG(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, p64, "fused")
                 : DLA__OCL_ARG(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, p32, "fused");
     if (s == DLA_OK)
-        s = dla__ocl_run_space(d, kern, 1 + args->ninputs, v, 1, "fused");
+        s = dla__ocl_run_space(d, kern, 1 + args->ninputs, v, 0, "fused");
     pthread_mutex_unlock(&d->lock);
     return s;
 }

@@ -86,6 +86,8 @@ typedef struct dla__ocl_device {
     cl_context ctx;
     cl_command_queue queue;
     int fp64;      /* cl_khr_fp64: double kernels exist */
+    int cpu;       /* a CPU device: work-items are loops on its cores */
+    int units;     /* compute units */
     size_t local;  /* work-group size of 1-d launches */
     cl_ulong max_alloc;
     char options[160]; /* clBuildProgram options */
@@ -119,11 +121,9 @@ extern const char dla__ocl_src_common[], dla__ocl_src_ops[], dla__ocl_src_copy[]
 /* ------------------------------------------------------- launch helpers */
 
 /* The space of common.cl: at most DLA__OCL_KD dims per launch. */
-#define DLA__OCL_KD 4
+#define DLA__OCL_KD 3
 
 typedef struct dla__ocl_shape {
-    cl_long numel;
-    cl_long ndims;
     cl_long dims[DLA__OCL_KD];
 } dla__ocl_shape;
 
@@ -149,9 +149,11 @@ dla_status dla__ocl_launch1(dla__ocl_device *d, cl_kernel k, size_t n, const cha
  * dims): the views' dims are coalesced, and the kernel gets argument 0 the
  * dla__ocl_shape, then for view i the buffer (argument 1 + 2i) and its
  * dla__ocl_vw (2 + 2i); the caller sets the arguments after those first.
- * A space of more than DLA__OCL_KD dims after coalescing runs as one
- * launch per index of its outer dims. rows > 1 adds a second range
- * dimension of that many work-items (get_global_id(1)). */
+ * The launch is an NDRange over the space's dims; a space of more dims
+ * than that runs as one launch per index of its outer dims. rows > 0
+ * keeps the third dim of the launch for the caller (rows work-items,
+ * get_global_id(2), the views' stride 0 there) and the space to two;
+ * rows == 0 gives the space all three. */
 dla_status dla__ocl_run_space(dla__ocl_device *d, cl_kernel k, int nops,
                               const dla_view *const *views, size_t rows, const char *kernel);
 

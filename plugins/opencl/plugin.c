@@ -220,7 +220,11 @@ static dla_status device_open(int index, void **out)
     clGetDeviceInfo(d->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     /* A CPU runs a work-group as a loop: large groups amortize the cost of
      * handing one to a thread. A GPU wants several groups per unit. */
-    d->local = type & CL_DEVICE_TYPE_CPU ? 1024 : 256;
+    d->cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+    cl_uint units = 1;
+    clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    d->units = units > 0 ? (int)units : 1;
+    d->local = d->cpu ? 1024 : 256;
     while (d->local > max_wg)
         d->local /= 2;
     if (d->local == 0)

@@ -225,20 +225,32 @@ int dla__ocl_flat(int nops, const dla_view *const *views)
     return 1;
 }
 
+/* The work-group size along a launch dim of n work-items, at most room:
+ * the whole group along dim 0 when the run is long, else the smallest
+ * power of two that covers it (at least 8), the rest going to dim 1. */
+static size_t group_along(int64_t n, size_t room, size_t least)
+{
+    size_t l = least;
+    while (l < room && (int64_t)l < n)
+        l *= 2;
+    return l < room ? l : room;
+}
+
 dla_status dla__ocl_run_space(dla__ocl_device *d, cl_kernel k, int nops,
                               const dla_view *const *views, size_t rows, const char *kernel)
 {
     enum { MAX_OPS = 1 + DLA_FUSED_MAX_INPUTS };
-    if (dla__ocl_numel(views[0]) == 0 || rows == 0)
+    if (dla__ocl_numel(views[0]) == 0)
         return DLA_OK;
     int64_t dims[DLA_MAX_DIMS], st[MAX_OPS][DLA_MAX_DIMS];
     const int nd = coalesce(nops, views, dims, st);
-    const int inner = nd < DLA__OCL_KD ? nd : DLA__OCL_KD;
-    dla__ocl_shape sh = {.numel = 1, .ndims = inner};
-    for (int i = 0; i < DLA__OCL_KD; i++) {
+    const int room = rows ? DLA__OCL_KD - 1 : DLA__OCL_KD;
+    const int inner = nd < room ? nd : room;
+    dla__ocl_shape sh;
+    for (int i = 0; i < DLA__OCL_KD; i++)
         sh.dims[i] = i < inner ? dims[i] : 1;
-        sh.numel *= sh.dims[i];
-    }
+    if (rows)
+        sh.dims[DLA__OCL_KD - 1] = (cl_long)rows;
     dla_status s = DLA__OCL_ARG(k, 0, sh, kernel);
     for (int op = 0; op < nops && s == DLA_OK; op++) {
         cl_mem b = dla__ocl_buf(views[op]->mem);
@@ -246,13 +258,16 @@ dla_status dla__ocl_run_space(dla__ocl_device *d, cl_kernel k, int nops,
     }
     if (s != DLA_OK)
         return s;
-    /* The outer dims (past DLA__OCL_KD) one launch per index. */
+    size_t local[3], global[3];
+    local[0] = group_along(sh.dims[0], d->local, 8);
+    local[1] = group_along(sh.dims[1], d->local / local[0], 1);
+    local[2] = 1;
+    for (int i = 0; i < 3; i++)
+        global[i] = ((size_t)sh.dims[i] + local[i] - 1) / local[i] * local[i];
+    /* The outer dims (past the launch's) one launch per index. */
     int64_t outer = 1, idx[DLA_MAX_DIMS] = {0};
     for (int i = inner; i < nd; i++)
         outer *= dims[i];
-    const size_t local = d->local;
-    const size_t global[2] = {((size_t)sh.numel + local - 1) / local * local, rows};
-    const size_t loc[2] = {local, 1};
     for (int64_t o = 0; o < outer; o++) {
         for (int op = 0; op < nops; op++) {
             dla__ocl_vw vw = {.off = views[op]->offset};
@@ -263,7 +278,7 @@ dla_status dla__ocl_run_space(dla__ocl_device *d, cl_kernel k, int nops,
             if ((s = DLA__OCL_ARG(k, (cl_uint)(2 + 2 * op), vw, kernel)) != DLA_OK)
                 return s;
         }
-        if ((s = enqueue(d, k, rows > 1 ? 2 : 1, global, loc, kernel)) != DLA_OK)
+        if ((s = enqueue(d, k, 3, global, local, kernel)) != DLA_OK)
             return s;
         for (int i = inner; i < nd && ++idx[i] == dims[i]; i++)
             idx[i] = 0;

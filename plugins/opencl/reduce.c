@@ -14,12 +14,13 @@
 #include <string.h>
 
 #define RD 8
-/* Work-items a reduction aims for, and the fewest positions a part gets. */
+/* Work-items a reduction aims for on a GPU, and the fewest positions a
+ * part gets. */
 #define TARGET_ITEMS 16384
 #define MIN_PART 256
 
 typedef struct red {
-    cl_long outputs, parts, nred, nk, nr;
+    cl_long outputs, parts, nred, nk, nr, chunked;
     cl_long xoff, yoff, ioff;
     cl_long kd[RD], kx[RD], ky[RD], ki[RD];
     cl_long rd[RD], rx[RD];
@@ -75,7 +76,7 @@ static dla_status check_args(dla__ocl_device *d, const dla_reduce_args *a)
     return DLA_OK;
 }
 
-static void make_plan(red *r, const dla_reduce_args *a)
+static void make_plan(const dla__ocl_device *d, red *r, const dla_reduce_args *a)
 {
     const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;
     const int want_index = ix->mem != NULL;
@@ -112,9 +113,13 @@ static void make_plan(red *r, const dla_reduce_args *a)
     if (r->nr == 0)
         r->nr = 1, r->rd[0] = 1, r->rx[0] = 0;
     r->xoff = x->offset, r->yoff = y->offset, r->ioff = want_index ? ix->offset : 0;
+    /* A CPU runs a few long runs best (a work-item per core and then
+     * some), a GPU many interleaved work-items. */
+    const int64_t target = d->cpu ? 8 * (int64_t)d->units : TARGET_ITEMS;
+    r->chunked = d->cpu;
     r->parts = 1;
-    if (r->outputs < TARGET_ITEMS && r->nred >= 2 * MIN_PART) {
-        int64_t parts = TARGET_ITEMS / r->outputs;
+    if (r->outputs < target && r->nred >= 2 * MIN_PART) {
+        int64_t parts = target / r->outputs;
         if (parts > r->nred / MIN_PART)
             parts = r->nred / MIN_PART;
         r->parts = parts > 1 ? parts : 1;
@@ -129,7 +134,7 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
     if (s != DLA_OK)
         return s;
     red r;
-    make_plan(&r, args);
+    make_plan(d, &r, args);
     if (r.outputs == 0)
         return DLA_OK;
     const int sum = args->op == DLA_REDUCE_SUM || args->op == DLA_REDUCE_MEAN;

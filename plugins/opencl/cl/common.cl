@@ -8,20 +8,22 @@
  * round every step the same way.
  *
  * A space is the coalesced dims (at most DLA_KD, the host splits larger
- * ones into several launches) shared by the operands of one launch; each
- * operand is an element offset and a stride per dim (dla_vw). Dims past
- * ndims are 1 with stride 0, so the offset sums need no bounds.
+ * ones into several launches) shared by the operands of one launch, and a
+ * launch is an NDRange of those dims: work-item (i, j, k) is the element
+ * at those coordinates, so no work-item divides to find its element
+ * (64-bit division, and the loops around it, kept PoCL from vectorizing
+ * the kernels: a dense add ran 8 times slower). Each operand is an element
+ * offset and a stride per dim (dla_vw). The first two dims are rounded up
+ * to the work-group size, hence the bound.
  */
 #pragma OPENCL FP_CONTRACT OFF
 #ifdef DLA_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-#define DLA_KD 4
+#define DLA_KD 3
 
 typedef struct dla_shape {
-    long numel;
-    long ndims;
     long dims[DLA_KD];
 } dla_shape;
 
@@ -30,44 +32,14 @@ typedef struct dla_vw {
     long st[DLA_KD];
 } dla_vw;
 
-/* Coordinates of element i of the space, column-major. 32-bit division
- * where the space allows it: 64-bit division is several times slower on
- * every device. */
-static void dla_coords(const dla_shape *sh, long i, long *c)
-{
-    if (sh->ndims <= 1) {
-        c[0] = i;
-        for (int d = 1; d < DLA_KD; d++)
-            c[d] = 0;
-    } else if (sh->numel <= 0xffffffffL) {
-        uint u = (uint)i;
-        for (int d = 0; d < DLA_KD - 1; d++) {
-            const uint n = (uint)sh->dims[d];
-            c[d] = u % n;
-            u /= n;
-        }
-        c[DLA_KD - 1] = u;
-    } else {
-        for (int d = 0; d < DLA_KD - 1; d++) {
-            c[d] = i % sh->dims[d];
-            i /= sh->dims[d];
-        }
-        c[DLA_KD - 1] = i;
-    }
-}
-
 static long dla_at(const dla_vw *v, const long *c)
 {
-    long off = v->off;
-    for (int d = 0; d < DLA_KD; d++)
-        off += c[d] * v->st[d];
-    return off;
+    return v->off + c[0] * v->st[0] + c[1] * v->st[1] + c[2] * v->st[2];
 }
 
-/* The prologue of an elementwise kernel: i, the element; c, its coordinates. */
+/* The prologue of an elementwise kernel: c, the element's coordinates. */
 #define DLA_ELEMENT(sh, c)                                                     \
-    const long dla_i = get_global_id(0);                                       \
-    if (dla_i >= (sh).numel)                                                   \
-        return;                                                                \
-    long c[DLA_KD];                                                            \
-    dla_coords(&(sh), dla_i, c)
+    const long c[DLA_KD] = {get_global_id(0), get_global_id(1),                \
+                            get_global_id(2)};                                 \
+    if (c[0] >= (sh).dims[0] || c[1] >= (sh).dims[1])                         \
+        return

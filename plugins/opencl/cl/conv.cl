@@ -9,15 +9,16 @@
  *                  filters, the taps whose output position is whole and
  *                  inside y;
  * backward filter: work-item (w element, part) sums over part's share of
- *                  the (image, output position) pairs, interleaved as the
- *                  reduce kernel does; with several parts conv_wsum adds
- *                  the partial sums in part order.
+ *                  the (image, output position) pairs, interleaved on a
+ *                  GPU and a contiguous run on a CPU, as the reduce kernel
+ *                  deals them; with several parts conv_wsum adds the
+ *                  partial sums in part order.
  * Each work-item writes only its own element, so nothing races, and the
  * outputs are written, not added to. Sums are kept in T.
  */
 typedef struct dla_conv {
     long in[3], out[3], fs[3], st[3], dl[3], pb[3];
-    long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts;
+    long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts, chunked;
     long xs[3], xc, xb, xoff;
     long ws[3], wc, wf, wg, woff;
     long ys[3], yf, yb, yoff;
@@ -130,7 +131,10 @@ typedef struct dla_conv {
         const long wat = w_at_##T(&g, e, k, &cl, &fl, &grp);                   \
         const long c = grp * g.Cg + cl, f = grp * g.Fg + fl;                   \
         T acc = 0;                                                             \
-        for (long q = part; q < g.batch * g.out_px; q += g.parts) {            \
+        const long total = g.batch * g.out_px;                                 \
+        const long q0 = g.chunked ? total * part / g.parts : part;             \
+        const long q1 = g.chunked ? total * (part + 1) / g.parts : total;      \
+        for (long q = q0; q < q1; q += g.chunked ? 1 : g.parts) {              \
             const long o0 = q % g.out[0], o1 = q / g.out[0] % g.out[1];        \
             const long o2 = q / (g.out[0] * g.out[1]) % g.out[2];              \
             const long b = q / g.out_px;                                       \

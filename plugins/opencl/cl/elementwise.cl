@@ -1,6 +1,7 @@
 /*
  * elementwise.cl - unary, binary (comparisons write logical bytes) and
- * where, one kernel per op and float type, each an expression of ops.cl.
+ * where, one kernel per op and float type, each an expression of ops.cl
+ * stored through DLA_CANON.
  * y may alias x (z may alias a or b) exactly: every work-item reads its
  * element before writing it.
  */
@@ -11,11 +12,14 @@
     {                                                                          \
         DLA_ELEMENT(sh, c);                                                    \
         const T v = x[dla_at(&vx, c)];                                         \
-        y[dla_at(&vy, c)] = EXPR(v, al, be);                                   \
+        const T r = EXPR(v, al, be);                                           \
+        y[dla_at(&vy, c)] = DLA_CANON(T, r);                                   \
     }
 
 #define ZT_ARITH(T) T
 #define ZT_CMP(T) uchar
+#define STORE_ARITH(T, v) DLA_CANON(T, (T)(v))
+#define STORE_CMP(T, v) ((uchar)(v))
 #define DEF_BINARY(kname, EXPR, KIND, T)                                       \
     __kernel void kname(dla_shape sh, __global ZT_##KIND(T) *z,                \
                                       dla_vw vz, __global const T *a,          \
@@ -24,7 +28,7 @@
     {                                                                          \
         DLA_ELEMENT(sh, c);                                                    \
         const T p = a[dla_at(&va, c)], q = b[dla_at(&vb, c)];                  \
-        z[dla_at(&vz, c)] = (ZT_##KIND(T))EXPR(p, q);                          \
+        z[dla_at(&vz, c)] = STORE_##KIND(T, EXPR(p, q));                       \
     }
 
 #define DEF_WHERE(T)                                                           \
@@ -35,7 +39,8 @@
     {                                                                          \
         DLA_ELEMENT(sh, c);                                                    \
         const T p = a[dla_at(&va, c)], q = b[dla_at(&vb, c)];                  \
-        z[dla_at(&vz, c)] = cond[dla_at(&vc, c)] ? p : q;                      \
+        const T r = cond[dla_at(&vc, c)] ? p : q;                              \
+        z[dla_at(&vz, c)] = DLA_CANON(T, r);                                   \
     }
 
 /* The kernel's name is pasted here, where the op's name is not expanded:

@@ -4,9 +4,9 @@
  * intermediates never reach memory. The program comes as a kernel argument
  * (dla_prog_T); unused inputs are bound to y's buffer and never read.
  *
- * Each step stores its result as T, exactly as the one-op kernels store
- * theirs, and computes it with the same ops.cl expression: a program gives
- * the bits of its steps. A comparison's register holds 1 or 0; where's
+ * Each step stores its result as T through DLA_CANON, exactly as the
+ * one-op kernels store theirs, and computes it with the same ops.cl
+ * expression: a program gives the bits of its steps. A comparison's register holds 1 or 0; where's
  * condition is true where nonzero.
  *
  * fused.c may also compile a program into a kernel of its own (the same
@@ -86,6 +86,7 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
             last = kind == 0   ? fused_unary_##T(op, o[0], p.al[j], p.be[j])   \
                    : kind == 1 ? fused_binary_##T(op, o[0], o[1])              \
                                : (o[0] != 0 ? o[1] : o[2]);                    \
+            last = DLA_CANON(T, last);                                         \
             r[j] = last;                                                       \
         }                                                                      \
         y[dla_at(&vy, c)] = last;                                              \

@@ -2,7 +2,8 @@
  * index.cl - gather and scatter_add along one dim.
  *
  * The host coalesces the slice (every dim but the indexed one) into a
- * space; work-item (s, i) handles element s of slice i. Gather moves bit
+ * space of at most two dims; the third dim of the launch is the position
+ * i along the indexed dim (the slice views have stride 0 there). Gather moves bit
  * patterns, so it takes every dtype. scatter_add never lets two work-items
  * add into one element: the host groups the positions by target (list
  * start[u] .. start[u+1] of target targets[u], in index order), and
@@ -15,7 +16,7 @@
                                long ioff, long istep)                          \
     {                                                                          \
         DLA_ELEMENT(sh, c);                                                    \
-        const long i = get_global_id(1);                                       \
+        const long i = c[2];                                                   \
         const long from = index[ioff + i * istep];                             \
         y[dla_at(&vy, c) + i * ystep] = x[dla_at(&vx, c) + from * xstep];      \
     }
@@ -31,7 +32,7 @@ DEF_GATHER(ulong, 8)
                                   __global const int *list)                    \
     {                                                                          \
         DLA_ELEMENT(sh, c);                                                    \
-        const long u = get_global_id(1);                                       \
+        const long u = c[2];                                                   \
         const long at = dla_at(&vy, c) + (long)targets[u] * ystep;             \
         const long xb = dla_at(&vx, c);                                        \
         T acc = y[at];                                                         \

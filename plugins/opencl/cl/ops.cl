@@ -8,7 +8,14 @@
  *
  * Integer literals, never double ones: a double literal would promote a
  * float expression to double.
+ *
+ * Every float result is stored through DLA_CANON: a NaN becomes the one
+ * quiet NaN. The sign and payload of a NaN differ between a device's
+ * vector and scalar math (PoCL's vectorized exp of a NaN is not its scalar
+ * one), and a one-op kernel is vectorized where a program's step may not
+ * be; canonical NaNs keep the two bit for bit.
  */
+#define DLA_CANON(T, v) (isnan(v) ? (T)NAN : (v))
 #define U_NEG(x, al, be) (-(x))
 #define U_EXP(x, al, be) exp(x)
 #define U_LOG(x, al, be) log(x)

@@ -4,10 +4,12 @@
  *
  * The host splits x's dims into kept ones (one output per combination)
  * and reduced ones, each coalesced (dla_red). Work-item (o, part) reduces
- * the positions part, part + parts, part + 2 parts, ... of output o's
- * block: neighbouring work-items read neighbouring elements. With one part
- * the work-item writes y itself; with several, reduce_* writes partial
- * results and combine_* merges them per output.
+ * a share of output o's positions: on a GPU the positions part, part +
+ * parts, part + 2 parts, ... (neighbouring work-items read neighbouring
+ * elements), on a CPU one contiguous run (a work-item is a loop on one
+ * core there, which wants to stream). With one part the work-item writes
+ * y itself; with several, reduce_* writes partial results and combine_*
+ * merges them per output.
  *
  * Sums are kept in double where the device has it (as the cpu plugin
  * keeps them), else in float with a compensation term. max/min: the first
@@ -17,7 +19,7 @@
 #define DLA_RD 8
 
 typedef struct dla_red {
-    long outputs, parts, nred, nk, nr;
+    long outputs, parts, nred, nk, nr, chunked;
     long xoff, yoff, ioff;
     long kd[DLA_RD], kx[DLA_RD], ky[DLA_RD], ki[DLA_RD];
     long rd[DLA_RD], rx[DLA_RD];
@@ -37,6 +39,16 @@ static void red_output(const dla_red *r, long o, long *xo, long *yo, long *io)
         const long i = o % r->kd[d];
         o /= r->kd[d];
         *xo += i * r->kx[d], *yo += i * r->ky[d], *io += i * r->ki[d];
+    }
+}
+
+/* The positions [*p0, *p1) by *step of part. */
+static void red_share(const dla_red *r, long part, long *p0, long *p1, long *step)
+{
+    if (r->chunked) {
+        *p0 = r->nred * part / r->parts, *p1 = r->nred * (part + 1) / r->parts, *step = 1;
+    } else {
+        *p0 = part, *p1 = r->nred, *step = r->parts;
     }
 }
 
@@ -64,7 +76,9 @@ static long red_pos(const dla_red *r, long p)
         long xo, yo, io;                                                       \
         red_output(&r, o, &xo, &yo, &io);                                      \
         ACC s = 0, comp = 0;                                                   \
-        for (long p = part; p < r.nred; p += r.parts) {                        \
+        long p0, p1, step;                                                     \
+        red_share(&r, part, &p0, &p1, &step);                                  \
+        for (long p = p0; p < p1; p += step) {                                 \
             const ACC v = (ACC)x[xo + red_pos(&r, p)] - comp;                  \
             const ACC t = s + v;                                               \
             comp = sizeof(ACC) > sizeof(float) ? 0 : (t - s) - v;              \
@@ -113,8 +127,9 @@ static long red_pos(const dla_red *r, long p)
         long xo, yo, io;                                                       \
         red_output(&r, o, &xo, &yo, &io);                                      \
         T best = 0;                                                            \
-        long pos = -1;                                                         \
-        for (long p = part; p < r.nred; p += r.parts) {                        \
+        long pos = -1, p0, p1, step;                                           \
+        red_share(&r, part, &p0, &p1, &step);                                  \
+        for (long p = p0; p < p1; p += step) {                                 \
             const T v = x[xo + red_pos(&r, p)];                                \
             if (TAKES(CMP, v, p, best, pos))                                   \
                 best = v, pos = p;                                             \
