@@ -34,6 +34,23 @@ static const dla_tool_command commands[] = {
      "constants are made on the default device, as a load does (see\n"
      "DLACCEL_DEVICE). With --ops, lists the op names a trace file may use.",
      dla_tool_trace},
+    {"check-plugin", "[options] MANIFEST",
+     "run the conformance suite on a plugin, against the cpu plugin",
+     "Loads the plugin of MANIFEST (its folder put first on DLACCEL_PLUGIN_PATH)\n"
+     "beside the cpu plugin and runs every kernel of the plugin ABI on each of\n"
+     "its devices with random shapes, dtypes, strides, broadcasts and options,\n"
+     "comparing each output with the cpu plugin's: exact for copies, casts,\n"
+     "comparisons, selections, max/min and correctly rounded arithmetic; a few\n"
+     "ulps for the functions OpenCL and CUDA may approximate; 4 (n + 4) eps\n"
+     "times the sum of magnitudes for sums of n terms. Kernels the plugin leaves\n"
+     "to the cpu plugin are skipped. A failing case prints one line with the\n"
+     "call and how to rerun it alone. Exit status 1 when a case fails.\n"
+     "Options: --kernel NAME (memory, fill, strided_copy, cast, unary, binary,\n"
+     "ternary, reduce, gemm, conv_forward, conv_backward_data,\n"
+     "conv_backward_filter, pool_forward, pool_backward, gather, scatter_add,\n"
+     "fused), --cases N (per kernel, default 25), --case I (only case I),\n"
+     "--seed S (default 1), --device I (only device I of the plugin), --tap.",
+     dla_tool_check_plugin},
     {"version", "", "print the library and plugin ABI versions",
      "Prints the version of libdlaccel and the plugin ABI it speaks.", cmd_version},
     {"help", "[command]", "show this list, or the details of one command",

@@ -5,5 +5,11 @@ tools_dlaccel_SOURCES = \
 	tools/dlaccel.c \
 	tools/commands.h \
 	tools/devices.c \
-	tools/trace.c
+	tools/trace.c \
+	tools/check_plugin.c \
+	tools/conformance.h tools/conformance.c \
+	tools/conformance_copy.c \
+	tools/conformance_elementwise.c \
+	tools/conformance_math.c \
+	tools/conformance_nn.c
 tools_dlaccel_LDADD = libdlaccel.la

@@ -1,0 +1,254 @@
+/*
+ * check_plugin.c - `dlaccel check-plugin MANIFEST`: the conformance suite
+ * (conformance.h) run on every device of the plugin a manifest describes,
+ * with the cpu plugin as the oracle.
+ *
+ * The manifest's folder is put first on DLACCEL_PLUGIN_PATH, so its
+ * plugin is found before any installed one of that name, and the cpu
+ * plugin comes from the path that was already there (an installed
+ * dlaccel's, or a build tree's plugins.d). Every kernel the device runs
+ * natively gets --cases random cases; a kernel it leaves to the cpu
+ * plugin is skipped and said so. Output is a line per device and kernel
+ * (TAP with --tap, which `make check` reads), and a line per failing case
+ * that reruns it alone. Exit status 0 when everything passed, 1 when a
+ * case failed or the plugin cannot be had, 2 for bad arguments.
+ */
+#define _GNU_SOURCE /* realpath, setenv */
+#include "tools/commands.h"
+#include "tools/conformance.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+const cf_kernel cf_kernels[] = {
+    {"memory", DLA_KERNEL_COUNT, cf_case_memory},
+    {"fill", DLA_KERNEL_FILL, cf_case_fill},
+    {"strided_copy", DLA_KERNEL_STRIDED_COPY, cf_case_strided_copy},
+    {"cast", DLA_KERNEL_CAST, cf_case_cast},
+    {"unary", DLA_KERNEL_UNARY, cf_case_unary},
+    {"binary", DLA_KERNEL_BINARY, cf_case_binary},
+    {"ternary", DLA_KERNEL_TERNARY, cf_case_ternary},
+    {"reduce", DLA_KERNEL_REDUCE, cf_case_reduce},
+    {"gemm", DLA_KERNEL_GEMM, cf_case_gemm},
+    {"conv_forward", DLA_KERNEL_CONV_FORWARD, cf_case_conv_forward},
+    {"conv_backward_data", DLA_KERNEL_CONV_BACKWARD_DATA, cf_case_conv_backward_data},
+    {"conv_backward_filter", DLA_KERNEL_CONV_BACKWARD_FILTER, cf_case_conv_backward_filter},
+    {"pool_forward", DLA_KERNEL_POOL_FORWARD, cf_case_pool_forward},
+    {"pool_backward", DLA_KERNEL_POOL_BACKWARD, cf_case_pool_backward},
+    {"gather", DLA_KERNEL_GATHER, cf_case_gather},
+    {"scatter_add", DLA_KERNEL_SCATTER_ADD, cf_case_scatter_add},
+    {"fused", DLA_KERNEL_FUSED, cf_case_fused},
+};
+const int cf_kernel_count = (int)(sizeof cf_kernels / sizeof cf_kernels[0]);
+_Static_assert(DLA_KERNEL_COUNT == 16, "a new kernel of the ABI needs its cases here");
+
+typedef struct options {
+    const char *manifest;
+    const char *kernel; /* NULL: all */
+    int device;         /* -1: all of the plugin's */
+    int cases;
+    int only_case;
+    uint64_t seed;
+    int tap;
+} options;
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "dlaccel check-plugin: %s (see dlaccel help check-plugin)\n", why);
+    return DLA_TOOL_USAGE;
+}
+
+static int parse(int argc, char **argv, options *o)
+{
+    *o = (options){.device = -1, .cases = 25, .only_case = -1, .seed = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
+        if (strcmp(a, "--tap") == 0) {
+            o->tap = 1;
+        } else if (strcmp(a, "--kernel") == 0 && v) {
+            o->kernel = v, i++;
+        } else if ((strcmp(a, "--cases") == 0 || strcmp(a, "--case") == 0 ||
+                    strcmp(a, "--device") == 0 || strcmp(a, "--seed") == 0) &&
+                   v) {
+            const unsigned long long n = strtoull(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || (a[2] != 's' && n > INT_MAX))
+                return usage("a number was expected");
+            if (strcmp(a, "--cases") == 0)
+                o->cases = (int)n;
+            else if (strcmp(a, "--case") == 0)
+                o->only_case = (int)n;
+            else if (strcmp(a, "--device") == 0)
+                o->device = (int)n;
+            else
+                o->seed = n;
+            i++;
+        } else if (a[0] == '-' || o->manifest) {
+            return usage(a[0] == '-' ? "unknown option or missing value" : "one manifest only");
+        } else {
+            o->manifest = a;
+        }
+    }
+    if (!o->manifest)
+        return usage("which manifest?");
+    if (o->kernel) {
+        int known = 0;
+        for (int k = 0; k < cf_kernel_count; k++)
+            known |= strcmp(cf_kernels[k].name, o->kernel) == 0;
+        if (!known)
+            return usage("--kernel: not a kernel of the suite (see dlaccel help check-plugin)");
+    }
+    if (o->only_case >= 0 && o->cases <= o->only_case)
+        o->cases = o->only_case + 1;
+    return DLA_TOOL_OK;
+}
+
+/* Puts the manifest's folder first on the search path and finds its
+ * plugin's name; NULL (said why) when it cannot be had. */
+static const char *find_plugin(const options *o, char *real, size_t size)
+{
+    char *r = realpath(o->manifest, NULL);
+    if (!r) {
+        fprintf(stderr, "dlaccel check-plugin: %s: cannot be read\n", o->manifest);
+        return NULL;
+    }
+    snprintf(real, size, "%s", r);
+    free(r);
+    char folder[PATH_MAX + 8];
+    snprintf(folder, sizeof folder, "%s", real);
+    char *slash = strrchr(folder, '/');
+    if (slash)
+        *slash = '\0';
+    const char *old = getenv("DLACCEL_PLUGIN_PATH");
+    char *path = malloc(strlen(folder) + (old ? strlen(old) : 0) + 2);
+    if (!path)
+        return NULL;
+    sprintf(path, "%s%s%s", folder, old && *old ? ":" : "", old ? old : "");
+    setenv("DLACCEL_PLUGIN_PATH", path, 1);
+    free(path);
+    dla_device_count(); /* loads every plugin, so the states are final */
+    for (int i = 0; i < dla_manifest_count(); i++) {
+        dla_manifest_info m = {.struct_size = sizeof m};
+        if (dla_manifest_get(i, &m) != DLA_OK)
+            continue;
+        char *p = realpath(m.path, NULL);
+        const int same = p && strcmp(p, real) == 0;
+        free(p);
+        if (!same)
+            continue;
+        if (m.state != DLA_MANIFEST_LOADED) {
+            fprintf(stderr, "dlaccel check-plugin: %s: plugin '%s' %s%s%s\n", o->manifest,
+                    m.plugin, dla_manifest_state_name(m.state), m.reason[0] ? ": " : "",
+                    m.reason);
+            return NULL;
+        }
+        return m.plugin;
+    }
+    fprintf(stderr, "dlaccel check-plugin: %s: not found by discovery (not a .json file?)\n",
+            o->manifest);
+    return NULL;
+}
+
+/* Why a kernel without a case that ran is fine. */
+static const char *not_native(const cf_kernel *k)
+{
+    return k->kernel == DLA_KERNEL_FUSED
+               ? "not offered (the host launches the steps one by one)"
+               : "not native (it runs on the cpu plugin)";
+}
+
+/* Runs kernel k's cases on one device pair; returns the failed count and
+ * sets *ran to the cases that were not skipped. */
+static int run_kernel(const cf_suite *s, const cf_kernel *k, int *ran)
+{
+    int failed = 0;
+    *ran = 0;
+    for (int i = 0; i < s->cases; i++) {
+        if (s->only_case >= 0 && i != s->only_case)
+            continue;
+        cf_case c;
+        memset(&c, 0, sizeof c);
+        c.suite = s;
+        c.kernel = k->name;
+        c.index = i;
+        /* Its own stream: the same case whatever ran before it. */
+        c.rng = s->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)(k - cf_kernels) << 40 ^ (uint64_t)i;
+        dla_clear_error();
+        k->run(&c);
+        cf_case_end(&c);
+        failed += c.failed;
+        *ran += !c.skipped;
+    }
+    return failed;
+}
+
+int dla_tool_check_plugin(int argc, char **argv)
+{
+    options o;
+    int st = parse(argc, argv, &o);
+    if (st != DLA_TOOL_OK)
+        return st;
+    char real[PATH_MAX];
+    const char *name = find_plugin(&o, real, sizeof real);
+    if (!name)
+        return DLA_TOOL_FAILED;
+    dla_device *oracle = dla_device_get("cpu");
+    if (!oracle) {
+        fprintf(stderr, "dlaccel check-plugin: no cpu plugin to compare with: %s\n",
+                dla_last_error());
+        return DLA_TOOL_FAILED;
+    }
+    dla_device *devs[64];
+    int ndev = 0;
+    for (int i = 0; i < dla_device_count() && ndev < 64; i++) {
+        dla_device *d = dla_device_at(i);
+        if (d && strcmp(dla_device_plugin(d), name) == 0 && (o.device < 0 || d->index == o.device))
+            devs[ndev++] = d;
+    }
+    if (ndev == 0) {
+        fprintf(stderr, "dlaccel check-plugin: plugin '%s' has no device%s\n", name,
+                o.device >= 0 ? " of that index" : "");
+        return DLA_TOOL_FAILED;
+    }
+    int nk = 0;
+    for (int k = 0; k < cf_kernel_count; k++)
+        nk += !o.kernel || strcmp(o.kernel, cf_kernels[k].name) == 0;
+    if (o.tap)
+        printf("1..%d\n", nk * ndev);
+    else
+        printf("dlaccel check-plugin: %s (plugin '%s'), %d device%s against %s, %d cases per "
+               "kernel, seed %llu\n",
+               o.manifest, name, ndev, ndev == 1 ? "" : "s", dla_device_name(oracle), o.cases,
+               (unsigned long long)o.seed);
+    int test = 0, failures = 0;
+    for (int d = 0; d < ndev; d++) {
+        cf_suite s = {.dev = {devs[d], oracle}, .seed = o.seed, .cases = o.cases,
+                      .only_case = o.only_case, .manifest = o.manifest, .out = stdout,
+                      .tap = o.tap};
+        for (int k = 0; k < cf_kernel_count; k++) {
+            const cf_kernel *kern = &cf_kernels[k];
+            if (o.kernel && strcmp(o.kernel, kern->name) != 0)
+                continue;
+            test++;
+            int ran = 0;
+            const int failed = run_kernel(&s, kern, &ran);
+            failures += failed;
+            const char *dn = dla_device_name(devs[d]);
+            if (o.tap && failed)
+                printf("not ok %d - %s %s: %d of %d cases failed\n", test, dn, kern->name, failed,
+                       ran);
+            else if (o.tap && ran == 0)
+                printf("ok %d - %s %s # SKIP %s\n", test, dn, kern->name, not_native(kern));
+            else if (o.tap)
+                printf("ok %d - %s %s: %d cases\n", test, dn, kern->name, ran);
+            else
+                printf("%-10s %-22s %s\n", dn, kern->name,
+                       failed ? "FAILED (see above)" : ran ? "ok" : not_native(kern));
+            fflush(stdout);
+        }
+    }
+    if (!o.tap)
+        printf("%s\n", failures ? "some cases failed" : "every case passed");
+    return failures ? DLA_TOOL_FAILED : DLA_TOOL_OK;
+}

@@ -1,0 +1,494 @@
+/*
+ * conformance_elementwise.c - the suite's cases for unary, binary,
+ * ternary (where) and the fused program.
+ *
+ * Each op has its tolerance class (conformance.h): the ops IEEE rounds
+ * correctly, the selections and comparisons are exact; the functions
+ * OpenCL and CUDA may approximate get a few ulps of the oracle's value.
+ * Inputs are drawn where each op is defined and well away from overflow,
+ * with NaN, infinities and signed zeros sprinkled in; ops appended in ABI
+ * 1.1 are drawn only for a plugin that answered 1.1 or later.
+ *
+ * A fused program must give the bits of its steps launched one by one on
+ * the same device (the ABI's contract: that is how the host relies on
+ * it); a program made of exact steps only must also give the oracle's
+ * values.
+ */
+#include "tools/conformance.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const unary_names[] = {
+#define NAME(name, str) str,
+    DLA_UNARY_LIST(NAME)
+#undef NAME
+};
+static const char *const binary_names[] = {
+#define NAME(name, str) str,
+    DLA_BINARY_LIST(NAME)
+#undef NAME
+};
+
+/* Allowed ulps per op; 0 is exact. affine is exact too up to the fma a
+ * device may use for x * alpha + beta, covered by its magnitude bound. */
+static const double unary_ulps[DLA_UNARY_COUNT] = {
+    [DLA_UNARY_NEG] = 0,     [DLA_UNARY_EXP] = 4,        [DLA_UNARY_LOG] = 4,
+    [DLA_UNARY_SQRT] = 3,    [DLA_UNARY_ABS] = 0,        [DLA_UNARY_SIN] = 5,
+    [DLA_UNARY_COS] = 5,     [DLA_UNARY_TANH] = 6,       [DLA_UNARY_SIGMOID] = 5,
+    [DLA_UNARY_RELU] = 0,    [DLA_UNARY_AFFINE] = 0,     [DLA_UNARY_ERF] = 16,
+    [DLA_UNARY_SIGN] = 0,    [DLA_UNARY_POWS] = 16,      [DLA_UNARY_LEAKY_RELU] = 0,
+    [DLA_UNARY_ELU] = 5,     [DLA_UNARY_STEP] = 0,       [DLA_UNARY_RECIPROCAL] = 3,
+    [DLA_UNARY_SQUARE] = 0,
+};
+static const double binary_ulps[DLA_BINARY_COUNT] = {
+    [DLA_BINARY_DIV] = 3,
+    [DLA_BINARY_POW] = 16,
+};
+
+/* The ops of dev's ABI minor: 1.0 ends before erf and the comparisons. */
+static int unary_count(const cf_case *c)
+{
+    return c->suite->dev[CF_DUT]->abi_minor >= 1 ? DLA_UNARY_COUNT : DLA_UNARY_ERF;
+}
+static int binary_count(const cf_case *c)
+{
+    return c->suite->dev[CF_DUT]->abi_minor >= 1 ? DLA_BINARY_COUNT : DLA_BINARY_EQ;
+}
+
+/* Special values now and then. */
+static void sprinkle(cf_case *c, cf_buf *b)
+{
+    static const double special[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0};
+    for (int s = 0; s < 3; s++)
+        if (cf_chance(c, 20))
+            cf_buf_set(b, cf_int(c, 0, b->n - 1), special[cf_int(c, 0, 4)]);
+}
+
+/* The input range of a unary op. */
+static void unary_range(dla_unary_op op, double *lo, double *hi)
+{
+    *lo = -4, *hi = 4;
+    if (op == DLA_UNARY_EXP)
+        *lo = -30, *hi = 30;
+    else if (op == DLA_UNARY_LOG || op == DLA_UNARY_SQRT || op == DLA_UNARY_POWS)
+        *lo = -0.5, *hi = 10;
+    else if (op == DLA_UNARY_SIN || op == DLA_UNARY_COS)
+        *lo = -10, *hi = 10;
+}
+
+void cf_case_unary(cf_case *c)
+{
+    const int t = cf_float_dtype(c, DLA_KERNEL_UNARY);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->unary) {
+        c->skipped = 1;
+        return;
+    }
+    const dla_unary_op op = (dla_unary_op)cf_int(c, 0, unary_count(c) - 1);
+    double alpha = cf_unif(c, -2, 2), beta = cf_unif(c, -2, 2);
+    if (op == DLA_UNARY_POWS && cf_chance(c, 40))
+        alpha = (double)cf_int(c, -3, 3);
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    cf_dims(c, &nd, dims, 5, 9, 3);
+    if (c->index == 0)
+        nd = 1, dims[0] = 70000;
+    const int in_place = cf_chance(c, 20);
+    double lo, hi;
+    unary_range(op, &lo, &hi);
+    dla_view y, x;
+    cf_buf *by = cf_buf_new(c, (dla_dtype)t, cf_view(c, &y, (dla_dtype)t, nd, dims, 0), lo, hi, 5);
+    cf_buf *bx = NULL;
+    if (by && in_place) {
+        x = y;
+        bx = by;
+    } else if (by) {
+        bx = cf_buf_new(c, (dla_dtype)t, cf_view(c, &x, (dla_dtype)t, nd, dims, 1), lo, hi, 5);
+    }
+    if (!bx)
+        return;
+    sprinkle(c, bx);
+    if (!cf_buf_upload(c, bx))
+        return;
+    /* affine: the magnitude |x alpha| + |beta| bounds an fma's rounding. */
+    double *mag = NULL;
+    if (op == DLA_UNARY_AFFINE) {
+        mag = calloc((size_t)by->n, sizeof *mag);
+        if (!mag) {
+            cf_fail(c, "out of host memory");
+            return;
+        }
+        const int64_t n = cf_numel(nd, dims);
+        for (int64_t l = 0; l < n; l++) {
+            int64_t r = l, ay = y.offset, ax = x.offset;
+            for (int d = 0; d < nd; d++) {
+                ay += (r % dims[d]) * y.strides[d], ax += (r % dims[d]) * x.strides[d];
+                r /= dims[d];
+            }
+            mag[ay] = fabs(cf_buf_get(bx, ax) * alpha) + fabs(beta);
+        }
+    }
+    char ds[96], vy[128], vx[128];
+    cf_describe(c, "unary %s %s alpha %.17g beta %.17g dims %s y%s x%s%s", unary_names[op],
+                dla_dtype_name((dla_dtype)t), alpha, beta, cf_dims_str(ds, sizeof ds, nd, dims),
+                cf_view_str(vy, sizeof vy, &y), cf_view_str(vx, sizeof vx, &x),
+                in_place ? " in place" : "");
+    dla_unary_args a = {.struct_size = sizeof a, .op = op, .alpha = alpha, .beta = beta, .y = y,
+                        .x = x};
+    for (int k = 0; k < 2; k++) {
+        a.y.mem = by->mem[k], a.x.mem = bx->mem[k];
+        cf_record(c, k, CF_TABLE(c, k)->unary(CF_CTX(c, k), &a));
+    }
+    if (cf_agree(c))
+        cf_compare(c, by, &y, (cf_tol){unary_ulps[op], mag, 0});
+    free(mag);
+}
+
+void cf_case_binary(cf_case *c)
+{
+    const int t = cf_float_dtype(c, DLA_KERNEL_BINARY);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->binary) {
+        c->skipped = 1;
+        return;
+    }
+    const dla_binary_op op = (dla_binary_op)cf_int(c, 0, binary_count(c) - 1);
+    const int cmp = op >= DLA_BINARY_EQ;
+    const dla_dtype zt = cmp ? DLA_BOOL : (dla_dtype)t;
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    cf_dims(c, &nd, dims, 5, 8, 3);
+    if (c->index == 0)
+        nd = 2, dims[0] = 400, dims[1] = 300;
+    /* Comparisons on a few integers, so ties are common. */
+    double lo = cmp ? -2 : -4, hi = cmp ? 2 : 4;
+    const int alias = !cmp && cf_int(c, 0, 4); /* 0: none, 1: z is a, 2: z is b */
+    dla_view z, va, vb;
+    cf_buf *bz = cf_buf_new(c, zt, cf_view(c, &z, zt, nd, dims, 0), lo, hi, 0);
+    cf_buf *ba = bz ? cf_buf_new(c, (dla_dtype)t,
+                                 cf_view(c, &va, (dla_dtype)t, nd, dims, alias != 1), lo, hi, 10)
+                    : NULL;
+    cf_buf *bb = ba ? cf_buf_new(c, (dla_dtype)t,
+                                 cf_view(c, &vb, (dla_dtype)t, nd, dims, alias != 2), lo, hi, 10)
+                    : NULL;
+    if (!bb)
+        return;
+    if (op == DLA_BINARY_POW)
+        for (int64_t i = 0; i < ba->n; i++)
+            cf_buf_set(ba, i, cf_chance(c, 90) ? cf_unif(c, 0.01, 4) : cf_unif(c, -4, 0));
+    if (cmp)
+        for (int64_t i = 0; i < ba->n; i++)
+            cf_buf_set(ba, i, (double)cf_int(c, -2, 2));
+    if (cmp)
+        for (int64_t i = 0; i < bb->n; i++)
+            cf_buf_set(bb, i, (double)cf_int(c, -2, 2));
+    sprinkle(c, ba);
+    sprinkle(c, bb);
+    if (!cf_buf_upload(c, ba) || !cf_buf_upload(c, bb))
+        return;
+    const cf_buf *zb = alias == 1 ? ba : alias == 2 ? bb : bz;
+    const dla_view *zv = alias == 1 ? &va : alias == 2 ? &vb : &z;
+    char ds[96], v0[128], v1[128], v2[128];
+    cf_describe(c, "binary %s %s dims %s z%s a%s b%s%s", binary_names[op],
+                dla_dtype_name((dla_dtype)t), cf_dims_str(ds, sizeof ds, nd, dims),
+                cf_view_str(v0, sizeof v0, zv), cf_view_str(v1, sizeof v1, &va),
+                cf_view_str(v2, sizeof v2, &vb),
+                alias == 1 ? " z is a" : alias == 2 ? " z is b" : "");
+    dla_binary_args args = {.struct_size = sizeof args, .op = op, .z = *zv, .a = va, .b = vb};
+    for (int k = 0; k < 2; k++) {
+        args.z.mem = zb->mem[k], args.a.mem = ba->mem[k], args.b.mem = bb->mem[k];
+        cf_record(c, k, CF_TABLE(c, k)->binary(CF_CTX(c, k), &args));
+    }
+    if (cf_agree(c))
+        cf_compare(c, zb, zv, (cf_tol){cmp ? 0 : binary_ulps[op], NULL, 0});
+}
+
+void cf_case_ternary(cf_case *c)
+{
+    const int t = cf_float_dtype(c, DLA_KERNEL_TERNARY);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->ternary || c->suite->dev[CF_DUT]->abi_minor < 1) {
+        c->skipped = 1;
+        return;
+    }
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    cf_dims(c, &nd, dims, 5, 8, 3);
+    if (c->index == 0)
+        nd = 2, dims[0] = 300, dims[1] = 200;
+    dla_view z, vc, va, vb;
+    cf_buf *bz = cf_buf_new(c, (dla_dtype)t, cf_view(c, &z, (dla_dtype)t, nd, dims, 0), -9, 9, 0);
+    cf_buf *bc = bz ? cf_buf_new(c, DLA_BOOL, cf_view(c, &vc, DLA_BOOL, nd, dims, 1), 0, 1, 0)
+                    : NULL;
+    cf_buf *ba = bc ? cf_buf_new(c, (dla_dtype)t, cf_view(c, &va, (dla_dtype)t, nd, dims, 1), -4,
+                                 4, 0)
+                    : NULL;
+    cf_buf *bb = ba ? cf_buf_new(c, (dla_dtype)t, cf_view(c, &vb, (dla_dtype)t, nd, dims, 1), -4,
+                                 4, 0)
+                    : NULL;
+    if (!bb)
+        return;
+    sprinkle(c, ba);
+    if (!cf_buf_upload(c, ba))
+        return;
+    char ds[96], v0[128], v1[128], v2[128], v3[128];
+    cf_describe(c, "ternary where %s dims %s z%s cond%s a%s b%s", dla_dtype_name((dla_dtype)t),
+                cf_dims_str(ds, sizeof ds, nd, dims), cf_view_str(v0, sizeof v0, &z),
+                cf_view_str(v1, sizeof v1, &vc), cf_view_str(v2, sizeof v2, &va),
+                cf_view_str(v3, sizeof v3, &vb));
+    dla_ternary_args args = {.struct_size = sizeof args, .op = DLA_TERNARY_WHERE, .z = z,
+                             .cond = vc, .a = va, .b = vb};
+    for (int k = 0; k < 2; k++) {
+        args.z.mem = bz->mem[k], args.cond.mem = bc->mem[k];
+        args.a.mem = ba->mem[k], args.b.mem = bb->mem[k];
+        cf_record(c, k, CF_TABLE(c, k)->ternary(CF_CTX(c, k), &args));
+    }
+    if (cf_agree(c))
+        cf_compare(c, bz, &z, CF_EXACT);
+}
+
+/* ---------------------------------------------------------------- fused */
+
+/* Ops a fused program may draw: defined for every input (no NaN from a
+ * negative log), so differences are differences of arithmetic. */
+static const dla_unary_op fused_unary[] = {
+    DLA_UNARY_NEG,  DLA_UNARY_EXP,        DLA_UNARY_ABS,  DLA_UNARY_TANH,
+    DLA_UNARY_SIGMOID, DLA_UNARY_RELU,    DLA_UNARY_AFFINE, DLA_UNARY_SIGN,
+    DLA_UNARY_LEAKY_RELU, DLA_UNARY_STEP, DLA_UNARY_SQUARE, DLA_UNARY_SIN};
+
+static int exact_step(const dla_fused_insn *in)
+{
+    if (in->kind == DLA_FUSED_WHERE)
+        return 1;
+    if (in->kind == DLA_FUSED_BINARY)
+        return in->op != DLA_BINARY_DIV && in->op != DLA_BINARY_POW;
+    return unary_ulps[in->op] == 0 && in->op != DLA_UNARY_AFFINE;
+}
+
+static dla_mem dut_alloc(cf_case *c, size_t bytes)
+{
+    dla_mem m = NULL;
+    if (CF_TABLE(c, CF_DUT)->mem_alloc(CF_CTX(c, CF_DUT), bytes ? bytes : 1, &m) != DLA_OK) {
+        cf_fail(c, "mem_alloc of %zu bytes: %s", bytes, dla_last_error());
+        return NULL;
+    }
+    return m;
+}
+
+static dla_view dense_on(dla_mem m, dla_dtype t, const dla_view *shape)
+{
+    dla_view v;
+    cf_dense(&v, t, shape->ndims, shape->dims);
+    v.mem = m;
+    return v;
+}
+
+/* Runs a's steps one by one on the device under test into y (its
+ * registers dense buffers; a comparison's logical result cast to the
+ * program's dtype; where's condition made logical with ne(c, 0)).
+ * Returns 0 when a step failed (reported). */
+static int steps_on_dut(cf_case *c, const dla_fused_args *a)
+{
+    const dla_plugin *tb = CF_TABLE(c, CF_DUT);
+    void *ctx = CF_CTX(c, CF_DUT);
+    const dla_dtype t = a->dtype;
+    const int64_t n = cf_numel(a->y.ndims, a->y.dims);
+    const size_t es = dla_dtype_size(t);
+    dla_mem regs[DLA_FUSED_MAX_INSNS] = {0}, cond = dut_alloc(c, (size_t)n),
+            zero = cond ? dut_alloc(c, es) : NULL;
+    int ok = zero != NULL;
+    if (ok)
+        ok = tb->copy_to_device(ctx, zero, 0, &(double){0}, es) == DLA_OK;
+    for (int j = 0; ok && j < a->ninsns; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        if (!(regs[j] = dut_alloc(c, (size_t)n * es))) {
+            ok = 0;
+            break;
+        }
+        const dla_view r = dense_on(regs[j], t, &a->y);
+        dla_view opnd[3];
+        for (int k = 0; k < 3; k++)
+            opnd[k] = in->src[k] >= 0 ? dense_on(regs[in->src[k] >= 0 ? in->src[k] : 0], t, &a->y)
+                                      : a->inputs[(-1 - in->src[k]) & (DLA_FUSED_MAX_INPUTS - 1)];
+        dla_status s;
+        if (in->kind == DLA_FUSED_UNARY) {
+            dla_unary_args u = {.struct_size = sizeof u, .op = in->op, .alpha = in->alpha,
+                                .beta = in->beta, .y = r, .x = opnd[0]};
+            s = tb->unary(ctx, &u);
+        } else if (in->kind == DLA_FUSED_BINARY && in->op >= DLA_BINARY_EQ) {
+            dla_binary_args b = {.struct_size = sizeof b, .op = in->op,
+                                 .z = dense_on(cond, DLA_BOOL, &a->y), .a = opnd[0], .b = opnd[1]};
+            s = tb->binary(ctx, &b);
+            if (s == DLA_OK)
+                s = tb->cast(ctx, &r, &b.z);
+        } else if (in->kind == DLA_FUSED_BINARY) {
+            dla_binary_args b = {.struct_size = sizeof b, .op = in->op, .z = r, .a = opnd[0],
+                                 .b = opnd[1]};
+            s = tb->binary(ctx, &b);
+        } else {
+            dla_binary_args ne = {.struct_size = sizeof ne, .op = DLA_BINARY_NE,
+                                  .z = dense_on(cond, DLA_BOOL, &a->y), .a = opnd[0],
+                                  .b = dense_on(zero, t, &a->y)};
+            for (int d = 0; d < ne.b.ndims; d++)
+                ne.b.strides[d] = 0;
+            s = tb->binary(ctx, &ne);
+            dla_ternary_args w = {.struct_size = sizeof w, .op = DLA_TERNARY_WHERE, .z = r,
+                                  .cond = ne.z, .a = opnd[1], .b = opnd[2]};
+            if (s == DLA_OK)
+                s = tb->ternary(ctx, &w);
+        }
+        if (s != DLA_OK) {
+            cf_fail(c, "step %d launched alone: %s", j, dla_last_error());
+            ok = 0;
+        }
+    }
+    if (ok) {
+        const dla_view last = dense_on(regs[a->ninsns - 1], t, &a->y);
+        if (tb->strided_copy(ctx, &a->y, &last) != DLA_OK) {
+            cf_fail(c, "strided_copy of the last register: %s", dla_last_error());
+            ok = 0;
+        }
+    }
+    if (tb->sync)
+        tb->sync(ctx);
+    for (int j = 0; j < a->ninsns; j++)
+        if (regs[j])
+            tb->mem_free(ctx, regs[j]);
+    if (cond)
+        tb->mem_free(ctx, cond);
+    if (zero)
+        tb->mem_free(ctx, zero);
+    return ok;
+}
+
+/* Nonzero when the device under test runs every step natively, so its
+ * own launches can stand for the program. */
+static int steps_native(const cf_case *c, dla_dtype t)
+{
+    const dla_device *d = c->suite->dev[CF_DUT];
+    const dla_plugin *tb = d->table;
+    if (!tb->unary || !tb->binary || !tb->ternary || !tb->cast || !tb->strided_copy)
+        return 0;
+    static const dla_kernel need[] = {DLA_KERNEL_UNARY, DLA_KERNEL_BINARY, DLA_KERNEL_TERNARY,
+                                      DLA_KERNEL_CAST, DLA_KERNEL_STRIDED_COPY};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (tb->supports && !tb->supports(d->ctx, need[i], t))
+            return 0;
+    return !tb->supports || tb->supports(d->ctx, DLA_KERNEL_CAST, DLA_BOOL);
+}
+
+void cf_case_fused(cf_case *c)
+{
+    const dla_device *dut = c->suite->dev[CF_DUT];
+    const int t = cf_float_dtype(c, DLA_KERNEL_FUSED);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->fused || dut->abi_minor < 2) {
+        c->skipped = 1;
+        return;
+    }
+    dla_fused_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.dtype = (dla_dtype)t;
+    a.ninputs = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INPUTS);
+    a.ninsns = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INSNS);
+    const int exact_only = cf_chance(c, 40);
+    for (int j = 0; j < a.ninsns; j++) {
+        dla_fused_insn *in = &a.insns[j];
+        do {
+            const int r = (int)cf_int(c, 0, 9);
+            in->kind = r < 4 ? DLA_FUSED_UNARY : r < 8 ? DLA_FUSED_BINARY : DLA_FUSED_WHERE;
+            in->op = in->kind == DLA_FUSED_UNARY
+                         ? (int32_t)fused_unary[cf_int(c, 0, sizeof fused_unary /
+                                                                 sizeof fused_unary[0] - 1)]
+                     : in->kind == DLA_FUSED_BINARY ? (int32_t)cf_int(c, 0, DLA_BINARY_COUNT - 1)
+                                                    : 0;
+        } while (exact_only && !exact_step(in));
+        in->alpha = cf_unif(c, -2, 2);
+        in->beta = cf_unif(c, -2, 2);
+        for (int k = 0; k < 3; k++)
+            in->src[k] = j && cf_chance(c, 60) ? (int32_t)cf_int(c, 0, j - 1)
+                                               : (int32_t)(-1 - cf_int(c, 0, a.ninputs - 1));
+    }
+    int exact = 1;
+    for (int j = 0; j < a.ninsns; j++)
+        exact &= exact_step(&a.insns[j]);
+    int nd;
+    int64_t dims[DLA_MAX_DIMS];
+    cf_dims(c, &nd, dims, 4, 9, 2);
+    if (c->index == 0)
+        nd = 2, dims[0] = 128, dims[1] = 600;
+    const int alias = cf_chance(c, 20);
+    cf_buf *in[DLA_FUSED_MAX_INPUTS];
+    dla_view y;
+    cf_buf *by = cf_buf_new(c, a.dtype, cf_view(c, &y, a.dtype, nd, dims, 0), -2, 2, 5);
+    if (!by)
+        return;
+    for (int i = 0; i < a.ninputs; i++) {
+        if (i == 0 && alias) {
+            a.inputs[0] = y;
+            in[0] = by;
+            continue;
+        }
+        if (!(in[i] = cf_buf_new(c, a.dtype, cf_view(c, &a.inputs[i], a.dtype, nd, dims, 1), -2, 2,
+                                 10)))
+            return;
+    }
+    a.y = y;
+    char ds[96];
+    cf_describe(c, "fused %s dims %s, %d inputs%s, %d steps:", dla_dtype_name(a.dtype),
+                cf_dims_str(ds, sizeof ds, nd, dims), (int)a.ninputs, alias ? " (y is input 0)" : "",
+                (int)a.ninsns);
+    for (int j = 0; j < a.ninsns; j++) {
+        const dla_fused_insn *s = &a.insns[j];
+        cf_describe(c, " r%d=%s(%d,%d,%d)", j,
+                    s->kind == DLA_FUSED_UNARY    ? unary_names[s->op]
+                    : s->kind == DLA_FUSED_BINARY ? binary_names[s->op]
+                                                  : "where",
+                    (int)s->src[0], (int)s->src[1], (int)s->src[2]);
+    }
+    /* The program on both devices. */
+    for (int k = 0; k < 2; k++) {
+        dla_fused_args b = a;
+        b.y.mem = by->mem[k];
+        for (int i = 0; i < a.ninputs; i++)
+            b.inputs[i].mem = in[i]->mem[k];
+        cf_record(c, k, CF_TABLE(c, k)->fused(CF_CTX(c, k), &b));
+    }
+    if (!cf_agree(c))
+        return;
+    if (exact && !cf_compare(c, by, &y, CF_EXACT))
+        return;
+    if (!steps_native(c, a.dtype))
+        return;
+    /* The same program's steps one by one on the device under test, from
+     * the same starting memory, into a second y: the bits must agree. */
+    void *first, *unused;
+    if (!cf_buf_download(c, by, &first, &unused))
+        return;
+    free(unused);
+    if (!cf_buf_upload(c, by)) { /* back to the starting contents */
+        free(first);
+        return;
+    }
+    for (int i = alias; i < a.ninputs; i++)
+        a.inputs[i].mem = in[i]->mem[CF_DUT];
+    a.y.mem = by->mem[CF_DUT];
+    if (alias)
+        a.inputs[0].mem = by->mem[CF_DUT];
+    if (steps_on_dut(c, &a)) {
+        void *steps, *oracle;
+        if (cf_buf_download(c, by, &steps, &oracle)) {
+            const size_t bytes = (size_t)by->n * dla_dtype_size(a.dtype);
+            if (memcmp(first, steps, bytes) != 0) {
+                size_t at = 0;
+                while (((unsigned char *)first)[at] == ((unsigned char *)steps)[at])
+                    at++;
+                cf_fail(c, "the program and its steps launched one by one differ at element "
+                           "%zu of y's buffer",
+                        at / dla_dtype_size(a.dtype));
+            }
+            free(steps);
+            free(oracle);
+        }
+    }
+    free(first);
+}

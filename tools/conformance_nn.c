@@ -1,0 +1,444 @@
+/*
+ * conformance_nn.c - the suite's cases for the network kernels:
+ * convolution forward, backward data and backward filter; pooling forward
+ * and backward; gather and scatter_add.
+ *
+ * Convolutions draw 1 to 3 spatial dims, stride, dilation, asymmetric and
+ * negative padding, groups up to one channel each, bias, and dense or
+ * strided views (a plugin may decline strided ones with
+ * DLA_ERR_UNSUPPORTED, as the header allows). Sums are held to the
+ * magnitude bound of conformance.h; max pooling, its positions, gather
+ * and the bad-index refusals are exact.
+ */
+#include "tools/conformance.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ conv */
+
+typedef struct conv_case {
+    int nsp;
+    int64_t B, C, F, G, in[3], out[3], fs[3], st[3], dl[3], pb[3];
+    int bias, strided;
+} conv_case;
+
+static void random_conv(cf_case *c, conv_case *k)
+{
+    memset(k, 0, sizeof *k);
+    k->nsp = (int)cf_int(c, 1, 3);
+    const int kind = (int)cf_int(c, 0, 9);
+    k->G = kind < 5 ? 1 : kind < 8 ? cf_int(c, 2, 3) : cf_int(c, 2, 5);
+    const int64_t Cg = kind < 8 ? cf_int(c, 1, 4) : 1;
+    const int64_t Fg = cf_chance(c, 20) ? cf_int(c, 7, 12) : cf_int(c, 1, 5);
+    k->C = Cg * k->G, k->F = Fg * k->G;
+    k->B = cf_chance(c, 5) ? 0 : cf_int(c, 1, 3);
+    k->bias = cf_chance(c, 50);
+    k->strided = cf_chance(c, 30);
+    const int64_t maxin = k->nsp == 3 ? 7 : k->nsp == 2 ? 12 : 40;
+    for (int i = 0; i < k->nsp; i++) {
+        k->fs[i] = cf_int(c, 1, k->nsp == 3 ? 3 : 5);
+        k->dl[i] = cf_chance(c, 70) ? 1 : cf_int(c, 2, 3);
+        k->st[i] = cf_chance(c, 60) ? 1 : cf_int(c, 2, 3);
+        const int64_t span = k->dl[i] * (k->fs[i] - 1) + 1;
+        k->in[i] = cf_int(c, 1, maxin);
+        k->pb[i] = cf_chance(c, 15) ? -cf_int(c, 1, 2) : cf_int(c, 0, span);
+        const int64_t pe = cf_chance(c, 15) ? -cf_int(c, 0, 2) : cf_int(c, 0, span);
+        const int64_t num = k->in[i] + k->pb[i] + pe - span;
+        k->out[i] = num >= 0 ? num / k->st[i] + 1 : 0;
+        if (k->out[i] == 0 && !cf_chance(c, 10))
+            k->out[i] = cf_int(c, 1, 3);
+    }
+    if (c->index == 0) { /* a digit-sized layer: the work is not tiny */
+        k->nsp = 2, k->B = 8, k->C = 4, k->F = 8, k->G = 1, k->bias = 1, k->strided = 0;
+        for (int i = 0; i < 2; i++)
+            k->in[i] = 28, k->fs[i] = 3, k->st[i] = 1, k->dl[i] = 1, k->pb[i] = 1, k->out[i] = 28;
+    }
+}
+
+enum { FWD, BWD_DATA, BWD_FILTER };
+
+static void conv_case_run(cf_case *c, int dir)
+{
+    static const dla_kernel kernels[] = {DLA_KERNEL_CONV_FORWARD, DLA_KERNEL_CONV_BACKWARD_DATA,
+                                         DLA_KERNEL_CONV_BACKWARD_FILTER};
+    static const char *const names[] = {"conv_forward", "conv_backward_data",
+                                        "conv_backward_filter"};
+    const dla_plugin *tb = CF_TABLE(c, CF_DUT);
+    void *member = dir == FWD ? (void *)tb->conv_forward
+                   : dir == BWD_DATA ? (void *)tb->conv_backward_data
+                                     : (void *)tb->conv_backward_filter;
+    const int t = cf_float_dtype(c, kernels[dir]);
+    if (t < 0 || !member || c->suite->dev[CF_DUT]->abi_minor < 1) {
+        c->skipped = 1;
+        return;
+    }
+    conv_case k;
+    random_conv(c, &k);
+    const int n = k.nsp;
+    int64_t xd[5], wd[6], yd[5];
+    for (int i = 0; i < n; i++)
+        xd[i] = k.in[i], wd[i] = k.fs[i], yd[i] = k.out[i];
+    xd[n] = k.C, xd[n + 1] = k.B;
+    wd[n] = k.C / k.G, wd[n + 1] = k.F / k.G, wd[n + 2] = k.G;
+    yd[n] = k.F, yd[n + 1] = k.B;
+    dla_conv_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.dtype = (dla_dtype)t;
+    a.nspatial = n;
+    a.batch = k.B, a.in_channels = k.C, a.out_channels = k.F, a.groups = k.G;
+    for (int i = 0; i < n; i++) {
+        a.in_size[i] = k.in[i], a.out_size[i] = k.out[i], a.filter_size[i] = k.fs[i];
+        a.stride[i] = k.st[i], a.dilation[i] = k.dl[i], a.pad_begin[i] = k.pb[i];
+    }
+    const dla_dtype dt = (dla_dtype)t;
+    const int64_t nx = k.strided ? cf_view(c, &a.x, dt, n + 2, xd, 0) : cf_dense(&a.x, dt, n + 2, xd);
+    const int64_t nw = k.strided ? cf_view(c, &a.w, dt, n + 3, wd, 0) : cf_dense(&a.w, dt, n + 3, wd);
+    const int64_t ny = k.strided ? cf_view(c, &a.y, dt, n + 2, yd, 0) : cf_dense(&a.y, dt, n + 2, yd);
+    cf_buf *bx = cf_buf_new(c, dt, nx, -1, 1, 0), *bw = bx ? cf_buf_new(c, dt, nw, -1, 1, 0) : NULL;
+    cf_buf *by = bw ? cf_buf_new(c, dt, ny, -1, 1, 0) : NULL, *bb = NULL;
+    if (!by)
+        return;
+    const int bias = dir == FWD && k.bias;
+    if (bias) {
+        const int64_t fd[1] = {k.F};
+        if (!(bb = cf_buf_new(c, dt, cf_dense(&a.bias, dt, 1, fd), -1, 1, 0)))
+            return;
+    }
+    char s1[64], s2[64], s3[64];
+    cf_describe(c, "%s %s x %s w %s y %s groups %lld stride %lld,%lld,%lld dilation "
+                   "%lld,%lld,%lld pad_begin %lld,%lld,%lld%s%s",
+                names[dir], dla_dtype_name(dt), cf_dims_str(s1, sizeof s1, n + 2, xd),
+                cf_dims_str(s2, sizeof s2, n + 3, wd), cf_dims_str(s3, sizeof s3, n + 2, yd),
+                (long long)k.G, (long long)a.stride[0], (long long)a.stride[1],
+                (long long)a.stride[2], (long long)a.dilation[0], (long long)a.dilation[1],
+                (long long)a.dilation[2], (long long)a.pad_begin[0], (long long)a.pad_begin[1],
+                (long long)a.pad_begin[2], bias ? " bias" : "", k.strided ? " strided views" : "");
+    cf_buf *out = dir == FWD ? by : dir == BWD_DATA ? bx : bw;
+    const dla_view *ov = dir == FWD ? &a.y : dir == BWD_DATA ? &a.x : &a.w;
+    dla_status (*fn[2])(void *, const dla_conv_args *);
+    for (int d = 0; d < 2; d++) {
+        const dla_plugin *p = CF_TABLE(c, d);
+        fn[d] = dir == FWD ? p->conv_forward : dir == BWD_DATA ? p->conv_backward_data
+                                                               : p->conv_backward_filter;
+    }
+    for (int d = 0; d < 2; d++) {
+        dla_conv_args b = a;
+        b.x.mem = bx->mem[d], b.w.mem = bw->mem[d], b.y.mem = by->mem[d];
+        b.bias.mem = bias ? bb->mem[d] : NULL;
+        cf_record(c, d, fn[d](CF_CTX(c, d), &b));
+    }
+    /* Declining strided views is the one refusal the header allows. */
+    if (k.strided && c->st[CF_DUT] == DLA_ERR_UNSUPPORTED && c->st[CF_ORACLE] == DLA_OK)
+        return;
+    if (!cf_agree(c))
+        return;
+    /* The magnitude: the same call on |operands| on the oracle. */
+    cf_buf *mx = cf_buf_abs(c, bx), *mw = mx ? cf_buf_abs(c, bw) : NULL;
+    cf_buf *my = mw ? cf_buf_abs(c, by) : NULL, *mb = NULL;
+    if (!my || (bias && !(mb = cf_buf_abs(c, bb))))
+        return;
+    dla_conv_args m = a;
+    m.x.mem = mx->mem[CF_ORACLE], m.w.mem = mw->mem[CF_ORACLE], m.y.mem = my->mem[CF_ORACLE];
+    m.bias.mem = bias ? mb->mem[CF_ORACLE] : NULL;
+    if (fn[CF_ORACLE](CF_CTX(c, CF_ORACLE), &m) != DLA_OK) {
+        cf_fail(c, "the oracle's magnitude run: %s", dla_last_error());
+        return;
+    }
+    cf_buf *mo = dir == FWD ? my : dir == BWD_DATA ? mx : mw;
+    double *mag = cf_oracle_values(c, mo);
+    if (!mag)
+        return;
+    const int64_t taps = k.fs[0] * (n > 1 ? k.fs[1] : 1) * (n > 2 ? k.fs[2] : 1);
+    const int64_t opx = k.out[0] * (n > 1 ? k.out[1] : 1) * (n > 2 ? k.out[2] : 1);
+    const double terms = dir == FWD        ? (double)(k.C / k.G * taps + 1)
+                         : dir == BWD_DATA ? (double)(k.F / k.G * taps)
+                                           : (double)(k.B * opx);
+    cf_compare(c, out, ov, (cf_tol){0, mag, terms});
+    free(mag);
+}
+
+void cf_case_conv_forward(cf_case *c)
+{
+    conv_case_run(c, FWD);
+}
+void cf_case_conv_backward_data(cf_case *c)
+{
+    conv_case_run(c, BWD_DATA);
+}
+void cf_case_conv_backward_filter(cf_case *c)
+{
+    conv_case_run(c, BWD_FILTER);
+}
+
+/* ------------------------------------------------------------------ pool */
+
+typedef struct pool_case {
+    int n;
+    int64_t in[3], out[3], win[3], stride[3], pad[3], channels, batch;
+    dla_pool_mode mode;
+    int exclude;
+} pool_case;
+
+static void random_pool(cf_case *c, pool_case *p)
+{
+    memset(p, 0, sizeof *p);
+    p->n = (int)cf_int(c, 1, 3);
+    p->mode = cf_chance(c, 50) ? DLA_POOL_MAX : DLA_POOL_AVG;
+    p->exclude = p->mode == DLA_POOL_AVG && cf_chance(c, 50);
+    for (int i = 0; i < p->n; i++) {
+        p->win[i] = cf_int(c, 1, 3);
+        p->stride[i] = cf_int(c, 1, 3);
+        p->in[i] = cf_int(c, p->win[i], p->n == 3 ? 6 : 12);
+        p->pad[i] = cf_chance(c, 40) ? cf_int(c, 0, p->win[i] - 1) : 0;
+        const int64_t pe = cf_chance(c, 40) ? cf_int(c, 0, p->win[i] - 1) : 0;
+        p->out[i] = (p->in[i] + p->pad[i] + pe - p->win[i]) / p->stride[i] + 1;
+        /* A max window wholly in the padding has no maximum. */
+        while (p->mode == DLA_POOL_MAX && p->out[i] > 1 &&
+               (p->out[i] - 1) * p->stride[i] - p->pad[i] >= p->in[i])
+            p->out[i]--;
+    }
+    p->channels = cf_int(c, 1, 4);
+    p->batch = cf_int(c, 0, 3) ? cf_int(c, 1, 3) : 0;
+    if (c->index == 0) {
+        p->n = 2, p->mode = DLA_POOL_MAX, p->channels = 8, p->batch = 16;
+        for (int i = 0; i < 2; i++)
+            p->in[i] = 28, p->win[i] = 2, p->stride[i] = 2, p->pad[i] = 0, p->out[i] = 14;
+    }
+}
+
+static int pool_args(cf_case *c, const pool_case *p, dla_dtype t, dla_pool_args *a, int64_t *xn,
+                     int64_t *yn)
+{
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->mode = p->mode;
+    a->dtype = t;
+    a->nspatial = p->n;
+    a->avg_exclude_pad = p->exclude;
+    a->channels = p->channels;
+    a->batch = p->batch;
+    int64_t xd[5], yd[5];
+    for (int i = 0; i < p->n; i++) {
+        a->in_size[i] = p->in[i], a->out_size[i] = p->out[i], a->window[i] = p->win[i];
+        a->stride[i] = p->stride[i], a->pad_begin[i] = p->pad[i];
+        xd[i] = p->in[i], yd[i] = p->out[i];
+    }
+    xd[p->n] = yd[p->n] = p->channels;
+    xd[p->n + 1] = yd[p->n + 1] = p->batch;
+    *xn = cf_view(c, &a->x, t, p->n + 2, xd, 0);
+    *yn = cf_view(c, &a->y, t, p->n + 2, yd, 0);
+    if (p->mode == DLA_POOL_MAX)
+        cf_dense(&a->index, DLA_I32, p->n + 2, yd);
+    return p->mode == DLA_POOL_MAX;
+}
+
+static void pool_describe(cf_case *c, const char *dir, const pool_case *p, dla_dtype t)
+{
+    cf_describe(c, "%s %s %s n %d in %lldx%lldx%lld out %lldx%lldx%lld window %lldx%lldx%lld "
+                   "stride %lld,%lld,%lld pad %lld,%lld,%lld channels %lld batch %lld%s",
+                dir, p->mode == DLA_POOL_MAX ? "max" : "avg", dla_dtype_name(t), p->n,
+                (long long)p->in[0], (long long)p->in[1], (long long)p->in[2],
+                (long long)p->out[0], (long long)p->out[1], (long long)p->out[2],
+                (long long)p->win[0], (long long)p->win[1], (long long)p->win[2],
+                (long long)p->stride[0], (long long)p->stride[1], (long long)p->stride[2],
+                (long long)p->pad[0], (long long)p->pad[1], (long long)p->pad[2],
+                (long long)p->channels, (long long)p->batch, p->exclude ? " exclude_pad" : "");
+}
+
+static void pool_case_run(cf_case *c, int backward)
+{
+    const dla_plugin *tb = CF_TABLE(c, CF_DUT);
+    const dla_kernel kernel = backward ? DLA_KERNEL_POOL_BACKWARD : DLA_KERNEL_POOL_FORWARD;
+    const int t = cf_float_dtype(c, kernel);
+    if (t < 0 || !(backward ? (void *)tb->pool_backward : (void *)tb->pool_forward) ||
+        (backward && !tb->pool_forward) || c->suite->dev[CF_DUT]->abi_minor < 1) {
+        c->skipped = 1;
+        return;
+    }
+    pool_case p;
+    random_pool(c, &p);
+    dla_pool_args a;
+    int64_t xn, yn;
+    const int is_max = pool_args(c, &p, (dla_dtype)t, &a, &xn, &yn);
+    const int ties = is_max && cf_chance(c, 50);
+    cf_buf *bx = cf_buf_new(c, (dla_dtype)t, xn, ties ? -2 : -3, ties ? 2 : 3, 0);
+    cf_buf *by = bx ? cf_buf_new(c, (dla_dtype)t, yn, -3, 3, 0) : NULL;
+    cf_buf *bi = by && is_max ? cf_buf_new(c, DLA_I32, cf_numel(a.index.ndims, a.index.dims), 0, 0,
+                                           0)
+                              : NULL;
+    if (!by || (is_max && !bi))
+        return;
+    if (ties) {
+        for (int64_t i = 0; i < bx->n; i++)
+            cf_buf_set(bx, i, round(cf_buf_get(bx, i)));
+        if (cf_chance(c, 30))
+            cf_buf_set(bx, cf_int(c, 0, bx->n - 1), NAN);
+        if (!cf_buf_upload(c, bx))
+            return;
+    }
+    pool_describe(c, backward ? "pool_backward" : "pool_forward", &p, (dla_dtype)t);
+    /* Forward on both (backward's max needs the forward's positions). */
+    for (int k = 0; k < 2; k++) {
+        dla_pool_args b = a;
+        b.x.mem = bx->mem[k], b.y.mem = by->mem[k], b.index.mem = is_max ? bi->mem[k] : NULL;
+        cf_record(c, k, CF_TABLE(c, k)->pool_forward(CF_CTX(c, k), &b));
+    }
+    if (!cf_agree(c))
+        return;
+    if (!backward) {
+        if (is_max) {
+            if (cf_compare(c, by, &a.y, CF_EXACT))
+                cf_compare(c, bi, &a.index, CF_EXACT);
+            return;
+        }
+        cf_buf *mx = cf_buf_abs(c, bx), *my = mx ? cf_buf_abs(c, by) : NULL;
+        if (!my)
+            return;
+        dla_pool_args m = a;
+        m.x.mem = mx->mem[CF_ORACLE], m.y.mem = my->mem[CF_ORACLE];
+        if (CF_TABLE(c, CF_ORACLE)->pool_forward(CF_CTX(c, CF_ORACLE), &m) != DLA_OK) {
+            cf_fail(c, "the oracle's magnitude run: %s", dla_last_error());
+            return;
+        }
+        double *mag = cf_oracle_values(c, my);
+        if (mag)
+            cf_compare(c, by, &a.y, (cf_tol){0, mag, (double)(p.win[0] * p.win[1] * p.win[2])});
+        free(mag);
+        return;
+    }
+    /* Backward: dL/dy into x, with the forward's index (the same on both:
+     * a max index mismatch is the forward's failure, checked first). */
+    if (is_max && !cf_compare(c, bi, &a.index, CF_EXACT))
+        return;
+    for (int64_t i = 0; i < by->n; i++)
+        cf_buf_set(by, i, cf_unif(c, -3, 3));
+    if (!cf_buf_upload(c, by))
+        return;
+    for (int k = 0; k < 2; k++) {
+        dla_pool_args b = a;
+        b.x.mem = bx->mem[k], b.y.mem = by->mem[k], b.index.mem = is_max ? bi->mem[k] : NULL;
+        cf_record(c, k, CF_TABLE(c, k)->pool_backward(CF_CTX(c, k), &b));
+    }
+    if (!cf_agree(c))
+        return;
+    cf_buf *mx = cf_buf_abs(c, bx), *my = mx ? cf_buf_abs(c, by) : NULL;
+    if (!my)
+        return;
+    dla_pool_args m = a;
+    m.x.mem = mx->mem[CF_ORACLE], m.y.mem = my->mem[CF_ORACLE];
+    m.index.mem = is_max ? bi->mem[CF_ORACLE] : NULL;
+    if (CF_TABLE(c, CF_ORACLE)->pool_backward(CF_CTX(c, CF_ORACLE), &m) != DLA_OK) {
+        cf_fail(c, "the oracle's magnitude run: %s", dla_last_error());
+        return;
+    }
+    double *mag = cf_oracle_values(c, mx);
+    if (mag)
+        cf_compare(c, bx, &a.x, (cf_tol){0, mag, (double)(p.win[0] * p.win[1] * p.win[2])});
+    free(mag);
+}
+
+void cf_case_pool_forward(cf_case *c)
+{
+    pool_case_run(c, 0);
+}
+void cf_case_pool_backward(cf_case *c)
+{
+    pool_case_run(c, 1);
+}
+
+/* ---------------------------------------------------------------- index */
+
+static void index_case_run(cf_case *c, int scatter)
+{
+    const dla_plugin *tb = CF_TABLE(c, CF_DUT);
+    const dla_kernel kernel = scatter ? DLA_KERNEL_SCATTER_ADD : DLA_KERNEL_GATHER;
+    int t = -1;
+    if (scatter) {
+        t = cf_float_dtype(c, kernel);
+    } else {
+        int ok[DLA_DTYPE_COUNT], n = 0;
+        for (int d = 0; d < DLA_DTYPE_COUNT; d++)
+            n += ok[d] = cf_both_support(c, kernel, (dla_dtype)d);
+        for (int d = 0, pick = n ? (int)cf_int(c, 0, n - 1) : -1; d < DLA_DTYPE_COUNT; d++)
+            if (ok[d] && pick-- == 0)
+                t = d;
+    }
+    if (t < 0 || !(scatter ? (void *)tb->scatter_add : (void *)tb->gather) ||
+        c->suite->dev[CF_DUT]->abi_minor < 1) {
+        c->skipped = 1;
+        return;
+    }
+    int nd;
+    int64_t base[DLA_MAX_DIMS];
+    cf_dims(c, &nd, base, 4, 6, 0);
+    if (nd == 0)
+        nd = 1, base[0] = cf_int(c, 1, 6);
+    const int dim = (int)cf_int(c, 0, nd - 1);
+    const int64_t len = cf_int(c, 1, 12), target = cf_int(c, 1, 8);
+    int64_t xd[DLA_MAX_DIMS], yd[DLA_MAX_DIMS];
+    memcpy(xd, base, sizeof xd);
+    memcpy(yd, base, sizeof yd);
+    xd[dim] = scatter ? len : target;
+    yd[dim] = scatter ? target : len;
+    const int bad = cf_chance(c, 10);
+    const dla_dtype dt = (dla_dtype)t;
+    dla_index_args a = {.struct_size = sizeof a, .dim = dim};
+    cf_buf *by = cf_buf_new(c, dt, cf_view(c, &a.y, dt, nd, yd, 0), -9, 9, 0);
+    cf_buf *bx = by ? cf_buf_new(c, dt, cf_view(c, &a.x, dt, nd, xd, 0), -9, 9, 0) : NULL;
+    const int64_t ld[1] = {len};
+    cf_buf *bi = bx ? cf_buf_new(c, DLA_I32, cf_dense(&a.index, DLA_I32, 1, ld), 0, target - 1, 0)
+                    : NULL;
+    if (!bi)
+        return;
+    if (scatter) /* repeated positions, which must add up in order */
+        for (int64_t i = 0; i < len; i++)
+            if (cf_chance(c, 40))
+                cf_buf_set(bi, i, (double)cf_int(c, 0, target > 2 ? 1 : 0));
+    if (bad)
+        cf_buf_set(bi, cf_int(c, 0, len - 1), cf_chance(c, 50) ? -1 : (double)target);
+    if (!cf_buf_upload(c, bi))
+        return;
+    char s1[64], s2[64], v0[128], v1[128];
+    cf_describe(c, "%s %s y %s x %s dim %d (0-based) %lld positions into %lld y%s x%s%s",
+                scatter ? "scatter_add" : "gather", dla_dtype_name(dt),
+                cf_dims_str(s1, sizeof s1, nd, yd), cf_dims_str(s2, sizeof s2, nd, xd), dim,
+                (long long)len, (long long)target, cf_view_str(v0, sizeof v0, &a.y),
+                cf_view_str(v1, sizeof v1, &a.x), bad ? " with a bad index" : "");
+    for (int k = 0; k < 2; k++) {
+        dla_index_args b = a;
+        b.y.mem = by->mem[k], b.x.mem = bx->mem[k], b.index.mem = bi->mem[k];
+        const dla_plugin *p = CF_TABLE(c, k);
+        cf_record(c, k, scatter ? p->scatter_add(CF_CTX(c, k), &b) : p->gather(CF_CTX(c, k), &b));
+    }
+    if (!cf_agree(c))
+        return;
+    if (!scatter) {
+        cf_compare(c, by, &a.y, CF_EXACT);
+        return;
+    }
+    cf_buf *my = cf_buf_abs(c, by), *mx = my ? cf_buf_abs(c, bx) : NULL;
+    if (!mx)
+        return;
+    dla_index_args m = a;
+    m.y.mem = my->mem[CF_ORACLE], m.x.mem = mx->mem[CF_ORACLE], m.index.mem = bi->mem[CF_ORACLE];
+    if (CF_TABLE(c, CF_ORACLE)->scatter_add(CF_CTX(c, CF_ORACLE), &m) != DLA_OK) {
+        cf_fail(c, "the oracle's magnitude run: %s", dla_last_error());
+        return;
+    }
+    double *mag = cf_oracle_values(c, my);
+    if (mag)
+        cf_compare(c, by, &a.y, (cf_tol){0, mag, (double)len});
+    free(mag);
+}
+
+void cf_case_gather(cf_case *c)
+{
+    index_case_run(c, 0);
+}
+void cf_case_scatter_add(cf_case *c)
+{
+    index_case_run(c, 1);
+}
