@@ -194,6 +194,8 @@ dla_tensor *dla__tensor_view(const char *op, const dla_tensor *t)
     }
     *v = *t;
     atomic_init(&v->refcount, 1);
+    /* Its own serial: a trace recorder tells headers apart by it. */
+    v->serial = atomic_fetch_add(&serials, 1);
     v->message = NULL;
     atomic_fetch_add(&t->storage->refcount, 1);
     return v;

@@ -32,8 +32,10 @@ struct dla_tensor {
     int64_t offset;                /* elements */
     char format[DLA_MAX_DIMS + 1];
     dla__storage *storage;
-    /* When the tensor was made (a per-process counter): a trace tells the
-     * constants made inside the recorded function from those it was given. */
+    /* When this header was made (a per-process counter; views get their
+     * own): a trace tells the constants made inside the recorded function
+     * from those it was given, and its recorder tells a tensor from a later
+     * one at the same address. */
     uint64_t serial;
 };
 

@@ -1,9 +1,11 @@
 /*
  * trace_record.c - recording a trace while a function runs eagerly.
  *
- * The recorder maps each tensor it meets to a value. It keeps a reference
- * to every tensor it has mapped until recording ends, so an address cannot
- * be freed and reused for another tensor under the map's feet. A tensor
+ * The recorder maps each tensor it meets to a value, by address and serial:
+ * it holds no reference, so intermediates die as early as in an eager run
+ * (a recording's peak memory is eager's), and an address freed and reused
+ * for another tensor carries another serial, so the map never confuses
+ * the two. A tensor
  * read by an op that is neither an input nor an earlier op's output is a
  * constant: the recorder keeps it, and the trace bakes its values in.
  */
@@ -20,7 +22,8 @@
 
 typedef struct recorder {
     /* tensor -> value id; open addressing, grown at half load */
-    dla_tensor **keys;
+    dla_tensor **keys; /* never dereferenced: the tensor may be gone */
+    uint64_t *serials;
     int *ids;
     size_t cap, used;
     dla__trace *t;
@@ -52,38 +55,45 @@ static size_t slot_of(const recorder *r, const dla_tensor *p)
     return i;
 }
 
+/* p's value, when p is the tensor that was mapped (not a later tensor at
+ * the same address); -1 otherwise. p is alive: the caller holds it. */
 static int find(const recorder *r, const dla_tensor *p)
 {
     size_t i = slot_of(r, p);
-    return r->keys[i] ? r->ids[i] : -1;
+    return r->keys[i] && r->serials[i] == p->serial ? r->ids[i] : -1;
 }
 
 static dla_status grow_map(recorder *r)
 {
     size_t cap = r->cap ? r->cap * 2 : 256;
     dla_tensor **keys = dla__calloc(cap, sizeof *keys);
+    uint64_t *serials = dla__calloc(cap, sizeof *serials);
     int *ids = dla__calloc(cap, sizeof *ids);
-    if (!keys || !ids) {
+    if (!keys || !ids || !serials) {
         dla__free(keys);
+        dla__free(serials);
         dla__free(ids);
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot grow the recorder's map");
     }
     recorder old = *r;
     r->keys = keys;
+    r->serials = serials;
     r->ids = ids;
     r->cap = cap;
     for (size_t i = 0; i < old.cap; i++)
         if (old.keys[i]) {
             size_t j = slot_of(r, old.keys[i]);
             r->keys[j] = old.keys[i];
+            r->serials[j] = old.serials[i];
             r->ids[j] = old.ids[i];
         }
     dla__free(old.keys);
+    dla__free(old.serials);
     dla__free(old.ids);
     return DLA_OK;
 }
 
-/* A new value for tensor p (retained by the map). */
+/* A new value for tensor p (mapped, not retained). */
 static int add_value(recorder *r, dla_tensor *p, dla__value_kind kind, int index)
 {
     dla__trace *t = r->t;
@@ -110,9 +120,11 @@ static int add_value(recorder *r, dla_tensor *p, dla__value_kind kind, int index
     memcpy(v->format, p->format, sizeof v->format);
     v->last_use = -1;
     size_t s = slot_of(r, p);
-    r->keys[s] = dla_tensor_retain(p);
+    if (!r->keys[s])
+        r->used++;
+    r->keys[s] = p; /* a stale entry at p's address is overwritten */
+    r->serials[s] = p->serial;
     r->ids[s] = id;
-    r->used++;
     return id;
 }
 
@@ -140,9 +152,8 @@ static int add_const(recorder *r, dla_tensor *p)
 
 static void release_map(recorder *r)
 {
-    for (size_t i = 0; i < r->cap; i++)
-        dla_tensor_release(r->keys[i]);
     dla__free(r->keys);
+    dla__free(r->serials);
     dla__free(r->ids);
 }
 
