@@ -3,7 +3,6 @@
 # appends its files here.
 # Networks and optimizers: layers, dla_net (graph, initialization,
 # forward/predict, tables, summary, save/load) and the optimizers.
-# nn_error.c is their one bridge to the core's error reporting.
 libdlaccel_la_SOURCES += \
 	nn/nn.h nn/nn_error.c nn/shape.c nn/table.c nn/init.c nn/layer.c \
 	nn/layer_input.c nn/layer_conv.c nn/layer_batchnorm.c nn/layer_activation.c \
