@@ -11,3 +11,4 @@ include tests/trace.mk
 include tests/data.mk
 include tests/net.mk
 include tests/train.mk
+include tests/opencl.mk

@@ -5,19 +5,18 @@
  * strides (so no view is declined and nothing is copied dense first).
  *
  * Backward filter sums over every (image, output position) pair for each
- * weight: with few weights that is a long sum, so it is dealt to parts as
- * a reduction is, and conv_wsum adds the parts in order.
+ * weight: with few weights that is a long sum, so the batch is dealt to
+ * parts, and conv_wsum adds the parts in order.
  */
 #include "plugins/opencl/ocl.h"
 
 #include <string.h>
 
 #define TARGET_ITEMS 16384
-#define MIN_PART 64
 
 typedef struct conv {
     cl_long in[3], out[3], fs[3], st[3], dl[3], pb[3];
-    cl_long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts, chunked;
+    cl_long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts;
     cl_long xs[3], xc, xb, xoff;
     cl_long ws[3], wc, wf, wg, woff;
     cl_long ys[3], yf, yb, yoff;
@@ -201,16 +200,14 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
     const int64_t ny = p.out_px * p.F * p.batch;
     const cl_mem y = ny ? dla__ocl_buf(a->y.mem) : dir == BACKWARD_DATA ? x : w;
     cl_mem part_v = NULL;
-    if (dir == BACKWARD_FILTER) {
-        const int64_t positions = p.batch * p.out_px;
+    if (dir == BACKWARD_FILTER && p.batch > 1) {
+        /* Few weights: their sums over the batch dealt to parts, each a
+         * run of images. */
         const int64_t target = d->cpu ? 8 * (int64_t)d->units : TARGET_ITEMS;
-        p.chunked = d->cpu;
-        if (nw < target && positions >= 2 * MIN_PART) {
-            int64_t parts = target / nw;
-            if (parts > positions / MIN_PART)
-                parts = positions / MIN_PART;
-            p.parts = parts > 1 ? parts : 1;
-        }
+        int64_t parts = nw < target ? target / nw : 1;
+        if (parts > p.batch)
+            parts = p.batch;
+        p.parts = parts > 1 ? parts : 1;
         if (p.parts > 1 &&
             !(part_v = dla__ocl_scratch(d, (size_t)(nw * p.parts) * (f64 ? 8 : 4), NULL, kn)))
             return DLA_ERR_OUT_OF_MEMORY;
@@ -229,13 +226,20 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
         const cl_mem b = has_bias ? dla__ocl_buf(a->bias.mem) : y;
         s = dla__ocl_args(k, kn, 0, A(p), A(has_bias), A(y), A(x), A(w), A(b), DLA__OCL_END);
     } else if (s == DLA_OK && dir == BACKWARD_DATA) {
-        s = dla__ocl_args(k, kn, 0, A(p), A(x), A(y), A(w), DLA__OCL_END);
+        const cl_int st1 = p.st[0] == 1 && p.st[1] == 1 && p.st[2] == 1;
+        s = dla__ocl_args(k, kn, 0, A(p), A(st1), A(x), A(y), A(w), DLA__OCL_END);
     } else if (s == DLA_OK) {
         const cl_mem pv = part_v ? part_v : w;
         s = dla__ocl_args(k, kn, 0, A(p), A(w), A(x), A(y), A(pv), DLA__OCL_END);
     }
-    if (s == DLA_OK)
+    if (s == DLA_OK && dir == BACKWARD_FILTER) {
         s = dla__ocl_launch1(d, k, (size_t)(items * p.parts), kn);
+    } else if (s == DLA_OK) {
+        const int64_t range[3] = {dir == FORWARD ? p.out[0] : p.in[0],
+                                  dir == FORWARD ? p.out[1] * p.out[2] : p.in[1] * p.in[2],
+                                  (dir == FORWARD ? p.F : p.C) * p.batch};
+        s = dla__ocl_launch3(d, k, range, kn);
+    }
     if (s == DLA_OK && k2)
         s = dla__ocl_args(k2, kn, 0, A(p), A(w), A(part_v), DLA__OCL_END);
 #undef A

@@ -145,6 +145,11 @@ dla_status dla__ocl_args(cl_kernel k, const char *kernel, cl_uint first, ...);
  * work-group size; kernels check their bound). n == 0 does nothing. */
 dla_status dla__ocl_launch1(dla__ocl_device *d, cl_kernel k, size_t n, const char *kernel);
 
+/* Enqueues k over a 3-d range of n[0] x n[1] x n[2] work-items, the
+ * first two rounded up to the work-group (kernels check those bounds),
+ * as dla__ocl_run_space launches. */
+dla_status dla__ocl_launch3(dla__ocl_device *d, cl_kernel k, const int64_t *n, const char *kernel);
+
 /* Runs an elementwise kernel over the space of nops views (views[0]'s
  * dims): the views' dims are coalesced, and the kernel gets argument 0 the
  * dla__ocl_shape, then for view i the buffer (argument 1 + 2i) and its

@@ -236,6 +236,19 @@ static size_t group_along(int64_t n, size_t room, size_t least)
     return l < room ? l : room;
 }
 
+dla_status dla__ocl_launch3(dla__ocl_device *d, cl_kernel k, const int64_t *n, const char *kernel)
+{
+    if (n[0] == 0 || n[1] == 0 || n[2] == 0)
+        return DLA_OK;
+    size_t local[3], global[3];
+    local[0] = group_along(n[0], d->local, 8);
+    local[1] = group_along(n[1], d->local / local[0], 1);
+    local[2] = 1;
+    for (int i = 0; i < 3; i++)
+        global[i] = ((size_t)n[i] + local[i] - 1) / local[i] * local[i];
+    return enqueue(d, k, 3, global, local, kernel);
+}
+
 dla_status dla__ocl_run_space(dla__ocl_device *d, cl_kernel k, int nops,
                               const dla_view *const *views, size_t rows, const char *kernel)
 {

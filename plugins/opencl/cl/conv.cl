@@ -4,62 +4,85 @@
  * (negative too: cropping) and groups, every operand addressed through the
  * strides of its view (dla_conv).
  *
- * forward:         one work-item per y element sums its taps and channels;
- * backward data:   one work-item per x element sums, over its group's
- *                  filters, the taps whose output position is whole and
- *                  inside y;
- * backward filter: work-item (w element, part) sums over part's share of
- *                  the (image, output position) pairs, interleaved on a
- *                  GPU and a contiguous run on a CPU, as the reduce kernel
- *                  deals them; with several parts conv_wsum adds the
- *                  partial sums in part order.
+ * forward:         work-item (o0, o1 + o2 out1, f + b F) sums its taps and
+ *                  channels; the taps that land inside x are worked out
+ *                  per dim first, so the inner loops test nothing;
+ * backward data:   work-item (i0, i1 + i2 in1, c + b C) sums, over its
+ *                  group's filters, the taps whose output position is
+ *                  whole and inside y (no division when every stride is
+ *                  1, the common case);
+ * backward filter: work-item (w element, part) sums over the images of
+ *                  its part (a contiguous share of the batch) and the
+ *                  output positions whose input lands inside x (again
+ *                  worked out per dim); with several parts conv_wsum adds
+ *                  the partial sums in part order.
  * Each work-item writes only its own element, so nothing races, and the
- * outputs are written, not added to. Sums are kept in T.
+ * outputs are written, not added to. Sums are kept in T. Spatial
+ * coordinates are ints (the host keeps every size within int32): 64-bit
+ * division costs several times more on every device.
  */
 typedef struct dla_conv {
     long in[3], out[3], fs[3], st[3], dl[3], pb[3];
-    long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts, chunked;
+    long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts;
     long xs[3], xc, xb, xoff;
     long ws[3], wc, wf, wg, woff;
     long ys[3], yf, yb, yoff;
     long bs, boff;
 } dla_conv;
 
+/* The taps [*lo, *hi) of dim d whose input o st - pb + k dl lies in x. */
+static void conv_taps(const dla_conv *g, int d, long o, int *lo, int *hi)
+{
+    const long s = o * g->st[d] - g->pb[d], dl = g->dl[d];
+    const long first = s < 0 ? (-s + dl - 1) / dl : 0;
+    const long last = g->in[d] - 1 - s >= 0 ? (g->in[d] - 1 - s) / dl + 1 : 0;
+    *lo = (int)first;
+    *hi = (int)(last < g->fs[d] ? last : g->fs[d]);
+}
+
+/* The outputs [*lo, *hi) of dim d whose input o st - pb + k dl (tap k)
+ * lies in x. */
+static void conv_outs(const dla_conv *g, int d, long k, int *lo, int *hi)
+{
+    const long a = g->pb[d] - k * g->dl[d], st = g->st[d];
+    const long first = a > 0 ? (a + st - 1) / st : 0;
+    const long top = g->in[d] - 1 + a;
+    const long last = top >= 0 ? top / st + 1 : 0;
+    *lo = (int)first;
+    *hi = (int)(last < g->out[d] ? last : g->out[d]);
+}
+
 #define DEF_CONV(T)                                                            \
     __kernel void conv_fwd_##T(dla_conv g, int has_bias, __global T *y,       \
                                __global const T *x, __global const T *w,      \
                                __global const T *bias)                        \
     {                                                                          \
-        const long gid = get_global_id(0);                                     \
-        if (gid >= g.out_px * g.F * g.batch)                                   \
+        const int o0 = get_global_id(0), g1 = get_global_id(1);                \
+        const int g2 = get_global_id(2);                                       \
+        if (o0 >= g.out[0] || g1 >= g.out[1] * g.out[2])                       \
             return;                                                            \
-        const long o0 = gid % g.out[0], o1 = gid / g.out[0] % g.out[1];        \
-        const long o2 = gid / (g.out[0] * g.out[1]) % g.out[2];                \
-        const long f = gid / g.out_px % g.F, b = gid / (g.out_px * g.F);       \
-        const long grp = f / g.Fg, fl = f % g.Fg;                              \
+        const int o1 = g1 % (int)g.out[1], o2 = g1 / (int)g.out[1];            \
+        const int f = g2 % (int)g.F, b = g2 / (int)g.F;                        \
+        const int grp = f / (int)g.Fg, fl = f % (int)g.Fg;                     \
+        int lo0, hi0, lo1, hi1, lo2, hi2;                                      \
+        conv_taps(&g, 0, o0, &lo0, &hi0);                                      \
+        conv_taps(&g, 1, o1, &lo1, &hi1);                                      \
+        conv_taps(&g, 2, o2, &lo2, &hi2);                                      \
         const long s0 = o0 * g.st[0] - g.pb[0], s1 = o1 * g.st[1] - g.pb[1];   \
         const long s2 = o2 * g.st[2] - g.pb[2];                                \
         T acc = 0;                                                             \
-        for (long cl = 0; cl < g.Cg; cl++) {                                   \
+        for (int cl = 0; cl < g.Cg; cl++) {                                    \
             const long xc = g.xoff + (grp * g.Cg + cl) * g.xc + b * g.xb;      \
             const long wc = g.woff + cl * g.wc + fl * g.wf + grp * g.wg;       \
-            for (long k2 = 0; k2 < g.fs[2]; k2++) {                            \
-                const long i2 = s2 + k2 * g.dl[2];                             \
-                if (i2 < 0 || i2 >= g.in[2])                                   \
-                    continue;                                                  \
-                for (long k1 = 0; k1 < g.fs[1]; k1++) {                        \
-                    const long i1 = s1 + k1 * g.dl[1];                         \
-                    if (i1 < 0 || i1 >= g.in[1])                               \
-                        continue;                                              \
-                    for (long k0 = 0; k0 < g.fs[0]; k0++) {                    \
-                        const long i0 = s0 + k0 * g.dl[0];                     \
-                        if (i0 < 0 || i0 >= g.in[0])                           \
-                            continue;                                          \
-                        acc += w[wc + k0 * g.ws[0] + k1 * g.ws[1] + k2 * g.ws[2]] * \
-                               x[xc + i0 * g.xs[0] + i1 * g.xs[1] + i2 * g.xs[2]]; \
-                    }                                                          \
+            for (int k2 = lo2; k2 < hi2; k2++)                                 \
+                for (int k1 = lo1; k1 < hi1; k1++) {                           \
+                    const long xr = xc + (s2 + k2 * g.dl[2]) * g.xs[2] +       \
+                                    (s1 + k1 * g.dl[1]) * g.xs[1];             \
+                    const long wr = wc + k2 * g.ws[2] + k1 * g.ws[1];          \
+                    for (int k0 = lo0; k0 < hi0; k0++)                         \
+                        acc += w[wr + k0 * g.ws[0]] *                          \
+                               x[xr + (s0 + k0 * g.dl[0]) * g.xs[0]];          \
                 }                                                              \
-            }                                                                  \
         }                                                                      \
         if (has_bias)                                                          \
             acc += bias[g.boff + f * g.bs];                                    \
@@ -67,36 +90,50 @@ typedef struct dla_conv {
           b * g.yb] = acc;                                                     \
     }                                                                          \
                                                                                \
-    __kernel void conv_bwd_data_##T(dla_conv g, __global T *x,                 \
+    /* ST1: every stride is 1, so an output position needs no division. */ \
+    __kernel void conv_bwd_data_##T(dla_conv g, int st1, __global T *x,        \
                                     __global const T *y, __global const T *w)  \
     {                                                                          \
-        const long gid = get_global_id(0);                                     \
-        if (gid >= g.in_px * g.C * g.batch)                                    \
+        const int i0 = get_global_id(0), g1 = get_global_id(1);                \
+        const int g2 = get_global_id(2);                                       \
+        if (i0 >= g.in[0] || g1 >= g.in[1] * g.in[2])                          \
             return;                                                            \
-        const long i[3] = {gid % g.in[0], gid / g.in[0] % g.in[1],             \
-                           gid / (g.in[0] * g.in[1]) % g.in[2]};               \
-        const long c = gid / g.in_px % g.C, b = gid / (g.in_px * g.C);         \
-        const long grp = c / g.Cg, cl = c % g.Cg;                              \
+        const int i[3] = {i0, g1 % (int)g.in[1], g1 / (int)g.in[1]};           \
+        const int c = g2 % (int)g.C, b = g2 / (int)g.C;                        \
+        const int grp = c / (int)g.Cg, cl = c % (int)g.Cg;                     \
+        const int a0 = i[0] + (int)g.pb[0], a1 = i[1] + (int)g.pb[1];          \
+        const int a2 = i[2] + (int)g.pb[2];                                    \
+        const int st0 = g.st[0], st1d = g.st[1], st2 = g.st[2];                \
+        const int dl0 = g.dl[0], dl1 = g.dl[1], dl2 = g.dl[2];                 \
+        const int out0 = g.out[0], out1 = g.out[1], out2 = g.out[2];           \
         T acc = 0;                                                             \
-        for (long fl = 0; fl < g.Fg; fl++) {                                   \
-            const long f = grp * g.Fg + fl;                                    \
-            const long yfb = g.yoff + f * g.yf + b * g.yb;                     \
+        for (int fl = 0; fl < g.Fg; fl++) {                                    \
+            const long yfb = g.yoff + (grp * g.Fg + fl) * g.yf + b * g.yb;     \
             const long wc = g.woff + cl * g.wc + fl * g.wf + grp * g.wg;       \
-            for (long k2 = 0; k2 < g.fs[2]; k2++) {                            \
-                const long t2 = i[2] + g.pb[2] - k2 * g.dl[2];                 \
-                if (t2 < 0 || t2 % g.st[2] || t2 / g.st[2] >= g.out[2])        \
+            for (int k2 = 0; k2 < g.fs[2]; k2++) {                             \
+                int t2 = a2 - k2 * dl2;                                        \
+                if (t2 < 0 || (!st1 && t2 % st2))                              \
                     continue;                                                  \
-                for (long k1 = 0; k1 < g.fs[1]; k1++) {                        \
-                    const long t1 = i[1] + g.pb[1] - k1 * g.dl[1];             \
-                    if (t1 < 0 || t1 % g.st[1] || t1 / g.st[1] >= g.out[1])    \
+                t2 = st1 ? t2 : t2 / st2;                                      \
+                if (t2 >= out2)                                                \
+                    continue;                                                  \
+                for (int k1 = 0; k1 < g.fs[1]; k1++) {                         \
+                    int t1 = a1 - k1 * dl1;                                    \
+                    if (t1 < 0 || (!st1 && t1 % st1d))                         \
                         continue;                                              \
-                    for (long k0 = 0; k0 < g.fs[0]; k0++) {                    \
-                        const long t0 = i[0] + g.pb[0] - k0 * g.dl[0];         \
-                        if (t0 < 0 || t0 % g.st[0] || t0 / g.st[0] >= g.out[0]) \
+                    t1 = st1 ? t1 : t1 / st1d;                                 \
+                    if (t1 >= out1)                                            \
+                        continue;                                              \
+                    const long yr = yfb + t2 * g.ys[2] + t1 * g.ys[1];         \
+                    const long wr = wc + k2 * g.ws[2] + k1 * g.ws[1];          \
+                    for (int k0 = 0; k0 < g.fs[0]; k0++) {                     \
+                        int t0 = a0 - k0 * dl0;                                \
+                        if (t0 < 0 || (!st1 && t0 % st0))                      \
                             continue;                                          \
-                        acc += w[wc + k0 * g.ws[0] + k1 * g.ws[1] + k2 * g.ws[2]] * \
-                               y[yfb + t0 / g.st[0] * g.ys[0] +                \
-                                 t1 / g.st[1] * g.ys[1] + t2 / g.st[2] * g.ys[2]]; \
+                        t0 = st1 ? t0 : t0 / st0;                              \
+                        if (t0 >= out0)                                        \
+                            continue;                                          \
+                        acc += w[wr + k0 * g.ws[0]] * y[yr + t0 * g.ys[0]];    \
                     }                                                          \
                 }                                                              \
             }                                                                  \
@@ -105,8 +142,8 @@ typedef struct dla_conv {
           c * g.xc + b * g.xb] = acc;                                          \
     }                                                                          \
                                                                                \
-    static long w_at_##T(const dla_conv *g, long e, long *k, long *cl,         \
-                         long *fl, long *grp)                                  \
+    static long w_at_##T(const dla_conv *g, long e, int *k, int *cl, int *fl,  \
+                         int *grp)                                             \
     {                                                                          \
         k[0] = e % g->fs[0];                                                   \
         k[1] = e / g->fs[0] % g->fs[1];                                        \
@@ -127,28 +164,31 @@ typedef struct dla_conv {
         if (gid >= nw * g.parts)                                               \
             return;                                                            \
         const long e = gid / g.parts, part = gid % g.parts;                    \
-        long k[3], cl, fl, grp;                                                \
+        int k[3], cl, fl, grp;                                                 \
         const long wat = w_at_##T(&g, e, k, &cl, &fl, &grp);                   \
-        const long c = grp * g.Cg + cl, f = grp * g.Fg + fl;                   \
+        int lo0, hi0, lo1, hi1, lo2, hi2;                                      \
+        conv_outs(&g, 0, k[0], &lo0, &hi0);                                    \
+        conv_outs(&g, 1, k[1], &lo1, &hi1);                                    \
+        conv_outs(&g, 2, k[2], &lo2, &hi2);                                    \
+        const long xbase = g.xoff + (grp * g.Cg + cl) * g.xc +                 \
+                           (k[0] * g.dl[0] - g.pb[0]) * g.xs[0] +              \
+                           (k[1] * g.dl[1] - g.pb[1]) * g.xs[1] +              \
+                           (k[2] * g.dl[2] - g.pb[2]) * g.xs[2];               \
+        const long ybase = g.yoff + (grp * g.Fg + fl) * g.yf;                  \
+        const long xs0 = g.st[0] * g.xs[0], xs1 = g.st[1] * g.xs[1];           \
+        const long xs2 = g.st[2] * g.xs[2];                                    \
+        const int b0 = g.batch * part / g.parts;                               \
+        const int b1 = g.batch * (part + 1) / g.parts;                         \
         T acc = 0;                                                             \
-        const long total = g.batch * g.out_px;                                 \
-        const long q0 = g.chunked ? total * part / g.parts : part;             \
-        const long q1 = g.chunked ? total * (part + 1) / g.parts : total;      \
-        for (long q = q0; q < q1; q += g.chunked ? 1 : g.parts) {              \
-            const long o0 = q % g.out[0], o1 = q / g.out[0] % g.out[1];        \
-            const long o2 = q / (g.out[0] * g.out[1]) % g.out[2];              \
-            const long b = q / g.out_px;                                       \
-            const long i0 = o0 * g.st[0] - g.pb[0] + k[0] * g.dl[0];           \
-            const long i1 = o1 * g.st[1] - g.pb[1] + k[1] * g.dl[1];           \
-            const long i2 = o2 * g.st[2] - g.pb[2] + k[2] * g.dl[2];           \
-            if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1] || i2 < 0 || \
-                i2 >= g.in[2])                                                 \
-                continue;                                                      \
-            acc += x[g.xoff + i0 * g.xs[0] + i1 * g.xs[1] + i2 * g.xs[2] +     \
-                     c * g.xc + b * g.xb] *                                    \
-                   y[g.yoff + o0 * g.ys[0] + o1 * g.ys[1] + o2 * g.ys[2] +     \
-                     f * g.yf + b * g.yb];                                     \
-        }                                                                      \
+        for (int b = b0; b < b1; b++)                                          \
+            for (int o2 = lo2; o2 < hi2; o2++)                                 \
+                for (int o1 = lo1; o1 < hi1; o1++) {                           \
+                    const long xr = xbase + b * g.xb + o2 * xs2 + o1 * xs1;    \
+                    const long yr = ybase + b * g.yb + o2 * g.ys[2] +          \
+                                    o1 * g.ys[1];                              \
+                    for (int o0 = lo0; o0 < hi0; o0++)                         \
+                        acc += x[xr + o0 * xs0] * y[yr + o0 * g.ys[0]];        \
+                }                                                              \
         if (g.parts > 1)                                                       \
             part_v[gid] = acc;                                                 \
         else                                                                   \
@@ -161,7 +201,7 @@ typedef struct dla_conv {
         const long e = get_global_id(0);                                       \
         if (e >= g.ntaps * g.Cg * g.Fg * g.G)                                  \
             return;                                                            \
-        long k[3], cl, fl, grp;                                                \
+        int k[3], cl, fl, grp;                                                 \
         const long wat = w_at_##T(&g, e, k, &cl, &fl, &grp);                   \
         T acc = 0;                                                             \
         for (long part = 0; part < g.parts; part++)                            \

@@ -1,0 +1,38 @@
+#!/bin/sh
+# The conformance suite (dlaccel check-plugin) on every plugin the build
+# tree has: cpu (against itself: its results do not depend on how its
+# threads split the work), testmem, and opencl when it was built and finds
+# a device. One TAP stream: each plugin's lines renumbered, the plan last.
+tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-conformance-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DLACCEL_DEVICE
+set -- "$DLA_TEST_BUILDDIR/plugins.d/cpu.json" "$DLA_TEST_BUILDDIR/tests/plugins.d/testmem.json"
+if [ -f "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json" ]; then
+    if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
+        DLACCEL_DEVICE=opencl "$tool" devices >/dev/null 2>&1; then
+        set -- "$@" "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json"
+    else
+        echo "# the opencl plugin was built but finds no device: not checked"
+    fi
+fi
+n=0
+for manifest in "$@"; do
+    "$tool" check-plugin --tap "$manifest" >"$tmp/out" 2>&1
+    status=$?
+    while IFS= read -r line; do
+        case $line in
+        "ok "* | "not ok "*)
+            n=$((n + 1))
+            echo "$line" | sed -E "s/^(not ok|ok) [0-9]+/\\1 $n/"
+            ;;
+        1..*) ;;
+        *) echo "$line" ;;
+        esac
+    done <"$tmp/out"
+    if [ $status -ne 0 ] && ! grep -q '^not ok' "$tmp/out"; then
+        n=$((n + 1))
+        echo "not ok $n - check-plugin $manifest exited with $status"
+    fi
+done
+echo "1..$n"

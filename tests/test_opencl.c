@@ -1,0 +1,338 @@
+/*
+ * test_opencl.c - the opencl plugin at the user's level: a trace recorded
+ * on the cpu plugin replays on an OpenCL device with the same results
+ * within tolerance, and the reverse; on the OpenCL device itself a planned
+ * replay (its elementwise chains fused, run interpreted at first and
+ * compiled once they come back) gives eager's bits, and so does each fused
+ * program on every run, interpreted or compiled; a network step (conv,
+ * batchnorm, relu, maxpool, fully connected, softmax, cross-entropy, with
+ * gradients) agrees with the cpu plugin's.
+ *
+ * tests/opencl.mk runs it with the build tree's opencl manifest on the
+ * path; without an OpenCL device every test is skipped, and says why.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "testutil.h"
+
+#include "core/device.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static dla_device *ocl, *cpu;
+
+static int group_setup(void **state)
+{
+    cpu = dla_device_get("cpu");
+    ocl = dla_device_get("opencl");
+    return 0;
+}
+
+static void need_devices(void)
+{
+    assert_non_null(cpu);
+    if (!ocl) {
+        print_message("no OpenCL device: %s\n", dla_last_error());
+        skip();
+    }
+}
+
+/* ----------------------------------------------------------- functions */
+
+/* The MLP 4-8-1 of the bench: loss and its 4 gradients. */
+static dla_status mlp_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *h = dla_relu(dla_add(dla_mtimes(in[0], in[4]), in[1]));
+    dla_tensor *y = dla_add(dla_mtimes(in[2], h), in[3]);
+    dla_tensor *loss = dla_sum(dla_square(dla_sub(y, in[5])), 0, NULL);
+    out[0] = loss;
+    return dla_gradient(loss, 4, in, out + 1);
+}
+
+static void mlp_inputs(dla_tensor **in, dla_dtype t)
+{
+    in[0] = dla_randn(t, "", DLA_DIMS(8, 4));
+    in[1] = dla_randn(t, "", DLA_DIMS(8, 1));
+    in[2] = dla_randn(t, "", DLA_DIMS(1, 8));
+    in[3] = dla_randn(t, "", DLA_DIMS(1, 1));
+    in[4] = dla_rand(t, "", DLA_DIMS(4, 1));
+    in[5] = dla_ones(t, "", DLA_DIMS(1, 1));
+}
+
+/* A digit classifier's step: conv 3x3 (1 -> 4, padding 1) -> batchnorm
+ * (training) -> relu -> maxpool 2 -> fully connected (10) -> softmax ->
+ * cross-entropy; the loss, the gradients of the five parameters and the
+ * new running statistics. in: w, b, offset, scale, fcw, fcb, x, targets,
+ * mean, var. */
+static dla_status cnn_step(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    const dla_conv_options pad1 = {.padding = {{1, 1}, {1, 1}}};
+    dla_tensor *y = dla_conv(in[6], in[0], in[1], &pad1), *z, *m, *v;
+    dla_batchnorm_train(y, in[2], in[3], in[8], in[9], NULL, &z, &m, &v);
+    dla_tensor *p = dla_maxpool(dla_relu(z), DLA_DIMS(2), &(dla_pool_options){.stride = {2, 2}});
+    dla_tensor *s = dla_softmax(dla_fullyconnect(p, in[4], in[5]));
+    dla_tensor *loss = dla_crossentropy(s, in[7], NULL);
+    out[0] = loss;
+    out[6] = m;
+    out[7] = v;
+    return dla_gradient(loss, 5, (dla_tensor *[]){in[0], in[1], in[2], in[3], in[4]}, out + 1);
+}
+
+static void cnn_inputs(dla_tensor **in)
+{
+    in[0] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 1, 4)), 0.3, 0);
+    in[1] = dla_zeros(DLA_F32, "", DLA_DIMS(4, 1));
+    in[2] = dla_zeros(DLA_F32, "", DLA_DIMS(4, 1));
+    in[3] = dla_ones(DLA_F32, "", DLA_DIMS(4, 1));
+    in[4] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(10, 8 * 8 * 4)), 0.05, 0);
+    in[5] = dla_zeros(DLA_F32, "", DLA_DIMS(10, 1));
+    in[6] = dla_rand(DLA_F32, "SSCB", DLA_DIMS(16, 16, 1, 6));
+    float targets[10 * 6] = {0};
+    const int labels[6] = {1, 7, 3, 0, 9, 3};
+    for (int b = 0; b < 6; b++)
+        targets[b * 10 + labels[b]] = 1;
+    in[7] = dla_tensor_from_host(targets, DLA_F32, "CB", DLA_DIMS(10, 6));
+    in[8] = dla_zeros(DLA_F32, "", DLA_DIMS(4, 1));
+    in[9] = dla_ones(DLA_F32, "", DLA_DIMS(4, 1));
+}
+
+/* --------------------------------------------------------------- checks */
+
+/* got and want, on any devices, agree element by element within tol
+ * relative to 1 + |want|. */
+static void assert_close(dla_tensor *got, dla_tensor *want, double tol, const char *what)
+{
+    assert_int_equal(dla_tensor_status(got), DLA_OK);
+    assert_int_equal(dla_tensor_status(want), DLA_OK);
+    const int64_t n = dla_tensor_numel(want);
+    assert_int_equal(dla_tensor_numel(got), n);
+    for (int64_t i = 0; i < n; i++) {
+        const double g = dla_tensor_item(got, i), w = dla_tensor_item(want, i);
+        if (!tu_close(g, w, tol))
+            fail_msg("%s: element %lld is %.9g on %s, %.9g on %s", what, (long long)i, g,
+                     dla_device_name(dla_tensor_device(got)), w,
+                     dla_device_name(dla_tensor_device(want)));
+    }
+}
+
+static void assert_same_bits(dla_tensor *a, dla_tensor *b)
+{
+    assert_int_equal(dla_tensor_status(a), DLA_OK);
+    assert_int_equal(dla_tensor_status(b), DLA_OK);
+    const int64_t n = dla_tensor_numel(a);
+    assert_int_equal(dla_tensor_numel(b), n);
+    const size_t bytes = (size_t)n * dla_dtype_size(dla_tensor_dtype(a));
+    unsigned char *x = malloc(bytes + 1), *y = malloc(bytes + 1);
+    assert_int_equal(dla_tensor_to_host(a, x, bytes), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(b, y, bytes), DLA_OK);
+    assert_memory_equal(x, y, bytes);
+    free(x);
+    free(y);
+}
+
+/* "plan steps on DEV: N launches (F fused, ...; R runs, L fused launches" */
+static void plan_of(dla_accel *af, const char *dev, int *fused, long *fused_launches)
+{
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(dla_trace_print(t, f), DLA_OK);
+    fclose(f);
+    dla_trace_release(t);
+    char key[128];
+    snprintf(key, sizeof key, "plan steps on %s: ", dev);
+    const char *s = strstr(text, key);
+    int launches = 0, from = 0, invoked = 0;
+    long runs = 0;
+    *fused = 0, *fused_launches = 0;
+    if (!s || sscanf(s + strlen(key), "%d launches (%d fused, from %d), %d ops run as themselves, "
+                     "%*d dead ops left out; %ld runs, %ld fused launches",
+                     &launches, fused, &from, &invoked, &runs, fused_launches) != 6)
+        fail_msg("no plan on %s in the trace's text:\n%s", dev, text);
+    free(text);
+}
+
+/* Records fn on `from` (inputs made there), replays its trace on `to`
+ * with the inputs moved, and compares with the recording's outputs. */
+static void record_and_replay(dla_device *from, dla_device *to, dla_function fn, int nin,
+                              dla_tensor **in, int nout, double tol, const char *what)
+{
+    dla_accel *af = dla_accelerate(fn, NULL);
+    dla_tensor *ref[16], *got[16], *moved[16];
+    assert_int_equal(dla_accel_feval(af, NULL, nin, in, nout, ref), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    for (int i = 0; i < nin; i++)
+        moved[i] = dla_tensor_to_device(in[i], to);
+    assert_int_equal(dla_trace_replay(t, nin, moved, nout, got), DLA_OK);
+    for (int i = 0; i < nout; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s output %d, recorded on %s", what, i,
+                 dla_device_name(from));
+        assert_ptr_equal(dla_tensor_device(got[i]), to);
+        assert_close(got[i], ref[i], tol, name);
+    }
+    dla_trace_release(t);
+    dla_accel_free(af);
+}
+
+/* ================================================================ tests */
+
+static void a_trace_recorded_on_cpu_replays_on_opencl_within_tolerance(void **state)
+{
+    need_devices();
+    dla_scope_begin();
+    dla_device_set_current(cpu);
+    dla_rng_seed(21);
+    dla_tensor *in[10];
+    mlp_inputs(in, DLA_F64);
+    record_and_replay(cpu, ocl, mlp_loss, 6, in, 5, 1e-12, "mlp double");
+    mlp_inputs(in, DLA_F32);
+    record_and_replay(cpu, ocl, mlp_loss, 6, in, 5, 1e-5, "mlp single");
+    cnn_inputs(in);
+    record_and_replay(cpu, ocl, cnn_step, 10, in, 8, 1e-4, "cnn step");
+    dla_device_set_current(NULL);
+    dla_scope_end();
+}
+
+static void a_trace_recorded_on_opencl_replays_on_cpu_within_tolerance(void **state)
+{
+    need_devices();
+    dla_scope_begin();
+    dla_device_set_current(ocl);
+    dla_rng_seed(22);
+    dla_tensor *in[10];
+    mlp_inputs(in, DLA_F64);
+    record_and_replay(ocl, cpu, mlp_loss, 6, in, 5, 1e-12, "mlp double");
+    cnn_inputs(in);
+    record_and_replay(ocl, cpu, cnn_step, 10, in, 8, 1e-4, "cnn step");
+    dla_device_set_current(NULL);
+    dla_scope_end();
+}
+
+static void planned_replays_on_opencl_give_eager_bits_and_run_fused_programs(void **state)
+{
+    need_devices();
+    dla_scope_begin();
+    dla_device_set_current(ocl);
+    dla_rng_seed(23);
+    dla_tensor *in[6];
+    mlp_inputs(in, DLA_F32);
+    dla_accel *af = dla_accelerate(mlp_loss, NULL);
+    for (int call = 0; call < 6; call++) {
+        /* Call 1 records, call 2 plans; the fused programs run
+         * interpreted, then compiled from their second run on. */
+        dla_tensor *got[5], *want[5];
+        in[0] = dla_affine(in[0], 0.9, 0.05);
+        in[4] = dla_add(in[4], dla_rand_like(in[4]));
+        assert_int_equal(dla_accel_feval(af, NULL, 6, in, 5, got), DLA_OK);
+        assert_int_equal(dla_feval(mlp_loss, NULL, 6, in, 5, want), DLA_OK);
+        for (int i = 0; i < 5; i++) {
+            assert_ptr_equal(dla_tensor_device(got[i]), ocl);
+            assert_same_bits(got[i], want[i]);
+        }
+    }
+    int fused;
+    long fused_launches;
+    plan_of(af, dla_device_name(ocl), &fused, &fused_launches);
+    assert_true(fused >= 1);
+    assert_true(fused_launches >= 4 * fused);
+    dla_accel_free(af);
+    dla_device_set_current(NULL);
+    dla_scope_end();
+}
+
+static void a_network_step_on_opencl_agrees_with_the_cpu_plugin(void **state)
+{
+    need_devices();
+    dla_scope_begin();
+    dla_rng_seed(24);
+    dla_tensor *in[10], *moved[10], *want[8], *got[8];
+    dla_device_set_current(cpu);
+    cnn_inputs(in);
+    assert_int_equal(dla_feval(cnn_step, NULL, 10, in, 8, want), DLA_OK);
+    for (int i = 0; i < 10; i++)
+        moved[i] = dla_tensor_to_device(in[i], ocl);
+    dla_device_set_current(ocl);
+    assert_int_equal(dla_feval(cnn_step, NULL, 10, moved, 8, got), DLA_OK);
+    for (int i = 0; i < 8; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "cnn step output %d", i);
+        assert_ptr_equal(dla_tensor_device(got[i]), ocl);
+        assert_close(got[i], want[i], 1e-4, name);
+    }
+    dla_device_set_current(NULL);
+    dla_scope_end();
+}
+
+/* Programs over every kind of step: each runs three times through the
+ * plugin table, interpreted the first time and compiled from the second
+ * (DLACCEL_OPENCL_FUSED unset), and must give the same bits each time. */
+static void a_fused_program_gives_the_same_bits_interpreted_and_compiled(void **state)
+{
+    need_devices();
+    const int64_t n = 1000;
+    dla_mem in[3], y;
+    const dla_plugin *t = ocl->table;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(t->mem_alloc(ocl->ctx, n * sizeof(float), &in[i]), DLA_OK);
+        float host[1000];
+        for (int64_t e = 0; e < n; e++)
+            host[e] = (float)(tu_unit() * 6 - 3);
+        host[7] = NAN, host[8] = -0.0f, host[9] = 1.0f / 0.0f;
+        assert_int_equal(t->copy_to_device(ocl->ctx, in[i], 0, host, sizeof host), DLA_OK);
+    }
+    assert_int_equal(t->mem_alloc(ocl->ctx, n * sizeof(float), &y), DLA_OK);
+    dla_fused_args a = {.struct_size = sizeof a, .dtype = DLA_F32, .ninputs = 3};
+    for (int i = 0; i < 3; i++) {
+        a.inputs[i] = (dla_view){.struct_size = sizeof(dla_view), .mem = in[i], .dtype = DLA_F32,
+                                 .ndims = 2, .dims = {100, 10}, .strides = {1, 100}};
+        if (i == 2) /* one value per column: a broadcast input */
+            a.inputs[i].strides[0] = 0;
+    }
+    a.y = a.inputs[0];
+    a.y.mem = y;
+    a.y.strides[0] = 1;
+    for (int prog = 0; prog < 6; prog++) {
+        a.ninsns = 8;
+        for (int j = 0; j < 8; j++) {
+            dla_fused_insn *s = &a.insns[j];
+            s->kind = (prog + j) % 3 == 2 ? DLA_FUSED_WHERE : (prog + j) % 3;
+            s->op = s->kind == DLA_FUSED_UNARY ? (prog * 5 + j * 3) % DLA_UNARY_COUNT
+                    : s->kind == DLA_FUSED_BINARY ? (prog * 7 + j) % DLA_BINARY_COUNT
+                                                   : 0;
+            s->alpha = 0.5 + prog * 0.1, s->beta = -0.25;
+            for (int k = 0; k < 3; k++)
+                s->src[k] = j > k ? j - 1 - k : -1 - (j + k + prog) % 3;
+        }
+        float runs[3][1000];
+        for (int r = 0; r < 3; r++) {
+            assert_int_equal(t->fused(ocl->ctx, &a), DLA_OK);
+            assert_int_equal(t->copy_to_host(ocl->ctx, runs[r], y, 0, sizeof runs[r]), DLA_OK);
+        }
+        assert_memory_equal(runs[0], runs[1], sizeof runs[0]);
+        assert_memory_equal(runs[0], runs[2], sizeof runs[0]);
+    }
+    for (int i = 0; i < 3; i++)
+        t->mem_free(ocl->ctx, in[i]);
+    t->mem_free(ocl->ctx, y);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_trace_recorded_on_cpu_replays_on_opencl_within_tolerance),
+        cmocka_unit_test(a_trace_recorded_on_opencl_replays_on_cpu_within_tolerance),
+        cmocka_unit_test(planned_replays_on_opencl_give_eager_bits_and_run_fused_programs),
+        cmocka_unit_test(a_fused_program_gives_the_same_bits_interpreted_and_compiled),
+        cmocka_unit_test(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
+    };
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
