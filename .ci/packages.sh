@@ -4,7 +4,7 @@
 
 dla_packages=(build-essential autoconf automake libtool pkg-config libjansson-dev
     libcmocka-dev libopenblas-openmp-dev ocl-icd-opencl-dev pocl-opencl-icd
-    opencl-headers valgrind python3 zlib1g-dev dataset-fashion-mnist)
+    opencl-headers libclblast1 valgrind python3 zlib1g-dev dataset-fashion-mnist)
 
 dla_missing_packages() {
     local p

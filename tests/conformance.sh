@@ -2,7 +2,9 @@
 # The conformance suite (dlaccel check-plugin) on every plugin the build
 # tree has: cpu (against itself: its results do not depend on how its
 # threads split the work), testmem, and opencl when it was built and finds
-# a device. One TAP stream: each plugin's lines renumbered, the plan last.
+# a device, and then once more for opencl's GEMM with its own kernel on
+# the large cases it would give CLBlast. One TAP stream: each run's lines
+# renumbered, the plan last.
 tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-conformance-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -17,14 +19,18 @@ if [ -f "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json" ]; then
     fi
 fi
 n=0
-for manifest in "$@"; do
-    "$tool" check-plugin --tap "$manifest" >"$tmp/out" 2>&1
+# run MANIFEST LABEL [ARGS...]: one check-plugin run, its TAP lines
+# renumbered into this stream (LABEL appended to each).
+run() {
+    manifest=$1 label=$2
+    shift 2
+    "$tool" check-plugin --tap "$@" "$manifest" >"$tmp/out" 2>&1
     status=$?
     while IFS= read -r line; do
         case $line in
         "ok "* | "not ok "*)
             n=$((n + 1))
-            echo "$line" | sed -E "s/^(not ok|ok) [0-9]+/\\1 $n/"
+            echo "$line$label" | sed -E "s/^(not ok|ok) [0-9]+/\\1 $n/"
             ;;
         1..*) ;;
         *) echo "$line" ;;
@@ -34,5 +40,17 @@ for manifest in "$@"; do
         n=$((n + 1))
         echo "not ok $n - check-plugin $manifest exited with $status"
     fi
+}
+for manifest in "$@"; do
+    run "$manifest" ""
 done
+# The opencl plugin's own GEMM kernel on the large cases CLBlast takes.
+case "$*" in
+*opencl.json*)
+    DLACCEL_OPENCL_GEMM=own
+    export DLACCEL_OPENCL_GEMM
+    run "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json" " (DLACCEL_OPENCL_GEMM=own)" --kernel gemm
+    unset DLACCEL_OPENCL_GEMM
+    ;;
+esac
 echo "1..$n"

@@ -1,15 +1,7 @@
 /*
- * gemm.c - batched column-major GEMM on OpenCL devices with the plugin's
- * own kernel (gemm.cl), one launch for all pages.
- *
- * Why not CLBlast: measured on PoCL (2 cores of an EPYC 9R14, float,
- * square sizes, GFLOP/s, noisy shared machine), this kernel against
- * CLBlast 1.5.3's SGEMM: 64: 7.5 vs 2.5-6.5; 256: 6-8 vs 7.7-11.5;
- * 512: 5.5-7.5 vs 6.5-7.6; 1024: 5-8.7 vs 11-11.5. CLBlast wins at large
- * sizes, but compiles its kernels on a process's first call of each kind
- * (8.8 s on this machine before PoCL's cache holds them), which every
- * test and short program would pay, and it would add a dependency that
- * the plugin's own kernel does not need. docs/plugins.md has the table.
+ * gemm.c - batched column-major GEMM on OpenCL devices: large pages
+ * through CLBlast when it is installed (clblast.c says when and why), the
+ * rest with the plugin's own kernel (gemm.cl), one launch for all pages.
  *
  * Pages whose C blocks may overlap (batch_stride 0 for C: pages add into
  * one C with beta) run one launch each, in order, as the ABI's sequential
@@ -109,6 +101,13 @@ dla_status dla__ocl_gemm(void *dev, const dla_gemm_args *g)
     cl_long co = g->c.offset, ldc = g->c.ld, cbs = g->c.batch_stride;
     const int64_t c_extent = (g->n - 1) * g->c.ld + g->m;
     const int one_launch = g->batch == 1 || g->c.batch_stride >= c_extent;
+    if (dla__ocl_clblast_wants(d, g)) {
+        pthread_mutex_lock(&d->lock);
+        s = dla__ocl_clblast_gemm(d, g, one_launch);
+        pthread_mutex_unlock(&d->lock);
+        if (s != DLA_ERR_UNSUPPORTED)
+            return s;
+    }
 
     /* Rows of C per work-group along 0: enough work-items to cover m, at
      * most 64 (and within the device's limit). */

@@ -26,7 +26,7 @@ pkglib_LTLIBRARIES += plugins/opencl/libdlaccel-opencl.la
 plugins_opencl_libdlaccel_opencl_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENCL_CFLAGS)
 plugins_opencl_libdlaccel_opencl_la_CFLAGS = $(AM_CFLAGS) -O2
 plugins_opencl_libdlaccel_opencl_la_LDFLAGS = -module -avoid-version -shared -no-undefined
-plugins_opencl_libdlaccel_opencl_la_LIBADD = $(OPENCL_LIBS) -lpthread
+plugins_opencl_libdlaccel_opencl_la_LIBADD = $(OPENCL_LIBS) -lpthread -ldl
 plugins_opencl_libdlaccel_opencl_la_SOURCES = \
 	plugins/opencl/ocl.h \
 	plugins/opencl/plugin.c \
@@ -38,6 +38,7 @@ plugins_opencl_libdlaccel_opencl_la_SOURCES = \
 	plugins/opencl/fused.c \
 	plugins/opencl/reduce.c \
 	plugins/opencl/gemm.c \
+	plugins/opencl/clblast.c \
 	plugins/opencl/conv.c \
 	plugins/opencl/pool.c \
 	plugins/opencl/index.c

@@ -88,6 +88,7 @@ typedef struct dla__ocl_device {
     int fp64;      /* cl_khr_fp64: double kernels exist */
     int cpu;       /* a CPU device: work-items are loops on its cores */
     int units;     /* compute units */
+    int clblast_off; /* CLBlast refused a call: own GEMM kernel only */
     size_t local;  /* work-group size of 1-d launches */
     cl_ulong max_alloc;
     char options[160]; /* clBuildProgram options */
@@ -217,6 +218,15 @@ dla_status dla__ocl_ternary(void *dev, const dla_ternary_args *args);
 /* ---- fused.c ---- */
 dla_status dla__ocl_fused(void *dev, const dla_fused_args *args);
 void dla__ocl_fused_release(dla__ocl_device *d);
+
+/* ---- clblast.c: large GEMMs through CLBlast when it is installed ---- */
+int dla__ocl_clblast_available(void);
+/* Nonzero when g should go to CLBlast (policy, size, availability). */
+int dla__ocl_clblast_wants(const dla__ocl_device *d, const dla_gemm_args *g);
+/* g through CLBlast (one batched call when its C pages are apart, else a
+ * call per page); DLA_ERR_UNSUPPORTED without a message when CLBlast
+ * refused and the own kernel should run it. Called with d->lock held. */
+dla_status dla__ocl_clblast_gemm(dla__ocl_device *d, const dla_gemm_args *g, int one_launch);
 
 /* ---- reduce.c, gemm.c, conv.c, pool.c, index.c ---- */
 dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args);

@@ -28,7 +28,9 @@
  *   otherwise supports() says no and the core runs those ops on the cpu
  *   plugin. Fill, copy and gather move bit patterns, so they take every
  *   dtype on every device.
- * - GEMM is the plugin's own kernel (gemm.cl), convolutions are direct
+ * - GEMM is CLBlast's for large pages when it is installed (loaded with
+ *   dlopen: not a build dependency), else the plugin's own kernel
+ *   (gemm.cl; clblast.c has the measurements), convolutions are direct
  *   kernels, reductions and the backward filter split long sums into
  *   interleaved parts merged in a second kernel, scatter_add groups the
  *   positions by target on the host so no two work-items add into one
@@ -169,8 +171,9 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
     device_string(id, CL_DEVICE_VERSION, version, sizeof version);
     device_string(id, CL_DRIVER_VERSION, driver, sizeof driver);
     snprintf(mine.properties, sizeof mine.properties,
-             "platform=%s; version=%s; driver=%s; fp64=%s; gemm=own kernel", platform, version,
-             driver, has_fp64(id) ? "yes" : "no");
+             "platform=%s; version=%s; driver=%s; fp64=%s; gemm=%s", platform, version, driver,
+             has_fp64(id) ? "yes" : "no",
+             dla__ocl_clblast_available() ? "CLBlast (large), own kernel" : "own kernel");
     size_t size = info->struct_size < sizeof mine ? info->struct_size : sizeof mine;
     mine.struct_size = info->struct_size;
     memcpy(info, &mine, size);
