@@ -97,7 +97,7 @@ static int parse(int argc, char **argv, options *o)
         for (int k = 0; k < cf_kernel_count; k++)
             known |= strcmp(cf_kernels[k].name, o->kernel) == 0;
         if (!known)
-            return usage("--kernel: not a kernel of the suite (see dlaccel help check-plugin)");
+            return usage("--kernel: not a kernel of the suite");
     }
     if (o->only_case >= 0 && o->cases <= o->only_case)
         o->cases = o->only_case + 1;
