@@ -450,6 +450,17 @@ dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args)
     return dev->table->fused(dev->ctx, args);
 }
 
+dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *args)
+{
+    if (!dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE, args->program.dtype))
+        return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native 'fused_reduce' kernel for %s, and "
+                         "fused programs have no cpu fallback", dev->name,
+                         dla_dtype_name(args->program.dtype));
+    CAPTURE(DLA__LAUNCH_FUSED_REDUCE, DLA_KERNEL_FUSED_REDUCE, fused_reduce,
+            (dla_fused_reduce_args *)args);
+    return dev->table->fused_reduce(dev->ctx, args);
+}
+
 /* --------------------------------------------------------------- replay */
 
 dla_status dla__k_launch(dla_device *dev, const dla__launch *l)
@@ -470,6 +481,7 @@ dla_status dla__k_launch(dla_device *dev, const dla__launch *l)
         return dla__k_copy_bytes(dev, l->u.bytes.dst, l->u.bytes.doff, l->u.bytes.src,
                                  l->u.bytes.soff, l->u.bytes.bytes);
     case DLA__LAUNCH_FUSED: return dla__k_fused(dev, l->u.fused);
+    case DLA__LAUNCH_FUSED_REDUCE: return dla__k_fused_reduce(dev, l->u.fused_reduce);
     }
     DLA_ASSERT(!"a launch kind dla__k_launch does not know");
     return DLA_ERR_STATE;

@@ -37,6 +37,8 @@ dla_status dla__k_index(dla_device *dev, dla_kernel which, const dla_index_args 
  * only for a device that supports it, so there is no cpu fallback
  * (DLA_ERR_UNSUPPORTED). */
 dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args);
+/* ABI 1.3: a fused program summed over dims; native only, as fused. */
+dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *args);
 
 /* bytes from src+soff to dst+doff on one device (through the host when the
  * plugin has no copy_on_device). */
@@ -64,7 +66,8 @@ typedef enum dla__launch_kind {
     DLA__LAUNCH_POOL,
     DLA__LAUNCH_INDEX,
     DLA__LAUNCH_COPY_BYTES,
-    DLA__LAUNCH_FUSED
+    DLA__LAUNCH_FUSED,
+    DLA__LAUNCH_FUSED_REDUCE
 } dla__launch_kind;
 
 /* One kernel call with its arguments, as dla__k_launch() makes it again. */
@@ -92,8 +95,25 @@ typedef struct dla__launch {
             size_t doff, soff, bytes;
         } bytes;
         dla_fused_args *fused; /* owned by whoever made the launch */
+        dla_fused_reduce_args *fused_reduce; /* the same */
     } u;
 } dla__launch;
+
+/* The argument block a fused launch points to and its size; NULL for the
+ * kinds whose arguments live in the launch itself. */
+static inline void *dla__launch_block(const dla__launch *l, size_t *bytes)
+{
+    if (l->kind == DLA__LAUNCH_FUSED) {
+        *bytes = sizeof *l->u.fused;
+        return l->u.fused;
+    }
+    if (l->kind == DLA__LAUNCH_FUSED_REDUCE) {
+        *bytes = sizeof *l->u.fused_reduce;
+        return l->u.fused_reduce;
+    }
+    *bytes = 0;
+    return NULL;
+}
 
 /* Makes the call l describes on dev, through the dla__k_* function above
  * (so the cpu fallback applies as it did the first time). */

@@ -175,6 +175,66 @@ static dla_status bin5(dla_device *dev, dla_binary_op op, const dla_tensor *z, c
     return dla__nn_binary(dev, op, &vz, &va, &vb);
 }
 
+/* ------------------------------------------------------- fused passes */
+
+/* Devices with the fused kernels (ABI 1.2 and 1.3) get the two full-size
+ * passes that follow the mean as one each: the variance without the
+ * centered copy, and y = x .* a + b without storing x .* a. */
+static int fuses(dla_device *dev, dla_dtype dt)
+{
+    return dla__device_supports(dev, DLA_KERNEL_FUSED, dt) &&
+           dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE, dt);
+}
+
+static dla_fused_insn insn(dla_fused_kind kind, int op, int32_t s0, int32_t s1)
+{
+    return (dla_fused_insn){.kind = kind, .op = op, .src = {s0, s1, 0}};
+}
+
+/* var = mean((x - mean)^2) over the normalized dims, in one pass. */
+static dla_status fused_var(dla_device *dev, const norm_geom *g, const dla_tensor *xd,
+                            const dla_tensor *mean, const dla_tensor *var)
+{
+    dla_fused_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.op = DLA_REDUCE_MEAN;
+    dla_fused_args *p = &r.program;
+    p->struct_size = sizeof *p;
+    p->dtype = xd->dtype;
+    p->ninputs = 2;
+    p->ninsns = 2;
+    dla__nn_view(xd, ND, g->d, &p->inputs[0]);
+    dla__nn_view(mean, ND, g->stat, &p->inputs[1]);
+    dla__nn_expand(&p->inputs[1], g->d);
+    p->insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2);
+    p->insns[1] = insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0);
+    p->y = p->inputs[0]; /* the space's dims; nothing is written there */
+    dla__nn_view(var, ND, g->stat, &r.y);
+    return dla__k_fused_reduce(dev, &r);
+}
+
+/* y = x .* a + b in one pass, a and b of dims g->ab. */
+static dla_status fused_apply(dla_device *dev, const norm_geom *g, const dla_tensor *xd,
+                              const dla_tensor *a, const dla_tensor *b, const dla_tensor *y)
+{
+    dla_fused_args p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.dtype = xd->dtype;
+    p.ninputs = 3;
+    p.ninsns = 2;
+    dla__nn_view(xd, ND, g->d, &p.inputs[0]);
+    dla__nn_view(a, ND, g->ab, &p.inputs[1]);
+    dla__nn_expand(&p.inputs[1], g->d);
+    dla__nn_view(b, ND, g->ab, &p.inputs[2]);
+    dla__nn_expand(&p.inputs[2], g->d);
+    p.insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -1, -2);
+    p.insns[1] = insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, 0, -3);
+    dla__nn_view(y, ND, g->d, &p.y);
+    return dla__k_fused(dev, &p);
+}
+
 /* y = x .* a + b into a new tensor like x, with a, b of dims g->ab. */
 static dla_status apply_ab(const char *op, const dla_tensor *xd, const dla_tensor *x,
                            const norm_geom *g, const dla_tensor *a, const dla_tensor *b,
@@ -184,9 +244,14 @@ static dla_status apply_ab(const char *op, const dla_tensor *xd, const dla_tenso
     dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, x->dims);
     if (!y)
         return dla_last_status();
-    dla_status st = bin5(dev, DLA_BINARY_MUL, y, g->d, xd, g->d, a, g->ab);
-    if (st == DLA_OK)
-        st = bin5(dev, DLA_BINARY_ADD, y, g->d, y, g->d, b, g->ab);
+    dla_status st;
+    if (fuses(dev, x->dtype)) {
+        st = fused_apply(dev, g, xd, a, b, y);
+    } else {
+        st = bin5(dev, DLA_BINARY_MUL, y, g->d, xd, g->d, a, g->ab);
+        if (st == DLA_OK)
+            st = bin5(dev, DLA_BINARY_ADD, y, g->d, y, g->d, b, g->ab);
+    }
     if (st != DLA_OK) {
         dla_tensor_release(y);
         return st;
@@ -243,25 +308,29 @@ static dla_status stats_forward(const void *attrs, dla_tensor *const *in, int ni
     dla_tensor *sc = keep(&w, dla__nn_dense(op, in[2]));
     dla_tensor *mean = tmp5(op, x, g.stat), *istd = tmp5(op, x, g.stat);
     dla_tensor *var = keep(&w, tmp5(op, x, g.stat));
-    dla_tensor *xc = keep(&w, tmp5(op, x, g.d));
+    const int fused = fuses(dev, x->dtype);
+    dla_tensor *xc = fused ? NULL : keep(&w, tmp5(op, x, g.d));
     dla_tensor *y = NULL, *a, *b;
-    if (!xd || !off || !sc || !mean || !istd || !var || !xc)
+    if (!xd || !off || !sc || !mean || !istd || !var || (!fused && !xc))
         st = dla_last_status();
     dla_view vx, vxc, vm, vv, vi;
     if (st == DLA_OK) {
         dla__nn_view(xd, ND, g.d, &vx);
-        dla__view_of(xc, &vxc);
         dla__view_of(mean, &vm);
         dla__view_of(var, &vv);
         dla__view_of(istd, &vi);
         st = dla__nn_reduce(dev, DLA_REDUCE_MEAN, &vm, &vx);
     }
-    if (st == DLA_OK)
+    if (st == DLA_OK && fused) {
+        st = fused_var(dev, &g, xd, mean, var);
+    } else if (st == DLA_OK) {
+        dla__view_of(xc, &vxc);
         st = bin5(dev, DLA_BINARY_SUB, xc, g.d, xd, g.d, mean, g.stat);
-    if (st == DLA_OK)
-        st = dla__nn_unary(dev, DLA_UNARY_SQUARE, 0.0, 0.0, &vxc, &vxc);
-    if (st == DLA_OK)
-        st = dla__nn_reduce(dev, DLA_REDUCE_MEAN, &vv, &vxc);
+        if (st == DLA_OK)
+            st = dla__nn_unary(dev, DLA_UNARY_SQUARE, 0.0, 0.0, &vxc, &vxc);
+        if (st == DLA_OK)
+            st = dla__nn_reduce(dev, DLA_REDUCE_MEAN, &vv, &vxc);
+    }
     if (st == DLA_OK)
         st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 1.0, at->eps, &vi, &vv);
     if (st == DLA_OK)

@@ -77,14 +77,21 @@ void dla__capture_launch(dla__capture *c, dla_device *dev, const dla__launch *l)
     dla__cap_launch *cl = &c->launches[c->nlaunches];
     memset(cl, 0, sizeof *cl);
     cl->l = *l;
-    if (l->kind == DLA__LAUNCH_FUSED) {
+    size_t bytes;
+    const void *block = dla__launch_block(l, &bytes);
+    if (block) {
         /* The caller's arguments live on its stack: keep a copy. */
-        cl->l.u.fused = dla__malloc(sizeof *cl->l.u.fused);
-        if (!cl->l.u.fused) {
+        void *copy = dla__malloc(bytes);
+        if (!copy) {
+            cl->l.kind = DLA__LAUNCH_FILL; /* owns nothing to free */
             c->failed = 1;
             return;
         }
-        *cl->l.u.fused = *l->u.fused;
+        memcpy(copy, block, bytes);
+        if (l->kind == DLA__LAUNCH_FUSED)
+            cl->l.u.fused = copy;
+        else
+            cl->l.u.fused_reduce = copy;
     }
     c->nlaunches++;
     cl->dev = dev;
@@ -122,9 +129,9 @@ void dla__capture_free(dla__capture *c, const dla__storage *st)
 
 void dla__capture_free_record(dla__capture *c)
 {
+    size_t bytes;
     for (int i = 0; i < c->nlaunches; i++)
-        if (c->launches[i].l.kind == DLA__LAUNCH_FUSED)
-            dla__free(c->launches[i].l.u.fused);
+        dla__free(dla__launch_block(&c->launches[i].l, &bytes));
     dla__free(c->bufs);
     dla__free(c->launches);
     dla__free(c->entries);

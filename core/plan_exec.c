@@ -53,9 +53,9 @@ void dla__plan_free(dla__plan *p)
         return;
     for (int j = 0; p->consts && j < p->nconsts; j++)
         dla_tensor_release(p->consts[j]);
+    size_t bytes;
     for (int i = 0; i < p->nlaunches; i++)
-        if (p->launches[i].kind == DLA__LAUNCH_FUSED)
-            dla__free(p->launches[i].u.fused);
+        dla__free(dla__launch_block(&p->launches[i], &bytes));
     dla__storage_release(p->arena);
     dla__free(p->in_value);
     dla__free(p->in_ndims);
@@ -296,7 +296,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             patch(p, in, step->index);
             const dla__launch *l = &p->launches[step->index];
             st = dla__k_launch(p->dev, l);
-            fused += l->kind == DLA__LAUNCH_FUSED;
+            fused += l->kind == DLA__LAUNCH_FUSED || l->kind == DLA__LAUNCH_FUSED_REDUCE;
         } else if (!invoke(p, t, in, step->index, &st)) {
             release_run(p, t);
             dla_rng_set(seed, counter);

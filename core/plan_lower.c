@@ -103,6 +103,13 @@ int dla__launch_fields(dla__launch *l, dla__field *f)
             f[1 + i] = view_field(&a->inputs[i], 0);
         return 1 + a->ninputs;
     }
+    case DLA__LAUNCH_FUSED_REDUCE: {
+        dla_fused_reduce_args *a = l->u.fused_reduce;
+        f[0] = view_field(&a->y, 1);
+        for (int i = 0; i < a->program.ninputs; i++)
+            f[1 + i] = view_field(&a->program.inputs[i], 0);
+        return 1 + a->program.ninputs;
+    }
     }
     DLA_ASSERT(!"a launch kind dla__launch_fields does not know");
     return 0;
@@ -785,6 +792,8 @@ static int finish_launches(lowering *L, const size_t *offset)
         *l = cl->l;
         if (l->kind == DLA__LAUNCH_FUSED)
             cl->l.u.fused = NULL; /* the plan owns it now */
+        else if (l->kind == DLA__LAUNCH_FUSED_REDUCE)
+            cl->l.u.fused_reduce = NULL;
         p->steps[s].index = nl;
         p->patch0[nl] = np;
         dla__field f[DLA__LAUNCH_MAX_FIELDS];

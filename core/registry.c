@@ -57,6 +57,7 @@ static const size_t kernel_member[] = {
     [DLA_KERNEL_GATHER] = offsetof(dla_plugin, gather),
     [DLA_KERNEL_SCATTER_ADD] = offsetof(dla_plugin, scatter_add),
     [DLA_KERNEL_FUSED] = offsetof(dla_plugin, fused),
+    [DLA_KERNEL_FUSED_REDUCE] = offsetof(dla_plugin, fused_reduce),
 };
 _Static_assert(sizeof kernel_member / sizeof kernel_member[0] == DLA_KERNEL_COUNT,
                "kernel_member out of step with DLA_KERNEL_LIST");

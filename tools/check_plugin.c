@@ -39,9 +39,10 @@ const cf_kernel cf_kernels[] = {
     {"gather", DLA_KERNEL_GATHER, cf_case_gather},
     {"scatter_add", DLA_KERNEL_SCATTER_ADD, cf_case_scatter_add},
     {"fused", DLA_KERNEL_FUSED, cf_case_fused},
+    {"fused_reduce", DLA_KERNEL_FUSED_REDUCE, cf_case_fused_reduce},
 };
 const int cf_kernel_count = (int)(sizeof cf_kernels / sizeof cf_kernels[0]);
-_Static_assert(DLA_KERNEL_COUNT == 16, "a new kernel of the ABI needs its cases here");
+_Static_assert(DLA_KERNEL_COUNT == 17, "a new kernel of the ABI needs its cases here");
 
 typedef struct options {
     const char *manifest;
@@ -153,7 +154,7 @@ static const char *find_plugin(const options *o, char *real, size_t size)
 /* Why a kernel without a case that ran is fine. */
 static const char *not_native(const cf_kernel *k)
 {
-    return k->kernel == DLA_KERNEL_FUSED
+    return k->kernel == DLA_KERNEL_FUSED || k->kernel == DLA_KERNEL_FUSED_REDUCE
                ? "not offered (the host launches the steps one by one)"
                : "not native (it runs on the cpu plugin)";
 }

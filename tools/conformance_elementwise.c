@@ -376,23 +376,17 @@ static int steps_native(const cf_case *c, dla_dtype t)
     return !tb->supports || tb->supports(d->ctx, DLA_KERNEL_CAST, DLA_BOOL);
 }
 
-void cf_case_fused(cf_case *c)
+/* A random program: inputs, instructions and their operands (views and
+ * memory are the caller's); only steps whose results are exact when asked. */
+static void random_program(cf_case *c, dla_fused_args *a, dla_dtype t, int exact_only)
 {
-    const dla_device *dut = c->suite->dev[CF_DUT];
-    const int t = cf_float_dtype(c, DLA_KERNEL_FUSED);
-    if (t < 0 || !CF_TABLE(c, CF_DUT)->fused || dut->abi_minor < 2) {
-        c->skipped = 1;
-        return;
-    }
-    dla_fused_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.dtype = (dla_dtype)t;
-    a.ninputs = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INPUTS);
-    a.ninsns = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INSNS);
-    const int exact_only = cf_chance(c, 40);
-    for (int j = 0; j < a.ninsns; j++) {
-        dla_fused_insn *in = &a.insns[j];
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->dtype = t;
+    a->ninputs = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INPUTS);
+    a->ninsns = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INSNS);
+    for (int j = 0; j < a->ninsns; j++) {
+        dla_fused_insn *in = &a->insns[j];
         do {
             const int r = (int)cf_int(c, 0, 9);
             in->kind = r < 4 ? DLA_FUSED_UNARY : r < 8 ? DLA_FUSED_BINARY : DLA_FUSED_WHERE;
@@ -406,8 +400,20 @@ void cf_case_fused(cf_case *c)
         in->beta = cf_unif(c, -2, 2);
         for (int k = 0; k < 3; k++)
             in->src[k] = j && cf_chance(c, 60) ? (int32_t)cf_int(c, 0, j - 1)
-                                               : (int32_t)(-1 - cf_int(c, 0, a.ninputs - 1));
+                                               : (int32_t)(-1 - cf_int(c, 0, a->ninputs - 1));
     }
+}
+
+void cf_case_fused(cf_case *c)
+{
+    const dla_device *dut = c->suite->dev[CF_DUT];
+    const int t = cf_float_dtype(c, DLA_KERNEL_FUSED);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->fused || dut->abi_minor < 2) {
+        c->skipped = 1;
+        return;
+    }
+    dla_fused_args a;
+    random_program(c, &a, (dla_dtype)t, cf_chance(c, 40));
     int exact = 1;
     for (int j = 0; j < a.ninsns; j++)
         exact &= exact_step(&a.insns[j]);
@@ -491,4 +497,104 @@ void cf_case_fused(cf_case *c)
         }
     }
     free(first);
+}
+
+/* ---------------------------------------------------------- fused_reduce */
+
+/* The program's values written out by the oracle's fused kernel, then
+ * reduced by its reduce kernel, are the reference; the tolerance is the
+ * reduce kernel's, from the same reduction of their magnitudes. Programs
+ * use exact steps only, so the values summed are the same bits on every
+ * device and only the summation order differs. */
+void cf_case_fused_reduce(cf_case *c)
+{
+    const dla_device *dut = c->suite->dev[CF_DUT];
+    const int t = cf_float_dtype(c, DLA_KERNEL_FUSED_REDUCE);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->fused_reduce || dut->abi_minor < 3 ||
+        !cf_both_support(c, DLA_KERNEL_FUSED, (dla_dtype)t) ||
+        !cf_both_support(c, DLA_KERNEL_REDUCE, (dla_dtype)t)) {
+        c->skipped = 1;
+        return;
+    }
+    dla_fused_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.op = cf_chance(c, 50) ? DLA_REDUCE_SUM : DLA_REDUCE_MEAN;
+    random_program(c, &r.program, (dla_dtype)t, 1);
+    int nd;
+    int64_t dims[DLA_MAX_DIMS], yd[DLA_MAX_DIMS];
+    cf_dims(c, &nd, dims, 4, 9, 2);
+    if (c->index == 0) /* batchnorm's statistics: 24x24 positions, 20 channels, 128 images */
+        nd = 4, dims[0] = 24, dims[1] = 24, dims[2] = 20, dims[3] = 128;
+    for (int d = 0; d < nd; d++)
+        yd[d] = c->index == 0 ? (d == 2 ? dims[d] : 1) : cf_chance(c, 50) ? 1 : dims[d];
+    cf_buf *in[DLA_FUSED_MAX_INPUTS];
+    for (int i = 0; i < r.program.ninputs; i++)
+        if (!(in[i] = cf_buf_new(c, r.program.dtype,
+                                 cf_view(c, &r.program.inputs[i], r.program.dtype, nd, dims, 1),
+                                 -2, 2, 10)))
+            return;
+    dla_view y, full, mag;
+    cf_buf *by = cf_buf_new(c, r.program.dtype, cf_view(c, &y, r.program.dtype, nd, yd, 0), -2,
+                            2, 0);
+    cf_buf *bf = by ? cf_buf_new(c, r.program.dtype, cf_dense(&full, r.program.dtype, nd, dims),
+                                 0, 0, 0)
+                    : NULL;
+    if (!bf)
+        return;
+    r.program.y = full; /* its dims are the space; the kernel writes nothing there */
+    char ds[96], ys[96];
+    cf_describe(c, "fused_reduce %s %s dims %s -> y %s, %d inputs, %d steps:",
+                r.op == DLA_REDUCE_SUM ? "sum" : "mean", dla_dtype_name(r.program.dtype),
+                cf_dims_str(ds, sizeof ds, nd, dims), cf_dims_str(ys, sizeof ys, nd, yd),
+                (int)r.program.ninputs, (int)r.program.ninsns);
+    for (int j = 0; j < r.program.ninsns; j++) {
+        const dla_fused_insn *s = &r.program.insns[j];
+        cf_describe(c, " r%d=%s(%d,%d,%d)", j,
+                    s->kind == DLA_FUSED_UNARY    ? unary_names[s->op]
+                    : s->kind == DLA_FUSED_BINARY ? binary_names[s->op]
+                                                  : "where",
+                    (int)s->src[0], (int)s->src[1], (int)s->src[2]);
+    }
+    /* The device under test sums in one pass; the oracle writes the
+     * program out (into bf) and reduces it (into by). */
+    dla_fused_reduce_args dr = r;
+    dr.y = y;
+    dr.y.mem = by->mem[CF_DUT];
+    for (int i = 0; i < r.program.ninputs; i++)
+        dr.program.inputs[i].mem = in[i]->mem[CF_DUT];
+    cf_record(c, CF_DUT, CF_TABLE(c, CF_DUT)->fused_reduce(CF_CTX(c, CF_DUT), &dr));
+    dla_fused_args of = r.program;
+    of.y.mem = bf->mem[CF_ORACLE];
+    for (int i = 0; i < r.program.ninputs; i++)
+        of.inputs[i].mem = in[i]->mem[CF_ORACLE];
+    dla_status s = CF_TABLE(c, CF_ORACLE)->fused(CF_CTX(c, CF_ORACLE), &of);
+    dla_reduce_args red = {.struct_size = sizeof red, .op = r.op, .y = y, .x = full};
+    red.y.mem = by->mem[CF_ORACLE], red.x.mem = bf->mem[CF_ORACLE];
+    if (s == DLA_OK)
+        s = CF_TABLE(c, CF_ORACLE)->reduce(CF_CTX(c, CF_ORACLE), &red);
+    cf_record(c, CF_ORACLE, s);
+    if (!cf_agree(c))
+        return;
+    /* The magnitudes: |program| reduced the same way, on the oracle. */
+    cf_buf *ay = cf_buf_abs(c, by), *af = ay ? cf_buf_abs(c, bf) : NULL;
+    if (!af)
+        return;
+    mag = full;
+    mag.mem = af->mem[CF_ORACLE];
+    dla_unary_args ab = {.struct_size = sizeof ab, .op = DLA_UNARY_ABS, .y = mag, .x = full};
+    ab.x.mem = bf->mem[CF_ORACLE];
+    red.y.mem = ay->mem[CF_ORACLE], red.x.mem = af->mem[CF_ORACLE];
+    if (CF_TABLE(c, CF_ORACLE)->unary(CF_CTX(c, CF_ORACLE), &ab) != DLA_OK ||
+        CF_TABLE(c, CF_ORACLE)->reduce(CF_CTX(c, CF_ORACLE), &red) != DLA_OK) {
+        cf_fail(c, "the oracle's magnitude run: %s", dla_last_error());
+        return;
+    }
+    int64_t nred = 1;
+    for (int d = 0; d < nd; d++)
+        nred *= yd[d] == dims[d] ? 1 : dims[d];
+    double *m = cf_oracle_values(c, ay);
+    if (m)
+        cf_compare(c, by, &y, (cf_tol){0, m, (double)nred});
+    free(m);
 }

@@ -56,7 +56,7 @@ extern "C" {
  * uses only the members of that minor) or higher (the host ignores what it
  * does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 2
+#define DLA_PLUGIN_ABI_MINOR 3
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -137,7 +137,9 @@ typedef struct dla_plugin_device_info {
     X(DLA_KERNEL_GATHER, "gather")                                             \
     X(DLA_KERNEL_SCATTER_ADD, "scatter_add")                                   \
     /* ---- kernels above are ABI 1.1 ---- */                                  \
-    X(DLA_KERNEL_FUSED, "fused")
+    X(DLA_KERNEL_FUSED, "fused")                                               \
+    /* ---- kernels above are ABI 1.2 ---- */                                  \
+    X(DLA_KERNEL_FUSED_REDUCE, "fused_reduce")
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, str) name,
@@ -459,6 +461,35 @@ typedef struct dla_fused_args {
     /* ---- fields above are ABI 1.2 ---- */
 } dla_fused_args;
 
+/* ---------------------------------------------------- ABI 1.3 arguments */
+
+/* A fused program summed (or averaged) over some dims, in one pass: the
+ * program's values never reach memory. Batchnorm's variance, sum((x - m)^2)
+ * per channel, and its backward's sum(dy .* x) are such reductions; the
+ * planner makes one from a chain of elementwise launches whose result only
+ * a SUM or MEAN reduce reads.
+ *
+ * program is a dla_fused_args whose y gives the space the program runs
+ * over: its ndims and dims only (program.y.mem, offset and strides are not
+ * read, and nothing is written there). The inputs have those dims, as in
+ * the fused kernel. y has program.y's ndims; each of its dims equals the
+ * space's or is 1, and the 1s are summed over:
+ *
+ *     y[q] = sum over the positions p of the space that map to q of r(p)
+ *
+ * with r(p) the program's last register at p (rounded to dtype as the fused
+ * kernel rounds it); MEAN divides by the count summed. The summation order
+ * is the plugin's: a result is within the reduce kernel's accuracy of the
+ * program written out and then reduced, not always the same bits. An empty
+ * sum gives 0 (SUM) and NaN (MEAN). y overlaps no input. */
+typedef struct dla_fused_reduce_args {
+    size_t struct_size;
+    dla_reduce_op op; /* DLA_REDUCE_SUM or DLA_REDUCE_MEAN */
+    dla_fused_args program;
+    dla_view y;
+    /* ---- fields above are ABI 1.3 ---- */
+} dla_fused_reduce_args;
+
 /* ---------------------------------------------------------- plugin table */
 
 /* The table a plugin fills in dlaccel_plugin_init. All members take the
@@ -542,6 +573,11 @@ typedef struct dla_plugin {
      * is no cpu fallback for it (fusing pays only where it is native). */
     dla_status (*fused)(void *dev, const dla_fused_args *args);
     /* ---- fields above are ABI 1.2 ---- */
+    /* Sums a fused program over some dims (see dla_fused_reduce_args). NULL:
+     * as fused, the host writes the program out and reduces it, and there is
+     * no cpu fallback. */
+    dla_status (*fused_reduce)(void *dev, const dla_fused_reduce_args *args);
+    /* ---- fields above are ABI 1.3 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;

@@ -66,6 +66,8 @@ dla_status dla__cpu_scatter_add(void *dev, const dla_index_args *args);
 
 /* ---- fused.c (ABI 1.2) ---- */
 dla_status dla__cpu_fused(void *dev, const dla_fused_args *args);
+/* ABI 1.3 */
+dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args);
 
 /* ---- conv.c ---- */
 dla_status dla__cpu_conv_forward(void *dev, const dla_conv_args *args);

@@ -25,6 +25,7 @@
 #include "plugins/cpu/elementwise_ops.h"
 #include "plugins/cpu/strided.h"
 
+#include <omp.h>
 #include <string.h>
 
 #define BLOCK 512
@@ -353,13 +354,12 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    /* Runs the program on block u: elements [u * block, ...) of the space,                       \
-     * in its column-major order. */                                                               \
-    static void block_##sfx(const dla_fused_args *a, const space *sp, const int *how, int64_t u,   \
-                            T (*regs)[BLOCK], T (*stage)[BLOCK])                                   \
+    /* Runs the program on the n elements of the space from at (a block),                         \
+     * the last instruction writing y (n elements, or regs[last] when NULL);                       \
+     * returns where the result is. */                                                             \
+    static T *program_##sfx(const dla_fused_args *a, const space *sp, const int *how, int64_t at,  \
+                            int64_t n, T (*regs)[BLOCK], T (*stage)[BLOCK], T *y)                  \
     {                                                                                              \
-        int64_t n;                                                                                 \
-        const int64_t at = block_range(sp, u, &n);                                                 \
         operand_##sfx inputs[DLA_FUSED_MAX_INPUTS];                                                \
         /* A block inside one run of dim 0 reads a walked operand in place                         \
          * (unit stride) or as one value (stride 0, a broadcast channel). */                      \
@@ -387,7 +387,8 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
             }                                                                                      \
         }                                                                                          \
         const int last = a->ninsns - 1;                                                            \
-        T *y = how[0] == AT_DENSE ? (T *)a->y.mem + sp->offset[0] + at : regs[last];               \
+        if (!y)                                                                                    \
+            y = regs[last];                                                                        \
         for (int j = 0; j <= last; j++) {                                                          \
             const dla_fused_insn *in = &a->insns[j];                                               \
             operand_##sfx x[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};                                \
@@ -396,6 +397,19 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
                                        : inputs[-1 - in->src[k]];                                  \
             step_##sfx(in, j == last ? y : regs[j], x, n);                                         \
         }                                                                                          \
+        return y;                                                                                  \
+    }                                                                                              \
+                                                                                                   \
+    /* Runs the program on block u: elements [u * block, ...) of the space,                       \
+     * in its column-major order, into y. */                                                       \
+    static void block_##sfx(const dla_fused_args *a, const space *sp, const int *how, int64_t u,   \
+                            T (*regs)[BLOCK], T (*stage)[BLOCK])                                   \
+    {                                                                                              \
+        int64_t n;                                                                                 \
+        const int64_t at = block_range(sp, u, &n);                                                 \
+        const int last = a->ninsns - 1;                                                            \
+        program_##sfx(a, sp, how, at, n, regs, stage,                                              \
+                      how[0] == AT_DENSE ? (T *)a->y.mem + sp->offset[0] + at : NULL);             \
         if (how[0] != AT_DENSE)                                                                    \
             walk_##sfx((T *)a->y.mem + sp->offset[0], sp->strides[0], sp, at, n, regs[last], 1);    \
     }                                                                                              \
@@ -421,6 +435,94 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
     }
 DEFINE_RUN(float, f32)
 DEFINE_RUN(double, f64)
+
+/* ------------------------------------------------------- fused reduce */
+
+/* The sum of a program runs as the program does, in blocks; each block's
+ * values are added into double accumulators, one per output, instead of
+ * being stored. Operand 0 of the space is not y itself but y's position of
+ * each element (y's dense strides, 0 along the summed dims), so a block
+ * inside one run of a summed dim is one vector sum into one accumulator
+ * (batchnorm's 576 positions of a channel), and a kept dim's run adds
+ * element by element. Each thread has its own accumulators; they are added
+ * in thread order at the end. */
+#define DEFINE_SUM(T, sfx)                                                                         \
+    static void accumulate_##sfx(const space *sp, const int64_t *st, int64_t at, int64_t n,        \
+                                 const T *v, double *acc)                                          \
+    {                                                                                              \
+        const int64_t d0 = sp->dims[0], s0 = st[0];                                                \
+        int64_t idx[DLA_MAX_DIMS], rem = at, off = 0;                                              \
+        for (int d = 0; d < sp->ndims; d++) {                                                      \
+            idx[d] = rem % sp->dims[d];                                                            \
+            rem /= sp->dims[d];                                                                    \
+            off += idx[d] * st[d];                                                                 \
+        }                                                                                          \
+        for (int64_t done = 0; done < n;) {                                                        \
+            const int64_t run = d0 - idx[0] < n - done ? d0 - idx[0] : n - done;                   \
+            const T *b = v + done;                                                                 \
+            if (s0 == 0) {                                                                         \
+                double t = 0.0;                                                                    \
+                _Pragma("omp simd reduction(+ : t)")                                               \
+                for (int64_t i = 0; i < run; i++)                                                  \
+                    t += (double)b[i];                                                             \
+                acc[off] += t;                                                                     \
+            } else {                                                                               \
+                for (int64_t i = 0; i < run; i++)                                                  \
+                    acc[off + i * s0] += (double)b[i];                                             \
+            }                                                                                      \
+            done += run;                                                                           \
+            off += run * s0;                                                                       \
+            idx[0] += run;                                                                         \
+            for (int d = 0; d + 1 < sp->ndims && idx[d] == sp->dims[d]; d++) {                     \
+                idx[d] = 0;                                                                        \
+                idx[d + 1]++;                                                                      \
+                off += st[d + 1] - sp->dims[d] * st[d];                                            \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static void sum_run_##sfx(const dla_fused_args *a, const space *sp, const int *how,            \
+                              double *acc, int64_t ny, int nthreads)                               \
+    {                                                                                              \
+        const int64_t blocks = sp->blocks;                                                         \
+        _Pragma("omp parallel num_threads(nthreads)")                                              \
+        {                                                                                          \
+            _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
+            _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
+            double *mine = acc + (int64_t)omp_get_thread_num() * ny;                               \
+            _Pragma("omp for schedule(static)")                                                    \
+            for (int64_t u = 0; u < blocks; u++) {                                                 \
+                int64_t n;                                                                         \
+                const int64_t at = block_range(sp, u, &n);                                         \
+                const T *v = program_##sfx(a, sp, how, at, n, regs, stage, NULL);                  \
+                accumulate_##sfx(sp, sp->strides[0], at, n, v, mine);                              \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* y = the threads' accumulators added in order (divided by count for a                       \
+     * mean), rounded to T. */                                                                     \
+    static void sum_store_##sfx(const dla_view *y, const double *acc, int64_t ny, int nthreads,    \
+                                double divide)                                                     \
+    {                                                                                              \
+        T *base = (T *)y->mem + y->offset;                                                         \
+        int64_t idx[DLA_MAX_DIMS] = {0}, off = 0;                                                  \
+        for (int64_t q = 0; q < ny; q++) {                                                         \
+            double s = 0.0;                                                                        \
+            for (int t = 0; t < nthreads; t++)                                                     \
+                s += acc[t * ny + q];                                                              \
+            base[off] = (T)(divide != 1.0 ? s / divide : s);                                       \
+            for (int d = 0; d < y->ndims; d++) {                                                   \
+                off += y->strides[d];                                                              \
+                if (++idx[d] < y->dims[d])                                                         \
+                    break;                                                                         \
+                off -= idx[d] * y->strides[d];                                                     \
+                idx[d] = 0;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEFINE_SUM(float, f32)
+DEFINE_SUM(double, f64)
 
 /* ---------------------------------------------------------------- checks */
 
@@ -518,5 +620,107 @@ dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
         run_f32(args, &sp, how);
     else
         run_f64(args, &sp, how);
+    return DLA_OK;
+}
+
+/* Accumulators past this many doubles (all threads together) would cost
+ * more memory than the pass saves: such sums run on one thread. */
+#define SUM_ACC_MAX ((int64_t)1 << 22)
+
+dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (args->struct_size < sizeof(dla_fused_reduce_args))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "cpu fused_reduce: args struct_size %zu is smaller than ABI 1.3's %zu",
+                        args->struct_size, sizeof(dla_fused_reduce_args));
+    const dla_fused_args *a = &args->program;
+    const dla_view *shape = &a->y, *y = &args->y;
+    char bs[DLA__CPU_DIMS_BUF], by[DLA__CPU_DIMS_BUF];
+    if (args->op != DLA_REDUCE_SUM && args->op != DLA_REDUCE_MEAN)
+        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument op: %d; only sum "
+                        "and mean", (int)args->op);
+    if (a->dtype != DLA_F32 && a->dtype != DLA_F64)
+        return h->error(DLA_ERR_DTYPE, "cpu fused_reduce: argument program.dtype: %s; programs "
+                        "run in single or double", dla__cpu_dtype_name(a->dtype));
+    if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
+        a->ninsns > DLA_FUSED_MAX_INSNS)
+        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: %d inputs and %d "
+                        "instructions; 0..%d and 1..%d are allowed", (int)a->ninputs,
+                        (int)a->ninsns, DLA_FUSED_MAX_INPUTS, DLA_FUSED_MAX_INSNS);
+    dla_status s = dla__cpu_check_view("fused_reduce", "y", y);
+    if (s != DLA_OK)
+        return s;
+    int ok = shape->ndims >= 0 && shape->ndims <= DLA_MAX_DIMS && y->ndims == shape->ndims &&
+             y->dtype == a->dtype;
+    for (int d = 0; ok && d < shape->ndims; d++)
+        ok = shape->dims[d] >= 0 && (y->dims[d] == shape->dims[d] || y->dims[d] == 1);
+    if (!ok)
+        return h->error(DLA_ERR_SHAPE, "cpu fused_reduce: argument y (dims %s, %s): needs the "
+                        "ndims of program.y (dims %s) with each dim equal or 1, dtype %s",
+                        dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims),
+                        dla__cpu_dtype_name(y->dtype),
+                        dla__cpu_dims_str(bs, sizeof bs, shape->ndims, shape->dims),
+                        dla__cpu_dtype_name(a->dtype));
+    static const char *const names[DLA_FUSED_MAX_INPUTS] = {
+        "program.inputs[0]", "program.inputs[1]", "program.inputs[2]", "program.inputs[3]",
+        "program.inputs[4]", "program.inputs[5]", "program.inputs[6]", "program.inputs[7]"};
+    for (int i = 0; i < a->ninputs; i++) {
+        const dla_view *v = &a->inputs[i];
+        if ((s = dla__cpu_check_view("fused_reduce", names[i], v)) != DLA_OK ||
+            (s = dla__cpu_check_same_dims("fused_reduce", names[i], v, "program.y", shape)) != DLA_OK)
+            return s;
+        if (v->dtype != a->dtype)
+            return h->error(DLA_ERR_DTYPE, "cpu fused_reduce: argument %s: dtype %s, the "
+                            "program's is %s", names[i], dla__cpu_dtype_name(v->dtype),
+                            dla__cpu_dtype_name(a->dtype));
+        if (dla__cpu_views_overlap(y, v))
+            return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument y (dims %s): "
+                            "overlaps %s", dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims),
+                            names[i]);
+    }
+    if ((s = check_program(a)) != DLA_OK)
+        return s;
+
+    /* Operand 0: each element's position in y, dense, 0 along summed dims. */
+    dla_view pos = *shape;
+    int64_t ny = 1, numel = 1;
+    for (int d = 0; d < shape->ndims; d++) {
+        pos.strides[d] = y->dims[d] == 1 && shape->dims[d] != 1 ? 0 : ny;
+        ny *= y->dims[d];
+        numel *= shape->dims[d];
+    }
+    pos.offset = 0;
+    if (ny == 0)
+        return DLA_OK;
+    const dla_view *v[NOPS];
+    v[0] = &pos;
+    for (int i = 0; i < a->ninputs; i++)
+        v[1 + i] = &a->inputs[i];
+    space sp;
+    int how[NOPS];
+    coalesce(&sp, 1 + a->ninputs, v);
+    int nthreads = numel < DLA__CPU_PAR_MIN ? 1 : omp_get_max_threads();
+    if (nthreads < 1 || ny * nthreads > SUM_ACC_MAX)
+        nthreads = 1;
+    double *acc = h->alloc((size_t)(ny * nthreads) * sizeof *acc, 0);
+    if (!acc)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu fused_reduce: %lld accumulators for y "
+                        "(dims %s)", (long long)(ny * nthreads),
+                        dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims));
+    memset(acc, 0, (size_t)(ny * nthreads) * sizeof *acc);
+    if (sp.numel > 0) {
+        classify(&sp, 1 + a->ninputs, how);
+        if (a->dtype == DLA_F32)
+            sum_run_f32(a, &sp, how, acc, ny, nthreads);
+        else
+            sum_run_f64(a, &sp, how, acc, ny, nthreads);
+    }
+    const double divide = args->op == DLA_REDUCE_MEAN ? (double)(numel / ny) : 1.0;
+    if (a->dtype == DLA_F32)
+        sum_store_f32(y, acc, ny, nthreads, divide);
+    else
+        sum_store_f64(y, acc, ny, nthreads, divide);
+    h->free(acc);
     return DLA_OK;
 }

@@ -40,11 +40,14 @@
  *   the team, never the index, so repeated positions add race-free and in
  *   index order. Gather takes every dtype; the rest single and double.
  *   An op or mode value this build does not know is DLA_ERR_UNSUPPORTED.
- * - ABI 1.2: fused programs (fused.c) run in blocks of 256 elements, the
+ * - ABI 1.2: fused programs (fused.c) run in blocks of 512 elements, the
  *   program interpreted once per block with each step a vector loop over
  *   it, intermediates in per-thread stack registers; the op expressions are
  *   elementwise.c's own (elementwise_ops.h), so a program gives the bits of
  *   its steps launched one by one.
+ * - ABI 1.3: fused_reduce runs the same blocks and adds each block's
+ *   values into per-thread double accumulators, so its sums carry one
+ *   rounding, as the reduce kernel's do.
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
@@ -192,7 +195,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_CONV_FORWARD:
     case DLA_KERNEL_CONV_BACKWARD_DATA:
     case DLA_KERNEL_CONV_BACKWARD_FILTER:
-    case DLA_KERNEL_FUSED: return dtype == DLA_F32 || dtype == DLA_F64;
+    case DLA_KERNEL_FUSED:
+    case DLA_KERNEL_FUSED_REDUCE: return dtype == DLA_F32 || dtype == DLA_F64;
     /* Gathering moves elements without reading them as numbers. */
     case DLA_KERNEL_GATHER: return 1;
     default: return 0;
@@ -250,6 +254,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .conv_backward_data = dla__cpu_conv_backward_data,
         .conv_backward_filter = dla__cpu_conv_backward_filter,
         .fused = dla__cpu_fused,
+        .fused_reduce = dla__cpu_fused_reduce,
     };
     /* Members past the host's struct_size are not there to be written. */
     memcpy(table, &mine, size);
