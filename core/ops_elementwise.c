@@ -222,6 +222,85 @@ static dla_status unary_forward(const void *attrs, dla_tensor *const *in, int ni
 
 static dla_tensor *unary(dla_unary_op kop, dla_tensor *x, double alpha, double beta);
 
+/* --------------------------------------------------------- relu's mask */
+
+/* relu's gradient g .* step(y), from relu's result y (step(relu(x)) is
+ * step(x) bit for bit: relu keeps exactly the positive elements). One
+ * fused pass where the device has the fused kernel, the step and the
+ * product otherwise. Its own gradient: the mask again for g, nothing for
+ * y (a step is flat almost everywhere). */
+static dla_status relu_grad_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                    dla_tensor **out, dla_tensor **saved)
+{
+    static const char op[] = "dla_relu (backward)";
+    dla_tensor *g = in[0], *y = in[1];
+    if (g->ndims != y->ndims || memcmp(g->dims, y->dims, (size_t)g->ndims * sizeof *g->dims) ||
+        g->dtype != y->dtype || !is_float(g->dtype)) {
+        char bg[DLA__DIMS_BUF], by[DLA__DIMS_BUF];
+        return dla__fail(DLA_ERR_SHAPE, "%s: the gradient (%s %s) and relu's result (%s %s) "
+                         "differ", op, dla__tensor_dims_str(g, bg, sizeof bg),
+                         dla_dtype_name(g->dtype), dla__tensor_dims_str(y, by, sizeof by),
+                         dla_dtype_name(y->dtype));
+    }
+    dla_device *dev = g->storage->device;
+    dla_tensor *z = dla__tensor_alloc(op, dev, g->dtype, g->format, g->ndims, g->dims);
+    if (!z)
+        return dla_last_status();
+    dla_status st;
+    if (dla__device_supports(dev, DLA_KERNEL_FUSED, g->dtype)) {
+        dla_fused_args p;
+        memset(&p, 0, sizeof p);
+        p.struct_size = sizeof p;
+        p.dtype = g->dtype;
+        p.ninputs = 2;
+        p.ninsns = 2;
+        dla__view_of(g, &p.inputs[0]);
+        dla__view_of(y, &p.inputs[1]);
+        p.insns[0] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_STEP, .src = {-2}};
+        p.insns[1] = (dla_fused_insn){.kind = DLA_FUSED_BINARY, .op = DLA_BINARY_MUL,
+                                      .src = {-1, 0}};
+        dla__view_of(z, &p.y);
+        st = dla__k_fused(dev, &p);
+    } else {
+        dla_unary_args s = {.struct_size = sizeof s, .op = DLA_UNARY_STEP};
+        dla_binary_args m = {.struct_size = sizeof m, .op = DLA_BINARY_MUL};
+        dla__view_of(z, &s.y);
+        dla__view_of(y, &s.x);
+        m.z = m.b = s.y;
+        dla__view_of(g, &m.a);
+        st = dla__k_unary(dev, &s);
+        if (st == DLA_OK)
+            st = dla__k_binary(dev, &m);
+    }
+    if (st != DLA_OK) {
+        dla_tensor_release(z);
+        return st;
+    }
+    out[0] = z;
+    return DLA_OK;
+}
+
+static dla_tensor *relu_grad(dla_tensor *g, dla_tensor *y);
+
+static dla_status relu_grad_backward(const dla__node *n, dla_tensor *const *gout,
+                                     dla_tensor **gin)
+{
+    if (n->need[0])
+        gin[0] = relu_grad(gout[0], n->in[1]);
+    return DLA_OK;
+}
+
+static const dla__op relu_grad_op = {
+    .name = "dla__relu_grad", .nin = 2, .nout = 1, .forward = relu_grad_forward,
+    .backward = relu_grad_backward,
+};
+DLA__OP_REGISTER(relu_grad_op, 0);
+
+static dla_tensor *relu_grad(dla_tensor *g, dla_tensor *y)
+{
+    return dla__apply(&relu_grad_op, NULL, 0, 2, (dla_tensor *[]){g, y});
+}
+
 static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
 {
     const unary_attrs *u = n->attrs;
@@ -236,7 +315,7 @@ static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dl
     case DLA_UNARY_COS: gin[0] = dla_neg(dla_mul(g, dla_sin(x))); break;
     case DLA_UNARY_TANH: gin[0] = dla_mul(g, dla_affine(dla_square(y), -1.0, 1.0)); break;
     case DLA_UNARY_SIGMOID: gin[0] = dla_mul(g, dla_mul(y, dla_affine(y, -1.0, 1.0))); break;
-    case DLA_UNARY_RELU: gin[0] = dla_mul(g, unary(DLA_UNARY_STEP, x, 0.0, 0.0)); break;
+    case DLA_UNARY_RELU: gin[0] = relu_grad(g, y); break;
     case DLA_UNARY_AFFINE: gin[0] = dla_affine(g, u->alpha, 0.0); break;
     case DLA_UNARY_ERF: /* 2/sqrt(pi) exp(-x^2) */
         gin[0] = dla_mul(g, dla_affine(dla_exp(dla_neg(dla_square(x))), 1.1283791670955126, 0.0));

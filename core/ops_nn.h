@@ -77,6 +77,33 @@ static inline dla_status dla__nn_reduce(dla_device *dev, dla_reduce_op op, const
     return dla__k_reduce(dev, &a);
 }
 
+/* Nonzero when dev runs fused programs, plain and summed (ABI 1.2 and
+ * 1.3), natively for dt: composite ops then make several of their
+ * full-size passes one. */
+static inline int dla__nn_fuses(dla_device *dev, dla_dtype dt)
+{
+    return dla__device_supports(dev, DLA_KERNEL_FUSED, dt) &&
+           dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE, dt);
+}
+
+/* A fused program's unary or binary instruction on operands s0, s1. */
+static inline dla_fused_insn dla__nn_insn(dla_fused_kind kind, int op, int32_t s0, int32_t s1)
+{
+    return (dla_fused_insn){.kind = kind, .op = op, .src = {s0, s1, 0}};
+}
+
+/* Batchnorm's and instancenorm's backward passes over x's five dims
+ * [S, Cg, G, B, R] (core/ops_norm.c), as ops of their own
+ * (core/ops_norm_grad.c) so the backward stays written in ops: each is one
+ * pass on a device that fuses, composed kernels elsewhere.
+ *   dla__norm_dot: sum(g .* x) over the dims where red[i] is nonzero (kept
+ *                  as 1s); g and x of equal dims.
+ *   dla__norm_dx:  a .* p + b .* q + r; a and b of the result's dims, p, q
+ *                  and r broadcast (each dim equal or 1). */
+dla_tensor *dla__norm_dot(dla_tensor *g, dla_tensor *x, const unsigned char *red);
+dla_tensor *dla__norm_dx(dla_tensor *a, dla_tensor *p, dla_tensor *b, dla_tensor *q,
+                         dla_tensor *r);
+
 /* Checks that t is a single or double tensor on dev; names op and arg. */
 static inline dla_status dla__nn_check(const char *op, const char *arg, const dla_tensor *t,
                                        dla_dtype dtype, dla_device *dev)

@@ -177,19 +177,9 @@ static dla_status bin5(dla_device *dev, dla_binary_op op, const dla_tensor *z, c
 
 /* ------------------------------------------------------- fused passes */
 
-/* Devices with the fused kernels (ABI 1.2 and 1.3) get the two full-size
+/* Devices with the fused kernels (dla__nn_fuses) get the two full-size
  * passes that follow the mean as one each: the variance without the
  * centered copy, and y = x .* a + b without storing x .* a. */
-static int fuses(dla_device *dev, dla_dtype dt)
-{
-    return dla__device_supports(dev, DLA_KERNEL_FUSED, dt) &&
-           dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE, dt);
-}
-
-static dla_fused_insn insn(dla_fused_kind kind, int op, int32_t s0, int32_t s1)
-{
-    return (dla_fused_insn){.kind = kind, .op = op, .src = {s0, s1, 0}};
-}
 
 /* var = mean((x - mean)^2) over the normalized dims, in one pass. */
 static dla_status fused_var(dla_device *dev, const norm_geom *g, const dla_tensor *xd,
@@ -207,8 +197,8 @@ static dla_status fused_var(dla_device *dev, const norm_geom *g, const dla_tenso
     dla__nn_view(xd, ND, g->d, &p->inputs[0]);
     dla__nn_view(mean, ND, g->stat, &p->inputs[1]);
     dla__nn_expand(&p->inputs[1], g->d);
-    p->insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2);
-    p->insns[1] = insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0);
+    p->insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2);
+    p->insns[1] = dla__nn_insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0);
     p->y = p->inputs[0]; /* the space's dims; nothing is written there */
     dla__nn_view(var, ND, g->stat, &r.y);
     return dla__k_fused_reduce(dev, &r);
@@ -229,8 +219,8 @@ static dla_status fused_apply(dla_device *dev, const norm_geom *g, const dla_ten
     dla__nn_expand(&p.inputs[1], g->d);
     dla__nn_view(b, ND, g->ab, &p.inputs[2]);
     dla__nn_expand(&p.inputs[2], g->d);
-    p.insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -1, -2);
-    p.insns[1] = insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, 0, -3);
+    p.insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -1, -2);
+    p.insns[1] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, 0, -3);
     dla__nn_view(y, ND, g->d, &p.y);
     return dla__k_fused(dev, &p);
 }
@@ -245,7 +235,7 @@ static dla_status apply_ab(const char *op, const dla_tensor *xd, const dla_tenso
     if (!y)
         return dla_last_status();
     dla_status st;
-    if (fuses(dev, x->dtype)) {
+    if (dla__nn_fuses(dev, x->dtype)) {
         st = fused_apply(dev, g, xd, a, b, y);
     } else {
         st = bin5(dev, DLA_BINARY_MUL, y, g->d, xd, g->d, a, g->ab);
@@ -308,7 +298,7 @@ static dla_status stats_forward(const void *attrs, dla_tensor *const *in, int ni
     dla_tensor *sc = keep(&w, dla__nn_dense(op, in[2]));
     dla_tensor *mean = tmp5(op, x, g.stat), *istd = tmp5(op, x, g.stat);
     dla_tensor *var = keep(&w, tmp5(op, x, g.stat));
-    const int fused = fuses(dev, x->dtype);
+    const int fused = dla__nn_fuses(dev, x->dtype);
     dla_tensor *xc = fused ? NULL : keep(&w, tmp5(op, x, g.d));
     dla_tensor *y = NULL, *a, *b;
     if (!xd || !off || !sc || !mean || !istd || !var || (!fused && !xc))
@@ -439,14 +429,14 @@ static void backward_per_channel(const dla__node *n, const norm_geom *g, dla_ten
     dla_tensor *scale = as5(n->in[2], g->chan);
     dla_tensor *sg = dla_sum(g5, nred, red);
     /* sum(g .* (x - mu)) */
-    dla_tensor *dot = dla_sub(dla_sum(dla_mul(g5, x5), nred, red), dla_mul(mu, sg));
+    dla_tensor *dot = dla_sub(dla__norm_dot(g5, x5, g->red), dla_mul(mu, sg));
     if (n->need[0]) {
         double inv_n = 1.0 / (double)g->n;
         dla_tensor *p = dla_mul(istd, scale);
         /* q = -istd^3 scale dot / N, r = -istd scale sg / N - q mu */
         dla_tensor *q = dla_mul(dla_affine(dla_mul(p, dla_square(istd)), -inv_n, 0.0), dot);
         dla_tensor *r = dla_sub(dla_affine(dla_mul(p, sg), -inv_n, 0.0), dla_mul(q, mu));
-        gin[0] = like(dla_add(dla_mul(g5, p), dla_add(dla_mul(x5, q), r)), n->in[0]);
+        gin[0] = like(dla__norm_dx(g5, p, x5, q, r), n->in[0]);
     }
     if (n->need[1])
         gin[1] = like(dla_sum(sg, nother, other), n->in[1]);

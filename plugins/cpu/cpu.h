@@ -50,6 +50,10 @@ dla_status dla__cpu_unary(void *dev, const dla_unary_args *args);
 dla_status dla__cpu_binary(void *dev, const dla_binary_args *args);
 dla_status dla__cpu_ternary(void *dev, const dla_ternary_args *args);
 
+/* ---- sum.c: a contiguous run summed in double (reduce, fused_reduce) ---- */
+double dla__cpu_sum_f32(const float *x, int64_t n);
+double dla__cpu_sum_f64(const double *x, int64_t n);
+
 /* ---- reduce.c ---- */
 dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args);
 

@@ -461,11 +461,7 @@ DEFINE_RUN(double, f64)
             const int64_t run = d0 - idx[0] < n - done ? d0 - idx[0] : n - done;                   \
             const T *b = v + done;                                                                 \
             if (s0 == 0) {                                                                         \
-                double t = 0.0;                                                                    \
-                _Pragma("omp simd reduction(+ : t)")                                               \
-                for (int64_t i = 0; i < run; i++)                                                  \
-                    t += (double)b[i];                                                             \
-                acc[off] += t;                                                                     \
+                acc[off] += dla__cpu_sum_##sfx(b, run);                                            \
             } else {                                                                               \
                 for (int64_t i = 0; i < run; i++)                                                  \
                     acc[off + i * s0] += (double)b[i];                                             \

@@ -16,7 +16,7 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/copy.c \
 	plugins/cpu/elementwise.c plugins/cpu/elementwise_ops.h \
 	plugins/cpu/fused.c \
-	plugins/cpu/reduce.c \
+	plugins/cpu/reduce.c plugins/cpu/sum.c \
 	plugins/cpu/gemm.c \
 	plugins/cpu/pool.c \
 	plugins/cpu/index.c \

@@ -183,9 +183,7 @@ static void combine(dla_reduce_op op, double *v0, int64_t *i0, double v1, int64_
             const T *xb = x + b0 * s;                                                              \
             double part = 0;                                                                       \
             if (s == 1) {                                                                          \
-                _Pragma("omp simd reduction(+:part)")                                              \
-                for (int64_t i = 0; i < m; i++)                                                    \
-                    part += xb[i];                                                                 \
+                part = dla__cpu_sum_##sfx(xb, m);                                                  \
             } else {                                                                               \
                 _Pragma("omp simd reduction(+:part)")                                              \
                 for (int64_t i = 0; i < m; i++)                                                    \

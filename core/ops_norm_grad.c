@@ -1,0 +1,238 @@
+/*
+ * ops_norm_grad.c - the two full-size passes of batchnorm's (and
+ * instancenorm's) backward as ops: dla__norm_dot, sum(g .* x) per
+ * statistic, and dla__norm_dx, g .* p + x .* q + r.
+ *
+ * Written with dla_mul, dla_sum and dla_add these take eleven passes over
+ * the activation (each product stored, then read back); as one fused
+ * program each they take two, which is most of what a batchnorm layer's
+ * backward costs. They stay ops, with backwards of their own written in
+ * public ops, so the normalization's backward is still an expression of
+ * ops (higher derivatives, tracing). Without the fused kernels (a plugin
+ * below ABI 1.3) their forwards launch the same steps one by one.
+ */
+#include "core/op.h"
+#include "core/ops_nn.h"
+
+#include <string.h>
+
+#define ND 5
+
+/* Where t's dims are 1 and full's are not: the dims (1-based) that
+ * broadcast t to full, for summing a gradient back to t. */
+static int broadcast_dims(const dla_tensor *t, const dla_tensor *full, int64_t *list)
+{
+    int n = 0;
+    for (int i = 0; i < full->ndims; i++)
+        if ((i < t->ndims ? t->dims[i] : 1) == 1 && full->dims[i] != 1)
+            list[n++] = i + 1;
+    return n;
+}
+
+/* t's gradient gy summed over the dims t was broadcast along, in t's
+ * dims (a sum may drop trailing ones). */
+static dla_tensor *sum_to(dla_tensor *gy, const dla_tensor *t)
+{
+    int64_t list[DLA_MAX_DIMS];
+    const int n = broadcast_dims(t, gy, list);
+    return n ? dla_reshape(dla_sum(gy, n, list), t->format, t->ndims, t->dims) : gy;
+}
+
+/* Five-dim views of dense tensors, broadcast to dims. */
+static void view5(const dla_tensor *t, const int64_t *dims, dla_view *v)
+{
+    dla__nn_view(t, ND, t->dims, v);
+    dla__nn_expand(v, dims);
+}
+
+/* Dense copies of the inputs (held in d[], released by the caller). */
+static dla_status dense_all(const char *op, dla_tensor *const *in, int nin, dla_tensor **d)
+{
+    memset(d, 0, (size_t)nin * sizeof *d);
+    for (int i = 0; i < nin; i++) {
+        if (in[i]->ndims != ND)
+            return dla__fail(DLA_ERR_SHAPE, "%s: argument %d: %d dims; the normalizations pass "
+                             "five", op, i + 1, in[i]->ndims);
+        if (!(d[i] = dla__nn_dense(op, in[i])))
+            return dla_last_status();
+    }
+    return DLA_OK;
+}
+
+static void release_all(dla_tensor **d, int n)
+{
+    for (int i = 0; i < n; i++)
+        dla_tensor_release(d[i]);
+}
+
+/* ------------------------------------------------------------ norm_dot */
+
+typedef struct dot_attrs {
+    unsigned char red[ND];
+} dot_attrs;
+
+static dla_status dot_forward(const void *attrs, dla_tensor *const *in, int nin,
+                              dla_tensor **out, dla_tensor **saved)
+{
+    static const char op[] = "dla_batchnorm (backward)";
+    const dot_attrs *at = attrs;
+    dla_tensor *d[2];
+    dla_status st = dense_all(op, in, 2, d);
+    int64_t sdims[ND];
+    for (int i = 0; st == DLA_OK && i < ND; i++) {
+        DLA_ASSERT(d[0]->dims[i] == d[1]->dims[i]);
+        sdims[i] = at->red[i] ? 1 : d[0]->dims[i];
+    }
+    dla_device *dev = in[0]->storage->device;
+    dla_tensor *s = NULL, *tmp = NULL;
+    if (st == DLA_OK && !(s = dla__tensor_alloc(op, dev, in[0]->dtype, "", ND, sdims)))
+        st = dla_last_status();
+    dla_view vg, vx, vs;
+    if (st == DLA_OK) {
+        dla__nn_view(d[0], ND, d[0]->dims, &vg);
+        dla__nn_view(d[1], ND, d[1]->dims, &vx);
+        dla__view_of(s, &vs);
+    }
+    if (st == DLA_OK && dla__nn_fuses(dev, in[0]->dtype)) {
+        dla_fused_reduce_args r;
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        r.op = DLA_REDUCE_SUM;
+        r.program.struct_size = sizeof r.program;
+        r.program.dtype = in[0]->dtype;
+        r.program.ninputs = 2;
+        r.program.ninsns = 1;
+        r.program.inputs[0] = vg;
+        r.program.inputs[1] = vx;
+        r.program.insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -1, -2);
+        r.program.y = vg; /* the space's dims only */
+        r.y = vs;
+        st = dla__k_fused_reduce(dev, &r);
+    } else if (st == DLA_OK) {
+        dla_view vt;
+        if (!(tmp = dla__tensor_alloc(op, dev, in[0]->dtype, "", ND, d[0]->dims)))
+            st = dla_last_status();
+        if (st == DLA_OK) {
+            dla__view_of(tmp, &vt);
+            st = dla__nn_binary(dev, DLA_BINARY_MUL, &vt, &vg, &vx);
+        }
+        if (st == DLA_OK)
+            st = dla__nn_reduce(dev, DLA_REDUCE_SUM, &vs, &vt);
+    }
+    dla_tensor_release(tmp);
+    release_all(d, 2);
+    if (st != DLA_OK) {
+        dla_tensor_release(s);
+        return st;
+    }
+    out[0] = s;
+    return DLA_OK;
+}
+
+static dla_status dot_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    if (n->need[0])
+        gin[0] = dla_mul(gout[0], n->in[1]);
+    if (n->need[1])
+        gin[1] = dla_mul(gout[0], n->in[0]);
+    return DLA_OK;
+}
+
+static const dla__op norm_dot_op = {
+    .name = "dla__norm_dot", .nin = 2, .nout = 1, .forward = dot_forward, .backward = dot_backward,
+};
+DLA__OP_REGISTER(norm_dot_op, sizeof(dot_attrs));
+
+dla_tensor *dla__norm_dot(dla_tensor *g, dla_tensor *x, const unsigned char *red)
+{
+    dot_attrs a;
+    memcpy(a.red, red, sizeof a.red);
+    return dla__apply(&norm_dot_op, &a, sizeof a, 2, (dla_tensor *[]){g, x});
+}
+
+/* ------------------------------------------------------------- norm_dx */
+
+/* in: a, p, b, q, r; y = a .* p + b .* q + r with a's dims. */
+static dla_status dx_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                             dla_tensor **saved)
+{
+    static const char op[] = "dla_batchnorm (backward)";
+    dla_tensor *d[5];
+    dla_status st = dense_all(op, in, 5, d);
+    dla_device *dev = in[0]->storage->device;
+    dla_tensor *y = NULL, *tmp = NULL;
+    if (st == DLA_OK && !(y = dla__tensor_alloc(op, dev, in[0]->dtype, "", ND, in[0]->dims)))
+        st = dla_last_status();
+    dla_view v[5], vy;
+    if (st == DLA_OK) {
+        for (int i = 0; i < 5; i++)
+            view5(d[i], in[0]->dims, &v[i]);
+        dla__view_of(y, &vy);
+    }
+    if (st == DLA_OK && dla__nn_fuses(dev, in[0]->dtype)) {
+        dla_fused_args p;
+        memset(&p, 0, sizeof p);
+        p.struct_size = sizeof p;
+        p.dtype = in[0]->dtype;
+        p.ninputs = 5;
+        p.ninsns = 4;
+        memcpy(p.inputs, v, sizeof v);
+        p.insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -1, -2);
+        p.insns[1] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -3, -4);
+        p.insns[2] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, 0, 1);
+        p.insns[3] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, 2, -5);
+        p.y = vy;
+        st = dla__k_fused(dev, &p);
+    } else if (st == DLA_OK) {
+        /* The same steps, in the same order, one launch each. */
+        dla_view vt;
+        if (!(tmp = dla__tensor_alloc(op, dev, in[0]->dtype, "", ND, in[0]->dims)))
+            st = dla_last_status();
+        if (st == DLA_OK) {
+            dla__view_of(tmp, &vt);
+            st = dla__nn_binary(dev, DLA_BINARY_MUL, &vy, &v[0], &v[1]);
+        }
+        if (st == DLA_OK)
+            st = dla__nn_binary(dev, DLA_BINARY_MUL, &vt, &v[2], &v[3]);
+        if (st == DLA_OK)
+            st = dla__nn_binary(dev, DLA_BINARY_ADD, &vy, &vy, &vt);
+        if (st == DLA_OK)
+            st = dla__nn_binary(dev, DLA_BINARY_ADD, &vy, &vy, &v[4]);
+    }
+    dla_tensor_release(tmp);
+    release_all(d, 5);
+    if (st != DLA_OK) {
+        dla_tensor_release(y);
+        return st;
+    }
+    out[0] = y;
+    return DLA_OK;
+}
+
+static dla_status dx_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    dla_tensor *gy = gout[0];
+    /* a and b pair with p and q: the gradient of a factor is gy times the
+     * other, summed back over the dims the factor was broadcast along. */
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *full = n->in[2 * k], *factor = n->in[2 * k + 1];
+        if (n->need[2 * k])
+            gin[2 * k] = sum_to(dla_mul(gy, factor), full);
+        if (n->need[2 * k + 1])
+            gin[2 * k + 1] = sum_to(dla_mul(gy, full), factor);
+    }
+    if (n->need[4])
+        gin[4] = sum_to(gy, n->in[4]);
+    return DLA_OK;
+}
+
+static const dla__op norm_dx_op = {
+    .name = "dla__norm_dx", .nin = 5, .nout = 1, .forward = dx_forward, .backward = dx_backward,
+};
+DLA__OP_REGISTER(norm_dx_op, 0);
+
+dla_tensor *dla__norm_dx(dla_tensor *a, dla_tensor *p, dla_tensor *b, dla_tensor *q,
+                         dla_tensor *r)
+{
+    return dla__apply(&norm_dx_op, NULL, 0, 5, (dla_tensor *[]){a, p, b, q, r});
+}
