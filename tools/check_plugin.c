@@ -39,9 +39,10 @@ const cf_kernel cf_kernels[] = {
     {"gather", DLA_KERNEL_GATHER, cf_case_gather},
     {"scatter_add", DLA_KERNEL_SCATTER_ADD, cf_case_scatter_add},
     {"fused", DLA_KERNEL_FUSED, cf_case_fused},
+    {"random", DLA_KERNEL_RANDOM_UNIFORM, cf_case_random}, /* and _NORMAL */
 };
 const int cf_kernel_count = (int)(sizeof cf_kernels / sizeof cf_kernels[0]);
-_Static_assert(DLA_KERNEL_COUNT == 16, "a new kernel of the ABI needs its cases here");
+_Static_assert(DLA_KERNEL_COUNT == 18, "a new kernel of the ABI needs its cases here");
 
 typedef struct options {
     const char *manifest;
