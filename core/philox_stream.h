@@ -14,11 +14,17 @@
  * with -ffp-contract=off, the OpenCL programs with FP_CONTRACT OFF).
  * Accuracy is a few ulps, far below what a sample of normals can show.
  *
- * The includer provides uint32_t and uint64_t (OpenCL C: typedefs of uint
- * and ulong) and may define DLA_PHILOX_FN (default: static inline).
+ * A C includer provides uint32_t and uint64_t (<stdint.h>) and sqrt
+ * (<math.h>); in OpenCL C they are defined here and built in. Either may
+ * define DLA_PHILOX_FN (default: static inline).
  */
 #ifndef DLA_PHILOX_STREAM_H
 #define DLA_PHILOX_STREAM_H
+
+#ifdef __OPENCL_VERSION__
+typedef uint uint32_t;
+typedef ulong uint64_t;
+#endif
 
 #ifndef DLA_PHILOX_FN
 #define DLA_PHILOX_FN static inline
@@ -30,7 +36,7 @@ DLA_PHILOX_FN void dla_px_block(uint64_t seed, uint64_t index, uint32_t *out)
 {
     uint32_t c0 = (uint32_t)index, c1 = (uint32_t)(index >> 32), c2 = 0, c3 = 0;
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int round = 0; round < 10; round++) {
+    for (int i = 0; i < 10; i++) {
         const uint64_t p0 = (uint64_t)0xD2511F53u * c0;
         const uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
         const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
