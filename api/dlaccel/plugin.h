@@ -27,7 +27,8 @@
  *
  * Op values (unary, binary) are appended in later minors: the host passes
  * a value only to a plugin that answered the minor that added it, so a
- * plugin meets no op it does not know. Output views never have stride 0;
+ * plugin meets no op it does not know. Likewise the ABI 1.3 members are called only
+ * on a plugin that answered minor 3 or later. Output views never have stride 0;
  * GEMM's C never overlaps A or B; kernels may be called on empty views
  * (numel 0) and must then do nothing. A manifest's abi_version is the
  * major.minor the plugin was built against; only the major is checked
