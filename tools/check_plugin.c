@@ -156,6 +156,8 @@ static const char *not_native(const cf_kernel *k)
 {
     return k->kernel == DLA_KERNEL_FUSED
                ? "not offered (the host launches the steps one by one)"
+           : k->kernel == DLA_KERNEL_RANDOM_UNIFORM
+               ? "not offered (the host draws the numbers and copies them)"
                : "not native (it runs on the cpu plugin)";
 }
 
