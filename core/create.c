@@ -1,10 +1,10 @@
 /*
  * create.c - making tensors: from host data, constants and random numbers.
  *
- * Random numbers come from the thread's Philox stream on the host and are
- * uploaded; the stream advances by the blocks used, so the same seed gives
- * the same tensors on every device (the plugin kernel for it comes later and
- * must match these numbers bit for bit).
+ * Random numbers come from the thread's Philox stream: the device's random
+ * kernel (ABI 1.3) draws them in place, or the host draws them and uploads
+ * where the device has none; the stream advances by the blocks used, so the
+ * same seed gives the same tensors, to the bit, on every device.
  */
 #include "core/alloc.h"
 #include "core/error.h"
@@ -154,6 +154,25 @@ DLA_API dla_tensor *dla_tensor_from_host(const void *data, dla_dtype dtype, cons
     return dla__return(t);
 }
 
+/* Fills t (dense, fresh) from the thread's stream and moves the stream on
+ * past the blocks used; the device's random kernel does it where there is
+ * one (launch.c), so a planned replay draws on the device. */
+static dla_status draw(dla_tensor *t, int normal)
+{
+    int64_t n = dla__numel(t->ndims, t->dims);
+    if (n == 0)
+        return DLA_OK;
+    dla_random_args a = {.struct_size = sizeof a,
+                         .dist = normal ? DLA_RANDOM_NORMAL : DLA_RANDOM_UNIFORM,
+                         .seed = rng_seed,
+                         .counter = rng_counter};
+    dla__view_of(t, &a.y);
+    dla_status st = dla__k_random(t->storage->device, &a);
+    if (st == DLA_OK)
+        rng_counter += dla__philox_blocks(normal, t->dtype == DLA_F64, n);
+    return st;
+}
+
 static dla_tensor *make_random(const char *op, int normal, dla_dtype dtype, const char *format,
                                int ndims, const int64_t *dims)
 {
@@ -164,29 +183,12 @@ static dla_tensor *make_random(const char *op, int normal, dla_dtype dtype, cons
     dla_tensor *t = make(op, dtype, format, ndims, dims, &f);
     if (!t)
         return dla__return(dla__error_tensor());
-    int64_t n = dla__numel(t->ndims, t->dims);
-    size_t bytes = t->storage->bytes;
-    void *host = dla__malloc(bytes);
-    if (!host) {
-        dla_tensor_release(t);
-        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, bytes);
-    }
     /* Numbers are drawn in canonical order: the tensor's own layout. */
-    uint64_t used;
-    if (dtype == DLA_F32)
-        used = normal ? dla__philox_normal_f32(rng_seed, rng_counter, host, n)
-                      : dla__philox_uniform_f32(rng_seed, rng_counter, host, n);
-    else
-        used = normal ? dla__philox_normal_f64(rng_seed, rng_counter, host, n)
-                      : dla__philox_uniform_f64(rng_seed, rng_counter, host, n);
-    dla_device *dev = t->storage->device;
-    dla_status st = dla__k_upload(dev, t->storage->mem, 0, host, t->storage->bytes);
-    dla__free(host);
-    if (st != DLA_OK) {
+    if (draw(t, normal) != DLA_OK) {
+        dla__error_prefix(op);
         dla_tensor_release(t);
         return dla__return(dla__error_tensor());
     }
-    rng_counter += used;
     return dla__return(t);
 }
 
@@ -220,30 +222,12 @@ static dla_status rand_like_forward(const void *attrs, dla_tensor *const *in, in
     dla_tensor *t = dla__tensor_alloc(op, x->storage->device, x->dtype, x->format, x->ndims, x->dims);
     if (!t)
         return dla_last_status();
-    int64_t n = dla__numel(t->ndims, t->dims);
-    size_t bytes = t->storage->bytes;
-    void *host = dla__malloc(bytes);
-    if (!host) {
-        dla_tensor_release(t);
-        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes", op, bytes);
-    }
-    uint64_t used;
-    if (x->dtype == DLA_F32)
-        used = normal ? dla__philox_normal_f32(rng_seed, rng_counter, host, n)
-                      : dla__philox_uniform_f32(rng_seed, rng_counter, host, n);
-    else
-        used = normal ? dla__philox_normal_f64(rng_seed, rng_counter, host, n)
-                      : dla__philox_uniform_f64(rng_seed, rng_counter, host, n);
-    dla_device *dev = t->storage->device;
-    dla_status st = t->storage->bytes
-                        ? dla__k_upload(dev, t->storage->mem, 0, host, t->storage->bytes)
-                        : DLA_OK;
-    dla__free(host);
+    dla_status st = draw(t, normal);
     if (st != DLA_OK) {
+        dla__error_prefix(op);
         dla_tensor_release(t);
         return st;
     }
-    rng_counter += used;
     out[0] = t;
     return DLA_OK;
 }

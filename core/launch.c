@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/philox.h"
 #include "core/plan.h"
 
 #include <stdio.h>
@@ -461,6 +462,44 @@ dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *arg
     return dev->table->fused_reduce(dev->ctx, args);
 }
 
+/* --------------------------------------------------------------- random */
+
+dla_status dla__k_random(dla_device *dev, const dla_random_args *args)
+{
+    const int normal = args->dist == DLA_RANDOM_NORMAL, f64 = args->y.dtype == DLA_F64;
+    const dla_kernel k = normal ? DLA_KERNEL_RANDOM_NORMAL : DLA_KERNEL_RANDOM_UNIFORM;
+    if (dla__device_supports(dev, k, args->y.dtype)) {
+        CAPTURE(DLA__LAUNCH_RANDOM, k, random, *args);
+        return dev->table->random(dev->ctx, args);
+    }
+    /* The numbers as before ABI 1.3: drawn here, then copied (an upload,
+     * so a planner runs the op that asked for them as itself). */
+    const dla_view *y = &args->y;
+    int64_t n = 1, expect = 1;
+    for (int i = 0; i < y->ndims; i++) {
+        DLA_ASSERT(y->dims[i] == 1 || y->strides[i] == expect);
+        expect *= y->dims[i];
+        n *= y->dims[i];
+    }
+    if (n == 0)
+        return DLA_OK;
+    const size_t es = dla_dtype_size(y->dtype), bytes = (size_t)n * es;
+    void *host = dla__malloc(bytes);
+    if (!host)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "random: cannot stage %zu bytes", bytes);
+    if (f64 && normal)
+        dla__philox_normal_f64(args->seed, args->counter, host, n);
+    else if (f64)
+        dla__philox_uniform_f64(args->seed, args->counter, host, n);
+    else if (normal)
+        dla__philox_normal_f32(args->seed, args->counter, host, n);
+    else
+        dla__philox_uniform_f32(args->seed, args->counter, host, n);
+    dla_status st = dla__k_upload(dev, y->mem, (size_t)y->offset * es, host, bytes);
+    dla__free(host);
+    return st;
+}
+
 /* --------------------------------------------------------------- replay */
 
 dla_status dla__k_launch(dla_device *dev, const dla__launch *l)
@@ -482,6 +521,7 @@ dla_status dla__k_launch(dla_device *dev, const dla__launch *l)
                                  l->u.bytes.soff, l->u.bytes.bytes);
     case DLA__LAUNCH_FUSED: return dla__k_fused(dev, l->u.fused);
     case DLA__LAUNCH_FUSED_REDUCE: return dla__k_fused_reduce(dev, l->u.fused_reduce);
+    case DLA__LAUNCH_RANDOM: return dla__k_random(dev, &l->u.random);
     }
     DLA_ASSERT(!"a launch kind dla__k_launch does not know");
     return DLA_ERR_STATE;

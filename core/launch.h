@@ -40,6 +40,12 @@ dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args);
 /* ABI 1.3: a fused program summed over dims; native only, as fused. */
 dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *args);
 
+/* ABI 1.3: fills y from the random stream at (args->seed, args->counter)
+ * with the device's random kernel, or, where it has none, draws on the
+ * host (core/philox.c) and uploads (y must then be dense). The caller
+ * advances the thread's stream (dla__philox_blocks). */
+dla_status dla__k_random(dla_device *dev, const dla_random_args *args);
+
 /* bytes from src+soff to dst+doff on one device (through the host when the
  * plugin has no copy_on_device). */
 dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem src, size_t soff,
@@ -67,7 +73,8 @@ typedef enum dla__launch_kind {
     DLA__LAUNCH_INDEX,
     DLA__LAUNCH_COPY_BYTES,
     DLA__LAUNCH_FUSED,
-    DLA__LAUNCH_FUSED_REDUCE
+    DLA__LAUNCH_FUSED_REDUCE,
+    DLA__LAUNCH_RANDOM /* a replay patches seed and counter from the stream */
 } dla__launch_kind;
 
 /* One kernel call with its arguments, as dla__k_launch() makes it again. */
@@ -96,6 +103,7 @@ typedef struct dla__launch {
         } bytes;
         dla_fused_args *fused; /* owned by whoever made the launch */
         dla_fused_reduce_args *fused_reduce; /* the same */
+        dla_random_args random;
     } u;
 } dla__launch;
 

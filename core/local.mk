@@ -2,7 +2,9 @@
 lib_LTLIBRARIES += libdlaccel.la
 libdlaccel_la_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_BUILDING_LIBRARY \
 	-DDLACCEL_PLUGINS_DIR='"$(pluginsdir)"' $(JANSSON_CFLAGS)
-libdlaccel_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+# -ffp-contract=off: the random stream's normals (core/philox_stream.h) are
+# defined with every operation rounded once.
+libdlaccel_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -ffp-contract=off
 libdlaccel_la_LDFLAGS = -version-info 0:0:0 -no-undefined $(OPENMP_CFLAGS)
 libdlaccel_la_LIBADD = $(JANSSON_LIBS) $(LIBS)
 libdlaccel_la_SOURCES = \
@@ -14,7 +16,7 @@ libdlaccel_la_SOURCES = \
 	core/manifest.c core/manifest.h \
 	core/registry.c \
 	core/format.c core/format.h \
-	core/philox.c core/philox.h \
+	core/philox.c core/philox.h core/philox_stream.h \
 	core/scope.c core/scope.h \
 	core/tensor.c core/tensor.h \
 	core/view.c \

@@ -4,11 +4,13 @@
  * The forward draws from the calling thread's stream when it runs, not when
  * the public function is called: a random op (dla__op.random), so a trace
  * of dla_accelerate replays it as an RNG slot that draws a new mask each
- * time, the one eager would draw. The mask is drawn as dla_rand draws (host
- * Philox, then uploaded) and kept already scaled, 0 or 1/(1 - p): forward
- * and backward are each one multiply by it.
+ * time, the one eager would draw. The mask is drawn as dla_rand draws (the
+ * device's random kernel, or host Philox and an upload) and kept already
+ * scaled, 0 or 1/(1 - p): forward and backward are each one multiply by
+ * it.
  */
 #include "core/alloc.h"
+#include "core/launch.h"
 #include "core/op.h"
 #include "core/ops_nn.h"
 #include "core/philox.h"
@@ -19,14 +21,13 @@ typedef struct dropout_attrs {
     double prob;
 } dropout_attrs;
 
-/* Philox blocks a uniform draw of n elements of dtype takes. */
-static uint64_t blocks_for(dla_dtype dtype, int64_t n)
-{
-    return dtype == DLA_F32 ? (uint64_t)(n + 3) / 4 : (uint64_t)(n + 1) / 2;
-}
-
 /* The scaled mask for x, dense, with x's dims and format, drawn from the
- * stream at (seed, counter). */
+ * stream at (seed, counter): uniforms u (on the device where it has the
+ * random kernel), then u >= p ? 1/(1 - p) : 0 in two exact steps, step
+ * (u > alpha) and affine (* keep). u lies on the grid of multiples of 2^-24
+ * (single) or 2^-53 (double), so u >= p is u > the dtype's largest value
+ * below p, and, where that is below the grid's first step, u > 0 (alpha
+ * 0 then, never a subnormal a device might flush); p = 0 keeps all. */
 static dla_tensor *make_mask(const dropout_attrs *a, uint64_t seed, uint64_t counter,
                              const dla_tensor *x)
 {
@@ -34,29 +35,25 @@ static dla_tensor *make_mask(const dropout_attrs *a, uint64_t seed, uint64_t cou
     dla_tensor *m = dla__tensor_alloc(op, x->storage->device, x->dtype, x->format, x->ndims, x->dims);
     if (!m || !m->storage->bytes)
         return m;
-    int64_t n = dla__numel(x->ndims, x->dims);
-    void *host = dla__malloc(m->storage->bytes);
-    if (!host) {
-        dla_tensor_release(m);
-        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage the %zu-byte mask", op, m->storage->bytes);
-        return NULL;
-    }
-    const double keep = 1.0 / (1.0 - a->prob);
-    if (x->dtype == DLA_F32) {
-        float *u = host, p = (float)a->prob, k = (float)keep;
-        dla__philox_uniform_f32(seed, counter, u, n);
-        for (int64_t i = 0; i < n; i++)
-            u[i] = u[i] >= p ? k : 0.0f;
-    } else {
-        double *u = host;
-        dla__philox_uniform_f64(seed, counter, u, n);
-        for (int64_t i = 0; i < n; i++)
-            u[i] = u[i] >= a->prob ? keep : 0.0;
-    }
     dla_device *dev = m->storage->device;
-    dla_status st = dla__k_upload(dev, m->storage->mem, 0, host, m->storage->bytes);
-    dla__free(host);
+    dla_random_args r = {.struct_size = sizeof r, .dist = DLA_RANDOM_UNIFORM, .seed = seed,
+                         .counter = counter};
+    dla__view_of(m, &r.y);
+    double alpha, keep = 1.0 / (1.0 - a->prob);
+    if (x->dtype == DLA_F32) {
+        const float p = (float)a->prob, below = nextafterf(p, -1.0f);
+        alpha = p <= 0.0f ? -0.5 : below < 0x1p-24f ? 0.0 : (double)below;
+    } else {
+        const double below = nextafter(a->prob, -1.0);
+        alpha = a->prob <= 0.0 ? -0.5 : below < 0x1p-53 ? 0.0 : below;
+    }
+    dla_status st = dla__k_random(dev, &r);
+    if (st == DLA_OK)
+        st = dla__nn_unary(dev, DLA_UNARY_STEP, alpha, 0.0, &r.y, &r.y);
+    if (st == DLA_OK)
+        st = dla__nn_unary(dev, DLA_UNARY_AFFINE, keep, 0.0, &r.y, &r.y);
     if (st != DLA_OK) {
+        dla__error_prefix(op);
         dla_tensor_release(m);
         return NULL;
     }
@@ -92,7 +89,8 @@ static dla_status dropout_forward(const void *attrs, dla_tensor *const *in, int 
         return st;
     }
     /* The stream moves on only for a mask actually drawn, as dla_rand's. */
-    dla_rng_set(seed, counter + blocks_for(x->dtype, dla__numel(x->ndims, x->dims)));
+    dla_rng_set(seed, counter + dla__philox_blocks(0, x->dtype == DLA_F64,
+                                                   dla__numel(x->ndims, x->dims)));
     out[0] = y;
     saved[0] = mask;
     return DLA_OK;

@@ -1,121 +1,112 @@
 /*
- * philox.c - Philox4x32-10 and the uniform/normal transforms on top of it.
+ * philox.c - the host's loops over the random stream of
+ * core/philox_stream.h: dense fills (dla_rand and friends on a device
+ * without the random kernel) and strided ones (the cpu plugin's random
+ * kernel, which compiles this file in).
  *
  * Uniform floats use the top 24 bits (doubles: 53 bits from two words) so
  * every value is exactly representable and lies in [0, 1). Normals use
- * Box-Muller on a pair of uniforms in (0, 1] so log() never sees 0.
+ * Box-Muller on a pair of uniforms, u1 in (0, 1] so the logarithm never
+ * sees 0, with the stream's own ln, cos and sin (philox_stream.h says why).
  */
 #include "core/philox.h"
 
 #include <math.h>
 
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
+#include "core/philox_stream.h"
 
-void dla__philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4])
+void dla__philox_block(uint64_t seed, uint64_t index, uint32_t out[4])
 {
-    uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int round = 0; round < 10; round++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
-        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        uint32_t n1 = (uint32_t)p1;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        uint32_t n3 = (uint32_t)p0;
-        c0 = n0;
-        c1 = n1;
-        c2 = n2;
-        c3 = n3;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
+    dla_px_block(seed, index, out);
+}
+
+uint64_t dla__philox_blocks(int normal, int f64, int64_t n)
+{
+    if (n <= 0)
+        return 0;
+    return normal || f64 ? (uint64_t)(n + 1) / 2 : (uint64_t)(n + 3) / 4;
+}
+
+/* The values of block b of a draw: 4 (uniform single) or 2, as doubles
+ * (a single is exact in a double, and a normal rounds once from it). */
+static int block_values(uint64_t seed, uint64_t counter, int normal, int f64, uint64_t b,
+                        double v[4])
+{
+    uint32_t r[4];
+    dla_px_block(seed, counter + b, r);
+    if (normal) {
+        dla_px_normal_pair(r, &v[0], &v[1]);
+        return 2;
     }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
+    if (f64) {
+        v[0] = dla_px_u53(r[0], r[1]);
+        v[1] = dla_px_u53(r[2], r[3]);
+        return 2;
+    }
+    for (int j = 0; j < 4; j++)
+        v[j] = dla_px_u24(r[j]);
+    return 4;
 }
 
-static void block(uint64_t seed, uint64_t index, uint32_t out[4])
+static uint64_t dense(uint64_t seed, uint64_t counter, int normal, int f64, void *out, int64_t n)
 {
-    const uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), 0, 0};
-    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-    dla__philox4x32_10(ctr, key, out);
-}
-
-static float u24(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
-static double u53(uint32_t hi, uint32_t lo)
-{
-    return (double)(((uint64_t)(hi >> 5) << 26) | (lo >> 6)) * (1.0 / 9007199254740992.0);
+    const uint64_t blocks = dla__philox_blocks(normal, f64, n);
+    #pragma omp parallel for if (n > 65536)
+    for (int64_t b = 0; b < (int64_t)blocks; b++) {
+        double v[4];
+        const int per = block_values(seed, counter, normal, f64, (uint64_t)b, v);
+        for (int j = 0; j < per && b * per + j < n; j++) {
+            if (f64)
+                ((double *)out)[b * per + j] = v[j];
+            else
+                ((float *)out)[b * per + j] = (float)v[j];
+        }
+    }
+    return blocks;
 }
 
 uint64_t dla__philox_uniform_f32(uint64_t seed, uint64_t counter, float *out, int64_t n)
 {
-    uint64_t blocks = (uint64_t)(n + 3) / 4;
-    #pragma omp parallel for if (n > 65536)
-    for (int64_t b = 0; b < (int64_t)blocks; b++) {
-        uint32_t r[4];
-        block(seed, counter + (uint64_t)b, r);
-        for (int j = 0; j < 4 && b * 4 + j < n; j++)
-            out[b * 4 + j] = u24(r[j]);
-    }
-    return blocks;
+    return dense(seed, counter, 0, 0, out, n);
 }
 
 uint64_t dla__philox_uniform_f64(uint64_t seed, uint64_t counter, double *out, int64_t n)
 {
-    uint64_t blocks = (uint64_t)(n + 1) / 2;
-    #pragma omp parallel for if (n > 65536)
-    for (int64_t b = 0; b < (int64_t)blocks; b++) {
-        uint32_t r[4];
-        block(seed, counter + (uint64_t)b, r);
-        for (int j = 0; j < 2 && b * 2 + j < n; j++)
-            out[b * 2 + j] = u53(r[2 * j], r[2 * j + 1]);
-    }
-    return blocks;
-}
-
-/* A pair of standard normals from one block (Box-Muller). */
-static void normal_pair(const uint32_t r[4], double *z0, double *z1)
-{
-    double u1 = 1.0 - u53(r[0], r[1]); /* (0, 1] */
-    double u2 = u53(r[2], r[3]);
-    double rad = sqrt(-2.0 * log(u1));
-    double th = 6.283185307179586476925 * u2;
-    *z0 = rad * cos(th);
-    *z1 = rad * sin(th);
+    return dense(seed, counter, 0, 1, out, n);
 }
 
 uint64_t dla__philox_normal_f32(uint64_t seed, uint64_t counter, float *out, int64_t n)
 {
-    uint64_t blocks = (uint64_t)(n + 1) / 2;
-    #pragma omp parallel for if (n > 65536)
-    for (int64_t b = 0; b < (int64_t)blocks; b++) {
-        uint32_t r[4];
-        double z0, z1;
-        block(seed, counter + (uint64_t)b, r);
-        normal_pair(r, &z0, &z1);
-        out[b * 2] = (float)z0;
-        if (b * 2 + 1 < n)
-            out[b * 2 + 1] = (float)z1;
-    }
-    return blocks;
+    return dense(seed, counter, 1, 0, out, n);
 }
 
 uint64_t dla__philox_normal_f64(uint64_t seed, uint64_t counter, double *out, int64_t n)
 {
-    uint64_t blocks = (uint64_t)(n + 1) / 2;
+    return dense(seed, counter, 1, 1, out, n);
+}
+
+void dla__philox_strided(uint64_t seed, uint64_t counter, int normal, int f64, void *base,
+                         int ndims, const int64_t *dims, const int64_t *strides)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndims; d++)
+        n *= dims[d];
+    const uint64_t blocks = dla__philox_blocks(normal, f64, n);
     #pragma omp parallel for if (n > 65536)
     for (int64_t b = 0; b < (int64_t)blocks; b++) {
-        uint32_t r[4];
-        double z0, z1;
-        block(seed, counter + (uint64_t)b, r);
-        normal_pair(r, &z0, &z1);
-        out[b * 2] = z0;
-        if (b * 2 + 1 < n)
-            out[b * 2 + 1] = z1;
+        double v[4];
+        const int per = block_values(seed, counter, normal, f64, (uint64_t)b, v);
+        for (int j = 0; j < per && b * per + j < n; j++) {
+            /* Element i's place: its column-major index split over dims. */
+            int64_t i = b * per + j, off = 0;
+            for (int d = 0; d < ndims; d++) {
+                off += (i % dims[d]) * strides[d];
+                i /= dims[d];
+            }
+            if (f64)
+                ((double *)base)[off] = v[j];
+            else
+                ((float *)base)[off] = (float)v[j];
+        }
     }
-    return blocks;
 }

@@ -7,9 +7,9 @@
  * handle a launch names is placed at once, while the handle still means
  * what it meant then (a freed handle is soon handed out again): an input's
  * storage, a constant's, or a buffer this replay made. Entries that moved
- * data to or from the host, or draw random numbers, are marked as op
- * invocations; for them the record keeps where each input value lives, so
- * the plan can hand them tensors later.
+ * data to or from the host, or draw random numbers without the device's
+ * random kernel, are marked as op invocations; for them the record keeps
+ * where each input value lives, so the plan can hand them tensors later.
  *
  * Entries whose results nobody reads are not run at all: a dead op costs
  * nothing here and is left out of the plan (random ops and in-place ones
@@ -94,6 +94,7 @@ void dla__capture_launch(dla__capture *c, dla_device *dev, const dla__launch *l)
             cl->l.u.fused_reduce = copy;
     }
     c->nlaunches++;
+    c->drew |= l->kind == DLA__LAUNCH_RANDOM;
     cl->dev = dev;
     cl->entry = c->entry;
     dla__field f[DLA__LAUNCH_MAX_FIELDS];
@@ -260,6 +261,7 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
         }
         c.entry = k;
         c.transfer = 0;
+        c.drew = 0;
         /* Temporaries a forward makes with public ops die with the entry. */
         dla_scope_begin();
         st = dla__run_op(e->op, e->attrs, e->attrs_size, e->nin, ins, res, saved);
@@ -267,7 +269,10 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
         c.entry = -1;
         if (st != DLA_OK)
             break;
-        c.entries[k].invoke = e->op->random || c.transfer;
+        /* A random op that drew on the device is launches like any other
+         * (the run patches its seed and counter); one that drew on the
+         * host uploaded, and runs as itself. */
+        c.entries[k].invoke = c.transfer || (e->op->random && !c.drew);
         if (!c.entries[k].invoke) {
             c.nsources = src0;
             c.nspecs = spec0;

@@ -9,15 +9,19 @@
  * the plain replay, which is what it would have done without plans.
  *
  * A run: per-call output buffers are made, each step either patches the
- * inputs', outputs' and invocations' memory into its launch and makes it
- * again through launch.c (so devices without a kernel still get the cpu
+ * inputs', outputs' and invocations' memory into its launch (and a random
+ * launch's seed and counter from the thread's stream) and makes it again
+ * through launch.c (so devices without a kernel still get the cpu
  * fallback), or runs its op through dla__run_op; the outputs are then
- * wrapped as tensors on their buffers.
+ * wrapped as tensors on their buffers. On a device with the ABI 1.3 plan
+ * hooks the steps run between plan_begin and plan_end: one sequence the
+ * plugin enqueues without waiting, and one wait at its end.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/op.h"
+#include "core/philox.h"
 #include "core/plan_impl.h"
 
 #include <pthread.h>
@@ -277,6 +281,71 @@ static int invoke(dla__plan *p, const dla__trace *t, dla_tensor *const *in, int 
     return 1;
 }
 
+/* The name of launch l for messages: its kernel. */
+static const char *launch_name(const dla__launch *l)
+{
+    static const char *const names[] = {
+        [DLA__LAUNCH_FILL] = "fill",       [DLA__LAUNCH_COPY] = "strided_copy",
+        [DLA__LAUNCH_CAST] = "cast",       [DLA__LAUNCH_UNARY] = "unary",
+        [DLA__LAUNCH_BINARY] = "binary",   [DLA__LAUNCH_REDUCE] = "reduce",
+        [DLA__LAUNCH_GEMM] = "gemm",       [DLA__LAUNCH_TERNARY] = "ternary",
+        [DLA__LAUNCH_CONV] = "conv",       [DLA__LAUNCH_POOL] = "pool",
+        [DLA__LAUNCH_INDEX] = "gather/scatter_add", [DLA__LAUNCH_COPY_BYTES] = "copy",
+        [DLA__LAUNCH_FUSED] = "fused",     [DLA__LAUNCH_FUSED_REDUCE] = "fused_reduce",
+        [DLA__LAUNCH_RANDOM] = "random",
+    };
+    return names[l->kind];
+}
+
+/* Makes launch l of the plan; a random launch draws from the thread's
+ * stream where it stands now and moves it on, as the op it came from did. */
+static dla_status make_launch(dla__plan *p, dla__launch *l)
+{
+    if (l->kind != DLA__LAUNCH_RANDOM)
+        return dla__k_launch(p->dev, l);
+    uint64_t seed, counter;
+    dla_rng_get(&seed, &counter);
+    l->u.random.seed = seed;
+    l->u.random.counter = counter;
+    dla_status st = dla__k_launch(p->dev, l);
+    if (st == DLA_OK) {
+        int64_t n = 1;
+        for (int i = 0; i < l->u.random.y.ndims; i++)
+            n *= l->u.random.y.dims[i];
+        dla_rng_set(seed, counter + dla__philox_blocks(l->u.random.dist == DLA_RANDOM_NORMAL,
+                                                       l->u.random.y.dtype == DLA_F64, n));
+    }
+    return st;
+}
+
+/* The device's ABI 1.3 plan hooks around a run: plan_begin tells it that
+ * the steps to come are one sequence it may enqueue without waiting in
+ * between, plan_end waits for it, so that a launch that fails while running
+ * is this call's error. */
+static dla_status hook_begin(dla__plan *p)
+{
+    const dla_plugin *tb = p->dev->table;
+    if (!tb->plan_begin)
+        return DLA_OK;
+    dla_status st = tb->plan_begin(p->dev->ctx, p->nlaunches);
+    if (st != DLA_OK)
+        dla__error_prefix("dla_accelerate: plan_begin");
+    return st;
+}
+
+static dla_status hook_end(dla__plan *p, dla_status st)
+{
+    const dla_plugin *tb = p->dev->table;
+    if (!tb->plan_end)
+        return st;
+    dla_status end = tb->plan_end(p->dev->ctx);
+    if (st != DLA_OK)
+        return st; /* the first failure's message stays */
+    if (end != DLA_OK)
+        dla__error_prefix("dla_accelerate: replay on the device");
+    return end;
+}
+
 /* 1: the plan ran (status in *status); 0: it stepped aside, leaving the
  * thread's random stream where it was. */
 static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
@@ -284,20 +353,30 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
 {
     dla_status st = DLA_OK;
     uint64_t seed, counter;
-    if (p->ninvoke)
-        dla_rng_get(&seed, &counter);
+    dla_rng_get(&seed, &counter);
     for (int f = 0; f < p->nfresh && st == DLA_OK; f++)
         if (!(p->fresh[f] = dla__storage_alloc("dla_accelerate", p->dev, p->fresh_bytes[f])))
             st = dla_last_status();
+    const int hooked = st == DLA_OK && (st = hook_begin(p)) == DLA_OK;
     long fused = 0;
+    int launches = 0;
     for (int s = 0; s < p->nsteps && st == DLA_OK; s++) {
         const dla__step *step = &p->steps[s];
         if (step->kind == DLA__STEP_LAUNCH) {
             patch(p, in, step->index);
-            const dla__launch *l = &p->launches[step->index];
-            st = dla__k_launch(p->dev, l);
+            dla__launch *l = &p->launches[step->index];
+            launches++;
+            st = make_launch(p, l);
+            if (st != DLA_OK) {
+                char what[192];
+                snprintf(what, sizeof what, "dla_accelerate: launch %d of %d (%s) on %s", launches,
+                         p->nlaunches, launch_name(l), p->dev->name);
+                dla__error_prefix(what);
+            }
             fused += l->kind == DLA__LAUNCH_FUSED || l->kind == DLA__LAUNCH_FUSED_REDUCE;
         } else if (!invoke(p, t, in, step->index, &st)) {
+            if (hooked)
+                hook_end(p, DLA_OK);
             release_run(p, t);
             dla_rng_set(seed, counter);
             refuse(p, "an op run as itself made its result with another layout than when the "
@@ -305,6 +384,8 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             return 0;
         }
     }
+    if (hooked)
+        st = hook_end(p, st);
     for (int i = 0; i < t->nout; i++) {
         out[i] = NULL;
         if (st == DLA_OK && !(out[i] = materialize(p, in, p->sources[p->out_src[i]])))

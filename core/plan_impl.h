@@ -112,6 +112,7 @@ struct dla__capture {
     dla_tensor **consts;
     int entry; /* running now; -1 between entries */
     int transfer; /* the running entry moved data to or from the host */
+    int drew;     /* the running entry launched the device's random kernel */
     long time; /* events so far */
     dla__cap_buffer *bufs;
     int nbufs, capbufs;

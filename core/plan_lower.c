@@ -96,6 +96,9 @@ int dla__launch_fields(dla__launch *l, dla__field *f)
         f[0] = (dla__field){&l->u.bytes.dst, NULL, &l->u.bytes.doff, 1, NULL, 1};
         f[1] = (dla__field){&l->u.bytes.src, NULL, &l->u.bytes.soff, 1, NULL, 0};
         return 2;
+    case DLA__LAUNCH_RANDOM:
+        f[0] = view_field(&l->u.random.y, 1);
+        return 1;
     case DLA__LAUNCH_FUSED: {
         dla_fused_args *a = l->u.fused;
         f[0] = view_field(&a->y, 1);

@@ -58,6 +58,8 @@ static const size_t kernel_member[] = {
     [DLA_KERNEL_SCATTER_ADD] = offsetof(dla_plugin, scatter_add),
     [DLA_KERNEL_FUSED] = offsetof(dla_plugin, fused),
     [DLA_KERNEL_FUSED_REDUCE] = offsetof(dla_plugin, fused_reduce),
+    [DLA_KERNEL_RANDOM_UNIFORM] = offsetof(dla_plugin, random),
+    [DLA_KERNEL_RANDOM_NORMAL] = offsetof(dla_plugin, random),
 };
 _Static_assert(sizeof kernel_member / sizeof kernel_member[0] == DLA_KERNEL_COUNT,
                "kernel_member out of step with DLA_KERNEL_LIST");
@@ -386,6 +388,13 @@ static dla_status plugin_load(struct dla__plugin *p)
         size = sizeof p->table;
     /* Whatever lies past the plugin's size is not its to set. */
     memset((char *)&p->table + size, 0, sizeof p->table - size);
+    /* ABI 1.3 members go only to a plugin that answered 1.3: one built
+     * against an older header never set them, whatever its size says. */
+    if (p->abi_minor < 3 && size > offsetof(dla_plugin, fused_reduce)) {
+        memset((char *)&p->table + offsetof(dla_plugin, fused_reduce), 0,
+               sizeof p->table - offsetof(dla_plugin, fused_reduce));
+        size = offsetof(dla_plugin, fused_reduce);
+    }
     p->table.struct_size = size;
     const char *missing = missing_required_member(&p->table);
     if (missing)

@@ -4,7 +4,9 @@
  * within tolerance, and the reverse; on the OpenCL device itself a planned
  * replay (its elementwise chains fused, run interpreted at first and
  * compiled once they come back) gives eager's bits, and so does each fused
- * program on every run, interpreted or compiled; a network step (conv,
+ * program on every run, interpreted or compiled; random numbers drawn
+ * inside a planned replay (dropout masks, rand_like slots) are drawn on
+ * the device, with the cpu plugin's bits; a network step (conv,
  * batchnorm, relu, maxpool, fully connected, softmax, cross-entropy, with
  * gradients) agrees with the cpu plugin's.
  *
@@ -136,7 +138,7 @@ static void assert_same_bits(dla_tensor *a, dla_tensor *b)
 }
 
 /* "plan steps on DEV: N launches (F fused, ...; R runs, L fused launches" */
-static void plan_of(dla_accel *af, const char *dev, int *fused, long *fused_launches)
+static void plan_of(dla_accel *af, const char *dev, int *fused, long *fused_launches, int *invoked)
 {
     dla_trace *t = dla_accel_trace(af, 0);
     assert_non_null(t);
@@ -149,12 +151,12 @@ static void plan_of(dla_accel *af, const char *dev, int *fused, long *fused_laun
     char key[128];
     snprintf(key, sizeof key, "plan steps on %s: ", dev);
     const char *s = strstr(text, key);
-    int launches = 0, from = 0, invoked = 0;
+    int launches = 0, from = 0;
     long runs = 0;
-    *fused = 0, *fused_launches = 0;
+    *fused = 0, *fused_launches = 0, *invoked = 0;
     if (!s || sscanf(s + strlen(key), "%d launches (%d fused, from %d), %d ops run as themselves, "
                      "%*d dead ops left out; %ld runs, %ld fused launches",
-                     &launches, fused, &from, &invoked, &runs, fused_launches) != 6)
+                     &launches, fused, &from, invoked, &runs, fused_launches) != 6)
         fail_msg("no plan on %s in the trace's text:\n%s", dev, text);
     free(text);
 }
@@ -239,11 +241,66 @@ static void planned_replays_on_opencl_give_eager_bits_and_run_fused_programs(voi
             assert_same_bits(got[i], want[i]);
         }
     }
-    int fused;
+    int fused, invoked;
     long fused_launches;
-    plan_of(af, dla_device_name(ocl), &fused, &fused_launches);
+    plan_of(af, dla_device_name(ocl), &fused, &fused_launches, &invoked);
     assert_true(fused >= 1);
     assert_true(fused_launches >= 4 * fused);
+    dla_accel_free(af);
+    dla_device_set_current(NULL);
+    dla_scope_end();
+}
+
+/* Random numbers inside a traced function: a dropout mask, normal noise in
+ * single and uniform noise in double (the outputs themselves, so they can
+ * be compared with the cpu plugin's bit for bit), and a loss over them. */
+static dla_status noisy(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_dropout(in[0], 0.3);
+    out[1] = dla_randn_like(in[0]);
+    out[2] = dla_rand_like(in[1]);
+    out[3] = dla_sum(dla_square(dla_add(out[0], dla_affine(out[1], 0.01, 0))), 0, NULL);
+    return DLA_OK;
+}
+
+static void planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bits(void **state)
+{
+    need_devices();
+    dla_scope_begin();
+    dla_device_set_current(ocl);
+    dla_rng_seed(25);
+    dla_tensor *in[2] = {dla_randn(DLA_F32, "", DLA_DIMS(37, 11)),
+                         dla_rand(DLA_F64, "", DLA_DIMS(5, 3, 7))};
+    dla_tensor *on_cpu[2] = {dla_tensor_to_device(in[0], cpu), dla_tensor_to_device(in[1], cpu)};
+    dla_accel *af = dla_accelerate(noisy, NULL);
+    for (int call = 0; call < 5; call++) {
+        /* Call 1 records, call 2 plans, the rest run the plan. */
+        dla_tensor *got[4], *want[4], *ref[4];
+        const uint64_t seed = 1000 + (uint64_t)call * 7919;
+        dla_rng_set(seed, (uint64_t)call << 31);
+        assert_int_equal(dla_accel_feval(af, NULL, 2, in, 4, got), DLA_OK);
+        uint64_t s1, after;
+        dla_rng_get(&s1, &after);
+        dla_rng_set(seed, (uint64_t)call << 31);
+        assert_int_equal(dla_feval(noisy, NULL, 2, in, 4, want), DLA_OK);
+        uint64_t eager_after;
+        dla_rng_get(&s1, &eager_after);
+        assert_true(after == eager_after); /* the stream moved on by the same blocks */
+        dla_device_set_current(cpu);
+        dla_rng_set(seed, (uint64_t)call << 31);
+        assert_int_equal(dla_feval(noisy, NULL, 2, on_cpu, 4, ref), DLA_OK);
+        dla_device_set_current(ocl);
+        for (int i = 0; i < 4; i++) {
+            assert_ptr_equal(dla_tensor_device(got[i]), ocl);
+            assert_same_bits(got[i], want[i]);
+        }
+        for (int i = 0; i < 3; i++)
+            assert_same_bits(got[i], ref[i]);
+    }
+    int fused, invoked;
+    long fused_launches;
+    plan_of(af, dla_device_name(ocl), &fused, &fused_launches, &invoked);
+    assert_int_equal(invoked, 0); /* every draw a launch of the plan */
     dla_accel_free(af);
     dla_device_set_current(NULL);
     dla_scope_end();
@@ -331,6 +388,7 @@ int main(void)
         cmocka_unit_test(a_trace_recorded_on_cpu_replays_on_opencl_within_tolerance),
         cmocka_unit_test(a_trace_recorded_on_opencl_replays_on_cpu_within_tolerance),
         cmocka_unit_test(planned_replays_on_opencl_give_eager_bits_and_run_fused_programs),
+        cmocka_unit_test(planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bits),
         cmocka_unit_test(a_fused_program_gives_the_same_bits_interpreted_and_compiled),
         cmocka_unit_test(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
     };

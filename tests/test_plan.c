@@ -253,7 +253,15 @@ static void in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits(void
     dla_accel_free(af);
 }
 
-static void random_ops_run_as_themselves_and_draw_what_eager_draws(void **state)
+static dla_device *testmem(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            return dla_device_at(i);
+    return NULL;
+}
+
+static void random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws(void **state)
 {
     dla_scope_begin();
     dla_rng_seed(13);
@@ -273,20 +281,38 @@ static void random_ops_run_as_themselves_and_draw_what_eager_draws(void **state)
             assert_true(dla_tensor_item(prev, 0) != dla_tensor_item(got[0], 0));
         prev = got[0];
     }
+    /* The cpu plugin has the random kernel: dropout's mask and
+     * randn_like's noise are launches of the plan, drawn where the
+     * stream stands when the run reaches them. */
     plan_info pi = accel_plan(af, "cpu:0");
     assert_true(pi.found);
-    assert_int_equal(pi.invoked, 2); /* dropout and randn_like */
+    assert_int_equal(pi.invoked, 0);
     assert_int_equal(pi.runs, 3);
+
+    /* testmem has none: both ops draw on the host, upload, and so run as
+     * themselves; the bits are the same. */
+    dla_device *mem = testmem();
+    assert_non_null(mem);
+    dla_trace *t = dla_accel_trace(af, 0);
+    dla_tensor *moved[2] = {dla_tensor_to_device(in[0], mem), dla_tensor_to_device(in[1], mem)};
+    for (int call = 0; call < 3; call++) {
+        dla_tensor *got[2], *want[2];
+        dla_rng_seed(200 + (uint64_t)call);
+        assert_int_equal(dla_trace_replay(t, 2, moved, 2, got), DLA_OK);
+        dla_rng_seed(200 + (uint64_t)call);
+        assert_int_equal(dla_feval(noisy_loss, NULL, 2, in, 2, want), DLA_OK);
+        assert_same_bits(got[0], want[0]);
+        assert_same_bits(got[1], want[1]);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s", dla_device_name(mem));
+    pi = plan_of(t, name);
+    assert_true(pi.found);
+    assert_int_equal(pi.invoked, 2); /* dropout and randn_like */
+    assert_int_equal(pi.runs, 2);
+    dla_trace_release(t);
     dla_scope_end();
     dla_accel_free(af);
-}
-
-static dla_device *testmem(void)
-{
-    for (int i = 0; i < dla_device_count(); i++)
-        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
-            return dla_device_at(i);
-    return NULL;
 }
 
 /* y = sum((x .* c)^2) with c a constant reached through ctx. */
@@ -585,7 +611,7 @@ int main(void)
         cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
-        cmocka_unit_test(random_ops_run_as_themselves_and_draw_what_eager_draws),
+        cmocka_unit_test(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
         cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
         cmocka_unit_test(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
         cmocka_unit_test(outputs_of_one_replay_survive_the_next),

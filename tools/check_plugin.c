@@ -40,9 +40,10 @@ const cf_kernel cf_kernels[] = {
     {"scatter_add", DLA_KERNEL_SCATTER_ADD, cf_case_scatter_add},
     {"fused", DLA_KERNEL_FUSED, cf_case_fused},
     {"fused_reduce", DLA_KERNEL_FUSED_REDUCE, cf_case_fused_reduce},
+    {"random", DLA_KERNEL_RANDOM_UNIFORM, cf_case_random}, /* and _NORMAL */
 };
 const int cf_kernel_count = (int)(sizeof cf_kernels / sizeof cf_kernels[0]);
-_Static_assert(DLA_KERNEL_COUNT == 17, "a new kernel of the ABI needs its cases here");
+_Static_assert(DLA_KERNEL_COUNT == 19, "a new kernel of the ABI needs its cases here");
 
 typedef struct options {
     const char *manifest;
@@ -156,6 +157,8 @@ static const char *not_native(const cf_kernel *k)
 {
     return k->kernel == DLA_KERNEL_FUSED || k->kernel == DLA_KERNEL_FUSED_REDUCE
                ? "not offered (the host launches the steps one by one)"
+           : k->kernel == DLA_KERNEL_RANDOM_UNIFORM
+               ? "not offered (the host draws the numbers and copies them)"
                : "not native (it runs on the cpu plugin)";
 }
 

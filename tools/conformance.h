@@ -23,7 +23,8 @@
  *              sigmoid 5, tanh 6, erf and pow 16 (of the oracle's result);
  *   sums       4 (n + 4) eps M, where n is the number of terms and M the
  *              same sum over the absolute values (computed by the oracle
- *              on |inputs|): any order of summation stays inside it.
+ *              on |inputs|): any order of summation stays inside it;
+ *   random     exact: the stream is defined to the bit (plugin.h).
  * NaN must meet NaN (any sign and payload), an infinity the same one.
  */
 #ifndef DLA_TOOLS_CONFORMANCE_H
@@ -190,6 +191,7 @@ void cf_case_pool_forward(cf_case *c);
 void cf_case_pool_backward(cf_case *c);
 void cf_case_gather(cf_case *c);
 void cf_case_scatter_add(cf_case *c);
+void cf_case_random(cf_case *c);
 
 /* Frees the case's buffers on both devices. */
 void cf_case_end(cf_case *c);

@@ -11,5 +11,6 @@ tools_dlaccel_SOURCES = \
 	tools/conformance_copy.c \
 	tools/conformance_elementwise.c \
 	tools/conformance_math.c \
-	tools/conformance_nn.c
+	tools/conformance_nn.c \
+	tools/conformance_random.c
 tools_dlaccel_LDADD = libdlaccel.la

@@ -27,7 +27,8 @@
  *
  * Op values (unary, binary) are appended in later minors: the host passes
  * a value only to a plugin that answered the minor that added it, so a
- * plugin meets no op it does not know. Output views never have stride 0;
+ * plugin meets no op it does not know. Likewise the ABI 1.3 members are called only
+ * on a plugin that answered minor 3 or later. Output views never have stride 0;
  * GEMM's C never overlaps A or B; kernels may be called on empty views
  * (numel 0) and must then do nothing. A manifest's abi_version is the
  * major.minor the plugin was built against; only the major is checked
@@ -139,7 +140,9 @@ typedef struct dla_plugin_device_info {
     /* ---- kernels above are ABI 1.1 ---- */                                  \
     X(DLA_KERNEL_FUSED, "fused")                                               \
     /* ---- kernels above are ABI 1.2 ---- */                                  \
-    X(DLA_KERNEL_FUSED_REDUCE, "fused_reduce")
+    X(DLA_KERNEL_FUSED_REDUCE, "fused_reduce")                                 \
+    X(DLA_KERNEL_RANDOM_UNIFORM, "random_uniform")                             \
+    X(DLA_KERNEL_RANDOM_NORMAL, "random_normal")
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, str) name,
@@ -489,6 +492,44 @@ typedef struct dla_fused_reduce_args {
     dla_view y;
     /* ---- fields above are ABI 1.3 ---- */
 } dla_fused_reduce_args;
+/* Random numbers of the library's one stream, Philox4x32-10 (Salmon et
+ * al., 2011), as dla_rand and dla_randn draw them: the same (seed,
+ * counter) give the same bits on every device. Block b of the stream is
+ * Philox4x32-10 of the counter words (counter + b as 64 bits, low word
+ * first, then 0, 0) under the key (seed's low word, its high word); it
+ * gives four 32-bit words w0..w3. Element i of y, in column-major order
+ * over y's dims (not its memory order), is:
+ *
+ *   uniform, single: block i / 4, word i % 4: (w >> 8) * 2^-24
+ *   uniform, double: block i / 2, words 2(i % 2), 2(i % 2) + 1 (hi, lo):
+ *                    ((hi >> 5) * 2^26 + (lo >> 6)) * 2^-53
+ *   normal (both):   block i / 2 gives the pair (z0, z1), element i takes
+ *                    z0 when i is even, z1 when odd, rounded to y's dtype
+ *                    once; u1 = 1 - u53(w0, w1), u2 = u53(w2, w3) as the
+ *                    double uniform above, r = sqrt(-2 ln u1),
+ *                    (z0, z1) = r (cos 2 pi u2, sin 2 pi u2)
+ *
+ * with ln, cos and sin not the device's library functions but the
+ * polynomials of the reference implementation (core/philox_stream.h in the
+ * dlaccel sources, which is valid C and OpenCL C), evaluated in double
+ * with every operation rounded once (no contraction into fma): that is
+ * what makes the bits reproducible. The kernel ids split by distribution
+ * so supports() can answer each: normals need double arithmetic even for
+ * single results. The host advances its stream past the blocks a draw
+ * used. */
+typedef enum dla_random_dist {
+    DLA_RANDOM_UNIFORM, /* [0, 1) */
+    DLA_RANDOM_NORMAL   /* mean 0, standard deviation 1 */
+} dla_random_dist;
+
+typedef struct dla_random_args {
+    size_t struct_size;
+    int32_t dist;     /* dla_random_dist */
+    uint64_t seed;    /* the key */
+    uint64_t counter; /* the block of element 0 */
+    dla_view y;       /* DLA_F32 or DLA_F64; any strides */
+    /* ---- fields above are ABI 1.3 ---- */
+} dla_random_args;
 
 /* ---------------------------------------------------------- plugin table */
 
@@ -577,6 +618,25 @@ typedef struct dla_plugin {
      * as fused, the host writes the program out and reduces it, and there is
      * no cpu fallback. */
     dla_status (*fused_reduce)(void *dev, const dla_fused_reduce_args *args);
+    /* Fills y from the Philox stream (see dla_random_args); supports() is
+     * asked with DLA_KERNEL_RANDOM_UNIFORM or _NORMAL. NULL (or supports()
+     * saying no): the host draws the numbers itself and copies them with
+     * copy_to_device, as before 1.3. */
+    dla_status (*random)(void *dev, const dla_random_args *args);
+    /* A planned replay of dla_accelerate begins on the calling thread:
+     * every member this thread calls on dev until plan_end (nlaunches
+     * kernel launches, in order, and the copies of ops that run as
+     * themselves) is one sequence the plugin may enqueue without waiting
+     * in between. Members keep their contracts (copy_to_host still returns
+     * the data; a member that fails returns its error at once, and the
+     * host then calls plan_end and stops). NULL: nothing. */
+    dla_status (*plan_begin)(void *dev, int32_t nlaunches);
+    /* The replay's last launch was made (or one failed): wait until the
+     * sequence has completed, so that a launch that fails while running is
+     * the replay's error, named in the message. Memory freed during the
+     * sequence stays valid until then (mem_free's rule). Called once after
+     * each plan_begin that returned DLA_OK. NULL: nothing. */
+    dla_status (*plan_end)(void *dev);
     /* ---- fields above are ABI 1.3 ---- */
 } dla_plugin;
 

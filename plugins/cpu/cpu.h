@@ -73,6 +73,9 @@ dla_status dla__cpu_fused(void *dev, const dla_fused_args *args);
 /* ABI 1.3 */
 dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args);
 
+/* random.c (ABI 1.3) */
+dla_status dla__cpu_random(void *dev, const dla_random_args *args);
+
 /* ---- conv.c ---- */
 dla_status dla__cpu_conv_forward(void *dev, const dla_conv_args *args);
 dla_status dla__cpu_conv_backward_data(void *dev, const dla_conv_args *args);

@@ -5,7 +5,9 @@ plugins_cpu_libdlaccel_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 # No -march=native: the installed plugin must run on any x86-64 (and under
 # valgrind, which has no AVX-512); GEMM gets its SIMD from OpenBLAS's own
 # runtime dispatch, and the elementwise kernels are bound by memory.
-plugins_cpu_libdlaccel_cpu_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -O3
+# -ffp-contract=off: the random stream's normals (core/philox_stream.h) are
+# defined with every operation rounded once.
+plugins_cpu_libdlaccel_cpu_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -O3 -ffp-contract=off
 plugins_cpu_libdlaccel_cpu_la_LDFLAGS = -module -avoid-version -shared -no-undefined $(OPENMP_CFLAGS)
 plugins_cpu_libdlaccel_cpu_la_LIBADD = $(OPENBLAS_LIBS) -lm
 plugins_cpu_libdlaccel_cpu_la_SOURCES = \
@@ -16,6 +18,7 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/copy.c \
 	plugins/cpu/elementwise.c plugins/cpu/elementwise_ops.h \
 	plugins/cpu/fused.c \
+	plugins/cpu/random.c core/philox.c core/philox.h core/philox_stream.h \
 	plugins/cpu/reduce.c plugins/cpu/sum.c \
 	plugins/cpu/gemm.c \
 	plugins/cpu/pool.c \

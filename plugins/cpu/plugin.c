@@ -48,6 +48,9 @@
  * - ABI 1.3: fused_reduce runs the same blocks and adds each block's
  *   values into per-thread double accumulators, so its sums carry one
  *   rounding, as the reduce kernel's do.
+ * - ABI 1.3: the random kernel is core/philox.c compiled in (random.c), the
+ *   reference for every other plugin's; the plan hooks are left NULL, as
+ *   a synchronous device has nothing to batch or wait for.
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
@@ -197,6 +200,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_CONV_BACKWARD_FILTER:
     case DLA_KERNEL_FUSED:
     case DLA_KERNEL_FUSED_REDUCE: return dtype == DLA_F32 || dtype == DLA_F64;
+    case DLA_KERNEL_RANDOM_UNIFORM:
+    case DLA_KERNEL_RANDOM_NORMAL: return dtype == DLA_F32 || dtype == DLA_F64;
     /* Gathering moves elements without reading them as numbers. */
     case DLA_KERNEL_GATHER: return 1;
     default: return 0;
@@ -255,6 +260,10 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .conv_backward_filter = dla__cpu_conv_backward_filter,
         .fused = dla__cpu_fused,
         .fused_reduce = dla__cpu_fused_reduce,
+        /* ABI 1.3: no plan hooks (plan_begin, plan_end NULL): every call
+         * already finishes before it returns, so a plan has nothing to
+         * wait for at its end. */
+        .random = dla__cpu_random,
     };
     /* Members past the host's struct_size are not there to be written. */
     memcpy(table, &mine, size);

@@ -102,8 +102,10 @@ int dla__ocl_clblast_wants(const dla__ocl_device *d, const dla_gemm_args *g)
     return (double)g->m * (double)g->n * (double)g->k >= (double)CLBLAST_MIN;
 }
 
-/* One CLBlast call for pages [p, p + count) (count 1: a plain GEMM). */
-static int call(dla__ocl_device *d, const dla_gemm_args *g, int64_t p, int64_t count)
+/* The CLBlast function for g's dtype and page count; ev: where its event
+ * goes (NULL: none). */
+static int call_blas(dla__ocl_device *d, const dla_gemm_args *g, int64_t p, int64_t count,
+                     cl_event *ev)
 {
     const int ta = g->trans_a ? TRANS : NO_TRANS, tb = g->trans_b ? TRANS : NO_TRANS;
     const cl_mem a = dla__ocl_buf(g->a.mem), b = dla__ocl_buf(g->b.mem), c = dla__ocl_buf(g->c.mem);
@@ -115,19 +117,32 @@ static int call(dla__ocl_device *d, const dla_gemm_args *g, int64_t p, int64_t c
     if (g->dtype == DLA_F64) {
         if (count == 1)
             return clblast.dgemm(COL_MAJOR, ta, tb, m, n, k, g->alpha, a, ao, lda, b, bo, ldb,
-                                 g->beta, c, co, ldc, &d->queue, NULL);
+                                 g->beta, c, co, ldc, &d->queue, ev);
         return clblast.dbatch(COL_MAJOR, ta, tb, m, n, k, g->alpha, a, ao, lda,
                               (size_t)g->a.batch_stride, b, bo, ldb, (size_t)g->b.batch_stride,
                               g->beta, c, co, ldc, (size_t)g->c.batch_stride, (size_t)count,
-                              &d->queue, NULL);
+                              &d->queue, ev);
     }
     const float alpha = (float)g->alpha, beta = (float)g->beta;
     if (count == 1)
         return clblast.sgemm(COL_MAJOR, ta, tb, m, n, k, alpha, a, ao, lda, b, bo, ldb, beta, c,
-                             co, ldc, &d->queue, NULL);
+                             co, ldc, &d->queue, ev);
     return clblast.sbatch(COL_MAJOR, ta, tb, m, n, k, alpha, a, ao, lda, (size_t)g->a.batch_stride,
                           b, bo, ldb, (size_t)g->b.batch_stride, beta, c, co, ldc,
-                          (size_t)g->c.batch_stride, (size_t)count, &d->queue, NULL);
+                          (size_t)g->c.batch_stride, (size_t)count, &d->queue, ev);
+}
+
+/* One CLBlast call for pages [p, p + count) (count 1: a plain GEMM).
+ * Inside a plan its event joins the chain (CLBlast takes no wait list; the
+ * in-order queue orders it). */
+static int call(dla__ocl_device *d, const dla_gemm_args *g, int64_t p, int64_t count)
+{
+    cl_uint nwait;
+    const cl_event *wait;
+    cl_event *ev = dla__ocl_plan_event(d, "gemm (CLBlast)", &nwait, &wait);
+    const int status = call_blas(d, g, p, count, ev);
+    dla__ocl_plan_enqueued(d, status == 0 ? CL_SUCCESS : CL_INVALID_OPERATION);
+    return status;
 }
 
 dla_status dla__ocl_clblast_gemm(dla__ocl_device *d, const dla_gemm_args *g, int one_launch)

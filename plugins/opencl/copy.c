@@ -68,9 +68,13 @@ dla_status dla__ocl_fill(void *dev, const dla_view *y, double value)
     const size_t es = dla__ocl_dtype_size(y->dtype);
     const dla_view *views[] = {y};
     if (dla__ocl_flat(1, views)) {
+        cl_uint nwait;
+        const cl_event *wait;
+        cl_event *ev = dla__ocl_plan_event(d, "fill", &nwait, &wait);
         cl_int err = clEnqueueFillBuffer(d->queue, dla__ocl_buf(y->mem), &bits, es,
-                                         (size_t)y->offset * es, (size_t)dla__ocl_numel(y) * es, 0,
-                                         NULL, NULL);
+                                         (size_t)y->offset * es, (size_t)dla__ocl_numel(y) * es,
+                                         nwait, wait, ev);
+        dla__ocl_plan_enqueued(d, err);
         if (err != CL_SUCCESS)
             return dla__ocl_host->error(DLA_ERR_DEVICE, "opencl fill: clEnqueueFillBuffer: %s",
                                         DLA__OCL_ERR(err));
@@ -98,9 +102,13 @@ static dla_status copy_views(dla__ocl_device *d, const dla_view *y, const dla_vi
     if (n == 0)
         return DLA_OK;
     if (dla__ocl_flat(2, views)) {
+        cl_uint nwait;
+        const cl_event *wait;
+        cl_event *ev = dla__ocl_plan_event(d, kernel, &nwait, &wait);
         cl_int err = clEnqueueCopyBuffer(d->queue, dla__ocl_buf(x->mem), dla__ocl_buf(y->mem),
                                          (size_t)x->offset * es, (size_t)y->offset * es,
-                                         (size_t)n * es, 0, NULL, NULL);
+                                         (size_t)n * es, nwait, wait, ev);
+        dla__ocl_plan_enqueued(d, err);
         if (err != CL_SUCCESS)
             return dla__ocl_host->error(DLA_ERR_DEVICE, "opencl %s: clEnqueueCopyBuffer: %s",
                                         kernel, DLA__OCL_ERR(err));

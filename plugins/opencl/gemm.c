@@ -147,7 +147,12 @@ dla_status dla__ocl_gemm(void *dev, const dla_gemm_args *g)
             if (s != DLA_OK)
                 break;
         }
-        cl_int err = clEnqueueNDRangeKernel(d->queue, kern, 3, NULL, global, local, 0, NULL, NULL);
+        cl_uint nwait;
+        const cl_event *wait;
+        cl_event *ev = dla__ocl_plan_event(d, "gemm", &nwait, &wait);
+        cl_int err = clEnqueueNDRangeKernel(d->queue, kern, 3, NULL, global, local, nwait, wait,
+                                            ev);
+        dla__ocl_plan_enqueued(d, err);
         if (err != CL_SUCCESS)
             s = dla__ocl_host->error(DLA_ERR_DEVICE,
                                      "opencl gemm: clEnqueueNDRangeKernel (m=%lld n=%lld k=%lld "

@@ -18,7 +18,10 @@ DLA_OCL_CL = \
 	plugins/opencl/cl/gemm.cl \
 	plugins/opencl/cl/conv.cl \
 	plugins/opencl/cl/pool.cl \
-	plugins/opencl/cl/index.cl
+	plugins/opencl/cl/index.cl \
+	plugins/opencl/cl/random.cl
+# Shared with the host: the random stream's definition, C and OpenCL C.
+DLA_OCL_SHARED = core/philox_stream.h
 EXTRA_DIST += $(DLA_OCL_CL) plugins/opencl/manifest.json.in
 
 if HAVE_OPENCL
@@ -41,17 +44,21 @@ plugins_opencl_libdlaccel_opencl_la_SOURCES = \
 	plugins/opencl/clblast.c \
 	plugins/opencl/conv.c \
 	plugins/opencl/pool.c \
-	plugins/opencl/index.c
+	plugins/opencl/index.c \
+	plugins/opencl/random.c \
+	plugins/opencl/plan.c
 nodist_plugins_opencl_libdlaccel_opencl_la_SOURCES = plugins/opencl/cl_sources.c
 CLEANFILES += plugins/opencl/cl_sources.c
 
-# Each .cl file becomes a C string dla__ocl_src_<name> (program.c builds
-# programs from them): backslashes and quotes escaped, a "\n" per line.
-plugins/opencl/cl_sources.c: $(DLA_OCL_CL:%=$(srcdir)/%) $(srcdir)/plugins/opencl/local.mk
+# Each .cl file (and each shared header) becomes a C string
+# dla__ocl_src_<name> (program.c builds programs from them): backslashes
+# and quotes escaped, a "\n" per line.
+plugins/opencl/cl_sources.c: $(DLA_OCL_CL:%=$(srcdir)/%) $(DLA_OCL_SHARED:%=$(srcdir)/%) \
+		$(srcdir)/plugins/opencl/local.mk
 	$(AM_V_GEN)$(MKDIR_P) plugins/opencl && { \
 	  echo '/* Made from the files of plugins/opencl/cl by plugins/opencl/local.mk; do not edit. */'; \
-	  for f in $(DLA_OCL_CL:%=$(srcdir)/%); do \
-	    n=`basename $$f .cl`; \
+	  for f in $(DLA_OCL_CL:%=$(srcdir)/%) $(DLA_OCL_SHARED:%=$(srcdir)/%); do \
+	    n=`basename $$f | $(SED) -e 's/\.[a-z]*$$//'`; \
 	    echo "const char dla__ocl_src_$$n[] ="; \
 	    $(SED) -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $$f; \
 	    echo ';'; \

@@ -8,7 +8,9 @@
  * thread, through an allocator that may not expect it); copy_to_host
  * blocks as the ABI requires. Both wait for the queued work before them,
  * as the in-order queue does. mem_free releases the buffer at once:
- * OpenCL keeps it until the commands that use it have finished.
+ * OpenCL keeps it until the commands that use it have finished. Inside a
+ * plan (plan.c) the device-side copy joins the event chain, and the
+ * blocking calls count as the host waits they are.
  */
 #include "plugins/opencl/ocl.h"
 
@@ -89,6 +91,7 @@ dla_status dla__ocl_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, 
     dla_status s = check_copy("copy_to_device", "dst", dst, offset_bytes, src, bytes);
     if (s != DLA_OK || bytes == 0)
         return s;
+    dla__ocl_plan_waited(d);
     cl_int err = clEnqueueWriteBuffer(d->queue, dla__ocl_buf(dst), CL_TRUE, offset_bytes, bytes,
                                       src, 0, NULL, NULL);
     return err == CL_SUCCESS ? DLA_OK
@@ -102,6 +105,7 @@ dla_status dla__ocl_copy_to_host(void *dev, void *dst, dla_mem src, size_t offse
     dla_status s = check_copy("copy_to_host", "src", src, offset_bytes, dst, bytes);
     if (s != DLA_OK || bytes == 0)
         return s;
+    dla__ocl_plan_waited(d);
     cl_int err = clEnqueueReadBuffer(d->queue, dla__ocl_buf(src), CL_TRUE, offset_bytes, bytes,
                                      dst, 0, NULL, NULL);
     return err == CL_SUCCESS ? DLA_OK
@@ -117,8 +121,12 @@ dla_status dla__ocl_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_byt
         (s = check_copy("copy_on_device", "src", src, src_offset_bytes, dst, bytes)) != DLA_OK ||
         bytes == 0)
         return s;
+    cl_uint nwait;
+    const cl_event *wait;
+    cl_event *ev = dla__ocl_plan_event(d, "copy_on_device", &nwait, &wait);
     cl_int err = clEnqueueCopyBuffer(d->queue, dla__ocl_buf(src), dla__ocl_buf(dst),
-                                     src_offset_bytes, dst_offset_bytes, bytes, 0, NULL, NULL);
+                                     src_offset_bytes, dst_offset_bytes, bytes, nwait, wait, ev);
+    dla__ocl_plan_enqueued(d, err);
     return err == CL_SUCCESS ? DLA_OK
                              : copy_failed("copy_on_device", "clEnqueueCopyBuffer", err, bytes);
 }
@@ -126,6 +134,7 @@ dla_status dla__ocl_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_byt
 dla_status dla__ocl_sync(void *dev)
 {
     dla__ocl_device *d = dev;
+    dla__ocl_plan_waited(d);
     cl_int err = clFinish(d->queue);
     if (err != CL_SUCCESS)
         return dla__ocl_host->error(DLA_ERR_DEVICE, "opencl sync: clFinish: %s", DLA__OCL_ERR(err));

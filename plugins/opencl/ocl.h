@@ -52,6 +52,7 @@ typedef enum dla__ocl_prog {
     DLA__OCL_PROG_CONV,
     DLA__OCL_PROG_POOL,
     DLA__OCL_PROG_INDEX,
+    DLA__OCL_PROG_RANDOM,      /* + core/philox_stream.h */
     DLA__OCL_PROG_COUNT
 } dla__ocl_prog;
 
@@ -70,7 +71,8 @@ enum {
     DLA__OCL_K_POOL = DLA__OCL_K_CONV + 8,          /* [max,avg,back][f64] */
     DLA__OCL_K_GATHER = DLA__OCL_K_POOL + 6,        /* [size class] */
     DLA__OCL_K_SCATTER = DLA__OCL_K_GATHER + 3,     /* [f64] */
-    DLA__OCL_K_COUNT = DLA__OCL_K_SCATTER + 2
+    DLA__OCL_K_RANDOM = DLA__OCL_K_SCATTER + 2,     /* [uniform,normal][f64] */
+    DLA__OCL_K_COUNT = DLA__OCL_K_RANDOM + 4
 };
 
 /* A program of the fused kernel compiled for one instruction list (see
@@ -117,7 +119,8 @@ void dla__ocl_programs_release(dla__ocl_device *d);
 /* Embedded OpenCL C sources (cl_sources.c, made from cl/ at build time). */
 extern const char dla__ocl_src_common[], dla__ocl_src_ops[], dla__ocl_src_copy[],
     dla__ocl_src_elementwise[], dla__ocl_src_fused[], dla__ocl_src_reduce[],
-    dla__ocl_src_gemm[], dla__ocl_src_conv[], dla__ocl_src_pool[], dla__ocl_src_index[];
+    dla__ocl_src_gemm[], dla__ocl_src_conv[], dla__ocl_src_pool[], dla__ocl_src_index[],
+    dla__ocl_src_random[], dla__ocl_src_philox_stream[];
 
 /* ------------------------------------------------------- launch helpers */
 
@@ -193,6 +196,32 @@ int dla__ocl_views_overlap(const dla_view *p, const dla_view *q);
 /* "CL_OUT_OF_RESOURCES (-5)" for messages. */
 const char *dla__ocl_err_str(cl_int err, char *buf, size_t size);
 #define DLA__OCL_ERR(err) dla__ocl_err_str((err), (char[48]){0}, 48)
+
+/* ------------------------------------------------ plans (plan.c, ABI 1.3) */
+
+/* Between plan_begin and plan_end on the calling thread, every command the
+ * thread enqueues on d is one sequence: each waits for the event of the one
+ * before (the queue is in order, so the list costs nothing and states the
+ * order), its own event is kept with what it is, and plan_end waits once
+ * for the last and reports the first that failed. Outside a plan these
+ * return no event and no wait list. Call around each enqueue:
+ *
+ *     cl_uint nwait; const cl_event *wait;
+ *     cl_event *ev = dla__ocl_plan_event(d, "gemm", &nwait, &wait);
+ *     err = clEnqueue...(d->queue, ..., nwait, wait, ev);
+ *     dla__ocl_plan_enqueued(d, err);
+ */
+cl_event *dla__ocl_plan_event(dla__ocl_device *d, const char *what, cl_uint *nwait,
+                              const cl_event **wait);
+void dla__ocl_plan_enqueued(dla__ocl_device *d, cl_int err);
+/* A blocking call on d (a copy to or from the host, clFinish): counted as
+ * a host wait while a plan runs (the debug log of plan_end shows them). */
+void dla__ocl_plan_waited(dla__ocl_device *d);
+dla_status dla__ocl_plan_begin(void *dev, int32_t nlaunches);
+dla_status dla__ocl_plan_end(void *dev);
+
+/* ---- random.c (ABI 1.3) ---- */
+dla_status dla__ocl_random(void *dev, const dla_random_args *args);
 
 /* ---- table members: memory.c ---- */
 dla_status dla__ocl_mem_alloc(void *dev, size_t bytes, dla_mem *out);

@@ -37,8 +37,12 @@
  *   element (no atomics, the cpu plugin's order of additions). The fused
  *   program is interpreted per element, and compiled into a kernel of its
  *   own once the same program comes back (fused.c).
- * - Random numbers are not a plugin kernel in ABI 1.2: the core draws
- *   Philox on the host and copies, so every device gets the cpu's bits.
+ * - Random numbers (ABI 1.3) are drawn in place by random.cl, compiled
+ *   from the stream's shared definition (core/philox_stream.h), so they
+ *   are the cpu plugin's bits; normals and doubles need cl_khr_fp64.
+ * - Plans (ABI 1.3, plan.c): a planned replay's commands are one sequence
+ *   chained by events on the in-order queue, with one host wait at its end
+ *   that also names a command that failed while running.
  */
 #include "plugins/opencl/ocl.h"
 
@@ -277,6 +281,10 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_POOL_BACKWARD:
     case DLA_KERNEL_SCATTER_ADD:
     case DLA_KERNEL_FUSED: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
+    /* Uniform singles are integer work; doubles and every normal (whose
+     * transform is defined in double) need cl_khr_fp64. */
+    case DLA_KERNEL_RANDOM_UNIFORM: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
+    case DLA_KERNEL_RANDOM_NORMAL: return (dtype == DLA_F32 || dtype == DLA_F64) && d->fp64;
     default: return 0;
     }
 }
@@ -330,6 +338,9 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .gather = dla__ocl_gather,
         .scatter_add = dla__ocl_scatter_add,
         .fused = dla__ocl_fused,
+        .random = dla__ocl_random,
+        .plan_begin = dla__ocl_plan_begin,
+        .plan_end = dla__ocl_plan_end,
     };
     memcpy(table, &mine, size);
     return DLA_OK;

@@ -18,19 +18,22 @@
 
 /* ------------------------------------------------------------ sources */
 
+/* Each program's source, after common.cl and the source it needs first
+ * (ops.cl's op expressions, or the random stream's definition). */
 static const struct {
     const char *name;
-    int with_ops;
+    const char *first; /* NULL: none */
     const char *source;
 } programs[DLA__OCL_PROG_COUNT] = {
-    [DLA__OCL_PROG_COPY] = {"copy", 0, dla__ocl_src_copy},
-    [DLA__OCL_PROG_ELEMENTWISE] = {"elementwise", 1, dla__ocl_src_elementwise},
-    [DLA__OCL_PROG_FUSED] = {"fused", 1, dla__ocl_src_fused},
-    [DLA__OCL_PROG_REDUCE] = {"reduce", 0, dla__ocl_src_reduce},
-    [DLA__OCL_PROG_GEMM] = {"gemm", 0, dla__ocl_src_gemm},
-    [DLA__OCL_PROG_CONV] = {"conv", 0, dla__ocl_src_conv},
-    [DLA__OCL_PROG_POOL] = {"pool", 0, dla__ocl_src_pool},
-    [DLA__OCL_PROG_INDEX] = {"index", 0, dla__ocl_src_index},
+    [DLA__OCL_PROG_COPY] = {"copy", NULL, dla__ocl_src_copy},
+    [DLA__OCL_PROG_ELEMENTWISE] = {"elementwise", dla__ocl_src_ops, dla__ocl_src_elementwise},
+    [DLA__OCL_PROG_FUSED] = {"fused", dla__ocl_src_ops, dla__ocl_src_fused},
+    [DLA__OCL_PROG_REDUCE] = {"reduce", NULL, dla__ocl_src_reduce},
+    [DLA__OCL_PROG_GEMM] = {"gemm", NULL, dla__ocl_src_gemm},
+    [DLA__OCL_PROG_CONV] = {"conv", NULL, dla__ocl_src_conv},
+    [DLA__OCL_PROG_POOL] = {"pool", NULL, dla__ocl_src_pool},
+    [DLA__OCL_PROG_INDEX] = {"index", NULL, dla__ocl_src_index},
+    [DLA__OCL_PROG_RANDOM] = {"random", dla__ocl_src_philox_stream, dla__ocl_src_random},
 };
 
 /* Keeps the end of a long build log: the first error is usually near the
@@ -89,8 +92,8 @@ dla_status dla__ocl_kernel(dla__ocl_device *d, dla__ocl_prog prog, int slot, cl_
     if (!d->programs[prog]) {
         const char *src[2];
         int n = 0;
-        if (programs[prog].with_ops)
-            src[n++] = dla__ocl_src_ops;
+        if (programs[prog].first)
+            src[n++] = programs[prog].first;
         src[n++] = programs[prog].source;
         dla_status s = dla__ocl_build(d, programs[prog].name, n, src, &d->programs[prog]);
         if (s != DLA_OK)
@@ -163,7 +166,11 @@ dla_status dla__ocl_args(cl_kernel k, const char *kernel, cl_uint first, ...)
 static dla_status enqueue(dla__ocl_device *d, cl_kernel k, cl_uint dims, const size_t *global,
                           const size_t *local, const char *kernel)
 {
-    cl_int err = clEnqueueNDRangeKernel(d->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    cl_uint nwait;
+    const cl_event *wait;
+    cl_event *ev = dla__ocl_plan_event(d, kernel, &nwait, &wait);
+    cl_int err = clEnqueueNDRangeKernel(d->queue, k, dims, NULL, global, local, nwait, wait, ev);
+    dla__ocl_plan_enqueued(d, err);
     if (err == CL_SUCCESS)
         return DLA_OK;
     dla_status s = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
