@@ -187,6 +187,7 @@ static dla_dtype program_dtype(const dla__cap_launch *cl)
     case DLA__LAUNCH_BINARY: return cl->l.u.binary.a.dtype;
     case DLA__LAUNCH_TERNARY:
         return cl->l.u.ternary.op == DLA_TERNARY_WHERE ? cl->l.u.ternary.z.dtype : DLA_DTYPE_COUNT;
+    case DLA__LAUNCH_FUSED: return cl->l.u.fused->dtype;
     default: return DLA_DTYPE_COUNT;
     }
 }
@@ -208,6 +209,7 @@ static dla_view *out_view(dla__cap_launch *cl)
 {
     return cl->l.kind == DLA__LAUNCH_UNARY    ? &cl->l.u.unary.y
            : cl->l.kind == DLA__LAUNCH_BINARY ? &cl->l.u.binary.z
+           : cl->l.kind == DLA__LAUNCH_FUSED  ? &cl->l.u.fused->y
                                               : &cl->l.u.ternary.z;
 }
 
@@ -347,6 +349,18 @@ static int only_next_reads(lowering *L, int from, int next)
 static int link(lowering *L, chain *ch, int s)
 {
     dla__cap_launch *cl = launch_at(L, s);
+    if (cl->l.kind == DLA__LAUNCH_FUSED) {
+        /* A program an op launched itself (batchnorm's y = x .* a + b)
+         * starts a chain as its instructions: the relu after it joins. */
+        if (ch->n)
+            return 0;
+        ch->a = *cl->l.u.fused;
+        for (int i = 0; i < ch->a.ninputs; i++)
+            ch->in_slot[i] = cl->slot[1 + i];
+        ch->y = ch->ys[0] = ch->a.y;
+        ch->step[ch->n++] = s;
+        return 1;
+    }
     chain save = *ch;
     int prev_buf = ch->n ? launch_at(L, ch->step[ch->n - 1])->slot[0].id : -1;
     /* The link's views in the chain's dims. */
@@ -406,7 +420,8 @@ static int can_follow(lowering *L, const chain *ch, int s)
     if (L->steps[s].kind != DLA__STEP_LAUNCH)
         return 0;
     dla__cap_launch *prev = launch_at(L, ch->step[ch->n - 1]), *next = launch_at(L, s);
-    if (ch->n == DLA_FUSED_MAX_INSNS || !fusible(L, next) || program_dtype(next) != ch->a.dtype)
+    if (ch->a.ninsns == DLA_FUSED_MAX_INSNS || !fusible(L, next) ||
+        program_dtype(next) != ch->a.dtype)
         return 0;
     dla__slot b = prev->slot[0];
     return b.kind == DLA__SLOT_BUFFER && !invoke_buffer(L->c, b.id);
