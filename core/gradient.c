@@ -1,7 +1,8 @@
 /*
  * gradient.c - dla_gradient: the backward sweep over the feval's tape.
  *
- * Gradients live in a map from tensor to its accumulated gradient. A first
+ * Gradients live in a map from tensor to its accumulated gradient, each
+ * let go once the node that made its tensor has had its turn. A first
  * forward pass over the nodes marks which tensors depend on the requested
  * ones, so backward rules run only where a gradient is wanted and can skip
  * inputs nobody asked about. View ops accumulate into a view of their
@@ -382,6 +383,29 @@ static dla_status accumulate_view(gmap *m, const dla__tape *tape, const dla__nod
 
 /* ---------------------------------------------------------------- sweep */
 
+/* After node n's turn its outputs' gradients are complete and read by no
+ * one (their consumers came later on the tape and have had theirs), so the
+ * map lets go of them unless they were asked for: an eager backward then
+ * holds the forward's saved tensors and the gradients of the layer it is
+ * at, not every gradient it made on its way. An output that is also an
+ * input of n shares that input's slot and stays. */
+static void drop_output_grads(gmap *m, const dla__node *n)
+{
+    for (int i = 0; i < n->nout; i++) {
+        size_t s = gmap_find(m, n->out[i]);
+        if (s == SIZE_MAX || !m->grad[s] || m->wanted[s])
+            continue;
+        int also_input = 0;
+        for (int j = 0; j < n->nin; j++)
+            also_input |= n->in[j] == n->out[i];
+        if (also_input)
+            continue;
+        dla_tensor_release(m->grad[s]);
+        m->grad[s] = NULL;
+        m->fresh[s] = 0;
+    }
+}
+
 static dla_status sweep(gmap *m, const dla__tape *tape, size_t count)
 {
     for (size_t k = count; k-- > 0;) {
@@ -403,8 +427,10 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count)
             n->need[j] = s != SIZE_MAX && m->dep[s];
             need_any |= n->need[j];
         }
-        if (!need_any)
+        if (!need_any) {
+            drop_output_grads(m, n);
             continue;
+        }
         dla_status st = DLA_OK;
         if (n->op->view) {
             st = accumulate_view(m, tape, n, gout[0]);
@@ -438,6 +464,7 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count)
             dla__error_prefix("dla_gradient");
             return st;
         }
+        drop_output_grads(m, n);
     }
     return DLA_OK;
 }

@@ -32,7 +32,13 @@ static dla_status layer_fail(const dla_layer *l, const char *fn, dla_status st)
 }
 
 /* The dla_function: in = [inputs, learnables, state, fixed]; out = [asked
- * outputs, new state (training)]. */
+ * outputs, new state (training)].
+ *
+ * Each layer runs in a scope of its own, and its result is held by this
+ * function, not by a scope, until the last layer reading it has run: an
+ * eager predict (the call that records the trace, or any call with
+ * acceleration off) then holds the activations at hand instead of all of
+ * them. In training the tape holds what the backward needs anyway. */
 static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     (void)nin;
@@ -45,15 +51,28 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
         base[k] = base[k - 1] + net->tables[k - 1].count;
     int nstate = net->tables[DLA__STATE].count;
     dla_tensor **act = dla__nn_calloc((size_t)net->nlayers, sizeof *act);
-    if (!act) {
+    dla_tensor **news = dla__nn_calloc((size_t)(nstate ? nstate : 1), sizeof *news);
+    int *last = dla__nn_malloc(sizeof *last * (size_t)net->nlayers);
+    if (!act || !news || !last) {
+        dla__nn_free(act);
+        dla__nn_free(news);
+        dla__nn_free(last);
         dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         for (int i = 0; i < nout; i++)
             out[i] = dla__nn_error_tensor();
         return DLA_ERR_OUT_OF_MEMORY;
     }
-    if (ctx->training)
-        for (int r = 0; r < nstate; r++)
-            out[ctx->nout + r] = in[base[DLA__STATE] + r];
+    /* last[i]: the step (in run order) after which layer i's result is no
+     * longer read; the outputs asked for stay to the end. */
+    for (int k = 0; k < net->nlayers; k++) {
+        int i = net->order[k];
+        last[i] = k;
+        for (int q = 0; !net->layers[i]->kind->is_input && q < net->layers[i]->nin; q++)
+            if (net->src[i][q] >= 0)
+                last[net->src[i][q]] = k;
+    }
+    for (int i = 0; i < ctx->nout; i++)
+        last[ctx->outs[i]] = net->nlayers;
     dla_status st = DLA_OK;
     for (int k = 0; k < net->nlayers && st == DLA_OK; k++) {
         int i = net->order[k];
@@ -70,32 +89,57 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
                 if (net->inputs[j].layer == i && net->inputs[j].port == (l->kind->is_input ? -1 : q))
                     x[q] = in[j];
         }
-        int nst = 0;
         for (int j = 0; j < l->nparams; j++)
             p[j] = in[base[l->param[j].kind] + l->param[j].row];
         dla__call c = {.training = ctx->training, .nx = nx, .x = x, .p = p};
+        dla_scope_begin();
         st = l->kind->forward(&l->props, &c);
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
             st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
-        if (st != DLA_OK) {
+        if (st == DLA_OK) {
+            act[i] = dla_tensor_retain(c.y);
+            for (int j = 0, nst = 0; ctx->training && j < l->nparams; j++) {
+                if (l->param[j].kind != DLA__STATE)
+                    continue;
+                if (c.new_state[nst])
+                    news[l->param[j].row] = dla_tensor_retain(c.new_state[nst]);
+                nst++;
+            }
+        } else {
             layer_fail(l, fn, st);
-            break;
         }
-        act[i] = c.y;
-        for (int j = 0; ctx->training && j < l->nparams; j++) {
-            if (l->param[j].kind != DLA__STATE)
-                continue;
-            if (c.new_state[nst])
-                out[ctx->nout + l->param[j].row] = c.new_state[nst];
-            nst++;
+        dla_scope_end();
+        /* The results no later layer reads. */
+        for (int q = 0; q < nx; q++) {
+            int src = l->kind->is_input ? -1 : net->src[i][q];
+            if (src >= 0 && last[src] == k) {
+                dla_tensor_release(act[src]);
+                act[src] = NULL;
+            }
+        }
+        if (last[i] == k) {
+            dla_tensor_release(act[i]);
+            act[i] = NULL;
         }
     }
-    for (int i = 0; i < ctx->nout && st == DLA_OK; i++)
-        out[i] = act[ctx->outs[i]];
+    /* Handed over to the caller's scope, as results of ops are; state rows
+     * no layer changed keep their input. */
+    for (int i = 0; i < ctx->nout; i++)
+        out[i] = st == DLA_OK ? dla_scope_adopt(dla_tensor_retain(act[ctx->outs[i]]))
+                              : dla__nn_error_tensor();
+    for (int r = 0; ctx->training && r < nstate; r++)
+        out[ctx->nout + r] = st != DLA_OK ? dla__nn_error_tensor()
+                             : news[r]     ? dla_scope_adopt(dla_tensor_retain(news[r]))
+                                           : in[base[DLA__STATE] + r];
+    for (int i = ctx->nout + (ctx->training ? nstate : 0); st != DLA_OK && i < nout; i++)
+        out[i] = dla__nn_error_tensor();
+    for (int i = 0; i < net->nlayers; i++)
+        dla_tensor_release(act[i]);
+    for (int r = 0; r < nstate; r++)
+        dla_tensor_release(news[r]);
     dla__nn_free(act);
-    if (st != DLA_OK)
-        for (int i = 0; i < nout; i++)
-            out[i] = dla__nn_error_tensor();
+    dla__nn_free(news);
+    dla__nn_free(last);
     return st;
 }
 

@@ -17,12 +17,27 @@
  * emptied by device_close and shutdown. Blocks under CACHE_MIN always go
  * straight back to the host, so small tensors stay visible to the host's
  * allocation hook one by one.
+ *
+ * A cached block is idle memory, and it should not stay resident beside
+ * new memory the process takes instead of it: when the working set moves
+ * (eager iterations followed by a replay plan's arena, training followed
+ * by evaluation), every request the cache cannot serve would otherwise add
+ * its pages on top of all the idle ones. So a miss first gives the pages of
+ * the oldest cached blocks, as many bytes as it asks for, back to the
+ * kernel (madvise MADV_DONTNEED): the blocks stay allocated and cached,
+ * with their addresses, and a later hit on one faults its pages in again,
+ * which costs what the miss would have. Freeing them to the host instead
+ * does not give the memory back: glibc raises its mmap threshold on such a
+ * free, and later blocks come from a heap that does not shrink. The host
+ * sees the same allocations either way.
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
 
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Below this a copy stays on the calling thread. */
@@ -33,8 +48,9 @@
 #define CACHE_MAX_BYTES ((size_t)2 << 30)
 
 typedef struct header {
-    size_t bytes; /* as requested */
-    size_t block; /* allocated after the header: the size class */
+    size_t bytes;  /* as requested */
+    size_t block;  /* allocated after the header: the size class */
+    int released;  /* cached with its pages given back to the kernel */
 } header;
 _Static_assert(sizeof(header) <= DLA__CPU_ALIGN, "the header must fit in one line");
 
@@ -53,6 +69,7 @@ static struct {
     int count;
     size_t bytes;
     size_t limit;
+    size_t page;
 } cache;
 
 /* The size a request of rounded bytes is served with: itself when small,
@@ -91,7 +108,44 @@ static header *cache_take(size_t block)
         cache.bytes -= block;
         break;
     }
+    if (h)
+        h->released = 0;
     return h;
+}
+
+/* Gives the kernel back the whole pages of h's data (the header's page
+ * stays). Returns the bytes given back. */
+static size_t release_pages(header *h)
+{
+    if (cache.page == 0) {
+        long page = sysconf(_SC_PAGESIZE);
+        cache.page = page > 0 ? (size_t)page : 4096;
+    }
+    uintptr_t data = (uintptr_t)h + DLA__CPU_ALIGN;
+    uintptr_t first = (data + cache.page - 1) / cache.page * cache.page;
+    uintptr_t end = (data + h->block) / cache.page * cache.page;
+    if (end <= first || madvise((void *)first, end - first, MADV_DONTNEED) != 0)
+        return 0;
+    return end - first;
+}
+
+/* Before new memory is taken for a request of want bytes the cache cannot
+ * serve: the pages of the oldest cached blocks still holding theirs, until
+ * want bytes are given back or none is left. Inside the critical section,
+ * so no thread takes a block while its pages go. */
+static void cache_release(size_t want)
+{
+#pragma omp critical(dla__cpu_cache)
+    {
+        size_t done = 0;
+        for (int i = 0; i < cache.count && done < want; i++) {
+            header *h = cache.blocks[i];
+            if (!h->released) {
+                done += release_pages(h);
+                h->released = 1;
+            }
+        }
+    }
 }
 
 /* Keeps h for reuse; returns the blocks the host must free now (h itself
@@ -165,6 +219,8 @@ dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
     if (rounded < bytes || block < rounded || block > SIZE_MAX - DLA__CPU_ALIGN)
         return dla__cpu_host->error(DLA_ERR_OUT_OF_MEMORY, "cpu mem_alloc: %zu bytes", bytes);
     header *h = block >= CACHE_MIN ? cache_take(block) : NULL;
+    if (h == NULL && block >= CACHE_MIN)
+        cache_release(block);
     if (h == NULL) {
         h = dla__cpu_host->alloc(DLA__CPU_ALIGN + block, DLA__CPU_ALIGN);
         if (h == NULL && block >= CACHE_MIN) { /* what the cache holds may be what is missing */
@@ -175,6 +231,7 @@ dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
             return dla__cpu_host->error(DLA_ERR_OUT_OF_MEMORY,
                                         "cpu mem_alloc: the host refused %zu bytes", bytes);
         h->block = block;
+        h->released = 0;
     }
     h->bytes = bytes;
     *out = (dla_mem)((char *)h + DLA__CPU_ALIGN);
