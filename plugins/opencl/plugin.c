@@ -280,7 +280,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_POOL_FORWARD:
     case DLA_KERNEL_POOL_BACKWARD:
     case DLA_KERNEL_SCATTER_ADD:
-    case DLA_KERNEL_FUSED: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
+    case DLA_KERNEL_FUSED:
+    case DLA_KERNEL_FUSED_REDUCE: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
     /* Uniform singles are integer work; doubles and every normal (whose
      * transform is defined in double) need cl_khr_fp64. */
     case DLA_KERNEL_RANDOM_UNIFORM: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
@@ -338,6 +339,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .gather = dla__ocl_gather,
         .scatter_add = dla__ocl_scatter_add,
         .fused = dla__ocl_fused,
+        .fused_reduce = dla__ocl_fused_reduce,
         .random = dla__ocl_random,
         .plan_begin = dla__ocl_plan_begin,
         .plan_end = dla__ocl_plan_end,
