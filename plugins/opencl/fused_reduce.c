@@ -17,9 +17,11 @@
  * device idle. The plan goes to the kernel in a small buffer (its strides
  * would not fit the 1024 bytes of arguments OpenCL guarantees).
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include "plugins/opencl/ocl.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FR_DIMS 8
@@ -31,10 +33,17 @@
 /* The fewest tiles a work-item of a part gets, so a part is worth its
  * group and its partial sum. */
 #define MIN_TILES 4
+/* About how many positions a work-item of a CPU device sums in one run,
+ * the fewest that make runs worth it, and the most work-items across
+ * tiles in a CPU device's group (a group runs on one core there: more
+ * groups, not larger ones, spread a sum over the cores). */
+#define RUN 512
+#define RUN_MIN 64
+#define CPU_LANES 64
 
 /* fused_reduce.cl's dla_fr. */
 typedef struct fr {
-    cl_long outputs, parts, tiles, chunks, inner, lanes_in, lanes_out, lanes_pow2;
+    cl_long outputs, parts, tiles, chunks, clen, inner, lanes_in, lanes_out, lanes_pow2;
     cl_long nk, nr, nred;
     cl_long kd[FR_DIMS], rd[FR_DIMS];
     cl_long off[FR_OPS];
@@ -160,16 +169,47 @@ static void split_dims(fr *f, const dla_fused_reduce_args *r)
         f->nr = 1, f->rd[0] = 1;
 }
 
+/* Whether rows are summed in runs, one work-item each (a CPU device's
+ * work-items are loops on its cores, which want to stream), or across
+ * lanes (neighbouring work-items read neighbouring elements, as a GPU
+ * wants). DLACCEL_OPENCL_FUSED_REDUCE=runs or =lanes forces one (the tests
+ * run both on PoCL). */
+static int in_runs(const dla__ocl_device *d, int64_t inner)
+{
+    const char *v = secure_getenv("DLACCEL_OPENCL_FUSED_REDUCE");
+    if (v && strcmp(v, "runs") == 0)
+        return 1;
+    if (v && strcmp(v, "lanes") == 0)
+        return 0;
+    return d->cpu && inner >= RUN_MIN;
+}
+
 /* The launch: lanes, tiles and parts for groups of at most max_group. */
 static void plan_launch(const dla__ocl_device *d, fr *f, size_t max_group)
 {
     f->inner = f->rd[0];
     const int64_t rows = f->nred / f->inner;
-    f->lanes_in = f->inner < (int64_t)max_group ? f->inner : (int64_t)max_group;
-    f->chunks = (f->inner + f->lanes_in - 1) / f->lanes_in;
+    const int runs = in_runs(d, f->inner);
+    int64_t most_lanes = (int64_t)max_group;
+    if (runs) {
+        const int64_t n = (f->inner + RUN - 1) / RUN;
+        f->lanes_in = 1;
+        f->clen = (f->inner + n - 1) / n;
+    } else {
+        f->lanes_in = f->inner < most_lanes ? f->inner : most_lanes;
+        f->clen = f->lanes_in;
+    }
+    if (d->cpu && most_lanes > f->lanes_in * CPU_LANES)
+        most_lanes = f->lanes_in * CPU_LANES;
+    f->chunks = (f->inner + f->clen - 1) / f->clen;
     f->tiles = rows * f->chunks;
-    int64_t out = (int64_t)max_group / f->lanes_in;
-    f->lanes_out = out < f->tiles ? out : f->tiles;
+    /* As many lanes across tiles as fit, fewer where that evens out the
+     * tiles per lane. */
+    int64_t out = most_lanes / f->lanes_in;
+    if (out > f->tiles)
+        out = f->tiles;
+    const int64_t per = (f->tiles + out - 1) / out;
+    f->lanes_out = (f->tiles + per - 1) / per;
     const int64_t target = (int64_t)d->units * (d->cpu ? GROUPS_PER_UNIT_CPU : GROUPS_PER_UNIT_GPU);
     f->parts = 1;
     if (f->outputs < target) {

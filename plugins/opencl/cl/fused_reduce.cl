@@ -28,7 +28,7 @@
 #define DLA_FR_OPS 9 /* y, then the inputs */
 
 typedef struct dla_fr {
-    long outputs, parts, tiles, chunks, inner, lanes_in, lanes_out, lanes_pow2;
+    long outputs, parts, tiles, chunks, clen, inner, lanes_in, lanes_out, lanes_pow2;
     long nk, nr, nred;
     long kd[DLA_FR_DIMS], rd[DLA_FR_DIMS];
     long off[DLA_FR_OPS];
@@ -96,24 +96,26 @@ static void fr_row(__global const dla_fr *f, int nin, long row, const long *base
         for (int i = 0; i < nin; i++)                                          \
             ist[i] = f->rst[1 + i][0];                                         \
         const long t1 = f->tiles * (part + 1) / f->parts;                      \
-        const long chunks = f->chunks, inner = f->inner;                       \
+        const long chunks = f->chunks, inner = f->inner, clen = f->clen;       \
         const long qr = lanes_out / chunks, qc = lanes_out - qr * chunks;      \
         long t = f->tiles * part / f->parts + lo;                              \
         long row = t / chunks, c = t - row * chunks, at_row = -1;              \
         FR_ACC s = 0, comp = 0;                                                \
         for (; t < t1; t += lanes_out) {                                       \
-            const long ii = c * lanes_in + li;                                 \
-            if (ii < inner) {                                                  \
+            const long p0 = c * clen, end = p0 + clen < inner ? p0 + clen : inner; \
+            if (p0 + li < end) {                                               \
                 if (row != at_row) {                                           \
                     fr_row(f, nin, row, base, at);                             \
                     at_row = row;                                              \
                 }                                                              \
-                T v;                                                           \
-                VALUE(T, v, at, ist, ii);                                      \
-                const FR_ACC add = (FR_ACC)v - comp;                           \
-                const FR_ACC sum = s + add;                                    \
-                comp = sizeof(FR_ACC) > sizeof(float) ? 0 : (sum - s) - add;   \
-                s = sum;                                                       \
+                for (long ii = p0 + li; ii < end; ii += lanes_in) {            \
+                    T v;                                                       \
+                    VALUE(T, v, at, ist, ii);                                  \
+                    const FR_ACC add = (FR_ACC)v - comp;                       \
+                    const FR_ACC sum = s + add;                                \
+                    comp = sizeof(FR_ACC) > sizeof(float) ? 0 : (sum - s) - add; \
+                    s = sum;                                                   \
+                }                                                              \
             }                                                                  \
             c += qc;                                                           \
             row += qr;                                                         \
