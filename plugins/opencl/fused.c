@@ -15,7 +15,10 @@
  * DLACCEL_OPENCL_FUSED=compile compiles each one the first time (tests
  * use both to check the two against each other). Compiled programs are
  * kept per device, at most KEEP of them, the least recently used one
- * dropped first.
+ * dropped first. fused_reduce.c's sums (ABI 1.3) go through the same
+ * interpreter (fused.cl's fused_eval_T), cache and policy: their key says
+ * which kernel a program was compiled into, and write_source writes the
+ * steps into fused_reduce.cl's sum instead.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "plugins/opencl/ocl.h"

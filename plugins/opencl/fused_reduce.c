@@ -10,11 +10,11 @@
  *
  * Here the space's dims are split into kept ones (y's dim equals the
  * space's) and summed ones (y's is 1), each list coalesced over y and the
- * inputs, and the launch is planned: how many work-items of a group lie
- * along the first summed dim (lanes_in, as many as its positions up to the
- * group size) and across rows (lanes_out), and into how many parts each
- * output's positions are dealt when the outputs alone would leave the
- * device idle. The plan goes to the kernel in a small buffer (its strides
+ * inputs, and the launch is planned: whether a work-item sums runs of
+ * consecutive positions of the first summed dim (CPU devices) or the
+ * group's work-items lie across it (GPUs), how many work-items a group
+ * has across rows, and into how many parts each output's rows are dealt
+ * when the outputs alone would leave the device idle. The plan goes to the kernel in a small buffer (its strides
  * would not fit the 1024 bytes of arguments OpenCL guarantees).
  */
 #define _GNU_SOURCE /* secure_getenv */

@@ -37,11 +37,12 @@
  *   element (no atomics, the cpu plugin's order of additions). The fused
  *   program is interpreted per element, and compiled into a kernel of its
  *   own once the same program comes back (fused.c). A fused program summed
- *   over some dims (fused_reduce, ABI 1.3) runs on the same interpreter and
- *   cache: a work-group per output (or per part of one, when the outputs
- *   are too few for the device) evaluates the program where it reads the
- *   inputs and sums in local memory, in double where the device has it
- *   (fused_reduce.c).
+ *   over some dims (fused_reduce, ABI 1.3) runs on the same interpreter,
+ *   compiler and cache: a work-group per output (or per part of one, when
+ *   the outputs are too few for the device) evaluates the program where it
+ *   reads the inputs and sums in local memory, in double where the device
+ *   has it; its work-items sum runs of consecutive positions on a CPU
+ *   device and lie across the rows on a GPU (fused_reduce.c).
  * - Random numbers (ABI 1.3) are drawn in place by random.cl, compiled
  *   from the stream's shared definition (core/philox_stream.h), so they
  *   are the cpu plugin's bits; normals and doubles need cl_khr_fp64.

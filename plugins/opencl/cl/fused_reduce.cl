@@ -11,14 +11,16 @@
  * output per combination) and summed ones, each list coalesced over every
  * operand, and describes them in a dla_fr table. The summed positions are
  * rows of the first summed dim (inner: usually the one that is contiguous
- * in memory), each cut in chunks of lanes_in positions; a tile is one
- * chunk of one row. A work-group is lanes_in x lanes_out work-items and
- * sums one output's tiles, or its part of them when the outputs are too
- * few to fill the device: work-item (li, lo) takes position li of every
- * lanes_out-th tile, so neighbouring work-items read neighbouring
- * elements, and the row and chunk advance without a division. The group
- * then adds its work-items' sums in local memory. With one part the group
- * writes y; with several, fused_reduce_combine_T adds the parts' sums in
+ * in memory), each cut in chunks of clen positions; a tile is one chunk of
+ * one row. A work-group is lanes_in x lanes_out work-items and sums one
+ * output's tiles, or its part of them when the outputs are too few to
+ * fill the device: work-item (li, lo) takes every lanes_out-th tile and
+ * in it the positions li, li + lanes_in, ... So with lanes_in 1 a
+ * work-item sums a run of clen consecutive positions (a CPU device's
+ * loop), and with clen = lanes_in neighbouring work-items read
+ * neighbouring elements (a GPU's). Tiles advance without a division. The
+ * group then adds its work-items' sums in local memory; with one part it
+ * writes y, with several fused_reduce_combine_T adds the parts' sums in
  * part order.
  *
  * Sums are kept in double where the device has it (as the reduce kernel
