@@ -6,7 +6,9 @@
  * compiled once they come back) gives eager's bits, and so does each fused
  * program on every run, interpreted or compiled; random numbers drawn
  * inside a planned replay (dropout masks, rand_like slots) are drawn on
- * the device, with the cpu plugin's bits; a network step (conv,
+ * the device, with the cpu plugin's bits; a fused program summed over
+ * some dims (fused_reduce, in parts) agrees with the cpu plugin's and
+ * gives the same bits interpreted and compiled; a network step (conv,
  * batchnorm, relu, maxpool, fully connected, softmax, cross-entropy, with
  * gradients) agrees with the cpu plugin's.
  *
@@ -382,6 +384,91 @@ static void a_fused_program_gives_the_same_bits_interpreted_and_compiled(void **
     t->mem_free(ocl->ctx, y);
 }
 
+/* (x - m)^2 summed over dims 1 and 2 of a 2 x 3000 x 400 space, m one value
+ * per output (stride 0 along the summed dims), in both of the plugin's
+ * layouts (DLACCEL_OPENCL_FUSED_REDUCE): rows of 3000 positions (stride 2)
+ * summed in runs by single work-items, or across lanes in chunks of a
+ * work-group; two outputs are too few for a device, so each output's sum
+ * is dealt to parts merged by a second kernel. Three runs each of sum and
+ * mean, in single and double: interpreted the first time and compiled
+ * from the second, all the same bits (the same plan, the same values),
+ * and within 1e-6 of the cpu plugin's one pass (both accumulate in
+ * double). */
+static void a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled(void **state)
+{
+    need_devices();
+    enum { N0 = 2, N1 = 3000, N2 = 400, N = N0 * N1 * N2 };
+    double *host = test_malloc(N * sizeof *host);
+    for (int64_t e = 0; e < N; e++)
+        host[e] = tu_unit() * 6 - 3;
+    const dla_device *dev[2] = {ocl, cpu};
+    for (int kind = 0; kind < 4; kind++) {
+        const int layout = kind / 2, f64 = kind % 2;
+        setenv("DLACCEL_OPENCL_FUSED_REDUCE", layout ? "lanes" : "runs", 1);
+        const dla_dtype t = f64 ? DLA_F64 : DLA_F32;
+        if (!ocl->table->supports(ocl->ctx, DLA_KERNEL_FUSED_REDUCE, t))
+            continue;
+        const size_t es = f64 ? sizeof(double) : sizeof(float);
+        float *single = test_malloc(N * sizeof *single);
+        for (int64_t e = 0; e < N; e++)
+            single[e] = (float)host[e];
+        const void *data = f64 ? (const void *)host : (const void *)single;
+        for (int op = 0; op < 2; op++) {
+            double got[2][3][N0];
+            for (int di = 0; di < 2; di++) {
+                const dla_plugin *tb = dev[di]->table;
+                void *ctx = dev[di]->ctx;
+                dla_mem x, y;
+                assert_int_equal(tb->mem_alloc(ctx, N * es, &x), DLA_OK);
+                assert_int_equal(tb->mem_alloc(ctx, N0 * es, &y), DLA_OK);
+                assert_int_equal(tb->copy_to_device(ctx, x, 0, data, N * es), DLA_OK);
+                dla_fused_reduce_args r = {.struct_size = sizeof r,
+                                           .op = op ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM};
+                dla_fused_args *p = &r.program;
+                p->struct_size = sizeof *p;
+                p->dtype = t;
+                p->ninputs = 2;
+                p->ninsns = 2;
+                p->inputs[0] = (dla_view){.struct_size = sizeof(dla_view), .mem = x, .dtype = t,
+                                          .ndims = 3, .dims = {N0, N1, N2},
+                                          .strides = {1, N0, N0 * N1}};
+                p->inputs[1] = p->inputs[0];
+                p->inputs[1].offset = 17; /* a few elements of x as the row values */
+                p->inputs[1].strides[1] = p->inputs[1].strides[2] = 0;
+                p->insns[0] = (dla_fused_insn){.kind = DLA_FUSED_BINARY, .op = DLA_BINARY_SUB,
+                                               .src = {-1, -2}};
+                p->insns[1] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_SQUARE,
+                                               .src = {0}};
+                p->y = p->inputs[0];
+                r.y = (dla_view){.struct_size = sizeof(dla_view), .mem = y, .dtype = t,
+                                 .ndims = 3, .dims = {N0, 1, 1}, .strides = {1, N0, N0}};
+                for (int run = 0; run < (di ? 1 : 3); run++) {
+                    assert_int_equal(tb->fused_reduce(ctx, &r), DLA_OK);
+                    char out[N0 * sizeof(double)];
+                    assert_int_equal(tb->copy_to_host(ctx, out, y, 0, N0 * es), DLA_OK);
+                    for (int o = 0; o < N0; o++)
+                        got[di][run][o] = f64 ? ((double *)out)[o] : ((float *)out)[o];
+                }
+                tb->mem_free(ctx, x);
+                tb->mem_free(ctx, y);
+            }
+            assert_memory_equal(got[0][0], got[0][1], sizeof got[0][0]);
+            assert_memory_equal(got[0][0], got[0][2], sizeof got[0][0]);
+            for (int o = 0; o < N0; o++) {
+                const double want = got[1][0][o];
+                assert_true(want > 0);
+                if (fabs(got[0][0][o] - want) > 1e-6 * want)
+                    fail_msg("%s %s in %s, output %d: opencl %.17g, cpu %.17g",
+                             f64 ? "double" : "single", op ? "mean" : "sum",
+                             layout ? "lanes" : "runs", o, got[0][0][o], want);
+            }
+        }
+        test_free(single);
+    }
+    unsetenv("DLACCEL_OPENCL_FUSED_REDUCE");
+    test_free(host);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +477,7 @@ int main(void)
         cmocka_unit_test(planned_replays_on_opencl_give_eager_bits_and_run_fused_programs),
         cmocka_unit_test(planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bits),
         cmocka_unit_test(a_fused_program_gives_the_same_bits_interpreted_and_compiled),
+        cmocka_unit_test(a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled),
         cmocka_unit_test(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);

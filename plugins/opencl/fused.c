@@ -15,7 +15,10 @@
  * DLACCEL_OPENCL_FUSED=compile compiles each one the first time (tests
  * use both to check the two against each other). Compiled programs are
  * kept per device, at most KEEP of them, the least recently used one
- * dropped first.
+ * dropped first. fused_reduce.c's sums (ABI 1.3) go through the same
+ * interpreter (fused.cl's fused_eval_T), cache and policy: their key says
+ * which kernel a program was compiled into, and write_source writes the
+ * steps into fused_reduce.cl's sum instead.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "plugins/opencl/ocl.h"
@@ -30,9 +33,10 @@
 
 #define NOPS (1 + DLA_FUSED_MAX_INPUTS)
 
-/* What a compiled program is found by: everything but alpha and beta. */
+/* What a compiled program is found by: everything but alpha and beta, and
+ * whether it is the elementwise kernel or the sum (fused_reduce.cl). */
 typedef struct key {
-    int32_t f64, ninputs, ninsns;
+    int32_t reduce, f64, ninputs, ninsns;
     int32_t code[DLA_FUSED_MAX_INSNS][5];
 } key;
 
@@ -75,6 +79,12 @@ static int nsrc(int kind)
 
 /* ------------------------------------------------------------- checks */
 
+/* fused_reduce's program is its argument "program". */
+static const char *prefix(const char *kernel)
+{
+    return strcmp(kernel, "fused") == 0 ? "" : "program.";
+}
+
 static int same_view(const dla_view *p, const dla_view *q)
 {
     if (p->mem != q->mem || p->offset != q->offset || p->ndims != q->ndims)
@@ -85,7 +95,7 @@ static int same_view(const dla_view *p, const dla_view *q)
     return 1;
 }
 
-static dla_status check_program(const dla_fused_args *a)
+dla_status dla__ocl_fused_check_program(const char *kernel, const dla_fused_args *a)
 {
     const dla_plugin_host *h = dla__ocl_host;
     for (int j = 0; j < a->ninsns; j++) {
@@ -93,24 +103,25 @@ static dla_status check_program(const dla_fused_args *a)
         if (in->kind == DLA_FUSED_UNARY) {
             if (in->op < 0 || in->op >= DLA_UNARY_COUNT)
                 return h->error(DLA_ERR_UNSUPPORTED,
-                                "opencl fused: argument insns[%d]: unknown unary op %d", j,
-                                (int)in->op);
+                                "opencl %s: argument %sinsns[%d]: unknown unary op %d", kernel,
+                                prefix(kernel), j, (int)in->op);
         } else if (in->kind == DLA_FUSED_BINARY) {
             if (in->op < 0 || in->op >= DLA_BINARY_COUNT)
                 return h->error(DLA_ERR_UNSUPPORTED,
-                                "opencl fused: argument insns[%d]: unknown binary op %d", j,
-                                (int)in->op);
+                                "opencl %s: argument %sinsns[%d]: unknown binary op %d", kernel,
+                                prefix(kernel), j, (int)in->op);
         } else if (in->kind != DLA_FUSED_WHERE) {
             return h->error(DLA_ERR_UNSUPPORTED,
-                            "opencl fused: argument insns[%d]: unknown kind %d", j, (int)in->kind);
+                            "opencl %s: argument %sinsns[%d]: unknown kind %d", kernel,
+                            prefix(kernel), j, (int)in->kind);
         }
         for (int k = 0; k < nsrc(in->kind); k++) {
             const int32_t s = in->src[k];
             if (s >= j || (s < 0 && -1 - s >= a->ninputs))
                 return h->error(DLA_ERR_INVALID_ARGUMENT,
-                                "opencl fused: argument insns[%d]: operand %d is %d, neither an "
+                                "opencl %s: argument %sinsns[%d]: operand %d is %d, neither an "
                                 "earlier register (0..%d) nor an input (-1..-%d)",
-                                j, k, (int)s, j - 1, (int)a->ninputs);
+                                kernel, prefix(kernel), j, k, (int)s, j - 1, (int)a->ninputs);
         }
     }
     return DLA_OK;
@@ -155,14 +166,15 @@ static dla_status check_args(dla__ocl_device *d, const dla_fused_args *a, const 
                             "same view",
                             dla__ocl_dims_str(buf, sizeof buf, v[0]->ndims, v[0]->dims), names[op]);
     }
-    return check_program(a);
+    return dla__ocl_fused_check_program("fused", a);
 }
 
 /* ---------------------------------------------------- compiled programs */
 
-static void make_key(const dla_fused_args *a, key *k)
+static void make_key(const dla_fused_args *a, int reduce, key *k)
 {
     memset(k, 0, sizeof *k);
+    k->reduce = reduce;
     k->f64 = a->dtype == DLA_F64;
     k->ninputs = a->ninputs;
     k->ninsns = a->ninsns;
@@ -175,19 +187,14 @@ static void make_key(const dla_fused_args *a, key *k)
     }
 }
 
-/* The OpenCL C of a compiled program: fused.cl's kernel signature, the
- * steps written out. */
-static void write_source(const key *k, char *src, size_t size)
-{
-    const char *T = k->f64 ? "double" : "float";
-    size_t n = 0;
+/* Appends to src (size bytes, n used), cutting at the end. */
 #define PUT(...) n += (size_t)snprintf(src + n, n < size ? size - n : 0, __VA_ARGS__)
-    PUT("__kernel void fused_program(dla_shape sh, __global %s *y, dla_vw vy", T);
-    for (int i = 0; i < DLA_FUSED_MAX_INPUTS; i++)
-        PUT(", __global const %s *in%d, dla_vw v%d", T, i, i);
-    PUT(", dla_prog_%s p)\n{\n    DLA_ELEMENT(sh, c);\n", T);
-    for (int i = 0; i < k->ninputs; i++)
-        PUT("    const %s i%d = in%d[dla_at(&v%d, c)];\n", T, i, i, i);
+
+/* The steps of a compiled program, each ending with eol: r0 .. r<n-1> of
+ * type T from the inputs' values i0 .. i<ninputs-1>. */
+static size_t write_steps(const key *k, const char *T, const char *eol, char *src, size_t n,
+                          size_t size)
+{
     char opnd[3][8];
     for (int j = 0; j < k->ninsns; j++) {
         for (int s = 0; s < nsrc(k->code[j][0]); s++) {
@@ -195,18 +202,45 @@ static void write_source(const key *k, char *src, size_t size)
             snprintf(opnd[s], sizeof opnd[s], v >= 0 ? "r%d" : "i%d", v >= 0 ? v : -1 - v);
         }
         if (k->code[j][0] == DLA_FUSED_UNARY)
-            PUT("    %s r%d = %s(%s, p.al[%d], p.be[%d]);\n", T, j, unary_macros[k->code[j][1]],
-                opnd[0], j, j);
+            PUT("    %s r%d = %s(%s, p.al[%d], p.be[%d]);%s", T, j, unary_macros[k->code[j][1]],
+                opnd[0], j, j, eol);
         else if (k->code[j][0] == DLA_FUSED_BINARY)
-            PUT("    %s r%d = %s(%s, %s);\n", T, j, binary_macros[k->code[j][1]], opnd[0],
-                opnd[1]);
+            PUT("    %s r%d = %s(%s, %s);%s", T, j, binary_macros[k->code[j][1]], opnd[0],
+                opnd[1], eol);
         else
-            PUT("    %s r%d = %s != 0 ? %s : %s;\n", T, j, opnd[0], opnd[1], opnd[2]);
-        PUT("    r%d = DLA_CANON(%s, r%d);\n", j, T, j);
+            PUT("    %s r%d = %s != 0 ? %s : %s;%s", T, j, opnd[0], opnd[1], opnd[2], eol);
+        PUT("    r%d = DLA_CANON(%s, r%d);%s", j, T, j, eol);
     }
-    PUT("    y[dla_at(&vy, c)] = r%d;\n}\n", k->ninsns - 1);
-#undef PUT
+    return n;
 }
+
+/* The OpenCL C of a compiled program. The elementwise kernel has
+ * fused.cl's signature with the steps written out; the sum is
+ * fused_reduce.cl's DLA_FR_KERNEL with the steps as its VALUE (a macro,
+ * hence the line ends). */
+static void write_source(const key *k, char *src, size_t size)
+{
+    const char *T = k->f64 ? "double" : "float";
+    size_t n = 0;
+    if (k->reduce) {
+        PUT("#define DLA_FR_PROGRAM(T, v, at, ist, ii) { \\\n");
+        for (int i = 0; i < k->ninputs; i++)
+            PUT("    const %s i%d = in%d[at[%d] + ii * ist[%d]]; \\\n", T, i, i, i, i);
+        n = write_steps(k, T, " \\\n", src, n, size);
+        PUT("    v = r%d; }\n", k->ninsns - 1);
+        PUT("DLA_FR_KERNEL(%s, fused_reduce_program, %d, DLA_FR_PROGRAM)\n", T, (int)k->ninputs);
+        return;
+    }
+    PUT("__kernel void fused_program(dla_shape sh, __global %s *y, dla_vw vy", T);
+    for (int i = 0; i < DLA_FUSED_MAX_INPUTS; i++)
+        PUT(", __global const %s *in%d, dla_vw v%d", T, i, i);
+    PUT(", dla_prog_%s p)\n{\n    DLA_ELEMENT(sh, c);\n", T);
+    for (int i = 0; i < k->ninputs; i++)
+        PUT("    const %s i%d = in%d[dla_at(&v%d, c)];\n", T, i, i, i);
+    n = write_steps(k, T, "\n", src, n, size);
+    PUT("    y[dla_at(&vy, c)] = r%d;\n}\n", k->ninsns - 1);
+}
+#undef PUT
 
 static void entry_free(dla__ocl_fused_entry *e)
 {
@@ -273,23 +307,68 @@ static cl_kernel compiled(dla__ocl_device *d, const key *k)
     d->fused = e;
     if (e->kernel || ++e->runs < after || e->runs > after)
         return e->kernel;
-    char body[6144];
+    char body[8192];
     write_source(k, body, sizeof body);
-    const char *src[] = {dla__ocl_src_ops, dla__ocl_src_fused, body};
-    if (dla__ocl_build(d, "fused (compiled program)", 3, src, &e->program) != DLA_OK) {
-        h->log(DLA_LOG_WARN, "opencl:%d: a fused program does not compile, it stays "
-               "interpreted (DLACCEL_LOG=debug shows the build log)", d->index);
+    /* The sum's build leaves out the interpreted kernels of both files. */
+    static const char no_fused_kernel[] = "#define DLA_FUSED_NO_KERNEL 1\n",
+                      fr_compiled[] = "#define DLA_FR_COMPILED 1\n";
+    const char *elementwise[] = {dla__ocl_src_ops, dla__ocl_src_fused, body};
+    const char *sum[] = {dla__ocl_src_ops,         no_fused_kernel, dla__ocl_src_fused,
+                         fr_compiled, dla__ocl_src_fused_reduce, body};
+    const char *what = k->reduce ? "fused_reduce (compiled program)" : "fused (compiled program)";
+    if ((k->reduce ? dla__ocl_build(d, what, 6, sum, &e->program)
+                   : dla__ocl_build(d, what, 3, elementwise, &e->program)) != DLA_OK) {
+        h->log(DLA_LOG_WARN, "opencl:%d: a %s program does not compile, it stays "
+               "interpreted (DLACCEL_LOG=debug shows the build log)", d->index,
+               k->reduce ? "fused_reduce" : "fused");
         e->program = NULL;
         return NULL;
     }
     cl_int err;
-    e->kernel = clCreateKernel(e->program, "fused_program", &err);
+    e->kernel = clCreateKernel(e->program, k->reduce ? "fused_reduce_program" : "fused_program",
+                               &err);
     if (err != CL_SUCCESS) {
-        h->log(DLA_LOG_WARN, "opencl:%d: clCreateKernel of a compiled fused program: %s",
-               d->index, DLA__OCL_ERR(err));
+        h->log(DLA_LOG_WARN, "opencl:%d: clCreateKernel of a compiled %s program: %s", d->index,
+               k->reduce ? "fused_reduce" : "fused", DLA__OCL_ERR(err));
         e->kernel = NULL;
     }
     return e->kernel;
+}
+
+cl_kernel dla__ocl_fused_compiled(dla__ocl_device *d, const dla_fused_args *a, int reduce)
+{
+    key k;
+    make_key(a, reduce, &k);
+    return compiled(d, &k);
+}
+
+dla_status dla__ocl_fused_prog_arg(cl_kernel kern, cl_uint index, const dla_fused_args *a,
+                                   const char *kernel)
+{
+    key k;
+    make_key(a, 0, &k);
+    if (a->dtype == DLA_F64) {
+        prog_f64 p;
+        memset(&p, 0, sizeof p);
+        p.ninsns = a->ninsns;
+        p.ninputs = a->ninputs;
+        memcpy(p.code, k.code, sizeof p.code);
+        for (int j = 0; j < a->ninsns; j++) {
+            p.al[j] = a->insns[j].alpha;
+            p.be[j] = a->insns[j].beta;
+        }
+        return DLA__OCL_ARG(kern, index, p, kernel);
+    }
+    prog_f32 p;
+    memset(&p, 0, sizeof p);
+    p.ninsns = a->ninsns;
+    p.ninputs = a->ninputs;
+    memcpy(p.code, k.code, sizeof p.code);
+    for (int j = 0; j < a->ninsns; j++) {
+        p.al[j] = (cl_float)a->insns[j].alpha;
+        p.be[j] = (cl_float)a->insns[j].beta;
+    }
+    return DLA__OCL_ARG(kern, index, p, kernel);
 }
 
 /* --------------------------------------------------------------- launch */
@@ -301,25 +380,9 @@ dla_status dla__ocl_fused(void *dev, const dla_fused_args *args)
     dla_status s = check_args(d, args, v);
     if (s != DLA_OK || dla__ocl_numel(&args->y) == 0)
         return s;
-    key k;
-    make_key(args, &k);
-    const int f64 = k.f64;
-    prog_f32 p32;
-    prog_f64 p64;
-    memset(&p32, 0, sizeof p32);
-    memset(&p64, 0, sizeof p64);
-    p32.ninsns = p64.ninsns = args->ninsns;
-    p32.ninputs = p64.ninputs = args->ninputs;
-    memcpy(p32.code, k.code, sizeof p32.code);
-    memcpy(p64.code, k.code, sizeof p64.code);
-    for (int j = 0; j < args->ninsns; j++) {
-        p32.al[j] = (cl_float)args->insns[j].alpha;
-        p32.be[j] = (cl_float)args->insns[j].beta;
-        p64.al[j] = args->insns[j].alpha;
-        p64.be[j] = args->insns[j].beta;
-    }
+    const int f64 = args->dtype == DLA_F64;
     pthread_mutex_lock(&d->lock);
-    cl_kernel kern = compiled(d, &k);
+    cl_kernel kern = dla__ocl_fused_compiled(d, args, 0);
     if (!kern)
         s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED, DLA__OCL_K_FUSED + f64, &kern, "fused_%s",
                             f64 ? "double" : "float");
@@ -331,8 +394,7 @@ dla_status dla__ocl_fused(void *dev, const dla_fused_args *args)
             s = DLA__OCL_ARG(kern, (cl_uint)(4 + 2 * i), zero, "fused");
     }
     if (s == DLA_OK)
-        s = f64 ? DLA__OCL_ARG(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, p64, "fused")
-                : DLA__OCL_ARG(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, p32, "fused");
+        s = dla__ocl_fused_prog_arg(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, args, "fused");
     if (s == DLA_OK)
         s = dla__ocl_run_space(d, kern, 1 + args->ninputs, v, 0, "fused");
     pthread_mutex_unlock(&d->lock);

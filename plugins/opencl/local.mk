@@ -14,6 +14,7 @@ DLA_OCL_CL = \
 	plugins/opencl/cl/copy.cl \
 	plugins/opencl/cl/elementwise.cl \
 	plugins/opencl/cl/fused.cl \
+	plugins/opencl/cl/fused_reduce.cl \
 	plugins/opencl/cl/reduce.cl \
 	plugins/opencl/cl/gemm.cl \
 	plugins/opencl/cl/conv.cl \
@@ -39,6 +40,7 @@ plugins_opencl_libdlaccel_opencl_la_SOURCES = \
 	plugins/opencl/copy.c \
 	plugins/opencl/elementwise.c \
 	plugins/opencl/fused.c \
+	plugins/opencl/fused_reduce.c \
 	plugins/opencl/reduce.c \
 	plugins/opencl/gemm.c \
 	plugins/opencl/clblast.c \

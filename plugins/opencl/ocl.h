@@ -47,6 +47,7 @@ typedef enum dla__ocl_prog {
     DLA__OCL_PROG_COPY,
     DLA__OCL_PROG_ELEMENTWISE, /* + ops.cl */
     DLA__OCL_PROG_FUSED,       /* + ops.cl */
+    DLA__OCL_PROG_FUSED_REDUCE, /* + ops.cl, fused.cl's interpreter */
     DLA__OCL_PROG_REDUCE,
     DLA__OCL_PROG_GEMM,
     DLA__OCL_PROG_CONV,
@@ -72,7 +73,8 @@ enum {
     DLA__OCL_K_GATHER = DLA__OCL_K_POOL + 6,        /* [size class] */
     DLA__OCL_K_SCATTER = DLA__OCL_K_GATHER + 3,     /* [f64] */
     DLA__OCL_K_RANDOM = DLA__OCL_K_SCATTER + 2,     /* [uniform,normal][f64] */
-    DLA__OCL_K_COUNT = DLA__OCL_K_RANDOM + 4
+    DLA__OCL_K_FUSED_REDUCE = DLA__OCL_K_RANDOM + 4, /* [sum,combine][f64] */
+    DLA__OCL_K_COUNT = DLA__OCL_K_FUSED_REDUCE + 4
 };
 
 /* A program of the fused kernel compiled for one instruction list (see
@@ -120,7 +122,7 @@ void dla__ocl_programs_release(dla__ocl_device *d);
 extern const char dla__ocl_src_common[], dla__ocl_src_ops[], dla__ocl_src_copy[],
     dla__ocl_src_elementwise[], dla__ocl_src_fused[], dla__ocl_src_reduce[],
     dla__ocl_src_gemm[], dla__ocl_src_conv[], dla__ocl_src_pool[], dla__ocl_src_index[],
-    dla__ocl_src_random[], dla__ocl_src_philox_stream[];
+    dla__ocl_src_random[], dla__ocl_src_philox_stream[], dla__ocl_src_fused_reduce[];
 
 /* ------------------------------------------------------- launch helpers */
 
@@ -148,6 +150,11 @@ dla_status dla__ocl_args(cl_kernel k, const char *kernel, cl_uint first, ...);
 /* Enqueues k over a 1-d range of n work-items (rounded up to the device's
  * work-group size; kernels check their bound). n == 0 does nothing. */
 dla_status dla__ocl_launch1(dla__ocl_device *d, cl_kernel k, size_t n, const char *kernel);
+
+/* Enqueues k as groups work-groups of group work-items each (1-d), for
+ * kernels that work in local memory. */
+dla_status dla__ocl_launch_groups(dla__ocl_device *d, cl_kernel k, size_t groups, size_t group,
+                                  const char *kernel);
 
 /* Enqueues k over a 3-d range of n[0] x n[1] x n[2] work-items, the
  * first two rounded up to the work-group (kernels check those bounds),
@@ -247,6 +254,20 @@ dla_status dla__ocl_ternary(void *dev, const dla_ternary_args *args);
 /* ---- fused.c ---- */
 dla_status dla__ocl_fused(void *dev, const dla_fused_args *args);
 void dla__ocl_fused_release(dla__ocl_device *d);
+/* The checks of a program's instructions, named for kernel ("fused", or
+ * "fused_reduce" whose program is its argument "program"). */
+dla_status dla__ocl_fused_check_program(const char *kernel, const dla_fused_args *a);
+/* The compiled kernel of a's instruction list, as the elementwise kernel
+ * (reduce 0) or fused_reduce.cl's sum (1), or NULL while it is to be
+ * interpreted; the cache and the compile policy are the same for both.
+ * Called with d->lock held. */
+cl_kernel dla__ocl_fused_compiled(dla__ocl_device *d, const dla_fused_args *a, int reduce);
+/* Sets argument index of kern to a's program as fused.cl's dla_prog_T. */
+dla_status dla__ocl_fused_prog_arg(cl_kernel kern, cl_uint index, const dla_fused_args *a,
+                                   const char *kernel);
+
+/* ---- fused_reduce.c (ABI 1.3) ---- */
+dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args);
 
 /* ---- clblast.c: large GEMMs through CLBlast when it is installed ---- */
 int dla__ocl_clblast_available(void);

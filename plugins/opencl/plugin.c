@@ -36,7 +36,13 @@
  *   positions by target on the host so no two work-items add into one
  *   element (no atomics, the cpu plugin's order of additions). The fused
  *   program is interpreted per element, and compiled into a kernel of its
- *   own once the same program comes back (fused.c).
+ *   own once the same program comes back (fused.c). A fused program summed
+ *   over some dims (fused_reduce, ABI 1.3) runs on the same interpreter,
+ *   compiler and cache: a work-group per output (or per part of one, when
+ *   the outputs are too few for the device) evaluates the program where it
+ *   reads the inputs and sums in local memory, in double where the device
+ *   has it; its work-items sum runs of consecutive positions on a CPU
+ *   device and lie across the rows on a GPU (fused_reduce.c).
  * - Random numbers (ABI 1.3) are drawn in place by random.cl, compiled
  *   from the stream's shared definition (core/philox_stream.h), so they
  *   are the cpu plugin's bits; normals and doubles need cl_khr_fp64.
@@ -280,7 +286,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_POOL_FORWARD:
     case DLA_KERNEL_POOL_BACKWARD:
     case DLA_KERNEL_SCATTER_ADD:
-    case DLA_KERNEL_FUSED: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
+    case DLA_KERNEL_FUSED:
+    case DLA_KERNEL_FUSED_REDUCE: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
     /* Uniform singles are integer work; doubles and every normal (whose
      * transform is defined in double) need cl_khr_fp64. */
     case DLA_KERNEL_RANDOM_UNIFORM: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
@@ -338,6 +345,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .gather = dla__ocl_gather,
         .scatter_add = dla__ocl_scatter_add,
         .fused = dla__ocl_fused,
+        .fused_reduce = dla__ocl_fused_reduce,
         .random = dla__ocl_random,
         .plan_begin = dla__ocl_plan_begin,
         .plan_end = dla__ocl_plan_end,

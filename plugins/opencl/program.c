@@ -18,22 +18,29 @@
 
 /* ------------------------------------------------------------ sources */
 
-/* Each program's source, after common.cl and the source it needs first
- * (ops.cl's op expressions, or the random stream's definition). */
+/* fused_reduce's program takes fused.cl's interpreter, not its kernels. */
+static const char fused_no_kernel[] = "#define DLA_FUSED_NO_KERNEL 1\n";
+
+/* Each program's source, after common.cl and the sources it needs first
+ * (ops.cl's op expressions, the fused interpreter, or the random stream's
+ * definition). */
 static const struct {
     const char *name;
-    const char *first; /* NULL: none */
+    const char *first[3]; /* NULL-terminated when shorter */
     const char *source;
 } programs[DLA__OCL_PROG_COUNT] = {
-    [DLA__OCL_PROG_COPY] = {"copy", NULL, dla__ocl_src_copy},
-    [DLA__OCL_PROG_ELEMENTWISE] = {"elementwise", dla__ocl_src_ops, dla__ocl_src_elementwise},
-    [DLA__OCL_PROG_FUSED] = {"fused", dla__ocl_src_ops, dla__ocl_src_fused},
-    [DLA__OCL_PROG_REDUCE] = {"reduce", NULL, dla__ocl_src_reduce},
-    [DLA__OCL_PROG_GEMM] = {"gemm", NULL, dla__ocl_src_gemm},
-    [DLA__OCL_PROG_CONV] = {"conv", NULL, dla__ocl_src_conv},
-    [DLA__OCL_PROG_POOL] = {"pool", NULL, dla__ocl_src_pool},
-    [DLA__OCL_PROG_INDEX] = {"index", NULL, dla__ocl_src_index},
-    [DLA__OCL_PROG_RANDOM] = {"random", dla__ocl_src_philox_stream, dla__ocl_src_random},
+    [DLA__OCL_PROG_COPY] = {"copy", {NULL}, dla__ocl_src_copy},
+    [DLA__OCL_PROG_ELEMENTWISE] = {"elementwise", {dla__ocl_src_ops}, dla__ocl_src_elementwise},
+    [DLA__OCL_PROG_FUSED] = {"fused", {dla__ocl_src_ops}, dla__ocl_src_fused},
+    [DLA__OCL_PROG_FUSED_REDUCE] = {"fused_reduce",
+                                    {dla__ocl_src_ops, fused_no_kernel, dla__ocl_src_fused},
+                                    dla__ocl_src_fused_reduce},
+    [DLA__OCL_PROG_REDUCE] = {"reduce", {NULL}, dla__ocl_src_reduce},
+    [DLA__OCL_PROG_GEMM] = {"gemm", {NULL}, dla__ocl_src_gemm},
+    [DLA__OCL_PROG_CONV] = {"conv", {NULL}, dla__ocl_src_conv},
+    [DLA__OCL_PROG_POOL] = {"pool", {NULL}, dla__ocl_src_pool},
+    [DLA__OCL_PROG_INDEX] = {"index", {NULL}, dla__ocl_src_index},
+    [DLA__OCL_PROG_RANDOM] = {"random", {dla__ocl_src_philox_stream}, dla__ocl_src_random},
 };
 
 /* Keeps the end of a long build log: the first error is usually near the
@@ -90,10 +97,10 @@ dla_status dla__ocl_kernel(dla__ocl_device *d, dla__ocl_prog prog, int slot, cl_
     }
     const dla_plugin_host *h = dla__ocl_host;
     if (!d->programs[prog]) {
-        const char *src[2];
+        const char *src[4];
         int n = 0;
-        if (programs[prog].first)
-            src[n++] = programs[prog].first;
+        for (int i = 0; i < 3 && programs[prog].first[i]; i++)
+            src[n++] = programs[prog].first[i];
         src[n++] = programs[prog].source;
         dla_status s = dla__ocl_build(d, programs[prog].name, n, src, &d->programs[prog]);
         if (s != DLA_OK)
@@ -188,6 +195,15 @@ dla_status dla__ocl_launch1(dla__ocl_device *d, cl_kernel k, size_t n, const cha
     const size_t local = d->local;
     const size_t global = (n + local - 1) / local * local;
     return enqueue(d, k, 1, &global, &local, kernel);
+}
+
+dla_status dla__ocl_launch_groups(dla__ocl_device *d, cl_kernel k, size_t groups, size_t group,
+                                  const char *kernel)
+{
+    if (groups == 0)
+        return DLA_OK;
+    const size_t global = groups * group;
+    return enqueue(d, k, 1, &global, &group, kernel);
 }
 
 /* The coalesced space of nops views: dims of 1 dropped, neighbours merged

@@ -11,7 +11,9 @@
  *
  * fused.c may also compile a program into a kernel of its own (the same
  * arguments, the steps written out; see DLA_FUSED_BODY) once it has seen
- * it run more than once, as a replayed trace does.
+ * it run more than once, as a replayed trace does. fused_reduce.cl runs the
+ * same interpreter (fused_eval_T) inside its sums. DLA_FUSED_NO_KERNEL
+ * leaves the kernels out where a program only wants the interpreter.
  */
 #define DLA_MAX_IN 8
 #define DLA_MAX_INSNS 8
@@ -31,6 +33,8 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
 /* Loads input i at coordinates c (the inputs are separate arguments). */
 #define LOAD_IN(i) in##i[dla_at(&v##i, c)]
 
+/* dla_prog_T, and fused_eval_T: the program's last register for the
+ * values of its inputs in in[0 .. ninputs-1]. */
 #define DEF_FUSED(T)                                                           \
     typedef struct dla_prog_##T {                                              \
         T al[DLA_MAX_INSNS], be[DLA_MAX_INSNS];                                \
@@ -53,6 +57,27 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
         return a;                                                              \
     }                                                                          \
                                                                                \
+    static T fused_eval_##T(const dla_prog_##T *p, const T *in)                \
+    {                                                                          \
+        T r[DLA_MAX_INSNS];                                                    \
+        T last = 0;                                                            \
+        for (int j = 0; j < p->ninsns; j++) {                                  \
+            T o[3];                                                            \
+            for (int k = 0; k < 3; k++) {                                      \
+                const int s = p->code[j][2 + k];                               \
+                o[k] = s >= 0 ? r[s] : in[(-1 - s) & (DLA_MAX_IN - 1)];        \
+            }                                                                  \
+            const int kind = p->code[j][0], op = p->code[j][1];                \
+            last = kind == 0   ? fused_unary_##T(op, o[0], p->al[j], p->be[j]) \
+                   : kind == 1 ? fused_binary_##T(op, o[0], o[1])              \
+                               : (o[0] != 0 ? o[1] : o[2]);                    \
+            last = DLA_CANON(T, last);                                         \
+            r[j] = last;                                                       \
+        }                                                                      \
+        return last;                                                           \
+    }
+
+#define DEF_FUSED_KERNEL(T)                                                    \
     __kernel void fused_##T(dla_shape sh, __global T *y, dla_vw vy,           \
                             __global const T *in0, dla_vw v0,                  \
                             __global const T *in1, dla_vw v1,                  \
@@ -74,25 +99,16 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
         in[5] = p.ninputs > 5 ? LOAD_IN(5) : 0;                                \
         in[6] = p.ninputs > 6 ? LOAD_IN(6) : 0;                                \
         in[7] = p.ninputs > 7 ? LOAD_IN(7) : 0;                                \
-        T r[DLA_MAX_INSNS];                                                    \
-        T last = 0;                                                            \
-        for (int j = 0; j < p.ninsns; j++) {                                   \
-            T o[3];                                                            \
-            for (int k = 0; k < 3; k++) {                                      \
-                const int s = p.code[j][2 + k];                                \
-                o[k] = s >= 0 ? r[s] : in[(-1 - s) & (DLA_MAX_IN - 1)];        \
-            }                                                                  \
-            const int kind = p.code[j][0], op = p.code[j][1];                  \
-            last = kind == 0   ? fused_unary_##T(op, o[0], p.al[j], p.be[j])   \
-                   : kind == 1 ? fused_binary_##T(op, o[0], o[1])              \
-                               : (o[0] != 0 ? o[1] : o[2]);                    \
-            last = DLA_CANON(T, last);                                         \
-            r[j] = last;                                                       \
-        }                                                                      \
-        y[dla_at(&vy, c)] = last;                                              \
+        y[dla_at(&vy, c)] = fused_eval_##T(&p, in);                            \
     }
 
 DEF_FUSED(float)
 #ifdef DLA_FP64
 DEF_FUSED(double)
+#endif
+#ifndef DLA_FUSED_NO_KERNEL
+DEF_FUSED_KERNEL(float)
+#ifdef DLA_FP64
+DEF_FUSED_KERNEL(double)
+#endif
 #endif

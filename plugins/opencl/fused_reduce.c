@@ -1,0 +1,298 @@
+/*
+ * fused_reduce.c - a fused program summed (or averaged) over some dims
+ * (ABI 1.3) on OpenCL devices, in one pass: kernels in fused_reduce.cl.
+ *
+ * The program runs on the fused kernel's machinery (fused.c): interpreted
+ * by fused.cl's fused_eval_T the first time, and compiled into a sum of
+ * its own (its steps written out) once the same instruction list comes
+ * back, as on every replay of a plan; the cache of compiled programs and
+ * DLACCEL_OPENCL_FUSED are the fused kernel's.
+ *
+ * Here the space's dims are split into kept ones (y's dim equals the
+ * space's) and summed ones (y's is 1), each list coalesced over y and the
+ * inputs, and the launch is planned: whether a work-item sums runs of
+ * consecutive positions of the first summed dim (CPU devices) or the
+ * group's work-items lie across it (GPUs), how many work-items a group
+ * has across rows, and into how many parts each output's rows are dealt
+ * when the outputs alone would leave the device idle. The plan goes to the kernel in a small buffer (its strides
+ * would not fit the 1024 bytes of arguments OpenCL guarantees).
+ */
+#define _GNU_SOURCE /* secure_getenv */
+#include "plugins/opencl/ocl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FR_DIMS 8
+#define FR_OPS (1 + DLA_FUSED_MAX_INPUTS)
+/* Work-groups aimed at per compute unit: a CPU device's unit runs a group
+ * as one loop and wants a few, a GPU's hides latency with many. */
+#define GROUPS_PER_UNIT_CPU 4
+#define GROUPS_PER_UNIT_GPU 16
+/* The fewest tiles a work-item of a part gets, so a part is worth its
+ * group and its partial sum. */
+#define MIN_TILES 4
+/* About how many positions a work-item of a CPU device sums in one run,
+ * the fewest that make runs worth it, and the most work-items across
+ * tiles in a CPU device's group (a group runs on one core there: more
+ * groups, not larger ones, spread a sum over the cores). */
+#define RUN 512
+#define RUN_MIN 64
+#define CPU_LANES 64
+
+/* fused_reduce.cl's dla_fr. */
+typedef struct fr {
+    cl_long outputs, parts, tiles, chunks, clen, inner, lanes_in, lanes_out, lanes_pow2;
+    cl_long nk, nr, nred;
+    cl_long kd[FR_DIMS], rd[FR_DIMS];
+    cl_long off[FR_OPS];
+    cl_long kst[FR_OPS][FR_DIMS], rst[FR_OPS][FR_DIMS];
+} fr;
+_Static_assert(FR_DIMS == DLA_MAX_DIMS, "fused_reduce.cl's dla_fr holds every dim");
+_Static_assert(FR_OPS == 9, "fused_reduce.cl's dla_fr holds y and 8 inputs");
+
+static const char *const input_names[DLA_FUSED_MAX_INPUTS] = {
+    "program.inputs[0]", "program.inputs[1]", "program.inputs[2]", "program.inputs[3]",
+    "program.inputs[4]", "program.inputs[5]", "program.inputs[6]", "program.inputs[7]"};
+
+static dla_status check_args(dla__ocl_device *d, const dla_fused_reduce_args *r)
+{
+    const dla_plugin_host *h = dla__ocl_host;
+    if (r->struct_size < sizeof(dla_fused_reduce_args))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl fused_reduce: args struct_size %zu is smaller than ABI 1.3's %zu",
+                        r->struct_size, sizeof(dla_fused_reduce_args));
+    const dla_fused_args *a = &r->program;
+    const dla_view *shape = &a->y, *y = &r->y;
+    char bs[DLA__OCL_DIMS_BUF], by[DLA__OCL_DIMS_BUF];
+    if (r->op != DLA_REDUCE_SUM && r->op != DLA_REDUCE_MEAN)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl fused_reduce: argument op: %d; only sum and mean", (int)r->op);
+    if (a->dtype != DLA_F32 && (a->dtype != DLA_F64 || !d->fp64))
+        return h->error(DLA_ERR_DTYPE,
+                        "opencl fused_reduce: argument program.dtype: %s is not supported%s",
+                        dla__ocl_dtype_name(a->dtype),
+                        a->dtype == DLA_F64 ? " (the device has no cl_khr_fp64)" : "");
+    if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
+        a->ninsns > DLA_FUSED_MAX_INSNS)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl fused_reduce: %d inputs and %d instructions; 0..%d and 1..%d are "
+                        "allowed",
+                        (int)a->ninputs, (int)a->ninsns, DLA_FUSED_MAX_INPUTS,
+                        DLA_FUSED_MAX_INSNS);
+    dla_status s = dla__ocl_check_view("fused_reduce", "y", y);
+    if (s != DLA_OK)
+        return s;
+    int ok = shape->ndims >= 0 && shape->ndims <= DLA_MAX_DIMS && y->ndims == shape->ndims &&
+             y->dtype == a->dtype;
+    for (int i = 0; ok && i < shape->ndims; i++)
+        ok = shape->dims[i] >= 0 && (y->dims[i] == shape->dims[i] || y->dims[i] == 1);
+    if (!ok)
+        return h->error(DLA_ERR_SHAPE,
+                        "opencl fused_reduce: argument y (dims %s, %s): needs the ndims of "
+                        "program.y (dims %s) with each dim equal or 1, dtype %s",
+                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
+                        dla__ocl_dtype_name(y->dtype),
+                        dla__ocl_dims_str(bs, sizeof bs, shape->ndims, shape->dims),
+                        dla__ocl_dtype_name(a->dtype));
+    for (int i = 0; i < a->ninputs; i++) {
+        const dla_view *v = &a->inputs[i];
+        if ((s = dla__ocl_check_view("fused_reduce", input_names[i], v)) != DLA_OK ||
+            (s = dla__ocl_check_same_dims("fused_reduce", input_names[i], v, "program.y",
+                                          shape)) != DLA_OK)
+            return s;
+        if (v->dtype != a->dtype)
+            return h->error(DLA_ERR_DTYPE,
+                            "opencl fused_reduce: argument %s (dims %s): dtype %s, the "
+                            "program's is %s",
+                            input_names[i], dla__ocl_dims_str(bs, sizeof bs, v->ndims, v->dims),
+                            dla__ocl_dtype_name(v->dtype), dla__ocl_dtype_name(a->dtype));
+        if (dla__ocl_views_overlap(y, v))
+            return h->error(DLA_ERR_INVALID_ARGUMENT,
+                            "opencl fused_reduce: argument y (dims %s): overlaps %s",
+                            dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims), input_names[i]);
+    }
+    return dla__ocl_fused_check_program("fused_reduce", a);
+}
+
+/* Splits and coalesces the dims: op 0 is y, op 1 + i input i. A summed
+ * dim's strides in y stay 0 (y is written once per output). */
+static void split_dims(fr *f, const dla_fused_reduce_args *r)
+{
+    const dla_fused_args *a = &r->program;
+    const dla_view *shape = &a->y;
+    const int nops = 1 + a->ninputs;
+    const dla_view *v[FR_OPS];
+    v[0] = &r->y;
+    for (int i = 0; i < a->ninputs; i++)
+        v[1 + i] = &a->inputs[i];
+    f->outputs = 1;
+    f->nred = 1;
+    for (int op = 0; op < nops; op++)
+        f->off[op] = v[op]->offset;
+    for (int d = 0; d < shape->ndims; d++) {
+        const int64_t n = shape->dims[d];
+        if (n == 1)
+            continue;
+        if (r->y.dims[d] == n) {
+            f->outputs *= n;
+            const int j = (int)f->nk - 1;
+            int merge = j >= 0;
+            for (int op = 0; op < nops && merge; op++)
+                merge = v[op]->strides[d] == f->kst[op][j] * f->kd[j];
+            if (merge) {
+                f->kd[j] *= n;
+                continue;
+            }
+            f->kd[f->nk] = n;
+            for (int op = 0; op < nops; op++)
+                f->kst[op][f->nk] = v[op]->strides[d];
+            f->nk++;
+        } else {
+            f->nred *= n;
+            const int j = (int)f->nr - 1;
+            int merge = j >= 0;
+            for (int op = 1; op < nops && merge; op++)
+                merge = v[op]->strides[d] == f->rst[op][j] * f->rd[j];
+            if (merge) {
+                f->rd[j] *= n;
+                continue;
+            }
+            f->rd[f->nr] = n;
+            for (int op = 1; op < nops; op++)
+                f->rst[op][f->nr] = v[op]->strides[d];
+            f->nr++;
+        }
+    }
+    if (f->nr == 0) /* nothing summed: one position per output */
+        f->nr = 1, f->rd[0] = 1;
+}
+
+/* Whether rows are summed in runs, one work-item each (a CPU device's
+ * work-items are loops on its cores, which want to stream), or across
+ * lanes (neighbouring work-items read neighbouring elements, as a GPU
+ * wants). DLACCEL_OPENCL_FUSED_REDUCE=runs or =lanes forces one (the tests
+ * run both on PoCL). */
+static int in_runs(const dla__ocl_device *d, int64_t inner)
+{
+    const char *v = secure_getenv("DLACCEL_OPENCL_FUSED_REDUCE");
+    if (v && strcmp(v, "runs") == 0)
+        return 1;
+    if (v && strcmp(v, "lanes") == 0)
+        return 0;
+    return d->cpu && inner >= RUN_MIN;
+}
+
+/* The launch: lanes, tiles and parts for groups of at most max_group. */
+static void plan_launch(const dla__ocl_device *d, fr *f, size_t max_group)
+{
+    f->inner = f->rd[0];
+    const int64_t rows = f->nred / f->inner;
+    const int runs = in_runs(d, f->inner);
+    int64_t most_lanes = (int64_t)max_group;
+    if (runs) {
+        const int64_t n = (f->inner + RUN - 1) / RUN;
+        f->lanes_in = 1;
+        f->clen = (f->inner + n - 1) / n;
+    } else {
+        f->lanes_in = f->inner < most_lanes ? f->inner : most_lanes;
+        f->clen = f->lanes_in;
+    }
+    if (d->cpu && most_lanes > f->lanes_in * CPU_LANES)
+        most_lanes = f->lanes_in * CPU_LANES;
+    f->chunks = (f->inner + f->clen - 1) / f->clen;
+    f->tiles = rows * f->chunks;
+    /* As many lanes across tiles as fit, fewer where that evens out the
+     * tiles per lane. */
+    int64_t out = most_lanes / f->lanes_in;
+    if (out > f->tiles)
+        out = f->tiles;
+    const int64_t per = (f->tiles + out - 1) / out;
+    f->lanes_out = (f->tiles + per - 1) / per;
+    const int64_t target = (int64_t)d->units * (d->cpu ? GROUPS_PER_UNIT_CPU : GROUPS_PER_UNIT_GPU);
+    f->parts = 1;
+    if (f->outputs < target) {
+        int64_t parts = (target + f->outputs - 1) / f->outputs;
+        const int64_t most = f->tiles / (MIN_TILES * f->lanes_out);
+        if (parts > most)
+            parts = most;
+        f->parts = parts > 1 ? parts : 1;
+    }
+    const int64_t n = f->lanes_in * f->lanes_out;
+    f->lanes_pow2 = 1;
+    while (f->lanes_pow2 * 2 <= n)
+        f->lanes_pow2 *= 2;
+}
+
+dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args)
+{
+    dla__ocl_device *d = dev;
+    dla_status s = check_args(d, args);
+    if (s != DLA_OK)
+        return s;
+    fr f;
+    memset(&f, 0, sizeof f);
+    split_dims(&f, args);
+    if (f.outputs == 0)
+        return DLA_OK;
+    const int mean = args->op == DLA_REDUCE_MEAN;
+    if (f.nred == 0) /* an empty sum: 0, and its mean NaN */
+        return dla__ocl_fill(dev, &args->y, mean ? NAN : 0.0);
+    const dla_fused_args *a = &args->program;
+    const int f64 = a->dtype == DLA_F64;
+    const char *T = f64 ? "double" : "float", *kn = "fused_reduce";
+    const cl_mem ybuf = dla__ocl_buf(args->y.mem);
+    pthread_mutex_lock(&d->lock);
+    cl_kernel kern = dla__ocl_fused_compiled(d, a, 1), comb = NULL;
+    if (!kern)
+        s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED_REDUCE, DLA__OCL_K_FUSED_REDUCE + f64, &kern,
+                            "fused_reduce_%s", T);
+    size_t max_group = d->local;
+    if (s == DLA_OK) {
+        size_t wg = 0;
+        if (clGetKernelWorkGroupInfo(kern, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+                                     NULL) == CL_SUCCESS &&
+            wg > 0 && wg < max_group)
+            max_group = wg;
+        plan_launch(d, &f, max_group);
+        if (f.parts > 1)
+            s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED_REDUCE, DLA__OCL_K_FUSED_REDUCE + 2 + f64,
+                                &comb, "fused_reduce_combine_%s", T);
+    }
+    const size_t acc = d->fp64 ? sizeof(cl_double) : sizeof(cl_float);
+    const size_t groups = (size_t)(f.outputs * f.parts), group = (size_t)(f.lanes_in * f.lanes_out);
+    cl_mem plan = NULL, part_v = NULL;
+    if (s == DLA_OK && !(plan = dla__ocl_scratch(d, sizeof f, &f, kn)))
+        s = DLA_ERR_OUT_OF_MEMORY;
+    if (s == DLA_OK && f.parts > 1 && !(part_v = dla__ocl_scratch(d, groups * acc, NULL, kn)))
+        s = DLA_ERR_OUT_OF_MEMORY;
+    const cl_int want_mean = mean;
+    const cl_mem pv = part_v ? part_v : ybuf;
+#define A DLA__OCL_A
+    if (s == DLA_OK)
+        s = dla__ocl_args(kern, kn, 0, A(plan), A(want_mean), A(ybuf), A(pv), DLA__OCL_END);
+    if (s == DLA_OK)
+        s = dla__ocl_arg(kern, 4, group * acc, NULL, kn);
+    /* Inputs past ninputs are bound to y and never read. */
+    for (int i = 0; i < DLA_FUSED_MAX_INPUTS && s == DLA_OK; i++) {
+        const cl_mem b = i < a->ninputs ? dla__ocl_buf(a->inputs[i].mem) : ybuf;
+        s = DLA__OCL_ARG(kern, (cl_uint)(5 + i), b, kn);
+    }
+    if (s == DLA_OK)
+        s = dla__ocl_fused_prog_arg(kern, 5 + DLA_FUSED_MAX_INPUTS, a, kn);
+    if (s == DLA_OK)
+        s = dla__ocl_launch_groups(d, kern, groups, group, kn);
+    if (s == DLA_OK && comb) {
+        s = dla__ocl_args(comb, kn, 0, A(plan), A(want_mean), A(ybuf), A(part_v), DLA__OCL_END);
+        if (s == DLA_OK)
+            s = dla__ocl_launch1(d, comb, (size_t)f.outputs, kn);
+    }
+#undef A
+    pthread_mutex_unlock(&d->lock);
+    if (plan)
+        clReleaseMemObject(plan);
+    if (part_v)
+        clReleaseMemObject(part_v);
+    return s;
+}
