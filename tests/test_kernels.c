@@ -1134,6 +1134,30 @@ static void gemm_matches_reference_for_every_transpose_and_batch_layout(void **s
             gemm_case(dev, t, &big, 100);
             gemm_case(dev, t, &many, 101);
             gemm_case(dev, t, &square, 102);
+            /* Thin products (the cpu plugin's own kernels: m or k <= 16):
+             * a fully connected layer's forward, weight and data
+             * gradients, then random thin shapes with every transpose,
+             * ragged edges and alpha, beta. */
+            const gemm_shape fc[3] = {{10, 128, 2304, 1, 0, 0, 0, 0, 1.0, 1.0},
+                                      {10, 2304, 128, 1, 0, 1, 0, 0, 1.0, 0},
+                                      {2304, 128, 10, 1, 1, 0, 0, 0, 1.0, 0}};
+            for (int f = 0; f < 3; f++)
+                gemm_case(dev, t, &fc[f], 110 + f);
+            for (int c = 0; c < 24; c++) {
+                gemm_shape s = {0};
+                s.ta = c & 1, s.tb = (c >> 1) & 1, s.batch = 1;
+                const int64_t thin = rnd_int(1, 16), wide = rnd_int(1000, 2500),
+                              other = rnd_int(40, 140);
+                if (c & 4)
+                    s.m = thin, s.k = wide, s.n = other;
+                else if (c & 8)
+                    s.m = thin, s.n = wide, s.k = other;
+                else
+                    s.k = thin, s.m = wide, s.n = other;
+                s.alpha = rnd_unif(-1.5, 1.5);
+                s.beta = c % 3 == 0 ? 0 : c % 3 == 1 ? 1 : rnd_unif(-1, 1);
+                gemm_case(dev, t, &s, 120 + c);
+            }
         }
     }
 }

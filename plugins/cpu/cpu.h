@@ -59,6 +59,9 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args);
 
 /* ---- gemm.c ---- */
 dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *args);
+/* gemm_thin.c: runs a checked single-precision product with m or k at most
+ * 16 when it should (returns 1, *status set); 0: OpenBLAS's turn. */
+int dla__cpu_gemm_thin(const dla_gemm_args *args, dla_status *status);
 
 /* ---- pool.c ---- */
 dla_status dla__cpu_pool_forward(void *dev, const dla_pool_args *args);

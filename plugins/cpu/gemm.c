@@ -1,6 +1,7 @@
 /*
  * gemm.c - batched, column-major GEMM through OpenBLAS (cblas_sgemm and
- * cblas_dgemm).
+ * cblas_dgemm), except single products with m or k at most 16, which
+ * gemm_thin.c runs (OpenBLAS reaches a tenth of peak on those).
  *
  * One page goes straight to cblas, which threads it itself. Several pages
  * either go one after the other, each threaded by OpenBLAS, or, when pages
@@ -117,6 +118,8 @@ dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *g)
         return s;
     if (g->m == 0 || g->n == 0 || g->batch == 0)
         return DLA_OK;
+    if (dla__cpu_gemm_thin(g, &s))
+        return s;
     void (*page)(const dla_gemm_args *, int64_t) = g->dtype == DLA_F64 ? page_f64 : page_f32;
     if (g->batch == 1) {
         page(g, 0);
