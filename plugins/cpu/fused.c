@@ -387,6 +387,13 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
             }                                                                                      \
         }                                                                                          \
         const int last = a->ninsns - 1;                                                            \
+        if (last < 0) { /* no instruction: input 0 itself (the reduce kernel's sums) */            \
+            if (inputs[0].p)                                                                       \
+                return (T *)inputs[0].p;                                                           \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                regs[0][i] = inputs[0].s;                                                          \
+            return regs[0];                                                                        \
+        }                                                                                          \
         if (!y)                                                                                    \
             y = regs[last];                                                                        \
         for (int j = 0; j <= last; j++) {                                                          \
@@ -623,6 +630,8 @@ dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
  * more memory than the pass saves: such sums run on one thread. */
 #define SUM_ACC_MAX ((int64_t)1 << 22)
 
+static dla_status sum_program(const dla_fused_reduce_args *args);
+
 dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
 {
     const dla_plugin_host *h = dla__cpu_host;
@@ -677,7 +686,31 @@ dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     }
     if ((s = check_program(a)) != DLA_OK)
         return s;
+    return sum_program(args);
+}
 
+dla_status dla__cpu_sum_blocks(const dla_view *y, const dla_view *x, int mean)
+{
+    dla_fused_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.op = mean ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM;
+    r.program.dtype = x->dtype;
+    r.program.ninputs = 1;
+    r.program.ninsns = 0;
+    r.program.inputs[0] = *x;
+    r.program.y = *x;
+    r.y = *y;
+    return sum_program(&r);
+}
+
+/* The sum of a checked program (no instruction: of input 0). */
+static dla_status sum_program(const dla_fused_reduce_args *args)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    const dla_fused_args *a = &args->program;
+    const dla_view *shape = &a->y, *y = &args->y;
+    char by[DLA__CPU_DIMS_BUF];
     /* Operand 0: each element's position in y, dense, 0 along summed dims. */
     dla_view pos = *shape;
     int64_t ny = 1, numel = 1;

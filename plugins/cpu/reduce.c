@@ -466,6 +466,14 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
                         "cpu reduce: argument index: %lld reduced elements of x (%s) exceed int32",
                         (long long)p.nred,
                         dla__cpu_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
+    /* A sum whose positions come in runs spread over x (a batch's channel
+     * statistics: 576 positions of a channel in each of 128 images) streams
+     * x in memory order into an accumulator per output (fused.c), rather
+     * than walking all of x once per output, which defeats the prefetcher:
+     * twice as fast for batchnorm's shapes. */
+    if ((p.op == DLA_REDUCE_SUM || p.op == DLA_REDUCE_MEAN) && !p.want_index && !p.lanes &&
+        p.nr >= 2)
+        return dla__cpu_sum_blocks(&args->y, &args->x, p.op == DLA_REDUCE_MEAN);
     const int f64 = args->x.dtype == DLA_F64;
     const int64_t total = outputs * p.nred;
     const int threads = total >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
