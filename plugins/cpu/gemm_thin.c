@@ -29,7 +29,8 @@
 
 #define TGT __attribute__((target("avx512f")))
 #define THIN 16
-/* Below this many multiply-adds OpenBLAS's own overhead is small. */
+/* Products of fewer multiply-adds are too small for the packing to pay:
+ * they stay with OpenBLAS. */
 #define THIN_MIN ((int64_t)1 << 15)
 /* Rows of C a thread takes at once in the small-k kernel. */
 #define ROWS_CHUNK 256
@@ -239,7 +240,8 @@ static int have_avx512(void)
 int dla__cpu_gemm_thin(const dla_gemm_args *g, dla_status *status)
 {
     if (g->dtype != DLA_F32 || g->batch != 1 || g->alpha == 0.0 || g->k == 0 ||
-        (g->m > THIN && g->k > THIN) || g->m * g->n * g->k < THIN_MIN || !have_avx512())
+        (g->m > THIN && g->k > THIN) || (double)g->m * (double)g->n * (double)g->k < THIN_MIN ||
+        !have_avx512())
         return 0;
     const float *a = (const float *)g->a.mem + g->a.offset;
     const float *b = (const float *)g->b.mem + g->b.offset;
