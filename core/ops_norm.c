@@ -11,7 +11,10 @@
  *
  * Forward folds scale, offset and the statistics into one per-channel
  * multiplier and addend, y = x .* a + b, so the full-size passes are the
- * two statistics reductions, the centering for the variance and those two.
+ * two statistics reductions and that one; a device without the fused
+ * kernels also writes the centered copy for the variance and x .* a.
+ * Batchnorm's and instancenorm's backward is two more ops of one pass each
+ * (core/ops_norm_grad.c).
  */
 #include "core/op.h"
 #include "core/ops_nn.h"
@@ -179,9 +182,9 @@ static dla_status bin5(dla_device *dev, dla_binary_op op, const dla_tensor *z, c
 
 /* Devices with the fused kernels (dla__nn_fuses) get the two full-size
  * passes that follow the mean as one each: the variance without the
- * centered copy, and y = x .* a + b without storing x .* a. */
-
-/* var = mean((x - mean)^2) over the normalized dims, in one pass. */
+ * centered copy, and y = x .* a + b without storing x .* a.
+ *
+ * var = mean((x - mean)^2) over the normalized dims, in one pass. */
 static dla_status fused_var(dla_device *dev, const norm_geom *g, const dla_tensor *xd,
                             const dla_tensor *mean, const dla_tensor *var)
 {
