@@ -18,26 +18,6 @@
 
 #define ND 5
 
-/* Where t's dims are 1 and full's are not: the dims (1-based) that
- * broadcast t to full, for summing a gradient back to t. */
-static int broadcast_dims(const dla_tensor *t, const dla_tensor *full, int64_t *list)
-{
-    int n = 0;
-    for (int i = 0; i < full->ndims; i++)
-        if ((i < t->ndims ? t->dims[i] : 1) == 1 && full->dims[i] != 1)
-            list[n++] = i + 1;
-    return n;
-}
-
-/* t's gradient gy summed over the dims t was broadcast along, in t's
- * dims (a sum may drop trailing ones). */
-static dla_tensor *sum_to(dla_tensor *gy, const dla_tensor *t)
-{
-    int64_t list[DLA_MAX_DIMS];
-    const int n = broadcast_dims(t, gy, list);
-    return n ? dla_reshape(dla_sum(gy, n, list), t->format, t->ndims, t->dims) : gy;
-}
-
 /* Five-dim views of dense tensors, broadcast to dims. */
 static void view5(const dla_tensor *t, const int64_t *dims, dla_view *v)
 {
@@ -217,12 +197,12 @@ static dla_status dx_backward(const dla__node *n, dla_tensor *const *gout, dla_t
     for (int k = 0; k < 2; k++) {
         dla_tensor *full = n->in[2 * k], *factor = n->in[2 * k + 1];
         if (n->need[2 * k])
-            gin[2 * k] = sum_to(dla_mul(gy, factor), full);
+            gin[2 * k] = dla__sum_to(dla_mul(gy, factor), full);
         if (n->need[2 * k + 1])
-            gin[2 * k + 1] = sum_to(dla_mul(gy, full), factor);
+            gin[2 * k + 1] = dla__sum_to(dla_mul(gy, full), factor);
     }
     if (n->need[4])
-        gin[4] = sum_to(gy, n->in[4]);
+        gin[4] = dla__sum_to(gy, n->in[4]);
     return DLA_OK;
 }
 
