@@ -18,6 +18,9 @@
 #include <zlib.h>
 
 #include <cmocka.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* ------------------------------------------------------------ helpers */
 
@@ -939,6 +942,51 @@ static void test_mbq_casts_relabels_and_runs_the_mini_batch_function(void **stat
     dla_tensor_release(x);
 }
 
+#ifdef _OPENMP
+static dla_status note_threads(void *ctx, int n, dla_tensor **out)
+{
+    (void)n, (void)out;
+    *(int *)ctx = omp_get_max_threads();
+    return DLA_OK;
+}
+#endif
+
+/* Batches made on the dispatch thread run their kernels on that thread
+ * alone: a second OpenMP team beside the training step's would put more
+ * OpenMP threads than cores on the machine, and libgomp then sleeps and
+ * wakes the step's threads at every parallel region. */
+static void test_mbq_dispatch_thread_starts_no_second_openmp_team(void **state)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(2); /* as on a 2-core machine, whatever this one has */
+    uint8_t px[4 * 6] = {0};
+    dla_tensor *x = dla_tensor_from_host(px, DLA_U8, "", DLA_DIMS(2, 2, 1, 6));
+    int seen = 0;
+    dla_mbq_input in[1] = {{.tensor = x, .format = "SSCB"}};
+    dla_mbq_options o = {.mini_batch_size = 3, .mini_batch_fcn = note_threads,
+                         .mini_batch_ctx = &seen};
+    dla_mbq *q;
+    /* Made in the foreground, the batch sees the caller's threads... */
+    assert_int_equal(dla_mbq_create(1, in, &o, &q), DLA_OK);
+    dla_tensor *b;
+    assert_int_equal(dla_mbq_next(q, 1, &b), DLA_OK);
+    dla_tensor_release(b);
+    dla_mbq_free(q);
+    assert_int_equal(seen, 2);
+    /* ...made in the background, one. */
+    o.dispatch_in_background = 1;
+    assert_int_equal(dla_mbq_create(1, in, &o, &q), DLA_OK);
+    assert_int_equal(dla_mbq_next(q, 1, &b), DLA_OK);
+    dla_tensor_release(b);
+    dla_mbq_free(q);
+    assert_int_equal(seen, 1);
+    assert_int_equal(omp_get_max_threads(), 2);
+    dla_tensor_release(x);
+#else
+    skip(); /* built without OpenMP: there is no team to start */
+#endif
+}
+
 /* Three shuffled passes of a training loop that releases nothing by hand:
  * each batch belongs to the iteration's scope. */
 static void train_in_scopes(dla_tensor *x, dla_tensor *t, int background)
@@ -1262,6 +1310,7 @@ int main(void)
         cmocka_unit_test(test_mbq_shuffle_follows_numpy_permutations_of_the_seed),
         cmocka_unit_test(test_mbq_partitions_cover_every_observation_once),
         cmocka_unit_test(test_mbq_background_dispatch_gives_the_foreground_batches),
+        cmocka_unit_test(test_mbq_dispatch_thread_starts_no_second_openmp_team),
         cmocka_unit_test(test_mbq_sequence_batches_are_cbt_with_their_mask),
         cmocka_unit_test(test_mbq_casts_relabels_and_runs_the_mini_batch_function),
         cmocka_unit_test(test_mbq_batches_belong_to_the_open_scope),

@@ -260,7 +260,9 @@ typedef struct dla_mbq_options {
     uint64_t seed;
     /* DispatchInBackground: batches are made on a thread of the queue
      * while the caller trains on the previous one. The results are the
-     * same batches, in the same order, as without it. */
+     * same batches, in the same order, as without it. That thread runs its
+     * kernels (and the mini-batch function) with one OpenMP thread, so the
+     * training step's team keeps the cores to itself. */
     int dispatch_in_background;
     /* With background dispatch, how many batches are made ahead (2 when 0). */
     int prefetch;
