@@ -60,7 +60,14 @@ static const size_t kernel_member[] = {
     [DLA_KERNEL_FUSED_REDUCE] = offsetof(dla_plugin, fused_reduce),
     [DLA_KERNEL_RANDOM_UNIFORM] = offsetof(dla_plugin, random),
     [DLA_KERNEL_RANDOM_NORMAL] = offsetof(dla_plugin, random),
+    [DLA_KERNEL_FUSED_REDUCE_PAIR] = offsetof(dla_plugin, fused_reduce),
 };
+/* The minor that added each kernel past 1.3's table members: a plugin that
+ * answered an older minor never heard of it, whatever supports() says. */
+static int kernel_minor(dla_kernel kernel)
+{
+    return kernel == DLA_KERNEL_FUSED_REDUCE_PAIR ? 4 : 0;
+}
 _Static_assert(sizeof kernel_member / sizeof kernel_member[0] == DLA_KERNEL_COUNT,
                "kernel_member out of step with DLA_KERNEL_LIST");
 
@@ -987,7 +994,7 @@ dla_device *dla__device_cpu(void)
 
 int dla__device_supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype)
 {
-    if (!dev || (unsigned)kernel >= DLA_KERNEL_COUNT)
+    if (!dev || (unsigned)kernel >= DLA_KERNEL_COUNT || dev->abi_minor < kernel_minor(kernel))
         return 0;
     void (*member)(void);
     memcpy(&member, (const char *)dev->table + kernel_member[kernel], sizeof member);

@@ -1928,7 +1928,8 @@ static void cpu_plugin_fills_only_the_table_members_the_host_has(void **state)
             offsetof(dla_plugin, pool_forward),  offsetof(dla_plugin, pool_backward),
             offsetof(dla_plugin, gather),        offsetof(dla_plugin, scatter_add),
             offsetof(dla_plugin, fused),         offsetof(dla_plugin, fused_reduce),
-            offsetof(dla_plugin, random),        offsetof(dla_plugin, random)};
+            offsetof(dla_plugin, random),        offsetof(dla_plugin, random),
+            offsetof(dla_plugin, fused_reduce)};
         _Static_assert(sizeof where / sizeof where[0] == DLA_KERNEL_COUNT - DLA_KERNEL_TERNARY,
                        "a kernel member is missing from the table");
         memcpy(&member, (const char *)&table + where[k - DLA_KERNEL_TERNARY], sizeof member);

@@ -41,9 +41,10 @@ const cf_kernel cf_kernels[] = {
     {"fused", DLA_KERNEL_FUSED, cf_case_fused},
     {"fused_reduce", DLA_KERNEL_FUSED_REDUCE, cf_case_fused_reduce},
     {"random", DLA_KERNEL_RANDOM_UNIFORM, cf_case_random}, /* and _NORMAL */
+    {"fused_reduce_pair", DLA_KERNEL_FUSED_REDUCE_PAIR, cf_case_fused_reduce_pair},
 };
 const int cf_kernel_count = (int)(sizeof cf_kernels / sizeof cf_kernels[0]);
-_Static_assert(DLA_KERNEL_COUNT == 19, "a new kernel of the ABI needs its cases here");
+_Static_assert(DLA_KERNEL_COUNT == 20, "a new kernel of the ABI needs its cases here");
 
 typedef struct options {
     const char *manifest;

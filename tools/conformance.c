@@ -59,7 +59,8 @@ static const void *member_of(const dla_plugin *t, dla_kernel kernel)
     case DLA_KERNEL_GATHER: return (const void *)t->gather;
     case DLA_KERNEL_SCATTER_ADD: return (const void *)t->scatter_add;
     case DLA_KERNEL_FUSED: return (const void *)t->fused;
-    case DLA_KERNEL_FUSED_REDUCE: return (const void *)t->fused_reduce;
+    case DLA_KERNEL_FUSED_REDUCE:
+    case DLA_KERNEL_FUSED_REDUCE_PAIR: return (const void *)t->fused_reduce;
     case DLA_KERNEL_RANDOM_UNIFORM:
     case DLA_KERNEL_RANDOM_NORMAL: return (const void *)t->random;
     default: return NULL;

@@ -184,6 +184,7 @@ void cf_case_reduce(cf_case *c);
 void cf_case_gemm(cf_case *c);
 void cf_case_fused(cf_case *c);
 void cf_case_fused_reduce(cf_case *c);
+void cf_case_fused_reduce_pair(cf_case *c);
 void cf_case_conv_forward(cf_case *c);
 void cf_case_conv_backward_data(cf_case *c);
 void cf_case_conv_backward_filter(cf_case *c);

@@ -505,12 +505,47 @@ void cf_case_fused(cf_case *c)
  * reduced by its reduce kernel, are the reference; the tolerance is the
  * reduce kernel's, from the same reduction of their magnitudes. Programs
  * use exact steps only, so the values summed are the same bits on every
- * device and only the summation order differs. */
-void cf_case_fused_reduce(cf_case *c)
+ * device and only the summation order differs.
+ *
+ * The oracle's sum of prog (its last register) into by's oracle copy, and
+ * the magnitudes behind the tolerance (*mag, malloc'd). bf: the written-out
+ * program, full: its dense view. Returns the oracle's status. */
+static dla_status oracle_sum(cf_case *c, const dla_fused_args *prog, dla_reduce_op op,
+                             const dla_view *y, cf_buf *by, cf_buf *bf, const dla_view *full,
+                             double **mag)
+{
+    dla_fused_args of = *prog;
+    of.y = *full;
+    of.y.mem = bf->mem[CF_ORACLE];
+    dla_status s = CF_TABLE(c, CF_ORACLE)->fused(CF_CTX(c, CF_ORACLE), &of);
+    dla_reduce_args red = {.struct_size = sizeof red, .op = op, .y = *y, .x = *full};
+    red.y.mem = by->mem[CF_ORACLE], red.x.mem = bf->mem[CF_ORACLE];
+    if (s == DLA_OK)
+        s = CF_TABLE(c, CF_ORACLE)->reduce(CF_CTX(c, CF_ORACLE), &red);
+    if (s != DLA_OK)
+        return s;
+    cf_buf *ay = cf_buf_abs(c, by), *af = ay ? cf_buf_abs(c, bf) : NULL;
+    if (!af)
+        return DLA_ERR_OUT_OF_MEMORY;
+    dla_view mv = *full;
+    mv.mem = af->mem[CF_ORACLE];
+    dla_unary_args ab = {.struct_size = sizeof ab, .op = DLA_UNARY_ABS, .y = mv, .x = *full};
+    ab.x.mem = bf->mem[CF_ORACLE];
+    red.y.mem = ay->mem[CF_ORACLE], red.x.mem = af->mem[CF_ORACLE];
+    if ((s = CF_TABLE(c, CF_ORACLE)->unary(CF_CTX(c, CF_ORACLE), &ab)) != DLA_OK ||
+        (s = CF_TABLE(c, CF_ORACLE)->reduce(CF_CTX(c, CF_ORACLE), &red)) != DLA_OK)
+        return s;
+    *mag = cf_oracle_values(c, ay);
+    return *mag ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;
+}
+
+/* pair: the ABI 1.4 form, a second sum y2 of a random register. */
+static void fused_reduce_case(cf_case *c, int pair)
 {
     const dla_device *dut = c->suite->dev[CF_DUT];
-    const int t = cf_float_dtype(c, DLA_KERNEL_FUSED_REDUCE);
-    if (t < 0 || !CF_TABLE(c, CF_DUT)->fused_reduce || dut->abi_minor < 3 ||
+    const dla_kernel kernel = pair ? DLA_KERNEL_FUSED_REDUCE_PAIR : DLA_KERNEL_FUSED_REDUCE;
+    const int t = cf_float_dtype(c, kernel);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->fused_reduce || dut->abi_minor < (pair ? 4 : 3) ||
         !cf_both_support(c, DLA_KERNEL_FUSED, (dla_dtype)t) ||
         !cf_both_support(c, DLA_KERNEL_REDUCE, (dla_dtype)t)) {
         c->skipped = 1;
@@ -521,6 +556,8 @@ void cf_case_fused_reduce(cf_case *c)
     r.struct_size = sizeof r;
     r.op = cf_chance(c, 50) ? DLA_REDUCE_SUM : DLA_REDUCE_MEAN;
     random_program(c, &r.program, (dla_dtype)t, 1);
+    if (pair)
+        r.reg2 = (int32_t)cf_int(c, 0, r.program.ninsns - 1);
     int nd;
     int64_t dims[DLA_MAX_DIMS], yd[DLA_MAX_DIMS];
     cf_dims(c, &nd, dims, 4, 9, 2);
@@ -534,12 +571,16 @@ void cf_case_fused_reduce(cf_case *c)
                                  cf_view(c, &r.program.inputs[i], r.program.dtype, nd, dims, 1),
                                  -2, 2, 10)))
             return;
-    dla_view y, full, mag;
+    dla_view y, y2, full;
     cf_buf *by = cf_buf_new(c, r.program.dtype, cf_view(c, &y, r.program.dtype, nd, yd, 0), -2,
                             2, 0);
-    cf_buf *bf = by ? cf_buf_new(c, r.program.dtype, cf_dense(&full, r.program.dtype, nd, dims),
-                                 0, 0, 0)
-                    : NULL;
+    cf_buf *by2 = by && pair ? cf_buf_new(c, r.program.dtype,
+                                          cf_view(c, &y2, r.program.dtype, nd, yd, 0), -2, 2, 0)
+                             : NULL;
+    cf_buf *bf = by && (by2 || !pair)
+                     ? cf_buf_new(c, r.program.dtype, cf_dense(&full, r.program.dtype, nd, dims),
+                                  0, 0, 0)
+                     : NULL;
     if (!bf)
         return;
     r.program.y = full; /* its dims are the space; the kernel writes nothing there */
@@ -556,45 +597,40 @@ void cf_case_fused_reduce(cf_case *c)
                                                   : "where",
                     (int)s->src[0], (int)s->src[1], (int)s->src[2]);
     }
+    if (pair)
+        cf_describe(c, "; y2 sums r%d", (int)r.reg2);
     /* The device under test sums in one pass; the oracle writes the
-     * program out (into bf) and reduces it (into by). */
+     * program out (into bf) and reduces it (into by), and for y2 the
+     * program cut after register reg2. */
     dla_fused_reduce_args dr = r;
     dr.y = y;
     dr.y.mem = by->mem[CF_DUT];
+    if (pair) {
+        dr.y2 = y2;
+        dr.y2.mem = by2->mem[CF_DUT];
+    }
     for (int i = 0; i < r.program.ninputs; i++)
         dr.program.inputs[i].mem = in[i]->mem[CF_DUT];
     cf_record(c, CF_DUT, CF_TABLE(c, CF_DUT)->fused_reduce(CF_CTX(c, CF_DUT), &dr));
-    dla_fused_args of = r.program;
-    of.y.mem = bf->mem[CF_ORACLE];
+    dla_fused_args prog = r.program;
     for (int i = 0; i < r.program.ninputs; i++)
-        of.inputs[i].mem = in[i]->mem[CF_ORACLE];
-    dla_status s = CF_TABLE(c, CF_ORACLE)->fused(CF_CTX(c, CF_ORACLE), &of);
-    dla_reduce_args red = {.struct_size = sizeof red, .op = r.op, .y = y, .x = full};
-    red.y.mem = by->mem[CF_ORACLE], red.x.mem = bf->mem[CF_ORACLE];
-    if (s == DLA_OK)
-        s = CF_TABLE(c, CF_ORACLE)->reduce(CF_CTX(c, CF_ORACLE), &red);
-    cf_record(c, CF_ORACLE, s);
-    if (!cf_agree(c))
-        return;
-    /* The magnitudes: |program| reduced the same way, on the oracle. */
-    cf_buf *ay = cf_buf_abs(c, by), *af = ay ? cf_buf_abs(c, bf) : NULL;
-    if (!af)
-        return;
-    mag = full;
-    mag.mem = af->mem[CF_ORACLE];
-    dla_unary_args ab = {.struct_size = sizeof ab, .op = DLA_UNARY_ABS, .y = mag, .x = full};
-    ab.x.mem = bf->mem[CF_ORACLE];
-    red.y.mem = ay->mem[CF_ORACLE], red.x.mem = af->mem[CF_ORACLE];
-    if (CF_TABLE(c, CF_ORACLE)->unary(CF_CTX(c, CF_ORACLE), &ab) != DLA_OK ||
-        CF_TABLE(c, CF_ORACLE)->reduce(CF_CTX(c, CF_ORACLE), &red) != DLA_OK) {
-        cf_fail(c, "the oracle's magnitude run: %s", dla_last_error());
-        return;
+        prog.inputs[i].mem = in[i]->mem[CF_ORACLE];
+    double *mag = NULL, *mag2 = NULL;
+    dla_status s = oracle_sum(c, &prog, r.op, &y, by, bf, &full, &mag);
+    if (s == DLA_OK && pair) {
+        prog.ninsns = r.reg2 + 1;
+        s = oracle_sum(c, &prog, r.op, &y2, by2, bf, &full, &mag2);
     }
+    cf_record(c, CF_ORACLE, s);
     int64_t nred = 1;
     for (int d = 0; d < nd; d++)
         nred *= yd[d] == dims[d] ? 1 : dims[d];
-    double *m = cf_oracle_values(c, ay);
-    if (m)
-        cf_compare(c, by, &y, (cf_tol){0, m, (double)nred});
-    free(m);
+    if (cf_agree(c) && cf_compare(c, by, &y, (cf_tol){0, mag, (double)nred}) && pair)
+        cf_compare(c, by2, &y2, (cf_tol){0, mag2, (double)nred});
+    free(mag);
+    free(mag2);
 }
+
+void cf_case_fused_reduce(cf_case *c) { fused_reduce_case(c, 0); }
+
+void cf_case_fused_reduce_pair(cf_case *c) { fused_reduce_case(c, 1); }

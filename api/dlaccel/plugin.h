@@ -28,7 +28,9 @@
  * Op values (unary, binary) are appended in later minors: the host passes
  * a value only to a plugin that answered the minor that added it, so a
  * plugin meets no op it does not know. Likewise the ABI 1.3 members are called only
- * on a plugin that answered minor 3 or later. Output views never have stride 0;
+ * on a plugin that answered minor 3 or later, and a kernel or argument
+ * field added in minor N is used only with a plugin that answered N or
+ * later. Output views never have stride 0;
  * GEMM's C never overlaps A or B; kernels may be called on empty views
  * (numel 0) and must then do nothing. A manifest's abi_version is the
  * major.minor the plugin was built against; only the major is checked
@@ -57,7 +59,7 @@ extern "C" {
  * uses only the members of that minor) or higher (the host ignores what it
  * does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 3
+#define DLA_PLUGIN_ABI_MINOR 4
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -142,7 +144,9 @@ typedef struct dla_plugin_device_info {
     /* ---- kernels above are ABI 1.2 ---- */                                  \
     X(DLA_KERNEL_FUSED_REDUCE, "fused_reduce")                                 \
     X(DLA_KERNEL_RANDOM_UNIFORM, "random_uniform")                             \
-    X(DLA_KERNEL_RANDOM_NORMAL, "random_normal")
+    X(DLA_KERNEL_RANDOM_NORMAL, "random_normal")                               \
+    /* ---- kernels above are ABI 1.3 ---- */                                  \
+    X(DLA_KERNEL_FUSED_REDUCE_PAIR, "fused_reduce_pair")
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, str) name,
@@ -491,6 +495,20 @@ typedef struct dla_fused_reduce_args {
     dla_fused_args program;
     dla_view y;
     /* ---- fields above are ABI 1.3 ---- */
+    /* A second sum from the same pass (ABI 1.4; the host sets y2.mem only
+     * where supports() says yes to DLA_KERNEL_FUSED_REDUCE_PAIR, which
+     * calls the fused_reduce member): y2, of y's dims and dtype, gets
+     *
+     *     y2[q] = sum over the positions p that map to q of register reg2 at p
+     *
+     * (MEAN: divided by the same count), 0 <= reg2 < program.ninsns. One
+     * pass reads the inputs once for both sums: batchnorm's sum(x - s) and
+     * sum((x - s)^2), its backward's sum(g) and sum(g .* x). y2 overlaps
+     * neither y nor any input. y2.mem NULL (and a struct_size that ends
+     * before y2): the 1.3 kernel. */
+    int32_t reg2;
+    dla_view y2;
+    /* ---- fields above are ABI 1.4 ---- */
 } dla_fused_reduce_args;
 /* Random numbers of the library's one stream, Philox4x32-10 (Salmon et
  * al., 2011), as dla_rand and dla_randn draw them: the same (seed,
