@@ -26,6 +26,7 @@
 #include "plugins/cpu/strided.h"
 
 #include <omp.h>
+#include <stddef.h>
 #include <string.h>
 
 #define BLOCK 512
@@ -484,8 +485,9 @@ DEFINE_RUN(double, f64)
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
+    /* acc2 (reg2 >= 0): register reg2's accumulators, as acc's. */                               \
     static void sum_run_##sfx(const dla_fused_args *a, const space *sp, const int *how,            \
-                              double *acc, int64_t ny, int nthreads)                               \
+                              double *acc, int reg2, double *acc2, int64_t ny, int nthreads)       \
     {                                                                                              \
         const int64_t blocks = sp->blocks;                                                         \
         _Pragma("omp parallel num_threads(nthreads)")                                              \
@@ -493,12 +495,16 @@ DEFINE_RUN(double, f64)
             _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
             _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
             double *mine = acc + (int64_t)omp_get_thread_num() * ny;                               \
+            double *mine2 = reg2 >= 0 ? acc2 + (int64_t)omp_get_thread_num() * ny : NULL;         \
             _Pragma("omp for schedule(static)")                                                    \
             for (int64_t u = 0; u < blocks; u++) {                                                 \
                 int64_t n;                                                                         \
                 const int64_t at = block_range(sp, u, &n);                                         \
                 const T *v = program_##sfx(a, sp, how, at, n, regs, stage, NULL);                  \
                 accumulate_##sfx(sp, sp->strides[0], at, n, v, mine);                              \
+                /* Every register but the last is in regs (the last is v). */                      \
+                if (mine2)                                                                         \
+                    accumulate_##sfx(sp, sp->strides[0], at, n, regs[reg2], mine2);                \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
@@ -635,10 +641,12 @@ static dla_status sum_program(const dla_fused_reduce_args *args);
 dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    if (args->struct_size < sizeof(dla_fused_reduce_args))
+    if (args->struct_size < offsetof(dla_fused_reduce_args, reg2))
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "cpu fused_reduce: args struct_size %zu is smaller than ABI 1.3's %zu",
-                        args->struct_size, sizeof(dla_fused_reduce_args));
+                        args->struct_size, offsetof(dla_fused_reduce_args, reg2));
+    /* ABI 1.4's second sum, when the caller knows of it and asks. */
+    const int pair = args->struct_size >= sizeof(dla_fused_reduce_args) && args->y2.mem != NULL;
     const dla_fused_args *a = &args->program;
     const dla_view *shape = &a->y, *y = &args->y;
     char bs[DLA__CPU_DIMS_BUF], by[DLA__CPU_DIMS_BUF];
@@ -686,6 +694,30 @@ dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     }
     if ((s = check_program(a)) != DLA_OK)
         return s;
+    if (!pair) {
+        dla_fused_reduce_args one; /* a 1.3 caller's struct may end before y2 */
+        memset(&one, 0, sizeof one);
+        memcpy(&one, args, offsetof(dla_fused_reduce_args, reg2));
+        return sum_program(&one);
+    }
+    const dla_view *y2 = &args->y2;
+    if ((s = dla__cpu_check_view("fused_reduce", "y2", y2)) != DLA_OK ||
+        (s = dla__cpu_check_same_dims("fused_reduce", "y2", y2, "y", y)) != DLA_OK)
+        return s;
+    if (y2->dtype != a->dtype)
+        return h->error(DLA_ERR_DTYPE, "cpu fused_reduce: argument y2: dtype %s, the program's "
+                        "is %s", dla__cpu_dtype_name(y2->dtype), dla__cpu_dtype_name(a->dtype));
+    if (args->reg2 < 0 || args->reg2 >= a->ninsns)
+        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument reg2: %d; the "
+                        "program's registers are 0..%d", (int)args->reg2, (int)a->ninsns - 1);
+    if (dla__cpu_views_overlap(y2, y))
+        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument y2 (dims %s): "
+                        "overlaps y", dla__cpu_dims_str(by, sizeof by, y2->ndims, y2->dims));
+    for (int i = 0; i < a->ninputs; i++)
+        if (dla__cpu_views_overlap(y2, &a->inputs[i]))
+            return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument y2 (dims %s): "
+                            "overlaps %s", dla__cpu_dims_str(by, sizeof by, y2->ndims, y2->dims),
+                            names[i]);
     return sum_program(args);
 }
 
@@ -704,7 +736,8 @@ dla_status dla__cpu_sum_blocks(const dla_view *y, const dla_view *x, int mean)
     return sum_program(&r);
 }
 
-/* The sum of a checked program (no instruction: of input 0). */
+/* The sum of a checked program (no instruction: of input 0), and with
+ * y2.mem set the sum of register reg2 into y2. */
 static dla_status sum_program(const dla_fused_reduce_args *args)
 {
     const dla_plugin_host *h = dla__cpu_host;
@@ -729,27 +762,34 @@ static dla_status sum_program(const dla_fused_reduce_args *args)
     space sp;
     int how[NOPS];
     coalesce(&sp, 1 + a->ninputs, v);
+    const int pair = args->y2.mem != NULL, results = pair ? 2 : 1;
     int nthreads = numel < DLA__CPU_PAR_MIN ? 1 : omp_get_max_threads();
-    if (nthreads < 1 || ny * nthreads > SUM_ACC_MAX)
+    if (nthreads < 1 || results * ny * nthreads > SUM_ACC_MAX)
         nthreads = 1;
-    double *acc = h->alloc((size_t)(ny * nthreads) * sizeof *acc, 0);
+    const int64_t nacc = results * ny * nthreads;
+    double *acc = h->alloc((size_t)nacc * sizeof *acc, 0);
     if (!acc)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu fused_reduce: %lld accumulators for y "
-                        "(dims %s)", (long long)(ny * nthreads),
+                        "(dims %s)", (long long)nacc,
                         dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims));
-    memset(acc, 0, (size_t)(ny * nthreads) * sizeof *acc);
+    memset(acc, 0, (size_t)nacc * sizeof *acc);
+    double *acc2 = pair ? acc + ny * nthreads : NULL;
+    const int reg2 = pair ? args->reg2 : -1;
     if (sp.numel > 0) {
         classify(&sp, 1 + a->ninputs, how);
         if (a->dtype == DLA_F32)
-            sum_run_f32(a, &sp, how, acc, ny, nthreads);
+            sum_run_f32(a, &sp, how, acc, reg2, acc2, ny, nthreads);
         else
-            sum_run_f64(a, &sp, how, acc, ny, nthreads);
+            sum_run_f64(a, &sp, how, acc, reg2, acc2, ny, nthreads);
     }
     const double divide = args->op == DLA_REDUCE_MEAN ? (double)(numel / ny) : 1.0;
-    if (a->dtype == DLA_F32)
-        sum_store_f32(y, acc, ny, nthreads, divide);
-    else
-        sum_store_f64(y, acc, ny, nthreads, divide);
+    for (int k = 0; k < results; k++) {
+        const dla_view *out = k ? &args->y2 : y;
+        if (a->dtype == DLA_F32)
+            sum_store_f32(out, acc + k * ny * nthreads, ny, nthreads, divide);
+        else
+            sum_store_f64(out, acc + k * ny * nthreads, ny, nthreads, divide);
+    }
     h->free(acc);
     return DLA_OK;
 }

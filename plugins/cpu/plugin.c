@@ -199,7 +199,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_CONV_BACKWARD_DATA:
     case DLA_KERNEL_CONV_BACKWARD_FILTER:
     case DLA_KERNEL_FUSED:
-    case DLA_KERNEL_FUSED_REDUCE: return dtype == DLA_F32 || dtype == DLA_F64;
+    case DLA_KERNEL_FUSED_REDUCE:
+    case DLA_KERNEL_FUSED_REDUCE_PAIR: return dtype == DLA_F32 || dtype == DLA_F64;
     case DLA_KERNEL_RANDOM_UNIFORM:
     case DLA_KERNEL_RANDOM_NORMAL: return dtype == DLA_F32 || dtype == DLA_F64;
     /* Gathering moves elements without reading them as numbers. */
