@@ -96,11 +96,13 @@ static inline dla_fused_insn dla__nn_insn(dla_fused_kind kind, int op, int32_t s
  * [S, Cg, G, B, R] (core/ops_norm.c), as ops of their own
  * (core/ops_norm_grad.c) so the backward stays written in ops: each is one
  * pass on a device that fuses, composed kernels elsewhere.
- *   dla__norm_dot: sum(g .* x) over the dims where red[i] is nonzero (kept
- *                  as 1s); g and x of equal dims.
+ *   dla__norm_sums: sum(g) and sum(g .* x) over the dims where red[i] is
+ *                  nonzero (kept as 1s); g and x of equal dims. Both come
+ *                  from one pass where the device has fused_reduce_pair.
  *   dla__norm_dx:  a .* p + b .* q + r; a and b of the result's dims, p, q
  *                  and r broadcast (each dim equal or 1). */
-dla_tensor *dla__norm_dot(dla_tensor *g, dla_tensor *x, const unsigned char *red);
+dla_status dla__norm_sums(dla_tensor *g, dla_tensor *x, const unsigned char *red,
+                          dla_tensor **sum_g, dla_tensor **sum_gx);
 dla_tensor *dla__norm_dx(dla_tensor *a, dla_tensor *p, dla_tensor *b, dla_tensor *q,
                          dla_tensor *r);
 

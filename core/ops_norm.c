@@ -207,6 +207,54 @@ static dla_status fused_var(dla_device *dev, const norm_geom *g, const dla_tenso
     return dla__k_fused_reduce(dev, &r);
 }
 
+/* Devices with fused_reduce_pair: the mean and the variance from one
+ * pass. It sums d = x - s and d^2, with s the first element of each
+ * statistic's group: a shift inside the data keeps E[d^2] - E[d]^2 from
+ * cancelling the way E[x^2] - E[x]^2 does when the mean is large against
+ * the spread. mean = s + E[d], var = max(E[d^2] - E[d]^2, 0); scratch is
+ * a tensor of the statistics' dims to write over. */
+static dla_status fused_stats(dla_device *dev, const norm_geom *g, const dla_tensor *xd,
+                              const dla_tensor *mean, const dla_tensor *var,
+                              const dla_tensor *scratch)
+{
+    dla_fused_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.op = DLA_REDUCE_MEAN;
+    dla_fused_args *p = &r.program;
+    p->struct_size = sizeof *p;
+    p->dtype = xd->dtype;
+    p->ninputs = 2;
+    p->ninsns = 2;
+    dla_view shift; /* x's first element of each group, broadcast over it */
+    dla__nn_view(xd, ND, g->d, &p->inputs[0]);
+    shift = p->inputs[0];
+    for (int i = 0; i < ND; i++)
+        if (g->stat[i] == 1)
+            shift.dims[i] = 1, shift.strides[i] = 0;
+    p->inputs[1] = shift;
+    dla__nn_expand(&p->inputs[1], g->d);
+    p->insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2);
+    p->insns[1] = dla__nn_insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0);
+    p->y = p->inputs[0]; /* the space's dims; nothing is written there */
+    dla_view vm, vv, vs;
+    dla__nn_view(var, ND, g->stat, &r.y);
+    dla__nn_view(mean, ND, g->stat, &r.y2);
+    r.reg2 = 0;
+    vm = r.y2, vv = r.y;
+    dla__nn_view(scratch, ND, g->stat, &vs);
+    dla_status st = dla__k_fused_reduce(dev, &r);
+    if (st == DLA_OK) /* E[d]^2 */
+        st = dla__nn_unary(dev, DLA_UNARY_SQUARE, 0.0, 0.0, &vs, &vm);
+    if (st == DLA_OK)
+        st = dla__nn_binary(dev, DLA_BINARY_SUB, &vv, &vv, &vs);
+    if (st == DLA_OK) /* rounding can leave a constant group's variance below 0 */
+        st = dla__nn_unary(dev, DLA_UNARY_RELU, 0.0, 0.0, &vv, &vv);
+    if (st == DLA_OK)
+        st = dla__nn_binary(dev, DLA_BINARY_ADD, &vm, &vm, &shift);
+    return st;
+}
+
 /* y = x .* a + b in one pass, a and b of dims g->ab. */
 static dla_status fused_apply(dla_device *dev, const norm_geom *g, const dla_tensor *xd,
                               const dla_tensor *a, const dla_tensor *b, const dla_tensor *y)
@@ -312,13 +360,18 @@ static dla_status stats_forward(const void *attrs, dla_tensor *const *in, int ni
         dla__view_of(mean, &vm);
         dla__view_of(var, &vv);
         dla__view_of(istd, &vi);
-        st = dla__nn_reduce(dev, DLA_REDUCE_MEAN, &vm, &vx);
     }
-    if (st == DLA_OK && fused) {
-        st = fused_var(dev, &g, xd, mean, var);
+    if (st == DLA_OK && dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, x->dtype)) {
+        st = fused_stats(dev, &g, xd, mean, var, istd);
+    } else if (st == DLA_OK && fused) {
+        st = dla__nn_reduce(dev, DLA_REDUCE_MEAN, &vm, &vx);
+        if (st == DLA_OK)
+            st = fused_var(dev, &g, xd, mean, var);
     } else if (st == DLA_OK) {
         dla__view_of(xc, &vxc);
-        st = bin5(dev, DLA_BINARY_SUB, xc, g.d, xd, g.d, mean, g.stat);
+        st = dla__nn_reduce(dev, DLA_REDUCE_MEAN, &vm, &vx);
+        if (st == DLA_OK)
+            st = bin5(dev, DLA_BINARY_SUB, xc, g.d, xd, g.d, mean, g.stat);
         if (st == DLA_OK)
             st = dla__nn_unary(dev, DLA_UNARY_SQUARE, 0.0, 0.0, &vxc, &vxc);
         if (st == DLA_OK)
@@ -427,12 +480,13 @@ static void backward_per_channel(const dla__node *n, const norm_geom *g, dla_ten
                                  dla_tensor *x5, dla_tensor **gin)
 {
     dla_tensor *mu = n->saved[0], *istd = n->saved[1];
-    int64_t red[ND], other[ND];
-    int nred = dims_list(g, 0, red), nother = dims_list(g, 1, other);
+    int64_t other[ND];
+    int nother = dims_list(g, 1, other);
     dla_tensor *scale = as5(n->in[2], g->chan);
-    dla_tensor *sg = dla_sum(g5, nred, red);
+    dla_tensor *sg, *sgx;
+    dla__norm_sums(g5, x5, g->red, &sg, &sgx);
     /* sum(g .* (x - mu)) */
-    dla_tensor *dot = dla_sub(dla__norm_dot(g5, x5, g->red), dla_mul(mu, sg));
+    dla_tensor *dot = dla_sub(sgx, dla_mul(mu, sg));
     if (n->need[0]) {
         double inv_n = 1.0 / (double)g->n;
         dla_tensor *p = dla_mul(istd, scale);

@@ -1,7 +1,7 @@
 /*
  * ops_norm_grad.c - the two full-size passes of batchnorm's (and
- * instancenorm's) backward as ops: dla__norm_dot, sum(g .* x) per
- * statistic, and dla__norm_dx, g .* p + x .* q + r.
+ * instancenorm's) backward as ops: dla__norm_sums, sum(g) and sum(g .* x)
+ * per statistic, and dla__norm_dx, g .* p + x .* q + r.
  *
  * Written with dla_mul, dla_sum and dla_add these take eleven passes over
  * the activation (each product stored, then read back); as one fused
@@ -45,17 +45,65 @@ static void release_all(dla_tensor **d, int n)
         dla_tensor_release(d[i]);
 }
 
-/* ------------------------------------------------------------ norm_dot */
+/* ----------------------------------------------------------- norm_sums */
 
-typedef struct dot_attrs {
+typedef struct sums_attrs {
     unsigned char red[ND];
-} dot_attrs;
+} sums_attrs;
 
-static dla_status dot_forward(const void *attrs, dla_tensor *const *in, int nin,
-                              dla_tensor **out, dla_tensor **saved)
+/* s0 = sum(g), s1 = sum(g .* x): one pass with fused_reduce_pair (the
+ * program r0 = g, r1 = r0 .* x, summing both registers), a fused sum and a
+ * plain one with fused_reduce alone, written-out products elsewhere. */
+static dla_status sums_launch(dla_device *dev, dla_dtype dt, const dla_view *vg,
+                              const dla_view *vx, const dla_view *vs0, const dla_view *vs1,
+                              const char *op)
+{
+    if (dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, dt) ||
+        dla__nn_fuses(dev, dt)) {
+        const int pair = dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, dt);
+        dla_fused_reduce_args r;
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        r.op = DLA_REDUCE_SUM;
+        r.program.struct_size = sizeof r.program;
+        r.program.dtype = dt;
+        r.program.ninputs = 2;
+        r.program.ninsns = 2;
+        r.program.inputs[0] = *vg;
+        r.program.inputs[1] = *vx;
+        r.program.insns[0] = dla__nn_insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, -1, 0);
+        r.program.insns[0].alpha = 1.0; /* g itself, as a register */
+        r.program.insns[1] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, 0, -2);
+        r.program.y = *vg; /* the space's dims only */
+        r.y = *vs1;
+        if (pair) {
+            r.reg2 = 0;
+            r.y2 = *vs0;
+        }
+        dla_status st = dla__k_fused_reduce(dev, &r);
+        if (st == DLA_OK && !pair)
+            st = dla__nn_reduce(dev, DLA_REDUCE_SUM, vs0, vg);
+        return st;
+    }
+    dla_tensor *tmp = dla__tensor_alloc(op, dev, dt, "", vg->ndims, vg->dims);
+    if (!tmp)
+        return dla_last_status();
+    dla_view vt;
+    dla__view_of(tmp, &vt);
+    dla_status st = dla__nn_binary(dev, DLA_BINARY_MUL, &vt, vg, vx);
+    if (st == DLA_OK)
+        st = dla__nn_reduce(dev, DLA_REDUCE_SUM, vs1, &vt);
+    if (st == DLA_OK)
+        st = dla__nn_reduce(dev, DLA_REDUCE_SUM, vs0, vg);
+    dla_tensor_release(tmp);
+    return st;
+}
+
+static dla_status sums_forward(const void *attrs, dla_tensor *const *in, int nin,
+                               dla_tensor **out, dla_tensor **saved)
 {
     static const char op[] = "dla_batchnorm (backward)";
-    const dot_attrs *at = attrs;
+    const sums_attrs *at = attrs;
     dla_tensor *d[2];
     dla_status st = dense_all(op, in, 2, d);
     int64_t sdims[ND];
@@ -64,70 +112,57 @@ static dla_status dot_forward(const void *attrs, dla_tensor *const *in, int nin,
         sdims[i] = at->red[i] ? 1 : d[0]->dims[i];
     }
     dla_device *dev = in[0]->storage->device;
-    dla_tensor *s = NULL, *tmp = NULL;
-    if (st == DLA_OK && !(s = dla__tensor_alloc(op, dev, in[0]->dtype, "", ND, sdims)))
-        st = dla_last_status();
-    dla_view vg, vx, vs;
+    dla_tensor *s[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && st == DLA_OK; k++)
+        if (!(s[k] = dla__tensor_alloc(op, dev, in[0]->dtype, "", ND, sdims)))
+            st = dla_last_status();
     if (st == DLA_OK) {
+        dla_view vg, vx, vs0, vs1;
         dla__nn_view(d[0], ND, d[0]->dims, &vg);
         dla__nn_view(d[1], ND, d[1]->dims, &vx);
-        dla__view_of(s, &vs);
+        dla__view_of(s[0], &vs0);
+        dla__view_of(s[1], &vs1);
+        st = sums_launch(dev, in[0]->dtype, &vg, &vx, &vs0, &vs1, op);
     }
-    if (st == DLA_OK && dla__nn_fuses(dev, in[0]->dtype)) {
-        dla_fused_reduce_args r;
-        memset(&r, 0, sizeof r);
-        r.struct_size = sizeof r;
-        r.op = DLA_REDUCE_SUM;
-        r.program.struct_size = sizeof r.program;
-        r.program.dtype = in[0]->dtype;
-        r.program.ninputs = 2;
-        r.program.ninsns = 1;
-        r.program.inputs[0] = vg;
-        r.program.inputs[1] = vx;
-        r.program.insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -1, -2);
-        r.program.y = vg; /* the space's dims only */
-        r.y = vs;
-        st = dla__k_fused_reduce(dev, &r);
-    } else if (st == DLA_OK) {
-        dla_view vt;
-        if (!(tmp = dla__tensor_alloc(op, dev, in[0]->dtype, "", ND, d[0]->dims)))
-            st = dla_last_status();
-        if (st == DLA_OK) {
-            dla__view_of(tmp, &vt);
-            st = dla__nn_binary(dev, DLA_BINARY_MUL, &vt, &vg, &vx);
-        }
-        if (st == DLA_OK)
-            st = dla__nn_reduce(dev, DLA_REDUCE_SUM, &vs, &vt);
-    }
-    dla_tensor_release(tmp);
     release_all(d, 2);
     if (st != DLA_OK) {
-        dla_tensor_release(s);
+        release_all(s, 2);
         return st;
     }
-    out[0] = s;
+    out[0] = s[0];
+    out[1] = s[1];
     return DLA_OK;
 }
 
-static dla_status dot_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+/* d s0 / d g = 1, d s1 / d g = x, d s1 / d x = g. */
+static dla_status sums_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
 {
-    if (n->need[0])
-        gin[0] = dla_mul(gout[0], n->in[1]);
-    if (n->need[1])
-        gin[1] = dla_mul(gout[0], n->in[0]);
+    dla_tensor *g = n->in[0], *x = n->in[1];
+    if (n->need[0]) {
+        dla_tensor *from1 = gout[1] ? dla_mul(gout[1], x) : NULL;
+        gin[0] = !gout[0] ? from1 : from1 ? dla_add(from1, gout[0]) : dla__expand(gout[0], g);
+    }
+    if (n->need[1] && gout[1])
+        gin[1] = dla_mul(gout[1], g);
     return DLA_OK;
 }
 
-static const dla__op norm_dot_op = {
-    .name = "dla__norm_dot", .nin = 2, .nout = 1, .forward = dot_forward, .backward = dot_backward,
+static const dla__op norm_sums_op = {
+    .name = "dla__norm_sums", .nin = 2, .nout = 2, .forward = sums_forward,
+    .backward = sums_backward,
 };
-DLA__OP_REGISTER(norm_dot_op, sizeof(dot_attrs));
+DLA__OP_REGISTER(norm_sums_op, sizeof(sums_attrs));
 
-dla_tensor *dla__norm_dot(dla_tensor *g, dla_tensor *x, const unsigned char *red)
+dla_status dla__norm_sums(dla_tensor *g, dla_tensor *x, const unsigned char *red,
+                          dla_tensor **sum_g, dla_tensor **sum_gx)
 {
-    dot_attrs a;
+    sums_attrs a;
     memcpy(a.red, red, sizeof a.red);
-    return dla__apply(&norm_dot_op, &a, sizeof a, 2, (dla_tensor *[]){g, x});
+    dla_tensor *out[2];
+    dla_status st = dla__apply_n(&norm_sums_op, &a, sizeof a, 2, (dla_tensor *[]){g, x}, out);
+    *sum_g = out[0];
+    *sum_gx = out[1];
+    return st;
 }
 
 /* ------------------------------------------------------------- norm_dx */

@@ -36,7 +36,7 @@ typedef struct dla__slot {
 } dla__slot;
 
 /* The memory operands of a launch, in a fixed order per kind. */
-#define DLA__LAUNCH_MAX_FIELDS (1 + DLA_FUSED_MAX_INPUTS)
+#define DLA__LAUNCH_MAX_FIELDS (2 + DLA_FUSED_MAX_INPUTS) /* fused_reduce: y, y2, inputs */
 
 typedef struct dla__field {
     dla_mem *mem;

@@ -108,10 +108,13 @@ int dla__launch_fields(dla__launch *l, dla__field *f)
     }
     case DLA__LAUNCH_FUSED_REDUCE: {
         dla_fused_reduce_args *a = l->u.fused_reduce;
-        f[0] = view_field(&a->y, 1);
+        int n = 0;
+        f[n++] = view_field(&a->y, 1);
+        if (a->y2.mem) /* ABI 1.4's second sum */
+            f[n++] = view_field(&a->y2, 1);
         for (int i = 0; i < a->program.ninputs; i++)
-            f[1 + i] = view_field(&a->program.inputs[i], 0);
-        return 1 + a->program.ninputs;
+            f[n++] = view_field(&a->program.inputs[i], 0);
+        return n;
     }
     }
     DLA_ASSERT(!"a launch kind dla__launch_fields does not know");
