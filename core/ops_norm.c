@@ -11,8 +11,9 @@
  *
  * Forward folds scale, offset and the statistics into one per-channel
  * multiplier and addend, y = x .* a + b, so the full-size passes are the
- * two statistics reductions and that one; a device without the fused
- * kernels also writes the centered copy for the variance and x .* a.
+ * statistics (one pass with fused_reduce_pair, two with fused_reduce) and
+ * that one; a device without the fused kernels also writes the centered
+ * copy for the variance and x .* a.
  * Batchnorm's and instancenorm's backward is two more ops of one pass each
  * (core/ops_norm_grad.c).
  */

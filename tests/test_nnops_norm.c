@@ -130,6 +130,51 @@ static void test_batchnorm_training_updates_the_running_statistics_as_matlab(voi
     dla_scope_end();
 }
 
+/* Single precision, a channel whose mean is 1e5 times its spread and a
+ * constant one: the statistics come from sums taken in one pass (with
+ * fused_reduce_pair), and neither may cancel (E[x^2] - E[x]^2 in single
+ * would leave no correct digit of the first variance) nor go below 0. */
+static void test_batchnorm_statistics_keep_their_digits_in_single(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { S = 64, B = 16, N = S * 2 * B };
+    float xv[N];
+    double sum = 0, sq = 0;
+    uint32_t r = 12345;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < S; i++) {
+            r = r * 1664525u + 1013904223u;
+            xv[b * 2 * S + i] = 1000.0f + 0.01f * ((float)(r >> 8) / 16777216.0f - 0.5f);
+            xv[b * 2 * S + S + i] = 3.0f;
+            sum += xv[b * 2 * S + i];
+        }
+    const double mu = sum / (S * B);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < S; i++)
+            sq += (xv[b * 2 * S + i] - mu) * (xv[b * 2 * S + i] - mu);
+    const double var = sq / (S * B);
+    dla_tensor *x = dla_tensor_from_host(xv, DLA_F32, "SSCB", DLA_DIMS(8, 8, 2, B));
+    dla_tensor *off = dla_tensor_from_host((float[]){0.5f, -1.0f}, DLA_F32, "", DLA_DIMS(2, 1));
+    dla_tensor *sc = dla_tensor_from_host((float[]){1.0f, 2.0f}, DLA_F32, "", DLA_DIMS(2, 1));
+    dla_tensor *y, *m, *v;
+    assert_int_equal(dla_batchnorm_train(x, off, sc, NULL, NULL, NULL, &y, &m, &v), DLA_OK);
+    assert_true(fabs(dla_tensor_item(m, 0) - mu) <= 1e-7 * mu);
+    assert_true(fabs(dla_tensor_item(v, 0) - var) <= 1e-3 * var);
+    assert_true(dla_tensor_item(m, 1) == 3.0);
+    assert_true(dla_tensor_item(v, 1) == 0.0);
+    /* the constant channel normalizes to its offset, the other to unit spread */
+    double ysq = 0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < S; i++) {
+            assert_true(dla_tensor_item(y, b * 2 * S + S + i) == -1.0);
+            const double d = dla_tensor_item(y, b * 2 * S + i) - 0.5;
+            ysq += d * d;
+        }
+    assert_true(fabs(ysq / (S * B) - var / (var + 1e-5)) < 1e-3);
+    dla_scope_end();
+}
+
 static void test_batchnorm_statistics_span_every_dim_but_channels(void **state)
 {
     (void)state;
@@ -381,6 +426,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batchnorm_training_updates_the_running_statistics_as_matlab),
+        cmocka_unit_test(test_batchnorm_statistics_keep_their_digits_in_single),
         cmocka_unit_test(test_batchnorm_statistics_span_every_dim_but_channels),
         cmocka_unit_test(test_batchnorm_inference_uses_the_given_statistics),
         cmocka_unit_test(test_layer_group_and_instance_norms_pick_their_dims),
