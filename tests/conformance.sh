@@ -3,8 +3,9 @@
 # tree has: cpu (against itself: its results do not depend on how its
 # threads split the work), testmem, and opencl when it was built and finds
 # a device, and then once more for opencl's GEMM with its own kernel on
-# the large cases it would give CLBlast. One TAP stream: each run's lines
-# renumbered, the plan last.
+# the large cases it would give CLBlast, and for its summed fused programs
+# (fused_reduce and the pair) in each layout, interpreted and compiled.
+# One TAP stream: each run's lines renumbered, the plan last.
 tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-conformance-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -51,6 +52,18 @@ case "$*" in
     export DLACCEL_OPENCL_GEMM
     run "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json" " (DLACCEL_OPENCL_GEMM=own)" --kernel gemm
     unset DLACCEL_OPENCL_GEMM
+    # Its summed fused programs, single and pair, in each layout, each
+    # interpreted and compiled (the plain run above takes the defaults).
+    for layout in runs lanes; do
+        for fused in interpret compile; do
+            for kernel in fused_reduce fused_reduce_pair; do
+                DLACCEL_OPENCL_FUSED_REDUCE=$layout DLACCEL_OPENCL_FUSED=$fused \
+                    run "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json" \
+                    " (DLACCEL_OPENCL_FUSED_REDUCE=$layout DLACCEL_OPENCL_FUSED=$fused)" \
+                    --kernel $kernel
+            done
+        done
+    done
     ;;
 esac
 echo "1..$n"

@@ -8,7 +8,9 @@
  * inside a planned replay (dropout masks, rand_like slots) are drawn on
  * the device, with the cpu plugin's bits; a fused program summed over
  * some dims (fused_reduce, in parts) agrees with the cpu plugin's and
- * gives the same bits interpreted and compiled; a network step (conv,
+ * gives the same bits interpreted and compiled, and so does its pair form
+ * (a second register into y2), whose y2 is checked as y is; a network
+ * step (conv,
  * batchnorm, relu, maxpool, fully connected, softmax, cross-entropy, with
  * gradients) agrees with the cpu plugin's.
  *
@@ -469,6 +471,245 @@ static void a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled(void
     test_free(host);
 }
 
+/* One fused_reduce on dev: sums program p (over x, m) into y (and with
+ * pair into y2 register reg2); copies y's N outputs (and y2's) back as
+ * doubles. */
+typedef struct pair_run {
+    dla_fused_reduce_args r;
+    dla_mem y, y2;
+    size_t es;
+} pair_run;
+
+static void pair_read(const dla_device *dev, const pair_run *pr, int n, double *y, double *y2,
+                      double *y2_slots, int nslots)
+{
+    char out[64 * sizeof(double)];
+    assert_true(nslots <= 64 && n <= 64);
+    assert_int_equal(dev->table->copy_to_host(dev->ctx, out, pr->y, 0, (size_t)n * pr->es),
+                     DLA_OK);
+    for (int o = 0; o < n; o++)
+        y[o] = pr->es == sizeof(double) ? ((double *)out)[o] : ((float *)out)[o];
+    if (!y2)
+        return;
+    assert_int_equal(
+        dev->table->copy_to_host(dev->ctx, out, pr->y2, 0, (size_t)nslots * pr->es), DLA_OK);
+    for (int k = 0; k < nslots; k++)
+        y2_slots[k] = pr->es == sizeof(double) ? ((double *)out)[k] : ((float *)out)[k];
+    for (int o = 0; o < n; o++)
+        y2[o] = y2_slots[pr->r.y2.offset + o * pr->r.y2.strides[0]];
+}
+
+/* The pair (ABI 1.4): (x - m)^2 into y and register 0, x - m, into y2
+ * from the same pass, over dims 1 and 2 of a 2 x 1500 x 200 space, in
+ * both layouts (each in parts), single and double, sum and mean. y2 is a
+ * strided view (offset 5, stride 3) in a buffer whose other elements must
+ * stay as they were. The device's first run is interpreted, the next two
+ * compiled (DLACCEL_OPENCL_FUSED), all with the same bits; y agrees with
+ * the cpu plugin's single sum and y2 with its sum of the program cut
+ * after register 0, within 1e-6 of the sums of magnitudes. supports()
+ * answers the pair as it answers fused_reduce, and a struct_size that
+ * ends before y2 (an ABI 1.3 caller) leaves y2 alone. */
+static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void **state)
+{
+    need_devices();
+    enum { N0 = 2, N1 = 1500, N2 = 200, N = N0 * N1 * N2, SLOTS = 5 + 3 * N0 };
+    double *host = test_malloc(N * sizeof *host);
+    for (int64_t e = 0; e < N; e++)
+        host[e] = tu_unit() * 6 - 2;
+    float *single = test_malloc(N * sizeof *single);
+    for (int64_t e = 0; e < N; e++)
+        single[e] = (float)host[e];
+    const double sentinel = 7777;
+    for (int kind = 0; kind < 4; kind++) {
+        const int layout = kind / 2, f64 = kind % 2;
+        const dla_dtype t = f64 ? DLA_F64 : DLA_F32;
+        const int single_ok = ocl->table->supports(ocl->ctx, DLA_KERNEL_FUSED_REDUCE, t);
+        assert_int_equal(ocl->table->supports(ocl->ctx, DLA_KERNEL_FUSED_REDUCE_PAIR, t) != 0,
+                         single_ok != 0);
+        if (!single_ok)
+            continue;
+        setenv("DLACCEL_OPENCL_FUSED_REDUCE", layout ? "lanes" : "runs", 1);
+        const size_t es = f64 ? sizeof(double) : sizeof(float);
+        const void *data = f64 ? (const void *)host : (const void *)single;
+        char fill[SLOTS * sizeof(double)];
+        for (int k = 0; k < SLOTS; k++)
+            f64 ? (void)(((double *)fill)[k] = sentinel) : (void)(((float *)fill)[k] = sentinel);
+        for (int op = 0; op < 2; op++) {
+            /* [device][0: y, 1: y2, 2: |x - m| summed][run][output] */
+            double got[2][3][3][N0], slots[SLOTS];
+            for (int di = 0; di < 2; di++) {
+                const dla_device *dev = di ? cpu : ocl;
+                const dla_plugin *tb = dev->table;
+                dla_mem x;
+                pair_run pr = {.es = es};
+                assert_int_equal(tb->mem_alloc(dev->ctx, N * es, &x), DLA_OK);
+                assert_int_equal(tb->mem_alloc(dev->ctx, N0 * es, &pr.y), DLA_OK);
+                assert_int_equal(tb->mem_alloc(dev->ctx, SLOTS * es, &pr.y2), DLA_OK);
+                assert_int_equal(tb->copy_to_device(dev->ctx, x, 0, data, N * es), DLA_OK);
+                assert_int_equal(tb->copy_to_device(dev->ctx, pr.y2, 0, fill, SLOTS * es),
+                                 DLA_OK);
+                dla_fused_reduce_args *r = &pr.r;
+                r->struct_size = sizeof *r;
+                r->op = op ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM;
+                dla_fused_args *p = &r->program;
+                p->struct_size = sizeof *p;
+                p->dtype = t;
+                p->ninputs = 2;
+                p->ninsns = 2;
+                p->inputs[0] = (dla_view){.struct_size = sizeof(dla_view), .mem = x, .dtype = t,
+                                          .ndims = 3, .dims = {N0, N1, N2},
+                                          .strides = {1, N0, N0 * N1}};
+                p->inputs[1] = p->inputs[0];
+                p->inputs[1].offset = 11; /* a few elements of x as the row values */
+                p->inputs[1].strides[1] = p->inputs[1].strides[2] = 0;
+                p->insns[0] = (dla_fused_insn){.kind = DLA_FUSED_BINARY, .op = DLA_BINARY_SUB,
+                                               .src = {-1, -2}};
+                p->insns[1] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_SQUARE,
+                                               .src = {0}};
+                p->y = p->inputs[0];
+                r->y = (dla_view){.struct_size = sizeof(dla_view), .mem = pr.y, .dtype = t,
+                                  .ndims = 3, .dims = {N0, 1, 1}, .strides = {1, N0, N0}};
+                r->y2 = r->y;
+                r->y2.mem = pr.y2;
+                r->y2.offset = 5;
+                r->y2.strides[0] = 3;
+                if (di == 0) {
+                    r->reg2 = 0;
+                    for (int run = 0; run < 3; run++) {
+                        setenv("DLACCEL_OPENCL_FUSED", run ? "compile" : "interpret", 1);
+                        assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                        pair_read(dev, &pr, N0, got[0][0][run], got[0][1][run], slots, SLOTS);
+                        for (int k = 0; k < SLOTS; k++)
+                            if ((k - 5) % 3 != 0 || k < 5)
+                                assert_true(slots[k] == sentinel);
+                    }
+                    unsetenv("DLACCEL_OPENCL_FUSED");
+                } else {
+                    /* The cpu plugin's single sums: the program, the
+                     * program cut after register 0, and |x - m|. */
+                    dla_mem y2 = r->y2.mem;
+                    r->y2.mem = NULL;
+                    assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                    pair_read(dev, &pr, N0, got[1][0][0], NULL, NULL, 0);
+                    p->ninsns = 1;
+                    assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                    pair_read(dev, &pr, N0, got[1][1][0], NULL, NULL, 0);
+                    p->ninsns = 2;
+                    p->insns[1].op = DLA_UNARY_ABS;
+                    assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                    pair_read(dev, &pr, N0, got[1][2][0], NULL, NULL, 0);
+                    r->y2.mem = y2;
+                }
+                tb->mem_free(dev->ctx, x);
+                tb->mem_free(dev->ctx, pr.y);
+                tb->mem_free(dev->ctx, pr.y2);
+            }
+            for (int w = 0; w < 2; w++) {
+                assert_memory_equal(got[0][w][0], got[0][w][1], sizeof got[0][w][0]);
+                assert_memory_equal(got[0][w][0], got[0][w][2], sizeof got[0][w][0]);
+            }
+            for (int o = 0; o < N0; o++) {
+                const double mag[2] = {got[1][0][0][o], got[1][2][0][o]};
+                for (int w = 0; w < 2; w++) {
+                    assert_true(mag[w] > 0);
+                    if (fabs(got[0][w][0][o] - got[1][w][0][o]) > 1e-6 * mag[w])
+                        fail_msg("%s of the pair, %s %s in %s, output %d: opencl %.17g, cpu "
+                                 "%.17g",
+                                 w ? "y2" : "y", f64 ? "double" : "single",
+                                 op ? "mean" : "sum", layout ? "lanes" : "runs", o,
+                                 got[0][w][0][o], got[1][w][0][o]);
+                }
+            }
+        }
+    }
+    unsetenv("DLACCEL_OPENCL_FUSED_REDUCE");
+    test_free(single);
+    test_free(host);
+}
+
+/* The pair's y2 checked as y is: the message names the argument, and an
+ * ABI 1.3 struct_size never reads y2 (an overlapping one is fine). */
+static void a_fused_program_pair_with_a_bad_y2_fails_naming_it(void **state)
+{
+    need_devices();
+    const dla_plugin *t = ocl->table;
+    dla_mem x, y, y2;
+    assert_int_equal(t->mem_alloc(ocl->ctx, 64 * sizeof(float), &x), DLA_OK);
+    assert_int_equal(t->mem_alloc(ocl->ctx, 4 * sizeof(float), &y), DLA_OK);
+    /* y2's memory holds 4 doubles, so the dtype is what is wrong below. */
+    assert_int_equal(t->mem_alloc(ocl->ctx, 4 * sizeof(double), &y2), DLA_OK);
+    const float ones[64] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                            1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                            1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                            1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    assert_int_equal(t->copy_to_device(ocl->ctx, x, 0, ones, sizeof ones), DLA_OK);
+    const float marks[4] = {-5, -5, -5, -5};
+    assert_int_equal(t->copy_to_device(ocl->ctx, y2, 0, marks, sizeof marks), DLA_OK);
+    dla_fused_reduce_args good = {.struct_size = sizeof good, .op = DLA_REDUCE_SUM, .reg2 = 0};
+    dla_fused_args *p = &good.program;
+    p->struct_size = sizeof *p;
+    p->dtype = DLA_F32;
+    p->ninputs = 1;
+    p->ninsns = 2;
+    p->inputs[0] = (dla_view){.struct_size = sizeof(dla_view), .mem = x, .dtype = DLA_F32,
+                              .ndims = 2, .dims = {4, 16}, .strides = {1, 4}};
+    p->insns[0] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_AFFINE, .src = {-1},
+                                   .alpha = 2, .beta = 0};
+    p->insns[1] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_NEG, .src = {0}};
+    p->y = p->inputs[0];
+    good.y = (dla_view){.struct_size = sizeof(dla_view), .mem = y, .dtype = DLA_F32, .ndims = 2,
+                        .dims = {4, 1}, .strides = {1, 4}};
+    good.y2 = good.y;
+    good.y2.mem = y2;
+    static const struct {
+        const char *what, *words;
+        dla_status want;
+    } bad[] = {{"reg2 past the program", "argument reg2", DLA_ERR_INVALID_ARGUMENT},
+               {"y2 over y", "argument y2 (dims 4x1): overlaps y", DLA_ERR_INVALID_ARGUMENT},
+               {"y2 over the input", "argument y2 (dims 4x1): overlaps program.inputs[0]",
+                DLA_ERR_INVALID_ARGUMENT},
+               {"y2 of other dims", "argument y2: dims 2x1 differ", DLA_ERR_SHAPE},
+               {"y2 of another dtype", "argument y2 (dims 4x1): dtype", DLA_ERR_DTYPE}};
+    for (int b = 0; b < 5; b++) {
+        dla_fused_reduce_args r = good;
+        if (b == 0)
+            r.reg2 = 2;
+        else if (b == 1)
+            r.y2.mem = y;
+        else if (b == 2)
+            r.y2.mem = x;
+        else if (b == 3)
+            r.y2.dims[0] = 2;
+        else
+            r.y2.dtype = DLA_F64;
+        dla_clear_error();
+        if (t->fused_reduce(ocl->ctx, &r) != bad[b].want || !strstr(dla_last_error(), bad[b].words))
+            fail_msg("%s: expected status %d and \"%s\", got \"%s\"", bad[b].what,
+                     (int)bad[b].want, bad[b].words, dla_last_error());
+    }
+    /* An ABI 1.3 caller: its struct ends before reg2, so y2 (here over y)
+     * is not read; y is the single sum, y2's buffer as it was. */
+    dla_fused_reduce_args old = good;
+    old.struct_size = offsetof(dla_fused_reduce_args, reg2);
+    old.y2.mem = y;
+    assert_int_equal(t->fused_reduce(ocl->ctx, &old), DLA_OK);
+    float got[4], left[4];
+    assert_int_equal(t->copy_to_host(ocl->ctx, got, y, 0, sizeof got), DLA_OK);
+    assert_int_equal(t->copy_to_host(ocl->ctx, left, y2, 0, sizeof left), DLA_OK);
+    for (int o = 0; o < 4; o++) {
+        assert_true(got[o] == -32);
+        assert_true(left[o] == -5);
+    }
+    /* The good pair: y = sum(-2x) = -32, y2 = sum(2x) = 32. */
+    assert_int_equal(t->fused_reduce(ocl->ctx, &good), DLA_OK);
+    assert_int_equal(t->copy_to_host(ocl->ctx, left, y2, 0, sizeof left), DLA_OK);
+    for (int o = 0; o < 4; o++)
+        assert_true(left[o] == 32);
+    t->mem_free(ocl->ctx, x);
+    t->mem_free(ocl->ctx, y);
+    t->mem_free(ocl->ctx, y2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +719,8 @@ int main(void)
         cmocka_unit_test(planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bits),
         cmocka_unit_test(a_fused_program_gives_the_same_bits_interpreted_and_compiled),
         cmocka_unit_test(a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled),
+        cmocka_unit_test(a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin),
+        cmocka_unit_test(a_fused_program_pair_with_a_bad_y2_fails_naming_it),
         cmocka_unit_test(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);

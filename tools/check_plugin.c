@@ -158,6 +158,8 @@ static const char *not_native(const cf_kernel *k)
 {
     return k->kernel == DLA_KERNEL_FUSED || k->kernel == DLA_KERNEL_FUSED_REDUCE
                ? "not offered (the host launches the steps one by one)"
+           : k->kernel == DLA_KERNEL_FUSED_REDUCE_PAIR
+               ? "not offered (the host sums each register on its own)"
            : k->kernel == DLA_KERNEL_RANDOM_UNIFORM
                ? "not offered (the host draws the numbers and copies them)"
                : "not native (it runs on the cpu plugin)";

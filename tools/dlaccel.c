@@ -48,8 +48,9 @@ static const dla_tool_command commands[] = {
      "Options: --kernel NAME (memory, fill, strided_copy, cast, unary, binary,\n"
      "ternary, reduce, gemm, conv_forward, conv_backward_data,\n"
      "conv_backward_filter, pool_forward, pool_backward, gather, scatter_add,\n"
-     "fused), --cases N (per kernel, default 25), --case I (only case I),\n"
-     "--seed S (default 1), --device I (only device I of the plugin), --tap.",
+     "fused, fused_reduce, random, fused_reduce_pair), --cases N (per kernel,\n"
+     "default 25), --case I (only case I), --seed S (default 1), --device I\n"
+     "(only device I of the plugin), --tap.",
      dla_tool_check_plugin},
     {"version", "", "print the library and plugin ABI versions",
      "Prints the version of libdlaccel and the plugin ABI it speaks.", cmd_version},

@@ -18,7 +18,8 @@
  * dropped first. fused_reduce.c's sums (ABI 1.3) go through the same
  * interpreter (fused.cl's fused_eval_T), cache and policy: their key says
  * which kernel a program was compiled into, and write_source writes the
- * steps into fused_reduce.cl's sum instead.
+ * steps into fused_reduce.cl's sum instead; a pair's key (ABI 1.4) also
+ * holds the second register summed, which the sum's source reads.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "plugins/opencl/ocl.h"
@@ -33,10 +34,11 @@
 
 #define NOPS (1 + DLA_FUSED_MAX_INPUTS)
 
-/* What a compiled program is found by: everything but alpha and beta, and
- * whether it is the elementwise kernel or the sum (fused_reduce.cl). */
+/* What a compiled program is found by: everything but alpha and beta,
+ * whether it is the elementwise kernel or the sum (fused_reduce.cl), and
+ * the pair's second register summed (-1: none). */
 typedef struct key {
-    int32_t reduce, f64, ninputs, ninsns;
+    int32_t reduce, reg2, f64, ninputs, ninsns;
     int32_t code[DLA_FUSED_MAX_INSNS][5];
 } key;
 
@@ -171,10 +173,11 @@ static dla_status check_args(dla__ocl_device *d, const dla_fused_args *a, const 
 
 /* ---------------------------------------------------- compiled programs */
 
-static void make_key(const dla_fused_args *a, int reduce, key *k)
+static void make_key(const dla_fused_args *a, int reduce, int reg2, key *k)
 {
     memset(k, 0, sizeof *k);
     k->reduce = reduce;
+    k->reg2 = reg2;
     k->f64 = a->dtype == DLA_F64;
     k->ninputs = a->ninputs;
     k->ninsns = a->ninsns;
@@ -217,18 +220,22 @@ static size_t write_steps(const key *k, const char *T, const char *eol, char *sr
 /* The OpenCL C of a compiled program. The elementwise kernel has
  * fused.cl's signature with the steps written out; the sum is
  * fused_reduce.cl's DLA_FR_KERNEL with the steps as its VALUE (a macro,
- * hence the line ends). */
+ * hence the line ends), a pair's with register reg2 as its second value. */
 static void write_source(const key *k, char *src, size_t size)
 {
     const char *T = k->f64 ? "double" : "float";
     size_t n = 0;
     if (k->reduce) {
-        PUT("#define DLA_FR_PROGRAM(T, v, at, ist, ii) { \\\n");
+        PUT("#define DLA_FR_PROGRAM(T, v, v2, at, ist, ii) { \\\n");
         for (int i = 0; i < k->ninputs; i++)
             PUT("    const %s i%d = in%d[at[%d] + ii * ist[%d]]; \\\n", T, i, i, i, i);
         n = write_steps(k, T, " \\\n", src, n, size);
-        PUT("    v = r%d; }\n", k->ninsns - 1);
-        PUT("DLA_FR_KERNEL(%s, fused_reduce_program, %d, DLA_FR_PROGRAM)\n", T, (int)k->ninputs);
+        if (k->reg2 >= 0)
+            PUT("    v = r%d; v2 = r%d; }\n", k->ninsns - 1, (int)k->reg2);
+        else
+            PUT("    v = r%d; v2 = 0; }\n", k->ninsns - 1);
+        PUT("DLA_FR_KERNEL(%s, fused_reduce_program, %d, DLA_FR_PROGRAM, %d)\n", T,
+            (int)k->ninputs, k->reg2 >= 0);
         return;
     }
     PUT("__kernel void fused_program(dla_shape sh, __global %s *y, dla_vw vy", T);
@@ -335,10 +342,11 @@ static cl_kernel compiled(dla__ocl_device *d, const key *k)
     return e->kernel;
 }
 
-cl_kernel dla__ocl_fused_compiled(dla__ocl_device *d, const dla_fused_args *a, int reduce)
+cl_kernel dla__ocl_fused_compiled(dla__ocl_device *d, const dla_fused_args *a, int reduce,
+                                  int reg2)
 {
     key k;
-    make_key(a, reduce, &k);
+    make_key(a, reduce, reduce ? reg2 : -1, &k);
     return compiled(d, &k);
 }
 
@@ -346,7 +354,7 @@ dla_status dla__ocl_fused_prog_arg(cl_kernel kern, cl_uint index, const dla_fuse
                                    const char *kernel)
 {
     key k;
-    make_key(a, 0, &k);
+    make_key(a, 0, -1, &k);
     if (a->dtype == DLA_F64) {
         prog_f64 p;
         memset(&p, 0, sizeof p);
@@ -382,7 +390,7 @@ dla_status dla__ocl_fused(void *dev, const dla_fused_args *args)
         return s;
     const int f64 = args->dtype == DLA_F64;
     pthread_mutex_lock(&d->lock);
-    cl_kernel kern = dla__ocl_fused_compiled(d, args, 0);
+    cl_kernel kern = dla__ocl_fused_compiled(d, args, 0, -1);
     if (!kern)
         s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED, DLA__OCL_K_FUSED + f64, &kern, "fused_%s",
                             f64 ? "double" : "float");

@@ -14,13 +14,21 @@
  * consecutive positions of the first summed dim (CPU devices) or the
  * group's work-items lie across it (GPUs), how many work-items a group
  * has across rows, and into how many parts each output's rows are dealt
- * when the outputs alone would leave the device idle. The plan goes to the kernel in a small buffer (its strides
- * would not fit the 1024 bytes of arguments OpenCL guarantees).
+ * when the outputs alone would leave the device idle. The plan goes to
+ * the kernel in a small buffer (its strides would not fit the 1024 bytes
+ * of arguments OpenCL guarantees).
+ *
+ * The pair (ABI 1.4: y2.mem set, struct_size reaching y2) runs the same
+ * plan on fused_reduce.cl's pair kernels, interpreted or compiled, which
+ * sum register reg2 into y2 beside the last register into y: y2's kept
+ * strides join the coalescing, and the local memory and the parts'
+ * buffer hold a second half for its sums.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "plugins/opencl/ocl.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +56,7 @@ typedef struct fr {
     cl_long kd[FR_DIMS], rd[FR_DIMS];
     cl_long off[FR_OPS];
     cl_long kst[FR_OPS][FR_DIMS], rst[FR_OPS][FR_DIMS];
+    cl_long off2, kst2[FR_DIMS];
 } fr;
 _Static_assert(FR_DIMS == DLA_MAX_DIMS, "fused_reduce.cl's dla_fr holds every dim");
 _Static_assert(FR_OPS == 9, "fused_reduce.cl's dla_fr holds y and 8 inputs");
@@ -56,13 +65,53 @@ static const char *const input_names[DLA_FUSED_MAX_INPUTS] = {
     "program.inputs[0]", "program.inputs[1]", "program.inputs[2]", "program.inputs[3]",
     "program.inputs[4]", "program.inputs[5]", "program.inputs[6]", "program.inputs[7]"};
 
+/* Whether r asks for the pair: y2 reached by struct_size and set. */
+static int has_pair(const dla_fused_reduce_args *r)
+{
+    return r->struct_size >= sizeof(dla_fused_reduce_args) && r->y2.mem != NULL;
+}
+
+/* y2 of the pair against y (already checked) and the inputs. */
+static dla_status check_y2(const dla_fused_reduce_args *r)
+{
+    const dla_plugin_host *h = dla__ocl_host;
+    const dla_fused_args *a = &r->program;
+    const dla_view *y = &r->y, *y2 = &r->y2;
+    char b2[DLA__OCL_DIMS_BUF], by[DLA__OCL_DIMS_BUF];
+    if (r->reg2 < 0 || r->reg2 >= a->ninsns)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl fused_reduce: argument reg2: %d is not a register of the "
+                        "program (0..%d)",
+                        (int)r->reg2, (int)a->ninsns - 1);
+    dla_status s = dla__ocl_check_view("fused_reduce", "y2", y2);
+    if (s != DLA_OK || (s = dla__ocl_check_same_dims("fused_reduce", "y2", y2, "y", y)) != DLA_OK)
+        return s;
+    if (y2->dtype != y->dtype)
+        return h->error(DLA_ERR_DTYPE,
+                        "opencl fused_reduce: argument y2 (dims %s): dtype %s, y's is %s",
+                        dla__ocl_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
+                        dla__ocl_dtype_name(y2->dtype), dla__ocl_dtype_name(y->dtype));
+    if (dla__ocl_views_overlap(y2, y))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl fused_reduce: argument y2 (dims %s): overlaps y (dims %s)",
+                        dla__ocl_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
+                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims));
+    for (int i = 0; i < a->ninputs; i++)
+        if (dla__ocl_views_overlap(y2, &a->inputs[i]))
+            return h->error(DLA_ERR_INVALID_ARGUMENT,
+                            "opencl fused_reduce: argument y2 (dims %s): overlaps %s",
+                            dla__ocl_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
+                            input_names[i]);
+    return DLA_OK;
+}
+
 static dla_status check_args(dla__ocl_device *d, const dla_fused_reduce_args *r)
 {
     const dla_plugin_host *h = dla__ocl_host;
-    if (r->struct_size < sizeof(dla_fused_reduce_args))
+    if (r->struct_size < offsetof(dla_fused_reduce_args, reg2))
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "opencl fused_reduce: args struct_size %zu is smaller than ABI 1.3's %zu",
-                        r->struct_size, sizeof(dla_fused_reduce_args));
+                        r->struct_size, offsetof(dla_fused_reduce_args, reg2));
     const dla_fused_args *a = &r->program;
     const dla_view *shape = &a->y, *y = &r->y;
     char bs[DLA__OCL_DIMS_BUF], by[DLA__OCL_DIMS_BUF];
@@ -113,12 +162,15 @@ static dla_status check_args(dla__ocl_device *d, const dla_fused_reduce_args *r)
                             "opencl fused_reduce: argument y (dims %s): overlaps %s",
                             dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims), input_names[i]);
     }
+    if (has_pair(r) && (s = check_y2(r)) != DLA_OK)
+        return s;
     return dla__ocl_fused_check_program("fused_reduce", a);
 }
 
-/* Splits and coalesces the dims: op 0 is y, op 1 + i input i. A summed
- * dim's strides in y stay 0 (y is written once per output). */
-static void split_dims(fr *f, const dla_fused_reduce_args *r)
+/* Splits and coalesces the dims: op 0 is y, op 1 + i input i, and the
+ * pair's y2 kept apart (off2, kst2). A summed dim's strides in y and y2
+ * stay 0 (they are written once per output). */
+static void split_dims(fr *f, const dla_fused_reduce_args *r, int pair)
 {
     const dla_fused_args *a = &r->program;
     const dla_view *shape = &a->y;
@@ -131,6 +183,8 @@ static void split_dims(fr *f, const dla_fused_reduce_args *r)
     f->nred = 1;
     for (int op = 0; op < nops; op++)
         f->off[op] = v[op]->offset;
+    if (pair)
+        f->off2 = r->y2.offset;
     for (int d = 0; d < shape->ndims; d++) {
         const int64_t n = shape->dims[d];
         if (n == 1)
@@ -141,6 +195,8 @@ static void split_dims(fr *f, const dla_fused_reduce_args *r)
             int merge = j >= 0;
             for (int op = 0; op < nops && merge; op++)
                 merge = v[op]->strides[d] == f->kst[op][j] * f->kd[j];
+            if (merge && pair)
+                merge = r->y2.strides[d] == f->kst2[j] * f->kd[j];
             if (merge) {
                 f->kd[j] *= n;
                 continue;
@@ -148,6 +204,8 @@ static void split_dims(fr *f, const dla_fused_reduce_args *r)
             f->kd[f->nk] = n;
             for (int op = 0; op < nops; op++)
                 f->kst[op][f->nk] = v[op]->strides[d];
+            if (pair)
+                f->kst2[f->nk] = r->y2.strides[d];
             f->nk++;
         } else {
             f->nred *= n;
@@ -231,23 +289,32 @@ dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     dla_status s = check_args(d, args);
     if (s != DLA_OK)
         return s;
+    const int pair = has_pair(args);
     fr f;
     memset(&f, 0, sizeof f);
-    split_dims(&f, args);
+    split_dims(&f, args, pair);
     if (f.outputs == 0)
         return DLA_OK;
     const int mean = args->op == DLA_REDUCE_MEAN;
-    if (f.nred == 0) /* an empty sum: 0, and its mean NaN */
-        return dla__ocl_fill(dev, &args->y, mean ? NAN : 0.0);
+    if (f.nred == 0) { /* an empty sum: 0, and its mean NaN */
+        s = dla__ocl_fill(dev, &args->y, mean ? NAN : 0.0);
+        return s == DLA_OK && pair ? dla__ocl_fill(dev, &args->y2, mean ? NAN : 0.0) : s;
+    }
     const dla_fused_args *a = &args->program;
     const int f64 = a->dtype == DLA_F64;
     const char *T = f64 ? "double" : "float", *kn = "fused_reduce";
     const cl_mem ybuf = dla__ocl_buf(args->y.mem);
+    const cl_mem y2buf = pair ? dla__ocl_buf(args->y2.mem) : ybuf;
+    const cl_int reg2 = pair ? args->reg2 : 0, want_pair = pair;
+    /* The sums' halves: a pair keeps its second in local memory and in
+     * the parts' buffer after the first. */
+    const size_t halves = pair ? 2 : 1;
     pthread_mutex_lock(&d->lock);
-    cl_kernel kern = dla__ocl_fused_compiled(d, a, 1), comb = NULL;
+    cl_kernel kern = dla__ocl_fused_compiled(d, a, 1, pair ? args->reg2 : -1), comb = NULL;
     if (!kern)
-        s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED_REDUCE, DLA__OCL_K_FUSED_REDUCE + f64, &kern,
-                            "fused_reduce_%s", T);
+        s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED_REDUCE,
+                            DLA__OCL_K_FUSED_REDUCE + (pair ? 4 : 0) + f64, &kern,
+                            "fused_reduce_%s%s", pair ? "pair_" : "", T);
     size_t max_group = d->local;
     if (s == DLA_OK) {
         size_t wg = 0;
@@ -265,7 +332,8 @@ dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     cl_mem plan = NULL, part_v = NULL;
     if (s == DLA_OK && !(plan = dla__ocl_scratch(d, sizeof f, &f, kn)))
         s = DLA_ERR_OUT_OF_MEMORY;
-    if (s == DLA_OK && f.parts > 1 && !(part_v = dla__ocl_scratch(d, groups * acc, NULL, kn)))
+    if (s == DLA_OK && f.parts > 1 &&
+        !(part_v = dla__ocl_scratch(d, halves * groups * acc, NULL, kn)))
         s = DLA_ERR_OUT_OF_MEMORY;
     const cl_int want_mean = mean;
     const cl_mem pv = part_v ? part_v : ybuf;
@@ -273,7 +341,7 @@ dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     if (s == DLA_OK)
         s = dla__ocl_args(kern, kn, 0, A(plan), A(want_mean), A(ybuf), A(pv), DLA__OCL_END);
     if (s == DLA_OK)
-        s = dla__ocl_arg(kern, 4, group * acc, NULL, kn);
+        s = dla__ocl_arg(kern, 4, halves * group * acc, NULL, kn);
     /* Inputs past ninputs are bound to y and never read. */
     for (int i = 0; i < DLA_FUSED_MAX_INPUTS && s == DLA_OK; i++) {
         const cl_mem b = i < a->ninputs ? dla__ocl_buf(a->inputs[i].mem) : ybuf;
@@ -281,10 +349,14 @@ dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     }
     if (s == DLA_OK)
         s = dla__ocl_fused_prog_arg(kern, 5 + DLA_FUSED_MAX_INPUTS, a, kn);
+    /* The single sum's kernels never read reg2 and y2 (y2 bound to y). */
+    if (s == DLA_OK)
+        s = dla__ocl_args(kern, kn, 6 + DLA_FUSED_MAX_INPUTS, A(reg2), A(y2buf), DLA__OCL_END);
     if (s == DLA_OK)
         s = dla__ocl_launch_groups(d, kern, groups, group, kn);
     if (s == DLA_OK && comb) {
-        s = dla__ocl_args(comb, kn, 0, A(plan), A(want_mean), A(ybuf), A(part_v), DLA__OCL_END);
+        s = dla__ocl_args(comb, kn, 0, A(plan), A(want_mean), A(ybuf), A(part_v), A(want_pair),
+                          A(y2buf), DLA__OCL_END);
         if (s == DLA_OK)
             s = dla__ocl_launch1(d, comb, (size_t)f.outputs, kn);
     }

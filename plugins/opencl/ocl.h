@@ -73,8 +73,8 @@ enum {
     DLA__OCL_K_GATHER = DLA__OCL_K_POOL + 6,        /* [size class] */
     DLA__OCL_K_SCATTER = DLA__OCL_K_GATHER + 3,     /* [f64] */
     DLA__OCL_K_RANDOM = DLA__OCL_K_SCATTER + 2,     /* [uniform,normal][f64] */
-    DLA__OCL_K_FUSED_REDUCE = DLA__OCL_K_RANDOM + 4, /* [sum,combine][f64] */
-    DLA__OCL_K_COUNT = DLA__OCL_K_FUSED_REDUCE + 4
+    DLA__OCL_K_FUSED_REDUCE = DLA__OCL_K_RANDOM + 4, /* [sum,combine,pair][f64] */
+    DLA__OCL_K_COUNT = DLA__OCL_K_FUSED_REDUCE + 6
 };
 
 /* A program of the fused kernel compiled for one instruction list (see
@@ -258,15 +258,17 @@ void dla__ocl_fused_release(dla__ocl_device *d);
  * "fused_reduce" whose program is its argument "program"). */
 dla_status dla__ocl_fused_check_program(const char *kernel, const dla_fused_args *a);
 /* The compiled kernel of a's instruction list, as the elementwise kernel
- * (reduce 0) or fused_reduce.cl's sum (1), or NULL while it is to be
- * interpreted; the cache and the compile policy are the same for both.
- * Called with d->lock held. */
-cl_kernel dla__ocl_fused_compiled(dla__ocl_device *d, const dla_fused_args *a, int reduce);
+ * (reduce 0) or fused_reduce.cl's sum (1; reg2 >= 0: the pair's, which
+ * also sums register reg2), or NULL while it is to be interpreted; the
+ * cache and the compile policy are the same for all. Called with d->lock
+ * held. */
+cl_kernel dla__ocl_fused_compiled(dla__ocl_device *d, const dla_fused_args *a, int reduce,
+                                  int reg2);
 /* Sets argument index of kern to a's program as fused.cl's dla_prog_T. */
 dla_status dla__ocl_fused_prog_arg(cl_kernel kern, cl_uint index, const dla_fused_args *a,
                                    const char *kernel);
 
-/* ---- fused_reduce.c (ABI 1.3) ---- */
+/* ---- fused_reduce.c (ABI 1.3; its pair form 1.4) ---- */
 dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args);
 
 /* ---- clblast.c: large GEMMs through CLBlast when it is installed ---- */

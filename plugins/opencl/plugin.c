@@ -287,7 +287,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_POOL_BACKWARD:
     case DLA_KERNEL_SCATTER_ADD:
     case DLA_KERNEL_FUSED:
-    case DLA_KERNEL_FUSED_REDUCE: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
+    case DLA_KERNEL_FUSED_REDUCE:
+    case DLA_KERNEL_FUSED_REDUCE_PAIR: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
     /* Uniform singles are integer work; doubles and every normal (whose
      * transform is defined in double) need cl_khr_fp64. */
     case DLA_KERNEL_RANDOM_UNIFORM: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);

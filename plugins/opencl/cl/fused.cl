@@ -34,7 +34,8 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
 #define LOAD_IN(i) in##i[dla_at(&v##i, c)]
 
 /* dla_prog_T, and fused_eval_T: the program's last register for the
- * values of its inputs in in[0 .. ninputs-1]. */
+ * values of its inputs in in[0 .. ninputs-1]; fused_run_T leaves every
+ * register in r[] too (fused_reduce.cl's pair sums one more of them). */
 #define DEF_FUSED(T)                                                           \
     typedef struct dla_prog_##T {                                              \
         T al[DLA_MAX_INSNS], be[DLA_MAX_INSNS];                                \
@@ -57,9 +58,8 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
         return a;                                                              \
     }                                                                          \
                                                                                \
-    static T fused_eval_##T(const dla_prog_##T *p, const T *in)                \
+    static T fused_run_##T(const dla_prog_##T *p, const T *in, T *r)         \
     {                                                                          \
-        T r[DLA_MAX_INSNS];                                                    \
         T last = 0;                                                            \
         for (int j = 0; j < p->ninsns; j++) {                                  \
             T o[3];                                                            \
@@ -75,6 +75,11 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
             r[j] = last;                                                       \
         }                                                                      \
         return last;                                                           \
+    }                                                                          \
+    static T fused_eval_##T(const dla_prog_##T *p, const T *in)                \
+    {                                                                          \
+        T r[DLA_MAX_INSNS];                                                    \
+        return fused_run_##T(p, in, r);                                        \
     }
 
 #define DEF_FUSED_KERNEL(T)                                                    \
