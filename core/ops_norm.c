@@ -212,7 +212,7 @@ static dla_status fused_var(dla_device *dev, const norm_geom *g, const dla_tenso
  * pass. It sums d = x - s and d^2, with s the first element of each
  * statistic's group: a shift inside the data keeps E[d^2] - E[d]^2 from
  * cancelling the way E[x^2] - E[x]^2 does when the mean is large against
- * the spread. mean = s + E[d], var = max(E[d^2] - E[d]^2, 0); scratch is
+ * the spread. mean = s + E[d], var = |E[d^2] - E[d]^2|; scratch is
  * a tensor of the statistics' dims to write over. */
 static dla_status fused_stats(dla_device *dev, const norm_geom *g, const dla_tensor *xd,
                               const dla_tensor *mean, const dla_tensor *var,
@@ -249,8 +249,11 @@ static dla_status fused_stats(dla_device *dev, const norm_geom *g, const dla_ten
         st = dla__nn_unary(dev, DLA_UNARY_SQUARE, 0.0, 0.0, &vs, &vm);
     if (st == DLA_OK)
         st = dla__nn_binary(dev, DLA_BINARY_SUB, &vv, &vv, &vs);
-    if (st == DLA_OK) /* rounding can leave a constant group's variance below 0 */
-        st = dla__nn_unary(dev, DLA_UNARY_RELU, 0.0, 0.0, &vv, &vv);
+    /* Rounding can leave a nearly constant group's variance a few ulps of
+     * E[d]^2 below 0; its magnitude is as good an answer, and abs keeps a
+     * NaN (relu or max would turn it into 0). */
+    if (st == DLA_OK)
+        st = dla__nn_unary(dev, DLA_UNARY_ABS, 0.0, 0.0, &vv, &vv);
     if (st == DLA_OK)
         st = dla__nn_binary(dev, DLA_BINARY_ADD, &vm, &vm, &shift);
     return st;

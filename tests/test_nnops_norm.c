@@ -172,6 +172,12 @@ static void test_batchnorm_statistics_keep_their_digits_in_single(void **state)
             ysq += d * d;
         }
     assert_true(fabs(ysq / (S * B) - var / (var + 1e-5)) < 1e-3);
+    /* a NaN in a channel makes its statistics NaN, not 0 */
+    xv[5] = NAN;
+    x = dla_tensor_from_host(xv, DLA_F32, "SSCB", DLA_DIMS(8, 8, 2, B));
+    assert_int_equal(dla_batchnorm_train(x, off, sc, NULL, NULL, NULL, &y, &m, &v), DLA_OK);
+    assert_true(isnan(dla_tensor_item(m, 0)) && isnan(dla_tensor_item(v, 0)));
+    assert_true(dla_tensor_item(m, 1) == 3.0 && dla_tensor_item(v, 1) == 0.0);
     dla_scope_end();
 }
 
