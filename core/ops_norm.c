@@ -365,7 +365,9 @@ static dla_status stats_forward(const void *attrs, dla_tensor *const *in, int ni
         dla__view_of(var, &vv);
         dla__view_of(istd, &vi);
     }
-    if (st == DLA_OK && dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, x->dtype)) {
+    /* The shift is an element of each group: an empty group has none. */
+    if (st == DLA_OK && g.n > 0 &&
+        dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, x->dtype)) {
         st = fused_stats(dev, &g, xd, mean, var, istd);
     } else if (st == DLA_OK && fused) {
         st = dla__nn_reduce(dev, DLA_REDUCE_MEAN, &vm, &vx);

@@ -178,6 +178,11 @@ static void test_batchnorm_statistics_keep_their_digits_in_single(void **state)
     assert_int_equal(dla_batchnorm_train(x, off, sc, NULL, NULL, NULL, &y, &m, &v), DLA_OK);
     assert_true(isnan(dla_tensor_item(m, 0)) && isnan(dla_tensor_item(v, 0)));
     assert_true(dla_tensor_item(m, 1) == 3.0 && dla_tensor_item(v, 1) == 0.0);
+    /* an empty batch: no statistics (NaN), an empty result */
+    x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(8, 8, 2, 0));
+    assert_int_equal(dla_batchnorm_train(x, off, sc, NULL, NULL, NULL, &y, &m, &v), DLA_OK);
+    assert_true(isnan(dla_tensor_item(m, 0)) && isnan(dla_tensor_item(v, 1)));
+    assert_int_equal(dla_tensor_numel(y), 0);
     dla_scope_end();
 }
 
