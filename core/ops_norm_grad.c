@@ -58,9 +58,8 @@ static dla_status sums_launch(dla_device *dev, dla_dtype dt, const dla_view *vg,
                               const dla_view *vx, const dla_view *vs0, const dla_view *vs1,
                               const char *op)
 {
-    if (dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, dt) ||
-        dla__nn_fuses(dev, dt)) {
-        const int pair = dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, dt);
+    const int pair = dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE_PAIR, dt);
+    if (pair || dla__nn_fuses(dev, dt)) {
         dla_fused_reduce_args r;
         memset(&r, 0, sizeof r);
         r.struct_size = sizeof r;
