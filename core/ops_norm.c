@@ -181,6 +181,28 @@ static dla_status bin5(dla_device *dev, dla_binary_op op, const dla_tensor *z, c
 
 /* ------------------------------------------------------- fused passes */
 
+/* r = the mean of (x - c)^2 over the normalized dims into var, c of the
+ * statistics' dims (broadcast over each group). */
+static void centered_squares(dla_fused_reduce_args *r, const norm_geom *g, const dla_tensor *xd,
+                             const dla_view *c, const dla_tensor *var)
+{
+    memset(r, 0, sizeof *r);
+    r->struct_size = sizeof *r;
+    r->op = DLA_REDUCE_MEAN;
+    dla_fused_args *p = &r->program;
+    p->struct_size = sizeof *p;
+    p->dtype = xd->dtype;
+    p->ninputs = 2;
+    p->ninsns = 2;
+    dla__nn_view(xd, ND, g->d, &p->inputs[0]);
+    p->inputs[1] = *c;
+    dla__nn_expand(&p->inputs[1], g->d);
+    p->insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2);
+    p->insns[1] = dla__nn_insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0);
+    p->y = p->inputs[0]; /* the space's dims; nothing is written there */
+    dla__nn_view(var, ND, g->stat, &r->y);
+}
+
 /* Devices with the fused kernels (dla__nn_fuses) get the two full-size
  * passes that follow the mean as one each: the variance without the
  * centered copy, and y = x .* a + b without storing x .* a.
@@ -190,21 +212,9 @@ static dla_status fused_var(dla_device *dev, const norm_geom *g, const dla_tenso
                             const dla_tensor *mean, const dla_tensor *var)
 {
     dla_fused_reduce_args r;
-    memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    r.op = DLA_REDUCE_MEAN;
-    dla_fused_args *p = &r.program;
-    p->struct_size = sizeof *p;
-    p->dtype = xd->dtype;
-    p->ninputs = 2;
-    p->ninsns = 2;
-    dla__nn_view(xd, ND, g->d, &p->inputs[0]);
-    dla__nn_view(mean, ND, g->stat, &p->inputs[1]);
-    dla__nn_expand(&p->inputs[1], g->d);
-    p->insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2);
-    p->insns[1] = dla__nn_insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0);
-    p->y = p->inputs[0]; /* the space's dims; nothing is written there */
-    dla__nn_view(var, ND, g->stat, &r.y);
+    dla_view c;
+    dla__nn_view(mean, ND, g->stat, &c);
+    centered_squares(&r, g, xd, &c, var);
     return dla__k_fused_reduce(dev, &r);
 }
 
@@ -218,31 +228,17 @@ static dla_status fused_stats(dla_device *dev, const norm_geom *g, const dla_ten
                               const dla_tensor *mean, const dla_tensor *var,
                               const dla_tensor *scratch)
 {
-    dla_fused_reduce_args r;
-    memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    r.op = DLA_REDUCE_MEAN;
-    dla_fused_args *p = &r.program;
-    p->struct_size = sizeof *p;
-    p->dtype = xd->dtype;
-    p->ninputs = 2;
-    p->ninsns = 2;
-    dla_view shift; /* x's first element of each group, broadcast over it */
-    dla__nn_view(xd, ND, g->d, &p->inputs[0]);
-    shift = p->inputs[0];
+    dla_view shift; /* x's first element of each group */
+    dla__nn_view(xd, ND, g->d, &shift);
     for (int i = 0; i < ND; i++)
         if (g->stat[i] == 1)
             shift.dims[i] = 1, shift.strides[i] = 0;
-    p->inputs[1] = shift;
-    dla__nn_expand(&p->inputs[1], g->d);
-    p->insns[0] = dla__nn_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2);
-    p->insns[1] = dla__nn_insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0);
-    p->y = p->inputs[0]; /* the space's dims; nothing is written there */
-    dla_view vm, vv, vs;
-    dla__nn_view(var, ND, g->stat, &r.y);
+    dla_fused_reduce_args r;
+    centered_squares(&r, g, xd, &shift, var); /* E[d^2] into var */
+    r.reg2 = 0;                               /* E[d] into mean */
     dla__nn_view(mean, ND, g->stat, &r.y2);
-    r.reg2 = 0;
-    vm = r.y2, vv = r.y;
+    const dla_view vm = r.y2, vv = r.y;
+    dla_view vs;
     dla__nn_view(scratch, ND, g->stat, &vs);
     dla_status st = dla__k_fused_reduce(dev, &r);
     if (st == DLA_OK) /* E[d]^2 */

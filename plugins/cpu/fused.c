@@ -636,7 +636,7 @@ dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
  * more memory than the pass saves: such sums run on one thread. */
 #define SUM_ACC_MAX ((int64_t)1 << 22)
 
-static dla_status sum_program(const dla_fused_reduce_args *args);
+static dla_status sum_program(const dla_fused_reduce_args *args, int pair);
 
 dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
 {
@@ -694,12 +694,8 @@ dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     }
     if ((s = check_program(a)) != DLA_OK)
         return s;
-    if (!pair) {
-        dla_fused_reduce_args one; /* a 1.3 caller's struct may end before y2 */
-        memset(&one, 0, sizeof one);
-        memcpy(&one, args, offsetof(dla_fused_reduce_args, reg2));
-        return sum_program(&one);
-    }
+    if (!pair) /* a 1.3 caller's struct may end before y2: not read */
+        return sum_program(args, 0);
     const dla_view *y2 = &args->y2;
     if ((s = dla__cpu_check_view("fused_reduce", "y2", y2)) != DLA_OK ||
         (s = dla__cpu_check_same_dims("fused_reduce", "y2", y2, "y", y)) != DLA_OK)
@@ -718,7 +714,7 @@ dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
             return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument y2 (dims %s): "
                             "overlaps %s", dla__cpu_dims_str(by, sizeof by, y2->ndims, y2->dims),
                             names[i]);
-    return sum_program(args);
+    return sum_program(args, 1);
 }
 
 dla_status dla__cpu_sum_blocks(const dla_view *y, const dla_view *x, int mean)
@@ -733,12 +729,12 @@ dla_status dla__cpu_sum_blocks(const dla_view *y, const dla_view *x, int mean)
     r.program.inputs[0] = *x;
     r.program.y = *x;
     r.y = *y;
-    return sum_program(&r);
+    return sum_program(&r, 0);
 }
 
 /* The sum of a checked program (no instruction: of input 0), and with
- * y2.mem set the sum of register reg2 into y2. */
-static dla_status sum_program(const dla_fused_reduce_args *args)
+ * pair the sum of register reg2 into y2. */
+static dla_status sum_program(const dla_fused_reduce_args *args, int pair)
 {
     const dla_plugin_host *h = dla__cpu_host;
     const dla_fused_args *a = &args->program;
@@ -762,7 +758,7 @@ static dla_status sum_program(const dla_fused_reduce_args *args)
     space sp;
     int how[NOPS];
     coalesce(&sp, 1 + a->ninputs, v);
-    const int pair = args->y2.mem != NULL, results = pair ? 2 : 1;
+    const int results = pair ? 2 : 1;
     int nthreads = numel < DLA__CPU_PAR_MIN ? 1 : omp_get_max_threads();
     if (nthreads < 1 || results * ny * nthreads > SUM_ACC_MAX)
         nthreads = 1;
