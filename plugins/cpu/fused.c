@@ -78,10 +78,21 @@ static void coalesce(space *sp, int nops, const dla_view *const *v)
 
 /* ------------------------------------------------------- the op loops */
 
+/* The steps are the interpreter's whole arithmetic, so each is compiled
+ * for AVX-512, AVX2 and the baseline, picked once at load (ifunc), as
+ * sum.c's sums are: the baseline's 4-lane SSE loops made a program of
+ * eight steps cost more than the memory passes it saves. The plugin is
+ * built with -ffp-contract=off, so every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define STEP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define STEP_CLONES
+#endif
+
 /* A unary step over a vector operand; binary steps for vector-vector,
  * vector-scalar and scalar-vector operands. */
 #define DEFINE_UNARY_STEP(name, EXPR, T, sfx)                                                      \
-    static void u_##name##_##sfx(T *o, const T *x, int64_t n, T al, T be)                          \
+    STEP_CLONES static void u_##name##_##sfx(T *o, const T *x, int64_t n, T al, T be)              \
     {                                                                                              \
         (void)al, (void)be;                                                                        \
         _Pragma("omp simd")                                                                        \
@@ -89,19 +100,19 @@ static void coalesce(space *sp, int nops, const dla_view *const *v)
             o[i] = EXPR(x[i], al, be);                                                             \
     }
 #define DEFINE_BINARY_STEP(name, EXPR, T, sfx)                                                     \
-    static void b_##name##_vv_##sfx(T *o, const T *a, const T *b, int64_t n)                       \
+    STEP_CLONES static void b_##name##_vv_##sfx(T *o, const T *a, const T *b, int64_t n)           \
     {                                                                                              \
         _Pragma("omp simd")                                                                        \
         for (int64_t i = 0; i < n; i++)                                                            \
             o[i] = EXPR(a[i], b[i]);                                                               \
     }                                                                                              \
-    static void b_##name##_vs_##sfx(T *o, const T *a, T b, int64_t n)                              \
+    STEP_CLONES static void b_##name##_vs_##sfx(T *o, const T *a, T b, int64_t n)                  \
     {                                                                                              \
         _Pragma("omp simd")                                                                        \
         for (int64_t i = 0; i < n; i++)                                                            \
             o[i] = EXPR(a[i], b);                                                                  \
     }                                                                                              \
-    static void b_##name##_sv_##sfx(T *o, T a, const T *b, int64_t n)                              \
+    STEP_CLONES static void b_##name##_sv_##sfx(T *o, T a, const T *b, int64_t n)                  \
     {                                                                                              \
         _Pragma("omp simd")                                                                        \
         for (int64_t i = 0; i < n; i++)                                                            \
@@ -128,7 +139,8 @@ static inline double pick_f64(double c, double a, double b) { return c != 0 ? a 
 #define AT_V(x) x[i]
 #define AT_S(x) x[0]
 #define DEFINE_WHERE_FORM(T, sfx, C, A, B)                                                         \
-    static void where_##C##A##B##_##sfx(T *o, const T *c, const T *a, const T *b, int64_t n)       \
+    STEP_CLONES static void where_##C##A##B##_##sfx(T *o, const T *c, const T *a, const T *b,      \
+                                                    int64_t n)                                     \
     {                                                                                              \
         _Pragma("omp simd")                                                                        \
         for (int64_t i = 0; i < n; i++)                                                            \
@@ -234,41 +246,40 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
 /* One operand of a step over the current block: n elements at p, or one
  * value s for all of them (p NULL). */
 #define DEFINE_RUN(T, sfx)                                                                         \
-    typedef struct operand_##sfx {                                                                 \
-        const T *p;                                                                                \
-        T s;                                                                                       \
-    } operand_##sfx;                                                                               \
-                                                                                                   \
-    static void step_##sfx(const dla_fused_insn *in, T *o, const operand_##sfx *x, int64_t n)      \
+    /* An operand over the current block is n elements at p[k], or one                           \
+     * value s[k] for all of them (p[k] NULL). Pointers and values sit in                         \
+     * arrays of their own: a struct of both, written field by field and                          \
+     * copied whole, cost a stalled store-to-load forward per step. */                            \
+    static void step_##sfx(const dla_fused_insn *in, T *o, const T *const *p, const T *s,          \
+                           int64_t n)                                                              \
     {                                                                                              \
-        const operand_##sfx a = x[0], b = x[1];                                                    \
         if (in->kind == DLA_FUSED_WHERE) {                                                         \
             const T *v[3];                                                                         \
             int form = 0;                                                                          \
             for (int k = 0; k < 3; k++) {                                                          \
-                v[k] = x[k].p ? x[k].p : &x[k].s;                                                  \
-                form = form << 1 | !x[k].p;                                                        \
+                v[k] = p[k] ? p[k] : &s[k];                                                        \
+                form = form << 1 | !p[k];                                                          \
             }                                                                                      \
             where_##sfx[form](o, v[0], v[1], v[2], n);                                             \
         } else if (in->kind == DLA_FUSED_UNARY) {                                                  \
             const T al = (T)in->alpha, be = (T)in->beta;                                           \
-            if (a.p) {                                                                             \
-                unary_##sfx[in->op](o, a.p, n, al, be);                                            \
+            if (p[0]) {                                                                            \
+                unary_##sfx[in->op](o, p[0], n, al, be);                                           \
             } else {                                                                               \
                 T v;                                                                               \
-                unary_##sfx[in->op](&v, &a.s, 1, al, be);                                          \
+                unary_##sfx[in->op](&v, &s[0], 1, al, be);                                         \
                 for (int64_t i = 0; i < n; i++)                                                    \
                     o[i] = v;                                                                      \
             }                                                                                      \
-        } else if (a.p && b.p) {                                                                   \
-            vv_##sfx##s[in->op](o, a.p, b.p, n);                                                   \
-        } else if (a.p) {                                                                          \
-            vs_##sfx##s[in->op](o, a.p, b.s, n);                                                   \
-        } else if (b.p) {                                                                          \
-            sv_##sfx##s[in->op](o, a.s, b.p, n);                                                   \
+        } else if (p[0] && p[1]) {                                                                 \
+            vv_##sfx##s[in->op](o, p[0], p[1], n);                                                 \
+        } else if (p[0]) {                                                                         \
+            vs_##sfx##s[in->op](o, p[0], s[1], n);                                                 \
+        } else if (p[1]) {                                                                         \
+            sv_##sfx##s[in->op](o, s[0], p[1], n);                                                 \
         } else {                                                                                   \
             T v;                                                                                   \
-            vv_##sfx##s[in->op](&v, &a.s, &b.s, 1);                                                \
+            vv_##sfx##s[in->op](&v, &s[0], &s[1], 1);                                              \
             for (int64_t i = 0; i < n; i++)                                                        \
                 o[i] = v;                                                                          \
         }                                                                                          \
@@ -361,7 +372,8 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
     static T *program_##sfx(const dla_fused_args *a, const space *sp, const int *how, int64_t at,  \
                             int64_t n, T (*regs)[BLOCK], T (*stage)[BLOCK], T *y)                  \
     {                                                                                              \
-        operand_##sfx inputs[DLA_FUSED_MAX_INPUTS];                                                \
+        const T *ip[DLA_FUSED_MAX_INPUTS];                                                         \
+        T is[DLA_FUSED_MAX_INPUTS];                                                                \
         /* A block inside one run of dim 0 reads a walked operand in place                         \
          * (unit stride) or as one value (stride 0, a broadcast channel). */                      \
         const int in_run = sp->rows_per <= 1;                                                      \
@@ -374,36 +386,44 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
             T *base = (T *)a->inputs[i].mem + sp->offset[1 + i];                                   \
             const int64_t *st = sp->strides[1 + i];                                                \
             if (how[1 + i] == AT_DENSE) {                                                          \
-                inputs[i] = (operand_##sfx){base + at, 0};                                         \
+                ip[i] = base + at;                                                                 \
+                is[i] = 0;                                                                         \
             } else if (how[1 + i] == AT_SCALAR) {                                                  \
-                inputs[i] = (operand_##sfx){NULL, *base};                                          \
+                ip[i] = NULL;                                                                      \
+                is[i] = *base;                                                                     \
             } else if (in_run && (st[0] == 0 || st[0] == 1)) {                                     \
                 const T *first = base;                                                             \
                 for (int d = 0; d < sp->ndims; d++)                                                \
                     first += idx[d] * st[d];                                                       \
-                inputs[i] = st[0] ? (operand_##sfx){first, 0} : (operand_##sfx){NULL, *first};     \
+                ip[i] = st[0] ? first : NULL;                                                      \
+                is[i] = *first;                                                                    \
             } else {                                                                               \
                 walk_##sfx(base, sp->strides[1 + i], sp, at, n, stage[i], 0);                      \
-                inputs[i] = (operand_##sfx){stage[i], 0};                                          \
+                ip[i] = stage[i];                                                                  \
+                is[i] = 0;                                                                         \
             }                                                                                      \
         }                                                                                          \
         const int last = a->ninsns - 1;                                                            \
         if (last < 0) { /* no instruction: input 0 itself (the reduce kernel's sums) */            \
-            if (inputs[0].p)                                                                       \
-                return (T *)inputs[0].p;                                                           \
+            if (ip[0])                                                                             \
+                return (T *)ip[0];                                                                 \
             for (int64_t i = 0; i < n; i++)                                                        \
-                regs[0][i] = inputs[0].s;                                                          \
+                regs[0][i] = is[0];                                                                \
             return regs[0];                                                                        \
         }                                                                                          \
         if (!y)                                                                                    \
             y = regs[last];                                                                        \
         for (int j = 0; j <= last; j++) {                                                          \
             const dla_fused_insn *in = &a->insns[j];                                               \
-            operand_##sfx x[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};                                \
-            for (int k = 0; k < operands(in); k++)                                                 \
-                x[k] = in->src[k] >= 0 ? (operand_##sfx){regs[in->src[k]], 0}                      \
-                                       : inputs[-1 - in->src[k]];                                  \
-            step_##sfx(in, j == last ? y : regs[j], x, n);                                         \
+            const T *p[3] = {NULL, NULL, NULL};                                                    \
+            T sv[3] = {0, 0, 0};                                                                   \
+            for (int k = 0; k < operands(in); k++) {                                               \
+                const int32_t src = in->src[k];                                                    \
+                p[k] = src >= 0 ? regs[src] : ip[-1 - src];                                        \
+                if (src < 0)                                                                       \
+                    sv[k] = is[-1 - src];                                                          \
+            }                                                                                      \
+            step_##sfx(in, j == last ? y : regs[j], p, sv, n);                                     \
         }                                                                                          \
         return y;                                                                                  \
     }                                                                                              \
