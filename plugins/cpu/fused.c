@@ -229,6 +229,13 @@ static int operands(const dla_fused_insn *in)
     return in->kind == DLA_FUSED_WHERE ? 3 : in->kind == DLA_FUSED_BINARY ? 2 : 1;
 }
 
+/* Blocks per grab of a dynamic schedule: about eight grabs per thread. */
+static int64_t chunk_of(int64_t blocks)
+{
+    const int64_t grabs = 8 * (int64_t)omp_get_max_threads();
+    return blocks > grabs ? (blocks + grabs - 1) / grabs : 1;
+}
+
 /* Block u of the space: its first element (column-major) and length. */
 static int64_t block_range(const space *sp, int64_t u, int64_t *n)
 {
@@ -452,11 +459,17 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
                 block_##sfx(a, sp, how, u, regs, stage);                                           \
             return;                                                                                \
         }                                                                                          \
+        /* Eight chunks per thread, taken as threads come: a thread that                          \
+         * joins late (woken from sleep, or its core lent to another                              \
+         * process) no longer holds the others at the barrier for a fixed                        \
+         * half. The blocks write disjoint outputs, so the bits do not                            \
+         * depend on who runs which. */                                                           \
+        const int64_t chunk = chunk_of(blocks);                                                    \
         _Pragma("omp parallel")                                                                    \
         {                                                                                          \
             _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
             _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
-            _Pragma("omp for schedule(static)")                                                    \
+            _Pragma("omp for schedule(dynamic, chunk)")                                            \
             for (int64_t u = 0; u < blocks; u++)                                                   \
                 block_##sfx(a, sp, how, u, regs, stage);                                           \
         }                                                                                          \
@@ -505,40 +518,48 @@ DEFINE_RUN(double, f64)
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    /* acc2 (reg2 >= 0): register reg2's accumulators, as acc's. */                               \
+    /* The blocks cut in nslots runs of consecutive blocks, each summed                           \
+     * into its own accumulators (acc + slot * ny), the runs taken by the                         \
+     * nthreads threads as they come: a late thread holds no one up, and                          \
+     * the bits depend on nslots only, not on who ran which run.                                  \
+     * acc2 (reg2 >= 0): register reg2's accumulators, as acc's. */                               \
     static void sum_run_##sfx(const dla_fused_args *a, const space *sp, const int *how,            \
-                              double *acc, int reg2, double *acc2, int64_t ny, int nthreads)       \
+                              double *acc, int reg2, double *acc2, int64_t ny, int nslots,         \
+                              int nthreads)                                                        \
     {                                                                                              \
         const int64_t blocks = sp->blocks;                                                         \
         _Pragma("omp parallel num_threads(nthreads)")                                              \
         {                                                                                          \
             _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
             _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
-            double *mine = acc + (int64_t)omp_get_thread_num() * ny;                               \
-            double *mine2 = reg2 >= 0 ? acc2 + (int64_t)omp_get_thread_num() * ny : NULL;         \
-            _Pragma("omp for schedule(static)")                                                    \
-            for (int64_t u = 0; u < blocks; u++) {                                                 \
-                int64_t n;                                                                         \
-                const int64_t at = block_range(sp, u, &n);                                         \
-                const T *v = program_##sfx(a, sp, how, at, n, regs, stage, NULL);                  \
-                accumulate_##sfx(sp, sp->strides[0], at, n, v, mine);                              \
-                /* Every register but the last is in regs (the last is v). */                      \
-                if (mine2)                                                                         \
-                    accumulate_##sfx(sp, sp->strides[0], at, n, regs[reg2], mine2);                \
+            _Pragma("omp for schedule(dynamic, 1)")                                                \
+            for (int slot = 0; slot < nslots; slot++) {                                            \
+                double *mine = acc + (int64_t)slot * ny;                                           \
+                double *mine2 = reg2 >= 0 ? acc2 + (int64_t)slot * ny : NULL;                      \
+                const int64_t u1 = blocks * (slot + 1) / nslots;                                   \
+                for (int64_t u = blocks * slot / nslots; u < u1; u++) {                            \
+                    int64_t n;                                                                     \
+                    const int64_t at = block_range(sp, u, &n);                                     \
+                    const T *v = program_##sfx(a, sp, how, at, n, regs, stage, NULL);              \
+                    accumulate_##sfx(sp, sp->strides[0], at, n, v, mine);                          \
+                    /* Every register but the last is in regs (the last is v). */                  \
+                    if (mine2)                                                                     \
+                        accumulate_##sfx(sp, sp->strides[0], at, n, regs[reg2], mine2);            \
+                }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    /* y = the threads' accumulators added in order (divided by count for a                       \
+    /* y = the runs' accumulators added in order (divided by count for a                          \
      * mean), rounded to T. */                                                                     \
-    static void sum_store_##sfx(const dla_view *y, const double *acc, int64_t ny, int nthreads,    \
+    static void sum_store_##sfx(const dla_view *y, const double *acc, int64_t ny, int nslots,      \
                                 double divide)                                                     \
     {                                                                                              \
         T *base = (T *)y->mem + y->offset;                                                         \
         int64_t idx[DLA_MAX_DIMS] = {0}, off = 0;                                                  \
         for (int64_t q = 0; q < ny; q++) {                                                         \
             double s = 0.0;                                                                        \
-            for (int t = 0; t < nthreads; t++)                                                     \
+            for (int t = 0; t < nslots; t++)                                                       \
                 s += acc[t * ny + q];                                                              \
             base[off] = (T)(divide != 1.0 ? s / divide : s);                                       \
             for (int d = 0; d < y->ndims; d++) {                                                   \
@@ -782,29 +803,33 @@ static dla_status sum_program(const dla_fused_reduce_args *args, int pair)
     int nthreads = numel < DLA__CPU_PAR_MIN ? 1 : omp_get_max_threads();
     if (nthreads < 1 || results * ny * nthreads > SUM_ACC_MAX)
         nthreads = 1;
-    const int64_t nacc = results * ny * nthreads;
+    /* Eight runs of blocks per thread where their accumulators are
+     * cheap (a few statistics), one per thread otherwise. */
+    const int nslots = nthreads > 1 && results * ny * nthreads * 8 <= SUM_ACC_MAX / 64 ? 8 * nthreads
+                                                                                 : nthreads;
+    const int64_t nacc = results * ny * nslots;
     double *acc = h->alloc((size_t)nacc * sizeof *acc, 0);
     if (!acc)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu fused_reduce: %lld accumulators for y "
                         "(dims %s)", (long long)nacc,
                         dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims));
     memset(acc, 0, (size_t)nacc * sizeof *acc);
-    double *acc2 = pair ? acc + ny * nthreads : NULL;
+    double *acc2 = pair ? acc + ny * nslots : NULL;
     const int reg2 = pair ? args->reg2 : -1;
     if (sp.numel > 0) {
         classify(&sp, 1 + a->ninputs, how);
         if (a->dtype == DLA_F32)
-            sum_run_f32(a, &sp, how, acc, reg2, acc2, ny, nthreads);
+            sum_run_f32(a, &sp, how, acc, reg2, acc2, ny, nslots, nthreads);
         else
-            sum_run_f64(a, &sp, how, acc, reg2, acc2, ny, nthreads);
+            sum_run_f64(a, &sp, how, acc, reg2, acc2, ny, nslots, nthreads);
     }
     const double divide = args->op == DLA_REDUCE_MEAN ? (double)(numel / ny) : 1.0;
     for (int k = 0; k < results; k++) {
         const dla_view *out = k ? &args->y2 : y;
         if (a->dtype == DLA_F32)
-            sum_store_f32(out, acc + k * ny * nthreads, ny, nthreads, divide);
+            sum_store_f32(out, acc + k * ny * nslots, ny, nslots, divide);
         else
-            sum_store_f64(out, acc + k * ny * nthreads, ny, nthreads, divide);
+            sum_store_f64(out, acc + k * ny * nslots, ny, nslots, divide);
     }
     h->free(acc);
     return DLA_OK;
