@@ -37,10 +37,15 @@
  * and accuracy per iteration was written.
  *
  *     cnn_fmnist [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]
+ *                [--save-initial PATH] [--first-losses N]
  *
  * --seed S (default 0) seeds the initial weights and the shuffling: one
  * run's test accuracy moves by a few tenths of a point with it, as
  * PyTorch's does with its seed (docs/training.md has the spread).
+ * --save-initial PATH saves the initialized network (dla_net_save) before
+ * training, and --first-losses N prints the loss of the first N
+ * iterations: bench/pytorch_same_start.py trains the PyTorch peer from that
+ * file on the same mini-batches, to compare the two step by step.
  * --small (or DLA_EXAMPLE_SMALL=1): 3,840 training and 1,000 test images,
  * one epoch, for `make check`. Exits with 77 when the dataset is missing.
  */
@@ -191,7 +196,8 @@ int main(int argc, char **argv)
     const char *env = getenv("DLA_EXAMPLE_SMALL");
     int small = env && *env && strcmp(env, "0"), epochs = 0;
     unsigned long long seed = 0;
-    const char *chart = "cnn_fmnist-training.svg", *dir = NULL;
+    const char *chart = "cnn_fmnist-training.svg", *dir = NULL, *save_initial = NULL;
+    long first_losses = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             small = 1;
@@ -203,9 +209,13 @@ int main(int argc, char **argv)
             chart = argv[++i];
         else if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
+        else if (!strcmp(argv[i], "--save-initial") && i + 1 < argc)
+            save_initial = argv[++i];
+        else if (!strcmp(argv[i], "--first-losses") && i + 1 < argc)
+            first_losses = atol(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]"
+                    " [--save-initial PATH] [--first-losses N]\n", argv[0]);
             return 2;
         }
     }
@@ -231,6 +241,8 @@ int main(int argc, char **argv)
     dla_net *net = make_net();
     if (!net || set_mean_image(net, xtrain) != DLA_OK)
         return fail("network");
+    if (save_initial && dla_net_save(net, save_initial) != DLA_OK)
+        return fail("--save-initial");
     int nl = dla_net_learnable_count(net), ns = dla_net_state_count(net);
 
     dla_mbq *mbq, *test = NULL;
@@ -281,6 +293,9 @@ int main(int argc, char **argv)
             loss_sum += loss;
             first_loss = iteration == 1 ? loss : first_loss;
             last_loss = loss;
+            if (iteration <= first_losses)
+                dla_progress_printf(progress, "iteration %lld: loss %.6f", (long long)iteration,
+                                    loss);
             dla_progress_record(progress, "TrainingLoss", iteration, loss);
             dla_progress_record(progress, "TrainingAccuracy", iteration, acc);
             char text[128];
