@@ -37,7 +37,8 @@ $2"
 
 # 1. cnn_fmnist
 bad=
-(cd "$tmp" && "$ex/cnn_fmnist" --small --chart "$tmp/cnn.svg") >"$tmp/out" 2>&1
+(cd "$tmp" && "$ex/cnn_fmnist" --small --chart "$tmp/cnn.svg" --save-initial "$tmp/start.st" \
+    --first-losses 2) >"$tmp/out" 2>&1
 status=$?
 if [ $status -eq 77 ]; then
     echo "ok 1 # SKIP cnn_fmnist: Fashion-MNIST is not installed ($(head -n 1 "$tmp/out"))"
@@ -60,7 +61,15 @@ no progress lines (stdout is not a terminal)"
 no chart at $tmp/cnn.svg"
     grep -q "^chart: $tmp/cnn.svg" "$tmp/out" || bad="$bad
 the chart's path is not printed"
-    ok_if 1 "cnn_fmnist --small: loss falls, test accuracy $acc%, HitRate $hit%, chart written"
+    # --first-losses: iteration 1's line agrees with the summary's
+    one=$(sed -n 's/^iteration 1: loss \([0-9.]*\)$/\1/p' "$tmp/out")
+    check "${one:-0} > 0 && (${one:-0} - ${first:-0})^2 < 1e-8" "iteration 1's loss line: '$one' against $first"
+    grep -q "^iteration 2: loss " "$tmp/out" && ! grep -q "^iteration 3: loss " "$tmp/out" || bad="$bad
+--first-losses 2 did not print exactly two loss lines"
+    # --save-initial: a safetensors file whose header names the dlaccel format
+    head -c 4096 "$tmp/start.st" 2>/dev/null | grep -q '"format":"dlaccel-net"' || bad="$bad
+--save-initial wrote no dlaccel network at $tmp/start.st"
+    ok_if 1 "cnn_fmnist --small: loss falls, test accuracy $acc%, HitRate $hit%, chart written, initial net saved"
 fi
 
 # 2. waveform
