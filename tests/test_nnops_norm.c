@@ -186,6 +186,57 @@ static void test_batchnorm_statistics_keep_their_digits_in_single(void **state)
     dla_scope_end();
 }
 
+/* The statistics and the gradients' sums are taken by the OpenMP team,
+ * whose threads take the work as they come: the same call gives the same
+ * bits every time all the same (the sums add fixed runs of the data in a
+ * fixed order, whoever ran them). Large enough for the team; in double,
+ * where a sum added in another order shows in the result's last bits. */
+static dla_tensor *bits_w; /* the loss's weights, one per element of y */
+
+static dla_status bn_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y;
+    dla_status st = dla_batchnorm_train(in[0], in[1], in[2], NULL, NULL, NULL, &y, &out[1], &out[2]);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, bits_w), 0, NULL);
+    return dla_gradient(out[0], 3, in, out + 3);
+}
+
+static void test_batchnorm_sums_give_the_same_bits_on_every_call(void **state)
+{
+    (void)state;
+    enum { C = 8, N = 24 * 24 * C * 64, CALLS = 6 };
+    dla_rng_seed(7);
+    dla_scope_begin(); /* the intermediates go with it, the kept four stay */
+    dla_tensor *x = dla_keep(dla_affine(dla_randn(DLA_F64, "SSCB", DLA_DIMS(24, 24, C, 64)), 3.0, 5.0));
+    dla_tensor *off = dla_keep(dla_zeros(DLA_F64, "", DLA_DIMS(C, 1)));
+    dla_tensor *sc = dla_keep(dla_ones(DLA_F64, "", DLA_DIMS(C, 1)));
+    bits_w = dla_keep(dla_randn(DLA_F64, "SSCB", DLA_DIMS(24, 24, C, 64)));
+    dla_scope_end();
+    /* mean, variance, d offset, d scale (C each), then dx (N) */
+    static double first[4 * C + N], now[4 * C + N];
+    for (int call = 0; call < CALLS; call++) {
+        dla_scope_begin();
+        dla_tensor *out[6];
+        assert_int_equal(dla_feval(bn_loss, NULL, 3, (dla_tensor *[]){x, off, sc}, 6, out), DLA_OK);
+        double *dst = call ? now : first;
+        const int which[4] = {1, 2, 4, 5};
+        for (int k = 0; k < 4; k++)
+            assert_int_equal(dla_tensor_to_host(out[which[k]], dst + k * C, C * sizeof(double)),
+                             DLA_OK);
+        assert_int_equal(dla_tensor_to_host(out[3], dst + 4 * C, N * sizeof(double)), DLA_OK);
+        if (call)
+            assert_memory_equal(now, first, sizeof now);
+        dla_scope_end();
+    }
+    dla_tensor_release(x);
+    dla_tensor_release(off);
+    dla_tensor_release(sc);
+    dla_tensor_release(bits_w);
+}
+
 static void test_batchnorm_statistics_span_every_dim_but_channels(void **state)
 {
     (void)state;
@@ -438,6 +489,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batchnorm_training_updates_the_running_statistics_as_matlab),
         cmocka_unit_test(test_batchnorm_statistics_keep_their_digits_in_single),
+        cmocka_unit_test(test_batchnorm_sums_give_the_same_bits_on_every_call),
         cmocka_unit_test(test_batchnorm_statistics_span_every_dim_but_channels),
         cmocka_unit_test(test_batchnorm_inference_uses_the_given_statistics),
         cmocka_unit_test(test_layer_group_and_instance_norms_pick_their_dims),

@@ -80,9 +80,12 @@ static void coalesce(space *sp, int nops, const dla_view *const *v)
 
 /* The steps are the interpreter's whole arithmetic, so each is compiled
  * for AVX-512, AVX2 and the baseline, picked once at load (ifunc), as
- * sum.c's sums are: the baseline's 4-lane SSE loops made a program of
- * eight steps cost more than the memory passes it saves. The plugin is
- * built with -ffp-contract=off, so every clone gives the same bits. */
+ * sum.c's sums are: as the baseline's 4-lane SSE loops they, not memory,
+ * set a program's pace where the data sit in cache (dlaccel-bench
+ * batchnorm_step: 1.33 -> 1.02 ms with the changes of this file's history).
+ * The plugin is built with -ffp-contract=off, so every clone gives the
+ * same bits, which the conformance suite checks against the steps
+ * launched one by one. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define STEP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
