@@ -187,10 +187,10 @@ static void test_batchnorm_statistics_keep_their_digits_in_single(void **state)
 }
 
 /* The statistics and the gradients' sums are taken by the OpenMP team,
- * whose threads take the work as they come: the same call gives the same
- * bits every time all the same (the sums add fixed runs of the data in a
- * fixed order, whoever ran them). Large enough for the team; in double,
- * where a sum added in another order shows in the result's last bits. */
+ * whose threads take the work as they come; the same call still gives
+ * the same bits every time, because the sums add fixed runs of the data
+ * in a fixed order whoever ran them. Large enough for the team; in
+ * double, where a sum added in another order shows in the last bits. */
 static dla_tensor *bits_w; /* the loss's weights, one per element of y */
 
 static dla_status bn_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
