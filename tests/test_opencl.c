@@ -386,6 +386,32 @@ static void a_fused_program_gives_the_same_bits_interpreted_and_compiled(void **
     t->mem_free(ocl->ctx, y);
 }
 
+/* *r: the sum (op 0) or mean (op 1) of (x - m)^2 over dims 1 and 2 of
+ * the dense n0 x n1 x n2 space at x, m the element m_at of x for every
+ * output (stride 0 along the summed dims), into the n0 outputs at y. */
+static void centered_square_sum(dla_fused_reduce_args *r, dla_dtype t, int op, dla_mem x,
+                                int64_t m_at, dla_mem y, int64_t n0, int64_t n1, int64_t n2)
+{
+    memset(r, 0, sizeof *r);
+    r->struct_size = sizeof *r;
+    r->op = op ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM;
+    dla_fused_args *p = &r->program;
+    p->struct_size = sizeof *p;
+    p->dtype = t;
+    p->ninputs = 2;
+    p->ninsns = 2;
+    p->inputs[0] = (dla_view){.struct_size = sizeof(dla_view), .mem = x, .dtype = t, .ndims = 3,
+                              .dims = {n0, n1, n2}, .strides = {1, n0, n0 * n1}};
+    p->inputs[1] = p->inputs[0];
+    p->inputs[1].offset = m_at;
+    p->inputs[1].strides[1] = p->inputs[1].strides[2] = 0;
+    p->insns[0] = (dla_fused_insn){.kind = DLA_FUSED_BINARY, .op = DLA_BINARY_SUB, .src = {-1, -2}};
+    p->insns[1] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_SQUARE, .src = {0}};
+    p->y = p->inputs[0];
+    r->y = (dla_view){.struct_size = sizeof(dla_view), .mem = y, .dtype = t, .ndims = 3,
+                      .dims = {n0, 1, 1}, .strides = {1, n0, n0}};
+}
+
 /* (x - m)^2 summed over dims 1 and 2 of a 2 x 3000 x 400 space, m one value
  * per output (stride 0 along the summed dims), in both of the plugin's
  * layouts (DLACCEL_OPENCL_FUSED_REDUCE): rows of 3000 positions (stride 2)
@@ -424,26 +450,8 @@ static void a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled(void
                 assert_int_equal(tb->mem_alloc(ctx, N * es, &x), DLA_OK);
                 assert_int_equal(tb->mem_alloc(ctx, N0 * es, &y), DLA_OK);
                 assert_int_equal(tb->copy_to_device(ctx, x, 0, data, N * es), DLA_OK);
-                dla_fused_reduce_args r = {.struct_size = sizeof r,
-                                           .op = op ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM};
-                dla_fused_args *p = &r.program;
-                p->struct_size = sizeof *p;
-                p->dtype = t;
-                p->ninputs = 2;
-                p->ninsns = 2;
-                p->inputs[0] = (dla_view){.struct_size = sizeof(dla_view), .mem = x, .dtype = t,
-                                          .ndims = 3, .dims = {N0, N1, N2},
-                                          .strides = {1, N0, N0 * N1}};
-                p->inputs[1] = p->inputs[0];
-                p->inputs[1].offset = 17; /* a few elements of x as the row values */
-                p->inputs[1].strides[1] = p->inputs[1].strides[2] = 0;
-                p->insns[0] = (dla_fused_insn){.kind = DLA_FUSED_BINARY, .op = DLA_BINARY_SUB,
-                                               .src = {-1, -2}};
-                p->insns[1] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_SQUARE,
-                                               .src = {0}};
-                p->y = p->inputs[0];
-                r.y = (dla_view){.struct_size = sizeof(dla_view), .mem = y, .dtype = t,
-                                 .ndims = 3, .dims = {N0, 1, 1}, .strides = {1, N0, N0}};
+                dla_fused_reduce_args r;
+                centered_square_sum(&r, t, op, x, 17, y, N0, N1, N2);
                 for (int run = 0; run < (di ? 1 : 3); run++) {
                     assert_int_equal(tb->fused_reduce(ctx, &r), DLA_OK);
                     char out[N0 * sizeof(double)];
@@ -549,26 +557,8 @@ static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void *
                 assert_int_equal(tb->copy_to_device(dev->ctx, pr.y2, 0, fill, SLOTS * es),
                                  DLA_OK);
                 dla_fused_reduce_args *r = &pr.r;
-                r->struct_size = sizeof *r;
-                r->op = op ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM;
+                centered_square_sum(r, t, op, x, 11, pr.y, N0, N1, N2);
                 dla_fused_args *p = &r->program;
-                p->struct_size = sizeof *p;
-                p->dtype = t;
-                p->ninputs = 2;
-                p->ninsns = 2;
-                p->inputs[0] = (dla_view){.struct_size = sizeof(dla_view), .mem = x, .dtype = t,
-                                          .ndims = 3, .dims = {N0, N1, N2},
-                                          .strides = {1, N0, N0 * N1}};
-                p->inputs[1] = p->inputs[0];
-                p->inputs[1].offset = 11; /* a few elements of x as the row values */
-                p->inputs[1].strides[1] = p->inputs[1].strides[2] = 0;
-                p->insns[0] = (dla_fused_insn){.kind = DLA_FUSED_BINARY, .op = DLA_BINARY_SUB,
-                                               .src = {-1, -2}};
-                p->insns[1] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_SQUARE,
-                                               .src = {0}};
-                p->y = p->inputs[0];
-                r->y = (dla_view){.struct_size = sizeof(dla_view), .mem = pr.y, .dtype = t,
-                                  .ndims = 3, .dims = {N0, 1, 1}, .strides = {1, N0, N0}};
                 r->y2 = r->y;
                 r->y2.mem = pr.y2;
                 r->y2.offset = 5;
