@@ -239,6 +239,21 @@ static int64_t chunk_of(int64_t blocks)
     return blocks > grabs ? (blocks + grabs - 1) / grabs : 1;
 }
 
+/* Moves the index idx (and the offset off of a view with strides st)
+ * run elements along dim 0, which ends its run there or before, carrying
+ * into the outer dims. */
+static inline void step_past(const space *sp, const int64_t *st, int64_t run, int64_t *idx,
+                             int64_t *off)
+{
+    *off += run * st[0];
+    idx[0] += run;
+    for (int d = 0; d + 1 < sp->ndims && idx[d] == sp->dims[d]; d++) {
+        idx[d] = 0;
+        idx[d + 1]++;
+        *off += st[d + 1] - sp->dims[d] * st[d];
+    }
+}
+
 /* Block u of the space: its first element (column-major) and length. */
 static int64_t block_range(const space *sp, int64_t u, int64_t *n)
 {
@@ -366,13 +381,7 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
                     b[i] = v[i * s0];                                                              \
             }                                                                                      \
             done += run;                                                                           \
-            off += run * s0;                                                                       \
-            idx[0] += run;                                                                         \
-            for (int d = 0; d + 1 < sp->ndims && idx[d] == sp->dims[d]; d++) {                     \
-                idx[d] = 0;                                                                        \
-                idx[d + 1]++;                                                                      \
-                off += st[d + 1] - sp->dims[d] * st[d];                                            \
-            }                                                                                      \
+            step_past(sp, st, run, idx, &off);                                                     \
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
@@ -488,8 +497,8 @@ DEFINE_RUN(double, f64)
  * each element (y's dense strides, 0 along the summed dims), so a block
  * inside one run of a summed dim is one vector sum into one accumulator
  * (batchnorm's 576 positions of a channel), and a kept dim's run adds
- * element by element. Each thread has its own accumulators; they are added
- * in thread order at the end. */
+ * element by element. Each run of blocks (sum_run) has its own
+ * accumulators; they are added in run order at the end. */
 #define DEFINE_SUM(T, sfx)                                                                         \
     static void accumulate_##sfx(const space *sp, const int64_t *st, int64_t at, int64_t n,        \
                                  const T *v, double *acc)                                          \
@@ -511,13 +520,7 @@ DEFINE_RUN(double, f64)
                     acc[off + i * s0] += (double)b[i];                                             \
             }                                                                                      \
             done += run;                                                                           \
-            off += run * s0;                                                                       \
-            idx[0] += run;                                                                         \
-            for (int d = 0; d + 1 < sp->ndims && idx[d] == sp->dims[d]; d++) {                     \
-                idx[d] = 0;                                                                        \
-                idx[d + 1]++;                                                                      \
-                off += st[d + 1] - sp->dims[d] * st[d];                                            \
-            }                                                                                      \
+            step_past(sp, st, run, idx, &off);                                                     \
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
