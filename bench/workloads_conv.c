@@ -133,14 +133,25 @@ static dla_status conv_run(void *state)
 {
     conv_bench *s = state;
     const dla_plugin *t = s->dev->table;
-    if (s->im2col)
+    /* The user's own choice (DLACCEL_CPU_CONV=direct, say) comes back
+     * after the reference's call. */
+    char *user = NULL;
+    if (s->im2col) {
+        const char *was = getenv("DLACCEL_CPU_CONV");
+        user = was ? strdup(was) : NULL;
         setenv("DLACCEL_CPU_CONV", "im2col", 1);
+    }
     dla_status st = s->which == DLA_KERNEL_CONV_FORWARD ? t->conv_forward(s->dev->ctx, &s->a)
                     : s->which == DLA_KERNEL_CONV_BACKWARD_DATA
                         ? t->conv_backward_data(s->dev->ctx, &s->a)
                         : t->conv_backward_filter(s->dev->ctx, &s->a);
-    if (s->im2col)
-        unsetenv("DLACCEL_CPU_CONV");
+    if (s->im2col) {
+        if (user)
+            setenv("DLACCEL_CPU_CONV", user, 1);
+        else
+            unsetenv("DLACCEL_CPU_CONV");
+        free(user);
+    }
     if (st == DLA_OK && t->sync)
         st = t->sync(s->dev->ctx);
     return st;

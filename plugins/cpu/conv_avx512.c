@@ -31,60 +31,17 @@
  * Compiled for any x86-64: only these functions carry target("avx512f"),
  * and conv.c calls them after a runtime CPU check.
  */
-#include "plugins/cpu/conv_impl.h"
+#include "plugins/cpu/conv_avx512.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-#include <immintrin.h>
 #include <omp.h>
 #include <string.h>
 
-#define TGT __attribute__((target("avx512f")))
-#define INLINE static inline __attribute__((always_inline))
-
-/* Buffers one thread of a call keeps: at most this many bytes, else the
- * call goes to im2col (which works in bounded chunks). */
-#define MAX_THREAD_BYTES ((int64_t)64 << 20)
-#define MAX_THREADS 256
 /* Outputs per strip of the forward pass: 4 vectors. */
 #define STRIP 64
 
 /* ------------------------------------------------------- micro-kernels */
-
-/* yb[f * ys + p ..] = sum over c < cg, t < nt of wp[(c, t, f)] * xb[c * cs + toff[t] + p ..]
- * for PV vectors of 16 outputs and NF filters. */
-INLINE TGT void fwd_block(const float *xb, int64_t cs, int64_t cg, const int64_t *toff, int64_t nt,
-                          const float *wp, float *yb, int64_t ys, const int PV, const int NF)
-{
-    __m512 acc[4][12];
-#pragma GCC unroll 4
-    for (int i = 0; i < PV; i++)
-#pragma GCC unroll 12
-        for (int f = 0; f < NF; f++)
-            acc[i][f] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < cg; c++) {
-        const float *xc = xb + c * cs;
-        for (int64_t t = 0; t < nt; t++, wp += NF) {
-            const float *xt = xc + toff[t];
-            __m512 xv[4];
-#pragma GCC unroll 4
-            for (int i = 0; i < PV; i++)
-                xv[i] = _mm512_loadu_ps(xt + 16 * i);
-#pragma GCC unroll 12
-            for (int f = 0; f < NF; f++) {
-                const __m512 wv = _mm512_set1_ps(wp[f]);
-#pragma GCC unroll 4
-                for (int i = 0; i < PV; i++)
-                    acc[i][f] = _mm512_fmadd_ps(xv[i], wv, acc[i][f]);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < PV; i++)
-#pragma GCC unroll 12
-        for (int f = 0; f < NF; f++)
-            _mm512_store_ps(yb + f * ys + 16 * i, acc[i][f]);
-}
 
 /* acc[(f * af + t) * 16 ..] += sum over nvec vectors v of
  * xc[toff[t] + 16 v ..] * dy[f * ds + 16 v ..], NT taps x NF filters. */
@@ -124,8 +81,6 @@ INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy,
             _mm512_store_ps(acc + (f * af + t) * 16, a[t][f]);
 }
 
-typedef void (*fwd_fn)(const float *, int64_t, int64_t, const int64_t *, int64_t, const float *,
-                       float *, int64_t);
 typedef void (*bwf_fn)(const float *, const int64_t *, const float *, int64_t, int64_t, float *,
                        int64_t);
 
@@ -138,11 +93,9 @@ typedef void (*bwf_fn)(const float *, const int64_t *, const float *, int64_t, i
 FWD(4, 1) FWD(4, 2) FWD(4, 3) FWD(4, 4) FWD(4, 5) FWD(4, 6)
 FWD(2, 7) FWD(2, 8) FWD(2, 9) FWD(2, 10) FWD(2, 11) FWD(2, 12)
 #undef FWD
-/* By filters per block (1..12); 1-6 take 4 vectors of outputs, 7-12 two. */
-static const fwd_fn fwd_fns[13] = {NULL,      fwd_4_1,  fwd_4_2,  fwd_4_3,  fwd_4_4,
-                                   fwd_4_5,   fwd_4_6,  fwd_2_7,  fwd_2_8,  fwd_2_9,
-                                   fwd_2_10,  fwd_2_11, fwd_2_12};
-#define FWD_MAX_NF 12
+const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[DLA__CONV_FWD_MAX_NF + 1] = {
+    NULL, fwd_4_1, fwd_4_2, fwd_4_3, fwd_4_4, fwd_4_5, fwd_4_6,
+    fwd_2_7, fwd_2_8, fwd_2_9, fwd_2_10, fwd_2_11, fwd_2_12};
 
 #define BWF(NT, NF)                                                                                \
     static TGT void bwf_##NT##_##NF(const float *xc, const int64_t *toff, const float *dy,         \
@@ -161,38 +114,6 @@ static const bwf_fn bwf_fns[5][7] = {
 #undef BWF_ENTRY
 #define BWF_MAX_NT 4
 #define BWF_MAX_NF 6
-
-/* n split into the fewest blocks of at most max, of nearly equal sizes:
- * the size of the first (later ones are the same or one smaller). */
-static int64_t block_of(int64_t n, int64_t max)
-{
-    int64_t blocks = (n + max - 1) / max;
-    return (n + blocks - 1) / blocks;
-}
-
-/* d[0..n-1] = s[0..n-1] + b: whole vectors of 16, then of 8 and 4, then
- * single floats. Rows are short (24 in the digit CNN), so a library loop
- * would cost as much as the convolution's own stores; and the tail takes
- * no masked loads or stores, which some AVX-512 CPUs (AMD's) run many
- * times slower than plain ones (measured: the packing took twice as long
- * with a masked tail). */
-INLINE TGT void row_copy(float *d, const float *s, int64_t n, float b)
-{
-    const __m512 vb = _mm512_set1_ps(b);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(d + i, _mm512_add_ps(_mm512_loadu_ps(s + i), vb));
-    if (i + 8 <= n) {
-        _mm256_storeu_ps(d + i, _mm256_add_ps(_mm256_loadu_ps(s + i), _mm512_castps512_ps256(vb)));
-        i += 8;
-    }
-    if (i + 4 <= n) {
-        _mm_storeu_ps(d + i, _mm_add_ps(_mm_loadu_ps(s + i), _mm512_castps512_ps128(vb)));
-        i += 4;
-    }
-    for (; i < n; i++)
-        d[i] = s[i] + b;
-}
 
 /* ------------------------------------------------------------ the wide layout */
 
@@ -275,24 +196,6 @@ static TGT void unpack(const wide *g, const float *ybuf, int64_t ystride, int64_
 
 /* ------------------------------------------------ forward and backward data */
 
-/* One pass of y = conv(x, w) in wide layout, for forward (x, w, y as
- * given) and backward data (dY as the source, flipped weights, dX as the
- * destination). */
-typedef struct pass {
-    int64_t B, G, nci, nco; /* images, groups, channels per group in and out */
-    int64_t in[3], out[3], fs[3], dl[3], pb[3];
-    const float *src;
-    int64_t ss[3], sc, sb;
-    float *dst;
-    int64_t ds[3], dc, db;
-    const float *bias;
-    int64_t bs;
-    /* Per group g, per block of nf filters from f0: [c][t][nf] at
-     * wpack + g * nci * ntaps * nco + f0 * nci * ntaps. */
-    const float *wpack;
-    int64_t nf; /* filters per block */
-} pass;
-
 /* Outputs p0..p1-1 (whole strips) of every filter of one group: x holds
  * the group's padded input channels, y receives the wide outputs. */
 static void pass_strips(const wide *g, const pass *q, const float *x, float *y, const int64_t *toff,
@@ -303,9 +206,9 @@ static void pass_strips(const wide *g, const pass *q, const float *x, float *y, 
         for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
             const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
             const float *wp = wg + f0 * q->nci * ntaps;
-            fwd_fns[n](x + p, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p, g->span_r);
+            dla__cpu_conv_fwd_fns[n](x + p, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p, g->span_r);
             if (n > 6) /* two vectors of outputs per call: the strip's other half */
-                fwd_fns[n](x + p + 32, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p + 32,
+                dla__cpu_conv_fwd_fns[n](x + p + 32, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p + 32,
                            g->span_r);
         }
 }
@@ -383,7 +286,7 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
 /* Filters per register block of the forward pass. */
 static int64_t fwd_nf(int64_t nco)
 {
-    return block_of(nco, FWD_MAX_NF);
+    return block_of(nco, DLA__CONV_FWD_MAX_NF);
 }
 
 static dla_status direct_forward(const dla__cpu_conv *p)
@@ -399,6 +302,11 @@ static dla_status direct_forward(const dla__cpu_conv *p)
     q.dst = (float *)p->y, q.dc = p->yf, q.db = p->yb;
     q.bias = (const float *)p->bias, q.bs = p->bs;
     q.nf = fwd_nf(p->Fg);
+    const dla__cpu_conv_taps k = {.w = (const float *)p->w, .sg = p->wg, .sci = p->wc,
+                                  .sco = p->wf, .s0 = p->ws[0], .s1 = p->ws[1]};
+    dla_status ws = dla__cpu_conv_winograd(&q, &k);
+    if (ws != DLA_ERR_UNSUPPORTED)
+        return ws;
     const int64_t nw = p->ntaps * p->Cg * p->F;
     float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
     if (!wp)
@@ -440,6 +348,14 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
         return DLA_OK;
     if (p->out_px == 0)
         return DLA_ERR_UNSUPPORTED; /* dX = 0: left to im2col, which zeroes */
+    /* The flipped filter: taps read backwards from the last one. */
+    const float *last = (const float *)p->w + (p->fs[0] - 1) * p->ws[0] +
+                        (p->fs[1] - 1) * p->ws[1] + (p->fs[2] - 1) * p->ws[2];
+    const dla__cpu_conv_taps k = {.w = last, .sg = p->wg, .sci = p->wf, .sco = p->wc,
+                                  .s0 = -p->ws[0], .s1 = -p->ws[1]};
+    dla_status ws = dla__cpu_conv_winograd(&q, &k);
+    if (ws != DLA_ERR_UNSUPPORTED)
+        return ws;
     const int64_t nw = p->ntaps * p->Cg * p->F;
     float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
     if (!wp)

@@ -23,4 +23,5 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/gemm.c plugins/cpu/gemm_thin.c \
 	plugins/cpu/pool.c \
 	plugins/cpu/index.c \
-	plugins/cpu/conv.c plugins/cpu/conv_impl.h plugins/cpu/conv_im2col.h plugins/cpu/conv_avx512.c
+	plugins/cpu/conv.c plugins/cpu/conv_impl.h plugins/cpu/conv_im2col.h \
+	plugins/cpu/conv_avx512.c plugins/cpu/conv_avx512.h plugins/cpu/conv_winograd.c
