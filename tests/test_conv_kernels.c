@@ -9,8 +9,9 @@
  * permuted layouts, gaps and offsets. Each output buffer is compared whole
  * (elements outside the view must keep their old values), and the
  * backward kernels must overwrite what was there. On the cpu plugin every
- * case runs twice: with the algorithm the plugin picks (direct AVX-512
- * where it applies) and with DLACCEL_CPU_CONV=im2col.
+ * case runs three times: with the algorithm the plugin picks (Winograd or
+ * direct AVX-512 where they apply), with DLACCEL_CPU_CONV=direct and with
+ * DLACCEL_CPU_CONV=im2col.
  *
  * Devices are driven only through their plugin table, as in
  * test_kernels.c.
@@ -37,6 +38,9 @@
 static dla_device *devices[MAX_DEVICES];
 static int n_devices;
 static char what[512];
+/* FNV-1a of the bits each direction of the last run_case wrote: tells
+ * the cpu plugin's algorithms apart. */
+static uint64_t out_bits[3];
 
 /* ---------------------------------------------------------- randomness */
 
@@ -334,6 +338,10 @@ static void run_case(dla_device *dev, const conv_case *c)
                 fail_msg("%s: element %lld is %.9g, expected %.9g (%s)", what, (long long)i, g,
                          want, covered[i] ? "in the view" : "outside the view: must not change");
         }
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < (size_t)ob->n * dsize(t); i++)
+            h = (h ^ ((const unsigned char *)got)[i]) * 1099511628211ull;
+        out_bits[d] = h;
         free(covered);
         free(got);
         /* Restore the operand for the directions that read it. */
@@ -392,7 +400,8 @@ static int group_setup(void **state)
     return 0;
 }
 
-/* Runs c on every device; on the cpu plugin also with im2col forced. */
+/* Runs c on every device; on the cpu plugin also with the direct kernels
+ * and with im2col forced. */
 static void on_every_device(const conv_case *c)
 {
     if (n_devices < 1)
@@ -405,6 +414,8 @@ static void on_every_device(const conv_case *c)
         unsetenv("DLACCEL_CPU_CONV");
         run_case(dev, c);
         if (strcmp(dev->plugin_name, "cpu") == 0) {
+            setenv("DLACCEL_CPU_CONV", "direct", 1);
+            run_case(dev, c);
             setenv("DLACCEL_CPU_CONV", "im2col", 1);
             run_case(dev, c);
             unsetenv("DLACCEL_CPU_CONV");
@@ -461,6 +472,65 @@ static void strided_views_with_gaps_and_offsets_are_read_and_written_in_place(vo
         c.strided = 1;
         on_every_device(&c);
     }
+}
+
+/* A 2-D 3x3 float case with dilation 1 and 8-14 channels in and out per
+ * group: what the cpu plugin's Winograd path takes. Sizes from 1 (one
+ * odd tile) to 30 (rows of tiles longer than a vector), padding from
+ * cropping to past the filter, so backward data's own padding (2 - pad)
+ * covers the same range. */
+static void winograd_case(conv_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->dtype = DLA_F32;
+    c->nsp = 2;
+    c->G = chance(25) ? 2 : 1;
+    c->C = rnd_int(8, 12) * c->G, c->F = rnd_int(8, 14) * c->G;
+    c->B = rnd_int(2, 5);
+    c->bias = chance(50);
+    c->strided = chance(40);
+    for (int i = 0; i < 2; i++) {
+        c->fs[i] = 3, c->st[i] = 1, c->dl[i] = 1;
+        c->in[i] = chance(20) ? rnd_int(1, 3) : rnd_int(4, 30);
+        c->pb[i] = rnd_int(-1, 3);
+        const int64_t pe = rnd_int(-1, 3), num = c->in[i] + c->pb[i] + pe - 3;
+        c->out[i] = num >= 0 ? num + 1 : rnd_int(1, 2);
+    }
+    c->in[2] = c->out[2] = c->fs[2] = c->st[2] = c->dl[2] = 1;
+}
+
+static void three_by_three_cases_match_and_take_another_path_than_direct(void **state)
+{
+    (void)state;
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    int differ[3] = {0, 0, 0};
+    const int cases = 40;
+    for (int i = 0; i < cases; i++) {
+        conv_case c;
+        winograd_case(&c);
+        on_every_device(&c);
+        /* The cpu plugin's pick against its direct kernels, bit for bit:
+         * forward and backward data go another way (Winograd), backward
+         * filter the same way. */
+        uint64_t picked[3];
+        const uint64_t replay = rng_state; /* the same data and junk twice */
+        unsetenv("DLACCEL_CPU_CONV");
+        run_case(cpu, &c);
+        memcpy(picked, out_bits, sizeof picked);
+        rng_state = replay;
+        setenv("DLACCEL_CPU_CONV", "direct", 1);
+        run_case(cpu, &c);
+        unsetenv("DLACCEL_CPU_CONV");
+        for (int d = 0; d < 3; d++)
+            differ[d] += picked[d] != out_bits[d];
+    }
+    /* Rounding differs in almost every case; a few tiny ones may agree. */
+    if (differ[0] < cases / 2 || differ[1] < cases / 2)
+        fail_msg("the cpu plugin's forward (%d of %d cases) and backward data (%d) gave the "
+                 "direct kernels' bits: the Winograd path was not taken",
+                 differ[0], cases, differ[1]);
+    assert_int_equal(differ[2], 0);
 }
 
 static void the_digit_cnn_layers_match_at_batches_of_3_and_9(void **state)
@@ -594,6 +664,7 @@ int main(void)
         cmocka_unit_test(random_convolutions_match_naive_loops_in_every_direction),
         cmocka_unit_test(stride_one_float_cases_take_the_direct_path_and_match),
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
+        cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),
         cmocka_unit_test(empty_batches_and_outputs_give_zero_gradients),
