@@ -41,6 +41,11 @@ static char what[512];
 /* FNV-1a of the bits each direction of the last run_case wrote: tells
  * the cpu plugin's algorithms apart. */
 static uint64_t out_bits[3];
+/* Set while a case may take the cpu plugin's Winograd path: its rounding
+ * error is bounded by the magnitudes of a whole tile, not of the element's
+ * own terms (an output whose terms cancel or vanish gets the tile's
+ * rounding), so the tolerance adds the largest magnitude of the output. */
+static int normwise;
 
 /* ---------------------------------------------------------- randomness */
 
@@ -329,11 +334,15 @@ static void run_case(dla_device *dev, const conv_case *c)
             covered[at(views[d], id)] = 1;
         }
         const double eps = t == DLA_F64 ? 2.3e-16 : 1.2e-7;
+        double big = 0;
+        for (int64_t i = 0; normwise && i < ob->n; i++)
+            if (covered[i] && mags[d][i] > big)
+                big = mags[d][i];
         for (int64_t i = 0; i < ob->n; i++) {
             const double g = get(t, got, i);
             const double want = covered[i] ? refs[d][i] : get(t, junk, i);
-            const double tol = covered[i] ? 4.0 * (double)(terms[d] + 4) * eps * mags[d][i] + 1e-300
-                                          : 0;
+            const double tol =
+                covered[i] ? 4.0 * (double)(terms[d] + 4) * eps * (mags[d][i] + big) + 1e-300 : 0;
             if (!(fabs(g - want) <= tol))
                 fail_msg("%s: element %lld is %.9g, expected %.9g (%s)", what, (long long)i, g,
                          want, covered[i] ? "in the view" : "outside the view: must not change");
@@ -400,6 +409,15 @@ static int group_setup(void **state)
     return 0;
 }
 
+/* The cpu plugin's conditions for Winograd (conv_winograd.c), but for
+ * the thread count. */
+static int winograd_may_apply(const conv_case *c)
+{
+    return c->dtype == DLA_F32 && c->nsp == 2 && c->fs[0] == 3 && c->fs[1] == 3 &&
+           c->dl[0] == 1 && c->dl[1] == 1 && c->st[0] == 1 && c->st[1] == 1 &&
+           c->C / (c->G ? c->G : 1) >= 8 && c->F / (c->G ? c->G : 1) >= 8;
+}
+
 /* Runs c on every device; on the cpu plugin also with the direct kernels
  * and with im2col forced. */
 static void on_every_device(const conv_case *c)
@@ -412,7 +430,9 @@ static void on_every_device(const conv_case *c)
             !dev->table->conv_backward_filter)
             continue;
         unsetenv("DLACCEL_CPU_CONV");
+        normwise = strcmp(dev->plugin_name, "cpu") == 0 && winograd_may_apply(c);
         run_case(dev, c);
+        normwise = 0;
         if (strcmp(dev->plugin_name, "cpu") == 0) {
             setenv("DLACCEL_CPU_CONV", "direct", 1);
             run_case(dev, c);
@@ -511,12 +531,13 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
         winograd_case(&c);
         on_every_device(&c);
         /* The cpu plugin's pick against its direct kernels, bit for bit:
-         * forward and backward data go another way (Winograd), backward
-         * filter the same way. */
+         * every direction goes another way (Winograd). */
         uint64_t picked[3];
         const uint64_t replay = rng_state; /* the same data and junk twice */
         unsetenv("DLACCEL_CPU_CONV");
+        normwise = 1;
         run_case(cpu, &c);
+        normwise = 0;
         memcpy(picked, out_bits, sizeof picked);
         rng_state = replay;
         setenv("DLACCEL_CPU_CONV", "direct", 1);
@@ -526,11 +547,10 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
             differ[d] += picked[d] != out_bits[d];
     }
     /* Rounding differs in almost every case; a few tiny ones may agree. */
-    if (differ[0] < cases / 2 || differ[1] < cases / 2)
-        fail_msg("the cpu plugin's forward (%d of %d cases) and backward data (%d) gave the "
-                 "direct kernels' bits: the Winograd path was not taken",
-                 differ[0], cases, differ[1]);
-    assert_int_equal(differ[2], 0);
+    if (differ[0] < cases / 2 || differ[1] < cases / 2 || differ[2] < cases / 2)
+        fail_msg("the cpu plugin's forward (%d of %d cases), backward data (%d) or backward "
+                 "filter (%d) gave the direct kernels' bits: the Winograd path was not taken",
+                 differ[0], cases, differ[1], differ[2]);
 }
 
 static void the_digit_cnn_layers_match_at_batches_of_3_and_9(void **state)
