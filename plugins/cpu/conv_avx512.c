@@ -81,6 +81,8 @@ INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy,
             _mm512_store_ps(acc + (f * af + t) * 16, a[t][f]);
 }
 
+typedef void (*bwf_fn)(const float *, const int64_t *, const float *, int64_t, int64_t, float *,
+                       int64_t);
 
 #define FWD(PV, NF)                                                                                \
     static TGT void fwd_##PV##_##NF(const float *xb, int64_t cs, int64_t cg, const int64_t *toff,  \
@@ -106,11 +108,12 @@ BWF_ROW(1) BWF_ROW(2) BWF_ROW(3) BWF_ROW(4)
 #undef BWF_ROW
 #undef BWF
 #define BWF_ENTRY(NT) {NULL, bwf_##NT##_1, bwf_##NT##_2, bwf_##NT##_3, bwf_##NT##_4, bwf_##NT##_5, bwf_##NT##_6}
-const dla__cpu_conv_bwf_fn dla__cpu_conv_bwf_fns[DLA__CONV_BWF_MAX_NT + 1]
-                                                [DLA__CONV_BWF_MAX_NF + 1] = {
+static const bwf_fn bwf_fns[5][7] = {
     {NULL}, BWF_ENTRY(1), BWF_ENTRY(2), BWF_ENTRY(3), BWF_ENTRY(4),
 };
 #undef BWF_ENTRY
+#define BWF_MAX_NT 4
+#define BWF_MAX_NF 6
 
 /* ------------------------------------------------------------ the wide layout */
 
@@ -406,7 +409,7 @@ typedef struct bwf_blocks {
 static bwf_blocks bwf_blocks_of(const dla__cpu_conv *p)
 {
     bwf_blocks k;
-    k.ntb = block_of(p->ntaps, DLA__CONV_BWF_MAX_NT), k.nfb = block_of(p->Fg, DLA__CONV_BWF_MAX_NF);
+    k.ntb = block_of(p->ntaps, BWF_MAX_NT), k.nfb = block_of(p->Fg, BWF_MAX_NF);
     k.tblocks = (p->ntaps + k.ntb - 1) / k.ntb, k.fblocks = (p->Fg + k.nfb - 1) / k.nfb;
     return k;
 }
@@ -419,6 +422,22 @@ static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it
     *f0 = it % k->fblocks * k->nfb;
     *tn = *t0 + k->ntb <= p->ntaps ? k->ntb : p->ntaps - *t0;
     *fn = *f0 + k->nfb <= p->Fg ? k->nfb : p->Fg - *f0;
+}
+
+/* a[0..n-1] += b[0..n-1], n a multiple of 16, both 64-byte aligned. */
+static TGT void add_into(float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 16)
+        _mm512_store_ps(a + i, _mm512_add_ps(_mm512_load_ps(a + i), _mm512_load_ps(b + i)));
+}
+
+/* The sum of 16 lanes, added in double. */
+static double lanes_sum(const float *v)
+{
+    double s = 0;
+    for (int l = 0; l < 16; l++)
+        s += v[l];
+    return s;
 }
 
 /* Writes dW[t, c, f] of group grp. */
@@ -468,7 +487,7 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
                 for (int64_t it = 0; it < items; it++) {
                     int64_t c, t0, tn, f0, fn;
                     bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
-                    dla__cpu_conv_bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
+                    bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
                                     g->span_r, g->span_r / 16,
                                     ag + ((f0 * p->Cg + c) * nt + t0) * 16, p->Cg * nt);
                 }
@@ -526,15 +545,15 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
         const int64_t grp = i / per_group;
         int64_t c, t0, tn, f0, fn;
         bwf_block_at(&k, p, i % per_group, &c, &t0, &tn, &f0, &fn);
-        float acc[DLA__CONV_BWF_MAX_NT * DLA__CONV_BWF_MAX_NF * 16] __attribute__((aligned(64)));
+        float acc[BWF_MAX_NT * BWF_MAX_NF * 16] __attribute__((aligned(64)));
         memset(acc, 0, sizeof acc);
         for (int64_t b = 0; b < p->batch; b++)
-            dla__cpu_conv_bwf_fns[tn][fn](xa + b * xfloats + (grp * p->Cg + c) * g->cs, toff + t0,
+            bwf_fns[tn][fn](xa + b * xfloats + (grp * p->Cg + c) * g->cs, toff + t0,
                             ya + b * yfloats + (grp * p->Fg + f0) * g->span_r, g->span_r,
-                            g->span_r / 16, acc, DLA__CONV_BWF_MAX_NT);
+                            g->span_r / 16, acc, BWF_MAX_NT);
         for (int64_t f = 0; f < fn; f++)
             for (int64_t t = 0; t < tn; t++)
-                put_dw(p, grp, f0 + f, c, t0 + t, lanes_sum(acc + (f * DLA__CONV_BWF_MAX_NT + t) * 16));
+                put_dw(p, grp, f0 + f, c, t0 + t, lanes_sum(acc + (f * BWF_MAX_NT + t) * 16));
     }
     dla__cpu_conv_scratch_free(mem);
     return DLA_OK;
@@ -545,9 +564,6 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
     const dla_plugin_host *h = dla__cpu_host;
     if (p->out_px == 0 || p->batch == 0)
         return DLA_ERR_UNSUPPORTED; /* dW = 0: left to im2col */
-    dla_status ws = dla__cpu_conv_winograd_filter(p);
-    if (ws != DLA_ERR_UNSUPPORTED)
-        return ws;
     wide g;
     wide_init(&g, p->out, p->fs, p->dl);
     int64_t *toff = h->alloc((size_t)p->ntaps * sizeof(int64_t), 0);

@@ -99,32 +99,6 @@ typedef void (*dla__cpu_conv_fwd_fn)(const float *xb, int64_t cs, int64_t cg, co
 #define DLA__CONV_FWD_MAX_NF 12
 extern const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[DLA__CONV_FWD_MAX_NF + 1];
 
-/* acc[(f * af + t) * 16 ..] += sum over nvec vectors v of
- * xc[toff[t] + 16 v ..] * dy[f * ds + 16 v ..] for NT = 1..4 taps and
- * NF = 1..6 filters: backward filter's register blocks (conv_avx512.c). */
-typedef void (*dla__cpu_conv_bwf_fn)(const float *xc, const int64_t *toff, const float *dy,
-                                     int64_t ds, int64_t nvec, float *acc, int64_t af);
-#define DLA__CONV_BWF_MAX_NT 4
-#define DLA__CONV_BWF_MAX_NF 6
-extern const dla__cpu_conv_bwf_fn dla__cpu_conv_bwf_fns[DLA__CONV_BWF_MAX_NT + 1]
-                                                       [DLA__CONV_BWF_MAX_NF + 1];
-
-/* a[0..n-1] += b[0..n-1], n a multiple of 16, both 64-byte aligned. */
-static inline TGT void add_into(float *a, const float *b, int64_t n)
-{
-    for (int64_t i = 0; i < n; i += 16)
-        _mm512_store_ps(a + i, _mm512_add_ps(_mm512_load_ps(a + i), _mm512_load_ps(b + i)));
-}
-
-/* The sum of 16 lanes, added in double. */
-static inline double lanes_sum(const float *v)
-{
-    double s = 0;
-    for (int l = 0; l < 16; l++)
-        s += v[l];
-    return s;
-}
-
 #endif /* x86-64 */
 
 /* One pass of y = conv(x, w), for forward (x, w, y as given) and backward
@@ -159,7 +133,5 @@ typedef struct dla__cpu_conv_taps {
  * channels in or out, fewer images than threads, or
  * DLACCEL_CPU_CONV=direct. */
 dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k);
-/* Backward filter the same way, on the same conditions (conv_winograd.c). */
-dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p);
 
 #endif

@@ -124,64 +124,41 @@ typedef struct image_src {
     int64_t nch, in[2], ss[2], sc, pb[2];
 } image_src;
 
-/* Lanes k of 16 whose column c0 + k lies in [lo, hi). */
-static inline __mmask16 lanes_in(int64_t c0, int64_t lo, int64_t hi)
-{
-    const int64_t from = lo - c0 > 0 ? lo - c0 : 0, to = hi - c0 < 16 ? hi - c0 : 16;
-    return to > from ? (__mmask16)(((1u << (to - from)) - 1) << from) : 0;
-}
-
-/* The channels of an image into planes (4 per channel, pl floats each).
- * Plane rows are written in order with whole vectors: a row's tail spills
- * into the next row, which is written after it.
- *
- * Rows with unit stride go straight from the source: 32 padded columns
- * are two loads masked to the row's columns (the rest read as zeros and
- * cannot fault), split into even and odd columns. Other rows are first
- * copied into `padded` (rows of tl floats, zero outside what is copied),
- * all of them before any is split: splitting a row just written would
- * load what is still in the store buffer at other offsets than it was
- * stored, a stalled store-to-load forward per vector. */
+/* The channels of an image into planes (4 per channel, pl floats each),
+ * in two sweeps: first every padded row into its place in `padded` (rows
+ * of tl floats, zero outside what is copied: zeroed once per call), then
+ * the rows split into even and odd columns. Splitting a row just written
+ * would load what is still in the store buffer at other offsets than it
+ * was stored: a stalled store-to-load forward per vector. And the source
+ * rows are not read with masked loads, which would spare the first sweep:
+ * on this AMD CPU they made the packing twice as slow in the train step. Plane rows are written in order with whole vectors: a row's tail
+ * spills into the next row, which is written after it. */
 static TGT void pack_planes(const geom *g, const image_src *is, float *planes, float *padded)
 {
     const int64_t pb0 = is->pb[0], pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
     const int64_t lo = pb0 < 0 ? -pb0 : 0;
     const int64_t hi = 2 * g->L - pb0 < is->in[0] ? 2 * g->L - pb0 : is->in[0];
     const int64_t r0 = pb1 < 0 ? -pb1 : 0, r1 = rows - pb1 < is->in[1] ? rows - pb1 : is->in[1];
-    const int direct = is->ss[0] == 1;
-    if (hi > lo && !direct)
+    if (hi > lo)
         for (int64_t ci = 0; ci < is->nch; ci++)
             for (int64_t r = r0; r < r1; r++) {
                 const float *sr = is->src + ci * is->sc + r * is->ss[1];
                 float *d = padded + (ci * rows + r + pb1) * g->tl + pb0;
-                for (int64_t c = lo; c < hi; c++)
-                    d[c] = sr[c * is->ss[0]];
+                if (is->ss[0] == 1)
+                    row_copy(d + lo, sr + lo, hi - lo, 0.0f);
+                else
+                    for (int64_t c = lo; c < hi; c++)
+                        d[c] = sr[c * is->ss[0]];
             }
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     const int64_t vecs = (g->L + 15) / 16;
     for (int64_t ci = 0; ci < is->nch; ci++)
         for (int64_t R = 0; R < rows; R++) {
-            float *e = planes + (ci * 4 + (R & 1) * 2) * g->pl + (R >> 1) * g->L, *o = e + g->pl;
-            const int64_t r = R - pb1;
-            const int inside = r >= r0 && r < r1 && hi > lo;
-            /* Column c of the source row at address base + 4 c (integer
-             * arithmetic: c may be negative, where the mask reads nothing). */
-            const uintptr_t base = (uintptr_t)(is->src + ci * is->sc + (inside ? r : 0) * is->ss[1]);
             const float *row = padded + (ci * rows + R) * g->tl;
+            float *e = planes + (ci * 4 + (R & 1) * 2) * g->pl + (R >> 1) * g->L, *o = e + g->pl;
             for (int64_t v = 0; v < vecs; v++) {
-                __m512 a, b;
-                if (!direct) {
-                    a = _mm512_load_ps(row + 32 * v), b = _mm512_load_ps(row + 32 * v + 16);
-                } else if (inside) {
-                    const int64_t c0 = 32 * v - pb0;
-                    a = _mm512_maskz_loadu_ps(lanes_in(c0, lo, hi),
-                                              (const void *)(base + (uintptr_t)(c0 * 4)));
-                    b = _mm512_maskz_loadu_ps(lanes_in(c0 + 16, lo, hi),
-                                              (const void *)(base + (uintptr_t)((c0 + 16) * 4)));
-                } else {
-                    a = b = _mm512_setzero_ps();
-                }
+                const __m512 a = _mm512_load_ps(row + 32 * v), b = _mm512_load_ps(row + 32 * v + 16);
                 _mm512_storeu_ps(e + 16 * v, _mm512_permutex2var_ps(a, even, b));
                 _mm512_storeu_ps(o + 16 * v, _mm512_permutex2var_ps(a, odd, b));
             }
@@ -189,19 +166,19 @@ static TGT void pack_planes(const geom *g, const image_src *is, float *planes, f
 }
 
 /* V = B^T d B of tiles b0..b0+nb-1 of every channel: element pos of
- * channel ci at v + (pos * nci + ci) * vl, tile b0 + s at s. */
+ * channel ci at v + (pos * nci + ci) * TB. */
 static TGT void transform_inputs(const geom *g, int64_t nci, const float *planes, int64_t b0,
-                                 int64_t nb, float *v, int64_t vl)
+                                 int64_t nb, float *v)
 {
     /* Element (i, j) of tile p at p + off[i][j] of the channel's planes. */
     int64_t off[4][4];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
             off[i][j] = ((i & 1) * 2 + (j & 1)) * g->pl + (i >> 1) * g->L + (j >> 1);
-    const int64_t vs = nci * vl; /* between elements pos and pos + 1 of V */
+    const int64_t vs = nci * TB; /* between elements pos and pos + 1 of V */
     for (int64_t ci = 0; ci < nci; ci++) {
         const float *pl = planes + ci * 4 * g->pl + b0;
-        float *vc = v + ci * vl;
+        float *vc = v + ci * TB;
         for (int64_t s = 0; s < nb; s += 16) {
             /* B^T d, a column at a time, then (B^T d) B a row at a time:
              * 16 + 4 registers live, no spills. */
@@ -340,7 +317,7 @@ static void pass_image(const pass *q, const geom *g, const float *u, int64_t b, 
         const float *ug = u + grp * 16 * q->nci * q->nco;
         for (int64_t b0 = 0; b0 < g->ntr; b0 += TB) {
             const int64_t nb = b0 + TB <= g->ntr ? TB : g->ntr - b0;
-            transform_inputs(g, q->nci, t->planes, b0, nb, t->v, TB);
+            transform_inputs(g, q->nci, t->planes, b0, nb, t->v);
             multiply(q, g, ug, t->v, t->m, nb);
             transform_outputs(g, q->nco, t->m, b0, nb, t->yp);
         }
@@ -402,190 +379,12 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
     return DLA_OK;
 }
 
-/* ------------------------------------------------------ backward filter */
-
-/* Backward filter by the same identity turned around: with E the 2x2 block
- * of dY of a tile and D its 4x4 block of padded input,
- *
- *     dW = sum over tiles of G^T [ (A E A^T) .* (B^T D B) ] G,
- *
- * so per element pos of the 4x4 products and per pair of channels, one
- * sum over every tile of every image; G^T . G comes once, at the end.
- * Those sums run on the direct backward filter's register blocks with
- * the input channels in place of its taps. dY's planes are dY padded with
- * zeros to whole tiles, so the dropped tiles add nothing. */
-
-/* A E A^T of tiles 0..ntr-1 of nco channels of dY (planes from
- * pack_planes): element pos of channel f at e + (pos * nco + f) * ntr. */
-static TGT void transform_grads(const geom *g, int64_t nco, const float *planes, float *e)
-{
-    const __m512 zero = _mm512_setzero_ps();
-    const int64_t es = nco * g->ntr; /* between elements pos and pos + 1 */
-    for (int64_t f = 0; f < nco; f++) {
-        const float *pl = planes + f * 4 * g->pl;
-        for (int64_t s = 0; s < g->ntr; s += 16) {
-            __m512 h[2][4];
-#pragma GCC unroll 2
-            for (int a = 0; a < 2; a++) {
-                const __m512 e0 = _mm512_loadu_ps(pl + (a * 2) * g->pl + s),
-                             e1 = _mm512_loadu_ps(pl + (a * 2 + 1) * g->pl + s);
-                h[a][0] = e0, h[a][1] = _mm512_add_ps(e0, e1);
-                h[a][2] = _mm512_sub_ps(e0, e1), h[a][3] = _mm512_sub_ps(zero, e1);
-            }
-            float *o = e + f * g->ntr + s;
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                _mm512_store_ps(o + j * es, h[0][j]);
-                _mm512_store_ps(o + (4 + j) * es, _mm512_add_ps(h[0][j], h[1][j]));
-                _mm512_store_ps(o + (8 + j) * es, _mm512_sub_ps(h[0][j], h[1][j]));
-                _mm512_store_ps(o + (12 + j) * es, _mm512_sub_ps(zero, h[1][j]));
-            }
-        }
-    }
-}
-
-typedef struct fbufs {
-    float *xpad, *ypad, *xpl, *ypl, *v, *e, *acc;
-} fbufs;
-
-static int64_t fbufs_floats(const dla__cpu_conv *p, const geom *g, int64_t nacc)
-{
-    return padded_floats(g, p->Cg) + padded_floats(g, p->Fg) + 4 * (p->Cg + p->Fg) * g->pl +
-           16 * (p->Cg + p->Fg) * g->ntr + nacc;
-}
-
-static void fbufs_carve(fbufs *b, const dla__cpu_conv *p, const geom *g, float *at)
-{
-    b->xpad = at, at += padded_floats(g, p->Cg);
-    b->ypad = at, at += padded_floats(g, p->Fg);
-    b->xpl = at, at += 4 * p->Cg * g->pl;
-    b->ypl = at, at += 4 * p->Fg * g->pl;
-    b->v = at, at += 16 * p->Cg * g->ntr;
-    b->e = at, at += 16 * p->Fg * g->ntr;
-    b->acc = at;
-}
-
-/* Image b's terms added to the thread's sums acc ([grp][pos][f][c][16]). */
-static void filter_image(const dla__cpu_conv *p, const geom *g, int64_t b, const fbufs *t)
-{
-    const int64_t Cg = p->Cg, Fg = p->Fg, ntr = g->ntr;
-    const int64_t nt = block_of(Cg, DLA__CONV_BWF_MAX_NT), nf = block_of(Fg, DLA__CONV_BWF_MAX_NF);
-    const int64_t toff[DLA__CONV_BWF_MAX_NT] = {0, ntr, 2 * ntr, 3 * ntr};
-    for (int64_t grp = 0; grp < p->G; grp++) {
-        const image_src xs = {.src = (const float *)p->x + b * p->xb + grp * Cg * p->xc,
-                              .nch = Cg,
-                              .in = {p->in[0], p->in[1]},
-                              .ss = {p->xs[0], p->xs[1]},
-                              .sc = p->xc,
-                              .pb = {p->pb[0], p->pb[1]}};
-        const image_src ys = {.src = (const float *)p->y + b * p->yb + grp * Fg * p->yf,
-                              .nch = Fg,
-                              .in = {p->out[0], p->out[1]},
-                              .ss = {p->ys[0], p->ys[1]},
-                              .sc = p->yf,
-                              .pb = {0, 0}};
-        pack_planes(g, &xs, t->xpl, t->xpad);
-        pack_planes(g, &ys, t->ypl, t->ypad);
-        transform_inputs(g, Cg, t->xpl, 0, ntr, t->v, ntr);
-        transform_grads(g, Fg, t->ypl, t->e);
-        for (int pos = 0; pos < 16; pos++)
-            for (int64_t c0 = 0; c0 < Cg; c0 += nt)
-                for (int64_t f0 = 0; f0 < Fg; f0 += nf) {
-                    const int64_t tn = c0 + nt <= Cg ? nt : Cg - c0;
-                    const int64_t fn = f0 + nf <= Fg ? nf : Fg - f0;
-                    dla__cpu_conv_bwf_fns[tn][fn](
-                        t->v + (pos * Cg + c0) * ntr, toff, t->e + (pos * Fg + f0) * ntr, ntr,
-                        ntr / 16, t->acc + (((grp * 16 + pos) * Fg + f0) * Cg + c0) * 16, Cg);
-                }
-    }
-}
-
-/* dW = G^T S G of every pair of channels from the summed lanes. */
-static void write_filters(const dla__cpu_conv *p, const float *acc)
-{
-    const int64_t Cg = p->Cg, Fg = p->Fg;
-    for (int64_t grp = 0; grp < p->G; grp++)
-        for (int64_t f = 0; f < Fg; f++)
-            for (int64_t c = 0; c < Cg; c++) {
-                double sm[4][4], t[3][4];
-                for (int pos = 0; pos < 16; pos++)
-                    sm[pos / 4][pos % 4] =
-                        lanes_sum(acc + (((grp * 16 + pos) * Fg + f) * Cg + c) * 16);
-                for (int j = 0; j < 4; j++) {
-                    t[0][j] = sm[0][j] + (sm[1][j] + sm[2][j]) / 2;
-                    t[1][j] = (sm[1][j] - sm[2][j]) / 2;
-                    t[2][j] = (sm[1][j] + sm[2][j]) / 2 + sm[3][j];
-                }
-                float *w = (float *)p->w + grp * p->wg + f * p->wf + c * p->wc;
-                for (int k1 = 0; k1 < 3; k1++) {
-                    const double *r = t[k1];
-                    w[k1 * p->ws[1]] = (float)(r[0] + (r[1] + r[2]) / 2);
-                    w[p->ws[0] + k1 * p->ws[1]] = (float)((r[1] - r[2]) / 2);
-                    w[2 * p->ws[0] + k1 * p->ws[1]] = (float)((r[1] + r[2]) / 2 + r[3]);
-                }
-            }
-}
-
-dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    if (p->dtype != DLA_F32 || p->fs[0] != 3 || p->fs[1] != 3 || p->fs[2] != 1 ||
-        p->dl[0] != 1 || p->dl[1] != 1 || p->st[0] != 1 || p->st[1] != 1 || p->in[2] != 1 ||
-        p->out[2] != 1 || p->pb[2] != 0 || p->out[0] < 1 || p->out[1] < 1 ||
-        p->Cg < MIN_CHANNELS || p->Fg < MIN_CHANNELS || !enabled())
-        return DLA_ERR_UNSUPPORTED;
-    const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
-    if (p->batch < team)
-        return DLA_ERR_UNSUPPORTED;
-    geom g;
-    geom_init(&g, p->out[0], p->out[1], 16);
-    const int64_t nacc = p->G * 16 * p->Fg * p->Cg * 16;
-    const int64_t per = fbufs_floats(p, &g, nacc);
-    if (per * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
-        return DLA_ERR_UNSUPPORTED;
-    dla_mem mem = NULL;
-    float *scratch = dla__cpu_conv_scratch((size_t)(per * team) * sizeof(float), &mem);
-    if (!scratch)
-        return h->error(DLA_ERR_OUT_OF_MEMORY,
-                        "cpu conv: cannot allocate the Winograd buffers of %d threads", team);
-#pragma omp parallel num_threads(team)
-    {
-        fbufs t;
-        fbufs_carve(&t, p, &g, scratch + omp_get_thread_num() * per);
-        /* The sums, the row buffers' margins and the planes' tails; V and
-         * E are written before they are read. */
-        memset(t.xpad, 0, (size_t)(t.v - t.xpad) * sizeof(float));
-        memset(t.acc, 0, (size_t)nacc * sizeof(float));
-        /* A static schedule: the same images per thread on every call, so
-         * the sums are added in the same order and give the same bits. */
-#pragma omp for schedule(static)
-        for (int64_t b = 0; b < p->batch; b++)
-            filter_image(p, &g, b, &t);
-    }
-    fbufs t0;
-    fbufs_carve(&t0, p, &g, scratch);
-    for (int i = 1; i < team; i++) {
-        fbufs ti;
-        fbufs_carve(&ti, p, &g, scratch + i * per);
-        add_into(t0.acc, ti.acc, nacc);
-    }
-    write_filters(p, t0.acc);
-    dla__cpu_conv_scratch_free(mem);
-    return DLA_OK;
-}
-
 #else /* not x86-64 with GCC or Clang */
 
 dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
 {
     (void)q;
     (void)k;
-    return DLA_ERR_UNSUPPORTED;
-}
-
-dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
-{
-    (void)p;
     return DLA_ERR_UNSUPPORTED;
 }
 
