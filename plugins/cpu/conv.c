@@ -8,10 +8,13 @@
  * the choice):
  * - direct AVX-512 kernels (conv_avx512.c) for float32 with every stride 1,
  *   on a CPU that has AVX-512F: on the small channel counts of image
- *   models they run 2-5x faster than the GEMMs of im2col;
+ *   models they run 2-5x faster than the GEMMs of im2col. Their forward
+ *   and backward data hand 3x3 layers with 8+ channels to Winograd
+ *   F(2x2, 3x3) (conv_winograd.c), 14% faster again;
  * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: double,
  *   strided convolutions, CPUs without AVX-512 (and valgrind).
- * DLACCEL_CPU_CONV=im2col forces the second, for comparisons and tests.
+ * DLACCEL_CPU_CONV=im2col forces the second, DLACCEL_CPU_CONV=direct keeps
+ * the first without Winograd, for comparisons and tests.
  *
  * Padding may be asymmetric and even negative (cropping): an input index
  * outside x reads as zero, and out_size is taken as given.
