@@ -206,10 +206,11 @@ static void pass_strips(const wide *g, const pass *q, const float *x, float *y, 
         for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
             const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
             const float *wp = wg + f0 * q->nci * ntaps;
-            dla__cpu_conv_fwd_fns[n](x + p, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p, g->span_r);
+            const dla__cpu_conv_fwd_fn fn = dla__cpu_conv_fwd_fns[n];
+            fn(x + p, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p, g->span_r);
             if (n > 6) /* two vectors of outputs per call: the strip's other half */
-                dla__cpu_conv_fwd_fns[n](x + p + 32, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p + 32,
-                           g->span_r);
+                fn(x + p + 32, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p + 32,
+                   g->span_r);
         }
 }
 

@@ -41,14 +41,16 @@
 /* Tiles per block: a block's transformed inputs and products (16 x
  * channels x TB floats each) stay in the core's L2 cache. */
 #define TB 64
-/* Fewer channels than this: the transforms cost more than they save. */
+/* Fewer channels than this and the transforms (per output about 8 adds
+ * per input channel and 6 per output channel, against 5 multiply-adds
+ * saved per pair of channels) take most of the gain: a count, not a
+ * measurement; the digit CNN's 20 channels are what was measured. */
 #define MIN_CHANNELS 8
 
 typedef struct geom {
     int64_t Tx, Ty;  /* tiles along dims 0 and 1 */
     int64_t L;       /* plane row length, Tx + 1 */
-    int64_t ntr;     /* tile indices computed: (Ty - 1) * L + Tx, rounded up to gran */
-    int64_t gran;    /* tiles per micro-kernel call: 16 x its vectors */
+    int64_t ntr;     /* tile indices computed: (Ty - 1) * L + Tx, rounded up */
     int64_t nf;      /* filters per register block */
     int64_t pl;      /* floats per input plane */
     int64_t yl;      /* floats per output plane */
@@ -60,12 +62,12 @@ static int64_t up16(int64_t n)
     return (n + 15) / 16 * 16;
 }
 
-/* The tiles of out0 x out1 outputs, their index range rounded up to gran. */
+/* The tiles of out0 x out1 outputs, their index range rounded up to gran
+ * (tiles per micro-kernel call: 16 x its vectors). */
 static void geom_init(geom *g, int64_t out0, int64_t out1, int64_t gran)
 {
     g->Tx = (out0 + 1) / 2, g->Ty = (out1 + 1) / 2;
     g->L = g->Tx + 1;
-    g->gran = gran;
     const int64_t ntiles = (g->Ty - 1) * g->L + g->Tx;
     g->ntr = (ntiles + gran - 1) / gran * gran;
     const int64_t row_vecs = (g->L + 15) / 16;
@@ -131,8 +133,9 @@ typedef struct image_src {
  * would load what is still in the store buffer at other offsets than it
  * was stored: a stalled store-to-load forward per vector. And the source
  * rows are not read with masked loads, which would spare the first sweep:
- * on this AMD CPU they made the packing twice as slow in the train step. Plane rows are written in order with whole vectors: a row's tail
- * spills into the next row, which is written after it. */
+ * on this AMD CPU they made the packing twice as slow in the train step.
+ * Plane rows are written in order with whole vectors: a row's tail spills
+ * into the next row, which is written after it. */
 static TGT void pack_planes(const geom *g, const image_src *is, float *planes, float *padded)
 {
     const int64_t pb0 = is->pb[0], pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
@@ -150,15 +153,18 @@ static TGT void pack_planes(const geom *g, const image_src *is, float *planes, f
                     for (int64_t c = lo; c < hi; c++)
                         d[c] = sr[c * is->ss[0]];
             }
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd =
+        _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     const int64_t vecs = (g->L + 15) / 16;
     for (int64_t ci = 0; ci < is->nch; ci++)
         for (int64_t R = 0; R < rows; R++) {
             const float *row = padded + (ci * rows + R) * g->tl;
             float *e = planes + (ci * 4 + (R & 1) * 2) * g->pl + (R >> 1) * g->L, *o = e + g->pl;
             for (int64_t v = 0; v < vecs; v++) {
-                const __m512 a = _mm512_load_ps(row + 32 * v), b = _mm512_load_ps(row + 32 * v + 16);
+                const __m512 a = _mm512_load_ps(row + 32 * v);
+                const __m512 b = _mm512_load_ps(row + 32 * v + 16);
                 _mm512_storeu_ps(e + 16 * v, _mm512_permutex2var_ps(a, even, b));
                 _mm512_storeu_ps(o + 16 * v, _mm512_permutex2var_ps(a, odd, b));
             }
@@ -251,7 +257,8 @@ static TGT void unpack_planes(const pass *q, const geom *g, const float *yp, flo
         for (int64_t o1 = 0; o1 < q->out[1]; o1++) {
             const float *e = yp + (co * 4 + (o1 & 1) * 2) * g->yl + (o1 >> 1) * g->L;
             for (int64_t v = 0; v < vecs; v++) {
-                const __m512 x0 = _mm512_loadu_ps(e + 16 * v), x1 = _mm512_loadu_ps(e + g->yl + 16 * v);
+                const __m512 x0 = _mm512_loadu_ps(e + 16 * v);
+                const __m512 x1 = _mm512_loadu_ps(e + g->yl + 16 * v);
                 _mm512_store_ps(tmp + 32 * v, _mm512_permutex2var_ps(x0, lo, x1));
                 _mm512_store_ps(tmp + 32 * v + 16, _mm512_permutex2var_ps(x0, hi, x1));
             }
