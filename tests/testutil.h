@@ -14,8 +14,10 @@
 /* Not every suite uses every helper. */
 #define TU_UNUSED __attribute__((unused))
 
-/* Live blocks and the allocation that should fail (0: none). */
+/* Live blocks, their highest count since a test last set tu_peak (to
+ * tu_live, say), and the allocation that should fail (0: none). */
 TU_UNUSED static long tu_live;
+TU_UNUSED static long tu_peak;
 TU_UNUSED static long tu_calls;
 TU_UNUSED static long tu_fail_at;
 
@@ -32,8 +34,8 @@ TU_UNUSED static void *tu_alloc(void *user, void *ptr, size_t size)
     if (tu_fail_at && tu_calls == tu_fail_at)
         return NULL;
     void *p = realloc(ptr, size);
-    if (p && !ptr)
-        tu_live++;
+    if (p && !ptr && ++tu_live > tu_peak)
+        tu_peak = tu_live;
     return p;
 }
 
