@@ -581,17 +581,53 @@ static dla_status write_chart(trainer *tr)
 
 /* ------------------------------------------------------------- the loop */
 
-/* A NaN or infinite mini-batch loss. MATLAB's trainnet stops there (stop
- * reason "Training loss is NaN"); so does this one, with the iteration in
- * the history and the table, and it fails with DLA_ERR_STATE so that a C
- * caller cannot take NaN weights for a trained network. The iteration's
- * state and update were not applied: *trained is the network of the
- * iteration before. */
-static dla_status stop_diverged(trainer *tr, dla_training_state *s, int *stop)
+/* The loss, read to the host; why stays "" when it and every gradient are
+ * finite, else says which is not. One read checks both: the loss plus 0
+ * times the sum of each gradient is the loss itself, or NaN when any
+ * element of any gradient is NaN or infinite. (A relu turns a NaN input
+ * into 0, so NaN data can leave the loss finite while the gradient of the
+ * first layer, and then its weights, are NaN.) */
+static dla_status read_loss(const trainer *tr, dla_tensor *loss, dla_tensor **grads, double *value,
+                            char *why, size_t size)
 {
-    const char *v = isnan(s->training_loss) ? "NaN" : s->training_loss < 0 ? "-Inf" : "Inf";
-    snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
-             "Training loss is %s", v);
+    dla_tensor *probe = loss;
+    for (int i = 0; i < tr->nl; i++)
+        probe = dla_add(probe, dla_affine(dla_reshape(dla_sum(grads[i], 0, NULL), "", DLA_DIMS(1, 1)),
+                                          0.0, 0.0));
+    dla_status st = dla_tensor_status(probe);
+    if (st != DLA_OK)
+        return st;
+    *value = dla_tensor_item(probe, 0);
+    if (isfinite(*value))
+        return DLA_OK;
+    *value = dla_tensor_item(loss, 0);
+    if (!isfinite(*value)) {
+        snprintf(why, size, "Training loss is %s",
+                 isnan(*value) ? "NaN" : *value < 0 ? "-Inf" : "Inf");
+        return DLA_OK;
+    }
+    dla_table *lt = dla_net_learnables(tr->net);
+    for (int i = 0; i < tr->nl; i++) {
+        double g = dla_tensor_item(dla_sum(grads[i], 0, NULL), 0);
+        if (!isfinite(g)) {
+            snprintf(why, size, "Gradient of %s/%s is not finite", dla_table_layer(lt, i),
+                     dla_table_parameter(lt, i));
+            return DLA_OK;
+        }
+    }
+    snprintf(why, size, "Gradients are not finite");
+    return DLA_OK;
+}
+
+/* A NaN or infinite mini-batch loss, or gradient. MATLAB's trainnet stops
+ * at a NaN loss (stop reason "Training loss is NaN"); this one stops at
+ * either, with the iteration in the history and the table, and fails with
+ * DLA_ERR_STATE so that a C caller cannot take NaN weights for a trained
+ * network. The iteration's state and update were not applied: *trained is
+ * the network of the iteration before. */
+static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *why, int *stop)
+{
+    snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason, "%s", why);
     *stop = 1;
     s->time_elapsed = now() - tr->start;
     dla_status st = history_push(tr, s);
@@ -599,21 +635,25 @@ static dla_status stop_diverged(trainer *tr, dla_training_state *s, int *stop)
         return st;
     record(tr, s);
     if (tr->o.verbose) {
-        char rule[512], line[128];
+        char rule[512], line[256];
         report_row(tr, s, 0);
         dla__train_table_rule(&tr->table, rule, sizeof rule);
         say(tr, rule);
-        snprintf(line, sizeof line, "Training stopped: %s.\n", tr->hist.info->stop_reason);
+        snprintf(line, sizeof line, "Training stopped: %s.\n", why);
         say(tr, line);
     }
     progress_text(tr, s);
+    char lower[160], loss[64] = "";
+    snprintf(lower, sizeof lower, "%s", why);
+    lower[0] = (char)(lower[0] - 'A' + 'a');
+    if (isfinite(s->training_loss))
+        snprintf(loss, sizeof loss, " (the loss, %.6g, is finite)", s->training_loss);
     return dla_set_error(DLA_ERR_STATE,
-                         "dla_trainnet: epoch %d, iteration %lld: the training loss is %s; training "
-                         "stopped, and *trained holds the network of iteration %lld (this "
-                         "iteration's update was not applied). Look for NaN or Inf in the "
-                         "predictors and targets, or lower InitialLearnRate or set "
-                         "GradientThreshold", tr->epoch, (long long)tr->iteration, v,
-                         (long long)tr->updated);
+                         "dla_trainnet: epoch %d, iteration %lld: %s%s; training stopped, and "
+                         "*trained holds the network of iteration %lld (this iteration's update "
+                         "was not applied). Look for NaN or Inf in the predictors and targets, or "
+                         "lower InitialLearnRate or set GradientThreshold",
+                         tr->epoch, (long long)tr->iteration, lower, loss, (long long)tr->updated);
 }
 
 /* One iteration on x, t (the batch's targets as the queue gave them). Sets
@@ -641,14 +681,14 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
     st = dla_tensor_status(tl);
     if (st == DLA_OK)
         st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
-    /* The loss is read before the new state and the update are applied:
-     * a non-finite one stops training with the network as it was
-     * (stop_diverged). */
+    /* The loss and the gradients are checked before the new state and the
+     * update are applied: a non-finite one stops training with the
+     * network as it was (stop_diverged). */
     int diverged = 0;
-    if (st == DLA_OK) {
-        s.training_loss = dla_tensor_item(out[0], 0);
-        diverged = !isfinite(s.training_loss);
-    }
+    char why[160] = "";
+    if (st == DLA_OK)
+        st = read_loss(tr, out[0], out + 2, &s.training_loss, why, sizeof why);
+    diverged = why[0] != '\0';
     if (st == DLA_OK && ns && !diverged)
         st = dla_net_set_state(tr->net, ns, out + 2 + nl);
     dla_tensor **grads = out + 2;
@@ -688,7 +728,7 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
                              (long long)tr->iteration, msg);
     }
     if (diverged)
-        return stop_diverged(tr, &s, stop);
+        return stop_diverged(tr, &s, why, stop);
 
     int validated = 0;
     if (tr->val_q && (tr->iteration == 1 || tr->iteration % tr->o.validation_frequency == 0 || last)) {
