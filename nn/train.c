@@ -590,10 +590,17 @@ static dla_status write_chart(trainer *tr)
 static dla_status read_loss(const trainer *tr, dla_tensor *loss, dla_tensor **grads, double *value,
                             char *why, size_t size)
 {
-    dla_tensor *probe = loss;
-    for (int i = 0; i < tr->nl; i++)
-        probe = dla_add(probe, dla_affine(dla_reshape(dla_sum(grads[i], 0, NULL), "", DLA_DIMS(1, 1)),
-                                          0.0, 0.0));
+    /* Unformatted 1 x 1 in the loss's dtype, whatever a custom loss gave;
+     * two ops a learnable (its sum, an add) and two more. */
+    dla_dtype dt = dla_tensor_dtype(loss);
+    dla_tensor *sum = NULL;
+    for (int i = 0; i < tr->nl; i++) {
+        dla_tensor *g = dla_reshape(dla_sum(grads[i], 0, NULL), "", DLA_DIMS(1, 1));
+        if (dla_tensor_dtype(g) != dt)
+            g = dla_cast(g, dt);
+        sum = sum ? dla_add(sum, g) : g;
+    }
+    dla_tensor *probe = dla_add(dla_reshape(loss, "", DLA_DIMS(1, 1)), dla_affine(sum, 0.0, 0.0));
     dla_status st = dla_tensor_status(probe);
     if (st != DLA_OK)
         return st;
@@ -1084,8 +1091,12 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
         }
         started = 1;
         st = run_epochs(&tr);
-        if (st == DLA_OK && tr.has_lstm && tr.ns)
-            st = dla_net_reset_state(tr.net);
+        /* After a failure too: the network returned holds no state of a
+         * half-read sequence. */
+        if (tr.has_lstm && tr.ns) {
+            dla_status rs = dla_net_reset_state(tr.net);
+            st = st == DLA_OK ? rs : st;
+        }
     }
     if (st == DLA_OK) {
         dla_training_info *in = tr.hist.info;
