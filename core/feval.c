@@ -35,8 +35,11 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
     /* Keep the outputs (they leave the scope), then drop the tape. */
     for (int i = 0; i < nout; i++) {
         if (!out[i]) {
-            dla__fail(st != DLA_OK ? st : DLA_ERR_STATE, "%s: the function left output %d unset",
-                      op, i + 1);
+            /* A function that failed has said why: its outputs carry
+             * that message, not this one. */
+            if (st == DLA_OK || dla_last_status() == DLA_OK)
+                dla__fail(st != DLA_OK ? st : DLA_ERR_STATE,
+                          "%s: the function left output %d unset", op, i + 1);
             out[i] = dla__error_tensor();
         } else {
             dla_tensor_retain(out[i]);

@@ -359,6 +359,35 @@ static dla_tensor *to_dtype(dla_tensor *t, dla_dtype dtype)
     return t->dtype == dtype ? t : dla_cast(t, dtype);
 }
 
+/* When targets t (labelled like y; ct, cy as the caller gave them) differ
+ * from y in their C dim, fails naming the class (or channel) counts, with
+ * a hint for class numbers given where one-hot targets are expected; 0
+ * when the C dims agree (the mismatch is elsewhere). */
+static int class_count_differs(const char *op, int kind, const dla_tensor *ct, const dla_tensor *t,
+                               const dla_tensor *cy, const dla_tensor *y)
+{
+    int c = find_label(y->format, 'C');
+    if (c < 0 || c >= t->ndims || t->format[c] != 'C' || t->dims[c] == y->dims[c])
+        return 0;
+    char ts[DLA__DIMS_BUF], ys[DLA__DIMS_BUF];
+    dla__tensor_dims_str(ct, ts, sizeof ts);
+    dla__tensor_dims_str(cy, ys, sizeof ys);
+    if (kind != LOSS_EXCLUSIVE && kind != LOSS_INDEPENDENT) {
+        dla__fail(DLA_ERR_SHAPE,
+                  "%s: argument targets: %lld channels (the C dim of %s) where y (%s) has %lld",
+                  op, (long long)t->dims[c], ts, ys, (long long)y->dims[c]);
+        return 1;
+    }
+    dla__fail(DLA_ERR_SHAPE,
+              "%s: argument targets: %lld classes (the C dim of %s) where y (%s) has %lld: the "
+              "class counts of the targets and of y (the network's output) differ%s",
+              op, (long long)t->dims[c], ts, ys, (long long)y->dims[c],
+              t->dims[c] == 1 ? "; for one class number per observation, one-hot encode the "
+                                "targets first (dla_onehotencode(targets, num_classes, NULL))"
+                              : "");
+    return 1;
+}
+
 /* ------------------------------------------------------ the public side */
 
 typedef struct loss_call {
@@ -487,6 +516,8 @@ static dla_tensor *loss_build(const loss_call *c)
     }
     if (t->status == DLA_OK &&
         (t->ndims != y->ndims || memcmp(t->dims, y->dims, sizeof(int64_t) * (size_t)y->ndims))) {
+        if (class_count_differs(op, a.kind, c->t, t, c->y, y))
+            goto fail;
         dla__fail(DLA_ERR_SHAPE, "%s: argument targets: %s does not match y's %s", op,
                   dla__tensor_dims_str(c->t, ts, sizeof ts), dla__tensor_dims_str(c->y, ys, sizeof ys));
         goto fail;

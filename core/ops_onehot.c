@@ -7,6 +7,13 @@
  * when class values are given, a gather from their list. The class list
  * travels as an input tensor, not through the attributes, so a recorded
  * node replays from (attrs, inputs) alone.
+ *
+ * Encoding checks the labels first: a label that is none of the classes
+ * is an error, not a column of zeros that trains towards nothing. The
+ * check reads the labels to the host (4 bytes a label), so it is made
+ * where labels enter a program, eagerly; while dla_accelerate records, it
+ * is skipped, since a host read there would freeze the trace to that
+ * call's values (the trace would be data-dependent).
  */
 #include "core/alloc.h"
 #include "core/error.h"
@@ -14,7 +21,10 @@
 #include "core/op.h"
 #include "core/tape.h"
 #include "core/tensor.h"
+#include "core/trace.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
@@ -73,6 +83,81 @@ static dla_tensor *class_list(const char *op, dla_device *dev, const int32_t *cl
 
 /* ----------------------------------------------------------------- encode */
 
+/* Label i of the host copy raw (dtype d) as a double. */
+static double label_at(const void *raw, dla_dtype d, int64_t i)
+{
+    switch (d) {
+    case DLA_F32: return ((const float *)raw)[i];
+    case DLA_F64: return ((const double *)raw)[i];
+    case DLA_I32: return ((const int32_t *)raw)[i];
+    default: return ((const unsigned char *)raw)[i];
+    }
+}
+
+/* The position of v among the classes (0..k-1 when classes is NULL), or
+ * -1 when it is none of them. */
+static int64_t class_index(double v, const int32_t *classes, int64_t k)
+{
+    if (!classes)
+        return v >= 0 && v < (double)k && v == floor(v) ? (int64_t)v : -1;
+    for (int64_t i = 0; i < k; i++)
+        if (v == (double)classes[i])
+            return i;
+    return -1;
+}
+
+/* Fails unless every label is one of the classes, naming the first that
+ * is not (its 0-based linear index, first dim fastest), the classes and,
+ * when the labels look 1-based (the bad one is k, or all lie in 1..k),
+ * that MATLAB numbers categories from 1 where dlaccel numbers classes
+ * from 0. */
+static dla_status check_labels(const char *op, dla_tensor *labels, const int32_t *classes,
+                               int64_t k)
+{
+    int64_t n = dla_tensor_numel(labels);
+    size_t es = dla_dtype_size(labels->dtype);
+    if (n == 0)
+        return DLA_OK;
+    void *raw = dla__malloc(es * (size_t)n);
+    if (!raw)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot read %lld labels to check them", op,
+                         (long long)n);
+    dla_status st = dla_tensor_to_host(labels, raw, es * (size_t)n);
+    if (st != DLA_OK) {
+        dla__free(raw);
+        dla__error_prefix(op);
+        return st;
+    }
+    int64_t bad = -1;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double v = label_at(raw, labels->dtype, i);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        if (bad < 0 && class_index(v, classes, k) < 0)
+            bad = i;
+    }
+    double v = bad >= 0 ? label_at(raw, labels->dtype, bad) : 0;
+    dla__free(raw);
+    if (bad < 0)
+        return DLA_OK;
+    char dims[DLA__DIMS_BUF], range[64];
+    dla__tensor_dims_str(labels, dims, sizeof dims);
+    if (classes)
+        snprintf(range, sizeof range, "one of the %lld values of option classes", (long long)k);
+    else
+        snprintf(range, sizeof range, "a class number in 0..%lld", (long long)(k - 1));
+    int one_based = !classes && (v == (double)k || (lo >= 1 && hi <= (double)k));
+    return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                     "%s: argument labels (%s %s): labels[%lld] is %.17g, which is not %s "
+                     "(num_classes %lld)%s",
+                     op, dims, dla_dtype_name(labels->dtype), (long long)bad, v, range,
+                     (long long)k,
+                     one_based ? "; the labels look 1-based: MATLAB numbers categories from 1, "
+                                 "dlaccel numbers classes from 0 (subtract 1)"
+                               : "");
+}
+
 typedef struct encode_attrs {
     dla_dtype dtype;
 } encode_attrs;
@@ -130,6 +215,8 @@ DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
                           "must be 1 there, where the %lld classes go",
                           op, dla__tensor_dims_str(labels, buf, sizeof buf),
                           (long long)labels->dims[fd], fd + 1, (long long)num_classes);
+    if (!dla__trace_recording() && check_labels(op, labels, o->classes, num_classes) != DLA_OK)
+        return dla__return(dla__error_tensor());
     dla_scope_begin();
     dla_tensor *list = class_list(op, labels->storage->device, o->classes, num_classes, fd);
     encode_attrs a = {o->dtype};

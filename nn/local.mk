@@ -22,3 +22,5 @@ libdlaccel_la_LIBADD += $(ZLIB_LIBS)
 # display (bar and metrics) and its SVG chart.
 libdlaccel_la_SOURCES += nn/train_impl.h nn/train.c nn/train_options.c nn/train_table.c \
 	nn/progress.c nn/chart.h nn/chart.c
+# What trainnet checks before its first iteration (paths, class numbers).
+libdlaccel_la_SOURCES += nn/train_check.c

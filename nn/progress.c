@@ -341,7 +341,7 @@ DLA_API dla_status dla_progress_write_chart(const dla_progress *p, const char *p
     snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        dla_status st = dla_set_error(DLA_ERR_IO, "dla_progress_write_chart: %s: %s", tmp,
+        dla_status st = dla_set_error(DLA_ERR_IO, "dla_progress_write_chart: %s: %s", path,
                                       strerror(errno));
         dla_free(tmp);
         return st;

@@ -56,6 +56,8 @@ typedef struct trainer {
     history hist;
     double best_val_loss;
     int val_bad;                 /* validations in a row without a new lowest loss */
+    int64_t updated;             /* the last iteration whose update was applied */
+    dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
 } trainer;
 
 static double now(void)
@@ -157,11 +159,19 @@ static void metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, double *
     }
 }
 
+/* Class numbers one-hot in dtype: a comparison with the list 0..K-1, as
+ * dla_onehotencode makes it, but without its check of the labels (set-up
+ * checked every class number once) and its upload of the list per call. */
+static dla_tensor *onehot(const trainer *tr, dla_tensor *t, dla_dtype dtype)
+{
+    return dla_cast(dla_eq(t, tr->class_list), dtype);
+}
+
 /* Targets of a batch as the loss wants them: class numbers one-hot. */
 static dla_tensor *targets_for_loss(const trainer *tr, dla_tensor *t, dla_tensor *y)
 {
     if (tr->classify)
-        return dla_onehotencode(t, tr->classes, &(dla_onehot_options){.dtype = dla_tensor_dtype(y)});
+        return onehot(tr, t, dla_tensor_dtype(y));
     if (dla_tensor_dtype(t) != dla_tensor_dtype(y))
         return dla_cast(t, dla_tensor_dtype(y));
     return t;
@@ -289,6 +299,12 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
 {
     const char *what = validation ? "ValidationData" : "data";
     int64_t n = observations(d);
+    /* Labels and class counts, once per data set (train_check.c). */
+    dla_status cst = tr->classify ? dla__train_check_classes(what, d->targets, tr->classes)
+                                  : dla__train_check_channels(what, d->targets, tr->out_format,
+                                                              tr->classes);
+    if (cst != DLA_OK)
+        return cst;
     if (dla_tensor_numel(d->targets) == n && dla_tensor_dtype(d->targets) == DLA_I32 &&
         tr->classify) {
         /* A reference of our own even when the caller has a scope open. */
@@ -505,10 +521,10 @@ static dla_status checkpoint(trainer *tr)
 
 /* ------------------------------------------------------------ the report */
 
-static void report_row(trainer *tr, const dla_training_state *s)
+static void report_row(trainer *tr, const dla_training_state *s, int validated)
 {
     char row[512];
-    dla__train_table_row(&tr->table, s, row, sizeof row);
+    dla__train_table_row(&tr->table, s, validated, row, sizeof row);
     say(tr, row);
 }
 
@@ -517,8 +533,11 @@ static void progress_text(trainer *tr, const dla_training_state *s)
     if (!tr->progress)
         return;
     char text[200];
-    int n = snprintf(text, sizeof text, "epoch %d/%d  loss %.4f", s->epoch, tr->o.max_epochs,
-                     s->training_loss);
+    int n = isfinite(s->training_loss)
+                ? snprintf(text, sizeof text, "epoch %d/%d  loss %.4f", s->epoch, tr->o.max_epochs,
+                           s->training_loss)
+                : snprintf(text, sizeof text, "epoch %d/%d  loss %s", s->epoch, tr->o.max_epochs,
+                           isnan(s->training_loss) ? "NaN" : s->training_loss < 0 ? "-Inf" : "Inf");
     if (!isnan(s->training_accuracy) && n > 0 && (size_t)n < sizeof text)
         n += snprintf(text + n, sizeof text - (size_t)n, "  accuracy %.1f%%", s->training_accuracy);
     if (!isnan(tr->hist.info->final_validation_loss) && n > 0 && (size_t)n < sizeof text)
@@ -562,6 +581,88 @@ static dla_status write_chart(trainer *tr)
 
 /* ------------------------------------------------------------- the loop */
 
+/* The loss, read to the host; why stays "" when it and every gradient are
+ * finite, else says which is not. One read checks both: the loss plus 0
+ * times the sum of each gradient is the loss itself, or NaN when any
+ * element of any gradient is NaN or infinite. (A relu turns a NaN input
+ * into 0, so NaN data can leave the loss finite while the gradient of the
+ * first layer, and then its weights, are NaN.) */
+static dla_status read_loss(const trainer *tr, dla_tensor *loss, dla_tensor **grads, double *value,
+                            char *why, size_t size)
+{
+    /* Unformatted 1 x 1 in the loss's dtype, whatever a custom loss gave;
+     * two ops a learnable (its sum, an add) and two more. */
+    dla_dtype dt = dla_tensor_dtype(loss);
+    dla_tensor *sum = NULL;
+    for (int i = 0; i < tr->nl; i++) {
+        dla_tensor *g = dla_reshape(dla_sum(grads[i], 0, NULL), "", DLA_DIMS(1, 1));
+        if (dla_tensor_dtype(g) != dt)
+            g = dla_cast(g, dt);
+        sum = sum ? dla_add(sum, g) : g;
+    }
+    dla_tensor *probe = dla_add(dla_reshape(loss, "", DLA_DIMS(1, 1)), dla_affine(sum, 0.0, 0.0));
+    dla_status st = dla_tensor_status(probe);
+    if (st != DLA_OK)
+        return st;
+    *value = dla_tensor_item(probe, 0);
+    if (isfinite(*value))
+        return DLA_OK;
+    *value = dla_tensor_item(loss, 0);
+    if (!isfinite(*value)) {
+        snprintf(why, size, "Training loss is %s",
+                 isnan(*value) ? "NaN" : *value < 0 ? "-Inf" : "Inf");
+        return DLA_OK;
+    }
+    dla_table *lt = dla_net_learnables(tr->net);
+    for (int i = 0; i < tr->nl; i++) {
+        double g = dla_tensor_item(dla_sum(grads[i], 0, NULL), 0);
+        if (!isfinite(g)) {
+            snprintf(why, size, "Gradient of %s/%s is not finite", dla_table_layer(lt, i),
+                     dla_table_parameter(lt, i));
+            return DLA_OK;
+        }
+    }
+    snprintf(why, size, "Gradients are not finite");
+    return DLA_OK;
+}
+
+/* A NaN or infinite mini-batch loss, or gradient. MATLAB's trainnet stops
+ * at a NaN loss (stop reason "Training loss is NaN"); this one stops at
+ * either, with the iteration in the history and the table, and fails with
+ * DLA_ERR_STATE so that a C caller cannot take NaN weights for a trained
+ * network. The iteration's state and update were not applied: *trained is
+ * the network of the iteration before. */
+static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *why, int *stop)
+{
+    snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason, "%s", why);
+    *stop = 1;
+    s->time_elapsed = now() - tr->start;
+    dla_status st = history_push(tr, s);
+    if (st != DLA_OK)
+        return st;
+    record(tr, s);
+    if (tr->o.verbose) {
+        char rule[512], line[256];
+        report_row(tr, s, 0);
+        dla__train_table_rule(&tr->table, rule, sizeof rule);
+        say(tr, rule);
+        snprintf(line, sizeof line, "Training stopped: %s.\n", why);
+        say(tr, line);
+    }
+    progress_text(tr, s);
+    char lower[160], loss[64] = "";
+    snprintf(lower, sizeof lower, "%s", why);
+    lower[0] = (char)(lower[0] - 'A' + 'a');
+    if (isfinite(s->training_loss))
+        snprintf(loss, sizeof loss, " (the loss, %.6g, is finite)", s->training_loss);
+    return dla_set_error(DLA_ERR_STATE,
+                         "dla_trainnet: epoch %d, iteration %lld: %s%s; training stopped, and "
+                         "*trained holds the network of iteration %lld (this iteration's update "
+                         "was not applied). Look for NaN or Inf in the predictors and targets, or "
+                         "lower InitialLearnRate or set GradientThreshold",
+                         tr->epoch, (long long)tr->iteration, lower, loss, (long long)tr->updated);
+}
+
 /* One iteration on x, t (the batch's targets as the queue gave them). Sets
  * *stop when an OutputFcn or ValidationPatience ends training. */
 static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, int *stop)
@@ -581,18 +682,26 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
     dla_scope_begin();
     /* The targets the loss sees: one-hot for class numbers, in Y's dtype
      * (single unless the network is double). */
-    dla_tensor *tl = tr->classify ? dla_onehotencode(t, tr->classes, &(dla_onehot_options){
-                                                          .dtype = dla_tensor_dtype(x)})
+    dla_tensor *tl = tr->classify ? onehot(tr, t, dla_tensor_dtype(x))
                                   : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
                                                                                : t;
     st = dla_tensor_status(tl);
     if (st == DLA_OK)
         st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
-    if (st == DLA_OK && ns)
+    /* The loss and the gradients are checked before the new state and the
+     * update are applied: a non-finite one stops training with the
+     * network as it was (stop_diverged). */
+    int diverged = 0;
+    char why[160] = "";
+    if (st == DLA_OK)
+        st = read_loss(tr, out[0], out + 2, &s.training_loss, why, sizeof why);
+    diverged = why[0] != '\0';
+    if (st == DLA_OK && ns && !diverged)
         st = dla_net_set_state(tr->net, ns, out + 2 + nl);
     dla_tensor **grads = out + 2;
     dla_tensor **treated = NULL;
-    if (st == DLA_OK && (tr->o.l2_regularization > 0 || isfinite(tr->o.gradient_threshold))) {
+    if (st == DLA_OK && !diverged &&
+        (tr->o.l2_regularization > 0 || isfinite(tr->o.gradient_threshold))) {
         treated = dla_malloc(sizeof *treated * (size_t)nl);
         if (!treated)
             st = dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
@@ -612,12 +721,10 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
             dla_free(clipped);
         }
     }
+    if (st == DLA_OK && !diverged && (st = update(tr, grads, s.learn_rate)) == DLA_OK)
+        tr->updated = tr->iteration;
     if (st == DLA_OK)
-        st = update(tr, grads, s.learn_rate);
-    if (st == DLA_OK) {
-        s.training_loss = dla_tensor_item(out[0], 0);
         metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
-    }
     dla_scope_end();
     dla_free(treated);
     dla_free(out);
@@ -627,8 +734,12 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
         return dla_set_error(st, "dla_trainnet: epoch %d, iteration %lld: %s", tr->epoch,
                              (long long)tr->iteration, msg);
     }
+    if (diverged)
+        return stop_diverged(tr, &s, why, stop);
 
+    int validated = 0;
     if (tr->val_q && (tr->iteration == 1 || tr->iteration % tr->o.validation_frequency == 0 || last)) {
+        validated = 1;
         st = validate(tr, &s.validation_loss, &s.validation_accuracy, &s.validation_rmse);
         if (st != DLA_OK) {
             char msg[1024];
@@ -653,8 +764,8 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
         return st;
     record(tr, &s);
     if (tr->o.verbose && (tr->iteration == 1 || tr->iteration % tr->o.verbose_frequency == 0 ||
-                          !isnan(s.validation_loss) || last || *stop))
-        report_row(tr, &s);
+                          validated || last || *stop))
+        report_row(tr, &s, validated);
     progress_text(tr, &s);
     if (tr->o.checkpoint_path && !strcmp(tr->o.checkpoint_frequency_unit, "iteration") &&
         tr->iteration % tr->o.checkpoint_frequency == 0 && (st = checkpoint(tr)) != DLA_OK)
@@ -788,6 +899,22 @@ static dla_status init_from_data(dla_net *net, const dla_train_data *d)
     return st;
 }
 
+/* The class numbers 0..K-1 along C (dim 1), on the training device. */
+static dla_status make_class_list(trainer *tr)
+{
+    int32_t *v = dla_malloc(sizeof *v * (size_t)tr->classes);
+    if (!v)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    for (int64_t k = 0; k < tr->classes; k++)
+        v[k] = (int32_t)k;
+    /* A reference of our own even when the caller has a scope open. */
+    dla_scope_begin();
+    tr->class_list = dla_tensor_retain(dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(tr->classes)));
+    dla_scope_end();
+    dla_free(v);
+    return dla_tensor_status(tr->class_list);
+}
+
 static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, int *normalized)
 {
     dla_status st;
@@ -833,6 +960,8 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the data has no observation");
     tr->chunk = dla__train_parse_sequence_length(tr->o.sequence_length);
     tr->chunk = tr->chunk > 0 ? tr->chunk : 0;
+    if (tr->classify && (st = make_class_list(tr)) != DLA_OK)
+        return st;
 
     dla_table *lt = dla_net_learnables(tr->net);
     tr->params = dla_table_values(lt);
@@ -872,6 +1001,7 @@ static void teardown(trainer *tr)
     dla_mbq_free(tr->val_q);
     dla_tensor_release(tr->train_targets);
     dla_tensor_release(tr->val_targets);
+    dla_tensor_release(tr->class_list);
     if (tr->state1)
         dla_optim_free(tr->nl, tr->state1);
     if (tr->state2)
@@ -914,7 +1044,8 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
     memset(&tr, 0, sizeof tr);
     if ((st = dla_training_options_resolve(opts, &tr.o)) != DLA_OK || (st = check_loss(loss)) != DLA_OK ||
         (st = check_data("data", data)) != DLA_OK ||
-        (tr.o.validation_data && (st = check_data("ValidationData", tr.o.validation_data)) != DLA_OK))
+        (tr.o.validation_data && (st = check_data("ValidationData", tr.o.validation_data)) != DLA_OK) ||
+        (st = dla__train_check_paths(&tr.o)) != DLA_OK)
         return st;
     tr.loss = loss;
     tr.metrics = dla__train_parse_metrics(tr.o.metrics);
@@ -929,7 +1060,7 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
     /* The training device is the current one while training, so that
      * what initialization and the loss make lands there. */
     dla_device *prev = dla_device_current();
-    int normalized = 0;
+    int normalized = 0, started = 0;
     st = dla_training_device(tr.o.execution_environment, &tr.dev);
     if (st == DLA_OK) {
         dla_device_set_current(tr.dev);
@@ -958,9 +1089,14 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
                                      .validation_accuracy = NAN, .validation_rmse = NAN};
             tr.o.output_fn(tr.o.output_ctx, &s0);
         }
+        started = 1;
         st = run_epochs(&tr);
-        if (st == DLA_OK && tr.has_lstm && tr.ns)
-            st = dla_net_reset_state(tr.net);
+        /* After a failure too: the network returned holds no state of a
+         * half-read sequence. */
+        if (tr.has_lstm && tr.ns) {
+            dla_status rs = dla_net_reset_state(tr.net);
+            st = st == DLA_OK ? rs : st;
+        }
     }
     if (st == DLA_OK) {
         dla_training_info *in = tr.hist.info;
@@ -999,16 +1135,24 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
     if (st != DLA_OK)
         snprintf(msg, sizeof msg, "%s", dla_last_error());
     teardown(&tr);
-    if (st != DLA_OK) {
+    if (st != DLA_OK && !started) {
         dla_net_free(tr.net);
         dla_training_info_free(tr.hist.info);
         dla_set_error(st, "%s", msg);
         return st;
+    }
+    /* Once training has started, a failure still returns the network as
+     * trained so far (and the history): the work is never lost. */
+    if (st != DLA_OK) {
+        tr.hist.info->output_network_iteration = tr.updated;
+        tr.hist.info->seconds = now() - t0;
     }
     *trained = tr.net;
     if (info)
         *info = tr.hist.info;
     else
         dla_training_info_free(tr.hist.info);
-    return DLA_OK;
+    if (st != DLA_OK)
+        dla_set_error(st, "%s", msg);
+    return st;
 }

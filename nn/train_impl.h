@@ -27,9 +27,24 @@ typedef struct dla__train_table {
  * rule into buf; returns the length (snprintf rules). */
 int dla__train_table_header(const dla__train_table *t, char *buf, size_t size);
 int dla__train_table_rule(const dla__train_table *t, char *buf, size_t size);
-/* One row; NaN figures leave their cells blank (a validation that did not
- * run at this iteration). */
-int dla__train_table_row(const dla__train_table *t, const dla_training_state *s, char *buf,
-                         size_t size);
+/* One row. The validation cells are blank unless validated (a validation
+ * ran at this iteration); any other NaN figure, or a validation's, is
+ * written "NaN" (a diverged loss must not look like one not computed). */
+int dla__train_table_row(const dla__train_table *t, const dla_training_state *s, int validated,
+                         char *buf, size_t size);
+
+/* Checks made before the first iteration (train_check.c). */
+/* The folders trainnet writes in: CheckpointPath, and the chart's when
+ * Plots is "training-progress": DLA_ERR_IO naming the option and the
+ * user's path when one is missing, not a folder or not writable. */
+dla_status dla__train_check_paths(const dla_training_options *o);
+/* int32 class numbers in 0..k-1: DLA_ERR_INVALID_ARGUMENT naming what
+ * ("data", "ValidationData"), the first bad value and its index, the range
+ * and, when they look 1-based, MATLAB's numbering. */
+dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64_t k);
+/* Targets with a C dim (theirs, or out_format's when unformatted) of the
+ * network output's channel count: DLA_ERR_SHAPE naming both counts. */
+dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
+                                     int64_t channels);
 
 #endif

@@ -8,8 +8,10 @@
  *   |======================================================================================================================|
  *   |       1 |           1 |       00:00:00 |        9.38% |       10.05% |       2.5426 |       2.4190 |          0.0100 |
  *
- * Columns come and go with the metrics and the validation data; a cell
- * whose figure was not computed at that iteration stays blank.
+ * Columns come and go with the metrics and the validation data; a
+ * validation cell stays blank at iterations without a validation, and a
+ * figure that was computed but is NaN reads "NaN" (MATLAB's table does the
+ * same), so a diverged loss never looks like one not computed.
  */
 #include <dlaccel.h>
 
@@ -116,8 +118,8 @@ int dla__train_table_header(const dla__train_table *t, char *buf, size_t size)
     return (int)o.len;
 }
 
-int dla__train_table_row(const dla__train_table *t, const dla_training_state *s, char *buf,
-                         size_t size)
+int dla__train_table_row(const dla__train_table *t, const dla_training_state *s, int validated,
+                         char *buf, size_t size)
 {
     column c[10];
     int which[10], n = columns(t, c, which);
@@ -129,11 +131,15 @@ int dla__train_table_row(const dla__train_table *t, const dla_training_state *s,
     for (int i = 0; i < n; i++) {
         double v = fig[which[i]];
         char cell[64] = "";
+        /* which[] 4, 6, 8: the validation columns. */
+        int validation = which[i] == 4 || which[i] == 6 || which[i] == 8;
         if (c[i].k == K_TIME) {
             long sec = v > 0 ? (long)v : 0;
             snprintf(cell, sizeof cell, "%02ld:%02ld:%02ld", sec / 3600, sec / 60 % 60, sec % 60);
-        } else if (isnan(v)) {
+        } else if (validation && !validated) {
             cell[0] = '\0';
+        } else if (isnan(v)) {
+            snprintf(cell, sizeof cell, "NaN");
         } else if (c[i].k == K_EPOCH || c[i].k == K_ITER) {
             snprintf(cell, sizeof cell, "%.0f", v);
         } else if (c[i].k == K_PERCENT) {

@@ -8,6 +8,7 @@
  * factor and reduction on "CB", "CBT" and "SSCB" data. Gradients are
  * checked against finite differences in float64 for the same combinations.
  */
+#define _GNU_SOURCE /* open_memstream */
 #include "testutil.h"
 
 #include <float.h>
@@ -592,13 +593,14 @@ static void test_onehotencode_puts_each_label_on_its_class(void **state)
         for (int k = 0; k < 3; k++)
             assert_true(v[k + 3 * b] == (k == lab[b]));
     free(v);
-    /* Class values, an unformatted row, a label that is no class. */
-    const int32_t cls[3] = {10, 20, 30}, lab2[4] = {20, 30, 10, 99};
+    /* Class values, an unformatted row (a label that is no class is an
+     * error: test_onehotencode_refuses_labels_outside_the_classes). */
+    const int32_t cls[3] = {10, 20, 30}, lab2[4] = {20, 30, 10, 20};
     dla_tensor *row = dla_tensor_from_host(lab2, DLA_I32, "", DLA_DIMS(1, 4));
     e = dla_onehotencode(row, 3, &(dla_onehot_options){.classes = cls, .dtype = DLA_F64});
     assert_int_equal(dla_tensor_dtype(e), DLA_F64);
     v = fetch(e);
-    const double want[12] = {0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0};
+    const double want[12] = {0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0};
     for (int i = 0; i < 12; i++)
         assert_true(v[i] == want[i]);
     free(v);
@@ -616,6 +618,116 @@ static void test_onehotencode_puts_each_label_on_its_class(void **state)
                       DLA_ERR_INVALID_ARGUMENT,
                       "dla_onehotencode: argument labels: 4x1 has size 4 along the feature dim 1");
     assert_error_says(dla_onehotencode(l, 0, NULL), DLA_ERR_INVALID_ARGUMENT, "num_classes: 0");
+    dla_scope_end();
+}
+
+/* A label outside the classes used to encode as a column of zeros: a
+ * network trained on it learns nothing from that observation, silently. */
+static void test_onehotencode_refuses_labels_outside_the_classes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* The first bad label, its index, the range; no 1-based hint for a 7. */
+    dla_tensor *l = dla_tensor_from_host((int32_t[]){0, 1, 7, 5}, DLA_I32, "CB", DLA_DIMS(1, 4));
+    dla_tensor *e = dla_onehotencode(l, 3, NULL);
+    assert_error_says(e, DLA_ERR_INVALID_ARGUMENT,
+                      "dla_onehotencode: argument labels (1x4 int32): labels[2] is 7, which is not "
+                      "a class number in 0..2 (num_classes 3)");
+    assert_null(strstr(dla_tensor_error(e), "1-based"));
+    /* MATLAB's 1..K labels: named as such. */
+    l = dla_tensor_from_host((int32_t[]){1, 3, 2, 3}, DLA_I32, "CB", DLA_DIMS(1, 4));
+    assert_error_says(dla_onehotencode(l, 3, NULL), DLA_ERR_INVALID_ARGUMENT,
+                      "labels[1] is 3, which is not a class number in 0..2 (num_classes 3); the "
+                      "labels look 1-based: MATLAB numbers categories from 1, dlaccel numbers "
+                      "classes from 0 (subtract 1)");
+    /* The bad value is K even though a 0 is there too. */
+    l = dla_tensor_from_host((int32_t[]){0, 2}, DLA_I32, "", DLA_DIMS(1, 2));
+    assert_error_says(dla_onehotencode(l, 2, NULL), DLA_ERR_INVALID_ARGUMENT, "1-based");
+    /* Negative, fractional, NaN labels and uint8 ones. */
+    l = dla_tensor_from_host((int32_t[]){0, -1}, DLA_I32, "", DLA_DIMS(1, 2));
+    assert_error_says(dla_onehotencode(l, 2, NULL), DLA_ERR_INVALID_ARGUMENT, "labels[1] is -1");
+    l = dla_tensor_from_host((double[]){1, 0.5}, DLA_F64, "", DLA_DIMS(1, 2));
+    assert_error_says(dla_onehotencode(l, 2, NULL), DLA_ERR_INVALID_ARGUMENT, "labels[1] is 0.5");
+    l = dla_tensor_from_host((float[]){NAN, 0}, DLA_F32, "", DLA_DIMS(1, 2));
+    assert_error_says(dla_onehotencode(l, 2, NULL), DLA_ERR_INVALID_ARGUMENT, "labels[0] is nan");
+    l = dla_tensor_from_host((uint8_t[]){9, 10}, DLA_U8, "", DLA_DIMS(1, 2));
+    assert_error_says(dla_onehotencode(l, 10, NULL), DLA_ERR_INVALID_ARGUMENT,
+                      "labels[1] is 10, which is not a class number in 0..9 (num_classes 10); the "
+                      "labels look 1-based");
+    /* A view: the index is the view's own (first dim fastest). */
+    dla_tensor *m = dla_tensor_from_host((int32_t[]){0, 1, 2, 1, 4, 0}, DLA_I32, "", DLA_DIMS(2, 3));
+    dla_tensor *r = dla_slice(m, 1, 1, 1, 2); /* 1x3: 1, 1, 0 (second row) */
+    assert_int_equal(dla_tensor_status(dla_onehotencode(r, 2, NULL)), DLA_OK);
+    r = dla_slice(m, 1, 0, 1, 1); /* 1x3: 0, 2, 4 */
+    assert_error_says(dla_onehotencode(r, 4, NULL), DLA_ERR_INVALID_ARGUMENT,
+                      "argument labels (1x3 int32): labels[2] is 4");
+    /* With class values: a label that is none of them. */
+    const int32_t cls[3] = {10, 20, 30};
+    l = dla_tensor_from_host((int32_t[]){20, 30, 10, 99}, DLA_I32, "", DLA_DIMS(1, 4));
+    e = dla_onehotencode(l, 3, &(dla_onehot_options){.classes = cls});
+    assert_error_says(e, DLA_ERR_INVALID_ARGUMENT,
+                      "labels[3] is 99, which is not one of the 3 values of option classes");
+    assert_null(strstr(dla_tensor_error(e), "1-based"));
+    dla_scope_end();
+}
+
+static dla_status encode_fn(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_onehotencode(in[0], 3, NULL);
+    return dla_tensor_status(out[0]);
+}
+
+/* Inside an accelerated function the labels are a traced input: reading
+ * them to check would make the trace data-dependent, so it is not done. */
+static void test_onehotencode_keeps_an_accelerated_trace_free_of_host_reads(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(encode_fn, NULL);
+    for (int call = 0; call < 2; call++) {
+        dla_scope_begin();
+        dla_tensor *l = dla_tensor_from_host((int32_t[]){2, 0, 1, 2}, DLA_I32, "CB", DLA_DIMS(1, 4));
+        dla_tensor *e;
+        assert_int_equal(dla_accel_feval(af, NULL, 1, &l, 1, &e), DLA_OK);
+        double *v = fetch(e);
+        for (int b = 0; b < 4; b++)
+            for (int k = 0; k < 3; k++)
+                assert_true(v[k + 3 * b] == (k == (int[]){2, 0, 1, 2}[b]));
+        free(v);
+        dla_scope_end();
+    }
+    assert_true(dla_accel_hit_rate(af) > 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
+    fclose(f);
+    assert_null(strstr(text, "data-dependent"));
+    free(text);
+    dla_accel_free(af);
+}
+
+/* Targets of another class count than y: named as such (trainnet's
+ * 3-class targets for a 2-output network). */
+static void test_crossentropy_names_a_class_count_mismatch(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *y = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 8));
+    assert_error_says(dla_crossentropy(y, dla_ones(DLA_F32, "CB", DLA_DIMS(3, 8)), NULL),
+                      DLA_ERR_SHAPE,
+                      "dla_crossentropy: argument targets: 3 classes (the C dim of 3x8) where y "
+                      "(2x8) has 2: the class counts of the targets and of y (the network's "
+                      "output) differ");
+    /* Unformatted targets read in y's layout; class numbers get a hint. */
+    dla_tensor *e = dla_crossentropy(y, dla_zeros(DLA_I32, "", DLA_DIMS(1, 8)), NULL);
+    assert_error_says(e, DLA_ERR_SHAPE, "1 classes (the C dim of 1x8) where y (2x8) has 2");
+    assert_non_null(strstr(dla_tensor_error(e), "dla_onehotencode(targets, num_classes, NULL)"));
+    assert_error_says(dla_binary_crossentropy(y, dla_ones(DLA_F32, "CB", DLA_DIMS(3, 8)), NULL),
+                      DLA_ERR_SHAPE, "dla_binary_crossentropy: argument targets: 3 classes");
+    assert_error_says(dla_l2loss(y, dla_ones(DLA_F32, "CB", DLA_DIMS(3, 8)), NULL), DLA_ERR_SHAPE,
+                      "dla_l2loss: argument targets: 3 channels (the C dim of 3x8) where y (2x8) "
+                      "has 2");
     dla_scope_end();
 }
 
@@ -738,6 +850,9 @@ int main(void)
         cmocka_unit_test(test_targets_of_another_dtype_are_converted),
         cmocka_unit_test(test_loss_errors_name_the_argument_and_the_shapes),
         cmocka_unit_test(test_onehotencode_puts_each_label_on_its_class),
+        cmocka_unit_test(test_onehotencode_refuses_labels_outside_the_classes),
+        cmocka_unit_test(test_onehotencode_keeps_an_accelerated_trace_free_of_host_reads),
+        cmocka_unit_test(test_crossentropy_names_a_class_count_mismatch),
         cmocka_unit_test(test_onehotdecode_takes_the_first_largest_and_round_trips),
         cmocka_unit_test(test_comparisons_broadcast_and_compare_any_dtypes),
         cmocka_unit_test(test_where_picks_and_passes_gradients_to_the_picked_side),

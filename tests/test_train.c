@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------- fixtures */
@@ -1147,6 +1148,430 @@ static void a_training_leaves_nothing_allocated(void **state)
     dla_tensor_release(vt);
 }
 
+/* ------------------------------------------- what is checked (issue 16) */
+
+/* The class numbers of t (1 x n int32) into a new host array. */
+static int32_t *labels_of(dla_tensor *t)
+{
+    int64_t n = dla_tensor_numel(t);
+    int32_t *v = malloc(sizeof *v * (size_t)n);
+    assert_non_null(v);
+    assert_int_equal(dla_tensor_to_host(t, v, sizeof *v * (size_t)n), DLA_OK);
+    return v;
+}
+
+/* Before: every label 5 on a 4-class network trained to loss 0 and 100%
+ * accuracy with DLA_OK (a label outside the classes one-hot encoded as a
+ * column of zeros). */
+static void class_numbers_outside_the_classes_are_refused(void **state)
+{
+    (void)state;
+    enum { N = 64 };
+    dla_tensor *x, *t;
+    blobs(N, 20, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 16;
+    o.metrics = "accuracy";
+    dla_train_loss ce = {.name = "crossentropy"};
+    int32_t v[N], *good = labels_of(t);
+
+    for (int i = 0; i < N; i++)
+        v[i] = 5;
+    dla_tensor *bad = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, N));
+    dla_train_data d = {.predictors = x, .targets = bad};
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, &info), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(trained);
+    assert_null(info);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: data: targets[0] is 5, which is not a "
+                                             "class number in 0..3 (the network's output has 4 "
+                                             "classes)"));
+    assert_null(strstr(dla_last_error(), "1-based"));
+    dla_tensor_release(bad);
+
+    /* MATLAB's 1..K class numbers: the first 4 is named, with the hint. */
+    int first4 = -1;
+    for (int i = 0; i < N; i++) {
+        v[i] = good[i] + 1;
+        if (first4 < 0 && v[i] == 4)
+            first4 = i;
+    }
+    assert_true(first4 >= 0);
+    bad = dla_tensor_from_host(v, DLA_I32, "CB", DLA_DIMS(1, N));
+    d.targets = bad;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    char want[256];
+    snprintf(want, sizeof want, "targets[%d] is 4, which is not a class number in 0..3", first4);
+    assert_non_null(strstr(dla_last_error(), want));
+    assert_non_null(strstr(dla_last_error(), "the class numbers look 1-based: MATLAB numbers "
+                                             "categories from 1, dlaccel numbers classes from 0 "
+                                             "(subtract 1)"));
+    dla_tensor_release(bad);
+
+    /* One bad value deep in the data, and in the validation data. */
+    memcpy(v, good, sizeof v);
+    v[37] = -1;
+    bad = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, N));
+    d.targets = bad;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: data: targets[37] is -1"));
+    d.targets = t;
+    dla_train_data val = {.predictors = x, .targets = bad};
+    o.validation_data = &val;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: ValidationData: targets[37] is -1"));
+    dla_tensor_release(bad);
+
+    /* The good labels still train. */
+    o.validation_data = NULL;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_OK);
+    dla_net_free(trained);
+    free(good);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static dla_status refusing_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)in, (void)nout, (void)out;
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "my_loss: refused");
+}
+
+/* Before: 3-class one-hot targets for a network of 4 outputs reported
+ * "dla_feval: the function left output 4 unset". */
+static void one_hot_targets_of_another_class_count_are_named(void **state)
+{
+    (void)state;
+    enum { N = 64 };
+    dla_tensor *x, *t;
+    blobs(N, 21, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 16;
+    int32_t *v = labels_of(t);
+    for (int i = 0; i < N; i++)
+        v[i] = v[i] > 2 ? 2 : v[i];
+    dla_scope_begin();
+    dla_tensor *t3 = dla_onehotencode(dla_tensor_from_host(v, DLA_I32, "CB", DLA_DIMS(1, N)), 3, NULL);
+    free(v);
+    assert_int_equal(dla_tensor_status(t3), DLA_OK);
+    dla_train_data d = {.predictors = x, .targets = t3};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_SHAPE);
+    assert_null(trained);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: data: targets (3x64 single CB"));
+    assert_non_null(strstr(dla_last_error(), "have 3 classes along C where the network's output "
+                                             "(\"CB\") has 4"));
+    assert_null(strstr(dla_last_error(), "unset"));
+    /* Unformatted 3 x N: read in the output's format, the same message. */
+    d.targets = dla_reshape(t3, "", DLA_DIMS(3, N));
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "have 3 classes along C"));
+    dla_scope_end();
+    /* A custom loss that fails: its own message, not feval's. */
+    d.targets = t;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = refusing_loss}, &o, &trained,
+                                  NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 1, iteration 1: my_loss: refused"));
+    assert_null(strstr(dla_last_error(), "unset"));
+    dla_net_free(trained); /* training had started: the network comes back */
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static int iterations_run;
+static int count_runs(void *ctx, const dla_training_state *s)
+{
+    (void)ctx;
+    iterations_run += !strcmp(s->stage, "iteration");
+    return 0;
+}
+
+/* Before: a chart in a folder that does not exist failed after the first
+ * epoch, naming the temporary file ("p.svg.tmp14099"), with the network
+ * lost. */
+static void a_bad_output_path_fails_before_the_first_iteration(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(64, 22, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_train_loss ce = {.name = "crossentropy"};
+    sink out;
+    sink_open(&out);
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 16;
+    o.output = out.f;
+    o.output_fn = count_runs;
+    o.plots = "training-progress";
+    o.plots_path = "/nonexistent-dla-folder/p.svg";
+    iterations_run = 0;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, &info), DLA_ERR_IO);
+    assert_int_equal(iterations_run, 0);
+    assert_null(trained);
+    assert_null(info);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: Plots: /nonexistent-dla-folder (the "
+                                             "folder of /nonexistent-dla-folder/p.svg): No such "
+                                             "file or directory (checked before training)"));
+    assert_null(strstr(dla_last_error(), "tmp"));
+
+    /* A folder where the file should be. */
+    char dir[] = "/tmp/dla-train-paths-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    o.plots_path = dir;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "is a folder; give a file name"));
+
+    /* A checkpoint "folder" that is a file. */
+    char file[4200];
+    snprintf(file, sizeof file, "%s/not-a-folder", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    o.plots = NULL;
+    o.checkpoint_path = file;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_IO);
+    assert_int_equal(iterations_run, 0);
+    char want[4300];
+    snprintf(want, sizeof want, "dla_trainnet: CheckpointPath: %s is not a folder", file);
+    assert_non_null(strstr(dla_last_error(), want));
+    /* A folder without write permission (root writes anywhere: skipped). */
+    if (geteuid() != 0) {
+        char ro[4200];
+        snprintf(ro, sizeof ro, "%s/read-only", dir);
+        assert_int_equal(mkdir(ro, 0500), 0);
+        o.checkpoint_path = ro;
+        assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_IO);
+        assert_non_null(strstr(dla_last_error(), "cannot write in"));
+        assert_int_equal(iterations_run, 0);
+        rmdir(ro);
+    }
+    unlink(file);
+    rmdir(dir);
+    free(sink_text(&out));
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static int fail_from; /* the iteration at which failing_loss starts failing */
+static int loss_calls;
+static dla_status failing_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    if (++loss_calls >= fail_from)
+        return dla_set_error(DLA_ERR_DEVICE, "my_loss: the device went away");
+    out[0] = dla_crossentropy(in[0], in[1], NULL);
+    return dla_tensor_status(out[0]);
+}
+
+static int stop_after;
+static const char *remove_dir;
+static int stop_or_remove(void *ctx, const dla_training_state *s)
+{
+    (void)ctx;
+    if (remove_dir && s->iteration == 1)
+        assert_int_equal(rmdir(remove_dir), 0);
+    return stop_after && s->iteration >= stop_after;
+}
+
+static void assert_same_learnables(dla_net *a, dla_net *b)
+{
+    int n = dla_net_learnable_count(a);
+    assert_int_equal(n, dla_net_learnable_count(b));
+    for (int i = 0; i < n; i++) {
+        dla_tensor *p = dla_table_value(dla_net_learnables(a), i),
+                   *q = dla_table_value(dla_net_learnables(b), i);
+        for (int64_t k = 0; k < dla_tensor_numel(p); k++) {
+            assert_true(isfinite(dla_tensor_item(p, k)));
+            assert_true(dla_tensor_item(p, k) == dla_tensor_item(q, k));
+        }
+    }
+}
+
+/* Before: any failure after training started freed the network. */
+static void a_failure_during_training_returns_the_network_so_far(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(128, 23, &x, &t);
+    dla_net *net = mlp(), *trained, *ref;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 3;
+    o.mini_batch_size = 32; /* 4 iterations per epoch */
+    o.output_fn = stop_or_remove;
+    /* The reference: the same training stopped after iteration 6. */
+    fail_from = 1000, loss_calls = 0, stop_after = 6, remove_dir = NULL;
+    dla_rng_seed(3); /* the initial weights trainnet draws */
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = failing_loss}, &o, &ref, NULL),
+                     DLA_OK);
+    /* The loss fails at iteration 7: the network of iteration 6 comes back
+     * with the error and the history. */
+    fail_from = 7, loss_calls = 0, stop_after = 0;
+    dla_rng_seed(3);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = failing_loss}, &o, &trained,
+                                  &info), DLA_ERR_DEVICE);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 2, iteration 7: my_loss: the "
+                                             "device went away"));
+    assert_non_null(trained);
+    assert_non_null(info);
+    assert_int_equal(info->iterations, 6);
+    assert_int_equal(info->output_network_iteration, 6);
+    assert_same_learnables(trained, ref);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(ref);
+
+    /* The chart's folder disappears during the first epoch: the error at
+     * its end names the user's path, and the network comes back. */
+    char dir[] = "/tmp/dla-train-gone-XXXXXX", path[4200];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/chart.svg", dir);
+    sink out;
+    sink_open(&out);
+    o.output = out.f;
+    o.plots = "training-progress";
+    o.plots_path = path;
+    remove_dir = dir;
+    fail_from = 1000, loss_calls = 0;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = failing_loss}, &o, &trained,
+                                  &info), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), path));
+    assert_null(strstr(dla_last_error(), ".tmp"));
+    assert_non_null(trained);
+    assert_int_equal(info->iterations, 4);
+    assert_int_equal(info->output_network_iteration, 4);
+    assert_true(dla_net_initialized(trained));
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    free(sink_text(&out));
+    remove_dir = NULL;
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
+static int nan_at; /* the call at which nan_loss returns NaN */
+static dla_status nan_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_crossentropy(in[0], in[1], NULL);
+    if (++loss_calls == nan_at)
+        out[0] = dla_affine(out[0], 1.0, NAN);
+    return dla_tensor_status(out[0]);
+}
+
+/* The row of iteration it in a verbose table, without its newline. */
+static void table_row(const char *text, int it, char *line, size_t size)
+{
+    char key[32];
+    snprintf(key, sizeof key, "| %11d |", it);
+    const char *row = strstr(text, key);
+    assert_non_null(row);
+    const char *end = strchr(row, '\n');
+    assert_non_null(end);
+    snprintf(line, size, "%.*s", (int)(end - row), row);
+}
+
+/* Before: NaN predictors trained to NaN weights with DLA_OK (the relu
+ * after the first layer turns the NaN into 0, so the loss stayed finite
+ * while the first layer's gradient and weights were NaN), and a NaN loss
+ * printed as a blank cell, as if it had not been computed. */
+static void a_non_finite_loss_or_gradient_stops_training_with_an_error(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(128, 24, &x, &t);
+    float xs[256];
+    assert_int_equal(dla_tensor_to_host(x, xs, sizeof xs), DLA_OK);
+    xs[2 * 70] = NAN; /* observation 70: the third mini-batch of 32 */
+    dla_tensor *xn = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(2, 128));
+    dla_net *net = mlp(), *trained, *ref;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = xn, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 3;
+    o.mini_batch_size = 32;
+    o.shuffle = "never";
+    o.metrics = "accuracy";
+    o.output_fn = stop_or_remove;
+    fail_from = 1000, loss_calls = 0, stop_after = 2, remove_dir = NULL;
+    dla_rng_seed(5);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &ref,
+                                  NULL), DLA_OK);
+    stop_after = 0;
+    sink out;
+    sink_open(&out);
+    o.output = out.f;
+    o.verbose = 1;
+    o.verbose_frequency = 1;
+    dla_rng_seed(5);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_ERR_STATE);
+    char *text = sink_text(&out);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 1, iteration 3: gradient of "
+                                             "fc_1/Weights is not finite (the loss, "));
+    assert_non_null(strstr(dla_last_error(), "is finite); training stopped, and *trained holds "
+                                             "the network of iteration 2"));
+    assert_non_null(trained);
+    assert_same_learnables(trained, ref); /* finite: the NaN update was not applied */
+    assert_int_equal(info->iterations, 3);
+    assert_string_equal(info->stop_reason, "Gradient of fc_1/Weights is not finite");
+    assert_int_equal(info->output_network_iteration, 2);
+    assert_non_null(strstr(text, "Training stopped: Gradient of fc_1/Weights is not finite."));
+    free(text);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* A NaN loss at iteration 6 (epoch 2): stopped, and NaN in the table. */
+    d.predictors = x;
+    sink_open(&out);
+    o.output = out.f;
+    nan_at = 6, loss_calls = 0;
+    dla_rng_seed(5);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = nan_loss}, &o, &trained, &info),
+                     DLA_ERR_STATE);
+    text = sink_text(&out);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 2, iteration 6: training loss is "
+                                             "NaN; training stopped, and *trained holds the "
+                                             "network of iteration 5"));
+    assert_int_equal(info->iterations, 6);
+    assert_true(isnan(info->training_loss[5]));
+    assert_string_equal(info->stop_reason, "Training loss is NaN");
+    for (int i = 0; i < dla_net_learnable_count(trained); i++) {
+        dla_tensor *p = dla_table_value(dla_net_learnables(trained), i);
+        for (int64_t k = 0; k < dla_tensor_numel(p); k++)
+            assert_true(isfinite(dla_tensor_item(p, k)));
+    }
+    char line[512];
+    table_row(text, 6, line, sizeof line);
+    assert_non_null(strstr(line, "|          NaN |")); /* the loss cell */
+    table_row(text, 5, line, sizeof line);
+    assert_null(strstr(line, "NaN"));
+    assert_non_null(strstr(text, "Training stopped: Training loss is NaN."));
+    free(text);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(ref);
+    dla_net_free(net);
+    dla_tensor_release(xn);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -1166,6 +1591,11 @@ int main(void)
         cmocka_unit_test(output_fn_stops_training_and_schedules_drop_the_rate),
         cmocka_unit_test(input_normalization_is_reset_from_uint8_images),
         cmocka_unit_test(a_training_leaves_nothing_allocated),
+        cmocka_unit_test(class_numbers_outside_the_classes_are_refused),
+        cmocka_unit_test(one_hot_targets_of_another_class_count_are_named),
+        cmocka_unit_test(a_bad_output_path_fails_before_the_first_iteration),
+        cmocka_unit_test(a_failure_during_training_returns_the_network_so_far),
+        cmocka_unit_test(a_non_finite_loss_or_gradient_stops_training_with_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

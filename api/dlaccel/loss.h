@@ -68,7 +68,9 @@ extern "C" {
  *
  * Errors: DLA_ERR_FORMAT (Y unformatted without data_format, targets or
  * weights whose labels do not match), DLA_ERR_SHAPE (targets not of Y's
- * dims, weights or mask that do not broadcast, class weights whose count is
+ * dims, named as a class-count mismatch when their C dims differ, with a
+ * hint to one-hot encode targets of one class number per observation;
+ * weights or mask that do not broadcast, class weights whose count is
  * not Y's channel count), DLA_ERR_DTYPE (Y not single or double),
  * DLA_ERR_INVALID_ARGUMENT (an unknown option value, "mask-included"
  * without a mask, tensors on different devices). Messages name the
@@ -157,11 +159,24 @@ typedef struct dla_onehot_options {
 /* MATLAB onehotencode. labels holds class values (int32, uint8, or whole
  * numbers in a float tensor) with size 1 along the feature dim; the result
  * has labels' dims and format with num_classes there: 1 where the label is
- * the class, else 0. A label that is none of the classes gives a column of
- * zeros (MATLAB gives NaN for an undefined category). Runs on the device
- * (no host round trip). Not differentiable.
- * Errors: DLA_ERR_INVALID_ARGUMENT (num_classes < 1, a feature dim out of
- * range or not of size 1, no C dim to default to), DLA_ERR_DTYPE. */
+ * the class, else 0. Not differentiable.
+ *
+ * The labels are checked: one that is none of the classes (outside
+ * 0..num_classes-1, or not in opts->classes; a fraction or NaN) is
+ * DLA_ERR_INVALID_ARGUMENT naming the first (labels[i], its 0-based index
+ * in column-major order), the classes, and, when the labels look 1-based
+ * (the bad one is num_classes, or all lie in 1..num_classes), that MATLAB
+ * numbers categories from 1 where dlaccel numbers classes from 0. The
+ * check reads the labels to the host (their bytes, once per call); the
+ * encoding itself runs on the device. While dla_accelerate records a
+ * trace the check is skipped (a host read would make the trace
+ * data-dependent, replaying that call's control flow whatever the labels):
+ * there a label that is none of the classes gives a column of zeros, so
+ * check labels where they enter the program (dla_trainnet does, once per
+ * data set).
+ * Errors: DLA_ERR_INVALID_ARGUMENT (a label outside the classes,
+ * num_classes < 1, a feature dim out of range or not of size 1, no C dim
+ * to default to), DLA_ERR_DTYPE. */
 DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
                                      const dla_onehot_options *opts);
 

@@ -155,7 +155,11 @@ typedef struct dla_train_data {
      * of N elements, MATLAB's categorical targets), one-hot encoded per
      * mini-batch as K x N "CB" single, K the network output's channels; or
      * responses with observations along B in the network output's format
-     * (single or double). */
+     * (single or double). Class numbers are checked once, before training:
+     * one outside 0..K-1 is DLA_ERR_INVALID_ARGUMENT naming the first
+     * (targets[i]), the range, and MATLAB's 1-based numbering when they
+     * look 1-based; targets with a C dim (one-hot) of another size than K
+     * are DLA_ERR_SHAPE naming both counts. */
     dla_tensor *targets;
 } dla_train_data;
 
@@ -294,7 +298,8 @@ typedef struct dla_training_options {
      * end of every epoch and of training. */
     const char *plots;
     /* The chart's file; NULL: "training-progress.svg" in the current
-     * directory. */
+     * directory. Its folder must exist and be writable: checked before
+     * the first iteration (DLA_ERR_IO). */
     const char *plots_path;
     /* Where the table and the bar go; NULL: stdout. */
     FILE *output;
@@ -303,7 +308,8 @@ typedef struct dla_training_options {
     void *output_ctx;
 
     /* --------------------------------------------------------- checkpoints */
-    /* CheckpointPath: a folder (it must exist) where the network is saved
+    /* CheckpointPath: a folder (it must exist and be writable: checked
+     * before the first iteration, DLA_ERR_IO) where the network is saved
      * with dla_net_save as net_checkpoint__<iteration>__<yyyy_mm_dd__hh_mm_ss>.safetensors;
      * NULL: none. */
     const char *checkpoint_path;
@@ -358,10 +364,13 @@ typedef struct dla_training_info {
     double final_validation_loss;
     double final_validation_accuracy;
     double final_validation_rmse;
-    /* The iteration the returned network is from (the last one). */
+    /* The iteration the returned network is from: the last one whose
+     * update was applied. */
     int64_t output_network_iteration;
     /* "Max epochs completed", "Stopped by OutputFcn", "Met validation
-     * criterion" (ValidationPatience). */
+     * criterion" (ValidationPatience), "Training loss is NaN" (or Inf,
+     * -Inf), "Gradient of <layer>/<parameter> is not finite" (these two
+     * with DLA_ERR_STATE, see dla_trainnet). */
     char stop_reason[64];
     /* The device trained on ("cpu:0"). */
     char device[64];
@@ -400,13 +409,41 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * chart (dla_progress).
  *
  * *info (may be NULL if not wanted) holds the history; free it with
- * dla_training_info_free. On failure *trained and *info are NULL and
- * nothing leaks. Errors: DLA_ERR_INVALID_ARGUMENT (an option, data with
- * neither or both sources, a loss with none or several of name/fn/accel,
- * targets whose count differs from the predictors'), DLA_ERR_NO_DEVICE
- * (ExecutionEnvironment), DLA_ERR_SHAPE (targets that do not fit the
- * network's output), DLA_ERR_IO (a checkpoint or the chart could not be
- * written), and whatever an iteration fails with (the message names the
+ * dla_training_info_free.
+ *
+ * Checked before the first iteration, so that a mistake fails at once:
+ * the options, the data, the class numbers (0..K-1) and class count of the
+ * targets, and the folders of the chart and of CheckpointPath (they exist
+ * and are writable). A failure there leaves *trained and *info NULL and
+ * nothing allocated.
+ *
+ * The work is never lost: once training has started, a failure (a
+ * checkpoint or the chart that cannot be written, a loss function that
+ * fails, a device error, a non-finite loss) still returns the network as
+ * trained so far in *trained, and the history in *info, together with the
+ * error status; free both as after a success. info->output_network_iteration
+ * says which iteration the network is from (after a failure inside the
+ * solver's update, rows updated before it hold their new values).
+ *
+ * A NaN or infinite mini-batch loss, or gradient of any learnable, stops
+ * training at that iteration (MATLAB's trainnet stops at a NaN loss, with
+ * the stop reason "Training loss is NaN"; dlaccel watches the gradients
+ * too, because a relu turns a NaN input into 0 and leaves the loss finite
+ * while the first layer's weights become NaN): its row is printed, with
+ * "NaN" in the table, the stop reason says which, and trainnet returns
+ * DLA_ERR_STATE naming the epoch and iteration, with *trained the network
+ * of the iteration before (the bad iteration's state and update are not
+ * applied). The check costs one reduction per learnable per iteration,
+ * read back with the loss (one host read, as before).
+ *
+ * Errors: DLA_ERR_INVALID_ARGUMENT (an option, data with neither or both
+ * sources, a loss with none or several of name/fn/accel, targets whose
+ * count differs from the predictors', a class number outside 0..K-1),
+ * DLA_ERR_NO_DEVICE (ExecutionEnvironment), DLA_ERR_SHAPE (targets that do
+ * not fit the network's output), DLA_ERR_IO (a folder of the chart or of
+ * CheckpointPath missing or not writable, or a write that failed; the
+ * message names the user's path), DLA_ERR_STATE (a non-finite loss or
+ * gradient), and whatever an iteration fails with (the message names the
  * epoch and iteration). */
 DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
                                 const dla_train_loss *loss, const dla_training_options *opts,

@@ -1,0 +1,139 @@
+/*
+ * train_check.c - what trainnet checks before its first iteration, so that
+ * a mistake fails at once instead of after an epoch, or never:
+ *
+ *   - the folders it will write in (the chart's, CheckpointPath) exist and
+ *     are writable, so a typo does not cost the training done before the
+ *     first write;
+ *   - class numbers lie in 0..K-1, K the network output's channels (an
+ *     out-of-range label one-hot encodes as a column of zeros, whose loss
+ *     is 0: training "succeeds" at 100% accuracy on nothing);
+ *   - one-hot (or response) targets have the network output's channel
+ *     count.
+ *
+ * The label check reads the targets once per data set (4 bytes an
+ * observation), not per mini-batch: the queue only reorders what was
+ * checked, so trainnet's per-batch one-hot encoding needs no check of its
+ * own.
+ */
+#define _POSIX_C_SOURCE 200809L /* access */
+#include <dlaccel.h>
+
+#include "nn/train_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ paths */
+
+/* Fails unless folder exists, is a folder and takes new files. option and
+ * given say where the path came from, in the user's words. */
+static dla_status check_folder(const char *option, const char *given, const char *folder)
+{
+    struct stat sb;
+    char where[8300];
+    if (!strcmp(given, folder))
+        snprintf(where, sizeof where, "%s", folder);
+    else
+        snprintf(where, sizeof where, "%s (the folder of %s)", folder, given);
+    if (stat(folder, &sb) != 0)
+        return dla_set_error(DLA_ERR_IO, "dla_trainnet: %s: %s: %s (checked before training)",
+                             option, where, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return dla_set_error(DLA_ERR_IO, "dla_trainnet: %s: %s is not a folder", option, where);
+    if (access(folder, W_OK | X_OK) != 0)
+        return dla_set_error(DLA_ERR_IO,
+                             "dla_trainnet: %s: cannot write in %s: %s (checked before training)",
+                             option, where, strerror(errno));
+    return DLA_OK;
+}
+
+dla_status dla__train_check_paths(const dla_training_options *o)
+{
+    dla_status st;
+    if (o->checkpoint_path &&
+        (st = check_folder("CheckpointPath", o->checkpoint_path, o->checkpoint_path)) != DLA_OK)
+        return st;
+    if (o->plots && !strcmp(o->plots, "training-progress") && o->plots_path) {
+        const char *p = o->plots_path;
+        struct stat sb;
+        if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return dla_set_error(DLA_ERR_IO,
+                                 "dla_trainnet: Plots: the chart's path %s is a folder; give a file "
+                                 "name (%s/training-progress.svg)", p, p);
+        char folder[4096];
+        const char *slash = strrchr(p, '/');
+        if (!slash)
+            snprintf(folder, sizeof folder, ".");
+        else if (slash == p)
+            snprintf(folder, sizeof folder, "/");
+        else
+            snprintf(folder, sizeof folder, "%.*s", (int)(slash - p), p);
+        if ((st = check_folder("Plots", p, folder)) != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
+/* ----------------------------------------------------------------- labels */
+
+dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64_t k)
+{
+    int64_t n = dla_tensor_numel(targets);
+    if (n == 0 || dla_tensor_dtype(targets) != DLA_I32)
+        return DLA_OK;
+    int32_t *v = dla_malloc(sizeof *v * (size_t)n);
+    if (!v)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY,
+                             "dla_trainnet: %s: cannot read the %lld class numbers to check them",
+                             what, (long long)n);
+    dla_status st = dla_tensor_to_host(targets, v, sizeof *v * (size_t)n);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_free(v);
+        return dla_set_error(st, "dla_trainnet: %s: targets: %s", what, msg);
+    }
+    int64_t bad = -1;
+    int32_t lo = v[0], hi = v[0];
+    for (int64_t i = 0; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+        if (bad < 0 && (v[i] < 0 || v[i] >= k))
+            bad = i;
+    }
+    int32_t b = bad >= 0 ? v[bad] : 0;
+    dla_free(v);
+    if (bad < 0)
+        return DLA_OK;
+    int one_based = b == k || (lo >= 1 && hi <= k);
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "dla_trainnet: %s: targets[%lld] is %d, which is not a class number in "
+                         "0..%lld (the network's output has %lld classes)%s",
+                         what, (long long)bad, (int)b, (long long)(k - 1), (long long)k,
+                         one_based ? "; the class numbers look 1-based: MATLAB numbers categories "
+                                     "from 1, dlaccel numbers classes from 0 (subtract 1)"
+                                   : "");
+}
+
+dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
+                                     int64_t channels)
+{
+    const char *fmt = *dla_tensor_format(targets) ? dla_tensor_format(targets) : out_format;
+    const char *c = strchr(fmt, 'C');
+    if (!c || !strchr(out_format, 'C') || channels < 1)
+        return DLA_OK;
+    int64_t have = dla_tensor_dim(targets, (int)(c - fmt) + 1);
+    if (have == channels)
+        return DLA_OK;
+    char d[256];
+    dla_tensor_describe(targets, d, sizeof d);
+    return dla_set_error(DLA_ERR_SHAPE,
+                         "dla_trainnet: %s: targets (%s, read as \"%s\") have %lld classes along C "
+                         "where the network's output (\"%s\") has %lld: the class counts of the "
+                         "targets and of the network differ",
+                         what, d, fmt, (long long)have, out_format, (long long)channels);
+}
