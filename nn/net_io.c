@@ -12,6 +12,7 @@
  * network's parameters.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "nn/json_read.h"
 #include "nn/nn.h"
 
 #include <errno.h>
@@ -360,11 +361,15 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
                      "safetensors file, or truncated", (unsigned long long)hlen, size);
     json_t *root = NULL;
     if (st == DLA_OK) {
-        json_error_t err;
-        root = json_loadb((const char *)file + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &err);
-        if (!root || !json_is_object(root))
-            st = corrupt(path, "the header is not a JSON object: %s (at byte %d)",
-                         root ? "another value" : err.text, root ? 0 : err.position);
+        char why[160];
+        size_t at;
+        st = dla__json_read((const char *)file + 8, (size_t)hlen, &root, why, sizeof why, &at);
+        if (st == DLA_ERR_OUT_OF_MEMORY)
+            dla__nn_fail(st, "%s: %s: out of memory reading the header (%llu bytes)", fn, path,
+                         (unsigned long long)hlen);
+        else if (st != DLA_OK || !json_is_object(root))
+            st = corrupt(path, "the header is not a JSON object: %s (at byte %zu)",
+                         root ? "another value" : why, root ? (size_t)0 : at);
     }
     const json_t *meta = st == DLA_OK ? json_object_get(root, "__metadata__") : NULL;
     const json_t *fmt = json_object_get(meta, "format"), *ver = json_object_get(meta, "format_version");
