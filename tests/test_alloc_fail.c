@@ -13,11 +13,13 @@
  * Settings (tests/alloc_fail.sh sets them; make check uses the defaults):
  *   DLA_ALLOCFAIL_RUNS    refusals per workflow, spread evenly over its
  *                         allocations (default 120); 0: every N, in turn.
- *   DLA_ALLOCFAIL_ONLY    run only the workflow of this name.
- *   DLA_ALLOCFAIL_RESUME  "name N": skip the workflows before name, and
- *                         start it at N (the script's restart past a crash).
+ *   DLA_ALLOCFAIL_ONLY    run only the workflow of this name;
+ *   DLA_ALLOCFAIL_FROM    from its Nth allocation on (the script's restart
+ *                         past a crash).
  *   DLA_ALLOCFAIL_PROGRESS  a file that holds "name N" of the run under way
- *                         (what the script reads after a crash).
+ *                         and the counts before it (what the script reads
+ *                         after a crash).
+ * "test_alloc_fail --list" prints the workflows' names.
  * Every workflow prints one summary line: runs, recovered runs (DLA_OK
  * with the right answer), leaks, wrong statuses.
  */
@@ -367,35 +369,25 @@ static long env_long(const char *name, long dflt)
 /* Totals over every workflow, printed at the end. */
 static long total_runs, total_recovered, total_leaks, total_wrong;
 
-static void note_progress(const char *name, long n)
+/* "name N runs recovered leaks wrong": the run under way and the counts
+ * before it, for the script to add up when N crashes. */
+static void note_progress(const char *name, long n, long runs, long recovered, long leaks,
+                          long wrong)
 {
     const char *file = getenv("DLA_ALLOCFAIL_PROGRESS");
     FILE *f = file && *file ? fopen(file, "w") : NULL;
     if (f) {
-        fprintf(f, "%s %ld\n", name, n);
+        fprintf(f, "%s %ld %ld %ld %ld %ld\n", name, n, runs, recovered, leaks, wrong);
         fclose(f);
     }
 }
 
 static void fail_every_allocation_in_turn(const workflow *w)
 {
-    const char *only = getenv("DLA_ALLOCFAIL_ONLY"), *resume = getenv("DLA_ALLOCFAIL_RESUME");
-    long start = 1;
+    const char *only = getenv("DLA_ALLOCFAIL_ONLY");
     if (only && *only && strcmp(only, w->name))
         skip();
-    if (resume && *resume) {
-        char name[64];
-        long at;
-        if (sscanf(resume, "%63s %ld", name, &at) == 2) {
-            /* Workflows run in the table's order: the ones before name ran. */
-            static int reached;
-            reached |= !strcmp(name, w->name);
-            if (!reached)
-                skip();
-            if (!strcmp(name, w->name))
-                start = at;
-        }
-    }
+    long start = only && *only ? env_long("DLA_ALLOCFAIL_FROM", 1) : 1;
     double want = 0, got;
     dla_status first = w->run(&want); /* loads plugins, fills caches: those stay */
     if (first != DLA_OK)
@@ -416,7 +408,7 @@ static void fail_every_allocation_in_turn(const workflow *w)
     long runs = 0, recovered = 0, leaks = 0, wrong = 0, n;
     char first_problem[1200] = "";
     for (n = start;; n += stride) {
-        note_progress(w->name, n);
+        note_progress(w->name, n, runs, recovered, leaks, wrong);
         got = 0;
         tu_calls = 0;
         tu_fail_at = n;
@@ -451,7 +443,7 @@ static void fail_every_allocation_in_turn(const workflow *w)
         if (calls < n)
             break;
     }
-    note_progress(w->name, 0);
+    note_progress(w->name, 0, runs, recovered, leaks, wrong);
     print_message("# %s: %ld allocations, %ld refused one at a time (every %ld): %ld recovered, "
                   "%ld leaks, %ld wrong statuses\n", w->name, total, runs, stride, recovered, leaks,
                   wrong);
@@ -518,8 +510,13 @@ static int cleanup(void **state)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--list")) {
+        for (size_t i = 0; i < sizeof workflows / sizeof workflows[0]; i++)
+            printf("%s\n", workflows[i].name);
+        return 0;
+    }
     dla_set_allocator(tu_alloc, NULL);
     snprintf(dir, sizeof dir, "%s/dla-allocfail-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir) || !write_fixed_network())
