@@ -353,11 +353,101 @@ static dla_status trainnet(double *digest)
     return st;
 }
 
+/* The regressions below are short enough to refuse every allocation in
+ * make check too. */
+
+/* dla_net_copy alone: it freed the layers of an array it had been refused,
+ * and an example input refused memory made a format error. */
+static dla_status net_copy(double *digest)
+{
+    static dla_net *net;
+    if (!net) { /* made once, outside the loop's count: freed by cleanup */
+        net = small_net();
+        dla_scope_begin();
+        dla_tensor *x = dla_full(0.5, DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 2));
+        dla_status st = net ? dla_net_init(net, 1, &x) : DLA_ERR_OUT_OF_MEMORY;
+        dla_scope_end();
+        if (st != DLA_OK)
+            return st;
+    }
+    if (!digest) { /* cleanup */
+        dla_net_free(net);
+        net = NULL;
+        return DLA_OK;
+    }
+    dla_net *c = dla_net_copy(net);
+    if (!c)
+        return dla_last_status();
+    dla_status st = DLA_OK;
+    for (int i = 0; st == DLA_OK && i < dla_net_learnable_count(c); i++)
+        st = digest_of(dla_table_value(dla_net_learnables(c), i), digest);
+    dla_net_free(c);
+    return st;
+}
+
+/* Input normalization statistics from data: a sum refused memory was
+ * reported as data of the wrong size (DLA_ERR_SHAPE). */
+static dla_status input_statistics(double *digest)
+{
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 2, &(dla_image_input_options){.name = "in",
+                                                                 .normalization = "zscore"}),
+        dla_fc_layer(2, &(dla_fc_layer_options){.weights_initializer = "ones"}),
+    };
+    dla_net *net = dla_net_create(2, l);
+    if (!net)
+        return dla_last_status();
+    dla_scope_begin();
+    dla_rng_seed(12);
+    dla_tensor *x = dla_rand(DLA_F32, "SSCB", DLA_DIMS(4, 4, 2, 3));
+    dla_status st = dla_tensor_status(x);
+    if (st == DLA_OK)
+        st = dla_net_set_input_statistics(net, "in", 1, &x);
+    if (st == DLA_OK)
+        st = digest_of(dla_net_get(net, "in", "Mean"), digest);
+    if (st == DLA_OK)
+        st = digest_of(dla_net_get(net, "in", "StandardDeviation"), digest);
+    dla_scope_end();
+    dla_net_free(net);
+    return st;
+}
+
+/* One trainnet iteration: setup returned before clearing the optimizer's
+ * state arrays (and teardown freed garbage), and a metric refused memory
+ * became a NaN with status OK. */
+static dla_status trainnet_step(double *digest)
+{
+    dla_rng_seed(7);
+    dla_layer *l[] = {dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(2, l), *trained = NULL;
+    if (!net)
+        return dla_last_status();
+    dla_scope_begin();
+    static const float xs[8] = {1, -1, 2, 0, -1, 1, 0, -2};
+    static const int32_t ts[4] = {0, 1, 0, 1};
+    dla_tensor *x = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(2, 4));
+    dla_tensor *t = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(4, 1));
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = {.solver = "adam", .verbose = -1, .max_epochs = 1,
+                              .mini_batch_size = 4, .shuffle = "never", .metrics = "accuracy,rmse"};
+    dla_training_info *info = NULL;
+    dla_status st = dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                 &info);
+    if (st == DLA_OK)
+        *digest += info->training_loss[0] + info->training_accuracy[0] + info->training_rmse[0];
+    dla_training_info_free(info);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 /* -------------------------------------------------------------- the loop */
 
 typedef struct workflow {
     const char *name;
     dla_status (*run)(double *digest);
+    int every; /* refuse every allocation in make check too */
 } workflow;
 
 static long env_long(const char *name, long dflt)
@@ -403,8 +493,8 @@ static void fail_every_allocation_in_turn(const workflow *w)
     if (tu_live != live)
         fail_msg("%s: %ld blocks leaked without any refusal", w->name, tu_live - live);
     want = got;
-    long runs_wanted = env_long("DLA_ALLOCFAIL_RUNS", 120);
-    long stride = runs_wanted > 0 && total > runs_wanted ? (total + runs_wanted - 1) / runs_wanted : 1;
+    long runs_wanted = w->every ? 0 : env_long("DLA_ALLOCFAIL_RUNS", 300);
+    long stride = runs_wanted > 0 && total > 2 * runs_wanted ? (total + runs_wanted - 1) / runs_wanted : 1;
     long runs = 0, recovered = 0, leaks = 0, wrong = 0, n;
     char first_problem[1200] = "";
     for (n = start;; n += stride) {
@@ -458,15 +548,18 @@ static void fail_every_allocation_in_turn(const workflow *w)
 }
 
 static const workflow workflows[] = {
-    {"tensors_scoped", tensors_scoped},
-    {"tensors_unscoped", tensors_unscoped},
-    {"network", network},
-    {"gradient_and_update", gradient_and_update},
-    {"accelerated", accelerated},
-    {"trace_file", trace_file},
-    {"net_file", net_file},
-    {"net_load", net_load},
-    {"trainnet", trainnet},
+    {"tensors_scoped", tensors_scoped, 1},
+    {"tensors_unscoped", tensors_unscoped, 1},
+    {"network", network, 0},
+    {"gradient_and_update", gradient_and_update, 0},
+    {"accelerated", accelerated, 1},
+    {"trace_file", trace_file, 1},
+    {"net_file", net_file, 0},
+    {"net_load", net_load, 1},
+    {"trainnet", trainnet, 0},
+    {"net_copy", net_copy, 1},
+    {"input_statistics", input_statistics, 1},
+    {"trainnet_step", trainnet_step, 1},
 };
 
 #define WORKFLOW_TEST(i, name)                                                                     \
@@ -484,6 +577,9 @@ WORKFLOW_TEST(5, trace_file)
 WORKFLOW_TEST(6, net_file)
 WORKFLOW_TEST(7, net_load)
 WORKFLOW_TEST(8, trainnet)
+WORKFLOW_TEST(9, net_copy)
+WORKFLOW_TEST(10, input_statistics)
+WORKFLOW_TEST(11, trainnet_step)
 
 static int write_fixed_network(void)
 {
@@ -505,6 +601,7 @@ static int cleanup(void **state)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(path_of(names[i]));
     rmdir(dir);
+    net_copy(NULL);
     print_message("# all workflows: %ld runs with a refused allocation, %ld recovered, %ld leaks, "
                   "%ld wrong statuses\n", total_runs, total_recovered, total_leaks, total_wrong);
     return 0;
@@ -531,6 +628,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_net_file_survives_every_refused_allocation),
         cmocka_unit_test(test_net_load_survives_every_refused_allocation),
         cmocka_unit_test(test_trainnet_survives_every_refused_allocation),
+        cmocka_unit_test(test_net_copy_survives_every_refused_allocation),
+        cmocka_unit_test(test_input_statistics_survives_every_refused_allocation),
+        cmocka_unit_test(test_trainnet_step_survives_every_refused_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);
 }
