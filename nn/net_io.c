@@ -16,10 +16,12 @@
 #include "nn/nn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FORMAT_NAME "dlaccel-net"
@@ -46,6 +48,35 @@ static void swap_elements(unsigned char *p, size_t n, size_t esize)
 static const char *st_dtype(dla_dtype d) { return d == DLA_F64 ? "F64" : "F32"; }
 
 /* ------------------------------------------------------------------ save */
+
+/* Creates the temporary file that will be renamed over path, named into
+ * tmp (size bytes): with the mode path has now, or for a new file the
+ * umask's default (0666 less the umask, as any program's new file; mkstemp
+ * would make it 0600, and a re-save would change the mode of the file it
+ * replaces). Returns the descriptor, or -1 with errno set. */
+static int create_beside(const char *path, char *tmp, size_t size)
+{
+    static unsigned long serial;
+    struct stat old;
+    int keep = stat(path, &old) == 0 && S_ISREG(old.st_mode);
+    for (int tries = 0; tries < 64; tries++) {
+        snprintf(tmp, size, "%s.tmp-%ld-%lu", path, (long)getpid(),
+                 __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST)
+            continue; /* left by an earlier process of the same id */
+        if (fd >= 0 && keep && fchmod(fd, old.st_mode & 0777) != 0) {
+            int err = errno;
+            close(fd);
+            unlink(tmp);
+            errno = err;
+            return -1;
+        }
+        return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
 
 DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
 {
@@ -119,14 +150,13 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
         return st;
     }
     /* A temporary file beside path, renamed over it when whole. */
-    size_t plen = strlen(path);
-    char *tmp = dla__nn_malloc(plen + 16);
+    size_t plen = strlen(path) + 48;
+    char *tmp = dla__nn_malloc(plen);
     if (!tmp) {
         dla__nn_free(head);
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    int fd = create_beside(path, tmp, plen);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot create a file beside it: %s", fn, path,
