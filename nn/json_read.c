@@ -151,8 +151,10 @@ static long read_string(reader *r)
             r->p += n;
             continue;
         }
-        if (r->end - r->p < 2)
+        if (r->end - r->p < 2) { /* a backslash last: the string does not end */
+            r->p = r->end;
             break;
+        }
         c = r->p[1];
         const char *simple = strchr("\"\\/bfnrt", (int)c);
         if (c && simple) {

@@ -49,6 +49,8 @@ static const char *const bad[] = {
     "[\"\xf4\x90\x80\x80\"]",
     "[\"a\nb\"]",
     "[\"abc",
+    "\"abc\\",
+    "[\"abc\\",
     "[01]",
     "[1.]",
     "[-]",
