@@ -83,7 +83,10 @@ DLA__OP_REGISTER(expand_op, sizeof(expand_attrs));
 
 dla_tensor *dla__expand(dla_tensor *g, const dla_tensor *like)
 {
-    expand_attrs a = {.ndims = like->ndims};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    expand_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ndims = like->ndims;
     memcpy(a.dims, like->dims, sizeof a.dims);
     memcpy(a.format, like->format, sizeof a.format);
     return dla__apply(&expand_op, &a, sizeof a, 1, &g);

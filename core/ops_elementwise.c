@@ -348,7 +348,12 @@ DLA__OP_REGISTER(unary_op, sizeof(unary_attrs));
 
 static dla_tensor *unary(dla_unary_op kop, dla_tensor *x, double alpha, double beta)
 {
-    unary_attrs u = {kop, alpha, beta};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    unary_attrs u;
+    memset(&u, 0, sizeof u);
+    u.op = kop;
+    u.alpha = alpha;
+    u.beta = beta;
     return dla__apply(&unary_op, &u, sizeof u, 1, &x);
 }
 

@@ -654,7 +654,11 @@ DLA_API dla_tensor *dla_batchnorm(dla_tensor *x, dla_tensor *offset, dla_tensor 
                                   dla_tensor *mean, dla_tensor *var,
                                   const dla_batchnorm_options *opts)
 {
-    norm_attrs a = {.fn = F_BATCHNORM, .mode = NM_BATCH};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    norm_attrs a;
+    memset(&a, 0, sizeof a);
+    a.fn = F_BATCHNORM;
+    a.mode = NM_BATCH;
     if (epsilon_of(fn_names[a.fn], opts ? opts->epsilon : 0.0, &a.eps) != DLA_OK)
         return dla__return(dla__error_tensor());
     return dla__apply(&batchnorm_op, &a, sizeof a, 5, (dla_tensor *[]){x, offset, scale, mean, var});
@@ -666,7 +670,11 @@ DLA_API dla_status dla_batchnorm_train(dla_tensor *x, dla_tensor *offset, dla_te
                                        dla_tensor **new_mean, dla_tensor **new_var)
 {
     static const char op[] = "dla_batchnorm_train";
-    norm_attrs a = {.fn = F_BATCHNORM_TRAIN, .mode = NM_BATCH};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    norm_attrs a;
+    memset(&a, 0, sizeof a);
+    a.fn = F_BATCHNORM_TRAIN;
+    a.mode = NM_BATCH;
     dla_tensor *out[3];
     dla_status st = DLA_OK;
     if (!y)
@@ -716,7 +724,12 @@ static dla_tensor *generic(norm_fn fn, norm_mode mode, int64_t groups, dla_tenso
                            dla_tensor *offset, dla_tensor *scale, const dla_norm_options *opts)
 {
     const char *op = fn_names[fn];
-    norm_attrs a = {.fn = fn, .mode = mode, .groups = groups};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    norm_attrs a;
+    memset(&a, 0, sizeof a);
+    a.fn = fn;
+    a.mode = mode;
+    a.groups = groups;
     if (epsilon_of(op, opts ? opts->epsilon : 0.0, &a.eps) != DLA_OK)
         return dla__return(dla__error_tensor());
     return dla__apply(&norm_op, &a, sizeof a, 3, (dla_tensor *[]){x, offset, scale});

@@ -235,7 +235,11 @@ DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, con
         return dla__error(DLA_ERR_FORMAT,
                           "%s: argument ndims: %d dims to pad, but x (%s \"%s\") has labels for %d",
                           op, ndims, dla__tensor_dims_str(x, buf, sizeof buf), x->format, x->ndims);
-    pad_attrs a = {.nd = ndims, .value = value};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    pad_attrs a;
+    memset(&a, 0, sizeof a);
+    a.nd = ndims;
+    a.value = value;
     for (int d = 0; d < ndims; d++) {
         a.before[d] = before ? before[d] : 0;
         a.after[d] = after ? after[d] : 0;
@@ -373,7 +377,11 @@ static dla_status index_backward(const dla__node *node, dla_tensor *const *gout,
 {
     const index_attrs *ia = node->attrs;
     const dla_tensor *x = node->in[0];
-    scatter_attrs a = {.dim = ia->dim, .ndims = x->ndims};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    scatter_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dim = ia->dim;
+    a.ndims = x->ndims;
     memcpy(a.dims, x->dims, sizeof a.dims);
     memcpy(a.format, x->format, sizeof a.format);
     gin[0] = dla__apply(&scatter_op, &a, sizeof a, 2, (dla_tensor *[]){gout[0], node->in[1]});

@@ -184,16 +184,15 @@ static void add_source(dla__capture *c, int id, const dla_tensor *x)
 }
 
 /* Marks the entries whose results something reads (or that must run
- * anyway), and each value's last reader among them. */
-static void liveness(const dla__trace *t, dla__cap_entry *entries, int *last_use)
+ * anyway), and each value's last reader among them. need is nvalues
+ * zeroed bytes, taken with the capture's other arrays: a liveness pass
+ * that could fail would have to mark every value read to the end, or the
+ * replay would release intermediates its later entries still read. */
+static void liveness(const dla__trace *t, dla__cap_entry *entries, int *last_use,
+                     unsigned char *need)
 {
-    unsigned char *need = dla__calloc((size_t)(t->nvalues ? t->nvalues : 1), 1);
     for (int i = 0; i < t->nvalues; i++)
         last_use[i] = -1;
-    for (int k = 0; k < t->nentries; k++)
-        entries[k].live = 1; /* without the map, everything runs */
-    if (!need)
-        return;
     for (int i = 0; i < t->nout; i++)
         need[t->outputs[i]] = 1;
     for (int k = t->nentries; k-- > 0;) {
@@ -205,7 +204,6 @@ static void liveness(const dla__trace *t, dla__cap_entry *entries, int *last_use
         for (int i = 0; live && i < e->nin; i++)
             need[e->in[i]] = 1;
     }
-    dla__free(need);
     for (int k = 0; k < t->nentries; k++)
         for (int i = 0; entries[k].live && i < t->entries[k].nin; i++)
             last_use[t->entries[k].in[i]] = k;
@@ -227,16 +225,18 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
     c.out_mem = dla__calloc((size_t)(t->nout ? t->nout : 1), sizeof *c.out_mem);
     int *last_use = dla__malloc(nv * sizeof *last_use);
     dla_tensor **v = dla__calloc(nv, sizeof *v);
-    unsigned char *owned = dla__calloc(nv, 1);
-    if (!c.entries || !c.out_src || !c.out_mem || !last_use || !v || !owned) {
+    unsigned char *owned = dla__calloc(nv, 1), *need = dla__calloc(nv, 1);
+    if (!c.entries || !c.out_src || !c.out_mem || !last_use || !v || !owned || !need) {
         dla__free(last_use);
         dla__free(v);
         dla__free(owned);
+        dla__free(need);
         dla__capture_free_record(&c);
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot replay (%d values)",
                          t->nvalues);
     }
-    liveness(t, c.entries, last_use);
+    liveness(t, c.entries, last_use, need);
+    dla__free(need);
     for (int id = 0; id < t->nvalues; id++) {
         const dla__trace_value *val = &t->values[id];
         if (val->kind == DLA__VALUE_INPUT)

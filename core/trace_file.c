@@ -289,8 +289,15 @@ static dla_status write_file(const char *path, const unsigned char *p, size_t n)
     snprintf(tmp, plen, "%s.tmp-%ld-%lu", path, (long)getpid(),
              __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
     dla_status st = DLA_OK;
+    /* A file replaced keeps its mode; a new one gets the umask's default. */
+    struct stat old;
+    int keep = stat(path, &old) == 0 && S_ISREG(old.st_mode);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
+    if (fd >= 0 && keep && fchmod(fd, old.st_mode & 0777) != 0) {
+        st = io_fail(op, path, "cannot give the new file the old one's mode");
+        close(fd);
+        unlink(tmp);
+    } else if (fd < 0) {
         st = io_fail(op, path, "cannot create it");
     } else {
         for (size_t done = 0; done < n && st == DLA_OK;) {

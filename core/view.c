@@ -131,7 +131,9 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
     if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op,
                           ndims, DLA_MAX_DIMS);
-    reshape_attrs a = {0};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    reshape_attrs a;
+    memset(&a, 0, sizeof a);
     int infer = -1;
     int64_t known = 1, numel = dla__numel(t->ndims, t->dims);
     for (int i = 0; i < ndims; i++) {
@@ -216,7 +218,10 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
                               "%s: argument order: entry %d (%lld) makes it no permutation of 1..%d",
                               op, i + 1, (long long)order[i], ndims);
     }
-    permute_attrs a = {.ndims = ndims};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    permute_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ndims = ndims;
     memcpy(a.order, order, (size_t)ndims * sizeof *order);
     if (t->format[0]) {
         for (int i = 0; i < ndims; i++) {
@@ -324,6 +329,12 @@ DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t ste
                           "%s: argument start: %lld is outside 0..%lld of dim %d (%s)", op,
                           (long long)start, (long long)n, dim,
                           dla__tensor_dims_str(t, buf, sizeof buf));
-    slice_attrs a = {dim, start, step, stop > n ? n : stop};
+    /* Zeroed whole, padding included: traces save attributes byte for byte. */
+    slice_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dim = dim;
+    a.start = start;
+    a.step = step;
+    a.stop = stop > n ? n : stop;
     return dla__apply(&slice_op, &a, sizeof a, 1, &t);
 }

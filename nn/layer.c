@@ -47,7 +47,9 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
     l->nin = nin;
     l->props = *props;
     l->name = dla__nn_strdup(name ? name : "");
-    dla_status st = !l->name ? DLA_ERR_OUT_OF_MEMORY : pre;
+    dla_status st = !l->name ? dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s layer: out of memory",
+                                            kind->type)
+                             : pre;
     if (st == DLA_OK && strchr(l->name, '/'))
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': a layer name may not contain "
                           "'/' (it separates a layer from its input in connections)", kind->type,

@@ -6,6 +6,7 @@
  * range (through the kind's own check), and that nothing is missing or
  * unknown, so a corrupt file fails with the field it got wrong.
  */
+#include "nn/json_read.h"
 #include "nn/nn.h"
 
 #include <jansson.h>
@@ -198,6 +199,11 @@ static dla_status read_layer(const json_t *o, const char *what, dla_layer **out)
     dla_layer *l = dla__layer_new(kind, json_string_value(name), nin, &p, DLA_OK);
     if (!l)
         return DLA_ERR_OUT_OF_MEMORY;
+    if (l->status == DLA_ERR_OUT_OF_MEMORY) {
+        dla_layer_free(l);
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: layer '%s': out of memory", what,
+                            json_string_value(name));
+    }
     if (l->status != DLA_OK) {
         dla_status st = dla__nn_fail(DLA_ERR_IO, "%s: the architecture is corrupt: %s", what,
                                      l->message ? l->message : "");
@@ -212,11 +218,15 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
                                       void *ctx, const char *what, dla_net **out)
 {
     *out = NULL;
-    json_error_t err;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-    if (!root)
-        return dla__nn_fail(DLA_ERR_IO, "%s: the architecture is not valid JSON: %s (at %d)", what,
-                            err.text, err.position);
+    char why[160];
+    size_t at;
+    json_t *root;
+    dla_status rs = dla__json_read(text, len, &root, why, sizeof why, &at);
+    if (rs == DLA_ERR_OUT_OF_MEMORY)
+        return dla__nn_fail(rs, "%s: out of memory reading the architecture (%zu bytes)", what, len);
+    if (rs != DLA_OK)
+        return dla__nn_fail(DLA_ERR_IO, "%s: the architecture is not valid JSON: %s (at byte %zu)",
+                            what, why, at);
     dla_status st = DLA_OK;
     const json_t *fmt = json_object_get(root, "Format"), *ver = json_object_get(root, "Version");
     const json_t *layers = json_object_get(root, "Layers"), *conns = json_object_get(root, "Connections");
@@ -247,7 +257,7 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
     if (st == DLA_OK) {
         net = dla_net_create(0, NULL);
         if (!net)
-            st = DLA_ERR_OUT_OF_MEMORY;
+            st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
     }
     if (st == DLA_OK) {
         /* Layers are added one by one: the file's connections are the only ones. */
@@ -264,7 +274,10 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
         const json_t *s = json_object_get(c, "Source"), *d = json_object_get(c, "Destination");
         if (!json_is_string(s) || !json_is_string(d))
             st = bad(what, "connection entry is not {Source, Destination}%s%s", NULL, NULL);
-        else if (dla_net_connect(net, json_string_value(s), json_string_value(d)) != DLA_OK) {
+        else if ((st = dla_net_connect(net, json_string_value(s), json_string_value(d))) ==
+                 DLA_ERR_OUT_OF_MEMORY)
+            break;
+        else if (st != DLA_OK) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s", dla_last_error());
             st = dla__nn_fail(DLA_ERR_IO, "%s: the architecture is corrupt: %s", what, msg);
@@ -294,7 +307,10 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
             break;
         }
         ex[k] = dla_zeros(dtype, json_string_value(f), (int)nd, dims);
-        if (dla_tensor_status(ex[k]) != DLA_OK)
+        if (dla_tensor_status(ex[k]) == DLA_ERR_OUT_OF_MEMORY)
+            st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: input %s: %s", what,
+                              json_string_value(f), dla_tensor_error(ex[k]));
+        else if (dla_tensor_status(ex[k]) != DLA_OK)
             st = bad(what, "input %s: %s", json_string_value(f), dla_tensor_error(ex[k]));
     }
     if (st == DLA_OK) {

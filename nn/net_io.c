@@ -12,13 +12,16 @@
  * network's parameters.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "nn/json_read.h"
 #include "nn/nn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FORMAT_NAME "dlaccel-net"
@@ -45,6 +48,35 @@ static void swap_elements(unsigned char *p, size_t n, size_t esize)
 static const char *st_dtype(dla_dtype d) { return d == DLA_F64 ? "F64" : "F32"; }
 
 /* ------------------------------------------------------------------ save */
+
+/* Creates the temporary file that will be renamed over path, named into
+ * tmp (size bytes): with the mode path has now, or for a new file the
+ * umask's default (0666 less the umask, as any program's new file; mkstemp
+ * would make it 0600, and a re-save would change the mode of the file it
+ * replaces). Returns the descriptor, or -1 with errno set. */
+static int create_beside(const char *path, char *tmp, size_t size)
+{
+    static unsigned long serial;
+    struct stat old;
+    int keep = stat(path, &old) == 0 && S_ISREG(old.st_mode);
+    for (int tries = 0; tries < 64; tries++) {
+        snprintf(tmp, size, "%s.tmp-%ld-%lu", path, (long)getpid(),
+                 __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST)
+            continue; /* left by an earlier process of the same id */
+        if (fd >= 0 && keep && fchmod(fd, old.st_mode & 0777) != 0) {
+            int err = errno;
+            close(fd);
+            unlink(tmp);
+            errno = err;
+            return -1;
+        }
+        return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
 
 DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
 {
@@ -118,14 +150,13 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
         return st;
     }
     /* A temporary file beside path, renamed over it when whole. */
-    size_t plen = strlen(path);
-    char *tmp = dla__nn_malloc(plen + 16);
+    size_t plen = strlen(path) + 48;
+    char *tmp = dla__nn_malloc(plen);
     if (!tmp) {
         dla__nn_free(head);
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    int fd = create_beside(path, tmp, plen);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot create a file beside it: %s", fn, path,
@@ -360,11 +391,15 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
                      "safetensors file, or truncated", (unsigned long long)hlen, size);
     json_t *root = NULL;
     if (st == DLA_OK) {
-        json_error_t err;
-        root = json_loadb((const char *)file + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &err);
-        if (!root || !json_is_object(root))
-            st = corrupt(path, "the header is not a JSON object: %s (at byte %d)",
-                         root ? "another value" : err.text, root ? 0 : err.position);
+        char why[160];
+        size_t at;
+        st = dla__json_read((const char *)file + 8, (size_t)hlen, &root, why, sizeof why, &at);
+        if (st == DLA_ERR_OUT_OF_MEMORY)
+            dla__nn_fail(st, "%s: %s: out of memory reading the header (%llu bytes)", fn, path,
+                         (unsigned long long)hlen);
+        else if (st != DLA_OK || !json_is_object(root))
+            st = corrupt(path, "the header is not a JSON object: %s (at byte %zu)",
+                         root ? "another value" : why, root ? (size_t)0 : at);
     }
     const json_t *meta = st == DLA_OK ? json_object_get(root, "__metadata__") : NULL;
     const json_t *fmt = json_object_get(meta, "format"), *ver = json_object_get(meta, "format_version");

@@ -177,7 +177,7 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
         /* add_layers connected them in sequence: the copy takes the original's. */
         while (st == DLA_OK && c->nconn)
             st = dla_net_disconnect(c, c->conn[0].text[0], c->conn[0].text[1]);
-    } else {
+    } else if (layers) { /* the array itself may be what was refused */
         for (int i = 0; i < net->nlayers; i++)
             dla_layer_free(layers[i]);
     }
@@ -197,8 +197,13 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
             for (int k = 0; k < net->ninputs && k < 64; k++) {
                 const dla__shape *s = &net->input_shapes[k];
                 ex[nex++] = dla_zeros(net->dtype, s->format, s->ndims, s->dims);
+                /* An example refused memory would fail initialization as
+                 * an input of the wrong format. */
+                if (st == DLA_OK && (st = dla_tensor_status(ex[nex - 1])) != DLA_OK)
+                    dla__nn_fail(st, "dla_net_copy: %s", dla_tensor_error(ex[nex - 1]));
             }
-            st = dla__net_init_with(c, nex, ex, NULL, NULL, net->dtype);
+            if (st == DLA_OK)
+                st = dla__net_init_with(c, nex, ex, NULL, NULL, net->dtype);
             dla_scope_end();
         }
     }
@@ -300,7 +305,12 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
     for (int k = 0; k < n && st == DLA_OK; k++) {
         dla_tensor *x = data[k];
         const char *want = image ? "SSCB" : "CBT";
-        if (!x || dla_tensor_status(x) != DLA_OK || strcmp(dla_tensor_format(x), want)) {
+        if (x && dla_tensor_status(x) != DLA_OK) { /* an error tensor keeps its status */
+            st = dla__nn_fail(dla_tensor_status(x), "%s: data %d: %s", fn, k + 1,
+                              dla_tensor_error(x));
+            break;
+        }
+        if (!x || strcmp(dla_tensor_format(x), want)) {
             st = dla__nn_fail(DLA_ERR_FORMAT, "%s: data %d is %s; the layer takes \"%s\"", fn, k + 1,
                               !x ? "NULL" : dla_tensor_status(x) != DLA_OK ? dla_tensor_error(x)
                                                                             : dla_tensor_format(x),
@@ -327,7 +337,11 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
             red[nr++] = 3;
         }
         dla_tensor *s1 = dla_sum(xd, nr, red), *s2 = dla_sum(dla_square(xd), nr, red);
-        if (dla_tensor_numel(s1) != m)
+        /* A sum refused memory is out of memory, not the wrong size. */
+        if ((st = dla_tensor_status(s1)) != DLA_OK || (st = dla_tensor_status(s2)) != DLA_OK)
+            dla__nn_fail(st, "%s: data %d: %s", fn, k + 1,
+                         dla_tensor_error(dla_tensor_status(s1) != DLA_OK ? s1 : s2));
+        else if (dla_tensor_numel(s1) != m)
             st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d does not have the layer's input size", fn,
                               k + 1);
         if (st == DLA_OK && (st = dla_tensor_to_host(s1, host, sizeof *host * (size_t)m)) == DLA_OK)

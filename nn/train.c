@@ -144,19 +144,35 @@ static dla_status step(void *ctx, int nin, dla_tensor *const *in, int nout, dla_
     return st;
 }
 
+/* The one element of t as a double, or t's status (a refused allocation
+ * must fail the step, not become a NaN metric). */
+static dla_status scalar_of(dla_tensor *t, double *v)
+{
+    *v = NAN;
+    dla_status st = dla_tensor_to_host(dla_cast(t, DLA_F64), v, sizeof *v);
+    if (st != DLA_OK)
+        *v = NAN;
+    return st;
+}
+
 /* Percent of observations (and time steps) whose largest output is the
  * target's; the root mean squared error over every element. */
-static void metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, double *acc, double *rmse)
+static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, double *acc,
+                             double *rmse)
 {
     *acc = *rmse = NAN;
+    dla_status st = DLA_OK;
     if (tr->metrics & DLA__METRIC_ACCURACY) {
         dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(t, NULL));
-        *acc = 100.0 * dla_tensor_item(dla_mean(dla_cast(hit, DLA_F64), 0, NULL), 0);
+        st = scalar_of(dla_mean(dla_cast(hit, DLA_F64), 0, NULL), acc);
+        *acc *= 100.0;
     }
-    if (tr->metrics & DLA__METRIC_RMSE) {
+    if (st == DLA_OK && (tr->metrics & DLA__METRIC_RMSE)) {
         dla_tensor *d = dla_sub(y, dla_cast(t, dla_tensor_dtype(y)));
-        *rmse = sqrt(dla_tensor_item(dla_mean(dla_cast(dla_square(d), DLA_F64), 0, NULL), 0));
+        st = scalar_of(dla_mean(dla_cast(dla_square(d), DLA_F64), 0, NULL), rmse);
+        *rmse = sqrt(*rmse);
     }
+    return st;
 }
 
 /* Class numbers one-hot in dtype: a comparison with the list 0..K-1, as
@@ -443,10 +459,14 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
         dla_tensor *t = st == DLA_OK ? targets_for_loss(tr, b[1], y) : NULL;
         if (st == DLA_OK)
             st = loss_of(tr, y, t, &l);
+        double a, r, lv;
+        if (st == DLA_OK)
+            st = scalar_of(l, &lv);
+        if (st == DLA_OK)
+            st = metrics_of(tr, y, t, &a, &r);
         if (st == DLA_OK) {
-            double nb = (double)dla_tensor_dim(y, obs_dim(y)), a, r;
-            metrics_of(tr, y, t, &a, &r);
-            sl += dla_tensor_item(l, 0) * nb;
+            double nb = (double)dla_tensor_dim(y, obs_dim(y));
+            sl += lv * nb;
             sa += a * nb;
             double ne = (double)dla_tensor_numel(y);
             sr += r * r * ne;
@@ -601,13 +621,15 @@ static dla_status read_loss(const trainer *tr, dla_tensor *loss, dla_tensor **gr
         sum = sum ? dla_add(sum, g) : g;
     }
     dla_tensor *probe = dla_add(dla_reshape(loss, "", DLA_DIMS(1, 1)), dla_affine(sum, 0.0, 0.0));
-    dla_status st = dla_tensor_status(probe);
+    /* scalar_of, not dla_tensor_item: a refused allocation in the read
+     * must fail the step, not pass for a NaN loss. */
+    dla_status st = scalar_of(probe, value);
     if (st != DLA_OK)
         return st;
-    *value = dla_tensor_item(probe, 0);
     if (isfinite(*value))
         return DLA_OK;
-    *value = dla_tensor_item(loss, 0);
+    if ((st = scalar_of(loss, value)) != DLA_OK)
+        return st;
     if (!isfinite(*value)) {
         snprintf(why, size, "Training loss is %s",
                  isnan(*value) ? "NaN" : *value < 0 ? "-Inf" : "Inf");
@@ -615,7 +637,9 @@ static dla_status read_loss(const trainer *tr, dla_tensor *loss, dla_tensor **gr
     }
     dla_table *lt = dla_net_learnables(tr->net);
     for (int i = 0; i < tr->nl; i++) {
-        double g = dla_tensor_item(dla_sum(grads[i], 0, NULL), 0);
+        double g;
+        if ((st = scalar_of(dla_sum(grads[i], 0, NULL), &g)) != DLA_OK)
+            return st;
         if (!isfinite(g)) {
             snprintf(why, size, "Gradient of %s/%s is not finite", dla_table_layer(lt, i),
                      dla_table_parameter(lt, i));
@@ -724,7 +748,7 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
     if (st == DLA_OK && !diverged && (st = update(tr, grads, s.learn_rate)) == DLA_OK)
         tr->updated = tr->iteration;
     if (st == DLA_OK)
-        metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
+        st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
     dla_scope_end();
     dla_free(treated);
     dla_free(out);
@@ -969,6 +993,11 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
     tr->state2 = dla_malloc(sizeof *tr->state2 * (size_t)tr->nl);
     tr->lr_factor = dla_malloc(sizeof *tr->lr_factor * (size_t)tr->nl);
     tr->l2_factor = dla_malloc(sizeof *tr->l2_factor * (size_t)tr->nl);
+    /* Cleared before anything can fail: teardown frees what they hold. */
+    if (tr->state1)
+        memset(tr->state1, 0, sizeof *tr->state1 * (size_t)tr->nl);
+    if (tr->state2)
+        memset(tr->state2, 0, sizeof *tr->state2 * (size_t)tr->nl);
     if (!tr->state1 || !tr->state2 || !tr->lr_factor || !tr->l2_factor)
         return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
     tr->uniform_lr = 1;

@@ -12,3 +12,4 @@ include tests/data.mk
 include tests/net.mk
 include tests/train.mk
 include tests/opencl.mk
+include tests/hardening.mk

@@ -21,6 +21,6 @@ tests_test_nnops_fc_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_nnops_dropout_SOURCES = tests/test_nnops_dropout.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
 tests_test_nnops_dropout_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_nnops_dropout_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
-tests_test_nnops_allocfail_SOURCES = tests/test_nnops_allocfail.c tests/testutil.h
+tests_test_nnops_allocfail_SOURCES = tests/test_nnops_allocfail.c tests/testutil.h tests/allocfail.h
 tests_test_nnops_allocfail_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_nnops_allocfail_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

@@ -24,7 +24,7 @@ tests_test_tensor_LDADD = $(DLA_TEST_LIBS)
 tests_test_format_SOURCES = tests/test_format.c tests/testutil.h
 tests_test_format_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_format_LDADD = $(DLA_TEST_LIBS)
-tests_test_alloc_fail_SOURCES = tests/test_alloc_fail.c tests/testutil.h
+tests_test_alloc_fail_SOURCES = tests/test_alloc_fail.c tests/testutil.h tests/allocfail.h
 tests_test_alloc_fail_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_alloc_fail_LDADD = $(DLA_TEST_LIBS)
 

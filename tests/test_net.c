@@ -417,9 +417,9 @@ static void copies_casts_and_sets_keep_tables_consistent(void **state)
 
 /* Everything a training step touches, on a small network: creation,
  * forward with gradients in dla_feval, the state, an optimizer step,
- * predict, the summary, save and (with load) load. Jansson's parser does
- * not survive a refused allocation in the middle of a string, so loading
- * is left out when allocations are refused. */
+ * predict, the summary, save and (with load) load. Loading is left out
+ * when allocations are refused, for time: test_alloc_fail's net_file and
+ * net_load workflows refuse the load's allocations. */
 static dla_status small_workout(const char *file, int load)
 {
     /* Constant initializers and inputs: what is tested here is nn's

@@ -142,8 +142,10 @@ DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f);
  * dtype, dims and format, the constants' data (copied from their device to
  * the host now), the outputs and the diagnostics (data-dependent reads).
  * The file is written under a temporary name and renamed over path, so
- * path holds the whole old file or the whole new one. DLA_ERR_IO with the
- * path and the system's reason when it cannot be written;
+ * path holds the whole old file or the whole new one; a file replaced
+ * keeps its permission bits, a new one gets 0666 less the umask.
+ * DLA_ERR_IO with the path and the system's reason when it cannot be
+ * written;
  * DLA_ERR_UNSUPPORTED when an op cannot be saved. A device an op moved
  * data to is saved by name ("cpu:0"), or, when it is the device the trace
  * was recorded on, as "the replay device". */
