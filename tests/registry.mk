@@ -46,3 +46,11 @@ tests_test_registry_LDADD = $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LIBS)
 
 TESTS += tests/test_registry tests/tool_devices.sh
 EXTRA_DIST += tests/tool_devices.sh
+
+# The DLACCEL_* values checked and named, OMP_NUM_THREADS kept sane: a
+# small program run under bad values, its stderr read.
+check_PROGRAMS += tests/env_probe
+tests_env_probe_SOURCES = tests/env_probe.c
+tests_env_probe_LDADD = libdlaccel.la
+TESTS += tests/tool_env.sh
+EXTRA_DIST += tests/tool_env.sh
