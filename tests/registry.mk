@@ -52,5 +52,5 @@ EXTRA_DIST += tests/tool_devices.sh
 check_PROGRAMS += tests/env_probe
 tests_env_probe_SOURCES = tests/env_probe.c
 tests_env_probe_LDADD = libdlaccel.la
-TESTS += tests/tool_env.sh
-EXTRA_DIST += tests/tool_env.sh
+TESTS += tests/tool_env.sh tests/tool_clean_output.sh
+EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh

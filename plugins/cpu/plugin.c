@@ -104,9 +104,20 @@ static void cpu_model(char *buf, size_t size)
     fclose(f);
 }
 
-/* The widest vector extension the kernels were compiled for. */
+/* The widest vector extension the kernels run with on this CPU. The
+ * plugin is compiled for the baseline (no -march), and its AVX-512 and
+ * AVX2 kernels (convolutions, thin GEMM, fused programs, sums) are picked
+ * at run time, so the compile-time macros alone said "sse2" while
+ * AVX-512 kernels ran. */
 static const char *simd_name(void)
 {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return "avx512f";
+    if (__builtin_cpu_supports("avx2"))
+        return "avx2";
+#endif
 #if defined(__AVX512F__)
     return "avx512f";
 #elif defined(__AVX2__)
