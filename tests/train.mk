@@ -21,3 +21,8 @@ tests_progress_tty_SOURCES = tests/progress_tty.c
 tests_progress_tty_LDADD = libdlaccel.la
 TESTS += tests/tool_progress_tty.sh
 EXTRA_DIST += tests/tool_progress_tty.sh
+
+# examples/cnn_fmnist's exit status and messages on a missing, corrupt or
+# half-installed dataset.
+TESTS += tests/tool_example_data.sh
+EXTRA_DIST += tests/tool_example_data.sh
