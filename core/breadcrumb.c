@@ -3,8 +3,8 @@
  * (see breadcrumb.h for why).
  *
  * Where: $XDG_CACHE_HOME/dlaccel, else $HOME/.cache/dlaccel, else
- * /tmp/dlaccel-<uid> (the environment read with secure_getenv, so a
- * set-user-ID program uses the last). Each file is init-<pid>.crumb,
+ * /tmp/dlaccel-<uid>; none in a set-user-ID or set-group-ID program, which
+ * should not write files on the strength of a caller's environment. Each file is init-<pid>.crumb,
  * holding the plugin's name and library on two lines: a process writes
  * only its own, so processes starting at the same time never mistake each
  * other's init in progress for a crash (a breadcrumb whose process still
@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +45,8 @@ static int usable_dir(const char *dir, int create)
 /* The breadcrumb folder into buf; 0 when there is none to use. */
 static int crumb_dir(char *buf, size_t size, int create)
 {
+    if (getauxval(AT_SECURE))
+        return 0;
     const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");
     int n;
     if (xdg && xdg[0] == '/') { /* the XDG spec ignores a relative value */
@@ -66,8 +69,10 @@ int dla__breadcrumb_drop(const char *name, const char *lib, char *path, size_t s
 {
     char dir[4096];
     path[0] = '\0';
+    dir[0] = '\0';
     if (!crumb_dir(dir, sizeof dir, 1)) {
-        dla__log(DLA_LOG_DEBUG, "plugin '%s': no folder for the init breadcrumb (%s)", name, dir);
+        dla__log(DLA_LOG_DEBUG, "plugin '%s': no folder for the init breadcrumb (%s)", name,
+                 dir[0] ? dir : "set-ID program");
         return -1;
     }
     int n = snprintf(path, size, "%s/" PREFIX "%ld" SUFFIX, dir, (long)getpid());
