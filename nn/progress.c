@@ -410,8 +410,13 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
         p->done0 = done;
     }
     p->done = done;
-    if (text)
+    if (text) {
         snprintf(p->text, sizeof p->text, "%s", text);
+        /* A newline or tab in it would break the one line the bar is. */
+        for (char *c = p->text; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = ' ';
+    }
     int end = p->total && done >= p->total;
     if (p->mode == MODE_BAR) {
         if (end || !p->shown || now() - p->last_draw >= 0.1)

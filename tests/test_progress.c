@@ -157,6 +157,16 @@ static void bar_degrades_on_narrow_terminals(void **state)
             assert_non_null(strstr(last, "100%"));
         free(text);
     }
+    /* A control character in the text does not break the line. */
+    char *nl = draw_at(80, 100, "epoch 1\nloss\t0.5\r");
+    char nl_last[1024];
+    check_widths(nl, 79, nl_last, sizeof nl_last);
+    assert_non_null(strstr(nl_last, "epoch 1 loss 0.5"));
+    int newlines = 0;
+    for (const char *c = nl; *c; c++)
+        newlines += *c == '\n';
+    assert_int_equal(newlines, 3); /* "halfway", the bar's end, "done" */
+    free(nl);
     /* A UTF-8 text is cut between characters, never inside one. */
     char *text = draw_at(60, 100, "époque 1/3  perte 0.42  précision 85%  validation 0.39");
     char last[1024];
