@@ -10,7 +10,8 @@ libdlaccel_la_LIBADD = $(JANSSON_LIBS) $(LIBS)
 libdlaccel_la_SOURCES = \
 	core/alloc.c core/alloc.h \
 	core/error.c core/error.h \
-	core/log.c core/log.h \
+	core/log.c core/log.h core/env_choice.h \
+	core/breadcrumb.c core/breadcrumb.h \
 	core/version.c \
 	core/device.h \
 	core/manifest.c core/manifest.h \

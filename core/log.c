@@ -27,8 +27,16 @@ static dla_log_level parse_level(const char *s)
 
 dla_log_level dla__log_level(void)
 {
-    if (cached_level < 0)
-        cached_level = (int)parse_level(secure_getenv("DLACCEL_LOG"));
+    if (cached_level < 0) {
+        const char *v = secure_getenv("DLACCEL_LOG");
+        cached_level = (int)parse_level(v);
+        /* Said once per read, after the level is set (dla__log reads it). */
+        if (v && *v && strcasecmp(v, "warn") && cached_level == DLA_LOG_WARN)
+            dla__log(DLA_LOG_WARN,
+                     "DLACCEL_LOG=%.64s is not one of its values (none, error, warn, info, debug, "
+                     "any case); warn applies",
+                     v);
+    }
     return (dla_log_level)cached_level;
 }
 

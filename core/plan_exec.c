@@ -19,7 +19,9 @@
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "core/alloc.h"
+#include "core/env_choice.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/op.h"
 #include "core/philox.h"
 #include "core/plan_impl.h"
@@ -30,14 +32,15 @@
 
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* DLACCEL_PLAN=off (or 0, no): every replay is the plain one. */
+/* DLACCEL_PLAN=off (or 0, no): every replay is the plain one; any other
+ * value than these and on, 1, yes is warned about once. */
 static int plans_enabled(void)
 {
-    static atomic_int cached = -1;
+    static const char *const values[] = {"on", "1", "yes", "off", "0", "no", NULL};
+    static atomic_int cached = -1, warned;
     int on = atomic_load(&cached);
     if (on < 0) {
-        const char *v = secure_getenv("DLACCEL_PLAN");
-        on = !(v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no")));
+        on = dla__env_choice("DLACCEL_PLAN", values, &warned, dla__log) < 3;
         atomic_store(&cached, on);
     }
     return on;

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "core/alloc.h"
+#include "core/breadcrumb.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -370,10 +371,16 @@ static dla_status plugin_load(struct dla__plugin *p)
     host_table_init(p);
     memset(&p->table, 0, sizeof p->table);
     p->table.struct_size = sizeof p->table;
-    dla__log(DLA_LOG_DEBUG, "plugin '%s': calling %s (host ABI %d.%d)", p->m.name,
-             DLA_PLUGIN_INIT_SYMBOL, DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR);
+    /* Named before the call, at info, and in a breadcrumb for the next
+     * start: a crash inside init leaves nothing else that says which
+     * plugin it was (breadcrumb.h). */
+    dla__log(DLA_LOG_INFO, "plugin '%s': calling %s of %s (host ABI %d.%d)", p->m.name,
+             DLA_PLUGIN_INIT_SYMBOL, lib, DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR);
+    char crumb[4200];
+    dla__breadcrumb_drop(p->m.name, lib, crumb, sizeof crumb);
     dla_clear_error();
     dla_status st = init(&p->host, &p->table);
+    dla__breadcrumb_pick(crumb);
     if (st != DLA_OK)
         return plugin_fail(p, 0, DLA_LOG_WARN, "%s: init failed (%s): %s", lib,
                            dla_status_str(st), plugin_message());
@@ -587,6 +594,7 @@ static dla_status discover(void)
         st = dla__search_path_build(path, DLACCEL_PLUGINS_DIR, &reg.folders, &reg.folder_count);
     if (st != DLA_OK)
         return st;
+    dla__breadcrumb_report();
     dla__log(DLA_LOG_DEBUG, "discovery: DLACCEL_PLUGIN_PATH=%s, installed folder %s, %d folder(s) to search",
              path ? path : "(unset)", DLACCEL_PLUGINS_DIR, reg.folder_count);
     for (int i = 0; i < reg.folder_count && st == DLA_OK; i++) {

@@ -8,8 +8,15 @@
  * the mode is chosen from isatty() on the stream unless the caller forces
  * one; logs and pipes get a line per tenth instead of thousands of
  * redraws.
+ *
+ * The bar line never reaches the terminal's last column: a line that
+ * wraps is left behind by the next \r as a stale line, one per redraw.
+ * The width is read (TIOCGWINSZ) at every draw, at most ten a second, so
+ * a resized window is followed without a SIGWINCH handler, which would
+ * take the signal from the program. At a resize the terminal itself may
+ * rewrap the line already drawn; that one line can stay behind.
  */
-#define _POSIX_C_SOURCE 200809L /* fileno, isatty, clock_gettime */
+#define _DEFAULT_SOURCE /* fileno, isatty, clock_gettime, TIOCGWINSZ */
 #include <dlaccel.h>
 
 #include "nn/chart.h"
@@ -18,12 +25,16 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_METRICS DLA__CHART_MAX_SERIES
-#define BAR_WIDTH 30
+#define BAR_WIDTH 30 /* the bar's cells when the terminal has room */
+#define BAR_MIN 8    /* ... and the fewest worth drawing */
+#define TEXT_MIN 8   /* the caller's text is left out rather than cut shorter */
 #define TEXT_MAX 200
 
 typedef struct metric {
@@ -38,7 +49,7 @@ enum { MODE_NONE = -2, MODE_LINES = -1, MODE_BAR = 1 };
 struct dla_progress {
     FILE *stream;
     int mode;
-    int64_t total, done;
+    int64_t total, done, done0; /* done0: at the first update, where the rate starts */
     char text[TEXT_MAX + 1];
     char title[128], xlabel[64];
     int started, shown;   /* timer started; a bar line is on screen */
@@ -175,37 +186,207 @@ static void hms(char *buf, size_t size, double s)
     snprintf(buf, size, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-/* The fields bar and line share: percentage, count, elapsed and left. */
-static void fields(const dla_progress *p, char *buf, size_t size, int line)
+/* The bar's shorter form: "02:03" under an hour, "1:02:03" past it. */
+static void mss(char *buf, size_t size, double s)
 {
-    char el[32], left[32] = "";
-    double e = dla_progress_elapsed(p);
-    hms(el, sizeof el, e);
-    if (p->total && p->done > 0 && p->done < p->total)
-        hms(left, sizeof left, e / (double)p->done * (double)(p->total - p->done));
-    if (p->total)
-        snprintf(buf, size, "%3d%%  %lld/%lld  %s %s %s",
-                 (int)(100.0 * (double)p->done / (double)p->total), (long long)p->done,
-                 (long long)p->total, el, *left ? (line ? "elapsed," : "<") : (line ? "elapsed" : ""),
-                 *left ? left : "");
+    long t = s > 0 && isfinite(s) ? (long)(s + 0.5) : 0;
+    if (t < 3600)
+        snprintf(buf, size, "%02ld:%02ld", t / 60, t % 60);
     else
-        snprintf(buf, size, "%lld  %s%s", (long long)p->done, el, line ? " elapsed" : "");
-    if (line && *left)
-        strncat(buf, " left", size - strlen(buf) - 1);
+        snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* Iterations per second since the first update; 0 before a second one.
+ * The first update's iteration is left out of the count, so the trace
+ * recording of an accelerated first call does not drag the rate down for
+ * the rest of training. */
+static double rate(const dla_progress *p)
+{
+    double dt = dla_progress_elapsed(p);
+    int64_t dn = p->done - p->done0;
+    return dn > 0 && dt > 0 ? (double)dn / dt : 0.0;
+}
+
+/* "42.1 it/s", "12.5k it/s", or "3.2 s/it" when an iteration takes more
+ * than a second (tqdm's convention); "" while there is no rate yet. */
+static void rate_text(const dla_progress *p, char *buf, size_t size)
+{
+    double r = rate(p);
+    if (!(r > 0) || !isfinite(r))
+        buf[0] = '\0';
+    else if (r >= 999.5e3)
+        snprintf(buf, size, "%.1fM it/s", r / 1e6);
+    else if (r >= 999.5)
+        snprintf(buf, size, "%.1fk it/s", r / 1e3);
+    else if (r >= 99.95)
+        snprintf(buf, size, "%.0f it/s", r);
+    else if (r >= 1)
+        snprintf(buf, size, "%.1f it/s", r);
+    else
+        snprintf(buf, size, "%.1f s/it", 1.0 / r);
+}
+
+/* Seconds left at the current rate; negative when unknown. */
+static double seconds_left(const dla_progress *p)
+{
+    double r = rate(p);
+    if (!p->total || p->done >= p->total || !(r > 0))
+        return -1;
+    return (double)(p->total - p->done) / r;
+}
+
+/* The plain line's fields: percentage, count, elapsed, left and rate. */
+static void line_fields(const dla_progress *p, char *buf, size_t size)
+{
+    char el[32], left[32], r[32];
+    hms(el, sizeof el, dla_progress_elapsed(p));
+    double s = seconds_left(p);
+    rate_text(p, r, sizeof r);
+    int n;
+    if (p->total)
+        n = snprintf(buf, size, "%3d%%  %lld/%lld  %s elapsed", (int)(100.0 * (double)p->done / (double)p->total),
+                     (long long)p->done, (long long)p->total, el);
+    else
+        n = snprintf(buf, size, "%lld  %s elapsed", (long long)p->done, el);
+    if (s >= 0 && n > 0 && (size_t)n < size) {
+        hms(left, sizeof left, s);
+        n += snprintf(buf + n, size - (size_t)n, ", %s left", left);
+    }
+    if (*r && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "  %s", r);
+}
+
+/* Columns the bar line may use: the terminal's width, read again at every
+ * draw so a resized window is followed without a SIGWINCH handler (which
+ * would take the signal from the program); COLUMNS where the stream is no
+ * terminal (a forced bar), else 80. */
+static int stream_columns(FILE *f)
+{
+    struct winsize ws;
+    int fd = fileno(f);
+    if (fd >= 0 && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    char *end;
+    long v = c ? strtol(c, &end, 10) : 0;
+    if (c && end != c && *end == '\0' && v > 0 && v <= 100000)
+        return (int)v;
+    return 80;
+}
+
+/* Display columns of s's first n bytes (UTF-8: continuation bytes take
+ * none). */
+static int columns_of(const char *s, size_t n)
+{
+    int c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* Bytes of text that fit in cols columns: all of it, else up to the last
+ * field separator ("  ") that fits, else up to the last word that fits,
+ * else a cut between characters. */
+static size_t fit_text(const char *text, int cols)
+{
+    size_t n = strlen(text);
+    if (columns_of(text, n) <= cols)
+        return n;
+    size_t cut = 0;
+    for (int c = 0; text[cut] && (c < cols || ((unsigned char)text[cut] & 0xC0) == 0x80); cut++)
+        c += ((unsigned char)text[cut] & 0xC0) != 0x80;
+    for (int sep = 2; sep >= 1; sep--)
+        for (size_t i = cut + 1; i >= (size_t)sep + 1; i--) {
+            /* A separator of sep blanks ends at i - 1 (the cut itself may
+             * fall on one). */
+            int blanks = 1;
+            for (int k = 1; k <= sep; k++)
+                blanks &= text[i - 1 - (size_t)(sep - k)] == ' ';
+            if (!blanks)
+                continue;
+            size_t k = i - (size_t)sep;
+            while (k > 0 && text[k - 1] == ' ')
+                k--;
+            if (k > 0)
+                return k;
+        }
+    return cut;
+}
+
+/* The bar line for a terminal cols wide, at most cols - 1 columns (a line
+ * that fills the last column wraps at once on some terminals, and the
+ * next \r then leaves it behind as a stale line). What does not fit goes
+ * in this order: the text is shortened, the bar shrinks from BAR_WIDTH to
+ * BAR_MIN, then the times, the rate, the bar and the count are dropped. */
+static void compose_bar(const dla_progress *p, int cols, char *out, size_t size)
+{
+    char pct[16] = "", count[48], times[64] = "", r[32];
+    if (p->total)
+        snprintf(pct, sizeof pct, "%3d%%", (int)(100.0 * (double)p->done / (double)p->total));
+    if (p->total)
+        snprintf(count, sizeof count, "%lld/%lld", (long long)p->done, (long long)p->total);
+    else
+        snprintf(count, sizeof count, "%lld", (long long)p->done);
+    char el[24], left[24];
+    mss(el, sizeof el, dla_progress_elapsed(p));
+    double s = seconds_left(p);
+    if (s >= 0) {
+        mss(left, sizeof left, s);
+        snprintf(times, sizeof times, "%s < %s", el, left);
+    } else {
+        snprintf(times, sizeof times, "%s", el);
+    }
+    rate_text(p, r, sizeof r);
+
+    const int avail = cols > 1 ? cols - 1 : 1;
+    /* Levels, from everything down to the percentage (or count) alone. */
+    for (int level = 0; level < 5; level++) {
+        const int with_bar = level <= 2, with_times = level == 0, with_rate = level <= 1,
+                  with_count = level <= 3 || !p->total;
+        char fixed[192];
+        int n = snprintf(fixed, sizeof fixed, "%s", pct);
+        const char *parts[] = {with_count ? count : "", with_times ? times : "",
+                               with_rate ? r : ""};
+        for (int i = 0; i < 3; i++)
+            if (*parts[i] && n >= 0 && (size_t)n < sizeof fixed)
+                n += snprintf(fixed + n, sizeof fixed - (size_t)n, "%s%s", n ? "  " : "", parts[i]);
+        int flen = columns_of(fixed, strlen(fixed));
+        int need = flen + (with_bar ? 3 + BAR_MIN : 0);
+        if (need > avail && level < 4)
+            continue;
+        int room = avail - flen - (with_bar ? 3 + BAR_MIN : 0); /* for the text and a longer bar */
+        size_t tlen = 0;
+        if (*p->text && room >= 2 + TEXT_MIN)
+            tlen = fit_text(p->text, room - 2);
+        int tcols = tlen ? columns_of(p->text, tlen) + 2 : 0;
+        int bw = 0;
+        if (with_bar) {
+            bw = BAR_MIN + (room - tcols);
+            bw = bw > BAR_WIDTH ? BAR_WIDTH : bw;
+        }
+        char bar[BAR_WIDTH + 1];
+        int filled = p->total ? (int)((double)bw * (double)p->done / (double)p->total) : 0;
+        filled = filled > bw ? bw : filled < 0 ? 0 : filled;
+        for (int i = 0; i < bw; i++)
+            bar[i] = i < filled ? '#' : '.';
+        bar[bw] = '\0';
+        if (with_bar)
+            snprintf(out, size, "[%s] %s%s%.*s", bar, fixed, tlen ? "  " : "", (int)tlen, p->text);
+        else
+            snprintf(out, size, "%s%s%.*s", fixed, tlen ? "  " : "", (int)tlen, p->text);
+        /* The last resort on a very narrow terminal: cut the line. */
+        size_t keep = fit_text(out, avail);
+        out[keep] = '\0';
+        return;
+    }
 }
 
 static void draw_bar(dla_progress *p)
 {
-    char f[128], bar[BAR_WIDTH + 1];
-    int filled = p->total ? (int)((double)BAR_WIDTH * (double)p->done / (double)p->total) : 0;
-    if (filled > BAR_WIDTH)
-        filled = BAR_WIDTH;
-    for (int i = 0; i < BAR_WIDTH; i++)
-        bar[i] = i < filled ? '#' : '.';
-    bar[BAR_WIDTH] = '\0';
-    fields(p, f, sizeof f, 0);
+    char line[512];
+    compose_bar(p, stream_columns(p->stream), line, sizeof line);
     /* \033[K clears what a longer previous line left behind. */
-    fprintf(p->stream, "\r[%s] %s  %s\033[K", bar, f, p->text);
+    fprintf(p->stream, "\r%s\033[K", line);
     fflush(p->stream);
     p->shown = 1;
     p->last_draw = now();
@@ -213,8 +394,8 @@ static void draw_bar(dla_progress *p)
 
 static void draw_line(dla_progress *p)
 {
-    char f[128];
-    fields(p, f, sizeof f, 1);
+    char f[160];
+    line_fields(p, f, sizeof f);
     fprintf(p->stream, "[progress] %s  %s\n", f, p->text);
     fflush(p->stream);
 }
@@ -226,10 +407,16 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
     if (!p->started) {
         p->started = 1;
         p->start = now();
+        p->done0 = done;
     }
     p->done = done;
-    if (text)
+    if (text) {
         snprintf(p->text, sizeof p->text, "%s", text);
+        /* A newline or tab in it would break the one line the bar is. */
+        for (char *c = p->text; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = ' ';
+    }
     int end = p->total && done >= p->total;
     if (p->mode == MODE_BAR) {
         if (end || !p->shown || now() - p->last_draw >= 0.1)

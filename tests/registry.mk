@@ -16,7 +16,8 @@ check_LTLIBRARIES += \
 	tests/plugins/fake_abi.la \
 	tests/plugins/fake_initfail.la \
 	tests/plugins/fake_nodevice.la \
-	tests/plugins/fake_short.la
+	tests/plugins/fake_short.la \
+	tests/plugins/fake_crash.la
 tests_plugins_fake_good_la_SOURCES = tests/plugins/fake_good.c
 tests_plugins_fake_good_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
 tests_plugins_fake_nosym_la_SOURCES = tests/plugins/fake_nosym.c
@@ -29,11 +30,14 @@ tests_plugins_fake_nodevice_la_SOURCES = tests/plugins/fake_nodevice.c
 tests_plugins_fake_nodevice_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
 tests_plugins_fake_short_la_SOURCES = tests/plugins/fake_short.c
 tests_plugins_fake_short_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_fake_crash_la_SOURCES = tests/plugins/fake_crash.c
+tests_plugins_fake_crash_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/test_registry
 tests_test_registry_SOURCES = \
 	tests/test_registry.c \
 	core/registry.c core/device.h \
+	core/breadcrumb.c core/breadcrumb.h \
 	core/manifest.c core/manifest.h \
 	core/alloc.c core/alloc.h \
 	core/error.c core/error.h \
@@ -46,3 +50,14 @@ tests_test_registry_LDADD = $(JANSSON_LIBS) $(CMOCKA_LIBS) $(LIBS)
 
 TESTS += tests/test_registry tests/tool_devices.sh
 EXTRA_DIST += tests/tool_devices.sh
+
+# The DLACCEL_* values checked and named, OMP_NUM_THREADS kept sane: a
+# small program run under bad values, its stderr read.
+check_PROGRAMS += tests/env_probe
+tests_env_probe_SOURCES = tests/env_probe.c
+tests_env_probe_LDADD = libdlaccel.la
+TESTS += tests/tool_env.sh tests/tool_clean_output.sh
+
+# A plugin that crashes in its init is named at the next start.
+TESTS += tests/tool_plugin_crash.sh
+EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh tests/tool_plugin_crash.sh

@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..8"
+echo "1..9"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -75,6 +75,18 @@ with DLACCEL_PLUGIN_PATH="$tmp:$plugins" DLACCEL_LOG=debug -- \
     "manifest $tmp/broken.json: invalid JSON at line 1" \
     "cannot load library $tmp/libdlaccel-cpu2.so: " \
     "plugin 'cpu': dlopen " "calling dlaccel_plugin_init" "default device cpu:0"
+
+# The instruction set the cpu plugin's kernels run with is this CPU's
+# widest one they were written for (AVX-512, else AVX2), not the baseline
+# the plugin is compiled for (it said simd=sse2 while AVX-512 kernels ran).
+simd=
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then simd=avx512f
+elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then simd=avx2; fi
+if [ -n "$simd" ]; then
+    check "the cpu plugin reports the instruction set its kernels use ($simd)" 0 "simd=$simd;"
+else
+    n=$((n + 1)); echo "ok $n # SKIP neither AVX-512 nor AVX2 on this CPU"
+fi
 
 args=version
 check "dlaccel version prints the library and ABI versions" 0 "dlaccel " "(plugin ABI 1."

@@ -8,3 +8,21 @@ tests_test_train_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_train_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_train tests/train_on_testmem.sh
 EXTRA_DIST += tests/train_on_testmem.sh
+
+# The progress display's lines at several terminal widths and through a
+# pipe; tool_progress_tty.sh draws it in a real terminal (tmux).
+check_PROGRAMS += tests/test_progress
+tests_test_progress_SOURCES = tests/test_progress.c
+tests_test_progress_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_progress_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_progress
+check_PROGRAMS += tests/progress_tty
+tests_progress_tty_SOURCES = tests/progress_tty.c
+tests_progress_tty_LDADD = libdlaccel.la
+TESTS += tests/tool_progress_tty.sh
+EXTRA_DIST += tests/tool_progress_tty.sh
+
+# examples/cnn_fmnist's exit status and messages on a missing, corrupt or
+# half-installed dataset.
+TESTS += tests/tool_example_data.sh
+EXTRA_DIST += tests/tool_example_data.sh

@@ -61,10 +61,17 @@ extern "C" {
  *     dla_progress_free(p);
  *
  * The bar. On a terminal (the stream is a tty) one line is redrawn in
- * place: "[#######.............]  35%  812/2340  00:00:19 < 00:00:35  text".
+ * place, at most ten times a second:
+ * "[#######.............]  35%  812/2340  00:19 < 00:35  42.1 it/s  text"
+ * (elapsed < left, then iterations per second since the first update, or
+ * seconds per iteration below one a second). The line is fitted to the
+ * terminal's width, read at every draw (COLUMNS, else 80, when the stream
+ * is not a terminal but the bar is forced): the text is shortened first,
+ * then the bar, then the times, the rate and the count are left out.
  * Elsewhere (a pipe, a file, a log) nothing is redrawn: a plain line with
- * the same fields is written when the progress crosses each tenth of the
- * total, and at the end. Lines written with dla_progress_printf go above
+ * the same fields ("00:00:19 elapsed, 00:00:35 left  42.1 it/s  text") is
+ * written when the progress crosses each tenth of the total, and at the
+ * end. Lines written with dla_progress_printf go above
  * the bar (the bar is cleared and redrawn around them), so a table and a
  * bar share a terminal.
  *

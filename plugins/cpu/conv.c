@@ -20,6 +20,7 @@
  * outside x reads as zero, and out_size is taken as given.
  */
 #define _GNU_SOURCE /* secure_getenv */
+#include "core/env_choice.h"
 #include "plugins/cpu/conv_impl.h"
 #include "plugins/cpu/strided.h"
 
@@ -220,10 +221,16 @@ void dla__cpu_conv_scratch_free(dla_mem mem)
     dla__cpu_mem_free(NULL, mem);
 }
 
+int dla__cpu_conv_env(void)
+{
+    static const char *const values[] = {"im2col", "direct", NULL};
+    static atomic_int warned;
+    return dla__env_choice("DLACCEL_CPU_CONV", values, &warned, dla__cpu_host->log);
+}
+
 int dla__cpu_conv_direct_usable(void)
 {
-    const char *force = secure_getenv("DLACCEL_CPU_CONV");
-    if (force && strcmp(force, "im2col") == 0)
+    if (dla__cpu_conv_env() == DLA__CONV_IM2COL)
         return 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();

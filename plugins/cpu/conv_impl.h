@@ -64,5 +64,10 @@ void dla__cpu_conv_scratch_free(dla_mem mem);
 /* Nonzero when this CPU runs the direct kernels and the environment does
  * not turn them off (DLACCEL_CPU_CONV=im2col). */
 int dla__cpu_conv_direct_usable(void);
+/* DLACCEL_CPU_CONV, read at each call (tests and the benchmark change it):
+ * DLA__CONV_IM2COL, DLA__CONV_DIRECT, or -1 (unset; an unknown value is
+ * warned about once and counts as unset). */
+enum { DLA__CONV_IM2COL = 0, DLA__CONV_DIRECT = 1 };
+int dla__cpu_conv_env(void);
 
 #endif

@@ -29,7 +29,6 @@
  * are. The outputs come back as four planes the same way and are
  * interleaved into rows.
  */
-#define _GNU_SOURCE /* secure_getenv */
 #include "plugins/cpu/conv_avx512.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -335,8 +334,7 @@ static void pass_image(const pass *q, const geom *g, const float *u, int64_t b, 
 
 static int enabled(void)
 {
-    const char *force = secure_getenv("DLACCEL_CPU_CONV");
-    return !(force && strcmp(force, "direct") == 0);
+    return dla__cpu_conv_env() != DLA__CONV_DIRECT;
 }
 
 dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)

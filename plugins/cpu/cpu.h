@@ -22,6 +22,22 @@
 /* Set once by dlaccel_plugin_init; valid until the process ends. */
 extern const dla_plugin_host *dla__cpu_host;
 
+/* ---- threads.c: the team size, clamped when OMP_NUM_THREADS is absurd ---- */
+/* 0: OpenMP's count is used as is; else the most threads a team may have. */
+extern int dla__cpu_threads_limit;
+/* Whether the calling thread's team size has been checked. */
+extern _Thread_local int dla__cpu_threads_done;
+/* At plugin init: computes the limit, warns and clamps the calling thread. */
+void dla__cpu_threads_init(void);
+/* Clamps the calling thread's team size (omp_set_num_threads is per thread). */
+void dla__cpu_threads_apply(void);
+/* At every entry point that may start a team or report its size. */
+static inline void dla__cpu_threads_check(void)
+{
+    if (!dla__cpu_threads_done)
+        dla__cpu_threads_apply();
+}
+
 /* memcpy split over the OpenMP team when it is large. */
 void dla__cpu_memcpy(void *dst, const void *src, size_t bytes);
 

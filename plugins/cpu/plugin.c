@@ -104,9 +104,20 @@ static void cpu_model(char *buf, size_t size)
     fclose(f);
 }
 
-/* The widest vector extension the kernels were compiled for. */
+/* The widest vector extension the kernels run with on this CPU. The
+ * plugin is compiled for the baseline (no -march), and its AVX-512 and
+ * AVX2 kernels (convolutions, thin GEMM, fused programs, sums) are picked
+ * at run time, so the compile-time macros alone said "sse2" while
+ * AVX-512 kernels ran. */
 static const char *simd_name(void)
 {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return "avx512f";
+    if (__builtin_cpu_supports("avx2"))
+        return "avx2";
+#endif
 #if defined(__AVX512F__)
     return "avx512f";
 #elif defined(__AVX2__)
@@ -132,6 +143,7 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
         return dla__cpu_host->error(
             DLA_ERR_INVALID_ARGUMENT,
             "cpu device_info: argument index: %d, the plugin has device 0 only", index);
+    dla__cpu_threads_check();
     dla_plugin_device_info mine;
     memset(&mine, 0, sizeof mine);
     cpu_model(mine.description, sizeof mine.description);
@@ -209,6 +221,40 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     }
 }
 
+/* Every entry point that may start an OpenMP team first makes sure the
+ * calling thread's team size is within the limit (threads.c). */
+#define CHECKED(name, params, args)                                                                \
+    static dla_status checked_##name params                                                        \
+    {                                                                                              \
+        dla__cpu_threads_check();                                                                  \
+        return dla__cpu_##name args;                                                               \
+    }
+CHECKED(copy_to_device, (void *dev, dla_mem dst, size_t off, const void *src, size_t bytes),
+        (dev, dst, off, src, bytes))
+CHECKED(copy_to_host, (void *dev, void *dst, dla_mem src, size_t off, size_t bytes),
+        (dev, dst, src, off, bytes))
+CHECKED(copy_on_device, (void *dev, dla_mem dst, size_t doff, dla_mem src, size_t soff, size_t bytes),
+        (dev, dst, doff, src, soff, bytes))
+CHECKED(fill, (void *dev, const dla_view *y, double value), (dev, y, value))
+CHECKED(strided_copy, (void *dev, const dla_view *y, const dla_view *x), (dev, y, x))
+CHECKED(cast, (void *dev, const dla_view *y, const dla_view *x), (dev, y, x))
+CHECKED(unary, (void *dev, const dla_unary_args *a), (dev, a))
+CHECKED(binary, (void *dev, const dla_binary_args *a), (dev, a))
+CHECKED(ternary, (void *dev, const dla_ternary_args *a), (dev, a))
+CHECKED(reduce, (void *dev, const dla_reduce_args *a), (dev, a))
+CHECKED(gemm, (void *dev, const dla_gemm_args *a), (dev, a))
+CHECKED(pool_forward, (void *dev, const dla_pool_args *a), (dev, a))
+CHECKED(pool_backward, (void *dev, const dla_pool_args *a), (dev, a))
+CHECKED(gather, (void *dev, const dla_index_args *a), (dev, a))
+CHECKED(scatter_add, (void *dev, const dla_index_args *a), (dev, a))
+CHECKED(conv_forward, (void *dev, const dla_conv_args *a), (dev, a))
+CHECKED(conv_backward_data, (void *dev, const dla_conv_args *a), (dev, a))
+CHECKED(conv_backward_filter, (void *dev, const dla_conv_args *a), (dev, a))
+CHECKED(fused, (void *dev, const dla_fused_args *a), (dev, a))
+CHECKED(fused_reduce, (void *dev, const dla_fused_reduce_args *a), (dev, a))
+CHECKED(random, (void *dev, const dla_random_args *a), (dev, a))
+#undef CHECKED
+
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
 {
     /* Without the ABI 1.0 host members there is no way to say why. */
@@ -226,6 +272,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
             DLA_ERR_PLUGIN,
             "cpu plugin: argument table: struct_size %zu cannot hold the ABI version", host_size);
     dla__cpu_host = host;
+    dla__cpu_threads_init();
 
     const size_t size = host_size < sizeof(dla_plugin) ? host_size : sizeof(dla_plugin);
     const dla_plugin mine = {
@@ -239,32 +286,32 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .shutdown = dla__cpu_cache_flush,
         .mem_alloc = dla__cpu_mem_alloc,
         .mem_free = dla__cpu_mem_free,
-        .copy_to_device = dla__cpu_copy_to_device,
-        .copy_to_host = dla__cpu_copy_to_host,
-        .copy_on_device = dla__cpu_copy_on_device,
+        .copy_to_device = checked_copy_to_device,
+        .copy_to_host = checked_copy_to_host,
+        .copy_on_device = checked_copy_on_device,
         .sync = NULL,
         .supports = supports,
-        .fill = dla__cpu_fill,
-        .strided_copy = dla__cpu_strided_copy,
-        .unary = dla__cpu_unary,
-        .binary = dla__cpu_binary,
-        .reduce = dla__cpu_reduce,
-        .gemm = dla__cpu_gemm,
-        .cast = dla__cpu_cast,
-        .ternary = dla__cpu_ternary,
-        .pool_forward = dla__cpu_pool_forward,
-        .pool_backward = dla__cpu_pool_backward,
-        .gather = dla__cpu_gather,
-        .scatter_add = dla__cpu_scatter_add,
-        .conv_forward = dla__cpu_conv_forward,
-        .conv_backward_data = dla__cpu_conv_backward_data,
-        .conv_backward_filter = dla__cpu_conv_backward_filter,
-        .fused = dla__cpu_fused,
-        .fused_reduce = dla__cpu_fused_reduce,
+        .fill = checked_fill,
+        .strided_copy = checked_strided_copy,
+        .unary = checked_unary,
+        .binary = checked_binary,
+        .reduce = checked_reduce,
+        .gemm = checked_gemm,
+        .cast = checked_cast,
+        .ternary = checked_ternary,
+        .pool_forward = checked_pool_forward,
+        .pool_backward = checked_pool_backward,
+        .gather = checked_gather,
+        .scatter_add = checked_scatter_add,
+        .conv_forward = checked_conv_forward,
+        .conv_backward_data = checked_conv_backward_data,
+        .conv_backward_filter = checked_conv_backward_filter,
+        .fused = checked_fused,
+        .fused_reduce = checked_fused_reduce,
         /* ABI 1.3: no plan hooks (plan_begin, plan_end NULL): every call
          * already finishes before it returns, so a plan has nothing to
          * wait for at its end. */
-        .random = dla__cpu_random,
+        .random = checked_random,
     };
     /* Members past the host's struct_size are not there to be written. */
     memcpy(table, &mine, size);

@@ -23,6 +23,7 @@
  * enqueue on the device's queue like every kernel of the plugin.
  */
 #define _GNU_SOURCE /* secure_getenv */
+#include "core/env_choice.h"
 #include "plugins/opencl/ocl.h"
 
 #include <dlfcn.h>
@@ -93,11 +94,13 @@ int dla__ocl_clblast_available(void)
 
 int dla__ocl_clblast_wants(const dla__ocl_device *d, const dla_gemm_args *g)
 {
-    const char *policy = secure_getenv("DLACCEL_OPENCL_GEMM");
-    if (d->clblast_off || (policy && strcmp(policy, "own") == 0) || g->m == 0 || g->n == 0 ||
-        g->k == 0 || g->alpha == 0.0 || !dla__ocl_clblast_available())
+    static const char *const values[] = {"own", "clblast", NULL};
+    static atomic_int warned;
+    const int policy = dla__env_choice("DLACCEL_OPENCL_GEMM", values, &warned, dla__ocl_host->log);
+    if (d->clblast_off || policy == 0 || g->m == 0 || g->n == 0 || g->k == 0 || g->alpha == 0.0 ||
+        !dla__ocl_clblast_available())
         return 0;
-    if (policy && strcmp(policy, "clblast") == 0)
+    if (policy == 1)
         return 1;
     return (double)g->m * (double)g->n * (double)g->k >= (double)CLBLAST_MIN;
 }

@@ -22,6 +22,7 @@
  * holds the second register summed, which the sum's source reads.
  */
 #define _GNU_SOURCE /* secure_getenv */
+#include "core/env_choice.h"
 #include "plugins/opencl/ocl.h"
 
 #include <stdio.h>
@@ -271,12 +272,10 @@ void dla__ocl_fused_release(dla__ocl_device *d)
  * COMPILE_AFTER runs. */
 static int compile_policy(void)
 {
-    const char *v = secure_getenv("DLACCEL_OPENCL_FUSED");
-    if (v && strcmp(v, "interpret") == 0)
-        return 0;
-    if (v && strcmp(v, "compile") == 0)
-        return 1;
-    return COMPILE_AFTER;
+    static const char *const values[] = {"interpret", "compile", NULL};
+    static atomic_int warned;
+    const int v = dla__env_choice("DLACCEL_OPENCL_FUSED", values, &warned, dla__ocl_host->log);
+    return v < 0 ? COMPILE_AFTER : v;
 }
 
 /* The compiled kernel of k, or NULL to interpret (not yet seen enough, or

@@ -25,6 +25,7 @@
  * buffer hold a second half for its sums.
  */
 #define _GNU_SOURCE /* secure_getenv */
+#include "core/env_choice.h"
 #include "plugins/opencl/ocl.h"
 
 #include <math.h>
@@ -234,11 +235,11 @@ static void split_dims(fr *f, const dla_fused_reduce_args *r, int pair)
  * run both on PoCL). */
 static int in_runs(const dla__ocl_device *d, int64_t inner)
 {
-    const char *v = secure_getenv("DLACCEL_OPENCL_FUSED_REDUCE");
-    if (v && strcmp(v, "runs") == 0)
-        return 1;
-    if (v && strcmp(v, "lanes") == 0)
-        return 0;
+    static const char *const values[] = {"runs", "lanes", NULL};
+    static atomic_int warned;
+    const int v = dla__env_choice("DLACCEL_OPENCL_FUSED_REDUCE", values, &warned, dla__ocl_host->log);
+    if (v >= 0)
+        return v == 0;
     return d->cpu && inner >= RUN_MIN;
 }
 

@@ -1,0 +1,65 @@
+/*
+ * threads.c - the size of the cpu plugin's OpenMP teams, kept sane.
+ *
+ * Why: OMP_NUM_THREADS is read by the OpenMP runtime, not by us, and
+ * libgomp takes any value: with OMP_NUM_THREADS=100000 the first parallel
+ * region of a kernel crashes inside libgomp (its team set-up overruns the
+ * stack), with nothing that names the cause. More threads than a few per
+ * CPU only make each kernel wait for descheduled teammates anyway.
+ *
+ * The limit is four threads per CPU this process may run on, and never
+ * less than MIN_LIMIT. omp_set_num_threads() sets the team size of the
+ * calling thread only, so the plugin's entry points (plugin.c) call
+ * dla__cpu_threads_check() first, which clamps each calling thread once.
+ * Nothing is changed when the request is within the limit.
+ */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include "plugins/cpu/cpu.h"
+
+#include <omp.h>
+#include <sched.h>
+#include <unistd.h>
+
+#define PER_CPU 4
+#define MIN_LIMIT 64
+
+int dla__cpu_threads_limit;
+_Thread_local int dla__cpu_threads_done;
+
+/* CPUs this process may run on (its affinity mask), else those online. */
+static int cpus_available(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+void dla__cpu_threads_init(void)
+{
+    const int cpus = cpus_available();
+    int limit = cpus > (1 << 20) / PER_CPU ? (1 << 20) : cpus * PER_CPU;
+    if (limit < MIN_LIMIT)
+        limit = MIN_LIMIT;
+    const int asked = omp_get_max_threads();
+    if (asked <= limit) {
+        dla__cpu_threads_limit = 0;
+        return;
+    }
+    dla__cpu_threads_limit = limit;
+    if (dla__cpu_host->log)
+        dla__cpu_host->log(DLA_LOG_WARN,
+                           "OMP_NUM_THREADS asks for %d threads; using %d (%d per CPU for the %d "
+                           "CPU%s this process may use, at least %d): more crash the OpenMP "
+                           "runtime or only wait for each other",
+                           asked, limit, PER_CPU, cpus, cpus == 1 ? "" : "s", MIN_LIMIT);
+    dla__cpu_threads_apply();
+}
+
+void dla__cpu_threads_apply(void)
+{
+    dla__cpu_threads_done = 1;
+    if (dla__cpu_threads_limit > 0 && omp_get_max_threads() > dla__cpu_threads_limit)
+        omp_set_num_threads(dla__cpu_threads_limit);
+}

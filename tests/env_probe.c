@@ -1,0 +1,54 @@
+/*
+ * env_probe.c - runs a little of everything the DLACCEL_* tuning variables
+ * steer: an accelerated function replayed (a plan: DLACCEL_PLAN), with a
+ * convolution (DLACCEL_CPU_CONV), a matrix product (DLACCEL_OPENCL_GEMM)
+ * an elementwise chain (DLACCEL_OPENCL_FUSED) and a layer normalization,
+ * whose statistics are one summed pass (DLACCEL_OPENCL_FUSED_REDUCE), on
+ * the default device. tests/tool_env.sh
+ * runs it with values set and reads what the library says on stderr.
+ * Prints "probe: ok" and exits 0 when every call succeeded.
+ */
+#include <dlaccel.h>
+#include <stdio.h>
+
+static dla_status body(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y = dla_conv(in[0], in[1], NULL, NULL);
+    dla_tensor *z = dla_relu(dla_affine(dla_mul(y, y), 2.0, 1.0));
+    z = dla_layernorm(z, in[4], in[5], NULL);
+    dla_tensor *m = dla_exp(dla_affine(dla_mtimes(in[2], in[3]), 0.01, 0.0));
+    out[0] = dla_add(dla_sum(z, 0, NULL), dla_sum(m, 0, NULL));
+    return dla_tensor_status(out[0]);
+}
+
+int main(void)
+{
+    dla_rng_seed(1);
+    dla_tensor *in[6] = {
+        dla_randn(DLA_F32, "SSCB", 4, (const int64_t[]){12, 12, 16, 2}),
+        dla_randn(DLA_F32, "", 4, (const int64_t[]){3, 3, 16, 16}),
+        dla_randn(DLA_F32, "", 2, (const int64_t[]){64, 64}),
+        dla_randn(DLA_F32, "", 2, (const int64_t[]){64, 64}),
+        dla_randn(DLA_F32, "", 1, (const int64_t[]){16}),
+        dla_randn(DLA_F32, "", 1, (const int64_t[]){16}),
+    };
+    dla_accel *af = dla_accelerate(body, &(dla_accel_options){.name = "probe"});
+    int bad = !af;
+    for (int i = 0; i < 6 && !bad; i++)
+        bad = dla_tensor_status(in[i]) != DLA_OK;
+    for (int call = 0; call < 3 && !bad; call++) {
+        dla_tensor *out;
+        bad = dla_accel_call(af, NULL, 6, in, 1, &out) != DLA_OK;
+        if (!bad)
+            dla_tensor_release(out);
+    }
+    if (bad)
+        fprintf(stderr, "probe: %s\n", dla_last_error());
+    else
+        printf("probe: ok\n");
+    dla_accel_free(af);
+    for (int i = 0; i < 6; i++)
+        dla_tensor_release(in[i]);
+    return bad;
+}

@@ -1,0 +1,249 @@
+/*
+ * test_progress.c - the progress display's lines: on a terminal the bar
+ * fits the terminal's width at every draw (no line that wraps and stays
+ * behind as a stale line), follows a change of width, and shows the rate;
+ * through a pipe it is plain lines with the rate.
+ *
+ * A memory stream is no terminal, so the width comes from COLUMNS, the
+ * fallback the display uses where TIOCGWINSZ does not answer (the bar is
+ * forced with .bar = 1). tests/tool_progress_tty.sh checks a real
+ * terminal (tmux) as well.
+ */
+#define _GNU_SOURCE /* open_memstream */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dlaccel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LONG_TEXT "epoch 12/30  loss 0.4213  accuracy 85.2%  validation 0.3917  learn rate 0.01"
+
+typedef struct sink {
+    FILE *f;
+    char *text;
+    size_t len;
+} sink;
+
+static void sink_open(sink *s)
+{
+    s->text = NULL;
+    s->len = 0;
+    s->f = open_memstream(&s->text, &s->len);
+    assert_non_null(s->f);
+}
+
+static char *sink_text(sink *s)
+{
+    fclose(s->f);
+    return s->text;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The columns each line of text takes (a line: what lies between \r or
+ * \n, without the escape sequences). Fails when one is wider than max;
+ * returns the number of non-empty lines and copies the last bar drawn
+ * (the last line with text before an escape sequence: a draw ends with
+ * "\033[K") to last. */
+static int check_widths(const char *text, int max, char *last, size_t size)
+{
+    int lines = 0, cols = 0, drawn = 0;
+    char cur[1024];
+    size_t n = 0;
+    *last = '\0';
+    for (const char *p = text;; p++) {
+        if (*p == '\r' || *p == '\n' || *p == '\0') {
+            if (cols > max)
+                fail_msg("a line of %d columns on a terminal of %d: \"%.*s\"", cols, max + 1,
+                         (int)n, cur);
+            if (n && drawn)
+                snprintf(last, size, "%.*s", (int)n, cur);
+            lines += n > 0;
+            if (!*p)
+                break;
+            cols = 0;
+            n = 0;
+            drawn = 0;
+            continue;
+        }
+        if (*p == '\033') { /* CSI: ESC [ parameters final-byte */
+            drawn = n > 0;
+            p++;
+            if (*p == '[')
+                while (p[1] && !(p[1] >= '@' && p[1] <= '~'))
+                    p++;
+            p++;
+            continue;
+        }
+        cols += ((unsigned char)*p & 0xC0) != 0x80;
+        if (n < sizeof cur)
+            cur[n++] = *p;
+    }
+    return lines;
+}
+
+/* 20 updates with a long text on a forced bar at COLUMNS=width, a line
+ * printed above the bar, and the end. */
+static char *draw_at(int width, int total, const char *text)
+{
+    char cols[16];
+    snprintf(cols, sizeof cols, "%d", width);
+    setenv("COLUMNS", cols, 1);
+    sink s;
+    sink_open(&s);
+    dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = s.f, .bar = 1,
+                                                                  .total = total});
+    assert_non_null(p);
+    for (int i = 1; i <= 20; i++) {
+        pause_ms(2);
+        dla_progress_update(p, i * total / 20, text);
+        if (i == 10 && width >= 10)
+            dla_progress_printf(p, "halfway");
+    }
+    dla_progress_finish(p, width >= 10 ? "done" : NULL);
+    dla_progress_free(p);
+    unsetenv("COLUMNS");
+    return sink_text(&s);
+}
+
+static void bar_fits_the_width_and_shows_the_rate(void **state)
+{
+    (void)state;
+    static const int widths[] = {40, 80, 120};
+    for (int w = 0; w < 3; w++) {
+        char *text = draw_at(widths[w], 2340, LONG_TEXT);
+        char last[1024];
+        int lines = check_widths(text, widths[w] - 1, last, sizeof last);
+        assert_true(lines >= 3);
+        /* The last draw: complete, with the rate and the count. */
+        assert_non_null(strstr(last, "100%"));
+        assert_non_null(strstr(last, "2340/2340"));
+        assert_non_null(strstr(last, " it/s"));
+        /* Only the printed line, the end of the bar and "done" end lines:
+         * a redraw never leaves one behind. */
+        int newlines = 0;
+        for (const char *c = text; *c; c++)
+            newlines += *c == '\n';
+        assert_int_equal(newlines, 3);
+        assert_non_null(strstr(text, "\r\033[Khalfway\n\r["));
+        if (widths[w] >= 80) /* the text, shortened at a field boundary */
+            assert_non_null(strstr(last, "epoch 12/30  loss 0.4213"));
+        if (widths[w] >= 120) /* and the elapsed time */
+            assert_non_null(strstr(last, "100%  2340/2340  00:00  "));
+        if (widths[w] >= 120)
+            assert_non_null(strstr(last, "validation 0.3917"));
+        free(text);
+    }
+}
+
+static void bar_degrades_on_narrow_terminals(void **state)
+{
+    (void)state;
+    for (int width = 1; width <= 60; width += 3) {
+        char *text = draw_at(width, 100000, LONG_TEXT);
+        char last[1024];
+        check_widths(text, width > 1 ? width - 1 : 1, last, sizeof last);
+        if (width >= 16)
+            assert_non_null(strstr(last, "100%"));
+        free(text);
+    }
+    /* A control character in the text does not break the line. */
+    char *nl = draw_at(80, 100, "epoch 1\nloss\t0.5\r");
+    char nl_last[1024];
+    check_widths(nl, 79, nl_last, sizeof nl_last);
+    assert_non_null(strstr(nl_last, "epoch 1 loss 0.5"));
+    int newlines = 0;
+    for (const char *c = nl; *c; c++)
+        newlines += *c == '\n';
+    assert_int_equal(newlines, 3); /* "halfway", the bar's end, "done" */
+    free(nl);
+    /* A UTF-8 text is cut between characters, never inside one. */
+    char *text = draw_at(60, 100, "époque 1/3  perte 0.42  précision 85%  validation 0.39");
+    char last[1024];
+    check_widths(text, 59, last, sizeof last);
+    assert_non_null(strstr(last, "époque 1/3"));
+    free(text);
+}
+
+static void bar_follows_a_change_of_width(void **state)
+{
+    (void)state;
+    sink s;
+    sink_open(&s);
+    setenv("COLUMNS", "120", 1);
+    dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = s.f, .bar = 1,
+                                                                  .total = 100});
+    dla_progress_update(p, 1, LONG_TEXT);
+    pause_ms(2);
+    dla_progress_update(p, 50, LONG_TEXT);
+    fflush(s.f);
+    size_t before = s.len;
+    setenv("COLUMNS", "50", 1);
+    dla_progress_printf(p, "resized"); /* redraws the bar below it */
+    dla_progress_finish(p, NULL);
+    dla_progress_free(p);
+    unsetenv("COLUMNS");
+    char *text = sink_text(&s);
+    char last[1024];
+    assert_true(check_widths(text, 119, last, sizeof last) >= 2);
+    check_widths(text + before, 49, last, sizeof last);
+    assert_non_null(strstr(last, "100%") ? last : strstr(last, "50%"));
+    free(text);
+}
+
+static void pipe_gets_plain_lines_with_the_rate(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    FILE *w = fdopen(fds[1], "w");
+    assert_non_null(w);
+    setenv("COLUMNS", "40", 1); /* not a terminal: no width applies */
+    dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = w, .total = 40});
+    for (int i = 1; i <= 40; i++) {
+        pause_ms(1);
+        dla_progress_update(p, i, LONG_TEXT);
+    }
+    dla_progress_finish(p, NULL);
+    dla_progress_free(p);
+    unsetenv("COLUMNS");
+    fclose(w);
+    char buf[8192];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof buf - 1 && (got = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)got;
+    buf[n] = '\0';
+    close(fds[0]);
+    assert_null(strchr(buf, '\r'));
+    assert_null(strchr(buf, '\033'));
+    int lines = 0;
+    for (char *c = buf; *c; c++)
+        lines += *c == '\n';
+    assert_int_equal(lines, 11); /* the first update, then each tenth */
+    const char *last = strstr(buf, "[progress] 100%  40/40  00:00:00 elapsed");
+    assert_non_null(last);
+    assert_non_null(strstr(last, " it/s  " LONG_TEXT "\n"));
+    assert_non_null(strstr(buf, "left"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bar_fits_the_width_and_shows_the_rate),
+        cmocka_unit_test(bar_degrades_on_narrow_terminals),
+        cmocka_unit_test(bar_follows_a_change_of_width),
+        cmocka_unit_test(pipe_gets_plain_lines_with_the_rate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

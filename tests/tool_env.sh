@@ -1,0 +1,82 @@
+#!/bin/sh
+# The environment as a user sets it, wrongly: a DLACCEL_* variable with a
+# value outside its fixed set is named once on stderr with the value and
+# the accepted values (and the default applies), and an absurd
+# OMP_NUM_THREADS is clamped with a warning instead of crashing inside the
+# OpenMP runtime. Runs tests/env_probe, which touches what each variable
+# steers. Speaks TAP.
+probe="$DLA_TEST_BUILDDIR/tests/env_probe"
+tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-env-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CPU_CONV \
+    DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE
+opencl=no
+if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
+    DLACCEL_DEVICE=opencl "$tool" devices >/dev/null 2>&1; then
+    opencl=yes
+fi
+
+echo "1..6"
+n=0
+# run VAR=VALUE...: the probe with those variables, output in $tmp/out.
+run() {
+    env "$@" "$probe" >"$tmp/out" 2>&1
+    status=$?
+}
+# verdict DESCRIPTION PATTERN...: ok when the probe exited 0 and printed
+# "probe: ok", and each pattern is on exactly one line of the output.
+verdict() {
+    n=$((n + 1)); what=$1; shift
+    ok=yes
+    [ "$status" -eq 0 ] || { echo "# exit status $status"; ok=no; }
+    grep -q "^probe: ok" "$tmp/out" || { echo "# no 'probe: ok'"; ok=no; }
+    for pattern in "$@"; do
+        c=$(grep -cF -- "$pattern" "$tmp/out")
+        [ "$c" -eq 1 ] || { echo "# '$pattern' on $c lines, expected 1"; ok=no; }
+    done
+    if [ $ok = yes ]; then echo "ok $n - $what"; else
+        sed 's/^/#   /' "$tmp/out"; echo "not ok $n - $what"; fi
+}
+
+run DLACCEL_PLAN=of DLACCEL_CPU_CONV=Direct
+verdict "unknown DLACCEL_PLAN and DLACCEL_CPU_CONV values are named once with the accepted ones" \
+    "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no)" \
+    "dlaccel[warn]: cpu: DLACCEL_CPU_CONV=Direct is not one of its values (im2col, direct)"
+
+run DLACCEL_LOG=verbose
+verdict "an unknown DLACCEL_LOG value is named, and warn applies" \
+    "DLACCEL_LOG=verbose is not one of its values (none, error, warn, info, debug, any case); warn applies"
+
+run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col
+n=$((n + 1))
+if [ "$status" -eq 0 ] && ! grep -q "not one of its values" "$tmp/out"; then
+    echo "ok $n - accepted values say nothing"
+else
+    sed 's/^/#   /' "$tmp/out"; echo "not ok $n - accepted values say nothing"
+fi
+
+if [ $opencl = yes ]; then
+    run DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
+        DLACCEL_DEVICE=opencl DLACCEL_OPENCL_GEMM=mine DLACCEL_OPENCL_FUSED=always \
+        DLACCEL_OPENCL_FUSED_REDUCE=rows
+    verdict "unknown DLACCEL_OPENCL_* values are named once with the accepted ones" \
+        "dlaccel[warn]: opencl: DLACCEL_OPENCL_GEMM=mine is not one of its values (own, clblast)" \
+        "dlaccel[warn]: opencl: DLACCEL_OPENCL_FUSED=always is not one of its values (interpret, compile)" \
+        "dlaccel[warn]: opencl: DLACCEL_OPENCL_FUSED_REDUCE=rows is not one of its values (runs, lanes)"
+else
+    n=$((n + 1)); echo "ok $n # SKIP no OpenCL device"
+fi
+
+# Before the clamp this died with SIGSEGV inside libgomp's team start.
+run OMP_NUM_THREADS=100000
+verdict "OMP_NUM_THREADS=100000 is clamped with a warning, not a crash" \
+    "cpu: OMP_NUM_THREADS asks for 100000 threads; using "
+
+OMP_NUM_THREADS=100000 "$tool" devices >"$tmp/out" 2>&1
+n=$((n + 1))
+if grep -q "threads=100000" "$tmp/out" || ! grep -q "threads=" "$tmp/out"; then
+    sed 's/^/#   /' "$tmp/out"; echo "not ok $n - dlaccel devices shows the clamped thread count"
+else
+    echo "ok $n - dlaccel devices shows the clamped thread count"
+fi
