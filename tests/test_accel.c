@@ -556,6 +556,12 @@ static void test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly(
     assert_int_equal(dla_accel_occupancy(acc), 2);
     assert_int_equal(dla_feval(net_loss, narrow, 2, (dla_tensor *[]){x, t}, 1 + nl, ref), DLA_OK);
     assert_true(tu_close(dla_tensor_item(out[0], 0), dla_tensor_item(ref[0], 0), 1e-5));
+    /* Without the ctx kind the learnables would be baked: refused. */
+    dla_accel *baked = dla_accelerate(net_loss, &(dla_accel_options){.name = "baked"});
+    assert_int_equal(dla_accel_feval(baked, slow, 2, (dla_tensor *[]){x, t}, 1 + nl, out),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_accel_options.ctx_kind = dla_net_accel_kind()"));
+    dla_accel_free(baked);
     /* A network that is not initialized is refused, naming it. */
     dla_net *empty = dla_net_create(0, NULL);
     assert_int_equal(dla_accel_feval(acc, empty, 2, (dla_tensor *[]){x, t}, 1 + nl, out), DLA_ERR_STATE);
