@@ -202,6 +202,8 @@ static dla_status make_key(dla_accel *af, void *ctx, int grad, int nuser, int ni
     k->nstruct = k->nbytes;
     if (st == DLA_OK && (af->keyfn || !af->kind))
         st = key_bytes(k, af->keyfn, ctx);
+    if (st == DLA_OK && !k->bytes && !(k->bytes = dla__malloc(1))) /* never NULL for memcmp */
+        st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
     if (st != DLA_OK)
         key_free(k);
     return st;
@@ -472,7 +474,7 @@ static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_
     if (!af->kind)
         return DLA_OK;
     const char *name = af->kind->name ? af->kind->name : "structured";
-    int n = af->kind->tensors(ctx, cap > nin ? cap - nin : 0, room + nin);
+    int n = af->kind->tensors(ctx, cap > nin ? cap - nin : 0, cap > nin ? room + nin : NULL);
     if (n < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", dla_last_error());

@@ -146,7 +146,9 @@ DLA_API int dla_accel_enabled(const dla_accel *af);
  * is never evicted by it. */
 DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size);
 DLA_API int dla_accel_cache_size(const dla_accel *af);
-/* Percent of calls (since creation or dla_accel_clear) served by a trace. */
+/* Percent of calls (since creation or dla_accel_clear) served by a trace.
+ * This, Occupancy and dla_accel_describe may be read while other threads
+ * call af (they read under its lock). */
 DLA_API double dla_accel_hit_rate(const dla_accel *af);
 /* Traces held now. */
 DLA_API int dla_accel_occupancy(const dla_accel *af);
@@ -163,7 +165,9 @@ DLA_API double dla_accel_check_tolerance(const dla_accel *af);
 DLA_API void dla_accel_clear(dla_accel *af);
 
 /* Why the last call was not served by a trace ("first call", "input 2 dims
- * 28x28x1x128 -> 28x28x1x64"); "" when it was. Valid until the next call
+ * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) structure changed (...)",
+ * "constant 1 (16x2 single), made outside the function and baked into its
+ * trace, is held only by the trace now: ..."); "" when it was. Valid until the next call
  * on af from any thread. Also logged at DLACCEL_LOG=info. */
 DLA_API const char *dla_accel_last_miss(const dla_accel *af);
 /* The message of the last failed check ("" when none failed). */
