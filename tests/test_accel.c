@@ -576,6 +576,79 @@ static void test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly(
     dla_net_free(slow);
 }
 
+/* A struct of one's own: a network and a scale the function reads. Its
+ * kind lists the network's tensors; the scale joins the key by value. */
+typedef struct scaled_net {
+    dla_net *net;
+    double scale;
+} scaled_net;
+
+static int scaled_net_tensors(void *value, int cap, dla_tensor **tensors)
+{
+    return dla_net_accel_kind()->tensors(((scaled_net *)value)->net, cap, tensors);
+}
+
+static size_t scaled_net_structure(void *value, void *buf, size_t size)
+{
+    return dla_net_accel_kind()->key(((scaled_net *)value)->net, buf, size);
+}
+
+static size_t scaled_net_scale(void *value, void *buf, size_t size)
+{
+    if (size >= sizeof(double))
+        memcpy(buf, &((scaled_net *)value)->scale, sizeof(double));
+    return sizeof(double);
+}
+
+static dla_status scaled_predict(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    scaled_net *s = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_predict(s->net, 1, in, 1, &y, NULL);
+    out[0] = dla_affine(y, s->scale, 0.0);
+    return st;
+}
+
+static void test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value(void **state)
+{
+    static const dla_accel_kind kind = {"scaled_net", scaled_net_tensors, scaled_net_structure};
+    scaled_net s = {regression_net(8, 5), 1.0};
+    dla_accel *acc = dla_accelerate(scaled_predict, &(dla_accel_options){
+                                                        .name = "predict", .ctx_kind = &kind,
+                                                        .key = scaled_net_scale});
+    dla_scope_begin();
+    dla_tensor *x, *t, *y, *ref;
+    regression_batch(3, &x, &t);
+    const double scales[] = {1.0, 1.0, 2.0, 1.0, 2.0};
+    const char *miss[] = {"first call", "", "non-tensor input values changed (the key function's "
+                          "bytes, first difference at byte ", "", ""};
+    for (int k = 0; k < 5; k++) {
+        s.scale = scales[k];
+        assert_int_equal(dla_accel_call(acc, &s, 1, &x, 1, &y), DLA_OK);
+        if (miss[k][0])
+            assert_non_null(strstr(dla_accel_last_miss(acc), miss[k]));
+        else
+            assert_string_equal(dla_accel_last_miss(acc), "");
+        assert_int_equal(scaled_predict(&s, 1, &x, 1, &ref), DLA_OK);
+        for (int64_t j = 0; j < 16; j++)
+            assert_true(tu_close(dla_tensor_item(y, j), dla_tensor_item(ref, j), 1e-6));
+    }
+    assert_int_equal(dla_accel_occupancy(acc), 2);
+    /* New learnables are read at replay, with no new trace. */
+    dla_tensor **w = dla_table_values(dla_net_learnables(s.net));
+    dla_tensor *doubled = dla_keep(dla_affine(w[2], 2.0, 0.0));
+    dla_tensor_release(w[2]);
+    w[2] = doubled;
+    assert_int_equal(dla_accel_call(acc, &s, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(acc), "");
+    assert_int_equal(scaled_predict(&s, 1, &x, 1, &ref), DLA_OK);
+    assert_true(tu_close(dla_tensor_item(y, 0), dla_tensor_item(ref, 0), 1e-6));
+    dla_scope_end();
+    dla_accel_free(acc);
+    dla_net_free(s.net);
+}
+
 /* The trap of issue 16: weights reached through ctx, not passed in. */
 typedef struct weights_ctx {
     dla_tensor *w;
@@ -792,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_one_accelerated_function_serves_several_threads),
         cmocka_unit_test(test_a_trace_recorded_on_one_device_replays_on_another),
         cmocka_unit_test(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
+        cmocka_unit_test(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
         cmocka_unit_test(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
         cmocka_unit_test(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         cmocka_unit_test(test_statistics_read_while_other_threads_call),
