@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -762,7 +763,7 @@ static void test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_on
 
 typedef struct reader {
     dla_accel *af;
-    volatile int stop;
+    atomic_int stop;
     int reads, bad;
 } reader;
 
@@ -770,7 +771,7 @@ static void *reader_main(void *p)
 {
     reader *r = p;
     char buf[512];
-    while (!r->stop) {
+    while (!atomic_load(&r->stop)) {
         double h = dla_accel_hit_rate(r->af);
         int n = dla_accel_occupancy(r->af);
         dla_accel_describe(r->af, buf, sizeof buf);
@@ -780,12 +781,14 @@ static void *reader_main(void *p)
     return NULL;
 }
 
-/* The statistics are read under the lock the calls write them under (a
- * ThreadSanitizer run of this test reported the race before). */
+/* The statistics are read under the lock the calls write them under. A
+ * ThreadSanitizer build of the library (the cpu plugin left plain, 1
+ * OpenMP thread) reports note_call's write against dla_accel_hit_rate's
+ * read here when the read takes no lock, and nothing with it. */
 static void test_statistics_read_while_other_threads_call(void **state)
 {
     dla_accel *af = dla_accelerate(model_loss, NULL);
-    reader rd = {af, 0, 0, 0};
+    reader rd = {.af = af};
     pthread_t rt, th[3];
     worker w[3];
     pthread_create(&rt, NULL, reader_main, &rd);
@@ -797,7 +800,7 @@ static void test_statistics_read_while_other_threads_call(void **state)
         pthread_join(th[i], NULL);
         assert_true(w[i].ok);
     }
-    rd.stop = 1;
+    atomic_store(&rd.stop, 1);
     pthread_join(rt, NULL);
     assert_true(rd.reads > 0);
     assert_int_equal(rd.bad, 0);
