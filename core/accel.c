@@ -37,9 +37,11 @@ typedef struct key_input {
 typedef struct key {
     int grad; /* recorded through dla_accel_feval */
     int nin, nout;
+    int nuser;          /* in[] given to the call; the ctx kind's tensors follow */
     key_input *inputs;
-    unsigned char *bytes; /* the non-tensor inputs */
+    unsigned char *bytes; /* the ctx kind's structure, then the non-tensor inputs */
     size_t nbytes;
+    size_t nstruct;       /* of them, the structure's */
 } key;
 
 static void key_free(key *k)
@@ -51,13 +53,14 @@ static void key_free(key *k)
 
 /* What a miss was about, counted for the low-hit-rate warning. */
 typedef enum miss_kind {
-    MISS_FIRST, MISS_MODE, MISS_NIN, MISS_NOUT, MISS_DTYPE, MISS_DIMS, MISS_FORMAT, MISS_DEVICE,
-    MISS_VALUES, MISS_EVICTED, MISS_COUNT
+    MISS_FIRST, MISS_MODE, MISS_NIN, MISS_NOUT, MISS_STRUCTURE, MISS_DTYPE, MISS_DIMS, MISS_FORMAT,
+    MISS_DEVICE, MISS_VALUES, MISS_EVICTED, MISS_STALE, MISS_COUNT
 } miss_kind;
 
 static const char *const miss_names[] = {
-    "first call", "gradient mode", "number of inputs", "number of outputs", "input dtype",
-    "input dims", "input format", "input device", "non-tensor input values", "trace evicted",
+    "first call", "gradient mode", "number of inputs", "number of outputs", "ctx structure",
+    "input dtype", "input dims", "input format", "input device", "non-tensor input values",
+    "trace evicted", "stale constant",
 };
 _Static_assert(sizeof miss_names / sizeof miss_names[0] == MISS_COUNT, "miss names");
 
@@ -75,6 +78,7 @@ struct dla_accel {
     dla_function fn;
     char name[64];
     dla_accel_key_fn keyfn;
+    const dla_accel_kind *kind; /* of ctx; NULL: opaque */
     pthread_mutex_t lock;
     int enabled;
     int cache_size;
@@ -87,7 +91,8 @@ struct dla_accel {
     unsigned recent;
     long miss_counts[MISS_COUNT];
     int warned;
-    char last_miss[256];
+    int warned_stale; /* the stale-constant warning is given once */
+    char last_miss[512];
     char last_check[512];
     key last_key; /* of the most recent trace used or made: misses compare to it */
 };
@@ -114,6 +119,13 @@ DLA_API dla_accel *dla_accelerate(dla_function fn, const dla_accel_options *opts
     }
     af->fn = fn;
     af->keyfn = opts ? opts->key : NULL;
+    af->kind = opts ? opts->ctx_kind : NULL;
+    if (af->kind && !af->kind->tensors) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accelerate: argument opts: ctx_kind \"%s\" has "
+                  "no tensors function", af->kind->name ? af->kind->name : "(null)");
+        dla__free(af);
+        return NULL;
+    }
     if (opts && opts->name)
         snprintf(af->name, sizeof af->name, "%s", opts->name);
     else
@@ -144,13 +156,34 @@ DLA_API void dla_accel_free(dla_accel *af)
     dla__free(af);
 }
 
-/* Builds the key of a call. */
-static dla_status make_key(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *const *in,
-                           int nout, key *k)
+/* Appends n bytes of fn(ctx) to k->bytes. */
+static dla_status key_bytes(key *k, dla_accel_key_fn fn, void *ctx)
+{
+    unsigned char small[256];
+    size_t n = fn ? fn(ctx, small, sizeof small) : sizeof ctx;
+    unsigned char *b = dla__realloc(k->bytes, k->nbytes + (n ? n : 1));
+    if (!b)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
+    k->bytes = b;
+    if (!fn)
+        memcpy(b + k->nbytes, &ctx, sizeof ctx);
+    else if (n <= sizeof small)
+        memcpy(b + k->nbytes, small, n);
+    else
+        fn(ctx, b + k->nbytes, n);
+    k->nbytes += n;
+    return DLA_OK;
+}
+
+/* Builds the key of a call: in[0..nin-1] are the call's tensors, the ctx
+ * kind's after the first nuser. */
+static dla_status make_key(dla_accel *af, void *ctx, int grad, int nuser, int nin,
+                           dla_tensor *const *in, int nout, key *k)
 {
     memset(k, 0, sizeof *k);
     k->grad = grad;
     k->nin = nin;
+    k->nuser = nuser;
     k->nout = nout;
     k->inputs = dla__calloc((size_t)(nin ? nin : 1), sizeof *k->inputs);
     if (!k->inputs)
@@ -163,79 +196,111 @@ static dla_status make_key(dla_accel *af, void *ctx, int grad, int nin, dla_tens
         memcpy(ki->format, in[i]->format, sizeof ki->format);
         ki->device = in[i]->storage->device;
     }
-    unsigned char small[256];
-    size_t n = af->keyfn ? af->keyfn(ctx, small, sizeof small) : sizeof ctx;
-    k->bytes = dla__malloc(n ? n : 1);
-    if (!k->bytes) {
+    dla_status st = DLA_OK;
+    if (af->kind && af->kind->key)
+        st = key_bytes(k, af->kind->key, ctx);
+    k->nstruct = k->nbytes;
+    if (st == DLA_OK && (af->keyfn || !af->kind))
+        st = key_bytes(k, af->keyfn, ctx);
+    if (st == DLA_OK && !k->bytes && !(k->bytes = dla__malloc(1))) /* never NULL for memcmp */
+        st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
+    if (st != DLA_OK)
         key_free(k);
-        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
-    }
-    if (!af->keyfn)
-        memcpy(k->bytes, &ctx, sizeof ctx);
-    else if (n <= sizeof small)
-        memcpy(k->bytes, small, n);
+    return st;
+}
+
+/* "input 2", or "ctx (dla_net) tensor 3" for the kind's. */
+static const char *input_name(const dla_accel *af, const key *k, int i, char *buf, size_t size)
+{
+    if (i < k->nuser)
+        snprintf(buf, size, "input %d", i + 1);
     else
-        af->keyfn(ctx, k->bytes, n);
-    k->nbytes = n;
-    return DLA_OK;
+        snprintf(buf, size, "ctx (%s) tensor %d", af->kind && af->kind->name ? af->kind->name
+                 : "structured", i - k->nuser + 1);
+    return buf;
 }
 
 /* MISS_COUNT when equal; otherwise the first component that differs, with
  * a sentence about it in why. */
-static miss_kind key_diff(const key *old, const key *new, char *why, size_t size)
+static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, char *why,
+                          size_t size)
 {
-    char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+    char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF], nm[64];
+    const char *kind = af->kind && af->kind->name ? af->kind->name : "structured";
     if (old->grad != new->grad) {
         snprintf(why, size, "gradient mode %s -> %s", old->grad ? "dla_accel_feval" : "dla_accel_call",
                  new->grad ? "dla_accel_feval" : "dla_accel_call");
         return MISS_MODE;
     }
-    if (old->nin != new->nin) {
-        snprintf(why, size, "number of inputs %d -> %d", old->nin, new->nin);
+    if (old->nuser != new->nuser) {
+        snprintf(why, size, "number of inputs %d -> %d", old->nuser, new->nuser);
         return MISS_NIN;
     }
     if (old->nout != new->nout) {
         snprintf(why, size, "number of outputs %d -> %d", old->nout, new->nout);
         return MISS_NOUT;
     }
+    if (old->nstruct != new->nstruct || memcmp(old->bytes, new->bytes, new->nstruct)) {
+        snprintf(why, size, "ctx (%s) structure changed (%zu -> %zu bytes of its key: the "
+                 "architecture or a parameter size)", kind, old->nstruct, new->nstruct);
+        return MISS_STRUCTURE;
+    }
+    if (old->nin != new->nin) {
+        snprintf(why, size, "ctx (%s) tensors %d -> %d", kind, old->nin - old->nuser,
+                 new->nin - new->nuser);
+        return MISS_STRUCTURE;
+    }
     for (int i = 0; i < new->nin; i++) {
         const key_input *o = &old->inputs[i], *n = &new->inputs[i];
         if (o->dtype != n->dtype) {
-            snprintf(why, size, "input %d dtype %s -> %s", i + 1, dla_dtype_name(o->dtype),
-                     dla_dtype_name(n->dtype));
+            snprintf(why, size, "%s dtype %s -> %s", input_name(af, new, i, nm, sizeof nm),
+                     dla_dtype_name(o->dtype), dla_dtype_name(n->dtype));
             return MISS_DTYPE;
         }
         if (o->ndims != n->ndims || memcmp(o->dims, n->dims, (size_t)n->ndims * sizeof *n->dims)) {
-            snprintf(why, size, "input %d dims %s -> %s", i + 1,
+            snprintf(why, size, "%s dims %s -> %s", input_name(af, new, i, nm, sizeof nm),
                      dla__dims_str(a, sizeof a, o->ndims, o->dims),
                      dla__dims_str(b, sizeof b, n->ndims, n->dims));
             return MISS_DIMS;
         }
         if (strcmp(o->format, n->format)) {
-            snprintf(why, size, "input %d format \"%s\" -> \"%s\"", i + 1, o->format, n->format);
+            snprintf(why, size, "%s format \"%s\" -> \"%s\"", input_name(af, new, i, nm, sizeof nm),
+                     o->format, n->format);
             return MISS_FORMAT;
         }
         if (o->device != n->device) {
-            snprintf(why, size, "input %d device %s -> %s", i + 1, o->device->name, n->device->name);
+            snprintf(why, size, "%s device %s -> %s", input_name(af, new, i, nm, sizeof nm),
+                     o->device->name, n->device->name);
             return MISS_DEVICE;
         }
     }
     if (old->nbytes != new->nbytes || memcmp(old->bytes, new->bytes, new->nbytes)) {
-        size_t at = 0;
+        size_t at = new->nstruct;
         while (at < old->nbytes && at < new->nbytes && old->bytes[at] == new->bytes[at])
             at++;
         snprintf(why, size, "non-tensor input values changed (%s, first difference at byte %zu "
-                 "of %zu)", old->nbytes == sizeof(void *) && new->nbytes == sizeof(void *)
-                 ? "the ctx pointer" : "the key function's bytes", at, new->nbytes);
+                 "of %zu)", !af->keyfn ? "the ctx pointer" : "the key function's bytes",
+                 at - new->nstruct, new->nbytes - new->nstruct);
         return MISS_VALUES;
     }
     return MISS_COUNT;
 }
 
+/* The lookup's comparison: every call makes it against each trace, so
+ * plain memcmp, no messages. */
 static int key_equal(const key *a, const key *b)
 {
-    char why[256];
-    return key_diff(a, b, why, sizeof why) == MISS_COUNT;
+    if (a->grad != b->grad || a->nin != b->nin || a->nuser != b->nuser || a->nout != b->nout ||
+        a->nbytes != b->nbytes || a->nstruct != b->nstruct || memcmp(a->bytes, b->bytes, b->nbytes))
+        return 0;
+    for (int i = 0; i < b->nin; i++) {
+        const key_input *x = &a->inputs[i], *y = &b->inputs[i];
+        if (x->dtype != y->dtype || x->ndims != y->ndims || x->device != y->device ||
+            memcmp(x->dims, y->dims, (size_t)y->ndims * sizeof *y->dims) ||
+            strcmp(x->format, y->format))
+            return 0;
+    }
+    return 1;
 }
 
 static dla_status key_copy(key *dst, const key *src)
@@ -398,6 +463,60 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
     return st;
 }
 
+/* The call's traced tensors: in[0..nin-1], then those the ctx kind lists.
+ * *all is in itself without a kind, else room (cap entries) or a new block
+ * (the caller frees it when it is neither). */
+static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_tensor *const *in,
+                         dla_tensor **room, int cap, dla_tensor *const **all, int *nall)
+{
+    *all = in;
+    *nall = nin;
+    if (!af->kind)
+        return DLA_OK;
+    const char *name = af->kind->name ? af->kind->name : "structured";
+    int n = af->kind->tensors(ctx, cap > nin ? cap - nin : 0, cap > nin ? room + nin : NULL);
+    if (n < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla__fail(dla_last_status() != DLA_OK ? dla_last_status() : DLA_ERR_INVALID_ARGUMENT,
+                         "%s: argument ctx (%s): %s", op, name, msg);
+    }
+    dla_tensor **t = room;
+    if (nin + n > cap) {
+        if (!(t = dla__malloc(sizeof *t * (size_t)(nin + n))))
+            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot list %d ctx tensors", op, n);
+        if (af->kind->tensors(ctx, n, t + nin) != n) {
+            dla__free(t);
+            return dla__fail(DLA_ERR_STATE, "%s: argument ctx (%s): its tensor count changed "
+                             "between two listings", op, name);
+        }
+    }
+    memcpy(t, in, sizeof *t * (size_t)nin);
+    for (int i = nin; i < nin + n; i++)
+        if (!t[i] || t[i]->status != DLA_OK) {
+            dla_status st = !t[i] ? dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument ctx (%s): "
+                                              "tensor %d is NULL", op, name, i - nin + 1)
+                                  : dla__fail(t[i]->status, "%s: argument ctx (%s): tensor %d: %s",
+                                              op, name, i - nin + 1, t[i]->message);
+            if (t != room)
+                dla__free(t);
+            return st;
+        }
+    *all = t;
+    *nall = nin + n;
+    return DLA_OK;
+}
+
+/* Takes entry i out of the cache (a stale trace). */
+static void drop_entry(dla_accel *af, int i)
+{
+    entry *e = af->entries[i];
+    memmove(&af->entries[i], &af->entries[i + 1],
+            (size_t)(af->nentries - i - 1) * sizeof *af->entries);
+    af->nentries--;
+    entry_release(e);
+}
+
 static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *const *in,
                        int nout, dla_tensor **out)
 {
@@ -420,22 +539,35 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
     }
     /* Disabled, or inside another recording (then the ops go inline into
      * that trace): the function itself. */
-    if (!af->enabled || dla__trace_recording()) {
+    if (!dla_accel_enabled(af) || dla__trace_recording()) {
         st = run_eager(af, ctx, grad, nin, in, nout, out);
         for (int i = 0; i < nout; i++)
             out[i] = dla__return(out[i]);
         return st;
     }
+    dla_tensor *room[64];
+    dla_tensor *const *all;
+    int nall;
     key k;
-    if ((st = make_key(af, ctx, grad, nin, in, nout, &k)) != DLA_OK) {
+    if ((st = gather(af, ctx, op, nin, in, room, 64, &all, &nall)) != DLA_OK ||
+        (st = make_key(af, ctx, grad, nin, nall, all, nout, &k)) != DLA_OK) {
+        if (all != in && all != room)
+            dla__free((void *)all);
         for (int i = 0; i < nout; i++)
             out[i] = dla__return(dla__error_tensor());
         return st;
     }
     entry *hit = NULL;
+    char stale[400] = "";
     pthread_mutex_lock(&af->lock);
     for (int i = 0; i < af->nentries; i++)
         if (key_equal(&af->entries[i]->k, &k)) {
+            /* A trace that baked a tensor the caller has since changed or
+             * let go of gives old numbers: record anew instead. */
+            if (dla__trace_stale(af->entries[i]->trace, stale, sizeof stale)) {
+                drop_entry(af, i);
+                break;
+            }
             hit = af->entries[i];
             hit->refs++;
             hit->hits++;
@@ -449,9 +581,17 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         key_copy(&af->last_key, &k);
     } else {
         miss_kind kind = MISS_FIRST;
-        char why[200];
-        if (af->last_key.inputs) {
-            kind = key_diff(&af->last_key, &k, why, sizeof why);
+        char why[400];
+        if (stale[0]) {
+            kind = MISS_STALE;
+            snprintf(why, sizeof why, "%s", stale);
+            if (!af->warned_stale) {
+                af->warned_stale = 1;
+                dla__log(DLA_LOG_WARN, "dla_accelerate: %s: a trace was stale and is recorded "
+                         "anew: %s", af->name, stale);
+            }
+        } else if (af->last_key.inputs) {
+            kind = key_diff(af, &af->last_key, &k, why, sizeof why);
             if (kind == MISS_COUNT) { /* it was cached once: evicted or cleared */
                 kind = MISS_EVICTED;
                 snprintf(why, sizeof why, "its trace was evicted (CacheSize %d)", af->cache_size);
@@ -468,7 +608,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
     if (hit) {
         uint64_t seed, before, after;
         dla_rng_get(&seed, &before);
-        st = dla__trace_replay(hit->trace, in, out);
+        st = dla__trace_replay(hit->trace, all, out);
         if (st == DLA_OK && check) {
             /* The eager run draws the same random numbers as the replay did
              * (RNG slots must agree), and the stream ends where one call
@@ -493,10 +633,11 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         pthread_mutex_unlock(&af->lock);
         key_free(&k);
     } else {
-        /* Record while running eagerly. */
+        /* Record while running eagerly: the function gets in[] and ctx as
+         * given; the ctx kind's tensors are inputs of the trace. */
         dla__trace *trace = NULL;
         /* When recording cannot start (memory), the call still runs. */
-        int recording = dla__trace_begin(nin, in) == DLA_OK;
+        int recording = dla__trace_begin(nall, all) == DLA_OK;
         st = run_eager(af, ctx, grad, nin, in, nout, out);
         if (recording) {
             dla_status rs = dla__trace_end(st == DLA_OK, nout, out, &trace);
@@ -535,6 +676,8 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             key_free(&k);
         }
     }
+    if (all != in && all != room)
+        dla__free((void *)all);
     for (int i = 0; i < nout; i++) {
         if (!out[i])
             out[i] = dla__error_tensor();
@@ -562,10 +705,13 @@ DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor 
 DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled)
 {
     if (af)
-        af->enabled = enabled != 0;
+        __atomic_store_n(&af->enabled, enabled != 0, __ATOMIC_RELAXED);
 }
 
-DLA_API int dla_accel_enabled(const dla_accel *af) { return af ? af->enabled : 0; }
+DLA_API int dla_accel_enabled(const dla_accel *af)
+{
+    return af ? __atomic_load_n(&af->enabled, __ATOMIC_RELAXED) : 0;
+}
 
 DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size)
 {
@@ -581,20 +727,45 @@ DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size)
 
 DLA_API int dla_accel_cache_size(const dla_accel *af) { return af ? af->cache_size : 0; }
 
-DLA_API double dla_accel_hit_rate(const dla_accel *af)
+/* The statistics change under the lock on every call (note_call), so
+ * they are read under it too: a reader on another thread would otherwise
+ * race with the writer (ThreadSanitizer says so) and could see hits and
+ * calls from different calls. The const is the caller's view; the lock is
+ * not part of the value. */
+static pthread_mutex_t *lock_of(const dla_accel *af) { return (pthread_mutex_t *)&af->lock; }
+
+static double hit_rate_locked(const dla_accel *af)
 {
-    return af && af->calls ? 100.0 * (double)af->hits / (double)af->calls : 0.0;
+    return af->calls ? 100.0 * (double)af->hits / (double)af->calls : 0.0;
 }
 
-DLA_API int dla_accel_occupancy(const dla_accel *af) { return af ? af->nentries : 0; }
+DLA_API double dla_accel_hit_rate(const dla_accel *af)
+{
+    if (!af)
+        return 0.0;
+    pthread_mutex_lock(lock_of(af));
+    double r = hit_rate_locked(af);
+    pthread_mutex_unlock(lock_of(af));
+    return r;
+}
+
+DLA_API int dla_accel_occupancy(const dla_accel *af)
+{
+    if (!af)
+        return 0;
+    pthread_mutex_lock(lock_of(af));
+    int n = af->nentries;
+    pthread_mutex_unlock(lock_of(af));
+    return n;
+}
 
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode)
 {
-    if (af && mode && !strcmp(mode, "none"))
-        af->check_tolerance_mode = 0;
-    else if (af && mode && !strcmp(mode, "tolerance"))
-        af->check_tolerance_mode = 1;
-    else
+    if (af && mode && (!strcmp(mode, "none") || !strcmp(mode, "tolerance"))) {
+        pthread_mutex_lock(&af->lock);
+        af->check_tolerance_mode = !strcmp(mode, "tolerance");
+        pthread_mutex_unlock(&af->lock);
+    } else
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_set_check_mode: argument mode: "
                          "\"%s\"; use \"none\" or \"tolerance\"", mode ? mode : "(null)");
     return DLA_OK;
@@ -610,7 +781,9 @@ DLA_API dla_status dla_accel_set_check_tolerance(dla_accel *af, double tolerance
     if (!af || !(tolerance >= 0))
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_set_check_tolerance: argument "
                          "tolerance: %g; it must be >= 0", tolerance);
+    pthread_mutex_lock(&af->lock);
     af->check_tolerance = tolerance;
+    pthread_mutex_unlock(&af->lock);
     return DLA_OK;
 }
 
@@ -626,6 +799,7 @@ DLA_API void dla_accel_clear(dla_accel *af)
     af->calls = af->hits = 0;
     af->recent = 0;
     af->warned = 0;
+    af->warned_stale = 0;
     memset(af->miss_counts, 0, sizeof af->miss_counts);
     af->last_miss[0] = af->last_check[0] = '\0';
     pthread_mutex_unlock(&af->lock);
@@ -638,7 +812,8 @@ DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size)
 {
     if (!af)
         return snprintf(buf, size, "(null accelerated function)");
-    return snprintf(buf, size,
+    pthread_mutex_lock(lock_of(af));
+    int n = snprintf(buf, size,
                     "  AcceleratedFunction with properties:\n\n"
                     "          Function: @%s\n"
                     "           Enabled: %d\n"
@@ -647,18 +822,23 @@ DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size)
                     "         Occupancy: %d\n"
                     "         CheckMode: '%s'\n"
                     "    CheckTolerance: %.4e\n",
-                    af->name, af->enabled, af->cache_size, dla_accel_hit_rate(af), af->nentries,
+                    af->name, af->enabled, af->cache_size, hit_rate_locked(af), af->nentries,
                     dla_accel_check_mode(af), af->check_tolerance);
+    pthread_mutex_unlock(lock_of(af));
+    return n;
 }
 
 DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i)
 {
+    if (af)
+        pthread_mutex_lock(&af->lock);
     if (!af || i < 0 || i >= af->nentries) {
         dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_trace: argument i: %d is outside 0..%d", i,
                   af ? af->nentries - 1 : -1);
+        if (af)
+            pthread_mutex_unlock(&af->lock);
         return NULL;
     }
-    pthread_mutex_lock(&af->lock);
     dla_trace *t = dla_trace_retain((dla_trace *)af->entries[i]->trace);
     pthread_mutex_unlock(&af->lock);
     return t;
@@ -666,10 +846,16 @@ DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i)
 
 DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f)
 {
-    if (!af || i < 0 || i >= af->nentries || !f)
-        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_print_trace: argument i: %d is "
-                         "outside 0..%d", i, af ? af->nentries - 1 : -1);
+    if (!af || !f)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_print_trace: argument %s is NULL",
+                         !af ? "af" : "f");
     pthread_mutex_lock((pthread_mutex_t *)&af->lock);
+    if (i < 0 || i >= af->nentries) {
+        int last = af->nentries - 1;
+        pthread_mutex_unlock((pthread_mutex_t *)&af->lock);
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_print_trace: argument i: %d is "
+                         "outside 0..%d", i, last);
+    }
     entry *e = af->entries[i];
     fprintf(f, "trace %d of %s: hit %ld times\n", i, af->name, e->hits);
     dla__trace_print(e->trace, f);

@@ -14,6 +14,7 @@
 #include "core/launch.h"
 #include "core/tape.h"
 #include "core/tensor.h"
+#include "core/trace.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -193,6 +194,7 @@ static dla_status accumulate_forward(const void *attrs, dla_tensor *const *in, i
         b.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
     }
     st = dla__k_binary(dst->storage->device, &b);
+    dla__storage_written(dst->storage);
     dla_tensor_release(dst);
     if (st != DLA_OK)
         return st;
@@ -510,6 +512,10 @@ DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *w
             fail_grads(nwrt, grads);
             return DLA_ERR_INVALID_ARGUMENT;
         }
+    if (dla__trace_recording() && dla__trace_check_wrt(op, nwrt, wrt) != DLA_OK) {
+        fail_grads(nwrt, grads);
+        return DLA_ERR_INVALID_ARGUMENT;
+    }
     size_t count = tape->count, tensors = (size_t)nwrt + 1;
     for (size_t k = 0; k < count; k++)
         tensors += (size_t)(tape->nodes[k].nin + tape->nodes[k].nout);

@@ -19,7 +19,19 @@ typedef struct dla__storage {
     dla_device *device;
     dla_mem mem;
     size_t bytes;
+    /* For dla_accelerate's stale-constant check (core/accel.c): bumped by
+     * every write into this storage after it was made (dla__storage_written),
+     * and the number of private headers traces keep on it as constants. */
+    atomic_uint_fast64_t writes;
+    atomic_int trace_views;
 } dla__storage;
+
+/* Call on any path that writes into an existing storage (in place), so a
+ * trace that baked it as a constant sees the change. */
+static inline void dla__storage_written(dla__storage *st)
+{
+    atomic_fetch_add_explicit(&st->writes, 1, memory_order_relaxed);
+}
 
 struct dla_tensor {
     atomic_int refcount; /* < 0: immortal (the static out-of-memory tensor) */

@@ -48,6 +48,14 @@ typedef struct dla__trace {
     int *outputs;        /* nout value ids */
     dla_tensor **consts; /* nconsts, retained, as they were recorded */
     int nconsts;
+    /* Per constant: nonzero for one made before the recording started
+     * (reached through ctx or a global). The trace holds such a constant
+     * through a private header on its storage (counted in the storage's
+     * trace_views), so a storage no one else holds a header on is one the
+     * caller let go of; const_writes is the storage's write count when it
+     * was recorded. NULL for a loaded trace (nothing to check). */
+    unsigned char *const_outer;
+    uint64_t *const_writes;
     int inner_consts;    /* constants the function made while recording */
     uint64_t serial_start;
     int rng_entries;     /* entries that draw random numbers */
@@ -75,6 +83,11 @@ dla_status dla__trace_note(const dla__op *op, const void *attrs, size_t attrs_si
                            dla_tensor *const *in, dla_tensor *const *out, dla_tensor *const *saved);
 /* A value was read on the host while recording (dla_tensor_to_host...). */
 void dla__trace_host_read(const dla_tensor *t);
+/* dla_gradient while recording: DLA_ERR_INVALID_ARGUMENT, with a message
+ * naming wrt[i] and telling to pass it as an input, when wrt[i] is a
+ * tensor made before the recording that is not one of its inputs (its
+ * value would be baked into the trace). DLA_OK otherwise. */
+dla_status dla__trace_check_wrt(const char *op, int n, dla_tensor *const *wrt);
 /* Ends recording: out[0..nout-1] are the function's outputs. On success
  * *trace is a new trace (free with dla__trace_free). With ok == 0 the
  * recording is dropped and *trace is NULL. */
@@ -82,6 +95,12 @@ dla_status dla__trace_end(int ok, int nout, dla_tensor *const *out, dla__trace *
 void dla__trace_free(dla__trace *t);
 
 /* -------------------------------------------------------------- replay */
+
+/* Nonzero when a constant made before the recording has changed since:
+ * its storage was written, or no one but traces holds it any more (the
+ * caller replaced or released it); why receives a sentence naming it.
+ * Cost: a few loads per such constant, none for the others. */
+int dla__trace_stale(const dla__trace *t, char *why, size_t size);
 
 /* Runs the trace on in[0..nin-1] (the trace's dtypes and dims; any
  * device), giving +1 references in out[0..nout-1]. Ops are run through

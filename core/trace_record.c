@@ -134,19 +134,39 @@ static int add_const(recorder *r, dla_tensor *p)
     if (t->nconsts == r->capc) {
         int cap = r->capc ? r->capc * 2 : 16;
         dla_tensor **c = dla__realloc(t->consts, (size_t)cap * sizeof *c);
-        if (!c) {
+        if (c)
+            t->consts = c;
+        unsigned char *o = c ? dla__realloc(t->const_outer, (size_t)cap) : NULL;
+        if (o)
+            t->const_outer = o;
+        uint64_t *w = o ? dla__realloc(t->const_writes, (size_t)cap * sizeof *w) : NULL;
+        if (w)
+            t->const_writes = w;
+        if (!w) {
             dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot grow the trace's constants");
             return -1;
         }
-        t->consts = c;
         r->capc = cap;
     }
+    /* One made before the recording (weights reached through ctx) is held
+     * through a header of the trace's own: the caller's headers alone then
+     * tell whether the caller still holds it (dla__trace_stale). */
+    int outer = p->serial < t->serial_start && p->storage;
+    dla_tensor *held = outer ? dla__tensor_view("dla_accelerate", p) : dla_tensor_retain(p);
+    if (!held)
+        return -1;
     int id = add_value(r, p, DLA__VALUE_CONST, t->nconsts);
-    if (id >= 0) {
-        t->consts[t->nconsts++] = dla_tensor_retain(p);
-        if (p->serial >= t->serial_start)
-            t->inner_consts++;
+    if (id < 0) {
+        dla_tensor_release(held);
+        return -1;
     }
+    t->const_outer[t->nconsts] = (unsigned char)outer;
+    t->const_writes[t->nconsts] = outer ? atomic_load(&p->storage->writes) : 0;
+    if (outer)
+        atomic_fetch_add(&p->storage->trace_views, 1);
+    t->consts[t->nconsts++] = held;
+    if (p->serial >= t->serial_start)
+        t->inner_consts++;
     return id;
 }
 
@@ -268,6 +288,31 @@ void dla__trace_host_read(const dla_tensor *x)
     t->data_dependent++;
 }
 
+dla_status dla__trace_check_wrt(const char *op, int n, dla_tensor *const *wrt)
+{
+    recorder *r = active;
+    for (int i = 0; r && i < n; i++) {
+        dla_tensor *x = wrt[i];
+        int id = r->cap ? find(r, x) : -1;
+        /* Inputs and results of recorded ops are traced; a tensor made
+         * inside the function that no op made is rebuilt alike on every
+         * call. What came from outside without being an input is baked. */
+        if (x->serial >= r->t->serial_start ||
+            (id >= 0 && r->t->values[id].kind != DLA__VALUE_CONST))
+            continue;
+        char buf[DLA__DIMS_BUF];
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: argument wrt[%d] (%s %s) is a constant of the trace dla_accelerate "
+                         "is recording: it was made before the accelerated call and is not one "
+                         "of its tensor inputs (reached through ctx or a global), so every "
+                         "replay would use its value of now and the gradient would never see an "
+                         "update. Pass it as a tensor input, or pass the network as ctx with "
+                         "dla_accel_options.ctx_kind = dla_net_accel_kind()",
+                         op, i, dla__tensor_dims_str(x, buf, sizeof buf), dla_dtype_name(x->dtype));
+    }
+    return DLA_OK;
+}
+
 dla_status dla__trace_end(int ok, int nout, dla_tensor *const *out, dla__trace **trace)
 {
     recorder *r = active;
@@ -313,8 +358,13 @@ void dla__trace_free(dla__trace *t)
         return;
     for (int i = 0; i < t->nentries; i++)
         dla__free(t->entries[i].attrs);
-    for (int i = 0; i < t->nconsts; i++)
+    for (int i = 0; i < t->nconsts; i++) {
+        if (t->const_outer && t->const_outer[i])
+            atomic_fetch_sub(&t->consts[i]->storage->trace_views, 1);
         dla_tensor_release(t->consts[i]);
+    }
+    dla__free(t->const_outer);
+    dla__free(t->const_writes);
     dla__free(t->entries);
     dla__free(t->values);
     dla__free(t->consts);

@@ -17,6 +17,7 @@
 #include "core/tensor.h"
 #include "core/trace.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)
@@ -94,6 +95,30 @@ dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_ten
     if (dla__plan_replay(t, in, out, &st))
         return st;
     return replay_plain(t, in, out);
+}
+
+int dla__trace_stale(const dla__trace *t, char *why, size_t size)
+{
+    for (int i = 0; t->const_outer && i < t->nconsts; i++) {
+        if (!t->const_outer[i])
+            continue;
+        const dla__storage *st = t->consts[i]->storage;
+        int written = atomic_load_explicit(&st->writes, memory_order_relaxed) != t->const_writes[i];
+        /* Every header on the storage is a trace's own: the caller's are gone. */
+        int dropped = atomic_load_explicit(&st->refcount, memory_order_acquire) ==
+                      atomic_load_explicit(&st->trace_views, memory_order_acquire);
+        if (!written && !dropped)
+            continue;
+        char buf[DLA__DIMS_BUF];
+        snprintf(why, size, "constant %d (%s %s), made outside the function and baked into its "
+                 "trace, %s; pass it as a tensor input (a network: dla_accel_options.ctx_kind)",
+                 i + 1, dla__tensor_dims_str(t->consts[i], buf, sizeof buf),
+                 dla_dtype_name(t->consts[i]->dtype),
+                 written ? "was written since it was recorded"
+                         : "is held only by the trace now: the caller replaced or released it");
+        return 1;
+    }
+    return 0;
 }
 
 static const char *kind_name(dla__value_kind k)

@@ -5,7 +5,7 @@ ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-examples-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE
-echo "1..2"
+echo "1..3"
 
 # check N DESCRIPTION PATTERN...: the last run's status and output.
 check() {
@@ -33,3 +33,10 @@ check 2 "accelerate_loss: trains from one trace, saves it and prints it" \
     "iteration 200: loss" "Function: @modelLoss" "HitRate: 99.5" "Occupancy: 1" \
     "miss (input 5 dims 2x128 -> 2x64); Occupancy 2" "loaded back:" \
     "trace: 7 inputs, 5 outputs" "dla_crossentropy"
+
+"$ex/accelerate_net" >"$tmp/out" 2>&1
+status=$?
+check 3 "accelerate_net: modelLoss(net, X, T) with the network as ctx trains as eagerly" \
+    "iteration 200: loss" "Function: @modelLoss" "HitRate: 99.5" "Occupancy: 1" \
+    "without the ctx kind: invalid argument" "dla_gradient: argument wrt[0] (16x2 single)" \
+    "Pass it as a tensor input"

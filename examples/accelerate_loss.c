@@ -13,6 +13,10 @@
  * with its reason. Then the trace is saved to a file (argument 1, default
  * accelerate_loss.dlt), loaded back and printed, as `dlaccel trace FILE`
  * prints it.
+ *
+ * Here the learnables are the function's tensor inputs. With a dla_net,
+ * pass the network itself as ctx with a ctx kind, as the page's
+ * modelLoss(net, X, T) does: examples/accelerate_net.c.
  */
 #include <dlaccel.h>
 #include <dlaccel/loss.h>

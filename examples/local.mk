@@ -35,8 +35,11 @@ examples_quickstart_LDADD = libdlaccel.la -lm
 # accelerate_check: baked random numbers against an RNG slot under
 # CheckMode "tolerance" (myUnsupportedFun, mySupportedFun); accelerate_loss:
 # a model loss with gradients in a training loop, its trace saved, loaded
-# and printed. The smoke test runs both and checks what they print.
-noinst_PROGRAMS += examples/accelerate_check examples/accelerate_loss
+# and printed; accelerate_net: modelLoss(net, X, T) with the network as a
+# ctx kind. The smoke test runs them and checks what they print.
+noinst_PROGRAMS += examples/accelerate_check examples/accelerate_loss examples/accelerate_net
+examples_accelerate_net_SOURCES = examples/accelerate_net.c
+examples_accelerate_net_LDADD = libdlaccel.la -lm
 examples_accelerate_check_SOURCES = examples/accelerate_check.c
 examples_accelerate_check_LDADD = libdlaccel.la
 examples_accelerate_loss_SOURCES = examples/accelerate_loss.c

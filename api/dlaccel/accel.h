@@ -16,17 +16,51 @@
  *     printf("hit rate %.0f%%\n", dla_accel_hit_rate(accfun));
  *     dla_accel_free(accfun);
  *
+ * Networks and other structured inputs (MATLAB's modelLoss(net, X, T)):
+ * give the accelerated function a ctx kind and pass the network as ctx.
+ *
+ *     static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in,
+ *                                  int nout, dla_tensor **out)
+ *     {
+ *         dla_net *net = ctx;                         // function [loss, grads, state] = modelLoss(net, X, T)
+ *         int nl = dla_net_learnable_count(net);
+ *         dla_tensor *y;
+ *         dla_net_forward(net, 1, &in[0], 1, &y, out + 1 + nl, NULL);
+ *         out[0] = dla_crossentropy(y, in[1], NULL);
+ *         return dla_net_gradient(net, out[0], out + 1);
+ *     }
+ *     dla_accel *accfun = dla_accelerate(model_loss, &(dla_accel_options){
+ *         .name = "modelLoss", .ctx_kind = dla_net_accel_kind()});
+ *     dla_accel_feval(accfun, net, 2, (dla_tensor *[]){x, t}, nout, out);
+ *
+ * The kind lists the tensors inside ctx (a network's learnables, state and
+ * fixed parameters): they are traced inputs of the call, after in[], so a
+ * replay after an optimizer update computes with the new values, and the
+ * recording function sees the network itself, whose tensors are those
+ * inputs. The kind's key (a network's architecture and parameter sizes)
+ * and each listed tensor's dtype, dims, format and device join the key;
+ * their values do not. dla_accel_kind documents how to write a kind for a
+ * struct of your own (a network with a scalar or an options struct).
+ *
  * The cache key (MATLAB's): the function; for each tensor input its dtype,
- * dims, format and device; the values of the other inputs (through
- * dla_accel_options.key; without one, the ctx pointer itself); the number
- * of outputs; and whether the call records gradients (dla_accel_feval) or
- * not (dla_accel_call).
+ * dims, format and device; the ctx kind's structure bytes and the dtype,
+ * dims, format and device of each tensor it lists; the values of the other
+ * inputs (through dla_accel_options.key; without a key or a ctx kind, the
+ * ctx pointer itself); the number of outputs; and whether the call records
+ * gradients (dla_accel_feval) or not (dla_accel_call).
  *
  * What a trace bakes in: tensors the function used that are neither inputs
  * nor results of ops on them (a tensor made from host data or with dla_rand
- * inside the function, weights reached through ctx) are constants of the
- * trace, with the values they had when it was recorded. Pass what changes
- * between calls as tensor inputs. Random numbers drawn *like a traced
+ * inside the function, weights reached through ctx without a ctx kind) are
+ * constants of the trace, with the values they had when it was recorded.
+ * Pass what changes between calls as tensor inputs (or through a ctx
+ * kind). Two checks catch the mistake (docs/accelerate.md): while
+ * recording, dla_gradient with respect to a tensor made before the call
+ * that is not an input fails (DLA_ERR_INVALID_ARGUMENT, naming it); and a
+ * replay whose trace baked such a tensor is a miss, re-recorded, when the
+ * tensor was written since or the caller no longer holds it (replaced it
+ * by an update, released it), with the reason in dla_accel_last_miss and
+ * one warning (DLACCEL_LOG warn). Random numbers drawn *like a traced
  * tensor* (dla_rand_like, dla_randn_like, dla_dropout) are RNG slots: every
  * replay draws new numbers from the thread's stream, the same ones eager
  * would draw. Control flow that depends on values read on the host
@@ -51,11 +85,36 @@ typedef struct dla_accel dla_accel;
  * library calls again with a larger buf when that is more than size). */
 typedef size_t (*dla_accel_key_fn)(void *ctx, void *buf, size_t size);
 
+/* A kind of structured ctx: a value holding tensors that the function
+ * reads (a dla_net: dla_net_accel_kind() in net.h). For a struct of your
+ * own, write the two functions: tensors lists the tensors inside (call
+ * dla_net_accel_kind()->tensors for a network member, then add your
+ * tensor members), key writes the structure and the non-tensor values the
+ * function reads (the network's key, then a learning rate or an option
+ * string's characters), as a dla_accel_key_fn does. */
+typedef struct dla_accel_kind {
+    /* Shown in miss reasons ("dla_net"). */
+    const char *name;
+    /* The tensors inside value, in an order fixed by its structure: writes
+     * the first cap of them (borrowed; a good tensor each) into tensors and
+     * returns how many there are; a negative number with dla_last_error
+     * set when value cannot be used (a network not initialized). */
+    int (*tensors)(void *value, int cap, dla_tensor **tensors);
+    /* The structure as key bytes (a network's architecture and parameter
+     * sizes), as dla_accel_key_fn; NULL: none. */
+    dla_accel_key_fn key;
+} dla_accel_kind;
+
 typedef struct dla_accel_options {
     /* Shown by dla_accel_describe ("modelLoss"); NULL: the address. */
     const char *name;
-    /* NULL: the ctx pointer is the non-tensor part of the key. */
+    /* NULL: the ctx pointer is the non-tensor part of the key (with a ctx
+     * kind: the kind's key alone). With a ctx kind, these bytes follow the
+     * kind's. */
     dla_accel_key_fn key;
+    /* NULL: ctx is opaque. Otherwise ctx is a value of this kind, whose
+     * tensors are traced inputs of every call (see above). */
+    const dla_accel_kind *ctx_kind;
 } dla_accel_options;
 
 /* A new accelerated function for fn (opts may be NULL). Enabled, CacheSize
@@ -87,7 +146,9 @@ DLA_API int dla_accel_enabled(const dla_accel *af);
  * is never evicted by it. */
 DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size);
 DLA_API int dla_accel_cache_size(const dla_accel *af);
-/* Percent of calls (since creation or dla_accel_clear) served by a trace. */
+/* Percent of calls (since creation or dla_accel_clear) served by a trace.
+ * This, Occupancy and dla_accel_describe may be read while other threads
+ * call af (they read under its lock). */
 DLA_API double dla_accel_hit_rate(const dla_accel *af);
 /* Traces held now. */
 DLA_API int dla_accel_occupancy(const dla_accel *af);
@@ -104,7 +165,9 @@ DLA_API double dla_accel_check_tolerance(const dla_accel *af);
 DLA_API void dla_accel_clear(dla_accel *af);
 
 /* Why the last call was not served by a trace ("first call", "input 2 dims
- * 28x28x1x128 -> 28x28x1x64"); "" when it was. Valid until the next call
+ * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) structure changed (...)",
+ * "constant 1 (16x2 single), made outside the function and baked into its
+ * trace, is held only by the trace now: ..."); "" when it was. Valid until the next call
  * on af from any thread. Also logged at DLACCEL_LOG=info. */
 DLA_API const char *dla_accel_last_miss(const dla_accel *af);
 /* The message of the last failed check ("" when none failed). */
@@ -128,7 +191,8 @@ typedef struct dla_trace dla_trace;
 DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i);
 DLA_API dla_trace *dla_trace_retain(dla_trace *t);
 DLA_API void dla_trace_release(dla_trace *t);
-/* Runs t on in[0..nin-1], which must have the dtypes and dims the trace was
+/* Runs t on in[0..nin-1] (for a trace of an accelerated function with a
+ * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes and dims the trace was
  * recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE otherwise, naming the
  * input), on any device: a trace recorded on one device replays on
  * another. Outputs as dla_accel_call's. */

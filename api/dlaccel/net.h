@@ -469,6 +469,15 @@ DLA_API dla_accel *dla_net_accelerator(dla_net *net);
  * writes the network's architecture (layers, options, connections, the
  * parameters' dims and dtypes) as its non-tensor key. */
 DLA_API size_t dla_net_key(void *net, void *buf, size_t size);
+/* The ctx kind of a network (accel.h): with dla_accel_options.ctx_kind =
+ * dla_net_accel_kind(), an accelerated function takes the network as ctx,
+ * as MATLAB's dlfeval(accfun, net, X, T) does: its learnables, state and
+ * fixed parameters (in table order) are traced inputs of every call, so a
+ * replay after an update computes with the new values, and its key is
+ * dla_net_key's architecture. The function reads the network as usual
+ * (dla_net_forward, dla_net_gradient). For a struct holding a network and
+ * other values, call this kind's tensors and key from your own kind. */
+DLA_API const dla_accel_kind *dla_net_accel_kind(void);
 
 /* ----------------------------------------------------------------- display */
 
