@@ -31,7 +31,12 @@ DLA_API void dla_clear_error(void)
 
 dla_status dla__failv(dla_status status, const char *fmt, va_list ap)
 {
-    vsnprintf(last_message, sizeof last_message, fmt, ap);
+    /* Formatted aside first: a message that quotes the last one
+     * (dla_set_error(st, "...: %s", dla_last_error())) would otherwise be
+     * read while it is overwritten. */
+    char msg[sizeof last_message];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_message, msg, sizeof msg);
     last_status = status;
     return status;
 }

@@ -727,6 +727,19 @@ static void test_cast_converts_between_dtypes(void **state)
 
 /* ------------------------------------------------- sticky errors, scopes */
 
+/* A message that quotes the last error keeps it whole: dla_set_error used
+ * to format straight into the buffer it was reading ("no device: no
+ * device: are/dlaccel/plugins.d" from dla_training_device). */
+static void test_a_message_quoting_the_last_error_keeps_it_whole(void **state)
+{
+    (void)state;
+    dla_set_error(DLA_ERR_NO_DEVICE, "inner: %s", "no usable plugin manifest in /usr/share");
+    dla_set_error(DLA_ERR_NO_DEVICE, "outer: %s", dla_last_error());
+    assert_string_equal(dla_last_error(), "outer: inner: no usable plugin manifest in /usr/share");
+    assert_int_equal(dla_last_status(), DLA_ERR_NO_DEVICE);
+    dla_clear_error();
+}
+
 static void test_errors_stick_through_a_chain_of_ops(void **state)
 {
     dla_clear_error();
@@ -844,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_mtimes_matches_a_naive_product),
         cmocka_unit_test(test_pagemtimes_transposes_and_broadcasts_pages),
         cmocka_unit_test(test_cast_converts_between_dtypes),
+        cmocka_unit_test(test_a_message_quoting_the_last_error_keeps_it_whole),
         cmocka_unit_test(test_errors_stick_through_a_chain_of_ops),
         cmocka_unit_test(test_scope_releases_temporaries_and_keep_moves_them_out),
         cmocka_unit_test(test_tensors_move_between_every_pair_of_devices),
