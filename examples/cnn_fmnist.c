@@ -88,23 +88,24 @@ static double peak_rss_mib(void)
 }
 
 /* function [loss, accuracy, gradients, state] = modelLoss(net, X, T)
- * in: X, T, then the learnables and the state as tensor inputs (so an
- * update never makes the trace stale); out: loss, mini-batch accuracy, one
+ * The network is the argument, as on MATLAB's page: the accelerated
+ * function is told it is a network (dla_net_accel_kind), so its learnables
+ * and state are traced inputs of every call and a replay after an update
+ * computes with the new values. out: loss, mini-batch accuracy, one
  * gradient per learnable, one new value per State row. */
 static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     (void)nin, (void)nout;
     dla_net *net = ctx;
     int nl = dla_net_learnable_count(net);
-    dla_net_forward_options o = {.learnables = in + 2, .state = in + 2 + nl};
     dla_tensor *y;
-    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 2 + nl, &o);
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 2 + nl, NULL);
     if (st != DLA_OK)
         return st;
     out[0] = dla_crossentropy(y, in[1], NULL);
     out[1] = dla_mean(dla_cast(dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(in[1], NULL)),
                                DLA_F32), 0, NULL);
-    return dla_gradient(out[0], nl, in + 2, out + 2);
+    return dla_net_gradient(net, out[0], out + 2);
 }
 
 /* The mini-batch function: uint8 pixels (cast to single by the queue) to
@@ -285,12 +286,12 @@ int main(int argc, char **argv)
         return fail("mini-batch queue");
 
     /* accfun = dlaccelerate(@modelLoss) */
-    dla_accel *accfun = dla_accelerate(model_loss, &(dla_accel_options){.name = "modelLoss",
-                                                                         .key = dla_net_key});
+    dla_accel *accfun = dla_accelerate(model_loss, &(dla_accel_options){
+                                                       .name = "modelLoss",
+                                                       .ctx_kind = dla_net_accel_kind()});
     dla_tensor **velocity = calloc((size_t)nl, sizeof *velocity);
-    dla_tensor **in = malloc(sizeof *in * (size_t)(2 + nl + ns));
     dla_tensor **out = malloc(sizeof *out * (size_t)(2 + nl + ns));
-    if (!accfun || !velocity || !in || !out)
+    if (!accfun || !velocity || !out)
         return fail("setup");
     int64_t per_epoch = dla_mbq_num_batches(mbq), total = per_epoch * epochs, iteration = 0;
     dla_progress *progress = dla_progress_create(&(dla_progress_options){
@@ -309,12 +310,8 @@ int main(int argc, char **argv)
             dla_tensor *b[2];
             if (dla_mbq_next(mbq, 2, b) != DLA_OK)
                 return fail("next mini-batch");
-            in[0] = b[0];
-            in[1] = b[1];
-            memcpy(in + 2, dla_table_values(dla_net_learnables(net)), sizeof *in * (size_t)nl);
-            memcpy(in + 2 + nl, dla_table_values(dla_net_state(net)), sizeof *in * (size_t)ns);
             /* [loss, accuracy, gradients, state] = dlfeval(accfun, net, X, T) */
-            if (dla_accel_feval(accfun, net, 2 + nl + ns, in, 2 + nl + ns, out) != DLA_OK ||
+            if (dla_accel_feval(accfun, net, 2, b, 2 + nl + ns, out) != DLA_OK ||
                 dla_net_set_state(net, ns, out + 2 + nl) != DLA_OK ||
                 dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), out + 2, velocity,
                                DLA_SGDM_LEARN_RATE, DLA_SGDM_MOMENTUM) != DLA_OK)
@@ -385,7 +382,6 @@ int main(int argc, char **argv)
     dla_progress_free(progress);
     dla_optim_free(nl, velocity);
     free(velocity);
-    free(in);
     free(out);
     dla_accel_free(accfun);
     dla_mbq_free(mbq);
