@@ -68,6 +68,11 @@ dla_tensor *dla__return(dla_tensor *t)
     return t;
 }
 
+/* What a released tensor reads as (handle checks, below). */
+static const char released_message[] =
+    "use of a released tensor: an argument was released (dla_tensor_release, or the end of the scope "
+    "that owned it) before this call";
+
 dla_tensor *dla__pass_error(dla_tensor *t)
 {
     if (!t) {
@@ -78,7 +83,7 @@ dla_tensor *dla__pass_error(dla_tensor *t)
         /* A released handle reads as an error tensor (poisoned), but it is
          * not the caller's to hand on: a fresh error tensor says what
          * happened. */
-        dla__tensor_check(t, "argument");
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s", released_message);
         return dla__return(dla__error_tensor());
     }
     /* Re-state the error for this thread: the caller reads dla_last_error
@@ -133,7 +138,9 @@ dla_status dla__numel_checked(const char *op, int ndims, const int64_t *dims, dl
                          dla__dims_str(buf, sizeof buf, ndims, dims), (long long)INT64_MAX);
     size_t elsize = dla_dtype_size(dtype);
     if (elsize && (uint64_t)n > SIZE_MAX / elsize)
-        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: dims %s: %lld elements of %s are more bytes "
+        /* Not DLA_ERR_OUT_OF_MEMORY: that status reports through the static
+         * tensor, whose message could not name the dims. */
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: dims %s: %lld elements of %s are more bytes "
                          "than memory can address", op,
                          dla__dims_str(buf, sizeof buf, ndims, dims), (long long)n,
                          dla_dtype_name(dtype));
@@ -319,10 +326,6 @@ dla_tensor *dla__tensor_on_storage(const char *op, dla__storage *st, dla_dtype d
  * quarantine (core/handle.c) instead of freed: its magic word reads dead,
  * and it reads as an error tensor, so every op's status check (sticky
  * errors) refuses it with no check of its own on the fast path. */
-
-static const char released_message[] =
-    "use of a released tensor: it was released (dla_tensor_release, or the end of the scope "
-    "that owned it) before this call";
 
 int dla__tensor_check(const dla_tensor *t, const char *op)
 {

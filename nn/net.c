@@ -110,7 +110,8 @@ static dla_status check_given(dla_layer *const *layers, int i, const char *fn)
     int j = earlier_copy(layers, i);
     if (j >= 0)
         return dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: layers %d and %d are the same layer "
-                           "('%s'); a layer goes into a network once", fn, j + 1, i + 1, l->name);
+                           "('%s'); a layer goes into a network once", fn, j + 1, i + 1,
+                           l->name[0] ? l->name : "unnamed");
     return DLA_OK;
 }
 

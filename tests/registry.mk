@@ -36,6 +36,7 @@ tests_test_registry_SOURCES = \
 	core/registry.c core/device.h \
 	core/manifest.c core/manifest.h \
 	core/alloc.c core/alloc.h \
+	core/handle.c core/handle.h \
 	core/error.c core/error.h \
 	core/log.c core/log.h
 tests_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_BUILDING_LIBRARY \
