@@ -25,6 +25,7 @@ enum {
     DLA__HANDLE_LAYER = 0x7a3e5003u,
     DLA__HANDLE_ACCEL = 0x7a3e5004u,
     DLA__HANDLE_TRACE = 0x7a3e5005u,
+    DLA__HANDLE_MBQ = 0x7a3e5006u,
     DLA__HANDLE_DEAD = 0x0dead7a3u,
 };
 

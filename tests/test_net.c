@@ -635,6 +635,25 @@ static void sizes_too_large_say_so(void **state)
     dla_layer_free(l);
 }
 
+static void a_mini_batch_queue_freed_twice_or_used_after_is_refused(void **state)
+{
+    (void)state;
+    dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 10));
+    dla_mbq *q = NULL;
+    assert_int_equal(dla_mbq_create(1, (dla_mbq_input[]){{.tensor = x}},
+                                    &(dla_mbq_options){.mini_batch_size = 4}, &q), DLA_OK);
+    dla_tensor_release(x);
+    dla_mbq_free(q);
+    dla_tensor *b = NULL;
+    assert_int_equal(dla_mbq_next(q, 1, &b), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_mbq_next"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_mbq_hasdata(q), 0);
+    dla_clear_error();
+    dla_mbq_free(q); /* freed everything again before */
+    assert_non_null(strstr(dla_last_error(), "dla_mbq_free"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -651,6 +670,7 @@ int main(void)
         cmocka_unit_test(a_network_used_after_it_was_freed_is_an_error),
         cmocka_unit_test(a_layer_goes_into_one_network_only),
         cmocka_unit_test(sizes_too_large_say_so),
+        cmocka_unit_test(a_mini_batch_queue_freed_twice_or_used_after_is_refused),
     };
     dla_set_allocator(tu_alloc, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -940,6 +940,32 @@ static void test_dims_whose_count_overflows_are_refused_by_name(void **state)
     dla_tensor_release(t);
 }
 
+static dla_status double_it(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_add(in[0], in[0]);
+    return dla_tensor_status(out[0]);
+}
+
+static void test_an_accelerated_function_freed_twice_or_used_after_is_refused(void **state)
+{
+    dla_accel *af = dla_accelerate(double_it, NULL);
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_accel_free(af);
+    /* Both read freed memory before; the second free freed it again. */
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_accel_call"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_tensor_status(y), DLA_ERR_INVALID_ARGUMENT);
+    dla_clear_error();
+    dla_accel_free(af);
+    assert_non_null(strstr(dla_last_error(), "dla_accel_free"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -974,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_a_tensor_used_after_its_scope_ended_is_an_error),
         cmocka_unit_test(test_an_extra_scope_end_is_logged),
         cmocka_unit_test(test_dims_whose_count_overflows_are_refused_by_name),
+        cmocka_unit_test(test_an_accelerated_function_freed_twice_or_used_after_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
