@@ -966,6 +966,27 @@ static void test_an_accelerated_function_freed_twice_or_used_after_is_refused(vo
     dla_scope_end();
 }
 
+static void test_a_trace_released_twice_or_used_after_is_refused(void **state)
+{
+    dla_accel *af = dla_accelerate(double_it, NULL);
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    dla_accel_free(af); /* the handle now holds the last reference */
+    assert_int_equal(dla_trace_replay(t, 1, &x, 1, &y), DLA_OK);
+    dla_trace_release(t);
+    assert_int_equal(dla_trace_replay(t, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trace_replay"));
+    assert_non_null(strstr(dla_last_error(), "released already"));
+    dla_clear_error();
+    dla_trace_release(t); /* its count went below zero before, and nothing was said */
+    assert_non_null(strstr(dla_last_error(), "dla_trace_release"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1001,6 +1022,7 @@ int main(void)
         cmocka_unit_test(test_an_extra_scope_end_is_logged),
         cmocka_unit_test(test_dims_whose_count_overflows_are_refused_by_name),
         cmocka_unit_test(test_an_accelerated_function_freed_twice_or_used_after_is_refused),
+        cmocka_unit_test(test_a_trace_released_twice_or_used_after_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
