@@ -56,6 +56,7 @@ int dla__debug(void);
 /* A misused handle: records status and the message as the thread's last
  * error and logs it at error level (DLACCEL_LOG), for the calls that have
  * nothing else to report it through. Returns status. */
-dla_status dla__misuse(dla_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+dla_status dla__misuse(dla_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -70,8 +70,8 @@ dla_tensor *dla__return(dla_tensor *t)
 
 /* What a released tensor reads as (handle checks, below). */
 static const char released_message[] =
-    "use of a released tensor: an argument was released (dla_tensor_release, or the end of the scope "
-    "that owned it) before this call";
+    "use of a released tensor: an argument was released (dla_tensor_release, or the end of "
+    "the scope that owned it) before this call";
 
 dla_tensor *dla__pass_error(dla_tensor *t)
 {
@@ -140,8 +140,8 @@ dla_status dla__numel_checked(const char *op, int ndims, const int64_t *dims, dl
     if (elsize && (uint64_t)n > SIZE_MAX / elsize)
         /* Not DLA_ERR_OUT_OF_MEMORY: that status reports through the static
          * tensor, whose message could not name the dims. */
-        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: dims %s: %lld elements of %s are more bytes "
-                         "than memory can address", op,
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: dims %s: %lld elements of %s are more "
+                         "bytes than memory can address", op,
                          dla__dims_str(buf, sizeof buf, ndims, dims), (long long)n,
                          dla_dtype_name(dtype));
     *numel = n;
@@ -388,10 +388,11 @@ DLA_API void dla_tensor_release(dla_tensor *t)
         /* Every reference left is a scope's: releasing one here would leave
          * the scope releasing a freed tensor at its end. */
         char buf[DLA__DIMS_BUF];
+        const char *what =
+            t->status == DLA_OK ? dla__tensor_dims_str(t, buf, sizeof buf) : "error tensor";
         dla__misuse(DLA_ERR_INVALID_ARGUMENT, "dla_tensor_release: the tensor %p (%s) belongs to "
                     "a scope, which releases it at dla_scope_end; dla_keep() it first to release "
-                    "it yourself", (const void *)t,
-                    t->status == DLA_OK ? dla__tensor_dims_str(t, buf, sizeof buf) : "error tensor");
+                    "it yourself", (const void *)t, what);
         return;
     }
     drop(t);
