@@ -119,7 +119,10 @@ typedef void *(*dla_alloc_fn)(void *user, void *ptr, size_t size);
 
 /* Installs fn (NULL restores the default, realloc/free). Call it before any
  * other dlaccel call, or between workloads with no live tensors: memory is
- * always freed through the function that allocated it. */
+ * always freed through the function that allocated it. The blocks of the
+ * last released handles are kept for a while to catch stale handles
+ * (docs/checks.md); a user's fn is given a fixed number of them at once
+ * (about a thousand small blocks), so its count of live blocks stays steady. */
 DLA_API void dla_set_allocator(dla_alloc_fn fn, void *user);
 
 /* Host memory through the installed hook, for code built on dlaccel that
@@ -225,7 +228,10 @@ DLA_API dla_tensor *dla_randn(dla_dtype dtype, const char *format, int ndims, co
 /* Adds a reference; returns t. NULL-safe. */
 DLA_API dla_tensor *dla_tensor_retain(dla_tensor *t);
 /* Drops a reference; the storage is freed with the last view on it. Never
- * call it on a handle a scope owns unless you dla_keep() it first. */
+ * call it on a handle a scope owns unless you dla_keep() it first: such a
+ * release, and a release of a tensor already released, is refused and
+ * logged (DLA_ERR_INVALID_ARGUMENT as the last error; docs/checks.md). A
+ * released tensor given to an op reads as an error tensor saying so. */
 DLA_API void dla_tensor_release(dla_tensor *t);
 
 /* Queries. On an error tensor: status is the error, ndims 0, numel 0. */
@@ -298,7 +304,8 @@ DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t ste
  * returns DLA_ERR_STATE (dla_scope_end() must still be called; it is then
  * harmless). */
 DLA_API dla_status dla_scope_begin(void);
-/* Releases what the innermost scope owns and closes it. */
+/* Releases what the innermost scope owns and closes it. With no scope open
+ * it does nothing but log the error (DLA_ERR_STATE as the last error). */
 DLA_API void dla_scope_end(void);
 /* Takes t out of the innermost scope: its reference moves to the enclosing
  * scope, or to the caller when there is none. Returns t. Error tensors may

@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/handle.h"
 #include "core/log.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -75,6 +76,7 @@ typedef struct entry {
 } entry;
 
 struct dla_accel {
+    uint32_t magic; /* DLA__HANDLE_ACCEL; DEAD once freed (docs/checks.md) */
     dla_function fn;
     char name[64];
     dla_accel_key_fn keyfn;
@@ -117,6 +119,7 @@ DLA_API dla_accel *dla_accelerate(dla_function fn, const dla_accel_options *opts
         dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot allocate the function");
         return NULL;
     }
+    af->magic = DLA__HANDLE_ACCEL;
     af->fn = fn;
     af->keyfn = opts ? opts->key : NULL;
     af->kind = opts ? opts->ctx_kind : NULL;
@@ -146,14 +149,26 @@ static void drop_entries(dla_accel *af)
     af->nentries = 0;
 }
 
+/* Nonzero when af is a live accelerated function; else logs why for op. */
+static int accel_live(const dla_accel *af, const char *op)
+{
+    if (af->magic == DLA__HANDLE_ACCEL)
+        return 1;
+    dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", op, (const void *)af,
+                af->magic == DLA__HANDLE_DEAD ? "an accelerated function freed already (freed "
+                "twice, or used after dla_accel_free)" : "not an accelerated function handle");
+    return 0;
+}
+
 DLA_API void dla_accel_free(dla_accel *af)
 {
-    if (!af)
+    if (!af || !accel_live(af, "dla_accel_free"))
         return;
     drop_entries(af);
     key_free(&af->last_key);
     pthread_mutex_destroy(&af->lock);
-    dla__free(af);
+    af->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale pointer reads "dead" */
+    dla__quarantine(DLA__RING_OBJECTS, af);
 }
 
 /* Appends n bytes of fn(ctx) to k->bytes. */
@@ -528,6 +543,8 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
     dla_status st = DLA_OK;
     if (!af || nin < 0 || (nin && !in))
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is invalid", op, !af ? "af" : "in");
+    else if (!accel_live(af, op))
+        st = dla_last_status();
     for (int i = 0; st == DLA_OK && i < nin; i++)
         if (!in[i] || in[i]->status != DLA_OK)
             st = in[i] ? dla__fail(in[i]->status, "%s", in[i]->message)

@@ -7,6 +7,8 @@
  */
 #include "core/alloc.h"
 
+#include "core/handle.h"
+
 #include <dlaccel.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -31,9 +33,14 @@ static void json_free(void *ptr) { dla__free(ptr); }
 
 DLA_API void dla_set_allocator(dla_alloc_fn fn, void *user)
 {
+    /* Parked handles go back to the allocator that made them; a user's
+     * allocator gets full rings, so its count of live blocks stays steady. */
+    dla__quarantine_flush();
     alloc_fn = fn ? fn : default_alloc;
     alloc_user = fn ? user : NULL;
     json_set_alloc_funcs(json_malloc, json_free);
+    if (fn)
+        dla__quarantine_fill();
 }
 
 void *dla__malloc(size_t size)

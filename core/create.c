@@ -58,6 +58,9 @@ static dla_tensor *make(const char *op, dla_dtype dtype, const char *format, int
                       i + 1, (long long)dims[i]);
             return NULL;
         }
+    int64_t numel; /* dims whose count overflows are refused here, by name */
+    if (dla__numel_checked(op, ndims, dims, dtype, &numel) != DLA_OK)
+        return NULL;
     int tndims;
     if (dla__format_parse(op, format, ndims, dims, fmt_out, &tndims) != DLA_OK)
         return NULL;

@@ -9,6 +9,7 @@ libdlaccel_la_LDFLAGS = -version-info 0:0:0 -no-undefined $(OPENMP_CFLAGS)
 libdlaccel_la_LIBADD = $(JANSSON_LIBS) $(LIBS)
 libdlaccel_la_SOURCES = \
 	core/alloc.c core/alloc.h \
+	core/handle.c core/handle.h \
 	core/error.c core/error.h \
 	core/log.c core/log.h core/env_choice.h \
 	core/breadcrumb.c core/breadcrumb.h \

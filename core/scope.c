@@ -9,6 +9,8 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/handle.h"
+#include "core/tensor.h"
 
 #include <string.h>
 
@@ -56,8 +58,12 @@ DLA_API dla_status dla_scope_begin(void)
 
 DLA_API void dla_scope_end(void)
 {
-    if (depth == 0)
+    if (depth == 0) {
+        /* Nothing to return it through: the log and the last error say it. */
+        dla__misuse(DLA_ERR_STATE, "dla_scope_end: no scope is open on this thread (one more "
+                    "dla_scope_end than dla_scope_begin)");
         return;
+    }
     if (refused) {
         refused--;
         return;
@@ -65,7 +71,7 @@ DLA_API void dla_scope_end(void)
     scope *s = &stack[depth - 1];
     /* Newest first, so a view is dropped before the tensor it came from. */
     for (size_t i = s->count; i-- > 0;)
-        dla_tensor_release(s->items[i]);
+        dla__tensor_scope_release(s->items[i]);
     dla__free(s->items);
     memset(s, 0, sizeof *s);
     depth--;
@@ -74,12 +80,15 @@ DLA_API void dla_scope_end(void)
 dla_status dla__scope_adopt(dla_tensor *t)
 {
     DLA_ASSERT(depth > 0);
-    return push_item(&stack[depth - 1], t);
+    dla_status st = push_item(&stack[depth - 1], t);
+    if (st == DLA_OK)
+        dla__tensor_scope_took(t);
+    return st;
 }
 
 DLA_API dla_tensor *dla_keep(dla_tensor *t)
 {
-    if (!t || depth == 0)
+    if (!t || !dla__tensor_check(t, "dla_keep") || depth == 0)
         return t;
     scope *s = &stack[depth - 1];
     for (size_t i = s->count; i-- > 0;) {
@@ -91,6 +100,8 @@ DLA_API dla_tensor *dla_keep(dla_tensor *t)
             /* The outer scope cannot take it: leave it where it was, so the
              * reference is still owned and nothing leaks. */
             s->items[s->count++] = t;
+        } else if (depth == 1) {
+            dla__tensor_scope_gave(t); /* the caller's now */
         }
         return t;
     }

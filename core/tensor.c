@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/handle.h"
 #include "core/plan.h"
 #include "core/scope.h"
 
@@ -22,6 +23,7 @@ uint64_t dla__tensor_serial_next(void) { return atomic_load(&serials); }
 
 static dla_tensor oom_tensor = {
     .refcount = -1,
+    .magic = DLA__HANDLE_TENSOR,
     .status = DLA_ERR_OUT_OF_MEMORY,
     .message = (char *)"out of memory",
 };
@@ -40,6 +42,7 @@ dla_tensor *dla__error_tensor(void)
         return &oom_tensor;
     }
     atomic_init(&t->refcount, 1);
+    t->magic = DLA__HANDLE_TENSOR;
     t->status = st;
     t->message = msg;
     return t;
@@ -65,10 +68,22 @@ dla_tensor *dla__return(dla_tensor *t)
     return t;
 }
 
+/* What a released tensor reads as (handle checks, below). */
+static const char released_message[] =
+    "use of a released tensor: an argument was released (dla_tensor_release, or the end of "
+    "the scope that owned it) before this call";
+
 dla_tensor *dla__pass_error(dla_tensor *t)
 {
     if (!t) {
         dla__fail(DLA_ERR_INVALID_ARGUMENT, "tensor argument is NULL");
+        return dla__return(dla__error_tensor());
+    }
+    if (t->magic != DLA__HANDLE_TENSOR) {
+        /* A released handle reads as an error tensor (poisoned), but it is
+         * not the caller's to hand on: a fresh error tensor says what
+         * happened. */
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s", released_message);
         return dla__return(dla__error_tensor());
     }
     /* Re-state the error for this thread: the caller reads dla_last_error
@@ -93,6 +108,47 @@ int64_t dla__numel(int ndims, const int64_t *dims)
         n *= dims[i];
     return n;
 }
+
+/* ------------------------------------------- element counts that overflow
+ * (issue 17): every new tensor's dims go through dla__numel_checked, so a
+ * count past int64 is an error naming the op and the dims, never a wrapped
+ * count (0, or negative) that a later kernel reads past. */
+
+dla_status dla__numel_checked(const char *op, int ndims, const int64_t *dims, dla_dtype dtype,
+                              int64_t *numel)
+{
+    char buf[DLA__DIMS_BUF];
+    int64_t n = 1;
+    int over = 0;
+    for (int i = 0; i < ndims; i++) {
+        if (dims[i] < 0)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: dims %s: dim %d is negative", op,
+                             dla__dims_str(buf, sizeof buf, ndims, dims), i + 1);
+        if (dims[i] == 0) {
+            n = 0; /* zero elements, however large the other dims */
+            over = 0;
+            break;
+        }
+        if (!over && __builtin_mul_overflow(n, dims[i], &n))
+            over = 1;
+    }
+    if (over)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: dims %s: too many elements (more than "
+                         "%lld, the most an int64 count holds)", op,
+                         dla__dims_str(buf, sizeof buf, ndims, dims), (long long)INT64_MAX);
+    size_t elsize = dla_dtype_size(dtype);
+    if (elsize && (uint64_t)n > SIZE_MAX / elsize)
+        /* Not DLA_ERR_OUT_OF_MEMORY: that status reports through the static
+         * tensor, whose message could not name the dims. */
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: dims %s: %lld elements of %s are more "
+                         "bytes than memory can address", op,
+                         dla__dims_str(buf, sizeof buf, ndims, dims), (long long)n,
+                         dla_dtype_name(dtype));
+    *numel = n;
+    return DLA_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 
 int dla__is_dense(const dla_tensor *t)
 {
@@ -138,13 +194,10 @@ dla_device *dla__current_device(const char *op)
 dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, const char *format,
                               int ndims, const int64_t *dims)
 {
-    int64_t numel = dla__numel(ndims, dims);
-    size_t elsize = dla_dtype_size(dtype);
-    if (numel < 0 || (numel && (uint64_t)numel > SIZE_MAX / elsize)) {
-        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %lld elements do not fit in memory", op,
-                  (long long)numel);
+    int64_t numel;
+    if (dla__numel_checked(op, ndims, dims, dtype, &numel) != DLA_OK)
         return NULL;
-    }
+    size_t elsize = dla_dtype_size(dtype);
     dla_tensor *t = dla__calloc(1, sizeof *t);
     dla__storage *st = dla__calloc(1, sizeof *st);
     if (!t || !st) {
@@ -172,6 +225,7 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
     if (dla__capture_current)
         dla__capture_alloc(dla__capture_current, st);
     atomic_init(&t->refcount, 1);
+    t->magic = DLA__HANDLE_TENSOR;
     t->serial = atomic_fetch_add(&serials, 1);
     t->status = DLA_OK;
     t->dtype = dtype;
@@ -192,11 +246,23 @@ dla_tensor *dla__tensor_view(const char *op, const dla_tensor *t)
         dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot allocate the view header", op);
         return NULL;
     }
-    *v = *t;
+    /* Field by field, not `*v = *t`: other threads may retain or release
+     * t meanwhile, and a struct copy would read its reference counts
+     * without atomics (a data race, issue 17). The counts start afresh. */
     atomic_init(&v->refcount, 1);
+    atomic_init(&v->scoped, 0);
+    v->magic = DLA__HANDLE_TENSOR;
+    v->status = t->status;
+    v->message = NULL;
+    v->dtype = t->dtype;
+    v->ndims = t->ndims;
+    memcpy(v->dims, t->dims, sizeof v->dims);
+    memcpy(v->strides, t->strides, sizeof v->strides);
+    v->offset = t->offset;
+    memcpy(v->format, t->format, sizeof v->format);
+    v->storage = t->storage;
     /* Its own serial: a trace recorder tells headers apart by it. */
     v->serial = atomic_fetch_add(&serials, 1);
-    v->message = NULL;
     atomic_fetch_add(&t->storage->refcount, 1);
     return v;
 }
@@ -242,6 +308,7 @@ dla_tensor *dla__tensor_on_storage(const char *op, dla__storage *st, dla_dtype d
         return NULL;
     }
     atomic_init(&t->refcount, 1);
+    t->magic = DLA__HANDLE_TENSOR;
     t->serial = atomic_fetch_add(&serials, 1);
     t->dtype = dtype;
     t->ndims = ndims;
@@ -254,24 +321,84 @@ dla_tensor *dla__tensor_on_storage(const char *op, dla__storage *st, dla_dtype d
     return t;
 }
 
+/* ------------------------------------------------------------ handle checks
+ * (docs/checks.md). A released header is poisoned and parked in the
+ * quarantine (core/handle.c) instead of freed: its magic word reads dead,
+ * and it reads as an error tensor, so every op's status check (sticky
+ * errors) refuses it with no check of its own on the fast path. */
+
+int dla__tensor_check(const dla_tensor *t, const char *op)
+{
+    if (t->magic == DLA__HANDLE_TENSOR)
+        return 1;
+    if (t->magic == DLA__HANDLE_DEAD)
+        dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: the tensor %p was released already (released "
+                    "twice, used after release, or used after the scope that owned it ended)",
+                    op, (const void *)t);
+    else
+        dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is not a tensor handle (a pointer to "
+                    "something else, or to a tensor released long ago)", op, (const void *)t);
+    return 0;
+}
+
+/* Drops one reference; the last one frees the storage and parks the header. */
+static void drop(dla_tensor *t)
+{
+    if (atomic_fetch_sub(&t->refcount, 1) != 1)
+        return;
+    if (t->storage)
+        dla__storage_release(t->storage);
+    dla__free(t->message);
+    t->magic = DLA__HANDLE_DEAD;
+    t->status = DLA_ERR_INVALID_ARGUMENT;
+    t->message = (char *)released_message;
+    t->storage = NULL;
+    t->ndims = 0;
+    dla__quarantine(DLA__RING_TENSORS, t);
+}
+
+void dla__tensor_scope_took(dla_tensor *t) { atomic_fetch_add(&t->scoped, 1); }
+void dla__tensor_scope_gave(dla_tensor *t) { atomic_fetch_sub(&t->scoped, 1); }
+
+void dla__tensor_scope_release(dla_tensor *t)
+{
+    if (!dla__tensor_check(t, "dla_scope_end"))
+        return;
+    atomic_fetch_sub(&t->scoped, 1);
+    drop(t);
+}
+
 DLA_API dla_tensor *dla_tensor_retain(dla_tensor *t)
 {
-    if (t && atomic_load(&t->refcount) >= 0)
+    if (!t || !dla__tensor_check(t, "dla_tensor_retain"))
+        return t;
+    if (atomic_load(&t->refcount) >= 0)
         atomic_fetch_add(&t->refcount, 1);
     return t;
 }
 
 DLA_API void dla_tensor_release(dla_tensor *t)
 {
-    if (!t || atomic_load(&t->refcount) < 0)
+    if (!t || !dla__tensor_check(t, "dla_tensor_release"))
         return;
-    if (atomic_fetch_sub(&t->refcount, 1) != 1)
+    int refs = atomic_load(&t->refcount);
+    if (refs < 0)
         return;
-    if (t->storage)
-        dla__storage_release(t->storage);
-    dla__free(t->message);
-    dla__free(t);
+    if (refs <= atomic_load(&t->scoped)) {
+        /* Every reference left is a scope's: releasing one here would leave
+         * the scope releasing a freed tensor at its end. */
+        char buf[DLA__DIMS_BUF];
+        const char *what =
+            t->status == DLA_OK ? dla__tensor_dims_str(t, buf, sizeof buf) : "error tensor";
+        dla__misuse(DLA_ERR_INVALID_ARGUMENT, "dla_tensor_release: the tensor %p (%s) belongs to "
+                    "a scope, which releases it at dla_scope_end; dla_keep() it first to release "
+                    "it yourself", (const void *)t, what);
+        return;
+    }
+    drop(t);
 }
+
+/* ------------------------------------------------------------------------ */
 
 /* ---------------------------------------------------------------- queries */
 

@@ -35,6 +35,12 @@ static inline void dla__storage_written(dla__storage *st)
 
 struct dla_tensor {
     atomic_int refcount; /* < 0: immortal (the static out-of-memory tensor) */
+    /* Handle checks (core/handle.h, docs/checks.md): DLA__HANDLE_TENSOR
+     * while live, DLA__HANDLE_DEAD once released; and how many of the
+     * references are held by scopes, so a release of one a scope owns is
+     * refused instead of leaving the scope a dangling pointer. */
+    uint32_t magic;
+    atomic_int scoped;
     dla_status status;
     char *message; /* error tensors only */
     dla_dtype dtype;
@@ -96,6 +102,22 @@ dla_tensor *dla__return(dla_tensor *t);
 /* For an op given an error tensor: the same handle, with a reference for the
  * caller (through dla__return). */
 dla_tensor *dla__pass_error(dla_tensor *t);
+
+/* Handle checks (docs/checks.md). */
+/* Nonzero when t is a live tensor; otherwise reports it for op (the
+ * thread's last error, and the log) and returns 0. */
+int dla__tensor_check(const dla_tensor *t, const char *op);
+/* The scope's side of the references (core/scope.c): a scope took one,
+ * handed one on to the caller (dla_keep at the outermost scope), or
+ * releases its own. */
+void dla__tensor_scope_took(dla_tensor *t);
+void dla__tensor_scope_gave(dla_tensor *t);
+void dla__tensor_scope_release(dla_tensor *t);
+
+/* numel of dims and its size in bytes for dtype, or an error naming op and
+ * the dims when either does not fit (int64 elements, size_t bytes). */
+dla_status dla__numel_checked(const char *op, int ndims, const int64_t *dims, dla_dtype dtype,
+                              int64_t *numel);
 
 /* The device of new tensors, or an error with the reason. */
 dla_device *dla__current_device(const char *op);

@@ -40,6 +40,7 @@ typedef struct dla__trace_entry {
 
 typedef struct dla__trace {
     int refs; /* dla_trace handles and cache entries; atomic through accel's use */
+    uint32_t magic; /* DLA__HANDLE_TRACE; DEAD once freed (docs/checks.md) */
     dla__trace_entry *entries;
     int nentries;
     dla__trace_value *values;

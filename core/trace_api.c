@@ -6,6 +6,7 @@
  * cache entry that holds it, so a handle outlives an eviction.
  */
 #include "core/error.h"
+#include "core/handle.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -17,20 +18,38 @@ static _Thread_local dla_device *replay_device;
 
 dla_device *dla__trace_replay_device(void) { return replay_device; }
 
+/* Nonzero when t is a live trace; else logs why for op (docs/checks.md). */
+static int trace_live(const dla_trace *t, const char *op)
+{
+    uint32_t m = ((const dla__trace *)t)->magic;
+    if (m == DLA__HANDLE_TRACE)
+        return 1;
+    dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", op, (const void *)t,
+                m == DLA__HANDLE_DEAD ? "a trace released already (released twice, or used after "
+                "its last dla_trace_release)" : "not a trace handle");
+    return 0;
+}
+
 DLA_API dla_trace *dla_trace_retain(dla_trace *t)
 {
-    if (t)
+    if (t && trace_live(t, "dla_trace_retain"))
         __atomic_add_fetch(&((dla__trace *)t)->refs, 1, __ATOMIC_ACQ_REL);
     return t;
 }
 
-DLA_API void dla_trace_release(dla_trace *t) { dla__trace_free((dla__trace *)t); }
+DLA_API void dla_trace_release(dla_trace *t)
+{
+    if (t && trace_live(t, "dla_trace_release"))
+        dla__trace_free((dla__trace *)t);
+}
 
 DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f)
 {
     if (!t || !f)
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_trace_print: argument %s is NULL",
                          t ? "f" : "t");
+    if (!trace_live(t, "dla_trace_print"))
+        return dla_last_status();
     dla__trace_print((const dla__trace *)t, f);
     return DLA_OK;
 }
@@ -47,6 +66,8 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
     if (!t || (nin && !in) || (nout && !out))
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op,
                        !t ? "t" : !in ? "in" : "out");
+    else if (!trace_live(handle, op))
+        st = dla_last_status();
     else if (nin != t->nin || nout != t->nout)
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d inputs and %d outputs; the trace has %d "
                        "and %d", op, nin, nout, t->nin, t->nout);

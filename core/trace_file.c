@@ -18,6 +18,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/format.h"
+#include "core/handle.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -875,6 +876,7 @@ DLA_API dla_status dla_trace_load(const char *path, dla_trace **out)
     }
     if (st == DLA_OK) {
         t->refs = 1;
+        t->magic = DLA__HANDLE_TRACE;
         st = parse(path, p, n, t);
     }
     dla__free(p);

@@ -11,6 +11,7 @@
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/handle.h"
 #include "core/log.h"
 #include "core/plan.h"
 #include "core/tensor.h"
@@ -190,6 +191,7 @@ dla_status dla__trace_begin(int nin, dla_tensor *const *in)
     }
     r->t = t;
     t->refs = 1;
+    t->magic = DLA__HANDLE_TRACE;
     t->nin = nin;
     t->device = nin ? in[0]->storage->device : dla_device_current();
     t->serial_start = dla__tensor_serial_next();
@@ -370,5 +372,7 @@ void dla__trace_free(dla__trace *t)
     dla__free(t->consts);
     dla__free(t->outputs);
     dla__plans_free(t);
-    dla__free(t);
+    t->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale handle reads "dead" */
+    t->nentries = t->nconsts = 0;
+    dla__quarantine(DLA__RING_OBJECTS, t);
 }

@@ -151,6 +151,12 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
         }
     }
     if (infer >= 0)
+        a.dims[infer] = 1;
+    /* The product above may have wrapped: check the dims asked for (an
+     * inferred dim counted as 1) before dividing by it. */
+    if (dla__numel_checked(op, ndims, a.dims, t->dtype, &known) != DLA_OK)
+        return dla__return(dla__error_tensor());
+    if (infer >= 0)
         a.dims[infer] = known ? numel / known : 0;
     dla__format f;
     if (dla__format_parse(op, format, ndims, a.dims, &f, &a.ndims) != DLA_OK)

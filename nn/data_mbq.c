@@ -18,6 +18,7 @@
  * Batches are held references (data_util.h), not owned by any scope, until
  * dla_mbq_next delivers them to the caller (into the caller's open scope).
  */
+#include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "nn/data_rng.h"
 #include "nn/data_seq.h"
 #include "nn/data_util.h"
@@ -51,6 +52,7 @@ typedef struct batch {
 } batch;
 
 struct dla_mbq {
+    uint32_t magic; /* DLA__HANDLE_MBQ; DEAD once freed (docs/checks.md) */
     int nin, nout;
     mbq_input in[MAX_INPUTS];
     int64_t n;                  /* observations of this queue */
@@ -293,10 +295,28 @@ static void queue_free(dla_mbq *q)
     dla__data_free(q->ring);
     dla__data_free(q->base);
     dla__data_free(q->order);
-    dla__data_free(q);
+    q->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale pointer reads "dead" */
+    q->background = 0;
+    q->nin = q->nout = 0;
+    dla__quarantine(DLA__RING_OBJECTS, q);
 }
 
-DLA_API void dla_mbq_free(dla_mbq *q) { queue_free(q); }
+/* Nonzero when q is a live queue; else logs why for op. */
+static int mbq_live(const dla_mbq *q, const char *op)
+{
+    if (q->magic == DLA__HANDLE_MBQ)
+        return 1;
+    dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", op, (const void *)q,
+                q->magic == DLA__HANDLE_DEAD ? "a mini-batch queue freed already (freed twice, or "
+                "used after dla_mbq_free)" : "not a mini-batch queue handle");
+    return 0;
+}
+
+DLA_API void dla_mbq_free(dla_mbq *q)
+{
+    if (q && mbq_live(q, "dla_mbq_free"))
+        queue_free(q);
+}
 
 /* Starts the dispatch thread of a queue whose fields are all set. */
 static dla_status start_dispatch(dla_mbq *q, const char *op)
@@ -487,6 +507,7 @@ DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
     dla_mbq *q = dla__data_calloc(1, sizeof *q);
     if (!q)
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    q->magic = DLA__HANDLE_MBQ;
     dla_status st = parse_options(q, opts, op);
     for (int i = 0; i < ninputs && st == DLA_OK; i++) {
         q->nin = i + 1;
@@ -536,6 +557,7 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
     dla_mbq *p = dla__data_calloc(1, sizeof *p);
     if (!p)
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    p->magic = DLA__HANDLE_MBQ;
     p->nin = q->nin;
     p->nout = q->nout;
     memcpy(p->in, q->in, sizeof p->in);
@@ -572,7 +594,7 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
 
 DLA_API int dla_mbq_hasdata(dla_mbq *q)
 {
-    if (!q)
+    if (!q || !mbq_live(q, "dla_mbq_hasdata"))
         return 0;
     if (q->background)
         pthread_mutex_lock(&q->lock);
@@ -591,6 +613,8 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
     if (!q || !outputs)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op,
                               q ? "outputs" : "q");
+    if (!mbq_live(q, op))
+        return dla_last_status();
     if (n != q->nout)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument n: %d, but the queue has %d outputs", op, n, q->nout);

@@ -6,6 +6,8 @@
  */
 #include "nn/nn.h"
 
+#include "core/handle.h" /* the handle checks, shared with the core (docs/checks.md) */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +37,18 @@ dla_status dla__props_string(char *dst, const char *s, const char *fallback, con
     return DLA_OK;
 }
 
+dla_status dla__layer_size(const char *type, const char *name, const char *prop, int64_t v,
+                           int64_t lo, int64_t hi)
+{
+    if (v < lo)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s %lld must be %s", type, name,
+                            prop, (long long)v, lo == 1 ? "positive" : ">= 0");
+    if (v > hi)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s %lld is too large (at most "
+                            "%lld)", type, name, prop, (long long)v, (long long)hi);
+    return DLA_OK;
+}
+
 dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin,
                           const dla__props *props, dla_status pre)
 {
@@ -43,6 +57,7 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
         dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s layer: out of memory", kind->type);
         return NULL;
     }
+    l->magic = DLA__HANDLE_LAYER;
     l->kind = kind;
     l->nin = nin;
     l->props = *props;
@@ -63,7 +78,7 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
     return l;
 }
 
-DLA_API void dla_layer_free(dla_layer *layer)
+void dla__layer_destroy(dla_layer *layer)
 {
     if (!layer)
         return;
@@ -71,15 +86,47 @@ DLA_API void dla_layer_free(dla_layer *layer)
     dla_tensor_release(layer->given[1]);
     dla__nn_free(layer->name);
     dla__nn_free(layer->message);
-    dla__nn_free(layer);
+    /* Poisoned and parked, not freed: a stale pointer reads "dead". */
+    layer->magic = DLA__HANDLE_DEAD;
+    layer->name = NULL;
+    layer->message = NULL;
+    layer->given[0] = layer->given[1] = NULL;
+    dla__quarantine(DLA__RING_OBJECTS, layer);
+}
+
+/* Nonzero when layer is live; otherwise logs why for fn. */
+static int layer_live(const dla_layer *layer, const char *fn)
+{
+    if (layer->magic == DLA__HANDLE_LAYER)
+        return 1;
+    dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", fn, (const void *)layer,
+                layer->magic == DLA__HANDLE_DEAD ? "a layer freed already (freed twice, or used "
+                "after its network was freed)" : "not a layer handle");
+    return 0;
+}
+
+DLA_API void dla_layer_free(dla_layer *layer)
+{
+    if (!layer || !layer_live(layer, "dla_layer_free"))
+        return;
+    if (layer->owned) {
+        dla__misuse(DLA_ERR_INVALID_ARGUMENT, "dla_layer_free: layer '%s' belongs to a network, "
+                    "which frees it (dla_net_free); it is left alone", layer->name);
+        return;
+    }
+    dla__layer_destroy(layer);
 }
 
 DLA_API dla_status dla_layer_status(const dla_layer *layer)
 {
+    if (layer && layer->magic != DLA__HANDLE_LAYER)
+        return DLA_ERR_INVALID_ARGUMENT;
     return layer ? layer->status : DLA_ERR_OUT_OF_MEMORY;
 }
 
 DLA_API const char *dla_layer_error(const dla_layer *layer)
 {
+    if (layer && layer->magic != DLA__HANDLE_LAYER)
+        return "not a live layer (freed already, or not a layer handle)";
     return !layer ? "out of memory" : layer->message ? layer->message : "";
 }

@@ -29,9 +29,10 @@ static dla_status check(const dla__props *p, const char *name)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "batchNormalization '%s': Epsilon %g must be "
                             "positive, MeanDecay %g and VarianceDecay %g in (0, 1]", name, p->scale,
                             p->decay[0], p->decay[1]);
-    if (p->channels < 0 || p->channels > (1 << 24))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "batchNormalization '%s': NumChannels %lld",
-                            name, (long long)p->channels);
+    dla_status st = dla__layer_size("batchNormalization", name, "NumChannels", p->channels, 0,
+                                    1 << 24);
+    if (st != DLA_OK)
+        return st;
     for (int k = 0; k < 2; k++)
         if (!dla__init_known(p->init[k], 0))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "batchNormalization '%s': %s \"%s\" is "

@@ -46,10 +46,11 @@ static dla_status check(const dla__props *p, const char *name, int d)
                                 "DilationFactor must be positive (dim %d: %lld, %lld, %lld)", type,
                                 name, i + 1, (long long)p->size[i], (long long)p->stride[i],
                                 (long long)p->dilation[i]);
-    if (p->count < 1 || p->count > (1 << 24) || p->channels < 0 || p->channels > (1 << 24))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': NumFilters %lld must be positive "
-                            "and NumChannels %lld >= 0", type, name, (long long)p->count,
-                            (long long)p->channels);
+    dla_status st = dla__layer_size(type, name, "NumFilters", p->count, 1, 1 << 24);
+    if (st == DLA_OK)
+        st = dla__layer_size(type, name, "NumChannels", p->channels, 0, 1 << 24);
+    if (st != DLA_OK)
+        return st;
     for (int i = 0; i < 2 * d; i++)
         if (p->padding[i] < 0 || p->padding[i] > (1 << 20))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': Padding %lld must be >= 0", type,

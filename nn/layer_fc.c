@@ -20,10 +20,11 @@ static const dla__field fields[] = {
 
 static dla_status check(const dla__props *p, const char *name)
 {
-    if (p->count < 1 || p->count > (1 << 24) || p->channels < 0 || p->channels > ((int64_t)1 << 30))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "fullyConnected '%s': OutputSize %lld must be "
-                            "positive and InputSize %lld >= 0", name, (long long)p->count,
-                            (long long)p->channels);
+    dla_status st = dla__layer_size("fullyConnected", name, "OutputSize", p->count, 1, 1 << 24);
+    if (st == DLA_OK)
+        st = dla__layer_size("fullyConnected", name, "InputSize", p->channels, 0, (int64_t)1 << 30);
+    if (st != DLA_OK)
+        return st;
     for (int k = 0; k < 2; k++)
         if (!dla__init_known(p->init[k], 0))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "fullyConnected '%s': %s \"%s\" is unknown",

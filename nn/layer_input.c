@@ -103,8 +103,9 @@ static dla_status image_check(const dla__props *p, const char *name)
     for (int i = 0; i < 3; i++)
         if (p->size[i] < 1 || p->size[i] > (1 << 24))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "imageInput '%s': InputSize %lldx%lldx%lld "
-                                "must be positive", name, (long long)p->size[0],
-                                (long long)p->size[1], (long long)p->size[2]);
+                                "%s", name, (long long)p->size[0], (long long)p->size[1],
+                                (long long)p->size[2], p->size[i] < 1 ? "must be positive"
+                                : "is too large (at most 16777216 per dim)");
     if (p->size[0] * p->size[1] * p->size[2] > ((int64_t)1 << 30))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "imageInput '%s': InputSize %lldx%lldx%lld "
                             "is larger than 2^30 elements", name, (long long)p->size[0],
@@ -214,12 +215,11 @@ static const dla__field seq_fields[] = {
 
 static dla_status seq_check(const dla__props *p, const char *name)
 {
-    if (p->count < 1 || p->count > (1 << 24))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "sequenceInput '%s': InputSize %lld must be "
-                            "positive", name, (long long)p->count);
-    if (p->dim < 1 || p->dim > (1 << 24))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "sequenceInput '%s': MinLength %lld must be "
-                            "positive", name, (long long)p->dim);
+    dla_status st = dla__layer_size("sequenceInput", name, "InputSize", p->count, 1, 1 << 24);
+    if (st == DLA_OK)
+        st = dla__layer_size("sequenceInput", name, "MinLength", p->dim, 1, 1 << 24);
+    if (st != DLA_OK)
+        return st;
     return check_norm(p, name, "sequenceInput", 0);
 }
 

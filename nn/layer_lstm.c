@@ -26,10 +26,11 @@ static const dla__field fields[] = {
 
 static dla_status check(const dla__props *p, const char *name)
 {
-    if (p->count < 1 || p->count > (1 << 20) || p->channels < 0 || p->channels > (1 << 24))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "lstm '%s': NumHiddenUnits %lld must be "
-                            "positive and InputSize %lld >= 0", name, (long long)p->count,
-                            (long long)p->channels);
+    dla_status st = dla__layer_size("lstm", name, "NumHiddenUnits", p->count, 1, 1 << 20);
+    if (st == DLA_OK)
+        st = dla__layer_size("lstm", name, "InputSize", p->channels, 0, 1 << 24);
+    if (st != DLA_OK)
+        return st;
     if (strcmp(p->mode, "sequence") && strcmp(p->mode, "last"))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "lstm '%s': OutputMode \"%s\"; use "
                             "\"sequence\" or \"last\"", name, p->mode);

@@ -6,6 +6,8 @@
  */
 #include "nn/nn.h"
 
+#include "core/handle.h" /* the handle checks, shared with the core (docs/checks.md) */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +75,48 @@ static dla_status name_layer(dla_net *net, dla_layer *l)
     return DLA_OK;
 }
 
-/* Takes the layers over (frees them all when it fails). */
+/* The index of the first of layers[0..i-1] that is layers[i]; -1 if none. */
+static int earlier_copy(dla_layer *const *layers, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (layers[j] == layers[i])
+            return j;
+    return -1;
+}
+
+/* Frees the layers given to a call that failed, except those it must not
+ * touch: freed ones, another network's, and the second mention of one. */
+static void free_given(int n, dla_layer *const *layers)
+{
+    for (int i = 0; layers && i < n; i++)
+        if (layers[i] && layers[i]->magic == DLA__HANDLE_LAYER && !layers[i]->owned &&
+            earlier_copy(layers, i) < 0)
+            dla__layer_destroy(layers[i]);
+}
+
+/* A layer the network cannot take: freed, not a layer, another network's,
+ * or given twice. DLA_OK when it can. */
+static dla_status check_given(dla_layer *const *layers, int i, const char *fn)
+{
+    const dla_layer *l = layers[i];
+    if (l->magic != DLA__HANDLE_LAYER)
+        return dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: layer %d (%p) is %s", fn, i + 1,
+                           (const void *)l, l->magic == DLA__HANDLE_DEAD ? "a layer freed already"
+                           : "not a layer handle");
+    if (l->owned)
+        return dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: layer %d ('%s') already belongs to a "
+                           "network; a layer goes into one network only (make another layer, or "
+                           "dla_net_copy the network)", fn, i + 1, l->name);
+    int j = earlier_copy(layers, i);
+    if (j >= 0)
+        return dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: layers %d and %d are the same layer "
+                           "('%s'); a layer goes into a network once", fn, j + 1, i + 1,
+                           l->name[0] ? l->name : "unnamed");
+    return DLA_OK;
+}
+
+/* Takes the layers over (frees them all when it fails, except those
+ * free_given leaves alone). */
 static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn)
 {
     dla_status st = DLA_OK;
@@ -81,6 +124,8 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         if (!layers[i])
             st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: layer %d is NULL (its constructor ran out "
                               "of memory)", fn, i + 1);
+        else if ((st = check_given(layers, i, fn)) != DLA_OK)
+            ;
         else if (layers[i]->status != DLA_OK)
             st = dla__nn_fail(layers[i]->status, "%s: layer %d: %s", fn, i + 1,
                               layers[i]->message ? layers[i]->message : "");
@@ -99,14 +144,17 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
     uninit(net);
     for (int i = 0; i < n && st == DLA_OK; i++) {
         st = name_layer(net, layers[i]);
-        if (st == DLA_OK)
+        if (st == DLA_OK) {
             net->layers[net->nlayers++] = layers[i];
+            layers[i]->owned = 1;
+        }
     }
     if (st != DLA_OK) {
         /* Take back the ones added, and free every layer given. */
+        for (int i = first; i < net->nlayers; i++)
+            net->layers[i]->owned = 0;
         net->nlayers = first;
-        for (int i = 0; i < n; i++)
-            dla_layer_free(layers[i]);
+        free_given(n, layers);
         return st;
     }
     /* In sequence among themselves. */
@@ -135,6 +183,15 @@ static int has_free_port(const dla_net *net)
     return 0;
 }
 
+dla_status dla__net_check(const dla_net *net, const char *fn)
+{
+    if (net->magic == DLA__HANDLE_NET)
+        return DLA_OK;
+    return dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", fn, (const void *)net,
+                       net->magic == DLA__HANDLE_DEAD ? "a network freed already (freed twice, "
+                       "or used after dla_net_free)" : "not a network handle");
+}
+
 DLA_API dla_net *dla_net_create(int n, dla_layer *const *layers)
 {
     dla_net *net = dla__nn_calloc(1, sizeof *net);
@@ -144,11 +201,11 @@ DLA_API dla_net *dla_net_create(int n, dla_layer *const *layers)
                          (const void *)layers);
         else
             dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net_create: cannot allocate the network");
-        for (int i = 0; layers && i < n; i++)
-            dla_layer_free(layers[i]);
+        free_given(n, layers);
         dla__nn_free(net);
         return NULL;
     }
+    net->magic = DLA__HANDLE_NET;
     net->dtype = DLA_F32;
     net->accelerate = 1;
     for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
@@ -165,11 +222,11 @@ DLA_API dla_net *dla_net_create(int n, dla_layer *const *layers)
 
 DLA_API void dla_net_free(dla_net *net)
 {
-    if (!net)
+    if (!net || dla__net_check(net, "dla_net_free") != DLA_OK)
         return;
     uninit(net);
     for (int i = 0; i < net->nlayers; i++)
-        dla_layer_free(net->layers[i]);
+        dla__layer_destroy(net->layers[i]);
     dla__nn_free(net->layers);
     for (int i = 0; i < net->nconn; i++) {
         dla__nn_free(net->conn[i].text[0]);
@@ -181,14 +238,21 @@ DLA_API void dla_net_free(dla_net *net)
         dla__table_clear(&net->tables[k]);
     }
     dla_accel_free(net->accel);
-    dla__nn_free(net);
+    /* Poisoned and parked, not freed: a stale pointer reads "dead". */
+    net->magic = DLA__HANDLE_DEAD;
+    net->nlayers = net->nconn = 0;
+    net->layers = NULL;
+    net->conn = NULL;
+    net->accel = NULL;
+    dla__quarantine(DLA__RING_OBJECTS, net);
 }
 
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers)
 {
+    if (net && dla__net_check(net, "dla_net_add_layers") != DLA_OK)
+        return dla_last_status(); /* a dead network: the layers stay the caller's */
     if (!net || n < 0 || (n && !layers)) {
-        for (int i = 0; layers && i < n; i++)
-            dla_layer_free(layers[i]);
+        free_given(n, layers);
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_add_layers: argument %s is NULL",
                             net ? "layers" : "net");
     }
@@ -244,6 +308,8 @@ DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char 
     static const char fn[] = "dla_net_connect";
     if (!net)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
+    if (dla__net_check(net, fn) != DLA_OK)
+        return dla_last_status();
     int s, sp, d, dp;
     dla_status st = parse_end(net, source, 0, &s, &sp, fn);
     if (st == DLA_OK)
@@ -284,6 +350,8 @@ DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const ch
     static const char fn[] = "dla_net_disconnect";
     if (!net)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
+    if (dla__net_check(net, fn) != DLA_OK)
+        return dla_last_status();
     int s, sp, d, dp;
     dla_status st = parse_end(net, source, 0, &s, &sp, fn);
     if (st == DLA_OK)

@@ -160,6 +160,8 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
         dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_copy: argument net is NULL");
         return NULL;
     }
+    if (dla__net_check(net, "dla_net_copy") != DLA_OK)
+        return NULL;
     dla_layer **layers = dla__nn_calloc((size_t)(net->nlayers ? net->nlayers : 1), sizeof *layers);
     dla_net *c = layers ? dla_net_create(0, NULL) : NULL;
     dla_status st = c ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;

@@ -177,6 +177,10 @@ static dla_status run_net(dla_net *net, int training, int nin, dla_tensor *const
                           dla_tensor **y, dla_tensor **state, const dla_net_forward_options *opts)
 {
     const char *fn = training ? "dla_net_forward" : "dla_net_predict";
+    if (net && dla__net_check(net, fn) != DLA_OK) { /* freed: read nothing else of it */
+        fail_outputs(nout, y, 0);
+        return dla_last_status();
+    }
     int nstate = net ? net->tables[DLA__STATE].count : 0;
     if (!net || nout < 0 || (nout && !y) || nin < 0 || (nin && !x)) {
         dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is invalid", fn,
@@ -277,6 +281,8 @@ DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, 
 
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads)
 {
+    if (net && dla__net_check(net, "dla_net_gradient") != DLA_OK)
+        return dla_last_status();
     if (!net || !net->initialized || !grads) {
         dla_status st = dla__nn_fail(!net || !grads ? DLA_ERR_INVALID_ARGUMENT : DLA_ERR_STATE,
                                      "dla_net_gradient: %s", !net ? "argument net is NULL"

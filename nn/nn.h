@@ -152,6 +152,8 @@ typedef struct dla__layer_kind {
 } dla__layer_kind;
 
 struct dla_layer {
+    uint32_t magic; /* DLA__HANDLE_LAYER; DEAD once freed (docs/checks.md) */
+    int owned;      /* given to a network, which frees it */
     const dla__layer_kind *kind;
     char *name;
     int nin; /* input ports */
@@ -173,6 +175,12 @@ struct dla_layer {
  * last error is its message). NULL only when out of memory. */
 dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin,
                           const dla__props *props, dla_status pre);
+/* DLA_OK when lo <= v <= hi; otherwise an error for the property prop of
+ * layer name of type: "must be positive" (lo 1) or ">= 0" (lo 0) when
+ * below, "is too large (at most hi)" when above (issue 17: 1e12 is not
+ * "not positive"). */
+dla_status dla__layer_size(const char *type, const char *name, const char *prop, int64_t v,
+                           int64_t lo, int64_t hi);
 /* The kind of type name; NULL when unknown. */
 const dla__layer_kind *dla__layer_kind_find(const char *type);
 /* Copies s into a props string field, checking its length. */
@@ -209,6 +217,7 @@ typedef struct dla__net_input {
 } dla__net_input;
 
 struct dla_net {
+    uint32_t magic; /* DLA__HANDLE_NET; DEAD once freed (docs/checks.md) */
     int nlayers, cap;
     dla_layer **layers;
     int nconn, conn_cap;
@@ -236,6 +245,13 @@ struct dla_net {
 char *dla__net_architecture(const dla_net *net, int with_params, size_t *len);
 /* Forgets what initialization worked out (the parameters stay). */
 void dla__net_uninit(dla_net *net);
+/* DLA_OK when net is a live network; otherwise the error (logged, and the
+ * thread's last error) naming fn: freed already, or not a network. */
+dla_status dla__net_check(const dla_net *net, const char *fn);
+/* Frees a layer whether or not a network owns it (the network's own
+ * teardown); dla_layer_free refuses an owned one. */
+void dla__layer_destroy(dla_layer *layer);
+
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
 

@@ -40,6 +40,7 @@ tests_test_registry_SOURCES = \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/manifest.c core/manifest.h \
 	core/alloc.c core/alloc.h \
+	core/handle.c core/handle.h \
 	core/error.c core/error.h \
 	core/log.c core/log.h
 tests_test_registry_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_BUILDING_LIBRARY \

@@ -539,6 +539,121 @@ static void eager_predict_holds_only_the_activations_still_to_be_read(void **sta
     dla_net_free(net);
 }
 
+/* A small network for the handle checks: sequence input and fc. */
+static dla_net *tiny_net(dla_layer **fc)
+{
+    dla_layer *l[] = {dla_sequence_input_layer(3, NULL), dla_fc_layer(2, NULL)};
+    if (fc)
+        *fc = l[1];
+    dla_net *net = dla_net_create(2, l);
+    if (!net)
+        fail_msg("dla_net_create: %s", dla_last_error());
+    return net;
+}
+
+static void freeing_a_network_twice_is_refused_and_logged(void **state)
+{
+    (void)state;
+    dla_net *net = tiny_net(NULL);
+    dla_net_free(net);
+    dla_clear_error();
+    dla_net_free(net); /* crashed before: everything freed a second time */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_net_free"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+}
+
+static void a_network_used_after_it_was_freed_is_an_error(void **state)
+{
+    (void)state;
+    dla_net *net = tiny_net(NULL);
+    dla_net_free(net);
+    dla_scope_begin();
+    dla_tensor *x = dla_zeros(DLA_F32, "CBT", DLA_DIMS(3, 1, 1));
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_net_predict"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_tensor_status(y), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_connect(net, "a", "b"), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(dla_net_copy(net));
+    assert_non_null(strstr(dla_last_error(), "dla_net_copy"));
+    dla_scope_end();
+}
+
+static void a_layer_goes_into_one_network_only(void **state)
+{
+    (void)state;
+    dla_layer *fc;
+    dla_net *a = tiny_net(&fc);
+    /* Accepted before, and freeing both networks freed fc twice. */
+    dla_layer *l[] = {dla_sequence_input_layer(3, NULL), fc};
+    dla_net *b = dla_net_create(2, l);
+    assert_null(b);
+    assert_non_null(strstr(dla_last_error(), "layer 2 ('fc_1') already belongs to a network"));
+    /* The network that has it still works; the other layer given was freed. */
+    assert_int_equal(dla_net_layer_count(a), 2);
+    assert_string_equal(dla_net_layer_name(a, 1), "fc_1");
+    /* Freeing a layer its network owns is refused, and the network keeps it. */
+    dla_clear_error();
+    dla_layer_free(fc);
+    assert_non_null(strstr(dla_last_error(), "belongs to a network"));
+    assert_int_equal(dla_layer_status(fc), DLA_OK);
+    dla_net_free(a);
+    /* The same layer twice in one call. */
+    dla_layer *r = dla_relu_layer(NULL);
+    dla_layer *twice[] = {dla_sequence_input_layer(3, NULL), r, r};
+    assert_null(dla_net_create(3, twice));
+    assert_non_null(strstr(dla_last_error(), "layers 2 and 3 are the same layer"));
+    /* A freed layer given to a network. */
+    dla_layer *gone = dla_relu_layer(NULL);
+    dla_layer_free(gone);
+    dla_layer *late[] = {dla_sequence_input_layer(3, NULL), gone};
+    assert_null(dla_net_create(2, late));
+    assert_non_null(strstr(dla_last_error(), "layer 2"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    dla_clear_error();
+    dla_layer_free(gone);
+    assert_non_null(strstr(dla_last_error(), "dla_layer_free"));
+}
+
+static void sizes_too_large_say_so(void **state)
+{
+    (void)state;
+    dla_layer *l = dla_fc_layer((int64_t)1e12, NULL);
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_layer_error(l), "OutputSize 1000000000000 is too large (at most 16777216)"));
+    dla_layer_free(l);
+    l = dla_fc_layer(0, NULL);
+    assert_non_null(strstr(dla_layer_error(l), "OutputSize 0 must be positive"));
+    dla_layer_free(l);
+    l = dla_conv2d_layer(3, 3, (int64_t)1 << 40, NULL);
+    assert_non_null(strstr(dla_layer_error(l), "NumFilters 1099511627776 is too large"));
+    dla_layer_free(l);
+    l = dla_lstm_layer((int64_t)1 << 40, NULL);
+    assert_non_null(strstr(dla_layer_error(l), "NumHiddenUnits 1099511627776 is too large"));
+    dla_layer_free(l);
+}
+
+static void a_mini_batch_queue_freed_twice_or_used_after_is_refused(void **state)
+{
+    (void)state;
+    dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 10));
+    dla_mbq *q = NULL;
+    assert_int_equal(dla_mbq_create(1, (dla_mbq_input[]){{.tensor = x}},
+                                    &(dla_mbq_options){.mini_batch_size = 4}, &q), DLA_OK);
+    dla_tensor_release(x);
+    dla_mbq_free(q);
+    dla_tensor *b = NULL;
+    assert_int_equal(dla_mbq_next(q, 1, &b), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_mbq_next"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_mbq_hasdata(q), 0);
+    dla_clear_error();
+    dla_mbq_free(q); /* freed everything again before */
+    assert_non_null(strstr(dla_last_error(), "dla_mbq_free"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +666,11 @@ int main(void)
         cmocka_unit_test(copies_casts_and_sets_keep_tables_consistent),
         cmocka_unit_test(every_refused_allocation_fails_cleanly),
         cmocka_unit_test(eager_predict_holds_only_the_activations_still_to_be_read),
+        cmocka_unit_test(freeing_a_network_twice_is_refused_and_logged),
+        cmocka_unit_test(a_network_used_after_it_was_freed_is_an_error),
+        cmocka_unit_test(a_layer_goes_into_one_network_only),
+        cmocka_unit_test(sizes_too_large_say_so),
+        cmocka_unit_test(a_mini_batch_queue_freed_twice_or_used_after_is_refused),
     };
     dla_set_allocator(tu_alloc, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);

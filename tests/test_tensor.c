@@ -832,6 +832,194 @@ static void test_describe_names_dims_type_format_device(void **state)
     dla_tensor_release(t);
 }
 
+/* ------------------------------------------------- handle checks (issue 16) */
+
+static void test_releasing_a_tensor_twice_is_refused_and_logged(void **state)
+{
+    dla_tensor *t = dla_zeros(DLA_F32, "", DLA_DIMS(3, 4));
+    dla_tensor_release(t);
+    dla_clear_error();
+    dla_tensor_release(t); /* passed in silence before (an invalid free) */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_tensor_release"));
+    assert_non_null(strstr(dla_last_error(), "released already"));
+    /* Retaining it does not bring it back. */
+    dla_clear_error();
+    dla_tensor_retain(t);
+    assert_non_null(strstr(dla_last_error(), "dla_tensor_retain"));
+}
+
+static void test_a_stale_tensor_is_caught_after_a_thousand_releases(void **state)
+{
+    /* Within the quarantine (1024 tensor headers, docs/checks.md), a stale
+     * handle reads "released" even after the allocator could have handed
+     * its memory to the tensors made since: before, the next tensor took
+     * the same block at once, and the stale release freed that one. */
+    dla_tensor *t = dla_zeros(DLA_F32, "", DLA_DIMS(5));
+    dla_tensor_release(t);
+    dla_tensor *live = dla_ones(DLA_F32, "", DLA_DIMS(5));
+    for (int i = 0; i < 1000; i++)
+        dla_tensor_release(dla_zeros(DLA_F32, "", DLA_DIMS(2)));
+    dla_clear_error();
+    dla_tensor_release(t);
+    assert_non_null(strstr(dla_last_error(), "released already"));
+    float h[5];
+    assert_int_equal(dla_tensor_to_host(live, h, sizeof h), DLA_OK);
+    assert_true(h[4] == 1.0f);
+    dla_tensor_release(live);
+}
+
+static void test_releasing_a_tensor_a_scope_owns_is_refused(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *t = dla_ones(DLA_F64, "", DLA_DIMS(2, 3));
+    dla_clear_error();
+    dla_tensor_release(t); /* freed it before: the scope then freed it again */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "belongs to a scope"));
+    assert_non_null(strstr(dla_last_error(), "2x3"));
+    /* Still the scope's and still usable. */
+    double h[6];
+    assert_int_equal(dla_tensor_to_host(t, h, sizeof h), DLA_OK);
+    assert_true(h[5] == 1.0);
+    /* A reference of one's own may be dropped, the scope's may not. */
+    dla_tensor_retain(t);
+    dla_clear_error();
+    dla_tensor_release(t);
+    assert_int_equal(dla_last_status(), DLA_OK);
+    dla_tensor_release(t);
+    assert_non_null(strstr(dla_last_error(), "belongs to a scope"));
+    /* dla_keep hands it over; then it is the caller's to release. */
+    dla_tensor *k = dla_keep(dla_ones(DLA_F32, "", DLA_DIMS(2)));
+    dla_scope_end();
+    dla_clear_error();
+    dla_tensor_release(k);
+    assert_int_equal(dla_last_status(), DLA_OK);
+}
+
+static void test_a_tensor_used_after_its_scope_ended_is_an_error(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *t = dla_ones(DLA_F32, "", DLA_DIMS(4));
+    dla_scope_end();
+    /* Read freed memory before, and returned whatever it found there. */
+    assert_int_equal(dla_tensor_status(t), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(t), "released tensor"));
+    assert_int_equal(dla_tensor_numel(t), 0);
+    dla_tensor *u = dla_add(t, t);
+    assert_int_equal(dla_tensor_status(u), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(u), "released tensor"));
+    assert_ptr_not_equal(u, t);
+    dla_tensor_release(u);
+    dla_tensor *r = dla_reshape(t, "", DLA_DIMS(2, 2));
+    assert_int_equal(dla_tensor_status(r), DLA_ERR_INVALID_ARGUMENT);
+    dla_tensor_release(r);
+    float h[4];
+    assert_int_not_equal(dla_tensor_to_host(t, h, sizeof h), DLA_OK);
+}
+
+static void test_an_extra_scope_end_is_logged(void **state)
+{
+    dla_scope_begin();
+    dla_scope_end();
+    dla_clear_error();
+    dla_scope_end(); /* passed in silence before */
+    assert_int_equal(dla_last_status(), DLA_ERR_STATE);
+    assert_non_null(strstr(dla_last_error(), "dla_scope_end: no scope is open"));
+    /* Scopes still work after it. */
+    dla_scope_begin();
+    dla_tensor *t = dla_zeros(DLA_F32, "", DLA_DIMS(2));
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    dla_scope_end();
+}
+
+/* ------------------------------------ element counts that overflow (issue 17) */
+
+static void test_dims_whose_count_overflows_are_refused_by_name(void **state)
+{
+    const int64_t big = (int64_t)1 << 32;
+    /* 2^64 elements wrapped to 0: status OK, and reductions read past the
+     * one-byte block. */
+    dla_tensor *t = dla_zeros(DLA_F32, "", DLA_DIMS(big, big));
+    assert_int_equal(dla_tensor_status(t), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(t), "dla_zeros: dims 4294967296x4294967296: too many "
+                                                "elements"));
+    dla_tensor_release(t);
+    /* A count that wrapped negative said "-N elements". */
+    t = dla_ones(DLA_F32, "", DLA_DIMS(big, big / 2, 3));
+    assert_int_equal(dla_tensor_status(t), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(t), "dla_ones: dims 4294967296x2147483648x3: too many"));
+    dla_tensor_release(t);
+    float one = 1;
+    t = dla_tensor_from_host(&one, DLA_F32, "", DLA_DIMS(big, big, 1));
+    assert_non_null(strstr(dla_tensor_error(t), "dla_tensor_from_host: dims 4294967296x4294967296x1"));
+    dla_tensor_release(t);
+    /* Elements that fit, bytes that do not. */
+    t = dla_rand(DLA_F64, "", DLA_DIMS((int64_t)1 << 31, (int64_t)1 << 31));
+    assert_int_equal(dla_tensor_status(t), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(t), "dla_rand: dims 2147483648x2147483648: "
+                                                "4611686018427387904 elements of double are more bytes"));
+    dla_tensor_release(t);
+    /* A zero dim makes zero elements, however large the others. */
+    t = dla_zeros(DLA_F32, "", DLA_DIMS(big, big, 0));
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    assert_int_equal(dla_tensor_numel(t), 0);
+    /* Reshaping an empty tensor to dims whose count wraps to 0 made a
+     * 2^32 x 2^32 tensor on no memory. */
+    dla_tensor *r = dla_reshape(t, "", DLA_DIMS(big, big));
+    assert_int_equal(dla_tensor_status(r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(r), "dla_reshape: dims 4294967296x4294967296: too many"));
+    dla_tensor_release(r);
+    dla_tensor_release(t);
+}
+
+static dla_status double_it(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_add(in[0], in[0]);
+    return dla_tensor_status(out[0]);
+}
+
+static void test_an_accelerated_function_freed_twice_or_used_after_is_refused(void **state)
+{
+    dla_accel *af = dla_accelerate(double_it, NULL);
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_accel_free(af);
+    /* Both read freed memory before; the second free freed it again. */
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_accel_call"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_tensor_status(y), DLA_ERR_INVALID_ARGUMENT);
+    dla_clear_error();
+    dla_accel_free(af);
+    assert_non_null(strstr(dla_last_error(), "dla_accel_free"));
+    dla_scope_end();
+}
+
+static void test_a_trace_released_twice_or_used_after_is_refused(void **state)
+{
+    dla_accel *af = dla_accelerate(double_it, NULL);
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    dla_accel_free(af); /* the handle now holds the last reference */
+    assert_int_equal(dla_trace_replay(t, 1, &x, 1, &y), DLA_OK);
+    dla_trace_release(t);
+    assert_int_equal(dla_trace_replay(t, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trace_replay"));
+    assert_non_null(strstr(dla_last_error(), "released already"));
+    dla_clear_error();
+    dla_trace_release(t); /* its count went below zero before, and nothing was said */
+    assert_non_null(strstr(dla_last_error(), "dla_trace_release"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -862,6 +1050,14 @@ int main(void)
         cmocka_unit_test(test_scope_releases_temporaries_and_keep_moves_them_out),
         cmocka_unit_test(test_tensors_move_between_every_pair_of_devices),
         cmocka_unit_test(test_describe_names_dims_type_format_device),
+        cmocka_unit_test(test_releasing_a_tensor_twice_is_refused_and_logged),
+        cmocka_unit_test(test_a_stale_tensor_is_caught_after_a_thousand_releases),
+        cmocka_unit_test(test_releasing_a_tensor_a_scope_owns_is_refused),
+        cmocka_unit_test(test_a_tensor_used_after_its_scope_ended_is_an_error),
+        cmocka_unit_test(test_an_extra_scope_end_is_logged),
+        cmocka_unit_test(test_dims_whose_count_overflows_are_refused_by_name),
+        cmocka_unit_test(test_an_accelerated_function_freed_twice_or_used_after_is_refused),
+        cmocka_unit_test(test_a_trace_released_twice_or_used_after_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

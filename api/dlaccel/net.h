@@ -303,7 +303,9 @@ typedef struct dla_lstm_layer_options {
 } dla_lstm_layer_options;
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
 
-/* Frees a layer never given to a network; NULL does nothing. */
+/* Frees a layer never given to a network; NULL does nothing. A network's
+ * layer, or one freed already, is left alone and the misuse logged
+ * (docs/checks.md). */
 DLA_API void dla_layer_free(dla_layer *layer);
 /* DLA_OK, or the error of a layer whose options were refused (the message
  * is dla_layer_error's). */
@@ -318,7 +320,11 @@ DLA_API const char *dla_layer_error(const dla_layer *layer);
  * (imageInput, sequenceInput); otherwise add layers and connections and
  * call dla_net_init. n may be 0 (an empty network to build on). NULL on
  * failure: a layer in an error state, duplicate or bad names, out of
- * memory; dla_last_error() says which. Free with dla_net_free. */
+ * memory, a layer another network owns or given twice, a freed layer;
+ * dla_last_error() says which. On failure the layers it could take are
+ * freed; another network's layer stays that network's. Free with
+ * dla_net_free; freeing a network twice, or using it after, is refused
+ * and logged (docs/checks.md). */
 DLA_API dla_net *dla_net_create(int n, dla_layer *const *layers);
 DLA_API void dla_net_free(dla_net *net);
 
