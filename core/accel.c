@@ -88,7 +88,7 @@ struct dla_accel {
     long miss_counts[MISS_COUNT];
     int warned;
     char last_miss[256];
-    char last_check[512];
+    char last_check[640]; /* room for the message and a whole 320-byte cause */
     key last_key; /* of the most recent trace used or made: misses compare to it */
 };
 
