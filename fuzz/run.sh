@@ -16,7 +16,7 @@
 # lines are one per harness: runs, seconds, corpus size, result.
 #
 # Environment: DLA_FUZZ_BUILDDIR, DLA_FUZZ_JOBS (make -j, default nproc),
-# CC (default clang).
+# DLA_FUZZ_CC (default clang; a CC set for other builds is not used).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,8 +38,8 @@ if [ ! -f "$builddir/Makefile" ]; then
         (cd "$root" && autoreconf -fi) || exit 1
     fi
     mkdir -p "$builddir" && cd "$builddir" || exit 1
-    echo "== configure $builddir (${CC:-clang}, ASan+UBSan, libFuzzer)"
-    "$root/configure" -q CC="${CC:-clang}" --enable-sanitizers --enable-fuzzers \
+    echo "== configure $builddir (${DLA_FUZZ_CC:-clang}, ASan+UBSan, libFuzzer)"
+    "$root/configure" -q CC="${DLA_FUZZ_CC:-clang}" --enable-sanitizers --enable-fuzzers \
         --disable-opencl --disable-cuda || { tail -30 config.log; exit 1; }
 fi
 cd "$builddir" || exit 1
