@@ -251,11 +251,16 @@ int main(int argc, char **argv)
     bench_record *recs = calloc((size_t)(count > 0 ? count : 1) * per_device + alone, sizeof *recs);
     if (!devs || !recs) {
         fputs("dlaccel-bench: out of memory\n", stderr);
+        free(recs);
+        free(devs);
         return 1;
     }
     int ndevs = pick_devices(&opt, devs, count);
-    if (ndevs < 0)
+    if (ndevs < 0) {
+        free(recs);
+        free(devs);
         return 2;
+    }
 
     size_t n = 0;
     if (!opt.json)

@@ -95,7 +95,7 @@ struct dla_accel {
     int warned;
     int warned_stale; /* the stale-constant warning is given once */
     char last_miss[512];
-    char last_check[512];
+    char last_check[640]; /* room for the message and a whole 320-byte cause */
     key last_key; /* of the most recent trace used or made: misses compare to it */
 };
 

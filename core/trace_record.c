@@ -9,6 +9,7 @@
  * read by an op that is neither an input nor an earlier op's output is a
  * constant: the recorder keeps it, and the trace bakes its values in.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_MONOTONIC under -std=c11 */
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/handle.h"

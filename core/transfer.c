@@ -182,7 +182,7 @@ static dla_status to_device_encode(const dla__attrs_io *io, const void *attrs, s
     const dla_device *dev = ((const device_attrs *)attrs)->dev;
     const char *name = !dev || dev == io->recording_device ? "" : dev->name;
     *len = strlen(name);
-    if (*len <= cap)
+    if (*len && *len <= cap) /* buf is NULL when the caller asks the length */
         memcpy(buf, name, *len);
     return DLA_OK;
 }

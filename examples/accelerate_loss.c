@@ -71,14 +71,19 @@ int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "accelerate_loss.dlt";
     dla_rng_seed(1);
-    /* Learnables as owned references; the class weights rand(numClasses,1). */
+    /* Learnables as owned references (kept out of a scope that releases
+     * the random draws they are made from); the class weights
+     * rand(numClasses,1). */
+    dla_scope_begin();
     dla_tensor *p[4] = {
-        dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(HIDDEN, 2)), 0.5, 0.0),
-        dla_zeros(DLA_F32, "", DLA_DIMS(HIDDEN, 1)),
-        dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(CLASSES, HIDDEN)), 0.25, 0.0),
-        dla_zeros(DLA_F32, "", DLA_DIMS(CLASSES, 1)),
+        dla_keep(dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(HIDDEN, 2)), 0.5, 0.0)),
+        dla_keep(dla_zeros(DLA_F32, "", DLA_DIMS(HIDDEN, 1))),
+        dla_keep(dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(CLASSES, HIDDEN)), 0.25, 0.0)),
+        dla_keep(dla_zeros(DLA_F32, "", DLA_DIMS(CLASSES, 1))),
     };
-    dla_tensor *class_weights = dla_affine(dla_rand(DLA_F32, "", DLA_DIMS(CLASSES, 1)), 1.0, 0.1);
+    dla_tensor *class_weights =
+        dla_keep(dla_affine(dla_rand(DLA_F32, "", DLA_DIMS(CLASSES, 1)), 1.0, 0.1));
+    dla_scope_end();
     if (dla_tensor_status(class_weights) != DLA_OK) {
         fprintf(stderr, "accelerate_loss: %s\n", dla_last_error());
         return 1;

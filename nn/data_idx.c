@@ -74,6 +74,37 @@ static int64_t read_fully(gzFile f, void *buf, int64_t bytes, const char **why)
     return got;
 }
 
+/* The header's bytes into *data, which grows as they arrive (from 64 MiB,
+ * doubling): a short file announcing terabytes is then reported as
+ * truncated, not as out of memory, and costs no more memory than it
+ * holds. Returns the bytes read, -1 with *why for a corrupt gzip stream,
+ * -2 when out of memory; *data is NULL on -2 and freed by the caller
+ * otherwise. */
+static int64_t read_growing(gzFile f, int64_t bytes, void **data, const char **why)
+{
+    int64_t cap = bytes < ((int64_t)64 << 20) ? bytes : (int64_t)64 << 20, got = 0;
+    unsigned char *p = dla__data_malloc((size_t)cap);
+    if (!p)
+        return -2;
+    for (;;) {
+        int64_t n = read_fully(f, p + got, cap - got, why);
+        if (n >= 0)
+            got += n;
+        if (n < 0 || got < cap || cap == bytes) {
+            *data = p;
+            return n < 0 ? -1 : got;
+        }
+        int64_t next = cap > bytes / 2 ? bytes : 2 * cap;
+        unsigned char *q = dla__data_realloc(p, (size_t)next);
+        if (!q) {
+            dla__data_free(p);
+            return -2;
+        }
+        p = q;
+        cap = next;
+    }
+}
+
 /* zlib's own word on a short read of a gzip file ("unexpected end of
  * file"), or "" for a plain file that simply ended. */
 static const char *short_read_reason(gzFile f)
@@ -162,11 +193,11 @@ static dla_status read_open(const char *path, dla_idx *out, gzFile f)
     if ((uint64_t)bytes > SIZE_MAX - 1)
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %s: %s %s needs %lld bytes", OP_READ,
                               path, dims_buf, dla_idx_type_name(type), (long long)bytes);
-    void *data = dla__data_malloc((size_t)bytes);
-    if (!data)
+    void *data = NULL;
+    got = read_growing(f, bytes, &data, &why);
+    if (got == -2)
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %s: cannot hold %s %s (%lld bytes)",
                               OP_READ, path, dims_buf, dla_idx_type_name(type), (long long)bytes);
-    got = read_fully(f, data, bytes, &why);
     if (got < 0) {
         dla__data_free(data);
         return dla__data_fail(DLA_ERR_IO, "%s: %s: corrupt gzip stream: %s", OP_READ, path, why);

@@ -413,7 +413,9 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
                           "1.x", fn, path, json_is_string(ver) ? json_string_value(ver) : "?");
     if (st == DLA_OK && !json_is_string(arch))
         st = corrupt(path, "__metadata__ has no architecture text");
-    loader ld = {path, file + 8 + hlen, NULL, 0};
+    /* The data start only once hlen is known to lie in the file: past its
+     * end the pointer itself would be undefined (and can wrap). */
+    loader ld = {path, st == DLA_OK ? file + 8 + hlen : NULL, NULL, 0};
     if (st == DLA_OK)
         st = read_entries(&ld, root, (uint64_t)size - 8 - hlen);
     dla_net *net = NULL;

@@ -314,6 +314,43 @@ static void test_idx_huge_dims_are_refused_before_allocating(void **state)
     expect_read_error(p, DLA_ERR_FORMAT, "too large", NULL);
 }
 
+/* Found by fuzzing (fuzz/fuzz_idx): a 41-byte file announcing a terabyte
+ * was refused as out of memory (the reader allocated what the header
+ * said before reading); it is truncated, and says so. */
+static void test_idx_a_short_file_announcing_terabytes_is_truncated(void **state)
+{
+    unsigned char buf[64];
+    const uint32_t dims[3] = {0x10000u, 0x10000u, 0x100u}; /* 2^40 bytes */
+    size_t n = idx_bytes(buf, 0x08, 3, dims, 30);
+    for (int gz = 0; gz <= 1; gz++) {
+        const char *p = tmp_path(gz ? "tera.idx.gz" : "tera.idx");
+        write_bytes(p, buf, n, gz);
+        expect_read_error(p, DLA_ERR_IO, "truncated", "holds 30");
+    }
+}
+
+/* An array past the reader's first 64 MiB, which it reads growing its
+ * buffer: every byte arrives, in order. */
+static void test_idx_an_array_past_64_mib_reads_whole(void **state)
+{
+    const size_t data = ((size_t)64 << 20) + 5;
+    unsigned char *buf = malloc(data + 8);
+    assert_non_null(buf);
+    const uint32_t dims[1] = {(uint32_t)data};
+    idx_bytes(buf, 0x08, 1, dims, 0);
+    for (size_t i = 0; i < data; i++)
+        buf[8 + i] = (unsigned char)(i * 13 + (i >> 20));
+    const char *p = tmp_path("big.idx");
+    write_bytes(p, buf, data + 8, 0);
+    dla_idx idx;
+    assert_int_equal(dla_idx_read(p, &idx), DLA_OK);
+    assert_int_equal(idx.numel, (int64_t)data);
+    assert_memory_equal(idx.data, buf + 8, data);
+    dla_idx_free(&idx);
+    remove(p);
+    free(buf);
+}
+
 static void test_idx_write_refuses_an_inconsistent_array(void **state)
 {
     unsigned char d[4] = {0};
@@ -1294,6 +1331,8 @@ int main(void)
         cmocka_unit_test(test_idx_dim_counts_outside_the_supported_range_are_refused),
         cmocka_unit_test(test_idx_bytes_after_the_data_mean_inconsistent_counts),
         cmocka_unit_test(test_idx_huge_dims_are_refused_before_allocating),
+        cmocka_unit_test(test_idx_a_short_file_announcing_terabytes_is_truncated),
+        cmocka_unit_test(test_idx_an_array_past_64_mib_reads_whole),
         cmocka_unit_test(test_idx_write_refuses_an_inconsistent_array),
         cmocka_unit_test(test_fashion_mnist_images_are_height_first_scaled_to_one),
         cmocka_unit_test(test_fashion_mnist_options_give_bytes_one_hot_and_a_prefix),

@@ -290,6 +290,27 @@ static void truncated_and_flipped_files_never_crash_or_leak(void **state)
     free(f);
 }
 
+/* Found by fuzzing (fuzz/fuzz_net): a header length near 2^64 was added to
+ * the file's address before it was refused, a pointer overflow that
+ * UndefinedBehaviorSanitizer stops on (--enable-sanitizers). Refused as
+ * not fitting the file, for every length past its end. */
+static void a_header_length_past_the_file_is_refused_before_it_is_used(void **state)
+{
+    (void)state;
+    static const uint64_t lengths[] = {0xffffffffa6000940ull, UINT64_MAX, 1ull << 63, 181 - 8 + 1};
+    unsigned char f[181];
+    memset(f, 0xff, sizeof f);
+    for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
+        for (int i = 0; i < 8; i++)
+            f[i] = (unsigned char)(lengths[k] >> (8 * i));
+        spit(path("hlen.safetensors"), f, sizeof f);
+        dla_net *out = (dla_net *)f;
+        assert_int_equal(dla_net_load(path("hlen.safetensors"), &out), DLA_ERR_IO);
+        assert_null(out);
+        assert_non_null(strstr(dla_last_error(), "does not fit the file (181 bytes)"));
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -313,6 +334,7 @@ int main(void)
         cmocka_unit_test(the_file_is_a_safetensors_file),
         cmocka_unit_test(broken_and_foreign_files_are_refused_with_the_reason),
         cmocka_unit_test(truncated_and_flipped_files_never_crash_or_leak),
+        cmocka_unit_test(a_header_length_past_the_file_is_refused_before_it_is_used),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

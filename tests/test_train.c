@@ -243,11 +243,11 @@ static void trainnet_learns_four_blobs(void **state)
     dla_tensor *hx, *ht, *y;
     blobs(200, 2, &hx, &ht);
     assert_int_equal(dla_net_predict(trained, 1, &hx, 1, &y, NULL), DLA_OK);
+    dla_scope_begin(); /* owns the intermediates of the chained ops */
     dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), dla_reshape(ht, "CB", DLA_DIMS(1, 200)));
     dla_tensor *m = dla_mean(dla_cast(hit, DLA_F64), 0, NULL);
     assert_true(dla_tensor_item(m, 0) > 0.95);
-    dla_tensor_release(m);
-    dla_tensor_release(hit);
+    dla_scope_end();
     dla_tensor_release(y);
     dla_tensor_release(hx);
     dla_tensor_release(ht);
@@ -505,9 +505,10 @@ static void validation_runs_at_its_frequency_and_the_end(void **state)
     /* The final figures are those of the returned network on that data. */
     dla_tensor *y;
     assert_int_equal(dla_net_predict(trained, 1, &vx, 1, &y, NULL), DLA_OK);
+    dla_scope_begin(); /* owns the intermediates of the chained ops */
     dla_tensor *l = dla_crossentropy(y, dla_onehotencode(dla_reshape(vt, "CB", DLA_DIMS(1, 90)), CLASSES, NULL), NULL);
     assert_true(tu_close(dla_tensor_item(l, 0), info->final_validation_loss, 1e-5));
-    dla_tensor_release(l);
+    dla_scope_end();
     dla_tensor_release(y);
     dla_training_info_free(info);
     dla_net_free(trained);

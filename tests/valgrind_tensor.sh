@@ -10,6 +10,12 @@ for s in $suites; do
         echo "ok $n # SKIP valgrind not installed"
         continue
     fi
+    # A sanitized binary maps shadow memory valgrind cannot host; the
+    # sanitizer checks the same things on the plain runs.
+    if [ -n "${DLA_TEST_SANITIZER:-}" ] && [ "$DLA_TEST_SANITIZER" != none ]; then
+        echo "ok $n # SKIP valgrind cannot run a binary built with --enable-sanitizers=$DLA_TEST_SANITIZER"
+        continue
+    fi
     log=$(mktemp)
     OMP_NUM_THREADS=1 CMOCKA_MESSAGE_OUTPUT=STDOUT "$DLA_TEST_BUILDDIR/libtool" --mode=execute \
         valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \

@@ -1,0 +1,40 @@
+# fuzz/ - libFuzzer harnesses for every reader of outside data, built only
+# with --enable-fuzzers (clang); fuzz/run.sh configures such a build, makes
+# the seeds and runs each harness for a bounded time.
+EXTRA_DIST += fuzz/run.sh fuzz/fuzz_file.h fuzz/seeds
+if DLA_FUZZERS
+DLA_FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_FUZZ_PLUGIN_PATH='"$(abs_builddir)/plugins.d"'
+DLA_FUZZ_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
+DLA_FUZZERS = fuzz/fuzz_net fuzz/fuzz_net_arch fuzz/fuzz_trace fuzz/fuzz_idx fuzz/fuzz_manifest
+noinst_PROGRAMS += $(DLA_FUZZERS) fuzz/make_seeds
+
+fuzz_fuzz_net_SOURCES = fuzz/fuzz_net.c fuzz/fuzz_file.h
+fuzz_fuzz_net_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS)
+fuzz_fuzz_net_CFLAGS = $(DLA_FUZZ_CFLAGS)
+fuzz_fuzz_net_LDADD = libdlaccel.la
+
+fuzz_fuzz_net_arch_SOURCES = fuzz/fuzz_net_arch.c fuzz/fuzz_file.h
+fuzz_fuzz_net_arch_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS) $(JANSSON_CFLAGS)
+fuzz_fuzz_net_arch_CFLAGS = $(DLA_FUZZ_CFLAGS)
+fuzz_fuzz_net_arch_LDADD = libdlaccel.la $(JANSSON_LIBS)
+
+fuzz_fuzz_trace_SOURCES = fuzz/fuzz_trace.c fuzz/fuzz_file.h
+fuzz_fuzz_trace_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS)
+fuzz_fuzz_trace_CFLAGS = $(DLA_FUZZ_CFLAGS)
+fuzz_fuzz_trace_LDADD = libdlaccel.la
+
+fuzz_fuzz_idx_SOURCES = fuzz/fuzz_idx.c fuzz/fuzz_file.h
+fuzz_fuzz_idx_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS)
+fuzz_fuzz_idx_CFLAGS = $(DLA_FUZZ_CFLAGS)
+fuzz_fuzz_idx_LDADD = libdlaccel.la
+
+# The manifest reader is internal (hidden): built in, with its allocator.
+fuzz_fuzz_manifest_SOURCES = fuzz/fuzz_manifest.c fuzz/fuzz_file.h core/manifest.c core/alloc.c
+fuzz_fuzz_manifest_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS) -DDLA_BUILDING_LIBRARY $(JANSSON_CFLAGS)
+fuzz_fuzz_manifest_CFLAGS = $(DLA_FUZZ_CFLAGS)
+fuzz_fuzz_manifest_LDADD = $(JANSSON_LIBS)
+
+fuzz_make_seeds_SOURCES = fuzz/make_seeds.c
+fuzz_make_seeds_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+fuzz_make_seeds_LDADD = libdlaccel.la $(JANSSON_LIBS)
+endif
