@@ -11,6 +11,7 @@
 #include "core/manifest.h"
 
 #include "core/alloc.h"
+#include "core/json_read.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -371,21 +372,13 @@ static dla_status read_plugin(const json_t *plugin, const char *folder, dla__man
     return dup_into(&m->description, s ? s : "");
 }
 
-/* Jansson does not always report a refused allocation (some leave a
- * smaller object behind, or an empty message), so the parse watches the
- * hook itself: a manifest read short of memory must not look invalid. */
-static _Thread_local int json_refused;
+/* Manifests are a few hundred bytes; a file past this is not one. */
+#define MANIFEST_MAX_BYTES (1 << 20)
 
-static void *json_watch_malloc(size_t size)
-{
-    void *p = dla__malloc(size);
-    if (!p)
-        json_refused = 1;
-    return p;
-}
-
-static void json_watch_free(void *ptr) { dla__free(ptr); }
-
+/* Read whole, then parsed by core/json_read.c rather than json_loadf:
+ * Jansson's parser misreads and overruns its buffers when an allocation
+ * is refused (docs/hardening.md), and a manifest read short of memory
+ * must neither crash nor look invalid. */
 static dla_status read_file(const char *path, json_t **root, char *reason, size_t size)
 {
     *root = NULL;
@@ -395,23 +388,34 @@ static dla_status read_file(const char *path, json_t **root, char *reason, size_
         snprintf(reason, size, "cannot read the file: %s", strerror_r(errno, buf, sizeof buf));
         return DLA_ERR_PLUGIN;
     }
-    json_error_t err;
-    /* Installed per parse: Jansson's hooks are process-wide and
-     * dla_set_allocator replaces them with its own. */
-    json_set_alloc_funcs(json_watch_malloc, json_watch_free);
-    json_refused = 0;
-    *root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
-    fclose(f);
-    if (json_refused) {
-        json_decref(*root);
-        *root = NULL;
+    char *text = dla__malloc(MANIFEST_MAX_BYTES + 1);
+    if (!text) {
+        fclose(f);
         return DLA_ERR_OUT_OF_MEMORY;
     }
-    if (*root)
-        return DLA_OK;
-    snprintf(reason, size, "invalid JSON at line %d, column %d: %s", err.line, err.column,
-             err.text);
-    return DLA_ERR_PLUGIN;
+    size_t len = fread(text, 1, MANIFEST_MAX_BYTES + 1, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed || len > MANIFEST_MAX_BYTES) {
+        snprintf(reason, size, failed ? "cannot read the file" : "larger than %d bytes: not a manifest",
+                 MANIFEST_MAX_BYTES);
+        dla__free(text);
+        return DLA_ERR_PLUGIN;
+    }
+    char why[160];
+    size_t at = 0;
+    dla_status st = dla__json_read(text, len, root, why, sizeof why, &at);
+    if (st == DLA_ERR_IO) {
+        /* Line and column, 1-based, as a user's editor shows them. */
+        int line = 1, column = 1;
+        for (size_t i = 0; i < at && i < len; i++, column++)
+            if (text[i] == '\n')
+                line++, column = 0;
+        snprintf(reason, size, "invalid JSON at line %d, column %d: %s", line, column, why);
+        st = DLA_ERR_PLUGIN;
+    }
+    dla__free(text);
+    return st;
 }
 
 dla_status dla__manifest_read(const char *path, const char *folder, dla__manifest *m,

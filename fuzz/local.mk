@@ -29,7 +29,7 @@ fuzz_fuzz_idx_CFLAGS = $(DLA_FUZZ_CFLAGS)
 fuzz_fuzz_idx_LDADD = libdlaccel.la
 
 # The manifest reader is internal (hidden): built in, with its allocator.
-fuzz_fuzz_manifest_SOURCES = fuzz/fuzz_manifest.c fuzz/fuzz_file.h core/manifest.c core/alloc.c
+fuzz_fuzz_manifest_SOURCES = fuzz/fuzz_manifest.c fuzz/fuzz_file.h core/manifest.c core/json_read.c core/alloc.c
 fuzz_fuzz_manifest_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS) -DDLA_BUILDING_LIBRARY $(JANSSON_CFLAGS)
 fuzz_fuzz_manifest_CFLAGS = $(DLA_FUZZ_CFLAGS)
 fuzz_fuzz_manifest_LDADD = $(JANSSON_LIBS)

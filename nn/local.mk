@@ -8,7 +8,7 @@ libdlaccel_la_SOURCES += \
 	nn/layer_input.c nn/layer_conv.c nn/layer_batchnorm.c nn/layer_activation.c \
 	nn/layer_pool.c nn/layer_fc.c nn/layer_merge.c nn/layer_lstm.c \
 	nn/net.c nn/net_init.c nn/net_run.c nn/net_accel.c nn/net_params.c nn/net_arch.c \
-	nn/net_summary.c nn/net_io.c nn/json_read.c nn/json_read.h nn/optim.c nn/optim_grad.c
+	nn/net_summary.c nn/net_io.c nn/optim.c nn/optim_grad.c
 
 # Data: IDX files (zlib), Fashion-MNIST, sequences and padding, the
 # mini-batch queue, synthetic waveforms.

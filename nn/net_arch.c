@@ -6,7 +6,7 @@
  * range (through the kind's own check), and that nothing is missing or
  * unknown, so a corrupt file fails with the field it got wrong.
  */
-#include "nn/json_read.h"
+#include "core/json_read.h"
 #include "nn/nn.h"
 
 #include <jansson.h>

@@ -12,7 +12,7 @@
  * network's parameters.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "nn/json_read.h"
+#include "core/json_read.h"
 #include "nn/nn.h"
 
 #include <errno.h>

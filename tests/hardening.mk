@@ -14,7 +14,7 @@ EXTRA_DIST += tests/valgrind_trace_bytes.sh tests/alloc_fail.sh
 
 # The JSON reader of network files, compiled in (it is internal).
 check_PROGRAMS += tests/test_json_read
-tests_test_json_read_SOURCES = tests/test_json_read.c tests/testutil.h nn/json_read.c nn/json_read.h
+tests_test_json_read_SOURCES = tests/test_json_read.c tests/testutil.h core/json_read.c core/json_read.h
 tests_test_json_read_CFLAGS = $(DLA_TEST_CFLAGS) $(JANSSON_CFLAGS)
 tests_test_json_read_LDADD = $(DLA_TEST_LIBS) $(JANSSON_LIBS)
 TESTS += tests/test_json_read

@@ -38,7 +38,7 @@ tests_test_registry_SOURCES = \
 	tests/test_registry.c \
 	core/registry.c core/device.h \
 	core/breadcrumb.c core/breadcrumb.h \
-	core/manifest.c core/manifest.h \
+	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
 	core/alloc.c core/alloc.h \
 	core/handle.c core/handle.h \
 	core/error.c core/error.h \

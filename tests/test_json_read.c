@@ -1,5 +1,5 @@
 /*
- * test_json_read.c - nn/json_read.c, the JSON reader of network files
+ * test_json_read.c - core/json_read.c, the JSON reader of network files
  * (compiled into this test: it is internal to the library). It reads what
  * Jansson reads into the same tree, refuses what Jansson refuses, and
  * under a refused allocation returns DLA_ERR_OUT_OF_MEMORY with nothing
@@ -8,7 +8,7 @@
  */
 #include "testutil.h"
 
-#include "nn/json_read.h"
+#include "core/json_read.h"
 
 #include <jansson.h>
 #include <setjmp.h>

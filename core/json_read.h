@@ -1,6 +1,7 @@
 /*
  * json_read.h - a JSON reader that survives refused allocations, for the
- * network files (nn/net_io.c, nn/net_arch.c).
+ * network files (nn/net_io.c, nn/net_arch.c) and the plugin manifests
+ * (core/manifest.c).
  *
  * Jansson's own parser is not safe when an allocation is refused: its
  * lexer drops the bytes it cannot save (a string read back shorter than it
@@ -9,8 +10,8 @@
  * Jansson's constructors, each of which reports a refusal, so the tree is
  * either the whole document or nothing and the caller learns which.
  */
-#ifndef DLA_NN_JSON_READ_H
-#define DLA_NN_JSON_READ_H
+#ifndef DLA_CORE_JSON_READ_H
+#define DLA_CORE_JSON_READ_H
 
 #include <dlaccel.h>
 #include <jansson.h>

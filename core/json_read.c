@@ -8,8 +8,8 @@
  * DLA_ERR_OUT_OF_MEMORY and the partial tree released. Nesting is bounded,
  * so a hostile file cannot run the stack out.
  */
-#include "nn/json_read.h"
-#include "nn/nn.h"
+#include "core/json_read.h"
+#include <dlaccel.h> /* dla_malloc: the hook, from the library and from its tests alike */
 
 #include <errno.h>
 #include <locale.h>
@@ -318,7 +318,7 @@ static json_t *read_object(reader *r, int depth)
             break;
         /* The key is copied out of the scratch buffer before the value
          * (which may be a string) reuses it. */
-        char *key = dla__nn_malloc((size_t)klen + 1);
+        char *key = dla_malloc((size_t)klen + 1);
         if (!key) {
             no_memory(r);
             break;
@@ -327,19 +327,19 @@ static json_t *read_object(reader *r, int depth)
         if (json_object_get(o, key)) {
             r->p = key_at;
             syntax(r, "the key \"%.60s\" twice in one object", key);
-            dla__nn_free(key);
+            dla_free(key);
             break;
         }
         skip_space(r);
         if (r->p >= r->end || *r->p != ':') {
-            dla__nn_free(key);
+            dla_free(key);
             syntax(r, "':' expected after an object key");
             break;
         }
         r->p++;
         json_t *v = read_value(r, depth + 1);
         int failed = !v || json_object_set_new_nocheck(o, key, v); /* releases v */
-        dla__nn_free(key);
+        dla_free(key);
         if (failed) {
             if (v)
                 no_memory(r);
@@ -408,7 +408,7 @@ dla_status dla__json_read(const char *text, size_t len, json_t **out, char *why,
     *at = 0;
     reader r = {(const unsigned char *)text, (const unsigned char *)text + len,
                 (const unsigned char *)text, NULL, DLA_OK, why, why_size, 0};
-    r.scratch = dla__nn_malloc(len + 1);
+    r.scratch = dla_malloc(len + 1);
     if (!r.scratch) {
         no_memory(&r);
         return r.st;
@@ -422,7 +422,7 @@ dla_status dla__json_read(const char *text, size_t len, json_t **out, char *why,
             root = NULL;
         }
     }
-    dla__nn_free(r.scratch);
+    dla_free(r.scratch);
     *at = r.at;
     if (!root)
         return r.st;
