@@ -15,7 +15,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dlaccel.h>
+#include "testutil.h"
+#include "sink.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +24,6 @@
 #include <unistd.h>
 
 #define LONG_TEXT "epoch 12/30  loss 0.4213  accuracy 85.2%  validation 0.3917  learn rate 0.01"
-
-typedef struct sink {
-    FILE *f;
-    char *text;
-    size_t len;
-} sink;
-
-static void sink_open(sink *s)
-{
-    s->text = NULL;
-    s->len = 0;
-    s->f = open_memstream(&s->text, &s->len);
-    assert_non_null(s->f);
-}
-
-static char *sink_text(sink *s)
-{
-    fclose(s->f);
-    return s->text;
-}
 
 static void pause_ms(int ms)
 {
@@ -99,8 +80,8 @@ static char *draw_at(int width, int total, const char *text)
     char cols[16];
     snprintf(cols, sizeof cols, "%d", width);
     setenv("COLUMNS", cols, 1);
-    sink s;
-    sink_open(&s);
+    tu_sink s;
+    assert_non_null(tu_sink_open(&s));
     dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = s.f, .bar = 1,
                                                                   .total = total});
     assert_non_null(p);
@@ -113,7 +94,7 @@ static char *draw_at(int width, int total, const char *text)
     dla_progress_finish(p, width >= 10 ? "done" : NULL);
     dla_progress_free(p);
     unsetenv("COLUMNS");
-    return sink_text(&s);
+    return tu_sink_text(&s);
 }
 
 static void bar_fits_the_width_and_shows_the_rate(void **state)
@@ -178,8 +159,8 @@ static void bar_degrades_on_narrow_terminals(void **state)
 static void bar_follows_a_change_of_width(void **state)
 {
     (void)state;
-    sink s;
-    sink_open(&s);
+    tu_sink s;
+    assert_non_null(tu_sink_open(&s));
     setenv("COLUMNS", "120", 1);
     dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = s.f, .bar = 1,
                                                                   .total = 100});
@@ -193,7 +174,7 @@ static void bar_follows_a_change_of_width(void **state)
     dla_progress_finish(p, NULL);
     dla_progress_free(p);
     unsetenv("COLUMNS");
-    char *text = sink_text(&s);
+    char *text = tu_sink_text(&s);
     char last[1024];
     assert_true(check_widths(text, 119, last, sizeof last) >= 2);
     check_widths(text + before, 49, last, sizeof last);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "sink.h"
 
 #include <dirent.h>
 #include <dlaccel.h>
@@ -70,26 +71,6 @@ static dla_net *mlp(void)
 }
 
 /* A stream into memory; text() closes it and returns what was written. */
-typedef struct sink {
-    FILE *f;
-    char *text;
-    size_t len;
-} sink;
-
-static void sink_open(sink *s)
-{
-    s->text = NULL;
-    s->len = 0;
-    s->f = open_memstream(&s->text, &s->len);
-    assert_non_null(s->f);
-}
-
-static char *sink_text(sink *s)
-{
-    fclose(s->f);
-    return s->text;
-}
-
 static dla_training_options quiet(void)
 {
     return (dla_training_options){.verbose = -1, .l2_regularization = -1};
@@ -401,15 +382,15 @@ static void verbose_prints_matlabs_iteration_table(void **state)
     blobs(256, 4, &x, &t);
     blobs(100, 5, &vx, &vt);
     dla_net *net = mlp(), *trained;
-    sink s;
-    sink_open(&s);
+    tu_sink s;
+    assert_non_null(tu_sink_open(&s));
     dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
     dla_training_options o = {.max_epochs = 3, .mini_batch_size = 32, .verbose_frequency = 5,
                               .validation_frequency = 100, .validation_data = &v,
                               .metrics = "accuracy", .output = s.f};
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   NULL), DLA_OK);
-    char *text = sink_text(&s);
+    char *text = tu_sink_text(&s);
     const char *rule =
         "|======================================================================================================================|\n";
     const char *header =
@@ -450,22 +431,22 @@ static void verbose_prints_matlabs_iteration_table(void **state)
     dla_net_free(trained);
 
     /* Without metrics and validation the table has five columns. */
-    sink_open(&s);
+    assert_non_null(tu_sink_open(&s));
     dla_training_options o2 = {.max_epochs = 1, .mini_batch_size = 64, .output = s.f};
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o2, &trained,
                                   NULL), DLA_OK);
-    text = sink_text(&s);
+    text = tu_sink_text(&s);
     assert_non_null(strstr(text, "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Base Learning  |\n"
                                  "|         |             |   (hh:mm:ss)   |     Loss     |      Rate       |\n"));
     free(text);
     dla_net_free(trained);
 
     /* Verbose off: not a character. */
-    sink_open(&s);
+    assert_non_null(tu_sink_open(&s));
     dla_training_options o3 = {.max_epochs = 1, .verbose = -1, .output = s.f};
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o3, &trained,
                                   NULL), DLA_OK);
-    text = sink_text(&s);
+    text = tu_sink_text(&s);
     assert_string_equal(text, "");
     free(text);
     dla_net_free(trained);
@@ -646,8 +627,8 @@ static void training_progress_writes_a_well_formed_svg_chart(void **state)
     blobs(256, 9, &x, &t);
     blobs(64, 10, &vx, &vt);
     dla_net *net = mlp(), *trained;
-    sink s;
-    sink_open(&s);
+    tu_sink s;
+    assert_non_null(tu_sink_open(&s));
     dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
     dla_training_options o = {.max_epochs = 3, .mini_batch_size = 32, .verbose = -1,
                               .metrics = "accuracy", .validation_data = &v,
@@ -655,7 +636,7 @@ static void training_progress_writes_a_well_formed_svg_chart(void **state)
                               .plots_path = path, .output = s.f};
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   NULL), DLA_OK);
-    char *text = sink_text(&s);
+    char *text = tu_sink_text(&s);
     /* Not a terminal: plain progress lines, at each tenth and the end. */
     assert_null(strchr(text, '\r'));
     assert_true(count_of(text, "[progress] ") >= 10);
@@ -687,12 +668,12 @@ static void training_progress_writes_a_well_formed_svg_chart(void **state)
     o.plots_path = "/nonexistent/chart.svg";
     o.output = NULL;
     o.plots = "training-progress";
-    sink_open(&s);
+    assert_non_null(tu_sink_open(&s));
     o.output = s.f;
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   NULL), DLA_ERR_IO);
     assert_non_null(strstr(dla_last_error(), "/nonexistent/chart.svg"));
-    free(sink_text(&s));
+    free(tu_sink_text(&s));
     dla_net_free(net);
     dla_tensor_release(x);
     dla_tensor_release(t);
@@ -703,8 +684,8 @@ static void training_progress_writes_a_well_formed_svg_chart(void **state)
 static void progress_bar_redraws_on_a_terminal_and_escapes_the_chart(void **state)
 {
     (void)state;
-    sink s;
-    sink_open(&s);
+    tu_sink s;
+    assert_non_null(tu_sink_open(&s));
     dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = s.f, .bar = 1, .total = 4,
                                                                   .title = "a <b> & \"c\""});
     assert_non_null(p);
@@ -715,7 +696,7 @@ static void progress_bar_redraws_on_a_terminal_and_escapes_the_chart(void **stat
     }
     dla_progress_printf(p, "a line above the bar");
     dla_progress_finish(p, "done");
-    char *text = sink_text(&s);
+    char *text = tu_sink_text(&s);
     assert_non_null(strstr(text, "\r[##############################] 100%  4/4"));
     assert_non_null(strstr(text, "\033[K"));
     assert_non_null(strstr(text, "\r\033[Ka line above the bar\n\r["));
@@ -1307,8 +1288,8 @@ static void a_bad_output_path_fails_before_the_first_iteration(void **state)
     dla_training_info *info;
     dla_train_data d = {.predictors = x, .targets = t};
     dla_train_loss ce = {.name = "crossentropy"};
-    sink out;
-    sink_open(&out);
+    tu_sink out;
+    assert_non_null(tu_sink_open(&out));
     dla_training_options o = quiet();
     o.max_epochs = 2;
     o.mini_batch_size = 16;
@@ -1359,7 +1340,7 @@ static void a_bad_output_path_fails_before_the_first_iteration(void **state)
     }
     unlink(file);
     rmdir(dir);
-    free(sink_text(&out));
+    free(tu_sink_text(&out));
     dla_net_free(net);
     dla_tensor_release(x);
     dla_tensor_release(t);
@@ -1441,8 +1422,8 @@ static void a_failure_during_training_returns_the_network_so_far(void **state)
     char dir[] = "/tmp/dla-train-gone-XXXXXX", path[4200];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/chart.svg", dir);
-    sink out;
-    sink_open(&out);
+    tu_sink out;
+    assert_non_null(tu_sink_open(&out));
     o.output = out.f;
     o.plots = "training-progress";
     o.plots_path = path;
@@ -1458,7 +1439,7 @@ static void a_failure_during_training_returns_the_network_so_far(void **state)
     assert_true(dla_net_initialized(trained));
     dla_training_info_free(info);
     dla_net_free(trained);
-    free(sink_text(&out));
+    free(tu_sink_text(&out));
     remove_dir = NULL;
     dla_net_free(net);
     dla_tensor_release(x);
@@ -1514,15 +1495,15 @@ static void a_non_finite_loss_or_gradient_stops_training_with_an_error(void **st
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &ref,
                                   NULL), DLA_OK);
     stop_after = 0;
-    sink out;
-    sink_open(&out);
+    tu_sink out;
+    assert_non_null(tu_sink_open(&out));
     o.output = out.f;
     o.verbose = 1;
     o.verbose_frequency = 1;
     dla_rng_seed(5);
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   &info), DLA_ERR_STATE);
-    char *text = sink_text(&out);
+    char *text = tu_sink_text(&out);
     assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 1, iteration 3: gradient of "
                                              "fc_1/Weights is not finite (the loss, "));
     assert_non_null(strstr(dla_last_error(), "is finite); training stopped, and *trained holds "
@@ -1539,13 +1520,13 @@ static void a_non_finite_loss_or_gradient_stops_training_with_an_error(void **st
 
     /* A NaN loss at iteration 6 (epoch 2): stopped, and NaN in the table. */
     d.predictors = x;
-    sink_open(&out);
+    assert_non_null(tu_sink_open(&out));
     o.output = out.f;
     nan_at = 6, loss_calls = 0;
     dla_rng_seed(5);
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = nan_loss}, &o, &trained, &info),
                      DLA_ERR_STATE);
-    text = sink_text(&out);
+    text = tu_sink_text(&out);
     assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 2, iteration 6: training loss is "
                                              "NaN; training stopped, and *trained holds the "
                                              "network of iteration 5"));

@@ -3,7 +3,7 @@
 # plugin loaded, where ExecutionEnvironment "gpu" finds a device that is not
 # a cpu and trains there.
 check_PROGRAMS += tests/test_train
-tests_test_train_SOURCES = tests/test_train.c tests/testutil.h
+tests_test_train_SOURCES = tests/test_train.c tests/testutil.h tests/sink.h
 tests_test_train_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_train_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_train tests/train_on_testmem.sh
@@ -12,7 +12,7 @@ EXTRA_DIST += tests/train_on_testmem.sh
 # The progress display's lines at several terminal widths and through a
 # pipe; tool_progress_tty.sh draws it in a real terminal (tmux).
 check_PROGRAMS += tests/test_progress
-tests_test_progress_SOURCES = tests/test_progress.c
+tests_test_progress_SOURCES = tests/test_progress.c tests/testutil.h tests/sink.h
 tests_test_progress_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_progress_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_progress
