@@ -807,6 +807,55 @@ static void test_statistics_read_while_other_threads_call(void **state)
     dla_accel_free(af);
 }
 
+/* One tensor shared by threads: two take views of it (dla_reshape, which
+ * used to copy the whole tensor, reference count included) while two
+ * retain and release it. Under ThreadSanitizer (.ci/sanitize tsan runs
+ * this suite) the old whole-struct copy was reported as a race against
+ * dla_tensor_retain; here every view must also keep the data. */
+typedef struct sharer {
+    dla_tensor *t;
+    int views;
+    int ok;
+} sharer;
+
+static void *sharer_main(void *p)
+{
+    sharer *s = p;
+    s->ok = 1;
+    for (int i = 0; i < 2000; i++) {
+        if (s->views) {
+            dla_tensor *v = dla_reshape(s->t, "", DLA_DIMS(4, 6));
+            s->ok &= dla_tensor_status(v) == DLA_OK && dla_tensor_item(v, 23) == 23.0;
+            dla_tensor_release(v);
+        } else {
+            dla_tensor_release(dla_tensor_retain(s->t));
+        }
+    }
+    return NULL;
+}
+
+static void test_a_tensor_viewed_and_retained_from_several_threads(void **state)
+{
+    (void)state;
+    double data[24];
+    for (int i = 0; i < 24; i++)
+        data[i] = i;
+    dla_tensor *t = dla_tensor_from_host(data, DLA_F64, "", DLA_DIMS(6, 4));
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    pthread_t th[4];
+    sharer sh[4];
+    for (int i = 0; i < 4; i++) {
+        sh[i] = (sharer){.t = t, .views = i < 2};
+        pthread_create(&th[i], NULL, sharer_main, &sh[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_true(sh[i].ok);
+    }
+    assert_true(dla_tensor_item(t, 5) == 5.0);
+    dla_tensor_release(t);
+}
+
 /* ------------------------------------------------------------- devices */
 
 static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
@@ -872,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
         cmocka_unit_test(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         cmocka_unit_test(test_statistics_read_while_other_threads_call),
+        cmocka_unit_test(test_a_tensor_viewed_and_retained_from_several_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
