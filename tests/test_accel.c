@@ -622,8 +622,11 @@ static void test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value(
     dla_tensor *x, *t, *y, *ref;
     regression_batch(3, &x, &t);
     const double scales[] = {1.0, 1.0, 2.0, 1.0, 2.0};
-    const char *miss[] = {"first call", "", "non-tensor input values changed (the key function's "
-                          "bytes, first difference at byte ", "", ""};
+    /* One literal per element: clang's -Wstring-concatenation takes a
+     * split literal in an array for a missing comma. */
+    static const char changed[] =
+        "non-tensor input values changed (the key function's bytes, first difference at byte ";
+    const char *miss[] = {"first call", "", changed, "", ""};
     for (int k = 0; k < 5; k++) {
         s.scale = scales[k];
         assert_int_equal(dla_accel_call(acc, &s, 1, &x, 1, &y), DLA_OK);
