@@ -9,6 +9,7 @@
  */
 #include "nn/data_seq.h"
 
+#include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "nn/data_util.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 struct dla_seqlist {
+    uint32_t magic; /* DLA__HANDLE_SEQLIST; DEAD once freed (docs/checks.md) */
     int64_t channels;
     int64_t count, count_cap;
     int64_t *offset;   /* count + 1 entries, in values */
@@ -38,19 +40,38 @@ DLA_API dla_seqlist *dla_seqlist_create(int64_t channels)
         dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "dla_seqlist_create: out of memory");
         return NULL;
     }
+    s->magic = DLA__HANDLE_SEQLIST;
     s->channels = channels;
     s->offset = off;
     s->count_cap = 0;
     return s;
 }
 
+/* Nonzero when s is a live list; else logs why for op. */
+static int seq_live(const dla_seqlist *s, const char *op)
+{
+    if (s->magic == DLA__HANDLE_SEQLIST)
+        return 1;
+    dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", op, (const void *)s,
+                s->magic == DLA__HANDLE_DEAD ? "a sequence list freed already (freed twice, or "
+                "used after dla_seqlist_free)" : "not a sequence list handle");
+    return 0;
+}
+
+/* NULL answers as an empty list (as before); a dead one also logs. */
+#define LIVE(s, op) ((s) && seq_live((s), (op)))
+
 DLA_API void dla_seqlist_free(dla_seqlist *s)
 {
-    if (!s)
+    if (!LIVE(s, "dla_seqlist_free"))
         return;
     dla__data_free(s->offset);
     dla__data_free(s->values);
-    dla__data_free(s);
+    s->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale pointer reads "dead" */
+    s->count = 0;
+    s->offset = NULL;
+    s->values = NULL;
+    dla__quarantine(DLA__RING_OBJECTS, s);
 }
 
 /* Room for one more sequence of nvalues values. */
@@ -85,6 +106,8 @@ DLA_API dla_status dla_seqlist_append(dla_seqlist *s, const float *data, int64_t
     static const char op[] = "dla_seqlist_append";
     if (!s)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument s is NULL", op);
+    if (!seq_live(s, op))
+        return DLA_ERR_INVALID_ARGUMENT;
     if (length < 0 || (length > 0 && !data))
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s", op,
                               length < 0 ? "length is negative" : "data is NULL");
@@ -108,6 +131,8 @@ DLA_API dla_status dla_seqlist_append_tensor(dla_seqlist *s, dla_tensor *x)
     if (!s || !x)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op,
                               s ? "x" : "s");
+    if (!seq_live(s, op))
+        return DLA_ERR_INVALID_ARGUMENT;
     if (dla_tensor_status(x) != DLA_OK)
         return dla__data_fail(dla_tensor_status(x), "%s: argument x: %s", op,
                               dla_tensor_error(x));
@@ -141,20 +166,26 @@ DLA_API dla_status dla_seqlist_append_tensor(dla_seqlist *s, dla_tensor *x)
     return DLA_OK;
 }
 
-DLA_API int64_t dla_seqlist_count(const dla_seqlist *s) { return s ? s->count : 0; }
+DLA_API int64_t dla_seqlist_count(const dla_seqlist *s)
+{
+    return LIVE(s, "dla_seqlist_count") ? s->count : 0;
+}
 
-DLA_API int64_t dla_seqlist_channels(const dla_seqlist *s) { return s ? s->channels : 0; }
+DLA_API int64_t dla_seqlist_channels(const dla_seqlist *s)
+{
+    return LIVE(s, "dla_seqlist_channels") ? s->channels : 0;
+}
 
 DLA_API int64_t dla_seqlist_length(const dla_seqlist *s, int64_t i)
 {
-    if (!s || i < 0 || i >= s->count)
+    if (!LIVE(s, "dla_seqlist_length") || i < 0 || i >= s->count)
         return -1;
     return (s->offset[i + 1] - s->offset[i]) / s->channels;
 }
 
 DLA_API const float *dla_seqlist_data(const dla_seqlist *s, int64_t i)
 {
-    if (!s || i < 0 || i >= s->count)
+    if (!LIVE(s, "dla_seqlist_data") || i < 0 || i >= s->count)
         return NULL;
     return s->values + s->offset[i];
 }
@@ -276,6 +307,8 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
     if (!seqs || !x)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op,
                               seqs ? "x" : "seqs");
+    if (!seq_live(seqs, op))
+        return DLA_ERR_INVALID_ARGUMENT;
     if (n < 1 || (!indices && n > seqs->count))
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument n: %lld; 1..%lld sequences can be taken", op,

@@ -208,8 +208,10 @@ DLA_API dla_net *dla_net_create(int n, dla_layer *const *layers)
     net->magic = DLA__HANDLE_NET;
     net->dtype = DLA_F32;
     net->accelerate = 1;
-    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
+        net->tables[k].magic = DLA__HANDLE_TABLE;
         net->tables[k].owned_by_net = 1;
+    }
     dla_status st = add_layers(net, n, layers, "dla_net_create");
     if (st == DLA_OK && n > 0 && !has_free_port(net))
         st = dla_net_init(net, 0, NULL);
@@ -236,6 +238,8 @@ DLA_API void dla_net_free(dla_net *net)
     for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
         net->tables[k].owned_by_net = 0;
         dla__table_clear(&net->tables[k]);
+        /* dla_net_learnables(net) kept past dla_net_free reads "dead" too */
+        net->tables[k].magic = DLA__HANDLE_DEAD;
     }
     dla_accel_free(net->accel);
     /* Poisoned and parked, not freed: a stale pointer reads "dead". */

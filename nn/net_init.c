@@ -7,6 +7,8 @@
  */
 #include "nn/nn.h"
 
+#include "core/handle.h" /* DLA__HANDLE_TABLE (docs/checks.md) */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -265,6 +267,7 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
     memcpy(old, net->tables, sizeof old);
     for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
         memset(&net->tables[k], 0, sizeof net->tables[k]);
+        net->tables[k].magic = DLA__HANDLE_TABLE;
         net->tables[k].owned_by_net = 1;
     }
     dla__param_sink sink = {net, NULL, dtype, lookup, ctx, old};

@@ -50,6 +50,7 @@ void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size);
 /* ------------------------------------------------------------------ tables */
 
 struct dla_table {
+    uint32_t magic; /* DLA__HANDLE_TABLE; DEAD once freed (docs/checks.md) */
     int count, cap;
     char **layer;
     char **param;

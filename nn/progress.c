@@ -19,6 +19,7 @@
 #define _DEFAULT_SOURCE /* fileno, isatty, clock_gettime, TIOCGWINSZ */
 #include <dlaccel.h>
 
+#include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "nn/chart.h"
 
 #include <errno.h>
@@ -47,6 +48,7 @@ typedef struct metric {
 enum { MODE_NONE = -2, MODE_LINES = -1, MODE_BAR = 1 };
 
 struct dla_progress {
+    uint32_t magic; /* DLA__HANDLE_PROGRESS; DEAD once freed (docs/checks.md) */
     FILE *stream;
     int mode;
     int64_t total, done, done0; /* done0: at the first update, where the rate starts */
@@ -77,6 +79,7 @@ DLA_API dla_progress *dla_progress_create(const dla_progress_options *opts)
         return NULL;
     }
     memset(p, 0, sizeof *p);
+    p->magic = DLA__HANDLE_PROGRESS;
     dla_progress_options o = opts ? *opts : (dla_progress_options){0};
     p->stream = o.stream ? o.stream : stdout;
     if (o.bar == 0)
@@ -90,9 +93,23 @@ DLA_API dla_progress *dla_progress_create(const dla_progress_options *opts)
     return p;
 }
 
+/* Nonzero when p is a live display; else logs why for op. */
+static int progress_live(const dla_progress *p, const char *op)
+{
+    if (p->magic == DLA__HANDLE_PROGRESS)
+        return 1;
+    dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", op, (const void *)p,
+                p->magic == DLA__HANDLE_DEAD ? "a progress display freed already (freed twice, "
+                "or used after dla_progress_free)" : "not a progress display handle");
+    return 0;
+}
+
+/* NULL does nothing (as before); a dead handle also logs. */
+#define LIVE(p, op) ((p) && progress_live((p), (op)))
+
 DLA_API void dla_progress_free(dla_progress *p)
 {
-    if (!p)
+    if (!LIVE(p, "dla_progress_free"))
         return;
     for (int i = 0; i < p->nmetrics; i++) {
         dla_free(p->metrics[i].x);
@@ -100,7 +117,11 @@ DLA_API void dla_progress_free(dla_progress *p)
     }
     dla_free(p->mark_epoch);
     dla_free(p->mark_x);
-    dla_free(p);
+    p->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale pointer reads "dead" */
+    p->nmetrics = p->nmarks = 0;
+    p->mark_epoch = NULL;
+    p->mark_x = NULL;
+    dla__quarantine(DLA__RING_OBJECTS, p);
 }
 
 static metric *find_metric(const dla_progress *p, const char *name)
@@ -116,6 +137,8 @@ DLA_API dla_status dla_progress_record(dla_progress *p, const char *name, int64_
     if (!p || !name || !*name || strlen(name) >= sizeof p->metrics[0].name)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_progress_record: argument %s",
                              !p ? "p is NULL" : "name: NULL, empty or longer than 63 characters");
+    if (!progress_live(p, "dla_progress_record"))
+        return DLA_ERR_INVALID_ARGUMENT;
     metric *m = find_metric(p, name);
     if (!m) {
         if (p->nmetrics == MAX_METRICS)
@@ -147,7 +170,7 @@ DLA_API dla_status dla_progress_record(dla_progress *p, const char *name, int64_
 DLA_API int64_t dla_progress_metric(const dla_progress *p, const char *name, const int64_t **x,
                                     const double **values)
 {
-    const metric *m = p && name ? find_metric(p, name) : NULL;
+    const metric *m = LIVE(p, "dla_progress_metric") && name ? find_metric(p, name) : NULL;
     if (!m)
         return -1;
     if (x)
@@ -161,6 +184,8 @@ DLA_API dla_status dla_progress_mark_epoch(dla_progress *p, int epoch, int64_t x
 {
     if (!p)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_progress_mark_epoch: p is NULL");
+    if (!progress_live(p, "dla_progress_mark_epoch"))
+        return DLA_ERR_INVALID_ARGUMENT;
     if (p->nmarks == p->capmarks) {
         int cap = p->capmarks ? p->capmarks * 2 : 16;
         int *ne = dla_realloc(p->mark_epoch, sizeof *ne * (size_t)cap);
@@ -402,7 +427,7 @@ static void draw_line(dla_progress *p)
 
 DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text)
 {
-    if (!p)
+    if (!LIVE(p, "dla_progress_update"))
         return;
     if (!p->started) {
         p->started = 1;
@@ -432,7 +457,7 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
 
 DLA_API void dla_progress_printf(dla_progress *p, const char *fmt, ...)
 {
-    if (!p || !fmt)
+    if (!LIVE(p, "dla_progress_printf") || !fmt)
         return;
     char line[4096];
     va_list ap;
@@ -454,7 +479,7 @@ DLA_API void dla_progress_printf(dla_progress *p, const char *fmt, ...)
 
 DLA_API void dla_progress_finish(dla_progress *p, const char *line)
 {
-    if (!p)
+    if (!LIVE(p, "dla_progress_finish"))
         return;
     if (p->mode == MODE_BAR && p->started) {
         draw_bar(p);
@@ -471,7 +496,7 @@ DLA_API void dla_progress_finish(dla_progress *p, const char *line)
 
 DLA_API double dla_progress_elapsed(const dla_progress *p)
 {
-    return p && p->started ? now() - p->start : 0.0;
+    return LIVE(p, "dla_progress_elapsed") && p->started ? now() - p->start : 0.0;
 }
 
 /* The panel a metric goes to: its name without "Training"/"Validation". */
@@ -488,6 +513,8 @@ DLA_API dla_status dla_progress_write_chart(const dla_progress *p, const char *p
     if (!p || !path || !*path)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_progress_write_chart: argument %s",
                              !p ? "p is NULL" : "path is NULL or empty");
+    if (!progress_live(p, "dla_progress_write_chart"))
+        return DLA_ERR_INVALID_ARGUMENT;
     int points = 0;
     for (int i = 0; i < p->nmetrics; i++)
         points += p->metrics[i].n > 0;

@@ -5,6 +5,8 @@
  */
 #include "nn/nn.h"
 
+#include "core/handle.h" /* the handle checks (docs/checks.md) */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -63,8 +65,10 @@ void dla__table_clear(dla_table *t)
     dla__nn_free(t->lr_factor);
     dla__nn_free(t->l2_factor);
     int owned = t->owned_by_net;
+    uint32_t magic = t->magic;
     memset(t, 0, sizeof *t);
     t->owned_by_net = owned;
+    t->magic = magic;
 }
 
 dla_status dla__table_copy(dla_table *dst, const dla_table *src)
@@ -76,28 +80,48 @@ dla_status dla__table_copy(dla_table *dst, const dla_table *src)
     return DLA_OK;
 }
 
-DLA_API int dla_table_count(const dla_table *t) { return t ? t->count : 0; }
+/* Nonzero when t is a live table; else logs why for op. */
+static int table_live(const dla_table *t, const char *op)
+{
+    if (t->magic == DLA__HANDLE_TABLE)
+        return 1;
+    dla__misuse(DLA_ERR_INVALID_ARGUMENT, "%s: %p is %s", op, (const void *)t,
+                t->magic == DLA__HANDLE_DEAD ? "a table freed already (freed twice, or used "
+                "after dla_table_free or after its network was freed)" : "not a table handle");
+    return 0;
+}
+
+/* NULL answers as an empty table (as before); a dead one also logs. */
+#define LIVE(t, op) ((t) && table_live((t), (op)))
+
+DLA_API int dla_table_count(const dla_table *t)
+{
+    return LIVE(t, "dla_table_count") ? t->count : 0;
+}
 
 DLA_API const char *dla_table_layer(const dla_table *t, int i)
 {
-    return t && i >= 0 && i < t->count ? t->layer[i] : NULL;
+    return LIVE(t, "dla_table_layer") && i >= 0 && i < t->count ? t->layer[i] : NULL;
 }
 
 DLA_API const char *dla_table_parameter(const dla_table *t, int i)
 {
-    return t && i >= 0 && i < t->count ? t->param[i] : NULL;
+    return LIVE(t, "dla_table_parameter") && i >= 0 && i < t->count ? t->param[i] : NULL;
 }
 
 DLA_API dla_tensor *dla_table_value(const dla_table *t, int i)
 {
-    return t && i >= 0 && i < t->count ? t->values[i] : NULL;
+    return LIVE(t, "dla_table_value") && i >= 0 && i < t->count ? t->values[i] : NULL;
 }
 
-DLA_API dla_tensor **dla_table_values(dla_table *t) { return t ? t->values : NULL; }
+DLA_API dla_tensor **dla_table_values(dla_table *t)
+{
+    return LIVE(t, "dla_table_values") ? t->values : NULL;
+}
 
 DLA_API int dla_table_find(const dla_table *t, const char *layer, const char *parameter)
 {
-    if (!t || !layer || !parameter)
+    if (!LIVE(t, "dla_table_find") || !layer || !parameter)
         return -1;
     for (int i = 0; i < t->count; i++)
         if (!strcmp(t->layer[i], layer) && !strcmp(t->param[i], parameter))
@@ -139,6 +163,8 @@ dla_status dla__table_check(const char *fn, const dla_table *t, int i, const dla
 
 DLA_API dla_status dla_table_set_value(dla_table *t, int i, dla_tensor *v)
 {
+    if (t && !table_live(t, "dla_table_set_value"))
+        return DLA_ERR_INVALID_ARGUMENT; /* logged by table_live */
     if (!t || i < 0 || i >= t->count)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_table_set_value: argument i: %d is "
                             "outside 0..%d", i, t ? t->count - 1 : -1);
@@ -153,17 +179,19 @@ DLA_API dla_status dla_table_set_value(dla_table *t, int i, dla_tensor *v)
 
 DLA_API double dla_table_learn_rate_factor(const dla_table *t, int i)
 {
-    return t && i >= 0 && i < t->count ? t->lr_factor[i] : 0;
+    return LIVE(t, "dla_table_learn_rate_factor") && i >= 0 && i < t->count ? t->lr_factor[i] : 0;
 }
 
 DLA_API double dla_table_l2_factor(const dla_table *t, int i)
 {
-    return t && i >= 0 && i < t->count ? t->l2_factor[i] : 0;
+    return LIVE(t, "dla_table_l2_factor") && i >= 0 && i < t->count ? t->l2_factor[i] : 0;
 }
 
 DLA_API dla_status dla_table_set_factors(dla_table *t, int i, double learn_rate_factor,
                                          double l2_factor)
 {
+    if (t && !table_live(t, "dla_table_set_factors"))
+        return DLA_ERR_INVALID_ARGUMENT; /* logged by table_live */
     if (!t || i < 0 || i >= t->count || !(learn_rate_factor >= 0) || !(l2_factor >= 0))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_table_set_factors: row %d (of %d), "
                             "factors %g and %g: the row must exist and the factors be >= 0", i,
@@ -175,6 +203,8 @@ DLA_API dla_status dla_table_set_factors(dla_table *t, int i, double learn_rate_
 
 DLA_API dla_table *dla_table_like(const dla_table *layout, dla_tensor *const *values)
 {
+    if (layout && !table_live(layout, "dla_table_like"))
+        return NULL;
     if (!layout || (layout->count && !values)) {
         dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_table_like: argument %s is NULL",
                      layout ? "values" : "layout");
@@ -192,6 +222,7 @@ DLA_API dla_table *dla_table_like(const dla_table *layout, dla_tensor *const *va
         dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_table_like: cannot allocate the table");
         return NULL;
     }
+    t->magic = DLA__HANDLE_TABLE;
     for (int i = 0; i < layout->count; i++)
         if (dla__table_add(t, layout->layer[i], layout->param[i], values[i], layout->lr_factor[i],
                            layout->l2_factor[i]) < 0) {
@@ -204,16 +235,19 @@ DLA_API dla_table *dla_table_like(const dla_table *layout, dla_tensor *const *va
 
 DLA_API void dla_table_free(dla_table *t)
 {
-    if (!t || t->owned_by_net)
+    if (!t || !table_live(t, "dla_table_free") || t->owned_by_net)
         return;
     dla__table_clear(t);
-    dla__nn_free(t);
+    t->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale pointer reads "dead" */
+    dla__quarantine(DLA__RING_OBJECTS, t);
 }
 
 DLA_API int dla_table_describe(const dla_table *t, char *buf, size_t size)
 {
     if (!t)
         return snprintf(buf, size, "(no table)\n");
+    if (!table_live(t, "dla_table_describe"))
+        return snprintf(buf, size, "(a freed table)\n");
     int wl = 5, wp = 9;
     for (int i = 0; i < t->count; i++) {
         int a = (int)strlen(t->layer[i]), b = (int)strlen(t->param[i]);

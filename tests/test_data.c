@@ -1315,6 +1315,31 @@ static int teardown(void **state)
     return rmdir(tmpdir);
 }
 
+static void test_a_seqlist_freed_twice_or_used_after_is_refused(void **state)
+{
+    (void)state;
+    dla_seqlist *s = dla_seqlist_create(2);
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    assert_int_equal(dla_seqlist_append(s, v, 3), DLA_OK);
+    dla_seqlist_free(s);
+    /* Read freed memory before, and answered without a word. */
+    dla_clear_error();
+    assert_int_equal(dla_seqlist_count(s), 0);
+    assert_non_null(strstr(dla_last_error(), "dla_seqlist_count"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_null(dla_seqlist_data(s, 0));
+    assert_int_equal(dla_seqlist_append(s, v, 3), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_seqlist_append"));
+    dla_tensor *x = NULL;
+    assert_int_equal(dla_padsequences(s, 1, NULL, NULL, &x, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(x);
+    assert_non_null(strstr(dla_last_error(), "dla_padsequences"));
+    dla_clear_error();
+    dla_seqlist_free(s); /* freed the list again before */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_seqlist_free"));
+}
+
 int main(void)
 {
     dla_set_allocator(counting_alloc, NULL);
@@ -1358,6 +1383,7 @@ int main(void)
         cmocka_unit_test(test_waveforms_repeat_with_the_seed_and_differ_without),
         cmocka_unit_test(test_waveform_class_proportions_shape_the_classes),
         cmocka_unit_test(test_every_refused_allocation_fails_cleanly),
+        cmocka_unit_test(test_a_seqlist_freed_twice_or_used_after_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

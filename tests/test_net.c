@@ -654,6 +654,36 @@ static void a_mini_batch_queue_freed_twice_or_used_after_is_refused(void **state
     assert_non_null(strstr(dla_last_error(), "dla_mbq_free"));
 }
 
+static void a_table_freed_twice_or_used_after_is_refused(void **state)
+{
+    (void)state;
+    dla_net *net = tiny_net(NULL);
+    dla_table *lt = dla_net_learnables(net);
+    assert_true(dla_table_count(lt) > 0);
+    dla_table *t = dla_table_like(lt, dla_table_values(lt));
+    assert_non_null(t);
+    dla_table_free(t);
+    /* Read freed memory before, and answered without a word. */
+    dla_clear_error();
+    assert_int_equal(dla_table_count(t), 0);
+    assert_non_null(strstr(dla_last_error(), "dla_table_count"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_null(dla_table_value(t, 0));
+    assert_int_equal(dla_table_set_factors(t, 0, 1, 1), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_table_set_factors"));
+    assert_null(dla_table_like(t, NULL));
+    assert_non_null(strstr(dla_last_error(), "dla_table_like"));
+    dla_clear_error();
+    dla_table_free(t); /* freed the rows and the table again before */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_table_free"));
+    /* A network's own table kept past dla_net_free. */
+    dla_net_free(net);
+    dla_clear_error();
+    assert_int_equal(dla_table_count(lt), 0);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -671,6 +701,7 @@ int main(void)
         cmocka_unit_test(a_layer_goes_into_one_network_only),
         cmocka_unit_test(sizes_too_large_say_so),
         cmocka_unit_test(a_mini_batch_queue_freed_twice_or_used_after_is_refused),
+        cmocka_unit_test(a_table_freed_twice_or_used_after_is_refused),
     };
     dla_set_allocator(tu_alloc, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);

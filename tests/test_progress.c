@@ -218,6 +218,39 @@ static void pipe_gets_plain_lines_with_the_rate(void **state)
     assert_non_null(strstr(buf, "left"));
 }
 
+static void a_display_freed_twice_or_used_after_is_refused(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    dla_progress *p =
+        dla_progress_create(&(dla_progress_options){.stream = f, .bar = -1, .total = 10});
+    assert_int_equal(dla_progress_record(p, "TrainingLoss", 1, 0.5), DLA_OK);
+    dla_progress_free(p);
+    /* Wrote through the freed display before, without a word. */
+    dla_clear_error();
+    dla_progress_update(p, 10, "epoch 1/1");
+    assert_non_null(strstr(dla_last_error(), "dla_progress_update"));
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_progress_record(p, "TrainingLoss", 2, 0.4), DLA_ERR_INVALID_ARGUMENT);
+    dla_clear_error();
+    dla_progress_printf(p, "a line");
+    assert_non_null(strstr(dla_last_error(), "dla_progress_printf"));
+    dla_progress_finish(p, "done");
+    assert_non_null(strstr(dla_last_error(), "dla_progress_finish"));
+    assert_int_equal(dla_progress_write_chart(p, "never-written.svg"), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_progress_write_chart"));
+    assert_int_equal(access("never-written.svg", F_OK), -1);
+    dla_clear_error();
+    dla_progress_free(p); /* freed the metrics and the display again before */
+    assert_non_null(strstr(dla_last_error(), "dla_progress_free"));
+    fclose(f);
+    assert_int_equal(len, 0); /* nothing reached the stream */
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +258,7 @@ int main(void)
         cmocka_unit_test(bar_degrades_on_narrow_terminals),
         cmocka_unit_test(bar_follows_a_change_of_width),
         cmocka_unit_test(pipe_gets_plain_lines_with_the_rate),
+        cmocka_unit_test(a_display_freed_twice_or_used_after_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,7 +159,9 @@ typedef struct dla_seqlist dla_seqlist;
 /* An empty list of sequences with channels >= 1 channels. NULL on failure
  * (DLA_ERR_INVALID_ARGUMENT, DLA_ERR_OUT_OF_MEMORY). */
 DLA_API dla_seqlist *dla_seqlist_create(int64_t channels);
-/* Frees the list and its data. NULL-safe. */
+/* Frees the list and its data. NULL-safe. A list freed already, given
+ * here or to the other dla_seqlist_ calls or dla_padsequences, is refused
+ * and logged (docs/checks.md). */
 DLA_API void dla_seqlist_free(dla_seqlist *s);
 /* Appends a copy of data: a C-by-length sequence, column-major (the C
  * values of step 0, then of step 1, ...). length >= 0. Errors:

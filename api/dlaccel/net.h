@@ -118,7 +118,9 @@ DLA_API dla_status dla_table_set_factors(dla_table *t, int i, double learn_rate_
  * why). Free with dla_table_free. */
 DLA_API dla_table *dla_table_like(const dla_table *layout, dla_tensor *const *values);
 /* Frees a table made by dla_table_like (its values are released). A
- * network's own tables are not freed here (it does nothing for them). */
+ * network's own tables are not freed here (it does nothing for them).
+ * A table freed already, or one of a freed network, given here or to the
+ * other dla_table_ calls is refused and logged (docs/checks.md). */
 DLA_API void dla_table_free(dla_table *t);
 /* The table as MATLAB displays one: a row per parameter with the layer,
  * the parameter and the value's dims and dtype (snprintf rules). */

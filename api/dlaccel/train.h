@@ -108,7 +108,9 @@ typedef struct dla_progress_options {
 /* A new progress display (opts may be NULL). NULL when out of memory.
  * Nothing is drawn until the first update. */
 DLA_API dla_progress *dla_progress_create(const dla_progress_options *opts);
-/* Frees p and its metrics; NULL does nothing. It does not finish the bar. */
+/* Frees p and its metrics; NULL does nothing. It does not finish the bar.
+ * A display freed already, given here or to the other dla_progress_
+ * calls, is refused and logged (docs/checks.md). */
 DLA_API void dla_progress_free(dla_progress *p);
 
 /* Appends the point (x, value) to the metric name (made on first use).
