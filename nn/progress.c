@@ -387,7 +387,10 @@ static void compose_bar(const dla_progress *p, int cols, char *out, size_t size)
         int bw = 0;
         if (with_bar) {
             bw = BAR_MIN + (room - tcols);
-            bw = bw > BAR_WIDTH ? BAR_WIDTH : bw;
+            /* room >= 0 whenever the bar is drawn (need <= avail); the
+             * lower clamp says so to the compiler (-Wstringop-overflow in
+             * the sanitizer build) and to the reader. */
+            bw = bw > BAR_WIDTH ? BAR_WIDTH : bw < 0 ? 0 : bw;
         }
         char bar[BAR_WIDTH + 1];
         int filled = p->total ? (int)((double)bw * (double)p->done / (double)p->total) : 0;
