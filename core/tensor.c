@@ -97,7 +97,10 @@ void dla__dense_strides(int ndims, const int64_t *dims, int64_t *strides)
     int64_t s = 1;
     for (int i = 0; i < ndims; i++) {
         strides[i] = s;
-        s *= dims[i];
+        /* Saturated, not wrapped: dims whose count overflows are refused
+         * by dla__numel_checked, and signed overflow is undefined. */
+        if (__builtin_mul_overflow(s, dims[i], &s))
+            s = INT64_MAX;
     }
 }
 

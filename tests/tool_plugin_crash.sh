@@ -11,6 +11,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-crash-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 ulimit -c 0 2>/dev/null # the crash is expected: no core file
+# Under AddressSanitizer (.ci/sanitize) the crash must still be a death by
+# its signal, not ASan's report and exit status 1.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
+export ASAN_OPTIONS
 mkdir "$tmp/m" "$tmp/cache"
 XDG_CACHE_HOME="$tmp/cache"
 DLACCEL_PLUGIN_PATH="$tmp/m:$plugins"
