@@ -7,6 +7,10 @@ if ! command -v valgrind >/dev/null 2>&1; then
     echo "ok 1 # SKIP valgrind not installed"
     exit 0
 fi
+if [ -n "${DLA_TEST_SANITIZER:-}" ] && [ "$DLA_TEST_SANITIZER" != none ]; then
+    echo "ok 1 # SKIP valgrind cannot run a binary built with --enable-sanitizers=$DLA_TEST_SANITIZER"
+    exit 0
+fi
 log=$(mktemp)
 OMP_NUM_THREADS=1 CMOCKA_MESSAGE_OUTPUT=STDOUT "$DLA_TEST_BUILDDIR/libtool" --mode=execute \
     valgrind -q --error-exitcode=99 "$DLA_TEST_BUILDDIR/tests/test_trace_bytes" >"$log" 2>&1
