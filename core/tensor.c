@@ -106,6 +106,11 @@ void dla__dense_strides(int ndims, const int64_t *dims, int64_t *strides)
 
 int64_t dla__numel(int ndims, const int64_t *dims)
 {
+    /* Dims that made a tensor passed dla__numel_checked, but an empty one
+     * may hold others whose product alone overflows (2^32 x 2^32 x 0). */
+    for (int i = 0; i < ndims; i++)
+        if (dims[i] == 0)
+            return 0;
     int64_t n = 1;
     for (int i = 0; i < ndims; i++)
         n *= dims[i];

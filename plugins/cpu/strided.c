@@ -49,6 +49,11 @@ const char *dla__cpu_dims_str(char *buf, size_t size, int ndims, const int64_t *
 
 int64_t dla__cpu_numel(const dla_view *v)
 {
+    /* An empty view may have other dims whose product alone overflows
+     * (2^32 x 2^32 x 0): a zero dim is looked for first. */
+    for (int d = 0; d < v->ndims; d++)
+        if (v->dims[d] == 0)
+            return 0;
     int64_t n = 1;
     for (int d = 0; d < v->ndims; d++)
         n *= v->dims[d];

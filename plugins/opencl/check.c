@@ -52,6 +52,11 @@ const char *dla__ocl_dims_str(char *buf, size_t size, int ndims, const int64_t *
 
 int64_t dla__ocl_numel(const dla_view *v)
 {
+    /* As the cpu plugin's: a zero dim first, so an empty view whose other
+     * dims overflow together (2^32 x 2^32 x 0) counts 0. */
+    for (int d = 0; d < v->ndims; d++)
+        if (v->dims[d] == 0)
+            return 0;
     int64_t n = 1;
     for (int d = 0; d < v->ndims; d++)
         n *= v->dims[d];
