@@ -34,9 +34,12 @@ typedef struct region {
 static int64_t view_extent(const dla_view *v)
 {
     int64_t e = 1;
-    for (int i = 0; i < v->ndims; i++) {
+    /* Every dim for a zero first: an empty view's other dims may overflow
+     * together (2^32 x 2^32 x 0). */
+    for (int i = 0; i < v->ndims; i++)
         if (v->dims[i] == 0)
             return 0;
+    for (int i = 0; i < v->ndims; i++) {
         e += (v->dims[i] - 1) * v->strides[i];
     }
     return e;

@@ -147,7 +147,8 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
             return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims: dim %d is %lld", op,
                               i + 1, (long long)dims[i]);
         } else {
-            known *= dims[i];
+            if (__builtin_mul_overflow(known, dims[i], &known))
+                known = INT64_MAX; /* refused below, with the dims */
         }
     }
     if (infer >= 0)

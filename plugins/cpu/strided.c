@@ -157,6 +157,17 @@ void dla__cpu_iter_init(dla__cpu_iter *it, int nops, const dla_view *const *view
     it->numel = 1;
     for (int op = 0; op < nops; op++)
         it->offset[op] = views[op]->offset;
+    /* Empty: walked as the one-dim view of length 0 it is; its other dims
+     * may overflow together (2^32 x 2^32 x 0), so they are not merged. */
+    for (int d = 0; d < shape->ndims; d++)
+        if (shape->dims[d] == 0) {
+            it->numel = 0;
+            it->dims[0] = 0;
+            for (int op = 0; op < nops; op++)
+                it->strides[op][0] = 1;
+            it->ndims = 1;
+            return;
+        }
     for (int d = 0; d < shape->ndims; d++) {
         int64_t n = shape->dims[d];
         it->numel *= n;

@@ -168,6 +168,9 @@ static int64_t nth_offset(const dla_view *v, int64_t i)
 
 static int64_t numel(const dla_view *v)
 {
+    for (int d = 0; d < v->ndims; d++) /* empty first: the rest may overflow */
+        if (v->dims[d] == 0)
+            return 0;
     int64_t n = 1;
     for (int d = 0; d < v->ndims; d++)
         n *= v->dims[d];
