@@ -1,0 +1,91 @@
+/*
+ * dlaccel/parallel.h - included by dlaccel.h; do not include it directly.
+ *
+ * Data-parallel training across processes (MATLAB's spmd world, gplus, gop
+ * and DataQueue). Workers are MPI processes started by mpirun; libdlaccel
+ * itself never links MPI: the collectives live in a communicator plugin
+ * (plugins/mpi, found through a manifest as device plugins are) loaded on
+ * first use. A program started without mpirun, or where no communicator
+ * plugin is installed, is a world of one: rank 0 of size 1, and every
+ * collective returns its input unchanged.
+ *
+ *     // spmd ... gplus(loss) ... end
+ *     int r = dla_spmd_rank(), n = dla_spmd_size();
+ *     dla_tensor *grads[K] = {...};
+ *     dla_allreduce(K, grads, DLA_REDUCE_SUM);   // in place, the same on every rank
+ *     bool all;
+ *     dla_spmd_all(hasdata, &all);               // gop(@and, hasdata)
+ *
+ * Every collective is called by every rank with the same arguments (count,
+ * dtypes, sizes); before moving data it checks that they agree and fails on
+ * every rank with DLA_ERR_INVALID_ARGUMENT and a message naming the rank
+ * and the tensor that differ. A rank that waits on a collective longer than
+ * DLACCEL_COLLECTIVE_TIMEOUT seconds (default 60) warns, naming the ranks
+ * that are missing.
+ *
+ * Errors: functions return a dla_status and set dla_last_error().
+ */
+#ifndef DLACCEL_PARALLEL_H
+#define DLACCEL_PARALLEL_H
+
+#include <dlaccel.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dla_reduce_op {
+    DLA_REDUCE_SUM, /* gplus */
+    DLA_REDUCE_MAX,
+    DLA_REDUCE_MIN,
+} dla_reduce_op;
+
+/* This process's rank, 0..size-1 (MATLAB's spmdIndex - 1); 0 in a world of
+ * one. The first call initializes the communicator (and MPI, when the
+ * program has not: the library then finalizes it at exit). */
+DLA_API int dla_spmd_rank(void);
+/* The number of workers (MATLAB's spmdSize); 1 in a world of one. */
+DLA_API int dla_spmd_size(void);
+/* The rank among the processes of this machine, and their number (ranks
+ * are mapped to GPUs by it); 0 and 1 in a world of one. */
+DLA_API int dla_spmd_local_rank(void);
+DLA_API int dla_spmd_local_size(void);
+/* "mpi" or "single": which communicator is serving the world. */
+DLA_API const char *dla_spmd_backend(void);
+
+/* Reduces each of the n tensors element-wise across the ranks, in place:
+ * every rank ends with the same result. Tensors may live on any device. */
+DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op);
+/* Copies each of the n tensors of rank root into the same tensors of every
+ * other rank (whose sizes and dtypes must agree). */
+DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root);
+/* Concatenates every rank's x (the same dtype and sizes on every rank) in
+ * rank order along a new last dimension: *out has x's dims then size. */
+DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out);
+/* gop(@and, flag) and gop(@or, flag). */
+DLA_API dla_status dla_spmd_all(bool flag, bool *all);
+DLA_API dla_status dla_spmd_any(bool flag, bool *any);
+/* Waits for every rank. */
+DLA_API dla_status dla_spmd_barrier(void);
+
+/* MATLAB's DataQueue from the workers to rank 0: a worker sends a small
+ * message and goes on; rank 0 polls without blocking anyone. */
+typedef struct dla_dataqueue dla_dataqueue;
+/* Every rank creates the queue (collectively, in the same order). */
+DLA_API dla_status dla_dataqueue_create(dla_dataqueue **q);
+/* Sends size bytes (at most 4096) to rank 0; rank 0 sending to itself
+ * queues the message locally. Does not wait for rank 0 to receive it. */
+DLA_API dla_status dla_dataqueue_send(dla_dataqueue *q, const void *data, size_t size);
+/* Rank 0: takes one waiting message, if any: returns 1 and fills buf (up to
+ * cap bytes), *from and *size; returns 0 when none waits, -1 on error (with
+ * dla_last_error()). Other ranks: always 0. */
+DLA_API int dla_dataqueue_poll(dla_dataqueue *q, void *buf, size_t cap, int *from, size_t *size);
+/* Collective: waits until every message sent before it was received. */
+DLA_API void dla_dataqueue_free(dla_dataqueue *q);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
