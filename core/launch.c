@@ -193,7 +193,8 @@ dla_status dla__k_fill(dla_device *dev, const dla_view *y, double value)
         dla__capture_launch(dla__capture_current, dev, &l);
     }
     if (dla__device_supports(dev, DLA_KERNEL_FILL, y->dtype))
-        return dev->table->fill(dev->ctx, y, value);
+        return dla__k_declined(dev, DLA_KERNEL_FILL, y, sizeof *y, value,
+                               dev->table->fill(dev->ctx, y, value));
     fill_call c = {*y, value};
     region r[1] = {view_region(&c.y, 1)};
     return run_on_cpu(dev, DLA_KERNEL_FILL, y->dtype, r, 1, cpu_fill, &c);
@@ -244,7 +245,8 @@ dla_status dla__k_cast(dla_device *dev, const dla_view *y, const dla_view *x)
         capture_pair(dev, DLA__LAUNCH_CAST, y, x);
     if (dla__device_supports(dev, DLA_KERNEL_CAST, x->dtype) &&
         dla__device_supports(dev, DLA_KERNEL_CAST, y->dtype))
-        return dev->table->cast(dev->ctx, y, x);
+        return dla__k_declined(dev, DLA_KERNEL_CAST, (const dla_view[2]){*y, *x},
+                               2 * sizeof *y, 0, dev->table->cast(dev->ctx, y, x));
     return pair_kernel(dev, DLA_KERNEL_CAST, y, x);
 }
 
@@ -271,7 +273,8 @@ dla_status dla__k_unary(dla_device *dev, const dla_unary_args *args)
 {
     CAPTURE(DLA__LAUNCH_UNARY, 0, unary, *args);
     if (knows_unary(dev, args->op) && dla__device_supports(dev, DLA_KERNEL_UNARY, args->x.dtype))
-        return dev->table->unary(dev->ctx, args);
+        return dla__k_declined(dev, DLA_KERNEL_UNARY, args, sizeof *args, 0,
+                               dev->table->unary(dev->ctx, args));
     dla_unary_args c = *args;
     region r[2] = {view_region(&c.y, 1), view_region(&c.x, 0)};
     return run_on_cpu(dev, DLA_KERNEL_UNARY, args->x.dtype, r, 2, cpu_unary, &c);
@@ -281,7 +284,8 @@ dla_status dla__k_binary(dla_device *dev, const dla_binary_args *args)
 {
     CAPTURE(DLA__LAUNCH_BINARY, 0, binary, *args);
     if (knows_binary(dev, args->op) && dla__device_supports(dev, DLA_KERNEL_BINARY, args->a.dtype))
-        return dev->table->binary(dev->ctx, args);
+        return dla__k_declined(dev, DLA_KERNEL_BINARY, args, sizeof *args, 0,
+                               dev->table->binary(dev->ctx, args));
     dla_binary_args c = *args;
     region r[3] = {view_region(&c.z, 1), view_region(&c.a, 0), view_region(&c.b, 0)};
     return run_on_cpu(dev, DLA_KERNEL_BINARY, args->a.dtype, r, 3, cpu_binary, &c);
@@ -291,7 +295,8 @@ dla_status dla__k_reduce(dla_device *dev, const dla_reduce_args *args)
 {
     CAPTURE(DLA__LAUNCH_REDUCE, 0, reduce, *args);
     if (dla__device_supports(dev, DLA_KERNEL_REDUCE, args->x.dtype))
-        return dev->table->reduce(dev->ctx, args);
+        return dla__k_declined(dev, DLA_KERNEL_REDUCE, args, sizeof *args, 0,
+                               dev->table->reduce(dev->ctx, args));
     dla_reduce_args c = *args;
     region r[3] = {view_region(&c.y, 1), view_region(&c.x, 0), view_region(&c.index, 1)};
     return run_on_cpu(dev, DLA_KERNEL_REDUCE, args->x.dtype, r, c.index.mem ? 3 : 2, cpu_reduce,
@@ -320,7 +325,8 @@ dla_status dla__k_ternary(dla_device *dev, const dla_ternary_args *args)
 {
     CAPTURE(DLA__LAUNCH_TERNARY, 0, ternary, *args);
     if (dla__device_supports(dev, DLA_KERNEL_TERNARY, args->z.dtype))
-        return dev->table->ternary(dev->ctx, args);
+        return dla__k_declined(dev, DLA_KERNEL_TERNARY, args, sizeof *args, 0,
+                               dev->table->ternary(dev->ctx, args));
     dla_ternary_args c = *args;
     region r[4] = {view_region(&c.z, 1), view_region(&c.cond, 0), view_region(&c.a, 0),
                    view_region(&c.b, 0)};
@@ -367,7 +373,7 @@ dla_status dla__k_conv(dla_device *dev, dla_kernel which, const dla_conv_args *a
 {
     CAPTURE(DLA__LAUNCH_CONV, which, conv, *args);
     if (dla__device_supports(dev, which, args->dtype))
-        return native(dev, which, args);
+        return dla__k_declined(dev, which, args, sizeof *args, 0, native(dev, which, args));
     dla_conv_args c = *args;
     int wx = which == DLA_KERNEL_CONV_BACKWARD_DATA, ww = which == DLA_KERNEL_CONV_BACKWARD_FILTER;
     region r[4] = {view_region(&c.x, wx), view_region(&c.w, ww),
@@ -380,7 +386,7 @@ dla_status dla__k_pool(dla_device *dev, dla_kernel which, const dla_pool_args *a
 {
     CAPTURE(DLA__LAUNCH_POOL, which, pool, *args);
     if (dla__device_supports(dev, which, args->dtype))
-        return native(dev, which, args);
+        return dla__k_declined(dev, which, args, sizeof *args, 0, native(dev, which, args));
     dla_pool_args c = *args;
     int fwd = which == DLA_KERNEL_POOL_FORWARD;
     region r[3] = {view_region(&c.x, !fwd), view_region(&c.y, fwd), view_region(&c.index, fwd)};
@@ -392,7 +398,7 @@ dla_status dla__k_index(dla_device *dev, dla_kernel which, const dla_index_args 
 {
     CAPTURE(DLA__LAUNCH_INDEX, which, index, *args);
     if (dla__device_supports(dev, which, args->x.dtype))
-        return native(dev, which, args);
+        return dla__k_declined(dev, which, args, sizeof *args, 0, native(dev, which, args));
     dla_index_args c = *args;
     region r[3] = {view_region(&c.y, 1), view_region(&c.x, 0), view_region(&c.index, 0)};
     kernel_call k = {which, &c};
@@ -451,7 +457,8 @@ dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args)
         return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native 'fused' kernel for %s, and fused "
                          "programs have no cpu fallback", dev->name, dla_dtype_name(args->dtype));
     CAPTURE(DLA__LAUNCH_FUSED, DLA_KERNEL_FUSED, fused, (dla_fused_args *)args);
-    return dev->table->fused(dev->ctx, args);
+    return dla__k_declined(dev, DLA_KERNEL_FUSED, args, sizeof *args, 0,
+                           dev->table->fused(dev->ctx, args));
 }
 
 dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *args)
@@ -462,7 +469,9 @@ dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *arg
                          dla_dtype_name(args->program.dtype));
     CAPTURE(DLA__LAUNCH_FUSED_REDUCE, DLA_KERNEL_FUSED_REDUCE, fused_reduce,
             (dla_fused_reduce_args *)args);
-    return dev->table->fused_reduce(dev->ctx, args);
+    return dla__k_declined(dev, DLA_KERNEL_FUSED_REDUCE, args,
+                           args->struct_size < sizeof *args ? args->struct_size : sizeof *args,
+                           0, dev->table->fused_reduce(dev->ctx, args));
 }
 
 /* --------------------------------------------------------------- random */
@@ -473,7 +482,7 @@ dla_status dla__k_random(dla_device *dev, const dla_random_args *args)
     const dla_kernel k = normal ? DLA_KERNEL_RANDOM_NORMAL : DLA_KERNEL_RANDOM_UNIFORM;
     if (dla__device_supports(dev, k, args->y.dtype)) {
         CAPTURE(DLA__LAUNCH_RANDOM, k, random, *args);
-        return dev->table->random(dev->ctx, args);
+        return dla__k_declined(dev, k, args, sizeof *args, 0, dev->table->random(dev->ctx, args));
     }
     /* The numbers as before ABI 1.3: drawn here, then copied (an upload,
      * so a planner runs the op that asked for them as itself). */

@@ -46,6 +46,17 @@ dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *arg
  * advances the thread's stream (dla__philox_blocks). */
 dla_status dla__k_random(dla_device *dev, const dla_random_args *args);
 
+/* The dense retry (launch_dense.c). declined is the status of dev's kernel
+ * k on args (size bytes; fill and cast pass their views as y then x, and
+ * fill its value): unless it is DLA_ERR_UNSUPPORTED with a view that is not
+ * dense, it is returned as is; otherwise every non-dense view is copied
+ * into a dense buffer on dev, the kernel is called once more, and the
+ * written views are copied back. strided_copy and gemm are never retried. */
+dla_status dla__k_declined(dla_device *dev, dla_kernel k, const void *args, size_t size,
+                           double fill_value, dla_status declined);
+/* Dense: strides[d] is the product of the dims before d (offset any). */
+int dla__view_is_dense(const dla_view *v);
+
 /* bytes from src+soff to dst+doff on one device (through the host when the
  * plugin has no copy_on_device). */
 dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem src, size_t soff,

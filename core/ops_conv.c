@@ -94,8 +94,10 @@ static void bias_view(int64_t F, const dla_tensor *b, dla_view *v)
 }
 
 /* Runs kernel `which` writing `out` from the two operands a and b (and
- * bias) in their roles; a device that declines strided views gets dense
- * copies. */
+ * bias) in their roles. The views are the tensors' own, permuted into the
+ * kernel's layout (a CBT input reaches a 1-d convolution with x strides
+ * like 6,1,3); a device that declines such views gets dense copies from
+ * the launch itself (launch_dense.c), in plain runs and replays alike. */
 static dla_status launch(const char *op, const conv_geom *g, dla_kernel which, dla_tensor *out,
                          dla_tensor *a, dla_tensor *b, dla_tensor *bias)
 {
@@ -108,44 +110,20 @@ static dla_status launch(const char *op, const conv_geom *g, dla_kernel which, d
         k.filter_size[i] = g->fs[i], k.stride[i] = g->st[i], k.dilation[i] = g->dl[i];
         k.pad_begin[i] = g->pb[i];
     }
-    dla_tensor *hold[3] = {NULL, NULL, NULL};
-    dla_status st = DLA_OK;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        dla_tensor *ops[3] = {a, b, bias};
-        for (int i = 0; i < 3; i++)
-            if (hold[i])
-                ops[i] = hold[i];
-        /* The roles: forward (x, w) -> y, data (y, w) -> x, filter (x, y) -> w. */
-        dla_tensor *x = which == DLA_KERNEL_CONV_BACKWARD_DATA ? out : ops[0];
-        dla_tensor *y = which == DLA_KERNEL_CONV_FORWARD ? out
-                        : which == DLA_KERNEL_CONV_BACKWARD_DATA ? ops[0]
-                                                                 : ops[1];
-        dla_tensor *w = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? out : ops[1];
-        space_view(g, x, &k.x);
-        space_view(g, y, &k.y);
-        weight_view(g, w, &k.w);
-        if (ops[2])
-            bias_view(g->F, ops[2], &k.bias);
-        else
-            memset(&k.bias, 0, sizeof k.bias), k.bias.struct_size = sizeof k.bias;
-        st = dla__k_conv(dev, which, &k);
-        if (st != DLA_ERR_UNSUPPORTED || attempt == 1)
-            break;
-        int copied = 0;
-        dla_tensor *orig[3] = {a, b, bias};
-        for (int i = 0; i < 3; i++)
-            if (orig[i] && !dla__is_dense(orig[i])) {
-                if (!(hold[i] = dla__dense(op, orig[i]))) {
-                    st = dla_last_status();
-                    break;
-                }
-                copied = 1;
-            }
-        if (!copied)
-            break;
-    }
-    for (int i = 0; i < 3; i++)
-        dla_tensor_release(hold[i]);
+    /* The roles: forward (x, w) -> y, data (y, w) -> x, filter (x, y) -> w. */
+    dla_tensor *x = which == DLA_KERNEL_CONV_BACKWARD_DATA ? out : a;
+    dla_tensor *y = which == DLA_KERNEL_CONV_FORWARD ? out
+                    : which == DLA_KERNEL_CONV_BACKWARD_DATA ? a
+                                                             : b;
+    dla_tensor *w = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? out : b;
+    space_view(g, x, &k.x);
+    space_view(g, y, &k.y);
+    weight_view(g, w, &k.w);
+    if (bias)
+        bias_view(g->F, bias, &k.bias);
+    else
+        memset(&k.bias, 0, sizeof k.bias), k.bias.struct_size = sizeof k.bias;
+    dla_status st = dla__k_conv(dev, which, &k);
     if (st != DLA_OK)
         dla__error_prefix(op);
     return st;

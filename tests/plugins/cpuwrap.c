@@ -1,0 +1,281 @@
+/*
+ * cpuwrap.c - test-only plugins that wrap the cpu plugin and change one
+ * thing, built once per mode (CPUWRAP_MODE) for the conformance tests:
+ *
+ *   denseonly   declines (DLA_ERR_UNSUPPORTED) every kernel call that has a
+ *               view which is not dense, except strided_copy, as a plugin
+ *               with only dense fast paths may; the core's dense retry
+ *               rescues each decline, so it passes check-plugin and the
+ *               tensor, autodiff and accelerate suites on its device.
+ *   declineall  the same, strided_copy included: the core makes views dense
+ *               with strided_copy, so nothing rescues those declines and
+ *               check-plugin must fail it.
+ *   badindex    gather and scatter_add read the index as if it were dense
+ *               (strides ignored), a bug a plugin written from the old
+ *               header ("a dense DLA_I32 vector") would have: check-plugin
+ *               must fail it.
+ *
+ * The cpu plugin's library (CPU_PLUGIN_LIB, the build tree's) is opened
+ * with dlopen and its init fills the inner table; the wrapper copies it and
+ * replaces the kernel members it changes. Its memory is the cpu plugin's.
+ */
+#include <dlaccel/plugin.h>
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define MODE_DENSEONLY 1
+#define MODE_DECLINEALL 2
+#define MODE_BADINDEX 3
+
+#ifndef CPUWRAP_MODE
+#error "build with -DCPUWRAP_MODE=MODE_DENSEONLY, MODE_DECLINEALL or MODE_BADINDEX"
+#endif
+#ifndef CPU_PLUGIN_LIB
+#error "build with -DCPU_PLUGIN_LIB=\"path of the cpu plugin's library\""
+#endif
+
+#if CPUWRAP_MODE == MODE_DENSEONLY
+#define NAME "denseonly"
+#elif CPUWRAP_MODE == MODE_DECLINEALL
+#define NAME "declineall"
+#else
+#define NAME "badindex"
+#endif
+
+static const dla_plugin_host *host;
+static dla_plugin inner;
+
+#if CPUWRAP_MODE != MODE_BADINDEX
+/* The docs' dense: strides[0] == 1 and each stride the one before times
+ * the dim before (an empty view has nothing to touch). */
+static int dense(const dla_view *v)
+{
+    if (v->mem == NULL)
+        return 1;
+    for (int d = 0; d < v->ndims; d++)
+        if (v->dims[d] == 0)
+            return 1;
+    int64_t s = 1;
+    for (int d = 0; d < v->ndims; d++) {
+        if (v->strides[d] != s)
+            return 0;
+        s *= v->dims[d];
+    }
+    return 1;
+}
+
+static dla_status decline(const char *kernel, const char *arg)
+{
+    return host->error(DLA_ERR_UNSUPPORTED, NAME " %s: argument %s is not dense", kernel, arg);
+}
+
+#define CHECK(kernel, v, name)                                                                    \
+    do {                                                                                           \
+        if (!dense(v))                                                                             \
+            return decline(kernel, name);                                                          \
+    } while (0)
+#endif
+
+static dla_status device_info(int index, dla_plugin_device_info *info)
+{
+    dla_status s = inner.device_info(index, info);
+    if (s == DLA_OK) {
+        char d[sizeof info->description];
+        memcpy(d, info->description, sizeof d);
+        d[sizeof d - 1] = '\0';
+        strcpy(info->description, NAME " wrapping ");
+        strncat(info->description, d, sizeof info->description - strlen(info->description) - 1);
+        strcpy(info->type, "test");
+    }
+    return s;
+}
+
+#if CPUWRAP_MODE != MODE_BADINDEX
+static dla_status fill(void *dev, const dla_view *y, double value)
+{
+    CHECK("fill", y, "y");
+    return inner.fill(dev, y, value);
+}
+
+#if CPUWRAP_MODE == MODE_DECLINEALL
+static dla_status strided_copy(void *dev, const dla_view *y, const dla_view *x)
+{
+    CHECK("strided_copy", y, "y");
+    CHECK("strided_copy", x, "x");
+    return inner.strided_copy(dev, y, x);
+}
+#endif
+
+static dla_status cast(void *dev, const dla_view *y, const dla_view *x)
+{
+    CHECK("cast", y, "y");
+    CHECK("cast", x, "x");
+    return inner.cast(dev, y, x);
+}
+
+static dla_status unary(void *dev, const dla_unary_args *a)
+{
+    CHECK("unary", &a->y, "y");
+    CHECK("unary", &a->x, "x");
+    return inner.unary(dev, a);
+}
+
+static dla_status binary(void *dev, const dla_binary_args *a)
+{
+    CHECK("binary", &a->z, "z");
+    CHECK("binary", &a->a, "a");
+    CHECK("binary", &a->b, "b");
+    return inner.binary(dev, a);
+}
+
+static dla_status reduce(void *dev, const dla_reduce_args *a)
+{
+    CHECK("reduce", &a->y, "y");
+    CHECK("reduce", &a->x, "x");
+    CHECK("reduce", &a->index, "index");
+    return inner.reduce(dev, a);
+}
+
+static dla_status ternary(void *dev, const dla_ternary_args *a)
+{
+    CHECK("ternary", &a->z, "z");
+    CHECK("ternary", &a->cond, "cond");
+    CHECK("ternary", &a->a, "a");
+    CHECK("ternary", &a->b, "b");
+    return inner.ternary(dev, a);
+}
+
+#define CONV(member)                                                                               \
+    static dla_status member(void *dev, const dla_conv_args *a)                                   \
+    {                                                                                              \
+        CHECK(#member, &a->x, "x");                                                                \
+        CHECK(#member, &a->w, "w");                                                                \
+        CHECK(#member, &a->y, "y");                                                                \
+        CHECK(#member, &a->bias, "bias");                                                          \
+        return inner.member(dev, a);                                                               \
+    }
+CONV(conv_forward)
+CONV(conv_backward_data)
+CONV(conv_backward_filter)
+
+#define POOL(member)                                                                               \
+    static dla_status member(void *dev, const dla_pool_args *a)                                   \
+    {                                                                                              \
+        CHECK(#member, &a->x, "x");                                                                \
+        CHECK(#member, &a->y, "y");                                                                \
+        CHECK(#member, &a->index, "index");                                                        \
+        return inner.member(dev, a);                                                               \
+    }
+POOL(pool_forward)
+POOL(pool_backward)
+
+#define INDEX(member)                                                                              \
+    static dla_status member(void *dev, const dla_index_args *a)                                  \
+    {                                                                                              \
+        CHECK(#member, &a->y, "y");                                                                \
+        CHECK(#member, &a->x, "x");                                                                \
+        CHECK(#member, &a->index, "index");                                                        \
+        return inner.member(dev, a);                                                               \
+    }
+INDEX(gather)
+INDEX(scatter_add)
+
+static dla_status fused(void *dev, const dla_fused_args *a)
+{
+    CHECK("fused", &a->y, "y");
+    for (int i = 0; i < a->ninputs; i++)
+        CHECK("fused", &a->inputs[i], "an input");
+    return inner.fused(dev, a);
+}
+
+static dla_status fused_reduce(void *dev, const dla_fused_reduce_args *a)
+{
+    CHECK("fused_reduce", &a->y, "y");
+    if (a->struct_size >= sizeof *a)
+        CHECK("fused_reduce", &a->y2, "y2");
+    for (int i = 0; i < a->program.ninputs; i++)
+        CHECK("fused_reduce", &a->program.inputs[i], "an input");
+    return inner.fused_reduce(dev, a);
+}
+
+static dla_status random_fill(void *dev, const dla_random_args *a)
+{
+    CHECK("random", &a->y, "y");
+    return inner.random(dev, a);
+}
+#else
+/* The index read as a dense vector: element i at offset + i, whatever its
+ * strides say. */
+static dla_index_args dense_index(const dla_index_args *a)
+{
+    dla_index_args b = *a;
+    for (int d = 0; d < b.index.ndims; d++)
+        b.index.strides[d] = d == 0 ? 1 : b.index.strides[d - 1] * b.index.dims[d - 1];
+    return b;
+}
+
+static dla_status gather(void *dev, const dla_index_args *a)
+{
+    const dla_index_args b = dense_index(a);
+    return inner.gather(dev, &b);
+}
+
+static dla_status scatter_add(void *dev, const dla_index_args *a)
+{
+    const dla_index_args b = dense_index(a);
+    return inner.scatter_add(dev, &b);
+}
+#endif
+
+DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_plugin *table)
+{
+    host = h;
+    void *lib = dlopen(CPU_PLUGIN_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return h->error(DLA_ERR_PLUGIN, NAME ": cannot open the cpu plugin %s: %s",
+                        CPU_PLUGIN_LIB, dlerror());
+    dla_plugin_init_fn init;
+    *(void **)&init = dlsym(lib, DLA_PLUGIN_INIT_SYMBOL);
+    if (!init)
+        return h->error(DLA_ERR_PLUGIN, NAME ": %s has no %s", CPU_PLUGIN_LIB,
+                        DLA_PLUGIN_INIT_SYMBOL);
+    memset(&inner, 0, sizeof inner);
+    inner.struct_size = sizeof inner;
+    dla_status s = init(h, &inner);
+    if (s != DLA_OK)
+        return s;
+    const size_t size = table->struct_size < sizeof inner ? table->struct_size : sizeof inner;
+    dla_plugin mine = inner;
+    mine.struct_size = size;
+    /* The cpu plugin's own record is shut down by the host (it is loaded
+     * as the fallback); this one only borrows it. */
+    mine.shutdown = NULL;
+    mine.device_info = device_info;
+#if CPUWRAP_MODE != MODE_BADINDEX
+    mine.fill = fill;
+#if CPUWRAP_MODE == MODE_DECLINEALL
+    mine.strided_copy = strided_copy;
+#endif
+    mine.cast = cast;
+    mine.unary = unary;
+    mine.binary = binary;
+    mine.reduce = reduce;
+    mine.ternary = ternary;
+    mine.conv_forward = conv_forward;
+    mine.conv_backward_data = conv_backward_data;
+    mine.conv_backward_filter = conv_backward_filter;
+    mine.pool_forward = pool_forward;
+    mine.pool_backward = pool_backward;
+    mine.gather = gather;
+    mine.scatter_add = scatter_add;
+    mine.fused = fused;
+    mine.fused_reduce = fused_reduce;
+    mine.random = random_fill;
+#else
+    mine.gather = gather;
+    mine.scatter_add = scatter_add;
+#endif
+    memcpy(table, &mine, size);
+    return DLA_OK;
+}

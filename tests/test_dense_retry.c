@@ -1,0 +1,190 @@
+/*
+ * test_dense_retry.c - the core's dense retry (core/launch_dense.c) on the
+ * denseonly test plugin (tests/plugins/cpuwrap.c), which declines every
+ * kernel call with a view that is not dense, as plugin.h allows. Each op
+ * below sends such a view (a CBT input of a 1-d convolution arrives with
+ * x strides 6,1,3; a permuted operand; a permuted gather source; a replay
+ * of dla_accelerate) and must give the cpu plugin's answer, bit for bit
+ * (the wrapped kernels are the cpu plugin's own).
+ */
+#define _GNU_SOURCE /* setenv */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dlaccel.h>
+#include <dlaccel/accel.h>
+#include <dlaccel/conv.h>
+#include <dlaccel/loss.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static dla_device *dense_dev, *cpu_dev;
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *b = getenv("DLA_TEST_BUILDDIR"), *old = getenv("DLACCEL_PLUGIN_PATH");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/plugins.cpuwrap.d%s%s", b ? b : ".",
+             old && *old ? ":" : "", old ? old : "");
+    setenv("DLACCEL_PLUGIN_PATH", path, 1);
+    dense_dev = dla_device_get("denseonly");
+    cpu_dev = dla_device_get("cpu");
+    if (!dense_dev || !cpu_dev)
+        fprintf(stderr, "# no denseonly or cpu device: %s\n", dla_last_error());
+    return dense_dev && cpu_dev ? 0 : -1;
+}
+
+/* The values of t (double) into v[n]; the count. */
+static int64_t values(dla_tensor *t, double *v, int64_t n)
+{
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    dla_tensor *d = dla_cast(t, DLA_F64);
+    assert_int_equal(dla_tensor_status(d), DLA_OK);
+    const int64_t got = dla_tensor_numel(d);
+    assert_true(got <= n);
+    assert_int_equal(dla_tensor_to_host(d, v, (size_t)got * sizeof *v), DLA_OK);
+    dla_tensor_release(d);
+    return got;
+}
+
+/* f(dev) on both devices gives the same values. */
+static void same_on_both(dla_tensor *(*f)(void))
+{
+    double a[256], b[256];
+    dla_device_set_current(cpu_dev);
+    dla_tensor *want = f();
+    dla_device_set_current(dense_dev);
+    dla_tensor *got = f();
+    if (dla_tensor_status(got) != DLA_OK)
+        fail_msg("on denseonly: %s", dla_last_error());
+    assert_ptr_equal(dla_tensor_device(got), dense_dev);
+    const int64_t n = values(want, a, 256);
+    assert_int_equal(values(got, b, 256), n);
+    assert_true(n > 0);
+    for (int64_t i = 0; i < n; i++)
+        assert_true(a[i] == b[i]);
+    dla_tensor_release(want);
+    dla_tensor_release(got);
+    dla_device_set_current(NULL);
+}
+
+static dla_tensor *seq(dla_dtype t, const char *format, int nd, const int64_t *dims)
+{
+    double v[256];
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= dims[d];
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (double)((i * 7) % 11) - 4.5;
+    dla_tensor *f = dla_tensor_from_host(v, DLA_F64, format, nd, dims);
+    dla_tensor *c = dla_cast(f, t);
+    dla_tensor_release(f);
+    return c;
+}
+
+/* A 1-d convolution of a "CBT" input: the kernel's x view is T x C x B
+ * over C x B x T memory. */
+static dla_tensor *conv_cbt(void)
+{
+    dla_tensor *x = seq(DLA_F32, "CBT", 3, (const int64_t[]){3, 2, 5});
+    dla_tensor *w = seq(DLA_F32, "", 3, (const int64_t[]){2, 3, 4});
+    dla_tensor *y = dla_conv(x, w, NULL, NULL);
+    dla_tensor_release(x);
+    dla_tensor_release(w);
+    return y;
+}
+
+static void test_conv_cbt(void **state)
+{
+    (void)state;
+    same_on_both(conv_cbt);
+}
+
+static dla_tensor *add_permuted(void)
+{
+    dla_tensor *a = seq(DLA_F64, "", 2, (const int64_t[]){3, 4});
+    dla_tensor *b = seq(DLA_F64, "", 2, (const int64_t[]){4, 3});
+    dla_tensor *p = dla_permute(a, 2, (const int64_t[]){2, 1});
+    dla_tensor *z = dla_add(p, b);
+    dla_tensor_release(a);
+    dla_tensor_release(b);
+    dla_tensor_release(p);
+    return z;
+}
+
+static void test_binary_permuted(void **state)
+{
+    (void)state;
+    same_on_both(add_permuted);
+}
+
+static dla_tensor *gather_permuted(void)
+{
+    dla_tensor *a = seq(DLA_F32, "", 2, (const int64_t[]){3, 4});
+    dla_tensor *p = dla_permute(a, 2, (const int64_t[]){2, 1});
+    const int32_t at[] = {2, 0, 2, 1};
+    dla_tensor *idx = dla_tensor_from_host(at, DLA_I32, "", 2, (const int64_t[]){1, 4});
+    dla_tensor *z = dla_index(p, 2, idx);
+    dla_tensor_release(a);
+    dla_tensor_release(p);
+    dla_tensor_release(idx);
+    return z;
+}
+
+static void test_gather_permuted(void **state)
+{
+    (void)state;
+    same_on_both(gather_permuted);
+}
+
+/* sum(permute(x) .* y): traced once, then replayed through its plan, whose
+ * kept launches the device declines again on every replay. */
+static dla_status model(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *p = dla_permute(in[0], 2, (const int64_t[]){2, 1});
+    dla_tensor *m = dla_mul(p, in[1]);
+    out[0] = dla_sum(m, 0, NULL);
+    return dla_tensor_status(out[0]);
+}
+
+static dla_tensor *replayed(void)
+{
+    dla_accel *af = dla_accelerate(model, NULL);
+    dla_tensor *x = seq(DLA_F64, "", 2, (const int64_t[]){3, 4});
+    dla_tensor *y = seq(DLA_F64, "", 2, (const int64_t[]){4, 3});
+    dla_tensor *out = NULL;
+    for (int i = 0; i < 3; i++) {
+        dla_tensor_release(out);
+        out = NULL;
+        dla_status s = dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, y}, 1, &out);
+        if (s != DLA_OK)
+            break;
+    }
+    dla_tensor_release(x);
+    dla_tensor_release(y);
+    dla_accel_free(af);
+    return out;
+}
+
+static void test_accelerated_replay(void **state)
+{
+    (void)state;
+    same_on_both(replayed);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_cbt),
+        cmocka_unit_test(test_binary_permuted),
+        cmocka_unit_test(test_gather_permuted),
+        cmocka_unit_test(test_accelerated_replay),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
