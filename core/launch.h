@@ -54,8 +54,6 @@ dla_status dla__k_random(dla_device *dev, const dla_random_args *args);
  * written views are copied back. strided_copy and gemm are never retried. */
 dla_status dla__k_declined(dla_device *dev, dla_kernel k, const void *args, size_t size,
                            double fill_value, dla_status declined);
-/* Dense: strides[d] is the product of the dims before d (offset any). */
-int dla__view_is_dense(const dla_view *v);
 
 /* bytes from src+soff to dst+doff on one device (through the host when the
  * plugin has no copy_on_device). */

@@ -24,7 +24,7 @@ libdlaccel_la_SOURCES = \
 	core/view.c \
 	core/create.c \
 	core/transfer.c \
-	core/launch.c core/launch.h core/launch_dense.c \
+	core/launch.c core/launch.h core/launch_dense.c core/kernel_views.h \
 	core/ops_elementwise.c \
 	core/ops_reduce.c \
 	core/ops_matmul.c \
