@@ -165,12 +165,21 @@ static const char *not_native(const cf_kernel *k)
                : "not native (it runs on the cpu plugin)";
 }
 
+/* What a kernel's cases ran, per distribution (random: uniform, normal;
+ * else only [0]) and dtype, and how many the device declined and passed
+ * on the dense retry. */
+typedef struct coverage {
+    int ran[2][DLA_DTYPE_COUNT];
+    int retried;
+} coverage;
+
 /* Runs kernel k's cases on one device pair; returns the failed count and
  * sets *ran to the cases that were not skipped. */
-static int run_kernel(const cf_suite *s, const cf_kernel *k, int *ran)
+static int run_kernel(const cf_suite *s, const cf_kernel *k, int *ran, coverage *cov)
 {
     int failed = 0;
     *ran = 0;
+    memset(cov, 0, sizeof *cov);
     for (int i = 0; i < s->cases; i++) {
         if (s->only_case >= 0 && i != s->only_case)
             continue;
@@ -179,6 +188,7 @@ static int run_kernel(const cf_suite *s, const cf_kernel *k, int *ran)
         c.suite = s;
         c.kernel = k->name;
         c.index = i;
+        c.dtype = -1;
         /* Its own stream: the same case whatever ran before it. */
         c.rng = s->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)(k - cf_kernels) << 40 ^ (uint64_t)i;
         dla_clear_error();
@@ -186,8 +196,56 @@ static int run_kernel(const cf_suite *s, const cf_kernel *k, int *ran)
         cf_case_end(&c);
         failed += c.failed;
         *ran += !c.skipped;
+        if (!c.skipped && c.dtype >= 0 && c.dtype < DLA_DTYPE_COUNT)
+            cov->ran[c.variant != 0][c.dtype]++;
+        cov->retried += c.retried;
     }
     return failed;
+}
+
+static int native(const dla_device *dev, dla_kernel k, dla_dtype t)
+{
+    return dev->table->supports == NULL || dev->table->supports(dev->ctx, k, t);
+}
+
+/* What the kernel's cases covered and what they left out, and why. */
+static void describe_coverage(char *out, size_t size, const cf_suite *s, const cf_kernel *k,
+                              const coverage *cov)
+{
+    size_t used = 0;
+    const char *sep = "";
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (used < size)                                                                           \
+            used += (size_t)snprintf(out + used, size - used, __VA_ARGS__);                        \
+        sep = ", ";                                                                                \
+    } while (0)
+    if (k->kernel >= DLA_KERNEL_COUNT)
+        return; /* memory: no dtype */
+    const int random = k->kernel == DLA_KERNEL_RANDOM_UNIFORM;
+    static const char *const dist[2] = {"uniform ", "normal "};
+    for (int v = 0; v < 1 + random; v++)
+        for (int t = 0; t < DLA_DTYPE_COUNT; t++)
+            if (cov->ran[v][t])
+                PUT("%s%s%s %d", sep, random ? dist[v] : "", dla_dtype_name((dla_dtype)t),
+                    cov->ran[v][t]);
+    if (cov->retried)
+        PUT("%s%d declined and passed on the dense retry", sep, cov->retried);
+    /* What the kernel takes (on either device) that no case ran, and why. */
+    for (int v = 0; v < 1 + random; v++) {
+        const dla_kernel id = v ? DLA_KERNEL_RANDOM_NORMAL : k->kernel;
+        for (int t = 0; t < DLA_DTYPE_COUNT; t++) {
+            const int dut = native(s->dev[CF_DUT], id, (dla_dtype)t);
+            const int ora = native(s->dev[CF_ORACLE], id, (dla_dtype)t);
+            if (cov->ran[v][t] || (!dut && !ora))
+                continue;
+            PUT("%sskipped %s%s (%s)", sep, random ? dist[v] : "", dla_dtype_name((dla_dtype)t),
+                !dut   ? "the device's supports() says no: the cpu plugin runs it"
+                : !ora ? "the oracle does not run it: not checked"
+                       : "no case drew it");
+        }
+    }
+#undef PUT
 }
 
 int dla_tool_check_plugin(int argc, char **argv)
@@ -239,7 +297,10 @@ int dla_tool_check_plugin(int argc, char **argv)
                 continue;
             test++;
             int ran = 0;
-            const int failed = run_kernel(&s, kern, &ran);
+            coverage cov;
+            const int failed = run_kernel(&s, kern, &ran, &cov);
+            char what[768] = "";
+            describe_coverage(what, sizeof what, &s, kern, &cov);
             failures += failed;
             const char *dn = dla_device_name(devs[d]);
             if (o.tap && failed)
@@ -248,10 +309,14 @@ int dla_tool_check_plugin(int argc, char **argv)
             else if (o.tap && ran == 0)
                 printf("ok %d - %s %s # SKIP %s\n", test, dn, kern->name, not_native(kern));
             else if (o.tap)
-                printf("ok %d - %s %s: %d cases\n", test, dn, kern->name, ran);
-            else
+                printf("ok %d - %s %s: %d cases%s%s\n", test, dn, kern->name, ran,
+                       what[0] ? ": " : "", what);
+            else if (failed || !ran)
                 printf("%-10s %-22s %s\n", dn, kern->name,
-                       failed ? "FAILED (see above)" : ran ? "ok" : not_native(kern));
+                       failed ? "FAILED (see above)" : not_native(kern));
+            else
+                printf("%-10s %-22s ok, %d cases%s%s\n", dn, kern->name, ran, what[0] ? ": " : "",
+                       what);
             fflush(stdout);
         }
     }

@@ -81,12 +81,27 @@ int cf_both_support(const cf_case *c, dla_kernel kernel, dla_dtype dtype)
            supported(c->suite->dev[CF_ORACLE], kernel, dtype);
 }
 
+/* The dtypes of mask both devices support for kernel, the case's turn. */
+static int dtype_turn(cf_case *c, dla_kernel kernel, unsigned mask)
+{
+    int ok[DLA_DTYPE_COUNT], n = 0;
+    for (int t = 0; t < DLA_DTYPE_COUNT; t++)
+        n += ok[t] = (mask >> t & 1) && cf_both_support(c, kernel, (dla_dtype)t);
+    c->dtype = -1;
+    for (int t = 0, turn = n ? c->index % n : -1; t < DLA_DTYPE_COUNT; t++)
+        if (ok[t] && turn-- == 0)
+            c->dtype = t;
+    return c->dtype;
+}
+
 int cf_float_dtype(cf_case *c, dla_kernel kernel)
 {
-    const int f32 = cf_both_support(c, kernel, DLA_F32), f64 = cf_both_support(c, kernel, DLA_F64);
-    if (f32 && f64)
-        return cf_chance(c, 50) ? DLA_F64 : DLA_F32;
-    return f32 ? DLA_F32 : f64 ? DLA_F64 : -1;
+    return dtype_turn(c, kernel, 1u << DLA_F32 | 1u << DLA_F64);
+}
+
+int cf_any_dtype(cf_case *c, dla_kernel kernel)
+{
+    return dtype_turn(c, kernel, ~0u);
 }
 
 /* ------------------------------------------------------------- buffers */
@@ -379,6 +394,8 @@ void cf_record(cf_case *c, int k, dla_status s)
 
 int cf_agree(cf_case *c)
 {
+    if (c->failed)
+        return 0; /* reported already (a decline the core would not rescue) */
     if (c->st[CF_DUT] == c->st[CF_ORACLE])
         return c->st[CF_DUT] == DLA_OK;
     if (c->st[CF_DUT] == DLA_OK)

@@ -74,6 +74,9 @@ typedef struct cf_case {
     char msg[320];    /* the device under test's message */
     int failed;       /* this case failed (reported) */
     int skipped;      /* nothing the device supports was drawn */
+    int dtype;        /* the dtype the case ran (-1: none said) */
+    int variant;      /* random: 1 for normal, else 0 */
+    int retried;      /* the device declined and the dense retry ran */
 } cf_case;
 
 /* ------------------------------------------------------------ randomness */
@@ -88,8 +91,20 @@ int cf_chance(cf_case *c, int percent);
 /* Nonzero when both devices run kernel natively for dtype: the member is
  * in the table and supports() agrees. */
 int cf_both_support(const cf_case *c, dla_kernel kernel, dla_dtype dtype);
-/* A float dtype both support for kernel (single or double, drawn), or -1. */
+/* A float dtype both support for kernel, or -1: single and double take
+ * turns by case number, so each gets half the cases. Sets c->dtype. */
 int cf_float_dtype(cf_case *c, dla_kernel kernel);
+/* Any dtype both support for kernel, in turns by case number, or -1. Sets
+ * c->dtype. */
+int cf_any_dtype(cf_case *c, dla_kernel kernel);
+
+/* Calls kernel on device k with args (its argument struct; fill,
+ * strided_copy and cast take dla_view[2], y then x, and fill value), the
+ * views already holding device k's memory. On the device under test a
+ * DLA_ERR_UNSUPPORTED is taken as the core takes it (conformance_call.c):
+ * a call with a non-dense view is made again with dense copies; a
+ * decline the core would not rescue fails the case. */
+dla_status cf_call(cf_case *c, int k, dla_kernel kernel, const void *args, double fill_value);
 
 #define CF_TABLE(c, k) ((c)->suite->dev[k]->table)
 #define CF_CTX(c, k) ((c)->suite->dev[k]->ctx)

@@ -71,7 +71,7 @@ void cf_case_reduce(cf_case *c)
     for (int k = 0; k < 2; k++) {
         a.y.mem = by->mem[k], a.x.mem = bx->mem[k];
         a.index.mem = want_index ? bi->mem[k] : NULL;
-        cf_record(c, k, CF_TABLE(c, k)->reduce(CF_CTX(c, k), &a));
+        cf_record(c, k, cf_call(c, k, DLA_KERNEL_REDUCE, &a, 0));
     }
     if (!cf_agree(c))
         return;
@@ -159,7 +159,7 @@ void cf_case_gemm(cf_case *c)
                 (long long)g.c.offset, (long long)g.c.ld, (long long)g.c.batch_stride);
     for (int k = 0; k < 2; k++) {
         g.a.mem = b[0]->mem[k], g.b.mem = b[1]->mem[k], g.c.mem = b[2]->mem[k];
-        cf_record(c, k, CF_TABLE(c, k)->gemm(CF_CTX(c, k), &g));
+        cf_record(c, k, cf_call(c, k, DLA_KERNEL_GEMM, &g, 0));
     }
     if (!cf_agree(c))
         return;

@@ -7,7 +7,7 @@ tools_dlaccel_SOURCES = \
 	tools/devices.c \
 	tools/trace.c \
 	tools/check_plugin.c \
-	tools/conformance.h tools/conformance.c \
+	tools/conformance.h tools/conformance.c tools/conformance_call.c \
 	tools/conformance_copy.c \
 	tools/conformance_elementwise.c \
 	tools/conformance_math.c \
