@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/kernel_views.h"
+#include "core/log.h"
 #include "core/plan.h"
 
 #include <stdio.h>
@@ -43,6 +44,8 @@ dla_status dla__k_declined(dla_device *dev, dla_kernel k, const void *args, size
         return declined; /* a decline of dense views fails the op: the plugin's message stands */
     char why[320];
     snprintf(why, sizeof why, "%s", dla_last_error());
+    dla__log(DLA_LOG_DEBUG, "%s declined '%s' (%s): calling again with dense copies", dev->name,
+             dla__kernel_name(k), why);
 
     /* The copies are the retry's own: a capture watching this thread sees
      * the declined call only, which a replay declines and retries again. */

@@ -1,18 +1,19 @@
-# tests/kernels.mk - the kernel conformance suite, run against every device
-# of every plugin that loads from $(DLACCEL_PLUGIN_PATH) (the build tree).
+# tests/kernels.mk - the cpu plugin's kernels against naive loops
+# (test_kernels; every other plugin is checked against the cpu plugin by
+# dlaccel check-plugin, tests/conformance.sh), and the test plugins and
+# tests of check-plugin and the core's dense retry.
 check_PROGRAMS += tests/test_kernels
 TESTS += tests/test_kernels
 tests_test_kernels_SOURCES = tests/test_kernels.c
 tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm -ldl
-TESTS += tests/kernels_on_testmem.sh
-EXTRA_DIST += tests/kernels_on_testmem.sh
 
 # The cpuwrap test plugins (tests/plugins/cpuwrap.c): the cpu plugin
 # wrapped to decline non-dense views (denseonly: strided_copy excepted;
 # declineall: strided_copy too) or to read index views as dense
-# (badindex). Built for make check only; their manifests live in their own
-# folder, which only the tests that use them put on the search path.
+# (badindex). Built for make check only; each manifest lives in a folder
+# of its own (tests/cpuwrap.d/NAME), which only the tests that use it put
+# on the search path.
 DLA_CPUWRAP_CFLAGS = $(AM_CFLAGS) \
 	-DCPU_PLUGIN_LIB='"$(abs_builddir)/plugins/cpu/.libs/libdlaccel-cpu.so"'
 DLA_CPUWRAP_LDFLAGS = -module -avoid-version -shared -no-undefined -rpath /nowhere
@@ -32,10 +33,10 @@ tests_plugins_libdlaccel_badindex_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
 tests_plugins_libdlaccel_badindex_la_LIBADD = -ldl
 EXTRA_DIST += tests/plugins/cpuwrap.json.in
 
-DLA_CPUWRAP_MANIFESTS = tests/plugins.cpuwrap.d/denseonly.json \
-	tests/plugins.cpuwrap.d/declineall.json tests/plugins.cpuwrap.d/badindex.json
+DLA_CPUWRAP_MANIFESTS = tests/cpuwrap.d/denseonly/denseonly.json \
+	tests/cpuwrap.d/declineall/declineall.json tests/cpuwrap.d/badindex/badindex.json
 $(DLA_CPUWRAP_MANIFESTS): $(top_srcdir)/tests/plugins/cpuwrap.json.in Makefile
-	$(AM_V_GEN)$(MKDIR_P) tests/plugins.cpuwrap.d && name=`basename $@ .json` && \
+	$(AM_V_GEN)name=`basename $@ .json` && $(MKDIR_P) tests/cpuwrap.d/$$name && \
 	$(SED) -e "s|@NAME@|$$name|g" \
 	-e "s|@LIBRARY_PATH@|$(abs_builddir)/tests/plugins/.libs/libdlaccel-$$name.so|" $< > $@
 check_DATA += $(DLA_CPUWRAP_MANIFESTS)
@@ -47,3 +48,13 @@ tests_test_dense_retry_SOURCES = tests/test_dense_retry.c
 tests_test_dense_retry_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_dense_retry_LDADD = libdlaccel.la $(CMOCKA_LIBS)
 TESTS += tests/test_dense_retry
+
+# check-plugin fails the broken wrappers (declineall, badindex) naming the
+# kernel and case, and passes denseonly; denseonly, which passes
+# check-plugin (tests/conformance.sh), passes the tensor, autodiff and
+# accelerate suites as the default device.
+TESTS += tests/check_plugin_broken.sh tests/tensor_on_denseonly.sh \
+	tests/autodiff_on_denseonly.sh tests/accel_on_denseonly.sh
+EXTRA_DIST += tests/check_plugin_broken.sh tests/tensor_on_denseonly.sh \
+	tests/autodiff_on_denseonly.sh tests/accel_on_denseonly.sh
+tests/check_plugin_broken.sh.log tests/conformance.sh.log: $(DLA_CPUWRAP_MANIFESTS)

@@ -29,7 +29,7 @@ static int setup(void **state)
     (void)state;
     const char *b = getenv("DLA_TEST_BUILDDIR"), *old = getenv("DLACCEL_PLUGIN_PATH");
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/plugins.cpuwrap.d%s%s", b ? b : ".",
+    snprintf(path, sizeof path, "%s/tests/cpuwrap.d/denseonly%s%s", b ? b : ".",
              old && *old ? ":" : "", old ? old : "");
     setenv("DLACCEL_PLUGIN_PATH", path, 1);
     dense_dev = dla_device_get("denseonly");

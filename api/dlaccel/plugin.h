@@ -30,7 +30,13 @@
  * plugin meets no op it does not know. Likewise the ABI 1.3 members are called only
  * on a plugin that answered minor 3 or later, and a kernel or argument
  * field added in minor N is used only with a plugin that answered N or
- * later. Output views never have stride 0;
+ * later. Any kernel member that takes views, strided_copy excepted, may
+ * answer DLA_ERR_UNSUPPORTED (with host->error) when a view it was given
+ * is not dense (strides[0] == 1 and each stride the one before times the
+ * dim before; the offset may be anything): the host then calls it once
+ * more with dense copies of those views, and copies the written ones back.
+ * A decline of that call, of dense views, of strided_copy (how the host
+ * makes views dense) or of gemm fails the op. Output views never have stride 0;
  * GEMM's C never overlaps A or B; kernels may be called on empty views
  * (numel 0) and must then do nothing. A manifest's abi_version is the
  * major.minor the plugin was built against; only the major is checked
@@ -332,8 +338,9 @@ typedef struct dla_ternary_args {
  * conv_forward:         y = conv(x, w) + bias (bias: F elements; mem NULL: none)
  * conv_backward_data:   x = dL/dx from y = dL/dy and w (x is written, not added to)
  * conv_backward_filter: w = dL/dw from x and y = dL/dy (w is written)
- * Views are dense in the core today but carry strides; a plugin may answer
- * DLA_ERR_UNSUPPORTED for non-dense ones and the host makes them dense. */
+ * Views may be permuted or strided (a "CBT" input reaches a 1-d convolution
+ * with x strides like 6,1,3); a plugin may decline non-dense ones with
+ * DLA_ERR_UNSUPPORTED and is called again with dense copies (see above). */
 typedef struct dla_conv_args {
     size_t struct_size;
     dla_dtype dtype;
