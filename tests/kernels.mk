@@ -58,3 +58,14 @@ TESTS += tests/check_plugin_broken.sh tests/tensor_on_denseonly.sh \
 EXTRA_DIST += tests/check_plugin_broken.sh tests/tensor_on_denseonly.sh \
 	tests/autodiff_on_denseonly.sh tests/accel_on_denseonly.sh
 tests/check_plugin_broken.sh.log tests/conformance.sh.log: $(DLA_CPUWRAP_MANIFESTS)
+
+# The accelerate suite on testmem and on opencl (when built), as the
+# tensor and autodiff suites already run there: with denseonly above, the
+# suites run on every plugin that passes check-plugin. Any other plugin
+# runs them the same way: its manifest's folder first on
+# DLACCEL_PLUGIN_PATH, its name in DLACCEL_DEVICE.
+TESTS += tests/accel_on_testmem.sh
+EXTRA_DIST += tests/accel_on_testmem.sh tests/accel_on_opencl.sh
+if HAVE_OPENCL
+TESTS += tests/accel_on_opencl.sh
+endif

@@ -171,6 +171,7 @@ static const char *not_native(const cf_kernel *k)
 typedef struct coverage {
     int ran[2][DLA_DTYPE_COUNT];
     int retried;
+    int refused;
 } coverage;
 
 /* Runs kernel k's cases on one device pair; returns the failed count and
@@ -199,6 +200,7 @@ static int run_kernel(const cf_suite *s, const cf_kernel *k, int *ran, coverage 
         if (!c.skipped && c.dtype >= 0 && c.dtype < DLA_DTYPE_COUNT)
             cov->ran[c.variant != 0][c.dtype]++;
         cov->retried += c.retried;
+        cov->refused += c.refused;
     }
     return failed;
 }
@@ -231,6 +233,8 @@ static void describe_coverage(char *out, size_t size, const cf_suite *s, const c
                     cov->ran[v][t]);
     if (cov->retried)
         PUT("%s%d declined and passed on the dense retry", sep, cov->retried);
+    if (cov->refused)
+        PUT("%s%d refused with the oracle's status", sep, cov->refused);
     /* What the kernel takes (on either device) that no case ran, and why. */
     for (int v = 0; v < 1 + random; v++) {
         const dla_kernel id = v ? DLA_KERNEL_RANDOM_NORMAL : k->kernel;

@@ -396,8 +396,10 @@ int cf_agree(cf_case *c)
 {
     if (c->failed)
         return 0; /* reported already (a decline the core would not rescue) */
-    if (c->st[CF_DUT] == c->st[CF_ORACLE])
+    if (c->st[CF_DUT] == c->st[CF_ORACLE]) {
+        c->refused = c->st[CF_DUT] != DLA_OK;
         return c->st[CF_DUT] == DLA_OK;
+    }
     if (c->st[CF_DUT] == DLA_OK)
         cf_fail(c, "status ok, the oracle's %s (%s)", dla_status_str(c->st[CF_ORACLE]),
                 dla_last_error());

@@ -77,6 +77,7 @@ typedef struct cf_case {
     int dtype;        /* the dtype the case ran (-1: none said) */
     int variant;      /* random: 1 for normal, else 0 */
     int retried;      /* the device declined and the dense retry ran */
+    int refused;      /* both devices refused the call with one status */
 } cf_case;
 
 /* ------------------------------------------------------------ randomness */
