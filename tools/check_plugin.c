@@ -8,8 +8,12 @@
  * plugin comes from the path that was already there (an installed
  * dlaccel's, or a build tree's plugins.d). Every kernel the device runs
  * natively gets --cases random cases; a kernel it leaves to the cpu
- * plugin is skipped and said so. Output is a line per device and kernel
- * (TAP with --tap, which `make check` reads), and a line per failing case
+ * plugin is skipped and said so. Calls are made as the core makes them
+ * (cf_call: a decline is retried with dense views, and one the core would
+ * not rescue fails). Output is a line per device and kernel (TAP with
+ * --tap, which `make check` reads) saying what ran per dtype and
+ * distribution, how many calls were declined or refused, and which dtypes
+ * the kernel takes that no case ran and why; and a line per failing case
  * that reruns it alone. Exit status 0 when everything passed, 1 when a
  * case failed or the plugin cannot be had, 2 for bad arguments.
  */

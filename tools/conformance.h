@@ -13,6 +13,17 @@
  * tested like any other, and the whole output buffer is compared: an
  * element outside the output view must come back as it went in.
  *
+ * Calls go through cf_call, which takes a decline (DLA_ERR_UNSUPPORTED) as
+ * the core takes it: a call with a non-dense view is made again with dense
+ * copies (core/kernel_views.h says which views a kernel has and writes),
+ * and a decline the core would not rescue (of dense views, of the retry,
+ * of strided_copy or gemm) fails the case. Dtypes (and random's two
+ * distributions) take turns by case number, so every one both devices run
+ * is covered; the kernel's line says what ran and what was skipped, why.
+ * The one refusal the core leaves to a kernel, an index outside its target
+ * (dla_index), is a case of its own; other refusals are not asked of
+ * plugins (the core never sends such calls).
+ *
  * Tolerances (cf_tol), per element, with eps the dtype's machine epsilon
  * and ulp(v) = eps * max(|v|, smallest normal):
  *   exact      copies, casts, fills, comparisons, where, max/min, gather,
