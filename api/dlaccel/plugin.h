@@ -31,12 +31,13 @@
  * on a plugin that answered minor 3 or later, and a kernel or argument
  * field added in minor N is used only with a plugin that answered N or
  * later. Any kernel member that takes views, strided_copy excepted, may
- * answer DLA_ERR_UNSUPPORTED (with host->error) when a view it was given
- * is not dense (strides[0] == 1 and each stride the one before times the
- * dim before; the offset may be anything): the host then calls it once
- * more with dense copies of those views, and copies the written ones back.
- * A decline of that call, of dense views, of strided_copy (how the host
- * makes views dense) or of gemm fails the op. Output views never have stride 0;
+ * answer DLA_ERR_UNSUPPORTED (with host->error, before writing anything)
+ * when a view it was given is not dense (strides[0] == 1 and each stride
+ * the one before times the dim before; the offset may be anything): the
+ * host then calls it once more with dense copies of those views, and
+ * copies the written ones back. A decline of that call, of dense views, of
+ * strided_copy (how the host makes views dense) or of gemm fails the op.
+ * Output views never have stride 0;
  * GEMM's C never overlaps A or B; kernels may be called on empty views
  * (numel 0) and must then do nothing. A manifest's abi_version is the
  * major.minor the plugin was built against; only the major is checked
