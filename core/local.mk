@@ -15,7 +15,7 @@ libdlaccel_la_SOURCES = \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/version.c \
 	core/device.h \
-	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
+	core/manifest.c core/manifest.h core/json_read.c core/json_read.h core/file_special.h \
 	core/registry.c \
 	core/format.c core/format.h \
 	core/philox.c core/philox.h core/philox_stream.h \

@@ -20,6 +20,7 @@
 #include "core/format.h"
 #include "core/handle.h"
 #include "core/tensor.h"
+#include "core/file_special.h"
 #include "core/trace.h"
 
 #include <errno.h>
@@ -293,8 +294,11 @@ static dla_status write_file(const char *path, const unsigned char *p, size_t n)
     /* A file replaced keeps its mode; a new one gets the umask's default. */
     struct stat old;
     int keep = stat(path, &old) == 0 && S_ISREG(old.st_mode);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 && keep && fchmod(fd, old.st_mode & 0777) != 0) {
+    /* /dev/null, a FIFO: written in place, never renamed over. */
+    const int in_place = dla__path_is_special(path);
+    int fd = in_place ? open(path, O_WRONLY | O_CLOEXEC)
+                      : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 && keep && !in_place && fchmod(fd, old.st_mode & 0777) != 0) {
         st = io_fail(op, path, "cannot give the new file the old one's mode");
         close(fd);
         unlink(tmp);
@@ -312,9 +316,9 @@ static dla_status write_file(const char *path, const unsigned char *p, size_t n)
         }
         if (close(fd) != 0 && st == DLA_OK)
             st = io_fail(op, path, "cannot write it");
-        if (st == DLA_OK && rename(tmp, path) != 0)
+        if (st == DLA_OK && !in_place && rename(tmp, path) != 0)
             st = io_fail(op, path, "cannot put it in place");
-        if (st != DLA_OK)
+        if (st != DLA_OK && !in_place)
             unlink(tmp);
     }
     dla__free(tmp);

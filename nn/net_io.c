@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "core/json_read.h"
+#include "core/file_special.h"
 #include "nn/nn.h"
 
 #include <errno.h>
@@ -156,14 +157,17 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
         dla__nn_free(head);
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     }
-    int fd = create_beside(path, tmp, plen);
+    /* /dev/null, a FIFO: written in place, never renamed over. */
+    const int in_place = dla__path_is_special(path);
+    int fd = in_place ? open(path, O_WRONLY | O_CLOEXEC) : create_beside(path, tmp, plen);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot create a file beside it: %s", fn, path,
-                          strerror(errno));
+        st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot %s: %s", fn, path,
+                          in_place ? "open it" : "create a file beside it", strerror(errno));
         if (fd >= 0) {
             close(fd);
-            unlink(tmp);
+            if (!in_place)
+                unlink(tmp);
         }
         dla__nn_free(head);
         dla__nn_free(tmp);
@@ -196,10 +200,10 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
     }
     if (st == DLA_OK && !ok)
         st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot write: %s", fn, path, strerror(err));
-    if (st == DLA_OK && rename(tmp, path) != 0)
+    if (st == DLA_OK && !in_place && rename(tmp, path) != 0)
         st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot rename the written file over it: %s", fn,
                           path, strerror(errno));
-    if (st != DLA_OK)
+    if (st != DLA_OK && !in_place)
         unlink(tmp);
     dla__nn_free(tmp);
     return st;

@@ -20,6 +20,7 @@
 #include <dlaccel.h>
 
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
+#include "core/file_special.h"
 #include "nn/chart.h"
 
 #include <errno.h>
@@ -556,7 +557,9 @@ DLA_API dla_status dla_progress_write_chart(const dla_progress *p, const char *p
     if (!tmp)
         return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_progress_write_chart: out of memory");
     snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    /* /dev/null, a FIFO: written in place, never renamed over. */
+    const int in_place = dla__path_is_special(path);
+    FILE *f = fopen(in_place ? path : tmp, "w");
     if (!f) {
         dla_status st = dla_set_error(DLA_ERR_IO, "dla_progress_write_chart: %s: %s", path,
                                       strerror(errno));
@@ -569,12 +572,13 @@ DLA_API dla_status dla_progress_write_chart(const dla_progress *p, const char *p
         st = DLA_ERR_IO;
         err = errno;
     }
-    if (st == DLA_OK && rename(tmp, path) != 0) {
+    if (st == DLA_OK && !in_place && rename(tmp, path) != 0) {
         st = DLA_ERR_IO;
         err = errno;
     }
     if (st != DLA_OK) {
-        remove(tmp);
+        if (!in_place)
+            remove(tmp);
         dla_set_error(st, "dla_progress_write_chart: %s: %s", path, strerror(err));
     }
     dla_free(tmp);

@@ -3,11 +3,17 @@
  * any program's new file gets (0666 less the umask), and a save over an
  * existing file keeps that file's bits (networks were saved 0600 through
  * mkstemp, and a re-save turned a 0644 file into 0600; traces replaced a
- * file's mode with the umask's default).
+ * file's mode with the umask's default). A path that is not a file (a
+ * FIFO here; /dev/null for a user) is written in place: the temporary file
+ * renamed over it replaced the node itself (a chart saved to /dev/null
+ * turned the machine's /dev/null into a regular file).
  */
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +113,83 @@ static void test_a_saved_trace_has_the_umask_mode_or_keeps_the_old_one(void **st
     check_modes(save_trace, "trace.dlt");
 }
 
+static dla_status save_chart(const char *path)
+{
+    dla_progress *p = dla_progress_create(&(dla_progress_options){.total = 2, .title = "fifo"});
+    assert_non_null(p);
+    dla_progress_record(p, "TrainingLoss", 1, 2.0);
+    dla_progress_record(p, "TrainingLoss", 2, 1.0);
+    dla_status st = dla_progress_write_chart(p, path);
+    dla_progress_finish(p, NULL);
+    return st;
+}
+
+/* Reads the FIFO until its writer closes it (or 10 s pass). */
+typedef struct reader {
+    int fd;
+    size_t bytes;
+} reader;
+
+static void *drain(void *arg)
+{
+    reader *r = arg;
+    char buf[4096];
+    for (int waited = 0; waited < 100;) {
+        struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+        int n = poll(&pfd, 1, 100);
+        if (n == 0) {
+            waited++;
+            continue;
+        }
+        ssize_t got = read(r->fd, buf, sizeof buf);
+        if (got > 0)
+            r->bytes += (size_t)got;
+        else if (got == 0 && (r->bytes > 0 || (pfd.revents & POLLHUP)))
+            break; /* the writer came and went */
+        else if (got == 0)
+            waited++, poll(NULL, 0, 100);
+    }
+    return NULL;
+}
+
+static void check_fifo(dla_status (*save)(const char *), const char *name)
+{
+    const char *path = path_of(name);
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    /* A reader first, so the writer's open does not wait. */
+    reader r = {.fd = open(path, O_RDONLY | O_NONBLOCK)};
+    assert_true(r.fd >= 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, drain, &r), 0);
+    assert_int_equal(save(path), DLA_OK);
+    pthread_join(th, NULL);
+    close(r.fd);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode)); /* still the FIFO, not a file put in its place */
+    assert_true(r.bytes > 0);          /* and what was saved went through it */
+    unlink(path);
+}
+
+static void test_a_network_saved_to_a_fifo_goes_through_it(void **state)
+{
+    (void)state;
+    check_fifo(save_net, "net.fifo");
+}
+
+static void test_a_trace_saved_to_a_fifo_goes_through_it(void **state)
+{
+    (void)state;
+    check_fifo(save_trace, "trace.fifo");
+}
+
+static void test_a_chart_written_to_a_fifo_goes_through_it(void **state)
+{
+    (void)state;
+    check_fifo(save_chart, "chart.fifo");
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s/dla-modes-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -115,6 +198,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_saved_network_has_the_umask_mode_or_keeps_the_old_one),
         cmocka_unit_test(test_a_saved_trace_has_the_umask_mode_or_keeps_the_old_one),
+        cmocka_unit_test(test_a_network_saved_to_a_fifo_goes_through_it),
+        cmocka_unit_test(test_a_trace_saved_to_a_fifo_goes_through_it),
+        cmocka_unit_test(test_a_chart_written_to_a_fifo_goes_through_it),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(dir);
