@@ -14,6 +14,7 @@ libdlaccel_la_SOURCES = \
 	core/log.c core/log.h core/env_choice.h \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/version.c \
+	core/kernels.h \
 	core/device.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
 	core/registry.c \

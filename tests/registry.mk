@@ -66,3 +66,12 @@ TESTS += tests/tool_env.sh tests/tool_clean_output.sh
 # A plugin that crashes in its init is named at the next start.
 TESTS += tests/tool_plugin_crash.sh
 EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh tests/tool_plugin_crash.sh
+
+# The rows of DLA_KERNEL_LIST against the core's lookups and the kernel
+# table of docs/plugins.md.
+check_PROGRAMS += tests/test_kernel_list
+TESTS += tests/test_kernel_list
+tests_test_kernel_list_SOURCES = tests/test_kernel_list.c core/kernels.h
+tests_test_kernel_list_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_TEST_SRCDIR='"$(abs_top_srcdir)"'
+tests_test_kernel_list_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_kernel_list_LDADD = $(CMOCKA_LIBS)

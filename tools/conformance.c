@@ -39,30 +39,16 @@ int cf_chance(cf_case *c, int percent)
 
 /* ------------------------------------------------------------- devices */
 
-/* The table member behind kernel (NULL when the plugin has none). */
+/* The table member behind kernel (NULL when the plugin has none, or
+ * answered a minor older than the kernel's), from its row of
+ * DLA_KERNEL_LIST. */
 static const void *member_of(const dla_plugin *t, dla_kernel kernel)
 {
     switch (kernel) {
-    case DLA_KERNEL_FILL: return (const void *)t->fill;
-    case DLA_KERNEL_STRIDED_COPY: return (const void *)t->strided_copy;
-    case DLA_KERNEL_UNARY: return (const void *)t->unary;
-    case DLA_KERNEL_BINARY: return (const void *)t->binary;
-    case DLA_KERNEL_REDUCE: return (const void *)t->reduce;
-    case DLA_KERNEL_GEMM: return (const void *)t->gemm;
-    case DLA_KERNEL_CAST: return (const void *)t->cast;
-    case DLA_KERNEL_TERNARY: return (const void *)t->ternary;
-    case DLA_KERNEL_CONV_FORWARD: return (const void *)t->conv_forward;
-    case DLA_KERNEL_CONV_BACKWARD_DATA: return (const void *)t->conv_backward_data;
-    case DLA_KERNEL_CONV_BACKWARD_FILTER: return (const void *)t->conv_backward_filter;
-    case DLA_KERNEL_POOL_FORWARD: return (const void *)t->pool_forward;
-    case DLA_KERNEL_POOL_BACKWARD: return (const void *)t->pool_backward;
-    case DLA_KERNEL_GATHER: return (const void *)t->gather;
-    case DLA_KERNEL_SCATTER_ADD: return (const void *)t->scatter_add;
-    case DLA_KERNEL_FUSED: return (const void *)t->fused;
-    case DLA_KERNEL_FUSED_REDUCE:
-    case DLA_KERNEL_FUSED_REDUCE_PAIR: return (const void *)t->fused_reduce;
-    case DLA_KERNEL_RANDOM_UNIFORM:
-    case DLA_KERNEL_RANDOM_NORMAL: return (const void *)t->random;
+#define MEMBER_CASE(id, name, member, minor)                                                       \
+    case id: return (int64_t)t->abi_minor >= (minor) ? (const void *)t->member : NULL;
+        DLA_KERNEL_LIST(MEMBER_CASE)
+#undef MEMBER_CASE
     default: return NULL;
     }
 }
