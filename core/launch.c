@@ -13,7 +13,7 @@
 #include "core/kernels.h"
 #include "core/log.h"
 #include "core/philox.h"
-#include "core/plan.h"
+#include "core/hooks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -158,13 +158,14 @@ static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region
 
 /* --------------------------------------------------------------- capture */
 
-/* Hands the call to the capture running on this thread, if any. */
+/* Announces the call (core/hooks.h) when someone on this thread listens:
+ * the replay planner's capture keeps it. */
 #define CAPTURE(kind_, which_, member_, value_)                                                    \
     do {                                                                                           \
-        if (dla__capture_current) {                                                                \
+        if (dla__hooks_hear(DLA__HEAR_LAUNCH)) {                                                   \
             dla__launch l_ = {.kind = (kind_), .which = (which_)};                                 \
             l_.u.member_ = (value_);                                                               \
-            dla__capture_launch(dla__capture_current, dev, &l_);                                        \
+            dla__hooks_launch(dev, &l_);                                                           \
         }                                                                                          \
     } while (0)
 
@@ -183,11 +184,11 @@ static dla_status cpu_fill(dla_device *cpu, void *p)
 
 dla_status dla__k_fill(dla_device *dev, const dla_view *y, double value)
 {
-    if (dla__capture_current) {
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH)) {
         dla__launch l = {.kind = DLA__LAUNCH_FILL};
         l.u.fill.y = *y;
         l.u.fill.value = value;
-        dla__capture_launch(dla__capture_current, dev, &l);
+        dla__hooks_launch(dev, &l);
     }
     if (dla__device_supports(dev, DLA_KERNEL_FILL, y->dtype))
         return dev->table->fill(dev->ctx, y, value);
@@ -223,12 +224,12 @@ static void capture_pair(dla_device *dev, dla__launch_kind kind, const dla_view 
     dla__launch l = {.kind = kind};
     l.u.pair.y = *y;
     l.u.pair.x = *x;
-    dla__capture_launch(dla__capture_current, dev, &l);
+    dla__hooks_launch(dev, &l);
 }
 
 dla_status dla__k_copy(dla_device *dev, const dla_view *y, const dla_view *x)
 {
-    if (dla__capture_current)
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH))
         capture_pair(dev, DLA__LAUNCH_COPY, y, x);
     if (dla__device_supports(dev, DLA_KERNEL_STRIDED_COPY, y->dtype))
         return dev->table->strided_copy(dev->ctx, y, x);
@@ -237,7 +238,7 @@ dla_status dla__k_copy(dla_device *dev, const dla_view *y, const dla_view *x)
 
 dla_status dla__k_cast(dla_device *dev, const dla_view *y, const dla_view *x)
 {
-    if (dla__capture_current)
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH))
         capture_pair(dev, DLA__LAUNCH_CAST, y, x);
     if (dla__device_supports(dev, DLA_KERNEL_CAST, x->dtype) &&
         dla__device_supports(dev, DLA_KERNEL_CAST, y->dtype))
@@ -423,14 +424,14 @@ dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem 
 {
     if (bytes == 0)
         return DLA_OK;
-    if (dla__capture_current) {
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH)) {
         dla__launch l = {.kind = DLA__LAUNCH_COPY_BYTES};
         l.u.bytes.dst = dst;
         l.u.bytes.doff = doff;
         l.u.bytes.src = src;
         l.u.bytes.soff = soff;
         l.u.bytes.bytes = bytes;
-        dla__capture_launch(dla__capture_current, dev, &l);
+        dla__hooks_launch(dev, &l);
     }
     if (dev->table->copy_on_device)
         return dev->table->copy_on_device(dev->ctx, dst, doff, src, soff, bytes);
@@ -448,15 +449,15 @@ dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem 
 
 dla_status dla__k_upload(dla_device *dev, dla_mem dst, size_t offset, const void *src, size_t bytes)
 {
-    if (dla__capture_current)
-        dla__capture_transfer(dla__capture_current);
+    if (dla__hooks_hear(DLA__HEAR_TRANSFER))
+        dla__hooks_transfer();
     return dev->table->copy_to_device(dev->ctx, dst, offset, src, bytes);
 }
 
 dla_status dla__k_download(dla_device *dev, void *dst, dla_mem src, size_t offset, size_t bytes)
 {
-    if (dla__capture_current)
-        dla__capture_transfer(dla__capture_current);
+    if (dla__hooks_hear(DLA__HEAR_TRANSFER))
+        dla__hooks_transfer();
     return dev->table->copy_to_host(dev->ctx, dst, src, offset, bytes);
 }
 
