@@ -17,7 +17,7 @@ libdlaccel_la_SOURCES = \
 	core/kernels.h \
 	core/device.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
-	core/registry.c \
+	core/registry.c core/registry.h \
 	core/format.c core/format.h \
 	core/philox.c core/philox.h core/philox_stream.h \
 	core/scope.c core/scope.h \

@@ -22,6 +22,8 @@
 #include "core/log.h"
 #include "core/manifest.h"
 
+#include <dlaccel/device_table.h>
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -978,6 +980,21 @@ int dla__device_supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype)
     if (!member)
         return 0;
     return !dev->table->supports || dev->table->supports(dev->ctx, kernel, dtype) != 0;
+}
+
+/* ------------------------------------- public: the table (device_table.h) */
+
+DLA_API const dla_plugin *dla_device_table(const dla_device *dev) { return dev ? dev->table : NULL; }
+
+DLA_API void *dla_device_context(const dla_device *dev) { return dev ? dev->ctx : NULL; }
+
+DLA_API int dla_device_index(const dla_device *dev) { return dev ? dev->index : -1; }
+
+DLA_API int dla_device_abi_minor(const dla_device *dev) { return dev ? dev->abi_minor : -1; }
+
+DLA_API int dla_device_runs_natively(const dla_device *dev, dla_kernel kernel, dla_dtype dtype)
+{
+    return dla__device_supports((dla_device *)dev, kernel, dtype);
 }
 
 void dla__registry_reset(void)

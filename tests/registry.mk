@@ -36,7 +36,7 @@ tests_plugins_fake_crash_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
 check_PROGRAMS += tests/test_registry
 tests_test_registry_SOURCES = \
 	tests/test_registry.c \
-	core/registry.c core/device.h \
+	core/registry.c core/registry.h core/device.h \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
 	core/alloc.c core/alloc.h \
