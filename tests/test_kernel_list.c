@@ -135,15 +135,13 @@ static int check_table(const char *table)
 static char *read_kernel_table(void)
 {
     const char *path = DLA_TEST_SRCDIR "/docs/plugins.md";
+    /* The guide is well under the buffer; a read that fills it fails. */
+    enum { CAP = 1 << 21 };
+    char *text = calloc(1, CAP);
     FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
     assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
+    assert_non_null(f);
+    assert_true(fread(text, 1, CAP - 1, f) < CAP - 1);
     fclose(f);
     /* From the section's heading to the first blank line after its table. */
     char *start = strstr(text, "\n### Kernels\n");

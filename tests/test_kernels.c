@@ -1939,17 +1939,11 @@ static void cpu_plugin_fills_only_the_table_members_the_host_has(void **state)
     assert_int_equal(table.device_open(0, &dev), DLA_OK);
     for (dla_kernel k = DLA_KERNEL_TERNARY; k < DLA_KERNEL_COUNT; k++) {
         void (*member)(void);
-        static const size_t where[] = {
-            offsetof(dla_plugin, ternary),       offsetof(dla_plugin, conv_forward),
-            offsetof(dla_plugin, conv_backward_data), offsetof(dla_plugin, conv_backward_filter),
-            offsetof(dla_plugin, pool_forward),  offsetof(dla_plugin, pool_backward),
-            offsetof(dla_plugin, gather),        offsetof(dla_plugin, scatter_add),
-            offsetof(dla_plugin, fused),         offsetof(dla_plugin, fused_reduce),
-            offsetof(dla_plugin, random),        offsetof(dla_plugin, random),
-            offsetof(dla_plugin, fused_reduce)};
-        _Static_assert(sizeof where / sizeof where[0] == DLA_KERNEL_COUNT - DLA_KERNEL_TERNARY,
-                       "a kernel member is missing from the table");
-        memcpy(&member, (const char *)&table + where[k - DLA_KERNEL_TERNARY], sizeof member);
+        /* Each kernel's member, from its row of DLA_KERNEL_LIST. */
+#define WHERE(id, name, member, ...) [id] = offsetof(dla_plugin, member),
+        static const size_t where[] = {DLA_KERNEL_LIST(WHERE)};
+#undef WHERE
+        memcpy(&member, (const char *)&table + where[k], sizeof member);
         /* A member is there exactly when supports() claims single for it. */
         assert_int_equal(member != NULL, table.supports(dev, k, DLA_F32) != 0);
     }
