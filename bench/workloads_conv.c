@@ -16,7 +16,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "bench/workload.h"
 
-#include "core/device.h"
+#include <dlaccel/device_table.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +38,7 @@ static void conv_teardown(void *state)
         return;
     for (int i = 0; i < 4; i++)
         if (s->mem[i])
-            s->dev->table->mem_free(s->dev->ctx, s->mem[i]);
+            dla_device_table(s->dev)->mem_free(dla_device_context(s->dev), s->mem[i]);
     free(s);
 }
 
@@ -73,7 +73,8 @@ static dla_status conv_setup_on(const bench_workload *w, void **state, dla_devic
                                           DLA_KERNEL_CONV_BACKWARD_FILTER};
     const int layer = (int)(w->size / 10), dir = (int)(w->size % 10);
     s->which = kernels[dir];
-    const dla_plugin *t = dev->table;
+    const dla_plugin *t = dla_device_table(dev);
+    void *ctx = dla_device_context(dev);
     dla_status (*fn)(void *, const dla_conv_args *) =
         dir == 0 ? t->conv_forward : dir == 1 ? t->conv_backward_data : t->conv_backward_filter;
     if (!fn)
@@ -93,9 +94,9 @@ static dla_status conv_setup_on(const bench_workload *w, void **state, dla_devic
             r ^= r << 13, r ^= r >> 17, r ^= r << 5;
             h[j] = (float)(r >> 8) * (1.0f / 16777216.0f) - 0.5f;
         }
-        dla_status st = t->mem_alloc(dev->ctx, (size_t)n[i] * sizeof(float), &s->mem[i]);
+        dla_status st = t->mem_alloc(ctx, (size_t)n[i] * sizeof(float), &s->mem[i]);
         if (st == DLA_OK)
-            st = t->copy_to_device(dev->ctx, s->mem[i], 0, h, (size_t)n[i] * sizeof(float));
+            st = t->copy_to_device(ctx, s->mem[i], 0, h, (size_t)n[i] * sizeof(float));
         free(h);
         if (st != DLA_OK)
             return st;
@@ -132,7 +133,8 @@ static dla_status im2col_setup(const bench_workload *w, void **state)
 static dla_status conv_run(void *state)
 {
     conv_bench *s = state;
-    const dla_plugin *t = s->dev->table;
+    const dla_plugin *t = dla_device_table(s->dev);
+    void *ctx = dla_device_context(s->dev);
     /* The user's own choice (DLACCEL_CPU_CONV=direct, say) comes back
      * after the reference's call. */
     char *user = NULL;
@@ -141,10 +143,10 @@ static dla_status conv_run(void *state)
         user = was ? strdup(was) : NULL;
         setenv("DLACCEL_CPU_CONV", "im2col", 1);
     }
-    dla_status st = s->which == DLA_KERNEL_CONV_FORWARD ? t->conv_forward(s->dev->ctx, &s->a)
+    dla_status st = s->which == DLA_KERNEL_CONV_FORWARD ? t->conv_forward(ctx, &s->a)
                     : s->which == DLA_KERNEL_CONV_BACKWARD_DATA
-                        ? t->conv_backward_data(s->dev->ctx, &s->a)
-                        : t->conv_backward_filter(s->dev->ctx, &s->a);
+                        ? t->conv_backward_data(ctx, &s->a)
+                        : t->conv_backward_filter(ctx, &s->a);
     if (s->im2col) {
         if (user)
             setenv("DLACCEL_CPU_CONV", user, 1);
@@ -153,7 +155,7 @@ static dla_status conv_run(void *state)
         free(user);
     }
     if (st == DLA_OK && t->sync)
-        st = t->sync(s->dev->ctx);
+        st = t->sync(ctx);
     return st;
 }
 

@@ -10,17 +10,14 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/kernels.h"
 #include "core/log.h"
 #include "core/philox.h"
-#include "core/plan.h"
+#include "core/hooks.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define DLA__KERNEL_NAME(name, str) str,
-static const char *const kernel_names[] = {DLA_KERNEL_LIST(DLA__KERNEL_NAME)};
-_Static_assert(sizeof kernel_names / sizeof kernel_names[0] == DLA_KERNEL_COUNT,
-               "kernel names out of step with DLA_KERNEL_LIST");
 
 /* One operand of a kernel, as the fallback sees it. */
 typedef struct region {
@@ -73,7 +70,7 @@ static void log_fallback_once(dla_device *dev, dla_kernel k, dla_dtype dt, dla_d
         return;
     dev->fallback_logged[k] = 1;
     dla__log(DLA_LOG_INFO, "%s has no native '%s' kernel for %s: running it on %s with copies",
-             dev->name, kernel_names[k], dla_dtype_name(dt), cpu->name);
+             dev->name, dla__kernel_name(k), dla_dtype_name(dt), cpu->name);
 }
 
 /* Mirrors each region's memory on the cpu device, runs call there, copies
@@ -88,11 +85,11 @@ static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region
         return dla__fail(DLA_ERR_UNSUPPORTED,
                          "%s lacks the '%s' kernel for %s and the cpu plugin, its fallback, is "
                          "not available: %s",
-                         dev->name, kernel_names[k], dla_dtype_name(dt), why);
+                         dev->name, dla__kernel_name(k), dla_dtype_name(dt), why);
     }
     if (!dla__device_supports(cpu, k, dt))
         return dla__fail(DLA_ERR_UNSUPPORTED, "the '%s' kernel for %s is on neither %s nor %s",
-                         kernel_names[k], dla_dtype_name(dt), dev->name, cpu->name);
+                         dla__kernel_name(k), dla_dtype_name(dt), dev->name, cpu->name);
     log_fallback_once(dev, k, dt, cpu);
     mapped maps[8];
     int nmaps = 0;
@@ -121,7 +118,7 @@ static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region
     stage = dla__malloc(stage_size);
     if (!stage)
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot stage %zu bytes for the cpu fallback",
-                         kernel_names[k], stage_size);
+                         dla__kernel_name(k), stage_size);
     int j = 0;
     for (; j < nmaps && st == DLA_OK; j++) {
         size_t bytes = maps[j].hi - maps[j].lo;
@@ -161,13 +158,14 @@ static dla_status run_on_cpu(dla_device *dev, dla_kernel k, dla_dtype dt, region
 
 /* --------------------------------------------------------------- capture */
 
-/* Hands the call to the capture running on this thread, if any. */
+/* Announces the call (core/hooks.h) when someone on this thread listens:
+ * the replay planner's capture keeps it. */
 #define CAPTURE(kind_, which_, member_, value_)                                                    \
     do {                                                                                           \
-        if (dla__capture_current) {                                                                \
+        if (dla__hooks_hear(DLA__HEAR_LAUNCH)) {                                                   \
             dla__launch l_ = {.kind = (kind_), .which = (which_)};                                 \
             l_.u.member_ = (value_);                                                               \
-            dla__capture_launch(dla__capture_current, dev, &l_);                                        \
+            dla__hooks_launch(dev, &l_);                                                           \
         }                                                                                          \
     } while (0)
 
@@ -186,11 +184,11 @@ static dla_status cpu_fill(dla_device *cpu, void *p)
 
 dla_status dla__k_fill(dla_device *dev, const dla_view *y, double value)
 {
-    if (dla__capture_current) {
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH)) {
         dla__launch l = {.kind = DLA__LAUNCH_FILL};
         l.u.fill.y = *y;
         l.u.fill.value = value;
-        dla__capture_launch(dla__capture_current, dev, &l);
+        dla__hooks_launch(dev, &l);
     }
     if (dla__device_supports(dev, DLA_KERNEL_FILL, y->dtype))
         return dla__k_declined(dev, DLA_KERNEL_FILL, y, sizeof *y, value,
@@ -227,12 +225,12 @@ static void capture_pair(dla_device *dev, dla__launch_kind kind, const dla_view 
     dla__launch l = {.kind = kind};
     l.u.pair.y = *y;
     l.u.pair.x = *x;
-    dla__capture_launch(dla__capture_current, dev, &l);
+    dla__hooks_launch(dev, &l);
 }
 
 dla_status dla__k_copy(dla_device *dev, const dla_view *y, const dla_view *x)
 {
-    if (dla__capture_current)
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH))
         capture_pair(dev, DLA__LAUNCH_COPY, y, x);
     if (dla__device_supports(dev, DLA_KERNEL_STRIDED_COPY, y->dtype))
         return dev->table->strided_copy(dev->ctx, y, x);
@@ -241,7 +239,7 @@ dla_status dla__k_copy(dla_device *dev, const dla_view *y, const dla_view *x)
 
 dla_status dla__k_cast(dla_device *dev, const dla_view *y, const dla_view *x)
 {
-    if (dla__capture_current)
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH))
         capture_pair(dev, DLA__LAUNCH_CAST, y, x);
     if (dla__device_supports(dev, DLA_KERNEL_CAST, x->dtype) &&
         dla__device_supports(dev, DLA_KERNEL_CAST, y->dtype))
@@ -338,35 +336,55 @@ typedef struct kernel_call {
     void *args;
 } kernel_call;
 
+/* Kernels that share an argument struct (the three convolutions, the two
+ * poolings, gather and scatter_add) are told apart by their kernel id, and
+ * the member that runs one is found through its row of DLA_KERNEL_LIST: a
+ * kernel added with one of these argument structs needs no code here. */
+enum { ARGS_OTHER, ARGS_CONV, ARGS_POOL, ARGS_INDEX };
+#define ARGS_KIND(id, name, member, ...)                                                          \
+    [id] = _Generic(((dla_plugin *)0)->member,                                                     \
+                    dla_status(*)(void *, const dla_conv_args *): ARGS_CONV,                       \
+                    dla_status(*)(void *, const dla_pool_args *): ARGS_POOL,                       \
+                    dla_status(*)(void *, const dla_index_args *): ARGS_INDEX,                     \
+                    default: ARGS_OTHER),
+static const unsigned char args_kind[] = {DLA_KERNEL_LIST(ARGS_KIND)};
+#undef ARGS_KIND
+
+/* call_conv, call_pool, call_index: kernel `which` of table t, whose member
+ * takes (void *, const T *) (the caller checked args_kind). */
+#define KERNEL_CALLER(T, suffix)                                                                   \
+    static dla_status call_##suffix(const dla_plugin *t, void *ctx, dla_kernel which,             \
+                                    const void *args)                                              \
+    {                                                                                              \
+        dla_status (*fn)(void *, const T *);                                                       \
+        memcpy(&fn, (const char *)t + dla__kernel_member(which), sizeof fn);                       \
+        return fn(ctx, args);                                                                      \
+    }
+KERNEL_CALLER(dla_conv_args, conv)
+KERNEL_CALLER(dla_pool_args, pool)
+KERNEL_CALLER(dla_index_args, index)
+#undef KERNEL_CALLER
+
+static dla_status table_call(const dla_plugin *t, void *ctx, dla_kernel which, const void *args)
+{
+    switch ((unsigned)which < DLA_KERNEL_COUNT ? args_kind[which] : ARGS_OTHER) {
+    case ARGS_CONV: return call_conv(t, ctx, which, args);
+    case ARGS_POOL: return call_pool(t, ctx, which, args);
+    case ARGS_INDEX: return call_index(t, ctx, which, args);
+    default: DLA_ASSERT(!"a kernel with its own entry point routed through table_call");
+    }
+    return DLA_ERR_STATE;
+}
+
 static dla_status cpu_kernel(dla_device *cpu, void *p)
 {
     kernel_call *k = p;
-    const dla_plugin *t = cpu->table;
-    switch (k->which) {
-    case DLA_KERNEL_CONV_FORWARD: return t->conv_forward(cpu->ctx, k->args);
-    case DLA_KERNEL_CONV_BACKWARD_DATA: return t->conv_backward_data(cpu->ctx, k->args);
-    case DLA_KERNEL_CONV_BACKWARD_FILTER: return t->conv_backward_filter(cpu->ctx, k->args);
-    case DLA_KERNEL_POOL_FORWARD: return t->pool_forward(cpu->ctx, k->args);
-    case DLA_KERNEL_POOL_BACKWARD: return t->pool_backward(cpu->ctx, k->args);
-    case DLA_KERNEL_GATHER: return t->gather(cpu->ctx, k->args);
-    case DLA_KERNEL_SCATTER_ADD: return t->scatter_add(cpu->ctx, k->args);
-    default: DLA_ASSERT(!"not a kernel routed through cpu_kernel"); return DLA_ERR_STATE;
-    }
+    return table_call(cpu->table, cpu->ctx, k->which, k->args);
 }
 
 static dla_status native(dla_device *dev, dla_kernel which, const void *args)
 {
-    const dla_plugin *t = dev->table;
-    switch (which) {
-    case DLA_KERNEL_CONV_FORWARD: return t->conv_forward(dev->ctx, args);
-    case DLA_KERNEL_CONV_BACKWARD_DATA: return t->conv_backward_data(dev->ctx, args);
-    case DLA_KERNEL_CONV_BACKWARD_FILTER: return t->conv_backward_filter(dev->ctx, args);
-    case DLA_KERNEL_POOL_FORWARD: return t->pool_forward(dev->ctx, args);
-    case DLA_KERNEL_POOL_BACKWARD: return t->pool_backward(dev->ctx, args);
-    case DLA_KERNEL_GATHER: return t->gather(dev->ctx, args);
-    case DLA_KERNEL_SCATTER_ADD: return t->scatter_add(dev->ctx, args);
-    default: DLA_ASSERT(!"not a kernel routed through native"); return DLA_ERR_STATE;
-    }
+    return table_call(dev->table, dev->ctx, which, args);
 }
 
 dla_status dla__k_conv(dla_device *dev, dla_kernel which, const dla_conv_args *args)
@@ -412,14 +430,14 @@ dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem 
 {
     if (bytes == 0)
         return DLA_OK;
-    if (dla__capture_current) {
+    if (dla__hooks_hear(DLA__HEAR_LAUNCH)) {
         dla__launch l = {.kind = DLA__LAUNCH_COPY_BYTES};
         l.u.bytes.dst = dst;
         l.u.bytes.doff = doff;
         l.u.bytes.src = src;
         l.u.bytes.soff = soff;
         l.u.bytes.bytes = bytes;
-        dla__capture_launch(dla__capture_current, dev, &l);
+        dla__hooks_launch(dev, &l);
     }
     if (dev->table->copy_on_device)
         return dev->table->copy_on_device(dev->ctx, dst, doff, src, soff, bytes);
@@ -437,15 +455,15 @@ dla_status dla__k_copy_bytes(dla_device *dev, dla_mem dst, size_t doff, dla_mem 
 
 dla_status dla__k_upload(dla_device *dev, dla_mem dst, size_t offset, const void *src, size_t bytes)
 {
-    if (dla__capture_current)
-        dla__capture_transfer(dla__capture_current);
+    if (dla__hooks_hear(DLA__HEAR_TRANSFER))
+        dla__hooks_transfer();
     return dev->table->copy_to_device(dev->ctx, dst, offset, src, bytes);
 }
 
 dla_status dla__k_download(dla_device *dev, void *dst, dla_mem src, size_t offset, size_t bytes)
 {
-    if (dla__capture_current)
-        dla__capture_transfer(dla__capture_current);
+    if (dla__hooks_hear(DLA__HEAR_TRANSFER))
+        dla__hooks_transfer();
     return dev->table->copy_to_host(dev->ctx, dst, src, offset, bytes);
 }
 

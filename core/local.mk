@@ -14,9 +14,10 @@ libdlaccel_la_SOURCES = \
 	core/log.c core/log.h core/env_choice.h \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/version.c \
+	core/kernels.h \
 	core/device.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h core/file_special.h \
-	core/registry.c \
+	core/registry.c core/registry.h \
 	core/format.c core/format.h \
 	core/philox.c core/philox.h core/philox_stream.h \
 	core/scope.c core/scope.h \
@@ -29,6 +30,7 @@ libdlaccel_la_SOURCES = \
 	core/ops_reduce.c \
 	core/ops_matmul.c \
 	core/op.h core/ops.h core/ops_broadcast.c \
+	core/hooks.c core/hooks.h core/op_run.c \
 	core/tape.c core/tape.h core/feval.c core/gradient.c \
 	core/trace.h core/trace_record.c core/trace_replay.c core/trace_api.c core/accel.c \
 	core/op_registry.c core/trace_file.c \

@@ -112,8 +112,9 @@ dla_tensor *dla__apply(const dla__op *op, const void *attrs, size_t attrs_size, 
 dla_status dla__apply_n(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
                         dla_tensor *const *in, dla_tensor **out);
 
-/* The core of dla__apply without the scope: runs op's forward, records it
- * on the tape and on the trace being recorded (when any), and leaves +1
+/* The core of dla__apply without the scope: runs op's forward, announces
+ * it (core/hooks.h: the tape and the trace being recorded, when any, record
+ * it there), and leaves +1
  * references in out[0..nout-1] and saved[0..nsaved-1]. The trace replay
  * uses it directly. On failure nothing is left allocated. */
 dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
@@ -122,6 +123,14 @@ dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, 
 /* Nonzero while an op's forward runs on this thread (its inner ops and host
  * reads belong to the op). */
 int dla__in_forward(void);
+
+/* The device the innermost dla_trace_replay on this thread runs on; NULL
+ * outside one. A loaded trace's moves to "the replay device" go there (to
+ * the current device outside a dla_trace_replay). trace_api.c sets it
+ * around a replay with dla__replay_device_swap, which returns the one it
+ * replaces. (op_run.c) */
+dla_device *dla__replay_device(void);
+dla_device *dla__replay_device_swap(dla_device *dev);
 
 /* Nonzero when ops on this thread are being recorded (inside dla_feval and
  * not inside a backward pass). */

@@ -2,9 +2,9 @@
  * plan.h - the replay planner of dla_accelerate (internal).
  *
  * A trace is lowered once per device into a plan, by watching it run: the
- * first replay on a device runs in capture mode, where every storage
- * allocation and free (tensor.c) and every kernel launch (launch.c) is also
- * reported here. From that record the planner keeps the launches themselves
+ * first replay on a device runs in capture mode, where the capture hears
+ * every storage allocation and free (tensor.c) and every kernel launch
+ * (launch.c) through the hooks (core/hooks.h). From that record the planner keeps the launches themselves
  * with their memory operands mapped to slots (an input, a constant, an
  * arena region, an output buffer made per call), lays the intermediates out
  * in one arena by liveness, fuses chains of elementwise launches, and keeps
@@ -29,20 +29,6 @@
 
 #include <stdio.h>
 
-/* --------------------------------------------- capture hooks (plan_capture.c) */
-
-/* The capture running on this thread, or NULL (almost always). */
-typedef struct dla__capture dla__capture;
-extern _Thread_local dla__capture *dla__capture_current;
-
-/* launch.c: l was made on dev (l is copied). */
-void dla__capture_launch(dla__capture *c, dla_device *dev, const dla__launch *l);
-/* launch.c: an upload or download ran inside the op being captured. */
-void dla__capture_transfer(dla__capture *c);
-/* tensor.c: a storage was made, or is about to be freed. */
-void dla__capture_alloc(dla__capture *c, const dla__storage *st);
-void dla__capture_free(dla__capture *c, const dla__storage *st);
-
 /* ------------------------------------------- for trace_replay.c (plan_exec.c) */
 
 /* Replays t on in[] through its plan for the inputs' device, making that
@@ -59,8 +45,5 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
  * arena against the sum of the intermediates, the outputs, the steps, the
  * fusion, the runs; or why there is no plan. */
 void dla__plan_print(const dla__trace *t, FILE *f);
-
-/* Frees t's plans (the trace is being freed). */
-void dla__plans_free(dla__trace *t);
 
 #endif

@@ -2,8 +2,9 @@
  * plan_capture.c - the planning replay: the first replay of a trace on a
  * device runs as the plain replay does, with this file watching.
  *
- * While it runs, tensor.c reports every storage made and freed and
- * launch.c every kernel launch with a copy of its arguments. Each memory
+ * While it runs, the capture subscribes to the hooks (core/hooks.h) and so
+ * hears of every storage made and freed (tensor.c) and every kernel launch
+ * with a copy of its arguments (launch.c). Each memory
  * handle a launch names is placed at once, while the handle still means
  * what it meant then (a freed handle is soon handed out again): an input's
  * storage, a constant's, or a buffer this replay made. Entries that moved
@@ -20,8 +21,6 @@
 #include "core/plan_impl.h"
 
 #include <string.h>
-
-_Thread_local dla__capture *dla__capture_current;
 
 /* Makes room for one more element of *arr (count *n, capacity *cap). */
 static int grow(void **arr, int *cap, int n, size_t elsize)
@@ -66,8 +65,9 @@ static dla__slot place(const dla__capture *c, dla_mem mem)
     return (dla__slot){DLA__SLOT_UNKNOWN, 0, 0};
 }
 
-void dla__capture_launch(dla__capture *c, dla_device *dev, const dla__launch *l)
+static void heard_launch(dla__observer *self, dla_device *dev, const dla__launch *l)
 {
+    dla__capture *c = (dla__capture *)self;
     if (c->failed || c->entry < 0)
         return;
     if (!grow((void **)&c->launches, &c->caplaunches, c->nlaunches, sizeof *c->launches)) {
@@ -103,10 +103,11 @@ void dla__capture_launch(dla__capture *c, dla_device *dev, const dla__launch *l)
         cl->slot[i] = place(c, *f[i].mem);
 }
 
-void dla__capture_transfer(dla__capture *c) { c->transfer = 1; }
+static void heard_transfer(dla__observer *self) { ((dla__capture *)self)->transfer = 1; }
 
-void dla__capture_alloc(dla__capture *c, const dla__storage *st)
+static void heard_storage_made(dla__observer *self, const dla__storage *st)
 {
+    dla__capture *c = (dla__capture *)self;
     if (c->failed)
         return;
     if (!grow((void **)&c->bufs, &c->capbufs, c->nbufs, sizeof *c->bufs)) {
@@ -119,8 +120,9 @@ void dla__capture_alloc(dla__capture *c, const dla__storage *st)
     };
 }
 
-void dla__capture_free(dla__capture *c, const dla__storage *st)
+static void heard_storage_freed(dla__observer *self, const dla__storage *st)
 {
+    dla__capture *c = (dla__capture *)self;
     for (int i = c->nbufs; i-- > 0;)
         if (c->bufs[i].died < 0 && c->bufs[i].st == st) {
             c->bufs[i].died = c->time++;
@@ -246,7 +248,11 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
     }
 
     dla_status st = DLA_OK;
-    dla__capture_current = &c;
+    c.hook = (dla__observer){.storage_made = heard_storage_made,
+                             .storage_freed = heard_storage_freed,
+                             .launch = heard_launch,
+                             .transfer = heard_transfer};
+    dla__hooks_subscribe(&c.hook);
     for (int k = 0; k < t->nentries && st == DLA_OK; k++) {
         if (!c.entries[k].live)
             continue;
@@ -315,7 +321,7 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
     for (int id = 0; id < t->nvalues; id++)
         if (owned[id])
             dla_tensor_release(v[id]);
-    dla__capture_current = NULL;
+    dla__hooks_unsubscribe(&c.hook);
     dla__free(v);
     dla__free(owned);
     dla__free(last_use);

@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/env_choice.h"
 #include "core/error.h"
+#include "core/hooks.h"
 #include "core/log.h"
 #include "core/op.h"
 #include "core/philox.h"
@@ -85,7 +86,8 @@ void dla__plan_free(dla__plan *p)
     dla__free(p);
 }
 
-void dla__plans_free(dla__trace *t)
+/* Left with the trace as its plans_free when its first plan is added. */
+static void plans_free(dla__trace *t)
 {
     dla__plan *p = t->plans;
     while (p) {
@@ -409,7 +411,9 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
 int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
                      dla_status *status)
 {
-    if (!plans_enabled() || dla__recording() || dla__trace_recording())
+    /* Ops run now are recorded (a tape or an outer trace hears them through
+     * the hooks): they must run as ops. */
+    if (!plans_enabled() || (dla__hooks_hear(DLA__HEAR_OP_RAN) && !dla__in_forward()))
         return 0;
     dla_device *dev = t->nin ? in[0]->storage->device : dla_device_current();
     if (!dev)
@@ -429,6 +433,7 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
             atomic_init(&p->busy, 1);
             atomic_init(&p->state, DLA__PLAN_CAPTURING);
             p->next = t->plans;
+            ((dla__trace *)t)->plans_free = plans_free;
             /* The list is the trace's cache, not its meaning: a const trace may grow it. */
             __atomic_store_n(&((dla__trace *)t)->plans, p, __ATOMIC_RELEASE);
             made = 1;

@@ -2,7 +2,8 @@
  * plan_impl.h - what the planner's files share: the capture record, the
  * plan, and the steps from one to the other (internal to core/plan_*.c).
  *
- *   plan_capture.c  the capture hooks and the planning replay that feeds them
+ *   plan_capture.c  the capture (an observer of core/hooks.h) and the planning
+ *                   replay that feeds it
  *   plan_lower.c    capture -> plan: slots, op invocations, fusion, patches
  *   plan_memory.c   lifetimes -> arena offsets
  *   plan_exec.c     the plans of a trace, running one, printing them
@@ -10,6 +11,7 @@
 #ifndef DLA_CORE_PLAN_IMPL_H
 #define DLA_CORE_PLAN_IMPL_H
 
+#include "core/hooks.h"
 #include "core/plan.h"
 
 #include <stdatomic.h>
@@ -105,7 +107,9 @@ typedef struct dla__cap_entry {
     int src0;    /* invoke: sources of its inputs at plan->sources[src0..] */
 } dla__cap_entry;
 
+typedef struct dla__capture dla__capture;
 struct dla__capture {
+    dla__observer hook; /* first: the hooks hand it back as self */
     const dla__trace *t;
     dla_device *dev;
     dla_tensor *const *in;

@@ -18,8 +18,11 @@
 #include "core/breadcrumb.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/kernels.h"
 #include "core/log.h"
 #include "core/manifest.h"
+
+#include <dlaccel/device_table.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -39,38 +42,6 @@ static const char *const state_names[] = {DLA_MANIFEST_STATE_LIST(DLA__STATE_NAM
 #undef DLA__STATE_NAME
 _Static_assert(sizeof state_names / sizeof state_names[0] == DLA_MANIFEST_STATE_COUNT,
                "state names out of step with DLA_MANIFEST_STATE_LIST");
-
-/* Where each kernel lives in the plugin table, for dla__device_supports. */
-static const size_t kernel_member[] = {
-    [DLA_KERNEL_FILL] = offsetof(dla_plugin, fill),
-    [DLA_KERNEL_STRIDED_COPY] = offsetof(dla_plugin, strided_copy),
-    [DLA_KERNEL_UNARY] = offsetof(dla_plugin, unary),
-    [DLA_KERNEL_BINARY] = offsetof(dla_plugin, binary),
-    [DLA_KERNEL_REDUCE] = offsetof(dla_plugin, reduce),
-    [DLA_KERNEL_GEMM] = offsetof(dla_plugin, gemm),
-    [DLA_KERNEL_CAST] = offsetof(dla_plugin, cast),
-    [DLA_KERNEL_TERNARY] = offsetof(dla_plugin, ternary),
-    [DLA_KERNEL_CONV_FORWARD] = offsetof(dla_plugin, conv_forward),
-    [DLA_KERNEL_CONV_BACKWARD_DATA] = offsetof(dla_plugin, conv_backward_data),
-    [DLA_KERNEL_CONV_BACKWARD_FILTER] = offsetof(dla_plugin, conv_backward_filter),
-    [DLA_KERNEL_POOL_FORWARD] = offsetof(dla_plugin, pool_forward),
-    [DLA_KERNEL_POOL_BACKWARD] = offsetof(dla_plugin, pool_backward),
-    [DLA_KERNEL_GATHER] = offsetof(dla_plugin, gather),
-    [DLA_KERNEL_SCATTER_ADD] = offsetof(dla_plugin, scatter_add),
-    [DLA_KERNEL_FUSED] = offsetof(dla_plugin, fused),
-    [DLA_KERNEL_FUSED_REDUCE] = offsetof(dla_plugin, fused_reduce),
-    [DLA_KERNEL_RANDOM_UNIFORM] = offsetof(dla_plugin, random),
-    [DLA_KERNEL_RANDOM_NORMAL] = offsetof(dla_plugin, random),
-    [DLA_KERNEL_FUSED_REDUCE_PAIR] = offsetof(dla_plugin, fused_reduce),
-};
-/* The minor that added each kernel past 1.3's table members: a plugin that
- * answered an older minor never heard of it, whatever supports() says. */
-static int kernel_minor(dla_kernel kernel)
-{
-    return kernel == DLA_KERNEL_FUSED_REDUCE_PAIR ? 4 : 0;
-}
-_Static_assert(sizeof kernel_member / sizeof kernel_member[0] == DLA_KERNEL_COUNT,
-               "kernel_member out of step with DLA_KERNEL_LIST");
 
 /* A device as the registry keeps it; dla_device comes first so the pointer
  * handed out is also a pointer to its slot. */
@@ -1002,13 +973,28 @@ dla_device *dla__device_cpu(void)
 
 int dla__device_supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype)
 {
-    if (!dev || (unsigned)kernel >= DLA_KERNEL_COUNT || dev->abi_minor < kernel_minor(kernel))
+    if (!dev || (unsigned)kernel >= DLA_KERNEL_COUNT || dev->abi_minor < dla__kernel_minor(kernel))
         return 0;
     void (*member)(void);
-    memcpy(&member, (const char *)dev->table + kernel_member[kernel], sizeof member);
+    memcpy(&member, (const char *)dev->table + dla__kernel_member(kernel), sizeof member);
     if (!member)
         return 0;
     return !dev->table->supports || dev->table->supports(dev->ctx, kernel, dtype) != 0;
+}
+
+/* ------------------------------------- public: the table (device_table.h) */
+
+DLA_API const dla_plugin *dla_device_table(const dla_device *dev) { return dev ? dev->table : NULL; }
+
+DLA_API void *dla_device_context(const dla_device *dev) { return dev ? dev->ctx : NULL; }
+
+DLA_API int dla_device_index(const dla_device *dev) { return dev ? dev->index : -1; }
+
+DLA_API int dla_device_abi_minor(const dla_device *dev) { return dev ? dev->abi_minor : -1; }
+
+DLA_API int dla_device_runs_natively(const dla_device *dev, dla_kernel kernel, dla_dtype dtype)
+{
+    return dla__device_supports((dla_device *)dev, kernel, dtype);
 }
 
 void dla__registry_reset(void)

@@ -11,7 +11,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/handle.h"
-#include "core/plan.h"
+#include "core/hooks.h"
 #include "core/scope.h"
 
 #include <stdio.h>
@@ -230,8 +230,8 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
         return NULL;
     }
     atomic_init(&st->refcount, 1);
-    if (dla__capture_current)
-        dla__capture_alloc(dla__capture_current, st);
+    if (dla__hooks_hear(DLA__HEAR_STORAGE))
+        dla__hooks_storage_made(st);
     atomic_init(&t->refcount, 1);
     t->magic = DLA__HANDLE_TENSOR;
     t->serial = atomic_fetch_add(&serials, 1);
@@ -300,8 +300,8 @@ void dla__storage_release(dla__storage *st)
 {
     if (!st || atomic_fetch_sub(&st->refcount, 1) != 1)
         return;
-    if (dla__capture_current)
-        dla__capture_free(dla__capture_current, st);
+    if (dla__hooks_hear(DLA__HEAR_STORAGE))
+        dla__hooks_storage_freed(st);
     st->device->table->mem_free(st->device->ctx, st->mem);
     dla__free(st);
 }

@@ -70,6 +70,9 @@ typedef struct dla__trace {
     /* Its replay plans, one per device (core/plan_exec.c): a cache that
      * only grows while the trace lives, so a const trace may add to it. */
     struct dla__plan *plans;
+    /* Set by the planner with its first plan: frees them (the recorder
+     * that frees a trace does not call the planner by name). */
+    void (*plans_free)(struct dla__trace *t);
 } dla__trace;
 
 /* ------------------------------------------------------------- recording */
@@ -79,11 +82,9 @@ int dla__trace_recording(void);
 /* Starts recording on this thread with in[0..nin-1] as the inputs.
  * Recordings do not nest: DLA_ERR_STATE if one is active. */
 dla_status dla__trace_begin(int nin, dla_tensor *const *in);
-/* Called by dla__run_op for every op run while recording. */
-dla_status dla__trace_note(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
-                           dla_tensor *const *in, dla_tensor *const *out, dla_tensor *const *saved);
-/* A value was read on the host while recording (dla_tensor_to_host...). */
-void dla__trace_host_read(const dla_tensor *t);
+/* While recording, the recorder hears every outermost op run and every
+ * host read of a value (dla_tensor_to_host...) through the hooks
+ * (core/hooks.h). */
 /* dla_gradient while recording: DLA_ERR_INVALID_ARGUMENT, with a message
  * naming wrt[i] and telling to pass it as an input, when wrt[i] is a
  * tensor made before the recording that is not one of its inputs (its
@@ -109,10 +110,6 @@ int dla__trace_stale(const dla__trace *t, char *why, size_t size);
  * recorded there too. */
 dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out);
 
-/* The device the innermost dla_trace_replay on this thread runs on; NULL
- * outside one. A loaded trace's moves to "the replay device" go there (to
- * the current device outside a dla_trace_replay). */
-dla_device *dla__trace_replay_device(void);
 
 /* Writes the trace as text (ops, shapes, RNG entries, constants, memory). */
 void dla__trace_print(const dla__trace *t, FILE *f);

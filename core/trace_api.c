@@ -14,10 +14,6 @@
 
 struct dla_trace; /* == dla__trace */
 
-static _Thread_local dla_device *replay_device;
-
-dla_device *dla__trace_replay_device(void) { return replay_device; }
-
 /* Nonzero when t is a live trace; else logs why for op (docs/checks.md). */
 static int trace_live(const dla_trace *t, const char *op)
 {
@@ -88,10 +84,10 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
                            dla__dims_str(b, sizeof b, v->ndims, v->dims));
     }
     if (st == DLA_OK) {
-        dla_device *outer = replay_device;
-        replay_device = t->nin ? in[0]->storage->device : dla_device_current();
+        dla_device *outer =
+            dla__replay_device_swap(t->nin ? in[0]->storage->device : dla_device_current());
         st = dla__trace_replay(t, in, out);
-        replay_device = outer;
+        dla__replay_device_swap(outer);
     }
     for (int i = 0; i < nout && out; i++) {
         if (!out[i])

@@ -8,13 +8,16 @@
  * the two. A tensor
  * read by an op that is neither an input nor an earlier op's output is a
  * constant: the recorder keeps it, and the trace bakes its values in.
+ *
+ * It hears of ops and host reads as a subscriber of the hooks
+ * (core/hooks.h) while it records; the runtime never calls it by name.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_MONOTONIC under -std=c11 */
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/handle.h"
 #include "core/log.h"
-#include "core/plan.h"
+#include "core/hooks.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -23,6 +26,7 @@
 #include <time.h>
 
 typedef struct recorder {
+    dla__observer hook; /* first: the hooks hand it back as self */
     /* tensor -> value id; open addressing, grown at half load */
     dla_tensor **keys; /* never dereferenced: the tensor may be gone */
     uint64_t *serials;
@@ -179,6 +183,11 @@ static void release_map(recorder *r)
     dla__free(r->ids);
 }
 
+static dla_status note(dla__observer *self, const dla__op *op, const void *attrs,
+                       size_t attrs_size, int nin, dla_tensor *const *in, dla_tensor *const *out,
+                       dla_tensor *const *saved);
+static void host_read(dla__observer *self, const dla_tensor *x);
+
 dla_status dla__trace_begin(int nin, dla_tensor *const *in)
 {
     if (active)
@@ -198,6 +207,8 @@ dla_status dla__trace_begin(int nin, dla_tensor *const *in)
     t->serial_start = dla__tensor_serial_next();
     r->start = now_s();
     active = r;
+    r->hook = (dla__observer){.op_ran = note, .host_read = host_read};
+    dla__hooks_subscribe(&r->hook);
     for (int i = 0; i < nin; i++) {
         /* The same tensor passed twice is one value: its second slot aliases. */
         if (r->cap && find(r, in[i]) >= 0)
@@ -212,10 +223,12 @@ dla_status dla__trace_begin(int nin, dla_tensor *const *in)
     return DLA_OK;
 }
 
-dla_status dla__trace_note(const dla__op *op, const void *attrs, size_t attrs_size, int nin,
-                           dla_tensor *const *in, dla_tensor *const *out, dla_tensor *const *saved)
+/* The hook: an outermost op ran while recording. */
+static dla_status note(dla__observer *self, const dla__op *op, const void *attrs,
+                       size_t attrs_size, int nin, dla_tensor *const *in, dla_tensor *const *out,
+                       dla_tensor *const *saved)
 {
-    recorder *r = active;
+    recorder *r = (recorder *)self;
     if (r->failed)
         return DLA_OK; /* already broken: the recording will be dropped */
     dla__trace *t = r->t;
@@ -271,12 +284,14 @@ dla_status dla__trace_note(const dla__op *op, const void *attrs, size_t attrs_si
     return DLA_OK;
 }
 
-void dla__trace_host_read(const dla_tensor *x)
+/* The hook: the function read x on the host. */
+static void host_read(dla__observer *self, const dla_tensor *x)
 {
-    recorder *r = active;
-    /* An op reading its own inputs inside its forward re-reads them on
-     * every replay: only the function's own reads freeze control flow. */
-    if (!r || dla__in_forward() || !r->cap || find(r, x) < 0 ||
+    recorder *r = (recorder *)self;
+    /* Announced for the function's own reads only (an op reading its own
+     * inputs inside its forward re-reads them on every replay): those are
+     * what freeze control flow. */
+    if (!r->cap || find(r, x) < 0 ||
         r->t->values[find(r, x)].kind == DLA__VALUE_CONST)
         return;
     dla__trace *t = r->t;
@@ -321,6 +336,7 @@ dla_status dla__trace_end(int ok, int nout, dla_tensor *const *out, dla__trace *
     recorder *r = active;
     DLA_ASSERT(r);
     active = NULL;
+    dla__hooks_unsubscribe(&r->hook);
     *trace = NULL;
     dla__trace *t = r->t;
     dla_status st = ok && r->failed ? DLA_ERR_OUT_OF_MEMORY : DLA_OK;
@@ -372,7 +388,9 @@ void dla__trace_free(dla__trace *t)
     dla__free(t->values);
     dla__free(t->consts);
     dla__free(t->outputs);
-    dla__plans_free(t);
+    /* The planner left its cleanup with the plans it added. */
+    if (t->plans_free)
+        t->plans_free(t);
     t->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale handle reads "dead" */
     t->nentries = t->nconsts = 0;
     dla__quarantine(DLA__RING_OBJECTS, t);

@@ -10,11 +10,11 @@
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/hooks.h"
 #include "core/launch.h"
 #include "core/op.h"
 #include "core/ops.h"
 #include "core/tensor.h"
-#include "core/trace.h"
 
 #include <string.h>
 
@@ -57,8 +57,8 @@ DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t byt
     }
     if (need == 0)
         return DLA_OK;
-    if (dla__trace_recording())
-        dla__trace_host_read(t);
+    if (dla__hooks_hear(DLA__HEAR_HOST_READ) && !dla__in_forward())
+        dla__hooks_host_read(t);
     dla_tensor *d = dla__dense(op, (dla_tensor *)t);
     if (!d)
         return dla_last_status();
@@ -78,8 +78,8 @@ DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index)
         off += (rem % t->dims[i]) * t->strides[i];
         rem /= t->dims[i];
     }
-    if (dla__trace_recording())
-        dla__trace_host_read(t);
+    if (dla__hooks_hear(DLA__HEAR_HOST_READ) && !dla__in_forward())
+        dla__hooks_host_read(t);
     unsigned char raw[8];
     dla_device *dev = t->storage->device;
     size_t es = dla_dtype_size(t->dtype);
@@ -117,7 +117,7 @@ DLA_API dla_tensor *dla_contiguous(dla_tensor *t)
     return dla__apply(&contiguous_op, NULL, 0, 1, &t);
 }
 
-/* dev NULL only in a loaded trace: "the replay device" (trace.h). */
+/* dev NULL only in a loaded trace: "the replay device" (op.h). */
 typedef struct device_attrs {
     dla_device *dev;
 } device_attrs;
@@ -127,7 +127,7 @@ static dla_status to_device_forward(const void *attrs, dla_tensor *const *in, in
 {
     static const char op[] = "dla_tensor_to_device";
     dla_device *dev = ((const device_attrs *)attrs)->dev;
-    if (!dev && !(dev = dla__trace_replay_device()) && !(dev = dla__current_device(op)))
+    if (!dev && !(dev = dla__replay_device()) && !(dev = dla__current_device(op)))
         return dla_last_status();
     dla_tensor *t = in[0];
     dla_device *src_dev = t->storage->device;

@@ -10,3 +10,13 @@ tests_test_fused_kernels_SOURCES = tests/test_fused_kernels.c
 tests_test_fused_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_fused_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/test_fused_kernels
+
+# The observers of core/hooks.h on their own (hooks.c compiled in), and the
+# static check that the runtime's lower files announce through them instead
+# of calling the planner or the recorder.
+check_PROGRAMS += tests/test_hooks
+tests_test_hooks_SOURCES = tests/test_hooks.c core/hooks.c core/hooks.h
+tests_test_hooks_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -pthread
+tests_test_hooks_LDADD = $(CMOCKA_LIBS) -lpthread
+TESTS += tests/test_hooks tests/core_arrows.sh
+EXTRA_DIST += tests/core_arrows.sh

@@ -36,7 +36,7 @@ tests_plugins_fake_crash_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
 check_PROGRAMS += tests/test_registry
 tests_test_registry_SOURCES = \
 	tests/test_registry.c \
-	core/registry.c core/device.h \
+	core/registry.c core/registry.h core/device.h \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
 	core/alloc.c core/alloc.h \
@@ -66,3 +66,12 @@ TESTS += tests/tool_env.sh tests/tool_clean_output.sh
 # A plugin that crashes in its init is named at the next start.
 TESTS += tests/tool_plugin_crash.sh
 EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh tests/tool_plugin_crash.sh
+
+# The rows of DLA_KERNEL_LIST against the core's lookups and the kernel
+# table of docs/plugins.md.
+check_PROGRAMS += tests/test_kernel_list
+TESTS += tests/test_kernel_list
+tests_test_kernel_list_SOURCES = tests/test_kernel_list.c core/kernels.h
+tests_test_kernel_list_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_TEST_SRCDIR='"$(abs_top_srcdir)"'
+tests_test_kernel_list_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_kernel_list_LDADD = $(CMOCKA_LIBS)

@@ -19,7 +19,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <dlaccel.h>
 
-#include "core/device.h"
+#include <dlaccel/device_table.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,27 +105,29 @@ static void dbuf_init(dbuf *b, dla_device *dev, dla_dtype t, int64_t n)
     assert_non_null(b->host);
     for (int64_t i = 0; i < b->n; i++)
         put(t, b->host, i, rnd_unif(-1, 1));
-    if (dev->table->mem_alloc(dev->ctx, (size_t)b->n * dsize(t), &b->mem) != DLA_OK)
-        fail_msg("%s: mem_alloc: %s", dev->name, dla_last_error());
-    if (dev->table->copy_to_device(dev->ctx, b->mem, 0, b->host, (size_t)b->n * dsize(t)) != DLA_OK)
-        fail_msg("%s: copy_to_device: %s", dev->name, dla_last_error());
+    if (dla_device_table(dev)->mem_alloc(dla_device_context(dev), (size_t)b->n * dsize(t),
+                                         &b->mem) != DLA_OK)
+        fail_msg("%s: mem_alloc: %s", dla_device_name(dev), dla_last_error());
+    if (dla_device_table(dev)->copy_to_device(dla_device_context(dev), b->mem, 0, b->host,
+                                              (size_t)b->n * dsize(t)) != DLA_OK)
+        fail_msg("%s: copy_to_device: %s", dla_device_name(dev), dla_last_error());
 }
 
 static void *dbuf_download(const dbuf *b)
 {
     void *out = malloc((size_t)b->n * dsize(b->dtype));
     assert_non_null(out);
-    if (b->dev->table->sync)
-        assert_int_equal(b->dev->table->sync(b->dev->ctx), DLA_OK);
-    if (b->dev->table->copy_to_host(b->dev->ctx, out, b->mem, 0, (size_t)b->n * dsize(b->dtype)) !=
-        DLA_OK)
-        fail_msg("%s: copy_to_host: %s", b->dev->name, dla_last_error());
+    if (dla_device_table(b->dev)->sync)
+        assert_int_equal(dla_device_table(b->dev)->sync(dla_device_context(b->dev)), DLA_OK);
+    if (dla_device_table(b->dev)->copy_to_host(dla_device_context(b->dev), out, b->mem, 0,
+                                               (size_t)b->n * dsize(b->dtype)) != DLA_OK)
+        fail_msg("%s: copy_to_host: %s", dla_device_name(b->dev), dla_last_error());
     return out;
 }
 
 static void dbuf_free(dbuf *b)
 {
-    b->dev->table->mem_free(b->dev->ctx, b->mem);
+    dla_device_table(b->dev)->mem_free(dla_device_context(b->dev), b->mem);
     free(b->host);
 }
 
@@ -180,10 +182,10 @@ typedef struct conv_case {
 
 static void describe(const dla_device *dev, const char *kernel, const conv_case *c)
 {
-    int n = snprintf(what, sizeof what,
-                     "%s %s %s nsp=%d B=%lld C=%lld F=%lld G=%lld bias=%d strided=%d", dev->name,
-                     kernel, c->dtype == DLA_F64 ? "double" : "single", c->nsp, (long long)c->B,
-                     (long long)c->C, (long long)c->F, (long long)c->G, c->bias, c->strided);
+    int n = snprintf(
+        what, sizeof what, "%s %s %s nsp=%d B=%lld C=%lld F=%lld G=%lld bias=%d strided=%d",
+        dla_device_name(dev), kernel, c->dtype == DLA_F64 ? "double" : "single", c->nsp,
+        (long long)c->B, (long long)c->C, (long long)c->F, (long long)c->G, c->bias, c->strided);
     for (int i = 0; i < c->nsp && n > 0 && (size_t)n < sizeof what; i++)
         n += snprintf(what + n, sizeof what - (size_t)n,
                       " | in %lld out %lld fs %lld st %lld dl %lld pb %lld", (long long)c->in[i],
@@ -284,8 +286,8 @@ static void run_case(dla_device *dev, const conv_case *c)
     static const char *const names[] = {"conv_forward", "conv_backward_data",
                                         "conv_backward_filter"};
     dla_status (*const fns[3])(void *, const dla_conv_args *) = {
-        dev->table->conv_forward, dev->table->conv_backward_data,
-        dev->table->conv_backward_filter};
+        dla_device_table(dev)->conv_forward, dla_device_table(dev)->conv_backward_data,
+        dla_device_table(dev)->conv_backward_filter};
     static const dla_kernel kernels[3] = {DLA_KERNEL_CONV_FORWARD, DLA_KERNEL_CONV_BACKWARD_DATA,
                                           DLA_KERNEL_CONV_BACKWARD_FILTER};
     dbuf *outs[3] = {&by, &bx, &bw};
@@ -293,7 +295,8 @@ static void run_case(dla_device *dev, const conv_case *c)
     const int64_t terms[3] = {terms_y, terms_x, terms_w};
     const dla_view *views[3] = {&a.y, &a.x, &a.w};
     for (int d = 0; d < 3; d++) {
-        if (!fns[d] || (dev->table->supports && !dev->table->supports(dev->ctx, kernels[d], t)))
+        if (!fns[d] || (dla_device_table(dev)->supports &&
+                        !dla_device_table(dev)->supports(dla_device_context(dev), kernels[d], t)))
             continue;
         describe(dev, names[d], c);
         /* The written output starts as garbage: kernels must overwrite. */
@@ -305,14 +308,15 @@ static void run_case(dla_device *dev, const conv_case *c)
         assert_non_null(junk);
         for (int64_t i = 0; i < ob->n; i++)
             put(t, junk, i, rnd_unif(-50, 50));
-        assert_int_equal(dev->table->copy_to_device(dev->ctx, ob->mem, 0, junk,
-                                                    (size_t)ob->n * dsize(t)),
+        assert_int_equal(dla_device_table(dev)->copy_to_device(dla_device_context(dev), ob->mem, 0,
+                                                               junk, (size_t)ob->n * dsize(t)),
                          DLA_OK);
-        dla_status s = fns[d](dev->ctx, &a);
+        dla_status s = fns[d](dla_device_context(dev), &a);
         if (s == DLA_ERR_UNSUPPORTED && c->strided) {
             /* The ABI lets a plugin decline strided views. */
-            assert_int_equal(dev->table->copy_to_device(dev->ctx, ob->mem, 0, saved,
-                                                        (size_t)ob->n * dsize(t)),
+            assert_int_equal(dla_device_table(dev)->copy_to_device(dla_device_context(dev), ob->mem,
+                                                                   0, saved,
+                                                                   (size_t)ob->n * dsize(t)),
                              DLA_OK);
             free(saved);
             free(junk);
@@ -354,8 +358,8 @@ static void run_case(dla_device *dev, const conv_case *c)
         free(covered);
         free(got);
         /* Restore the operand for the directions that read it. */
-        assert_int_equal(dev->table->copy_to_device(dev->ctx, ob->mem, 0, saved,
-                                                    (size_t)ob->n * dsize(t)),
+        assert_int_equal(dla_device_table(dev)->copy_to_device(dla_device_context(dev), ob->mem, 0,
+                                                               saved, (size_t)ob->n * dsize(t)),
                          DLA_OK);
         free(saved);
         free(junk);
@@ -430,14 +434,14 @@ static void on_every_device(const conv_case *c)
         fail_msg("no device loaded: %s", dla_last_error());
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        if (!dev->table->conv_forward && !dev->table->conv_backward_data &&
-            !dev->table->conv_backward_filter)
+        if (!dla_device_table(dev)->conv_forward && !dla_device_table(dev)->conv_backward_data &&
+            !dla_device_table(dev)->conv_backward_filter)
             continue;
         unsetenv("DLACCEL_CPU_CONV");
-        normwise = strcmp(dev->plugin_name, "cpu") == 0 && winograd_may_apply(c);
+        normwise = strcmp(dla_device_plugin(dev), "cpu") == 0 && winograd_may_apply(c);
         run_case(dev, c);
         normwise = 0;
-        if (strcmp(dev->plugin_name, "cpu") == 0) {
+        if (strcmp(dla_device_plugin(dev), "cpu") == 0) {
             setenv("DLACCEL_CPU_CONV", "direct", 1);
             run_case(dev, c);
             setenv("DLACCEL_CPU_CONV", "im2col", 1);
@@ -454,15 +458,19 @@ static void the_cpu_plugin_has_all_three_conv_kernels_for_float_and_double(void 
     (void)state;
     dla_device *cpu = dla_device_get("cpu");
     assert_non_null(cpu);
-    assert_non_null(cpu->table->conv_forward);
-    assert_non_null(cpu->table->conv_backward_data);
-    assert_non_null(cpu->table->conv_backward_filter);
+    assert_non_null(dla_device_table(cpu)->conv_forward);
+    assert_non_null(dla_device_table(cpu)->conv_backward_data);
+    assert_non_null(dla_device_table(cpu)->conv_backward_filter);
     for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-        assert_true(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_FORWARD, t));
-        assert_true(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_BACKWARD_DATA, t));
-        assert_true(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_BACKWARD_FILTER, t));
+        assert_true(
+            dla_device_table(cpu)->supports(dla_device_context(cpu), DLA_KERNEL_CONV_FORWARD, t));
+        assert_true(dla_device_table(cpu)->supports(dla_device_context(cpu),
+                                                    DLA_KERNEL_CONV_BACKWARD_DATA, t));
+        assert_true(dla_device_table(cpu)->supports(dla_device_context(cpu),
+                                                    DLA_KERNEL_CONV_BACKWARD_FILTER, t));
     }
-    assert_false(cpu->table->supports(cpu->ctx, DLA_KERNEL_CONV_FORWARD, DLA_I32));
+    assert_false(
+        dla_device_table(cpu)->supports(dla_device_context(cpu), DLA_KERNEL_CONV_FORWARD, DLA_I32));
 }
 
 static void random_convolutions_match_naive_loops_in_every_direction(void **state)
@@ -643,12 +651,12 @@ static void expect_error(dla_device *dev, const dla_conv_args *a, dla_status wan
                          const char *needle)
 {
     dla_clear_error();
-    dla_status s = dev->table->conv_forward(dev->ctx, a);
+    dla_status s = dla_device_table(dev)->conv_forward(dla_device_context(dev), a);
     if (s != want)
-        fail_msg("%s: status %d, expected %d (%s)", dev->name, (int)s, (int)want,
+        fail_msg("%s: status %d, expected %d (%s)", dla_device_name(dev), (int)s, (int)want,
                  dla_last_error());
     if (!strstr(dla_last_error(), needle))
-        fail_msg("%s: message \"%s\" lacks \"%s\"", dev->name, dla_last_error(), needle);
+        fail_msg("%s: message \"%s\" lacks \"%s\"", dla_device_name(dev), dla_last_error(), needle);
 }
 
 static void cpu_conv_rejects_bad_arguments_with_a_status_and_a_message(void **state)
@@ -658,7 +666,7 @@ static void cpu_conv_rejects_bad_arguments_with_a_status_and_a_message(void **st
     assert_non_null(dev);
     err_call e;
     err_call_init(&e, dev);
-    assert_int_equal(dev->table->conv_forward(dev->ctx, &e.a), DLA_OK);
+    assert_int_equal(dla_device_table(dev)->conv_forward(dla_device_context(dev), &e.a), DLA_OK);
 
     dla_conv_args a = e.a;
     a.w.dims[2] = 1; /* C/G of 1 against in_channels 4 in 2 groups */

@@ -21,7 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
 
-#include "core/device.h"
+#include <dlaccel/device_table.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,10 +60,11 @@ static dla_device *fused_device(int i)
      * its steps by dlaccel check-plugin's fused case (tests/conformance.sh),
      * and the malformed programs refused below are the cpu plugin's own
      * checks, which plugin.h does not ask of others. */
-    if (!dev || strcmp(dev->plugin_name, "cpu") != 0)
+    if (!dev || strcmp(dla_device_plugin(dev), "cpu") != 0)
         return NULL;
-    if (!dev->table->fused || (dev->table->supports &&
-                                       !dev->table->supports(dev->ctx, DLA_KERNEL_FUSED, DLA_F32)))
+    if (!dla_device_table(dev)->fused ||
+        (dla_device_table(dev)->supports &&
+         !dla_device_table(dev)->supports(dla_device_context(dev), DLA_KERNEL_FUSED, DLA_F32)))
         return NULL;
     return dev;
 }
@@ -71,20 +72,23 @@ static dla_device *fused_device(int i)
 static dla_mem dalloc(dla_device *dev, size_t bytes)
 {
     dla_mem m;
-    assert_int_equal(dev->table->mem_alloc(dev->ctx, bytes ? bytes : 1, &m), DLA_OK);
+    assert_int_equal(
+        dla_device_table(dev)->mem_alloc(dla_device_context(dev), bytes ? bytes : 1, &m), DLA_OK);
     return m;
 }
 
 static void upload(dla_device *dev, dla_mem m, const void *src, size_t bytes)
 {
-    assert_int_equal(dev->table->copy_to_device(dev->ctx, m, 0, src, bytes), DLA_OK);
+    assert_int_equal(
+        dla_device_table(dev)->copy_to_device(dla_device_context(dev), m, 0, src, bytes), DLA_OK);
 }
 
 static void download(dla_device *dev, void *dst, dla_mem m, size_t bytes)
 {
-    if (dev->table->sync)
-        assert_int_equal(dev->table->sync(dev->ctx), DLA_OK);
-    assert_int_equal(dev->table->copy_to_host(dev->ctx, dst, m, 0, bytes), DLA_OK);
+    if (dla_device_table(dev)->sync)
+        assert_int_equal(dla_device_table(dev)->sync(dla_device_context(dev)), DLA_OK);
+    assert_int_equal(dla_device_table(dev)->copy_to_host(dla_device_context(dev), dst, m, 0, bytes),
+                     DLA_OK);
 }
 
 static void expect_ok(dla_status st)
@@ -223,7 +227,7 @@ static dla_view logical(dla_device *dev, const dla_fused_args *a, const dla_mem 
                           .b = dense(zero, a->dtype, a->y.ndims, a->y.dims)};
     for (int d = 0; d < ne.b.ndims; d++)
         ne.b.strides[d] = 0;
-    expect_ok(dev->table->binary(dev->ctx, &ne));
+    expect_ok(dla_device_table(dev)->binary(dla_device_context(dev), &ne));
     return c;
 }
 
@@ -242,33 +246,33 @@ static void run_by_launches(dla_device *dev, const dla_fused_args *a)
         if (in->kind == DLA_FUSED_UNARY) {
             dla_unary_args u = {.struct_size = sizeof u, .op = in->op, .alpha = in->alpha,
                                 .beta = in->beta, .y = r, .x = operand_view(a, regs, in->src[0])};
-            expect_ok(dev->table->unary(dev->ctx, &u));
+            expect_ok(dla_device_table(dev)->unary(dla_device_context(dev), &u));
         } else if (is_comparison(in)) {
             dla_binary_args b = {.struct_size = sizeof b, .op = in->op,
                                  .z = dense(cond, DLA_BOOL, a->y.ndims, a->y.dims),
                                  .a = operand_view(a, regs, in->src[0]),
                                  .b = operand_view(a, regs, in->src[1])};
-            expect_ok(dev->table->binary(dev->ctx, &b));
-            expect_ok(dev->table->cast(dev->ctx, &r, &b.z));
+            expect_ok(dla_device_table(dev)->binary(dla_device_context(dev), &b));
+            expect_ok(dla_device_table(dev)->cast(dla_device_context(dev), &r, &b.z));
         } else if (in->kind == DLA_FUSED_BINARY) {
             dla_binary_args b = {.struct_size = sizeof b, .op = in->op, .z = r,
                                  .a = operand_view(a, regs, in->src[0]),
                                  .b = operand_view(a, regs, in->src[1])};
-            expect_ok(dev->table->binary(dev->ctx, &b));
+            expect_ok(dla_device_table(dev)->binary(dla_device_context(dev), &b));
         } else {
             dla_ternary_args t = {.struct_size = sizeof t, .op = DLA_TERNARY_WHERE, .z = r,
                                   .cond = logical(dev, a, regs, in->src[0], cond, zero),
                                   .a = operand_view(a, regs, in->src[1]),
                                   .b = operand_view(a, regs, in->src[2])};
-            expect_ok(dev->table->ternary(dev->ctx, &t));
+            expect_ok(dla_device_table(dev)->ternary(dla_device_context(dev), &t));
         }
     }
     dla_view last = dense(regs[a->ninsns - 1], a->dtype, a->y.ndims, a->y.dims);
-    expect_ok(dev->table->strided_copy(dev->ctx, &a->y, &last));
+    expect_ok(dla_device_table(dev)->strided_copy(dla_device_context(dev), &a->y, &last));
     for (int j = 0; j < a->ninsns; j++)
-        dev->table->mem_free(dev->ctx, regs[j]);
-    dev->table->mem_free(dev->ctx, cond);
-    dev->table->mem_free(dev->ctx, zero);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), regs[j]);
+    dla_device_table(dev)->mem_free(dla_device_context(dev), cond);
+    dla_device_table(dev)->mem_free(dla_device_context(dev), zero);
 }
 
 /* Makes the inputs and y for dims (random views unless shape says), runs
@@ -300,7 +304,7 @@ static void check_program(dla_device *dev, dla_fused_args *a, int ninputs, int n
     b.y.mem = ym[1];
     if (alias)
         b.inputs[0].mem = ym[1];
-    expect_ok(dev->table->fused(dev->ctx, a));
+    expect_ok(dla_device_table(dev)->fused(dla_device_context(dev), a));
     run_by_launches(dev, &b);
     size_t bytes = (size_t)ny * esize(a->dtype);
     unsigned char *got = malloc(bytes), *want = malloc(bytes);
@@ -316,9 +320,9 @@ static void check_program(dla_device *dev, dla_fused_args *a, int ninputs, int n
     free(want);
     free(start);
     for (int i = 0; i < ninputs; i++)
-        dev->table->mem_free(dev->ctx, in_mem[i]);
-    dev->table->mem_free(dev->ctx, ym[0]);
-    dev->table->mem_free(dev->ctx, ym[1]);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), in_mem[i]);
+    dla_device_table(dev)->mem_free(dla_device_context(dev), ym[0]);
+    dla_device_table(dev)->mem_free(dla_device_context(dev), ym[1]);
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -339,7 +343,8 @@ static void random_programs_give_the_bits_of_their_steps_launched_one_by_one(voi
                     dims[d] = chance(20) ? 1 : rnd_int(1, 9);
                 random_program(&a, ninputs);
                 snprintf(what, sizeof what, "%s %s program %d (%d insns, %d inputs, %dd)",
-                         dev->name, dla_dtype_name(a.dtype), rep, (int)a.ninsns, ninputs, ndims);
+                         dla_device_name(dev), dla_dtype_name(a.dtype), rep, (int)a.ninsns, ninputs,
+                         ndims);
                 check_program(dev, &a, ninputs, ndims, dims, chance(20));
                 tested++;
             }
@@ -363,9 +368,9 @@ static void short_rows_against_a_long_batch_and_large_spaces_match_too(void **st
                 dla_fused_args a = {.dtype = rep & 1 ? DLA_F64 : DLA_F32};
                 int ninputs = (int)rnd_int(2, DLA_FUSED_MAX_INPUTS);
                 random_program(&a, ninputs);
-                snprintf(what, sizeof what, "%s %lldx%lldx%lld program %d", dev->name,
-                         (long long)shapes[s][0], (long long)shapes[s][1],
-                         (long long)shapes[s][2], rep);
+                snprintf(what, sizeof what, "%s %lldx%lldx%lld program %d", dla_device_name(dev),
+                         (long long)shapes[s][0], (long long)shapes[s][1], (long long)shapes[s][2],
+                         rep);
                 check_program(dev, &a, ninputs, 3, shapes[s], rep % 3 == 0);
                 tested++;
             }
@@ -399,14 +404,14 @@ static void a_chain_gives_the_values_written_out_by_hand(void **state)
         a.insns[0] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_MUL, {-1, -2, 0}, 0, 0};
         a.insns[1] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_ADD, {0, -3, 0}, 0, 0};
         a.insns[2] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_RELU, {1, 0, 0}, 0, 0};
-        snprintf(what, sizeof what, "%s relu(x .* w + b)", dev->name);
-        expect_ok(dev->table->fused(dev->ctx, &a));
+        snprintf(what, sizeof what, "%s relu(x .* w + b)", dla_device_name(dev));
+        expect_ok(dla_device_table(dev)->fused(dla_device_context(dev), &a));
         download(dev, y, my, sizeof y);
         const float want[6] = {2.5f, 2.5f, 6.5f, 4.5f, 10.5f, 6.5f};
         assert_memory_equal(y, want, sizeof y);
         dla_mem all[] = {mx, mw, mb, my};
         for (int k = 0; k < 4; k++)
-            dev->table->mem_free(dev->ctx, all[k]);
+            dla_device_table(dev)->mem_free(dla_device_context(dev), all[k]);
         tested++;
     }
     if (!tested)
@@ -427,35 +432,40 @@ static void malformed_programs_are_refused_with_a_message(void **state)
         a.inputs[0] = dense(m, DLA_F32, 1, dims);
         a.inputs[0].offset = 16;
         a.insns[0] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_NEG, {-1, 0, 0}, 0, 0};
-        snprintf(what, sizeof what, "%s well formed", dev->name);
-        expect_ok(dev->table->fused(dev->ctx, &a));
+        snprintf(what, sizeof what, "%s well formed", dla_device_name(dev));
+        expect_ok(dla_device_table(dev)->fused(dla_device_context(dev), &a));
 
         dla_fused_args bad = a;
         bad.insns[0].src[0] = 0; /* its own register */
         dla_clear_error();
-        assert_int_equal(dev->table->fused(dev->ctx, &bad), DLA_ERR_INVALID_ARGUMENT);
+        assert_int_equal(dla_device_table(dev)->fused(dla_device_context(dev), &bad),
+                         DLA_ERR_INVALID_ARGUMENT);
         assert_non_null(strstr(dla_last_error(), "insns[0]"));
         bad = a;
         bad.insns[0].src[0] = -2; /* input 1 of 1 */
-        assert_int_equal(dev->table->fused(dev->ctx, &bad), DLA_ERR_INVALID_ARGUMENT);
+        assert_int_equal(dla_device_table(dev)->fused(dla_device_context(dev), &bad),
+                         DLA_ERR_INVALID_ARGUMENT);
         bad = a;
         bad.insns[0].kind = 7;
-        assert_int_equal(dev->table->fused(dev->ctx, &bad), DLA_ERR_UNSUPPORTED);
+        assert_int_equal(dla_device_table(dev)->fused(dla_device_context(dev), &bad),
+                         DLA_ERR_UNSUPPORTED);
         bad = a;
         bad.inputs[0].offset = 4; /* overlaps y, not as y */
         dla_clear_error();
-        assert_int_equal(dev->table->fused(dev->ctx, &bad), DLA_ERR_INVALID_ARGUMENT);
+        assert_int_equal(dla_device_table(dev)->fused(dla_device_context(dev), &bad),
+                         DLA_ERR_INVALID_ARGUMENT);
         assert_non_null(strstr(dla_last_error(), "overlaps"));
         bad = a;
         bad.dtype = DLA_I32;
-        assert_int_not_equal(dev->table->fused(dev->ctx, &bad), DLA_OK);
+        assert_int_not_equal(dla_device_table(dev)->fused(dla_device_context(dev), &bad), DLA_OK);
         bad = a;
         bad.ninsns = DLA_FUSED_MAX_INSNS + 1;
-        assert_int_equal(dev->table->fused(dev->ctx, &bad), DLA_ERR_INVALID_ARGUMENT);
+        assert_int_equal(dla_device_table(dev)->fused(dla_device_context(dev), &bad),
+                         DLA_ERR_INVALID_ARGUMENT);
         bad = a;
         bad.inputs[0].dims[0] = 7;
-        assert_int_not_equal(dev->table->fused(dev->ctx, &bad), DLA_OK);
-        dev->table->mem_free(dev->ctx, m);
+        assert_int_not_equal(dla_device_table(dev)->fused(dla_device_context(dev), &bad), DLA_OK);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), m);
         tested++;
     }
     if (!tested)
@@ -467,12 +477,14 @@ static void the_cpu_plugin_has_the_fused_kernel(void **state)
     int found = 0;
     for (int i = 0; i < dla_device_count(); i++) {
         dla_device *dev = dla_device_at(i);
-        if (dev && !strcmp(dev->plugin_name, "cpu")) {
+        if (dev && !strcmp(dla_device_plugin(dev), "cpu")) {
             found = 1;
-            assert_non_null(dev->table->fused);
-            assert_int_equal(dev->abi_minor >= 2, 1);
-            assert_true(dev->table->supports(dev->ctx, DLA_KERNEL_FUSED, DLA_F64));
-            assert_false(dev->table->supports(dev->ctx, DLA_KERNEL_FUSED, DLA_I32));
+            assert_non_null(dla_device_table(dev)->fused);
+            assert_int_equal(dla_device_abi_minor(dev) >= 2, 1);
+            assert_true(dla_device_table(dev)->supports(dla_device_context(dev), DLA_KERNEL_FUSED,
+                                                        DLA_F64));
+            assert_false(dla_device_table(dev)->supports(dla_device_context(dev), DLA_KERNEL_FUSED,
+                                                         DLA_I32));
         }
     }
     assert_true(found);

@@ -30,7 +30,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, posix_memalign */
 #include <dlaccel.h>
 
-#include "core/device.h"
+#include <dlaccel/device_table.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -139,7 +139,8 @@ static int supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype, const v
 {
     if (member == NULL)
         return 0;
-    return dev->table->supports == NULL || dev->table->supports(dev->ctx, kernel, dtype);
+    return dla_device_table(dev)->supports == NULL ||
+           dla_device_table(dev)->supports(dla_device_context(dev), kernel, dtype);
 }
 
 /* A device buffer of n elements with its host image. */
@@ -161,16 +162,19 @@ static void dbuf_init(dbuf *b, dla_device *dev, dla_dtype t, int64_t n)
     b->dev = dev, b->dtype = t, b->n = n > 0 ? n : 1;
     b->host = calloc(1, dbuf_bytes(b));
     assert_non_null(b->host);
-    dla_status s = dev->table->mem_alloc(dev->ctx, dbuf_bytes(b), &b->mem);
+    dla_status s =
+        dla_device_table(dev)->mem_alloc(dla_device_context(dev), dbuf_bytes(b), &b->mem);
     if (s != DLA_OK)
-        fail_msg("%s: mem_alloc of %zu bytes: %s", dev->name, dbuf_bytes(b), dla_last_error());
+        fail_msg("%s: mem_alloc of %zu bytes: %s", dla_device_name(dev), dbuf_bytes(b),
+                 dla_last_error());
 }
 
 static void dbuf_upload(dbuf *b)
 {
-    dla_status s = b->dev->table->copy_to_device(b->dev->ctx, b->mem, 0, b->host, dbuf_bytes(b));
+    dla_status s = dla_device_table(b->dev)->copy_to_device(dla_device_context(b->dev), b->mem, 0,
+                                                            b->host, dbuf_bytes(b));
     if (s != DLA_OK)
-        fail_msg("%s: copy_to_device: %s", b->dev->name, dla_last_error());
+        fail_msg("%s: copy_to_device: %s", dla_device_name(b->dev), dla_last_error());
 }
 
 /* The device's contents (malloc'd), after the queued work. */
@@ -178,17 +182,18 @@ static void *dbuf_download(const dbuf *b)
 {
     void *out = malloc(dbuf_bytes(b));
     assert_non_null(out);
-    if (b->dev->table->sync != NULL)
-        assert_int_equal(b->dev->table->sync(b->dev->ctx), DLA_OK);
-    dla_status s = b->dev->table->copy_to_host(b->dev->ctx, out, b->mem, 0, dbuf_bytes(b));
+    if (dla_device_table(b->dev)->sync != NULL)
+        assert_int_equal(dla_device_table(b->dev)->sync(dla_device_context(b->dev)), DLA_OK);
+    dla_status s = dla_device_table(b->dev)->copy_to_host(dla_device_context(b->dev), out, b->mem,
+                                                          0, dbuf_bytes(b));
     if (s != DLA_OK)
-        fail_msg("%s: copy_to_host: %s", b->dev->name, dla_last_error());
+        fail_msg("%s: copy_to_host: %s", dla_device_name(b->dev), dla_last_error());
     return out;
 }
 
 static void dbuf_free(dbuf *b)
 {
-    b->dev->table->mem_free(b->dev->ctx, b->mem);
+    dla_device_table(b->dev)->mem_free(dla_device_context(b->dev), b->mem);
     free(b->host);
 }
 
@@ -368,14 +373,14 @@ static void every_device_describes_itself_and_has_the_required_members(void **st
     int have_cpu = 0;
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        const dla_plugin *t = dev->table;
-        assert_true(strlen(dev->info.description) > 0);
-        assert_true(strlen(dev->info.type) > 0);
+        const dla_plugin *t = dla_device_table(dev);
+        assert_true(strlen(dla_device_description(dev)) > 0);
+        assert_true(strlen(dla_device_type(dev)) > 0);
         assert_non_null(t->mem_alloc);
         assert_non_null(t->mem_free);
         assert_non_null(t->copy_to_device);
         assert_non_null(t->copy_to_host);
-        have_cpu |= strcmp(dev->plugin_name, "cpu") == 0;
+        have_cpu |= strcmp(dla_device_plugin(dev), "cpu") == 0;
     }
     assert_true(have_cpu);
 }
@@ -387,7 +392,7 @@ static void fill_sets_every_element_of_a_strided_view_and_nothing_else(void **st
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = 0; t < DLA_DTYPE_COUNT; t++) {
-            if (!supports(dev, DLA_KERNEL_FILL, t, dev->table->fill))
+            if (!supports(dev, DLA_KERNEL_FILL, t, dla_device_table(dev)->fill))
                 continue;
             for (int c = 0; c < 40; c++) {
                 int nd;
@@ -401,9 +406,9 @@ static void fill_sets_every_element_of_a_strided_view_and_nothing_else(void **st
                 y.mem = b.mem;
                 double value = values[c % 6];
                 char ds[64];
-                snprintf(what, sizeof what, "%s fill %s %g dims %s case %d", dev->name, dname(t),
-                         value, dims_str(ds, sizeof ds, nd, dims), c);
-                expect_ok(dev->table->fill(dev->ctx, &y, value));
+                snprintf(what, sizeof what, "%s fill %s %g dims %s case %d", dla_device_name(dev),
+                         dname(t), value, dims_str(ds, sizeof ds, nd, dims), c);
+                expect_ok(dla_device_table(dev)->fill(dla_device_context(dev), &y, value));
                 int64_t idx[DLA_MAX_DIMS];
                 for (int64_t k = 0; k < numel(nd, dims); k++) {
                     unravel(k, nd, dims, idx);
@@ -424,7 +429,7 @@ static void strided_copy_copies_views_of_any_layout_in_every_dtype(void **state)
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = 0; t < DLA_DTYPE_COUNT; t++) {
-            if (!supports(dev, DLA_KERNEL_STRIDED_COPY, t, dev->table->strided_copy))
+            if (!supports(dev, DLA_KERNEL_STRIDED_COPY, t, dla_device_table(dev)->strided_copy))
                 continue;
             for (int c = 0; c < 60; c++) {
                 int nd;
@@ -444,9 +449,9 @@ static void strided_copy_copies_views_of_any_layout_in_every_dtype(void **state)
                 dbuf_upload(&bx);
                 y.mem = by.mem, x.mem = bx.mem;
                 char ds[64];
-                snprintf(what, sizeof what, "%s strided_copy %s dims %s case %d", dev->name,
-                         dname(t), dims_str(ds, sizeof ds, nd, dims), c);
-                expect_ok(dev->table->strided_copy(dev->ctx, &y, &x));
+                snprintf(what, sizeof what, "%s strided_copy %s dims %s case %d",
+                         dla_device_name(dev), dname(t), dims_str(ds, sizeof ds, nd, dims), c);
+                expect_ok(dla_device_table(dev)->strided_copy(dla_device_context(dev), &y, &x));
                 int64_t idx[DLA_MAX_DIMS];
                 for (int64_t k = 0; k < numel(nd, dims); k++) {
                     unravel(k, nd, dims, idx);
@@ -469,8 +474,8 @@ static void cast_converts_between_every_pair_of_dtypes(void **state)
         dla_device *dev = devices[i];
         for (dla_dtype from = 0; from < DLA_DTYPE_COUNT; from++)
             for (dla_dtype to = 0; to < DLA_DTYPE_COUNT; to++) {
-                if (!supports(dev, DLA_KERNEL_CAST, to, dev->table->cast) ||
-                    !supports(dev, DLA_KERNEL_CAST, from, dev->table->cast))
+                if (!supports(dev, DLA_KERNEL_CAST, to, dla_device_table(dev)->cast) ||
+                    !supports(dev, DLA_KERNEL_CAST, from, dla_device_table(dev)->cast))
                     continue;
                 for (int c = 0; c < 12; c++) {
                     int nd;
@@ -497,9 +502,10 @@ static void cast_converts_between_every_pair_of_dtypes(void **state)
                     dbuf_upload(&bx);
                     y.mem = by.mem, x.mem = bx.mem;
                     char ds[64];
-                    snprintf(what, sizeof what, "%s cast %s -> %s dims %s case %d", dev->name,
-                             dname(from), dname(to), dims_str(ds, sizeof ds, nd, dims), c);
-                    expect_ok(dev->table->cast(dev->ctx, &y, &x));
+                    snprintf(what, sizeof what, "%s cast %s -> %s dims %s case %d",
+                             dla_device_name(dev), dname(from), dname(to),
+                             dims_str(ds, sizeof ds, nd, dims), c);
+                    expect_ok(dla_device_table(dev)->cast(dla_device_context(dev), &y, &x));
                     int64_t idx[DLA_MAX_DIMS];
                     for (int64_t k = 0; k < numel(nd, dims); k++) {
                         unravel(k, nd, dims, idx);
@@ -520,8 +526,8 @@ static void memory_copies_honour_byte_offsets_in_both_directions(void **state)
     have_devices();
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        const dla_plugin *t = dev->table;
-        snprintf(what, sizeof what, "%s memory copies", dev->name);
+        const dla_plugin *t = dla_device_table(dev);
+        snprintf(what, sizeof what, "%s memory copies", dla_device_name(dev));
         enum { N = 3 << 19 }; /* 1.5 MiB: large enough to be split */
         unsigned char *src = malloc(N), *back = malloc(N);
         assert_non_null(src);
@@ -529,25 +535,26 @@ static void memory_copies_honour_byte_offsets_in_both_directions(void **state)
         for (int k = 0; k < N; k++)
             src[k] = (unsigned char)rnd();
         dla_mem a, b;
-        expect_ok(t->mem_alloc(dev->ctx, N, &a));
-        expect_ok(t->mem_alloc(dev->ctx, N, &b));
-        expect_ok(t->copy_to_device(dev->ctx, a, 0, src, N));
+        expect_ok(t->mem_alloc(dla_device_context(dev), N, &a));
+        expect_ok(t->mem_alloc(dla_device_context(dev), N, &b));
+        expect_ok(t->copy_to_device(dla_device_context(dev), a, 0, src, N));
         /* Overwrite 100 bytes at byte 13 with the tail of src. */
-        expect_ok(t->copy_to_device(dev->ctx, a, 13, src + N - 100, 100));
+        expect_ok(t->copy_to_device(dla_device_context(dev), a, 13, src + N - 100, 100));
         memcpy(src + 13, src + N - 100, 100);
-        expect_ok(t->copy_to_host(dev->ctx, back, a, 0, N));
+        expect_ok(t->copy_to_host(dla_device_context(dev), back, a, 0, N));
         assert_memory_equal(back, src, N);
-        expect_ok(t->copy_to_host(dev->ctx, back, a, 7, 1000));
+        expect_ok(t->copy_to_host(dla_device_context(dev), back, a, 7, 1000));
         assert_memory_equal(back, src + 7, 1000);
         if (t->copy_on_device != NULL) {
-            expect_ok(t->copy_to_device(dev->ctx, b, 0, src, N));
-            expect_ok(t->copy_on_device(dev->ctx, b, 5, a, 1 << 19, N - (1 << 19) - 5));
+            expect_ok(t->copy_to_device(dla_device_context(dev), b, 0, src, N));
+            expect_ok(
+                t->copy_on_device(dla_device_context(dev), b, 5, a, 1 << 19, N - (1 << 19) - 5));
             memmove(src + 5, src + (1 << 19), N - (1 << 19) - 5);
-            expect_ok(t->copy_to_host(dev->ctx, back, b, 0, N));
+            expect_ok(t->copy_to_host(dla_device_context(dev), back, b, 0, N));
             assert_memory_equal(back, src, N);
         }
-        t->mem_free(dev->ctx, a);
-        t->mem_free(dev->ctx, b);
+        t->mem_free(dla_device_context(dev), a);
+        t->mem_free(dla_device_context(dev), b);
         free(src);
         free(back);
     }
@@ -591,7 +598,7 @@ static void unary_ops_match_reference_on_strided_and_in_place_views(void **state
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_UNARY, t, dev->table->unary))
+            if (!supports(dev, DLA_KERNEL_UNARY, t, dla_device_table(dev)->unary))
                 continue;
             for (dla_unary_op op = 0; op < DLA_UNARY_COUNT; op++)
                 for (int c = 0; c < 14; c++) {
@@ -636,10 +643,10 @@ static void unary_ops_match_reference_on_strided_and_in_place_views(void **state
                         dbuf_upload(&bx);
                     a.y.mem = by.mem, a.x.mem = src->mem;
                     char ds[64];
-                    snprintf(what, sizeof what, "%s unary %s %s dims %s%s case %d", dev->name,
-                             unary_names[op], dname(t), dims_str(ds, sizeof ds, nd, dims),
-                             in_place ? " in place" : "", c);
-                    expect_ok(dev->table->unary(dev->ctx, &a));
+                    snprintf(what, sizeof what, "%s unary %s %s dims %s%s case %d",
+                             dla_device_name(dev), unary_names[op], dname(t),
+                             dims_str(ds, sizeof ds, nd, dims), in_place ? " in place" : "", c);
+                    expect_ok(dla_device_table(dev)->unary(dla_device_context(dev), &a));
                     /* Both reference inputs are read before any output. */
                     unsigned char *orig = malloc(dbuf_bytes(src));
                     memcpy(orig, src->host, dbuf_bytes(src));
@@ -750,14 +757,14 @@ static void binary_case(dla_device *dev, dla_dtype t, dla_binary_op op, int nd, 
     dbuf_upload(&bb);
     args.z.mem = bz.mem, args.a.mem = pa->mem, args.b.mem = bb.mem;
     char ds[64];
-    snprintf(what, sizeof what, "%s binary %s %s dims %s%s%s%s case %d", dev->name,
+    snprintf(what, sizeof what, "%s binary %s %s dims %s%s%s%s case %d", dla_device_name(dev),
              binary_names[op], dname(t), dims_str(ds, sizeof ds, nd, dims), dense ? " dense" : "",
              alias ? " z=a" : "",
              bcast_b == 1   ? " b row-broadcast"
              : bcast_b == 2 ? " b column-broadcast"
                             : "",
              c);
-    expect_ok(dev->table->binary(dev->ctx, &args));
+    expect_ok(dla_device_table(dev)->binary(dla_device_context(dev), &args));
     unsigned char *orig_a = malloc(dbuf_bytes(pa));
     memcpy(orig_a, pa->host, dbuf_bytes(pa));
     int64_t idx[DLA_MAX_DIMS];
@@ -782,7 +789,7 @@ static void binary_ops_match_reference_with_broadcasting_and_strides(void **stat
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_BINARY, t, dev->table->binary))
+            if (!supports(dev, DLA_KERNEL_BINARY, t, dla_device_table(dev)->binary))
                 continue;
             for (dla_binary_op op = 0; op < DLA_BINARY_COUNT; op++)
                 for (int c = 0; c < 24; c++) {
@@ -801,7 +808,7 @@ static void binary_ops_on_large_operands_take_the_fast_paths_correctly(void **st
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_BINARY, t, dev->table->binary))
+            if (!supports(dev, DLA_KERNEL_BINARY, t, dla_device_table(dev)->binary))
                 continue;
             const int64_t flat[] = {100003};
             const int64_t grid[] = {513, 257};
@@ -862,7 +869,7 @@ static void reduce_case(dla_device *dev, dla_dtype t, dla_reduce_op op, int nd, 
         args.index.mem = bi.mem;
     }
     char dx[64], dy[64];
-    snprintf(what, sizeof what, "%s reduce %s %s x %s -> y %s%s%s case %d", dev->name,
+    snprintf(what, sizeof what, "%s reduce %s %s x %s -> y %s%s%s case %d", dla_device_name(dev),
              reduce_names[op], dname(t), dims_str(dx, sizeof dx, nd, xd),
              dims_str(dy, sizeof dy, nd, yd), want_index ? " with index" : "",
              values == 2   ? " with NaN"
@@ -870,7 +877,7 @@ static void reduce_case(dla_device *dev, dla_dtype t, dla_reduce_op op, int nd, 
              : values == 3 ? " winner last"
                            : "",
              c);
-    expect_ok(dev->table->reduce(dev->ctx, &args));
+    expect_ok(dla_device_table(dev)->reduce(dla_device_context(dev), &args));
 
     /* Reference: walk x in column-major order, which visits each output's
      * reduced block in increasing position. */
@@ -947,7 +954,7 @@ static void reductions_match_reference_over_random_dims(void **state)
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_REDUCE, t, dev->table->reduce))
+            if (!supports(dev, DLA_KERNEL_REDUCE, t, dla_device_table(dev)->reduce))
                 continue;
             for (dla_reduce_op op = 0; op < DLA_REDUCE_COUNT; op++)
                 for (int c = 0; c < 40; c++) {
@@ -970,7 +977,7 @@ static void reductions_of_large_tensors_use_every_layout_correctly(void **state)
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_REDUCE, t, dev->table->reduce))
+            if (!supports(dev, DLA_KERNEL_REDUCE, t, dla_device_table(dev)->reduce))
                 continue;
             const int64_t full_x[] = {1 << 20}, full_y[] = {1};
             const int64_t mat_x[] = {1024, 300}, rows_y[] = {1, 300}, cols_y[] = {1024, 1};
@@ -998,7 +1005,7 @@ static void reduce_max_keeps_the_first_of_ties_and_lets_nan_win(void **state)
     have_devices();
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        if (!supports(dev, DLA_KERNEL_REDUCE, DLA_F32, dev->table->reduce))
+        if (!supports(dev, DLA_KERNEL_REDUCE, DLA_F32, dla_device_table(dev)->reduce))
             continue;
         /* x = [1 5 5 NaN 2 NaN] (6x1) -> max: NaN at 3; [1 5 5 2] -> 5 at 1. */
         const float with_nan[] = {1, 5, 5, NAN, 2, NAN}, ties[] = {1, 5, 5, 2, -7, 5};
@@ -1014,9 +1021,9 @@ static void reduce_max_keeps_the_first_of_ties_and_lets_nan_win(void **state)
             memcpy(bx.host, cases[c], sizeof with_nan);
             dbuf_upload(&bx);
             args.x.mem = bx.mem, args.y.mem = by.mem, args.index.mem = bi.mem;
-            snprintf(what, sizeof what, "%s reduce max of 6 with %s", dev->name,
+            snprintf(what, sizeof what, "%s reduce max of 6 with %s", dla_device_name(dev),
                      c ? "ties" : "NaN");
-            expect_ok(dev->table->reduce(dev->ctx, &args));
+            expect_ok(dla_device_table(dev)->reduce(dla_device_context(dev), &args));
             float *y = dbuf_download(&by);
             int32_t *pos = dbuf_download(&bi);
             if (c == 0)
@@ -1075,9 +1082,9 @@ static void gemm_case(dla_device *dev, dla_dtype t, const gemm_shape *s, int c)
     snprintf(what, sizeof what,
              "%s gemm %s m=%lld n=%lld k=%lld batch=%lld trans=%d%d shared=%d%d alpha=%g beta=%g "
              "case %d",
-             dev->name, dname(t), (long long)s->m, (long long)s->n, (long long)s->k,
+             dla_device_name(dev), dname(t), (long long)s->m, (long long)s->n, (long long)s->k,
              (long long)s->batch, s->ta, s->tb, s->a_shared, s->b_shared, s->alpha, s->beta, c);
-    expect_ok(dev->table->gemm(dev->ctx, &g));
+    expect_ok(dla_device_table(dev)->gemm(dla_device_context(dev), &g));
 
     double *tol = calloc((size_t)bc_.n, sizeof *tol);
     const double eps = t == DLA_F32 ? 1.2e-7 : 2.3e-16;
@@ -1118,7 +1125,7 @@ static void gemm_matches_reference_for_every_transpose_and_batch_layout(void **s
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_GEMM, t, dev->table->gemm))
+            if (!supports(dev, DLA_KERNEL_GEMM, t, dla_device_table(dev)->gemm))
                 continue;
             for (int c = 0; c < 64; c++) {
                 gemm_shape s;
@@ -1230,11 +1237,11 @@ static void where_case(dla_device *dev, dla_dtype t, int nd, const int64_t *dims
     dbuf_upload(&bb);
     args.z.mem = bz.mem, args.cond.mem = bc.mem, args.a.mem = bufs[0]->mem, args.b.mem = bb.mem;
     char ds[64];
-    snprintf(what, sizeof what, "%s where %s dims %s%s%s%s%s%s%s case %d", dev->name, dname(t),
-             dims_str(ds, sizeof ds, nd, dims), dense ? " dense" : "", bcast ? " broadcast" : "",
-             how & W_SCALAR_COND ? " scalar cond" : "", scalar_a ? " scalar a" : "",
-             scalar_b ? " scalar b" : "", alias ? " z=a" : "", c);
-    expect_ok(dev->table->ternary(dev->ctx, &args));
+    snprintf(what, sizeof what, "%s where %s dims %s%s%s%s%s%s%s case %d", dla_device_name(dev),
+             dname(t), dims_str(ds, sizeof ds, nd, dims), dense ? " dense" : "",
+             bcast ? " broadcast" : "", how & W_SCALAR_COND ? " scalar cond" : "",
+             scalar_a ? " scalar a" : "", scalar_b ? " scalar b" : "", alias ? " z=a" : "", c);
+    expect_ok(dla_device_table(dev)->ternary(dla_device_context(dev), &args));
     unsigned char *orig_a = malloc(dbuf_bytes(bufs[0]));
     memcpy(orig_a, bufs[0]->host, dbuf_bytes(bufs[0]));
     int64_t idx[DLA_MAX_DIMS];
@@ -1262,7 +1269,7 @@ static void where_picks_a_or_b_by_a_broadcast_logical_condition(void **state)
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_TERNARY, t, dev->table->ternary))
+            if (!supports(dev, DLA_KERNEL_TERNARY, t, dla_device_table(dev)->ternary))
                 continue;
             for (int c = 0; c < 80; c++) {
                 int nd;
@@ -1477,10 +1484,10 @@ static void pool_describe(const pool_shape *p, const char *dir, dla_pool_mode mo
                               "%s[in %lld win %lld str %lld pad %lld/%lld]", d ? " " : "",
                               (long long)p->in[d], (long long)p->win[d], (long long)p->stride[d],
                               (long long)p->pad[d], (long long)p->pad_end[d]);
-    snprintf(what, sizeof what, "%s pool_%s %s %s%s%s %s C %lld B %lld%s case %d", dev->name, dir,
-             mode == DLA_POOL_MAX ? "max" : "avg", dname(t), exclude ? " exclude-pad" : "",
-             with_index ? " +index" : "", geo, (long long)p->channels, (long long)p->batch,
-             dense ? " dense" : " strided", c);
+    snprintf(what, sizeof what, "%s pool_%s %s %s%s%s %s C %lld B %lld%s case %d",
+             dla_device_name(dev), dir, mode == DLA_POOL_MAX ? "max" : "avg", dname(t),
+             exclude ? " exclude-pad" : "", with_index ? " +index" : "", geo,
+             (long long)p->channels, (long long)p->batch, dense ? " dense" : " strided", c);
 }
 
 /* One forward case: y (and the index) compared whole with the reference.
@@ -1513,7 +1520,7 @@ static void pool_forward_case(dla_device *dev, dla_dtype t, const pool_shape *p,
         a.index.mem = bi.mem;
     }
     pool_describe(p, "forward", mode, t, exclude, with_index, dense, dev, c);
-    expect_ok(dev->table->pool_forward(dev->ctx, &a));
+    expect_ok(dla_device_table(dev)->pool_forward(dla_device_context(dev), &a));
     pool_forward_ref(p, mode, exclude, t, &a.x, bx.host, &a.y, by.host, &a.index,
                      with_index ? bi.host : NULL);
     void *got = dbuf_download(&by);
@@ -1560,7 +1567,7 @@ static void pool_backward_case(dla_device *dev, dla_dtype t, const pool_shape *p
     dbuf_upload(&by);
     a.x.mem = bx.mem, a.y.mem = by.mem;
     pool_describe(p, "backward", mode, t, exclude, mode == DLA_POOL_MAX, dense, dev, c);
-    expect_ok(dev->table->pool_backward(dev->ctx, &a));
+    expect_ok(dla_device_table(dev)->pool_backward(dla_device_context(dev), &a));
     pool_backward_ref(p, mode, exclude, t, &a.x, bx.host, &a.y, by.host, &a.index,
                       mode == DLA_POOL_MAX ? bi.host : NULL);
     void *got = dbuf_download(&bx);
@@ -1578,7 +1585,7 @@ static void pool_forward_matches_reference_for_max_and_average_windows(void **st
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_POOL_FORWARD, t, dev->table->pool_forward))
+            if (!supports(dev, DLA_KERNEL_POOL_FORWARD, t, dla_device_table(dev)->pool_forward))
                 continue;
             for (int c = 0; c < 90; c++) {
                 pool_shape p;
@@ -1605,7 +1612,7 @@ static void pool_backward_adds_overlapping_windows_into_every_x_element(void **s
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_POOL_BACKWARD, t, dev->table->pool_backward))
+            if (!supports(dev, DLA_KERNEL_POOL_BACKWARD, t, dla_device_table(dev)->pool_backward))
                 continue;
             for (int c = 0; c < 90; c++) {
                 pool_shape p;
@@ -1697,12 +1704,14 @@ static void index_case(dla_device *dev, dla_dtype t, int scatter, int nd, const 
     a.y.mem = by.mem, a.x.mem = bx.mem;
     make_index(&a.index, &bi, dev, len, target, c);
     char ys[64], xs[64];
-    snprintf(what, sizeof what, "%s %s %s y %s x %s dim %d (0-based) %lld positions into %lld%s "
+    snprintf(what, sizeof what,
+             "%s %s %s y %s x %s dim %d (0-based) %lld positions into %lld%s "
              "case %d",
-             dev->name, scatter ? "scatter_add" : "gather", dname(t),
-             dims_str(ys, sizeof ys, yn, yd), dims_str(xs, sizeof xs, xn, xd), dim,
-             (long long)len, (long long)target, dense ? " dense" : "", c);
-    expect_ok(scatter ? dev->table->scatter_add(dev->ctx, &a) : dev->table->gather(dev->ctx, &a));
+             dla_device_name(dev), scatter ? "scatter_add" : "gather", dname(t),
+             dims_str(ys, sizeof ys, yn, yd), dims_str(xs, sizeof xs, xn, xd), dim, (long long)len,
+             (long long)target, dense ? " dense" : "", c);
+    expect_ok(scatter ? dla_device_table(dev)->scatter_add(dla_device_context(dev), &a)
+                      : dla_device_table(dev)->gather(dla_device_context(dev), &a));
     /* Walk the operand that has len along dim, in column-major order: for
      * one y element of a scatter the positions come in index order. */
     const int64_t *walk = scatter ? xd : yd;
@@ -1731,7 +1740,7 @@ static void gather_copies_indexed_slices_in_every_dtype(void **state)
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = 0; t < DLA_DTYPE_COUNT; t++) {
-            if (!supports(dev, DLA_KERNEL_GATHER, t, dev->table->gather))
+            if (!supports(dev, DLA_KERNEL_GATHER, t, dla_device_table(dev)->gather))
                 continue;
             for (int c = 0; c < 60; c++) {
                 int nd;
@@ -1756,7 +1765,7 @@ static void scatter_add_sums_repeated_positions_without_races(void **state)
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
         for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
-            if (!supports(dev, DLA_KERNEL_SCATTER_ADD, t, dev->table->scatter_add))
+            if (!supports(dev, DLA_KERNEL_SCATTER_ADD, t, dla_device_table(dev)->scatter_add))
                 continue;
             for (int c = 0; c < 60; c++) {
                 int nd;
@@ -1783,12 +1792,12 @@ static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **
     have_devices();
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        snprintf(what, sizeof what, "%s bad arguments to ABI 1.1 kernels", dev->name);
+        snprintf(what, sizeof what, "%s bad arguments to ABI 1.1 kernels", dla_device_name(dev));
         dbuf b, bi;
         dbuf_init(&b, dev, DLA_F32, 256);
         dbuf_init(&bi, dev, DLA_I32, 64);
         const int64_t d34[] = {3, 4}, d4[] = {4};
-        if (supports(dev, DLA_KERNEL_GATHER, DLA_F32, dev->table->gather)) {
+        if (supports(dev, DLA_KERNEL_GATHER, DLA_F32, dla_device_table(dev)->gather)) {
             dla_index_args a = {.struct_size = sizeof a, .dim = 1};
             dense_view(&a.y, DLA_F32, 2, d34);
             dense_view(&a.x, DLA_F32, 2, d34);
@@ -1796,12 +1805,14 @@ static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **
             a.y.mem = b.mem, a.x.mem = b.mem, a.x.offset = 100, a.index.mem = bi.mem;
             a.y.dims[1] = 4, a.x.dims[1] = 4;
             int32_t bad[4] = {0, 3, 4, 1}; /* 4 is past x's 4 columns */
-            expect_ok(dev->table->copy_to_device(dev->ctx, bi.mem, 0, bad, sizeof bad));
+            expect_ok(dla_device_table(dev)->copy_to_device(dla_device_context(dev), bi.mem, 0, bad,
+                                                            sizeof bad));
             dla_clear_error();
-            assert_int_equal(dev->table->gather(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+            assert_int_equal(dla_device_table(dev)->gather(dla_device_context(dev), &a),
+                             DLA_ERR_INVALID_ARGUMENT);
             assert_non_null(strstr(dla_last_error(), "index"));
         }
-        if (supports(dev, DLA_KERNEL_SCATTER_ADD, DLA_F32, dev->table->scatter_add)) {
+        if (supports(dev, DLA_KERNEL_SCATTER_ADD, DLA_F32, dla_device_table(dev)->scatter_add)) {
             dla_index_args a = {.struct_size = sizeof a, .dim = 0};
             dense_view(&a.y, DLA_F32, 2, d34);
             dense_view(&a.x, DLA_F32, 2, d34);
@@ -1809,12 +1820,15 @@ static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **
             dense_view(&a.index, DLA_I32, 1, d4);
             a.y.mem = b.mem, a.x.mem = b.mem, a.x.offset = 100, a.index.mem = bi.mem;
             int32_t bad[4] = {0, -1, 2, 2};
-            expect_ok(dev->table->copy_to_device(dev->ctx, bi.mem, 0, bad, sizeof bad));
+            expect_ok(dla_device_table(dev)->copy_to_device(dla_device_context(dev), bi.mem, 0, bad,
+                                                            sizeof bad));
             dla_clear_error();
-            assert_int_equal(dev->table->scatter_add(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+            assert_int_equal(dla_device_table(dev)->scatter_add(dla_device_context(dev), &a),
+                             DLA_ERR_INVALID_ARGUMENT);
             assert_non_null(strstr(dla_last_error(), "index"));
         }
-        if (supports(dev, DLA_KERNEL_POOL_BACKWARD, DLA_F32, dev->table->pool_backward)) {
+        if (supports(dev, DLA_KERNEL_POOL_BACKWARD, DLA_F32,
+                     dla_device_table(dev)->pool_backward)) {
             pool_shape p = {.n = 1, .in = {4}, .out = {2}, .win = {2}, .stride = {2},
                             .channels = 3, .batch = 1};
             dla_pool_args a;
@@ -1824,10 +1838,11 @@ static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **
             dense_view(&a.y, DLA_F32, 2, yd);
             a.x.mem = b.mem, a.y.mem = b.mem, a.y.offset = 100; /* no index */
             dla_clear_error();
-            assert_int_not_equal(dev->table->pool_backward(dev->ctx, &a), DLA_OK);
+            assert_int_not_equal(dla_device_table(dev)->pool_backward(dla_device_context(dev), &a),
+                                 DLA_OK);
             assert_true(strlen(dla_last_error()) > 0);
         }
-        if (supports(dev, DLA_KERNEL_TERNARY, DLA_F32, dev->table->ternary)) {
+        if (supports(dev, DLA_KERNEL_TERNARY, DLA_F32, dla_device_table(dev)->ternary)) {
             dla_ternary_args a = {.struct_size = sizeof a, .op = DLA_TERNARY_WHERE};
             dense_view(&a.z, DLA_F32, 2, d34);
             dense_view(&a.cond, DLA_F32, 2, d34); /* not logical */
@@ -1836,10 +1851,11 @@ static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **
             a.z.mem = a.cond.mem = a.a.mem = a.b.mem = b.mem;
             a.z.offset = 100;
             dla_clear_error();
-            assert_int_not_equal(dev->table->ternary(dev->ctx, &a), DLA_OK);
+            assert_int_not_equal(dla_device_table(dev)->ternary(dla_device_context(dev), &a),
+                                 DLA_OK);
             assert_true(strlen(dla_last_error()) > 0);
         }
-        if (supports(dev, DLA_KERNEL_BINARY, DLA_F32, dev->table->binary)) {
+        if (supports(dev, DLA_KERNEL_BINARY, DLA_F32, dla_device_table(dev)->binary)) {
             dla_binary_args a = {.struct_size = sizeof a, .op = DLA_BINARY_LT};
             dense_view(&a.z, DLA_F32, 2, d34); /* a comparison writes logical */
             dense_view(&a.a, DLA_F32, 2, d34);
@@ -1847,7 +1863,8 @@ static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **
             a.z.mem = a.a.mem = a.b.mem = b.mem;
             a.z.offset = 100;
             dla_clear_error();
-            assert_int_not_equal(dev->table->binary(dev->ctx, &a), DLA_OK);
+            assert_int_not_equal(dla_device_table(dev)->binary(dla_device_context(dev), &a),
+                                 DLA_OK);
             assert_true(strlen(dla_last_error()) > 0);
         }
         dbuf_free(&b);
@@ -1929,17 +1946,11 @@ static void cpu_plugin_fills_only_the_table_members_the_host_has(void **state)
     assert_int_equal(table.device_open(0, &dev), DLA_OK);
     for (dla_kernel k = DLA_KERNEL_TERNARY; k < DLA_KERNEL_COUNT; k++) {
         void (*member)(void);
-        static const size_t where[] = {
-            offsetof(dla_plugin, ternary),       offsetof(dla_plugin, conv_forward),
-            offsetof(dla_plugin, conv_backward_data), offsetof(dla_plugin, conv_backward_filter),
-            offsetof(dla_plugin, pool_forward),  offsetof(dla_plugin, pool_backward),
-            offsetof(dla_plugin, gather),        offsetof(dla_plugin, scatter_add),
-            offsetof(dla_plugin, fused),         offsetof(dla_plugin, fused_reduce),
-            offsetof(dla_plugin, random),        offsetof(dla_plugin, random),
-            offsetof(dla_plugin, fused_reduce)};
-        _Static_assert(sizeof where / sizeof where[0] == DLA_KERNEL_COUNT - DLA_KERNEL_TERNARY,
-                       "a kernel member is missing from the table");
-        memcpy(&member, (const char *)&table + where[k - DLA_KERNEL_TERNARY], sizeof member);
+        /* Each kernel's member, from its row of DLA_KERNEL_LIST. */
+#define WHERE(id, name, member, ...) [id] = offsetof(dla_plugin, member),
+        static const size_t where[] = {DLA_KERNEL_LIST(WHERE)};
+#undef WHERE
+        memcpy(&member, (const char *)&table + where[k], sizeof member);
         /* A member is there exactly when supports() claims single for it. */
         assert_int_equal(member != NULL, table.supports(dev, k, DLA_F32) != 0);
     }
@@ -1957,30 +1968,32 @@ static void kernels_reject_mismatched_shapes_with_a_status_and_a_message(void **
     have_devices();
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        snprintf(what, sizeof what, "%s mismatched shapes", dev->name);
+        snprintf(what, sizeof what, "%s mismatched shapes", dla_device_name(dev));
         dbuf b;
         dbuf_init(&b, dev, DLA_F32, 64);
         const int64_t d34[] = {3, 4}, d35[] = {3, 5}, d24[] = {2, 4};
-        if (supports(dev, DLA_KERNEL_BINARY, DLA_F32, dev->table->binary)) {
+        if (supports(dev, DLA_KERNEL_BINARY, DLA_F32, dla_device_table(dev)->binary)) {
             dla_binary_args a = {.struct_size = sizeof a, .op = DLA_BINARY_ADD};
             dense_view(&a.z, DLA_F32, 2, d34);
             dense_view(&a.a, DLA_F32, 2, d34);
             dense_view(&a.b, DLA_F32, 2, d35);
             a.z.mem = a.a.mem = a.b.mem = b.mem;
             dla_clear_error();
-            assert_int_not_equal(dev->table->binary(dev->ctx, &a), DLA_OK);
+            assert_int_not_equal(dla_device_table(dev)->binary(dla_device_context(dev), &a),
+                                 DLA_OK);
             assert_true(strlen(dla_last_error()) > 0);
         }
-        if (supports(dev, DLA_KERNEL_REDUCE, DLA_F32, dev->table->reduce)) {
+        if (supports(dev, DLA_KERNEL_REDUCE, DLA_F32, dla_device_table(dev)->reduce)) {
             dla_reduce_args r = {.struct_size = sizeof r, .op = DLA_REDUCE_SUM};
             dense_view(&r.x, DLA_F32, 2, d34);
             dense_view(&r.y, DLA_F32, 2, d24); /* 2 is neither 3 nor 1 */
             r.x.mem = r.y.mem = b.mem;
             dla_clear_error();
-            assert_int_not_equal(dev->table->reduce(dev->ctx, &r), DLA_OK);
+            assert_int_not_equal(dla_device_table(dev)->reduce(dla_device_context(dev), &r),
+                                 DLA_OK);
             assert_true(strlen(dla_last_error()) > 0);
         }
-        if (supports(dev, DLA_KERNEL_GEMM, DLA_F32, dev->table->gemm)) {
+        if (supports(dev, DLA_KERNEL_GEMM, DLA_F32, dla_device_table(dev)->gemm)) {
             dla_gemm_args g = {.struct_size = sizeof g,
                                .dtype = DLA_F32,
                                .m = 4,
@@ -1992,7 +2005,7 @@ static void kernels_reject_mismatched_shapes_with_a_status_and_a_message(void **
             g.b = (dla_gemm_operand){b.mem, 0, 3, 0};
             g.c = (dla_gemm_operand){b.mem, 0, 4, 0};
             dla_clear_error();
-            assert_int_not_equal(dev->table->gemm(dev->ctx, &g), DLA_OK);
+            assert_int_not_equal(dla_device_table(dev)->gemm(dla_device_context(dev), &g), DLA_OK);
             assert_true(strlen(dla_last_error()) > 0);
         }
         dbuf_free(&b);
@@ -2004,9 +2017,9 @@ static void cpu_kernels_reject_views_that_reach_past_their_memory(void **state)
     have_devices();
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        if (strcmp(dev->plugin_name, "cpu") != 0)
+        if (strcmp(dla_device_plugin(dev), "cpu") != 0)
             continue;
-        snprintf(what, sizeof what, "%s views past memory", dev->name);
+        snprintf(what, sizeof what, "%s views past memory", dla_device_name(dev));
         dbuf b;
         dbuf_init(&b, dev, DLA_F32, 64);
         const int64_t d8x8[] = {8, 8}, d8x9[] = {8, 9};
@@ -2015,22 +2028,26 @@ static void cpu_kernels_reject_views_that_reach_past_their_memory(void **state)
         dense_view(&a.a, DLA_F32, 2, d8x8);
         dense_view(&a.b, DLA_F32, 2, d8x8);
         a.z.mem = a.a.mem = a.b.mem = b.mem;
-        expect_ok(dev->table->binary(dev->ctx, &a)); /* exactly fits */
+        expect_ok(dla_device_table(dev)->binary(dla_device_context(dev), &a)); /* exactly fits */
         a.b.offset = 1;
-        assert_int_equal(dev->table->binary(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+        assert_int_equal(dla_device_table(dev)->binary(dla_device_context(dev), &a),
+                         DLA_ERR_INVALID_ARGUMENT);
         dense_view(&a.b, DLA_F32, 2, d8x9);
         dense_view(&a.z, DLA_F32, 2, d8x9);
         dense_view(&a.a, DLA_F32, 2, d8x9);
         a.z.mem = a.a.mem = a.b.mem = b.mem;
-        assert_int_equal(dev->table->binary(dev->ctx, &a), DLA_ERR_INVALID_ARGUMENT);
+        assert_int_equal(dla_device_table(dev)->binary(dla_device_context(dev), &a),
+                         DLA_ERR_INVALID_ARGUMENT);
         dla_gemm_args g = {.struct_size = sizeof g, .dtype = DLA_F32, .m = 8, .n = 8, .k = 8,
                            .batch = 2, .alpha = 1};
         g.a = (dla_gemm_operand){b.mem, 0, 8, 0};
         g.b = (dla_gemm_operand){b.mem, 0, 8, 0};
         g.c = (dla_gemm_operand){b.mem, 0, 8, 64}; /* the second page is past the end */
-        assert_int_equal(dev->table->gemm(dev->ctx, &g), DLA_ERR_INVALID_ARGUMENT);
+        assert_int_equal(dla_device_table(dev)->gemm(dla_device_context(dev), &g),
+                         DLA_ERR_INVALID_ARGUMENT);
         float host[4];
-        assert_int_equal(dev->table->copy_to_host(dev->ctx, host, b.mem, 250, sizeof host),
+        assert_int_equal(dla_device_table(dev)->copy_to_host(dla_device_context(dev), host, b.mem,
+                                                             250, sizeof host),
                          DLA_ERR_INVALID_ARGUMENT);
         dbuf_free(&b);
     }
@@ -2056,31 +2073,31 @@ static void cpu_cache_gives_back_idle_pages_on_a_miss(void **state)
     const size_t mib = (size_t)1 << 20;
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        if (strcmp(dev->plugin_name, "cpu") != 0)
+        if (strcmp(dla_device_plugin(dev), "cpu") != 0)
             continue;
         if (resident_mib() < 0)
             skip();
         /* A 64 MiB block, written, then cached by its free: resident. */
         dla_mem a, b, again;
-        expect_ok(dev->table->mem_alloc(dev->ctx, 64 * mib, &a));
+        expect_ok(dla_device_table(dev)->mem_alloc(dla_device_context(dev), 64 * mib, &a));
         memset((void *)a, 1, 64 * mib);
-        dev->table->mem_free(dev->ctx, a);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), a);
         const double before = resident_mib();
         /* A 100 MiB request the cache cannot serve: the idle block's pages
          * go back first, so this costs 100 - 64 MiB more, not 100. */
-        expect_ok(dev->table->mem_alloc(dev->ctx, 100 * mib, &b));
+        expect_ok(dla_device_table(dev)->mem_alloc(dla_device_context(dev), 100 * mib, &b));
         memset((void *)b, 2, 100 * mib);
         const double grew = resident_mib() - before;
         if (grew > 68.0)
             fail_msg("resident memory grew by %.1f MiB for a 100 MiB block beside an idle 64 MiB one",
                      grew);
         /* The idle block is still cached at its address, and usable. */
-        expect_ok(dev->table->mem_alloc(dev->ctx, 64 * mib, &again));
+        expect_ok(dla_device_table(dev)->mem_alloc(dla_device_context(dev), 64 * mib, &again));
         assert_ptr_equal((void *)again, (void *)a);
         memset((void *)again, 3, 64 * mib);
         assert_int_equal(((unsigned char *)again)[64 * mib - 1], 3);
-        dev->table->mem_free(dev->ctx, again);
-        dev->table->mem_free(dev->ctx, b);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), again);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), b);
     }
 }
 

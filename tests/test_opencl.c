@@ -20,7 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
 
-#include "core/device.h"
+#include <dlaccel/device_table.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -341,16 +341,17 @@ static void a_fused_program_gives_the_same_bits_interpreted_and_compiled(void **
     need_devices();
     const int64_t n = 1000;
     dla_mem in[3], y;
-    const dla_plugin *t = ocl->table;
+    const dla_plugin *t = dla_device_table(ocl);
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(t->mem_alloc(ocl->ctx, n * sizeof(float), &in[i]), DLA_OK);
+        assert_int_equal(t->mem_alloc(dla_device_context(ocl), n * sizeof(float), &in[i]), DLA_OK);
         float host[1000];
         for (int64_t e = 0; e < n; e++)
             host[e] = (float)(tu_unit() * 6 - 3);
         host[7] = NAN, host[8] = -0.0f, host[9] = 1.0f / 0.0f;
-        assert_int_equal(t->copy_to_device(ocl->ctx, in[i], 0, host, sizeof host), DLA_OK);
+        assert_int_equal(t->copy_to_device(dla_device_context(ocl), in[i], 0, host, sizeof host),
+                         DLA_OK);
     }
-    assert_int_equal(t->mem_alloc(ocl->ctx, n * sizeof(float), &y), DLA_OK);
+    assert_int_equal(t->mem_alloc(dla_device_context(ocl), n * sizeof(float), &y), DLA_OK);
     dla_fused_args a = {.struct_size = sizeof a, .dtype = DLA_F32, .ninputs = 3};
     for (int i = 0; i < 3; i++) {
         a.inputs[i] = (dla_view){.struct_size = sizeof(dla_view), .mem = in[i], .dtype = DLA_F32,
@@ -375,15 +376,16 @@ static void a_fused_program_gives_the_same_bits_interpreted_and_compiled(void **
         }
         float runs[3][1000];
         for (int r = 0; r < 3; r++) {
-            assert_int_equal(t->fused(ocl->ctx, &a), DLA_OK);
-            assert_int_equal(t->copy_to_host(ocl->ctx, runs[r], y, 0, sizeof runs[r]), DLA_OK);
+            assert_int_equal(t->fused(dla_device_context(ocl), &a), DLA_OK);
+            assert_int_equal(
+                t->copy_to_host(dla_device_context(ocl), runs[r], y, 0, sizeof runs[r]), DLA_OK);
         }
         assert_memory_equal(runs[0], runs[1], sizeof runs[0]);
         assert_memory_equal(runs[0], runs[2], sizeof runs[0]);
     }
     for (int i = 0; i < 3; i++)
-        t->mem_free(ocl->ctx, in[i]);
-    t->mem_free(ocl->ctx, y);
+        t->mem_free(dla_device_context(ocl), in[i]);
+    t->mem_free(dla_device_context(ocl), y);
 }
 
 /* *r: the sum (op 0) or mean (op 1) of (x - m)^2 over dims 1 and 2 of
@@ -434,7 +436,7 @@ static void a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled(void
         const int layout = kind / 2, f64 = kind % 2;
         setenv("DLACCEL_OPENCL_FUSED_REDUCE", layout ? "lanes" : "runs", 1);
         const dla_dtype t = f64 ? DLA_F64 : DLA_F32;
-        if (!ocl->table->supports(ocl->ctx, DLA_KERNEL_FUSED_REDUCE, t))
+        if (!dla_device_table(ocl)->supports(dla_device_context(ocl), DLA_KERNEL_FUSED_REDUCE, t))
             continue;
         const size_t es = f64 ? sizeof(double) : sizeof(float);
         float *single = test_malloc(N * sizeof *single);
@@ -444,8 +446,8 @@ static void a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled(void
         for (int op = 0; op < 2; op++) {
             double got[2][3][N0];
             for (int di = 0; di < 2; di++) {
-                const dla_plugin *tb = dev[di]->table;
-                void *ctx = dev[di]->ctx;
+                const dla_plugin *tb = dla_device_table(dev[di]);
+                void *ctx = dla_device_context(dev[di]);
                 dla_mem x, y;
                 assert_int_equal(tb->mem_alloc(ctx, N * es, &x), DLA_OK);
                 assert_int_equal(tb->mem_alloc(ctx, N0 * es, &y), DLA_OK);
@@ -493,14 +495,16 @@ static void pair_read(const dla_device *dev, const pair_run *pr, int n, double *
 {
     char out[64 * sizeof(double)];
     assert_true(nslots <= 64 && n <= 64);
-    assert_int_equal(dev->table->copy_to_host(dev->ctx, out, pr->y, 0, (size_t)n * pr->es),
+    assert_int_equal(dla_device_table(dev)->copy_to_host(dla_device_context(dev), out, pr->y, 0,
+                                                         (size_t)n * pr->es),
                      DLA_OK);
     for (int o = 0; o < n; o++)
         y[o] = pr->es == sizeof(double) ? ((double *)out)[o] : ((float *)out)[o];
     if (!y2)
         return;
-    assert_int_equal(
-        dev->table->copy_to_host(dev->ctx, out, pr->y2, 0, (size_t)nslots * pr->es), DLA_OK);
+    assert_int_equal(dla_device_table(dev)->copy_to_host(dla_device_context(dev), out, pr->y2, 0,
+                                                         (size_t)nslots * pr->es),
+                     DLA_OK);
     for (int k = 0; k < nslots; k++)
         y2_slots[k] = pr->es == sizeof(double) ? ((double *)out)[k] : ((float *)out)[k];
     for (int o = 0; o < n; o++)
@@ -531,8 +535,10 @@ static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void *
     for (int kind = 0; kind < 4; kind++) {
         const int layout = kind / 2, f64 = kind % 2;
         const dla_dtype t = f64 ? DLA_F64 : DLA_F32;
-        const int single_ok = ocl->table->supports(ocl->ctx, DLA_KERNEL_FUSED_REDUCE, t);
-        assert_int_equal(ocl->table->supports(ocl->ctx, DLA_KERNEL_FUSED_REDUCE_PAIR, t) != 0,
+        const int single_ok =
+            dla_device_table(ocl)->supports(dla_device_context(ocl), DLA_KERNEL_FUSED_REDUCE, t);
+        assert_int_equal(dla_device_table(ocl)->supports(dla_device_context(ocl),
+                                                         DLA_KERNEL_FUSED_REDUCE_PAIR, t) != 0,
                          single_ok != 0);
         if (!single_ok)
             continue;
@@ -547,15 +553,18 @@ static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void *
             double got[2][3][3][N0], slots[SLOTS];
             for (int di = 0; di < 2; di++) {
                 const dla_device *dev = di ? cpu : ocl;
-                const dla_plugin *tb = dev->table;
+                const dla_plugin *tb = dla_device_table(dev);
                 dla_mem x;
                 pair_run pr = {.es = es};
-                assert_int_equal(tb->mem_alloc(dev->ctx, N * es, &x), DLA_OK);
-                assert_int_equal(tb->mem_alloc(dev->ctx, N0 * es, &pr.y), DLA_OK);
-                assert_int_equal(tb->mem_alloc(dev->ctx, SLOTS * es, &pr.y2), DLA_OK);
-                assert_int_equal(tb->copy_to_device(dev->ctx, x, 0, data, N * es), DLA_OK);
-                assert_int_equal(tb->copy_to_device(dev->ctx, pr.y2, 0, fill, SLOTS * es),
+                assert_int_equal(tb->mem_alloc(dla_device_context(dev), N * es, &x), DLA_OK);
+                assert_int_equal(tb->mem_alloc(dla_device_context(dev), N0 * es, &pr.y), DLA_OK);
+                assert_int_equal(tb->mem_alloc(dla_device_context(dev), SLOTS * es, &pr.y2),
                                  DLA_OK);
+                assert_int_equal(tb->copy_to_device(dla_device_context(dev), x, 0, data, N * es),
+                                 DLA_OK);
+                assert_int_equal(
+                    tb->copy_to_device(dla_device_context(dev), pr.y2, 0, fill, SLOTS * es),
+                    DLA_OK);
                 dla_fused_reduce_args *r = &pr.r;
                 centered_square_sum(r, t, op, x, 11, pr.y, N0, N1, N2);
                 dla_fused_args *p = &r->program;
@@ -567,7 +576,7 @@ static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void *
                     r->reg2 = 0;
                     for (int run = 0; run < 3; run++) {
                         setenv("DLACCEL_OPENCL_FUSED", run ? "compile" : "interpret", 1);
-                        assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                        assert_int_equal(tb->fused_reduce(dla_device_context(dev), r), DLA_OK);
                         pair_read(dev, &pr, N0, got[0][0][run], got[0][1][run], slots, SLOTS);
                         for (int k = 0; k < SLOTS; k++)
                             if ((k - 5) % 3 != 0 || k < 5)
@@ -579,20 +588,20 @@ static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void *
                      * program cut after register 0, and |x - m|. */
                     dla_mem y2 = r->y2.mem;
                     r->y2.mem = NULL;
-                    assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                    assert_int_equal(tb->fused_reduce(dla_device_context(dev), r), DLA_OK);
                     pair_read(dev, &pr, N0, got[1][0][0], NULL, NULL, 0);
                     p->ninsns = 1;
-                    assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                    assert_int_equal(tb->fused_reduce(dla_device_context(dev), r), DLA_OK);
                     pair_read(dev, &pr, N0, got[1][1][0], NULL, NULL, 0);
                     p->ninsns = 2;
                     p->insns[1].op = DLA_UNARY_ABS;
-                    assert_int_equal(tb->fused_reduce(dev->ctx, r), DLA_OK);
+                    assert_int_equal(tb->fused_reduce(dla_device_context(dev), r), DLA_OK);
                     pair_read(dev, &pr, N0, got[1][2][0], NULL, NULL, 0);
                     r->y2.mem = y2;
                 }
-                tb->mem_free(dev->ctx, x);
-                tb->mem_free(dev->ctx, pr.y);
-                tb->mem_free(dev->ctx, pr.y2);
+                tb->mem_free(dla_device_context(dev), x);
+                tb->mem_free(dla_device_context(dev), pr.y);
+                tb->mem_free(dla_device_context(dev), pr.y2);
             }
             for (int w = 0; w < 2; w++) {
                 assert_memory_equal(got[0][w][0], got[0][w][1], sizeof got[0][w][0]);
@@ -622,19 +631,20 @@ static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void *
 static void a_fused_program_pair_with_a_bad_y2_fails_naming_it(void **state)
 {
     need_devices();
-    const dla_plugin *t = ocl->table;
+    const dla_plugin *t = dla_device_table(ocl);
     dla_mem x, y, y2;
-    assert_int_equal(t->mem_alloc(ocl->ctx, 64 * sizeof(float), &x), DLA_OK);
-    assert_int_equal(t->mem_alloc(ocl->ctx, 4 * sizeof(float), &y), DLA_OK);
+    assert_int_equal(t->mem_alloc(dla_device_context(ocl), 64 * sizeof(float), &x), DLA_OK);
+    assert_int_equal(t->mem_alloc(dla_device_context(ocl), 4 * sizeof(float), &y), DLA_OK);
     /* y2's memory holds 4 doubles, so the dtype is what is wrong below. */
-    assert_int_equal(t->mem_alloc(ocl->ctx, 4 * sizeof(double), &y2), DLA_OK);
+    assert_int_equal(t->mem_alloc(dla_device_context(ocl), 4 * sizeof(double), &y2), DLA_OK);
     const float ones[64] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                             1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                             1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                             1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-    assert_int_equal(t->copy_to_device(ocl->ctx, x, 0, ones, sizeof ones), DLA_OK);
+    assert_int_equal(t->copy_to_device(dla_device_context(ocl), x, 0, ones, sizeof ones), DLA_OK);
     const float marks[4] = {-5, -5, -5, -5};
-    assert_int_equal(t->copy_to_device(ocl->ctx, y2, 0, marks, sizeof marks), DLA_OK);
+    assert_int_equal(t->copy_to_device(dla_device_context(ocl), y2, 0, marks, sizeof marks),
+                     DLA_OK);
     dla_fused_reduce_args good = {.struct_size = sizeof good, .op = DLA_REDUCE_SUM, .reg2 = 0};
     dla_fused_args *p = &good.program;
     p->struct_size = sizeof *p;
@@ -673,7 +683,8 @@ static void a_fused_program_pair_with_a_bad_y2_fails_naming_it(void **state)
         else
             r.y2.dtype = DLA_F64;
         dla_clear_error();
-        if (t->fused_reduce(ocl->ctx, &r) != bad[b].want || !strstr(dla_last_error(), bad[b].words))
+        if (t->fused_reduce(dla_device_context(ocl), &r) != bad[b].want ||
+            !strstr(dla_last_error(), bad[b].words))
             fail_msg("%s: expected status %d and \"%s\", got \"%s\"", bad[b].what,
                      (int)bad[b].want, bad[b].words, dla_last_error());
     }
@@ -682,22 +693,22 @@ static void a_fused_program_pair_with_a_bad_y2_fails_naming_it(void **state)
     dla_fused_reduce_args old = good;
     old.struct_size = offsetof(dla_fused_reduce_args, reg2);
     old.y2.mem = y;
-    assert_int_equal(t->fused_reduce(ocl->ctx, &old), DLA_OK);
+    assert_int_equal(t->fused_reduce(dla_device_context(ocl), &old), DLA_OK);
     float got[4], left[4];
-    assert_int_equal(t->copy_to_host(ocl->ctx, got, y, 0, sizeof got), DLA_OK);
-    assert_int_equal(t->copy_to_host(ocl->ctx, left, y2, 0, sizeof left), DLA_OK);
+    assert_int_equal(t->copy_to_host(dla_device_context(ocl), got, y, 0, sizeof got), DLA_OK);
+    assert_int_equal(t->copy_to_host(dla_device_context(ocl), left, y2, 0, sizeof left), DLA_OK);
     for (int o = 0; o < 4; o++) {
         assert_true(got[o] == -32);
         assert_true(left[o] == -5);
     }
     /* The good pair: y = sum(-2x) = -32, y2 = sum(2x) = 32. */
-    assert_int_equal(t->fused_reduce(ocl->ctx, &good), DLA_OK);
-    assert_int_equal(t->copy_to_host(ocl->ctx, left, y2, 0, sizeof left), DLA_OK);
+    assert_int_equal(t->fused_reduce(dla_device_context(ocl), &good), DLA_OK);
+    assert_int_equal(t->copy_to_host(dla_device_context(ocl), left, y2, 0, sizeof left), DLA_OK);
     for (int o = 0; o < 4; o++)
         assert_true(left[o] == 32);
-    t->mem_free(ocl->ctx, x);
-    t->mem_free(ocl->ctx, y);
-    t->mem_free(ocl->ctx, y2);
+    t->mem_free(dla_device_context(ocl), x);
+    t->mem_free(dla_device_context(ocl), y);
+    t->mem_free(dla_device_context(ocl), y2);
 }
 
 int main(void)

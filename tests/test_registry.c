@@ -9,7 +9,9 @@
  * tests/plugins/ as uninstalled libtool modules.
  */
 #define _GNU_SOURCE
-#include "core/device.h"
+#include "core/registry.h"
+
+#include <dlaccel/device_table.h>
 
 #include <dlaccel.h>
 #include <ftw.h>
@@ -285,15 +287,19 @@ static void plugin_and_manifest_memory_go_through_the_users_allocator(void **sta
     assert_non_null(dev);
     size_t allocs = hook_allocs, frees = hook_frees;
     dla_mem mem = NULL;
-    assert_int_equal(dev->table->mem_alloc(dev->ctx, 256, &mem), DLA_OK);
+    assert_int_equal(dla_device_table(dev)->mem_alloc(dla_device_context(dev), 256, &mem), DLA_OK);
     assert_int_equal(hook_allocs, allocs + 1);
     assert_true(((uintptr_t)mem & 63) == 0);
     const char msg[] = "through the host table";
     char back[sizeof msg];
-    assert_int_equal(dev->table->copy_to_device(dev->ctx, mem, 8, msg, sizeof msg), DLA_OK);
-    assert_int_equal(dev->table->copy_to_host(dev->ctx, back, mem, 8, sizeof msg), DLA_OK);
+    assert_int_equal(
+        dla_device_table(dev)->copy_to_device(dla_device_context(dev), mem, 8, msg, sizeof msg),
+        DLA_OK);
+    assert_int_equal(
+        dla_device_table(dev)->copy_to_host(dla_device_context(dev), back, mem, 8, sizeof msg),
+        DLA_OK);
     assert_string_equal(back, msg);
-    dev->table->mem_free(dev->ctx, mem);
+    dla_device_table(dev)->mem_free(dla_device_context(dev), mem);
     assert_int_equal(hook_frees, frees + 1);
 
     dla__registry_reset();
@@ -366,13 +372,14 @@ static void table_past_the_plugins_struct_size_reads_as_null(void **state)
     if (!dev)
         fail_msg("short plugin did not load: %s", dla_last_error());
     /* fake_short wrote 0xA5 over everything past its size. */
-    assert_int_equal(dev->table->struct_size,
-                     offsetof(dla_plugin, copy_to_host) + sizeof dev->table->copy_to_host);
-    assert_null(dev->table->sync);
-    assert_null(dev->table->supports);
-    assert_null(dev->table->fill);
-    assert_null(dev->table->cast);
-    assert_null(dev->table->device_close);
+    assert_int_equal(dla_device_table(dev)->struct_size,
+                     offsetof(dla_plugin, copy_to_host) +
+                         sizeof dla_device_table(dev)->copy_to_host);
+    assert_null(dla_device_table(dev)->sync);
+    assert_null(dla_device_table(dev)->supports);
+    assert_null(dla_device_table(dev)->fill);
+    assert_null(dla_device_table(dev)->cast);
+    assert_null(dla_device_table(dev)->device_close);
     assert_int_equal(dla__device_supports(dev, DLA_KERNEL_FILL, DLA_F32), 0);
     assert_int_equal(dla_device_sync(dev), DLA_OK);
     assert_good_still_loads();

@@ -276,7 +276,7 @@ int dla_tool_check_plugin(int argc, char **argv)
     int ndev = 0;
     for (int i = 0; i < dla_device_count() && ndev < 64; i++) {
         dla_device *d = dla_device_at(i);
-        if (d && strcmp(dla_device_plugin(d), name) == 0 && (o.device < 0 || d->index == o.device))
+        if (d && strcmp(dla_device_plugin(d), name) == 0 && (o.device < 0 || dla_device_index(d) == o.device))
             devs[ndev++] = d;
     }
     if (ndev == 0) {
@@ -296,7 +296,8 @@ int dla_tool_check_plugin(int argc, char **argv)
                (unsigned long long)o.seed);
     int test = 0, failures = 0;
     for (int d = 0; d < ndev; d++) {
-        cf_suite s = {.dev = {devs[d], oracle}, .seed = o.seed, .cases = o.cases,
+        cf_device dut = cf_device_of(devs[d]), ref = cf_device_of(oracle);
+        cf_suite s = {.dev = {&dut, &ref}, .seed = o.seed, .cases = o.cases,
                       .only_case = o.only_case, .manifest = o.manifest, .out = stdout,
                       .tap = o.tap};
         for (int k = 0; k < cf_kernel_count; k++) {

@@ -39,40 +39,16 @@ int cf_chance(cf_case *c, int percent)
 
 /* ------------------------------------------------------------- devices */
 
-/* The table member behind kernel (NULL when the plugin has none). */
-static const void *member_of(const dla_plugin *t, dla_kernel kernel)
+cf_device cf_device_of(dla_device *d)
 {
-    switch (kernel) {
-    case DLA_KERNEL_FILL: return (const void *)t->fill;
-    case DLA_KERNEL_STRIDED_COPY: return (const void *)t->strided_copy;
-    case DLA_KERNEL_UNARY: return (const void *)t->unary;
-    case DLA_KERNEL_BINARY: return (const void *)t->binary;
-    case DLA_KERNEL_REDUCE: return (const void *)t->reduce;
-    case DLA_KERNEL_GEMM: return (const void *)t->gemm;
-    case DLA_KERNEL_CAST: return (const void *)t->cast;
-    case DLA_KERNEL_TERNARY: return (const void *)t->ternary;
-    case DLA_KERNEL_CONV_FORWARD: return (const void *)t->conv_forward;
-    case DLA_KERNEL_CONV_BACKWARD_DATA: return (const void *)t->conv_backward_data;
-    case DLA_KERNEL_CONV_BACKWARD_FILTER: return (const void *)t->conv_backward_filter;
-    case DLA_KERNEL_POOL_FORWARD: return (const void *)t->pool_forward;
-    case DLA_KERNEL_POOL_BACKWARD: return (const void *)t->pool_backward;
-    case DLA_KERNEL_GATHER: return (const void *)t->gather;
-    case DLA_KERNEL_SCATTER_ADD: return (const void *)t->scatter_add;
-    case DLA_KERNEL_FUSED: return (const void *)t->fused;
-    case DLA_KERNEL_FUSED_REDUCE:
-    case DLA_KERNEL_FUSED_REDUCE_PAIR: return (const void *)t->fused_reduce;
-    case DLA_KERNEL_RANDOM_UNIFORM:
-    case DLA_KERNEL_RANDOM_NORMAL: return (const void *)t->random;
-    default: return NULL;
-    }
+    return (cf_device){d, dla_device_table(d), dla_device_context(d), dla_device_abi_minor(d)};
 }
 
-/* As the core decides: the member is there and supports() does not say
- * no (a NULL supports() takes every dtype). */
-static int supported(const dla_device *dev, dla_kernel kernel, dla_dtype dtype)
+/* As the core decides (the kernel's row of DLA_KERNEL_LIST: its member is
+ * there, the plugin answered its minor, and supports() does not say no). */
+static int supported(const cf_device *dev, dla_kernel kernel, dla_dtype dtype)
 {
-    return member_of(dev->table, kernel) != NULL &&
-           (dev->table->supports == NULL || dev->table->supports(dev->ctx, kernel, dtype));
+    return dla_device_runs_natively(dev->handle, kernel, dtype);
 }
 
 int cf_both_support(const cf_case *c, dla_kernel kernel, dla_dtype dtype)
@@ -141,10 +117,10 @@ int cf_buf_upload(cf_case *c, cf_buf *b)
     for (int k = 0; k < 2; k++) {
         if (!b->mem[k])
             continue;
-        const dla_device *dev = c->suite->dev[k];
+        const cf_device *dev = c->suite->dev[k];
         dla_status s = dev->table->copy_to_device(dev->ctx, b->mem[k], 0, b->host, buf_bytes(b));
         if (s != DLA_OK) {
-            cf_fail(c, "%s copy_to_device of %zu bytes: %s", dla_device_name(dev), buf_bytes(b),
+            cf_fail(c, "%s copy_to_device of %zu bytes: %s", dla_device_name(dev->handle), buf_bytes(b),
                     dla_last_error());
             return 0;
         }
@@ -169,11 +145,11 @@ static cf_buf *buf_alloc(cf_case *c, dla_dtype t, int64_t n, int oracle_only)
     }
     c->nbufs++;
     for (int k = oracle_only ? CF_ORACLE : CF_DUT; k < 2; k++) {
-        const dla_device *dev = c->suite->dev[k];
+        const cf_device *dev = c->suite->dev[k];
         dla_status s = dev->table->mem_alloc(dev->ctx, buf_bytes(b), &b->mem[k]);
         if (s != DLA_OK) {
             b->mem[k] = NULL;
-            cf_fail(c, "%s mem_alloc of %zu bytes: %s", dla_device_name(dev), buf_bytes(b),
+            cf_fail(c, "%s mem_alloc of %zu bytes: %s", dla_device_name(dev->handle), buf_bytes(b),
                     dla_last_error());
             return NULL;
         }
@@ -211,7 +187,7 @@ cf_buf *cf_buf_abs(cf_case *c, const cf_buf *src)
 
 static void *download(cf_case *c, int k, const cf_buf *b)
 {
-    const dla_device *dev = c->suite->dev[k];
+    const cf_device *dev = c->suite->dev[k];
     void *out = malloc(buf_bytes(b));
     if (!out) {
         cf_fail(c, "out of host memory");
@@ -221,7 +197,7 @@ static void *download(cf_case *c, int k, const cf_buf *b)
     if (s == DLA_OK)
         s = dev->table->copy_to_host(dev->ctx, out, b->mem[k], 0, buf_bytes(b));
     if (s != DLA_OK) {
-        cf_fail(c, "%s copy_to_host of %zu bytes: %s", dla_device_name(dev), buf_bytes(b),
+        cf_fail(c, "%s copy_to_host of %zu bytes: %s", dla_device_name(dev->handle), buf_bytes(b),
                 dla_last_error());
         free(out);
         return NULL;
@@ -259,7 +235,7 @@ void cf_case_end(cf_case *c)
         cf_buf *b = &c->bufs[i];
         for (int k = 0; k < 2; k++)
             if (b->mem[k]) {
-                const dla_device *dev = c->suite->dev[k];
+                const cf_device *dev = c->suite->dev[k];
                 dev->table->mem_free(dev->ctx, b->mem[k]);
             }
         free(b->host);
@@ -380,7 +356,7 @@ void cf_fail(cf_case *c, const char *fmt, ...)
     fprintf(s->out,
             "%sFAIL %s %s case %d (seed %llu): %s: %s; rerun: dlaccel check-plugin --kernel %s "
             "--case %d --seed %llu %s\n",
-            s->tap ? "# " : "", dla_device_name(s->dev[CF_DUT]), c->kernel, c->index,
+            s->tap ? "# " : "", dla_device_name(s->dev[CF_DUT]->handle), c->kernel, c->index,
             (unsigned long long)s->seed, c->what[0] ? c->what : "(no call yet)", why, c->kernel,
             c->index, (unsigned long long)s->seed, s->manifest);
 }

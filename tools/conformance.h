@@ -42,9 +42,8 @@
 #define DLA_TOOLS_CONFORMANCE_H
 
 #include <dlaccel.h>
+#include <dlaccel/device_table.h>
 #include <dlaccel/plugin.h>
-
-#include "core/device.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -52,8 +51,20 @@
 /* The two devices of a case: the one under test and the oracle. */
 enum { CF_DUT = 0, CF_ORACLE = 1 };
 
+/* A device as the suite drives it: the library's handle, and the plugin
+ * table and context its kernels are called through (<dlaccel/device_table.h>). */
+typedef struct cf_device {
+    dla_device *handle;
+    const dla_plugin *table;
+    void *ctx;
+    int abi_minor; /* the minor its plugin answered */
+} cf_device;
+
+/* The table, context and minor of d. */
+cf_device cf_device_of(dla_device *d);
+
 typedef struct cf_suite {
-    dla_device *dev[2];
+    cf_device *dev[2];
     uint64_t seed;
     int cases;           /* cases per kernel */
     int only_case;       /* -1: all */

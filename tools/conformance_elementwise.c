@@ -366,7 +366,7 @@ static int steps_on_dut(cf_case *c, const dla_fused_args *a)
  * own launches can stand for the program. */
 static int steps_native(const cf_case *c, dla_dtype t)
 {
-    const dla_device *d = c->suite->dev[CF_DUT];
+    const cf_device *d = c->suite->dev[CF_DUT];
     const dla_plugin *tb = d->table;
     if (!tb->unary || !tb->binary || !tb->ternary || !tb->cast || !tb->strided_copy)
         return 0;
@@ -408,7 +408,7 @@ static void random_program(cf_case *c, dla_fused_args *a, dla_dtype t, int exact
 
 void cf_case_fused(cf_case *c)
 {
-    const dla_device *dut = c->suite->dev[CF_DUT];
+    const cf_device *dut = c->suite->dev[CF_DUT];
     const int t = cf_float_dtype(c, DLA_KERNEL_FUSED);
     if (t < 0 || !CF_TABLE(c, CF_DUT)->fused || dut->abi_minor < 2) {
         c->skipped = 1;
@@ -544,7 +544,7 @@ static dla_status oracle_sum(cf_case *c, const dla_fused_args *prog, dla_reduce_
 /* pair: the ABI 1.4 form, a second sum y2 of a random register. */
 static void fused_reduce_case(cf_case *c, int pair)
 {
-    const dla_device *dut = c->suite->dev[CF_DUT];
+    const cf_device *dut = c->suite->dev[CF_DUT];
     const dla_kernel kernel = pair ? DLA_KERNEL_FUSED_REDUCE_PAIR : DLA_KERNEL_FUSED_REDUCE;
     const int t = cf_float_dtype(c, kernel);
     if (t < 0 || !CF_TABLE(c, CF_DUT)->fused_reduce || dut->abi_minor < (pair ? 4 : 3) ||

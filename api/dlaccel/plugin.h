@@ -128,35 +128,42 @@ typedef struct dla_plugin_device_info {
 
 /* ------------------------------------------------------ kernel arguments */
 
-/* The closed set of kernels; supports() is asked per (kernel, dtype). */
+/* The closed set of kernels; supports() is asked per (kernel, dtype).
+ * One row per kernel, X(id, name, member, minor): its dla_kernel value, its
+ * name in logs and tools, the dla_plugin member that runs it, and the ABI
+ * minor that added it (the host uses it only with a plugin that answered
+ * that minor or later). The core's dispatch, the registry, the conformance
+ * suite and the kernel table of docs/plugins.md are all read from these
+ * rows; a macro given to the list may end in "..." to take only the
+ * columns it needs. */
 #define DLA_KERNEL_LIST(X)                                                     \
-    X(DLA_KERNEL_FILL, "fill")                                                 \
-    X(DLA_KERNEL_STRIDED_COPY, "strided_copy")                                 \
-    X(DLA_KERNEL_UNARY, "unary")                                               \
-    X(DLA_KERNEL_BINARY, "binary")                                             \
-    X(DLA_KERNEL_REDUCE, "reduce")                                             \
-    X(DLA_KERNEL_GEMM, "gemm")                                                 \
-    X(DLA_KERNEL_CAST, "cast")                                                 \
+    X(DLA_KERNEL_FILL, "fill", fill, 0)                                        \
+    X(DLA_KERNEL_STRIDED_COPY, "strided_copy", strided_copy, 0)                \
+    X(DLA_KERNEL_UNARY, "unary", unary, 0)                                     \
+    X(DLA_KERNEL_BINARY, "binary", binary, 0)                                  \
+    X(DLA_KERNEL_REDUCE, "reduce", reduce, 0)                                  \
+    X(DLA_KERNEL_GEMM, "gemm", gemm, 0)                                        \
+    X(DLA_KERNEL_CAST, "cast", cast, 0)                                        \
     /* ---- kernels above are ABI 1.0 ---- */                                  \
-    X(DLA_KERNEL_TERNARY, "ternary")                                           \
-    X(DLA_KERNEL_CONV_FORWARD, "conv_forward")                                 \
-    X(DLA_KERNEL_CONV_BACKWARD_DATA, "conv_backward_data")                     \
-    X(DLA_KERNEL_CONV_BACKWARD_FILTER, "conv_backward_filter")                 \
-    X(DLA_KERNEL_POOL_FORWARD, "pool_forward")                                 \
-    X(DLA_KERNEL_POOL_BACKWARD, "pool_backward")                               \
-    X(DLA_KERNEL_GATHER, "gather")                                             \
-    X(DLA_KERNEL_SCATTER_ADD, "scatter_add")                                   \
+    X(DLA_KERNEL_TERNARY, "ternary", ternary, 1)                               \
+    X(DLA_KERNEL_CONV_FORWARD, "conv_forward", conv_forward, 1)                \
+    X(DLA_KERNEL_CONV_BACKWARD_DATA, "conv_backward_data", conv_backward_data, 1) \
+    X(DLA_KERNEL_CONV_BACKWARD_FILTER, "conv_backward_filter", conv_backward_filter, 1) \
+    X(DLA_KERNEL_POOL_FORWARD, "pool_forward", pool_forward, 1)                \
+    X(DLA_KERNEL_POOL_BACKWARD, "pool_backward", pool_backward, 1)             \
+    X(DLA_KERNEL_GATHER, "gather", gather, 1)                                  \
+    X(DLA_KERNEL_SCATTER_ADD, "scatter_add", scatter_add, 1)                   \
     /* ---- kernels above are ABI 1.1 ---- */                                  \
-    X(DLA_KERNEL_FUSED, "fused")                                               \
+    X(DLA_KERNEL_FUSED, "fused", fused, 2)                                     \
     /* ---- kernels above are ABI 1.2 ---- */                                  \
-    X(DLA_KERNEL_FUSED_REDUCE, "fused_reduce")                                 \
-    X(DLA_KERNEL_RANDOM_UNIFORM, "random_uniform")                             \
-    X(DLA_KERNEL_RANDOM_NORMAL, "random_normal")                               \
+    X(DLA_KERNEL_FUSED_REDUCE, "fused_reduce", fused_reduce, 3)                \
+    X(DLA_KERNEL_RANDOM_UNIFORM, "random_uniform", random, 3)                  \
+    X(DLA_KERNEL_RANDOM_NORMAL, "random_normal", random, 3)                    \
     /* ---- kernels above are ABI 1.3 ---- */                                  \
-    X(DLA_KERNEL_FUSED_REDUCE_PAIR, "fused_reduce_pair")
+    X(DLA_KERNEL_FUSED_REDUCE_PAIR, "fused_reduce_pair", fused_reduce, 4)
 
 typedef enum dla_kernel {
-#define DLA__KERNEL_ENUM(name, str) name,
+#define DLA__KERNEL_ENUM(name, ...) name,
     DLA_KERNEL_LIST(DLA__KERNEL_ENUM)
 #undef DLA__KERNEL_ENUM
     DLA_KERNEL_COUNT

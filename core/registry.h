@@ -1,0 +1,24 @@
+/*
+ * registry.h - what the registry (registry.c) offers the rest of the core
+ * besides the public device functions: the cpu plugin's device, the
+ * availability check of a kernel, and a reset for tests.
+ */
+#ifndef DLA_CORE_REGISTRY_H
+#define DLA_CORE_REGISTRY_H
+
+#include <dlaccel/plugin.h>
+
+/* The cpu plugin's first device: the reference every fallback runs on.
+ * NULL (with the reason in dla_last_error) when it cannot be loaded. */
+dla_device *dla__device_cpu(void);
+
+/* Nonzero when dev runs kernel natively for dtype: the member is present,
+ * the plugin answered the ABI minor that added the kernel
+ * (DLA_KERNEL_LIST), and supports() agrees. */
+int dla__device_supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype);
+
+/* Forgets every plugin and device (dlclose, shutdown) and re-reads the
+ * environment on next use. For tests and tools; no tensor may be alive. */
+void dla__registry_reset(void);
+
+#endif
