@@ -38,6 +38,21 @@ void dla__hooks_subscribe(dla__observer *o)
     recount();
 }
 
+dla__observer *dla__hooks_mute(void)
+{
+    dla__observer *saved = first;
+    first = NULL;
+    recount();
+    return saved;
+}
+
+void dla__hooks_unmute(dla__observer *saved)
+{
+    DLA_ASSERT(first == NULL);
+    first = saved;
+    recount();
+}
+
 void dla__hooks_unsubscribe(dla__observer *o)
 {
     for (dla__observer **at = &first; *at; at = &(*at)->next) {

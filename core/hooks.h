@@ -67,6 +67,13 @@ extern _Thread_local unsigned dla__hooks_heard;
  * observers already there. o stays the caller's; it must not be
  * subscribed already. */
 void dla__hooks_subscribe(dla__observer *o);
+/* Announces nothing on this thread until dla__hooks_unmute(saved), for the
+ * core's own work no observer may see (the dense retry's copies of a
+ * declined kernel call: a capture must keep only the declined call, which
+ * its replay declines and retries again). Returns what unmute restores;
+ * nothing may subscribe or unsubscribe in between. */
+dla__observer *dla__hooks_mute(void);
+void dla__hooks_unmute(dla__observer *saved);
 /* Stops announcing to o; nothing when o is not subscribed. */
 void dla__hooks_unsubscribe(dla__observer *o);
 

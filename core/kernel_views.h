@@ -14,6 +14,8 @@
 
 #include <dlaccel/plugin.h>
 
+#include "core/kernels.h"
+
 #include <string.h>
 
 /* The arguments of any kernel. fill, strided_copy and cast pass their
@@ -150,14 +152,6 @@ static inline void dla__view_make_dense(dla_view *v, dla_mem mem)
         v->strides[d] = s;
         s *= v->dims[d];
     }
-}
-
-static inline const char *dla__kernel_name(dla_kernel k)
-{
-#define DLA__KERNEL_STR(name, str) str,
-    static const char *const names[] = {DLA_KERNEL_LIST(DLA__KERNEL_STR)};
-#undef DLA__KERNEL_STR
-    return (unsigned)k < DLA_KERNEL_COUNT ? names[k] : "?";
 }
 
 /* Calls kernel k of table t on a (fill with fill_value). A member the

@@ -21,7 +21,7 @@
 #include "core/error.h"
 #include "core/kernel_views.h"
 #include "core/log.h"
-#include "core/plan.h"
+#include "core/hooks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,8 +49,7 @@ dla_status dla__k_declined(dla_device *dev, dla_kernel k, const void *args, size
 
     /* The copies are the retry's own: a capture watching this thread sees
      * the declined call only, which a replay declines and retries again. */
-    dla__capture *capture = dla__capture_current;
-    dla__capture_current = NULL;
+    dla__observer *observers = dla__hooks_mute();
     dla_view orig[DLA__MAX_KERNEL_VIEWS];
     dla_mem temp[DLA__MAX_KERNEL_VIEWS] = {0};
     dla_status st = DLA_OK;
@@ -84,6 +83,6 @@ dla_status dla__k_declined(dla_device *dev, dla_kernel k, const void *args, size
     for (int i = 0; i < l.n; i++)
         if (temp[i])
             dev->table->mem_free(dev->ctx, temp[i]);
-    dla__capture_current = capture;
+    dla__hooks_unmute(observers);
     return st;
 }

@@ -209,7 +209,7 @@ static int run_kernel(const cf_suite *s, const cf_kernel *k, int *ran, coverage 
     return failed;
 }
 
-static int native(const dla_device *dev, dla_kernel k, dla_dtype t)
+static int native(const cf_device *dev, dla_kernel k, dla_dtype t)
 {
     return dev->table->supports == NULL || dev->table->supports(dev->ctx, k, t);
 }

@@ -83,7 +83,7 @@ static void rearrange(const dla_view *v, unsigned char *whole, unsigned char *de
  * 0 (failed and reported) when the device refused. */
 static int make_dense(cf_case *c, const dla_view *v, dla_mem *temp)
 {
-    const dla_device *dev = c->suite->dev[CF_DUT];
+    const cf_device *dev = c->suite->dev[CF_DUT];
     const size_t es = dla_dtype_size(v->dtype);
     const size_t whole_bytes = (size_t)reach(v) * es, bytes = (size_t)dla__view_numel(v) * es;
     unsigned char *whole = malloc(whole_bytes), *dense = malloc(bytes);
@@ -113,7 +113,7 @@ static int make_dense(cf_case *c, const dla_view *v, dla_mem *temp)
 /* Writes the dense result `temp` back into view v. */
 static int write_back(cf_case *c, const dla_view *v, dla_mem temp)
 {
-    const dla_device *dev = c->suite->dev[CF_DUT];
+    const cf_device *dev = c->suite->dev[CF_DUT];
     const size_t es = dla_dtype_size(v->dtype);
     const size_t whole_bytes = (size_t)reach(v) * es, bytes = (size_t)dla__view_numel(v) * es;
     unsigned char *whole = malloc(whole_bytes), *dense = malloc(bytes);
@@ -141,7 +141,7 @@ static int write_back(cf_case *c, const dla_view *v, dla_mem temp)
 static dla_status retry(cf_case *c, dla_kernel kernel, const void *args, double fill_value,
                         const char *why)
 {
-    const dla_device *dev = c->suite->dev[CF_DUT];
+    const cf_device *dev = c->suite->dev[CF_DUT];
     const char *name = dla__kernel_name(kernel);
     if (!dla__kernel_retried(kernel)) {
         cf_fail(c, "declined with DLA_ERR_UNSUPPORTED (%s); the core rescues no decline of %s "
@@ -195,7 +195,7 @@ static dla_status retry(cf_case *c, dla_kernel kernel, const void *args, double 
 
 dla_status cf_call(cf_case *c, int k, dla_kernel kernel, const void *args, double fill_value)
 {
-    const dla_device *dev = c->suite->dev[k];
+    const cf_device *dev = c->suite->dev[k];
     dla__kernel_args a;
     memset(&a, 0, sizeof a);
     memcpy(&a, args, args_size(kernel));
