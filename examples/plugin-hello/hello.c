@@ -27,6 +27,8 @@
  * implements. */
 #define HELLO_ABI_MAJOR 1
 #define HELLO_ABI_MINOR 0
+_Static_assert(HELLO_ABI_MAJOR == DLA_PLUGIN_ABI_MAJOR && HELLO_ABI_MINOR <= DLA_PLUGIN_ABI_MINOR,
+               "hello.c implements ABI 1.0: this dlaccel/plugin.h describes another major");
 
 /* The core's services; valid until the process ends. */
 static const dla_plugin_host *host;
