@@ -106,7 +106,8 @@ fi
 
 # 5. Its make install: into pluginsdir and manifestsdir under DESTDIR, the
 # manifest naming the library where it will be, not where it was staged.
-if $limit make -f "$here/Makefile" install DESTDIR="$root" >"$tmp/hinstall.log" 2>&1 &&
+if [ -n "$pluginsdir" ] && [ -n "$manifestsdir" ] &&
+    $limit make -f "$here/Makefile" install DESTDIR="$root" >"$tmp/hinstall.log" 2>&1 &&
     [ -f "$root$pluginsdir/libdlaccel-hello.so" ] &&
     grep -q "\"library_path\": \"$pluginsdir/libdlaccel-hello.so\"" "$root$manifestsdir/hello.json"; then
     ok "make install DESTDIR: the library in pluginsdir, its manifest in manifestsdir naming it"
