@@ -3,7 +3,8 @@
 # ---- examples/plugin-hello: the minimal plugin of docs/plugins.md --------
 # Built for `make check` as a libtool module and never installed: it is not
 # in DLA_PLUGINS, and its manifest sits in its own build folder, so only
-# DLACCEL_PLUGIN_PATH=<build>/examples/plugin-hello brings it in.
+# DLACCEL_PLUGIN_PATH=<build>/examples/plugin-hello brings it in. (Its own
+# Makefile, for a third party, is examples/plugin-hello/Makefile.)
 check_LTLIBRARIES += examples/plugin-hello/libdlaccel-hello.la
 examples_plugin_hello_libdlaccel_hello_la_SOURCES = examples/plugin-hello/hello.c
 examples_plugin_hello_libdlaccel_hello_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
@@ -23,6 +24,15 @@ CLEANFILES += examples/plugin-hello/hello.json
 TESTS += examples/plugin-hello/tensor_on_hello.sh
 dla_hello_test_log = examples/plugin-hello/tensor_on_hello.sh.log
 $(dla_hello_test_log): examples/plugin-hello/hello.json examples/plugin-hello/libdlaccel-hello.la
+
+# As a third party builds it: dlaccel installed into a temporary DESTDIR,
+# then examples/plugin-hello/Makefile (plain make, pkg-config alone) builds,
+# checks (dlaccel check-plugin) and installs hello from that copy. Its log
+# needs testmem's manifest (every manifest's declared ABI is checked).
+TESTS += examples/plugin-hello/install_and_build.sh
+EXTRA_DIST += examples/plugin-hello/Makefile examples/plugin-hello/install_and_build.sh
+dla_hello_install_log = examples/plugin-hello/install_and_build.sh.log
+$(dla_hello_install_log): tests/plugins.d/testmem.json
 # ---- end of examples/plugin-hello ----------------------------------------
 
 # ---- examples/quickstart: the README's main job (until training lands) ----

@@ -521,6 +521,112 @@ static void cast_converts_between_every_pair_of_dtypes(void **state)
     }
 }
 
+/* plugin.h: fill converts as cast does, so NaN is 0 in int32 and uint8 and
+ * 1 in bool (value != 0, C's conversion; the header once said 0), on
+ * every device with the kernels, and both agree. */
+static void fill_and_cast_send_nan_to_0_in_integers_and_1_in_bool(void **state)
+{
+    have_devices();
+    static const dla_dtype to[] = {DLA_I32, DLA_U8, DLA_BOOL};
+    static const double want[] = {0, 0, 1};
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        for (int k = 0; k < 3; k++) {
+            const dla_dtype t = to[k];
+            const int64_t dims[] = {3};
+            dla_view y;
+            dbuf b;
+            if (supports(dev, DLA_KERNEL_FILL, t, dev->table->fill)) {
+                for (int sign = 0; sign < 2; sign++) {
+                    dbuf_init(&b, dev, t, dense_view(&y, t, 1, dims));
+                    y.mem = b.mem;
+                    snprintf(what, sizeof what, "%s fill %s with %sNaN", dev->name, dname(t),
+                             sign ? "-" : "");
+                    expect_ok(dev->table->fill(dev->ctx, &y, sign ? -NAN : NAN));
+                    unsigned char *got = dbuf_download(&b);
+                    for (int64_t e = 0; e < 3; e++)
+                        if (get(t, got, e) != want[k])
+                            fail_msg("%s: element %lld is %g, expected %g", what, (long long)e,
+                                     get(t, got, e), want[k]);
+                    free(got);
+                    dbuf_free(&b);
+                }
+            }
+            if (!supports(dev, DLA_KERNEL_CAST, t, dev->table->cast) ||
+                !supports(dev, DLA_KERNEL_CAST, DLA_F32, dev->table->cast))
+                continue;
+            dla_view x;
+            dbuf bx;
+            dbuf_init(&b, dev, t, dense_view(&y, t, 1, dims));
+            dbuf_init(&bx, dev, DLA_F32, dense_view(&x, DLA_F32, 1, dims));
+            put(DLA_F32, bx.host, 0, NAN);
+            put(DLA_F32, bx.host, 1, -NAN);
+            put(DLA_F32, bx.host, 2, NAN);
+            dbuf_upload(&b);
+            dbuf_upload(&bx);
+            y.mem = b.mem, x.mem = bx.mem;
+            snprintf(what, sizeof what, "%s cast single NaN -> %s", dev->name, dname(t));
+            expect_ok(dev->table->cast(dev->ctx, &y, &x));
+            unsigned char *got = dbuf_download(&b);
+            for (int64_t e = 0; e < 3; e++)
+                if (get(t, got, e) != want[k])
+                    fail_msg("%s: element %lld is %g, expected %g", what, (long long)e,
+                             get(t, got, e), want[k]);
+            free(got);
+            dbuf_free(&b);
+            dbuf_free(&bx);
+        }
+    }
+}
+
+/* plugin.h: alpha is rounded to the dtype before use, so a single
+ * leaky_relu is (float)alpha * x rounded once, exactly, and a single step
+ * compares x with (float)alpha. The values are ones where computing with
+ * the double alpha gives other bits: -1.2857143f * 0.1 rounds to
+ * -0.128571421 with the double and to -0.128571436 with 0.1f; step's x is
+ * 0.1f itself, above the double 0.1 but not above 0.1f. */
+static void single_unary_ops_round_alpha_to_float_first(void **state)
+{
+    have_devices();
+    static const float xs[] = {-1.2857142686843872f, 0.1f, -3.0f, 2.5f};
+    const float al = (float)0.1;
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        if (!supports(dev, DLA_KERNEL_UNARY, DLA_F32, dev->table->unary) || dev->abi_minor < 1)
+            continue;
+        for (int which = 0; which < 2; which++) {
+            const int64_t dims[] = {4};
+            dla_unary_args a = {.struct_size = sizeof a,
+                                .op = which ? DLA_UNARY_STEP : DLA_UNARY_LEAKY_RELU,
+                                .alpha = 0.1};
+            dbuf by, bx;
+            dbuf_init(&by, dev, DLA_F32, dense_view(&a.y, DLA_F32, 1, dims));
+            dbuf_init(&bx, dev, DLA_F32, dense_view(&a.x, DLA_F32, 1, dims));
+            memcpy(bx.host, xs, sizeof xs);
+            dbuf_upload(&by);
+            dbuf_upload(&bx);
+            a.y.mem = by.mem, a.x.mem = bx.mem;
+            snprintf(what, sizeof what, "%s unary %s single alpha 0.1", dev->name,
+                     which ? "step" : "leaky_relu");
+            expect_ok(dev->table->unary(dev->ctx, &a));
+            float got[4];
+            void *raw = dbuf_download(&by);
+            memcpy(got, raw, sizeof got);
+            free(raw);
+            for (int e = 0; e < 4; e++) {
+                const float x = xs[e];
+                const float p = al * x; /* one float product, one rounding */
+                const float w = which ? (x > al ? 1.0f : 0.0f) : (x > 0 ? x : p);
+                if (memcmp(&got[e], &w, sizeof w) != 0)
+                    fail_msg("%s: element %d (x %.9g) is %.9g, expected %.9g", what, e, x,
+                             got[e], w);
+            }
+            dbuf_free(&by);
+            dbuf_free(&bx);
+        }
+    }
+}
+
 static void memory_copies_honour_byte_offsets_in_both_directions(void **state)
 {
     have_devices();
@@ -2109,6 +2215,8 @@ int main(void)
         cmocka_unit_test(fill_sets_every_element_of_a_strided_view_and_nothing_else),
         cmocka_unit_test(strided_copy_copies_views_of_any_layout_in_every_dtype),
         cmocka_unit_test(cast_converts_between_every_pair_of_dtypes),
+        cmocka_unit_test(fill_and_cast_send_nan_to_0_in_integers_and_1_in_bool),
+        cmocka_unit_test(single_unary_ops_round_alpha_to_float_first),
         cmocka_unit_test(unary_ops_match_reference_on_strided_and_in_place_views),
         cmocka_unit_test(binary_ops_match_reference_with_broadcasting_and_strides),
         cmocka_unit_test(binary_ops_on_large_operands_take_the_fast_paths_correctly),

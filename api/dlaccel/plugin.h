@@ -25,23 +25,39 @@
  * describes the failure through host->error(), starting the message with
  * the plugin's name ("cuda conv_forward: ...").
  *
- * Op values (unary, binary) are appended in later minors: the host passes
- * a value only to a plugin that answered the minor that added it, so a
- * plugin meets no op it does not know. Likewise the ABI 1.3 members are called only
- * on a plugin that answered minor 3 or later, and a kernel or argument
- * field added in minor N is used only with a plugin that answered N or
- * later. Any kernel member that takes views, strided_copy excepted, may
- * answer DLA_ERR_UNSUPPORTED (with host->error, before writing anything)
- * when a view it was given is not dense (strides[0] == 1 and each stride
- * the one before times the dim before; the offset may be anything): the
- * host then calls it once more with dense copies of those views, and
- * copies the written ones back. A decline of that call, of dense views, of
- * strided_copy (how the host makes views dense) or of gemm fails the op.
- * Output views never have stride 0;
- * GEMM's C never overlaps A or B; kernels may be called on empty views
- * (numel 0) and must then do nothing. A manifest's abi_version is the
- * major.minor the plugin was built against; only the major is checked
- * before loading, and init's answer decides.
+ * Versions: a plugin answers, in init, the minor it implements, written as
+ * a number in its source (not DLA_PLUGIN_ABI_MINOR, which grows when the
+ * plugin is rebuilt against a newer header without growing the plugin).
+ * Op values (unary, binary) are appended in later minors, and the host
+ * passes a value only to a plugin that answered the minor that added it
+ * (older ones get that op on the cpu plugin), so a plugin meets no op it
+ * does not know. Each kernel (its DLA_KERNEL_LIST row names the minor that
+ * added it) and each member of ABI 1.3 and later is used only with a
+ * plugin that answered that minor or a later one, whatever its
+ * struct_size; a plugin fills no member newer than the minor it answers.
+ * A manifest's abi_version is the major.minor the plugin answers; only the
+ * major is checked before loading, and init's answer decides.
+ *
+ * What the host sends: output views never have stride 0; GEMM's C never
+ * overlaps A or B; each member says which views may alias (exactly: same
+ * mem, offset, dims and strides) and the others never overlap an output,
+ * while inputs may overlap each other (x .* x passes one view twice).
+ * Kernels may be called on empty views (numel 0) and must then do nothing.
+ * Arguments always have the shapes and dtypes this header describes: a
+ * plugin need not check them beyond the errors a member names (a position
+ * outside its dim, an index with SUM), though it may refuse what it cannot
+ * take with DLA_ERR_INVALID_ARGUMENT.
+ *
+ * Views are general (slices, permutations, broadcasts: a CBT input of a
+ * 1-d convolution arrives with x strides 6,1,3). Any kernel member that
+ * takes views, except strided_copy, may answer DLA_ERR_UNSUPPORTED (with
+ * host->error, before writing anything) for a call in which some view is
+ * not dense (strides[0] == 1 and strides[d] == strides[d-1] * dims[d-1];
+ * any offset): the host then copies those views into dense buffers on the
+ * same device, calls once more, and copies the written ones back. A
+ * decline of that second call, of a call whose views were all dense, of
+ * strided_copy (how the host makes views dense) or of gemm fails the
+ * user's op.
  *
  * Device memory is an opaque dla_mem handle that the core never
  * dereferences. Kernel arguments address it as (handle, element offset,
@@ -61,10 +77,14 @@
 extern "C" {
 #endif
 
-/* The ABI this header describes. A plugin answers the version it speaks;
- * the major must equal the host's, the minor may be lower (the host then
- * uses only the members of that minor) or higher (the host ignores what it
- * does not know). */
+/* The ABI this header describes. A plugin answers the version it
+ * implements, as numbers of its own (#define MYPLUGIN_ABI_MINOR 4), not
+ * these macros: rebuilt against a newer header, a plugin that answered
+ * DLA_PLUGIN_ABI_MINOR would claim op values it has never heard of, and an
+ * op it does not know fails the user's op instead of falling back. The
+ * major must equal the host's; the minor may be lower than the host's
+ * (the host then holds back what is newer: see the top of this file) or
+ * higher (the host ignores what it does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
 #define DLA_PLUGIN_ABI_MINOR 4
 
@@ -181,7 +201,14 @@ typedef struct dla_view {
     /* ---- fields above are ABI 1.0 ---- */
 } dla_view;
 
-/* y = f(x), elementwise; alpha/beta are per-op parameters (see list). */
+/* y = f(x), elementwise; alpha/beta are per-op parameters (see list).
+ * Precision: alpha and beta are first rounded to the dtype (a single kernel
+ * computes with (float)alpha), each op is evaluated in the dtype and its
+ * result rounded once: so neg, abs, relu, sign, step, square and
+ * leaky_relu ((float)alpha * x in single, one rounding) are exact, affine
+ * may round once (an fma) or twice, and the library functions (exp, log,
+ * sin, ...) are within a few ulps (docs/plugins.md §9 gives the bounds
+ * check-plugin holds a plugin to). supports() is asked with x's dtype. */
 #define DLA_UNARY_LIST(X)                                                      \
     X(DLA_UNARY_NEG, "neg")         /* -x */                                   \
     X(DLA_UNARY_EXP, "exp")                                                    \
@@ -216,14 +243,18 @@ typedef struct dla_unary_args {
     dla_unary_op op;
     double alpha;
     double beta;
-    dla_view y; /* same dims as x; may alias x exactly (in place) */
+    dla_view y; /* same dims and dtype as x; may alias x exactly (in place) */
     dla_view x;
     /* ---- fields above are ABI 1.0 ---- */
 } dla_unary_args;
 
 /* z = f(a, b), elementwise. a and b have z's ndims and dims; broadcasting is
  * expressed by stride 0 on the expanded dims. MAX and MIN ignore a NaN
- * operand when the other is a number (MATLAB's max(a, b)). */
+ * operand when the other is a number (MATLAB's max(a, b)). a and b share a
+ * float dtype, and so does z except for the comparisons, which write z as
+ * DLA_BOOL; supports() is asked with a's dtype (single or double, never
+ * DLA_BOOL), so a plugin that answers yes for single takes the single
+ * comparisons too. */
 #define DLA_BINARY_LIST(X)                                                     \
     X(DLA_BINARY_ADD, "add")                                                   \
     X(DLA_BINARY_SUB, "sub")                                                   \
@@ -250,7 +281,7 @@ typedef enum dla_binary_op {
 typedef struct dla_binary_args {
     size_t struct_size;
     dla_binary_op op;
-    dla_view z; /* may alias a or b exactly */
+    dla_view z; /* may alias a or b exactly (never with a comparison: z is DLA_BOOL) */
     dla_view a;
     dla_view b;
     /* ---- fields above are ABI 1.0 ---- */
@@ -261,7 +292,8 @@ typedef struct dla_binary_args {
  * chosen element within the reduced sub-block (column-major over the reduced
  * dims; the first one on ties; NaN wins). An index with SUM or MEAN is
  * DLA_ERR_INVALID_ARGUMENT. An empty reduced block gives 0 (SUM), NaN (MEAN)
- * and DLA_ERR_SHAPE (MAX, MIN). */
+ * and DLA_ERR_SHAPE (MAX, MIN). y and index overlap neither x nor each
+ * other. supports() is asked with x's dtype (float). */
 #define DLA_REDUCE_LIST(X)                                                     \
     X(DLA_REDUCE_SUM, "sum")                                                   \
     X(DLA_REDUCE_MEAN, "mean")                                                 \
@@ -313,7 +345,9 @@ typedef struct dla_gemm_args {
 /* ---------------------------------------------------- ABI 1.1 arguments */
 
 /* z = cond ? a : b elementwise (WHERE). cond is DLA_BOOL; a, b and z share a
- * float dtype; all have z's dims (stride 0 broadcasts). */
+ * float dtype; all have z's dims (stride 0 broadcasts). z overlaps none of
+ * cond, a and b. supports() is asked with z's dtype (the float one, never
+ * cond's DLA_BOOL). */
 #define DLA_TERNARY_LIST(X) X(DLA_TERNARY_WHERE, "where")
 
 typedef enum dla_ternary_op {
@@ -346,9 +380,11 @@ typedef struct dla_ternary_args {
  * conv_forward:         y = conv(x, w) + bias (bias: F elements; mem NULL: none)
  * conv_backward_data:   x = dL/dx from y = dL/dy and w (x is written, not added to)
  * conv_backward_filter: w = dL/dw from x and y = dL/dy (w is written)
- * Views may be permuted or strided (a "CBT" input reaches a 1-d convolution
- * with x strides like 6,1,3); a plugin may decline non-dense ones with
- * DLA_ERR_UNSUPPORTED and is called again with dense copies (see above). */
+ * Views may have any strides: a CBT input arrives permuted (x strides
+ * 6,1,3 for 3 channels, batch 2 and 5 time steps). A plugin may answer
+ * DLA_ERR_UNSUPPORTED for non-dense ones and the host calls again with
+ * dense copies (see the top of this file). The view written overlaps none
+ * of the others. supports() is asked with dtype (float). */
 typedef struct dla_conv_args {
     size_t struct_size;
     dla_dtype dtype;
@@ -377,7 +413,9 @@ typedef struct dla_conv_args {
  * pool_forward writes y and, for MAX with index.mem != NULL, the 0-based
  * linear position within x's spatial block (int32) of each maximum (first
  * on ties). pool_backward writes x = dL/dx from y = dL/dy (and index for
- * MAX, required there); overlapping windows add. */
+ * MAX, required there); overlapping windows add. The views written (y and
+ * index, or x) overlap none of the views read. supports() is asked with
+ * dtype (float). */
 #define DLA_POOL_LIST(X)                                                       \
     X(DLA_POOL_MAX, "max")                                                     \
     X(DLA_POOL_AVG, "avg")
@@ -408,12 +446,21 @@ typedef struct dla_pool_args {
     /* ---- fields above are ABI 1.1 ---- */
 } dla_pool_args;
 
-/* Along dim (0-based), with index a dense DLA_I32 vector of 0-based
- * positions:
+/* Along dim (0-based), with index a DLA_I32 view of 0-based positions:
  *   gather:      y[.., i, ..]  = x[.., index[i], ..]     (y's dim = len(index))
  *   scatter_add: y[.., index[i], ..] += x[.., i, ..]     (x's dim = len(index);
- *                repeated positions add up; y is not cleared first)
- * An index outside the target dim is DLA_ERR_INVALID_ARGUMENT. */
+ *                repeated positions add up, in order of i; y is not cleared
+ *                first)
+ * index[i] is the i-th element of the index view in column-major order over
+ * its dims, and len(index) its element count: the view may be shaped 1xN
+ * or Nx1 as well as N, and have any strides (positions two elements apart,
+ * an offset), so read it through its dims and strides. x and y are equal
+ * in every dim but dim; either may have fewer ndims than the other (and
+ * than dim + 1), a dim past a view's ndims counting as 1: a gather from x
+ * 1x3 into y 1x3x2 along dim 2 is sent with x.ndims 2. An index outside
+ * the target dim is DLA_ERR_INVALID_ARGUMENT. x and y share a dtype (any
+ * for gather, a float one for scatter_add), and supports() is asked with
+ * it, never with the index's. y overlaps neither x nor index. */
 typedef struct dla_index_args {
     size_t struct_size;
     int32_t dim;
@@ -543,10 +590,11 @@ typedef struct dla_fused_reduce_args {
  *                    (z0, z1) = r (cos 2 pi u2, sin 2 pi u2)
  *
  * with ln, cos and sin not the device's library functions but the
- * polynomials of the reference implementation (core/philox_stream.h in the
- * dlaccel sources, which is valid C and OpenCL C), evaluated in double
- * with every operation rounded once (no contraction into fma): that is
- * what makes the bits reproducible. The kernel ids split by distribution
+ * polynomials of the reference implementation, <dlaccel/plugin_philox.h>
+ * (installed with this header; valid C and OpenCL C, so a plugin includes
+ * it or feeds its text to its device compiler), evaluated in double with
+ * every operation rounded once (no contraction into fma): that is what
+ * makes the bits reproducible. The kernel ids split by distribution
  * so supports() can answer each: normals need double arithmetic even for
  * single results. The host advances its stream past the blocks a draw
  * used. */
@@ -570,7 +618,8 @@ typedef struct dla_random_args {
  * device context that device_open returned (void *dev). */
 typedef struct dla_plugin {
     size_t struct_size;
-    /* The ABI the plugin speaks (major must equal the host's). */
+    /* The ABI the plugin implements (major must equal the host's): its own
+     * numbers, not DLA_PLUGIN_ABI_MINOR (see there). */
     uint32_t abi_major;
     uint32_t abi_minor;
 
@@ -614,14 +663,20 @@ typedef struct dla_plugin {
     /* -- kernels -- */
     /* Nonzero when the kernel runs natively for dtype. NULL: every non-NULL
      * kernel member supports every dtype. Kernels not supported (or NULL)
-     * run on the cpu plugin with copies; the log says so once. */
+     * run on the cpu plugin with copies; the log says so once. Which
+     * operand's dtype is asked is written at each kernel's arguments (the
+     * data's, never an index's or a comparison's DLA_BOOL). */
     int (*supports)(void *dev, dla_kernel kernel, dla_dtype dtype);
-    /* Sets every element of y to value converted to y's dtype: integers
-     * saturate (-2.5 -> 0 in uint8, 1e10 -> INT32_MAX), NaN becomes 0, bool
-     * is value != 0. NULL: the host fills on the cpu plugin and copies. */
+    /* Sets every element of y to value converted to y's dtype, as cast
+     * converts: to int32 and uint8 truncating toward zero and saturating
+     * (-2.5 -> 0 in uint8, 1e10 -> INT32_MAX), NaN becoming 0; to bool
+     * value != 0, so NaN gives 1 (C's conversion to bool; the kernel has no
+     * way to refuse it as MATLAB's logical(NaN) does). NULL: the host
+     * fills on the cpu plugin and copies. */
     dla_status (*fill)(void *dev, const dla_view *y, double value);
     /* y = x elementwise between two views of equal dims and dtype; they do
-     * not overlap. NULL: through the cpu plugin. */
+     * not overlap. The one kernel that may not decline a non-dense view:
+     * it is how the host makes views dense. NULL: through the cpu plugin. */
     dla_status (*strided_copy)(void *dev, const dla_view *y, const dla_view *x);
     dla_status (*unary)(void *dev, const dla_unary_args *args);   /* NULL: cpu */
     dla_status (*binary)(void *dev, const dla_binary_args *args); /* NULL: cpu */
@@ -629,7 +684,8 @@ typedef struct dla_plugin {
     dla_status (*gemm)(void *dev, const dla_gemm_args *args);     /* NULL: cpu */
     /* y = (dtype of y) x, equal dims, the two dtypes may differ; float to
      * integer truncates toward zero and saturates, NaN becomes 0, to bool
-     * is x != 0. NULL: cpu. */
+     * is x != 0 (NaN gives 1, as fill). y and x do not overlap. supports()
+     * is asked for both dtypes. NULL: cpu. */
     dla_status (*cast)(void *dev, const dla_view *y, const dla_view *x);
     /* ---- fields above are ABI 1.0 ---- */
     /* Each of these NULL: the kernel runs on the cpu plugin with copies. */
@@ -676,9 +732,10 @@ typedef struct dla_plugin {
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;
  * table->struct_size is the host's sizeof(dla_plugin) and the rest of the
  * table is zeroed. The plugin fills the members it has that lie within
- * table->struct_size, sets table->abi_* to the version it speaks and
- * table->struct_size to min(host's, its own sizeof). Return DLA_OK, or an
- * error with host->error() (the plugin is then skipped and logged). */
+ * table->struct_size, sets table->abi_* to the version it implements (its
+ * own numbers, not the DLA_PLUGIN_ABI_* macros) and table->struct_size to
+ * min(host's, its own sizeof). Return DLA_OK, or an error with
+ * host->error() (the plugin is then skipped and logged). */
 typedef dla_status (*dla_plugin_init_fn)(const dla_plugin_host *host, dla_plugin *table);
 #define DLA_PLUGIN_INIT_SYMBOL "dlaccel_plugin_init"
 

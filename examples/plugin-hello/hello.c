@@ -8,15 +8,27 @@
  * moves the data with these copies: a working device from a few dozen
  * lines, and the shape to copy when writing a real one.
  *
- * Build (done by `make check`): a libtool module, never installed:
- *   cc -shared -fPIC -fvisibility=hidden -I<prefix>/include hello.c \
- *      -o libdlaccel-hello.so
+ * Build against an installed dlaccel with the Makefile beside this file
+ * (pkg-config alone: `make`, `make check`, `make install`); dlaccel's own
+ * `make check` also builds it as a libtool module of its build tree.
  */
 #include <dlaccel/plugin.h>
 
 #include <stdalign.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The ABI this file implements: the members it fills and the op values
+ * its kernels know. A number of its own, not DLA_PLUGIN_ABI_MINOR: rebuilt
+ * against a newer header, the plugin would otherwise claim ops it has
+ * never heard of, and the host would hand it those instead of running
+ * them on the cpu plugin. Raise it only together with the code of the
+ * newer minor. hello has no kernels, so 1.0's required members are all it
+ * implements. */
+#define HELLO_ABI_MAJOR 1
+#define HELLO_ABI_MINOR 0
+_Static_assert(HELLO_ABI_MAJOR == DLA_PLUGIN_ABI_MAJOR && HELLO_ABI_MINOR <= DLA_PLUGIN_ABI_MINOR,
+               "hello.c implements ABI 1.0: this dlaccel/plugin.h describes another major");
 
 /* The core's services; valid until the process ends. */
 static const dla_plugin_host *host;
@@ -128,16 +140,16 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_p
 {
     /* A different major means a different contract: refuse, with a reason
      * the core logs. A different minor is fine either way (plugin.h). */
-    if (h->abi_major != DLA_PLUGIN_ABI_MAJOR)
+    if (h->abi_major != HELLO_ABI_MAJOR)
         return h->error(DLA_ERR_PLUGIN, "hello: speaks ABI %d.%d, the host %u.%u",
-                        DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR, h->abi_major, h->abi_minor);
+                        HELLO_ABI_MAJOR, HELLO_ABI_MINOR, h->abi_major, h->abi_minor);
     host = h;
 
     /* Every member not named here is NULL: the core's default applies. */
     dla_plugin mine = {
         .struct_size = sizeof mine,
-        .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = DLA_PLUGIN_ABI_MINOR,
+        .abi_major = HELLO_ABI_MAJOR,
+        .abi_minor = HELLO_ABI_MINOR,
         .device_count = hello_device_count,
         .device_info = hello_device_info,
         .device_open = hello_device_open,

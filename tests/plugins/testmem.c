@@ -182,7 +182,8 @@ static dla_status fill(void *dev, const dla_view *y, double value)
     slot *s = slot_of(y->mem);
     if (!s)
         return bad("fill", y->mem, 0, 0);
-    /* Integers saturate and NaN becomes 0, as the ABI says for fill. */
+    /* Integers saturate and NaN becomes 0, a bool is value != 0 (NaN: 1),
+     * as the ABI says for fill. */
     unsigned char e[8];
     float f = (float)value;
     double v = value != value ? 0.0 : value;
