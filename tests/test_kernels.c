@@ -536,13 +536,13 @@ static void fill_and_cast_send_nan_to_0_in_integers_and_1_in_bool(void **state)
             const int64_t dims[] = {3};
             dla_view y;
             dbuf b;
-            if (supports(dev, DLA_KERNEL_FILL, t, dev->table->fill)) {
+            if (supports(dev, DLA_KERNEL_FILL, t, dla_device_table(dev)->fill)) {
                 for (int sign = 0; sign < 2; sign++) {
                     dbuf_init(&b, dev, t, dense_view(&y, t, 1, dims));
                     y.mem = b.mem;
-                    snprintf(what, sizeof what, "%s fill %s with %sNaN", dev->name, dname(t),
+                    snprintf(what, sizeof what, "%s fill %s with %sNaN", dla_device_name(dev), dname(t),
                              sign ? "-" : "");
-                    expect_ok(dev->table->fill(dev->ctx, &y, sign ? -NAN : NAN));
+                    expect_ok(dla_device_table(dev)->fill(dla_device_context(dev), &y, sign ? -NAN : NAN));
                     unsigned char *got = dbuf_download(&b);
                     for (int64_t e = 0; e < 3; e++)
                         if (get(t, got, e) != want[k])
@@ -552,8 +552,8 @@ static void fill_and_cast_send_nan_to_0_in_integers_and_1_in_bool(void **state)
                     dbuf_free(&b);
                 }
             }
-            if (!supports(dev, DLA_KERNEL_CAST, t, dev->table->cast) ||
-                !supports(dev, DLA_KERNEL_CAST, DLA_F32, dev->table->cast))
+            if (!supports(dev, DLA_KERNEL_CAST, t, dla_device_table(dev)->cast) ||
+                !supports(dev, DLA_KERNEL_CAST, DLA_F32, dla_device_table(dev)->cast))
                 continue;
             dla_view x;
             dbuf bx;
@@ -565,8 +565,8 @@ static void fill_and_cast_send_nan_to_0_in_integers_and_1_in_bool(void **state)
             dbuf_upload(&b);
             dbuf_upload(&bx);
             y.mem = b.mem, x.mem = bx.mem;
-            snprintf(what, sizeof what, "%s cast single NaN -> %s", dev->name, dname(t));
-            expect_ok(dev->table->cast(dev->ctx, &y, &x));
+            snprintf(what, sizeof what, "%s cast single NaN -> %s", dla_device_name(dev), dname(t));
+            expect_ok(dla_device_table(dev)->cast(dla_device_context(dev), &y, &x));
             unsigned char *got = dbuf_download(&b);
             for (int64_t e = 0; e < 3; e++)
                 if (get(t, got, e) != want[k])
@@ -592,7 +592,7 @@ static void single_unary_ops_round_alpha_to_float_first(void **state)
     const float al = (float)0.1;
     for (int i = 0; i < n_devices; i++) {
         dla_device *dev = devices[i];
-        if (!supports(dev, DLA_KERNEL_UNARY, DLA_F32, dev->table->unary) || dev->abi_minor < 1)
+        if (!supports(dev, DLA_KERNEL_UNARY, DLA_F32, dla_device_table(dev)->unary) || dla_device_abi_minor(dev) < 1)
             continue;
         for (int which = 0; which < 2; which++) {
             const int64_t dims[] = {4};
@@ -606,9 +606,9 @@ static void single_unary_ops_round_alpha_to_float_first(void **state)
             dbuf_upload(&by);
             dbuf_upload(&bx);
             a.y.mem = by.mem, a.x.mem = bx.mem;
-            snprintf(what, sizeof what, "%s unary %s single alpha 0.1", dev->name,
+            snprintf(what, sizeof what, "%s unary %s single alpha 0.1", dla_device_name(dev),
                      which ? "step" : "leaky_relu");
-            expect_ok(dev->table->unary(dev->ctx, &a));
+            expect_ok(dla_device_table(dev)->unary(dla_device_context(dev), &a));
             float got[4];
             void *raw = dbuf_download(&by);
             memcpy(got, raw, sizeof got);
