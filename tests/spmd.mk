@@ -1,0 +1,27 @@
+# tests/spmd.mk - the collectives (dlaccel/parallel.h): tests/spmd.sh runs
+# tests/test_spmd under mpirun with 1 to 4 ranks, over the default
+# transports and over TCP, with memory the host cannot address (testmem),
+# with a rank that hangs and one that dies, and once without mpirun (a
+# world of one). Without MPI in the build only the world of one runs.
+check_PROGRAMS += tests/test_spmd
+tests_test_spmd_SOURCES = tests/test_spmd.c
+tests_test_spmd_LDADD = libdlaccel.la -lm
+TESTS += tests/spmd.sh
+EXTRA_DIST += tests/spmd.sh
+dla_spmd_log = tests/spmd.sh.log
+dla_spmd_deps = tests/plugins.d/testmem.json
+if HAVE_MPI
+dla_spmd_deps += plugins/mpi/libdlaccel-mpi.la
+endif
+# A rank stopped inside a blocking transfer (the watchdog's case): an
+# interposer of MPI_Allreduce, preloaded into the ranks by tests/spmd.sh.
+if HAVE_MPI
+check_LTLIBRARIES += tests/plugins/spmd_stall.la
+tests_plugins_spmd_stall_la_SOURCES = tests/plugins/spmd_stall.c
+tests_plugins_spmd_stall_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_plugins_spmd_stall_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_spmd_stall_la_LIBADD = $(MPI_LIBS)
+dla_spmd_deps += tests/plugins/spmd_stall.la
+endif
+EXTRA_DIST += tests/plugins/spmd_stall.c
+$(dla_spmd_log): $(dla_spmd_deps)
