@@ -352,7 +352,13 @@ typedef struct dla_training_options {
      * device, which is the best loaded device unless DLACCEL_DEVICE or
      * dla_device_set_current says otherwise), "cpu", "gpu" (see
      * dla_training_device). The network is trained there; the returned
-     * network lives there. */
+     * network lives there. "parallel": every MPI rank (parallel.h; a
+     * program run without mpirun is one worker) trains on its share of
+     * each mini-batch, on the device "auto" gives it; "multi-gpu": the
+     * same with one rank per GPU of each machine, rank mapped to GPU by
+     * its local rank. Every rank calls trainnet with the same arguments
+     * and gets the same trained network; only rank 0 prints, draws the
+     * chart and writes checkpoints (docs/parallel.md, "Training"). */
     const char *execution_environment;
     /* ResetInputNormalization: 0 or 1: the statistics of every input
      * layer that normalizes are computed from the training data before
@@ -424,9 +430,12 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
  * thread's current device; "cpu": the first device of type "cpu"; "gpu":
  * the best device that is not a cpu (the highest plugin priority among
  * loaded devices whose type is not "cpu"; all plugins are loaded to find
- * it). DLA_ERR_NO_DEVICE when there is none ("gpu": the message lists the
- * devices found and how to load a GPU plugin), DLA_ERR_INVALID_ARGUMENT
- * for another name. */
+ * it); "parallel": as "auto", in each rank; "multi-gpu": the devices
+ * that are not a cpu, in order, the one at this rank's local rank
+ * (dla_spmd_local_rank). DLA_ERR_NO_DEVICE when there is none ("gpu": the
+ * message lists the devices found and how to load a GPU plugin;
+ * "multi-gpu": no GPU, or fewer GPUs than ranks on this machine),
+ * DLA_ERR_INVALID_ARGUMENT for another name. */
 DLA_API dla_status dla_training_device(const char *environment, dla_device **out);
 
 /* What trainnet returns besides the network (MATLAB's TrainingInfo). */
