@@ -26,3 +26,15 @@ EXTRA_DIST += tests/tool_progress_tty.sh
 # half-installed dataset.
 TESTS += tests/tool_example_data.sh
 EXTRA_DIST += tests/tool_example_data.sh
+
+# Training in parallel (issue 15): the share arithmetic and the
+# combinations in a world of one (cmocka), and under mpirun with 1 to 4
+# ranks (parallel_train.sh, skipped without the MPI plugin).
+check_PROGRAMS += tests/test_parallel_train tests/parallel_train_check
+tests_test_parallel_train_SOURCES = tests/test_parallel_train.c
+tests_test_parallel_train_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_parallel_train_LDADD = $(DLA_TEST_LIBS)
+tests_parallel_train_check_SOURCES = tests/parallel_train_check.c
+tests_parallel_train_check_LDADD = libdlaccel.la -lm
+TESTS += tests/test_parallel_train tests/parallel_train.sh
+EXTRA_DIST += tests/parallel_train.sh
