@@ -4,7 +4,8 @@
 # batch-normalization state combined against the whole batch's; trainnet
 # "parallel" with parts of uneven batch counts ending together, only rank 0
 # printing, and a resume from its checkpoint with another number of
-# workers. Each mpirun under a timeout. Speaks TAP; skipped when the MPI
+# workers; the two examples on 2 ranks (--small). Each mpirun under a
+# timeout. Speaks TAP; skipped when the MPI
 # plugin is not built.
 check="$DLA_TEST_BUILDDIR/tests/parallel_train_check"
 if ! ls "$DLA_TEST_BUILDDIR"/plugins.d/*mpi* >/dev/null 2>&1; then
@@ -33,7 +34,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..12"
+echo "1..14"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -57,3 +58,23 @@ for n in 1 3; do
     run "$n" resume "$tmp/ckpt"
     verdict "resume from rank 0's checkpoint of 4 workers with $n"
 done
+# The examples, as the README runs them (--small), on 2 ranks.
+ex="$DLA_TEST_BUILDDIR/examples"
+example() {
+    name=$1; shift
+    t=$((t + 1))
+    (cd "$tmp" && timeout 300 mpirun --oversubscribe --tag-output -np 2 "$ex/$name" "$@") >"$tmp/out" 2>&1
+    status=$?
+    acc=$(sed -n 's/.*test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/out" | head -n 1)
+    lines=$(grep -c 'test accuracy:' "$tmp/out")
+    if grep -q 'Fashion-MNIST is not installed' "$tmp/out"; then
+        echo "ok $t # SKIP $name: Fashion-MNIST is not installed"
+    elif [ "$status" -eq 0 ] && [ "$lines" -eq 1 ] && awk "BEGIN { exit !($acc > 40) }"; then
+        echo "ok $t - mpirun -np 2 $name $* (test accuracy $acc% at rank 0 only)"
+    else
+        sed 's/^/#   /' "$tmp/out" | tail -n 40
+        echo "not ok $t - mpirun -np 2 $name $* (exit status $status, $lines accuracy lines, accuracy '$acc')"
+    fi
+}
+example parallel_training --small --chart "$tmp/p.svg"
+example cnn_fmnist --parallel --small --chart "$tmp/c.svg"
