@@ -315,25 +315,33 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
     worker_report me = {p->rank, 0, p->batches, p->step_seconds, p->reduce_seconds};
     dla_dataqueue_send(q, &me, sizeof me);
     if (p->rank == 0) {
-        /* Rank 0 takes one message from each worker (its own included). */
-        for (int got = 0; got < p->size;) {
+        /* Rank 0 takes one message from each worker (its own included),
+         * as they come, and writes them in rank order. */
+        worker_report *all = dla_malloc(sizeof *all * (size_t)p->size);
+        int got = 0;
+        /* A worker whose send failed is not waited for past a minute. */
+        double until = clock_now() + 60;
+        while (all && got < p->size && clock_now() < until) {
             worker_report r;
             int from;
             size_t sz;
             int k = dla_dataqueue_poll(q, &r, sizeof r, &from, &sz);
             if (k < 0)
                 break;
-            if (k == 0)
-                continue;
-            got++;
-            if (verbose && sz == sizeof r) {
+            if (k == 1 && sz == sizeof r && r.rank >= 0 && r.rank < p->size)
+                all[got++] = r;
+        }
+        for (int w = 0; all && verbose && w < p->size; w++)
+            for (int i = 0; i < got; i++) {
+                if (all[i].rank != w)
+                    continue;
                 char line[256];
                 snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.2f s combining "
-                         "(%.2f s of it in allreduce)\n", (int)r.rank, (long long)r.batches,
-                         r.step_seconds, r.reduce_seconds);
+                         "(%.2f s of it in allreduce)\n", w, (long long)all[i].batches,
+                         all[i].step_seconds, all[i].reduce_seconds);
                 say(ctx, line);
             }
-        }
+        dla_free(all);
     }
     dla_dataqueue_free(q);
 }
