@@ -147,6 +147,63 @@ static void trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu(void *
     }
 }
 
+/* trainnet "parallel" in a world of one, and "multi-gpu" where a device
+ * that is not a cpu is loaded (tests/parallel_train_on_testmem.sh loads
+ * testmem, whose memory the host cannot address): the training runs,
+ * through every combination, on that device. */
+static void trainnet_parallel_in_a_world_of_one(void **state)
+{
+    (void)state;
+    int gpus = 0;
+    dla_device *gpu = NULL;
+    for (int i = 0; i < dla_device_count(); i++)
+        if (strcmp(dla_device_type(dla_device_at(i)), "cpu")) {
+            gpu = gpu ? gpu : dla_device_at(i);
+            gpus++;
+        }
+    const char *env = gpus ? "multi-gpu" : "parallel";
+    /* With an input layer (initialized on the host, copied with the
+     * training device current) and without (initialized by trainnet
+     * from the first observation, on the training device). */
+    for (int with_input = 1; with_input >= 0; with_input--) {
+        dla_rng_seed(2);
+        dla_layer *layers[] = {dla_image_input_layer(6, 6, 1, NULL), dla_conv2d_layer(3, 3, 4, NULL),
+                               dla_batchnorm_layer(NULL), dla_relu_layer(NULL), dla_fc_layer(3, NULL),
+                               dla_softmax_layer(NULL)};
+        if (!with_input)
+            dla_layer_free(layers[0]);
+        dla_net *net = dla_net_create(5 + with_input, layers + !with_input);
+        assert_non_null(net);
+        enum { N = 30 };
+        float img[36 * N];
+        int32_t lab[N];
+        for (int j = 0; j < N; j++) {
+            lab[j] = j % 3;
+            for (int e = 0; e < 36; e++)
+                img[36 * j + e] = (float)((e % 3 == lab[j] ? 1.0 : 0.0) + 0.01 * ((j * 7 + e) % 11));
+        }
+        dla_scope_begin();
+        dla_train_data data = {
+            .predictors = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N)),
+            .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
+        dla_training_options o = {.max_epochs = 4, .mini_batch_size = 6, .initial_learn_rate = 0.05,
+                                  .execution_environment = env, .verbose = -1};
+        dla_net *trained = NULL;
+        dla_training_info *info = NULL;
+        dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                     &trained, &info);
+        dla_scope_end();
+        if (st != DLA_OK)
+            fail_msg("%s, %s input layer: %s", env, with_input ? "with an" : "without", dla_last_error());
+        assert_int_equal(info->iterations, 4 * (N / 6));
+        assert_true(info->training_loss[info->iterations - 1] < info->training_loss[0]);
+        assert_string_equal(info->device, dla_device_name(gpus ? gpu : dla_device_current()));
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -157,6 +214,7 @@ int main(void)
         cmocka_unit_test(combine_splits_into_buckets_in_order),
         cmocka_unit_test(combined_state_of_the_whole_batch_is_its_own),
         cmocka_unit_test(trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu),
+        cmocka_unit_test(trainnet_parallel_in_a_world_of_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,5 +36,5 @@ tests_test_parallel_train_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_parallel_train_LDADD = $(DLA_TEST_LIBS)
 tests_parallel_train_check_SOURCES = tests/parallel_train_check.c
 tests_parallel_train_check_LDADD = libdlaccel.la -lm
-TESTS += tests/test_parallel_train tests/parallel_train.sh
-EXTRA_DIST += tests/parallel_train.sh
+TESTS += tests/test_parallel_train tests/parallel_train_on_testmem.sh tests/parallel_train.sh
+EXTRA_DIST += tests/parallel_train.sh tests/parallel_train_on_testmem.sh
