@@ -4,7 +4,8 @@
 # batch-normalization state combined against the whole batch's; trainnet
 # "parallel" with parts of uneven batch counts ending together, only rank 0
 # printing, and a resume from its checkpoint with another number of
-# workers; the two examples on 2 ranks (--small). Each mpirun under a
+# workers; the two examples on 2 ranks (--small); the cpu plugin's
+# threads divided among the ranks of the machine. Each mpirun under a
 # timeout. Speaks TAP; skipped when the MPI
 # plugin is not built.
 check="$DLA_TEST_BUILDDIR/tests/parallel_train_check"
@@ -34,7 +35,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..14"
+echo "1..15"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -78,3 +79,22 @@ example() {
 }
 example parallel_training --small --chart "$tmp/p.svg"
 example cnn_fmnist --parallel --small --chart "$tmp/c.svg"
+# Without OMP_NUM_THREADS (and without mpirun's binding, which would
+# leave each rank one core anyway), each of 2 ranks takes half the CPUs
+# and says so.
+t=$((t + 1))
+env -u OMP_NUM_THREADS DLACCEL_LOG=info timeout 60 mpirun --oversubscribe --bind-to none -np 2 \
+    "$DLA_TEST_BUILDDIR/tools/dlaccel" devices >"$tmp/out" 2>&1
+status=$?
+cpus=$(nproc)
+each=$((cpus / 2)); [ "$each" -ge 1 ] || each=1
+said=$(grep -c "2 ranks run on this machine: $each thread" "$tmp/out")
+shown=$(grep -c "threads=$each\b" "$tmp/out")
+if [ "$cpus" -lt 2 ]; then
+    echo "ok $t # SKIP one CPU: nothing to divide"
+elif [ "$status" -eq 0 ] && [ "$said" -eq 2 ] && [ "$shown" -eq 2 ]; then
+    echo "ok $t - 2 ranks on $cpus CPUs: $each thread(s) each, logged"
+else
+    sed 's/^/#   /' "$tmp/out" | tail -n 30
+    echo "not ok $t - 2 ranks on $cpus CPUs: expected $each thread(s) each (said $said, shown $shown, exit $status)"
+fi
