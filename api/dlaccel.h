@@ -475,5 +475,6 @@ DLA_API const char *dla_device_properties(const dla_device *dev);
 #include <dlaccel/net.h>      /* dla_net (dlnetwork), layers, tables, save/load */
 #include <dlaccel/optim.h>    /* sgdmupdate, adamupdate, rmspropupdate, dlupdate, clipping */
 #include <dlaccel/train.h>    /* trainnet, trainingOptions, the training progress display */
+#include <dlaccel/parallel.h> /* spmd world: rank, size, allreduce, broadcast, DataQueue */
 
 #endif /* DLACCEL_H */

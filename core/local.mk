@@ -36,4 +36,6 @@ libdlaccel_la_SOURCES = \
 	core/ops_nn.h core/ops_activation.c core/ops_norm.c core/ops_norm_grad.c core/ops_pool.c core/ops_dropout.c core/ops_fc.c \
 	core/ops_conv.c \
 	core/plan.h core/plan_impl.h core/plan_capture.c core/plan_lower.c core/plan_memory.c \
-	core/plan_exec.c
+	core/plan_exec.c \
+	core/spmd.c core/spmd.h core/spmd_wait.c core/spmd_check.c core/spmd_check.h \
+	core/spmd_coll.c core/spmd_queue.c

@@ -35,10 +35,21 @@
 extern "C" {
 #endif
 
+/* The reductions: those of the collectives (SUM is gplus; MEAN is the
+ * sum divided by the number of ranks, for single and double) and of the
+ * device reduce kernel (dlaccel/plugin.h), one list for both. The values
+ * are part of the device plugin ABI: append only. */
+#define DLA_REDUCE_LIST(X)                                                     \
+    X(DLA_REDUCE_SUM, "sum")                                                   \
+    X(DLA_REDUCE_MEAN, "mean")                                                 \
+    X(DLA_REDUCE_MAX, "max")                                                   \
+    X(DLA_REDUCE_MIN, "min")
+
 typedef enum dla_reduce_op {
-    DLA_REDUCE_SUM, /* gplus */
-    DLA_REDUCE_MAX,
-    DLA_REDUCE_MIN,
+#define DLA__REDUCE_ENUM(name, str) name,
+    DLA_REDUCE_LIST(DLA__REDUCE_ENUM)
+#undef DLA__REDUCE_ENUM
+    DLA_REDUCE_COUNT
 } dla_reduce_op;
 
 /* This process's rank, 0..size-1 (MATLAB's spmdIndex - 1); 0 in a world of
@@ -51,7 +62,8 @@ DLA_API int dla_spmd_size(void);
  * are mapped to GPUs by it); 0 and 1 in a world of one. */
 DLA_API int dla_spmd_local_rank(void);
 DLA_API int dla_spmd_local_size(void);
-/* "mpi" or "single": which communicator is serving the world. */
+/* "mpi" (the name of the communicator plugin serving the world) or
+ * "single" (a world of one). */
 DLA_API const char *dla_spmd_backend(void);
 
 /* Reduces each of the n tensors element-wise across the ranks, in place:

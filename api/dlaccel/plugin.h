@@ -248,18 +248,9 @@ typedef struct dla_binary_args {
  * dims; the first one on ties; NaN wins). An index with SUM or MEAN is
  * DLA_ERR_INVALID_ARGUMENT. An empty reduced block gives 0 (SUM), NaN (MEAN)
  * and DLA_ERR_SHAPE (MAX, MIN). */
-#define DLA_REDUCE_LIST(X)                                                     \
-    X(DLA_REDUCE_SUM, "sum")                                                   \
-    X(DLA_REDUCE_MEAN, "mean")                                                 \
-    X(DLA_REDUCE_MAX, "max")                                                   \
-    X(DLA_REDUCE_MIN, "min")
-
-typedef enum dla_reduce_op {
-#define DLA__REDUCE_ENUM(name, str) name,
-    DLA_REDUCE_LIST(DLA__REDUCE_ENUM)
-#undef DLA__REDUCE_ENUM
-    DLA_REDUCE_COUNT
-} dla_reduce_op;
+/* DLA_REDUCE_LIST and dla_reduce_op (SUM, MEAN, MAX, MIN, COUNT) are
+ * defined once, in dlaccel/parallel.h (through dlaccel.h), as the
+ * collectives take the same ops. */
 
 typedef struct dla_reduce_args {
     size_t struct_size;

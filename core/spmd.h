@@ -1,0 +1,65 @@
+/*
+ * spmd.h - the spmd world as the core sees it (dlaccel/parallel.h).
+ *
+ * spmd.c finds and loads the communicator plugin on first use (or settles
+ * on a world of one), spmd_wait.c waits on its requests with the timeouts
+ * and the "which ranks are missing" queries, spmd_coll.c runs the tensor
+ * collectives and spmd_queue.c the DataQueue.
+ */
+#ifndef DLA_CORE_SPMD_H
+#define DLA_CORE_SPMD_H
+
+#include <dlaccel.h>
+#include <dlaccel/comm_plugin.h>
+#include <stdint.h>
+
+/* Point-to-point tags of the library's own channel. */
+enum {
+    DLA__SPMD_TAG_QUERY = 101,  /* "which collective are you in?" */
+    DLA__SPMD_TAG_ANSWER = 102, /* its answer */
+    DLA__SPMD_TAG_QUEUE = 1000, /* + the DataQueue's number */
+};
+
+typedef struct dla__spmd {
+    const dla_comm_plugin *p; /* NULL: a world of one */
+    void *ctx;
+    dla_comm_world world;
+    char backend[48]; /* the plugin's name ("mpi") */
+    /* Collectives entered so far (the same count on every rank of a
+     * correct program), and the one being waited on. */
+    uint64_t seq;
+    const char *current_op; /* NULL outside a collective */
+    /* Set once a collective gave up or failed inside the transport: the
+     * ranks no longer agree where they are, so every later collective
+     * fails at once, and exit does not finalize (it would wait forever
+     * for the missing ranks). */
+    int broken;
+    char broken_why[256];
+    /* DataQueues made so far (their tags). */
+    int queues;
+} dla__spmd;
+
+/* The world, set up on the first call (thread-safe). Never NULL. */
+dla__spmd *dla__spmd_get(void);
+
+/* Waits for req of the collective op (collective number w->seq), polling
+ * the plugin and answering the other ranks' queries meanwhile. After
+ * DLACCEL_COLLECTIVE_TIMEOUT seconds it logs a warning naming the ranks
+ * that are not in this collective; after DLACCEL_COLLECTIVE_FAIL_AFTER
+ * (default ten timeouts) it gives up: the world is broken and the status is
+ * DLA_ERR_STATE with the missing ranks in the message. */
+dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req);
+
+/* Answers waiting queries and completes finished sends, without waiting:
+ * called from every poll loop (the DataQueue's too). */
+void dla__spmd_service(dla__spmd *w);
+
+/* Fails with op's name when the world is broken. */
+dla_status dla__spmd_check_broken(dla__spmd *w, const char *op);
+/* Marks the world broken with the thread's current message. */
+void dla__spmd_break(dla__spmd *w);
+
+/* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
+double dla__spmd_now(void);
+
+#endif

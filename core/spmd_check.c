@@ -1,0 +1,217 @@
+/*
+ * spmd_check.c - the agreement check every collective starts with
+ * (spmd_check.h says why).
+ */
+#include "core/spmd_check.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DESC_MAGIC 0x444c4143u /* "DLAC" */
+
+static const char *kind_name(int32_t kind)
+{
+    switch (kind) {
+    case DLA__COLL_ALLREDUCE: return "dla_allreduce";
+    case DLA__COLL_BROADCAST: return "dla_broadcast";
+    case DLA__COLL_ALLGATHER: return "dla_allgather";
+    case DLA__COLL_ALL: return "dla_spmd_all";
+    case DLA__COLL_ANY: return "dla_spmd_any";
+    case DLA__COLL_BARRIER: return "dla_spmd_barrier";
+    case DLA__COLL_QUEUE_CREATE: return "dla_dataqueue_create";
+    case DLA__COLL_QUEUE_FREE: return "dla_dataqueue_free";
+    default: return "an unknown collective";
+    }
+}
+
+static const char *op_name(int32_t op)
+{
+    static const char *const names[] = {
+#define DLA__NAME(name, str) str,
+        DLA_REDUCE_LIST(DLA__NAME)
+#undef DLA__NAME
+    };
+    return op >= 0 && op < DLA_REDUCE_COUNT ? names[op] : "?";
+}
+
+void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    r->dtype = (int32_t)t->dtype;
+    int nd = t->ndims;
+    while (nd > 0 && t->dims[nd - 1] == 1)
+        nd--;
+    r->ndims = nd;
+    for (int i = 0; i < nd; i++)
+        r->dims[i] = t->dims[i];
+}
+
+void dla__coll_local_error(dla__coll_desc *mine)
+{
+    mine->local_error = (int32_t)dla_last_status();
+    if (mine->local_error == DLA_OK)
+        mine->local_error = DLA_ERR_INVALID_ARGUMENT;
+    snprintf(mine->why, sizeof mine->why, "%s", dla_last_error());
+}
+
+/* FNV-1a over the records: equal records, equal digests. */
+static uint64_t digest_of(const dla__coll_rec *recs, int n)
+{
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = (const unsigned char *)recs;
+    for (size_t i = 0; i < (size_t)n * sizeof *recs; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* "single 1000x3" */
+static void rec_str(const dla__coll_rec *r, char *buf, size_t size)
+{
+    char dims[DLA__DIMS_BUF];
+    int64_t d[DLA_MAX_DIMS];
+    int nd = r->ndims;
+    for (int i = 0; i < nd; i++)
+        d[i] = r->dims[i];
+    if (nd == 0) {
+        d[0] = 1;
+        nd = 1;
+    }
+    snprintf(buf, size, "%s %s", dla_dtype_name((dla_dtype)r->dtype),
+             dla__dims_str(dims, sizeof dims, nd, d));
+}
+
+static dla_status wait_all(dla__spmd *w, const char *op, dla_comm_req req)
+{
+    return dla__spmd_wait(w, op, req);
+}
+
+/* The records of every rank, to name the tensor that differs (only on
+ * the error path: every rank gets here together, as every rank saw the
+ * same digests). */
+static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_rec *recs,
+                                  int count)
+{
+    int size = w->world.size;
+    dla__coll_rec *all = dla__calloc((size_t)size * (size_t)count, sizeof *all);
+    if (!all)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY,
+                         "%s: the ranks passed different tensors (out of memory naming which)", op);
+    dla_comm_req req;
+    dla_status st = w->p->allgather(w->ctx, recs, (size_t)count * sizeof *recs, all, &req);
+    if (st == DLA_OK)
+        st = wait_all(w, op, req);
+    if (st != DLA_OK) {
+        if (!w->broken)
+            dla__free(all);
+        return st;
+    }
+    for (int r = 1; r < size; r++)
+        for (int k = 0; k < count; k++) {
+            const dla__coll_rec *a = &all[k], *b = &all[(size_t)r * (size_t)count + (size_t)k];
+            if (!memcmp(a, b, sizeof *a))
+                continue;
+            char sa[DLA__DIMS_BUF + 16], sb[DLA__DIMS_BUF + 16];
+            rec_str(a, sa, sizeof sa);
+            rec_str(b, sb, sizeof sb);
+            dla__free(all);
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: tensor %d differs across ranks: rank %d passed %s where rank 0 "
+                             "passed %s (every rank passes the same count, dtypes and sizes)",
+                             op, k, r, sb, sa);
+        }
+    dla__free(all);
+    return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: the ranks passed different tensors", op);
+}
+
+dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
+                           const dla__coll_rec *recs, dla__coll_desc **all_out)
+{
+    if (all_out)
+        *all_out = NULL;
+    dla_status st = dla__spmd_check_broken(w, op);
+    if (st != DLA_OK)
+        return st;
+    w->seq++;
+    mine->magic = DESC_MAGIC;
+    mine->seq = w->seq;
+    mine->digest = mine->local_error || !recs ? 0 : digest_of(recs, mine->count);
+    int size = w->world.size;
+    dla__coll_desc *all = dla__calloc((size_t)size, sizeof *all);
+    if (!all && !mine->local_error) {
+        dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for the argument check", op);
+        dla__coll_local_error(mine);
+    }
+    if (!w->p) {
+        if (mine->local_error) {
+            dla__free(all);
+            return (dla_status)mine->local_error; /* its message is the last error */
+        }
+        all[0] = *mine;
+        if (all_out)
+            *all_out = all;
+        else
+            dla__free(all);
+        return DLA_OK;
+    }
+    if (!all) {
+        /* Without room for the answers this rank cannot take part; the
+         * others then wait for it, and their timeout names it. */
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for the argument check", op);
+    }
+    dla_comm_req req;
+    st = w->p->allgather(w->ctx, mine, sizeof *mine, all, &req);
+    if (st == DLA_OK)
+        st = wait_all(w, op, req);
+    if (st != DLA_OK) {
+        if (!w->broken)
+            dla__free(all);
+        return st;
+    }
+    /* Compared in rank order against rank 0, so every rank finds the same
+     * first difference. */
+    const dla__coll_desc *z = &all[0];
+    for (int r = 0; r < size && st == DLA_OK; r++) {
+        const dla__coll_desc *d = &all[r];
+        if (d->magic != DESC_MAGIC)
+            st = dla__fail(DLA_ERR_STATE, "%s: rank %d sent no collective descriptor (is it "
+                                          "another program's MPI traffic?)", op, r);
+        else if (d->local_error)
+            st = dla__fail((dla_status)d->local_error, "%s: rank %d refused its arguments: %.200s",
+                           op, r, d->why);
+    }
+    for (int r = 1; r < size && st == DLA_OK; r++) {
+        const dla__coll_desc *d = &all[r];
+        if (d->seq != z->seq || d->kind != z->kind)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d called %s as its collective #%llu where rank 0 called %s "
+                           "as its #%llu (every rank calls the same collectives in the same order)",
+                           op, r, kind_name(d->kind), (unsigned long long)d->seq,
+                           kind_name(z->kind), (unsigned long long)z->seq);
+        else if (d->count != z->count)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d passed %d tensor(s) where rank 0 passed %d", op, r,
+                           d->count, z->count);
+        else if (d->op != z->op)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d asked for %s where rank 0 asked for %s", op, r,
+                           op_name(d->op), op_name(z->op));
+        else if (d->root != z->root)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d named root %d where rank 0 named root %d", op, r, d->root,
+                           z->root);
+    }
+    int differ = 0;
+    for (int r = 1; r < size && st == DLA_OK; r++)
+        differ |= all[r].digest != z->digest;
+    if (st == DLA_OK && differ)
+        st = name_the_tensor(w, op, recs, mine->count);
+    if (st != DLA_OK || !all_out)
+        dla__free(all);
+    else
+        *all_out = all;
+    return st;
+}

@@ -1,0 +1,65 @@
+/*
+ * spmd_check.h - the agreement check every collective starts with.
+ *
+ * MPI does not check that the ranks passed the same arguments: a rank that
+ * passed 1001 floats where the others passed 1000 got status 0 and an
+ * unreduced element. So each collective first gathers a small descriptor
+ * from every rank (which collective, its count, op and root, a digest of
+ * the tensors' dtypes and sizes, and whether the rank's own arguments were
+ * valid) and compares; only when they differ does it gather the tensors'
+ * records to name the one that differs. Every rank compares the same data,
+ * so every rank fails, with the same message.
+ */
+#ifndef DLA_CORE_SPMD_CHECK_H
+#define DLA_CORE_SPMD_CHECK_H
+
+#include "core/spmd.h"
+
+typedef enum dla__coll_kind {
+    DLA__COLL_ALLREDUCE = 1,
+    DLA__COLL_BROADCAST,
+    DLA__COLL_ALLGATHER,
+    DLA__COLL_ALL,
+    DLA__COLL_ANY,
+    DLA__COLL_BARRIER,
+    DLA__COLL_QUEUE_CREATE,
+    DLA__COLL_QUEUE_FREE,
+} dla__coll_kind;
+
+/* One tensor as the ranks compare it: dtype and dims without trailing
+ * singletons (a 10x1 and a 10 are the same data). */
+typedef struct dla__coll_rec {
+    int32_t dtype;
+    int32_t ndims;
+    int64_t dims[DLA_MAX_DIMS];
+} dla__coll_rec;
+
+typedef struct dla__coll_desc {
+    uint32_t magic;
+    int32_t kind;
+    uint64_t seq;
+    int32_t count, op, root;
+    int32_t local_error; /* this rank's own arguments were refused */
+    uint64_t digest;     /* of the records */
+    /* Carried, not compared: a flag (all/any), a message count (queues). */
+    int64_t value;
+    char why[200]; /* the local error's message, cut */
+} dla__coll_desc;
+
+/* A record of t (valid, live). */
+void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r);
+
+/* Enters a collective (w->seq + 1) and checks the ranks agree. mine has
+ * kind, count, op, root and value set (local_error and why when the
+ * caller's own checks failed: then the result is an error on every rank);
+ * recs are its count records (NULL when count is 0 or on a local error).
+ * On DLA_OK, *all (when not NULL) receives every rank's descriptor (freed
+ * with dla__free). On disagreement, DLA_ERR_INVALID_ARGUMENT with a message
+ * naming the rank and the tensor, the same on every rank. */
+dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
+                           const dla__coll_rec *recs, dla__coll_desc **all);
+
+/* A local refusal of op's arguments for mine (the thread's last error). */
+void dla__coll_local_error(dla__coll_desc *mine);
+
+#endif

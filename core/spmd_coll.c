@@ -1,0 +1,514 @@
+/*
+ * spmd_coll.c - the collectives on tensors (dlaccel/parallel.h).
+ *
+ * The communicator works on host buffers. A dense tensor on a device
+ * whose memory the host addresses (the cpu plugin: host_addressable) is
+ * handed over as it is, so a gradient is reduced in place with no copy;
+ * any other tensor (a view, or memory of a device such as opencl) is
+ * copied into one host buffer per dtype, reduced there in one call, and
+ * written back. Every collective first checks that the ranks agree
+ * (spmd_check.c); a rank whose own arguments are wrong still takes part
+ * in that check, so every rank fails together instead of the others
+ * waiting for it.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/spmd_check.h"
+#include "core/tensor.h"
+#include "core/trace.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct slot {
+    void *host;     /* the data on the host: the tensor's own memory or the stage */
+    int direct;     /* host is the tensor's memory */
+    size_t bytes;
+} slot;
+
+/* The tensor's memory as a host pointer, when the device lets the host
+ * address it and the view is dense; NULL otherwise. */
+static void *direct_pointer(const dla_tensor *t)
+{
+    dla_device *dev = t->storage->device;
+    if (!dev->info.host_addressable || !dla__is_dense(t) || !t->storage->mem)
+        return NULL;
+    if (dla_device_sync(dev) != DLA_OK) {
+        dla_clear_error();
+        return NULL;
+    }
+    return (char *)t->storage->mem + (size_t)t->offset * dla_dtype_size(t->dtype);
+}
+
+static size_t tensor_bytes(const dla_tensor *t)
+{
+    return (size_t)dla__numel(t->ndims, t->dims) * dla_dtype_size(t->dtype);
+}
+
+/* The extent of t's elements in its storage, in bytes: [*lo, *hi). */
+static void extent(const dla_tensor *t, size_t *lo, size_t *hi)
+{
+    int64_t last = t->offset;
+    for (int i = 0; i < t->ndims; i++)
+        if (t->dims[i] > 0)
+            last += (t->dims[i] - 1) * t->strides[i];
+    size_t es = dla_dtype_size(t->dtype);
+    *lo = (size_t)t->offset * es;
+    *hi = ((size_t)last + 1) * es;
+}
+
+/* The checks of one rank's own arguments. writes: the tensors are written
+ * in place (no element may alias another, nor two tensors overlap). */
+static dla_status check_tensors(const char *op, int n, dla_tensor *const *t, int writes)
+{
+    if (n < 0)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument n: %d is negative", op, n);
+    if (n > 0 && !t)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument t: NULL with n = %d", op, n);
+    if (dla__trace_recording())
+        return dla__fail(DLA_ERR_UNSUPPORTED,
+                         "%s: a collective cannot be recorded in a trace (call it outside the "
+                         "accelerated function)", op);
+    for (int k = 0; k < n; k++) {
+        if (!t[k])
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument t[%d]: NULL", op, k);
+        if (!dla__tensor_check(t[k], op))
+            return dla_last_status();
+        if (t[k]->status != DLA_OK)
+            return dla__fail(t[k]->status, "%s: argument t[%d] is an error tensor: %s", op, k,
+                             t[k]->message ? t[k]->message : "");
+        if (!writes || tensor_bytes(t[k]) == 0)
+            continue;
+        for (int i = 0; i < t[k]->ndims; i++)
+            if (t[k]->dims[i] > 1 && t[k]->strides[i] == 0) {
+                char dims[DLA__DIMS_BUF];
+                return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                                 "%s: argument t[%d] (%s) is a view whose elements share memory "
+                                 "(stride 0 on dim %d): it cannot be written in place",
+                                 op, k, dla__tensor_dims_str(t[k], dims, sizeof dims), i);
+            }
+        size_t lo, hi;
+        extent(t[k], &lo, &hi);
+        for (int j = 0; j < k; j++) {
+            size_t lo2, hi2;
+            if (t[j]->storage != t[k]->storage || tensor_bytes(t[j]) == 0)
+                continue;
+            extent(t[j], &lo2, &hi2);
+            if (lo < hi2 && lo2 < hi)
+                return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                                 "%s: arguments t[%d] and t[%d] share memory: each tensor is "
+                                 "written in place, so each may be passed once", op, j, k);
+        }
+    }
+    return DLA_OK;
+}
+
+/* Copies host (the tensor's bytes, dense) into t on its device. */
+static dla_status write_back(const char *op, dla_tensor *t, const void *host)
+{
+    size_t bytes = tensor_bytes(t);
+    if (bytes == 0)
+        return DLA_OK;
+    dla_device *dev = t->storage->device;
+    dla_status st;
+    if (dla__is_dense(t)) {
+        st = dla__k_upload(dev, t->storage->mem, (size_t)t->offset * dla_dtype_size(t->dtype),
+                           host, bytes);
+    } else {
+        dla_tensor *d = dla__tensor_alloc(op, dev, t->dtype, "", t->ndims, t->dims);
+        if (!d)
+            return dla_last_status();
+        st = dla__k_upload(dev, d->storage->mem, 0, host, bytes);
+        if (st == DLA_OK) {
+            dla_view y, x;
+            dla__view_of(t, &y);
+            dla__view_of(d, &x);
+            st = dla__k_copy(dev, &y, &x);
+        }
+        dla_tensor_release(d);
+    }
+    if (st != DLA_OK)
+        dla__error_prefix(op);
+    dla__storage_written(t->storage);
+    return st;
+}
+
+/* Lays the tensors out: direct ones point at their memory, the others get
+ * a place in one stage, grouped by dtype (each group one reduction), and
+ * are copied there when fill. *stage is NULL when none is staged. */
+static dla_status lay_out(const char *op, int n, dla_tensor *const *t, slot *s, int fill,
+                          unsigned char **stage, size_t group_off[DLA_DTYPE_COUNT + 1])
+{
+    size_t off = 0;
+    *stage = NULL;
+    for (int d = 0; d < DLA_DTYPE_COUNT; d++) {
+        group_off[d] = off;
+        for (int k = 0; k < n; k++) {
+            if (t[k]->dtype != (dla_dtype)d)
+                continue;
+            s[k].bytes = tensor_bytes(t[k]);
+            s[k].host = direct_pointer(t[k]);
+            s[k].direct = s[k].host != NULL;
+            if (!s[k].direct) {
+                s[k].host = (void *)(uintptr_t)off; /* an offset until the stage exists */
+                off += s[k].bytes;
+            }
+        }
+        off = (off + 63) & ~(size_t)63;
+    }
+    group_off[DLA_DTYPE_COUNT] = off;
+    if (off == 0)
+        return DLA_OK;
+    *stage = dla__malloc_aligned(off, 64);
+    if (!*stage)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of host memory to stage tensors", op,
+                         off);
+    for (int k = 0; k < n; k++) {
+        if (s[k].direct)
+            continue;
+        s[k].host = *stage + (size_t)(uintptr_t)s[k].host;
+        if (fill && s[k].bytes) {
+            dla_status st = dla_tensor_to_host(t[k], s[k].host, s[k].bytes);
+            if (st != DLA_OK) {
+                dla__error_prefix(op);
+                return st;
+            }
+        }
+    }
+    return DLA_OK;
+}
+
+/* Waits for every started request in order (a failure breaks the world:
+ * the rest stay in flight, and their buffers with them). */
+static dla_status wait_each(dla__spmd *w, const char *op, dla_comm_req *req, int nreq)
+{
+    for (int i = 0; i < nreq; i++) {
+        dla_status st = dla__spmd_wait(w, op, req[i]);
+        if (st != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
+/* Frees the stage, unless a broken world may still write into it. */
+static void stage_free(dla__spmd *w, unsigned char *stage)
+{
+    if (!w->broken)
+        dla__free_aligned(stage);
+}
+
+static const char *const op_names[] = {
+#define DLA__NAME(name, str) str,
+    DLA_REDUCE_LIST(DLA__NAME)
+#undef DLA__NAME
+};
+
+static int op_supports(dla_reduce_op op, dla_dtype dtype)
+{
+    switch (dtype) {
+    case DLA_F32:
+    case DLA_F64: return 1;
+    case DLA_I32:
+    case DLA_U8: return op != DLA_REDUCE_MEAN;
+    case DLA_BOOL: return op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN;
+    default: return 0;
+    }
+}
+
+static void divide(void *host, size_t bytes, dla_dtype dtype, int size)
+{
+    if (dtype == DLA_F32) {
+        float *p = host;
+        for (size_t i = 0; i < bytes / sizeof *p; i++)
+            p[i] /= (float)size;
+    } else if (dtype == DLA_F64) {
+        double *p = host;
+        for (size_t i = 0; i < bytes / sizeof *p; i++)
+            p[i] /= (double)size;
+    }
+}
+
+DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
+{
+    static const char name[] = "dla_allreduce";
+    dla__spmd *w = dla__spmd_get();
+    dla__coll_desc mine = {.kind = DLA__COLL_ALLREDUCE, .count = n, .op = (int32_t)op};
+    dla__coll_rec *recs = NULL;
+    slot *s = NULL;
+    dla_comm_req *reqs = NULL;
+    unsigned char *stage = NULL;
+    size_t group[DLA_DTYPE_COUNT + 1];
+    int size = w->world.size;
+    dla_status st = check_tensors(name, n, t, 1);
+    if (st == DLA_OK && ((unsigned)op >= DLA_REDUCE_COUNT))
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument op: %d is not a dla_reduce_op", name,
+                       (int)op);
+    for (int k = 0; k < n && st == DLA_OK; k++)
+        if (!op_supports(op, t[k]->dtype))
+            st = dla__fail(DLA_ERR_DTYPE, "%s: argument t[%d]: %s of %s is not supported", name, k,
+                           op_names[op],
+                           dla_dtype_name(t[k]->dtype));
+    if (st == DLA_OK && n > 0) {
+        recs = dla__calloc((size_t)n, sizeof *recs);
+        s = dla__calloc((size_t)n, sizeof *s);
+        reqs = dla__calloc((size_t)n + DLA_DTYPE_COUNT, sizeof *reqs);
+        if (!recs || !s || !reqs)
+            st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %d tensors", name, n);
+    }
+    for (int k = 0; k < n && st == DLA_OK; k++)
+        dla__coll_rec_of(t[k], &recs[k]);
+    if (st == DLA_OK && size > 1)
+        st = lay_out(name, n, t, s, 1, &stage, group);
+    if (st != DLA_OK)
+        dla__coll_local_error(&mine);
+    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL, NULL);
+    if (st == DLA_OK)
+        st = cst;
+    if (st != DLA_OK || size == 1)
+        goto done;
+
+    /* One reduction per direct tensor, one per staged dtype group, all
+     * started before the first wait. */
+    int nreq = 0;
+    dla_reduce_op wire = op == DLA_REDUCE_MEAN ? DLA_REDUCE_SUM : op;
+    for (int k = 0; k < n && st == DLA_OK; k++) {
+        if (!s[k].direct || s[k].bytes == 0)
+            continue;
+        st = w->p->allreduce(w->ctx, s[k].host, s[k].bytes / dla_dtype_size(t[k]->dtype),
+                             t[k]->dtype, wire, &reqs[nreq]);
+        nreq += st == DLA_OK;
+    }
+    for (int d = 0; d < DLA_DTYPE_COUNT && st == DLA_OK; d++) {
+        size_t bytes = 0;
+        for (int k = 0; k < n; k++)
+            if (!s[k].direct && t[k]->dtype == (dla_dtype)d)
+                bytes += s[k].bytes;
+        if (bytes == 0)
+            continue;
+        st = w->p->allreduce(w->ctx, stage + group[d], bytes / dla_dtype_size((dla_dtype)d),
+                             (dla_dtype)d, wire, &reqs[nreq]);
+        nreq += st == DLA_OK;
+    }
+    if (st != DLA_OK) {
+        /* The plugin refused to start one: the ranks now disagree on
+         * what is in flight. */
+        dla__error_prefix(name);
+        dla__spmd_break(w);
+    } else {
+        st = wait_each(w, name, reqs, nreq);
+    }
+    for (int k = 0; k < n && st == DLA_OK; k++) {
+        if (op == DLA_REDUCE_MEAN)
+            divide(s[k].host, s[k].bytes, t[k]->dtype, size);
+        if (s[k].direct)
+            dla__storage_written(t[k]->storage);
+        else
+            st = write_back(name, t[k], s[k].host);
+    }
+done:
+    stage_free(w, stage);
+    dla__free(reqs);
+    dla__free(recs);
+    dla__free(s);
+    return st;
+}
+
+DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
+{
+    static const char name[] = "dla_broadcast";
+    dla__spmd *w = dla__spmd_get();
+    dla__coll_desc mine = {.kind = DLA__COLL_BROADCAST, .count = n, .root = root};
+    dla__coll_rec *recs = NULL;
+    slot *s = NULL;
+    unsigned char *stage = NULL;
+    size_t group[DLA_DTYPE_COUNT + 1];
+    int size = w->world.size, me = w->world.rank;
+    dla_status st = check_tensors(name, n, t, 1);
+    if (st == DLA_OK && (root < 0 || root >= size))
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument root: %d is not a rank of 0..%d",
+                       name, root, size - 1);
+    if (st == DLA_OK && n > 0) {
+        recs = dla__calloc((size_t)n, sizeof *recs);
+        s = dla__calloc((size_t)n, sizeof *s);
+        if (!recs || !s)
+            st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %d tensors", name, n);
+    }
+    for (int k = 0; k < n && st == DLA_OK; k++)
+        dla__coll_rec_of(t[k], &recs[k]);
+    if (st == DLA_OK && size > 1)
+        st = lay_out(name, n, t, s, me == root, &stage, group);
+    if (st != DLA_OK)
+        dla__coll_local_error(&mine);
+    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL, NULL);
+    if (st == DLA_OK)
+        st = cst;
+    if (st != DLA_OK || size == 1)
+        goto done;
+    /* The staged tensors go as one message of bytes, whatever their dtypes;
+     * direct ones one each, one at a time (a broadcast is rarely on the
+     * hot path: the initial learnables). */
+    for (int k = 0; k < n && st == DLA_OK; k++) {
+        if (!s[k].direct || s[k].bytes == 0)
+            continue;
+        dla_comm_req req;
+        st = w->p->broadcast(w->ctx, s[k].host, s[k].bytes, root, &req);
+        if (st != DLA_OK) {
+            dla__error_prefix(name);
+            dla__spmd_break(w);
+        } else {
+            st = dla__spmd_wait(w, name, req);
+        }
+        if (st == DLA_OK)
+            dla__storage_written(t[k]->storage);
+    }
+    size_t staged = group[DLA_DTYPE_COUNT];
+    if (st == DLA_OK && staged) {
+        dla_comm_req req;
+        st = w->p->broadcast(w->ctx, stage, staged, root, &req);
+        if (st != DLA_OK) {
+            dla__error_prefix(name);
+            dla__spmd_break(w);
+        } else {
+            st = dla__spmd_wait(w, name, req);
+        }
+    }
+    for (int k = 0; k < n && st == DLA_OK; k++)
+        if (!s[k].direct && me != root)
+            st = write_back(name, t[k], s[k].host);
+done:
+    stage_free(w, stage);
+    dla__free(recs);
+    dla__free(s);
+    return st;
+}
+
+DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
+{
+    static const char name[] = "dla_allgather";
+    dla__spmd *w = dla__spmd_get();
+    dla__coll_desc mine = {.kind = DLA__COLL_ALLGATHER, .count = 1};
+    dla__coll_rec rec;
+    int size = w->world.size;
+    dla_tensor *res = NULL;
+    unsigned char *send_stage = NULL, *recv_stage = NULL;
+    const void *send = NULL;
+    void *recv = NULL;
+    size_t bytes = 0;
+    dla_status st = DLA_OK;
+    if (!out)
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument out: NULL", name);
+    else
+        *out = NULL;
+    dla_tensor *xs = (dla_tensor *)x;
+    if (st == DLA_OK)
+        st = check_tensors(name, 1, &xs, 0);
+    if (st == DLA_OK && x->ndims >= DLA_MAX_DIMS)
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument x has %d dims: the ranks' dim would be one past the %d a "
+                       "tensor may have", name, x->ndims, DLA_MAX_DIMS);
+    if (st == DLA_OK) {
+        dla__coll_rec_of(x, &rec);
+        int64_t dims[DLA_MAX_DIMS];
+        for (int i = 0; i < x->ndims; i++)
+            dims[i] = x->dims[i];
+        dims[x->ndims] = size;
+        res = dla__tensor_alloc(name, x->storage->device, x->dtype, "", x->ndims + 1, dims);
+        if (!res)
+            st = dla_last_status();
+    }
+    if (st == DLA_OK) {
+        bytes = tensor_bytes(x);
+        send = direct_pointer(x);
+        if (!send && bytes) {
+            send_stage = dla__malloc_aligned(bytes, 64);
+            if (!send_stage)
+                st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of host memory", name, bytes);
+            else if ((st = dla_tensor_to_host(x, send_stage, bytes)) != DLA_OK)
+                dla__error_prefix(name);
+            send = send_stage;
+        }
+        recv = bytes ? direct_pointer(res) : NULL;
+        if (st == DLA_OK && !recv && bytes) {
+            recv_stage = dla__malloc_aligned(bytes * (size_t)size, 64);
+            if (!recv_stage)
+                st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of host memory", name,
+                               bytes * (size_t)size);
+            recv = recv_stage;
+        }
+    }
+    if (st != DLA_OK)
+        dla__coll_local_error(&mine);
+    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? &rec : NULL, NULL);
+    if (st == DLA_OK)
+        st = cst;
+    if (st == DLA_OK && bytes) {
+        if (size == 1) {
+            memcpy(recv, send, bytes);
+        } else {
+            dla_comm_req req;
+            st = w->p->allgather(w->ctx, send, bytes, recv, &req);
+            if (st != DLA_OK) {
+                dla__error_prefix(name);
+                dla__spmd_break(w);
+            } else {
+                st = dla__spmd_wait(w, name, req);
+            }
+        }
+        if (st == DLA_OK && recv_stage)
+            st = write_back(name, res, recv_stage);
+        else if (st == DLA_OK)
+            dla__storage_written(res->storage);
+    }
+    if (!w->broken) {
+        dla__free_aligned(send_stage);
+        dla__free_aligned(recv_stage);
+    }
+    if (st != DLA_OK) {
+        if (res && !w->broken)
+            dla_tensor_release(res);
+        return st;
+    }
+    *out = dla__return(res);
+    return dla_tensor_status(*out);
+}
+
+static dla_status flag_collective(const char *name, dla__coll_kind kind, bool flag, bool *result)
+{
+    dla__spmd *w = dla__spmd_get();
+    dla__coll_desc mine = {.kind = kind, .value = flag ? 1 : 0};
+    if (!result) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument result: NULL", name);
+        dla__coll_local_error(&mine);
+    }
+    /* The flags travel in the descriptors: one exchange is the whole
+     * collective. */
+    dla__coll_desc *all = NULL;
+    dla_status st = dla__coll_enter(w, name, &mine, NULL, &all);
+    if (st != DLA_OK)
+        return st;
+    bool r = kind == DLA__COLL_ALL;
+    for (int i = 0; i < w->world.size; i++)
+        r = kind == DLA__COLL_ALL ? r && all[i].value : r || all[i].value;
+    dla__free(all);
+    *result = r;
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_spmd_all(bool flag, bool *all)
+{
+    return flag_collective("dla_spmd_all", DLA__COLL_ALL, flag, all);
+}
+
+DLA_API dla_status dla_spmd_any(bool flag, bool *any)
+{
+    return flag_collective("dla_spmd_any", DLA__COLL_ANY, flag, any);
+}
+
+DLA_API dla_status dla_spmd_barrier(void)
+{
+    dla__spmd *w = dla__spmd_get();
+    dla__coll_desc mine = {.kind = DLA__COLL_BARRIER};
+    /* An allgather completes on a rank only once every rank has sent. */
+    return dla__coll_enter(w, "dla_spmd_barrier", &mine, NULL, NULL);
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# The collectives (tests/test_spmd.c) under mpirun with 1 to 4 ranks, and
+# once without it. Every run is under `timeout`, so a hang is a failure,
+# not a stuck `make check`. Speaks TAP: one line per case and run, ok when
+# every rank printed "ok CASE" (and, for the faults, when the survivors
+# ended with the error naming the missing rank).
+prog="$DLA_TEST_BUILDDIR/tests/test_spmd"
+manifest="$DLA_TEST_BUILDDIR/plugins.d/comm/mpi.json"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-spmd-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DLACCEL_DEVICE DLACCEL_COMM DLACCEL_COLLECTIVE_TIMEOUT DLACCEL_COLLECTIVE_FAIL_AFTER
+# One thread per rank: up to 4 ranks share this machine's cores.
+OMP_NUM_THREADS=1
+export OMP_NUM_THREADS
+# Open MPI refuses root without these (CI runs as root).
+if [ "$(id -u)" -eq 0 ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+
+basic="world,allreduce,broadcast,allgather,flags,queue,args"
+mpi=yes
+reason=
+if [ ! -f "$manifest" ]; then
+    mpi=no; reason="MPI was not built (configure found no MPI: install libopenmpi-dev)"
+elif ! command -v mpirun >/dev/null 2>&1; then
+    mpi=no; reason="no mpirun on PATH (install openmpi-bin)"
+fi
+# 4 runs of the basic cases (N = 1..4, mismatch from 2), TCP, testmem, the
+# hang, the kill with recovery, the kill without, and the world of one.
+cases_in() { echo "$1" | tr ',' ' ' | wc -w; }
+nbasic=$(($(cases_in $basic) * 4 + 3 + 3 + $(cases_in $basic,mismatch)))
+plan=$((nbasic + 4 + 1))
+echo "1..$plan"
+n=0
+
+# report WHAT OUTFILE RANKS CASES: one TAP line per case.
+report() {
+    what=$1 out=$2 ranks=$3
+    for c in $(echo "$4" | tr ',' ' '); do
+        n=$((n + 1))
+        got=$(grep -c ": ok $c\$" "$out")
+        if [ "$got" -eq "$ranks" ]; then
+            echo "ok $n - $c, $what"
+        else
+            echo "# $got of $ranks ranks said ok $c; the output:"
+            sed 's/^/#   /' "$out"
+            echo "not ok $n - $c, $what"
+        fi
+    done
+}
+
+skip() {
+    for _ in $(seq "$1"); do n=$((n + 1)); echo "ok $n # SKIP $reason"; done
+}
+
+# run SECONDS NP [mpirun options] -- CASES: test_spmd under mpirun into $tmp/out.
+run() {
+    limit=$1 np=$2; shift 2
+    opts=
+    while [ "$1" != "--" ]; do opts="$opts $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    timeout -k 5 "$limit" mpirun --oversubscribe $opts -np "$np" "$prog" "$1" >"$tmp/out" 2>&1
+    status=$?
+    [ $status -eq 124 ] && echo "# mpirun -np $np $opts: timed out after $limit s" >>"$tmp/out"
+    return $status
+}
+
+if [ $mpi = yes ]; then
+    for np in 1 2 3 4; do
+        cases=$basic
+        [ $np -ge 2 ] && cases=$cases,mismatch
+        run 120 $np -- $cases
+        report "mpirun -np $np" "$tmp/out" $np $cases
+    done
+    # The transport a job across machines takes.
+    run 120 3 --mca btl tcp,self -- world,allreduce,broadcast
+    report "mpirun -np 3 --mca btl tcp,self" "$tmp/out" 3 world,allreduce,broadcast
+    # Memory the host cannot address: every tensor through the stage.
+    DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/tests/plugins.d:$DLACCEL_PLUGIN_PATH" \
+        DLACCEL_DEVICE=testmem run 120 2 -x DLACCEL_DEVICE -x DLACCEL_PLUGIN_PATH -- $basic,mismatch
+    report "mpirun -np 2, tensors on testmem" "$tmp/out" 2 $basic,mismatch
+else
+    skip $nbasic
+fi
+
+# fault NAME OPTS: the last of 3 ranks never comes (hang) or dies (kill);
+# the 2 others must give up within the set time with the error naming it.
+if [ $mpi = yes ]; then
+    DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 run 60 3 -- hang
+    report "a rank that hangs: the others give up after 3 s" "$tmp/out" 2 hang
+    n=$((n + 1))
+    if grep -q "waiting for .* for rank 2 (no answer" "$tmp/out"; then
+        echo "ok $n - hang: after DLACCEL_COLLECTIVE_TIMEOUT the others warn naming rank 2"
+    else
+        sed 's/^/#   /' "$tmp/out"
+        echo "not ok $n - hang: after DLACCEL_COLLECTIVE_TIMEOUT the others warn naming rank 2"
+    fi
+    # With --enable-recovery mpirun lets the others run on after a death;
+    # they must not wait forever.
+    DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 run 60 3 --enable-recovery -- kill
+    report "a rank killed, mpirun --enable-recovery: the others give up after 3 s" "$tmp/out" 2 kill
+    # By default Open MPI itself ends the job when a rank dies: mpirun
+    # fails (not a hang, not a success).
+    DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 run 60 3 -- kill
+    status=$?
+    n=$((n + 1))
+    if [ $status -ne 0 ] && [ $status -ne 124 ]; then
+        echo "ok $n - a rank killed: mpirun ends the job with status $status"
+    else
+        sed 's/^/#   /' "$tmp/out"
+        echo "not ok $n - a rank killed: mpirun ended with status $status"
+    fi
+else
+    skip 4
+fi
+
+# A world of one: no mpirun, and no MPI loaded.
+env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_SIZE timeout 60 "$prog" single >"$tmp/out" 2>&1
+report "without mpirun" "$tmp/out" 1 single

@@ -1,0 +1,422 @@
+/*
+ * test_spmd.c - the collectives, run by tests/spmd.sh under mpirun with
+ * 1 to 4 ranks (and once without mpirun: a world of one).
+ *
+ *     test_spmd CASE[,CASE...]
+ *
+ * Every rank runs each CASE and prints "rank R: ok CASE" when every check held,
+ * or "rank R: FAIL CASE: why" lines and exits 1; the script counts the ok
+ * lines. Cases: world, allreduce, broadcast, allgather, flags, queue, args,
+ * mismatch, single (no mpirun), and the faults: hang (the last rank never
+ * comes) and kill (the last rank dies), where the others must end with the
+ * error naming it.
+ */
+#define _GNU_SOURCE
+#include <dlaccel.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank_, size_, failures;
+static const char *case_;
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            printf("rank %d: FAIL %s: %s:%d: %s: ", rank_, case_, __FILE__,    \
+                   __LINE__, #cond);                                           \
+            printf(__VA_ARGS__);                                               \
+            printf(" (last error: %s)\n", dla_last_error());                   \
+            failures++;                                                        \
+        }                                                                      \
+    } while (0)
+
+static dla_tensor *vec(dla_dtype dtype, int64_t n, double (*f)(int rank, int64_t i))
+{
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    float *vf = malloc((size_t)(n ? n : 1) * sizeof *vf);
+    int32_t *vi = malloc((size_t)(n ? n : 1) * sizeof *vi);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = f(rank_, i);
+        vf[i] = (float)v[i];
+        vi[i] = (int32_t)v[i];
+    }
+    const void *data = dtype == DLA_F64 ? (const void *)v : dtype == DLA_F32 ? (const void *)vf
+                                                                               : (const void *)vi;
+    dla_tensor *t = dla_tensor_from_host(data, dtype, "", 1, &n);
+    free(v);
+    free(vf);
+    free(vi);
+    return t;
+}
+
+static double f_mix(int r, int64_t i) { return (double)((r + 1) * 3 + (i % 7) - 2 * (r % 2)); }
+
+/* ------------------------------------------------------------ cases */
+
+static void case_world(void)
+{
+    const char *env = getenv("OMPI_COMM_WORLD_SIZE");
+    int expect = env ? atoi(env) : 1;
+    CHECK(size_ == expect, "size %d, mpirun started %d", size_, expect);
+    CHECK(rank_ >= 0 && rank_ < size_, "rank %d", rank_);
+    CHECK(!strcmp(dla_spmd_backend(), env ? "mpi" : "single"), "backend %s", dla_spmd_backend());
+    CHECK(dla_spmd_local_rank() >= 0 && dla_spmd_local_rank() < dla_spmd_local_size(),
+          "local %d of %d", dla_spmd_local_rank(), dla_spmd_local_size());
+    /* One machine: every rank is local. */
+    CHECK(dla_spmd_local_size() == size_, "local size %d", dla_spmd_local_size());
+    /* The ranks are distinct: gathered, they are 0..size-1. */
+    int32_t me = rank_;
+    int64_t one = 1;
+    dla_tensor *x = dla_tensor_from_host(&me, DLA_I32, "", 1, &one), *all = NULL;
+    CHECK(dla_allgather(x, &all) == DLA_OK, "allgather");
+    CHECK(all && dla_tensor_numel(all) == size_, "numel");
+    for (int r = 0; all && r < size_; r++)
+        CHECK(dla_tensor_item(all, r) == r, "rank %d gathered %g", r, dla_tensor_item(all, r));
+    CHECK(dla_spmd_barrier() == DLA_OK, "barrier");
+    dla_tensor_release(x);
+    dla_tensor_release(all);
+}
+
+static void check_reduced(dla_tensor *t, dla_reduce_op op, const char *what)
+{
+    int64_t n = dla_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        double want = op == DLA_REDUCE_MAX ? -INFINITY : op == DLA_REDUCE_MIN ? INFINITY : 0;
+        for (int r = 0; r < size_; r++) {
+            double v = f_mix(r, i);
+            want = op == DLA_REDUCE_MAX ? fmax(want, v) : op == DLA_REDUCE_MIN ? fmin(want, v)
+                                                                              : want + v;
+        }
+        if (op == DLA_REDUCE_MEAN)
+            want /= size_;
+        double got = dla_tensor_item(t, i);
+        if (fabs(got - want) > 1e-5 * fmax(1, fabs(want))) {
+            CHECK(0, "%s element %lld: %g, expected %g", what, (long long)i, got, want);
+            return;
+        }
+    }
+}
+
+static void case_allreduce(void)
+{
+    static const dla_dtype dtypes[] = {DLA_F32, DLA_F64, DLA_I32};
+    static const dla_reduce_op ops[] = {DLA_REDUCE_SUM, DLA_REDUCE_MAX, DLA_REDUCE_MIN};
+    for (int d = 0; d < 3; d++)
+        for (int o = 0; o < 3; o++) {
+            dla_tensor *t = vec(dtypes[d], 1000, f_mix);
+            CHECK(dla_allreduce(1, &t, ops[o]) == DLA_OK, "allreduce");
+            char what[64];
+            snprintf(what, sizeof what, "%s %d", dla_dtype_name(dtypes[d]), (int)ops[o]);
+            check_reduced(t, ops[o], what);
+            dla_tensor_release(t);
+        }
+    /* Several tensors of several dtypes in one call, a mean, and a view
+     * (every other element) that goes through the stage and back. */
+    dla_tensor *a = vec(DLA_F32, 37, f_mix), *b = vec(DLA_F64, 5, f_mix),
+               *c = vec(DLA_F32, 4096 + 3, f_mix), *base = vec(DLA_F32, 20, f_mix);
+    dla_tensor *view = dla_slice(base, 1, 0, 2, 20);
+    dla_tensor *set[] = {a, b, c, view};
+    CHECK(dla_allreduce(4, set, DLA_REDUCE_SUM) == DLA_OK, "allreduce of 4");
+    check_reduced(a, DLA_REDUCE_SUM, "a");
+    check_reduced(b, DLA_REDUCE_SUM, "b");
+    check_reduced(c, DLA_REDUCE_SUM, "c");
+    for (int64_t i = 0; i < 20; i++) {
+        double want = 0;
+        for (int r = 0; r < size_; r++)
+            want += f_mix(r, i);
+        double got = dla_tensor_item(base, i);
+        /* Even elements were in the view and are reduced; odd ones stay. */
+        if (i % 2 == 0)
+            CHECK(got == want, "view element %lld: %g, expected %g", (long long)i, got, want);
+        else
+            CHECK(got == f_mix(rank_, i), "element %lld outside the view changed: %g",
+                  (long long)i, got);
+    }
+    dla_tensor *m = vec(DLA_F64, 11, f_mix);
+    CHECK(dla_allreduce(1, &m, DLA_REDUCE_MEAN) == DLA_OK, "mean");
+    check_reduced(m, DLA_REDUCE_MEAN, "mean");
+    /* No tensors at all is a collective that does nothing. */
+    CHECK(dla_allreduce(0, NULL, DLA_REDUCE_SUM) == DLA_OK, "n = 0");
+    dla_tensor_release(a);
+    dla_tensor_release(b);
+    dla_tensor_release(c);
+    dla_tensor_release(view);
+    dla_tensor_release(base);
+    dla_tensor_release(m);
+}
+
+static void case_broadcast(void)
+{
+    int root = size_ - 1;
+    dla_tensor *a = vec(DLA_F32, 1000, f_mix), *b = vec(DLA_I32, 3, f_mix);
+    dla_tensor *base = vec(DLA_F64, 10, f_mix);
+    dla_tensor *view = dla_slice(base, 1, 1, 3, 10);
+    dla_tensor *set[] = {a, b, view};
+    CHECK(dla_broadcast(3, set, root) == DLA_OK, "broadcast");
+    for (int64_t i = 0; i < 1000; i++)
+        if (dla_tensor_item(a, i) != (float)f_mix(root, i)) {
+            CHECK(0, "a[%lld] = %g, root has %g", (long long)i, dla_tensor_item(a, i),
+                  f_mix(root, i));
+            break;
+        }
+    for (int64_t i = 0; i < 3; i++)
+        CHECK(dla_tensor_item(b, i) == f_mix(root, i), "b[%lld]", (long long)i);
+    for (int64_t i = 0; i < 10; i++) {
+        double want = (i % 3 == 1) ? f_mix(root, i) : f_mix(rank_, i);
+        CHECK(dla_tensor_item(base, i) == want, "base[%lld] = %g, expected %g", (long long)i,
+              dla_tensor_item(base, i), want);
+    }
+    dla_tensor_release(a);
+    dla_tensor_release(b);
+    dla_tensor_release(view);
+    dla_tensor_release(base);
+}
+
+static void case_allgather(void)
+{
+    float v[6];
+    for (int i = 0; i < 6; i++)
+        v[i] = (float)(rank_ * 100 + i);
+    int64_t dims[2] = {2, 3};
+    dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "", 2, dims), *out = NULL;
+    CHECK(dla_allgather(x, &out) == DLA_OK, "allgather");
+    CHECK(out && dla_tensor_dim(out, 1) == 2 &&
+              dla_tensor_dim(out, 2) == 3 && dla_tensor_dim(out, 3) == size_,
+          "dims of the result");
+    for (int r = 0; out && r < size_; r++)
+        for (int i = 0; i < 6; i++)
+            CHECK(dla_tensor_item(out, r * 6 + i) == r * 100 + i, "out[%d]", r * 6 + i);
+    dla_tensor_release(x);
+    dla_tensor_release(out);
+}
+
+static void case_flags(void)
+{
+    bool r = false;
+    CHECK(dla_spmd_all(true, &r) == DLA_OK && r, "all(true)");
+    CHECK(dla_spmd_all(rank_ != size_ - 1, &r) == DLA_OK && !r, "all(false on the last)");
+    CHECK(dla_spmd_any(rank_ == size_ - 1, &r) == DLA_OK && r, "any(true on the last)");
+    CHECK(dla_spmd_any(false, &r) == DLA_OK && !r, "any(false)");
+}
+
+static void case_queue(void)
+{
+    dla_dataqueue *q = NULL;
+    CHECK(dla_dataqueue_create(&q) == DLA_OK, "create");
+    enum { PER_RANK = 5 };
+    for (int i = 0; i < PER_RANK; i++) {
+        char msg[64];
+        int len = snprintf(msg, sizeof msg, "%d:%d", rank_, i);
+        CHECK(dla_dataqueue_send(q, msg, (size_t)len + 1) == DLA_OK, "send %d", i);
+    }
+    if (rank_ == 0) {
+        int next[64] = {0}, got = 0;
+        for (int spins = 0; got < size_ * PER_RANK && spins < 200000; spins++) {
+            char buf[64];
+            int from = -1;
+            size_t n = 0;
+            int st = dla_dataqueue_poll(q, buf, sizeof buf, &from, &n);
+            CHECK(st >= 0, "poll");
+            if (st <= 0) {
+                usleep(50);
+                continue;
+            }
+            int r = -1, i = -1;
+            CHECK(sscanf(buf, "%d:%d", &r, &i) == 2 && r == from, "message '%s' from %d", buf,
+                  from);
+            /* One sender's messages arrive in its order. */
+            CHECK(r >= 0 && r < 64 && i == next[r], "message %d:%d out of order", r, i);
+            if (r >= 0 && r < 64)
+                next[r]++;
+            got++;
+        }
+        CHECK(got == size_ * PER_RANK, "%d messages of %d", got, size_ * PER_RANK);
+    } else {
+        char buf[8];
+        int from;
+        size_t n;
+        CHECK(dla_dataqueue_poll(q, buf, sizeof buf, &from, &n) == 0, "a worker polls nothing");
+    }
+    /* Messages not polled are taken by free: none is left in flight. */
+    CHECK(dla_dataqueue_send(q, "late", 5) == DLA_OK, "late send");
+    dla_dataqueue_free(q);
+    CHECK(dla_spmd_barrier() == DLA_OK, "barrier after free");
+}
+
+/* One rank's own bad arguments fail every rank, naming it. */
+static void case_args(void)
+{
+    int bad = size_ - 1;
+    dla_tensor *t = vec(DLA_F32, 10, f_mix), *i32 = vec(DLA_I32, 4, f_mix);
+    dla_tensor *set[] = {t};
+    dla_tensor *null_set[] = {NULL};
+    char want[32];
+    snprintf(want, sizeof want, "rank %d", bad);
+
+    dla_status st = dla_allreduce(1, rank_ == bad ? null_set : set, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT, "NULL tensor on rank %d: status %d", bad, st);
+    CHECK(size_ == 1 || strstr(dla_last_error(), want), "message names %s", want);
+    CHECK(strstr(dla_last_error(), "t[0]"), "message names t[0]");
+
+    st = dla_allreduce(1, &i32, DLA_REDUCE_MEAN);
+    CHECK(st == DLA_ERR_DTYPE, "mean of int32: status %d", st);
+    st = dla_allreduce(1, set, (dla_reduce_op)17);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT, "op 17: status %d", st);
+    st = dla_broadcast(1, set, size_);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "root"), "root %d", size_);
+    dla_tensor *twice[] = {t, t};
+    st = dla_allreduce(2, twice, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "share memory"),
+          "the same tensor twice");
+    dla_tensor *err = dla_error_tensor(DLA_ERR_SHAPE, "made to fail");
+    dla_tensor *eset[] = {err};
+    st = dla_allreduce(1, rank_ == bad ? eset : set, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_SHAPE && strstr(dla_last_error(), "made to fail"), "error tensor");
+    bool r;
+    CHECK(dla_spmd_all(true, NULL) == DLA_ERR_INVALID_ARGUMENT, "all with NULL");
+    /* After all that the world still agrees: a plain reduction works. */
+    CHECK(dla_allreduce(1, set, DLA_REDUCE_SUM) == DLA_OK, "allreduce after the errors");
+    check_reduced(t, DLA_REDUCE_SUM, "after errors");
+    CHECK(dla_spmd_all(true, &r) == DLA_OK && r, "all after the errors");
+    dla_tensor_release(err);
+    dla_tensor_release(t);
+    dla_tensor_release(i32);
+}
+
+/* Ranks that pass different things: every rank gets the named error. */
+static void case_mismatch(void)
+{
+    int odd = size_ - 1;
+    char want[32];
+    snprintf(want, sizeof want, "rank %d", odd);
+    /* 1001 floats where the others pass 1000 (MPI itself says nothing). */
+    dla_tensor *t = vec(DLA_F32, rank_ == odd ? 1001 : 1000, f_mix);
+    dla_tensor *u = vec(rank_ == odd ? DLA_F64 : DLA_F32, 8, f_mix);
+    dla_status st = dla_allreduce(1, &t, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT, "1001 against 1000: status %d", st);
+    CHECK(strstr(dla_last_error(), want) && strstr(dla_last_error(), "tensor 0") &&
+              strstr(dla_last_error(), "single 1001") && strstr(dla_last_error(), "single 1000"),
+          "message: %s", dla_last_error());
+    CHECK(dla_tensor_item(t, 0) == (float)f_mix(rank_, 0), "the data were left alone");
+    dla_tensor *set[] = {u, t};
+    st = dla_allreduce(2, set, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "tensor 0") &&
+              strstr(dla_last_error(), "double 8"),
+          "dtype differs: %s", dla_last_error());
+    st = dla_allreduce(rank_ == odd ? 1 : 2, set, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "passed 1 tensor"),
+          "count differs: %s", dla_last_error());
+    st = dla_allreduce(1, &u, rank_ == odd ? DLA_REDUCE_MAX : DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "asked for max"),
+          "op differs: %s", dla_last_error());
+    /* Different collectives at the same point. */
+    if (rank_ == odd)
+        st = dla_broadcast(1, &u, 0);
+    else
+        st = dla_allreduce(1, &u, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "dla_broadcast") &&
+              strstr(dla_last_error(), "dla_allreduce"),
+          "collective differs: %s", dla_last_error());
+    bool r;
+    CHECK(dla_spmd_all(true, &r) == DLA_OK && r, "the world still agrees afterwards");
+    dla_tensor_release(t);
+    dla_tensor_release(u);
+}
+
+/* A world of one, without mpirun: collectives return their input, and MPI
+ * was never loaded. */
+static void case_single(void)
+{
+    CHECK(size_ == 1 && rank_ == 0 && !strcmp(dla_spmd_backend(), "single"), "world of one");
+    case_allreduce();
+    case_broadcast();
+    case_allgather();
+    case_flags();
+    case_queue();
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    int mpi = 0;
+    while (maps && fgets(line, sizeof line, maps))
+        mpi |= strstr(line, "libmpi") != NULL || strstr(line, "libdlaccel-mpi") != NULL;
+    if (maps)
+        fclose(maps);
+    CHECK(!mpi, "MPI is mapped into a world of one");
+}
+
+/* The last rank never comes to the collective (hang: it sleeps; kill: it
+ * dies); the others must end with an error naming it. */
+static void case_fault(int kill_it);
+static void case_hang(void) { case_fault(0); }
+static void case_kill(void) { case_fault(1); }
+
+static void case_fault(int kill_it)
+{
+    dla_tensor *t = vec(DLA_F32, 100, f_mix);
+    CHECK(dla_allreduce(1, &t, DLA_REDUCE_SUM) == DLA_OK, "first allreduce");
+    if (rank_ == size_ - 1) {
+        fflush(stdout);
+        if (kill_it)
+            raise(SIGKILL);
+        sleep(60);
+        dla_tensor_release(t);
+        return;
+    }
+    dla_status st = dla_allreduce(1, &t, DLA_REDUCE_SUM);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d (no answer", size_ - 1);
+    CHECK(st == DLA_ERR_STATE && strstr(dla_last_error(), want), "status %d: %s", st,
+          dla_last_error());
+    printf("rank %d: error: %s\n", rank_, dla_last_error());
+    /* Broken now: the next collective fails at once. */
+    st = dla_spmd_barrier();
+    CHECK(st == DLA_ERR_STATE && strstr(dla_last_error(), "broken"), "after: %s",
+          dla_last_error());
+    dla_tensor_release(t);
+}
+
+static int run_case(const char *name)
+{
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } cases[] = {
+        {"world", case_world},         {"allreduce", case_allreduce}, {"broadcast", case_broadcast},
+        {"allgather", case_allgather}, {"flags", case_flags},         {"queue", case_queue},
+        {"args", case_args},           {"mismatch", case_mismatch},   {"single", case_single},
+        {"hang", case_hang},           {"kill", case_kill},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(name, cases[i].name))
+            continue;
+        case_ = name;
+        failures = 0;
+        cases[i].fn();
+        if (failures == 0)
+            printf("rank %d: ok %s\n", rank_, name);
+        fflush(stdout);
+        return failures;
+    }
+    fprintf(stderr, "test_spmd: unknown case %s\n", name);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_spmd CASE[,CASE...]\n");
+        return 2;
+    }
+    rank_ = dla_spmd_rank();
+    size_ = dla_spmd_size();
+    int failed = 0;
+    char *list = strdup(argv[1]);
+    for (char *save = NULL, *c = strtok_r(list, ",", &save); c; c = strtok_r(NULL, ",", &save))
+        failed += run_case(c) != 0;
+    free(list);
+    return failed ? 1 : 0;
+}
