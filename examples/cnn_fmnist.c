@@ -62,7 +62,6 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <dlaccel.h>
-#include <dlaccel/parallel.h> /* TEMP until dlaccel.h includes it */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -42,7 +42,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -344,7 +343,6 @@ int main(int argc, char **argv)
     int same = 0;
     every = malloc(sizeof *every * 2 * (size_t)n);
     if (every && dla_allgather(dt, &gathered) == DLA_OK) {
-        dla_scope_adopt(gathered);
         if (dla_tensor_to_host(gathered, every, sizeof *every * 2 * (size_t)n) == DLA_OK) {
             same = 1;
             for (int r = 0; r < n; r++)

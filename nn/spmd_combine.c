@@ -12,7 +12,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 #include <stdio.h>
 

@@ -7,7 +7,6 @@
  * network (dla_net_copy) or a user's tensor; a broadcast writes in place.
  */
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 #include <stdio.h>
 

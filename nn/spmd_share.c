@@ -5,7 +5,6 @@
  * one and add up to the global size.
  */
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 DLA_API dla_status dla_spmd_shares(int64_t global, int size, int64_t *shares)
 {

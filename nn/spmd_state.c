@@ -24,7 +24,6 @@
  * channel, whatever the number of layers.
  */
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 #include "nn/nn.h"
 

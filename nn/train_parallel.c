@@ -13,7 +13,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 #include "nn/spmd_impl.h"
 #include "nn/train_impl.h"
@@ -95,7 +94,6 @@ static dla_status gather(const double *mine, int k, double *all)
     if (st == DLA_OK)
         st = dla_allgather(x, &y);
     if (st == DLA_OK) {
-        dla_scope_adopt(y);
         st = dla_tensor_to_host(y, all, sizeof *all * (size_t)k * (size_t)dla_spmd_size());
     }
     dla_scope_end();

@@ -23,7 +23,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 #include <dirent.h>
 #include <math.h>
@@ -88,7 +87,6 @@ static int same_everywhere(unsigned long long d)
     dla_tensor *x = dla_tensor_from_host(mine, DLA_F64, "", DLA_DIMS(2)), *all = NULL;
     if (dla_allgather(x, &all) != DLA_OK)
         die("allgather");
-    dla_scope_adopt(all);
     double *v = malloc(sizeof *v * 2 * (size_t)size);
     if (!v || dla_tensor_to_host(all, v, sizeof *v * 2 * (size_t)size) != DLA_OK)
         die("allgather read");

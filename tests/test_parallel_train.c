@@ -6,7 +6,6 @@
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <dlaccel.h>
-#include <dlaccel/parallel.h>
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -38,3 +38,12 @@ tests_parallel_train_check_SOURCES = tests/parallel_train_check.c
 tests_parallel_train_check_LDADD = libdlaccel.la -lm
 TESTS += tests/test_parallel_train tests/parallel_train_on_testmem.sh tests/parallel_train.sh
 EXTRA_DIST += tests/parallel_train.sh tests/parallel_train_on_testmem.sh
+# What the parallel runs start: the communicator plugin (when built), the
+# examples, the dlaccel tool (testmem is in check_DATA).
+dla_partrain_log = tests/parallel_train.sh.log
+dla_partrain_deps = tests/plugins.d/testmem.json examples/parallel_training examples/cnn_fmnist \
+	tools/dlaccel
+if HAVE_MPI
+dla_partrain_deps += plugins/mpi/libdlaccel-mpi.la
+endif
+$(dla_partrain_log): $(dla_partrain_deps)
