@@ -28,8 +28,12 @@ num() { sed -n "s/.*$1 *\([0-9.][0-9.]*\).*/\1/p" | head -n 1; }
 # 1. MLP weak scaling, 1 and 2 ranks alternating, 3 runs each.
 t1s= t2s=
 for i in 1 2 3; do
-    a=$(OMP_NUM_THREADS=1 $mpirun -np 1 "$BUILD/bench/parallel_train_bench" mlp | tee /dev/stderr | num "step")
-    b=$(OMP_NUM_THREADS=1 $mpirun -np 2 "$BUILD/bench/parallel_train_bench" mlp | tee /dev/stderr | num "step")
+    out=$(OMP_NUM_THREADS=1 $mpirun -np 1 "$BUILD/bench/parallel_train_bench" mlp)
+    printf '    %s\n' "$out"
+    a=$(printf '%s\n' "$out" | num "step")
+    out=$(OMP_NUM_THREADS=1 $mpirun -np 2 "$BUILD/bench/parallel_train_bench" mlp)
+    printf '    %s\n' "$out"
+    b=$(printf '%s\n' "$out" | num "step")
     t1s="$t1s $a" t2s="$t2s $b"
 done
 med() { printf '%s\n' $* | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -48,6 +52,6 @@ for seed in $SEEDS; do
         ep=$(printf '%s\n' "$out" | num "time per epoch:")
         printf 'digit CNN, seed %s, %s rank(s) x %s thread(s): %s s per epoch, test accuracy %s%% after %s epochs\n' \
             "$seed" "$1" "$2" "$ep" "$acc" "$EPOCHS"
-        printf '%s\n' "$out" | grep '^Worker' | sed 's/^/    /'
+        printf '%s\n' "$out" | tr '\r' '\n' | grep -o 'Worker [0-9].*' | sed 's/^/    /'
     done
 done
