@@ -32,3 +32,14 @@ noinst_PROGRAMS += bench/parallel_train_bench
 bench_parallel_train_bench_SOURCES = bench/parallel_train_bench.c
 bench_parallel_train_bench_LDADD = libdlaccel.la -lm
 EXTRA_DIST += bench/parallel_train.sh
+
+# allreduce_bench: dla_allreduce against plain MPI_Allreduce in the same
+# run (bench/parallel.sh). Built when the MPI plugin is; as a program it
+# may link MPI itself (the library never does).
+EXTRA_DIST += bench/allreduce_bench.c bench/parallel.sh
+if HAVE_MPI
+noinst_PROGRAMS += bench/allreduce_bench
+bench_allreduce_bench_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+bench_allreduce_bench_LDADD = libdlaccel.la $(MPI_LIBS)
+bench_allreduce_bench_SOURCES = bench/allreduce_bench.c
+endif

@@ -43,12 +43,26 @@ typedef struct dla__spmd {
 dla__spmd *dla__spmd_get(void);
 
 /* Waits for req of the collective op (collective number w->seq), polling
- * the plugin and answering the other ranks' queries meanwhile. After
+ * the plugin and answering the other ranks' queries meanwhile. arrived:
+ * every rank is known to have entered the collective (its argument check
+ * passed), so the wait is the transfer itself: it polls without pausing,
+ * since a non-blocking collective moves only inside the polls. After
  * DLACCEL_COLLECTIVE_TIMEOUT seconds it logs a warning naming the ranks
  * that are not in this collective; after DLACCEL_COLLECTIVE_FAIL_AFTER
  * (default ten timeouts) it gives up: the world is broken and the status is
  * DLA_ERR_STATE with the missing ranks in the message. */
-dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req);
+dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int arrived);
+
+/* DLACCEL_COLLECTIVE_TIMEOUT and DLACCEL_COLLECTIVE_FAIL_AFTER in seconds
+ * (fail_after 0: never). */
+void dla__spmd_limits(double *timeout, double *fail_after);
+
+/* The watchdog of a transfer the plugin may block in (DLA_COMM_MAY_BLOCK):
+ * between begin and end, past the timeout it warns, and past fail_after it
+ * logs the error and ends the process (exit status 1): a blocked call
+ * cannot return one, and waiting forever is worse. */
+void dla__spmd_watch_begin(dla__spmd *w, const char *op);
+void dla__spmd_watch_end(void);
 
 /* Answers waiting queries and completes finished sends, without waiting:
  * called from every poll loop (the DataQueue's too). */

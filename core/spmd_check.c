@@ -84,11 +84,6 @@ static void rec_str(const dla__coll_rec *r, char *buf, size_t size)
              dla__dims_str(dims, sizeof dims, nd, d));
 }
 
-static dla_status wait_all(dla__spmd *w, const char *op, dla_comm_req req)
-{
-    return dla__spmd_wait(w, op, req);
-}
-
 /* The records of every rank, to name the tensor that differs (only on
  * the error path: every rank gets here together, as every rank saw the
  * same digests). */
@@ -101,9 +96,9 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
         return dla__fail(DLA_ERR_OUT_OF_MEMORY,
                          "%s: the ranks passed different tensors (out of memory naming which)", op);
     dla_comm_req req;
-    dla_status st = w->p->allgather(w->ctx, recs, (size_t)count * sizeof *recs, all, &req);
+    dla_status st = w->p->allgather(w->ctx, recs, (size_t)count * sizeof *recs, all, 0, &req);
     if (st == DLA_OK)
-        st = wait_all(w, op, req);
+        st = dla__spmd_wait(w, op, req, 1);
     if (st != DLA_OK) {
         if (!w->broken)
             dla__free(all);
@@ -163,9 +158,9 @@ dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for the argument check", op);
     }
     dla_comm_req req;
-    st = w->p->allgather(w->ctx, mine, sizeof *mine, all, &req);
+    st = w->p->allgather(w->ctx, mine, sizeof *mine, all, 0, &req);
     if (st == DLA_OK)
-        st = wait_all(w, op, req);
+        st = dla__spmd_wait(w, op, req, 0);
     if (st != DLA_OK) {
         if (!w->broken)
             dla__free(all);

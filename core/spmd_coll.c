@@ -184,7 +184,7 @@ static dla_status lay_out(const char *op, int n, dla_tensor *const *t, slot *s, 
 static dla_status wait_each(dla__spmd *w, const char *op, dla_comm_req *req, int nreq)
 {
     for (int i = 0; i < nreq; i++) {
-        dla_status st = dla__spmd_wait(w, op, req[i]);
+        dla_status st = dla__spmd_wait(w, op, req[i], 1);
         if (st != DLA_OK)
             return st;
     }
@@ -268,15 +268,17 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     if (st != DLA_OK || size == 1)
         goto done;
 
-    /* One reduction per direct tensor, one per staged dtype group, all
-     * started before the first wait. */
+    /* One reduction per direct tensor, one per staged dtype group. Every
+     * rank is known to be here, so the plugin may block in each (the
+     * watchdog covers a transfer that never ends). */
     int nreq = 0;
     dla_reduce_op wire = op == DLA_REDUCE_MEAN ? DLA_REDUCE_SUM : op;
+    dla__spmd_watch_begin(w, name);
     for (int k = 0; k < n && st == DLA_OK; k++) {
         if (!s[k].direct || s[k].bytes == 0)
             continue;
         st = w->p->allreduce(w->ctx, s[k].host, s[k].bytes / dla_dtype_size(t[k]->dtype),
-                             t[k]->dtype, wire, &reqs[nreq]);
+                             t[k]->dtype, wire, DLA_COMM_MAY_BLOCK, &reqs[nreq]);
         nreq += st == DLA_OK;
     }
     for (int d = 0; d < DLA_DTYPE_COUNT && st == DLA_OK; d++) {
@@ -287,7 +289,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
         if (bytes == 0)
             continue;
         st = w->p->allreduce(w->ctx, stage + group[d], bytes / dla_dtype_size((dla_dtype)d),
-                             (dla_dtype)d, wire, &reqs[nreq]);
+                             (dla_dtype)d, wire, DLA_COMM_MAY_BLOCK, &reqs[nreq]);
         nreq += st == DLA_OK;
     }
     if (st != DLA_OK) {
@@ -298,6 +300,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     } else {
         st = wait_each(w, name, reqs, nreq);
     }
+    dla__spmd_watch_end();
     for (int k = 0; k < n && st == DLA_OK; k++) {
         if (op == DLA_REDUCE_MEAN)
             divide(s[k].host, s[k].bytes, t[k]->dtype, size);
@@ -352,12 +355,14 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
         if (!s[k].direct || s[k].bytes == 0)
             continue;
         dla_comm_req req;
-        st = w->p->broadcast(w->ctx, s[k].host, s[k].bytes, root, &req);
+        dla__spmd_watch_begin(w, name);
+        st = w->p->broadcast(w->ctx, s[k].host, s[k].bytes, root, DLA_COMM_MAY_BLOCK, &req);
+        dla__spmd_watch_end();
         if (st != DLA_OK) {
             dla__error_prefix(name);
             dla__spmd_break(w);
         } else {
-            st = dla__spmd_wait(w, name, req);
+            st = dla__spmd_wait(w, name, req, 1);
         }
         if (st == DLA_OK)
             dla__storage_written(t[k]->storage);
@@ -365,12 +370,14 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
     size_t staged = group[DLA_DTYPE_COUNT];
     if (st == DLA_OK && staged) {
         dla_comm_req req;
-        st = w->p->broadcast(w->ctx, stage, staged, root, &req);
+        dla__spmd_watch_begin(w, name);
+        st = w->p->broadcast(w->ctx, stage, staged, root, DLA_COMM_MAY_BLOCK, &req);
+        dla__spmd_watch_end();
         if (st != DLA_OK) {
             dla__error_prefix(name);
             dla__spmd_break(w);
         } else {
-            st = dla__spmd_wait(w, name, req);
+            st = dla__spmd_wait(w, name, req, 1);
         }
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
@@ -447,12 +454,14 @@ DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
             memcpy(recv, send, bytes);
         } else {
             dla_comm_req req;
-            st = w->p->allgather(w->ctx, send, bytes, recv, &req);
+            dla__spmd_watch_begin(w, name);
+            st = w->p->allgather(w->ctx, send, bytes, recv, DLA_COMM_MAY_BLOCK, &req);
+            dla__spmd_watch_end();
             if (st != DLA_OK) {
                 dla__error_prefix(name);
                 dla__spmd_break(w);
             } else {
-                st = dla__spmd_wait(w, name, req);
+                st = dla__spmd_wait(w, name, req, 1);
             }
         }
         if (st == DLA_OK && recv_stage)

@@ -13,7 +13,11 @@
  *
  * Polling spins for the first milliseconds (a collective between ranks
  * that arrive together completes then, at full speed), then sleeps between
- * polls so that a rank waiting for a slow one leaves it the cores.
+ * polls so that a rank waiting for a slow one leaves it the cores. Once the
+ * argument check has shown every rank there, the transfer is polled
+ * without sleeping: a non-blocking collective progresses only inside the
+ * polls (a 64 MiB reduction ran at half of MPI_Allreduce's speed with
+ * pauses).
  */
 #define _GNU_SOURCE
 #include "core/spmd.h"
@@ -202,14 +206,20 @@ static void pause_for(double elapsed)
     nanosleep(&ts, NULL);
 }
 
-dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req)
+void dla__spmd_limits(double *timeout, double *fail_after)
 {
     static atomic_int warned_timeout, warned_fail;
-    double timeout = env_seconds("DLACCEL_COLLECTIVE_TIMEOUT", 60.0, 0, &warned_timeout);
-    double fail_after = env_seconds("DLACCEL_COLLECTIVE_FAIL_AFTER", 10.0 * timeout, 1, &warned_fail);
+    *timeout = env_seconds("DLACCEL_COLLECTIVE_TIMEOUT", 60.0, 0, &warned_timeout);
+    *fail_after = env_seconds("DLACCEL_COLLECTIVE_FAIL_AFTER", 10.0 * *timeout, 1, &warned_fail);
+}
+
+dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int arrived)
+{
+    double timeout, fail_after;
+    dla__spmd_limits(&timeout, &fail_after);
     /* How long the answers of the ranks that are there may take. */
     double grace = fmin(1.0, timeout / 4);
-    double t0 = dla__spmd_now();
+    double t0 = dla__spmd_now(), last_service = t0;
     double next_ask = t0 + timeout;
     double final_ask = fail_after > 0 ? t0 + fmax(0.0, fail_after - grace) : INFINITY;
     asking a = {0};
@@ -225,8 +235,14 @@ dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req)
         }
         if (done)
             break;
-        dla__spmd_service(w);
         double now = dla__spmd_now();
+        /* Queries matter only to a rank that waited seconds: answered every
+         * millisecond, they cost the fast path nothing (each MPI call may
+         * yield the core when oversubscribed). */
+        if (now - last_service >= 1e-3) {
+            dla__spmd_service(w);
+            last_service = now;
+        }
         if (!a.active && (now >= next_ask || now >= final_ask))
             ask_all(w, &a, now, now >= final_ask);
         if (a.active) {
@@ -253,7 +269,8 @@ dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req)
                 next_ask = a.since + timeout;
             }
         }
-        pause_for(now - t0);
+        if (!arrived)
+            pause_for(now - t0);
     }
     w->current_op = NULL;
     dla__free(a.ans);

@@ -13,4 +13,15 @@ dla_spmd_deps = tests/plugins.d/testmem.json
 if HAVE_MPI
 dla_spmd_deps += plugins/mpi/libdlaccel-mpi.la
 endif
+# A rank stopped inside a blocking transfer (the watchdog's case): an
+# interposer of MPI_Allreduce, preloaded into the ranks by tests/spmd.sh.
+if HAVE_MPI
+check_LTLIBRARIES += tests/plugins/spmd_stall.la
+tests_plugins_spmd_stall_la_SOURCES = tests/plugins/spmd_stall.c
+tests_plugins_spmd_stall_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_plugins_spmd_stall_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_spmd_stall_la_LIBADD = $(MPI_LIBS)
+dla_spmd_deps += tests/plugins/spmd_stall.la
+endif
+EXTRA_DIST += tests/plugins/spmd_stall.c
 $(dla_spmd_log): $(dla_spmd_deps)

@@ -30,7 +30,7 @@ fi
 # hang, the kill with recovery, the kill without, and the world of one.
 cases_in() { echo "$1" | tr ',' ' ' | wc -w; }
 nbasic=$(($(cases_in $basic) * 4 + 3 + 3 + $(cases_in $basic,mismatch)))
-plan=$((nbasic + 4 + 1))
+plan=$((nbasic + 5 + 1))
 echo "1..$plan"
 n=0
 
@@ -112,8 +112,28 @@ if [ $mpi = yes ]; then
         sed 's/^/#   /' "$tmp/out"
         echo "not ok $n - a rank killed: mpirun ended with status $status"
     fi
+    # Stopped inside the blocking transfer, after the argument check: the
+    # others are blocked in MPI_Allreduce, and the watchdog ends them.
+    # (A sanitizer's runtime must come first: no preload there.)
+    stall="$DLA_TEST_BUILDDIR/tests/plugins/.libs/spmd_stall.so"
+    status=0
+    if [ "${DLA_TEST_SANITIZER:-none}" = none ]; then
+        DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 \
+            run 60 3 -x LD_PRELOAD="$stall" -x DLA_TEST_STALL_RANK=2 -- stall
+        status=$?
+    fi
+    n=$((n + 1))
+    if [ "${DLA_TEST_SANITIZER:-none}" != none ]; then
+        echo "ok $n # SKIP no LD_PRELOAD under --enable-sanitizers=$DLA_TEST_SANITIZER"
+    elif [ $status -ne 0 ] && [ $status -ne 124 ] &&
+        grep -q "transfer has not completed after .* ending this process" "$tmp/out"; then
+        echo "ok $n - a rank stopped inside a transfer: the watchdog ends the others (status $status)"
+    else
+        sed 's/^/#   /' "$tmp/out"
+        echo "not ok $n - a rank stopped inside a transfer: mpirun ended with status $status"
+    fi
 else
-    skip 4
+    skip 5
 fi
 
 # A world of one: no mpirun, and no MPI loaded.

@@ -9,7 +9,7 @@
  * lines. Cases: world, allreduce, broadcast, allgather, flags, queue, args,
  * mismatch, single (no mpirun), and the faults: hang (the last rank never
  * comes) and kill (the last rank dies), where the others must end with the
- * error naming it.
+ * error naming it, and stall (the last rank stops inside a transfer).
  */
 #define _GNU_SOURCE
 #include <dlaccel.h>
@@ -379,6 +379,20 @@ static void case_fault(int kill_it)
     dla_tensor_release(t);
 }
 
+/* The last rank is stopped inside the transfer of the second reduction
+ * (tests/plugins/spmd_stall.c, preloaded): the others are blocked in it
+ * too, and the watchdog must end them with the error. They never return
+ * from the call. */
+static void case_stall(void)
+{
+    dla_tensor *t = vec(DLA_F32, 1000, f_mix);
+    CHECK(dla_allreduce(1, &t, DLA_REDUCE_SUM) == DLA_OK, "first allreduce");
+    fflush(stdout);
+    dla_status st = dla_allreduce(1, &t, DLA_REDUCE_SUM);
+    CHECK(0, "returned (status %d) from a transfer that a stopped rank never joined", st);
+    dla_tensor_release(t);
+}
+
 static int run_case(const char *name)
 {
     static const struct {
@@ -388,7 +402,7 @@ static int run_case(const char *name)
         {"world", case_world},         {"allreduce", case_allreduce}, {"broadcast", case_broadcast},
         {"allgather", case_allgather}, {"flags", case_flags},         {"queue", case_queue},
         {"args", case_args},           {"mismatch", case_mismatch},   {"single", case_single},
-        {"hang", case_hang},           {"kill", case_kill},
+        {"hang", case_hang},           {"kill", case_kill},           {"stall", case_stall},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(name, cases[i].name))

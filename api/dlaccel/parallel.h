@@ -4,10 +4,12 @@
  * Data-parallel training across processes (MATLAB's spmd world, gplus, gop
  * and DataQueue). Workers are MPI processes started by mpirun; libdlaccel
  * itself never links MPI: the collectives live in a communicator plugin
- * (plugins/mpi, found through a manifest as device plugins are) loaded on
- * first use. A program started without mpirun, or where no communicator
- * plugin is installed, is a world of one: rank 0 of size 1, and every
- * collective returns its input unchanged.
+ * (plugins/mpi, found through a manifest in the "comm" subfolder of the
+ * plugin folders, dlaccel/comm_plugin.h) loaded on first use, and only in a
+ * process a launcher started as one of a job. A program started without
+ * mpirun, or where no communicator plugin is installed (a warning says so
+ * under mpirun), or with DLACCEL_COMM=single, is a world of one: rank 0 of
+ * size 1, and every collective returns its input unchanged.
  *
  *     // spmd ... gplus(loss) ... end
  *     int r = dla_spmd_rank(), n = dla_spmd_size();
@@ -19,9 +21,16 @@
  * Every collective is called by every rank with the same arguments (count,
  * dtypes, sizes); before moving data it checks that they agree and fails on
  * every rank with DLA_ERR_INVALID_ARGUMENT and a message naming the rank
- * and the tensor that differ. A rank that waits on a collective longer than
+ * and the tensor that differ (a rank whose own arguments are refused fails
+ * every rank, naming it). A rank that waits on a collective longer than
  * DLACCEL_COLLECTIVE_TIMEOUT seconds (default 60) warns, naming the ranks
- * that are missing.
+ * that are missing; past DLACCEL_COLLECTIVE_FAIL_AFTER seconds (default ten
+ * timeouts, 0 never) it fails with DLA_ERR_STATE naming them, and every
+ * later collective fails at once (the world is broken; MPI is then not
+ * finalized at exit). A transfer that never ends once every rank is in it
+ * (a rank died inside it) ends the process with status 1 at that time,
+ * after logging why. Collectives are called from one thread at a time, and
+ * not while dla_accelerate records (DLA_ERR_UNSUPPORTED). docs/parallel.md.
  *
  * Errors: functions return a dla_status and set dla_last_error().
  */
@@ -67,13 +76,20 @@ DLA_API int dla_spmd_local_size(void);
 DLA_API const char *dla_spmd_backend(void);
 
 /* Reduces each of the n tensors element-wise across the ranks, in place:
- * every rank ends with the same result. Tensors may live on any device. */
+ * every rank ends with the same result. Tensors may live on any device and
+ * be views (a dense tensor of the cpu device is reduced in its own memory,
+ * others through a host copy); no two may share memory, nor a view repeat
+ * elements (stride 0). SUM, MAX and MIN take single, double, int32 and
+ * uint8 (logical: MAX is or, MIN is and); MEAN single and double
+ * (DLA_ERR_DTYPE otherwise). */
 DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op);
 /* Copies each of the n tensors of rank root into the same tensors of every
  * other rank (whose sizes and dtypes must agree). */
 DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root);
 /* Concatenates every rank's x (the same dtype and sizes on every rank) in
- * rank order along a new last dimension: *out has x's dims then size. */
+ * rank order along a new last dimension: *out has x's dims then size (a
+ * new unformatted tensor on x's device, owned by the caller or the open
+ * scope). x may have at most DLA_MAX_DIMS - 1 dims. */
 DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out);
 /* gop(@and, flag) and gop(@or, flag). */
 DLA_API dla_status dla_spmd_all(bool flag, bool *all);

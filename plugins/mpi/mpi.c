@@ -46,13 +46,15 @@ static dla_status req_new(dla_comm_req *out)
     return DLA_OK;
 }
 
-/* Starts an operation into a new request; on failure frees it. */
+/* Starts an operation into a new request; on failure frees it. A blocking
+ * call leaves the request MPI_REQUEST_NULL, which tests as done. */
 #define START(what, call)                                                      \
     do {                                                                       \
         dla_status st_ = req_new(req);                                         \
         if (st_ != DLA_OK)                                                     \
             return st_;                                                        \
         MPI_Request *r_ = &(*req)->r;                                          \
+        (void)r_;                                                              \
         int rc_ = (call);                                                      \
         if (rc_ != MPI_SUCCESS) {                                              \
             host->free(*req);                                                  \
@@ -154,7 +156,7 @@ static int mpi_type(dla_dtype dtype, MPI_Datatype *t)
 }
 
 static dla_status mpi_allreduce(void *ctx, void *buf, size_t count, dla_dtype dtype,
-                                dla_reduce_op op, dla_comm_req *req)
+                                dla_reduce_op op, uint32_t flags, dla_comm_req *req)
 {
     mpi_ctx *c = ctx;
     MPI_Datatype t;
@@ -167,27 +169,35 @@ static dla_status mpi_allreduce(void *ctx, void *buf, size_t count, dla_dtype dt
         return host->error(DLA_ERR_INVALID_ARGUMENT,
                            "mpi allreduce: %zu elements is more than one call takes (%d)", count,
                            INT_MAX);
+    if (flags & DLA_COMM_MAY_BLOCK)
+        START("allreduce", MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->coll));
     START("allreduce", MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->coll, r_));
 }
 
-static dla_status mpi_broadcast(void *ctx, void *buf, size_t bytes, int root, dla_comm_req *req)
+static dla_status mpi_broadcast(void *ctx, void *buf, size_t bytes, int root, uint32_t flags,
+                               dla_comm_req *req)
 {
     mpi_ctx *c = ctx;
     if (bytes > (size_t)INT_MAX)
         return host->error(DLA_ERR_INVALID_ARGUMENT,
                            "mpi broadcast: %zu bytes is more than one call takes (%d)", bytes,
                            INT_MAX);
+    if (flags & DLA_COMM_MAY_BLOCK)
+        START("broadcast", MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, c->coll));
     START("broadcast", MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, c->coll, r_));
 }
 
 static dla_status mpi_allgather(void *ctx, const void *send, size_t bytes, void *recv,
-                                dla_comm_req *req)
+                                uint32_t flags, dla_comm_req *req)
 {
     mpi_ctx *c = ctx;
     if (bytes > (size_t)INT_MAX)
         return host->error(DLA_ERR_INVALID_ARGUMENT,
                            "mpi allgather: %zu bytes is more than one call takes (%d)", bytes,
                            INT_MAX);
+    if (flags & DLA_COMM_MAY_BLOCK)
+        START("allgather",
+              MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->coll));
     START("allgather",
           MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->coll, r_));
 }
