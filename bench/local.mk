@@ -26,6 +26,13 @@ bench_dlaccel_bench_SOURCES = \
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh
 
+# The parallel training figures of issue 15 (bench/parallel_train.sh runs
+# them under mpirun; not part of make check: they take minutes).
+noinst_PROGRAMS += bench/parallel_train_bench
+bench_parallel_train_bench_SOURCES = bench/parallel_train_bench.c
+bench_parallel_train_bench_LDADD = libdlaccel.la -lm
+EXTRA_DIST += bench/parallel_train.sh
+
 # allreduce_bench: dla_allreduce against plain MPI_Allreduce in the same
 # run (bench/parallel.sh). Built when the MPI plugin is; as a program it
 # may link MPI itself (the library never does).

@@ -75,3 +75,11 @@ examples_slice_layer_LDADD = libdlaccel.la -lm
 TESTS += examples/training_examples.sh
 EXTRA_DIST += examples/training_examples.sh
 # ---- end of examples/cnn_fmnist, waveform, slice_layer ---------------------
+
+# ---- examples/parallel_training: the seed page's parallel loop (issue 15) --
+# mpirun -np 2 build/examples/parallel_training; tests/parallel_train.sh
+# runs it with --small.
+noinst_PROGRAMS += examples/parallel_training
+examples_parallel_training_SOURCES = examples/parallel_training.c
+examples_parallel_training_LDADD = libdlaccel.la -lm
+# ---- end of examples/parallel_training -------------------------------------

@@ -24,3 +24,8 @@ libdlaccel_la_SOURCES += nn/train_impl.h nn/train.c nn/train_options.c nn/train_
 	nn/progress.c nn/chart.h nn/chart.c
 # What trainnet checks before its first iteration (paths, class numbers).
 libdlaccel_la_SOURCES += nn/train_check.c
+# Training in parallel (docs/parallel.md, "Training"): shares of the global
+# mini-batch, the weighted combination of gradients and state, the
+# broadcast of the initial network, and trainnet's workers.
+libdlaccel_la_SOURCES += nn/spmd_impl.h nn/spmd_share.c nn/spmd_combine.c nn/spmd_state.c \
+	nn/spmd_net.c nn/train_parallel.h nn/train_parallel.c

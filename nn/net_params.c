@@ -195,6 +195,15 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
             /* Initialization keeps the copied values: their dims fit. */
             int nex = 0;
             dla_tensor *ex[64];
+            /* The examples on the device the values live on, whatever
+             * device is current (trainnet copies a host network with a
+             * "gpu" device current). */
+            dla_device *prev = dla_device_current(), *home = NULL;
+            for (int k = 0; !home && k < DLA__PARAM_KIND_COUNT; k++)
+                if (net->tables[k].count && net->tables[k].values[0])
+                    home = dla_tensor_device(net->tables[k].values[0]);
+            if (home && home != prev)
+                dla_device_set_current(home);
             dla_scope_begin();
             for (int k = 0; k < net->ninputs && k < 64; k++) {
                 const dla__shape *s = &net->input_shapes[k];
@@ -207,6 +216,8 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
             if (st == DLA_OK)
                 st = dla__net_init_with(c, nex, ex, NULL, NULL, net->dtype);
             dla_scope_end();
+            if (home && home != prev)
+                dla_device_set_current(prev);
         }
     }
     if (st != DLA_OK) {

@@ -18,6 +18,7 @@
 #include <dlaccel.h>
 
 #include "nn/train_impl.h"
+#include "nn/train_parallel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ typedef struct trainer {
     int val_bad;                 /* validations in a row without a new lowest loss */
     int64_t updated;             /* the last iteration whose update was applied */
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
+    dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
 } trainer;
 
 static double now(void)
@@ -76,6 +78,11 @@ static void say(trainer *tr, const char *text)
         fputs(text, tr->o.output);
         fflush(tr->o.output);
     }
+}
+
+static void say_ctx(void *ctx, const char *text)
+{
+    say(ctx, text);
 }
 
 /* ------------------------------------------------------------------- loss */
@@ -712,6 +719,8 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
     st = dla_tensor_status(tl);
     if (st == DLA_OK)
         st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
+    /* In parallel, the whole batch's loss, gradients and state. */
+    st = dla__train_par_step(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)), nl, ns, out);
     /* The loss and the gradients are checked before the new state and the
      * update are applied: a non-finite one stops training with the
      * network as it was (stop_diverged). */
@@ -749,6 +758,8 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
         tr->updated = tr->iteration;
     if (st == DLA_OK)
         st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
+    st = dla__train_par_metrics(&tr->par, st, dla_tensor_dim(x, obs_dim(x)), &s.training_accuracy,
+                                &s.training_rmse);
     dla_scope_end();
     dla_free(treated);
     dla_free(out);
@@ -847,8 +858,8 @@ static dla_status run_epochs(trainer *tr)
             dla_mbq_reset(tr->train_q);
         if (tr->progress)
             dla_progress_mark_epoch(tr->progress, tr->epoch, tr->iteration + 1);
-        int64_t b = 0, nb = dla_mbq_num_batches(tr->train_q);
-        while (st == DLA_OK && !stop && dla_mbq_hasdata(tr->train_q)) {
+        int64_t b = 0, nb = tr->par.on ? tr->iterations_per_epoch : dla_mbq_num_batches(tr->train_q);
+        while (st == DLA_OK && !stop && dla__train_par_hasdata(&tr->par, tr->train_q, &st)) {
             dla_scope_begin();
             dla_tensor *batch[2];
             st = dla_mbq_next(tr->train_q, 2, batch);
@@ -862,6 +873,7 @@ static dla_status run_epochs(trainer *tr)
                                  &stop);
             }
             dla_scope_end();
+            st = dla__train_par_end(&tr->par, st, &stop);
         }
         if (st == DLA_OK && tr->o.checkpoint_path &&
             !strcmp(tr->o.checkpoint_frequency_unit, "epoch") &&
@@ -869,6 +881,7 @@ static dla_status run_epochs(trainer *tr)
             st = checkpoint(tr);
         if (st == DLA_OK && tr->progress)
             st = write_chart(tr);
+        st = dla__train_par_agree(&tr->par, st, "the end of the epoch");
     }
     tr->epoch--;
     if (st == DLA_OK && !stop)
@@ -1026,6 +1039,7 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
 
 static void teardown(trainer *tr)
 {
+    dla__train_par_free(&tr->par);
     dla_mbq_free(tr->train_q);
     dla_mbq_free(tr->val_q);
     dla_tensor_release(tr->train_targets);
@@ -1048,6 +1062,9 @@ static void print_start(trainer *tr, int normalized)
     snprintf(line, sizeof line, "Training on %s (%s).\n", dla_device_name(tr->dev),
              dla_device_description(tr->dev));
     say(tr, line);
+    dla__train_par_describe(&tr->par, tr->dev, line, sizeof line);
+    if (*line)
+        say(tr, line);
     if (normalized)
         say(tr, "Initializing input data normalization.\n");
     char header[2048];
@@ -1073,8 +1090,13 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
     memset(&tr, 0, sizeof tr);
     if ((st = dla_training_options_resolve(opts, &tr.o)) != DLA_OK || (st = check_loss(loss)) != DLA_OK ||
         (st = check_data("data", data)) != DLA_OK ||
-        (tr.o.validation_data && (st = check_data("ValidationData", tr.o.validation_data)) != DLA_OK) ||
-        (st = dla__train_check_paths(&tr.o)) != DLA_OK)
+        (tr.o.validation_data && (st = check_data("ValidationData", tr.o.validation_data)) != DLA_OK))
+        return st;
+    /* "parallel", "multi-gpu": only rank 0 writes, so only it checks
+     * where; every rank learns whether that went well. */
+    dla__train_par_begin(&tr.par, &tr.o);
+    st = dla__train_par_agree(&tr.par, dla__train_check_paths(&tr.o), "checking the options");
+    if (st != DLA_OK)
         return st;
     tr.loss = loss;
     tr.metrics = dla__train_parse_metrics(tr.o.metrics);
@@ -1094,6 +1116,18 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
     if (st == DLA_OK) {
         dla_device_set_current(tr.dev);
         st = setup(&tr, data, net, &normalized);
+    }
+    if (tr.par.on) {
+        st = dla__train_par_agree(&tr.par, st, "set-up");
+        if (st == DLA_OK && tr.chunk)
+            st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                               "dla_trainnet: ExecutionEnvironment \"%s\" with SequenceLength "
+                               "\"%s\": chunks of sequences are not trained in parallel (the "
+                               "workers' chunk counts differ); use \"longest\" or \"shortest\"",
+                               tr.o.execution_environment, tr.o.sequence_length);
+        if (st == DLA_OK)
+            st = dla__train_par_setup(&tr.par, tr.net, &tr.train_q, &tr.o, &tr.iterations_per_epoch);
+        st = dla__train_par_agree(&tr.par, st, "partitioning the data");
     }
     if (st == DLA_OK) {
         snprintf(tr.hist.info->device, sizeof tr.hist.info->device, "%s", dla_device_name(tr.dev));
@@ -1127,6 +1161,8 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
             st = st == DLA_OK ? rs : st;
         }
     }
+    if (started)
+        dla__train_par_report(&tr.par, tr.o.verbose, say_ctx, &tr);
     if (st == DLA_OK) {
         dla_training_info *in = tr.hist.info;
         in->output_network_iteration = tr.iteration;

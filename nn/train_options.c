@@ -9,6 +9,7 @@
 #include <dlaccel.h>
 
 #include "nn/train_impl.h"
+#include "nn/train_parallel.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -20,7 +21,7 @@ static const char *const solvers[] = {"sgdm", "adam", "rmsprop", NULL};
 static const char *const shuffles[] = {"once", "every-epoch", "never", NULL};
 static const char *const partials[] = {"discard", "return", NULL};
 static const char *const directions[] = {"right", "left", NULL};
-static const char *const environments[] = {"auto", "cpu", "gpu", NULL};
+static const char *const environments[] = {"auto", "cpu", "gpu", "parallel", "multi-gpu", NULL};
 static const char *const plots[] = {"none", "training-progress", NULL};
 static const char *const clip_methods[] = {"l2norm", "global-l2norm", "absolute-value", NULL};
 static const char *const units[] = {"epoch", "iteration", NULL};
@@ -317,6 +318,8 @@ DLA_API dla_status dla_training_device(const char *environment, dla_device **out
     const char *env;
     if (choose("ExecutionEnvironment", environment, environments, &env) != DLA_OK)
         return dla_last_status();
+    if (!strcmp(env, "parallel") || !strcmp(env, "multi-gpu"))
+        return dla__train_par_device(env, out);
     if (!strcmp(env, "auto")) {
         *out = dla_device_current();
         return *out ? DLA_OK

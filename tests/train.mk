@@ -26,3 +26,24 @@ EXTRA_DIST += tests/tool_progress_tty.sh
 # half-installed dataset.
 TESTS += tests/tool_example_data.sh
 EXTRA_DIST += tests/tool_example_data.sh
+
+# Training in parallel (issue 15): the share arithmetic and the
+# combinations in a world of one (cmocka), and under mpirun with 1 to 4
+# ranks (parallel_train.sh, skipped without the MPI plugin).
+check_PROGRAMS += tests/test_parallel_train tests/parallel_train_check
+tests_test_parallel_train_SOURCES = tests/test_parallel_train.c
+tests_test_parallel_train_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_parallel_train_LDADD = $(DLA_TEST_LIBS)
+tests_parallel_train_check_SOURCES = tests/parallel_train_check.c
+tests_parallel_train_check_LDADD = libdlaccel.la -lm
+TESTS += tests/test_parallel_train tests/parallel_train_on_testmem.sh tests/parallel_train.sh
+EXTRA_DIST += tests/parallel_train.sh tests/parallel_train_on_testmem.sh
+# What the parallel runs start: the communicator plugin (when built), the
+# examples, the dlaccel tool (testmem is in check_DATA).
+dla_partrain_log = tests/parallel_train.sh.log
+dla_partrain_deps = tests/plugins.d/testmem.json examples/parallel_training examples/cnn_fmnist \
+	tools/dlaccel
+if HAVE_MPI
+dla_partrain_deps += plugins/mpi/libdlaccel-mpi.la
+endif
+$(dla_partrain_log): $(dla_partrain_deps)

@@ -144,6 +144,83 @@ DLA_API double dla_progress_elapsed(const dla_progress *p);
  * point was recorded. */
 DLA_API dla_status dla_progress_write_chart(const dla_progress *p, const char *path);
 
+/* ------------------------------------------------- training in parallel */
+
+/* The pieces of MATLAB's "Train Network in Parallel with Custom Training
+ * Loop", for a loop that every MPI rank runs (the spmd world of
+ * parallel.h; in a world of one each is the identity):
+ *
+ *     int r = dla_spmd_rank(), n = dla_spmd_size();
+ *     int64_t mine = dla_spmd_share(global_batch);      // workerMiniBatchSize(labindex)
+ *     double w = (double)mine / global_batch;             // workerNormalizationFactor
+ *     dla_spmd_broadcast_net(net, 0);                     // every worker starts the same
+ *     dla_mbq_partition(q, n, r, &part);                  // partition(imds, N, labindex)
+ *     dla_mbq_set_mini_batch_size(part, mine);
+ *     bool go;
+ *     while (dla_spmd_all(dla_mbq_hasdata(part), &go) == DLA_OK && go) {   // gop(@and, hasdata)
+ *         ... dla_feval(model_loss, ...) -> loss, grads[nl], state[ns] ...
+ *         dla_spmd_combine(nl, grads, w, grads);          // aggregateGradients (gplus)
+ *         dla_spmd_combine(1, &loss, w, &loss);           // gplus(factor * loss)
+ *         dla_spmd_combine_state(net, ns, state, mine, global_batch, state);  // aggregateState
+ *         dla_net_set_state(net, ns, state);
+ *         dla_sgdmupdate(...);                            // the same update on every worker
+ *     }
+ *
+ * The progress channel from the workers to rank 0 is parallel.h's
+ * dla_dataqueue. docs/parallel.md ("Training") tells the whole story. */
+
+/* Each worker's share of a global mini-batch of global observations among
+ * size workers (MATLAB's workerMiniBatchSize): global / size each, the
+ * remainder one each to the first workers, into shares[0..size-1]. With
+ * global < size the last workers get 0: they take part in every
+ * collective with weight 0. DLA_ERR_INVALID_ARGUMENT for global < 0,
+ * size < 1 or shares NULL. */
+DLA_API dla_status dla_spmd_shares(int64_t global, int size, int64_t *shares);
+/* This rank's share of global among dla_spmd_size() workers; -1 (with
+ * dla_last_error) for global < 0. */
+DLA_API int64_t dla_spmd_share(int64_t global);
+
+/* MATLAB's gplus(weight * x) of aggregateGradients: out[i] is the sum over
+ * the ranks of each rank's weight times x[i] (weight: its share of the
+ * global mini-batch, so the sum is the whole batch's mean), the same bits
+ * on every rank. The n tensors (gradients, a loss) are scaled and packed in
+ * order into buckets of one dtype of at most DLACCEL_BUCKET_MIB MiB (4 by
+ * default; a larger tensor is a bucket of its own), one allreduce per
+ * bucket, in the same order on every rank; out[i] is a view of its bucket
+ * with x[i]'s dims and format, owned as op results are (out may be x: the
+ * pointers are replaced, the caller's references are not released). A rank
+ * with weight 0 contributes zeros whatever x holds (x then only gives the
+ * shapes: a worker without observations passes the learnables
+ * themselves). Every rank passes the same n, dtypes and dims. */
+DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out);
+
+/* MATLAB's aggregateState, done right: state[0..n-1] is the new State
+ * (one tensor per row of dla_net_state(net), as dla_net_forward gave it)
+ * of this worker's count observations of a global mini-batch of global;
+ * net still holds the State from before that forward, the same on every
+ * rank. out[i] (out may be state) becomes, on every rank:
+ *  - batch normalization TrainedMean: the running mean updated with the
+ *    whole batch's mean (the workers' means weighted by share);
+ *  - TrainedVariance: updated with the whole batch's unbiased variance,
+ *    by the parallel-variance formula (each worker's variance plus its
+ *    mean's squared distance to the whole mean, weighted by share): a
+ *    weighted average of the workers' variances is not the variance of
+ *    the whole batch;
+ *  - any other state (an LSTM's hidden and cell state: one column per
+ *    observation of this worker's own batch): this worker's own, not
+ *    combined.
+ * Sums are taken in double. A worker with count 0 passes any tensors of
+ * the rows' dims (net's own State will do) and contributes nothing. */
+DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const *state,
+                                          int64_t count, int64_t global, dla_tensor **out);
+
+/* Copies root's Learnables, State and fixed parameters (input
+ * normalization statistics) into net on every rank (the networks must
+ * have the same layout), so that every worker starts from the same
+ * weights. The network's values are replaced by new tensors: tensors
+ * shared with another network are not written. */
+DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root);
+
 /* -------------------------------------------------------------- trainnet */
 
 /* The data trainnet reads (MATLAB's XTrain/TTrain arguments, or its
@@ -275,7 +352,13 @@ typedef struct dla_training_options {
      * device, which is the best loaded device unless DLACCEL_DEVICE or
      * dla_device_set_current says otherwise), "cpu", "gpu" (see
      * dla_training_device). The network is trained there; the returned
-     * network lives there. */
+     * network lives there. "parallel": every MPI rank (parallel.h; a
+     * program run without mpirun is one worker) trains on its share of
+     * each mini-batch, on the device "auto" gives it; "multi-gpu": the
+     * same with one rank per GPU of each machine, rank mapped to GPU by
+     * its local rank. Every rank calls trainnet with the same arguments
+     * and gets the same trained network; only rank 0 prints, draws the
+     * chart and writes checkpoints (docs/parallel.md, "Training"). */
     const char *execution_environment;
     /* ResetInputNormalization: 0 or 1: the statistics of every input
      * layer that normalizes are computed from the training data before
@@ -347,9 +430,12 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
  * thread's current device; "cpu": the first device of type "cpu"; "gpu":
  * the best device that is not a cpu (the highest plugin priority among
  * loaded devices whose type is not "cpu"; all plugins are loaded to find
- * it). DLA_ERR_NO_DEVICE when there is none ("gpu": the message lists the
- * devices found and how to load a GPU plugin), DLA_ERR_INVALID_ARGUMENT
- * for another name. */
+ * it); "parallel": as "auto", in each rank; "multi-gpu": the devices
+ * that are not a cpu, in order, the one at this rank's local rank
+ * (dla_spmd_local_rank). DLA_ERR_NO_DEVICE when there is none ("gpu": the
+ * message lists the devices found and how to load a GPU plugin;
+ * "multi-gpu": no GPU, or fewer GPUs than ranks on this machine),
+ * DLA_ERR_INVALID_ARGUMENT for another name. */
 DLA_API dla_status dla_training_device(const char *environment, dla_device **out);
 
 /* What trainnet returns besides the network (MATLAB's TrainingInfo). */

@@ -18,6 +18,7 @@
 
 #include <omp.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define PER_CPU 4
@@ -36,6 +37,23 @@ static int cpus_available(void)
     return n > 0 ? (int)n : 1;
 }
 
+/* The ranks of this machine's part of an MPI job, from what the launcher
+ * puts in the environment (Open MPI's, MPICH's and Slurm's); 1 outside
+ * one. Read here, not asked of the communicator: the plugin knows nothing
+ * of it, and the count must be set before the first kernel. */
+static int local_ranks(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "SLURM_NTASKS_PER_NODE", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        long n = v ? strtol(v, NULL, 10) : 0;
+        if (n > 0 && n < (1 << 20))
+            return (int)n;
+    }
+    return 1;
+}
+
 void dla__cpu_threads_init(void)
 {
     const int cpus = cpus_available();
@@ -43,6 +61,23 @@ void dla__cpu_threads_init(void)
     if (limit < MIN_LIMIT)
         limit = MIN_LIMIT;
     const int asked = omp_get_max_threads();
+    /* Several MPI ranks on this machine (parallel training) and no
+     * OMP_NUM_THREADS: each takes its part of the CPUs, so that 2 ranks
+     * on 2 cores do not run 4 threads that wait for each other. */
+    const int ranks = local_ranks();
+    if (ranks > 1 && !getenv("OMP_NUM_THREADS")) {
+        const int share = cpus / ranks > 0 ? cpus / ranks : 1;
+        if (share < asked) {
+            dla__cpu_threads_limit = share;
+            if (dla__cpu_host->log)
+                dla__cpu_host->log(DLA_LOG_INFO,
+                                   "%d ranks run on this machine: %d thread%s each (%d CPU%s "
+                                   "divided among them; OMP_NUM_THREADS sets another count)",
+                                   ranks, share, share == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
+            dla__cpu_threads_apply();
+            return;
+        }
+    }
     if (asked <= limit) {
         dla__cpu_threads_limit = 0;
         return;

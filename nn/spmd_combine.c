@@ -1,0 +1,142 @@
+/*
+ * spmd_combine.c - MATLAB's aggregateGradients: gplus(weight * x) over the
+ * ranks, for many tensors at once, reduced in buckets.
+ *
+ * Why buckets: one allreduce per gradient costs a round of messages per
+ * learnable (the digit CNN has 8, a ResNet hundreds), most of them a few
+ * hundred bytes, where latency is everything; one allreduce of everything
+ * holds a second copy of all gradients. Buckets of a few MiB make few
+ * messages of a size MPI moves at full bandwidth. The tensors go into
+ * buckets in the order given, which every rank gives alike, so the
+ * buckets (and the bits of the sums) are the same on every rank.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlaccel.h>
+
+#include <stdio.h>
+
+#include "nn/spmd_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_BUCKET_MIB 4.0
+
+static double clock_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Seconds spent inside allreduce by dla_spmd_combine on this thread, for
+ * the benchmark's overlap figure. */
+static _Thread_local double reduce_seconds;
+
+double dla__spmd_reduce_seconds(void)
+{
+    return reduce_seconds;
+}
+
+size_t dla__spmd_bucket_bytes(void)
+{
+    const char *s = getenv("DLACCEL_BUCKET_MIB");
+    if (s && *s) {
+        char *end;
+        double mib = strtod(s, &end);
+        /* A value that is not a positive number is ignored (the default
+         * holds); at least one element per bucket anyway. */
+        if (*end == '\0' && mib > 0 && mib < 1e6)
+            return (size_t)(mib * 1048576.0) ? (size_t)(mib * 1048576.0) : 1;
+    }
+    return (size_t)(DEFAULT_BUCKET_MIB * 1048576.0);
+}
+
+/* Reduces x[first..first+count-1] (one dtype) as one bucket into out. */
+static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, dla_tensor **out)
+{
+    dla_tensor **flat = dla_malloc(sizeof *flat * (size_t)count);
+    if (!flat)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory");
+    for (int i = 0; i < count; i++) {
+        dla_tensor *v = dla_reshape(x[i], "", DLA_DIMS(dla_tensor_numel(x[i])));
+        /* Weight 0: zeros, whatever x holds (NaN times 0 is NaN). */
+        flat[i] = weight == 0.0  ? dla_zeros(dla_tensor_dtype(x[i]), "", DLA_DIMS(dla_tensor_numel(x[i])))
+                  : weight == 1.0 ? v
+                                  : dla_affine(v, weight, 0.0);
+    }
+    /* dla_cat always copies: the allreduce, in place, never writes the
+     * caller's tensors. */
+    dla_tensor *bucket = dla_cat(1, count, flat);
+    dla_free(flat);
+    dla_status st = dla_tensor_status(bucket);
+    if (st != DLA_OK)
+        return st;
+    double t0 = clock_now();
+    st = dla_allreduce(1, &bucket, DLA_REDUCE_SUM);
+    reduce_seconds += clock_now() - t0;
+    if (st != DLA_OK)
+        return st;
+    int64_t off = 0;
+    for (int i = 0; i < count; i++) {
+        int64_t dims[DLA_MAX_DIMS], k = dla_tensor_numel(x[i]);
+        int nd = dla_tensor_dims(x[i], dims);
+        out[i] = dla_reshape(dla_slice(bucket, 1, off, 1, off + k), dla_tensor_format(x[i]), nd, dims);
+        off += k;
+        if ((st = dla_tensor_status(out[i])) != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out)
+{
+    if (n < 0 || (n > 0 && (!x || !out)))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_spmd_combine: n %d, x %s, out %s", n, x ? "set" : "NULL",
+                             out ? "set" : "NULL");
+    if (!(weight >= 0 && weight <= 1))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_spmd_combine: weight %g is not a share in [0, 1]", weight);
+    for (int i = 0; i < n; i++) {
+        if (!x[i])
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_spmd_combine: x[%d] is NULL", i);
+        if (dla_tensor_status(x[i]) != DLA_OK)
+            return dla_set_error(dla_tensor_status(x[i]), "dla_spmd_combine: x[%d]: %s", i,
+                                 dla_tensor_error(x[i]));
+        dla_dtype dt = dla_tensor_dtype(x[i]);
+        if (dt != DLA_F32 && dt != DLA_F64)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "dla_spmd_combine: x[%d] is not a floating-point tensor", i);
+    }
+    /* The inputs stay readable while out (which may be x) is filled. */
+    dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1));
+    if (!in)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory");
+    memcpy(in, x, sizeof *in * (size_t)n);
+    size_t cap = dla__spmd_bucket_bytes();
+    dla_status st = DLA_OK;
+    for (int first = 0; st == DLA_OK && first < n;) {
+        dla_dtype dt = dla_tensor_dtype(in[first]);
+        size_t bytes = (size_t)dla_tensor_numel(in[first]) * dla_dtype_size(dt);
+        int count = 1;
+        while (first + count < n && dla_tensor_dtype(in[first + count]) == dt) {
+            size_t more = (size_t)dla_tensor_numel(in[first + count]) * dla_dtype_size(dt);
+            if (bytes + more > cap)
+                break;
+            bytes += more;
+            count++;
+        }
+        st = reduce_bucket(count, in + first, weight, out + first);
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            dla_set_error(st, "dla_spmd_combine: the bucket of x[%d..%d]: %s", first,
+                          first + count - 1, msg);
+        }
+        first += count;
+    }
+    dla_free(in);
+    return st;
+}

@@ -1,0 +1,61 @@
+/*
+ * spmd_net.c - every worker starts from rank root's network: its
+ * Learnables, State and fixed parameters (input normalization statistics)
+ * broadcast into new tensors, one broadcast per table.
+ *
+ * Why new tensors: a network's values may share storage with another
+ * network (dla_net_copy) or a user's tensor; a broadcast writes in place.
+ */
+#include <dlaccel.h>
+
+#include <stdio.h>
+
+#include "nn/nn.h"
+
+static dla_status broadcast_table(dla_table *t, int root, const char *what)
+{
+    int n = t->count;
+    if (n == 0)
+        return DLA_OK;
+    dla_tensor **copy = dla__nn_calloc((size_t)n, sizeof *copy);
+    if (!copy)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_broadcast_net: out of memory");
+    dla_scope_begin();
+    dla_status st = DLA_OK;
+    for (int i = 0; st == DLA_OK && i < n; i++) {
+        /* dla_cat of one tensor is a dense copy with its dims and format. */
+        copy[i] = dla_cat(1, 1, &t->values[i]);
+        st = dla_tensor_status(copy[i]);
+    }
+    if (st == DLA_OK)
+        st = dla_broadcast(n, copy, root);
+    for (int i = 0; st == DLA_OK && i < n; i++) {
+        dla_tensor *old = t->values[i];
+        t->values[i] = dla_tensor_retain(copy[i]);
+        dla_tensor_release(old);
+    }
+    dla_scope_end();
+    dla__nn_free(copy);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla__nn_fail(st, "dla_spmd_broadcast_net: %s: %s", what, msg);
+    }
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root)
+{
+    if (!net || !dla_net_initialized(net))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_spmd_broadcast_net: argument net is %s",
+                            net ? "not initialized" : "NULL");
+    int size = dla_spmd_size();
+    if (root < 0 || root >= size)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                            "dla_spmd_broadcast_net: root %d is not a rank of 0..%d", root, size - 1);
+    static const char *const what[DLA__PARAM_KIND_COUNT] = {"Learnables", "State", "fixed parameters"};
+    dla_status st = DLA_OK;
+    for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
+        st = broadcast_table(&net->tables[k], root, what[k]);
+    return st;
+}

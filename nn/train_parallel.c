@@ -1,0 +1,351 @@
+/*
+ * train_parallel.c - trainnet's workers: ExecutionEnvironment "parallel"
+ * and "multi-gpu" (docs/parallel.md, "Training").
+ *
+ * Every rank runs trainnet's loop on its part of the data and its share
+ * of each mini-batch; where the loop would use a figure of the whole
+ * batch (the loss, the gradients, the batch-normalization state, the
+ * metrics) the workers combine theirs, so that each applies the same
+ * update to the same network and takes the same decisions (stop, diverged,
+ * validation). The workers also agree on every failure: a rank that fails
+ * alone would otherwise leave the others waiting in the next collective
+ * for ever.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlaccel.h>
+
+#include "nn/spmd_impl.h"
+#include "nn/train_impl.h"
+#include "nn/train_parallel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static double clock_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+dla_status dla__train_par_device(const char *env, dla_device **out)
+{
+    if (!strcmp(env, "parallel")) {
+        *out = dla_device_current();
+        return *out ? DLA_OK
+                    : dla_set_error(DLA_ERR_NO_DEVICE,
+                                    "dla_training_device: ExecutionEnvironment \"parallel\": no "
+                                    "device: %s", dla_last_error());
+    }
+    /* "multi-gpu": the devices that are not a cpu, in the registry's order. */
+    int n = dla_device_count(), local = dla_spmd_local_rank(), ranks = dla_spmd_local_size();
+    int gpus = 0;
+    dla_device *mine = NULL;
+    char found[512] = "";
+    for (int i = 0; i < n; i++) {
+        dla_device *d = dla_device_at(i);
+        size_t len = strlen(found);
+        snprintf(found + len, sizeof found - len, "%s%s (%s)", len ? ", " : "", dla_device_name(d),
+                 dla_device_type(d));
+        if (!strcmp(dla_device_type(d), "cpu"))
+            continue;
+        if (gpus == local)
+            mine = d;
+        gpus++;
+    }
+    if (!gpus)
+        return dla_set_error(DLA_ERR_NO_DEVICE,
+                             "dla_training_device: ExecutionEnvironment \"multi-gpu\": this machine "
+                             "has no GPU (found: %s); use \"parallel\" to train with one worker per "
+                             "rank on the CPU", *found ? found : "no device at all");
+    if (ranks > gpus || !mine)
+        return dla_set_error(DLA_ERR_NO_DEVICE,
+                             "dla_training_device: ExecutionEnvironment \"multi-gpu\": %d ranks run "
+                             "on this machine but it has %d GPU%s (found: %s): start one rank per "
+                             "GPU (mpirun -np %d), or use \"parallel\"",
+                             ranks, gpus, gpus == 1 ? "" : "s", found, gpus);
+    *out = mine;
+    return DLA_OK;
+}
+
+void dla__train_par_begin(dla__train_par *p, dla_training_options *o)
+{
+    memset(p, 0, sizeof *p);
+    const char *env = o->execution_environment;
+    p->on = env && (!strcmp(env, "parallel") || !strcmp(env, "multi-gpu"));
+    p->rank = p->on ? dla_spmd_rank() : 0;
+    p->size = p->on ? dla_spmd_size() : 1;
+    if (p->on && p->rank != 0) {
+        /* Rank 0 alone prints, draws and writes checkpoints. */
+        o->verbose = 0;
+        o->plots = "none";
+        o->checkpoint_path = NULL;
+    }
+}
+
+/* Every rank's k doubles into all (k * size, rank after rank). */
+static dla_status gather(const double *mine, int k, double *all)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host(mine, DLA_F64, "", DLA_DIMS(k)), *y = NULL;
+    dla_status st = dla_tensor_status(x);
+    if (st == DLA_OK)
+        st = dla_allgather(x, &y);
+    if (st == DLA_OK) {
+        st = dla_tensor_to_host(y, all, sizeof *all * (size_t)k * (size_t)dla_spmd_size());
+    }
+    dla_scope_end();
+    return st;
+}
+
+/* Agrees on st with k more values per rank (into all, k+1 per rank: the
+ * failure flag first). */
+static dla_status agree_with(const dla__train_par *p, dla_status st, const char *when, int k,
+                             const double *mine, double *all)
+{
+    double v[8];
+    v[0] = st != DLA_OK;
+    for (int i = 0; i < k; i++)
+        v[1 + i] = mine[i];
+    char msg[1024] = "";
+    if (st != DLA_OK)
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+    dla_status gs = gather(v, k + 1, all);
+    if (gs != DLA_OK) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", dla_last_error());
+        return dla_set_error(gs, "dla_trainnet: rank %d: %s: the workers could not meet: %s",
+                             p->rank, when, why);
+    }
+    char ranks[256] = "";
+    int failed = 0;
+    for (int r = 0; r < p->size; r++)
+        if (all[r * (k + 1)] != 0) {
+            size_t len = strlen(ranks);
+            snprintf(ranks + len, sizeof ranks - len, "%s%d", failed++ ? ", " : "", r);
+        }
+    if (!failed)
+        return DLA_OK;
+    if (st != DLA_OK)
+        return dla_set_error(st, "%s", msg);
+    return dla_set_error(DLA_ERR_STATE, "dla_trainnet: %s: rank%s %s failed (its message is on "
+                         "that rank); rank %d stops with it", when, failed > 1 ? "s" : "", ranks,
+                         p->rank);
+}
+
+dla_status dla__train_par_agree(const dla__train_par *p, dla_status st, const char *when)
+{
+    if (!p->on || p->size == 1)
+        return st;
+    double all[1024];
+    if (p->size > 1024)
+        return st;
+    return agree_with(p, st, when, 0, NULL, all);
+}
+
+dla_status dla__train_par_setup(dla__train_par *p, dla_net *net, dla_mbq **q,
+                                const dla_training_options *o, int64_t *iterations)
+{
+    if (!p->on)
+        return DLA_OK;
+    dla_status st = dla_spmd_broadcast_net(net, 0);
+    if (st != DLA_OK)
+        return st;
+    int64_t n = dla_mbq_num_observations(*q);
+    if (n < p->size)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: %lld observations for %d workers: each worker needs "
+                             "at least one", (long long)n, p->size);
+    p->global = o->mini_batch_size;
+    p->share = dla_spmd_share(p->global);
+    /* The parts are contiguous runs of the whole queue's order: shuffled
+     * first (the same order on every rank: the same seed), so that no
+     * worker gets one end of sorted data. */
+    if (strcmp(o->shuffle, "never"))
+        dla_mbq_shuffle(*q);
+    dla_mbq *part = NULL;
+    st = dla_mbq_partition(*q, p->size, p->rank, &part);
+    /* A worker without a share still runs its forward on one observation
+     * (the shapes of every collective must agree) and weighs 0. */
+    if (st == DLA_OK)
+        st = dla_mbq_set_mini_batch_size(part, p->share ? p->share : 1);
+    if (st != DLA_OK) {
+        dla_mbq_free(part);
+        return st;
+    }
+    p->whole = *q;
+    *q = part;
+    double mine = (double)dla_mbq_num_batches(part), all[1024 * 2];
+    if (p->size > 1024)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %d workers: at most 1024",
+                             p->size);
+    st = agree_with(p, DLA_OK, "set-up", 1, &mine, all);
+    if (st != DLA_OK)
+        return st;
+    /* The epoch ends with the first part that runs out (gop(@and, hasdata)). */
+    double fewest = all[1];
+    for (int r = 1; r < p->size; r++)
+        fewest = all[2 * r + 1] < fewest ? all[2 * r + 1] : fewest;
+    *iterations = (int64_t)fewest;
+    if (*iterations < 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: a worker's part makes no full mini-batch of its share "
+                             "(global mini-batch %lld among %d workers, PartialMiniBatch \"%s\")",
+                             (long long)p->global, p->size, o->partial_mini_batch);
+    return DLA_OK;
+}
+
+int dla__train_par_hasdata(dla__train_par *p, dla_mbq *q, dla_status *st)
+{
+    if (!p->on)
+        return dla_mbq_hasdata(q);
+    bool all = false;
+    *st = dla_spmd_all(dla_mbq_hasdata(q) != 0, &all);
+    return *st == DLA_OK && all;
+}
+
+dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
+                               int nl, int ns, dla_tensor **out)
+{
+    if (!p->on)
+        return st;
+    double t0 = clock_now(), r0 = dla__spmd_reduce_seconds();
+    p->batches++;
+    /* A worker without a share ran on one observation it must not count. */
+    double mine = p->share ? (double)count : 0.0, all[1024 * 2];
+    st = agree_with(p, st, "the step", 1, &mine, all);
+    if (st != DLA_OK)
+        return st;
+    double global = 0;
+    for (int r = 0; r < p->size; r++)
+        global += all[2 * r + 1];
+    /* The loss and the gradients in one combination: out[0] and out[2..]. */
+    dla_tensor **lg = dla_malloc(sizeof *lg * (size_t)(nl + 1));
+    if (!lg)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    lg[0] = out[0];
+    memcpy(lg + 1, out + 2, sizeof *lg * (size_t)nl);
+    st = dla_spmd_combine(nl + 1, lg, mine / global, lg);
+    if (st == DLA_OK) {
+        out[0] = lg[0];
+        memcpy(out + 2, lg + 1, sizeof *lg * (size_t)nl);
+    }
+    dla_free(lg);
+    if (st == DLA_OK && ns)
+        st = dla_spmd_combine_state(net, ns, out + 2 + nl, (int64_t)mine, (int64_t)global,
+                                    out + 2 + nl);
+    p->reduce_seconds += dla__spmd_reduce_seconds() - r0;
+    p->step_seconds += clock_now() - t0;
+    return st;
+}
+
+dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t count, double *acc,
+                                  double *rmse)
+{
+    if (!p->on || p->size == 1)
+        return st;
+    double w = p->share ? (double)count : 0.0;
+    /* Accuracy is a mean over observations, RMSE the root of a mean over
+     * elements (observations times the same dims on every worker). */
+    double mine[3] = {w, isnan(*acc) ? 0 : w * *acc, isnan(*rmse) ? 0 : w * *rmse * *rmse};
+    double all[1024 * 4];
+    st = agree_with(p, st, "the metrics", 3, mine, all);
+    if (st != DLA_OK)
+        return st;
+    double n = 0, a = 0, r = 0;
+    for (int k = 0; k < p->size; k++) {
+        n += all[4 * k + 1];
+        a += all[4 * k + 2];
+        r += all[4 * k + 3];
+    }
+    if (!isnan(*acc))
+        *acc = a / n;
+    if (!isnan(*rmse))
+        *rmse = sqrt(r / n);
+    return DLA_OK;
+}
+
+dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop)
+{
+    if (!p->on || p->size == 1)
+        return st;
+    double mine = *stop != 0, all[1024 * 2];
+    st = agree_with(p, st, "the end of the iteration", 1, &mine, all);
+    for (int r = 0; st == DLA_OK && r < p->size; r++)
+        *stop |= all[2 * r + 1] != 0;
+    return st;
+}
+
+void dla__train_par_describe(const dla__train_par *p, const dla_device *dev, char *buf, size_t size)
+{
+    *buf = '\0';
+    if (!p->on)
+        return;
+    int64_t shares[1024];
+    if (p->size > 1024 || dla_spmd_shares(p->global, p->size, shares) != DLA_OK)
+        return;
+    int n = snprintf(buf, size, "Training in parallel: %d worker%s (%s), rank 0 on %s; "
+                     "mini-batch %lld shared as ", p->size, p->size == 1 ? "" : "s",
+                     dla_spmd_backend(), dla_device_name((dla_device *)dev), (long long)p->global);
+    for (int r = 0; r < p->size && n > 0 && (size_t)n < size; r++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%lld", r ? " + " : "", (long long)shares[r]);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ".\n");
+}
+
+typedef struct worker_report {
+    int32_t rank;
+    int32_t pad;
+    int64_t batches;
+    double step_seconds, reduce_seconds;
+} worker_report;
+
+void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx, const char *),
+                           void *ctx)
+{
+    if (!p->on || p->size == 1)
+        return;
+    dla_dataqueue *q = NULL;
+    if (dla_dataqueue_create(&q) != DLA_OK)
+        return;
+    worker_report me = {p->rank, 0, p->batches, p->step_seconds, p->reduce_seconds};
+    dla_dataqueue_send(q, &me, sizeof me);
+    if (p->rank == 0) {
+        /* Rank 0 takes one message from each worker (its own included),
+         * as they come, and writes them in rank order. */
+        worker_report *all = dla_malloc(sizeof *all * (size_t)p->size);
+        int got = 0;
+        /* A worker whose send failed is not waited for past a minute. */
+        double until = clock_now() + 60;
+        while (all && got < p->size && clock_now() < until) {
+            worker_report r;
+            int from;
+            size_t sz;
+            int k = dla_dataqueue_poll(q, &r, sizeof r, &from, &sz);
+            if (k < 0)
+                break;
+            if (k == 1 && sz == sizeof r && r.rank >= 0 && r.rank < p->size)
+                all[got++] = r;
+        }
+        for (int w = 0; all && verbose && w < p->size; w++)
+            for (int i = 0; i < got; i++) {
+                if (all[i].rank != w)
+                    continue;
+                char line[256];
+                snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.2f s combining "
+                         "(%.2f s of it in allreduce)\n", w, (long long)all[i].batches,
+                         all[i].step_seconds, all[i].reduce_seconds);
+                say(ctx, line);
+            }
+        dla_free(all);
+    }
+    dla_dataqueue_free(q);
+}
+
+void dla__train_par_free(dla__train_par *p)
+{
+    dla_mbq_free(p->whole);
+    p->whole = NULL;
+}

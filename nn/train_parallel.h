@@ -1,0 +1,59 @@
+/*
+ * train_parallel.h - trainnet's ExecutionEnvironment "parallel" and
+ * "multi-gpu": what train.c calls at each point of the loop where the
+ * workers meet (nn/train_parallel.c). With p->on 0 every call is the
+ * single-process behaviour, so train.c calls them unconditionally.
+ */
+#ifndef DLA_NN_TRAIN_PARALLEL_H
+#define DLA_NN_TRAIN_PARALLEL_H
+
+#include <dlaccel.h>
+
+typedef struct dla__train_par {
+    int on;             /* ExecutionEnvironment "parallel" or "multi-gpu" */
+    int rank, size;
+    int64_t global;     /* MiniBatchSize: the global mini-batch */
+    int64_t share;      /* this rank's share of it */
+    dla_mbq *whole;     /* the queue over all the data, partitioned */
+    int64_t batches;    /* this rank's mini-batches so far */
+    double step_seconds, reduce_seconds; /* of them: in the step, in reductions */
+} dla__train_par;
+
+/* The device of "parallel" (the current one, as "auto") or "multi-gpu"
+ * (the non-cpu device at this rank's local rank). */
+dla_status dla__train_par_device(const char *env, dla_device **out);
+/* Starts the world for "parallel"/"multi-gpu" (resolved options) and
+ * silences every rank but 0: no table, no chart, no checkpoints. */
+void dla__train_par_begin(dla__train_par *p, dla_training_options *o);
+/* Every rank's st in one: DLA_OK everywhere, or on every rank an error
+ * naming the ranks that failed (a rank's own message kept). */
+dla_status dla__train_par_agree(const dla__train_par *p, dla_status st, const char *when);
+/* After set-up: rank 0's network to every rank, and *q (the whole data)
+ * replaced by this rank's part, with its share as mini-batch size;
+ * *iterations becomes the epoch's length (the fewest batches of a part). */
+dla_status dla__train_par_setup(dla__train_par *p, dla_net *net, dla_mbq **q,
+                                const dla_training_options *o, int64_t *iterations);
+/* gop(@and, hasdata) of the part queues; 0 on a collective's failure (*st). */
+int dla__train_par_hasdata(dla__train_par *p, dla_mbq *q, dla_status *st);
+/* After one rank's dla_feval (status st) on its batch of count
+ * observations: out = {loss, Y, grads[nl], state[ns]} made whole-batch:
+ * loss and gradients weighted and summed, state combined. */
+dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
+                               int nl, int ns, dla_tensor **out);
+/* The mini-batch metrics (NaN when not computed) of this rank's batch of
+ * count observations made whole-batch, with st agreed. */
+dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t count, double *acc,
+                                  double *rmse);
+/* The end of an iteration: st agreed, and *stop set on every rank when set
+ * on any (an OutputFcn). */
+dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop);
+/* A line for the start of training ("" when not on). */
+void dla__train_par_describe(const dla__train_par *p, const dla_device *dev, char *buf,
+                             size_t size);
+/* At the end: each worker's figures sent to rank 0 through a DataQueue
+ * and written there with say(ctx, line) when verbose. Collective. */
+void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx, const char *),
+                           void *ctx);
+void dla__train_par_free(dla__train_par *p);
+
+#endif

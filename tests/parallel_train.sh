@@ -1,0 +1,101 @@
+#!/bin/sh
+# Parallel training under mpirun (issue 15): N workers against 1, the same
+# bits on every rank after every step, two runs alike (1 to 4 ranks); the
+# batch-normalization state combined against the whole batch's; trainnet
+# "parallel" with parts of uneven batch counts ending together, only rank 0
+# printing, and a resume from its checkpoint with another number of
+# workers; the two examples on 2 ranks (--small); the cpu plugin's
+# threads divided among the ranks of the machine. Each mpirun under a
+# timeout. Speaks TAP; skipped when the MPI
+# plugin is not built.
+check="$DLA_TEST_BUILDDIR/tests/parallel_train_check"
+if [ ! -f "$DLA_TEST_BUILDDIR/plugins.d/comm/mpi.json" ]; then
+    echo "1..0 # SKIP the MPI plugin is not built (configure found no MPI: install libopenmpi-dev)"
+    exit 0
+fi
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "1..0 # SKIP mpirun is not installed (openmpi-bin)"
+    exit 0
+fi
+unset DLACCEL_DEVICE DLACCEL_COMM DLACCEL_COLLECTIVE_TIMEOUT
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-partrain-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+# Open MPI refuses root without these; the ranks share two cores here, so
+# one thread each, and idle ranks yield.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+# mpirun N ARGS...: the check under a timeout, output in $tmp/out.
+run() {
+    n=$1; shift
+    timeout 120 mpirun --oversubscribe --tag-output -np "$n" "$check" "$@" >"$tmp/out" 2>&1
+    status=$?
+}
+t=0
+verdict() {
+    t=$((t + 1))
+    if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
+        sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
+}
+echo "1..15"
+for n in 1 2 3 4; do
+    run "$n" steps
+    verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
+done
+for n in 2 4; do
+    run "$n" bn
+    verdict "$n workers: batch-normalization state combined equals the whole batch's"
+done
+for n in 2 3 4; do
+    rm -f "$tmp"/ckpt/*; mkdir -p "$tmp/ckpt"
+    run "$n" trainnet "$tmp/ckpt"
+    verdict "trainnet \"parallel\" on $n workers with uneven batch counts ends together"
+done
+# The last run's output: rank 0's lines only (the table, the verdicts).
+t=$((t + 1))
+others=$(grep -c '^\[1,[1-9][0-9]*\]<stdout>' "$tmp/out")
+mine=$(grep -c '^\[1,0\]<stdout>' "$tmp/out")
+if [ "$others" -eq 0 ] && [ "$mine" -gt 0 ]; then echo "ok $t - only rank 0 prints ($mine lines)"; else
+    sed 's/^/#   /' "$tmp/out"; echo "not ok $t - only rank 0 prints: $others lines from other ranks, $mine from rank 0"; fi
+for n in 1 3; do
+    run "$n" resume "$tmp/ckpt"
+    verdict "resume from rank 0's checkpoint of 4 workers with $n"
+done
+# The examples, as the README runs them (--small), on 2 ranks.
+ex="$DLA_TEST_BUILDDIR/examples"
+example() {
+    name=$1; shift
+    t=$((t + 1))
+    (cd "$tmp" && timeout 300 mpirun --oversubscribe --tag-output -np 2 "$ex/$name" "$@") >"$tmp/out" 2>&1
+    status=$?
+    acc=$(sed -n 's/.*test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/out" | head -n 1)
+    lines=$(grep -c 'test accuracy:' "$tmp/out")
+    if grep -q 'Fashion-MNIST is not installed' "$tmp/out"; then
+        echo "ok $t # SKIP $name: Fashion-MNIST is not installed"
+    elif [ "$status" -eq 0 ] && [ "$lines" -eq 1 ] && awk "BEGIN { exit !($acc > 40) }"; then
+        echo "ok $t - mpirun -np 2 $name $* (test accuracy $acc% at rank 0 only)"
+    else
+        sed 's/^/#   /' "$tmp/out" | tail -n 40
+        echo "not ok $t - mpirun -np 2 $name $* (exit status $status, $lines accuracy lines, accuracy '$acc')"
+    fi
+}
+example parallel_training --small --chart "$tmp/p.svg"
+example cnn_fmnist --parallel --small --chart "$tmp/c.svg"
+# Without OMP_NUM_THREADS (and without mpirun's binding, which would
+# leave each rank one core anyway), each of 2 ranks takes half the CPUs
+# and says so.
+t=$((t + 1))
+env -u OMP_NUM_THREADS DLACCEL_LOG=info timeout 60 mpirun --oversubscribe --bind-to none -np 2 \
+    "$DLA_TEST_BUILDDIR/tools/dlaccel" devices >"$tmp/out" 2>&1
+status=$?
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+each=$((cpus / 2)); [ "$each" -ge 1 ] || each=1
+said=$(grep -c "2 ranks run on this machine: $each thread" "$tmp/out")
+shown=$(grep -c "threads=$each\b" "$tmp/out")
+if [ "$cpus" -lt 2 ]; then
+    echo "ok $t # SKIP one CPU: nothing to divide"
+elif [ "$status" -eq 0 ] && [ "$said" -eq 2 ] && [ "$shown" -eq 2 ]; then
+    echo "ok $t - 2 ranks on $cpus CPUs: $each thread(s) each, logged"
+else
+    sed 's/^/#   /' "$tmp/out" | tail -n 30
+    echo "not ok $t - 2 ranks on $cpus CPUs: expected $each thread(s) each (said $said, shown $shown, exit $status)"
+fi

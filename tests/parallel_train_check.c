@@ -1,0 +1,425 @@
+/*
+ * parallel_train_check.c - the training pieces of issue 15 checked under
+ * mpirun (tests/parallel_train.sh runs it with 1 to 4 ranks). One mode
+ * per run; every rank checks, rank 0 alone prints "ok"/"FAIL" lines, and
+ * the exit status is 0 only when every rank passed.
+ *
+ *   steps      N workers against 1 on one global mini-batch of 37
+ *              observations (no batch norm), 30 SGDM steps: the weights
+ *              agree within 1e-5 * max(1, |w|); after every step every
+ *              rank holds the same bits (a digest gathered from all);
+ *              a second identical run gives the same bits.
+ *   bn         batch-normalization state combined across the workers
+ *              equals the state of the whole mini-batch within 1e-6
+ *              relative (decays 1: the batch's own statistics; and the
+ *              default 0.1); the plain weighted average does not.
+ *   trainnet DIR [EPOCHS]
+ *              trainnet with ExecutionEnvironment "parallel" on parts
+ *              whose batch counts differ (they must end together), a
+ *              checkpoint in DIR at rank 0, the same network on every
+ *              rank; verbose on stdout (rank 0 alone may print).
+ *   resume DIR trainnet again from the newest checkpoint in DIR, with
+ *              whatever number of workers this run has.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlaccel.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GLOBAL 37
+#define FEATURES 8
+#define CLASSES 4
+
+static int rank, size, failures;
+
+/* One verdict; detail (may be "") says what was measured. */
+static void check(int ok, const char *what, const char *detail)
+{
+    if (!ok)
+        failures++;
+    if (rank == 0 || !ok)
+        printf("%s%s%s%s (rank %d of %d)\n", ok ? "ok " : "FAIL ", what, *detail ? ": " : "",
+               detail, rank, size);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "rank %d: %s: %s\n", rank, what, dla_last_error());
+    exit(1);
+}
+
+/* A small host generator: every rank makes the same data. */
+static unsigned long long lcg = 12345;
+static double uniform(void)
+{
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(lcg >> 11) / 9007199254740992.0;
+}
+
+/* FNV-1a over the bytes of every Learnables and State value. */
+static unsigned long long digest(dla_net *net)
+{
+    unsigned long long h = 1469598103934665603ull;
+    dla_table *tables[2] = {dla_net_learnables(net), dla_net_state(net)};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < dla_table_count(tables[k]); i++) {
+            dla_tensor *v = dla_table_value(tables[k], i);
+            size_t bytes = (size_t)dla_tensor_numel(v) * dla_dtype_size(dla_tensor_dtype(v));
+            unsigned char *b = malloc(bytes ? bytes : 1);
+            if (!b || dla_tensor_to_host(v, b, bytes) != DLA_OK)
+                die("digest");
+            for (size_t j = 0; j < bytes; j++)
+                h = (h ^ b[j]) * 1099511628211ull;
+            free(b);
+        }
+    return h;
+}
+
+/* 1 when every rank's digest is d. */
+static int same_everywhere(unsigned long long d)
+{
+    double mine[2] = {(double)(d >> 32), (double)(d & 0xffffffffull)};
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host(mine, DLA_F64, "", DLA_DIMS(2)), *all = NULL;
+    if (dla_allgather(x, &all) != DLA_OK)
+        die("allgather");
+    double *v = malloc(sizeof *v * 2 * (size_t)size);
+    if (!v || dla_tensor_to_host(all, v, sizeof *v * 2 * (size_t)size) != DLA_OK)
+        die("allgather read");
+    int same = 1;
+    for (int r = 0; r < size; r++)
+        same &= v[2 * r] == mine[0] && v[2 * r + 1] == mine[1];
+    free(v);
+    dla_scope_end();
+    return same;
+}
+
+static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_crossentropy(y, in[1], NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+/* --------------------------------------------------------------- steps */
+
+static float xs[FEATURES * GLOBAL], ts[CLASSES * GLOBAL];
+
+static void make_data(void)
+{
+    lcg = 12345;
+    for (int j = 0; j < GLOBAL; j++) {
+        int c = (int)(uniform() * CLASSES);
+        for (int f = 0; f < FEATURES; f++)
+            xs[FEATURES * j + f] = (float)((f % CLASSES == c ? 1.5 : 0.0) + uniform() - 0.5);
+        ts[CLASSES * j + c] = 1.0f;
+    }
+}
+
+static dla_net *mlp(void)
+{
+    dla_rng_seed(3);
+    dla_layer *layers[] = {dla_fc_layer(16, NULL), dla_relu_layer(NULL), dla_fc_layer(CLASSES, NULL),
+                           dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, layers);
+    dla_scope_begin();
+    dla_tensor *example = dla_zeros(DLA_F32, "CB", DLA_DIMS(FEATURES, 1));
+    if (!net || dla_net_init(net, 1, &example) != DLA_OK)
+        die("network");
+    dla_scope_end();
+    return net;
+}
+
+/* 30 SGDM steps on observations [first, first + count) of the global
+ * batch; combined across the ranks when parallel. Returns the final
+ * digest; *same is cleared when a step's digest differs among ranks. */
+static unsigned long long train(dla_net *net, int parallel, int64_t first, int64_t count, int *same)
+{
+    int nl = dla_net_learnable_count(net);
+    dla_tensor *vel[8] = {0}, *out[9];
+    double weight = (double)count / GLOBAL;
+    for (int step = 0; step < 30; step++) {
+        dla_scope_begin();
+        dla_tensor *x = dla_tensor_from_host(xs + FEATURES * first, DLA_F32, "CB",
+                                             DLA_DIMS(FEATURES, count ? count : 1));
+        dla_tensor *t = dla_tensor_from_host(ts + CLASSES * first, DLA_F32, "CB",
+                                             DLA_DIMS(CLASSES, count ? count : 1));
+        dla_tensor **grads = out + 1;
+        if (count) {
+            if (dla_feval(model_loss, net, 2, (dla_tensor *[]){x, t}, 1 + nl, out) != DLA_OK)
+                die("feval");
+        } else {
+            /* A worker without observations: weight 0, the learnables give
+             * the shapes. */
+            for (int i = 0; i < nl; i++)
+                grads[i] = dla_table_value(dla_net_learnables(net), i);
+        }
+        if (parallel && dla_spmd_combine(nl, grads, weight, grads) != DLA_OK)
+            die("dla_spmd_combine");
+        if (dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), grads, vel, 0.1, 0.9) !=
+            DLA_OK)
+            die("sgdm");
+        dla_scope_end();
+        if (parallel && !same_everywhere(digest(net)))
+            *same = 0;
+    }
+    dla_optim_free(nl, vel);
+    return digest(net);
+}
+
+static void host_weights(dla_net *net, double *w, int64_t *n)
+{
+    *n = 0;
+    dla_table *lt = dla_net_learnables(net);
+    for (int i = 0; i < dla_table_count(lt); i++) {
+        dla_tensor *v = dla_table_value(lt, i);
+        int64_t k = dla_tensor_numel(v);
+        dla_scope_begin();
+        if (dla_tensor_to_host(dla_cast(v, DLA_F64), w + *n, sizeof *w * (size_t)k) != DLA_OK)
+            die("weights");
+        dla_scope_end();
+        *n += k;
+    }
+}
+
+static void mode_steps(void)
+{
+    make_data();
+    int64_t shares[64], first = 0;
+    if (size > 64 || dla_spmd_shares(GLOBAL, size, shares) != DLA_OK)
+        die("shares");
+    for (int r = 0; r < rank; r++)
+        first += shares[r];
+    dla_net *init = mlp();
+    /* The reference: one worker, the whole batch, no collective. */
+    dla_net *one = dla_net_copy(init);
+    int ignored = 1;
+    train(one, 0, 0, GLOBAL, &ignored);
+    /* N workers; twice, for the bits. */
+    int same = 1;
+    dla_net *a = dla_net_copy(init), *b = dla_net_copy(init);
+    if (dla_spmd_broadcast_net(a, 0) != DLA_OK || dla_spmd_broadcast_net(b, 0) != DLA_OK)
+        die("broadcast");
+    unsigned long long da = train(a, 1, first, shares[rank], &same);
+    unsigned long long db = train(b, 1, first, shares[rank], &same);
+    static double w1[4096], wn[4096];
+    int64_t n1, nn;
+    host_weights(one, w1, &n1);
+    host_weights(a, wn, &nn);
+    double worst = 0;
+    for (int64_t i = 0; i < n1 && i < nn; i++) {
+        double bound = 1e-5 * fmax(1.0, fabs(w1[i]));
+        worst = fmax(worst, fabs(wn[i] - w1[i]) / bound);
+    }
+    char detail[128];
+    snprintf(detail, sizeof detail, "max |w_N - w_1| / (1e-5 max(1, |w|)) = %.3g (limit 1)", worst);
+    check(n1 == nn && worst <= 1.0, "N workers against 1", detail);
+    check(same, "the same bits on every rank after every step", "");
+    check(da == db, "two identical runs give identical bits", "");
+    dla_net_free(init);
+    dla_net_free(one);
+    dla_net_free(a);
+    dla_net_free(b);
+}
+
+/* ------------------------------------------------------------------ bn */
+
+/* Variants: decay 1 (the state is the batch's own statistics) and the
+ * default 0.1, each in double (the formula, limit 1e-6) and in single
+ * (the same with single-precision statistics per worker and for the
+ * reference, limit 1e-5: a few ulps of each). */
+static void mode_bn(void)
+{
+    for (int variant = 0; variant < 4; variant++) {
+        double decay = variant % 2 == 0 ? 1.0 : 0.0; /* 0: the default 0.1 */
+        int dbl = variant < 2;
+        double limit = dbl ? 1e-6 : 1e-5;
+        dla_rng_seed(5);
+        dla_layer *layers[] = {
+            dla_conv2d_layer(3, 3, 4, NULL),
+            dla_batchnorm_layer(&(dla_batchnorm_layer_options){.mean_decay = decay,
+                                                               .variance_decay = decay}),
+            dla_relu_layer(NULL), dla_fc_layer(3, NULL)};
+        dla_net *net = dla_net_create(4, layers);
+        enum { H = 6, W = 6, C = 2 };
+        static float img[H * W * C * GLOBAL];
+        lcg = 777;
+        /* A trend along the batch, so that the workers' means differ and a
+         * plain weighted average of their variances is visibly wrong. */
+        for (int j = 0; j < GLOBAL; j++)
+            for (int e = 0; e < H * W * C; e++)
+                img[H * W * C * j + e] = (float)(3.0 + 0.1 * j + 2.0 * (uniform() - 0.5));
+        dla_scope_begin();
+        dla_tensor *all = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(H, W, C, GLOBAL));
+        if (dbl)
+            all = dla_cast(all, DLA_F64);
+        dla_tensor *ex = dla_slice(all, 4, 0, 1, 1);
+        if (!net || dla_net_init(net, 1, &ex) != DLA_OK || (dbl && dla_net_cast(net, DLA_F64) != DLA_OK))
+            die("bn network");
+        if (dla_spmd_broadcast_net(net, 0) != DLA_OK)
+            die("broadcast");
+        /* Start from a state that is not the initial one. */
+        dla_tensor *y, *st0[2], *whole[2], *part[2], *comb[2];
+        if (dla_net_forward(net, 1, &all, 1, &y, st0, NULL) != DLA_OK ||
+            dla_net_set_state(net, 2, st0) != DLA_OK)
+            die("bn forward");
+        int64_t shares[64], first = 0;
+        if (size > 64 || dla_spmd_shares(GLOBAL, size, shares) != DLA_OK)
+            die("shares");
+        for (int r = 0; r < rank; r++)
+            first += shares[r];
+        dla_tensor *mine = shares[rank] ? dla_slice(all, 4, first, 1, first + shares[rank]) : ex;
+        if (dla_net_forward(net, 1, &all, 1, &y, whole, NULL) != DLA_OK ||
+            dla_net_forward(net, 1, &mine, 1, &y, part, NULL) != DLA_OK)
+            die("bn forward");
+        if (dla_spmd_combine_state(net, 2, part, shares[rank], GLOBAL, comb) != DLA_OK)
+            die("dla_spmd_combine_state");
+        /* The seed page's aggregateState: gplus(share * state). */
+        dla_tensor *naive[2];
+        if (dla_spmd_combine(2, part, (double)shares[rank] / GLOBAL, naive) != DLA_OK)
+            die("naive");
+        double worst[2] = {0, 0}, naive_off = 0;
+        for (int k = 0; k < 2; k++)
+            for (int c = 0; c < 4; c++) {
+                double want = dla_tensor_item(whole[k], c), got = dla_tensor_item(comb[k], c);
+                worst[k] = fmax(worst[k], fabs(got - want) / fmax(fabs(want), 1e-30));
+                if (k == 1)
+                    naive_off = fmax(naive_off, fabs(dla_tensor_item(naive[k], c) - want) /
+                                                    fmax(fabs(want), 1e-30));
+            }
+        char what[128], detail[128];
+        for (int k = 0; k < 2; k++) {
+            snprintf(what, sizeof what, "BN %s combined, decay %s, %s", k ? "variance" : "mean",
+                     variant % 2 ? "0.1" : "1", dbl ? "double" : "single");
+            snprintf(detail, sizeof detail, "relative error %.3g (limit %g)", worst[k], limit);
+            check(worst[k] <= limit, what, detail);
+        }
+        if (rank == 0 && size > 1)
+            printf("# the weighted average of the variances is off by %.3g relative\n", naive_off);
+        check(same_everywhere(digest(net)), "the same network on every rank", "");
+        dla_scope_end();
+        dla_net_free(net);
+    }
+}
+
+/* ------------------------------------------------------------- trainnet */
+
+static dla_net *cnn(void)
+{
+    dla_rng_seed(11);
+    dla_layer *layers[] = {
+        dla_image_input_layer(6, 6, 1, NULL),
+        dla_conv2d_layer(3, 3, 4, NULL), dla_batchnorm_layer(NULL), dla_relu_layer(NULL),
+        dla_fc_layer(3, NULL), dla_softmax_layer(NULL)};
+    return dla_net_create(6, layers);
+}
+
+static int run_trainnet(dla_net *net, const char *dir, int epochs, dla_net **trained)
+{
+    enum { N = 23 };
+    static float img[36 * N];
+    static int32_t lab[N];
+    lcg = 99;
+    for (int j = 0; j < N; j++) {
+        lab[j] = (int32_t)(uniform() * 3);
+        for (int e = 0; e < 36; e++)
+            img[36 * j + e] = (float)((e % 3 == lab[j] ? 1.0 : 0.0) + 0.3 * uniform());
+    }
+    dla_scope_begin();
+    dla_train_data data = {
+        .predictors = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N)),
+        .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
+    /* 23 observations in parts of 12 + 11 (2 workers), 8 + 8 + 7, ...;
+     * a global mini-batch of 5 shared 3 + 2, 2 + 2 + 1, 2 + 1 + 1 + 1:
+     * the parts' batch counts differ (4 and 5; 4, 4 and 7; ...). */
+    dla_training_options o = {.max_epochs = epochs, .mini_batch_size = 5, .initial_learn_rate = 0.05,
+                              .execution_environment = "parallel", .verbose_frequency = 1,
+                              .metrics = "accuracy", .shuffle = "every-epoch",
+                              .checkpoint_path = dir, .output = stdout};
+    dla_training_info *info = NULL;
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o, trained,
+                                 &info);
+    dla_scope_end();
+    if (st != DLA_OK)
+        die("dla_trainnet");
+    int iterations = (int)info->iterations;
+    dla_training_info_free(info);
+    return iterations;
+}
+
+static void mode_trainnet(const char *dir, int epochs)
+{
+    dla_net *net = cnn(), *trained = NULL;
+    int it = run_trainnet(net, dir, epochs, &trained);
+    char detail[64];
+    snprintf(detail, sizeof detail, "%d iterations", it);
+    check(it > 0, "trainnet in parallel ends on every rank", detail);
+    check(same_everywhere(digest(trained)), "trainnet: the same network on every rank", "");
+    dla_net_free(trained);
+    dla_net_free(net);
+}
+
+static void mode_resume(const char *dir)
+{
+    char best[4096] = "";
+    long best_it = -1;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        long it;
+        if (sscanf(e->d_name, "net_checkpoint__%ld__", &it) == 1 && it > best_it) {
+            best_it = it;
+            snprintf(best, sizeof best, "%s/%s", dir, e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    if (best_it < 0) {
+        fprintf(stderr, "rank %d: no checkpoint in %s\n", rank, dir);
+        exit(1);
+    }
+    dla_net *net = NULL, *trained = NULL;
+    if (dla_net_load(best, &net) != DLA_OK)
+        die("dla_net_load");
+    int it = run_trainnet(net, dir, 1, &trained);
+    char detail[64];
+    snprintf(detail, sizeof detail, "%d iterations", it);
+    check(it > 0, "resumed from a checkpoint with another number of workers", detail);
+    check(same_everywhere(digest(trained)), "resumed: the same network on every rank", "");
+    dla_net_free(trained);
+    dla_net_free(net);
+}
+
+int main(int argc, char **argv)
+{
+    rank = dla_spmd_rank();
+    size = dla_spmd_size();
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "steps"))
+        mode_steps();
+    else if (!strcmp(mode, "bn"))
+        mode_bn();
+    else if (!strcmp(mode, "trainnet") && argc > 2)
+        mode_trainnet(argv[2], argc > 3 ? atoi(argv[3]) : 2);
+    else if (!strcmp(mode, "resume") && argc > 2)
+        mode_resume(argv[2]);
+    else {
+        fprintf(stderr, "usage: parallel_train_check steps | bn | trainnet DIR [EPOCHS] | resume DIR\n");
+        return 2;
+    }
+    fflush(stdout);
+    /* Every rank's verdict: the job fails when any rank failed. */
+    bool all_ok = false;
+    if (dla_spmd_all(failures == 0, &all_ok) != DLA_OK)
+        die("dla_spmd_all");
+    return all_ok ? 0 : 1;
+}
