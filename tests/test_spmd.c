@@ -242,7 +242,10 @@ static void case_queue(void)
         size_t n;
         CHECK(dla_dataqueue_poll(q, buf, sizeof buf, &from, &n) == 0, "a worker polls nothing");
     }
-    /* Messages not polled are taken by free: none is left in flight. */
+    /* Messages not polled are taken by free: none is left in flight. The
+     * barrier first: a worker done with its five would otherwise send
+     * "late" while rank 0 still polls for the others' (seen at 4 ranks). */
+    CHECK(dla_spmd_barrier() == DLA_OK, "barrier before the late send");
     CHECK(dla_dataqueue_send(q, "late", 5) == DLA_OK, "late send");
     dla_dataqueue_free(q);
     CHECK(dla_spmd_barrier() == DLA_OK, "barrier after free");
