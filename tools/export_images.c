@@ -28,8 +28,17 @@ static void folder_name(int k, char *buf, size_t len)
             *p = *p == '/' ? '-' : '_';
 }
 
+/* mkdir -p: the folders above path too. */
 static int make_dir(const char *path)
 {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(tmp, 0777); /* an error shows at the last step */
+            *p = '/';
+        }
     if (mkdir(path, 0777) == 0 || errno == EEXIST)
         return 0;
     fprintf(stderr, "dlaccel export-images: cannot make folder %s: %s\n", path, strerror(errno));
