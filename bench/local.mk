@@ -25,3 +25,10 @@ bench_dlaccel_bench_SOURCES = \
 # A smoke test (TAP): it runs and its output parses; no speed is asserted.
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh
+
+# The image datastore's figures (bench/datastore.sh): decode throughput and
+# the memory of a queue pass over a folder against the IDX files.
+noinst_PROGRAMS += bench/imds-bench
+bench_imds_bench_SOURCES = bench/imds_bench.c
+bench_imds_bench_LDADD = libdlaccel.la
+EXTRA_DIST += bench/datastore.sh

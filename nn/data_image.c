@@ -341,14 +341,12 @@ static dla_status read_deliver(dla_imds *ds, const int64_t *obs, int64_t count,
                                dla_tensor **images, dla_tensor **labels, const char *op)
 {
     dla_tensor *t[2] = {NULL, NULL};
-    dla_status st = read_obs(ds, obs, count, NULL, &t[0], &t[1], NULL, NULL, op);
+    dla_status st = read_obs(ds, obs, count, NULL, &t[0], labels ? &t[1] : NULL, NULL, NULL, op);
     if (st == DLA_OK)
         st = dla__data_deliver_all(2, t, op);
     *images = t[0];
     if (labels)
         *labels = t[1];
-    else
-        dla_tensor_release(t[1]);
     return st;
 }
 

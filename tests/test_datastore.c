@@ -287,6 +287,32 @@ static void test_read_gives_height_first_pixels_in_read_size_batches(void **stat
     dla_imds_free(ds);
 }
 
+/* Inside a scope, with the labels not asked for: the images belong to the
+ * scope and nothing is released twice (the labels made meanwhile were once
+ * delivered to the scope and then released by hand, a misuse logged per
+ * read). */
+static void test_reads_in_a_scope_without_labels_release_nothing_twice(void **state)
+{
+    (void)state;
+    dla_imds *ds;
+    assert_ok(dla_imds_create(standard_tree(), &(dla_imds_options){.read_size = 2}, &ds));
+    dla_clear_error();
+    while (dla_imds_hasdata(ds)) {
+        dla_scope_begin();
+        dla_tensor *x;
+        assert_ok(dla_imds_read(ds, &x, NULL));
+        assert_int_equal(dla_tensor_status(x), DLA_OK);
+        dla_scope_end();
+    }
+    dla_scope_begin();
+    dla_tensor *x;
+    assert_ok(dla_imds_read_files(ds, 1, (int64_t[]){0}, &x, NULL));
+    dla_scope_end();
+    if (dla_last_status() != DLA_OK)
+        fail_msg("a misuse was recorded: %s", dla_last_error());
+    dla_imds_free(ds);
+}
+
 static void test_readall_uint8_and_jpeg_and_rgb(void **state)
 {
     (void)state;
@@ -904,6 +930,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_files_are_sorted_with_labels_from_their_folders),
         cmocka_unit_test(test_read_gives_height_first_pixels_in_read_size_batches),
+        cmocka_unit_test(test_reads_in_a_scope_without_labels_release_nothing_twice),
         cmocka_unit_test(test_readall_uint8_and_jpeg_and_rgb),
         cmocka_unit_test(test_shuffle_is_seeded_and_partitions_cover_every_file_once),
         cmocka_unit_test(test_split_each_label_takes_a_share_of_every_class),
