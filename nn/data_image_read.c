@@ -59,15 +59,32 @@ static void put(const job *jb, unsigned char *dst, size_t i, double v)
     }
 }
 
-/* The image as it is: transposed from row-major interleaved to H x W x C. */
+/* The image as it is: transposed from row-major interleaved to H x W x C,
+ * a loop per dtype (a branch per pixel was a tenth of the decode time). */
 static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
 {
-    size_t hw = (size_t)im->h * (size_t)im->w;
-    for (int y = 0; y < im->h; y++)
-        for (int x = 0; x < im->w; x++)
-            for (int k = 0; k < im->c; k++)
-                put(jb, dst, (size_t)y + (size_t)im->h * (size_t)x + hw * (size_t)k,
-                    im->px[((size_t)y * (size_t)im->w + (size_t)x) * (size_t)im->c + (size_t)k]);
+    size_t h = (size_t)im->h, w = (size_t)im->w, c = (size_t)im->c, hw = h * w;
+    const unsigned char *px = im->px;
+    if (jb->ds->dtype == DLA_U8) {
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t k = 0; k < c; k++)
+                    dst[y + h * x + hw * k] = px[(y * w + x) * c + k];
+    } else if (jb->ds->dtype == DLA_F64) {
+        double *d = (double *)dst;
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t k = 0; k < c; k++)
+                    d[y + h * x + hw * k] = px[(y * w + x) * c + k] / 255.0;
+    } else {
+        float *d = (float *)dst, scale[256];
+        for (int v = 0; v < 256; v++)
+            scale[v] = (float)(v / 255.0); /* as put() rounds it */
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t k = 0; k < c; k++)
+                    d[y + h * x + hw * k] = scale[px[(y * w + x) * c + k]];
+    }
 }
 
 /* Output pixel (yo, xo) comes from the point of the input image found by
