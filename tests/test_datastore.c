@@ -351,6 +351,40 @@ static void test_readall_uint8_and_jpeg_and_rgb(void **state)
     dla_imds_free(ds);
 }
 
+/* The fuzzer's seed images (fuzz/seeds/image): the colour types and
+ * codings the decoder converts (palette, alpha, interlaced PNG;
+ * progressive and RGB JPEG), each read at its size and channel count. */
+static void test_every_coding_of_the_fuzz_seeds_reads(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int h, w, c;
+    } seeds[] = {
+        {"gray28.png", 28, 28, 1},       {"rgb.png", 5, 6, 3},  {"rgba_interlaced.png", 7, 9, 3},
+        {"palette.png", 8, 8, 3},        {"gray_alpha.png", 5, 5, 1}, {"gray.jpg", 7, 9, 1},
+        {"rgb_progressive.jpg", 12, 16, 3},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        const char *top = fresh("seed");
+        mkdirs(path_of("seed/c"));
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cp '%s/fuzz/seeds/image/%s' '%s/c/'", DLA_TEST_SRCDIR,
+                 seeds[i].name, top);
+        assert_int_equal(system(cmd), 0);
+        dla_imds *ds;
+        assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+        dla_tensor *x;
+        assert_ok(dla_imds_readall(ds, &x, NULL));
+        if (dla_tensor_dim(x, 1) != seeds[i].h || dla_tensor_dim(x, 2) != seeds[i].w ||
+            dla_tensor_dim(x, 3) != seeds[i].c)
+            fail_msg("%s: read as %lldx%lldx%lld", seeds[i].name, (long long)dla_tensor_dim(x, 1),
+                     (long long)dla_tensor_dim(x, 2), (long long)dla_tensor_dim(x, 3));
+        dla_tensor_release(x);
+        dla_imds_free(ds);
+    }
+}
+
 static void test_shuffle_is_seeded_and_partitions_cover_every_file_once(void **state)
 {
     (void)state;
@@ -932,6 +966,7 @@ int main(void)
         cmocka_unit_test(test_read_gives_height_first_pixels_in_read_size_batches),
         cmocka_unit_test(test_reads_in_a_scope_without_labels_release_nothing_twice),
         cmocka_unit_test(test_readall_uint8_and_jpeg_and_rgb),
+        cmocka_unit_test(test_every_coding_of_the_fuzz_seeds_reads),
         cmocka_unit_test(test_shuffle_is_seeded_and_partitions_cover_every_file_once),
         cmocka_unit_test(test_split_each_label_takes_a_share_of_every_class),
         cmocka_unit_test(test_augmented_datastore_resizes_reflects_rotates_and_translates),
