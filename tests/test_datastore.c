@@ -913,7 +913,7 @@ static void test_trainnet_from_a_datastore_matches_training_from_memory(void **s
     assert_ok(dla_imds_create(top, NULL, &ds));
     dla_tensor *x, *t;
     assert_ok(dla_imds_readall(ds, &x, &t));
-    double losses[2][10];
+    double losses[2][10], vloss[2];
     for (int run = 0; run < 2; run++) {
         dla_rng_seed(5);
         dla_layer *layers[] = {
@@ -925,20 +925,25 @@ static void test_trainnet_from_a_datastore_matches_training_from_memory(void **s
         dla_training_info *info;
         dla_train_data data = run ? (dla_train_data){.images = ds}
                                   : (dla_train_data){.predictors = x, .targets = t};
+        /* The validation data from the datastore too (its labels as targets). */
         dla_training_options o = {.solver = "sgdm", .max_epochs = 2, .mini_batch_size = 8,
                                   .verbose = -1, .plots = "none", .shuffle = "every-epoch",
-                                  .shuffle_seed = 3};
+                                  .shuffle_seed = 3, .validation_data = &data,
+                                  .validation_frequency = 4};
         assert_ok(dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
                                       &trained, &info));
         assert_int_equal(info->iterations, 10);
         for (int i = 0; i < 10; i++)
             losses[run][i] = info->training_loss[i];
+        assert_true(info->validations >= 3);
+        vloss[run] = info->final_validation_loss;
         dla_training_info_free(info);
         dla_net_free(trained);
         dla_net_free(net);
     }
     for (int i = 0; i < 10; i++)
         assert_true(losses[0][i] == losses[1][i]);
+    assert_true(vloss[0] == vloss[1] && !isnan(vloss[0]));
     dla_tensor_release(x);
     dla_tensor_release(t);
     dla_imds_free(ds);

@@ -385,8 +385,7 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
 typedef struct dla_mbq dla_mbq;
 
 /* One source of observations; exactly one of tensor, sequences and images
- * is set,
- * and every input of a queue has the same number of observations. */
+ * is set, and every input of a queue has the same number of observations. */
 typedef struct dla_mbq_input {
     /* Observations along its B dim (an unformatted tensor: along its last
      * dim). Retained by the queue. Batches are gathered on its device and
