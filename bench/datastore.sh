@@ -66,7 +66,7 @@ while [ $i -lt "$reps" ]; do
         [ $m = folder ] && args="--folder $folder"
         # shellcheck disable=SC2086
         (cd "$tmp" && "$build/examples/cnn_fmnist" $size $args --chart "$tmp/c.svg") >"$tmp/out.$m.$i" 2>&1
-        sed -n 's/.*time per epoch: \([0-9.]*\) s.*(\([0-9.]*\) ms per iteration.*/\1 \2/p' \
+        sed -n 's/.*time per epoch: \([0-9.]*\) s.*; \([0-9.]*\) ms per iteration.*/\1 \2/p' \
             "$tmp/out.$m.$i" >>"$tmp/t$m"
         echo "  $m run $i: $(grep -E '^test accuracy' "$tmp/out.$m.$i"), $(grep -E '^time per epoch' "$tmp/out.$m.$i"), $(grep -E '^peak RSS' "$tmp/out.$m.$i")"
     done
