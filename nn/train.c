@@ -283,7 +283,8 @@ static dla_status check_data(const char *what, const dla_train_data *d)
     if (sources != 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "dla_trainnet: %s: set exactly one of predictors, sequences and images "
-                             "(%s)", what, sources ? "several are set" : "none is set");
+                             "(%s)", what,
+                             sources == 2 ? "both are set" : sources ? "all three are set" : "none is set");
     if (!d->targets)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %s: targets is NULL", what);
     dla_tensor *bad = d->predictors && dla_tensor_status(d->predictors) != DLA_OK ? d->predictors
@@ -406,7 +407,8 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
         char fmt[DLA_MAX_DIMS + 1] = "";
         int64_t dims[DLA_MAX_DIMS];
         dla_net_input_activation(tr->net, i, dims, fmt);
-        for (int c = 0; c < nchunks; c++) {
+        dla_status rst = DLA_OK; /* a datastore's read, whose message names the file */
+        for (int c = 0; c < nchunks && rst == DLA_OK; c++) {
             if (d->sequences) {
                 int64_t idx = c;
                 dla_padsequences(d->sequences, 1, &idx, NULL, &chunks[c], NULL);
@@ -416,7 +418,7 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
                 int64_t idx[1024], m = n - (int64_t)c * 1024 < 1024 ? n - (int64_t)c * 1024 : 1024;
                 for (int64_t k = 0; k < m; k++)
                     idx[k] = (int64_t)c * 1024 + k;
-                dla_imds_read_files(d->images, m, idx, &chunks[c], NULL);
+                rst = dla_imds_read_files(d->images, m, idx, &chunks[c], NULL);
                 continue;
             }
             dla_tensor *x = d->predictors;
@@ -429,7 +431,14 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
             }
             chunks[c] = s;
         }
-        dla_status st = dla_net_set_input_statistics(tr->net, name, nchunks, chunks);
+        dla_status st = rst;
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            dla_set_error(st, "dla_trainnet: input normalization statistics: %s", msg);
+        } else {
+            st = dla_net_set_input_statistics(tr->net, name, nchunks, chunks);
+        }
         dla_scope_end();
         dla_free(chunks);
         if (st != DLA_OK)

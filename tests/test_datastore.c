@@ -949,6 +949,40 @@ static void test_trainnet_from_a_datastore_matches_training_from_memory(void **s
     dla_imds_free(ds);
 }
 
+/* A corrupt file met while training (and while computing the input
+ * layer's statistics) stops trainnet with an error naming it. */
+static void test_trainnet_names_a_corrupt_file(void **state)
+{
+    (void)state;
+    const char *top = fresh("trainbad");
+    for (int i = 0; i < 12; i++) {
+        mkdirs(path_of("trainbad/k%d", i % 2));
+        write_png(path_of("trainbad/k%d/%02d.png", i % 2, i), i, 4, 3, 1);
+    }
+    truncate_to(path_of("trainbad/k1/07.png"), 40);
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    for (int norm = 0; norm < 2; norm++) {
+        dla_layer *layers[] = {
+            dla_image_input_layer(4, 3, 1, &(dla_image_input_options){
+                                               .normalization = norm ? "zerocenter" : "none"}),
+            dla_fc_layer(2, NULL),
+            dla_softmax_layer(NULL),
+        };
+        dla_net *net = dla_net_create(3, layers), *trained;
+        dla_training_options o = {.max_epochs = 1, .mini_batch_size = 4, .verbose = -1,
+                                  .plots = "none", .reset_input_normalization = norm};
+        dla_status st = dla_trainnet(&(dla_train_data){.images = ds}, net,
+                                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL);
+        assert_int_equal(st, DLA_ERR_FORMAT);
+        if (!strstr(dla_last_error(), "trainbad/k1/07.png"))
+            fail_msg("message \"%s\" does not name the file", dla_last_error());
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    dla_imds_free(ds);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -983,6 +1017,7 @@ int main(void)
         cmocka_unit_test(test_misuse_is_refused),
         cmocka_unit_test(test_exported_fashion_mnist_reads_back_as_the_idx_files),
         cmocka_unit_test(test_trainnet_from_a_datastore_matches_training_from_memory),
+        cmocka_unit_test(test_trainnet_names_a_corrupt_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
