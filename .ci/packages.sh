@@ -5,7 +5,7 @@
 dla_packages=(build-essential autoconf automake libtool pkg-config libjansson-dev
     libcmocka-dev libopenblas-openmp-dev ocl-icd-opencl-dev pocl-opencl-icd
     opencl-headers libclblast1 valgrind python3 zlib1g-dev dataset-fashion-mnist
-    openmpi-bin libopenmpi-dev)
+    openmpi-bin libopenmpi-dev libpng-dev libjpeg-dev)
 
 # What the hardening runs add (.ci/sanitize, fuzz/run.sh): clang with
 # libFuzzer and its sanitizer runtimes, and clang's OpenMP. gcc's ASan,

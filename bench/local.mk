@@ -43,3 +43,10 @@ bench_allreduce_bench_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 bench_allreduce_bench_LDADD = libdlaccel.la $(MPI_LIBS)
 bench_allreduce_bench_SOURCES = bench/allreduce_bench.c
 endif
+
+# The image datastore's figures (bench/datastore.sh): decode throughput and
+# the memory of a queue pass over a folder against the IDX files.
+noinst_PROGRAMS += bench/imds-bench
+bench_imds_bench_SOURCES = bench/imds_bench.c
+bench_imds_bench_LDADD = libdlaccel.la
+EXTRA_DIST += bench/datastore.sh

@@ -38,6 +38,17 @@
  *
  *     cnn_fmnist [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]
  *                [--save-initial PATH] [--first-losses N]
+ *                [--folder DIR [--read-threads N]]
+ *
+ * --folder DIR trains from image files instead of the IDX files: DIR/train
+ * and DIR/test as `dlaccel export-images` writes them (one folder per
+ * class), read by image datastores (MATLAB's imageDatastore with
+ * 'LabelSource', 'foldernames') a mini-batch at a time on the queue's
+ * background thread, decoding on --read-threads threads (default 1). The
+ * files are put back in the IDX order (their names are their IDX index),
+ * so with the same seed the batches, and so the training, are the IDX
+ * run's; the mean image is summed a chunk at a time, so only the batches
+ * read ahead are in memory, never the dataset.
  *
  * --seed S (default 0) seeds the initial weights and the shuffling: one
  * run's test accuracy moves by a few tenths of a point with it, as
@@ -200,6 +211,83 @@ static dla_status evaluate(dla_net *net, dla_mbq *test, double *accuracy, double
     return st;
 }
 
+/* Folder mode: the datastore of DIR/split in the IDX order (the file
+ * names are IDX indices), its first `count` files (0: all). */
+static dla_imds *open_folder(const char *dir, const char *split, int64_t count, int threads)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, split);
+    dla_imds *ds, *ordered = NULL;
+    if (dla_imds_create(path, &(dla_imds_options){.dtype = DLA_U8, .read_threads = threads},
+                        &ds) != DLA_OK)
+        return NULL;
+    int64_t n = dla_imds_num_files(ds);
+    int64_t *order = malloc(sizeof *order * (size_t)n);
+    for (int64_t i = 0; order && i < n; i++)
+        order[i] = -1;
+    int ok = order != NULL;
+    for (int64_t i = 0; ok && i < n; i++) {
+        long k = atol(strrchr(dla_imds_file(ds, i), '/') + 1);
+        ok = k >= 0 && k < n && order[k] < 0;
+        if (ok)
+            order[k] = i;
+    }
+    if (!ok)
+        dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: the file names are not 0..%lld (write the "
+                      "folder with dlaccel export-images)", path, (long long)n - 1);
+    else
+        dla_imds_subset(ds, count && count < n ? count : n, order, &ordered);
+    free(order);
+    dla_imds_free(ds);
+    return ordered;
+}
+
+/* The input layer's mean image from a datastore, read 1000 images at a
+ * time and summed in double on the host (sums of bytes are exact, so this
+ * is the mean set_mean_image computes), scaled as the batches are. */
+static dla_status set_mean_image_folder(dla_net *net, dla_imds *ds)
+{
+    int64_t n = dla_imds_num_files(ds), idx[1000];
+    double *sum = calloc(784, sizeof *sum);
+    float *mean = malloc(784 * sizeof *mean);
+    unsigned char *px = malloc(1000 * 784);
+    dla_status st = sum && mean && px ? DLA_OK : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "mean");
+    for (int64_t at = 0; at < n && st == DLA_OK; at += 1000) {
+        int64_t m = n - at < 1000 ? n - at : 1000;
+        for (int64_t k = 0; k < m; k++)
+            idx[k] = at + k;
+        dla_scope_begin();
+        dla_tensor *x;
+        st = dla_imds_read_files(ds, m, idx, &x, NULL);
+        if (st == DLA_OK)
+            st = dla_tensor_to_host(x, px, (size_t)(m * 784));
+        for (int64_t k = 0; st == DLA_OK && k < m; k++)
+            for (int e = 0; e < 784; e++)
+                sum[e] += px[k * 784 + e];
+        dla_scope_end();
+    }
+    if (st == DLA_OK) {
+        for (int e = 0; e < 784; e++)
+            mean[e] = (float)(sum[e] / (double)n);
+        dla_scope_begin();
+        /* In the shape, format and dtype of the layer's own Mean. */
+        dla_tensor *old = dla_net_get(net, "input", "Mean");
+        int64_t dims[DLA_MAX_DIMS];
+        int nd = old ? dla_tensor_dims(old, dims) : 0;
+        dla_tensor *m = old ? dla_tensor_from_host(mean, DLA_F32, dla_tensor_format(old), nd, dims)
+                            : NULL;
+        if (m && dla_tensor_dtype(old) != DLA_F32)
+            m = dla_cast(m, dla_tensor_dtype(old));
+        st = m ? dla_net_set(net, "input", "Mean", dla_affine(m, 1.0 / 255.0, 0.0))
+               : dla_last_status();
+        dla_scope_end();
+    }
+    free(sum);
+    free(mean);
+    free(px);
+    return st;
+}
+
 static int fail(const char *what)
 {
     fprintf(stderr, "cnn_fmnist: %s: %s\n", what, dla_last_error());
@@ -283,6 +371,8 @@ int main(int argc, char **argv)
     int small = env && *env && strcmp(env, "0"), epochs = 0;
     unsigned long long seed = 0;
     const char *chart = "cnn_fmnist-training.svg", *dir = NULL, *save_initial = NULL;
+    const char *folder = NULL;
+    int read_threads = 1;
     long first_losses = 0;
     int parallel = 0;
     for (int i = 1; i < argc; i++) {
@@ -302,14 +392,25 @@ int main(int argc, char **argv)
             save_initial = argv[++i];
         else if (!strcmp(argv[i], "--first-losses") && i + 1 < argc)
             first_losses = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--folder") && i + 1 < argc)
+            folder = argv[++i];
+        else if (!strcmp(argv[i], "--read-threads") && i + 1 < argc)
+            read_threads = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]"
-                    " [--save-initial PATH] [--first-losses N] [--parallel]\n", argv[0]);
+                    " [--save-initial PATH] [--first-losses N] [--parallel]\n"
+                    "       [--folder DIR [--read-threads N]]\n",
+                    argv[0]);
             return 2;
         }
     }
     if (epochs <= 0)
         epochs = small ? 1 : 3;
+    if (parallel && folder) {
+        fprintf(stderr, "%s: --parallel trains from the IDX files; --folder is not taken with it\n",
+                argv[0]);
+        return 2;
+    }
     /* Under mpirun, rank 0 alone prints (trainnet's own output too). */
     if (parallel && dla_spmd_rank() != 0 && !freopen("/dev/null", "w", stdout))
         return fail("stdout");
@@ -322,23 +423,41 @@ int main(int argc, char **argv)
 
     /* Not installed at all: the one case a test suite skips. */
     const char *data_dir = dir ? dir : DLA_FASHION_MNIST_DIR;
-    if (dataset_files(data_dir) == 0) {
+    if (!folder && dataset_files(data_dir) == 0) {
         fprintf(stderr, "cnn_fmnist: Fashion-MNIST is not installed in %s (install the "
                 "dataset-fashion-mnist package, or pass --data DIR)\n", data_dir);
         return 77;
     }
     /* Both splits now: a corrupt test file is an error before training,
      * not after the first epoch. */
-    dla_tensor *xtrain, *ttrain, *xtest, *ttest;
-    dla_fashion_mnist_options lo = {.dtype = parallel ? DLA_F32 : DLA_U8, .count = small ? 3840 : 0};
-    if (dla_fashion_mnist_load(dir, "train", &lo, &xtrain, &ttrain) != DLA_OK)
-        return fail("training set");
-    lo.count = small ? 1000 : 0;
-    if (dla_fashion_mnist_load(dir, "test", &lo, &xtest, &ttest) != DLA_OK)
-        return fail("test set");
-    printf("Fashion-MNIST: %lld training and %lld test images (%s in memory)\n",
-           (long long)dla_tensor_dim(xtrain, 4), (long long)dla_tensor_dim(xtest, 4),
-           parallel ? "single" : "uint8");
+    dla_tensor *xtrain = NULL, *ttrain, *xtest = NULL, *ttest;
+    dla_imds *ftrain = NULL, *ftest = NULL;
+    int64_t ntrain, ntest;
+    if (folder) {
+        if (!(ftrain = open_folder(folder, "train", small ? 3840 : 0, read_threads)))
+            return fail("training folder");
+        if (!(ftest = open_folder(folder, "test", small ? 1000 : 0, read_threads)))
+            return fail("test folder");
+        ttrain = dla_imds_labels(ftrain);
+        ttest = dla_imds_labels(ftest);
+        ntrain = dla_imds_num_files(ftrain);
+        ntest = dla_imds_num_files(ftest);
+        printf("Fashion-MNIST: %lld training and %lld test images, PNG files under %s (read per "
+               "mini-batch, %d reading thread%s)\n", (long long)ntrain, (long long)ntest, folder,
+               read_threads, read_threads > 1 ? "s" : "");
+    } else {
+        dla_fashion_mnist_options lo = {.dtype = parallel ? DLA_F32 : DLA_U8,
+                                        .count = small ? 3840 : 0};
+        if (dla_fashion_mnist_load(dir, "train", &lo, &xtrain, &ttrain) != DLA_OK)
+            return fail("training set");
+        lo.count = small ? 1000 : 0;
+        if (dla_fashion_mnist_load(dir, "test", &lo, &xtest, &ttest) != DLA_OK)
+            return fail("test set");
+        ntrain = dla_tensor_dim(xtrain, 4);
+        ntest = dla_tensor_dim(xtest, 4);
+        printf("Fashion-MNIST: %lld training and %lld test images (%s in memory)\n",
+               (long long)ntrain, (long long)ntest, parallel ? "single" : "uint8");
+    }
 
     dla_rng_seed(seed);
     dla_net *net = make_net();
@@ -352,7 +471,7 @@ int main(int argc, char **argv)
         dla_tensor_release(ttest);
         return rc;
     }
-    if (!net || set_mean_image(net, xtrain) != DLA_OK)
+    if (!net || (folder ? set_mean_image_folder(net, ftrain) : set_mean_image(net, xtrain)) != DLA_OK)
         return fail("network");
     if (save_initial && dla_net_save(net, save_initial) != DLA_OK)
         return fail("--save-initial");
@@ -361,7 +480,8 @@ int main(int argc, char **argv)
     dla_mbq *mbq, *test = NULL;
     dla_mbq_options qo = {.mini_batch_size = BATCH, .partial_mini_batch = "discard", .seed = seed,
                           .dispatch_in_background = 1, .mini_batch_fcn = preprocess};
-    if (dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtrain, .cast = "single"}, {.tensor = ttrain}},
+    if (dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtrain, .images = ftrain, .cast = "single"},
+                                            {.tensor = ttrain}},
                        &qo, &mbq) != DLA_OK)
         return fail("mini-batch queue");
 
@@ -418,7 +538,8 @@ int main(int argc, char **argv)
         if (!test) {
             qo.partial_mini_batch = "return";
             qo.dispatch_in_background = 0;
-            if (dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtest, .cast = "single"},
+            if (dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtest, .images = ftest,
+                                                     .cast = "single"},
                                                     {.tensor = ttest}}, &qo, &test) != DLA_OK)
                 return fail("test set");
         }
@@ -448,8 +569,7 @@ int main(int argc, char **argv)
     printf("\naccfun =\n\n%s\n", desc);
     printf("loss: %.4f at iteration 1, %.4f at iteration %lld\n", first_loss, last_loss,
            (long long)iteration);
-    printf("test accuracy: %.2f%% (%lld test images)\n", accuracy,
-           (long long)dla_tensor_dim(xtest, 4));
+    printf("test accuracy: %.2f%% (%lld test images)\n", accuracy, (long long)ntest);
     printf("HitRate: %.1f%%  Occupancy: %d\n", dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
     printf("time per epoch: %.1f s (median of %d; %.1f ms per iteration)\n", median, ne,
            1e3 * median / (double)per_epoch);
@@ -471,5 +591,7 @@ int main(int argc, char **argv)
     dla_tensor_release(ttrain);
     dla_tensor_release(xtest);
     dla_tensor_release(ttest);
+    dla_imds_free(ftrain);
+    dla_imds_free(ftest);
     return 0;
 }

@@ -5,7 +5,8 @@ EXTRA_DIST += fuzz/run.sh fuzz/fuzz_file.h fuzz/seeds
 if DLA_FUZZERS
 DLA_FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_FUZZ_PLUGIN_PATH='"$(abs_builddir)/plugins.d"'
 DLA_FUZZ_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
-DLA_FUZZERS = fuzz/fuzz_net fuzz/fuzz_net_arch fuzz/fuzz_trace fuzz/fuzz_idx fuzz/fuzz_manifest
+DLA_FUZZERS = fuzz/fuzz_net fuzz/fuzz_net_arch fuzz/fuzz_trace fuzz/fuzz_idx fuzz/fuzz_manifest \
+	fuzz/fuzz_image
 noinst_PROGRAMS += $(DLA_FUZZERS) fuzz/make_seeds
 
 fuzz_fuzz_net_SOURCES = fuzz/fuzz_net.c fuzz/fuzz_file.h
@@ -27,6 +28,12 @@ fuzz_fuzz_idx_SOURCES = fuzz/fuzz_idx.c fuzz/fuzz_file.h
 fuzz_fuzz_idx_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS)
 fuzz_fuzz_idx_CFLAGS = $(DLA_FUZZ_CFLAGS)
 fuzz_fuzz_idx_LDADD = libdlaccel.la
+
+# The image datastore's decoders (libpng, libjpeg-turbo).
+fuzz_fuzz_image_SOURCES = fuzz/fuzz_image.c fuzz/fuzz_file.h
+fuzz_fuzz_image_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS)
+fuzz_fuzz_image_CFLAGS = $(DLA_FUZZ_CFLAGS)
+fuzz_fuzz_image_LDADD = libdlaccel.la
 
 # The manifest reader is internal (hidden): built in, with its allocator.
 fuzz_fuzz_manifest_SOURCES = fuzz/fuzz_manifest.c fuzz/fuzz_file.h core/manifest.c core/json_read.c core/alloc.c

@@ -5,7 +5,7 @@
 #   fuzz/run.sh [SECONDS] [HARNESS...]
 #
 # SECONDS per harness (default 60); HARNESS among net net_arch trace idx
-# manifest (default all). The build is clang with AddressSanitizer and
+# manifest image (default all). The build is clang with AddressSanitizer and
 # UndefinedBehaviorSanitizer (configure --enable-sanitizers
 # --enable-fuzzers) in DLA_FUZZ_BUILDDIR (default build-fuzz), configured
 # once and rebuilt incrementally; each harness's corpus grows in
@@ -22,7 +22,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-60}
 shift $(($# > 0 ? 1 : 0))
-all=(net net_arch trace idx manifest)
+all=(net net_arch trace idx manifest image)
 if [ $# -gt 0 ]; then harnesses=("$@"); else harnesses=("${all[@]}"); fi
 builddir=${DLA_FUZZ_BUILDDIR:-build-fuzz}
 case $builddir in /*) ;; *) builddir=$root/$builddir ;; esac
@@ -51,6 +51,7 @@ seeds=$builddir/fuzz/seeds
 rm -rf "$seeds"
 DLACCEL_PLUGIN_PATH=$builddir/plugins.d OMP_NUM_THREADS=1 ./fuzz/make_seeds "$seeds" || exit 1
 mkdir -p "$seeds/manifest" && cp "$root"/fuzz/seeds/manifest/* "$seeds/manifest/"
+mkdir -p "$seeds/image" && cp "$root"/fuzz/seeds/image/* "$seeds/image/"
 
 mkdir -p fuzz/crashes
 failed=0

@@ -19,6 +19,7 @@
  * dla_mbq_next delivers them to the caller (into the caller's open scope).
  */
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
+#include "nn/data_image.h"
 #include "nn/data_rng.h"
 #include "nn/data_seq.h"
 #include "nn/data_util.h"
@@ -38,6 +39,7 @@ typedef struct mbq_input {
     dla_tensor *tensor;         /* held */
     int bdim;                   /* 1-based observation dim of tensor */
     const dla_seqlist *seqs;
+    dla_imds *imds;             /* a frozen copy of the datastore, held */
     char format[DLA_MAX_DIMS + 1];
     int has_format;
     int cast;                   /* a dla_dtype, or -1 */
@@ -58,6 +60,7 @@ struct dla_mbq {
     int64_t n;                  /* observations of this queue */
     int64_t *base;              /* its n observation numbers, as made */
     int64_t *order;             /* the same in the current order */
+    int imds_input;             /* the datastore input, or -1 */
     int64_t mbs;
     int discard;
     dla__seq_rule rule;
@@ -159,12 +162,39 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     dla_device_set_current(q->device);
     dla_tensor *out[MAX_OUTPUTS] = {0}, *held[MAX_OUTPUTS];
     int nheld = 0;
+    /* The datastore's images first: the files it skips as corrupt leave
+     * their observations out of every other input too, so that images and
+     * labels stay paired. */
+    dla_tensor *images = NULL;
+    int64_t *kept_obs = NULL;
+    if (q->imds_input >= 0) {
+        int64_t *kept = dla__data_malloc(sizeof *kept * (size_t)count);
+        kept_obs = dla__data_malloc(sizeof *kept_obs * (size_t)count);
+        int64_t nkept = 0;
+        if (kept && kept_obs)
+            images = dla__imds_batch(q->in[q->imds_input].imds, obs, count, q->device, kept, &nkept,
+                                     "dla_mbq_next");
+        else
+            dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "dla_mbq_next: out of memory");
+        if (images) {
+            held[nheld++] = images;
+            for (int64_t k = 0; k < nkept; k++)
+                kept_obs[k] = obs[kept[k]];
+            obs = kept_obs;
+            count = nkept;
+        }
+        dla__data_free(kept);
+    }
     dla_scope_begin();
     int o = 0;
     for (int i = 0; i < q->nin; i++) {
         const mbq_input *in = &q->in[i];
         dla_tensor *t = NULL, *m = NULL;
-        if (in->tensor) {
+        if (in->imds) {
+            t = images;
+        } else if (q->imds_input >= 0 && !images) {
+            t = NULL; /* the images failed: their error is the batch's */
+        } else if (in->tensor) {
             t = gather(in->tensor, in->bdim, obs, count);
             if (t && dla_tensor_device(t) != q->device)
                 t = dla_tensor_to_device(t, q->device);
@@ -204,6 +234,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     dla_scope_end();
     for (int i = 0; i < nheld; i++)
         dla_tensor_release(held[i]);
+    dla__data_free(kept_obs);
     dla_device_set_current(was);
 }
 
@@ -290,8 +321,10 @@ static void queue_free(dla_mbq *q)
         pthread_cond_destroy(&q->cond);
         pthread_mutex_destroy(&q->lock);
     }
-    for (int i = 0; i < q->nin; i++)
+    for (int i = 0; i < q->nin; i++) {
         dla_tensor_release(q->in[i].tensor);
+        dla__imds_release(q->in[i].imds);
+    }
     dla__data_free(q->ring);
     dla__data_free(q->base);
     dla__data_free(q->order);
@@ -355,10 +388,21 @@ static dla_status check_format(const mbq_input *in, int i, const char *op)
     }
     /* Relabel an empty batch of the same shape to see whether it fits. */
     int64_t dims[DLA_MAX_DIMS];
-    int nd = dla_tensor_dims(in->tensor, dims);
+    int nd;
+    dla_dtype dt;
+    if (in->imds) {
+        int h, w, c;
+        dla__imds_out_size(in->imds, &h, &w, &c);
+        nd = 4;
+        dims[0] = h, dims[1] = w, dims[2] = c;
+        dt = in->imds->dtype;
+    } else {
+        nd = dla_tensor_dims(in->tensor, dims);
+        dt = dla_tensor_dtype(in->tensor);
+    }
     dims[in->bdim - 1] = 0;
     dla_scope_begin();
-    dla_tensor *z = dla_zeros(dla_tensor_dtype(in->tensor), "", nd, dims);
+    dla_tensor *z = dla_zeros(dt, "", nd, dims);
     dla_tensor *r = dla_reshape(z, in->format, nd, dims);
     dla_status st = dla_tensor_status(r);
     if (st != DLA_OK)
@@ -377,9 +421,10 @@ static dla_status check_format(const mbq_input *in, int i, const char *op)
 static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const char *op)
 {
     mbq_input *in = &q->in[i];
-    if ((src->tensor != NULL) == (src->sequences != NULL)) {
+    if ((src->tensor != NULL) + (src->sequences != NULL) + (src->images != NULL) != 1) {
         dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                       "%s: argument inputs[%d]: set exactly one of tensor and sequences", op, i);
+                       "%s: argument inputs[%d]: set exactly one of tensor, sequences and images",
+                       op, i);
         return -1;
     }
     in->cast = -1;
@@ -404,7 +449,25 @@ static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const cha
     }
     in->mask = src->mask != 0;
     int64_t count;
-    if (src->sequences) {
+    if (src->images) {
+        if (q->imds_input >= 0) {
+            dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument inputs[%d]: a second datastore input (inputs[%d] is one); "
+                           "a queue reads one datastore",
+                           op, i, q->imds_input);
+            return -1;
+        }
+        if (in->mask) {
+            dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument inputs[%d]: mask is for sequence inputs", op, i);
+            return -1;
+        }
+        if (!(in->imds = dla__imds_snapshot(src->images, op)))
+            return -1;
+        q->imds_input = i;
+        in->bdim = 4;
+        count = dla__imds_count(in->imds);
+    } else if (src->sequences) {
         in->seqs = src->sequences;
         count = dla_seqlist_count(src->sequences);
     } else {
@@ -508,6 +571,7 @@ DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
     if (!q)
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     q->magic = DLA__HANDLE_MBQ;
+    q->imds_input = -1;
     dla_status st = parse_options(q, opts, op);
     for (int i = 0; i < ninputs && st == DLA_OK; i++) {
         q->nin = i + 1;
@@ -561,8 +625,12 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
     p->nin = q->nin;
     p->nout = q->nout;
     memcpy(p->in, q->in, sizeof p->in);
-    for (int i = 0; i < p->nin; i++)
+    for (int i = 0; i < p->nin; i++) {
         dla_tensor_retain(p->in[i].tensor);
+        if (p->in[i].imds)
+            dla__imds_retain(p->in[i].imds);
+    }
+    p->imds_input = q->imds_input;
     p->mbs = q->mbs;
     p->discard = q->discard;
     p->rule = q->rule;

@@ -17,6 +17,12 @@ libdlaccel_la_SOURCES += nn/data_util.c nn/data_util.h nn/data_rng.c nn/data_rng
 	nn/data_waveform.c
 libdlaccel_la_CPPFLAGS += $(ZLIB_CFLAGS)
 libdlaccel_la_LIBADD += $(ZLIB_LIBS)
+# Image datastores: folder trees of PNG (libpng) and JPEG (libjpeg-turbo)
+# files, decoded on reading threads, with augmentation.
+libdlaccel_la_SOURCES += nn/data_image.h nn/data_image.c nn/data_image_scan.c \
+	nn/data_image_read.c nn/data_image_decode.c
+libdlaccel_la_CPPFLAGS += $(PNG_CFLAGS) $(JPEG_CFLAGS)
+libdlaccel_la_LIBADD += $(PNG_LIBS) $(JPEG_LIBS)
 
 # Training: trainnet and trainingOptions, the iteration table, the progress
 # display (bar and metrics) and its SVG chart.

@@ -286,10 +286,12 @@ static dla_status check_data(const char *what, const dla_train_data *d)
 {
     if (!d)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %s is NULL", what);
-    if (!d->predictors == !d->sequences)
+    int sources = !!d->predictors + !!d->sequences + !!d->images;
+    if (sources != 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: %s: set exactly one of predictors and sequences (%s)",
-                             what, d->predictors ? "both are set" : "neither is set");
+                             "dla_trainnet: %s: set exactly one of predictors, sequences and images "
+                             "(%s)", what,
+                             sources == 2 ? "both are set" : sources ? "all three are set" : "none is set");
     if (!d->targets)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %s: targets is NULL", what);
     dla_tensor *bad = d->predictors && dla_tensor_status(d->predictors) != DLA_OK ? d->predictors
@@ -310,6 +312,8 @@ static int obs_dim(dla_tensor *t)
 
 static int64_t observations(const dla_train_data *d)
 {
+    if (d->images)
+        return dla_imds_num_files(d->images);
     return d->sequences ? dla_seqlist_count(d->sequences)
                         : dla_tensor_dim(d->predictors, obs_dim(d->predictors));
 }
@@ -361,7 +365,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         dla_net_input_activation(tr->net, 0, dims, in_fmt);
     const char *tfmt = !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format : NULL;
     dla_mbq_input in[2] = {
-        {.tensor = d->predictors, .sequences = d->sequences, .cast = cast,
+        {.tensor = d->predictors, .sequences = d->sequences, .images = d->images, .cast = cast,
          .format = *in_fmt ? in_fmt : NULL},
         {.tensor = *targets, .format = tfmt && *tfmt ? tfmt : NULL},
     };
@@ -371,7 +375,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         .mini_batch_size = tr->o.mini_batch_size,
         .partial_mini_batch = validation ? "return" : tr->o.partial_mini_batch,
         .seed = tr->o.shuffle_seed,
-        .dispatch_in_background = tr->o.dispatch_in_background,
+        .dispatch_in_background = tr->o.dispatch_in_background || d->images,
         .device = tr->dev,
         .sequence = {.length = len, .padding_value = tr->o.sequence_padding_value,
                      .padding_direction = tr->o.sequence_padding_direction},
@@ -410,10 +414,18 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
         char fmt[DLA_MAX_DIMS + 1] = "";
         int64_t dims[DLA_MAX_DIMS];
         dla_net_input_activation(tr->net, i, dims, fmt);
-        for (int c = 0; c < nchunks; c++) {
+        dla_status rst = DLA_OK; /* a datastore's read, whose message names the file */
+        for (int c = 0; c < nchunks && rst == DLA_OK; c++) {
             if (d->sequences) {
                 int64_t idx = c;
                 dla_padsequences(d->sequences, 1, &idx, NULL, &chunks[c], NULL);
+                continue;
+            }
+            if (d->images) { /* the whole datastore, read once (docs/data.md) */
+                int64_t idx[1024], m = n - (int64_t)c * 1024 < 1024 ? n - (int64_t)c * 1024 : 1024;
+                for (int64_t k = 0; k < m; k++)
+                    idx[k] = (int64_t)c * 1024 + k;
+                rst = dla_imds_read_files(d->images, m, idx, &chunks[c], NULL);
                 continue;
             }
             dla_tensor *x = d->predictors;
@@ -426,7 +438,14 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
             }
             chunks[c] = s;
         }
-        dla_status st = dla_net_set_input_statistics(tr->net, name, nchunks, chunks);
+        dla_status st = rst;
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            dla_set_error(st, "dla_trainnet: input normalization statistics: %s", msg);
+        } else {
+            st = dla_net_set_input_statistics(tr->net, name, nchunks, chunks);
+        }
         dla_scope_end();
         dla_free(chunks);
         if (st != DLA_OK)
@@ -919,6 +938,10 @@ static dla_status init_from_data(dla_net *net, const dla_train_data *d)
     dla_tensor *ex = NULL;
     if (d->sequences) {
         dla_padsequences(d->sequences, 1, NULL, NULL, &ex, NULL);
+    } else if (d->images) {
+        dla_imds_read_files(d->images, 1, (int64_t[]){0}, &ex, NULL);
+        if (ex && dla_tensor_dtype(ex) != DLA_F64)
+            ex = dla_cast(ex, DLA_F32);
     } else {
         dla_tensor *x = d->predictors;
         ex = dla_slice(x, obs_dim(x), 0, 1, 1);
@@ -1072,6 +1095,11 @@ static void print_start(trainer *tr, int normalized)
     say(tr, header);
 }
 
+/* dla_trainnet once the data's targets are in place. */
+static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
+                                   const dla_train_loss *loss, trainer *trp, dla_net **trained,
+                                   dla_training_info **info, double t0);
+
 DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
                                 const dla_train_loss *loss, const dla_training_options *opts,
                                 dla_net **trained, dla_training_info **info)
@@ -1088,7 +1116,43 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: argument net is NULL");
     trainer tr;
     memset(&tr, 0, sizeof tr);
-    if ((st = dla_training_options_resolve(opts, &tr.o)) != DLA_OK || (st = check_loss(loss)) != DLA_OK ||
+    /* A datastore without targets: its labels are the targets. */
+    dla_train_data own[2];
+    dla_tensor *labels[2] = {NULL, NULL};
+    if ((st = dla_training_options_resolve(opts, &tr.o)) != DLA_OK)
+        return st;
+    const dla_train_data **sets[2] = {&data, &tr.o.validation_data};
+    for (int k = 0; k < 2; k++) {
+        const dla_train_data *d = *sets[k];
+        if (!d || !d->images || d->targets)
+            continue;
+        dla_scope_begin();
+        labels[k] = dla_tensor_retain(dla_imds_labels(d->images));
+        dla_scope_end();
+        if (!labels[k]) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            dla_tensor_release(labels[0]);
+            return dla_set_error(dla_last_status(), "dla_trainnet: %s: %s",
+                                 k ? "ValidationData" : "data", msg);
+        }
+        own[k] = *d;
+        own[k].targets = labels[k];
+        *sets[k] = &own[k];
+    }
+    st = trainnet_checked(data, net, loss, &tr, trained, info, t0);
+    dla_tensor_release(labels[0]);
+    dla_tensor_release(labels[1]);
+    return st;
+}
+
+static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
+                                   const dla_train_loss *loss, trainer *trp, dla_net **trained,
+                                   dla_training_info **info, double t0)
+{
+    dla_status st;
+    trainer tr = *trp;
+    if ((st = check_loss(loss)) != DLA_OK ||
         (st = check_data("data", data)) != DLA_OK ||
         (tr.o.validation_data && (st = check_data("ValidationData", tr.o.validation_data)) != DLA_OK))
         return st;

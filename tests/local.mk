@@ -9,6 +9,7 @@ include tests/loss.mk
 include tests/plan.mk
 include tests/trace.mk
 include tests/data.mk
+include tests/datastore.mk
 include tests/net.mk
 include tests/train.mk
 include tests/opencl.mk

@@ -31,5 +31,8 @@ int dla_tool_trace(int argc, char **argv);
 /* `dlaccel check-plugin MANIFEST`: the conformance suite against the cpu
  * plugin on every device of that manifest's plugin. */
 int dla_tool_check_plugin(int argc, char **argv);
+/* `dlaccel export-images OUTDIR`: Fashion-MNIST as PNG files, one folder
+ * per class (export_images.c). */
+int dla_tool_export_images(int argc, char **argv);
 
 #endif

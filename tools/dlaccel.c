@@ -56,6 +56,16 @@ static const dla_tool_command commands[] = {
      "default 25), --case I (only case I), --seed S (default 1), --device I\n"
      "(only device I of the plugin), --tap.",
      dla_tool_check_plugin},
+    {"export-images", "[--split train|test] [--limit N] [--dir IDXDIR] OUTDIR",
+     "write Fashion-MNIST as PNG files, one folder per class",
+     "Reads a split of Fashion-MNIST (IDXDIR, default the folder of Debian's\n"
+     "dataset-fashion-mnist) and writes each image as an 8-bit gray PNG file\n"
+     "OUTDIR/<class>/<index>.png, the class folders named \"0_T-shirt-top\" ..\n"
+     "\"9_Ankle_boot\" so that their sorted order is the label order, and the\n"
+     "files named by their index in the IDX file. This is the folder tree an\n"
+     "image datastore reads with labels from folder names (docs/data.md).\n"
+     "--limit N writes only the first N images.",
+     dla_tool_export_images},
     {"version", "", "print the library and plugin ABI versions",
      "Prints the version of libdlaccel and the plugin ABI it speaks.", cmd_version},
     {"help", "[command]", "show this list, or the details of one command",

@@ -12,5 +12,7 @@ tools_dlaccel_SOURCES = \
 	tools/conformance_elementwise.c \
 	tools/conformance_math.c \
 	tools/conformance_nn.c \
-	tools/conformance_random.c
-tools_dlaccel_LDADD = libdlaccel.la
+	tools/conformance_random.c \
+	tools/export_images.c
+tools_dlaccel_CPPFLAGS = $(AM_CPPFLAGS) $(PNG_CFLAGS)
+tools_dlaccel_LDADD = libdlaccel.la $(PNG_LIBS)

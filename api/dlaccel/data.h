@@ -210,6 +210,172 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
                                     const dla_sequence_options *opts, dla_tensor **x,
                                     dla_tensor **mask);
 
+/* --------------------------------------------------------- image datastores */
+
+/* MATLAB imageDatastore over a folder tree of PNG and JPEG files, with
+ * labels from the folder names:
+ *
+ *     // imds = imageDatastore(folder, 'IncludeSubfolders', true,
+ *     //                       'LabelSource', 'foldernames');
+ *     // [imdsTrain, imdsTest] = splitEachLabel(imds, 0.9, "randomized");
+ *     dla_imds *imds, *split[2];
+ *     dla_imds_create("data/train", NULL, &imds);
+ *     dla_imds_split_each_label(imds, 1, (double[]){0.9}, "randomized", 42, split);
+ *     dla_train_data data = {.images = split[0]};   // labels from the folders
+ *
+ * The files are found when the datastore is made: every regular file whose
+ * name ends in .png, .jpg or .jpeg (any case) under the folder, sorted by
+ * path (byte order), so the order is the same on every machine. The first
+ * file is decoded then to learn the datastore's image size; the others are
+ * read only when asked for. Which decoder reads a file is told by its
+ * signature, not its name: libpng for PNG, libjpeg-turbo for JPEG.
+ *
+ * An image is read as H x W x C (H rows first, as MATLAB), C = 1 for gray
+ * and 3 for colour (alpha dropped, palettes expanded, 16-bit samples cut
+ * to 8). Images of a datastore must all have its size, except through an
+ * augmented datastore that resizes them (dla_augimds_create).
+ *
+ * Labels ("foldernames"): a file's class is the name of the folder that
+ * holds it; the class list (MATLAB's categories) is the sorted set of those
+ * names, and a label is the class's 0-based number in it.
+ *
+ * Bad input is an error naming the file or folder, never a crash or a
+ * silently wrong label (DLA_ERR_IO when a folder or file cannot be read;
+ * DLA_ERR_FORMAT for a corrupt or truncated image, a file that is neither
+ * PNG nor JPEG, or an image whose size is not the datastore's;
+ * DLA_ERR_INVALID_ARGUMENT for an empty folder, a class folder with no
+ * image file, or an image right in the top folder where its label would be
+ * the top folder's name). With skip_corrupt, corrupt files (not those of
+ * another size) are left out of the batches they fall in, with a warning
+ * on stderr naming each, once.
+ *
+ * Thread safety: a datastore may feed several mini-batch queues at once
+ * (partitions read on their own threads); the calls below that change it
+ * (read, reset, shuffle, set_read_size) must not race one another.
+ */
+typedef struct dla_imds dla_imds;
+
+typedef struct dla_imds_options {
+    /* Only the files right in the folder (MATLAB's default
+     * IncludeSubfolders false); 0, the default here: the whole tree, as
+     * 'IncludeSubfolders', true. */
+    int top_folder_only;
+    /* "foldernames" (NULL, the default here) or "none" (no labels: the
+     * label outputs are NULL, dla_imds_labels fails). */
+    const char *label_source;
+    /* ReadSize: images per dla_imds_read; 1 when 0. */
+    int64_t read_size;
+    /* The images' dtype: DLA_F32 (0, the default) or DLA_F64 as pixel/255
+     * in [0, 1], as dla_fashion_mnist_load gives them; DLA_U8: the bytes. */
+    dla_dtype dtype;
+    /* The stream of dla_imds_shuffle (np.random.default_rng(seed)). */
+    uint64_t seed;
+    /* Leave corrupt files out with a warning naming each instead of
+     * failing the read. */
+    int skip_corrupt;
+    /* Threads that decode the images of one read or mini-batch: 1 when 0
+     * (the mini-batch queue's dispatch thread alone), at most 64. */
+    int read_threads;
+} dla_imds_options;
+
+/* MATLAB imageDatastore(folder, ...). opts may be NULL. Errors (*out NULL):
+ * DLA_ERR_INVALID_ARGUMENT (NULL folder or out, an unknown option value, no
+ * image file under folder, an empty class folder, an image in the top
+ * folder with "foldernames"), DLA_ERR_IO (the folder or a subfolder cannot
+ * be read), the first image's decoding errors, DLA_ERR_OUT_OF_MEMORY. */
+DLA_API dla_status dla_imds_create(const char *folder, const dla_imds_options *opts,
+                                   dla_imds **out);
+/* Frees ds (queues made over it hold a reference of their own, so it may
+ * be freed while they run). NULL-safe. */
+DLA_API void dla_imds_free(dla_imds *ds);
+
+/* numel(imds.Files); the path and the class number of file i (0-based, in
+ * the current order); NULL and -1 out of range (-1 also without labels). */
+DLA_API int64_t dla_imds_num_files(const dla_imds *ds);
+DLA_API const char *dla_imds_file(const dla_imds *ds, int64_t i);
+DLA_API int dla_imds_label(const dla_imds *ds, int64_t i);
+/* numel(categories(imds.Labels)) and class k's name (NULL out of range). */
+DLA_API int dla_imds_num_categories(const dla_imds *ds);
+DLA_API const char *dla_imds_category(const dla_imds *ds, int k);
+/* countEachLabel: counts[k] files of class k, k < dla_imds_num_categories. */
+DLA_API dla_status dla_imds_count_each_label(const dla_imds *ds, int64_t *counts);
+/* The labels of every file in the current order: 1 x N "CB" int32 class
+ * numbers on the current device (trainnet's targets). NULL and the error
+ * for a datastore without labels. */
+DLA_API dla_tensor *dla_imds_labels(const dla_imds *ds);
+/* The size images are read at: H, W, C (the output size for an augmented
+ * datastore). */
+DLA_API void dla_imds_image_size(const dla_imds *ds, int64_t size[3]);
+/* Files skipped as corrupt so far (skip_corrupt). */
+DLA_API int64_t dla_imds_num_skipped(const dla_imds *ds);
+
+/* MATLAB hasdata, reset, shuffle (in place here; MATLAB returns a
+ * shuffled copy: dla_imds_subset makes copies), ReadSize. */
+DLA_API int dla_imds_hasdata(const dla_imds *ds);
+DLA_API void dla_imds_reset(dla_imds *ds);
+DLA_API void dla_imds_shuffle(dla_imds *ds);
+DLA_API dla_status dla_imds_set_read_size(dla_imds *ds, int64_t read_size);
+
+/* MATLAB read: the next ReadSize images (fewer at the end) as one
+ * H x W x C x n "SSCB" tensor *images, and their 1 x n "CB" int32 labels
+ * (labels may be NULL; it is set to NULL without labels). Skipped corrupt
+ * files are left out of both. Errors (outputs NULL): DLA_ERR_STATE when
+ * no data is left (dla_imds_reset), the files' errors naming each. */
+DLA_API dla_status dla_imds_read(dla_imds *ds, dla_tensor **images, dla_tensor **labels);
+/* MATLAB readall: every image, in the current order, in one tensor
+ * (mind the memory: this is the one call whose size is the dataset's). */
+DLA_API dla_status dla_imds_readall(dla_imds *ds, dla_tensor **images, dla_tensor **labels);
+/* MATLAB readimage(imds, i) for files idx[0..n-1]: like read, for any
+ * files (0-based, in the current order). */
+DLA_API dla_status dla_imds_read_files(dla_imds *ds, int64_t n, const int64_t *idx,
+                                       dla_tensor **images, dla_tensor **labels);
+
+/* MATLAB subset(imds, indices): a new datastore over files idx[0..n-1] of
+ * ds's current order (0-based), with ds's options. */
+DLA_API dla_status dla_imds_subset(dla_imds *ds, int64_t n, const int64_t *idx, dla_imds **out);
+/* MATLAB partition(imds, n, index) with a 0-based index: part index of n
+ * contiguous parts of the current order, sizes differing by at most one
+ * (the first parts take the remainder). */
+DLA_API dla_status dla_imds_partition(dla_imds *ds, int n, int index, dla_imds **out);
+/* MATLAB [ds1, ..., dsN+1] = splitEachLabel(imds, p1, ..., pN [,
+ * "randomized"]): per class, the first p1 files (a fraction of the class
+ * in (0, 1), rounded down, or a whole count >= 1) go to out[0], the next
+ * p2 to out[1], ..., the rest to out[n]. With mode "randomized" each
+ * class's files are drawn at random (np.random.default_rng(seed)), else
+ * taken in order; each output keeps ds's order. out has n + 1 entries.
+ * Errors: DLA_ERR_INVALID_ARGUMENT (a datastore without labels, n < 1, a p
+ * that is neither, fractions adding up to more than 1, counts more than a
+ * class has (naming it), an unknown mode). */
+DLA_API dla_status dla_imds_split_each_label(dla_imds *ds, int n, const double *p,
+                                             const char *mode, uint64_t seed, dla_imds **out);
+
+/* MATLAB imageDataAugmenter: the random transformations of an augmented
+ * datastore, drawn per image. Zeroed fields do nothing. */
+typedef struct dla_image_augmenter {
+    int rand_x_reflection;          /* RandXReflection: mirror left-right, p = 0.5 */
+    int rand_y_reflection;          /* RandYReflection: mirror top-bottom, p = 0.5 */
+    double rand_rotation[2];        /* RandRotation: degrees, uniform in [lo, hi] */
+    double rand_scale[2];           /* RandScale: uniform in [lo, hi]; {0, 0}: 1 */
+    double rand_x_translation[2];   /* RandXTranslation: pixels, uniform in [lo, hi] */
+    double rand_y_translation[2];   /* RandYTranslation: pixels */
+} dla_image_augmenter;
+
+/* MATLAB augmentedImageDatastore(outputSize, imds, 'DataAugmentation',
+ * aug): reads ds's files, transforms each image by aug (about its centre,
+ * in its own pixels: reflection, rotation, scale, translation; pixels
+ * that come from outside the image are 0) and resizes it to
+ * output_size[0] x output_size[1] (bilinear; MATLAB's imresize is bicubic
+ * with antialiasing), so images of any size may be mixed (but not of
+ * different channel counts). aug may be NULL (a resize only). The random
+ * draws come from a stream of its own (np.random.default_rng(seed)'s, the
+ * library's host stream), in the order the images are read; the stream is
+ * shared by the queues reading it. It shares ds's files and labels and
+ * takes its options; ds may be freed after. Errors: DLA_ERR_INVALID_ARGUMENT
+ * (a size below 1, a range with lo > hi, a scale <= 0). */
+DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
+                                      const dla_image_augmenter *aug, uint64_t seed,
+                                      dla_imds **out);
+
 /* -------------------------------------------------------- mini-batch queue */
 
 /* MATLAB minibatchqueue over data in memory: it hands out mini-batches of
@@ -218,8 +384,8 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * asks for its mask). */
 typedef struct dla_mbq dla_mbq;
 
-/* One source of observations; exactly one of tensor and sequences is set,
- * and every input of a queue has the same number of observations. */
+/* One source of observations; exactly one of tensor, sequences and images
+ * is set, and every input of a queue has the same number of observations. */
 typedef struct dla_mbq_input {
     /* Observations along its B dim (an unformatted tensor: along its last
      * dim). Retained by the queue. Batches are gathered on its device and
@@ -229,6 +395,15 @@ typedef struct dla_mbq_input {
      * sequence options into a C x B x T "CBT" single batch. Borrowed: it
      * must outlive the queue (and its partitions) and not change. */
     const dla_seqlist *sequences;
+    /* Or: images of a datastore, one observation per file of its current
+     * order when the queue is made (later shuffles of the datastore do not
+     * change the queue's data), read and decoded per batch as H x W x C x B
+     * "SSCB" (the datastore's dtype, then cast). Its labels are another
+     * input: {.tensor = dla_imds_labels(ds)}. When skip_corrupt leaves a
+     * file out, the batch leaves that observation out of every output, so
+     * images and labels stay paired. At most one datastore input per
+     * queue. The queue holds a reference: ds may be freed before it. */
+    dla_imds *images;
     /* MiniBatchFormat of this output: labels given to the batch (a
      * relabeling with the same dims, e.g. "SSCB" for an unformatted image
      * array), with B on the observation dim. NULL keeps the source's format

@@ -224,7 +224,7 @@ DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root);
 /* -------------------------------------------------------------- trainnet */
 
 /* The data trainnet reads (MATLAB's XTrain/TTrain arguments, or its
- * ValidationData). Exactly one of predictors and sequences is set.
+ * ValidationData). Exactly one of predictors, sequences and images is set.
  * Borrowed: it must stay valid and unchanged while trainnet runs. */
 typedef struct dla_train_data {
     /* Observations along the B dim: "SSCB" images (h x w x c x N) for an
@@ -237,6 +237,13 @@ typedef struct dla_train_data {
      * (MATLAB's cell array of sequences); padded or truncated per batch by
      * the SequenceLength options. */
     const dla_seqlist *sequences;
+    /* Or an image datastore (MATLAB's trainnet(imds, ...)): its files in
+     * its current order, read and decoded a mini-batch at a time on a
+     * background thread (DispatchInBackground is implied), so only the
+     * batches read ahead are in memory. targets may then be NULL: the
+     * datastore's labels (dla_imds_labels) are the targets. Skipped
+     * corrupt files drop out of their batch with their labels. */
+    dla_imds *images;
     /* Targets, one per observation: int32 class numbers 0..K-1 (any dims
      * of N elements, MATLAB's categorical targets), one-hot encoded per
      * mini-batch as K x N "CB" single, K the network output's channels; or

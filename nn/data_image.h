@@ -1,0 +1,118 @@
+/*
+ * data_image.h - what the image datastore's files share: decoding one PNG
+ * or JPEG file into 8-bit pixels (data_image_decode.c), and the batch
+ * reader the mini-batch queue calls (data_image.c).
+ *
+ * The decoder runs on the datastore's reading threads, so it never touches
+ * the thread's dla_last_error(): a failure is a status and a message in the
+ * caller's buffer, naming the file.
+ */
+#ifndef DLA_NN_DATA_IMAGE_H
+#define DLA_NN_DATA_IMAGE_H
+
+#include <dlaccel.h>
+
+#include "nn/data_rng.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* A decoded image: h rows of w pixels of c channels (1 gray, 3 RGB),
+ * row-major and interleaved as the files hold them (px[(y*w + x)*c + k]). */
+typedef struct dla__image {
+    int h, w, c;
+    uint8_t *px; /* dla__data_malloc'd; dla__image_free */
+} dla__image;
+
+/* The largest image the decoder takes (pixels times channels), so that a
+ * forged header cannot ask for gigabytes. */
+#define DLA__IMAGE_MAX_BYTES ((size_t)1 << 28)
+
+/* Decodes path (PNG or JPEG, told apart by their signatures, not the file
+ * name) into *img. Alpha is dropped, palettes expanded to RGB, 16-bit
+ * samples cut to 8, gray below 8 bits widened. On failure *img is zeroed
+ * and err holds "<path>: <why>": DLA_ERR_IO (cannot open or read it),
+ * DLA_ERR_FORMAT (neither PNG nor JPEG, an unsupported colour space, an
+ * image over DLA__IMAGE_MAX_BYTES, or a corrupt or truncated file, with the
+ * decoder's own message: libjpeg's warnings, such as a premature end of the
+ * data, count as errors, as it would otherwise fill the rest with gray),
+ * DLA_ERR_OUT_OF_MEMORY. */
+dla_status dla__image_decode(const char *path, dla__image *img, char *err, size_t errlen);
+void dla__image_free(dla__image *img);
+
+/* The files of a datastore and of every datastore made from it (subsets,
+ * partitions, splits, augmented views): shared, reference counted, never
+ * changed once made, except for the skipped flags. */
+typedef struct dla__imds_catalog {
+    int refs;                 /* atomic */
+    int64_t nfiles;
+    char **paths;             /* sorted */
+    int32_t *labels;          /* class numbers; NULL with label_source "none" */
+    int nclasses;
+    char **classes;           /* sorted names */
+    unsigned char *skipped;   /* atomic flags: corrupt files warned about */
+    int h, w, c;              /* the first readable file's size */
+    int64_t size_from;        /* that file */
+} dla__imds_catalog;
+
+/* Walks folder (recursing unless told not to) into a new catalog with one
+ * reference; labels from folder names when labels is set. The size is not
+ * set here. */
+dla_status dla__imds_scan(const char *folder, int recurse, int labels, dla__imds_catalog **out,
+                          const char *op);
+void dla__imds_catalog_release(dla__imds_catalog *c);
+
+/* The augmentation of an augmented datastore, with its stream and the lock
+ * that its readers (several queues' threads) draw under. */
+typedef struct dla__imds_augment {
+    int refs;                 /* atomic */
+    int out_h, out_w;
+    dla_image_augmenter aug;
+    void *lock;               /* a pthread_mutex_t */
+    dla__data_rng rng;
+} dla__imds_augment;
+
+struct dla_imds {
+    uint32_t magic;           /* DLA__IMDS_MAGIC; DLA__HANDLE_DEAD once freed */
+    int refs;                 /* atomic: the user's and the queues' */
+    dla__imds_catalog *cat;
+    dla__imds_augment *augment; /* NULL: images as read */
+    int64_t n;                /* files of this datastore */
+    int64_t *idx;             /* their catalog numbers, in the current order */
+    int64_t pos, read_size;
+    dla_dtype dtype;
+    int skip_corrupt, threads, top_only;
+    uint64_t seed;
+    dla__data_rng rng;
+};
+
+#define DLA__IMDS_MAGIC 0x7a3e5010u
+
+/* The images of positions obs[0..count-1] of ds's current order in one
+ * host buffer: H x W x C x kept, ds's dtype. labels[] (may be NULL) gets
+ * their class numbers, kept[] (may be NULL) the positions 0..count-1 that
+ * made it. DLA_OK, or an error with the thread's error set naming op and
+ * the file. *buf is freed by the caller with dla__data_free. */
+dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count, void **buf,
+                               int32_t *labels, int64_t *kept, int64_t *nkept, const char *op);
+/* The H, W, C of ds's images. */
+void dla__imds_out_size(const dla_imds *ds, int *h, int *w, int *c);
+
+/* Internal to the mini-batch queue (data_mbq.c). */
+/* A +1 reference to ds (datastores are reference counted inside the
+ * library so that queues and their partitions can share one). */
+dla_imds *dla__imds_retain(dla_imds *ds);
+/* A datastore over ds's files in its current order, frozen: later
+ * shuffles of ds do not change it. */
+dla_imds *dla__imds_snapshot(dla_imds *ds, const char *op);
+/* Drops a reference (dla_imds_free drops the user's). */
+void dla__imds_release(dla_imds *ds);
+/* The images obs[0..count-1] (positions in ds's current order) as one
+ * H x W x C x kept "SSCB" tensor on dev, held (data_util.h). kept[] gets
+ * the positions (0..count-1) of the images that made it: all of them, or,
+ * with skip_corrupt, those that were not corrupt (each skipped file is
+ * warned about once). NULL with the thread's error set on failure. */
+dla_tensor *dla__imds_batch(dla_imds *ds, const int64_t *obs, int64_t count, dla_device *dev,
+                            int64_t *kept, int64_t *nkept, const char *op);
+int64_t dla__imds_count(const dla_imds *ds);
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * data_image_read.c - reading a datastore's images into one host buffer:
+ * the files decoded on up to read_threads threads, each image converted
+ * (or, for an augmented datastore, transformed and resized) straight into
+ * its slot of the batch, H x W x C column-major as MATLAB's arrays.
+ *
+ * What the result is does not depend on the thread count: the random
+ * transforms are drawn before the threads start, in the order of the
+ * images, and the error reported is the one of the first failing image in
+ * that order.
+ */
+#include "core/log.h"
+#include "nn/data_image.h"
+#include "nn/data_util.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* One image's transform, drawn per image. */
+typedef struct xform {
+    int flip_x, flip_y;
+    double angle, scale, tx, ty; /* degrees, factor, pixels */
+} xform;
+
+typedef struct job {
+    dla_imds *ds;
+    const int64_t *obs;
+    int64_t count;
+    int h, w, c;                 /* the output size */
+    size_t esize;
+    unsigned char *buf;
+    const xform *xf;             /* NULL: no augmentation */
+    unsigned char *bad;          /* per image: 1 skipped as corrupt */
+    int64_t next;                /* atomic: the next image to take */
+    pthread_mutex_t lock;
+    int64_t first_bad;           /* the lowest failing image, count if none */
+    dla_status status;
+    char message[1024];
+} job;
+
+void dla__imds_out_size(const dla_imds *ds, int *h, int *w, int *c)
+{
+    *h = ds->augment ? ds->augment->out_h : ds->cat->h;
+    *w = ds->augment ? ds->augment->out_w : ds->cat->w;
+    *c = ds->cat->c;
+}
+
+static void put(const job *jb, unsigned char *dst, size_t i, double v)
+{
+    if (jb->ds->dtype == DLA_U8) {
+        double r = floor(v + 0.5);
+        dst[i] = (unsigned char)(r < 0 ? 0 : r > 255 ? 255 : r);
+    } else if (jb->ds->dtype == DLA_F64) {
+        ((double *)dst)[i] = v / 255.0;
+    } else {
+        ((float *)dst)[i] = (float)(v / 255.0);
+    }
+}
+
+/* The image as it is: transposed from row-major interleaved to H x W x C,
+ * a loop per dtype (a branch per pixel was a tenth of the decode time). */
+static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
+{
+    size_t h = (size_t)im->h, w = (size_t)im->w, c = (size_t)im->c, hw = h * w;
+    const unsigned char *px = im->px;
+    if (jb->ds->dtype == DLA_U8) {
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t k = 0; k < c; k++)
+                    dst[y + h * x + hw * k] = px[(y * w + x) * c + k];
+    } else if (jb->ds->dtype == DLA_F64) {
+        double *d = (double *)dst;
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t k = 0; k < c; k++)
+                    d[y + h * x + hw * k] = px[(y * w + x) * c + k] / 255.0;
+    } else {
+        float *d = (float *)dst, scale[256];
+        for (int v = 0; v < 256; v++)
+            scale[v] = (float)(v / 255.0); /* as put() rounds it */
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t k = 0; k < c; k++)
+                    d[y + h * x + hw * k] = scale[px[(y * w + x) * c + k]];
+    }
+}
+
+/* Output pixel (yo, xo) comes from the point of the input image found by
+ * undoing the resize, then the transform about the input's centre;
+ * bilinear between the four pixels around it, 0 outside the image. */
+static void warp(const job *jb, const dla__image *im, const xform *t, unsigned char *dst)
+{
+    double sy = (double)im->h / jb->h, sx = (double)im->w / jb->w;
+    double cy = (im->h - 1) / 2.0, cx = (im->w - 1) / 2.0;
+    double a = t->angle * (3.14159265358979323846 / 180.0), ca = cos(a), sa = sin(a);
+    size_t hw = (size_t)jb->h * (size_t)jb->w;
+    for (int xo = 0; xo < jb->w; xo++)
+        for (int yo = 0; yo < jb->h; yo++) {
+            double dx = (xo + 0.5) * sx - 0.5 - cx - t->tx;
+            double dy = (yo + 0.5) * sy - 0.5 - cy - t->ty;
+            double u = (ca * dx + sa * dy) / t->scale, v = (-sa * dx + ca * dy) / t->scale;
+            if (t->flip_x)
+                u = -u;
+            if (t->flip_y)
+                v = -v;
+            double xi = cx + u, yi = cy + v;
+            double x0 = floor(xi), y0 = floor(yi), fx = xi - x0, fy = yi - y0;
+            for (int k = 0; k < im->c; k++) {
+                double acc = 0;
+                for (int j = 0; j < 4; j++) {
+                    double px = x0 + (j & 1), py = y0 + (j >> 1);
+                    double wgt = ((j & 1) ? fx : 1 - fx) * ((j >> 1) ? fy : 1 - fy);
+                    if (wgt == 0 || px < 0 || py < 0 || px >= im->w || py >= im->h)
+                        continue;
+                    acc += wgt * im->px[((size_t)py * (size_t)im->w + (size_t)px) * (size_t)im->c +
+                                        (size_t)k];
+                }
+                put(jb, dst, (size_t)yo + (size_t)jb->h * (size_t)xo + hw * (size_t)k, acc);
+            }
+        }
+}
+
+static void record_error(job *jb, int64_t i, dla_status st, const char *msg)
+{
+    pthread_mutex_lock(&jb->lock);
+    if (i < jb->first_bad) {
+        jb->first_bad = i;
+        jb->status = st;
+        snprintf(jb->message, sizeof jb->message, "%s", msg);
+    }
+    pthread_mutex_unlock(&jb->lock);
+}
+
+static void read_one(job *jb, int64_t i)
+{
+    dla_imds *ds = jb->ds;
+    int64_t ci = ds->idx[jb->obs[i]];
+    const char *path = ds->cat->paths[ci];
+    if (ds->skip_corrupt && __atomic_load_n(&ds->cat->skipped[ci], __ATOMIC_RELAXED)) {
+        jb->bad[i] = 1;
+        return;
+    }
+    dla__image im;
+    char err[1024];
+    dla_status st = dla__image_decode(path, &im, err, sizeof err);
+    if (st == DLA_ERR_FORMAT && ds->skip_corrupt) {
+        jb->bad[i] = 1;
+        if (!__atomic_exchange_n(&ds->cat->skipped[ci], 1, __ATOMIC_RELAXED))
+            dla__log(DLA_LOG_WARN, "image datastore: skipping %s", err);
+        return;
+    }
+    if (st != DLA_OK) {
+        record_error(jb, i, st, err);
+        return;
+    }
+    if (im.c != jb->c || (!jb->xf && (im.h != jb->h || im.w != jb->w))) {
+        snprintf(err, sizeof err,
+                 "%s: the image is %dx%dx%d, but the datastore's images are %dx%dx%d (the size "
+                 "of %s)%s",
+                 path, im.h, im.w, im.c, ds->cat->h, ds->cat->w, ds->cat->c, ds->cat->paths[ds->cat->size_from],
+                 im.c != jb->c ? "; images of one datastore have one channel count"
+                               : "; an augmented datastore (dla_augimds_create) resizes them");
+        record_error(jb, i, DLA_ERR_FORMAT, err);
+    } else {
+        unsigned char *dst = jb->buf + (size_t)i * (size_t)jb->h * (size_t)jb->w *
+                                           (size_t)jb->c * jb->esize;
+        if (jb->xf)
+            warp(jb, &im, &jb->xf[i], dst);
+        else
+            copy_plain(jb, &im, dst);
+    }
+    dla__image_free(&im);
+}
+
+static void *worker(void *arg)
+{
+    job *jb = arg;
+    for (;;) {
+        int64_t i = __atomic_fetch_add(&jb->next, 1, __ATOMIC_RELAXED);
+        if (i >= jb->count)
+            break;
+        read_one(jb, i);
+    }
+    return NULL;
+}
+
+/* The transforms of count images, drawn in order from the augmented
+ * datastore's stream. */
+static void draw(dla__imds_augment *a, int64_t count, xform *xf)
+{
+    const dla_image_augmenter *g = &a->aug;
+    pthread_mutex_lock((pthread_mutex_t *)a->lock);
+    for (int64_t i = 0; i < count; i++) {
+        xform t = {.scale = 1};
+        if (g->rand_x_reflection)
+            t.flip_x = dla__data_rng_double(&a->rng) < 0.5;
+        if (g->rand_y_reflection)
+            t.flip_y = dla__data_rng_double(&a->rng) < 0.5;
+        if (g->rand_rotation[0] != 0 || g->rand_rotation[1] != 0)
+            t.angle = dla__data_rng_uniform(&a->rng, g->rand_rotation[0], g->rand_rotation[1]);
+        if (g->rand_scale[0] != 0 || g->rand_scale[1] != 0)
+            t.scale = dla__data_rng_uniform(&a->rng, g->rand_scale[0], g->rand_scale[1]);
+        if (g->rand_x_translation[0] != 0 || g->rand_x_translation[1] != 0)
+            t.tx = dla__data_rng_uniform(&a->rng, g->rand_x_translation[0],
+                                         g->rand_x_translation[1]);
+        if (g->rand_y_translation[0] != 0 || g->rand_y_translation[1] != 0)
+            t.ty = dla__data_rng_uniform(&a->rng, g->rand_y_translation[0],
+                                         g->rand_y_translation[1]);
+        xf[i] = t;
+    }
+    pthread_mutex_unlock((pthread_mutex_t *)a->lock);
+}
+
+dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count, void **bufp,
+                               int32_t *labels, int64_t *kept, int64_t *nkept, const char *op)
+{
+    *bufp = NULL;
+    *nkept = 0;
+    job *jb = dla__data_calloc(1, sizeof *jb);
+    if (!jb)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    jb->ds = ds;
+    jb->obs = obs;
+    jb->count = count;
+    dla__imds_out_size(ds, &jb->h, &jb->w, &jb->c);
+    jb->esize = dla_dtype_size(ds->dtype);
+    jb->first_bad = count;
+    size_t per = (size_t)jb->h * (size_t)jb->w * (size_t)jb->c * jb->esize;
+    dla_status st = DLA_OK;
+    if (count > 0 && per > SIZE_MAX / (size_t)count)
+        st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %lld images do not fit in memory", op,
+                            (long long)count);
+    xform *xf = NULL;
+    if (st == DLA_OK) {
+        jb->buf = dla__data_malloc(per * (size_t)(count ? count : 1));
+        jb->bad = dla__data_calloc((size_t)(count ? count : 1), 1);
+        if (ds->augment)
+            jb->xf = xf = dla__data_malloc(sizeof *xf * (size_t)(count ? count : 1));
+        if (!jb->buf || !jb->bad || (ds->augment && !xf))
+            st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld images of %zu bytes",
+                                op, (long long)count, per);
+    }
+    if (st == DLA_OK && pthread_mutex_init(&jb->lock, NULL) != 0)
+        st = dla__data_fail(DLA_ERR_STATE, "%s: cannot make a lock", op);
+    if (st == DLA_OK) {
+        if (xf)
+            draw(ds->augment, count, xf);
+        /* The calling thread reads too; helpers only for what is left. */
+        pthread_t helpers[64];
+        int nh = 0;
+        for (int t = 1; t < ds->threads && t < count && nh < 64; t++)
+            if (pthread_create(&helpers[nh], NULL, worker, jb) == 0)
+                nh++;
+        worker(jb);
+        for (int t = 0; t < nh; t++)
+            pthread_join(helpers[t], NULL);
+        pthread_mutex_destroy(&jb->lock);
+        if (jb->first_bad < count)
+            st = dla__data_fail(jb->status, "%s: %s", op, jb->message);
+    }
+    if (st == DLA_OK) {
+        /* Close the gaps of the skipped images. */
+        int64_t k = 0;
+        for (int64_t i = 0; i < count; i++) {
+            if (jb->bad[i])
+                continue;
+            if (k != i)
+                memmove(jb->buf + (size_t)k * per, jb->buf + (size_t)i * per, per);
+            if (labels)
+                labels[k] = ds->cat->labels ? ds->cat->labels[ds->idx[obs[i]]] : -1;
+            if (kept)
+                kept[k] = i;
+            k++;
+        }
+        if (k == 0 && count > 0)
+            st = dla__data_fail(DLA_ERR_FORMAT,
+                                "%s: all %lld images to read were corrupt and skipped (the first "
+                                "is %s)",
+                                op, (long long)count, ds->cat->paths[ds->idx[obs[0]]]);
+        *nkept = k;
+    }
+    dla__data_free(xf);
+    dla__data_free(jb->bad);
+    if (st == DLA_OK)
+        *bufp = jb->buf;
+    else
+        dla__data_free(jb->buf);
+    dla__data_free(jb);
+    return st;
+}
