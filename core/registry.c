@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/manifest.h"
+#include "core/omp_defaults.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -350,6 +351,7 @@ static dla_status plugin_load(struct dla__plugin *p)
         return DLA_ERR_PLUGIN;
     const char *lib = p->m.library;
     dla__log(DLA_LOG_DEBUG, "plugin '%s': dlopen %s", p->m.name, lib);
+    dla__omp_defaults(); /* before a plugin can load the OpenMP runtime */
     dlerror();
     p->handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {
