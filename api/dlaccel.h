@@ -196,6 +196,18 @@ DLA_API void dla_device_set_current(dla_device *dev);
 /* Waits until all queued work on dev is done. */
 DLA_API dla_status dla_device_sync(dla_device *dev);
 
+/* How the OpenMP runtime's idle threads wait (docs/environment.md): before
+ * loading its first plugin the library sets GOMP_SPINCOUNT to a short spin
+ * (spinning threads lose their cores on a busy machine), unless the user set
+ * OMP_WAIT_POLICY or GOMP_SPINCOUNT, DLACCEL_OMP_SPIN is "off", or the
+ * program loaded the runtime itself (it links OpenMP or OpenBLAS), when it
+ * cannot. dla_openmp_spin_count() is the count the library would set
+ * ("1000", or DLACCEL_OMP_SPIN's), NULL when it sets none: a program that
+ * links OpenMP can set it itself and re-execute. dla_openmp_wait() says
+ * what was decided (a static string). */
+DLA_API const char *dla_openmp_spin_count(void);
+DLA_API const char *dla_openmp_wait(void);
+
 /* ----------------------------------------------------------------- tensors */
 
 typedef struct dla_tensor dla_tensor;

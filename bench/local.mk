@@ -18,6 +18,7 @@ bench_dlaccel_bench_SOURCES = \
 	bench/workloads_nn.c \
 	bench/workloads_conv.c \
 	bench/workloads_replay.c \
+	bench/workloads_resnet.c \
 	bench/reference.c \
 	bench/timer.c bench/timer.h \
 	bench/report.c bench/report.h

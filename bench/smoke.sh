@@ -10,7 +10,7 @@ tmp=${TMPDIR:-/tmp}/dlaccel-bench-smoke.$$
 mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-echo 1..7
+echo 1..9
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; [ -s "$2" ] && sed 's/^/# /' "$2"; }
@@ -67,3 +67,12 @@ check "a filter that matches nothing is a usage error (exit 2) that says so" "$t
 rc=$?
 check "an unknown --device is exit 2 naming the device" "$tmp/dev.err" \
     sh -c "test $rc -eq 2 && grep -q 'no-such-device' '$tmp/dev.err'"
+
+# ResNet-20 (issue 19) is a graph with residual connections and projection
+# shortcuts: it builds, initializes and runs, with PyTorch's parameter count
+# plus the convolutions' biases.
+"$bench" --quick --device cpu --workload resnet20_inference_b16 >"$tmp/res.out" 2>&1
+rc=$?
+check "--quick --workload resnet20_inference_b16 exits 0" "$tmp/res.out" test $rc -eq 0
+check "ResNet-20 has 273258 learnable elements in 86 learnables" "$tmp/res.out" \
+    grep -q '273258 learnable elements (272474 + 784 conv biases) in 86 learnables' "$tmp/res.out"

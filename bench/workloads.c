@@ -16,6 +16,7 @@ const bench_workload *const bench_device_tables[] = {
     bench_conv_workloads,
     bench_nn_workloads,
     bench_replay_workloads,
+    bench_resnet_workloads,
     NULL,
 };
 

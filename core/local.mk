@@ -3,9 +3,11 @@ lib_LTLIBRARIES += libdlaccel.la
 libdlaccel_la_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_BUILDING_LIBRARY \
 	-DDLACCEL_PLUGINS_DIR='"$(pluginsdir)"' $(JANSSON_CFLAGS)
 # -ffp-contract=off: the random stream's normals (core/philox_stream.h) are
-# defined with every operation rounded once.
-libdlaccel_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -ffp-contract=off
-libdlaccel_la_LDFLAGS = -version-info 0:0:0 -no-undefined $(OPENMP_CFLAGS)
+# defined with every operation rounded once. No OpenMP: the library must not
+# load the OpenMP runtime before it has chosen its wait policy
+# (core/omp_defaults.c); the cpu plugin brings it.
+libdlaccel_la_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
+libdlaccel_la_LDFLAGS = -version-info 0:0:0 -no-undefined
 libdlaccel_la_LIBADD = $(JANSSON_LIBS) $(LIBS)
 libdlaccel_la_SOURCES = \
 	core/alloc.c core/alloc.h \
@@ -18,6 +20,7 @@ libdlaccel_la_SOURCES = \
 	core/device.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h core/file_special.h \
 	core/registry.c core/registry.h \
+	core/omp_defaults.c core/omp_defaults.h \
 	core/format.c core/format.h \
 	core/philox.c core/philox.h core/philox_stream.h \
 	core/scope.c core/scope.h \

@@ -51,7 +51,9 @@ static int block_values(uint64_t seed, uint64_t counter, int normal, int f64, ui
 static uint64_t dense(uint64_t seed, uint64_t counter, int normal, int f64, void *out, int64_t n)
 {
     const uint64_t blocks = dla__philox_blocks(normal, f64, n);
+#ifdef _OPENMP /* the cpu plugin's copy; libdlaccel has no OpenMP */
     #pragma omp parallel for if (n > 65536)
+#endif
     for (int64_t b = 0; b < (int64_t)blocks; b++) {
         double v[4];
         const int per = block_values(seed, counter, normal, f64, (uint64_t)b, v);
@@ -92,7 +94,9 @@ void dla__philox_strided(uint64_t seed, uint64_t counter, int normal, int f64, v
     for (int d = 0; d < ndims; d++)
         n *= dims[d];
     const uint64_t blocks = dla__philox_blocks(normal, f64, n);
+#ifdef _OPENMP /* the cpu plugin's copy; libdlaccel has no OpenMP */
     #pragma omp parallel for if (n > 65536)
+#endif
     for (int64_t b = 0; b < (int64_t)blocks; b++) {
         double v[4];
         const int per = block_values(seed, counter, normal, f64, (uint64_t)b, v);

@@ -21,6 +21,7 @@
 #include "core/kernels.h"
 #include "core/log.h"
 #include "core/manifest.h"
+#include "core/omp_defaults.h"
 
 #include <dlaccel/device_table.h>
 
@@ -321,6 +322,7 @@ static dla_status plugin_load(struct dla__plugin *p)
         return DLA_ERR_PLUGIN;
     const char *lib = p->m.library;
     dla__log(DLA_LOG_DEBUG, "plugin '%s': dlopen %s", p->m.name, lib);
+    dla__omp_defaults(); /* before a plugin can load the OpenMP runtime */
     dlerror();
     p->handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {

@@ -20,14 +20,13 @@
  */
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "nn/data_image.h"
+#include "core/omp_defaults.h"
 #include "nn/data_rng.h"
 #include "nn/data_seq.h"
 #include "nn/data_util.h"
 
 #include <pthread.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+
 #include <stdio.h>
 #include <string.h>
 
@@ -244,15 +243,13 @@ static void *dispatch_main(void *arg)
 {
     dla_mbq *q = arg;
     dla_device_set_current(q->device);
-#ifdef _OPENMP
     /* A batch is small work beside a training step. Left at the default,
      * its kernels would start a second OpenMP team on this thread; with
      * more OpenMP threads than cores libgomp stops spin-waiting, so every
      * parallel region of the training step would then sleep and wake its
      * threads through the kernel (measured: 6% of an epoch of the digit
      * CNN). One thread here keeps the step's team alone on the cores. */
-    omp_set_num_threads(1);
-#endif
+    dla__omp_set_num_threads(1);
     pthread_mutex_lock(&q->lock);
     while (!q->stop) {
         if (q->count < q->depth && q->made < end_of_pass(q)) {

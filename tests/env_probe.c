@@ -10,6 +10,10 @@
  */
 #include <dlaccel.h>
 #include <stdio.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static dla_status body(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -24,6 +28,11 @@ static dla_status body(void *ctx, int nin, dla_tensor *const *in, int nout, dla_
 
 int main(void)
 {
+#ifdef _OPENMP
+    /* The env_probe_openmp build: a program that uses OpenMP itself, so
+     * the runtime is loaded (and has read its settings) before main. */
+    printf("probe: this program runs OpenMP with %d threads\n", omp_get_max_threads());
+#endif
     dla_rng_seed(1);
     dla_tensor *in[6] = {
         dla_randn(DLA_F32, "SSCB", 4, (const int64_t[]){12, 12, 16, 2}),
@@ -47,6 +56,11 @@ int main(void)
         fprintf(stderr, "probe: %s\n", dla_last_error());
     else
         printf("probe: ok\n");
+    /* What the OpenMP runtime was given (core/omp_defaults.c), after the
+     * cpu plugin loaded it. */
+    const char *spin = getenv("GOMP_SPINCOUNT");
+    printf("probe: openmp wait: %s\n", dla_openmp_wait());
+    printf("probe: GOMP_SPINCOUNT=%s\n", spin ? spin : "(unset)");
     dla_accel_free(af);
     for (int i = 0; i < 6; i++)
         dla_tensor_release(in[i]);

@@ -37,6 +37,7 @@ check_PROGRAMS += tests/test_registry
 tests_test_registry_SOURCES = \
 	tests/test_registry.c \
 	core/registry.c core/registry.h core/device.h \
+	core/omp_defaults.c core/omp_defaults.h \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
 	core/alloc.c core/alloc.h \
@@ -61,6 +62,13 @@ EXTRA_DIST += tests/tool_devices.sh
 check_PROGRAMS += tests/env_probe
 tests_env_probe_SOURCES = tests/env_probe.c
 tests_env_probe_LDADD = libdlaccel.la
+# The same probe in a program that links OpenMP itself: the runtime is
+# loaded before the library can choose its wait policy.
+check_PROGRAMS += tests/env_probe_openmp
+tests_env_probe_openmp_SOURCES = tests/env_probe.c
+tests_env_probe_openmp_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+tests_env_probe_openmp_LDFLAGS = $(OPENMP_CFLAGS)
+tests_env_probe_openmp_LDADD = libdlaccel.la
 TESTS += tests/tool_env.sh tests/tool_clean_output.sh
 
 # A plugin that crashes in its init is named at the next start.

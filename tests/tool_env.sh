@@ -10,14 +10,15 @@ tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-env-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CPU_CONV \
-    DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE
+    DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE \
+    OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN
 opencl=no
 if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
     DLACCEL_DEVICE=opencl "$tool" devices >/dev/null 2>&1; then
     opencl=yes
 fi
 
-echo "1..6"
+echo "1..12"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -80,3 +81,34 @@ if grep -q "threads=100000" "$tmp/out" || ! grep -q "threads=" "$tmp/out"; then
 else
     echo "ok $n - dlaccel devices shows the clamped thread count"
 fi
+
+# How OpenMP's idle threads wait (core/omp_defaults.c): a short spin by
+# default, set before the cpu plugin loads the runtime; the user's own
+# settings win; nothing can be set once the program loaded OpenMP itself.
+run
+verdict "by default the library sets a short OpenMP spin before loading the cpu plugin" \
+    "probe: openmp wait: dlaccel's (GOMP_SPINCOUNT=1000, the default)" "probe: GOMP_SPINCOUNT=1000"
+
+run OMP_WAIT_POLICY=passive
+verdict "OMP_WAIT_POLICY set by the user is left alone" \
+    "probe: openmp wait: the user's (OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=unset)" \
+    "probe: GOMP_SPINCOUNT=(unset)"
+
+run GOMP_SPINCOUNT=77
+verdict "GOMP_SPINCOUNT set by the user is left alone" \
+    "probe: openmp wait: the user's (OMP_WAIT_POLICY=unset, GOMP_SPINCOUNT=77)" "probe: GOMP_SPINCOUNT=77"
+
+run DLACCEL_OMP_SPIN=off
+verdict "DLACCEL_OMP_SPIN=off keeps the runtime's own wait" \
+    "probe: openmp wait: the OpenMP runtime's own (DLACCEL_OMP_SPIN=off)" "probe: GOMP_SPINCOUNT=(unset)"
+
+run DLACCEL_OMP_SPIN=lots
+verdict "a DLACCEL_OMP_SPIN that is no count is named, and the default applies" \
+    "DLACCEL_OMP_SPIN='lots' is neither a count of spin rounds (0 or more) nor 'off'; using 1000" \
+    "probe: GOMP_SPINCOUNT=1000"
+
+probe="$DLA_TEST_BUILDDIR/tests/env_probe_openmp"
+run DLACCEL_LOG=info
+verdict "a program that links OpenMP itself is told the library could not choose" \
+    "OpenMP wait policy: the OpenMP runtime's own: it was loaded before dlaccel's first plugin" \
+    "probe: GOMP_SPINCOUNT=(unset)"

@@ -72,8 +72,14 @@ static void CONV_FN(im2col_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
                 for (int64_t o = 0; o < lo; o++)
                     dst[o] = 0;
                 const int64_t step = p->st[0] * p->xs[0];
-                for (int64_t o = lo; o < hi; o++)
-                    dst[o] = src[o * step];
+                /* A dense row with stride 1 (most layers) is one copy;
+                 * the general loop's variable step keeps the compiler
+                 * from vectorizing it (20% of a ResNet-20 step). */
+                if (step == 1)
+                    memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(CT));
+                else
+                    for (int64_t o = lo; o < hi; o++)
+                        dst[o] = src[o * step];
                 for (int64_t o = hi; o < p->out[0]; o++)
                     dst[o] = 0;
             }
@@ -102,8 +108,12 @@ static void CONV_FN(col2im_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
                 CT *dst = xg + c * p->xc + i1 * p->xs[1] + i2 * p->xs[2] +
                           (t0 * p->dl[0] - p->pb[0]) * p->xs[0];
                 const int64_t step = p->st[0] * p->xs[0];
-                for (int64_t o = lo; o < hi; o++)
-                    dst[o * step] += src[o];
+                if (step == 1) /* as in im2col: a loop the compiler vectorizes */
+                    for (int64_t o = lo; o < hi; o++)
+                        dst[o] += src[o];
+                else
+                    for (int64_t o = lo; o < hi; o++)
+                        dst[o * step] += src[o];
             }
         }
 }
