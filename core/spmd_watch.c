@@ -10,6 +10,7 @@
  * it logs the error and ends the process with status 1, which mpirun
  * reports and turns into the end of the job.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_REALTIME */
 #include "core/spmd.h"
 
 #include "core/log.h"
