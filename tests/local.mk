@@ -13,3 +13,4 @@ include tests/net.mk
 include tests/train.mk
 include tests/opencl.mk
 include tests/hardening.mk
+include tests/kit.mk

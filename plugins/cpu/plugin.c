@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 const dla_plugin_host *dla__cpu_host;
+dla_kit dla__cpu_kit;
 
 /* The device context: there is one device and nothing to keep per open. */
 static struct cpu_device {
@@ -272,6 +273,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
             DLA_ERR_PLUGIN,
             "cpu plugin: argument table: struct_size %zu cannot hold the ABI version", host_size);
     dla__cpu_host = host;
+    dla__cpu_kit = (dla_kit){.host = host, .name = "cpu", .mem_bytes = dla__cpu_mem_bytes};
     dla__cpu_threads_init();
 
     const size_t size = host_size < sizeof(dla_plugin) ? host_size : sizeof(dla_plugin);

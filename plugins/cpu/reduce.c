@@ -316,56 +316,6 @@ static void combine(dla_reduce_op op, double *v0, int64_t *i0, double v1, int64_
 DEFINE_REDUCE(float, f32)
 DEFINE_REDUCE(double, f64)
 
-static dla_status check_args(const dla_reduce_args *a)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    if (a->struct_size < sizeof(dla_reduce_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu reduce: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        a->struct_size, sizeof(dla_reduce_args));
-    if ((unsigned)a->op >= DLA_REDUCE_COUNT)
-        return h->error(DLA_ERR_UNSUPPORTED, "cpu reduce: argument op: unknown op %d",
-                        (int)a->op);
-    const dla_view *y = &a->y, *x = &a->x;
-    dla_status s;
-    if ((s = dla__cpu_check_view("reduce", "y", y)) != DLA_OK ||
-        (s = dla__cpu_check_view("reduce", "x", x)) != DLA_OK ||
-        (s = dla__cpu_check_float("reduce", "x", x)) != DLA_OK)
-        return s;
-    /* Dims are formatted for messages only: snprintf costs more than a
-     * small reduction. */
-    char bx[DLA__CPU_DIMS_BUF], by[DLA__CPU_DIMS_BUF];
-#define BX dla__cpu_dims_str(bx, sizeof bx, x->ndims, x->dims)
-#define BY dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims)
-    if (y->dtype != x->dtype)
-        return h->error(DLA_ERR_DTYPE,
-                        "cpu reduce: argument y (dims %s): dtype %s differs from x's %s", BY,
-                        dla__cpu_dtype_name(y->dtype), dla__cpu_dtype_name(x->dtype));
-    int fits = y->ndims == x->ndims;
-    for (int d = 0; fits && d < x->ndims; d++)
-        fits = y->dims[d] == x->dims[d] || y->dims[d] == 1;
-    if (!fits)
-        return h->error(DLA_ERR_SHAPE,
-                        "cpu reduce: argument y: dims %s do not reduce x's %s (each dim must "
-                        "equal x's or be 1)",
-                        BY, BX);
-    if (a->index.mem == NULL)
-        return DLA_OK;
-    const dla_view *ix = &a->index;
-    if (a->op != DLA_REDUCE_MAX && a->op != DLA_REDUCE_MIN)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu reduce: argument index: only max and min give an index (x %s)", BX);
-    if ((s = dla__cpu_check_view("reduce", "index", ix)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("reduce", "index", ix, "y", y)) != DLA_OK)
-        return s;
-    if (ix->dtype != DLA_I32)
-        return h->error(DLA_ERR_DTYPE, "cpu reduce: argument index (dims %s): dtype %s, not int32",
-                        BY, dla__cpu_dtype_name(ix->dtype));
-#undef BX
-#undef BY
-    return DLA_OK;
-}
-
 /* Splits x's dims into coalesced kept and reduced lists and picks the
  * layout. Returns the number of outputs. */
 static int64_t make_plan(plan *p, const dla_reduce_args *a)
@@ -448,24 +398,24 @@ static void whole_group(const plan *p, int64_t g, int f64)
 dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    dla_status s = check_args(args);
+    dla_status s = dla_kit_check_reduce(&dla__cpu_kit, args);
     if (s != DLA_OK)
         return s;
     plan p;
     const int64_t outputs = make_plan(&p, args);
     if (outputs == 0)
         return DLA_OK;
-    char bx[DLA__CPU_DIMS_BUF];
+    char bx[DLA_KIT_DIMS_BUF];
     if (p.nred == 0 && (p.op == DLA_REDUCE_MAX || p.op == DLA_REDUCE_MIN))
         return h->error(DLA_ERR_SHAPE,
                         "cpu reduce: argument x: dims %s leave nothing to take the %s of",
-                        dla__cpu_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
                         p.op == DLA_REDUCE_MAX ? "max" : "min");
     if (p.want_index && p.nred > INT32_MAX)
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "cpu reduce: argument index: %lld reduced elements of x (%s) exceed int32",
                         (long long)p.nred,
-                        dla__cpu_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
     /* A sum whose positions come in runs spread over x (a batch's channel
      * statistics: 576 positions of a channel in each of 128 images) streams
      * x in memory order into an accumulator per output (fused.c), rather
@@ -507,7 +457,7 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
         h->free(val);
         h->free(at);
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu reduce: partial results of x (%s)",
-                        dla__cpu_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
     }
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
     for (int64_t g = 0; g < groups; g++)

@@ -44,7 +44,7 @@
  *   has it; its work-items sum runs of consecutive positions on a CPU
  *   device and lie across the rows on a GPU (fused_reduce.c).
  * - Random numbers (ABI 1.3) are drawn in place by random.cl, compiled
- *   from the stream's shared definition (core/philox_stream.h), so they
+ *   from the stream's shared definition (dlaccel/plugin_philox.h), so they
  *   are the cpu plugin's bits; normals and doubles need cl_khr_fp64.
  * - Plans (ABI 1.3, plan.c): a planned replay's commands are one sequence
  *   chained by events on the in-order queue, with one host wait at its end
@@ -56,6 +56,7 @@
 #include <string.h>
 
 const dla_plugin_host *dla__ocl_host;
+dla_kit dla__ocl_kit;
 
 #define MAX_DEVICES 64
 
@@ -220,6 +221,9 @@ static dla_status device_open(int index, void **out)
                         DLA__OCL_ERR(err));
     }
     d->fp64 = has_fp64(d->id);
+    d->kit = dla__ocl_kit;
+    if (!d->fp64)
+        d->kit.no_f64 = "the device has no cl_khr_fp64";
     cl_device_fp_config single = 0;
     clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, NULL);
     snprintf(d->options, sizeof d->options, "%s%s",
@@ -314,6 +318,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
                            "version",
                            host_size);
     dla__ocl_host = host;
+    dla__ocl_kit = (dla_kit){.host = host, .name = "opencl", .mem_bytes = dla__ocl_mem_bytes};
     const size_t size = host_size < sizeof(dla_plugin) ? host_size : sizeof(dla_plugin);
     const dla_plugin mine = {
         .struct_size = size,

@@ -27,55 +27,6 @@ typedef struct red {
 } red;
 _Static_assert(RD == DLA_MAX_DIMS, "reduce.cl's dla_red holds every dim");
 
-static dla_status check_args(dla__ocl_device *d, const dla_reduce_args *a)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    if (a->struct_size < sizeof(dla_reduce_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl reduce: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        a->struct_size, sizeof(dla_reduce_args));
-    if ((unsigned)a->op >= DLA_REDUCE_COUNT)
-        return h->error(DLA_ERR_UNSUPPORTED, "opencl reduce: argument op: unknown op %d",
-                        (int)a->op);
-    const dla_view *y = &a->y, *x = &a->x;
-    dla_status s;
-    if ((s = dla__ocl_check_view("reduce", "y", y)) != DLA_OK ||
-        (s = dla__ocl_check_view("reduce", "x", x)) != DLA_OK ||
-        (s = dla__ocl_check_float(d, "reduce", "x", x)) != DLA_OK)
-        return s;
-    char bx[DLA__OCL_DIMS_BUF], by[DLA__OCL_DIMS_BUF];
-    if (y->dtype != x->dtype)
-        return h->error(DLA_ERR_DTYPE,
-                        "opencl reduce: argument y (dims %s): dtype %s differs from x's %s",
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__ocl_dtype_name(y->dtype), dla__ocl_dtype_name(x->dtype));
-    int fits = y->ndims == x->ndims;
-    for (int i = 0; fits && i < x->ndims; i++)
-        fits = y->dims[i] == x->dims[i] || y->dims[i] == 1;
-    if (!fits)
-        return h->error(DLA_ERR_SHAPE,
-                        "opencl reduce: argument y: dims %s do not reduce x's %s (each dim must "
-                        "equal x's or be 1)",
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__ocl_dims_str(bx, sizeof bx, x->ndims, x->dims));
-    if (a->index.mem == NULL)
-        return DLA_OK;
-    const dla_view *ix = &a->index;
-    if (a->op != DLA_REDUCE_MAX && a->op != DLA_REDUCE_MIN)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl reduce: argument index: only max and min give an index (x %s)",
-                        dla__ocl_dims_str(bx, sizeof bx, x->ndims, x->dims));
-    if ((s = dla__ocl_check_view("reduce", "index", ix)) != DLA_OK ||
-        (s = dla__ocl_check_same_dims("reduce", "index", ix, "y", y)) != DLA_OK)
-        return s;
-    if (ix->dtype != DLA_I32)
-        return h->error(DLA_ERR_DTYPE,
-                        "opencl reduce: argument index (dims %s): dtype %s, not int32",
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__ocl_dtype_name(ix->dtype));
-    return DLA_OK;
-}
-
 static void make_plan(const dla__ocl_device *d, red *r, const dla_reduce_args *a)
 {
     const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;
@@ -130,7 +81,7 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
 {
     const dla_plugin_host *h = dla__ocl_host;
     dla__ocl_device *d = dev;
-    dla_status s = check_args(d, args);
+    dla_status s = dla_kit_check_reduce(&d->kit, args);
     if (s != DLA_OK)
         return s;
     red r;
@@ -138,11 +89,11 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
     if (r.outputs == 0)
         return DLA_OK;
     const int sum = args->op == DLA_REDUCE_SUM || args->op == DLA_REDUCE_MEAN;
-    char bx[DLA__OCL_DIMS_BUF];
+    char bx[DLA_KIT_DIMS_BUF];
     if (r.nred == 0 && !sum)
         return h->error(DLA_ERR_SHAPE,
                         "opencl reduce: argument x: dims %s leave nothing to take the %s of",
-                        dla__ocl_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
                         args->op == DLA_REDUCE_MAX ? "max" : "min");
     const cl_int want_index = args->index.mem != NULL;
     if (want_index && r.nred > INT32_MAX)
@@ -150,7 +101,7 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
                         "opencl reduce: argument index: %lld reduced elements of x (%s) exceed "
                         "int32",
                         (long long)r.nred,
-                        dla__ocl_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
     const int f64 = args->x.dtype == DLA_F64;
     const char *T = f64 ? "double" : "float";
     const int family = sum ? 0 : args->op == DLA_REDUCE_MAX ? 1 : 2;
@@ -161,7 +112,7 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
     const size_t items = (size_t)(r.outputs * r.parts);
     cl_mem pv = y, pi = y;
     if (r.parts > 1) {
-        const size_t vsize = sum ? (d->fp64 ? 8 : 4) : dla__ocl_dtype_size(args->x.dtype);
+        const size_t vsize = sum ? (d->fp64 ? 8 : 4) : dla_kit_dtype_size(args->x.dtype);
         pv = dla__ocl_scratch(d, items * vsize, NULL, "reduce");
         pi = pv && !sum ? dla__ocl_scratch(d, items * sizeof(cl_long), NULL, "reduce") : pv;
         if (!pv || !pi) {
