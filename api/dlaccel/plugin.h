@@ -528,8 +528,8 @@ typedef struct dla_fused_reduce_args {
  *                    (z0, z1) = r (cos 2 pi u2, sin 2 pi u2)
  *
  * with ln, cos and sin not the device's library functions but the
- * polynomials of the reference implementation (core/philox_stream.h in the
- * dlaccel sources, which is valid C and OpenCL C), evaluated in double
+ * polynomials of the reference implementation (dlaccel/plugin_philox.h,
+ * installed with this header, valid C and OpenCL C), evaluated in double
  * with every operation rounded once (no contraction into fma): that is
  * what makes the bits reproducible. The kernel ids split by distribution
  * so supports() can answer each: normals need double arithmetic even for

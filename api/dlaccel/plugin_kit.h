@@ -294,6 +294,39 @@ static inline int dla_kit_same_view(const dla_view *p, const dla_view *q)
     return 1;
 }
 
+/* ------------------------------------------------------------- init */
+
+/* The checks dlaccel_plugin_init starts with (name: "cpu"): a host table
+ * with the ABI 1.0 members (else DLA_ERR_PLUGIN without a message: there
+ * is no way to say why), the host's major equal to this header's, and a
+ * table whose struct_size reaches the version fields. */
+static inline dla_status dla_kit_check_init(const dla_plugin_host *host, const dla_plugin *table,
+                                            const char *name)
+{
+    if (host == NULL || table == NULL || host->struct_size < sizeof(dla_plugin_host) ||
+        host->error == NULL || host->alloc == NULL || host->free == NULL)
+        return DLA_ERR_PLUGIN;
+    if (host->abi_major != DLA_PLUGIN_ABI_MAJOR)
+        return host->error(DLA_ERR_PLUGIN,
+                           "%s plugin: speaks ABI %d.%d, the host %u.%u (the major must match)",
+                           name, DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR,
+                           (unsigned)host->abi_major, (unsigned)host->abi_minor);
+    if (table->struct_size < offsetof(dla_plugin, device_count))
+        return host->error(DLA_ERR_PLUGIN,
+                           "%s plugin: argument table: struct_size %zu cannot hold the ABI "
+                           "version",
+                           name, table->struct_size);
+    return DLA_OK;
+}
+
+/* The struct_size a plugin answers: the host's, or its own sizeof when
+ * smaller. Copy that many bytes of its table into the host's: members
+ * past the host's struct_size are not there to be written. */
+static inline size_t dla_kit_table_size(const dla_plugin *table)
+{
+    return table->struct_size < sizeof(dla_plugin) ? table->struct_size : sizeof(dla_plugin);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -390,6 +390,63 @@ static inline dla_status dla_kit_pool_prepare(const dla_kit *kit, const char *ke
     return DLA_OK;
 }
 
+/* --------------------------------------------------------- reduction */
+
+/* A checked reduction's dims split in two lists, each coalesced (dims of
+ * 1 dropped, neighbours merged where the strides allow): the kept dims
+ * (y's equals x's), kd with the strides of x, y and the index (0 without
+ * one) in kx, ky, ki; the reduced dims, rd with x's strides rx, merged
+ * only where that keeps the column-major position within the reduced
+ * block (the position an index reports). nk may be 0 (a full
+ * reduction); nr is at least 1 (a dim of 1, stride 0, when nothing is
+ * reduced). outputs = y's element count, nred = the block's. */
+typedef struct dla_kit_reduce {
+    int64_t outputs, nred, nk, nr;
+    int64_t xoff, yoff, ioff;
+    int64_t kd[DLA_MAX_DIMS], kx[DLA_MAX_DIMS], ky[DLA_MAX_DIMS], ki[DLA_MAX_DIMS];
+    int64_t rd[DLA_MAX_DIMS], rx[DLA_MAX_DIMS];
+} dla_kit_reduce;
+
+/* Fills r from reduce arguments that dla_kit_check_reduce accepted. */
+static inline void dla_kit_reduce_split(const dla_reduce_args *a, dla_kit_reduce *r)
+{
+    const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;
+    const int want_index = ix->mem != NULL;
+    memset(r, 0, sizeof *r);
+    r->nred = 1;
+    r->outputs = 1;
+    for (int d = 0; d < x->ndims; d++) {
+        const int64_t n = x->dims[d];
+        if (y->dims[d] == n) {
+            r->outputs *= n;
+            if (n == 1)
+                continue;
+            const int j = (int)r->nk - 1;
+            const int64_t is = want_index ? ix->strides[d] : 0;
+            if (j >= 0 && x->strides[d] == r->kx[j] * r->kd[j] &&
+                y->strides[d] == r->ky[j] * r->kd[j] && is == r->ki[j] * r->kd[j]) {
+                r->kd[j] *= n;
+                continue;
+            }
+            r->kd[r->nk] = n, r->kx[r->nk] = x->strides[d];
+            r->ky[r->nk] = y->strides[d], r->ki[r->nk] = is;
+            r->nk++;
+        } else {
+            r->nred *= n;
+            const int j = (int)r->nr - 1;
+            if (j >= 0 && x->strides[d] == r->rx[j] * r->rd[j]) {
+                r->rd[j] *= n;
+                continue;
+            }
+            r->rd[r->nr] = n, r->rx[r->nr] = x->strides[d];
+            r->nr++;
+        }
+    }
+    if (r->nr == 0)
+        r->nr = 1, r->rd[0] = 1, r->rx[0] = 0;
+    r->xoff = x->offset, r->yoff = y->offset, r->ioff = want_index ? ix->offset : 0;
+}
+
 /* ---------------------------------------------- gather, scatter_add */
 
 /* One checked gather or scatter_add. ys and xs are y and x with dim cut

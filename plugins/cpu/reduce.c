@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #define LANES 256
 #define BLOCK 1024
@@ -323,41 +324,17 @@ static int64_t make_plan(plan *p, const dla_reduce_args *a)
     const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;
     p->op = a->op;
     p->want_index = ix->mem != NULL;
-    p->nk = p->nr = 0;
-    p->nred = 1;
-    int64_t outputs = 1;
-    for (int d = 0; d < x->ndims; d++) {
-        const int64_t n = x->dims[d];
-        if (y->dims[d] == n) {
-            outputs *= n;
-            if (n == 1)
-                continue;
-            const int j = p->nk - 1;
-            const int64_t is = p->want_index ? ix->strides[d] : 0;
-            if (j >= 0 && x->strides[d] == p->kx[j] * p->kdims[j] &&
-                y->strides[d] == p->ky[j] * p->kdims[j] && is == p->ki[j] * p->kdims[j]) {
-                p->kdims[j] *= n;
-                continue;
-            }
-            p->kdims[p->nk] = n, p->kx[p->nk] = x->strides[d];
-            p->ky[p->nk] = y->strides[d], p->ki[p->nk] = is;
-            p->nk++;
-        } else {
-            p->nred *= n;
-            const int j = p->nr - 1;
-            /* Merging keeps the column-major position within the block. */
-            if (j >= 0 && x->strides[d] == p->rx[j] * p->rdims[j]) {
-                p->rdims[j] *= n;
-                continue;
-            }
-            p->rdims[p->nr] = n, p->rx[p->nr] = x->strides[d];
-            p->nr++;
-        }
-    }
+    /* The kit's split, in this file's own layout (int counts, the
+     * lanes' swap below). */
+    dla_kit_reduce r;
+    dla_kit_reduce_split(a, &r);
+    const int64_t outputs = r.outputs;
+    p->nk = (int)r.nk, p->nr = (int)r.nr, p->nred = r.nred;
+    memcpy(p->kdims, r.kd, sizeof r.kd), memcpy(p->kx, r.kx, sizeof r.kx);
+    memcpy(p->ky, r.ky, sizeof r.ky), memcpy(p->ki, r.ki, sizeof r.ki);
+    memcpy(p->rdims, r.rd, sizeof r.rd), memcpy(p->rx, r.rx, sizeof r.rx);
     if (p->nk == 0)
         p->nk = 1, p->kdims[0] = 1, p->kx[0] = p->ky[0] = p->ki[0] = 0;
-    if (p->nr == 0)
-        p->nr = 1, p->rdims[0] = 1, p->rx[0] = 0;
 
     /* Lanes along the kept dim that is most contiguous in x, when it beats
      * the runs along the innermost reduced dim (or those runs are short). */

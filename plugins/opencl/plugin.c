@@ -303,23 +303,12 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
 
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
 {
-    if (host == NULL || table == NULL || host->struct_size < sizeof(dla_plugin_host) ||
-        host->error == NULL || host->alloc == NULL || host->free == NULL || host->log == NULL)
-        return DLA_ERR_PLUGIN;
-    if (host->abi_major != DLA_PLUGIN_ABI_MAJOR)
-        return host->error(DLA_ERR_PLUGIN,
-                           "opencl plugin: speaks ABI %d.%d, the host %u.%u (the major must match)",
-                           DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR, (unsigned)host->abi_major,
-                           (unsigned)host->abi_minor);
-    const size_t host_size = table->struct_size;
-    if (host_size < offsetof(dla_plugin, device_count))
-        return host->error(DLA_ERR_PLUGIN,
-                           "opencl plugin: argument table: struct_size %zu cannot hold the ABI "
-                           "version",
-                           host_size);
+    dla_status s = dla_kit_check_init(host, table, "opencl");
+    if (s != DLA_OK || host->log == NULL) /* opencl logs what it finds */
+        return s != DLA_OK ? s : DLA_ERR_PLUGIN;
     dla__ocl_host = host;
     dla__ocl_kit = (dla_kit){.host = host, .name = "opencl", .mem_bytes = dla__ocl_mem_bytes};
-    const size_t size = host_size < sizeof(dla_plugin) ? host_size : sizeof(dla_plugin);
+    const size_t size = dla_kit_table_size(table);
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
