@@ -38,7 +38,10 @@
 #include <stdio.h>
 
 #ifdef __cplusplus
+#define DLA__KIT_STATIC_ASSERT static_assert
 extern "C" {
+#else
+#define DLA__KIT_STATIC_ASSERT _Static_assert
 #endif
 
 /* What the kit needs of the plugin that uses it. Fill one at init (a
@@ -69,7 +72,7 @@ static inline size_t dla_kit_dtype_size(dla_dtype dtype)
         DLA_DTYPE_LIST(DLA__KIT_DTYPE_SIZE)
 #undef DLA__KIT_DTYPE_SIZE
     };
-    _Static_assert(sizeof sizes / sizeof sizes[0] == DLA_DTYPE_COUNT, "a size per dtype");
+    DLA__KIT_STATIC_ASSERT(sizeof sizes / sizeof sizes[0] == DLA_DTYPE_COUNT, "a size per dtype");
     return (unsigned)dtype < DLA_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 

@@ -161,8 +161,9 @@ static inline dla_status dla_kit_check_unary(const dla_kit *kit, const dla_unary
         return s;
     if (y->dtype != x->dtype) {
         char buf[DLA_KIT_DIMS_BUF];
-        return h->error(DLA_ERR_DTYPE, "%s unary: argument y (dims %s): dtype %s differs from x's %s",
-                        kit->name, dla_kit_dims_str(buf, sizeof buf, y->ndims, y->dims),
+        return h->error(DLA_ERR_DTYPE,
+                        "%s unary: argument y (dims %s): dtype %s differs from x's %s", kit->name,
+                        dla_kit_dims_str(buf, sizeof buf, y->ndims, y->dims),
                         dla_kit_dtype_name(y->dtype), dla_kit_dtype_name(x->dtype));
     }
     return DLA_OK;
@@ -277,8 +278,9 @@ static inline dla_status dla_kit_check_reduce(const dla_kit *kit, const dla_redu
      * small reduction. */
     char bx[DLA_KIT_DIMS_BUF], by[DLA_KIT_DIMS_BUF];
     if (y->dtype != x->dtype)
-        return h->error(DLA_ERR_DTYPE, "%s reduce: argument y (dims %s): dtype %s differs from x's %s",
-                        kit->name, dla_kit_dims_str(by, sizeof by, y->ndims, y->dims),
+        return h->error(DLA_ERR_DTYPE,
+                        "%s reduce: argument y (dims %s): dtype %s differs from x's %s", kit->name,
+                        dla_kit_dims_str(by, sizeof by, y->ndims, y->dims),
                         dla_kit_dtype_name(y->dtype), dla_kit_dtype_name(x->dtype));
     int fits = y->ndims == x->ndims;
     for (int d = 0; fits && d < x->ndims; d++)
@@ -431,7 +433,7 @@ static inline const char *dla_kit_fused_input_name(int i, int in_program)
     static const char *const program[DLA_FUSED_MAX_INPUTS] = {
         "program.inputs[0]", "program.inputs[1]", "program.inputs[2]", "program.inputs[3]",
         "program.inputs[4]", "program.inputs[5]", "program.inputs[6]", "program.inputs[7]"};
-    _Static_assert(DLA_FUSED_MAX_INPUTS == 8, "a name per input");
+    DLA__KIT_STATIC_ASSERT(DLA_FUSED_MAX_INPUTS == 8, "a name per input");
     return in_program ? program[i] : plain[i];
 }
 
@@ -511,8 +513,9 @@ static inline dla_status dla__kit_check_y2(const dla_kit *kit, const dla_fused_r
         (s = dla_kit_check_same_dims(kit, "fused_reduce", "y2", y2, "y", y)) != DLA_OK)
         return s;
     if (y2->dtype != y->dtype)
-        return h->error(DLA_ERR_DTYPE, "%s fused_reduce: argument y2 (dims %s): dtype %s, y's is %s",
-                        kit->name, dla_kit_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
+        return h->error(DLA_ERR_DTYPE,
+                        "%s fused_reduce: argument y2 (dims %s): dtype %s, y's is %s", kit->name,
+                        dla_kit_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
                         dla_kit_dtype_name(y2->dtype), dla_kit_dtype_name(y->dtype));
     if (dla_kit_views_overlap(y2, y))
         return h->error(DLA_ERR_INVALID_ARGUMENT,
@@ -545,8 +548,9 @@ static inline dla_status dla_kit_check_fused_reduce(const dla_kit *kit,
     const dla_view *shape = &a->y, *y = &r->y;
     char bs[DLA_KIT_DIMS_BUF], by[DLA_KIT_DIMS_BUF];
     if (r->op != DLA_REDUCE_SUM && r->op != DLA_REDUCE_MEAN)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "%s fused_reduce: argument op: %d; only sum and mean",
-                        kit->name, (int)r->op);
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "%s fused_reduce: argument op: %d; only sum and mean", kit->name,
+                        (int)r->op);
     if ((s = dla__kit_fused_counts(kit, "fused_reduce", "program.", a)) != DLA_OK ||
         (s = dla_kit_check_view(kit, "fused_reduce", "y", y)) != DLA_OK)
         return s;

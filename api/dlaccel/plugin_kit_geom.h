@@ -549,8 +549,9 @@ static inline dla_status dla_kit_index_prepare(const dla_kit *kit, const char *k
                                 kit->name, kernel,
                                 dla_kit_dims_str(by, sizeof by, y->ndims, y->dims), d + 1);
     if (dla_kit_views_overlap(y, x) || dla_kit_views_overlap(y, ix))
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "%s %s: argument y (dims %s): shares memory with %s",
-                        kit->name, kernel, dla_kit_dims_str(by, sizeof by, y->ndims, y->dims),
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "%s %s: argument y (dims %s): shares memory with %s", kit->name, kernel,
+                        dla_kit_dims_str(by, sizeof by, y->ndims, y->dims),
                         dla_kit_views_overlap(y, x) ? "x" : "index");
     p->target = scatter ? p->ys.dims[dim] : p->xs.dims[dim];
     p->ystep = p->ys.strides[dim], p->xstep = p->xs.strides[dim];

@@ -444,7 +444,8 @@ static double lanes_sum(const float *v)
 /* Writes dW[t, c, f] of group grp. */
 static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, int64_t t, double v)
 {
-    const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1], t2 = t / (p->g.fs[0] * p->g.fs[1]);
+    const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
+                  t2 = t / (p->g.fs[0] * p->g.fs[1]);
     ((float *)p->w)[grp * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] + t1 * p->g.ws[1] +
                     t2 * p->g.ws[2]] = (float)v;
 }
@@ -481,8 +482,8 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
         for (int64_t b = 0; b < p->g.batch; b++) {
             const int me = omp_get_thread_num();
             for (int64_t grp = 0; grp < p->g.G; grp++) {
-                pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
-                     p->g.xc, p->g.Cg, p->g.pb, xb[me]);
+                pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
+                     p->g.xs, p->g.xc, p->g.Cg, p->g.pb, xb[me]);
                 dy_wide(g, p, b, grp, yb[me]);
                 float *ag = acc[me] + grp * p->g.Fg * p->g.Cg * nt * 16;
                 for (int64_t it = 0; it < items; it++) {
@@ -501,7 +502,8 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
                 for (int64_t c = 0; c < p->g.Cg; c++)
                     for (int64_t t = 0; t < nt; t++)
                         put_dw(p, grp, f, c, t,
-                               lanes_sum(acc[0] + (((grp * p->g.Fg + f) * p->g.Cg + c) * nt + t) * 16));
+                               lanes_sum(acc[0] +
+                                         (((grp * p->g.Fg + f) * p->g.Cg + c) * nt + t) * 16));
     }
     dla__cpu_conv_scratch_free(mem);
     if (failed)
@@ -535,8 +537,8 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
     for (int64_t i = 0; i < packs; i++) {
         const int64_t b = i / p->g.G, grp = i % p->g.G;
-        pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs, p->g.xc,
-             p->g.Cg, p->g.pb, xa + b * xfloats + grp * p->g.Cg * g->cs);
+        pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
+             p->g.xc, p->g.Cg, p->g.pb, xa + b * xfloats + grp * p->g.Cg * g->cs);
         dy_wide(g, p, b, grp, ya + b * yfloats + grp * p->g.Fg * g->span_r);
     }
     const bwf_blocks k = bwf_blocks_of(p);

@@ -57,7 +57,8 @@ static void CONV_FN(im2col_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
                           t2 = t / (p->g.fs[0] * p->g.fs[1]);
             CT *dst = col + (c * p->g.ntaps + t) * pc;
             int64_t lo, hi;
-            conv_valid_range(p->g.out[0], p->g.in[0], p->g.st[0], t0 * p->g.dl[0] - p->g.pb[0], &lo, &hi);
+            conv_valid_range(p->g.out[0], p->g.in[0], p->g.st[0], t0 * p->g.dl[0] - p->g.pb[0], &lo,
+                             &hi);
             for (int64_t r = r0; r < r0 + nr; r++, dst += p->g.out[0]) {
                 const int64_t o1 = r % p->g.out[1], o2 = r / p->g.out[1];
                 const int64_t i1 = o1 * p->g.st[1] - p->g.pb[1] + t1 * p->g.dl[1];
@@ -92,7 +93,8 @@ static void CONV_FN(col2im_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
                           t2 = t / (p->g.fs[0] * p->g.fs[1]);
             const CT *src = col + (c * p->g.ntaps + t) * pc;
             int64_t lo, hi;
-            conv_valid_range(p->g.out[0], p->g.in[0], p->g.st[0], t0 * p->g.dl[0] - p->g.pb[0], &lo, &hi);
+            conv_valid_range(p->g.out[0], p->g.in[0], p->g.st[0], t0 * p->g.dl[0] - p->g.pb[0], &lo,
+                             &hi);
             for (int64_t r = r0; r < r0 + nr; r++, src += p->g.out[0]) {
                 const int64_t o1 = r % p->g.out[1], o2 = r / p->g.out[1];
                 const int64_t i1 = o1 * p->g.st[1] - p->g.pb[1] + t1 * p->g.dl[1];
@@ -215,8 +217,8 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
                         const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
                                       t2 = t / (p->g.fs[0] * p->g.fs[1]);
                         wk[(g * p->g.Fg + f) * K + c * p->g.ntaps + t] =
-                            ((const CT *)p->w)[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
-                                               t1 * p->g.ws[1] + t2 * p->g.ws[2]];
+                            ((const CT *)p->w)[g * p->g.wg + f * p->g.wf + c * p->g.wc +
+                                               t0 * p->g.ws[0] + t1 * p->g.ws[1] + t2 * p->g.ws[2]];
                     }
     else
         for (int64_t i = 0; i < wsize; i++)
@@ -237,7 +239,8 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
                   ntmp = DLA__CONV_LINE(pcmax * p->g.Fg > 0 ? pcmax * p->g.Fg : 1, sizeof(CT)),
                   nacc = filter ? DLA__CONV_LINE(wsize > 0 ? wsize : 1, sizeof(CT)) : 0;
     dla_mem mem = NULL;
-    CT *scratch = dla__cpu_conv_scratch((size_t)((ncol + ntmp + nacc) * threads) * sizeof(CT), &mem);
+    CT *scratch =
+        dla__cpu_conv_scratch((size_t)((ncol + ntmp + nacc) * threads) * sizeof(CT), &mem);
     const int failed = !scratch;
     for (int i = 0; i < threads && !failed; i++) {
         col[i] = scratch + i * (ncol + ntmp + nacc);

@@ -72,7 +72,8 @@ dla_status dla__ocl_gather(void *dev, const dla_index_args *args)
         return DLA_OK;
     const int sc = size_class(args->y.dtype);
     static const char *const names[] = {"gather_1", "gather_4", "gather_8"};
-    const cl_long ystep = p.k.ystep, xstep = p.k.xstep, ioff = args->index.offset, istep = p.k.istep;
+    const cl_long ystep = p.k.ystep, xstep = p.k.xstep, ioff = args->index.offset,
+                  istep = p.k.istep;
     const cl_mem ib = dla__ocl_buf(args->index.mem);
     const dla_view *views[] = {&p.k.ys, &p.k.xs};
     pthread_mutex_lock(&d->lock);
@@ -133,7 +134,8 @@ dla_status dla__ocl_scatter_add(void *dev, const dla_index_args *args)
     cl_mem sb = tb ? dla__ocl_scratch(d, (size_t)(groups + 1) * sizeof *start, start,
                                       "scatter_add")
                    : NULL;
-    cl_mem lb = sb ? dla__ocl_scratch(d, (size_t)p.k.len * sizeof *list, list, "scatter_add") : NULL;
+    cl_mem lb =
+        sb ? dla__ocl_scratch(d, (size_t)p.k.len * sizeof *list, list, "scatter_add") : NULL;
     h->free(list), h->free(targets), h->free(start);
     if (!lb) {
         if (tb)

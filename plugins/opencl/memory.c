@@ -71,7 +71,8 @@ dla_status dla__ocl_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, 
                                    size_t bytes)
 {
     dla__ocl_device *d = dev;
-    dla_status s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_to_device", "dst", dst, offset_bytes, src, bytes);
+    dla_status s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_to_device", "dst", dst,
+                                           offset_bytes, src, bytes);
     if (s != DLA_OK || bytes == 0)
         return s;
     dla__ocl_plan_waited(d);
@@ -85,7 +86,8 @@ dla_status dla__ocl_copy_to_host(void *dev, void *dst, dla_mem src, size_t offse
                                  size_t bytes)
 {
     dla__ocl_device *d = dev;
-    dla_status s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_to_host", "src", src, offset_bytes, dst, bytes);
+    dla_status s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_to_host", "src", src, offset_bytes,
+                                           dst, bytes);
     if (s != DLA_OK || bytes == 0)
         return s;
     dla__ocl_plan_waited(d);
@@ -100,8 +102,10 @@ dla_status dla__ocl_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_byt
 {
     dla__ocl_device *d = dev;
     dla_status s;
-    if ((s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_on_device", "dst", dst, dst_offset_bytes, src, bytes)) != DLA_OK ||
-        (s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_on_device", "src", src, src_offset_bytes, dst, bytes)) != DLA_OK ||
+    if ((s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_on_device", "dst", dst, dst_offset_bytes,
+                                     src, bytes)) != DLA_OK ||
+        (s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_on_device", "src", src, src_offset_bytes,
+                                     dst, bytes)) != DLA_OK ||
         bytes == 0)
         return s;
     cl_uint nwait;
