@@ -15,3 +15,4 @@ include tests/train.mk
 include tests/opencl.mk
 include tests/hardening.mk
 include tests/spmd.mk
+include tests/kit.mk

@@ -293,41 +293,41 @@ static int64_t fwd_nf(int64_t nco)
 static dla_status direct_forward(const dla__cpu_conv *p)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    pass q = {.B = p->batch, .G = p->G, .nci = p->Cg, .nco = p->Fg};
+    pass q = {.B = p->g.batch, .G = p->g.G, .nci = p->g.Cg, .nco = p->g.Fg};
     for (int d = 0; d < 3; d++) {
-        q.in[d] = p->in[d], q.out[d] = p->out[d], q.fs[d] = p->fs[d];
-        q.dl[d] = p->dl[d], q.pb[d] = p->pb[d];
-        q.ss[d] = p->xs[d], q.ds[d] = p->ys[d];
+        q.in[d] = p->g.in[d], q.out[d] = p->g.out[d], q.fs[d] = p->g.fs[d];
+        q.dl[d] = p->g.dl[d], q.pb[d] = p->g.pb[d];
+        q.ss[d] = p->g.xs[d], q.ds[d] = p->g.ys[d];
     }
-    q.src = (const float *)p->x, q.sc = p->xc, q.sb = p->xb;
-    q.dst = (float *)p->y, q.dc = p->yf, q.db = p->yb;
-    q.bias = (const float *)p->bias, q.bs = p->bs;
-    q.nf = fwd_nf(p->Fg);
-    const dla__cpu_conv_taps k = {.w = (const float *)p->w, .sg = p->wg, .sci = p->wc,
-                                  .sco = p->wf, .s0 = p->ws[0], .s1 = p->ws[1]};
+    q.src = (const float *)p->x, q.sc = p->g.xc, q.sb = p->g.xb;
+    q.dst = (float *)p->y, q.dc = p->g.yf, q.db = p->g.yb;
+    q.bias = (const float *)p->bias, q.bs = p->g.bs;
+    q.nf = fwd_nf(p->g.Fg);
+    const dla__cpu_conv_taps k = {.w = (const float *)p->w, .sg = p->g.wg, .sci = p->g.wc,
+                                  .sco = p->g.wf, .s0 = p->g.ws[0], .s1 = p->g.ws[1]};
     dla_status ws = dla__cpu_conv_winograd(&q, &k);
     if (ws != DLA_ERR_UNSUPPORTED)
         return ws;
-    const int64_t nw = p->ntaps * p->Cg * p->F;
+    const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
     float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
     if (!wp)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
                         (long long)nw);
     const float *w = (const float *)p->w;
     float *o = wp;
-    for (int64_t g = 0; g < p->G; g++)
-        for (int64_t f0 = 0; f0 < p->Fg; f0 += q.nf) {
-            const int64_t n = f0 + q.nf <= p->Fg ? q.nf : p->Fg - f0;
-            for (int64_t c = 0; c < p->Cg; c++)
-                for (int64_t t2 = 0; t2 < p->fs[2]; t2++)
-                    for (int64_t t1 = 0; t1 < p->fs[1]; t1++)
-                        for (int64_t t0 = 0; t0 < p->fs[0]; t0++)
+    for (int64_t g = 0; g < p->g.G; g++)
+        for (int64_t f0 = 0; f0 < p->g.Fg; f0 += q.nf) {
+            const int64_t n = f0 + q.nf <= p->g.Fg ? q.nf : p->g.Fg - f0;
+            for (int64_t c = 0; c < p->g.Cg; c++)
+                for (int64_t t2 = 0; t2 < p->g.fs[2]; t2++)
+                    for (int64_t t1 = 0; t1 < p->g.fs[1]; t1++)
+                        for (int64_t t0 = 0; t0 < p->g.fs[0]; t0++)
                             for (int64_t f = f0; f < f0 + n; f++)
-                                *o++ = w[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
-                                         t1 * p->ws[1] + t2 * p->ws[2]];
+                                *o++ = w[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
+                                         t1 * p->g.ws[1] + t2 * p->g.ws[2]];
         }
     q.wpack = wp;
-    dla_status s = run_pass(&q, p->ntaps);
+    dla_status s = run_pass(&q, p->g.ntaps);
     h->free(wp);
     return s;
 }
@@ -336,47 +336,47 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
 {
     const dla_plugin_host *h = dla__cpu_host;
     /* dX[i] = sum_k w[k] dY[i + pb - k*dl] = sum_k' w[fs-1-k'] dY[i - pb' + k'*dl]. */
-    pass q = {.B = p->batch, .G = p->G, .nci = p->Fg, .nco = p->Cg};
+    pass q = {.B = p->g.batch, .G = p->g.G, .nci = p->g.Fg, .nco = p->g.Cg};
     for (int d = 0; d < 3; d++) {
-        q.in[d] = p->out[d], q.out[d] = p->in[d], q.fs[d] = p->fs[d], q.dl[d] = p->dl[d];
-        q.pb[d] = (p->fs[d] - 1) * p->dl[d] - p->pb[d];
-        q.ss[d] = p->ys[d], q.ds[d] = p->xs[d];
+        q.in[d] = p->g.out[d], q.out[d] = p->g.in[d], q.fs[d] = p->g.fs[d], q.dl[d] = p->g.dl[d];
+        q.pb[d] = (p->g.fs[d] - 1) * p->g.dl[d] - p->g.pb[d];
+        q.ss[d] = p->g.ys[d], q.ds[d] = p->g.xs[d];
     }
-    q.src = (const float *)p->y, q.sc = p->yf, q.sb = p->yb;
-    q.dst = (float *)p->x, q.dc = p->xc, q.db = p->xb;
-    q.nf = fwd_nf(p->Cg);
-    if (p->in_px == 0 || p->batch == 0)
+    q.src = (const float *)p->y, q.sc = p->g.yf, q.sb = p->g.yb;
+    q.dst = (float *)p->x, q.dc = p->g.xc, q.db = p->g.xb;
+    q.nf = fwd_nf(p->g.Cg);
+    if (p->g.in_px == 0 || p->g.batch == 0)
         return DLA_OK;
-    if (p->out_px == 0)
+    if (p->g.out_px == 0)
         return DLA_ERR_UNSUPPORTED; /* dX = 0: left to im2col, which zeroes */
     /* The flipped filter: taps read backwards from the last one. */
-    const float *last = (const float *)p->w + (p->fs[0] - 1) * p->ws[0] +
-                        (p->fs[1] - 1) * p->ws[1] + (p->fs[2] - 1) * p->ws[2];
-    const dla__cpu_conv_taps k = {.w = last, .sg = p->wg, .sci = p->wf, .sco = p->wc,
-                                  .s0 = -p->ws[0], .s1 = -p->ws[1]};
+    const float *last = (const float *)p->w + (p->g.fs[0] - 1) * p->g.ws[0] +
+                        (p->g.fs[1] - 1) * p->g.ws[1] + (p->g.fs[2] - 1) * p->g.ws[2];
+    const dla__cpu_conv_taps k = {.w = last, .sg = p->g.wg, .sci = p->g.wf, .sco = p->g.wc,
+                                  .s0 = -p->g.ws[0], .s1 = -p->g.ws[1]};
     dla_status ws = dla__cpu_conv_winograd(&q, &k);
     if (ws != DLA_ERR_UNSUPPORTED)
         return ws;
-    const int64_t nw = p->ntaps * p->Cg * p->F;
+    const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
     float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
     if (!wp)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
                         (long long)nw);
     const float *w = (const float *)p->w;
     float *o = wp;
-    for (int64_t g = 0; g < p->G; g++)
-        for (int64_t c0 = 0; c0 < p->Cg; c0 += q.nf) {
-            const int64_t n = c0 + q.nf <= p->Cg ? q.nf : p->Cg - c0;
-            for (int64_t f = 0; f < p->Fg; f++)
-                for (int64_t t2 = p->fs[2] - 1; t2 >= 0; t2--)
-                    for (int64_t t1 = p->fs[1] - 1; t1 >= 0; t1--)
-                        for (int64_t t0 = p->fs[0] - 1; t0 >= 0; t0--)
+    for (int64_t g = 0; g < p->g.G; g++)
+        for (int64_t c0 = 0; c0 < p->g.Cg; c0 += q.nf) {
+            const int64_t n = c0 + q.nf <= p->g.Cg ? q.nf : p->g.Cg - c0;
+            for (int64_t f = 0; f < p->g.Fg; f++)
+                for (int64_t t2 = p->g.fs[2] - 1; t2 >= 0; t2--)
+                    for (int64_t t1 = p->g.fs[1] - 1; t1 >= 0; t1--)
+                        for (int64_t t0 = p->g.fs[0] - 1; t0 >= 0; t0--)
                             for (int64_t c = c0; c < c0 + n; c++)
-                                *o++ = w[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
-                                         t1 * p->ws[1] + t2 * p->ws[2]];
+                                *o++ = w[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
+                                         t1 * p->g.ws[1] + t2 * p->g.ws[2]];
         }
     q.wpack = wp;
-    dla_status s = run_pass(&q, p->ntaps);
+    dla_status s = run_pass(&q, p->g.ntaps);
     h->free(wp);
     return s;
 }
@@ -387,17 +387,17 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
  * span_r): the real outputs only, the dropped columns stay 0. */
 static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, float *dst)
 {
-    const float *ys = (const float *)p->y + b * p->yb + grp * p->Fg * p->yf;
-    for (int64_t f = 0; f < p->Fg; f++)
-        for (int64_t o2 = 0; o2 < p->out[2]; o2++)
-            for (int64_t o1 = 0; o1 < p->out[1]; o1++) {
-                const float *s = ys + f * p->yf + o1 * p->ys[1] + o2 * p->ys[2];
+    const float *ys = (const float *)p->y + b * p->g.yb + grp * p->g.Fg * p->g.yf;
+    for (int64_t f = 0; f < p->g.Fg; f++)
+        for (int64_t o2 = 0; o2 < p->g.out[2]; o2++)
+            for (int64_t o1 = 0; o1 < p->g.out[1]; o1++) {
+                const float *s = ys + f * p->g.yf + o1 * p->g.ys[1] + o2 * p->g.ys[2];
                 float *d = dst + f * g->span_r + o1 * g->w1 + o2 * g->w2;
-                if (p->ys[0] == 1)
-                    row_copy(d, s, p->out[0], 0.0f);
+                if (p->g.ys[0] == 1)
+                    row_copy(d, s, p->g.out[0], 0.0f);
                 else
-                    for (int64_t o0 = 0; o0 < p->out[0]; o0++)
-                        d[o0] = s[o0 * p->ys[0]];
+                    for (int64_t o0 = 0; o0 < p->g.out[0]; o0++)
+                        d[o0] = s[o0 * p->g.ys[0]];
             }
 }
 
@@ -410,8 +410,8 @@ typedef struct bwf_blocks {
 static bwf_blocks bwf_blocks_of(const dla__cpu_conv *p)
 {
     bwf_blocks k;
-    k.ntb = block_of(p->ntaps, BWF_MAX_NT), k.nfb = block_of(p->Fg, BWF_MAX_NF);
-    k.tblocks = (p->ntaps + k.ntb - 1) / k.ntb, k.fblocks = (p->Fg + k.nfb - 1) / k.nfb;
+    k.ntb = block_of(p->g.ntaps, BWF_MAX_NT), k.nfb = block_of(p->g.Fg, BWF_MAX_NF);
+    k.tblocks = (p->g.ntaps + k.ntb - 1) / k.ntb, k.fblocks = (p->g.Fg + k.nfb - 1) / k.nfb;
     return k;
 }
 
@@ -421,8 +421,8 @@ static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it
     *c = it / (k->tblocks * k->fblocks);
     *t0 = (it / k->fblocks) % k->tblocks * k->ntb;
     *f0 = it % k->fblocks * k->nfb;
-    *tn = *t0 + k->ntb <= p->ntaps ? k->ntb : p->ntaps - *t0;
-    *fn = *f0 + k->nfb <= p->Fg ? k->nfb : p->Fg - *f0;
+    *tn = *t0 + k->ntb <= p->g.ntaps ? k->ntb : p->g.ntaps - *t0;
+    *fn = *f0 + k->nfb <= p->g.Fg ? k->nfb : p->g.Fg - *f0;
 }
 
 /* a[0..n-1] += b[0..n-1], n a multiple of 16, both 64-byte aligned. */
@@ -444,9 +444,10 @@ static double lanes_sum(const float *v)
 /* Writes dW[t, c, f] of group grp. */
 static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, int64_t t, double v)
 {
-    const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1], t2 = t / (p->fs[0] * p->fs[1]);
-    ((float *)p->w)[grp * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] + t1 * p->ws[1] +
-                    t2 * p->ws[2]] = (float)v;
+    const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
+                  t2 = t / (p->g.fs[0] * p->g.fs[1]);
+    ((float *)p->w)[grp * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] + t1 * p->g.ws[1] +
+                    t2 * p->g.ws[2]] = (float)v;
 }
 
 /* Many images: images over the team, each thread adding its images' terms
@@ -457,8 +458,8 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
                                int threads)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    const int64_t nt = p->ntaps, nacc = p->G * p->Fg * p->Cg * nt * 16;
-    const int64_t xfloats = p->Cg * g->cs, yfloats = p->Fg * g->span_r;
+    const int64_t nt = p->g.ntaps, nacc = p->g.G * p->g.Fg * p->g.Cg * nt * 16;
+    const int64_t xfloats = p->g.Cg * g->cs, yfloats = p->g.Fg * g->span_r;
     if ((xfloats + yfloats + nacc) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
     float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
@@ -476,32 +477,33 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
     }
     if (!failed) {
         const bwf_blocks k = bwf_blocks_of(p);
-        const int64_t items = p->Cg * k.tblocks * k.fblocks;
+        const int64_t items = p->g.Cg * k.tblocks * k.fblocks;
 #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t b = 0; b < p->batch; b++) {
+        for (int64_t b = 0; b < p->g.batch; b++) {
             const int me = omp_get_thread_num();
-            for (int64_t grp = 0; grp < p->G; grp++) {
-                pack(g, (const float *)p->x + b * p->xb + grp * p->Cg * p->xc, p->in, p->xs,
-                     p->xc, p->Cg, p->pb, xb[me]);
+            for (int64_t grp = 0; grp < p->g.G; grp++) {
+                pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
+                     p->g.xs, p->g.xc, p->g.Cg, p->g.pb, xb[me]);
                 dy_wide(g, p, b, grp, yb[me]);
-                float *ag = acc[me] + grp * p->Fg * p->Cg * nt * 16;
+                float *ag = acc[me] + grp * p->g.Fg * p->g.Cg * nt * 16;
                 for (int64_t it = 0; it < items; it++) {
                     int64_t c, t0, tn, f0, fn;
                     bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
                     bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
                                     g->span_r, g->span_r / 16,
-                                    ag + ((f0 * p->Cg + c) * nt + t0) * 16, p->Cg * nt);
+                                    ag + ((f0 * p->g.Cg + c) * nt + t0) * 16, p->g.Cg * nt);
                 }
             }
         }
         for (int i = 1; i < threads; i++)
             add_into(acc[0], acc[i], nacc);
-        for (int64_t grp = 0; grp < p->G; grp++)
-            for (int64_t f = 0; f < p->Fg; f++)
-                for (int64_t c = 0; c < p->Cg; c++)
+        for (int64_t grp = 0; grp < p->g.G; grp++)
+            for (int64_t f = 0; f < p->g.Fg; f++)
+                for (int64_t c = 0; c < p->g.Cg; c++)
                     for (int64_t t = 0; t < nt; t++)
                         put_dw(p, grp, f, c, t,
-                               lanes_sum(acc[0] + (((grp * p->Fg + f) * p->Cg + c) * nt + t) * 16));
+                               lanes_sum(acc[0] +
+                                         (((grp * p->g.Fg + f) * p->g.Cg + c) * nt + t) * 16));
     }
     dla__cpu_conv_scratch_free(mem);
     if (failed)
@@ -518,39 +520,39 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
                                int team)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    const int64_t xfloats = p->C * g->cs, yfloats = p->F * g->span_r;
-    if ((xfloats + yfloats) * p->batch * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+    const int64_t xfloats = p->g.C * g->cs, yfloats = p->g.F * g->span_r;
+    if ((xfloats + yfloats) * p->g.batch * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    const int64_t xall = DLA__CONV_LINE(xfloats * p->batch, 4), yall = yfloats * p->batch;
+    const int64_t xall = DLA__CONV_LINE(xfloats * p->g.batch, 4), yall = yfloats * p->g.batch;
     dla_mem mem = NULL;
     float *xa = dla__cpu_conv_scratch((size_t)(xall + yall) * sizeof(float), &mem);
     float *ya = xa ? xa + xall : NULL;
     if (!xa) {
         return h->error(DLA_ERR_OUT_OF_MEMORY,
                         "cpu conv: cannot allocate the padded inputs of %lld images",
-                        (long long)p->batch);
+                        (long long)p->g.batch);
     }
     memset(xa, 0, (size_t)(xall + yall) * sizeof(float));
-    const int64_t packs = p->batch * p->G;
+    const int64_t packs = p->g.batch * p->g.G;
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
     for (int64_t i = 0; i < packs; i++) {
-        const int64_t b = i / p->G, grp = i % p->G;
-        pack(g, (const float *)p->x + b * p->xb + grp * p->Cg * p->xc, p->in, p->xs, p->xc,
-             p->Cg, p->pb, xa + b * xfloats + grp * p->Cg * g->cs);
-        dy_wide(g, p, b, grp, ya + b * yfloats + grp * p->Fg * g->span_r);
+        const int64_t b = i / p->g.G, grp = i % p->g.G;
+        pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
+             p->g.xc, p->g.Cg, p->g.pb, xa + b * xfloats + grp * p->g.Cg * g->cs);
+        dy_wide(g, p, b, grp, ya + b * yfloats + grp * p->g.Fg * g->span_r);
     }
     const bwf_blocks k = bwf_blocks_of(p);
-    const int64_t per_group = p->Cg * k.tblocks * k.fblocks;
+    const int64_t per_group = p->g.Cg * k.tblocks * k.fblocks;
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
-    for (int64_t i = 0; i < p->G * per_group; i++) {
+    for (int64_t i = 0; i < p->g.G * per_group; i++) {
         const int64_t grp = i / per_group;
         int64_t c, t0, tn, f0, fn;
         bwf_block_at(&k, p, i % per_group, &c, &t0, &tn, &f0, &fn);
         float acc[BWF_MAX_NT * BWF_MAX_NF * 16] __attribute__((aligned(64)));
         memset(acc, 0, sizeof acc);
-        for (int64_t b = 0; b < p->batch; b++)
-            bwf_fns[tn][fn](xa + b * xfloats + (grp * p->Cg + c) * g->cs, toff + t0,
-                            ya + b * yfloats + (grp * p->Fg + f0) * g->span_r, g->span_r,
+        for (int64_t b = 0; b < p->g.batch; b++)
+            bwf_fns[tn][fn](xa + b * xfloats + (grp * p->g.Cg + c) * g->cs, toff + t0,
+                            ya + b * yfloats + (grp * p->g.Fg + f0) * g->span_r, g->span_r,
                             g->span_r / 16, acc, BWF_MAX_NT);
         for (int64_t f = 0; f < fn; f++)
             for (int64_t t = 0; t < tn; t++)
@@ -563,28 +565,28 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
 static dla_status direct_backward_filter(const dla__cpu_conv *p)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    if (p->out_px == 0 || p->batch == 0)
+    if (p->g.out_px == 0 || p->g.batch == 0)
         return DLA_ERR_UNSUPPORTED; /* dW = 0: left to im2col */
     wide g;
-    wide_init(&g, p->out, p->fs, p->dl);
-    int64_t *toff = h->alloc((size_t)p->ntaps * sizeof(int64_t), 0);
+    wide_init(&g, p->g.out, p->g.fs, p->g.dl);
+    int64_t *toff = h->alloc((size_t)p->g.ntaps * sizeof(int64_t), 0);
     if (!toff)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld tap offsets",
-                        (long long)p->ntaps);
-    tap_offsets(&g, p->fs, p->dl, toff);
+                        (long long)p->g.ntaps);
+    tap_offsets(&g, p->g.fs, p->g.dl, toff);
     const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
     /* Per-thread sums pay off once each thread has a few images to add. */
-    dla_status s = p->batch < 4 * team ? bwf_by_block(p, &g, toff, team)
+    dla_status s = p->g.batch < 4 * team ? bwf_by_block(p, &g, toff, team)
                                        : bwf_by_image(p, &g, toff, team);
-    if (s == DLA_ERR_UNSUPPORTED && p->batch < 4 * team)
-        s = bwf_by_image(p, &g, toff, team < p->batch ? team : (int)p->batch);
+    if (s == DLA_ERR_UNSUPPORTED && p->g.batch < 4 * team)
+        s = bwf_by_image(p, &g, toff, team < p->g.batch ? team : (int)p->g.batch);
     h->free(toff);
     return s;
 }
 
 dla_status dla__cpu_conv_direct(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
-    if (p->dtype != DLA_F32 || p->st[0] != 1 || p->st[1] != 1 || p->st[2] != 1)
+    if (p->dtype != DLA_F32 || p->g.st[0] != 1 || p->g.st[1] != 1 || p->g.st[2] != 1)
         return DLA_ERR_UNSUPPORTED;
     switch (dir) {
     case DLA__CONV_FORWARD: return direct_forward(p);

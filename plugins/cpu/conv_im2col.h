@@ -49,29 +49,30 @@ static inline void conv_valid_range(int64_t n_out, int64_t n_in, int64_t st, int
 static void CONV_FN(im2col_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
                              CT *col)
 {
-    const int64_t pc = nr * p->out[0];
-    const CT *xg = (const CT *)p->x + b * p->xb + g * p->Cg * p->xc;
-    for (int64_t c = 0; c < p->Cg; c++)
-        for (int64_t t = 0; t < p->ntaps; t++) {
-            const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
-                          t2 = t / (p->fs[0] * p->fs[1]);
-            CT *dst = col + (c * p->ntaps + t) * pc;
+    const int64_t pc = nr * p->g.out[0];
+    const CT *xg = (const CT *)p->x + b * p->g.xb + g * p->g.Cg * p->g.xc;
+    for (int64_t c = 0; c < p->g.Cg; c++)
+        for (int64_t t = 0; t < p->g.ntaps; t++) {
+            const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
+                          t2 = t / (p->g.fs[0] * p->g.fs[1]);
+            CT *dst = col + (c * p->g.ntaps + t) * pc;
             int64_t lo, hi;
-            conv_valid_range(p->out[0], p->in[0], p->st[0], t0 * p->dl[0] - p->pb[0], &lo, &hi);
-            for (int64_t r = r0; r < r0 + nr; r++, dst += p->out[0]) {
-                const int64_t o1 = r % p->out[1], o2 = r / p->out[1];
-                const int64_t i1 = o1 * p->st[1] - p->pb[1] + t1 * p->dl[1];
-                const int64_t i2 = o2 * p->st[2] - p->pb[2] + t2 * p->dl[2];
-                if (i1 < 0 || i1 >= p->in[1] || i2 < 0 || i2 >= p->in[2] || lo >= hi) {
-                    for (int64_t o = 0; o < p->out[0]; o++)
+            conv_valid_range(p->g.out[0], p->g.in[0], p->g.st[0], t0 * p->g.dl[0] - p->g.pb[0], &lo,
+                             &hi);
+            for (int64_t r = r0; r < r0 + nr; r++, dst += p->g.out[0]) {
+                const int64_t o1 = r % p->g.out[1], o2 = r / p->g.out[1];
+                const int64_t i1 = o1 * p->g.st[1] - p->g.pb[1] + t1 * p->g.dl[1];
+                const int64_t i2 = o2 * p->g.st[2] - p->g.pb[2] + t2 * p->g.dl[2];
+                if (i1 < 0 || i1 >= p->g.in[1] || i2 < 0 || i2 >= p->g.in[2] || lo >= hi) {
+                    for (int64_t o = 0; o < p->g.out[0]; o++)
                         dst[o] = 0;
                     continue;
                 }
-                const CT *src = xg + c * p->xc + i1 * p->xs[1] + i2 * p->xs[2] +
-                                (t0 * p->dl[0] - p->pb[0]) * p->xs[0];
+                const CT *src = xg + c * p->g.xc + i1 * p->g.xs[1] + i2 * p->g.xs[2] +
+                                (t0 * p->g.dl[0] - p->g.pb[0]) * p->g.xs[0];
                 for (int64_t o = 0; o < lo; o++)
                     dst[o] = 0;
-                const int64_t step = p->st[0] * p->xs[0];
+                const int64_t step = p->g.st[0] * p->g.xs[0];
                 /* A dense row with stride 1 (most layers) is one copy;
                  * the general loop's variable step keeps the compiler
                  * from vectorizing it (20% of a ResNet-20 step). */
@@ -80,7 +81,7 @@ static void CONV_FN(im2col_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
                 else
                     for (int64_t o = lo; o < hi; o++)
                         dst[o] = src[o * step];
-                for (int64_t o = hi; o < p->out[0]; o++)
+                for (int64_t o = hi; o < p->g.out[0]; o++)
                     dst[o] = 0;
             }
         }
@@ -90,24 +91,25 @@ static void CONV_FN(im2col_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
 static void CONV_FN(col2im_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
                              const CT *col, CT *dx_base)
 {
-    const int64_t pc = nr * p->out[0];
-    CT *xg = dx_base + b * p->xb + g * p->Cg * p->xc;
-    for (int64_t c = 0; c < p->Cg; c++)
-        for (int64_t t = 0; t < p->ntaps; t++) {
-            const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
-                          t2 = t / (p->fs[0] * p->fs[1]);
-            const CT *src = col + (c * p->ntaps + t) * pc;
+    const int64_t pc = nr * p->g.out[0];
+    CT *xg = dx_base + b * p->g.xb + g * p->g.Cg * p->g.xc;
+    for (int64_t c = 0; c < p->g.Cg; c++)
+        for (int64_t t = 0; t < p->g.ntaps; t++) {
+            const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
+                          t2 = t / (p->g.fs[0] * p->g.fs[1]);
+            const CT *src = col + (c * p->g.ntaps + t) * pc;
             int64_t lo, hi;
-            conv_valid_range(p->out[0], p->in[0], p->st[0], t0 * p->dl[0] - p->pb[0], &lo, &hi);
-            for (int64_t r = r0; r < r0 + nr; r++, src += p->out[0]) {
-                const int64_t o1 = r % p->out[1], o2 = r / p->out[1];
-                const int64_t i1 = o1 * p->st[1] - p->pb[1] + t1 * p->dl[1];
-                const int64_t i2 = o2 * p->st[2] - p->pb[2] + t2 * p->dl[2];
-                if (i1 < 0 || i1 >= p->in[1] || i2 < 0 || i2 >= p->in[2])
+            conv_valid_range(p->g.out[0], p->g.in[0], p->g.st[0], t0 * p->g.dl[0] - p->g.pb[0], &lo,
+                             &hi);
+            for (int64_t r = r0; r < r0 + nr; r++, src += p->g.out[0]) {
+                const int64_t o1 = r % p->g.out[1], o2 = r / p->g.out[1];
+                const int64_t i1 = o1 * p->g.st[1] - p->g.pb[1] + t1 * p->g.dl[1];
+                const int64_t i2 = o2 * p->g.st[2] - p->g.pb[2] + t2 * p->g.dl[2];
+                if (i1 < 0 || i1 >= p->g.in[1] || i2 < 0 || i2 >= p->g.in[2])
                     continue;
-                CT *dst = xg + c * p->xc + i1 * p->xs[1] + i2 * p->xs[2] +
-                          (t0 * p->dl[0] - p->pb[0]) * p->xs[0];
-                const int64_t step = p->st[0] * p->xs[0];
+                CT *dst = xg + c * p->g.xc + i1 * p->g.xs[1] + i2 * p->g.xs[2] +
+                          (t0 * p->g.dl[0] - p->g.pb[0]) * p->g.xs[0];
+                const int64_t step = p->g.st[0] * p->g.xs[0];
                 if (step == 1) /* as in im2col: a loop the compiler vectorizes */
                     for (int64_t o = lo; o < hi; o++)
                         dst[o] += src[o];
@@ -122,20 +124,20 @@ static void CONV_FN(col2im_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
 static void CONV_FN(y_rows_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
                              CT *tmp, int to_y)
 {
-    const int64_t pc = nr * p->out[0];
-    CT *yg = (CT *)p->y + b * p->yb + g * p->Fg * p->yf;
-    for (int64_t f = 0; f < p->Fg; f++)
+    const int64_t pc = nr * p->g.out[0];
+    CT *yg = (CT *)p->y + b * p->g.yb + g * p->g.Fg * p->g.yf;
+    for (int64_t f = 0; f < p->g.Fg; f++)
         for (int64_t r = r0; r < r0 + nr; r++) {
-            const int64_t o1 = r % p->out[1], o2 = r / p->out[1];
-            CT *row = yg + f * p->yf + o1 * p->ys[1] + o2 * p->ys[2];
-            CT *t = tmp + f * pc + (r - r0) * p->out[0];
+            const int64_t o1 = r % p->g.out[1], o2 = r / p->g.out[1];
+            CT *row = yg + f * p->g.yf + o1 * p->g.ys[1] + o2 * p->g.ys[2];
+            CT *t = tmp + f * pc + (r - r0) * p->g.out[0];
             if (to_y) {
-                const CT bias = p->bias ? ((const CT *)p->bias)[(g * p->Fg + f) * p->bs] : 0;
-                for (int64_t o = 0; o < p->out[0]; o++)
-                    row[o * p->ys[0]] = t[o] + bias;
+                const CT bias = p->bias ? ((const CT *)p->bias)[(g * p->g.Fg + f) * p->g.bs] : 0;
+                for (int64_t o = 0; o < p->g.out[0]; o++)
+                    row[o * p->g.ys[0]] = t[o] + bias;
             } else {
-                for (int64_t o = 0; o < p->out[0]; o++)
-                    t[o] = row[o * p->ys[0]];
+                for (int64_t o = 0; o < p->g.out[0]; o++)
+                    t[o] = row[o * p->g.ys[0]];
             }
         }
 }
@@ -143,13 +145,13 @@ static void CONV_FN(y_rows_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
 /* Zeroes dx of image b (every channel and position). */
 static void CONV_FN(zero_image_)(const dla__cpu_conv *p, int64_t b)
 {
-    CT *xb = (CT *)p->x + b * p->xb;
-    for (int64_t c = 0; c < p->C; c++)
-        for (int64_t i2 = 0; i2 < p->in[2]; i2++)
-            for (int64_t i1 = 0; i1 < p->in[1]; i1++) {
-                CT *row = xb + c * p->xc + i1 * p->xs[1] + i2 * p->xs[2];
-                for (int64_t i0 = 0; i0 < p->in[0]; i0++)
-                    row[i0 * p->xs[0]] = 0;
+    CT *xb = (CT *)p->x + b * p->g.xb;
+    for (int64_t c = 0; c < p->g.C; c++)
+        for (int64_t i2 = 0; i2 < p->g.in[2]; i2++)
+            for (int64_t i1 = 0; i1 < p->g.in[1]; i1++) {
+                CT *row = xb + c * p->g.xc + i1 * p->g.xs[1] + i2 * p->g.xs[2];
+                for (int64_t i0 = 0; i0 < p->g.in[0]; i0++)
+                    row[i0 * p->g.xs[0]] = 0;
             }
 }
 
@@ -161,20 +163,20 @@ static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64
 {
     if (dir == DLA__CONV_BACKWARD_DATA)
         CONV_FN(zero_image_)(p, b);
-    for (int64_t g = 0; g < p->G; g++)
+    for (int64_t g = 0; g < p->g.G; g++)
         for (int64_t r0 = 0; r0 < rows; r0 += nr) {
-            const int64_t n = r0 + nr <= rows ? nr : rows - r0, pc = n * p->out[0];
+            const int64_t n = r0 + nr <= rows ? nr : rows - r0, pc = n * p->g.out[0];
             if (pc == 0)
                 continue;
-            const CT *wg = wk + g * p->Fg * K;
+            const CT *wg = wk + g * p->g.Fg * K;
             switch (dir) {
             case DLA__CONV_FORWARD:
                 CONV_FN(im2col_)(p, b, g, r0, n, mcol);
                 if (K > 0)
-                    CGEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)pc, (int)p->Fg,
+                    CGEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)pc, (int)p->g.Fg,
                           (int)K, 1, mcol, (int)pc, wg, (int)K, 0, mtmp, (int)pc);
                 else
-                    for (int64_t i = 0; i < pc * p->Fg; i++)
+                    for (int64_t i = 0; i < pc * p->g.Fg; i++)
                         mtmp[i] = 0;
                 CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 1);
                 break;
@@ -182,7 +184,7 @@ static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64
                 if (K == 0)
                     break;
                 CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
-                CGEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)pc, (int)K, (int)p->Fg,
+                CGEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)pc, (int)K, (int)p->g.Fg,
                       1, mtmp, (int)pc, wg, (int)K, 0, mcol, (int)pc);
                 CONV_FN(col2im_)(p, b, g, r0, n, mcol, (CT *)p->x);
                 break;
@@ -191,8 +193,8 @@ static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64
                     break;
                 CONV_FN(im2col_)(p, b, g, r0, n, mcol);
                 CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
-                CGEMM(CblasColMajor, CblasTrans, CblasNoTrans, (int)K, (int)p->Fg,
-                      (int)pc, 1, mcol, (int)pc, mtmp, (int)pc, 1, macc + g * p->Fg * K,
+                CGEMM(CblasColMajor, CblasTrans, CblasNoTrans, (int)K, (int)p->g.Fg,
+                      (int)pc, 1, mcol, (int)pc, mtmp, (int)pc, 1, macc + g * p->g.Fg * K,
                       (int)K);
                 break;
             }
@@ -202,15 +204,15 @@ static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64
 static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    const int64_t K = p->ntaps * p->Cg, rows = p->out[1] * p->out[2];
-    const int64_t wsize = K * p->Fg * p->G;
+    const int64_t K = p->g.ntaps * p->g.Cg, rows = p->g.out[1] * p->g.out[2];
+    const int64_t wsize = K * p->g.Fg * p->g.G;
     /* Rows per chunk: col stays near L2 (2^18 elements), at least a row. */
-    int64_t nr = rows > 0 && p->out[0] > 0 ? ((int64_t)1 << 18) / (K * p->out[0]) : 1;
+    int64_t nr = rows > 0 && p->g.out[0] > 0 ? ((int64_t)1 << 18) / (K * p->g.out[0]) : 1;
     if (nr < 1)
         nr = 1;
     if (nr > rows)
         nr = rows > 0 ? rows : 1;
-    const int64_t pcmax = nr * p->out[0];
+    const int64_t pcmax = nr * p->g.out[0];
 
     /* The weights as dense K x Fg matrices, one per group (MATLAB order). */
     CT *wk = h->alloc((size_t)(wsize > 0 ? wsize : 1) * sizeof(CT), DLA__CPU_ALIGN);
@@ -218,23 +220,23 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
                         (long long)wsize);
     if (dir != DLA__CONV_BACKWARD_FILTER)
-        for (int64_t g = 0; g < p->G; g++)
-            for (int64_t f = 0; f < p->Fg; f++)
-                for (int64_t c = 0; c < p->Cg; c++)
-                    for (int64_t t = 0; t < p->ntaps; t++) {
-                        const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
-                                      t2 = t / (p->fs[0] * p->fs[1]);
-                        wk[(g * p->Fg + f) * K + c * p->ntaps + t] =
-                            ((const CT *)p->w)[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
-                                               t1 * p->ws[1] + t2 * p->ws[2]];
+        for (int64_t g = 0; g < p->g.G; g++)
+            for (int64_t f = 0; f < p->g.Fg; f++)
+                for (int64_t c = 0; c < p->g.Cg; c++)
+                    for (int64_t t = 0; t < p->g.ntaps; t++) {
+                        const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
+                                      t2 = t / (p->g.fs[0] * p->g.fs[1]);
+                        wk[(g * p->g.Fg + f) * K + c * p->g.ntaps + t] =
+                            ((const CT *)p->w)[g * p->g.wg + f * p->g.wf + c * p->g.wc +
+                                               t0 * p->g.ws[0] + t1 * p->g.ws[1] + t2 * p->g.ws[2]];
                     }
     else
         for (int64_t i = 0; i < wsize; i++)
             wk[i] = 0;
 
     int threads = omp_get_max_threads();
-    if (threads > p->batch)
-        threads = p->batch > 0 ? (int)p->batch : 1;
+    if (threads > p->g.batch)
+        threads = p->g.batch > 0 ? (int)p->g.batch : 1;
     if (threads > DLA__CONV_MAX_THREADS)
         threads = DLA__CONV_MAX_THREADS;
     const int filter = dir == DLA__CONV_BACKWARD_FILTER;
@@ -244,10 +246,11 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
     CT *col[DLA__CONV_MAX_THREADS] = {0}, *tmp[DLA__CONV_MAX_THREADS] = {0},
        *acc[DLA__CONV_MAX_THREADS] = {0};
     const int64_t ncol = DLA__CONV_LINE(pcmax * K > 0 ? pcmax * K : 1, sizeof(CT)),
-                  ntmp = DLA__CONV_LINE(pcmax * p->Fg > 0 ? pcmax * p->Fg : 1, sizeof(CT)),
+                  ntmp = DLA__CONV_LINE(pcmax * p->g.Fg > 0 ? pcmax * p->g.Fg : 1, sizeof(CT)),
                   nacc = filter ? DLA__CONV_LINE(wsize > 0 ? wsize : 1, sizeof(CT)) : 0;
     dla_mem mem = NULL;
-    CT *scratch = dla__cpu_conv_scratch((size_t)((ncol + ntmp + nacc) * threads) * sizeof(CT), &mem);
+    CT *scratch =
+        dla__cpu_conv_scratch((size_t)((ncol + ntmp + nacc) * threads) * sizeof(CT), &mem);
     const int failed = !scratch;
     for (int i = 0; i < threads && !failed; i++) {
         col[i] = scratch + i * (ncol + ntmp + nacc);
@@ -261,13 +264,13 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
          * sum on every call, so dW is the same on every run. */
         if (filter) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-            for (int64_t b = 0; b < p->batch; b++) {
+            for (int64_t b = 0; b < p->g.batch; b++) {
                 const int me = omp_get_thread_num();
                 CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], acc[me]);
             }
         } else {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-            for (int64_t b = 0; b < p->batch; b++) {
+            for (int64_t b = 0; b < p->g.batch; b++) {
                 const int me = omp_get_thread_num();
                 CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], NULL);
             }
@@ -286,15 +289,15 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
     }
     if (dir == DLA__CONV_BACKWARD_FILTER) {
         /* An empty batch or output still writes dW = 0. */
-        for (int64_t g = 0; g < p->G; g++)
-            for (int64_t f = 0; f < p->Fg; f++)
-                for (int64_t c = 0; c < p->Cg; c++)
-                    for (int64_t t = 0; t < p->ntaps; t++) {
-                        const int64_t t0 = t % p->fs[0], t1 = (t / p->fs[0]) % p->fs[1],
-                                      t2 = t / (p->fs[0] * p->fs[1]);
-                        ((CT *)p->w)[g * p->wg + f * p->wf + c * p->wc + t0 * p->ws[0] +
-                                     t1 * p->ws[1] + t2 * p->ws[2]] =
-                            wk[(g * p->Fg + f) * K + c * p->ntaps + t];
+        for (int64_t g = 0; g < p->g.G; g++)
+            for (int64_t f = 0; f < p->g.Fg; f++)
+                for (int64_t c = 0; c < p->g.Cg; c++)
+                    for (int64_t t = 0; t < p->g.ntaps; t++) {
+                        const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
+                                      t2 = t / (p->g.fs[0] * p->g.fs[1]);
+                        ((CT *)p->w)[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
+                                     t1 * p->g.ws[1] + t2 * p->g.ws[2]] =
+                            wk[(g * p->g.Fg + f) * K + c * p->g.ntaps + t];
                     }
     }
     h->free(wk);

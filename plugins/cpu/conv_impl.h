@@ -2,11 +2,11 @@
  * conv_impl.h - what the cpu plugin's convolution files share: one
  * convolution, checked and reduced to base pointers and element strides.
  *
- * conv.c checks the ABI arguments and fills a dla__cpu_conv; the algorithm
- * files (conv_im2col.h for any dtype and option, conv_avx512.c for float
- * with stride 1) read only this struct. Spatial dims past nsp are given
- * size 1, stride 1, dilation 1 and no padding, so every loop can run over
- * three spatial dims.
+ * conv.c checks the ABI arguments with the plugin kit (dla_kit_conv_prepare)
+ * and fills a dla__cpu_conv; the algorithm files (conv_im2col.h for any
+ * dtype and option, conv_avx512.c for float with stride 1) read only this
+ * struct. Spatial dims past nspatial have size 1, stride 1, dilation 1
+ * and no padding, so every loop can run over three spatial dims.
  */
 #ifndef DLA_PLUGIN_CPU_CONV_IMPL_H
 #define DLA_PLUGIN_CPU_CONV_IMPL_H
@@ -15,32 +15,21 @@
 
 typedef struct dla__cpu_conv {
     dla_dtype dtype;
-    int nsp;
-    int64_t batch, C, F, G, Cg, Fg;
-    int64_t in[3], out[3], fs[3], st[3], dl[3], pb[3];
-    int64_t ntaps;  /* fs[0] * fs[1] * fs[2] */
-    int64_t in_px;  /* in[0] * in[1] * in[2] */
-    int64_t out_px; /* out[0] * out[1] * out[2] */
-    /* Element addresses: base pointer at the view's offset, then
-     * x: spatial xs[3], channel xc, image xb;
-     * w: tap ws[3], channel within the group wc, filter within the group
-     *    wf, group wg;
-     * y: spatial ys[3], filter yf, image yb;
-     * bias: filter f at bias + f * bs (bias NULL: none). */
+    /* The kit's checked geometry (dlaccel/plugin_kit_geom.h): sizes, and
+     * element strides x: spatial xs[3], channel xc, image xb; w: tap
+     * ws[3], channel within the group wc, filter within the group wf,
+     * group wg; y: spatial ys[3], filter yf, image yb; bias: bs. */
+    dla_kit_conv g;
+    /* Base pointers at each view's offset (bias NULL: none). */
     char *x, *w, *y;
     const char *bias;
-    int64_t xs[3], xc, xb;
-    int64_t ws[3], wc, wf, wg;
-    int64_t ys[3], yf, yb;
-    int64_t bs;
 } dla__cpu_conv;
 
-/* The three directions, in the order of the ABI's kernels. */
-typedef enum dla__cpu_conv_dir {
-    DLA__CONV_FORWARD,
-    DLA__CONV_BACKWARD_DATA,
-    DLA__CONV_BACKWARD_FILTER
-} dla__cpu_conv_dir;
+/* The three directions, in the order of the ABI's kernels (the kit's). */
+typedef dla_kit_conv_dir dla__cpu_conv_dir;
+#define DLA__CONV_FORWARD DLA_KIT_CONV_FORWARD
+#define DLA__CONV_BACKWARD_DATA DLA_KIT_CONV_BACKWARD_DATA
+#define DLA__CONV_BACKWARD_FILTER DLA_KIT_CONV_BACKWARD_FILTER
 
 /* The im2col + GEMM algorithm (conv.c, from conv_im2col.h): every dtype the
  * plugin supports and every option. */

@@ -11,26 +11,6 @@
 
 #include <string.h>
 
-static inline int32_t to_i32(double v)
-{
-    if (v != v)
-        return 0;
-    if (v >= 2147483647.0)
-        return INT32_MAX;
-    if (v <= -2147483648.0)
-        return INT32_MIN;
-    return (int32_t)v;
-}
-
-static inline uint8_t to_u8(double v)
-{
-    if (v != v || v <= 0.0)
-        return 0;
-    if (v >= 255.0)
-        return 255;
-    return (uint8_t)v;
-}
-
 /* ------------------------------------------------------------------ fill */
 
 typedef struct fill_ctx {
@@ -68,38 +48,15 @@ DEFINE_FILL_ROW(uint64_t, u64)
 
 dla_status dla__cpu_fill(void *dev, const dla_view *y, double value)
 {
-    dla_status s = dla__cpu_check_view("fill", "y", y);
+    dla_status s = dla_kit_check_view(&dla__cpu_kit, "fill", "y", y);
     if (s != DLA_OK)
         return s;
     fill_ctx c = {.mem = (char *)y->mem};
-    dla__cpu_row_fn fn;
-    switch (y->dtype) {
-    case DLA_F32: {
-        float f = (float)value;
-        memcpy(&c.bits.u32, &f, sizeof f);
-        fn = fill_row_uint32_t;
-        break;
-    }
-    case DLA_F64:
-        memcpy(&c.bits.u64, &value, sizeof value);
-        fn = fill_row_uint64_t;
-        break;
-    case DLA_I32: {
-        int32_t i = to_i32(value);
-        memcpy(&c.bits.u32, &i, sizeof i);
-        fn = fill_row_uint32_t;
-        break;
-    }
-    case DLA_U8:
-        c.bits.u8 = to_u8(value);
-        fn = fill_row_uint8_t;
-        break;
-    case DLA_BOOL:
-        c.bits.u8 = value != 0.0;
-        fn = fill_row_uint8_t;
-        break;
-    default: return dla__cpu_host->error(DLA_ERR_DTYPE, "cpu fill: argument y: dtype %d", y->dtype);
-    }
+    dla_kit_fill_bits(y->dtype, value, &c.bits);
+    const size_t size = dla_kit_dtype_size(y->dtype);
+    const dla__cpu_row_fn fn = size == 1   ? fill_row_uint8_t
+                               : size == 4 ? fill_row_uint32_t
+                                           : fill_row_uint64_t;
     dla__cpu_iter it;
     const dla_view *views[] = {y};
     dla__cpu_iter_init(&it, 1, views);
@@ -143,7 +100,7 @@ static dla__cpu_row_fn copy_row_for(size_t size)
 /* y = x for two checked views of equal dims and dtype. */
 static void copy_views(const dla_view *y, const dla_view *x)
 {
-    const size_t size = dla__cpu_dtype_size(y->dtype);
+    const size_t size = dla_kit_dtype_size(y->dtype);
     dla__cpu_iter it;
     const dla_view *views[] = {y, x};
     dla__cpu_iter_init(&it, 2, views);
@@ -160,19 +117,9 @@ static void copy_views(const dla_view *y, const dla_view *x)
 
 dla_status dla__cpu_strided_copy(void *dev, const dla_view *y, const dla_view *x)
 {
-    dla_status s;
-    if ((s = dla__cpu_check_view("strided_copy", "y", y)) != DLA_OK ||
-        (s = dla__cpu_check_view("strided_copy", "x", x)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("strided_copy", "x", x, "y", y)) != DLA_OK)
+    dla_status s = dla_kit_check_copy(&dla__cpu_kit, "strided_copy", y, x, 1);
+    if (s != DLA_OK)
         return s;
-    if (x->dtype != y->dtype) {
-        char buf[DLA__CPU_DIMS_BUF];
-        return dla__cpu_host->error(DLA_ERR_DTYPE,
-                                    "cpu strided_copy: argument x (dims %s): dtype %s differs "
-                                    "from y's %s",
-                                    dla__cpu_dims_str(buf, sizeof buf, x->ndims, x->dims),
-                                    dla__cpu_dtype_name(x->dtype), dla__cpu_dtype_name(y->dtype));
-    }
     copy_views(y, x);
     return DLA_OK;
 }
@@ -182,8 +129,8 @@ dla_status dla__cpu_strided_copy(void *dev, const dla_view *y, const dla_view *x
 /* Element types and conversions of each dtype, in DLA_DTYPE_LIST order. */
 #define CONV_f32(v) ((float)(v))
 #define CONV_f64(v) ((double)(v))
-#define CONV_i32(v) to_i32((double)(v))
-#define CONV_u8(v) to_u8((double)(v))
+#define CONV_i32(v) dla_kit_to_i32((double)(v))
+#define CONV_u8(v) dla_kit_to_u8((double)(v))
 #define CONV_b8(v) ((uint8_t)((v) != 0))
 
 #define DEFINE_CAST_ROW(TO, TT, FROM, TF)                                                          \
@@ -228,10 +175,8 @@ _Static_assert(DLA_DTYPE_COUNT == 5, "cast_rows needs a row and a column per dty
 
 dla_status dla__cpu_cast(void *dev, const dla_view *y, const dla_view *x)
 {
-    dla_status s;
-    if ((s = dla__cpu_check_view("cast", "y", y)) != DLA_OK ||
-        (s = dla__cpu_check_view("cast", "x", x)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("cast", "x", x, "y", y)) != DLA_OK)
+    dla_status s = dla_kit_check_copy(&dla__cpu_kit, "cast", y, x, 0);
+    if (s != DLA_OK)
         return s;
     if (x->dtype == y->dtype) {
         copy_views(y, x);

@@ -9,6 +9,7 @@
 #define DLA_PLUGIN_CPU_H
 
 #include <dlaccel/plugin.h>
+#include <dlaccel/plugin_kit.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,10 @@
 
 /* Set once by dlaccel_plugin_init; valid until the process ends. */
 extern const dla_plugin_host *dla__cpu_host;
+/* The plugin kit's context (dlaccel/plugin_kit.h): every argument check
+ * goes through it, with "cpu" first in its messages and the bounds of
+ * dla__cpu_mem_bytes. Set with dla__cpu_host. */
+extern dla_kit dla__cpu_kit;
 
 /* ---- threads.c: the team size, clamped when OMP_NUM_THREADS is absurd ---- */
 /* 0: OpenMP's count is used as is; else the most threads a team may have. */

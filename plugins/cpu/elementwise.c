@@ -79,28 +79,10 @@ _Static_assert(sizeof unary_row / sizeof unary_row[0] == DLA_UNARY_COUNT,
 
 dla_status dla__cpu_unary(void *dev, const dla_unary_args *args)
 {
-    const dla_plugin_host *h = dla__cpu_host;
-    if (args->struct_size < sizeof(dla_unary_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu unary: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        args->struct_size, sizeof(dla_unary_args));
-    if ((unsigned)args->op >= DLA_UNARY_COUNT)
-        return h->error(DLA_ERR_UNSUPPORTED, "cpu unary: argument op: unknown op %d",
-                        (int)args->op);
     const dla_view *y = &args->y, *x = &args->x;
-    dla_status s;
-    if ((s = dla__cpu_check_view("unary", "y", y)) != DLA_OK ||
-        (s = dla__cpu_check_view("unary", "x", x)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("unary", "x", x, "y", y)) != DLA_OK ||
-        (s = dla__cpu_check_float("unary", "x", x)) != DLA_OK)
+    dla_status s = dla_kit_check_unary(&dla__cpu_kit, args);
+    if (s != DLA_OK)
         return s;
-    if (y->dtype != x->dtype) {
-        char buf[DLA__CPU_DIMS_BUF];
-        return h->error(DLA_ERR_DTYPE,
-                        "cpu unary: argument y (dims %s): dtype %s differs from x's %s",
-                        dla__cpu_dims_str(buf, sizeof buf, y->ndims, y->dims),
-                        dla__cpu_dtype_name(y->dtype), dla__cpu_dtype_name(x->dtype));
-    }
     const int t = x->dtype == DLA_F64;
     dla__cpu_iter it;
     const dla_view *views[] = {y, x};
@@ -179,71 +161,16 @@ BINARY_OPS(DEFINE_BINARY_BOTH)
 
 #define BINARY_FLAT_ENTRY(name, EXPR, KIND) {binary_flat_##name##_f32, binary_flat_##name##_f64},
 #define BINARY_ROW_ENTRY(name, EXPR, KIND) {binary_row_##name##_f32, binary_row_##name##_f64},
-#define IS_CMP_ARITH 0
-#define IS_CMP_CMP 1
-#define BINARY_IS_CMP(name, EXPR, KIND) IS_CMP_##KIND,
 static const binary_flat_fn binary_flat[][2] = {BINARY_OPS(BINARY_FLAT_ENTRY)};
 static const dla__cpu_row_fn binary_row[][2] = {BINARY_OPS(BINARY_ROW_ENTRY)};
-static const char binary_is_cmp[] = {BINARY_OPS(BINARY_IS_CMP)};
 _Static_assert(sizeof binary_row / sizeof binary_row[0] == DLA_BINARY_COUNT,
                "BINARY_OPS out of step with DLA_BINARY_LIST");
-_Static_assert(sizeof binary_is_cmp == DLA_BINARY_COUNT,
-               "BINARY_OPS out of step with DLA_BINARY_LIST");
-
-static const char *const binary_names[] = {
-#define BINARY_NAME(name, str) str,
-    DLA_BINARY_LIST(BINARY_NAME)
-#undef BINARY_NAME
-};
-
-/* The dtype rules of op: operands of one float dtype, z of theirs or, for a
- * comparison, logical (which then cannot share memory with them: its
- * elements are narrower, so the walk would overwrite unread operands). */
-static dla_status binary_check_dtypes(dla_binary_op op, const dla_view *z, const dla_view *a,
-                                      const dla_view *b)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    char buf[DLA__CPU_DIMS_BUF];
-    dla_status s;
-    if ((s = dla__cpu_check_float("binary", "a", a)) != DLA_OK)
-        return s;
-    if (b->dtype != a->dtype)
-        return h->error(DLA_ERR_DTYPE,
-                        "cpu binary %s: argument b (dims %s): dtype %s differs from a's %s",
-                        binary_names[op], dla__cpu_dims_str(buf, sizeof buf, b->ndims, b->dims),
-                        dla__cpu_dtype_name(b->dtype), dla__cpu_dtype_name(a->dtype));
-    const dla_dtype want = binary_is_cmp[op] ? DLA_BOOL : a->dtype;
-    if (z->dtype != want)
-        return h->error(DLA_ERR_DTYPE, "cpu binary %s: argument z (dims %s): dtype %s, expected %s",
-                        binary_names[op], dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims),
-                        dla__cpu_dtype_name(z->dtype), dla__cpu_dtype_name(want));
-    if (binary_is_cmp[op] && (dla__cpu_views_overlap(z, a) || dla__cpu_views_overlap(z, b)))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu binary %s: argument z (dims %s): shares memory with operand %s, "
-                        "which a logical result cannot",
-                        binary_names[op], dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims),
-                        dla__cpu_views_overlap(z, a) ? "a" : "b");
-    return DLA_OK;
-}
 
 dla_status dla__cpu_binary(void *dev, const dla_binary_args *args)
 {
-    const dla_plugin_host *h = dla__cpu_host;
-    if (args->struct_size < sizeof(dla_binary_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu binary: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        args->struct_size, sizeof(dla_binary_args));
-    if ((unsigned)args->op >= DLA_BINARY_COUNT)
-        return h->error(DLA_ERR_UNSUPPORTED, "cpu binary: argument op: unknown op %d",
-                        (int)args->op);
     const dla_view *z = &args->z, *a = &args->a, *b = &args->b;
-    dla_status s;
-    if ((s = dla__cpu_check_view("binary", "z", z)) != DLA_OK ||
-        (s = dla__cpu_check_view("binary", "a", a)) != DLA_OK ||
-        (s = dla__cpu_check_view("binary", "b", b)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("binary", "a", a, "z", z)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("binary", "b", b, "z", z)) != DLA_OK ||
-        (s = binary_check_dtypes(args->op, z, a, b)) != DLA_OK)
+    dla_status s = dla_kit_check_binary(&dla__cpu_kit, args);
+    if (s != DLA_OK)
         return s;
     const int t = a->dtype == DLA_F64;
     dla__cpu_iter it;
@@ -336,43 +263,10 @@ _Static_assert(DLA_TERNARY_COUNT == 1, "a ternary op beside where needs its bodi
 
 dla_status dla__cpu_ternary(void *dev, const dla_ternary_args *args)
 {
-    const dla_plugin_host *h = dla__cpu_host;
-    if (args->struct_size < sizeof(dla_ternary_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu ternary: args struct_size %zu is smaller than ABI 1.1's %zu",
-                        args->struct_size, sizeof(dla_ternary_args));
-    if (args->op != DLA_TERNARY_WHERE)
-        return h->error(DLA_ERR_UNSUPPORTED, "cpu ternary: argument op: unknown op %d",
-                        (int)args->op);
     const dla_view *z = &args->z, *cond = &args->cond, *a = &args->a, *b = &args->b;
-    dla_status s;
-    if ((s = dla__cpu_check_view("ternary where", "z", z)) != DLA_OK ||
-        (s = dla__cpu_check_view("ternary where", "cond", cond)) != DLA_OK ||
-        (s = dla__cpu_check_view("ternary where", "a", a)) != DLA_OK ||
-        (s = dla__cpu_check_view("ternary where", "b", b)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("ternary where", "cond", cond, "z", z)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("ternary where", "a", a, "z", z)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("ternary where", "b", b, "z", z)) != DLA_OK ||
-        (s = dla__cpu_check_float("ternary where", "z", z)) != DLA_OK)
+    dla_status s = dla_kit_check_ternary(&dla__cpu_kit, args);
+    if (s != DLA_OK)
         return s;
-    char buf[DLA__CPU_DIMS_BUF];
-    if (cond->dtype != DLA_BOOL)
-        return h->error(DLA_ERR_DTYPE,
-                        "cpu ternary where: argument cond (dims %s): dtype %s, expected logical",
-                        dla__cpu_dims_str(buf, sizeof buf, cond->ndims, cond->dims),
-                        dla__cpu_dtype_name(cond->dtype));
-    if (a->dtype != z->dtype || b->dtype != z->dtype) {
-        const dla_view *odd = a->dtype != z->dtype ? a : b;
-        return h->error(DLA_ERR_DTYPE,
-                        "cpu ternary where: argument %s (dims %s): dtype %s differs from z's %s",
-                        odd == a ? "a" : "b",
-                        dla__cpu_dims_str(buf, sizeof buf, odd->ndims, odd->dims),
-                        dla__cpu_dtype_name(odd->dtype), dla__cpu_dtype_name(z->dtype));
-    }
-    if (dla__cpu_views_overlap(z, cond))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu ternary where: argument z (dims %s): shares memory with cond",
-                        dla__cpu_dims_str(buf, sizeof buf, z->ndims, z->dims));
     const int t = z->dtype == DLA_F64;
     dla__cpu_iter it;
     const dla_view *views[] = {z, cond, a, b};

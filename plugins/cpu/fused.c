@@ -580,92 +580,17 @@ DEFINE_RUN(double, f64)
 DEFINE_SUM(float, f32)
 DEFINE_SUM(double, f64)
 
-/* ---------------------------------------------------------------- checks */
-
-static int same_view(const dla_view *p, const dla_view *q)
-{
-    if (p->mem != q->mem || p->offset != q->offset || p->ndims != q->ndims)
-        return 0;
-    for (int d = 0; d < p->ndims; d++)
-        if (p->strides[d] != q->strides[d] && p->dims[d] != 1)
-            return 0;
-    return 1;
-}
-
-static dla_status check_program(const dla_fused_args *a)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    for (int j = 0; j < a->ninsns; j++) {
-        const dla_fused_insn *in = &a->insns[j];
-        int nsrc;
-        if (in->kind == DLA_FUSED_UNARY) {
-            if (in->op < 0 || in->op >= DLA_UNARY_COUNT)
-                return h->error(DLA_ERR_UNSUPPORTED, "cpu fused: argument insns[%d]: unknown "
-                                "unary op %d", j, (int)in->op);
-            nsrc = 1;
-        } else if (in->kind == DLA_FUSED_BINARY) {
-            if (in->op < 0 || in->op >= DLA_BINARY_COUNT)
-                return h->error(DLA_ERR_UNSUPPORTED, "cpu fused: argument insns[%d]: unknown "
-                                "binary op %d", j, (int)in->op);
-            nsrc = 2;
-        } else if (in->kind == DLA_FUSED_WHERE) {
-            nsrc = 3;
-        } else {
-            return h->error(DLA_ERR_UNSUPPORTED, "cpu fused: argument insns[%d]: unknown kind %d",
-                            j, (int)in->kind);
-        }
-        for (int k = 0; k < nsrc; k++) {
-            int32_t s = in->src[k];
-            if (s >= j || (s < 0 && -1 - s >= a->ninputs))
-                return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused: argument insns[%d]: "
-                                "operand %d is %d, neither an earlier register (0..%d) nor an "
-                                "input (-1..-%d)", j, k, (int)s, j - 1, (int)a->ninputs);
-        }
-    }
-    return DLA_OK;
-}
+/* ------------------------------------------------------------- kernels */
 
 dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
 {
-    const dla_plugin_host *h = dla__cpu_host;
-    if (args->struct_size < sizeof(dla_fused_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu fused: args struct_size %zu is smaller than ABI 1.2's %zu",
-                        args->struct_size, sizeof(dla_fused_args));
-    if (args->dtype != DLA_F32 && args->dtype != DLA_F64)
-        return h->error(DLA_ERR_DTYPE, "cpu fused: argument dtype: %s; programs run in single or "
-                        "double", dla__cpu_dtype_name(args->dtype));
-    if (args->ninputs < 0 || args->ninputs > DLA_FUSED_MAX_INPUTS || args->ninsns < 1 ||
-        args->ninsns > DLA_FUSED_MAX_INSNS)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused: %d inputs and %d instructions; "
-                        "0..%d and 1..%d are allowed", (int)args->ninputs, (int)args->ninsns,
-                        DLA_FUSED_MAX_INPUTS, DLA_FUSED_MAX_INSNS);
+    dla_status s = dla_kit_check_fused(&dla__cpu_kit, args);
+    if (s != DLA_OK)
+        return s;
     const dla_view *v[NOPS];
     v[0] = &args->y;
     for (int i = 0; i < args->ninputs; i++)
         v[1 + i] = &args->inputs[i];
-    static const char *const names[NOPS] = {"y", "inputs[0]", "inputs[1]", "inputs[2]",
-                                            "inputs[3]", "inputs[4]", "inputs[5]", "inputs[6]",
-                                            "inputs[7]"};
-    _Static_assert(DLA_FUSED_MAX_INPUTS == 8, "names of the inputs");
-    dla_status s;
-    char buf[DLA__CPU_DIMS_BUF];
-    for (int op = 0; op < 1 + args->ninputs; op++) {
-        if ((s = dla__cpu_check_view("fused", names[op], v[op])) != DLA_OK ||
-            (op && (s = dla__cpu_check_same_dims("fused", names[op], v[op], "y", v[0])) != DLA_OK))
-            return s;
-        if (v[op]->dtype != args->dtype)
-            return h->error(DLA_ERR_DTYPE, "cpu fused: argument %s (dims %s): dtype %s, the "
-                            "program's is %s", names[op],
-                            dla__cpu_dims_str(buf, sizeof buf, v[op]->ndims, v[op]->dims),
-                            dla__cpu_dtype_name(v[op]->dtype), dla__cpu_dtype_name(args->dtype));
-        if (op && dla__cpu_views_overlap(v[0], v[op]) && !same_view(v[0], v[op]))
-            return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused: argument y (dims %s): overlaps "
-                            "%s without being the same view",
-                            dla__cpu_dims_str(buf, sizeof buf, v[0]->ndims, v[0]->dims), names[op]);
-    }
-    if ((s = check_program(args)) != DLA_OK)
-        return s;
     space sp;
     int how[NOPS];
     coalesce(&sp, 1 + args->ninputs, v);
@@ -687,81 +612,11 @@ static dla_status sum_program(const dla_fused_reduce_args *args, int pair);
 
 dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
 {
-    const dla_plugin_host *h = dla__cpu_host;
-    if (args->struct_size < offsetof(dla_fused_reduce_args, reg2))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu fused_reduce: args struct_size %zu is smaller than ABI 1.3's %zu",
-                        args->struct_size, offsetof(dla_fused_reduce_args, reg2));
-    /* ABI 1.4's second sum, when the caller knows of it and asks. */
-    const int pair = args->struct_size >= sizeof(dla_fused_reduce_args) && args->y2.mem != NULL;
-    const dla_fused_args *a = &args->program;
-    const dla_view *shape = &a->y, *y = &args->y;
-    char bs[DLA__CPU_DIMS_BUF], by[DLA__CPU_DIMS_BUF];
-    if (args->op != DLA_REDUCE_SUM && args->op != DLA_REDUCE_MEAN)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument op: %d; only sum "
-                        "and mean", (int)args->op);
-    if (a->dtype != DLA_F32 && a->dtype != DLA_F64)
-        return h->error(DLA_ERR_DTYPE, "cpu fused_reduce: argument program.dtype: %s; programs "
-                        "run in single or double", dla__cpu_dtype_name(a->dtype));
-    if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
-        a->ninsns > DLA_FUSED_MAX_INSNS)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: %d inputs and %d "
-                        "instructions; 0..%d and 1..%d are allowed", (int)a->ninputs,
-                        (int)a->ninsns, DLA_FUSED_MAX_INPUTS, DLA_FUSED_MAX_INSNS);
-    dla_status s = dla__cpu_check_view("fused_reduce", "y", y);
+    const dla_status s = dla_kit_check_fused_reduce(&dla__cpu_kit, args);
     if (s != DLA_OK)
         return s;
-    int ok = shape->ndims >= 0 && shape->ndims <= DLA_MAX_DIMS && y->ndims == shape->ndims &&
-             y->dtype == a->dtype;
-    for (int d = 0; ok && d < shape->ndims; d++)
-        ok = shape->dims[d] >= 0 && (y->dims[d] == shape->dims[d] || y->dims[d] == 1);
-    if (!ok)
-        return h->error(DLA_ERR_SHAPE, "cpu fused_reduce: argument y (dims %s, %s): needs the "
-                        "ndims of program.y (dims %s) with each dim equal or 1, dtype %s",
-                        dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__cpu_dtype_name(y->dtype),
-                        dla__cpu_dims_str(bs, sizeof bs, shape->ndims, shape->dims),
-                        dla__cpu_dtype_name(a->dtype));
-    static const char *const names[DLA_FUSED_MAX_INPUTS] = {
-        "program.inputs[0]", "program.inputs[1]", "program.inputs[2]", "program.inputs[3]",
-        "program.inputs[4]", "program.inputs[5]", "program.inputs[6]", "program.inputs[7]"};
-    for (int i = 0; i < a->ninputs; i++) {
-        const dla_view *v = &a->inputs[i];
-        if ((s = dla__cpu_check_view("fused_reduce", names[i], v)) != DLA_OK ||
-            (s = dla__cpu_check_same_dims("fused_reduce", names[i], v, "program.y", shape)) != DLA_OK)
-            return s;
-        if (v->dtype != a->dtype)
-            return h->error(DLA_ERR_DTYPE, "cpu fused_reduce: argument %s: dtype %s, the "
-                            "program's is %s", names[i], dla__cpu_dtype_name(v->dtype),
-                            dla__cpu_dtype_name(a->dtype));
-        if (dla__cpu_views_overlap(y, v))
-            return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument y (dims %s): "
-                            "overlaps %s", dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims),
-                            names[i]);
-    }
-    if ((s = check_program(a)) != DLA_OK)
-        return s;
-    if (!pair) /* a 1.3 caller's struct may end before y2: not read */
-        return sum_program(args, 0);
-    const dla_view *y2 = &args->y2;
-    if ((s = dla__cpu_check_view("fused_reduce", "y2", y2)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("fused_reduce", "y2", y2, "y", y)) != DLA_OK)
-        return s;
-    if (y2->dtype != a->dtype)
-        return h->error(DLA_ERR_DTYPE, "cpu fused_reduce: argument y2: dtype %s, the program's "
-                        "is %s", dla__cpu_dtype_name(y2->dtype), dla__cpu_dtype_name(a->dtype));
-    if (args->reg2 < 0 || args->reg2 >= a->ninsns)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument reg2: %d; the "
-                        "program's registers are 0..%d", (int)args->reg2, (int)a->ninsns - 1);
-    if (dla__cpu_views_overlap(y2, y))
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument y2 (dims %s): "
-                        "overlaps y", dla__cpu_dims_str(by, sizeof by, y2->ndims, y2->dims));
-    for (int i = 0; i < a->ninputs; i++)
-        if (dla__cpu_views_overlap(y2, &a->inputs[i]))
-            return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu fused_reduce: argument y2 (dims %s): "
-                            "overlaps %s", dla__cpu_dims_str(by, sizeof by, y2->ndims, y2->dims),
-                            names[i]);
-    return sum_program(args, 1);
+    /* A 1.3 caller's struct may end before y2: not read then. */
+    return sum_program(args, dla_kit_fused_reduce_pair(args));
 }
 
 dla_status dla__cpu_sum_blocks(const dla_view *y, const dla_view *x, int mean)
@@ -786,7 +641,7 @@ static dla_status sum_program(const dla_fused_reduce_args *args, int pair)
     const dla_plugin_host *h = dla__cpu_host;
     const dla_fused_args *a = &args->program;
     const dla_view *shape = &a->y, *y = &args->y;
-    char by[DLA__CPU_DIMS_BUF];
+    char by[DLA_KIT_DIMS_BUF];
     /* Operand 0: each element's position in y, dense, 0 along summed dims. */
     dla_view pos = *shape;
     int64_t ny = 1, numel = 1;
@@ -818,7 +673,7 @@ static dla_status sum_program(const dla_fused_reduce_args *args, int pair)
     if (!acc)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu fused_reduce: %lld accumulators for y "
                         "(dims %s)", (long long)nacc,
-                        dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims));
+                        dla_kit_dims_str(by, sizeof by, y->ndims, y->dims));
     memset(acc, 0, (size_t)nacc * sizeof *acc);
     double *acc2 = pair ? acc + ny * nslots : NULL;
     const int reg2 = pair ? args->reg2 : -1;

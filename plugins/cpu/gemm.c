@@ -22,74 +22,6 @@
 /* Multiply-adds a thread takes at once from the batch. */
 #define CHUNK_WORK 262144.0
 
-static dla_status check_operand(const dla_gemm_args *g, const char *arg, const dla_gemm_operand *o,
-                                int64_t rows, int64_t cols, int used)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    const int64_t least = rows > 1 ? rows : 1;
-    if (o->ld < least || o->ld > INT_MAX)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu gemm: argument %s (%lldx%lld as stored, m=%lld n=%lld k=%lld): "
-                        "ld %lld outside %lld..%d",
-                        arg, (long long)rows, (long long)cols, (long long)g->m, (long long)g->n,
-                        (long long)g->k, (long long)o->ld, (long long)least, INT_MAX);
-    if (o->offset < 0 || o->batch_stride < 0)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu gemm: argument %s (%lldx%lld as stored): negative offset %lld or "
-                        "batch_stride %lld",
-                        arg, (long long)rows, (long long)cols, (long long)o->offset,
-                        (long long)o->batch_stride);
-    if (!used || rows == 0 || cols == 0 || g->batch == 0)
-        return DLA_OK;
-    if (o->mem == NULL)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu gemm: argument %s (%lldx%lld as stored): no memory handle", arg,
-                        (long long)rows, (long long)cols);
-    /* The last element of the last page must lie inside the memory. */
-    int64_t last, a, b;
-    int overflow = __builtin_mul_overflow(g->batch - 1, o->batch_stride, &a);
-    overflow |= __builtin_mul_overflow(cols - 1, o->ld, &b);
-    overflow |= __builtin_add_overflow(a, b, &last);
-    overflow |= __builtin_add_overflow(last, o->offset + rows - 1, &last);
-    const int64_t room = (int64_t)(dla__cpu_mem_bytes(o->mem) / (g->dtype == DLA_F64 ? 8 : 4));
-    if (overflow || last >= room)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu gemm: argument %s (%lldx%lld as stored, ld %lld, offset %lld, batch "
-                        "%lld x stride %lld): reaches past the %lld elements of its memory",
-                        arg, (long long)rows, (long long)cols, (long long)o->ld,
-                        (long long)o->offset, (long long)g->batch, (long long)o->batch_stride,
-                        (long long)room);
-    return DLA_OK;
-}
-
-static dla_status check_args(const dla_gemm_args *g)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    if (g->struct_size < sizeof(dla_gemm_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu gemm: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        g->struct_size, sizeof(dla_gemm_args));
-    if (g->dtype != DLA_F32 && g->dtype != DLA_F64)
-        return h->error(DLA_ERR_DTYPE, "cpu gemm: argument dtype: %d is not single or double",
-                        (int)g->dtype);
-    if (g->m < 0 || g->n < 0 || g->k < 0 || g->batch < 0 || g->m > INT_MAX || g->n > INT_MAX ||
-        g->k > INT_MAX)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu gemm: arguments m=%lld n=%lld k=%lld batch=%lld: each must be in "
-                        "0..%d",
-                        (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch,
-                        INT_MAX);
-    const int ab_used = g->k > 0 && g->alpha != 0.0;
-    dla_status s;
-    if ((s = check_operand(g, "a", &g->a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k,
-                           ab_used)) != DLA_OK ||
-        (s = check_operand(g, "b", &g->b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n,
-                           ab_used)) != DLA_OK ||
-        (s = check_operand(g, "c", &g->c, g->m, g->n, 1)) != DLA_OK)
-        return s;
-    return DLA_OK;
-}
-
 #define DEFINE_PAGE(T, sfx, cblas_gemm)                                                            \
     /* Page p; C = beta * C alone when op(A) op(B) contributes nothing. */                         \
     static void page_##sfx(const dla_gemm_args *g, int64_t p)                                      \
@@ -113,7 +45,7 @@ DEFINE_PAGE(double, f64, cblas_dgemm)
 
 dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *g)
 {
-    dla_status s = check_args(g);
+    dla_status s = dla_kit_check_gemm(&dla__cpu_kit, g);
     if (s != DLA_OK)
         return s;
     if (g->m == 0 || g->n == 0 || g->batch == 0)

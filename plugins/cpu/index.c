@@ -67,121 +67,25 @@ DEFINE_ADD_ROW(double, f64)
 
 /* ------------------------------------------------------------ the setup */
 
-/* A checked call: the slice space (x's slice then y's, at position 0),
- * what one step along dim moves in each, and the index vector. */
+/* A checked call: the kit's geometry (ys and xs cut to their slices at
+ * position 0), the slice space walked over them, and the index vector. */
 typedef struct index_plan {
+    dla_kit_index k;
     dla__cpu_iter slice;
-    int64_t ystep, xstep;
-    int64_t len;          /* positions in index */
-    int64_t target;       /* extent of dim in the operand index points into */
     const int32_t *index; /* element 0 */
-    int64_t istep;
 } index_plan;
-
-/* The one dim of v longer than 1 (its length and stride), or 1 and 0 when
- * there is none; -1 when there are two. */
-static int vector_of(const dla_view *v, int64_t *len, int64_t *stride)
-{
-    *len = 1, *stride = 0;
-    int found = 0;
-    for (int d = 0; d < v->ndims; d++) {
-        if (v->dims[d] == 1)
-            continue;
-        if (found++)
-            return -1;
-        *len = v->dims[d], *stride = v->strides[d];
-    }
-    return 0;
-}
 
 static dla_status index_setup(const char *kernel, const dla_index_args *a, int scatter,
                               index_plan *p)
 {
-    const dla_plugin_host *h = dla__cpu_host;
-    if (a->struct_size < sizeof(dla_index_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu %s: args struct_size %zu is smaller than ABI 1.1's %zu", kernel,
-                        a->struct_size, sizeof(dla_index_args));
-    const dla_view *y = &a->y, *x = &a->x, *ix = &a->index;
-    dla_status s;
-    if ((s = dla__cpu_check_view(kernel, "y", y)) != DLA_OK ||
-        (s = dla__cpu_check_view(kernel, "x", x)) != DLA_OK ||
-        (s = dla__cpu_check_view(kernel, "index", ix)) != DLA_OK)
+    dla_status s = dla_kit_index_prepare(&dla__cpu_kit, kernel, a, scatter, &p->k);
+    if (s != DLA_OK)
         return s;
-    char bx[DLA__CPU_DIMS_BUF], by[DLA__CPU_DIMS_BUF];
-    const int dim = a->dim;
-    if (dim < 0 || dim >= DLA_MAX_DIMS)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu %s: argument dim: %d outside 0..%d", kernel,
-                        dim, DLA_MAX_DIMS - 1);
-    if (scatter && (s = dla__cpu_check_float(kernel, "y", y)) != DLA_OK)
+    p->index = p->k.len > 0 ? (const int32_t *)a->index.mem + a->index.offset : NULL;
+    if ((s = dla_kit_index_check_values(&dla__cpu_kit, kernel, a, scatter, &p->k, p->index)) !=
+        DLA_OK)
         return s;
-    if (x->dtype != y->dtype)
-        return h->error(DLA_ERR_DTYPE, "cpu %s: argument x (dims %s): dtype %s differs from y's %s",
-                        kernel, dla__cpu_dims_str(bx, sizeof bx, x->ndims, x->dims),
-                        dla__cpu_dtype_name(x->dtype), dla__cpu_dtype_name(y->dtype));
-    if (ix->dtype != DLA_I32)
-        return h->error(DLA_ERR_DTYPE, "cpu %s: argument index (dims %s): dtype %s, expected int32",
-                        kernel, dla__cpu_dims_str(bx, sizeof bx, ix->ndims, ix->dims),
-                        dla__cpu_dtype_name(ix->dtype));
-    if (vector_of(ix, &p->len, &p->istep) != 0)
-        return h->error(DLA_ERR_SHAPE, "cpu %s: argument index: dims %s, expected a vector",
-                        kernel, dla__cpu_dims_str(bx, sizeof bx, ix->ndims, ix->dims));
-    if (dla__cpu_numel(ix) == 0)
-        p->len = 0;
-
-    /* Both operands with dim + 1 dims at least (trailing dims are 1). */
-    const int nd = x->ndims > y->ndims ? (x->ndims > dim ? x->ndims : dim + 1)
-                                       : (y->ndims > dim ? y->ndims : dim + 1);
-    dla_view xs = *x, ys = *y;
-    for (int d = 0; d < nd; d++) {
-        if (d >= x->ndims)
-            xs.dims[d] = 1, xs.strides[d] = 0;
-        if (d >= y->ndims)
-            ys.dims[d] = 1, ys.strides[d] = 0;
-    }
-    xs.ndims = ys.ndims = nd;
-    const dla_view *sliced = scatter ? &xs : &ys; /* the one whose dim is len(index) */
-    int ok = sliced->dims[dim] == p->len;
-    for (int d = 0; d < nd; d++)
-        ok &= d == dim || xs.dims[d] == ys.dims[d];
-    if (!ok)
-        return h->error(DLA_ERR_SHAPE,
-                        "cpu %s: arguments x (dims %s) and y (dims %s) along dim %d (0-based) "
-                        "with %lld indices: %s must have the index's length along dim and both "
-                        "the same other dims",
-                        kernel, dla__cpu_dims_str(bx, sizeof bx, x->ndims, x->dims),
-                        dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims), dim,
-                        (long long)p->len, scatter ? "x" : "y");
-    if (scatter && dla__cpu_numel(y) > 0)
-        for (int d = 0; d < nd; d++)
-            if (ys.dims[d] > 1 && ys.strides[d] == 0)
-                return h->error(DLA_ERR_INVALID_ARGUMENT,
-                                "cpu %s: argument y (dims %s): dim %d has stride 0; a sum "
-                                "cannot land on a repeated element",
-                                kernel, dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims), d + 1);
-    if (dla__cpu_views_overlap(y, x) || dla__cpu_views_overlap(y, ix))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu %s: argument y (dims %s): shares memory with %s", kernel,
-                        dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__cpu_views_overlap(y, x) ? "x" : "index");
-
-    p->target = scatter ? ys.dims[dim] : xs.dims[dim];
-    p->index = p->len > 0 ? (const int32_t *)ix->mem + ix->offset : NULL;
-    for (int64_t i = 0; i < p->len; i++) {
-        const int32_t v = p->index[i * p->istep];
-        if (v < 0 || v >= p->target)
-            return h->error(DLA_ERR_INVALID_ARGUMENT,
-                            "cpu %s: argument index: element %lld is %d, outside 0..%lld (dim %d "
-                            "(0-based) of %s, dims %s)",
-                            kernel, (long long)i, (int)v, (long long)p->target - 1, dim,
-                            scatter ? "y" : "x",
-                            scatter ? dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims)
-                                    : dla__cpu_dims_str(bx, sizeof bx, x->ndims, x->dims));
-    }
-
-    p->ystep = ys.strides[dim], p->xstep = xs.strides[dim];
-    xs.dims[dim] = ys.dims[dim] = 1;
-    const dla_view *views[] = {&ys, &xs};
+    const dla_view *views[] = {&p->k.ys, &p->k.xs};
     dla__cpu_iter_init(&p->slice, 2, views);
     return DLA_OK;
 }
@@ -190,8 +94,8 @@ static dla_status index_setup(const char *kernel, const dla_index_args *a, int s
 static inline dla__cpu_iter at_slices(const index_plan *p, int64_t yi, int64_t xi)
 {
     dla__cpu_iter it = p->slice;
-    it.offset[0] += yi * p->ystep;
-    it.offset[1] += xi * p->xstep;
+    it.offset[0] += yi * p->k.ystep;
+    it.offset[1] += xi * p->k.xstep;
     return it;
 }
 
@@ -203,7 +107,7 @@ static inline void walk_slices(const index_plan *p, int64_t yi, int64_t xi, dla_
 {
     const dla__cpu_iter *s = &p->slice;
     if (s->ndims == 1) {
-        const int64_t off[2] = {s->offset[0] + yi * p->ystep, s->offset[1] + xi * p->xstep};
+        const int64_t off[2] = {s->offset[0] + yi * p->k.ystep, s->offset[1] + xi * p->k.xstep};
         const int64_t step[2] = {s->strides[0][0], s->strides[1][0]};
         row(ctx, s->dims[0], off, step);
         return;
@@ -221,22 +125,22 @@ dla_status dla__cpu_gather(void *dev, const dla_index_args *args)
     if (s != DLA_OK)
         return s;
     const int64_t slice = p.slice.numel;
-    if (slice == 0 || p.len == 0)
+    if (slice == 0 || p.k.len == 0)
         return DLA_OK;
-    const size_t es = dla__cpu_dtype_size(args->y.dtype);
+    const size_t es = dla_kit_dtype_size(args->y.dtype);
     const dla__cpu_row_fn row = es == 1 ? copy_row_1 : es == 4 ? copy_row_4 : copy_row_8;
     index_ctx c = {(char *)args->y.mem, (const char *)args->x.mem};
     if (slice >= DLA__CPU_PAR_MIN) {
-        for (int64_t i = 0; i < p.len; i++) {
-            const dla__cpu_iter it = at_slices(&p, i, p.index[i * p.istep]);
+        for (int64_t i = 0; i < p.k.len; i++) {
+            const dla__cpu_iter it = at_slices(&p, i, p.index[i * p.k.istep]);
             dla__cpu_iter_run(&it, row, &c);
         }
         return DLA_OK;
     }
-    const int64_t total = slice * p.len;
+    const int64_t total = slice * p.k.len;
 #pragma omp parallel for schedule(static) if (total >= DLA__CPU_PAR_MIN)
-    for (int64_t i = 0; i < p.len; i++)
-        walk_slices(&p, i, p.index[i * p.istep], row, &c);
+    for (int64_t i = 0; i < p.k.len; i++)
+        walk_slices(&p, i, p.index[i * p.k.istep], row, &c);
     return DLA_OK;
 }
 
@@ -247,22 +151,22 @@ dla_status dla__cpu_scatter_add(void *dev, const dla_index_args *args)
     if (s != DLA_OK)
         return s;
     const int64_t slice = p.slice.numel;
-    if (slice == 0 || p.len == 0)
+    if (slice == 0 || p.k.len == 0)
         return DLA_OK;
     const dla__cpu_row_fn row = args->y.dtype == DLA_F32 ? add_row_f32 : add_row_f64;
     index_ctx c = {(char *)args->y.mem, (const char *)args->x.mem};
-    const int threads = slice * p.len >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
+    const int threads = slice * p.k.len >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
     if (threads <= 1) {
-        for (int64_t i = 0; i < p.len; i++)
-            walk_slices(&p, p.index[i * p.istep], i, row, &c);
+        for (int64_t i = 0; i < p.k.len; i++)
+            walk_slices(&p, p.index[i * p.k.istep], i, row, &c);
         return DLA_OK;
     }
     if (dla__cpu_iter_units(&p.slice, threads) >= threads) {
 #pragma omp parallel num_threads(threads)
         {
             const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            for (int64_t i = 0; i < p.len; i++) {
-                const dla__cpu_iter it = at_slices(&p, p.index[i * p.istep], i);
+            for (int64_t i = 0; i < p.k.len; i++) {
+                const dla__cpu_iter it = at_slices(&p, p.index[i * p.k.istep], i);
                 dla__cpu_iter_run_part(&it, t, nt, row, &c);
             }
         }
@@ -271,9 +175,9 @@ dla_status dla__cpu_scatter_add(void *dev, const dla_index_args *args)
 #pragma omp parallel num_threads(threads)
     {
         const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int64_t lo = p.target * t / nt, hi = p.target * (t + 1) / nt;
-        for (int64_t i = 0; i < p.len; i++) {
-            const int64_t at = p.index[i * p.istep];
+        const int64_t lo = p.k.target * t / nt, hi = p.k.target * (t + 1) / nt;
+        for (int64_t i = 0; i < p.k.len; i++) {
+            const int64_t at = p.index[i * p.k.istep];
             if (at < lo || at >= hi)
                 continue;
             walk_slices(&p, at, i, row, &c);

@@ -5,7 +5,7 @@ plugins_cpu_libdlaccel_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 # No -march=native: the installed plugin must run on any x86-64 (and under
 # valgrind, which has no AVX-512); GEMM gets its SIMD from OpenBLAS's own
 # runtime dispatch, and the elementwise kernels are bound by memory.
-# -ffp-contract=off: the random stream's normals (core/philox_stream.h) are
+# -ffp-contract=off: the random stream's normals (dlaccel/plugin_philox.h) are
 # defined with every operation rounded once.
 plugins_cpu_libdlaccel_cpu_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -O3 -ffp-contract=off
 plugins_cpu_libdlaccel_cpu_la_LDFLAGS = -module -avoid-version -shared -no-undefined $(OPENMP_CFLAGS)

@@ -253,28 +253,11 @@ void dla__cpu_mem_free(void *dev, dla_mem mem)
         dla__cpu_host->free(out[i]);
 }
 
-/* Checks a copy of bytes at offset of mem (arg) and a host pointer. */
-static dla_status check_copy(const char *kernel, const char *arg, dla_mem mem, size_t offset,
-                             const void *host, size_t bytes)
-{
-    if (bytes == 0)
-        return DLA_OK;
-    if (mem == NULL || host == NULL)
-        return dla__cpu_host->error(DLA_ERR_INVALID_ARGUMENT,
-                                    "cpu %s: argument %s: NULL for %zu bytes", kernel,
-                                    mem == NULL ? arg : "host", bytes);
-    const size_t size = dla__cpu_mem_bytes(mem);
-    if (offset > size || bytes > size - offset)
-        return dla__cpu_host->error(DLA_ERR_INVALID_ARGUMENT,
-                                    "cpu %s: argument %s: bytes %zu..%zu outside its %zu", kernel,
-                                    arg, offset, offset + bytes, size);
-    return DLA_OK;
-}
-
 dla_status dla__cpu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
                                    size_t bytes)
 {
-    dla_status s = check_copy("copy_to_device", "dst", dst, offset_bytes, src, bytes);
+    dla_status s = dla_kit_check_mem_range(&dla__cpu_kit, "copy_to_device", "dst", dst,
+                                           offset_bytes, src, bytes);
     if (s != DLA_OK)
         return s;
     if (bytes > 0)
@@ -285,7 +268,8 @@ dla_status dla__cpu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, 
 dla_status dla__cpu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset_bytes,
                                  size_t bytes)
 {
-    dla_status s = check_copy("copy_to_host", "src", src, offset_bytes, dst, bytes);
+    dla_status s = dla_kit_check_mem_range(&dla__cpu_kit, "copy_to_host", "src", src, offset_bytes,
+                                           dst, bytes);
     if (s != DLA_OK)
         return s;
     if (bytes > 0)
@@ -297,8 +281,10 @@ dla_status dla__cpu_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_byt
                                    size_t src_offset_bytes, size_t bytes)
 {
     dla_status s;
-    if ((s = check_copy("copy_on_device", "dst", dst, dst_offset_bytes, src, bytes)) != DLA_OK ||
-        (s = check_copy("copy_on_device", "src", src, src_offset_bytes, dst, bytes)) != DLA_OK)
+    if ((s = dla_kit_check_mem_range(&dla__cpu_kit, "copy_on_device", "dst", dst, dst_offset_bytes,
+                                     src, bytes)) != DLA_OK ||
+        (s = dla_kit_check_mem_range(&dla__cpu_kit, "copy_on_device", "src", src, src_offset_bytes,
+                                     dst, bytes)) != DLA_OK)
         return s;
     if (bytes > 0)
         dla__cpu_memcpy((char *)dst + dst_offset_bytes, (const char *)src + src_offset_bytes,

@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 const dla_plugin_host *dla__cpu_host;
+dla_kit dla__cpu_kit;
 
 /* The device context: there is one device and nothing to keep per open. */
 static struct cpu_device {
@@ -257,24 +258,14 @@ CHECKED(random, (void *dev, const dla_random_args *a), (dev, a))
 
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
 {
-    /* Without the ABI 1.0 host members there is no way to say why. */
-    if (host == NULL || table == NULL || host->struct_size < sizeof(dla_plugin_host) ||
-        host->error == NULL || host->alloc == NULL || host->free == NULL)
-        return DLA_ERR_PLUGIN;
-    if (host->abi_major != DLA_PLUGIN_ABI_MAJOR)
-        return host->error(DLA_ERR_PLUGIN,
-                           "cpu plugin: speaks ABI %d.%d, the host %u.%u (the major must match)",
-                           DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR, (unsigned)host->abi_major,
-                           (unsigned)host->abi_minor);
-    const size_t host_size = table->struct_size;
-    if (host_size < offsetof(dla_plugin, device_count))
-        return host->error(
-            DLA_ERR_PLUGIN,
-            "cpu plugin: argument table: struct_size %zu cannot hold the ABI version", host_size);
+    const dla_status s = dla_kit_check_init(host, table, "cpu");
+    if (s != DLA_OK)
+        return s;
     dla__cpu_host = host;
+    dla__cpu_kit = (dla_kit){.host = host, .name = "cpu", .mem_bytes = dla__cpu_mem_bytes};
     dla__cpu_threads_init();
 
-    const size_t size = host_size < sizeof(dla_plugin) ? host_size : sizeof(dla_plugin);
+    const size_t size = dla_kit_table_size(table);
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,

@@ -22,42 +22,9 @@
 #include <math.h>
 #include <omp.h>
 
-#define NLOG 5 /* s0 s1 s2 channels batch */
-
-/* The geometry in five logical dims, with the strides of each operand. */
-typedef struct pool_geom {
-    int64_t in[3], out[3], win[3], stride[3], pad[3];
-    int64_t planes, channels;
-    int64_t xs[NLOG], ys[NLOG], is[NLOG];
-    int64_t xoff, yoff, ioff;
-    double full; /* elements of a whole window */
-    int x_spatial_dense; /* x's spatial block is one dense run: a max index
-                          * is then its element offset over xs[0] */
-    int exclude_pad;
-} pool_geom;
-
-/* Maps view v onto the logical dims want[0..NLOG-1]: its dims must be
- * those, trailing dims of 1 optional (or extra), strides taken as they are. */
-static dla_status map_view(const char *kernel, const char *arg, const dla_view *v,
-                           const int64_t *want, int64_t *strides)
-{
-    int ok = 1;
-    for (int d = 0; d < NLOG; d++) {
-        const int64_t n = d < v->ndims ? v->dims[d] : 1;
-        ok &= n == want[d];
-        strides[d] = d < v->ndims ? v->strides[d] : 0;
-    }
-    for (int d = NLOG; d < v->ndims; d++)
-        ok &= v->dims[d] == 1;
-    if (ok)
-        return DLA_OK;
-    char got[DLA__CPU_DIMS_BUF], exp[DLA__CPU_DIMS_BUF];
-    return dla__cpu_host->error(DLA_ERR_SHAPE,
-                                "cpu %s: argument %s: dims %s, expected %s (spatial x channels x "
-                                "batch)",
-                                kernel, arg, dla__cpu_dims_str(got, sizeof got, v->ndims, v->dims),
-                                dla__cpu_dims_str(exp, sizeof exp, NLOG, want));
-}
+/* The kit's checked geometry: sizes, and each operand's strides in the
+ * five logical dims (s0 s1 s2 channels batch). */
+typedef dla_kit_pool pool_geom;
 
 /* Range [*lo, *hi) of the input a window at output o covers along one dim. */
 static inline void window_range(const pool_geom *g, int d, int64_t o, int64_t *lo, int64_t *hi)
@@ -76,132 +43,6 @@ static inline void cover_range(const pool_geom *g, int d, int64_t i, int64_t *lo
     const int64_t last = p / s + 1;
     *lo = first;
     *hi = last < g->out[d] ? last : g->out[d];
-}
-
-/* Checks args and fills g. backward selects the index rules. */
-static dla_status pool_setup(const char *kernel, const dla_pool_args *a, int backward,
-                             pool_geom *g)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    if (a->struct_size < sizeof(dla_pool_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu %s: args struct_size %zu is smaller than ABI 1.1's %zu", kernel,
-                        a->struct_size, sizeof(dla_pool_args));
-    if ((unsigned)a->mode >= DLA_POOL_COUNT)
-        return h->error(DLA_ERR_UNSUPPORTED, "cpu %s: argument mode: unknown mode %d", kernel,
-                        (int)a->mode);
-    if (a->dtype != DLA_F32 && a->dtype != DLA_F64)
-        return h->error(DLA_ERR_DTYPE,
-                        "cpu %s: argument dtype: %s is not supported (single or double)", kernel,
-                        dla__cpu_dtype_name(a->dtype));
-    const int n = a->nspatial;
-    if (n < 1 || n > 3)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu %s: argument nspatial: %d outside 1..3",
-                        kernel, n);
-    if (a->channels < 0 || a->batch < 0)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu %s: argument channels/batch: %lld x %lld, negative", kernel,
-                        (long long)a->channels, (long long)a->batch);
-    for (int d = 0; d < 3; d++) {
-        const int used = d < n;
-        g->in[d] = used ? a->in_size[d] : 1;
-        g->out[d] = used ? a->out_size[d] : 1;
-        g->win[d] = used ? a->window[d] : 1;
-        g->stride[d] = used ? a->stride[d] : 1;
-        g->pad[d] = used ? a->pad_begin[d] : 0;
-        if (g->in[d] < 0 || g->out[d] < 0 || g->win[d] < 1 || g->stride[d] < 1 || g->pad[d] < 0)
-            return h->error(DLA_ERR_INVALID_ARGUMENT,
-                            "cpu %s: spatial dim %d: in %lld, out %lld, window %lld, stride %lld, "
-                            "pad %lld (need in, out, pad >= 0 and window, stride >= 1)",
-                            kernel, d + 1, (long long)g->in[d], (long long)g->out[d],
-                            (long long)g->win[d], (long long)g->stride[d], (long long)g->pad[d]);
-        /* A window wholly in the padding has no maximum; average windows
-         * there are defined (0), max ones are a shape error as for an empty
-         * max reduction. */
-        if (a->mode == DLA_POOL_MAX && g->out[d] > 0 &&
-            (g->pad[d] >= g->win[d] || (g->out[d] - 1) * g->stride[d] - g->pad[d] >= g->in[d]))
-            return h->error(DLA_ERR_SHAPE,
-                            "cpu %s: spatial dim %d: in %lld, out %lld, window %lld, stride %lld, "
-                            "pad %lld leave a max window with no input element",
-                            kernel, d + 1, (long long)g->in[d], (long long)g->out[d],
-                            (long long)g->win[d], (long long)g->stride[d], (long long)g->pad[d]);
-    }
-    g->channels = a->channels;
-    g->planes = a->channels * a->batch;
-    g->full = (double)(g->win[0] * g->win[1] * g->win[2]);
-    g->exclude_pad = a->avg_exclude_pad != 0;
-
-    const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;
-    const int have_index = ix->mem != NULL;
-    const int64_t xdims[NLOG] = {g->in[0], g->in[1], g->in[2], a->channels, a->batch};
-    const int64_t ydims[NLOG] = {g->out[0], g->out[1], g->out[2], a->channels, a->batch};
-    /* The spatial dims as the view sees them: the unused ones are absent. */
-    int64_t xw[NLOG], yw[NLOG];
-    for (int d = 0, k = 0; d < NLOG; d++) {
-        if (d >= n && d < 3)
-            continue;
-        xw[k] = xdims[d], yw[k] = ydims[d], k++;
-    }
-    for (int k = n + 2; k < NLOG; k++)
-        xw[k] = yw[k] = 1;
-    int64_t xs[NLOG], ys[NLOG], is[NLOG] = {0};
-    dla_status s;
-    if ((s = dla__cpu_check_view(kernel, "x", x)) != DLA_OK ||
-        (s = dla__cpu_check_view(kernel, "y", y)) != DLA_OK ||
-        (have_index && (s = dla__cpu_check_view(kernel, "index", ix)) != DLA_OK) ||
-        (s = map_view(kernel, "x", x, xw, xs)) != DLA_OK ||
-        (s = map_view(kernel, "y", y, yw, ys)) != DLA_OK ||
-        (have_index && (s = map_view(kernel, "index", ix, yw, is)) != DLA_OK))
-        return s;
-    char buf[DLA__CPU_DIMS_BUF];
-    if (x->dtype != a->dtype || y->dtype != a->dtype) {
-        const dla_view *odd = x->dtype != a->dtype ? x : y;
-        return h->error(DLA_ERR_DTYPE, "cpu %s: argument %s (dims %s): dtype %s, expected %s",
-                        kernel, odd == x ? "x" : "y",
-                        dla__cpu_dims_str(buf, sizeof buf, odd->ndims, odd->dims),
-                        dla__cpu_dtype_name(odd->dtype), dla__cpu_dtype_name(a->dtype));
-    }
-    if (have_index && a->mode != DLA_POOL_MAX)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu %s: argument index (dims %s): only a max pool has an index", kernel,
-                        dla__cpu_dims_str(buf, sizeof buf, ix->ndims, ix->dims));
-    if (have_index && ix->dtype != DLA_I32)
-        return h->error(DLA_ERR_DTYPE, "cpu %s: argument index (dims %s): dtype %s, expected int32",
-                        kernel, dla__cpu_dims_str(buf, sizeof buf, ix->ndims, ix->dims),
-                        dla__cpu_dtype_name(ix->dtype));
-    if (backward && a->mode == DLA_POOL_MAX && !have_index)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu %s: argument index: a max pool's backward needs the forward's index",
-                        kernel);
-    if (g->in[0] * g->in[1] * g->in[2] > INT32_MAX && have_index)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu %s: argument index: %lld spatial positions do not fit in int32",
-                        kernel, (long long)(g->in[0] * g->in[1] * g->in[2]));
-    /* Written operands share memory with none: x and y never, the index
-     * not with x, nor with y where it is written too (forward). */
-    const char *clash = dla__cpu_views_overlap(x, y)                           ? "x and y"
-                        : have_index && dla__cpu_views_overlap(ix, x)          ? "index and x"
-                        : have_index && !backward && dla__cpu_views_overlap(ix, y) ? "index and y"
-                                                                               : NULL;
-    if (clash)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "cpu %s: arguments %s share memory", kernel,
-                        clash);
-    /* Back from the view's order to the logical one. */
-    for (int d = 0, k = 0; d < NLOG; d++) {
-        if (d >= n && d < 3) {
-            g->xs[d] = g->ys[d] = g->is[d] = 0;
-            continue;
-        }
-        g->xs[d] = xs[k], g->ys[d] = ys[k], g->is[d] = is[k], k++;
-    }
-    g->xoff = x->offset, g->yoff = y->offset, g->ioff = ix->offset;
-    g->x_spatial_dense = 1;
-    int64_t expect = g->xs[0];
-    for (int d = 1; d < 3; d++) {
-        expect *= g->in[d - 1];
-        g->x_spatial_dense &= g->in[d] == 1 || g->xs[d] == expect;
-    }
-    return DLA_OK;
 }
 
 /* Element offsets of plane p (channel + channels * batch index). */
@@ -230,7 +71,7 @@ static inline void decode(const pool_geom *g, int64_t v, int64_t *i0, int64_t *i
     static void pool_forward_##sfx(const pool_geom *g, int mode, T *xm, T *ym, int32_t *im)       \
     {                                                                                              \
         const int64_t rows = g->planes * g->out[1] * g->out[2];                                    \
-        const int64_t work = rows * g->out[0] * (int64_t)g->full;                                  \
+        const int64_t work = rows * g->out[0] * g->full;                                  \
         _Pragma("omp parallel for schedule(static) if(work >= DLA__CPU_PAR_MIN)")                  \
         for (int64_t r = 0; r < rows; r++) {                                                       \
             const int64_t o1 = r % g->out[1], o2 = r / g->out[1] % g->out[2];                      \
@@ -273,7 +114,7 @@ static inline void decode(const pool_geom *g, int64_t v, int64_t *i0, int64_t *i
                         }                                                                          \
                     const double count =                                                           \
                         g->exclude_pad ? (double)((hi0 - lo0) * (hi1 - lo1) * (hi2 - lo2))         \
-                                       : g->full;                                                  \
+                                       : (double)g->full;                                          \
                     y[o0 * g->ys[0]] = (T)(count > 0 ? sum / count : 0);                           \
                 }                                                                                  \
             }                                                                                      \
@@ -285,7 +126,7 @@ DEFINE_POOL_FORWARD(double, f64)
 dla_status dla__cpu_pool_forward(void *dev, const dla_pool_args *args)
 {
     pool_geom g;
-    dla_status s = pool_setup("pool_forward", args, 0, &g);
+    dla_status s = dla_kit_pool_prepare(&dla__cpu_kit, "pool_forward", args, 0, &g);
     if (s != DLA_OK)
         return s;
     if (g.planes == 0 || any_zero(g.out))
@@ -433,7 +274,7 @@ DEFINE_POOL_BACKWARD(double, f64)
 dla_status dla__cpu_pool_backward(void *dev, const dla_pool_args *args)
 {
     pool_geom g;
-    dla_status s = pool_setup("pool_backward", args, 1, &g);
+    dla_status s = dla_kit_pool_prepare(&dla__cpu_kit, "pool_backward", args, 1, &g);
     if (s != DLA_OK)
         return s;
     if (g.planes == 0 || any_zero(g.in))
@@ -457,7 +298,7 @@ dla_status dla__cpu_pool_backward(void *dev, const dla_pool_args *args)
         }
     }
     const int64_t work = g.planes * (g.in[0] * g.in[1] * g.in[2] +
-                                     g.out[0] * g.out[1] * g.out[2] * (int64_t)g.full);
+                                     g.out[0] * g.out[1] * g.out[2] * g.full);
     const int threads = work >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
     float *xf = (float *)args->x.mem;
     double *xd = (double *)args->x.mem;

@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #define LANES 256
 #define BLOCK 1024
@@ -316,56 +317,6 @@ static void combine(dla_reduce_op op, double *v0, int64_t *i0, double v1, int64_
 DEFINE_REDUCE(float, f32)
 DEFINE_REDUCE(double, f64)
 
-static dla_status check_args(const dla_reduce_args *a)
-{
-    const dla_plugin_host *h = dla__cpu_host;
-    if (a->struct_size < sizeof(dla_reduce_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu reduce: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        a->struct_size, sizeof(dla_reduce_args));
-    if ((unsigned)a->op >= DLA_REDUCE_COUNT)
-        return h->error(DLA_ERR_UNSUPPORTED, "cpu reduce: argument op: unknown op %d",
-                        (int)a->op);
-    const dla_view *y = &a->y, *x = &a->x;
-    dla_status s;
-    if ((s = dla__cpu_check_view("reduce", "y", y)) != DLA_OK ||
-        (s = dla__cpu_check_view("reduce", "x", x)) != DLA_OK ||
-        (s = dla__cpu_check_float("reduce", "x", x)) != DLA_OK)
-        return s;
-    /* Dims are formatted for messages only: snprintf costs more than a
-     * small reduction. */
-    char bx[DLA__CPU_DIMS_BUF], by[DLA__CPU_DIMS_BUF];
-#define BX dla__cpu_dims_str(bx, sizeof bx, x->ndims, x->dims)
-#define BY dla__cpu_dims_str(by, sizeof by, y->ndims, y->dims)
-    if (y->dtype != x->dtype)
-        return h->error(DLA_ERR_DTYPE,
-                        "cpu reduce: argument y (dims %s): dtype %s differs from x's %s", BY,
-                        dla__cpu_dtype_name(y->dtype), dla__cpu_dtype_name(x->dtype));
-    int fits = y->ndims == x->ndims;
-    for (int d = 0; fits && d < x->ndims; d++)
-        fits = y->dims[d] == x->dims[d] || y->dims[d] == 1;
-    if (!fits)
-        return h->error(DLA_ERR_SHAPE,
-                        "cpu reduce: argument y: dims %s do not reduce x's %s (each dim must "
-                        "equal x's or be 1)",
-                        BY, BX);
-    if (a->index.mem == NULL)
-        return DLA_OK;
-    const dla_view *ix = &a->index;
-    if (a->op != DLA_REDUCE_MAX && a->op != DLA_REDUCE_MIN)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "cpu reduce: argument index: only max and min give an index (x %s)", BX);
-    if ((s = dla__cpu_check_view("reduce", "index", ix)) != DLA_OK ||
-        (s = dla__cpu_check_same_dims("reduce", "index", ix, "y", y)) != DLA_OK)
-        return s;
-    if (ix->dtype != DLA_I32)
-        return h->error(DLA_ERR_DTYPE, "cpu reduce: argument index (dims %s): dtype %s, not int32",
-                        BY, dla__cpu_dtype_name(ix->dtype));
-#undef BX
-#undef BY
-    return DLA_OK;
-}
-
 /* Splits x's dims into coalesced kept and reduced lists and picks the
  * layout. Returns the number of outputs. */
 static int64_t make_plan(plan *p, const dla_reduce_args *a)
@@ -373,41 +324,17 @@ static int64_t make_plan(plan *p, const dla_reduce_args *a)
     const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;
     p->op = a->op;
     p->want_index = ix->mem != NULL;
-    p->nk = p->nr = 0;
-    p->nred = 1;
-    int64_t outputs = 1;
-    for (int d = 0; d < x->ndims; d++) {
-        const int64_t n = x->dims[d];
-        if (y->dims[d] == n) {
-            outputs *= n;
-            if (n == 1)
-                continue;
-            const int j = p->nk - 1;
-            const int64_t is = p->want_index ? ix->strides[d] : 0;
-            if (j >= 0 && x->strides[d] == p->kx[j] * p->kdims[j] &&
-                y->strides[d] == p->ky[j] * p->kdims[j] && is == p->ki[j] * p->kdims[j]) {
-                p->kdims[j] *= n;
-                continue;
-            }
-            p->kdims[p->nk] = n, p->kx[p->nk] = x->strides[d];
-            p->ky[p->nk] = y->strides[d], p->ki[p->nk] = is;
-            p->nk++;
-        } else {
-            p->nred *= n;
-            const int j = p->nr - 1;
-            /* Merging keeps the column-major position within the block. */
-            if (j >= 0 && x->strides[d] == p->rx[j] * p->rdims[j]) {
-                p->rdims[j] *= n;
-                continue;
-            }
-            p->rdims[p->nr] = n, p->rx[p->nr] = x->strides[d];
-            p->nr++;
-        }
-    }
+    /* The kit's split, in this file's own layout (int counts, the
+     * lanes' swap below). */
+    dla_kit_reduce r;
+    dla_kit_reduce_split(a, &r);
+    const int64_t outputs = r.outputs;
+    p->nk = (int)r.nk, p->nr = (int)r.nr, p->nred = r.nred;
+    memcpy(p->kdims, r.kd, sizeof r.kd), memcpy(p->kx, r.kx, sizeof r.kx);
+    memcpy(p->ky, r.ky, sizeof r.ky), memcpy(p->ki, r.ki, sizeof r.ki);
+    memcpy(p->rdims, r.rd, sizeof r.rd), memcpy(p->rx, r.rx, sizeof r.rx);
     if (p->nk == 0)
         p->nk = 1, p->kdims[0] = 1, p->kx[0] = p->ky[0] = p->ki[0] = 0;
-    if (p->nr == 0)
-        p->nr = 1, p->rdims[0] = 1, p->rx[0] = 0;
 
     /* Lanes along the kept dim that is most contiguous in x, when it beats
      * the runs along the innermost reduced dim (or those runs are short). */
@@ -448,24 +375,24 @@ static void whole_group(const plan *p, int64_t g, int f64)
 dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    dla_status s = check_args(args);
+    dla_status s = dla_kit_check_reduce(&dla__cpu_kit, args);
     if (s != DLA_OK)
         return s;
     plan p;
     const int64_t outputs = make_plan(&p, args);
     if (outputs == 0)
         return DLA_OK;
-    char bx[DLA__CPU_DIMS_BUF];
+    char bx[DLA_KIT_DIMS_BUF];
     if (p.nred == 0 && (p.op == DLA_REDUCE_MAX || p.op == DLA_REDUCE_MIN))
         return h->error(DLA_ERR_SHAPE,
                         "cpu reduce: argument x: dims %s leave nothing to take the %s of",
-                        dla__cpu_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
                         p.op == DLA_REDUCE_MAX ? "max" : "min");
     if (p.want_index && p.nred > INT32_MAX)
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "cpu reduce: argument index: %lld reduced elements of x (%s) exceed int32",
                         (long long)p.nred,
-                        dla__cpu_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
     /* A sum whose positions come in runs spread over x (a batch's channel
      * statistics: 576 positions of a channel in each of 128 images) streams
      * x in memory order into an accumulator per output (fused.c), rather
@@ -507,7 +434,7 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
         h->free(val);
         h->free(at);
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu reduce: partial results of x (%s)",
-                        dla__cpu_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
     }
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
     for (int64_t g = 0; g < groups; g++)

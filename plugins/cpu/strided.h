@@ -1,6 +1,7 @@
 /*
- * strided.h - strided views on the cpu: the checks every kernel starts with,
- * and the iteration space that elementwise kernels walk.
+ * strided.h - strided views on the cpu: the iteration space that
+ * elementwise kernels walk (the checks every kernel starts with are the
+ * plugin kit's, dlaccel/plugin_kit.h).
  *
  * An iteration space is the shared dims of up to four equal-shaped views
  * with each view's strides, coalesced: dims of size 1 are dropped and
@@ -15,35 +16,10 @@
 
 #include "plugins/cpu/cpu.h"
 
-/* Bytes per element; 0 for a dtype outside the list. */
-size_t dla__cpu_dtype_size(dla_dtype dtype);
-/* MATLAB's class name of dtype, for messages. */
-const char *dla__cpu_dtype_name(dla_dtype dtype);
-/* "3x4" ("scalar" for none) into buf. */
-const char *dla__cpu_dims_str(char *buf, size_t size, int ndims, const int64_t *dims);
-#define DLA__CPU_DIMS_BUF 160
-
-/* Element count of a view whose dims are checked (>= 0). */
-int64_t dla__cpu_numel(const dla_view *v);
-
-/* Checks one view argument of kernel: struct_size, ndims, dims, strides,
- * offset, dtype, and a memory handle when it has elements. Fails through
- * host->error with DLA_ERR_INVALID_ARGUMENT naming kernel and arg. */
-dla_status dla__cpu_check_view(const char *kernel, const char *arg, const dla_view *v);
-/* Checks that view arg has the ndims and dims of view ref_arg (DLA_ERR_SHAPE). */
-dla_status dla__cpu_check_same_dims(const char *kernel, const char *arg, const dla_view *v,
-                                    const char *ref_arg, const dla_view *ref);
-/* Checks that arg's dtype is f32 or f64 (DLA_ERR_DTYPE). */
-dla_status dla__cpu_check_float(const char *kernel, const char *arg, const dla_view *v);
-
-/* Nonzero when views p and q (checked) have elements in one memory whose
- * byte spans, first to last element, intersect. */
-int dla__cpu_views_overlap(const dla_view *p, const dla_view *q);
-
 /* Address of element index (counted from the view's memory start). */
 static inline char *dla__cpu_at(const dla_view *v, int64_t index)
 {
-    return (char *)v->mem + index * (int64_t)dla__cpu_dtype_size(v->dtype);
+    return (char *)v->mem + index * (int64_t)dla_kit_dtype_size(v->dtype);
 }
 
 #define DLA__CPU_MAX_OPS 4

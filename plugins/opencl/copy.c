@@ -14,65 +14,31 @@
 /* 0, 1, 2 for elements of 1, 4, 8 bytes. */
 static int size_class(dla_dtype t)
 {
-    const size_t s = dla__ocl_dtype_size(t);
+    const size_t s = dla_kit_dtype_size(t);
     return s == 1 ? 0 : s == 4 ? 1 : 2;
-}
-
-static int32_t to_i32(double v)
-{
-    if (v != v)
-        return 0;
-    if (v >= 2147483647.0)
-        return INT32_MAX;
-    if (v <= -2147483648.0)
-        return INT32_MIN;
-    return (int32_t)v;
-}
-
-static uint8_t to_u8(double v)
-{
-    if (v != v || v <= 0.0)
-        return 0;
-    if (v >= 255.0)
-        return 255;
-    return (uint8_t)v;
 }
 
 dla_status dla__ocl_fill(void *dev, const dla_view *y, double value)
 {
     dla__ocl_device *d = dev;
-    dla_status s = dla__ocl_check_view("fill", "y", y);
-    if (s != DLA_OK || dla__ocl_numel(y) == 0)
+    dla_status s = dla_kit_check_view(&dla__ocl_kit, "fill", "y", y);
+    if (s != DLA_OK || dla_kit_numel(y) == 0)
         return s;
     union {
         uint8_t u8;
         uint32_t u32;
         uint64_t u64;
     } bits = {0};
-    switch (y->dtype) {
-    case DLA_F32: {
-        const float f = (float)value;
-        memcpy(&bits.u32, &f, 4);
-        break;
-    }
-    case DLA_F64: memcpy(&bits.u64, &value, 8); break;
-    case DLA_I32: {
-        const int32_t i = to_i32(value);
-        memcpy(&bits.u32, &i, 4);
-        break;
-    }
-    case DLA_U8: bits.u8 = to_u8(value); break;
-    default: bits.u8 = value != 0.0; break;
-    }
+    dla_kit_fill_bits(y->dtype, value, &bits);
     const int sc = size_class(y->dtype);
-    const size_t es = dla__ocl_dtype_size(y->dtype);
+    const size_t es = dla_kit_dtype_size(y->dtype);
     const dla_view *views[] = {y};
     if (dla__ocl_flat(1, views)) {
         cl_uint nwait;
         const cl_event *wait;
         cl_event *ev = dla__ocl_plan_event(d, "fill", &nwait, &wait);
         cl_int err = clEnqueueFillBuffer(d->queue, dla__ocl_buf(y->mem), &bits, es,
-                                         (size_t)y->offset * es, (size_t)dla__ocl_numel(y) * es,
+                                         (size_t)y->offset * es, (size_t)dla_kit_numel(y) * es,
                                          nwait, wait, ev);
         dla__ocl_plan_enqueued(d, err);
         if (err != CL_SUCCESS)
@@ -97,8 +63,8 @@ static dla_status copy_views(dla__ocl_device *d, const dla_view *y, const dla_vi
                              const char *kernel)
 {
     const dla_view *views[] = {y, x};
-    const size_t es = dla__ocl_dtype_size(y->dtype);
-    const int64_t n = dla__ocl_numel(y);
+    const size_t es = dla_kit_dtype_size(y->dtype);
+    const int64_t n = dla_kit_numel(y);
     if (n == 0)
         return DLA_OK;
     if (dla__ocl_flat(2, views)) {
@@ -128,36 +94,24 @@ static dla_status copy_views(dla__ocl_device *d, const dla_view *y, const dla_vi
 
 dla_status dla__ocl_strided_copy(void *dev, const dla_view *y, const dla_view *x)
 {
-    dla_status s;
-    if ((s = dla__ocl_check_view("strided_copy", "y", y)) != DLA_OK ||
-        (s = dla__ocl_check_view("strided_copy", "x", x)) != DLA_OK ||
-        (s = dla__ocl_check_same_dims("strided_copy", "x", x, "y", y)) != DLA_OK)
+    dla_status s = dla_kit_check_copy(&dla__ocl_kit, "strided_copy", y, x, 1);
+    if (s != DLA_OK)
         return s;
-    if (x->dtype != y->dtype) {
-        char buf[DLA__OCL_DIMS_BUF];
-        return dla__ocl_host->error(DLA_ERR_DTYPE,
-                                    "opencl strided_copy: argument x (dims %s): dtype %s differs "
-                                    "from y's %s",
-                                    dla__ocl_dims_str(buf, sizeof buf, x->ndims, x->dims),
-                                    dla__ocl_dtype_name(x->dtype), dla__ocl_dtype_name(y->dtype));
-    }
     return copy_views(dev, y, x, "strided_copy");
 }
 
 dla_status dla__ocl_cast(void *dev, const dla_view *y, const dla_view *x)
 {
     dla__ocl_device *d = dev;
-    dla_status s;
-    if ((s = dla__ocl_check_view("cast", "y", y)) != DLA_OK ||
-        (s = dla__ocl_check_view("cast", "x", x)) != DLA_OK ||
-        (s = dla__ocl_check_same_dims("cast", "x", x, "y", y)) != DLA_OK)
+    dla_status s = dla_kit_check_copy(&dla__ocl_kit, "cast", y, x, 0);
+    if (s != DLA_OK)
         return s;
     if (x->dtype == y->dtype)
         return copy_views(d, y, x, "cast");
     if (!d->fp64 && (x->dtype == DLA_F64 || y->dtype == DLA_F64))
         return dla__ocl_host->error(DLA_ERR_DTYPE,
                                     "opencl cast: %s to %s: the device has no cl_khr_fp64",
-                                    dla__ocl_dtype_name(x->dtype), dla__ocl_dtype_name(y->dtype));
+                                    dla_kit_dtype_name(x->dtype), dla_kit_dtype_name(y->dtype));
     static const char *const short_names[] = {"f32", "f64", "i32", "u8", "b8"};
     _Static_assert(DLA_DTYPE_COUNT == 5, "a cast kernel name per dtype");
     const dla_view *views[] = {y, x};

@@ -75,101 +75,15 @@ _Static_assert(sizeof unary_macros / sizeof unary_macros[0] == DLA_UNARY_COUNT,
 _Static_assert(sizeof binary_macros / sizeof binary_macros[0] == DLA_BINARY_COUNT,
                "a macro of ops.cl per binary op");
 
-static int nsrc(int kind)
-{
-    return kind == DLA_FUSED_WHERE ? 3 : kind == DLA_FUSED_BINARY ? 2 : 1;
-}
-
 /* ------------------------------------------------------------- checks */
 
-/* fused_reduce's program is its argument "program". */
-static const char *prefix(const char *kernel)
-{
-    return strcmp(kernel, "fused") == 0 ? "" : "program.";
-}
-
-static int same_view(const dla_view *p, const dla_view *q)
-{
-    if (p->mem != q->mem || p->offset != q->offset || p->ndims != q->ndims)
-        return 0;
-    for (int d = 0; d < p->ndims; d++)
-        if (p->strides[d] != q->strides[d] && p->dims[d] != 1)
-            return 0;
-    return 1;
-}
-
-dla_status dla__ocl_fused_check_program(const char *kernel, const dla_fused_args *a)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    for (int j = 0; j < a->ninsns; j++) {
-        const dla_fused_insn *in = &a->insns[j];
-        if (in->kind == DLA_FUSED_UNARY) {
-            if (in->op < 0 || in->op >= DLA_UNARY_COUNT)
-                return h->error(DLA_ERR_UNSUPPORTED,
-                                "opencl %s: argument %sinsns[%d]: unknown unary op %d", kernel,
-                                prefix(kernel), j, (int)in->op);
-        } else if (in->kind == DLA_FUSED_BINARY) {
-            if (in->op < 0 || in->op >= DLA_BINARY_COUNT)
-                return h->error(DLA_ERR_UNSUPPORTED,
-                                "opencl %s: argument %sinsns[%d]: unknown binary op %d", kernel,
-                                prefix(kernel), j, (int)in->op);
-        } else if (in->kind != DLA_FUSED_WHERE) {
-            return h->error(DLA_ERR_UNSUPPORTED,
-                            "opencl %s: argument %sinsns[%d]: unknown kind %d", kernel,
-                            prefix(kernel), j, (int)in->kind);
-        }
-        for (int k = 0; k < nsrc(in->kind); k++) {
-            const int32_t s = in->src[k];
-            if (s >= j || (s < 0 && -1 - s >= a->ninputs))
-                return h->error(DLA_ERR_INVALID_ARGUMENT,
-                                "opencl %s: argument %sinsns[%d]: operand %d is %d, neither an "
-                                "earlier register (0..%d) nor an input (-1..-%d)",
-                                kernel, prefix(kernel), j, k, (int)s, j - 1, (int)a->ninputs);
-        }
-    }
-    return DLA_OK;
-}
-
+/* The kit's checks; v gets y, then the inputs. */
 static dla_status check_args(dla__ocl_device *d, const dla_fused_args *a, const dla_view **v)
 {
-    const dla_plugin_host *h = dla__ocl_host;
-    if (a->struct_size < sizeof(dla_fused_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl fused: args struct_size %zu is smaller than ABI 1.2's %zu",
-                        a->struct_size, sizeof(dla_fused_args));
-    if (a->dtype != DLA_F32 && (a->dtype != DLA_F64 || !d->fp64))
-        return h->error(DLA_ERR_DTYPE, "opencl fused: argument dtype: %s is not supported",
-                        dla__ocl_dtype_name(a->dtype));
-    if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
-        a->ninsns > DLA_FUSED_MAX_INSNS)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl fused: %d inputs and %d instructions; 0..%d and 1..%d are allowed",
-                        (int)a->ninputs, (int)a->ninsns, DLA_FUSED_MAX_INPUTS,
-                        DLA_FUSED_MAX_INSNS);
-    static const char *const names[NOPS] = {"y",         "inputs[0]", "inputs[1]",
-                                            "inputs[2]", "inputs[3]", "inputs[4]",
-                                            "inputs[5]", "inputs[6]", "inputs[7]"};
     v[0] = &a->y;
-    for (int i = 0; i < a->ninputs; i++)
+    for (int i = 0; i < a->ninputs && i < DLA_FUSED_MAX_INPUTS; i++)
         v[1 + i] = &a->inputs[i];
-    dla_status s;
-    char buf[DLA__OCL_DIMS_BUF];
-    for (int op = 0; op < 1 + a->ninputs; op++) {
-        if ((s = dla__ocl_check_view("fused", names[op], v[op])) != DLA_OK ||
-            (op && (s = dla__ocl_check_same_dims("fused", names[op], v[op], "y", v[0])) != DLA_OK))
-            return s;
-        if (v[op]->dtype != a->dtype)
-            return h->error(DLA_ERR_DTYPE,
-                            "opencl fused: argument %s (dims %s): dtype %s, the program's is %s",
-                            names[op], dla__ocl_dims_str(buf, sizeof buf, v[op]->ndims, v[op]->dims),
-                            dla__ocl_dtype_name(v[op]->dtype), dla__ocl_dtype_name(a->dtype));
-        if (op && dla__ocl_views_overlap(v[0], v[op]) && !same_view(v[0], v[op]))
-            return h->error(DLA_ERR_INVALID_ARGUMENT,
-                            "opencl fused: argument y (dims %s): overlaps %s without being the "
-                            "same view",
-                            dla__ocl_dims_str(buf, sizeof buf, v[0]->ndims, v[0]->dims), names[op]);
-    }
-    return dla__ocl_fused_check_program("fused", a);
+    return dla_kit_check_fused(&d->kit, a);
 }
 
 /* ---------------------------------------------------- compiled programs */
@@ -187,7 +101,7 @@ static void make_key(const dla_fused_args *a, int reduce, int reg2, key *k)
         k->code[j][0] = in->kind;
         k->code[j][1] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
         for (int s = 0; s < 3; s++)
-            k->code[j][2 + s] = s < nsrc(in->kind) ? in->src[s] : -1;
+            k->code[j][2 + s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
     }
 }
 
@@ -201,7 +115,7 @@ static size_t write_steps(const key *k, const char *T, const char *eol, char *sr
 {
     char opnd[3][8];
     for (int j = 0; j < k->ninsns; j++) {
-        for (int s = 0; s < nsrc(k->code[j][0]); s++) {
+        for (int s = 0; s < dla_kit_fused_nsrc(k->code[j][0]); s++) {
             const int v = k->code[j][2 + s];
             snprintf(opnd[s], sizeof opnd[s], v >= 0 ? "r%d" : "i%d", v >= 0 ? v : -1 - v);
         }
@@ -385,7 +299,7 @@ dla_status dla__ocl_fused(void *dev, const dla_fused_args *args)
     dla__ocl_device *d = dev;
     const dla_view *v[NOPS];
     dla_status s = check_args(d, args, v);
-    if (s != DLA_OK || dla__ocl_numel(&args->y) == 0)
+    if (s != DLA_OK || dla_kit_numel(&args->y) == 0)
         return s;
     const int f64 = args->dtype == DLA_F64;
     pthread_mutex_lock(&d->lock);

@@ -62,112 +62,6 @@ typedef struct fr {
 _Static_assert(FR_DIMS == DLA_MAX_DIMS, "fused_reduce.cl's dla_fr holds every dim");
 _Static_assert(FR_OPS == 9, "fused_reduce.cl's dla_fr holds y and 8 inputs");
 
-static const char *const input_names[DLA_FUSED_MAX_INPUTS] = {
-    "program.inputs[0]", "program.inputs[1]", "program.inputs[2]", "program.inputs[3]",
-    "program.inputs[4]", "program.inputs[5]", "program.inputs[6]", "program.inputs[7]"};
-
-/* Whether r asks for the pair: y2 reached by struct_size and set. */
-static int has_pair(const dla_fused_reduce_args *r)
-{
-    return r->struct_size >= sizeof(dla_fused_reduce_args) && r->y2.mem != NULL;
-}
-
-/* y2 of the pair against y (already checked) and the inputs. */
-static dla_status check_y2(const dla_fused_reduce_args *r)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    const dla_fused_args *a = &r->program;
-    const dla_view *y = &r->y, *y2 = &r->y2;
-    char b2[DLA__OCL_DIMS_BUF], by[DLA__OCL_DIMS_BUF];
-    if (r->reg2 < 0 || r->reg2 >= a->ninsns)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl fused_reduce: argument reg2: %d is not a register of the "
-                        "program (0..%d)",
-                        (int)r->reg2, (int)a->ninsns - 1);
-    dla_status s = dla__ocl_check_view("fused_reduce", "y2", y2);
-    if (s != DLA_OK || (s = dla__ocl_check_same_dims("fused_reduce", "y2", y2, "y", y)) != DLA_OK)
-        return s;
-    if (y2->dtype != y->dtype)
-        return h->error(DLA_ERR_DTYPE,
-                        "opencl fused_reduce: argument y2 (dims %s): dtype %s, y's is %s",
-                        dla__ocl_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
-                        dla__ocl_dtype_name(y2->dtype), dla__ocl_dtype_name(y->dtype));
-    if (dla__ocl_views_overlap(y2, y))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl fused_reduce: argument y2 (dims %s): overlaps y (dims %s)",
-                        dla__ocl_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims));
-    for (int i = 0; i < a->ninputs; i++)
-        if (dla__ocl_views_overlap(y2, &a->inputs[i]))
-            return h->error(DLA_ERR_INVALID_ARGUMENT,
-                            "opencl fused_reduce: argument y2 (dims %s): overlaps %s",
-                            dla__ocl_dims_str(b2, sizeof b2, y2->ndims, y2->dims),
-                            input_names[i]);
-    return DLA_OK;
-}
-
-static dla_status check_args(dla__ocl_device *d, const dla_fused_reduce_args *r)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    if (r->struct_size < offsetof(dla_fused_reduce_args, reg2))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl fused_reduce: args struct_size %zu is smaller than ABI 1.3's %zu",
-                        r->struct_size, offsetof(dla_fused_reduce_args, reg2));
-    const dla_fused_args *a = &r->program;
-    const dla_view *shape = &a->y, *y = &r->y;
-    char bs[DLA__OCL_DIMS_BUF], by[DLA__OCL_DIMS_BUF];
-    if (r->op != DLA_REDUCE_SUM && r->op != DLA_REDUCE_MEAN)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl fused_reduce: argument op: %d; only sum and mean", (int)r->op);
-    if (a->dtype != DLA_F32 && (a->dtype != DLA_F64 || !d->fp64))
-        return h->error(DLA_ERR_DTYPE,
-                        "opencl fused_reduce: argument program.dtype: %s is not supported%s",
-                        dla__ocl_dtype_name(a->dtype),
-                        a->dtype == DLA_F64 ? " (the device has no cl_khr_fp64)" : "");
-    if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
-        a->ninsns > DLA_FUSED_MAX_INSNS)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl fused_reduce: %d inputs and %d instructions; 0..%d and 1..%d are "
-                        "allowed",
-                        (int)a->ninputs, (int)a->ninsns, DLA_FUSED_MAX_INPUTS,
-                        DLA_FUSED_MAX_INSNS);
-    dla_status s = dla__ocl_check_view("fused_reduce", "y", y);
-    if (s != DLA_OK)
-        return s;
-    int ok = shape->ndims >= 0 && shape->ndims <= DLA_MAX_DIMS && y->ndims == shape->ndims &&
-             y->dtype == a->dtype;
-    for (int i = 0; ok && i < shape->ndims; i++)
-        ok = shape->dims[i] >= 0 && (y->dims[i] == shape->dims[i] || y->dims[i] == 1);
-    if (!ok)
-        return h->error(DLA_ERR_SHAPE,
-                        "opencl fused_reduce: argument y (dims %s, %s): needs the ndims of "
-                        "program.y (dims %s) with each dim equal or 1, dtype %s",
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__ocl_dtype_name(y->dtype),
-                        dla__ocl_dims_str(bs, sizeof bs, shape->ndims, shape->dims),
-                        dla__ocl_dtype_name(a->dtype));
-    for (int i = 0; i < a->ninputs; i++) {
-        const dla_view *v = &a->inputs[i];
-        if ((s = dla__ocl_check_view("fused_reduce", input_names[i], v)) != DLA_OK ||
-            (s = dla__ocl_check_same_dims("fused_reduce", input_names[i], v, "program.y",
-                                          shape)) != DLA_OK)
-            return s;
-        if (v->dtype != a->dtype)
-            return h->error(DLA_ERR_DTYPE,
-                            "opencl fused_reduce: argument %s (dims %s): dtype %s, the "
-                            "program's is %s",
-                            input_names[i], dla__ocl_dims_str(bs, sizeof bs, v->ndims, v->dims),
-                            dla__ocl_dtype_name(v->dtype), dla__ocl_dtype_name(a->dtype));
-        if (dla__ocl_views_overlap(y, v))
-            return h->error(DLA_ERR_INVALID_ARGUMENT,
-                            "opencl fused_reduce: argument y (dims %s): overlaps %s",
-                            dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims), input_names[i]);
-    }
-    if (has_pair(r) && (s = check_y2(r)) != DLA_OK)
-        return s;
-    return dla__ocl_fused_check_program("fused_reduce", a);
-}
-
 /* Splits and coalesces the dims: op 0 is y, op 1 + i input i, and the
  * pair's y2 kept apart (off2, kst2). A summed dim's strides in y and y2
  * stay 0 (they are written once per output). */
@@ -287,10 +181,10 @@ static void plan_launch(const dla__ocl_device *d, fr *f, size_t max_group)
 dla_status dla__ocl_fused_reduce(void *dev, const dla_fused_reduce_args *args)
 {
     dla__ocl_device *d = dev;
-    dla_status s = check_args(d, args);
+    dla_status s = dla_kit_check_fused_reduce(&d->kit, args);
     if (s != DLA_OK)
         return s;
-    const int pair = has_pair(args);
+    const int pair = dla_kit_fused_reduce_pair(args);
     fr f;
     memset(&f, 0, sizeof f);
     split_dims(&f, args, pair);

@@ -15,78 +15,10 @@
 #define WM 4
 #define WN 8
 
-static dla_status check_operand(const dla_gemm_args *g, const char *arg, const dla_gemm_operand *o,
-                                int64_t rows, int64_t cols, int used)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    const int64_t least = rows > 1 ? rows : 1;
-    if (o->ld < least)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl gemm: argument %s (%lldx%lld as stored, m=%lld n=%lld k=%lld): "
-                        "ld %lld is below %lld",
-                        arg, (long long)rows, (long long)cols, (long long)g->m, (long long)g->n,
-                        (long long)g->k, (long long)o->ld, (long long)least);
-    if (o->offset < 0 || o->batch_stride < 0)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl gemm: argument %s (%lldx%lld as stored): negative offset %lld or "
-                        "batch_stride %lld",
-                        arg, (long long)rows, (long long)cols, (long long)o->offset,
-                        (long long)o->batch_stride);
-    if (!used || rows == 0 || cols == 0 || g->batch == 0)
-        return DLA_OK;
-    if (o->mem == NULL)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl gemm: argument %s (%lldx%lld as stored): no memory handle", arg,
-                        (long long)rows, (long long)cols);
-    int64_t last, a, b;
-    int overflow = __builtin_mul_overflow(g->batch - 1, o->batch_stride, &a);
-    overflow |= __builtin_mul_overflow(cols - 1, o->ld, &b);
-    overflow |= __builtin_add_overflow(a, b, &last);
-    overflow |= __builtin_add_overflow(last, o->offset + rows - 1, &last);
-    const int64_t room =
-        (int64_t)(((const dla__ocl_mem *)o->mem)->bytes / (g->dtype == DLA_F64 ? 8 : 4));
-    if (overflow || last >= room)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl gemm: argument %s (%lldx%lld as stored, ld %lld, offset %lld, "
-                        "batch %lld x stride %lld): reaches past the %lld elements of its memory",
-                        arg, (long long)rows, (long long)cols, (long long)o->ld,
-                        (long long)o->offset, (long long)g->batch, (long long)o->batch_stride,
-                        (long long)room);
-    return DLA_OK;
-}
-
-static dla_status check_args(const dla__ocl_device *d, const dla_gemm_args *g)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    if (g->struct_size < sizeof(dla_gemm_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl gemm: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        g->struct_size, sizeof(dla_gemm_args));
-    if (g->dtype != DLA_F32 && (g->dtype != DLA_F64 || !d->fp64))
-        return h->error(DLA_ERR_DTYPE, "opencl gemm: argument dtype: %s is not supported",
-                        dla__ocl_dtype_name(g->dtype));
-    if (g->m < 0 || g->n < 0 || g->k < 0 || g->batch < 0 || g->m > INT_MAX || g->n > INT_MAX ||
-        g->k > INT_MAX)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl gemm: arguments m=%lld n=%lld k=%lld batch=%lld: each must be in "
-                        "0..%d",
-                        (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch,
-                        INT_MAX);
-    const int ab_used = g->k > 0 && g->alpha != 0.0;
-    dla_status s;
-    if ((s = check_operand(g, "a", &g->a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k,
-                           ab_used)) != DLA_OK ||
-        (s = check_operand(g, "b", &g->b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n,
-                           ab_used)) != DLA_OK ||
-        (s = check_operand(g, "c", &g->c, g->m, g->n, 1)) != DLA_OK)
-        return s;
-    return DLA_OK;
-}
-
 dla_status dla__ocl_gemm(void *dev, const dla_gemm_args *g)
 {
     dla__ocl_device *d = dev;
-    dla_status s = check_args(d, g);
+    dla_status s = dla_kit_check_gemm(&d->kit, g);
     if (s != DLA_OK || g->m == 0 || g->n == 0 || g->batch == 0)
         return s;
     const int f64 = g->dtype == DLA_F64;

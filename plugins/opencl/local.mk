@@ -22,7 +22,7 @@ DLA_OCL_CL = \
 	plugins/opencl/cl/index.cl \
 	plugins/opencl/cl/random.cl
 # Shared with the host: the random stream's definition, C and OpenCL C.
-DLA_OCL_SHARED = core/philox_stream.h
+DLA_OCL_SHARED = api/dlaccel/plugin_philox.h
 EXTRA_DIST += $(DLA_OCL_CL) plugins/opencl/manifest.json.in
 
 if HAVE_OPENCL

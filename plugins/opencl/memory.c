@@ -57,23 +57,6 @@ void dla__ocl_mem_free(void *dev, dla_mem mem)
     dla__ocl_host->free(m);
 }
 
-static dla_status check_copy(const char *member, const char *arg, dla_mem mem, size_t offset,
-                             const void *host, size_t bytes)
-{
-    if (bytes == 0)
-        return DLA_OK;
-    if (mem == NULL || host == NULL)
-        return dla__ocl_host->error(DLA_ERR_INVALID_ARGUMENT,
-                                    "opencl %s: argument %s: NULL for %zu bytes", member,
-                                    mem == NULL ? arg : "host", bytes);
-    const size_t size = ((const dla__ocl_mem *)mem)->bytes;
-    if (offset > size || bytes > size - offset)
-        return dla__ocl_host->error(DLA_ERR_INVALID_ARGUMENT,
-                                    "opencl %s: argument %s: bytes %zu..%zu outside its %zu",
-                                    member, arg, offset, offset + bytes, size);
-    return DLA_OK;
-}
-
 static dla_status copy_failed(const char *member, const char *call, cl_int err, size_t bytes)
 {
     return dla__ocl_host->error(err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
@@ -88,7 +71,8 @@ dla_status dla__ocl_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, 
                                    size_t bytes)
 {
     dla__ocl_device *d = dev;
-    dla_status s = check_copy("copy_to_device", "dst", dst, offset_bytes, src, bytes);
+    dla_status s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_to_device", "dst", dst,
+                                           offset_bytes, src, bytes);
     if (s != DLA_OK || bytes == 0)
         return s;
     dla__ocl_plan_waited(d);
@@ -102,7 +86,8 @@ dla_status dla__ocl_copy_to_host(void *dev, void *dst, dla_mem src, size_t offse
                                  size_t bytes)
 {
     dla__ocl_device *d = dev;
-    dla_status s = check_copy("copy_to_host", "src", src, offset_bytes, dst, bytes);
+    dla_status s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_to_host", "src", src, offset_bytes,
+                                           dst, bytes);
     if (s != DLA_OK || bytes == 0)
         return s;
     dla__ocl_plan_waited(d);
@@ -117,8 +102,10 @@ dla_status dla__ocl_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_byt
 {
     dla__ocl_device *d = dev;
     dla_status s;
-    if ((s = check_copy("copy_on_device", "dst", dst, dst_offset_bytes, src, bytes)) != DLA_OK ||
-        (s = check_copy("copy_on_device", "src", src, src_offset_bytes, dst, bytes)) != DLA_OK ||
+    if ((s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_on_device", "dst", dst, dst_offset_bytes,
+                                     src, bytes)) != DLA_OK ||
+        (s = dla_kit_check_mem_range(&dla__ocl_kit, "copy_on_device", "src", src, src_offset_bytes,
+                                     dst, bytes)) != DLA_OK ||
         bytes == 0)
         return s;
     cl_uint nwait;

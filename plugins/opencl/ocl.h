@@ -20,12 +20,18 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <dlaccel/plugin.h>
+#include <dlaccel/plugin_kit.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Set once by dlaccel_plugin_init; valid until the process ends. */
 extern const dla_plugin_host *dla__ocl_host;
+/* The plugin kit's context (dlaccel/plugin_kit.h) for checks that need no
+ * device: "opencl" first in messages, bounds from dla__ocl_mem's bytes.
+ * Each device has its own (dla__ocl_device.kit), which also knows whether
+ * the device runs double. */
+extern dla_kit dla__ocl_kit;
 
 /* ---------------------------------------------------------------- memory */
 
@@ -53,7 +59,7 @@ typedef enum dla__ocl_prog {
     DLA__OCL_PROG_CONV,
     DLA__OCL_PROG_POOL,
     DLA__OCL_PROG_INDEX,
-    DLA__OCL_PROG_RANDOM,      /* + core/philox_stream.h */
+    DLA__OCL_PROG_RANDOM,      /* + dlaccel/plugin_philox.h */
     DLA__OCL_PROG_COUNT
 } dla__ocl_prog;
 
@@ -90,6 +96,7 @@ typedef struct dla__ocl_device {
     cl_context ctx;
     cl_command_queue queue;
     int fp64;      /* cl_khr_fp64: double kernels exist */
+    dla_kit kit;   /* dla__ocl_kit, with no_f64 set when !fp64 */
     int cpu;       /* a CPU device: work-items are loops on its cores */
     int units;     /* compute units */
     int clblast_off; /* CLBlast refused a call: own GEMM kernel only */
@@ -122,7 +129,7 @@ void dla__ocl_programs_release(dla__ocl_device *d);
 extern const char dla__ocl_src_common[], dla__ocl_src_ops[], dla__ocl_src_copy[],
     dla__ocl_src_elementwise[], dla__ocl_src_fused[], dla__ocl_src_reduce[],
     dla__ocl_src_gemm[], dla__ocl_src_conv[], dla__ocl_src_pool[], dla__ocl_src_index[],
-    dla__ocl_src_random[], dla__ocl_src_philox_stream[], dla__ocl_src_fused_reduce[];
+    dla__ocl_src_random[], dla__ocl_src_plugin_philox[], dla__ocl_src_fused_reduce[];
 
 /* ------------------------------------------------------- launch helpers */
 
@@ -182,24 +189,10 @@ int dla__ocl_flat(int nops, const dla_view *const *views);
  * uses it is done). NULL with the message set. */
 cl_mem dla__ocl_scratch(dla__ocl_device *d, size_t bytes, const void *init, const char *kernel);
 
-/* --------------------------------------------------------------- checks */
+/* --------------------------------------------------------------- errors */
 
-const char *dla__ocl_dtype_name(dla_dtype dtype);
-size_t dla__ocl_dtype_size(dla_dtype dtype);
-#define DLA__OCL_DIMS_BUF 160
-const char *dla__ocl_dims_str(char *buf, size_t size, int ndims, const int64_t *dims);
-int64_t dla__ocl_numel(const dla_view *v);
-/* As the cpu plugin's checks: struct size, ndims, dims, strides, offset,
- * dtype, a handle when there are elements, and the last element inside
- * the buffer. */
-dla_status dla__ocl_check_view(const char *kernel, const char *arg, const dla_view *v);
-dla_status dla__ocl_check_same_dims(const char *kernel, const char *arg, const dla_view *v,
-                                    const char *ref_arg, const dla_view *ref);
-/* DLA_ERR_DTYPE unless v is single, or double on a device with fp64. */
-dla_status dla__ocl_check_float(const dla__ocl_device *d, const char *kernel, const char *arg,
-                                const dla_view *v);
-/* Nonzero when p and q have elements in one buffer whose spans intersect. */
-int dla__ocl_views_overlap(const dla_view *p, const dla_view *q);
+/* Bytes of a dla_mem of this plugin (the kit's bounds checks). */
+size_t dla__ocl_mem_bytes(dla_mem mem);
 /* "CL_OUT_OF_RESOURCES (-5)" for messages. */
 const char *dla__ocl_err_str(cl_int err, char *buf, size_t size);
 #define DLA__OCL_ERR(err) dla__ocl_err_str((err), (char[48]){0}, 48)
@@ -254,9 +247,6 @@ dla_status dla__ocl_ternary(void *dev, const dla_ternary_args *args);
 /* ---- fused.c ---- */
 dla_status dla__ocl_fused(void *dev, const dla_fused_args *args);
 void dla__ocl_fused_release(dla__ocl_device *d);
-/* The checks of a program's instructions, named for kernel ("fused", or
- * "fused_reduce" whose program is its argument "program"). */
-dla_status dla__ocl_fused_check_program(const char *kernel, const dla_fused_args *a);
 /* The compiled kernel of a's instruction list, as the elementwise kernel
  * (reduce 0) or fused_reduce.cl's sum (1; reg2 >= 0: the pair's, which
  * also sums register reg2), or NULL while it is to be interpreted; the

@@ -44,7 +44,7 @@
  *   has it; its work-items sum runs of consecutive positions on a CPU
  *   device and lie across the rows on a GPU (fused_reduce.c).
  * - Random numbers (ABI 1.3) are drawn in place by random.cl, compiled
- *   from the stream's shared definition (core/philox_stream.h), so they
+ *   from the stream's shared definition (dlaccel/plugin_philox.h), so they
  *   are the cpu plugin's bits; normals and doubles need cl_khr_fp64.
  * - Plans (ABI 1.3, plan.c): a planned replay's commands are one sequence
  *   chained by events on the in-order queue, with one host wait at its end
@@ -56,6 +56,7 @@
 #include <string.h>
 
 const dla_plugin_host *dla__ocl_host;
+dla_kit dla__ocl_kit;
 
 #define MAX_DEVICES 64
 
@@ -220,6 +221,9 @@ static dla_status device_open(int index, void **out)
                         DLA__OCL_ERR(err));
     }
     d->fp64 = has_fp64(d->id);
+    d->kit = dla__ocl_kit;
+    if (!d->fp64)
+        d->kit.no_f64 = "the device has no cl_khr_fp64";
     cl_device_fp_config single = 0;
     clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, NULL);
     snprintf(d->options, sizeof d->options, "%s%s",
@@ -299,22 +303,12 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
 
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
 {
-    if (host == NULL || table == NULL || host->struct_size < sizeof(dla_plugin_host) ||
-        host->error == NULL || host->alloc == NULL || host->free == NULL || host->log == NULL)
-        return DLA_ERR_PLUGIN;
-    if (host->abi_major != DLA_PLUGIN_ABI_MAJOR)
-        return host->error(DLA_ERR_PLUGIN,
-                           "opencl plugin: speaks ABI %d.%d, the host %u.%u (the major must match)",
-                           DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR, (unsigned)host->abi_major,
-                           (unsigned)host->abi_minor);
-    const size_t host_size = table->struct_size;
-    if (host_size < offsetof(dla_plugin, device_count))
-        return host->error(DLA_ERR_PLUGIN,
-                           "opencl plugin: argument table: struct_size %zu cannot hold the ABI "
-                           "version",
-                           host_size);
+    dla_status s = dla_kit_check_init(host, table, "opencl");
+    if (s != DLA_OK || host->log == NULL) /* opencl logs what it finds */
+        return s != DLA_OK ? s : DLA_ERR_PLUGIN;
     dla__ocl_host = host;
-    const size_t size = host_size < sizeof(dla_plugin) ? host_size : sizeof(dla_plugin);
+    dla__ocl_kit = (dla_kit){.host = host, .name = "opencl", .mem_bytes = dla__ocl_mem_bytes};
+    const size_t size = dla_kit_table_size(table);
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,

@@ -40,7 +40,7 @@ static const struct {
     [DLA__OCL_PROG_CONV] = {"conv", {NULL}, dla__ocl_src_conv},
     [DLA__OCL_PROG_POOL] = {"pool", {NULL}, dla__ocl_src_pool},
     [DLA__OCL_PROG_INDEX] = {"index", {NULL}, dla__ocl_src_index},
-    [DLA__OCL_PROG_RANDOM] = {"random", {dla__ocl_src_philox_stream}, dla__ocl_src_random},
+    [DLA__OCL_PROG_RANDOM] = {"random", {dla__ocl_src_plugin_philox}, dla__ocl_src_random},
 };
 
 /* Keeps the end of a long build log: the first error is usually near the
@@ -276,7 +276,7 @@ dla_status dla__ocl_run_space(dla__ocl_device *d, cl_kernel k, int nops,
                               const dla_view *const *views, size_t rows, const char *kernel)
 {
     enum { MAX_OPS = 1 + DLA_FUSED_MAX_INPUTS };
-    if (dla__ocl_numel(views[0]) == 0)
+    if (dla_kit_numel(views[0]) == 0)
         return DLA_OK;
     int64_t dims[DLA_MAX_DIMS], st[MAX_OPS][DLA_MAX_DIMS];
     const int nd = coalesce(nops, views, dims, st);

@@ -2,7 +2,7 @@
  * random.c - the random kernel (ABI 1.3) on OpenCL devices: the library's
  * Philox stream drawn in place, one work-item per block of it (random.cl).
  *
- * The program is built from core/philox_stream.h, the same text the host
+ * The program is built from dlaccel/plugin_philox.h, the same text the host
  * and the cpu plugin compile, under FP_CONTRACT OFF, so the numbers are
  * the cpu plugin's to the bit (check-plugin compares them exactly).
  * Uniform singles need no double arithmetic and run on every device;
@@ -28,24 +28,16 @@ dla_status dla__ocl_random(void *dev, const dla_random_args *args)
 {
     const dla_plugin_host *h = dla__ocl_host;
     dla__ocl_device *d = dev;
-    if (args == NULL || args->struct_size < sizeof *args)
-        return h->error(DLA_ERR_INVALID_ARGUMENT, "opencl random: argument args: struct_size "
-                        "%zu, ABI 1.3 needs %zu", args ? args->struct_size : 0, sizeof *args);
-    const int normal = args->dist == DLA_RANDOM_NORMAL;
-    if (!normal && args->dist != DLA_RANDOM_UNIFORM)
-        return h->error(DLA_ERR_UNSUPPORTED, "opencl random: argument dist: %d is not a "
-                        "dla_random_dist this plugin knows", (int)args->dist);
-    const dla_view *y = &args->y;
-    dla_status s = dla__ocl_check_view("random", "y", y);
-    if (s == DLA_OK)
-        s = dla__ocl_check_float(d, "random", "y", y);
+    dla_status s = dla_kit_check_random(&d->kit, args);
     if (s != DLA_OK)
         return s;
+    const int normal = args->dist == DLA_RANDOM_NORMAL;
+    const dla_view *y = &args->y;
     const int f64 = y->dtype == DLA_F64;
     if (normal && !d->fp64)
         return h->error(DLA_ERR_UNSUPPORTED, "opencl random: normals are defined in double, "
                         "which this device lacks (cl_khr_fp64)");
-    const int64_t n = dla__ocl_numel(y);
+    const int64_t n = dla_kit_numel(y);
     if (n == 0)
         return DLA_OK;
     rview v;

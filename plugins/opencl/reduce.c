@@ -19,109 +19,26 @@
 #define TARGET_ITEMS 16384
 #define MIN_PART 256
 
+/* reduce.cl's dla_red: the kit's split (all longs, in its order), then
+ * the launch's parts and layout. */
 typedef struct red {
-    cl_long outputs, parts, nred, nk, nr, chunked;
-    cl_long xoff, yoff, ioff;
-    cl_long kd[RD], kx[RD], ky[RD], ki[RD];
-    cl_long rd[RD], rx[RD];
+    dla_kit_reduce g;
+    cl_long parts, chunked;
 } red;
 _Static_assert(RD == DLA_MAX_DIMS, "reduce.cl's dla_red holds every dim");
 
-static dla_status check_args(dla__ocl_device *d, const dla_reduce_args *a)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    if (a->struct_size < sizeof(dla_reduce_args))
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl reduce: args struct_size %zu is smaller than ABI 1.0's %zu",
-                        a->struct_size, sizeof(dla_reduce_args));
-    if ((unsigned)a->op >= DLA_REDUCE_COUNT)
-        return h->error(DLA_ERR_UNSUPPORTED, "opencl reduce: argument op: unknown op %d",
-                        (int)a->op);
-    const dla_view *y = &a->y, *x = &a->x;
-    dla_status s;
-    if ((s = dla__ocl_check_view("reduce", "y", y)) != DLA_OK ||
-        (s = dla__ocl_check_view("reduce", "x", x)) != DLA_OK ||
-        (s = dla__ocl_check_float(d, "reduce", "x", x)) != DLA_OK)
-        return s;
-    char bx[DLA__OCL_DIMS_BUF], by[DLA__OCL_DIMS_BUF];
-    if (y->dtype != x->dtype)
-        return h->error(DLA_ERR_DTYPE,
-                        "opencl reduce: argument y (dims %s): dtype %s differs from x's %s",
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__ocl_dtype_name(y->dtype), dla__ocl_dtype_name(x->dtype));
-    int fits = y->ndims == x->ndims;
-    for (int i = 0; fits && i < x->ndims; i++)
-        fits = y->dims[i] == x->dims[i] || y->dims[i] == 1;
-    if (!fits)
-        return h->error(DLA_ERR_SHAPE,
-                        "opencl reduce: argument y: dims %s do not reduce x's %s (each dim must "
-                        "equal x's or be 1)",
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__ocl_dims_str(bx, sizeof bx, x->ndims, x->dims));
-    if (a->index.mem == NULL)
-        return DLA_OK;
-    const dla_view *ix = &a->index;
-    if (a->op != DLA_REDUCE_MAX && a->op != DLA_REDUCE_MIN)
-        return h->error(DLA_ERR_INVALID_ARGUMENT,
-                        "opencl reduce: argument index: only max and min give an index (x %s)",
-                        dla__ocl_dims_str(bx, sizeof bx, x->ndims, x->dims));
-    if ((s = dla__ocl_check_view("reduce", "index", ix)) != DLA_OK ||
-        (s = dla__ocl_check_same_dims("reduce", "index", ix, "y", y)) != DLA_OK)
-        return s;
-    if (ix->dtype != DLA_I32)
-        return h->error(DLA_ERR_DTYPE,
-                        "opencl reduce: argument index (dims %s): dtype %s, not int32",
-                        dla__ocl_dims_str(by, sizeof by, y->ndims, y->dims),
-                        dla__ocl_dtype_name(ix->dtype));
-    return DLA_OK;
-}
-
 static void make_plan(const dla__ocl_device *d, red *r, const dla_reduce_args *a)
 {
-    const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;
-    const int want_index = ix->mem != NULL;
-    memset(r, 0, sizeof *r);
-    r->nred = 1;
-    r->outputs = 1;
-    for (int d = 0; d < x->ndims; d++) {
-        const int64_t n = x->dims[d];
-        if (y->dims[d] == n) {
-            r->outputs *= n;
-            if (n == 1)
-                continue;
-            const int j = (int)r->nk - 1;
-            const int64_t is = want_index ? ix->strides[d] : 0;
-            if (j >= 0 && x->strides[d] == r->kx[j] * r->kd[j] &&
-                y->strides[d] == r->ky[j] * r->kd[j] && is == r->ki[j] * r->kd[j]) {
-                r->kd[j] *= n;
-                continue;
-            }
-            r->kd[r->nk] = n, r->kx[r->nk] = x->strides[d];
-            r->ky[r->nk] = y->strides[d], r->ki[r->nk] = is;
-            r->nk++;
-        } else {
-            r->nred *= n;
-            const int j = (int)r->nr - 1;
-            if (j >= 0 && x->strides[d] == r->rx[j] * r->rd[j]) {
-                r->rd[j] *= n;
-                continue;
-            }
-            r->rd[r->nr] = n, r->rx[r->nr] = x->strides[d];
-            r->nr++;
-        }
-    }
-    if (r->nr == 0)
-        r->nr = 1, r->rd[0] = 1, r->rx[0] = 0;
-    r->xoff = x->offset, r->yoff = y->offset, r->ioff = want_index ? ix->offset : 0;
+    dla_kit_reduce_split(a, &r->g);
     /* A CPU runs a few long runs best (a work-item per core and then
      * some), a GPU many interleaved work-items. */
     const int64_t target = d->cpu ? 8 * (int64_t)d->units : TARGET_ITEMS;
     r->chunked = d->cpu;
     r->parts = 1;
-    if (r->outputs < target && r->nred >= 2 * MIN_PART) {
-        int64_t parts = target / r->outputs;
-        if (parts > r->nred / MIN_PART)
-            parts = r->nred / MIN_PART;
+    if (r->g.outputs < target && r->g.nred >= 2 * MIN_PART) {
+        int64_t parts = target / r->g.outputs;
+        if (parts > r->g.nred / MIN_PART)
+            parts = r->g.nred / MIN_PART;
         r->parts = parts > 1 ? parts : 1;
     }
 }
@@ -130,27 +47,27 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
 {
     const dla_plugin_host *h = dla__ocl_host;
     dla__ocl_device *d = dev;
-    dla_status s = check_args(d, args);
+    dla_status s = dla_kit_check_reduce(&d->kit, args);
     if (s != DLA_OK)
         return s;
     red r;
     make_plan(d, &r, args);
-    if (r.outputs == 0)
+    if (r.g.outputs == 0)
         return DLA_OK;
     const int sum = args->op == DLA_REDUCE_SUM || args->op == DLA_REDUCE_MEAN;
-    char bx[DLA__OCL_DIMS_BUF];
-    if (r.nred == 0 && !sum)
+    char bx[DLA_KIT_DIMS_BUF];
+    if (r.g.nred == 0 && !sum)
         return h->error(DLA_ERR_SHAPE,
                         "opencl reduce: argument x: dims %s leave nothing to take the %s of",
-                        dla__ocl_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims),
                         args->op == DLA_REDUCE_MAX ? "max" : "min");
     const cl_int want_index = args->index.mem != NULL;
-    if (want_index && r.nred > INT32_MAX)
+    if (want_index && r.g.nred > INT32_MAX)
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "opencl reduce: argument index: %lld reduced elements of x (%s) exceed "
                         "int32",
-                        (long long)r.nred,
-                        dla__ocl_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
+                        (long long)r.g.nred,
+                        dla_kit_dims_str(bx, sizeof bx, args->x.ndims, args->x.dims));
     const int f64 = args->x.dtype == DLA_F64;
     const char *T = f64 ? "double" : "float";
     const int family = sum ? 0 : args->op == DLA_REDUCE_MAX ? 1 : 2;
@@ -158,10 +75,10 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
     const cl_int mean = args->op == DLA_REDUCE_MEAN;
     const cl_mem x = dla__ocl_buf(args->x.mem), y = dla__ocl_buf(args->y.mem);
     const cl_mem ix = want_index ? dla__ocl_buf(args->index.mem) : y;
-    const size_t items = (size_t)(r.outputs * r.parts);
+    const size_t items = (size_t)(r.g.outputs * r.parts);
     cl_mem pv = y, pi = y;
     if (r.parts > 1) {
-        const size_t vsize = sum ? (d->fp64 ? 8 : 4) : dla__ocl_dtype_size(args->x.dtype);
+        const size_t vsize = sum ? (d->fp64 ? 8 : 4) : dla_kit_dtype_size(args->x.dtype);
         pv = dla__ocl_scratch(d, items * vsize, NULL, "reduce");
         pi = pv && !sum ? dla__ocl_scratch(d, items * sizeof(cl_long), NULL, "reduce") : pv;
         if (!pv || !pi) {
@@ -196,7 +113,7 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
     }
 #undef A
     if (s == DLA_OK && k2)
-        s = dla__ocl_launch1(d, k2, (size_t)r.outputs, kn);
+        s = dla__ocl_launch1(d, k2, (size_t)r.g.outputs, kn);
     pthread_mutex_unlock(&d->lock);
     if (r.parts > 1) {
         clReleaseMemObject(pv);

@@ -21,13 +21,17 @@
  * coordinates are ints (the host keeps every size within int32): 64-bit
  * division costs several times more on every device.
  */
+/* The plugin kit's dla_kit_conv (dlaccel/plugin_kit_geom.h), member for
+ * member, then conv.c's parts. */
 typedef struct dla_conv {
     long in[3], out[3], fs[3], st[3], dl[3], pb[3];
-    long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px, parts;
+    long batch, C, F, G, Cg, Fg, ntaps, in_px, out_px;
     long xs[3], xc, xb, xoff;
     long ws[3], wc, wf, wg, woff;
     long ys[3], yf, yb, yoff;
-    long bs, boff;
+    long bs, boff, has_bias;
+    long nspatial;
+    long parts;
 } dla_conv;
 
 /* The taps [*lo, *hi) of dim d whose input o st - pb + k dl lies in x. */

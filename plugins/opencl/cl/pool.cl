@@ -11,11 +11,14 @@
  * that does not name this element adds nothing; the forward never writes
  * such an index.
  */
+/* The plugin kit's dla_kit_pool (dlaccel/plugin_kit_geom.h), member for
+ * member. */
 typedef struct dla_pool {
     long in[3], out[3], win[3], stride[3], pad[3];
     long channels, planes, exclude_pad, full;
     long xs[5], ys[5], is[5];
     long xoff, yoff, ioff;
+    long x_spatial_dense;
 } dla_pool;
 
 #ifdef DLA_FP64

@@ -1,6 +1,6 @@
 /*
  * random.cl - the random kernel (ABI 1.3): numbers of the library's Philox
- * stream, whose definition (core/philox_stream.h, C and OpenCL C) the
+ * stream, whose definition (dlaccel/plugin_philox.h, C and OpenCL C) the
  * plugin compiles in front of this file, so the device computes exactly
  * what the cpu plugin does.
  *

@@ -19,10 +19,11 @@
 #define DLA_RD 8
 
 typedef struct dla_red {
-    long outputs, parts, nred, nk, nr, chunked;
-    long xoff, yoff, ioff;
+    long outputs, nred, nk, nr; /* the plugin kit's dla_kit_reduce, */
+    long xoff, yoff, ioff;      /* member for member */
     long kd[DLA_RD], kx[DLA_RD], ky[DLA_RD], ki[DLA_RD];
     long rd[DLA_RD], rx[DLA_RD];
+    long parts, chunked;
 } dla_red;
 
 #ifdef DLA_FP64
