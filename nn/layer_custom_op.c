@@ -36,10 +36,24 @@ static void io_of(const custom_attrs *a, dla_tensor *const *in, dla_layer_io *io
                          .state = in + a->nx + a->nl, .properties = a->props};
 }
 
+/* A +1 reference to t that is not one of the op's inputs: an op's output
+ * is a tensor of its own on the tape and in a trace, so an input given
+ * back (an identity layer, state left alone) becomes a view of it. */
+static dla_tensor *fresh(dla_tensor *t, dla_tensor *const *in, int nin)
+{
+    for (int i = 0; i < nin; i++)
+        if (t == in[i]) {
+            int64_t dims[DLA_MAX_DIMS];
+            int nd = dla_tensor_dims(t, dims);
+            return dla_tensor_retain(dla_reshape(t, dla_tensor_format(t), nd, dims));
+        }
+    return dla_tensor_retain(t);
+}
+
 static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
                              dla_tensor **saved)
 {
-    (void)nin, (void)saved;
+    (void)saved;
     const custom_attrs *a = attrs;
     const dla_layer_type *t = &a->type->def;
     dla_layer_io io;
@@ -61,11 +75,22 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
             st = dla_set_error(dla_tensor_status(io.new_state[k]), "%s",
                                dla_tensor_error(io.new_state[k]));
     if (st == DLA_OK) {
-        out[0] = dla_tensor_retain(io.y);
+        out[0] = fresh(io.y, in, nin);
         /* State forward left alone passes through. */
         for (int k = 0; k < a->ns; k++)
-            out[1 + k] = dla_tensor_retain(a->training && io.new_state[k] ? io.new_state[k]
-                                                                          : io.state[k]);
+            out[1 + k] = fresh(a->training && io.new_state[k] ? io.new_state[k] : io.state[k],
+                               in, nin);
+        for (int k = 0; k <= a->ns; k++)
+            if (!out[k] || dla_tensor_status(out[k]) != DLA_OK) {
+                st = out[k] ? dla_set_error(dla_tensor_status(out[k]), "%s",
+                                            dla_tensor_error(out[k]))
+                            : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", t->type);
+                for (int j = 0; j <= a->ns; j++) {
+                    dla_tensor_release(out[j]);
+                    out[j] = NULL;
+                }
+                break;
+            }
     }
     dla_scope_end();
     dla__recording_resume();

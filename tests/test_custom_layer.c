@@ -140,6 +140,29 @@ static const dla_layer_type rmean_type = {
     .initialize = rmean_init, .predict = rmean_predict, .forward = rmean_forward,
 };
 
+/* The same with a backward of its own (dX = Gain .* dY in training, dY in
+ * predict), and a variant without forward, whose state passes through a
+ * training run untouched. */
+static dla_status rmean_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                 dla_tensor **dl)
+{
+    (void)dl;
+    backward_calls++;
+    dx[0] = io->training ? dla_affine(dy, io->properties[1], 0) : dy;
+    return DLA_OK;
+}
+
+static const dla_layer_type rmean_own_type = {
+    .type = "runningMeanOwn", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict, .forward = rmean_forward,
+    .backward = rmean_backward,
+};
+
+static const dla_layer_type rmean_predict_only_type = {
+    .type = "runningMeanPredict", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict, .backward = rmean_backward,
+};
+
 static int setup(void **state)
 {
     (void)state;
@@ -147,7 +170,8 @@ static int setup(void **state)
     if (!mkdtemp(dir))
         return -1;
     const dla_layer_type *types[] = {&slice_diff_type, &scale_auto, &scale_own, &scale_wrong,
-                                     &wsum_type, &rmean_type};
+                                     &wsum_type, &rmean_type, &rmean_own_type,
+                                     &rmean_predict_only_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (dla_layer_type_register(types[i]) != DLA_OK)
             return -1;
@@ -542,6 +566,68 @@ static void forward_updates_the_state_predict_reads_it(void **state)
     dla_scope_end();
 }
 
+typedef struct rm_ctx {
+    dla_net *net;
+    int training;
+} rm_ctx;
+
+/* loss = sum(Y .* R); out = loss, dX, new state (training). */
+static dla_status rm_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    rm_ctx *c = ctx;
+    dla_tensor *y;
+    dla_status st = c->training ? dla_net_forward(c->net, 1, in, 1, &y, out + 2, NULL)
+                                : dla_net_predict(c->net, 1, in, 1, &y, NULL);
+    if (st != DLA_OK)
+        return st;
+    if (!c->training)
+        out[2] = dla_zeros(DLA_F32, "", DLA_DIMS(1, 1));
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void state_with_a_backward_of_its_own(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((float[]){1, 2, 3, 6}, DLA_F32, "CB", DLA_DIMS(2, 2));
+    dla_tensor *r = dla_tensor_from_host((float[]){1, -1, 2, 0.5f}, DLA_F32, "CB", DLA_DIMS(2, 2));
+    for (int accel = 0; accel < 2; accel++) {
+        dla_layer *l = dla_custom_layer("runningMeanOwn", (double[]){0.5, 3}, NULL);
+        dla_net *net = dla_net_create(1, &l);
+        assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+        dla_net_set_accelerate(net, accel);
+        for (int training = 0; training < 2; training++) {
+            rm_ctx c = {net, training};
+            dla_tensor *out[3];
+            backward_calls = 0;
+            for (int rep = 0; rep < 2; rep++)
+                assert_int_equal(dla_feval(rm_loss, &c, 2, (dla_tensor *[]){x, r}, 3, out), DLA_OK);
+            assert_true(backward_calls >= 1);
+            assert_true(dla_tensor_item(out[1], 2) == (training ? 6 : 2));
+            if (training)
+                assert_true(dla_tensor_item(out[2], 0) == 1.5);
+        }
+        dla_net_free(net);
+        /* Without forward: training runs predict, the state passes through. */
+        l = dla_custom_layer("runningMeanPredict", NULL, NULL);
+        net = dla_net_create(1, &l);
+        assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+        dla_net_set_accelerate(net, accel);
+        dla_tensor *st = dla_tensor_from_host((float[]){0.25f}, DLA_F32, "", DLA_DIMS(1, 1));
+        assert_int_equal(dla_net_set_state(net, 1, &st), DLA_OK);
+        rm_ctx c = {net, 1};
+        dla_tensor *out[3];
+        for (int rep = 0; rep < 2; rep++)
+            assert_int_equal(dla_feval(rm_loss, &c, 2, (dla_tensor *[]){x, r}, 3, out), DLA_OK);
+        assert_true(dla_tensor_item(out[2], 0) == 0.25f);
+        assert_true(dla_tensor_item(out[1], 2) == 2);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* ------------------------------------------------------- save, load */
 
 static void save_and_load_keep_the_type_and_its_properties(void **state)
@@ -683,6 +769,7 @@ int main(void)
         cmocka_unit_test(the_page_layer_has_the_gradients_of_finite_differences),
         cmocka_unit_test(a_backward_of_its_own_is_used_when_given),
         cmocka_unit_test(forward_updates_the_state_predict_reads_it),
+        cmocka_unit_test(state_with_a_backward_of_its_own),
         cmocka_unit_test(save_and_load_keep_the_type_and_its_properties),
         cmocka_unit_test(loading_an_unregistered_type_is_an_error_naming_it),
         cmocka_unit_test(trainnet_trains_a_network_with_a_custom_layer),
