@@ -211,6 +211,7 @@ static dla_net *slice_net(int64_t c, dla_tensor *example, double steps)
 }
 
 static void check_gradients(dla_net *net, dla_tensor *x);
+static unsigned char *slurp(const char *p, long *size);
 
 /* ------------------------------------------------------------- tests */
 
@@ -628,6 +629,61 @@ static void state_with_a_backward_of_its_own(void **state)
     dla_scope_end();
 }
 
+/* A trace with a layer of its own backward (one op) saved to a file and
+ * loaded names the type, found again in the registry. */
+static void a_trace_file_names_the_custom_type(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((float[]){1, 2, 3, 6}, DLA_F32, "CB", DLA_DIMS(2, 2));
+    dla_layer *l = dla_custom_layer("runningMeanOwn", (double[]){0.5, 3}, NULL);
+    dla_net *net = dla_net_create(1, &l);
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    dla_tensor *st = dla_tensor_from_host((float[]){0.5f}, DLA_F32, "", DLA_DIMS(1, 1)), *y;
+    assert_int_equal(dla_net_set_state(net, 1, &st), DLA_OK);
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    dla_trace *t = dla_accel_trace(dla_net_accelerator(net), 0);
+    assert_non_null(t);
+    assert_int_equal(dla_trace_save(t, path("rm.trace")), DLA_OK);
+    dla_trace_release(t);
+    dla_trace *back;
+    if (dla_trace_load(path("rm.trace"), &back) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_tensor *out;
+    assert_int_equal(dla_trace_replay(back, 2, (dla_tensor *[]){x, st}, 1, &out), DLA_OK);
+    assert_true(dla_tensor_item(out, 3) == 5.5); /* predict: 6 - 0.5 */
+    dla_trace_release(back);
+    /* The file's name of the type, altered to one nobody registered. */
+    long size;
+    unsigned char *f = slurp(path("rm.trace"), &size);
+    int replaced = 0;
+    for (long i = 0; i + 14 <= size; i++)
+        if (!memcmp(f + i, "runningMeanOwn", 14)) {
+            memcpy(f + i, "runningMeanXyz", 14);
+            replaced++;
+        }
+    assert_int_equal(replaced, 1);
+    /* The END section's CRC-32C of the bytes before it, made right again
+     * (docs/trace-format.md), so that the load gets to the op. */
+    uint32_t crc = 0xFFFFFFFFu;
+    for (long i = 0; i < size - 8; i++) {
+        crc ^= f[i];
+        for (int k = 0; k < 8; k++)
+            crc = crc & 1 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    crc ^= 0xFFFFFFFFu;
+    memcpy(f + size - 8, &crc, 4);
+    FILE *o = fopen(path("gone.trace"), "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(f, 1, (size_t)size, o), (size_t)size);
+    fclose(o);
+    free(f);
+    assert_int_equal(dla_trace_load(path("gone.trace"), &back), DLA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(dla_last_error(), "\"runningMeanXyz\" is not registered"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* ------------------------------------------------------- save, load */
 
 static void save_and_load_keep_the_type_and_its_properties(void **state)
@@ -770,6 +826,7 @@ int main(void)
         cmocka_unit_test(a_backward_of_its_own_is_used_when_given),
         cmocka_unit_test(forward_updates_the_state_predict_reads_it),
         cmocka_unit_test(state_with_a_backward_of_its_own),
+        cmocka_unit_test(a_trace_file_names_the_custom_type),
         cmocka_unit_test(save_and_load_keep_the_type_and_its_properties),
         cmocka_unit_test(loading_an_unregistered_type_is_an_error_naming_it),
         cmocka_unit_test(trainnet_trains_a_network_with_a_custom_layer),
