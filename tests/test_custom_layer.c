@@ -152,6 +152,20 @@ static dla_status rmean_backward(const dla_layer_io *io, dla_tensor *dy, dla_ten
     return DLA_OK;
 }
 
+/* A forward whose new state is an error tensor (dims that do not fit). */
+static dla_status bad_state_forward(dla_layer_io *io)
+{
+    io->new_state[0] = dla_add(dla_zeros(DLA_F32, "", DLA_DIMS(2, 3)),
+                               dla_zeros(DLA_F32, "", DLA_DIMS(3, 5)));
+    io->y = dla_affine(io->x[0], 1, 0);
+    return DLA_OK;
+}
+
+static const dla_layer_type bad_state_type = {
+    .type = "badState", .initialize = rmean_init, .predict = rmean_predict,
+    .forward = bad_state_forward,
+};
+
 static const dla_layer_type rmean_own_type = {
     .type = "runningMeanOwn", .nproperties = 2, .properties = rmean_props,
     .initialize = rmean_init, .predict = rmean_predict, .forward = rmean_forward,
@@ -171,7 +185,7 @@ static int setup(void **state)
         return -1;
     const dla_layer_type *types[] = {&slice_diff_type, &scale_auto, &scale_own, &scale_wrong,
                                      &wsum_type, &rmean_type, &rmean_own_type,
-                                     &rmean_predict_only_type};
+                                     &rmean_predict_only_type, &bad_state_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (dla_layer_type_register(types[i]) != DLA_OK)
             return -1;
@@ -276,6 +290,17 @@ static void errors_name_the_layer(void **state)
     assert_null(dla_net_create(2, l));
     assert_non_null(strstr(dla_last_error(), "layer 'sd7' (Slice Difference Convolution)"));
     assert_non_null(strstr(dla_last_error(), "not a multiple of NumTimeSteps 3"));
+    /* A new state that is an error tensor fails the layer's forward. */
+    dla_layer *bs = dla_custom_layer("badState", NULL, &(dla_layer_options){.name = "bs"});
+    dla_net *bsnet = dla_net_create(1, &bs);
+    dla_tensor *cb = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 2)), *bsy, *bss;
+    assert_int_equal(dla_net_init(bsnet, 1, &cb), DLA_OK);
+    for (int accel = 0; accel < 2; accel++) {
+        dla_net_set_accelerate(bsnet, accel);
+        assert_int_not_equal(dla_net_forward(bsnet, 1, &cb, 1, &bsy, &bss, NULL), DLA_OK);
+        assert_non_null(strstr(dla_last_error(), "dla_net_forward: layer 'bs' (badState): new state 1"));
+    }
+    dla_net_free(bsnet);
     /* At run time, with a batch the layer refuses. */
     dla_tensor *ex = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(5, 4, 2, 3));
     dla_net *net = slice_net(2, ex, 3);
