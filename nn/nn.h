@@ -144,7 +144,6 @@ typedef struct dla__call {
     const dla_layer *layer;   /* the layer run (custom layers read their type there) */
 } dla__call;
 
-
 typedef struct dla__layer_kind {
     const char *type;         /* "convolution2d": JSON and dla_net_layer_type */
     const char *display;      /* "2-D Convolution" */
