@@ -441,6 +441,52 @@ static void accelerated_predict_and_forward_equal_eager(void **state)
 
 /* ------------------------------------------------------- gradients */
 
+/* MATLAB's modelLoss(net, X, T): loss and the learnables' gradients. */
+static dla_status net_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+/* A model loss accelerated with the network as its ctx (dla_net_accel_kind)
+ * gives the eager gradients, and replays after an update of the custom
+ * layer's learnables with the new values. */
+static void a_model_loss_accelerated_with_the_network_as_ctx(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    dla_tensor *x = dla_randn(DLA_F64, "SSCBT", DLA_DIMS(5, 4, 2, 3, 3));
+    dla_tensor *r = dla_randn(DLA_F64, "SSCB", DLA_DIMS(5, 4, 2, 3));
+    dla_net *net = slice_net(2, dla_slice(x, 4, 0, 1, 1), 3);
+    int nl = dla_net_learnable_count(net);
+    dla_accel *af = dla_accelerate(net_loss, &(dla_accel_options){.name = "modelLoss",
+                                                                   .ctx_kind = dla_net_accel_kind()});
+    assert_non_null(af);
+    for (int step = 0; step < 3; step++) {
+        dla_tensor *a[8], *e[8];
+        assert_int_equal(dla_accel_feval(af, net, 2, (dla_tensor *[]){x, r}, 1 + nl, a), DLA_OK);
+        assert_int_equal(dla_feval(net_loss, net, 2, (dla_tensor *[]){x, r}, 1 + nl, e), DLA_OK);
+        for (int i = 0; i < 1 + nl; i++)
+            assert_true(max_abs_diff(a[i], e[i]) <= 1e-9 * (1 + max_abs_diff(e[i], dla_zeros(DLA_F64, "", DLA_DIMS(1)))));
+        /* An update: the next call must compute with it. */
+        dla_tensor **v = dla_table_values(dla_net_learnables(net));
+        dla_tensor *moved = dla_keep(dla_affine(v[0], 1.5, 0.01));
+        dla_tensor_release(v[0]);
+        v[0] = moved;
+    }
+    assert_true(dla_accel_hit_rate(af) > 0);
+    dla_accel_free(af);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 typedef struct net_ctx {
     dla_net *net;
     dla_tensor *x;
@@ -847,6 +893,7 @@ int main(void)
         cmocka_unit_test(a_graph_with_a_two_input_custom_layer),
         cmocka_unit_test(the_summary_shows_the_type_learnables_and_description),
         cmocka_unit_test(accelerated_predict_and_forward_equal_eager),
+        cmocka_unit_test(a_model_loss_accelerated_with_the_network_as_ctx),
         cmocka_unit_test(the_page_layer_has_the_gradients_of_finite_differences),
         cmocka_unit_test(a_backward_of_its_own_is_used_when_given),
         cmocka_unit_test(forward_updates_the_state_predict_reads_it),
