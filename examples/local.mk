@@ -83,3 +83,14 @@ noinst_PROGRAMS += examples/parallel_training
 examples_parallel_training_SOURCES = examples/parallel_training.c
 examples_parallel_training_LDADD = libdlaccel.la -lm
 # ---- end of examples/parallel_training -------------------------------------
+# ---- examples/custom_layer: a layer type of the user's own (issue 18) -----
+# The MATLAB Answers page's layer (slice_diff_layer.h) registered as a layer
+# type and trained with trainnet in a small network; saved, loaded,
+# accelerated, its gradients against finite differences; --bench compares
+# it with the free function of slice_layer. The smoke test runs it --small.
+noinst_PROGRAMS += examples/custom_layer
+examples_custom_layer_SOURCES = examples/custom_layer.c examples/slice_diff_layer.h
+examples_custom_layer_LDADD = libdlaccel.la -lm
+TESTS += examples/custom_layer_example.sh
+EXTRA_DIST += examples/custom_layer_example.sh
+# ---- end of examples/custom_layer ------------------------------------------

@@ -24,7 +24,12 @@ const dla__layer_kind *dla__layer_kind_find(const char *type)
     for (size_t i = 0; type && i < sizeof kinds / sizeof kinds[0]; i++)
         if (!strcmp(kinds[i]->type, type))
             return kinds[i];
-    return NULL;
+    return dla__custom_kind_find(type);
+}
+
+int dla__layer_live(const dla_layer *layer)
+{
+    return layer && layer->magic == DLA__HANDLE_LAYER;
 }
 
 dla_status dla__props_string(char *dst, const char *s, const char *fallback, const char *what)
@@ -61,6 +66,7 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
     l->kind = kind;
     l->nin = nin;
     l->props = *props;
+    l->props.custom_type = kind->custom;
     l->name = dla__nn_strdup(name ? name : "");
     dla_status st = !l->name ? dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s layer: out of memory",
                                             kind->type)
@@ -70,7 +76,7 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
                           "'/' (it separates a layer from its input in connections)", kind->type,
                           l->name);
     if (st == DLA_OK)
-        st = kind->check(props, l->name);
+        st = kind->check(&l->props, l->name);
     if (st != DLA_OK) {
         l->status = st;
         l->message = dla__nn_strdup(dla_last_error());

@@ -9,6 +9,9 @@ libdlaccel_la_SOURCES += \
 	nn/layer_pool.c nn/layer_fc.c nn/layer_merge.c nn/layer_lstm.c \
 	nn/net.c nn/net_init.c nn/net_run.c nn/net_accel.c nn/net_params.c nn/net_arch.c \
 	nn/net_summary.c nn/net_io.c nn/optim.c nn/optim_grad.c
+# Custom layers: the registry of user-defined types, and the op that runs
+# one with a backward of its own.
+libdlaccel_la_SOURCES += nn/layer_custom.h nn/layer_custom.c nn/layer_custom_op.c
 
 # Data: IDX files (zlib), Fashion-MNIST, sequences and padding, the
 # mini-batch queue, synthetic waveforms.

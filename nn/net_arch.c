@@ -163,9 +163,10 @@ static dla_status read_layer(const json_t *o, const char *what, dla_layer **out)
         return bad(what, "a layer is not an object with a Name and a Type%s%s", NULL, NULL);
     const dla__layer_kind *kind = dla__layer_kind_find(json_string_value(type));
     if (!kind)
-        return dla__nn_fail(DLA_ERR_UNSUPPORTED, "%s: layer '%s' has type \"%s\", which this "
-                            "library does not have", what, json_string_value(name),
-                            json_string_value(type));
+        return dla__nn_fail(DLA_ERR_UNSUPPORTED, "%s: layer '%s' has type \"%s\", which is "
+                            "neither built in nor registered (a custom layer type is registered "
+                            "with dla_layer_type_register before loading)", what,
+                            json_string_value(name), json_string_value(type));
     dla__props p = {0};
     size_t nfields = 2;
     for (const dla__field *f = kind->fields; f->key; f++, nfields++) {
@@ -195,7 +196,7 @@ static dla_status read_layer(const json_t *o, const char *what, dla_layer **out)
     if (json_object_size(o) != nfields)
         return bad(what, "layer '%s' has options its type (%s) does not have",
                    json_string_value(name), kind->type);
-    int nin = kind->is_input ? 0 : kind->multi_input ? (int)(p.count >= 1 && p.count <= 64 ? p.count : 1) : 1;
+    int nin = dla__kind_inputs(kind, &p);
     dla_layer *l = dla__layer_new(kind, json_string_value(name), nin, &p, DLA_OK);
     if (!l)
         return DLA_ERR_OUT_OF_MEMORY;

@@ -22,6 +22,10 @@ struct dla__param_sink {
 };
 
 int dla__param_loading(const dla__param_sink *sink) { return sink->lookup != NULL; }
+const dla_table *dla__param_sink_table(const dla__param_sink *sink, dla__param_kind kind)
+{
+    return &sink->net->tables[kind];
+}
 dla_dtype dla__param_dtype(const dla__param_sink *sink) { return sink->dtype; }
 
 static int same_dims(const dla_tensor *t, int ndims, const int64_t *dims)
@@ -215,10 +219,10 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
             st = layer_fail(fn, l, st);
             break;
         }
-        dla_tensor *p[6];
+        dla_tensor *p[DLA__MAX_PARAMS];
         for (int j = 0; j < l->nparams; j++)
             p[j] = net->tables[l->param[j].kind].values[l->param[j].row];
-        dla__call c = {.training = 0, .nx = nx, .x = x, .p = p};
+        dla__call c = {.training = 0, .nx = nx, .x = x, .p = p, .layer = l};
         st = l->kind->forward(&l->props, &c);
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
             st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;

@@ -78,7 +78,7 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
         int i = net->order[k];
         dla_layer *l = net->layers[i];
         int nx = l->kind->is_input ? 1 : l->nin;
-        dla_tensor *x[64], *p[6];
+        dla_tensor *x[64], *p[DLA__MAX_PARAMS];
         for (int q = 0; q < nx; q++) {
             int src = l->kind->is_input ? -1 : net->src[i][q];
             if (src >= 0) {
@@ -91,7 +91,7 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
         }
         for (int j = 0; j < l->nparams; j++)
             p[j] = in[base[l->param[j].kind] + l->param[j].row];
-        dla__call c = {.training = ctx->training, .nx = nx, .x = x, .p = p};
+        dla__call c = {.training = ctx->training, .nx = nx, .x = x, .p = p, .layer = l};
         dla_scope_begin();
         st = l->kind->forward(&l->props, &c);
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))

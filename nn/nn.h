@@ -71,6 +71,9 @@ dla_status dla__table_check(const char *fn, const dla_table *t, int i, const dla
 /* Copies src's rows into an empty dst (values retained). */
 dla_status dla__table_copy(dla_table *dst, const dla_table *src);
 
+/* A registered custom layer type (nn/layer_custom.c). */
+typedef struct dla__custom_type dla__custom_type;
+
 /* -------------------------------------------------------------- properties */
 
 /* The options of every layer kind, in one record so that the architecture
@@ -90,6 +93,12 @@ typedef struct dla__props {
     char option[DLA__STR];   /* Normalization, PaddingValue */
     char option2[DLA__STR];  /* NormalizationDimension */
     char init[3][DLA__STR];  /* initializers, in the kind's order */
+    /* A custom layer's properties (dla_layer_type), in its type's order:
+     * its kind's fields point here, so the architecture reads and writes
+     * them as it does the built-in options. */
+    double custom[DLA_LAYER_MAX_PROPERTIES];
+    /* Its registration (set by dla__layer_new from the kind; not saved). */
+    const struct dla__custom_type *custom_type;
 } dla__props;
 
 typedef enum dla__field_type { DLA__F_INT, DLA__F_DOUBLE, DLA__F_STRING } dla__field_type;
@@ -113,10 +122,15 @@ typedef struct dla__param_sink dla__param_sink;
  * saved tensor of that name, checking that it has dims/ndims. */
 dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_kind kind,
                           dla_tensor *value, int ndims, const int64_t *dims, double l2_factor);
+/* The table of kind being filled (custom layers look for names taken). */
+const dla_table *dla__param_sink_table(const dla__param_sink *sink, dla__param_kind kind);
 /* Nonzero while loading: initializers must not draw random numbers. */
 int dla__param_loading(const dla__param_sink *sink);
 /* The dtype parameters are made in. */
 dla_dtype dla__param_dtype(const dla__param_sink *sink);
+
+/* Parameters (learnables and state) one layer may have. */
+#define DLA__MAX_PARAMS DLA_LAYER_MAX_PARAMS
 
 /* One layer's run: its inputs, its parameters in the order it added them,
  * and where its output and its new state values go. */
@@ -126,7 +140,8 @@ typedef struct dla__call {
     dla_tensor *const *x;
     dla_tensor *const *p;
     dla_tensor *y;
-    dla_tensor *new_state[4]; /* for its state parameters, in order */
+    dla_tensor *new_state[DLA__MAX_PARAMS]; /* for its state parameters, in order */
+    const dla_layer *layer;   /* the layer run (custom layers read their type there) */
 } dla__call;
 
 typedef struct dla__layer_kind {
@@ -150,6 +165,8 @@ typedef struct dla__layer_kind {
     /* The initial value of state parameter k (for dla_net_reset_state);
      * NULL when states keep their value. */
     dla_tensor *(*initial_state)(const dla__props *p, int k, dla_tensor *current);
+    /* A custom layer type's registration; NULL for the built-in kinds. */
+    const dla__custom_type *custom;
 } dla__layer_kind;
 
 struct dla_layer {
@@ -168,7 +185,7 @@ struct dla_layer {
     struct {
         dla__param_kind kind;
         int row;
-    } param[6];
+    } param[DLA__MAX_PARAMS];
 };
 
 /* A layer of kind with props (validated; an error layer otherwise, also
@@ -182,8 +199,14 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
  * "not positive"). */
 dla_status dla__layer_size(const char *type, const char *name, const char *prop, int64_t v,
                            int64_t lo, int64_t hi);
-/* The kind of type name; NULL when unknown. */
+/* The kind of type name, built-in or registered (dla_layer_type_register);
+ * NULL when unknown. */
 const dla__layer_kind *dla__layer_kind_find(const char *type);
+/* A registered custom type's kind by name; NULL when none. */
+const dla__layer_kind *dla__custom_kind_find(const char *type);
+/* The input ports of a layer of kind with props, as the architecture
+ * reader makes it. */
+int dla__kind_inputs(const dla__layer_kind *kind, const dla__props *p);
 /* Copies s into a props string field, checking its length. */
 dla_status dla__props_string(char *dst, const char *s, const char *fallback, const char *what);
 
@@ -249,6 +272,8 @@ void dla__net_uninit(dla_net *net);
 /* DLA_OK when net is a live network; otherwise the error (logged, and the
  * thread's last error) naming fn: freed already, or not a network. */
 dla_status dla__net_check(const dla_net *net, const char *fn);
+/* Nonzero when layer is a live layer handle (nothing logged). */
+int dla__layer_live(const dla_layer *layer);
 /* Frees a layer whether or not a network owns it (the network's own
  * teardown); dla_layer_free refuses an owned one. */
 void dla__layer_destroy(dla_layer *layer);

@@ -11,6 +11,7 @@ include tests/trace.mk
 include tests/data.mk
 include tests/datastore.mk
 include tests/net.mk
+include tests/custom_layer.mk
 include tests/train.mk
 include tests/opencl.mk
 include tests/hardening.mk

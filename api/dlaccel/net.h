@@ -314,6 +314,165 @@ DLA_API void dla_layer_free(dla_layer *layer);
 DLA_API dla_status dla_layer_status(const dla_layer *layer);
 DLA_API const char *dla_layer_error(const dla_layer *layer);
 
+/* ----------------------------------------------------------- custom layers */
+
+/* A layer type of your own, as a MATLAB class deriving from nnet.layer.Layer
+ * (docs/networks.md, "Custom layers"). Fill a dla_layer_type, register it
+ * once by its type name, then make layers of it with dla_custom_layer: they
+ * go into sequences and graphs, the summary, forward and predict
+ * (accelerated), trainnet and the optimizers, and dla_net_save/load, as
+ * the built-in layers do.
+ *
+ *     static dla_status scale_init(const dla_layer *l, dla_layer_init *init,
+ *                                  int nx, dla_tensor *const *x)
+ *     {   // deferred initialization: sizes from the input
+ *         int64_t c = dla_tensor_dim(x[0], 3);
+ *         return dla_layer_add_learnable(init, "Scale", DLA_DIMS(1, 1, c), "ones", 0, 0);
+ *     }
+ *     static dla_status scale_predict(dla_layer_io *io)
+ *     {
+ *         io->y = dla_mul(io->x[0], io->learnables[0]);
+ *         return dla_tensor_status(io->y);
+ *     }
+ *     static const dla_layer_type scale_type = {
+ *         .type = "channelScale", .description = "Channel Scale",
+ *         .initialize = scale_init, .predict = scale_predict,
+ *     };
+ *     dla_layer_type_register(&scale_type);
+ *     dla_layer *l = dla_custom_layer("channelScale", NULL, &(dla_layer_options){.name = "s1"});
+ *
+ * Callbacks run on the thread that runs the network and must compute
+ * with dla ops only from what they are given (inputs, learnables, state,
+ * properties): forward and predict are recorded into the network's trace
+ * and replayed, so a callback that reads other memory or draws random
+ * numbers outside dla ops would replay stale values. Tensors they return
+ * follow the ops' rules (made inside, no release needed). */
+
+#define DLA_LAYER_MAX_PROPERTIES 8 /* properties of one type */
+#define DLA_LAYER_MAX_PARAMS 16    /* learnables + state of one layer */
+#define DLA_LAYER_MAX_INPUTS 16    /* inputs of one layer */
+
+/* A property: a non-learnable parameter of the layer (MATLAB's
+ * `properties` block), a number saved with the network. */
+typedef struct dla_layer_property {
+    const char *name; /* "NumTimeSteps": the JSON key in a saved network */
+    double value;     /* the default */
+} dla_layer_property;
+
+/* What predict, forward and backward see. Learnables and state are in
+ * the order initialize declared them. */
+typedef struct dla_layer_io {
+    int training;                  /* 1 in forward, 0 in predict */
+    int nx;                        /* the inputs X1..Xn */
+    dla_tensor *const *x;
+    int nlearnables;
+    dla_tensor *const *learnables;
+    int nstate;
+    dla_tensor *const *state;
+    const double *properties;      /* the layer's, in the type's order */
+    /* Set by predict/forward: the output Z. */
+    dla_tensor *y;
+    /* forward may set the new value of state k (MATLAB's [Z, state] =
+     * forward(layer, X)); NULL: unchanged. */
+    dla_tensor *new_state[DLA_LAYER_MAX_PARAMS];
+} dla_layer_io;
+
+/* The context of a layer's initialization (opaque). */
+typedef struct dla_layer_init dla_layer_init;
+
+typedef struct dla_layer_type {
+    /* The type name: unique, registered once, written in saved networks and
+     * returned by dla_net_layer_type. Letters, digits and '_'. */
+    const char *type;
+    /* The summary's type column ("Slice Difference Convolution"); NULL:
+     * the type name. */
+    const char *description;
+    /* The default layer name (numbered "name_1"); NULL: the type name. */
+    const char *default_name;
+    /* The number of inputs (MATLAB's NumInputs), named "in1".."inN" in
+     * connections when more than one; 0: 1. */
+    int num_inputs;
+    /* The properties and their defaults (at most DLA_LAYER_MAX_PROPERTIES). */
+    int nproperties;
+    const dla_layer_property *properties;
+    /* Checks a layer's property values when it is made (and loaded):
+     * return DLA_OK, or dla_set_error's status and message (the layer's
+     * type and name are put in front). NULL: any values. */
+    dla_status (*validate)(const double *properties);
+    /* MATLAB's initialize(layer, layout): declares the learnables and the
+     * state for the inputs x (zeros of one observation, with the format
+     * and dtype the network will give) with dla_layer_add_learnable /
+     * dla_layer_add_state. Runs at every (re)initialization and at load,
+     * where the saved values are taken instead. NULL: no parameters. */
+    dla_status (*initialize)(const dla_layer *layer, dla_layer_init *init, int nx,
+                             dla_tensor *const *x);
+    /* MATLAB's predict(layer, X): sets io->y. Required. */
+    dla_status (*predict)(dla_layer_io *io);
+    /* MATLAB's forward(layer, X): training-only behaviour, and new state.
+     * NULL: predict in training too. */
+    dla_status (*forward)(dla_layer_io *io);
+    /* MATLAB's backward(layer, X, Z, dLdZ, memory): given io as forward
+     * (or predict) saw it with io->y set, and dy = dL/dZ, sets dx[i] =
+     * dL/dXi and dlearnables[k] = dL/dWk (each with its tensor's dims;
+     * NULL for a zero gradient). NULL: dla_gradient differentiates the ops
+     * predict/forward ran, which is right for most layers. With a backward
+     * the layer runs as one op, so nx + nlearnables + nstate must be at
+     * most 8 and nstate at most 3. */
+    dla_status (*backward)(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                           dla_tensor **dlearnables);
+    /* The summary's description column; NULL: the properties as
+     * "NumTimeSteps 3". */
+    void (*describe)(const double *properties, char *buf, size_t size);
+} dla_layer_type;
+
+/* Registers type under type->type (copied: the struct may be freed; the
+ * function pointers must stay valid). Registering the same definition
+ * again is DLA_OK; another definition under a name that is taken (built-in
+ * or registered) is DLA_ERR_INVALID_ARGUMENT, as are a missing predict, a
+ * bad name and too many properties or inputs. Registrations last for the
+ * process. Thread-safe. */
+DLA_API dla_status dla_layer_type_register(const dla_layer_type *type);
+/* Nonzero when type names a registered custom type. */
+DLA_API int dla_layer_type_registered(const char *type);
+
+/* A layer of registered type with property values (nproperties of them,
+ * in the type's order; NULL: the defaults), validated. Bad values or an
+ * unregistered type give a layer in an error state naming it, as the
+ * built-in constructors do. */
+DLA_API dla_layer *dla_custom_layer(const char *type, const double *properties,
+                                    const dla_layer_options *opts);
+/* A layer's name and type name (valid as long as the layer); a property
+ * by name (NaN when the layer has none of that name). */
+DLA_API const char *dla_layer_name(const dla_layer *layer);
+DLA_API const char *dla_layer_type_name(const dla_layer *layer);
+DLA_API double dla_layer_property_value(const dla_layer *layer, const char *name);
+
+/* Inside initialize: declares a learnable (MATLAB's learnable property)
+ * of dims with its initial value from initializer ("glorot" when NULL;
+ * the names of the built-in layers' options), with fan_in and fan_out for
+ * "glorot" and "he" (0: from dims, as convolution weights filter x
+ * channels x filters: fan_in = prod(dims[0..n-2]), fan_out =
+ * prod(dims[0..n-3]) x dims[n-1]; for two dims out x in, in and out). Its
+ * learn-rate and L2 factors are 1 (dla_table_set_factors changes them). */
+DLA_API dla_status dla_layer_add_learnable(dla_layer_init *init, const char *name, int ndims,
+                                           const int64_t *dims, const char *initializer,
+                                           double fan_in, double fan_out);
+/* Inside initialize: declares a state parameter (MATLAB's state property)
+ * of dims, initially zeros or ones by initializer (NULL: "zeros"). */
+DLA_API dla_status dla_layer_add_state(dla_layer_init *init, const char *name, int ndims,
+                                       const int64_t *dims, const char *initializer);
+/* Inside initialize: a learnable (state: 1) with a value you computed
+ * (retained; its dims and dtype, which must be dla_layer_init_dtype's).
+ * While loading the saved value of those dims is taken instead: see
+ * dla_layer_init_loading. */
+DLA_API dla_status dla_layer_add_value(dla_layer_init *init, const char *name, int state,
+                                       dla_tensor *value);
+/* Inside initialize: nonzero while a network is being loaded (the saved
+ * values are taken: draw no random numbers for them); the dtype the
+ * parameters are made in. */
+DLA_API int dla_layer_init_loading(const dla_layer_init *init);
+DLA_API dla_dtype dla_layer_init_dtype(const dla_layer_init *init);
+
 /* ---------------------------------------------------------------- networks */
 
 /* MATLAB dlnetwork(layers): a network of the n layers connected in

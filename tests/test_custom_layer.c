@@ -1,0 +1,907 @@
+/*
+ * test_custom_layer.c - layer types of the user's own (issue 18): the
+ * registry, layers of a registered type in sequences and graphs, the
+ * summary, forward and predict (accelerated and eager, equal), gradients
+ * against finite differences (the MATLAB Answers page's layer, in both of
+ * its input layouts), a backward of the type's own, state, trainnet, save
+ * and load with properties, loading a network whose type is not
+ * registered, and errors that name the layer.
+ */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "gradcheck.h"
+#include "../examples/slice_diff_layer.h"
+
+#include <dlaccel.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static const char *path(const char *name)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s", dir, name);
+    return buf;
+}
+
+/* -------------------------------------------------------- the test types */
+
+/* scale: y = x .* Scale (a learnable scalar), with or without a backward
+ * of its own. backward_calls counts the own backward's calls; the
+ * "scaleWrong" type's backward doubles the true gradients, so a test can
+ * tell whose gradient dla_gradient took. */
+static int backward_calls;
+
+static dla_status scale_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
+{
+    (void)l, (void)nx, (void)x;
+    return dla_layer_add_value(init, "Scale", 0,
+                               dla_affine(dla_ones(dla_layer_init_dtype(init), "", DLA_DIMS(1, 1)),
+                                          0.0, 1.5));
+}
+
+static dla_status scale_predict(dla_layer_io *io)
+{
+    io->y = dla_mul(io->x[0], io->learnables[0]);
+    return dla_tensor_status(io->y);
+}
+
+static dla_status scale_backward_k(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                   dla_tensor **dl, double k)
+{
+    backward_calls++;
+    dx[0] = dla_affine(dla_mul(dy, io->learnables[0]), k, 0);
+    dl[0] = dla_reshape(dla_affine(dla_sum(dla_mul(dy, io->x[0]), 0, NULL), k, 0), "",
+                        DLA_DIMS(1, 1));
+    return DLA_OK;
+}
+
+static dla_status scale_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                 dla_tensor **dl)
+{
+    return scale_backward_k(io, dy, dx, dl, 1);
+}
+
+static dla_status scale_backward_wrong(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                       dla_tensor **dl)
+{
+    return scale_backward_k(io, dy, dx, dl, 2);
+}
+
+static const dla_layer_type scale_auto = {
+    .type = "scaleAuto", .initialize = scale_init, .predict = scale_predict,
+};
+static const dla_layer_type scale_own = {
+    .type = "scaleOwn", .initialize = scale_init, .predict = scale_predict,
+    .backward = scale_backward,
+};
+static const dla_layer_type scale_wrong = {
+    .type = "scaleWrong", .initialize = scale_init, .predict = scale_predict,
+    .backward = scale_backward_wrong,
+};
+
+/* weightedSum: two inputs, y = Alpha .* x1 + x2 (a learnable per channel
+ * of x1's "C" dim, shaped like batch normalization's 1x1xC). */
+static dla_status wsum_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
+{
+    (void)l;
+    if (nx != 2)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "expected 2 inputs, got %d", nx);
+    return dla_layer_add_learnable(init, "Alpha", DLA_DIMS(1, 1, dla_tensor_dim(x[0], 3)),
+                                   "ones", 0, 0);
+}
+
+static dla_status wsum_predict(dla_layer_io *io)
+{
+    io->y = dla_add(dla_mul(io->x[0], io->learnables[0]), io->x[1]);
+    return dla_tensor_status(io->y);
+}
+
+static const dla_layer_type wsum_type = {
+    .type = "weightedSum", .description = "Weighted Sum", .num_inputs = 2,
+    .initialize = wsum_init, .predict = wsum_predict,
+};
+
+/* runningMean: state Mean (1x1), forward returns the batch mean blended
+ * in with its Momentum property; predict subtracts the stored mean. Its
+ * forward is training-only behaviour: it also scales by Gain. */
+static const dla_layer_property rmean_props[] = {{"Momentum", 0.5}, {"Gain", 1}};
+
+static dla_status rmean_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
+{
+    (void)l, (void)nx, (void)x;
+    return dla_layer_add_state(init, "Mean", DLA_DIMS(1, 1), "zeros");
+}
+
+static dla_status rmean_predict(dla_layer_io *io)
+{
+    io->y = dla_sub(io->x[0], io->state[0]);
+    return dla_tensor_status(io->y);
+}
+
+static dla_status rmean_forward(dla_layer_io *io)
+{
+    double m = io->properties[0];
+    dla_tensor *mean = dla_reshape(dla_mean(io->x[0], 0, NULL), "", DLA_DIMS(1, 1));
+    io->new_state[0] = dla_add(dla_affine(io->state[0], 1 - m, 0), dla_affine(mean, m, 0));
+    io->y = dla_affine(dla_sub(io->x[0], io->state[0]), io->properties[1], 0);
+    return dla_tensor_status(io->y);
+}
+
+static const dla_layer_type rmean_type = {
+    .type = "runningMean", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict, .forward = rmean_forward,
+};
+
+/* The same with a backward of its own (dX = Gain .* dY in training, dY in
+ * predict), and a variant without forward, whose state passes through a
+ * training run untouched. */
+static dla_status rmean_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                 dla_tensor **dl)
+{
+    (void)dl;
+    backward_calls++;
+    dx[0] = io->training ? dla_affine(dy, io->properties[1], 0) : dy;
+    return DLA_OK;
+}
+
+/* A forward whose new state is an error tensor (dims that do not fit). */
+static dla_status bad_state_forward(dla_layer_io *io)
+{
+    io->new_state[0] = dla_add(dla_zeros(DLA_F32, "", DLA_DIMS(2, 3)),
+                               dla_zeros(DLA_F32, "", DLA_DIMS(3, 5)));
+    io->y = dla_affine(io->x[0], 1, 0);
+    return DLA_OK;
+}
+
+static const dla_layer_type bad_state_type = {
+    .type = "badState", .initialize = rmean_init, .predict = rmean_predict,
+    .forward = bad_state_forward,
+};
+
+static const dla_layer_type rmean_own_type = {
+    .type = "runningMeanOwn", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict, .forward = rmean_forward,
+    .backward = rmean_backward,
+};
+
+static const dla_layer_type rmean_predict_only_type = {
+    .type = "runningMeanPredict", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict, .backward = rmean_backward,
+};
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/dla-custom-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir))
+        return -1;
+    const dla_layer_type *types[] = {&slice_diff_type, &scale_auto, &scale_own, &scale_wrong,
+                                     &wsum_type, &rmean_type, &rmean_own_type,
+                                     &rmean_predict_only_type, &bad_state_type};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (dla_layer_type_register(types[i]) != DLA_OK)
+            return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ----------------------------------------------------------- helpers */
+
+static double max_abs_diff(dla_tensor *a, dla_tensor *b)
+{
+    dla_tensor *d = dla_max(dla_abs(dla_sub(dla_cast(a, DLA_F64), dla_cast(b, DLA_F64))), 0, NULL);
+    assert_int_equal(dla_tensor_status(d), DLA_OK);
+    return dla_tensor_item(d, 0);
+}
+
+/* [sliceDiffConv, conv 3x3 2 filters] on frames of c channels. */
+static dla_net *slice_net(int64_t c, dla_tensor *example, double steps)
+{
+    dla_layer *l[] = {
+        dla_custom_layer(SLICE_DIFF_TYPE, (double[]){steps}, &(dla_layer_options){.name = "sd"}),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same"}),
+    };
+    (void)c;
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    if (dla_net_init(net, 1, &example) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    return net;
+}
+
+static void check_gradients(dla_net *net, dla_tensor *x);
+static unsigned char *slurp(const char *p, long *size);
+
+/* ------------------------------------------------------------- tests */
+
+static void registering_checks_the_definition(void **state)
+{
+    (void)state;
+    assert_true(dla_layer_type_registered(SLICE_DIFF_TYPE));
+    assert_false(dla_layer_type_registered("noSuchType"));
+    /* The same definition again is fine, from a copy too. */
+    dla_layer_type copy = slice_diff_type;
+    assert_int_equal(dla_layer_type_register(&copy), DLA_OK);
+    /* Another definition under a taken name is not. */
+    copy.predict = scale_predict;
+    assert_int_equal(dla_layer_type_register(&copy), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "\"sliceDiffConv\" is registered already"));
+    dla_layer_type builtin = {.type = "convolution2d", .predict = scale_predict};
+    assert_int_equal(dla_layer_type_register(&builtin), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "built-in"));
+    dla_layer_type bad = {.type = "has space", .predict = scale_predict};
+    assert_int_equal(dla_layer_type_register(&bad), DLA_ERR_INVALID_ARGUMENT);
+    dla_layer_type nopredict = {.type = "noPredict"};
+    assert_int_equal(dla_layer_type_register(&nopredict), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no predict"));
+    dla_layer_property twice[] = {{"A", 1}, {"A", 2}};
+    dla_layer_type dup = {.type = "dupProps", .predict = scale_predict, .nproperties = 2,
+                          .properties = twice};
+    assert_int_equal(dla_layer_type_register(&dup), DLA_ERR_INVALID_ARGUMENT);
+    assert_false(dla_layer_type_registered("dupProps"));
+    assert_int_equal(dla_layer_type_register(NULL), DLA_ERR_INVALID_ARGUMENT);
+}
+
+static void errors_name_the_layer(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* A property its validate refuses. */
+    dla_layer *bad = dla_custom_layer(SLICE_DIFF_TYPE, (double[]){2.5},
+                                      &(dla_layer_options){.name = "frames"});
+    assert_non_null(bad);
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_layer_error(bad), "sliceDiffConv 'frames'"));
+    assert_non_null(strstr(dla_layer_error(bad), "NumTimeSteps 2.5"));
+    /* A network given it fails with that message. */
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "frames"));
+    /* Not a finite number. */
+    dla_layer *inf = dla_custom_layer("runningMean", (double[]){INFINITY, 1}, NULL);
+    assert_int_equal(dla_layer_status(inf), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_layer_error(inf), "Momentum"));
+    dla_layer_free(inf);
+    /* An unregistered type. */
+    dla_layer *none = dla_custom_layer("noSuchType", NULL, NULL);
+    assert_int_equal(dla_layer_status(none), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_layer_error(none), "\"noSuchType\" is not registered"));
+    dla_layer_free(none);
+    /* A size the layer cannot take, at initialization: one image of the
+     * page's layout is not a multiple of 3 frames. */
+    dla_layer *l[] = {
+        dla_image_input_layer(8, 8, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_custom_layer(SLICE_DIFF_TYPE, NULL, &(dla_layer_options){.name = "sd7"}),
+    };
+    assert_null(dla_net_create(2, l));
+    assert_non_null(strstr(dla_last_error(), "layer 'sd7' (Slice Difference Convolution)"));
+    assert_non_null(strstr(dla_last_error(), "not a multiple of NumTimeSteps 3"));
+    /* A new state that is an error tensor fails the layer's forward. */
+    dla_layer *bs = dla_custom_layer("badState", NULL, &(dla_layer_options){.name = "bs"});
+    dla_net *bsnet = dla_net_create(1, &bs);
+    dla_tensor *cb = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 2)), *bsy, *bss;
+    assert_int_equal(dla_net_init(bsnet, 1, &cb), DLA_OK);
+    for (int accel = 0; accel < 2; accel++) {
+        dla_net_set_accelerate(bsnet, accel);
+        assert_int_not_equal(dla_net_forward(bsnet, 1, &cb, 1, &bsy, &bss, NULL), DLA_OK);
+        assert_non_null(strstr(dla_last_error(), "dla_net_forward: layer 'bs' (badState): new state 1"));
+    }
+    dla_net_free(bsnet);
+    /* At run time, with a batch the layer refuses. */
+    dla_tensor *ex = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(5, 4, 2, 3));
+    dla_net *net = slice_net(2, ex, 3);
+    dla_tensor *y, *x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(5, 4, 2, 4));
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_net_predict: layer 'sd'"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void a_sequence_with_a_custom_layer_runs_and_has_its_learnables(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(1);
+    dla_tensor *x = dla_randn(DLA_F32, "SSCBT", DLA_DIMS(6, 5, 3, 4, 3));
+    dla_net *net = slice_net(3, dla_slice(x, 4, 0, 1, 1), 3);
+    assert_string_equal(dla_net_layer_type(net, 0), SLICE_DIFF_TYPE);
+    dla_table *lt = dla_net_learnables(net);
+    assert_int_equal(dla_table_count(lt), 5);
+    assert_string_equal(dla_table_layer(lt, 0), "sd");
+    assert_string_equal(dla_table_parameter(lt, 0), "KiMinus");
+    assert_string_equal(dla_table_parameter(lt, 2), "Bias");
+    assert_int_equal(dla_tensor_dim(dla_table_value(lt, 0), 5), 3); /* deferred: c channels */
+    assert_true(dla_table_l2_factor(lt, 0) == 1 && dla_table_learn_rate_factor(lt, 0) == 1);
+    dla_tensor *y, *yf;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    assert_string_equal(dla_tensor_format(y), "SSCB");
+    assert_int_equal(dla_tensor_dim(y, 3), 2);
+    assert_int_equal(dla_tensor_dim(y, 4), 4);
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &yf, NULL, NULL), DLA_OK);
+    assert_true(max_abs_diff(y, yf) == 0);
+    /* The layer alone against its formula, from the page's layout too:
+     * the T frames of each observation next to each other along B. */
+    dla_tensor *plain = dla_reshape(x, "", DLA_DIMS(6, 5, 3, 4, 3));
+    dla_tensor *page = dla_reshape(dla_contiguous(dla_permute(plain, DLA_DIMS(1, 2, 3, 5, 4))),
+                                   "SSCB", DLA_DIMS(6, 5, 3, 12));
+    dla_tensor *z[3], *p[3];
+    for (int k = 0; k < 3; k++) {
+        z[k] = dla_reshape(dla_slice(x, 5, k, 1, k + 1), "SSCB", DLA_DIMS(6, 5, 3, 4));
+        p[k] = dla_table_value(lt, k);
+    }
+    dla_tensor *want = slice_diff_compute(z, p), *got, *got2;
+    const char *const sd[] = {"sd"};
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &got, &(dla_net_forward_options){.outputs = sd}),
+                     DLA_OK);
+    assert_true(max_abs_diff(got, want) < 1e-6);
+    dla_net *pnet = slice_net(3, dla_slice(page, 4, 0, 1, 3), 3);
+    assert_int_equal(dla_net_set_learnables(pnet, 5, dla_table_values(lt)), DLA_OK);
+    assert_int_equal(dla_net_predict(pnet, 1, &page, 1, &got2,
+                                     &(dla_net_forward_options){.outputs = sd}), DLA_OK);
+    assert_true(max_abs_diff(got2, want) < 1e-6);
+    dla_net_free(pnet);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void a_graph_with_a_two_input_custom_layer(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(2);
+    dla_layer *l[] = {
+        dla_image_input_layer(5, 5, 2, &(dla_image_input_options){.normalization = "none",
+                                                                  .name = "in"}),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same", .name = "c1"}),
+        dla_custom_layer("weightedSum", NULL, &(dla_layer_options){.name = "ws"}),
+    };
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    assert_false(dla_net_initialized(net)); /* ws/in2 is free */
+    /* c1 went to ws/in1 in sequence; the skip connection takes in2. */
+    assert_int_equal(dla_net_connect(net, "in", "ws/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_tensor *x = dla_randn(DLA_F32, "SSCB", DLA_DIMS(5, 5, 2, 3)), *y, *c1;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    const char *const o[] = {"c1"};
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &c1, &(dla_net_forward_options){.outputs = o}),
+                     DLA_OK);
+    assert_true(max_abs_diff(y, dla_add(c1, x)) < 1e-6); /* Alpha starts at ones */
+    assert_string_equal(dla_net_layer_type(net, 2), "weightedSum");
+    char buf[4096];
+    dla_net_summary(net, buf, sizeof buf);
+    assert_non_null(strstr(buf, "Weighted Sum"));
+    assert_non_null(strstr(buf, "ws/in2"));
+    /* Gradients through both branches and the custom layer's Alpha. */
+    check_gradients(net, dla_cast(x, DLA_F64));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void the_summary_shows_the_type_learnables_and_description(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = slice_net(3, dla_zeros(DLA_F32, "SSCBT", DLA_DIMS(6, 5, 3, 1, 3)), 3);
+    char buf[4096];
+    int n = dla_net_summary(net, buf, sizeof buf);
+    assert_true(n > 0 && n < (int)sizeof buf);
+    assert_non_null(strstr(buf, "Slice Difference Convolution"));
+    assert_non_null(strstr(buf, "KiMinus 3x3x1x1x3"));
+    assert_non_null(strstr(buf, "frames 2-1 and 2-3 of 3 through channel-wise separable"));
+    dla_net_free(net);
+    /* Without describe: the properties. */
+    dla_layer *l = dla_custom_layer("runningMean", (double[]){0.25, 2}, NULL);
+    net = dla_net_create(1, &l);
+    assert_int_equal(dla_net_init(net, 1, (dla_tensor *[]){dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 2))}),
+                     DLA_OK);
+    dla_net_summary(net, buf, sizeof buf);
+    assert_non_null(strstr(buf, "runningMean with Momentum 0.25, Gain 2"));
+    assert_non_null(strstr(buf, "runningMean_1"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void accelerated_predict_and_forward_equal_eager(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(4);
+    dla_tensor *x = dla_randn(DLA_F32, "SSCBT", DLA_DIMS(7, 6, 4, 5, 3));
+    dla_net *net = slice_net(4, dla_slice(x, 4, 0, 1, 1), 3);
+    dla_tensor *eager, *eager_f, *acc[3], *acc_f;
+    dla_net_set_accelerate(net, 0);
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &eager, NULL), DLA_OK);
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &eager_f, NULL, NULL), DLA_OK);
+    dla_net_set_accelerate(net, 1);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &acc[i], NULL), DLA_OK);
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &acc_f, NULL, NULL), DLA_OK);
+    assert_true(dla_accel_hit_rate(dla_net_accelerator(net)) > 0);
+    for (int i = 0; i < 3; i++)
+        assert_true(max_abs_diff(acc[i], eager) <= 1e-6);
+    assert_true(max_abs_diff(acc_f, eager_f) <= 1e-6);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------- gradients */
+
+/* MATLAB's modelLoss(net, X, T): loss and the learnables' gradients. */
+static dla_status net_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+/* A model loss accelerated with the network as its ctx (dla_net_accel_kind)
+ * gives the eager gradients, and replays after an update of the custom
+ * layer's learnables with the new values. */
+static void a_model_loss_accelerated_with_the_network_as_ctx(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    dla_tensor *x = dla_randn(DLA_F64, "SSCBT", DLA_DIMS(5, 4, 2, 3, 3));
+    dla_tensor *r = dla_randn(DLA_F64, "SSCB", DLA_DIMS(5, 4, 2, 3));
+    dla_net *net = slice_net(2, dla_slice(x, 4, 0, 1, 1), 3);
+    int nl = dla_net_learnable_count(net);
+    dla_accel *af = dla_accelerate(net_loss, &(dla_accel_options){.name = "modelLoss",
+                                                                   .ctx_kind = dla_net_accel_kind()});
+    assert_non_null(af);
+    for (int step = 0; step < 3; step++) {
+        dla_tensor *a[8], *e[8];
+        assert_int_equal(dla_accel_feval(af, net, 2, (dla_tensor *[]){x, r}, 1 + nl, a), DLA_OK);
+        assert_int_equal(dla_feval(net_loss, net, 2, (dla_tensor *[]){x, r}, 1 + nl, e), DLA_OK);
+        for (int i = 0; i < 1 + nl; i++)
+            assert_true(max_abs_diff(a[i], e[i]) <= 1e-9 * (1 + max_abs_diff(e[i], dla_zeros(DLA_F64, "", DLA_DIMS(1)))));
+        /* An update: the next call must compute with it. */
+        dla_tensor **v = dla_table_values(dla_net_learnables(net));
+        dla_tensor *moved = dla_keep(dla_affine(v[0], 1.5, 0.01));
+        dla_tensor_release(v[0]);
+        v[0] = moved;
+    }
+    assert_true(dla_accel_hit_rate(af) > 0);
+    dla_accel_free(af);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+typedef struct net_ctx {
+    dla_net *net;
+    dla_tensor *x;
+    int training;
+} net_ctx;
+
+static dla_tensor *run_learnables(void *c, dla_tensor *const *in)
+{
+    net_ctx *n = c;
+    dla_tensor *y;
+    dla_net_forward_options o = {.learnables = in};
+    if (n->training)
+        dla_net_forward(n->net, 1, &n->x, 1, &y, NULL, &o);
+    else
+        dla_net_predict(n->net, 1, &n->x, 1, &y, &o);
+    return y;
+}
+
+static dla_tensor *run_input(void *c, dla_tensor *const *in)
+{
+    net_ctx *n = c;
+    dla_tensor *y;
+    dla_net_forward(n->net, 1, in, 1, &y, NULL, NULL);
+    return y;
+}
+
+static void check_gradients(dla_net *net, dla_tensor *x)
+{
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    int nl = dla_net_learnable_count(net);
+    int check[GC_MAX_IN] = {1, 1, 1, 1, 1, 1, 1, 1};
+    net_ctx c = {net, x, 1};
+    for (int accel = 1; accel >= 0; accel--) {
+        dla_net_set_accelerate(net, accel);
+        gc_check(run_learnables, &c, nl, dla_table_values(dla_net_learnables(net)), check, 1e-5);
+        gc_check(run_input, &c, 1, &x, check, 1e-5);
+    }
+    dla_net_set_accelerate(net, 1);
+}
+
+static void the_page_layer_has_the_gradients_of_finite_differences(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(5);
+    /* "SSCBT": frames as their own dim. */
+    dla_tensor *x = dla_randn(DLA_F64, "SSCBT", DLA_DIMS(6, 5, 3, 2, 3));
+    dla_net *net = slice_net(3, dla_slice(x, 4, 0, 1, 1), 3);
+    assert_int_equal(dla_table_set_value(dla_net_learnables(net), 2,
+                                         dla_tensor_from_host((double[]){0.1, -0.2}, DLA_F64, "",
+                                                              DLA_DIMS(2, 1))), DLA_OK);
+    check_gradients(net, x);
+    dla_net_free(net);
+    /* The page's layout: the frames of each observation along B, and four
+     * of them (the layer reads the first three). */
+    dla_tensor *page = dla_randn(DLA_F64, "SSCB", DLA_DIMS(5, 6, 2, 8));
+    net = slice_net(2, page, 4);
+    check_gradients(net, page);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static dla_status scale_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    st = dla_gradient(out[0], 1, in, out + 1);
+    if (st == DLA_OK)
+        st = dla_net_gradient(net, out[0], out + 2);
+    return st;
+}
+
+/* d/dx and d/dScale of sum(Scale * x .* r) through a network of one layer
+ * of type, its acceleration on or off. */
+static void scale_gradients(const char *type, int accel, dla_tensor *x, dla_tensor *r, double *gx0,
+                            double *gs)
+{
+    dla_layer *l = dla_custom_layer(type, NULL, NULL);
+    dla_net *net = dla_net_create(1, &l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    dla_net_set_accelerate(net, accel);
+    dla_tensor *out[3];
+    for (int rep = 0; rep < 2; rep++) /* the second replays the trace */
+        assert_int_equal(dla_feval(scale_loss, net, 2, (dla_tensor *[]){x, r}, 3, out), DLA_OK);
+    *gx0 = dla_tensor_item(out[1], 0);
+    *gs = dla_tensor_item(out[2], 0);
+    dla_net_free(net);
+}
+
+static void a_backward_of_its_own_is_used_when_given(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(6);
+    dla_tensor *x = dla_randn(DLA_F64, "CB", DLA_DIMS(3, 4)), *r = dla_randn(DLA_F64, "CB", DLA_DIMS(3, 4));
+    double want_x0 = 1.5 * dla_tensor_item(r, 0);
+    double want_s = dla_tensor_item(dla_sum(dla_mul(x, r), 0, NULL), 0);
+    for (int accel = 0; accel < 2; accel++) {
+        double gx, gs;
+        scale_gradients("scaleAuto", accel, x, r, &gx, &gs);
+        assert_true(tu_close(gx, want_x0, 1e-12) && tu_close(gs, want_s, 1e-12));
+        backward_calls = 0;
+        scale_gradients("scaleOwn", accel, x, r, &gx, &gs);
+        assert_true(backward_calls >= 1);
+        assert_true(tu_close(gx, want_x0, 1e-12) && tu_close(gs, want_s, 1e-12));
+        /* The own backward's answer, not the ops': twice the truth. */
+        backward_calls = 0;
+        scale_gradients("scaleWrong", accel, x, r, &gx, &gs);
+        assert_true(backward_calls >= 1);
+        assert_true(tu_close(gx, 2 * want_x0, 1e-12) && tu_close(gs, 2 * want_s, 1e-12));
+    }
+    /* And against finite differences, with a layer before it. */
+    dla_layer *l[] = {
+        dla_fc_layer(3, NULL),
+        dla_custom_layer("scaleOwn", NULL, NULL),
+    };
+    dla_net *net = dla_net_create(0, NULL);
+    assert_int_equal(dla_net_add_layers(net, 2, l), DLA_OK);
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    check_gradients(net, x);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void forward_updates_the_state_predict_reads_it(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l = dla_custom_layer("runningMean", (double[]){0.5, 3}, &(dla_layer_options){.name = "rm"});
+    dla_net *net = dla_net_create(1, &l);
+    dla_tensor *x = dla_tensor_from_host((float[]){1, 2, 3, 6}, DLA_F32, "CB", DLA_DIMS(2, 2));
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    assert_int_equal(dla_net_state_count(net), 1);
+    assert_string_equal(dla_table_parameter(dla_net_state(net), 0), "Mean");
+    dla_tensor *y, *st;
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, &st, NULL), DLA_OK);
+    assert_true(dla_tensor_item(st, 0) == 1.5); /* 0.5 * 0 + 0.5 * mean 3 */
+    assert_true(dla_tensor_item(y, 3) == 18);   /* forward: Gain 3 x (6 - 0) */
+    assert_int_equal(dla_net_set_state(net, 1, &st), DLA_OK);
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    assert_true(dla_tensor_item(y, 3) == 4.5); /* predict: 6 - 1.5 */
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+typedef struct rm_ctx {
+    dla_net *net;
+    int training;
+} rm_ctx;
+
+/* loss = sum(Y .* R); out = loss, dX, new state (training). */
+static dla_status rm_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    rm_ctx *c = ctx;
+    dla_tensor *y;
+    dla_status st = c->training ? dla_net_forward(c->net, 1, in, 1, &y, out + 2, NULL)
+                                : dla_net_predict(c->net, 1, in, 1, &y, NULL);
+    if (st != DLA_OK)
+        return st;
+    if (!c->training)
+        out[2] = dla_zeros(DLA_F32, "", DLA_DIMS(1, 1));
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void state_with_a_backward_of_its_own(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((float[]){1, 2, 3, 6}, DLA_F32, "CB", DLA_DIMS(2, 2));
+    dla_tensor *r = dla_tensor_from_host((float[]){1, -1, 2, 0.5f}, DLA_F32, "CB", DLA_DIMS(2, 2));
+    for (int accel = 0; accel < 2; accel++) {
+        dla_layer *l = dla_custom_layer("runningMeanOwn", (double[]){0.5, 3}, NULL);
+        dla_net *net = dla_net_create(1, &l);
+        assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+        dla_net_set_accelerate(net, accel);
+        for (int training = 0; training < 2; training++) {
+            rm_ctx c = {net, training};
+            dla_tensor *out[3];
+            backward_calls = 0;
+            for (int rep = 0; rep < 2; rep++)
+                assert_int_equal(dla_feval(rm_loss, &c, 2, (dla_tensor *[]){x, r}, 3, out), DLA_OK);
+            assert_true(backward_calls >= 1);
+            assert_true(dla_tensor_item(out[1], 2) == (training ? 6 : 2));
+            if (training)
+                assert_true(dla_tensor_item(out[2], 0) == 1.5);
+        }
+        dla_net_free(net);
+        /* Without forward: training runs predict, the state passes through. */
+        l = dla_custom_layer("runningMeanPredict", NULL, NULL);
+        net = dla_net_create(1, &l);
+        assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+        dla_net_set_accelerate(net, accel);
+        dla_tensor *st = dla_tensor_from_host((float[]){0.25f}, DLA_F32, "", DLA_DIMS(1, 1));
+        assert_int_equal(dla_net_set_state(net, 1, &st), DLA_OK);
+        rm_ctx c = {net, 1};
+        dla_tensor *out[3];
+        for (int rep = 0; rep < 2; rep++)
+            assert_int_equal(dla_feval(rm_loss, &c, 2, (dla_tensor *[]){x, r}, 3, out), DLA_OK);
+        assert_true(dla_tensor_item(out[2], 0) == 0.25f);
+        assert_true(dla_tensor_item(out[1], 2) == 2);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
+/* A trace with a layer of its own backward (one op) saved to a file and
+ * loaded names the type, found again in the registry. */
+static void a_trace_file_names_the_custom_type(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((float[]){1, 2, 3, 6}, DLA_F32, "CB", DLA_DIMS(2, 2));
+    dla_layer *l = dla_custom_layer("runningMeanOwn", (double[]){0.5, 3}, NULL);
+    dla_net *net = dla_net_create(1, &l);
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    dla_tensor *st = dla_tensor_from_host((float[]){0.5f}, DLA_F32, "", DLA_DIMS(1, 1)), *y;
+    assert_int_equal(dla_net_set_state(net, 1, &st), DLA_OK);
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    dla_trace *t = dla_accel_trace(dla_net_accelerator(net), 0);
+    assert_non_null(t);
+    assert_int_equal(dla_trace_save(t, path("rm.trace")), DLA_OK);
+    dla_trace_release(t);
+    dla_trace *back;
+    if (dla_trace_load(path("rm.trace"), &back) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_tensor *out;
+    assert_int_equal(dla_trace_replay(back, 2, (dla_tensor *[]){x, st}, 1, &out), DLA_OK);
+    assert_true(dla_tensor_item(out, 3) == 5.5); /* predict: 6 - 0.5 */
+    dla_trace_release(back);
+    /* The file's name of the type, altered to one nobody registered. */
+    long size;
+    unsigned char *f = slurp(path("rm.trace"), &size);
+    int replaced = 0;
+    for (long i = 0; i + 14 <= size; i++)
+        if (!memcmp(f + i, "runningMeanOwn", 14)) {
+            memcpy(f + i, "runningMeanXyz", 14);
+            replaced++;
+        }
+    assert_int_equal(replaced, 1);
+    /* The END section's CRC-32C of the bytes before it, made right again
+     * (docs/trace-format.md), so that the load gets to the op. */
+    uint32_t crc = 0xFFFFFFFFu;
+    for (long i = 0; i < size - 8; i++) {
+        crc ^= f[i];
+        for (int k = 0; k < 8; k++)
+            crc = crc & 1 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    crc ^= 0xFFFFFFFFu;
+    memcpy(f + size - 8, &crc, 4);
+    FILE *o = fopen(path("gone.trace"), "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(f, 1, (size_t)size, o), (size_t)size);
+    fclose(o);
+    free(f);
+    assert_int_equal(dla_trace_load(path("gone.trace"), &back), DLA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(dla_last_error(), "\"runningMeanXyz\" is not registered"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------- save, load */
+
+static void save_and_load_keep_the_type_and_its_properties(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(7);
+    dla_tensor *x = dla_randn(DLA_F32, "SSCBT", DLA_DIMS(6, 5, 3, 2, 4));
+    dla_net *net = slice_net(3, dla_slice(x, 4, 0, 1, 1), 4);
+    assert_int_equal(dla_net_save(net, path("custom.safetensors")), DLA_OK);
+    dla_net *back;
+    if (dla_net_load(path("custom.safetensors"), &back) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_string_equal(dla_net_layer_type(back, 0), SLICE_DIFF_TYPE);
+    assert_string_equal(dla_net_layer_name(back, 0), "sd");
+    dla_tensor *a, *b;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &a, NULL), DLA_OK);
+    assert_int_equal(dla_net_predict(back, 1, &x, 1, &b, NULL), DLA_OK);
+    assert_true(max_abs_diff(a, b) == 0);
+    char s1[4096], s2[4096];
+    dla_net_summary(net, s1, sizeof s1);
+    dla_net_summary(back, s2, sizeof s2);
+    assert_string_equal(s1, s2);
+    assert_non_null(strstr(s2, "of 4 through")); /* the property came back */
+    dla_net_free(back);
+    dla_net_free(net);
+    /* State and two properties. */
+    dla_layer *l = dla_custom_layer("runningMean", (double[]){0.125, -2}, &(dla_layer_options){.name = "rm"});
+    net = dla_net_create(1, &l);
+    dla_tensor *cx = dla_tensor_from_host((float[]){1, 2, 3, 6}, DLA_F32, "CB", DLA_DIMS(2, 2)), *st;
+    assert_int_equal(dla_net_init(net, 1, &cx), DLA_OK);
+    assert_int_equal(dla_net_forward(net, 1, &cx, 1, &a, &st, NULL), DLA_OK);
+    assert_int_equal(dla_net_set_state(net, 1, &st), DLA_OK);
+    assert_int_equal(dla_net_save(net, path("state.safetensors")), DLA_OK);
+    assert_int_equal(dla_net_load(path("state.safetensors"), &back), DLA_OK);
+    assert_true(dla_tensor_item(dla_net_get(back, "rm", "Mean"), 0) == 0.375);
+    assert_int_equal(dla_net_forward(back, 1, &cx, 1, &b, NULL, NULL), DLA_OK);
+    assert_true(dla_tensor_item(b, 3) == -2 * (6 - 0.375)); /* Gain -2 came back */
+    dla_net_free(back);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static unsigned char *slurp(const char *p, long *size)
+{
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)*size);
+    assert_int_equal(fread(b, 1, (size_t)*size, f), (size_t)*size);
+    fclose(f);
+    return b;
+}
+
+static void loading_an_unregistered_type_is_an_error_naming_it(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l = dla_custom_layer("scaleAuto", NULL, &(dla_layer_options){.name = "myscale"});
+    dla_net *net = dla_net_create(1, &l);
+    assert_int_equal(dla_net_init(net, 1, (dla_tensor *[]){dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 2))}),
+                     DLA_OK);
+    assert_int_equal(dla_net_save(net, path("scale.safetensors")), DLA_OK);
+    dla_net_free(net);
+    /* The same file with a type nobody registered (same length: the
+     * offsets stay right). */
+    long size;
+    unsigned char *f = slurp(path("scale.safetensors"), &size);
+    int replaced = 0;
+    for (long i = 0; i + 9 <= size; i++)
+        if (!memcmp(f + i, "scaleAuto", 9)) {
+            memcpy(f + i, "scaleGone", 9);
+            replaced++;
+        }
+    assert_true(replaced >= 1);
+    FILE *o = fopen(path("gone.safetensors"), "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(f, 1, (size_t)size, o), (size_t)size);
+    fclose(o);
+    free(f);
+    dla_net *back = (dla_net *)&back;
+    assert_int_equal(dla_net_load(path("gone.safetensors"), &back), DLA_ERR_UNSUPPORTED);
+    assert_null(back);
+    assert_non_null(strstr(dla_last_error(), "layer 'myscale' has type \"scaleGone\""));
+    assert_non_null(strstr(dla_last_error(), "dla_layer_type_register"));
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------- trainnet */
+
+static void trainnet_trains_a_network_with_a_custom_layer(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(8);
+    int64_t n = 24;
+    dla_tensor *x = dla_randn(DLA_F32, "SSCBT", DLA_DIMS(6, 6, 2, n, 3));
+    /* Targets from a teacher of the same architecture. */
+    dla_net *teacher = slice_net(2, dla_slice(x, 4, 0, 1, 1), 3);
+    dla_tensor *t;
+    assert_int_equal(dla_net_predict(teacher, 1, &x, 1, &t, NULL), DLA_OK);
+    dla_net_free(teacher);
+    dla_layer *l[] = {
+        dla_custom_layer(SLICE_DIFF_TYPE, NULL, NULL),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same"}),
+    };
+    dla_net *net = dla_net_create(2, l); /* initialized by trainnet from the data */
+    assert_non_null(net);
+    dla_training_options o = {.solver = "adam", .max_epochs = 8, .mini_batch_size = 6,
+                              .initial_learn_rate = 0.02, .verbose = -1};
+    dla_net *trained;
+    dla_training_info *info;
+    if (dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                     &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    int64_t it = info->iterations;
+    assert_int_equal(it, 8 * 4);
+    assert_true(info->training_loss[it - 1] < 0.5 * info->training_loss[0]);
+    /* The custom layer's learnables were trained: its bias left zero. */
+    assert_true(max_abs_diff(dla_net_get(trained, "slicediff_1", "Bias"),
+                             dla_zeros(DLA_F32, "", DLA_DIMS(1))) > 0);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registering_checks_the_definition),
+        cmocka_unit_test(errors_name_the_layer),
+        cmocka_unit_test(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),
+        cmocka_unit_test(a_graph_with_a_two_input_custom_layer),
+        cmocka_unit_test(the_summary_shows_the_type_learnables_and_description),
+        cmocka_unit_test(accelerated_predict_and_forward_equal_eager),
+        cmocka_unit_test(a_model_loss_accelerated_with_the_network_as_ctx),
+        cmocka_unit_test(the_page_layer_has_the_gradients_of_finite_differences),
+        cmocka_unit_test(a_backward_of_its_own_is_used_when_given),
+        cmocka_unit_test(forward_updates_the_state_predict_reads_it),
+        cmocka_unit_test(state_with_a_backward_of_its_own),
+        cmocka_unit_test(a_trace_file_names_the_custom_type),
+        cmocka_unit_test(save_and_load_keep_the_type_and_its_properties),
+        cmocka_unit_test(loading_an_unregistered_type_is_an_error_naming_it),
+        cmocka_unit_test(trainnet_trains_a_network_with_a_custom_layer),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
