@@ -80,29 +80,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "examples/example_clock.h"
+
 #define BATCH 128
 #define CLASSES 10
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Peak resident memory of the process so far, MiB (VmHWM). */
-static double peak_rss_mib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb / 1024.0;
-}
 
 /* function [loss, accuracy, gradients, state] = modelLoss(net, X, T)
  * The network is the argument, as on MATLAB's page: the accelerated

@@ -42,25 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double peak_rss_mib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb / 1024.0;
-}
+#include "examples/example_clock.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -94,3 +94,4 @@ examples_custom_layer_LDADD = libdlaccel.la -lm
 TESTS += examples/custom_layer_example.sh
 EXTRA_DIST += examples/custom_layer_example.sh
 # ---- end of examples/custom_layer ------------------------------------------
+EXTRA_DIST += examples/example_clock.h

@@ -50,17 +50,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "examples/example_clock.h"
+
 #define BATCH 128
 #define CLASSES 10
 
 static int rank;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int fail(const char *what)
 {

@@ -35,16 +35,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "examples/example_clock.h"
+
 typedef struct layer_size {
     int64_t h, w, c, b; /* X is h x w x c x b, b = 3 x observations */
 } layer_size;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* The layer's forward: in = X, KiMinus, KiPlus, bias (2 x 1). */
 static dla_tensor *layer_forward(const layer_size *s, dla_tensor *const *in)

@@ -129,4 +129,25 @@ static void gc_check(gc_fn f, void *ctx, int nin, dla_tensor *const *in, const i
     dla_scope_end();
 }
 
+/* A network's output with in[] as its learnables: forward (training) or
+ * predict. The f of a network's check: gc_check(gc_run_net, &(gc_net){net,
+ * x, training}, n, learnables, check, tol). */
+typedef struct gc_net {
+    dla_net *net;
+    dla_tensor *x;
+    int training;
+} gc_net;
+
+static inline dla_tensor *gc_run_net(void *c, dla_tensor *const *in)
+{
+    gc_net *n = c;
+    dla_tensor *y;
+    dla_net_forward_options o = {.learnables = in};
+    if (n->training)
+        dla_net_forward(n->net, 1, &n->x, 1, &y, NULL, &o);
+    else
+        dla_net_predict(n->net, 1, &n->x, 1, &y, &o);
+    return y;
+}
+
 #endif

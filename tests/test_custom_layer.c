@@ -487,23 +487,7 @@ static void a_model_loss_accelerated_with_the_network_as_ctx(void **state)
     dla_scope_end();
 }
 
-typedef struct net_ctx {
-    dla_net *net;
-    dla_tensor *x;
-    int training;
-} net_ctx;
-
-static dla_tensor *run_learnables(void *c, dla_tensor *const *in)
-{
-    net_ctx *n = c;
-    dla_tensor *y;
-    dla_net_forward_options o = {.learnables = in};
-    if (n->training)
-        dla_net_forward(n->net, 1, &n->x, 1, &y, NULL, &o);
-    else
-        dla_net_predict(n->net, 1, &n->x, 1, &y, &o);
-    return y;
-}
+typedef gc_net net_ctx;
 
 static dla_tensor *run_input(void *c, dla_tensor *const *in)
 {
@@ -521,7 +505,7 @@ static void check_gradients(dla_net *net, dla_tensor *x)
     net_ctx c = {net, x, 1};
     for (int accel = 1; accel >= 0; accel--) {
         dla_net_set_accelerate(net, accel);
-        gc_check(run_learnables, &c, nl, dla_table_values(dla_net_learnables(net)), check, 1e-5);
+        gc_check(gc_run_net, &c, nl, dla_table_values(dla_net_learnables(net)), check, 1e-5);
         gc_check(run_input, &c, 1, &x, check, 1e-5);
     }
     dla_net_set_accelerate(net, 1);

@@ -17,25 +17,6 @@
 #include <dlaccel.h>
 #include <string.h>
 
-typedef struct net_ctx {
-    dla_net *net;
-    dla_tensor *x;
-    int training;
-} net_ctx;
-
-/* The network's output with in[] as its learnables. */
-static dla_tensor *run_net(void *c, dla_tensor *const *in)
-{
-    net_ctx *n = c;
-    dla_tensor *y;
-    dla_net_forward_options o = {.learnables = in};
-    if (n->training)
-        dla_net_forward(n->net, 1, &n->x, 1, &y, NULL, &o);
-    else
-        dla_net_predict(n->net, 1, &n->x, 1, &y, &o);
-    return y;
-}
-
 /* Finite differences for every learnable, with acceleration on and off. */
 static void check_net(dla_net *net, dla_tensor *x, int training)
 {
@@ -46,10 +27,10 @@ static void check_net(dla_net *net, dla_tensor *x, int training)
     int check[GC_MAX_IN];
     for (int i = 0; i < nl; i++)
         check[i] = 1;
-    net_ctx c = {net, x, training};
+    gc_net c = {net, x, training};
     for (int accel = 1; accel >= 0; accel--) {
         dla_net_set_accelerate(net, accel);
-        gc_check(run_net, &c, nl, values, check, 1e-5);
+        gc_check(gc_run_net, &c, nl, values, check, 1e-5);
     }
     dla_net_set_accelerate(net, 1);
 }
