@@ -3,6 +3,8 @@
  */
 #include "core/error.h"
 
+#include <dlaccel/plugin_kit.h>
+
 #include <string.h>
 
 #define DLA__STATUS_STR(name, str) str,
@@ -64,19 +66,7 @@ void dla__error_prefix(const char *op)
 
 const char *dla__dims_str(char *buf, size_t size, int ndims, const int64_t *dims)
 {
-    if (ndims == 0) {
-        snprintf(buf, size, "scalar");
-        return buf;
-    }
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < ndims && used < size; i++) {
-        int n = snprintf(buf + used, size - used, i ? "x%lld" : "%lld", (long long)dims[i]);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    return buf;
+    return dla_kit_dims_str(buf, size, ndims, dims); /* the plugins' wording too */
 }
 
 DLA_API dla_status dla_set_error(dla_status status, const char *fmt, ...)

@@ -192,6 +192,20 @@ static dla_status wait_each(dla__spmd *w, const char *op, dla_comm_req *req, int
 }
 
 /* Frees the stage, unless a broken world may still write into it. */
+/* The end of one transfer started under the watchdog: a plugin that
+ * refused to start it leaves the ranks disagreeing on what is in flight
+ * (the world breaks); a started one is waited for. */
+static dla_status finish_blocking(dla__spmd *w, const char *name, dla_status started,
+                                  dla_comm_req req)
+{
+    if (started != DLA_OK) {
+        dla__error_prefix(name);
+        dla__spmd_break(w);
+        return started;
+    }
+    return dla__spmd_wait(w, name, req, 1);
+}
+
 static void stage_free(dla__spmd *w, unsigned char *stage)
 {
     if (!w->broken)
@@ -358,12 +372,7 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
         dla__spmd_watch_begin(w, name);
         st = w->p->broadcast(w->ctx, s[k].host, s[k].bytes, root, DLA_COMM_MAY_BLOCK, &req);
         dla__spmd_watch_end();
-        if (st != DLA_OK) {
-            dla__error_prefix(name);
-            dla__spmd_break(w);
-        } else {
-            st = dla__spmd_wait(w, name, req, 1);
-        }
+        st = finish_blocking(w, name, st, req);
         if (st == DLA_OK)
             dla__storage_written(t[k]->storage);
     }
@@ -373,12 +382,7 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
         dla__spmd_watch_begin(w, name);
         st = w->p->broadcast(w->ctx, stage, staged, root, DLA_COMM_MAY_BLOCK, &req);
         dla__spmd_watch_end();
-        if (st != DLA_OK) {
-            dla__error_prefix(name);
-            dla__spmd_break(w);
-        } else {
-            st = dla__spmd_wait(w, name, req, 1);
-        }
+        st = finish_blocking(w, name, st, req);
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
         if (!s[k].direct && me != root)
@@ -457,12 +461,7 @@ DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
             dla__spmd_watch_begin(w, name);
             st = w->p->allgather(w->ctx, send, bytes, recv, DLA_COMM_MAY_BLOCK, &req);
             dla__spmd_watch_end();
-            if (st != DLA_OK) {
-                dla__error_prefix(name);
-                dla__spmd_break(w);
-            } else {
-                st = dla__spmd_wait(w, name, req, 1);
-            }
+            st = finish_blocking(w, name, st, req);
         }
         if (st == DLA_OK && recv_stage)
             st = write_back(name, res, recv_stage);
