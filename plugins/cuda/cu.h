@@ -1,0 +1,215 @@
+/*
+ * cu.h - what the cuda plugin's files share: the device context, the
+ * memory handle, the coalesced views kernels take, the launch and error
+ * helpers, and the table members each file defines.
+ *
+ * The plugin is C (host logic, through the plugin kit) plus CUDA C++ (.cu:
+ * the kernels and a launcher per kernel family, declared here with C
+ * linkage). It links libcudart statically and no other CUDA library:
+ * cuBLAS, cuDNN and NVRTC are opened with dlopen when a device is opened
+ * (libs.c), so on a machine without a driver or without those libraries
+ * the plugin still loads, reports no device with the reason, and the other
+ * plugins go on.
+ *
+ * Execution model: one stream per device (created non-blocking); every
+ * kernel and copy is enqueued on it in order, copy_to_host waits for it.
+ * The host may call members from several threads: each member first makes
+ * the device current on the calling thread (dla__cu_enter), and d->lock
+ * serializes what the device shares (the pool, the caches, a capture).
+ */
+#ifndef DLA_PLUGIN_CUDA_CU_H
+#define DLA_PLUGIN_CUDA_CU_H
+
+#include <cuda_runtime_api.h>
+#include <dlaccel/plugin.h>
+#include <dlaccel/plugin_kit.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Set once by dlaccel_plugin_init; valid until the process ends. */
+extern const dla_plugin_host *dla__cu_host;
+/* The kit's context: "cuda" first in messages, bounds from the handle. */
+extern dla_kit dla__cu_kit;
+
+/* ---------------------------------------------------------------- memory */
+
+/* A dla_mem of this plugin. Blocks come from the device's pool (memory.c):
+ * cap is the size class actually reserved, bytes what was asked. */
+typedef struct dla__cu_mem {
+    char *ptr;
+    size_t bytes;
+    size_t cap;
+    struct dla__cu_mem *next; /* in a free list of the pool */
+} dla__cu_mem;
+
+static inline char *dla__cu_ptr(dla_mem m)
+{
+    return ((dla__cu_mem *)m)->ptr;
+}
+
+/* Bytes of a handle (the kit's bounds checks). */
+size_t dla__cu_mem_bytes(dla_mem mem);
+
+/* ------------------------------------------------- views for the kernels */
+
+#define DLA__CU_MAXD DLA_MAX_DIMS
+
+/* The space a kernel runs over: nd coalesced dims (dim 0 fastest; nd 0 is
+ * one element) and n, their product. */
+typedef struct dla__cu_space {
+    int32_t nd;
+    int64_t n;
+    int64_t dims[DLA__CU_MAXD];
+} dla__cu_space;
+
+/* One view over that space: the address of its first element and its
+ * strides in elements along the coalesced dims. */
+typedef struct dla__cu_vw {
+    char *base;
+    int64_t st[DLA__CU_MAXD];
+} dla__cu_vw;
+
+/* Coalesces the space of nops views (views[0]'s dims; every view has
+ * them): dims of 1 dropped, neighbours merged where every view's strides
+ * allow, so dense views of one layout become one dim. Fills sp and vw[0 ..
+ * nops-1]. */
+void dla__cu_space_of(int nops, const dla_view *const *views, dla__cu_space *sp,
+                      dla__cu_vw *vw);
+
+/* ---------------------------------------------------------------- device */
+
+struct dla__cu_libs;        /* libs.c: cuBLAS, cuDNN, NVRTC entry points */
+struct dla__cu_conv_entry;  /* conv.c: measured algorithms per shape */
+struct dla__cu_fused_entry; /* fused.c: compiled programs */
+struct dla__cu_graph;       /* plan.c: the captured replays */
+
+#define DLA__CU_POOL_CLASSES 192
+
+typedef struct dla__cu_device {
+    int index; /* cuda:index is CUDA device ordinal index */
+    cudaStream_t stream;
+    dla_kit kit;
+    int sms;              /* multiprocessors */
+    int cc_major, cc_minor;
+    size_t smem_per_block; /* shared memory a block may use */
+    char name[128];
+    pthread_mutex_t lock;
+
+    /* memory.c: the pool of freed blocks by size class, and the pinned
+     * staging buffer of host copies. */
+    dla__cu_mem *free_list[DLA__CU_POOL_CLASSES];
+    size_t pool_held;     /* bytes in the free lists */
+    size_t pool_reserved; /* bytes taken from the driver */
+    void *staging;            /* cudaMallocHost */
+    size_t staging_bytes;
+    cudaEvent_t staging_done; /* the staging buffer's last copy is done */
+
+    /* libs.c */
+    void *cublas;      /* cublasHandle_t, NULL until the first gemm */
+    void *cudnn;       /* cudnnHandle_t, NULL until the first conv */
+    int cudnn_off;     /* cuDNN could not be had: own kernels */
+    int tf32;          /* DLACCEL_CUDA_TF32=1: tensor cores on float32 */
+
+    struct dla__cu_conv_entry *conv;   /* conv.c */
+    struct dla__cu_fused_entry *fused; /* fused.c */
+
+    /* plan.c: state of a planned replay on this device. */
+    int planning;                 /* between plan_begin and plan_end */
+    int capturing;                /* the stream is being captured now */
+    pthread_t plan_thread;
+    int32_t plan_launches;
+    struct dla__cu_graph *graphs; /* instantiated replays, most recent first */
+    int graphs_off;               /* DLACCEL_CUDA_GRAPHS=0 */
+} dla__cu_device;
+
+/* Makes d's GPU current on the calling thread (every member calls it
+ * first: the host may call from any thread). */
+dla_status dla__cu_enter(dla__cu_device *d, const char *member);
+
+/* DLA_OK for cudaSuccess, else DLA_ERR_DEVICE (DLA_ERR_OUT_OF_MEMORY for
+ * cudaErrorMemoryAllocation) with "cuda <what>: <CUDA's message>
+ * (<error name>)". */
+dla_status dla__cu_err(cudaError_t e, const char *what);
+
+/* The error of the last launch on this thread (cudaGetLastError) as
+ * dla__cu_err reports it; call after each <<<>>> launch. */
+dla_status dla__cu_launched(const char *what);
+
+/* Threads per block of the 1-d launches, and the grid that covers n
+ * elements with a grid-stride loop (capped so a grid stays a few waves). */
+#define DLA__CU_THREADS 256
+unsigned dla__cu_blocks(const dla__cu_device *d, int64_t n);
+
+/* Device scratch for one launch sequence: a block of the pool, given back
+ * with dla__cu_mem_free once enqueued (the stream orders its reuse after
+ * the work that reads it). NULL with the message set. */
+dla__cu_mem *dla__cu_scratch(dla__cu_device *d, size_t bytes, const char *what);
+
+/* ---- memory.c (table members) ---- */
+dla_status dla__cu_mem_alloc(void *dev, size_t bytes, dla_mem *out);
+void dla__cu_mem_free(void *dev, dla_mem mem);
+dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
+                                  size_t bytes);
+dla_status dla__cu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset_bytes,
+                                size_t bytes);
+dla_status dla__cu_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_bytes, dla_mem src,
+                                  size_t src_offset_bytes, size_t bytes);
+dla_status dla__cu_sync(void *dev);
+/* Gives every pooled block back to the driver (device_close, and once
+ * before an allocation fails). */
+void dla__cu_pool_release(dla__cu_device *d);
+
+/* ---- copy.c / copy_kernels.cu ---- */
+dla_status dla__cu_fill(void *dev, const dla_view *y, double value);
+dla_status dla__cu_strided_copy(void *dev, const dla_view *y, const dla_view *x);
+dla_status dla__cu_cast(void *dev, const dla_view *y, const dla_view *x);
+
+/* ---- elementwise.c / elementwise_kernels.cu ---- */
+dla_status dla__cu_unary(void *dev, const dla_unary_args *args);
+dla_status dla__cu_binary(void *dev, const dla_binary_args *args);
+dla_status dla__cu_ternary(void *dev, const dla_ternary_args *args);
+
+/* ---- random.c / random_kernels.cu ---- */
+dla_status dla__cu_random(void *dev, const dla_random_args *args);
+
+/* ---- reduce.c, index.c, pool.c (+ their _kernels.cu) ---- */
+dla_status dla__cu_reduce(void *dev, const dla_reduce_args *args);
+dla_status dla__cu_gather(void *dev, const dla_index_args *args);
+dla_status dla__cu_scatter_add(void *dev, const dla_index_args *args);
+dla_status dla__cu_pool_forward(void *dev, const dla_pool_args *args);
+dla_status dla__cu_pool_backward(void *dev, const dla_pool_args *args);
+
+/* ---- gemm.c, conv.c (cuBLAS, cuDNN; conv_kernels.cu the fallback) ---- */
+dla_status dla__cu_gemm(void *dev, const dla_gemm_args *args);
+dla_status dla__cu_conv_forward(void *dev, const dla_conv_args *args);
+dla_status dla__cu_conv_backward_data(void *dev, const dla_conv_args *args);
+dla_status dla__cu_conv_backward_filter(void *dev, const dla_conv_args *args);
+void dla__cu_conv_release(dla__cu_device *d);
+
+/* ---- fused.c, fused_reduce.c (+ fused_kernels.cu, NVRTC) ---- */
+dla_status dla__cu_fused(void *dev, const dla_fused_args *args);
+dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args);
+void dla__cu_fused_release(dla__cu_device *d);
+
+/* ---- libs.c ---- */
+void dla__cu_libs_release(dla__cu_device *d);
+
+/* ---- plan.c (ABI 1.3): CUDA graphs ---- */
+dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches);
+dla_status dla__cu_plan_end(void *dev);
+/* A member about to wait for the stream from the host (copy_to_host,
+ * sync) or to do what a capture cannot hold: ends a capture in progress
+ * and launches what it holds, so that the work before it is done in
+ * order; the rest of the plan runs as plain launches. */
+dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why);
+void dla__cu_plan_release(dla__cu_device *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

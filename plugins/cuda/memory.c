@@ -1,0 +1,245 @@
+/*
+ * memory.c - the cuda plugin's memory: a pool of device blocks in size
+ * classes, and the copies between host and device.
+ *
+ * Why a pool of its own rather than cudaMallocAsync: a planned replay is
+ * captured into a CUDA graph, and stream-ordered allocations inside a
+ * capture become allocation nodes whose addresses belong to the graph. The
+ * pool hands out blocks that outlive any capture, so a captured graph only
+ * ever sees plain device addresses. All work of a device runs on its one
+ * stream, so a freed block may go back to its class at once: any later use
+ * is enqueued after the work that used it before (the stream-ordered reuse
+ * cudaMallocAsync would give). After the first training step a step
+ * allocates nothing from the driver; `dlaccel devices`' debug log and
+ * device_close report what was reserved.
+ *
+ * Classes: four per octave (sizes 512 * 2^(k/4), rounded to 256 bytes), so
+ * a block wastes at most a quarter of itself.
+ */
+#include "plugins/cuda/cu.h"
+
+#include <string.h>
+
+/* Size class of bytes, and the bytes of a class. */
+static int size_class(size_t bytes)
+{
+    int c = 0;
+    while (c < DLA__CU_POOL_CLASSES - 1) {
+        size_t cap;
+        {
+            const int oct = c / 4, step = c % 4;
+            cap = ((size_t)512 << oct) + (((size_t)512 << oct) / 4) * (size_t)step;
+        }
+        if (cap >= bytes)
+            return c;
+        c++;
+    }
+    return -1;
+}
+
+static size_t class_bytes(int c)
+{
+    const int oct = c / 4, step = c % 4;
+    return ((size_t)512 << oct) + (((size_t)512 << oct) / 4) * (size_t)step;
+}
+
+size_t dla__cu_mem_bytes(dla_mem mem)
+{
+    return mem ? ((const dla__cu_mem *)mem)->bytes : 0;
+}
+
+void dla__cu_pool_release(dla__cu_device *d)
+{
+    for (int c = 0; c < DLA__CU_POOL_CLASSES; c++) {
+        dla__cu_mem *m = d->free_list[c];
+        while (m) {
+            dla__cu_mem *next = m->next;
+            cudaFree(m->ptr);
+            d->pool_reserved -= m->cap;
+            dla__cu_host->free(m);
+            m = next;
+        }
+        d->free_list[c] = NULL;
+    }
+    d->pool_held = 0;
+}
+
+dla_status dla__cu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
+{
+    dla__cu_device *d = dev;
+    const dla_plugin_host *h = dla__cu_host;
+    dla_status s = dla__cu_enter(d, "mem_alloc");
+    if (s != DLA_OK)
+        return s;
+    const int c = size_class(bytes);
+    if (c < 0)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cuda mem_alloc: %zu bytes is more than any device has",
+                        bytes);
+    pthread_mutex_lock(&d->lock);
+    dla__cu_mem *m = d->free_list[c];
+    if (m) {
+        d->free_list[c] = m->next;
+        d->pool_held -= m->cap;
+        pthread_mutex_unlock(&d->lock);
+        m->next = NULL;
+        m->bytes = bytes;
+        *out = (dla_mem)m;
+        return DLA_OK;
+    }
+    m = h->alloc(sizeof *m, 0);
+    if (!m) {
+        pthread_mutex_unlock(&d->lock);
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cuda mem_alloc: the handle");
+    }
+    memset(m, 0, sizeof *m);
+    m->cap = class_bytes(c);
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, m->cap);
+    if (e == cudaErrorMemoryAllocation && d->pool_held > 0) {
+        /* The driver is out: give the pooled blocks back and try once more.
+         * cudaFree waits for the device, which is what makes it safe. */
+        cudaGetLastError();
+        dla__cu_pool_release(d);
+        e = cudaMalloc(&p, m->cap);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        pthread_mutex_unlock(&d->lock);
+        h->free(m);
+        if (e == cudaErrorMemoryAllocation)
+            return h->error(DLA_ERR_OUT_OF_MEMORY,
+                            "cuda:%d mem_alloc: %zu bytes: out of device memory (%zu bytes held "
+                            "by the plugin)",
+                            d->index, bytes, d->pool_reserved);
+        return dla__cu_err(e, "mem_alloc: cudaMalloc");
+    }
+    d->pool_reserved += m->cap;
+    pthread_mutex_unlock(&d->lock);
+    m->ptr = p;
+    m->bytes = bytes;
+    *out = (dla_mem)m;
+    return DLA_OK;
+}
+
+void dla__cu_mem_free(void *dev, dla_mem mem)
+{
+    dla__cu_device *d = dev;
+    dla__cu_mem *m = (dla__cu_mem *)mem;
+    if (!m)
+        return;
+    const int c = size_class(m->cap);
+    pthread_mutex_lock(&d->lock);
+    m->next = d->free_list[c];
+    d->free_list[c] = m;
+    d->pool_held += m->cap;
+    pthread_mutex_unlock(&d->lock);
+}
+
+static dla_status check_range(dla__cu_device *d, const char *member, dla_mem mem, size_t offset,
+                              size_t bytes)
+{
+    const dla__cu_mem *m = (const dla__cu_mem *)mem;
+    if (!m)
+        return dla__cu_host->error(DLA_ERR_INVALID_ARGUMENT, "cuda %s: NULL memory handle", member);
+    if (offset > m->bytes || bytes > m->bytes - offset)
+        return dla__cu_host->error(DLA_ERR_INVALID_ARGUMENT,
+                                   "cuda:%d %s: bytes %zu..%zu outside the buffer of %zu bytes",
+                                   d->index, member, offset, offset + bytes, m->bytes);
+    return DLA_OK;
+}
+
+dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
+                                  size_t bytes)
+{
+    dla__cu_device *d = dev;
+    dla_status s = dla__cu_enter(d, "copy_to_device");
+    if (s == DLA_OK)
+        s = check_range(d, "copy_to_device", dst, offset_bytes, bytes);
+    if (s != DLA_OK || bytes == 0)
+        return s;
+    /* A graph cannot hold a copy from host memory that changes before it
+     * runs: end the capture first. */
+    if ((s = dla__cu_plan_flush(d, "copy_to_device")) != DLA_OK)
+        return s;
+    char *to = dla__cu_ptr(dst) + offset_bytes;
+    pthread_mutex_lock(&d->lock);
+    if (d->staging && bytes <= d->staging_bytes) {
+        /* Small copies go through the pinned buffer: the copy is then
+         * asynchronous and src is free at once. Wait for the buffer's last
+         * copy first (the stream is in order: wait for what is queued). */
+        cudaError_t e = cudaEventSynchronize(d->staging_done);
+        if (e == cudaSuccess) {
+            memcpy(d->staging, src, bytes);
+            e = cudaMemcpyAsync(to, d->staging, bytes, cudaMemcpyHostToDevice, d->stream);
+        }
+        if (e == cudaSuccess)
+            e = cudaEventRecord(d->staging_done, d->stream);
+        pthread_mutex_unlock(&d->lock);
+        return dla__cu_err(e, "copy_to_device");
+    }
+    pthread_mutex_unlock(&d->lock);
+    /* Large copies from pageable memory: CUDA stages them itself and
+     * returns once src has been read. */
+    cudaError_t e = cudaMemcpyAsync(to, src, bytes, cudaMemcpyHostToDevice, d->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(d->stream);
+    return dla__cu_err(e, "copy_to_device");
+}
+
+dla_status dla__cu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset_bytes,
+                                size_t bytes)
+{
+    dla__cu_device *d = dev;
+    dla_status s = dla__cu_enter(d, "copy_to_host");
+    if (s == DLA_OK)
+        s = check_range(d, "copy_to_host", src, offset_bytes, bytes);
+    if (s != DLA_OK || bytes == 0)
+        return s;
+    if ((s = dla__cu_plan_flush(d, "copy_to_host")) != DLA_OK)
+        return s;
+    const char *from = dla__cu_ptr(src) + offset_bytes;
+    cudaError_t e;
+    pthread_mutex_lock(&d->lock);
+    if (d->staging && bytes <= d->staging_bytes) {
+        e = cudaMemcpyAsync(d->staging, from, bytes, cudaMemcpyDeviceToHost, d->stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(d->stream);
+        if (e == cudaSuccess)
+            memcpy(dst, d->staging, bytes);
+        pthread_mutex_unlock(&d->lock);
+    } else {
+        pthread_mutex_unlock(&d->lock);
+        e = cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToHost, d->stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(d->stream);
+    }
+    return dla__cu_err(e, "copy_to_host");
+}
+
+dla_status dla__cu_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_bytes, dla_mem src,
+                                  size_t src_offset_bytes, size_t bytes)
+{
+    dla__cu_device *d = dev;
+    dla_status s = dla__cu_enter(d, "copy_on_device");
+    if (s == DLA_OK)
+        s = check_range(d, "copy_on_device", dst, dst_offset_bytes, bytes);
+    if (s == DLA_OK)
+        s = check_range(d, "copy_on_device", src, src_offset_bytes, bytes);
+    if (s != DLA_OK || bytes == 0)
+        return s;
+    return dla__cu_err(cudaMemcpyAsync(dla__cu_ptr(dst) + dst_offset_bytes,
+                                       dla__cu_ptr(src) + src_offset_bytes, bytes,
+                                       cudaMemcpyDeviceToDevice, d->stream),
+                       "copy_on_device");
+}
+
+dla_status dla__cu_sync(void *dev)
+{
+    dla__cu_device *d = dev;
+    dla_status s = dla__cu_enter(d, "sync");
+    if (s == DLA_OK)
+        s = dla__cu_plan_flush(d, "sync");
+    if (s != DLA_OK)
+        return s;
+    return dla__cu_err(cudaStreamSynchronize(d->stream), "sync");
+}

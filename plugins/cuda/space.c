@@ -1,0 +1,82 @@
+/*
+ * space.c - the helpers every kernel family of the cuda plugin uses:
+ * making the device current, CUDA errors as dla_status values, launch
+ * sizes, scratch memory, and the coalesced space of a set of views.
+ */
+#include "plugins/cuda/cu.h"
+
+#include <string.h>
+
+dla_status dla__cu_err(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return DLA_OK;
+    return dla__cu_host->error(e == cudaErrorMemoryAllocation ? DLA_ERR_OUT_OF_MEMORY
+                                                              : DLA_ERR_DEVICE,
+                               "cuda %s: %s (%s)", what, cudaGetErrorString(e),
+                               cudaGetErrorName(e));
+}
+
+dla_status dla__cu_launched(const char *what)
+{
+    return dla__cu_err(cudaGetLastError(), what);
+}
+
+dla_status dla__cu_enter(dla__cu_device *d, const char *member)
+{
+    /* cudaSetDevice is per thread and cheap when the device is current. */
+    return dla__cu_err(cudaSetDevice(d->index), member);
+}
+
+unsigned dla__cu_blocks(const dla__cu_device *d, int64_t n)
+{
+    if (n <= 0)
+        return 1;
+    int64_t blocks = (n + DLA__CU_THREADS - 1) / DLA__CU_THREADS;
+    /* A grid-stride loop: a few waves of full occupancy are enough, more
+     * blocks only cost scheduling. */
+    const int64_t cap = (int64_t)(d->sms > 0 ? d->sms : 16) * 32;
+    if (blocks > cap)
+        blocks = cap;
+    return (unsigned)blocks;
+}
+
+dla__cu_mem *dla__cu_scratch(dla__cu_device *d, size_t bytes, const char *what)
+{
+    dla_mem m = NULL;
+    if (dla__cu_mem_alloc(d, bytes > 0 ? bytes : 1, &m) != DLA_OK) {
+        dla__cu_host->error(DLA_ERR_OUT_OF_MEMORY, "cuda %s: scratch of %zu bytes", what, bytes);
+        return NULL;
+    }
+    return (dla__cu_mem *)m;
+}
+
+void dla__cu_space_of(int nops, const dla_view *const *views, dla__cu_space *sp, dla__cu_vw *vw)
+{
+    const dla_view *v0 = views[0];
+    memset(sp, 0, sizeof *sp);
+    sp->n = 1;
+    for (int k = 0; k < nops; k++) {
+        memset(&vw[k], 0, sizeof vw[k]);
+        vw[k].base = dla__cu_ptr(views[k]->mem) +
+                     views[k]->offset * (int64_t)dla_kit_dtype_size(views[k]->dtype);
+    }
+    for (int d = 0; d < v0->ndims; d++) {
+        const int64_t n = v0->dims[d];
+        sp->n *= n;
+        if (n == 1)
+            continue;
+        const int j = sp->nd - 1;
+        int merge = j >= 0;
+        for (int k = 0; k < nops && merge; k++)
+            merge = views[k]->strides[d] == vw[k].st[j] * sp->dims[j];
+        if (merge) {
+            sp->dims[j] *= n;
+            continue;
+        }
+        sp->dims[sp->nd] = n;
+        for (int k = 0; k < nops; k++)
+            vw[k].st[sp->nd] = views[k]->strides[d];
+        sp->nd++;
+    }
+}
