@@ -121,7 +121,7 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
         return dla__cu_err(e, "device_info: cudaGetDeviceProperties");
     dla_plugin_device_info mine;
     memset(&mine, 0, sizeof mine);
-    snprintf(mine.description, sizeof mine.description, "%s", prop.name);
+    snprintf(mine.description, sizeof mine.description, "%.127s", prop.name);
     snprintf(mine.type, sizeof mine.type, "gpu");
     mine.memory_bytes = prop.totalGlobalMem;
     mine.compute_units = prop.multiProcessorCount;
@@ -202,7 +202,7 @@ static dla_status device_open(int index, void **out)
     struct cudaDeviceProp prop;
     memset(&prop, 0, sizeof prop);
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
-        snprintf(d->name, sizeof d->name, "%s", prop.name);
+        snprintf(d->name, sizeof d->name, "%.127s", prop.name);
     h->log(DLA_LOG_INFO, "cuda:%d: %s, compute capability %d.%d, %d multiprocessors, graphs %s, "
                          "float32 %s",
            index, d->name, d->cc_major, d->cc_minor, d->sms, d->graphs_off ? "off" : "on",
