@@ -259,7 +259,6 @@ static void ce_note(void *state, double median_ms, char *buf, size_t size)
 
 /* ---------------------------------------------------- digit CNN, trained */
 
-#define BATCH 128
 #define NLEARN 14
 #define NIN (NLEARN + 2 + 6) /* learnables, x, t, running means and variances */
 
@@ -310,10 +309,11 @@ static dla_tensor *param(double s, int nd, const int64_t *dims)
     return p;
 }
 
-static dla_status cnn_setup_either(void **state, int accelerated)
+static dla_status cnn_setup_either(void **state, int accelerated, int64_t batch)
 {
+    const int64_t BATCH = batch > 0 ? batch : 128;
     cnn *c = calloc(1, sizeof *c);
-    float *t = calloc(10 * BATCH, sizeof *t);
+    float *t = calloc(10 * (size_t)BATCH, sizeof *t);
     if (!c || !t) {
         free(c);
         free(t);
@@ -353,8 +353,9 @@ static dla_status cnn_setup_either(void **state, int accelerated)
     return DLA_OK;
 }
 
-static dla_status cnn_setup(const bench_workload *w, void **state) { return cnn_setup_either(state, 1); }
-static dla_status cnn_eager_setup(const bench_workload *w, void **state) { return cnn_setup_either(state, 0); }
+/* w->size is the batch (0: 128). */
+static dla_status cnn_setup(const bench_workload *w, void **state) { return cnn_setup_either(state, 1, w->size); }
+static dla_status cnn_eager_setup(const bench_workload *w, void **state) { return cnn_setup_either(state, 0, w->size); }
 
 /* One step: gradients (replayed or eager), then SGDM (v = 0.9 v - 0.01 g;
  * p = p + v) and the new running statistics, as workloads_cnn.c does. */
@@ -410,6 +411,10 @@ const bench_workload bench_replay_workloads[] = {
     {.name = "cnn_train_replay", .unit = BENCH_FLOPS, .work = 3.421e9, .setup = cnn_setup,
      .run = cnn_run, .teardown = cnn_teardown, .label = "digit CNN train step (batch 128), replayed",
      .reference = "cnn_train_eager", .target = 1.2, .note = cnn_note},
+    /* Batch 1024: the size the GPU comparison also uses (peers/cnn_cuda.py). */
+    {.name = "cnn_train_replay_b1024", .unit = BENCH_FLOPS, .work = 8 * 3.421e9, .size = 1024,
+     .setup = cnn_setup, .run = cnn_run, .teardown = cnn_teardown,
+     .label = "digit CNN train step (batch 1024), replayed", .note = cnn_note},
     {0},
 };
 
