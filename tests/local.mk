@@ -17,3 +17,12 @@ include tests/opencl.mk
 include tests/hardening.mk
 include tests/spmd.mk
 include tests/kit.mk
+
+# dlaccel/plugin_ops.h against the cpu plugin's expressions: api/ alone on
+# the include path (an installed kit header), no contraction.
+check_PROGRAMS += tests/test_plugin_ops
+tests_test_plugin_ops_SOURCES = tests/test_plugin_ops.c
+tests_test_plugin_ops_CPPFLAGS = -I$(top_srcdir)/api
+tests_test_plugin_ops_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -ffp-contract=off
+tests_test_plugin_ops_LDADD = $(CMOCKA_LIBS) -lm
+TESTS += tests/test_plugin_ops
