@@ -21,8 +21,13 @@
  * In C it includes <stdint.h> and <math.h> (link with -lm for sqrt); in
  * OpenCL C the types are defined here and sqrt is built in, and the
  * double functions (dla_px_u53 and the normals) exist only where
- * DLA_FP64 is defined (the device has cl_khr_fp64). An includer may
- * define DLA_PHILOX_FN (default: static inline).
+ * DLA_FP64 is defined (the device has cl_khr_fp64). CUDA C++ compiles it
+ * too: under nvcc as C; under NVRTC (__CUDACC_RTC__) it includes nothing,
+ * sqrt is built in and uint32_t / uint64_t are defined here unless the
+ * includer defines DLA_PHILOX_HAVE_STDINT (it has them already). CUDA
+ * code is compiled with --fmad=false (nvcc and NVRTC alike). An includer
+ * may define DLA_PHILOX_FN (default: static inline; static __host__
+ * __device__ inline under CUDA).
  *
  * The functions:
  *   dla_px_block(seed, index, out[4])  block index of the stream under
@@ -35,16 +40,25 @@
 #ifndef DLA_PHILOX_STREAM_H
 #define DLA_PHILOX_STREAM_H
 
-#ifdef __OPENCL_VERSION__
+#if defined(__OPENCL_VERSION__)
 typedef uint uint32_t;
 typedef ulong uint64_t;
+#elif defined(__CUDACC_RTC__)
+#ifndef DLA_PHILOX_HAVE_STDINT
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#endif
 #else
 #include <math.h>
 #include <stdint.h>
 #endif
 
 #ifndef DLA_PHILOX_FN
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define DLA_PHILOX_FN static __host__ __device__ inline
+#else
 #define DLA_PHILOX_FN static inline
+#endif
 #endif
 
 /* Block index of the stream under seed: Philox4x32-10 of the counter
