@@ -30,10 +30,13 @@ if [ ! -x "$builddir/config.status" ]; then
 fi
 echo "== make"
 make -C "$builddir" -j"$(nproc 2>/dev/null || echo 2)" -s
-# Every plugin the build made: the default folder, and the opencl plugin's
-# own when it was built. The best one by priority is the default device.
+# Every plugin the build made: the default folder, and the opencl and cuda
+# plugins' own when they were built. The best one by priority is the default device.
 plugins=$builddir/plugins.d
 [ -f "$builddir/plugins/opencl/opencl.json" ] && plugins=$plugins:$builddir/plugins/opencl
+# The cuda plugin's (priority 200): a GPU, when the machine has one, is the
+# default device; without one the plugin reports no device and cpu serves.
+[ -f "$builddir/plugins/cuda/cuda.json" ] && plugins=$plugins:$builddir/plugins/cuda
 echo "== the main job: build/examples/cnn_fmnist $*"
 DLACCEL_PLUGIN_PATH="$plugins${DLACCEL_PLUGIN_PATH:+:$DLACCEL_PLUGIN_PATH}" \
     exec "$builddir/examples/cnn_fmnist" --chart "$builddir/cnn_fmnist-training.svg" "$@"

@@ -1,0 +1,53 @@
+#!/bin/bash
+# tools/gpu_pack.sh - bundles a build tree for a GPU machine that has the
+# NVIDIA driver and the CUDA toolkit (cuBLAS, cuDNN, NVRTC) but none of this
+# machine's packages and no network: the real binaries behind libtool's
+# wrappers, libdlaccel, the cpu and cuda plugins with their manifests, the
+# shared libraries they need that a bare machine lacks (ldd: OpenBLAS,
+# Jansson, cmocka, libgomp, libpng, ...), Fashion-MNIST and the PyTorch
+# reference, as one .gpu/bundle.tar.xz (64 MiB travel in all). Run
+# tools/gpu_run.sh there.
+#
+#   bash tools/gpu_pack.sh [BUILDDIR]        (default: build)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+b=$(cd "${1:-$root/build}" && pwd)
+out=$root/.gpu
+stage=$out/stage
+rm -rf "$out"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/data" "$stage/peers" "$stage/manifests"
+[ -f "$b/plugins/cuda/.libs/libdlaccel-cuda.so" ] || { echo "gpu_pack: $b has no cuda plugin (configure --enable-cuda)" >&2; exit 1; }
+
+# A libtool wrapper's real program lives in .libs beside it.
+real() {
+    local d f
+    d=$(dirname "$1") f=$(basename "$1")
+    if [ -x "$d/.libs/$f" ]; then echo "$d/.libs/$f"; else echo "$1"; fi
+}
+bins="tools/dlaccel bench/dlaccel-bench examples/cnn_fmnist examples/parallel_training
+tests/test_tensor tests/test_autodiff tests/test_accel tests/test_train tests/test_conv
+tests/test_loss tests/test_nnops_act tests/test_nnops_fc tests/test_nnops_norm
+tests/test_nnops_pool tests/test_net tests/test_net_grad tests/test_optim tests/test_plan
+tests/test_fused_kernels tests/test_shape tests/test_data"
+for x in $bins; do
+    [ -e "$b/$x" ] && cp -L "$(real "$b/$x")" "$stage/bin/"
+done
+cp -a "$b"/.libs/libdlaccel.so* "$stage/lib/"
+cp -L "$b/plugins/cpu/.libs/libdlaccel-cpu.so" "$b/plugins/cuda/.libs/libdlaccel-cuda.so" "$stage/lib/"
+cp "$root/plugins/cpu/manifest.json.in" "$stage/manifests/cpu.json.in"
+cp "$root/plugins/cuda/manifest.json.in" "$stage/manifests/cuda.json.in"
+# What the programs need beyond the C library and the toolkit.
+for f in "$stage"/bin/* "$stage"/lib/*.so*; do
+    ldd "$f" 2>/dev/null | awk '/=> \//{print $3}'
+done | sort -u | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libgcc_s|libstdc\+\+)\.so' |
+    while read -r lib; do
+        case $lib in "$b"/*) continue ;; esac
+        cp -L "$lib" "$stage/lib/"
+    done
+cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
+cp "$root/../shared/peers/cnn_cuda.py" "$stage/peers/"
+cp "$root/tools/gpu_run.sh" "$stage/"
+tar -C "$out" -cf - stage | xz -T2 -6 > "$out/bundle.tar.xz"
+rm -rf "$stage"
+grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >> "$root/.git/info/exclude"
+ls -la "$out/bundle.tar.xz"
