@@ -89,6 +89,7 @@ struct dla__cu_fused_entry; /* fused.c: compiled programs */
 struct dla__cu_graph;       /* plan.c: the captured replays */
 
 #define DLA__CU_POOL_CLASSES 192
+#define DLA__CU_STAGING_SLOTS 4
 
 typedef struct dla__cu_device {
     int index; /* cuda:index is CUDA device ordinal index */
@@ -105,9 +106,14 @@ typedef struct dla__cu_device {
     dla__cu_mem *free_list[DLA__CU_POOL_CLASSES];
     size_t pool_held;     /* bytes in the free lists */
     size_t pool_reserved; /* bytes taken from the driver */
-    void *staging;            /* cudaMallocHost */
+    /* DLA__CU_STAGING_SLOTS pinned slots of staging_bytes each, used in
+     * turn by small copies to the device, each with the event of its
+     * last copy, so a copy waits only for the one that used its slot
+     * DLA__CU_STAGING_SLOTS copies ago. */
+    void *staging; /* cudaMallocHost, slots end to end */
     size_t staging_bytes;
-    cudaEvent_t staging_done; /* the staging buffer's last copy is done */
+    cudaEvent_t staging_done[4];
+    int staging_next;
 
     /* libs.c */
     void *cublas;      /* cublasHandle_t, NULL until the first gemm */
@@ -205,8 +211,11 @@ dla_status dla__cu_plan_end(void *dev);
 /* A member about to wait for the stream from the host (copy_to_host,
  * sync) or to do what a capture cannot hold: ends a capture in progress
  * and launches what it holds, so that the work before it is done in
- * order; the rest of the plan runs as plain launches. */
+ * order. */
 dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why);
+/* After such a member: a plan still running on this thread captures its
+ * next launches again (a new graph segment). */
+void dla__cu_plan_resume(dla__cu_device *d);
 void dla__cu_plan_release(dla__cu_device *d);
 
 #ifdef __cplusplus

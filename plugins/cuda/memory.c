@@ -162,27 +162,31 @@ dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, c
     if ((s = dla__cu_plan_flush(d, "copy_to_device")) != DLA_OK)
         return s;
     char *to = dla__cu_ptr(dst) + offset_bytes;
-    pthread_mutex_lock(&d->lock);
+    cudaError_t e;
     if (d->staging && bytes <= d->staging_bytes) {
-        /* Small copies go through the pinned buffer: the copy is then
-         * asynchronous and src is free at once. Wait for the buffer's last
-         * copy first (the stream is in order: wait for what is queued). */
-        cudaError_t e = cudaEventSynchronize(d->staging_done);
+        /* Small copies go through a pinned slot: the copy is then
+         * asynchronous and src is free at once. The slot's previous copy
+         * must be done before it is overwritten. */
+        pthread_mutex_lock(&d->lock);
+        const int slot = d->staging_next;
+        d->staging_next = (slot + 1) % DLA__CU_STAGING_SLOTS;
+        char *buf = (char *)d->staging + (size_t)slot * d->staging_bytes;
+        e = cudaEventSynchronize(d->staging_done[slot]);
         if (e == cudaSuccess) {
-            memcpy(d->staging, src, bytes);
-            e = cudaMemcpyAsync(to, d->staging, bytes, cudaMemcpyHostToDevice, d->stream);
+            memcpy(buf, src, bytes);
+            e = cudaMemcpyAsync(to, buf, bytes, cudaMemcpyHostToDevice, d->stream);
         }
         if (e == cudaSuccess)
-            e = cudaEventRecord(d->staging_done, d->stream);
+            e = cudaEventRecord(d->staging_done[slot], d->stream);
         pthread_mutex_unlock(&d->lock);
-        return dla__cu_err(e, "copy_to_device");
+    } else {
+        /* Large copies from pageable memory: CUDA stages them itself and
+         * returns once src has been read. */
+        e = cudaMemcpyAsync(to, src, bytes, cudaMemcpyHostToDevice, d->stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(d->stream);
     }
-    pthread_mutex_unlock(&d->lock);
-    /* Large copies from pageable memory: CUDA stages them itself and
-     * returns once src has been read. */
-    cudaError_t e = cudaMemcpyAsync(to, src, bytes, cudaMemcpyHostToDevice, d->stream);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(d->stream);
+    dla__cu_plan_resume(d);
     return dla__cu_err(e, "copy_to_device");
 }
 
@@ -213,6 +217,7 @@ dla_status dla__cu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(d->stream);
     }
+    dla__cu_plan_resume(d);
     return dla__cu_err(e, "copy_to_host");
 }
 
@@ -241,5 +246,7 @@ dla_status dla__cu_sync(void *dev)
         s = dla__cu_plan_flush(d, "sync");
     if (s != DLA_OK)
         return s;
-    return dla__cu_err(cudaStreamSynchronize(d->stream), "sync");
+    s = dla__cu_err(cudaStreamSynchronize(d->stream), "sync");
+    dla__cu_plan_resume(d);
+    return s;
 }

@@ -17,8 +17,9 @@
  *
  * What a graph cannot hold ends the capture early (dla__cu_plan_flush):
  * a copy from or to host memory, a sync. The captured part is launched at
- * once and the rest of the replay runs as plain launches, in order, with
- * the same results. DLACCEL_CUDA_GRAPHS=0 turns capturing off: every
+ * once, the host copy runs, and the next launches are captured again
+ * (dla__cu_plan_resume): a replay is then a few graphs in order, with the
+ * same results. DLACCEL_CUDA_GRAPHS=0 turns capturing off: every
  * replay then runs as plain launches, with one wait at its end.
  */
 #include "plugins/cuda/cu.h"
@@ -143,6 +144,35 @@ dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why)
     return s;
 }
 
+/* Starts capturing d's stream for the plan of this thread. */
+static void capture(dla__cu_device *d)
+{
+    if (d->graphs_off)
+        return;
+    /* Capture only a stream with nothing of a capture pending. */
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(d->stream, &st) != cudaSuccess || st != cudaStreamCaptureStatusNone) {
+        cudaGetLastError();
+        return;
+    }
+    cudaError_t e = cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: cudaStreamBeginCapture: %s; replays run "
+                                        "without graphs",
+                          d->index, cudaGetErrorString(e));
+        d->graphs_off = 1;
+        return;
+    }
+    d->capturing = 1;
+}
+
+void dla__cu_plan_resume(dla__cu_device *d)
+{
+    if (d->planning && !d->capturing && pthread_equal(d->plan_thread, pthread_self()))
+        capture(d);
+}
+
 dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches)
 {
     dla__cu_device *d = dev;
@@ -156,24 +186,8 @@ dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches)
     d->plan_thread = pthread_self();
     d->plan_launches = nlaunches;
     d->capturing = 0;
-    if (d->graphs_off || nlaunches < 2)
-        return DLA_OK;
-    /* Capture only a stream with nothing of a capture pending. */
-    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(d->stream, &st) != cudaSuccess || st != cudaStreamCaptureStatusNone) {
-        cudaGetLastError();
-        return DLA_OK;
-    }
-    cudaError_t e = cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeRelaxed);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: cudaStreamBeginCapture: %s; replays run "
-                                        "without graphs",
-                          d->index, cudaGetErrorString(e));
-        d->graphs_off = 1;
-        return DLA_OK;
-    }
-    d->capturing = 1;
+    if (nlaunches >= 2)
+        capture(d);
     return DLA_OK;
 }
 

@@ -13,7 +13,7 @@
  *   on with the other plugins.
  * - One non-blocking stream per device; kernels, device copies and the
  *   libraries' calls are enqueued on it. copy_to_host and sync wait for it;
- *   a small copy_to_device goes through a pinned staging buffer and does
+ *   a small copy_to_device goes through pinned staging slots and does
  *   not (memory.c).
  * - Memory: a pool of device blocks in size classes (memory.c), so a
  *   training step allocates nothing from the driver after the first.
@@ -37,8 +37,9 @@
 const dla_plugin_host *dla__cu_host;
 dla_kit dla__cu_kit;
 
-/* Pinned bytes per device for small host copies. */
-#define DLA__CU_STAGING (8u << 20)
+/* Pinned bytes per staging slot (DLA__CU_STAGING_SLOTS of them): a
+ * mini-batch of 1024 28x28 single images (3.2 MB) is a small copy. */
+#define DLA__CU_STAGING (4u << 20)
 
 static struct {
     int scanned;
@@ -152,8 +153,9 @@ static void device_free(dla__cu_device *d)
 {
     if (d->staging)
         cudaFreeHost(d->staging);
-    if (d->staging_done)
-        cudaEventDestroy(d->staging_done);
+    for (int i = 0; i < DLA__CU_STAGING_SLOTS; i++)
+        if (d->staging_done[i])
+            cudaEventDestroy(d->staging_done[i]);
     if (d->stream)
         cudaStreamDestroy(d->stream);
     cudaGetLastError();
@@ -181,11 +183,13 @@ static dla_status device_open(int index, void **out)
     cudaError_t e = cudaSetDevice(index);
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaEventCreateWithFlags(&d->staging_done, cudaEventDisableTiming);
-    if (e == cudaSuccess)
-        e = cudaEventRecord(d->staging_done, d->stream);
-    if (e == cudaSuccess && cudaMallocHost(&d->staging, DLA__CU_STAGING) == cudaSuccess)
+    for (int i = 0; i < DLA__CU_STAGING_SLOTS && e == cudaSuccess; i++) {
+        e = cudaEventCreateWithFlags(&d->staging_done[i], cudaEventDisableTiming);
+        if (e == cudaSuccess)
+            e = cudaEventRecord(d->staging_done[i], d->stream);
+    }
+    if (e == cudaSuccess &&
+        cudaMallocHost(&d->staging, (size_t)DLA__CU_STAGING * DLA__CU_STAGING_SLOTS) == cudaSuccess)
         d->staging_bytes = DLA__CU_STAGING;
     else if (e == cudaSuccess)
         cudaGetLastError(); /* no pinned memory: every copy goes direct */
