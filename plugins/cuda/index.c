@@ -20,7 +20,7 @@
  * the cpu plugin's order.
  */
 #include "plugins/cuda/cu.h"
-#include "plugins/cuda/reduce_kern.h"
+#include "plugins/cuda/index_kern.h"
 
 #include <string.h>
 

@@ -12,7 +12,7 @@
  * Both skip a position outside the target dim (index.c refuses those
  * before launching; the kernels never address outside the operands).
  */
-#include "plugins/cuda/reduce_kern.h"
+#include "plugins/cuda/index_kern.h"
 
 #include <cuda_runtime.h>
 #include <stdint.h>

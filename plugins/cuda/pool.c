@@ -12,7 +12,7 @@
  * one.
  */
 #include "plugins/cuda/cu.h"
-#include "plugins/cuda/reduce_kern.h"
+#include "plugins/cuda/pool_kern.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
  * same on every run. A max index that does not name this element adds
  * nothing; the forward never writes such an index.
  */
-#include "plugins/cuda/reduce_kern.h"
+#include "plugins/cuda/pool_kern.h"
 
 #include <cuda_runtime.h>
 #include <stdint.h>
