@@ -1,0 +1,76 @@
+/*
+ * fused.c - the fused elementwise kernel (ABI 1.2) on CUDA devices.
+ *
+ * One thread per element of the coalesced space of y and the inputs
+ * (dla__cu_space_of over 1 + ninputs views) reads the inputs, runs the
+ * program and writes y. A program runs on the interpreter of
+ * fused_kernels.cu first; when the same program (everything but alpha and
+ * beta, which are arguments) comes back, as on every replay of a plan, it
+ * is compiled with NVRTC into a kernel of its own (nvrtc.c) that takes the
+ * same arguments. Both call plugin_ops.h for every step and hold every
+ * register in the dtype, so both give the bits of the steps launched one
+ * by one. y may be input 0 itself: each thread reads its element's inputs
+ * before it writes y there.
+ */
+#include "plugins/cuda/fused_kern.h"
+
+#include <string.h>
+
+void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p)
+{
+    memset(p, 0, sizeof *p);
+    p->ninsns = a->ninsns;
+    p->ninputs = a->ninputs;
+    p->reg2 = reg2;
+    const int f32 = a->dtype == DLA_F32;
+    for (int j = 0; j < a->ninsns && j < DLA_FUSED_MAX_INSNS; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        p->kind[j] = in->kind;
+        p->op[j] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
+        /* Operands an instruction does not read are input 0 (always
+         * there, read as 0 when there are no inputs). */
+        for (int s = 0; s < 3; s++)
+            p->src[j][s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
+        /* alpha and beta in the dtype, as the unary kernel takes them. */
+        p->al[j] = f32 ? (double)(float)in->alpha : in->alpha;
+        p->be[j] = f32 ? (double)(float)in->beta : in->beta;
+    }
+}
+
+dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
+{
+    dla__cu_device *d = dev;
+    dla_status s = dla__cu_enter(d, "fused");
+    if (s != DLA_OK)
+        return s;
+    if ((s = dla_kit_check_fused(&d->kit, args)) != DLA_OK)
+        return s;
+    if (dla_kit_numel(&args->y) == 0)
+        return DLA_OK;
+    const int nops = 1 + args->ninputs;
+    const dla_view *v[DLA__CU_FOPS];
+    v[0] = &args->y;
+    for (int i = 0; i < args->ninputs; i++)
+        v[1 + i] = &args->inputs[i];
+    dla__cu_space sp;
+    dla__cu_vw vw[DLA__CU_FOPS];
+    dla__cu_space_of(nops, v, &sp, vw);
+    dla_fviews a;
+    memset(&a, 0, sizeof a);
+    a.sp.nd = sp.nd;
+    a.sp.n = sp.n;
+    for (int k = 0; k < DLA__CU_MAXD; k++)
+        a.sp.dims[k] = sp.dims[k];
+    for (int op = 0; op < nops; op++) {
+        a.v[op].base = vw[op].base;
+        for (int k = 0; k < DLA__CU_MAXD; k++)
+            a.v[op].st[k] = vw[op].st[k];
+    }
+    dla_fprog p;
+    dla__cu_fprog_of(args, 0, &p);
+    const void *k1 = NULL, *k2 = NULL;
+    dla__cu_fused_compiled(d, args, 0, 0, &k1, &k2);
+    return dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, sp.n),
+                                            args->dtype == DLA_F64, &a, &p, k1),
+                       "fused");
+}

@@ -1,0 +1,286 @@
+/*
+ * fused_kern.h - the cuda plugin's fused and fused_reduce kernels: the
+ * argument structs (C, nvcc and NVRTC), the kernels' frame (nvcc and
+ * NVRTC) and the launchers (C linkage, fused_kernels.cu) and the cache of
+ * compiled programs (nvrtc.c).
+ *
+ * The frame is written once, inside the macro DLA__CU_FUSED_FRAME: the
+ * .cu expands it (with the interpreter as its evaluator) and nvrtc.c
+ * stringifies it into the source of a compiled program (with the
+ * program's steps written out as the evaluator). So both run the same
+ * loops, the same plugin_ops.h functions and the same struct layouts; a
+ * compiled program differs from the interpreter only in that its steps
+ * are unrolled with constant ops. The types are shared with C the same
+ * way (DLA__CU_FUSED_TYPES): plain C types, no stdint (NVRTC has none).
+ *
+ * Neither macro's text may hold a preprocessor directive (commas are
+ * fine: the macros take __VA_ARGS__; comments are gone before expansion).
+ */
+#ifndef DLA_PLUGIN_CUDA_FUSED_KERN_H
+#define DLA_PLUGIN_CUDA_FUSED_KERN_H
+
+#include "plugins/cuda/cu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DLA__CU_ID(...) __VA_ARGS__
+#define DLA__CU_STR(...) #__VA_ARGS__
+
+/* The operands: y (0) and the inputs (1..8). */
+#define DLA__CU_FOPS 9
+
+/* dla_fsp / dla_fvw / dla_fviews: cu.h's dla__cu_space, dla__cu_vw and
+ * kern.cuh's dla__cu_views<9> (the same layout; fused.c fills them from
+ * dla__cu_space_of).
+ * dla_fprog: the program; al, be already rounded to the dtype; reg2 the
+ * pair's second register (0 otherwise).
+ * dla_fr: a fused_reduce: kept dims kd (nk, coalesced over y, y2 and the
+ * inputs; ost: y's and y2's strides, kst the inputs'), summed dims rd
+ * (nr >= 1; inner = rd[0]; rst the inputs' strides), nred positions
+ * summed per output, parts per output (parts > 1: partial sums in
+ * partial, outputs * parts doubles, a pair's second half after them). */
+#define DLA__CU_FUSED_TYPES(X)                                                                     \
+    X(typedef long long dla_i64;                                                                   \
+      typedef struct dla_fsp {                                                                     \
+          int nd;                                                                                  \
+          dla_i64 n;                                                                               \
+          dla_i64 dims[8];                                                                         \
+      } dla_fsp;                                                                                   \
+      typedef struct dla_fvw {                                                                     \
+          char *base;                                                                              \
+          dla_i64 st[8];                                                                           \
+      } dla_fvw;                                                                                   \
+      typedef struct dla_fviews {                                                                  \
+          dla_fsp sp;                                                                              \
+          dla_fvw v[9];                                                                            \
+      } dla_fviews;                                                                                \
+      typedef struct dla_fprog {                                                                   \
+          int ninsns, ninputs, reg2, pad;                                                          \
+          int kind[8], op[8], src[8][3];                                                           \
+          double al[8], be[8];                                                                     \
+      } dla_fprog;                                                                                 \
+      typedef struct dla_fr {                                                                      \
+          dla_i64 outputs, parts, nred, inner;                                                     \
+          int nk, nr, mean, pad;                                                                   \
+          dla_i64 kd[8], rd[8];                                                                    \
+          dla_i64 ost[2][8];                                                                       \
+          dla_i64 kst[8][8], rst[8][8];                                                            \
+          char *ybase, *y2base;                                                                    \
+          const char *inbase[8];                                                                   \
+          double *partial;                                                                         \
+      } dla_fr;)
+
+DLA__CU_FUSED_TYPES(DLA__CU_ID)
+
+/* The frame (device code; needs plugin_ops.h and the types before it).
+ * An evaluator Ev has a static run(p, in, v, v2) for its T: v the last
+ * register, v2 register p.reg2. The kernels of a program are
+ * dla_fused_body<T, Ev, NIN> (one thread per element, grid-stride),
+ * dla_fr_block_body<T, Ev, NIN, PAIR> (a block of a power of two threads
+ * per output or part of one, blockDim.x * (1 + PAIR) doubles of dynamic
+ * shared memory) and dla_fr_thread_body<T, Ev, NIN, PAIR> (a thread per
+ * output). Sums are kept in double. */
+#define DLA__CU_FUSED_FRAME(X)                                                                     \
+    X(__device__ __forceinline__ float dla_fun(int op, float x, float a, float b) {                \
+        return dla_ops_unary_f32(op, x, a, b);                                                     \
+    } __device__ __forceinline__ double dla_fun(int op, double x, double a, double b) {            \
+        return dla_ops_unary_f64(op, x, a, b);                                                     \
+    } __device__ __forceinline__ float dla_fbin(int op, float a, float b) {                        \
+        return dla_ops_binary_f32(op, a, b);                                                       \
+    } __device__ __forceinline__ double dla_fbin(int op, double a, double b) {                     \
+        return dla_ops_binary_f64(op, a, b);                                                       \
+    }                                                                                              \
+                                                                                                   \
+    __device__ __forceinline__ void dla_flocate(const dla_fviews &a, dla_i64 i, dla_i64 *off) {   \
+        for (int k = 0; k < 9; k++)                                                                \
+            off[k] = 0;                                                                            \
+        for (int d = 0; d < a.sp.nd; d++) {                                                        \
+            const dla_i64 n = a.sp.dims[d], q = i / n, r = i - q * n;                              \
+            i = q;                                                                                 \
+            for (int k = 0; k < 9; k++)                                                            \
+                off[k] += r * a.v[k].st[d];                                                        \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    template <typename T, class Ev, int NIN>                                                       \
+    __device__ __forceinline__ void dla_fused_body(const dla_fviews &a, const dla_fprog &p) {     \
+        for (dla_i64 i = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.sp.n;               \
+             i += (dla_i64)gridDim.x * blockDim.x) {                                               \
+            dla_i64 off[9];                                                                        \
+            dla_flocate(a, i, off);                                                                \
+            T in[8];                                                                               \
+            for (int k = 0; k < 8; k++)                                                            \
+                in[k] = k < NIN && k < p.ninputs ? ((const T *)a.v[1 + k].base)[off[1 + k]]        \
+                                                 : (T)0;                                           \
+            T v, v2;                                                                               \
+            Ev::run(p, in, v, v2);                                                                 \
+            ((T *)a.v[0].base)[off[0]] = v;                                                        \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    __device__ __forceinline__ void dla_fr_output(const dla_fr &f, dla_i64 o, dla_i64 *yo,         \
+                                                  dla_i64 *base) {                                 \
+        yo[0] = 0;                                                                                 \
+        yo[1] = 0;                                                                                 \
+        for (int k = 0; k < 8; k++)                                                                \
+            base[k] = 0;                                                                           \
+        for (int d = 0; d < f.nk; d++) {                                                           \
+            const dla_i64 n = f.kd[d], q = o / n, c = o - q * n;                                   \
+            o = q;                                                                                 \
+            yo[0] += c * f.ost[0][d];                                                              \
+            yo[1] += c * f.ost[1][d];                                                              \
+            for (int k = 0; k < 8; k++)                                                            \
+                base[k] += c * f.kst[k][d];                                                        \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    __device__ __forceinline__ void dla_fr_row(const dla_fr &f, dla_i64 row, const dla_i64 *base,  \
+                                               dla_i64 *at) {                                      \
+        for (int k = 0; k < 8; k++)                                                                \
+            at[k] = base[k];                                                                       \
+        for (int d = 1; d < f.nr; d++) {                                                           \
+            const dla_i64 n = f.rd[d], q = row / n, c = row - q * n;                               \
+            row = q;                                                                               \
+            for (int k = 0; k < 8; k++)                                                            \
+                at[k] += c * f.rst[k][d];                                                          \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    template <typename T, class Ev, int NIN, int PAIR>                                             \
+    __device__ __forceinline__ void dla_fr_value(const dla_fr &f, const dla_fprog &p,              \
+                                                 const dla_i64 *at, dla_i64 ii, double &s,         \
+                                                 double &s2) {                                     \
+        T in[8];                                                                                   \
+        for (int k = 0; k < 8; k++)                                                                \
+            in[k] = k < NIN && k < p.ninputs                                                       \
+                        ? ((const T *)f.inbase[k])[at[k] + ii * f.rst[k][0]]                       \
+                        : (T)0;                                                                    \
+        T v, v2;                                                                                   \
+        Ev::run(p, in, v, v2);                                                                     \
+        s += (double)v;                                                                            \
+        if (PAIR)                                                                                  \
+            s2 += (double)v2;                                                                      \
+    }                                                                                              \
+                                                                                                   \
+    template <typename T, int PAIR>                                                                \
+    __device__ __forceinline__ void dla_fr_store(const dla_fr &f, const dla_i64 *yo, double s,     \
+                                                 double s2) {                                      \
+        const double n = (double)f.nred;                                                           \
+        ((T *)f.ybase)[yo[0]] = f.mean ? (T)(s / n) : (T)s;                                        \
+        if (PAIR)                                                                                  \
+            ((T *)f.y2base)[yo[1]] = f.mean ? (T)(s2 / n) : (T)s2;                                 \
+    }                                                                                              \
+                                                                                                   \
+    template <typename T, class Ev, int NIN, int PAIR>                                             \
+    __device__ __forceinline__ void dla_fr_block_body(const dla_fr &f, const dla_fprog &p) {      \
+        extern __shared__ double dla_fr_sm[];                                                      \
+        const int B = (int)blockDim.x, t = (int)threadIdx.x;                                       \
+        const dla_i64 total = f.outputs * f.parts;                                                 \
+        for (dla_i64 g = blockIdx.x; g < total; g += gridDim.x) {                                  \
+            const dla_i64 o = g / f.parts, part = g - o * f.parts;                                 \
+            dla_i64 yo[2], base[8], at[8];                                                         \
+            dla_fr_output(f, o, yo, base);                                                         \
+            const dla_i64 p0 = f.nred * part / f.parts, p1 = f.nred * (part + 1) / f.parts;        \
+            double s = 0, s2 = 0;                                                                  \
+            dla_i64 pos = p0 + t;                                                                  \
+            if (pos < p1) {                                                                        \
+                const dla_i64 inner = f.inner, q = B / inner, r = B - q * inner;                   \
+                dla_i64 row = pos / inner, ii = pos - row * inner, at_row = -1;                    \
+                for (; pos < p1; pos += B) {                                                       \
+                    if (row != at_row) {                                                           \
+                        dla_fr_row(f, row, base, at);                                              \
+                        at_row = row;                                                              \
+                    }                                                                              \
+                    dla_fr_value<T, Ev, NIN, PAIR>(f, p, at, ii, s, s2);                           \
+                    ii += r;                                                                       \
+                    row += q;                                                                      \
+                    if (ii >= inner) {                                                             \
+                        ii -= inner;                                                               \
+                        row++;                                                                     \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            dla_fr_sm[t] = s;                                                                      \
+            if (PAIR)                                                                              \
+                dla_fr_sm[B + t] = s2;                                                             \
+            __syncthreads();                                                                       \
+            for (int w = B / 2; w > 0; w /= 2) {                                                   \
+                if (t < w) {                                                                       \
+                    dla_fr_sm[t] += dla_fr_sm[t + w];                                              \
+                    if (PAIR)                                                                      \
+                        dla_fr_sm[B + t] += dla_fr_sm[B + t + w];                                  \
+                }                                                                                  \
+                __syncthreads();                                                                   \
+            }                                                                                      \
+            if (t == 0) {                                                                          \
+                if (f.parts > 1) {                                                                 \
+                    f.partial[g] = dla_fr_sm[0];                                                   \
+                    if (PAIR)                                                                      \
+                        f.partial[total + g] = dla_fr_sm[B];                                       \
+                } else {                                                                           \
+                    dla_fr_store<T, PAIR>(f, yo, dla_fr_sm[0], PAIR ? dla_fr_sm[B] : 0.0);         \
+                }                                                                                  \
+            }                                                                                      \
+            __syncthreads();                                                                       \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    template <typename T, class Ev, int NIN, int PAIR>                                             \
+    __device__ __forceinline__ void dla_fr_thread_body(const dla_fr &f, const dla_fprog &p) {     \
+        for (dla_i64 o = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x; o < f.outputs;            \
+             o += (dla_i64)gridDim.x * blockDim.x) {                                               \
+            dla_i64 yo[2], base[8], at[8];                                                         \
+            dla_fr_output(f, o, yo, base);                                                         \
+            dla_fr_row(f, 0, base, at);                                                            \
+            double s = 0, s2 = 0;                                                                  \
+            dla_i64 row = 0, ii = 0;                                                               \
+            for (dla_i64 pos = 0; pos < f.nred; pos++) {                                           \
+                dla_fr_value<T, Ev, NIN, PAIR>(f, p, at, ii, s, s2);                               \
+                if (++ii == f.inner) {                                                             \
+                    ii = 0;                                                                        \
+                    row++;                                                                         \
+                    if (pos + 1 < f.nred)                                                          \
+                        dla_fr_row(f, row, base, at);                                              \
+                }                                                                                  \
+            }                                                                                      \
+            dla_fr_store<T, PAIR>(f, yo, s, s2);                                                   \
+        }                                                                                          \
+    })
+
+/* Names of a compiled program's kernels (extern "C" in its source). */
+#define DLA__CU_K_FUSED "dla_fused_prog"
+#define DLA__CU_K_FR_BLOCK "dla_fr_block_prog"
+#define DLA__CU_K_FR_THREAD "dla_fr_thread_prog"
+
+/* Threads per block of the fused_reduce block kernel (at most). */
+#define DLA__CU_FR_THREADS 256
+
+/* ------------------------------------------- launchers (fused_kernels.cu)
+ * kernel: a compiled program's kernel (cudaKernel_t), or NULL for the
+ * interpreter. They return the launch's error (cudaGetLastError). */
+cudaError_t dla__cu_fused_launch(cudaStream_t st, unsigned grid, int f64, const dla_fviews *a,
+                                 const dla_fprog *p, const void *kernel);
+/* thread: one thread per output (grid blocks of DLA__CU_THREADS) instead
+ * of a block of `block` threads (a power of two) per output part. */
+cudaError_t dla__cu_fr_launch(cudaStream_t st, int thread, unsigned grid, unsigned block, int f64,
+                              int pair, const dla_fr *f, const dla_fprog *p, const void *kernel);
+/* y (and y2) from the parts' sums (f->parts > 1), in part order. */
+cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair, const dla_fr *f);
+
+/* ------------------------------------------- compiled programs (nvrtc.c)
+ * The compiled kernels of program a when it has been seen before (kind
+ * 0: fused, 1: fused_reduce, 2: the pair, summing reg2 too), compiling it
+ * now on its second sight; 0 to interpret (*k1, *k2 NULL). For a reduce
+ * *k1 is the block kernel and *k2 the thread kernel. Takes d->lock. */
+int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
+                           const void **k1, const void **k2);
+
+/* The program as the kernels take it (fused.c). */
+void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,156 @@
+/*
+ * fused_kernels.cu - the interpreted fused and fused_reduce kernels of the
+ * cuda plugin (the frame of fused_kern.h with the interpreter as its
+ * evaluator), the parts' combine, and the launchers, which also launch a
+ * compiled program's kernels (nvrtc.c) with the same arguments.
+ *
+ * The interpreter walks the instruction list per element with registers in
+ * a small array; every step is a call of plugin_ops.h, the functions the
+ * unary, binary and ternary kernels call, and every result is held in T,
+ * so a program gives the bits of its steps launched one by one (the
+ * whole plugin is compiled with --fmad=false).
+ */
+#include "plugins/cuda/fused_kern.h"
+#include "plugins/cuda/kern.cuh"
+
+#include <dlaccel/plugin_ops.h>
+
+DLA__CU_FUSED_FRAME(DLA__CU_ID)
+
+static_assert(sizeof(dla_fviews) == sizeof(dla__cu_views<DLA__CU_FOPS>),
+              "dla_fviews is kern.cuh's dla__cu_views<9>");
+static_assert(sizeof(dla_fsp) == sizeof(dla__cu_space), "dla_fsp is cu.h's dla__cu_space");
+static_assert(sizeof(dla_fvw) == sizeof(dla__cu_vw), "dla_fvw is cu.h's dla__cu_vw");
+
+namespace {
+
+/* The interpreter: r[j] for j = 0 .. ninsns-1; operands k >= 0 registers,
+ * -1 - i inputs (the kit checked both). */
+struct interp {
+    template <typename T>
+    static __device__ __forceinline__ void run(const dla_fprog &p, const T *in, T &v, T &v2)
+    {
+        T r[8];
+        const int n = p.ninsns < 1 ? 1 : p.ninsns > 8 ? 8 : p.ninsns;
+        for (int j = 0; j < n; j++) {
+            T a[3];
+#pragma unroll
+            for (int s = 0; s < 3; s++) {
+                const int k = p.src[j][s];
+                a[s] = k >= 0 ? r[k & 7] : in[(-1 - k) & 7];
+            }
+            const int kind = p.kind[j];
+            T x;
+            if (kind == 0)
+                x = dla_fun(p.op[j], a[0], (T)p.al[j], (T)p.be[j]);
+            else if (kind == 1)
+                x = dla_fbin(p.op[j], a[0], a[1]);
+            else
+                x = a[0] != (T)0 ? a[1] : a[2];
+            r[j] = x;
+        }
+        v = r[n - 1];
+        v2 = r[p.reg2 & 7];
+    }
+};
+
+template <typename T> __global__ void fused_k(dla_fviews a, dla_fprog p)
+{
+    dla_fused_body<T, interp, 8>(a, p);
+}
+
+template <typename T, int PAIR> __global__ void fr_block_k(dla_fr f, dla_fprog p)
+{
+    dla_fr_block_body<T, interp, 8, PAIR>(f, p);
+}
+
+template <typename T, int PAIR> __global__ void fr_thread_k(dla_fr f, dla_fprog p)
+{
+    dla_fr_thread_body<T, interp, 8, PAIR>(f, p);
+}
+
+template <typename T> __global__ void fr_combine_k(dla_fr f, int pair)
+{
+    const dla_i64 total = f.outputs * f.parts;
+    DLA__CU_FOR(o, f.outputs)
+    {
+        dla_i64 yo[2], base[8];
+        dla_fr_output(f, o, yo, base);
+        double s = 0, s2 = 0;
+        for (dla_i64 part = 0; part < f.parts; part++) {
+            s += f.partial[o * f.parts + part];
+            if (pair)
+                s2 += f.partial[total + o * f.parts + part];
+        }
+        if (pair)
+            dla_fr_store<T, 1>(f, yo, s, s2);
+        else
+            dla_fr_store<T, 0>(f, yo, s, s2);
+    }
+}
+
+cudaError_t launch_compiled(const void *kernel, unsigned grid, unsigned block, size_t smem,
+                            cudaStream_t st, void *a0, void *a1)
+{
+    void *args[2] = {a0, a1};
+    cudaError_t e = cudaLaunchKernel(kernel, dim3(grid), dim3(block), args, smem, st);
+    const cudaError_t last = cudaGetLastError(); /* clears it either way */
+    return e != cudaSuccess ? e : last;
+}
+
+} // namespace
+
+extern "C" cudaError_t dla__cu_fused_launch(cudaStream_t st, unsigned grid, int f64,
+                                            const dla_fviews *a, const dla_fprog *p,
+                                            const void *kernel)
+{
+    dla_fviews av = *a;
+    dla_fprog pv = *p;
+    if (kernel)
+        return launch_compiled(kernel, grid, DLA__CU_THREADS, 0, st, &av, &pv);
+    if (f64)
+        fused_k<double><<<grid, DLA__CU_THREADS, 0, st>>>(av, pv);
+    else
+        fused_k<float><<<grid, DLA__CU_THREADS, 0, st>>>(av, pv);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t dla__cu_fr_launch(cudaStream_t st, int thread, unsigned grid,
+                                         unsigned block, int f64, int pair, const dla_fr *f,
+                                         const dla_fprog *p, const void *kernel)
+{
+    dla_fr fv = *f;
+    dla_fprog pv = *p;
+    if (thread)
+        block = DLA__CU_THREADS;
+    const size_t smem = thread ? 0 : (size_t)block * sizeof(double) * (pair ? 2 : 1);
+    if (kernel)
+        return launch_compiled(kernel, grid, block, smem, st, &fv, &pv);
+    if (thread) {
+        if (f64)
+            pair ? fr_thread_k<double, 1><<<grid, block, 0, st>>>(fv, pv)
+                 : fr_thread_k<double, 0><<<grid, block, 0, st>>>(fv, pv);
+        else
+            pair ? fr_thread_k<float, 1><<<grid, block, 0, st>>>(fv, pv)
+                 : fr_thread_k<float, 0><<<grid, block, 0, st>>>(fv, pv);
+    } else {
+        if (f64)
+            pair ? fr_block_k<double, 1><<<grid, block, smem, st>>>(fv, pv)
+                 : fr_block_k<double, 0><<<grid, block, smem, st>>>(fv, pv);
+        else
+            pair ? fr_block_k<float, 1><<<grid, block, smem, st>>>(fv, pv)
+                 : fr_block_k<float, 0><<<grid, block, smem, st>>>(fv, pv);
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair,
+                                          const dla_fr *f)
+{
+    dla_fr fv = *f;
+    if (f64)
+        fr_combine_k<double><<<grid, DLA__CU_THREADS, 0, st>>>(fv, pair);
+    else
+        fr_combine_k<float><<<grid, DLA__CU_THREADS, 0, st>>>(fv, pair);
+    return cudaGetLastError();
+}
