@@ -196,6 +196,10 @@ dla__cu_blas_state *dla__cu_blas_of(dla__cu_device *d, const char *member, dla_s
         *st = h->error(DLA_ERR_DEVICE, "cuda %s: cuBLAS not available: %s", member, why);
         return NULL;
     }
+    /* Creating a handle allocates and may synchronize, which a CUDA graph
+     * capture cannot hold: end a capture in progress first (once). */
+    if ((*st = dla__cu_plan_flush(d, "creating the cuBLAS handle")) != DLA_OK)
+        return NULL;
     /* The workspace first: the pool takes d->lock itself. */
     dla_mem ws = NULL;
     if ((*st = dla__cu_mem_alloc(d, BLAS_WORKSPACE, &ws)) != DLA_OK)
