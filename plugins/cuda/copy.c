@@ -11,7 +11,7 @@
  * device's stream.
  */
 #include "plugins/cuda/cu.h"
-#include "plugins/cuda/elementwise_kern.h"
+#include "plugins/cuda/copy_kern.h"
 
 #include <stdio.h>
 #include <string.h>

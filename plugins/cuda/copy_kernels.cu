@@ -6,7 +6,7 @@
  * zero and saturating, NaN to 0; to bool x != 0, so NaN gives 1), as the
  * cpu plugin (plugins/cpu/copy.c, dlaccel/plugin_kit_args.h) does.
  */
-#include "plugins/cuda/elementwise_kern.h"
+#include "plugins/cuda/copy_kern.h"
 #include "plugins/cuda/kern.cuh"
 
 #include <stdint.h>

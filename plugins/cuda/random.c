@@ -5,7 +5,7 @@
  * strided y.
  */
 #include "plugins/cuda/cu.h"
-#include "plugins/cuda/elementwise_kern.h"
+#include "plugins/cuda/random_kern.h"
 
 dla_status dla__cu_random(void *dev, const dla_random_args *args)
 {

@@ -8,7 +8,7 @@
  * order. Built with --fmad=false: the normals' polynomials must round
  * every operation once, as on the host.
  */
-#include "plugins/cuda/elementwise_kern.h"
+#include "plugins/cuda/random_kern.h"
 #include "plugins/cuda/kern.cuh"
 
 #include <stdint.h>
