@@ -445,6 +445,8 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
         pthread_mutex_unlock(&d->lock);
         if (fw)
             dla__cu_mem_free(d, (dla_mem)fw);
+        if (st == CUDNN_STATUS_NOT_SUPPORTED) /* no algorithm at all: ours */
+            e.own = 1, st = CUDNN_STATUS_SUCCESS;
         if (st != CUDNN_STATUS_SUCCESS) {
             descs_free(L, &ds);
             return dnn_fail(st, kn, find ? "cudnnFind*AlgorithmEx" : "cudnnGet*Algorithm_v7", &p);
@@ -486,6 +488,12 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
     if (ws)
         dla__cu_mem_free(d, (dla_mem)ws);
     descs_free(L, &ds);
+    if (st == CUDNN_STATUS_NOT_SUPPORTED) {
+        /* The algorithm refused (one from the heuristics, as a capture
+         * runs): nothing was written, ours computes it. */
+        cudaGetLastError();
+        return run_own(d, a, dir, &p);
+    }
     if (st != CUDNN_STATUS_SUCCESS)
         return dnn_fail(st, kn, "cudnnConvolution*", &p);
     if ((s = dla__cu_launched(kn)) != DLA_OK)

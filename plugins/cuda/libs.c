@@ -7,6 +7,7 @@
  * and cuDNN convolutions in CUDNN_FMA_MATH (conv.c). DLACCEL_CUDA_TF32=1
  * (d->tf32) allows TF32 tensor cores in both.
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include "plugins/cuda/libs.h"
 
 #include <dlfcn.h>
@@ -30,7 +31,7 @@ static char blas_why[512], dnn_why[512];
 static void *open_lib(const char *const *names, int nnames, char *why, size_t whysz)
 {
     why[0] = 0;
-    const char *dirs[3] = {NULL, getenv("DLACCEL_CUDA_LIBDIR"), NULL};
+    const char *dirs[3] = {NULL, secure_getenv("DLACCEL_CUDA_LIBDIR"), NULL};
 #ifdef DLA_CUDA_LIBDIR
     dirs[2] = DLA_CUDA_LIBDIR;
 #endif
