@@ -10,8 +10,9 @@
  * program's steps written out as the evaluator). So both run the same
  * loops, the same plugin_ops.h functions and the same struct layouts; a
  * compiled program differs from the interpreter only in that its steps
- * are unrolled with constant ops. The types are shared with C the same
- * way (DLA__CU_FUSED_TYPES): plain C types, no stdint (NVRTC has none).
+ * are unrolled with their operands wired as constants. The types are
+ * shared with C the same way (DLA__CU_FUSED_TYPES): plain C types, no
+ * stdint (NVRTC has none).
  *
  * Neither macro's text may hold a preprocessor directive (commas are
  * fine: the macros take __VA_ARGS__; comments are gone before expansion).

@@ -6,9 +6,10 @@
  * or the pair with its second register) is interpreted the first time it
  * is seen. The second time, it is compiled into kernels of its own: the
  * frame of fused_kern.h (the same loops the interpreter runs) with the
- * steps written out as calls of plugin_ops.h with constant ops, so the
- * registers stay registers and no step is dispatched at run time. The
- * compiled kernels take the interpreter's arguments.
+ * steps written out as calls of plugin_ops.h, their operands wired as
+ * constants, so the registers stay registers and there is no loop over
+ * the instructions (each op is still read from the program argument: see
+ * write_source). The compiled kernels take the interpreter's arguments.
  *
  * NVRTC is opened with dlopen (libnvrtc.so.13, then .12; first in
  * $DLACCEL_CUDA_LIBDIR when set); the cubin for the device's architecture
@@ -164,11 +165,16 @@ static size_t write_source(const key *k, char *src, size_t size)
             const int v = k->code[j][2 + s];
             snprintf(o[s], sizeof o[s], v >= 0 ? "r%d" : "in[%d]", v >= 0 ? v : -1 - v);
         }
+        /* The op is read from the argument, not written as a constant:
+         * with both ops of neighbouring steps known, NVVM folded a
+         * comparison and a neg after it into a select of 1 and +0 where
+         * the steps give -0 (seen on sm_90, NVRTC 13.0). Not knowing
+         * the ops, it can only rewire registers, which is exact. */
         if (k->code[j][0] == DLA_FUSED_UNARY)
-            PUT("    const %s r%d = dla_fun(%d, %s, (%s)p.al[%d], (%s)p.be[%d]);\n", T, j,
-                (int)k->code[j][1], o[0], T, j, T, j);
+            PUT("    const %s r%d = dla_fun(p.op[%d], %s, (%s)p.al[%d], (%s)p.be[%d]);\n", T, j,
+                j, o[0], T, j, T, j);
         else if (k->code[j][0] == DLA_FUSED_BINARY)
-            PUT("    const %s r%d = dla_fbin(%d, %s, %s);\n", T, j, (int)k->code[j][1], o[0], o[1]);
+            PUT("    const %s r%d = dla_fbin(p.op[%d], %s, %s);\n", T, j, j, o[0], o[1]);
         else
             PUT("    const %s r%d = %s != (%s)0 ? %s : %s;\n", T, j, o[0], T, o[1], o[2]);
     }
