@@ -334,6 +334,51 @@ static dla_status read_device_types(const json_t *plugin, dla__manifest *m, char
     return DLA_OK;
 }
 
+/* plugin.priority_by_type: {"gpu": 150, "cpu": 50}, types as device_info
+ * names them, integer priorities. */
+static dla_status read_priority_by_type(const json_t *plugin, dla__manifest *m, char *reason,
+                                        size_t size)
+{
+    const json_t *obj = json_object_get(plugin, "priority_by_type");
+    if (!obj)
+        return DLA_OK;
+    if (!json_is_object(obj))
+        return field_problem(reason, size, "plugin.priority_by_type",
+                             "expected an object of integers by device type, found %s",
+                             json_type_name(obj));
+    size_t n = json_object_size(obj);
+    if (n > 64)
+        return field_problem(reason, size, "plugin.priority_by_type", "%zu entries (at most 64)", n);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        char field[96];
+        snprintf(field, sizeof field, "plugin.priority_by_type.%.40s", key);
+        if (!*key)
+            return field_problem(reason, size, "plugin.priority_by_type", "an empty device type");
+        if (!json_is_integer(v))
+            return field_problem(reason, size, field, "expected an integer, found %s",
+                                 json_type_name(v));
+        json_int_t p = json_integer_value(v);
+        if (p < INT_MIN || p > INT_MAX)
+            return field_problem(reason, size, field, "%lld is out of range", (long long)p);
+    }
+    if (n == 0)
+        return DLA_OK;
+    m->type_priority_types = dla__calloc(n, sizeof *m->type_priority_types);
+    m->type_priority_values = dla__calloc(n, sizeof *m->type_priority_values);
+    if (!m->type_priority_types || !m->type_priority_values)
+        return DLA_ERR_OUT_OF_MEMORY;
+    json_object_foreach((json_t *)obj, key, v) {
+        int i = m->type_priority_count;
+        if (dup_into(&m->type_priority_types[i], key) != DLA_OK)
+            return DLA_ERR_OUT_OF_MEMORY;
+        m->type_priority_values[i] = (int)json_integer_value(v);
+        m->type_priority_count = i + 1;
+    }
+    return DLA_OK;
+}
+
 static dla_status read_plugin(const json_t *plugin, const char *folder, dla__manifest *m,
                               char *reason, size_t size)
 {
@@ -367,6 +412,8 @@ static dla_status read_plugin(const json_t *plugin, const char *folder, dla__man
                                  (long long)p);
         m->priority = (int)p;
     }
+    if ((st = read_priority_by_type(plugin, m, reason, size)) != DLA_OK)
+        return st;
     if ((st = get_string(plugin, "description", "plugin.description", 0, &s, reason, size)) != DLA_OK)
         return st;
     return dup_into(&m->description, s ? s : "");
@@ -462,6 +509,10 @@ void dla__manifest_clear(dla__manifest *m)
     for (int i = 0; i < m->device_type_count; i++)
         dla__free(m->device_types[i]);
     dla__free(m->device_types);
+    for (int i = 0; i < m->type_priority_count; i++)
+        dla__free(m->type_priority_types[i]);
+    dla__free(m->type_priority_types);
+    dla__free(m->type_priority_values);
     dla__free(m->description);
     memset(m, 0, sizeof *m);
 }

@@ -55,6 +55,11 @@ typedef struct dla__manifest {
     char **device_types; /* plugin.device_types; optional, default none */
     int device_type_count;
     int priority;        /* plugin.priority; optional, default 0 */
+    /* plugin.priority_by_type; optional: a device whose type is one of
+     * these ranks with the number beside it instead of priority. */
+    char **type_priority_types;
+    int *type_priority_values;
+    int type_priority_count;
     char *description;   /* plugin.description; optional, default "" */
 } dla__manifest;
 

@@ -67,6 +67,7 @@ struct dla__plugin {
     int abi_major, abi_minor; /* as answered; -1 until then */
     int device_count;         /* slots kept; -1 until loaded */
     device_slot *devices;
+    int passed_over; /* named in the default's reason already */
 };
 
 static struct {
@@ -268,7 +269,12 @@ static dla_status plugin_list_devices(struct dla__plugin *p)
     if (n < 0)
         return plugin_fail(p, 1, DLA_LOG_WARN, "%s: device_count answered %d", lib, n);
     if (n == 0) {
-        plugin_fail(p, 1, DLA_LOG_INFO, "%s: no device", lib);
+        /* A plugin may say why (set by host->error, status DLA_OK). */
+        if (dla_last_error()[0])
+            plugin_fail(p, 1, DLA_LOG_INFO, "%s: no device (%s)", lib, dla_last_error());
+        else
+            plugin_fail(p, 1, DLA_LOG_INFO, "%s: no device", lib);
+        dla_clear_error();
         p->device_count = 0;
         return DLA_ERR_PLUGIN;
     }
@@ -744,47 +750,107 @@ static dla_status default_from_list(void)
     return DLA_OK;
 }
 
-/* Unset DLACCEL_DEVICE: plugins by priority, ties in discovery order. */
+/* A device's priority: its type's in the manifest's priority_by_type,
+ * else its plugin's. */
+static int type_priority(const struct dla__plugin *p, const char *type)
+{
+    for (int i = 0; i < p->m.type_priority_count; i++)
+        if (strcmp(p->m.type_priority_types[i], type) == 0)
+            return p->m.type_priority_values[i];
+    return p->m.priority;
+}
+
+/* The highest priority a device of the plugin can have: known from the
+ * manifest alone, before the plugin is loaded. */
+static int top_priority(const struct dla__plugin *p)
+{
+    int top = p->m.priority;
+    for (int i = 0; i < p->m.type_priority_count; i++)
+        if (p->m.type_priority_values[i] > top)
+            top = p->m.type_priority_values[i];
+    return top;
+}
+
+int dla__device_priority(const dla_device *dev)
+{
+    return dev && dev->plugin ? type_priority(dev->plugin, dev->info.type) : 0;
+}
+
+/* Unset DLACCEL_DEVICE: the device of the highest priority (type_priority),
+ * ties in discovery order, then device order. Plugins are looked at by the
+ * highest priority they can give (top_priority), and one is loaded only
+ * while it could still beat the best device found, so a plugin below the
+ * default stays unloaded. A device that fails to open is passed over and
+ * the choice made again without it. */
 static dla_status default_by_priority(void)
 {
     char failed[768] = "";
-    char why[DLA__REASON_MAX];
-    int prev = -1, candidates = 0;
-    for (;;) {
-        /* The next record in (priority down, discovery order up) after prev;
-         * no sorted copy, so nothing to allocate. */
-        int best = -1;
-        for (int i = 0; i < reg.plugin_count; i++) {
-            struct dla__plugin *q = reg.plugins[i];
-            if (!q->claims_name)
-                continue;
-            if (prev >= 0) {
-                int pp = reg.plugins[prev]->m.priority;
-                if (q->m.priority > pp || (q->m.priority == pp && i <= prev))
+    int candidates = 0;
+    for (int i = 0; i < reg.plugin_count; i++) {
+        candidates += reg.plugins[i]->claims_name;
+        reg.plugins[i]->passed_over = 0;
+    }
+    while (candidates) {
+        int prev = -1, best_plugin = -1, best_prio = 0;
+        device_slot *best_slot = NULL;
+        for (;;) {
+            /* The next record in (top priority down, discovery order up)
+             * after prev; no sorted copy, so nothing to allocate. */
+            int next = -1;
+            for (int i = 0; i < reg.plugin_count; i++) {
+                struct dla__plugin *q = reg.plugins[i];
+                if (!q->claims_name)
                     continue;
+                int top = top_priority(q);
+                if (prev >= 0) {
+                    int pp = top_priority(reg.plugins[prev]);
+                    if (top > pp || (top == pp && i <= prev))
+                        continue;
+                }
+                if (next < 0 || top > top_priority(reg.plugins[next]))
+                    next = i;
             }
-            if (best < 0 || q->m.priority > reg.plugins[best]->m.priority)
-                best = i;
+            if (next < 0)
+                break;
+            prev = next;
+            struct dla__plugin *q = reg.plugins[next];
+            int top = top_priority(q);
+            if (best_slot && (top < best_prio || (top == best_prio && next > best_plugin)))
+                break;
+            dla_status st = plugin_load(q);
+            if (st == DLA_ERR_OUT_OF_MEMORY)
+                return st;
+            if (st != DLA_OK) {
+                if (!q->passed_over)
+                    appendf(failed, sizeof failed, "%s'%s' (%d): plugin '%s' (%s) failed to load: %s",
+                            failed[0] ? "; " : "", q->m.name, top, q->m.name, q->m.path, q->reason);
+                q->passed_over = 1;
+                continue;
+            }
+            for (int k = 0; k < q->device_count; k++) {
+                device_slot *sl = &q->devices[k];
+                int pr = type_priority(q, sl->dev.info.type);
+                if (sl->open_status != DLA_OK)
+                    continue;
+                if (!best_slot || pr > best_prio || (pr == best_prio && next < best_plugin)) {
+                    best_slot = sl;
+                    best_prio = pr;
+                    best_plugin = next;
+                }
+            }
         }
-        if (best < 0)
+        if (!best_slot)
             break;
-        prev = best;
-        candidates++;
-        struct dla__plugin *q = reg.plugins[best];
-        dla_status st;
-        dla_device *dev = resolve_entry(q->m.name, strlen(q->m.name), why, sizeof why, &st);
-        if (st == DLA_ERR_OUT_OF_MEMORY && !dev)
-            return st;
-        if (dev) {
+        if (device_open(best_slot) == DLA_OK) {
             if (failed[0])
-                set_default(dev, "highest priority that gives a device (%d; passed over: %s)",
-                            q->m.priority, failed);
+                set_default(&best_slot->dev, "highest priority that gives a device (%d; passed over: %s)",
+                            best_prio, failed);
             else
-                set_default(dev, "highest priority (%d)", q->m.priority);
+                set_default(&best_slot->dev, "highest priority (%d)", best_prio);
             return DLA_OK;
         }
-        appendf(failed, sizeof failed, "%s'%s' (%d): %s", failed[0] ? "; " : "", q->m.name,
-                q->m.priority, why);
+        appendf(failed, sizeof failed, "%s'%s' (%d): %s", failed[0] ? "; " : "",
+                best_slot->dev.plugin_name, best_prio, best_slot->open_error);
     }
     if (candidates) {
         set_default(NULL, "no plugin gives a device: %s", failed);

@@ -17,6 +17,11 @@ dla_device *dla__device_cpu(void);
  * (DLA_KERNEL_LIST), and supports() agrees. */
 int dla__device_supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype);
 
+/* The priority dev ranks with for "auto" and ExecutionEnvironment "gpu":
+ * its type's in its manifest's plugin.priority_by_type, else its
+ * plugin's plugin.priority. 0 for NULL. */
+int dla__device_priority(const dla_device *dev);
+
 /* Forgets every plugin and device (dlclose, shutdown) and re-reads the
  * environment on next use. For tests and tools; no tensor may be alive. */
 void dla__registry_reset(void);

@@ -8,6 +8,7 @@
  */
 #include <dlaccel.h>
 
+#include "core/registry.h"
 #include "nn/train_impl.h"
 #include "nn/train_parallel.h"
 
@@ -296,19 +297,9 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
     return (int)w.len;
 }
 
-/* The priority of the plugin a device belongs to (from its manifest). */
-static int priority_of(const dla_device *dev)
-{
-    const char *plugin = dla_device_plugin(dev);
-    int n = dla_manifest_count();
-    for (int i = 0; i < n; i++) {
-        dla_manifest_info info = {.struct_size = sizeof info};
-        if (dla_manifest_get(i, &info) == DLA_OK && info.state == DLA_MANIFEST_LOADED &&
-            !strcmp(info.plugin, plugin))
-            return info.priority;
-    }
-    return 0;
-}
+/* The priority a device ranks with: its type's in its manifest's
+ * priority_by_type, else its plugin's priority (core/registry.c). */
+static int priority_of(const dla_device *dev) { return dla__device_priority(dev); }
 
 DLA_API dla_status dla_training_device(const char *environment, dla_device **out)
 {

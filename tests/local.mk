@@ -14,6 +14,7 @@ include tests/net.mk
 include tests/custom_layer.mk
 include tests/train.mk
 include tests/opencl.mk
+include tests/cuda.mk
 include tests/hardening.mk
 include tests/spmd.mk
 include tests/kit.mk

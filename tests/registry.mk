@@ -56,6 +56,9 @@ tests_test_registry_LDFLAGS = $(OPENMP_CFLAGS)
 
 TESTS += tests/test_registry tests/tool_devices.sh
 EXTRA_DIST += tests/tool_devices.sh
+# plugin.priority_by_type: the default device by device type (testmem).
+TESTS += tests/device_priority.sh
+EXTRA_DIST += tests/device_priority.sh
 
 # The DLACCEL_* values checked and named, OMP_NUM_THREADS kept sane: a
 # small program run under bad values, its stderr read.

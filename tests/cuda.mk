@@ -1,0 +1,17 @@
+# tests/cuda.mk - the cuda plugin in make check (when configure built it).
+# This machine class (CI, development) has the toolkit but no GPU and no
+# driver: the test proves the plugin loads there, reports no device with
+# the reason, and leaves discovery and the cpu plugin alone; with a driver
+# it skips (the GPU checks are run by hand: docs/plugins.md, "The cuda
+# plugin"). The cuda manifest is in its own folder (plugins/cuda), so the
+# script puts it on the path; the rest of make check runs as before.
+EXTRA_DIST += tests/cuda_without_driver.sh tests/cuda_probe.c
+
+if HAVE_CUDA
+check_PROGRAMS += tests/cuda_probe
+tests_cuda_probe_SOURCES = tests/cuda_probe.c
+tests_cuda_probe_LDADD = libdlaccel.la
+TESTS += tests/cuda_without_driver.sh
+dla_cuda_without_driver_log = tests/cuda_without_driver.sh.log
+$(dla_cuda_without_driver_log): tools/dlaccel tests/cuda_probe plugins/cuda/libdlaccel-cuda.la
+endif
