@@ -7,6 +7,11 @@ dla_packages=(build-essential autoconf automake libtool pkg-config libjansson-de
     opencl-headers libclblast1 valgrind python3 zlib1g-dev dataset-fashion-mnist
     openmpi-bin libopenmpi-dev libpng-dev libjpeg-dev)
 
+# Not here: the CUDA toolkit (nvcc, cuBLAS, cuDNN, NVRTC), which CI and
+# development machines have under /usr/local/cuda from NVIDIA's installer;
+# .ci/run puts its bin/ on PATH and configures with --enable-cuda when it
+# is there.
+
 # What the hardening runs add (.ci/sanitize, fuzz/run.sh): clang with
 # libFuzzer and its sanitizer runtimes, and clang's OpenMP. gcc's ASan,
 # UBSan and TSan runtimes (libasan8, libubsan1, libtsan2) come with

@@ -53,7 +53,10 @@ EXTRA_DIST += $(DLA_CUDA_CU) plugins/cuda/manifest.json.in
 
 if HAVE_CUDA
 pkglib_LTLIBRARIES += plugins/cuda/libdlaccel-cuda.la
-plugins_cuda_libdlaccel_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+# DLA_CUDA_LIBDIR: the toolkit's library folder, where libs.c looks for
+# cuBLAS and cuDNN after the loader's search and $DLACCEL_CUDA_LIBDIR.
+plugins_cuda_libdlaccel_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+	-DDLA_CUDA_LIBDIR='"$(CUDA_LIBDIR)"'
 plugins_cuda_libdlaccel_cuda_la_CFLAGS = $(AM_CFLAGS) -O2
 plugins_cuda_libdlaccel_cuda_la_LDFLAGS = -module -avoid-version -shared -no-undefined
 # libtool's -no-undefined checks nothing on Linux: -z defs makes a symbol

@@ -6,8 +6,8 @@
 # tests/plugins.d), so the suites that run on the default search path
 # (plugins.d) keep their devices, and the tests that want OpenCL add the
 # folder (tests/opencl.mk). The installed one goes to $(pluginsdir) beside
-# cpu's; with priority 50 it is still never the default while cpu loads
-# (docs/plugins.md, "The opencl plugin").
+# cpu's; its CPU devices (PoCL) rank 50, below cpu's 100, its GPUs 150
+# (priority_by_type; docs/plugins.md, "The opencl plugin").
 DLA_OCL_CL = \
 	plugins/opencl/cl/common.cl \
 	plugins/opencl/cl/ops.cl \

@@ -10,9 +10,11 @@
  *   is one), then CPU devices such as PoCL's; within a class in platform
  *   and device order. No platform (the ICD loader finds no vendor file) or
  *   no device is device_count 0: the registry then skips the plugin and the
- *   others load as usual. The manifest's priority (50) is below the cpu
- *   plugin's, so the plugin serves only when asked for (DLACCEL_DEVICE); see
- *   docs/plugins.md, "The opencl plugin".
+ *   others load as usual. The manifest ranks devices by type
+ *   (priority_by_type): a GPU or accelerator 150, above the cpu plugin's
+ *   100, a CPU device such as PoCL's 50, below it, so a CPU device serves
+ *   only when asked for (DLACCEL_DEVICE); see docs/plugins.md, "The opencl
+ *   plugin".
  * - One context and one in-order command queue per device. Kernels are
  *   enqueued and return; copy_to_device and copy_to_host block (the host
  *   memory is free or filled when they return), sync is clFinish, and
