@@ -3,7 +3,7 @@
 # from the bundle tools/gpu_pack.sh made (.gpu/bundle.tar.xz). Logs go to
 # $OUT (default /tmp/dla-out); a summary table is printed last.
 #
-#   bash tools/gpu_run.sh [check] [suites] [bench] [torch] [train] [all]
+#   bash tools/gpu_run.sh STEP...     (in the order given; default: all)
 #
 #   check   dlaccel devices, dlaccel check-plugin on cuda:0 (every kernel
 #           against the cpu plugin), with graphs and NVRTC both on
@@ -11,9 +11,12 @@
 #           with DLACCEL_DEVICE=cuda
 #   bench   dlaccel-bench on cuda:0: digit CNN train step replayed (batch
 #           128 and 1024), inference, the tiny MLP replayed
-#   torch   ../shared/peers/cnn_cuda.py (PyTorch eager, torch.compile,
-#           CUDA graphs) in the same call
-#   train   the main job: cnn_fmnist 3 epochs on cuda, then on cpu, same seed
+#   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager and
+#              torch.compile with CUDA graphs (reduce-overhead), the MLP too
+#   torch1024  the same at batch 1024, torch.compile (default mode)
+#   train      the main job: cnn_fmnist 3 epochs on cuda, same seed as
+#              the cpu run it is compared with
+#   traincpu   the same on the cpu device
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/dla-out}
@@ -23,8 +26,7 @@ rm -rf "$w" && mkdir -p "$w"
 tar -xJf "$root/.gpu/bundle.tar.xz" -C "$w" || exit 1
 s=$w/stage
 steps="$*"
-[ -z "$steps" ] && steps=all
-want() { case " $steps " in *" $1 "* | *" all "*) return 0 ;; esac; return 1; }
+[ -z "$steps" ] && steps="check bench torch128 train suites torch1024 traincpu"
 
 # The toolkit's libraries (cuBLAS, cuDNN, NVRTC) wherever this machine has
 # them: the toolkit, or the wheels of its PyTorch.
@@ -53,45 +55,62 @@ line() { echo "$*" | tee -a "$summary"; }
 } >"$out/devices.log" 2>&1
 cat "$out/devices.log"
 
-if want check; then
-    start=$(date +%s)
-    timeout 300 "$s/bin/dlaccel" check-plugin "$s/plugins.d/cuda.json" >"$out/check.log" 2>&1
-    rc=$?
-    line "check-plugin cuda: exit $rc, $(($(date +%s) - start)) s; failing: $(grep -c 'FAIL\|^not ok' "$out/check.log")"
-    grep -E '^(ok|not ok|FAIL|  )|kernel|fail' "$out/check.log" | head -60
-fi
 
-if want suites; then
-    for t in test_tensor test_autodiff test_accel test_train test_conv test_loss test_nnops_act \
-        test_nnops_fc test_nnops_norm test_nnops_pool test_net test_net_grad test_optim test_plan \
-        test_fused_kernels test_shape test_data; do
+step_check() {
+    local start rc
+    start=$(date +%s)
+    timeout 90 "$s/bin/dlaccel" check-plugin "$s/plugins.d/cuda.json" >"$out/check.log" 2>&1
+    rc=$?
+    line "check-plugin cuda: exit $rc, $(($(date +%s) - start)) s; failing lines: $(grep -ci 'fail' "$out/check.log")"
+    grep -iE 'fail|cases|rerun' "$out/check.log" | head -40
+}
+
+step_suites() {
+    local t rc
+    for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm test_plan \
+        test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim; do
         [ -x "$s/bin/$t" ] || continue
-        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda timeout 180 "$s/bin/$t" >"$out/suite_$t.log" 2>&1
+        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda timeout 25 "$s/bin/$t" >"$out/suite_$t.log" 2>&1
         rc=$?
         line "suite $t (DLACCEL_DEVICE=cuda): exit $rc, ok $(grep -c '^ok' "$out/suite_$t.log"), not ok $(grep -c '^not ok' "$out/suite_$t.log")"
-        grep -A3 '^not ok' "$out/suite_$t.log" | head -12
+        grep -A4 '^not ok' "$out/suite_$t.log" | head -10
     done
-fi
+}
 
-if want bench; then
-    timeout 240 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay >"$out/bench_replay.log" 2>&1
-    timeout 120 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_inference >"$out/bench_infer.log" 2>&1
-    cat "$out/bench_replay.log" "$out/bench_infer.log" | grep -E '^(device|cuda)' | tee -a "$summary"
-fi
+step_bench() {
+    timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay >"$out/bench_replay.log" 2>&1
+    timeout 40 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_inference >"$out/bench_infer.log" 2>&1
+    cat "$out/bench_replay.log" "$out/bench_infer.log" | grep -E '^(device|cuda)|ratio|note|plan' | tee -a "$summary"
+}
 
-if want torch; then
-    PYTHONUNBUFFERED=1 timeout 300 python3 "$s/peers/cnn_cuda.py" >"$out/torch.json" 2>"$out/torch.err"
-    line "torch cnn_cuda.py: exit $?"
-    tail -c 3000 "$out/torch.json" | tee -a "$summary"
-fi
+torch_run() { # NAME ARGS...
+    local name=$1
+    shift
+    PYTHONUNBUFFERED=1 timeout 170 python3 "$s/peers/cnn_cuda.py" "$@" >"$out/$name.json" 2>"$out/$name.err"
+    line "torch $name ($*): exit $?"
+    tr -d '\n ' <"$out/$name.json" | tee -a "$summary"
+    echo | tee -a "$summary"
+}
 
-if want train; then
-    for dev in cuda cpu; do
-        start=$(date +%s)
-        DLACCEL_DEVICE=$dev timeout 400 "$s/bin/cnn_fmnist" --data "$s/data" --epochs 3 --seed 1 \
-            >"$out/train_$dev.log" 2>&1
-        line "main job on $dev: exit $?, $(($(date +%s) - start)) s: $(grep -iE 'accuracy|HitRate|per epoch' "$out/train_$dev.log" | tr '\n' ' ' | cut -c1-300)"
-    done
-fi
+step_train() { # DEVICE
+    local start
+    start=$(date +%s)
+    DLACCEL_DEVICE=$1 timeout 120 "$s/bin/cnn_fmnist" --data "$s/data" --epochs 3 --seed 1 \
+        >"$out/train_$1.log" 2>&1
+    line "main job on $1: exit $?, $(($(date +%s) - start)) s: $(tr '\r' '\n' <"$out/train_$1.log" | grep -iE 'accuracy|HitRate|epoch|device' | grep -v '%|' | tail -8 | tr '\n' ' ' | cut -c1-400)"
+}
+
+for step in $steps; do
+    case $step in
+    check) step_check ;;
+    suites) step_suites ;;
+    bench) step_bench ;;
+    torch128) torch_run torch128 --batches 128 --modes eager,reduce-overhead --rounds 5 --iters 30 ;;
+    torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
+    train) step_train cuda ;;
+    traincpu) step_train cpu ;;
+    *) echo "gpu_run: unknown step $step" ;;
+    esac
+done
 echo "==== summary"
 cat "$summary"
