@@ -177,12 +177,17 @@ static void test_every_key_component_misses_with_its_reason(void **state)
                 "number of outputs 1 -> 2");
     expect_miss(af, &c, 1, dla_ones(DLA_F64, "SSSC", DLA_DIMS(28, 28, 1, 64)), 2,
                 "gradient mode dla_accel_call -> dla_accel_feval");
-    /* The device: every loaded device other than the first. */
-    if (dla_device_count() > 1) {
-        dla_device_set_current(dla_device_at(1));
+    /* The device: a loaded device other than the current one (which is
+     * not always the first: DLACCEL_DEVICE=cuda). */
+    dla_device *here = dla_device_current(), *there = NULL;
+    for (int i = 0; i < dla_device_count() && !there; i++)
+        if (dla_device_at(i) != here)
+            there = dla_device_at(i);
+    if (there) {
+        dla_device_set_current(there);
         char want[64];
-        snprintf(want, sizeof want, "input 1 device %s -> %s", dla_device_name(dla_device_at(0)),
-                 dla_device_name(dla_device_at(1)));
+        snprintf(want, sizeof want, "input 1 device %s -> %s", dla_device_name(here),
+                 dla_device_name(there));
         expect_miss(af, &c, 1, dla_ones(DLA_F64, "SSSC", DLA_DIMS(28, 28, 1, 64)), 2, want);
         dla_device_set_current(NULL);
     }

@@ -124,9 +124,21 @@ typedef struct dla__cu_device {
     struct dla__cu_conv_entry *conv;   /* conv.c */
     struct dla__cu_fused_entry *fused; /* fused.c */
 
+    /* space.c (dla__cu_enter): the first thread that called a member
+     * (the address of a thread-local, through GCC's __atomic builtins, as
+     * C and C++ both include this), and whether another has since. A
+     * capture takes the stream as a whole, so graphs are made only on a
+     * device one thread uses; a capturing plan holds gate from plan_begin
+     * to plan_end, and a second thread passes through it, so nothing of
+     * theirs lands in a capture. */
+    uintptr_t user;
+    int multi;
+    pthread_mutex_t gate;
+
     /* plan.c: state of a planned replay on this device. */
     int planning;                 /* between plan_begin and plan_end */
     int capturing;                /* the stream is being captured now */
+    int gated;                    /* the plan thread holds gate */
     pthread_t plan_thread;
     int32_t plan_launches;
     struct dla__cu_graph *graphs; /* instantiated replays, most recent first */
@@ -134,8 +146,13 @@ typedef struct dla__cu_device {
 } dla__cu_device;
 
 /* Makes d's GPU current on the calling thread (every member calls it
- * first: the host may call from any thread). */
+ * first: the host may call from any thread), and holds a thread other
+ * than d's plan thread until a plan in progress has ended. */
 dla_status dla__cu_enter(dla__cu_device *d, const char *member);
+/* The plan thread's side of the gate (plan.c): whether this thread runs a
+ * plan on d now, and setting it. */
+int dla__cu_planning_here(const dla__cu_device *d);
+void dla__cu_set_planning_here(const dla__cu_device *d);
 
 /* DLA_OK for cudaSuccess, else DLA_ERR_DEVICE (DLA_ERR_OUT_OF_MEMORY for
  * cudaErrorMemoryAllocation) with "cuda <what>: <CUDA's message>

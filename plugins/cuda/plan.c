@@ -15,6 +15,10 @@
  * part, happens once per distinct replay. The execs are kept per device,
  * most recent first, up to DLA__CU_GRAPHS_KEPT.
  *
+ * A capture takes the whole stream: a device used by more than one thread
+ * never captures (dla__cu_enter notices the second thread), and while a
+ * plan runs, the other threads wait at dla__cu_enter.
+ *
  * What a graph cannot hold ends the capture early (dla__cu_plan_flush):
  * a copy from or to host memory, a sync. The captured part is launched at
  * once, the host copy runs, and the next launches are captured again
@@ -147,7 +151,7 @@ dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why)
 /* Starts capturing d's stream for the plan of this thread. */
 static void capture(dla__cu_device *d)
 {
-    if (d->graphs_off)
+    if (d->graphs_off || __atomic_load_n(&d->multi, __ATOMIC_ACQUIRE))
         return;
     /* Capture only a stream with nothing of a capture pending. */
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -179,15 +183,27 @@ dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches)
     dla_status s = dla__cu_enter(d, "plan_begin");
     if (s != DLA_OK)
         return s;
-    if (d->planning && pthread_equal(d->plan_thread, pthread_self()))
+    if (dla__cu_planning_here(d))
         return dla__cu_host->error(DLA_ERR_STATE, "cuda plan_begin: a plan is already running on "
                                                   "this thread");
+    dla__cu_set_planning_here(d);
     d->planning = 1;
     d->plan_thread = pthread_self();
     d->plan_launches = nlaunches;
     d->capturing = 0;
-    if (nlaunches >= 2)
-        capture(d);
+    d->gated = 0;
+    if (nlaunches < 2 || d->graphs_off || __atomic_load_n(&d->multi, __ATOMIC_ACQUIRE))
+        return DLA_OK;
+    /* A capture: other threads wait at dla__cu_enter until plan_end. A
+     * thread that came first after the check above is seen by the check
+     * under the gate (it marks multi before it passes the gate). */
+    pthread_mutex_lock(&d->gate);
+    if (__atomic_load_n(&d->multi, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&d->gate);
+        return DLA_OK;
+    }
+    d->gated = 1;
+    capture(d);
     return DLA_OK;
 }
 
@@ -195,14 +211,19 @@ dla_status dla__cu_plan_end(void *dev)
 {
     dla__cu_device *d = dev;
     dla_status s = dla__cu_enter(d, "plan_end");
+    if (s == DLA_OK)
+        s = dla__cu_plan_flush(d, "plan_end");
+    if (dla__cu_planning_here(d)) {
+        d->planning = 0;
+        dla__cu_set_planning_here(NULL);
+        if (d->gated) {
+            d->gated = 0;
+            pthread_mutex_unlock(&d->gate);
+        }
+    }
     if (s != DLA_OK)
         return s;
-    s = dla__cu_plan_flush(d, "plan_end");
-    d->planning = 0;
     /* The ABI's plan_end waits, so that a kernel that fails while running
      * is this replay's error. */
-    cudaError_t e = cudaStreamSynchronize(d->stream);
-    if (s != DLA_OK)
-        return s;
-    return dla__cu_err(e, "plan_end: the replay");
+    return dla__cu_err(cudaStreamSynchronize(d->stream), "plan_end: the replay");
 }

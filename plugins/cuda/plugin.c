@@ -160,6 +160,7 @@ static void device_free(dla__cu_device *d)
         cudaStreamDestroy(d->stream);
     cudaGetLastError();
     pthread_mutex_destroy(&d->lock);
+    pthread_mutex_destroy(&d->gate);
     dla__cu_host->free(d);
 }
 
@@ -174,6 +175,7 @@ static dla_status device_open(int index, void **out)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cuda device_open: the device context");
     memset(d, 0, sizeof *d);
     pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->gate, NULL);
     d->index = index;
     d->kit = dla__cu_kit;
     d->tf32 = env_flag("DLACCEL_CUDA_TF32", 0);

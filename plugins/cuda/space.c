@@ -22,8 +22,37 @@ dla_status dla__cu_launched(const char *what)
     return dla__cu_err(cudaGetLastError(), what);
 }
 
+/* A per-thread address names the thread; the device this thread runs a
+ * plan on, if any. */
+static __thread char thread_tag;
+static __thread const dla__cu_device *thread_plan;
+
+int dla__cu_planning_here(const dla__cu_device *d)
+{
+    return thread_plan == d;
+}
+
+void dla__cu_set_planning_here(const dla__cu_device *d)
+{
+    thread_plan = d;
+}
+
 dla_status dla__cu_enter(dla__cu_device *d, const char *member)
 {
+    uintptr_t me = (uintptr_t)&thread_tag, first = 0;
+    if (!__atomic_compare_exchange_n(&d->user, &first, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+        first != me && !__atomic_load_n(&d->multi, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&d->multi, 1, __ATOMIC_RELEASE);
+        dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: a second thread uses the device: planned "
+                                         "replays run without CUDA graphs from now on",
+                          d->index);
+    }
+    /* Set before the gate: a plan_begin that takes the gate after this
+     * thread passed it sees multi and does not capture. */
+    if (thread_plan != d && __atomic_load_n(&d->multi, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&d->gate);
+        pthread_mutex_unlock(&d->gate);
+    }
     /* cudaSetDevice is per thread and cheap when the device is current. */
     return dla__cu_err(cudaSetDevice(d->index), member);
 }
