@@ -11,8 +11,11 @@
 #           with DLACCEL_DEVICE=cuda
 #   bench   dlaccel-bench on cuda:0: digit CNN train step replayed (batch
 #           128 and 1024), inference, the tiny MLP replayed
-#   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager and
+#   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager, then
 #              torch.compile with CUDA graphs (reduce-overhead), the MLP too
+#   benchtf32  the CNN workloads with DLACCEL_CUDA_TF32=1
+#   suitescpu  test_train and test_accel with cpu the default device
+#              (their "gpu" and other-device cases then take cuda)
 #   torch1024  the same at batch 1024, torch.compile (default mode)
 #   train      the main job: cnn_fmnist 3 epochs on cuda, same seed as
 #              the cpu run it is compared with
@@ -59,15 +62,45 @@ cat "$out/devices.log"
 step_check() {
     local start rc
     start=$(date +%s)
-    timeout 90 "$s/bin/dlaccel" check-plugin "$s/plugins.d/cuda.json" >"$out/check.log" 2>&1
+    timeout 90 "$s/bin/dlaccel" check-plugin --cases 50 "$s/plugins.d/cuda.json" >"$out/check.log" 2>&1
     rc=$?
-    line "check-plugin cuda: exit $rc, $(($(date +%s) - start)) s; failing lines: $(grep -ci 'fail' "$out/check.log")"
+    line "check-plugin cuda (50 cases a kernel): exit $rc, $(($(date +%s) - start)) s; failing lines: $(grep -ci 'fail' "$out/check.log")"
     grep -iE 'fail|cases|rerun' "$out/check.log" | head -40
+    # The fused kernels compiled with NVRTC on first sight, and the
+    # interpreter alone.
+    for mode in first 0; do
+        for k in fused fused_reduce fused_reduce_pair; do
+            DLACCEL_CUDA_FUSED_COMPILE=$mode timeout 60 "$s/bin/dlaccel" check-plugin --kernel $k \
+                --cases 50 --seed 7 "$s/plugins.d/cuda.json" >"$out/check_$k.$mode.log" 2>&1
+            line "check-plugin cuda --kernel $k (DLACCEL_CUDA_FUSED_COMPILE=$mode): exit $?: $(grep -E '^cuda' "$out/check_$k.$mode.log" | tr -s ' ' | cut -c1-120)"
+        done
+    done
+}
+
+# The suites whose tests pick "gpu" themselves, with cpu the default:
+# ExecutionEnvironment "gpu" and a trace replayed on another device.
+step_suites_cpu() {
+    local t rc
+    for t in test_train test_accel; do
+        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cpu timeout 40 "$s/bin/$t" >"$out/suitecpu_$t.log" 2>&1
+        rc=$?
+        line "suite $t (DLACCEL_DEVICE=cpu, cuda loaded): exit $rc, ok $(grep -c '^ok' "$out/suitecpu_$t.log"), not ok $(grep -c '^not ok' "$out/suitecpu_$t.log")"
+        grep -A4 '^not ok' "$out/suitecpu_$t.log" | head -10
+    done
+}
+
+# float32 GEMM and convolutions on TF32 tensor cores, as PyTorch's default
+# convolutions are (torch.backends.cudnn.allow_tf32).
+step_bench_tf32() {
+    DLACCEL_CUDA_TF32=1 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_ \
+        >"$out/bench_tf32.log" 2>&1
+    grep -E '^(device|cuda)' "$out/bench_tf32.log" | sed 's/^/TF32 /' | tee -a "$summary"
 }
 
 step_suites() {
     local t rc
-    for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm test_plan \
+    # test_plan is left out: it asks for the plans of cpu:0 by name.
+    for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm \
         test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim; do
         [ -x "$s/bin/$t" ] || continue
         DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda timeout 25 "$s/bin/$t" >"$out/suite_$t.log" 2>&1
@@ -92,12 +125,20 @@ torch_run() { # NAME ARGS...
     echo | tee -a "$summary"
 }
 
-step_train() { # DEVICE
-    local start
+step_train() { # DEVICE [NAME ENV...]
+    local start rc dev=$1 name=${2:-$1}
+    shift 2 2>/dev/null || shift
     start=$(date +%s)
-    DLACCEL_DEVICE=$1 timeout 120 "$s/bin/cnn_fmnist" --data "$s/data" --epochs 3 --seed 1 \
-        >"$out/train_$1.log" 2>&1
-    line "main job on $1: exit $?, $(($(date +%s) - start)) s: $(tr '\r' '\n' <"$out/train_$1.log" | grep -iE 'accuracy|HitRate|epoch|device' | grep -v '%|' | tail -8 | tr '\n' ' ' | cut -c1-400)"
+    env "$@" DLACCEL_DEVICE=$dev timeout 120 "$s/bin/cnn_fmnist" --data "$s/data" --epochs 3 \
+        --seed 1 >"$out/train_$name.log" 2>&1
+    rc=$?
+    line "main job on $dev ($name${*:+, $*}): exit $rc, $(($(date +%s) - start)) s: $(tr '\r' '\n' <"$out/train_$name.log" | grep -iE 'accuracy|HitRate|epoch|device|error|fail' | grep -v '%|' | tail -8 | tr '\n' ' ' | cut -c1-500)"
+    # A failure with graphs is retried without them, so the accuracy is
+    # still measured (and the failure is in the log).
+    if [ $rc -ne 0 ] && [ "$dev" = cuda ] && [ "$name" = cuda ]; then
+        tail -5 "$out/train_$name.log" | tee -a "$summary"
+        step_train cuda cuda_nographs DLACCEL_CUDA_GRAPHS=0
+    fi
 }
 
 for step in $steps; do
@@ -105,8 +146,11 @@ for step in $steps; do
     check) step_check ;;
     suites) step_suites ;;
     bench) step_bench ;;
-    torch128) torch_run torch128 --batches 128 --modes eager,reduce-overhead --rounds 5 --iters 30 ;;
+    torch128) torch_run torch128_eager --batches 128 --modes eager --rounds 5 --iters 30
+        torch_run torch128_graphs --batches 128 --modes reduce-overhead --rounds 5 --iters 30 ;;
     torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
+    benchtf32) step_bench_tf32 ;;
+    suitescpu) step_suites_cpu ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;
     *) echo "gpu_run: unknown step $step" ;;
@@ -114,3 +158,6 @@ for step in $steps; do
 done
 echo "==== summary"
 cat "$summary"
+# Every log in one file ($OUT brings back a few files only).
+tar -C "$out" -czf /tmp/dla-logs.tar.gz --exclude=logs.tar.gz . && mv /tmp/dla-logs.tar.gz "$out/logs.tar.gz"
+find "$out" -type f ! -name logs.tar.gz ! -name summary.txt -delete
