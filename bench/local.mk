@@ -26,6 +26,8 @@ bench_dlaccel_bench_SOURCES = \
 # A smoke test (TAP): it runs and its output parses; no speed is asserted.
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh
+# The cuda plugin on a lent GPU machine: bundle here, run there.
+EXTRA_DIST += bench/gpu_pack.sh bench/gpu_run.sh
 
 # The parallel training figures of issue 15 (bench/parallel_train.sh runs
 # them under mpirun; not part of make check: they take minutes).

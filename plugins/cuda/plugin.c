@@ -78,7 +78,7 @@ static dla_status device_count(int *count)
         scan();
         found.scanned = 1;
         if (found.count == 0)
-            dla__cu_host->log(DLA_LOG_INFO, "cuda: %s", found.why);
+            dla__cu_host->log(DLA_LOG_INFO, "%s", found.why);
     }
     *count = found.count;
     pthread_mutex_unlock(&scan_lock);
