@@ -1,9 +1,9 @@
 #!/bin/bash
-# tools/gpu_run.sh - the cuda plugin's checks and figures on a GPU machine,
-# from the bundle tools/gpu_pack.sh made (.gpu/bundle.tar.xz). Logs go to
+# bench/gpu_run.sh - the cuda plugin's checks and figures on a GPU machine,
+# from the bundle bench/gpu_pack.sh made (.gpu/bundle.tar.xz). Logs go to
 # $OUT (default /tmp/dla-out); a summary table is printed last.
 #
-#   bash tools/gpu_run.sh STEP...     (in the order given; default: all)
+#   bash bench/gpu_run.sh STEP...     (in the order given; default: all)
 #
 #   check   dlaccel devices, dlaccel check-plugin on cuda:0 (every kernel
 #           against the cpu plugin), with graphs and NVRTC both on
@@ -14,6 +14,7 @@
 #   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager, then
 #              torch.compile with CUDA graphs (reduce-overhead), the MLP too
 #   benchtf32  the CNN workloads with DLACCEL_CUDA_TF32=1
+#   benchnographs  the replays with DLACCEL_CUDA_GRAPHS=0
 #   suitescpu  test_train and test_accel with cpu the default device
 #              (their "gpu" and other-device cases then take cuda)
 #   torch1024  the same at batch 1024, torch.compile (default mode)
@@ -97,6 +98,13 @@ step_bench_tf32() {
     grep -E '^(device|cuda)' "$out/bench_tf32.log" | sed 's/^/TF32 /' | tee -a "$summary"
 }
 
+# The replays with plain launches instead of CUDA graphs, beside the above.
+step_bench_nographs() {
+    DLACCEL_CUDA_GRAPHS=0 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay \
+        >"$out/bench_nographs.log" 2>&1
+    grep -E '^(device|cuda)' "$out/bench_nographs.log" | sed 's/^/no graphs /' | tee -a "$summary"
+}
+
 step_suites() {
     local t rc
     # test_plan is left out: it asks for the plans of cpu:0 by name.
@@ -119,7 +127,7 @@ step_bench() {
 torch_run() { # NAME ARGS...
     local name=$1
     shift
-    PYTHONUNBUFFERED=1 timeout 170 python3 "$s/peers/cnn_cuda.py" "$@" >"$out/$name.json" 2>"$out/$name.err"
+    PYTHONUNBUFFERED=1 timeout 120 python3 "$s/peers/cnn_cuda.py" "$@" >"$out/$name.json" 2>"$out/$name.err"
     line "torch $name ($*): exit $?"
     tr -d '\n ' <"$out/$name.json" | tee -a "$summary"
     echo | tee -a "$summary"
@@ -150,6 +158,7 @@ for step in $steps; do
         torch_run torch128_graphs --batches 128 --modes reduce-overhead --rounds 5 --iters 30 ;;
     torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
     benchtf32) step_bench_tf32 ;;
+    benchnographs) step_bench_nographs ;;
     suitescpu) step_suites_cpu ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;
