@@ -1,14 +1,14 @@
 #!/bin/bash
-# tools/gpu_pack.sh - bundles a build tree for a GPU machine that has the
+# bench/gpu_pack.sh - bundles a build tree for a GPU machine that has the
 # NVIDIA driver and the CUDA toolkit (cuBLAS, cuDNN, NVRTC) but none of this
 # machine's packages and no network: the real binaries behind libtool's
 # wrappers, libdlaccel, the cpu and cuda plugins with their manifests, the
 # shared libraries they need that a bare machine lacks (ldd: OpenBLAS,
 # Jansson, cmocka, libgomp, libpng, ...), Fashion-MNIST and the PyTorch
 # reference, as one .gpu/bundle.tar.xz (64 MiB travel in all). Run
-# tools/gpu_run.sh there.
+# bench/gpu_run.sh there.
 #
-#   bash tools/gpu_pack.sh [BUILDDIR]        (default: build)
+#   bash bench/gpu_pack.sh [BUILDDIR]        (default: build)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 b=$(cd "${1:-$root/build}" && pwd)
@@ -45,8 +45,15 @@ done | sort -u | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libg
         cp -L "$lib" "$stage/lib/"
     done
 cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
-cp "$root/../shared/peers/cnn_cuda.py" "$stage/peers/"
-cp "$root/tools/gpu_run.sh" "$stage/"
+# The PyTorch reference, with one line added: torch.compile's CUDA graphs
+# (mode "reduce-overhead") overwrite a step's outputs on the next replay,
+# and PyTorch 2.11 refuses the backward of the unmarked step ("accessing
+# tensor output of CUDAGraphs that has been overwritten"): each step is
+# marked as a new one, as PyTorch's message asks.
+sed 's/^\(        \)loss = fwd(x, y)$/\1if mode == "reduce-overhead":\n\1    torch.compiler.cudagraph_mark_step_begin()\n\1loss = fwd(x, y)/' \
+    "$root/../shared/peers/cnn_cuda.py" >"$stage/peers/cnn_cuda.py"
+grep -q cudagraph_mark_step_begin "$stage/peers/cnn_cuda.py" || { echo "gpu_pack: cnn_cuda.py patch did not apply" >&2; exit 1; }
+cp "$root/bench/gpu_run.sh" "$stage/"
 tar -C "$out" -cf - stage | xz -T2 -6 > "$out/bundle.tar.xz"
 rm -rf "$stage"
 grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >> "$root/.git/info/exclude"

@@ -14,7 +14,8 @@
 #   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager, then
 #              torch.compile with CUDA graphs (reduce-overhead), the MLP too
 #   benchtf32  the CNN workloads with DLACCEL_CUDA_TF32=1
-#   benchnographs  the replays with DLACCEL_CUDA_GRAPHS=0
+#   benchgraphs  the replays with DLACCEL_CUDA_GRAPHS=1 (CUDA graphs)
+#   suitesgraphs test_accel with DLACCEL_CUDA_GRAPHS=1
 #   suitescpu  test_train and test_accel with cpu the default device
 #              (their "gpu" and other-device cases then take cuda)
 #   torch1024  the same at batch 1024, torch.compile (default mode)
@@ -98,11 +99,19 @@ step_bench_tf32() {
     grep -E '^(device|cuda)' "$out/bench_tf32.log" | sed 's/^/TF32 /' | tee -a "$summary"
 }
 
-# The replays with plain launches instead of CUDA graphs, beside the above.
-step_bench_nographs() {
-    DLACCEL_CUDA_GRAPHS=0 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay \
-        >"$out/bench_nographs.log" 2>&1
-    grep -E '^(device|cuda)' "$out/bench_nographs.log" | sed 's/^/no graphs /' | tee -a "$summary"
+# The replays captured into CUDA graphs (DLACCEL_CUDA_GRAPHS=1), beside
+# the default plain launches above.
+step_bench_graphs() {
+    DLACCEL_CUDA_GRAPHS=1 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay \
+        >"$out/bench_graphs.log" 2>&1
+    grep -E '^(device|cuda)' "$out/bench_graphs.log" | sed 's/^/graphs /' | tee -a "$summary"
+}
+
+# The accelerate suite with graphs on: replays equal eager ones exactly.
+step_suites_graphs() {
+    DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLACCEL_CUDA_GRAPHS=1 timeout 40 "$s/bin/test_accel" \
+        >"$out/suitegraphs_test_accel.log" 2>&1
+    line "suite test_accel (DLACCEL_DEVICE=cuda DLACCEL_CUDA_GRAPHS=1): exit $?, ok $(grep -c '^ok' "$out/suitegraphs_test_accel.log"), not ok $(grep -c '^not ok' "$out/suitegraphs_test_accel.log")"
 }
 
 step_suites() {
@@ -158,7 +167,8 @@ for step in $steps; do
         torch_run torch128_graphs --batches 128 --modes reduce-overhead --rounds 5 --iters 30 ;;
     torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
     benchtf32) step_bench_tf32 ;;
-    benchnographs) step_bench_nographs ;;
+    benchgraphs) step_bench_graphs ;;
+    suitesgraphs) step_suites_graphs ;;
     suitescpu) step_suites_cpu ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;

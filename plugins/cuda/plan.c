@@ -23,8 +23,16 @@
  * a copy from or to host memory, a sync. The captured part is launched at
  * once, the host copy runs, and the next launches are captured again
  * (dla__cu_plan_resume): a replay is then a few graphs in order, with the
- * same results. DLACCEL_CUDA_GRAPHS=0 turns capturing off: every
- * replay then runs as plain launches, with one wait at its end.
+ * same results.
+ *
+ * Graphs are opt-in (DLACCEL_CUDA_GRAPHS=1): a replay is captured anew
+ * each time, and on an H200 capture and update cost more than they save
+ * (bench/gpu_run.sh, 2026-11-26: digit CNN train step at batch 128
+ * 1.77 ms with graphs, 1.23 ms as plain launches; tiny MLP 70 us, 66 us).
+ * Replaying a kept graph without capturing again, with only its inputs'
+ * and outputs' addresses patched into the kernel nodes, is what would
+ * make them pay; it is not done. By default every replay runs as plain
+ * launches with one wait at its end.
  */
 #include "plugins/cuda/cu.h"
 
@@ -129,8 +137,8 @@ dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why)
             cudaGraphDestroy(graph);
         return dla__cu_host->error(DLA_ERR_DEVICE,
                                    "cuda plan (at %s): the CUDA graph capture failed: %s (%s); "
-                                   "later replays run without graphs (DLACCEL_CUDA_GRAPHS=0 "
-                                   "avoids this one too)",
+                                   "later replays run without graphs (leaving DLACCEL_CUDA_GRAPHS "
+                                   "unset avoids this one too)",
                                    why, cudaGetErrorString(e), cudaGetErrorName(e));
     }
     size_t nodes = 0;
