@@ -96,109 +96,74 @@ DLA_OPS_FN int dla_ops_binary_is_cmp(int op)
     return op >= DLA_OPS_B_EQ && op <= DLA_OPS_B_GE;
 }
 
-DLA_OPS_FN float dla_ops_unary_f32(int op, float x, float al, float be)
-{
-    switch (op) {
-    case DLA_OPS_U_NEG: return -x;
-    case DLA_OPS_U_EXP: return expf(x);
-    case DLA_OPS_U_LOG: return logf(x);
-    case DLA_OPS_U_SQRT: return sqrtf(x);
-    case DLA_OPS_U_ABS: return fabsf(x);
-    case DLA_OPS_U_SIN: return sinf(x);
-    case DLA_OPS_U_COS: return cosf(x);
-    case DLA_OPS_U_TANH: return tanhf(x);
-    case DLA_OPS_U_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case DLA_OPS_U_RELU: return x > 0.0f ? x : 0.0f; /* NaN -> 0, -0 -> 0 */
-    case DLA_OPS_U_AFFINE: return DLA__OPS_MULF(x, al) + be;
-    case DLA_OPS_U_ERF: return erff(x);
-    case DLA_OPS_U_SIGN: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == 0.0f ? 0.0f : x;
-    case DLA_OPS_U_POWS: return powf(x, al);
-    case DLA_OPS_U_LEAKY_RELU: return x > 0.0f ? x : al * x;
-    case DLA_OPS_U_ELU: return x > 0.0f ? x : al * expm1f(x);
-    case DLA_OPS_U_STEP: return x > al ? 1.0f : 0.0f;
-    case DLA_OPS_U_RECIPROCAL: return 1.0f / x;
-    case DLA_OPS_U_SQUARE: return x * x;
-    default: {
-        const float z = x - x;
-        return z / z; /* NaN */
-    }
-    }
-}
+/* Each function is written once for both float types: T is the type, SUF
+ * its suffix in the names (f32, f64), and DLA__OPS_LIB_<SUF>(exp) the math
+ * library function of that type (expf, exp). */
+#define DLA__OPS_LIB_f32(name) name##f
+#define DLA__OPS_LIB_f64(name) name
+#define DLA__OPS_MUL_f32 DLA__OPS_MULF
+#define DLA__OPS_MUL_f64 DLA__OPS_MULD
 
-DLA_OPS_FN double dla_ops_unary_f64(int op, double x, double al, double be)
-{
-    switch (op) {
-    case DLA_OPS_U_NEG: return -x;
-    case DLA_OPS_U_EXP: return exp(x);
-    case DLA_OPS_U_LOG: return log(x);
-    case DLA_OPS_U_SQRT: return sqrt(x);
-    case DLA_OPS_U_ABS: return fabs(x);
-    case DLA_OPS_U_SIN: return sin(x);
-    case DLA_OPS_U_COS: return cos(x);
-    case DLA_OPS_U_TANH: return tanh(x);
-    case DLA_OPS_U_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case DLA_OPS_U_RELU: return x > 0.0 ? x : 0.0;
-    case DLA_OPS_U_AFFINE: return DLA__OPS_MULD(x, al) + be;
-    case DLA_OPS_U_ERF: return erf(x);
-    case DLA_OPS_U_SIGN: return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x == 0.0 ? 0.0 : x;
-    case DLA_OPS_U_POWS: return pow(x, al);
-    case DLA_OPS_U_LEAKY_RELU: return x > 0.0 ? x : al * x;
-    case DLA_OPS_U_ELU: return x > 0.0 ? x : al * expm1(x);
-    case DLA_OPS_U_STEP: return x > al ? 1.0 : 0.0;
-    case DLA_OPS_U_RECIPROCAL: return 1.0 / x;
-    case DLA_OPS_U_SQUARE: return x * x;
-    default: {
-        const double z = x - x;
-        return z / z;
+/* relu(NaN) = 0 and relu(-0) = 0; sign keeps NaN and gives 0 for either
+ * zero; an unknown op gives NaN (0/0 of the operand's own zero). */
+#define DLA__OPS_UNARY(SUF, T)                                                                     \
+    DLA_OPS_FN T dla_ops_unary_##SUF(int op, T x, T al, T be)                                      \
+    {                                                                                              \
+        switch (op) {                                                                              \
+        case DLA_OPS_U_NEG: return -x;                                                             \
+        case DLA_OPS_U_EXP: return DLA__OPS_LIB_##SUF(exp)(x);                                     \
+        case DLA_OPS_U_LOG: return DLA__OPS_LIB_##SUF(log)(x);                                     \
+        case DLA_OPS_U_SQRT: return DLA__OPS_LIB_##SUF(sqrt)(x);                                   \
+        case DLA_OPS_U_ABS: return DLA__OPS_LIB_##SUF(fabs)(x);                                    \
+        case DLA_OPS_U_SIN: return DLA__OPS_LIB_##SUF(sin)(x);                                     \
+        case DLA_OPS_U_COS: return DLA__OPS_LIB_##SUF(cos)(x);                                     \
+        case DLA_OPS_U_TANH: return DLA__OPS_LIB_##SUF(tanh)(x);                                   \
+        case DLA_OPS_U_SIGMOID: return (T)1 / ((T)1 + DLA__OPS_LIB_##SUF(exp)(-x));                \
+        case DLA_OPS_U_RELU: return x > (T)0 ? x : (T)0;                                           \
+        case DLA_OPS_U_AFFINE: return DLA__OPS_MUL_##SUF(x, al) + be;                              \
+        case DLA_OPS_U_ERF: return DLA__OPS_LIB_##SUF(erf)(x);                                     \
+        case DLA_OPS_U_SIGN: return x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x == (T)0 ? (T)0 : x;     \
+        case DLA_OPS_U_POWS: return DLA__OPS_LIB_##SUF(pow)(x, al);                                \
+        case DLA_OPS_U_LEAKY_RELU: return x > (T)0 ? x : al * x;                                   \
+        case DLA_OPS_U_ELU: return x > (T)0 ? x : al * DLA__OPS_LIB_##SUF(expm1)(x);               \
+        case DLA_OPS_U_STEP: return x > al ? (T)1 : (T)0;                                          \
+        case DLA_OPS_U_RECIPROCAL: return (T)1 / x;                                                \
+        case DLA_OPS_U_SQUARE: return x * x;                                                       \
+        default: {                                                                                 \
+            const T z = x - x;                                                                     \
+            return z / z;                                                                          \
+        }                                                                                          \
+        }                                                                                          \
     }
-    }
-}
 
 /* max and min ignore a NaN operand (MATLAB's max(a, b)); both NaN: NaN. */
-DLA_OPS_FN float dla_ops_binary_f32(int op, float a, float b)
-{
-    switch (op) {
-    case DLA_OPS_B_ADD: return a + b;
-    case DLA_OPS_B_SUB: return a - b;
-    case DLA_OPS_B_MUL: return a * b;
-    case DLA_OPS_B_DIV: return a / b;
-    case DLA_OPS_B_MAX: return a > b || b != b ? a : b;
-    case DLA_OPS_B_MIN: return a < b || b != b ? a : b;
-    case DLA_OPS_B_POW: return powf(a, b);
-    case DLA_OPS_B_EQ: return a == b ? 1.0f : 0.0f;
-    case DLA_OPS_B_NE: return a != b ? 1.0f : 0.0f;
-    case DLA_OPS_B_LT: return a < b ? 1.0f : 0.0f;
-    case DLA_OPS_B_LE: return a <= b ? 1.0f : 0.0f;
-    case DLA_OPS_B_GT: return a > b ? 1.0f : 0.0f;
-    case DLA_OPS_B_GE: return a >= b ? 1.0f : 0.0f;
-    default: {
-        const float z = a - a;
-        return z / z;
+#define DLA__OPS_BINARY(SUF, T)                                                                    \
+    DLA_OPS_FN T dla_ops_binary_##SUF(int op, T a, T b)                                            \
+    {                                                                                              \
+        switch (op) {                                                                              \
+        case DLA_OPS_B_ADD: return a + b;                                                          \
+        case DLA_OPS_B_SUB: return a - b;                                                          \
+        case DLA_OPS_B_MUL: return a * b;                                                          \
+        case DLA_OPS_B_DIV: return a / b;                                                          \
+        case DLA_OPS_B_MAX: return a > b || b != b ? a : b;                                        \
+        case DLA_OPS_B_MIN: return a < b || b != b ? a : b;                                        \
+        case DLA_OPS_B_POW: return DLA__OPS_LIB_##SUF(pow)(a, b);                                  \
+        case DLA_OPS_B_EQ: return a == b ? (T)1 : (T)0;                                            \
+        case DLA_OPS_B_NE: return a != b ? (T)1 : (T)0;                                            \
+        case DLA_OPS_B_LT: return a < b ? (T)1 : (T)0;                                             \
+        case DLA_OPS_B_LE: return a <= b ? (T)1 : (T)0;                                            \
+        case DLA_OPS_B_GT: return a > b ? (T)1 : (T)0;                                             \
+        case DLA_OPS_B_GE: return a >= b ? (T)1 : (T)0;                                            \
+        default: {                                                                                 \
+            const T z = a - a;                                                                     \
+            return z / z;                                                                          \
+        }                                                                                          \
+        }                                                                                          \
     }
-    }
-}
 
-DLA_OPS_FN double dla_ops_binary_f64(int op, double a, double b)
-{
-    switch (op) {
-    case DLA_OPS_B_ADD: return a + b;
-    case DLA_OPS_B_SUB: return a - b;
-    case DLA_OPS_B_MUL: return a * b;
-    case DLA_OPS_B_DIV: return a / b;
-    case DLA_OPS_B_MAX: return a > b || b != b ? a : b;
-    case DLA_OPS_B_MIN: return a < b || b != b ? a : b;
-    case DLA_OPS_B_POW: return pow(a, b);
-    case DLA_OPS_B_EQ: return a == b ? 1.0 : 0.0;
-    case DLA_OPS_B_NE: return a != b ? 1.0 : 0.0;
-    case DLA_OPS_B_LT: return a < b ? 1.0 : 0.0;
-    case DLA_OPS_B_LE: return a <= b ? 1.0 : 0.0;
-    case DLA_OPS_B_GT: return a > b ? 1.0 : 0.0;
-    case DLA_OPS_B_GE: return a >= b ? 1.0 : 0.0;
-    default: {
-        const double z = a - a;
-        return z / z;
-    }
-    }
-}
+DLA__OPS_UNARY(f32, float)
+DLA__OPS_UNARY(f64, double)
+DLA__OPS_BINARY(f32, float)
+DLA__OPS_BINARY(f64, double)
 
 #endif
