@@ -13,6 +13,7 @@
 #define DLACCEL_PLUGIN_KIT_ARGS_H
 
 #include <dlaccel/plugin_kit.h>
+#include <dlaccel/plugin_ops.h>
 #include <limits.h>
 #include <string.h>
 
@@ -53,24 +54,15 @@ static inline int dla_kit_binary_is_comparison(dla_binary_op op)
 
 /* value converted as fill and cast convert to int32 and uint8 (MATLAB's
  * rules where the ABI leaves C undefined): saturating at the ends, NaN to
- * 0, truncating toward zero. */
+ * 0, truncating toward zero; the arithmetic is dlaccel/plugin_ops.h's,
+ * which device code compiles too. */
 static inline int32_t dla_kit_to_i32(double v)
 {
-    if (v != v)
-        return 0;
-    if (v >= 2147483647.0)
-        return INT32_MAX;
-    if (v <= -2147483648.0)
-        return INT32_MIN;
-    return (int32_t)v;
+    return (int32_t)dla_ops_to_i32(v);
 }
 static inline uint8_t dla_kit_to_u8(double v)
 {
-    if (v != v || v <= 0.0)
-        return 0;
-    if (v >= 255.0)
-        return 255;
-    return (uint8_t)v;
+    return (uint8_t)dla_ops_to_u8(v);
 }
 
 /* The bit pattern fill stores for value in dtype, written to bits (room

@@ -12,6 +12,8 @@
  *   dla_ops_binary_f64(op, a, b)            comparisons give 1 or 0
  *   dla_ops_binary_is_cmp(op)               nonzero for the comparisons
  *                                           (they write DLA_BOOL)
+ *   dla_ops_to_i32(v), dla_ops_to_u8(v)     a double as fill and cast
+ *                                           store it in int32 and uint8
  *
  * Exact where the ABI says so (neg, abs, relu with relu(NaN) = 0, sign
  * with NaN kept and 0 for either zero, step, square, leaky_relu, max/min
@@ -160,6 +162,30 @@ DLA_OPS_FN int dla_ops_binary_is_cmp(int op)
         }                                                                                          \
         }                                                                                          \
     }
+
+/* A value converted to int32 and uint8 as fill and cast convert (MATLAB's
+ * rules where C leaves it undefined): NaN to 0, saturating at the ends,
+ * truncating toward zero. int is 32 bits on every target this builds for
+ * (NVRTC code has no <stdint.h>). */
+DLA_OPS_FN int dla_ops_to_i32(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 2147483647.0)
+        return 2147483647;
+    if (v <= -2147483648.0)
+        return -2147483647 - 1;
+    return (int)v;
+}
+
+DLA_OPS_FN unsigned char dla_ops_to_u8(double v)
+{
+    if (v != v || v <= 0.0)
+        return 0;
+    if (v >= 255.0)
+        return 255;
+    return (unsigned char)v;
+}
 
 DLA__OPS_UNARY(f32, float)
 DLA__OPS_UNARY(f64, double)

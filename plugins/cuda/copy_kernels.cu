@@ -9,6 +9,8 @@
 #include "plugins/cuda/copy_kern.h"
 #include "plugins/cuda/kern.cuh"
 
+#include <dlaccel/plugin_ops.h>
+
 #include <stdint.h>
 
 namespace {
@@ -49,14 +51,7 @@ template <> struct dt<DLA_I32> {
     /* dla_kit_to_i32 of (double)v */
     template <typename S> static __device__ __forceinline__ int32_t of(S s)
     {
-        const double v = (double)s;
-        if (v != v)
-            return 0;
-        if (v >= 2147483647.0)
-            return INT32_MAX;
-        if (v <= -2147483648.0)
-            return INT32_MIN;
-        return (int32_t)v;
+        return (int32_t)dla_ops_to_i32((double)s);
     }
 };
 template <> struct dt<DLA_U8> {
@@ -64,12 +59,7 @@ template <> struct dt<DLA_U8> {
     /* dla_kit_to_u8 of (double)v */
     template <typename S> static __device__ __forceinline__ uint8_t of(S s)
     {
-        const double v = (double)s;
-        if (v != v || v <= 0.0)
-            return 0;
-        if (v >= 255.0)
-            return 255;
-        return (uint8_t)v;
+        return (uint8_t)dla_ops_to_u8((double)s);
     }
 };
 template <> struct dt<DLA_BOOL> {
