@@ -6,13 +6,14 @@
  * Here the arguments are checked and reduced to a dla__cpu_conv; then one
  * of two algorithms runs (docs/convolution.md has the measurements behind
  * the choice):
- * - direct AVX-512 kernels (conv_avx512.c) for float32 with every stride 1,
- *   on a CPU that has AVX-512F: on the small channel counts of image
- *   models they run 2-5x faster than the GEMMs of im2col. Their forward
- *   and backward data hand 3x3 layers with 8+ channels to Winograd
- *   F(2x2, 3x3) (conv_winograd.c), 14% faster again;
+ * - direct kernels (conv_direct_body.h) for float32 with every stride 1:
+ *   AVX-512 (conv_avx512.c) on a CPU that has AVX-512F, else AVX2
+ *   (conv_avx2.c) on one with AVX2 and FMA. On the small channel counts
+ *   of image models they run 2-5x faster than the GEMMs of im2col. The
+ *   AVX-512 forward and backward data hand 3x3 layers with 8+ channels to
+ *   Winograd F(2x2, 3x3) (conv_winograd.c), 14% faster again;
  * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: double,
- *   strided convolutions, CPUs without AVX-512 (and valgrind).
+ *   strided convolutions, CPUs with neither (and valgrind).
  * DLACCEL_CPU_CONV=im2col forces the second, DLACCEL_CPU_CONV=direct keeps
  * the first without Winograd, for comparisons and tests.
  *
@@ -90,16 +91,18 @@ int dla__cpu_conv_env(void)
     return dla__env_choice("DLACCEL_CPU_CONV", values, &warned, dla__cpu_host->log);
 }
 
-int dla__cpu_conv_direct_usable(void)
+dla__cpu_conv_direct_fn dla__cpu_conv_direct_usable(void)
 {
     if (dla__cpu_conv_env() == DLA__CONV_IM2COL)
-        return 0;
+        return NULL;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-#else
-    return 0;
+    if (__builtin_cpu_supports("avx512f"))
+        return dla__cpu_conv_direct_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return dla__cpu_conv_direct_avx2;
 #endif
+    return NULL;
 }
 
 static dla_status run(const dla_conv_args *a, dla__cpu_conv_dir dir)
@@ -108,8 +111,9 @@ static dla_status run(const dla_conv_args *a, dla__cpu_conv_dir dir)
     dla_status s = prepare(a, dir, &p);
     if (s != DLA_OK)
         return s;
-    if (dla__cpu_conv_direct_usable()) {
-        s = dla__cpu_conv_direct(&p, dir);
+    const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable();
+    if (direct) {
+        s = direct(&p, dir);
         if (s != DLA_ERR_UNSUPPORTED)
             return s;
     }

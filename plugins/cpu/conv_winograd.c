@@ -349,7 +349,7 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
     if (q->B < team)
         return DLA_ERR_UNSUPPORTED;
     geom g;
-    g.nf = block_of(q->nco, DLA__CONV_FWD_MAX_NF);
+    g.nf = block_of(q->nco, FWD_MAX_NF);
     /* The micro-kernels for 1-6 filters take 4 vectors of tiles, 7-12 two. */
     const int64_t last = q->nco - (q->nco - 1) / g.nf * g.nf;
     geom_init(&g, q->out[0], q->out[1], last > 6 ? 32 : 64);

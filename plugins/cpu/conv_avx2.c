@@ -1,0 +1,110 @@
+/*
+ * conv_avx2.c - direct float32 convolution with AVX2 and FMA, stride 1:
+ * the algorithm of conv_direct_body.h with 8-lane vectors, for x86-64
+ * CPUs without AVX-512 (AMD before Zen 4, Intel's desktop parts).
+ *
+ * Register blocks fit AVX2's 16 ymm registers: a block of acc registers
+ * plus the vectors it loads per step and one broadcast weight or dY
+ * vector (docs/convolution.md has the shapes measured):
+ *   forward:         FWD_SHAPES below;
+ *   backward filter: BWF_MAX_NT taps x BWF_MAX_NF filters.
+ * There is no AVX2 Winograd: its planes are split and interleaved with
+ * AVX-512's two-source permutes (conv_winograd.c).
+ *
+ * Compiled for any x86-64: only these functions carry
+ * target("avx2,fma"), and conv.c calls them after a runtime CPU check.
+ */
+#include "plugins/cpu/conv_direct.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TGT __attribute__((target("avx2,fma")))
+#define VL 8
+#define vf __m256
+#define VF_LOAD _mm256_load_ps
+#define VF_LOADU _mm256_loadu_ps
+#define VF_STORE _mm256_store_ps
+#define VF_STOREU _mm256_storeu_ps
+#define VF_SET1 _mm256_set1_ps
+#define VF_ZERO _mm256_setzero_ps
+#define VF_ADD _mm256_add_ps
+#define VF_FMA _mm256_fmadd_ps
+#define VF_REG "+x" /* one of the 16 ymm registers */
+#include "plugins/cpu/conv_vec.h"
+
+#ifndef AVX2_SHAPES
+#define AVX2_SHAPES 0
+#endif
+
+/* ------------------------------------------------------- micro-kernels */
+
+#if AVX2_SHAPES == 0
+/* 4 vectors x 1-2 filters, 2 x 3-6: up to 12 accumulators, 4 or 2
+ * vectors of inputs and the broadcast weight. */
+VEC_FWD(4, 1) VEC_FWD(4, 2) VEC_FWD(2, 3) VEC_FWD(2, 4) VEC_FWD(2, 5) VEC_FWD(2, 6)
+#define FWD_MAX_NF 6
+#define FWD_PV(n) ((n) > 2 ? 2 : 4)
+static const dla__cpu_conv_fwd_fn fwd_fns[FWD_MAX_NF + 1] = {
+    NULL, fwd_4_1, fwd_4_2, fwd_2_3, fwd_2_4, fwd_2_5, fwd_2_6};
+#elif AVX2_SHAPES == 1
+/* 4 x 1-3, 2 x 4-6. */
+VEC_FWD(4, 1) VEC_FWD(4, 2) VEC_FWD(4, 3) VEC_FWD(2, 4) VEC_FWD(2, 5) VEC_FWD(2, 6)
+#define FWD_MAX_NF 6
+#define FWD_PV(n) ((n) > 3 ? 2 : 4)
+static const dla__cpu_conv_fwd_fn fwd_fns[FWD_MAX_NF + 1] = {
+    NULL, fwd_4_1, fwd_4_2, fwd_4_3, fwd_2_4, fwd_2_5, fwd_2_6};
+#elif AVX2_SHAPES == 2
+/* 4 x 1-2, 2 x 3-6, 1 x 7-12. */
+VEC_FWD(4, 1) VEC_FWD(4, 2) VEC_FWD(2, 3) VEC_FWD(2, 4) VEC_FWD(2, 5) VEC_FWD(2, 6)
+VEC_FWD(1, 7) VEC_FWD(1, 8) VEC_FWD(1, 9) VEC_FWD(1, 10) VEC_FWD(1, 11) VEC_FWD(1, 12)
+#define FWD_MAX_NF 12
+#define FWD_PV(n) ((n) > 6 ? 1 : (n) > 2 ? 2 : 4)
+static const dla__cpu_conv_fwd_fn fwd_fns[FWD_MAX_NF + 1] = {
+    NULL, fwd_4_1, fwd_4_2, fwd_2_3, fwd_2_4, fwd_2_5, fwd_2_6,
+    fwd_1_7, fwd_1_8, fwd_1_9, fwd_1_10, fwd_1_11, fwd_1_12};
+#endif
+#define FWD_FNS fwd_fns
+
+#ifndef AVX2_BWF
+#define AVX2_BWF 0
+#endif
+#if AVX2_BWF == 0
+/* 3 taps x 4 filters: 12 accumulators, 3 input vectors and one of dY. */
+#define BWF_MAX_NT 3
+#define BWF_MAX_NF 4
+#define BWF_ROW(NT) VEC_BWF(NT, 1) VEC_BWF(NT, 2) VEC_BWF(NT, 3) VEC_BWF(NT, 4)
+BWF_ROW(1) BWF_ROW(2) BWF_ROW(3)
+#undef BWF_ROW
+#define BWF_ENTRY(NT) {NULL, bwf_##NT##_1, bwf_##NT##_2, bwf_##NT##_3, bwf_##NT##_4}
+static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
+    {NULL}, BWF_ENTRY(1), BWF_ENTRY(2), BWF_ENTRY(3)};
+#undef BWF_ENTRY
+#else
+/* 2 taps x 6 filters. */
+#define BWF_MAX_NT 2
+#define BWF_MAX_NF 6
+#define BWF_ROW(NT) VEC_BWF(NT, 1) VEC_BWF(NT, 2) VEC_BWF(NT, 3) VEC_BWF(NT, 4) VEC_BWF(NT, 5) VEC_BWF(NT, 6)
+BWF_ROW(1) BWF_ROW(2)
+#undef BWF_ROW
+#define BWF_ENTRY(NT) {NULL, bwf_##NT##_1, bwf_##NT##_2, bwf_##NT##_3, bwf_##NT##_4, bwf_##NT##_5, bwf_##NT##_6}
+static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
+    {NULL}, BWF_ENTRY(1), BWF_ENTRY(2)};
+#undef BWF_ENTRY
+#endif
+
+#define DIRECT_WINOGRAD(q, k) ((void)(q), (void)(k), DLA_ERR_UNSUPPORTED)
+#define DIRECT_ENTRY dla__cpu_conv_direct_avx2
+#include "plugins/cpu/conv_direct_body.h"
+
+#else /* not x86-64 with GCC or Clang: im2col does everything */
+
+dla_status dla__cpu_conv_direct_avx2(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
+{
+    (void)p;
+    (void)dir;
+    return DLA_ERR_UNSUPPORTED;
+}
+
+#endif

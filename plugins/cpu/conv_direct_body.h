@@ -1,0 +1,526 @@
+/*
+ * conv_direct_body.h - direct float32 convolution, stride 1, written once
+ * over a vector width (conv_vec.h) and compiled by conv_avx512.c and
+ * conv_avx2.c.
+ *
+ * Why not im2col: the channel counts of small image models (1-64) give
+ * GEMMs with one dimension of 20 or so, where OpenBLAS reaches 15-35% of
+ * the FMA peak (docs/convolution.md). These kernels keep a block of
+ * outputs in registers and stream the input straight from a padded copy.
+ *
+ * The "wide" layout: one image's channel is copied into a zero-padded
+ * buffer of Pb[d] = out[d] + (fs[d] - 1) * dilation[d] per spatial dim, so
+ * output position p = o0 + o1*Pb0 + o2*Pb0*Pb1 reads tap t at p + off[t],
+ * a constant offset for every output. Outputs are then computed for every
+ * p of the flattened range, rows' tails included (those land in columns
+ * past out[0] and are dropped when copied out): each tap is one unaligned
+ * vector load per VL outputs, whatever the filter size, dilation or
+ * number of spatial dims. The buffer's zeros are written once per call;
+ * each image overwrites the same interior.
+ *
+ * forward:         y[f] = sum_c,t w[t,c,f] * xpad[c][p + off[t]]
+ * backward data:   the same pass on dY, with the taps flipped, the roles of
+ *                  C and F swapped and pad (fs-1)*dilation - pad_begin
+ * backward filter: dW[t,c,f] = sum_p xpad[c][p + off[t]] * dYwide[f][p],
+ *                  dY copied into the wide layout with zeros in the
+ *                  dropped columns; VL-lane partial sums per thread in
+ *                  memory, added up in a fixed order at the end (or, for
+ *                  a few images, per register block across all of them).
+ * Register blocks: forward PV vectors of outputs x NF filters, backward
+ * filter NT taps x NF filters; the shapes are the includer's, chosen by
+ * measurement (docs/convolution.md).
+ *
+ * Not a normal header: besides conv_vec.h's macros, the includer defines
+ * FWD_FNS (its forward kernels by filter count, 1..FWD_MAX_NF), FWD_PV(n)
+ * (vectors of outputs of kernel n: 1, 2 or 4), bwf_fns[tn][fn] (1..
+ * BWF_MAX_NT taps x 1..BWF_MAX_NF filters), DIRECT_WINOGRAD(q, k) (its
+ * Winograd pass, or DLA_ERR_UNSUPPORTED) and DIRECT_ENTRY (the name of
+ * the entry point, declared in conv_impl.h).
+ */
+#include <omp.h>
+#include <string.h>
+
+/* Outputs per strip of the forward pass: 4 vectors. */
+#define STRIP (4 * VL)
+
+/* ------------------------------------------------------------ the wide layout */
+
+typedef struct wide {
+    int64_t Pb[3];   /* padded buffer dims */
+    int64_t w1, w2;  /* its strides along dims 1 and 2 */
+    int64_t span;    /* outputs computed: up to the last real one */
+    int64_t span_r;  /* span rounded up to a whole strip */
+    int64_t cs;      /* floats per channel buffer */
+} wide;
+
+static void wide_init(wide *g, const int64_t *out, const int64_t *fs, const int64_t *dl)
+{
+    for (int d = 0; d < 3; d++)
+        g->Pb[d] = out[d] + (fs[d] - 1) * dl[d];
+    g->w1 = g->Pb[0], g->w2 = g->Pb[0] * g->Pb[1];
+    g->span = (out[0] - 1) + (out[1] - 1) * g->w1 + (out[2] - 1) * g->w2 + 1;
+    g->span_r = (g->span + STRIP - 1) / STRIP * STRIP;
+    /* The last strip reads up to span_r - span past the buffer's end. */
+    const int64_t total = g->Pb[0] * g->Pb[1] * g->Pb[2] + (g->span_r - g->span);
+    g->cs = (total + 15) / 16 * 16; /* whole 64-byte lines */
+}
+
+/* Offset of each tap (filter element, dim 0 fastest) in the wide layout. */
+static void tap_offsets(const wide *g, const int64_t *fs, const int64_t *dl, int64_t *toff)
+{
+    int64_t t = 0;
+    for (int64_t t2 = 0; t2 < fs[2]; t2++)
+        for (int64_t t1 = 0; t1 < fs[1]; t1++)
+            for (int64_t t0 = 0; t0 < fs[0]; t0++, t++)
+                toff[t] = t0 * dl[0] + t1 * dl[1] * g->w1 + t2 * dl[2] * g->w2;
+}
+
+/* Copies nch channels of a source image (strides ss[3], channel sc) into
+ * channel buffers buf[ch * cs], source index i at buffer index i + pb;
+ * what falls outside the buffer is cropped. */
+static TGT void pack(const wide *g, const float *src, const int64_t *in, const int64_t *ss,
+                     int64_t sc, int64_t nch, const int64_t *pb, float *buf)
+{
+    int64_t lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        lo[d] = pb[d] < 0 ? -pb[d] : 0;
+        hi[d] = g->Pb[d] - pb[d] < in[d] ? g->Pb[d] - pb[d] : in[d];
+        if (hi[d] <= lo[d])
+            return;
+    }
+    for (int64_t ch = 0; ch < nch; ch++)
+        for (int64_t i2 = lo[2]; i2 < hi[2]; i2++)
+            for (int64_t i1 = lo[1]; i1 < hi[1]; i1++) {
+                const float *s = src + ch * sc + i1 * ss[1] + i2 * ss[2];
+                float *b = buf + ch * g->cs + pb[0] + (i1 + pb[1]) * g->w1 + (i2 + pb[2]) * g->w2;
+                if (ss[0] == 1)
+                    row_copy(b + lo[0], s + lo[0], hi[0] - lo[0], 0.0f);
+                else
+                    for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
+                        b[i0] = s[i0 * ss[0]];
+            }
+}
+
+/* The real outputs of nch wide channels (ybuf[ch * ystride]) into dst
+ * (strides ds[3], channel dc), plus bias[ch * bs] when bias is given. */
+static TGT void unpack(const wide *g, const float *ybuf, int64_t ystride, int64_t nch,
+                       const int64_t *out, float *dst, const int64_t *ds, int64_t dc,
+                       const float *bias, int64_t bs)
+{
+    for (int64_t ch = 0; ch < nch; ch++) {
+        const float b = bias ? bias[ch * bs] : 0.0f;
+        for (int64_t o2 = 0; o2 < out[2]; o2++)
+            for (int64_t o1 = 0; o1 < out[1]; o1++) {
+                const float *s = ybuf + ch * ystride + o1 * g->w1 + o2 * g->w2;
+                float *d = dst + ch * dc + o1 * ds[1] + o2 * ds[2];
+                if (ds[0] == 1)
+                    row_copy(d, s, out[0], b);
+                else
+                    for (int64_t o0 = 0; o0 < out[0]; o0++)
+                        d[o0 * ds[0]] = s[o0] + b;
+            }
+    }
+}
+
+/* ------------------------------------------------ forward and backward data */
+
+/* Outputs p0..p1-1 (whole strips) of every filter of one group: x holds
+ * the group's padded input channels, y receives the wide outputs. */
+static void pass_strips(const wide *g, const pass *q, const float *x, float *y, const int64_t *toff,
+                        int64_t ntaps, const float *wg, int64_t p0, int64_t p1)
+{
+    const int64_t nf = q->nf;
+    for (int64_t p = p0; p < p1; p += STRIP)
+        for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
+            const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
+            const float *wp = wg + f0 * q->nci * ntaps;
+            const dla__cpu_conv_fwd_fn fn = FWD_FNS[n];
+            /* Blocks of fewer than 4 vectors of outputs: the strip in parts. */
+            for (int64_t s = 0; s < STRIP; s += FWD_PV(n) * VL)
+                fn(x + p + s, g->cs, q->nci, toff, ntaps, wp, y + f0 * g->span_r + p + s,
+                   g->span_r);
+        }
+}
+
+/* Image b, group by group: pack, convolve, unpack; the strips over a team
+ * of `team` threads (1: the calling thread). */
+static void pass_image(const wide *g, const pass *q, const int64_t *toff, int64_t ntaps, int64_t b,
+                       float *x, float *y, int team)
+{
+    const int64_t nstrips = g->span_r / STRIP;
+    for (int64_t grp = 0; grp < q->G; grp++) {
+        pack(g, q->src + b * q->sb + grp * q->nci * q->sc, q->in, q->ss, q->sc, q->nci, q->pb, x);
+        const float *wg = q->wpack + grp * q->nci * ntaps * q->nco;
+        if (team > 1) {
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+            for (int64_t st = 0; st < nstrips; st++)
+                pass_strips(g, q, x, y, toff, ntaps, wg, st * STRIP, (st + 1) * STRIP);
+        } else {
+            pass_strips(g, q, x, y, toff, ntaps, wg, 0, g->span_r);
+        }
+        unpack(g, y, g->span_r, q->nco, q->out, q->dst + b * q->db + grp * q->nco * q->dc, q->ds,
+               q->dc, q->bias ? q->bias + grp * q->nco * q->bs : NULL, q->bs);
+    }
+}
+
+static dla_status run_pass(const pass *q, int64_t ntaps)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (q->out[0] * q->out[1] * q->out[2] == 0 || q->B == 0)
+        return DLA_OK;
+    wide g;
+    wide_init(&g, q->out, q->fs, q->dl);
+    const int64_t xfloats = q->nci * g.cs, yfloats = q->nco * g.span_r;
+    if ((xfloats + yfloats) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    /* Images over the team, each thread with its own buffers; with fewer
+     * images than threads, one image at a time with its strips over the
+     * team instead. */
+    const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    const int by_strip = q->B < team;
+    const int threads = by_strip ? 1 : team;
+    int64_t *toff = h->alloc((size_t)ntaps * sizeof(int64_t), 0);
+    float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0};
+    const int64_t per = DLA__CONV_LINE(xfloats, 4) + DLA__CONV_LINE(yfloats, 4);
+    dla_mem mem = NULL;
+    float *scratch = toff ? dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(float), &mem)
+                          : NULL;
+    const int failed = !scratch;
+    for (int i = 0; i < threads && !failed; i++) {
+        xb[i] = scratch + i * per;
+        yb[i] = xb[i] + DLA__CONV_LINE(xfloats, 4);
+        memset(xb[i], 0, (size_t)xfloats * sizeof(float));
+    }
+    if (!failed) {
+        tap_offsets(&g, q->fs, q->dl, toff);
+        if (!by_strip) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+            for (int64_t b = 0; b < q->B; b++) {
+                const int me = omp_get_thread_num();
+                pass_image(&g, q, toff, ntaps, b, xb[me], yb[me], 1);
+            }
+        } else {
+            for (int64_t b = 0; b < q->B; b++)
+                pass_image(&g, q, toff, ntaps, b, xb[0], yb[0], team);
+        }
+    }
+    dla__cpu_conv_scratch_free(mem);
+    h->free(toff);
+    if (failed)
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the padded buffers of %d threads", threads);
+    return DLA_OK;
+}
+
+/* Filters per register block of the forward pass. */
+static int64_t fwd_nf(int64_t nco)
+{
+    return block_of(nco, FWD_MAX_NF);
+}
+
+static dla_status direct_forward(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    pass q = {.B = p->g.batch, .G = p->g.G, .nci = p->g.Cg, .nco = p->g.Fg};
+    for (int d = 0; d < 3; d++) {
+        q.in[d] = p->g.in[d], q.out[d] = p->g.out[d], q.fs[d] = p->g.fs[d];
+        q.dl[d] = p->g.dl[d], q.pb[d] = p->g.pb[d];
+        q.ss[d] = p->g.xs[d], q.ds[d] = p->g.ys[d];
+    }
+    q.src = (const float *)p->x, q.sc = p->g.xc, q.sb = p->g.xb;
+    q.dst = (float *)p->y, q.dc = p->g.yf, q.db = p->g.yb;
+    q.bias = (const float *)p->bias, q.bs = p->g.bs;
+    q.nf = fwd_nf(p->g.Fg);
+    const dla__cpu_conv_taps k = {.w = (const float *)p->w, .sg = p->g.wg, .sci = p->g.wc,
+                                  .sco = p->g.wf, .s0 = p->g.ws[0], .s1 = p->g.ws[1]};
+    dla_status ws = DIRECT_WINOGRAD(&q, &k);
+    if (ws != DLA_ERR_UNSUPPORTED)
+        return ws;
+    const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
+    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
+    if (!wp)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
+                        (long long)nw);
+    const float *w = (const float *)p->w;
+    float *o = wp;
+    for (int64_t g = 0; g < p->g.G; g++)
+        for (int64_t f0 = 0; f0 < p->g.Fg; f0 += q.nf) {
+            const int64_t n = f0 + q.nf <= p->g.Fg ? q.nf : p->g.Fg - f0;
+            for (int64_t c = 0; c < p->g.Cg; c++)
+                for (int64_t t2 = 0; t2 < p->g.fs[2]; t2++)
+                    for (int64_t t1 = 0; t1 < p->g.fs[1]; t1++)
+                        for (int64_t t0 = 0; t0 < p->g.fs[0]; t0++)
+                            for (int64_t f = f0; f < f0 + n; f++)
+                                *o++ = w[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
+                                         t1 * p->g.ws[1] + t2 * p->g.ws[2]];
+        }
+    q.wpack = wp;
+    dla_status s = run_pass(&q, p->g.ntaps);
+    h->free(wp);
+    return s;
+}
+
+static dla_status direct_backward_data(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    /* dX[i] = sum_k w[k] dY[i + pb - k*dl] = sum_k' w[fs-1-k'] dY[i - pb' + k'*dl]. */
+    pass q = {.B = p->g.batch, .G = p->g.G, .nci = p->g.Fg, .nco = p->g.Cg};
+    for (int d = 0; d < 3; d++) {
+        q.in[d] = p->g.out[d], q.out[d] = p->g.in[d], q.fs[d] = p->g.fs[d], q.dl[d] = p->g.dl[d];
+        q.pb[d] = (p->g.fs[d] - 1) * p->g.dl[d] - p->g.pb[d];
+        q.ss[d] = p->g.ys[d], q.ds[d] = p->g.xs[d];
+    }
+    q.src = (const float *)p->y, q.sc = p->g.yf, q.sb = p->g.yb;
+    q.dst = (float *)p->x, q.dc = p->g.xc, q.db = p->g.xb;
+    q.nf = fwd_nf(p->g.Cg);
+    if (p->g.in_px == 0 || p->g.batch == 0)
+        return DLA_OK;
+    if (p->g.out_px == 0)
+        return DLA_ERR_UNSUPPORTED; /* dX = 0: left to im2col, which zeroes */
+    /* The flipped filter: taps read backwards from the last one. */
+    const float *last = (const float *)p->w + (p->g.fs[0] - 1) * p->g.ws[0] +
+                        (p->g.fs[1] - 1) * p->g.ws[1] + (p->g.fs[2] - 1) * p->g.ws[2];
+    const dla__cpu_conv_taps k = {.w = last, .sg = p->g.wg, .sci = p->g.wf, .sco = p->g.wc,
+                                  .s0 = -p->g.ws[0], .s1 = -p->g.ws[1]};
+    dla_status ws = DIRECT_WINOGRAD(&q, &k);
+    if (ws != DLA_ERR_UNSUPPORTED)
+        return ws;
+    const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
+    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
+    if (!wp)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
+                        (long long)nw);
+    const float *w = (const float *)p->w;
+    float *o = wp;
+    for (int64_t g = 0; g < p->g.G; g++)
+        for (int64_t c0 = 0; c0 < p->g.Cg; c0 += q.nf) {
+            const int64_t n = c0 + q.nf <= p->g.Cg ? q.nf : p->g.Cg - c0;
+            for (int64_t f = 0; f < p->g.Fg; f++)
+                for (int64_t t2 = p->g.fs[2] - 1; t2 >= 0; t2--)
+                    for (int64_t t1 = p->g.fs[1] - 1; t1 >= 0; t1--)
+                        for (int64_t t0 = p->g.fs[0] - 1; t0 >= 0; t0--)
+                            for (int64_t c = c0; c < c0 + n; c++)
+                                *o++ = w[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
+                                         t1 * p->g.ws[1] + t2 * p->g.ws[2]];
+        }
+    q.wpack = wp;
+    dla_status s = run_pass(&q, p->g.ntaps);
+    h->free(wp);
+    return s;
+}
+
+/* ------------------------------------------------------- backward filter */
+
+/* Group grp of image b's dY into the wide layout at dst (Fg channels of
+ * span_r): the real outputs only, the dropped columns stay 0. */
+static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, float *dst)
+{
+    const float *ys = (const float *)p->y + b * p->g.yb + grp * p->g.Fg * p->g.yf;
+    for (int64_t f = 0; f < p->g.Fg; f++)
+        for (int64_t o2 = 0; o2 < p->g.out[2]; o2++)
+            for (int64_t o1 = 0; o1 < p->g.out[1]; o1++) {
+                const float *s = ys + f * p->g.yf + o1 * p->g.ys[1] + o2 * p->g.ys[2];
+                float *d = dst + f * g->span_r + o1 * g->w1 + o2 * g->w2;
+                if (p->g.ys[0] == 1)
+                    row_copy(d, s, p->g.out[0], 0.0f);
+                else
+                    for (int64_t o0 = 0; o0 < p->g.out[0]; o0++)
+                        d[o0] = s[o0 * p->g.ys[0]];
+            }
+}
+
+/* The register blocks of backward filter: taps t0.., filters f0.. of one
+ * channel, from a block index over (channel, tap block, filter block). */
+typedef struct bwf_blocks {
+    int64_t ntb, nfb, tblocks, fblocks;
+} bwf_blocks;
+
+static bwf_blocks bwf_blocks_of(const dla__cpu_conv *p)
+{
+    bwf_blocks k;
+    k.ntb = block_of(p->g.ntaps, BWF_MAX_NT), k.nfb = block_of(p->g.Fg, BWF_MAX_NF);
+    k.tblocks = (p->g.ntaps + k.ntb - 1) / k.ntb, k.fblocks = (p->g.Fg + k.nfb - 1) / k.nfb;
+    return k;
+}
+
+static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it, int64_t *c,
+                         int64_t *t0, int64_t *tn, int64_t *f0, int64_t *fn)
+{
+    *c = it / (k->tblocks * k->fblocks);
+    *t0 = (it / k->fblocks) % k->tblocks * k->ntb;
+    *f0 = it % k->fblocks * k->nfb;
+    *tn = *t0 + k->ntb <= p->g.ntaps ? k->ntb : p->g.ntaps - *t0;
+    *fn = *f0 + k->nfb <= p->g.Fg ? k->nfb : p->g.Fg - *f0;
+}
+
+/* a[0..n-1] += b[0..n-1], n a multiple of VL, both aligned to a vector. */
+static TGT void add_into(float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += VL)
+        VF_STORE(a + i, VF_ADD(VF_LOAD(a + i), VF_LOAD(b + i)));
+}
+
+/* The sum of VL lanes, added in double. */
+static double lanes_sum(const float *v)
+{
+    double s = 0;
+    for (int l = 0; l < VL; l++)
+        s += v[l];
+    return s;
+}
+
+/* Writes dW[t, c, f] of group grp. */
+static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, int64_t t, double v)
+{
+    const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
+                  t2 = t / (p->g.fs[0] * p->g.fs[1]);
+    ((float *)p->w)[grp * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] + t1 * p->g.ws[1] +
+                    t2 * p->g.ws[2]] = (float)v;
+}
+
+/* Many images: images over the team, each thread adding its images' terms
+ * to its own VL-lane sums in memory (layout [g][f][c][t][VL]), added up in
+ * a fixed order at the end (static schedule: the same images per thread on
+ * every call, so the same result). */
+static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int64_t *toff,
+                               int threads)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    const int64_t nt = p->g.ntaps, nacc = p->g.G * p->g.Fg * p->g.Cg * nt * VL;
+    const int64_t xfloats = p->g.Cg * g->cs, yfloats = p->g.Fg * g->span_r;
+    if ((xfloats + yfloats + nacc) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
+    const int64_t per = DLA__CONV_LINE(xfloats, 4) + DLA__CONV_LINE(yfloats, 4) + nacc;
+    dla_mem mem = NULL;
+    float *scratch = dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(float), &mem);
+    const int failed = !scratch;
+    if (!failed) {
+        memset(scratch, 0, (size_t)(per * threads) * sizeof(float));
+        for (int i = 0; i < threads; i++) {
+            xb[i] = scratch + i * per;
+            yb[i] = xb[i] + DLA__CONV_LINE(xfloats, 4);
+            acc[i] = yb[i] + DLA__CONV_LINE(yfloats, 4);
+        }
+    }
+    if (!failed) {
+        const bwf_blocks k = bwf_blocks_of(p);
+        const int64_t items = p->g.Cg * k.tblocks * k.fblocks;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t b = 0; b < p->g.batch; b++) {
+            const int me = omp_get_thread_num();
+            for (int64_t grp = 0; grp < p->g.G; grp++) {
+                pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
+                     p->g.xs, p->g.xc, p->g.Cg, p->g.pb, xb[me]);
+                dy_wide(g, p, b, grp, yb[me]);
+                float *ag = acc[me] + grp * p->g.Fg * p->g.Cg * nt * VL;
+                for (int64_t it = 0; it < items; it++) {
+                    int64_t c, t0, tn, f0, fn;
+                    bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
+                    bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
+                                    g->span_r, g->span_r / VL,
+                                    ag + ((f0 * p->g.Cg + c) * nt + t0) * VL, p->g.Cg * nt);
+                }
+            }
+        }
+        for (int i = 1; i < threads; i++)
+            add_into(acc[0], acc[i], nacc);
+        for (int64_t grp = 0; grp < p->g.G; grp++)
+            for (int64_t f = 0; f < p->g.Fg; f++)
+                for (int64_t c = 0; c < p->g.Cg; c++)
+                    for (int64_t t = 0; t < nt; t++)
+                        put_dw(p, grp, f, c, t,
+                               lanes_sum(acc[0] +
+                                         (((grp * p->g.Fg + f) * p->g.Cg + c) * nt + t) * VL));
+    }
+    dla__cpu_conv_scratch_free(mem);
+    if (failed)
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the padded buffers of %d threads", threads);
+    return DLA_OK;
+}
+
+/* Few images: all of them padded at once, then the register blocks over
+ * the team, each block running through every image with its sums in
+ * registers (and a small stack buffer between images), then writing its
+ * own dW elements: no per-thread sums to zero and add up. */
+static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int64_t *toff,
+                               int team)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    const int64_t xfloats = p->g.C * g->cs, yfloats = p->g.F * g->span_r;
+    if ((xfloats + yfloats) * p->g.batch * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    const int64_t xall = DLA__CONV_LINE(xfloats * p->g.batch, 4), yall = yfloats * p->g.batch;
+    dla_mem mem = NULL;
+    float *xa = dla__cpu_conv_scratch((size_t)(xall + yall) * sizeof(float), &mem);
+    float *ya = xa ? xa + xall : NULL;
+    if (!xa) {
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the padded inputs of %lld images",
+                        (long long)p->g.batch);
+    }
+    memset(xa, 0, (size_t)(xall + yall) * sizeof(float));
+    const int64_t packs = p->g.batch * p->g.G;
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+    for (int64_t i = 0; i < packs; i++) {
+        const int64_t b = i / p->g.G, grp = i % p->g.G;
+        pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
+             p->g.xc, p->g.Cg, p->g.pb, xa + b * xfloats + grp * p->g.Cg * g->cs);
+        dy_wide(g, p, b, grp, ya + b * yfloats + grp * p->g.Fg * g->span_r);
+    }
+    const bwf_blocks k = bwf_blocks_of(p);
+    const int64_t per_group = p->g.Cg * k.tblocks * k.fblocks;
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
+    for (int64_t i = 0; i < p->g.G * per_group; i++) {
+        const int64_t grp = i / per_group;
+        int64_t c, t0, tn, f0, fn;
+        bwf_block_at(&k, p, i % per_group, &c, &t0, &tn, &f0, &fn);
+        float acc[BWF_MAX_NT * BWF_MAX_NF * VL] __attribute__((aligned(64)));
+        memset(acc, 0, sizeof acc);
+        for (int64_t b = 0; b < p->g.batch; b++)
+            bwf_fns[tn][fn](xa + b * xfloats + (grp * p->g.Cg + c) * g->cs, toff + t0,
+                            ya + b * yfloats + (grp * p->g.Fg + f0) * g->span_r, g->span_r,
+                            g->span_r / VL, acc, BWF_MAX_NT);
+        for (int64_t f = 0; f < fn; f++)
+            for (int64_t t = 0; t < tn; t++)
+                put_dw(p, grp, f0 + f, c, t0 + t, lanes_sum(acc + (f * BWF_MAX_NT + t) * VL));
+    }
+    dla__cpu_conv_scratch_free(mem);
+    return DLA_OK;
+}
+
+static dla_status direct_backward_filter(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (p->g.out_px == 0 || p->g.batch == 0)
+        return DLA_ERR_UNSUPPORTED; /* dW = 0: left to im2col */
+    wide g;
+    wide_init(&g, p->g.out, p->g.fs, p->g.dl);
+    int64_t *toff = h->alloc((size_t)p->g.ntaps * sizeof(int64_t), 0);
+    if (!toff)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld tap offsets",
+                        (long long)p->g.ntaps);
+    tap_offsets(&g, p->g.fs, p->g.dl, toff);
+    const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    /* Per-thread sums pay off once each thread has a few images to add. */
+    dla_status s = p->g.batch < 4 * team ? bwf_by_block(p, &g, toff, team)
+                                       : bwf_by_image(p, &g, toff, team);
+    if (s == DLA_ERR_UNSUPPORTED && p->g.batch < 4 * team)
+        s = bwf_by_image(p, &g, toff, team < p->g.batch ? team : (int)p->g.batch);
+    h->free(toff);
+    return s;
+}
+
+dla_status DIRECT_ENTRY(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
+{
+    if (p->dtype != DLA_F32 || p->g.st[0] != 1 || p->g.st[1] != 1 || p->g.st[2] != 1)
+        return DLA_ERR_UNSUPPORTED;
+    switch (dir) {
+    case DLA__CONV_FORWARD: return direct_forward(p);
+    case DLA__CONV_BACKWARD_DATA: return direct_backward_data(p);
+    case DLA__CONV_BACKWARD_FILTER: return direct_backward_filter(p);
+    }
+    return DLA_ERR_UNSUPPORTED;
+}
+
