@@ -10,9 +10,10 @@
  * permuted layouts, gaps and offsets. Each output buffer is compared whole
  * (elements outside the view must keep their old values), and the
  * backward kernels must overwrite what was there. On the cpu plugin every
- * case runs three times: with the algorithm the plugin picks (Winograd or
- * direct AVX-512 where they apply), with DLACCEL_CPU_CONV=direct and with
- * DLACCEL_CPU_CONV=im2col.
+ * case runs three times: with the algorithm the plugin picks (Winograd,
+ * direct AVX-512 or direct AVX2 where they apply), with
+ * DLACCEL_CPU_CONV=direct and with DLACCEL_CPU_CONV=im2col; and the
+ * direct kernels are checked to have run where the CPU has them.
  *
  * The plugin is driven only through its table, as in test_kernels.c.
  */
@@ -495,6 +496,65 @@ static void stride_one_float_cases_take_the_direct_path_and_match(void **state)
     }
 }
 
+/* Nonzero where the cpu plugin has direct kernels for this CPU: AVX-512F,
+ * or AVX2 with FMA (plugins/cpu/conv.c). */
+static int cpu_has_direct_kernels(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") ||
+           (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+#else
+    return 0;
+#endif
+}
+
+static void stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them(void **state)
+{
+    (void)state;
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    /* DLACCEL_CPU_CONV=direct against im2col, bit for bit, on the same
+     * data: the direct kernels add the terms in another order (backward
+     * filter in per-lane partial sums), so their bits differ in most
+     * cases where they ran; a CPU without them takes im2col both ways.
+     * Enough channels and taps that every output has many terms. */
+    const int direct = cpu_has_direct_kernels();
+    int differ[3] = {0, 0, 0};
+    const int cases = 40;
+    for (int i = 0; i < cases; i++) {
+        conv_case c;
+        random_case(&c, DLA_F32, 1);
+        c.G = 1, c.C = rnd_int(4, 9), c.F = rnd_int(4, 13), c.B = rnd_int(1, 9);
+        for (int d = 0; d < c.nsp; d++) {
+            c.fs[d] = rnd_int(2, 3), c.dl[d] = 1, c.pb[d] = rnd_int(0, 1);
+            c.in[d] = rnd_int(4, c.nsp == 3 ? 7 : 12);
+            c.out[d] = c.in[d] + 2 * c.pb[d] - c.fs[d] + 1;
+        }
+        uint64_t picked[3];
+        const uint64_t replay = rng_state; /* the same data and junk twice */
+        setenv("DLACCEL_CPU_CONV", "direct", 1);
+        run_case(cpu, &c);
+        memcpy(picked, out_bits, sizeof picked);
+        rng_state = replay;
+        setenv("DLACCEL_CPU_CONV", "im2col", 1);
+        run_case(cpu, &c);
+        unsetenv("DLACCEL_CPU_CONV");
+        for (int d = 0; d < 3; d++)
+            differ[d] += picked[d] != out_bits[d];
+    }
+    print_message("direct and im2col bits differ in %d, %d and %d of %d cases\n", differ[0], differ[1], differ[2], cases);
+    if (!direct) {
+        assert_int_equal(differ[0] + differ[1] + differ[2], 0);
+        return;
+    }
+    if (differ[0] < cases / 2 || differ[1] < cases / 2 || differ[2] < cases / 2)
+        fail_msg("DLACCEL_CPU_CONV=direct gave im2col's bits in forward (%d of %d cases "
+                 "differ), backward data (%d) or backward filter (%d): the direct kernels "
+                 "did not run",
+                 differ[0], cases, differ[1], differ[2]);
+}
+
 static void strided_views_with_gaps_and_offsets_are_read_and_written_in_place(void **state)
 {
     (void)state;
@@ -536,8 +596,9 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
     (void)state;
     dla_device *cpu = dla_device_get("cpu");
     assert_non_null(cpu);
-    /* Winograd runs beside the direct AVX-512 kernels only: a CPU without
-     * AVX-512 (or valgrind) takes im2col both ways, with the same bits. */
+    /* Winograd runs beside the direct AVX-512 kernels only: a CPU with AVX2
+     * but not AVX-512 (or valgrind) takes the direct AVX2 kernels both
+     * ways, one with neither im2col, with the same bits. */
     const int winograd = strstr(dla_device_properties(cpu), "simd=avx512f") != NULL;
     int differ[3] = {0, 0, 0};
     const int cases = 40;
@@ -704,6 +765,7 @@ int main(void)
         cmocka_unit_test(the_cpu_plugin_has_all_three_conv_kernels_for_float_and_double),
         cmocka_unit_test(random_convolutions_match_naive_loops_in_every_direction),
         cmocka_unit_test(stride_one_float_cases_take_the_direct_path_and_match),
+        cmocka_unit_test(stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them),
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),

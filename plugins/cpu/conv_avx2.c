@@ -3,11 +3,9 @@
  * the algorithm of conv_direct_body.h with 8-lane vectors, for x86-64
  * CPUs without AVX-512 (AMD before Zen 4, Intel's desktop parts).
  *
- * Register blocks fit AVX2's 16 ymm registers: a block of acc registers
- * plus the vectors it loads per step and one broadcast weight or dY
- * vector (docs/convolution.md has the shapes measured):
- *   forward:         FWD_SHAPES below;
- *   backward filter: BWF_MAX_NT taps x BWF_MAX_NF filters.
+ * Register blocks fit AVX2's 16 ymm registers: the accumulators plus the
+ * vectors loaded per step and one broadcast weight or dY vector (the
+ * shapes measured are below and in docs/convolution.md).
  * There is no AVX2 Winograd: its planes are split and interleaved with
  * AVX-512's two-source permutes (conv_winograd.c).
  *
@@ -34,44 +32,21 @@
 #define VF_REG "+x" /* one of the 16 ymm registers */
 #include "plugins/cpu/conv_vec.h"
 
-#ifndef AVX2_SHAPES
-#define AVX2_SHAPES 0
-#endif
-
 /* ------------------------------------------------------- micro-kernels */
 
-#if AVX2_SHAPES == 0
-/* 4 vectors x 1-2 filters, 2 x 3-6: up to 12 accumulators, 4 or 2
- * vectors of inputs and the broadcast weight. */
+/* Forward: 4 vectors of outputs x 1-2 filters, 2 x 3-6 (at most 12
+ * accumulators, the vectors of inputs and the broadcast weight). Measured
+ * against 4 x 1-3 (4 x 3 needs 17 registers: 20-45% slower) and 1 x
+ * 7-12 (fewer loads per FMA: 12-25% slower on the digit CNN's layers). */
 VEC_FWD(4, 1) VEC_FWD(4, 2) VEC_FWD(2, 3) VEC_FWD(2, 4) VEC_FWD(2, 5) VEC_FWD(2, 6)
 #define FWD_MAX_NF 6
 #define FWD_PV(n) ((n) > 2 ? 2 : 4)
 static const dla__cpu_conv_fwd_fn fwd_fns[FWD_MAX_NF + 1] = {
     NULL, fwd_4_1, fwd_4_2, fwd_2_3, fwd_2_4, fwd_2_5, fwd_2_6};
-#elif AVX2_SHAPES == 1
-/* 4 x 1-3, 2 x 4-6. */
-VEC_FWD(4, 1) VEC_FWD(4, 2) VEC_FWD(4, 3) VEC_FWD(2, 4) VEC_FWD(2, 5) VEC_FWD(2, 6)
-#define FWD_MAX_NF 6
-#define FWD_PV(n) ((n) > 3 ? 2 : 4)
-static const dla__cpu_conv_fwd_fn fwd_fns[FWD_MAX_NF + 1] = {
-    NULL, fwd_4_1, fwd_4_2, fwd_4_3, fwd_2_4, fwd_2_5, fwd_2_6};
-#elif AVX2_SHAPES == 2
-/* 4 x 1-2, 2 x 3-6, 1 x 7-12. */
-VEC_FWD(4, 1) VEC_FWD(4, 2) VEC_FWD(2, 3) VEC_FWD(2, 4) VEC_FWD(2, 5) VEC_FWD(2, 6)
-VEC_FWD(1, 7) VEC_FWD(1, 8) VEC_FWD(1, 9) VEC_FWD(1, 10) VEC_FWD(1, 11) VEC_FWD(1, 12)
-#define FWD_MAX_NF 12
-#define FWD_PV(n) ((n) > 6 ? 1 : (n) > 2 ? 2 : 4)
-static const dla__cpu_conv_fwd_fn fwd_fns[FWD_MAX_NF + 1] = {
-    NULL, fwd_4_1, fwd_4_2, fwd_2_3, fwd_2_4, fwd_2_5, fwd_2_6,
-    fwd_1_7, fwd_1_8, fwd_1_9, fwd_1_10, fwd_1_11, fwd_1_12};
-#endif
 #define FWD_FNS fwd_fns
 
-#ifndef AVX2_BWF
-#define AVX2_BWF 0
-#endif
-#if AVX2_BWF == 0
-/* 3 taps x 4 filters: 12 accumulators, 3 input vectors and one of dY. */
+/* Backward filter: 3 taps x 4 filters (12 accumulators, 3 vectors of
+ * inputs, one of dY); 2 x 6 measured 20-40% slower. */
 #define BWF_MAX_NT 3
 #define BWF_MAX_NF 4
 #define BWF_ROW(NT) VEC_BWF(NT, 1) VEC_BWF(NT, 2) VEC_BWF(NT, 3) VEC_BWF(NT, 4)
@@ -81,18 +56,6 @@ BWF_ROW(1) BWF_ROW(2) BWF_ROW(3)
 static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
     {NULL}, BWF_ENTRY(1), BWF_ENTRY(2), BWF_ENTRY(3)};
 #undef BWF_ENTRY
-#else
-/* 2 taps x 6 filters. */
-#define BWF_MAX_NT 2
-#define BWF_MAX_NF 6
-#define BWF_ROW(NT) VEC_BWF(NT, 1) VEC_BWF(NT, 2) VEC_BWF(NT, 3) VEC_BWF(NT, 4) VEC_BWF(NT, 5) VEC_BWF(NT, 6)
-BWF_ROW(1) BWF_ROW(2)
-#undef BWF_ROW
-#define BWF_ENTRY(NT) {NULL, bwf_##NT##_1, bwf_##NT##_2, bwf_##NT##_3, bwf_##NT##_4, bwf_##NT##_5, bwf_##NT##_6}
-static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
-    {NULL}, BWF_ENTRY(1), BWF_ENTRY(2)};
-#undef BWF_ENTRY
-#endif
 
 #define DIRECT_WINOGRAD(q, k) ((void)(q), (void)(k), DLA_ERR_UNSUPPORTED)
 #define DIRECT_ENTRY dla__cpu_conv_direct_avx2
