@@ -555,6 +555,53 @@ static void stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them
                  differ[0], cases, differ[1], differ[2]);
 }
 
+/* out_bits of c run with DLACCEL_CPU_CONV set to env (NULL: unset), on
+ * the data of rng state `replay`. */
+static void bits_with(dla_device *cpu, const conv_case *c, const char *env, uint64_t replay,
+                      uint64_t *bits)
+{
+    rng_state = replay;
+    if (env)
+        setenv("DLACCEL_CPU_CONV", env, 1);
+    else
+        unsetenv("DLACCEL_CPU_CONV");
+    run_case(cpu, c);
+    unsetenv("DLACCEL_CPU_CONV");
+    memcpy(bits, out_bits, sizeof out_bits);
+}
+
+static void one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_asked(void **state)
+{
+    (void)state;
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    /* conv.c's measured rule: on the AVX2 path the backward filter of 1x1
+     * filters is left to im2col; DLACCEL_CPU_CONV=direct still runs it. */
+    conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = 1, .B = 9, .C = 16, .F = 12, .G = 1,
+                   .in = {14, 11, 1}, .out = {14, 11, 1}, .fs = {1, 1, 1}, .st = {1, 1, 1},
+                   .dl = {1, 1, 1}, .pb = {0, 0, 0}};
+    on_every_device(&c);
+    uint64_t picked[3], direct[3], im2col[3];
+    const uint64_t replay = rng_state;
+    bits_with(cpu, &c, NULL, replay, picked);
+    bits_with(cpu, &c, "direct", replay, direct);
+    bits_with(cpu, &c, "im2col", replay, im2col);
+    if (!cpu_has_direct_kernels()) {
+        assert_true(picked[2] == im2col[2] && direct[2] == im2col[2]);
+        return;
+    }
+    assert_true(direct[2] != im2col[2]); /* the direct kernels ran when asked */
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!__builtin_cpu_supports("avx512f")) {
+        if (picked[2] != im2col[2])
+            fail_msg("AVX2: a 1x1 backward filter did not take im2col by default");
+        assert_true(picked[0] == direct[0]); /* forward: still direct */
+        return;
+    }
+#endif
+    assert_true(picked[2] == direct[2]); /* AVX-512: direct throughout */
+}
+
 static void strided_views_with_gaps_and_offsets_are_read_and_written_in_place(void **state)
 {
     (void)state;
@@ -766,6 +813,7 @@ int main(void)
         cmocka_unit_test(random_convolutions_match_naive_loops_in_every_direction),
         cmocka_unit_test(stride_one_float_cases_take_the_direct_path_and_match),
         cmocka_unit_test(stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them),
+        cmocka_unit_test(one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_asked),
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),

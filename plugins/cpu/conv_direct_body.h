@@ -35,7 +35,8 @@
  * (vectors of outputs of kernel n: 1, 2 or 4), bwf_fns[tn][fn] (1..
  * BWF_MAX_NT taps x 1..BWF_MAX_NF filters), DIRECT_WINOGRAD(q, k) (its
  * Winograd pass, or DLA_ERR_UNSUPPORTED) and DIRECT_ENTRY (the name of
- * the entry point, declared in conv_impl.h).
+ * the entry point, declared in conv_impl.h); BWF_FILTERS_OUTER, if
+ * defined, orders the backward-filter blocks filters first.
  */
 #include <omp.h>
 #include <string.h>
@@ -346,9 +347,17 @@ static bwf_blocks bwf_blocks_of(const dla__cpu_conv *p)
 static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it, int64_t *c,
                          int64_t *t0, int64_t *tn, int64_t *f0, int64_t *fn)
 {
+#ifdef BWF_FILTERS_OUTER
+    /* A block of dY rows stays in L1 while the channels pass: one input
+     * channel row per block from L2 instead of NF rows of dY. */
+    *f0 = it / (k->tblocks * p->g.Cg) * k->nfb;
+    *c = (it / k->tblocks) % p->g.Cg;
+    *t0 = it % k->tblocks * k->ntb;
+#else
     *c = it / (k->tblocks * k->fblocks);
     *t0 = (it / k->fblocks) % k->tblocks * k->ntb;
     *f0 = it % k->fblocks * k->nfb;
+#endif
     *tn = *t0 + k->ntb <= p->g.ntaps ? k->ntb : p->g.ntaps - *t0;
     *fn = *f0 + k->nfb <= p->g.Fg ? k->nfb : p->g.Fg - *f0;
 }
