@@ -509,6 +509,21 @@ static int cpu_has_direct_kernels(void)
 #endif
 }
 
+/* out_bits of c run with DLACCEL_CPU_CONV set to env (NULL: unset), on
+ * the data of rng state `replay`. */
+static void bits_with(dla_device *cpu, const conv_case *c, const char *env, uint64_t replay,
+                      uint64_t *bits)
+{
+    rng_state = replay;
+    if (env)
+        setenv("DLACCEL_CPU_CONV", env, 1);
+    else
+        unsetenv("DLACCEL_CPU_CONV");
+    run_case(cpu, c);
+    unsetenv("DLACCEL_CPU_CONV");
+    memcpy(bits, out_bits, sizeof out_bits);
+}
+
 static void stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them(void **state)
 {
     (void)state;
@@ -531,19 +546,13 @@ static void stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them
             c.in[d] = rnd_int(4, c.nsp == 3 ? 7 : 12);
             c.out[d] = c.in[d] + 2 * c.pb[d] - c.fs[d] + 1;
         }
-        uint64_t picked[3];
+        uint64_t picked[3], im2col[3];
         const uint64_t replay = rng_state; /* the same data and junk twice */
-        setenv("DLACCEL_CPU_CONV", "direct", 1);
-        run_case(cpu, &c);
-        memcpy(picked, out_bits, sizeof picked);
-        rng_state = replay;
-        setenv("DLACCEL_CPU_CONV", "im2col", 1);
-        run_case(cpu, &c);
-        unsetenv("DLACCEL_CPU_CONV");
+        bits_with(cpu, &c, "direct", replay, picked);
+        bits_with(cpu, &c, "im2col", replay, im2col);
         for (int d = 0; d < 3; d++)
-            differ[d] += picked[d] != out_bits[d];
+            differ[d] += picked[d] != im2col[d];
     }
-    print_message("direct and im2col bits differ in %d, %d and %d of %d cases\n", differ[0], differ[1], differ[2], cases);
     if (!direct) {
         assert_int_equal(differ[0] + differ[1] + differ[2], 0);
         return;
@@ -553,21 +562,6 @@ static void stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them
                  "differ), backward data (%d) or backward filter (%d): the direct kernels "
                  "did not run",
                  differ[0], cases, differ[1], differ[2]);
-}
-
-/* out_bits of c run with DLACCEL_CPU_CONV set to env (NULL: unset), on
- * the data of rng state `replay`. */
-static void bits_with(dla_device *cpu, const conv_case *c, const char *env, uint64_t replay,
-                      uint64_t *bits)
-{
-    rng_state = replay;
-    if (env)
-        setenv("DLACCEL_CPU_CONV", env, 1);
-    else
-        unsetenv("DLACCEL_CPU_CONV");
-    run_case(cpu, c);
-    unsetenv("DLACCEL_CPU_CONV");
-    memcpy(bits, out_bits, sizeof out_bits);
 }
 
 static void one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_asked(void **state)

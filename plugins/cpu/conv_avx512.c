@@ -38,13 +38,4 @@ static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
 #define DIRECT_ENTRY dla__cpu_conv_direct_avx512
 #include "plugins/cpu/conv_direct_body.h"
 
-#else /* not x86-64 with GCC or Clang: im2col does everything */
-
-dla_status dla__cpu_conv_direct_avx512(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
-{
-    (void)p;
-    (void)dir;
-    return DLA_ERR_UNSUPPORTED;
-}
-
-#endif
+#endif /* not x86-64 with GCC or Clang: conv.c never calls it */

@@ -219,9 +219,45 @@ static int64_t fwd_nf(int64_t nco)
     return block_of(nco, FWD_MAX_NF);
 }
 
-static dla_status direct_forward(const dla__cpu_conv *p)
+/* Packs the weights of pass q for its register blocks (pass.wpack) and
+ * runs it: pass input channel ci to output channel co of group g is
+ * w[g * wg + ci * sci + co * sco + taps], the taps read backwards when
+ * flip (backward data's flipped filter). */
+static dla_status pack_and_run(const dla__cpu_conv *p, pass *q, int64_t sci, int64_t sco, int flip)
 {
     const dla_plugin_host *h = dla__cpu_host;
+    const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
+    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
+    if (!wp)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
+                        (long long)nw);
+    const float *w = (const float *)p->w;
+    const int64_t *fs = p->g.fs;
+    float *o = wp;
+    for (int64_t g = 0; g < p->g.G; g++)
+        for (int64_t co0 = 0; co0 < q->nco; co0 += q->nf) {
+            const int64_t n = co0 + q->nf <= q->nco ? q->nf : q->nco - co0;
+            for (int64_t ci = 0; ci < q->nci; ci++)
+                for (int64_t t2 = 0; t2 < fs[2]; t2++)
+                    for (int64_t t1 = 0; t1 < fs[1]; t1++)
+                        for (int64_t t0 = 0; t0 < fs[0]; t0++) {
+                            const int64_t k0 = flip ? fs[0] - 1 - t0 : t0,
+                                          k1 = flip ? fs[1] - 1 - t1 : t1,
+                                          k2 = flip ? fs[2] - 1 - t2 : t2;
+                            const float *wt = w + g * p->g.wg + ci * sci + k0 * p->g.ws[0] +
+                                              k1 * p->g.ws[1] + k2 * p->g.ws[2];
+                            for (int64_t co = co0; co < co0 + n; co++)
+                                *o++ = wt[co * sco];
+                        }
+        }
+    q->wpack = wp;
+    dla_status s = run_pass(q, p->g.ntaps);
+    h->free(wp);
+    return s;
+}
+
+static dla_status direct_forward(const dla__cpu_conv *p)
+{
     pass q = {.B = p->g.batch, .G = p->g.G, .nci = p->g.Cg, .nco = p->g.Fg};
     for (int d = 0; d < 3; d++) {
         q.in[d] = p->g.in[d], q.out[d] = p->g.out[d], q.fs[d] = p->g.fs[d];
@@ -237,33 +273,11 @@ static dla_status direct_forward(const dla__cpu_conv *p)
     dla_status ws = DIRECT_WINOGRAD(&q, &k);
     if (ws != DLA_ERR_UNSUPPORTED)
         return ws;
-    const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
-    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
-    if (!wp)
-        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
-                        (long long)nw);
-    const float *w = (const float *)p->w;
-    float *o = wp;
-    for (int64_t g = 0; g < p->g.G; g++)
-        for (int64_t f0 = 0; f0 < p->g.Fg; f0 += q.nf) {
-            const int64_t n = f0 + q.nf <= p->g.Fg ? q.nf : p->g.Fg - f0;
-            for (int64_t c = 0; c < p->g.Cg; c++)
-                for (int64_t t2 = 0; t2 < p->g.fs[2]; t2++)
-                    for (int64_t t1 = 0; t1 < p->g.fs[1]; t1++)
-                        for (int64_t t0 = 0; t0 < p->g.fs[0]; t0++)
-                            for (int64_t f = f0; f < f0 + n; f++)
-                                *o++ = w[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
-                                         t1 * p->g.ws[1] + t2 * p->g.ws[2]];
-        }
-    q.wpack = wp;
-    dla_status s = run_pass(&q, p->g.ntaps);
-    h->free(wp);
-    return s;
+    return pack_and_run(p, &q, p->g.wc, p->g.wf, 0);
 }
 
 static dla_status direct_backward_data(const dla__cpu_conv *p)
 {
-    const dla_plugin_host *h = dla__cpu_host;
     /* dX[i] = sum_k w[k] dY[i + pb - k*dl] = sum_k' w[fs-1-k'] dY[i - pb' + k'*dl]. */
     pass q = {.B = p->g.batch, .G = p->g.G, .nci = p->g.Fg, .nco = p->g.Cg};
     for (int d = 0; d < 3; d++) {
@@ -286,28 +300,7 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
     dla_status ws = DIRECT_WINOGRAD(&q, &k);
     if (ws != DLA_ERR_UNSUPPORTED)
         return ws;
-    const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
-    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
-    if (!wp)
-        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
-                        (long long)nw);
-    const float *w = (const float *)p->w;
-    float *o = wp;
-    for (int64_t g = 0; g < p->g.G; g++)
-        for (int64_t c0 = 0; c0 < p->g.Cg; c0 += q.nf) {
-            const int64_t n = c0 + q.nf <= p->g.Cg ? q.nf : p->g.Cg - c0;
-            for (int64_t f = 0; f < p->g.Fg; f++)
-                for (int64_t t2 = p->g.fs[2] - 1; t2 >= 0; t2--)
-                    for (int64_t t1 = p->g.fs[1] - 1; t1 >= 0; t1--)
-                        for (int64_t t0 = p->g.fs[0] - 1; t0 >= 0; t0--)
-                            for (int64_t c = c0; c < c0 + n; c++)
-                                *o++ = w[g * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] +
-                                         t1 * p->g.ws[1] + t2 * p->g.ws[2]];
-        }
-    q.wpack = wp;
-    dla_status s = run_pass(&q, p->g.ntaps);
-    h->free(wp);
-    return s;
+    return pack_and_run(p, &q, p->g.wf, p->g.wc, 1);
 }
 
 /* ------------------------------------------------------- backward filter */

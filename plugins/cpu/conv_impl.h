@@ -38,8 +38,9 @@ dla_status dla__cpu_conv_im2col(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
 /* The direct algorithm (conv_direct_body.h): float32 with every stride 1,
  * with AVX-512 on a CPU with AVX-512F (conv_avx512.c), with AVX2 on one
- * with AVX2 and FMA (conv_avx2.c). Returns DLA_ERR_UNSUPPORTED (without a
- * message) when it does not apply, so the caller takes im2col. */
+ * with AVX2 and FMA (conv_avx2.c); x86-64 only. Returns
+ * DLA_ERR_UNSUPPORTED (without a message) when it does not apply, so the
+ * caller takes im2col. */
 dla_status dla__cpu_conv_direct_avx512(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 dla_status dla__cpu_conv_direct_avx2(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
