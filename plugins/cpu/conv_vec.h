@@ -11,10 +11,12 @@
  */
 #include <stdint.h>
 
-/* The largest register blocks any includer instantiates. */
+/* The largest register blocks any includer instantiates: forward PV x
+ * NF, backward filter NT x BNF. */
 #define VEC_MAX_PV 4
 #define VEC_MAX_NF 12
 #define VEC_MAX_NT 4
+#define VEC_MAX_BNF 6
 
 /* d[0..n-1] = s[0..n-1] + b: whole vectors, then halves of 8 and 4, then
  * single floats. Rows are short (24 in the digit CNN), so a library loop
@@ -82,10 +84,10 @@ INLINE TGT void fwd_block(const float *xb, int64_t cs, int64_t cg, const int64_t
 INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy, int64_t ds,
                           int64_t nvec, float *acc, int64_t af, const int NT, const int NF)
 {
-    vf a[VEC_MAX_NT][VEC_MAX_NF];
+    vf a[VEC_MAX_NT][VEC_MAX_BNF];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++)
-#pragma GCC unroll 12
+#pragma GCC unroll 6
         for (int f = 0; f < NF; f++)
             a[t][f] = VF_LOAD(acc + (f * af + t) * VL);
     const float *x[VEC_MAX_NT];
@@ -97,7 +99,7 @@ INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy,
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++)
             xv[t] = VF_LOADU(x[t] + v);
-#pragma GCC unroll 12
+#pragma GCC unroll 6
         for (int f = 0; f < NF; f++) {
             vf d = VF_LOAD(dy + f * ds + v);
             /* One load per vector of dY: otherwise the compiler folds it
@@ -110,7 +112,7 @@ INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy,
     }
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++)
-#pragma GCC unroll 12
+#pragma GCC unroll 6
         for (int f = 0; f < NF; f++)
             VF_STORE(acc + (f * af + t) * VL, a[t][f]);
 }
