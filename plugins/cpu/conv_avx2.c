@@ -6,14 +6,31 @@
  * Register blocks fit AVX2's 16 ymm registers: the accumulators plus the
  * vectors loaded per step and one broadcast weight or dY vector (the
  * shapes measured are below and in docs/convolution.md).
- * The 3x3 layers with 8+ channels go to Winograd (conv_winograd_avx2.c).
+ * There is no AVX2 Winograd: its planes are split and interleaved with
+ * AVX-512's two-source permutes (conv_winograd.c).
  *
  * Compiled for any x86-64: only these functions carry
  * target("avx2,fma"), and conv.c calls them after a runtime CPU check.
  */
-#include "plugins/cpu/conv_avx2.h"
+#include "plugins/cpu/conv_direct.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TGT __attribute__((target("avx2,fma")))
+#define VL 8
+#define vf __m256
+#define VF_LOAD _mm256_load_ps
+#define VF_LOADU _mm256_loadu_ps
+#define VF_STORE _mm256_store_ps
+#define VF_STOREU _mm256_storeu_ps
+#define VF_SET1 _mm256_set1_ps
+#define VF_ZERO _mm256_setzero_ps
+#define VF_ADD _mm256_add_ps
+#define VF_FMA _mm256_fmadd_ps
+#define VF_REG "+x" /* one of the 16 ymm registers */
+#include "plugins/cpu/conv_vec.h"
 
 /* ------------------------------------------------------- micro-kernels */
 
@@ -22,8 +39,11 @@
  * against 4 x 1-3 (4 x 3 needs 17 registers: 20-45% slower) and 1 x
  * 7-12 (fewer loads per FMA: 12-25% slower on the digit CNN's layers). */
 VEC_FWD(4, 1) VEC_FWD(4, 2) VEC_FWD(2, 3) VEC_FWD(2, 4) VEC_FWD(2, 5) VEC_FWD(2, 6)
-const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns_avx2[FWD_MAX_NF + 1] = {
+#define FWD_MAX_NF 6
+#define FWD_PV(n) ((n) > 2 ? 2 : 4)
+static const dla__cpu_conv_fwd_fn fwd_fns[FWD_MAX_NF + 1] = {
     NULL, fwd_4_1, fwd_4_2, fwd_2_3, fwd_2_4, fwd_2_5, fwd_2_6};
+#define FWD_FNS fwd_fns
 
 /* Backward filter: 3 taps x 4 filters (12 accumulators, 3 vectors of
  * inputs, one of dY); 2 x 6 measured 20-40% slower. */
@@ -43,7 +63,7 @@ static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
  * measured with. */
 #define BWF_FILTERS_OUTER
 
-#define DIRECT_WINOGRAD(q, k) dla__cpu_conv_winograd_avx2(q, k)
+#define DIRECT_WINOGRAD(q, k) ((void)(q), (void)(k), DLA_ERR_UNSUPPORTED)
 #define DIRECT_ENTRY dla__cpu_conv_direct_avx2
 #include "plugins/cpu/conv_direct_body.h"
 

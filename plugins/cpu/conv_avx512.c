@@ -21,6 +21,7 @@ VEC_FWD(2, 7) VEC_FWD(2, 8) VEC_FWD(2, 9) VEC_FWD(2, 10) VEC_FWD(2, 11) VEC_FWD(
 const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[FWD_MAX_NF + 1] = {
     NULL, fwd_4_1, fwd_4_2, fwd_4_3, fwd_4_4, fwd_4_5, fwd_4_6,
     fwd_2_7, fwd_2_8, fwd_2_9, fwd_2_10, fwd_2_11, fwd_2_12};
+#define FWD_FNS dla__cpu_conv_fwd_fns
 
 #define BWF_MAX_NT 4
 #define BWF_MAX_NF 6

@@ -1,8 +1,7 @@
 /*
  * conv_avx512.h - what the two AVX-512 convolution files share: the
  * vector kernels of conv_vec.h at 16 lanes (the forward register-blocked
- * micro-kernel, the row copy) and the forward kernels' table (conv_avx2.h
- * is the same for AVX2).
+ * micro-kernel, the row copy) and the forward kernels' table.
  *
  * conv_avx512.c runs every stride-1 float32 convolution directly;
  * conv_winograd.c takes the 3x3 forward and backward-data passes with
@@ -28,7 +27,6 @@
 #define VF_SET1 _mm512_set1_ps
 #define VF_ZERO _mm512_setzero_ps
 #define VF_ADD _mm512_add_ps
-#define VF_SUB _mm512_sub_ps
 #define VF_FMA _mm512_fmadd_ps
 #define VF_REG "+v" /* any of the 32 vector registers */
 #include "plugins/cpu/conv_vec.h"
@@ -38,7 +36,6 @@
 #define FWD_MAX_NF 12
 #define FWD_PV(n) ((n) > 6 ? 2 : 4)
 extern const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[FWD_MAX_NF + 1];
-#define FWD_FNS dla__cpu_conv_fwd_fns
 
 #endif /* x86-64 */
 

@@ -72,7 +72,5 @@ typedef struct dla__cpu_conv_taps {
  * fewer than 8 channels in or out, fewer images than threads, or
  * DLACCEL_CPU_CONV=direct. */
 dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k);
-/* The same with AVX2 + FMA (conv_winograd_avx2.c). */
-dla_status dla__cpu_conv_winograd_avx2(const pass *q, const dla__cpu_conv_taps *k);
 
 #endif

@@ -5,7 +5,7 @@
  *
  * Not a normal header: the includer first defines TGT (the target
  * attribute), VL (floats per vector), vf (the vector type), VF_LOAD,
- * VF_LOADU, VF_STORE, VF_STOREU, VF_SET1, VF_ZERO, VF_ADD, VF_SUB, VF_FMA (its
+ * VF_LOADU, VF_STORE, VF_STOREU, VF_SET1, VF_ZERO, VF_ADD, VF_FMA (its
  * intrinsics) and VF_REG (the asm constraint of a vector register), as
  * conv_avx512.h and conv_avx2.c do. Everything here is static.
  */

@@ -2,10 +2,6 @@
  * conv_winograd.c - 3x3 float32 convolutions, forward and backward data,
  * by Winograd's minimal filtering F(2x2, 3x3) with AVX-512.
  *
- * The algorithm is conv_winograd_body.h, compiled here for AVX-512 and in
- * conv_winograd_avx2.c for AVX2 + FMA; this file adds AVX-512's plane
- * split and interleave.
- *
  * Why: the direct kernels (conv_avx512.c) already run the 3x3 layers of
  * the digit CNN near the FMA peak, so only fewer multiplications can make
  * them faster. F(2x2, 3x3) computes a 2x2 block of outputs from a 4x4
@@ -37,31 +33,364 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-/* row[0..31] into e[0..15] (even elements) and o[0..15] (odd): two
- * two-source permutes. */
-INLINE TGT void split32(const float *row, float *e, float *o)
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tiles per block: a block's transformed inputs and products (16 x
+ * channels x TB floats each) stay in the core's L2 cache. */
+#define TB 64
+/* Fewer channels than this and the transforms (per output about 8 adds
+ * per input channel and 6 per output channel, against 5 multiply-adds
+ * saved per pair of channels) take most of the gain: a count, not a
+ * measurement; the digit CNN's 20 channels are what was measured. */
+#define MIN_CHANNELS 8
+
+typedef struct geom {
+    int64_t Tx, Ty;  /* tiles along dims 0 and 1 */
+    int64_t L;       /* plane row length, Tx + 1 */
+    int64_t ntr;     /* tile indices computed: (Ty - 1) * L + Tx, rounded up */
+    int64_t nf;      /* filters per register block */
+    int64_t pl;      /* floats per input plane */
+    int64_t yl;      /* floats per output plane */
+    int64_t tl;      /* floats per row buffer */
+} geom;
+
+static int64_t up16(int64_t n)
 {
+    return (n + 15) / 16 * 16;
+}
+
+/* The tiles of out0 x out1 outputs, their index range rounded up to gran
+ * (tiles per micro-kernel call: 16 x its vectors). */
+static void geom_init(geom *g, int64_t out0, int64_t out1, int64_t gran)
+{
+    g->Tx = (out0 + 1) / 2, g->Ty = (out1 + 1) / 2;
+    g->L = g->Tx + 1;
+    const int64_t ntiles = (g->Ty - 1) * g->L + g->Tx;
+    g->ntr = (ntiles + gran - 1) / gran * gran;
+    const int64_t row_vecs = (g->L + 15) / 16;
+    /* Planes: written up to the last row's vector tail, read up to tile
+     * ntr - 1 at offset L + 1. */
+    const int64_t written = g->Ty * g->L + 16 * row_vecs, read = g->ntr + g->L + 1;
+    g->pl = up16(written > read ? written : read);
+    const int64_t yread = (g->Ty - 1) * g->L + 16 * ((g->Tx + 15) / 16);
+    g->yl = up16(yread > g->ntr ? yread : g->ntr);
+    g->tl = 32 * row_vecs;
+}
+
+/* Floats of the padded rows of nch channels (pack_planes). */
+static int64_t padded_floats(const geom *g, int64_t nch)
+{
+    return nch * 2 * (g->Ty + 1) * g->tl;
+}
+
+/* ------------------------------------------------------------ filters */
+
+/* U = G g G^T of every filter, in the layout the micro-kernel reads: per
+ * group and element pos = i*4 + j, per block of nf filters from f0,
+ * [ci][n] at u + (grp * 16 + pos) * nci * nco + f0 * nci. Worked out in
+ * double and rounded once. */
+static void transform_filters(const pass *q, const dla__cpu_conv_taps *k, int64_t nf, float *u)
+{
+    const int64_t nci = q->nci, nco = q->nco;
+    for (int64_t grp = 0; grp < q->G; grp++)
+        for (int64_t ci = 0; ci < nci; ci++)
+            for (int64_t co = 0; co < nco; co++) {
+                const float *w = k->w + grp * k->sg + ci * k->sci + co * k->sco;
+                double t[4][3], uu[4][4];
+                for (int k0 = 0; k0 < 3; k0++) {
+                    const double g0 = w[k0 * k->s0], g1 = w[k0 * k->s0 + k->s1],
+                                 g2 = w[k0 * k->s0 + 2 * k->s1];
+                    t[0][k0] = g0, t[1][k0] = (g0 + g1 + g2) / 2;
+                    t[2][k0] = (g0 - g1 + g2) / 2, t[3][k0] = g2;
+                }
+                for (int i = 0; i < 4; i++) {
+                    uu[i][0] = t[i][0], uu[i][1] = (t[i][0] + t[i][1] + t[i][2]) / 2;
+                    uu[i][2] = (t[i][0] - t[i][1] + t[i][2]) / 2, uu[i][3] = t[i][2];
+                }
+                const int64_t f0 = co / nf * nf, n = f0 + nf <= nco ? nf : nco - f0;
+                for (int pos = 0; pos < 16; pos++)
+                    u[(grp * 16 + pos) * nci * nco + f0 * nci + ci * n + (co - f0)] =
+                        (float)uu[pos / 4][pos % 4];
+            }
+}
+
+/* ------------------------------------------------------------- inputs */
+
+/* nch channels of a 2-D image: sizes in[2], strides ss[2] and sc, placed
+ * at row and column pb[1], pb[0] of the padded image (negative: cropped). */
+typedef struct image_src {
+    const float *src;
+    int64_t nch, in[2], ss[2], sc, pb[2];
+} image_src;
+
+/* The channels of an image into planes (4 per channel, pl floats each),
+ * in two sweeps: first every padded row into its place in `padded` (rows
+ * of tl floats, zero outside what is copied: zeroed once per call), then
+ * the rows split into even and odd columns. Splitting a row just written
+ * would load what is still in the store buffer at other offsets than it
+ * was stored: a stalled store-to-load forward per vector. And the source
+ * rows are not read with masked loads, which would spare the first sweep:
+ * on this AMD CPU they made the packing twice as slow in the train step.
+ * Plane rows are written in order with whole vectors: a row's tail spills
+ * into the next row, which is written after it. */
+static TGT void pack_planes(const geom *g, const image_src *is, float *planes, float *padded)
+{
+    const int64_t pb0 = is->pb[0], pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
+    const int64_t lo = pb0 < 0 ? -pb0 : 0;
+    const int64_t hi = 2 * g->L - pb0 < is->in[0] ? 2 * g->L - pb0 : is->in[0];
+    const int64_t r0 = pb1 < 0 ? -pb1 : 0, r1 = rows - pb1 < is->in[1] ? rows - pb1 : is->in[1];
+    if (hi > lo)
+        for (int64_t ci = 0; ci < is->nch; ci++)
+            for (int64_t r = r0; r < r1; r++) {
+                const float *sr = is->src + ci * is->sc + r * is->ss[1];
+                float *d = padded + (ci * rows + r + pb1) * g->tl + pb0;
+                if (is->ss[0] == 1)
+                    row_copy(d + lo, sr + lo, hi - lo, 0.0f);
+                else
+                    for (int64_t c = lo; c < hi; c++)
+                        d[c] = sr[c * is->ss[0]];
+            }
     const __m512i even =
         _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd =
         _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512 a = _mm512_load_ps(row), b = _mm512_load_ps(row + 16);
-    _mm512_storeu_ps(e, _mm512_permutex2var_ps(a, even, b));
-    _mm512_storeu_ps(o, _mm512_permutex2var_ps(a, odd, b));
+    const int64_t vecs = (g->L + 15) / 16;
+    for (int64_t ci = 0; ci < is->nch; ci++)
+        for (int64_t R = 0; R < rows; R++) {
+            const float *row = padded + (ci * rows + R) * g->tl;
+            float *e = planes + (ci * 4 + (R & 1) * 2) * g->pl + (R >> 1) * g->L, *o = e + g->pl;
+            for (int64_t v = 0; v < vecs; v++) {
+                const __m512 a = _mm512_load_ps(row + 32 * v);
+                const __m512 b = _mm512_load_ps(row + 32 * v + 16);
+                _mm512_storeu_ps(e + 16 * v, _mm512_permutex2var_ps(a, even, b));
+                _mm512_storeu_ps(o + 16 * v, _mm512_permutex2var_ps(a, odd, b));
+            }
+        }
 }
 
-/* d[2i] = a[i], d[2i + 1] = b[i] for i < 16 (d 64-byte aligned). */
-INLINE TGT void zip32(const float *a, const float *b, float *d)
+/* V = B^T d B of tiles b0..b0+nb-1 of every channel: element pos of
+ * channel ci at v + (pos * nci + ci) * TB. */
+static TGT void transform_inputs(const geom *g, int64_t nci, const float *planes, int64_t b0,
+                                 int64_t nb, float *v)
+{
+    /* Element (i, j) of tile p at p + off[i][j] of the channel's planes. */
+    int64_t off[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            off[i][j] = ((i & 1) * 2 + (j & 1)) * g->pl + (i >> 1) * g->L + (j >> 1);
+    const int64_t vs = nci * TB; /* between elements pos and pos + 1 of V */
+    for (int64_t ci = 0; ci < nci; ci++) {
+        const float *pl = planes + ci * 4 * g->pl + b0;
+        float *vc = v + ci * TB;
+        for (int64_t s = 0; s < nb; s += 16) {
+            /* B^T d, a column at a time, then (B^T d) B a row at a time:
+             * 16 + 4 registers live, no spills. */
+            __m512 r[4][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m512 d0 = _mm512_loadu_ps(pl + s + off[0][j]),
+                             d1 = _mm512_loadu_ps(pl + s + off[1][j]),
+                             d2 = _mm512_loadu_ps(pl + s + off[2][j]),
+                             d3 = _mm512_loadu_ps(pl + s + off[3][j]);
+                r[0][j] = _mm512_sub_ps(d0, d2);
+                r[1][j] = _mm512_add_ps(d1, d2);
+                r[2][j] = _mm512_sub_ps(d2, d1);
+                r[3][j] = _mm512_sub_ps(d1, d3);
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                float *o = vc + 4 * i * vs + s;
+                _mm512_store_ps(o, _mm512_sub_ps(r[i][0], r[i][2]));
+                _mm512_store_ps(o + vs, _mm512_add_ps(r[i][1], r[i][2]));
+                _mm512_store_ps(o + 2 * vs, _mm512_sub_ps(r[i][2], r[i][1]));
+                _mm512_store_ps(o + 3 * vs, _mm512_sub_ps(r[i][1], r[i][3]));
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------ outputs */
+
+/* Y = A^T M A of tiles b0..b0+nb-1 (M's element pos of output channel co
+ * at m + (pos * nco + co) * TB) into the output planes: (a, b) of channel
+ * co at yp + (co * 4 + a * 2 + b) * yl. */
+static TGT void transform_outputs(const geom *g, int64_t nco, const float *m, int64_t b0,
+                                  int64_t nb, float *yp)
+{
+    for (int64_t co = 0; co < nco; co++)
+        for (int64_t s = 0; s < nb; s += 16) {
+            __m512 t[2][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const float *mj = m + (j * nco + co) * TB + s;
+                const __m512 m0 = _mm512_load_ps(mj), m1 = _mm512_load_ps(mj + 4 * nco * TB),
+                             m2 = _mm512_load_ps(mj + 8 * nco * TB),
+                             m3 = _mm512_load_ps(mj + 12 * nco * TB);
+                t[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
+                t[1][j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
+            }
+            float *y = yp + co * 4 * g->yl + b0 + s;
+#pragma GCC unroll 2
+            for (int a = 0; a < 2; a++) {
+                _mm512_storeu_ps(y + a * 2 * g->yl,
+                                 _mm512_add_ps(_mm512_add_ps(t[a][0], t[a][1]), t[a][2]));
+                _mm512_storeu_ps(y + (a * 2 + 1) * g->yl,
+                                 _mm512_sub_ps(_mm512_sub_ps(t[a][1], t[a][2]), t[a][3]));
+            }
+        }
+}
+
+/* The output planes of one image and group into dst (rows interleaved
+ * from the planes' (a, 0) and (a, 1) halves through tmp), plus the bias. */
+static TGT void unpack_planes(const pass *q, const geom *g, const float *yp, float *dst,
+                              const float *bias, float *tmp)
 {
     const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     const __m512i hi =
         _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
-    const __m512 x0 = _mm512_loadu_ps(a), x1 = _mm512_loadu_ps(b);
-    _mm512_store_ps(d, _mm512_permutex2var_ps(x0, lo, x1));
-    _mm512_store_ps(d + 16, _mm512_permutex2var_ps(x0, hi, x1));
+    const int64_t vecs = (g->Tx + 15) / 16;
+    for (int64_t co = 0; co < q->nco; co++) {
+        const float b = bias ? bias[co * q->bs] : 0.0f;
+        for (int64_t o1 = 0; o1 < q->out[1]; o1++) {
+            const float *e = yp + (co * 4 + (o1 & 1) * 2) * g->yl + (o1 >> 1) * g->L;
+            for (int64_t v = 0; v < vecs; v++) {
+                const __m512 x0 = _mm512_loadu_ps(e + 16 * v);
+                const __m512 x1 = _mm512_loadu_ps(e + g->yl + 16 * v);
+                _mm512_store_ps(tmp + 32 * v, _mm512_permutex2var_ps(x0, lo, x1));
+                _mm512_store_ps(tmp + 32 * v + 16, _mm512_permutex2var_ps(x0, hi, x1));
+            }
+            float *d = dst + co * q->dc + o1 * q->ds[1];
+            if (q->ds[0] == 1)
+                row_copy(d, tmp, q->out[0], b);
+            else
+                for (int64_t o0 = 0; o0 < q->out[0]; o0++)
+                    d[o0 * q->ds[0]] = tmp[o0] + b;
+        }
+    }
 }
 
-#define WINOGRAD_ENTRY dla__cpu_conv_winograd
-#include "plugins/cpu/conv_winograd_body.h"
+/* ---------------------------------------------------------------- a pass */
 
-#endif /* not x86-64 with GCC or Clang: nothing calls it */
+/* One thread's buffers. */
+typedef struct bufs {
+    float *padded, *planes, *v, *m, *yp, *tout;
+} bufs;
+
+static int64_t bufs_floats(const pass *q, const geom *g)
+{
+    return padded_floats(g, q->nci) + q->nci * 4 * g->pl + 16 * (q->nci + q->nco) * TB +
+           q->nco * 4 * g->yl + g->tl;
+}
+
+static void bufs_carve(bufs *b, const pass *q, const geom *g, float *at)
+{
+    b->padded = at, at += padded_floats(g, q->nci);
+    b->planes = at, at += q->nci * 4 * g->pl;
+    b->v = at, at += 16 * q->nci * TB;
+    b->m = at, at += 16 * q->nco * TB;
+    b->yp = at, at += q->nco * 4 * g->yl;
+    b->tout = at;
+}
+
+/* The 16 GEMMs of one block: M[pos] = V[pos] x U[pos]. */
+static void multiply(const pass *q, const geom *g, const float *u, const float *v, float *m,
+                     int64_t nb)
+{
+    static const int64_t no_offset = 0;
+    for (int pos = 0; pos < 16; pos++)
+        for (int64_t f0 = 0; f0 < q->nco; f0 += g->nf) {
+            const int64_t n = f0 + g->nf <= q->nco ? g->nf : q->nco - f0;
+            const int64_t step = n > 6 ? 32 : 64;
+            const float *wp = u + pos * q->nci * q->nco + f0 * q->nci;
+            for (int64_t s = 0; s < nb; s += step)
+                dla__cpu_conv_fwd_fns[n](v + pos * q->nci * TB + s, TB, q->nci, &no_offset, 1, wp,
+                                         m + (pos * q->nco + f0) * TB + s, TB);
+        }
+}
+
+static void pass_image(const pass *q, const geom *g, const float *u, int64_t b, const bufs *t)
+{
+    for (int64_t grp = 0; grp < q->G; grp++) {
+        const image_src is = {.src = q->src + b * q->sb + grp * q->nci * q->sc,
+                              .nch = q->nci,
+                              .in = {q->in[0], q->in[1]},
+                              .ss = {q->ss[0], q->ss[1]},
+                              .sc = q->sc,
+                              .pb = {q->pb[0], q->pb[1]}};
+        pack_planes(g, &is, t->planes, t->padded);
+        const float *ug = u + grp * 16 * q->nci * q->nco;
+        for (int64_t b0 = 0; b0 < g->ntr; b0 += TB) {
+            const int64_t nb = b0 + TB <= g->ntr ? TB : g->ntr - b0;
+            transform_inputs(g, q->nci, t->planes, b0, nb, t->v);
+            multiply(q, g, ug, t->v, t->m, nb);
+            transform_outputs(g, q->nco, t->m, b0, nb, t->yp);
+        }
+        unpack_planes(q, g, t->yp, q->dst + b * q->db + grp * q->nco * q->dc,
+                      q->bias ? q->bias + grp * q->nco * q->bs : NULL, t->tout);
+    }
+}
+
+static int enabled(void)
+{
+    return dla__cpu_conv_env() != DLA__CONV_DIRECT;
+}
+
+dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    if (q->fs[0] != 3 || q->fs[1] != 3 || q->fs[2] != 1 || q->dl[0] != 1 || q->dl[1] != 1 ||
+        q->in[2] != 1 || q->out[2] != 1 || q->pb[2] != 0 || q->out[0] < 1 || q->out[1] < 1 ||
+        q->nci < MIN_CHANNELS || q->nco < MIN_CHANNELS || !enabled())
+        return DLA_ERR_UNSUPPORTED;
+    /* Images over the team; with fewer, the direct path splits images. */
+    const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    if (q->B < team)
+        return DLA_ERR_UNSUPPORTED;
+    geom g;
+    g.nf = block_of(q->nco, FWD_MAX_NF);
+    /* The micro-kernels for 1-6 filters take 4 vectors of tiles, 7-12 two. */
+    const int64_t last = q->nco - (q->nco - 1) / g.nf * g.nf;
+    geom_init(&g, q->out[0], q->out[1], last > 6 ? 32 : 64);
+    const int64_t per = bufs_floats(q, &g);
+    if (per * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    const int64_t nu = q->G * 16 * q->nci * q->nco;
+    float *u = h->alloc((size_t)nu * sizeof(float), DLA__CPU_ALIGN);
+    dla_mem mem = NULL;
+    float *scratch = u ? dla__cpu_conv_scratch((size_t)(per * team) * sizeof(float), &mem) : NULL;
+    if (!scratch) {
+        h->free(u);
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the Winograd buffers of %d threads", team);
+    }
+    transform_filters(q, k, g.nf, u);
+#pragma omp parallel num_threads(team)
+    {
+        bufs t;
+        bufs_carve(&t, q, &g, scratch + omp_get_thread_num() * per);
+        /* Zeros once: the row buffers' margins and the planes' tails,
+         * which only the dropped tiles read, stay as they are from image
+         * to image. V and M are written before they are read. */
+        memset(t.padded, 0, (size_t)(t.v - t.padded) * sizeof(float));
+        memset(t.yp, 0, (size_t)(per - (t.yp - t.padded)) * sizeof(float));
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t b = 0; b < q->B; b++)
+            pass_image(q, &g, u, b, &t);
+    }
+    dla__cpu_conv_scratch_free(mem);
+    h->free(u);
+    return DLA_OK;
+}
+
+#else /* not x86-64 with GCC or Clang */
+
+dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
+{
+    (void)q;
+    (void)k;
+    return DLA_ERR_UNSUPPORTED;
+}
+
+#endif

@@ -26,5 +26,4 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/conv.c plugins/cpu/conv_impl.h plugins/cpu/conv_im2col.h \
 	plugins/cpu/conv_avx512.c plugins/cpu/conv_avx512.h plugins/cpu/conv_winograd.c \
 	plugins/cpu/conv_avx2.c plugins/cpu/conv_direct.h plugins/cpu/conv_direct_body.h \
-	plugins/cpu/conv_vec.h plugins/cpu/conv_avx2.h plugins/cpu/conv_winograd_avx2.c \
-	plugins/cpu/conv_winograd_body.h
+	plugins/cpu/conv_vec.h
