@@ -35,6 +35,8 @@ noinst_PROGRAMS += bench/parallel_train_bench
 bench_parallel_train_bench_SOURCES = bench/parallel_train_bench.c
 bench_parallel_train_bench_LDADD = libdlaccel.la -lm
 EXTRA_DIST += bench/parallel_train.sh
+# The accuracy of N ranks against one process over seeds (minutes a run).
+EXTRA_DIST += bench/parallel_accuracy.sh
 
 # allreduce_bench: dla_allreduce against plain MPI_Allreduce in the same
 # run (bench/parallel.sh). Built when the MPI plugin is; as a program it

@@ -35,6 +35,13 @@ typedef struct dla__spmd {
      * for the missing ranks). */
     int broken;
     char broken_why[256];
+    /* The request of the collective that gave up, and the buffer it
+     * receives into: still in flight in the transport (a late rank may
+     * yet complete it, and MPI forbids freeing a collective's request), so
+     * neither can be released; held here so that they stay reachable
+     * rather than lost (LeakSanitizer counted the request as a leak). */
+    dla_comm_req abandoned_req;
+    void *abandoned_buf;
     /* DataQueues made so far (their tags). */
     int queues;
 } dla__spmd;

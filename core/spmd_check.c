@@ -102,6 +102,8 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
     if (st != DLA_OK) {
         if (!w->broken)
             dla__free(all);
+        else if (w->abandoned_req && !w->abandoned_buf)
+            w->abandoned_buf = all; /* still the transport's to write */
         return st;
     }
     for (int r = 1; r < size; r++)
@@ -164,6 +166,8 @@ dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
     if (st != DLA_OK) {
         if (!w->broken)
             dla__free(all);
+        else if (w->abandoned_req && !w->abandoned_buf)
+            w->abandoned_buf = all; /* still the transport's to write */
         return st;
     }
     /* Compared in rank order against rank 0, so every rank finds the same

@@ -259,6 +259,7 @@ dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int ar
                                    now - t0, n ? list : "no rank named: every rank is here but "
                                                         "the transport did not complete");
                     dla__spmd_break(w);
+                    w->abandoned_req = req;
                     break;
                 }
                 dla__log(DLA_LOG_WARN,
