@@ -433,6 +433,7 @@ static void test_an_accelerated_function_inside_another_works(void **state)
 typedef struct worker {
     dla_accel *af;
     int ok;
+    char why[256]; /* the first failure, for the message */
 } worker;
 
 static void *worker_main(void *p)
@@ -445,9 +446,19 @@ static void *worker_main(void *p)
                          dla_randn(DLA_F32, "", DLA_DIMS(2, 16))};
     dla_tensor *out[4], *ref[4];
     w->ok = dla_feval(model_loss, NULL, 5, in, 4, ref) == DLA_OK;
-    for (int i = 0; i < 50 && w->ok; i++)
-        w->ok = dla_accel_feval(w->af, NULL, 5, in, 4, out) == DLA_OK &&
-                dla_tensor_item(out[0], 0) == dla_tensor_item(ref[0], 0);
+    if (!w->ok)
+        snprintf(w->why, sizeof w->why, "eager: %s", dla_last_error());
+    for (int i = 0; i < 50 && w->ok; i++) {
+        dla_status st = dla_accel_feval(w->af, NULL, 5, in, 4, out);
+        if (st != DLA_OK) {
+            snprintf(w->why, sizeof w->why, "call %d: %s", i, dla_last_error());
+            w->ok = 0;
+        } else if (dla_tensor_item(out[0], 0) != dla_tensor_item(ref[0], 0)) {
+            snprintf(w->why, sizeof w->why, "call %d: loss %.9g, eagerly %.9g", i,
+                     dla_tensor_item(out[0], 0), dla_tensor_item(ref[0], 0));
+            w->ok = 0;
+        }
+    }
     dla_scope_end();
     return NULL;
 }
@@ -458,13 +469,16 @@ static void test_one_accelerated_function_serves_several_threads(void **state)
     pthread_t th[4];
     worker w[4];
     for (int i = 0; i < 4; i++) {
-        w[i] = (worker){af, 0};
+        w[i] = (worker){.af = af, .ok = 0};
         pthread_create(&th[i], NULL, worker_main, &w[i]);
     }
-    for (int i = 0; i < 4; i++) {
+    /* Every thread joined before any check: a failed check leaves this
+     * frame, and the workers read and write w[] in it. */
+    for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
-        assert_true(w[i].ok);
-    }
+    for (int i = 0; i < 4; i++)
+        if (!w[i].ok)
+            fail_msg("worker %d: %s", i, w[i].why);
     assert_int_equal(dla_accel_occupancy(af), 1);
     assert_true(dla_accel_hit_rate(af) >= 90.0);
     dla_accel_free(af);
@@ -801,15 +815,16 @@ static void test_statistics_read_while_other_threads_call(void **state)
     worker w[3];
     pthread_create(&rt, NULL, reader_main, &rd);
     for (int i = 0; i < 3; i++) {
-        w[i] = (worker){af, 0};
+        w[i] = (worker){.af = af, .ok = 0};
         pthread_create(&th[i], NULL, worker_main, &w[i]);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
-        assert_true(w[i].ok);
-    }
     atomic_store(&rd.stop, 1);
     pthread_join(rt, NULL);
+    for (int i = 0; i < 3; i++)
+        if (!w[i].ok)
+            fail_msg("worker %d: %s", i, w[i].why);
     assert_true(rd.reads > 0);
     assert_int_equal(rd.bad, 0);
     dla_accel_free(af);
