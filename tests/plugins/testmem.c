@@ -29,6 +29,8 @@ static int device_token;
 
 static dla_mem handle_of(size_t i) { return (dla_mem)(uintptr_t)((i + 1) << 4); }
 
+/* The slot of m in the table; call with lock held (mem_alloc may move the
+ * table meanwhile). */
 static slot *slot_of(dla_mem m)
 {
     uintptr_t v = (uintptr_t)m;
@@ -36,6 +38,20 @@ static slot *slot_of(dla_mem m)
     if ((v & 15) || v == 0 || i >= nslots || !slots[i].data)
         return NULL;
     return &slots[i];
+}
+
+/* A copy of m's slot, taken under the lock, in *copy; NULL when m is no
+ * slot. The copies and kernels use it outside the lock: another thread's
+ * mem_alloc may grow (move and free) the table while they run, but not
+ * free the buffer of a tensor this thread is using. */
+static slot *slot_get(dla_mem m, slot *copy)
+{
+    pthread_mutex_lock(&lock);
+    slot *s = slot_of(m);
+    if (s)
+        *copy = *s;
+    pthread_mutex_unlock(&lock);
+    return s ? copy : NULL;
 }
 
 /* Gives the table back when no slot is live, so leak checks see nothing of
@@ -126,7 +142,7 @@ static dla_status bad(const char *what, dla_mem m, size_t off, size_t bytes)
 
 static dla_status to_device(void *dev, dla_mem dst, size_t off, const void *src, size_t bytes)
 {
-    slot *s = slot_of(dst);
+    slot sc, *s = slot_get(dst, &sc);
     if (!s || off + bytes > s->bytes)
         return bad("copy_to_device", dst, off, bytes);
     memcpy(s->data + off, src, bytes);
@@ -135,7 +151,7 @@ static dla_status to_device(void *dev, dla_mem dst, size_t off, const void *src,
 
 static dla_status to_host(void *dev, void *dst, dla_mem src, size_t off, size_t bytes)
 {
-    slot *s = slot_of(src);
+    slot sc, *s = slot_get(src, &sc);
     if (!s || off + bytes > s->bytes)
         return bad("copy_to_host", src, off, bytes);
     memcpy(dst, s->data + off, bytes);
@@ -144,7 +160,7 @@ static dla_status to_host(void *dev, void *dst, dla_mem src, size_t off, size_t 
 
 static dla_status on_device(void *dev, dla_mem dst, size_t doff, dla_mem src, size_t soff, size_t bytes)
 {
-    slot *d = slot_of(dst), *s = slot_of(src);
+    slot dc, sc, *d = slot_get(dst, &dc), *s = slot_get(src, &sc);
     if (!d || doff + bytes > d->bytes)
         return bad("copy_on_device", dst, doff, bytes);
     if (!s || soff + bytes > s->bytes)
@@ -179,7 +195,7 @@ static int64_t numel(const dla_view *v)
 
 static dla_status fill(void *dev, const dla_view *y, double value)
 {
-    slot *s = slot_of(y->mem);
+    slot sc, *s = slot_get(y->mem, &sc);
     if (!s)
         return bad("fill", y->mem, 0, 0);
     /* Integers saturate and NaN becomes 0, a bool is value != 0 (NaN: 1),
@@ -209,7 +225,7 @@ static dla_status fill(void *dev, const dla_view *y, double value)
 
 static dla_status strided_copy(void *dev, const dla_view *y, const dla_view *x)
 {
-    slot *sy = slot_of(y->mem), *sx = slot_of(x->mem);
+    slot yc, xc, *sy = slot_get(y->mem, &yc), *sx = slot_get(x->mem, &xc);
     if (!sy || !sx)
         return bad("strided_copy", sy ? x->mem : y->mem, 0, 0);
     size_t es = elsize(y->dtype);
