@@ -17,7 +17,7 @@
  *
  * A capture takes the whole stream: a device used by more than one thread
  * never captures (dla__cu_enter notices the second thread), and while a
- * plan runs, the other threads wait at dla__cu_enter.
+ * plan captures, a thread that comes second waits at dla__cu_enter.
  *
  * What a graph cannot hold ends the capture early (dla__cu_plan_flush):
  * a copy from or to host memory, a sync. The captured part is launched at
