@@ -135,14 +135,13 @@ typedef struct dla__cu_device {
     int multi;
     pthread_mutex_t gate;
 
-    /* plan.c: state of a planned replay on this device. */
-    int planning;                 /* between plan_begin and plan_end */
+    /* plan.c: state of a planned replay on this device (which thread runs
+     * it is dla__cu_planning_here's, a thread-local). */
     int capturing;                /* the stream is being captured now */
     int gated;                    /* the plan thread holds gate */
-    pthread_t plan_thread;
     int32_t plan_launches;
     struct dla__cu_graph *graphs; /* instantiated replays, most recent first */
-    int graphs_off;               /* DLACCEL_CUDA_GRAPHS=0 */
+    int graphs_off;               /* DLACCEL_CUDA_GRAPHS unset or 0, or a capture failed */
 } dla__cu_device;
 
 /* Makes d's GPU current on the calling thread (every member calls it

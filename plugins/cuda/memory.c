@@ -20,27 +20,20 @@
 
 #include <string.h>
 
-/* Size class of bytes, and the bytes of a class. */
-static int size_class(size_t bytes)
-{
-    int c = 0;
-    while (c < DLA__CU_POOL_CLASSES - 1) {
-        size_t cap;
-        {
-            const int oct = c / 4, step = c % 4;
-            cap = ((size_t)512 << oct) + (((size_t)512 << oct) / 4) * (size_t)step;
-        }
-        if (cap >= bytes)
-            return c;
-        c++;
-    }
-    return -1;
-}
-
+/* The bytes of size class c, and the smallest class that holds bytes
+ * (-1 when none does). */
 static size_t class_bytes(int c)
 {
     const int oct = c / 4, step = c % 4;
     return ((size_t)512 << oct) + (((size_t)512 << oct) / 4) * (size_t)step;
+}
+
+static int size_class(size_t bytes)
+{
+    for (int c = 0; c < DLA__CU_POOL_CLASSES; c++)
+        if (class_bytes(c) >= bytes)
+            return c;
+    return -1;
 }
 
 size_t dla__cu_mem_bytes(dla_mem mem)
@@ -180,8 +173,9 @@ dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, c
             e = cudaEventRecord(d->staging_done[slot], d->stream);
         pthread_mutex_unlock(&d->lock);
     } else {
-        /* Large copies from pageable memory: CUDA stages them itself and
-         * returns once src has been read. */
+        /* Large copies from pageable memory: CUDA stages them itself; the
+         * wait makes sure src has been read before this returns, whatever
+         * the driver does with pageable memory. */
         e = cudaMemcpyAsync(to, src, bytes, cudaMemcpyHostToDevice, d->stream);
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(d->stream);

@@ -75,8 +75,7 @@ static dla_status exec_for(dla__cu_device *d, cudaGraph_t graph, cudaGraphExec_t
     if (e != cudaSuccess)
         return dla__cu_err(e, "plan_end: cudaGraphGetNodes");
     struct dla__cu_graph **link = &d->graphs;
-    int kept = 0;
-    for (struct dla__cu_graph *g = d->graphs; g; link = &g->next, g = g->next, kept++) {
+    for (struct dla__cu_graph *g = d->graphs; g; link = &g->next, g = g->next) {
         if (g->nodes != nodes || g->nlaunches != d->plan_launches)
             continue;
         cudaGraphExecUpdateResultInfo info;
@@ -106,7 +105,7 @@ static dla_status exec_for(dla__cu_device *d, cudaGraph_t graph, cudaGraphExec_t
     g->next = d->graphs;
     d->graphs = g;
     /* Drop the oldest beyond the bound. */
-    kept = 0;
+    int kept = 0;
     for (struct dla__cu_graph **l = &d->graphs; *l; l = &(*l)->next)
         if (++kept > DLA__CU_GRAPHS_KEPT) {
             struct dla__cu_graph *old = *l;
@@ -124,7 +123,7 @@ static dla_status exec_for(dla__cu_device *d, cudaGraph_t graph, cudaGraphExec_t
 
 dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why)
 {
-    if (!d->capturing || !pthread_equal(d->plan_thread, pthread_self()))
+    if (!d->capturing || !dla__cu_planning_here(d))
         return DLA_OK;
     d->capturing = 0;
     cudaGraph_t graph = NULL;
@@ -181,7 +180,7 @@ static void capture(dla__cu_device *d)
 
 void dla__cu_plan_resume(dla__cu_device *d)
 {
-    if (d->planning && !d->capturing && pthread_equal(d->plan_thread, pthread_self()))
+    if (!d->capturing && dla__cu_planning_here(d))
         capture(d);
 }
 
@@ -195,8 +194,6 @@ dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches)
         return dla__cu_host->error(DLA_ERR_STATE, "cuda plan_begin: a plan is already running on "
                                                   "this thread");
     dla__cu_set_planning_here(d);
-    d->planning = 1;
-    d->plan_thread = pthread_self();
     d->plan_launches = nlaunches;
     d->capturing = 0;
     d->gated = 0;
@@ -222,7 +219,6 @@ dla_status dla__cu_plan_end(void *dev)
     if (s == DLA_OK)
         s = dla__cu_plan_flush(d, "plan_end");
     if (dla__cu_planning_here(d)) {
-        d->planning = 0;
         dla__cu_set_planning_here(NULL);
         if (d->gated) {
             d->gated = 0;
