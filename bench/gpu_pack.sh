@@ -53,6 +53,9 @@ cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
 sed 's/^\(        \)loss = fwd(x, y)$/\1if mode == "reduce-overhead":\n\1    torch.compiler.cudagraph_mark_step_begin()\n\1loss = fwd(x, y)/' \
     "$root/../shared/peers/cnn_cuda.py" >"$stage/peers/cnn_cuda.py"
 grep -q cudagraph_mark_step_begin "$stage/peers/cnn_cuda.py" || { echo "gpu_pack: cnn_cuda.py patch did not apply" >&2; exit 1; }
+# PyTorch's CUDA-graph figures that cnn_cuda.py cannot give (its
+# reduce-overhead training step fails under PyTorch 2.11 even so).
+cp "$root/bench/torch_cuda_graph.py" "$stage/peers/"
 cp "$root/bench/gpu_run.sh" "$stage/"
 tar -C "$out" -cf - stage | xz -T2 -6 > "$out/bundle.tar.xz"
 rm -rf "$stage"

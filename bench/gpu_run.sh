@@ -11,11 +11,14 @@
 #           with DLACCEL_DEVICE=cuda
 #   bench   dlaccel-bench on cuda:0: digit CNN train step replayed (batch
 #           128 and 1024), inference, the tiny MLP replayed
-#   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager, then
-#              torch.compile with CUDA graphs (reduce-overhead), the MLP too
+#   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager, and the
+#              tiny MLP eager
 #   benchtf32  the CNN workloads with DLACCEL_CUDA_TF32=1
-#   benchgraphs  the replays with DLACCEL_CUDA_GRAPHS=1 (CUDA graphs)
-#   suitesgraphs test_accel with DLACCEL_CUDA_GRAPHS=1
+#   torchgraph bench/torch_cuda_graph.py: PyTorch's training step captured
+#              whole as a CUDA graph (torch.cuda.graph), inference as a
+#              graph and with torch.compile reduce-overhead, the MLP
+#   benchplain   the replays with DLACCEL_CUDA_GRAPHS=0 (plain launches)
+#   suitesplain  test_accel and test_train with DLACCEL_CUDA_GRAPHS=0
 #   suitescpu  test_train and test_accel with cpu the default device
 #              (their "gpu" and other-device cases then take cuda)
 #   torch1024  the same at batch 1024, torch.compile (default mode)
@@ -99,19 +102,23 @@ step_bench_tf32() {
     grep -E '^(device|cuda)' "$out/bench_tf32.log" | sed 's/^/TF32 /' | tee -a "$summary"
 }
 
-# The replays captured into CUDA graphs (DLACCEL_CUDA_GRAPHS=1), beside
-# the default plain launches above.
-step_bench_graphs() {
-    DLACCEL_CUDA_GRAPHS=1 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay \
-        >"$out/bench_graphs.log" 2>&1
-    grep -E '^(device|cuda)' "$out/bench_graphs.log" | sed 's/^/graphs /' | tee -a "$summary"
+# The replays as plain launches (DLACCEL_CUDA_GRAPHS=0), beside the
+# default (recurring replays as CUDA graphs) above.
+step_bench_plain() {
+    DLACCEL_CUDA_GRAPHS=0 timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
+        >"$out/bench_plain.log" 2>&1
+    DLACCEL_CUDA_GRAPHS=0 timeout 40 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_inference \
+        >>"$out/bench_plain.log" 2>&1
+    grep -E '^(device|cuda)' "$out/bench_plain.log" | sed 's/^/plain /' | tee -a "$summary"
 }
 
-# The accelerate suite with graphs on: replays equal eager ones exactly.
-step_suites_graphs() {
-    DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLACCEL_CUDA_GRAPHS=1 timeout 40 "$s/bin/test_accel" \
-        >"$out/suitegraphs_test_accel.log" 2>&1
-    line "suite test_accel (DLACCEL_DEVICE=cuda DLACCEL_CUDA_GRAPHS=1): exit $?, ok $(grep -c '^ok' "$out/suitegraphs_test_accel.log"), not ok $(grep -c '^not ok' "$out/suitegraphs_test_accel.log")"
+step_suites_plain() {
+    local t
+    for t in test_accel test_train; do
+        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLACCEL_CUDA_GRAPHS=0 timeout 40 "$s/bin/$t" \
+            >"$out/suiteplain_$t.log" 2>&1
+        line "suite $t (DLACCEL_DEVICE=cuda DLACCEL_CUDA_GRAPHS=0): exit $?, ok $(grep -c '^ok' "$out/suiteplain_$t.log"), not ok $(grep -c '^not ok' "$out/suiteplain_$t.log")"
+    done
 }
 
 step_suites() {
@@ -163,12 +170,18 @@ for step in $steps; do
     check) step_check ;;
     suites) step_suites ;;
     bench) step_bench ;;
-    torch128) torch_run torch128_eager --batches 128 --modes eager --rounds 5 --iters 30
-        torch_run torch128_graphs --batches 128 --modes reduce-overhead --rounds 5 --iters 30 ;;
+    torch128) torch_run torch128_eager --batches 128 --modes eager --rounds 5 --iters 30 ;;
     torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
     benchtf32) step_bench_tf32 ;;
-    benchgraphs) step_bench_graphs ;;
-    suitesgraphs) step_suites_graphs ;;
+    benchplain) step_bench_plain ;;
+    suitesplain) step_suites_plain ;;
+    torchgraph)
+        PYTHONUNBUFFERED=1 timeout 150 python3 "$s/peers/torch_cuda_graph.py" --batches 128,1024 \
+            >"$out/torch_graph.json" 2>"$out/torch_graph.err"
+        line "torch torch_cuda_graph.py: exit $?"
+        tr -d '\n ' <"$out/torch_graph.json" | tee -a "$summary"
+        echo | tee -a "$summary"
+        tail -3 "$out/torch_graph.err" ;;
     suitescpu) step_suites_cpu ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;

@@ -83,6 +83,8 @@ void dla__plan_free(dla__plan *p)
     dla__free(p->checks);
     dla__free(p->rt);
     dla__free(p->fresh);
+    dla__free(p->run_mems);
+    dla__free(p->run_offsets);
     dla__free(p);
 }
 
@@ -323,25 +325,70 @@ static dla_status make_launch(dla__plan *p, dla__launch *l)
     return st;
 }
 
-/* The device's ABI 1.3 plan hooks around a run: plan_begin tells it that
+/* Whether p's runs can be offered to plan_replay (ABI 1.5): every step a
+ * launch and none drawing random numbers, so that two runs with the same
+ * inputs' and output buffers' memory make the same calls with the same
+ * arguments (patch() changes nothing else; the arena and constants are
+ * the plan's for its life). */
+static int replayable(dla__plan *p)
+{
+    if (p->replayable >= 0)
+        return p->replayable;
+    static atomic_ullong serials;
+    int ok = p->dev->abi_minor >= 5 && p->dev->table->plan_replay && p->nsteps > 0;
+    for (int s = 0; s < p->nsteps && ok; s++)
+        ok = p->steps[s].kind == DLA__STEP_LAUNCH &&
+             p->launches[p->steps[s].index].kind != DLA__LAUNCH_RANDOM;
+    if (ok) {
+        size_t n = (size_t)(p->nin + p->nfresh);
+        p->run_mems = dla__calloc(n ? n : 1, sizeof *p->run_mems);
+        p->run_offsets = dla__calloc(n ? n : 1, sizeof *p->run_offsets);
+        ok = p->run_mems && p->run_offsets;
+        p->serial = atomic_fetch_add(&serials, 1) + 1;
+    }
+    p->replayable = ok;
+    return ok;
+}
+
+/* The device's plan hooks around a run: plan_begin (ABI 1.3) tells it that
  * the steps to come are one sequence it may enqueue without waiting in
  * between, plan_end waits for it, so that a launch that fails while running
- * is this call's error. */
-static dla_status hook_begin(dla__plan *p)
+ * is this call's error. plan_replay (1.5) also names the plan and the run's
+ * memory, and may answer that the device ran the whole replay itself
+ * (*ran: then no step is made). */
+static dla_status hook_begin(dla__plan *p, dla_tensor *const *in, int32_t *ran)
 {
     const dla_plugin *tb = p->dev->table;
-    if (!tb->plan_begin)
-        return DLA_OK;
-    dla_status st = tb->plan_begin(p->dev->ctx, p->nlaunches);
-    if (st != DLA_OK)
-        dla__error_prefix("dla_accelerate: plan_begin");
+    dla_status st = DLA_OK;
+    *ran = 0;
+    if (replayable(p)) {
+        int32_t n = 0;
+        for (int i = 0; i < p->nin; i++, n++) {
+            p->run_mems[n] = in[i]->storage->mem;
+            p->run_offsets[n] = in[i]->offset;
+        }
+        for (int f = 0; f < p->nfresh; f++, n++) {
+            p->run_mems[n] = p->fresh[f]->mem;
+            p->run_offsets[n] = 0;
+        }
+        st = tb->plan_replay(p->dev->ctx, p->serial, p->nlaunches, n, p->run_mems,
+                             p->run_offsets, ran);
+        if (st != DLA_OK) {
+            *ran = 0;
+            dla__error_prefix("dla_accelerate: plan_replay");
+        }
+    } else if (tb->plan_begin) {
+        st = tb->plan_begin(p->dev->ctx, p->nlaunches);
+        if (st != DLA_OK)
+            dla__error_prefix("dla_accelerate: plan_begin");
+    }
     return st;
 }
 
 static dla_status hook_end(dla__plan *p, dla_status st)
 {
     const dla_plugin *tb = p->dev->table;
-    if (!tb->plan_end)
+    if (!tb->plan_end || (!tb->plan_begin && !p->replayable))
         return st;
     dla_status end = tb->plan_end(p->dev->ctx);
     if (st != DLA_OK)
@@ -362,10 +409,15 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
     for (int f = 0; f < p->nfresh && st == DLA_OK; f++)
         if (!(p->fresh[f] = dla__storage_alloc("dla_accelerate", p->dev, p->fresh_bytes[f])))
             st = dla_last_status();
-    const int hooked = st == DLA_OK && (st = hook_begin(p)) == DLA_OK;
+    int32_t ran = 0;
+    const int hooked = st == DLA_OK && (st = hook_begin(p, in, &ran)) == DLA_OK;
     long fused = 0;
     int launches = 0;
-    for (int s = 0; s < p->nsteps && st == DLA_OK; s++) {
+    if (ran) /* the device made the launches: count them as made */
+        for (int i = 0; i < p->nlaunches; i++)
+            fused += p->launches[i].kind == DLA__LAUNCH_FUSED ||
+                     p->launches[i].kind == DLA__LAUNCH_FUSED_REDUCE;
+    for (int s = 0; s < p->nsteps && st == DLA_OK && !ran; s++) {
         const dla__step *step = &p->steps[s];
         if (step->kind == DLA__STEP_LAUNCH) {
             patch(p, in, step->index);
@@ -403,6 +455,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
         }
     release_run(p, t);
     atomic_fetch_add(&p->runs, 1);
+    atomic_fetch_add(&p->device_runs, ran);
     atomic_fetch_add(&p->fused_launches, fused);
     *status = st;
     return 1;
@@ -430,6 +483,7 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
         pthread_mutex_lock(&plans_lock);
         if (!(p = find(t, dev)) && (p = dla__calloc(1, sizeof *p)) != NULL) {
             p->dev = dev;
+            p->replayable = -1;
             atomic_init(&p->busy, 1);
             atomic_init(&p->state, DLA__PLAN_CAPTURING);
             p->next = t->plans;
@@ -486,5 +540,9 @@ void dla__plan_print(const dla__trace *t, FILE *f)
                 "themselves, %d dead ops left out; %ld runs, %ld fused launches\n",
                 p->dev->name, p->nlaunches, p->nfused, p->fused_from, p->ninvoke, p->ndead,
                 atomic_load(&p->runs), atomic_load(&p->fused_launches));
+        if (p->replayable == 1)
+            fprintf(f, "  plan runs on %s offered whole to the device (plan_replay): %ld run "
+                    "by the device itself (a CUDA graph), the others launch by launch\n",
+                    p->dev->name, atomic_load(&p->device_runs));
     }
 }

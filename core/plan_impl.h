@@ -214,7 +214,15 @@ typedef struct dla__plan {
     dla_tensor **rt;         /* per value */
     dla__storage **fresh;    /* per output buffer */
 
-    atomic_long runs, fused_launches;
+    /* ABI 1.5 plan_replay: the plan's id for the device (never reused),
+     * whether its runs qualify (1 yes, 0 no, -1 not yet looked at), and
+     * the memory of a run (inputs, then output buffers) with its offsets. */
+    uint64_t serial;
+    int replayable;
+    dla_mem *run_mems;
+    int64_t *run_offsets;
+
+    atomic_long runs, fused_launches, device_runs;
 } dla__plan;
 
 /* Capture -> plan. On failure the plan's why says what could not be

@@ -388,6 +388,11 @@ static dla_status plugin_load(struct dla__plugin *p)
                sizeof p->table - offsetof(dla_plugin, fused_reduce));
         size = offsetof(dla_plugin, fused_reduce);
     }
+    if (p->abi_minor < 5 && size > offsetof(dla_plugin, plan_replay)) {
+        memset((char *)&p->table + offsetof(dla_plugin, plan_replay), 0,
+               sizeof p->table - offsetof(dla_plugin, plan_replay));
+        size = offsetof(dla_plugin, plan_replay);
+    }
     p->table.struct_size = size;
     const char *missing = missing_required_member(&p->table);
     if (missing)

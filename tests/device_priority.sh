@@ -14,7 +14,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 # manifest PRIORITY BY-TYPE: testmem's manifest in $tmp/testmem.json.
 manifest() {
     printf '{"file_format_version": "1.0.0", "plugin": {"name": "testmem",\n' >"$tmp/testmem.json"
-    printf ' "library_path": "%s", "abi_version": "1.4", "device_types": ["test"],\n' "$lib" >>"$tmp/testmem.json"
+    printf ' "library_path": "%s", "abi_version": "1.5", "device_types": ["test"],\n' "$lib" >>"$tmp/testmem.json"
     printf ' "priority": %s, "priority_by_type": %s}}\n' "$1" "$2" >>"$tmp/testmem.json"
 }
 

@@ -328,6 +328,43 @@ static void test_replayed_loss_and_gradients_equal_eager_ones_exactly(void **sta
     dla_accel_free(af);
 }
 
+/* A training loop's pattern: each call's inputs and results come back to
+ * the same device memory (they are released before the next call), which
+ * is what a device may replay whole (ABI 1.5 plan_replay: the cuda
+ * plugin's CUDA graphs). Every call still equals eager, bit for bit. */
+static void test_replays_with_recurring_memory_equal_eager_every_time(void **state)
+{
+    counter c = {0, 0};
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    for (int it = 0; it < 8; it++) {
+        dla_scope_begin();
+        dla_rng_seed(40 + (uint64_t)it);
+        dla_tensor *in[5] = {dla_randn(DLA_F32, "", DLA_DIMS(8, 4)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(8, 1)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(2, 8)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(4, 16)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(2, 16))};
+        dla_tensor *got[4], *eager[4];
+        assert_int_equal(dla_accel_feval(af, &c, 5, in, 4, got), DLA_OK);
+        assert_int_equal(dla_feval(model_loss, NULL, 5, in, 4, eager), DLA_OK);
+        for (int i = 0; i < 4; i++) {
+            int64_t n = dla_tensor_numel(eager[i]);
+            assert_int_equal(dla_tensor_numel(got[i]), n);
+            float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+            assert_int_equal(dla_tensor_to_host(got[i], a, sizeof(float) * (size_t)n), DLA_OK);
+            assert_int_equal(dla_tensor_to_host(eager[i], b, sizeof(float) * (size_t)n), DLA_OK);
+            assert_memory_equal(a, b, sizeof(float) * (size_t)n);
+            free(a);
+            free(b);
+        }
+        dla_scope_end();
+    }
+    assert_int_equal(c.calls, 1);
+    /* What the plan did, for the device runs (a GPU machine's log). */
+    dla_accel_print_trace(af, 0, stderr);
+    dla_accel_free(af);
+}
+
 /* ----------------------------------------------------------- randomness */
 
 static void test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager(void **state)
@@ -933,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_a_full_cache_evicts_and_keeps_what_is_hit),
         cmocka_unit_test(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         cmocka_unit_test(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
+        cmocka_unit_test(test_replays_with_recurring_memory_equal_eager_every_time),
         cmocka_unit_test(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         cmocka_unit_test(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         cmocka_unit_test(test_a_host_read_while_recording_marks_the_trace_data_dependent),

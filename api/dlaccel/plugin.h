@@ -86,7 +86,7 @@ extern "C" {
  * (the host then holds back what is newer: see the top of this file) or
  * higher (the host ignores what it does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 4
+#define DLA_PLUGIN_ABI_MINOR 5
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -718,6 +718,24 @@ typedef struct dla_plugin {
      * each plan_begin that returned DLA_OK. NULL: nothing. */
     dla_status (*plan_end)(void *dev);
     /* ---- fields above are ABI 1.3 ---- */
+    /* Called instead of plan_begin where the host can promise more: the
+     * replay about to begin is a run of its plan `plan` (an id the host
+     * never gives another plan in the process), and makes exactly the
+     * calls, with exactly the arguments, of every earlier run of that plan
+     * that had the same memory mems[i] at element offsets offsets[i]
+     * (i < nmems: the runs' inputs and results, in the same roles each
+     * time; everything else the runs touch is the plan's own and stays
+     * put). The plugin may then run the whole replay itself as it ran an
+     * earlier one (a CUDA graph captured then): it sets *ran to 1, and the
+     * host makes none of the calls and calls plan_end. With *ran 0 a plan
+     * has begun as plan_begin begins one, and the host makes the calls and
+     * then calls plan_end. The host calls it only for plans without random
+     * numbers and without ops that run as themselves. An error: as from
+     * plan_begin, no plan has begun (plan_end is not called) and the
+     * replay fails. NULL: plan_begin. */
+    dla_status (*plan_replay)(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
+                              const dla_mem *mems, const int64_t *offsets, int32_t *ran);
+    /* ---- fields above are ABI 1.5 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;

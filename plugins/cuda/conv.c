@@ -486,7 +486,7 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
                            w);
     pthread_mutex_unlock(&d->lock);
     if (ws)
-        dla__cu_mem_free(d, (dla_mem)ws);
+        dla__cu_scratch_done(d, ws);
     descs_free(L, &ds);
     if (st == CUDNN_STATUS_NOT_SUPPORTED) {
         /* The algorithm refused (one from the heuristics, as a capture

@@ -137,11 +137,16 @@ typedef struct dla__cu_device {
 
     /* plan.c: state of a planned replay on this device (which thread runs
      * it is dla__cu_planning_here's, a thread-local). */
-    int capturing;                /* the stream is being captured now */
-    int gated;                    /* the plan thread holds gate */
+    int capturing;                 /* the stream is being captured now */
+    int keep;                      /* ... and the capture may be kept */
+    int gated;                     /* the plan thread holds gate */
     int32_t plan_launches;
-    struct dla__cu_graph *graphs; /* instantiated replays, most recent first */
-    int graphs_off;               /* DLACCEL_CUDA_GRAPHS unset or 0, or a capture failed */
+    struct dla__cu_graph *graphs;  /* replays seen and captured, most recent first */
+    struct dla__cu_graph *pending; /* the one being captured */
+    dla__cu_mem *held;             /* scratch of the capture in progress */
+    int64_t *plan_key;             /* a run's memory, compared with the list's */
+    size_t plan_key_cap;
+    int graphs_off;                /* DLACCEL_CUDA_GRAPHS=0, or a capture failed */
 } dla__cu_device;
 
 /* Makes d's GPU current on the calling thread (every member calls it
@@ -168,13 +173,21 @@ dla_status dla__cu_launched(const char *what);
 unsigned dla__cu_blocks(const dla__cu_device *d, int64_t n);
 
 /* Device scratch for one launch sequence: a block of the pool, given back
- * with dla__cu_mem_free once enqueued (the stream orders its reuse after
- * the work that reads it). NULL with the message set. */
+ * with dla__cu_scratch_done once enqueued (the stream orders its reuse
+ * after the work that reads it). NULL with the message set. */
 dla__cu_mem *dla__cu_scratch(dla__cu_device *d, size_t bytes, const char *what);
+/* (plan.c) Gives scratch back to the pool; during a capture that may be
+ * kept, the graph holds it instead (its launches write it again). */
+void dla__cu_scratch_done(dla__cu_device *d, dla__cu_mem *m);
 
 /* ---- memory.c (table members) ---- */
+/* The pool, as the plugin's own code uses it; the table's mem_alloc and
+ * mem_free are dla__cu_host_mem_alloc and _free, which also tell a
+ * capture in progress that the host's memory changed. */
 dla_status dla__cu_mem_alloc(void *dev, size_t bytes, dla_mem *out);
 void dla__cu_mem_free(void *dev, dla_mem mem);
+dla_status dla__cu_host_mem_alloc(void *dev, size_t bytes, dla_mem *out);
+void dla__cu_host_mem_free(void *dev, dla_mem mem);
 dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
                                   size_t bytes);
 dla_status dla__cu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset_bytes,
@@ -221,17 +234,18 @@ void dla__cu_fused_release(dla__cu_device *d);
 /* ---- libs.c ---- */
 void dla__cu_libs_release(dla__cu_device *d);
 
-/* ---- plan.c (ABI 1.3): CUDA graphs ---- */
+/* ---- plan.c (ABI 1.3, 1.5): planned replays, CUDA graphs ---- */
 dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches);
+dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
+                               const dla_mem *mems, const int64_t *offsets, int32_t *ran);
 dla_status dla__cu_plan_end(void *dev);
 /* A member about to wait for the stream from the host (copy_to_host,
  * sync) or to do what a capture cannot hold: ends a capture in progress
- * and launches what it holds, so that the work before it is done in
- * order. */
+ * and launches what it holds (not kept), so that the work before it is
+ * done in order; the rest of the replay is plain launches. */
 dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why);
-/* After such a member: a plan still running on this thread captures its
- * next launches again (a new graph segment). */
-void dla__cu_plan_resume(dla__cu_device *d);
+/* The host allocates or frees memory: a capture in progress is not kept. */
+void dla__cu_plan_host_memory(dla__cu_device *d);
 void dla__cu_plan_release(dla__cu_device *d);
 
 #ifdef __cplusplus

@@ -157,6 +157,6 @@ dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     if (e == cudaSuccess && f.parts > 1)
         e = dla__cu_fr_combine(d->stream, dla__cu_blocks(d, f.outputs), f64, pair, &f);
     if (partial)
-        dla__cu_mem_free(d, (dla_mem)partial);
+        dla__cu_scratch_done(d, partial);
     return dla__cu_err(e, "fused_reduce");
 }

@@ -188,6 +188,6 @@ dla_status dla__cu_scatter_add(void *dev, const dla_index_args *args)
     const cudaError_t e = dla__cu_scatter_add_launch(
         &g, args->y.dtype == DLA_F64, y, x, dt, dt + groups, dt + 2 * groups + 1, groups,
         dla__cu_blocks(d, g.n * groups), d->stream);
-    dla__cu_mem_free(d, (dla_mem)t);
+    dla__cu_scratch_done(d, t);
     return dla__cu_err(e, "scatter_add: kernel launch");
 }

@@ -141,6 +141,18 @@ static dla_status check_range(dla__cu_device *d, const char *member, dla_mem mem
     return DLA_OK;
 }
 
+dla_status dla__cu_host_mem_alloc(void *dev, size_t bytes, dla_mem *out)
+{
+    dla__cu_plan_host_memory(dev);
+    return dla__cu_mem_alloc(dev, bytes, out);
+}
+
+void dla__cu_host_mem_free(void *dev, dla_mem mem)
+{
+    dla__cu_plan_host_memory(dev);
+    dla__cu_mem_free(dev, mem);
+}
+
 dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,
                                   size_t bytes)
 {
@@ -180,7 +192,6 @@ dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, c
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(d->stream);
     }
-    dla__cu_plan_resume(d);
     return dla__cu_err(e, "copy_to_device");
 }
 
@@ -211,7 +222,6 @@ dla_status dla__cu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(d->stream);
     }
-    dla__cu_plan_resume(d);
     return dla__cu_err(e, "copy_to_host");
 }
 
@@ -241,6 +251,5 @@ dla_status dla__cu_sync(void *dev)
     if (s != DLA_OK)
         return s;
     s = dla__cu_err(cudaStreamSynchronize(d->stream), "sync");
-    dla__cu_plan_resume(d);
     return s;
 }

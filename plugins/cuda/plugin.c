@@ -23,9 +23,10 @@
  *   padding) and every other kernel are the plugin's own (*_kernels.cu).
  * - Fused programs are interpreted by one kernel, and compiled with NVRTC
  *   into their own kernel when they come back (fused.c, nvrtc.c).
- * - Planned replays can be captured into CUDA graphs (plan.c,
- *   DLACCEL_CUDA_GRAPHS=1); by default they are plain launches with one
- *   wait at the end, which measured faster.
+ * - A planned replay that recurs with the same memory is captured into a
+ *   CUDA graph and then launched as one (plan.c, ABI 1.5 plan_replay;
+ *   DLACCEL_CUDA_GRAPHS=0 turns that off); other replays are plain
+ *   launches with one wait at the end.
  * - float32 and float64 everywhere (every CUDA GPU has double); fill,
  *   copy and gather move the bits of any dtype.
  */
@@ -144,7 +145,7 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
              "compute capability=%d.%d; driver=%d.%d; runtime=%d.%d; gemm=cuBLAS; conv=cuDNN "
              "(own kernels when it cannot); graphs=%s",
              prop.major, prop.minor, driver / 1000, driver % 1000 / 10, runtime / 1000,
-             runtime % 1000 / 10, env_flag("DLACCEL_CUDA_GRAPHS", 0) ? "on" : "off");
+             runtime % 1000 / 10, env_flag("DLACCEL_CUDA_GRAPHS", 1) ? "on" : "off");
     size_t size = info->struct_size < sizeof mine ? info->struct_size : sizeof mine;
     mine.struct_size = info->struct_size;
     memcpy(info, &mine, size);
@@ -182,10 +183,7 @@ static dla_status device_open(int index, void **out)
     d->index = index;
     d->kit = dla__cu_kit;
     d->tf32 = env_flag("DLACCEL_CUDA_TF32", 0);
-    /* Off unless asked for: each replay is captured anew, and on an H200
-     * capture plus update cost more than the launches they save (digit
-     * CNN train step 1.77 ms with graphs, 1.23 without; plan.c). */
-    d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 0);
+    d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1);
     char what[64];
     snprintf(what, sizeof what, "device_open %d", index);
     cudaError_t e = cudaSetDevice(index);
@@ -287,14 +285,14 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 4, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 5, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
         .device_close = device_close,
         .shutdown = shutdown_plugin,
-        .mem_alloc = dla__cu_mem_alloc,
-        .mem_free = dla__cu_mem_free,
+        .mem_alloc = dla__cu_host_mem_alloc,
+        .mem_free = dla__cu_host_mem_free,
         .copy_to_device = dla__cu_copy_to_device,
         .copy_to_host = dla__cu_copy_to_host,
         .copy_on_device = dla__cu_copy_on_device,
@@ -320,6 +318,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .random = dla__cu_random,
         .plan_begin = dla__cu_plan_begin,
         .plan_end = dla__cu_plan_end,
+        .plan_replay = dla__cu_plan_replay,
     };
     memcpy(table, &mine, size);
     return DLA_OK;

@@ -248,7 +248,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_p
     dla_plugin mine = {
         .struct_size = sizeof mine,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 4, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 5, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = count,
         .device_info = info,
         .device_open = open_dev,
