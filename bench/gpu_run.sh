@@ -18,6 +18,8 @@
 #              whole as a CUDA graph (torch.cuda.graph), inference as a
 #              graph and with torch.compile reduce-overhead, the MLP
 #   benchplain   the replays with DLACCEL_CUDA_GRAPHS=0 (plain launches)
+#   graphlog   what the CUDA graphs cost and how often they ran: the debug
+#              log of a few replay workloads and of test_accel
 #   suitesplain  test_accel and test_train with DLACCEL_CUDA_GRAPHS=0
 #   suitescpu  test_train and test_accel with cpu the default device
 #              (their "gpu" and other-device cases then take cuda)
@@ -121,6 +123,15 @@ step_suites_plain() {
     done
 }
 
+step_graphlog() {
+    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay --reps 200 \
+        >"$out/graphlog_bench.log" 2>&1
+    DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLACCEL_LOG=debug timeout 40 "$s/bin/test_accel" \
+        >"$out/graphlog_accel.log" 2>&1
+    grep -hE 'CUDA graph|offered whole|^cuda:0 ' "$out/graphlog_bench.log" "$out/graphlog_accel.log" |
+        sort | uniq -c | sort -rn | head -40 | tee -a "$summary"
+}
+
 step_suites() {
     local t rc
     # test_plan is left out: it asks for the plans of cpu:0 by name.
@@ -174,6 +185,7 @@ for step in $steps; do
     torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
     benchtf32) step_bench_tf32 ;;
     benchplain) step_bench_plain ;;
+    graphlog) step_graphlog ;;
     suitesplain) step_suites_plain ;;
     torchgraph)
         PYTHONUNBUFFERED=1 timeout 150 python3 "$s/peers/torch_cuda_graph.py" --batches 128,1024 \

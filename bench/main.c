@@ -219,7 +219,8 @@ static const char *openmp_wait_line(void)
 
 static void text_banner(dla_device **devs, int ndevs)
 {
-    printf("dlaccel-bench %s: per call, after one warm-up call; rates at the median\n",
+    printf("dlaccel-bench %s: per call, after warm-up calls (6; 1 with --quick); rates at the "
+           "median\n",
            dla_version_string());
     for (int i = 0; i < ndevs; i++)
         printf("  %-8s %s (%s plugin)\n", dla_device_name(devs[i]),

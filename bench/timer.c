@@ -10,13 +10,15 @@
 bench_plan bench_plan_default(void)
 {
     return (bench_plan){
-        .reps = 0, .target_s = 0.75, .min_reps = 5, .max_reps = 200000, .block_s = 0.05};
+        .warmup = 6, .reps = 0, .target_s = 0.75, .min_reps = 5, .max_reps = 200000,
+        .block_s = 0.05};
 }
 
 bench_plan bench_plan_quick(void)
 {
     return (bench_plan){
-        .reps = 0, .target_s = 0.05, .min_reps = 3, .max_reps = 1000, .block_s = 0.01};
+        .warmup = 1, .reps = 0, .target_s = 0.05, .min_reps = 3, .max_reps = 1000,
+        .block_s = 0.01};
 }
 
 double bench_now(void)
@@ -94,9 +96,10 @@ dla_status bench_time(const bench_subject *subjects, int n, const bench_plan *pl
     *failed = -1;
     /* Warm-up: first-touch page faults, thread pools and kernel caches are
      * paid once by any real program, so they stay out of the figures. */
-    for (int i = 0; i < n && st == DLA_OK; i++)
-        if ((st = timed_call(&subjects[i], &t)) != DLA_OK)
-            *failed = i;
+    for (int w = 0; w < (plan->warmup > 0 ? plan->warmup : 1); w++)
+        for (int i = 0; i < n && st == DLA_OK; i++)
+            if ((st = timed_call(&subjects[i], &t)) != DLA_OK)
+                *failed = i;
     /* Rounds: each subject in turn runs calls for about block_s (at least
      * one), so all of them share the machine's good and bad moments, while
      * a block stays long enough to keep its own data in cache. */

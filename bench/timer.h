@@ -1,5 +1,5 @@
 /*
- * timer.h - timing workloads: a warm-up call, then timed calls, each closed
+ * timer.h - timing workloads: warm-up calls, then timed calls, each closed
  * by a device sync, summarised as median, min and max.
  *
  * Each call is timed on its own (CLOCK_MONOTONIC) so the median shrugs off
@@ -15,8 +15,13 @@
 
 /* How many calls to time. reps > 0 fixes the count; reps == 0 keeps calling
  * until the timed calls add up to target_s, at least min_reps and at most
- * max_reps of them. Interleaved subjects alternate every block_s. */
+ * max_reps of them. Interleaved subjects alternate every block_s. warmup
+ * calls of each subject come first, untimed: a replay settles in over its
+ * first calls (it records, plans, measures cuDNN's algorithms, compiles
+ * its fused programs, and on the cuda plugin captures a CUDA graph on its
+ * third planned run), which a training loop pays once. */
 typedef struct bench_plan {
+    int warmup;
     int reps;
     double target_s;
     int min_reps;
@@ -24,9 +29,11 @@ typedef struct bench_plan {
     double block_s;
 } bench_plan;
 
-/* The default plan: about 0.75 s a workload, at least 5 calls. */
+/* The default plan: 6 warm-up calls, then about 0.75 s a workload, at
+ * least 5 calls. */
 bench_plan bench_plan_default(void);
-/* --quick: a smoke run, about 0.05 s and at least 3 calls a workload. */
+/* --quick: a smoke run, one warm-up call, about 0.05 s and at least 3
+ * calls a workload. */
 bench_plan bench_plan_quick(void);
 
 /* One thing to time: run(state), then dla_device_sync(dev) (dev NULL:

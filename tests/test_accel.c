@@ -336,7 +336,7 @@ static void test_replays_with_recurring_memory_equal_eager_every_time(void **sta
 {
     counter c = {0, 0};
     dla_accel *af = dla_accelerate(model_loss, NULL);
-    for (int it = 0; it < 8; it++) {
+    for (int it = 0; it < 16; it++) {
         dla_scope_begin();
         dla_rng_seed(40 + (uint64_t)it);
         dla_tensor *in[5] = {dla_randn(DLA_F32, "", DLA_DIMS(8, 4)),

@@ -147,6 +147,8 @@ typedef struct dla__cu_device {
     int64_t *plan_key;             /* a run's memory, compared with the list's */
     size_t plan_key_cap;
     int graphs_off;                /* DLACCEL_CUDA_GRAPHS=0, or a capture failed */
+    double capture_ms;             /* when the capture began (for the debug log) */
+    long graph_launches;           /* replays run as a graph launch */
 } dla__cu_device;
 
 /* Makes d's GPU current on the calling thread (every member calls it

@@ -39,10 +39,12 @@
  * one thread uses (dla__cu_enter notices a second), and the plan thread
  * holds gate while it captures. DLACCEL_CUDA_GRAPHS=0 turns graphs off.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "plugins/cuda/cu.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The run of a (plan, memory) that is captured: the ones before are plain. */
 #define CAPTURE_AT 3
@@ -82,6 +84,9 @@ static void drop(dla__cu_device *d, struct dla__cu_graph *g)
 
 void dla__cu_plan_release(dla__cu_device *d)
 {
+    if (d->graph_launches)
+        dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: %ld planned replays ran as one CUDA graph launch",
+                          d->index, d->graph_launches);
     struct dla__cu_graph *g = d->graphs;
     while (g) {
         struct dla__cu_graph *next = g->next;
@@ -169,10 +174,18 @@ static struct dla__cu_graph *entry(dla__cu_device *d, uint64_t plan, int32_t nme
     return g;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
 /* Ends the capture in progress and launches what it holds. keep: the
  * capture is the whole run, and its graph stays with d->pending. */
 static dla_status finish(dla__cu_device *d, int keep, const char *why)
 {
+    const double t0 = now_ms();
     struct dla__cu_graph *g = d->pending;
     dla__cu_mem *held = d->held;
     d->capturing = 0;
@@ -182,9 +195,14 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
         g->sightings = -1; /* until it is kept, below */
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
+    size_t nodes = 0;
     cudaError_t e = cudaStreamEndCapture(d->stream, &graph);
-    if (e == cudaSuccess && graph)
+    const double t1 = now_ms();
+    if (e == cudaSuccess && graph) {
+        cudaGraphGetNodes(graph, NULL, &nodes);
         e = cudaGraphInstantiate(&exec, graph, 0);
+    }
+    const double t2 = now_ms();
     if (graph)
         cudaGraphDestroy(graph);
     if (e != cudaSuccess || !exec) {
@@ -202,6 +220,11 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
         g->exec = exec;
         g->held = held;
         g->sightings = CAPTURE_AT;
+        dla__cu_host->log(DLA_LOG_DEBUG,
+                          "cuda:%d: plan %llu captured as a CUDA graph of %zu nodes (capture "
+                          "%.2f ms, end %.2f ms, instantiate %.2f ms, launch %.2f ms)",
+                          d->index, (unsigned long long)g->plan, nodes, t0 - d->capture_ms,
+                          t1 - t0, t2 - t1, now_ms() - t2);
         return DLA_OK;
     }
     /* Not kept: once it has run, its exec and scratch go. */
@@ -263,6 +286,7 @@ static void capture(dla__cu_device *d, struct dla__cu_graph *g)
         return;
     }
     d->capturing = 1;
+    d->capture_ms = now_ms();
     d->keep = 1;
     d->pending = g;
     d->held = NULL;
@@ -287,6 +311,7 @@ dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int3
             return dla__cu_err(e, "plan_replay: cudaGraphLaunch");
         }
         *ran = 1;
+        d->graph_launches++;
         return DLA_OK;
     }
     if (g->sightings >= 0 && ++g->sightings >= CAPTURE_AT)
