@@ -84,7 +84,6 @@ void dla__plan_free(dla__plan *p)
     dla__free(p->rt);
     dla__free(p->fresh);
     dla__free(p->run_mems);
-    dla__free(p->run_offsets);
     dla__free(p);
 }
 
@@ -326,9 +325,9 @@ static dla_status make_launch(dla__plan *p, dla__launch *l)
 }
 
 /* Whether p's runs can be offered to plan_replay (ABI 1.5): every step a
- * launch and none drawing random numbers, so that two runs with the same
- * inputs' and output buffers' memory make the same calls with the same
- * arguments (patch() changes nothing else; the arena and constants are
+ * launch and none drawing random numbers, so that two runs make the same
+ * calls with the same arguments except for where their inputs and output
+ * buffers lie (patch() changes nothing else; the arena and constants are
  * the plan's for its life). */
 static int replayable(dla__plan *p)
 {
@@ -341,13 +340,56 @@ static int replayable(dla__plan *p)
              p->launches[p->steps[s].index].kind != DLA__LAUNCH_RANDOM;
     if (ok) {
         size_t n = (size_t)(p->nin + p->nfresh);
-        p->run_mems = dla__calloc(n ? n : 1, sizeof *p->run_mems);
-        p->run_offsets = dla__calloc(n ? n : 1, sizeof *p->run_offsets);
-        ok = p->run_mems && p->run_offsets;
+        ok = (p->run_mems = dla__calloc(n ? n : 1, sizeof *p->run_mems)) != NULL;
         p->serial = atomic_fetch_add(&serials, 1) + 1;
     }
     p->replayable = ok;
     return ok;
+}
+
+/* The bytes of its storage a tensor's view covers (strides are never
+ * negative): [first, end). */
+static void view_bytes(const dla_tensor *x, size_t *first, size_t *end)
+{
+    const size_t es = dla_dtype_size(x->dtype);
+    int64_t last = 0, n = 1;
+    for (int d = 0; d < x->ndims; d++) {
+        n *= x->dims[d];
+        last += (x->dims[d] - 1) * x->strides[d];
+    }
+    *first = (size_t)x->offset * es;
+    *end = n > 0 ? *first + (size_t)(last + 1) * es : *first;
+}
+
+/* The run's memory for plan_replay in p->run_mems; its count, or -1 when
+ * an input's storage is another input's or a constant's (the device could
+ * not tell their regions apart: the run then takes plan_begin). */
+static int32_t run_memory(dla__plan *p, dla_tensor *const *in)
+{
+    int32_t n = 0;
+    for (int i = 0; i < p->nin; i++) {
+        if (!p->in_value[i])
+            continue;
+        const dla__storage *st = in[i]->storage;
+        for (int k = 0; k < n; k++)
+            if (p->run_mems[k].mem == st->mem)
+                return -1;
+        for (int j = 0; j < p->nconsts; j++)
+            if (p->consts[j]->storage == st)
+                return -1;
+        dla_plan_mem *m = &p->run_mems[n++];
+        m->mem = st->mem;
+        m->written = 0;
+        view_bytes(in[i], &m->first, &m->end);
+    }
+    for (int f = 0; f < p->nfresh; f++) {
+        dla_plan_mem *m = &p->run_mems[n++];
+        m->mem = p->fresh[f]->mem;
+        m->first = 0;
+        m->end = p->fresh_bytes[f];
+        m->written = 1;
+    }
+    return n;
 }
 
 /* The device's plan hooks around a run: plan_begin (ABI 1.3) tells it that
@@ -356,31 +398,25 @@ static int replayable(dla__plan *p)
  * is this call's error. plan_replay (1.5) also names the plan and the run's
  * memory, and may answer that the device ran the whole replay itself
  * (*ran: then no step is made). */
-static dla_status hook_begin(dla__plan *p, dla_tensor *const *in, int32_t *ran)
+static dla_status hook_begin(dla__plan *p, dla_tensor *const *in, int32_t *ran, int *hooked)
 {
     const dla_plugin *tb = p->dev->table;
     dla_status st = DLA_OK;
+    int32_t n;
     *ran = 0;
-    if (replayable(p)) {
-        int32_t n = 0;
-        for (int i = 0; i < p->nin; i++, n++) {
-            p->run_mems[n] = in[i]->storage->mem;
-            p->run_offsets[n] = in[i]->offset;
-        }
-        for (int f = 0; f < p->nfresh; f++, n++) {
-            p->run_mems[n] = p->fresh[f]->mem;
-            p->run_offsets[n] = 0;
-        }
-        st = tb->plan_replay(p->dev->ctx, p->serial, p->nlaunches, n, p->run_mems,
-                             p->run_offsets, ran);
+    *hooked = 0;
+    if (replayable(p) && (n = run_memory(p, in)) >= 0) {
+        st = tb->plan_replay(p->dev->ctx, p->serial, p->nlaunches, n, p->run_mems, ran);
         if (st != DLA_OK) {
             *ran = 0;
             dla__error_prefix("dla_accelerate: plan_replay");
         }
+        *hooked = st == DLA_OK;
     } else if (tb->plan_begin) {
         st = tb->plan_begin(p->dev->ctx, p->nlaunches);
         if (st != DLA_OK)
             dla__error_prefix("dla_accelerate: plan_begin");
+        *hooked = st == DLA_OK;
     }
     return st;
 }
@@ -388,7 +424,7 @@ static dla_status hook_begin(dla__plan *p, dla_tensor *const *in, int32_t *ran)
 static dla_status hook_end(dla__plan *p, dla_status st)
 {
     const dla_plugin *tb = p->dev->table;
-    if (!tb->plan_end || (!tb->plan_begin && !p->replayable))
+    if (!tb->plan_end)
         return st;
     dla_status end = tb->plan_end(p->dev->ctx);
     if (st != DLA_OK)
@@ -410,7 +446,9 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
         if (!(p->fresh[f] = dla__storage_alloc("dla_accelerate", p->dev, p->fresh_bytes[f])))
             st = dla_last_status();
     int32_t ran = 0;
-    const int hooked = st == DLA_OK && (st = hook_begin(p, in, &ran)) == DLA_OK;
+    int hooked = 0;
+    if (st == DLA_OK)
+        st = hook_begin(p, in, &ran, &hooked);
     long fused = 0;
     int launches = 0;
     if (ran) /* the device made the launches: count them as made */

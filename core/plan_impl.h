@@ -216,11 +216,10 @@ typedef struct dla__plan {
 
     /* ABI 1.5 plan_replay: the plan's id for the device (never reused),
      * whether its runs qualify (1 yes, 0 no, -1 not yet looked at), and
-     * the memory of a run (inputs, then output buffers) with its offsets. */
+     * the memory of a run (its inputs, then its output buffers). */
     uint64_t serial;
     int replayable;
-    dla_mem *run_mems;
-    int64_t *run_offsets;
+    dla_plan_mem *run_mems;
 
     atomic_long runs, fused_launches, device_runs;
 } dla__plan;

@@ -605,6 +605,15 @@ typedef struct dla_random_args {
 
 /* ---------------------------------------------------------- plugin table */
 
+/* The memory of one input or result of a planned replay's run (ABI 1.5
+ * plan_replay): the run reads (an input) or writes (a result buffer) only
+ * bytes [first, end) of mem; no two of a run's mems share a mem. */
+typedef struct dla_plan_mem {
+    dla_mem mem;
+    size_t first, end;
+    int32_t written; /* 1: a result buffer the run writes; 0: an input it only reads */
+} dla_plan_mem;
+
 /* The table a plugin fills in dlaccel_plugin_init. All members take the
  * device context that device_open returned (void *dev). */
 typedef struct dla_plugin {
@@ -720,21 +729,26 @@ typedef struct dla_plugin {
     /* ---- fields above are ABI 1.3 ---- */
     /* Called instead of plan_begin where the host can promise more: the
      * replay about to begin is a run of its plan `plan` (an id the host
-     * never gives another plan in the process), and makes exactly the
-     * calls, with exactly the arguments, of every earlier run of that plan
-     * that had the same memory mems[i] at element offsets offsets[i]
-     * (i < nmems: the runs' inputs and results, in the same roles each
-     * time; everything else the runs touch is the plan's own and stays
-     * put). The plugin may then run the whole replay itself as it ran an
-     * earlier one (a CUDA graph captured then): it sets *ran to 1, and the
-     * host makes none of the calls and calls plan_end. With *ran 0 a plan
-     * has begun as plan_begin begins one, and the host makes the calls and
-     * then calls plan_end. The host calls it only for plans without random
-     * numbers and without ops that run as themselves. An error: as from
-     * plan_begin, no plan has begun (plan_end is not called) and the
-     * replay fails. NULL: plan_begin. */
+     * never gives another plan in the process), and makes the calls of
+     * every earlier run of that plan, with the same arguments, except for
+     * the memory of the run's inputs and results, mems[0 .. nmems-1] (see
+     * dla_plan_mem): where an earlier run's view lay at byte first + b of
+     * its mems[i].mem, this run's lies at byte first + b of this run's
+     * mems[i].mem. Everything else the calls touch (intermediates,
+     * constants) is the plan's own and stays where it is. So the plugin
+     * may run the replay itself, as it ran an earlier one: a CUDA graph
+     * captured then, over memory of its own into which it copies the
+     * regions the run reads and from which it copies the regions it
+     * writes. It then sets *ran to 1, and the host makes none of the calls
+     * and calls plan_end. With *ran 0 a plan has begun as plan_begin
+     * begins one: the host makes the calls and then calls plan_end. The
+     * host calls it only for plans without random numbers and without ops
+     * that run as themselves, whose inputs' memory is in no other input's
+     * or constant's storage. An error: as from plan_begin, no plan has
+     * begun (plan_end is not called) and the replay fails. NULL:
+     * plan_begin. */
     dla_status (*plan_replay)(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
-                              const dla_mem *mems, const int64_t *offsets, int32_t *ran);
+                              const dla_plan_mem *mems, int32_t *ran);
     /* ---- fields above are ABI 1.5 ---- */
 } dla_plugin;
 

@@ -29,6 +29,18 @@ cudaError_t dla__cu_launch_copy(cudaStream_t stream, unsigned blocks, const dla_
 cudaError_t dla__cu_launch_cast(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
                                 const dla__cu_vw *y, const dla__cu_vw *x, int to, int from);
 
+/* Byte copies of up to DLA__CU_COPIES regions in one launch (a planned
+ * replay's inputs into its graph's memory, and its results out: plan.c).
+ * Regions do not overlap each other's destinations. */
+#define DLA__CU_COPIES 64
+typedef struct dla__cu_copies {
+    int32_t n;
+    const char *src[DLA__CU_COPIES];
+    char *dst[DLA__CU_COPIES];
+    int64_t bytes[DLA__CU_COPIES];
+} dla__cu_copies;
+cudaError_t dla__cu_launch_copies(cudaStream_t stream, unsigned blocks, const dla__cu_copies *c);
+
 #ifdef __cplusplus
 }
 #endif

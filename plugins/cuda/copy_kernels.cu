@@ -25,6 +25,27 @@ template <typename U> __global__ void fill_k(dla__cu_views<1> a, U v)
     }
 }
 
+/* Region blockIdx.y of c, 16 bytes a thread where source, destination
+ * and size allow it, else 4, else 1. */
+__global__ void copies_k(dla__cu_copies c)
+{
+    const int r = blockIdx.y;
+    const char *src = c.src[r];
+    char *dst = c.dst[r];
+    const int64_t bytes = c.bytes[r];
+    const uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)bytes;
+    if (align % 16 == 0) {
+        DLA__CU_FOR(i, bytes / 16)
+        ((int4 *)dst)[i] = ((const int4 *)src)[i];
+    } else if (align % 4 == 0) {
+        DLA__CU_FOR(i, bytes / 4)
+        ((int32_t *)dst)[i] = ((const int32_t *)src)[i];
+    } else {
+        DLA__CU_FOR(i, bytes)
+        dst[i] = src[i];
+    }
+}
+
 template <typename U> __global__ void copy_k(dla__cu_views<2> a)
 {
     DLA__CU_FOR(i, a.sp.n)
@@ -157,4 +178,13 @@ extern "C" cudaError_t dla__cu_launch_cast(cudaStream_t stream, unsigned blocks,
     case DLA_BOOL: return cast_from<DLA_BOOL>(stream, blocks, a, to);
     default: return cudaErrorInvalidValue;
     }
+}
+
+extern "C" cudaError_t dla__cu_launch_copies(cudaStream_t stream, unsigned blocks,
+                                             const dla__cu_copies *c)
+{
+    if (c->n <= 0)
+        return cudaSuccess;
+    copies_k<<<dim3(blocks, (unsigned)c->n), DLA__CU_THREADS, 0, stream>>>(*c);
+    return cudaGetLastError();
 }

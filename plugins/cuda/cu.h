@@ -47,8 +47,18 @@ typedef struct dla__cu_mem {
     struct dla__cu_mem *next; /* in a free list of the pool */
 } dla__cu_mem;
 
+/* plan.c: while a planned replay is captured into a CUDA graph, the
+ * memory of the run's inputs and results stands, on the capturing
+ * thread, for the graph's own copies of it (dla__cu_remapped); NULL
+ * otherwise. */
+extern __thread const struct dla__cu_graph *dla__cu_remap;
+char *dla__cu_remapped(dla_mem m);
+
+/* The device address of a handle (every member takes its addresses so). */
 static inline char *dla__cu_ptr(dla_mem m)
 {
+    if (__builtin_expect(dla__cu_remap != NULL, 0))
+        return dla__cu_remapped(m);
     return ((dla__cu_mem *)m)->ptr;
 }
 
@@ -141,11 +151,9 @@ typedef struct dla__cu_device {
     int keep;                      /* ... and the capture may be kept */
     int gated;                     /* the plan thread holds gate */
     int32_t plan_launches;
-    struct dla__cu_graph *graphs;  /* replays seen and captured, most recent first */
+    struct dla__cu_graph *graphs;  /* plans seen and captured, most recent first */
     struct dla__cu_graph *pending; /* the one being captured */
     dla__cu_mem *held;             /* scratch of the capture in progress */
-    int64_t *plan_key;             /* a run's memory, compared with the list's */
-    size_t plan_key_cap;
     int graphs_off;                /* DLACCEL_CUDA_GRAPHS=0, or a capture failed */
     double capture_ms;             /* when the capture began (for the debug log) */
     long graph_launches;           /* replays run as a graph launch */
@@ -239,7 +247,7 @@ void dla__cu_libs_release(dla__cu_device *d);
 /* ---- plan.c (ABI 1.3, 1.5): planned replays, CUDA graphs ---- */
 dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches);
 dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
-                               const dla_mem *mems, const int64_t *offsets, int32_t *ran);
+                               const dla_plan_mem *mems, int32_t *ran);
 dla_status dla__cu_plan_end(void *dev);
 /* A member about to wait for the stream from the host (copy_to_host,
  * sync) or to do what a capture cannot hold: ends a capture in progress

@@ -6,28 +6,37 @@
  * as plain launches, with one wait at plan_end.
  *
  * plan_replay says more: the host's plan id, and the memory of the run's
- * inputs and results; everything else (arguments, intermediates in the
- * plan's arena, constants) is what it was in every earlier run of that
- * plan. So a run whose memory, as device addresses and offsets, was seen
- * before can be the same CUDA graph again. Per device a list, most recent
- * first, holds what was seen:
+ * inputs and results (dla_plan_mem), where every run of the plan puts its
+ * views at the same places relative to each region's first byte;
+ * everything else (arguments, intermediates in the plan's arena,
+ * constants) is what it was in every earlier run. A training loop's
+ * mini-batches, weights and gradients lie somewhere new on most steps, so
+ * a graph is not tied to their addresses: it runs over memory of its own,
+ * one buffer per region (a role), and each run is
  *
- *   - a (plan, memory) seen fewer than CAPTURE_AT times runs as plain
- *     launches: the first runs are where cuDNN's algorithms are measured
- *     and the fused programs compiled (nvrtc.c), which a capture avoids;
+ *     one kernel copying the regions the run reads into the roles,
+ *     cudaGraphLaunch,
+ *     one kernel copying the written roles out to the run's result buffers,
+ *
+ * three launches instead of one per kernel, and no call of the host's.
+ * The copies are the inputs and results once (the digit CNN's step at
+ * batch 128 moves about 1 MB, a few microseconds).
+ *
+ * Per device a list, most recent first, holds the plans seen:
+ *
+ *   - a plan's first runs (fewer than CAPTURE_AT) are plain launches:
+ *     they are where cuDNN's algorithms are measured and the fused
+ *     programs compiled (nvrtc.c), which a capture avoids;
  *   - the CAPTURE_AT-th run is captured (cudaStreamBeginCapture, relaxed
- *     mode so that a pool miss may still cudaMalloc), instantiated and
- *     launched;
- *   - from then on a run with that memory is one cudaGraphLaunch, and the
- *     host makes none of its calls. A training loop whose tensors come
- *     back to the same pool blocks (or alternate between a few) replays
- *     its step so.
+ *     mode so that a pool miss may still cudaMalloc) with dla__cu_ptr
+ *     giving the roles' addresses for the run's regions (dla__cu_remap),
+ *     then instantiated and launched as every later run is.
  *
  * A capture that meets what a graph cannot hold (a copy from or to host
  * memory, a wait, memory the host allocates or frees meanwhile: the dense
  * retry's copies) is ended there (dla__cu_plan_flush), launched as far as
- * it went, waited for and dropped; the rest of the run is plain launches,
- * and that (plan, memory) is not captured again.
+ * it went with its results copied out, waited for and dropped; the rest
+ * of the run is plain launches, and the plan is not captured again.
  *
  * Memory a captured kernel uses besides the host's, the scratch of cuDNN
  * workspaces and partial sums, is held by the graph (chained through the
@@ -40,27 +49,55 @@
  * holds gate while it captures. DLACCEL_CUDA_GRAPHS=0 turns graphs off.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
-#include "plugins/cuda/cu.h"
+#include "plugins/cuda/copy_kern.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* The run of a (plan, memory) that is captured: the ones before are plain. */
+/* The run of a plan that is captured: the ones before are plain. */
 #define CAPTURE_AT 3
-/* Instantiated graphs per device, and entries of the list in all. */
+/* Instantiated graphs per device, and plans in the list in all. */
 #define KEPT_GRAPHS 8
 #define KEPT_ENTRIES 32
 
+/* One region of a run, and the graph's buffer for it. */
+typedef struct role {
+    dla__cu_mem *own; /* NULL until captured */
+    size_t bytes;
+    int32_t written;
+    /* the run being captured: its region's handle and first byte */
+    dla_mem run_mem;
+    size_t run_first;
+} role;
+
 struct dla__cu_graph {
     uint64_t plan;
-    int32_t nmems;
-    int sightings;         /* runs seen; -1: never captured (a capture failed) */
-    cudaGraphExec_t exec;  /* NULL until captured */
-    dla__cu_mem *held;     /* scratch its kernels use */
+    int sightings;        /* runs seen; -1: never captured (a capture failed) */
+    cudaGraphExec_t exec; /* NULL until captured */
+    dla__cu_mem *held;    /* scratch its kernels use */
     struct dla__cu_graph *next;
-    int64_t mem[];         /* nmems (device address, offset) pairs */
+    int32_t nroles;
+    role roles[];
 };
+
+__thread const struct dla__cu_graph *dla__cu_remap;
+
+char *dla__cu_remapped(dla_mem m)
+{
+    const struct dla__cu_graph *g = dla__cu_remap;
+    for (int32_t i = 0; i < g->nroles; i++)
+        if (g->roles[i].run_mem == m)
+            return g->roles[i].own->ptr - g->roles[i].run_first;
+    return ((dla__cu_mem *)m)->ptr;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
 
 static void free_held(dla__cu_device *d, dla__cu_mem *m)
 {
@@ -71,15 +108,22 @@ static void free_held(dla__cu_device *d, dla__cu_mem *m)
     }
 }
 
-static void drop(dla__cu_device *d, struct dla__cu_graph *g)
+/* What a graph owns goes back; g stays in the list, without a graph. */
+static void forget(dla__cu_device *d, struct dla__cu_graph *g)
 {
     if (g->exec) {
-        /* A launch of it may still run: its scratch is given back after. */
+        /* A launch of it may still run: its memory is given back after. */
         cudaStreamSynchronize(d->stream);
         cudaGraphExecDestroy(g->exec);
+        g->exec = NULL;
     }
     free_held(d, g->held);
-    dla__cu_host->free(g);
+    g->held = NULL;
+    for (int32_t i = 0; i < g->nroles; i++) {
+        if (g->roles[i].own)
+            dla__cu_mem_free(d, (dla_mem)g->roles[i].own);
+        g->roles[i].own = NULL;
+    }
 }
 
 void dla__cu_plan_release(dla__cu_device *d)
@@ -90,13 +134,11 @@ void dla__cu_plan_release(dla__cu_device *d)
     struct dla__cu_graph *g = d->graphs;
     while (g) {
         struct dla__cu_graph *next = g->next;
-        drop(d, g);
+        forget(d, g);
+        dla__cu_host->free(g);
         g = next;
     }
     d->graphs = NULL;
-    dla__cu_host->free(d->plan_key);
-    d->plan_key = NULL;
-    d->plan_key_cap = 0;
 }
 
 void dla__cu_scratch_done(dla__cu_device *d, dla__cu_mem *m)
@@ -115,47 +157,31 @@ void dla__cu_plan_host_memory(dla__cu_device *d)
         d->keep = 0;
 }
 
-/* The run's memory as (address, offset) pairs in d->plan_key; 0 on out of
- * memory. */
-static int key_of(dla__cu_device *d, int32_t nmems, const dla_mem *mems, const int64_t *offsets)
+/* The entry of plan with nroles roles, moved to the front of the list; a
+ * new one when there is none (NULL on out of memory), the list then
+ * trimmed to its bounds. An entry of the plan with another count of roles
+ * is dropped (the host's plans keep theirs). */
+static struct dla__cu_graph *entry(dla__cu_device *d, uint64_t plan, int32_t nroles)
 {
-    const size_t need = 2 * (size_t)nmems;
-    if (need > d->plan_key_cap) {
-        int64_t *k = dla__cu_host->alloc(need * sizeof *k, 0);
-        if (!k)
-            return 0;
-        dla__cu_host->free(d->plan_key);
-        d->plan_key = k;
-        d->plan_key_cap = need;
-    }
-    for (int32_t i = 0; i < nmems; i++) {
-        d->plan_key[2 * i] = mems[i] ? (int64_t)(uintptr_t)dla__cu_ptr(mems[i]) : 0;
-        d->plan_key[2 * i + 1] = offsets[i];
-    }
-    return 1;
-}
-
-/* The entry of (plan, d->plan_key), moved to the front of the list; a new
- * one when there is none (NULL on out of memory), the list then trimmed
- * to its bounds. */
-static struct dla__cu_graph *entry(dla__cu_device *d, uint64_t plan, int32_t nmems)
-{
-    const size_t bytes = 2 * (size_t)nmems * sizeof(int64_t);
     struct dla__cu_graph **link = &d->graphs;
     for (struct dla__cu_graph *g = d->graphs; g; link = &g->next, g = g->next)
-        if (g->plan == plan && g->nmems == nmems && !memcmp(g->mem, d->plan_key, bytes)) {
+        if (g->plan == plan) {
             *link = g->next;
-            g->next = d->graphs;
-            d->graphs = g;
-            return g;
+            if (g->nroles == nroles) {
+                g->next = d->graphs;
+                d->graphs = g;
+                return g;
+            }
+            forget(d, g);
+            dla__cu_host->free(g);
+            break;
         }
-    struct dla__cu_graph *g = dla__cu_host->alloc(sizeof *g + bytes, 0);
+    struct dla__cu_graph *g = dla__cu_host->alloc(sizeof *g + (size_t)nroles * sizeof(role), 0);
     if (!g)
         return NULL;
-    memset(g, 0, sizeof *g);
+    memset(g, 0, sizeof *g + (size_t)nroles * sizeof(role));
     g->plan = plan;
-    g->nmems = nmems;
-    memcpy(g->mem, d->plan_key, bytes);
+    g->nroles = nroles;
     g->next = d->graphs;
     d->graphs = g;
     int entries = 0, graphs = 0;
@@ -166,7 +192,8 @@ static struct dla__cu_graph *entry(dla__cu_device *d, uint64_t plan, int32_t nme
         graphs += e->exec != NULL;
         if (entries > KEPT_ENTRIES || (e->exec && graphs > KEPT_GRAPHS)) {
             *link = e->next;
-            drop(d, e);
+            forget(d, e);
+            dla__cu_host->free(e);
         } else {
             link = &e->next;
         }
@@ -174,25 +201,80 @@ static struct dla__cu_graph *entry(dla__cu_device *d, uint64_t plan, int32_t nme
     return g;
 }
 
-static double now_ms(void)
+/* Whether the run's regions are the sizes and kinds of g's roles. */
+static int fits(const struct dla__cu_graph *g, const dla_plan_mem *mems)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+    for (int32_t i = 0; i < g->nroles; i++)
+        if (mems[i].end - mems[i].first != g->roles[i].bytes || !mems[i].written != !g->roles[i].written)
+            return 0;
+    return 1;
 }
 
-/* Ends the capture in progress and launches what it holds. keep: the
- * capture is the whole run, and its graph stays with d->pending. */
+/* Copies between the run's regions and g's roles: into the roles the ones
+ * the run reads (out 0), or out of them the ones it writes (out 1), in
+ * launches of up to DLA__CU_COPIES regions. */
+static cudaError_t copy_roles(dla__cu_device *d, const struct dla__cu_graph *g,
+                              const dla_plan_mem *mems, int out)
+{
+    dla__cu_copies c;
+    c.n = 0;
+    int64_t most = 0;
+    for (int32_t i = 0; i <= g->nroles; i++) {
+        if (c.n == DLA__CU_COPIES || (i == g->nroles && c.n > 0)) {
+            cudaError_t e = dla__cu_launch_copies(d->stream, dla__cu_blocks(d, most / 16 + 1), &c);
+            if (e != cudaSuccess)
+                return e;
+            c.n = 0;
+            most = 0;
+        }
+        if (i == g->nroles)
+            break;
+        const role *r = &g->roles[i];
+        if (!r->written != !out || r->bytes == 0)
+            continue;
+        char *run = ((dla__cu_mem *)mems[i].mem)->ptr + mems[i].first;
+        c.src[c.n] = out ? r->own->ptr : run;
+        c.dst[c.n] = out ? run : r->own->ptr;
+        c.bytes[c.n] = (int64_t)r->bytes;
+        most = c.bytes[c.n] > most ? c.bytes[c.n] : most;
+        c.n++;
+    }
+    return cudaSuccess;
+}
+
+/* The run's regions as the capture sees them (dla__cu_remapped). */
+static void remember_run(struct dla__cu_graph *g, const dla_plan_mem *mems)
+{
+    for (int32_t i = 0; i < g->nroles; i++) {
+        g->roles[i].run_mem = mems[i].mem;
+        g->roles[i].run_first = mems[i].first;
+    }
+}
+
+/* The run's regions of the capture in progress, for copying out. */
+static void captured_run(const struct dla__cu_graph *g, dla_plan_mem *mems)
+{
+    for (int32_t i = 0; i < g->nroles; i++) {
+        mems[i].mem = g->roles[i].run_mem;
+        mems[i].first = g->roles[i].run_first;
+        mems[i].end = mems[i].first + g->roles[i].bytes;
+        mems[i].written = g->roles[i].written;
+    }
+}
+
+/* Ends the capture in progress, launches what it holds and copies its
+ * results out to the run's buffers. keep: the capture is the whole run,
+ * and the graph stays with its entry for the next runs. */
 static dla_status finish(dla__cu_device *d, int keep, const char *why)
 {
     const double t0 = now_ms();
-    struct dla__cu_graph *g = d->pending;
+    struct dla__cu_graph *g = (struct dla__cu_graph *)d->pending;
     dla__cu_mem *held = d->held;
     d->capturing = 0;
     d->pending = NULL;
     d->held = NULL;
-    if (g)
-        g->sightings = -1; /* until it is kept, below */
+    dla__cu_remap = NULL;
+    g->sightings = -1; /* until it is kept, below */
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     size_t nodes = 0;
@@ -205,37 +287,52 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
     const double t2 = now_ms();
     if (graph)
         cudaGraphDestroy(graph);
+    dla_status s = DLA_OK;
     if (e != cudaSuccess || !exec) {
         /* The captured work never ran: this replay cannot go on. */
         d->graphs_off = 1;
-        free_held(d, held);
-        return dla__cu_host->error(DLA_ERR_DEVICE,
-                                   "cuda plan (at %s): the CUDA graph of the replay could not be "
-                                   "made: %s (%s); later replays run without graphs "
-                                   "(DLACCEL_CUDA_GRAPHS=0 avoids this one too)",
-                                   why, cudaGetErrorString(e), cudaGetErrorName(e));
+        s = dla__cu_host->error(DLA_ERR_DEVICE,
+                                "cuda plan (at %s): the CUDA graph of the replay could not be "
+                                "made: %s (%s); later replays run without graphs "
+                                "(DLACCEL_CUDA_GRAPHS=0 avoids this one too)",
+                                why, cudaGetErrorString(e), cudaGetErrorName(e));
+        cudaGetLastError();
+    } else {
+        dla_plan_mem *run = dla__cu_host->alloc((size_t)(g->nroles ? g->nroles : 1) * sizeof *run, 0);
+        e = cudaGraphLaunch(exec, d->stream);
+        if (e == cudaSuccess && run) {
+            captured_run(g, run);
+            e = copy_roles(d, g, run, 1);
+        }
+        dla__cu_host->free(run);
+        if (!run)
+            s = dla__cu_host->error(DLA_ERR_OUT_OF_MEMORY, "cuda plan: copying a replay's results");
+        else if (e != cudaSuccess)
+            s = dla__cu_err(e, "plan: launching the replay's graph");
+        if (s == DLA_OK && keep) {
+            g->exec = exec;
+            g->held = held;
+            g->sightings = CAPTURE_AT;
+            dla__cu_host->log(DLA_LOG_DEBUG,
+                              "cuda:%d: plan %llu captured as a CUDA graph of %zu nodes, %d "
+                              "regions (capture %.2f ms, end %.2f ms, instantiate %.2f ms, "
+                              "launch %.2f ms)",
+                              d->index, (unsigned long long)g->plan, nodes, (int)g->nroles,
+                              t0 - d->capture_ms, t1 - t0, t2 - t1, now_ms() - t2);
+            return DLA_OK;
+        }
+        /* Not kept: once it has run, its exec and memory go. */
+        e = cudaStreamSynchronize(d->stream);
+        if (s == DLA_OK)
+            s = dla__cu_err(e, "plan: the replay's captured part");
+        cudaGraphExecDestroy(exec);
+        dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: plan %llu is not kept as a graph (%s)",
+                          d->index, (unsigned long long)g->plan, why);
     }
-    e = cudaGraphLaunch(exec, d->stream);
-    if (keep && g && e == cudaSuccess) {
-        g->exec = exec;
-        g->held = held;
-        g->sightings = CAPTURE_AT;
-        dla__cu_host->log(DLA_LOG_DEBUG,
-                          "cuda:%d: plan %llu captured as a CUDA graph of %zu nodes (capture "
-                          "%.2f ms, end %.2f ms, instantiate %.2f ms, launch %.2f ms)",
-                          d->index, (unsigned long long)g->plan, nodes, t0 - d->capture_ms,
-                          t1 - t0, t2 - t1, now_ms() - t2);
-        return DLA_OK;
-    }
-    /* Not kept: once it has run, its exec and scratch go. */
-    cudaError_t w = cudaStreamSynchronize(d->stream);
-    cudaGraphExecDestroy(exec);
-    free_held(d, held);
-    if (e != cudaSuccess)
-        return dla__cu_err(e, "plan: cudaGraphLaunch");
-    dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: a planned replay is not kept as a graph (%s)",
-                      d->index, why);
-    return dla__cu_err(w, "plan: the replay's captured part");
+    /* The stream is idle here (synchronized, or the capture never ran). */
+    g->held = held;
+    forget(d, g);
+    return s;
 }
 
 dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why)
@@ -261,18 +358,35 @@ dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches)
     return DLA_OK;
 }
 
-/* Starts capturing the run of g: other threads wait at dla__cu_enter until
- * plan_end. A thread that came first after the caller's check of multi
- * is seen by the check under the gate (it marks multi before it passes
- * the gate). */
-static void capture(dla__cu_device *d, struct dla__cu_graph *g)
+/* Starts capturing the run (mems) of g: the roles' buffers, the run's
+ * inputs copied into them, then the capture, during which dla__cu_ptr
+ * gives the roles. Other threads wait at dla__cu_enter until plan_end; a
+ * thread that came first after the caller's check of multi is seen by the
+ * check under the gate (it marks multi before it passes the gate). Does
+ * nothing (the run is plain launches) when any of that cannot be had. */
+static void capture(dla__cu_device *d, struct dla__cu_graph *g, const dla_plan_mem *mems)
 {
+    for (int32_t i = 0; i < g->nroles; i++) {
+        role *r = &g->roles[i];
+        r->bytes = mems[i].end - mems[i].first;
+        r->written = mems[i].written != 0;
+        dla_mem m = NULL;
+        if (dla__cu_mem_alloc(d, r->bytes ? r->bytes : 1, &m) != DLA_OK) {
+            dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: no memory for a replay's graph: plain "
+                                             "launches", d->index);
+            forget(d, g);
+            return;
+        }
+        r->own = (dla__cu_mem *)m;
+    }
     pthread_mutex_lock(&d->gate);
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     if (__atomic_load_n(&d->multi, __ATOMIC_ACQUIRE) ||
-        cudaStreamIsCapturing(d->stream, &st) != cudaSuccess || st != cudaStreamCaptureStatusNone) {
+        cudaStreamIsCapturing(d->stream, &st) != cudaSuccess || st != cudaStreamCaptureStatusNone ||
+        copy_roles(d, g, mems, 0) != cudaSuccess) {
         cudaGetLastError();
         pthread_mutex_unlock(&d->gate);
+        forget(d, g);
         return;
     }
     d->gated = 1;
@@ -283,39 +397,49 @@ static void capture(dla__cu_device *d, struct dla__cu_graph *g)
                                         "without graphs",
                           d->index, cudaGetErrorString(e));
         d->graphs_off = 1;
+        cudaStreamSynchronize(d->stream); /* the copies in read the roles */
+        forget(d, g);
         return;
     }
+    remember_run(g, mems);
     d->capturing = 1;
     d->capture_ms = now_ms();
     d->keep = 1;
     d->pending = g;
     d->held = NULL;
+    dla__cu_remap = g;
 }
 
 dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
-                               const dla_mem *mems, const int64_t *offsets, int32_t *ran)
+                               const dla_plan_mem *mems, int32_t *ran)
 {
     dla__cu_device *d = dev;
     *ran = 0;
     dla_status s = dla__cu_plan_begin(dev, nlaunches);
-    if (s != DLA_OK || d->graphs_off || nlaunches < 2 ||
-        __atomic_load_n(&d->multi, __ATOMIC_ACQUIRE) || !key_of(d, nmems, mems, offsets))
+    if (s != DLA_OK || d->graphs_off || nlaunches < 2 || nmems < 0 ||
+        __atomic_load_n(&d->multi, __ATOMIC_ACQUIRE))
         return s;
     struct dla__cu_graph *g = entry(d, plan, nmems);
     if (!g)
         return DLA_OK; /* out of memory for the list: plain launches */
     if (g->exec) {
-        cudaError_t e = cudaGraphLaunch(g->exec, d->stream);
+        if (!fits(g, mems))
+            return DLA_OK;
+        cudaError_t e = copy_roles(d, g, mems, 0);
+        if (e == cudaSuccess)
+            e = cudaGraphLaunch(g->exec, d->stream);
+        if (e == cudaSuccess)
+            e = copy_roles(d, g, mems, 1);
         if (e != cudaSuccess) {
             dla__cu_set_planning_here(NULL);
-            return dla__cu_err(e, "plan_replay: cudaGraphLaunch");
+            return dla__cu_err(e, "plan_replay: launching the replay's graph");
         }
         *ran = 1;
         d->graph_launches++;
         return DLA_OK;
     }
     if (g->sightings >= 0 && ++g->sightings >= CAPTURE_AT)
-        capture(d, g);
+        capture(d, g, mems);
     return DLA_OK;
 }
 
