@@ -19,7 +19,9 @@
 #              graph and with torch.compile reduce-overhead, the MLP
 #   benchplain   the replays with DLACCEL_CUDA_GRAPHS=0 (plain launches)
 #   graphlog   what the CUDA graphs cost and how often they ran: the debug
-#              log of a few replay workloads and of test_accel
+#              log of the replay workloads and of test_accel
+#   profile    the GPU time of each kernel member in the digit CNN's step
+#              (DLACCEL_CUDA_PROFILE=1)
 #   suitesplain  test_accel and test_train with DLACCEL_CUDA_GRAPHS=0
 #   suitescpu  test_train and test_accel with cpu the default device
 #              (their "gpu" and other-device cases then take cuda)
@@ -124,12 +126,25 @@ step_suites_plain() {
 }
 
 step_graphlog() {
-    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay --reps 200 \
+    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay --reps 100 \
         >"$out/graphlog_bench.log" 2>&1
+    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_inference \
+        --reps 100 >>"$out/graphlog_bench.log" 2>&1
     DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLACCEL_LOG=debug timeout 40 "$s/bin/test_accel" \
         >"$out/graphlog_accel.log" 2>&1
-    grep -hE 'CUDA graph|offered whole|^cuda:0 ' "$out/graphlog_bench.log" "$out/graphlog_accel.log" |
+    grep -hE 'graph|offered whole|^cuda:0 ' "$out/graphlog_bench.log" "$out/graphlog_accel.log" |
         sort | uniq -c | sort -rn | head -40 | tee -a "$summary"
+}
+
+# The GPU time of each kernel member (DLACCEL_CUDA_PROFILE=1) in the
+# digit CNN's train step at batch 128 and 1024 and its inference.
+step_profile() {
+    local w
+    for w in =cnn_train_replay =cnn_train_replay_b1024 =cnn_inference_b1024; do
+        DLACCEL_CUDA_PROFILE=1 DLACCEL_LOG=info timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
+            --workload "$w" --reps 50 >"$out/profile_${w#=}.log" 2>&1
+        grep -E "cuda profile" "$out/profile_${w#=}.log" | sed "s/^/${w#=} /" | tee -a "$summary"
+    done
 }
 
 step_suites() {
@@ -138,7 +153,8 @@ step_suites() {
     for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm \
         test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim; do
         [ -x "$s/bin/$t" ] || continue
-        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda timeout 25 "$s/bin/$t" >"$out/suite_$t.log" 2>&1
+        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 timeout 25 "$s/bin/$t" \
+            >"$out/suite_$t.log" 2>&1
         rc=$?
         line "suite $t (DLACCEL_DEVICE=cuda): exit $rc, ok $(grep -c '^ok' "$out/suite_$t.log"), not ok $(grep -c '^not ok' "$out/suite_$t.log")"
         grep -A4 '^not ok' "$out/suite_$t.log" | head -10
@@ -186,6 +202,7 @@ for step in $steps; do
     benchtf32) step_bench_tf32 ;;
     benchplain) step_bench_plain ;;
     graphlog) step_graphlog ;;
+    profile) step_profile ;;
     suitesplain) step_suites_plain ;;
     torchgraph)
         PYTHONUNBUFFERED=1 timeout 150 python3 "$s/peers/torch_cuda_graph.py" --batches 128,1024 \

@@ -37,7 +37,7 @@ static void usage(FILE *out)
           "\n"
           "  --json             one JSON document on stdout instead of the table\n"
           "  --device NAME      only this device (\"cpu\", \"cpu:0\")\n"
-          "  --workload SUBSTR  only workloads whose name contains SUBSTR\n"
+          "  --workload SUBSTR  only workloads whose name contains SUBSTR (=NAME: that one)\n"
           "  --reps N           time N calls (default: enough for ~0.75 s, at least 5)\n"
           "  --quick            few calls per workload, for smoke tests\n"
           "  --list             list the workloads and exit\n"
@@ -90,6 +90,8 @@ static int parse_options(int argc, char **argv, options *opt)
 
 static int matches(const options *opt, const bench_workload *w)
 {
+    if (opt->workload && opt->workload[0] == '=') /* "=NAME": that workload alone */
+        return strcmp(w->name, opt->workload + 1) == 0;
     return !opt->workload || strstr(w->name, opt->workload) != NULL;
 }
 

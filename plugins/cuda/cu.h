@@ -154,6 +154,7 @@ typedef struct dla__cu_device {
     struct dla__cu_graph *graphs;  /* plans seen and captured, most recent first */
     struct dla__cu_graph *pending; /* the one being captured */
     dla__cu_mem *held;             /* scratch of the capture in progress */
+    dla__cu_mem *taken;            /* what the host took during it, not yet given back */
     int graphs_off;                /* DLACCEL_CUDA_GRAPHS=0, or a capture failed */
     double capture_ms;             /* when the capture began (for the debug log) */
     long graph_launches;           /* replays run as a graph launch */
@@ -241,6 +242,10 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args);
 dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args);
 void dla__cu_fused_release(dla__cu_device *d);
 
+/* ---- profile.c: DLACCEL_CUDA_PROFILE=1, GPU time per kernel member ---- */
+int dla__cu_profiling(void);
+void dla__cu_profile_table(dla_plugin *t);
+
 /* ---- libs.c ---- */
 void dla__cu_libs_release(dla__cu_device *d);
 
@@ -254,8 +259,13 @@ dla_status dla__cu_plan_end(void *dev);
  * and launches what it holds (not kept), so that the work before it is
  * done in order; the rest of the replay is plain launches. */
 dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why);
-/* The host allocates or frees memory: a capture in progress is not kept. */
-void dla__cu_plan_host_memory(dla__cu_device *d);
+/* The table's mem_alloc gave the host m: during a capture, the graph
+ * keeps it if the host gives it back before the capture ends. */
+void dla__cu_plan_host_alloc(dla__cu_device *d, dla__cu_mem *m);
+/* The host gives m back: 1 when a capture in progress holds it from now
+ * on (it was taken during the capture), else 0 (and a capture in
+ * progress is not kept: the host's memory changed under it). */
+int dla__cu_plan_host_free(dla__cu_device *d, dla__cu_mem *m);
 void dla__cu_plan_release(dla__cu_device *d);
 
 #ifdef __cplusplus

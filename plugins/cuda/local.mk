@@ -73,6 +73,7 @@ plugins_cuda_libdlaccel_cuda_la_SOURCES = \
 	plugins/cuda/memory.c \
 	plugins/cuda/space.c \
 	plugins/cuda/plan.c \
+	plugins/cuda/profile.c \
 	plugins/cuda/libs.c \
 	plugins/cuda/gemm.c \
 	plugins/cuda/conv.c \

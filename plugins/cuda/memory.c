@@ -143,14 +143,16 @@ static dla_status check_range(dla__cu_device *d, const char *member, dla_mem mem
 
 dla_status dla__cu_host_mem_alloc(void *dev, size_t bytes, dla_mem *out)
 {
-    dla__cu_plan_host_memory(dev);
-    return dla__cu_mem_alloc(dev, bytes, out);
+    dla_status s = dla__cu_mem_alloc(dev, bytes, out);
+    if (s == DLA_OK)
+        dla__cu_plan_host_alloc(dev, (dla__cu_mem *)*out);
+    return s;
 }
 
 void dla__cu_host_mem_free(void *dev, dla_mem mem)
 {
-    dla__cu_plan_host_memory(dev);
-    dla__cu_mem_free(dev, mem);
+    if (mem && !dla__cu_plan_host_free(dev, (dla__cu_mem *)mem))
+        dla__cu_mem_free(dev, mem);
 }
 
 dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, const void *src,

@@ -33,15 +33,18 @@
  *     then instantiated and launched as every later run is.
  *
  * A capture that meets what a graph cannot hold (a copy from or to host
- * memory, a wait, memory the host allocates or frees meanwhile: the dense
- * retry's copies) is ended there (dla__cu_plan_flush), launched as far as
+ * memory, a wait) is ended there (dla__cu_plan_flush), launched as far as
  * it went with its results copied out, waited for and dropped; the rest
- * of the run is plain launches, and the plan is not captured again.
+ * of the run is plain launches, and the plan is not captured again. So is
+ * one during which the host frees memory it had before, or keeps memory
+ * it took during the capture.
  *
- * Memory a captured kernel uses besides the host's, the scratch of cuDNN
- * workspaces and partial sums, is held by the graph (chained through the
- * blocks' next, dla__cu_scratch_done) until the graph is dropped: each
- * launch of the graph writes it again. Compiled fused programs are never
+ * Memory a captured kernel uses besides the run's regions is held by the
+ * graph (chained through the blocks' next) until the graph is dropped,
+ * as each launch of the graph uses it again: the scratch of cuDNN
+ * workspaces and partial sums (dla__cu_scratch_done), and what the host
+ * takes and gives back during the capture (the dense copies it makes of
+ * views a kernel declines: dla__cu_plan_host_alloc and _free). Compiled fused programs are never
  * unloaded before device close; cuBLAS has a workspace of its own.
  *
  * A capture takes the whole stream, so graphs are made only on a device
@@ -151,10 +154,27 @@ void dla__cu_scratch_done(dla__cu_device *d, dla__cu_mem *m)
     dla__cu_mem_free(d, (dla_mem)m);
 }
 
-void dla__cu_plan_host_memory(dla__cu_device *d)
+void dla__cu_plan_host_alloc(dla__cu_device *d, dla__cu_mem *m)
 {
-    if (d->capturing && dla__cu_planning_here(d))
-        d->keep = 0;
+    if (d->capturing && dla__cu_planning_here(d)) {
+        m->next = d->taken;
+        d->taken = m;
+    }
+}
+
+int dla__cu_plan_host_free(dla__cu_device *d, dla__cu_mem *m)
+{
+    if (!d->capturing || !dla__cu_planning_here(d))
+        return 0;
+    for (dla__cu_mem **link = &d->taken; *link; link = &(*link)->next)
+        if (*link == m) {
+            *link = m->next;
+            m->next = d->held;
+            d->held = m;
+            return 1;
+        }
+    d->keep = 0;
+    return 0;
 }
 
 /* The entry of plan with nroles roles, moved to the front of the list; a
@@ -268,8 +288,11 @@ static void captured_run(const struct dla__cu_graph *g, dla_plan_mem *mems)
 static dla_status finish(dla__cu_device *d, int keep, const char *why)
 {
     const double t0 = now_ms();
-    struct dla__cu_graph *g = (struct dla__cu_graph *)d->pending;
+    struct dla__cu_graph *g = d->pending;
     dla__cu_mem *held = d->held;
+    if (d->taken)
+        keep = 0; /* the host keeps memory it took during the capture */
+    d->taken = NULL;
     d->capturing = 0;
     d->pending = NULL;
     d->held = NULL;
@@ -407,6 +430,7 @@ static void capture(dla__cu_device *d, struct dla__cu_graph *g, const dla_plan_m
     d->keep = 1;
     d->pending = g;
     d->held = NULL;
+    d->taken = NULL;
     dla__cu_remap = g;
 }
 

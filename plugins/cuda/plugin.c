@@ -183,7 +183,8 @@ static dla_status device_open(int index, void **out)
     d->index = index;
     d->kit = dla__cu_kit;
     d->tf32 = env_flag("DLACCEL_CUDA_TF32", 0);
-    d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1);
+    /* Profiling waits after each kernel, which a capture cannot hold. */
+    d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
     char what[64];
     snprintf(what, sizeof what, "device_open %d", index);
     cudaError_t e = cudaSetDevice(index);
@@ -282,7 +283,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     dla__cu_host = host;
     dla__cu_kit = (dla_kit){.host = host, .name = "cuda", .mem_bytes = dla__cu_mem_bytes};
     const size_t size = dla_kit_table_size(table);
-    const dla_plugin mine = {
+    dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
         .abi_minor = 5, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
@@ -320,6 +321,8 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .plan_end = dla__cu_plan_end,
         .plan_replay = dla__cu_plan_replay,
     };
+    if (dla__cu_profiling())
+        dla__cu_profile_table(&mine);
     memcpy(table, &mine, size);
     return DLA_OK;
 }
