@@ -9,8 +9,9 @@
 #           against the cpu plugin), with graphs and NVRTC both on
 #   suites  the tensor, autodiff, accelerate, training and layer suites
 #           with DLACCEL_DEVICE=cuda
-#   bench   dlaccel-bench on cuda:0: digit CNN train step replayed (batch
-#           128 and 1024), inference, the tiny MLP replayed
+#   bench   dlaccel-bench on cuda:0, the replay workloads: the digit CNN's
+#           train step (loss and gradients; and with its update inside)
+#           and inference at batch 128 and 1024, the tiny MLP
 #   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager, and the
 #              tiny MLP eager
 #   benchtf32  the CNN workloads with DLACCEL_CUDA_TF32=1
@@ -111,8 +112,6 @@ step_bench_tf32() {
 step_bench_plain() {
     DLACCEL_CUDA_GRAPHS=0 timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
         >"$out/bench_plain.log" 2>&1
-    DLACCEL_CUDA_GRAPHS=0 timeout 40 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_inference \
-        >>"$out/bench_plain.log" 2>&1
     grep -E '^(device|cuda)' "$out/bench_plain.log" | sed 's/^/plain /' | tee -a "$summary"
 }
 
@@ -128,8 +127,6 @@ step_suites_plain() {
 step_graphlog() {
     DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay --reps 100 \
         >"$out/graphlog_bench.log" 2>&1
-    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_inference \
-        --reps 100 >>"$out/graphlog_bench.log" 2>&1
     DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLACCEL_LOG=debug timeout 40 "$s/bin/test_accel" \
         >"$out/graphlog_accel.log" 2>&1
     grep -hE 'graph|offered whole|^cuda:0 ' "$out/graphlog_bench.log" "$out/graphlog_accel.log" |
@@ -140,7 +137,7 @@ step_graphlog() {
 # digit CNN's train step at batch 128 and 1024 and its inference.
 step_profile() {
     local w
-    for w in =cnn_train_replay =cnn_train_replay_b1024 =cnn_inference_b1024; do
+    for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay_b1024; do
         DLACCEL_CUDA_PROFILE=1 DLACCEL_LOG=info timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
             --workload "$w" --reps 50 >"$out/profile_${w#=}.log" 2>&1
         grep -E "cuda profile" "$out/profile_${w#=}.log" | sed "s/^/${w#=} /" | tee -a "$summary"
@@ -163,8 +160,7 @@ step_suites() {
 
 step_bench() {
     timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay >"$out/bench_replay.log" 2>&1
-    timeout 40 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_inference >"$out/bench_infer.log" 2>&1
-    cat "$out/bench_replay.log" "$out/bench_infer.log" | grep -E '^(device|cuda)|ratio|note|plan' | tee -a "$summary"
+    grep -E '^(device|cuda)|ratio|note|plan' "$out/bench_replay.log" | tee -a "$summary"
 }
 
 torch_run() { # NAME ARGS...

@@ -26,10 +26,14 @@ static const char *const names[P_COUNT] = {
     "gemm", "conv_forward", "conv_backward_data", "conv_backward_filter", "pool_forward",
     "pool_backward", "gather", "scatter_add", "fused", "fused_reduce", "random"};
 
-/* The process's rows (of its cuda devices together). */
+/* The process's rows (of its cuda devices together): each call's time.
+ * The first calls of a shape or program pay cuDNN's measuring and NVRTC's
+ * compiling, host work during which the GPU idles between the events:
+ * the report gives the median, and the total of the calls within 4x of
+ * it, beside the plain total. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static double ms[P_COUNT];
-static long calls[P_COUNT];
+static float *times[P_COUNT];
+static long calls[P_COUNT], room[P_COUNT];
 
 int dla__cu_profiling(void)
 {
@@ -64,8 +68,16 @@ static void stop(dla__cu_device *d, span *s, int row)
     if (s->ok && cudaEventRecord(s->b, d->stream) == cudaSuccess &&
         cudaEventSynchronize(s->b) == cudaSuccess && cudaEventElapsedTime(&t, s->a, s->b) == cudaSuccess) {
         pthread_mutex_lock(&lock);
-        ms[row] += t;
-        calls[row]++;
+        if (calls[row] == room[row]) {
+            long grown = room[row] ? 2 * room[row] : 1024;
+            float *p = realloc(times[row], (size_t)grown * sizeof *p);
+            if (p) {
+                times[row] = p;
+                room[row] = grown;
+            }
+        }
+        if (calls[row] < room[row])
+            times[row][calls[row]++] = t;
         pthread_mutex_unlock(&lock);
     }
     cudaGetLastError();
@@ -127,18 +139,35 @@ static dla_status p_copy_on_device(void *dev, dla_mem dst, size_t dst_offset, dl
     return st;
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
 static void report(void)
 {
     pthread_mutex_lock(&lock);
-    double total = 0;
-    for (int r = 0; r < P_COUNT; r++)
-        total += ms[r];
-    for (int r = 0; r < P_COUNT; r++)
-        if (calls[r])
-            dla__cu_host->log(DLA_LOG_INFO,
-                              "cuda profile: %-21s %8ld calls %10.3f ms %7.1f us/call %5.1f%%",
-                              names[r], calls[r], ms[r], 1e3 * ms[r] / (double)calls[r],
-                              total > 0 ? 100.0 * ms[r] / total : 0.0);
+    for (int r = 0; r < P_COUNT; r++) {
+        if (!calls[r])
+            continue;
+        qsort(times[r], (size_t)calls[r], sizeof *times[r], cmp_float);
+        const double median = times[r][calls[r] / 2];
+        double all = 0, steady = 0;
+        long nsteady = 0;
+        for (long i = 0; i < calls[r]; i++) {
+            all += times[r][i];
+            if (times[r][i] <= 4 * median)
+                steady += times[r][i], nsteady++;
+        }
+        dla__cu_host->log(DLA_LOG_INFO,
+                          "cuda profile: %-21s %7ld calls, median %8.1f us, %7ld within 4x of it "
+                          "%9.3f ms, all %9.3f ms",
+                          names[r], calls[r], 1e3 * median, nsteady, steady, all);
+        free(times[r]);
+        times[r] = NULL;
+        calls[r] = room[r] = 0;
+    }
     pthread_mutex_unlock(&lock);
 }
 
