@@ -137,7 +137,7 @@ step_graphlog() {
 # digit CNN's train step at batch 128 and 1024 and its inference.
 step_profile() {
     local w
-    for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay_b1024; do
+    for w in =cnn_step_replay_b1024 =cnn_step_replay; do
         DLACCEL_CUDA_PROFILE=1 DLACCEL_LOG=info timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
             --workload "$w" --reps 50 >"$out/profile_${w#=}.log" 2>&1
         grep -E "cuda profile" "$out/profile_${w#=}.log" | sed "s/^/${w#=} /" | tee -a "$summary"

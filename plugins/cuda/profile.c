@@ -26,14 +26,22 @@ static const char *const names[P_COUNT] = {
     "gemm", "conv_forward", "conv_backward_data", "conv_backward_filter", "pool_forward",
     "pool_backward", "gather", "scatter_add", "fused", "fused_reduce", "random"};
 
-/* The process's rows (of its cuda devices together): each call's time.
+/* The process's rows (of its cuda devices together): one per member and
+ * size (the elements of the call's largest view), each call's time in it.
  * The first calls of a shape or program pay cuDNN's measuring and NVRTC's
  * compiling, host work during which the GPU idles between the events:
- * the report gives the median, and the total of the calls within 4x of
- * it, beside the plain total. */
+ * the report gives each row's median, and the total of its calls within
+ * 4x of the median, beside the plain total. */
+#define ROWS 512
+typedef struct row {
+    int member;
+    int64_t size;
+    float *t;
+    long n, room;
+} row;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static float *times[P_COUNT];
-static long calls[P_COUNT], room[P_COUNT];
+static row rows[ROWS];
+static int nrows;
 
 int dla__cu_profiling(void)
 {
@@ -62,24 +70,46 @@ static span start(dla__cu_device *d)
     return s;
 }
 
-static void stop(dla__cu_device *d, span *s, int row)
+static void add(int member, int64_t size, float t)
+{
+    pthread_mutex_lock(&lock);
+    row *r = NULL;
+    for (int i = 0; i < nrows && !r; i++)
+        if (rows[i].member == member && rows[i].size == size)
+            r = &rows[i];
+    if (!r && nrows < ROWS) {
+        r = &rows[nrows++];
+        r->member = member;
+        r->size = size;
+    }
+    if (r && r->n == r->room) {
+        long grown = r->room ? 2 * r->room : 256;
+        float *p = realloc(r->t, (size_t)grown * sizeof *p);
+        if (p) {
+            r->t = p;
+            r->room = grown;
+        }
+    }
+    if (r && r->n < r->room)
+        r->t[r->n++] = t;
+    pthread_mutex_unlock(&lock);
+}
+
+static int64_t most(int n, const dla_view *const *v)
+{
+    int64_t m = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] && v[i]->mem && dla_kit_numel(v[i]) > m)
+            m = dla_kit_numel(v[i]);
+    return m;
+}
+
+static void stop(dla__cu_device *d, span *s, int member, int64_t size)
 {
     float t = 0;
     if (s->ok && cudaEventRecord(s->b, d->stream) == cudaSuccess &&
-        cudaEventSynchronize(s->b) == cudaSuccess && cudaEventElapsedTime(&t, s->a, s->b) == cudaSuccess) {
-        pthread_mutex_lock(&lock);
-        if (calls[row] == room[row]) {
-            long grown = room[row] ? 2 * room[row] : 1024;
-            float *p = realloc(times[row], (size_t)grown * sizeof *p);
-            if (p) {
-                times[row] = p;
-                room[row] = grown;
-            }
-        }
-        if (calls[row] < room[row])
-            times[row][calls[row]++] = t;
-        pthread_mutex_unlock(&lock);
-    }
+        cudaEventSynchronize(s->b) == cudaSuccess && cudaEventElapsedTime(&t, s->a, s->b) == cudaSuccess)
+        add(member, size, t);
     cudaGetLastError();
     if (s->a)
         cudaEventDestroy(s->a);
@@ -87,46 +117,56 @@ static void stop(dla__cu_device *d, span *s, int row)
         cudaEventDestroy(s->b);
 }
 
-#define WRAP_ARGS(fn, row, T)                                                                      \
+#define WRAP_ARGS(fn, member, T, ...)                                                              \
     static dla_status p_##fn(void *dev, const T *a)                                                \
     {                                                                                              \
+        const dla_view *v[] = {__VA_ARGS__};                                                       \
         span s = start(dev);                                                                       \
         dla_status st = dla__cu_##fn(dev, a);                                                      \
-        stop(dev, &s, row);                                                                        \
+        stop(dev, &s, member, most((int)(sizeof v / sizeof *v), v));                               \
         return st;                                                                                 \
     }
-#define WRAP_VIEWS(fn, row)                                                                        \
+#define WRAP_VIEWS(fn, member)                                                                     \
     static dla_status p_##fn(void *dev, const dla_view *y, const dla_view *x)                      \
     {                                                                                              \
+        const dla_view *v[] = {y, x};                                                              \
         span s = start(dev);                                                                       \
         dla_status st = dla__cu_##fn(dev, y, x);                                                   \
-        stop(dev, &s, row);                                                                        \
+        stop(dev, &s, member, most(2, v));                                                         \
         return st;                                                                                 \
     }
 
 WRAP_VIEWS(strided_copy, P_STRIDED_COPY)
 WRAP_VIEWS(cast, P_CAST)
-WRAP_ARGS(unary, P_UNARY, dla_unary_args)
-WRAP_ARGS(binary, P_BINARY, dla_binary_args)
-WRAP_ARGS(ternary, P_TERNARY, dla_ternary_args)
-WRAP_ARGS(reduce, P_REDUCE, dla_reduce_args)
-WRAP_ARGS(gemm, P_GEMM, dla_gemm_args)
-WRAP_ARGS(conv_forward, P_CONV_FWD, dla_conv_args)
-WRAP_ARGS(conv_backward_data, P_CONV_BWD_DATA, dla_conv_args)
-WRAP_ARGS(conv_backward_filter, P_CONV_BWD_FILTER, dla_conv_args)
-WRAP_ARGS(pool_forward, P_POOL_FWD, dla_pool_args)
-WRAP_ARGS(pool_backward, P_POOL_BWD, dla_pool_args)
-WRAP_ARGS(gather, P_GATHER, dla_index_args)
-WRAP_ARGS(scatter_add, P_SCATTER_ADD, dla_index_args)
-WRAP_ARGS(fused, P_FUSED, dla_fused_args)
-WRAP_ARGS(fused_reduce, P_FUSED_REDUCE, dla_fused_reduce_args)
-WRAP_ARGS(random, P_RANDOM, dla_random_args)
+WRAP_ARGS(unary, P_UNARY, dla_unary_args, &a->y, &a->x)
+WRAP_ARGS(binary, P_BINARY, dla_binary_args, &a->z, &a->a, &a->b)
+WRAP_ARGS(ternary, P_TERNARY, dla_ternary_args, &a->z, &a->a, &a->b)
+WRAP_ARGS(reduce, P_REDUCE, dla_reduce_args, &a->y, &a->x)
+WRAP_ARGS(conv_forward, P_CONV_FWD, dla_conv_args, &a->x, &a->y)
+WRAP_ARGS(conv_backward_data, P_CONV_BWD_DATA, dla_conv_args, &a->x, &a->y)
+WRAP_ARGS(conv_backward_filter, P_CONV_BWD_FILTER, dla_conv_args, &a->x, &a->y)
+WRAP_ARGS(pool_forward, P_POOL_FWD, dla_pool_args, &a->x, &a->y)
+WRAP_ARGS(pool_backward, P_POOL_BWD, dla_pool_args, &a->x, &a->y)
+WRAP_ARGS(gather, P_GATHER, dla_index_args, &a->y, &a->x)
+WRAP_ARGS(scatter_add, P_SCATTER_ADD, dla_index_args, &a->y, &a->x)
+WRAP_ARGS(fused, P_FUSED, dla_fused_args, &a->y, &a->inputs[0], &a->inputs[1])
+WRAP_ARGS(fused_reduce, P_FUSED_REDUCE, dla_fused_reduce_args, &a->program.y,
+          &a->program.inputs[0], &a->program.inputs[1])
+WRAP_ARGS(random, P_RANDOM, dla_random_args, &a->y)
+
+static dla_status p_gemm(void *dev, const dla_gemm_args *a)
+{
+    span s = start(dev);
+    dla_status st = dla__cu_gemm(dev, a);
+    stop(dev, &s, P_GEMM, a->m * a->n * (a->batch > 0 ? a->batch : 1));
+    return st;
+}
 
 static dla_status p_fill(void *dev, const dla_view *y, double value)
 {
     span s = start(dev);
     dla_status st = dla__cu_fill(dev, y, value);
-    stop(dev, &s, P_FILL);
+    stop(dev, &s, P_FILL, dla_kit_numel(y));
     return st;
 }
 
@@ -135,7 +175,7 @@ static dla_status p_copy_on_device(void *dev, dla_mem dst, size_t dst_offset, dl
 {
     span s = start(dev);
     dla_status st = dla__cu_copy_on_device(dev, dst, dst_offset, src, src_offset, bytes);
-    stop(dev, &s, P_COPY_ON_DEVICE);
+    stop(dev, &s, P_COPY_ON_DEVICE, (int64_t)bytes);
     return st;
 }
 
@@ -145,29 +185,60 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A row's total over its calls within 4x of its median (the steady
+ * ones), its median and their count. */
+static double steady_of(const row *r, double *median, long *n)
+{
+    if (r->n == 0)
+        return 0;
+    const double m = r->t[r->n / 2];
+    double total = 0;
+    long k = 0;
+    for (long i = 0; i < r->n; i++)
+        if (r->t[i] <= 4 * m)
+            total += r->t[i], k++;
+    if (median)
+        *median = m;
+    if (n)
+        *n = k;
+    return total;
+}
+
+/* Rows by their steady total, most first. */
+static int cmp_rows(const void *a, const void *b)
+{
+    const double x = steady_of(a, NULL, NULL), y = steady_of(b, NULL, NULL);
+    return (x < y) - (x > y);
+}
+
 static void report(void)
 {
     pthread_mutex_lock(&lock);
-    for (int r = 0; r < P_COUNT; r++) {
-        if (!calls[r])
-            continue;
-        qsort(times[r], (size_t)calls[r], sizeof *times[r], cmp_float);
-        const double median = times[r][calls[r] / 2];
-        double all = 0, steady = 0;
-        long nsteady = 0;
-        for (long i = 0; i < calls[r]; i++) {
-            all += times[r][i];
-            if (times[r][i] <= 4 * median)
-                steady += times[r][i], nsteady++;
-        }
-        dla__cu_host->log(DLA_LOG_INFO,
-                          "cuda profile: %-21s %7ld calls, median %8.1f us, %7ld within 4x of it "
-                          "%9.3f ms, all %9.3f ms",
-                          names[r], calls[r], 1e3 * median, nsteady, steady, all);
-        free(times[r]);
-        times[r] = NULL;
-        calls[r] = room[r] = 0;
+    double sum = 0;
+    for (int i = 0; i < nrows; i++) {
+        if (rows[i].n)
+            qsort(rows[i].t, (size_t)rows[i].n, sizeof *rows[i].t, cmp_float);
+        sum += steady_of(&rows[i], NULL, NULL);
     }
+    qsort(rows, (size_t)nrows, sizeof *rows, cmp_rows);
+    for (int i = 0; i < nrows && i < 40; i++) {
+        double median;
+        long k;
+        if (!rows[i].n)
+            continue;
+        const double steady = steady_of(&rows[i], &median, &k);
+        double all = 0;
+        for (long j = 0; j < rows[i].n; j++)
+            all += rows[i].t[j];
+        dla__cu_host->log(DLA_LOG_INFO,
+                          "cuda profile: %-21s %10lld elements %6ld calls, median %8.1f us, "
+                          "%6ld within 4x: %9.3f ms (%4.1f%%), all %9.3f ms",
+                          names[rows[i].member], (long long)rows[i].size, rows[i].n, 1e3 * median,
+                          k, steady, sum > 0 ? 100 * steady / sum : 0.0, all);
+    }
+    for (int i = 0; i < nrows; i++)
+        free(rows[i].t);
+    nrows = 0;
     pthread_mutex_unlock(&lock);
 }
 
