@@ -288,26 +288,40 @@ typedef struct perf {
     size_t memory;
     cudnnDeterminism_t determinism;
     cudnnMathType_t math;
+    float time; /* ms, measured; negative from the heuristics */
 } perf;
 
+/* How much slower than the fastest a deterministic algorithm may be and
+ * still be taken: the same bits run to run are worth a little, not the
+ * 2-10x some shapes cost (the digit CNN's first convolution's filter
+ * gradient at batch 1024 on an H200). */
+#define DETERMINISTIC_SLACK 1.25f
+
 /* Picks from results (in cuDNN's order: fastest first) a successful one
- * within limit, of an allowed math type, deterministic if any is; -1 if
- * none. */
+ * within limit, of an allowed math type: a deterministic one if there is
+ * one within DETERMINISTIC_SLACK of the fastest (measured), or whatever
+ * its time (from the heuristics, or with DLACCEL_CUDA_DETERMINISTIC=1),
+ * else the fastest; -1 if none. */
 static int pick(const dla__cu_device *d, const perf *r, int nr, size_t limit)
 {
-    int any = -1;
+    int any = -1, det = -1;
     for (int i = 0; i < nr; i++) {
         if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].memory > limit)
             continue;
         if (!d->tf32 && (r[i].math == CUDNN_TENSOR_OP_MATH ||
                          r[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
             continue;
-        if (r[i].determinism == CUDNN_DETERMINISTIC)
-            return i;
+        if (det < 0 && r[i].determinism == CUDNN_DETERMINISTIC)
+            det = i;
         if (any < 0)
             any = i;
     }
-    return any;
+    if (det < 0 || d->deterministic || any == det)
+        return det >= 0 ? det : any;
+    /* Measured: a deterministic one unless the fastest is much faster. */
+    if (r[any].time >= 0 && r[det].time > DETERMINISTIC_SLACK * r[any].time)
+        return any;
+    return det;
 }
 
 #define COPY_PERF(dst, src, cnt)                                                                   \
@@ -317,6 +331,7 @@ static int pick(const dla__cu_device *d, const perf *r, int nr, size_t limit)
         (dst)[i_].memory = (src)[i_].memory;                                                       \
         (dst)[i_].determinism = (src)[i_].determinism;                                             \
         (dst)[i_].math = (src)[i_].mathType;                                                       \
+        (dst)[i_].time = (src)[i_].time;                                                           \
     }
 
 /* Measures (find) or asks the heuristics (!find) for this shape's

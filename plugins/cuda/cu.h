@@ -130,6 +130,7 @@ typedef struct dla__cu_device {
     void *cudnn;       /* cudnnHandle_t, NULL until the first conv */
     int cudnn_off;     /* cuDNN could not be had: own kernels */
     int tf32;          /* DLACCEL_CUDA_TF32=1: tensor cores on float32 */
+    int deterministic; /* DLACCEL_CUDA_DETERMINISTIC=1: deterministic cuDNN algorithms only */
 
     struct dla__cu_conv_entry *conv;   /* conv.c */
     struct dla__cu_fused_entry *fused; /* fused.c */

@@ -94,23 +94,39 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
         return dla_ops_binary_f64(op, a, b);                                                       \
     }                                                                                              \
                                                                                                    \
+    template <int NOPS>                                                                            \
     __device__ __forceinline__ void dla_flocate(const dla_fviews &a, dla_i64 i, dla_i64 *off) {   \
-        for (int k = 0; k < 9; k++)                                                                \
+        for (int k = 0; k < NOPS; k++)                                                             \
             off[k] = 0;                                                                            \
-        for (int d = 0; d < a.sp.nd; d++) {                                                        \
-            const dla_i64 n = a.sp.dims[d], q = i / n, r = i - q * n;                              \
-            i = q;                                                                                 \
-            for (int k = 0; k < 9; k++)                                                            \
-                off[k] += r * a.v[k].st[d];                                                        \
+        const int last = a.sp.nd - 1;                                                              \
+        if (a.sp.n <= 0x7fffffffLL) {                                                              \
+            unsigned u = (unsigned)i;                                                              \
+            for (int d = 0; d < last; d++) {                                                       \
+                const unsigned n = (unsigned)a.sp.dims[d], q = u / n, r = u - q * n;               \
+                u = q;                                                                             \
+                for (int k = 0; k < NOPS; k++)                                                     \
+                    off[k] += (dla_i64)r * a.v[k].st[d];                                           \
+            }                                                                                      \
+            i = u;                                                                                 \
+        } else {                                                                                   \
+            for (int d = 0; d < last; d++) {                                                       \
+                const dla_i64 n = a.sp.dims[d], q = i / n, r = i - q * n;                          \
+                i = q;                                                                             \
+                for (int k = 0; k < NOPS; k++)                                                     \
+                    off[k] += r * a.v[k].st[d];                                                    \
+            }                                                                                      \
         }                                                                                          \
+        if (last >= 0)                                                                             \
+            for (int k = 0; k < NOPS; k++)                                                         \
+                off[k] += i * a.v[k].st[last];                                                     \
     }                                                                                              \
                                                                                                    \
     template <typename T, class Ev, int NIN>                                                       \
     __device__ __forceinline__ void dla_fused_body(const dla_fviews &a, const dla_fprog &p) {     \
         for (dla_i64 i = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.sp.n;               \
              i += (dla_i64)gridDim.x * blockDim.x) {                                               \
-            dla_i64 off[9];                                                                        \
-            dla_flocate(a, i, off);                                                                \
+            dla_i64 off[1 + NIN];                                                                  \
+            dla_flocate<1 + NIN>(a, i, off);                                                       \
             T in[8];                                                                               \
             for (int k = 0; k < 8; k++)                                                            \
                 in[k] = k < NIN && k < p.ninputs ? ((const T *)a.v[1 + k].base)[off[1 + k]]        \
@@ -141,12 +157,15 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
                                                dla_i64 *at) {                                      \
         for (int k = 0; k < 8; k++)                                                                \
             at[k] = base[k];                                                                       \
-        for (int d = 1; d < f.nr; d++) {                                                           \
+        for (int d = 1; d < f.nr - 1; d++) {                                                       \
             const dla_i64 n = f.rd[d], q = row / n, c = row - q * n;                               \
             row = q;                                                                               \
             for (int k = 0; k < 8; k++)                                                            \
                 at[k] += c * f.rst[k][d];                                                          \
         }                                                                                          \
+        if (f.nr > 1)                                                                              \
+            for (int k = 0; k < 8; k++)                                                            \
+                at[k] += row * f.rst[k][f.nr - 1];                                                 \
     }                                                                                              \
                                                                                                    \
     template <typename T, class Ev, int NIN, int PAIR>                                             \

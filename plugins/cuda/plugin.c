@@ -183,6 +183,7 @@ static dla_status device_open(int index, void **out)
     d->index = index;
     d->kit = dla__cu_kit;
     d->tf32 = env_flag("DLACCEL_CUDA_TF32", 0);
+    d->deterministic = env_flag("DLACCEL_CUDA_DETERMINISTIC", 0);
     /* Profiling waits after each kernel, which a capture cannot hold. */
     d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
     char what[64];
