@@ -102,7 +102,7 @@ step_suites_cpu() {
 # float32 GEMM and convolutions on TF32 tensor cores, as PyTorch's default
 # convolutions are (torch.backends.cudnn.allow_tf32).
 step_bench_tf32() {
-    DLACCEL_CUDA_TF32=1 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_ \
+    DLACCEL_CUDA_TF32=1 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_step \
         >"$out/bench_tf32.log" 2>&1
     grep -E '^(device|cuda)' "$out/bench_tf32.log" | sed 's/^/TF32 /' | tee -a "$summary"
 }
