@@ -744,9 +744,12 @@ typedef struct dla_plugin {
      * begins one: the host makes the calls and then calls plan_end. The
      * host calls it only for plans without random numbers and without ops
      * that run as themselves, whose inputs' memory is in no other input's
-     * or constant's storage. An error: as from plan_begin, no plan has
-     * begun (plan_end is not called) and the replay fails. NULL:
-     * plan_begin. */
+     * or constant's storage. A run that fails (a member's error, or the
+     * host's own between two calls, which the plugin never hears of) may
+     * have stopped part way: the plan's later runs come under a new id, so
+     * that nothing the plugin kept of that run is ever asked for again. An
+     * error: as from plan_begin, no plan has begun (plan_end is not
+     * called) and the replay fails. NULL: plan_begin. */
     dla_status (*plan_replay)(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
                               const dla_plan_mem *mems, int32_t *ran);
     /* ---- fields above are ABI 1.5 ---- */

@@ -23,7 +23,7 @@
  * A memory call by the host while recording (allocation, host copies, a
  * sync: what a CUDA graph cannot hold) ends the recording as the cuda
  * plugin ends its capture: roles copied out, the rest of the run plain,
- * the plan never recorded again; a kernel call that fails does the same.
+ * the plan never recorded again.
  * What the host promised and did not keep (a view outside its region, a
  * write to a region said to be only read, a first byte that is no whole
  * element, a checked call that differs) fails the call with the reason.
@@ -102,6 +102,9 @@ static unsigned long ticks, replays; /* replays: runs made here (*ran = 1) */
 /* The run this thread records or checks (NULL: calls go straight in). */
 static _Thread_local entry *cur;
 static _Thread_local int32_t next_call;
+/* The device that ran this thread's replay itself (*ran = 1): until
+ * plan_end the host makes no call on it. */
+static _Thread_local void *ran_here;
 
 static void forget(entry *e)
 {
@@ -284,6 +287,9 @@ static dla_status exec(void *dev, const call *c)
 /* Every kernel member comes here with its arguments copied into c. */
 static dla_status through(void *dev, call *c)
 {
+    if (ran_here == dev)
+        return host->error(DLA_ERR_STATE, NAME " %s: the host broke its plan_replay promise: a "
+                           "call after the device ran the replay itself", names[c->k]);
     if (!cur || cur->dev != dev)
         return exec(dev, c);
     dla_status s = remap_call(c);
@@ -294,27 +300,29 @@ static dla_status through(void *dev, call *c)
                         (int)next_call + 1, (int)cur->ncalls, (int)next_call + 1,
                         next_call < cur->ncalls ? names[cur->calls[next_call].k] : "none");
     next_call++;
-    if (s == DLA_OK)
-        s = exec(dev, c);
-    if (s == DLA_OK && cur->st == RECORDING && cur->ncalls == cur->cap) {
-        int32_t cap = cur->cap ? 2 * cur->cap : 64;
-        call *more = host->alloc((size_t)cap * sizeof *more, 0);
-        if (more && cur->ncalls)
-            memcpy(more, cur->calls, (size_t)cur->ncalls * sizeof *more);
-        if (more) {
-            host->free(cur->calls);
-            cur->calls = more;
-            cur->cap = cap;
-        } else {
-            s = host->error(DLA_ERR_OUT_OF_MEMORY, NAME ": recording a replay");
-        }
-    }
-    if (s == DLA_OK && cur->st == RECORDING)
-        cur->calls[cur->ncalls++] = *c;
     if (s != DLA_OK) {
         finish(DEAD);
         return s;
     }
+    /* A call that fails ends the run (plan_end follows); its recording is
+     * kept as far as it went, as the cuda plugin keeps its capture: the
+     * host gives a plan whose run failed a new id (plugin.h). */
+    if ((s = exec(dev, c)) != DLA_OK || cur->st != RECORDING)
+        return s;
+    if (cur->ncalls == cur->cap) {
+        int32_t cap = cur->cap ? 2 * cur->cap : 64;
+        call *more = host->alloc((size_t)cap * sizeof *more, 0);
+        if (!more) {
+            finish(DEAD);
+            return host->error(DLA_ERR_OUT_OF_MEMORY, NAME ": recording a replay");
+        }
+        if (cur->ncalls)
+            memcpy(more, cur->calls, (size_t)cur->ncalls * sizeof *more);
+        host->free(cur->calls);
+        cur->calls = more;
+        cur->cap = cap;
+    }
+    cur->calls[cur->ncalls++] = *c;
     return DLA_OK;
 }
 
@@ -428,13 +436,15 @@ static dla_status sync_all(void *dev)
 static dla_status plan_begin(void *dev, int32_t nlaunches)
 {
     (void)nlaunches;
-    if (cur && cur->dev == dev)
+    if ((cur && cur->dev == dev) || ran_here == dev)
         return host->error(DLA_ERR_STATE, NAME " plan_begin: a plan is already running here");
     return DLA_OK;
 }
 
 static dla_status plan_end(void *dev)
 {
+    if (ran_here == dev)
+        ran_here = NULL;
     if (!cur || cur->dev != dev)
         return DLA_OK;
     if (cur->st == CHECKING && next_call != cur->ncalls) {
@@ -548,6 +558,7 @@ static dla_status plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32
         finish(DEAD);
     *ran = s == DLA_OK;
     if (*ran) {
+        ran_here = dev;
         pthread_mutex_lock(&lock);
         replays++;
         pthread_mutex_unlock(&lock);
