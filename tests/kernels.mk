@@ -76,8 +76,10 @@ endif
 # (same calls, memory at the same places in each run's regions) and the
 # runs the device makes itself (*ran = 1) are tested without a GPU. The
 # accelerate suite checks every replay against eager, bit for bit, and
-# that the device ran some itself; the training suite runs on it too, and
-# it passes check-plugin (tests/conformance.sh).
+# that the device ran some itself, and once more with fill not native,
+# whose memory calls end recordings part way (accel_on_graphwrap_flush.sh);
+# the training suite runs on it too, and it passes check-plugin
+# (tests/conformance.sh).
 check_LTLIBRARIES += tests/plugins/libdlaccel-graphwrap.la
 tests_plugins_libdlaccel_graphwrap_la_SOURCES = tests/plugins/graphwrap.c
 tests_plugins_libdlaccel_graphwrap_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS)
@@ -91,7 +93,9 @@ $(DLA_GRAPHWRAP_MANIFEST): $(top_srcdir)/tests/plugins/graphwrap.json.in Makefil
 	$< > $@
 check_DATA += $(DLA_GRAPHWRAP_MANIFEST)
 CLEANFILES += $(DLA_GRAPHWRAP_MANIFEST)
-TESTS += tests/accel_on_graphwrap.sh tests/train_on_graphwrap.sh
-EXTRA_DIST += tests/accel_on_graphwrap.sh tests/train_on_graphwrap.sh
-tests/conformance.sh.log tests/accel_on_graphwrap.sh.log tests/train_on_graphwrap.sh.log: \
+TESTS += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh tests/train_on_graphwrap.sh
+EXTRA_DIST += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh \
+	tests/train_on_graphwrap.sh
+tests/conformance.sh.log tests/accel_on_graphwrap.sh.log tests/accel_on_graphwrap_flush.sh.log \
+	tests/train_on_graphwrap.sh.log: \
 	$(DLA_GRAPHWRAP_MANIFEST)

@@ -23,7 +23,8 @@
  * A memory call by the host while recording (allocation, host copies, a
  * sync: what a CUDA graph cannot hold) ends the recording as the cuda
  * plugin ends its capture: roles copied out, the rest of the run plain,
- * the plan never recorded again.
+ * the plan never recorded again (DLA_GRAPHWRAP_NOT_NATIVE makes the host
+ * do so: see supports).
  * What the host promised and did not keep (a view outside its region, a
  * write to a region said to be only read, a first byte that is no whole
  * element, a checked call that differs) fails the call with the reason.
@@ -33,6 +34,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef CPU_PLUGIN_LIB
@@ -131,7 +133,8 @@ static dla_status copy_roles(entry *e, int out)
 }
 
 /* The recording or check in progress ends: written roles out, calls go
- * straight in again; the plan is replayed later only when keep. */
+ * straight in again, and the entry goes to state then (DEAD when the
+ * copies fail). */
 static dla_status finish(state then)
 {
     entry *e = cur;
@@ -333,6 +336,9 @@ static dla_status memory_call(void *dev, const char *member)
     if (!cur || cur->dev != dev)
         return DLA_OK;
     const int checking = cur->st == CHECKING;
+    host->log(DLA_LOG_DEBUG, "plan %llu: %s ends its %s after %d calls",
+              (unsigned long long)cur->plan, member, checking ? "check" : "recording",
+              (int)next_call);
     finish(DEAD);
     if (!checking)
         return DLA_OK;
@@ -566,6 +572,18 @@ static dla_status plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32
     return s;
 }
 
+/* DLA_GRAPHWRAP_NOT_NATIVE=kernel: supports() says no to that kernel, so
+ * the host runs each call of it on the cpu plugin with copies (memory
+ * calls) in the middle of a recorded run (tests/accel_on_graphwrap_flush.sh). */
+static dla_kernel not_native = DLA_KERNEL_COUNT;
+
+static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
+{
+    if (kernel == not_native)
+        return 0;
+    return inner.supports ? inner.supports(dev, kernel, dtype) : 1;
+}
+
 static dla_status device_info(int index, dla_plugin_device_info *info)
 {
     dla_status s = inner.device_info(index, info);
@@ -621,6 +639,11 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_p
     /* The cpu plugin's own record is shut down by the host (it is loaded
      * as the fallback); this one only borrows it. */
     mine.shutdown = NULL;
+    const char *nn = getenv("DLA_GRAPHWRAP_NOT_NATIVE");
+#define BY_NAME(id, name, ...) not_native = nn && strcmp(nn, name) == 0 ? id : not_native;
+    DLA_KERNEL_LIST(BY_NAME)
+#undef BY_NAME
+    mine.supports = supports;
     mine.device_info = device_info;
     mine.device_close = device_close;
     mine.mem_alloc = mem_alloc;
