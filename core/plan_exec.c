@@ -324,6 +324,10 @@ static dla_status make_launch(dla__plan *p, dla__launch *l)
     return st;
 }
 
+/* The ids plan_replay names plans by; a plan takes a new one after a run
+ * that failed (see run). */
+static atomic_ullong serials;
+
 /* Whether p's runs can be offered to plan_replay (ABI 1.5): every step a
  * launch and none drawing random numbers, so that two runs make the same
  * calls with the same arguments except for where their inputs and output
@@ -333,7 +337,6 @@ static int replayable(dla__plan *p)
 {
     if (p->replayable >= 0)
         return p->replayable;
-    static atomic_ullong serials;
     int ok = p->dev->abi_minor >= 5 && p->dev->table->plan_replay && p->nsteps > 0;
     for (int s = 0; s < p->nsteps && ok; s++)
         ok = p->steps[s].kind == DLA__STEP_LAUNCH &&
@@ -481,6 +484,12 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
     }
     if (hooked)
         st = hook_end(p, st);
+    /* A run that failed stopped part way, perhaps for the host's own reason
+     * (an allocation between two calls) that the device never heard of:
+     * what the device kept of it (a CUDA graph captured up to there) must
+     * not stand for a whole run, so later runs come under a new id. */
+    if (st != DLA_OK && p->replayable == 1)
+        p->serial = atomic_fetch_add(&serials, 1) + 1;
     for (int i = 0; i < t->nout; i++) {
         out[i] = NULL;
         if (st == DLA_OK && !(out[i] = materialize(p, in, p->sources[p->out_src[i]])))

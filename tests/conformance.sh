@@ -3,7 +3,8 @@
 # tree has: cpu (against itself: its results do not depend on how its
 # threads split the work), the test-only testmem and denseonly (the cpu
 # plugin declining every non-dense view, which the core's dense retry
-# rescues; the broken wrappers are tests/check_plugin_broken.sh's), and
+# rescues; the broken wrappers are tests/check_plugin_broken.sh's),
+# graphwrap (the cpu plugin with plan_replay as a recorded graph), and
 # opencl when it was built and finds a device, and then once more for opencl's GEMM with its own kernel on
 # the large cases it would give CLBlast, and for its summed fused programs
 # (fused_reduce and the pair) in each layout, interpreted and compiled.
@@ -13,7 +14,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-conformance-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE
 set -- "$DLA_TEST_BUILDDIR/plugins.d/cpu.json" "$DLA_TEST_BUILDDIR/tests/plugins.d/testmem.json" \
-    "$DLA_TEST_BUILDDIR/tests/cpuwrap.d/denseonly/denseonly.json"
+    "$DLA_TEST_BUILDDIR/tests/cpuwrap.d/denseonly/denseonly.json" \
+    "$DLA_TEST_BUILDDIR/tests/cpuwrap.d/graphwrap/graphwrap.json"
 if [ -f "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json" ]; then
     if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
         DLACCEL_DEVICE=opencl "$tool" devices >/dev/null 2>&1; then

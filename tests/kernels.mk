@@ -69,3 +69,33 @@ EXTRA_DIST += tests/accel_on_testmem.sh tests/accel_on_opencl.sh
 if HAVE_OPENCL
 TESTS += tests/accel_on_opencl.sh
 endif
+
+# graphwrap (tests/plugins/graphwrap.c): the cpu plugin with ABI 1.5's
+# plan_replay served as the cuda plugin serves it, a recording of a plan's
+# third run standing in for the CUDA graph, so that the host's promise
+# (same calls, memory at the same places in each run's regions) and the
+# runs the device makes itself (*ran = 1) are tested without a GPU. The
+# accelerate suite checks every replay against eager, bit for bit, and
+# that the device ran some itself, and once more with fill not native,
+# whose memory calls end recordings part way (accel_on_graphwrap_flush.sh);
+# the training suite runs on it too, and it passes check-plugin
+# (tests/conformance.sh).
+check_LTLIBRARIES += tests/plugins/libdlaccel-graphwrap.la
+tests_plugins_libdlaccel_graphwrap_la_SOURCES = tests/plugins/graphwrap.c
+tests_plugins_libdlaccel_graphwrap_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS)
+tests_plugins_libdlaccel_graphwrap_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
+tests_plugins_libdlaccel_graphwrap_la_LIBADD = -ldl -lpthread
+EXTRA_DIST += tests/plugins/graphwrap.json.in
+DLA_GRAPHWRAP_MANIFEST = tests/cpuwrap.d/graphwrap/graphwrap.json
+$(DLA_GRAPHWRAP_MANIFEST): $(top_srcdir)/tests/plugins/graphwrap.json.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests/cpuwrap.d/graphwrap && \
+	$(SED) -e "s|@LIBRARY_PATH@|$(abs_builddir)/tests/plugins/.libs/libdlaccel-graphwrap.so|" \
+	$< > $@
+check_DATA += $(DLA_GRAPHWRAP_MANIFEST)
+CLEANFILES += $(DLA_GRAPHWRAP_MANIFEST)
+TESTS += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh tests/train_on_graphwrap.sh
+EXTRA_DIST += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh \
+	tests/train_on_graphwrap.sh
+tests/conformance.sh.log tests/accel_on_graphwrap.sh.log tests/accel_on_graphwrap_flush.sh.log \
+	tests/train_on_graphwrap.sh.log: \
+	$(DLA_GRAPHWRAP_MANIFEST)

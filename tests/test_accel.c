@@ -345,7 +345,8 @@ static void test_replays_with_recurring_memory_equal_eager_every_time(void **sta
                              dla_randn(DLA_F32, "", DLA_DIMS(4, 16)),
                              dla_randn(DLA_F32, "", DLA_DIMS(2, 16))};
         dla_tensor *got[4], *eager[4];
-        assert_int_equal(dla_accel_feval(af, &c, 5, in, 4, got), DLA_OK);
+        if (dla_accel_feval(af, &c, 5, in, 4, got) != DLA_OK)
+            fail_msg("call %d: %s", it, dla_last_error());
         assert_int_equal(dla_feval(model_loss, NULL, 5, in, 4, eager), DLA_OK);
         for (int i = 0; i < 4; i++) {
             int64_t n = dla_tensor_numel(eager[i]);
@@ -377,6 +378,123 @@ static void test_replays_with_recurring_memory_equal_eager_every_time(void **sta
     }
     free(text);
     dla_accel_free(af);
+}
+
+/* A sum, a product and an elementwise op of two inputs. */
+static dla_status sums_and_products(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    out[0] = dla_sum(dla_mul(in[0], in[0]), 0, NULL);
+    out[1] = dla_mtimes(in[1], in[1]);
+    out[2] = dla_exp(in[0]);
+    return DLA_OK;
+}
+
+static void assert_same_bits(dla_tensor *got, dla_tensor *want)
+{
+    const int64_t n = dla_tensor_numel(want);
+    assert_int_equal(dla_tensor_numel(got), n);
+    float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+    assert_int_equal(dla_tensor_to_host(got, a, sizeof(float) * (size_t)n), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(want, b, sizeof(float) * (size_t)n), DLA_OK);
+    assert_memory_equal(a, b, sizeof(float) * (size_t)n);
+    free(a);
+    free(b);
+}
+
+/* Inputs that are views some elements into their storage, a different
+ * number on each call: a plan_replay region starts where the view does
+ * (a device that runs the replay itself copies from there), and replays
+ * equal eager bit for bit however the views are aligned. */
+static void test_replays_of_inputs_at_changing_offsets_equal_eager(void **state)
+{
+    dla_accel *af = dla_accelerate(sums_and_products, NULL);
+    for (int it = 0; it < 12; it++) {
+        dla_scope_begin();
+        dla_rng_seed(60 + (uint64_t)it);
+        const int64_t s = 1 + it % 5;
+        dla_tensor *in[2] = {
+            dla_slice(dla_randn(DLA_F32, "", DLA_DIMS(1, 4101)), 2, s, 1, s + 4093),
+            dla_slice(dla_randn(DLA_F32, "", DLA_DIMS(67, 73)), 2, s, 1, s + 67)};
+        dla_tensor *got[3], *eager[3];
+        if (dla_accel_call(af, NULL, 2, in, 3, got) != DLA_OK)
+            fail_msg("call %d: %s", it, dla_last_error());
+        assert_int_equal(sums_and_products(NULL, 2, in, 3, eager), DLA_OK);
+        for (int i = 0; i < 3; i++)
+            assert_same_bits(got[i], eager[i]);
+        dla_scope_end();
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
+    fclose(f);
+    const char *expect = getenv("DLA_TEST_EXPECT_DEVICE_RUNS");
+    if (expect && *expect && strcmp(expect, "0") != 0) {
+        const char *at = strstr(text, "(plan_replay): ");
+        assert_non_null(at);
+        assert_true(atol(at + strlen("(plan_replay): ")) > 0);
+    }
+    free(text);
+    dla_accel_free(af);
+}
+
+/* exp of rows of x picked by an index: the gather checks the positions. */
+static dla_status pick(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_exp(dla_affine(dla_index(in[0], 1, in[1]), 0.5, 1.0));
+    return DLA_OK;
+}
+
+/* A run that fails part way (here the gather, on a position out of
+ * range) must leave nothing a device kept of it in the place of a whole
+ * run: ABI 1.5 gives the plan a new id. Runs 3 and 8 fail: with graphwrap
+ * (tests/accel_on_graphwrap.sh), the cuda plugin's scheme on the cpu,
+ * the first is the run it records and the second one it runs itself;
+ * every other call equals eager, bit for bit. */
+static void test_replays_after_a_failed_run_equal_eager(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(31);
+    dla_tensor *x = dla_randn(DLA_F32, "", DLA_DIMS(5, 4));
+    const int32_t good[3] = {4, 0, 2}, bad[3] = {1, 9, 0};
+    dla_tensor *ig = dla_tensor_from_host(good, DLA_I32, "", DLA_DIMS(3, 1));
+    dla_tensor *ib = dla_tensor_from_host(bad, DLA_I32, "", DLA_DIMS(3, 1));
+    dla_tensor *want;
+    assert_int_equal(pick(NULL, 2, (dla_tensor *[]){x, ig}, 1, &want), DLA_OK);
+    const int64_t n = dla_tensor_numel(want);
+    float w[12], g[12];
+    assert_int_equal(dla_tensor_to_host(want, w, sizeof w), DLA_OK);
+    dla_accel *af = dla_accelerate(pick, NULL);
+    /* call 0 records the trace, call 1 makes the plan, call k runs it for the (k-1)-th time */
+    for (int call = 0; call < 18; call++) {
+        dla_tensor *got = NULL;
+        const int fails = call == 4 || call == 9;
+        dla_status st = dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, fails ? ib : ig}, 1, &got);
+        if (fails) {
+            assert_int_not_equal(st, DLA_OK);
+            continue;
+        }
+        if (st != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        assert_int_equal(dla_tensor_numel(got), n);
+        assert_int_equal(dla_tensor_to_host(got, g, sizeof g), DLA_OK);
+        assert_memory_equal(g, w, sizeof(float) * (size_t)n);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
+    fclose(f);
+    const char *expect = getenv("DLA_TEST_EXPECT_DEVICE_RUNS");
+    if (expect && *expect && strcmp(expect, "0") != 0) {
+        const char *at = strstr(text, "(plan_replay): ");
+        assert_non_null(at);
+        assert_true(atol(at + strlen("(plan_replay): ")) > 0);
+    }
+    free(text);
+    dla_accel_free(af);
+    dla_scope_end();
 }
 
 /* ----------------------------------------------------------- randomness */
@@ -985,6 +1103,8 @@ int main(void)
         cmocka_unit_test(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         cmocka_unit_test(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         cmocka_unit_test(test_replays_with_recurring_memory_equal_eager_every_time),
+        cmocka_unit_test(test_replays_after_a_failed_run_equal_eager),
+        cmocka_unit_test(test_replays_of_inputs_at_changing_offsets_equal_eager),
         cmocka_unit_test(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         cmocka_unit_test(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         cmocka_unit_test(test_a_host_read_while_recording_marks_the_trace_data_dependent),

@@ -727,26 +727,30 @@ typedef struct dla_plugin {
      * each plan_begin that returned DLA_OK. NULL: nothing. */
     dla_status (*plan_end)(void *dev);
     /* ---- fields above are ABI 1.3 ---- */
-    /* Called instead of plan_begin where the host can promise more: the
-     * replay about to begin is a run of its plan `plan` (an id the host
-     * never gives another plan in the process), and makes the calls of
-     * every earlier run of that plan, with the same arguments, except for
-     * the memory of the run's inputs and results, mems[0 .. nmems-1] (see
-     * dla_plan_mem): where an earlier run's view lay at byte first + b of
-     * its mems[i].mem, this run's lies at byte first + b of this run's
-     * mems[i].mem. Everything else the calls touch (intermediates,
-     * constants) is the plan's own and stays where it is. So the plugin
-     * may run the replay itself, as it ran an earlier one: a CUDA graph
-     * captured then, over memory of its own into which it copies the
-     * regions the run reads and from which it copies the regions it
-     * writes. It then sets *ran to 1, and the host makes none of the calls
-     * and calls plan_end. With *ran 0 a plan has begun as plan_begin
-     * begins one: the host makes the calls and then calls plan_end. The
-     * host calls it only for plans without random numbers and without ops
-     * that run as themselves, whose inputs' memory is in no other input's
-     * or constant's storage. An error: as from plan_begin, no plan has
-     * begun (plan_end is not called) and the replay fails. NULL:
-     * plan_begin. */
+    /* Called instead of plan_begin where the host can promise more: the replay
+     * about to begin is a run of its plan `plan` (an id the host never gives
+     * another plan in the process), and makes the calls of every earlier run
+     * of that plan, with the same arguments, except for the memory of the
+     * run's inputs and results, mems[0 .. nmems-1] (see dla_plan_mem): where
+     * an earlier run's view lay b bytes past that run's mems[i].first, in its
+     * mems[i].mem, this run's lies b bytes past this run's mems[i].first, in
+     * this run's mems[i].mem (first may differ from run to run, in whole
+     * elements of the views there; the regions' sizes and written do not).
+     * Everything else the calls touch (intermediates, constants) is the plan's
+     * own and stays where it is. So the plugin may run the replay itself, as
+     * it ran an earlier one: a CUDA graph captured then, over memory of its
+     * own into which it copies the regions the run reads and from which it
+     * copies the regions it writes. It then sets *ran to 1, and the host makes
+     * none of the calls and calls plan_end. With *ran 0 a plan has begun as
+     * plan_begin begins one: the host makes the calls and then calls plan_end.
+     * The host calls it only for plans without random numbers and without ops
+     * that run as themselves, whose inputs' memory is in no other input's or
+     * constant's storage. A run that fails (a member's error, or the host's
+     * own between two calls, which the plugin never hears of) may have stopped
+     * part way: the plan's later runs come under a new id, so that nothing the
+     * plugin kept of that run is ever asked for again. An error: as from
+     * plan_begin, no plan has begun (plan_end is not called) and the replay
+     * fails. NULL: plan_begin. */
     dla_status (*plan_replay)(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
                               const dla_plan_mem *mems, int32_t *ran);
     /* ---- fields above are ABI 1.5 ---- */
