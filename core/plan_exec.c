@@ -589,7 +589,8 @@ void dla__plan_print(const dla__trace *t, FILE *f)
                 atomic_load(&p->runs), atomic_load(&p->fused_launches));
         if (p->replayable == 1)
             fprintf(f, "  plan runs on %s offered whole to the device (plan_replay): %ld run "
-                    "by the device itself (a CUDA graph), the others launch by launch\n",
+                    "by the device itself as one (the cuda plugin: a CUDA graph), the others "
+                    "launch by launch\n",
                     p->dev->name, atomic_load(&p->device_runs));
     }
 }

@@ -486,8 +486,12 @@ static void test_replays_after_a_failed_run_equal_eager(void **state)
     FILE *f = open_memstream(&text, &len);
     assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
     fclose(f);
+    /* Not on cuda: its gather reads the index back to the host (a bad
+     * position is the call's error), which ends a capture, so there a
+     * plan with a gather never becomes a graph (H200, 2026-11-26). */
     const char *expect = getenv("DLA_TEST_EXPECT_DEVICE_RUNS");
-    if (expect && *expect && strcmp(expect, "0") != 0) {
+    const char *plugin = dla_device_plugin(dla_device_current());
+    if (expect && *expect && strcmp(expect, "0") != 0 && !(plugin && !strcmp(plugin, "cuda"))) {
         const char *at = strstr(text, "(plan_replay): ");
         assert_non_null(at);
         assert_true(atol(at + strlen("(plan_replay): ")) > 0);
