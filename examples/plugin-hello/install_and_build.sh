@@ -133,7 +133,7 @@ fi
 
 # 7. Every manifest declares the ABI its plugin answers (the installed
 # ones, hello's, and the test plugin testmem's): "declared 1.0, plugin
-# speaks 1.4" is a manifest left behind.
+# speaks 1.5" is a manifest left behind.
 DLACCEL_PLUGIN_PATH=$tmp/installed2.d:$build/tests/plugins.d
 $limit "$tool" devices >"$tmp/devices3.log" 2>&1
 grep "plugin speaks" "$tmp/devices3.log" >"$tmp/abi.log"
