@@ -407,16 +407,24 @@ static dla_status cnn_step(void *ctx, int nin, dla_tensor *const *in, int nout, 
     return DLA_OK;
 }
 
-static dla_status cnn_step_setup(const bench_workload *w, void **state)
+/* The CNN's state with fn accelerated as its runner (the run functions
+ * set the runner's inputs per call). */
+static dla_status cnn_accel_setup(const bench_workload *w, void **state, dla_function fn, int nin,
+                                  int nout, const char *name)
 {
     dla_status st = cnn_setup_either(state, 0, w->size);
     cnn *c = *state;
     if (st != DLA_OK)
         return st;
-    c->r = (runner){cnn_step, NULL, STEP_NIN, STEP_NOUT, NULL, NULL};
-    if (!(c->r.af = dla_accelerate(cnn_step, &(dla_accel_options){.name = "cnn_step"})))
+    c->r = (runner){fn, NULL, nin, nout, NULL, NULL};
+    if (!(c->r.af = dla_accelerate(fn, &(dla_accel_options){.name = name})))
         return dla_last_status();
     return DLA_OK;
+}
+
+static dla_status cnn_step_setup(const bench_workload *w, void **state)
+{
+    return cnn_accel_setup(w, state, cnn_step, STEP_NIN, STEP_NOUT, "cnn_step");
 }
 
 static dla_status cnn_step_run(void *state)
@@ -462,14 +470,7 @@ static dla_status cnn_forward(void *ctx, int nin, dla_tensor *const *in, int nou
 
 static dla_status cnn_infer_setup(const bench_workload *w, void **state)
 {
-    dla_status st = cnn_setup_either(state, 0, w->size);
-    cnn *c = *state;
-    if (st != DLA_OK)
-        return st;
-    c->r = (runner){cnn_forward, NULL, INFER_NIN, 1, NULL, NULL};
-    if (!(c->r.af = dla_accelerate(cnn_forward, &(dla_accel_options){.name = "cnn_forward"})))
-        return dla_last_status();
-    return DLA_OK;
+    return cnn_accel_setup(w, state, cnn_forward, INFER_NIN, 1, "cnn_forward");
 }
 
 static dla_status cnn_infer_run(void *state)

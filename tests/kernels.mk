@@ -19,15 +19,15 @@ DLA_CPUWRAP_CFLAGS = $(AM_CFLAGS) \
 DLA_CPUWRAP_LDFLAGS = -module -avoid-version -shared -no-undefined -rpath /nowhere
 check_LTLIBRARIES += tests/plugins/libdlaccel-denseonly.la \
 	tests/plugins/libdlaccel-declineall.la tests/plugins/libdlaccel-badindex.la
-tests_plugins_libdlaccel_denseonly_la_SOURCES = tests/plugins/cpuwrap.c
+tests_plugins_libdlaccel_denseonly_la_SOURCES = tests/plugins/cpuwrap.c tests/plugins/cpu_inner.h
 tests_plugins_libdlaccel_denseonly_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS) -DCPUWRAP_MODE=MODE_DENSEONLY
 tests_plugins_libdlaccel_denseonly_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
 tests_plugins_libdlaccel_denseonly_la_LIBADD = -ldl
-tests_plugins_libdlaccel_declineall_la_SOURCES = tests/plugins/cpuwrap.c
+tests_plugins_libdlaccel_declineall_la_SOURCES = tests/plugins/cpuwrap.c tests/plugins/cpu_inner.h
 tests_plugins_libdlaccel_declineall_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS) -DCPUWRAP_MODE=MODE_DECLINEALL
 tests_plugins_libdlaccel_declineall_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
 tests_plugins_libdlaccel_declineall_la_LIBADD = -ldl
-tests_plugins_libdlaccel_badindex_la_SOURCES = tests/plugins/cpuwrap.c
+tests_plugins_libdlaccel_badindex_la_SOURCES = tests/plugins/cpuwrap.c tests/plugins/cpu_inner.h
 tests_plugins_libdlaccel_badindex_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS) -DCPUWRAP_MODE=MODE_BADINDEX
 tests_plugins_libdlaccel_badindex_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
 tests_plugins_libdlaccel_badindex_la_LIBADD = -ldl
@@ -81,7 +81,7 @@ endif
 # the training suite runs on it too, and it passes check-plugin
 # (tests/conformance.sh).
 check_LTLIBRARIES += tests/plugins/libdlaccel-graphwrap.la
-tests_plugins_libdlaccel_graphwrap_la_SOURCES = tests/plugins/graphwrap.c
+tests_plugins_libdlaccel_graphwrap_la_SOURCES = tests/plugins/graphwrap.c tests/plugins/cpu_inner.h
 tests_plugins_libdlaccel_graphwrap_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS)
 tests_plugins_libdlaccel_graphwrap_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
 tests_plugins_libdlaccel_graphwrap_la_LIBADD = -ldl -lpthread

@@ -328,6 +328,27 @@ static void test_replayed_loss_and_gradients_equal_eager_ones_exactly(void **sta
     dla_accel_free(af);
 }
 
+/* The plan's print (on stderr), and where DLA_TEST_EXPECT_DEVICE_RUNS is
+ * set (tests/accel_on_graphwrap.sh, a GPU machine's suites) and `can`,
+ * the check that the device ran some of af's replays itself (ABI 1.5
+ * plan_replay). */
+static void expect_device_runs(dla_accel *af, int can)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
+    fclose(f);
+    fputs(text, stderr);
+    const char *expect = getenv("DLA_TEST_EXPECT_DEVICE_RUNS");
+    if (can && expect && *expect && strcmp(expect, "0") != 0) {
+        const char *at = strstr(text, "(plan_replay): ");
+        assert_non_null(at);
+        assert_true(atol(at + strlen("(plan_replay): ")) > 0);
+    }
+    free(text);
+}
+
 /* A training loop's pattern: each call's inputs and results come back to
  * the same device memory (they are released before the next call), which
  * is what a device may replay whole (ABI 1.5 plan_replay: the cuda
@@ -361,22 +382,8 @@ static void test_replays_with_recurring_memory_equal_eager_every_time(void **sta
         dla_scope_end();
     }
     assert_int_equal(c.calls, 1);
-    /* What the plan did. A device that runs replays whole (its test sets
-     * DLA_TEST_EXPECT_DEVICE_RUNS: tests/accel_on_graphwrap.sh, a GPU
-     * machine's suites) must have run some of these itself. */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
-    fclose(f);
-    fputs(text, stderr);
-    const char *expect = getenv("DLA_TEST_EXPECT_DEVICE_RUNS");
-    if (expect && *expect && strcmp(expect, "0") != 0) {
-        const char *at = strstr(text, "(plan_replay): ");
-        assert_non_null(at);
-        assert_true(atol(at + strlen("(plan_replay): ")) > 0);
-    }
-    free(text);
+    /* A device that runs replays whole must have run some of these itself. */
+    expect_device_runs(af, 1);
     dla_accel_free(af);
 }
 
@@ -424,18 +431,7 @@ static void test_replays_of_inputs_at_changing_offsets_equal_eager(void **state)
             assert_same_bits(got[i], eager[i]);
         dla_scope_end();
     }
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
-    fclose(f);
-    const char *expect = getenv("DLA_TEST_EXPECT_DEVICE_RUNS");
-    if (expect && *expect && strcmp(expect, "0") != 0) {
-        const char *at = strstr(text, "(plan_replay): ");
-        assert_non_null(at);
-        assert_true(atol(at + strlen("(plan_replay): ")) > 0);
-    }
-    free(text);
+    expect_device_runs(af, 1);
     dla_accel_free(af);
 }
 
@@ -481,22 +477,11 @@ static void test_replays_after_a_failed_run_equal_eager(void **state)
         assert_int_equal(dla_tensor_to_host(got, g, sizeof g), DLA_OK);
         assert_memory_equal(g, w, sizeof(float) * (size_t)n);
     }
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
-    fclose(f);
     /* Not on cuda: its gather reads the index back to the host (a bad
      * position is the call's error), which ends a capture, so there a
      * plan with a gather never becomes a graph (H200, 2026-11-26). */
-    const char *expect = getenv("DLA_TEST_EXPECT_DEVICE_RUNS");
     const char *plugin = dla_device_plugin(dla_device_current());
-    if (expect && *expect && strcmp(expect, "0") != 0 && !(plugin && !strcmp(plugin, "cuda"))) {
-        const char *at = strstr(text, "(plan_replay): ");
-        assert_non_null(at);
-        assert_true(atol(at + strlen("(plan_replay): ")) > 0);
-    }
-    free(text);
+    expect_device_runs(af, !(plugin && !strcmp(plugin, "cuda")));
     dla_accel_free(af);
     dla_scope_end();
 }

@@ -20,6 +20,7 @@
  * replaces the kernel members it changes. Its memory is the cpu plugin's.
  */
 #include <dlaccel/plugin.h>
+#include "cpu_inner.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -30,9 +31,6 @@
 
 #ifndef CPUWRAP_MODE
 #error "build with -DCPUWRAP_MODE=MODE_DENSEONLY, MODE_DECLINEALL or MODE_BADINDEX"
-#endif
-#ifndef CPU_PLUGIN_LIB
-#error "build with -DCPU_PLUGIN_LIB=\"path of the cpu plugin's library\""
 #endif
 
 #if CPUWRAP_MODE == MODE_DENSEONLY
@@ -231,18 +229,7 @@ static dla_status scatter_add(void *dev, const dla_index_args *a)
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_plugin *table)
 {
     host = h;
-    void *lib = dlopen(CPU_PLUGIN_LIB, RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return h->error(DLA_ERR_PLUGIN, NAME ": cannot open the cpu plugin %s: %s",
-                        CPU_PLUGIN_LIB, dlerror());
-    dla_plugin_init_fn init;
-    *(void **)&init = dlsym(lib, DLA_PLUGIN_INIT_SYMBOL);
-    if (!init)
-        return h->error(DLA_ERR_PLUGIN, NAME ": %s has no %s", CPU_PLUGIN_LIB,
-                        DLA_PLUGIN_INIT_SYMBOL);
-    memset(&inner, 0, sizeof inner);
-    inner.struct_size = sizeof inner;
-    dla_status s = init(h, &inner);
+    dla_status s = cpu_inner_open(h, NAME, &inner);
     if (s != DLA_OK)
         return s;
     const size_t size = table->struct_size < sizeof inner ? table->struct_size : sizeof inner;

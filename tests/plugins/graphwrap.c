@@ -30,6 +30,7 @@
  * element, a checked call that differs) fails the call with the reason.
  */
 #include <dlaccel/plugin.h>
+#include "cpu_inner.h"
 #include <dlaccel/plugin_kit.h>
 
 #include <dlfcn.h>
@@ -37,9 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef CPU_PLUGIN_LIB
-#error "build with -DCPU_PLUGIN_LIB=\"path of the cpu plugin's library\""
-#endif
 
 #define NAME "graphwrap"
 #define RECORD_AT 3 /* the cuda plugin's CAPTURE_AT */
@@ -615,18 +613,7 @@ static void device_close(void *dev)
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_plugin *table)
 {
     host = h;
-    void *lib = dlopen(CPU_PLUGIN_LIB, RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return h->error(DLA_ERR_PLUGIN, NAME ": cannot open the cpu plugin %s: %s",
-                        CPU_PLUGIN_LIB, dlerror());
-    dla_plugin_init_fn init;
-    *(void **)&init = dlsym(lib, DLA_PLUGIN_INIT_SYMBOL);
-    if (!init)
-        return h->error(DLA_ERR_PLUGIN, NAME ": %s has no %s", CPU_PLUGIN_LIB,
-                        DLA_PLUGIN_INIT_SYMBOL);
-    memset(&inner, 0, sizeof inner);
-    inner.struct_size = sizeof inner;
-    dla_status s = init(h, &inner);
+    dla_status s = cpu_inner_open(h, NAME, &inner);
     if (s != DLA_OK)
         return s;
     if (inner.abi_minor < 5 || !inner.copy_on_device)

@@ -1,0 +1,35 @@
+/*
+ * cpu_inner.h - how the test plugins that wrap the cpu plugin (cpuwrap.c,
+ * graphwrap.c) open it: dlopen of CPU_PLUGIN_LIB (the build tree's) and
+ * its init into *inner, as the host would call it. Their own table then
+ * starts as a copy of *inner with the members they change replaced.
+ */
+#ifndef DLA_TEST_CPU_INNER_H
+#define DLA_TEST_CPU_INNER_H
+
+#include <dlaccel/plugin.h>
+
+#include <dlfcn.h>
+#include <string.h>
+
+#ifndef CPU_PLUGIN_LIB
+#error "build with -DCPU_PLUGIN_LIB=\"path of the cpu plugin's library\""
+#endif
+
+static dla_status cpu_inner_open(const dla_plugin_host *h, const char *name, dla_plugin *inner)
+{
+    void *lib = dlopen(CPU_PLUGIN_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return h->error(DLA_ERR_PLUGIN, "%s: cannot open the cpu plugin %s: %s", name,
+                        CPU_PLUGIN_LIB, dlerror());
+    dla_plugin_init_fn init;
+    *(void **)&init = dlsym(lib, DLA_PLUGIN_INIT_SYMBOL);
+    if (!init)
+        return h->error(DLA_ERR_PLUGIN, "%s: %s has no %s", name, CPU_PLUGIN_LIB,
+                        DLA_PLUGIN_INIT_SYMBOL);
+    memset(inner, 0, sizeof *inner);
+    inner->struct_size = sizeof *inner;
+    return init(h, inner);
+}
+
+#endif
