@@ -10,6 +10,7 @@
 #include <dlaccel/plugin.h>
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifndef CPU_PLUGIN_LIB
@@ -30,6 +31,24 @@ static dla_status cpu_inner_open(const dla_plugin_host *h, const char *name, dla
     memset(inner, 0, sizeof *inner);
     inner->struct_size = sizeof *inner;
     return init(h, inner);
+}
+
+/* The inner device's info as the wrapper's: "NAME wrapping <the cpu's
+ * description>", of type "test". */
+static dla_status cpu_inner_device_info(const dla_plugin *inner, const char *name, int index,
+                                        dla_plugin_device_info *info)
+{
+    dla_status s = inner->device_info(index, info);
+    if (s == DLA_OK) {
+        char d[sizeof info->description];
+        memcpy(d, info->description, sizeof d);
+        d[sizeof d - 1] = '\0';
+        /* Cut to fit: the wrapper's name first. */
+        snprintf(info->description, sizeof info->description, "%s wrapping %.*s", name,
+                 (int)(sizeof info->description - strlen(name) - sizeof " wrapping "), d);
+        strcpy(info->type, "test");
+    }
+    return s;
 }
 
 #endif
