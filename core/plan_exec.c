@@ -364,19 +364,33 @@ static void view_bytes(const dla_tensor *x, size_t *first, size_t *end)
     *end = n > 0 ? *first + (size_t)(last + 1) * es : *first;
 }
 
+/* Whether two tensors are the same view of their storage. */
+static int same_view(const dla_tensor *a, const dla_tensor *b)
+{
+    return a->storage == b->storage && a->offset == b->offset && a->ndims == b->ndims &&
+           a->dtype == b->dtype && !memcmp(a->dims, b->dims, (size_t)a->ndims * sizeof *a->dims) &&
+           !memcmp(a->strides, b->strides, (size_t)a->ndims * sizeof *a->strides);
+}
+
 /* The run's memory for plan_replay in p->run_mems; its count, or -1 when
- * an input's storage is another input's or a constant's (the device could
- * not tell their regions apart: the run then takes plan_begin). */
+ * an input's storage is a constant's, or another input's under another
+ * view (the device could not tell their regions apart: the run then takes
+ * plan_begin). Every input is there (the patches name an input by the
+ * first one on its storage), the same tensor passed twice once. */
 static int32_t run_memory(dla__plan *p, dla_tensor *const *in)
 {
     int32_t n = 0;
     for (int i = 0; i < p->nin; i++) {
-        if (!p->in_value[i])
-            continue;
         const dla__storage *st = in[i]->storage;
-        for (int k = 0; k < n; k++)
-            if (p->run_mems[k].mem == st->mem)
-                return -1;
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            if (in[k]->storage == st) {
+                if (!same_view(in[k], in[i]))
+                    return -1;
+                seen = 1;
+            }
+        if (seen)
+            continue;
         for (int j = 0; j < p->nconsts; j++)
             if (p->consts[j]->storage == st)
                 return -1;

@@ -218,7 +218,7 @@ typedef struct dla__plan {
      * whether its runs qualify (1 yes, 0 no, -1 not yet looked at), and
      * the memory of a run (its inputs, then its output buffers). */
     uint64_t serial;
-    int replayable;
+    atomic_int replayable;
     dla_plan_mem *run_mems;
 
     atomic_long runs, fused_launches, device_runs;
