@@ -71,9 +71,6 @@ extern const bench_workload bench_resnet_workloads[];    /* workloads_resnet.c *
 extern const bench_workload bench_replay_reference_workloads[];
 /* The im2col + OpenBLAS references of the conv workloads (workloads_conv.c). */
 extern const bench_workload bench_conv_reference_workloads[];
-/* The single-precision slicing layer the double one is timed beside
- * (workloads_slice.c). */
-extern const bench_workload bench_slice_reference_workloads[];
 
 /* Every device workload table, in report order; ends with NULL. */
 extern const bench_workload *const bench_device_tables[];

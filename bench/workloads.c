@@ -31,8 +31,5 @@ const bench_workload *bench_find_reference(const char *name)
     for (const bench_workload *w = bench_replay_reference_workloads; name && w->name; w++)
         if (strcmp(w->name, name) == 0)
             return w;
-    for (const bench_workload *w = bench_slice_reference_workloads; name && w->name; w++)
-        if (strcmp(w->name, name) == 0)
-            return w;
     return NULL;
 }
