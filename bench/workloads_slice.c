@@ -26,7 +26,7 @@
  *                  sets (a dozen large blocks each, of different sizes)
  *                  overflow the cpu plugin's cache of 16 freed blocks, and
  *                  every call pays fresh pages, double most (measured:
- *                  the double step at 3-4x its own time alone).
+ *                  the double step at about 4x its own time alone).
  * Each prints to stderr, when it is torn down, what the table cannot show:
  * the median forward and backward times measured inside the step, and the
  * high-water mark of resident memory over one step (from a fresh process
