@@ -5,10 +5,11 @@
  * entry point.
  *
  * The direct algorithm is written once (conv_direct_body.h) over the
- * vector operations of conv_vec.h, and compiled twice: conv_avx512.c with
- * 16-lane AVX-512 vectors, conv_avx2.c with 8-lane AVX2 + FMA vectors.
- * Only the register block shapes differ (each set fits its ISA's
- * registers: 32 zmm, 16 ymm).
+ * vector operations of conv_vec.h, and compiled three times:
+ * conv_avx512.c with 16-lane AVX-512 float vectors, conv_avx2.c with
+ * 8-lane AVX2 + FMA float vectors, conv_avx2_f64.c with 4-lane AVX2 + FMA
+ * double vectors. Only the register block shapes differ between the ISAs
+ * (each set fits its ISA's registers: 32 zmm, 16 ymm).
  *
  * The element type is float, or double where the includer defines
  * DLA__CONV_F64 to 1 first (conv_avx2_f64.c): one translation unit holds
