@@ -2,8 +2,8 @@
  * conv_avx2_f64.c - direct float64 convolution with AVX2 and FMA, stride
  * 1: conv_avx2.c compiled for double (4-lane vectors, the same register
  * blocks), so that double, which MATLAB layers run in by default, leaves
- * im2col too: a depthwise 3x3 layer (bench conv3) took 5.7-8.7x its
- * single-precision time there, 1.8-2.2x here (docs/performance.md).
+ * im2col too: a depthwise 3x3 layer (bench conv3) took 5.7-9.4x its
+ * single-precision time there, 1.9-2.1x here (docs/performance.md).
  *
  * conv.c calls it for double on every CPU with AVX2 and FMA, AVX-512 ones
  * included: there is no AVX-512 double instance yet (conv_avx512.c would
