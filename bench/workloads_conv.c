@@ -1,9 +1,14 @@
 /*
- * workloads_conv.c - the convolutions of the digit CNN at batch 128, one
- * kernel call each: forward, backward data and backward filter of
- *   conv1: 28x28x1 -> 24x24x20, 5x5 filters, no padding
- *   conv2: 24x24x20 -> 24x24x20, 3x3 filters, padding 1 (conv3 is the same)
- * in single precision.
+ * workloads_conv.c - convolutions, one kernel call each: forward,
+ * backward data and backward filter of
+ *   conv1: 28x28x1 -> 24x24x20, 5x5 filters, no padding   } the digit CNN,
+ *   conv2: 24x24x20 -> 24x24x20, 3x3 filters, padding 1   } batch 128
+ *          (its conv3 is the same)
+ *   conv3: 256x256x64 -> 256x256x64 depthwise (64 groups of one channel),
+ *          3x3 filters, padding 1, batch 10: the MATLAB Answers slicing
+ *          layer's convolution at the page's size (workloads_slice.c)
+ * in single precision, and conv3 in double too (conv3_*_f64: that layer
+ * runs in double in MATLAB; issue 19).
  *
  * These time the plugin's kernels themselves (dla_conv_args through the
  * device's table, as the core calls them), because backward filter has no
@@ -21,7 +26,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH 128
+/* The layers by number: input size (square), channels, filters, groups,
+ * filter size (square), padding, images. */
+typedef struct conv_layer {
+    int64_t in, C, F, G, fs, pad, batch;
+} conv_layer;
+static const conv_layer layers[] = {
+    {0},
+    {28, 1, 20, 1, 5, 0, 128},
+    {24, 20, 20, 1, 3, 1, 128},
+    {256, 64, 64, 64, 3, 1, 10},
+};
 
 typedef struct conv_bench {
     dla_device *dev;
@@ -42,13 +57,13 @@ static void conv_teardown(void *state)
     free(s);
 }
 
-/* A dense float view of dims on mem. */
-static void dense(dla_view *v, dla_mem mem, int nd, const int64_t *dims)
+/* A dense view of dims on mem. */
+static void dense(dla_view *v, dla_mem mem, dla_dtype dt, int nd, const int64_t *dims)
 {
     memset(v, 0, sizeof *v);
     v->struct_size = sizeof *v;
     v->mem = mem;
-    v->dtype = DLA_F32;
+    v->dtype = dt;
     v->ndims = nd;
     int64_t s = 1;
     for (int i = 0; i < nd; i++) {
@@ -58,7 +73,8 @@ static void dense(dla_view *v, dla_mem mem, int nd, const int64_t *dims)
     }
 }
 
-/* w->size encodes the case: layer (1 or 2) * 10 + direction (0..2). */
+/* w->size encodes the case: layer (1..3) * 10 + direction (0..2), plus
+ * 100 for double. */
 static dla_status conv_setup_on(const bench_workload *w, void **state, dla_device *dev, int im2col)
 {
     conv_bench *s = calloc(1, sizeof *s);
@@ -71,7 +87,9 @@ static dla_status conv_setup_on(const bench_workload *w, void **state, dla_devic
         return DLA_ERR_NO_DEVICE;
     static const dla_kernel kernels[3] = {DLA_KERNEL_CONV_FORWARD, DLA_KERNEL_CONV_BACKWARD_DATA,
                                           DLA_KERNEL_CONV_BACKWARD_FILTER};
-    const int layer = (int)(w->size / 10), dir = (int)(w->size % 10);
+    const int layer = (int)(w->size % 100 / 10), dir = (int)(w->size % 10);
+    const dla_dtype dt = w->size >= 100 ? DLA_F64 : DLA_F32;
+    const size_t esize = dt == DLA_F64 ? sizeof(double) : sizeof(float);
     s->which = kernels[dir];
     const dla_plugin *t = dla_device_table(dev);
     void *ctx = dla_device_context(dev);
@@ -79,42 +97,47 @@ static dla_status conv_setup_on(const bench_workload *w, void **state, dla_devic
         dir == 0 ? t->conv_forward : dir == 1 ? t->conv_backward_data : t->conv_backward_filter;
     if (!fn)
         return DLA_ERR_UNSUPPORTED;
-    const int64_t in = layer == 1 ? 28 : 24, C = layer == 1 ? 1 : 20, F = 20,
-                  fs = layer == 1 ? 5 : 3, pad = layer == 1 ? 0 : 1;
+    const conv_layer *l = &layers[layer];
+    const int64_t in = l->in, C = l->C, F = l->F, G = l->G, fs = l->fs, pad = l->pad,
+                  B = l->batch;
     const int64_t out = in + 2 * pad - fs + 1;
-    const int64_t xd[4] = {in, in, C, BATCH}, wd[5] = {fs, fs, C, F, 1},
-                  yd[4] = {out, out, F, BATCH}, bd[1] = {F};
-    const int64_t n[4] = {in * in * C * BATCH, fs * fs * C * F, out * out * F * BATCH, F};
+    const int64_t xd[4] = {in, in, C, B}, wd[5] = {fs, fs, C / G, F / G, G},
+                  yd[4] = {out, out, F, B}, bd[1] = {F};
+    const int64_t n[4] = {in * in * C * B, fs * fs * (C / G) * F, out * out * F * B, F};
     for (int i = 0; i < 4; i++) {
-        float *h = malloc((size_t)n[i] * sizeof(float));
+        void *h = malloc((size_t)n[i] * esize);
         if (!h)
             return DLA_ERR_OUT_OF_MEMORY;
         uint32_t r = 2463534242u + (uint32_t)i;
         for (int64_t j = 0; j < n[i]; j++) {
             r ^= r << 13, r ^= r >> 17, r ^= r << 5;
-            h[j] = (float)(r >> 8) * (1.0f / 16777216.0f) - 0.5f;
+            const float v = (float)(r >> 8) * (1.0f / 16777216.0f) - 0.5f;
+            if (dt == DLA_F64)
+                ((double *)h)[j] = v;
+            else
+                ((float *)h)[j] = v;
         }
-        dla_status st = t->mem_alloc(ctx, (size_t)n[i] * sizeof(float), &s->mem[i]);
+        dla_status st = t->mem_alloc(ctx, (size_t)n[i] * esize, &s->mem[i]);
         if (st == DLA_OK)
-            st = t->copy_to_device(ctx, s->mem[i], 0, h, (size_t)n[i] * sizeof(float));
+            st = t->copy_to_device(ctx, s->mem[i], 0, h, (size_t)n[i] * esize);
         free(h);
         if (st != DLA_OK)
             return st;
     }
     dla_conv_args *a = &s->a;
     a->struct_size = sizeof *a;
-    a->dtype = DLA_F32;
+    a->dtype = dt;
     a->nspatial = 2;
-    a->batch = BATCH, a->in_channels = C, a->out_channels = F, a->groups = 1;
+    a->batch = B, a->in_channels = C, a->out_channels = F, a->groups = G;
     for (int i = 0; i < 2; i++) {
         a->in_size[i] = in, a->out_size[i] = out, a->filter_size[i] = fs;
         a->stride[i] = 1, a->dilation[i] = 1, a->pad_begin[i] = pad;
     }
-    dense(&a->x, s->mem[0], 4, xd);
-    dense(&a->w, s->mem[1], 5, wd);
-    dense(&a->y, s->mem[2], 4, yd);
+    dense(&a->x, s->mem[0], dt, 4, xd);
+    dense(&a->w, s->mem[1], dt, 5, wd);
+    dense(&a->y, s->mem[2], dt, 4, yd);
     if (dir == 0)
-        dense(&a->bias, s->mem[3], 1, bd);
+        dense(&a->bias, s->mem[3], dt, 1, bd);
     else
         a->bias.struct_size = sizeof a->bias;
     return DLA_OK;
@@ -160,28 +183,36 @@ static dla_status conv_run(void *state)
 }
 
 /* Multiply-adds x 2 of one call: every direction does the forward's. */
-#define FLOPS(in, C, fs, pad) (2.0 * BATCH * 20 * (C) * (fs) * (fs) * ((in) + 2 * (pad) - (fs) + 1) * ((in) + 2 * (pad) - (fs) + 1))
-#define CONV(layer, dir, dname, flops)                                                             \
-    {.name = "conv" #layer "_" dname, .unit = BENCH_FLOPS, .work = (flops),                        \
-     .size = (layer) * 10 + (dir), .setup = conv_setup, .run = conv_run,                           \
-     .teardown = conv_teardown, .label = "conv" #layer " " dname,                                  \
-     .reference = "im2col_conv" #layer "_" dname, .target = 0}
-#define REF(layer, dir, dname, flops)                                                              \
-    {.name = "im2col_conv" #layer "_" dname, .unit = BENCH_FLOPS, .work = (flops),                 \
-     .size = (layer) * 10 + (dir), .setup = im2col_setup, .run = conv_run,                         \
+#define FLOPS(batch, in, Cg, F, fs, pad)                                                           \
+    (2.0 * (batch) * (F) * (Cg) * (fs) * (fs) * ((in) + 2 * (pad) - (fs) + 1) *                  \
+     ((in) + 2 * (pad) - (fs) + 1))
+/* sfx: "" or "_f64", with dt 0 or 100 (the size's dtype part). */
+#define CONV(layer, dir, dname, sfx, dt, flops)                                                    \
+    {.name = "conv" #layer "_" dname sfx, .unit = BENCH_FLOPS, .work = (flops),                    \
+     .size = (dt) + (layer) * 10 + (dir), .setup = conv_setup, .run = conv_run,                    \
+     .teardown = conv_teardown, .label = "conv" #layer " " dname sfx,                              \
+     .reference = "im2col_conv" #layer "_" dname sfx, .target = 0}
+#define REF(layer, dir, dname, sfx, dt, flops)                                                     \
+    {.name = "im2col_conv" #layer "_" dname sfx, .unit = BENCH_FLOPS, .work = (flops),             \
+     .size = (dt) + (layer) * 10 + (dir), .setup = im2col_setup, .run = conv_run,                  \
      .teardown = conv_teardown, .label = "im2col+OpenBLAS"}
+/* The three directions of a layer. */
+#define DIRS(M, layer, sfx, dt, flops)                                                             \
+    M(layer, 0, "fwd", sfx, dt, flops), M(layer, 1, "bwd_data", sfx, dt, flops),                  \
+        M(layer, 2, "bwd_filter", sfx, dt, flops)
 
-#define C1 FLOPS(28, 1, 5, 0)
-#define C2 FLOPS(24, 20, 3, 1)
+#define C1 FLOPS(128, 28, 1, 20, 5, 0)
+#define C2 FLOPS(128, 24, 20, 20, 3, 1)
+#define C3 FLOPS(10, 256, 1, 64, 3, 1)
 
 const bench_workload bench_conv_workloads[] = {
-    CONV(1, 0, "fwd", C1), CONV(1, 1, "bwd_data", C1), CONV(1, 2, "bwd_filter", C1),
-    CONV(2, 0, "fwd", C2), CONV(2, 1, "bwd_data", C2), CONV(2, 2, "bwd_filter", C2),
+    DIRS(CONV, 1, "", 0, C1), DIRS(CONV, 2, "", 0, C2), DIRS(CONV, 3, "", 0, C3),
+    DIRS(CONV, 3, "_f64", 100, C3),
     {.name = NULL},
 };
 
 const bench_workload bench_conv_reference_workloads[] = {
-    REF(1, 0, "fwd", C1), REF(1, 1, "bwd_data", C1), REF(1, 2, "bwd_filter", C1),
-    REF(2, 0, "fwd", C2), REF(2, 1, "bwd_data", C2), REF(2, 2, "bwd_filter", C2),
+    DIRS(REF, 1, "", 0, C1), DIRS(REF, 2, "", 0, C2), DIRS(REF, 3, "", 0, C3),
+    DIRS(REF, 3, "_f64", 100, C3),
     {.name = NULL},
 };

@@ -16,6 +16,17 @@
  *   slice_step     forward + gradients of X, wA, wB
  *   slice_leaves   forward + gradients of the three slices, wA, wB: the
  *                  same work without the slicing backward
+ *   slice_forward_f64, slice_step_f64
+ *                  the first two in double, as the MATLAB layer runs;
+ *                  each prints its median against that of the same
+ *                  workload in single when that ran before it in the
+ *                  process (`--workload slice_step` runs both; issue 19:
+ *                  double at most 2.5x single). They run one after the
+ *                  other, not call by call: interleaved, the two working
+ *                  sets (a dozen large blocks each, of different sizes)
+ *                  overflow the cpu plugin's cache of 16 freed blocks, and
+ *                  every call pays fresh pages, double most (measured:
+ *                  the double step at about 4x its own time alone).
  * Each prints to stderr, when it is torn down, what the table cannot show:
  * the median forward and backward times measured inside the step, and the
  * high-water mark of resident memory over one step (from a fresh process
@@ -45,7 +56,8 @@ typedef struct slice_state {
     int64_t h, w, c, b; /* X is h x w x c x b, b = 3 x observations */
     dla_tensor *x, *wa, *wb, *g;
     int mode; /* 0 forward only, 1 gradient of X, 2 gradient of the slices */
-    double fwd[SAMPLES], bwd[SAMPLES];
+    dla_dtype dt;
+    double fwd[SAMPLES], bwd[SAMPLES], all[SAMPLES];
     int n;
     double peak_mib;
 } slice_state;
@@ -93,6 +105,7 @@ static dla_status slice_fn(void *ctx, int nin, dla_tensor *const *in, int nout, 
     if (s->n < SAMPLES) {
         s->fwd[s->n] = (t1 - t0) * 1e3;
         s->bwd[s->n] = (t2 - t1) * 1e3;
+        s->all[s->n] = (t2 - t0) * 1e3;
         s->n++;
     }
     return st;
@@ -150,14 +163,16 @@ static dla_status slice_setup(const bench_workload *wl, void **state)
     s->h = s->w = full ? 256 : 64;
     s->c = full ? 64 : 16;
     s->b = 30;
-    s->mode = (int)wl->size;
+    /* size: the mode, plus 10 for double */
+    s->mode = (int)(wl->size % 10);
+    s->dt = wl->size >= 10 ? DLA_F64 : DLA_F32;
     dla_rng_seed(7);
     dla_scope_begin();
-    s->x = dla_keep(dla_randn(DLA_F32, "SSCB", DLA_DIMS(s->h, s->w, s->c, s->b)));
+    s->x = dla_keep(dla_randn(s->dt, "SSCB", DLA_DIMS(s->h, s->w, s->c, s->b)));
     /* channel-wise separable: 3x3 x 1 channel per group x 1 filter x c groups */
-    s->wa = dla_keep(dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 1, 1, s->c)), 0.1, 0));
-    s->wb = dla_keep(dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 1, 1, s->c)), 0.1, 0));
-    s->g = dla_keep(dla_randn(DLA_F32, "SSCB", DLA_DIMS(s->h, s->w, s->c, s->b / 3)));
+    s->wa = dla_keep(dla_affine(dla_randn(s->dt, "", DLA_DIMS(3, 3, 1, 1, s->c)), 0.1, 0));
+    s->wb = dla_keep(dla_affine(dla_randn(s->dt, "", DLA_DIMS(3, 3, 1, 1, s->c)), 0.1, 0));
+    s->g = dla_keep(dla_randn(s->dt, "SSCB", DLA_DIMS(s->h, s->w, s->c, s->b / 3)));
     dla_scope_end();
     dla_status st = dla_tensor_status(s->g);
     if (st == DLA_OK)
@@ -222,6 +237,9 @@ static double floor_ms(size_t bytes)
 
 /* From slice_step, for slice_leaves. */
 static double step_backward_ms = -1, step_backward_min_ms = -1;
+/* The median of forward + backward of slice_forward and slice_step (by
+ * mode), for their double versions; -1 until they ran. */
+static double single_ms[2] = {-1, -1};
 
 static void slice_teardown(void *state)
 {
@@ -234,20 +252,30 @@ static void slice_teardown(void *state)
             fmin = s->fwd[i] < fmin ? s->fwd[i] : fmin;
             bmin = s->bwd[i] < bmin ? s->bwd[i] : bmin;
         }
-        double f = median(s->fwd, s->n), b = median(s->bwd, s->n);
+        double f = median(s->fwd, s->n), b = median(s->bwd, s->n), fb = median(s->all, s->n);
         static const char *const what[] = {"forward only", "gradients of X, wA, wB",
                                            "gradients of the slices, wA, wB"};
         fprintf(stderr,
-                "slice %lldx%lldx%lldx%lld (%s): forward %.3f ms (min %.3f), backward %.3f ms "
+                "slice %lldx%lldx%lldx%lld %s (%s): forward %.3f ms (min %.3f), backward %.3f ms "
                 "(min %.3f), medians of %d; peak memory +%.1f MiB over the inputs\n",
-                (long long)s->h, (long long)s->w, (long long)s->c, (long long)s->b, what[s->mode],
-                f, fmin, b, bmin, s->n, s->peak_mib);
-        if (s->mode == 1) {
+                (long long)s->h, (long long)s->w, (long long)s->c, (long long)s->b,
+                s->dt == DLA_F64 ? "double" : "single", what[s->mode], f, fmin, b, bmin, s->n,
+                s->peak_mib);
+        if (s->mode < 2 && s->dt == DLA_F32)
+            single_ms[s->mode] = fb;
+        if (s->mode < 2 && s->dt == DLA_F64 && single_ms[s->mode] > 0)
+            fprintf(stderr,
+                    "slice %lldx%lldx%lldx%lld (%s): double %.3f ms against single %.3f ms = "
+                    "%.2fx (target <= 2.5x)\n",
+                    (long long)s->h, (long long)s->w, (long long)s->c, (long long)s->b,
+                    what[s->mode], fb, single_ms[s->mode], fb / single_ms[s->mode]);
+        /* slice_leaves is held against slice_step (single) only. */
+        if (s->mode == 1 && s->dt == DLA_F32) {
             step_backward_ms = b;
             step_backward_min_ms = bmin;
         }
         if (s->mode == 2 && step_backward_ms >= 0) {
-            size_t bytes = (size_t)(s->h * s->w * s->c * s->b) * sizeof(float);
+            size_t bytes = (size_t)(s->h * s->w * s->c * s->b) * sizeof(float); /* single */
             double fl = floor_ms(bytes), cost = step_backward_ms - b;
             double cost_min = step_backward_min_ms - bmin;
             fprintf(stderr,
@@ -278,5 +306,11 @@ const bench_workload bench_slice_workloads[] = {
     {.name = "slice_leaves", .unit = BENCH_FLOPS, .work = 3 * 36.0 * 64 * 64 * 16 * 10, .size = 2,
      .setup = slice_setup, .run = slice_run, .teardown = slice_teardown,
      .label = "slicing layer, gradients of the slices"},
+    {.name = "slice_forward_f64", .unit = BENCH_FLOPS, .work = 36.0 * 64 * 64 * 16 * 10,
+     .size = 10, .setup = slice_setup, .run = slice_run, .teardown = slice_teardown,
+     .label = "slicing layer forward in double"},
+    {.name = "slice_step_f64", .unit = BENCH_FLOPS, .work = 3 * 36.0 * 64 * 64 * 16 * 10,
+     .size = 11, .setup = slice_setup, .run = slice_run, .teardown = slice_teardown,
+     .label = "slicing layer forward+backward in double"},
     {0},
 };

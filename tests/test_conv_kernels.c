@@ -11,9 +11,10 @@
  * (elements outside the view must keep their old values), and the
  * backward kernels must overwrite what was there. On the cpu plugin every
  * case runs three times: with the algorithm the plugin picks (Winograd,
- * direct AVX-512 or direct AVX2 where they apply), with
- * DLACCEL_CPU_CONV=direct and with DLACCEL_CPU_CONV=im2col; and the
- * direct kernels are checked to have run where the CPU has them.
+ * direct AVX-512 or direct AVX2 where they apply, for double direct
+ * AVX2), with DLACCEL_CPU_CONV=direct and with DLACCEL_CPU_CONV=im2col;
+ * and the direct kernels of each dtype are checked to have run where the
+ * CPU has them.
  *
  * The plugin is driven only through its table, as in test_kernels.c.
  */
@@ -485,26 +486,42 @@ static void random_convolutions_match_naive_loops_in_every_direction(void **stat
     }
 }
 
-static void stride_one_float_cases_take_the_direct_path_and_match(void **state)
+static void stride_one_cases_take_the_direct_path_and_match(void **state)
 {
     (void)state;
-    for (int i = 0; i < 120; i++) {
+    /* Float and double: strides 1 with dilation, padding and cropping,
+     * groups and channel-wise, 1-3 spatial dims. */
+    for (int i = 0; i < 240; i++) {
         conv_case c;
-        random_case(&c, DLA_F32, 1);
+        random_case(&c, i % 2 ? DLA_F64 : DLA_F32, 1);
         c.strided = 0;
         on_every_device(&c);
     }
 }
 
-/* Nonzero where the cpu plugin has direct kernels for this CPU: AVX-512F,
- * or AVX2 with FMA (plugins/cpu/conv.c). */
-static int cpu_has_direct_kernels(void)
+/* Nonzero where the cpu plugin has direct kernels of dtype t for this
+ * CPU (plugins/cpu/conv.c): float with AVX-512F or with AVX2 and FMA,
+ * double with AVX2 and FMA. */
+static int cpu_has_direct_kernels(dla_dtype t)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") ||
-           (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return t == DLA_F64 ? avx2 : __builtin_cpu_supports("avx512f") || avx2;
 #else
+    (void)t;
+    return 0;
+#endif
+}
+
+/* Nonzero where dtype t's direct kernels are the AVX2 ones, which leave
+ * the backward filter of 1x1 filters to im2col (plugins/cpu/conv.c). */
+static int cpu_direct_is_avx2(dla_dtype t)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return cpu_has_direct_kernels(t) && (t == DLA_F64 || !__builtin_cpu_supports("avx512f"));
+#else
+    (void)t;
     return 0;
 #endif
 }
@@ -524,22 +541,21 @@ static void bits_with(dla_device *cpu, const conv_case *c, const char *env, uint
     memcpy(bits, out_bits, sizeof out_bits);
 }
 
-static void stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them(void **state)
+/* DLACCEL_CPU_CONV=direct against im2col, bit for bit, on the same data
+ * of dtype t: the direct kernels add the terms in another order (backward
+ * filter in per-lane partial sums), so their bits differ in most cases
+ * where they ran; a CPU without them takes im2col both ways. Enough
+ * channels and taps that every output has many terms. */
+static void direct_kernels_run_where_the_cpu_has_them(dla_dtype t)
 {
-    (void)state;
     dla_device *cpu = dla_device_get("cpu");
     assert_non_null(cpu);
-    /* DLACCEL_CPU_CONV=direct against im2col, bit for bit, on the same
-     * data: the direct kernels add the terms in another order (backward
-     * filter in per-lane partial sums), so their bits differ in most
-     * cases where they ran; a CPU without them takes im2col both ways.
-     * Enough channels and taps that every output has many terms. */
-    const int direct = cpu_has_direct_kernels();
+    const int direct = cpu_has_direct_kernels(t);
     int differ[3] = {0, 0, 0};
     const int cases = 40;
     for (int i = 0; i < cases; i++) {
         conv_case c;
-        random_case(&c, DLA_F32, 1);
+        random_case(&c, t, 1);
         c.G = 1, c.C = rnd_int(4, 9), c.F = rnd_int(4, 13), c.B = rnd_int(1, 9);
         for (int d = 0; d < c.nsp; d++) {
             c.fs[d] = rnd_int(2, 3), c.dl[d] = 1, c.pb[d] = rnd_int(0, 1);
@@ -557,21 +573,33 @@ static void stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them
         assert_int_equal(differ[0] + differ[1] + differ[2], 0);
         return;
     }
-    if (differ[0] < cases / 2 || differ[1] < cases / 2 || differ[2] < cases / 2)
-        fail_msg("DLACCEL_CPU_CONV=direct gave im2col's bits in forward (%d of %d cases "
+    /* Double forward: OpenBLAS's dgemm adds im2col's K = (channel, tap)
+     * terms in the direct kernels' own order, one FMA chain per output,
+     * so the bits differ only where its kernels split the sum (18 of 40
+     * cases on an AMD EPYC); backward data runs the same pass code. */
+    const int fwd_least = t == DLA_F64 ? 1 : cases / 2;
+    if (differ[0] < fwd_least || differ[1] < cases / 2 || differ[2] < cases / 2)
+        fail_msg("%s: DLACCEL_CPU_CONV=direct gave im2col's bits in forward (%d of %d cases "
                  "differ), backward data (%d) or backward filter (%d): the direct kernels "
                  "did not run",
-                 differ[0], cases, differ[1], differ[2]);
+                 t == DLA_F64 ? "double" : "single", differ[0], cases, differ[1], differ[2]);
 }
 
-static void one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_asked(void **state)
+static void stride_one_cases_run_the_direct_kernels_where_the_cpu_has_them(void **state)
 {
     (void)state;
+    direct_kernels_run_where_the_cpu_has_them(DLA_F32);
+    direct_kernels_run_where_the_cpu_has_them(DLA_F64);
+}
+
+/* conv.c's measured rule: on the AVX2 path (float without AVX-512, and
+ * double) the backward filter of 1x1 filters is left to im2col;
+ * DLACCEL_CPU_CONV=direct still runs it. */
+static void one_by_one_backward_filter_rule(dla_dtype t)
+{
     dla_device *cpu = dla_device_get("cpu");
     assert_non_null(cpu);
-    /* conv.c's measured rule: on the AVX2 path the backward filter of 1x1
-     * filters is left to im2col; DLACCEL_CPU_CONV=direct still runs it. */
-    conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = 1, .B = 9, .C = 16, .F = 12, .G = 1,
+    conv_case c = {.dtype = t, .nsp = 2, .bias = 1, .B = 9, .C = 16, .F = 12, .G = 1,
                    .in = {14, 11, 1}, .out = {14, 11, 1}, .fs = {1, 1, 1}, .st = {1, 1, 1},
                    .dl = {1, 1, 1}, .pb = {0, 0, 0}};
     on_every_device(&c);
@@ -580,20 +608,26 @@ static void one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_a
     bits_with(cpu, &c, NULL, replay, picked);
     bits_with(cpu, &c, "direct", replay, direct);
     bits_with(cpu, &c, "im2col", replay, im2col);
-    if (!cpu_has_direct_kernels()) {
+    if (!cpu_has_direct_kernels(t)) {
         assert_true(picked[2] == im2col[2] && direct[2] == im2col[2]);
         return;
     }
     assert_true(direct[2] != im2col[2]); /* the direct kernels ran when asked */
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (!__builtin_cpu_supports("avx512f")) {
+    if (cpu_direct_is_avx2(t)) {
         if (picked[2] != im2col[2])
-            fail_msg("AVX2: a 1x1 backward filter did not take im2col by default");
+            fail_msg("AVX2, %s: a 1x1 backward filter did not take im2col by default",
+                     t == DLA_F64 ? "double" : "single");
         assert_true(picked[0] == direct[0]); /* forward: still direct */
         return;
     }
-#endif
     assert_true(picked[2] == direct[2]); /* AVX-512: direct throughout */
+}
+
+static void one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_asked(void **state)
+{
+    (void)state;
+    one_by_one_backward_filter_rule(DLA_F32);
+    one_by_one_backward_filter_rule(DLA_F64);
 }
 
 static void strided_views_with_gaps_and_offsets_are_read_and_written_in_place(void **state)
@@ -705,6 +739,12 @@ static void channel_wise_separable_convolution_matches_with_same_padding(void **
     on_every_device(&c);
     c.dtype = DLA_F64;
     on_every_device(&c);
+    /* Double, two filters per channel and dilation 2, with few images and
+     * with many (the two parallel schemes of the direct backward filter). */
+    c.F = 32, c.dl[0] = c.dl[1] = 2, c.pb[0] = c.pb[1] = 2, c.bias = 1;
+    on_every_device(&c);
+    c.B = 9;
+    on_every_device(&c);
 }
 
 static void empty_batches_and_outputs_give_zero_gradients(void **state)
@@ -805,8 +845,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_cpu_plugin_has_all_three_conv_kernels_for_float_and_double),
         cmocka_unit_test(random_convolutions_match_naive_loops_in_every_direction),
-        cmocka_unit_test(stride_one_float_cases_take_the_direct_path_and_match),
-        cmocka_unit_test(stride_one_float_cases_run_the_direct_kernels_where_the_cpu_has_them),
+        cmocka_unit_test(stride_one_cases_take_the_direct_path_and_match),
+        cmocka_unit_test(stride_one_cases_run_the_direct_kernels_where_the_cpu_has_them),
         cmocka_unit_test(one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_asked),
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),

@@ -6,14 +6,16 @@
  * Here the arguments are checked and reduced to a dla__cpu_conv; then one
  * of two algorithms runs (docs/convolution.md has the measurements behind
  * the choice):
- * - direct kernels (conv_direct_body.h) for float32 with every stride 1:
+ * - direct kernels (conv_direct_body.h) with every stride 1: for float32
  *   AVX-512 (conv_avx512.c) on a CPU that has AVX-512F, else AVX2
- *   (conv_avx2.c) on one with AVX2 and FMA. On the small channel counts
- *   of image models they run 2-5x faster than the GEMMs of im2col. The
- *   AVX-512 forward and backward data hand 3x3 layers with 8+ channels to
- *   Winograd F(2x2, 3x3) (conv_winograd.c), 14% faster again;
- * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: double,
- *   strided convolutions, CPUs with neither (and valgrind).
+ *   (conv_avx2.c) on one with AVX2 and FMA; for float64 AVX2
+ *   (conv_avx2_f64.c) on any CPU with AVX2 and FMA. On the small channel
+ *   counts of image models they run 2-5x faster than the GEMMs of im2col
+ *   (in double, a depthwise 3x3 layer 2.5-5.5x; docs/performance.md). The
+ *   float AVX-512 forward and backward data hand 3x3 layers with 8+
+ *   channels to Winograd F(2x2, 3x3) (conv_winograd.c), 14% faster again;
+ * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: strided
+ *   convolutions, CPUs with neither (and valgrind).
  * DLACCEL_CPU_CONV=im2col forces the second, DLACCEL_CPU_CONV=direct keeps
  * the first without Winograd, for comparisons and tests.
  *
@@ -91,17 +93,21 @@ int dla__cpu_conv_env(void)
     return dla__env_choice("DLACCEL_CPU_CONV", values, &warned, dla__cpu_host->log);
 }
 
-dla__cpu_conv_direct_fn dla__cpu_conv_direct_usable(void)
+dla__cpu_conv_direct_fn dla__cpu_conv_direct_usable(dla_dtype dtype)
 {
     if (dla__cpu_conv_env() == DLA__CONV_IM2COL)
         return NULL;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
+    const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (dtype == DLA_F64)
+        return avx2 ? dla__cpu_conv_direct_avx2_f64 : NULL;
     if (__builtin_cpu_supports("avx512f"))
         return dla__cpu_conv_direct_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    if (avx2)
         return dla__cpu_conv_direct_avx2;
 #endif
+    (void)dtype;
     return NULL;
 }
 
@@ -109,13 +115,14 @@ dla__cpu_conv_direct_fn dla__cpu_conv_direct_usable(void)
  * (docs/convolution.md): with AVX2 the backward filter of 1x1 filters is
  * a plain GEMM whose register blocks load more than they multiply (one
  * tap: 1 + 4 loads per 4 FMAs), and ran at 0.24-0.74x of im2col's speed
- * (56x56, 64 -> 64 channels). DLACCEL_CPU_CONV=direct takes them anyway. */
+ * (56x56, 64 -> 64 channels); in double at 0.6x (the same at batch 8:
+ * 23.5 ms against 14.0). DLACCEL_CPU_CONV=direct takes them anyway. */
 static int direct_pays(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
                        dla__cpu_conv_direct_fn direct)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (direct == dla__cpu_conv_direct_avx2 && dir == DLA__CONV_BACKWARD_FILTER &&
-        p->g.ntaps == 1)
+    if ((direct == dla__cpu_conv_direct_avx2 || direct == dla__cpu_conv_direct_avx2_f64) &&
+        dir == DLA__CONV_BACKWARD_FILTER && p->g.ntaps == 1)
         return dla__cpu_conv_env() == DLA__CONV_DIRECT;
 #endif
     (void)p, (void)dir, (void)direct;
@@ -128,7 +135,7 @@ static dla_status run(const dla_conv_args *a, dla__cpu_conv_dir dir)
     dla_status s = prepare(a, dir, &p);
     if (s != DLA_OK)
         return s;
-    const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable();
+    const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable(p.dtype);
     if (direct && direct_pays(&p, dir, direct)) {
         s = direct(&p, dir);
         if (s != DLA_ERR_UNSUPPORTED)

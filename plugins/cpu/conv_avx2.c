@@ -2,6 +2,8 @@
  * conv_avx2.c - direct float32 convolution with AVX2 and FMA, stride 1:
  * the algorithm of conv_direct_body.h with 8-lane vectors, for x86-64
  * CPUs without AVX-512 (AMD before Zen 4, Intel's desktop parts).
+ * conv_avx2_f64.c compiles this file again for double (4 lanes, the same
+ * register blocks), the double kernels of every CPU with AVX2 and FMA.
  *
  * Register blocks fit AVX2's 16 ymm registers: the accumulators plus the
  * vectors loaded per step and one broadcast weight or dY vector (the
@@ -19,16 +21,7 @@
 #include <immintrin.h>
 
 #define TGT __attribute__((target("avx2,fma")))
-#define VL 8
-#define vf __m256
-#define VF_LOAD _mm256_load_ps
-#define VF_LOADU _mm256_loadu_ps
-#define VF_STORE _mm256_store_ps
-#define VF_STOREU _mm256_storeu_ps
-#define VF_SET1 _mm256_set1_ps
-#define VF_ZERO _mm256_setzero_ps
-#define VF_ADD _mm256_add_ps
-#define VF_FMA _mm256_fmadd_ps
+#define VBITS 256
 #define VF_REG "+x" /* one of the 16 ymm registers */
 #include "plugins/cpu/conv_vec.h"
 
@@ -64,7 +57,7 @@ static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
 #define BWF_FILTERS_OUTER
 
 #define DIRECT_WINOGRAD(q, k) ((void)(q), (void)(k), DLA_ERR_UNSUPPORTED)
-#define DIRECT_ENTRY dla__cpu_conv_direct_avx2
+#define DIRECT_ENTRY FT_NAME(dla__cpu_conv_direct_avx2)
 #include "plugins/cpu/conv_direct_body.h"
 
 #endif /* not x86-64 with GCC or Clang: conv.c never calls it */

@@ -18,16 +18,7 @@
 #include <immintrin.h>
 
 #define TGT __attribute__((target("avx512f")))
-#define VL 16
-#define vf __m512
-#define VF_LOAD _mm512_load_ps
-#define VF_LOADU _mm512_loadu_ps
-#define VF_STORE _mm512_store_ps
-#define VF_STOREU _mm512_storeu_ps
-#define VF_SET1 _mm512_set1_ps
-#define VF_ZERO _mm512_setzero_ps
-#define VF_ADD _mm512_add_ps
-#define VF_FMA _mm512_fmadd_ps
+#define VBITS 512
 #define VF_REG "+v" /* any of the 32 vector registers */
 #include "plugins/cpu/conv_vec.h"
 

@@ -1,7 +1,8 @@
 /*
- * conv_direct_body.h - direct float32 convolution, stride 1, written once
- * over a vector width (conv_vec.h) and compiled by conv_avx512.c and
- * conv_avx2.c.
+ * conv_direct_body.h - direct convolution, stride 1, written once over a
+ * vector width and an element type (conv_vec.h, conv_direct.h) and
+ * compiled by conv_avx512.c and conv_avx2.c (float) and conv_avx2_f64.c
+ * (double).
  *
  * Why not im2col: the channel counts of small image models (1-64) give
  * GEMMs with one dimension of 20 or so, where OpenBLAS reaches 15-35% of
@@ -51,7 +52,7 @@ typedef struct wide {
     int64_t w1, w2;  /* its strides along dims 1 and 2 */
     int64_t span;    /* outputs computed: up to the last real one */
     int64_t span_r;  /* span rounded up to a whole strip */
-    int64_t cs;      /* floats per channel buffer */
+    int64_t cs;      /* elements per channel buffer */
 } wide;
 
 static void wide_init(wide *g, const int64_t *out, const int64_t *fs, const int64_t *dl)
@@ -63,7 +64,7 @@ static void wide_init(wide *g, const int64_t *out, const int64_t *fs, const int6
     g->span_r = (g->span + STRIP - 1) / STRIP * STRIP;
     /* The last strip reads up to span_r - span past the buffer's end. */
     const int64_t total = g->Pb[0] * g->Pb[1] * g->Pb[2] + (g->span_r - g->span);
-    g->cs = (total + 15) / 16 * 16; /* whole 64-byte lines */
+    g->cs = DLA__CONV_LINE(total, sizeof(FT)); /* whole 64-byte lines */
 }
 
 /* Offset of each tap (filter element, dim 0 fastest) in the wide layout. */
@@ -79,8 +80,8 @@ static void tap_offsets(const wide *g, const int64_t *fs, const int64_t *dl, int
 /* Copies nch channels of a source image (strides ss[3], channel sc) into
  * channel buffers buf[ch * cs], source index i at buffer index i + pb;
  * what falls outside the buffer is cropped. */
-static TGT void pack(const wide *g, const float *src, const int64_t *in, const int64_t *ss,
-                     int64_t sc, int64_t nch, const int64_t *pb, float *buf)
+static TGT void pack(const wide *g, const FT *src, const int64_t *in, const int64_t *ss,
+                     int64_t sc, int64_t nch, const int64_t *pb, FT *buf)
 {
     int64_t lo[3], hi[3];
     for (int d = 0; d < 3; d++) {
@@ -92,10 +93,10 @@ static TGT void pack(const wide *g, const float *src, const int64_t *in, const i
     for (int64_t ch = 0; ch < nch; ch++)
         for (int64_t i2 = lo[2]; i2 < hi[2]; i2++)
             for (int64_t i1 = lo[1]; i1 < hi[1]; i1++) {
-                const float *s = src + ch * sc + i1 * ss[1] + i2 * ss[2];
-                float *b = buf + ch * g->cs + pb[0] + (i1 + pb[1]) * g->w1 + (i2 + pb[2]) * g->w2;
+                const FT *s = src + ch * sc + i1 * ss[1] + i2 * ss[2];
+                FT *b = buf + ch * g->cs + pb[0] + (i1 + pb[1]) * g->w1 + (i2 + pb[2]) * g->w2;
                 if (ss[0] == 1)
-                    row_copy(b + lo[0], s + lo[0], hi[0] - lo[0], 0.0f);
+                    row_copy(b + lo[0], s + lo[0], hi[0] - lo[0], 0);
                 else
                     for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
                         b[i0] = s[i0 * ss[0]];
@@ -104,16 +105,16 @@ static TGT void pack(const wide *g, const float *src, const int64_t *in, const i
 
 /* The real outputs of nch wide channels (ybuf[ch * ystride]) into dst
  * (strides ds[3], channel dc), plus bias[ch * bs] when bias is given. */
-static TGT void unpack(const wide *g, const float *ybuf, int64_t ystride, int64_t nch,
-                       const int64_t *out, float *dst, const int64_t *ds, int64_t dc,
-                       const float *bias, int64_t bs)
+static TGT void unpack(const wide *g, const FT *ybuf, int64_t ystride, int64_t nch,
+                       const int64_t *out, FT *dst, const int64_t *ds, int64_t dc,
+                       const FT *bias, int64_t bs)
 {
     for (int64_t ch = 0; ch < nch; ch++) {
-        const float b = bias ? bias[ch * bs] : 0.0f;
+        const FT b = bias ? bias[ch * bs] : 0;
         for (int64_t o2 = 0; o2 < out[2]; o2++)
             for (int64_t o1 = 0; o1 < out[1]; o1++) {
-                const float *s = ybuf + ch * ystride + o1 * g->w1 + o2 * g->w2;
-                float *d = dst + ch * dc + o1 * ds[1] + o2 * ds[2];
+                const FT *s = ybuf + ch * ystride + o1 * g->w1 + o2 * g->w2;
+                FT *d = dst + ch * dc + o1 * ds[1] + o2 * ds[2];
                 if (ds[0] == 1)
                     row_copy(d, s, out[0], b);
                 else
@@ -127,14 +128,14 @@ static TGT void unpack(const wide *g, const float *ybuf, int64_t ystride, int64_
 
 /* Outputs p0..p1-1 (whole strips) of every filter of one group: x holds
  * the group's padded input channels, y receives the wide outputs. */
-static void pass_strips(const wide *g, const pass *q, const float *x, float *y, const int64_t *toff,
-                        int64_t ntaps, const float *wg, int64_t p0, int64_t p1)
+static void pass_strips(const wide *g, const pass *q, const FT *x, FT *y, const int64_t *toff,
+                        int64_t ntaps, const FT *wg, int64_t p0, int64_t p1)
 {
     const int64_t nf = q->nf;
     for (int64_t p = p0; p < p1; p += STRIP)
         for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
             const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
-            const float *wp = wg + f0 * q->nci * ntaps;
+            const FT *wp = wg + f0 * q->nci * ntaps;
             const dla__cpu_conv_fwd_fn fn = FWD_FNS[n];
             /* Blocks of fewer than 4 vectors of outputs: the strip in parts. */
             for (int64_t s = 0; s < STRIP; s += FWD_PV(n) * VL)
@@ -146,12 +147,12 @@ static void pass_strips(const wide *g, const pass *q, const float *x, float *y, 
 /* Image b, group by group: pack, convolve, unpack; the strips over a team
  * of `team` threads (1: the calling thread). */
 static void pass_image(const wide *g, const pass *q, const int64_t *toff, int64_t ntaps, int64_t b,
-                       float *x, float *y, int team)
+                       FT *x, FT *y, int team)
 {
     const int64_t nstrips = g->span_r / STRIP;
     for (int64_t grp = 0; grp < q->G; grp++) {
         pack(g, q->src + b * q->sb + grp * q->nci * q->sc, q->in, q->ss, q->sc, q->nci, q->pb, x);
-        const float *wg = q->wpack + grp * q->nci * ntaps * q->nco;
+        const FT *wg = q->wpack + grp * q->nci * ntaps * q->nco;
         if (team > 1) {
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
             for (int64_t st = 0; st < nstrips; st++)
@@ -171,8 +172,8 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
         return DLA_OK;
     wide g;
     wide_init(&g, q->out, q->fs, q->dl);
-    const int64_t xfloats = q->nci * g.cs, yfloats = q->nco * g.span_r;
-    if ((xfloats + yfloats) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+    const int64_t xelems = q->nci * g.cs, yelems = q->nco * g.span_r;
+    if ((xelems + yelems) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
     /* Images over the team, each thread with its own buffers; with fewer
      * images than threads, one image at a time with its strips over the
@@ -181,16 +182,15 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
     const int by_strip = q->B < team;
     const int threads = by_strip ? 1 : team;
     int64_t *toff = h->alloc((size_t)ntaps * sizeof(int64_t), 0);
-    float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0};
-    const int64_t per = DLA__CONV_LINE(xfloats, 4) + DLA__CONV_LINE(yfloats, 4);
+    FT *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0};
+    const int64_t per = DLA__CONV_LINE(xelems, sizeof(FT)) + DLA__CONV_LINE(yelems, sizeof(FT));
     dla_mem mem = NULL;
-    float *scratch = toff ? dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(float), &mem)
-                          : NULL;
+    FT *scratch = toff ? dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(FT), &mem) : NULL;
     const int failed = !scratch;
     for (int i = 0; i < threads && !failed; i++) {
         xb[i] = scratch + i * per;
-        yb[i] = xb[i] + DLA__CONV_LINE(xfloats, 4);
-        memset(xb[i], 0, (size_t)xfloats * sizeof(float));
+        yb[i] = xb[i] + DLA__CONV_LINE(xelems, sizeof(FT));
+        memset(xb[i], 0, (size_t)xelems * sizeof(FT));
     }
     if (!failed) {
         tap_offsets(&g, q->fs, q->dl, toff);
@@ -227,13 +227,13 @@ static dla_status pack_and_run(const dla__cpu_conv *p, pass *q, int64_t sci, int
 {
     const dla_plugin_host *h = dla__cpu_host;
     const int64_t nw = p->g.ntaps * p->g.Cg * p->g.F;
-    float *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(float), DLA__CPU_ALIGN);
+    FT *wp = h->alloc((size_t)(nw > 0 ? nw : 1) * sizeof(FT), DLA__CPU_ALIGN);
     if (!wp)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate %lld weights",
                         (long long)nw);
-    const float *w = (const float *)p->w;
+    const FT *w = (const FT *)p->w;
     const int64_t *fs = p->g.fs;
-    float *o = wp;
+    FT *o = wp;
     for (int64_t g = 0; g < p->g.G; g++)
         for (int64_t co0 = 0; co0 < q->nco; co0 += q->nf) {
             const int64_t n = co0 + q->nf <= q->nco ? q->nf : q->nco - co0;
@@ -244,7 +244,7 @@ static dla_status pack_and_run(const dla__cpu_conv *p, pass *q, int64_t sci, int
                             const int64_t k0 = flip ? fs[0] - 1 - t0 : t0,
                                           k1 = flip ? fs[1] - 1 - t1 : t1,
                                           k2 = flip ? fs[2] - 1 - t2 : t2;
-                            const float *wt = w + g * p->g.wg + ci * sci + k0 * p->g.ws[0] +
+                            const FT *wt = w + g * p->g.wg + ci * sci + k0 * p->g.ws[0] +
                                               k1 * p->g.ws[1] + k2 * p->g.ws[2];
                             for (int64_t co = co0; co < co0 + n; co++)
                                 *o++ = wt[co * sco];
@@ -264,11 +264,11 @@ static dla_status direct_forward(const dla__cpu_conv *p)
         q.dl[d] = p->g.dl[d], q.pb[d] = p->g.pb[d];
         q.ss[d] = p->g.xs[d], q.ds[d] = p->g.ys[d];
     }
-    q.src = (const float *)p->x, q.sc = p->g.xc, q.sb = p->g.xb;
-    q.dst = (float *)p->y, q.dc = p->g.yf, q.db = p->g.yb;
-    q.bias = (const float *)p->bias, q.bs = p->g.bs;
+    q.src = (const FT *)p->x, q.sc = p->g.xc, q.sb = p->g.xb;
+    q.dst = (FT *)p->y, q.dc = p->g.yf, q.db = p->g.yb;
+    q.bias = (const FT *)p->bias, q.bs = p->g.bs;
     q.nf = fwd_nf(p->g.Fg);
-    const dla__cpu_conv_taps k = {.w = (const float *)p->w, .sg = p->g.wg, .sci = p->g.wc,
+    const dla__cpu_conv_taps k = {.w = (const FT *)p->w, .sg = p->g.wg, .sci = p->g.wc,
                                   .sco = p->g.wf, .s0 = p->g.ws[0], .s1 = p->g.ws[1]};
     dla_status ws = DIRECT_WINOGRAD(&q, &k);
     if (ws != DLA_ERR_UNSUPPORTED)
@@ -285,15 +285,15 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
         q.pb[d] = (p->g.fs[d] - 1) * p->g.dl[d] - p->g.pb[d];
         q.ss[d] = p->g.ys[d], q.ds[d] = p->g.xs[d];
     }
-    q.src = (const float *)p->y, q.sc = p->g.yf, q.sb = p->g.yb;
-    q.dst = (float *)p->x, q.dc = p->g.xc, q.db = p->g.xb;
+    q.src = (const FT *)p->y, q.sc = p->g.yf, q.sb = p->g.yb;
+    q.dst = (FT *)p->x, q.dc = p->g.xc, q.db = p->g.xb;
     q.nf = fwd_nf(p->g.Cg);
     if (p->g.in_px == 0 || p->g.batch == 0)
         return DLA_OK;
     if (p->g.out_px == 0)
         return DLA_ERR_UNSUPPORTED; /* dX = 0: left to im2col, which zeroes */
     /* The flipped filter: taps read backwards from the last one. */
-    const float *last = (const float *)p->w + (p->g.fs[0] - 1) * p->g.ws[0] +
+    const FT *last = (const FT *)p->w + (p->g.fs[0] - 1) * p->g.ws[0] +
                         (p->g.fs[1] - 1) * p->g.ws[1] + (p->g.fs[2] - 1) * p->g.ws[2];
     const dla__cpu_conv_taps k = {.w = last, .sg = p->g.wg, .sci = p->g.wf, .sco = p->g.wc,
                                   .s0 = -p->g.ws[0], .s1 = -p->g.ws[1]};
@@ -307,16 +307,16 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
 
 /* Group grp of image b's dY into the wide layout at dst (Fg channels of
  * span_r): the real outputs only, the dropped columns stay 0. */
-static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, float *dst)
+static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, FT *dst)
 {
-    const float *ys = (const float *)p->y + b * p->g.yb + grp * p->g.Fg * p->g.yf;
+    const FT *ys = (const FT *)p->y + b * p->g.yb + grp * p->g.Fg * p->g.yf;
     for (int64_t f = 0; f < p->g.Fg; f++)
         for (int64_t o2 = 0; o2 < p->g.out[2]; o2++)
             for (int64_t o1 = 0; o1 < p->g.out[1]; o1++) {
-                const float *s = ys + f * p->g.yf + o1 * p->g.ys[1] + o2 * p->g.ys[2];
-                float *d = dst + f * g->span_r + o1 * g->w1 + o2 * g->w2;
+                const FT *s = ys + f * p->g.yf + o1 * p->g.ys[1] + o2 * p->g.ys[2];
+                FT *d = dst + f * g->span_r + o1 * g->w1 + o2 * g->w2;
                 if (p->g.ys[0] == 1)
-                    row_copy(d, s, p->g.out[0], 0.0f);
+                    row_copy(d, s, p->g.out[0], 0);
                 else
                     for (int64_t o0 = 0; o0 < p->g.out[0]; o0++)
                         d[o0] = s[o0 * p->g.ys[0]];
@@ -356,14 +356,14 @@ static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it
 }
 
 /* a[0..n-1] += b[0..n-1], n a multiple of VL, both aligned to a vector. */
-static TGT void add_into(float *a, const float *b, int64_t n)
+static TGT void add_into(FT *a, const FT *b, int64_t n)
 {
     for (int64_t i = 0; i < n; i += VL)
         VF_STORE(a + i, VF_ADD(VF_LOAD(a + i), VF_LOAD(b + i)));
 }
 
 /* The sum of VL lanes, added in double. */
-static double lanes_sum(const float *v)
+static double lanes_sum(const FT *v)
 {
     double s = 0;
     for (int l = 0; l < VL; l++)
@@ -376,8 +376,8 @@ static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, in
 {
     const int64_t t0 = t % p->g.fs[0], t1 = (t / p->g.fs[0]) % p->g.fs[1],
                   t2 = t / (p->g.fs[0] * p->g.fs[1]);
-    ((float *)p->w)[grp * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] + t1 * p->g.ws[1] +
-                    t2 * p->g.ws[2]] = (float)v;
+    ((FT *)p->w)[grp * p->g.wg + f * p->g.wf + c * p->g.wc + t0 * p->g.ws[0] + t1 * p->g.ws[1] +
+                    t2 * p->g.ws[2]] = (FT)v;
 }
 
 /* Many images: images over the team, each thread adding its images' terms
@@ -389,20 +389,21 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
 {
     const dla_plugin_host *h = dla__cpu_host;
     const int64_t nt = p->g.ntaps, nacc = p->g.G * p->g.Fg * p->g.Cg * nt * VL;
-    const int64_t xfloats = p->g.Cg * g->cs, yfloats = p->g.Fg * g->span_r;
-    if ((xfloats + yfloats + nacc) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+    const int64_t xelems = p->g.Cg * g->cs, yelems = p->g.Fg * g->span_r;
+    if ((xelems + yelems + nacc) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    float *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
-    const int64_t per = DLA__CONV_LINE(xfloats, 4) + DLA__CONV_LINE(yfloats, 4) + nacc;
+    FT *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
+    const int64_t per =
+        DLA__CONV_LINE(xelems, sizeof(FT)) + DLA__CONV_LINE(yelems, sizeof(FT)) + nacc;
     dla_mem mem = NULL;
-    float *scratch = dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(float), &mem);
+    FT *scratch = dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(FT), &mem);
     const int failed = !scratch;
     if (!failed) {
-        memset(scratch, 0, (size_t)(per * threads) * sizeof(float));
+        memset(scratch, 0, (size_t)(per * threads) * sizeof(FT));
         for (int i = 0; i < threads; i++) {
             xb[i] = scratch + i * per;
-            yb[i] = xb[i] + DLA__CONV_LINE(xfloats, 4);
-            acc[i] = yb[i] + DLA__CONV_LINE(yfloats, 4);
+            yb[i] = xb[i] + DLA__CONV_LINE(xelems, sizeof(FT));
+            acc[i] = yb[i] + DLA__CONV_LINE(yelems, sizeof(FT));
         }
     }
     if (!failed) {
@@ -412,10 +413,10 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
         for (int64_t b = 0; b < p->g.batch; b++) {
             const int me = omp_get_thread_num();
             for (int64_t grp = 0; grp < p->g.G; grp++) {
-                pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
+                pack(g, (const FT *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
                      p->g.xs, p->g.xc, p->g.Cg, p->g.pb, xb[me]);
                 dy_wide(g, p, b, grp, yb[me]);
-                float *ag = acc[me] + grp * p->g.Fg * p->g.Cg * nt * VL;
+                FT *ag = acc[me] + grp * p->g.Fg * p->g.Cg * nt * VL;
                 for (int64_t it = 0; it < items; it++) {
                     int64_t c, t0, tn, f0, fn;
                     bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
@@ -450,26 +451,27 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
                                int team)
 {
     const dla_plugin_host *h = dla__cpu_host;
-    const int64_t xfloats = p->g.C * g->cs, yfloats = p->g.F * g->span_r;
-    if ((xfloats + yfloats) * p->g.batch * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+    const int64_t xelems = p->g.C * g->cs, yelems = p->g.F * g->span_r;
+    if ((xelems + yelems) * p->g.batch * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    const int64_t xall = DLA__CONV_LINE(xfloats * p->g.batch, 4), yall = yfloats * p->g.batch;
+    const int64_t xall = DLA__CONV_LINE(xelems * p->g.batch, sizeof(FT)),
+                  yall = yelems * p->g.batch;
     dla_mem mem = NULL;
-    float *xa = dla__cpu_conv_scratch((size_t)(xall + yall) * sizeof(float), &mem);
-    float *ya = xa ? xa + xall : NULL;
+    FT *xa = dla__cpu_conv_scratch((size_t)(xall + yall) * sizeof(FT), &mem);
+    FT *ya = xa ? xa + xall : NULL;
     if (!xa) {
         return h->error(DLA_ERR_OUT_OF_MEMORY,
                         "cpu conv: cannot allocate the padded inputs of %lld images",
                         (long long)p->g.batch);
     }
-    memset(xa, 0, (size_t)(xall + yall) * sizeof(float));
+    memset(xa, 0, (size_t)(xall + yall) * sizeof(FT));
     const int64_t packs = p->g.batch * p->g.G;
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
     for (int64_t i = 0; i < packs; i++) {
         const int64_t b = i / p->g.G, grp = i % p->g.G;
-        pack(g, (const float *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
-             p->g.xc, p->g.Cg, p->g.pb, xa + b * xfloats + grp * p->g.Cg * g->cs);
-        dy_wide(g, p, b, grp, ya + b * yfloats + grp * p->g.Fg * g->span_r);
+        pack(g, (const FT *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
+             p->g.xc, p->g.Cg, p->g.pb, xa + b * xelems + grp * p->g.Cg * g->cs);
+        dy_wide(g, p, b, grp, ya + b * yelems + grp * p->g.Fg * g->span_r);
     }
     const bwf_blocks k = bwf_blocks_of(p);
     const int64_t per_group = p->g.Cg * k.tblocks * k.fblocks;
@@ -478,11 +480,11 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
         const int64_t grp = i / per_group;
         int64_t c, t0, tn, f0, fn;
         bwf_block_at(&k, p, i % per_group, &c, &t0, &tn, &f0, &fn);
-        float acc[BWF_MAX_NT * BWF_MAX_NF * VL] __attribute__((aligned(64)));
+        FT acc[BWF_MAX_NT * BWF_MAX_NF * VL] __attribute__((aligned(64)));
         memset(acc, 0, sizeof acc);
         for (int64_t b = 0; b < p->g.batch; b++)
-            bwf_fns[tn][fn](xa + b * xfloats + (grp * p->g.Cg + c) * g->cs, toff + t0,
-                            ya + b * yfloats + (grp * p->g.Fg + f0) * g->span_r, g->span_r,
+            bwf_fns[tn][fn](xa + b * xelems + (grp * p->g.Cg + c) * g->cs, toff + t0,
+                            ya + b * yelems + (grp * p->g.Fg + f0) * g->span_r, g->span_r,
                             g->span_r / VL, acc, BWF_MAX_NT);
         for (int64_t f = 0; f < fn; f++)
             for (int64_t t = 0; t < tn; t++)
@@ -516,7 +518,7 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
 
 dla_status DIRECT_ENTRY(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
-    if (p->dtype != DLA_F32 || p->g.st[0] != 1 || p->g.st[1] != 1 || p->g.st[2] != 1)
+    if (p->dtype != FT_DTYPE || p->g.st[0] != 1 || p->g.st[1] != 1 || p->g.st[2] != 1)
         return DLA_ERR_UNSUPPORTED;
     switch (dir) {
     case DLA__CONV_FORWARD: return direct_forward(p);

@@ -4,7 +4,8 @@
  *
  * conv.c checks the ABI arguments with the plugin kit (dla_kit_conv_prepare)
  * and fills a dla__cpu_conv; the algorithm files (conv_im2col.h for any
- * dtype and option, conv_avx512.c and conv_avx2.c for float with stride 1)
+ * dtype and option, conv_avx512.c and conv_avx2.c for float with stride 1,
+ * conv_avx2_f64.c for double)
  * read only this
  * struct. Spatial dims past nspatial have size 1, stride 1, dilation 1
  * and no padding, so every loop can run over three spatial dims.
@@ -36,13 +37,14 @@ typedef dla_kit_conv_dir dla__cpu_conv_dir;
  * plugin supports and every option. */
 dla_status dla__cpu_conv_im2col(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
-/* The direct algorithm (conv_direct_body.h): float32 with every stride 1,
+/* The direct algorithm (conv_direct_body.h), every stride 1: float32
  * with AVX-512 on a CPU with AVX-512F (conv_avx512.c), with AVX2 on one
- * with AVX2 and FMA (conv_avx2.c); x86-64 only. Returns
- * DLA_ERR_UNSUPPORTED (without a message) when it does not apply, so the
- * caller takes im2col. */
+ * with AVX2 and FMA (conv_avx2.c); float64 with AVX2 and FMA
+ * (conv_avx2_f64.c); x86-64 only. Returns DLA_ERR_UNSUPPORTED (without a
+ * message) when it does not apply, so the caller takes im2col. */
 dla_status dla__cpu_conv_direct_avx512(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 dla_status dla__cpu_conv_direct_avx2(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
+dla_status dla__cpu_conv_direct_avx2_f64(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
 /* Scratch memory for one call (64-byte aligned), from the plugin's device
  * memory, whose cache keeps blocks of 1 MiB and more for the next request
@@ -54,11 +56,12 @@ void dla__cpu_conv_scratch_free(dla_mem mem);
 /* Elements rounded up to whole 64-byte lines (for carving scratch). */
 #define DLA__CONV_LINE(n, size) (((n) * (int64_t)(size) + 63) / 64 * 64 / (int64_t)(size))
 
-/* The direct kernels this CPU runs, unless the environment turns them off
- * (DLACCEL_CPU_CONV=im2col): AVX-512 where the CPU has AVX-512F, else AVX2
- * where it has AVX2 and FMA; NULL for none. */
+/* The direct kernels this CPU runs for dtype, unless the environment
+ * turns them off (DLACCEL_CPU_CONV=im2col): float AVX-512 where the CPU
+ * has AVX-512F, else AVX2 where it has AVX2 and FMA; double AVX2 where it
+ * has AVX2 and FMA; NULL for none. */
 typedef dla_status (*dla__cpu_conv_direct_fn)(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
-dla__cpu_conv_direct_fn dla__cpu_conv_direct_usable(void);
+dla__cpu_conv_direct_fn dla__cpu_conv_direct_usable(dla_dtype dtype);
 /* DLACCEL_CPU_CONV, read at each call (tests and the benchmark change it):
  * DLA__CONV_IM2COL, DLA__CONV_DIRECT, or -1 (unset; an unknown value is
  * warned about once and counts as unset). */

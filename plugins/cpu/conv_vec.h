@@ -3,13 +3,36 @@
  * a vector width: the row copy, the forward and backward-filter register
  * blocks, and two helpers of the backward-filter sums.
  *
- * Not a normal header: the includer first defines TGT (the target
- * attribute), VL (floats per vector), vf (the vector type), VF_LOAD,
- * VF_LOADU, VF_STORE, VF_STOREU, VF_SET1, VF_ZERO, VF_ADD, VF_FMA (its
- * intrinsics) and VF_REG (the asm constraint of a vector register), as
- * conv_avx512.h and conv_avx2.c do. Everything here is static.
+ * Not a normal header: the includer first includes conv_direct.h (the
+ * element type FT) and defines TGT (the target attribute), VBITS (the
+ * vector width in bits: 256 or 512) and VF_REG (the asm constraint of a
+ * vector register), as conv_avx512.h and conv_avx2.c do; from these come
+ * VL (elements per vector), vf (the vector type) and the VF_ intrinsics.
+ * Everything here is static.
  */
 #include <stdint.h>
+
+#define VEC_CAT_(a, b, c) a##b##c
+#define VEC_CAT(a, b, c) VEC_CAT_(a, b, c)
+#define VL (VBITS / FT_BITS)
+#define vf VEC_CAT(__m, VBITS, FT_VSFX)
+/* An intrinsic of this element type on 128, 256 or VBITS-bit vectors:
+ * V256(add) is _mm256_add_ps for float, _mm256_add_pd for double. */
+#define V128(op) VEC_CAT(_mm_, op, FT_SFX)
+#define V256(op) VEC_CAT(_mm256_, op, FT_SFX)
+#if VBITS == 512
+#define VF(op) VEC_CAT(_mm512_, op, FT_SFX)
+#else
+#define VF(op) V256(op)
+#endif
+#define VF_LOAD VF(load)
+#define VF_LOADU VF(loadu)
+#define VF_STORE VF(store)
+#define VF_STOREU VF(storeu)
+#define VF_SET1 VF(set1)
+#define VF_ZERO VF(setzero)
+#define VF_ADD VF(add)
+#define VF_FMA VF(fmadd)
 
 /* The largest register blocks any includer instantiates: forward PV x
  * NF, backward filter NT x BNF. */
@@ -18,27 +41,27 @@
 #define VEC_MAX_NT 4
 #define VEC_MAX_BNF 6
 
-/* d[0..n-1] = s[0..n-1] + b: whole vectors, then halves of 8 and 4, then
- * single floats. Rows are short (24 in the digit CNN), so a library loop
- * would cost as much as the convolution's own stores; and the tail takes
- * no masked loads or stores, which some AVX-512 CPUs (AMD's) run many
- * times slower than plain ones (measured: the packing took twice as long
- * with a masked tail). */
-INLINE TGT void row_copy(float *d, const float *s, int64_t n, float b)
+/* d[0..n-1] = s[0..n-1] + b: whole vectors, then a 256-bit and a 128-bit
+ * half, then single elements. Rows are short (24 in the digit CNN), so a
+ * library loop would cost as much as the convolution's own stores; and
+ * the tail takes no masked loads or stores, which some AVX-512 CPUs
+ * (AMD's) run many times slower than plain ones (measured: the packing
+ * took twice as long with a masked tail). */
+INLINE TGT void row_copy(FT *d, const FT *s, int64_t n, FT b)
 {
     const vf vb = VF_SET1(b);
     int64_t i = 0;
     for (; i + VL <= n; i += VL)
         VF_STOREU(d + i, VF_ADD(VF_LOADU(s + i), vb));
-#if VL > 8
-    if (i + 8 <= n) {
-        _mm256_storeu_ps(d + i, _mm256_add_ps(_mm256_loadu_ps(s + i), _mm256_set1_ps(b)));
-        i += 8;
+#if VBITS > 256
+    if (i + 256 / FT_BITS <= n) {
+        V256(storeu)(d + i, V256(add)(V256(loadu)(s + i), V256(set1)(b)));
+        i += 256 / FT_BITS;
     }
 #endif
-    if (i + 4 <= n) {
-        _mm_storeu_ps(d + i, _mm_add_ps(_mm_loadu_ps(s + i), _mm_set1_ps(b)));
-        i += 4;
+    if (i + 128 / FT_BITS <= n) {
+        V128(storeu)(d + i, V128(add)(V128(loadu)(s + i), V128(set1)(b)));
+        i += 128 / FT_BITS;
     }
     for (; i < n; i++)
         d[i] = s[i] + b;
@@ -46,8 +69,8 @@ INLINE TGT void row_copy(float *d, const float *s, int64_t n, float b)
 
 /* The forward register block (dla__cpu_conv_fwd_fn): PV vectors of
  * outputs x NF filters. */
-INLINE TGT void fwd_block(const float *xb, int64_t cs, int64_t cg, const int64_t *toff, int64_t nt,
-                          const float *wp, float *yb, int64_t ys, const int PV, const int NF)
+INLINE TGT void fwd_block(const FT *xb, int64_t cs, int64_t cg, const int64_t *toff, int64_t nt,
+                          const FT *wp, FT *yb, int64_t ys, const int PV, const int NF)
 {
     vf acc[VEC_MAX_PV][VEC_MAX_NF];
 #pragma GCC unroll 4
@@ -56,9 +79,9 @@ INLINE TGT void fwd_block(const float *xb, int64_t cs, int64_t cg, const int64_t
         for (int f = 0; f < NF; f++)
             acc[i][f] = VF_ZERO();
     for (int64_t c = 0; c < cg; c++) {
-        const float *xc = xb + c * cs;
+        const FT *xc = xb + c * cs;
         for (int64_t t = 0; t < nt; t++, wp += NF) {
-            const float *xt = xc + toff[t];
+            const FT *xt = xc + toff[t];
             vf xv[VEC_MAX_PV];
 #pragma GCC unroll 4
             for (int i = 0; i < PV; i++)
@@ -81,8 +104,8 @@ INLINE TGT void fwd_block(const float *xb, int64_t cs, int64_t cg, const int64_t
 
 /* The backward-filter register block (dla__cpu_conv_bwf_fn): NT taps x
  * NF filters. */
-INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy, int64_t ds,
-                          int64_t nvec, float *acc, int64_t af, const int NT, const int NF)
+INLINE TGT void bwf_block(const FT *xc, const int64_t *toff, const FT *dy, int64_t ds,
+                          int64_t nvec, FT *acc, int64_t af, const int NT, const int NF)
 {
     vf a[VEC_MAX_NT][VEC_MAX_BNF];
 #pragma GCC unroll 4
@@ -90,7 +113,7 @@ INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy,
 #pragma GCC unroll 6
         for (int f = 0; f < NF; f++)
             a[t][f] = VF_LOAD(acc + (f * af + t) * VL);
-    const float *x[VEC_MAX_NT];
+    const FT *x[VEC_MAX_NT];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++)
         x[t] = xc + toff[t];
@@ -119,14 +142,14 @@ INLINE TGT void bwf_block(const float *xc, const int64_t *toff, const float *dy,
 
 /* Named instances of the blocks, for the includer's tables. */
 #define VEC_FWD(PV, NF)                                                                            \
-    static TGT void fwd_##PV##_##NF(const float *xb, int64_t cs, int64_t cg, const int64_t *toff,  \
-                                    int64_t nt, const float *wp, float *yb, int64_t ys)            \
+    static TGT void fwd_##PV##_##NF(const FT *xb, int64_t cs, int64_t cg, const int64_t *toff,  \
+                                    int64_t nt, const FT *wp, FT *yb, int64_t ys)            \
     {                                                                                              \
         fwd_block(xb, cs, cg, toff, nt, wp, yb, ys, PV, NF);                                       \
     }
 #define VEC_BWF(NT, NF)                                                                            \
-    static TGT void bwf_##NT##_##NF(const float *xc, const int64_t *toff, const float *dy,         \
-                                    int64_t ds, int64_t nvec, float *acc, int64_t af)              \
+    static TGT void bwf_##NT##_##NF(const FT *xc, const int64_t *toff, const FT *dy,         \
+                                    int64_t ds, int64_t nvec, FT *acc, int64_t af)              \
     {                                                                                              \
         bwf_block(xc, toff, dy, ds, nvec, acc, af, NT, NF);                                        \
     }
