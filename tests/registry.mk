@@ -72,11 +72,11 @@ tests_env_probe_openmp_SOURCES = tests/env_probe.c
 tests_env_probe_openmp_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 tests_env_probe_openmp_LDFLAGS = $(OPENMP_CFLAGS)
 tests_env_probe_openmp_LDADD = libdlaccel.la
-TESTS += tests/tool_env.sh tests/tool_clean_output.sh
+TESTS += tests/tool_env.sh tests/tool_clean_output.sh tests/share_cores.sh
 
 # A plugin that crashes in its init is named at the next start.
 TESTS += tests/tool_plugin_crash.sh
-EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh tests/tool_plugin_crash.sh
+EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh tests/share_cores.sh tests/tool_plugin_crash.sh
 
 # The rows of DLA_KERNEL_LIST against the core's lookups and the kernel
 # table of docs/plugins.md.

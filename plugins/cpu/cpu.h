@@ -8,6 +8,7 @@
 #ifndef DLA_PLUGIN_CPU_H
 #define DLA_PLUGIN_CPU_H
 
+#include <stdatomic.h>
 #include <dlaccel/plugin.h>
 #include <dlaccel/plugin_kit.h>
 #include <stddef.h>
@@ -27,21 +28,38 @@ extern const dla_plugin_host *dla__cpu_host;
  * dla__cpu_mem_bytes. Set with dla__cpu_host. */
 extern dla_kit dla__cpu_kit;
 
-/* ---- threads.c: the team size, clamped when OMP_NUM_THREADS is absurd ---- */
+/* ---- threads.c: the team size, clamped when OMP_NUM_THREADS is absurd,
+ * and shared with the other dlaccel processes of the machine ---- */
 /* 0: OpenMP's count is used as is; else the most threads a team may have. */
 extern int dla__cpu_threads_limit;
-/* Whether the calling thread's team size has been checked. */
+/* Bumped when the limit changes (processes sharing the CPUs come or go). */
+extern atomic_int dla__cpu_threads_gen;
+/* The generation the calling thread's team size was set for; 0: never. */
 extern _Thread_local int dla__cpu_threads_done;
+/* Whether the limit follows the count of dlaccel processes (peers.c). */
+extern int dla__cpu_threads_sharing;
 /* At plugin init: computes the limit, warns and clamps the calling thread. */
 void dla__cpu_threads_init(void);
-/* Clamps the calling thread's team size (omp_set_num_threads is per thread). */
+/* Sets the calling thread's team size (omp_set_num_threads is per thread). */
 void dla__cpu_threads_apply(void);
+/* Counts the processes again when a second has passed since the last
+ * count, and moves the limit (and the generation) if their share changed. */
+void dla__cpu_threads_poll(void);
 /* At every entry point that may start a team or report its size. */
 static inline void dla__cpu_threads_check(void)
 {
-    if (!dla__cpu_threads_done)
+    if (dla__cpu_threads_sharing)
+        dla__cpu_threads_poll();
+    if (dla__cpu_threads_done != atomic_load_explicit(&dla__cpu_threads_gen, memory_order_relaxed))
         dla__cpu_threads_apply();
 }
+
+/* ---- peers.c: the dlaccel processes of this user on this machine ---- */
+/* Registers this process; the count of them (itself included), or 0 when
+ * that cannot be known (no /dev/shm). */
+int dla__cpu_peers_join(void);
+/* The count now (at least 1). */
+int dla__cpu_peers_count(void);
 
 /* memcpy split over the OpenMP team when it is large. */
 void dla__cpu_memcpy(void *dst, const void *src, size_t bytes);

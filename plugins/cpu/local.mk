@@ -12,7 +12,7 @@ plugins_cpu_libdlaccel_cpu_la_LDFLAGS = -module -avoid-version -shared -no-undef
 plugins_cpu_libdlaccel_cpu_la_LIBADD = $(OPENBLAS_LIBS) -lm
 plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/cpu.h \
-	plugins/cpu/plugin.c plugins/cpu/threads.c \
+	plugins/cpu/plugin.c plugins/cpu/threads.c plugins/cpu/peers.c \
 	plugins/cpu/memory.c \
 	plugins/cpu/strided.c plugins/cpu/strided.h \
 	plugins/cpu/copy.c \

@@ -10,8 +10,16 @@
  * The limit is four threads per CPU this process may run on, and never
  * less than MIN_LIMIT. omp_set_num_threads() sets the team size of the
  * calling thread only, so the plugin's entry points (plugin.c) call
- * dla__cpu_threads_check() first, which clamps each calling thread once.
- * Nothing is changed when the request is within the limit.
+ * dla__cpu_threads_check() first, which clamps each calling thread once
+ * per change of the limit. Nothing is changed when the request is within
+ * the limit.
+ *
+ * Shared CPUs: without OMP_NUM_THREADS, several MPI ranks on the machine
+ * divide its CPUs among them (the launcher says how many), and so do
+ * several dlaccel processes that know nothing of each other (peers.c
+ * counts them; DLACCEL_SHARE_CORES=off keeps the whole count). Those
+ * come and go, so the count is taken again at most once a second, at an
+ * entry point, and each thread's team follows at its next entry.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "plugins/cpu/cpu.h"
@@ -19,13 +27,23 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PER_CPU 4
 #define MIN_LIMIT 64
 
 int dla__cpu_threads_limit;
+atomic_int dla__cpu_threads_gen = 1;
 _Thread_local int dla__cpu_threads_done;
+int dla__cpu_threads_sharing;
+
+/* Sharing: the CPUs, the team size asked for (OpenMP's default), the
+ * processes counted last, and when (CLOCK_MONOTONIC_COARSE seconds). */
+static int share_cpus, share_asked;
+static atomic_int share_count;
+static atomic_llong share_at;
 
 /* CPUs this process may run on (its affinity mask), else those online. */
 static int cpus_available(void)
@@ -54,6 +72,29 @@ static int local_ranks(void)
     return 1;
 }
 
+/* DLACCEL_SHARE_CORES: anything but off, 0 or no shares. */
+static int share_wanted(void)
+{
+    const char *v = getenv("DLACCEL_SHARE_CORES");
+    return !v || (strcmp(v, "off") != 0 && strcmp(v, "0") != 0 && strcmp(v, "no") != 0);
+}
+
+/* A process's threads when n share the CPUs: at least 1, at most asked. */
+static int share_of(int n)
+{
+    int t = share_cpus / (n > 0 ? n : 1);
+    if (t < 1)
+        t = 1;
+    return t < share_asked ? t : share_asked;
+}
+
+static long long coarse_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (long long)ts.tv_sec;
+}
+
 void dla__cpu_threads_init(void)
 {
     const int cpus = cpus_available();
@@ -66,6 +107,8 @@ void dla__cpu_threads_init(void)
      * on 2 cores do not run 4 threads that wait for each other. */
     const int ranks = local_ranks();
     if (ranks > 1 && !getenv("OMP_NUM_THREADS")) {
+        if (share_wanted())
+            dla__cpu_peers_join(); /* counted by the others; its own count is the launcher's */
         const int share = cpus / ranks > 0 ? cpus / ranks : 1;
         if (share < asked) {
             dla__cpu_threads_limit = share;
@@ -74,6 +117,27 @@ void dla__cpu_threads_init(void)
                                    "%d ranks run on this machine: %d thread%s each (%d CPU%s "
                                    "divided among them; OMP_NUM_THREADS sets another count)",
                                    ranks, share, share == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
+            dla__cpu_threads_apply();
+            return;
+        }
+    }
+    if (ranks == 1 && !getenv("OMP_NUM_THREADS") && share_wanted() && asked <= limit) {
+        const int n = dla__cpu_peers_join();
+        if (n > 0) {
+            share_cpus = cpus;
+            share_asked = asked;
+            atomic_store(&share_count, n);
+            atomic_store(&share_at, coarse_seconds());
+            dla__cpu_threads_limit = share_of(n);
+            dla__cpu_threads_sharing = 1;
+            if (n > 1 && dla__cpu_threads_limit < asked && dla__cpu_host->log)
+                dla__cpu_host->log(DLA_LOG_INFO,
+                                   "%d dlaccel processes run on this machine: %d thread%s each "
+                                   "(%d CPU%s divided among them; OMP_NUM_THREADS or "
+                                   "DLACCEL_SHARE_CORES=off sets another count)",
+                                   n, dla__cpu_threads_limit,
+                                   dla__cpu_threads_limit == 1 ? "" : "s", cpus,
+                                   cpus == 1 ? "" : "s");
             dla__cpu_threads_apply();
             return;
         }
@@ -94,7 +158,28 @@ void dla__cpu_threads_init(void)
 
 void dla__cpu_threads_apply(void)
 {
-    dla__cpu_threads_done = 1;
-    if (dla__cpu_threads_limit > 0 && omp_get_max_threads() > dla__cpu_threads_limit)
-        omp_set_num_threads(dla__cpu_threads_limit);
+    dla__cpu_threads_done = atomic_load(&dla__cpu_threads_gen);
+    const int limit = __atomic_load_n(&dla__cpu_threads_limit, __ATOMIC_RELAXED);
+    if (dla__cpu_threads_sharing) /* up again too, when a neighbour has gone */
+        omp_set_num_threads(limit > 0 && limit < share_asked ? limit : share_asked);
+    else if (limit > 0 && omp_get_max_threads() > limit)
+        omp_set_num_threads(limit);
+}
+
+void dla__cpu_threads_poll(void)
+{
+    const long long now = coarse_seconds(), at = atomic_load_explicit(&share_at, memory_order_relaxed);
+    long long seen = at;
+    /* One thread a second counts; the others go on. */
+    if (now <= at || !atomic_compare_exchange_strong(&share_at, &seen, now))
+        return;
+    const int n = dla__cpu_peers_count(), before = atomic_exchange(&share_count, n);
+    if (n == before || share_of(n) == share_of(before))
+        return;
+    __atomic_store_n(&dla__cpu_threads_limit, share_of(n), __ATOMIC_RELAXED);
+    atomic_fetch_add(&dla__cpu_threads_gen, 1);
+    if (dla__cpu_host->log)
+        dla__cpu_host->log(DLA_LOG_INFO, "%d dlaccel process%s on this machine now: %d thread%s "
+                                         "each",
+                           n, n == 1 ? "" : "es", share_of(n), share_of(n) == 1 ? "" : "s");
 }
