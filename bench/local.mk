@@ -9,6 +9,7 @@ bench_dlaccel_bench_LDFLAGS = $(OPENMP_CFLAGS)
 bench_dlaccel_bench_LDADD = libdlaccel.la $(OPENBLAS_LIBS)
 bench_dlaccel_bench_SOURCES = \
 	bench/main.c \
+	bench/batch.c bench/batch.h \
 	bench/workload.h \
 	bench/workloads.c \
 	bench/workloads_core.c \
