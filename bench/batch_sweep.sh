@@ -105,22 +105,37 @@ run_torch() { # round
     done
 }
 
+# What else ran: the machine is shared, and a neighbour moves small batches
+# most (a barrier waits on a descheduled thread once per op), so each side
+# logs the load and the busiest processes as it starts; the log follows the
+# table.
+note_load() { # what starts
+    local busy
+    # top's second sample: %CPU over the last half second, not a lifetime.
+    busy=$(top -b -n 2 -d 0.5 -o %CPU -w 200 2>/dev/null | awk '/^top -/ {n++}
+        n == 2 && $1 ~ /^[0-9]+$/ && $9 + 0 >= 5 && k++ < 4 {printf "%s %s%%, ", $12, $9}')
+    echo "$1: load $(cut -d' ' -f1-3 /proc/loadavg); over 5% CPU: ${busy:-none}" |
+        sed 's/, *$//' | tee -a "$work/load.log" >&2
+}
+
 start=$(date +%s)
 for r in $(seq "$rounds"); do
     # Alternate who goes first, so neither always follows the other's
     # memory being handed back.
     if [ $torch = 1 ] && [ $((r % 2)) = 1 ]; then
         echo "== round $r/$rounds: PyTorch ($modes), then dlaccel" >&2
-        run_torch "$r"; run_dla "$r"
+        note_load "round $r PyTorch"; run_torch "$r"
+        note_load "round $r dlaccel"; run_dla "$r"
     elif [ $torch = 1 ]; then
         echo "== round $r/$rounds: dlaccel, then PyTorch ($modes)" >&2
-        run_dla "$r"; run_torch "$r"
+        note_load "round $r dlaccel"; run_dla "$r"
+        note_load "round $r PyTorch"; run_torch "$r"
     else
         echo "== round $r/$rounds: dlaccel" >&2
-        run_dla "$r"
+        note_load "round $r dlaccel"; run_dla "$r"
     fi
 done
-echo "== $(($(date +%s) - start)) s; load average now: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+note_load "end, after $(($(date +%s) - start)) s"
 
 python3 - "$work" "$rounds" "$cnn" "$resnet" "$torch" "$modes" <<'PY'
 import json, os, statistics, sys
@@ -199,3 +214,6 @@ if torch and verdicts:
     print(f"\ncriterion (issue 19 part 5: dlaccel's growth no larger than PyTorch's): "
           f"{sum(verdicts)} of {len(verdicts)} comparisons met")
 PY
+echo
+echo "What ran beside it (load average 1, 5, 15 min; processes over 5% CPU as each side started):"
+sed 's/^/  /' "$work/load.log"
