@@ -9,6 +9,7 @@ bench_dlaccel_bench_LDFLAGS = $(OPENMP_CFLAGS)
 bench_dlaccel_bench_LDADD = libdlaccel.la $(OPENBLAS_LIBS)
 bench_dlaccel_bench_SOURCES = \
 	bench/main.c \
+	bench/batch.c bench/batch.h \
 	bench/workload.h \
 	bench/workloads.c \
 	bench/workloads_core.c \
@@ -26,6 +27,10 @@ bench_dlaccel_bench_SOURCES = \
 # A smoke test (TAP): it runs and its output parses; no speed is asserted.
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh
+# The batch sweep beside PyTorch (issue 19; minutes, not part of make
+# check) and its smoke test: dlaccel's side alone, a few seconds.
+TESTS += bench/batch_sweep_smoke.sh
+EXTRA_DIST += bench/batch_sweep_smoke.sh bench/batch_sweep.sh bench/torch_batch_sweep.py
 # The cuda plugin on a lent GPU machine: bundle here, run there.
 EXTRA_DIST += bench/gpu_pack.sh bench/gpu_run.sh
 

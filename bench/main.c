@@ -3,12 +3,13 @@
  * the host references, then the ratios a person decides on.
  *
  *   dlaccel-bench [--json] [--device NAME] [--workload SUBSTR] [--reps N]
- *                 [--quick] [--list]
+ *                 [--batch N] [--quick] [--list]
  *
  * Exit status: 0 when every selected workload ran, 1 when one failed (its
  * line says why), 2 for a usage error or a device that cannot be had.
  */
 #define _GNU_SOURCE /* getopt_long */
+#include "bench/batch.h"
 #include "bench/report.h"
 #include "bench/timer.h"
 #include "bench/workload.h"
@@ -25,6 +26,7 @@ typedef struct options {
     int list;
     const char *device;   /* NULL: every device */
     const char *workload; /* NULL: every workload */
+    int64_t batch;        /* 0: each workload's own; else only those taking one, at it */
     bench_plan plan;
 } options;
 
@@ -39,6 +41,12 @@ static void usage(FILE *out)
           "  --device NAME      only this device (\"cpu\", \"cpu:0\")\n"
           "  --workload SUBSTR  only workloads whose name contains SUBSTR (=NAME: that one)\n"
           "  --reps N           time N calls (default: enough for ~0.75 s, at least 5)\n"
+          "  --batch N          only the workloads that take a batch (the digit CNN's and\n"
+          "                     ResNet-20's train step and inference, eager and replayed),\n"
+          "                     at batch N (1 to 65536), named NAME_bN; entries that differ\n"
+          "                     only in their batch (cnn_step_replay, ..._b1024) run once;\n"
+          "                     workloads without a batch (ops, convolutions, the tiny\n"
+          "                     MLP, the loss functions) are left out\n"
           "  --quick            few calls per workload, for smoke tests\n"
           "  --list             list the workloads and exit\n"
           "  --help             this text\n",
@@ -52,6 +60,7 @@ static int parse_options(int argc, char **argv, options *opt)
         {"json", no_argument, NULL, 'j'},    {"device", required_argument, NULL, 'd'},
         {"workload", required_argument, NULL, 'w'},
         {"reps", required_argument, NULL, 'r'}, {"quick", no_argument, NULL, 'q'},
+        {"batch", required_argument, NULL, 'b'},
         {"list", no_argument, NULL, 'l'},    {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -73,6 +82,16 @@ static int parse_options(int argc, char **argv, options *opt)
                 return 2;
             }
             break;
+        case 'b': {
+            long long n = strtoll(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || n < 1 || n > BENCH_MAX_BATCH) {
+                fprintf(stderr, "dlaccel-bench: --batch %s: want a batch from 1 to %d\n", optarg,
+                        BENCH_MAX_BATCH);
+                return 2;
+            }
+            opt->batch = n;
+            break;
+        }
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
         }
@@ -90,6 +109,8 @@ static int parse_options(int argc, char **argv, options *opt)
 
 static int matches(const options *opt, const bench_workload *w)
 {
+    if (opt->batch && w->batch <= 0) /* --batch: only workloads that take one */
+        return 0;
     if (opt->workload && opt->workload[0] == '=') /* "=NAME": that workload alone */
         return strcmp(w->name, opt->workload + 1) == 0;
     return !opt->workload || strstr(w->name, opt->workload) != NULL;
@@ -106,12 +127,33 @@ static int paired(const options *opt, const bench_workload *ref)
     return 0;
 }
 
+/* With --batch, whether a selected device workload of the same family
+ * (the same name but for a "_bNNN" suffix) comes before w: it runs at the
+ * same batch under the same name, so w is not run again. */
+static int earlier_at_batch(const options *opt, const bench_workload *w)
+{
+    char base[96], other[96];
+    if (!opt->batch)
+        return 0;
+    bench_batch_base_name(w->name, base, sizeof base);
+    for (const bench_workload *const *t = bench_device_tables; *t; t++)
+        for (const bench_workload *e = *t; e->name; e++) {
+            if (e == w)
+                return 0;
+            bench_batch_base_name(e->name, other, sizeof other);
+            if (matches(opt, e) && strcmp(base, other) == 0)
+                return 1;
+        }
+    return 0;
+}
+
 static void list_workloads(void)
 {
     for (const bench_workload *const *t = bench_device_tables; *t; t++)
         for (const bench_workload *w = *t; w->name; w++)
-            printf("%-16s device     %s%s\n", w->name, w->reference ? "vs " : "",
-                   w->reference ? w->reference : "");
+            printf("%-16s device     %s%s%s%s\n", w->name, w->reference ? "vs " : "",
+                   w->reference ? w->reference : "", w->reference && w->batch > 0 ? " " : "",
+                   w->batch > 0 ? "(takes --batch)" : "");
     for (const bench_workload *w = bench_reference_workloads; w->name; w++)
         printf("%-16s reference\n", w->name);
 }
@@ -219,7 +261,7 @@ static const char *openmp_wait_line(void)
     return line;
 }
 
-static void text_banner(dla_device **devs, int ndevs)
+static void text_banner(dla_device **devs, int ndevs, int64_t batch)
 {
     printf("dlaccel-bench %s: per call, after warm-up calls (6; 1 with --quick); rates at the "
            "median\n",
@@ -230,7 +272,11 @@ static void text_banner(dla_device **devs, int ndevs)
     printf("  %-8s references: OpenBLAS cblas_sgemm, memcpy on %d OpenMP threads, each timed\n"
            "           interleaved with the workload it is compared with\n",
            "host", omp_get_max_threads());
-    printf("  %-8s OpenMP wait: %s\n\n", "openmp", openmp_wait_line());
+    printf("  %-8s OpenMP wait: %s\n", "openmp", openmp_wait_line());
+    if (batch)
+        printf("  %-8s --batch %lld: the workloads that take a batch, at it\n", "batch",
+               (long long)batch);
+    putchar('\n');
     bench_report_head(stdout);
 }
 
@@ -279,7 +325,9 @@ int main(int argc, char **argv)
     size_t per_device, alone;
     count_selected(&opt, &per_device, &alone);
     if (per_device + alone == 0) {
-        fprintf(stderr, "dlaccel-bench: no workload matches '%s' (see --list)\n", opt.workload);
+        fprintf(stderr, "dlaccel-bench: no workload %s'%s' (see --list)\n",
+                opt.batch ? "that takes a batch (--batch) matches " : "matches ",
+                opt.workload ? opt.workload : "");
         return 2;
     }
 
@@ -300,17 +348,25 @@ int main(int argc, char **argv)
     }
 
     size_t n = 0;
+    int failed_setup = 0;
     if (!opt.json)
-        text_banner(devs, ndevs);
+        text_banner(devs, ndevs, opt.batch);
     for (int d = 0; d < ndevs; d++) {
         /* Tensors are made on the current device, the reference's buffers
          * on the host whatever is current. */
         dla_device_set_current(devs[d]);
         for (const bench_workload *const *t = bench_device_tables; *t; t++)
             for (const bench_workload *w = *t; w->name; w++) {
-                if (!matches(&opt, w))
+                if (!matches(&opt, w) || earlier_at_batch(&opt, w))
                     continue;
-                const bench_workload *ws[2] = {w, bench_find_reference(w->reference)};
+                const bench_workload *ws[2] = {bench_at_batch(w, opt.batch),
+                                               bench_at_batch(bench_find_reference(w->reference),
+                                                              opt.batch)};
+                if (!ws[0] || (w->reference && bench_find_reference(w->reference) && !ws[1])) {
+                    fputs("dlaccel-bench: out of memory\n", stderr);
+                    failed_setup = 1;
+                    continue;
+                }
                 dla_device *on[2] = {devs[d], NULL};
                 int k = ws[1] ? 2 : 1;
                 measure(ws, on, k, &opt.plan, &recs[n]);
@@ -335,10 +391,11 @@ int main(int argc, char **argv)
         bench_report_notes(stdout, recs, n);
     }
 
-    int failed = 0;
+    int failed = failed_setup;
     for (size_t i = 0; i < n; i++)
         failed |= recs[i].status != DLA_OK;
     free(recs);
     free(devs);
+    bench_batch_release();
     return failed ? 1 : 0;
 }

@@ -119,6 +119,8 @@ static void json_record(FILE *out, const bench_record *r)
             "\"reps\": %d",
             r->stats.median_ms, r->stats.min_ms, r->stats.max_ms,
             r->workload->unit == BENCH_FLOPS ? "gflops" : "gbps", bench_rate(r), r->stats.reps);
+    if (r->workload->batch > 0) /* per-sample figures need it */
+        fprintf(out, ", \"batch\": %lld", (long long)r->workload->batch);
     if (r->against) {
         fputs(", \"against\": ", out);
         json_string(out, r->against);

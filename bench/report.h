@@ -38,7 +38,8 @@ void bench_report_notes(FILE *out, const bench_record *recs, size_t n);
 /* --json: {"version", "threads", "records": [...], "ratios": [...],
  * "errors": [...]}, each record {device, workload, median_ms, min_ms,
  * max_ms, gflops or gbps, reps}, a reference record with "against": the
- * device whose workload it was timed beside, a record with a note "note". */
+ * device whose workload it was timed beside, a record with a note "note",
+ * one of a workload that takes a batch "batch". */
 void bench_report_json(FILE *out, const bench_record *recs, size_t n);
 
 #endif

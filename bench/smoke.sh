@@ -10,7 +10,7 @@ tmp=${TMPDIR:-/tmp}/dlaccel-bench-smoke.$$
 mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-echo 1..9
+echo 1..15
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; [ -s "$2" ] && sed 's/^/# /' "$2"; }
@@ -76,3 +76,51 @@ rc=$?
 check "--quick --workload resnet20_inference_b16 exits 0" "$tmp/res.out" test $rc -eq 0
 check "ResNet-20 has 273258 learnable elements in 86 learnables" "$tmp/res.out" \
     grep -q '273258 learnable elements (272474 + 784 conv biases) in 86 learnables' "$tmp/res.out"
+
+# --batch N (issue 19's sweep): the workloads that take a batch run at N,
+# renamed NAME_bN, their work scaled with the batch; entries that differ
+# only in their batch run once; a reference that takes a batch follows.
+"$bench" --json --quick --device cpu --batch 2 --workload cnn_step_replay >"$tmp/b2.json" \
+    2>"$tmp/b2.err"
+rc=$?
+cat "$tmp/b2.err" >>"$tmp/b2.json"
+check "--batch 2 --workload cnn_step_replay exits 0" "$tmp/b2.json" test $rc -eq 0
+batch_ok() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+recs = doc["records"]
+# cnn_step_replay and cnn_step_replay_b1024 are one family: one record.
+assert [r["workload"] for r in recs] == ["cnn_step_replay_b2"], recs
+r = recs[0]
+assert r["batch"] == 2, r
+# 3.421 GFLOP a step of 128 images, so 2/128 of it at batch 2.
+want = 3.421e9 * 2 / 128 / (r["median_ms"] * 1e-3) * 1e-9
+assert abs(r["gflops"] - want) <= 0.01 * want + 1e-3, (r, want)
+' "$1"
+    else
+        test "$(grep -c '"workload": "cnn_step_replay_b2"' "$1")" -eq 1 &&
+            grep -q '"batch": 2' "$1"
+    fi
+}
+check "one record, cnn_step_replay_b2, batch 2, its GFLOP/s for 2 of 128 images" "$tmp/b2.json" \
+    batch_ok "$tmp/b2.json"
+
+"$bench" --quick --device cpu --batch 1 --workload =cnn_train_replay >"$tmp/b1.out" 2>&1
+rc=$?
+check "--batch 1 --workload =cnn_train_replay exits 0" "$tmp/b1.out" test $rc -eq 0
+check "its eager reference runs at batch 1 beside it and the ratio line names the batch" \
+    "$tmp/b1.out" sh -c "grep -Eq '^host +cnn_train_eager_b1 ' '$tmp/b1.out' &&
+    grep -Eq '^digit CNN train step \(batch 1\), replayed on cpu:0: plugin/eager \(batch 1\) = ' \
+        '$tmp/b1.out'"
+
+"$bench" --quick --batch 8 --workload sgemm256 >/dev/null 2>"$tmp/nb.err"
+rc=$?
+check "--batch with only workloads that take none is exit 2 that says so" "$tmp/nb.err" \
+    sh -c "test $rc -eq 2 && grep -q 'takes a batch' '$tmp/nb.err'"
+
+"$bench" --quick --batch 0 --workload cnn >/dev/null 2>"$tmp/b0.err"
+rc=$?
+check "--batch 0 is a usage error (exit 2)" "$tmp/b0.err" \
+    sh -c "test $rc -eq 2 && grep -q 'want a batch from 1' '$tmp/b0.err'"

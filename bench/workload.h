@@ -34,6 +34,10 @@ struct bench_workload {
     double work;
     /* A size for setup (matrix order, bytes...): one setup serves a family. */
     int64_t size;
+    /* A workload whose size is its batch (0 there: 128): the batch this
+     * entry runs at and its work is for; 0 for a workload without a batch.
+     * dlaccel-bench --batch N runs such an entry at N (bench/batch.c). */
+    int64_t batch;
     /* Makes the operands; *state is handed to run and teardown. Runs with
      * the device under test current. Not timed. A failure is reported with
      * its status and dla_last_error() (or the message it printed). */

@@ -168,12 +168,14 @@ static dla_status cnn_infer_run(void *state)
 /* FLOPs: conv and fc multiply-adds x 2 (the peers count 1.165 GFLOP forward
  * and 3.421 per train step: forward plus twice that for the backward). */
 const bench_workload bench_cnn_workloads[] = {
-    {.name = "cnn_train_step", .unit = BENCH_FLOPS, .work = 3.421e9, .setup = cnn_setup,
-     .run = cnn_train_run, .teardown = cnn_teardown, .label = "digit CNN train step (batch 128)"},
-    {.name = "cnn_inference", .unit = BENCH_FLOPS, .work = 1.165e9, .setup = cnn_setup,
-     .run = cnn_infer_run, .teardown = cnn_teardown, .label = "digit CNN inference (batch 128)"},
-    {.name = "cnn_inference_b1024", .unit = BENCH_FLOPS, .work = 8 * 1.165e9, .size = 1024,
+    {.name = "cnn_train_step", .unit = BENCH_FLOPS, .work = 3.421e9, .batch = 128,
+     .setup = cnn_setup, .run = cnn_train_run, .teardown = cnn_teardown,
+     .label = "digit CNN train step (batch 128)"},
+    {.name = "cnn_inference", .unit = BENCH_FLOPS, .work = 1.165e9, .batch = 128,
      .setup = cnn_setup, .run = cnn_infer_run, .teardown = cnn_teardown,
+     .label = "digit CNN inference (batch 128)"},
+    {.name = "cnn_inference_b1024", .unit = BENCH_FLOPS, .work = 8 * 1.165e9, .size = 1024,
+     .batch = 1024, .setup = cnn_setup, .run = cnn_infer_run, .teardown = cnn_teardown,
      .label = "digit CNN inference (batch 1024)"},
     {0},
 };

@@ -238,9 +238,11 @@ static void resnet_note(void *state, double median_ms, char *buf, size_t size)
 #define TRAIN(b) (3.0 * FWD(b))
 #define ENTRY(suffix, b)                                                                       \
     {.name = "resnet20_train_step" suffix, .unit = BENCH_FLOPS, .work = TRAIN(b), .size = b,  \
+     .batch = b,                                                                               \
      .setup = resnet_setup, .run = resnet_train_run, .teardown = resnet_teardown,             \
      .label = "ResNet-20 train step (batch " #b ")", .note = resnet_note},                    \
     {.name = "resnet20_inference" suffix, .unit = BENCH_FLOPS, .work = FWD(b), .size = b,     \
+     .batch = b,                                                                               \
      .setup = resnet_setup, .run = resnet_infer_run, .teardown = resnet_teardown,             \
      .label = "ResNet-20 inference (batch " #b ")", .note = resnet_note}
 
