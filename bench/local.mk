@@ -26,13 +26,13 @@ bench_dlaccel_bench_SOURCES = \
 
 # A smoke test (TAP): it runs and its output parses; no speed is asserted.
 TESTS += bench/smoke.sh
-EXTRA_DIST += bench/smoke.sh
+EXTRA_DIST += bench/smoke.sh bench/tap.sh
 # The batch sweep beside PyTorch (issue 19; minutes, not part of make
 # check) and its smoke test: dlaccel's side alone, a few seconds.
 TESTS += bench/batch_sweep_smoke.sh
 EXTRA_DIST += bench/batch_sweep_smoke.sh bench/batch_sweep.sh bench/torch_batch_sweep.py
 # The cuda plugin on a lent GPU machine: bundle here, run there.
-EXTRA_DIST += bench/gpu_pack.sh bench/gpu_run.sh
+EXTRA_DIST += bench/gpu_pack.sh bench/gpu_run.sh bench/torch_cuda_graph.py
 
 # The parallel training figures of issue 15 (bench/parallel_train.sh runs
 # them under mpirun; not part of make check: they take minutes).

@@ -11,14 +11,7 @@ mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
 echo 1..15
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; [ -s "$2" ] && sed 's/^/# /' "$2"; }
-check() { # description, log file, command...
-    desc=$1 log=$2
-    shift 2
-    if "$@"; then ok "$desc"; else not_ok "$desc" "$log"; fi
-}
+. "$(cd "$(dirname "$0")" && pwd)/tap.sh"
 
 "$bench" --quick --workload add >"$tmp/add.out" 2>"$tmp/add.err"
 rc=$?
