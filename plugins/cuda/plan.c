@@ -230,9 +230,10 @@ static int fits(const struct dla__cu_graph *g, const dla_plan_mem *mems)
     return 1;
 }
 
-/* Copies between the run's regions and g's roles: into the roles the ones
- * the run reads (out 0), or out of them the ones it writes (out 1), in
- * launches of up to DLA__CU_COPIES regions. */
+/* Copies between the run's regions (mems; NULL: the run being captured,
+ * as remember_run kept it) and g's roles: into the roles the ones the run
+ * reads (out 0), or out of them the ones it writes (out 1), in launches of
+ * up to DLA__CU_COPIES regions. */
 static cudaError_t copy_roles(dla__cu_device *d, const struct dla__cu_graph *g,
                               const dla_plan_mem *mems, int out)
 {
@@ -252,7 +253,8 @@ static cudaError_t copy_roles(dla__cu_device *d, const struct dla__cu_graph *g,
         const role *r = &g->roles[i];
         if (!r->written != !out || r->bytes == 0)
             continue;
-        char *run = ((dla__cu_mem *)mems[i].mem)->ptr + mems[i].first;
+        char *run = mems ? ((dla__cu_mem *)mems[i].mem)->ptr + mems[i].first
+                         : ((dla__cu_mem *)r->run_mem)->ptr + r->run_first;
         c.src[c.n] = out ? r->own->ptr : run;
         c.dst[c.n] = out ? run : r->own->ptr;
         c.bytes[c.n] = (int64_t)r->bytes;
@@ -268,17 +270,6 @@ static void remember_run(struct dla__cu_graph *g, const dla_plan_mem *mems)
     for (int32_t i = 0; i < g->nroles; i++) {
         g->roles[i].run_mem = mems[i].mem;
         g->roles[i].run_first = mems[i].first;
-    }
-}
-
-/* The run's regions of the capture in progress, for copying out. */
-static void captured_run(const struct dla__cu_graph *g, dla_plan_mem *mems)
-{
-    for (int32_t i = 0; i < g->nroles; i++) {
-        mems[i].mem = g->roles[i].run_mem;
-        mems[i].first = g->roles[i].run_first;
-        mems[i].end = mems[i].first + g->roles[i].bytes;
-        mems[i].written = g->roles[i].written;
     }
 }
 
@@ -321,16 +312,10 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
                                 why, cudaGetErrorString(e), cudaGetErrorName(e));
         cudaGetLastError();
     } else {
-        dla_plan_mem *run = dla__cu_host->alloc((size_t)(g->nroles ? g->nroles : 1) * sizeof *run, 0);
         e = cudaGraphLaunch(exec, d->stream);
-        if (e == cudaSuccess && run) {
-            captured_run(g, run);
-            e = copy_roles(d, g, run, 1);
-        }
-        dla__cu_host->free(run);
-        if (!run)
-            s = dla__cu_host->error(DLA_ERR_OUT_OF_MEMORY, "cuda plan: copying a replay's results");
-        else if (e != cudaSuccess)
+        if (e == cudaSuccess)
+            e = copy_roles(d, g, NULL, 1);
+        if (e != cudaSuccess)
             s = dla__cu_err(e, "plan: launching the replay's graph");
         if (s == DLA_OK && keep) {
             g->exec = exec;
