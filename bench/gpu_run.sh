@@ -30,6 +30,10 @@
 #   train      the main job: cnn_fmnist 3 epochs on cuda, same seed as
 #              the cpu run it is compared with
 #   traincpu   the same on the cpu device
+#   variants   the fused kernel's variants side by side (checked first)
+#   ncu        Nsight Compute on the step's kernels at batch 1024
+#   ilpcheck   the main job with the fused kernels' four-a-thread rounds
+#              on and off: the same losses
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/dla-out}
@@ -188,6 +192,64 @@ step_train() { # DEVICE [NAME ENV...]
     fi
 }
 
+# The fused kernel's variants side by side (plugins/cuda/fused.c): 64-bit
+# indexing (the old kernel), 32-bit, 32-bit with four elements a thread
+# (the default), and the last with the ops compiled in as constants; each
+# checked against the cpu plugin first (compiled on first sight).
+step_variants() {
+    local v name w
+    for v in "OLD DLACCEL_CUDA_FUSED_OFF32=0" "OFF32 DLACCEL_CUDA_FUSED_ILP=0" "ILP4 X=1" \
+        "CONSTOPS DLACCEL_CUDA_FUSED_CONSTOPS=1"; do
+        name=${v%% *}
+        for k in fused fused_reduce_pair; do
+            env ${v#* } DLACCEL_CUDA_FUSED_COMPILE=first timeout 60 "$s/bin/dlaccel" check-plugin \
+                --kernel $k --cases 50 --seed 11 "$s/plugins.d/cuda.json" >"$out/variant_check_${name}_$k.log" 2>&1
+            line "variant $name check-plugin $k: exit $?: $(grep -E '^cuda' "$out/variant_check_${name}_$k.log" | tr -s ' ' | cut -c1-100)"
+        done
+        for w in =cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay =cnn_inference_replay_b1024; do
+            env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
+                >"$out/variant_${name}_${w#=}.log" 2>&1
+            grep -E '^cuda' "$out/variant_${name}_${w#=}.log" | sed "s/^/variant $name /" | tee -a "$summary"
+        done
+    done
+}
+
+# The main job twice with deterministic convolutions, the fused kernels
+# four elements a thread and one: they add in the same order, so every
+# printed loss and the accuracy must agree.
+step_ilpcheck() {
+    local v
+    for v in 0 1; do
+        DLACCEL_CUDA_DETERMINISTIC=1 DLACCEL_CUDA_FUSED_ILP=$v DLACCEL_DEVICE=cuda timeout 120 \
+            "$s/bin/cnn_fmnist" --data "$s/data" --epochs 2 --seed 1 >"$out/ilpcheck_$v.log" 2>&1
+        tr '\r' '\n' <"$out/ilpcheck_$v.log" | grep -E 'mean loss|accuracy:' >"$out/ilpcheck_$v.txt"
+    done
+    if cmp -s "$out/ilpcheck_0.txt" "$out/ilpcheck_1.txt" && [ -s "$out/ilpcheck_0.txt" ]; then
+        line "ilpcheck: the same losses and accuracy: $(tr '\n' ' ' <"$out/ilpcheck_1.txt" | cut -c1-200)"
+    else
+        line "ilpcheck: DIFFERENT: $(tr '\n' ' ' <"$out/ilpcheck_0.txt" | cut -c1-200) | $(tr '\n' ' ' <"$out/ilpcheck_1.txt" | cut -c1-200)"
+    fi
+}
+
+# Nsight Compute on the fused kernels of the digit CNN's step at batch
+# 1024 (plain launches), when the machine has it.
+step_ncu() {
+    local ncu
+    ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    if [ -z "$ncu" ]; then
+        line "ncu: not on this machine"
+        return
+    fi
+    DLACCEL_CUDA_GRAPHS=0 timeout 240 "$ncu" --target-processes all \
+        -k regex:'dla_fused_prog|dla_fr_block_prog|conv|sgemm|gemm' --launch-skip 400 --launch-count 40 \
+        --section SpeedOfLight --section LaunchStats --section Occupancy \
+        "$s/bin/dlaccel-bench" --device cuda:0 --workload =cnn_step_replay_b1024 --quick \
+        >"$out/ncu.log" 2>&1
+    line "ncu ($ncu): exit $?"
+    grep -E '^  [a-zA-Z_].*\(|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Grid Size|Block Size' "$out/ncu.log" | head -400 >"$out/ncu_short.log"
+    head -150 "$out/ncu_short.log" | tee -a "$summary"
+}
+
 for step in $steps; do
     case $step in
     check) step_check ;;
@@ -208,6 +270,9 @@ for step in $steps; do
         echo | tee -a "$summary"
         tail -3 "$out/torch_graph.err" ;;
     suitescpu) step_suites_cpu ;;
+    variants) step_variants ;;
+    ncu) step_ncu ;;
+    ilpcheck) step_ilpcheck ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;
     *) echo "gpu_run: unknown step $step" ;;

@@ -53,6 +53,21 @@ static int64_t tstride(const dla_tensor *t, int i)
     return i < t->ndims ? t->strides[i] : 0;
 }
 
+/* A dim of one element is never stepped over, so its stride is free: it
+ * gets the dense one (the product of the dims before it). Without this a
+ * dense weight's view, whose group dim lies past the tensor's dims, had
+ * stride 0 there, was not dense by plugin.h's rule, and a plugin with a
+ * dense-only path (cuDNN's) declined every call and was handed copies. */
+static void ones_dense(dla_view *v)
+{
+    int64_t s = 1;
+    for (int i = 0; i < v->ndims; i++) {
+        if (v->dims[i] == 1)
+            v->strides[i] = s;
+        s *= v->dims[i];
+    }
+}
+
 /* Kernel view of an x- or y-space tensor: convolved dims, C, B. */
 static void space_view(const conv_geom *g, const dla_tensor *t, dla_view *v)
 {
@@ -66,6 +81,7 @@ static void space_view(const conv_geom *g, const dla_tensor *t, dla_view *v)
     v->strides[n + 1] = g->bpos >= 0 ? tstride(t, g->bpos) : 0;
     for (int i = n + 2; i < DLA_MAX_DIMS; i++)
         v->dims[i] = 0, v->strides[i] = 0;
+    ones_dense(v);
 }
 
 /* Kernel view of the filters: filter dims, C/G, F/G, G. */
@@ -77,6 +93,7 @@ static void weight_view(const conv_geom *g, const dla_tensor *t, dla_view *v)
         v->dims[i] = tdim(t, i), v->strides[i] = tstride(t, i);
     for (int i = g->nsp + 3; i < DLA_MAX_DIMS; i++)
         v->dims[i] = 0, v->strides[i] = 0;
+    ones_dense(v);
 }
 
 /* Kernel view of a bias of F elements (or one, repeated). */

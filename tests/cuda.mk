@@ -15,3 +15,14 @@ TESTS += tests/cuda_without_driver.sh
 dla_cuda_without_driver_log = tests/cuda_without_driver.sh.log
 $(dla_cuda_without_driver_log): tools/dlaccel tests/cuda_probe plugins/cuda/libdlaccel-cuda.la
 endif
+
+# The compiled fused programs' source through NVRTC (no GPU needed).
+if HAVE_CUDA
+check_PROGRAMS += tests/cuda_fused_source
+tests_cuda_fused_source_SOURCES = tests/cuda_fused_source.c plugins/cuda/fused_source.c
+nodist_tests_cuda_fused_source_SOURCES = plugins/cuda/cuda_sources.c
+tests_cuda_fused_source_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
+	-DDLA_CUDA_LIBDIR='"$(CUDA_LIBDIR)"'
+tests_cuda_fused_source_LDADD = -ldl
+TESTS += tests/cuda_fused_source
+endif

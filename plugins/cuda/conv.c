@@ -102,12 +102,14 @@ void dla__cu_conv_release(dla__cu_device *d)
     d->conv = NULL;
 }
 
-/* Dense as the ABI says (strides[0] == 1, each next the product). */
+/* Dense as the ABI says (strides[0] == 1, each next the product), but
+ * for dims of one element, whose stride nothing reads: cuDNN is given
+ * packed strides of its own. */
 static int dense(const dla_view *v)
 {
     int64_t want = 1;
     for (int i = 0; i < v->ndims; i++) {
-        if (v->strides[i] != want)
+        if (v->dims[i] != 1 && v->strides[i] != want)
             return 0;
         want *= v->dims[i];
     }

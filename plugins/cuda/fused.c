@@ -14,6 +14,7 @@
  */
 #include "plugins/cuda/fused_kern.h"
 
+#include <limits.h>
 #include <string.h>
 
 void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p)
@@ -35,6 +36,26 @@ void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p)
         p->al[j] = f32 ? (double)(float)in->alpha : in->alpha;
         p->be[j] = f32 ? (double)(float)in->beta : in->beta;
     }
+}
+
+/* Whether the space's positions and every view's element offsets (any
+ * sign) fit in int, so the kernel may index in 32 bits. */
+static int offsets_fit_int(const dla__cu_space *sp, const dla__cu_vw *vw, int nops)
+{
+    if (sp->n > INT_MAX)
+        return 0;
+    for (int k = 0; k < nops; k++) {
+        int64_t reach = 0;
+        for (int d = 0; d < sp->nd; d++) {
+            const int64_t st = vw[k].st[d] < 0 ? -vw[k].st[d] : vw[k].st[d];
+            if (st > INT_MAX)
+                return 0;
+            reach += (sp->dims[d] - 1) * st;
+            if (reach > INT_MAX)
+                return 0;
+        }
+    }
+    return 1;
 }
 
 dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
@@ -68,9 +89,13 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
     }
     dla_fprog p;
     dla__cu_fprog_of(args, 0, &p);
+    if (d->fused_off32 && offsets_fit_int(&sp, vw, nops))
+        p.flags = DLA__CU_F_OFF32 | (d->fused_ilp ? DLA__CU_F_ILP4 : 0);
     const void *k1 = NULL, *k2 = NULL;
     dla__cu_fused_compiled(d, args, 0, 0, &k1, &k2);
-    return dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, sp.n),
+    /* Four elements a thread: a quarter of the threads. */
+    const int64_t threads = p.flags & DLA__CU_F_ILP4 ? (sp.n + 3) / 4 : sp.n;
+    return dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, threads),
                                             args->dtype == DLA_F64, &a, &p, k1),
                        "fused");
 }

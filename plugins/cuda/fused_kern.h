@@ -36,12 +36,13 @@ extern "C" {
  * kern.cuh's dla__cu_views<9> (the same layout; fused.c fills them from
  * dla__cu_space_of).
  * dla_fprog: the program; al, be already rounded to the dtype; reg2 the
- * pair's second register (0 otherwise).
+ * pair's second register (0 otherwise); flags (fused only) DLA__CU_F_*.
  * dla_fr: a fused_reduce: kept dims kd (nk, coalesced over y, y2 and the
  * inputs; ost: y's and y2's strides, kst the inputs'), summed dims rd
  * (nr >= 1; inner = rd[0]; rst the inputs' strides), nred positions
  * summed per output, parts per output (parts > 1: partial sums in
- * partial, outputs * parts doubles, a pair's second half after them). */
+ * partial, outputs * parts doubles, a pair's second half after them);
+ * ilp: the block kernel's threads take four positions a round. */
 #define DLA__CU_FUSED_TYPES(X)                                                                     \
     X(typedef long long dla_i64;                                                                   \
       typedef struct dla_fsp {                                                                     \
@@ -58,13 +59,13 @@ extern "C" {
           dla_fvw v[9];                                                                            \
       } dla_fviews;                                                                                \
       typedef struct dla_fprog {                                                                   \
-          int ninsns, ninputs, reg2, pad;                                                          \
+          int ninsns, ninputs, reg2, flags;                                                        \
           int kind[8], op[8], src[8][3];                                                           \
           double al[8], be[8];                                                                     \
       } dla_fprog;                                                                                 \
       typedef struct dla_fr {                                                                      \
           dla_i64 outputs, parts, nred, inner;                                                     \
-          int nk, nr, mean, pad;                                                                   \
+          int nk, nr, mean, ilp;                                                                   \
           dla_i64 kd[8], rd[8];                                                                    \
           dla_i64 ost[2][8];                                                                       \
           dla_i64 kst[8][8], rst[8][8];                                                            \
@@ -121,19 +122,67 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
                 off[k] += i * a.v[k].st[last];                                                     \
     }                                                                                              \
                                                                                                    \
+    template <int NOPS>                                                                            \
+    __device__ __forceinline__ void dla_flocate32(const dla_fviews &a, unsigned u, int *off) {     \
+        for (int k = 0; k < NOPS; k++)                                                             \
+            off[k] = 0;                                                                            \
+        const int last = a.sp.nd - 1;                                                              \
+        for (int d = 0; d < last; d++) {                                                           \
+            const unsigned n = (unsigned)a.sp.dims[d], q = u / n, r = u - q * n;                   \
+            u = q;                                                                                 \
+            for (int k = 0; k < NOPS; k++)                                                         \
+                off[k] += (int)r * (int)a.v[k].st[d];                                              \
+        }                                                                                          \
+        if (last >= 0)                                                                             \
+            for (int k = 0; k < NOPS; k++)                                                         \
+                off[k] += (int)u * (int)a.v[k].st[last];                                           \
+    }                                                                                              \
+                                                                                                   \
+    template <typename T, class Ev, int NIN, typename O>                                           \
+    __device__ __forceinline__ void dla_fused_one(const dla_fviews &a, const dla_fprog &p,         \
+                                                  const O *off) {                                  \
+        T in[8];                                                                                   \
+        for (int k = 0; k < 8; k++)                                                                \
+            in[k] = k < NIN && k < p.ninputs ? ((const T *)a.v[1 + k].base)[off[1 + k]] : (T)0;    \
+        T v, v2;                                                                                   \
+        Ev::run(p, in, v, v2);                                                                     \
+        ((T *)a.v[0].base)[off[0]] = v;                                                            \
+    }                                                                                              \
+                                                                                                   \
     template <typename T, class Ev, int NIN>                                                       \
-    __device__ __forceinline__ void dla_fused_body(const dla_fviews &a, const dla_fprog &p) {     \
-        for (dla_i64 i = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.sp.n;               \
-             i += (dla_i64)gridDim.x * blockDim.x) {                                               \
-            dla_i64 off[1 + NIN];                                                                  \
-            dla_flocate<1 + NIN>(a, i, off);                                                       \
-            T in[8];                                                                               \
-            for (int k = 0; k < 8; k++)                                                            \
-                in[k] = k < NIN && k < p.ninputs ? ((const T *)a.v[1 + k].base)[off[1 + k]]        \
-                                                 : (T)0;                                           \
-            T v, v2;                                                                               \
-            Ev::run(p, in, v, v2);                                                                 \
-            ((T *)a.v[0].base)[off[0]] = v;                                                        \
+    __device__ __forceinline__ void dla_fused_body(const dla_fviews &a, const dla_fprog &p) {      \
+        const dla_i64 S = (dla_i64)gridDim.x * blockDim.x;                                         \
+        dla_i64 i = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x;                                \
+        if ((p.flags & DLA__CU_F_OFF32) && (p.flags & DLA__CU_F_ILP4)) {                           \
+            for (; i + 3 * S < a.sp.n; i += 4 * S) {                                               \
+                int off[4][1 + NIN];                                                               \
+                for (int u = 0; u < 4; u++)                                                        \
+                    dla_flocate32<1 + NIN>(a, (unsigned)(i + u * S), off[u]);                      \
+                T in[4][8];                                                                        \
+                for (int u = 0; u < 4; u++)                                                        \
+                    for (int k = 0; k < 8; k++)                                                    \
+                        in[u][k] = k < NIN && k < p.ninputs                                        \
+                                       ? ((const T *)a.v[1 + k].base)[off[u][1 + k]]               \
+                                       : (T)0;                                                     \
+                T v[4], v2;                                                                        \
+                for (int u = 0; u < 4; u++)                                                        \
+                    Ev::run(p, in[u], v[u], v2);                                                   \
+                for (int u = 0; u < 4; u++)                                                        \
+                    ((T *)a.v[0].base)[off[u][0]] = v[u];                                          \
+            }                                                                                      \
+        }                                                                                          \
+        if (p.flags & DLA__CU_F_OFF32) {                                                           \
+            for (; i < a.sp.n; i += S) {                                                           \
+                int off[1 + NIN];                                                                  \
+                dla_flocate32<1 + NIN>(a, (unsigned)i, off);                                       \
+                dla_fused_one<T, Ev, NIN, int>(a, p, off);                                         \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (; i < a.sp.n; i += S) {                                                           \
+                dla_i64 off[1 + NIN];                                                              \
+                dla_flocate<1 + NIN>(a, i, off);                                                   \
+                dla_fused_one<T, Ev, NIN, dla_i64>(a, p, off);                                     \
+            }                                                                                      \
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
@@ -208,6 +257,35 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
             if (pos < p1) {                                                                        \
                 const dla_i64 inner = f.inner, q = B / inner, r = B - q * inner;                   \
                 dla_i64 row = pos / inner, ii = pos - row * inner, at_row = -1;                    \
+                /* Four positions a round, their loads all issued before                           \
+                 * any is used (a load stalls only its first use), so four                         \
+                 * are in flight; the sums take them in the same order. */                         \
+                for (; f.ilp && pos + 3 * B < p1; pos += 4 * B) {                                  \
+                    T in[4][8];                                                                    \
+                    for (int u = 0; u < 4; u++) {                                                  \
+                        if (row != at_row) {                                                       \
+                            dla_fr_row(f, row, base, at);                                          \
+                            at_row = row;                                                          \
+                        }                                                                          \
+                        for (int k = 0; k < 8; k++)                                                \
+                            in[u][k] = k < NIN && k < p.ninputs                                    \
+                                           ? ((const T *)f.inbase[k])[at[k] + ii * f.rst[k][0]]    \
+                                           : (T)0;                                                 \
+                        ii += r;                                                                   \
+                        row += q;                                                                  \
+                        if (ii >= inner) {                                                         \
+                            ii -= inner;                                                           \
+                            row++;                                                                 \
+                        }                                                                          \
+                    }                                                                              \
+                    for (int u = 0; u < 4; u++) {                                                  \
+                        T v, v2;                                                                   \
+                        Ev::run(p, in[u], v, v2);                                                  \
+                        s += (double)v;                                                            \
+                        if (PAIR)                                                                  \
+                            s2 += (double)v2;                                                      \
+                    }                                                                              \
+                }                                                                                  \
                 for (; pos < p1; pos += B) {                                                       \
                     if (row != at_row) {                                                           \
                         dla_fr_row(f, row, base, at);                                              \
@@ -269,6 +347,14 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
         }                                                                                          \
     })
 
+/* dla_fprog.flags of a fused call (fused.c): every view's offsets and the
+ * space's positions fit in int (32-bit index arithmetic, several times
+ * cheaper on the GPU than 64-bit), and, with it, each thread takes four
+ * elements at a time (four times the loads in flight, which a
+ * bandwidth-bound kernel needs). */
+#define DLA__CU_F_OFF32 1
+#define DLA__CU_F_ILP4 2
+
 /* Names of a compiled program's kernels (extern "C" in its source). */
 #define DLA__CU_K_FUSED "dla_fused_prog"
 #define DLA__CU_K_FR_BLOCK "dla_fr_block_prog"
@@ -296,6 +382,22 @@ cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair
  * *k1 is the block kernel and *k2 the thread kernel. Takes d->lock. */
 int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
                            const void **k1, const void **k2);
+
+/* A compiled program's identity (everything but alpha and beta, which
+ * stay arguments): the kernel (0 fused, 1 fused_reduce, 2 the pair), the
+ * pair's second register, the dtype, and per step its kind, op and
+ * operands. */
+typedef struct dla__cu_fused_key_t {
+    int32_t kind, reg2, f64, ninputs, ninsns;
+    int32_t code[DLA_FUSED_MAX_INSNS][5];
+} dla__cu_fused_key_t;
+
+/* fused_source.c: the key of program a; and its source after
+ * plugin_ops.h's text, in src (size bytes), the length it needs returned
+ * (>= size: cut). constops: the ops written as constants rather than
+ * read from the argument (DLACCEL_CUDA_FUSED_CONSTOPS=1; see there). */
+void dla__cu_fused_key(const dla_fused_args *a, int kind, int reg2, dla__cu_fused_key_t *k);
+size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size);
 
 /* The program as the kernels take it (fused.c). */
 void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p);

@@ -84,6 +84,7 @@ plugins_cuda_libdlaccel_cuda_la_SOURCES = \
 	plugins/cuda/index.c \
 	plugins/cuda/pool.c \
 	plugins/cuda/fused.c \
+	plugins/cuda/fused_source.c \
 	plugins/cuda/fused_reduce.c \
 	plugins/cuda/nvrtc.c
 nodist_plugins_cuda_libdlaccel_cuda_la_SOURCES = plugins/cuda/cuda_sources.c

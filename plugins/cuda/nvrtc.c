@@ -45,10 +45,7 @@ extern const char dla__cu_src_plugin_ops[];
 /* Sightings of a program before it is compiled. */
 #define COMPILE_AFTER 2
 
-typedef struct key {
-    int32_t kind, reg2, f64, ninputs, ninsns;
-    int32_t code[DLA_FUSED_MAX_INSNS][5];
-} key;
+typedef dla__cu_fused_key_t key;
 
 struct dla__cu_fused_entry {
     key k;
@@ -121,85 +118,6 @@ static void nv_load(void)
     nv.ok = 1;
 }
 
-/* ----------------------------------------------------------------- source */
-
-static void make_key(const dla_fused_args *a, int kind, int reg2, key *k)
-{
-    memset(k, 0, sizeof *k);
-    k->kind = kind;
-    k->reg2 = kind == 2 ? reg2 : 0;
-    k->f64 = a->dtype == DLA_F64;
-    k->ninputs = a->ninputs;
-    k->ninsns = a->ninsns;
-    for (int j = 0; j < a->ninsns && j < DLA_FUSED_MAX_INSNS; j++) {
-        const dla_fused_insn *in = &a->insns[j];
-        k->code[j][0] = in->kind;
-        k->code[j][1] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
-        for (int s = 0; s < 3; s++)
-            k->code[j][2 + s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
-    }
-}
-
-/* Appends to src (size bytes, n used), cutting at the end. */
-#define PUT(...) n += (size_t)snprintf(src + n, n < size ? size - n : 0, __VA_ARGS__)
-
-/* The CUDA C++ of program k (after plugin_ops.h's text); the length it
- * needs (>= size: cut). */
-static size_t write_source(const key *k, char *src, size_t size)
-{
-    static const char types[] = DLA__CU_FUSED_TYPES(DLA__CU_STR);
-    static const char frame[] = DLA__CU_FUSED_FRAME(DLA__CU_STR);
-    const char *T = k->f64 ? "double" : "float";
-    size_t n = 0;
-    PUT("\n%s\n%s\n", types, frame);
-    /* The layouts the host fills (a mismatch fails the compile). */
-    PUT("static_assert(sizeof(dla_fviews) == %zu && sizeof(dla_fprog) == %zu && "
-        "sizeof(dla_fr) == %zu, \"dla_fused layouts\");\n",
-        sizeof(dla_fviews), sizeof(dla_fprog), sizeof(dla_fr));
-    PUT("struct dla_gen {\n  static __device__ __forceinline__ void run(const dla_fprog &p, "
-        "const %s *in, %s &v, %s &v2)\n  {\n    (void)p;\n",
-        T, T, T);
-    for (int j = 0; j < k->ninsns; j++) {
-        char o[3][16];
-        for (int s = 0; s < 3; s++) {
-            const int v = k->code[j][2 + s];
-            snprintf(o[s], sizeof o[s], v >= 0 ? "r%d" : "in[%d]", v >= 0 ? v : -1 - v);
-        }
-        /* The op is read from the argument, not written as a constant:
-         * with both ops of neighbouring steps known, NVVM folded a
-         * comparison and a neg after it into a select of 1 and +0 where
-         * the steps give -0 (seen on sm_90, NVRTC 13.0). Not knowing
-         * the ops, it can only rewire registers, which is exact. */
-        if (k->code[j][0] == DLA_FUSED_UNARY)
-            PUT("    const %s r%d = dla_fun(p.op[%d], %s, (%s)p.al[%d], (%s)p.be[%d]);\n", T, j,
-                j, o[0], T, j, T, j);
-        else if (k->code[j][0] == DLA_FUSED_BINARY)
-            PUT("    const %s r%d = dla_fbin(p.op[%d], %s, %s);\n", T, j, j, o[0], o[1]);
-        else
-            PUT("    const %s r%d = %s != (%s)0 ? %s : %s;\n", T, j, o[0], T, o[1], o[2]);
-    }
-    PUT("    v = r%d;\n", k->ninsns - 1);
-    if (k->kind == 2)
-        PUT("    v2 = r%d;\n", (int)k->reg2);
-    else
-        PUT("    v2 = (%s)0;\n", T);
-    PUT("  }\n};\n");
-    if (k->kind == 0) {
-        PUT("extern \"C\" __global__ void %s(dla_fviews a, dla_fprog p)\n"
-            "{\n  dla_fused_body<%s, dla_gen, %d>(a, p);\n}\n",
-            DLA__CU_K_FUSED, T, (int)k->ninputs);
-    } else {
-        const int pair = k->kind == 2;
-        PUT("extern \"C\" __global__ void %s(dla_fr f, dla_fprog p)\n"
-            "{\n  dla_fr_block_body<%s, dla_gen, %d, %d>(f, p);\n}\n",
-            DLA__CU_K_FR_BLOCK, T, (int)k->ninputs, pair);
-        PUT("extern \"C\" __global__ void %s(dla_fr f, dla_fprog p)\n"
-            "{\n  dla_fr_thread_body<%s, dla_gen, %d, %d>(f, p);\n}\n",
-            DLA__CU_K_FR_THREAD, T, (int)k->ninputs, pair);
-    }
-    return n;
-}
-#undef PUT
 
 /* ---------------------------------------------------------------- compile */
 
@@ -225,14 +143,17 @@ static int compile(dla__cu_device *d, entry *e)
         return 0;
     }
     const size_t ops_len = strlen(dla__cu_src_plugin_ops);
-    const size_t body = write_source(&e->k, NULL, 0) + 1;
+    /* DLACCEL_CUDA_FUSED_CONSTOPS=1: an experiment (fused_source.c). */
+    const char *cv = secure_getenv("DLACCEL_CUDA_FUSED_CONSTOPS");
+    const int constops = cv && strcmp(cv, "1") == 0;
+    const size_t body = dla__cu_fused_source(&e->k, constops, NULL, 0) + 1;
     char *src = h->alloc(ops_len + body, 0);
     if (!src) {
         not_compiled(d, "no memory for its source", NULL);
         return 0;
     }
     memcpy(src, dla__cu_src_plugin_ops, ops_len);
-    write_source(&e->k, src + ops_len, body);
+    dla__cu_fused_source(&e->k, constops, src + ops_len, body);
     char arch[48];
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", d->cc_major, d->cc_minor);
     const char *opts[] = {arch, "-std=c++17", "--fmad=false", "--ftz=false", "--prec-div=true",
@@ -323,7 +244,7 @@ int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind,
     if (after == 0)
         return 0;
     key k;
-    make_key(a, kind, reg2, &k);
+    dla__cu_fused_key(a, kind, reg2, &k);
     pthread_mutex_lock(&d->lock);
     entry *e = NULL;
     for (entry **p = &d->fused; *p; p = &(*p)->next)

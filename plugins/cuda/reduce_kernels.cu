@@ -48,6 +48,16 @@ __device__ __forceinline__ int64_t red_pos(const dla__cu_red_geom &g, int64_t p)
     if (g.nr == 1)
         return p * g.rx[0];
     int64_t off = 0;
+    if (p <= 0xffffffffLL && g.nred <= 0xffffffffLL) {
+        /* 32-bit division where it fits: several times cheaper. */
+        unsigned u = (unsigned)p;
+        for (int d = 0; d < g.nr; d++) {
+            const unsigned n = (unsigned)g.rd[d], q = u / n;
+            off += (int64_t)(u - q * n) * g.rx[d];
+            u = q;
+        }
+        return off;
+    }
     for (int d = 0; d < g.nr; d++) {
         const int64_t n = g.rd[d];
         const int64_t q = p / n;
@@ -110,7 +120,18 @@ template <typename T> __global__ void __launch_bounds__(RED_THREADS)
         red_output(g, o, &xo, &yo, &io);
         red_part(g.nred, l.parts, k, &p0, &p1);
         double s = 0;
-        for (int64_t p = p0 + t; p < p1; p += RED_THREADS)
+        int64_t p = p0 + t;
+        /* Four loads in flight a thread, added in the same order. */
+        for (; p + 3 * RED_THREADS < p1; p += 4 * RED_THREADS) {
+            const T v0 = x[xo + red_pos(g, p)], v1 = x[xo + red_pos(g, p + RED_THREADS)],
+                    v2 = x[xo + red_pos(g, p + 2 * RED_THREADS)],
+                    v3 = x[xo + red_pos(g, p + 3 * RED_THREADS)];
+            s += (double)v0;
+            s += (double)v1;
+            s += (double)v2;
+            s += (double)v3;
+        }
+        for (; p < p1; p += RED_THREADS)
             s += (double)x[xo + red_pos(g, p)];
         sh[t] = s;
         __syncthreads();

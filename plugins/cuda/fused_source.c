@@ -1,0 +1,92 @@
+/*
+ * fused_source.c - the CUDA C++ of a compiled fused program (nvrtc.c
+ * compiles it; tests/cuda_fused_source.c compiles it on a machine without
+ * a GPU, since NVRTC needs none): the frame of fused_kern.h with the
+ * program's steps written out as calls of plugin_ops.h.
+ */
+#include "plugins/cuda/fused_kern.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void dla__cu_fused_key(const dla_fused_args *a, int kind, int reg2, dla__cu_fused_key_t *k)
+{
+    memset(k, 0, sizeof *k);
+    k->kind = kind;
+    k->reg2 = kind == 2 ? reg2 : 0;
+    k->f64 = a->dtype == DLA_F64;
+    k->ninputs = a->ninputs;
+    k->ninsns = a->ninsns;
+    for (int j = 0; j < a->ninsns && j < DLA_FUSED_MAX_INSNS; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        k->code[j][0] = in->kind;
+        k->code[j][1] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
+        for (int s = 0; s < 3; s++)
+            k->code[j][2 + s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
+    }
+}
+
+/* Appends to src (size bytes, n used), cutting at the end. */
+#define PUT(...) n += (size_t)snprintf(src + n, n < size ? size - n : 0, __VA_ARGS__)
+
+size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size)
+{
+    static const char types[] = DLA__CU_FUSED_TYPES(DLA__CU_STR);
+    static const char frame[] = DLA__CU_FUSED_FRAME(DLA__CU_STR);
+    const char *T = k->f64 ? "double" : "float";
+    size_t n = 0;
+    PUT("\n#define DLA__CU_F_OFF32 %d\n#define DLA__CU_F_ILP4 %d\n%s\n%s\n", DLA__CU_F_OFF32,
+        DLA__CU_F_ILP4, types, frame);
+    /* The layouts the host fills (a mismatch fails the compile). */
+    PUT("static_assert(sizeof(dla_fviews) == %zu && sizeof(dla_fprog) == %zu && "
+        "sizeof(dla_fr) == %zu, \"dla_fused layouts\");\n",
+        sizeof(dla_fviews), sizeof(dla_fprog), sizeof(dla_fr));
+    PUT("struct dla_gen {\n  static __device__ __forceinline__ void run(const dla_fprog &p, "
+        "const %s *in, %s &v, %s &v2)\n  {\n    (void)p;\n",
+        T, T, T);
+    for (int j = 0; j < k->ninsns; j++) {
+        char o[3][16];
+        for (int s = 0; s < 3; s++) {
+            const int v = k->code[j][2 + s];
+            snprintf(o[s], sizeof o[s], v >= 0 ? "r%d" : "in[%d]", v >= 0 ? v : -1 - v);
+        }
+        /* The op is read from the argument, not written as a constant:
+         * with both ops of neighbouring steps known, NVVM folded a
+         * comparison and a neg after it into a select of 1 and +0 where
+         * the steps give -0 (seen on sm_90, NVRTC 13.0). Not knowing
+         * the ops, it can only rewire registers, which is exact. */
+        char opx[24];
+        if (constops)
+            snprintf(opx, sizeof opx, "%d", (int)k->code[j][1]);
+        else
+            snprintf(opx, sizeof opx, "p.op[%d]", j);
+        if (k->code[j][0] == DLA_FUSED_UNARY)
+            PUT("    const %s r%d = dla_fun(%s, %s, (%s)p.al[%d], (%s)p.be[%d]);\n", T, j, opx,
+                o[0], T, j, T, j);
+        else if (k->code[j][0] == DLA_FUSED_BINARY)
+            PUT("    const %s r%d = dla_fbin(%s, %s, %s);\n", T, j, opx, o[0], o[1]);
+        else
+            PUT("    const %s r%d = %s != (%s)0 ? %s : %s;\n", T, j, o[0], T, o[1], o[2]);
+    }
+    PUT("    v = r%d;\n", k->ninsns - 1);
+    if (k->kind == 2)
+        PUT("    v2 = r%d;\n", (int)k->reg2);
+    else
+        PUT("    v2 = (%s)0;\n", T);
+    PUT("  }\n};\n");
+    if (k->kind == 0) {
+        PUT("extern \"C\" __global__ void %s(dla_fviews a, dla_fprog p)\n"
+            "{\n  dla_fused_body<%s, dla_gen, %d>(a, p);\n}\n",
+            DLA__CU_K_FUSED, T, (int)k->ninputs);
+    } else {
+        const int pair = k->kind == 2;
+        PUT("extern \"C\" __global__ void %s(dla_fr f, dla_fprog p)\n"
+            "{\n  dla_fr_block_body<%s, dla_gen, %d, %d>(f, p);\n}\n",
+            DLA__CU_K_FR_BLOCK, T, (int)k->ninputs, pair);
+        PUT("extern \"C\" __global__ void %s(dla_fr f, dla_fprog p)\n"
+            "{\n  dla_fr_thread_body<%s, dla_gen, %d, %d>(f, p);\n}\n",
+            DLA__CU_K_FR_THREAD, T, (int)k->ninputs, pair);
+    }
+    return n;
+}
+#undef PUT

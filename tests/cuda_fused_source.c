@@ -1,0 +1,150 @@
+/*
+ * cuda_fused_source.c - the source of the cuda plugin's compiled fused
+ * programs (plugins/cuda/fused_source.c) compiled with NVRTC here, on a
+ * machine without a GPU: NVRTC is a compiler and needs none.
+ *
+ * Why: a program NVRTC refuses stays interpreted on the GPU, correct but
+ * several times slower, with one warning; nothing else fails. So a change
+ * to the frame (fused_kern.h) or the writer that breaks the source would
+ * pass every test on a GPU machine too. This compiles programs of every
+ * kind (fused, fused_reduce, the pair), both dtypes, every step kind, the
+ * ops read from the argument and written as constants, for the
+ * architectures the plugin is built for, and fails on any refusal with
+ * NVRTC's log.
+ *
+ * Skips (a TAP plan of 0) when NVRTC cannot be opened (the toolkit's library folder is
+ * DLA_CUDA_LIBDIR, as the plugin's).
+ */
+#include "plugins/cuda/fused_kern.h"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char dla__cu_src_plugin_ops[];
+
+static struct {
+    nvrtcResult (*create)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+                          const char *const *);
+    nvrtcResult (*compile)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*log_size)(nvrtcProgram, size_t *);
+    nvrtcResult (*log)(nvrtcProgram, char *);
+    nvrtcResult (*destroy)(nvrtcProgram *);
+} nv;
+
+static int open_nvrtc(void)
+{
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
+    void *h = NULL;
+    for (int i = 0; i < 2 && !h; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", DLA_CUDA_LIBDIR, names[i]);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!h)
+        return 0;
+    *(void **)&nv.create = dlsym(h, "nvrtcCreateProgram");
+    *(void **)&nv.compile = dlsym(h, "nvrtcCompileProgram");
+    *(void **)&nv.log_size = dlsym(h, "nvrtcGetProgramLogSize");
+    *(void **)&nv.log = dlsym(h, "nvrtcGetProgramLog");
+    *(void **)&nv.destroy = dlsym(h, "nvrtcDestroyProgram");
+    return nv.create && nv.compile && nv.log_size && nv.log && nv.destroy;
+}
+
+/* Compiles program a as kernel kind for arch; 1 when NVRTC took it. */
+static int compiles(const dla_fused_args *a, int kind, int reg2, int constops, const char *arch,
+                    const char *name)
+{
+    dla__cu_fused_key_t k;
+    dla__cu_fused_key(a, kind, reg2, &k);
+    const size_t ops = strlen(dla__cu_src_plugin_ops);
+    const size_t body = dla__cu_fused_source(&k, constops, NULL, 0) + 1;
+    char *src = malloc(ops + body);
+    if (!src)
+        return 0;
+    memcpy(src, dla__cu_src_plugin_ops, ops);
+    dla__cu_fused_source(&k, constops, src + ops, body);
+    const char *opts[] = {arch, "-std=c++17", "--fmad=false", "--ftz=false", "--prec-div=true",
+                          "--prec-sqrt=true"};
+    nvrtcProgram prog = NULL;
+    int ok = nv.create(&prog, src, "dla_fused_program.cu", 0, NULL, NULL) == NVRTC_SUCCESS &&
+             nv.compile(prog, 6, opts) == NVRTC_SUCCESS;
+    if (!ok) {
+        size_t n = 0;
+        char *log = NULL;
+        if (prog && nv.log_size(prog, &n) == NVRTC_SUCCESS && (log = calloc(n + 1, 1)) &&
+            nv.log(prog, log) == NVRTC_SUCCESS)
+            fprintf(stderr, "%s (%s, kind %d, constops %d): NVRTC refused:\n%s\n", name, arch,
+                    kind, constops, log);
+        else
+            fprintf(stderr, "%s (%s, kind %d, constops %d): NVRTC refused (no log)\n", name,
+                    arch, kind, constops);
+        free(log);
+    }
+    if (prog)
+        nv.destroy(&prog);
+    free(src);
+    return ok;
+}
+
+static dla_fused_insn insn(int kind, int op, int s0, int s1, int s2)
+{
+    dla_fused_insn in;
+    memset(&in, 0, sizeof in);
+    in.kind = kind;
+    in.op = op;
+    in.src[0] = s0, in.src[1] = s1, in.src[2] = s2;
+    in.alpha = 0.5;
+    in.beta = 0.25;
+    return in;
+}
+
+int main(void)
+{
+    if (!open_nvrtc()) {
+        printf("1..0 # SKIP NVRTC not found (%s)\n", dlerror());
+        return 0;
+    }
+    /* A batch normalization's backward (five inputs, every step kind:
+     * unary, binary, where), and a single unary step on one input. */
+    dla_fused_args big, small;
+    memset(&big, 0, sizeof big);
+    big.struct_size = sizeof big;
+    big.ninputs = 5;
+    big.ninsns = 6;
+    big.insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2, 0);
+    big.insns[1] = insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -3, -4, 0);
+    big.insns[2] = insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, 0, 1, 0);
+    big.insns[3] = insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, 2, 0, 0);
+    big.insns[4] = insn(DLA_FUSED_BINARY, DLA_BINARY_GT, 3, -5, 0);
+    big.insns[5] = insn(DLA_FUSED_WHERE, 0, 4, 3, -1);
+    memset(&small, 0, sizeof small);
+    small.struct_size = sizeof small;
+    small.ninputs = 1;
+    small.ninsns = 1;
+    small.insns[0] = insn(DLA_FUSED_UNARY, DLA_UNARY_RELU, -1, 0, 0);
+
+    static const char *const archs[] = {"--gpu-architecture=sm_80", "--gpu-architecture=sm_90"};
+    int n = 0, failed = 0;
+    printf("1..%d\n", 2 * 2 * 3 * 2 * 2);
+    for (int arch = 0; arch < 2; arch++)
+        for (int f64 = 0; f64 < 2; f64++)
+            for (int kind = 0; kind < 3; kind++)
+                for (int constops = 0; constops < 2; constops++)
+                    for (int which = 0; which < 2; which++) {
+                        dla_fused_args *a = which ? &small : &big;
+                        a->dtype = f64 ? DLA_F64 : DLA_F32;
+                        const char *name = which ? "relu" : "batchnorm backward";
+                        const int ok = compiles(a, kind, which ? 0 : 2, constops,
+                                                archs[arch], name);
+                        failed += !ok;
+                        printf("%s %d - %s, %s, %s, kind %d, ops %s\n", ok ? "ok" : "not ok",
+                               ++n, name, archs[arch] + 19, f64 ? "double" : "single", kind,
+                               constops ? "constant" : "from the argument");
+                    }
+    return failed ? 1 : 0;
+}
