@@ -32,8 +32,8 @@
 #   traincpu   the same on the cpu device
 #   variants   the fused kernel's variants side by side (checked first)
 #   ncu        Nsight Compute on the step's kernels at batch 1024
-#   ilpcheck   the main job with the fused kernels' four-a-thread rounds
-#              on and off: the same losses
+#   samecheck  the main job with the new fused kernels and the old: the
+#              same losses
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/dla-out}
@@ -192,21 +192,23 @@ step_train() { # DEVICE [NAME ENV...]
     fi
 }
 
-# The fused kernel's variants side by side (plugins/cuda/fused.c): 64-bit
-# indexing (the old kernel), 32-bit, 32-bit with four elements a thread
-# (the default), and the last with the ops compiled in as constants; each
+# The fused kernels' variants side by side (plugins/cuda/fused.c,
+# fused_reduce.c, fused_source.c): the default (ops compiled in, 32-bit
+# indexing with division by multiply-high), four elements a thread, four
+# positions a round in fused_reduce, the ops read from the argument, and
+# the old kernel (64-bit indexing, ops read from the argument); each
 # checked against the cpu plugin first (compiled on first sight).
 step_variants() {
-    local v name w
-    for v in "OLD DLACCEL_CUDA_FUSED_OFF32=0" "OFF32 DLACCEL_CUDA_FUSED_ILP=0" "ILP4 X=1" \
-        "CONSTOPS DLACCEL_CUDA_FUSED_CONSTOPS=1"; do
+    local v name w k
+    for v in "DEFAULT X=1" "FUSED_ILP DLACCEL_CUDA_FUSED_ILP=1" "REDUCE_ILP DLACCEL_CUDA_REDUCE_ILP=1" \
+        "OLD DLACCEL_CUDA_FUSED_CONSTOPS=0 DLACCEL_CUDA_FUSED_OFF32=0"; do
         name=${v%% *}
         for k in fused fused_reduce_pair; do
             env ${v#* } DLACCEL_CUDA_FUSED_COMPILE=first timeout 60 "$s/bin/dlaccel" check-plugin \
                 --kernel $k --cases 50 --seed 11 "$s/plugins.d/cuda.json" >"$out/variant_check_${name}_$k.log" 2>&1
             line "variant $name check-plugin $k: exit $?: $(grep -E '^cuda' "$out/variant_check_${name}_$k.log" | tr -s ' ' | cut -c1-100)"
         done
-        for w in =cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay =cnn_inference_replay_b1024; do
+        for w in ${DLA_VARIANT_WORKLOADS:-=cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay}; do
             env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
                 >"$out/variant_${name}_${w#=}.log" 2>&1
             grep -E '^cuda' "$out/variant_${name}_${w#=}.log" | sed "s/^/variant $name /" | tee -a "$summary"
@@ -214,20 +216,22 @@ step_variants() {
     done
 }
 
-# The main job twice with deterministic convolutions, the fused kernels
-# four elements a thread and one: they add in the same order, so every
-# printed loss and the accuracy must agree.
-step_ilpcheck() {
+# The main job for 2 epochs with deterministic convolutions, with the
+# default fused kernels and the old ones (64-bit indexing, ops read from
+# the argument): they do the same arithmetic, so every printed loss and
+# accuracy must be the same.
+step_samecheck() {
     local v
-    for v in 0 1; do
-        DLACCEL_CUDA_DETERMINISTIC=1 DLACCEL_CUDA_FUSED_ILP=$v DLACCEL_DEVICE=cuda timeout 120 \
-            "$s/bin/cnn_fmnist" --data "$s/data" --epochs 2 --seed 1 >"$out/ilpcheck_$v.log" 2>&1
-        tr '\r' '\n' <"$out/ilpcheck_$v.log" | grep -E 'mean loss|accuracy:' >"$out/ilpcheck_$v.txt"
+    for v in "new X=1" "old DLACCEL_CUDA_FUSED_CONSTOPS=0 DLACCEL_CUDA_FUSED_OFF32=0"; do
+        env ${v#* } DLACCEL_CUDA_DETERMINISTIC=1 DLACCEL_DEVICE=cuda timeout 120 \
+            "$s/bin/cnn_fmnist" --data "$s/data" --epochs 2 --seed 1 >"$out/samecheck_${v%% *}.log" 2>&1
+        tr '\r' '\n' <"$out/samecheck_${v%% *}.log" | grep -oE 'mean loss [0-9.]+|test accuracy [0-9.]+%' \
+            >"$out/samecheck_${v%% *}.txt"
     done
-    if cmp -s "$out/ilpcheck_0.txt" "$out/ilpcheck_1.txt" && [ -s "$out/ilpcheck_0.txt" ]; then
-        line "ilpcheck: the same losses and accuracy: $(tr '\n' ' ' <"$out/ilpcheck_1.txt" | cut -c1-200)"
+    if [ -s "$out/samecheck_new.txt" ] && cmp -s "$out/samecheck_new.txt" "$out/samecheck_old.txt"; then
+        line "samecheck: the same losses and accuracies: $(tr '\n' ' ' <"$out/samecheck_new.txt")"
     else
-        line "ilpcheck: DIFFERENT: $(tr '\n' ' ' <"$out/ilpcheck_0.txt" | cut -c1-200) | $(tr '\n' ' ' <"$out/ilpcheck_1.txt" | cut -c1-200)"
+        line "samecheck: DIFFERENT: new $(tr '\n' ' ' <"$out/samecheck_new.txt") | old $(tr '\n' ' ' <"$out/samecheck_old.txt")"
     fi
 }
 
@@ -241,13 +245,22 @@ step_ncu() {
         return
     fi
     DLACCEL_CUDA_GRAPHS=0 timeout 240 "$ncu" --target-processes all \
-        -k regex:'dla_fused_prog|dla_fr_block_prog|conv|sgemm|gemm' --launch-skip 400 --launch-count 40 \
+        --launch-skip 3000 --launch-count 100 \
         --section SpeedOfLight --section LaunchStats --section Occupancy \
-        "$s/bin/dlaccel-bench" --device cuda:0 --workload =cnn_step_replay_b1024 --quick \
+        "$s/bin/dlaccel-bench" --device cuda:0 --workload =cnn_step_replay_b1024 --reps 30 \
         >"$out/ncu.log" 2>&1
     line "ncu ($ncu): exit $?"
-    grep -E '^  [a-zA-Z_].*\(|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Grid Size|Block Size' "$out/ncu.log" | head -400 >"$out/ncu_short.log"
-    head -150 "$out/ncu_short.log" | tee -a "$summary"
+    # One line a kernel: name, duration, memory and SM throughput (% of
+    # peak), registers a thread, achieved occupancy.
+    awk '/^  [^ ].*, Context [0-9]+, Stream/ { if (k) print k, d, m, c, r, o
+                k = $0; sub(/^  (void )?/, "", k); sub(/[ (<].*/, "", k); d = m = c = r = o = "-" }
+         /^ +Duration/ { d = $(NF) $(NF-1) }
+         /^ +Memory Throughput/ { m = "mem" $(NF) "%" }
+         /^ +Compute \(SM\) Throughput/ { c = "sm" $(NF) "%" }
+         /^ +Registers Per Thread/ { r = "regs" $(NF) }
+         /^ +Achieved Occupancy/ { o = "occ" $(NF) "%" }
+         END { if (k) print k, d, m, c, r, o }' "$out/ncu.log" >"$out/ncu_short.log"
+    sed 's/^/ncu /' "$out/ncu_short.log" | tee -a "$summary"
 }
 
 for step in $steps; do
@@ -272,7 +285,7 @@ for step in $steps; do
     suitescpu) step_suites_cpu ;;
     variants) step_variants ;;
     ncu) step_ncu ;;
-    ilpcheck) step_ilpcheck ;;
+    samecheck) step_samecheck ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;
     *) echo "gpu_run: unknown step $step" ;;

@@ -26,3 +26,8 @@ tests_cuda_fused_source_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 tests_cuda_fused_source_LDADD = -ldl
 TESTS += tests/cuda_fused_source
 endif
+
+# The kernels' division by a constant (plugins/cuda/fastdiv.h), plain C.
+check_PROGRAMS += tests/cuda_fastdiv
+tests_cuda_fastdiv_SOURCES = tests/cuda_fastdiv.c plugins/cuda/fastdiv.h
+TESTS += tests/cuda_fastdiv

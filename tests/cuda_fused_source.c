@@ -110,18 +110,19 @@ int main(void)
         return 0;
     }
     /* A batch normalization's backward (five inputs, every step kind:
-     * unary, binary, where), and a single unary step on one input. */
+     * unary with neg, binary, where), and a single unary step on one input. */
     dla_fused_args big, small;
     memset(&big, 0, sizeof big);
     big.struct_size = sizeof big;
     big.ninputs = 5;
-    big.ninsns = 6;
+    big.ninsns = 7;
     big.insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2, 0);
     big.insns[1] = insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, -3, -4, 0);
     big.insns[2] = insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, 0, 1, 0);
     big.insns[3] = insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, 2, 0, 0);
     big.insns[4] = insn(DLA_FUSED_BINARY, DLA_BINARY_GT, 3, -5, 0);
     big.insns[5] = insn(DLA_FUSED_WHERE, 0, 4, 3, -1);
+    big.insns[6] = insn(DLA_FUSED_UNARY, DLA_UNARY_NEG, 5, 0, 0); /* neg stays an argument */
     memset(&small, 0, sizeof small);
     small.struct_size = sizeof small;
     small.ninputs = 1;

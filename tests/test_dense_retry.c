@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static dla_device *dense_dev, *cpu_dev;
 
@@ -117,6 +118,60 @@ static dla_tensor *add_permuted(void)
     return z;
 }
 
+/* The lines the wrapper appended to path for calls of kernel. */
+static int declines_of(const char *path, const char *kernel)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        n += strncmp(line, kernel, strlen(kernel)) == 0;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A dense SSCB input and a dense 3x3x2x4 filter: the views the core gives
+ * the three convolution kernels are dense (the filter's view has a group
+ * dim of one past the tensor's dims), so a dense-only device such as
+ * cuDNN's runs them as they are; the CBT input of test_conv_cbt is
+ * declined, which shows the log sees declines. */
+static dla_tensor *conv_sscb_step(void)
+{
+    dla_tensor *x = seq(DLA_F32, "SSCB", 4, (const int64_t[]){5, 4, 2, 3});
+    dla_tensor *w = seq(DLA_F32, "", 4, (const int64_t[]){3, 3, 2, 4});
+    dla_tensor *b = seq(DLA_F32, "", 1, (const int64_t[]){4});
+    dla_tensor *in[2] = {x, w}, *g[2] = {NULL, NULL};
+    dla_tensor *y = dla_conv(x, w, b, NULL);
+    dla_tensor *loss = dla_sum(dla_mul(y, y), 0, NULL);
+    dla_status st = dla_gradient(loss, 2, in, g);
+    dla_tensor *all = st == DLA_OK ? dla_add(dla_sum(g[0], 0, NULL), dla_sum(g[1], 0, NULL)) : NULL;
+    dla_tensor_release(x);
+    dla_tensor_release(w);
+    dla_tensor_release(b);
+    return all ? all : loss;
+}
+
+static void test_dense_conv_views_reach_the_device_dense(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dla_declines_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("CPUWRAP_DECLINES", path, 1);
+    dla_scope_begin();
+    same_on_both(conv_sscb_step);
+    dla_scope_end();
+    const int dense = declines_of(path, "conv_");
+    same_on_both(conv_cbt);
+    const int cbt = declines_of(path, "conv_") - dense;
+    unsetenv("CPUWRAP_DECLINES");
+    unlink(path);
+    assert_int_equal(dense, 0);
+    assert_true(cbt > 0);
+}
+
 static void test_binary_permuted(void **state)
 {
     (void)state;
@@ -182,6 +237,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_cbt),
+        cmocka_unit_test(test_dense_conv_views_reach_the_device_dense),
         cmocka_unit_test(test_binary_permuted),
         cmocka_unit_test(test_gather_permuted),
         cmocka_unit_test(test_accelerated_replay),

@@ -70,11 +70,14 @@ size_t dla__cu_mem_bytes(dla_mem mem);
 #define DLA__CU_MAXD DLA_MAX_DIMS
 
 /* The space a kernel runs over: nd coalesced dims (dim 0 fastest; nd 0 is
- * one element) and n, their product. */
+ * one element) and n, their product; mul and shift divide a position by
+ * each dim (fastdiv.h; used where n < 2^31). */
 typedef struct dla__cu_space {
     int32_t nd;
     int64_t n;
     int64_t dims[DLA__CU_MAXD];
+    uint32_t mul[DLA__CU_MAXD];
+    int32_t shift[DLA__CU_MAXD];
 } dla__cu_space;
 
 /* One view over that space: the address of its first element and its
@@ -133,6 +136,7 @@ typedef struct dla__cu_device {
     int deterministic; /* DLACCEL_CUDA_DETERMINISTIC=1: deterministic cuDNN algorithms only */
     int fused_off32;   /* fused: 32-bit indexing where it fits (DLACCEL_CUDA_FUSED_OFF32) */
     int fused_ilp;     /* ... and four elements a thread (DLACCEL_CUDA_FUSED_ILP) */
+    int reduce_ilp;    /* fused_reduce: four positions a round (DLACCEL_CUDA_REDUCE_ILP) */
 
     struct dla__cu_conv_entry *conv;   /* conv.c */
     struct dla__cu_fused_entry *fused; /* fused.c */

@@ -80,8 +80,11 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
     memset(&a, 0, sizeof a);
     a.sp.nd = sp.nd;
     a.sp.n = sp.n;
-    for (int k = 0; k < DLA__CU_MAXD; k++)
+    for (int k = 0; k < DLA__CU_MAXD; k++) {
         a.sp.dims[k] = sp.dims[k];
+        a.sp.mul[k] = sp.mul[k];
+        a.sp.shift[k] = sp.shift[k];
+    }
     for (int op = 0; op < nops; op++) {
         a.v[op].base = vw[op].base;
         for (int k = 0; k < DLA__CU_MAXD; k++)

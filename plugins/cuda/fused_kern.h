@@ -49,6 +49,8 @@ extern "C" {
           int nd;                                                                                  \
           dla_i64 n;                                                                               \
           dla_i64 dims[8];                                                                         \
+          unsigned mul[8];                                                                         \
+          int shift[8];                                                                            \
       } dla_fsp;                                                                                   \
       typedef struct dla_fvw {                                                                     \
           char *base;                                                                              \
@@ -128,7 +130,8 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
             off[k] = 0;                                                                            \
         const int last = a.sp.nd - 1;                                                              \
         for (int d = 0; d < last; d++) {                                                           \
-            const unsigned n = (unsigned)a.sp.dims[d], q = u / n, r = u - q * n;                   \
+            const unsigned n = (unsigned)a.sp.dims[d];                                             \
+            const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d], r = u - q * n;     \
             u = q;                                                                                 \
             for (int k = 0; k < NOPS; k++)                                                         \
                 off[k] += (int)r * (int)a.v[k].st[d];                                              \

@@ -43,7 +43,9 @@ __device__ __forceinline__ void dla__cu_locate(const dla__cu_views<N> &a, int64_
     if (a.sp.n <= 0x7fffffffLL) {
         unsigned u = (unsigned)i;
         for (int d = 0; d < last; d++) {
-            const unsigned n = (unsigned)a.sp.dims[d], q = u / n, r = u - q * n;
+            /* u / n as fastdiv.h's multiply-high and shift */
+            const unsigned n = (unsigned)a.sp.dims[d];
+            const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d], r = u - q * n;
             u = q;
 #pragma unroll
             for (int k = 0; k < N; k++)

@@ -16,6 +16,7 @@
 # priority (200, above cpu's 100) makes a GPU the default device.
 DLA_CUDA_HDRS = \
 	plugins/cuda/cu.h \
+	plugins/cuda/fastdiv.h \
 	plugins/cuda/kern.cuh \
 	plugins/cuda/libs.h \
 	plugins/cuda/copy_kern.h \

@@ -6,10 +6,11 @@
  * or the pair with its second register) is interpreted the first time it
  * is seen. The second time, it is compiled into kernels of its own: the
  * frame of fused_kern.h (the same loops the interpreter runs) with the
- * steps written out as calls of plugin_ops.h, their operands wired as
- * constants, so the registers stay registers and there is no loop over
- * the instructions (each op is still read from the program argument: see
- * write_source). The compiled kernels take the interpreter's arguments.
+ * steps written out as calls of plugin_ops.h, their operands and ops
+ * wired as constants, so the registers stay registers and there is no
+ * loop over the instructions nor a switch over the ops (but neg's, read
+ * from the argument: see fused_source.c). The compiled kernels take the
+ * interpreter's arguments.
  *
  * NVRTC is opened with dlopen (libnvrtc.so.13, then .12; first in
  * $DLACCEL_CUDA_LIBDIR when set); the cubin for the device's architecture
@@ -143,9 +144,10 @@ static int compile(dla__cu_device *d, entry *e)
         return 0;
     }
     const size_t ops_len = strlen(dla__cu_src_plugin_ops);
-    /* DLACCEL_CUDA_FUSED_CONSTOPS=1: an experiment (fused_source.c). */
+    /* DLACCEL_CUDA_FUSED_CONSTOPS=0: every op read from the argument
+     * (fused_source.c). */
     const char *cv = secure_getenv("DLACCEL_CUDA_FUSED_CONSTOPS");
-    const int constops = cv && strcmp(cv, "1") == 0;
+    const int constops = !(cv && strcmp(cv, "0") == 0);
     const size_t body = dla__cu_fused_source(&e->k, constops, NULL, 0) + 1;
     char *src = h->alloc(ops_len + body, 0);
     if (!src) {

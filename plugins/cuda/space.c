@@ -4,6 +4,7 @@
  * sizes, scratch memory, and the coalesced space of a set of views.
  */
 #include "plugins/cuda/cu.h"
+#include "plugins/cuda/fastdiv.h"
 
 #include <string.h>
 
@@ -108,4 +109,6 @@ void dla__cu_space_of(int nops, const dla_view *const *views, dla__cu_space *sp,
             vw[k].st[sp->nd] = views[k]->strides[d];
         sp->nd++;
     }
+    for (int d = 0; d < sp->nd; d++)
+        dla__cu_fastdiv_make(sp->dims[d], &sp->mul[d], &sp->shift[d]);
 }

@@ -23,6 +23,8 @@
 #include "cpu_inner.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MODE_DENSEONLY 1
@@ -63,8 +65,17 @@ static int dense(const dla_view *v)
     return 1;
 }
 
+/* Each decline is also a line "kernel argument" appended to the file
+ * $CPUWRAP_DECLINES names, when set: how a test sees which calls reached
+ * the device with views that were not dense. */
 static dla_status decline(const char *kernel, const char *arg)
 {
+    const char *path = getenv("CPUWRAP_DECLINES");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%s %s\n", kernel, arg);
+        fclose(f);
+    }
     return host->error(DLA_ERR_UNSUPPORTED, NAME " %s: argument %s is not dense", kernel, arg);
 }
 
