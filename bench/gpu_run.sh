@@ -193,16 +193,17 @@ step_train() { # DEVICE [NAME ENV...]
 }
 
 # The fused kernels' variants side by side (plugins/cuda/fused.c,
-# fused_reduce.c, fused_source.c): the default (ops compiled in, 32-bit
-# indexing with division by multiply-high), four elements a thread, four
-# positions a round in fused_reduce, the ops read from the argument, and
-# the old kernel (64-bit indexing, ops read from the argument); each
-# checked against the cpu plugin first (compiled on first sight).
+# fused_source.c): the default (ops compiled in, 32-bit indexing with
+# division by multiply-high), the ops read from the argument, and the old
+# kernel (64-bit indexing, ops read from the argument); each checked
+# against the cpu plugin first (compiled on first sight).
 step_variants() {
     local v name w k
-    for v in "DEFAULT X=1" "FUSED_ILP DLACCEL_CUDA_FUSED_ILP=1" "REDUCE_ILP DLACCEL_CUDA_REDUCE_ILP=1" \
+    for v in "DEFAULT X=1" "ARGOPS DLACCEL_CUDA_FUSED_CONSTOPS=0" \
         "OLD DLACCEL_CUDA_FUSED_CONSTOPS=0 DLACCEL_CUDA_FUSED_OFF32=0"; do
         name=${v%% *}
+        # DLA_VARIANTS="OLD ...": only those.
+        case " ${DLA_VARIANTS:-$name} " in *" $name "*) ;; *) continue ;; esac
         for k in fused fused_reduce_pair; do
             env ${v#* } DLACCEL_CUDA_FUSED_COMPILE=first timeout 60 "$s/bin/dlaccel" check-plugin \
                 --kernel $k --cases 50 --seed 11 "$s/plugins.d/cuda.json" >"$out/variant_check_${name}_$k.log" 2>&1

@@ -135,8 +135,6 @@ typedef struct dla__cu_device {
     int tf32;          /* DLACCEL_CUDA_TF32=1: tensor cores on float32 */
     int deterministic; /* DLACCEL_CUDA_DETERMINISTIC=1: deterministic cuDNN algorithms only */
     int fused_off32;   /* fused: 32-bit indexing where it fits (DLACCEL_CUDA_FUSED_OFF32) */
-    int fused_ilp;     /* ... and four elements a thread (DLACCEL_CUDA_FUSED_ILP) */
-    int reduce_ilp;    /* fused_reduce: four positions a round (DLACCEL_CUDA_REDUCE_ILP) */
 
     struct dla__cu_conv_entry *conv;   /* conv.c */
     struct dla__cu_fused_entry *fused; /* fused.c */

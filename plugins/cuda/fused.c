@@ -93,12 +93,10 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
     dla_fprog p;
     dla__cu_fprog_of(args, 0, &p);
     if (d->fused_off32 && offsets_fit_int(&sp, vw, nops))
-        p.flags = DLA__CU_F_OFF32 | (d->fused_ilp ? DLA__CU_F_ILP4 : 0);
+        p.flags = DLA__CU_F_OFF32;
     const void *k1 = NULL, *k2 = NULL;
     dla__cu_fused_compiled(d, args, 0, 0, &k1, &k2);
-    /* Four elements a thread: a quarter of the threads. */
-    const int64_t threads = p.flags & DLA__CU_F_ILP4 ? (sp.n + 3) / 4 : sp.n;
-    return dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, threads),
+    return dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, sp.n),
                                             args->dtype == DLA_F64, &a, &p, k1),
                        "fused");
 }

@@ -41,8 +41,7 @@ extern "C" {
  * inputs; ost: y's and y2's strides, kst the inputs'), summed dims rd
  * (nr >= 1; inner = rd[0]; rst the inputs' strides), nred positions
  * summed per output, parts per output (parts > 1: partial sums in
- * partial, outputs * parts doubles, a pair's second half after them);
- * ilp: the block kernel's threads take four positions a round. */
+ * partial, outputs * parts doubles, a pair's second half after them). */
 #define DLA__CU_FUSED_TYPES(X)                                                                     \
     X(typedef long long dla_i64;                                                                   \
       typedef struct dla_fsp {                                                                     \
@@ -67,7 +66,7 @@ extern "C" {
       } dla_fprog;                                                                                 \
       typedef struct dla_fr {                                                                      \
           dla_i64 outputs, parts, nred, inner;                                                     \
-          int nk, nr, mean, ilp;                                                                   \
+          int nk, nr, mean, pad;                                                                   \
           dla_i64 kd[8], rd[8];                                                                    \
           dla_i64 ost[2][8];                                                                       \
           dla_i64 kst[8][8], rst[8][8];                                                            \
@@ -98,30 +97,21 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
     }                                                                                              \
                                                                                                    \
     template <int NOPS>                                                                            \
-    __device__ __forceinline__ void dla_flocate(const dla_fviews &a, dla_i64 i, dla_i64 *off) {   \
+    __device__ __forceinline__ void dla_flocate(const dla_fviews &a, dla_i64 i, dla_i64 *off) {    \
         for (int k = 0; k < NOPS; k++)                                                             \
             off[k] = 0;                                                                            \
         const int last = a.sp.nd - 1;                                                              \
-        if (a.sp.n <= 0x7fffffffLL) {                                                              \
-            unsigned u = (unsigned)i;                                                              \
-            for (int d = 0; d < last; d++) {                                                       \
-                const unsigned n = (unsigned)a.sp.dims[d], q = u / n, r = u - q * n;               \
-                u = q;                                                                             \
-                for (int k = 0; k < NOPS; k++)                                                     \
-                    off[k] += (dla_i64)r * a.v[k].st[d];                                           \
-            }                                                                                      \
-            i = u;                                                                                 \
-        } else {                                                                                   \
-            for (int d = 0; d < last; d++) {                                                       \
+        for (int d = 0; d < 8; d++) {                                                              \
+            if (d < last) {                                                                        \
                 const dla_i64 n = a.sp.dims[d], q = i / n, r = i - q * n;                          \
                 i = q;                                                                             \
                 for (int k = 0; k < NOPS; k++)                                                     \
                     off[k] += r * a.v[k].st[d];                                                    \
+            } else if (d == last) {                                                                \
+                for (int k = 0; k < NOPS; k++)                                                     \
+                    off[k] += i * a.v[k].st[d];                                                    \
             }                                                                                      \
         }                                                                                          \
-        if (last >= 0)                                                                             \
-            for (int k = 0; k < NOPS; k++)                                                         \
-                off[k] += i * a.v[k].st[last];                                                     \
     }                                                                                              \
                                                                                                    \
     template <int NOPS>                                                                            \
@@ -129,16 +119,23 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
         for (int k = 0; k < NOPS; k++)                                                             \
             off[k] = 0;                                                                            \
         const int last = a.sp.nd - 1;                                                              \
-        for (int d = 0; d < last; d++) {                                                           \
-            const unsigned n = (unsigned)a.sp.dims[d];                                             \
-            const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d], r = u - q * n;     \
-            u = q;                                                                                 \
-            for (int k = 0; k < NOPS; k++)                                                         \
-                off[k] += (int)r * (int)a.v[k].st[d];                                              \
+        /* Constant dim indices only (the loop is unrolled, each dim                               \
+         * guarded): the space's constants are then operands read from the                         \
+         * parameter bank, where an index known only at run time made                              \
+         * each a load through a generic address, some thirty an element,                          \
+         * which bound the kernel. */                                                              \
+        for (int d = 0; d < 8; d++) {                                                              \
+            if (d < last) {                                                                        \
+                const unsigned n = (unsigned)a.sp.dims[d];                                         \
+                const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d], r = u - q * n; \
+                u = q;                                                                             \
+                for (int k = 0; k < NOPS; k++)                                                     \
+                    off[k] += (int)r * (int)a.v[k].st[d];                                          \
+            } else if (d == last) {                                                                \
+                for (int k = 0; k < NOPS; k++)                                                     \
+                    off[k] += (int)u * (int)a.v[k].st[d];                                          \
+            }                                                                                      \
         }                                                                                          \
-        if (last >= 0)                                                                             \
-            for (int k = 0; k < NOPS; k++)                                                         \
-                off[k] += (int)u * (int)a.v[k].st[last];                                           \
     }                                                                                              \
                                                                                                    \
     template <typename T, class Ev, int NIN, typename O>                                           \
@@ -156,24 +153,6 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
     __device__ __forceinline__ void dla_fused_body(const dla_fviews &a, const dla_fprog &p) {      \
         const dla_i64 S = (dla_i64)gridDim.x * blockDim.x;                                         \
         dla_i64 i = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x;                                \
-        if ((p.flags & DLA__CU_F_OFF32) && (p.flags & DLA__CU_F_ILP4)) {                           \
-            for (; i + 3 * S < a.sp.n; i += 4 * S) {                                               \
-                int off[4][1 + NIN];                                                               \
-                for (int u = 0; u < 4; u++)                                                        \
-                    dla_flocate32<1 + NIN>(a, (unsigned)(i + u * S), off[u]);                      \
-                T in[4][8];                                                                        \
-                for (int u = 0; u < 4; u++)                                                        \
-                    for (int k = 0; k < 8; k++)                                                    \
-                        in[u][k] = k < NIN && k < p.ninputs                                        \
-                                       ? ((const T *)a.v[1 + k].base)[off[u][1 + k]]               \
-                                       : (T)0;                                                     \
-                T v[4], v2;                                                                        \
-                for (int u = 0; u < 4; u++)                                                        \
-                    Ev::run(p, in[u], v[u], v2);                                                   \
-                for (int u = 0; u < 4; u++)                                                        \
-                    ((T *)a.v[0].base)[off[u][0]] = v[u];                                          \
-            }                                                                                      \
-        }                                                                                          \
         if (p.flags & DLA__CU_F_OFF32) {                                                           \
             for (; i < a.sp.n; i += S) {                                                           \
                 int off[1 + NIN];                                                                  \
@@ -195,29 +174,32 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
         yo[1] = 0;                                                                                 \
         for (int k = 0; k < 8; k++)                                                                \
             base[k] = 0;                                                                           \
-        for (int d = 0; d < f.nk; d++) {                                                           \
-            const dla_i64 n = f.kd[d], q = o / n, c = o - q * n;                                   \
-            o = q;                                                                                 \
-            yo[0] += c * f.ost[0][d];                                                              \
-            yo[1] += c * f.ost[1][d];                                                              \
-            for (int k = 0; k < 8; k++)                                                            \
-                base[k] += c * f.kst[k][d];                                                        \
-        }                                                                                          \
+        for (int d = 0; d < 8; d++)                                                                \
+            if (d < f.nk) {                                                                        \
+                const dla_i64 n = f.kd[d], q = o / n, c = o - q * n;                               \
+                o = q;                                                                             \
+                yo[0] += c * f.ost[0][d];                                                          \
+                yo[1] += c * f.ost[1][d];                                                          \
+                for (int k = 0; k < 8; k++)                                                        \
+                    base[k] += c * f.kst[k][d];                                                    \
+            }                                                                                      \
     }                                                                                              \
                                                                                                    \
     __device__ __forceinline__ void dla_fr_row(const dla_fr &f, dla_i64 row, const dla_i64 *base,  \
                                                dla_i64 *at) {                                      \
         for (int k = 0; k < 8; k++)                                                                \
             at[k] = base[k];                                                                       \
-        for (int d = 1; d < f.nr - 1; d++) {                                                       \
-            const dla_i64 n = f.rd[d], q = row / n, c = row - q * n;                               \
-            row = q;                                                                               \
-            for (int k = 0; k < 8; k++)                                                            \
-                at[k] += c * f.rst[k][d];                                                          \
+        for (int d = 1; d < 8; d++) {                                                              \
+            if (d < f.nr - 1) {                                                                    \
+                const dla_i64 n = f.rd[d], q = row / n, c = row - q * n;                           \
+                row = q;                                                                           \
+                for (int k = 0; k < 8; k++)                                                        \
+                    at[k] += c * f.rst[k][d];                                                      \
+            } else if (d == f.nr - 1) {                                                            \
+                for (int k = 0; k < 8; k++)                                                        \
+                    at[k] += row * f.rst[k][d];                                                    \
+            }                                                                                      \
         }                                                                                          \
-        if (f.nr > 1)                                                                              \
-            for (int k = 0; k < 8; k++)                                                            \
-                at[k] += row * f.rst[k][f.nr - 1];                                                 \
     }                                                                                              \
                                                                                                    \
     template <typename T, class Ev, int NIN, int PAIR>                                             \
@@ -260,35 +242,6 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
             if (pos < p1) {                                                                        \
                 const dla_i64 inner = f.inner, q = B / inner, r = B - q * inner;                   \
                 dla_i64 row = pos / inner, ii = pos - row * inner, at_row = -1;                    \
-                /* Four positions a round, their loads all issued before                           \
-                 * any is used (a load stalls only its first use), so four                         \
-                 * are in flight; the sums take them in the same order. */                         \
-                for (; f.ilp && pos + 3 * B < p1; pos += 4 * B) {                                  \
-                    T in[4][8];                                                                    \
-                    for (int u = 0; u < 4; u++) {                                                  \
-                        if (row != at_row) {                                                       \
-                            dla_fr_row(f, row, base, at);                                          \
-                            at_row = row;                                                          \
-                        }                                                                          \
-                        for (int k = 0; k < 8; k++)                                                \
-                            in[u][k] = k < NIN && k < p.ninputs                                    \
-                                           ? ((const T *)f.inbase[k])[at[k] + ii * f.rst[k][0]]    \
-                                           : (T)0;                                                 \
-                        ii += r;                                                                   \
-                        row += q;                                                                  \
-                        if (ii >= inner) {                                                         \
-                            ii -= inner;                                                           \
-                            row++;                                                                 \
-                        }                                                                          \
-                    }                                                                              \
-                    for (int u = 0; u < 4; u++) {                                                  \
-                        T v, v2;                                                                   \
-                        Ev::run(p, in[u], v, v2);                                                  \
-                        s += (double)v;                                                            \
-                        if (PAIR)                                                                  \
-                            s2 += (double)v2;                                                      \
-                    }                                                                              \
-                }                                                                                  \
                 for (; pos < p1; pos += B) {                                                       \
                     if (row != at_row) {                                                           \
                         dla_fr_row(f, row, base, at);                                              \
@@ -352,11 +305,8 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
 
 /* dla_fprog.flags of a fused call (fused.c): every view's offsets and the
  * space's positions fit in int (32-bit index arithmetic, several times
- * cheaper on the GPU than 64-bit), and, with it, each thread takes four
- * elements at a time (four times the loads in flight, which a
- * bandwidth-bound kernel needs). */
+ * cheaper on the GPU than 64-bit). */
 #define DLA__CU_F_OFF32 1
-#define DLA__CU_F_ILP4 2
 
 /* Names of a compiled program's kernels (extern "C" in its source). */
 #define DLA__CU_K_FUSED "dla_fused_prog"

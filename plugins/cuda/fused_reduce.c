@@ -110,7 +110,6 @@ dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
     const dla_fused_args *a = &args->program;
     dla_fr f;
     split_dims(&f, args, pair);
-    f.ilp = d->reduce_ilp;
     if (f.outputs == 0)
         return DLA_OK;
     if (f.nred == 0) { /* an empty sum: 0, and its mean NaN */

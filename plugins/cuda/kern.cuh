@@ -38,34 +38,45 @@ __device__ __forceinline__ void dla__cu_locate(const dla__cu_views<N> &a, int64_
         return;
     }
     /* 32-bit division where the space allows it (several times cheaper
-     * than 64-bit on the GPU), and none for the last dim. */
+     * than 64-bit on the GPU), and none for the last dim. The dims are
+     * walked with constant indices (unrolled, each guarded), so the
+     * space's constants are operands read from the parameter bank: an
+     * index known only at run time makes each one a load of its own. */
     const int last = a.sp.nd - 1;
     if (a.sp.n <= 0x7fffffffLL) {
         unsigned u = (unsigned)i;
-        for (int d = 0; d < last; d++) {
-            /* u / n as fastdiv.h's multiply-high and shift */
-            const unsigned n = (unsigned)a.sp.dims[d];
-            const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d], r = u - q * n;
-            u = q;
 #pragma unroll
-            for (int k = 0; k < N; k++)
-                off[k] += (int64_t)r * a.v[k].st[d];
+        for (int d = 0; d < DLA__CU_MAXD; d++) {
+            if (d < last) {
+                /* u / n as fastdiv.h's multiply-high and shift */
+                const unsigned n = (unsigned)a.sp.dims[d];
+                const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d], r = u - q * n;
+                u = q;
+#pragma unroll
+                for (int k = 0; k < N; k++)
+                    off[k] += (int64_t)r * a.v[k].st[d];
+            } else if (d == last) {
+#pragma unroll
+                for (int k = 0; k < N; k++)
+                    off[k] += (int64_t)u * a.v[k].st[d];
+            }
         }
-        i = u;
-    } else {
-        for (int d = 0; d < last; d++) {
+        return;
+    }
+#pragma unroll
+    for (int d = 0; d < DLA__CU_MAXD; d++) {
+        if (d < last) {
             const int64_t n = a.sp.dims[d];
             const int64_t q = i / n, r = i - q * n;
             i = q;
 #pragma unroll
             for (int k = 0; k < N; k++)
                 off[k] += r * a.v[k].st[d];
-        }
-    }
-    if (last >= 0) {
+        } else if (d == last) {
 #pragma unroll
-        for (int k = 0; k < N; k++)
-            off[k] += i * a.v[k].st[last];
+            for (int k = 0; k < N; k++)
+                off[k] += i * a.v[k].st[d];
+        }
     }
 }
 

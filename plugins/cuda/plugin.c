@@ -185,8 +185,6 @@ static dla_status device_open(int index, void **out)
     d->tf32 = env_flag("DLACCEL_CUDA_TF32", 0);
     d->deterministic = env_flag("DLACCEL_CUDA_DETERMINISTIC", 0);
     d->fused_off32 = env_flag("DLACCEL_CUDA_FUSED_OFF32", 1);
-    d->fused_ilp = env_flag("DLACCEL_CUDA_FUSED_ILP", 0);
-    d->reduce_ilp = env_flag("DLACCEL_CUDA_REDUCE_ILP", 0);
     /* Profiling waits after each kernel, which a capture cannot hold. */
     d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
     char what[64];

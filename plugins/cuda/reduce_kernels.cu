@@ -33,12 +33,16 @@ __device__ __forceinline__ void red_output(const dla__cu_red_geom &g, int64_t o,
                                            int64_t *yo, int64_t *io)
 {
     int64_t a = g.xoff, b = g.yoff, c = g.ioff;
-    for (int d = 0; d < g.nk; d++) {
-        const int64_t n = g.kd[d];
-        const int64_t q = o / n, i = o - q * n;
-        o = q;
-        a += i * g.kx[d], b += i * g.ky[d], c += i * g.ki[d];
-    }
+    /* Constant dim indices (unrolled, guarded): the geometry's values are
+     * then operands from the parameter bank, not a load each. */
+#pragma unroll
+    for (int d = 0; d < DLA__CU_RD; d++)
+        if (d < g.nk) {
+            const int64_t n = g.kd[d];
+            const int64_t q = o / n, i = o - q * n;
+            o = q;
+            a += i * g.kx[d], b += i * g.ky[d], c += i * g.ki[d];
+        }
     *xo = a, *yo = b, *io = c;
 }
 
@@ -51,19 +55,23 @@ __device__ __forceinline__ int64_t red_pos(const dla__cu_red_geom &g, int64_t p)
     if (p <= 0xffffffffLL && g.nred <= 0xffffffffLL) {
         /* 32-bit division where it fits: several times cheaper. */
         unsigned u = (unsigned)p;
-        for (int d = 0; d < g.nr; d++) {
-            const unsigned n = (unsigned)g.rd[d], q = u / n;
-            off += (int64_t)(u - q * n) * g.rx[d];
-            u = q;
-        }
+#pragma unroll
+        for (int d = 0; d < DLA__CU_RD; d++)
+            if (d < g.nr) {
+                const unsigned n = (unsigned)g.rd[d], q = u / n;
+                off += (int64_t)(u - q * n) * g.rx[d];
+                u = q;
+            }
         return off;
     }
-    for (int d = 0; d < g.nr; d++) {
-        const int64_t n = g.rd[d];
-        const int64_t q = p / n;
-        off += (p - q * n) * g.rx[d];
-        p = q;
-    }
+#pragma unroll
+    for (int d = 0; d < DLA__CU_RD; d++)
+        if (d < g.nr) {
+            const int64_t n = g.rd[d];
+            const int64_t q = p / n;
+            off += (p - q * n) * g.rx[d];
+            p = q;
+        }
     return off;
 }
 
