@@ -19,6 +19,8 @@
 #              whole as a CUDA graph (torch.cuda.graph), inference as a
 #              graph and with torch.compile reduce-overhead, the MLP
 #   benchplain   the replays with DLACCEL_CUDA_GRAPHS=0 (plain launches)
+#   benchpipe  the replays timed 30 calls to a sync (--pipeline 30), as
+#              PyTorch's references are
 #   graphlog   what the CUDA graphs cost and how often they ran: the debug
 #              log of the replay workloads and of test_accel
 #   profile    the GPU time of each kernel member in the digit CNN's step
@@ -117,6 +119,14 @@ step_bench_plain() {
     DLACCEL_CUDA_GRAPHS=0 timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
         >"$out/bench_plain.log" 2>&1
     grep -E '^(device|cuda)' "$out/bench_plain.log" | sed 's/^/plain /' | tee -a "$summary"
+}
+
+# The replays timed as PyTorch's references time theirs: 30 calls and
+# one sync a sample (--pipeline 30), beside the default step-by-step.
+step_bench_pipe() {
+    timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay --pipeline 30 \
+        >"$out/bench_pipe.log" 2>&1
+    grep -E '^(device|cuda)' "$out/bench_pipe.log" | sed 's/^/pipeline30 /' | tee -a "$summary"
 }
 
 step_suites_plain() {
@@ -273,6 +283,7 @@ for step in $steps; do
     torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
     benchtf32) step_bench_tf32 ;;
     benchplain) step_bench_plain ;;
+    benchpipe) step_bench_pipe ;;
     graphlog) step_graphlog ;;
     profile) step_profile ;;
     suitesplain) step_suites_plain ;;

@@ -3,7 +3,7 @@
  * the host references, then the ratios a person decides on.
  *
  *   dlaccel-bench [--json] [--device NAME] [--workload SUBSTR] [--reps N]
- *                 [--batch N] [--quick] [--list]
+ *                 [--batch N] [--pipeline N] [--quick] [--list]
  *
  * Exit status: 0 when every selected workload ran, 1 when one failed (its
  * line says why), 2 for a usage error or a device that cannot be had.
@@ -47,6 +47,10 @@ static void usage(FILE *out)
           "                     only in their batch (cnn_step_replay, ..._b1024) run once;\n"
           "                     workloads without a batch (ops, convolutions, the tiny\n"
           "                     MLP, the loss functions) are left out\n"
+          "  --pipeline N       time N calls and one device sync together, each sample\n"
+          "                     their time over N: steps that queue up (throughput, as\n"
+          "                     PyTorch's references time theirs); default 1, each call\n"
+          "                     timed to its sync (the latency of a step that is read)\n"
           "  --quick            few calls per workload, for smoke tests\n"
           "  --list             list the workloads and exit\n"
           "  --help             this text\n",
@@ -60,11 +64,11 @@ static int parse_options(int argc, char **argv, options *opt)
         {"json", no_argument, NULL, 'j'},    {"device", required_argument, NULL, 'd'},
         {"workload", required_argument, NULL, 'w'},
         {"reps", required_argument, NULL, 'r'}, {"quick", no_argument, NULL, 'q'},
-        {"batch", required_argument, NULL, 'b'},
+        {"batch", required_argument, NULL, 'b'}, {"pipeline", required_argument, NULL, 'p'},
         {"list", no_argument, NULL, 'l'},    {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int reps = 0, quick = 0, c;
+    int reps = 0, quick = 0, pipeline = 1, c;
     char *end;
     *opt = (options){.plan = bench_plan_default()};
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -78,6 +82,14 @@ static int parse_options(int argc, char **argv, options *opt)
             reps = (int)strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || reps < 1 || reps > 1000000) {
                 fprintf(stderr, "dlaccel-bench: --reps %s: want a count from 1 to 1000000\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'p':
+            pipeline = (int)strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || pipeline < 1 || pipeline > 10000) {
+                fprintf(stderr, "dlaccel-bench: --pipeline %s: want a count from 1 to 10000\n",
                         optarg);
                 return 2;
             }
@@ -104,6 +116,7 @@ static int parse_options(int argc, char **argv, options *opt)
         opt->plan = bench_plan_quick();
     if (reps)
         opt->plan.reps = reps;
+    opt->plan.pipeline = pipeline;
     return 0;
 }
 
@@ -261,7 +274,7 @@ static const char *openmp_wait_line(void)
     return line;
 }
 
-static void text_banner(dla_device **devs, int ndevs, int64_t batch)
+static void text_banner(dla_device **devs, int ndevs, int64_t batch, int pipeline)
 {
     printf("dlaccel-bench %s: per call, after warm-up calls (6; 1 with --quick); rates at the "
            "median\n",
@@ -276,6 +289,9 @@ static void text_banner(dla_device **devs, int ndevs, int64_t batch)
     if (batch)
         printf("  %-8s --batch %lld: the workloads that take a batch, at it\n", "batch",
                (long long)batch);
+    if (pipeline > 1)
+        printf("  %-8s --pipeline %d: each figure is %d calls and one device sync, over %d\n",
+               "pipeline", pipeline, pipeline, pipeline);
     putchar('\n');
     bench_report_head(stdout);
 }
@@ -350,7 +366,7 @@ int main(int argc, char **argv)
     size_t n = 0;
     int failed_setup = 0;
     if (!opt.json)
-        text_banner(devs, ndevs, opt.batch);
+        text_banner(devs, ndevs, opt.batch, opt.plan.pipeline);
     for (int d = 0; d < ndevs; d++) {
         /* Tensors are made on the current device, the reference's buffers
          * on the host whatever is current. */

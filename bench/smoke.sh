@@ -10,7 +10,7 @@ tmp=${TMPDIR:-/tmp}/dlaccel-bench-smoke.$$
 mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-echo 1..15
+echo 1..17
 . "$(cd "$(dirname "$0")" && pwd)/tap.sh"
 
 "$bench" --quick --workload add >"$tmp/add.out" 2>"$tmp/add.err"
@@ -50,6 +50,15 @@ assert doc["errors"] == []
 }
 check "the JSON document parses and holds sgemm256, its reference and their ratio" \
     "$tmp/gemm.json" json_ok "$tmp/gemm.json"
+
+"$bench" --quick --pipeline 4 --workload =mlp_replay >"$tmp/pipe.out" 2>&1
+rc=$?
+check "--pipeline 4 runs and says so in the banner" "$tmp/pipe.out" \
+    sh -c "test $rc -eq 0 && grep -q -- '--pipeline 4: each figure is 4 calls and one device sync' '$tmp/pipe.out'"
+"$bench" --quick --pipeline 0 --workload =mlp_replay >/dev/null 2>"$tmp/pipe0.err"
+rc=$?
+check "--pipeline 0 is a usage error (exit 2) that says so" "$tmp/pipe0.err" \
+    sh -c "test $rc -eq 2 && grep -q 'want a count from 1' '$tmp/pipe0.err'"
 
 "$bench" --quick --workload no-such-workload >/dev/null 2>"$tmp/none.err"
 rc=$?

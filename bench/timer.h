@@ -27,6 +27,12 @@ typedef struct bench_plan {
     int min_reps;
     int max_reps;
     double block_s;
+    /* Calls per sample (--pipeline): 1 times each call up to its device
+     * sync (the latency of a step whose result is read); N > 1 times N
+     * calls and one sync at the end, each sample the time over N (the
+     * throughput of steps that queue up, as PyTorch's references time
+     * theirs: one synchronize per 20-50 steps). */
+    int pipeline;
 } bench_plan;
 
 /* The default plan: 6 warm-up calls, then about 0.75 s a workload, at
