@@ -1231,8 +1231,16 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
             st = st == DLA_OK ? rs : st;
         }
     }
-    if (started)
+    if (started) {
+        /* The report's collectives clear the thread's error: a failure's
+         * message is kept past them. */
+        char why[2048] = "";
+        if (st != DLA_OK)
+            snprintf(why, sizeof why, "%s", dla_last_error());
         dla__train_par_report(&tr.par, tr.o.verbose, say_ctx, &tr);
+        if (st != DLA_OK)
+            dla_set_error(st, "%s", why);
+    }
     if (st == DLA_OK) {
         dla_training_info *in = tr.hist.info;
         in->output_network_iteration = tr.iteration;
