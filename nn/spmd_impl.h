@@ -32,19 +32,26 @@ dla_status dla__spmd_bucket_unpack(dla_tensor *bucket, int count, dla_tensor *co
  * shaped as like (dla_spmd_combine's, weighted by weight); ready hands
  * tensor i over (a reference is taken) and starts every bucket it
  * completes, from the last bucket down; tick tests the reductions in
- * flight; end takes what was not handed over from x (when st is DLA_OK;
- * else this rank takes part with an error in every bucket left), waits
- * for every bucket, sets out (which may be x) to the combined tensors,
- * fills *times and frees o. Returns st, else the reductions' status. */
+ * flight (and starts the buckets ready: between two steps of the sweep);
+ * flush, once the backward has ended with this rank's status st, reduces
+ * the buckets left at once, blocking (taking what the sweep did not hand
+ * over from x; a rank that failed takes part in each with an error); end
+ * waits for every bucket, sets out (which may be x) to the combined
+ * tensors and fills *times. Returns st, else the reductions' status.
+ * free releases o (any time: after end, or instead of it). */
 typedef struct dla__overlap dla__overlap;
 typedef struct dla__overlap_times {
     double flight;     /* first bucket started .. last one ended */
-    double exposed;    /* backward ended .. every bucket ended */
-    int buckets, started_early; /* of them: started before the backward ended */
+    double after;      /* flush called (the backward's end) .. every bucket ended */
+    int buckets, started_early; /* of them: started during the backward */
 } dla__overlap_times;
 dla__overlap *dla__overlap_begin(int n, dla_tensor *const *like, double weight);
 void dla__overlap_ready(dla__overlap *o, int i, dla_tensor *g);
 void dla__overlap_tick(dla__overlap *o);
+void dla__overlap_flush(dla__overlap *o, dla_status st, dla_tensor *const *x);
+/* Room for n tensor pointers, owned by o (for end's x and out). */
+dla_tensor **dla__overlap_io(dla__overlap *o);
+void dla__overlap_free(dla__overlap *o);
 dla_status dla__overlap_end(dla__overlap *o, dla_status st, dla_tensor *const *x, dla_tensor **out,
                             dla__overlap_times *times);
 

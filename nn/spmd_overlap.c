@@ -37,6 +37,9 @@ struct dla__overlap {
     double *t_start, *t_end;
     int next;                /* the next bucket to start; -1: all started */
     int failed;              /* a start failed without taking part */
+    double t_backward;       /* when flush was called: the backward's end */
+    dla_tensor **io;         /* room for the caller's n tensors (end's x and out) */
+    int early;               /* buckets started during the backward */
 };
 
 static double clock_now(void)
@@ -46,7 +49,7 @@ static double clock_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void overlap_free(dla__overlap *o)
+void dla__overlap_free(dla__overlap *o)
 {
     if (!o)
         return;
@@ -66,6 +69,7 @@ static void overlap_free(dla__overlap *o)
     dla_free(o->msg);
     dla_free(o->t_start);
     dla_free(o->t_end);
+    dla_free(o->io);
     dla_free(o);
 }
 
@@ -92,9 +96,10 @@ dla__overlap *dla__overlap_begin(int n, dla_tensor *const *like, double weight)
     o->msg = dla_malloc(sizeof *o->msg * k);
     o->t_start = dla_malloc(sizeof *o->t_start * k);
     o->t_end = dla_malloc(sizeof *o->t_end * k);
-    if (!o->dtype || !o->first || !o->count || !o->bucket_of || !o->missing || !o->got ||
+    o->io = dla_malloc(sizeof *o->io * k);
+    if (!o->io ||!o->dtype || !o->first || !o->count || !o->bucket_of || !o->missing || !o->got ||
         !o->buf || !o->req || !o->st || !o->msg || !o->t_start || !o->t_end) {
-        overlap_free(o);
+        dla__overlap_free(o);
         dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
         return NULL;
     }
@@ -184,13 +189,17 @@ void dla__overlap_ready(dla__overlap *o, int i, dla_tensor *g)
     }
     o->got[i] = g;
     o->missing[o->bucket_of[i]]--;
-    start_ready(o);
 }
 
 void dla__overlap_tick(dla__overlap *o)
 {
     if (!o)
         return;
+    /* Buckets are started here, between two steps of the sweep, not in
+     * ready: those completed by the sweep's last step are left to end,
+     * which reduces them at once, with the blocking reduction (faster than
+     * MPI's non-blocking one, and nothing is left to overlap them with). */
+    start_ready(o);
     int any = 0;
     for (int b = o->nb - 1; b > o->next; b--) {
         if (!o->req[b])
@@ -204,18 +213,53 @@ void dla__overlap_tick(dla__overlap *o)
     (void)any;
 }
 
-dla_status dla__overlap_end(dla__overlap *o, dla_status st, dla_tensor *const *x, dla_tensor **out,
-                            dla__overlap_times *times)
+dla_tensor **dla__overlap_io(dla__overlap *o) { return o->io; }
+
+/* Bucket b reduced now, blocking. Without all of its tensors (this rank
+ * failed) it still takes part, with no tensor: the ranks' check then fails
+ * on every rank. */
+static void reduce_now(dla__overlap *o, int b)
 {
-    double t_backward = clock_now();
-    /* What the sweep did not hand over (an error, a recording) comes from
-     * the outputs. */
+    dla_status st = DLA_OK;
+    dla_scope_begin();
+    if (o->missing[b] == 0) {
+        dla_tensor *bucket = dla__spmd_bucket_fill(o->count[b], o->got + o->first[b], o->weight);
+        st = bucket ? dla_tensor_status(bucket) : dla_last_status();
+        if (st == DLA_OK)
+            o->buf[b] = dla_tensor_retain(bucket);
+    }
+    o->t_start[b] = clock_now();
+    st = dla_allreduce(1, &o->buf[b], DLA_REDUCE_SUM);
+    dla_scope_end();
+    ended(o, b, st);
+}
+
+void dla__overlap_flush(dla__overlap *o, dla_status st, dla_tensor *const *x)
+{
+    o->t_backward = clock_now();
+    o->early = o->nb - 1 - o->next;
+    /* What the sweep did not hand over (a recording) comes from the
+     * outputs; then the buckets left are reduced at once, blocking: the
+     * sweep has ended, there is nothing left to overlap them with, and
+     * MPI's blocking reduction is the faster. A rank that failed takes
+     * part in each of them, and (knowing not which of its buckets the
+     * others started during their backward) in every bucket it had not
+     * started: each meets one collective of every other rank, a reduction
+     * started or blocking, and fails with it, so every rank makes the same
+     * number of collectives. */
     for (int i = 0; st == DLA_OK && i < o->n; i++)
         if (!o->got[i])
             dla__overlap_ready(o, i, x[i]);
-    /* After a failure on this rank, every bucket left still takes part. */
-    while (o->next >= 0 && !o->failed)
-        start(o, o->next--);
+    for (; o->next >= 0; o->next--)
+        reduce_now(o, o->next);
+}
+
+dla_status dla__overlap_end(dla__overlap *o, dla_status st, dla_tensor *const *x, dla_tensor **out,
+                            dla__overlap_times *times)
+{
+    if (o->t_backward == 0)
+        dla__overlap_flush(o, st, x);
+    double t_backward = o->t_backward;
     dla_status red = DLA_OK;
     char msg[512] = "";
     for (int b = o->nb - 1; b >= 0; b--) {
@@ -232,22 +276,19 @@ dla_status dla__overlap_end(dla__overlap *o, dla_status st, dla_tensor *const *x
     double t_done = clock_now();
     if (times) {
         double first = t_done, last = t_backward;
-        int before = 0;
         for (int b = 0; b < o->nb; b++) {
             if (o->t_start[b] > 0 && o->t_start[b] < first)
                 first = o->t_start[b];
             if (o->t_end[b] > last)
                 last = o->t_end[b];
-            before += o->t_start[b] > 0 && o->t_start[b] < t_backward;
         }
         times->flight = last > first ? last - first : 0;
-        times->exposed = t_done - t_backward;
+        times->after = t_done - t_backward;
         times->buckets = o->nb;
-        times->started_early = before;
+        times->started_early = o->early;
     }
     for (int b = 0; st == DLA_OK && red == DLA_OK && b < o->nb; b++)
         red = dla__spmd_bucket_unpack(o->buf[b], o->count[b], x + o->first[b], out + o->first[b]);
-    overlap_free(o);
     if (st != DLA_OK)
         return st;
     if (red != DLA_OK && msg[0])

@@ -266,39 +266,40 @@ const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor 
  * the step's status. */
 static dla_status overlapped_step(dla__train_par *p, dla_status st, int nl, dla_tensor **out)
 {
-    dla_tensor **lg = dla_malloc(sizeof *lg * (size_t)(nl + 1));
-    if (!lg) {
-        /* Every bucket must still take part. */
-        dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
-        dla__overlap_end(p->ov, DLA_ERR_OUT_OF_MEMORY, NULL, NULL, NULL);
-        p->ov = NULL;
-        return DLA_ERR_OUT_OF_MEMORY;
-    }
+    dla_tensor **lg = dla__overlap_io(p->ov);
     lg[0] = out[0];
     memcpy(lg + 1, out + 2, sizeof *lg * (size_t)nl);
     dla__overlap_times t = {0};
+    /* The buckets the sweep left are reduced at once; then the workers
+     * agree on the step (a rank's own failure is what the others report,
+     * not the buckets it made fail), and every bucket is waited for. */
     char msg[1024] = "";
     if (st != DLA_OK)
         snprintf(msg, sizeof msg, "%s", dla_last_error());
-    dla_status red = dla__overlap_end(p->ov, st, lg, lg, &t);
-    p->ov = NULL;
+    dla__overlap_flush(p->ov, st, lg);
     if (st != DLA_OK)
         dla_set_error(st, "%s", msg);
+    double none = 0, all[1024 * 2];
+    dla_status agreed = agree_with(p, st, "the step", 1, &none, all);
+    char why[1024] = "";
+    if (agreed != DLA_OK)
+        snprintf(why, sizeof why, "%s", dla_last_error());
+    dla_status red = dla__overlap_end(p->ov, agreed, lg, lg, &t);
+    if (agreed != DLA_OK)
+        dla_set_error(agreed, "%s", why);
     p->flight_seconds += t.flight;
-    p->exposed_seconds += t.exposed;
+    p->after_seconds += t.after;
     p->buckets += t.buckets;
     p->started_early += t.started_early;
-    /* A rank's own failure is what the others report, not the buckets it
-     * made fail. */
-    double none = 0, all[1024 * 2];
-    st = agree_with(p, st, "the step", 1, &none, all);
+    st = agreed;
     if (st == DLA_OK && red != DLA_OK)
         st = red;
     if (st == DLA_OK) {
         out[0] = lg[0];
         memcpy(out + 2, lg + 1, sizeof *lg * (size_t)nl);
     }
-    dla_free(lg);
+    dla__overlap_free(p->ov);
+    p->ov = NULL;
     return st;
 }
 
@@ -337,6 +338,7 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
         memcpy(out + 2, lg + 1, sizeof *lg * (size_t)nl);
     }
     dla_free(lg);
+    p->after_seconds += clock_now() - t0;
     if (st == DLA_OK && ns)
         st = dla_spmd_combine_state(net, ns, out + 2 + nl, (int64_t)mine, (int64_t)global,
                                     out + 2 + nl);
@@ -404,7 +406,7 @@ typedef struct worker_report {
     int32_t overlap;
     int64_t batches;
     double step_seconds, reduce_seconds;
-    double flight_seconds, exposed_seconds;
+    double flight_seconds, after_seconds;
     int64_t buckets, started_early;
 } worker_report;
 
@@ -418,7 +420,7 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
         return;
     worker_report me = {p->rank,          p->overlap,         p->batches,
                         p->step_seconds,  p->reduce_seconds,  p->flight_seconds,
-                        p->exposed_seconds, p->buckets,       p->started_early};
+                        p->after_seconds,   p->buckets,       p->started_early};
     dla_dataqueue_send(q, &me, sizeof me);
     if (p->rank == 0) {
         /* Rank 0 takes one message from each worker (its own included),
@@ -444,19 +446,19 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
                 char line[384];
                 const worker_report *r = &all[i];
                 if (r->overlap)
-                    /* The reductions ran during the backward pass: the
-                     * part still running when it ended is the cost. */
-                    snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.2f s combining; "
-                             "reductions overlapped: %.3f s in flight, %.3f s of it exposed after "
-                             "the backward (overlap %.2f; %lld of %lld buckets started during "
-                             "it)\n", w, (long long)r->batches, r->step_seconds,
-                             r->flight_seconds, r->exposed_seconds,
-                             r->flight_seconds > 0 ? 1 - r->exposed_seconds / r->flight_seconds : 0,
-                             (long long)r->started_early, (long long)r->buckets);
+                    /* The reductions ran during the backward pass: what is
+                     * left of them when it ends is their cost. */
+                    snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.3f s combining; "
+                             "reductions overlapped (%lld of %lld buckets started during the "
+                             "backward), %.3f s in flight; gradients ready %.3f s after the "
+                             "backward\n", w, (long long)r->batches, r->step_seconds,
+                             (long long)r->started_early, (long long)r->buckets,
+                             r->flight_seconds, r->after_seconds);
                 else
-                    snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.2f s combining "
-                             "(%.2f s of it in allreduce, all exposed)\n", w,
-                             (long long)r->batches, r->step_seconds, r->reduce_seconds);
+                    snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.3f s combining "
+                             "(%.3f s of it in allreduce, all exposed); gradients ready %.3f s "
+                             "after the backward\n", w, (long long)r->batches, r->step_seconds,
+                             r->reduce_seconds, r->after_seconds);
                 say(ctx, line);
             }
         dla_free(all);
@@ -466,6 +468,8 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
 
 void dla__train_par_free(dla__train_par *p)
 {
+    dla__overlap_free(p->ov);
+    p->ov = NULL;
     dla_mbq_free(p->whole);
     p->whole = NULL;
 }

@@ -24,7 +24,9 @@ typedef struct dla__train_par {
     struct dla__overlap *ov;
     dla_gradient_hooks hooks;
     double weight, step_global; /* this step's share of the batch, and the batch */
-    double flight_seconds, exposed_seconds;
+    /* after: from the backward's end until the gradients are combined
+     * (both paths; with the step's agreement, without the state's). */
+    double flight_seconds, after_seconds;
     int64_t buckets, started_early;
 } dla__train_par;
 

@@ -473,17 +473,14 @@ static void learnables(dla_net *net, double *w, int64_t *n)
 }
 
 /* The buckets started during the backward, from the Worker line of rank 0
- * ("... (overlap 0.93; 40 of 40 buckets started during it)"); -1 when the
- * line says the reductions were not overlapped. */
+ * ("... reductions overlapped (24 of 30 buckets started during the
+ * backward) ..."); -1 when the line says the reductions were not
+ * overlapped. */
 static long started_during(const char *text)
 {
     const char *p = strstr(text, "Worker 0:");
-    const char *q = p ? strstr(p, "buckets started during") : NULL;
-    if (!q)
-        return -1;
-    while (q > p && q[-1] != ';')
-        q--;
-    return strtol(q, NULL, 10);
+    const char *q = p ? strstr(p, "reductions overlapped (") : NULL;
+    return q ? strtol(q + strlen("reductions overlapped ("), NULL, 10) : -1;
 }
 
 static void mode_overlap(void)
