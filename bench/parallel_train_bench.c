@@ -18,14 +18,14 @@
  *       mini-batch of B per run, R rounds, each round one run with the
  *       blocking reductions (DLACCEL_OVERLAP=0) and one with the
  *       reductions started during the backward pass (DLACCEL_OVERLAP=1),
- *       alternating. From trainnet's "Worker" lines, per step and
- *       averaged over the workers: the blocking path's time in allreduce
- *       (all of it exposed), and the overlapped path's reductions in
- *       flight (first bucket started .. last ended) and the exposed part
- *       (backward ended .. last bucket ended). Rank 0 prints the medians
- *       over the rounds: overlap = 1 - exposed / in flight, and the
- *       exposed time against the blocking path's reduction time. The
- *       buckets follow DLACCEL_BUCKET_MIB.
+ *       alternating. From trainnet's "Worker" lines, per step: the time
+ *       from the backward's end until the gradients are combined, of the
+ *       last rank to end its backward (which waits for no other, so the
+ *       ranks' skew is not in it): in the blocking path the total
+ *       reduction time, all of it exposed; in the overlapped path the
+ *       exposed part. Rank 0 prints the medians over the rounds and
+ *       overlap = 1 - exposed / total. The buckets follow
+ *       DLACCEL_BUCKET_MIB.
  *
  * Efficiency is the 1-rank step time over the N-rank one, with one thread
  * per rank (OMP_NUM_THREADS=1): the script runs both in one go.
@@ -153,7 +153,7 @@ static dla_net *digit_cnn(void)
  * in allreduce (blocking path), in flight (overlapped), from the
  * backward's end until the gradients are combined (both), buckets. */
 typedef struct worker_fig {
-    double combining, reduce, flight, after, buckets, early;
+    double combining, reduce, flight, after, last, buckets, early;
 } worker_fig;
 
 /* Worker w's line of trainnet's report in text; 0 when absent. */
@@ -167,10 +167,12 @@ static int parse_worker(const char *text, int w, int overlapped, worker_fig *f)
     long long batches = 0, early = 0, buckets = 0;
     double comb = 0, a = 0, b = 0;
     memset(f, 0, sizeof *f);
+    /* (f->last is filled by the scan, then made per step below.) */
     if (overlapped) {
         if (sscanf(p + strlen(key), "%lld mini-batches, %lf s combining; reductions overlapped "
                    "(%lld of %lld buckets started during the backward), %lf s in flight; "
-                   "gradients ready %lf s", &batches, &comb, &early, &buckets, &a, &b) != 6 ||
+                   "gradients ready %lf s after the backward (%lf s", &batches, &comb, &early,
+                   &buckets, &a, &b, &f->last) != 7 ||
             batches < 1)
             return 0;
         f->flight = a / batches;
@@ -178,12 +180,14 @@ static int parse_worker(const char *text, int w, int overlapped, worker_fig *f)
         f->early = (double)early / batches;
     } else {
         if (sscanf(p + strlen(key), "%lld mini-batches, %lf s combining (%lf s of it in "
-                   "allreduce, all exposed); gradients ready %lf s", &batches, &comb, &a, &b) != 4 ||
+                   "allreduce, all exposed); gradients ready %lf s after the backward (%lf s",
+                   &batches, &comb, &a, &b, &f->last) != 5 ||
             batches < 1)
             return 0;
         f->reduce = a / batches;
     }
     f->after = b / batches;
+    f->last /= batches;
     f->combining = comb / batches;
     return 1;
 }
@@ -226,9 +230,10 @@ static int overlap(int rounds, int iterations, int64_t batch, int mlp_net)
         v[k] = calloc((size_t)rounds, sizeof *v[k]);
     if (!text || !v[7])
         return fail("memory");
-    /* v: 0 blocking iteration, 1 blocking reduce, 2 blocking after,
-     * 3 overlapped iteration, 4 flight, 5 overlapped after, 6 buckets,
-     * 7 of them started during the backward. */
+    /* v: 0 blocking iteration, 1 blocking reduce, 2 blocking after (the
+     * last rank's), 3 overlapped iteration, 4 flight, 5 overlapped after
+     * (the last rank's), 6 buckets, 7 of them started during the
+     * backward. */
     for (int r = -1; r < rounds; r++) { /* round -1 warms up */
         for (int mode = 0; mode < 2; mode++) {
             setenv("DLACCEL_OVERLAP", mode ? "1" : "0", 1);
@@ -262,13 +267,14 @@ static int overlap(int rounds, int iterations, int64_t batch, int mlp_net)
                 sum.reduce += f.reduce / size;
                 sum.flight += f.flight / size;
                 sum.after += f.after / size;
+                sum.last = f.last; /* agreed: the same on every worker */
                 sum.buckets += f.buckets / size;
                 sum.early += f.early / size;
             }
             if (mode == 0) {
-                v[0][r] = per, v[1][r] = sum.reduce, v[2][r] = sum.after;
+                v[0][r] = per, v[1][r] = sum.reduce, v[2][r] = sum.last;
             } else {
-                v[3][r] = per, v[4][r] = sum.flight, v[5][r] = sum.after;
+                v[3][r] = per, v[4][r] = sum.flight, v[5][r] = sum.last;
                 v[6][r] = sum.buckets, v[7][r] = sum.early;
             }
         }
@@ -278,22 +284,23 @@ static int overlap(int rounds, int iterations, int64_t batch, int mlp_net)
         for (int k = 0; k < 8; k++)
             m[k] = median(v[k], rounds);
         const char *mib = getenv("DLACCEL_BUCKET_MIB");
-        /* The blocking path's time after the backward is its reduction
-         * plus the rest (the step's agreement, filling and unpacking the
-         * buckets); the overlapped path has the same rest, so what it
-         * spends beyond it is its exposed reduction. */
-        double rest = m[2] - m[1], exposed = m[5] - rest;
+        /* The last rank to end its backward waits for no other: its time
+         * from there until the gradients are combined is the reductions'
+         * own (with the step's agreement and the buckets' filling): all of
+         * it exposed in the blocking path, the total; what is left of it
+         * in the overlapped path, the exposed part. */
+        double total = m[2], exposed = m[5];
         printf("overlap ranks %d, %s, buckets of %s MiB (%.0f a step, %.0f of them started during "
                "the backward), %d iterations of %lld, medians of %d rounds:\n", size,
                mlp_net ? "MLP 1024-1024-1024-10" : "digit CNN", mib && *mib ? mib : "4", m[6],
                m[7], iterations, (long long)batch, rounds);
-        printf("  blocking:   iteration %.2f ms; reduction %.3f ms a step (all of it exposed); "
-               "gradients ready %.3f ms after the backward\n", 1e3 * m[0], 1e3 * m[1], 1e3 * m[2]);
-        printf("  overlapped: iteration %.2f ms; reductions in flight %.3f ms a step; gradients "
-               "ready %.3f ms after the backward\n", 1e3 * m[3], 1e3 * m[4], 1e3 * m[5]);
+        printf("  blocking:   iteration %.2f ms; gradients ready %.3f ms after the last rank's "
+               "backward (%.3f ms of it in allreduce)\n", 1e3 * m[0], 1e3 * m[2], 1e3 * m[1]);
+        printf("  overlapped: iteration %.2f ms; gradients ready %.3f ms after the last rank's "
+               "backward (reductions in flight %.3f ms)\n", 1e3 * m[3], 1e3 * m[5], 1e3 * m[4]);
         printf("  total reduction %.3f ms, exposed %.3f ms: overlap (1 - exposed / total) %.2f; "
-               "iteration overlapped / blocking %.3f\n", 1e3 * m[1], 1e3 * exposed,
-               m[1] > 0 ? 1 - exposed / m[1] : 0, m[0] > 0 ? m[3] / m[0] : 0);
+               "iteration overlapped / blocking %.3f\n", 1e3 * total, 1e3 * exposed,
+               total > 0 ? 1 - exposed / total : 0, m[0] > 0 ? m[3] / m[0] : 0);
     }
     free(text);
     for (int k = 0; k < 8; k++)

@@ -289,6 +289,7 @@ static dla_status overlapped_step(dla__train_par *p, dla_status st, int nl, dla_
         dla_set_error(agreed, "%s", why);
     p->flight_seconds += t.flight;
     p->after_seconds += t.after;
+    p->step_after = t.after;
     p->buckets += t.buckets;
     p->started_early += t.started_early;
     st = agreed;
@@ -338,7 +339,8 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
         memcpy(out + 2, lg + 1, sizeof *lg * (size_t)nl);
     }
     dla_free(lg);
-    p->after_seconds += clock_now() - t0;
+    p->step_after = clock_now() - t0;
+    p->after_seconds += p->step_after;
     if (st == DLA_OK && ns)
         st = dla_spmd_combine_state(net, ns, out + 2 + nl, (int64_t)mine, (int64_t)global,
                                     out + 2 + nl);
@@ -377,10 +379,20 @@ dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop)
 {
     if (!p->on || p->size == 1)
         return st;
-    double mine = *stop != 0, all[1024 * 2];
-    st = agree_with(p, st, "the end of the iteration", 1, &mine, all);
-    for (int r = 0; st == DLA_OK && r < p->size; r++)
-        *stop |= all[2 * r + 1] != 0;
+    /* With the stop flag, this step's time from the backward's end until
+     * the gradients were combined: its least over the ranks is the last
+     * rank's to end its backward, which waited for no other, so it is the
+     * reductions' own cost, whatever the ranks' skew. */
+    double mine[2] = {*stop != 0, p->step_after}, all[1024 * 3];
+    st = agree_with(p, st, "the end of the iteration", 2, mine, all);
+    double least = INFINITY;
+    for (int r = 0; st == DLA_OK && r < p->size; r++) {
+        *stop |= all[3 * r + 1] != 0;
+        least = fmin(least, all[3 * r + 2]);
+    }
+    if (st == DLA_OK && p->step_after > 0)
+        p->after_last_seconds += least;
+    p->step_after = 0;
     return st;
 }
 
@@ -406,7 +418,7 @@ typedef struct worker_report {
     int32_t overlap;
     int64_t batches;
     double step_seconds, reduce_seconds;
-    double flight_seconds, after_seconds;
+    double flight_seconds, after_seconds, after_last_seconds;
     int64_t buckets, started_early;
 } worker_report;
 
@@ -420,7 +432,7 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
         return;
     worker_report me = {p->rank,          p->overlap,         p->batches,
                         p->step_seconds,  p->reduce_seconds,  p->flight_seconds,
-                        p->after_seconds,   p->buckets,       p->started_early};
+                        p->after_seconds,   p->after_last_seconds, p->buckets,       p->started_early};
     dla_dataqueue_send(q, &me, sizeof me);
     if (p->rank == 0) {
         /* Rank 0 takes one message from each worker (its own included),
@@ -451,14 +463,16 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
                     snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.3f s combining; "
                              "reductions overlapped (%lld of %lld buckets started during the "
                              "backward), %.3f s in flight; gradients ready %.3f s after the "
-                             "backward\n", w, (long long)r->batches, r->step_seconds,
-                             (long long)r->started_early, (long long)r->buckets,
-                             r->flight_seconds, r->after_seconds);
+                             "backward (%.3f s for the last rank to end it)\n", w,
+                             (long long)r->batches, r->step_seconds, (long long)r->started_early,
+                             (long long)r->buckets, r->flight_seconds, r->after_seconds,
+                             r->after_last_seconds);
                 else
                     snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.3f s combining "
                              "(%.3f s of it in allreduce, all exposed); gradients ready %.3f s "
-                             "after the backward\n", w, (long long)r->batches, r->step_seconds,
-                             r->reduce_seconds, r->after_seconds);
+                             "after the backward (%.3f s for the last rank to end it)\n", w,
+                             (long long)r->batches, r->step_seconds, r->reduce_seconds,
+                             r->after_seconds, r->after_last_seconds);
                 say(ctx, line);
             }
         dla_free(all);

@@ -27,6 +27,9 @@ typedef struct dla__train_par {
     /* after: from the backward's end until the gradients are combined
      * (both paths; with the step's agreement, without the state's). */
     double flight_seconds, after_seconds;
+    /* Of each step's after, the least over the ranks (the last rank to end
+     * its backward), summed; this step's own until the iteration ends. */
+    double after_last_seconds, step_after;
     int64_t buckets, started_early;
 } dla__train_par;
 
