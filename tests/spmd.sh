@@ -31,7 +31,7 @@ fi
 # without, and the world of one.
 cases_in() { echo "$1" | tr ',' ' ' | wc -w; }
 nbasic=$(($(cases_in $basic) * 4 + 6 + 4 + $(cases_in $basic,mismatch,async_mismatch) + 3))
-plan=$((nbasic + 5 + 1))
+plan=$((nbasic + 6 + 1))
 echo "1..$plan"
 n=0
 
@@ -108,6 +108,10 @@ if [ $mpi = yes ]; then
         sed 's/^/#   /' "$tmp/out"
         echo "not ok $n - hang: after DLACCEL_COLLECTIVE_TIMEOUT the others warn naming rank 2"
     fi
+    # The same with a non-blocking reduction the last rank never starts.
+    DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 run 60 3 -- async_hang
+    report "a rank that never starts a non-blocking reduction: the others give up after 3 s" \
+        "$tmp/out" 2 async_hang
     # With --enable-recovery mpirun lets the others run on after a death;
     # they must not wait forever.
     DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 run 60 3 --enable-recovery -- kill
@@ -144,7 +148,7 @@ if [ $mpi = yes ]; then
         echo "not ok $n - a rank stopped inside a transfer: mpirun ended with status $status"
     fi
 else
-    skip 5
+    skip 6
 fi
 
 # A world of one: no mpirun, and no MPI loaded.

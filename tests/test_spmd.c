@@ -524,6 +524,30 @@ static void case_fault(int kill_it)
     dla_tensor_release(t);
 }
 
+/* The last rank never starts a non-blocking reduction the others started:
+ * their waits give up with the error naming it, as a blocking one's. */
+static void case_async_hang(void)
+{
+    dla_tensor *t = vec(DLA_F32, 100, f_mix);
+    if (rank_ == size_ - 1) {
+        fflush(stdout);
+        sleep(60);
+        dla_tensor_release(t);
+        return;
+    }
+    dla_spmd_request *r = NULL;
+    CHECK(dla_allreduce_start(1, &t, DLA_REDUCE_SUM, &r) == DLA_OK && r, "start");
+    dla_status st = dla_spmd_wait(r);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d (no answer", size_ - 1);
+    CHECK(st == DLA_ERR_STATE && strstr(dla_last_error(), want), "status %d: %s", st,
+          dla_last_error());
+    printf("rank %d: error: %s\n", rank_, dla_last_error());
+    CHECK(dla_spmd_barrier() == DLA_ERR_STATE && strstr(dla_last_error(), "broken"), "after: %s",
+          dla_last_error());
+    dla_tensor_release(t);
+}
+
 /* The last rank is stopped inside the transfer of the second reduction
  * (tests/plugins/spmd_stall.c, preloaded): the others are blocked in it
  * too, and the watchdog must end them with the error. They never return
@@ -549,6 +573,7 @@ static int run_case(const char *name)
         {"args", case_args},           {"mismatch", case_mismatch},   {"single", case_single},
         {"hang", case_hang},           {"kill", case_kill},           {"stall", case_stall},
         {"async", case_async},         {"async_mismatch", case_async_mismatch},
+        {"async_hang", case_async_hang},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(name, cases[i].name))
