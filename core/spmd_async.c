@@ -102,10 +102,10 @@ static void unlink_req(dla__spmd *w, dla_spmd_request *r)
  * kept, as the blocking collectives keep theirs. */
 static void release(dla__spmd *w, dla_spmd_request *r)
 {
-    unlink_req(w, r);
-    for (int k = 0; k < r->n; k++)
-        dla_tensor_release(r->t[k]);
     if (!w->broken) {
+        unlink_req(w, r);
+        for (int k = 0; k < r->n; k++)
+            dla_tensor_release(r->t[k]);
         dla__free_aligned(r->stage);
         dla__free(r->all);
         dla__free(r->pay);
@@ -114,7 +114,9 @@ static void release(dla__spmd *w, dla_spmd_request *r)
         dla__free(r);
         return;
     }
-    /* Leaked on purpose: a request in flight in a broken world. */
+    /* A request in a broken world stays in the world's list, with its
+     * tensors and buffers: a reduction in place may still write into them,
+     * and so they stay reachable rather than lost (as abandoned_req). */
 }
 
 /* The check is in: judge it, and on agreement make the request READY. */

@@ -7,11 +7,12 @@
  * as the backward sweep has handed over its last tensor
  * (dla_gradient_hooked), instead of all of them after the sweep. The
  * backward finishes the last learnables first, so the buckets start from
- * the last one down: bucket b starts once it is complete and every bucket
- * after it has started. That order is fixed by the buckets alone, the
- * same on every rank, as the order of collectives must be. Between the
- * sweep's steps the requests in flight are tested, which is what moves
- * an MPI reduction on and tells when each ended.
+ * the last one down: bucket b starts, between two steps of the sweep, once
+ * it is complete and every bucket after it has started. That order is
+ * fixed by the buckets alone, the same on every rank, as the order of
+ * collectives must be. Between the sweep's steps the requests in flight
+ * are tested, which is what moves an MPI reduction on. The buckets the
+ * sweep's last step completes are reduced after it, blocking.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
@@ -97,8 +98,9 @@ dla__overlap *dla__overlap_begin(int n, dla_tensor *const *like, double weight)
     o->t_start = dla_malloc(sizeof *o->t_start * k);
     o->t_end = dla_malloc(sizeof *o->t_end * k);
     o->io = dla_malloc(sizeof *o->io * k);
-    if (!o->io ||!o->dtype || !o->first || !o->count || !o->bucket_of || !o->missing || !o->got ||
+    if (!o->io || !o->dtype || !o->first || !o->count || !o->bucket_of || !o->missing || !o->got ||
         !o->buf || !o->req || !o->st || !o->msg || !o->t_start || !o->t_end) {
+        o->n = 0; /* nothing to release in got[] and buf[] */
         dla__overlap_free(o);
         dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
         return NULL;
@@ -139,22 +141,18 @@ static void ended(dla__overlap *o, int b, dla_status st)
         snprintf(o->msg[b], sizeof o->msg[b], "%s", dla_last_error());
 }
 
-/* Starts bucket b: filled from the handed-over tensors, or, when one is
- * missing (this rank failed), with no tensor, which the ranks' argument
- * check turns into an error on every rank: this rank takes part, so that
- * the others do not wait for it. */
+/* Starts bucket b (complete), filled from the handed-over tensors. A fill
+ * that fails still takes part, with no tensor: the ranks' argument check
+ * then fails on every rank. */
 static void start(dla__overlap *o, int b)
 {
     dla_tensor *bucket = NULL;
-    int whole = o->missing[b] == 0;
     dla_scope_begin();
-    if (whole) {
-        bucket = dla__spmd_bucket_fill(o->count[b], o->got + o->first[b], o->weight);
-        if (bucket && dla_tensor_status(bucket) == DLA_OK)
-            dla_tensor_retain(bucket);
-        else
-            bucket = NULL;
-    }
+    bucket = dla__spmd_bucket_fill(o->count[b], o->got + o->first[b], o->weight);
+    if (bucket && dla_tensor_status(bucket) == DLA_OK)
+        dla_tensor_retain(bucket);
+    else
+        bucket = NULL;
     dla_scope_end();
     o->buf[b] = bucket;
     o->t_start[b] = clock_now();
