@@ -9,11 +9,23 @@
 #      "parallel"): an epoch on 2 ranks x 1 thread against 1 rank x 2
 #      threads with the same global mini-batch of 128, and the test
 #      accuracy after EPOCHS epochs for each seed of SEEDS (target: mean
-#      >= 89.5% after 3); the workers' reduction time (trainnet's
-#      "Worker r:" lines), all of it exposed.
+#      >= 89.5% after 3); the workers' reduction figures (trainnet's
+#      "Worker r:" lines).
 #
-#   CNN=0 skips 2; EPOCHS (3), SEEDS ("0 1 2"), SMALL=1 uses cnn_fmnist's
-#   --small data (for a quick look, not for the accuracy target).
+#   3. the gradient reduction overlapped with the backward pass
+#      (parallel_train_bench overlap): 2 ranks x 1 thread, trainnet
+#      "parallel" with DLACCEL_OVERLAP=0 (blocking reductions after the
+#      backward) and =1 (each bucket started during the backward as soon
+#      as its gradients are final) alternating in one run, medians of
+#      ROUNDS (5) rounds: the total reduction time (the blocking path's),
+#      the exposed part and overlap = 1 - exposed / total, for the digit
+#      CNN with 4 MiB buckets (one bucket: nothing can start early) and
+#      0.25 MiB ones (3 buckets), and the MLP (8 MiB of gradients, 4 MiB
+#      buckets).
+#
+#   CNN=0 skips 2, OVERLAP=0 skips 3; EPOCHS (3), SEEDS ("0 1 2"), SMALL=1
+#   uses cnn_fmnist's --small data (for a quick look, not for the accuracy
+#   target).
 # What else ran is printed first (the load average), since the figures
 # are only as good as the machine was quiet.
 BUILD=${BUILD:-.}
@@ -39,6 +51,16 @@ done
 med() { printf '%s\n' $* | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 t1=$(med $t1s) t2=$(med $t2s)
 awk -v a="$t1" -v b="$t2" 'BEGIN { printf "MLP weak scaling: 1 rank x 1 thread %.3f ms, 2 ranks x 1 thread %.3f ms per step (medians of 3 runs): efficiency %.2f (target >= 0.80)\n", a, b, a / b }'
+
+# 3. Overlap, before the long CNN runs.
+if [ "${OVERLAP:-1}" != 0 ]; then
+    for cfg in "cnn 4 40 128" "cnn 0.25 40 128" "mlp 4 20 256"; do
+        set -- $cfg
+        echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+        DLACCEL_BUCKET_MIB=$2 OMP_NUM_THREADS=1 $mpirun -np 2 "$BUILD/bench/parallel_train_bench" \
+            overlap --net "$1" --rounds "${ROUNDS:-5}" --iterations "$3" --batch "$4"
+    done
+fi
 
 [ "${CNN:-1}" = 0 ] && exit 0
 # 2. The digit CNN through trainnet "parallel".

@@ -408,9 +408,41 @@ static void drop_output_grads(gmap *m, const dla__node *n)
     }
 }
 
-static dla_status sweep(gmap *m, const dla__tape *tape, size_t count)
+/* The hand-over of final gradients (dla_gradient_hooked). wrt[i] is final
+ * once the sweep has passed first[i], the first node that used it: the
+ * sweep goes from the last node down, and only a node with wrt[i] among
+ * its inputs adds to its gradient, directly or, for a chain of views,
+ * through a later node whose chain leads down to it (that node comes after
+ * the chain's first view, which has wrt[i] as input). order[] holds the
+ * indices by first use, latest first; next is the first not handed over. */
+typedef struct handover {
+    const dla_gradient_hooks *hooks;
+    int nwrt;
+    dla_tensor *const *wrt;
+    long *first;  /* -1: used by no node */
+    int *order;
+    int next;
+} handover;
+
+/* Hands over every gradient final before node k (k < 0: at the end). */
+static void hand_over(gmap *m, handover *h, long k)
+{
+    if (!h || !h->hooks->ready)
+        return;
+    while (h->next < h->nwrt && (k < 0 || h->first[h->order[h->next]] > k)) {
+        int i = h->order[h->next++];
+        size_t s = gmap_find(m, h->wrt[i]);
+        if (s != SIZE_MAX && m->grad[s])
+            h->hooks->ready(h->hooks->ctx, i, m->grad[s]);
+    }
+}
+
+static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *h)
 {
     for (size_t k = count; k-- > 0;) {
+        hand_over(m, h, (long)k);
+        if (h && h->hooks->between && k + 1 < count)
+            h->hooks->between(h->hooks->ctx);
         dla__node *n = &tape->nodes[k];
         dla_tensor *gout[DLA__OP_MAX_IO] = {0};
         int any = 0;
@@ -468,6 +500,7 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count)
         }
         drop_output_grads(m, n);
     }
+    hand_over(m, h, -1);
     return DLA_OK;
 }
 
@@ -480,6 +513,34 @@ static void fail_grads(int nwrt, dla_tensor **grads)
 
 DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                 dla_tensor **grads)
+{
+    return dla_gradient_hooked(loss, nwrt, wrt, grads, NULL);
+}
+
+/* The hand-over's first uses and order (h->first and h->order allocated). */
+static void handover_plan(handover *h, const dla__tape *tape, size_t count)
+{
+    for (int i = 0; i < h->nwrt; i++) {
+        h->first[i] = -1;
+        for (size_t k = 0; k < count && h->first[i] < 0; k++)
+            for (int j = 0; j < tape->nodes[k].nin; j++)
+                if (tape->nodes[k].in[j] == h->wrt[i]) {
+                    h->first[i] = (long)k;
+                    break;
+                }
+        h->order[i] = i;
+    }
+    /* Latest first use first; ties and unused ones in index order. */
+    for (int i = 1; i < h->nwrt; i++)
+        for (int j = i; j > 0 && h->first[h->order[j]] > h->first[h->order[j - 1]]; j--) {
+            int t = h->order[j];
+            h->order[j] = h->order[j - 1];
+            h->order[j - 1] = t;
+        }
+}
+
+DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                       dla_tensor **grads, const dla_gradient_hooks *hooks)
 {
     static const char op[] = "dla_gradient";
     if (nwrt < 0 || (nwrt && (!wrt || !grads)))
@@ -549,8 +610,23 @@ DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *w
         m.fresh[s] = 1;
         st = m.grad[s] ? DLA_OK : dla_last_status();
     }
+    /* The hooks run in an eager sweep only: while a trace records, their
+     * ops would join the trace (and a replay never calls them). */
+    handover h = {.hooks = hooks, .nwrt = nwrt, .wrt = wrt}, *hp = NULL;
+    if (st == DLA_OK && hooks && (hooks->ready || hooks->between) && !dla__trace_recording()) {
+        h.first = dla__malloc(sizeof *h.first * (size_t)(nwrt ? nwrt : 1));
+        h.order = dla__malloc(sizeof *h.order * (size_t)(nwrt ? nwrt : 1));
+        if (!h.first || !h.order)
+            st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for the hooks", op);
+        else {
+            handover_plan(&h, tape, count);
+            hp = &h;
+        }
+    }
     if (st == DLA_OK)
-        st = sweep(&m, tape, count);
+        st = sweep(&m, tape, count, hp);
+    dla__free(h.first);
+    dla__free(h.order);
     dla__recording_resume();
     for (int i = 0; st == DLA_OK && i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);

@@ -44,6 +44,8 @@ typedef struct dla__spmd {
     void *abandoned_buf;
     /* DataQueues made so far (their tags). */
     int queues;
+    /* The non-blocking reductions in flight, oldest first (spmd_async.c). */
+    struct dla_spmd_request *async_head, *async_tail;
 } dla__spmd;
 
 /* The world, set up on the first call (thread-safe). Never NULL. */

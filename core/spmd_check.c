@@ -24,6 +24,7 @@ static const char *kind_name(int32_t kind)
     case DLA__COLL_BARRIER: return "dla_spmd_barrier";
     case DLA__COLL_QUEUE_CREATE: return "dla_dataqueue_create";
     case DLA__COLL_QUEUE_FREE: return "dla_dataqueue_free";
+    case DLA__COLL_ALLREDUCE_START: return "dla_allreduce_start";
     default: return "an unknown collective";
     }
 }
@@ -124,6 +125,96 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
     return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: the ranks passed different tensors", op);
 }
 
+void dla__coll_prepare(dla__spmd *w, dla__coll_desc *mine, const dla__coll_rec *recs)
+{
+    w->seq++;
+    mine->magic = DESC_MAGIC;
+    mine->seq = w->seq;
+    mine->digest = mine->local_error || !recs ? 0 : digest_of(recs, mine->count);
+    memset(mine->recs, 0, sizeof mine->recs);
+    for (int k = 0; !mine->local_error && recs && k < mine->count && k < DLA__COLL_RECS; k++)
+        mine->recs[k] = recs[k];
+}
+
+/* Every rank's descriptor against rank 0's; *differ: the digests differ
+ * (the tensors), everything else agreeing. */
+static dla_status compare(dla__spmd *w, const char *op, const dla__coll_desc *all, int *differ)
+{
+    int size = w->world.size;
+    dla_status st = DLA_OK;
+    *differ = 0;
+    /* Compared in rank order against rank 0, so every rank finds the same
+     * first difference. */
+    const dla__coll_desc *z = &all[0];
+    for (int r = 0; r < size && st == DLA_OK; r++) {
+        const dla__coll_desc *d = &all[r];
+        if (d->magic != DESC_MAGIC)
+            st = dla__fail(DLA_ERR_STATE, "%s: rank %d sent no collective descriptor (is it "
+                                          "another program's MPI traffic?)", op, r);
+        else if (d->local_error)
+            st = dla__fail((dla_status)d->local_error, "%s: rank %d refused its arguments: %.200s",
+                           op, r, d->why);
+    }
+    for (int r = 1; r < size && st == DLA_OK; r++) {
+        const dla__coll_desc *d = &all[r];
+        if (d->seq != z->seq || d->kind != z->kind)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d called %s as its collective #%llu where rank 0 called %s "
+                           "as its #%llu (every rank calls the same collectives in the same order)",
+                           op, r, kind_name(d->kind), (unsigned long long)d->seq,
+                           kind_name(z->kind), (unsigned long long)z->seq);
+        else if (d->count != z->count)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d passed %d tensor(s) where rank 0 passed %d", op, r,
+                           d->count, z->count);
+        else if (d->op != z->op)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d asked for %s where rank 0 asked for %s", op, r,
+                           op_name(d->op), op_name(z->op));
+        else if (d->root != z->root)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d named root %d where rank 0 named root %d", op, r, d->root,
+                           z->root);
+    }
+    for (int r = 1; r < size && st == DLA_OK; r++)
+        *differ |= all[r].digest != z->digest;
+    return st;
+}
+
+/* The message of tensor k differing between rank r and rank 0. */
+static dla_status tensor_differs(const char *op, int k, int r, const dla__coll_rec *a,
+                                 const dla__coll_rec *b)
+{
+    char sa[DLA__DIMS_BUF + 16], sb[DLA__DIMS_BUF + 16];
+    rec_str(a, sa, sizeof sa);
+    rec_str(b, sb, sizeof sb);
+    return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                     "%s: tensor %d differs across ranks: rank %d passed %s where rank 0 "
+                     "passed %s (every rank passes the same count, dtypes and sizes)",
+                     op, k, r, sb, sa);
+}
+
+dla_status dla__coll_judge(dla__spmd *w, const char *op, const dla__coll_desc *all)
+{
+    int differ = 0;
+    dla_status st = compare(w, op, all, &differ);
+    if (st != DLA_OK || !differ)
+        return st;
+    const dla__coll_desc *z = &all[0];
+    for (int r = 1; r < w->world.size; r++) {
+        if (all[r].digest == z->digest)
+            continue;
+        for (int k = 0; k < z->count && k < DLA__COLL_RECS; k++)
+            if (memcmp(&z->recs[k], &all[r].recs[k], sizeof z->recs[k]))
+                return tensor_differs(op, k, r, &z->recs[k], &all[r].recs[k]);
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: rank %d passed tensors whose dtypes or sizes differ from rank 0's "
+                         "past the first %d (every rank passes the same count, dtypes and sizes)",
+                         op, r, DLA__COLL_RECS);
+    }
+    return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: the ranks passed different tensors", op);
+}
+
 dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
                            const dla__coll_rec *recs, dla__coll_desc **all_out)
 {
@@ -132,10 +223,7 @@ dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
     dla_status st = dla__spmd_check_broken(w, op);
     if (st != DLA_OK)
         return st;
-    w->seq++;
-    mine->magic = DESC_MAGIC;
-    mine->seq = w->seq;
-    mine->digest = mine->local_error || !recs ? 0 : digest_of(recs, mine->count);
+    dla__coll_prepare(w, mine, recs);
     int size = w->world.size;
     dla__coll_desc *all = dla__calloc((size_t)size, sizeof *all);
     if (!all && !mine->local_error) {
@@ -170,42 +258,8 @@ dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
             w->abandoned_buf = all; /* still the transport's to write */
         return st;
     }
-    /* Compared in rank order against rank 0, so every rank finds the same
-     * first difference. */
-    const dla__coll_desc *z = &all[0];
-    for (int r = 0; r < size && st == DLA_OK; r++) {
-        const dla__coll_desc *d = &all[r];
-        if (d->magic != DESC_MAGIC)
-            st = dla__fail(DLA_ERR_STATE, "%s: rank %d sent no collective descriptor (is it "
-                                          "another program's MPI traffic?)", op, r);
-        else if (d->local_error)
-            st = dla__fail((dla_status)d->local_error, "%s: rank %d refused its arguments: %.200s",
-                           op, r, d->why);
-    }
-    for (int r = 1; r < size && st == DLA_OK; r++) {
-        const dla__coll_desc *d = &all[r];
-        if (d->seq != z->seq || d->kind != z->kind)
-            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: rank %d called %s as its collective #%llu where rank 0 called %s "
-                           "as its #%llu (every rank calls the same collectives in the same order)",
-                           op, r, kind_name(d->kind), (unsigned long long)d->seq,
-                           kind_name(z->kind), (unsigned long long)z->seq);
-        else if (d->count != z->count)
-            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: rank %d passed %d tensor(s) where rank 0 passed %d", op, r,
-                           d->count, z->count);
-        else if (d->op != z->op)
-            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: rank %d asked for %s where rank 0 asked for %s", op, r,
-                           op_name(d->op), op_name(z->op));
-        else if (d->root != z->root)
-            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: rank %d named root %d where rank 0 named root %d", op, r, d->root,
-                           z->root);
-    }
     int differ = 0;
-    for (int r = 1; r < size && st == DLA_OK; r++)
-        differ |= all[r].digest != z->digest;
+    st = compare(w, op, all, &differ);
     if (st == DLA_OK && differ)
         st = name_the_tensor(w, op, recs, mine->count);
     if (st != DLA_OK || !all_out)

@@ -24,6 +24,7 @@ typedef enum dla__coll_kind {
     DLA__COLL_BARRIER,
     DLA__COLL_QUEUE_CREATE,
     DLA__COLL_QUEUE_FREE,
+    DLA__COLL_ALLREDUCE_START,
 } dla__coll_kind;
 
 /* One tensor as the ranks compare it: dtype and dims without trailing
@@ -33,6 +34,12 @@ typedef struct dla__coll_rec {
     int32_t ndims;
     int64_t dims[DLA_MAX_DIMS];
 } dla__coll_rec;
+
+/* The records every descriptor carries (the first tensors'), so that a
+ * non-blocking collective names the tensor that differs without a second
+ * exchange (spmd_async.c: it could not place one in the same order on every
+ * rank). */
+#define DLA__COLL_RECS 2
 
 typedef struct dla__coll_desc {
     uint32_t magic;
@@ -44,6 +51,7 @@ typedef struct dla__coll_desc {
     /* Carried, not compared: a flag (all/any), a message count (queues). */
     int64_t value;
     char why[200]; /* the local error's message, cut */
+    dla__coll_rec recs[DLA__COLL_RECS]; /* the first count records */
 } dla__coll_desc;
 
 /* A record of t (valid, live). */
@@ -58,6 +66,14 @@ void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r);
  * naming the rank and the tensor, the same on every rank. */
 dla_status dla__coll_enter(dla__spmd *w, const char *op, dla__coll_desc *mine,
                            const dla__coll_rec *recs, dla__coll_desc **all);
+
+/* The two halves of dla__coll_enter, for a collective that does not wait
+ * (spmd_async.c). prepare enters the collective (w->seq + 1) and fills
+ * mine's seq, digest and records; judge compares every rank's descriptors
+ * (all, from an exchange of mine) and fails as dla__coll_enter does,
+ * naming a tensor that differs from the records the descriptors carry. */
+void dla__coll_prepare(dla__spmd *w, dla__coll_desc *mine, const dla__coll_rec *recs);
+dla_status dla__coll_judge(dla__spmd *w, const char *op, const dla__coll_desc *all);
 
 /* A local refusal of op's arguments for mine (the thread's last error). */
 void dla__coll_local_error(dla__coll_desc *mine);

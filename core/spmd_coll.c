@@ -14,18 +14,13 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/launch.h"
-#include "core/spmd_check.h"
+#include "core/spmd_coll.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
 #include <stdio.h>
 #include <string.h>
 
-typedef struct slot {
-    void *host;     /* the data on the host: the tensor's own memory or the stage */
-    int direct;     /* host is the tensor's memory */
-    size_t bytes;
-} slot;
 
 /* The tensor's memory as a host pointer, when the device lets the host
  * address it and the view is dense; NULL otherwise. */
@@ -60,7 +55,7 @@ static void extent(const dla_tensor *t, size_t *lo, size_t *hi)
 
 /* The checks of one rank's own arguments. writes: the tensors are written
  * in place (no element may alias another, nor two tensors overlap). */
-static dla_status check_tensors(const char *op, int n, dla_tensor *const *t, int writes)
+dla_status dla__coll_check_tensors(const char *op, int n, dla_tensor *const *t, int writes)
 {
     if (n < 0)
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument n: %d is negative", op, n);
@@ -105,7 +100,7 @@ static dla_status check_tensors(const char *op, int n, dla_tensor *const *t, int
 }
 
 /* Copies host (the tensor's bytes, dense) into t on its device. */
-static dla_status write_back(const char *op, dla_tensor *t, const void *host)
+dla_status dla__coll_write_back(const char *op, dla_tensor *t, const void *host)
 {
     size_t bytes = tensor_bytes(t);
     if (bytes == 0)
@@ -137,7 +132,7 @@ static dla_status write_back(const char *op, dla_tensor *t, const void *host)
 /* Lays the tensors out: direct ones point at their memory, the others get
  * a place in one stage, grouped by dtype (each group one reduction), and
  * are copied there when fill. *stage is NULL when none is staged. */
-static dla_status lay_out(const char *op, int n, dla_tensor *const *t, slot *s, int fill,
+dla_status dla__coll_lay_out(const char *op, int n, dla_tensor *const *t, dla__coll_slot *s, int fill,
                           unsigned char **stage, size_t group_off[DLA_DTYPE_COUNT + 1])
 {
     size_t off = 0;
@@ -212,13 +207,13 @@ static void stage_free(dla__spmd *w, unsigned char *stage)
         dla__free_aligned(stage);
 }
 
-static const char *const op_names[] = {
+const char *const dla__coll_op_names[] = {
 #define DLA__NAME(name, str) str,
     DLA_REDUCE_LIST(DLA__NAME)
 #undef DLA__NAME
 };
 
-static int op_supports(dla_reduce_op op, dla_dtype dtype)
+int dla__coll_op_supports(dla_reduce_op op, dla_dtype dtype)
 {
     switch (dtype) {
     case DLA_F32:
@@ -230,7 +225,7 @@ static int op_supports(dla_reduce_op op, dla_dtype dtype)
     }
 }
 
-static void divide(void *host, size_t bytes, dla_dtype dtype, int size)
+void dla__coll_divide(void *host, size_t bytes, dla_dtype dtype, int size)
 {
     if (dtype == DLA_F32) {
         float *p = host;
@@ -249,19 +244,19 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     dla__spmd *w = dla__spmd_get();
     dla__coll_desc mine = {.kind = DLA__COLL_ALLREDUCE, .count = n, .op = (int32_t)op};
     dla__coll_rec *recs = NULL;
-    slot *s = NULL;
+    dla__coll_slot *s = NULL;
     dla_comm_req *reqs = NULL;
     unsigned char *stage = NULL;
     size_t group[DLA_DTYPE_COUNT + 1];
     int size = w->world.size;
-    dla_status st = check_tensors(name, n, t, 1);
+    dla_status st = dla__coll_check_tensors(name, n, t, 1);
     if (st == DLA_OK && ((unsigned)op >= DLA_REDUCE_COUNT))
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument op: %d is not a dla_reduce_op", name,
                        (int)op);
     for (int k = 0; k < n && st == DLA_OK; k++)
-        if (!op_supports(op, t[k]->dtype))
+        if (!dla__coll_op_supports(op, t[k]->dtype))
             st = dla__fail(DLA_ERR_DTYPE, "%s: argument t[%d]: %s of %s is not supported", name, k,
-                           op_names[op],
+                           dla__coll_op_names[op],
                            dla_dtype_name(t[k]->dtype));
     if (st == DLA_OK && n > 0) {
         recs = dla__calloc((size_t)n, sizeof *recs);
@@ -273,7 +268,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     for (int k = 0; k < n && st == DLA_OK; k++)
         dla__coll_rec_of(t[k], &recs[k]);
     if (st == DLA_OK && size > 1)
-        st = lay_out(name, n, t, s, 1, &stage, group);
+        st = dla__coll_lay_out(name, n, t, s, 1, &stage, group);
     if (st != DLA_OK)
         dla__coll_local_error(&mine);
     dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL, NULL);
@@ -317,11 +312,11 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     dla__spmd_watch_end();
     for (int k = 0; k < n && st == DLA_OK; k++) {
         if (op == DLA_REDUCE_MEAN)
-            divide(s[k].host, s[k].bytes, t[k]->dtype, size);
+            dla__coll_divide(s[k].host, s[k].bytes, t[k]->dtype, size);
         if (s[k].direct)
             dla__storage_written(t[k]->storage);
         else
-            st = write_back(name, t[k], s[k].host);
+            st = dla__coll_write_back(name, t[k], s[k].host);
     }
 done:
     stage_free(w, stage);
@@ -337,11 +332,11 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
     dla__spmd *w = dla__spmd_get();
     dla__coll_desc mine = {.kind = DLA__COLL_BROADCAST, .count = n, .root = root};
     dla__coll_rec *recs = NULL;
-    slot *s = NULL;
+    dla__coll_slot *s = NULL;
     unsigned char *stage = NULL;
     size_t group[DLA_DTYPE_COUNT + 1];
     int size = w->world.size, me = w->world.rank;
-    dla_status st = check_tensors(name, n, t, 1);
+    dla_status st = dla__coll_check_tensors(name, n, t, 1);
     if (st == DLA_OK && (root < 0 || root >= size))
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument root: %d is not a rank of 0..%d",
                        name, root, size - 1);
@@ -354,7 +349,7 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
     for (int k = 0; k < n && st == DLA_OK; k++)
         dla__coll_rec_of(t[k], &recs[k]);
     if (st == DLA_OK && size > 1)
-        st = lay_out(name, n, t, s, me == root, &stage, group);
+        st = dla__coll_lay_out(name, n, t, s, me == root, &stage, group);
     if (st != DLA_OK)
         dla__coll_local_error(&mine);
     dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL, NULL);
@@ -386,7 +381,7 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
         if (!s[k].direct && me != root)
-            st = write_back(name, t[k], s[k].host);
+            st = dla__coll_write_back(name, t[k], s[k].host);
 done:
     stage_free(w, stage);
     dla__free(recs);
@@ -413,7 +408,7 @@ DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
         *out = NULL;
     dla_tensor *xs = (dla_tensor *)x;
     if (st == DLA_OK)
-        st = check_tensors(name, 1, &xs, 0);
+        st = dla__coll_check_tensors(name, 1, &xs, 0);
     if (st == DLA_OK && x->ndims >= DLA_MAX_DIMS)
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
                        "%s: argument x has %d dims: the ranks' dim would be one past the %d a "
@@ -464,7 +459,7 @@ DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
             st = finish_blocking(w, name, st, req);
         }
         if (st == DLA_OK && recv_stage)
-            st = write_back(name, res, recv_stage);
+            st = dla__coll_write_back(name, res, recv_stage);
         else if (st == DLA_OK)
             dla__storage_written(res->storage);
     }

@@ -281,6 +281,12 @@ DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, 
 
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads)
 {
+    return dla_net_gradient_hooked(net, loss, grads, NULL);
+}
+
+DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_tensor **grads,
+                                           const dla_gradient_hooks *hooks)
+{
     if (net && dla__net_check(net, "dla_net_gradient") != DLA_OK)
         return dla_last_status();
     if (!net || !net->initialized || !grads) {
@@ -294,7 +300,7 @@ DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor *
         return st;
     }
     const dla_table *t = &net->tables[DLA__LEARNABLE];
-    return dla_gradient(loss, t->count, t->values, grads);
+    return dla_gradient_hooked(loss, t->count, t->values, grads, hooks);
 }
 
 DLA_API dla_table *dla_net_gradients(dla_net *net, dla_tensor *loss)

@@ -53,12 +53,13 @@ size_t dla__spmd_bucket_bytes(void)
     return (size_t)(DEFAULT_BUCKET_MIB * 1048576.0);
 }
 
-/* Reduces x[first..first+count-1] (one dtype) as one bucket into out. */
-static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, dla_tensor **out)
+dla_tensor *dla__spmd_bucket_fill(int count, dla_tensor *const *x, double weight)
 {
     dla_tensor **flat = dla_malloc(sizeof *flat * (size_t)count);
-    if (!flat)
-        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory");
+    if (!flat) {
+        dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory");
+        return NULL;
+    }
     for (int i = 0; i < count; i++) {
         dla_tensor *v = dla_reshape(x[i], "", DLA_DIMS(dla_tensor_numel(x[i])));
         /* Weight 0: zeros, whatever x holds (NaN times 0 is NaN). */
@@ -70,7 +71,45 @@ static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, 
      * caller's tensors. */
     dla_tensor *bucket = dla_cat(1, count, flat);
     dla_free(flat);
-    dla_status st = dla_tensor_status(bucket);
+    return bucket;
+}
+
+dla_status dla__spmd_bucket_unpack(dla_tensor *bucket, int count, dla_tensor *const *x,
+                                   dla_tensor **out)
+{
+    int64_t off = 0;
+    for (int i = 0; i < count; i++) {
+        int64_t dims[DLA_MAX_DIMS], k = dla_tensor_numel(x[i]);
+        int nd = dla_tensor_dims(x[i], dims);
+        out[i] = dla_reshape(dla_slice(bucket, 1, off, 1, off + k), dla_tensor_format(x[i]), nd, dims);
+        off += k;
+        dla_status st = dla_tensor_status(out[i]);
+        if (st != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
+int dla__spmd_bucket_count(int n, dla_tensor *const *x, int first, size_t cap)
+{
+    dla_dtype dt = dla_tensor_dtype(x[first]);
+    size_t bytes = (size_t)dla_tensor_numel(x[first]) * dla_dtype_size(dt);
+    int count = 1;
+    while (first + count < n && dla_tensor_dtype(x[first + count]) == dt) {
+        size_t more = (size_t)dla_tensor_numel(x[first + count]) * dla_dtype_size(dt);
+        if (bytes + more > cap)
+            break;
+        bytes += more;
+        count++;
+    }
+    return count;
+}
+
+/* Reduces x[first..first+count-1] (one dtype) as one bucket into out. */
+static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, dla_tensor **out)
+{
+    dla_tensor *bucket = dla__spmd_bucket_fill(count, x, weight);
+    dla_status st = bucket ? dla_tensor_status(bucket) : dla_last_status();
     if (st != DLA_OK)
         return st;
     double t0 = clock_now();
@@ -78,16 +117,7 @@ static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, 
     reduce_seconds += clock_now() - t0;
     if (st != DLA_OK)
         return st;
-    int64_t off = 0;
-    for (int i = 0; i < count; i++) {
-        int64_t dims[DLA_MAX_DIMS], k = dla_tensor_numel(x[i]);
-        int nd = dla_tensor_dims(x[i], dims);
-        out[i] = dla_reshape(dla_slice(bucket, 1, off, 1, off + k), dla_tensor_format(x[i]), nd, dims);
-        off += k;
-        if ((st = dla_tensor_status(out[i])) != DLA_OK)
-            return st;
-    }
-    return DLA_OK;
+    return dla__spmd_bucket_unpack(bucket, count, x, out);
 }
 
 DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out)
@@ -118,16 +148,7 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
     size_t cap = dla__spmd_bucket_bytes();
     dla_status st = DLA_OK;
     for (int first = 0; st == DLA_OK && first < n;) {
-        dla_dtype dt = dla_tensor_dtype(in[first]);
-        size_t bytes = (size_t)dla_tensor_numel(in[first]) * dla_dtype_size(dt);
-        int count = 1;
-        while (first + count < n && dla_tensor_dtype(in[first + count]) == dt) {
-            size_t more = (size_t)dla_tensor_numel(in[first + count]) * dla_dtype_size(dt);
-            if (bytes + more > cap)
-                break;
-            bytes += more;
-            count++;
-        }
+        int count = dla__spmd_bucket_count(n, in, first, cap);
         st = reduce_bucket(count, in + first, weight, out + first);
         if (st != DLA_OK) {
             char msg[1024];

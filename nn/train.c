@@ -146,8 +146,11 @@ static dla_status step(void *ctx, int nin, dla_tensor *const *in, int nout, dla_
                                     NULL);
     if (st == DLA_OK)
         st = loss_of(tr, out[1], in[1], &out[0]);
+    /* In parallel, each bucket of gradients starts its reduction as the
+     * sweep finishes it (NULL hooks otherwise). */
     if (st == DLA_OK)
-        st = dla_net_gradient(tr->net, out[0], out + 2);
+        st = dla_net_gradient_hooked(tr->net, out[0], out + 2,
+                                     dla__train_par_backward(&tr->par, out[0]));
     return st;
 }
 
@@ -736,6 +739,9 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
                                   : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
                                                                                : t;
     st = dla_tensor_status(tl);
+    /* In parallel with overlapped reductions, the workers agree on the
+     * batch's sizes first: the weights go into the buckets as they start. */
+    st = dla__train_par_prestep(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)), nl);
     if (st == DLA_OK)
         st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
     /* In parallel, the whole batch's loss, gradients and state. */
@@ -1225,8 +1231,16 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
             st = st == DLA_OK ? rs : st;
         }
     }
-    if (started)
+    if (started) {
+        /* The report's collectives clear the thread's error: a failure's
+         * message is kept past them. */
+        char why[2048] = "";
+        if (st != DLA_OK)
+            snprintf(why, sizeof why, "%s", dla_last_error());
         dla__train_par_report(&tr.par, tr.o.verbose, say_ctx, &tr);
+        if (st != DLA_OK)
+            dla_set_error(st, "%s", why);
+    }
     if (st == DLA_OK) {
         dla_training_info *in = tr.hist.info;
         in->output_network_iteration = tr.iteration;

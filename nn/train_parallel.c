@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -77,6 +78,9 @@ void dla__train_par_begin(dla__train_par *p, dla_training_options *o)
     p->on = env && (!strcmp(env, "parallel") || !strcmp(env, "multi-gpu"));
     p->rank = p->on ? dla_spmd_rank() : 0;
     p->size = p->on ? dla_spmd_size() : 1;
+    /* Overlapped unless DLACCEL_OVERLAP=0, where the communicator can. */
+    const char *ov = getenv("DLACCEL_OVERLAP");
+    p->overlap = p->on && p->size > 1 && !(ov && !strcmp(ov, "0")) && dla_spmd_overlaps();
     if (p->on && p->rank != 0) {
         /* Rank 0 alone prints, draws and writes checkpoints. */
         o->verbose = 0;
@@ -206,6 +210,100 @@ int dla__train_par_hasdata(dla__train_par *p, dla_mbq *q, dla_status *st)
     return *st == DLA_OK && all;
 }
 
+static void hook_ready(void *ctx, int index, dla_tensor *grad)
+{
+    dla__train_par *p = ctx;
+    dla__overlap_ready(p->ov, index + 1, grad); /* 0 is the loss */
+}
+
+static void hook_between(void *ctx)
+{
+    dla__train_par *p = ctx;
+    dla__overlap_tick(p->ov);
+}
+
+dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
+                                  int nl)
+{
+    if (!p->overlap)
+        return st;
+    double mine = p->share ? (double)count : 0.0, all[1024 * 2];
+    st = agree_with(p, st, "the batch", 1, &mine, all);
+    if (st != DLA_OK)
+        return st;
+    double global = 0;
+    for (int r = 0; r < p->size; r++)
+        global += all[2 * r + 1];
+    p->weight = mine / global;
+    p->step_global = global;
+    /* The buckets of {loss, gradients}, as dla__train_par_step's blocking
+     * path fills them: the loss a scalar of the learnables' dtype. */
+    dla_tensor **like = dla_malloc(sizeof *like * (size_t)(nl + 1));
+    if (!like)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    dla_table *lt = dla_net_learnables(net);
+    dla_scope_begin();
+    for (int i = 0; i < nl; i++)
+        like[i + 1] = dla_table_value(lt, i);
+    like[0] = dla_zeros(nl ? dla_tensor_dtype(like[1]) : DLA_F32, "", DLA_DIMS(1));
+    p->ov = dla__overlap_begin(nl + 1, like, p->weight);
+    dla_scope_end();
+    dla_free(like);
+    p->hooks = (dla_gradient_hooks){.ready = hook_ready, .between = hook_between, .ctx = p};
+    return p->ov ? DLA_OK : dla_last_status();
+}
+
+const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor *loss)
+{
+    if (!p->ov)
+        return NULL;
+    dla__overlap_ready(p->ov, 0, loss);
+    return &p->hooks;
+}
+
+/* The step with overlapped reductions: the buckets the sweep did not
+ * start are started, every one is waited for, and the workers agree on
+ * the step's status. */
+static dla_status overlapped_step(dla__train_par *p, dla_status st, int nl, dla_tensor **out)
+{
+    dla_tensor **lg = dla__overlap_io(p->ov);
+    lg[0] = out[0];
+    memcpy(lg + 1, out + 2, sizeof *lg * (size_t)nl);
+    dla__overlap_times t = {0};
+    /* The buckets the sweep left are reduced at once; then the workers
+     * agree on the step (a rank's own failure is what the others report,
+     * not the buckets it made fail), and every bucket is waited for. */
+    char msg[1024] = "";
+    if (st != DLA_OK)
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+    dla__overlap_flush(p->ov, st, lg);
+    if (st != DLA_OK)
+        dla_set_error(st, "%s", msg);
+    double none = 0, all[1024 * 2];
+    dla_status agreed = agree_with(p, st, "the step", 1, &none, all);
+    char why[1024] = "";
+    if (agreed != DLA_OK)
+        snprintf(why, sizeof why, "%s", dla_last_error());
+    dla_status red = dla__overlap_end(p->ov, agreed, lg, lg, &t);
+    if (agreed != DLA_OK)
+        dla_set_error(agreed, "%s", why);
+    p->flight_seconds += t.flight;
+    p->after_seconds += t.after;
+    p->step_after = t.after;
+    p->buckets += t.buckets;
+    p->started_early += t.started_early;
+    st = agreed;
+    if (st == DLA_OK && red != DLA_OK)
+        st = red;
+    if (st == DLA_OK) {
+        out[0] = lg[0];
+        memcpy(out + 2, lg + 1, sizeof *lg * (size_t)nl);
+    }
+    dla__overlap_free(p->ov);
+    p->ov = NULL;
+    return st;
+}
+
 dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
                                int nl, int ns, dla_tensor **out)
 {
@@ -213,6 +311,14 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
         return st;
     double t0 = clock_now(), r0 = dla__spmd_reduce_seconds();
     p->batches++;
+    if (p->ov) {
+        st = overlapped_step(p, st, nl, out);
+        if (st == DLA_OK && ns)
+            st = dla_spmd_combine_state(net, ns, out + 2 + nl, (int64_t)(p->share ? count : 0),
+                                        (int64_t)p->step_global, out + 2 + nl);
+        p->step_seconds += clock_now() - t0;
+        return st;
+    }
     /* A worker without a share ran on one observation it must not count. */
     double mine = p->share ? (double)count : 0.0, all[1024 * 2];
     st = agree_with(p, st, "the step", 1, &mine, all);
@@ -233,6 +339,8 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
         memcpy(out + 2, lg + 1, sizeof *lg * (size_t)nl);
     }
     dla_free(lg);
+    p->step_after = clock_now() - t0;
+    p->after_seconds += p->step_after;
     if (st == DLA_OK && ns)
         st = dla_spmd_combine_state(net, ns, out + 2 + nl, (int64_t)mine, (int64_t)global,
                                     out + 2 + nl);
@@ -271,10 +379,20 @@ dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop)
 {
     if (!p->on || p->size == 1)
         return st;
-    double mine = *stop != 0, all[1024 * 2];
-    st = agree_with(p, st, "the end of the iteration", 1, &mine, all);
-    for (int r = 0; st == DLA_OK && r < p->size; r++)
-        *stop |= all[2 * r + 1] != 0;
+    /* With the stop flag, this step's time from the backward's end until
+     * the gradients were combined: its least over the ranks is the last
+     * rank's to end its backward, which waited for no other, so it is the
+     * reductions' own cost, whatever the ranks' skew. */
+    double mine[2] = {*stop != 0, p->step_after}, all[1024 * 3];
+    st = agree_with(p, st, "the end of the iteration", 2, mine, all);
+    double least = INFINITY;
+    for (int r = 0; st == DLA_OK && r < p->size; r++) {
+        *stop |= all[3 * r + 1] != 0;
+        least = fmin(least, all[3 * r + 2]);
+    }
+    if (st == DLA_OK && p->step_after > 0)
+        p->after_last_seconds += least;
+    p->step_after = 0;
     return st;
 }
 
@@ -297,9 +415,11 @@ void dla__train_par_describe(const dla__train_par *p, const dla_device *dev, cha
 
 typedef struct worker_report {
     int32_t rank;
-    int32_t pad;
+    int32_t overlap;
     int64_t batches;
     double step_seconds, reduce_seconds;
+    double flight_seconds, after_seconds, after_last_seconds;
+    int64_t buckets, started_early;
 } worker_report;
 
 void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx, const char *),
@@ -310,7 +430,9 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
     dla_dataqueue *q = NULL;
     if (dla_dataqueue_create(&q) != DLA_OK)
         return;
-    worker_report me = {p->rank, 0, p->batches, p->step_seconds, p->reduce_seconds};
+    worker_report me = {p->rank,          p->overlap,         p->batches,
+                        p->step_seconds,  p->reduce_seconds,  p->flight_seconds,
+                        p->after_seconds,   p->after_last_seconds, p->buckets,       p->started_early};
     dla_dataqueue_send(q, &me, sizeof me);
     if (p->rank == 0) {
         /* Rank 0 takes one message from each worker (its own included),
@@ -333,10 +455,24 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
             for (int i = 0; i < got; i++) {
                 if (all[i].rank != w)
                     continue;
-                char line[256];
-                snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.2f s combining "
-                         "(%.2f s of it in allreduce)\n", w, (long long)all[i].batches,
-                         all[i].step_seconds, all[i].reduce_seconds);
+                char line[384];
+                const worker_report *r = &all[i];
+                if (r->overlap)
+                    /* The reductions ran during the backward pass: what is
+                     * left of them when it ends is their cost. */
+                    snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.3f s combining; "
+                             "reductions overlapped (%lld of %lld buckets started during the "
+                             "backward), %.3f s in flight; gradients ready %.3f s after the "
+                             "backward (%.3f s for the last rank to end it)\n", w,
+                             (long long)r->batches, r->step_seconds, (long long)r->started_early,
+                             (long long)r->buckets, r->flight_seconds, r->after_seconds,
+                             r->after_last_seconds);
+                else
+                    snprintf(line, sizeof line, "Worker %d: %lld mini-batches, %.3f s combining "
+                             "(%.3f s of it in allreduce, all exposed); gradients ready %.3f s "
+                             "after the backward (%.3f s for the last rank to end it)\n", w,
+                             (long long)r->batches, r->step_seconds, r->reduce_seconds,
+                             r->after_seconds, r->after_last_seconds);
                 say(ctx, line);
             }
         dla_free(all);
@@ -346,6 +482,8 @@ void dla__train_par_report(dla__train_par *p, int verbose, void (*say)(void *ctx
 
 void dla__train_par_free(dla__train_par *p)
 {
+    dla__overlap_free(p->ov);
+    p->ov = NULL;
     dla_mbq_free(p->whole);
     p->whole = NULL;
 }

@@ -17,6 +17,20 @@ typedef struct dla__train_par {
     dla_mbq *whole;     /* the queue over all the data, partitioned */
     int64_t batches;    /* this rank's mini-batches so far */
     double step_seconds, reduce_seconds; /* of them: in the step, in reductions */
+    /* Reductions overlapped with the backward pass (DLACCEL_OVERLAP, on by
+     * default where the communicator has non-blocking reductions), this
+     * step's buckets between prestep and step, and their figures. */
+    int overlap;
+    struct dla__overlap *ov;
+    dla_gradient_hooks hooks;
+    double weight, step_global; /* this step's share of the batch, and the batch */
+    /* after: from the backward's end until the gradients are combined
+     * (both paths; with the step's agreement, without the state's). */
+    double flight_seconds, after_seconds;
+    /* Of each step's after, the least over the ranks (the last rank to end
+     * its backward), summed; this step's own until the iteration ends. */
+    double after_last_seconds, step_after;
+    int64_t buckets, started_early;
 } dla__train_par;
 
 /* The device of "parallel" (the current one, as "auto") or "multi-gpu"
@@ -35,6 +49,14 @@ dla_status dla__train_par_setup(dla__train_par *p, dla_net *net, dla_mbq **q,
                                 const dla_training_options *o, int64_t *iterations);
 /* gop(@and, hasdata) of the part queues; 0 on a collective's failure (*st). */
 int dla__train_par_hasdata(dla__train_par *p, dla_mbq *q, dla_status *st);
+/* Before the step's dla_feval (status st so far) on a batch of count
+ * observations, with overlapped reductions: the workers agree on st and
+ * the counts, and the step's buckets are planned. */
+dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
+                                  int nl);
+/* Inside the step, the loss computed: hands it over and gives the hooks of
+ * the gradient sweep (NULL without overlapped reductions). */
+const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor *loss);
 /* After one rank's dla_feval (status st) on its batch of count
  * observations: out = {loss, Y, grads[nl], state[ns]} made whole-batch:
  * loss and gradients weighted and summed, state combined. */

@@ -3,8 +3,9 @@
 # bits on every rank after every step, two runs alike (1 to 4 ranks); the
 # batch-normalization state combined against the whole batch's; trainnet
 # "parallel" with parts of uneven batch counts ending together, only rank 0
-# printing, and a resume from its checkpoint with another number of
-# workers; the two examples on 2 ranks (--small); the cpu plugin's
+# printing, its gradient reductions overlapped with the backward pass (the
+# blocking path's result; a rank that fails stops them all), and a resume
+# from its checkpoint with another number of workers; the two examples on 2 ranks (--small); the cpu plugin's
 # threads divided among the ranks of the machine. Each mpirun under a
 # timeout. Speaks TAP; skipped when the MPI
 # plugin is not built.
@@ -36,7 +37,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..15"
+echo "1..18"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -56,6 +57,13 @@ others=$(grep -c '^\[1,[1-9][0-9]*\]<stdout>' "$tmp/out")
 mine=$(grep -c '^\[1,0\]<stdout>' "$tmp/out")
 if [ "$others" -eq 0 ] && [ "$mine" -gt 0 ]; then echo "ok $t - only rank 0 prints ($mine lines)"; else
     sed 's/^/#   /' "$tmp/out"; echo "not ok $t - only rank 0 prints: $others lines from other ranks, $mine from rank 0"; fi
+# Gradient reductions started during the backward pass against the
+# blocking path, in buckets small enough (~500 bytes) that the test
+# network's gradients make several.
+for n in 2 3 4; do
+    DLACCEL_BUCKET_MIB=0.0005 run "$n" overlap
+    verdict "$n workers: overlapped reductions give the blocking path's result; a failing rank ends them all"
+done
 for n in 1 3; do
     run "$n" resume "$tmp/ckpt"
     verdict "resume from rank 0's checkpoint of 4 workers with $n"

@@ -20,6 +20,17 @@
  *              rank; verbose on stdout (rank 0 alone may print).
  *   resume DIR trainnet again from the newest checkpoint in DIR, with
  *              whatever number of workers this run has.
+ *   overlap    trainnet "parallel" with the gradient reductions started
+ *              during the backward pass (DLACCEL_OVERLAP=1) against the
+ *              blocking path (DLACCEL_OVERLAP=0), from the same network:
+ *              the same bits with 2 ranks (each element a sum of two, in
+ *              either order); within 1e-5 with more (MPI's non-blocking
+ *              reduction may add in another order than its blocking one;
+ *              whether the bits agree is printed); the same network on
+ *              every rank; buckets started during the backward; the loss
+ *              as an accelerated function (a replay on the tape) too; and
+ *              a rank whose loss fails at iteration 3 ends training on
+ *              every rank with an error, not a hang.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
@@ -399,6 +410,140 @@ static void mode_resume(const char *dir)
     dla_net_free(net);
 }
 
+/* ------------------------------------------------------------- overlap */
+
+static int fail_rank = -1, fail_at = 0, loss_calls;
+
+static dla_status ce_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    if (rank == fail_rank && ++loss_calls == fail_at)
+        return dla_set_error(DLA_ERR_STATE, "parallel_train_check: this rank's loss fails");
+    out[0] = dla_crossentropy(in[0], in[1], NULL);
+    return dla_tensor_status(out[0]);
+}
+
+/* trainnet "parallel" from a copy of init, with DLACCEL_OVERLAP=overlap;
+ * rank 0's output (the Worker lines) into text. loss: 0 built in, 1 a
+ * function, 2 that function accelerated. */
+static dla_status overlap_run(dla_net *init, const char *overlap, int loss, dla_net **trained,
+                              char *text, size_t size)
+{
+    enum { N = 41 };
+    static float img[36 * N];
+    static int32_t lab[N];
+    lcg = 4242;
+    for (int j = 0; j < N; j++) {
+        lab[j] = (int32_t)(uniform() * 3);
+        for (int e = 0; e < 36; e++)
+            img[36 * j + e] = (float)((e % 3 == lab[j] ? 1.0 : 0.0) + 0.3 * uniform());
+    }
+    setenv("DLACCEL_OVERLAP", overlap, 1);
+    dla_net *net = dla_net_copy(init);
+    dla_scope_begin();
+    dla_train_data data = {
+        .predictors = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N)),
+        .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
+    FILE *out = fmemopen(text, size, "w");
+    dla_training_options o = {.max_epochs = 2, .mini_batch_size = 7, .initial_learn_rate = 0.05,
+                              .execution_environment = "parallel", .verbose_frequency = 100,
+                              .shuffle = "every-epoch", .output = out};
+    dla_accel *af = loss == 2 ? dla_accelerate(ce_loss, NULL) : NULL;
+    dla_train_loss l = loss == 0 ? (dla_train_loss){.name = "crossentropy"}
+                       : loss == 1 ? (dla_train_loss){.fn = ce_loss}
+                                   : (dla_train_loss){.accel = af};
+    dla_training_info *info = NULL;
+    dla_status st = dla_trainnet(&data, net, &l, &o, trained, &info);
+    static char why[1024];
+    snprintf(why, sizeof why, "%s", st != DLA_OK ? dla_last_error() : "");
+    dla_training_info_free(info);
+    dla_accel_free(af);
+    fclose(out);
+    text[size - 1] = '\0';
+    dla_scope_end();
+    dla_net_free(net);
+    if (st != DLA_OK)
+        dla_set_error(st, "%s", why);
+    return st;
+}
+
+static void learnables(dla_net *net, double *w, int64_t *n)
+{
+    host_weights(net, w, n);
+}
+
+/* The buckets started during the backward, from the Worker line of rank 0
+ * ("... reductions overlapped (24 of 30 buckets started during the
+ * backward) ..."); -1 when the line says the reductions were not
+ * overlapped. */
+static long started_during(const char *text)
+{
+    const char *p = strstr(text, "Worker 0:");
+    const char *q = p ? strstr(p, "reductions overlapped (") : NULL;
+    return q ? strtol(q + strlen("reductions overlapped ("), NULL, 10) : -1;
+}
+
+static void mode_overlap(void)
+{
+    dla_net *init = cnn();
+    dla_scope_begin();
+    dla_tensor *ex = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, 1));
+    if (dla_net_init(init, 1, &ex) != DLA_OK || dla_spmd_broadcast_net(init, 0) != DLA_OK)
+        die("overlap network");
+    dla_scope_end();
+    static char text0[1 << 16], text1[1 << 16];
+    static double w0[4096], w1[4096];
+    int64_t n0 = 0, n1 = 0;
+    for (int loss = 0; loss < 3; loss++) {
+        dla_net *blocking = NULL, *overlapped = NULL;
+        if (overlap_run(init, "0", loss, &blocking, text0, sizeof text0) != DLA_OK ||
+            overlap_run(init, "1", loss, &overlapped, text1, sizeof text1) != DLA_OK)
+            die("trainnet");
+        learnables(blocking, w0, &n0);
+        learnables(overlapped, w1, &n1);
+        double worst = 0;
+        int64_t differ = 0;
+        for (int64_t i = 0; i < n0 && i < n1; i++) {
+            worst = fmax(worst, fabs(w1[i] - w0[i]) / fmax(1.0, fabs(w0[i])));
+            differ += memcmp(&w0[i], &w1[i], sizeof w0[i]) != 0;
+        }
+        unsigned long long d0 = digest(blocking), d1 = digest(overlapped);
+        static const char *const losses[] = {"built-in loss", "loss function",
+                                             "accelerated loss function"};
+        char what[160], detail[160];
+        snprintf(what, sizeof what, "overlapped reductions against blocking ones (%s)", losses[loss]);
+        snprintf(detail, sizeof detail, "%lld of %lld weights differ, by %.3g relative at most%s",
+                 (long long)differ, (long long)n0, worst,
+                 size <= 2 ? " (the same bits required)" : " (limit 1e-5)");
+        check(n0 == n1 && n0 > 0 && (size <= 2 ? d0 == d1 : worst <= 1e-5), what, detail);
+        snprintf(what, sizeof what, "overlapped: the same network on every rank (%s)", losses[loss]);
+        check(same_everywhere(d1), what, "");
+        if (rank == 0 && dla_spmd_overlaps()) {
+            long early = started_during(text1);
+            snprintf(what, sizeof what, "buckets started during the backward pass (%s)",
+                     losses[loss]);
+            snprintf(detail, sizeof detail, "%ld", early);
+            check(early > 0 && started_during(text0) == -1, what, detail);
+        }
+        dla_net_free(blocking);
+        dla_net_free(overlapped);
+    }
+    /* One rank's loss fails at its third call: every rank ends, with an
+     * error, instead of the others waiting in their reductions. */
+    fail_rank = size - 1;
+    fail_at = 3;
+    dla_net *none = NULL;
+    dla_status st = overlap_run(init, "1", 1, &none, text1, sizeof text1);
+    char detail[1200];
+    snprintf(detail, sizeof detail, "status %d: %s", st, dla_last_error());
+    check(st != DLA_OK && strstr(dla_last_error(), rank == fail_rank ? "this rank's loss fails"
+                                                                     : "failed"),
+          "a rank's failure during an overlapped step ends training on every rank", detail);
+    dla_net_free(none);
+    fail_rank = -1;
+    dla_net_free(init);
+}
+
 int main(int argc, char **argv)
 {
     rank = dla_spmd_rank();
@@ -412,8 +557,11 @@ int main(int argc, char **argv)
         mode_trainnet(argv[2], argc > 3 ? atoi(argv[3]) : 2);
     else if (!strcmp(mode, "resume") && argc > 2)
         mode_resume(argv[2]);
+    else if (!strcmp(mode, "overlap"))
+        mode_overlap();
     else {
-        fprintf(stderr, "usage: parallel_train_check steps | bn | trainnet DIR [EPOCHS] | resume DIR\n");
+        fprintf(stderr, "usage: parallel_train_check steps | bn | trainnet DIR [EPOCHS] | resume DIR | "
+                        "overlap\n");
         return 2;
     }
     fflush(stdout);

@@ -24,4 +24,14 @@ tests_plugins_spmd_stall_la_LIBADD = $(MPI_LIBS)
 dla_spmd_deps += tests/plugins/spmd_stall.la
 endif
 EXTRA_DIST += tests/plugins/spmd_stall.c
+# The MPI plugin built as ABI 1.0 (no non-blocking reductions): the core
+# must fall back to reducing at once (tests/spmd.sh).
+if HAVE_MPI
+check_LTLIBRARIES += tests/plugins/mpi_abi10.la
+tests_plugins_mpi_abi10_la_SOURCES = plugins/mpi/mpi.c
+tests_plugins_mpi_abi10_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS) -DDLA_MPI_ABI_MINOR=0
+tests_plugins_mpi_abi10_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_mpi_abi10_la_LIBADD = $(MPI_LIBS)
+dla_spmd_deps += tests/plugins/mpi_abi10.la
+endif
 $(dla_spmd_log): $(dla_spmd_deps)

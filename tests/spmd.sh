@@ -18,7 +18,7 @@ if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
 
-basic="world,allreduce,broadcast,allgather,flags,queue,args"
+basic="world,allreduce,broadcast,allgather,flags,queue,args,async"
 mpi=yes
 reason=
 if [ ! -f "$manifest" ]; then
@@ -26,11 +26,12 @@ if [ ! -f "$manifest" ]; then
 elif ! command -v mpirun >/dev/null 2>&1; then
     mpi=no; reason="no mpirun on PATH (install openmpi-bin)"
 fi
-# 4 runs of the basic cases (N = 1..4, mismatch from 2), TCP, testmem, the
-# hang, the kill with recovery, the kill without, and the world of one.
+# 4 runs of the basic cases (N = 1..4, the mismatches from 2), TCP,
+# testmem, the ABI 1.0 plugin, the hang, the kill with recovery, the kill
+# without, and the world of one.
 cases_in() { echo "$1" | tr ',' ' ' | wc -w; }
-nbasic=$(($(cases_in $basic) * 4 + 3 + 3 + $(cases_in $basic,mismatch)))
-plan=$((nbasic + 5 + 1))
+nbasic=$(($(cases_in $basic) * 4 + 6 + 4 + $(cases_in $basic,mismatch,async_mismatch) + 3))
+plan=$((nbasic + 6 + 1))
 echo "1..$plan"
 n=0
 
@@ -70,17 +71,27 @@ run() {
 if [ $mpi = yes ]; then
     for np in 1 2 3 4; do
         cases=$basic
-        [ $np -ge 2 ] && cases=$cases,mismatch
+        [ $np -ge 2 ] && cases=$cases,mismatch,async_mismatch
         run 120 $np -- $cases
         report "mpirun -np $np" "$tmp/out" $np $cases
     done
     # The transport a job across machines takes.
-    run 120 3 --mca btl tcp,self -- world,allreduce,broadcast
-    report "mpirun -np 3 --mca btl tcp,self" "$tmp/out" 3 world,allreduce,broadcast
+    run 120 3 --mca btl tcp,self -- world,allreduce,broadcast,async
+    report "mpirun -np 3 --mca btl tcp,self" "$tmp/out" 3 world,allreduce,broadcast,async
     # Memory the host cannot address: every tensor through the stage.
     DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/tests/plugins.d:$DLACCEL_PLUGIN_PATH" \
-        DLACCEL_DEVICE=testmem run 120 2 -x DLACCEL_DEVICE -x DLACCEL_PLUGIN_PATH -- $basic,mismatch
-    report "mpirun -np 2, tensors on testmem" "$tmp/out" 2 $basic,mismatch
+        DLACCEL_DEVICE=testmem run 120 2 -x DLACCEL_DEVICE -x DLACCEL_PLUGIN_PATH -- $basic,mismatch,async_mismatch
+    report "mpirun -np 2, tensors on testmem" "$tmp/out" 2 $basic,mismatch,async_mismatch
+    # A communicator plugin of ABI 1.0 (the MPI plugin built as one, found
+    # first): no non-blocking reductions, so dla_allreduce_start reduces at
+    # once; the same results and errors.
+    mkdir -p "$tmp/abi10/comm"
+    sed -e "s|\"library_path\": \"[^\"]*\"|\"library_path\": \"$DLA_TEST_BUILDDIR/tests/plugins/.libs/mpi_abi10.so\"|" \
+        -e 's|"abi_version": "[^"]*"|"abi_version": "1.0"|' -e 's|"priority": [0-9]*|"priority": 200|' \
+        "$manifest" >"$tmp/abi10/comm/mpi.json"
+    DLACCEL_PLUGIN_PATH="$tmp/abi10:$DLACCEL_PLUGIN_PATH" DLA_TEST_ABI10=1 \
+        run 120 2 -x DLACCEL_PLUGIN_PATH -x DLA_TEST_ABI10 -- async,async_mismatch,allreduce
+    report "mpirun -np 2, a communicator plugin of ABI 1.0" "$tmp/out" 2 async,async_mismatch,allreduce
 else
     skip $nbasic
 fi
@@ -97,6 +108,10 @@ if [ $mpi = yes ]; then
         sed 's/^/#   /' "$tmp/out"
         echo "not ok $n - hang: after DLACCEL_COLLECTIVE_TIMEOUT the others warn naming rank 2"
     fi
+    # The same with a non-blocking reduction the last rank never starts.
+    DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 run 60 3 -- async_hang
+    report "a rank that never starts a non-blocking reduction: the others give up after 3 s" \
+        "$tmp/out" 2 async_hang
     # With --enable-recovery mpirun lets the others run on after a death;
     # they must not wait forever.
     DLACCEL_COLLECTIVE_TIMEOUT=1 DLACCEL_COLLECTIVE_FAIL_AFTER=3 run 60 3 --enable-recovery -- kill
@@ -133,7 +148,7 @@ if [ $mpi = yes ]; then
         echo "not ok $n - a rank stopped inside a transfer: mpirun ended with status $status"
     fi
 else
-    skip 5
+    skip 6
 fi
 
 # A world of one: no mpirun, and no MPI loaded.

@@ -232,6 +232,110 @@ static void test_the_sweep_lets_go_of_gradients_it_has_passed(void **state)
     dla_scope_end();
 }
 
+/* --------------------------------------------- gradients handed over */
+
+/* Three layers, the first one's weights used again by the last (shared
+ * weights): l = sum(W1 tanh(W2 tanh(W1 x))) + sum(b .* b) with b a slice
+ * of the last requested tensor, which is thus reached through a view. */
+typedef struct hooked {
+    dla_tensor *w[3]; /* W1, W2, V (V's slice b is used at the end) */
+    int calls[3], order[3], ncalls;
+    long between, between_at[3];
+    double first_value[3]; /* element 0 of each gradient when handed over */
+    dla_tensor *handed[3];
+    const dla_gradient_hooks *hooks;
+} hooked;
+
+static void on_ready(void *ctx, int i, dla_tensor *g)
+{
+    hooked *h = ctx;
+    h->calls[i]++;
+    h->order[h->ncalls++] = i;
+    h->between_at[i] = h->between;
+    h->first_value[i] = dla_tensor_item(g, 0);
+    h->handed[i] = g;
+}
+
+static void on_between(void *ctx) { ((hooked *)ctx)->between++; }
+
+/* in: x, then W1, W2, V when nin is 4 (a trace's inputs), else the
+ * weights come through ctx. */
+static dla_status layered_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    hooked *h = ctx;
+    dla_tensor *const *w = nin == 4 ? in + 1 : h->w;
+    dla_tensor *a = dla_tanh(dla_mtimes(w[0], in[0]));
+    dla_tensor *c = dla_tanh(dla_mtimes(w[1], a));
+    dla_tensor *b = dla_slice(w[2], 1, 1, 1, 3);
+    out[0] = dla_add(dla_sum(dla_mtimes(w[0], c), 0, NULL), dla_sum(dla_mul(b, b), 0, NULL));
+    dla_status st = dla_gradient_hooked(out[0], 3, w, out + 1, h->hooks);
+    /* What was handed over is what grads holds. */
+    for (int i = 0; st == DLA_OK && i < 3; i++)
+        if (h->handed[i] && h->handed[i] != out[1 + i])
+            return DLA_ERR_STATE;
+    return st;
+}
+
+static void test_gradients_are_handed_over_as_each_becomes_final(void **state)
+{
+    dla_scope_begin();
+    hooked h = {.w = {rnd("", DLA_DIMS(4, 4)), rnd("", DLA_DIMS(4, 4)), rnd("", DLA_DIMS(4, 1))}};
+    dla_gradient_hooks hooks = {.ready = on_ready, .between = on_between, .ctx = &h};
+    h.hooks = &hooks;
+    dla_tensor *x = rnd("", DLA_DIMS(4, 1)), *out[4], *plain[4];
+    assert_int_equal(dla_feval(layered_loss, &h, 1, &x, 4, out), DLA_OK);
+    /* Once each, in the order the sweep finishes them: V (used last, in
+     * the slice), W2, then W1 (its first use is the first op). */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(h.calls[i], 1);
+    assert_int_equal(h.order[0], 2);
+    assert_int_equal(h.order[1], 1);
+    assert_int_equal(h.order[2], 0);
+    /* Before the sweep's end for all but W1, and each with its final value. */
+    assert_true(h.between_at[2] < h.between_at[1] && h.between_at[1] < h.between_at[0]);
+    assert_true(h.between_at[0] == h.between);
+    for (int i = 0; i < 3; i++)
+        assert_true(h.first_value[i] == dla_tensor_item(out[1 + i], 0));
+    /* The same gradients as dla_gradient's. */
+    h.hooks = NULL;
+    memset(h.calls, 0, sizeof h.calls);
+    memset(h.handed, 0, sizeof h.handed);
+    assert_int_equal(dla_feval(layered_loss, &h, 1, &x, 4, plain), DLA_OK);
+    for (int i = 1; i < 4; i++)
+        for (int64_t k = 0; k < dla_tensor_numel(out[i]); k++)
+            assert_true(dla_tensor_item(out[i], k) == dla_tensor_item(plain[i], k));
+    assert_int_equal(h.calls[0] + h.calls[1] + h.calls[2], 0);
+    dla_scope_end();
+}
+
+static void test_gradient_hooks_do_not_run_in_an_accelerated_function(void **state)
+{
+    dla_scope_begin();
+    hooked h = {.w = {rnd("", DLA_DIMS(4, 4)), rnd("", DLA_DIMS(4, 4)), rnd("", DLA_DIMS(4, 1))}};
+    dla_gradient_hooks hooks = {.ready = on_ready, .between = on_between, .ctx = &h};
+    h.hooks = &hooks;
+    dla_tensor *x = rnd("", DLA_DIMS(4, 1)), *out[4], *eager[4];
+    assert_int_equal(dla_feval(layered_loss, &h, 1, &x, 4, eager), DLA_OK);
+    memset(h.calls, 0, sizeof h.calls);
+    memset(h.handed, 0, sizeof h.handed);
+    h.between = 0;
+    /* Recorded on the first call (the hooks' ops would join the trace), a
+     * replay on the second: no sweep runs, nothing is handed over. The
+     * weights are the trace's inputs here, not constants. */
+    dla_accel *af = dla_accelerate(layered_loss, NULL);
+    dla_tensor *in[4] = {x, h.w[0], h.w[1], h.w[2]};
+    for (int call = 0; call < 2; call++) {
+        assert_int_equal(dla_accel_feval(af, &h, 4, in, 4, out), DLA_OK);
+        for (int i = 1; i < 4; i++)
+            assert_true(tu_close(dla_tensor_item(out[i], 0), dla_tensor_item(eager[i], 0), 1e-12));
+    }
+    assert_int_equal(h.calls[0] + h.calls[1] + h.calls[2], 0);
+    assert_int_equal(h.between, 0);
+    assert_true(dla_accel_hit_rate(af) > 0); /* the second call replayed */
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* ------------------------------------------------ gradients of every op */
 
 static dla_tensor *f_add(void *c, dla_tensor *const *in) { return dla_add(in[0], in[1]); }
@@ -424,6 +528,8 @@ int main(void)
         cmocka_unit_test(test_fevals_nest_with_their_own_tapes),
         cmocka_unit_test(test_the_tape_is_freed_when_feval_returns),
         cmocka_unit_test(test_the_sweep_lets_go_of_gradients_it_has_passed),
+        cmocka_unit_test(test_gradients_are_handed_over_as_each_becomes_final),
+        cmocka_unit_test(test_gradient_hooks_do_not_run_in_an_accelerated_function),
         cmocka_unit_test(test_binary_op_gradients_with_broadcasting),
         cmocka_unit_test(test_unary_op_gradients),
         cmocka_unit_test(test_reduction_gradients_over_dim_sets),

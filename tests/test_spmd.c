@@ -7,7 +7,11 @@
  * Every rank runs each CASE and prints "rank R: ok CASE" when every check held,
  * or "rank R: FAIL CASE: why" lines and exits 1; the script counts the ok
  * lines. Cases: world, allreduce, broadcast, allgather, flags, queue, args,
- * mismatch, single (no mpirun), and the faults: hang (the last rank never
+ * mismatch, async and async_mismatch (dla_allreduce_start: results, requests in
+ * flight among blocking collectives, and the named errors; with
+ * DLA_TEST_ABI10=1 the communicator is the ABI 1.0 build of the plugin,
+ * which has no non-blocking reductions: the same results, each request
+ * done at start), single (no mpirun), and the faults: hang (the last rank never
  * comes) and kill (the last rank dies), where the others must end with the
  * error naming it, and stall (the last rank stops inside a transfer).
  */
@@ -331,6 +335,143 @@ static void case_mismatch(void)
     dla_tensor_release(u);
 }
 
+/* dla_allreduce_start: several requests in flight at once, blocking
+ * collectives started among them, ended by test loops, by waits out of
+ * order, and with one rank late; the results those of dla_allreduce. */
+static void case_async(void)
+{
+    const char *abi10 = getenv("DLA_TEST_ABI10");
+    int want_overlap = size_ > 1 && !(abi10 && !strcmp(abi10, "1"));
+    CHECK(dla_spmd_overlaps() == want_overlap, "dla_spmd_overlaps() %d, expected %d",
+          dla_spmd_overlaps(), want_overlap);
+    dla_tensor *a = vec(DLA_F32, 1000, f_mix), *b = vec(DLA_F64, 37, f_mix),
+               *c = vec(DLA_I32, 4096 + 3, f_mix), *m = vec(DLA_F64, 11, f_mix),
+               *base = vec(DLA_F32, 20, f_mix), *big = vec(DLA_F32, 1 << 20, f_mix);
+    dla_tensor *view = dla_slice(base, 1, 0, 2, 20);
+    dla_tensor *ab[] = {a, b};
+    dla_spmd_request *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL, *r5 = NULL;
+    CHECK(dla_allreduce_start(2, ab, DLA_REDUCE_SUM, &r1) == DLA_OK && r1, "start 1");
+    /* A blocking collective while r1 is in flight. */
+    bool all = false;
+    CHECK(dla_spmd_all(true, &all) == DLA_OK && all, "all among requests");
+    CHECK(dla_allreduce_start(1, &c, DLA_REDUCE_MAX, &r2) == DLA_OK && r2, "start 2");
+    CHECK(dla_allreduce_start(1, &m, DLA_REDUCE_MEAN, &r3) == DLA_OK && r3, "start 3");
+    CHECK(dla_allreduce_start(1, &view, DLA_REDUCE_SUM, &r4) == DLA_OK && r4, "start 4");
+    CHECK(dla_allreduce_start(1, &big, DLA_REDUCE_SUM, &r5) == DLA_OK && r5, "start 5");
+    dla_tensor *g = vec(DLA_F32, 5, f_mix), *gathered = NULL;
+    CHECK(dla_allgather(g, &gathered) == DLA_OK, "allgather among requests");
+    /* Rank 0 late to the next test: the others wait for it. */
+    if (rank_ == 0)
+        usleep(50000);
+    /* The last started waited first; then test loops; then the rest. */
+    CHECK(dla_spmd_wait(r5) == DLA_OK, "wait 5");
+    bool done = false;
+    dla_status st = DLA_OK;
+    for (int i = 0; i < 1000000 && !done && st == DLA_OK; i++) {
+        st = dla_spmd_test(r2, &done);
+        dla_spmd_progress();
+    }
+    CHECK(st == DLA_OK && done, "test 2: status %d, done %d", st, done);
+    CHECK(dla_spmd_wait(r1) == DLA_OK, "wait 1");
+    CHECK(dla_spmd_wait(r4) == DLA_OK, "wait 4");
+    CHECK(dla_spmd_wait(r3) == DLA_OK, "wait 3");
+    check_reduced(a, DLA_REDUCE_SUM, "async a");
+    check_reduced(b, DLA_REDUCE_SUM, "async b");
+    check_reduced(c, DLA_REDUCE_MAX, "async c");
+    check_reduced(m, DLA_REDUCE_MEAN, "async mean");
+    double want5 = 0;
+    for (int r = 0; r < size_; r++)
+        want5 += f_mix(r, 12345);
+    CHECK(dla_tensor_item(big, 12345) == want5, "async big: %g, expected %g",
+          dla_tensor_item(big, 12345), want5);
+    for (int64_t i = 0; i < 20; i++) {
+        double want = 0;
+        for (int r = 0; r < size_; r++)
+            want += f_mix(r, i);
+        double got = dla_tensor_item(base, i);
+        if (i % 2 == 0)
+            CHECK(got == want, "async view element %lld: %g, expected %g", (long long)i, got, want);
+        else
+            CHECK(got == f_mix(rank_, i), "element %lld outside the view changed", (long long)i);
+    }
+    /* The same sums as the blocking reduction, to the bit. */
+    dla_tensor *x = vec(DLA_F32, 3000, f_mix), *y = vec(DLA_F32, 3000, f_mix);
+    dla_spmd_request *rx = NULL;
+    CHECK(dla_allreduce_start(1, &x, DLA_REDUCE_SUM, &rx) == DLA_OK, "start x");
+    CHECK(dla_spmd_wait(rx) == DLA_OK, "wait x");
+    CHECK(dla_allreduce(1, &y, DLA_REDUCE_SUM) == DLA_OK, "blocking y");
+    int differ = 0;
+    for (int64_t i = 0; i < 3000; i++)
+        differ += dla_tensor_item(x, i) != dla_tensor_item(y, i);
+    CHECK(!differ, "%d elements differ from dla_allreduce's", differ);
+    /* No tensors: a collective that does nothing. */
+    dla_spmd_request *r0 = NULL;
+    CHECK(dla_allreduce_start(0, NULL, DLA_REDUCE_SUM, &r0) == DLA_OK && dla_spmd_wait(r0) == DLA_OK,
+          "n = 0");
+    CHECK(dla_allreduce_start(1, &a, DLA_REDUCE_SUM, NULL) == DLA_ERR_INVALID_ARGUMENT,
+          "req NULL");
+    dla_tensor *ts[] = {a, b, c, m, base, big, view, g, gathered, x, y};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        dla_tensor_release(ts[i]);
+}
+
+/* Mismatched arguments of dla_allreduce_start: the named error from the
+ * wait on every rank, nothing reduced, and the world goes on. */
+static void case_async_mismatch(void)
+{
+    int odd = size_ - 1;
+    char want[64];
+    snprintf(want, sizeof want, "rank %d", odd);
+    dla_tensor *t = vec(DLA_F32, rank_ == odd ? 1001 : 1000, f_mix);
+    dla_tensor *u = vec(rank_ == odd ? DLA_F64 : DLA_F32, 8, f_mix);
+    dla_spmd_request *r = NULL;
+    CHECK(dla_allreduce_start(1, &t, DLA_REDUCE_SUM, &r) == DLA_OK && r, "start");
+    dla_status st = dla_spmd_wait(r);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), want) &&
+              strstr(dla_last_error(), "tensor 0") && strstr(dla_last_error(), "single 1001") &&
+              strstr(dla_last_error(), "single 1000"),
+          "1001 against 1000: status %d: %s", st, dla_last_error());
+    CHECK(dla_tensor_item(t, 0) == (float)f_mix(rank_, 0), "the data were left alone");
+    /* Two in flight: the first disagrees on the dtype, the second is fine. */
+    dla_tensor *v = vec(DLA_F32, 16, f_mix);
+    dla_spmd_request *r1 = NULL, *r2 = NULL;
+    CHECK(dla_allreduce_start(1, &u, DLA_REDUCE_SUM, &r1) == DLA_OK, "start u");
+    CHECK(dla_allreduce_start(1, &v, DLA_REDUCE_SUM, &r2) == DLA_OK, "start v");
+    CHECK(dla_spmd_wait(r2) == DLA_OK, "the good one after a bad one");
+    st = dla_spmd_wait(r1);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "double 8") &&
+              strstr(dla_last_error(), want),
+          "dtype differs: %s", dla_last_error());
+    check_reduced(v, DLA_REDUCE_SUM, "v");
+    /* One rank's own arguments refused: every rank fails, naming it. */
+    dla_tensor *none = NULL;
+    CHECK(dla_allreduce_start(1, rank_ == odd ? &none : &t, DLA_REDUCE_SUM, &r) == DLA_OK && r,
+          "start with NULL on one rank");
+    st = dla_spmd_wait(r);
+    char refused[64];
+    snprintf(refused, sizeof refused, "rank %d refused its arguments", odd);
+    if (rank_ == odd || size_ > 1)
+        CHECK(st != DLA_OK && strstr(dla_last_error(), size_ > 1 ? refused : "NULL"),
+              "refused: status %d: %s", st, dla_last_error());
+    /* A non-blocking reduction where another rank calls the blocking one. */
+    if (dla_spmd_overlaps()) {
+        dla_tensor *w = vec(DLA_F32, 8, f_mix);
+        if (rank_ == odd)
+            st = dla_allreduce(1, &w, DLA_REDUCE_SUM);
+        else if ((st = dla_allreduce_start(1, &w, DLA_REDUCE_SUM, &r)) == DLA_OK)
+            st = dla_spmd_wait(r);
+        CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "dla_allreduce_start") &&
+                  strstr(dla_last_error(), "called dla_allreduce "),
+              "collective differs: %s", dla_last_error());
+        dla_tensor_release(w);
+    }
+    bool r_all;
+    CHECK(dla_spmd_all(true, &r_all) == DLA_OK && r_all, "the world still agrees afterwards");
+    dla_tensor_release(t);
+    dla_tensor_release(u);
+    dla_tensor_release(v);
+}
+
 /* A world of one, without mpirun: collectives return their input, and MPI
  * was never loaded. */
 static void case_single(void)
@@ -341,6 +482,7 @@ static void case_single(void)
     case_allgather();
     case_flags();
     case_queue();
+    case_async();
     FILE *maps = fopen("/proc/self/maps", "r");
     char line[512];
     int mpi = 0;
@@ -382,6 +524,30 @@ static void case_fault(int kill_it)
     dla_tensor_release(t);
 }
 
+/* The last rank never starts a non-blocking reduction the others started:
+ * their waits give up with the error naming it, as a blocking one's. */
+static void case_async_hang(void)
+{
+    dla_tensor *t = vec(DLA_F32, 100, f_mix);
+    if (rank_ == size_ - 1) {
+        fflush(stdout);
+        sleep(60);
+        dla_tensor_release(t);
+        return;
+    }
+    dla_spmd_request *r = NULL;
+    CHECK(dla_allreduce_start(1, &t, DLA_REDUCE_SUM, &r) == DLA_OK && r, "start");
+    dla_status st = dla_spmd_wait(r);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d (no answer", size_ - 1);
+    CHECK(st == DLA_ERR_STATE && strstr(dla_last_error(), want), "status %d: %s", st,
+          dla_last_error());
+    printf("rank %d: error: %s\n", rank_, dla_last_error());
+    CHECK(dla_spmd_barrier() == DLA_ERR_STATE && strstr(dla_last_error(), "broken"), "after: %s",
+          dla_last_error());
+    dla_tensor_release(t);
+}
+
 /* The last rank is stopped inside the transfer of the second reduction
  * (tests/plugins/spmd_stall.c, preloaded): the others are blocked in it
  * too, and the watchdog must end them with the error. They never return
@@ -406,6 +572,8 @@ static int run_case(const char *name)
         {"allgather", case_allgather}, {"flags", case_flags},         {"queue", case_queue},
         {"args", case_args},           {"mismatch", case_mismatch},   {"single", case_single},
         {"hang", case_hang},           {"kill", case_kill},           {"stall", case_stall},
+        {"async", case_async},         {"async_mismatch", case_async_mismatch},
+        {"async_hang", case_async_hang},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(name, cases[i].name))

@@ -53,6 +53,37 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
 DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                 dla_tensor **grads);
 
+/* What dla_gradient_hooked calls while its backward sweep runs, on the
+ * calling thread:
+ *   ready(ctx, i, g)  once for each i whose gradient is final (no later
+ *                     step of the sweep can add to it: the sweep has passed
+ *                     the first op that used wrt[i]), in the order they
+ *                     become final; g is the tensor grads[i] will hold,
+ *                     lent until dla_gradient_hooked returns: read it
+ *                     (copy it, start a reduction of a copy), never write
+ *                     it. Gradient reductions start here so that they
+ *                     overlap the rest of the backward pass (trainnet
+ *                     "parallel": docs/parallel.md, "Reduction cost").
+ *   between(ctx)      after each op of the tape the sweep has passed, so
+ *                     that work in flight moves on while the backward
+ *                     runs (dla_spmd_progress).
+ * Either may be NULL. Ops they run are not recorded on the tape. */
+typedef struct dla_gradient_hooks {
+    void (*ready)(void *ctx, int index, dla_tensor *grad);
+    void (*between)(void *ctx);
+    void *ctx;
+} dla_gradient_hooks;
+
+/* dla_gradient, calling hooks (may be NULL: dla_gradient) during the
+ * sweep. The hooks run only in an eager sweep: not while dla_accelerate
+ * records the call (they would be recorded into the trace, and a replay
+ * never calls them), nor in a replay, which runs the recorded backward
+ * with no sweep to hook: the gradients of an accelerated function come
+ * out together at its end. A ready that was not called for some i (an
+ * error, a recording) leaves grads[i] as dla_gradient does. */
+DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                       dla_tensor **grads, const dla_gradient_hooks *hooks);
+
 #ifdef __cplusplus
 }
 #endif

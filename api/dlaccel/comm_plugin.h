@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define DLA_COMM_ABI_MAJOR 1
-#define DLA_COMM_ABI_MINOR 0
+#define DLA_COMM_ABI_MINOR 1
 
 /* An operation in flight, owned by the plugin until test() says it is done
  * (the plugin releases it then). */
@@ -50,6 +50,16 @@ typedef struct dla_comm_req_s *dla_comm_req;
  * faster (Open MPI's MPI_Iallreduce ran at about half of MPI_Allreduce's
  * speed at 64 MiB). The core's watchdog covers a transfer that never ends. */
 #define DLA_COMM_MAY_BLOCK 1u
+/* ABI 1.1, allreduce only: the core overlaps the operation with the
+ * caller's computation and with other collectives (dla_allreduce_start):
+ * the plugin starts it without blocking on a channel of its own, which only
+ * such operations use (MPI: a third duplicate of the world's communicator),
+ * so that collectives started meanwhile on the usual channel, whose order
+ * depends on the program, not on when each rank polls, never meet it out
+ * of order. The core starts them on every rank in the same order, and only
+ * once every rank's arguments are known to agree. A 1.0 plugin is never
+ * passed it: the core then runs the reduction at once, blocking. */
+#define DLA_COMM_ASYNC 2u
 
 /* What init says about the world. */
 typedef struct dla_comm_world {
@@ -85,6 +95,7 @@ typedef struct dla_comm_plugin {
      * and MIN "and"). */
     dla_status (*allreduce)(void *ctx, void *buf, size_t count, dla_dtype dtype,
                             dla_reduce_op op, uint32_t flags, dla_comm_req *req);
+    /* (flags: DLA_COMM_MAY_BLOCK; DLA_COMM_ASYNC from ABI 1.1, above.) */
     /* bytes of root's buf into every other rank's buf. */
     dla_status (*broadcast)(void *ctx, void *buf, size_t bytes, int root, uint32_t flags,
                             dla_comm_req *req);

@@ -618,6 +618,10 @@ DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, 
  * the gradient with respect to Learnables row i (dla_net_learnable_count
  * of them, each with its row's dims). As dla_gradient otherwise. */
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads);
+/* dla_net_gradient through dla_gradient_hooked: ready's index is the
+ * learnable's row. */
+DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_tensor **grads,
+                                           const dla_gradient_hooks *hooks);
 /* The same as a table with the Learnables' layout (rows, names, factors):
  * MATLAB's gradients = dlgradient(loss, net.Learnables). The table holds
  * its own references, so it outlives dla_feval's scope (keep it through

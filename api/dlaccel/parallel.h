@@ -97,6 +97,50 @@ DLA_API dla_status dla_spmd_any(bool flag, bool *any);
 /* Waits for every rank. */
 DLA_API dla_status dla_spmd_barrier(void);
 
+/* A reduction that does not wait: dla_allreduce_start begins
+ * dla_allreduce(n, t, op) and returns at once, so that the caller computes
+ * while it runs (trainnet "parallel" reduces each bucket of gradients so,
+ * as the backward pass finishes it: docs/parallel.md, "Reduction cost").
+ *
+ *     dla_spmd_request *r;
+ *     dla_allreduce_start(1, &bucket, DLA_REDUCE_SUM, &r);
+ *     ... compute, calling dla_spmd_progress() now and then ...
+ *     dla_spmd_wait(r);     // bucket now holds the sum, on every rank
+ *
+ * Every rank starts the same reductions in the same order, with the same
+ * arguments, among its other collectives; the arguments are checked
+ * across the ranks as for dla_allreduce, without waiting: a disagreement,
+ * or a rank's own refused arguments, is the status that dla_spmd_wait (or
+ * dla_spmd_test) returns, on every rank, naming the rank and the tensor.
+ * Until then the tensors belong to the reduction: do not read or write
+ * them (the request holds a reference to each). *req is NULL only when
+ * start fails without taking part (req NULL, a broken world, no memory):
+ * every other request must be waited or tested to its end.
+ *
+ * MPI moves a non-blocking collective only inside its calls, so a caller
+ * that computes long between them calls dla_spmd_progress() (cheap: a
+ * test of each request in flight). With a communicator plugin of ABI 1.0
+ * (before non-blocking reductions, dlaccel/comm_plugin.h), and in a world
+ * of one, start runs the whole reduction before it returns and the request
+ * is done at once. Not while dla_accelerate records (the request ends
+ * with DLA_ERR_UNSUPPORTED). */
+typedef struct dla_spmd_request dla_spmd_request;
+DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_op op,
+                                       dla_spmd_request **req);
+/* Moves every request in flight on; *done true when req has ended: then
+ * req is released and the status is its result. DLA_OK with *done false:
+ * still running. */
+DLA_API dla_status dla_spmd_test(dla_spmd_request *req, bool *done);
+/* Waits for req to end (with DLACCEL_COLLECTIVE_TIMEOUT's warnings and
+ * give-up), releases it and returns its result. */
+DLA_API dla_status dla_spmd_wait(dla_spmd_request *req);
+/* Moves every request in flight on, without waiting. */
+DLA_API void dla_spmd_progress(void);
+/* 1 when dla_allreduce_start overlaps (the communicator plugin has
+ * non-blocking reductions and the world has more than one rank), 0 when it
+ * runs each reduction at once. */
+DLA_API int dla_spmd_overlaps(void);
+
 /* MATLAB's DataQueue from the workers to rank 0: a worker sends a small
  * message and goes on; rank 0 polls without blocking anyone. */
 typedef struct dla_dataqueue dla_dataqueue;

@@ -15,10 +15,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The ABI minor this build answers: tests build it as 1.0 too, to check
+ * that the core falls back to blocking reductions with an older plugin. */
+#ifndef DLA_MPI_ABI_MINOR
+#define DLA_MPI_ABI_MINOR DLA_COMM_ABI_MINOR
+#endif
+
 static const dla_plugin_host *host;
 
 typedef struct mpi_ctx {
-    MPI_Comm coll, p2p, local;
+    /* async: the reductions that overlap computation (DLA_COMM_ASYNC). */
+    MPI_Comm coll, p2p, local, async;
     int initialized_here;
 } mpi_ctx;
 
@@ -89,6 +96,7 @@ static dla_status mpi_init(void **ctx_out, dla_comm_world *w)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->coll)) != MPI_SUCCESS ||
         (rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->p2p)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->async)) != MPI_SUCCESS ||
         (rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                                   &c->local)) != MPI_SUCCESS) {
         dla_status st = mpi_fail(rc, "init (communicators)");
@@ -99,6 +107,7 @@ static dla_status mpi_init(void **ctx_out, dla_comm_world *w)
     }
     MPI_Comm_set_errhandler(c->coll, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(c->async, MPI_ERRORS_RETURN);
     int rank, size, lrank, lsize;
     MPI_Comm_rank(c->coll, &rank);
     MPI_Comm_size(c->coll, &size);
@@ -130,6 +139,7 @@ static void mpi_finalize(void *ctx)
     if (!flag) {
         MPI_Comm_free(&c->coll);
         MPI_Comm_free(&c->p2p);
+        MPI_Comm_free(&c->async);
         MPI_Comm_free(&c->local);
         if (c->initialized_here)
             MPI_Finalize();
@@ -169,6 +179,10 @@ static dla_status mpi_allreduce(void *ctx, void *buf, size_t count, dla_dtype dt
         return host->error(DLA_ERR_INVALID_ARGUMENT,
                            "mpi allreduce: %zu elements is more than one call takes (%d)", count,
                            INT_MAX);
+#if DLA_MPI_ABI_MINOR >= 1
+    if (flags & DLA_COMM_ASYNC)
+        START("allreduce", MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->async, r_));
+#endif
     if (flags & DLA_COMM_MAY_BLOCK)
         START("allreduce", MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->coll));
     START("allreduce", MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->coll, r_));
@@ -261,7 +275,7 @@ static dla_status mpi_recv(void *ctx, int from, int tag, void *buf, size_t bytes
 static const dla_comm_plugin table = {
     .struct_size = sizeof table,
     .abi_major = DLA_COMM_ABI_MAJOR,
-    .abi_minor = DLA_COMM_ABI_MINOR,
+    .abi_minor = DLA_MPI_ABI_MINOR,
     .init = mpi_init,
     .finalize = mpi_finalize,
     .abort = mpi_abort,
