@@ -98,20 +98,26 @@ static void unlink_req(dla__spmd *w, dla_spmd_request *r)
         w->async_tail = prev;
 }
 
+/* r's tensors, buffers and r itself (not linked in the world's list). */
+static void free_request(dla_spmd_request *r)
+{
+    for (int k = 0; k < r->n; k++)
+        dla_tensor_release(r->t[k]);
+    dla__free_aligned(r->stage);
+    dla__free(r->all);
+    dla__free(r->pay);
+    dla__free(r->t);
+    dla__free(r->s);
+    dla__free(r);
+}
+
 /* Frees r; buffers the transport may still write (a broken world) are
  * kept, as the blocking collectives keep theirs. */
 static void release(dla__spmd *w, dla_spmd_request *r)
 {
     if (!w->broken) {
         unlink_req(w, r);
-        for (int k = 0; k < r->n; k++)
-            dla_tensor_release(r->t[k]);
-        dla__free_aligned(r->stage);
-        dla__free(r->all);
-        dla__free(r->pay);
-        dla__free(r->t);
-        dla__free(r->s);
-        dla__free(r);
+        free_request(r);
         return;
     }
     /* A request in a broken world stays in the world's list, with its
@@ -290,14 +296,7 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
     if (pst != DLA_OK) {
         /* Not taking part: the others' timeout names this rank. */
         dla__error_prefix(name);
-        for (int k = 0; k < r->n; k++)
-            dla_tensor_release(r->t[k]);
-        dla__free_aligned(r->stage);
-        dla__free(r->all);
-        dla__free(r->t);
-        dla__free(r->s);
-        dla__free(r->pay);
-        dla__free(r);
+        free_request(r);
         return pst;
     }
     r->phase = CHECKING;
