@@ -3,7 +3,8 @@
 # current PyTorch (torch2_setup.sh's venv), quiet or beside a neighbour, in
 # one table of medians and ratios (issue 19).
 #
-#   bash bench/compare_load.sh [--load KIND] [--rounds N] [--only cnn|resnet] [BUILD_DIR]
+#   bash bench/compare_load.sh [--load KIND] [--rounds N] [--only cnn|resnet] [--no-pytorch]
+#                              [BUILD_DIR]
 #
 # Each round runs, alternately: PyTorch 1.13 (the digit CNN timing and
 # ResNet-20 eager), PyTorch 2.15 eager and torch.compile (when $T2PY, or
@@ -20,15 +21,19 @@
 #   oversub   four busy loops: more runnable threads than cores, as a
 #             valgrind'd program plus a fuzzer or `make -j4` give
 # Without --load the rows are "quiet" (say what else ran when quoting them).
+# --no-pytorch leaves PyTorch out (dlaccel's policies and the peak only):
+# beside a neighbour PyTorch 1.13's timing script alone can take over five
+# minutes a round.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-load=none rounds=3 only=all build=$root/build
+load=none rounds=3 only=all build=$root/build torch=1
 while [ $# -gt 0 ]; do
     case $1 in
     --load) load=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    --no-pytorch) torch=0; shift ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) echo "compare_load.sh: unknown option $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
     esac
@@ -44,12 +49,15 @@ bench=$build/bench/dlaccel-bench
 peers=${DLA_PEERS:-$root/../shared/peers}
 [ -d "$peers" ] || { echo "compare_load.sh: no peers folder at $peers (set DLA_PEERS)" >&2; exit 2; }
 py1=/usr/bin/python3
-$py1 -c 'import torch' 2>/dev/null || { echo "compare_load.sh: Debian's python3-torch is missing" >&2; exit 2; }
+[ $torch = 0 ] || $py1 -c 'import torch' 2>/dev/null ||
+    { echo "compare_load.sh: Debian's python3-torch is missing (or --no-pytorch)" >&2; exit 2; }
 T2=${T2:-/tmp/torch2}
 py2=${T2PY:-$T2/bin/python}
 sp=$T2/lib/python3.11/site-packages
 t2_env=(env "LD_LIBRARY_PATH=$sp/nvidia/nccl/lib:$sp/nvidia/cusparselt/lib:$sp/nvidia/cu13/lib:$sp/nvidia/nvshmem/lib:/usr/local/cuda/lib64")
-if ! "${t2_env[@]}" "$py2" -c 'import torch' 2>/dev/null; then
+if [ $torch = 0 ]; then
+    py2=
+elif ! "${t2_env[@]}" "$py2" -c 'import torch' 2>/dev/null; then
     echo "compare_load.sh: no current PyTorch at $py2 (bash ../shared/peers/torch2_setup.sh); its rows are left out" >&2
     py2=
 fi
@@ -99,12 +107,12 @@ start_neighbour
 for r in $(seq "$rounds"); do
     echo "== round $r/$rounds (load: $load)" >&2
     "$work/peak_fma" >"$work/peak_$r.txt" 2>&1 || true
-    if [ "$only" != resnet ]; then
+    if [ "$only" != resnet ] && [ $torch = 1 ]; then
         (cd "$work/peers" && $py1 cnn_fmnist.py timing >"$work/t1_cnn_$r.log" 2>&1 &&
             cp results/cnn_timing.json "$work/t1_cnn_$r.json") || echo "PyTorch 1.13 digit CNN failed (round $r)" >&2
         pause
     fi
-    if [ "$only" != cnn ]; then
+    if [ "$only" != cnn ] && [ $torch = 1 ]; then
         (cd "$work/peers" && NO_COMPILE=1 $py1 resnet20.py >"$work/t1_res_$r.json" 2>"$work/t1_res_$r.log") ||
             echo "PyTorch 1.13 ResNet-20 failed (round $r)" >&2
         pause
