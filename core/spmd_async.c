@@ -98,6 +98,16 @@ static void unlink_req(dla__spmd *w, dla_spmd_request *r)
         w->async_tail = prev;
 }
 
+/* Appends r to the world's requests, in start order. */
+static void enqueue(dla__spmd *w, dla_spmd_request *r)
+{
+    if (w->async_tail)
+        w->async_tail->next = r;
+    else
+        w->async_head = r;
+    w->async_tail = r;
+}
+
 /* r's tensors, buffers and r itself (not linked in the world's list). */
 static void free_request(dla_spmd_request *r)
 {
@@ -250,24 +260,13 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
          * whole reduction now, the request done at once. */
         finish(w, r, dla_allreduce(n, t, op));
         r->phase = DONE;
-        if (w->async_tail)
-            w->async_tail->next = r;
-        else
-            w->async_head = r;
-        w->async_tail = r;
+        enqueue(w, r);
         *req = r;
         return DLA_OK;
     }
     r->mine = (dla__coll_desc){.kind = DLA__COLL_ALLREDUCE_START, .count = n, .op = (int32_t)op};
     dla__coll_rec *recs = NULL;
-    st = dla__coll_check_tensors(name, n, t, 1);
-    if (st == DLA_OK && ((unsigned)op >= DLA_REDUCE_COUNT))
-        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument op: %d is not a dla_reduce_op", name,
-                       (int)op);
-    for (int k = 0; k < n && st == DLA_OK; k++)
-        if (!dla__coll_op_supports(op, t[k]->dtype))
-            st = dla__fail(DLA_ERR_DTYPE, "%s: argument t[%d]: %s of %s is not supported", name, k,
-                           dla__coll_op_names[op], dla_dtype_name(t[k]->dtype));
+    st = dla__coll_check_reduce(name, n, t, op);
     if (st == DLA_OK && n > 0) {
         recs = dla__calloc((size_t)n, sizeof *recs);
         r->t = dla__calloc((size_t)n, sizeof *r->t);
@@ -300,11 +299,7 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
         return pst;
     }
     r->phase = CHECKING;
-    if (w->async_tail)
-        w->async_tail->next = r;
-    else
-        w->async_head = r;
-    w->async_tail = r;
+    enqueue(w, r);
     *req = r;
     return DLA_OK;
 }

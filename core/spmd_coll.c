@@ -225,6 +225,19 @@ int dla__coll_op_supports(dla_reduce_op op, dla_dtype dtype)
     }
 }
 
+dla_status dla__coll_check_reduce(const char *name, int n, dla_tensor *const *t, dla_reduce_op op)
+{
+    dla_status st = dla__coll_check_tensors(name, n, t, 1);
+    if (st == DLA_OK && ((unsigned)op >= DLA_REDUCE_COUNT))
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument op: %d is not a dla_reduce_op", name,
+                       (int)op);
+    for (int k = 0; k < n && st == DLA_OK; k++)
+        if (!dla__coll_op_supports(op, t[k]->dtype))
+            st = dla__fail(DLA_ERR_DTYPE, "%s: argument t[%d]: %s of %s is not supported", name, k,
+                           dla__coll_op_names[op], dla_dtype_name(t[k]->dtype));
+    return st;
+}
+
 void dla__coll_divide(void *host, size_t bytes, dla_dtype dtype, int size)
 {
     if (dtype == DLA_F32) {
@@ -249,15 +262,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     unsigned char *stage = NULL;
     size_t group[DLA_DTYPE_COUNT + 1];
     int size = w->world.size;
-    dla_status st = dla__coll_check_tensors(name, n, t, 1);
-    if (st == DLA_OK && ((unsigned)op >= DLA_REDUCE_COUNT))
-        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument op: %d is not a dla_reduce_op", name,
-                       (int)op);
-    for (int k = 0; k < n && st == DLA_OK; k++)
-        if (!dla__coll_op_supports(op, t[k]->dtype))
-            st = dla__fail(DLA_ERR_DTYPE, "%s: argument t[%d]: %s of %s is not supported", name, k,
-                           dla__coll_op_names[op],
-                           dla_dtype_name(t[k]->dtype));
+    dla_status st = dla__coll_check_reduce(name, n, t, op);
     if (st == DLA_OK && n > 0) {
         recs = dla__calloc((size_t)n, sizeof *recs);
         s = dla__calloc((size_t)n, sizeof *s);

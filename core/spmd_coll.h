@@ -22,6 +22,9 @@ extern const char *const dla__coll_op_names[];
 dla_status dla__coll_check_tensors(const char *op, int n, dla_tensor *const *t, int writes);
 /* Whether the collectives reduce dtype with op. */
 int dla__coll_op_supports(dla_reduce_op op, dla_dtype dtype);
+/* The checks of an allreduce's own arguments: the tensors (written in
+ * place), op a dla_reduce_op, and every dtype reduced by it. */
+dla_status dla__coll_check_reduce(const char *name, int n, dla_tensor *const *t, dla_reduce_op op);
 /* Lays the tensors out: direct ones point at their memory, the others get
  * a place in one stage (*stage, NULL when none), grouped by dtype from
  * group_off[dtype], and are copied there when fill. */
