@@ -393,6 +393,11 @@ static dla_status plugin_load(struct dla__plugin *p)
                sizeof p->table - offsetof(dla_plugin, plan_replay));
         size = offsetof(dla_plugin, plan_replay);
     }
+    if (p->abi_minor < 6 && size > offsetof(dla_plugin, coll_probe)) {
+        memset((char *)&p->table + offsetof(dla_plugin, coll_probe), 0,
+               sizeof p->table - offsetof(dla_plugin, coll_probe));
+        size = offsetof(dla_plugin, coll_probe);
+    }
     p->table.struct_size = size;
     const char *missing = missing_required_member(&p->table);
     if (missing)

@@ -46,6 +46,9 @@ typedef struct dla__spmd {
     int queues;
     /* The non-blocking reductions in flight, oldest first (spmd_async.c). */
     struct dla_spmd_request *async_head, *async_tail;
+    /* The devices whose own collectives the world uses (spmd_device.c). */
+    struct dla__spmd_dgroup *dgroups;
+    int ndgroups;
 } dla__spmd;
 
 /* The world, set up on the first call (thread-safe). Never NULL. */
@@ -61,6 +64,12 @@ dla__spmd *dla__spmd_get(void);
  * (default ten timeouts) it gives up: the world is broken and the status is
  * DLA_ERR_STATE with the missing ranks in the message. */
 dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int arrived);
+/* The same wait on anything that can be polled: poll(arg, &done) sets done
+ * once complete, or fails (the world then breaks). *gave_up: the wait gave
+ * up (DLACCEL_COLLECTIVE_FAIL_AFTER), the operation is still in flight. */
+typedef dla_status (*dla__spmd_poll_fn)(void *arg, int *done);
+dla_status dla__spmd_wait_poll(dla__spmd *w, const char *op, dla__spmd_poll_fn poll, void *arg,
+                               int arrived, int *gave_up);
 
 /* DLACCEL_COLLECTIVE_TIMEOUT and DLACCEL_COLLECTIVE_FAIL_AFTER in seconds
  * (fail_after 0: never). */

@@ -25,13 +25,16 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/spmd_coll.h"
+#include "core/spmd_device.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
 #include <stdio.h>
 #include <string.h>
 
-enum { CHECKING, READY, REDUCING, DONE };
+/* ON_DEVICE: enqueued on the tensors' device's own transport
+ * (spmd_device.h), waiting for its ticket. */
+enum { CHECKING, READY, REDUCING, ON_DEVICE, DONE };
 
 struct dla_spmd_request {
     struct dla_spmd_request *next;
@@ -46,6 +49,9 @@ struct dla_spmd_request {
     dla_comm_req check;   /* the descriptors' exchange, NULL once in */
     dla_comm_req *pay;    /* the reductions, NULL each once done */
     int npay;
+    dla_device *dev;      /* ON_DEVICE: the device, its group and the ticket */
+    void *dgroup;
+    uint64_t ticket;
     dla_status st;        /* the result, once DONE */
     char msg[1024];       /* its message */
 };
@@ -213,6 +219,53 @@ static int test_one(dla__spmd *w, dla_comm_req *q)
     return done;
 }
 
+/* r's reduction on the device completed. */
+static void device_done(dla_spmd_request *r)
+{
+    for (int k = 0; k < r->n; k++)
+        dla__storage_written(r->t[k]->storage);
+    r->phase = DONE;
+    r->st = DLA_OK;
+}
+
+/* A request this rank could reduce on its device: its check waited for at
+ * once (so that the device's operations go in program order, the same on
+ * every rank, as its transport requires), then enqueued there when every
+ * rank can; otherwise laid out for the host path and left READY. */
+static void start_on_device(dla__spmd *w, dla_spmd_request *r)
+{
+    dla_comm_req check = r->check;
+    r->check = NULL;
+    dla_status st = dla__spmd_wait(w, name, check, 0);
+    if (st != DLA_OK) {
+        finish(w, r, st);
+        fail_all(w);
+        return;
+    }
+    judged(w, r);
+    if (r->phase != READY)
+        return;
+    dla_device *dev = r->t[0]->storage->device;
+    void *grp = NULL;
+    if (dla__spmd_device_agreed(w, r->all))
+        st = dla__spmd_device_group(w, name, dev, &grp);
+    if (st == DLA_OK && grp) {
+        r->dev = dev;
+        r->dgroup = grp;
+        st = dla__spmd_device_allreduce(w, name, grp, r->n, r->t, r->op, &r->ticket);
+        if (st == DLA_OK)
+            r->phase = ON_DEVICE;
+    } else if (st == DLA_OK) {
+        st = dla__coll_lay_out(name, r->n, r->t, r->s, 1, &r->stage, r->group);
+        if (st != DLA_OK)
+            dla__spmd_break(w); /* the others go on to the reduction */
+    }
+    if (st != DLA_OK) {
+        finish(w, r, st);
+        fail_all(w);
+    }
+}
+
 /* One pass over the requests in flight, oldest first. */
 static void advance(dla__spmd *w)
 {
@@ -230,6 +283,17 @@ static void advance(dla__spmd *w)
             post(w, r);
         if (r->phase == READY)
             may_post = 0;
+        if (r->phase == ON_DEVICE) {
+            int done = 0;
+            dla_status st = dla__spmd_device_test(w, name, r->dev, r->dgroup, r->ticket, &done);
+            if (st != DLA_OK) {
+                finish(w, r, st);
+                fail_all(w);
+                break;
+            }
+            if (done)
+                device_done(r);
+        }
         if (r->phase == REDUCING) {
             int left = 0;
             for (int i = 0; i < r->npay && !w->broken; i++)
@@ -281,6 +345,8 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
         r->n = k + 1;
     }
     if (st == DLA_OK)
+        r->mine.device_path = dla__spmd_device_path(w, n, t);
+    if (st == DLA_OK && !r->mine.device_path)
         st = dla__coll_lay_out(name, n, t, r->s, 1, &r->stage, r->group);
     if (st != DLA_OK)
         dla__coll_local_error(&r->mine);
@@ -301,6 +367,8 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
     r->phase = CHECKING;
     enqueue(w, r);
     *req = r;
+    if (r->mine.device_path)
+        start_on_device(w, r);
     return DLA_OK;
 }
 
@@ -342,6 +410,17 @@ DLA_API dla_status dla_spmd_wait(dla_spmd_request *req)
         advance(w);
         if (req->phase == DONE)
             break;
+        if (req->phase == ON_DEVICE) {
+            dla_status st = dla__spmd_device_wait(w, name, req->dev, req->dgroup, req->ticket);
+            if (st != DLA_OK) {
+                fail_all(w);
+                snprintf(req->msg, sizeof req->msg, "%s", dla_last_error());
+                req->st = st;
+                break;
+            }
+            device_done(req);
+            break;
+        }
         /* What holds req up: the oldest check not in yet (req's own, or
          * an older request's that keeps req from being posted), else one
          * of req's reductions. Waited on with the timeouts; the wait

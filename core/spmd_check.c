@@ -25,6 +25,7 @@ static const char *kind_name(int32_t kind)
     case DLA__COLL_QUEUE_CREATE: return "dla_dataqueue_create";
     case DLA__COLL_QUEUE_FREE: return "dla_dataqueue_free";
     case DLA__COLL_ALLREDUCE_START: return "dla_allreduce_start";
+    case DLA__COLL_DEVICE_JOIN: return "the join of a device's collectives";
     default: return "an unknown collective";
     }
 }

@@ -25,6 +25,7 @@ typedef enum dla__coll_kind {
     DLA__COLL_QUEUE_CREATE,
     DLA__COLL_QUEUE_FREE,
     DLA__COLL_ALLREDUCE_START,
+    DLA__COLL_DEVICE_JOIN, /* spmd_device.c: whether every rank joined the device's group */
 } dla__coll_kind;
 
 /* One tensor as the ranks compare it: dtype and dims without trailing
@@ -50,6 +51,10 @@ typedef struct dla__coll_desc {
     uint64_t digest;     /* of the records */
     /* Carried, not compared: a flag (all/any), a message count (queues). */
     int64_t value;
+    /* Carried, not compared: the device transport this rank could use for
+     * the collective (spmd_device.h), 0 for none; it is used when every
+     * rank's is the same. */
+    uint64_t device_path;
     char why[200]; /* the local error's message, cut */
     dla__coll_rec recs[DLA__COLL_RECS]; /* the first count records */
 } dla__coll_desc;

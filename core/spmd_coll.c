@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/spmd_coll.h"
+#include "core/spmd_device.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -251,6 +252,44 @@ void dla__coll_divide(void *host, size_t bytes, dla_dtype dtype, int size)
     }
 }
 
+/* After the argument check of a collective whose tensors this rank could
+ * reduce on their device (mine.device_path): on the device when every rank
+ * can (*handled, all freed), else the host path's stage, laid out now. op
+ * DLA_REDUCE_COUNT: a broadcast from root. A failure after the check
+ * breaks the world: the other ranks have gone on to the transfer. */
+static dla_status device_or_stage(dla__spmd *w, const char *name, dla__coll_desc *all, int n,
+                                  dla_tensor *const *t, dla__coll_slot *s, int fill,
+                                  unsigned char **stage, size_t group_off[DLA_DTYPE_COUNT + 1],
+                                  int *handled, dla_reduce_op op, int root)
+{
+    dla_device *dev = t[0]->storage->device;
+    void *grp = NULL;
+    dla_status st = DLA_OK;
+    *handled = 0;
+    if (dla__spmd_device_agreed(w, all))
+        st = dla__spmd_device_group(w, name, dev, &grp);
+    dla__free(all);
+    if (st != DLA_OK)
+        return st;
+    if (grp) {
+        uint64_t ticket = 0;
+        *handled = 1;
+        st = op == DLA_REDUCE_COUNT ? dla__spmd_device_broadcast(w, name, grp, n, t, root, &ticket)
+                                    : dla__spmd_device_allreduce(w, name, grp, n, t, op, &ticket);
+        if (st == DLA_OK)
+            st = dla__spmd_device_wait(w, name, dev, grp, ticket);
+        for (int k = 0; k < n && st == DLA_OK; k++)
+            dla__storage_written(t[k]->storage);
+        return st;
+    }
+    if (w->world.size == 1)
+        return DLA_OK;
+    st = dla__coll_lay_out(name, n, t, s, fill, stage, group_off);
+    if (st != DLA_OK)
+        dla__spmd_break(w);
+    return st;
+}
+
 DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
 {
     static const char name[] = "dla_allreduce";
@@ -272,13 +311,24 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
         dla__coll_rec_of(t[k], &recs[k]);
-    if (st == DLA_OK && size > 1)
+    mine.device_path = st == DLA_OK ? dla__spmd_device_path(w, n, t) : 0;
+    if (st == DLA_OK && size > 1 && !mine.device_path)
         st = dla__coll_lay_out(name, n, t, s, 1, &stage, group);
     if (st != DLA_OK)
         dla__coll_local_error(&mine);
-    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL, NULL);
+    dla__coll_desc *all = NULL;
+    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL,
+                                     mine.device_path ? &all : NULL);
     if (st == DLA_OK)
         st = cst;
+    if (st == DLA_OK && mine.device_path) {
+        int handled = 0;
+        st = device_or_stage(w, name, all, n, t, s, 1, &stage, group, &handled, op, -1);
+        all = NULL; /* freed there */
+        if (handled || st != DLA_OK)
+            goto done;
+    }
+    dla__free(all);
     if (st != DLA_OK || size == 1)
         goto done;
 
@@ -353,13 +403,25 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
         dla__coll_rec_of(t[k], &recs[k]);
-    if (st == DLA_OK && size > 1)
+    mine.device_path = st == DLA_OK ? dla__spmd_device_path(w, n, t) : 0;
+    if (st == DLA_OK && size > 1 && !mine.device_path)
         st = dla__coll_lay_out(name, n, t, s, me == root, &stage, group);
     if (st != DLA_OK)
         dla__coll_local_error(&mine);
-    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL, NULL);
+    dla__coll_desc *all = NULL;
+    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? recs : NULL,
+                                     mine.device_path ? &all : NULL);
     if (st == DLA_OK)
         st = cst;
+    if (st == DLA_OK && mine.device_path) {
+        int handled = 0;
+        st = device_or_stage(w, name, all, n, t, s, me == root, &stage, group, &handled,
+                             DLA_REDUCE_COUNT, root);
+        all = NULL; /* freed there */
+        if (handled || st != DLA_OK)
+            goto done;
+    }
+    dla__free(all);
     if (st != DLA_OK || size == 1)
         goto done;
     /* The staged tensors go as one message of bytes, whatever their dtypes;
@@ -391,6 +453,34 @@ done:
     stage_free(w, stage);
     dla__free(recs);
     dla__free(s);
+    return st;
+}
+
+/* The host buffers of an allgather: x's bytes (its memory, or a copy) and
+ * the result's room (res's memory, or a stage). */
+static dla_status allgather_stage(const char *name, const dla_tensor *x, dla_tensor *res,
+                                  size_t bytes, int size, const void **send,
+                                  unsigned char **send_stage, void **recv,
+                                  unsigned char **recv_stage)
+{
+    dla_status st = DLA_OK;
+    *send = direct_pointer(x);
+    if (!*send && bytes) {
+        *send_stage = dla__malloc_aligned(bytes, 64);
+        if (!*send_stage)
+            st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of host memory", name, bytes);
+        else if ((st = dla_tensor_to_host(x, *send_stage, bytes)) != DLA_OK)
+            dla__error_prefix(name);
+        *send = *send_stage;
+    }
+    *recv = bytes ? direct_pointer(res) : NULL;
+    if (st == DLA_OK && !*recv && bytes) {
+        *recv_stage = dla__malloc_aligned(bytes * (size_t)size, 64);
+        if (!*recv_stage)
+            st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of host memory", name,
+                           bytes * (size_t)size);
+        *recv = *recv_stage;
+    }
     return st;
 }
 
@@ -430,29 +520,37 @@ DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
     }
     if (st == DLA_OK) {
         bytes = tensor_bytes(x);
-        send = direct_pointer(x);
-        if (!send && bytes) {
-            send_stage = dla__malloc_aligned(bytes, 64);
-            if (!send_stage)
-                st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of host memory", name, bytes);
-            else if ((st = dla_tensor_to_host(x, send_stage, bytes)) != DLA_OK)
-                dla__error_prefix(name);
-            send = send_stage;
-        }
-        recv = bytes ? direct_pointer(res) : NULL;
-        if (st == DLA_OK && !recv && bytes) {
-            recv_stage = dla__malloc_aligned(bytes * (size_t)size, 64);
-            if (!recv_stage)
-                st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of host memory", name,
-                               bytes * (size_t)size);
-            recv = recv_stage;
-        }
+        mine.device_path = dla__spmd_device_path(w, 1, &xs);
     }
+    if (st == DLA_OK && !mine.device_path)
+        st = allgather_stage(name, x, res, bytes, size, &send, &send_stage, &recv, &recv_stage);
     if (st != DLA_OK)
         dla__coll_local_error(&mine);
-    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? &rec : NULL, NULL);
+    dla__coll_desc *all = NULL;
+    dla_status cst = dla__coll_enter(w, name, &mine, st == DLA_OK ? &rec : NULL,
+                                     mine.device_path ? &all : NULL);
     if (st == DLA_OK)
         st = cst;
+    if (st == DLA_OK && mine.device_path) {
+        /* On the device when every rank can; else staged now. */
+        void *grp = NULL;
+        if (dla__spmd_device_agreed(w, all))
+            st = dla__spmd_device_group(w, name, x->storage->device, &grp);
+        if (st == DLA_OK && grp) {
+            uint64_t ticket = 0;
+            st = dla__spmd_device_allgather(w, name, grp, x, res, &ticket);
+            if (st == DLA_OK)
+                st = dla__spmd_device_wait(w, name, x->storage->device, grp, ticket);
+            if (st == DLA_OK)
+                dla__storage_written(res->storage);
+            bytes = 0; /* done */
+        } else if (st == DLA_OK) {
+            st = allgather_stage(name, x, res, bytes, size, &send, &send_stage, &recv, &recv_stage);
+            if (st != DLA_OK)
+                dla__spmd_break(w);
+        }
+    }
+    dla__free(all);
     if (st == DLA_OK && bytes) {
         if (size == 1) {
             memcpy(recv, send, bytes);

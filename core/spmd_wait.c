@@ -213,8 +213,25 @@ void dla__spmd_limits(double *timeout, double *fail_after)
     *fail_after = env_seconds("DLACCEL_COLLECTIVE_FAIL_AFTER", 10.0 * *timeout, 1, &warned_fail);
 }
 
+static dla_status comm_poll(void *arg, int *done)
+{
+    dla__spmd *w = dla__spmd_get();
+    return w->p->test(w->ctx, (dla_comm_req)arg, done);
+}
+
 dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int arrived)
 {
+    int gave_up = 0;
+    dla_status st = dla__spmd_wait_poll(w, op, comm_poll, req, arrived, &gave_up);
+    if (gave_up)
+        w->abandoned_req = req;
+    return st;
+}
+
+dla_status dla__spmd_wait_poll(dla__spmd *w, const char *op, dla__spmd_poll_fn poll, void *arg,
+                               int arrived, int *gave_up)
+{
+    *gave_up = 0;
     double timeout, fail_after;
     dla__spmd_limits(&timeout, &fail_after);
     /* How long the answers of the ranks that are there may take. */
@@ -228,7 +245,7 @@ dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int ar
     dla_status st = DLA_OK;
     for (;;) {
         int done = 0;
-        if ((st = w->p->test(w->ctx, req, &done)) != DLA_OK) {
+        if ((st = poll(arg, &done)) != DLA_OK) {
             dla__error_prefix(op);
             dla__spmd_break(w);
             break;
@@ -236,6 +253,20 @@ dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int ar
         if (done)
             break;
         double now = dla__spmd_now();
+        if (!w->p) {
+            /* A world of one waiting on its device's own collective
+             * (DLACCEL_DEVICE_COLLECTIVES=force): nobody to ask. */
+            if (fail_after > 0 && now - t0 >= fail_after) {
+                st = dla__fail(DLA_ERR_STATE,
+                               "%s: gave up after %.3g s (DLACCEL_COLLECTIVE_FAIL_AFTER): the "
+                               "device's collective did not complete", op, now - t0);
+                dla__spmd_break(w);
+                *gave_up = 1;
+                break;
+            }
+            pause_for(now - t0);
+            continue;
+        }
         /* Queries matter only to a rank that waited seconds: answered every
          * millisecond, they cost the fast path nothing (each MPI call may
          * yield the core when oversubscribed). */
@@ -259,7 +290,7 @@ dla_status dla__spmd_wait(dla__spmd *w, const char *op, dla_comm_req req, int ar
                                    now - t0, n ? list : "no rank named: every rank is here but "
                                                         "the transport did not complete");
                     dla__spmd_break(w);
-                    w->abandoned_req = req;
+                    *gave_up = 1;
                     break;
                 }
                 dla__log(DLA_LOG_WARN,

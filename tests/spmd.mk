@@ -6,8 +6,8 @@
 check_PROGRAMS += tests/test_spmd
 tests_test_spmd_SOURCES = tests/test_spmd.c
 tests_test_spmd_LDADD = libdlaccel.la -lm
-TESTS += tests/spmd.sh
-EXTRA_DIST += tests/spmd.sh
+TESTS += tests/spmd.sh tests/spmd_device.sh
+EXTRA_DIST += tests/spmd.sh tests/spmd_device.sh
 dla_spmd_log = tests/spmd.sh.log
 dla_spmd_deps = tests/plugins.d/testmem.json
 if HAVE_MPI
@@ -34,4 +34,22 @@ tests_plugins_mpi_abi10_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
 tests_plugins_mpi_abi10_la_LIBADD = $(MPI_LIBS)
 dla_spmd_deps += tests/plugins/mpi_abi10.la
 endif
-$(dla_spmd_log): $(dla_spmd_deps)
+# testmem with collectives of its own over MPI (ABI 1.6 coll_*): the core's
+# device-collective path (core/spmd_device.c), as NCCL would take it on
+# GPUs. Its manifest has a folder of its own (tests/plugins.coll.d), so
+# only the tests that name it load an MPI-linked device plugin.
+EXTRA_DIST += tests/plugins/testcoll.json.in tests/plugins/testmem_coll.h
+if HAVE_MPI
+check_LTLIBRARIES += tests/plugins/libdlaccel-testcoll.la
+tests_plugins_libdlaccel_testcoll_la_SOURCES = tests/plugins/testmem.c tests/plugins/testmem_coll.c \
+	tests/plugins/testmem_coll.h
+tests_plugins_libdlaccel_testcoll_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS) -DDLA_TESTMEM_COLL
+tests_plugins_libdlaccel_testcoll_la_LDFLAGS = -module -avoid-version -shared -no-undefined -rpath /nowhere
+tests_plugins_libdlaccel_testcoll_la_LIBADD = $(MPI_LIBS) -lpthread
+tests/plugins.coll.d/testcoll.json: $(top_srcdir)/tests/plugins/testcoll.json.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests/plugins.coll.d && \
+	$(SED) -e 's|@LIBRARY_PATH@|$(abs_builddir)/tests/plugins/.libs/libdlaccel-testcoll.so|' $< > $@
+CLEANFILES += tests/plugins.coll.d/testcoll.json
+dla_spmd_deps += tests/plugins/libdlaccel-testcoll.la tests/plugins.coll.d/testcoll.json
+endif
+$(dla_spmd_log) tests/spmd_device.sh.log: $(dla_spmd_deps)

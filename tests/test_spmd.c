@@ -181,6 +181,26 @@ static void case_broadcast(void)
     dla_tensor_release(base);
 }
 
+/* Dense tensors only: on a device with collectives of its own, the
+ * broadcast goes there (tests/spmd_device.sh). */
+static void case_bcast_dense(void)
+{
+    int root = size_ - 1;
+    dla_tensor *a = vec(DLA_F32, 1000, f_mix), *b = vec(DLA_I32, 3, f_mix);
+    dla_tensor *set[] = {a, b};
+    CHECK(dla_broadcast(2, set, root) == DLA_OK, "broadcast");
+    for (int64_t i = 0; i < 1000; i++)
+        if (dla_tensor_item(a, i) != (float)f_mix(root, i)) {
+            CHECK(0, "a[%lld] = %g, root has %g", (long long)i, dla_tensor_item(a, i),
+                  f_mix(root, i));
+            break;
+        }
+    for (int64_t i = 0; i < 3; i++)
+        CHECK(dla_tensor_item(b, i) == f_mix(root, i), "b[%lld]", (long long)i);
+    dla_tensor_release(a);
+    dla_tensor_release(b);
+}
+
 static void case_allgather(void)
 {
     float v[6];
@@ -573,7 +593,7 @@ static int run_case(const char *name)
         {"args", case_args},           {"mismatch", case_mismatch},   {"single", case_single},
         {"hang", case_hang},           {"kill", case_kill},           {"stall", case_stall},
         {"async", case_async},         {"async_mismatch", case_async_mismatch},
-        {"async_hang", case_async_hang},
+        {"async_hang", case_async_hang}, {"bcast_dense", case_bcast_dense},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(name, cases[i].name))

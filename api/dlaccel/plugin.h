@@ -86,7 +86,7 @@ extern "C" {
  * (the host then holds back what is newer: see the top of this file) or
  * higher (the host ignores what it does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 5
+#define DLA_PLUGIN_ABI_MINOR 6
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -754,6 +754,56 @@ typedef struct dla_plugin {
     dla_status (*plan_replay)(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
                               const dla_plan_mem *mems, int32_t *ran);
     /* ---- fields above are ABI 1.5 ---- */
+
+    /* -- collectives among processes on the device's own transport --
+     * (ABI 1.6; NCCL on the cuda plugin.) The spmd world of
+     * dlaccel/parallel.h uses them for the tensors of a collective that are
+     * all on one device of this plugin, on every rank (docs/parallel.md,
+     * "Devices"); otherwise, or when any member is NULL, the core copies
+     * the tensors to the host and reduces them over the communicator
+     * plugin. The core keeps the ranks in step: every rank calls the same
+     * members in the same order, with the same counts, dtypes and roots
+     * (the core has checked that they agree before it calls). */
+    /* Whether the transport can run here (its library loaded): DLA_OK, or
+     * an error saying why not ("cuda: NCCL: libnccl.so.2 not found").
+     * Never waits; called once per device. */
+    dla_status (*coll_probe)(void *dev);
+    /* Writes the id of a new group into id (at most cap bytes; *bytes:
+     * how many). Called on one rank, which the core then sends to every
+     * other. */
+    dla_status (*coll_id)(void *dev, void *id, size_t cap, size_t *bytes);
+    /* Joins, as rank, the group of nranks processes that id names; every
+     * member calls it with the same id (collective). It need not wait:
+     * the join is complete once coll_test says so, and the group is used
+     * only after. *group is passed to the members below. */
+    dla_status (*coll_join)(void *dev, const void *id, size_t bytes, int32_t nranks, int32_t rank,
+                            void **group);
+    /* The operations, in place on device memory, enqueued in call order
+     * after the work already queued on dev (so they see the results of
+     * earlier kernels) and before later work. *ticket (nonzero) names the
+     * operation to coll_test. count elements of dtype (DLA_F32, DLA_F64,
+     * DLA_I32, DLA_U8, DLA_BOOL) at mem + offset_bytes reduced with op:
+     * SUM, MAX, MIN (on DLA_BOOL: or, and), or MEAN (floats only: the sum
+     * divided by nranks). */
+    dla_status (*coll_allreduce)(void *dev, void *group, dla_mem mem, size_t offset_bytes,
+                                 size_t count, dla_dtype dtype, dla_reduce_op op,
+                                 uint64_t *ticket);
+    /* bytes at root's mem + offset_bytes into every other rank's. */
+    dla_status (*coll_broadcast)(void *dev, void *group, dla_mem mem, size_t offset_bytes,
+                                 size_t bytes, int32_t root, uint64_t *ticket);
+    /* bytes of each rank's send into recv at rank * bytes (recv holds
+     * nranks * bytes; the two do not overlap). */
+    dla_status (*coll_allgather)(void *dev, void *group, dla_mem send, size_t send_offset,
+                                 size_t bytes, dla_mem recv, size_t recv_offset, uint64_t *ticket);
+    /* *done = 1 once the operation ticket (0: the join) and every one
+     * before it have completed, 0 before. Never waits. An error (a peer
+     * gone, the transport's failure) leaves the group unusable: the core
+     * then calls coll_leave with abort 1. */
+    dla_status (*coll_test)(void *dev, void *group, uint64_t ticket, int *done);
+    /* Leaves the group and frees it: after the operations complete, or,
+     * with abort, at once (their results are then undefined). */
+    void (*coll_leave)(void *dev, void *group, int32_t abort);
+    /* ---- fields above are ABI 1.6 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;

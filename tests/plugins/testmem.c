@@ -9,6 +9,9 @@
  * memory and that cross-device copies work.
  */
 #include <dlaccel/plugin.h>
+#ifdef DLA_TESTMEM_COLL
+#include "tests/plugins/testmem_coll.h"
+#endif
 
 #include <stdio.h>
 
@@ -65,6 +68,17 @@ static void release_table_if_empty(void)
     slots = NULL;
     nslots = 0;
 }
+
+#ifdef DLA_TESTMEM_COLL
+unsigned char *dla_testmem_data(dla_mem m, size_t off, size_t bytes)
+{
+    slot copy;
+    slot *s = slot_get(m, &copy);
+    if (!s || off > s->bytes || bytes > s->bytes - off)
+        return NULL;
+    return s->data + off;
+}
+#endif
 
 static dla_status count(int *n)
 {
@@ -260,6 +274,9 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_p
         .fill = fill,
         .strided_copy = strided_copy,
     };
+#ifdef DLA_TESTMEM_COLL
+    dla_testmem_coll_fill(h, &mine);
+#endif
     size_t n = table->struct_size < sizeof mine ? table->struct_size : sizeof mine;
     memcpy(table, &mine, n);
     table->struct_size = n;
