@@ -34,6 +34,14 @@
 #   traincpu   the same on the cpu device
 #   variants   the fused kernel's variants side by side (checked first)
 #   ncu        Nsight Compute on the step's kernels at batch 1024
+#   nccl       the collectives on the GPU's own transport (NCCL): a world
+#              of one forced onto them (DLACCEL_DEVICE_COLLECTIVES=force),
+#              tests/test_spmd's cases on cuda tensors; with mpirun, 2
+#              ranks as well
+#   nsys       Nsight Systems on the replays with graphs on (each graph's
+#              kernels traced as nodes): the GPU time a replay of the
+#              digit CNN's inference and step at batch 128 and of the MLP
+#              spends in each kernel and copy (DLA_NSYS_WORKLOADS)
 #   samecheck  the main job with the new fused kernels and the old: the
 #              same losses
 set -u
@@ -71,6 +79,9 @@ line() { echo "$*" | tee -a "$summary"; }
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     DLACCEL_LOG=info "$s/bin/dlaccel" devices
+    echo "NCCL: $(find / -name 'libnccl.so*' -not -path '/proc/*' 2>/dev/null | head -3 | tr '\n' ' ')"
+    python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())' 2>&1 | tail -1
+    command -v nsys ncu
 } >"$out/devices.log" 2>&1
 cat "$out/devices.log"
 
@@ -274,6 +285,54 @@ step_ncu() {
     sed 's/^/ncu /' "$out/ncu_short.log" | tee -a "$summary"
 }
 
+# Nsight Systems on the replays as they run by default (CUDA graphs), the
+# graph's kernels traced one by one: per kernel name the total GPU time,
+# count and median, and the copies, over --reps replays.
+step_nsys() {
+    local nsys w reps=${DLA_NSYS_REPS:-200}
+    nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys \
+        /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+    if [ -z "$nsys" ]; then
+        line "nsys: not on this machine"
+        return
+    fi
+    for w in ${DLA_NSYS_WORKLOADS:-=cnn_inference_replay =cnn_step_replay =mlp_replay}; do
+        timeout 120 "$nsys" profile -t cuda --cuda-graph-trace=node --force-overwrite true \
+            -o "$out/nsys_${w#=}" "$s/bin/dlaccel-bench" --device cuda:0 --workload "$w" \
+            --reps "$reps" >"$out/nsys_${w#=}.log" 2>&1
+        line "nsys ${w#=} ($reps reps): exit $?"
+        timeout 120 "$nsys" stats -r cuda_gpu_kern_sum,cuda_gpu_mem_time_sum -f csv \
+            "$out/nsys_${w#=}.nsys-rep" >"$out/nsys_${w#=}.csv" 2>&1
+        # A line a kernel or copy: total us, instances, median ns, name (the
+        # 25 costliest of each report).
+        python3 - "$out/nsys_${w#=}.csv" <<'PYEOF' | sed "s/^/nsys ${w#=} /" | tee -a "$summary"
+import csv, sys
+rows = []
+for r in csv.reader(open(sys.argv[1], errors="replace")):
+    if len(r) >= 9 and r[0].replace(".", "").isdigit():
+        rows.append(r)
+for r in rows[:50]:
+    print("total_us %.1f inst %s med_ns %s %s" % (float(r[1]) / 1000, r[2], r[4], r[-1][:90]))
+PYEOF
+        rm -f "$out/nsys_${w#=}.sqlite"
+    done
+}
+
+step_nccl() {
+    local cases=allreduce,broadcast,bcast_dense,allgather,async,world
+    DLACCEL_DEVICE=cuda DLACCEL_DEVICE_COLLECTIVES=force DLACCEL_LOG=info timeout 60 \
+        "$s/bin/test_spmd" $cases >"$out/nccl_one.log" 2>&1
+    line "nccl, a world of one forced (test_spmd $cases on cuda): exit $?, $(grep -c ': ok ' "$out/nccl_one.log") ok of 6; $(grep -c 'NCCL\|a group of 1\|FAIL\|not ok' "$out/nccl_one.log") lines about NCCL/the group/failures"
+    grep -E 'NCCL|group of|own transport|could not|FAIL|not ok|rank 0: ' "$out/nccl_one.log" | head -20 | tee -a "$summary"
+    DLACCEL_DEVICE=cuda DLACCEL_LOG=info timeout 60 "$s/bin/test_spmd" $cases >"$out/nccl_off.log" 2>&1
+    line "test_spmd on cuda, a world of one (not forced): exit $?, $(grep -c ': ok ' "$out/nccl_off.log") ok of 6"
+    if command -v mpirun >/dev/null 2>&1; then
+        line "mpirun: $(command -v mpirun) (not used: the bundle carries no MPI plugin)"
+    else
+        line "no mpirun on this machine: several ranks not run"
+    fi
+}
+
 for step in $steps; do
     case $step in
     check) step_check ;;
@@ -297,6 +356,8 @@ for step in $steps; do
     suitescpu) step_suites_cpu ;;
     variants) step_variants ;;
     ncu) step_ncu ;;
+    nsys) step_nsys ;;
+    nccl) step_nccl ;;
     samecheck) step_samecheck ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;

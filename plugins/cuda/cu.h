@@ -250,6 +250,8 @@ void dla__cu_fused_release(dla__cu_device *d);
 /* ---- profile.c: DLACCEL_CUDA_PROFILE=1, GPU time per kernel member ---- */
 int dla__cu_profiling(void);
 void dla__cu_profile_table(dla_plugin *t);
+/* ---- coll.c: the ABI 1.6 collectives over NCCL (left NULL without nccl.h) ---- */
+void dla__cu_coll_table(dla_plugin *t);
 
 /* ---- libs.c ---- */
 void dla__cu_libs_release(dla__cu_device *d);

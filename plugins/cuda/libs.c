@@ -28,7 +28,7 @@ static char blas_why[512], dnn_why[512];
 /* Opens the first of names that loads: plain (the loader's search), then
  * in $DLACCEL_CUDA_LIBDIR, then in the toolkit's folder of the build. why
  * gets the first failure's message (the most telling: the plain name). */
-static void *open_lib(const char *const *names, int nnames, char *why, size_t whysz)
+void *dla__cu_open_lib(const char *const *names, int nnames, char *why, size_t whysz)
 {
     why[0] = 0;
     const char *dirs[3] = {NULL, secure_getenv("DLACCEL_CUDA_LIBDIR"), NULL};
@@ -63,8 +63,8 @@ static void *open_lib(const char *const *names, int nnames, char *why, size_t wh
 }
 
 /* Resolves name into *slot; 0 (why set) when missing. */
-static int sym(void *lib, const char *libname, const char *name, void *slot, char *why,
-               size_t whysz)
+int dla__cu_sym(void *lib, const char *libname, const char *name, void *slot, char *why,
+                size_t whysz)
 {
     dlerror();
     void *p = dlsym(lib, name);
@@ -81,12 +81,12 @@ static int sym(void *lib, const char *libname, const char *name, void *slot, cha
 static void load_blas(void)
 {
     static const char *const names[] = {"libcublas.so.13", "libcublas.so.12"};
-    void *lib = open_lib(names, 2, blas_why, sizeof blas_why);
+    void *lib = dla__cu_open_lib(names, 2, blas_why, sizeof blas_why);
     if (!lib)
         return;
     const char *n = "libcublas";
     int ok = 1;
-#define S(field, name) ok = ok && sym(lib, n, name, &blas.field, blas_why, sizeof blas_why)
+#define S(field, name) ok = ok && dla__cu_sym(lib, n, name, &blas.field, blas_why, sizeof blas_why)
     S(create, "cublasCreate_v2");
     S(destroy, "cublasDestroy_v2");
     S(set_stream, "cublasSetStream_v2");
@@ -108,12 +108,12 @@ static void load_blas(void)
 static void load_dnn(void)
 {
     static const char *const names[] = {"libcudnn.so.9"};
-    void *lib = open_lib(names, 1, dnn_why, sizeof dnn_why);
+    void *lib = dla__cu_open_lib(names, 1, dnn_why, sizeof dnn_why);
     if (!lib)
         return;
     const char *n = "libcudnn.so.9";
     int ok = 1;
-#define S(field, name) ok = ok && sym(lib, n, name, &dnn.field, dnn_why, sizeof dnn_why)
+#define S(field, name) ok = ok && dla__cu_sym(lib, n, name, &dnn.field, dnn_why, sizeof dnn_why)
     S(get_version, "cudnnGetVersion");
     S(create, "cudnnCreate");
     S(destroy, "cudnnDestroy");

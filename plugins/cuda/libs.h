@@ -89,6 +89,15 @@ dla__cu_blas_state *dla__cu_blas_of(dla__cu_device *d, const char *member, dla_s
  * and the reason logged once (not an error: the own kernels run). */
 cudnnHandle_t dla__cu_dnn_of(dla__cu_device *d);
 
+/* Opens the first of names that loads: plain (the loader's search), then
+ * in $DLACCEL_CUDA_LIBDIR, then in the toolkit's folder of the build; NULL
+ * with why set to the first failure's message. */
+void *dla__cu_open_lib(const char *const *names, int nnames, char *why, size_t whysz);
+/* Resolves name in lib into *slot (a function pointer's address); 0 with
+ * why set when missing. */
+int dla__cu_sym(void *lib, const char *libname, const char *name, void *slot, char *why,
+                size_t whysz);
+
 /* "cuBLAS error message (name)" of a status. */
 const char *dla__cu_blas_msg(cublasStatus_t st);
 const char *dla__cu_dnn_msg(cudnnStatus_t st);

@@ -87,7 +87,8 @@ plugins_cuda_libdlaccel_cuda_la_SOURCES = \
 	plugins/cuda/fused.c \
 	plugins/cuda/fused_source.c \
 	plugins/cuda/fused_reduce.c \
-	plugins/cuda/nvrtc.c
+	plugins/cuda/nvrtc.c \
+	plugins/cuda/coll.c
 nodist_plugins_cuda_libdlaccel_cuda_la_SOURCES = plugins/cuda/cuda_sources.c
 DLA_CUDA_LOS = $(DLA_CUDA_CU:.cu=.lo)
 # The objects nvcc makes need the C++ runtime (exception personality,
