@@ -24,10 +24,10 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 cases="world,allreduce,broadcast,bcast_dense,allgather,flags,queue,args,async,mismatch,async_mismatch"
 few="allreduce,broadcast,bcast_dense,allgather,async"
-echo "1..39"
+echo "1..40"
 n=0
 if [ ! -f "$manifest" ] || ! command -v mpirun >/dev/null 2>&1; then
-    for _ in $(seq 39); do n=$((n + 1)); echo "ok $n # SKIP MPI was not built, or no mpirun"; done
+    for _ in $(seq 40); do n=$((n + 1)); echo "ok $n # SKIP MPI was not built, or no mpirun"; done
     exit 0
 fi
 
@@ -102,3 +102,9 @@ env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_SIZE DLACCEL_DEVICE_COLLECTIVES=
     timeout 60 "$prog" $few >"$tmp/out" 2>&1
 report "a world of one, DLACCEL_DEVICE_COLLECTIVES=force" 1 $few
 expect "force: a group of one" "-eq 1" "testcoll: joined a group of 1"
+
+# A misspelt value is named once, and the default applies.
+env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_SIZE DLACCEL_DEVICE_COLLECTIVES=Force \
+    timeout 60 "$prog" allreduce >"$tmp/out" 2>&1
+expect "DLACCEL_DEVICE_COLLECTIVES=Force is named, with the accepted values" "-eq 1" \
+    "DLACCEL_DEVICE_COLLECTIVES=Force is not one of its values (auto, off, force)"
