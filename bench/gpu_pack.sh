@@ -44,6 +44,13 @@ done | sort -u | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libg
         case $lib in "$b"/*) continue ;; esac
         cp -L "$lib" "$stage/lib/"
     done
+# The MPI communicator plugin, apart: its MPI library must be the GPU
+# machine's own (its mpirun's), so none is carried (gpu_run.sh nccl).
+if [ -f "$b/plugins/mpi/.libs/libdlaccel-mpi.so" ]; then
+    mkdir -p "$stage/mpi"
+    cp -L "$b/plugins/mpi/.libs/libdlaccel-mpi.so" "$stage/mpi/"
+    cp "$root/plugins/mpi/manifest.json.in" "$stage/manifests/mpi.json.in"
+fi
 cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
 # The PyTorch reference, with one line added: torch.compile's CUDA graphs
 # (mode "reduce-overhead") overwrite a step's outputs on the next replay,
@@ -55,7 +62,7 @@ sed 's/^\(        \)loss = fwd(x, y)$/\1if mode == "reduce-overhead":\n\1    tor
 grep -q cudagraph_mark_step_begin "$stage/peers/cnn_cuda.py" || { echo "gpu_pack: cnn_cuda.py patch did not apply" >&2; exit 1; }
 # PyTorch's CUDA-graph figures that cnn_cuda.py cannot give (its
 # reduce-overhead training step fails under PyTorch 2.11 even so).
-cp "$root/bench/torch_cuda_graph.py" "$stage/peers/"
+cp "$root/bench/torch_cuda_graph.py" "$root/bench/torch_cuda_profile.py" "$stage/peers/"
 cp "$root/bench/gpu_run.sh" "$stage/"
 tar -C "$out" -cf - stage | xz -T2 -6 > "$out/bundle.tar.xz"
 rm -rf "$stage"

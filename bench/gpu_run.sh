@@ -34,10 +34,19 @@
 #   traincpu   the same on the cpu device
 #   variants   the fused kernel's variants side by side (checked first)
 #   ncu        Nsight Compute on the step's kernels at batch 1024
+#              (DLA_NCU_WORKLOAD, DLA_NCU_SKIP, DLA_NCU_COUNT: another)
 #   nccl       the collectives on the GPU's own transport (NCCL): a world
 #              of one forced onto them (DLACCEL_DEVICE_COLLECTIVES=force),
 #              tests/test_spmd's cases on cuda tensors; with mpirun, 2
 #              ranks as well
+#   torchprof  bench/torch_cuda_profile.py: PyTorch's kernels in the digit
+#              CNN's inference and train step at batch 128 (torch.profiler;
+#              cuDNN TF32 on and off), and the cuDNN algorithms this
+#              plugin measured and chose for the same convolutions
+#   engines    the convolutions through cuDNN's graph API engines: the
+#              conv kernels of check-plugin (every engine taken checked
+#              against the cpu plugin), which engine each CNN shape took,
+#              and the CNN replays with and without them, alternating
 #   nsys       Nsight Systems on the replays with graphs on (each graph's
 #              kernels traced as nodes): the GPU time a replay of the
 #              digit CNN's inference and step at batch 128 and of the MLP
@@ -267,9 +276,9 @@ step_ncu() {
         return
     fi
     DLACCEL_CUDA_GRAPHS=0 timeout 240 "$ncu" --target-processes all \
-        --launch-skip 3000 --launch-count 100 \
+        --launch-skip "${DLA_NCU_SKIP:-3000}" --launch-count "${DLA_NCU_COUNT:-100}" \
         --section SpeedOfLight --section LaunchStats --section Occupancy \
-        "$s/bin/dlaccel-bench" --device cuda:0 --workload =cnn_step_replay_b1024 --reps 30 \
+        "$s/bin/dlaccel-bench" --device cuda:0 --workload "${DLA_NCU_WORKLOAD:-=cnn_step_replay_b1024}" --reps 30 \
         >"$out/ncu.log" 2>&1
     line "ncu ($ncu): exit $?"
     # One line a kernel: name, duration, memory and SM throughput (% of
@@ -326,11 +335,55 @@ step_nccl() {
     grep -E 'NCCL|group of|own transport|could not|FAIL|not ok|rank 0: ' "$out/nccl_one.log" | head -20 | tee -a "$summary"
     DLACCEL_DEVICE=cuda DLACCEL_LOG=info timeout 60 "$s/bin/test_spmd" $cases >"$out/nccl_off.log" 2>&1
     line "test_spmd on cuda, a world of one (not forced): exit $?, $(grep -c ': ok ' "$out/nccl_off.log") ok of 6"
-    if command -v mpirun >/dev/null 2>&1; then
-        line "mpirun: $(command -v mpirun) (not used: the bundle carries no MPI plugin)"
-    else
-        line "no mpirun on this machine: several ranks not run"
+    if ! command -v mpirun >/dev/null 2>&1 || [ ! -f "$s/mpi/libdlaccel-mpi.so" ]; then
+        line "no mpirun on this machine, or no MPI plugin in the bundle: several ranks not run"
+        return
     fi
+    # The MPI plugin against this machine's MPI library (carried without).
+    mkdir -p "$s/plugins.d/comm"
+    sed "s|@LIBRARY_PATH@|$s/mpi/libdlaccel-mpi.so|" "$s/manifests/mpi.json.in" >"$s/plugins.d/comm/mpi.json"
+    { mpirun --version; ldd "$s/mpi/libdlaccel-mpi.so"; } >"$out/nccl_mpi_ldd.log" 2>&1
+    line "mpirun: $(command -v mpirun), $(head -1 "$out/nccl_mpi_ldd.log"); the MPI plugin's libmpi: $(grep libmpi "$out/nccl_mpi_ldd.log" | tr -s ' \t' ' ')"
+    local np
+    for np in 2 3; do
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 DLACCEL_DEVICE=cuda DLACCEL_LOG=info \
+            timeout 120 mpirun --allow-run-as-root --oversubscribe -np $np -x LD_LIBRARY_PATH \
+            -x DLACCEL_PLUGIN_PATH -x DLACCEL_DEVICE -x DLACCEL_LOG -x OMP_NUM_THREADS \
+            "$s/bin/test_spmd" $cases,mismatch >"$out/nccl_np$np.log" 2>&1
+        line "nccl, mpirun -np $np on the one GPU (test_spmd $cases,mismatch): exit $?, $(grep -c ': ok ' "$out/nccl_np$np.log") ok of $((np * 7))"
+        grep -E 'NCCL|group of|own transport|could not|not ok|FAIL|rror' "$out/nccl_np$np.log" | sort | uniq -c | head -12 | tee -a "$summary"
+    done
+}
+
+step_torchprof() {
+    PYTHONUNBUFFERED=1 timeout 120 python3 "$s/peers/torch_cuda_profile.py" >"$out/torchprof.log" 2>&1
+    line "torchprof: exit $?"
+    sed 's/^/torchprof /' "$out/torchprof.log" | grep -v Warning | tee -a "$summary"
+    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload =cnn_step_replay \
+        --reps 20 >"$out/cudnn_algos.log" 2>&1
+    grep -E 'cuDNN algorithm' "$out/cudnn_algos.log" | sed 's/^dlaccel\[debug\]: cuda: //' | tee -a "$summary"
+    grep -E '^cuda' "$out/cudnn_algos.log" | tee -a "$summary"
+}
+
+step_engines() {
+    local k v r
+    for k in conv_forward conv_backward_data conv_backward_filter; do
+        DLACCEL_LOG=debug timeout 120 "$s/bin/dlaccel" check-plugin --kernel $k --cases 50 --seed 5 \
+            "$s/plugins.d/cuda.json" >"$out/engines_check_$k.log" 2>&1
+        line "engines check-plugin $k: exit $?: $(grep -E '^cuda' "$out/engines_check_$k.log" | tr -s ' ' | cut -c1-120); engines taken: $(grep -c 'runs instead' "$out/engines_check_$k.log"), graph API failures: $(grep -c 'graph API failed' "$out/engines_check_$k.log")"
+        grep -m3 'graph API failed\|no plan' "$out/engines_check_$k.log" | cut -c1-250 | tee -a "$summary"
+    done
+    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload =cnn_step_replay \
+        --reps 5 >"$out/engines_cnn.log" 2>&1
+    grep -E 'runs instead|graph API failed' "$out/engines_cnn.log" | sed 's/^dlaccel\[debug\]: cuda: //' | tee -a "$summary"
+    for r in 1 2; do
+        for v in "on X=1" "off DLACCEL_CUDA_CONV_ENGINES=0"; do
+            env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 \
+                --workload replay \
+                >"$out/engines_bench_${v%% *}_$r.log" 2>&1
+            grep -E '^cuda' "$out/engines_bench_${v%% *}_$r.log" | sed "s/^/engines ${v%% *} round $r /" | tee -a "$summary"
+        done
+    done
 }
 
 for step in $steps; do
@@ -358,6 +411,8 @@ for step in $steps; do
     ncu) step_ncu ;;
     nsys) step_nsys ;;
     nccl) step_nccl ;;
+    engines) step_engines ;;
+    torchprof) step_torchprof ;;
     samecheck) step_samecheck ;;
     train) step_train cuda ;;
     traincpu) step_train cpu ;;

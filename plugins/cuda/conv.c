@@ -29,6 +29,7 @@
  * small kernel of ours after cuDNN's convolution.
  */
 #include "plugins/cuda/conv_kern.h"
+#include "plugins/cuda/conv_engine.h"
 #include "plugins/cuda/libs.h"
 
 #include <dlaccel/plugin_kit_geom.h>
@@ -50,6 +51,9 @@ struct dla__cu_conv_entry {
     int algo;              /* cudnnConvolution*Algo_t */
     cudnnMathType_t math;  /* the math type to run it with */
     size_t workspace;      /* bytes it needs */
+    /* conv_engine.c: a graph API engine that beat the algorithm above,
+     * run instead where the addresses are aligned as it was made for. */
+    dla__cu_conv_plan *engine;
 };
 
 static void make_key(int64_t *key, int dir, dla_dtype dt, const dla_kit_conv *p)
@@ -74,21 +78,32 @@ static struct dla__cu_conv_entry *lookup(dla__cu_device *d, const int64_t *key)
     return NULL;
 }
 
-static void remember(dla__cu_device *d, const struct dla__cu_conv_entry *choice)
+/* Keeps choice; 0 when it was not kept (out of memory, or another
+ * thread's came first): the caller then owns choice->engine. */
+static int remember(dla__cu_device *d, const struct dla__cu_conv_entry *choice)
 {
     struct dla__cu_conv_entry *e = dla__cu_host->alloc(sizeof *e, 0);
     if (!e)
-        return; /* measured again next time */
+        return 0; /* measured again next time */
     *e = *choice;
     pthread_mutex_lock(&d->lock);
     if (lookup(d, e->key)) {
         pthread_mutex_unlock(&d->lock);
         dla__cu_host->free(e);
-        return;
+        return 0;
     }
     e->next = d->conv;
     d->conv = e;
     pthread_mutex_unlock(&d->lock);
+    return 1;
+}
+
+static void engine_free(dla__cu_conv_plan *pl)
+{
+    const char *why = NULL;
+    const dla__cu_dnn *L = pl ? dla__cu_dnn_lib(&why) : NULL;
+    if (L)
+        dla__cu_conv_engine_free(L, pl);
 }
 
 void dla__cu_conv_release(dla__cu_device *d)
@@ -96,6 +111,7 @@ void dla__cu_conv_release(dla__cu_device *d)
     struct dla__cu_conv_entry *e = d->conv;
     while (e) {
         struct dla__cu_conv_entry *next = e->next;
+        engine_free(e->engine);
         dla__cu_host->free(e);
         e = next;
     }
@@ -189,6 +205,7 @@ typedef struct descs {
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
+    dla_dtype dtype;
 } descs;
 
 static void descs_free(const dla__cu_dnn *L, descs *s)
@@ -223,11 +240,40 @@ static int tensor_dims(int64_t n0, int64_t n1, const int64_t *sp, int n, int *di
     return nd;
 }
 
+/* The shapes of descs_make, as the graph API takes them (int64). */
+static void engine_geom(const dla_kit_conv *p, dla__cu_conv_shape *g)
+{
+    const int n = (int)p->nspatial;
+    int dims[5], strides[5];
+    memset(g, 0, sizeof *g);
+    g->nd = tensor_dims(p->batch, p->C, p->in, n, dims, strides);
+    for (int i = 0; i < g->nd; i++)
+        g->x[i] = dims[i], g->xs[i] = strides[i];
+    tensor_dims(p->batch, p->F, p->out, n, dims, strides);
+    for (int i = 0; i < g->nd; i++)
+        g->y[i] = dims[i], g->ys[i] = strides[i];
+    tensor_dims(p->F, p->Cg, p->fs, n, dims, strides);
+    for (int i = 0; i < g->nd; i++)
+        g->w[i] = dims[i], g->ws[i] = strides[i];
+    g->ns = n == 1 ? 2 : n;
+    if (n == 1) {
+        g->pad[0] = 0, g->stride[0] = 1, g->dil[0] = 1;
+        g->pad[1] = p->pb[0], g->stride[1] = p->st[0], g->dil[1] = p->dl[0];
+    } else {
+        for (int i = 0; i < n; i++) {
+            g->pad[i] = p->pb[n - 1 - i];
+            g->stride[i] = p->st[n - 1 - i];
+            g->dil[i] = p->dl[n - 1 - i];
+        }
+    }
+}
+
 /* Fills s; a cuDNN status (s freed on failure). */
 static cudnnStatus_t descs_make(const dla__cu_dnn *L, const dla__cu_device *d, dla_dtype dt,
                                 const dla_kit_conv *p, descs *s)
 {
     memset(s, 0, sizeof *s);
+    s->dtype = dt;
     const int n = (int)p->nspatial;
     const cudnnDataType_t t = dt == DLA_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     int dims[5], strides[5], pad[3], st[3], dl[3];
@@ -336,11 +382,78 @@ static int pick(const dla__cu_device *d, const perf *r, int nr, size_t limit)
         (dst)[i_].time = (src)[i_].time;                                                           \
     }
 
+/* DLACCEL_LOG=debug: what cuDNN measured for a shape, and the pick: a
+ * line per algorithm (number, status, ms, workspace, math,
+ * deterministic), so an algorithm choice can be read off a run. */
+static void log_found(const dla__cu_device *d, int dir, const dla_kit_conv *p, const perf *r,
+                      int nr, int chosen)
+{
+    static const char *const dirs[] = {"forward", "backward data", "backward filter"};
+    for (int k = 0; k < nr; k++)
+        dla__cu_host->log(DLA_LOG_DEBUG,
+                          "cuda:%d conv %s (batch %lld, C %lld, F %lld, %lld taps, %lld px out): "
+                          "cuDNN algorithm %d: %s, %.4f ms, workspace %zu, %s, %s%s",
+                          d->index, dirs[dir], (long long)p->batch, (long long)p->C,
+                          (long long)p->F, (long long)p->ntaps, (long long)p->out_px, r[k].algo,
+                          r[k].status == CUDNN_STATUS_SUCCESS ? "ok" : "failed", (double)r[k].time,
+                          r[k].memory, r[k].math == CUDNN_FMA_MATH ? "fma" : r[k].math == CUDNN_DEFAULT_MATH ? "default math" : "tensor ops",
+                          r[k].determinism == CUDNN_DETERMINISTIC ? "deterministic" : "not deterministic",
+                          k == chosen ? " <- chosen" : "");
+}
+
+/* The least of three runs of e's legacy algorithm (after one), timed with
+ * events on stream as conv_engine.c times the engines; -1 on a failure
+ * (the engines then need only work). */
+static float time_legacy(const dla__cu_dnn *L, cudnnHandle_t h, cudaStream_t stream, int dir,
+                         const descs *s, const struct dla__cu_conv_entry *e, char *x, char *w,
+                         char *y, void *ws)
+{
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const double one_d = 1.0, zero_d = 0.0;
+    const void *one = s->dtype == DLA_F64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = s->dtype == DLA_F64 ? (const void *)&zero_d : (const void *)&zero_f;
+    cudaEvent_t a, b;
+    if (L->set_conv_math(s->conv, e->math) != CUDNN_STATUS_SUCCESS || cudaEventCreate(&a) != cudaSuccess)
+        return -1;
+    if (cudaEventCreate(&b) != cudaSuccess) {
+        cudaEventDestroy(a);
+        return -1;
+    }
+    float best = -1;
+    for (int i = 0; i < 4; i++) {
+        cudnnStatus_t st;
+        cudaEventRecord(a, stream);
+        if (dir == FWD)
+            st = L->fwd(h, one, s->x, x, s->w, w, s->conv, (cudnnConvolutionFwdAlgo_t)e->algo, ws,
+                        e->workspace, zero, s->y, y);
+        else if (dir == BWD_DATA)
+            st = L->bwd_data(h, one, s->w, w, s->y, y, s->conv,
+                             (cudnnConvolutionBwdDataAlgo_t)e->algo, ws, e->workspace, zero, s->x, x);
+        else
+            st = L->bwd_filter(h, one, s->x, x, s->y, y, s->conv,
+                               (cudnnConvolutionBwdFilterAlgo_t)e->algo, ws, e->workspace, zero,
+                               s->w, w);
+        cudaEventRecord(b, stream);
+        float ms = -1;
+        if (st != CUDNN_STATUS_SUCCESS || cudaEventSynchronize(b) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+            best = -1;
+            break;
+        }
+        if (i > 0 && (best < 0 || ms < best))
+            best = ms;
+    }
+    cudaGetLastError();
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return best;
+}
+
 /* Measures (find) or asks the heuristics (!find) for this shape's
  * algorithm, into *e (own set when none). ws: the workspace for find.
  * d->lock held. A cuDNN status only for a failure to report. */
 static cudnnStatus_t choose(dla__cu_device *d, const dla__cu_dnn *L, cudnnHandle_t h, int dir,
-                            const descs *s, int find, char *x, char *w, char *y, void *ws,
+                            const dla_kit_conv *p, const descs *s, int find, char *x, char *w, char *y, void *ws,
                             size_t ws_bytes, struct dla__cu_conv_entry *e)
 {
     perf r[16];
@@ -367,6 +480,8 @@ static cudnnStatus_t choose(dla__cu_device *d, const dla__cu_dnn *L, cudnnHandle
     if (st != CUDNN_STATUS_SUCCESS)
         return st;
     const int i = pick(d, r, nr < 16 ? nr : 16, find ? ws_bytes : FIND_WORKSPACE);
+    if (find)
+        log_found(d, dir, p, r, nr < 16 ? nr : 16, i);
     if (i < 0) {
         e->own = 1;
         return CUDNN_STATUS_SUCCESS;
@@ -375,6 +490,23 @@ static cudnnStatus_t choose(dla__cu_device *d, const dla__cu_dnn *L, cudnnHandle
     e->algo = r[i].algo;
     e->math = d->tf32 ? r[i].math : CUDNN_FMA_MATH;
     e->workspace = r[i].memory;
+    e->engine = NULL;
+    if (find && !d->engines_off) {
+        /* The graph API's engines, against the legacy pick timed the same
+         * way (cudnnFind's own figure ran up to 1.9x the pick's time in a
+         * replay on an H200: it would favour the engines). */
+        dla__cu_conv_shape g;
+        float ms = -1, legacy = time_legacy(L, h, d->stream, dir, s, e, x, w, y, ws);
+        if (legacy < 0)
+            legacy = r[i].time;
+        engine_geom(p, &g);
+        dla__cu_conv_engine_find(L, h, d->stream, dir, s->dtype, &g, d->tf32, x, w, y, ws,
+                                 ws_bytes, legacy, d->index, &e->engine, &ms);
+        dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d conv (%d): %s (legacy algorithm %d: %.4f ms; "
+                          "cudnnFind said %.4f)",
+                          d->index, dir, e->engine ? "a graph API engine runs instead" : "the legacy algorithm runs",
+                          e->algo, (double)legacy, (double)r[i].time);
+    }
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -423,6 +555,7 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
     const struct dla__cu_conv_entry *known = lookup(d, e.key);
     if (known)
         e = *known;
+    int kept = 1; /* e.engine belongs to the cache (or is NULL) */
     pthread_mutex_unlock(&d->lock);
     if (known && e.own)
         return run_own(d, a, dir, &p);
@@ -458,7 +591,7 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
             }
         }
         pthread_mutex_lock(&d->lock);
-        st = choose(d, L, h, dir, &ds, find, x, w, y, fw ? fw->ptr : NULL, fw_bytes, &e);
+        st = choose(d, L, h, dir, &p, &ds, find, x, w, y, fw ? fw->ptr : NULL, fw_bytes, &e);
         pthread_mutex_unlock(&d->lock);
         if (fw)
             dla__cu_mem_free(d, (dla_mem)fw);
@@ -468,8 +601,8 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
             descs_free(L, &ds);
             return dnn_fail(st, kn, find ? "cudnnFind*AlgorithmEx" : "cudnnGet*Algorithm_v7", &p);
         }
-        if (find)
-            remember(d, &e);
+        if (find && !remember(d, &e))
+            kept = 0;
         if (e.own) {
             descs_free(L, &ds);
             dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d %s: no cuDNN algorithm for this shape: "
@@ -479,8 +612,12 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
         }
     }
 
+    const int use_engine = e.engine && dla__cu_conv_engine_fits(e.engine, x, w, y);
+    const size_t ws_need = use_engine ? e.engine->workspace : e.workspace;
     dla__cu_mem *ws = NULL;
-    if (e.workspace > 0 && !(ws = dla__cu_scratch(d, e.workspace, kn))) {
+    if (ws_need > 0 && !(ws = dla__cu_scratch(d, ws_need, kn))) {
+        if (!kept)
+            engine_free(e.engine);
         descs_free(L, &ds);
         return DLA_ERR_OUT_OF_MEMORY;
     }
@@ -490,8 +627,10 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
     const void *one = a->dtype == DLA_F64 ? (const void *)&one_d : (const void *)&one_f;
     const void *zero = a->dtype == DLA_F64 ? (const void *)&zero_d : (const void *)&zero_f;
     pthread_mutex_lock(&d->lock);
-    st = L->set_conv_math(ds.conv, e.math);
-    if (st == CUDNN_STATUS_SUCCESS && dir == FWD)
+    st = use_engine ? CUDNN_STATUS_SUCCESS : L->set_conv_math(ds.conv, e.math);
+    if (st == CUDNN_STATUS_SUCCESS && use_engine)
+        st = dla__cu_conv_engine_run(L, h, e.engine, x, w, y, wsp);
+    else if (st == CUDNN_STATUS_SUCCESS && dir == FWD)
         st = L->fwd(h, one, ds.x, x, ds.w, w, ds.conv, (cudnnConvolutionFwdAlgo_t)e.algo, wsp,
                     e.workspace, zero, ds.y, y);
     else if (st == CUDNN_STATUS_SUCCESS && dir == BWD_DATA)
@@ -505,6 +644,8 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
     if (ws)
         dla__cu_scratch_done(d, ws);
     descs_free(L, &ds);
+    if (!kept)
+        engine_free(e.engine);
     if (st == CUDNN_STATUS_NOT_SUPPORTED) {
         /* The algorithm refused (one from the heuristics, as a capture
          * runs): nothing was written, ours computes it. */

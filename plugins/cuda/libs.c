@@ -141,6 +141,21 @@ static void load_dnn(void)
     S(bwd_data, "cudnnConvolutionBackwardData");
     S(bwd_filter, "cudnnConvolutionBackwardFilter");
 #undef S
+    /* Optional: without them the engines of the graph API are not tried. */
+    if (ok) {
+        char unused[256];
+        int be = 1;
+#define O(field, name) be = be && dla__cu_sym(lib, n, name, &dnn.field, unused, sizeof unused)
+        O(be_create, "cudnnBackendCreateDescriptor");
+        O(be_destroy, "cudnnBackendDestroyDescriptor");
+        O(be_set, "cudnnBackendSetAttribute");
+        O(be_get, "cudnnBackendGetAttribute");
+        O(be_finalize, "cudnnBackendFinalize");
+        O(be_execute, "cudnnBackendExecute");
+#undef O
+        if (!be)
+            dnn.be_create = NULL;
+    }
     if (ok && dnn.get_version() / 10000 < 9) {
         snprintf(dnn_why, sizeof dnn_why, "libcudnn.so.9 reports version %zu, not 9.x",
                  dnn.get_version());

@@ -64,6 +64,14 @@ typedef struct dla__cu_dnn {
     __typeof__(&cudnnConvolutionForward) fwd;
     __typeof__(&cudnnConvolutionBackwardData) bwd_data;
     __typeof__(&cudnnConvolutionBackwardFilter) bwd_filter;
+    /* The graph (backend) API, for conv_engine.c; NULL when the library
+     * lacks it (then only the legacy algorithms run). */
+    __typeof__(&cudnnBackendCreateDescriptor) be_create;
+    __typeof__(&cudnnBackendDestroyDescriptor) be_destroy;
+    __typeof__(&cudnnBackendSetAttribute) be_set;
+    __typeof__(&cudnnBackendGetAttribute) be_get;
+    __typeof__(&cudnnBackendFinalize) be_finalize;
+    __typeof__(&cudnnBackendExecute) be_execute;
 } dla__cu_dnn;
 
 /* What d->cublas points to. */

@@ -26,7 +26,8 @@ DLA_CUDA_HDRS = \
 	plugins/cuda/index_kern.h \
 	plugins/cuda/pool_kern.h \
 	plugins/cuda/conv_kern.h \
-	plugins/cuda/fused_kern.h
+	plugins/cuda/fused_kern.h \
+	plugins/cuda/conv_engine.h
 # Kernels built by nvcc, one libtool object each.
 DLA_CUDA_CU = \
 	plugins/cuda/copy_kernels.cu \
@@ -78,6 +79,7 @@ plugins_cuda_libdlaccel_cuda_la_SOURCES = \
 	plugins/cuda/libs.c \
 	plugins/cuda/gemm.c \
 	plugins/cuda/conv.c \
+	plugins/cuda/conv_engine.c \
 	plugins/cuda/copy.c \
 	plugins/cuda/elementwise.c \
 	plugins/cuda/random.c \

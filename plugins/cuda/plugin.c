@@ -184,6 +184,7 @@ static dla_status device_open(int index, void **out)
     d->kit = dla__cu_kit;
     d->tf32 = env_flag("DLACCEL_CUDA_TF32", 0);
     d->deterministic = env_flag("DLACCEL_CUDA_DETERMINISTIC", 0);
+    d->engines_off = !env_flag("DLACCEL_CUDA_CONV_ENGINES", 1);
     d->fused_off32 = env_flag("DLACCEL_CUDA_FUSED_OFF32", 1);
     /* Profiling waits after each kernel, which a capture cannot hold. */
     d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
