@@ -61,7 +61,8 @@
  * one epoch, for `make check`.
  *
  * --parallel trains the same network with the same hyperparameters
- * through trainnet with ExecutionEnvironment "parallel" instead of the
+ * through trainnet with ExecutionEnvironment "parallel" (--multi-gpu:
+ * "multi-gpu", one rank per GPU, gradients over NCCL) instead of the
  * custom loop: `mpirun -np 2 build/examples/cnn_fmnist --parallel` has two
  * workers share each mini-batch of 128 (docs/parallel.md). Rank 0 alone
  * prints; the test accuracy is measured there.
@@ -297,13 +298,14 @@ static int dataset_files(const char *dir)
  * single, scaled to [0, 1] (trainnet casts but does not scale); the input
  * layer's mean image is ResetInputNormalization's. */
 static int train_in_parallel(dla_net *net, dla_tensor *xtrain, dla_tensor *ttrain, dla_tensor *xtest,
-                             dla_tensor *ttest, int epochs, unsigned long long seed, const char *chart)
+                             dla_tensor *ttest, int epochs, unsigned long long seed, const char *chart,
+                             const char *environment)
 {
     dla_training_options o = {.solver = "sgdm", .initial_learn_rate = DLA_SGDM_LEARN_RATE,
                               .momentum = DLA_SGDM_MOMENTUM, .l2_regularization = -1,
                               .mini_batch_size = BATCH, .max_epochs = epochs,
                               .shuffle = "every-epoch", .shuffle_seed = seed,
-                              .execution_environment = "parallel", .metrics = "accuracy",
+                              .execution_environment = environment, .metrics = "accuracy",
                               .plots = "training-progress", .plots_path = chart,
                               .verbose_frequency = 50};
     dla_net *trained = NULL;
@@ -361,6 +363,8 @@ int main(int argc, char **argv)
             small = 1;
         else if (!strcmp(argv[i], "--parallel"))
             parallel = 1;
+        else if (!strcmp(argv[i], "--multi-gpu"))
+            parallel = 2;
         else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
             epochs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
@@ -379,7 +383,7 @@ int main(int argc, char **argv)
             read_threads = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]"
-                    " [--save-initial PATH] [--first-losses N] [--parallel]\n"
+                    " [--save-initial PATH] [--first-losses N] [--parallel | --multi-gpu]\n"
                     "       [--folder DIR [--read-threads N]]\n",
                     argv[0]);
             return 2;
@@ -443,7 +447,8 @@ int main(int argc, char **argv)
     dla_rng_seed(seed);
     dla_net *net = make_net();
     if (parallel) {
-        int rc = net ? train_in_parallel(net, xtrain, ttrain, xtest, ttest, epochs, seed, chart)
+        int rc = net ? train_in_parallel(net, xtrain, ttrain, xtest, ttest, epochs, seed, chart,
+                                           parallel == 2 ? "multi-gpu" : "parallel")
                      : fail("network");
         dla_net_free(net);
         dla_tensor_release(xtrain);
