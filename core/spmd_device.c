@@ -251,6 +251,17 @@ static size_t offset_of(const dla_tensor *t)
     return (size_t)t->offset * dla_dtype_size(t->dtype);
 }
 
+/* A failed or abandoned operation: the group is of no more use. */
+static void drop_group(dla__spmd *w, dla_device *dev, void *group)
+{
+    dla__spmd_dgroup *g = record_of(w, dev);
+    dev->table->coll_leave(dev->ctx, group, 1);
+    if (g && g->group == group) {
+        g->group = NULL;
+        g->state = -1;
+    }
+}
+
 /* The device refused an operation the other ranks may have enqueued: the
  * ranks no longer agree on what is in flight. */
 static dla_status refused(dla__spmd *w, const char *op, dla_device *dev, void *group)
@@ -260,44 +271,39 @@ static dla_status refused(dla__spmd *w, const char *op, dla_device *dev, void *g
         st = dla__fail(DLA_ERR_DEVICE, "%s: the device refused a collective", op);
     dla__error_prefix(op);
     dla__spmd_break(w);
-    dla__spmd_dgroup *g = record_of(w, dev);
-    if (g && g->group == group) {
-        dev->table->coll_leave(dev->ctx, group, 1);
-        g->group = NULL;
-        g->state = -1;
-    }
+    drop_group(w, dev, group);
     return st;
+}
+
+/* Enqueues each tensor's allreduce (root < 0) or broadcast from root. */
+static dla_status each_tensor(dla__spmd *w, const char *op, void *group, int n,
+                              dla_tensor *const *t, dla_reduce_op rop, int root, uint64_t *ticket)
+{
+    dla_device *dev = t[0]->storage->device;
+    const dla_plugin *p = dev->table;
+    *ticket = 0;
+    for (int k = 0; k < n; k++) {
+        size_t bytes = bytes_of(t[k]), es = dla_dtype_size(t[k]->dtype);
+        dla_mem mem = t[k]->storage->mem;
+        if (bytes && (root < 0 ? p->coll_allreduce(dev->ctx, group, mem, offset_of(t[k]),
+                                                   bytes / es, t[k]->dtype, rop, ticket)
+                               : p->coll_broadcast(dev->ctx, group, mem, offset_of(t[k]), bytes,
+                                                   root, ticket)) != DLA_OK)
+            return refused(w, op, dev, group);
+    }
+    return DLA_OK;
 }
 
 dla_status dla__spmd_device_allreduce(dla__spmd *w, const char *op, void *group, int n,
                                       dla_tensor *const *t, dla_reduce_op rop, uint64_t *ticket)
 {
-    dla_device *dev = t[0]->storage->device;
-    *ticket = 0;
-    for (int k = 0; k < n; k++) {
-        size_t bytes = bytes_of(t[k]);
-        if (!bytes)
-            continue;
-        if (dev->table->coll_allreduce(dev->ctx, group, t[k]->storage->mem, offset_of(t[k]),
-                                       bytes / dla_dtype_size(t[k]->dtype), t[k]->dtype, rop,
-                                       ticket) != DLA_OK)
-            return refused(w, op, dev, group);
-    }
-    return DLA_OK;
+    return each_tensor(w, op, group, n, t, rop, -1, ticket);
 }
 
 dla_status dla__spmd_device_broadcast(dla__spmd *w, const char *op, void *group, int n,
                                       dla_tensor *const *t, int root, uint64_t *ticket)
 {
-    dla_device *dev = t[0]->storage->device;
-    *ticket = 0;
-    for (int k = 0; k < n; k++) {
-        size_t bytes = bytes_of(t[k]);
-        if (bytes && dev->table->coll_broadcast(dev->ctx, group, t[k]->storage->mem,
-                                                offset_of(t[k]), bytes, root, ticket) != DLA_OK)
-            return refused(w, op, dev, group);
-    }
-    return DLA_OK;
+    return each_tensor(w, op, group, n, t, DLA_REDUCE_SUM, root, ticket);
 }
 
 dla_status dla__spmd_device_allgather(dla__spmd *w, const char *op, void *group,
@@ -310,17 +316,6 @@ dla_status dla__spmd_device_allgather(dla__spmd *w, const char *op, void *group,
                                             res->storage->mem, offset_of(res), ticket) != DLA_OK)
         return refused(w, op, dev, group);
     return DLA_OK;
-}
-
-/* A failed or abandoned operation: the group is of no more use. */
-static void drop_group(dla__spmd *w, dla_device *dev, void *group)
-{
-    dla__spmd_dgroup *g = record_of(w, dev);
-    dev->table->coll_leave(dev->ctx, group, 1);
-    if (g && g->group == group) {
-        g->group = NULL;
-        g->state = -1;
-    }
 }
 
 dla_status dla__spmd_device_wait(dla__spmd *w, const char *op, dla_device *dev, void *group,

@@ -211,6 +211,15 @@ static dla_status issued(cu_group *g, const char *what, uint64_t *ticket)
     return DLA_OK;
 }
 
+/* The end of an operation's enqueue: r settled, then its ticket. */
+static dla_status enqueued(cu_group *g, ncclResult_t r, const char *what, uint64_t *ticket)
+{
+    r = settle(g, r);
+    if (r != ncclSuccess)
+        return nccl_fail(g, r, what);
+    return issued(g, what, ticket);
+}
+
 static int nccl_type(dla_dtype t, ncclDataType_t *out)
 {
     switch (t) {
@@ -249,10 +258,8 @@ static dla_status coll_allreduce(void *dev, void *group, dla_mem mem, size_t off
     if (st != DLA_OK)
         return st;
     char *p = dla__cu_ptr(mem) + offset_bytes;
-    ncclResult_t r = settle(g, nccl.allreduce(p, p, count, type, rop, g->comm, g->d->stream));
-    if (r != ncclSuccess)
-        return nccl_fail(g, r, "coll_allreduce");
-    return issued(g, "coll_allreduce", ticket);
+    return enqueued(g, nccl.allreduce(p, p, count, type, rop, g->comm, g->d->stream),
+                    "coll_allreduce", ticket);
 }
 
 static dla_status coll_broadcast(void *dev, void *group, dla_mem mem, size_t offset_bytes,
@@ -264,10 +271,8 @@ static dla_status coll_broadcast(void *dev, void *group, dla_mem mem, size_t off
     if (st != DLA_OK)
         return st;
     char *p = dla__cu_ptr(mem) + offset_bytes;
-    ncclResult_t r = settle(g, nccl.broadcast(p, p, bytes, ncclUint8, root, g->comm, g->d->stream));
-    if (r != ncclSuccess)
-        return nccl_fail(g, r, "coll_broadcast");
-    return issued(g, "coll_broadcast", ticket);
+    return enqueued(g, nccl.broadcast(p, p, bytes, ncclUint8, root, g->comm, g->d->stream),
+                    "coll_broadcast", ticket);
 }
 
 static dla_status coll_allgather(void *dev, void *group, dla_mem send, size_t send_offset,
@@ -278,12 +283,10 @@ static dla_status coll_allgather(void *dev, void *group, dla_mem send, size_t se
     dla_status st = dla__cu_enter(g->d, "coll_allgather");
     if (st != DLA_OK)
         return st;
-    ncclResult_t r = settle(g, nccl.allgather(dla__cu_ptr(send) + send_offset,
+    return enqueued(g, nccl.allgather(dla__cu_ptr(send) + send_offset,
                                               dla__cu_ptr(recv) + recv_offset, bytes, ncclUint8,
-                                              g->comm, g->d->stream));
-    if (r != ncclSuccess)
-        return nccl_fail(g, r, "coll_allgather");
-    return issued(g, "coll_allgather", ticket);
+                                              g->comm, g->d->stream),
+                    "coll_allgather", ticket);
 }
 
 static dla_status coll_test(void *dev, void *group, uint64_t ticket, int *done)
