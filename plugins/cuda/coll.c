@@ -284,8 +284,8 @@ static dla_status coll_allgather(void *dev, void *group, dla_mem send, size_t se
     if (st != DLA_OK)
         return st;
     return enqueued(g, nccl.allgather(dla__cu_ptr(send) + send_offset,
-                                              dla__cu_ptr(recv) + recv_offset, bytes, ncclUint8,
-                                              g->comm, g->d->stream),
+                                      dla__cu_ptr(recv) + recv_offset, bytes, ncclUint8, g->comm,
+                                      g->d->stream),
                     "coll_allgather", ticket);
 }
 
