@@ -414,15 +414,28 @@ int main(int argc, char **argv)
         return 77;
     }
     /* Both splits now: a corrupt test file is an error before training,
-     * not after the first epoch. */
-    dla_tensor *xtrain = NULL, *ttrain, *xtest = NULL, *ttest;
+     * not after the first epoch. From here on a failure goes through
+     * `done`, which frees what was made: a corrupt test split or image
+     * ends the program with its error, not with a leak as well. */
+    dla_tensor *xtrain = NULL, *ttrain = NULL, *xtest = NULL, *ttest = NULL;
     dla_imds *ftrain = NULL, *ftest = NULL;
+    dla_net *net = NULL;
+    dla_mbq *mbq = NULL, *test = NULL;
+    dla_accel *accfun = NULL;
+    dla_tensor **velocity = NULL, **out = NULL;
+    dla_progress *progress = NULL;
+    int nl = 0, ns = 0, rc = 0, in_scope = 0;
     int64_t ntrain, ntest;
+#define FAIL(what)                                                                                 \
+    do {                                                                                           \
+        rc = fail(what);                                                                           \
+        goto done;                                                                                 \
+    } while (0)
     if (folder) {
         if (!(ftrain = open_folder(folder, "train", small ? 3840 : 0, read_threads)))
-            return fail("training folder");
+            FAIL("training folder");
         if (!(ftest = open_folder(folder, "test", small ? 1000 : 0, read_threads)))
-            return fail("test folder");
+            FAIL("test folder");
         ttrain = dla_imds_labels(ftrain);
         ttest = dla_imds_labels(ftest);
         ntrain = dla_imds_num_files(ftrain);
@@ -434,10 +447,10 @@ int main(int argc, char **argv)
         dla_fashion_mnist_options lo = {.dtype = parallel ? DLA_F32 : DLA_U8,
                                         .count = small ? 3840 : 0};
         if (dla_fashion_mnist_load(dir, "train", &lo, &xtrain, &ttrain) != DLA_OK)
-            return fail("training set");
+            FAIL("training set");
         lo.count = small ? 1000 : 0;
         if (dla_fashion_mnist_load(dir, "test", &lo, &xtest, &ttest) != DLA_OK)
-            return fail("test set");
+            FAIL("test set");
         ntrain = dla_tensor_dim(xtrain, 4);
         ntest = dla_tensor_dim(xtest, 4);
         printf("Fashion-MNIST: %lld training and %lld test images (%s in memory)\n",
@@ -445,42 +458,37 @@ int main(int argc, char **argv)
     }
 
     dla_rng_seed(seed);
-    dla_net *net = make_net();
+    net = make_net();
     if (parallel) {
-        int rc = net ? train_in_parallel(net, xtrain, ttrain, xtest, ttest, epochs, seed, chart,
-                                           parallel == 2 ? "multi-gpu" : "parallel")
-                     : fail("network");
-        dla_net_free(net);
-        dla_tensor_release(xtrain);
-        dla_tensor_release(ttrain);
-        dla_tensor_release(xtest);
-        dla_tensor_release(ttest);
-        return rc;
+        rc = net ? train_in_parallel(net, xtrain, ttrain, xtest, ttest, epochs, seed, chart,
+                                     parallel == 2 ? "multi-gpu" : "parallel")
+                 : fail("network");
+        goto done;
     }
     if (!net || (folder ? set_mean_image_folder(net, ftrain) : set_mean_image(net, xtrain)) != DLA_OK)
-        return fail("network");
+        FAIL("network");
     if (save_initial && dla_net_save(net, save_initial) != DLA_OK)
-        return fail("--save-initial");
-    int nl = dla_net_learnable_count(net), ns = dla_net_state_count(net);
+        FAIL("--save-initial");
+    nl = dla_net_learnable_count(net);
+    ns = dla_net_state_count(net);
 
-    dla_mbq *mbq, *test = NULL;
     dla_mbq_options qo = {.mini_batch_size = BATCH, .partial_mini_batch = "discard", .seed = seed,
                           .dispatch_in_background = 1, .mini_batch_fcn = preprocess};
     if (dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtrain, .images = ftrain, .cast = "single"},
                                             {.tensor = ttrain}},
                        &qo, &mbq) != DLA_OK)
-        return fail("mini-batch queue");
+        FAIL("mini-batch queue");
 
     /* accfun = dlaccelerate(@modelLoss) */
-    dla_accel *accfun = dla_accelerate(model_loss, &(dla_accel_options){
+    accfun = dla_accelerate(model_loss, &(dla_accel_options){
                                                        .name = "modelLoss",
                                                        .ctx_kind = dla_net_accel_kind()});
-    dla_tensor **velocity = calloc((size_t)nl, sizeof *velocity);
-    dla_tensor **out = malloc(sizeof *out * (size_t)(2 + nl + ns));
+    velocity = calloc((size_t)nl, sizeof *velocity);
+    out = malloc(sizeof *out * (size_t)(2 + nl + ns));
     if (!accfun || !velocity || !out)
-        return fail("setup");
+        FAIL("setup");
     int64_t per_epoch = dla_mbq_num_batches(mbq), total = per_epoch * epochs, iteration = 0;
-    dla_progress *progress = dla_progress_create(&(dla_progress_options){
+    progress = dla_progress_create(&(dla_progress_options){
         .total = total, .title = "Fashion-MNIST digit CNN: accelerated custom training loop"});
     printf("training: %d epoch%s of %lld iterations, mini-batch %d, SGDM lr %.2f momentum %.1f\n",
            epochs, epochs > 1 ? "s" : "", (long long)per_epoch, BATCH, DLA_SGDM_LEARN_RATE,
@@ -493,17 +501,19 @@ int main(int argc, char **argv)
         double t0 = now(), loss_sum = 0;
         while (dla_mbq_hasdata(mbq)) {
             dla_scope_begin();
+            in_scope = 1;
             dla_tensor *b[2];
             if (dla_mbq_next(mbq, 2, b) != DLA_OK)
-                return fail("next mini-batch");
+                FAIL("next mini-batch");
             /* [loss, accuracy, gradients, state] = dlfeval(accfun, net, X, T) */
             if (dla_accel_feval(accfun, net, 2, b, 2 + nl + ns, out) != DLA_OK ||
                 dla_net_set_state(net, ns, out + 2 + nl) != DLA_OK ||
                 dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), out + 2, velocity,
                                DLA_SGDM_LEARN_RATE, DLA_SGDM_MOMENTUM) != DLA_OK)
-                return fail("training step");
+                FAIL("training step");
             double loss = dla_tensor_item(out[0], 0), acc = 100.0 * dla_tensor_item(out[1], 0);
             dla_scope_end();
+            in_scope = 0;
             iteration++;
             loss_sum += loss;
             first_loss = iteration == 1 ? loss : first_loss;
@@ -527,11 +537,11 @@ int main(int argc, char **argv)
             if (dla_mbq_create(2, (dla_mbq_input[]){{.tensor = xtest, .images = ftest,
                                                      .cast = "single"},
                                                     {.tensor = ttest}}, &qo, &test) != DLA_OK)
-                return fail("test set");
+                FAIL("test set");
         }
         double test_loss;
         if (evaluate(net, test, &accuracy, &test_loss) != DLA_OK)
-            return fail("test");
+            FAIL("test");
         dla_progress_record(progress, "ValidationLoss", iteration, test_loss);
         dla_progress_record(progress, "ValidationAccuracy", iteration, accuracy);
         dla_progress_printf(progress,
@@ -541,7 +551,7 @@ int main(int argc, char **argv)
                             1e3 * epoch_time[epoch - 1] / (double)per_epoch,
                             dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
         if (dla_progress_write_chart(progress, chart) != DLA_OK)
-            return fail("chart");
+            FAIL("chart");
     }
     dla_progress_finish(progress, NULL);
 
@@ -565,6 +575,9 @@ int main(int argc, char **argv)
         printf("\nPyTorch 1.13 trains the same network to 89.95%% test accuracy in 3 epochs, "
                "with a peak RSS of about 800 MiB (docs/training.md compares the two)\n");
 
+done:
+    if (in_scope)
+        dla_scope_end();
     dla_progress_free(progress);
     dla_optim_free(nl, velocity);
     free(velocity);
@@ -579,5 +592,6 @@ int main(int argc, char **argv)
     dla_tensor_release(ttest);
     dla_imds_free(ftrain);
     dla_imds_free(ftest);
-    return 0;
+    return rc;
+#undef FAIL
 }

@@ -25,6 +25,16 @@ trap 'rm -rf "$tmp"' EXIT
 # one thread each, and idle ranks yield.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+# Under AddressSanitizer, full unwinding on malloc. Open MPI keeps what
+# MPI_Init allocated past MPI_Finalize (tests/lsan.supp names its
+# libraries), but its libraries keep no frame pointers: the fast unwinder
+# stopped in an MCA component that MPI_Finalize had unloaded, the stacks
+# were "<unknown module>" alone, nothing matched, and every rank's exit
+# status was LeakSanitizer's. Full unwinding reaches libmpi's frames.
+if [ "${DLA_TEST_SANITIZER:-none}" = address ]; then
+    ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    export ASAN_OPTIONS
+fi
 # mpirun N ARGS...: the check under a timeout, output in $tmp/out.
 run() {
     n=$1; shift

@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <setjmp.h>
@@ -970,7 +971,7 @@ static void test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_on
 
 typedef struct reader {
     dla_accel *af;
-    atomic_int stop;
+    atomic_int stop, started;
     int reads, bad;
 } reader;
 
@@ -984,6 +985,7 @@ static void *reader_main(void *p)
         dla_accel_describe(r->af, buf, sizeof buf);
         r->bad += !(h >= 0.0 && h <= 100.0) || n < 0 || n > 1 || !strstr(buf, "HitRate");
         r->reads++;
+        atomic_store(&r->started, 1);
     }
     return NULL;
 }
@@ -999,6 +1001,11 @@ static void test_statistics_read_while_other_threads_call(void **state)
     pthread_t rt, th[3];
     worker w[3];
     pthread_create(&rt, NULL, reader_main, &rd);
+    /* The workers start once the reader has read: on a loaded machine
+     * they could otherwise be done before it ran at all (no reads, and no
+     * overlap for ThreadSanitizer to see). */
+    while (!atomic_load(&rd.started))
+        poll(NULL, 0, 1);
     for (int i = 0; i < 3; i++) {
         w[i] = (worker){.af = af, .ok = 0};
         pthread_create(&th[i], NULL, worker_main, &w[i]);

@@ -121,6 +121,7 @@ static dla_status save_chart(const char *path)
     dla_progress_record(p, "TrainingLoss", 2, 1.0);
     dla_status st = dla_progress_write_chart(p, path);
     dla_progress_finish(p, NULL);
+    dla_progress_free(p);
     return st;
 }
 
