@@ -24,9 +24,10 @@
  *                  double at most 2.5x single). They run one after the
  *                  other, not call by call: interleaved, the two working
  *                  sets (a dozen large blocks each, of different sizes)
- *                  overflow the cpu plugin's cache of 16 freed blocks, and
- *                  every call pays fresh pages, double most (measured:
- *                  the double step at about 4x its own time alone).
+ *                  would both have to fit the cpu plugin's cache of freed
+ *                  blocks, or every call pays fresh pages, double most
+ *                  (measured when that cache held 16 blocks under a fixed
+ *                  cap: the double step at about 4x its own time alone).
  * Each prints to stderr, when it is torn down, what the table cannot show:
  * the median forward and backward times measured inside the step, the
  * median page faults of a call (what fresh memory costs: a block the cpu
