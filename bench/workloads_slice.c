@@ -24,11 +24,15 @@
  *                  double at most 2.5x single). They run one after the
  *                  other, not call by call: interleaved, the two working
  *                  sets (a dozen large blocks each, of different sizes)
- *                  overflow the cpu plugin's cache of 16 freed blocks, and
- *                  every call pays fresh pages, double most (measured:
- *                  the double step at about 4x its own time alone).
+ *                  would both have to fit the cpu plugin's cache of freed
+ *                  blocks, or every call pays fresh pages, double most
+ *                  (measured when that cache held 16 blocks under a fixed
+ *                  cap: the double step at about 4x its own time alone).
  * Each prints to stderr, when it is torn down, what the table cannot show:
- * the median forward and backward times measured inside the step, and the
+ * the median forward and backward times measured inside the step, the
+ * median page faults of a call (what fresh memory costs: a block the cpu
+ * plugin's cache of freed blocks did not hold is faulted in page by page),
+ * and the
  * high-water mark of resident memory over one step (from a fresh process
  * state, so it counts every buffer the step makes). slice_leaves then
  * prints the slicing backward's cost (backward of slice_step minus that of
@@ -49,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 enum { SAMPLES = 4096 };
 
@@ -57,7 +62,7 @@ typedef struct slice_state {
     dla_tensor *x, *wa, *wb, *g;
     int mode; /* 0 forward only, 1 gradient of X, 2 gradient of the slices */
     dla_dtype dt;
-    double fwd[SAMPLES], bwd[SAMPLES], all[SAMPLES];
+    double fwd[SAMPLES], bwd[SAMPLES], all[SAMPLES], faults[SAMPLES];
     int n;
     double peak_mib;
 } slice_state;
@@ -82,11 +87,20 @@ static dla_tensor *layer(const slice_state *s, dla_tensor *const *in, dla_tensor
     return dla_add(out, dla_conv(dla_sub(z[1], z[2]), in[2], NULL, &same));
 }
 
+/* Page faults this process took so far (first touches of fresh pages: a
+ * block the cpu plugin's cache did not hold faults in every page). */
+static double minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_minflt : 0;
+}
+
 static dla_status slice_fn(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     (void)nin;
     (void)nout;
     slice_state *s = ctx;
+    double f0 = minor_faults();
     double t0 = bench_now();
     dla_tensor *z[3];
     dla_tensor *loss = dla_sum(dla_mul(layer(s, in, z), in[3]), 0, NULL);
@@ -106,6 +120,7 @@ static dla_status slice_fn(void *ctx, int nin, dla_tensor *const *in, int nout, 
         s->fwd[s->n] = (t1 - t0) * 1e3;
         s->bwd[s->n] = (t2 - t1) * 1e3;
         s->all[s->n] = (t2 - t0) * 1e3;
+        s->faults[s->n] = minor_faults() - f0;
         s->n++;
     }
     return st;
@@ -253,14 +268,16 @@ static void slice_teardown(void *state)
             bmin = s->bwd[i] < bmin ? s->bwd[i] : bmin;
         }
         double f = median(s->fwd, s->n), b = median(s->bwd, s->n), fb = median(s->all, s->n);
+        double pf = median(s->faults, s->n);
         static const char *const what[] = {"forward only", "gradients of X, wA, wB",
                                            "gradients of the slices, wA, wB"};
         fprintf(stderr,
                 "slice %lldx%lldx%lldx%lld %s (%s): forward %.3f ms (min %.3f), backward %.3f ms "
-                "(min %.3f), medians of %d; peak memory +%.1f MiB over the inputs\n",
+                "(min %.3f), medians of %d; page faults %.0f a call (%.1f MiB of 4 KiB pages); peak "
+                "memory +%.1f MiB over the inputs\n",
                 (long long)s->h, (long long)s->w, (long long)s->c, (long long)s->b,
-                s->dt == DLA_F64 ? "double" : "single", what[s->mode], f, fmin, b, bmin, s->n,
-                s->peak_mib);
+                s->dt == DLA_F64 ? "double" : "single", what[s->mode], f, fmin, b, bmin, s->n, pf,
+                pf * 4096 / 1048576.0, s->peak_mib);
         if (s->mode < 2 && s->dt == DLA_F32)
             single_ms[s->mode] = fb;
         if (s->mode < 2 && s->dt == DLA_F64 && single_ms[s->mode] > 0)

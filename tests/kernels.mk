@@ -99,3 +99,13 @@ EXTRA_DIST += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh \
 tests/conformance.sh.log tests/accel_on_graphwrap.sh.log tests/accel_on_graphwrap_flush.sh.log \
 	tests/train_on_graphwrap.sh.log: \
 	$(DLA_GRAPHWRAP_MANIFEST)
+
+# The cpu plugin's cache of freed blocks: its policy decision by decision
+# and the readers of the memory available, compiled in from the plugin's
+# sources (no plugin, no timing).
+check_PROGRAMS += tests/test_block_cache
+TESTS += tests/test_block_cache
+tests_test_block_cache_SOURCES = tests/test_block_cache.c \
+	plugins/cpu/block_cache.c plugins/cpu/mem_avail.c
+tests_test_block_cache_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_block_cache_LDADD = $(CMOCKA_LIBS)

@@ -17,7 +17,8 @@
  * views, ties and NaN in max windows), and gather / scatter_add (repeated
  * positions, operands missing their trailing dim of 1). The cpu plugin's
  * own table negotiation is checked on a private copy of the library, and
- * its block cache giving an idle block's pages back on a miss.
+ * its block cache giving an idle block's pages back on a miss and emptying
+ * itself when the host refuses a block.
  *
  * The refusals tested here (mismatched shapes, a ternary's non-logical
  * cond, views past their memory) are the cpu plugin's own defensive
@@ -40,6 +41,7 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <malloc.h> /* malloc_usable_size: the test allocator's byte count */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2207,6 +2209,69 @@ static void cpu_cache_gives_back_idle_pages_on_a_miss(void **state)
     }
 }
 
+/* A host allocator that refuses a large request (1 MiB or more) when the
+ * large blocks it has handed out would pass big_budget (-1: no budget). */
+static long long big_live, big_budget = -1;
+static int big_refusals;
+
+static void *budget_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    const size_t mib = (size_t)1 << 20;
+    size_t old = ptr ? malloc_usable_size(ptr) : 0;
+    if (size == 0) {
+        if (old >= mib)
+            big_live -= (long long)old;
+        free(ptr);
+        return NULL;
+    }
+    if (!ptr && size >= mib && big_budget >= 0 && big_live + (long long)size > big_budget) {
+        big_refusals++;
+        return NULL;
+    }
+    void *p = realloc(ptr, size);
+    if (p) {
+        size_t now = malloc_usable_size(p);
+        big_live += (now >= mib ? (long long)now : 0) - (old >= mib ? (long long)old : 0);
+    }
+    return p;
+}
+
+/* The cache of freed blocks never turns into an out-of-memory: a request
+ * the host refuses while the cache holds blocks empties the cache into the
+ * host and is asked again. */
+static void cpu_cache_empties_itself_when_the_host_refuses(void **state)
+{
+    have_devices();
+    const size_t mib = (size_t)1 << 20;
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        if (strcmp(dla_device_plugin(dev), "cpu") != 0)
+            continue;
+        const dla_plugin *t = dla_device_table(dev);
+        void *ctx = dla_device_context(dev);
+        dla_set_allocator(budget_alloc, NULL);
+        /* Three 5 MiB blocks, cached by their frees. */
+        dla_mem a[3], big;
+        for (int k = 0; k < 3; k++) {
+            expect_ok(t->mem_alloc(ctx, 5 * mib, &a[k]));
+            memset((void *)a[k], k, 5 * mib);
+        }
+        for (int k = 0; k < 3; k++)
+            t->mem_free(ctx, a[k]);
+        /* Room for 10 MiB more: a 12 MiB block fits only once the cached
+         * 15 MiB are given back. */
+        big_budget = big_live + (long long)(10 * mib);
+        big_refusals = 0;
+        expect_ok(t->mem_alloc(ctx, 12 * mib, &big));
+        assert_int_equal(big_refusals, 1);
+        memset((void *)big, 1, 12 * mib);
+        t->mem_free(ctx, big);
+        big_budget = -1;
+        dla_set_allocator(NULL, NULL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2228,6 +2293,7 @@ int main(void)
         cmocka_unit_test(kernels_reject_mismatched_shapes_with_a_status_and_a_message),
         cmocka_unit_test(cpu_kernels_reject_views_that_reach_past_their_memory),
         cmocka_unit_test(cpu_cache_gives_back_idle_pages_on_a_miss),
+        cmocka_unit_test(cpu_cache_empties_itself_when_the_host_refuses),
         cmocka_unit_test(pool_forward_matches_reference_for_max_and_average_windows),
         cmocka_unit_test(pool_backward_adds_overlapping_windows_into_every_x_element),
         cmocka_unit_test(gather_copies_indexed_slices_in_every_dtype),

@@ -13,7 +13,8 @@ plugins_cpu_libdlaccel_cpu_la_LIBADD = $(OPENBLAS_LIBS) -lm
 plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/cpu.h \
 	plugins/cpu/plugin.c plugins/cpu/threads.c plugins/cpu/peers.c \
-	plugins/cpu/memory.c \
+	plugins/cpu/memory.c plugins/cpu/block_cache.c plugins/cpu/block_cache.h \
+	plugins/cpu/mem_avail.c plugins/cpu/mem_avail.h \
 	plugins/cpu/strided.c plugins/cpu/strided.h \
 	plugins/cpu/copy.c \
 	plugins/cpu/elementwise.c plugins/cpu/elementwise_ops.h \

@@ -12,9 +12,18 @@
  * the same size class. A fresh large block costs a page fault and the
  * kernel's zeroing on every page at first touch, which for a 64 MiB result
  * takes several times longer than the add that writes it; eager code
- * allocates such results on every call. The cache is bounded (an eighth of
- * RAM, at most 2 GiB, at most CACHE_SLOTS blocks, oldest evicted first) and
- * emptied by device_close and shutdown. Blocks under CACHE_MIN always go
+ * allocates such results on every call. The policy (block_cache.c) keeps at
+ * most 64 blocks under a cap that starts at an eighth of RAM, at most
+ * 2 GiB, and grows by what the program shows it recycles (a miss of a size
+ * the cache let go for lack of room), up to half of the memory available
+ * (mem_avail.c: MemAvailable, or the room under the process's memory
+ * cgroup limit), read again at each growth and at each put above the base
+ * cap. (The page-size slicing layer in double frees and remakes about
+ * 2.2 GiB a forward and 4 GiB a training step: under the fixed cap every
+ * call paid 640 MiB, and every step 3.8 GiB, of fresh pages; now none, after
+ * a step or two.) The cache is emptied, and
+ * its cap set back to the base, by device_close, shutdown and any refused
+ * allocation (which is then retried). Blocks under CACHE_MIN always go
  * straight back to the host, so small tensors stay visible to the host's
  * allocation hook one by one.
  *
@@ -22,17 +31,21 @@
  * new memory the process takes instead of it: when the working set moves
  * (eager iterations followed by a replay plan's arena, training followed
  * by evaluation), every request the cache cannot serve would otherwise add
- * its pages on top of all the idle ones. So a miss first gives the pages of
- * the oldest cached blocks, as many bytes as it asks for, back to the
- * kernel (madvise MADV_DONTNEED): the blocks stay allocated and cached,
- * with their addresses, and a later hit on one faults its pages in again,
- * which costs what the miss would have. Freeing them to the host instead
- * does not give the memory back: glibc raises its mmap threshold on such a
- * free, and later blocks come from a heap that does not shrink. The host
- * sees the same allocations either way.
+ * its pages on top of all the idle ones. So a miss first gives back to the
+ * kernel (madvise MADV_DONTNEED) the pages of as many bytes as it asks for,
+ * from the ends of the oldest cached blocks: the blocks stay allocated and
+ * cached, with their addresses, and a later hit on one faults those pages
+ * in again, which costs what the miss would have. (A whole block per miss
+ * made a 2 MiB scratch miss cost a 320 MiB block all its pages.) Freeing
+ * them to the host instead does not give the memory back: glibc raises its
+ * mmap threshold on such a free, and later blocks come from a heap that
+ * does not shrink. The host sees the same allocations either way.
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
+
+#include "plugins/cpu/block_cache.h"
+#include "plugins/cpu/mem_avail.h"
 
 #include <omp.h>
 #include <stdint.h>
@@ -44,13 +57,11 @@
 #define PAR_COPY_MIN ((size_t)1 << 20)
 
 #define CACHE_MIN ((size_t)1 << 20)
-#define CACHE_SLOTS 16
 #define CACHE_MAX_BYTES ((size_t)2 << 30)
 
 typedef struct header {
-    size_t bytes;  /* as requested */
-    size_t block;  /* allocated after the header: the size class */
-    int released;  /* cached with its pages given back to the kernel */
+    size_t bytes; /* as requested */
+    size_t block; /* allocated after the header: the size class */
 } header;
 _Static_assert(sizeof(header) <= DLA__CPU_ALIGN, "the header must fit in one line");
 
@@ -64,13 +75,10 @@ size_t dla__cpu_mem_bytes(dla_mem mem)
     return header_of(mem)->bytes;
 }
 
-static struct {
-    header *blocks[CACHE_SLOTS]; /* oldest first */
-    int count;
-    size_t bytes;
-    size_t limit;
-    size_t page;
-} cache;
+/* Every use inside the critical section dla__cpu_cache. */
+static dla__bcache cache;
+static int cache_ready;
+static size_t page_size;
 
 /* The size a request of rounded bytes is served with: itself when small,
  * else rounded up to a quarter of its power of two, so a few classes cover
@@ -86,104 +94,73 @@ static size_t size_class(size_t rounded)
     return (rounded + step - 1) / step * step;
 }
 
-static size_t cache_limit(void)
+static void cache_setup(void)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-    size_t ram = pages > 0 && page_size > 0 ? (size_t)pages * (size_t)page_size : 0;
-    return ram / 8 < CACHE_MAX_BYTES ? ram / 8 : CACHE_MAX_BYTES;
+    if (cache_ready)
+        return;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    page_size = page > 0 ? (size_t)page : 4096;
+    size_t ram = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    dla__bc_init(&cache, ram / 8 < CACHE_MAX_BYTES ? ram / 8 : CACHE_MAX_BYTES);
+    cache_ready = 1;
 }
 
-/* A cached block of this class (the newest), or NULL. */
+/* Gives the kernel back the whole pages of bytes [offset, offset + n) of
+ * the block's data (the header's page stays). */
+static void give_back(void *block, size_t offset, size_t n, void *user)
+{
+    (void)user;
+    uintptr_t data = (uintptr_t)block + DLA__CPU_ALIGN + offset;
+    uintptr_t first = (data + page_size - 1) / page_size * page_size;
+    uintptr_t end = (data + n) / page_size * page_size;
+    if (end > first)
+        (void)madvise((void *)first, end - first, MADV_DONTNEED);
+}
+
+/* A cached block of this class, or NULL after the cache has grown if the
+ * miss shows it was too small, and has given back the pages of as many
+ * bytes of idle blocks as the new block will take. One critical section,
+ * so no thread takes a block while its pages go. */
 static header *cache_take(size_t block)
 {
-    header *h = NULL;
-#pragma omp critical(dla__cpu_cache)
-    for (int i = cache.count - 1; i >= 0; i--) {
-        if (cache.blocks[i]->block != block)
-            continue;
-        h = cache.blocks[i];
-        memmove(&cache.blocks[i], &cache.blocks[i + 1],
-                (size_t)(cache.count - i - 1) * sizeof cache.blocks[0]);
-        cache.count--;
-        cache.bytes -= block;
-        break;
-    }
-    if (h)
-        h->released = 0;
-    return h;
-}
-
-/* Gives the kernel back the whole pages of h's data (the header's page
- * stays). Returns the bytes given back. */
-static size_t release_pages(header *h)
-{
-    if (cache.page == 0) {
-        long page = sysconf(_SC_PAGESIZE);
-        cache.page = page > 0 ? (size_t)page : 4096;
-    }
-    uintptr_t data = (uintptr_t)h + DLA__CPU_ALIGN;
-    uintptr_t first = (data + cache.page - 1) / cache.page * cache.page;
-    uintptr_t end = (data + h->block) / cache.page * cache.page;
-    if (end <= first || madvise((void *)first, end - first, MADV_DONTNEED) != 0)
-        return 0;
-    return end - first;
-}
-
-/* Before new memory is taken for a request of want bytes the cache cannot
- * serve: the pages of the oldest cached blocks still holding theirs, until
- * want bytes are given back or none is left. Inside the critical section,
- * so no thread takes a block while its pages go. */
-static void cache_release(size_t want)
-{
+    header *h;
 #pragma omp critical(dla__cpu_cache)
     {
-        size_t done = 0;
-        for (int i = 0; i < cache.count && done < want; i++) {
-            header *h = cache.blocks[i];
-            if (!h->released) {
-                done += release_pages(h);
-                h->released = 1;
-            }
+        cache_setup();
+        int regret;
+        h = dla__bc_take(&cache, block, &regret);
+        if (h == NULL) {
+            if (regret)
+                dla__bc_grow(&cache, block, dla__bc_ceiling(&cache, 0, dla__cpu_mem_available()));
+            dla__bc_release(&cache, block, give_back, NULL);
         }
     }
+    return h;
 }
 
 /* Keeps h for reuse; returns the blocks the host must free now (h itself
  * when it does not fit) in out, their number as the result. */
 static int cache_put(header *h, header **out)
 {
-    int n = 0;
+    int n;
 #pragma omp critical(dla__cpu_cache)
     {
-        if (cache.limit == 0)
-            cache.limit = cache_limit();
-        if (h->block > cache.limit) {
-            out[n++] = h;
-        } else {
-            while (cache.count == CACHE_SLOTS || cache.bytes + h->block > cache.limit) {
-                out[n++] = cache.blocks[0];
-                cache.bytes -= cache.blocks[0]->block;
-                memmove(&cache.blocks[0], &cache.blocks[1],
-                        (size_t)(--cache.count) * sizeof cache.blocks[0]);
-            }
-            cache.blocks[cache.count++] = h;
-            cache.bytes += h->block;
-        }
+        cache_setup();
+        /* Above the base, only as far as the memory available allows now. */
+        size_t ceiling = cache.bytes + h->block > cache.base
+                             ? dla__bc_ceiling(&cache, h->block, dla__cpu_mem_available())
+                             : SIZE_MAX;
+        n = dla__bc_put(&cache, h, h->block, ceiling, (void **)out);
     }
     return n;
 }
 
 void dla__cpu_cache_flush(void)
 {
-    header *out[CACHE_SLOTS];
+    header *out[DLA__BC_SLOTS];
     int n;
 #pragma omp critical(dla__cpu_cache)
-    {
-        n = cache.count;
-        memcpy(out, cache.blocks, (size_t)n * sizeof out[0]);
-        cache.count = 0;
-        cache.bytes = 0;
-    }
+    n = dla__bc_drain(&cache, (void **)out);
     for (int i = 0; i < n; i++)
         dla__cpu_host->free(out[i]);
 }
@@ -219,8 +196,6 @@ dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
     if (rounded < bytes || block < rounded || block > SIZE_MAX - DLA__CPU_ALIGN)
         return dla__cpu_host->error(DLA_ERR_OUT_OF_MEMORY, "cpu mem_alloc: %zu bytes", bytes);
     header *h = block >= CACHE_MIN ? cache_take(block) : NULL;
-    if (h == NULL && block >= CACHE_MIN)
-        cache_release(block);
     if (h == NULL) {
         h = dla__cpu_host->alloc(DLA__CPU_ALIGN + block, DLA__CPU_ALIGN);
         if (h == NULL && block >= CACHE_MIN) { /* what the cache holds may be what is missing */
@@ -231,7 +206,6 @@ dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
             return dla__cpu_host->error(DLA_ERR_OUT_OF_MEMORY,
                                         "cpu mem_alloc: the host refused %zu bytes", bytes);
         h->block = block;
-        h->released = 0;
     }
     h->bytes = bytes;
     *out = (dla_mem)((char *)h + DLA__CPU_ALIGN);
@@ -247,7 +221,7 @@ void dla__cpu_mem_free(void *dev, dla_mem mem)
         dla__cpu_host->free(h);
         return;
     }
-    header *out[CACHE_SLOTS + 1];
+    header *out[DLA__BC_SLOTS + 1];
     int n = cache_put(h, out);
     for (int i = 0; i < n; i++)
         dla__cpu_host->free(out[i]);
