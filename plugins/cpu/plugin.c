@@ -269,7 +269,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 5, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 6, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
