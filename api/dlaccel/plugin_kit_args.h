@@ -379,6 +379,24 @@ static inline int dla_kit_fused_nsrc(int32_t kind)
     return kind == DLA_FUSED_WHERE ? 3 : kind == DLA_FUSED_BINARY ? 2 : 1;
 }
 
+/* The identity of program a's instructions, for a plugin that keeps
+ * compiled programs by what they compute: per instruction its kind, its
+ * op (0 for a where) and its sources (-1 past the kind's operands), so
+ * programs that differ only in fields the kind does not read get the same
+ * rows. Rows past a->ninsns are left as they are. alpha and beta are not
+ * in it: a compiled program reads them as arguments. */
+static inline void dla_kit_fused_code(const dla_fused_args *a,
+                                      int32_t code[DLA_FUSED_MAX_INSNS][5])
+{
+    for (int j = 0; j < a->ninsns && j < DLA_FUSED_MAX_INSNS; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        code[j][0] = in->kind;
+        code[j][1] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
+        for (int s = 0; s < 3; s++)
+            code[j][2 + s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
+    }
+}
+
 /* The instructions of program a (of kernel "fused", or "fused_reduce",
  * whose program is its argument "program"): known kinds and ops
  * (DLA_ERR_UNSUPPORTED), each operand an earlier register or an input

@@ -17,13 +17,7 @@ void dla__cu_fused_key(const dla_fused_args *a, int kind, int reg2, dla__cu_fuse
     k->f64 = a->dtype == DLA_F64;
     k->ninputs = a->ninputs;
     k->ninsns = a->ninsns;
-    for (int j = 0; j < a->ninsns && j < DLA_FUSED_MAX_INSNS; j++) {
-        const dla_fused_insn *in = &a->insns[j];
-        k->code[j][0] = in->kind;
-        k->code[j][1] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
-        for (int s = 0; s < 3; s++)
-            k->code[j][2 + s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
-    }
+    dla_kit_fused_code(a, k->code);
 }
 
 /* Appends to src (size bytes, n used), cutting at the end. */

@@ -96,13 +96,7 @@ static void make_key(const dla_fused_args *a, int reduce, int reg2, key *k)
     k->f64 = a->dtype == DLA_F64;
     k->ninputs = a->ninputs;
     k->ninsns = a->ninsns;
-    for (int j = 0; j < a->ninsns; j++) {
-        const dla_fused_insn *in = &a->insns[j];
-        k->code[j][0] = in->kind;
-        k->code[j][1] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
-        for (int s = 0; s < 3; s++)
-            k->code[j][2 + s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
-    }
+    dla_kit_fused_code(a, k->code);
 }
 
 /* Appends to src (size bytes, n used), cutting at the end. */
