@@ -195,6 +195,16 @@ DLA_API dla_device *dla_device_current(void);
 DLA_API void dla_device_set_current(dla_device *dev);
 /* Waits until all queued work on dev is done. */
 DLA_API dla_status dla_device_sync(dla_device *dev);
+/* Gives back to the system the memory dev keeps for reuse: the blocks of
+ * freed tensors that its plugin holds in a cache or pool (the cpu plugin's
+ * cache of large blocks, the cuda plugin's pool), as torch.cuda.empty_cache
+ * does. Live tensors and the arenas of accelerated functions' replay plans
+ * are untouched. dev NULL: every device opened so far. *released (may be
+ * NULL): the bytes given back. Waits for dev's queued work first. A plugin
+ * that keeps nothing gives 0. The cpu plugin also gives back on its own the
+ * pages of blocks unused for DLACCEL_CPU_CACHE_IDLE seconds
+ * (docs/environment.md). */
+DLA_API dla_status dla_device_release_cached(dla_device *dev, size_t *released);
 
 /* How the OpenMP runtime's idle threads wait (docs/environment.md): before
  * loading its first plugin the library sets GOMP_SPINCOUNT to a short spin

@@ -398,6 +398,11 @@ static dla_status plugin_load(struct dla__plugin *p)
                sizeof p->table - offsetof(dla_plugin, coll_probe));
         size = offsetof(dla_plugin, coll_probe);
     }
+    if (p->abi_minor < 7 && size > offsetof(dla_plugin, mem_trim)) {
+        memset((char *)&p->table + offsetof(dla_plugin, mem_trim), 0,
+               sizeof p->table - offsetof(dla_plugin, mem_trim));
+        size = offsetof(dla_plugin, mem_trim);
+    }
     p->table.struct_size = size;
     const char *missing = missing_required_member(&p->table);
     if (missing)
@@ -1030,6 +1035,68 @@ DLA_API dla_status dla_device_sync(dla_device *dev)
         dla__error_prefix("dla_device_sync");
     }
     return st;
+}
+
+/* One device's memory kept for reuse back to the system: after a sync, so
+ * that no queued work still uses a freed block (mem_trim's contract). */
+static dla_status release_cached(dla_device *dev, size_t *bytes)
+{
+    *bytes = 0;
+    if (!dev->table->mem_trim)
+        return DLA_OK;
+    dla_clear_error();
+    dla_status st = dev->table->sync ? dev->table->sync(dev->ctx) : DLA_OK;
+    if (st == DLA_OK)
+        st = dev->table->mem_trim(dev->ctx, bytes);
+    if (st != DLA_OK) {
+        if (!dla_last_error()[0])
+            dla__fail(st, "%s: mem_trim failed", dev->name);
+        dla__error_prefix("dla_device_release_cached");
+    }
+    return st;
+}
+
+DLA_API dla_status dla_device_release_cached(dla_device *dev, size_t *released)
+{
+    if (released)
+        *released = 0;
+    size_t total = 0, bytes;
+    if (dev) {
+        dla_status st = release_cached(dev, &bytes);
+        if (released)
+            *released = bytes;
+        return st;
+    }
+    /* Every device opened so far (the others hold nothing). Collected under
+     * the lock, released outside it: a sync may take long, and devices live
+     * until the library is unloaded. */
+    enum { MAX_DEVS = 256 };
+    dla_device *open[MAX_DEVS];
+    int n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (int k = 0; k < reg.plugin_count; k++) {
+        struct dla__plugin *p = reg.plugins[k];
+        if (p->state != DLA_MANIFEST_LOADED)
+            continue;
+        for (int i = 0; i < p->device_count && n < MAX_DEVS; i++)
+            if (p->devices[i].opened)
+                open[n++] = &p->devices[i].dev;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    dla_status first = DLA_OK;
+    char why[DLA__REASON_MAX] = "";
+    for (int i = 0; i < n; i++) {
+        dla_status st = release_cached(open[i], &bytes);
+        total += bytes;
+        if (st != DLA_OK && first == DLA_OK) {
+            first = st;
+            snprintf(why, sizeof why, "%s", dla_last_error());
+        }
+    }
+    if (released)
+        *released = total;
+    /* The others were still released; the first failure is the answer. */
+    return first == DLA_OK ? DLA_OK : dla__fail(first, "%s", why);
 }
 
 /* ------------------------------------------------------- internal: devices */

@@ -52,6 +52,12 @@ int main(void)
         if (!bad)
             dla_tensor_release(out);
     }
+    /* A block the cpu plugin caches when freed (DLACCEL_CPU_CACHE_IDLE). */
+    if (!bad) {
+        dla_tensor *big = dla_zeros(DLA_F32, "", 1, (const int64_t[]){1 << 18});
+        bad = dla_tensor_status(big) != DLA_OK;
+        dla_tensor_release(big);
+    }
     if (bad)
         fprintf(stderr, "probe: %s\n", dla_last_error());
     else

@@ -23,7 +23,7 @@ static void put_all_kept(dla__bcache *c, int first, int n, size_t size)
 {
     void *out[DLA__BC_SLOTS + 1];
     for (int i = 0; i < n; i++)
-        assert_int_equal(dla__bc_put(c, B(first + i), size, NO_BOUND, out), 0);
+        assert_int_equal(dla__bc_put(c, B(first + i), size, NO_BOUND, 0.0, out), 0);
 }
 
 /* The same size hits, newest first; another size misses, with no regret. */
@@ -53,7 +53,7 @@ static void test_regret_grows_the_cap(void **state)
     /* A step that frees seven blocks of 10 (70) with room for six. */
     void *out[DLA__BC_SLOTS + 1];
     put_all_kept(&c, 1, 6, 10);
-    assert_int_equal(dla__bc_put(&c, B(7), 10, NO_BOUND, out), 1);
+    assert_int_equal(dla__bc_put(&c, B(7), 10, NO_BOUND, 0.0, out), 1);
     assert_ptr_equal(out[0], B(1));
     assert_int_equal(c.ghosts, 1);
     /* The next step takes the six back, and misses the seventh. */
@@ -85,7 +85,7 @@ static void test_no_reuse_no_growth(void **state)
     dla__bc_init(&c, 30);
     void *out[DLA__BC_SLOTS + 1];
     for (int i = 0; i < 20; i++)
-        dla__bc_put(&c, B(i + 1), (size_t)(10 + i), NO_BOUND, out);
+        dla__bc_put(&c, B(i + 1), (size_t)(10 + i), NO_BOUND, 0.0, out);
     int regret;
     for (int i = 0; i < 20; i++) {
         assert_null(dla__bc_take(&c, (size_t)(100 + i), &regret));
@@ -120,7 +120,7 @@ static void test_put_lowers_to_ceiling(void **state)
     assert_int_equal(c.limit, 120);
     put_all_kept(&c, 1, 10, 10);
     void *out[DLA__BC_SLOTS + 1];
-    int n = dla__bc_put(&c, B(11), 10, 40, out);
+    int n = dla__bc_put(&c, B(11), 10, 40, 0.0, out);
     assert_int_equal(c.limit, 40);
     assert_int_equal(n, 7);
     for (int i = 0; i < n; i++)
@@ -135,14 +135,14 @@ static void test_too_large_block(void **state)
     dla__bcache c;
     dla__bc_init(&c, 20);
     void *out[DLA__BC_SLOTS + 1];
-    assert_int_equal(dla__bc_put(&c, B(1), 30, NO_BOUND, out), 1);
+    assert_int_equal(dla__bc_put(&c, B(1), 30, NO_BOUND, 0.0, out), 1);
     assert_ptr_equal(out[0], B(1));
     assert_int_equal(c.count, 0);
     int regret;
     assert_null(dla__bc_take(&c, 30, &regret));
     assert_int_equal(regret, 1);
     dla__bc_grow(&c, 30, 1000);
-    assert_int_equal(dla__bc_put(&c, B(2), 30, NO_BOUND, out), 0);
+    assert_int_equal(dla__bc_put(&c, B(2), 30, NO_BOUND, 0.0, out), 0);
 }
 
 /* The ghosts cover at most the cap's bytes: only blocks a cache twice as
@@ -154,7 +154,7 @@ static void test_ghosts_bounded(void **state)
     dla__bc_init(&c, 20);
     void *out[DLA__BC_SLOTS + 1];
     for (int i = 0; i < 10; i++)
-        dla__bc_put(&c, B(i + 1), 10, NO_BOUND, out);
+        dla__bc_put(&c, B(i + 1), 10, NO_BOUND, 0.0, out);
     assert_true(c.ghost_bytes <= 20);
     assert_int_equal(c.ghosts, 2);
 }
@@ -168,7 +168,7 @@ static void test_slots_full_no_ghost(void **state)
     dla__bc_init(&c, 1000);
     put_all_kept(&c, 1, DLA__BC_SLOTS, 1);
     void *out[DLA__BC_SLOTS + 1];
-    assert_int_equal(dla__bc_put(&c, B(100), 1, NO_BOUND, out), 1);
+    assert_int_equal(dla__bc_put(&c, B(100), 1, NO_BOUND, 0.0, out), 1);
     assert_ptr_equal(out[0], B(1));
     assert_int_equal(c.ghosts, 0);
 }
@@ -238,6 +238,53 @@ static void test_release_proportional(void **state)
     assert_int_equal(dla__bc_resident(&c), 388);
 }
 
+/* Blocks idle for the idle time give back all their pages, once; a block
+ * put since keeps its pages, and one taken and put again is whole and
+ * stamped anew. */
+static void test_decay_idle_blocks(void **state)
+{
+    (void)state;
+    dla__bcache c;
+    dla__bc_init(&c, 1000);
+    void *out[DLA__BC_SLOTS + 1];
+    assert_int_equal(dla__bc_put(&c, B(1), 320, NO_BOUND, 100.0, out), 0);
+    assert_int_equal(dla__bc_put(&c, B(2), 100, NO_BOUND, 105.0, out), 0);
+    assert_int_equal(dla__bc_put(&c, B(3), 50, NO_BOUND, 112.0, out), 0);
+    given.n = 0;
+    /* At 109.9 nothing has been idle 10 s yet. */
+    assert_int_equal(dla__bc_decay(&c, 109.9, 10.0, record_give_back, NULL), 0);
+    assert_int_equal(given.n, 0);
+    /* At 115 the block put at 100 and the one at 105 have; the one at 112
+     * has not. */
+    assert_int_equal(dla__bc_decay(&c, 115.0, 10.0, record_give_back, NULL), 420);
+    assert_int_equal(given.n, 2);
+    assert_ptr_equal(given.block[0], B(1));
+    assert_int_equal(given.offset[0], 0);
+    assert_int_equal(given.bytes[0], 320);
+    assert_ptr_equal(given.block[1], B(2));
+    assert_int_equal(given.bytes[1], 100);
+    assert_int_equal(dla__bc_resident(&c), 50);
+    assert_int_equal(c.count, 3); /* the blocks stay cached, at their addresses */
+    /* Their pages are gone already: nothing more to give. */
+    given.n = 0;
+    assert_int_equal(dla__bc_decay(&c, 200.0, 100.0, record_give_back, NULL), 0);
+    assert_int_equal(given.n, 0);
+    /* A block partly given back by a miss gives the rest when it idles. */
+    dla__bc_release(&c, 20, record_give_back, NULL);
+    assert_int_equal(dla__bc_resident(&c), 30);
+    given.n = 0;
+    assert_int_equal(dla__bc_decay(&c, 122.0, 10.0, record_give_back, NULL), 30);
+    assert_int_equal(given.offset[0], 0);
+    assert_int_equal(given.bytes[0], 30);
+    /* Taken and put back: whole, stamped now, so not idle. */
+    int regret;
+    assert_ptr_equal(dla__bc_take(&c, 320, &regret), B(1));
+    assert_int_equal(dla__bc_put(&c, B(1), 320, NO_BOUND, 130.0, out), 0);
+    assert_int_equal(dla__bc_resident(&c), 320);
+    assert_int_equal(dla__bc_decay(&c, 135.0, 10.0, record_give_back, NULL), 0);
+    assert_int_equal(dla__bc_decay(&c, 140.0, 10.0, record_give_back, NULL), 320);
+}
+
 /* A refused allocation drains everything and sets the cap back to the base,
  * forgetting the ghosts. */
 static void test_drain_resets(void **state)
@@ -247,7 +294,7 @@ static void test_drain_resets(void **state)
     dla__bc_init(&c, 20);
     void *out[DLA__BC_SLOTS + 1];
     for (int i = 0; i < 4; i++)
-        dla__bc_put(&c, B(i + 1), 10, NO_BOUND, out);
+        dla__bc_put(&c, B(i + 1), 10, NO_BOUND, 0.0, out);
     dla__bc_grow(&c, 50, 1000);
     put_all_kept(&c, 10, 3, 10);
     assert_int_equal(dla__bc_drain(&c, out), 5);
@@ -307,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_ceiling),
         cmocka_unit_test(test_release_proportional),
         cmocka_unit_test(test_drain_resets),
+        cmocka_unit_test(test_decay_idle_blocks),
         cmocka_unit_test(test_parse_meminfo),
         cmocka_unit_test(test_parse_cgroup),
     };

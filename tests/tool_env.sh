@@ -10,6 +10,7 @@ tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-env-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CPU_CONV \
+    DLACCEL_CPU_CACHE_IDLE \
     DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE \
     OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN
 opencl=no
@@ -18,7 +19,7 @@ if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" 
     opencl=yes
 fi
 
-echo "1..12"
+echo "1..13"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -49,7 +50,11 @@ run DLACCEL_LOG=verbose
 verdict "an unknown DLACCEL_LOG value is named, and warn applies" \
     "DLACCEL_LOG=verbose is not one of its values (none, error, warn, info, debug, any case); warn applies"
 
-run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col
+run DLACCEL_CPU_CACHE_IDLE=soon
+verdict "an unknown DLACCEL_CPU_CACHE_IDLE value is named once, and the default applies" \
+    "dlaccel[warn]: cpu: DLACCEL_CPU_CACHE_IDLE=soon is not a number of seconds (>= 0) or off; ignored, the default applies (10)"
+
+run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col DLACCEL_CPU_CACHE_IDLE=2.5
 n=$((n + 1))
 if [ "$status" -eq 0 ] && ! grep -q "not one of its values" "$tmp/out"; then
     echo "ok $n - accepted values say nothing"

@@ -36,6 +36,29 @@ void cf_case_memory(cf_case *c)
     free(part);
     if (!cf_agree(c) || !cf_compare(c, b, NULL, CF_EXACT))
         return;
+    /* The memory kept for reuse given back (ABI 1.7), as
+     * dla_device_release_cached does it (after a sync): a freed block goes,
+     * the live buffers keep their bytes. */
+    const dla_plugin *dut = CF_TABLE(c, CF_DUT);
+    if (dut->mem_trim && cf_chance(c, 25)) {
+        void *ctx = CF_CTX(c, CF_DUT);
+        dla_mem scratch = NULL;
+        size_t released = 0;
+        cf_describe(c, "; mem_trim after a free of %lld bytes", (long long)n);
+        dla_status st = dut->mem_alloc(ctx, (size_t)n, &scratch);
+        if (st == DLA_OK) {
+            dut->mem_free(ctx, scratch);
+            st = dut->sync ? dut->sync(ctx) : DLA_OK;
+        }
+        if (st == DLA_OK)
+            st = dut->mem_trim(ctx, &released);
+        if (st != DLA_OK) {
+            cf_fail(c, "mem_trim: %s", dla_status_str(st));
+            return;
+        }
+        if (!cf_compare(c, b, NULL, CF_EXACT))
+            return;
+    }
     /* Device to device, when the device under test has it. */
     if (CF_TABLE(c, CF_DUT)->copy_on_device) {
         const int64_t so = cf_int(c, 0, n - 1), dst = cf_int(c, 0, n - 1);

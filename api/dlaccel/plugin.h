@@ -86,7 +86,7 @@ extern "C" {
  * (the host then holds back what is newer: see the top of this file) or
  * higher (the host ignores what it does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 6
+#define DLA_PLUGIN_ABI_MINOR 7
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -804,6 +804,16 @@ typedef struct dla_plugin {
      * with abort, at once (their results are then undefined). */
     void (*coll_leave)(void *dev, void *group, int32_t abort);
     /* ---- fields above are ABI 1.6 ---- */
+
+    /* -- memory kept for reuse -- (ABI 1.7) */
+    /* Gives back to the system the memory the plugin keeps for reuse on dev
+     * (freed blocks in its pool or cache) and sets *released to the bytes
+     * given back. Memory of live dla_mems, and what a plan's replay holds,
+     * is untouched; later allocations work as before (they may be slower
+     * while the pool fills again). dla_device_release_cached calls it.
+     * NULL: the plugin keeps nothing for reuse. */
+    dla_status (*mem_trim)(void *dev, size_t *released);
+    /* ---- fields above are ABI 1.7 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;

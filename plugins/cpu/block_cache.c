@@ -98,7 +98,7 @@ void dla__bc_grow(dla__bcache *c, size_t size, size_t ceiling)
     set_limit(c, add_sat(c->limit, size), ceiling);
 }
 
-int dla__bc_put(dla__bcache *c, void *block, size_t size, size_t ceiling, void **out)
+int dla__bc_put(dla__bcache *c, void *block, size_t size, size_t ceiling, double now, void **out)
 {
     int n = 0;
     if (ceiling < c->limit)
@@ -117,7 +117,8 @@ int dla__bc_put(dla__bcache *c, void *block, size_t size, size_t ceiling, void *
         c->bytes -= c->slot[0].size;
         memmove(&c->slot[0], &c->slot[1], (size_t)(--c->count) * sizeof c->slot[0]);
     }
-    c->slot[c->count++] = (dla__bc_entry){.block = block, .size = size, .released = 0};
+    c->slot[c->count++] =
+        (dla__bc_entry){.block = block, .size = size, .released = 0, .put_at = now};
     c->bytes += size;
     return n;
 }
@@ -137,6 +138,22 @@ void dla__bc_release(dla__bcache *c, size_t want, dla__bc_give_back_fn give_back
         e->released += n;
         done += n;
     }
+}
+
+size_t dla__bc_decay(dla__bcache *c, double now, double idle, dla__bc_give_back_fn give_back,
+                     void *user)
+{
+    size_t done = 0;
+    for (int i = 0; i < c->count; i++) {
+        dla__bc_entry *e = &c->slot[i];
+        size_t resident = e->size - e->released;
+        if (resident == 0 || e->put_at > now - idle)
+            continue;
+        give_back(e->block, 0, resident, user);
+        e->released = e->size;
+        done += resident;
+    }
+    return done;
 }
 
 int dla__bc_drain(dla__bcache *c, void **out)

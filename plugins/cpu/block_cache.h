@@ -16,6 +16,14 @@
  * half of what would be available without the cache's resident blocks),
  * read anew at each growth and at each put above the base, so the cap
  * comes back down when the machine fills.
+ *
+ * Blocks that sit in the cache unused give their pages back after a while
+ * (dla__bc_decay, as jemalloc's decay does: driven by the program's own
+ * allocations, no thread of its own), so a program that trained and moved
+ * on to smaller work does not keep gigabytes resident for blocks it no
+ * longer asks for; a training loop puts and takes its blocks every step and
+ * never reaches the idle time. dla_device_release_cached empties the cache
+ * at once (memory.c).
  */
 #ifndef DLA_PLUGIN_CPU_BLOCK_CACHE_H
 #define DLA_PLUGIN_CPU_BLOCK_CACHE_H
@@ -31,6 +39,7 @@ typedef struct dla__bc_entry {
     void *block;
     size_t size;     /* its size class */
     size_t released; /* bytes at its end whose pages went back to the kernel */
+    double put_at;   /* the caller's clock (seconds) when it was put */
 } dla__bc_entry;
 
 typedef struct dla__bcache {
@@ -60,11 +69,11 @@ size_t dla__bc_ceiling(const dla__bcache *c, size_t incoming, size_t available);
 /* After a miss with regret: the cap grows by size, up to the ceiling. */
 void dla__bc_grow(dla__bcache *c, size_t size, size_t ceiling);
 
-/* Keeps block (of size bytes) under a cap lowered to ceiling if above it.
- * The blocks the caller must free now (the oldest, or block itself when it
- * is larger than the cap) go to out (room for DLA__BC_SLOTS + 1); returns
- * their number. */
-int dla__bc_put(dla__bcache *c, void *block, size_t size, size_t ceiling, void **out);
+/* Keeps block (of size bytes) under a cap lowered to ceiling if above it,
+ * stamped with now (the caller's clock, in seconds). The blocks the caller
+ * must free now (the oldest, or block itself when it is larger than the
+ * cap) go to out (room for DLA__BC_SLOTS + 1); returns their number. */
+int dla__bc_put(dla__bcache *c, void *block, size_t size, size_t ceiling, double now, void **out);
 
 /* Bytes of the cached blocks whose pages have not been given back. */
 size_t dla__bc_resident(const dla__bcache *c);
@@ -74,6 +83,12 @@ size_t dla__bc_resident(const dla__bcache *c);
  * bytes, user); a block keeps its place and its address. */
 typedef void (*dla__bc_give_back_fn)(void *block, size_t offset, size_t bytes, void *user);
 void dla__bc_release(dla__bcache *c, size_t want, dla__bc_give_back_fn give_back, void *user);
+
+/* Gives back the pages still resident of every block put at or before
+ * now - idle, through give_back as dla__bc_release does (the blocks keep
+ * their places and addresses); returns the bytes given back. */
+size_t dla__bc_decay(dla__bcache *c, double now, double idle, dla__bc_give_back_fn give_back,
+                     void *user);
 
 /* Empties the cache into out (room for DLA__BC_SLOTS) and returns the count;
  * the cap goes back to the base and the ghosts are forgotten (called when an

@@ -68,6 +68,9 @@ void dla__cpu_memcpy(void *dst, const void *src, size_t bytes);
 size_t dla__cpu_mem_bytes(dla_mem mem);
 /* Hands every cached free block back to the host. */
 void dla__cpu_cache_flush(void);
+/* mem_trim (ABI 1.7): gives back the pages of every cached block and frees
+ * them; *released: the bytes that were resident. */
+dla_status dla__cpu_mem_trim(void *dev, size_t *released);
 
 /* ---- table members: memory.c ---- */
 dla_status dla__cpu_mem_alloc(void *dev, size_t bytes, dla_mem *out);

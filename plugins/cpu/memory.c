@@ -40,17 +40,27 @@
  * them to the host instead does not give the memory back: glibc raises its
  * mmap threshold on such a free, and later blocks come from a heap that
  * does not shrink. The host sees the same allocations either way.
+ *
+ * A block that stays in the cache unused for DLACCEL_CPU_CACHE_IDLE
+ * seconds (10 by default) gives back all its pages the same way, checked
+ * at most once a second on the plugin's allocations and frees, so memory
+ * a program stopped asking for goes back to the system without a thread of
+ * our own; dla_device_release_cached (mem_trim) gives back and frees every
+ * cached block at once.
  */
-#define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
+#define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES), secure_getenv */
 #include "plugins/cpu/cpu.h"
 
 #include "plugins/cpu/block_cache.h"
 #include "plugins/cpu/mem_avail.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Below this a copy stays on the calling thread. */
@@ -58,6 +68,9 @@
 
 #define CACHE_MIN ((size_t)1 << 20)
 #define CACHE_MAX_BYTES ((size_t)2 << 30)
+/* Seconds a cached block may stay unused before its pages go back, unless
+ * DLACCEL_CPU_CACHE_IDLE says otherwise. */
+#define CACHE_IDLE_DEFAULT 10.0
 
 typedef struct header {
     size_t bytes; /* as requested */
@@ -79,6 +92,35 @@ size_t dla__cpu_mem_bytes(dla_mem mem)
 static dla__bcache cache;
 static int cache_ready;
 static size_t page_size;
+static double cache_idle;  /* seconds; INFINITY: never */
+static double last_decay;  /* when the idle blocks were last looked at */
+
+static double clock_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* DLACCEL_CPU_CACHE_IDLE: seconds (>= 0), or "off" for never; anything else
+ * is named once in the log and the default taken. */
+static double idle_from_env(void)
+{
+    const char *v = secure_getenv("DLACCEL_CPU_CACHE_IDLE");
+    if (!v || !*v)
+        return CACHE_IDLE_DEFAULT;
+    if (!strcmp(v, "off"))
+        return INFINITY;
+    char *end;
+    double s = strtod(v, &end);
+    if (end != v && *end == '\0' && s >= 0 && isfinite(s))
+        return s;
+    dla__cpu_host->log(DLA_LOG_WARN,
+                       "DLACCEL_CPU_CACHE_IDLE=%.64s is not a number of seconds (>= 0) or "
+                       "off; ignored, the default applies (%g)",
+                       v, CACHE_IDLE_DEFAULT);
+    return CACHE_IDLE_DEFAULT;
+}
 
 /* The size a request of rounded bytes is served with: itself when small,
  * else rounded up to a quarter of its power of two, so a few classes cover
@@ -102,6 +144,8 @@ static void cache_setup(void)
     page_size = page > 0 ? (size_t)page : 4096;
     size_t ram = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
     dla__bc_init(&cache, ram / 8 < CACHE_MAX_BYTES ? ram / 8 : CACHE_MAX_BYTES);
+    cache_idle = idle_from_env();
+    last_decay = clock_seconds();
     cache_ready = 1;
 }
 
@@ -117,6 +161,17 @@ static void give_back(void *block, size_t offset, size_t n, void *user)
         (void)madvise((void *)first, end - first, MADV_DONTNEED);
 }
 
+/* Inside the critical section: the pages of blocks idle too long go back,
+ * looked at no more than once a second. */
+static void decay(double now)
+{
+    if (now - last_decay < 1.0)
+        return;
+    last_decay = now;
+    if (isfinite(cache_idle))
+        dla__bc_decay(&cache, now, cache_idle, give_back, NULL);
+}
+
 /* A cached block of this class, or NULL after the cache has grown if the
  * miss shows it was too small, and has given back the pages of as many
  * bytes of idle blocks as the new block will take. One critical section,
@@ -124,9 +179,11 @@ static void give_back(void *block, size_t offset, size_t n, void *user)
 static header *cache_take(size_t block)
 {
     header *h;
+    const double now = clock_seconds();
 #pragma omp critical(dla__cpu_cache)
     {
         cache_setup();
+        decay(now);
         int regret;
         h = dla__bc_take(&cache, block, &regret);
         if (h == NULL) {
@@ -143,14 +200,16 @@ static header *cache_take(size_t block)
 static int cache_put(header *h, header **out)
 {
     int n;
+    const double now = clock_seconds();
 #pragma omp critical(dla__cpu_cache)
     {
         cache_setup();
+        decay(now);
         /* Above the base, only as far as the memory available allows now. */
         size_t ceiling = cache.bytes + h->block > cache.base
                              ? dla__bc_ceiling(&cache, h->block, dla__cpu_mem_available())
                              : SIZE_MAX;
-        n = dla__bc_put(&cache, h, h->block, ceiling, (void **)out);
+        n = dla__bc_put(&cache, h, h->block, ceiling, now, (void **)out);
     }
     return n;
 }
@@ -163,6 +222,27 @@ void dla__cpu_cache_flush(void)
     n = dla__bc_drain(&cache, (void **)out);
     for (int i = 0; i < n; i++)
         dla__cpu_host->free(out[i]);
+}
+
+dla_status dla__cpu_mem_trim(void *dev, size_t *released)
+{
+    (void)dev;
+    header *out[DLA__BC_SLOTS];
+    size_t bytes = 0;
+    int n;
+#pragma omp critical(dla__cpu_cache)
+    {
+        bytes = dla__bc_resident(&cache);
+        n = dla__bc_drain(&cache, (void **)out);
+    }
+    /* The pages first: a freed block may stay in the host's heap (glibc's
+     * raised mmap threshold, above), and then only this gives it back. */
+    for (int i = 0; i < n; i++) {
+        give_back(out[i], 0, out[i]->block, NULL);
+        dla__cpu_host->free(out[i]);
+    }
+    *released = bytes;
+    return DLA_OK;
 }
 
 void dla__cpu_memcpy(void *dst, const void *src, size_t bytes)

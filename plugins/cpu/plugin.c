@@ -269,7 +269,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 6, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 7, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
@@ -303,6 +303,9 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
          * already finishes before it returns, so a plan has nothing to
          * wait for at its end. */
         .random = checked_random,
+        /* ABI 1.6: no collectives of its own (host memory goes over the
+         * communicator plugin as it is). */
+        .mem_trim = dla__cpu_mem_trim,
     };
     /* Members past the host's struct_size are not there to be written. */
     memcpy(table, &mine, size);

@@ -215,6 +215,8 @@ dla_status dla__cu_sync(void *dev);
 /* Gives every pooled block back to the driver (device_close, and once
  * before an allocation fails). */
 void dla__cu_pool_release(dla__cu_device *d);
+/* mem_trim (ABI 1.7): the pool back to the driver, as pool_release. */
+dla_status dla__cu_mem_trim(void *dev, size_t *released);
 
 /* ---- copy.c / copy_kernels.cu ---- */
 dla_status dla__cu_fill(void *dev, const dla_view *y, double value);

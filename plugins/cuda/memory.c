@@ -141,6 +141,29 @@ static dla_status check_range(dla__cu_device *d, const char *member, dla_mem mem
     return DLA_OK;
 }
 
+dla_status dla__cu_mem_trim(void *dev, size_t *released)
+{
+    dla__cu_device *d = dev;
+    *released = 0;
+    dla_status s = dla__cu_enter(d, "mem_trim");
+    if (s != DLA_OK)
+        return s;
+    /* cudaFree while another thread captures a plan could end its capture:
+     * a capture holds gate from plan_begin to plan_end, so trimming waits
+     * for none; the pool stays until the next call. */
+    if (pthread_mutex_trylock(&d->gate) != 0) {
+        dla__cu_host->log(DLA_LOG_DEBUG,
+                          "cuda:%d mem_trim: a plan is being captured; the pool is kept", d->index);
+        return DLA_OK;
+    }
+    pthread_mutex_lock(&d->lock);
+    *released = d->pool_held;
+    dla__cu_pool_release(d);
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->gate);
+    return DLA_OK;
+}
+
 dla_status dla__cu_host_mem_alloc(void *dev, size_t bytes, dla_mem *out)
 {
     dla_status s = dla__cu_mem_alloc(dev, bytes, out);

@@ -289,7 +289,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 6, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 7, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
@@ -323,6 +323,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .plan_begin = dla__cu_plan_begin,
         .plan_end = dla__cu_plan_end,
         .plan_replay = dla__cu_plan_replay,
+        .mem_trim = dla__cu_mem_trim,
     };
     dla__cu_coll_table(&mine);
     if (dla__cu_profiling())
