@@ -82,6 +82,7 @@ static struct {
     dla_device *default_dev;
     dla_status default_status;
     char default_reason[1024]; /* why it is the default, or why none is */
+    int default_pinned; /* a DLACCEL_DEVICE entry with an index chose it */
 } reg;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -750,6 +751,7 @@ static dla_status default_from_list(void)
         if (st == DLA_ERR_OUT_OF_MEMORY && !dev)
             return st;
         if (dev) {
+            reg.default_pinned = memchr(p, ':', len) != NULL;
             if (failed[0])
                 set_default(dev, "DLACCEL_DEVICE entry '%.*s' (passed over: %s)", (int)len, p, failed);
             else
@@ -916,6 +918,14 @@ DLA_API dla_device *dla_device_default(void)
     }
     pthread_mutex_unlock(&reg_lock);
     return dev;
+}
+
+int dla__device_default_pinned(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    int pinned = resolve_default() == DLA_OK && reg.default_dev && reg.default_pinned;
+    pthread_mutex_unlock(&reg_lock);
+    return pinned;
 }
 
 DLA_API const char *dla_device_default_reason(void)

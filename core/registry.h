@@ -22,6 +22,11 @@ int dla__device_supports(dla_device *dev, dla_kernel kernel, dla_dtype dtype);
  * plugin's plugin.priority. 0 for NULL. */
 int dla__device_priority(const dla_device *dev);
 
+/* Nonzero when the default device is one DLACCEL_DEVICE named with its
+ * index ("cuda:1"), not a plugin's first device or priority's choice:
+ * trainnet "parallel" then keeps every rank on it. */
+int dla__device_default_pinned(void);
+
 /* Forgets every plugin and device (dlclose, shutdown) and re-reads the
  * environment on next use. For tests and tools; no tensor may be alive. */
 void dla__registry_reset(void);

@@ -14,6 +14,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
 
+#include "core/log.h"
+#include "core/registry.h"
 #include "nn/spmd_impl.h"
 #include "nn/train_impl.h"
 #include "nn/train_parallel.h"
@@ -31,14 +33,53 @@ static double clock_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* "parallel": the rank's device. MATLAB trains on the workers' GPUs when
+ * the pool has them, a unique one each; here every rank's default would be
+ * the same first GPU, where the ranks queue on one device while the others
+ * idle, and NCCL refuses a group that holds one GPU twice. So when the
+ * device is the default and not a GPU named with its index (DLACCEL_DEVICE
+ * "cuda:1", or one the program made current), each rank takes the device
+ * of the default's plugin at its local rank, as "multi-gpu" does, round
+ * the plugin's devices when the machine has more ranks than devices. A cpu
+ * stays as it is: its plugin shares out the cores itself. */
+static dla_device *parallel_device(dla_device *cur)
+{
+    const int local = dla_spmd_local_rank(), ranks = dla_spmd_local_size();
+    if (ranks <= 1 || !strcmp(dla_device_type(cur), "cpu") || cur != dla_device_default() ||
+        dla__device_default_pinned())
+        return cur;
+    dla_device *same[64];
+    int n = 0;
+    for (int i = 0, count = dla_device_count(); i < count && n < 64; i++) {
+        dla_device *d = dla_device_at(i);
+        if (d && !strcmp(dla_device_plugin(d), dla_device_plugin(cur)) &&
+            !strcmp(dla_device_type(d), dla_device_type(cur)))
+            same[n++] = d;
+    }
+    dla_clear_error(); /* a device that would not open is simply not taken */
+    if (n <= 1)
+        return cur;
+    dla_device *mine = same[local % n];
+    if (ranks > n && local == 0)
+        dla__log(DLA_LOG_WARN,
+                 "ExecutionEnvironment \"parallel\": %d ranks on this machine share its %d %s "
+                 "devices (rank by rank, round them); start at most %d for a device each",
+                 ranks, n, dla_device_plugin(cur), n);
+    dla__log(DLA_LOG_INFO, "ExecutionEnvironment \"parallel\": local rank %d of %d on %s", local,
+             ranks, dla_device_name(mine));
+    return mine;
+}
+
 dla_status dla__train_par_device(const char *env, dla_device **out)
 {
     if (!strcmp(env, "parallel")) {
-        *out = dla_device_current();
-        return *out ? DLA_OK
-                    : dla_set_error(DLA_ERR_NO_DEVICE,
-                                    "dla_training_device: ExecutionEnvironment \"parallel\": no "
-                                    "device: %s", dla_last_error());
+        dla_device *cur = dla_device_current();
+        if (!cur)
+            return dla_set_error(DLA_ERR_NO_DEVICE,
+                                 "dla_training_device: ExecutionEnvironment \"parallel\": no "
+                                 "device: %s", dla_last_error());
+        *out = parallel_device(cur);
+        return DLA_OK;
     }
     /* "multi-gpu": the devices that are not a cpu, in the registry's order. */
     int n = dla_device_count(), local = dla_spmd_local_rank(), ranks = dla_spmd_local_size();

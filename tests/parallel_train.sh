@@ -6,7 +6,8 @@
 # printing, its gradient reductions overlapped with the backward pass (the
 # blocking path's result; a rank that fails stops them all), and a resume
 # from its checkpoint with another number of workers; the two examples on 2 ranks (--small); the cpu plugin's
-# threads divided among the ranks of the machine. Each mpirun under a
+# threads divided among the ranks of the machine; "parallel" giving each
+# rank its own device where the default is not a cpu. Each mpirun under a
 # timeout. Speaks TAP; skipped when the MPI
 # plugin is not built.
 check="$DLA_TEST_BUILDDIR/tests/parallel_train_check"
@@ -47,7 +48,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..18"
+echo "1..22"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -117,3 +118,35 @@ else
     sed 's/^/#   /' "$tmp/out" | tail -n 30
     echo "not ok $t - 2 ranks on $cpus CPUs: expected $each thread(s) each (said $said, shown $shown, exit $status)"
 fi
+
+# "parallel" where the default device is not a cpu: each rank takes the
+# device of that plugin at its local rank (round them when there are more
+# ranks), unless DLACCEL_DEVICE named one with its index. testmem, with
+# two devices, stands in for a machine's GPUs.
+tm_path="$DLACCEL_PLUGIN_PATH:$DLA_TEST_BUILDDIR/tests/plugins.d"
+# device_verdict DESCRIPTION RANK=DEVICE...: each rank's line, and exit 0.
+device_verdict() {
+    what=$1; shift
+    ok=yes
+    [ "$status" -eq 0 ] || ok=no
+    for want in "$@"; do
+        r=${want%%=*} d=${want#*=}
+        grep -q "rank $r: parallel on $d\$" "$tmp/out" || { echo "# rank $r not on $d"; ok=no; }
+    done
+    t=$((t + 1))
+    if [ $ok = yes ]; then echo "ok $t - $what"; else
+        sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $what (exit status $status)"; fi
+}
+export DLACCEL_PLUGIN_PATH="$tm_path" DLA_TESTMEM_DEVICES=2 DLACCEL_DEVICE=testmem
+run 2 device
+device_verdict "\"parallel\" on a machine with 2 devices of the default's plugin: a device each" \
+    0=testmem:0 1=testmem:1
+run 3 device
+device_verdict "3 ranks, 2 devices: round them, with one warning" 0=testmem:0 1=testmem:1 2=testmem:0
+t=$((t + 1))
+c=$(grep -c 'ranks on this machine share its 2 testmem devices' "$tmp/out")
+if [ "$c" -eq 1 ]; then echo "ok $t - the sharing is said once"; else
+    sed 's/^/#   /' "$tmp/out"; echo "not ok $t - the sharing is said once ($c times)"; fi
+DLACCEL_DEVICE=testmem:1
+run 2 device
+device_verdict "DLACCEL_DEVICE with an index keeps every rank on that device" 0=testmem:1 1=testmem:1

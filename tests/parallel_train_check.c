@@ -544,6 +544,19 @@ static void mode_overlap(void)
     dla_net_free(init);
 }
 
+/* The device each rank trains on under "parallel", one line a rank (the
+ * script reads them). */
+static void mode_device(void)
+{
+    dla_device *d = NULL;
+    if (dla_training_device("parallel", &d) != DLA_OK) {
+        printf("rank %d: parallel: %s\n", rank, dla_last_error());
+        failures++;
+        return;
+    }
+    printf("rank %d: parallel on %s\n", rank, dla_device_name(d));
+}
+
 int main(int argc, char **argv)
 {
     rank = dla_spmd_rank();
@@ -559,9 +572,11 @@ int main(int argc, char **argv)
         mode_resume(argv[2]);
     else if (!strcmp(mode, "overlap"))
         mode_overlap();
+    else if (!strcmp(mode, "device"))
+        mode_device();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | trainnet DIR [EPOCHS] | resume DIR | "
-                        "overlap\n");
+                        "overlap | device\n");
         return 2;
     }
     fflush(stdout);
