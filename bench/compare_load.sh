@@ -9,7 +9,8 @@
 # Each round runs, alternately: PyTorch 1.13 (the digit CNN timing and
 # ResNet-20 eager), PyTorch 2.15 eager and torch.compile (when $T2PY, or
 # /tmp/torch2, has it), the FMA peak (../shared/peers/peak_fma.c), and
-# dlaccel-bench's digit CNN and ResNet-20 workloads under three OpenMP wait
+# dlaccel-bench's digit CNN and ResNet-20 workloads and the main job's
+# epoch (examples/cnn_fmnist --small) under three OpenMP wait
 # policies: dlaccel's default, OMP_WAIT_POLICY=passive and =active. The
 # figures are medians over the rounds.
 #
@@ -146,6 +147,13 @@ for r in $(seq "$rounds"); do
             "${e[@]}" "$bench" --json --device cpu --workload resnet20_ --reps 5 >"$work/dla_${pol}_res_$r.json" ||
                 echo "dlaccel-bench ResNet-20 ($pol) failed (round $r)" >&2
         fi
+        # The main job's epoch (--small: 30 iterations, the first recording
+        # the trace, and the test set), where the example and its data are.
+        if [ "$only" != resnet ] && [ -x "$build/examples/cnn_fmnist" ]; then
+            (cd "$work" && "${e[@]}" "$build/examples/cnn_fmnist" --small --epochs 1 \
+                --chart "$work/chart.svg" >"$work/epoch_${pol}_$r.log" 2>&1) ||
+                echo "cnn_fmnist --small ($pol) failed (round $r; no data? bash tools/quickstart.sh fetches it)" >&2
+        fi
         pause
     done
 done
@@ -215,6 +223,13 @@ for r in range(1, rounds + 1):
                        "resnet20_inference_b16": "resnet20 infer b16"}.get(w)
                 if row:
                     add((row, f"dlaccel {pol}"), rec["median_ms"])
+        try:
+            for line in open(os.path.join(work, f"epoch_{pol}_{r}.log")):
+                m = re.match(r"time per epoch: ([0-9.]+) s", line)
+                if m:
+                    add(("main job epoch (--small)", f"dlaccel {pol}"), 1000 * float(m.group(1)))
+        except OSError:
+            pass
 flops = {"cnn train": 3.421e9, "cnn infer": 1.165e9,
          "cnn train replayed": 3.421e9, "cnn infer replayed": 1.165e9,
          "resnet20 train": 3 * 2 * 40813184.0 * 128, "resnet20 infer": 2 * 40813184.0 * 128}
