@@ -48,15 +48,20 @@ static dla_device *parallel_device(dla_device *cur)
     if (ranks <= 1 || !strcmp(dla_device_type(cur), "cpu") || cur != dla_device_default() ||
         dla__device_default_pinned())
         return cur;
+    /* The plugin's devices by name ("cuda:0", "cuda:1", ...), so that no
+     * other plugin's device is opened for this. */
     dla_device *same[64];
     int n = 0;
-    for (int i = 0, count = dla_device_count(); i < count && n < 64; i++) {
-        dla_device *d = dla_device_at(i);
-        if (d && !strcmp(dla_device_plugin(d), dla_device_plugin(cur)) &&
-            !strcmp(dla_device_type(d), dla_device_type(cur)))
+    for (int i = 0; i < 64; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s:%d", dla_device_plugin(cur), i);
+        dla_device *d = dla_device_get(name);
+        if (!d)
+            break;
+        if (!strcmp(dla_device_type(d), dla_device_type(cur)))
             same[n++] = d;
     }
-    dla_clear_error(); /* a device that would not open is simply not taken */
+    dla_clear_error(); /* past the last device, or one that would not open */
     if (n <= 1)
         return cur;
     dla_device *mine = same[local % n];
