@@ -42,5 +42,6 @@ libdlaccel_la_SOURCES = \
 	core/ops_conv.c \
 	core/plan.h core/plan_impl.h core/plan_capture.c core/plan_lower.c core/plan_memory.c \
 	core/plan_exec.c \
+	core/plan_print.c \
 	core/spmd.c core/spmd.h core/spmd_wait.c core/spmd_check.c core/spmd_check.h \
 	core/spmd_coll.c core/spmd_coll.h core/spmd_device.c core/spmd_device.h core/spmd_async.c core/spmd_queue.c core/spmd_watch.c

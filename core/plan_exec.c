@@ -1,6 +1,6 @@
 /*
- * plan_exec.c - the plans of a trace (one per device), running one, and
- * printing them.
+ * plan_exec.c - the plans of a trace (one per device) and running one
+ * (plan_print.c prints them).
  *
  * A trace keeps its plans in a list that only grows: lookups walk it
  * without a lock, an insertion takes the planners' mutex. A plan runs on
@@ -569,42 +569,4 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
     int served = inputs_match(p, in) && run(p, t, in, out, status);
     atomic_store(&p->busy, 0);
     return served;
-}
-
-/* --------------------------------------------------------------- printing */
-
-void dla__plan_print(const dla__trace *t, FILE *f)
-{
-    const dla__plan *first = __atomic_load_n(&t->plans, __ATOMIC_ACQUIRE);
-    if (!first) {
-        fputs("  memory plan: none yet (one is made on the first replay on each device)\n", f);
-        return;
-    }
-    for (const dla__plan *p = first; p; p = p->next) {
-        dla__plan_state state = atomic_load(&p->state);
-        if (state == DLA__PLAN_CAPTURING) {
-            fprintf(f, "  memory plan on %s: being made\n", p->dev->name);
-            continue;
-        }
-        if (state == DLA__PLAN_FAILED) {
-            fprintf(f, "  memory plan on %s: none, replays run op by op: %s\n", p->dev->name,
-                    p->why);
-            continue;
-        }
-        fprintf(f, "  memory plan on %s: arena %zu bytes for %d intermediates of %zu bytes "
-                "(%.1f%%); %d output buffers of %zu bytes made per call; %d constants moved "
-                "to the device once (%zu bytes)\n", p->dev->name, p->arena_bytes, p->ninter,
-                p->inter_bytes, p->inter_bytes ? 100.0 * (double)p->arena_bytes / (double)p->inter_bytes
-                                               : 0.0,
-                p->nfresh, p->fresh_total, p->hoisted, p->hoisted_bytes);
-        fprintf(f, "  plan steps on %s: %d launches (%d fused, from %d), %d ops run as "
-                "themselves, %d dead ops left out; %ld runs, %ld fused launches\n",
-                p->dev->name, p->nlaunches, p->nfused, p->fused_from, p->ninvoke, p->ndead,
-                atomic_load(&p->runs), atomic_load(&p->fused_launches));
-        if (p->replayable == 1)
-            fprintf(f, "  plan runs on %s offered whole to the device (plan_replay): %ld run "
-                    "by the device itself as one (the cuda plugin: a CUDA graph), the others "
-                    "launch by launch\n",
-                    p->dev->name, atomic_load(&p->device_runs));
-    }
 }

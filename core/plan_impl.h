@@ -6,7 +6,8 @@
  *                   replay that feeds it
  *   plan_lower.c    capture -> plan: slots, op invocations, fusion, patches
  *   plan_memory.c   lifetimes -> arena offsets
- *   plan_exec.c     the plans of a trace, running one, printing them
+ *   plan_exec.c     the plans of a trace, running one
+ *   plan_print.c    printing them, step by step
  */
 #ifndef DLA_CORE_PLAN_IMPL_H
 #define DLA_CORE_PLAN_IMPL_H

@@ -37,7 +37,7 @@
  * and accuracy per iteration was written.
  *
  *     cnn_fmnist [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]
- *                [--save-initial PATH] [--first-losses N]
+ *                [--save-initial PATH] [--first-losses N] [--print-trace]
  *                [--folder DIR [--read-threads N]]
  *
  * --folder DIR trains from image files instead of the IDX files: DIR/train
@@ -58,7 +58,9 @@
  * iterations: bench/pytorch_same_start.py trains the PyTorch peer from that
  * file on the same mini-batches, to compare the two step by step.
  * --small (or DLA_EXAMPLE_SMALL=1): 3,840 training and 1,000 test images,
- * one epoch, for `make check`.
+ * one epoch, for `make check`. --print-trace prints, at the end, the
+ * accelerated model loss's trace and its replay plan step by step
+ * (dla_accel_print_trace): which ops were fused into which programs.
  *
  * --parallel trains the same network with the same hyperparameters
  * through trainnet with ExecutionEnvironment "parallel" (--multi-gpu:
@@ -357,7 +359,7 @@ int main(int argc, char **argv)
     const char *folder = NULL;
     int read_threads = 1;
     long first_losses = 0;
-    int parallel = 0;
+    int parallel = 0, print_trace = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             small = 1;
@@ -381,9 +383,12 @@ int main(int argc, char **argv)
             folder = argv[++i];
         else if (!strcmp(argv[i], "--read-threads") && i + 1 < argc)
             read_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--print-trace"))
+            print_trace = 1;
         else {
             fprintf(stderr, "usage: %s [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]"
-                    " [--save-initial PATH] [--first-losses N] [--parallel | --multi-gpu]\n"
+                    " [--save-initial PATH] [--first-losses N] [--print-trace]\n"
+                    "       [--parallel | --multi-gpu]\n"
                     "       [--folder DIR [--read-threads N]]\n",
                     argv[0]);
             return 2;
@@ -571,6 +576,13 @@ int main(int argc, char **argv)
            1e3 * median / (double)per_epoch);
     printf("peak RSS: %.0f MiB\n", peak_rss_mib());
     printf("chart: %s\n", chart);
+    if (print_trace) {
+        printf("\n");
+        fflush(stdout);
+        for (int i = 0; i < dla_accel_occupancy(accfun); i++)
+            if (dla_accel_print_trace(accfun, i, stdout) != DLA_OK)
+                fprintf(stderr, "%s\n", dla_last_error());
+    }
     if (!small)
         printf("\nPyTorch 1.13 trains the same network to 89.95%% test accuracy in 3 epochs, "
                "with a peak RSS of about 800 MiB (docs/training.md compares the two)\n");

@@ -48,6 +48,8 @@ typedef struct plan_info {
     size_t arena, inter;
     int ninter, launches, nfused, fused_from, invoked;
     long runs, fused_launches;
+    int step_lines;   /* "    step N: ..." lines under the plan */
+    int add_relu;     /* a step "fused [add relu]" is listed */
     char why[512];
 } plan_info;
 
@@ -82,6 +84,9 @@ static plan_info plan_of(dla_trace *t, const char *dev)
         sscanf(s + strlen(key), "%d launches (%d fused, from %d), %d ops run as themselves, %*d "
                "dead ops left out; %ld runs, %ld fused launches", &pi.launches, &pi.nfused,
                &pi.fused_from, &pi.invoked, &pi.runs, &pi.fused_launches);
+    for (const char *l = s ? strstr(s, "\n    step ") : NULL; l; l = strstr(l + 1, "\n    step "))
+        pi.step_lines++;
+    pi.add_relu = s && strstr(s, ": fused [add relu] -> ") != NULL;
     free(text);
     return pi;
 }
@@ -192,6 +197,10 @@ static void planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains(voi
     assert_int_equal(pi.fused_launches % pi.runs, 0);
     assert_true(pi.fused_launches / pi.runs >= pi.nfused + 1);
     assert_true(pi.arena > 0 && pi.arena <= pi.inter);
+    /* The print lists every step, the first layer's add and relu as one
+     * program. */
+    assert_int_equal(pi.step_lines, pi.launches + pi.invoked);
+    assert_true(pi.add_relu);
     dla_scope_end();
     dla_accel_free(af);
 }

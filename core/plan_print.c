@@ -1,0 +1,161 @@
+/*
+ * plan_print.c - what dla_accel_print_trace says of a trace's plans: per
+ * device, the memory plan, the counts of what lowering did, and the steps
+ * a replay runs, one line each (a launch: its kernel, op or fused program
+ * and the dims it writes; an op that runs as itself: its name). The list is
+ * how one sees what the planner fused and what it left alone.
+ */
+#include "core/kernels.h"
+#include "core/op.h"
+#include "core/plan_impl.h"
+#include "core/trace.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const unary_names[] = {
+#define NAME(name, str) str,
+    DLA_UNARY_LIST(NAME)
+#undef NAME
+};
+static const char *const binary_names[] = {
+#define NAME(name, str) str,
+    DLA_BINARY_LIST(NAME)
+#undef NAME
+};
+
+static const char *unary_name(int op)
+{
+    return op >= 0 && op < (int)(sizeof unary_names / sizeof *unary_names) ? unary_names[op] : "?";
+}
+
+static const char *binary_name(int op)
+{
+    return op >= 0 && op < (int)(sizeof binary_names / sizeof *binary_names) ? binary_names[op]
+                                                                                : "?";
+}
+
+/* A fused program's instructions: "mul(in0, r0) ..." shortened to the ops. */
+static void print_program(FILE *f, const dla_fused_args *a)
+{
+    fputc('[', f);
+    for (int k = 0; k < a->ninsns; k++) {
+        const dla_fused_insn *in = &a->insns[k];
+        fprintf(f, "%s%s", k ? " " : "",
+                in->kind == DLA_FUSED_UNARY    ? unary_name(in->op)
+                : in->kind == DLA_FUSED_BINARY ? binary_name(in->op)
+                                               : "where");
+    }
+    fputc(']', f);
+}
+
+static int64_t numel(const dla_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->ndims; d++)
+        n *= v->dims[d];
+    return n;
+}
+
+static void print_dims(FILE *f, const dla_view *v)
+{
+    for (int d = 0; d < v->ndims; d++)
+        fprintf(f, "%s%lld", d ? "x" : "", (long long)v->dims[d]);
+    if (v->ndims == 0)
+        fputs("scalar", f);
+}
+
+static void print_launch(FILE *f, dla__launch *l)
+{
+    static const char *const kinds[] = {"fill",    "copy",   "cast", "unary", "binary",
+                                        "reduce",  "gemm",   "where", "conv", "pool",
+                                        "index",   "bytes",  "fused", "fused_reduce", "random"};
+    switch (l->kind) {
+    case DLA__LAUNCH_UNARY: fprintf(f, "unary %s", unary_name(l->u.unary.op)); break;
+    case DLA__LAUNCH_BINARY: fprintf(f, "binary %s", binary_name(l->u.binary.op)); break;
+    case DLA__LAUNCH_FUSED:
+        fputs("fused ", f);
+        print_program(f, l->u.fused);
+        break;
+    case DLA__LAUNCH_FUSED_REDUCE:
+        fprintf(f, "fused_reduce%s ", l->u.fused_reduce->y2.mem ? " (pair)" : "");
+        print_program(f, &l->u.fused_reduce->program);
+        break;
+    case DLA__LAUNCH_CONV:
+    case DLA__LAUNCH_POOL:
+    case DLA__LAUNCH_INDEX: fputs(dla__kernel_name(l->which), f); break;
+    default:
+        fputs((unsigned)l->kind < sizeof kinds / sizeof *kinds ? kinds[l->kind] : "?", f);
+    }
+    /* The dims it reads (its largest operand) and writes (its first
+     * written view): a full pass over an activation shows as such. */
+    dla__field fs[DLA__LAUNCH_MAX_FIELDS];
+    const int n = dla__launch_fields(l, fs);
+    const dla_view *in = NULL, *out = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!fs[i].view)
+            continue;
+        if (fs[i].written && !out)
+            out = fs[i].view;
+        else if (!fs[i].written && (!in || numel(fs[i].view) > numel(in)))
+            in = fs[i].view;
+    }
+    if (in && (!out || numel(in) != numel(out))) {
+        fputc(' ', f);
+        print_dims(f, in);
+    }
+    if (out) {
+        fputs(" -> ", f);
+        print_dims(f, out);
+    }
+}
+
+static void print_steps(const dla__plan *p, const dla__trace *t, FILE *f)
+{
+    for (int s = 0; s < p->nsteps; s++) {
+        fprintf(f, "    step %3d: ", s);
+        if (p->steps[s].kind == DLA__STEP_INVOKE)
+            fprintf(f, "op %s (runs as itself)", t->entries[p->steps[s].index].op->name);
+        else
+            print_launch(f, &p->launches[p->steps[s].index]);
+        fputc('\n', f);
+    }
+}
+
+void dla__plan_print(const dla__trace *t, FILE *f)
+{
+    const dla__plan *first = __atomic_load_n(&t->plans, __ATOMIC_ACQUIRE);
+    if (!first) {
+        fputs("  memory plan: none yet (one is made on the first replay on each device)\n", f);
+        return;
+    }
+    for (const dla__plan *p = first; p; p = p->next) {
+        dla__plan_state state = atomic_load(&p->state);
+        if (state == DLA__PLAN_CAPTURING) {
+            fprintf(f, "  memory plan on %s: being made\n", p->dev->name);
+            continue;
+        }
+        if (state == DLA__PLAN_FAILED) {
+            fprintf(f, "  memory plan on %s: none, replays run op by op: %s\n", p->dev->name,
+                    p->why);
+            continue;
+        }
+        fprintf(f, "  memory plan on %s: arena %zu bytes for %d intermediates of %zu bytes "
+                "(%.1f%%); %d output buffers of %zu bytes made per call; %d constants moved "
+                "to the device once (%zu bytes)\n", p->dev->name, p->arena_bytes, p->ninter,
+                p->inter_bytes, p->inter_bytes ? 100.0 * (double)p->arena_bytes / (double)p->inter_bytes
+                                               : 0.0,
+                p->nfresh, p->fresh_total, p->hoisted, p->hoisted_bytes);
+        fprintf(f, "  plan steps on %s: %d launches (%d fused, from %d), %d ops run as "
+                "themselves, %d dead ops left out; %ld runs, %ld fused launches\n",
+                p->dev->name, p->nlaunches, p->nfused, p->fused_from, p->ninvoke, p->ndead,
+                atomic_load(&p->runs), atomic_load(&p->fused_launches));
+        if (p->replayable == 1)
+            fprintf(f, "  plan runs on %s offered whole to the device (plan_replay): %ld run "
+                    "by the device itself as one (the cuda plugin: a CUDA graph), the others "
+                    "launch by launch\n",
+                    p->dev->name, atomic_load(&p->device_runs));
+        print_steps(p, t, f);
+    }
+}
