@@ -2,7 +2,7 @@
  * plan_print.c - what dla_accel_print_trace says of a trace's plans: per
  * device, the memory plan, the counts of what lowering did, and the steps
  * a replay runs, one line each (a launch: its kernel, op or fused program
- * and the dims it writes; an op that runs as itself: its name). The list is
+ * and the dims it reads and writes; an op that runs as itself: its name). The list is
  * how one sees what the planner fused and what it left alone.
  */
 #include "core/kernels.h"
@@ -10,41 +10,20 @@
 #include "core/plan_impl.h"
 #include "core/trace.h"
 
+#include <dlaccel/plugin_kit.h> /* the ops' names */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const unary_names[] = {
-#define NAME(name, str) str,
-    DLA_UNARY_LIST(NAME)
-#undef NAME
-};
-static const char *const binary_names[] = {
-#define NAME(name, str) str,
-    DLA_BINARY_LIST(NAME)
-#undef NAME
-};
-
-static const char *unary_name(int op)
-{
-    return op >= 0 && op < (int)(sizeof unary_names / sizeof *unary_names) ? unary_names[op] : "?";
-}
-
-static const char *binary_name(int op)
-{
-    return op >= 0 && op < (int)(sizeof binary_names / sizeof *binary_names) ? binary_names[op]
-                                                                                : "?";
-}
-
-/* A fused program's instructions: "mul(in0, r0) ..." shortened to the ops. */
+/* A fused program's instructions, by their ops: "[step mul]". */
 static void print_program(FILE *f, const dla_fused_args *a)
 {
     fputc('[', f);
     for (int k = 0; k < a->ninsns; k++) {
         const dla_fused_insn *in = &a->insns[k];
         fprintf(f, "%s%s", k ? " " : "",
-                in->kind == DLA_FUSED_UNARY    ? unary_name(in->op)
-                : in->kind == DLA_FUSED_BINARY ? binary_name(in->op)
+                in->kind == DLA_FUSED_UNARY    ? dla_kit_unary_name((dla_unary_op)in->op)
+                : in->kind == DLA_FUSED_BINARY ? dla_kit_binary_name((dla_binary_op)in->op)
                                                : "where");
     }
     fputc(']', f);
@@ -60,10 +39,8 @@ static int64_t numel(const dla_view *v)
 
 static void print_dims(FILE *f, const dla_view *v)
 {
-    for (int d = 0; d < v->ndims; d++)
-        fprintf(f, "%s%lld", d ? "x" : "", (long long)v->dims[d]);
-    if (v->ndims == 0)
-        fputs("scalar", f);
+    char buf[DLA_KIT_DIMS_BUF];
+    fputs(dla_kit_dims_str(buf, sizeof buf, v->ndims, v->dims), f);
 }
 
 static void print_launch(FILE *f, dla__launch *l)
@@ -72,8 +49,12 @@ static void print_launch(FILE *f, dla__launch *l)
                                         "reduce",  "gemm",   "where", "conv", "pool",
                                         "index",   "bytes",  "fused", "fused_reduce", "random"};
     switch (l->kind) {
-    case DLA__LAUNCH_UNARY: fprintf(f, "unary %s", unary_name(l->u.unary.op)); break;
-    case DLA__LAUNCH_BINARY: fprintf(f, "binary %s", binary_name(l->u.binary.op)); break;
+    case DLA__LAUNCH_UNARY:
+        fprintf(f, "unary %s", dla_kit_unary_name((dla_unary_op)l->u.unary.op));
+        break;
+    case DLA__LAUNCH_BINARY:
+        fprintf(f, "binary %s", dla_kit_binary_name((dla_binary_op)l->u.binary.op));
+        break;
     case DLA__LAUNCH_FUSED:
         fputs("fused ", f);
         print_program(f, l->u.fused);

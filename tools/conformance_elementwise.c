@@ -16,20 +16,12 @@
  */
 #include "tools/conformance.h"
 
+#include <dlaccel/plugin_kit.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const unary_names[] = {
-#define NAME(name, str) str,
-    DLA_UNARY_LIST(NAME)
-#undef NAME
-};
-static const char *const binary_names[] = {
-#define NAME(name, str) str,
-    DLA_BINARY_LIST(NAME)
-#undef NAME
-};
 
 /* Allowed ulps per op; 0 is exact. affine is exact too up to the fma a
  * device may use for x * alpha + beta, covered by its magnitude bound. */
@@ -130,8 +122,8 @@ void cf_case_unary(cf_case *c)
         }
     }
     char ds[96], vy[128], vx[128];
-    cf_describe(c, "unary %s %s alpha %.17g beta %.17g dims %s y%s x%s%s", unary_names[op],
-                dla_dtype_name((dla_dtype)t), alpha, beta, cf_dims_str(ds, sizeof ds, nd, dims),
+    cf_describe(c, "unary %s %s alpha %.17g beta %.17g dims %s y%s x%s%s",
+                dla_kit_unary_name((dla_unary_op)op), dla_dtype_name((dla_dtype)t), alpha, beta, cf_dims_str(ds, sizeof ds, nd, dims),
                 cf_view_str(vy, sizeof vy, &y), cf_view_str(vx, sizeof vx, &x),
                 in_place ? " in place" : "");
     dla_unary_args a = {.struct_size = sizeof a, .op = op, .alpha = alpha, .beta = beta, .y = y,
@@ -189,7 +181,7 @@ void cf_case_binary(cf_case *c)
     const cf_buf *zb = alias == 1 ? ba : alias == 2 ? bb : bz;
     const dla_view *zv = alias == 1 ? &va : alias == 2 ? &vb : &z;
     char ds[96], v0[128], v1[128], v2[128];
-    cf_describe(c, "binary %s %s dims %s z%s a%s b%s%s", binary_names[op],
+    cf_describe(c, "binary %s %s dims %s z%s a%s b%s%s", dla_kit_binary_name((dla_binary_op)op),
                 dla_dtype_name((dla_dtype)t), cf_dims_str(ds, sizeof ds, nd, dims),
                 cf_view_str(v0, sizeof v0, zv), cf_view_str(v1, sizeof v1, &va),
                 cf_view_str(v2, sizeof v2, &vb),
@@ -448,8 +440,8 @@ void cf_case_fused(cf_case *c)
     for (int j = 0; j < a.ninsns; j++) {
         const dla_fused_insn *s = &a.insns[j];
         cf_describe(c, " r%d=%s(%d,%d,%d)", j,
-                    s->kind == DLA_FUSED_UNARY    ? unary_names[s->op]
-                    : s->kind == DLA_FUSED_BINARY ? binary_names[s->op]
+                    s->kind == DLA_FUSED_UNARY    ? dla_kit_unary_name((dla_unary_op)s->op)
+                    : s->kind == DLA_FUSED_BINARY ? dla_kit_binary_name((dla_binary_op)s->op)
                                                   : "where",
                     (int)s->src[0], (int)s->src[1], (int)s->src[2]);
     }
@@ -594,8 +586,8 @@ static void fused_reduce_case(cf_case *c, int pair)
     for (int j = 0; j < r.program.ninsns; j++) {
         const dla_fused_insn *s = &r.program.insns[j];
         cf_describe(c, " r%d=%s(%d,%d,%d)", j,
-                    s->kind == DLA_FUSED_UNARY    ? unary_names[s->op]
-                    : s->kind == DLA_FUSED_BINARY ? binary_names[s->op]
+                    s->kind == DLA_FUSED_UNARY    ? dla_kit_unary_name((dla_unary_op)s->op)
+                    : s->kind == DLA_FUSED_BINARY ? dla_kit_binary_name((dla_binary_op)s->op)
                                                   : "where",
                     (int)s->src[0], (int)s->src[1], (int)s->src[2]);
     }
