@@ -2,8 +2,10 @@
  * plan_print.c - what dla_accel_print_trace says of a trace's plans: per
  * device, the memory plan, the counts of what lowering did, and the steps
  * a replay runs, one line each (a launch: its kernel, op or fused program
- * and the dims it reads and writes; an op that runs as itself: its name). The list is
- * how one sees what the planner fused and what it left alone.
+ * and the dims it reads and writes; an op that runs as itself: its name).
+ * The list is how one sees what the planner fused and what it left alone.
+ * It reads the launches' dims and kinds, which no run changes (a run
+ * patches only their memory).
  */
 #include "core/kernels.h"
 #include "core/op.h"
