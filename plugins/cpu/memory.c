@@ -214,34 +214,33 @@ static int cache_put(header *h, header **out)
     return n;
 }
 
-void dla__cpu_cache_flush(void)
+/* Empties the cache: every block's pages back to the kernel, then the
+ * block to the host (a freed block may stay in the host's heap, glibc's
+ * raised mmap threshold above, and then only the pages go back). Returns
+ * the bytes that were resident. */
+static size_t cache_empty(void)
 {
     header *out[DLA__BC_SLOTS];
-    int n;
-#pragma omp critical(dla__cpu_cache)
-    n = dla__bc_drain(&cache, (void **)out);
-    for (int i = 0; i < n; i++)
-        dla__cpu_host->free(out[i]);
-}
-
-dla_status dla__cpu_mem_trim(void *dev, size_t *released)
-{
-    (void)dev;
-    header *out[DLA__BC_SLOTS];
-    size_t bytes = 0;
+    size_t bytes;
     int n;
 #pragma omp critical(dla__cpu_cache)
     {
         bytes = dla__bc_resident(&cache);
         n = dla__bc_drain(&cache, (void **)out);
     }
-    /* The pages first: a freed block may stay in the host's heap (glibc's
-     * raised mmap threshold, above), and then only this gives it back. */
     for (int i = 0; i < n; i++) {
         give_back(out[i], 0, out[i]->block, NULL);
         dla__cpu_host->free(out[i]);
     }
-    *released = bytes;
+    return bytes;
+}
+
+void dla__cpu_cache_flush(void) { (void)cache_empty(); }
+
+dla_status dla__cpu_mem_trim(void *dev, size_t *released)
+{
+    (void)dev;
+    *released = cache_empty();
     return DLA_OK;
 }
 
