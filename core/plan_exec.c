@@ -287,22 +287,6 @@ static int invoke(dla__plan *p, const dla__trace *t, dla_tensor *const *in, int 
     return 1;
 }
 
-/* The name of launch l for messages: its kernel. */
-static const char *launch_name(const dla__launch *l)
-{
-    static const char *const names[] = {
-        [DLA__LAUNCH_FILL] = "fill",       [DLA__LAUNCH_COPY] = "strided_copy",
-        [DLA__LAUNCH_CAST] = "cast",       [DLA__LAUNCH_UNARY] = "unary",
-        [DLA__LAUNCH_BINARY] = "binary",   [DLA__LAUNCH_REDUCE] = "reduce",
-        [DLA__LAUNCH_GEMM] = "gemm",       [DLA__LAUNCH_TERNARY] = "ternary",
-        [DLA__LAUNCH_CONV] = "conv",       [DLA__LAUNCH_POOL] = "pool",
-        [DLA__LAUNCH_INDEX] = "gather/scatter_add", [DLA__LAUNCH_COPY_BYTES] = "copy",
-        [DLA__LAUNCH_FUSED] = "fused",     [DLA__LAUNCH_FUSED_REDUCE] = "fused_reduce",
-        [DLA__LAUNCH_RANDOM] = "random",
-    };
-    return names[l->kind];
-}
-
 /* Makes launch l of the plan; a random launch draws from the thread's
  * stream where it stands now and moves it on, as the op it came from did. */
 static dla_status make_launch(dla__plan *p, dla__launch *l)
@@ -482,7 +466,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             if (st != DLA_OK) {
                 char what[192];
                 snprintf(what, sizeof what, "dla_accelerate: launch %d of %d (%s) on %s", launches,
-                         p->nlaunches, launch_name(l), p->dev->name);
+                         p->nlaunches, dla__launch_name(l), p->dev->name);
                 dla__error_prefix(what);
             }
             fused += l->kind == DLA__LAUNCH_FUSED || l->kind == DLA__LAUNCH_FUSED_REDUCE;

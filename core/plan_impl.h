@@ -53,6 +53,10 @@ typedef struct dla__field {
 /* Fills f[] with l's memory operands; returns how many. */
 int dla__launch_fields(dla__launch *l, dla__field *f);
 
+/* The name of launch l for messages and listings: its kernel
+ * (plan_print.c). */
+const char *dla__launch_name(const dla__launch *l);
+
 /* ------------------------------------------------------------- capture */
 
 typedef struct dla__cap_buffer {

@@ -17,6 +17,22 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The name of launch l for messages (plan_exec.c) and the listing: its kernel. */
+const char *dla__launch_name(const dla__launch *l)
+{
+    static const char *const names[] = {
+        [DLA__LAUNCH_FILL] = "fill",       [DLA__LAUNCH_COPY] = "strided_copy",
+        [DLA__LAUNCH_CAST] = "cast",       [DLA__LAUNCH_UNARY] = "unary",
+        [DLA__LAUNCH_BINARY] = "binary",   [DLA__LAUNCH_REDUCE] = "reduce",
+        [DLA__LAUNCH_GEMM] = "gemm",       [DLA__LAUNCH_TERNARY] = "ternary",
+        [DLA__LAUNCH_CONV] = "conv",       [DLA__LAUNCH_POOL] = "pool",
+        [DLA__LAUNCH_INDEX] = "gather/scatter_add", [DLA__LAUNCH_COPY_BYTES] = "copy",
+        [DLA__LAUNCH_FUSED] = "fused",     [DLA__LAUNCH_FUSED_REDUCE] = "fused_reduce",
+        [DLA__LAUNCH_RANDOM] = "random",
+    };
+    return names[l->kind];
+}
+
 /* A fused program's instructions, by their ops: "[step mul]". */
 static void print_program(FILE *f, const dla_fused_args *a)
 {
@@ -47,9 +63,6 @@ static void print_dims(FILE *f, const dla_view *v)
 
 static void print_launch(FILE *f, dla__launch *l)
 {
-    static const char *const kinds[] = {"fill",    "copy",   "cast", "unary", "binary",
-                                        "reduce",  "gemm",   "where", "conv", "pool",
-                                        "index",   "bytes",  "fused", "fused_reduce", "random"};
     switch (l->kind) {
     case DLA__LAUNCH_UNARY:
         fprintf(f, "unary %s", dla_kit_unary_name((dla_unary_op)l->u.unary.op));
@@ -68,8 +81,7 @@ static void print_launch(FILE *f, dla__launch *l)
     case DLA__LAUNCH_CONV:
     case DLA__LAUNCH_POOL:
     case DLA__LAUNCH_INDEX: fputs(dla__kernel_name(l->which), f); break;
-    default:
-        fputs((unsigned)l->kind < sizeof kinds / sizeof *kinds ? kinds[l->kind] : "?", f);
+    default: fputs(dla__launch_name(l), f);
     }
     /* The dims it reads (its largest operand) and writes (its first
      * written view): a full pass over an activation shows as such. */
