@@ -33,9 +33,10 @@ typedef union dla__kernel_args {
     dla_fused_args fused;
     dla_fused_reduce_args fused_reduce;
     dla_random_args random;
+    dla_fused_multi_args fused_multi;
 } dla__kernel_args;
 
-#define DLA__MAX_KERNEL_VIEWS (DLA_FUSED_MAX_INPUTS + 2)
+#define DLA__MAX_KERNEL_VIEWS (DLA_FUSED_MAX_INPUTS + 1 + DLA_FUSED_MAX_EXTRA)
 
 typedef struct dla__view_list {
     dla_view *v[DLA__MAX_KERNEL_VIEWS];
@@ -111,6 +112,13 @@ static inline void dla__kernel_views(dla_kernel k, dla__kernel_args *a, dla__vie
         break;
     case DLA_KERNEL_RANDOM_UNIFORM:
     case DLA_KERNEL_RANDOM_NORMAL: ADD(&a->random.y, 1); break;
+    case DLA_KERNEL_FUSED_MULTI:
+        ADD(&a->fused_multi.program.y, 1);
+        for (int k = 0; k < a->fused_multi.nextra && k < DLA_FUSED_MAX_EXTRA; k++)
+            ADD(&a->fused_multi.extra[k], 1);
+        for (int i = 0; i < a->fused_multi.program.ninputs && i < DLA_FUSED_MAX_INPUTS; i++)
+            ADD(&a->fused_multi.program.inputs[i], 0);
+        break;
     default: break;
     }
 #undef ADD
@@ -182,6 +190,7 @@ static inline dla_status dla__kernel_call(const dla_plugin *t, void *ctx, dla_ke
     case DLA_KERNEL_FUSED_REDUCE_PAIR: CALL(fused_reduce, &a->fused_reduce);
     case DLA_KERNEL_RANDOM_UNIFORM:
     case DLA_KERNEL_RANDOM_NORMAL: CALL(random, &a->random);
+    case DLA_KERNEL_FUSED_MULTI: CALL(fused_multi, &a->fused_multi);
     default: return DLA_ERR_UNSUPPORTED;
     }
 #undef CALL

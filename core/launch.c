@@ -492,6 +492,18 @@ dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *arg
                            0, dev->table->fused_reduce(dev->ctx, args));
 }
 
+dla_status dla__k_fused_multi(dla_device *dev, const dla_fused_multi_args *args)
+{
+    if (!dla__device_supports(dev, DLA_KERNEL_FUSED_MULTI, args->program.dtype))
+        return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native 'fused_multi' kernel for %s, and "
+                         "fused programs have no cpu fallback", dev->name,
+                         dla_dtype_name(args->program.dtype));
+    CAPTURE(DLA__LAUNCH_FUSED_MULTI, DLA_KERNEL_FUSED_MULTI, fused_multi,
+            (dla_fused_multi_args *)args);
+    return dla__k_declined(dev, DLA_KERNEL_FUSED_MULTI, args, sizeof *args, 0,
+                           dev->table->fused_multi(dev->ctx, args));
+}
+
 /* --------------------------------------------------------------- random */
 
 dla_status dla__k_random(dla_device *dev, const dla_random_args *args)
@@ -552,6 +564,7 @@ dla_status dla__k_launch(dla_device *dev, const dla__launch *l)
     case DLA__LAUNCH_FUSED: return dla__k_fused(dev, l->u.fused);
     case DLA__LAUNCH_FUSED_REDUCE: return dla__k_fused_reduce(dev, l->u.fused_reduce);
     case DLA__LAUNCH_RANDOM: return dla__k_random(dev, &l->u.random);
+    case DLA__LAUNCH_FUSED_MULTI: return dla__k_fused_multi(dev, l->u.fused_multi);
     }
     DLA_ASSERT(!"a launch kind dla__k_launch does not know");
     return DLA_ERR_STATE;

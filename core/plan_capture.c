@@ -90,8 +90,10 @@ static void heard_launch(dla__observer *self, dla_device *dev, const dla__launch
         memcpy(copy, block, bytes);
         if (l->kind == DLA__LAUNCH_FUSED)
             cl->l.u.fused = copy;
-        else
+        else if (l->kind == DLA__LAUNCH_FUSED_REDUCE)
             cl->l.u.fused_reduce = copy;
+        else
+            cl->l.u.fused_multi = copy;
     }
     c->nlaunches++;
     c->drew |= l->kind == DLA__LAUNCH_RANDOM;

@@ -454,8 +454,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
     int launches = 0;
     if (ran) /* the device made the launches: count them as made */
         for (int i = 0; i < p->nlaunches; i++)
-            fused += p->launches[i].kind == DLA__LAUNCH_FUSED ||
-                     p->launches[i].kind == DLA__LAUNCH_FUSED_REDUCE;
+            fused += dla__launch_is_fused(&p->launches[i]);
     for (int s = 0; s < p->nsteps && st == DLA_OK && !ran; s++) {
         const dla__step *step = &p->steps[s];
         if (step->kind == DLA__STEP_LAUNCH) {
@@ -469,7 +468,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
                          p->nlaunches, dla__launch_name(l), p->dev->name);
                 dla__error_prefix(what);
             }
-            fused += l->kind == DLA__LAUNCH_FUSED || l->kind == DLA__LAUNCH_FUSED_REDUCE;
+            fused += dla__launch_is_fused(l);
         } else if (!invoke(p, t, in, step->index, &st)) {
             if (hooked)
                 hook_end(p, DLA_OK);

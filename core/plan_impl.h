@@ -39,7 +39,8 @@ typedef struct dla__slot {
 } dla__slot;
 
 /* The memory operands of a launch, in a fixed order per kind. */
-#define DLA__LAUNCH_MAX_FIELDS (2 + DLA_FUSED_MAX_INPUTS) /* fused_reduce: y, y2, inputs */
+/* fused_multi: y, the extras, the inputs */
+#define DLA__LAUNCH_MAX_FIELDS (1 + DLA_FUSED_MAX_EXTRA + DLA_FUSED_MAX_INPUTS)
 
 typedef struct dla__field {
     dla_mem *mem;

@@ -106,6 +106,16 @@ int dla__launch_fields(dla__launch *l, dla__field *f)
             f[1 + i] = view_field(&a->inputs[i], 0);
         return 1 + a->ninputs;
     }
+    case DLA__LAUNCH_FUSED_MULTI: {
+        dla_fused_multi_args *a = l->u.fused_multi;
+        int n = 0;
+        f[n++] = view_field(&a->program.y, 1);
+        for (int k = 0; k < a->nextra; k++)
+            f[n++] = view_field(&a->extra[k], 1);
+        for (int i = 0; i < a->program.ninputs; i++)
+            f[n++] = view_field(&a->program.inputs[i], 0);
+        return n;
+    }
     case DLA__LAUNCH_FUSED_REDUCE: {
         dla_fused_reduce_args *a = l->u.fused_reduce;
         int n = 0;
@@ -815,6 +825,8 @@ static int finish_launches(lowering *L, const size_t *offset)
             cl->l.u.fused = NULL; /* the plan owns it now */
         else if (l->kind == DLA__LAUNCH_FUSED_REDUCE)
             cl->l.u.fused_reduce = NULL;
+        else if (l->kind == DLA__LAUNCH_FUSED_MULTI)
+            cl->l.u.fused_multi = NULL;
         p->steps[s].index = nl;
         p->patch0[nl] = np;
         dla__field f[DLA__LAUNCH_MAX_FIELDS];

@@ -28,7 +28,7 @@ const char *dla__launch_name(const dla__launch *l)
         [DLA__LAUNCH_CONV] = "conv",       [DLA__LAUNCH_POOL] = "pool",
         [DLA__LAUNCH_INDEX] = "gather/scatter_add", [DLA__LAUNCH_COPY_BYTES] = "copy",
         [DLA__LAUNCH_FUSED] = "fused",     [DLA__LAUNCH_FUSED_REDUCE] = "fused_reduce",
-        [DLA__LAUNCH_RANDOM] = "random",
+        [DLA__LAUNCH_RANDOM] = "random",   [DLA__LAUNCH_FUSED_MULTI] = "fused_multi",
     };
     return names[l->kind];
 }
@@ -77,6 +77,10 @@ static void print_launch(FILE *f, dla__launch *l)
     case DLA__LAUNCH_FUSED_REDUCE:
         fprintf(f, "fused_reduce%s ", l->u.fused_reduce->y2.mem ? " (pair)" : "");
         print_program(f, &l->u.fused_reduce->program);
+        break;
+    case DLA__LAUNCH_FUSED_MULTI:
+        fprintf(f, "fused_multi (%d results) ", 1 + (int)l->u.fused_multi->nextra);
+        print_program(f, &l->u.fused_multi->program);
         break;
     case DLA__LAUNCH_CONV:
     case DLA__LAUNCH_POOL:

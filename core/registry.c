@@ -404,6 +404,11 @@ static dla_status plugin_load(struct dla__plugin *p)
                sizeof p->table - offsetof(dla_plugin, mem_trim));
         size = offsetof(dla_plugin, mem_trim);
     }
+    if (p->abi_minor < 8 && size > offsetof(dla_plugin, fused_multi)) {
+        memset((char *)&p->table + offsetof(dla_plugin, fused_multi), 0,
+               sizeof p->table - offsetof(dla_plugin, fused_multi));
+        size = offsetof(dla_plugin, fused_multi);
+    }
     p->table.struct_size = size;
     const char *missing = missing_required_member(&p->table);
     if (missing)

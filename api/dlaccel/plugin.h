@@ -86,7 +86,7 @@ extern "C" {
  * (the host then holds back what is newer: see the top of this file) or
  * higher (the host ignores what it does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 7
+#define DLA_PLUGIN_ABI_MINOR 8
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -180,7 +180,9 @@ typedef struct dla_plugin_device_info {
     X(DLA_KERNEL_RANDOM_UNIFORM, "random_uniform", random, 3)                  \
     X(DLA_KERNEL_RANDOM_NORMAL, "random_normal", random, 3)                    \
     /* ---- kernels above are ABI 1.3 ---- */                                  \
-    X(DLA_KERNEL_FUSED_REDUCE_PAIR, "fused_reduce_pair", fused_reduce, 4)
+    X(DLA_KERNEL_FUSED_REDUCE_PAIR, "fused_reduce_pair", fused_reduce, 4)   \
+    /* ---- kernels above are ABI 1.4 ---- */                                  \
+    X(DLA_KERNEL_FUSED_MULTI, "fused_multi", fused_multi, 8)
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, ...) name,
@@ -603,6 +605,39 @@ typedef struct dla_random_args {
     /* ---- fields above are ABI 1.3 ---- */
 } dla_random_args;
 
+/* ---------------------------------------------------- ABI 1.8 arguments */
+
+/* A fused program with several results: y gets the last register, as in
+ * the fused kernel, and extra[k] gets register extra_reg[k], at every
+ * position p of y's space:
+ *
+ *     r[j] = op_j(...)                 for j = 0 .. program.ninsns-1
+ *     program.y[p] = r[ninsns - 1]
+ *     extra[k][p] = r[extra_reg[k]]    for k = 0 .. nextra-1
+ *
+ * So a batch normalization's per-channel arithmetic (the inverse standard
+ * deviation, the scale and the shift it applies, the running statistics)
+ * or an optimizer's update of one parameter (the new velocity and the new
+ * value) is one launch, though each of those results is read later. The
+ * planner of dla_accelerate makes them from chains of elementwise launches
+ * of one shape whose intermediate results are also read after the chain.
+ *
+ * program is as the fused kernel's argument (y may alias an input exactly;
+ * registers rounded to dtype as there, so the results are the bits of the
+ * steps launched one by one). Each extra[k] has y's ndims, dims and dtype,
+ * 0 <= extra_reg[k] < ninsns - 1, and overlaps no input, not y and no
+ * other extra. */
+#define DLA_FUSED_MAX_EXTRA 7
+
+typedef struct dla_fused_multi_args {
+    size_t struct_size;
+    dla_fused_args program;
+    int32_t nextra; /* 1 .. DLA_FUSED_MAX_EXTRA */
+    int32_t extra_reg[DLA_FUSED_MAX_EXTRA];
+    dla_view extra[DLA_FUSED_MAX_EXTRA];
+    /* ---- fields above are ABI 1.8 ---- */
+} dla_fused_multi_args;
+
 /* ---------------------------------------------------------- plugin table */
 
 /* The memory of one input or result of a planned replay's run (ABI 1.5
@@ -814,6 +849,11 @@ typedef struct dla_plugin {
      * NULL: the plugin keeps nothing for reuse. */
     dla_status (*mem_trim)(void *dev, size_t *released);
     /* ---- fields above are ABI 1.7 ---- */
+    /* Runs a fused program that also writes some of its earlier registers
+     * (see dla_fused_multi_args). NULL: the host fuses for this device only
+     * chains whose intermediate results nothing else reads. */
+    dla_status (*fused_multi)(void *dev, const dla_fused_multi_args *args);
+    /* ---- fields above are ABI 1.8 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;

@@ -467,35 +467,101 @@ static inline dla_status dla__kit_fused_counts(const dla_kit *kit, const char *k
     return DLA_OK;
 }
 
+/* Program a's y and inputs (kernel's argument names: "y", "inputs[i]", or
+ * with in_program "program.y", "program.inputs[i]"): each checked, of y's
+ * dims and the program's dtype, an input overlapping y only as the very
+ * same view. */
+static inline dla_status dla__kit_check_fused_views(const dla_kit *kit, const char *kernel,
+                                                    int in_program, const dla_fused_args *a)
+{
+    const dla_plugin_host *h = kit->host;
+    const char *yname = in_program ? "program.y" : "y";
+    char buf[DLA_KIT_DIMS_BUF];
+    dla_status s;
+    for (int op = 0; op < 1 + a->ninputs; op++) {
+        const dla_view *v = op ? &a->inputs[op - 1] : &a->y;
+        const char *name = op ? dla_kit_fused_input_name(op - 1, in_program) : yname;
+        if ((s = dla_kit_check_view(kit, kernel, name, v)) != DLA_OK ||
+            (op && (s = dla_kit_check_same_dims(kit, kernel, name, v, yname, &a->y)) != DLA_OK))
+            return s;
+        if (v->dtype != a->dtype)
+            return h->error(DLA_ERR_DTYPE,
+                            "%s %s: argument %s (dims %s): dtype %s, the program's is %s",
+                            kit->name, kernel, name,
+                            dla_kit_dims_str(buf, sizeof buf, v->ndims, v->dims),
+                            dla_kit_dtype_name(v->dtype), dla_kit_dtype_name(a->dtype));
+        if (op && dla_kit_views_overlap(&a->y, v) && !dla_kit_same_view(&a->y, v))
+            return h->error(DLA_ERR_INVALID_ARGUMENT,
+                            "%s %s: argument %s (dims %s): overlaps %s without being the same "
+                            "view",
+                            kit->name, kernel, yname,
+                            dla_kit_dims_str(buf, sizeof buf, a->y.ndims, a->y.dims), name);
+    }
+    return DLA_OK;
+}
+
 /* fused: a float dtype, 0..8 inputs and 1..8 instructions, y and every
  * input checked, of y's dims and the program's dtype, an input overlapping
  * y only as the very same view, then the program. */
 static inline dla_status dla_kit_check_fused(const dla_kit *kit, const dla_fused_args *a)
 {
-    const dla_plugin_host *h = kit->host;
     dla_status s = dla_kit_check_args_size(kit, "fused", a->struct_size, sizeof *a, "1.2");
-    if (s != DLA_OK || (s = dla__kit_fused_counts(kit, "fused", "", a)) != DLA_OK)
+    if (s != DLA_OK || (s = dla__kit_fused_counts(kit, "fused", "", a)) != DLA_OK ||
+        (s = dla__kit_check_fused_views(kit, "fused", 0, a)) != DLA_OK)
         return s;
-    char buf[DLA_KIT_DIMS_BUF];
-    for (int op = 0; op < 1 + a->ninputs; op++) {
-        const dla_view *v = op ? &a->inputs[op - 1] : &a->y;
-        const char *name = op ? dla_kit_fused_input_name(op - 1, 0) : "y";
-        if ((s = dla_kit_check_view(kit, "fused", name, v)) != DLA_OK ||
-            (op && (s = dla_kit_check_same_dims(kit, "fused", name, v, "y", &a->y)) != DLA_OK))
-            return s;
-        if (v->dtype != a->dtype)
-            return h->error(DLA_ERR_DTYPE,
-                            "%s fused: argument %s (dims %s): dtype %s, the program's is %s",
-                            kit->name, name, dla_kit_dims_str(buf, sizeof buf, v->ndims, v->dims),
-                            dla_kit_dtype_name(v->dtype), dla_kit_dtype_name(a->dtype));
-        if (op && dla_kit_views_overlap(&a->y, v) && !dla_kit_same_view(&a->y, v))
-            return h->error(DLA_ERR_INVALID_ARGUMENT,
-                            "%s fused: argument y (dims %s): overlaps %s without being the same "
-                            "view",
-                            kit->name, dla_kit_dims_str(buf, sizeof buf, a->y.ndims, a->y.dims),
-                            name);
-    }
     return dla_kit_check_fused_program(kit, "fused", a);
+}
+
+/* fused_multi (ABI 1.8): the program as fused's (its argument names
+ * prefixed "program."), then 1..7 extra results, each register below the
+ * last, each view checked, of program.y's dims and dtype, overlapping no
+ * input, not program.y and no other extra. */
+static inline dla_status dla_kit_check_fused_multi(const dla_kit *kit,
+                                                   const dla_fused_multi_args *m)
+{
+    const dla_plugin_host *h = kit->host;
+    const dla_fused_args *a = &m->program;
+    dla_status s = dla_kit_check_args_size(kit, "fused_multi", m->struct_size, sizeof *m, "1.8");
+    if (s != DLA_OK || (s = dla__kit_fused_counts(kit, "fused_multi", "program.", a)) != DLA_OK ||
+        (s = dla__kit_check_fused_views(kit, "fused_multi", 1, a)) != DLA_OK)
+        return s;
+    if (m->nextra < 1 || m->nextra > DLA_FUSED_MAX_EXTRA)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "%s fused_multi: argument nextra: %d; 1..%d are allowed", kit->name,
+                        (int)m->nextra, DLA_FUSED_MAX_EXTRA);
+    static const char *const names[DLA_FUSED_MAX_EXTRA] = {
+        "extra[0]", "extra[1]", "extra[2]", "extra[3]", "extra[4]", "extra[5]", "extra[6]"};
+    DLA__KIT_STATIC_ASSERT(DLA_FUSED_MAX_EXTRA == 7, "a name per extra result");
+    char b1[DLA_KIT_DIMS_BUF];
+    for (int k = 0; k < m->nextra; k++) {
+        const dla_view *e = &m->extra[k];
+        if (m->extra_reg[k] < 0 || m->extra_reg[k] >= a->ninsns - 1)
+            return h->error(DLA_ERR_INVALID_ARGUMENT,
+                            "%s fused_multi: argument extra_reg[%d]: %d is not a register before "
+                            "the last (0..%d)",
+                            kit->name, k, (int)m->extra_reg[k], (int)a->ninsns - 2);
+        if ((s = dla_kit_check_view(kit, "fused_multi", names[k], e)) != DLA_OK ||
+            (s = dla_kit_check_same_dims(kit, "fused_multi", names[k], e, "program.y", &a->y)) !=
+                DLA_OK)
+            return s;
+        if (e->dtype != a->dtype)
+            return h->error(DLA_ERR_DTYPE,
+                            "%s fused_multi: argument %s (dims %s): dtype %s, the program's is %s",
+                            kit->name, names[k], dla_kit_dims_str(b1, sizeof b1, e->ndims, e->dims),
+                            dla_kit_dtype_name(e->dtype), dla_kit_dtype_name(a->dtype));
+        const char *other = dla_kit_views_overlap(e, &a->y) ? "program.y" : NULL;
+        for (int i = 0; !other && i < a->ninputs; i++)
+            if (dla_kit_views_overlap(e, &a->inputs[i]))
+                other = dla_kit_fused_input_name(i, 1);
+        for (int j = 0; !other && j < k; j++)
+            if (dla_kit_views_overlap(e, &m->extra[j]))
+                other = names[j];
+        if (other)
+            return h->error(DLA_ERR_INVALID_ARGUMENT,
+                            "%s fused_multi: argument %s (dims %s): overlaps %s", kit->name,
+                            names[k], dla_kit_dims_str(b1, sizeof b1, e->ndims, e->dims), other);
+    }
+    return dla_kit_check_fused_program(kit, "fused_multi", a);
 }
 
 /* Whether a fused_reduce call asks for the pair (ABI 1.4): its struct
