@@ -43,6 +43,7 @@ static size_t args_size(dla_kernel k)
     case DLA_KERNEL_FUSED_REDUCE_PAIR: return sizeof(dla_fused_reduce_args);
     case DLA_KERNEL_RANDOM_UNIFORM:
     case DLA_KERNEL_RANDOM_NORMAL: return sizeof(dla_random_args);
+    case DLA_KERNEL_FUSED_MULTI: return sizeof(dla_fused_multi_args);
     default: return 0;
     }
 }

@@ -11,8 +11,8 @@
  *
  * A fused program must give the bits of its steps launched one by one on
  * the same device (the ABI's contract: that is how the host relies on
- * it); a program made of exact steps only must also give the oracle's
- * values.
+ * it), in y and, for fused_multi, in every extra result; a program made of
+ * exact steps only must also give the oracle's values.
  */
 #include "tools/conformance.h"
 
@@ -274,11 +274,21 @@ static dla_view dense_on(dla_mem m, dla_dtype t, const dla_view *shape)
     return v;
 }
 
-/* Runs a's steps one by one on the device under test into y (its
- * registers dense buffers; a comparison's logical result cast to the
- * program's dtype; where's condition made logical with ne(c, 0)).
- * Returns 0 when a step failed (reported). */
-static int steps_on_dut(cf_case *c, const dla_fused_args *a)
+/* The extra results of a fused_multi case: register reg[k] into view[k]
+ * (memory of the device under test where steps_on_dut writes them). n 0:
+ * the plain fused kernel. */
+typedef struct fused_extras {
+    int n;
+    int32_t reg[DLA_FUSED_MAX_EXTRA];
+    dla_view view[DLA_FUSED_MAX_EXTRA];
+} fused_extras;
+
+/* Runs a's steps one by one on the device under test into y and ex's
+ * views (its registers dense buffers, copied out at the end; a
+ * comparison's logical result cast to the program's dtype; where's
+ * condition made logical with ne(c, 0)). Returns 0 when a step failed
+ * (reported). */
+static int steps_on_dut(cf_case *c, const dla_fused_args *a, const fused_extras *ex)
 {
     const dla_plugin *tb = CF_TABLE(c, CF_DUT);
     void *ctx = CF_CTX(c, CF_DUT);
@@ -335,10 +345,13 @@ static int steps_on_dut(cf_case *c, const dla_fused_args *a)
             ok = 0;
         }
     }
-    if (ok) {
-        const dla_view last = dense_on(regs[a->ninsns - 1], t, &a->y);
-        if (tb->strided_copy(ctx, &a->y, &last) != DLA_OK) {
-            cf_fail(c, "strided_copy of the last register: %s", dla_last_error());
+    for (int k = -1; ok && k < ex->n; k++) {
+        const int j = k < 0 ? a->ninsns - 1 : ex->reg[k];
+        const dla_view *out = k < 0 ? &a->y : &ex->view[k];
+        const dla_view r = dense_on(regs[j], t, &a->y);
+        if (tb->strided_copy(ctx, out, &r) != DLA_OK) {
+            cf_fail(c, "strided_copy of register %d into %s: %s", j, k < 0 ? "y" : "an extra",
+                    dla_last_error());
             ok = 0;
         }
     }
@@ -370,15 +383,17 @@ static int steps_native(const cf_case *c, dla_dtype t)
     return !tb->supports || tb->supports(d->ctx, DLA_KERNEL_CAST, DLA_BOOL);
 }
 
-/* A random program: inputs, instructions and their operands (views and
- * memory are the caller's); only steps whose results are exact when asked. */
-static void random_program(cf_case *c, dla_fused_args *a, dla_dtype t, int exact_only)
+/* A random program of min_insns or more instructions: inputs,
+ * instructions and their operands (views and memory are the caller's);
+ * only steps whose results are exact when asked. */
+static void random_program(cf_case *c, dla_fused_args *a, dla_dtype t, int exact_only,
+                           int min_insns)
 {
     memset(a, 0, sizeof *a);
     a->struct_size = sizeof *a;
     a->dtype = t;
     a->ninputs = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INPUTS);
-    a->ninsns = (int32_t)cf_int(c, 1, DLA_FUSED_MAX_INSNS);
+    a->ninsns = (int32_t)cf_int(c, min_insns, DLA_FUSED_MAX_INSNS);
     for (int j = 0; j < a->ninsns; j++) {
         dla_fused_insn *in = &a->insns[j];
         do {
@@ -398,16 +413,44 @@ static void random_program(cf_case *c, dla_fused_args *a, dla_dtype t, int exact
     }
 }
 
-void cf_case_fused(cf_case *c)
+/* Whether the device under test's contents of b are the bits of first
+ * (its contents after the program); reports where not. */
+static int same_bits(cf_case *c, const cf_buf *b, const void *first, const char *name)
+{
+    void *steps, *oracle;
+    if (!cf_buf_download(c, b, &steps, &oracle))
+        return 0;
+    const size_t bytes = (size_t)b->n * dla_dtype_size(b->dtype);
+    const int same = memcmp(first, steps, bytes) == 0;
+    if (!same) {
+        size_t at = 0;
+        while (((const unsigned char *)first)[at] == ((unsigned char *)steps)[at])
+            at++;
+        cf_fail(c, "the program and its steps launched one by one differ at element %zu of %s's "
+                   "buffer",
+                at / dla_dtype_size(b->dtype), name);
+    }
+    free(steps);
+    free(oracle);
+    return same;
+}
+
+/* multi: the ABI 1.8 form, 1..7 earlier registers also stored into extra
+ * results of their own views (dense or strided, as y's). */
+static void fused_case(cf_case *c, int multi)
 {
     const cf_device *dut = c->suite->dev[CF_DUT];
-    const int t = cf_float_dtype(c, DLA_KERNEL_FUSED);
-    if (t < 0 || !CF_TABLE(c, CF_DUT)->fused || dut->abi_minor < 2) {
+    const dla_kernel kernel = multi ? DLA_KERNEL_FUSED_MULTI : DLA_KERNEL_FUSED;
+    const int t = cf_float_dtype(c, kernel);
+    const int member = multi ? CF_TABLE(c, CF_DUT)->fused_multi != NULL
+                             : CF_TABLE(c, CF_DUT)->fused != NULL;
+    if (t < 0 || !member || dut->abi_minor < (multi ? 8 : 2)) {
         c->skipped = 1;
         return;
     }
     dla_fused_args a;
-    random_program(c, &a, (dla_dtype)t, cf_chance(c, 40));
+    /* An extra result is a register before the last: two steps at least. */
+    random_program(c, &a, (dla_dtype)t, cf_chance(c, 40), multi ? 2 : 1);
     int exact = 1;
     for (int j = 0; j < a.ninsns; j++)
         exact &= exact_step(&a.insns[j]);
@@ -433,10 +476,31 @@ void cf_case_fused(cf_case *c)
             return;
     }
     a.y = y;
+    /* The extras: distinct registers below the last, each in a buffer of
+     * its own (so it overlaps nothing), its view drawn as y's. */
+    fused_extras ex = {0};
+    cf_buf *bx[DLA_FUSED_MAX_EXTRA];
+    if (multi) {
+        const int below = a.ninsns - 1;
+        int32_t pool[DLA_FUSED_MAX_INSNS];
+        for (int j = 0; j < below; j++)
+            pool[j] = j;
+        ex.n = (int)cf_int(c, 1, below < DLA_FUSED_MAX_EXTRA ? below : DLA_FUSED_MAX_EXTRA);
+        for (int k = 0; k < ex.n; k++) {
+            const int pick = (int)cf_int(c, k, below - 1);
+            const int32_t r = pool[pick];
+            pool[pick] = pool[k];
+            pool[k] = r;
+            ex.reg[k] = r;
+            if (!(bx[k] = cf_buf_new(c, a.dtype, cf_view(c, &ex.view[k], a.dtype, nd, dims, 0), -2,
+                                     2, 5)))
+                return;
+        }
+    }
     char ds[96];
-    cf_describe(c, "fused %s dims %s, %d inputs%s, %d steps:", dla_dtype_name(a.dtype),
-                cf_dims_str(ds, sizeof ds, nd, dims), (int)a.ninputs, alias ? " (y is input 0)" : "",
-                (int)a.ninsns);
+    cf_describe(c, "%s %s dims %s, %d inputs%s, %d steps:", multi ? "fused_multi" : "fused",
+                dla_dtype_name(a.dtype), cf_dims_str(ds, sizeof ds, nd, dims), (int)a.ninputs,
+                alias ? " (y is input 0)" : "", (int)a.ninsns);
     for (int j = 0; j < a.ninsns; j++) {
         const dla_fused_insn *s = &a.insns[j];
         cf_describe(c, " r%d=%s(%d,%d,%d)", j,
@@ -445,53 +509,75 @@ void cf_case_fused(cf_case *c)
                                                   : "where",
                     (int)s->src[0], (int)s->src[1], (int)s->src[2]);
     }
+    for (int k = 0; k < ex.n; k++) {
+        char vs[128];
+        cf_describe(c, "%s r%d%s", k ? "," : "; extras", (int)ex.reg[k],
+                    cf_view_str(vs, sizeof vs, &ex.view[k]));
+    }
     /* The program on both devices. */
     for (int k = 0; k < 2; k++) {
-        dla_fused_args b = a;
-        b.y.mem = by->mem[k];
+        dla_fused_multi_args m;
+        memset(&m, 0, sizeof m);
+        m.struct_size = sizeof m;
+        m.program = a;
+        m.program.y.mem = by->mem[k];
         for (int i = 0; i < a.ninputs; i++)
-            b.inputs[i].mem = in[i]->mem[k];
-        cf_record(c, k, cf_call(c, k, DLA_KERNEL_FUSED, &b, 0));
+            m.program.inputs[i].mem = in[i]->mem[k];
+        m.nextra = ex.n;
+        for (int e = 0; e < ex.n; e++) {
+            m.extra_reg[e] = ex.reg[e];
+            m.extra[e] = ex.view[e];
+            m.extra[e].mem = bx[e]->mem[k];
+        }
+        cf_record(c, k, multi ? cf_call(c, k, kernel, &m, 0) : cf_call(c, k, kernel, &m.program, 0));
     }
     if (!cf_agree(c))
         return;
     if (exact && !cf_compare(c, by, &y, CF_EXACT))
         return;
+    for (int k = 0; k < ex.n; k++)
+        if (exact && !cf_compare(c, bx[k], &ex.view[k], CF_EXACT))
+            return;
     if (!steps_native(c, a.dtype))
         return;
     /* The same program's steps one by one on the device under test, from
-     * the same starting memory, into a second y: the bits must agree. */
-    void *first, *unused;
-    if (!cf_buf_download(c, by, &first, &unused))
-        return;
-    free(unused);
-    if (!cf_buf_upload(c, by)) { /* back to the starting contents */
-        free(first);
-        return;
+     * the same starting memory, into a second y and extras: the bits must
+     * agree. */
+    const cf_buf *outs[1 + DLA_FUSED_MAX_EXTRA];
+    void *first[1 + DLA_FUSED_MAX_EXTRA] = {0};
+    int ok = 1;
+    for (int k = 0; k <= ex.n && ok; k++) {
+        void *unused;
+        outs[k] = k ? bx[k - 1] : by;
+        ok = cf_buf_download(c, outs[k], &first[k], &unused);
+        if (ok)
+            free(unused);
     }
-    for (int i = alias; i < a.ninputs; i++)
+    for (int k = 0; k <= ex.n && ok; k++) /* back to the starting contents */
+        ok = cf_buf_upload(c, (cf_buf *)outs[k]);
+    for (int i = alias; i < a.ninputs && ok; i++)
         a.inputs[i].mem = in[i]->mem[CF_DUT];
     a.y.mem = by->mem[CF_DUT];
     if (alias)
         a.inputs[0].mem = by->mem[CF_DUT];
-    if (steps_on_dut(c, &a)) {
-        void *steps, *oracle;
-        if (cf_buf_download(c, by, &steps, &oracle)) {
-            const size_t bytes = (size_t)by->n * dla_dtype_size(a.dtype);
-            if (memcmp(first, steps, bytes) != 0) {
-                size_t at = 0;
-                while (((unsigned char *)first)[at] == ((unsigned char *)steps)[at])
-                    at++;
-                cf_fail(c, "the program and its steps launched one by one differ at element "
-                           "%zu of y's buffer",
-                        at / dla_dtype_size(a.dtype));
-            }
-            free(steps);
-            free(oracle);
+    for (int k = 0; k < ex.n; k++)
+        ex.view[k].mem = bx[k]->mem[CF_DUT];
+    if (ok && steps_on_dut(c, &a, &ex)) {
+        for (int k = 0; k <= ex.n; k++) {
+            char name[32] = "y";
+            if (k)
+                snprintf(name, sizeof name, "extra[%d]", k - 1);
+            if (!same_bits(c, outs[k], first[k], name))
+                break;
         }
     }
-    free(first);
+    for (int k = 0; k <= ex.n; k++)
+        free(first[k]);
 }
+
+void cf_case_fused(cf_case *c) { fused_case(c, 0); }
+
+void cf_case_fused_multi(cf_case *c) { fused_case(c, 1); }
 
 /* ---------------------------------------------------------- fused_reduce */
 
@@ -549,7 +635,7 @@ static void fused_reduce_case(cf_case *c, int pair)
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
     r.op = cf_chance(c, 50) ? DLA_REDUCE_SUM : DLA_REDUCE_MEAN;
-    random_program(c, &r.program, (dla_dtype)t, 1);
+    random_program(c, &r.program, (dla_dtype)t, 1, 1);
     if (pair)
         r.reg2 = (int32_t)cf_int(c, 0, r.program.ninsns - 1);
     int nd;

@@ -52,9 +52,9 @@ static const dla_tool_command commands[] = {
      "Options: --kernel NAME (memory, fill, strided_copy, cast, unary, binary,\n"
      "ternary, reduce, gemm, conv_forward, conv_backward_data,\n"
      "conv_backward_filter, pool_forward, pool_backward, gather, scatter_add,\n"
-     "fused, fused_reduce, random, fused_reduce_pair), --cases N (per kernel,\n"
-     "default 25), --case I (only case I), --seed S (default 1), --device I\n"
-     "(only device I of the plugin), --tap.",
+     "fused, fused_reduce, random, fused_reduce_pair, fused_multi), --cases N\n"
+     "(per kernel, default 25), --case I (only case I), --seed S (default 1),\n"
+     "--device I (only device I of the plugin), --tap.",
      dla_tool_check_plugin},
     {"export-images", "[--split train|test] [--limit N] [--dir IDXDIR] OUTDIR",
      "write Fashion-MNIST as PNG files, one folder per class",

@@ -117,6 +117,8 @@ dla_status dla__cpu_scatter_add(void *dev, const dla_index_args *args);
 dla_status dla__cpu_fused(void *dev, const dla_fused_args *args);
 /* ABI 1.3 */
 dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args);
+/* ABI 1.8: the program, also storing earlier registers into extra results */
+dla_status dla__cpu_fused_multi(void *dev, const dla_fused_multi_args *args);
 /* y = sum (mean) of x over the dims where y is 1, x streamed in memory
  * order into an accumulator per output (the reduce kernel's checked
  * arguments; single or double). */

@@ -1,6 +1,8 @@
 /*
  * fused.c - the fused elementwise kernel (ABI 1.2): a program of unary and
- * binary steps over several views of one shape, in one pass.
+ * binary steps over several views of one shape, in one pass; and
+ * fused_multi (ABI 1.8), the same program that also stores some of its
+ * earlier registers into extra results.
  *
  * The views' dims are coalesced as strided.c does, and the space is cut in
  * blocks of up to BLOCK consecutive elements (column-major): pieces of one
@@ -13,14 +15,19 @@
  * a copy gathered along its strides otherwise (a broadcast channel within
  * one run is one value again), and writing its register, a
  * block of the thread's stack. The last instruction writes y in place when
- * y is laid out as the space, else its register is scattered into y. So
+ * y is laid out as the space, else its register is scattered into y. An
+ * extra result is a written operand of the space like y (its strides
+ * coalesce with the others'): after the program, its register (never the
+ * last, so always on the stack) is copied into it where it is laid out as
+ * the space, else scattered. So
  * intermediates stay in L1 and the program's dispatch is paid once per
  * block, not per element. Blocks are independent and go over the OpenMP
- * team when the space is large.
+ * team when the space is large. The plain fused kernel is the same run
+ * with no extra result.
  *
  * Every register holds T and every step stores its result as T, exactly
  * as the one-op kernels store theirs, so a program and its steps launched
- * one by one give the same bits.
+ * one by one give the same bits, for y and for every extra result.
  */
 #include "plugins/cpu/elementwise_ops.h"
 #include "plugins/cpu/strided.h"
@@ -30,9 +37,10 @@
 #include <string.h>
 
 #define BLOCK 512
-#define NOPS (1 + DLA_FUSED_MAX_INPUTS)
+#define NOPS (1 + DLA_FUSED_MAX_INPUTS + DLA_FUSED_MAX_EXTRA)
 
-/* The coalesced space: op 0 is y, op 1 + i input i. */
+/* The coalesced space: op 0 is y, op 1 + i input i, op 1 + ninputs + k
+ * extra result k. */
 typedef struct space {
     int ndims;
     int64_t numel;
@@ -268,6 +276,14 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
     return at;
 }
 
+/* The extra results of a fused_multi call: register reg[k] into view[k]
+ * (its mem; the space holds its offset and strides). n 0: plain fused. */
+typedef struct extras {
+    int n;
+    const int32_t *reg;
+    const dla_view *view;
+} extras;
+
 /* One operand of a step over the current block: n elements at p, or one
  * value s for all of them (p NULL). */
 #define DEFINE_RUN(T, sfx)                                                                         \
@@ -448,9 +464,9 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
     }                                                                                              \
                                                                                                    \
     /* Runs the program on block u: elements [u * block, ...) of the space,                       \
-     * in its column-major order, into y. */                                                       \
-    static void block_##sfx(const dla_fused_args *a, const space *sp, const int *how, int64_t u,   \
-                            T (*regs)[BLOCK], T (*stage)[BLOCK])                                   \
+     * in its column-major order, into y and the extra results. */                                 \
+    static void block_##sfx(const dla_fused_args *a, const extras *ex, const space *sp,            \
+                            const int *how, int64_t u, T (*regs)[BLOCK], T (*stage)[BLOCK])        \
     {                                                                                              \
         int64_t n;                                                                                 \
         const int64_t at = block_range(sp, u, &n);                                                 \
@@ -459,16 +475,26 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
                       how[0] == AT_DENSE ? (T *)a->y.mem + sp->offset[0] + at : NULL);             \
         if (how[0] != AT_DENSE)                                                                    \
             walk_##sfx((T *)a->y.mem + sp->offset[0], sp->strides[0], sp, at, n, regs[last], 1);    \
+        /* An extra's register is below the last, so it is in regs. */                             \
+        for (int k = 0; k < ex->n; k++) {                                                          \
+            const int op = 1 + a->ninputs + k;                                                     \
+            T *base = (T *)ex->view[k].mem + sp->offset[op];                                       \
+            if (how[op] == AT_DENSE)                                                               \
+                memcpy(base + at, regs[ex->reg[k]], (size_t)n * sizeof(T));                        \
+            else                                                                                   \
+                walk_##sfx(base, sp->strides[op], sp, at, n, regs[ex->reg[k]], 1);                 \
+        }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    static void run_##sfx(const dla_fused_args *a, const space *sp, const int *how)                \
+    static void run_##sfx(const dla_fused_args *a, const extras *ex, const space *sp,              \
+                          const int *how)                                                          \
     {                                                                                              \
         const int64_t blocks = sp->blocks;                                                         \
         if (sp->numel < DLA__CPU_PAR_MIN) {                                                        \
             _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
             _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
             for (int64_t u = 0; u < blocks; u++)                                                   \
-                block_##sfx(a, sp, how, u, regs, stage);                                           \
+                block_##sfx(a, ex, sp, how, u, regs, stage);                                       \
             return;                                                                                \
         }                                                                                          \
         /* Eight chunks per thread, taken as threads come: a thread that                          \
@@ -483,7 +509,7 @@ static int64_t block_range(const space *sp, int64_t u, int64_t *n)
             _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
             _Pragma("omp for schedule(dynamic, chunk)")                                            \
             for (int64_t u = 0; u < blocks; u++)                                                   \
-                block_##sfx(a, sp, how, u, regs, stage);                                           \
+                block_##sfx(a, ex, sp, how, u, regs, stage);                                       \
         }                                                                                          \
     }
 DEFINE_RUN(float, f32)
@@ -582,26 +608,46 @@ DEFINE_SUM(double, f64)
 
 /* ------------------------------------------------------------- kernels */
 
-dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
+/* The checked program a into y and the extra results ex (after y and the
+ * inputs in the space, so their strides coalesce with the others'). */
+static dla_status run_program(const dla_fused_args *a, const extras *ex)
 {
-    dla_status s = dla_kit_check_fused(&dla__cpu_kit, args);
-    if (s != DLA_OK)
-        return s;
     const dla_view *v[NOPS];
-    v[0] = &args->y;
-    for (int i = 0; i < args->ninputs; i++)
-        v[1 + i] = &args->inputs[i];
+    v[0] = &a->y;
+    for (int i = 0; i < a->ninputs; i++)
+        v[1 + i] = &a->inputs[i];
+    for (int k = 0; k < ex->n; k++)
+        v[1 + a->ninputs + k] = &ex->view[k];
+    const int nops = 1 + a->ninputs + ex->n;
     space sp;
     int how[NOPS];
-    coalesce(&sp, 1 + args->ninputs, v);
+    coalesce(&sp, nops, v);
     if (sp.numel == 0)
         return DLA_OK;
-    classify(&sp, 1 + args->ninputs, how);
-    if (args->dtype == DLA_F32)
-        run_f32(args, &sp, how);
+    classify(&sp, nops, how);
+    if (a->dtype == DLA_F32)
+        run_f32(a, ex, &sp, how);
     else
-        run_f64(args, &sp, how);
+        run_f64(a, ex, &sp, how);
     return DLA_OK;
+}
+
+dla_status dla__cpu_fused(void *dev, const dla_fused_args *args)
+{
+    const dla_status s = dla_kit_check_fused(&dla__cpu_kit, args);
+    if (s != DLA_OK)
+        return s;
+    const extras none = {0, NULL, NULL};
+    return run_program(args, &none);
+}
+
+dla_status dla__cpu_fused_multi(void *dev, const dla_fused_multi_args *args)
+{
+    const dla_status s = dla_kit_check_fused_multi(&dla__cpu_kit, args);
+    if (s != DLA_OK)
+        return s;
+    const extras ex = {args->nextra, args->extra_reg, args->extra};
+    return run_program(&args->program, &ex);
 }
 
 /* Accumulators past this many doubles (all threads together) would cost

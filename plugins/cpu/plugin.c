@@ -51,6 +51,10 @@
  * - ABI 1.3: the random kernel is core/philox.c compiled in (random.c), the
  *   reference for every other plugin's; the plan hooks are left NULL, as
  *   a synchronous device has nothing to batch or wait for.
+ * - ABI 1.8: fused_multi is the fused interpreter storing, besides y, the
+ *   registers asked for into their extra results block by block (copied
+ *   where laid out as the space, else scattered), so each gets the bits of
+ *   the steps launched one by one.
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
@@ -213,7 +217,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_CONV_BACKWARD_FILTER:
     case DLA_KERNEL_FUSED:
     case DLA_KERNEL_FUSED_REDUCE:
-    case DLA_KERNEL_FUSED_REDUCE_PAIR: return dtype == DLA_F32 || dtype == DLA_F64;
+    case DLA_KERNEL_FUSED_REDUCE_PAIR:
+    case DLA_KERNEL_FUSED_MULTI: return dtype == DLA_F32 || dtype == DLA_F64;
     case DLA_KERNEL_RANDOM_UNIFORM:
     case DLA_KERNEL_RANDOM_NORMAL: return dtype == DLA_F32 || dtype == DLA_F64;
     /* Gathering moves elements without reading them as numbers. */
@@ -254,6 +259,7 @@ CHECKED(conv_backward_filter, (void *dev, const dla_conv_args *a), (dev, a))
 CHECKED(fused, (void *dev, const dla_fused_args *a), (dev, a))
 CHECKED(fused_reduce, (void *dev, const dla_fused_reduce_args *a), (dev, a))
 CHECKED(random, (void *dev, const dla_random_args *a), (dev, a))
+CHECKED(fused_multi, (void *dev, const dla_fused_multi_args *a), (dev, a))
 #undef CHECKED
 
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
@@ -269,7 +275,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 7, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 8, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
@@ -306,6 +312,8 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         /* ABI 1.6: no collectives of its own (host memory goes over the
          * communicator plugin as it is). */
         .mem_trim = dla__cpu_mem_trim,
+        /* ABI 1.8: the fused interpreter with extra results (fused.c). */
+        .fused_multi = checked_fused_multi,
     };
     /* Members past the host's struct_size are not there to be written. */
     memcpy(table, &mine, size);
