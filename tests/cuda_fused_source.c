@@ -7,10 +7,10 @@
  * several times slower, with one warning; nothing else fails. So a change
  * to the frame (fused_kern.h) or the writer that breaks the source would
  * pass every test on a GPU machine too. This compiles programs of every
- * kind (fused, fused_reduce, the pair), both dtypes, every step kind, the
- * ops read from the argument and written as constants, for the
- * architectures the plugin is built for, and fails on any refusal with
- * NVRTC's log.
+ * kind (fused, fused_reduce, the pair, fused_multi), both dtypes, every
+ * step kind, the ops read from the argument and written as constants, for
+ * the architectures the plugin is built for, and fails on any refusal
+ * with NVRTC's log.
  *
  * Skips (a TAP plan of 0) when NVRTC cannot be opened (the toolkit's library folder is
  * DLA_CUDA_LIBDIR, as the plugin's).
@@ -55,12 +55,12 @@ static int open_nvrtc(void)
     return nv.create && nv.compile && nv.log_size && nv.log && nv.destroy;
 }
 
-/* Compiles program a as kernel kind for arch; 1 when NVRTC took it. */
-static int compiles(const dla_fused_args *a, int kind, int reg2, int constops, const char *arch,
-                    const char *name)
+/* Compiles the program of key k for arch; 1 when NVRTC took it. */
+static int compiles_key(const dla__cu_fused_key_t *kp, int constops, const char *arch,
+                        const char *name)
 {
-    dla__cu_fused_key_t k;
-    dla__cu_fused_key(a, kind, reg2, &k);
+    const dla__cu_fused_key_t k = *kp;
+    const int kind = k.kind;
     const size_t ops = strlen(dla__cu_src_plugin_ops);
     const size_t body = dla__cu_fused_source(&k, constops, NULL, 0) + 1;
     char *src = malloc(ops + body);
@@ -89,6 +89,37 @@ static int compiles(const dla_fused_args *a, int kind, int reg2, int constops, c
         nv.destroy(&prog);
     free(src);
     return ok;
+}
+
+/* Compiles program a as kernel kind (0..2) for arch. */
+static int compiles(const dla_fused_args *a, int kind, int reg2, int constops, const char *arch,
+                    const char *name)
+{
+    dla__cu_fused_key_t k;
+    dla__cu_fused_key(a, kind, reg2, &k);
+    return compiles_key(&k, constops, arch, name);
+}
+
+/* Compiles fused_multi program m (kind 3) for arch. */
+static int compiles_multi(const dla_fused_multi_args *m, int constops, const char *arch,
+                          const char *name)
+{
+    dla__cu_fused_key_t k;
+    dla__cu_fused_multi_key(m, &k);
+    return compiles_key(&k, constops, arch, name);
+}
+
+/* Whether the source of key k holds text (0 when not; -1 no memory). */
+static int source_has(const dla__cu_fused_key_t *k, const char *text)
+{
+    const size_t n = dla__cu_fused_source(k, 1, NULL, 0) + 1;
+    char *src = malloc(n);
+    if (!src)
+        return -1;
+    dla__cu_fused_source(k, 1, src, n);
+    const int has = strstr(src, text) != NULL;
+    free(src);
+    return has;
 }
 
 static dla_fused_insn insn(int kind, int op, int s0, int s1, int s2)
@@ -129,9 +160,50 @@ int main(void)
     small.ninsns = 1;
     small.insns[0] = insn(DLA_FUSED_UNARY, DLA_UNARY_RELU, -1, 0, 0);
 
+    /* fused_multi (kind 3): the batch normalization's backward keeping
+     * three of its registers; an SGDM update of one parameter (v' = mu v
+     * + g, w' = w - lr v': one extra, the new velocity); and the most
+     * operands a kernel takes: eight inputs, eight steps, seven extras. */
+    dla_fused_multi_args mbig, msgdm, mmax;
+    memset(&mbig, 0, sizeof mbig);
+    mbig.struct_size = sizeof mbig;
+    mbig.program = big;
+    mbig.nextra = 3;
+    mbig.extra_reg[0] = 2, mbig.extra_reg[1] = 3, mbig.extra_reg[2] = 5;
+    memset(&msgdm, 0, sizeof msgdm);
+    msgdm.struct_size = sizeof msgdm;
+    msgdm.program.struct_size = sizeof msgdm.program;
+    msgdm.program.ninputs = 3; /* w, v, g */
+    msgdm.program.ninsns = 4;
+    msgdm.program.insns[0] = insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, -2, 0, 0);   /* mu v */
+    msgdm.program.insns[1] = insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, 0, -3, 0);   /* + g */
+    msgdm.program.insns[2] = insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, 1, 0, 0);   /* lr v' */
+    msgdm.program.insns[3] = insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, 2, 0);   /* w - */
+    msgdm.nextra = 1;
+    msgdm.extra_reg[0] = 1;
+    memset(&mmax, 0, sizeof mmax);
+    mmax.struct_size = sizeof mmax;
+    mmax.program.struct_size = sizeof mmax.program;
+    mmax.program.ninputs = 8;
+    mmax.program.ninsns = 8;
+    mmax.program.insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, -1, -2, 0);
+    mmax.program.insns[1] = insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, 0, -3, 0);
+    mmax.program.insns[2] = insn(DLA_FUSED_UNARY, DLA_UNARY_EXP, 1, 0, 0);
+    mmax.program.insns[3] = insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, 2, -4, 0);
+    mmax.program.insns[4] = insn(DLA_FUSED_UNARY, DLA_UNARY_NEG, 3, 0, 0);
+    mmax.program.insns[5] = insn(DLA_FUSED_WHERE, 0, -5, 4, -6);
+    mmax.program.insns[6] = insn(DLA_FUSED_BINARY, DLA_BINARY_MAX, 5, -7, 0);
+    mmax.program.insns[7] = insn(DLA_FUSED_BINARY, DLA_BINARY_DIV, 6, -8, 0);
+    mmax.nextra = 7;
+    for (int k = 0; k < 7; k++)
+        mmax.extra_reg[k] = 6 - k;
+    dla_fused_multi_args *const multis[] = {&mbig, &msgdm, &mmax};
+    static const char *const mnames[] = {"batchnorm backward, 3 extras", "sgdm, 1 extra",
+                                         "8 inputs, 7 extras"};
+
     static const char *const archs[] = {"--gpu-architecture=sm_80", "--gpu-architecture=sm_90"};
     int n = 0, failed = 0;
-    printf("1..%d\n", 2 * 2 * 3 * 2 * 2);
+    printf("1..%d\n", 2 * 2 * 3 * 2 * 2 + 2 * 2 * 2 * 3 + 1);
     for (int arch = 0; arch < 2; arch++)
         for (int f64 = 0; f64 < 2; f64++)
             for (int kind = 0; kind < 3; kind++)
@@ -147,5 +219,28 @@ int main(void)
                                ++n, name, archs[arch] + 19, f64 ? "double" : "single", kind,
                                constops ? "constant" : "from the argument");
                     }
+    for (int arch = 0; arch < 2; arch++)
+        for (int f64 = 0; f64 < 2; f64++)
+            for (int constops = 0; constops < 2; constops++)
+                for (int which = 0; which < 3; which++) {
+                    dla_fused_multi_args *m = multis[which];
+                    m->program.dtype = f64 ? DLA_F64 : DLA_F32;
+                    const int ok = compiles_multi(m, constops, archs[arch], mnames[which]);
+                    failed += !ok;
+                    printf("%s %d - fused_multi %s, %s, %s, ops %s\n", ok ? "ok" : "not ok", ++n,
+                           mnames[which], archs[arch] + 19, f64 ? "double" : "single",
+                           constops ? "constant" : "from the argument");
+                }
+    /* The other kinds' sources are as before fused_multi: none holds its
+     * frame. */
+    int plain = 1;
+    for (int kind = 0; kind < 3; kind++) {
+        dla__cu_fused_key_t k;
+        dla__cu_fused_key(&big, kind, 2, &k);
+        plain = plain && source_has(&k, "dla_fmviews") == 0;
+    }
+    failed += !plain;
+    printf("%s %d - fused, fused_reduce and the pair: no fused_multi text in their source\n",
+           plain ? "ok" : "not ok", ++n);
     return failed ? 1 : 0;
 }

@@ -247,6 +247,7 @@ void dla__cu_conv_release(dla__cu_device *d);
 
 /* ---- fused.c, fused_reduce.c (+ fused_kernels.cu, NVRTC) ---- */
 dla_status dla__cu_fused(void *dev, const dla_fused_args *args);
+dla_status dla__cu_fused_multi(void *dev, const dla_fused_multi_args *args); /* ABI 1.8 */
 dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args);
 void dla__cu_fused_release(dla__cu_device *d);
 

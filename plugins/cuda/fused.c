@@ -11,6 +11,13 @@
  * register in the dtype, so both give the bits of the steps launched one
  * by one. y may be input 0 itself: each thread reads its element's inputs
  * before it writes y there.
+ *
+ * fused_multi (ABI 1.8) runs the same way over the space of y, the inputs
+ * and the extra results, in a kernel that also stores the extras'
+ * registers (dla_fused_multi_body; the slots of dla_fmviews are y 0,
+ * input i 1 + i, extra k 9 + k), interpreted first and compiled as kind 3
+ * when it recurs: one launch where the steps were several, with the bits
+ * of each.
  */
 #include "plugins/cuda/fused_kern.h"
 
@@ -99,4 +106,62 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
     return dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, sp.n),
                                             args->dtype == DLA_F64, &a, &p, k1),
                        "fused");
+}
+
+dla_status dla__cu_fused_multi(void *dev, const dla_fused_multi_args *args)
+{
+    dla__cu_device *d = dev;
+    dla_status s = dla__cu_enter(d, "fused_multi");
+    if (s != DLA_OK)
+        return s;
+    if ((s = dla_kit_check_fused_multi(&d->kit, args)) != DLA_OK)
+        return s;
+    const dla_fused_args *a = &args->program;
+    if (dla_kit_numel(&a->y) == 0)
+        return DLA_OK;
+    /* The views in list order (y, the inputs, the extras) and the slot of
+     * dla_fmviews each goes to. */
+    const int ni = a->ninputs, nx = args->nextra, nops = 1 + ni + nx;
+    const dla_view *v[DLA__CU_FMOPS];
+    int slot[DLA__CU_FMOPS];
+    v[0] = &a->y;
+    slot[0] = 0;
+    for (int i = 0; i < ni; i++) {
+        v[1 + i] = &a->inputs[i];
+        slot[1 + i] = 1 + i;
+    }
+    for (int k = 0; k < nx; k++) {
+        v[1 + ni + k] = &args->extra[k];
+        slot[1 + ni + k] = DLA__CU_FM_X0 + k;
+    }
+    dla__cu_space sp;
+    dla__cu_vw vw[DLA__CU_FMOPS];
+    dla__cu_space_of(nops, v, &sp, vw);
+    dla_fmviews m;
+    memset(&m, 0, sizeof m);
+    m.sp.nd = sp.nd;
+    m.sp.n = sp.n;
+    for (int k = 0; k < DLA__CU_MAXD; k++) {
+        m.sp.dims[k] = sp.dims[k];
+        m.sp.mul[k] = sp.mul[k];
+        m.sp.shift[k] = sp.shift[k];
+    }
+    for (int op = 0; op < nops; op++) {
+        m.v[slot[op]].base = vw[op].base;
+        for (int k = 0; k < DLA__CU_MAXD; k++)
+            m.v[slot[op]].st[k] = vw[op].st[k];
+    }
+    m.nextra = nx;
+    for (int k = 0; k < nx; k++)
+        m.reg[k] = args->extra_reg[k]; /* 0 .. ninsns-2 (the kit); 0 past nextra */
+    dla_fprog p;
+    dla__cu_fprog_of(a, 0, &p);
+    /* vw holds every operand, the extras too. */
+    if (d->fused_off32 && offsets_fit_int(&sp, vw, nops))
+        p.flags = DLA__CU_F_OFF32;
+    const void *k1 = NULL;
+    dla__cu_fused_multi_compiled(d, args, &k1);
+    return dla__cu_err(dla__cu_fused_multi_launch(d->stream, dla__cu_blocks(d, sp.n),
+                                                  a->dtype == DLA_F64, &m, &p, k1),
+                       "fused_multi");
 }

@@ -1,8 +1,8 @@
 /*
- * fused_kern.h - the cuda plugin's fused and fused_reduce kernels: the
- * argument structs (C, nvcc and NVRTC), the kernels' frame (nvcc and
- * NVRTC) and the launchers (C linkage, fused_kernels.cu) and the cache of
- * compiled programs (nvrtc.c).
+ * fused_kern.h - the cuda plugin's fused, fused_reduce and fused_multi
+ * kernels: the argument structs (C, nvcc and NVRTC), the kernels' frame
+ * (nvcc and NVRTC) and the launchers (C linkage, fused_kernels.cu) and
+ * the cache of compiled programs (nvrtc.c).
  *
  * The frame is written once, inside the macro DLA__CU_FUSED_FRAME: the
  * .cu expands it (with the interpreter as its evaluator) and nvrtc.c
@@ -14,7 +14,12 @@
  * shared with C the same way (DLA__CU_FUSED_TYPES): plain C types, no
  * stdint (NVRTC has none).
  *
- * Neither macro's text may hold a preprocessor directive (commas are
+ * fused_multi's types and frame are macros of their own
+ * (DLA__CU_FMULTI_TYPES, DLA__CU_FMULTI_FRAME), written into the source of
+ * a compiled fused_multi program only, so the other kinds' sources stay
+ * as they were.
+ *
+ * No such macro's text may hold a preprocessor directive (commas are
  * fine: the macros take __VA_ARGS__; comments are gone before expansion).
  */
 #ifndef DLA_PLUGIN_CUDA_FUSED_KERN_H
@@ -303,15 +308,128 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
         }                                                                                          \
     })
 
-/* dla_fprog.flags of a fused call (fused.c): every view's offsets and the
- * space's positions fit in int (32-bit index arithmetic, several times
- * cheaper on the GPU than 64-bit). */
+/* ------------------------------------------------ fused_multi (ABI 1.8)
+ * The operands of a fused_multi kernel, in fixed slots: y (0), the inputs
+ * (1..8: input i in slot 1 + i, as in dla_fviews) and the extra results
+ * (9..15: extra k in slot DLA__CU_FM_X0 + k); slots no operand fills have
+ * base NULL and zero strides and are neither read nor written. */
+#define DLA__CU_FMOPS 16
+#define DLA__CU_FM_X0 9
+
+/* dla_fmviews: the space and the 16 slots' views (fused.c fills them from
+ * dla__cu_space_of over y, the inputs and the extras), nextra and the
+ * extras' registers (reg[k] for k >= nextra is 0). With dla_fprog it is
+ * the whole parameter block of a fused_multi kernel (1632 bytes; asserted
+ * under 4 KiB in fused_kernels.cu and in a compiled program's source). */
+#define DLA__CU_FMULTI_TYPES(X)                                                                    \
+    X(typedef struct dla_fmviews {                                                                 \
+          dla_fsp sp;                                                                              \
+          dla_fvw v[16];                                                                           \
+          int nextra;                                                                              \
+          int reg[7];                                                                              \
+      } dla_fmviews;)
+
+DLA__CU_FMULTI_TYPES(DLA__CU_ID)
+
+/* The fused_multi frame (device code; needs DLA__CU_FUSED_FRAME and both
+ * types before it; a compiled program of another kind does not include
+ * it). An evaluator Ev has a static multi(p, reg, in, v, x) for its T: v
+ * the last register, x[k] register reg[k] for k < the extras it knows
+ * (the interpreter all 7, reading reg; a compiled program its nextra, the
+ * registers wired as constants). dla_fused_multi_body<T, Ev, NIN, NEX>:
+ * one thread per element, grid-stride, as dla_fused_body; it locates only
+ * the slots 0 .. NIN and 9 .. 8 + NEX and writes extra k < NEX (and <
+ * nextra) and y. Each thread reads its element's inputs before it writes
+ * (y may be input 0 itself; the extras overlap nothing). */
+#define DLA__CU_FMULTI_FRAME(X)                                                                    \
+    X(template <int NIN, int NEX>                                                                  \
+      __device__ __forceinline__ void dla_fmlocate(const dla_fmviews &a, dla_i64 i,                \
+                                                   dla_i64 *off) {                                 \
+          for (int k = 0; k < 16; k++)                                                             \
+              off[k] = 0;                                                                          \
+          const int last = a.sp.nd - 1;                                                            \
+          for (int d = 0; d < 8; d++) {                                                            \
+              if (d < last) {                                                                      \
+                  const dla_i64 n = a.sp.dims[d], q = i / n, r = i - q * n;                        \
+                  i = q;                                                                           \
+                  for (int k = 0; k < 16; k++)                                                     \
+                      if (k <= NIN || (k >= 9 && k < 9 + NEX))                                     \
+                          off[k] += r * a.v[k].st[d];                                              \
+              } else if (d == last) {                                                              \
+                  for (int k = 0; k < 16; k++)                                                     \
+                      if (k <= NIN || (k >= 9 && k < 9 + NEX))                                     \
+                          off[k] += i * a.v[k].st[d];                                              \
+              }                                                                                    \
+          }                                                                                        \
+      }                                                                                            \
+                                                                                                   \
+      template <int NIN, int NEX>                                                                  \
+      __device__ __forceinline__ void dla_fmlocate32(const dla_fmviews &a, unsigned u, int *off) { \
+          for (int k = 0; k < 16; k++)                                                             \
+              off[k] = 0;                                                                          \
+          const int last = a.sp.nd - 1;                                                            \
+          for (int d = 0; d < 8; d++) {                                                            \
+              if (d < last) {                                                                      \
+                  const unsigned n = (unsigned)a.sp.dims[d];                                       \
+                  const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d];              \
+                  const unsigned r = u - q * n;                                                    \
+                  u = q;                                                                           \
+                  for (int k = 0; k < 16; k++)                                                     \
+                      if (k <= NIN || (k >= 9 && k < 9 + NEX))                                     \
+                          off[k] += (int)r * (int)a.v[k].st[d];                                    \
+              } else if (d == last) {                                                              \
+                  for (int k = 0; k < 16; k++)                                                     \
+                      if (k <= NIN || (k >= 9 && k < 9 + NEX))                                     \
+                          off[k] += (int)u * (int)a.v[k].st[d];                                    \
+              }                                                                                    \
+          }                                                                                        \
+      }                                                                                            \
+                                                                                                   \
+      template <typename T, class Ev, int NIN, int NEX, typename O>                                \
+      __device__ __forceinline__ void dla_fmulti_one(const dla_fmviews &a, const dla_fprog &p,     \
+                                                     const O *off) {                               \
+          T in[8];                                                                                 \
+          for (int k = 0; k < 8; k++)                                                              \
+              in[k] = k < NIN && k < p.ninputs ? ((const T *)a.v[1 + k].base)[off[1 + k]] : (T)0;  \
+          T v, x[7];                                                                               \
+          Ev::multi(p, a.reg, in, v, x);                                                           \
+          for (int k = 0; k < NEX && k < 7; k++)                                                   \
+              if (k < a.nextra)                                                                    \
+                  ((T *)a.v[9 + k].base)[off[9 + k]] = x[k];                                       \
+          ((T *)a.v[0].base)[off[0]] = v;                                                          \
+      }                                                                                            \
+                                                                                                   \
+      template <typename T, class Ev, int NIN, int NEX>                                            \
+      __device__ __forceinline__ void dla_fused_multi_body(const dla_fmviews &a,                   \
+                                                           const dla_fprog &p) {                   \
+          const dla_i64 S = (dla_i64)gridDim.x * blockDim.x;                                       \
+          dla_i64 i = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x;                              \
+          if (p.flags & DLA__CU_F_OFF32) {                                                         \
+              for (; i < a.sp.n; i += S) {                                                         \
+                  int off[16];                                                                     \
+                  dla_fmlocate32<NIN, NEX>(a, (unsigned)i, off);                                   \
+                  dla_fmulti_one<T, Ev, NIN, NEX, int>(a, p, off);                                 \
+              }                                                                                    \
+          } else {                                                                                 \
+              for (; i < a.sp.n; i += S) {                                                         \
+                  dla_i64 off[16];                                                                 \
+                  dla_fmlocate<NIN, NEX>(a, i, off);                                               \
+                  dla_fmulti_one<T, Ev, NIN, NEX, dla_i64>(a, p, off);                             \
+              }                                                                                    \
+          }                                                                                        \
+      })
+
+/* dla_fprog.flags of a fused or fused_multi call (fused.c): every view's
+ * offsets (a fused_multi's extras' too) and the space's positions fit in
+ * int (32-bit index arithmetic, several times cheaper on the GPU than
+ * 64-bit). */
 #define DLA__CU_F_OFF32 1
 
 /* Names of a compiled program's kernels (extern "C" in its source). */
 #define DLA__CU_K_FUSED "dla_fused_prog"
 #define DLA__CU_K_FR_BLOCK "dla_fr_block_prog"
 #define DLA__CU_K_FR_THREAD "dla_fr_thread_prog"
+#define DLA__CU_K_FMULTI "dla_fused_multi_prog"
 
 /* Threads per block of the fused_reduce block kernel (at most). */
 #define DLA__CU_FR_THREADS 256
@@ -321,6 +439,10 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
  * interpreter. They return the launch's error (cudaGetLastError). */
 cudaError_t dla__cu_fused_launch(cudaStream_t st, unsigned grid, int f64, const dla_fviews *a,
                                  const dla_fprog *p, const void *kernel);
+/* fused_multi: a, the program p (flags DLA__CU_F_*), kernel as above. */
+cudaError_t dla__cu_fused_multi_launch(cudaStream_t st, unsigned grid, int f64,
+                                       const dla_fmviews *a, const dla_fprog *p,
+                                       const void *kernel);
 /* thread: one thread per output (grid blocks of DLA__CU_THREADS) instead
  * of a block of `block` threads (a power of two) per output part. */
 cudaError_t dla__cu_fr_launch(cudaStream_t st, int thread, unsigned grid, unsigned block, int f64,
@@ -335,14 +457,19 @@ cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair
  * *k1 is the block kernel and *k2 the thread kernel. Takes d->lock. */
 int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
                            const void **k1, const void **k2);
+/* The same for a fused_multi program (kind 3): *k1 its kernel. */
+int dla__cu_fused_multi_compiled(dla__cu_device *d, const dla_fused_multi_args *m,
+                                 const void **k1);
 
 /* A compiled program's identity (everything but alpha and beta, which
- * stay arguments): the kernel (0 fused, 1 fused_reduce, 2 the pair), the
- * pair's second register, the dtype, and per step its kind, op and
- * operands. */
+ * stay arguments): the kernel (0 fused, 1 fused_reduce, 2 the pair, 3
+ * fused_multi), the pair's second register, the dtype, per step its kind,
+ * op and operands, and a fused_multi's extras' registers (they decide
+ * what its kernel stores; 0 for the other kinds). */
 typedef struct dla__cu_fused_key_t {
     int32_t kind, reg2, f64, ninputs, ninsns;
     int32_t code[DLA_FUSED_MAX_INSNS][5];
+    int32_t nextra, xreg[DLA_FUSED_MAX_EXTRA];
 } dla__cu_fused_key_t;
 
 /* fused_source.c: the key of program a; and its source after
@@ -350,6 +477,7 @@ typedef struct dla__cu_fused_key_t {
  * (>= size: cut). constops: the ops written as constants rather than
  * read from the argument (DLACCEL_CUDA_FUSED_CONSTOPS=1; see there). */
 void dla__cu_fused_key(const dla_fused_args *a, int kind, int reg2, dla__cu_fused_key_t *k);
+void dla__cu_fused_multi_key(const dla_fused_multi_args *m, dla__cu_fused_key_t *k);
 size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size);
 
 /* The program as the kernels take it (fused.c). */

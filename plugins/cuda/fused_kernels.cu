@@ -1,8 +1,9 @@
 /*
- * fused_kernels.cu - the interpreted fused and fused_reduce kernels of the
- * cuda plugin (the frame of fused_kern.h with the interpreter as its
- * evaluator), the parts' combine, and the launchers, which also launch a
- * compiled program's kernels (nvrtc.c) with the same arguments.
+ * fused_kernels.cu - the interpreted fused, fused_multi and fused_reduce
+ * kernels of the cuda plugin (the frames of fused_kern.h with the
+ * interpreter as their evaluator), the parts' combine, and the launchers,
+ * which also launch a compiled program's kernels (nvrtc.c) with the same
+ * arguments.
  *
  * The interpreter walks the instruction list per element with registers in
  * a small array; every step is a call of plugin_ops.h, the functions the
@@ -16,21 +17,34 @@
 #include <dlaccel/plugin_ops.h>
 
 DLA__CU_FUSED_FRAME(DLA__CU_ID)
+DLA__CU_FMULTI_FRAME(DLA__CU_ID)
 
 static_assert(sizeof(dla_fviews) == sizeof(dla__cu_views<DLA__CU_FOPS>),
               "dla_fviews is kern.cuh's dla__cu_views<9>");
 static_assert(sizeof(dla_fsp) == sizeof(dla__cu_space), "dla_fsp is cu.h's dla__cu_space");
 static_assert(sizeof(dla_fvw) == sizeof(dla__cu_vw), "dla_fvw is cu.h's dla__cu_vw");
+/* A fused_multi kernel's whole parameter block (the launch's limit is 4
+ * KiB on every architecture the plugin is built for). */
+static_assert(sizeof(dla_fmviews) + sizeof(dla_fprog) < 4096,
+              "a fused_multi kernel's parameters fit in 4 KiB");
+static_assert(sizeof(dla_fmviews) == 1328 && sizeof(dla_fprog) == 304,
+              "the layouts fused_kern.h describes (1632 bytes of parameters)");
+static_assert(DLA__CU_FMOPS == 16 && DLA__CU_FM_X0 == 9 &&
+                  DLA__CU_FM_X0 + DLA_FUSED_MAX_EXTRA == DLA__CU_FMOPS &&
+                  1 + DLA_FUSED_MAX_INPUTS == DLA__CU_FM_X0,
+              "the slots of dla_fmviews: y, 8 inputs, 7 extras");
 
 namespace {
 
 /* The interpreter: r[j] for j = 0 .. ninsns-1; operands k >= 0 registers,
- * -1 - i inputs (the kit checked both). */
+ * -1 - i inputs (the kit checked both). run gives the last register and
+ * reg2 (fused, fused_reduce), multi the last and the 7 registers reg[k]
+ * (fused_multi: the host sets reg[k] = 0 past nextra), both from regs,
+ * which computes them all and returns their count. */
 struct interp {
     template <typename T>
-    static __device__ __forceinline__ void run(const dla_fprog &p, const T *in, T &v, T &v2)
+    static __device__ __forceinline__ int regs(const dla_fprog &p, const T *in, T *r)
     {
-        T r[8];
         const int n = p.ninsns < 1 ? 1 : p.ninsns > 8 ? 8 : p.ninsns;
         for (int j = 0; j < n; j++) {
             T a[3];
@@ -49,14 +63,40 @@ struct interp {
                 x = a[0] != (T)0 ? a[1] : a[2];
             r[j] = x;
         }
+        return n;
+    }
+
+    template <typename T>
+    static __device__ __forceinline__ void run(const dla_fprog &p, const T *in, T &v, T &v2)
+    {
+        T r[8];
+        const int n = regs(p, in, r);
         v = r[n - 1];
         v2 = r[p.reg2 & 7];
+    }
+
+    template <typename T>
+    static __device__ __forceinline__ void multi(const dla_fprog &p, const int *reg, const T *in,
+                                                 T &v, T *x)
+    {
+        T r[8];
+        const int n = regs(p, in, r);
+        v = r[n - 1];
+#pragma unroll
+        for (int k = 0; k < 7; k++)
+            x[k] = r[reg[k] & 7];
     }
 };
 
 template <typename T> __global__ void fused_k(dla_fviews a, dla_fprog p)
 {
     dla_fused_body<T, interp, 8>(a, p);
+}
+
+/* fused_multi, interpreted: every input slot and every extra slot. */
+template <typename T> __global__ void fused_multi_k(dla_fmviews a, dla_fprog p)
+{
+    dla_fused_multi_body<T, interp, 8, 7>(a, p);
 }
 
 template <typename T, int PAIR> __global__ void fr_block_k(dla_fr f, dla_fprog p)
@@ -112,6 +152,21 @@ extern "C" cudaError_t dla__cu_fused_launch(cudaStream_t st, unsigned grid, int 
         fused_k<double><<<grid, DLA__CU_THREADS, 0, st>>>(av, pv);
     else
         fused_k<float><<<grid, DLA__CU_THREADS, 0, st>>>(av, pv);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t dla__cu_fused_multi_launch(cudaStream_t st, unsigned grid, int f64,
+                                                  const dla_fmviews *a, const dla_fprog *p,
+                                                  const void *kernel)
+{
+    dla_fmviews av = *a;
+    dla_fprog pv = *p;
+    if (kernel)
+        return launch_compiled(kernel, grid, DLA__CU_THREADS, 0, st, &av, &pv);
+    if (f64)
+        fused_multi_k<double><<<grid, DLA__CU_THREADS, 0, st>>>(av, pv);
+    else
+        fused_multi_k<float><<<grid, DLA__CU_THREADS, 0, st>>>(av, pv);
     return cudaGetLastError();
 }
 

@@ -2,7 +2,9 @@
  * fused_source.c - the CUDA C++ of a compiled fused program (nvrtc.c
  * compiles it; tests/cuda_fused_source.c compiles it on a machine without
  * a GPU, since NVRTC needs none): the frame of fused_kern.h with the
- * program's steps written out as calls of plugin_ops.h.
+ * program's steps written out as calls of plugin_ops.h. A fused_multi
+ * program (kind 3) also gets the fused_multi types and frame, and an
+ * evaluator of its own; the other kinds' sources do not hold them.
  */
 #include "plugins/cuda/fused_kern.h"
 
@@ -20,23 +22,22 @@ void dla__cu_fused_key(const dla_fused_args *a, int kind, int reg2, dla__cu_fuse
     dla_kit_fused_code(a, k->code);
 }
 
+void dla__cu_fused_multi_key(const dla_fused_multi_args *m, dla__cu_fused_key_t *k)
+{
+    dla__cu_fused_key(&m->program, 3, 0, k);
+    k->nextra = m->nextra;
+    for (int x = 0; x < m->nextra && x < DLA_FUSED_MAX_EXTRA; x++)
+        k->xreg[x] = m->extra_reg[x];
+}
+
 /* Appends to src (size bytes, n used), cutting at the end. */
 #define PUT(...) n += (size_t)snprintf(src + n, n < size ? size - n : 0, __VA_ARGS__)
 
-size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size)
+/* The steps of k as constants r0 .. r<ninsns-1> of type T, appended at n;
+ * the new length. */
+static size_t put_steps(const dla__cu_fused_key_t *k, int constops, const char *T, char *src,
+                        size_t size, size_t n)
 {
-    static const char types[] = DLA__CU_FUSED_TYPES(DLA__CU_STR);
-    static const char frame[] = DLA__CU_FUSED_FRAME(DLA__CU_STR);
-    const char *T = k->f64 ? "double" : "float";
-    size_t n = 0;
-    PUT("\n#define DLA__CU_F_OFF32 %d\n%s\n%s\n", DLA__CU_F_OFF32, types, frame);
-    /* The layouts the host fills (a mismatch fails the compile). */
-    PUT("static_assert(sizeof(dla_fviews) == %zu && sizeof(dla_fprog) == %zu && "
-        "sizeof(dla_fr) == %zu, \"dla_fused layouts\");\n",
-        sizeof(dla_fviews), sizeof(dla_fprog), sizeof(dla_fr));
-    PUT("struct dla_gen {\n  static __device__ __forceinline__ void run(const dla_fprog &p, "
-        "const %s *in, %s &v, %s &v2)\n  {\n    (void)p;\n",
-        T, T, T);
     for (int j = 0; j < k->ninsns; j++) {
         char o[3][16];
         for (int s = 0; s < 3; s++) {
@@ -65,6 +66,52 @@ size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *sr
         else
             PUT("    const %s r%d = %s != (%s)0 ? %s : %s;\n", T, j, o[0], T, o[1], o[2]);
     }
+    return n;
+}
+
+/* A fused_multi program (kind 3): the fused_multi types and frame too,
+ * and an evaluator whose multi gives the last register and the extras'
+ * registers, wired as constants; appended at n, the new length. */
+static size_t put_multi(const dla__cu_fused_key_t *k, int constops, const char *T, char *src,
+                        size_t size, size_t n)
+{
+    static const char types[] = DLA__CU_FMULTI_TYPES(DLA__CU_STR);
+    static const char frame[] = DLA__CU_FMULTI_FRAME(DLA__CU_STR);
+    PUT("%s\n%s\n", types, frame);
+    PUT("static_assert(sizeof(dla_fmviews) == %zu && sizeof(dla_fmviews) + sizeof(dla_fprog) < "
+        "4096, \"dla_fused_multi layout\");\n",
+        sizeof(dla_fmviews));
+    PUT("struct dla_gen {\n  static __device__ __forceinline__ void multi(const dla_fprog &p, "
+        "const int *reg, const %s *in, %s &v, %s *x)\n  {\n    (void)p;\n    (void)reg;\n",
+        T, T, T);
+    n = put_steps(k, constops, T, src, size, n);
+    PUT("    v = r%d;\n", k->ninsns - 1);
+    for (int x = 0; x < k->nextra && x < DLA_FUSED_MAX_EXTRA; x++)
+        PUT("    x[%d] = r%d;\n", x, (int)k->xreg[x]);
+    PUT("  }\n};\n");
+    PUT("extern \"C\" __global__ void %s(dla_fmviews a, dla_fprog p)\n"
+        "{\n  dla_fused_multi_body<%s, dla_gen, %d, %d>(a, p);\n}\n",
+        DLA__CU_K_FMULTI, T, (int)k->ninputs, (int)k->nextra);
+    return n;
+}
+
+size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size)
+{
+    static const char types[] = DLA__CU_FUSED_TYPES(DLA__CU_STR);
+    static const char frame[] = DLA__CU_FUSED_FRAME(DLA__CU_STR);
+    const char *T = k->f64 ? "double" : "float";
+    size_t n = 0;
+    PUT("\n#define DLA__CU_F_OFF32 %d\n%s\n%s\n", DLA__CU_F_OFF32, types, frame);
+    /* The layouts the host fills (a mismatch fails the compile). */
+    PUT("static_assert(sizeof(dla_fviews) == %zu && sizeof(dla_fprog) == %zu && "
+        "sizeof(dla_fr) == %zu, \"dla_fused layouts\");\n",
+        sizeof(dla_fviews), sizeof(dla_fprog), sizeof(dla_fr));
+    if (k->kind == 3)
+        return put_multi(k, constops, T, src, size, n);
+    PUT("struct dla_gen {\n  static __device__ __forceinline__ void run(const dla_fprog &p, "
+        "const %s *in, %s &v, %s &v2)\n  {\n    (void)p;\n",
+        T, T, T);
+    n = put_steps(k, constops, T, src, size, n);
     PUT("    v = r%d;\n", k->ninsns - 1);
     if (k->kind == 2)
         PUT("    v2 = r%d;\n", (int)k->reg2);

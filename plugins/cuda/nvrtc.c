@@ -2,15 +2,15 @@
  * nvrtc.c - fused programs compiled with NVRTC (fused.c, fused_reduce.c).
  *
  * A program (its instructions without alpha and beta, which stay
- * arguments; its dtype, input count, and which kernel: fused, fused_reduce
- * or the pair with its second register) is interpreted the first time it
- * is seen. The second time, it is compiled into kernels of its own: the
- * frame of fused_kern.h (the same loops the interpreter runs) with the
- * steps written out as calls of plugin_ops.h, their operands and ops
- * wired as constants, so the registers stay registers and there is no
- * loop over the instructions nor a switch over the ops (but neg's, read
- * from the argument: see fused_source.c). The compiled kernels take the
- * interpreter's arguments.
+ * arguments; its dtype, input count, and which kernel: fused, fused_reduce,
+ * the pair with its second register, or fused_multi with its extras'
+ * registers) is interpreted the first time it is seen. The second time,
+ * it is compiled into kernels of its own: the frame of fused_kern.h (the
+ * same loops the interpreter runs) with the steps written out as calls of
+ * plugin_ops.h, their operands and ops wired as constants, so the
+ * registers stay registers and there is no loop over the instructions nor
+ * a switch over the ops (but neg's, read from the argument: see
+ * fused_source.c). The compiled kernels take the interpreter's arguments.
  *
  * NVRTC is opened with dlopen (libnvrtc.so.13, then .12; first in
  * $DLACCEL_CUDA_LIBDIR when set); the cubin for the device's architecture
@@ -206,8 +206,12 @@ static int compile(dla__cu_device *d, entry *e)
         return 0;
     }
     cudaKernel_t k1 = NULL, k2 = NULL;
-    ce = cudaLibraryGetKernel(&k1, lib, e->k.kind == 0 ? DLA__CU_K_FUSED : DLA__CU_K_FR_BLOCK);
-    if (ce == cudaSuccess && e->k.kind != 0)
+    const int reduce = e->k.kind == 1 || e->k.kind == 2;
+    ce = cudaLibraryGetKernel(&k1, lib,
+                              e->k.kind == 0   ? DLA__CU_K_FUSED
+                              : e->k.kind == 3 ? DLA__CU_K_FMULTI
+                                               : DLA__CU_K_FR_BLOCK);
+    if (ce == cudaSuccess && reduce)
         ce = cudaLibraryGetKernel(&k2, lib, DLA__CU_K_FR_THREAD);
     if (ce != cudaSuccess) {
         not_compiled(d, "cudaLibraryGetKernel", cudaGetErrorString(ce));
@@ -218,9 +222,10 @@ static int compile(dla__cu_device *d, entry *e)
     e->lib = lib;
     e->k1 = k1;
     e->k2 = k2;
+    static const char *const kinds[] = {"fused", "fused_reduce", "fused_reduce pair",
+                                        "fused_multi"};
     h->log(DLA_LOG_DEBUG, "cuda:%d: a %s program of %d steps compiled (%s)", d->index,
-           e->k.kind == 0 ? "fused" : e->k.kind == 1 ? "fused_reduce" : "fused_reduce pair",
-           (int)e->k.ninsns, arch);
+           kinds[e->k.kind & 3], (int)e->k.ninsns, arch);
     return 1;
 }
 
@@ -237,16 +242,11 @@ static int compile_after(void)
     return v == 0 ? 0 : v == 2 ? 1 : COMPILE_AFTER;
 }
 
-int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
-                           const void **k1, const void **k2)
+/* The cache's answer for key k (after: compile_after's, not 0). */
+static int compiled_key(dla__cu_device *d, const key *kp, int after, const void **k1,
+                        const void **k2)
 {
-    *k1 = NULL;
-    *k2 = NULL;
-    const int after = compile_after();
-    if (after == 0)
-        return 0;
-    key k;
-    dla__cu_fused_key(a, kind, reg2, &k);
+    const key k = *kp;
     pthread_mutex_lock(&d->lock);
     entry *e = NULL;
     for (entry **p = &d->fused; *p; p = &(*p)->next)
@@ -295,6 +295,32 @@ int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind,
     }
     pthread_mutex_unlock(&d->lock);
     return got;
+}
+
+int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
+                           const void **k1, const void **k2)
+{
+    *k1 = NULL;
+    *k2 = NULL;
+    const int after = compile_after();
+    if (after == 0)
+        return 0;
+    key k;
+    dla__cu_fused_key(a, kind, reg2, &k);
+    return compiled_key(d, &k, after, k1, k2);
+}
+
+int dla__cu_fused_multi_compiled(dla__cu_device *d, const dla_fused_multi_args *m,
+                                 const void **k1)
+{
+    const void *k2 = NULL;
+    *k1 = NULL;
+    const int after = compile_after();
+    if (after == 0)
+        return 0;
+    key k;
+    dla__cu_fused_multi_key(m, &k);
+    return compiled_key(d, &k, after, k1, &k2);
 }
 
 void dla__cu_fused_release(dla__cu_device *d)

@@ -21,8 +21,10 @@
  *   dlopen when first needed (libs.c), exact float32 unless
  *   DLACCEL_CUDA_TF32=1; convolutions cuDNN cannot express (asymmetric
  *   padding) and every other kernel are the plugin's own (*_kernels.cu).
- * - Fused programs are interpreted by one kernel, and compiled with NVRTC
- *   into their own kernel when they come back (fused.c, nvrtc.c).
+ * - Fused programs (fused, fused_reduce, and since ABI 1.8 fused_multi,
+ *   which also stores earlier registers) are interpreted by one kernel,
+ *   and compiled with NVRTC into their own kernel when they come back
+ *   (fused.c, nvrtc.c).
  * - A planned replay that recurs with the same memory is captured into a
  *   CUDA graph and then launched as one (plan.c, ABI 1.5 plan_replay;
  *   DLACCEL_CUDA_GRAPHS=0 turns that off); other replays are plain
@@ -265,6 +267,7 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_POOL_BACKWARD:
     case DLA_KERNEL_SCATTER_ADD:
     case DLA_KERNEL_FUSED:
+    case DLA_KERNEL_FUSED_MULTI:
     case DLA_KERNEL_FUSED_REDUCE:
     case DLA_KERNEL_FUSED_REDUCE_PAIR:
     case DLA_KERNEL_RANDOM_UNIFORM:
@@ -289,7 +292,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 7, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 8, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
@@ -324,6 +327,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .plan_end = dla__cu_plan_end,
         .plan_replay = dla__cu_plan_replay,
         .mem_trim = dla__cu_mem_trim,
+        .fused_multi = dla__cu_fused_multi,
     };
     dla__cu_coll_table(&mine);
     if (dla__cu_profiling())
