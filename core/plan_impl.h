@@ -215,6 +215,7 @@ typedef struct dla__plan {
 
     /* what lowering did */
     int ninvoke, ndead, nfused, fused_from;
+    int nmulti; /* of nfused, launches of fused_multi */
 
     /* scratch of a run (one run at a time) */
     dla_tensor **rt;         /* per value */

@@ -138,6 +138,7 @@ typedef struct lowering {
     dla__capture *c;
     dla__step *steps;
     int nsteps;
+    int multi; /* the chain being built may keep results (fused_multi) */
 } lowering;
 
 static int fail(dla__plan *p, const char *fmt, const char *op)
@@ -233,6 +234,8 @@ typedef struct chain {
     dla__slot in_slot[DLA_FUSED_MAX_INPUTS];
     dla_view y; /* the last link's result, in the chain's dims (the first link's) */
     dla_view ys[DLA_FUSED_MAX_INSNS]; /* each link's */
+    dla__slot yslot[DLA_FUSED_MAX_INSNS]; /* each link's result buffer */
+    int reg[DLA_FUSED_MAX_INSNS];         /* and the register that holds it */
 } chain;
 
 /* v with dims of 1 dropped and neighbours merged where its strides allow:
@@ -297,13 +300,16 @@ static dla__cap_launch *launch_at(lowering *L, int step)
 }
 
 /* An operand (slot s, view v in the chain's dims) as a program operand:
- * the register of the previous link (prev_reg) when it reads that link's
- * buffer, else an input (shared with an identical one). -1 -
- * DLA_FUSED_MAX_INPUTS when inputs run out. */
-static int operand(chain *ch, dla__slot s, const dla_view *v, int prev_buf, int prev_reg)
+ * the register of the latest link that wrote its buffer, when it reads
+ * that result as it was written, else an input (shared with an identical
+ * one). -1 - DLA_FUSED_MAX_INPUTS when it cannot be had: inputs run out,
+ * or it reads a link's result otherwise than it was written (that result
+ * is not in memory before the fused launch). */
+static int operand(chain *ch, dla__slot s, const dla_view *v)
 {
-    if (prev_buf >= 0 && s.kind == DLA__SLOT_BUFFER && s.id == prev_buf)
-        return prev_reg;
+    for (int m = ch->n - 1; s.kind == DLA__SLOT_BUFFER && m >= 0; m--)
+        if (same_slot(ch->yslot[m], s))
+            return same_view(v, &ch->ys[m]) ? ch->reg[m] : -1 - DLA_FUSED_MAX_INPUTS;
     for (int i = 0; i < ch->a.ninputs; i++)
         if (same_slot(ch->in_slot[i], s) && same_view(&ch->a.inputs[i], v))
             return -1 - i;
@@ -371,11 +377,12 @@ static int link(lowering *L, chain *ch, int s)
         for (int i = 0; i < ch->a.ninputs; i++)
             ch->in_slot[i] = cl->slot[1 + i];
         ch->y = ch->ys[0] = ch->a.y;
+        ch->yslot[0] = cl->slot[0];
+        ch->reg[0] = ch->a.ninsns - 1;
         ch->step[ch->n++] = s;
         return 1;
     }
     chain save = *ch;
-    int prev_buf = ch->n ? launch_at(L, ch->step[ch->n - 1])->slot[0].id : -1;
     /* The link's views in the chain's dims. */
     dla__field fs[DLA__LAUNCH_MAX_FIELDS];
     const int nf = dla__launch_fields(&cl->l, fs);
@@ -405,25 +412,75 @@ static int link(lowering *L, chain *ch, int s)
     }
     int reads_prev = 0;
     for (int k = 0; k < nops; k++) {
-        int src = operand(ch, cl->slot[1 + k], &v[1 + k], prev_buf, j - 1);
-        /* The previous link's result must be read as it was written, and a
-         * logical operand (where's condition) can only be a register. */
-        if (src == -1 - DLA_FUSED_MAX_INPUTS || (src >= 0 && !same_view(&v[1 + k], &ch->y)) ||
-            (src < 0 && v[1 + k].dtype != ch->a.dtype)) {
+        int src = operand(ch, cl->slot[1 + k], &v[1 + k]);
+        /* A logical operand (where's condition) can only be a register. */
+        if (src == -1 - DLA_FUSED_MAX_INPUTS || (src < 0 && v[1 + k].dtype != ch->a.dtype)) {
             *ch = save;
             return 0;
         }
-        reads_prev += src >= 0;
+        reads_prev += ch->n && src == ch->reg[ch->n - 1];
         in->src[k] = src;
     }
     ch->a.ninsns++;
     ch->y = ch->ys[ch->n] = v[0];
-    if (ch->n && (!reads_prev || !only_next_reads(L, ch->step[ch->n - 1], s))) {
+    ch->yslot[ch->n] = cl->slot[0];
+    ch->reg[ch->n] = j;
+    /* Without fused_multi each link's result feeds the next link alone.
+     * With it, a result may also be read later (it is then kept), but a
+     * buffer that two links write must be written whole both times. */
+    int ok = 1;
+    if (!L->multi)
+        ok = !ch->n || (reads_prev && only_next_reads(L, ch->step[ch->n - 1], s));
+    for (int m = 0; ok && L->multi && m < ch->n; m++)
+        ok = !same_slot(ch->yslot[m], cl->slot[0]) ||
+             same_elements(out_view(launch_at(L, ch->step[m])), out_view(cl));
+    if (!ok) {
         *ch = save;
         return 0;
     }
     ch->step[ch->n++] = s;
     return 1;
+}
+
+/* Nonzero when the result of link m of the chain is wanted after the
+ * chain: no later link writes its buffer again, and a step after the
+ * chain reads it before the buffer is written over whole, or the buffer
+ * outlives the replay (an output). Such a result is kept: written by the
+ * fused_multi launch as one of its extras. */
+static int wanted_after(lowering *L, const chain *ch, int m)
+{
+    dla__capture *c = L->c;
+    const dla__slot b = ch->yslot[m];
+    if (b.kind != DLA__SLOT_BUFFER)
+        return 1;
+    for (int k = m + 1; k < ch->n; k++)
+        if (same_slot(ch->yslot[k], b))
+            return 0; /* written over whole (link() made sure) */
+    const dla_view *wv = out_view(launch_at(L, ch->step[m]));
+    for (int s = ch->step[ch->n - 1] + 1; s < L->nsteps; s++) {
+        if (L->steps[s].kind == DLA__STEP_INVOKE) {
+            const dla__cap_entry *e = &c->entries[L->steps[s].index];
+            for (int i = 0; i < c->t->entries[L->steps[s].index].nin; i++) {
+                const dla__source *src = &c->sources[e->src0 + i];
+                if (src->kind == DLA__SRC_SPEC && same_slot(c->specs[src->id].slot, b))
+                    return 1;
+            }
+            continue;
+        }
+        dla__cap_launch *cl = launch_at(L, s);
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        int n = dla__launch_fields(&cl->l, f), whole = 0;
+        for (int i = 0; i < n; i++) {
+            if (!same_slot(cl->slot[i], b))
+                continue;
+            if (!f[i].written || !f[i].view || !same_elements(f[i].view, wv))
+                return 1; /* read, or written in part: the rest may be read */
+            whole = 1;
+        }
+        if (whole)
+            return 0;
+    }
+    return invoke_buffer(c, b.id) || c->bufs[b.id].died < 0;
 }
 
 /* The launch at step s can follow the chain: fusible, of the chain's
@@ -441,7 +498,10 @@ static int can_follow(lowering *L, const chain *ch, int s)
 }
 
 /* Replaces the chain's launches with one fused launch at the last one's
- * step. 0 when y overlaps an input other than exactly. */
+ * step (fused_multi when results of earlier links are wanted after it).
+ * 0 when y overlaps an input other than exactly, or a result wanted after
+ * cannot be kept: a comparison's, one in an input's buffer other than
+ * exactly, more than DLA_FUSED_MAX_EXTRA of them. */
 static int emit(lowering *L, chain *ch)
 {
     dla__capture *c = L->c;
@@ -461,6 +521,18 @@ static int emit(lowering *L, chain *ch)
         if (same_slot(ch->in_slot[i], yslot) && yslot.kind != DLA__SLOT_NONE &&
             !same_view(&ch->a.inputs[i], &ch->a.y))
             return 0;
+    int kept[DLA_FUSED_MAX_EXTRA], nkept = 0;
+    for (int m = 0; L->multi && m + 1 < ch->n; m++) {
+        if (!wanted_after(L, ch, m))
+            continue;
+        if (nkept == DLA_FUSED_MAX_EXTRA || ch->ys[m].dtype != ch->a.dtype ||
+            ch->yslot[m].kind == DLA__SLOT_NONE)
+            return 0;
+        for (int i = 0; i < ch->a.ninputs; i++)
+            if (same_slot(ch->in_slot[i], ch->yslot[m]) && !same_view(&ch->a.inputs[i], &ch->ys[m]))
+                return 0;
+        kept[nkept++] = m;
+    }
     if (c->nlaunches == c->caplaunches) {
         int cap = c->caplaunches + 64;
         dla__cap_launch *grown = dla__realloc(c->launches, (size_t)cap * sizeof *grown);
@@ -472,22 +544,44 @@ static int emit(lowering *L, chain *ch)
         c->caplaunches = cap;
         last = launch_at(L, ch->step[ch->n - 1]);
     }
-    dla_fused_args *a = dla__malloc(sizeof *a);
-    if (!a) {
-        c->failed = 1;
-        return 0;
-    }
-    *a = ch->a;
     dla__cap_launch *f = &c->launches[c->nlaunches];
     memset(f, 0, sizeof *f);
-    f->l.kind = DLA__LAUNCH_FUSED;
-    f->l.which = DLA_KERNEL_FUSED;
-    f->l.u.fused = a;
+    if (nkept) {
+        dla_fused_multi_args *m = dla__calloc(1, sizeof *m);
+        if (!m) {
+            c->failed = 1;
+            return 0;
+        }
+        m->struct_size = sizeof *m;
+        m->program = ch->a;
+        m->nextra = nkept;
+        f->l.kind = DLA__LAUNCH_FUSED_MULTI;
+        f->l.which = DLA_KERNEL_FUSED_MULTI;
+        f->l.u.fused_multi = m;
+        for (int k = 0; k < nkept; k++) {
+            m->extra_reg[k] = ch->reg[kept[k]];
+            m->extra[k] = ch->ys[kept[k]];
+            f->slot[1 + k] = ch->yslot[kept[k]];
+        }
+        for (int i = 0; i < ch->a.ninputs; i++)
+            f->slot[1 + nkept + i] = ch->in_slot[i];
+        L->p->nmulti++;
+    } else {
+        dla_fused_args *a = dla__malloc(sizeof *a);
+        if (!a) {
+            c->failed = 1;
+            return 0;
+        }
+        *a = ch->a;
+        f->l.kind = DLA__LAUNCH_FUSED;
+        f->l.which = DLA_KERNEL_FUSED;
+        f->l.u.fused = a;
+        for (int i = 0; i < a->ninputs; i++)
+            f->slot[1 + i] = ch->in_slot[i];
+    }
     f->dev = last->dev;
     f->entry = last->entry;
     f->slot[0] = yslot;
-    for (int i = 0; i < a->ninputs; i++)
-        f->slot[1 + i] = ch->in_slot[i];
     for (int m = 0; m < ch->n; m++) {
         launch_at(L, ch->step[m])->dropped = 1;
         L->steps[ch->step[m]].index = -1;
@@ -596,22 +690,33 @@ static void gather_consumers(lowering *L)
     }
 }
 
-/* Greedy, in step order: a chain grows while the next step can join it. */
+/* Greedy, in step order: a chain grows while the next step can join it.
+ * With fused_multi a chain that cannot be emitted (too many results wanted
+ * after it, say) is tried again one link shorter. */
 static void fuse(lowering *L)
 {
     for (int s = 0; s < L->nsteps; s++) {
         if (L->steps[s].kind != DLA__STEP_LAUNCH || !fusible(L, launch_at(L, s)))
             continue;
-        chain ch;
-        memset(&ch, 0, sizeof ch);
-        ch.a.dtype = program_dtype(launch_at(L, s));
-        if (!link(L, &ch, s))
-            continue;
-        int e = s + 1;
-        while (e < L->nsteps && can_follow(L, &ch, e) && link(L, &ch, e))
-            e++;
-        if (ch.n >= 2 && emit(L, &ch))
-            s = e - 1;
+        const dla_dtype dt = program_dtype(launch_at(L, s));
+        L->multi = dla__device_supports(L->p->dev, DLA_KERNEL_FUSED_MULTI, dt);
+        for (int most = DLA_FUSED_MAX_INSNS; most >= 2; most--) {
+            chain ch;
+            memset(&ch, 0, sizeof ch);
+            ch.a.dtype = dt;
+            if (!link(L, &ch, s))
+                break;
+            int e = s + 1;
+            while (e < L->nsteps && ch.n < most && can_follow(L, &ch, e) && link(L, &ch, e))
+                e++;
+            if (ch.n >= 2 && emit(L, &ch)) {
+                s = e - 1;
+                break;
+            }
+            if (!L->multi || ch.n < 2)
+                break;
+            most = ch.n; /* the loop's most-- makes it one link shorter */
+        }
     }
     /* Drop the emptied steps. */
     int n = 0;
@@ -890,7 +995,7 @@ static int list_checks(lowering *L)
 
 int dla__plan_lower(dla__plan *p, dla__capture *c)
 {
-    lowering L = {p, c, NULL, 0};
+    lowering L = {p, c, NULL, 0, 0};
     size_t *offset = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *offset);
     int ok = offset ? 1 : fail(p, "%s", "out of memory while planning");
     ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);

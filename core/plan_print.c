@@ -147,9 +147,10 @@ void dla__plan_print(const dla__trace *t, FILE *f)
                                                : 0.0,
                 p->nfresh, p->fresh_total, p->hoisted, p->hoisted_bytes);
         fprintf(f, "  plan steps on %s: %d launches (%d fused, from %d), %d ops run as "
-                "themselves, %d dead ops left out; %ld runs, %ld fused launches\n",
+                "themselves, %d dead ops left out; %ld runs, %ld fused launches; %d fused "
+                "launches keep several results\n",
                 p->dev->name, p->nlaunches, p->nfused, p->fused_from, p->ninvoke, p->ndead,
-                atomic_load(&p->runs), atomic_load(&p->fused_launches));
+                atomic_load(&p->runs), atomic_load(&p->fused_launches), p->nmulti);
         if (p->replayable == 1)
             fprintf(f, "  plan runs on %s offered whole to the device (plan_replay): %ld run "
                     "by the device itself as one (the cuda plugin: a CUDA graph), the others "

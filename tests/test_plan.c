@@ -14,6 +14,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
 
+#include <dlaccel/device_table.h>
+
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,6 +50,7 @@ typedef struct plan_info {
     size_t arena, inter;
     int ninter, launches, nfused, fused_from, invoked;
     long runs, fused_launches;
+    int nmulti;       /* fused launches that keep several results */
     int step_lines;   /* "    step N: ..." lines under the plan */
     int add_relu;     /* a step "fused [add relu]" is listed */
     char why[512];
@@ -82,8 +85,9 @@ static plan_info plan_of(dla_trace *t, const char *dev)
     const char *s = strstr(text, key);
     if (s)
         sscanf(s + strlen(key), "%d launches (%d fused, from %d), %d ops run as themselves, %*d "
-               "dead ops left out; %ld runs, %ld fused launches", &pi.launches, &pi.nfused,
-               &pi.fused_from, &pi.invoked, &pi.runs, &pi.fused_launches);
+               "dead ops left out; %ld runs, %ld fused launches; %d fused launches keep "
+               "several results", &pi.launches, &pi.nfused, &pi.fused_from, &pi.invoked,
+               &pi.runs, &pi.fused_launches, &pi.nmulti);
     for (const char *l = s ? strstr(s, "\n    step ") : NULL; l; l = strstr(l + 1, "\n    step "))
         pi.step_lines++;
     pi.add_relu = s && strstr(s, ": fused [add relu] -> ") != NULL;
@@ -258,6 +262,85 @@ static void in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits(void
     assert_int_equal(pi.runs, 2);
     assert_true(pi.nfused >= 3);
     assert_true(pi.fused_from >= 2 * pi.nfused + 2);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* One SGDM step on two parameters of different shapes: v = 0.9 v - 0.01 g,
+ * p = p + v, the new velocity and the new value both outputs. in: p0, p1,
+ * v0, v1, g0, g1; out: p0, p1, v0, v1. */
+static dla_status sgdm(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    for (int i = 0; i < 2; i++) {
+        dla_tensor *v = dla_sub(dla_affine(in[2 + i], 0.9, 0.0), dla_affine(in[4 + i], 0.01, 0.0));
+        out[i] = dla_add(in[i], v);
+        out[2 + i] = v;
+    }
+    return DLA_OK;
+}
+
+static void a_parameter_update_is_one_launch_that_keeps_both_results(void **state)
+{
+    dla_device *dev = dla_device_get("cpu:0");
+    if (!dla_device_runs_natively(dev, DLA_KERNEL_FUSED_MULTI, DLA_F32))
+        skip();
+    dla_scope_begin();
+    dla_rng_seed(21);
+    dla_tensor *in[6] = {dla_randn(DLA_F32, "", DLA_DIMS(20, 1)),
+                         dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 2, 4)),
+                         dla_randn(DLA_F32, "", DLA_DIMS(20, 1)),
+                         dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 2, 4))};
+    dla_accel *af = dla_accelerate(sgdm, NULL);
+    for (int call = 0; call < 5; call++) {
+        in[4] = dla_randn(DLA_F32, "", DLA_DIMS(20, 1));
+        in[5] = dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 2, 4));
+        dla_tensor *got[4], *want[4];
+        assert_int_equal(dla_accel_call(af, NULL, 6, in, 4, got), DLA_OK);
+        assert_int_equal(dla_feval(sgdm, NULL, 6, in, 4, want), DLA_OK);
+        for (int i = 0; i < 4; i++)
+            assert_same_bits(got[i], want[i]);
+        for (int i = 0; i < 4; i++)
+            in[i] = got[i];
+    }
+    /* Per parameter affine, affine, sub, add: one fused_multi launch
+     * writing the sum (p) and keeping the difference (v). */
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 3);
+    assert_int_equal(pi.launches, 2);
+    assert_int_equal(pi.nfused, 2);
+    assert_int_equal(pi.fused_from, 8);
+    assert_int_equal(pi.nmulti, 2);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* A batch normalization's per-channel arithmetic, several of whose
+ * results later steps read, besides the chains feeding one step. */
+static void batchnorm_statistics_fuse_into_launches_with_several_results(void **state)
+{
+    dla_device *dev = dla_device_get("cpu:0");
+    if (!dla_device_runs_natively(dev, DLA_KERNEL_FUSED_MULTI, DLA_F32))
+        skip();
+    dla_scope_begin();
+    dla_rng_seed(22);
+    dla_tensor *in[7];
+    cnn_inputs(in);
+    dla_accel *af = dla_accelerate(cnn_loss, NULL);
+    for (int call = 0; call < 4; call++) {
+        dla_tensor *got[7], *want[7];
+        in[4] = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 5, 2, 3));
+        assert_int_equal(dla_accel_feval(af, NULL, 7, in, 7, got), DLA_OK);
+        assert_int_equal(dla_feval(cnn_loss, NULL, 7, in, 7, want), DLA_OK);
+        for (int i = 0; i < 7; i++)
+            assert_same_bits(got[i], want[i]);
+        in[5] = got[5];
+        in[6] = got[6];
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_true(pi.nmulti >= 2);
+    assert_int_equal(pi.step_lines, pi.launches + pi.invoked);
     dla_scope_end();
     dla_accel_free(af);
 }
@@ -620,6 +703,8 @@ int main(void)
         cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
+        cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
+        cmocka_unit_test(batchnorm_statistics_fuse_into_launches_with_several_results),
         cmocka_unit_test(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
         cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
         cmocka_unit_test(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),

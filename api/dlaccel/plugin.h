@@ -622,11 +622,14 @@ typedef struct dla_random_args {
  * planner of dla_accelerate makes them from chains of elementwise launches
  * of one shape whose intermediate results are also read after the chain.
  *
- * program is as the fused kernel's argument (y may alias an input exactly;
- * registers rounded to dtype as there, so the results are the bits of the
- * steps launched one by one). Each extra[k] has y's ndims, dims and dtype,
- * 0 <= extra_reg[k] < ninsns - 1, and overlaps no input, not y and no
- * other extra. */
+ * program is as the fused kernel's argument (registers rounded to dtype
+ * as there, so the results are the bits of the steps launched one by
+ * one). Each extra[k] has y's ndims, dims and dtype, 0 <= extra_reg[k] <
+ * ninsns - 1, and overlaps neither y nor another extra; y and each extra
+ * may alias an input exactly (same memory, offset and strides: a batch
+ * normalization updates its statistics in place), and overlap no input
+ * otherwise, so a plugin reads a position's inputs before it writes that
+ * position's results. */
 #define DLA_FUSED_MAX_EXTRA 7
 
 typedef struct dla_fused_multi_args {

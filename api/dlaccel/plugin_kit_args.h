@@ -514,8 +514,9 @@ static inline dla_status dla_kit_check_fused(const dla_kit *kit, const dla_fused
 
 /* fused_multi (ABI 1.8): the program as fused's (its argument names
  * prefixed "program."), then 1..7 extra results, each register below the
- * last, each view checked, of program.y's dims and dtype, overlapping no
- * input, not program.y and no other extra. */
+ * last, each view checked, of program.y's dims and dtype, overlapping an
+ * input only as the very same view, and neither program.y nor another
+ * extra. */
 static inline dla_status dla_kit_check_fused_multi(const dla_kit *kit,
                                                    const dla_fused_multi_args *m)
 {
@@ -551,7 +552,7 @@ static inline dla_status dla_kit_check_fused_multi(const dla_kit *kit,
                             dla_kit_dtype_name(e->dtype), dla_kit_dtype_name(a->dtype));
         const char *other = dla_kit_views_overlap(e, &a->y) ? "program.y" : NULL;
         for (int i = 0; !other && i < a->ninputs; i++)
-            if (dla_kit_views_overlap(e, &a->inputs[i]))
+            if (dla_kit_views_overlap(e, &a->inputs[i]) && !dla_kit_same_view(e, &a->inputs[i]))
                 other = dla_kit_fused_input_name(i, 1);
         for (int j = 0; !other && j < k; j++)
             if (dla_kit_views_overlap(e, &m->extra[j]))
