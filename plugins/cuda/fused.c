@@ -17,7 +17,9 @@
  * registers (dla_fused_multi_body; the slots of dla_fmviews are y 0,
  * input i 1 + i, extra k 9 + k), interpreted first and compiled as kind 3
  * when it recurs: one launch where the steps were several, with the bits
- * of each.
+ * of each. y and each extra may be an input itself (a batch
+ * normalization's running statistics updated in place): a thread reads
+ * all its element's inputs before it writes any of its results.
  */
 #include "plugins/cuda/fused_kern.h"
 

@@ -339,8 +339,9 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
  * registers wired as constants). dla_fused_multi_body<T, Ev, NIN, NEX>:
  * one thread per element, grid-stride, as dla_fused_body; it locates only
  * the slots 0 .. NIN and 9 .. 8 + NEX and writes extra k < NEX (and <
- * nextra) and y. Each thread reads its element's inputs before it writes
- * (y may be input 0 itself; the extras overlap nothing). */
+ * nextra) and y. Each thread reads all its element's inputs before it
+ * writes any result there: y and each extra may be an input itself (the
+ * very same view, as the ABI allows), and overlap nothing else. */
 #define DLA__CU_FMULTI_FRAME(X)                                                                    \
     X(template <int NIN, int NEX>                                                                  \
       __device__ __forceinline__ void dla_fmlocate(const dla_fmviews &a, dla_i64 i,                \
