@@ -18,13 +18,13 @@
 enum {
     P_FILL, P_STRIDED_COPY, P_CAST, P_COPY_ON_DEVICE, P_UNARY, P_BINARY, P_TERNARY, P_REDUCE,
     P_GEMM, P_CONV_FWD, P_CONV_BWD_DATA, P_CONV_BWD_FILTER, P_POOL_FWD, P_POOL_BWD, P_GATHER,
-    P_SCATTER_ADD, P_FUSED, P_FUSED_REDUCE, P_RANDOM, P_COUNT
+    P_SCATTER_ADD, P_FUSED, P_FUSED_REDUCE, P_RANDOM, P_FUSED_MULTI, P_COUNT
 };
 
 static const char *const names[P_COUNT] = {
     "fill", "strided_copy", "cast", "copy_on_device", "unary", "binary", "ternary", "reduce",
     "gemm", "conv_forward", "conv_backward_data", "conv_backward_filter", "pool_forward",
-    "pool_backward", "gather", "scatter_add", "fused", "fused_reduce", "random"};
+    "pool_backward", "gather", "scatter_add", "fused", "fused_reduce", "random", "fused_multi"};
 
 /* The process's rows (of its cuda devices together): one per member and
  * size (the elements of the call's largest view), each call's time in it.
@@ -153,6 +153,8 @@ WRAP_ARGS(fused, P_FUSED, dla_fused_args, &a->y, &a->inputs[0], &a->inputs[1])
 WRAP_ARGS(fused_reduce, P_FUSED_REDUCE, dla_fused_reduce_args, &a->program.y,
           &a->program.inputs[0], &a->program.inputs[1])
 WRAP_ARGS(random, P_RANDOM, dla_random_args, &a->y)
+WRAP_ARGS(fused_multi, P_FUSED_MULTI, dla_fused_multi_args, &a->program.y,
+          &a->program.inputs[0], &a->program.inputs[1])
 
 static dla_status p_gemm(void *dev, const dla_gemm_args *a)
 {
@@ -264,4 +266,5 @@ void dla__cu_profile_table(dla_plugin *t)
     t->fused = p_fused;
     t->fused_reduce = p_fused_reduce;
     t->random = p_random;
+    t->fused_multi = p_fused_multi;
 }
