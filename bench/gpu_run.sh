@@ -53,6 +53,10 @@
 #              spends in each kernel and copy (DLA_NSYS_WORKLOADS)
 #   samecheck  the main job with the new fused kernels and the old: the
 #              same losses
+#   multi      ABI 1.8's fused_multi: check-plugin on its interpreted,
+#              compiled and 64-bit paths, the replays' graph node counts,
+#              and the replays with it and without
+#              (DLACCEL_CUDA_FUSED_MULTI=0), alternating
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/dla-out}
@@ -386,6 +390,32 @@ step_engines() {
     done
 }
 
+# ABI 1.8's fused_multi on the GPU: check-plugin on its three paths
+# (interpreted, compiled, 64-bit indexing), the graphs' node counts and
+# the replays with it and without (DLACCEL_CUDA_FUSED_MULTI=0), alternating.
+step_multi() {
+    local v r
+    for v in "interp DLACCEL_CUDA_FUSED_COMPILE=0" "compiled DLACCEL_CUDA_FUSED_COMPILE=first" \
+        "off32 DLACCEL_CUDA_FUSED_OFF32=0"; do
+        env ${v#* } DLACCEL_LOG=debug timeout 120 "$s/bin/dlaccel" check-plugin --kernel fused_multi \
+            --cases 400 --seed 9 "$s/plugins.d/cuda.json" >"$out/multi_check_${v%% *}.log" 2>&1
+        line "multi check-plugin ${v%% *}: exit $?: $(grep -E '^cuda' "$out/multi_check_${v%% *}.log" | tr -s ' ' | cut -c1-120); compiled: $(grep -c 'fused_multi program' "$out/multi_check_${v%% *}.log")"
+    done
+    for v in "on X=1" "off DLACCEL_CUDA_FUSED_MULTI=0"; do
+        env ${v#* } DLACCEL_LOG=debug timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 \
+            --workload replay --reps 5 >"$out/multi_nodes_${v%% *}.log" 2>&1
+        grep -o 'captured as a CUDA graph of [0-9]* nodes' "$out/multi_nodes_${v%% *}.log" | sort | uniq -c |
+            sed "s/^/multi ${v%% *} /" | tee -a "$summary"
+    done
+    for r in 1 2 3; do
+        for v in "on X=1" "off DLACCEL_CUDA_FUSED_MULTI=0"; do
+            env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
+                >"$out/multi_bench_${v%% *}_$r.log" 2>&1
+            grep -E '^cuda' "$out/multi_bench_${v%% *}_$r.log" | sed "s/^/multi ${v%% *} round $r /" | tee -a "$summary"
+        done
+    done
+}
+
 for step in $steps; do
     case $step in
     check) step_check ;;
@@ -412,6 +442,7 @@ for step in $steps; do
     nsys) step_nsys ;;
     nccl) step_nccl ;;
     engines) step_engines ;;
+    multi) step_multi ;;
     torchprof) step_torchprof ;;
     samecheck) step_samecheck ;;
     train) step_train cuda ;;
