@@ -56,7 +56,7 @@
 #   multi      ABI 1.8's fused_multi: check-plugin on its interpreted,
 #              compiled and 64-bit paths, the replays' graph node counts,
 #              and the replays with it and without
-#              (DLACCEL_CUDA_FUSED_MULTI=0), alternating
+#              (DLACCEL_PLAN=single-result), alternating
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/dla-out}
@@ -392,7 +392,7 @@ step_engines() {
 
 # ABI 1.8's fused_multi on the GPU: check-plugin on its three paths
 # (interpreted, compiled, 64-bit indexing), the graphs' node counts and
-# the replays with it and without (DLACCEL_CUDA_FUSED_MULTI=0), alternating.
+# the replays with it and without (DLACCEL_PLAN=single-result), alternating.
 step_multi() {
     local v r
     for v in "interp DLACCEL_CUDA_FUSED_COMPILE=0" "compiled DLACCEL_CUDA_FUSED_COMPILE=first" \
@@ -401,14 +401,14 @@ step_multi() {
             --cases 400 --seed 9 "$s/plugins.d/cuda.json" >"$out/multi_check_${v%% *}.log" 2>&1
         line "multi check-plugin ${v%% *}: exit $?: $(grep -E '^cuda' "$out/multi_check_${v%% *}.log" | tr -s ' ' | cut -c1-120); compiled: $(grep -c 'fused_multi program' "$out/multi_check_${v%% *}.log")"
     done
-    for v in "on X=1" "off DLACCEL_CUDA_FUSED_MULTI=0"; do
+    for v in "on X=1" "off DLACCEL_PLAN=single-result"; do
         env ${v#* } DLACCEL_LOG=debug timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 \
             --workload replay --reps 5 >"$out/multi_nodes_${v%% *}.log" 2>&1
         grep -o 'captured as a CUDA graph of [0-9]* nodes' "$out/multi_nodes_${v%% *}.log" | sort | uniq -c |
             sed "s/^/multi ${v%% *} /" | tee -a "$summary"
     done
     for r in 1 2 3; do
-        for v in "on X=1" "off DLACCEL_CUDA_FUSED_MULTI=0"; do
+        for v in "on X=1" "off DLACCEL_PLAN=single-result"; do
             env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
                 >"$out/multi_bench_${v%% *}_$r.log" 2>&1
             grep -E '^cuda' "$out/multi_bench_${v%% *}_$r.log" | sed "s/^/multi ${v%% *} round $r /" | tee -a "$summary"

@@ -253,4 +253,7 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
 
 void dla__plan_free(dla__plan *p);
 
+/* Whether plans may use fused_multi (DLACCEL_PLAN is not single-result). */
+int dla__plan_multi_allowed(void);
+
 #endif

@@ -699,7 +699,8 @@ static void fuse(lowering *L)
         if (L->steps[s].kind != DLA__STEP_LAUNCH || !fusible(L, launch_at(L, s)))
             continue;
         const dla_dtype dt = program_dtype(launch_at(L, s));
-        L->multi = dla__device_supports(L->p->dev, DLA_KERNEL_FUSED_MULTI, dt);
+        L->multi = dla__plan_multi_allowed() &&
+                   dla__device_supports(L->p->dev, DLA_KERNEL_FUSED_MULTI, dt);
         for (int most = DLA_FUSED_MAX_INSNS; most >= 2; most--) {
             chain ch;
             memset(&ch, 0, sizeof ch);

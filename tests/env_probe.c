@@ -4,13 +4,17 @@
  * convolution (DLACCEL_CPU_CONV), a matrix product (DLACCEL_OPENCL_GEMM)
  * an elementwise chain (DLACCEL_OPENCL_FUSED) and a layer normalization,
  * whose statistics are one summed pass (DLACCEL_OPENCL_FUSED_REDUCE), on
- * the default device. tests/tool_env.sh
+ * the default device; and a parameter update whose plan keeps two results
+ * from one fused launch where the device has fused_multi, unless
+ * DLACCEL_PLAN=single-result (it prints how many such launches). tests/tool_env.sh
  * runs it with values set and reads what the library says on stderr.
  * Prints "probe: ok" and exits 0 when every call succeeded.
  */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <dlaccel.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -24,6 +28,37 @@ static dla_status body(void *ctx, int nin, dla_tensor *const *in, int nout, dla_
     dla_tensor *m = dla_exp(dla_affine(dla_mtimes(in[2], in[3]), 0.01, 0.0));
     out[0] = dla_add(dla_sum(z, 0, NULL), dla_sum(m, 0, NULL));
     return dla_tensor_status(out[0]);
+}
+
+/* v = 0.9 v - 0.01 g, p = p + v: both outputs. in: p, v, g. */
+static dla_status update(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[1] = dla_sub(dla_affine(in[1], 0.9, 0.0), dla_affine(in[2], 0.01, 0.0));
+    out[0] = dla_add(in[0], out[1]);
+    return dla_tensor_status(out[0]);
+}
+
+/* The number of fused launches keeping several results in af's plan, from
+ * its printed trace; -1 when the print has no plan. */
+static int kept_several(dla_accel *af)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int n = -1;
+    if (!f)
+        return -1;
+    dla_accel_print_trace(af, 0, f);
+    fclose(f);
+    const char *s = text ? strstr(text, " fused launches keep several results") : NULL;
+    if (s) {
+        while (s > text && s[-1] >= '0' && s[-1] <= '9')
+            s--;
+        n = atoi(s);
+    }
+    free(text);
+    return n;
 }
 
 int main(void)
@@ -52,6 +87,22 @@ int main(void)
         if (!bad)
             dla_tensor_release(out);
     }
+    dla_accel *uf = dla_accelerate(update, &(dla_accel_options){.name = "update"});
+    dla_tensor *p[3] = {dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),
+                        dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),
+                        dla_randn(DLA_F32, "", 1, (const int64_t[]){50})};
+    bad = bad || !uf;
+    for (int call = 0; call < 3 && !bad; call++) {
+        dla_tensor *out[2];
+        bad = dla_accel_call(uf, NULL, 3, p, 2, out) != DLA_OK;
+        if (!bad)
+            dla_tensor_release(out[0]), dla_tensor_release(out[1]);
+    }
+    if (!bad)
+        printf("probe: fused launches keeping several results: %d\n", kept_several(uf));
+    dla_accel_free(uf);
+    for (int i = 0; i < 3; i++)
+        dla_tensor_release(p[i]);
     /* A block the cpu plugin caches when freed (DLACCEL_CPU_CACHE_IDLE). */
     if (!bad) {
         dla_tensor *big = dla_zeros(DLA_F32, "", 1, (const int64_t[]){1 << 18});

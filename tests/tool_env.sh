@@ -19,7 +19,7 @@ if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" 
     opencl=yes
 fi
 
-echo "1..13"
+echo "1..15"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -43,7 +43,7 @@ verdict() {
 
 run DLACCEL_PLAN=of DLACCEL_CPU_CONV=Direct
 verdict "unknown DLACCEL_PLAN and DLACCEL_CPU_CONV values are named once with the accepted ones" \
-    "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no)" \
+    "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no, single-result)" \
     "dlaccel[warn]: cpu: DLACCEL_CPU_CONV=Direct is not one of its values (im2col, direct)"
 
 run DLACCEL_LOG=verbose
@@ -111,6 +111,14 @@ run DLACCEL_OMP_SPIN=lots
 verdict "a DLACCEL_OMP_SPIN that is no count is named, and the default applies" \
     "DLACCEL_OMP_SPIN='lots' is neither a count of spin rounds (0 or more) nor 'off'; using 1000" \
     "probe: GOMP_SPINCOUNT=1000"
+
+run
+verdict "a parameter update's plan keeps two results from one fused launch (fused_multi)" \
+    "probe: fused launches keeping several results: 1"
+
+run DLACCEL_PLAN=single-result
+verdict "DLACCEL_PLAN=single-result plans it as before fused_multi" \
+    "probe: fused launches keeping several results: 0"
 
 probe="$DLA_TEST_BUILDDIR/tests/env_probe_openmp"
 run DLACCEL_LOG=info

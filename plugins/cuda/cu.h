@@ -133,7 +133,6 @@ typedef struct dla__cu_device {
     void *cudnn;       /* cudnnHandle_t, NULL until the first conv */
     int cudnn_off;     /* cuDNN could not be had: own kernels */
     int tf32;          /* DLACCEL_CUDA_TF32=1: tensor cores on float32 */
-    int multi_off;     /* DLACCEL_CUDA_FUSED_MULTI=0: supports() says no to fused_multi */
     int deterministic; /* DLACCEL_CUDA_DETERMINISTIC=1: deterministic cuDNN algorithms only */
     int fused_off32;   /* fused: 32-bit indexing where it fits (DLACCEL_CUDA_FUSED_OFF32) */
     int engines_off;   /* conv: the legacy algorithms only (DLACCEL_CUDA_CONV_ENGINES=0) */

@@ -188,9 +188,6 @@ static dla_status device_open(int index, void **out)
     d->deterministic = env_flag("DLACCEL_CUDA_DETERMINISTIC", 0);
     d->engines_off = !env_flag("DLACCEL_CUDA_CONV_ENGINES", 1);
     d->fused_off32 = env_flag("DLACCEL_CUDA_FUSED_OFF32", 1);
-    /* Off, the planner fuses as before ABI 1.8: the same replay with more
-     * launches, to measure what merging them buys. */
-    d->multi_off = !env_flag("DLACCEL_CUDA_FUSED_MULTI", 1);
     /* Profiling waits after each kernel, which a capture cannot hold. */
     d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
     char what[64];
@@ -248,9 +245,8 @@ static void device_close(void *dev)
 
 static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
 {
+    (void)dev;
     if ((unsigned)dtype >= DLA_DTYPE_COUNT)
-        return 0;
-    if (kernel == DLA_KERNEL_FUSED_MULTI && dev && ((const dla__cu_device *)dev)->multi_off)
         return 0;
     const int flt = dtype == DLA_F32 || dtype == DLA_F64;
     switch (kernel) {
