@@ -50,6 +50,7 @@ static dla_status run_once(runner *r, dla_tensor **out)
 typedef struct plan_figures {
     size_t arena, inter;
     int ninter, launches, nfused, from;
+    int nmulti; /* fused launches that keep several results (fused_multi) */
 } plan_figures;
 
 static int plan_of(dla_accel *af, plan_figures *pf)
@@ -77,6 +78,12 @@ static int plan_of(dla_accel *af, plan_figures *pf)
             s--;
     if (ok && s)
         sscanf(s, "%d launches (%d fused, from %d)", &pf->launches, &pf->nfused, &pf->from);
+    const char *k = ok && s ? strstr(s, " fused launches keep several results") : NULL;
+    if (k) {
+        while (k > s && k[-1] >= '0' && k[-1] <= '9')
+            k--;
+        pf->nmulti = atoi(k);
+    }
     free(text);
     return ok;
 }
@@ -104,9 +111,10 @@ static void plan_note(dla_accel *af, char *buf, size_t size)
         return;
     }
     snprintf(buf, size, "planned intermediates %s of %s unplanned (%.1f%%); %d launches, %d fused "
-             "chains of %d", bytes_str(a, sizeof a, pf.arena), bytes_str(b, sizeof b, pf.inter),
+             "chains of %d (%d keeping several results)", bytes_str(a, sizeof a, pf.arena),
+             bytes_str(b, sizeof b, pf.inter),
              pf.inter ? 100.0 * (double)pf.arena / (double)pf.inter : 0.0, pf.launches, pf.nfused,
-             pf.from);
+             pf.from, pf.nmulti);
 }
 
 /* ------------------------------------------------------------- tiny MLP */
