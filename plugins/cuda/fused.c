@@ -67,6 +67,26 @@ static int offsets_fit_int(const dla__cu_space *sp, const dla__cu_vw *vw, int no
     return 1;
 }
 
+/* The coalesced space and the nops views as a kernel takes them: view op
+ * into kernel slot slot[op] (slot NULL: op). */
+static void to_kernel(const dla__cu_space *sp, const dla__cu_vw *vw, int nops, const int *slot,
+                      dla_fsp *ksp, dla_fvw *kv)
+{
+    ksp->nd = sp->nd;
+    ksp->n = sp->n;
+    for (int k = 0; k < DLA__CU_MAXD; k++) {
+        ksp->dims[k] = sp->dims[k];
+        ksp->mul[k] = sp->mul[k];
+        ksp->shift[k] = sp->shift[k];
+    }
+    for (int op = 0; op < nops; op++) {
+        dla_fvw *o = &kv[slot ? slot[op] : op];
+        o->base = vw[op].base;
+        for (int k = 0; k < DLA__CU_MAXD; k++)
+            o->st[k] = vw[op].st[k];
+    }
+}
+
 dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
 {
     dla__cu_device *d = dev;
@@ -87,18 +107,7 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
     dla__cu_space_of(nops, v, &sp, vw);
     dla_fviews a;
     memset(&a, 0, sizeof a);
-    a.sp.nd = sp.nd;
-    a.sp.n = sp.n;
-    for (int k = 0; k < DLA__CU_MAXD; k++) {
-        a.sp.dims[k] = sp.dims[k];
-        a.sp.mul[k] = sp.mul[k];
-        a.sp.shift[k] = sp.shift[k];
-    }
-    for (int op = 0; op < nops; op++) {
-        a.v[op].base = vw[op].base;
-        for (int k = 0; k < DLA__CU_MAXD; k++)
-            a.v[op].st[k] = vw[op].st[k];
-    }
+    to_kernel(&sp, vw, nops, NULL, &a.sp, a.v);
     dla_fprog p;
     dla__cu_fprog_of(args, 0, &p);
     if (d->fused_off32 && offsets_fit_int(&sp, vw, nops))
@@ -141,18 +150,7 @@ dla_status dla__cu_fused_multi(void *dev, const dla_fused_multi_args *args)
     dla__cu_space_of(nops, v, &sp, vw);
     dla_fmviews m;
     memset(&m, 0, sizeof m);
-    m.sp.nd = sp.nd;
-    m.sp.n = sp.n;
-    for (int k = 0; k < DLA__CU_MAXD; k++) {
-        m.sp.dims[k] = sp.dims[k];
-        m.sp.mul[k] = sp.mul[k];
-        m.sp.shift[k] = sp.shift[k];
-    }
-    for (int op = 0; op < nops; op++) {
-        m.v[slot[op]].base = vw[op].base;
-        for (int k = 0; k < DLA__CU_MAXD; k++)
-            m.v[slot[op]].st[k] = vw[op].st[k];
-    }
+    to_kernel(&sp, vw, nops, slot, &m.sp, m.v);
     m.nextra = nx;
     for (int k = 0; k < nx; k++)
         m.reg[k] = args->extra_reg[k]; /* 0 .. ninsns-2 (the kit); 0 past nextra */
