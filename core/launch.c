@@ -469,11 +469,21 @@ dla_status dla__k_download(dla_device *dev, void *dst, dla_mem src, size_t offse
 
 /* ---------------------------------------------------------------- fused */
 
+/* Fused programs run only where native (fusing pays only there): DLA_OK
+ * when dev runs kernel k for dtype, else the error. */
+static dla_status fused_native(dla_device *dev, dla_kernel k, dla_dtype dtype)
+{
+    if (dla__device_supports(dev, k, dtype))
+        return DLA_OK;
+    return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native '%s' kernel for %s, and fused programs "
+                     "have no cpu fallback", dev->name, dla__kernel_name(k), dla_dtype_name(dtype));
+}
+
 dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args)
 {
-    if (!dla__device_supports(dev, DLA_KERNEL_FUSED, args->dtype))
-        return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native 'fused' kernel for %s, and fused "
-                         "programs have no cpu fallback", dev->name, dla_dtype_name(args->dtype));
+    dla_status st = fused_native(dev, DLA_KERNEL_FUSED, args->dtype);
+    if (st != DLA_OK)
+        return st;
     CAPTURE(DLA__LAUNCH_FUSED, DLA_KERNEL_FUSED, fused, (dla_fused_args *)args);
     return dla__k_declined(dev, DLA_KERNEL_FUSED, args, sizeof *args, 0,
                            dev->table->fused(dev->ctx, args));
@@ -481,10 +491,9 @@ dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args)
 
 dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *args)
 {
-    if (!dla__device_supports(dev, DLA_KERNEL_FUSED_REDUCE, args->program.dtype))
-        return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native 'fused_reduce' kernel for %s, and "
-                         "fused programs have no cpu fallback", dev->name,
-                         dla_dtype_name(args->program.dtype));
+    dla_status st = fused_native(dev, DLA_KERNEL_FUSED_REDUCE, args->program.dtype);
+    if (st != DLA_OK)
+        return st;
     CAPTURE(DLA__LAUNCH_FUSED_REDUCE, DLA_KERNEL_FUSED_REDUCE, fused_reduce,
             (dla_fused_reduce_args *)args);
     return dla__k_declined(dev, DLA_KERNEL_FUSED_REDUCE, args,
@@ -494,10 +503,9 @@ dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *arg
 
 dla_status dla__k_fused_multi(dla_device *dev, const dla_fused_multi_args *args)
 {
-    if (!dla__device_supports(dev, DLA_KERNEL_FUSED_MULTI, args->program.dtype))
-        return dla__fail(DLA_ERR_UNSUPPORTED, "%s has no native 'fused_multi' kernel for %s, and "
-                         "fused programs have no cpu fallback", dev->name,
-                         dla_dtype_name(args->program.dtype));
+    dla_status st = fused_native(dev, DLA_KERNEL_FUSED_MULTI, args->program.dtype);
+    if (st != DLA_OK)
+        return st;
     CAPTURE(DLA__LAUNCH_FUSED_MULTI, DLA_KERNEL_FUSED_MULTI, fused_multi,
             (dla_fused_multi_args *)args);
     return dla__k_declined(dev, DLA_KERNEL_FUSED_MULTI, args, sizeof *args, 0,
