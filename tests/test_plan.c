@@ -320,6 +320,101 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
     dla_accel_free(af);
 }
 
+/* Random elementwise graphs over 6x6 values: runs of launches of one shape
+ * whose results are read again later (by the chain, transposed, through
+ * other dims, broadcast after a sum, as outputs), which the planner merges
+ * into fused and fused_multi launches. Each op picks its operands among
+ * all earlier values. */
+#define RG_INPUTS 3
+#define RG_OPS 24
+#define RG_OUTPUTS 3
+typedef struct rand_graph {
+    int kind[RG_OPS];  /* 0..9 */
+    int a[RG_OPS], b[RG_OPS];
+    double alpha[RG_OPS];
+    int out[RG_OUTPUTS];
+} rand_graph;
+
+static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    const rand_graph *g = ctx;
+    dla_tensor *v[RG_INPUTS + RG_OPS];
+    for (int i = 0; i < RG_INPUTS; i++)
+        v[i] = in[i];
+    for (int k = 0; k < RG_OPS; k++) {
+        dla_tensor *a = v[g->a[k]], *b = v[g->b[k]], *r;
+        switch (g->kind[k]) {
+        case 0: r = dla_add(a, b); break;
+        case 1: r = dla_sub(a, b); break;
+        case 2: r = dla_mul(a, b); break;
+        case 3: r = dla_affine(a, g->alpha[k], 0.25); break;
+        case 4: r = dla_relu(a); break;
+        case 5: r = dla_square(a); break;
+        case 6: r = dla_add(a, dla_sum(b, 0, NULL)); break; /* a broadcast read */
+        case 7: r = dla_where(dla_gt(a, b), a, b); break;
+        case 8: r = dla_sub(a, dla_permute(b, 2, (const int64_t[]){2, 1})); break;
+        default: /* the same elements through other dims */
+            r = dla_reshape(dla_mul(dla_reshape(a, "", 2, (const int64_t[]){36, 1}),
+                                    dla_reshape(b, "", 2, (const int64_t[]){36, 1})),
+                            "", 2, (const int64_t[]){6, 6});
+            break;
+        }
+        v[RG_INPUTS + k] = r;
+    }
+    for (int i = 0; i < nout; i++)
+        out[i] = v[g->out[i]];
+    return dla_tensor_status(out[nout - 1]);
+}
+
+static void random_elementwise_graphs_plan_to_eager_bits(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(23);
+    unsigned long long r = 0x9e3779b97f4a7c15ULL;
+#define RG_NEXT(n) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (unsigned long long)(n)))
+    int multi = 0, fused = 0;
+    for (int round = 0; round < 60; round++) {
+        rand_graph g;
+        for (int k = 0; k < RG_OPS; k++) {
+            const int nv = RG_INPUTS + k;
+            g.kind[k] = RG_NEXT(10);
+            /* Mostly recent values, so runs form; sometimes an old one. */
+            g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
+            g.b[k] = RG_NEXT(nv);
+            g.alpha[k] = (RG_NEXT(9) - 4) * 0.5;
+        }
+        for (int i = 0; i < RG_OUTPUTS; i++)
+            g.out[i] = RG_INPUTS + RG_OPS - 1 - RG_NEXT(RG_OPS);
+        dla_tensor *in[RG_INPUTS];
+        for (int i = 0; i < RG_INPUTS; i++)
+            in[i] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(6, 6)), 0.5, 0.0);
+        dla_accel *af = dla_accelerate(rand_graph_fn, NULL);
+        for (int call = 0; call < 4; call++) {
+            dla_tensor *got[RG_OUTPUTS], *want[RG_OUTPUTS];
+            assert_int_equal(dla_accel_call(af, &g, RG_INPUTS, in, RG_OUTPUTS, got), DLA_OK);
+            assert_int_equal(dla_feval(rand_graph_fn, &g, RG_INPUTS, in, RG_OUTPUTS, want), DLA_OK);
+            for (int i = 0; i < RG_OUTPUTS; i++)
+                assert_same_bits(got[i], want[i]);
+            in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
+        }
+        plan_info pi = accel_plan(af, "cpu:0");
+        assert_true(pi.found);
+        assert_int_equal(pi.runs, 2);
+        multi += pi.nmulti;
+        fused += pi.nfused;
+        dla_accel_free(af);
+    }
+#undef RG_NEXT
+    print_message("random graphs: %d fused launches, %d of them keeping several results\n",
+                  fused, multi);
+    /* The graphs did exercise both kinds of merge. */
+    assert_true(fused > 60);
+    if (dla_device_runs_natively(dla_device_get("cpu:0"), DLA_KERNEL_FUSED_MULTI, DLA_F32))
+        assert_true(multi > 30);
+    dla_scope_end();
+}
+
 static dla_device *testmem(void)
 {
     for (int i = 0; i < dla_device_count(); i++)
@@ -679,6 +774,7 @@ int main(void)
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
+        cmocka_unit_test(random_elementwise_graphs_plan_to_eager_bits),
         cmocka_unit_test(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
         cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
         cmocka_unit_test(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
