@@ -31,3 +31,38 @@ endif
 check_PROGRAMS += tests/cuda_fastdiv
 tests_cuda_fastdiv_SOURCES = tests/cuda_fastdiv.c plugins/cuda/fastdiv.h
 TESTS += tests/cuda_fastdiv
+
+# The fused and fused_multi kernels run on the CPU against their steps one
+# by one, bit for bit (tests/cuda_fused_emu.cpp says how): fused.c and
+# space.c as the plugin has them, the frames and the interpreter of
+# fused_kern.h, and the compiled programs' source of fused_source.c, which
+# tests/cuda_fused_emu_write writes for the host compiler
+# (tests/cuda_fused_emu_progs.cpp). Needs a C++ compiler (configure's
+# HAVE_CXX); not built without one.
+EXTRA_DIST += tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h tests/cuda_fused_emu_shim.h \
+	tests/cuda_fused_emu_write.c
+if HAVE_CUDA
+if HAVE_CXX
+check_PROGRAMS += tests/cuda_fused_emu_write tests/cuda_fused_emu
+tests_cuda_fused_emu_write_SOURCES = tests/cuda_fused_emu_write.c tests/cuda_fused_emu.h \
+	plugins/cuda/fused_source.c
+tests_cuda_fused_emu_write_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h \
+	tests/cuda_fused_emu_shim.h plugins/cuda/fused.c plugins/cuda/space.c \
+	plugins/cuda/fused_source.c
+nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp
+tests_cuda_fused_emu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+# No contraction on either side (the kernels and the reference); the
+# interpreter's `#pragma unroll` is nvcc's, unknown to g++; the written
+# source's lines are too long for GCC's misleading-indentation check.
+tests_cuda_fused_emu_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
+tests_cuda_fused_emu_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wno-unknown-pragmas -Wno-misleading-indentation -ffp-contract=off \
+	$(SANITIZER_CFLAGS) $(FUZZ_CFLAGS)
+tests_cuda_fused_emu_LDADD = -lm
+TESTS += tests/cuda_fused_emu
+CLEANFILES += tests/cuda_fused_emu_progs.cpp
+tests/cuda_fused_emu_progs.cpp: tests/cuda_fused_emu_write$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) tests && ./tests/cuda_fused_emu_write$(EXEEXT) > $@-t && mv $@-t $@
+endif
+endif

@@ -14,6 +14,9 @@
  * shared with C the same way (DLA__CU_FUSED_TYPES): plain C types, no
  * stdint (NVRTC has none).
  *
+ * The interpreter is a macro too (DLA__CU_FUSED_INTERP), expanded by the
+ * .cu only, so that tests/cuda_fused_emu.cpp runs the same on the CPU.
+ *
  * fused_multi's types and frame are macros of their own
  * (DLA__CU_FMULTI_TYPES, DLA__CU_FMULTI_FRAME), written into the source of
  * a compiled fused_multi program only, so the other kinds' sources stay
@@ -419,6 +422,56 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
               }                                                                                    \
           }                                                                                        \
       })
+
+/* The interpreter (the evaluator of fused_kernels.cu's kernels; a host
+ * test, tests/cuda_fused_emu.cpp, expands it too, so that both run the
+ * same code; needs DLA__CU_FUSED_FRAME before it): r[j] for j = 0 ..
+ * ninsns-1; operands k >= 0 registers, -1 - i inputs (the kit checked
+ * both). run gives the last register and reg2 (fused, fused_reduce), multi
+ * the last and the 7 registers reg[k] (fused_multi: the host sets reg[k] =
+ * 0 past nextra), both from regs, which computes them all and returns
+ * their count. (_Pragma: a macro's text holds no directive.) */
+#define DLA__CU_FUSED_INTERP(X)                                                                    \
+    X(struct interp {                                                                              \
+        template <typename T>                                                                      \
+        static __device__ __forceinline__ int regs(const dla_fprog &p, const T *in, T *r) {        \
+            const int n = p.ninsns < 1 ? 1 : p.ninsns > 8 ? 8 : p.ninsns;                          \
+            for (int j = 0; j < n; j++) {                                                          \
+                T a[3];                                                                            \
+                _Pragma("unroll") for (int s = 0; s < 3; s++) {                                    \
+                    const int k = p.src[j][s];                                                     \
+                    a[s] = k >= 0 ? r[k & 7] : in[(-1 - k) & 7];                                   \
+                }                                                                                  \
+                const int kind = p.kind[j];                                                        \
+                T x;                                                                               \
+                if (kind == 0)                                                                     \
+                    x = dla_fun(p.op[j], a[0], (T)p.al[j], (T)p.be[j]);                            \
+                else if (kind == 1)                                                                \
+                    x = dla_fbin(p.op[j], a[0], a[1]);                                             \
+                else                                                                               \
+                    x = a[0] != (T)0 ? a[1] : a[2];                                                \
+                r[j] = x;                                                                          \
+            }                                                                                      \
+            return n;                                                                              \
+        }                                                                                          \
+                                                                                                   \
+        template <typename T>                                                                      \
+        static __device__ __forceinline__ void run(const dla_fprog &p, const T *in, T &v, T &v2) { \
+            T r[8];                                                                                \
+            const int n = regs(p, in, r);                                                          \
+            v = r[n - 1];                                                                          \
+            v2 = r[p.reg2 & 7];                                                                    \
+        }                                                                                          \
+                                                                                                   \
+        template <typename T>                                                                      \
+        static __device__ __forceinline__ void multi(const dla_fprog &p, const int *reg,           \
+                                                     const T *in, T &v, T *x) {                    \
+            T r[8];                                                                                \
+            const int n = regs(p, in, r);                                                          \
+            v = r[n - 1];                                                                          \
+            _Pragma("unroll") for (int k = 0; k < 7; k++) x[k] = r[reg[k] & 7];                    \
+        }                                                                                          \
+    };)
 
 /* dla_fprog.flags of a fused or fused_multi call (fused.c): every view's
  * offsets (a fused_multi's extras' too) and the space's positions fit in

@@ -1,0 +1,42 @@
+/*
+ * cuda_fused_emu_shim.h - what CUDA device code takes from nvcc, for the
+ * host compiler (tests/cuda_fused_emu.cpp): the qualifiers as nothing, the
+ * thread's coordinates as globals the harness sets before it calls a
+ * kernel as one thread, and the intrinsics the kernels use. With it the
+ * frames of plugins/cuda/fused_kern.h, its interpreter and the compiled
+ * programs' source (plugins/cuda/fused_source.c) compile as C++ for the
+ * CPU, unchanged. Include it after any CUDA header (they define the
+ * qualifiers their own way).
+ */
+#ifndef DLA_TESTS_CUDA_FUSED_EMU_SHIM_H
+#define DLA_TESTS_CUDA_FUSED_EMU_SHIM_H
+
+#ifndef __cplusplus
+#error "cuda_fused_emu_shim.h is C++"
+#endif
+
+#undef __device__
+#undef __global__
+#undef __forceinline__
+#undef __shared__
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __shared__
+
+struct emu_dim {
+    unsigned x;
+};
+extern emu_dim blockIdx, blockDim, threadIdx, gridDim;
+
+static inline unsigned __umulhi(unsigned a, unsigned b)
+{
+    return (unsigned)(((unsigned long long)a * b) >> 32);
+}
+
+/* fused_reduce's block frame names it; the harness runs no such kernel. */
+void __syncthreads(void);
+
+#include <dlaccel/plugin_ops.h>
+
+#endif
