@@ -11,8 +11,9 @@
  *
  * A fused program must give the bits of its steps launched one by one on
  * the same device (the ABI's contract: that is how the host relies on
- * it), in y and, for fused_multi, in every extra result; a program made of
- * exact steps only must also give the oracle's values.
+ * it), in y and, for fused_multi, in every extra result, also where those
+ * alias inputs (fused_case); a program made of exact steps only must also
+ * give the oracle's values.
  */
 #include "tools/conformance.h"
 
@@ -256,12 +257,34 @@ static int exact_step(const dla_fused_insn *in)
     return unary_ulps[in->op] == 0 && in->op != DLA_UNARY_AFFINE;
 }
 
-static dla_mem dut_alloc(cf_case *c, size_t bytes)
+static dla_mem dev_alloc(cf_case *c, int k, size_t bytes)
 {
     dla_mem m = NULL;
-    if (CF_TABLE(c, CF_DUT)->mem_alloc(CF_CTX(c, CF_DUT), bytes ? bytes : 1, &m) != DLA_OK) {
-        cf_fail(c, "mem_alloc of %zu bytes: %s", bytes, dla_last_error());
+    if (CF_TABLE(c, k)->mem_alloc(CF_CTX(c, k), bytes ? bytes : 1, &m) != DLA_OK) {
+        cf_fail(c, "%s mem_alloc of %zu bytes: %s", dla_device_name(c->suite->dev[k]->handle),
+                bytes, dla_last_error());
         return NULL;
+    }
+    return m;
+}
+
+static dla_mem dut_alloc(cf_case *c, size_t bytes) { return dev_alloc(c, CF_DUT, bytes); }
+
+/* A copy on the oracle of b's starting contents (its host image): the
+ * oracle runs a program whose result aliases an input on such a copy of
+ * that input, so its reference is the ABI's (every register from the
+ * inputs as they were before the call) whatever the oracle does with
+ * aliased views. NULL when refused (reported). */
+static dla_mem oracle_copy(cf_case *c, const cf_buf *b)
+{
+    const dla_plugin *tb = CF_TABLE(c, CF_ORACLE);
+    const size_t bytes = (size_t)b->n * dla_dtype_size(b->dtype);
+    dla_mem m = dev_alloc(c, CF_ORACLE, bytes);
+    if (m && tb->copy_to_device(CF_CTX(c, CF_ORACLE), m, 0, b->host, bytes) != DLA_OK) {
+        cf_fail(c, "%s copy_to_device of %zu bytes: %s",
+                dla_device_name(c->suite->dev[CF_ORACLE]->handle), bytes, dla_last_error());
+        tb->mem_free(CF_CTX(c, CF_ORACLE), m);
+        m = NULL;
     }
     return m;
 }
@@ -435,8 +458,74 @@ static int same_bits(cf_case *c, const cf_buf *b, const void *first, const char 
     return same;
 }
 
+/* The operands instruction in reads. */
+static int operand_count(const dla_fused_insn *in)
+{
+    return in->kind == DLA_FUSED_UNARY ? 1 : in->kind == DLA_FUSED_BINARY ? 2 : 3;
+}
+
+/* How much aliasing input i by the result of register reg puts to the
+ * test: 2 when an instruction after reg reads it (a plugin that stores
+ * the result before those reads sees the new value), 1 when only earlier
+ * ones do (a plugin that stores results and then runs the program again,
+ * or reads another position after storing, sees it), 0 when none does. */
+static int alias_weight(const dla_fused_args *a, int i, int reg)
+{
+    int w = 0;
+    for (int j = 0; j < a->ninsns; j++)
+        for (int k = 0; k < operand_count(&a->insns[j]); k++)
+            if (a->insns[j].src[k] == -1 - i)
+                w = j > reg ? 2 : w > 1 ? w : 1;
+    return w;
+}
+
+/* Nonzero when v broadcasts (stride 0 along a dim of more than 1): such
+ * an input cannot be a result's view. */
+static int broadcasts(const dla_view *v)
+{
+    for (int d = 0; d < v->ndims; d++)
+        if (v->strides[d] == 0 && v->dims[d] > 1)
+            return 1;
+    return 0;
+}
+
+/* Whether the device under test left input i's buffer b (no result's
+ * view) as it was; reports where not. */
+static int untouched(cf_case *c, const cf_buf *b, int i)
+{
+    void *got, *oracle;
+    if (!cf_buf_download(c, b, &got, &oracle))
+        return 0;
+    const size_t bytes = (size_t)b->n * dla_dtype_size(b->dtype);
+    const int same = memcmp(got, b->host, bytes) == 0;
+    if (!same) {
+        size_t at = 0;
+        while (((const unsigned char *)got)[at] == b->host[at])
+            at++;
+        cf_fail(c, "the program wrote input %d's buffer (no result's view) at element %zu", i,
+                at / dla_dtype_size(b->dtype));
+    }
+    free(got);
+    free(oracle);
+    return same;
+}
+
 /* multi: the ABI 1.8 form, 1..7 earlier registers also stored into extra
- * results of their own views (dense or strided, as y's). */
+ * results of their own views (dense or strided, as y's).
+ *
+ * Results may alias inputs exactly, as the ABI lets them (the planner
+ * updates batchnorm's running statistics in place): in a fifth of the
+ * cases y is input 0's very view, and in a third of fused_multi's cases
+ * one or more extras are each the view of another input that does not
+ * broadcast, preferably one an instruction after the extra's register
+ * reads. The reference is the ABI's: every register from the inputs'
+ * starting values, then the results stored. The oracle runs on copies of
+ * the aliased inputs (so it aliases nothing), the steps one by one read
+ * the restored starting contents and store their registers only at the
+ * end; y's and the extras' buffers are then compared whole (their
+ * elements outside the view unchanged), and every input no result
+ * aliases must come back as it went in. The aliasing draws come after
+ * all the others, so a case without them draws what it drew before. */
 static void fused_case(cf_case *c, int multi)
 {
     const cf_device *dut = c->suite->dev[CF_DUT];
@@ -497,6 +586,42 @@ static void fused_case(cf_case *c, int multi)
                 return;
         }
     }
+    /* Extras that alias inputs: each takes an input's view and buffer (its
+     * own buffer, drawn above, goes unused), a different input each, never
+     * y's. aliased[i]: some result is input i's view. */
+    int ex_input[DLA_FUSED_MAX_EXTRA];
+    unsigned char aliased[DLA_FUSED_MAX_INPUTS] = {0};
+    aliased[0] = (unsigned char)alias;
+    for (int k = 0; k < ex.n; k++)
+        ex_input[k] = -1;
+    if (multi && cf_chance(c, 33)) {
+        int free_in[DLA_FUSED_MAX_INPUTS], nfree = 0, order[DLA_FUSED_MAX_EXTRA];
+        for (int i = alias; i < a.ninputs; i++)
+            if (!broadcasts(&a.inputs[i]))
+                free_in[nfree++] = i;
+        for (int k = 0; k < ex.n; k++)
+            order[k] = k;
+        const int na = nfree ? (int)cf_int(c, 1, ex.n < nfree ? ex.n : nfree) : 0;
+        for (int q = 0; q < na; q++) {
+            const int pe = (int)cf_int(c, q, ex.n - 1), e = order[pe];
+            order[pe] = order[q];
+            order[q] = e;
+            /* Among the inputs left, one of those that test it most. */
+            int best = 0, cand[DLA_FUSED_MAX_INPUTS], ncand = 0;
+            for (int f = 0; f < nfree; f++)
+                if (alias_weight(&a, free_in[f], ex.reg[e]) > best)
+                    best = alias_weight(&a, free_in[f], ex.reg[e]);
+            for (int f = 0; f < nfree; f++)
+                if (alias_weight(&a, free_in[f], ex.reg[e]) == best)
+                    cand[ncand++] = f;
+            const int f = cand[cf_int(c, 0, ncand - 1)], i = free_in[f];
+            free_in[f] = free_in[--nfree];
+            ex_input[e] = i;
+            ex.view[e] = a.inputs[i];
+            bx[e] = in[i];
+            aliased[i] = 1;
+        }
+    }
     char ds[96];
     cf_describe(c, "%s %s dims %s, %d inputs%s, %d steps:", multi ? "fused_multi" : "fused",
                 dla_dtype_name(a.dtype), cf_dims_str(ds, sizeof ds, nd, dims), (int)a.ninputs,
@@ -510,29 +635,51 @@ static void fused_case(cf_case *c, int multi)
                     (int)s->src[0], (int)s->src[1], (int)s->src[2]);
     }
     for (int k = 0; k < ex.n; k++) {
-        char vs[128];
-        cf_describe(c, "%s r%d%s", k ? "," : "; extras", (int)ex.reg[k],
+        char vs[128], is[32] = "";
+        if (ex_input[k] >= 0)
+            snprintf(is, sizeof is, " is input %d", ex_input[k]);
+        cf_describe(c, "%s r%d%s%s", k ? "," : "; extras", (int)ex.reg[k], is,
                     cf_view_str(vs, sizeof vs, &ex.view[k]));
     }
-    /* The program on both devices. */
+    /* The program on both devices; the oracle's aliased inputs are copies
+     * of their starting contents. */
     for (int k = 0; k < 2; k++) {
         dla_fused_multi_args m;
         memset(&m, 0, sizeof m);
         m.struct_size = sizeof m;
         m.program = a;
         m.program.y.mem = by->mem[k];
-        for (int i = 0; i < a.ninputs; i++)
+        dla_mem copy[DLA_FUSED_MAX_INPUTS] = {0};
+        int ok = 1;
+        for (int i = 0; i < a.ninputs; i++) {
             m.program.inputs[i].mem = in[i]->mem[k];
+            if (k == CF_ORACLE && aliased[i] && ok)
+                ok = (copy[i] = oracle_copy(c, in[i])) != NULL;
+            if (copy[i])
+                m.program.inputs[i].mem = copy[i];
+        }
         m.nextra = ex.n;
         for (int e = 0; e < ex.n; e++) {
             m.extra_reg[e] = ex.reg[e];
             m.extra[e] = ex.view[e];
             m.extra[e].mem = bx[e]->mem[k];
         }
-        cf_record(c, k, multi ? cf_call(c, k, kernel, &m, 0) : cf_call(c, k, kernel, &m.program, 0));
+        if (ok)
+            cf_record(c, k, multi ? cf_call(c, k, kernel, &m, 0)
+                                  : cf_call(c, k, kernel, &m.program, 0));
+        if (k == CF_ORACLE && CF_TABLE(c, k)->sync)
+            CF_TABLE(c, k)->sync(CF_CTX(c, k));
+        for (int i = 0; i < a.ninputs; i++)
+            if (copy[i])
+                CF_TABLE(c, k)->mem_free(CF_CTX(c, k), copy[i]);
+        if (!ok)
+            return;
     }
     if (!cf_agree(c))
         return;
+    for (int i = 0; i < a.ninputs; i++)
+        if (!aliased[i] && !untouched(c, in[i], i))
+            return;
     if (exact && !cf_compare(c, by, &y, CF_EXACT))
         return;
     for (int k = 0; k < ex.n; k++)
@@ -542,7 +689,9 @@ static void fused_case(cf_case *c, int multi)
         return;
     /* The same program's steps one by one on the device under test, from
      * the same starting memory, into a second y and extras: the bits must
-     * agree. */
+     * agree. Restoring y's and the extras' buffers restores the inputs
+     * they alias (the others are untouched, checked above); the steps
+     * store y and the extras from their registers after the last one. */
     const cf_buf *outs[1 + DLA_FUSED_MAX_EXTRA];
     void *first[1 + DLA_FUSED_MAX_EXTRA] = {0};
     int ok = 1;
@@ -555,18 +704,20 @@ static void fused_case(cf_case *c, int multi)
     }
     for (int k = 0; k <= ex.n && ok; k++) /* back to the starting contents */
         ok = cf_buf_upload(c, (cf_buf *)outs[k]);
-    for (int i = alias; i < a.ninputs && ok; i++)
+    for (int i = 0; i < a.ninputs; i++)
         a.inputs[i].mem = in[i]->mem[CF_DUT];
     a.y.mem = by->mem[CF_DUT];
-    if (alias)
-        a.inputs[0].mem = by->mem[CF_DUT];
     for (int k = 0; k < ex.n; k++)
         ex.view[k].mem = bx[k]->mem[CF_DUT];
     if (ok && steps_on_dut(c, &a, &ex)) {
         for (int k = 0; k <= ex.n; k++) {
-            char name[32] = "y";
-            if (k)
+            char name[48] = "y";
+            if (k && ex_input[k - 1] >= 0)
+                snprintf(name, sizeof name, "extra[%d] (input %d)", k - 1, ex_input[k - 1]);
+            else if (k)
                 snprintf(name, sizeof name, "extra[%d]", k - 1);
+            else if (alias)
+                snprintf(name, sizeof name, "y (input 0)");
             if (!same_bits(c, outs[k], first[k], name))
                 break;
         }
