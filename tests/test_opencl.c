@@ -3,8 +3,11 @@
  * on the cpu plugin replays on an OpenCL device with the same results
  * within tolerance, and the reverse; on the OpenCL device itself a planned
  * replay (its elementwise chains fused, run interpreted at first and
- * compiled once they come back) gives eager's bits, and so does each fused
- * program on every run, interpreted or compiled; random numbers drawn
+ * compiled once they come back) gives eager's bits, also where one fused
+ * launch keeps several results (fused_multi), and so does each fused
+ * program on every run, interpreted or compiled, and each result of a
+ * fused_multi program (ABI 1.8: earlier registers stored too, in place of
+ * inputs or not) the bits of fused cut at its register; random numbers drawn
  * inside a planned replay (dropout masks, rand_like slots) are drawn on
  * the device, with the cpu plugin's bits; a fused program summed over
  * some dims (fused_reduce, in parts) agrees with the cpu plugin's and
@@ -141,8 +144,10 @@ static void assert_same_bits(dla_tensor *a, dla_tensor *b)
     free(y);
 }
 
-/* "plan steps on DEV: N launches (F fused, ...; R runs, L fused launches" */
-static void plan_of(dla_accel *af, const char *dev, int *fused, long *fused_launches, int *invoked)
+/* "plan steps on DEV: N launches (F fused, ...; R runs, L fused launches;
+ * M fused launches keep several results" */
+static void plan_of(dla_accel *af, const char *dev, int *fused, long *fused_launches, int *invoked,
+                    int *multi)
 {
     dla_trace *t = dla_accel_trace(af, 0);
     assert_non_null(t);
@@ -157,10 +162,11 @@ static void plan_of(dla_accel *af, const char *dev, int *fused, long *fused_laun
     const char *s = strstr(text, key);
     int launches = 0, from = 0;
     long runs = 0;
-    *fused = 0, *fused_launches = 0, *invoked = 0;
+    *fused = 0, *fused_launches = 0, *invoked = 0, *multi = 0;
     if (!s || sscanf(s + strlen(key), "%d launches (%d fused, from %d), %d ops run as themselves, "
-                     "%*d dead ops left out; %ld runs, %ld fused launches",
-                     &launches, fused, &from, invoked, &runs, fused_launches) != 6)
+                     "%*d dead ops left out; %ld runs, %ld fused launches; %d fused launches "
+                     "keep several results",
+                     &launches, fused, &from, invoked, &runs, fused_launches, multi) != 7)
         fail_msg("no plan on %s in the trace's text:\n%s", dev, text);
     free(text);
 }
@@ -245,12 +251,68 @@ static void planned_replays_on_opencl_give_eager_bits_and_run_fused_programs(voi
             assert_same_bits(got[i], want[i]);
         }
     }
-    int fused, invoked;
+    int fused, invoked, multi;
     long fused_launches;
-    plan_of(af, dla_device_name(ocl), &fused, &fused_launches, &invoked);
+    plan_of(af, dla_device_name(ocl), &fused, &fused_launches, &invoked, &multi);
     assert_true(fused >= 1);
     assert_true(fused_launches >= 4 * fused);
     dla_accel_free(af);
+    dla_device_set_current(NULL);
+    dla_scope_end();
+}
+
+/* A momentum step, v = 0.9 v - 0.01 g and p + v, and a product a = p .* g
+ * with tanh(a + exp(v)) after it: outputs p + v, v, a and the tanh, so
+ * the chains' intermediate results are read after them (fused_multi
+ * launches, ABI 1.8). in: p, v, g. */
+static dla_status kept_results(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[1] = dla_sub(dla_affine(in[1], 0.9, 0.0), dla_affine(in[2], 0.01, 0.0));
+    out[0] = dla_add(in[0], out[1]);
+    out[2] = dla_mul(in[0], in[2]);
+    out[3] = dla_tanh(dla_add(out[2], dla_exp(in[1])));
+    return dla_tensor_status(out[3]);
+}
+
+static void planned_replays_on_opencl_keep_several_results_per_launch_with_eager_bits(void **state)
+{
+    need_devices();
+    dla_scope_begin();
+    dla_device_set_current(ocl);
+    dla_rng_seed(25);
+    for (int f64 = 0; f64 < 2; f64++) {
+        const dla_dtype t = f64 ? DLA_F64 : DLA_F32;
+        if (!dla_device_runs_natively(ocl, DLA_KERNEL_FUSED_MULTI, t))
+            continue;
+        dla_tensor *in[3];
+        for (int i = 0; i < 3; i++)
+            in[i] = dla_randn(t, "", DLA_DIMS(50, 7));
+        dla_accel *af = dla_accelerate(kept_results, NULL);
+        for (int call = 0; call < 6; call++) {
+            /* Call 1 records, call 2 plans; the programs run interpreted,
+             * then compiled from their second run on. */
+            dla_tensor *got[4], *want[4];
+            in[2] = dla_affine(in[2], 0.9, 0.05);
+            assert_int_equal(dla_accel_feval(af, NULL, 3, in, 4, got), DLA_OK);
+            assert_int_equal(dla_feval(kept_results, NULL, 3, in, 4, want), DLA_OK);
+            for (int i = 0; i < 4; i++) {
+                assert_ptr_equal(dla_tensor_device(got[i]), ocl);
+                assert_same_bits(got[i], want[i]);
+            }
+        }
+        int fused, invoked, multi;
+        long fused_launches;
+        plan_of(af, dla_device_name(ocl), &fused, &fused_launches, &invoked, &multi);
+        /* One launch keeps several results, none with DLACCEL_PLAN=single-result. */
+        const char *mode = getenv("DLACCEL_PLAN");
+        if (mode && strcmp(mode, "single-result") == 0)
+            assert_int_equal(multi, 0);
+        else
+            assert_true(multi >= 1);
+        assert_true(fused_launches >= 4 * fused);
+        dla_accel_free(af);
+    }
     dla_device_set_current(NULL);
     dla_scope_end();
 }
@@ -301,9 +363,9 @@ static void planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bi
         for (int i = 0; i < 3; i++)
             assert_same_bits(got[i], ref[i]);
     }
-    int fused, invoked;
+    int fused, invoked, multi;
     long fused_launches;
-    plan_of(af, dla_device_name(ocl), &fused, &fused_launches, &invoked);
+    plan_of(af, dla_device_name(ocl), &fused, &fused_launches, &invoked, &multi);
     assert_int_equal(invoked, 0); /* every draw a launch of the plan */
     dla_accel_free(af);
     dla_device_set_current(NULL);
@@ -386,6 +448,124 @@ static void a_fused_program_gives_the_same_bits_interpreted_and_compiled(void **
     for (int i = 0; i < 3; i++)
         t->mem_free(dla_device_context(ocl), in[i]);
     t->mem_free(dla_device_context(ocl), y);
+}
+
+/* fused_multi (ABI 1.8): programs over every kind of step storing one to
+ * all seven earlier registers, in single and double, some with y and
+ * extra[0] in place of inputs 1 and 0 (the very same views), extra[1]
+ * laid out across. Each runs three times through the plugin table
+ * (interpreted the first time, compiled from the second), the inputs
+ * uploaded afresh each time, and each result must have the bits of plain
+ * fused over the program cut at its register, from the same inputs. */
+static void a_fused_multi_program_stores_its_registers_interpreted_and_compiled(void **state)
+{
+    need_devices();
+    enum { N = 1000 };
+    const dla_plugin *t = dla_device_table(ocl);
+    void *ctx = dla_device_context(ocl);
+    for (int f64 = 0; f64 < 2; f64++) {
+        const dla_dtype dt = f64 ? DLA_F64 : DLA_F32;
+        if (!dla_device_runs_natively(ocl, DLA_KERNEL_FUSED_MULTI, dt))
+            continue;
+        const size_t es = f64 ? sizeof(double) : sizeof(float), bytes = N * es;
+        static unsigned char host[3][N * sizeof(double)], ref[8][N * sizeof(double)],
+            got[N * sizeof(double)];
+        dla_mem in[3], y, x[DLA_FUSED_MAX_EXTRA], r;
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(t->mem_alloc(ctx, bytes, &in[i]), DLA_OK);
+            for (int e = 0; e < N; e++) {
+                double v = tu_unit() * 6 - 3;
+                if (e == 7)
+                    v = NAN;
+                else if (e == 8)
+                    v = -0.0;
+                else if (e == 9)
+                    v = 1.0 / 0.0;
+                if (f64)
+                    memcpy(host[i] + e * es, &v, es);
+                else
+                    ((float *)(void *)host[i])[e] = (float)v;
+            }
+        }
+        assert_int_equal(t->mem_alloc(ctx, bytes, &y), DLA_OK);
+        assert_int_equal(t->mem_alloc(ctx, bytes, &r), DLA_OK);
+        for (int k = 0; k < DLA_FUSED_MAX_EXTRA; k++)
+            assert_int_equal(t->mem_alloc(ctx, bytes, &x[k]), DLA_OK);
+        const dla_view dense = {.struct_size = sizeof(dla_view), .dtype = dt, .ndims = 2,
+                                .dims = {100, 10}, .strides = {1, 100}};
+        for (int prog = 0; prog < 6; prog++) {
+            dla_fused_multi_args m;
+            memset(&m, 0, sizeof m);
+            m.struct_size = sizeof m;
+            dla_fused_args *a = &m.program;
+            a->struct_size = sizeof *a, a->dtype = dt, a->ninputs = 3, a->ninsns = 8;
+            for (int i = 0; i < 3; i++) {
+                a->inputs[i] = dense;
+                a->inputs[i].mem = in[i];
+            }
+            a->inputs[2].strides[0] = 0; /* one value per column: a broadcast input */
+            for (int j = 0; j < 8; j++) {
+                dla_fused_insn *s = &a->insns[j];
+                s->kind = (prog + j) % 3 == 2 ? DLA_FUSED_WHERE : (prog + j) % 3;
+                s->op = s->kind == DLA_FUSED_UNARY ? (prog * 5 + j * 3) % DLA_UNARY_COUNT
+                        : s->kind == DLA_FUSED_BINARY ? (prog * 7 + j) % DLA_BINARY_COUNT
+                                                       : 0;
+                s->alpha = 0.5 + prog * 0.1, s->beta = -0.25;
+                for (int k = 0; k < 3; k++)
+                    s->src[k] = j > k ? j - 1 - k : -1 - (j + k + prog) % 3;
+            }
+            /* All seven registers below the last, or one to three of them. */
+            m.nextra = prog % 2 ? DLA_FUSED_MAX_EXTRA : 1 + prog % 3;
+            const int inplace = prog >= 3;
+            for (int k = 0; k < m.nextra; k++) {
+                m.extra_reg[k] = (k * 3 + prog) % 7; /* distinct: 3 is prime to 7 */
+                m.extra[k] = dense;
+                m.extra[k].mem = x[k];
+            }
+            m.extra[1].strides[0] = 10, m.extra[1].strides[1] = 1; /* across */
+            a->y = dense;
+            a->y.mem = y;
+            if (inplace) {
+                a->y = a->inputs[1];
+                m.extra[0] = a->inputs[0];
+            }
+            /* The references: plain fused cut at each result's register. */
+            for (int i = 0; i < 3; i++)
+                assert_int_equal(t->copy_to_device(ctx, in[i], 0, host[i], bytes), DLA_OK);
+            for (int k = 0; k <= m.nextra; k++) {
+                dla_fused_args cut = *a;
+                cut.ninsns = k < m.nextra ? m.extra_reg[k] + 1 : a->ninsns;
+                cut.y = k < m.nextra ? m.extra[k] : a->y;
+                cut.y.mem = r;
+                assert_int_equal(t->fused(ctx, &cut), DLA_OK);
+                assert_int_equal(t->copy_to_host(ctx, ref[k], r, 0, bytes), DLA_OK);
+            }
+            for (int run = 0; run < 3; run++) {
+                for (int i = 0; i < 3; i++)
+                    assert_int_equal(t->copy_to_device(ctx, in[i], 0, host[i], bytes), DLA_OK);
+                assert_int_equal(t->fused_multi(ctx, &m), DLA_OK);
+                for (int k = 0; k <= m.nextra; k++) {
+                    const dla_view *v = k < m.nextra ? &m.extra[k] : &a->y;
+                    assert_int_equal(t->copy_to_host(ctx, got, v->mem, 0, bytes), DLA_OK);
+                    if (memcmp(got, ref[k], bytes) != 0) {
+                        char name[24] = "y";
+                        if (k < m.nextra)
+                            snprintf(name, sizeof name, "extra[%d]", k);
+                        fail_msg("%s program %d, run %d%s: %s (register %d) differs from fused "
+                                 "cut there",
+                                 f64 ? "double" : "single", prog, run, inplace ? " (in place)" : "",
+                                 name, k < m.nextra ? (int)m.extra_reg[k] : 7);
+                    }
+                }
+            }
+        }
+        for (int i = 0; i < 3; i++)
+            t->mem_free(ctx, in[i]);
+        for (int k = 0; k < DLA_FUSED_MAX_EXTRA; k++)
+            t->mem_free(ctx, x[k]);
+        t->mem_free(ctx, y);
+        t->mem_free(ctx, r);
+    }
 }
 
 /* *r: the sum (op 0) or mean (op 1) of (x - m)^2 over dims 1 and 2 of
@@ -717,8 +897,10 @@ int main(void)
         cmocka_unit_test(a_trace_recorded_on_cpu_replays_on_opencl_within_tolerance),
         cmocka_unit_test(a_trace_recorded_on_opencl_replays_on_cpu_within_tolerance),
         cmocka_unit_test(planned_replays_on_opencl_give_eager_bits_and_run_fused_programs),
+        cmocka_unit_test(planned_replays_on_opencl_keep_several_results_per_launch_with_eager_bits),
         cmocka_unit_test(planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bits),
         cmocka_unit_test(a_fused_program_gives_the_same_bits_interpreted_and_compiled),
+        cmocka_unit_test(a_fused_multi_program_stores_its_registers_interpreted_and_compiled),
         cmocka_unit_test(a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled),
         cmocka_unit_test(a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin),
         cmocka_unit_test(a_fused_program_pair_with_a_bad_y2_fails_naming_it),

@@ -20,6 +20,14 @@
  * which kernel a program was compiled into, and write_source writes the
  * steps into fused_reduce.cl's sum instead; a pair's key (ABI 1.4) also
  * holds the second register summed, which the sum's source reads.
+ *
+ * fused_multi (ABI 1.8) is the same program with extra results: register
+ * extra_reg[k] also stored into extra[k]. It takes the same path as fused
+ * (launch below): interpreted by fused.cl's fused_multi_T, whose seven
+ * extra slots come after y, and compiled as fused is, the key holding the
+ * extras' registers and the kernel taking exactly nextra extra views after
+ * y, each stored after y. A program without extras writes the same source
+ * as before 1.8 and launches as it did.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "core/env_choice.h"
@@ -33,14 +41,25 @@
 /* Runs of one program before it is compiled. */
 #define COMPILE_AFTER 2
 
-#define NOPS (1 + DLA_FUSED_MAX_INPUTS)
+/* y, the extras, the inputs. */
+#define NOPS (1 + DLA_FUSED_MAX_EXTRA + DLA_FUSED_MAX_INPUTS)
+
+/* The extra results of a fused_multi call: register reg[k] into view[k]
+ * for k < n. n 0: plain fused. */
+typedef struct extras {
+    int n;
+    const int32_t *reg;
+    const dla_view *view;
+} extras;
 
 /* What a compiled program is found by: everything but alpha and beta,
- * whether it is the elementwise kernel or the sum (fused_reduce.cl), and
- * the pair's second register summed (-1: none). */
+ * whether it is the elementwise kernel or the sum (fused_reduce.cl), the
+ * pair's second register summed (-1: none), and the registers the
+ * elementwise kernel also stores (fused_multi; nextra 0: none). */
 typedef struct key {
     int32_t reduce, reg2, f64, ninputs, ninsns;
     int32_t code[DLA_FUSED_MAX_INSNS][5];
+    int32_t nextra, extra_reg[DLA_FUSED_MAX_EXTRA];
 } key;
 
 struct dla__ocl_fused_entry {
@@ -75,20 +94,9 @@ _Static_assert(sizeof unary_macros / sizeof unary_macros[0] == DLA_UNARY_COUNT,
 _Static_assert(sizeof binary_macros / sizeof binary_macros[0] == DLA_BINARY_COUNT,
                "a macro of ops.cl per binary op");
 
-/* ------------------------------------------------------------- checks */
-
-/* The kit's checks; v gets y, then the inputs. */
-static dla_status check_args(dla__ocl_device *d, const dla_fused_args *a, const dla_view **v)
-{
-    v[0] = &a->y;
-    for (int i = 0; i < a->ninputs && i < DLA_FUSED_MAX_INPUTS; i++)
-        v[1 + i] = &a->inputs[i];
-    return dla_kit_check_fused(&d->kit, a);
-}
-
 /* ---------------------------------------------------- compiled programs */
 
-static void make_key(const dla_fused_args *a, int reduce, int reg2, key *k)
+static void make_key(const dla_fused_args *a, int reduce, int reg2, const extras *ex, key *k)
 {
     memset(k, 0, sizeof *k);
     k->reduce = reduce;
@@ -97,6 +105,9 @@ static void make_key(const dla_fused_args *a, int reduce, int reg2, key *k)
     k->ninputs = a->ninputs;
     k->ninsns = a->ninsns;
     dla_kit_fused_code(a, k->code);
+    k->nextra = ex ? ex->n : 0;
+    for (int e = 0; e < k->nextra; e++)
+        k->extra_reg[e] = ex->reg[e];
 }
 
 /* Appends to src (size bytes, n used), cutting at the end. */
@@ -127,7 +138,8 @@ static size_t write_steps(const key *k, const char *T, const char *eol, char *sr
 }
 
 /* The OpenCL C of a compiled program. The elementwise kernel has
- * fused.cl's signature with the steps written out; the sum is
+ * fused.cl's signature with the steps written out, and with extras
+ * (fused_multi) their views after y's, each stored after y; the sum is
  * fused_reduce.cl's DLA_FR_KERNEL with the steps as its VALUE (a macro,
  * hence the line ends), a pair's with register reg2 as its second value. */
 static void write_source(const key *k, char *src, size_t size)
@@ -148,13 +160,18 @@ static void write_source(const key *k, char *src, size_t size)
         return;
     }
     PUT("__kernel void fused_program(dla_shape sh, __global %s *y, dla_vw vy", T);
+    for (int e = 0; e < k->nextra; e++)
+        PUT(", __global %s *x%d, dla_vw vx%d", T, e, e);
     for (int i = 0; i < DLA_FUSED_MAX_INPUTS; i++)
         PUT(", __global const %s *in%d, dla_vw v%d", T, i, i);
     PUT(", dla_prog_%s p)\n{\n    DLA_ELEMENT(sh, c);\n", T);
     for (int i = 0; i < k->ninputs; i++)
         PUT("    const %s i%d = in%d[dla_at(&v%d, c)];\n", T, i, i, i);
     n = write_steps(k, T, "\n", src, n, size);
-    PUT("    y[dla_at(&vy, c)] = r%d;\n}\n", k->ninsns - 1);
+    PUT("    y[dla_at(&vy, c)] = r%d;\n", k->ninsns - 1);
+    for (int e = 0; e < k->nextra; e++)
+        PUT("    x%d[dla_at(&vx%d, c)] = r%d;\n", e, e, (int)k->extra_reg[e]);
+    PUT("}\n");
 }
 #undef PUT
 
@@ -229,12 +246,13 @@ static cl_kernel compiled(dla__ocl_device *d, const key *k)
     const char *elementwise[] = {dla__ocl_src_ops, dla__ocl_src_fused, body};
     const char *sum[] = {dla__ocl_src_ops,         no_fused_kernel, dla__ocl_src_fused,
                          fr_compiled, dla__ocl_src_fused_reduce, body};
-    const char *what = k->reduce ? "fused_reduce (compiled program)" : "fused (compiled program)";
+    const char *kind = k->reduce ? "fused_reduce" : k->nextra ? "fused_multi" : "fused";
+    char what[48];
+    snprintf(what, sizeof what, "%s (compiled program)", kind);
     if ((k->reduce ? dla__ocl_build(d, what, 6, sum, &e->program)
                    : dla__ocl_build(d, what, 3, elementwise, &e->program)) != DLA_OK) {
         h->log(DLA_LOG_WARN, "opencl:%d: a %s program does not compile, it stays "
-               "interpreted (DLACCEL_LOG=debug shows the build log)", d->index,
-               k->reduce ? "fused_reduce" : "fused");
+               "interpreted (DLACCEL_LOG=debug shows the build log)", d->index, kind);
         e->program = NULL;
         return NULL;
     }
@@ -243,7 +261,7 @@ static cl_kernel compiled(dla__ocl_device *d, const key *k)
                                &err);
     if (err != CL_SUCCESS) {
         h->log(DLA_LOG_WARN, "opencl:%d: clCreateKernel of a compiled %s program: %s", d->index,
-               k->reduce ? "fused_reduce" : "fused", DLA__OCL_ERR(err));
+               kind, DLA__OCL_ERR(err));
         e->kernel = NULL;
     }
     return e->kernel;
@@ -253,7 +271,7 @@ cl_kernel dla__ocl_fused_compiled(dla__ocl_device *d, const dla_fused_args *a, i
                                   int reg2)
 {
     key k;
-    make_key(a, reduce, reduce ? reg2 : -1, &k);
+    make_key(a, reduce, reduce ? reg2 : -1, NULL, &k);
     return compiled(d, &k);
 }
 
@@ -261,7 +279,7 @@ dla_status dla__ocl_fused_prog_arg(cl_kernel kern, cl_uint index, const dla_fuse
                                    const char *kernel)
 {
     key k;
-    make_key(a, 0, -1, &k);
+    make_key(a, 0, -1, NULL, &k);
     if (a->dtype == DLA_F64) {
         prog_f64 p;
         memset(&p, 0, sizeof p);
@@ -288,30 +306,74 @@ dla_status dla__ocl_fused_prog_arg(cl_kernel kern, cl_uint index, const dla_fuse
 
 /* --------------------------------------------------------------- launch */
 
+/* The kernel's arguments: 0 the space, then y (1, 2), the extra views (a
+ * compiled program's nextra of them, the interpreter's DLA_FUSED_MAX_EXTRA
+ * with fused_multi, none with fused), the DLA_FUSED_MAX_INPUTS inputs, the
+ * program, and the interpreted fused_multi's packed registers. */
+static dla_status launch(dla__ocl_device *d, const dla_fused_args *a, const extras *ex,
+                         const char *what)
+{
+    const int f64 = a->dtype == DLA_F64;
+    pthread_mutex_lock(&d->lock);
+    key k;
+    make_key(a, 0, -1, ex, &k);
+    dla_status s = DLA_OK;
+    cl_kernel kern = compiled(d, &k);
+    const int interpret_multi = !kern && ex->n > 0;
+    const int nx = interpret_multi ? DLA_FUSED_MAX_EXTRA : ex->n; /* extra slots */
+    if (!kern) {
+        s = ex->n ? dla__ocl_kernel(d, DLA__OCL_PROG_FUSED, DLA__OCL_K_FUSED_MULTI + f64, &kern,
+                                    "fused_multi_%s", f64 ? "double" : "float")
+                  : dla__ocl_kernel(d, DLA__OCL_PROG_FUSED, DLA__OCL_K_FUSED + f64, &kern,
+                                    "fused_%s", f64 ? "double" : "float");
+    }
+    /* The views run_space binds: y, the extra slots (past n, y again, never
+     * written), the inputs the program reads. */
+    const dla_view *v[NOPS];
+    int nv = 0;
+    v[nv++] = &a->y;
+    for (int e = 0; e < nx; e++)
+        v[nv++] = e < ex->n ? &ex->view[e] : &a->y;
+    for (int i = 0; i < a->ninputs; i++)
+        v[nv++] = &a->inputs[i];
+    /* Inputs past ninputs are bound to y and never read. */
+    const cl_mem ybuf = dla__ocl_buf(a->y.mem);
+    const dla__ocl_vw zero = {0};
+    const cl_uint in0 = (cl_uint)(3 + 2 * nx), prog = in0 + 2 * DLA_FUSED_MAX_INPUTS;
+    for (int i = a->ninputs; i < DLA_FUSED_MAX_INPUTS && s == DLA_OK; i++) {
+        if ((s = DLA__OCL_ARG(kern, in0 + (cl_uint)(2 * i), ybuf, what)) == DLA_OK)
+            s = DLA__OCL_ARG(kern, in0 + (cl_uint)(2 * i + 1), zero, what);
+    }
+    if (s == DLA_OK)
+        s = dla__ocl_fused_prog_arg(kern, prog, a, what);
+    if (s == DLA_OK && interpret_multi) { /* the registers, packed as fused.cl says */
+        cl_uint m = (cl_uint)ex->n;
+        for (int e = 0; e < ex->n; e++)
+            m |= (cl_uint)ex->reg[e] << (4 + 4 * e);
+        s = DLA__OCL_ARG(kern, prog + 1, m, what);
+    }
+    if (s == DLA_OK)
+        s = dla__ocl_run_space(d, kern, nv, v, 0, what);
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
 dla_status dla__ocl_fused(void *dev, const dla_fused_args *args)
 {
     dla__ocl_device *d = dev;
-    const dla_view *v[NOPS];
-    dla_status s = check_args(d, args, v);
+    dla_status s = dla_kit_check_fused(&d->kit, args);
     if (s != DLA_OK || dla_kit_numel(&args->y) == 0)
         return s;
-    const int f64 = args->dtype == DLA_F64;
-    pthread_mutex_lock(&d->lock);
-    cl_kernel kern = dla__ocl_fused_compiled(d, args, 0, -1);
-    if (!kern)
-        s = dla__ocl_kernel(d, DLA__OCL_PROG_FUSED, DLA__OCL_K_FUSED + f64, &kern, "fused_%s",
-                            f64 ? "double" : "float");
-    /* Inputs past ninputs are bound to y and never read. */
-    const cl_mem ybuf = dla__ocl_buf(args->y.mem);
-    const dla__ocl_vw zero = {0};
-    for (int i = args->ninputs; i < DLA_FUSED_MAX_INPUTS && s == DLA_OK; i++) {
-        if ((s = DLA__OCL_ARG(kern, (cl_uint)(3 + 2 * i), ybuf, "fused")) == DLA_OK)
-            s = DLA__OCL_ARG(kern, (cl_uint)(4 + 2 * i), zero, "fused");
-    }
-    if (s == DLA_OK)
-        s = dla__ocl_fused_prog_arg(kern, 3 + 2 * DLA_FUSED_MAX_INPUTS, args, "fused");
-    if (s == DLA_OK)
-        s = dla__ocl_run_space(d, kern, 1 + args->ninputs, v, 0, "fused");
-    pthread_mutex_unlock(&d->lock);
-    return s;
+    const extras none = {0, NULL, NULL};
+    return launch(d, args, &none, "fused");
+}
+
+dla_status dla__ocl_fused_multi(void *dev, const dla_fused_multi_args *args)
+{
+    dla__ocl_device *d = dev;
+    dla_status s = dla_kit_check_fused_multi(&d->kit, args);
+    if (s != DLA_OK || dla_kit_numel(&args->program.y) == 0)
+        return s;
+    const extras ex = {args->nextra, args->extra_reg, args->extra};
+    return launch(d, &args->program, &ex, "fused_multi");
 }

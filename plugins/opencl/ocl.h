@@ -80,11 +80,12 @@ enum {
     DLA__OCL_K_SCATTER = DLA__OCL_K_GATHER + 3,     /* [f64] */
     DLA__OCL_K_RANDOM = DLA__OCL_K_SCATTER + 2,     /* [uniform,normal][f64] */
     DLA__OCL_K_FUSED_REDUCE = DLA__OCL_K_RANDOM + 4, /* [sum,combine,pair][f64] */
-    DLA__OCL_K_COUNT = DLA__OCL_K_FUSED_REDUCE + 6
+    DLA__OCL_K_FUSED_MULTI = DLA__OCL_K_FUSED_REDUCE + 6, /* [f64] */
+    DLA__OCL_K_COUNT = DLA__OCL_K_FUSED_MULTI + 2
 };
 
-/* A program of the fused kernel compiled for one instruction list (see
- * fused.c), kept per device. */
+/* A program of the fused (or fused_multi) kernel compiled for one
+ * instruction list (see fused.c), kept per device. */
 typedef struct dla__ocl_fused_entry dla__ocl_fused_entry;
 
 /* ---------------------------------------------------------------- device */
@@ -168,7 +169,8 @@ dla_status dla__ocl_launch_groups(dla__ocl_device *d, cl_kernel k, size_t groups
  * as dla__ocl_run_space launches. */
 dla_status dla__ocl_launch3(dla__ocl_device *d, cl_kernel k, const int64_t *n, const char *kernel);
 
-/* Runs an elementwise kernel over the space of nops views (views[0]'s
+/* Runs an elementwise kernel over the space of nops views (at most
+ * 1 + DLA_FUSED_MAX_EXTRA + DLA_FUSED_MAX_INPUTS: fused_multi's; views[0]'s
  * dims): the views' dims are coalesced, and the kernel gets argument 0 the
  * dla__ocl_shape, then for view i the buffer (argument 1 + 2i) and its
  * dla__ocl_vw (2 + 2i); the caller sets the arguments after those first.
@@ -244,8 +246,9 @@ dla_status dla__ocl_unary(void *dev, const dla_unary_args *args);
 dla_status dla__ocl_binary(void *dev, const dla_binary_args *args);
 dla_status dla__ocl_ternary(void *dev, const dla_ternary_args *args);
 
-/* ---- fused.c ---- */
+/* ---- fused.c (fused_multi: ABI 1.8) ---- */
 dla_status dla__ocl_fused(void *dev, const dla_fused_args *args);
+dla_status dla__ocl_fused_multi(void *dev, const dla_fused_multi_args *args);
 void dla__ocl_fused_release(dla__ocl_device *d);
 /* The compiled kernel of a's instruction list, as the elementwise kernel
  * (reduce 0) or fused_reduce.cl's sum (1; reg2 >= 0: the pair's, which

@@ -44,7 +44,14 @@
  *   the outputs are too few for the device) evaluates the program where it
  *   reads the inputs and sums in local memory, in double where the device
  *   has it; its work-items sum runs of consecutive positions on a CPU
- *   device and lie across the rows on a GPU (fused_reduce.c).
+ *   device and lie across the rows on a GPU (fused_reduce.c). A fused
+ *   program that also stores some earlier registers (fused_multi, ABI
+ *   1.8) is the fused kernel with extra results, on the same interpreter,
+ *   compiler and cache (fused.c).
+ * - ABI 1.8, without the optional members of 1.5 to 1.7 (plan_replay,
+ *   the coll_* collectives, mem_trim: NULL, their documented defaults);
+ *   1.6 to 1.8 appended no op values. mem_alloc is clCreateBuffer and
+ *   mem_free clReleaseMemObject: the plugin keeps no memory to trim.
  * - Random numbers (ABI 1.3) are drawn in place by random.cl, compiled
  *   from the stream's shared definition (dlaccel/plugin_philox.h), so they
  *   are the cpu plugin's bits; normals and doubles need cl_khr_fp64.
@@ -294,7 +301,8 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_SCATTER_ADD:
     case DLA_KERNEL_FUSED:
     case DLA_KERNEL_FUSED_REDUCE:
-    case DLA_KERNEL_FUSED_REDUCE_PAIR: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
+    case DLA_KERNEL_FUSED_REDUCE_PAIR:
+    case DLA_KERNEL_FUSED_MULTI: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
     /* Uniform singles are integer work; doubles and every normal (whose
      * transform is defined in double) need cl_khr_fp64. */
     case DLA_KERNEL_RANDOM_UNIFORM: return dtype == DLA_F32 || (dtype == DLA_F64 && d->fp64);
@@ -314,7 +322,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     const dla_plugin mine = {
         .struct_size = size,
         .abi_major = DLA_PLUGIN_ABI_MAJOR,
-        .abi_minor = 5, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
+        .abi_minor = 8, /* the minor this plugin implements (docs/plugins.md §3), not the header's */
         .device_count = device_count,
         .device_info = device_info,
         .device_open = device_open,
@@ -346,6 +354,9 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .random = dla__ocl_random,
         .plan_begin = dla__ocl_plan_begin,
         .plan_end = dla__ocl_plan_end,
+        /* plan_replay (1.5), coll_* (1.6) and mem_trim (1.7) stay NULL:
+         * their documented defaults. */
+        .fused_multi = dla__ocl_fused_multi,
     };
     memcpy(table, &mine, size);
     return DLA_OK;

@@ -275,7 +275,7 @@ dla_status dla__ocl_launch3(dla__ocl_device *d, cl_kernel k, const int64_t *n, c
 dla_status dla__ocl_run_space(dla__ocl_device *d, cl_kernel k, int nops,
                               const dla_view *const *views, size_t rows, const char *kernel)
 {
-    enum { MAX_OPS = 1 + DLA_FUSED_MAX_INPUTS };
+    enum { MAX_OPS = 1 + DLA_FUSED_MAX_EXTRA + DLA_FUSED_MAX_INPUTS };
     if (dla_kit_numel(views[0]) == 0)
         return DLA_OK;
     int64_t dims[DLA_MAX_DIMS], st[MAX_OPS][DLA_MAX_DIMS];

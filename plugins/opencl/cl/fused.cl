@@ -14,6 +14,16 @@
  * it run more than once, as a replayed trace does. fused_reduce.cl runs the
  * same interpreter (fused_eval_T) inside its sums. DLA_FUSED_NO_KERNEL
  * leaves the kernels out where a program only wants the interpreter.
+ *
+ * fused_multi_T (ABI 1.8) is fused_T that also stores some of the earlier
+ * registers, register m.reg[k] into extra k (xk, vxk) for k < m.n, after
+ * y; the extras come right after y and before the inputs (unused ones are
+ * bound to y and never written). Every input of the element is loaded
+ * before anything is stored, so a result that is an input's very view
+ * (fused_multi allows that) reads the old value. The registers are packed
+ * into one uint, m = n | reg[0] << 4 | reg[1] << 8 | ..., to keep the
+ * kernel's arguments (16 views and the program) under the 1024 bytes
+ * OpenCL promises.
  */
 #define DLA_MAX_IN 8
 #define DLA_MAX_INSNS 8
@@ -32,6 +42,22 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
 
 /* Loads input i at coordinates c (the inputs are separate arguments). */
 #define LOAD_IN(i) in##i[dla_at(&v##i, c)]
+/* The inputs of element c into in[], 0 past p.ninputs. */
+#define LOAD_INPUTS(in, p)                                                     \
+    in[0] = (p).ninputs > 0 ? LOAD_IN(0) : 0;                                  \
+    in[1] = (p).ninputs > 1 ? LOAD_IN(1) : 0;                                  \
+    in[2] = (p).ninputs > 2 ? LOAD_IN(2) : 0;                                  \
+    in[3] = (p).ninputs > 3 ? LOAD_IN(3) : 0;                                  \
+    in[4] = (p).ninputs > 4 ? LOAD_IN(4) : 0;                                  \
+    in[5] = (p).ninputs > 5 ? LOAD_IN(5) : 0;                                  \
+    in[6] = (p).ninputs > 6 ? LOAD_IN(6) : 0;                                  \
+    in[7] = (p).ninputs > 7 ? LOAD_IN(7) : 0
+/* The inputs as kernel parameters. */
+#define INPUT_PARAMS(T)                                                        \
+    __global const T *in0, dla_vw v0, __global const T *in1, dla_vw v1,        \
+        __global const T *in2, dla_vw v2, __global const T *in3, dla_vw v3,    \
+        __global const T *in4, dla_vw v4, __global const T *in5, dla_vw v5,    \
+        __global const T *in6, dla_vw v6, __global const T *in7, dla_vw v7
 
 /* dla_prog_T, and fused_eval_T: the program's last register for the
  * values of its inputs in in[0 .. ninputs-1]; fused_run_T leaves every
@@ -84,27 +110,38 @@ enum dla_b { DLA_BINARY_OPS(ENUM_B) DLA_B_COUNT };
 
 #define DEF_FUSED_KERNEL(T)                                                    \
     __kernel void fused_##T(dla_shape sh, __global T *y, dla_vw vy,           \
-                            __global const T *in0, dla_vw v0,                  \
-                            __global const T *in1, dla_vw v1,                  \
-                            __global const T *in2, dla_vw v2,                  \
-                            __global const T *in3, dla_vw v3,                  \
-                            __global const T *in4, dla_vw v4,                  \
-                            __global const T *in5, dla_vw v5,                  \
-                            __global const T *in6, dla_vw v6,                  \
-                            __global const T *in7, dla_vw v7,                  \
-                            dla_prog_##T p)                                    \
+                            INPUT_PARAMS(T), dla_prog_##T p)                   \
     {                                                                          \
         DLA_ELEMENT(sh, c);                                                    \
         T in[DLA_MAX_IN];                                                      \
-        in[0] = p.ninputs > 0 ? LOAD_IN(0) : 0;                                \
-        in[1] = p.ninputs > 1 ? LOAD_IN(1) : 0;                                \
-        in[2] = p.ninputs > 2 ? LOAD_IN(2) : 0;                                \
-        in[3] = p.ninputs > 3 ? LOAD_IN(3) : 0;                                \
-        in[4] = p.ninputs > 4 ? LOAD_IN(4) : 0;                                \
-        in[5] = p.ninputs > 5 ? LOAD_IN(5) : 0;                                \
-        in[6] = p.ninputs > 6 ? LOAD_IN(6) : 0;                                \
-        in[7] = p.ninputs > 7 ? LOAD_IN(7) : 0;                                \
+        LOAD_INPUTS(in, p);                                                    \
         y[dla_at(&vy, c)] = fused_eval_##T(&p, in);                            \
+    }
+
+/* Extra k of fused_multi_T: register (m >> (4 + 4k)) & 15 where k < n. */
+#define STORE_EXTRA(k)                                                         \
+    if ((m & 15) > k)                                                          \
+    x##k[dla_at(&vx##k, c)] = r[(m >> (4 + 4 * k)) & (DLA_MAX_INSNS - 1)]
+
+#define DEF_FUSED_MULTI_KERNEL(T)                                              \
+    __kernel void fused_multi_##T(                                             \
+        dla_shape sh, __global T *y, dla_vw vy, __global T *x0, dla_vw vx0,    \
+        __global T *x1, dla_vw vx1, __global T *x2, dla_vw vx2,                \
+        __global T *x3, dla_vw vx3, __global T *x4, dla_vw vx4,                \
+        __global T *x5, dla_vw vx5, __global T *x6, dla_vw vx6,                \
+        INPUT_PARAMS(T), dla_prog_##T p, uint m)                               \
+    {                                                                          \
+        DLA_ELEMENT(sh, c);                                                    \
+        T in[DLA_MAX_IN], r[DLA_MAX_INSNS];                                    \
+        LOAD_INPUTS(in, p);                                                    \
+        y[dla_at(&vy, c)] = fused_run_##T(&p, in, r);                          \
+        STORE_EXTRA(0);                                                        \
+        STORE_EXTRA(1);                                                        \
+        STORE_EXTRA(2);                                                        \
+        STORE_EXTRA(3);                                                        \
+        STORE_EXTRA(4);                                                        \
+        STORE_EXTRA(5);                                                        \
+        STORE_EXTRA(6);                                                        \
     }
 
 DEF_FUSED(float)
@@ -113,7 +150,9 @@ DEF_FUSED(double)
 #endif
 #ifndef DLA_FUSED_NO_KERNEL
 DEF_FUSED_KERNEL(float)
+DEF_FUSED_MULTI_KERNEL(float)
 #ifdef DLA_FP64
 DEF_FUSED_KERNEL(double)
+DEF_FUSED_MULTI_KERNEL(double)
 #endif
 #endif
