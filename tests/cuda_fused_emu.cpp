@@ -153,6 +153,28 @@ const dla_plugin_host host = {sizeof(dla_plugin_host), DLA_PLUGIN_ABI_MAJOR, DLA
 } // namespace
 
 /* -------------------------------- what fused.c and space.c call, replaced */
+/* A launch of grid blocks: the compiled program kernel (an emu_gen), else
+ * the interpreter kernel of the dtype (kf, kd), each thread in turn; what
+ * it was asked is noted in g_seen. */
+template <typename V, typename KF, typename KD>
+static cudaError_t emulate(unsigned grid, int f64, const V *a, const dla_fprog *p,
+                           const void *kernel, KF kf, KD kd)
+{
+    g_seen.launches++;
+    g_seen.compiled = kernel != NULL;
+    g_seen.grid = grid;
+    g_seen.flags = p->flags;
+    g_seen.n = a->sp.n;
+    const emu_gen *g = (const emu_gen *)kernel;
+    if (g)
+        run_grid(grid, [&] { g->run(a, p); });
+    else if (f64)
+        run_grid(grid, [&] { kd(*a, *p); });
+    else
+        run_grid(grid, [&] { kf(*a, *p); });
+    return cudaSuccess;
+}
+
 extern "C" {
 
 const dla_plugin_host *dla__cu_host = &host;
@@ -232,19 +254,7 @@ cudaError_t dla__cu_fused_launch(cudaStream_t st, unsigned grid, int f64, const 
                                  const dla_fprog *p, const void *kernel)
 {
     (void)st;
-    g_seen.launches++;
-    g_seen.compiled = kernel != NULL;
-    g_seen.grid = grid;
-    g_seen.flags = p->flags;
-    g_seen.n = a->sp.n;
-    const emu_gen *g = (const emu_gen *)kernel;
-    if (g)
-        run_grid(grid, [&] { g->run(a, p); });
-    else if (f64)
-        run_grid(grid, [&] { fused_k<double>(*a, *p); });
-    else
-        run_grid(grid, [&] { fused_k<float>(*a, *p); });
-    return cudaSuccess;
+    return emulate(grid, f64, a, p, kernel, fused_k<float>, fused_k<double>);
 }
 
 cudaError_t dla__cu_fused_multi_launch(cudaStream_t st, unsigned grid, int f64,
@@ -252,19 +262,7 @@ cudaError_t dla__cu_fused_multi_launch(cudaStream_t st, unsigned grid, int f64,
                                        const void *kernel)
 {
     (void)st;
-    g_seen.launches++;
-    g_seen.compiled = kernel != NULL;
-    g_seen.grid = grid;
-    g_seen.flags = p->flags;
-    g_seen.n = a->sp.n;
-    const emu_gen *g = (const emu_gen *)kernel;
-    if (g)
-        run_grid(grid, [&] { g->run(a, p); });
-    else if (f64)
-        run_grid(grid, [&] { fused_multi_k<double>(*a, *p); });
-    else
-        run_grid(grid, [&] { fused_multi_k<float>(*a, *p); });
-    return cudaSuccess;
+    return emulate(grid, f64, a, p, kernel, fused_multi_k<float>, fused_multi_k<double>);
 }
 
 } // extern "C"
