@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/plan_impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -221,7 +222,9 @@ static int fusible(const lowering *L, const dla__cap_launch *cl)
 
 static dla_view *out_view(dla__cap_launch *cl)
 {
-    return cl->l.kind == DLA__LAUNCH_UNARY    ? &cl->l.u.unary.y
+    return cl->l.kind == DLA__LAUNCH_FILL     ? &cl->l.u.fill.y
+           : cl->l.kind == DLA__LAUNCH_COPY   ? &cl->l.u.pair.y
+           : cl->l.kind == DLA__LAUNCH_UNARY  ? &cl->l.u.unary.y
            : cl->l.kind == DLA__LAUNCH_BINARY ? &cl->l.u.binary.z
            : cl->l.kind == DLA__LAUNCH_FUSED  ? &cl->l.u.fused->y
                                               : &cl->l.u.ternary.z;
@@ -467,6 +470,8 @@ static int wanted_after(lowering *L, const chain *ch, int m)
             }
             continue;
         }
+        if (L->steps[s].index < 0)
+            continue; /* a launch dropped (dead_fills) */
         dla__cap_launch *cl = launch_at(L, s);
         dla__field f[DLA__LAUNCH_MAX_FIELDS];
         int n = dla__launch_fields(&cl->l, f), whole = 0;
@@ -641,6 +646,134 @@ static void relu_masks(lowering *L)
                 break;
         }
     }
+}
+
+/* ------------------------------------------------------- filled values */
+
+/* Nonzero when view v (of slot s) covers every byte of its replay buffer,
+ * densely from its first: what it writes is the whole buffer. */
+static int whole_buffer(const lowering *L, dla__slot s, const dla_view *v)
+{
+    if (s.kind != DLA__SLOT_BUFFER || v->offset != 0)
+        return 0;
+    int64_t n = 1;
+    for (int d = 0; d < v->ndims; d++) {
+        if (v->dims[d] != 1 && v->strides[d] != n)
+            return 0;
+        n *= v->dims[d];
+    }
+    return (size_t)n * dla_dtype_size(v->dtype) == L->c->bufs[s.id].bytes;
+}
+
+/* A multiply, add or subtract by a buffer that holds one value everywhere
+ * (a fill, or a copy of one: the gradient's seed of ones, expanded) is an
+ * affine of the other operand, with the same bits: x * c is x * c + -0
+ * (-0 keeps every product's sign, an fma's too), x + c is x * 1 + c, x - c
+ * is x * 1 + -c and c - x is x * -1 + c. The fill and the copy then often
+ * have no reader left and go (dead_fills), and the affine joins a chain.
+ * An affine of a buffer of ones over a whole buffer is a fill of
+ * alpha + beta, rounded once as the plugin rounds 1 * alpha + beta (the
+ * loss's seed scaled by 1/N). value[b]/known[b]: buffer b holds value
+ * everywhere (as its dtype). */
+static void fold_fills(lowering *L, double *value, char *known)
+{
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = launch_at(L, s);
+        dla__launch *l = &cl->l;
+        if (l->kind == DLA__LAUNCH_BINARY &&
+            (l->u.binary.z.dtype == DLA_F32 || l->u.binary.z.dtype == DLA_F64)) {
+            const int ka = cl->slot[1].kind == DLA__SLOT_BUFFER && known[cl->slot[1].id];
+            const int kb = cl->slot[2].kind == DLA__SLOT_BUFFER && known[cl->slot[2].id];
+            const dla_binary_op op = l->u.binary.op;
+            if (ka != kb && (op == DLA_BINARY_ADD || op == DLA_BINARY_SUB || op == DLA_BINARY_MUL)) {
+                const double c = value[cl->slot[ka ? 1 : 2].id];
+                const dla_binary_args b = l->u.binary;
+                const dla__slot zs = cl->slot[0], xs = cl->slot[ka ? 2 : 1];
+                dla_unary_args u = {sizeof u, DLA_UNARY_AFFINE, 1.0, c, b.z, ka ? b.b : b.a};
+                if (op == DLA_BINARY_MUL)
+                    u.alpha = c, u.beta = -0.0;
+                else if (op == DLA_BINARY_SUB && kb)
+                    u.beta = -c;
+                else if (op == DLA_BINARY_SUB)
+                    u.alpha = -1.0;
+                l->kind = DLA__LAUNCH_UNARY;
+                l->u.unary = u;
+                memset(cl->slot, 0, sizeof cl->slot);
+                cl->slot[0] = zs;
+                cl->slot[1] = xs;
+            }
+        }
+        if (l->kind == DLA__LAUNCH_UNARY && l->u.unary.op == DLA_UNARY_AFFINE &&
+            cl->slot[1].kind == DLA__SLOT_BUFFER && known[cl->slot[1].id] &&
+            value[cl->slot[1].id] == 1.0 && !same_slot(cl->slot[0], cl->slot[1]) &&
+            whole_buffer(L, cl->slot[0], &l->u.unary.y)) {
+            const dla_view y = l->u.unary.y;
+            /* Two floats' sum in double, then rounded to float, is their
+             * float sum (53 >= 2 * 24 + 2 bits). */
+            const double v = y.dtype == DLA_F32
+                                 ? (double)(float)((double)(float)l->u.unary.alpha +
+                                                   (double)(float)l->u.unary.beta)
+                                 : l->u.unary.alpha + l->u.unary.beta;
+            if (isfinite(v)) {
+                l->kind = DLA__LAUNCH_FILL;
+                l->u.fill.y = y;
+                l->u.fill.value = v;
+                cl->slot[1] = (dla__slot){DLA__SLOT_NONE, 0, 0};
+            }
+        }
+        /* What the launch writes: a fill of a finite value, or a copy of a
+         * known buffer, over a whole buffer makes it known; anything else
+         * it writes is not known. */
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        const int n = dla__launch_fields(l, f);
+        for (int i = 0; i < n; i++)
+            if (f[i].written && cl->slot[i].kind == DLA__SLOT_BUFFER)
+                known[cl->slot[i].id] = 0;
+        if (l->kind == DLA__LAUNCH_FILL && isfinite(l->u.fill.value) &&
+            whole_buffer(L, cl->slot[0], &l->u.fill.y) &&
+            (l->u.fill.y.dtype == DLA_F32 || l->u.fill.y.dtype == DLA_F64)) {
+            const double v = l->u.fill.value;
+            value[cl->slot[0].id] = l->u.fill.y.dtype == DLA_F32 ? (double)(float)v : v;
+            known[cl->slot[0].id] = isfinite(value[cl->slot[0].id]);
+        } else if (l->kind == DLA__LAUNCH_COPY && cl->slot[1].kind == DLA__SLOT_BUFFER &&
+                   known[cl->slot[1].id] && !same_slot(cl->slot[0], cl->slot[1]) &&
+                   l->u.pair.y.dtype == l->u.pair.x.dtype &&
+                   whole_buffer(L, cl->slot[0], &l->u.pair.y)) {
+            value[cl->slot[0].id] = value[cl->slot[1].id];
+            known[cl->slot[0].id] = 1;
+        }
+    }
+}
+
+/* Drops fills and copies whose result nothing reads any more (latest
+ * first, so a copy's going frees its fill) and the steps they leave. */
+static void dead_fills(lowering *L)
+{
+    for (int s = L->nsteps - 1; s >= 0; s--) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = launch_at(L, s);
+        if ((cl->l.kind != DLA__LAUNCH_FILL && cl->l.kind != DLA__LAUNCH_COPY) ||
+            cl->slot[0].kind != DLA__SLOT_BUFFER)
+            continue;
+        /* As a chain of one: is its result read after it? */
+        chain ch;
+        memset(&ch, 0, sizeof ch);
+        ch.n = 1;
+        ch.step[0] = s;
+        ch.yslot[0] = cl->slot[0];
+        if (wanted_after(L, &ch, 0))
+            continue;
+        cl->dropped = 1;
+        L->steps[s].index = -1;
+    }
+    int n = 0;
+    for (int s = 0; s < L->nsteps; s++)
+        if (L->steps[s].kind != DLA__STEP_LAUNCH || L->steps[s].index >= 0)
+            L->steps[n++] = L->steps[s];
+    L->nsteps = n;
 }
 
 /* ------------------------------------------------------------ scheduling */
@@ -1001,6 +1134,14 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
     int ok = offset ? 1 : fail(p, "%s", "out of memory while planning");
     ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);
     if (ok) {
+        double *value = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *value);
+        char *known = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), 1);
+        if (value && known) { /* without them, the fills stay: nothing else changes */
+            fold_fills(&L, value, known);
+            dead_fills(&L);
+        }
+        dla__free(value);
+        dla__free(known);
         relu_masks(&L);
         gather_consumers(&L);
         fuse(&L);

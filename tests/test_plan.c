@@ -53,6 +53,7 @@ typedef struct plan_info {
     int nmulti;       /* fused launches that keep several results */
     int step_lines;   /* "    step N: ..." lines under the plan */
     int add_relu;     /* a step "fused [add relu]" is listed */
+    int fills;        /* steps that are fills */
     char why[512];
 } plan_info;
 
@@ -91,6 +92,8 @@ static plan_info plan_of(dla_trace *t, const char *dev)
     for (const char *l = s ? strstr(s, "\n    step ") : NULL; l; l = strstr(l + 1, "\n    step "))
         pi.step_lines++;
     pi.add_relu = s && strstr(s, ": fused [add relu] -> ") != NULL;
+    for (const char *l = s ? strstr(s, ": fill ") : NULL; l; l = strstr(l + 1, ": fill "))
+        pi.fills++;
     free(text);
     return pi;
 }
@@ -205,6 +208,10 @@ static void planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains(voi
      * program. */
     assert_int_equal(pi.step_lines, pi.launches + pi.invoked);
     assert_true(pi.add_relu);
+    /* The gradient's seed of ones (a fill, expanded by a copy) became an
+     * affine of what it multiplied: neither is launched. */
+    assert_int_equal(pi.fills, 0);
+    assert_true(pi.launches <= 10);
     dla_scope_end();
     dla_accel_free(af);
 }
