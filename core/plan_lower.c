@@ -678,8 +678,11 @@ static int whole_buffer(const lowering *L, dla__slot s, const dla_view *v)
 static void fold_fills(lowering *L, double *value, char *known)
 {
     for (int s = 0; s < L->nsteps; s++) {
-        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+        if (L->steps[s].kind != DLA__STEP_LAUNCH) {
+            /* An op run as itself: assume it may have written anything. */
+            memset(known, 0, (size_t)(L->c->nbufs ? L->c->nbufs : 1));
             continue;
+        }
         dla__cap_launch *cl = launch_at(L, s);
         dla__launch *l = &cl->l;
         if (l->kind == DLA__LAUNCH_BINARY &&
