@@ -436,32 +436,37 @@ static void random_program(cf_case *c, dla_fused_args *a, dla_dtype t, int exact
     }
 }
 
+/* The element of b's buffer (on the device under test now) where its
+ * contents first differ from want's bytes; -1 when they are the same, -2
+ * when they could not be read (reported). */
+static int64_t first_difference(cf_case *c, const cf_buf *b, const void *want)
+{
+    void *got, *oracle;
+    if (!cf_buf_download(c, b, &got, &oracle))
+        return -2;
+    const size_t bytes = (size_t)b->n * dla_dtype_size(b->dtype);
+    int64_t at = -1;
+    if (memcmp(want, got, bytes) != 0) {
+        size_t i = 0;
+        while (((const unsigned char *)want)[i] == ((unsigned char *)got)[i])
+            i++;
+        at = (int64_t)(i / dla_dtype_size(b->dtype));
+    }
+    free(got);
+    free(oracle);
+    return at;
+}
+
 /* Whether the device under test's contents of b are the bits of first
  * (its contents after the program); reports where not. */
 static int same_bits(cf_case *c, const cf_buf *b, const void *first, const char *name)
 {
-    void *steps, *oracle;
-    if (!cf_buf_download(c, b, &steps, &oracle))
-        return 0;
-    const size_t bytes = (size_t)b->n * dla_dtype_size(b->dtype);
-    const int same = memcmp(first, steps, bytes) == 0;
-    if (!same) {
-        size_t at = 0;
-        while (((const unsigned char *)first)[at] == ((unsigned char *)steps)[at])
-            at++;
-        cf_fail(c, "the program and its steps launched one by one differ at element %zu of %s's "
+    const int64_t at = first_difference(c, b, first);
+    if (at >= 0)
+        cf_fail(c, "the program and its steps launched one by one differ at element %lld of %s's "
                    "buffer",
-                at / dla_dtype_size(b->dtype), name);
-    }
-    free(steps);
-    free(oracle);
-    return same;
-}
-
-/* The operands instruction in reads. */
-static int operand_count(const dla_fused_insn *in)
-{
-    return in->kind == DLA_FUSED_UNARY ? 1 : in->kind == DLA_FUSED_BINARY ? 2 : 3;
+                (long long)at, name);
+    return at == -1;
 }
 
 /* How much aliasing input i by the result of register reg puts to the
@@ -473,7 +478,7 @@ static int alias_weight(const dla_fused_args *a, int i, int reg)
 {
     int w = 0;
     for (int j = 0; j < a->ninsns; j++)
-        for (int k = 0; k < operand_count(&a->insns[j]); k++)
+        for (int k = 0; k < dla_kit_fused_nsrc(a->insns[j].kind); k++)
             if (a->insns[j].src[k] == -1 - i)
                 w = j > reg ? 2 : w > 1 ? w : 1;
     return w;
@@ -493,21 +498,11 @@ static int broadcasts(const dla_view *v)
  * view) as it was; reports where not. */
 static int untouched(cf_case *c, const cf_buf *b, int i)
 {
-    void *got, *oracle;
-    if (!cf_buf_download(c, b, &got, &oracle))
-        return 0;
-    const size_t bytes = (size_t)b->n * dla_dtype_size(b->dtype);
-    const int same = memcmp(got, b->host, bytes) == 0;
-    if (!same) {
-        size_t at = 0;
-        while (((const unsigned char *)got)[at] == b->host[at])
-            at++;
-        cf_fail(c, "the program wrote input %d's buffer (no result's view) at element %zu", i,
-                at / dla_dtype_size(b->dtype));
-    }
-    free(got);
-    free(oracle);
-    return same;
+    const int64_t at = first_difference(c, b, b->host);
+    if (at >= 0)
+        cf_fail(c, "the program wrote input %d's buffer (no result's view) at element %lld", i,
+                (long long)at);
+    return at == -1;
 }
 
 /* multi: the ABI 1.8 form, 1..7 earlier registers also stored into extra
