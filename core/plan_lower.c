@@ -445,22 +445,15 @@ static int link(lowering *L, chain *ch, int s)
     return 1;
 }
 
-/* Nonzero when the result of link m of the chain is wanted after the
- * chain: no later link writes its buffer again, and a step after the
- * chain reads it before the buffer is written over whole, or the buffer
- * outlives the replay (an output). Such a result is kept: written by the
- * fused_multi launch as one of its extras. */
-static int wanted_after(lowering *L, const chain *ch, int m)
+/* Nonzero when the value a launch wrote into buffer b through view wv is
+ * still wanted from step `from` on: a step reads it before b is written
+ * over whole, or b outlives the replay (an output). */
+static int read_after(lowering *L, dla__slot b, const dla_view *wv, int from)
 {
     dla__capture *c = L->c;
-    const dla__slot b = ch->yslot[m];
     if (b.kind != DLA__SLOT_BUFFER)
         return 1;
-    for (int k = m + 1; k < ch->n; k++)
-        if (same_slot(ch->yslot[k], b))
-            return 0; /* written over whole (link() made sure) */
-    const dla_view *wv = out_view(launch_at(L, ch->step[m]));
-    for (int s = ch->step[ch->n - 1] + 1; s < L->nsteps; s++) {
+    for (int s = from; s < L->nsteps; s++) {
         if (L->steps[s].kind == DLA__STEP_INVOKE) {
             const dla__cap_entry *e = &c->entries[L->steps[s].index];
             for (int i = 0; i < c->t->entries[L->steps[s].index].nin; i++) {
@@ -486,6 +479,20 @@ static int wanted_after(lowering *L, const chain *ch, int m)
             return 0;
     }
     return invoke_buffer(c, b.id) || c->bufs[b.id].died < 0;
+}
+
+/* Nonzero when the result of link m of the chain is wanted after the
+ * chain: no later link writes its buffer again (link() made sure such a
+ * write is whole), and it is read after the chain's last step. Such a
+ * result is kept: written by the fused_multi launch as one of its
+ * extras. */
+static int wanted_after(lowering *L, const chain *ch, int m)
+{
+    for (int k = m + 1; k < ch->n; k++)
+        if (same_slot(ch->yslot[k], ch->yslot[m]))
+            return 0;
+    return read_after(L, ch->yslot[m], out_view(launch_at(L, ch->step[m])),
+                      ch->step[ch->n - 1] + 1);
 }
 
 /* The launch at step s can follow the chain: fusible, of the chain's
@@ -761,13 +768,7 @@ static void dead_fills(lowering *L)
         if ((cl->l.kind != DLA__LAUNCH_FILL && cl->l.kind != DLA__LAUNCH_COPY) ||
             cl->slot[0].kind != DLA__SLOT_BUFFER)
             continue;
-        /* As a chain of one: is its result read after it? */
-        chain ch;
-        memset(&ch, 0, sizeof ch);
-        ch.n = 1;
-        ch.step[0] = s;
-        ch.yslot[0] = cl->slot[0];
-        if (wanted_after(L, &ch, 0))
+        if (read_after(L, cl->slot[0], out_view(cl), s + 1))
             continue;
         cl->dropped = 1;
         L->steps[s].index = -1;
