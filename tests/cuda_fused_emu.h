@@ -103,5 +103,10 @@ static inline void emu_program(int i, int f64, dla_fused_multi_args *m)
 
 #ifdef __cplusplus
 }
+
+/* tests/cuda_onekern_emu.cpp: its cases, each reported by result; and
+ * whether dla__cu_mem_alloc gives memory (only while it uploads steps). */
+void emu_onekern_cases(void (*result)(int ok, const char *fmt, ...));
+extern int emu_alloc_allowed;
 #endif
 #endif

@@ -23,6 +23,7 @@
 #define __global__
 #define __forceinline__ inline
 #define __shared__
+#define __launch_bounds__(...)
 
 struct emu_dim {
     unsigned x;
@@ -34,7 +35,9 @@ static inline unsigned __umulhi(unsigned a, unsigned b)
     return (unsigned)(((unsigned long long)a * b) >> 32);
 }
 
-/* fused_reduce's block frame names it; the harness runs no such kernel. */
+/* fused_reduce's block frame names it, and the one-kernel replay: the
+ * harness runs the latter as a block of one thread (tests/
+ * cuda_onekern_emu.cpp), where a barrier does nothing. */
 void __syncthreads(void);
 
 #include <dlaccel/plugin_ops.h>

@@ -164,6 +164,15 @@ typedef struct dla__cu_device {
     int graphs_off;                /* DLACCEL_CUDA_GRAPHS=0, or a capture failed */
     double capture_ms;             /* when the capture began (for the debug log) */
     long graph_launches;           /* replays run as a graph launch */
+
+    /* onekern.c: the steps of the capture in progress, recorded for a
+     * one-kernel replay (k1_n of them; k1_calls the members called during
+     * the capture, which must all have recorded one). */
+    int onekern_off; /* DLACCEL_CUDA_ONE_KERNEL=0: no small GEMM kernel, no one-kernel replays */
+    struct dla__cu_k1_step *k1_steps;
+    int32_t k1_n, k1_calls;
+    int k1_spoiled;
+    long onekern_launches; /* replays run as one kernel */
 } dla__cu_device;
 
 /* Makes d's GPU current on the calling thread (every member calls it
@@ -259,6 +268,23 @@ void dla__cu_coll_table(dla_plugin *t);
 
 /* ---- libs.c ---- */
 void dla__cu_libs_release(dla__cu_device *d);
+
+/* ---- onekern.c: one-kernel replays of small plans (onekern_kern.h) ---- */
+struct dla__cu_k1_step;
+/* The capture in progress is recorded for one (capture starts). */
+void dla__cu_k1_begin(dla__cu_device *d);
+/* dla__cu_enter: a member was called on the thread of the capture. */
+void dla__cu_k1_count(dla__cu_device *d, const char *member);
+/* Whether a member called now should record its launch (dla__cu_k1_note):
+ * a capture on this thread that can still become one kernel. */
+int dla__cu_k1_recording(const dla__cu_device *d);
+/* The member's launch as a step, of work elements or multiply-adds; too
+ * much work, or too many steps, and the plan keeps its graph. */
+void dla__cu_k1_note(dla__cu_device *d, const struct dla__cu_k1_step *step, int64_t work);
+/* After a capture that is kept: the recorded steps in device memory
+ * (*n of them), or NULL when the capture cannot run as one kernel. */
+dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n);
+void dla__cu_k1_release(dla__cu_device *d);
 
 /* ---- plan.c (ABI 1.3, 1.5): planned replays, CUDA graphs ---- */
 dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches);

@@ -21,7 +21,7 @@
  * normalization's running statistics updated in place): a thread reads
  * all its element's inputs before it writes any of its results.
  */
-#include "plugins/cuda/fused_kern.h"
+#include "plugins/cuda/onekern_kern.h"
 
 #include <limits.h>
 #include <string.h>
@@ -114,9 +114,21 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
         p.flags = DLA__CU_F_OFF32;
     const void *k1 = NULL, *k2 = NULL;
     dla__cu_fused_compiled(d, args, 0, 0, &k1, &k2);
-    return dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, sp.n),
-                                            args->dtype == DLA_F64, &a, &p, k1),
-                       "fused");
+    s = dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, sp.n),
+                                         args->dtype == DLA_F64, &a, &p, k1),
+                    "fused");
+    if (s == DLA_OK && dla__cu_k1_recording(d)) {
+        /* A fused_multi step with no extras: the same slots and program. */
+        dla__cu_k1_step st;
+        memset(&st, 0, sizeof st);
+        st.kind = DLA__CU_K1_FUSED;
+        st.f64 = args->dtype == DLA_F64;
+        st.u.fused.v.sp = a.sp;
+        memcpy(st.u.fused.v.v, a.v, sizeof a.v);
+        st.u.fused.p = p;
+        dla__cu_k1_note(d, &st, sp.n);
+    }
+    return s;
 }
 
 dla_status dla__cu_fused_multi(void *dev, const dla_fused_multi_args *args)
@@ -161,7 +173,17 @@ dla_status dla__cu_fused_multi(void *dev, const dla_fused_multi_args *args)
         p.flags = DLA__CU_F_OFF32;
     const void *k1 = NULL;
     dla__cu_fused_multi_compiled(d, args, &k1);
-    return dla__cu_err(dla__cu_fused_multi_launch(d->stream, dla__cu_blocks(d, sp.n),
-                                                  a->dtype == DLA_F64, &m, &p, k1),
-                       "fused_multi");
+    s = dla__cu_err(dla__cu_fused_multi_launch(d->stream, dla__cu_blocks(d, sp.n),
+                                               a->dtype == DLA_F64, &m, &p, k1),
+                    "fused_multi");
+    if (s == DLA_OK && dla__cu_k1_recording(d)) {
+        dla__cu_k1_step st;
+        memset(&st, 0, sizeof st);
+        st.kind = DLA__CU_K1_FUSED;
+        st.f64 = a->dtype == DLA_F64;
+        st.u.fused.v = m;
+        st.u.fused.p = p;
+        dla__cu_k1_note(d, &st, sp.n);
+    }
+    return s;
 }

@@ -11,9 +11,19 @@
  * the plugin's own kernel. Pages whose C blocks may overlap (c's
  * batch_stride 0 with batch > 1, or less than a page) run one call each,
  * in order, as the ABI's sequential definition requires.
+ *
+ * A problem too small for cuBLAS's fixed cost (k and m n k batch within
+ * onekern_kern.h's limits, the tiny MLP's) runs on the plugin's small
+ * kernel instead, one thread per element of C, which is also a step of a
+ * one-kernel replay (onekern.c): a plain launch and the replay's step
+ * then give the same bits. DLACCEL_CUDA_ONE_KERNEL=0 sends every problem
+ * to cuBLAS.
  */
 #include "plugins/cuda/conv_kern.h"
 #include "plugins/cuda/libs.h"
+#include "plugins/cuda/onekern_kern.h"
+
+#include <string.h>
 
 #include <limits.h>
 
@@ -21,6 +31,49 @@
 static char *op_base(const dla_gemm_operand *o, size_t esz)
 {
     return dla__cu_ptr(o->mem) + (size_t)o->offset * esz;
+}
+
+/* Whether m n k batch is within the small kernel's limits (each factor
+ * checked before it multiplies: no overflow). */
+static int small_enough(const dla_gemm_args *g)
+{
+    if (g->k > DLA__CU_SGEMM_MAX_K)
+        return 0;
+    const int64_t f[4] = {g->m, g->n, g->k, g->batch};
+    int64_t w = 1;
+    for (int i = 0; i < 4; i++) {
+        if (f[i] > DLA__CU_SGEMM_MAX_WORK)
+            return 0;
+        w *= f[i];
+        if (w > DLA__CU_SGEMM_MAX_WORK)
+            return 0;
+    }
+    return 1;
+}
+
+/* The small kernel (onekern_kernels.cu) on g, recorded as a step of the
+ * capture in progress. */
+static dla_status small(dla__cu_device *d, const dla_gemm_args *g, int f64, char *c)
+{
+    const size_t esz = f64 ? 8 : 4;
+    dla__cu_k1_step st;
+    memset(&st, 0, sizeof st);
+    st.kind = DLA__CU_K1_GEMM;
+    st.f64 = f64;
+    dla__cu_sgemm *k = &st.u.gemm;
+    k->f64 = f64;
+    k->trans_a = g->trans_a != 0;
+    k->trans_b = g->trans_b != 0;
+    k->m = g->m, k->n = g->n, k->k = g->k, k->batch = g->batch;
+    k->a = op_base(&g->a, esz), k->b = op_base(&g->b, esz), k->c = c;
+    k->lda = g->a.ld, k->ldb = g->b.ld, k->ldc = g->c.ld;
+    k->sa = g->a.batch_stride, k->sb = g->b.batch_stride, k->sc = g->c.batch_stride;
+    k->alpha = g->alpha, k->beta = g->beta;
+    dla_status s = dla__cu_err(
+        dla__cu_sgemm_launch(d->stream, dla__cu_blocks(d, g->m * g->n * g->batch), k), "gemm");
+    if (s == DLA_OK)
+        dla__cu_k1_note(d, &st, g->m * g->n * g->k * g->batch);
+    return s;
 }
 
 dla_status dla__cu_gemm(void *dev, const dla_gemm_args *g)
@@ -52,6 +105,9 @@ dla_status dla__cu_gemm(void *dev, const dla_gemm_args *g)
         }
         return DLA_OK;
     }
+
+    if (!sequential && !d->onekern_off && small_enough(g))
+        return small(d, g, f64, c);
 
     dla__cu_blas_state *bs = dla__cu_blas_of(d, "gemm", &s);
     if (!bs)

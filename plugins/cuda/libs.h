@@ -22,6 +22,10 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* cuBLAS's entry points (the exported names: cublas_v2.h maps several of
  * these names to their _v2 symbols, which is what is looked up). */
 typedef struct dla__cu_blas {
@@ -110,4 +114,7 @@ int dla__cu_sym(void *lib, const char *libname, const char *name, void *slot, ch
 const char *dla__cu_blas_msg(cublasStatus_t st);
 const char *dla__cu_dnn_msg(cudnnStatus_t st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -27,6 +27,8 @@ DLA_CUDA_HDRS = \
 	plugins/cuda/pool_kern.h \
 	plugins/cuda/conv_kern.h \
 	plugins/cuda/fused_kern.h \
+	plugins/cuda/onekern_kern.h \
+	plugins/cuda/reduce_dev.cuh \
 	plugins/cuda/conv_engine.h
 # Kernels built by nvcc, one libtool object each.
 DLA_CUDA_CU = \
@@ -37,7 +39,8 @@ DLA_CUDA_CU = \
 	plugins/cuda/index_kernels.cu \
 	plugins/cuda/pool_kernels.cu \
 	plugins/cuda/conv_kernels.cu \
-	plugins/cuda/fused_kernels.cu
+	plugins/cuda/fused_kernels.cu \
+	plugins/cuda/onekern_kernels.cu
 # Headers the kernels include from api/ (the ABI, the kit, the shared
 # arithmetic): a change rebuilds every .cu, as one to a header of
 # plugins/cuda does.
@@ -75,6 +78,7 @@ plugins_cuda_libdlaccel_cuda_la_SOURCES = \
 	plugins/cuda/memory.c \
 	plugins/cuda/space.c \
 	plugins/cuda/plan.c \
+	plugins/cuda/onekern.c \
 	plugins/cuda/profile.c \
 	plugins/cuda/libs.c \
 	plugins/cuda/gemm.c \

@@ -20,7 +20,11 @@
  *
  * three launches instead of one per kernel, and no call of the host's.
  * The copies are the inputs and results once (the digit CNN's step at
- * batch 128 moves about 1 MB, a few microseconds).
+ * batch 128 moves about 1 MB, a few microseconds). A plan of a few small
+ * launches of the kinds onekern.c records (the tiny MLP's step) runs as
+ * one launch instead: one kernel of one block does the copies in, the
+ * steps and the copies out, where the graph's nodes cost a few
+ * microseconds each however little they do.
  *
  * Per device a list, most recent first, holds the plans seen:
  *
@@ -52,7 +56,7 @@
  * holds gate while it captures. DLACCEL_CUDA_GRAPHS=0 turns graphs off.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
-#include "plugins/cuda/copy_kern.h"
+#include "plugins/cuda/onekern_kern.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +83,8 @@ struct dla__cu_graph {
     int sightings;        /* runs seen; -1: never captured (a capture failed) */
     cudaGraphExec_t exec; /* NULL until captured */
     dla__cu_mem *held;    /* scratch its kernels use */
+    dla__cu_mem *k1;      /* its steps as one kernel (onekern.c), or NULL */
+    int32_t k1_n;
     struct dla__cu_graph *next;
     int32_t nroles;
     role roles[];
@@ -122,6 +128,10 @@ static void forget(dla__cu_device *d, struct dla__cu_graph *g)
     }
     free_held(d, g->held);
     g->held = NULL;
+    if (g->k1)
+        dla__cu_mem_free(d, (dla_mem)g->k1);
+    g->k1 = NULL;
+    g->k1_n = 0;
     for (int32_t i = 0; i < g->nroles; i++) {
         if (g->roles[i].own)
             dla__cu_mem_free(d, (dla_mem)g->roles[i].own);
@@ -230,10 +240,30 @@ static int fits(const struct dla__cu_graph *g, const dla_plan_mem *mems)
     return 1;
 }
 
-/* Copies between the run's regions (mems; NULL: the run being captured,
- * as remember_run kept it) and g's roles: into the roles the ones the run
- * reads (out 0), or out of them the ones it writes (out 1), in launches of
- * up to DLA__CU_COPIES regions. */
+/* Whether role r is copied into the graph's memory (out 0: the run reads
+ * it) or out of it (out 1: the run writes it). */
+static int moves(const role *r, int out)
+{
+    return !r->written == !out && r->bytes > 0;
+}
+
+/* Adds to c the copy between region i of the run (mems; NULL: the run
+ * being captured, as remember_run kept it) and its role, into the role
+ * (out 0) or out of it (out 1). */
+static void add_copy(dla__cu_copies *c, const struct dla__cu_graph *g, const dla_plan_mem *mems,
+                     int32_t i, int out)
+{
+    const role *r = &g->roles[i];
+    char *run = mems ? ((dla__cu_mem *)mems[i].mem)->ptr + mems[i].first
+                     : ((dla__cu_mem *)r->run_mem)->ptr + r->run_first;
+    c->src[c->n] = out ? r->own->ptr : run;
+    c->dst[c->n] = out ? run : r->own->ptr;
+    c->bytes[c->n] = (int64_t)r->bytes;
+    c->n++;
+}
+
+/* The copies of the roles that move one way (moves), in launches of up
+ * to DLA__CU_COPIES regions. */
 static cudaError_t copy_roles(dla__cu_device *d, const struct dla__cu_graph *g,
                               const dla_plan_mem *mems, int out)
 {
@@ -250,18 +280,43 @@ static cudaError_t copy_roles(dla__cu_device *d, const struct dla__cu_graph *g,
         }
         if (i == g->nroles)
             break;
-        const role *r = &g->roles[i];
-        if (!r->written != !out || r->bytes == 0)
+        if (!moves(&g->roles[i], out))
             continue;
-        char *run = mems ? ((dla__cu_mem *)mems[i].mem)->ptr + mems[i].first
-                         : ((dla__cu_mem *)r->run_mem)->ptr + r->run_first;
-        c.src[c.n] = out ? r->own->ptr : run;
-        c.dst[c.n] = out ? run : r->own->ptr;
-        c.bytes[c.n] = (int64_t)r->bytes;
-        most = c.bytes[c.n] > most ? c.bytes[c.n] : most;
-        c.n++;
+        add_copy(&c, g, mems, i, out);
+        most = c.bytes[c.n - 1] > most ? c.bytes[c.n - 1] : most;
     }
     return cudaSuccess;
+}
+
+/* Whether g's roles are few and small enough for the one kernel's copies
+ * (onekern_kern.h). */
+static int k1_roles_fit(const struct dla__cu_graph *g)
+{
+    int32_t n[2] = {0, 0};
+    size_t bytes = 0;
+    for (int32_t i = 0; i < g->nroles; i++)
+        for (int out = 0; out < 2; out++)
+            if (moves(&g->roles[i], out)) {
+                n[out]++;
+                bytes += g->roles[i].bytes;
+            }
+    return n[0] <= DLA__CU_COPIES && n[1] <= DLA__CU_COPIES && bytes <= DLA__CU_K1_MAX_COPY;
+}
+
+/* A replay of g (whose roles fit, k1_roles_fit) over the run's regions as
+ * its one kernel. */
+static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
+                             const dla_plan_mem *mems)
+{
+    dla__cu_copies c[2];
+    for (int out = 0; out < 2; out++) {
+        c[out].n = 0;
+        for (int32_t i = 0; i < g->nroles; i++)
+            if (moves(&g->roles[i], out))
+                add_copy(&c[out], g, mems, i, out);
+    }
+    return dla__cu_k1_launch(d->stream, (const dla__cu_k1_step *)g->k1->ptr, g->k1_n, &c[0],
+                             &c[1]);
 }
 
 /* The run's regions as the capture sees them (dla__cu_remapped). */
@@ -321,12 +376,17 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
             g->exec = exec;
             g->held = held;
             g->sightings = CAPTURE_AT;
+            /* Later runs launch its steps as one kernel where they can. */
+            if (k1_roles_fit(g))
+                g->k1 = dla__cu_k1_upload(d, &g->k1_n);
             dla__cu_host->log(DLA_LOG_DEBUG,
                               "cuda:%d: plan %llu captured as a CUDA graph of %zu nodes, %d "
                               "regions (capture %.2f ms, end %.2f ms, instantiate %.2f ms, "
-                              "launch %.2f ms)",
+                              "launch %.2f ms); %s %d steps",
                               d->index, (unsigned long long)g->plan, nodes, (int)g->nroles,
-                              t0 - d->capture_ms, t1 - t0, t2 - t1, now_ms() - t2);
+                              t0 - d->capture_ms, t1 - t0, t2 - t1, now_ms() - t2,
+                              g->k1 ? "runs as one kernel of" : "not one kernel:",
+                              g->k1 ? (int)g->k1_n : (int)d->k1_n);
             return DLA_OK;
         }
         /* Not kept: once it has run, its exec and memory go. */
@@ -410,6 +470,7 @@ static void capture(dla__cu_device *d, struct dla__cu_graph *g, const dla_plan_m
         return;
     }
     remember_run(g, mems);
+    dla__cu_k1_begin(d);
     d->capturing = 1;
     d->capture_ms = now_ms();
     d->keep = 1;
@@ -434,17 +495,26 @@ dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int3
     if (g->exec) {
         if (!fits(g, mems))
             return DLA_OK;
-        cudaError_t e = copy_roles(d, g, mems, 0);
-        if (e == cudaSuccess)
-            e = cudaGraphLaunch(g->exec, d->stream);
-        if (e == cudaSuccess)
-            e = copy_roles(d, g, mems, 1);
+        cudaError_t e;
+        if (g->k1) {
+            e = launch_k1(d, g, mems);
+        } else {
+            e = copy_roles(d, g, mems, 0);
+            if (e == cudaSuccess)
+                e = cudaGraphLaunch(g->exec, d->stream);
+            if (e == cudaSuccess)
+                e = copy_roles(d, g, mems, 1);
+        }
         if (e != cudaSuccess) {
             dla__cu_set_planning_here(NULL);
-            return dla__cu_err(e, "plan_replay: launching the replay's graph");
+            return dla__cu_err(e, g->k1 ? "plan_replay: launching the replay's one kernel"
+                                        : "plan_replay: launching the replay's graph");
         }
         *ran = 1;
-        d->graph_launches++;
+        if (g->k1)
+            d->onekern_launches++;
+        else
+            d->graph_launches++;
         return DLA_OK;
     }
     if (g->sightings >= 0 && ++g->sightings >= CAPTURE_AT)

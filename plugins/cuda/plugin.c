@@ -188,6 +188,7 @@ static dla_status device_open(int index, void **out)
     d->deterministic = env_flag("DLACCEL_CUDA_DETERMINISTIC", 0);
     d->engines_off = !env_flag("DLACCEL_CUDA_CONV_ENGINES", 1);
     d->fused_off32 = env_flag("DLACCEL_CUDA_FUSED_OFF32", 1);
+    d->onekern_off = !env_flag("DLACCEL_CUDA_ONE_KERNEL", 1);
     /* Profiling waits after each kernel, which a capture cannot hold. */
     d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
     char what[64];
@@ -220,8 +221,9 @@ static dla_status device_open(int index, void **out)
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
         snprintf(d->name, sizeof d->name, "%.127s", prop.name);
     h->log(DLA_LOG_INFO, "cuda:%d: %s, compute capability %d.%d, %d multiprocessors, graphs %s, "
-                         "float32 %s",
+                         "one-kernel replays %s, float32 %s",
            index, d->name, d->cc_major, d->cc_minor, d->sms, d->graphs_off ? "off" : "on",
+           d->graphs_off || d->onekern_off ? "off" : "on",
            d->tf32 ? "with TF32 tensor cores" : "exact");
     *out = d;
     return DLA_OK;
@@ -234,6 +236,7 @@ static void device_close(void *dev)
         cudaStreamSynchronize(d->stream);
     cudaGetLastError();
     dla__cu_plan_release(d);
+    dla__cu_k1_release(d);
     dla__cu_fused_release(d);
     dla__cu_conv_release(d);
     dla__cu_libs_release(d);

@@ -19,7 +19,7 @@
  * shape, so results repeat bit for bit.
  */
 #include "plugins/cuda/cu.h"
-#include "plugins/cuda/reduce_kern.h"
+#include "plugins/cuda/onekern_kern.h"
 
 #include <string.h>
 
@@ -127,5 +127,16 @@ dla_status dla__cu_reduce(void *dev, const dla_reduce_args *args)
     const cudaError_t e = dla__cu_reduce_launch(&l, d->stream);
     if (t)
         dla__cu_mem_free(d, (dla_mem)t);
-    return dla__cu_err(e, "reduce: kernel launch");
+    s = dla__cu_err(e, "reduce: kernel launch");
+    /* One thread per output walking its block in order is a step of a
+     * one-kernel replay; the other shapes need blocks of their own. */
+    if (s == DLA_OK && l.shape == 1 && l.parts == 1 && dla__cu_k1_recording(d)) {
+        dla__cu_k1_step st;
+        memset(&st, 0, sizeof st);
+        st.kind = DLA__CU_K1_REDUCE;
+        st.f64 = l.f64;
+        st.u.red = l;
+        dla__cu_k1_note(d, &st, kr.outputs * (kr.nred > 0 ? kr.nred : 1));
+    }
+    return s;
 }

@@ -21,96 +21,9 @@
  * first position; every merge (tree, parts) compares positions on ties,
  * so the position reported is the first one whatever the shape.
  */
-#include "plugins/cuda/reduce_kern.h"
-
-#include <cuda_runtime.h>
-#include <stdint.h>
+#include "plugins/cuda/reduce_dev.cuh"
 
 #define RED_THREADS 256
-
-/* Offsets in x, y and index of output o. */
-__device__ __forceinline__ void red_output(const dla__cu_red_geom &g, int64_t o, int64_t *xo,
-                                           int64_t *yo, int64_t *io)
-{
-    int64_t a = g.xoff, b = g.yoff, c = g.ioff;
-    /* Constant dim indices (unrolled, guarded): the geometry's values are
-     * then operands from the parameter bank, not a load each. */
-#pragma unroll
-    for (int d = 0; d < DLA__CU_RD; d++)
-        if (d < g.nk) {
-            const int64_t n = g.kd[d];
-            const int64_t q = o / n, i = o - q * n;
-            o = q;
-            a += i * g.kx[d], b += i * g.ky[d], c += i * g.ki[d];
-        }
-    *xo = a, *yo = b, *io = c;
-}
-
-/* Offset in x of reduced position p, from the output's offset. */
-__device__ __forceinline__ int64_t red_pos(const dla__cu_red_geom &g, int64_t p)
-{
-    if (g.nr == 1)
-        return p * g.rx[0];
-    int64_t off = 0;
-    if (p <= 0xffffffffLL && g.nred <= 0xffffffffLL) {
-        /* 32-bit division where it fits: several times cheaper. */
-        unsigned u = (unsigned)p;
-#pragma unroll
-        for (int d = 0; d < DLA__CU_RD; d++)
-            if (d < g.nr) {
-                const unsigned n = (unsigned)g.rd[d], q = u / n;
-                off += (int64_t)(u - q * n) * g.rx[d];
-                u = q;
-            }
-        return off;
-    }
-#pragma unroll
-    for (int d = 0; d < DLA__CU_RD; d++)
-        if (d < g.nr) {
-            const int64_t n = g.rd[d];
-            const int64_t q = p / n;
-            off += (p - q * n) * g.rx[d];
-            p = q;
-        }
-    return off;
-}
-
-/* Positions [*p0, *p1) of part k of parts (contiguous runs, sizes differing
- * by at most one). */
-__device__ __forceinline__ void red_part(int64_t nred, int64_t parts, int64_t k, int64_t *p0,
-                                         int64_t *p1)
-{
-    const int64_t q = nred / parts, r = nred % parts;
-    *p0 = k * q + (k < r ? k : r);
-    *p1 = *p0 + q + (k < r ? 1 : 0);
-}
-
-/* (v, at) replaces (best, pos): it is the first, a NaN over a number, a
- * better number, or an equal one (or a NaN after a NaN) at an earlier
- * position. at < 0 is an empty result and never replaces. */
-template <bool MAX, typename T>
-__device__ __forceinline__ bool red_takes(T v, int64_t at, T best, int64_t pos)
-{
-    if (at < 0)
-        return false;
-    if (pos < 0)
-        return true;
-    const bool vn = isnan(v), bn = isnan(best);
-    if (vn)
-        return !bn || at < pos;
-    if (bn)
-        return false;
-    if (MAX ? v > best : v < best)
-        return true;
-    return v == best && at < pos;
-}
-
-template <typename T> __device__ __forceinline__ void red_write_sum(const dla__cu_red_launch &l,
-                                                                   int64_t yo, double s)
-{
-    const int mean = l.op == 1;
-    ((T *)l.y)[yo] = mean ? (T)(s * (1.0 / (double)l.g.nred)) : (T)s;
-}
 
 /* ------------------------------------------------------------ shape 0 */
 
@@ -204,52 +117,12 @@ template <bool MAX, typename T> __global__ void __launch_bounds__(RED_THREADS)
 
 template <typename T> __global__ void red_sum_thread(const dla__cu_red_launch l)
 {
-    const dla__cu_red_geom &g = l.g;
-    const T *x = (const T *)l.x;
-    const int64_t total = g.outputs * l.parts;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t k = i / g.outputs, o = i - k * g.outputs;
-        int64_t xo, yo, io, p0, p1;
-        red_output(g, o, &xo, &yo, &io);
-        red_part(g.nred, l.parts, k, &p0, &p1);
-        double s = 0;
-        for (int64_t p = p0; p < p1; p++)
-            s += (double)x[xo + red_pos(g, p)];
-        if (l.parts > 1)
-            ((double *)l.part_v)[o * l.parts + k] = s;
-        else
-            red_write_sum<T>(l, yo, s);
-    }
+    red_sum_thread_body<T>(l);
 }
 
 template <bool MAX, typename T> __global__ void red_ext_thread(const dla__cu_red_launch l)
 {
-    const dla__cu_red_geom &g = l.g;
-    const T *x = (const T *)l.x;
-    const int64_t total = g.outputs * l.parts;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t k = i / g.outputs, o = i - k * g.outputs;
-        int64_t xo, yo, io, p0, p1;
-        red_output(g, o, &xo, &yo, &io);
-        red_part(g.nred, l.parts, k, &p0, &p1);
-        T best = 0;
-        int64_t pos = -1;
-        for (int64_t p = p0; p < p1; p++) {
-            const T v = x[xo + red_pos(g, p)];
-            if (red_takes<MAX>(v, p, best, pos))
-                best = v, pos = p;
-        }
-        if (l.parts > 1) {
-            ((T *)l.part_v)[o * l.parts + k] = best;
-            l.part_i[o * l.parts + k] = pos;
-        } else {
-            ((T *)l.y)[yo] = best;
-            if (l.index)
-                l.index[io] = (int32_t)pos;
-        }
-    }
+    red_ext_thread_body<MAX, T>(l);
 }
 
 /* ------------------------------------------------------------ combine */

@@ -54,6 +54,10 @@ dla_status dla__cu_enter(dla__cu_device *d, const char *member)
         pthread_mutex_lock(&d->gate);
         pthread_mutex_unlock(&d->gate);
     }
+    /* A capture becomes one kernel only if every member it calls records
+     * a step (onekern.c). */
+    if (thread_plan == d && d->capturing)
+        dla__cu_k1_count(d, member);
     /* cudaSetDevice is per thread and cheap when the device is current. */
     return dla__cu_err(cudaSetDevice(d->index), member);
 }

@@ -1,0 +1,94 @@
+/*
+ * onekern.c - recording a captured replay as the steps of one kernel
+ * (onekern_kern.h says why and which steps there are).
+ *
+ * While plan.c captures a replay into a CUDA graph, the members that can
+ * be a step (fused, fused_multi, reduce, the small GEMM) also record what
+ * they launched here, with the addresses the capture gave them (the
+ * graph's roles). Every member called on the capturing thread is counted
+ * (dla__cu_enter); the capture becomes one kernel only when each of them
+ * recorded exactly one step, so a launch of any other kind (a
+ * convolution, a copy, cuBLAS) keeps the plan a graph. plan.c keeps the
+ * graph either way and launches the one kernel instead of it when there
+ * is one.
+ */
+#include "plugins/cuda/onekern_kern.h"
+
+#include <string.h>
+
+/* At most this many steps, each of at most STEP_WORK elements (or
+ * multiply-adds): one block of DLA__CU_THREADS threads does them in
+ * turn, which beats a graph's node per launch only while each is small. */
+#define MAX_STEPS 64
+#define STEP_WORK 65536
+
+void dla__cu_k1_begin(dla__cu_device *d)
+{
+    d->k1_n = 0;
+    d->k1_calls = 0;
+    d->k1_spoiled = d->onekern_off;
+    if (!d->k1_spoiled && !d->k1_steps) {
+        d->k1_steps = dla__cu_host->alloc(MAX_STEPS * sizeof(dla__cu_k1_step), 0);
+        d->k1_spoiled = d->k1_steps == NULL;
+    }
+}
+
+void dla__cu_k1_count(dla__cu_device *d, const char *member)
+{
+    /* Members that launch nothing a replay computes with. */
+    static const char *const quiet[] = {"mem_alloc", "mem_trim", "plan_begin", "plan_end"};
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+        if (!strcmp(member, quiet[i]))
+            return;
+    d->k1_calls++;
+}
+
+int dla__cu_k1_recording(const dla__cu_device *d)
+{
+    return d->capturing && !d->k1_spoiled && dla__cu_planning_here(d);
+}
+
+void dla__cu_k1_note(dla__cu_device *d, const dla__cu_k1_step *step, int64_t work)
+{
+    if (!dla__cu_k1_recording(d))
+        return;
+    if (d->k1_n >= MAX_STEPS || work > STEP_WORK) {
+        d->k1_spoiled = 1;
+        return;
+    }
+    d->k1_steps[d->k1_n++] = *step;
+}
+
+dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
+{
+    *n = 0;
+    const int ok = !d->k1_spoiled && d->k1_n > 0 && d->k1_n == d->k1_calls;
+    d->k1_spoiled = 1; /* until the next capture begins */
+    if (!ok)
+        return NULL;
+    const size_t bytes = (size_t)d->k1_n * sizeof(dla__cu_k1_step);
+    dla_mem m = NULL;
+    if (dla__cu_mem_alloc(d, bytes, &m) != DLA_OK)
+        return NULL;
+    dla__cu_mem *k = (dla__cu_mem *)m;
+    /* On the stream: the block may have been freed by work still queued.
+     * The host copy is not written again before the next capture, after
+     * plan_end's wait. */
+    if (cudaMemcpyAsync(k->ptr, d->k1_steps, bytes, cudaMemcpyHostToDevice, d->stream) !=
+        cudaSuccess) {
+        cudaGetLastError();
+        dla__cu_mem_free(d, m);
+        return NULL;
+    }
+    *n = d->k1_n;
+    return k;
+}
+
+void dla__cu_k1_release(dla__cu_device *d)
+{
+    if (d->onekern_launches)
+        dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: %ld planned replays ran as one kernel",
+                          d->index, d->onekern_launches);
+    dla__cu_host->free(d->k1_steps);
+    d->k1_steps = NULL;
+}

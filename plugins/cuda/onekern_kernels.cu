@@ -1,0 +1,143 @@
+/*
+ * onekern_kernels.cu - the small GEMM kernel and the one-kernel replay of
+ * a small plan (onekern_kern.h says what each takes and why).
+ *
+ * Every loop below is a grid-stride loop, so a step runs the same code in
+ * the one kernel (one block: a block-stride loop) as in a launch of its
+ * own. Between steps, __syncthreads makes the block's global writes
+ * visible to the whole block, which is all a step reads.
+ */
+#include "plugins/cuda/kern.cuh"
+#include "plugins/cuda/onekern_kern.h"
+#include "plugins/cuda/reduce_dev.cuh"
+
+#include <dlaccel/plugin_ops.h>
+
+DLA__CU_FUSED_FRAME(DLA__CU_ID)
+DLA__CU_FMULTI_FRAME(DLA__CU_ID)
+
+/* The copies and the steps are the kernel's parameters and a pointer: the
+ * launch's limit is 4 KiB. */
+static_assert(2 * sizeof(dla__cu_copies) + 16 < 4096, "the one kernel's parameters fit in 4 KiB");
+
+namespace {
+
+DLA__CU_FUSED_INTERP(DLA__CU_ID)
+
+template <typename T> __device__ __forceinline__ void sgemm_body(const dla__cu_sgemm &g)
+{
+    const int64_t mn = g.m * g.n, total = mn * g.batch;
+    /* op(A)(i, l) = a[i * ai + l * al], op(B)(l, j) = b[l * bl + j * bj] */
+    const int64_t ai = g.trans_a ? g.lda : 1, al = g.trans_a ? 1 : g.lda;
+    const int64_t bl = g.trans_b ? g.ldb : 1, bj = g.trans_b ? 1 : g.ldb;
+    const T alpha = (T)g.alpha, beta = (T)g.beta;
+    DLA__CU_FOR(t, total)
+    {
+        const int64_t p = t / mn, r = t - p * mn, j = r / g.m, i = r - j * g.m;
+        const T *a = (const T *)g.a + p * g.sa + i * ai;
+        const T *b = (const T *)g.b + p * g.sb + j * bj;
+        T *c = (T *)g.c + p * g.sc + i + j * g.ldc;
+        T acc = 0;
+        for (int64_t l = 0; l < g.k; l++)
+            acc = acc + a[l * al] * b[l * bl];
+        T v = alpha * acc;
+        if (beta != (T)0)
+            v = v + beta * *c;
+        *c = v;
+    }
+}
+
+template <typename T> __global__ void sgemm_k(const dla__cu_sgemm g)
+{
+    sgemm_body<T>(g);
+}
+
+template <typename T> __device__ __forceinline__ void reduce_step(const dla__cu_red_launch &l)
+{
+    switch (l.op) {
+    case 0:
+    case 1:
+        red_sum_thread_body<T>(l);
+        break;
+    case 2:
+        red_ext_thread_body<true, T>(l);
+        break;
+    default:
+        red_ext_thread_body<false, T>(l);
+        break;
+    }
+}
+
+/* The block's share of byte copies c (as copies_k's, by 16, 4 or 1). */
+__device__ __forceinline__ void block_copies(const dla__cu_copies &c)
+{
+    for (int r = 0; r < c.n; r++) {
+        const char *src = c.src[r];
+        char *dst = c.dst[r];
+        const int64_t bytes = c.bytes[r];
+        const uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)bytes;
+        if (align % 16 == 0) {
+            DLA__CU_FOR(i, bytes / 16)
+            ((int4 *)dst)[i] = ((const int4 *)src)[i];
+        } else if (align % 4 == 0) {
+            DLA__CU_FOR(i, bytes / 4)
+            ((int32_t *)dst)[i] = ((const int32_t *)src)[i];
+        } else {
+            DLA__CU_FOR(i, bytes)
+            dst[i] = src[i];
+        }
+    }
+}
+
+__global__ void __launch_bounds__(DLA__CU_THREADS)
+    onekern_k(const dla__cu_k1_step *steps, int32_t n, const dla__cu_copies in,
+              const dla__cu_copies out)
+{
+    block_copies(in);
+    __syncthreads();
+    for (int32_t s = 0; s < n; s++) {
+        const dla__cu_k1_step &st = steps[s];
+        if (st.kind == DLA__CU_K1_FUSED) {
+            if (st.f64)
+                dla_fused_multi_body<double, interp, 8, 7>(st.u.fused.v, st.u.fused.p);
+            else
+                dla_fused_multi_body<float, interp, 8, 7>(st.u.fused.v, st.u.fused.p);
+        } else if (st.kind == DLA__CU_K1_REDUCE) {
+            if (st.f64)
+                reduce_step<double>(st.u.red);
+            else
+                reduce_step<float>(st.u.red);
+        } else if (st.kind == DLA__CU_K1_GEMM) {
+            if (st.f64)
+                sgemm_body<double>(st.u.gemm);
+            else
+                sgemm_body<float>(st.u.gemm);
+        }
+        __syncthreads();
+    }
+    block_copies(out);
+}
+
+} // namespace
+
+/* The launchers; tests/cuda_onekern_emu.cpp compiles the kernels above
+ * for the CPU and launches them its own way. */
+#ifndef DLA__CU_EMU
+extern "C" cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks,
+                                            const dla__cu_sgemm *g)
+{
+    if (g->f64)
+        sgemm_k<double><<<blocks, DLA__CU_THREADS, 0, stream>>>(*g);
+    else
+        sgemm_k<float><<<blocks, DLA__CU_THREADS, 0, stream>>>(*g);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
+                                         int32_t n, const dla__cu_copies *in,
+                                         const dla__cu_copies *out)
+{
+    onekern_k<<<1, DLA__CU_THREADS, 0, stream>>>(steps, n, *in, *out);
+    return cudaGetLastError();
+}
+#endif

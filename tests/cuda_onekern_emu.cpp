@@ -1,0 +1,460 @@
+/*
+ * cuda_onekern_emu.cpp - the cuda plugin's one-kernel replay and small
+ * GEMM run on the CPU (part of tests/cuda_fused_emu, whose main calls
+ * emu_onekern_cases; no GPU needed).
+ *
+ * What runs is the plugin's own code: gemm.c, reduce.c and fused.c's
+ * members with the recording of onekern.c and the counting of space.c's
+ * dla__cu_enter, and the kernels of onekern_kernels.cu compiled for the
+ * host (cuda_fused_emu_shim.h): the small GEMM kernel launched as a grid
+ * of threads one by one, the reduce kernel of shape 1 likewise (reduce.c's
+ * other shapes need threads that run together and are refused here), and
+ * the one kernel as one block of one thread, which every step's
+ * block-stride loop then walks alone (its barriers do nothing).
+ *
+ * The checks:
+ *   - the small GEMM (trans, padded leading dims, page strides including
+ *     a broadcast page, beta 0 over a NaN, f32 and f64) against a
+ *     reference that adds the k products in the same order in the same
+ *     type: the same bits;
+ *   - a chain of launches made as plan.c makes them during a capture
+ *     (small GEMMs, fused, fused_multi with an extra, a sum and a max
+ *     with its position), recorded, uploaded and run again as the one
+ *     kernel from the state before the chain, with copies in and out:
+ *     every byte of every buffer the same as after the launches one by
+ *     one;
+ *   - a launch with too much work, or a member that records nothing,
+ *     leaves no one kernel (dla__cu_k1_upload gives NULL).
+ * What the device's arithmetic gives is check-plugin's business on a GPU.
+ */
+#include "plugins/cuda/libs.h"
+#include "plugins/cuda/onekern_kern.h"
+
+#include "tests/cuda_fused_emu.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "tests/cuda_fused_emu_shim.h"
+
+#define DLA__CU_EMU 1
+#include "plugins/cuda/onekern_kernels.cu"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+void __syncthreads(void) {}
+
+int emu_alloc_allowed; /* cuda_fused_emu.cpp's dla__cu_mem_alloc gives memory */
+
+namespace {
+
+/* The kernel as one thread of a grid of grid blocks of threads threads,
+ * each in turn. */
+template <typename F> void run_grid(unsigned grid, unsigned threads, F one)
+{
+    gridDim.x = grid;
+    blockDim.x = threads;
+    for (unsigned b = 0; b < grid; b++)
+        for (unsigned t = 0; t < threads; t++) {
+            blockIdx.x = b;
+            threadIdx.x = t;
+            one();
+        }
+}
+
+int g_k1_launches, g_sgemm_launches;
+
+} // namespace
+
+/* ----------------------------- what gemm.c, reduce.c and onekern.c call */
+extern "C" {
+
+cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla__cu_sgemm *g)
+{
+    (void)stream;
+    g_sgemm_launches++;
+    if (g->f64)
+        run_grid(blocks, DLA__CU_THREADS, [&] { sgemm_k<double>(*g); });
+    else
+        run_grid(blocks, DLA__CU_THREADS, [&] { sgemm_k<float>(*g); });
+    return cudaSuccess;
+}
+
+cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
+                              const dla__cu_copies *in, const dla__cu_copies *out)
+{
+    (void)stream;
+    g_k1_launches++;
+    run_grid(1, 1, [&] { onekern_k(steps, n, *in, *out); });
+    return cudaSuccess;
+}
+
+cudaError_t dla__cu_reduce_launch(const dla__cu_red_launch *l, cudaStream_t stream)
+{
+    (void)stream;
+    if (l->shape != 1 || l->parts != 1)
+        return cudaErrorNotSupported; /* threads that run together */
+    run_grid(l->grid, DLA__CU_THREADS, [&] {
+        if (l->f64)
+            reduce_step<double>(*l);
+        else
+            reduce_step<float>(*l);
+    });
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream)
+{
+    (void)kind;
+    (void)stream;
+    memcpy(dst, src, count);
+    return cudaSuccess;
+}
+
+/* gemm.c's cuBLAS path and C = beta C: not reached by these cases. */
+const dla__cu_blas *dla__cu_blas_lib(const char **why)
+{
+    *why = "no cuBLAS in the emulation";
+    return NULL;
+}
+
+dla__cu_blas_state *dla__cu_blas_of(dla__cu_device *d, const char *member, dla_status *st)
+{
+    (void)d;
+    (void)member;
+    *st = DLA_ERR_UNSUPPORTED;
+    return NULL;
+}
+
+const char *dla__cu_blas_msg(cublasStatus_t st)
+{
+    (void)st;
+    return "no cuBLAS in the emulation";
+}
+
+void dla__cu_gemm_scale_launch(cudaStream_t s, unsigned blocks, int f64, void *c, int64_t m,
+                               int64_t n, int64_t ldc, double beta)
+{
+    (void)s, (void)blocks, (void)f64, (void)c, (void)m, (void)n, (void)ldc, (void)beta;
+    abort();
+}
+
+} // extern "C"
+
+namespace {
+
+typedef void (*result_fn)(int ok, const char *fmt, ...);
+
+/* Device memory: a block of the "device" (host memory) with its handle. */
+struct dbuf {
+    dla__cu_mem m;
+    std::vector<unsigned char> data;
+    void init(size_t bytes)
+    {
+        data.assign(bytes, 0);
+        m.ptr = (char *)data.data();
+        m.bytes = m.cap = bytes;
+        m.next = NULL;
+    }
+};
+
+unsigned long long rng = 0x9e3779b97f4a7c15ULL;
+double rnd()
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng % 2000001) / 1000000.0 - 1.0;
+}
+
+template <typename T> void fill_random(dbuf &b)
+{
+    for (size_t e = 0; e + sizeof(T) <= b.data.size(); e += sizeof(T)) {
+        const T x = (T)rnd();
+        memcpy(&b.data[e], &x, sizeof x);
+    }
+}
+
+void new_device(dla__cu_device &d)
+{
+    memset(&d, 0, sizeof d);
+    d.kit.host = dla__cu_host;
+    d.kit.name = "cuda";
+    d.kit.mem_bytes = dla__cu_mem_bytes;
+    d.sms = 2;
+    d.fused_off32 = 1;
+}
+
+dla_view dense(dbuf &b, dla_dtype dt, int nd, const int64_t *dims, int64_t offset)
+{
+    dla_view v;
+    memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.mem = (dla_mem)&b.m;
+    v.dtype = dt;
+    v.ndims = nd;
+    v.offset = offset;
+    int64_t st = 1;
+    for (int k = 0; k < nd; k++) {
+        v.dims[k] = dims[k];
+        v.strides[k] = st;
+        st *= dims[k];
+    }
+    return v;
+}
+
+/* --------------------------------------------------------- the small GEMM */
+
+template <typename T> T at(const dbuf &b, int64_t e)
+{
+    T x;
+    memcpy(&x, &b.data[(size_t)e * sizeof(T)], sizeof x);
+    return x;
+}
+
+template <typename T> void gemm_case(result_fn result, int ta, int tb, int bcast, int beta0)
+{
+    const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
+    const int64_t m = 5, n = 3, k = 7, batch = 3;
+    dla_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.struct_size = sizeof g;
+    g.dtype = dt;
+    g.m = m, g.n = n, g.k = k, g.batch = batch;
+    g.trans_a = ta, g.trans_b = tb;
+    g.alpha = 0.75;
+    g.beta = beta0 ? 0.0 : -1.5;
+    /* stored A is m x k (k x m transposed), B k x n (n x k); leading dims
+     * padded by 2, pages apart by more than a page, A's broadcast. */
+    const int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
+    g.a.ld = ra + 2, g.b.ld = rb + 1, g.c.ld = m + 3;
+    g.a.batch_stride = bcast ? 0 : g.a.ld * ca + 4;
+    g.b.batch_stride = g.b.ld * cb + 1;
+    g.c.batch_stride = g.c.ld * n + 2;
+    g.a.offset = 2, g.b.offset = 1, g.c.offset = 3;
+    dbuf A, B, C;
+    A.init((size_t)(g.a.offset + g.a.batch_stride * (batch - 1) + g.a.ld * ca) * sizeof(T));
+    B.init((size_t)(g.b.offset + g.b.batch_stride * (batch - 1) + g.b.ld * cb) * sizeof(T));
+    C.init((size_t)(g.c.offset + g.c.batch_stride * (batch - 1) + g.c.ld * n + 5) * sizeof(T));
+    fill_random<T>(A);
+    fill_random<T>(B);
+    fill_random<T>(C);
+    if (beta0) /* beta 0 must not read C */
+        for (size_t e = 0; e < C.data.size() / sizeof(T); e++) {
+            const T nan = (T)NAN;
+            memcpy(&C.data[e * sizeof(T)], &nan, sizeof nan);
+        }
+    g.a.mem = (dla_mem)&A.m, g.b.mem = (dla_mem)&B.m, g.c.mem = (dla_mem)&C.m;
+    std::vector<unsigned char> want = C.data;
+    for (int64_t p = 0; p < batch; p++)
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++) {
+                T acc = 0;
+                for (int64_t l = 0; l < k; l++) {
+                    const int64_t ea = g.a.offset + p * g.a.batch_stride +
+                                       (ta ? l + i * g.a.ld : i + l * g.a.ld);
+                    const int64_t eb = g.b.offset + p * g.b.batch_stride +
+                                       (tb ? j + l * g.b.ld : l + j * g.b.ld);
+                    acc = acc + at<T>(A, ea) * at<T>(B, eb);
+                }
+                const int64_t ec = g.c.offset + p * g.c.batch_stride + i + j * g.c.ld;
+                T v = (T)g.alpha * acc;
+                if (!beta0)
+                    v = v + (T)g.beta * at<T>(C, ec);
+                memcpy(&want[(size_t)ec * sizeof(T)], &v, sizeof v);
+            }
+    dla__cu_device d;
+    new_device(d);
+    const int launches = g_sgemm_launches;
+    const dla_status s = dla__cu_gemm(&d, &g);
+    const int ok = s == DLA_OK && g_sgemm_launches == launches + 1 && C.data == want;
+    result(ok, "small gemm %s, trans %d%d, %s, beta %s: the reference's bits",
+           sizeof(T) == 8 ? "f64" : "f32", ta, tb, bcast ? "A's page broadcast" : "A paged",
+           beta0 ? "0 over NaN" : "-1.5");
+}
+
+/* -------------------------------------------------- the one-kernel replay */
+
+/* The chain of launches, as a capture makes them: h = W x (8x4 by 4x3),
+ * y = relu(h + b) keeping h + b, s = sum of y along dim 1, z = 0.5 W' s +
+ * z, u = 2 z - 1, m = max of y along dim 0 with its position. too_big:
+ * one more fused launch over more elements than a step may take; silent:
+ * a member that records nothing is called (as a convolution would be). */
+template <typename T> void chain_case(result_fn result, int too_big, int silent)
+{
+    const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
+    const int64_t d_h[2] = {8, 3}, d_s[2] = {8, 1}, d_z[2] = {4, 1}, d_m[2] = {1, 3},
+                  d_big[1] = {70000};
+    enum { W, X, H, B, Y, HB, S, Z, U, M, MI, XRUN, URUN, BIG, NB };
+    dbuf b[NB];
+    const int64_t el[NB] = {32, 12, 24, 8, 24, 24, 8, 4, 4, 3, 3, 12, 4, 70000};
+    for (int i = 0; i < NB; i++) {
+        b[i].init((size_t)(el[i] + 1) * (i == MI ? 4 : sizeof(T)));
+        if (i != MI)
+            fill_random<T>(b[i]);
+    }
+    memcpy(b[XRUN].data.data(), b[X].data.data(), b[X].data.size()); /* the run's input */
+    std::vector<std::vector<unsigned char>> before(NB);
+    for (int i = 0; i < NB; i++)
+        before[i] = b[i].data;
+
+    dla__cu_device d;
+    new_device(d);
+    dla__cu_set_planning_here(&d);
+    dla__cu_k1_begin(&d);
+    d.capturing = 1;
+    int ok = 1;
+    dla_status s;
+
+    dla_gemm_args g1;
+    memset(&g1, 0, sizeof g1);
+    g1.struct_size = sizeof g1;
+    g1.dtype = dt;
+    g1.m = 8, g1.n = 3, g1.k = 4, g1.batch = 1, g1.alpha = 1.0, g1.beta = 0.0;
+    g1.a.mem = (dla_mem)&b[W].m, g1.a.ld = 8;
+    g1.b.mem = (dla_mem)&b[X].m, g1.b.ld = 4;
+    g1.c.mem = (dla_mem)&b[H].m, g1.c.ld = 8;
+    ok &= (s = dla__cu_gemm(&d, &g1)) == DLA_OK;
+
+    dla_fused_multi_args fm;
+    memset(&fm, 0, sizeof fm);
+    fm.struct_size = sizeof fm;
+    dla_fused_args &a = fm.program;
+    a.struct_size = sizeof a;
+    a.dtype = dt;
+    a.ninputs = 2;
+    a.inputs[0] = dense(b[H], dt, 2, d_h, 0);
+    a.inputs[1] = dense(b[B], dt, 2, d_h, 0);
+    a.inputs[1].strides[1] = 0; /* b broadcast along dim 1 */
+    a.y = dense(b[Y], dt, 2, d_h, 0);
+    a.ninsns = 2;
+    a.insns[0] = emu_insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, -1, -2, 0, 0, 0);
+    a.insns[1] = emu_insn(DLA_FUSED_UNARY, DLA_UNARY_RELU, 0, 0, 0, 0, 0);
+    fm.nextra = 1;
+    fm.extra_reg[0] = 0;
+    fm.extra[0] = dense(b[HB], dt, 2, d_h, 0);
+    ok &= dla__cu_fused_multi(&d, &fm) == DLA_OK;
+
+    dla_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.op = DLA_REDUCE_SUM;
+    r.x = dense(b[Y], dt, 2, d_h, 0);
+    r.y = dense(b[S], dt, 2, d_s, 0);
+    ok &= dla__cu_reduce(&d, &r) == DLA_OK;
+
+    dla_gemm_args g2 = g1; /* z = 0.5 W' s + z */
+    g2.m = 4, g2.n = 1, g2.k = 8, g2.trans_a = 1, g2.alpha = 0.5, g2.beta = 1.0;
+    g2.b.mem = (dla_mem)&b[S].m, g2.b.ld = 8;
+    g2.c.mem = (dla_mem)&b[Z].m, g2.c.ld = 4;
+    ok &= dla__cu_gemm(&d, &g2) == DLA_OK;
+
+    dla_fused_args f;
+    memset(&f, 0, sizeof f);
+    f.struct_size = sizeof f;
+    f.dtype = dt;
+    f.ninputs = 1;
+    f.inputs[0] = dense(b[Z], dt, 2, d_z, 0);
+    f.y = dense(b[U], dt, 2, d_z, 0);
+    f.ninsns = 1;
+    f.insns[0] = emu_insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, -1, 0, 0, 2.0, -1.0);
+    ok &= dla__cu_fused(&d, &f) == DLA_OK;
+
+    dla_reduce_args r2;
+    memset(&r2, 0, sizeof r2);
+    r2.struct_size = sizeof r2;
+    r2.op = DLA_REDUCE_MAX;
+    r2.x = dense(b[Y], dt, 2, d_h, 0);
+    r2.y = dense(b[M], dt, 2, d_m, 0);
+    r2.index = dense(b[MI], DLA_I32, 2, d_m, 0);
+    ok &= dla__cu_reduce(&d, &r2) == DLA_OK;
+
+    if (too_big) {
+        dla_fused_args fb = f;
+        fb.inputs[0] = dense(b[BIG], dt, 1, d_big, 0);
+        fb.y = fb.inputs[0];
+        ok &= dla__cu_fused(&d, &fb) == DLA_OK;
+    }
+    if (silent)
+        ok &= dla__cu_enter(&d, "conv_forward") == DLA_OK;
+    d.capturing = 0;
+    dla__cu_set_planning_here(NULL);
+    emu_alloc_allowed = 1;
+    int32_t nsteps = 0;
+    dla__cu_mem *k = dla__cu_k1_upload(&d, &nsteps);
+    emu_alloc_allowed = 0;
+    const char *what = sizeof(T) == 8 ? "f64" : "f32";
+    if (too_big || silent) {
+        result(ok && !k && nsteps == 0, "one kernel %s: none with %s", what,
+               too_big ? "a launch of 70000 elements" : "a member that records no step");
+        if (k)
+            dla__cu_mem_free(&d, (dla_mem)k);
+        return;
+    }
+    ok &= k != NULL && nsteps == 6;
+    if (!ok) {
+        result(0, "one kernel %s: recorded %d steps of 6", what, (int)nsteps);
+        return;
+    }
+
+    /* The launches one by one left eager; back to the state before them,
+     * but for the run's input, which the one kernel copies in from its
+     * own buffer, and the buffer the result is copied out to. */
+    std::vector<std::vector<unsigned char>> eager(NB);
+    for (int i = 0; i < NB; i++) {
+        eager[i] = b[i].data;
+        memcpy(b[i].data.data(), before[i].data(), before[i].size());
+    }
+    memset(b[X].data.data(), 0, 12 * sizeof(T)); /* the region copied in */
+    memset(b[URUN].data.data(), 0x5a, b[URUN].data.size());
+    dla__cu_copies in, out;
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    in.n = 1;
+    in.src[0] = b[XRUN].m.ptr, in.dst[0] = b[X].m.ptr, in.bytes[0] = 12 * sizeof(T);
+    out.n = 1;
+    out.src[0] = b[U].m.ptr, out.dst[0] = b[URUN].m.ptr, out.bytes[0] = 4 * sizeof(T);
+    const int launches = g_k1_launches;
+    ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in, &out) ==
+             cudaSuccess &&
+         g_k1_launches == launches + 1;
+    dla__cu_mem_free(&d, (dla_mem)k);
+    memcpy(eager[URUN].data(), eager[U].data(), 4 * sizeof(T));
+    memset(eager[URUN].data() + 4 * sizeof(T), 0x5a, eager[URUN].size() - 4 * sizeof(T));
+    int differ = -1;
+    for (int i = 0; i < NB && differ < 0; i++)
+        if (b[i].data != eager[i])
+            differ = i;
+    if (differ >= 0)
+        printf("# buffer %d differs from the launches one by one\n", differ);
+    result(ok && differ < 0,
+           "one kernel %s: 6 steps (2 small gemm, fused_multi, fused, sum, max with positions) "
+           "and its copies give the bits of the launches one by one",
+           what);
+}
+
+} // namespace
+
+void emu_onekern_cases(result_fn result)
+{
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int bcast = 0; bcast < 2; bcast++)
+                    for (int beta0 = 0; beta0 < 2; beta0++)
+                        if (f64)
+                            gemm_case<double>(result, ta, tb, bcast, beta0);
+                        else
+                            gemm_case<float>(result, ta, tb, bcast, beta0);
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int c = 0; c < 3; c++)
+            if (f64)
+                chain_case<double>(result, c == 1, c == 2);
+            else
+                chain_case<float>(result, c == 1, c == 2);
+}
