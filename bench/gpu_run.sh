@@ -57,6 +57,11 @@
 #              compiled and 64-bit paths, the replays' graph node counts,
 #              and the replays with it and without
 #              (DLACCEL_PLAN=single-result), alternating
+#   onekern    small plans as one kernel (plugins/cuda/onekern.c):
+#              check-plugin on the kernels it takes steps of, which
+#              replays became one kernel (debug log), the suites with
+#              their replays checked against eager, and the replays
+#              with it and without (DLACCEL_CUDA_ONE_KERNEL=0), alternating
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/dla-out}
@@ -416,6 +421,42 @@ step_multi() {
     done
 }
 
+# The one-kernel replay of small plans: check-plugin on the kernels whose
+# launches become its steps (the small GEMM kernel is gemm's for small
+# problems), the captures' verdicts, the suites (test_accel compares each
+# replay with eager, bit for bit), and the replays with it and without.
+step_onekern() {
+    local k t v r
+    for k in gemm reduce fused fused_multi; do
+        timeout 60 "$s/bin/dlaccel" check-plugin --kernel $k --cases 300 --seed 13 \
+            "$s/plugins.d/cuda.json" >"$out/k1_check_$k.log" 2>&1
+        line "onekern check-plugin $k: exit $?: $(grep -E '^cuda' "$out/k1_check_$k.log" | tr -s ' ' | cut -c1-120)"
+    done
+    DLACCEL_LOG=debug timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
+        --reps 5 >"$out/k1_nodes.log" 2>&1
+    grep -oE 'captured as a CUDA graph of [0-9]+ nodes.*' "$out/k1_nodes.log" |
+        sed -E 's/regions \(.*\); /regions; /' | sort | uniq -c | sed 's/^/onekern capture /' |
+        tee -a "$summary"
+    grep -E 'ran as one kernel|ran as one CUDA graph' "$out/k1_nodes.log" | sed 's/^/onekern /' |
+        tee -a "$summary"
+    # Not with DLACCEL_LOG=debug: test_accel checks the text of a warning
+    # among the log's lines.
+    for t in test_accel test_train test_autodiff test_tensor test_optim test_net test_loss; do
+        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
+            timeout 40 "$s/bin/$t" >"$out/k1_suite_$t.log" 2>&1
+        line "onekern suite $t (DLACCEL_DEVICE=cuda): exit $?, ok $(grep -c '^ok' "$out/k1_suite_$t.log"), not ok $(grep -c '^not ok' "$out/k1_suite_$t.log")"
+        grep -A4 '^not ok' "$out/k1_suite_$t.log" | head -10
+    done
+    for r in 1 2; do
+        for v in "on X=1" "off DLACCEL_CUDA_ONE_KERNEL=0"; do
+            env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
+                >"$out/k1_bench_${v%% *}_$r.log" 2>&1
+            grep -E '^cuda' "$out/k1_bench_${v%% *}_$r.log" | sed "s/^/onekern ${v%% *} round $r /" |
+                tee -a "$summary"
+        done
+    done
+}
+
 for step in $steps; do
     case $step in
     check) step_check ;;
@@ -443,6 +484,7 @@ for step in $steps; do
     nccl) step_nccl ;;
     engines) step_engines ;;
     multi) step_multi ;;
+    onekern) step_onekern ;;
     torchprof) step_torchprof ;;
     samecheck) step_samecheck ;;
     train) step_train cuda ;;

@@ -172,6 +172,8 @@ typedef struct dla__cu_device {
     struct dla__cu_k1_step *k1_steps;
     int32_t k1_n, k1_calls;
     int k1_spoiled;
+    const char *k1_member; /* the member counted last */
+    char k1_why[80];       /* why the capture is not one kernel (the debug log) */
     long onekern_launches; /* replays run as one kernel */
 } dla__cu_device;
 
@@ -282,8 +284,11 @@ int dla__cu_k1_recording(const dla__cu_device *d);
  * much work, or too many steps, and the plan keeps its graph. */
 void dla__cu_k1_note(dla__cu_device *d, const struct dla__cu_k1_step *step, int64_t work);
 /* After a capture that is kept: the recorded steps in device memory
- * (*n of them), or NULL when the capture cannot run as one kernel. */
+ * (*n of them), or NULL when the capture cannot run as one kernel
+ * (d->k1_why says why). */
 dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n);
+/* The capture is not one kernel, for the reason given (printf-style). */
+void dla__cu_k1_spoil(dla__cu_device *d, const char *fmt, ...);
 void dla__cu_k1_release(dla__cu_device *d);
 
 /* ---- plan.c (ABI 1.3, 1.5): planned replays, CUDA graphs ---- */

@@ -14,6 +14,8 @@
  */
 #include "plugins/cuda/onekern_kern.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 /* At most this many steps, each of at most STEP_WORK elements (or
@@ -22,15 +24,38 @@
 #define MAX_STEPS 64
 #define STEP_WORK 65536
 
+void dla__cu_k1_spoil(dla__cu_device *d, const char *fmt, ...)
+{
+    if (d->k1_spoiled)
+        return;
+    d->k1_spoiled = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->k1_why, sizeof d->k1_why, fmt, ap);
+    va_end(ap);
+}
+
 void dla__cu_k1_begin(dla__cu_device *d)
 {
     d->k1_n = 0;
     d->k1_calls = 0;
-    d->k1_spoiled = d->onekern_off;
-    if (!d->k1_spoiled && !d->k1_steps) {
+    d->k1_spoiled = 0;
+    d->k1_member = NULL;
+    snprintf(d->k1_why, sizeof d->k1_why, "%s", "");
+    if (d->onekern_off) {
+        dla__cu_k1_spoil(d, "DLACCEL_CUDA_ONE_KERNEL=0");
+    } else if (!d->k1_steps) {
         d->k1_steps = dla__cu_host->alloc(MAX_STEPS * sizeof(dla__cu_k1_step), 0);
-        d->k1_spoiled = d->k1_steps == NULL;
+        if (!d->k1_steps)
+            dla__cu_k1_spoil(d, "no memory to record its steps");
     }
+}
+
+/* The member counted last recorded no step. */
+static void check_last(dla__cu_device *d)
+{
+    if (d->k1_calls > d->k1_n)
+        dla__cu_k1_spoil(d, "its %s launch is not a step of one", d->k1_member);
 }
 
 void dla__cu_k1_count(dla__cu_device *d, const char *member)
@@ -40,6 +65,8 @@ void dla__cu_k1_count(dla__cu_device *d, const char *member)
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
         if (!strcmp(member, quiet[i]))
             return;
+    check_last(d);
+    d->k1_member = member;
     d->k1_calls++;
 }
 
@@ -52,24 +79,31 @@ void dla__cu_k1_note(dla__cu_device *d, const dla__cu_k1_step *step, int64_t wor
 {
     if (!dla__cu_k1_recording(d))
         return;
-    if (d->k1_n >= MAX_STEPS || work > STEP_WORK) {
-        d->k1_spoiled = 1;
-        return;
-    }
-    d->k1_steps[d->k1_n++] = *step;
+    if (d->k1_n >= MAX_STEPS)
+        dla__cu_k1_spoil(d, "more than %d steps", MAX_STEPS);
+    else if (work > STEP_WORK)
+        dla__cu_k1_spoil(d, "a %s launch of %lld elements (at most %d a step)", d->k1_member,
+                         (long long)work, STEP_WORK);
+    else
+        d->k1_steps[d->k1_n++] = *step;
 }
 
 dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
 {
     *n = 0;
-    const int ok = !d->k1_spoiled && d->k1_n > 0 && d->k1_n == d->k1_calls;
-    d->k1_spoiled = 1; /* until the next capture begins */
+    check_last(d);
+    if (d->k1_n == 0)
+        dla__cu_k1_spoil(d, "no steps");
+    const int ok = !d->k1_spoiled;
+    dla__cu_k1_spoil(d, "uploaded"); /* nothing more is recorded until the next capture */
     if (!ok)
         return NULL;
     const size_t bytes = (size_t)d->k1_n * sizeof(dla__cu_k1_step);
     dla_mem m = NULL;
-    if (dla__cu_mem_alloc(d, bytes, &m) != DLA_OK)
+    if (dla__cu_mem_alloc(d, bytes, &m) != DLA_OK) {
+        snprintf(d->k1_why, sizeof d->k1_why, "no device memory for its steps");
         return NULL;
+    }
     dla__cu_mem *k = (dla__cu_mem *)m;
     /* On the stream: the block may have been freed by work still queued.
      * The host copy is not written again before the next capture, after
@@ -78,6 +112,7 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
         cudaSuccess) {
         cudaGetLastError();
         dla__cu_mem_free(d, m);
+        snprintf(d->k1_why, sizeof d->k1_why, "its steps could not be copied to the device");
         return NULL;
     }
     *n = d->k1_n;

@@ -379,14 +379,20 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
             /* Later runs launch its steps as one kernel where they can. */
             if (k1_roles_fit(g))
                 g->k1 = dla__cu_k1_upload(d, &g->k1_n);
+            else
+                dla__cu_k1_spoil(d, "its regions are more than %d each way or %d bytes",
+                                 DLA__CU_COPIES, DLA__CU_K1_MAX_COPY);
+            char k1[128];
+            if (g->k1)
+                snprintf(k1, sizeof k1, "runs as one kernel of %d steps", (int)g->k1_n);
+            else
+                snprintf(k1, sizeof k1, "not one kernel: %s", d->k1_why);
             dla__cu_host->log(DLA_LOG_DEBUG,
                               "cuda:%d: plan %llu captured as a CUDA graph of %zu nodes, %d "
                               "regions (capture %.2f ms, end %.2f ms, instantiate %.2f ms, "
-                              "launch %.2f ms); %s %d steps",
+                              "launch %.2f ms); %s",
                               d->index, (unsigned long long)g->plan, nodes, (int)g->nroles,
-                              t0 - d->capture_ms, t1 - t0, t2 - t1, now_ms() - t2,
-                              g->k1 ? "runs as one kernel of" : "not one kernel:",
-                              g->k1 ? (int)g->k1_n : (int)d->k1_n);
+                              t0 - d->capture_ms, t1 - t0, t2 - t1, now_ms() - t2, k1);
             return DLA_OK;
         }
         /* Not kept: once it has run, its exec and memory go. */
