@@ -68,6 +68,31 @@ template <typename F> void run_grid(unsigned grid, unsigned threads, F one)
 
 int g_k1_launches, g_sgemm_launches;
 
+template <typename U> void emu_move(const dla__cu_space *sp, const dla__cu_vw *y,
+                                    const dla__cu_vw *x, uint64_t bits)
+{
+    const dla__cu_views<2> a = {*sp, {*y, x ? *x : *y}};
+    for (int64_t i = 0; i < sp->n; i++) {
+        int64_t off[2];
+        dla__cu_locate<2>(a, i, off);
+        *dla__cu_elem<U>(a.v[0], off[0]) = x ? *dla__cu_elem<U>(a.v[1], off[1]) : (U)bits;
+    }
+}
+
+cudaError_t emu_move_esize(const dla__cu_space *sp, const dla__cu_vw *y,
+                                  const dla__cu_vw *x, int esize, uint64_t bits)
+{
+    if (esize == 1)
+        emu_move<uint8_t>(sp, y, x, bits);
+    else if (esize == 4)
+        emu_move<uint32_t>(sp, y, x, bits);
+    else if (esize == 8)
+        emu_move<uint64_t>(sp, y, x, bits);
+    else
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
 } // namespace
 
 /* ----------------------------- what gemm.c, reduce.c and onekern.c call */
@@ -104,6 +129,86 @@ cudaError_t dla__cu_reduce_launch(const dla__cu_red_launch *l, cudaStream_t stre
         else
             reduce_step<float>(*l);
     });
+    return cudaSuccess;
+}
+
+/* elementwise.c's and copy.c's kernels, as loops over the space (their
+ * arithmetic the plugin_ops.h functions the kernels call). */
+cudaError_t dla__cu_launch_unary(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
+                                 const dla__cu_vw *y, const dla__cu_vw *x, int op, int f64,
+                                 double alpha, double beta)
+{
+    (void)stream, (void)blocks;
+    const dla__cu_views<2> a = {*sp, {*y, *x}};
+    for (int64_t i = 0; i < sp->n; i++) {
+        int64_t off[2];
+        dla__cu_locate<2>(a, i, off);
+        if (f64)
+            *dla__cu_elem<double>(a.v[0], off[0]) =
+                dla_ops_unary_f64(op, *dla__cu_elem<double>(a.v[1], off[1]), alpha, beta);
+        else
+            *dla__cu_elem<float>(a.v[0], off[0]) = dla_ops_unary_f32(
+                op, *dla__cu_elem<float>(a.v[1], off[1]), (float)alpha, (float)beta);
+    }
+    return cudaSuccess;
+}
+
+cudaError_t dla__cu_launch_binary(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
+                                  const dla__cu_vw *z, const dla__cu_vw *l, const dla__cu_vw *r,
+                                  int op, int f64)
+{
+    (void)stream, (void)blocks;
+    if (dla_ops_binary_is_cmp(op))
+        return cudaErrorNotSupported; /* the cases have none */
+    const dla__cu_views<3> a = {*sp, {*z, *l, *r}};
+    for (int64_t i = 0; i < sp->n; i++) {
+        int64_t off[3];
+        dla__cu_locate<3>(a, i, off);
+        if (f64)
+            *dla__cu_elem<double>(a.v[0], off[0]) =
+                dla_ops_binary_f64(op, *dla__cu_elem<double>(a.v[1], off[1]),
+                                   *dla__cu_elem<double>(a.v[2], off[2]));
+        else
+            *dla__cu_elem<float>(a.v[0], off[0]) =
+                dla_ops_binary_f32(op, *dla__cu_elem<float>(a.v[1], off[1]),
+                                   *dla__cu_elem<float>(a.v[2], off[2]));
+    }
+    return cudaSuccess;
+}
+
+cudaError_t dla__cu_launch_where(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
+                                 const dla__cu_vw *z, const dla__cu_vw *cond, const dla__cu_vw *a,
+                                 const dla__cu_vw *b, int f64)
+{
+    (void)stream, (void)blocks, (void)sp, (void)z, (void)cond, (void)a, (void)b, (void)f64;
+    return cudaErrorNotSupported; /* the cases have none */
+}
+
+cudaError_t dla__cu_launch_fill(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
+                                const dla__cu_vw *y, int esize, uint64_t bits)
+{
+    (void)stream, (void)blocks;
+    return emu_move_esize(sp, y, NULL, esize, bits);
+}
+
+cudaError_t dla__cu_launch_copy(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
+                                const dla__cu_vw *y, const dla__cu_vw *x, int esize)
+{
+    (void)stream, (void)blocks;
+    return emu_move_esize(sp, y, x, esize, 0);
+}
+
+cudaError_t dla__cu_launch_cast(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
+                                const dla__cu_vw *y, const dla__cu_vw *x, int to, int from)
+{
+    (void)stream, (void)blocks, (void)sp, (void)y, (void)x, (void)to, (void)from;
+    return cudaErrorNotSupported; /* the cases have none */
+}
+
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t stream)
+{
+    (void)stream;
+    memset(dst, value, count);
     return cudaSuccess;
 }
 
@@ -290,11 +395,14 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
     const int64_t d_h[2] = {8, 3}, d_s[2] = {8, 1}, d_z[2] = {4, 1}, d_m[2] = {1, 3},
                   d_big[1] = {70000};
-    enum { W, X, H, B, Y, HB, S, Z, U, M, MI, XRUN, URUN, BIG, NB };
+    const int64_t d_r[2] = {4, 128}, d_one[2] = {1, 1}, d_f[2] = {4, 3}, d_t[2] = {3, 8};
+    enum { W, X, H, B, Y, HB, S, Z, U, M, MI, XRUN, URUN, BIG, F, ZR, E, P, TP, TOT, R, RS, NB };
     dbuf b[NB];
-    const int64_t el[NB] = {32, 12, 24, 8, 24, 24, 8, 4, 4, 3, 3, 12, 4, 70000};
+    const int64_t el[NB] = {32, 12, 24, 8, 24, 24, 8, 4, 4, 3, 3, 12, 4, 70000,
+                            12, 8,  24, 24, 24, 1, 512, 1};
     for (int i = 0; i < NB; i++) {
         b[i].init((size_t)(el[i] + 1) * (i == MI ? 4 : sizeof(T)));
+        (void)d_t;
         if (i != MI)
             fill_random<T>(b[i]);
     }
@@ -374,6 +482,44 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     r2.index = dense(b[MI], DLA_I32, 2, d_m, 0);
     ok &= dla__cu_reduce(&d, &r2) == DLA_OK;
 
+    /* A fill of 1.5 (a kernel), a fill of zeros (a memset), e = exp(y),
+     * p = e b (b broadcast), t = p' (a strided copy), the sums of p and
+     * of a 4x128 block (one thread each: DLA__CU_K1_SMALL_REDUCE). */
+    dla_view vf = dense(b[F], dt, 2, d_f, 0), vzr = dense(b[ZR], dt, 2, d_s, 0);
+    ok &= dla__cu_fill(&d, &vf, 1.5) == DLA_OK;
+    ok &= dla__cu_fill(&d, &vzr, 0.0) == DLA_OK;
+    dla_unary_args ua;
+    memset(&ua, 0, sizeof ua);
+    ua.struct_size = sizeof ua;
+    ua.op = DLA_UNARY_EXP;
+    ua.x = dense(b[Y], dt, 2, d_h, 0);
+    ua.y = dense(b[E], dt, 2, d_h, 0);
+    ok &= dla__cu_unary(&d, &ua) == DLA_OK;
+    dla_binary_args ba;
+    memset(&ba, 0, sizeof ba);
+    ba.struct_size = sizeof ba;
+    ba.op = DLA_BINARY_MUL;
+    ba.a = dense(b[E], dt, 2, d_h, 0);
+    ba.b = a.inputs[1]; /* b, broadcast along dim 1 */
+    ba.z = dense(b[P], dt, 2, d_h, 0);
+    ok &= dla__cu_binary(&d, &ba) == DLA_OK;
+    dla_view vt = dense(b[TP], dt, 2, d_h, 0), vp = dense(b[P], dt, 2, d_t, 0);
+    vt.strides[0] = 3, vt.strides[1] = 1; /* t(i, j) at j + 3 i: p's transpose */
+    vp.dims[0] = 8, vp.dims[1] = 3, vp.strides[0] = 1, vp.strides[1] = 8;
+    ok &= dla__cu_strided_copy(&d, &vt, &vp) == DLA_OK;
+    dla_reduce_args r3;
+    memset(&r3, 0, sizeof r3);
+    r3.struct_size = sizeof r3;
+    r3.op = DLA_REDUCE_SUM;
+    r3.x = dense(b[P], dt, 2, d_h, 0);
+    r3.y = dense(b[TOT], dt, 2, d_one, 0);
+    ok &= dla__cu_reduce(&d, &r3) == DLA_OK;
+    dla_reduce_args r4 = r3;
+    r4.op = DLA_REDUCE_MEAN;
+    r4.x = dense(b[R], dt, 2, d_r, 0);
+    r4.y = dense(b[RS], dt, 2, d_one, 0);
+    ok &= dla__cu_reduce(&d, &r4) == DLA_OK;
+
     if (too_big) {
         dla_fused_args fb = f;
         fb.inputs[0] = dense(b[BIG], dt, 1, d_big, 0);
@@ -401,9 +547,9 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
             dla__cu_mem_free(&d, (dla_mem)k);
         return;
     }
-    ok &= k != NULL && nsteps == 6;
+    ok &= k != NULL && nsteps == 13;
     if (!ok) {
-        result(0, "one kernel %s: recorded %d steps of 6", what, (int)nsteps);
+        result(0, "one kernel %s: recorded %d steps of 13 (%s)", what, (int)nsteps, d.k1_why);
         return;
     }
 
@@ -438,8 +584,9 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     if (differ >= 0)
         printf("# buffer %d differs from the launches one by one\n", differ);
     result(ok && differ < 0,
-           "one kernel %s: 6 steps (2 small gemm, fused_multi, fused, sum, max with positions) "
-           "and its copies give the bits of the launches one by one",
+           "one kernel %s: 13 steps (2 small gemm, fused_multi, fused, unary, binary, 2 fills, "
+           "a strided copy, 2 sums, a mean and a max with positions) and its copies give the bits of "
+           "the launches one by one",
            what);
 }
 

@@ -8,10 +8,11 @@
  * cudaMemsetAsync, a dense copy a device-to-device cudaMemcpyAsync; the
  * rest run copy_kernels.cu over the views' coalesced space, moving 1-, 4-
  * or 8-byte patterns whatever the dtype. Everything is enqueued on the
- * device's stream.
+ * device's stream. During a capture, fills and copies are recorded as
+ * steps of a one-kernel replay (onekern.c), whichever way they ran.
  */
-#include "plugins/cuda/cu.h"
 #include "plugins/cuda/copy_kern.h"
+#include "plugins/cuda/onekern_kern.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -48,13 +49,6 @@ dla_status dla__cu_fill(void *dev, const dla_view *y, double value)
     dla__cu_vw vw[1];
     dla__cu_space_of(1, views, &sp, vw);
 
-    int one_byte = 1;
-    for (size_t k = 1; k < es; k++)
-        one_byte &= bytes[k] == bytes[0];
-    if (one_byte && dense_space(&sp, vw, 1))
-        return dla__cu_err(cudaMemsetAsync(vw[0].base, bytes[0], (size_t)sp.n * es, d->stream),
-                           "fill: cudaMemsetAsync");
-
     uint64_t bits = 0;
     if (es == 1)
         bits = bytes[0];
@@ -64,9 +58,19 @@ dla_status dla__cu_fill(void *dev, const dla_view *y, double value)
         bits = b32;
     } else
         memcpy(&bits, bytes, 8);
-    return dla__cu_err(dla__cu_launch_fill(d->stream, dla__cu_blocks(d, sp.n), &sp, &vw[0],
-                                           (int)es, bits),
-                       "fill: kernel launch");
+    int one_byte = 1;
+    for (size_t k = 1; k < es; k++)
+        one_byte &= bytes[k] == bytes[0];
+    if (one_byte && dense_space(&sp, vw, 1))
+        s = dla__cu_err(cudaMemsetAsync(vw[0].base, bytes[0], (size_t)sp.n * es, d->stream),
+                        "fill: cudaMemsetAsync");
+    else
+        s = dla__cu_err(dla__cu_launch_fill(d->stream, dla__cu_blocks(d, sp.n), &sp, &vw[0],
+                                            (int)es, bits),
+                        "fill: kernel launch");
+    if (s == DLA_OK)
+        dla__cu_k1_note_move(d, DLA__CU_K1_FILL, &sp, vw, (int)es, bits);
+    return s;
 }
 
 /* y = x for checked views of equal dims and element size. */
@@ -81,18 +85,23 @@ static dla_status copy_views(dla__cu_device *d, const dla_view *y, const dla_vie
     dla__cu_space_of(2, views, &sp, vw);
     const size_t es = dla_kit_dtype_size(y->dtype);
     char what[64];
+    dla_status s;
     if (dense_space(&sp, vw, 2)) {
         if (vw[0].base == vw[1].base)
-            return DLA_OK;
+            return DLA_OK; /* (a capture then stays a graph: no step recorded) */
         snprintf(what, sizeof what, "%s: cudaMemcpyAsync", kernel);
-        return dla__cu_err(cudaMemcpyAsync(vw[0].base, vw[1].base, (size_t)sp.n * es,
-                                           cudaMemcpyDeviceToDevice, d->stream),
-                           what);
+        s = dla__cu_err(cudaMemcpyAsync(vw[0].base, vw[1].base, (size_t)sp.n * es,
+                                        cudaMemcpyDeviceToDevice, d->stream),
+                        what);
+    } else {
+        snprintf(what, sizeof what, "%s: kernel launch", kernel);
+        s = dla__cu_err(dla__cu_launch_copy(d->stream, dla__cu_blocks(d, sp.n), &sp, &vw[0],
+                                            &vw[1], (int)es),
+                        what);
     }
-    snprintf(what, sizeof what, "%s: kernel launch", kernel);
-    return dla__cu_err(dla__cu_launch_copy(d->stream, dla__cu_blocks(d, sp.n), &sp, &vw[0],
-                                           &vw[1], (int)es),
-                       what);
+    if (s == DLA_OK)
+        dla__cu_k1_note_move(d, DLA__CU_K1_COPY, &sp, vw, (int)es, 0);
+    return s;
 }
 
 dla_status dla__cu_strided_copy(void *dev, const dla_view *y, const dla_view *x)

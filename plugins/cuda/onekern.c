@@ -3,8 +3,8 @@
  * (onekern_kern.h says why and which steps there are).
  *
  * While plan.c captures a replay into a CUDA graph, the members that can
- * be a step (fused, fused_multi, reduce, the small GEMM) also record what
- * they launched here, with the addresses the capture gave them (the
+ * be a step (fused, fused_multi, unary, binary, fill, strided_copy,
+ * reduce, the small GEMM) also record what they launched here, with the addresses the capture gave them (the
  * graph's roles). Every member called on the capturing thread is counted
  * (dla__cu_enter); the capture becomes one kernel only when each of them
  * recorded exactly one step, so a launch of any other kind (a
@@ -86,6 +86,64 @@ void dla__cu_k1_note(dla__cu_device *d, const dla__cu_k1_step *step, int64_t wor
                          (long long)work, STEP_WORK);
     else
         d->k1_steps[d->k1_n++] = *step;
+}
+
+void dla__cu_k1_note_elementwise(dla__cu_device *d, const dla__cu_space *sp,
+                                 const dla__cu_vw *vw, int kind, int op, dla_dtype dtype,
+                                 double alpha, double beta)
+{
+    if (!dla__cu_k1_recording(d))
+        return;
+    /* The launch as a program of one instruction on inputs 0 (and 1). */
+    dla_fused_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.dtype = dtype;
+    a.ninputs = kind == DLA_FUSED_UNARY ? 1 : 2;
+    a.ninsns = 1;
+    a.insns[0].kind = (dla_fused_kind)kind;
+    a.insns[0].op = op;
+    a.insns[0].src[0] = -1;
+    a.insns[0].src[1] = -2;
+    a.insns[0].alpha = alpha;
+    a.insns[0].beta = beta;
+    dla__cu_k1_step st;
+    memset(&st, 0, sizeof st);
+    st.kind = DLA__CU_K1_FUSED;
+    st.f64 = dtype == DLA_F64;
+    dla__cu_fprog_of(&a, 0, &st.u.fused.p);
+    dla_fmviews *v = &st.u.fused.v;
+    v->sp.nd = sp->nd;
+    v->sp.n = sp->n;
+    for (int k = 0; k < DLA__CU_MAXD; k++) {
+        v->sp.dims[k] = sp->dims[k];
+        v->sp.mul[k] = sp->mul[k];
+        v->sp.shift[k] = sp->shift[k];
+    }
+    for (int k = 0; k <= a.ninputs; k++) {
+        v->v[k].base = vw[k].base;
+        for (int j = 0; j < DLA__CU_MAXD; j++)
+            v->v[k].st[j] = vw[k].st[j];
+    }
+    dla__cu_k1_note(d, &st, sp->n);
+}
+
+void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
+                          const dla__cu_vw *vw, int esize, uint64_t bits)
+{
+    if (!dla__cu_k1_recording(d))
+        return;
+    dla__cu_k1_step st;
+    memset(&st, 0, sizeof st);
+    st.kind = kind;
+    dla__cu_k1_move *m = &st.u.move;
+    m->sp = *sp;
+    m->v[0] = vw[0];
+    if (kind == DLA__CU_K1_COPY)
+        m->v[1] = vw[1];
+    m->esize = esize;
+    m->bits = bits;
+    dla__cu_k1_note(d, &st, sp->n);
 }
 
 dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)

@@ -11,8 +11,13 @@
  * during the capture, plan.c launches it). Each step is the device code
  * its own kernel runs, so a replay gives the bits of the launches:
  *   - fused and fused_multi: the frames of fused_kern.h with the
- *     interpreter (a fused program as a fused_multi with no extras);
- *   - reduce of launch shape 1 in one part (reduce_dev.cuh);
+ *     interpreter (a fused program as a fused_multi with no extras), and
+ *     unary and binary (not a comparison) as programs of one step, whose
+ *     interpreter calls the plugin_ops.h function their kernels call;
+ *   - fill and strided copy: the bit patterns copy_kernels.cu moves;
+ *   - reduce of launch shape 1 in one part (reduce_dev.cuh), which
+ *     reduce.c takes for every reduce of at most DLA__CU_K1_SMALL_REDUCE
+ *     elements;
  *   - GEMM of the small kernel, which gemm.c also runs, instead of cuBLAS,
  *     for every problem this small, so that a plain launch and a step of
  *     the one kernel give the same bits.
@@ -51,8 +56,28 @@ typedef struct dla__cu_sgemm {
 
 cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla__cu_sgemm *g);
 
+/* A reduce of at most this many elements runs as one thread per output in
+ * one part, a launch too small for more threads to pay. */
+#define DLA__CU_K1_SMALL_REDUCE 4096
+
+/* A fill (v[0] set to the esize-byte pattern bits) or a strided copy
+ * (v[0] = v[1], esize-byte elements) over a coalesced space: the layout
+ * of kern.cuh's dla__cu_views<2> followed by the element. */
+typedef struct dla__cu_k1_move {
+    dla__cu_space sp;
+    dla__cu_vw v[2];
+    int32_t esize, pad;
+    uint64_t bits;
+} dla__cu_k1_move;
+
 /* One step of a one-kernel replay. */
-enum { DLA__CU_K1_FUSED = 1, DLA__CU_K1_REDUCE = 2, DLA__CU_K1_GEMM = 3 };
+enum {
+    DLA__CU_K1_FUSED = 1,
+    DLA__CU_K1_REDUCE = 2,
+    DLA__CU_K1_GEMM = 3,
+    DLA__CU_K1_FILL = 4,
+    DLA__CU_K1_COPY = 5
+};
 typedef struct dla__cu_k1_step {
     int32_t kind;
     int32_t f64;
@@ -63,8 +88,20 @@ typedef struct dla__cu_k1_step {
         } fused;
         dla__cu_red_launch red; /* shape 1, parts 1 */
         dla__cu_sgemm gemm;
+        dla__cu_k1_move move; /* fill, copy */
     } u;
 } dla__cu_k1_step;
+
+/* Records an elementwise launch over the coalesced space sp as a step:
+ * kind DLA_FUSED_UNARY (views y, x) or DLA_FUSED_BINARY (z, a, b) with its
+ * op, alpha and beta (elementwise.c). */
+void dla__cu_k1_note_elementwise(dla__cu_device *d, const dla__cu_space *sp,
+                                 const dla__cu_vw *vw, int kind, int op, dla_dtype dtype,
+                                 double alpha, double beta);
+/* Records a fill (kind DLA__CU_K1_FILL, vw[0], bits) or a strided copy
+ * (DLA__CU_K1_COPY, vw[0] = vw[1]) of esize-byte elements (copy.c). */
+void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
+                          const dla__cu_vw *vw, int esize, uint64_t bits);
 
 /* A replay runs as one kernel only if its regions are at most
  * DLA__CU_COPIES each way and K1_MAX_COPY bytes in all: one block copies

@@ -12,6 +12,7 @@
 #include "plugins/cuda/reduce_dev.cuh"
 
 #include <dlaccel/plugin_ops.h>
+#include <stddef.h>
 
 DLA__CU_FUSED_FRAME(DLA__CU_ID)
 DLA__CU_FMULTI_FRAME(DLA__CU_ID)
@@ -68,6 +69,54 @@ template <typename T> __device__ __forceinline__ void reduce_step(const dla__cu_
     }
 }
 
+static_assert(offsetof(dla__cu_k1_move, sp) == offsetof(dla__cu_views<2>, sp) &&
+                  offsetof(dla__cu_k1_move, v) == offsetof(dla__cu_views<2>, v) &&
+                  offsetof(dla__cu_views<1>, v) == offsetof(dla__cu_views<2>, v),
+              "a move step starts as dla__cu_views<2> (and <1>) do");
+
+/* copy_kernels.cu's fill and copy, by element size. */
+template <typename U> __device__ __forceinline__ void fill_body(const dla__cu_k1_move &m)
+{
+    const dla__cu_views<1> &a = reinterpret_cast<const dla__cu_views<1> &>(m);
+    const U v = (U)m.bits;
+    DLA__CU_FOR(i, a.sp.n)
+    {
+        int64_t off[1];
+        dla__cu_locate<1>(a, i, off);
+        *dla__cu_elem<U>(a.v[0], off[0]) = v;
+    }
+}
+
+template <typename U> __device__ __forceinline__ void copy_body(const dla__cu_k1_move &m)
+{
+    const dla__cu_views<2> &a = reinterpret_cast<const dla__cu_views<2> &>(m);
+    DLA__CU_FOR(i, a.sp.n)
+    {
+        int64_t off[2];
+        dla__cu_locate<2>(a, i, off);
+        *dla__cu_elem<U>(a.v[0], off[0]) = *dla__cu_elem<U>(a.v[1], off[1]);
+    }
+}
+
+__device__ __forceinline__ void move_step(int kind, const dla__cu_k1_move &m)
+{
+    if (kind == DLA__CU_K1_FILL) {
+        if (m.esize == 1)
+            fill_body<uint8_t>(m);
+        else if (m.esize == 4)
+            fill_body<uint32_t>(m);
+        else
+            fill_body<uint64_t>(m);
+    } else {
+        if (m.esize == 1)
+            copy_body<uint8_t>(m);
+        else if (m.esize == 4)
+            copy_body<uint32_t>(m);
+        else
+            copy_body<uint64_t>(m);
+    }
+}
+
 /* The block's share of byte copies c (as copies_k's, by 16, 4 or 1). */
 __device__ __forceinline__ void block_copies(const dla__cu_copies &c)
 {
@@ -112,6 +161,8 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
                 sgemm_body<double>(st.u.gemm);
             else
                 sgemm_body<float>(st.u.gemm);
+        } else {
+            move_step(st.kind, st.u.move);
         }
         __syncthreads();
     }

@@ -14,7 +14,9 @@
  *     and a shared-memory tree merging them.
  * When outputs are too few to fill the GPU and blocks long, each output's
  * block is cut into parts (contiguous runs): the first kernel writes
- * partial results to scratch and a second merges them in part order.
+ * partial results to scratch and a second merges them in part order. A
+ * reduce of at most DLA__CU_K1_SMALL_REDUCE elements in all is shape 1 in
+ * one part: one launch, and a step of a one-kernel replay (onekern.c).
  * Sums are kept in double; the order of additions depends only on the
  * shape, so results repeat bit for bit.
  */
@@ -49,7 +51,11 @@ static void plan(const dla__cu_device *d, dla__cu_red_launch *l)
     const int kept_fast = g->nk > 0 && g->kx[0] == 1;
     l->shape = g->nred <= 64 || (kept_fast && g->outputs >= 32) ? 1 : 0;
     l->parts = 1;
-    if (l->shape == 1) {
+    if (g->outputs * g->nred <= DLA__CU_K1_SMALL_REDUCE) {
+        /* Too small for more threads to pay; and so a step of a one-kernel
+         * replay (onekern_kern.h). */
+        l->shape = 1;
+    } else if (l->shape == 1) {
         const int64_t target = sms * THREADS_PER_SM;
         if (g->outputs < target && g->nred >= 2 * THREAD_PART) {
             int64_t parts = target / g->outputs;
