@@ -48,6 +48,10 @@
 
 void __syncthreads(void) {}
 
+/* The one kernel's dynamic shared memory (48 KiB, as its launcher asks at
+ * most). */
+int2 dla__cu_k1_smem[48 * 1024 / sizeof(int2)];
+
 int emu_alloc_allowed; /* cuda_fused_emu.cpp's dla__cu_mem_alloc gives memory */
 
 namespace {
@@ -67,6 +71,9 @@ template <typename F> void run_grid(unsigned grid, unsigned threads, F one)
 }
 
 int g_k1_launches, g_sgemm_launches;
+/* Steps the emulated launch stages in shared memory (-1: as many as fit,
+ * as the launcher does). */
+int g_k1_staged = -1;
 
 template <typename U> void emu_move(const dla__cu_space *sp, const dla__cu_vw *y,
                                     const dla__cu_vw *x, uint64_t bits)
@@ -114,7 +121,11 @@ cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
 {
     (void)stream;
     g_k1_launches++;
-    run_grid(1, 1, [&] { onekern_k(steps, n, *in, *out); });
+    /* Every step staged, as the launcher stages as many as fit; the
+     * emulation runs those past the shared memory from global memory. */
+    const int32_t fit = (int32_t)(sizeof dla__cu_k1_smem / (sizeof(dla__cu_k1_step)));
+    const int32_t staged = g_k1_staged < 0 ? (n < fit ? n : fit) : g_k1_staged;
+    run_grid(1, 1, [&] { onekern_k(steps, n, staged, *in, *out); });
     return cudaSuccess;
 }
 
@@ -396,10 +407,10 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     const int64_t d_h[2] = {8, 3}, d_s[2] = {8, 1}, d_z[2] = {4, 1}, d_m[2] = {1, 3},
                   d_big[1] = {70000};
     const int64_t d_r[2] = {4, 128}, d_one[2] = {1, 1}, d_f[2] = {4, 3}, d_t[2] = {3, 8};
-    enum { W, X, H, B, Y, HB, S, Z, U, M, MI, XRUN, URUN, BIG, F, ZR, E, P, TP, TOT, R, RS, NB };
+    enum { W, X, H, B, Y, HB, S, Z, U, M, MI, XRUN, URUN, BIG, F, ZR, E, P, TP, TOT, R, RS, Q, Q0, Q1, NB };
     dbuf b[NB];
     const int64_t el[NB] = {32, 12, 24, 8, 24, 24, 8, 4, 4, 3, 3, 12, 4, 70000,
-                            12, 8,  24, 24, 24, 1, 512, 1};
+                            12, 8,  24, 24, 24, 1, 512, 1, 24, 24, 24};
     for (int i = 0; i < NB; i++) {
         b[i].init((size_t)(el[i] + 1) * (i == MI ? 4 : sizeof(T)));
         (void)d_t;
@@ -447,6 +458,22 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     fm.extra_reg[0] = 0;
     fm.extra[0] = dense(b[HB], dt, 2, d_h, 0);
     ok &= dla__cu_fused_multi(&d, &fm) == DLA_OK;
+
+    /* q = (h + b) y - h, keeping h + b and (h + b) y: 3 inputs, 2 extras
+     * (the frame's widest instance in the one kernel). */
+    dla_fused_multi_args fw = fm;
+    fw.program.ninputs = 3;
+    fw.program.inputs[2] = dense(b[Y], dt, 2, d_h, 0);
+    fw.program.y = dense(b[Q], dt, 2, d_h, 0);
+    fw.program.ninsns = 3;
+    fw.program.insns[1] = emu_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, 0, -3, 0, 0, 0);
+    fw.program.insns[2] = emu_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, 1, -1, 0, 0, 0);
+    fw.nextra = 2;
+    fw.extra_reg[0] = 0;
+    fw.extra_reg[1] = 1;
+    fw.extra[0] = dense(b[Q0], dt, 2, d_h, 0);
+    fw.extra[1] = dense(b[Q1], dt, 2, d_h, 0);
+    ok &= dla__cu_fused_multi(&d, &fw) == DLA_OK;
 
     dla_reduce_args r;
     memset(&r, 0, sizeof r);
@@ -547,22 +574,22 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
             dla__cu_mem_free(&d, (dla_mem)k);
         return;
     }
-    ok &= k != NULL && nsteps == 13;
+    ok &= k != NULL && nsteps == 14;
     if (!ok) {
-        result(0, "one kernel %s: recorded %d steps of 13 (%s)", what, (int)nsteps, d.k1_why);
+        result(0, "one kernel %s: recorded %d steps of 14 (%s)", what, (int)nsteps, d.k1_why);
         return;
     }
 
-    /* The launches one by one left eager; back to the state before them,
-     * but for the run's input, which the one kernel copies in from its
-     * own buffer, and the buffer the result is copied out to. */
+    /* The launches one by one left eager. The one kernel runs from the
+     * state before them, but for the run's input, which it copies in
+     * from its own buffer, and the buffer the result is copied out to;
+     * with every step staged in shared memory, and with 5 (the rest read
+     * from global memory). */
     std::vector<std::vector<unsigned char>> eager(NB);
-    for (int i = 0; i < NB; i++) {
+    for (int i = 0; i < NB; i++)
         eager[i] = b[i].data;
-        memcpy(b[i].data.data(), before[i].data(), before[i].size());
-    }
-    memset(b[X].data.data(), 0, 12 * sizeof(T)); /* the region copied in */
-    memset(b[URUN].data.data(), 0x5a, b[URUN].data.size());
+    memcpy(eager[URUN].data(), eager[U].data(), 4 * sizeof(T));
+    memset(eager[URUN].data() + 4 * sizeof(T), 0x5a, eager[URUN].size() - 4 * sizeof(T));
     dla__cu_copies in, out;
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
@@ -570,24 +597,30 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     in.src[0] = b[XRUN].m.ptr, in.dst[0] = b[X].m.ptr, in.bytes[0] = 12 * sizeof(T);
     out.n = 1;
     out.src[0] = b[U].m.ptr, out.dst[0] = b[URUN].m.ptr, out.bytes[0] = 4 * sizeof(T);
-    const int launches = g_k1_launches;
-    ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in, &out) ==
-             cudaSuccess &&
-         g_k1_launches == launches + 1;
+    for (int staged : {-1, 5}) {
+        for (int i = 0; i < NB; i++)
+            memcpy(b[i].data.data(), before[i].data(), before[i].size());
+        memset(b[X].data.data(), 0, 12 * sizeof(T)); /* the region copied in */
+        memset(b[URUN].data.data(), 0x5a, b[URUN].data.size());
+        const int launches = g_k1_launches;
+        g_k1_staged = staged;
+        int run_ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in,
+                                       &out) == cudaSuccess &&
+                     g_k1_launches == launches + 1;
+        g_k1_staged = -1;
+        int differ = -1;
+        for (int i = 0; i < NB && differ < 0; i++)
+            if (b[i].data != eager[i])
+                differ = i;
+        if (differ >= 0)
+            printf("# buffer %d differs from the launches one by one\n", differ);
+        result(ok && run_ok && differ < 0,
+               "one kernel %s, %s: 14 steps (2 small gemm, 2 fused_multi, fused, unary, binary, "
+               "2 fills, a strided copy, 2 sums, a mean and a max with positions) and its copies "
+               "give the bits of the launches one by one",
+               what, staged < 0 ? "every step staged in shared memory" : "5 steps staged");
+    }
     dla__cu_mem_free(&d, (dla_mem)k);
-    memcpy(eager[URUN].data(), eager[U].data(), 4 * sizeof(T));
-    memset(eager[URUN].data() + 4 * sizeof(T), 0x5a, eager[URUN].size() - 4 * sizeof(T));
-    int differ = -1;
-    for (int i = 0; i < NB && differ < 0; i++)
-        if (b[i].data != eager[i])
-            differ = i;
-    if (differ >= 0)
-        printf("# buffer %d differs from the launches one by one\n", differ);
-    result(ok && differ < 0,
-           "one kernel %s: 13 steps (2 small gemm, fused_multi, fused, unary, binary, 2 fills, "
-           "a strided copy, 2 sums, a mean and a max with positions) and its copies give the bits of "
-           "the launches one by one",
-           what);
 }
 
 } // namespace

@@ -20,6 +20,13 @@ DLA__CU_FMULTI_FRAME(DLA__CU_ID)
 /* The copies and the steps are the kernel's parameters and a pointer: the
  * launch's limit is 4 KiB. */
 static_assert(2 * sizeof(dla__cu_copies) + 16 < 4096, "the one kernel's parameters fit in 4 KiB");
+static_assert(sizeof(dla__cu_k1_step) % 8 == 0, "a step is staged in 8-byte words");
+
+/* The one kernel's dynamic shared memory: the first steps, staged (every
+ * thread reads every field of a step's descriptor, and from shared memory
+ * each read is one short round trip where one from global memory is an L2
+ * round trip). */
+extern __shared__ int2 dla__cu_k1_smem[];
 
 namespace {
 
@@ -138,19 +145,39 @@ __device__ __forceinline__ void block_copies(const dla__cu_copies &c)
     }
 }
 
+/* A fused step with only the slots it has located: fewer inputs and
+ * extras than the frame's 8 and 7 cost fewer offsets an element (the same
+ * values, and the same bits). */
+template <typename T> __device__ __forceinline__ void fused_step(const dla_fmviews &v,
+                                                                const dla_fprog &p)
+{
+    if (p.ninputs <= 2 && v.nextra == 0)
+        dla_fused_multi_body<T, interp, 2, 0>(v, p);
+    else if (p.ninputs <= 4 && v.nextra <= 1)
+        dla_fused_multi_body<T, interp, 4, 1>(v, p);
+    else
+        dla_fused_multi_body<T, interp, 8, 7>(v, p);
+}
+
+/* steps[0 .. staged-1] are first copied into dla__cu_k1_smem and read
+ * from there. */
 __global__ void __launch_bounds__(DLA__CU_THREADS)
-    onekern_k(const dla__cu_k1_step *steps, int32_t n, const dla__cu_copies in,
+    onekern_k(const dla__cu_k1_step *steps, int32_t n, int32_t staged, const dla__cu_copies in,
               const dla__cu_copies out)
 {
+    const int2 *from = (const int2 *)steps;
+    DLA__CU_FOR(w, (int64_t)staged * (int64_t)(sizeof(dla__cu_k1_step) / 8))
+    dla__cu_k1_smem[w] = from[w];
     block_copies(in);
     __syncthreads();
+    const dla__cu_k1_step *shared_steps = (const dla__cu_k1_step *)dla__cu_k1_smem;
     for (int32_t s = 0; s < n; s++) {
-        const dla__cu_k1_step &st = steps[s];
+        const dla__cu_k1_step &st = s < staged ? shared_steps[s] : steps[s];
         if (st.kind == DLA__CU_K1_FUSED) {
             if (st.f64)
-                dla_fused_multi_body<double, interp, 8, 7>(st.u.fused.v, st.u.fused.p);
+                fused_step<double>(st.u.fused.v, st.u.fused.p);
             else
-                dla_fused_multi_body<float, interp, 8, 7>(st.u.fused.v, st.u.fused.p);
+                fused_step<float>(st.u.fused.v, st.u.fused.p);
         } else if (st.kind == DLA__CU_K1_REDUCE) {
             if (st.f64)
                 reduce_step<double>(st.u.red);
@@ -188,7 +215,12 @@ extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_s
                                          int32_t n, const dla__cu_copies *in,
                                          const dla__cu_copies *out)
 {
-    onekern_k<<<1, DLA__CU_THREADS, 0, stream>>>(steps, n, *in, *out);
+    /* As many steps as 48 KiB hold: a block may use that much dynamic
+     * shared memory on every architecture without asking. */
+    const int32_t fit = (int32_t)(48 * 1024 / sizeof(dla__cu_k1_step));
+    const int32_t staged = n < fit ? n : fit;
+    onekern_k<<<1, DLA__CU_THREADS, (size_t)staged * sizeof(dla__cu_k1_step), stream>>>(
+        steps, n, staged, *in, *out);
     return cudaGetLastError();
 }
 #endif
