@@ -37,8 +37,12 @@ TESTS += tests/cuda_fastdiv
 # space.c as the plugin has them, the frames and the interpreter of
 # fused_kern.h, and the compiled programs' source of fused_source.c, which
 # tests/cuda_fused_emu_write writes for the host compiler
-# (tests/cuda_fused_emu_progs.cpp). Needs a C++ compiler (configure's
-# HAVE_CXX); not built without one.
+# (tests/cuda_fused_emu_progs.cpp). The same program runs the small GEMM
+# kernel and the one-kernel replay of small plans (tests/
+# cuda_onekern_emu.cpp: gemm.c, reduce.c, elementwise.c, copy.c and
+# onekern.c recording a chain of launches, onekern_kernels.cu compiled
+# for the host replaying it). Needs a C++ compiler (configure's HAVE_CXX);
+# not built without one.
 EXTRA_DIST += tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h tests/cuda_fused_emu_shim.h \
 	tests/cuda_fused_emu_write.c
 if HAVE_CUDA
