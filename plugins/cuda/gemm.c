@@ -23,9 +23,8 @@
 #include "plugins/cuda/libs.h"
 #include "plugins/cuda/onekern_kern.h"
 
-#include <string.h>
-
 #include <limits.h>
+#include <string.h>
 
 /* Element address of a gemm operand's first page. */
 static char *op_base(const dla_gemm_operand *o, size_t esz)

@@ -4,13 +4,13 @@
  *
  * While plan.c captures a replay into a CUDA graph, the members that can
  * be a step (fused, fused_multi, unary, binary, fill, strided_copy,
- * reduce, the small GEMM) also record what they launched here, with the addresses the capture gave them (the
- * graph's roles). Every member called on the capturing thread is counted
- * (dla__cu_enter); the capture becomes one kernel only when each of them
- * recorded exactly one step, so a launch of any other kind (a
- * convolution, a copy, cuBLAS) keeps the plan a graph. plan.c keeps the
- * graph either way and launches the one kernel instead of it when there
- * is one.
+ * reduce, the small GEMM) also record what they launched here, with the
+ * addresses the capture gave them (the graph's roles). Every member
+ * called on the capturing thread is counted (dla__cu_enter); the capture
+ * becomes one kernel only when each of them recorded exactly one step, so
+ * a launch of any other kind (a convolution, a cast, cuBLAS) keeps the
+ * plan a graph. plan.c keeps the graph either way and launches the one
+ * kernel instead of it when there is one.
  */
 #include "plugins/cuda/onekern_kern.h"
 
