@@ -180,7 +180,7 @@ step_graphlog() {
 # digit CNN's train step at batch 128 and 1024 and its inference.
 step_profile() {
     local w
-    for w in =cnn_step_replay_b1024 =cnn_step_replay; do
+    for w in =cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay; do
         DLACCEL_CUDA_PROFILE=1 DLACCEL_LOG=info timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
             --workload "$w" --reps 50 >"$out/profile_${w#=}.log" 2>&1
         grep -E "cuda profile" "$out/profile_${w#=}.log" | sed "s/^/${w#=} /" | tee -a "$summary"
@@ -453,6 +453,12 @@ step_onekern() {
                 >"$out/k1_bench_${v%% *}_$r.log" 2>&1
             grep -E '^cuda' "$out/k1_bench_${v%% *}_$r.log" | sed "s/^/onekern ${v%% *} round $r /" |
                 tee -a "$summary"
+            # The small replays timed 30 calls to a sync, as PyTorch's are.
+            for w in =mlp_replay =ce_replay =ce_softmax_replay; do
+                env ${v#* } timeout 30 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
+                    --pipeline 30 2>&1 | grep -E '^cuda' |
+                    sed "s/^/onekern ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+            done
         done
     done
 }
