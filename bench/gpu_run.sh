@@ -426,7 +426,7 @@ step_multi() {
 # problems), the captures' verdicts, the suites (test_accel compares each
 # replay with eager, bit for bit), and the replays with it and without.
 step_onekern() {
-    local k t v r
+    local k t v r w
     for k in gemm reduce fused fused_multi; do
         timeout 60 "$s/bin/dlaccel" check-plugin --kernel $k --cases 300 --seed 13 \
             "$s/plugins.d/cuda.json" >"$out/k1_check_$k.log" 2>&1
