@@ -572,11 +572,15 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
                what, too_big ? "a launch of 70000 elements" : "a member that records no step");
         if (k)
             dla__cu_mem_free(&d, (dla_mem)k);
+        dla__cu_k1_release(&d);
         return;
     }
     ok &= k != NULL && nsteps == 14;
     if (!ok) {
         result(0, "one kernel %s: recorded %d steps of 14 (%s)", what, (int)nsteps, d.k1_why);
+        if (k)
+            dla__cu_mem_free(&d, (dla_mem)k);
+        dla__cu_k1_release(&d);
         return;
     }
 
@@ -621,6 +625,7 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
                what, staged < 0 ? "every step staged in shared memory" : "5 steps staged");
     }
     dla__cu_mem_free(&d, (dla_mem)k);
+    dla__cu_k1_release(&d);
 }
 
 } // namespace
