@@ -88,19 +88,6 @@ struct {
 } g_seen;
 int g_errors;
 
-/* The kernel, as one thread of a grid of grid blocks of DLA__CU_THREADS. */
-template <typename F> void run_grid(unsigned grid, F one)
-{
-    gridDim.x = grid;
-    blockDim.x = DLA__CU_THREADS;
-    for (unsigned b = 0; b < grid; b++)
-        for (unsigned t = 0; t < DLA__CU_THREADS; t++) {
-            blockIdx.x = b;
-            threadIdx.x = t;
-            one();
-        }
-}
-
 const emu_gen *find_compiled(const dla__cu_fused_key_t &k)
 {
     int32_t key[EMU_KEY_INTS];
@@ -167,11 +154,11 @@ static cudaError_t emulate(unsigned grid, int f64, const V *a, const dla_fprog *
     g_seen.n = a->sp.n;
     const emu_gen *g = (const emu_gen *)kernel;
     if (g)
-        run_grid(grid, [&] { g->run(a, p); });
+        emu_run_grid(grid, DLA__CU_THREADS, [&] { g->run(a, p); });
     else if (f64)
-        run_grid(grid, [&] { kd(*a, *p); });
+        emu_run_grid(grid, DLA__CU_THREADS, [&] { kd(*a, *p); });
     else
-        run_grid(grid, [&] { kf(*a, *p); });
+        emu_run_grid(grid, DLA__CU_THREADS, [&] { kf(*a, *p); });
     return cudaSuccess;
 }
 

@@ -30,6 +30,20 @@ struct emu_dim {
 };
 extern emu_dim blockIdx, blockDim, threadIdx, gridDim;
 
+/* A kernel launch: one() called as each thread of a grid of grid blocks
+ * of threads threads in turn. */
+template <typename F> void emu_run_grid(unsigned grid, unsigned threads, F one)
+{
+    gridDim.x = grid;
+    blockDim.x = threads;
+    for (unsigned b = 0; b < grid; b++)
+        for (unsigned t = 0; t < threads; t++) {
+            blockIdx.x = b;
+            threadIdx.x = t;
+            one();
+        }
+}
+
 static inline unsigned __umulhi(unsigned a, unsigned b)
 {
     return (unsigned)(((unsigned long long)a * b) >> 32);

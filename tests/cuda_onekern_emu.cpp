@@ -56,20 +56,6 @@ int emu_alloc_allowed; /* cuda_fused_emu.cpp's dla__cu_mem_alloc gives memory */
 
 namespace {
 
-/* The kernel as one thread of a grid of grid blocks of threads threads,
- * each in turn. */
-template <typename F> void run_grid(unsigned grid, unsigned threads, F one)
-{
-    gridDim.x = grid;
-    blockDim.x = threads;
-    for (unsigned b = 0; b < grid; b++)
-        for (unsigned t = 0; t < threads; t++) {
-            blockIdx.x = b;
-            threadIdx.x = t;
-            one();
-        }
-}
-
 int g_k1_launches, g_sgemm_launches;
 /* Steps the emulated launch stages in shared memory (-1: as many as fit,
  * as the launcher does). */
@@ -110,9 +96,9 @@ cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla
     (void)stream;
     g_sgemm_launches++;
     if (g->f64)
-        run_grid(blocks, DLA__CU_THREADS, [&] { sgemm_k<double>(*g); });
+        emu_run_grid(blocks, DLA__CU_THREADS, [&] { sgemm_k<double>(*g); });
     else
-        run_grid(blocks, DLA__CU_THREADS, [&] { sgemm_k<float>(*g); });
+        emu_run_grid(blocks, DLA__CU_THREADS, [&] { sgemm_k<float>(*g); });
     return cudaSuccess;
 }
 
@@ -125,7 +111,7 @@ cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
      * emulation runs those past the shared memory from global memory. */
     const int32_t fit = (int32_t)(sizeof dla__cu_k1_smem / (sizeof(dla__cu_k1_step)));
     const int32_t staged = g_k1_staged < 0 ? (n < fit ? n : fit) : g_k1_staged;
-    run_grid(1, 1, [&] { onekern_k(steps, n, staged, *in, *out); });
+    emu_run_grid(1, 1, [&] { onekern_k(steps, n, staged, *in, *out); });
     return cudaSuccess;
 }
 
@@ -134,7 +120,7 @@ cudaError_t dla__cu_reduce_launch(const dla__cu_red_launch *l, cudaStream_t stre
     (void)stream;
     if (l->shape != 1 || l->parts != 1)
         return cudaErrorNotSupported; /* threads that run together */
-    run_grid(l->grid, DLA__CU_THREADS, [&] {
+    emu_run_grid(l->grid, DLA__CU_THREADS, [&] {
         if (l->f64)
             reduce_step<double>(*l);
         else
@@ -396,6 +382,21 @@ template <typename T> void gemm_case(result_fn result, int ta, int tb, int bcast
 
 /* -------------------------------------------------- the one-kernel replay */
 
+/* y = op(x) over the dims where y has 1, through reduce.c. */
+dla_status reduce(dla__cu_device &d, dla_reduce_op op, dla_view x, dla_view y,
+                  const dla_view *index = NULL)
+{
+    dla_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.op = op;
+    r.x = x;
+    r.y = y;
+    if (index)
+        r.index = *index;
+    return dla__cu_reduce(&d, &r);
+}
+
 /* The chain of launches, as a capture makes them: h = W x (8x4 by 4x3),
  * y = relu(h + b) keeping h + b, s = sum of y along dim 1, z = 0.5 W' s +
  * z, u = 2 z - 1, m = max of y along dim 0 with its position. too_big:
@@ -475,13 +476,8 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     fw.extra[1] = dense(b[Q1], dt, 2, d_h, 0);
     ok &= dla__cu_fused_multi(&d, &fw) == DLA_OK;
 
-    dla_reduce_args r;
-    memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    r.op = DLA_REDUCE_SUM;
-    r.x = dense(b[Y], dt, 2, d_h, 0);
-    r.y = dense(b[S], dt, 2, d_s, 0);
-    ok &= dla__cu_reduce(&d, &r) == DLA_OK;
+    ok &= reduce(d, DLA_REDUCE_SUM, dense(b[Y], dt, 2, d_h, 0), dense(b[S], dt, 2, d_s, 0)) ==
+          DLA_OK;
 
     dla_gemm_args g2 = g1; /* z = 0.5 W' s + z */
     g2.m = 4, g2.n = 1, g2.k = 8, g2.trans_a = 1, g2.alpha = 0.5, g2.beta = 1.0;
@@ -500,14 +496,9 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     f.insns[0] = emu_insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, -1, 0, 0, 2.0, -1.0);
     ok &= dla__cu_fused(&d, &f) == DLA_OK;
 
-    dla_reduce_args r2;
-    memset(&r2, 0, sizeof r2);
-    r2.struct_size = sizeof r2;
-    r2.op = DLA_REDUCE_MAX;
-    r2.x = dense(b[Y], dt, 2, d_h, 0);
-    r2.y = dense(b[M], dt, 2, d_m, 0);
-    r2.index = dense(b[MI], DLA_I32, 2, d_m, 0);
-    ok &= dla__cu_reduce(&d, &r2) == DLA_OK;
+    const dla_view mi = dense(b[MI], DLA_I32, 2, d_m, 0);
+    ok &= reduce(d, DLA_REDUCE_MAX, dense(b[Y], dt, 2, d_h, 0), dense(b[M], dt, 2, d_m, 0), &mi) ==
+          DLA_OK;
 
     /* A fill of 1.5 (a kernel), a fill of zeros (a memset), e = exp(y),
      * p = e b (b broadcast), t = p' (a strided copy), the sums of p and
@@ -534,18 +525,10 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     vt.strides[0] = 3, vt.strides[1] = 1; /* t(i, j) at j + 3 i: p's transpose */
     vp.dims[0] = 8, vp.dims[1] = 3, vp.strides[0] = 1, vp.strides[1] = 8;
     ok &= dla__cu_strided_copy(&d, &vt, &vp) == DLA_OK;
-    dla_reduce_args r3;
-    memset(&r3, 0, sizeof r3);
-    r3.struct_size = sizeof r3;
-    r3.op = DLA_REDUCE_SUM;
-    r3.x = dense(b[P], dt, 2, d_h, 0);
-    r3.y = dense(b[TOT], dt, 2, d_one, 0);
-    ok &= dla__cu_reduce(&d, &r3) == DLA_OK;
-    dla_reduce_args r4 = r3;
-    r4.op = DLA_REDUCE_MEAN;
-    r4.x = dense(b[R], dt, 2, d_r, 0);
-    r4.y = dense(b[RS], dt, 2, d_one, 0);
-    ok &= dla__cu_reduce(&d, &r4) == DLA_OK;
+    ok &= reduce(d, DLA_REDUCE_SUM, dense(b[P], dt, 2, d_h, 0), dense(b[TOT], dt, 2, d_one, 0)) ==
+          DLA_OK;
+    ok &= reduce(d, DLA_REDUCE_MEAN, dense(b[R], dt, 2, d_r, 0), dense(b[RS], dt, 2, d_one, 0)) ==
+          DLA_OK;
 
     if (too_big) {
         dla_fused_args fb = f;

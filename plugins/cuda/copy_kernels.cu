@@ -25,25 +25,11 @@ template <typename U> __global__ void fill_k(dla__cu_views<1> a, U v)
     }
 }
 
-/* Region blockIdx.y of c, 16 bytes a thread where source, destination
- * and size allow it, else 4, else 1. */
+/* Region blockIdx.y of c. */
 __global__ void copies_k(dla__cu_copies c)
 {
     const int r = blockIdx.y;
-    const char *src = c.src[r];
-    char *dst = c.dst[r];
-    const int64_t bytes = c.bytes[r];
-    const uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)bytes;
-    if (align % 16 == 0) {
-        DLA__CU_FOR(i, bytes / 16)
-        ((int4 *)dst)[i] = ((const int4 *)src)[i];
-    } else if (align % 4 == 0) {
-        DLA__CU_FOR(i, bytes / 4)
-        ((int32_t *)dst)[i] = ((const int32_t *)src)[i];
-    } else {
-        DLA__CU_FOR(i, bytes)
-        dst[i] = src[i];
-    }
+    dla__cu_copy_bytes(c.dst[r], c.src[r], c.bytes[r]);
 }
 
 template <typename U> __global__ void copy_k(dla__cu_views<2> a)

@@ -87,6 +87,20 @@ static void to_kernel(const dla__cu_space *sp, const dla__cu_vw *vw, int nops, c
     }
 }
 
+/* The launch of program p over views v, as a step of the capture in
+ * progress (onekern.c). */
+static void note_step(dla__cu_device *d, dla_dtype dtype, const dla_fmviews *v,
+                      const dla_fprog *p)
+{
+    dla__cu_k1_step st;
+    memset(&st, 0, sizeof st);
+    st.kind = DLA__CU_K1_FUSED;
+    st.f64 = dtype == DLA_F64;
+    st.u.fused.v = *v;
+    st.u.fused.p = *p;
+    dla__cu_k1_note(d, &st, v->sp.n);
+}
+
 dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
 {
     dla__cu_device *d = dev;
@@ -119,14 +133,11 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
                     "fused");
     if (s == DLA_OK && dla__cu_k1_recording(d)) {
         /* A fused_multi step with no extras: the same slots and program. */
-        dla__cu_k1_step st;
-        memset(&st, 0, sizeof st);
-        st.kind = DLA__CU_K1_FUSED;
-        st.f64 = args->dtype == DLA_F64;
-        st.u.fused.v.sp = a.sp;
-        memcpy(st.u.fused.v.v, a.v, sizeof a.v);
-        st.u.fused.p = p;
-        dla__cu_k1_note(d, &st, sp.n);
+        dla_fmviews m;
+        memset(&m, 0, sizeof m);
+        m.sp = a.sp;
+        memcpy(m.v, a.v, sizeof a.v);
+        note_step(d, args->dtype, &m, &p);
     }
     return s;
 }
@@ -176,14 +187,7 @@ dla_status dla__cu_fused_multi(void *dev, const dla_fused_multi_args *args)
     s = dla__cu_err(dla__cu_fused_multi_launch(d->stream, dla__cu_blocks(d, sp.n),
                                                a->dtype == DLA_F64, &m, &p, k1),
                     "fused_multi");
-    if (s == DLA_OK && dla__cu_k1_recording(d)) {
-        dla__cu_k1_step st;
-        memset(&st, 0, sizeof st);
-        st.kind = DLA__CU_K1_FUSED;
-        st.f64 = a->dtype == DLA_F64;
-        st.u.fused.v = m;
-        st.u.fused.p = p;
-        dla__cu_k1_note(d, &st, sp.n);
-    }
+    if (s == DLA_OK && dla__cu_k1_recording(d))
+        note_step(d, a->dtype, &m, &p);
     return s;
 }

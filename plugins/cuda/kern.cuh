@@ -86,4 +86,22 @@ template <typename T> __device__ __forceinline__ T *dla__cu_elem(const dla__cu_v
     return (T *)v.base + off;
 }
 
+/* The grid's share of a byte copy, 16 bytes a thread where source,
+ * destination and size allow it, else 4, else 1 (a planned replay's
+ * regions in and out: copy_kernels.cu, onekern_kernels.cu). */
+__device__ __forceinline__ void dla__cu_copy_bytes(char *dst, const char *src, int64_t bytes)
+{
+    const uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)bytes;
+    if (align % 16 == 0) {
+        DLA__CU_FOR(i, bytes / 16)
+        ((int4 *)dst)[i] = ((const int4 *)src)[i];
+    } else if (align % 4 == 0) {
+        DLA__CU_FOR(i, bytes / 4)
+        ((int32_t *)dst)[i] = ((const int32_t *)src)[i];
+    } else {
+        DLA__CU_FOR(i, bytes)
+        dst[i] = src[i];
+    }
+}
+
 #endif

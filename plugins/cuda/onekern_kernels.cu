@@ -124,25 +124,11 @@ __device__ __forceinline__ void move_step(int kind, const dla__cu_k1_move &m)
     }
 }
 
-/* The block's share of byte copies c (as copies_k's, by 16, 4 or 1). */
+/* The block's share of byte copies c, region by region. */
 __device__ __forceinline__ void block_copies(const dla__cu_copies &c)
 {
-    for (int r = 0; r < c.n; r++) {
-        const char *src = c.src[r];
-        char *dst = c.dst[r];
-        const int64_t bytes = c.bytes[r];
-        const uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)bytes;
-        if (align % 16 == 0) {
-            DLA__CU_FOR(i, bytes / 16)
-            ((int4 *)dst)[i] = ((const int4 *)src)[i];
-        } else if (align % 4 == 0) {
-            DLA__CU_FOR(i, bytes / 4)
-            ((int32_t *)dst)[i] = ((const int32_t *)src)[i];
-        } else {
-            DLA__CU_FOR(i, bytes)
-            dst[i] = src[i];
-        }
-    }
+    for (int r = 0; r < c.n; r++)
+        dla__cu_copy_bytes(c.dst[r], c.src[r], c.bytes[r]);
 }
 
 /* A fused step with only the slots it has located: fewer inputs and
