@@ -502,7 +502,7 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
 
     /* A fill of 1.5 (a kernel), a fill of zeros (a memset), e = exp(y),
      * p = e b (b broadcast), t = p' (a strided copy), the sums of p and
-     * of a 4x128 block (one thread each: DLA__CU_K1_SMALL_REDUCE). */
+     * of a 4x128 block (one thread each, DLA__CU_K1_SMALL_REDUCE). */
     dla_view vf = dense(b[F], dt, 2, d_f, 0), vzr = dense(b[ZR], dt, 2, d_s, 0);
     ok &= dla__cu_fill(&d, &vf, 1.5) == DLA_OK;
     ok &= dla__cu_fill(&d, &vzr, 0.0) == DLA_OK;

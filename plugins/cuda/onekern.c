@@ -18,11 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* At most this many steps, each of at most STEP_WORK elements (or
- * multiply-adds): one block of DLA__CU_THREADS threads does them in
- * turn, which beats a graph's node per launch only while each is small. */
+/* At most this many steps, each of at most DLA__CU_K1_STEP_WORK. */
 #define MAX_STEPS 64
-#define STEP_WORK 65536
 
 void dla__cu_k1_spoil(dla__cu_device *d, const char *fmt, ...)
 {
@@ -81,9 +78,9 @@ void dla__cu_k1_note(dla__cu_device *d, const dla__cu_k1_step *step, int64_t wor
         return;
     if (d->k1_n >= MAX_STEPS)
         dla__cu_k1_spoil(d, "more than %d steps", MAX_STEPS);
-    else if (work > STEP_WORK)
+    else if (work > DLA__CU_K1_STEP_WORK)
         dla__cu_k1_spoil(d, "a %s launch of %lld elements (at most %d a step)", d->k1_member,
-                         (long long)work, STEP_WORK);
+                         (long long)work, DLA__CU_K1_STEP_WORK);
     else
         d->k1_steps[d->k1_n++] = *step;
 }

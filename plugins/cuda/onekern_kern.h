@@ -16,8 +16,7 @@
  *     interpreter calls the plugin_ops.h function their kernels call;
  *   - fill and strided copy: the bit patterns copy_kernels.cu moves;
  *   - reduce of launch shape 1 in one part (reduce_dev.cuh), which
- *     reduce.c takes for every reduce of at most DLA__CU_K1_SMALL_REDUCE
- *     elements;
+ *     reduce.c takes for every small reduce (DLA__CU_K1_SMALL_REDUCE);
  *   - GEMM of the small kernel, which gemm.c also runs, instead of cuBLAS,
  *     for every problem this small, so that a plain launch and a step of
  *     the one kernel give the same bits.
@@ -56,9 +55,16 @@ typedef struct dla__cu_sgemm {
 
 cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla__cu_sgemm *g);
 
-/* A reduce of at most this many elements runs as one thread per output in
- * one part, a launch too small for more threads to pay. */
-#define DLA__CU_K1_SMALL_REDUCE 4096
+/* A step's work at most: elements, or a GEMM's multiply-adds (one block
+ * does every step in turn, which beats a graph's node per launch only
+ * while each is small). */
+#define DLA__CU_K1_STEP_WORK 65536
+
+/* A reduce whose outputs reduce at most this many positions each, and
+ * which is a step's work at most, runs as one thread per output in one
+ * part: each thread's additions in turn take a microsecond or two, where
+ * a tree of threads or parts costs a launch more. */
+#define DLA__CU_K1_SMALL_REDUCE 512
 
 /* A fill (v[0] set to the esize-byte pattern bits) or a strided copy
  * (v[0] = v[1], esize-byte elements) over a coalesced space: the layout

@@ -15,8 +15,9 @@
  * When outputs are too few to fill the GPU and blocks long, each output's
  * block is cut into parts (contiguous runs): the first kernel writes
  * partial results to scratch and a second merges them in part order. A
- * reduce of at most DLA__CU_K1_SMALL_REDUCE elements in all is shape 1 in
- * one part: one launch, and a step of a one-kernel replay (onekern.c).
+ * small reduce (at most DLA__CU_K1_SMALL_REDUCE positions an output, and
+ * a one-kernel step's work in all) is shape 1 in one part: one launch, and
+ * a step of a one-kernel replay (onekern.c).
  * Sums are kept in double; the order of additions depends only on the
  * shape, so results repeat bit for bit.
  */
@@ -51,7 +52,7 @@ static void plan(const dla__cu_device *d, dla__cu_red_launch *l)
     const int kept_fast = g->nk > 0 && g->kx[0] == 1;
     l->shape = g->nred <= 64 || (kept_fast && g->outputs >= 32) ? 1 : 0;
     l->parts = 1;
-    if (g->outputs * g->nred <= DLA__CU_K1_SMALL_REDUCE) {
+    if (g->nred <= DLA__CU_K1_SMALL_REDUCE && g->outputs * g->nred <= DLA__CU_K1_STEP_WORK) {
         /* Too small for more threads to pay; and so a step of a one-kernel
          * replay (onekern_kern.h). */
         l->shape = 1;
