@@ -447,14 +447,14 @@ static inline const char *dla_kit_fused_input_name(int i, int in_program)
     return in_program ? program[i] : plain[i];
 }
 
-/* The counts and dtype of a program (kernel's argument prefix pre: "" or
- * "program."). */
+/* The counts and dtype of a program (in_program: its arguments are named
+ * "program.dtype" rather than "dtype"). Every fused launch comes here:
+ * nothing is formatted unless it fails. */
 static inline dla_status dla__kit_fused_counts(const dla_kit *kit, const char *kernel,
-                                               const char *pre, const dla_fused_args *a)
+                                               int in_program, const dla_fused_args *a)
 {
-    char arg[16];
-    snprintf(arg, sizeof arg, "%sdtype", pre);
-    dla_status s = dla_kit_check_float_dtype(kit, kernel, arg, a->dtype);
+    dla_status s = dla_kit_check_float_dtype(kit, kernel, in_program ? "program.dtype" : "dtype",
+                                             a->dtype);
     if (s != DLA_OK)
         return s;
     if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
@@ -506,7 +506,7 @@ static inline dla_status dla__kit_check_fused_views(const dla_kit *kit, const ch
 static inline dla_status dla_kit_check_fused(const dla_kit *kit, const dla_fused_args *a)
 {
     dla_status s = dla_kit_check_args_size(kit, "fused", a->struct_size, sizeof *a, "1.2");
-    if (s != DLA_OK || (s = dla__kit_fused_counts(kit, "fused", "", a)) != DLA_OK ||
+    if (s != DLA_OK || (s = dla__kit_fused_counts(kit, "fused", 0, a)) != DLA_OK ||
         (s = dla__kit_check_fused_views(kit, "fused", 0, a)) != DLA_OK)
         return s;
     return dla_kit_check_fused_program(kit, "fused", a);
@@ -523,7 +523,7 @@ static inline dla_status dla_kit_check_fused_multi(const dla_kit *kit,
     const dla_plugin_host *h = kit->host;
     const dla_fused_args *a = &m->program;
     dla_status s = dla_kit_check_args_size(kit, "fused_multi", m->struct_size, sizeof *m, "1.8");
-    if (s != DLA_OK || (s = dla__kit_fused_counts(kit, "fused_multi", "program.", a)) != DLA_OK ||
+    if (s != DLA_OK || (s = dla__kit_fused_counts(kit, "fused_multi", 1, a)) != DLA_OK ||
         (s = dla__kit_check_fused_views(kit, "fused_multi", 1, a)) != DLA_OK)
         return s;
     if (m->nextra < 1 || m->nextra > DLA_FUSED_MAX_EXTRA)
@@ -628,7 +628,7 @@ static inline dla_status dla_kit_check_fused_reduce(const dla_kit *kit,
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "%s fused_reduce: argument op: %d; only sum and mean", kit->name,
                         (int)r->op);
-    if ((s = dla__kit_fused_counts(kit, "fused_reduce", "program.", a)) != DLA_OK ||
+    if ((s = dla__kit_fused_counts(kit, "fused_reduce", 1, a)) != DLA_OK ||
         (s = dla_kit_check_view(kit, "fused_reduce", "y", y)) != DLA_OK)
         return s;
     int ok = shape->ndims >= 0 && shape->ndims <= DLA_MAX_DIMS && y->ndims == shape->ndims &&
