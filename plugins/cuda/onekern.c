@@ -41,6 +41,8 @@ void dla__cu_k1_begin(dla__cu_device *d)
     snprintf(d->k1_why, sizeof d->k1_why, "%s", "");
     if (d->onekern_off) {
         dla__cu_k1_spoil(d, "DLACCEL_CUDA_ONE_KERNEL=0");
+    } else if (d->k1_refused) {
+        dla__cu_k1_spoil(d, "a launch of one was refused on this device");
     } else if (!d->k1_steps) {
         d->k1_steps = dla__cu_host->alloc(MAX_STEPS * sizeof(dla__cu_k1_step), 0);
         if (!d->k1_steps)

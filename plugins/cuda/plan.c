@@ -501,10 +501,20 @@ dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int3
     if (g->exec) {
         if (!fits(g, mems))
             return DLA_OK;
-        cudaError_t e;
-        if (g->k1) {
-            e = launch_k1(d, g, mems);
-        } else {
+        cudaError_t e = cudaSuccess;
+        if (g->k1 && (e = launch_k1(d, g, mems)) != cudaSuccess) {
+            /* Refused at launch (nothing was enqueued): the graph runs this
+             * replay, and graphs every later one on this device. */
+            cudaGetLastError();
+            dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: a replay's one kernel could not be "
+                                            "launched (%s); replays run as CUDA graphs from now on",
+                              d->index, cudaGetErrorString(e));
+            d->k1_refused = 1;
+            dla__cu_mem_free(d, (dla_mem)g->k1);
+            g->k1 = NULL;
+            e = cudaSuccess;
+        }
+        if (!g->k1) {
             e = copy_roles(d, g, mems, 0);
             if (e == cudaSuccess)
                 e = cudaGraphLaunch(g->exec, d->stream);
@@ -513,8 +523,7 @@ dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int3
         }
         if (e != cudaSuccess) {
             dla__cu_set_planning_here(NULL);
-            return dla__cu_err(e, g->k1 ? "plan_replay: launching the replay's one kernel"
-                                        : "plan_replay: launching the replay's graph");
+            return dla__cu_err(e, "plan_replay: launching the replay's graph");
         }
         *ran = 1;
         if (g->k1)
