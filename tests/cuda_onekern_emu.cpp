@@ -398,23 +398,27 @@ dla_status reduce(dla__cu_device &d, dla_reduce_op op, dla_view x, dla_view y,
 }
 
 /* The chain of launches, as a capture makes them: h = W x (8x4 by 4x3),
- * y = relu(h + b) keeping h + b, s = sum of y along dim 1, z = 0.5 W' s +
- * z, u = 2 z - 1, m = max of y along dim 0 with its position. too_big:
- * one more fused launch over more elements than a step may take; silent:
- * a member that records nothing is called (as a convolution would be). */
+ * y = relu(h + b) keeping h + b, q = (h + b) y - h keeping two, s = sum
+ * of y along dim 1, z = 0.5 W' s + z, u = 2 z - 1, m = max of y along dim
+ * 0 with its position, two fills, e = exp(y), p = e b, its transpose, and
+ * two more reductions (below). too_big: one more fused launch over more
+ * elements than a step may take; silent: a member that records nothing
+ * is called (as a convolution would be). */
 template <typename T> void chain_case(result_fn result, int too_big, int silent)
 {
     const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
     const int64_t d_h[2] = {8, 3}, d_s[2] = {8, 1}, d_z[2] = {4, 1}, d_m[2] = {1, 3},
                   d_big[1] = {70000};
-    const int64_t d_r[2] = {4, 128}, d_one[2] = {1, 1}, d_f[2] = {4, 3}, d_t[2] = {3, 8};
-    enum { W, X, H, B, Y, HB, S, Z, U, M, MI, XRUN, URUN, BIG, F, ZR, E, P, TP, TOT, R, RS, Q, Q0, Q1, NB };
+    const int64_t d_r[2] = {4, 128}, d_one[2] = {1, 1}, d_f[2] = {4, 3};
+    enum {
+        W, X, H, B, Y, HB, S, Z, U, M, MI, XRUN, URUN, BIG,
+        F, ZR, E, P, TP, TOT, R, RS, Q, Q0, Q1, NB
+    };
     dbuf b[NB];
     const int64_t el[NB] = {32, 12, 24, 8, 24, 24, 8, 4, 4, 3, 3, 12, 4, 70000,
                             12, 8,  24, 24, 24, 1, 512, 1, 24, 24, 24};
     for (int i = 0; i < NB; i++) {
         b[i].init((size_t)(el[i] + 1) * (i == MI ? 4 : sizeof(T)));
-        (void)d_t;
         if (i != MI)
             fill_random<T>(b[i]);
     }
@@ -521,9 +525,8 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     ba.b = a.inputs[1]; /* b, broadcast along dim 1 */
     ba.z = dense(b[P], dt, 2, d_h, 0);
     ok &= dla__cu_binary(&d, &ba) == DLA_OK;
-    dla_view vt = dense(b[TP], dt, 2, d_h, 0), vp = dense(b[P], dt, 2, d_t, 0);
+    dla_view vt = dense(b[TP], dt, 2, d_h, 0), vp = dense(b[P], dt, 2, d_h, 0);
     vt.strides[0] = 3, vt.strides[1] = 1; /* t(i, j) at j + 3 i: p's transpose */
-    vp.dims[0] = 8, vp.dims[1] = 3, vp.strides[0] = 1, vp.strides[1] = 8;
     ok &= dla__cu_strided_copy(&d, &vt, &vp) == DLA_OK;
     ok &= reduce(d, DLA_REDUCE_SUM, dense(b[P], dt, 2, d_h, 0), dense(b[TOT], dt, 2, d_one, 0)) ==
           DLA_OK;
