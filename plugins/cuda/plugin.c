@@ -143,11 +143,14 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
+    const int graphs = env_flag("DLACCEL_CUDA_GRAPHS", 1);
+    const int one_kernel = env_flag("DLACCEL_CUDA_ONE_KERNEL", 1);
     snprintf(mine.properties, sizeof mine.properties,
-             "compute capability=%d.%d; driver=%d.%d; runtime=%d.%d; gemm=cuBLAS; conv=cuDNN "
-             "(own kernels when it cannot); graphs=%s",
+             "compute capability=%d.%d; driver=%d.%d; runtime=%d.%d; gemm=cuBLAS%s; conv=cuDNN "
+             "(own kernels when it cannot); graphs=%s; one-kernel replays=%s",
              prop.major, prop.minor, driver / 1000, driver % 1000 / 10, runtime / 1000,
-             runtime % 1000 / 10, env_flag("DLACCEL_CUDA_GRAPHS", 1) ? "on" : "off");
+             runtime % 1000 / 10, one_kernel ? " (small ones: own kernel)" : "",
+             graphs ? "on" : "off", graphs && one_kernel ? "on" : "off");
     size_t size = info->struct_size < sizeof mine ? info->struct_size : sizeof mine;
     mine.struct_size = info->struct_size;
     memcpy(info, &mine, size);
