@@ -38,6 +38,8 @@
  * argument and written as constants (1728 cases); and fused_multi with
  * an input, an extra or both at offsets past INT_MAX (sparse memory),
  * where fused.c must choose 64-bit indexing, interpreted and compiled (6).
+ * main then runs tests/cuda_onekern_emu.cpp's cases (the small GEMM and
+ * the one-kernel replay, 40).
  */
 #include "plugins/cuda/fused_kern.h"
 
