@@ -398,6 +398,23 @@ static void a_network_step_on_opencl_agrees_with_the_cpu_plugin(void **state)
     dla_scope_end();
 }
 
+/* Program prog of 0..5 into a's eight instructions: every kind of step,
+ * unary and binary ops spread over their lists, sources from the
+ * registers below and the three inputs. */
+static void eight_steps(dla_fused_args *a, int prog)
+{
+    for (int j = 0; j < 8; j++) {
+        dla_fused_insn *s = &a->insns[j];
+        s->kind = (prog + j) % 3 == 2 ? DLA_FUSED_WHERE : (prog + j) % 3;
+        s->op = s->kind == DLA_FUSED_UNARY    ? (prog * 5 + j * 3) % DLA_UNARY_COUNT
+                : s->kind == DLA_FUSED_BINARY ? (prog * 7 + j) % DLA_BINARY_COUNT
+                                              : 0;
+        s->alpha = 0.5 + prog * 0.1, s->beta = -0.25;
+        for (int k = 0; k < 3; k++)
+            s->src[k] = j > k ? j - 1 - k : -1 - (j + k + prog) % 3;
+    }
+}
+
 /* Programs over every kind of step: each runs three times through the
  * plugin table, interpreted the first time and compiled from the second
  * (DLACCEL_OPENCL_FUSED unset), and must give the same bits each time. */
@@ -429,16 +446,7 @@ static void a_fused_program_gives_the_same_bits_interpreted_and_compiled(void **
     a.y.strides[0] = 1;
     for (int prog = 0; prog < 6; prog++) {
         a.ninsns = 8;
-        for (int j = 0; j < 8; j++) {
-            dla_fused_insn *s = &a.insns[j];
-            s->kind = (prog + j) % 3 == 2 ? DLA_FUSED_WHERE : (prog + j) % 3;
-            s->op = s->kind == DLA_FUSED_UNARY ? (prog * 5 + j * 3) % DLA_UNARY_COUNT
-                    : s->kind == DLA_FUSED_BINARY ? (prog * 7 + j) % DLA_BINARY_COUNT
-                                                   : 0;
-            s->alpha = 0.5 + prog * 0.1, s->beta = -0.25;
-            for (int k = 0; k < 3; k++)
-                s->src[k] = j > k ? j - 1 - k : -1 - (j + k + prog) % 3;
-        }
+        eight_steps(&a, prog);
         float runs[3][1000];
         for (int r = 0; r < 3; r++) {
             assert_int_equal(t->fused(dla_device_context(ocl), &a), DLA_OK);
@@ -507,16 +515,7 @@ static void a_fused_multi_program_stores_its_registers_interpreted_and_compiled(
                 a->inputs[i].mem = in[i];
             }
             a->inputs[2].strides[0] = 0; /* one value per column: a broadcast input */
-            for (int j = 0; j < 8; j++) {
-                dla_fused_insn *s = &a->insns[j];
-                s->kind = (prog + j) % 3 == 2 ? DLA_FUSED_WHERE : (prog + j) % 3;
-                s->op = s->kind == DLA_FUSED_UNARY ? (prog * 5 + j * 3) % DLA_UNARY_COUNT
-                        : s->kind == DLA_FUSED_BINARY ? (prog * 7 + j) % DLA_BINARY_COUNT
-                                                       : 0;
-                s->alpha = 0.5 + prog * 0.1, s->beta = -0.25;
-                for (int k = 0; k < 3; k++)
-                    s->src[k] = j > k ? j - 1 - k : -1 - (j + k + prog) % 3;
-            }
+            eight_steps(a, prog);
             /* All seven registers below the last, or one to three of them. */
             m.nextra = prog % 2 ? DLA_FUSED_MAX_EXTRA : 1 + prog % 3;
             const int inplace = prog >= 3;
