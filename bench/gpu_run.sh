@@ -57,6 +57,10 @@
 #              compiled and 64-bit paths, the replays' graph node counts,
 #              and the replays with it and without
 #              (DLACCEL_PLAN=single-result), alternating
+#   async      plan_end returning with the replay queued (the default)
+#              against waiting for it (DLACCEL_CUDA_PLAN_WAIT=1): the
+#              replays step by step and 30 calls to a sync, alternating,
+#              and test_accel and test_train on each
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -463,6 +467,33 @@ step_onekern() {
     done
 }
 
+# plan_end without its wait: a replay returns queued, as launches do, so
+# that the host's next call is made while it runs. Timed step by step
+# (each call to its own sync: the latency) and 30 calls to a sync (the
+# throughput, PyTorch's protocol), queued and waiting alternating.
+step_async() {
+    local r v t
+    for t in test_accel test_train; do
+        for v in "queue X=1" "wait DLACCEL_CUDA_PLAN_WAIT=1"; do
+            env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
+                timeout 40 "$s/bin/$t" >"$out/async_suite_${t}_${v%% *}.log" 2>&1
+            line "async suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$out/async_suite_${t}_${v%% *}.log"), not ok $(grep -c '^not ok' "$out/async_suite_${t}_${v%% *}.log")"
+        done
+    done
+    for r in 1 2 3; do
+        for v in "queue X=1" "wait DLACCEL_CUDA_PLAN_WAIT=1"; do
+            env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
+                >"$out/async_bench_${v%% *}_$r.log" 2>&1
+            grep -E '^cuda' "$out/async_bench_${v%% *}_$r.log" |
+                sed "s/^/async ${v%% *} round $r /" | tee -a "$summary"
+            env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
+                --pipeline 30 >"$out/async_pipe_${v%% *}_$r.log" 2>&1
+            grep -E '^cuda' "$out/async_pipe_${v%% *}_$r.log" |
+                sed "s/^/async ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+        done
+    done
+}
+
 for step in $steps; do
     case $step in
     check) step_check ;;
@@ -473,6 +504,7 @@ for step in $steps; do
     benchtf32) step_bench_tf32 ;;
     benchplain) step_bench_plain ;;
     benchpipe) step_bench_pipe ;;
+    async) step_async ;;
     graphlog) step_graphlog ;;
     profile) step_profile ;;
     suitesplain) step_suites_plain ;;

@@ -762,7 +762,13 @@ typedef struct dla_plugin {
      * sequence has completed, so that a launch that fails while running is
      * the replay's error, named in the message. Memory freed during the
      * sequence stays valid until then (mem_free's rule). Called once after
-     * each plan_begin that returned DLA_OK. NULL: nothing. */
+     * each plan_begin that returned DLA_OK. NULL: nothing.
+     * A device whose members all run in the order they were called (one
+     * queue, as mem_free, copy_to_host and sync already assume) may
+     * instead return once the sequence is enqueued, as its launches
+     * outside a plan return: a launch that then fails while running is the
+     * error of a later member that waits (copy_to_host, sync), whose
+     * message should say so. The host relies on no completion here. */
     dla_status (*plan_end)(void *dev);
     /* ---- fields above are ABI 1.3 ---- */
     /* Called instead of plan_begin where the host can promise more: the replay

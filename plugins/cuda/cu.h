@@ -164,6 +164,7 @@ typedef struct dla__cu_device {
     int graphs_off;                /* DLACCEL_CUDA_GRAPHS=0, or a capture failed */
     double capture_ms;             /* when the capture began (for the debug log) */
     long graph_launches;           /* replays run as a graph launch */
+    int plan_wait;                 /* DLACCEL_CUDA_PLAN_WAIT=1: plan_end waits for the replay */
 
     /* onekern.c: the steps of the capture in progress, recorded for a
      * one-kernel replay (k1_n of them; k1_calls the members called during
@@ -191,6 +192,11 @@ void dla__cu_set_planning_here(const dla__cu_device *d);
  * cudaErrorMemoryAllocation) with "cuda <what>: <CUDA's message>
  * (<error name>)". */
 dla_status dla__cu_err(cudaError_t e, const char *what);
+
+/* As dla__cu_err, for a wait on the stream (sync, copy_to_host, plan_end):
+ * an error there may be a kernel queued before the call that failed
+ * while running, which the message says, with how to have it named. */
+dla_status dla__cu_wait_err(cudaError_t e, const char *what);
 
 /* The error of the last launch on this thread (cudaGetLastError) as
  * dla__cu_err reports it; call after each <<<>>> launch. */

@@ -247,7 +247,7 @@ dla_status dla__cu_copy_to_host(void *dev, void *dst, dla_mem src, size_t offset
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(d->stream);
     }
-    return dla__cu_err(e, "copy_to_host");
+    return dla__cu_wait_err(e, "copy_to_host");
 }
 
 dla_status dla__cu_copy_on_device(void *dev, dla_mem dst, size_t dst_offset_bytes, dla_mem src,
@@ -275,6 +275,6 @@ dla_status dla__cu_sync(void *dev)
         s = dla__cu_plan_flush(d, "sync");
     if (s != DLA_OK)
         return s;
-    s = dla__cu_err(cudaStreamSynchronize(d->stream), "sync");
+    s = dla__cu_wait_err(cudaStreamSynchronize(d->stream), "sync");
     return s;
 }

@@ -3,7 +3,8 @@
  * (ABI 1.3 plan_begin/plan_end, 1.5 plan_replay).
  *
  * plan_begin and plan_end bracket a replay: its launches go on the stream
- * as plain launches, with one wait at plan_end.
+ * as plain launches, and plan_end returns with them queued (with
+ * DLACCEL_CUDA_PLAN_WAIT=1, once they have run).
  *
  * plan_replay says more: the host's plan id, and the memory of the run's
  * inputs and results (dla_plan_mem), where every run of the plan puts its
@@ -550,9 +551,15 @@ dla_status dla__cu_plan_end(void *dev)
             pthread_mutex_unlock(&d->gate);
         }
     }
-    if (s != DLA_OK)
+    if (s != DLA_OK || !d->plan_wait)
         return s;
-    /* The ABI's plan_end waits, so that a kernel that fails while running
-     * is this replay's error. */
-    return dla__cu_err(cudaStreamSynchronize(d->stream), "plan_end: the replay");
+    /* The ABI lets plan_end return with the replay queued, as every launch
+     * outside a plan returns: the host's next step (the next replay's
+     * launch, or the copy of a loss to the host) is then made while this
+     * one runs, where a wait here would leave the GPU idle for it, each
+     * replay. The one stream orders everything after it, the pool's
+     * freed blocks included; a kernel that fails while running is the
+     * error of the next wait (dla__cu_wait_err says so).
+     * DLACCEL_CUDA_PLAN_WAIT=1 waits, so that it is this replay's. */
+    return dla__cu_wait_err(cudaStreamSynchronize(d->stream), "plan_end: the replay");
 }

@@ -145,12 +145,14 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
     cudaRuntimeGetVersion(&runtime);
     const int graphs = env_flag("DLACCEL_CUDA_GRAPHS", 1);
     const int one_kernel = env_flag("DLACCEL_CUDA_ONE_KERNEL", 1);
+    const int plan_wait = env_flag("DLACCEL_CUDA_PLAN_WAIT", 0);
     snprintf(mine.properties, sizeof mine.properties,
              "compute capability=%d.%d; driver=%d.%d; runtime=%d.%d; gemm=cuBLAS%s; conv=cuDNN "
-             "(own kernels when it cannot); graphs=%s; one-kernel replays=%s",
+             "(own kernels when it cannot); graphs=%s; one-kernel replays=%s; replays %s",
              prop.major, prop.minor, driver / 1000, driver % 1000 / 10, runtime / 1000,
              runtime % 1000 / 10, one_kernel ? " (small ones: own kernel)" : "",
-             graphs ? "on" : "off", graphs && one_kernel ? "on" : "off");
+             graphs ? "on" : "off", graphs && one_kernel ? "on" : "off",
+             plan_wait ? "wait (DLACCEL_CUDA_PLAN_WAIT=1)" : "queue, as launches do");
     size_t size = info->struct_size < sizeof mine ? info->struct_size : sizeof mine;
     mine.struct_size = info->struct_size;
     memcpy(info, &mine, size);
@@ -192,6 +194,7 @@ static dla_status device_open(int index, void **out)
     d->engines_off = !env_flag("DLACCEL_CUDA_CONV_ENGINES", 1);
     d->fused_off32 = env_flag("DLACCEL_CUDA_FUSED_OFF32", 1);
     d->onekern_off = !env_flag("DLACCEL_CUDA_ONE_KERNEL", 1);
+    d->plan_wait = env_flag("DLACCEL_CUDA_PLAN_WAIT", 0);
     /* Profiling waits after each kernel, which a capture cannot hold. */
     d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
     char what[64];
@@ -224,10 +227,10 @@ static dla_status device_open(int index, void **out)
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
         snprintf(d->name, sizeof d->name, "%.127s", prop.name);
     h->log(DLA_LOG_INFO, "cuda:%d: %s, compute capability %d.%d, %d multiprocessors, graphs %s, "
-                         "one-kernel replays %s, float32 %s",
+                         "one-kernel replays %s, replays %s, float32 %s",
            index, d->name, d->cc_major, d->cc_minor, d->sms, d->graphs_off ? "off" : "on",
            d->graphs_off || d->onekern_off ? "off" : "on",
-           d->tf32 ? "with TF32 tensor cores" : "exact");
+           d->plan_wait ? "waited for" : "queued", d->tf32 ? "with TF32 tensor cores" : "exact");
     *out = d;
     return DLA_OK;
 }

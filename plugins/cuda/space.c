@@ -18,6 +18,21 @@ dla_status dla__cu_err(cudaError_t e, const char *what)
                                cudaGetErrorName(e));
 }
 
+dla_status dla__cu_wait_err(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
+        return dla__cu_err(e, what);
+    /* Launches and replays return before their kernels have run (plan_end
+     * too, unless DLACCEL_CUDA_PLAN_WAIT=1): the wait is where a kernel's
+     * failure while running is first seen. */
+    return dla__cu_host->error(DLA_ERR_DEVICE,
+                               "cuda %s: %s (%s); it may come from a kernel queued before "
+                               "this call that failed while running (DLACCEL_CUDA_PLAN_WAIT=1 "
+                               "makes each replay wait, so that such a failure is the "
+                               "replay's error; CUDA_LAUNCH_BLOCKING=1, each launch)",
+                               what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
 dla_status dla__cu_launched(const char *what)
 {
     return dla__cu_err(cudaGetLastError(), what);
