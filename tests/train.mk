@@ -47,3 +47,15 @@ if HAVE_MPI
 dla_partrain_deps += plugins/mpi/libdlaccel-mpi.la
 endif
 $(dla_partrain_log): $(dla_partrain_deps)
+
+# The cpu device's results have the same bits with any number of OpenMP
+# threads (sums shared out in pieces that follow the work, not the team):
+# reductions and the digit CNN's steps at 1, 2, 3 and 5 threads; again
+# with the convolutions through im2col.
+check_PROGRAMS += tests/test_thread_bits
+tests_test_thread_bits_SOURCES = tests/test_thread_bits.c
+tests_test_thread_bits_CFLAGS = $(DLA_TEST_CFLAGS) $(OPENMP_CFLAGS)
+tests_test_thread_bits_LDFLAGS = $(OPENMP_CFLAGS)
+tests_test_thread_bits_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_thread_bits tests/thread_bits_im2col.sh
+EXTRA_DIST += tests/thread_bits_im2col.sh

@@ -37,7 +37,7 @@
 
 #define CT float
 #define CSFX f32
-#define CGEMM cblas_sgemm
+#define CGEMM dla__cpu_gemm_tiled_f32
 #include "plugins/cpu/conv_im2col.h"
 #undef CT
 #undef CSFX
@@ -45,7 +45,7 @@
 
 #define CT double
 #define CSFX f64
-#define CGEMM cblas_dgemm
+#define CGEMM dla__cpu_gemm_tiled_f64
 #include "plugins/cpu/conv_im2col.h"
 #undef CT
 #undef CSFX

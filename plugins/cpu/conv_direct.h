@@ -49,6 +49,10 @@
  * call goes to im2col (which works in bounded chunks). */
 #define MAX_THREAD_BYTES ((int64_t)64 << 20)
 #define MAX_THREADS 256
+/* Backward filter with at least this many images sums them in parts of
+ * the batch (bwf_by_image), with fewer each register block runs through
+ * every image (bwf_by_block). */
+#define BWF_BY_IMAGE_MIN 32
 
 /* n split into the fewest blocks of at most max, of nearly equal sizes:
  * the size of the first (later ones are the same or one smaller). */

@@ -380,53 +380,60 @@ static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, in
                     t2 * p->g.ws[2]] = (FT)v;
 }
 
-/* Many images: images over the team, each thread adding its images' terms
- * to its own VL-lane sums in memory (layout [g][f][c][t][VL]), added up in
- * a fixed order at the end (static schedule: the same images per thread on
- * every call, so the same result). */
+/* Many images: the batch in parts of consecutive images
+ * (dla__conv_batch_parts), the parts over the team; each part adds its
+ * images' terms to its own VL-lane sums in memory (layout
+ * [g][f][c][t][VL]), with the packing buffers of the thread that runs it,
+ * and the parts' sums are added in order at the end: the same bits with
+ * any number of threads. */
 static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int64_t *toff,
-                               int threads)
+                               int team)
 {
     const dla_plugin_host *h = dla__cpu_host;
     const int64_t nt = p->g.ntaps, nacc = p->g.G * p->g.Fg * p->g.Cg * nt * VL;
     const int64_t xelems = p->g.Cg * g->cs, yelems = p->g.Fg * g->span_r;
     if ((xelems + yelems + nacc) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    FT *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[MAX_THREADS] = {0};
-    const int64_t per =
-        DLA__CONV_LINE(xelems, sizeof(FT)) + DLA__CONV_LINE(yelems, sizeof(FT)) + nacc;
+    const int parts = dla__conv_batch_parts(p->g.batch);
+    const int threads = team < parts ? team : parts;
+    FT *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[DLA__CONV_BATCH_PARTS] = {0};
+    const int64_t per = DLA__CONV_LINE(xelems, sizeof(FT)) + DLA__CONV_LINE(yelems, sizeof(FT)),
+                  all = per * threads + nacc * parts;
     dla_mem mem = NULL;
-    FT *scratch = dla__cpu_conv_scratch((size_t)(per * threads) * sizeof(FT), &mem);
+    FT *scratch = dla__cpu_conv_scratch((size_t)all * sizeof(FT), &mem);
     const int failed = !scratch;
     if (!failed) {
-        memset(scratch, 0, (size_t)(per * threads) * sizeof(FT));
+        memset(scratch, 0, (size_t)all * sizeof(FT));
         for (int i = 0; i < threads; i++) {
             xb[i] = scratch + i * per;
             yb[i] = xb[i] + DLA__CONV_LINE(xelems, sizeof(FT));
-            acc[i] = yb[i] + DLA__CONV_LINE(yelems, sizeof(FT));
         }
+        for (int k = 0; k < parts; k++)
+            acc[k] = scratch + per * threads + k * nacc;
     }
     if (!failed) {
         const bwf_blocks k = bwf_blocks_of(p);
         const int64_t items = p->g.Cg * k.tblocks * k.fblocks;
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t b = 0; b < p->g.batch; b++) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (int part = 0; part < parts; part++) {
             const int me = omp_get_thread_num();
-            for (int64_t grp = 0; grp < p->g.G; grp++) {
-                pack(g, (const FT *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
-                     p->g.xs, p->g.xc, p->g.Cg, p->g.pb, xb[me]);
-                dy_wide(g, p, b, grp, yb[me]);
-                FT *ag = acc[me] + grp * p->g.Fg * p->g.Cg * nt * VL;
-                for (int64_t it = 0; it < items; it++) {
-                    int64_t c, t0, tn, f0, fn;
-                    bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
-                    bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
-                                    g->span_r, g->span_r / VL,
-                                    ag + ((f0 * p->g.Cg + c) * nt + t0) * VL, p->g.Cg * nt);
+            const int64_t b1 = p->g.batch * (part + 1) / parts;
+            for (int64_t b = p->g.batch * part / parts; b < b1; b++)
+                for (int64_t grp = 0; grp < p->g.G; grp++) {
+                    pack(g, (const FT *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
+                         p->g.xs, p->g.xc, p->g.Cg, p->g.pb, xb[me]);
+                    dy_wide(g, p, b, grp, yb[me]);
+                    FT *ag = acc[part] + grp * p->g.Fg * p->g.Cg * nt * VL;
+                    for (int64_t it = 0; it < items; it++) {
+                        int64_t c, t0, tn, f0, fn;
+                        bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
+                        bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
+                                        g->span_r, g->span_r / VL,
+                                        ag + ((f0 * p->g.Cg + c) * nt + t0) * VL, p->g.Cg * nt);
+                    }
                 }
-            }
         }
-        for (int i = 1; i < threads; i++)
+        for (int i = 1; i < parts; i++)
             add_into(acc[0], acc[i], nacc);
         for (int64_t grp = 0; grp < p->g.G; grp++)
             for (int64_t f = 0; f < p->g.Fg; f++)
@@ -439,7 +446,8 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
     dla__cpu_conv_scratch_free(mem);
     if (failed)
         return h->error(DLA_ERR_OUT_OF_MEMORY,
-                        "cpu conv: cannot allocate the padded buffers of %d threads", threads);
+                        "cpu conv: cannot allocate the padded buffers of %d threads and the "
+                        "sums of %d parts of the batch", threads, parts);
     return DLA_OK;
 }
 
@@ -507,11 +515,13 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
                         (long long)p->g.ntaps);
     tap_offsets(&g, p->g.fs, p->g.dl, toff);
     const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
-    /* Per-thread sums pay off once each thread has a few images to add. */
-    dla_status s = p->g.batch < 4 * team ? bwf_by_block(p, &g, toff, team)
-                                       : bwf_by_image(p, &g, toff, team);
-    if (s == DLA_ERR_UNSUPPORTED && p->g.batch < 4 * team)
-        s = bwf_by_image(p, &g, toff, team < p->g.batch ? team : (int)p->g.batch);
+    /* The parts' sums pay off once each part has a few images to add.
+     * Which way is taken follows the batch alone (BWF_BY_IMAGE_MIN), not
+     * the team, as the two add dW's terms in different orders. */
+    const int few = p->g.batch < BWF_BY_IMAGE_MIN;
+    dla_status s = few ? bwf_by_block(p, &g, toff, team) : bwf_by_image(p, &g, toff, team);
+    if (s == DLA_ERR_UNSUPPORTED && few)
+        s = bwf_by_image(p, &g, toff, team);
     h->free(toff);
     return s;
 }

@@ -2,7 +2,8 @@
  * conv_im2col.h - convolution by im2col and GEMM, for one element type.
  *
  * conv.c includes this once per dtype with CT (the C type), CSFX (a name
- * suffix) and CGEMM (cblas_sgemm or cblas_dgemm) defined. It handles every
+ * suffix) and CGEMM (dla__cpu_gemm_tiled_f32 or _f64, cblas_?gemm's
+ * arguments without the order) defined. It handles every
  * option of the ABI (1-3 spatial dims, stride, dilation, any padding,
  * groups, bias, strided views), so it is the oracle path and the one for
  * double precision and strided convolutions.
@@ -173,7 +174,7 @@ static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64
             case DLA__CONV_FORWARD:
                 CONV_FN(im2col_)(p, b, g, r0, n, mcol);
                 if (K > 0)
-                    CGEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)pc, (int)p->g.Fg,
+                    CGEMM(0, 0, (int)pc, (int)p->g.Fg,
                           (int)K, 1, mcol, (int)pc, wg, (int)K, 0, mtmp, (int)pc);
                 else
                     for (int64_t i = 0; i < pc * p->g.Fg; i++)
@@ -184,7 +185,7 @@ static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64
                 if (K == 0)
                     break;
                 CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
-                CGEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)pc, (int)K, (int)p->g.Fg,
+                CGEMM(0, 1, (int)pc, (int)K, (int)p->g.Fg,
                       1, mtmp, (int)pc, wg, (int)K, 0, mcol, (int)pc);
                 CONV_FN(col2im_)(p, b, g, r0, n, mcol, (CT *)p->x);
                 break;
@@ -193,7 +194,7 @@ static void CONV_FN(image_)(const dla__cpu_conv *p, dla__cpu_conv_dir dir, int64
                     break;
                 CONV_FN(im2col_)(p, b, g, r0, n, mcol);
                 CONV_FN(y_rows_)(p, b, g, r0, n, mtmp, 0);
-                CGEMM(CblasColMajor, CblasTrans, CblasNoTrans, (int)K, (int)p->g.Fg,
+                CGEMM(1, 0, (int)K, (int)p->g.Fg,
                       (int)pc, 1, mcol, (int)pc, mtmp, (int)pc, 1, macc + g * p->g.Fg * K,
                       (int)K);
                 break;
@@ -234,39 +235,47 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
         for (int64_t i = 0; i < wsize; i++)
             wk[i] = 0;
 
+    const int filter = dir == DLA__CONV_BACKWARD_FILTER;
+    /* Backward filter: the batch in parts (dla__conv_batch_parts), each
+     * with its own dW sum, added in order after: the same bits with any
+     * number of threads. */
+    const int parts = filter ? dla__conv_batch_parts(p->g.batch) : 0;
     int threads = omp_get_max_threads();
     if (threads > p->g.batch)
         threads = p->g.batch > 0 ? (int)p->g.batch : 1;
+    if (filter && threads > parts)
+        threads = parts;
     if (threads > DLA__CONV_MAX_THREADS)
         threads = DLA__CONV_MAX_THREADS;
-    const int filter = dir == DLA__CONV_BACKWARD_FILTER;
-    /* Each thread's unfolded rows, its dY or Y rows and (backward filter)
-     * its own dW sum, carved from one scratch block before the threads
-     * start, so a refusal fails the call cleanly. */
+    /* Each thread's unfolded rows and its dY or Y rows, and each part's dW
+     * sum, carved from one scratch block before the threads start, so a
+     * refusal fails the call cleanly. */
     CT *col[DLA__CONV_MAX_THREADS] = {0}, *tmp[DLA__CONV_MAX_THREADS] = {0},
-       *acc[DLA__CONV_MAX_THREADS] = {0};
+       *acc[DLA__CONV_BATCH_PARTS] = {0};
     const int64_t ncol = DLA__CONV_LINE(pcmax * K > 0 ? pcmax * K : 1, sizeof(CT)),
                   ntmp = DLA__CONV_LINE(pcmax * p->g.Fg > 0 ? pcmax * p->g.Fg : 1, sizeof(CT)),
                   nacc = filter ? DLA__CONV_LINE(wsize > 0 ? wsize : 1, sizeof(CT)) : 0;
     dla_mem mem = NULL;
-    CT *scratch =
-        dla__cpu_conv_scratch((size_t)((ncol + ntmp + nacc) * threads) * sizeof(CT), &mem);
+    CT *scratch = dla__cpu_conv_scratch(
+        (size_t)((ncol + ntmp) * threads + nacc * parts) * sizeof(CT), &mem);
     const int failed = !scratch;
     for (int i = 0; i < threads && !failed; i++) {
-        col[i] = scratch + i * (ncol + ntmp + nacc);
+        col[i] = scratch + i * (ncol + ntmp);
         tmp[i] = col[i] + ncol;
-        acc[i] = filter ? tmp[i] + ntmp : NULL;
+    }
+    for (int k = 0; k < parts && !failed; k++) {
+        acc[k] = scratch + (ncol + ntmp) * threads + k * nacc;
         for (int64_t j = 0; j < nacc; j++)
-            acc[i][j] = 0;
+            acc[k][j] = 0;
     }
     if (!failed) {
-        /* Static for backward filter: the same images go to each thread's
-         * sum on every call, so dW is the same on every run. */
         if (filter) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-            for (int64_t b = 0; b < p->g.batch; b++) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+            for (int part = 0; part < parts; part++) {
                 const int me = omp_get_thread_num();
-                CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], acc[me]);
+                const int64_t b1 = p->g.batch * (part + 1) / parts;
+                for (int64_t b = p->g.batch * part / parts; b < b1; b++)
+                    CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], acc[part]);
             }
         } else {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
@@ -275,10 +284,10 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
                 CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], NULL);
             }
         }
-        /* Thread sums in a fixed order: the same dW on every run. */
-        for (int i = 0; filter && i < threads; i++)
+        /* The parts' sums in order. */
+        for (int k = 0; k < parts; k++)
             for (int64_t j = 0; j < wsize; j++)
-                wk[j] += acc[i][j];
+                wk[j] += acc[k][j];
     }
     dla__cpu_conv_scratch_free(mem);
     if (failed) {

@@ -56,6 +56,19 @@ void dla__cpu_conv_scratch_free(dla_mem mem);
 /* Elements rounded up to whole 64-byte lines (for carving scratch). */
 #define DLA__CONV_LINE(n, size) (((n) * (int64_t)(size) + 63) / 64 * 64 / (int64_t)(size))
 
+/* Backward filter adds dW's terms image by image. Where the images are
+ * shared out, they go in parts of consecutive images, each part summed
+ * into its own dW and the parts added in order: as many parts as this
+ * says, for the batch alone and never the thread count, so that dW has
+ * the same bits with any OMP_NUM_THREADS (the cpu device is the
+ * reference every device and machine is compared with). Part k holds
+ * images batch * k / parts up to batch * (k + 1) / parts. */
+#define DLA__CONV_BATCH_PARTS 16
+static inline int dla__conv_batch_parts(int64_t batch)
+{
+    return batch < DLA__CONV_BATCH_PARTS ? (int)(batch > 0 ? batch : 1) : DLA__CONV_BATCH_PARTS;
+}
+
 /* The direct kernels this CPU runs for dtype, unless the environment
  * turns them off (DLACCEL_CPU_CONV=im2col): float AVX-512 where the CPU
  * has AVX-512F, else AVX2 where it has AVX2 and FMA; double AVX2 where it

@@ -104,6 +104,15 @@ dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *args);
 /* gemm_thin.c: runs a checked single-precision product with m or k at most
  * 16 when it should (returns 1, *status set); 0: OpenBLAS's turn. */
 int dla__cpu_gemm_thin(const dla_gemm_args *args, dla_status *status);
+/* One column-major product through OpenBLAS, shared out in tiles that
+ * follow the shape, never the thread count: the same bits with any
+ * OMP_NUM_THREADS (gemm_tiles.c). Arguments as cblas_?gemm's. */
+void dla__cpu_gemm_tiled_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                             float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                             float beta, float *c, int64_t ldc);
+void dla__cpu_gemm_tiled_f64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                             double alpha, const double *a, int64_t lda, const double *b,
+                             int64_t ldb, double beta, double *c, int64_t ldc);
 
 /* ---- pool.c ---- */
 dla_status dla__cpu_pool_forward(void *dev, const dla_pool_args *args);

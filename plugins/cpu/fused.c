@@ -650,9 +650,11 @@ dla_status dla__cpu_fused_multi(void *dev, const dla_fused_multi_args *args)
     return run_program(&args->program, &ex);
 }
 
-/* Accumulators past this many doubles (all threads together) would cost
- * more memory than the pass saves: such sums run on one thread. */
+/* Accumulators past this many doubles (all slots together) would cost
+ * more memory than the pass saves: such sums run in one slot. */
 #define SUM_ACC_MAX ((int64_t)1 << 22)
+#define SLOTS_MANY 64
+#define SLOTS_FEW 8
 
 static dla_status sum_program(const dla_fused_reduce_args *args, int pair);
 
@@ -707,13 +709,23 @@ static dla_status sum_program(const dla_fused_reduce_args *args, int pair)
     int how[NOPS];
     coalesce(&sp, 1 + a->ninputs, v);
     const int results = pair ? 2 : 1;
-    int nthreads = numel < DLA__CPU_PAR_MIN ? 1 : omp_get_max_threads();
-    if (nthreads < 1 || results * ny * nthreads > SUM_ACC_MAX)
+    /* The runs of blocks (slots) are fixed by the work alone, never by the
+     * thread count, so that the sums' bits are the same with any
+     * OMP_NUM_THREADS (the cpu device is the reference every other device
+     * and every machine is compared with): 64 runs where their
+     * accumulators are cheap (a few statistics: enough for a dynamic
+     * schedule to balance up to 8 threads), 8 where they cost more, one
+     * where even that would cost more memory than the pass saves. */
+    int nslots = 1;
+    if (numel >= DLA__CPU_PAR_MIN)
+        nslots = results * ny * SLOTS_MANY <= SUM_ACC_MAX / 64 ? SLOTS_MANY
+                 : results * ny * SLOTS_FEW <= SUM_ACC_MAX     ? SLOTS_FEW
+                                                               : 1;
+    int nthreads = omp_get_max_threads();
+    if (nthreads > nslots)
+        nthreads = nslots;
+    if (nthreads < 1)
         nthreads = 1;
-    /* Eight runs of blocks per thread where their accumulators are
-     * cheap (a few statistics), one per thread otherwise. */
-    const int nslots = nthreads > 1 && results * ny * nthreads * 8 <= SUM_ACC_MAX / 64 ? 8 * nthreads
-                                                                                 : nthreads;
     const int64_t nacc = results * ny * nslots;
     double *acc = h->alloc((size_t)nacc * sizeof *acc, 0);
     if (!acc)

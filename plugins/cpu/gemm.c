@@ -3,13 +3,15 @@
  * cblas_dgemm), except single products with m or k at most 16, which
  * gemm_thin.c runs (OpenBLAS reaches a tenth of peak on those).
  *
- * One page goes straight to cblas, which threads it itself. Several pages
- * either go one after the other, each threaded by OpenBLAS, or, when pages
- * are small (OpenBLAS would run them on one thread anyway), over an OpenMP
- * loop with one page per iteration: the OpenMP build of OpenBLAS sees that
- * it runs inside a parallel region and stays on the calling thread. Pages
- * are handed out in small chunks, so a thread that the OS preempts (a busy
- * machine) holds up only its own chunk.
+ * One page is shared out over the threads in tiles of C that follow its
+ * shape (gemm_tiles.c: OpenBLAS's own threading gives other bits with
+ * other thread counts). Several pages either go one after the other, each
+ * in its tiles, or, when pages are small, over an OpenMP loop with one
+ * page per iteration: the OpenMP build of OpenBLAS sees that it runs
+ * inside a parallel region and stays on the calling thread, and the page's
+ * tiles run there one after the other, as the same calls. Pages are handed
+ * out in small chunks, so a thread that the OS preempts (a busy machine)
+ * holds up only its own chunk.
  */
 #include "plugins/cpu/cpu.h"
 
@@ -22,7 +24,7 @@
 /* Multiply-adds a thread takes at once from the batch. */
 #define CHUNK_WORK 262144.0
 
-#define DEFINE_PAGE(T, sfx, cblas_gemm)                                                            \
+#define DEFINE_PAGE(T, sfx)                                                            \
     /* Page p; C = beta * C alone when op(A) op(B) contributes nothing. */                         \
     static void page_##sfx(const dla_gemm_args *g, int64_t p)                                      \
     {                                                                                              \
@@ -36,12 +38,11 @@
         }                                                                                          \
         const T *a = (const T *)g->a.mem + g->a.offset + p * g->a.batch_stride;                    \
         const T *b = (const T *)g->b.mem + g->b.offset + p * g->b.batch_stride;                    \
-        cblas_gemm(CblasColMajor, g->trans_a ? CblasTrans : CblasNoTrans,                          \
-                   g->trans_b ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,        \
-                   (T)g->alpha, a, (int)g->a.ld, b, (int)g->b.ld, beta, c, (int)g->c.ld);          \
+        dla__cpu_gemm_tiled_##sfx(g->trans_a, g->trans_b, g->m, g->n, g->k, (T)g->alpha, a,         \
+                                  g->a.ld, b, g->b.ld, beta, c, g->c.ld);                          \
     }
-DEFINE_PAGE(float, f32, cblas_sgemm)
-DEFINE_PAGE(double, f64, cblas_dgemm)
+DEFINE_PAGE(float, f32)
+DEFINE_PAGE(double, f64)
 
 dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *g)
 {

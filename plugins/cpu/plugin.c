@@ -18,16 +18,22 @@
  *   as a contiguous inner loop, with the rows split over the team (and long
  *   rows cut into pieces when rows are fewer than threads).
  * - Reductions go parallel over groups of outputs, or, when outputs are
- *   fewer than threads (a full sum), over parts of the reduced range whose
- *   partials are combined in order (ties keep the first position, NaN wins).
+ *   few (a full sum), over parts of the reduced range whose partials are
+ *   combined in order (ties keep the first position, NaN wins).
  *   Sums are accumulated in double for both dtypes, in blocks of 1024 added
  *   up afterwards: a single result is rounded once, a double one carries an
  *   error that grows with the block and block count, not with n.
- * - GEMM is OpenBLAS's cblas_sgemm/dgemm on the OpenMP build. One page is a
- *   direct call (OpenBLAS threads it); several small pages (m*n*k <= 2^21)
- *   with disjoint C go over an OpenMP loop (dynamic chunks, one thread per
- *   page: OpenBLAS stays single-threaded inside a parallel region), larger
- *   ones one after the other with OpenBLAS threading each.
+ * - GEMM is OpenBLAS's cblas_sgemm/dgemm on the OpenMP build. One page is
+ *   shared out in tiles of C that follow its shape, each a single-threaded
+ *   OpenBLAS call (gemm_tiles.c: OpenBLAS's own threading gives other bits
+ *   with other thread counts); several small pages (m*n*k <= 2^21) with
+ *   disjoint C go over an OpenMP loop (dynamic chunks, one thread per page:
+ *   OpenBLAS stays single-threaded inside a parallel region), larger ones
+ *   one after the other, each in its tiles.
+ * - Results have the same bits with any OMP_NUM_THREADS: wherever a sum is
+ *   shared out (reductions, fused sums, a convolution's filter gradient
+ *   over the batch, GEMM tiles), its pieces follow the work, never the
+ *   thread count (tests/test_thread_bits).
  * - Casts and fills saturate out-of-range values and map NaN to 0 where the
  *   ABI leaves it open (see copy.c); binary max/min ignore a NaN operand
  *   as MATLAB does.

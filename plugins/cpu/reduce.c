@@ -11,9 +11,11 @@
  * - lanes: a kept dim is more contiguous (or the runs would be short), so a
  *   group is up to LANES outputs side by side along that dim, each reduced
  *   position updates all of them in one vector loop.
- * Groups go over the OpenMP team; when there are fewer groups than threads
- * (a full sum), each group's reduced range is cut into parts whose partial
- * results are combined in order, so ties still go to the first position.
+ * Groups go over the OpenMP team; when there are few groups (fewer than
+ * PARTS_MAX: a full sum), each group's reduced range is cut into parts
+ * whose partial results are combined in order, so ties still go to the
+ * first position. How many parts follows the work, not the thread count:
+ * the bits are the same with any OMP_NUM_THREADS.
  *
  * Accuracy: partial sums are kept in double for both dtypes, and summed in
  * blocks of BLOCK positions that are then added up, so single results carry
@@ -28,6 +30,8 @@
 
 #define LANES 256
 #define BLOCK 1024
+/* Most parts one group of a long reduction is cut in (dla__cpu_reduce). */
+#define PARTS_MAX 32
 
 typedef struct plan {
     dla_reduce_op op;
@@ -405,11 +409,15 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
     const int64_t total = outputs * p.nred;
     const int threads = total >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
 
+    /* Few groups, long ranges: each group cut in parts of at least 4,096
+     * elements, at most PARTS_MAX. The parts follow the work alone, not
+     * the thread count, so that a sum's bits are the same with any
+     * OMP_NUM_THREADS. */
     int64_t parts = 1;
-    if (threads > 1 && p.groups < threads) {
-        parts = threads;
-        if (parts > p.nred / 4096)
-            parts = p.nred / 4096 > 1 ? p.nred / 4096 : 1;
+    if (total >= DLA__CPU_PAR_MIN && p.groups < PARTS_MAX) {
+        parts = p.nred / 4096 > PARTS_MAX ? PARTS_MAX : p.nred / 4096;
+        if (parts < 1)
+            parts = 1;
     }
     const int64_t groups = p.groups;
     if (parts == 1) {

@@ -1,0 +1,225 @@
+/*
+ * test_thread_bits.c - the cpu device gives the same bits with any number
+ * of OpenMP threads.
+ *
+ * The cpu device is the reference every other device is checked against,
+ * and a seed should give the same training on a laptop and on a server.
+ * Where a kernel shares out a sum (a full reduction, a batch's channel
+ * statistics, the filter gradient of a convolution over the batch), the
+ * pieces follow the work alone, never the thread count. These tests run
+ * the same work with omp_set_num_threads 1, 2, 3 and 5 (the plugin runs on
+ * the calling thread and reads omp_get_max_threads at each call) and ask
+ * for the same bytes each time:
+ *
+ * - sums, means and maxima with positions over long vectors and a few
+ *   long columns (reduce's parts), and over a batch's channels (the
+ *   streamed sums of fused.c);
+ * - the digit CNN's loss, its gradients and its new batch-normalization
+ *   statistics, at a batch of 64 (the convolution's filter gradient in
+ *   parts of the batch) and of 8 (each register block through every
+ *   image), eager through dla_feval and replayed by the network's
+ *   accelerated forward (fused programs and their sums).
+ *
+ * tests/thread_bits_im2col.sh runs it again with DLACCEL_CPU_CONV=im2col,
+ * the convolutions through im2col and OpenBLAS.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlaccel.h>
+
+static const int team_sizes[] = {1, 2, 3, 5};
+#define NTEAMS ((int)(sizeof team_sizes / sizeof team_sizes[0]))
+
+/* The bytes of t (float or double), freshly allocated. */
+static unsigned char *bytes_of(dla_tensor *t, size_t *n)
+{
+    assert_non_null(t);
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    const size_t elem = dla_tensor_dtype(t) == DLA_F64 ? 8 : 4;
+    *n = (size_t)dla_tensor_numel(t) * elem;
+    unsigned char *b = malloc(*n ? *n : 1);
+    assert_non_null(b);
+    assert_int_equal(dla_tensor_to_host(t, b, *n), DLA_OK);
+    return b;
+}
+
+/* Results of one run: nout tensors' bytes. */
+typedef struct run {
+    int n;
+    unsigned char *bytes[64];
+    size_t size[64];
+} run;
+
+static void keep(run *r, dla_tensor *t)
+{
+    assert_true(r->n < 64);
+    r->bytes[r->n] = bytes_of(t, &r->size[r->n]);
+    r->n++;
+}
+
+static void same_as(const run *first, const run *r, int team, const char *what)
+{
+    assert_int_equal(r->n, first->n);
+    int differ = 0;
+    for (int i = 0; i < r->n; i++) {
+        assert_int_equal(r->size[i], first->size[i]);
+        if (memcmp(r->bytes[i], first->bytes[i], r->size[i]) != 0) {
+            print_error("%s: result %d with %d threads differs from 1 thread\n", what, i, team);
+            differ++;
+        }
+    }
+    if (differ)
+        fail_msg("%s: %d of %d results differ", what, differ, r->n);
+}
+
+static void drop(run *r)
+{
+    for (int i = 0; i < r->n; i++)
+        free(r->bytes[i]);
+    r->n = 0;
+}
+
+/* --------------------------------------------------------- reductions */
+
+static void reductions(run *r, dla_dtype dt)
+{
+    dla_scope_begin();
+    dla_rng_seed(11);
+    /* One long vector: a full sum in parts. */
+    dla_tensor *v = dla_randn(dt, "", 2, (int64_t[]){1 << 20, 1});
+    keep(r, dla_sum(v, 0, NULL));
+    keep(r, dla_mean(v, 0, NULL));
+    keep(r, dla_max(v, 0, NULL));
+    /* A few long columns: few groups, each in parts. */
+    dla_tensor *m = dla_randn(dt, "", 2, (int64_t[]){200000, 3});
+    keep(r, dla_sum(m, 1, (int64_t[]){1}));
+    keep(r, dla_min(m, 1, (int64_t[]){1}));
+    /* A batch's channel statistics: positions in runs spread over x. */
+    dla_tensor *x = dla_randn(dt, "SSCB", 4, (int64_t[]){24, 24, 20, 64});
+    keep(r, dla_sum(x, 3, (int64_t[]){1, 2, 4}));
+    keep(r, dla_mean(dla_square(x), 3, (int64_t[]){1, 2, 4}));
+    dla_scope_end();
+}
+
+static void check_reductions(dla_dtype dt)
+{
+    run first = {0}, r = {0};
+    for (int k = 0; k < NTEAMS; k++) {
+        omp_set_num_threads(team_sizes[k]);
+        reductions(k ? &r : &first, dt);
+        if (k) {
+            same_as(&first, &r, team_sizes[k], dt == DLA_F64 ? "double reductions" : "reductions");
+            drop(&r);
+        }
+    }
+    drop(&first);
+}
+
+static void test_reductions_have_the_same_bits_with_any_thread_count(void **state)
+{
+    (void)state;
+    check_reductions(DLA_F32);
+    check_reductions(DLA_F64);
+}
+
+/* ---------------------------------------------------------- digit CNN */
+
+static dla_net *digit_cnn(void)
+{
+    dla_layer *layers[] = {
+        dla_image_input_layer(28, 28, 1, NULL),
+        dla_conv2d_layer(5, 5, 20, NULL), dla_batchnorm_layer(NULL), dla_relu_layer(NULL),
+        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.padding = {1, 1, 1, 1}}),
+        dla_batchnorm_layer(NULL), dla_relu_layer(NULL),
+        dla_fc_layer(10, NULL), dla_softmax_layer(NULL)};
+    return dla_net_create((int)(sizeof layers / sizeof layers[0]), layers);
+}
+
+static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                             dla_tensor **out)
+{
+    (void)nin;
+    (void)nout;
+    dla_net *net = ctx;
+    const int nl = dla_net_learnable_count(net);
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 1 + nl, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_crossentropy(y, in[1], NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+/* Two steps of the CNN at batch (the second replays the network's
+ * forward), every output of each kept. */
+static void cnn_steps(run *r, int64_t batch)
+{
+    dla_scope_begin();
+    dla_rng_seed(5);
+    dla_net *net = digit_cnn();
+    assert_non_null(net);
+    const int nl = dla_net_learnable_count(net), ns = dla_net_state_count(net);
+    dla_tensor *x = dla_randn(DLA_F32, "SSCB", 4, (int64_t[]){28, 28, 1, batch});
+    float labels[1024];
+    for (int64_t i = 0; i < batch; i++)
+        labels[i] = (float)((i * 7) % 10);
+    dla_tensor *lab = dla_tensor_from_host(labels, DLA_F32, "CB", 2, (int64_t[]){1, batch});
+    dla_tensor *t = dla_onehotencode(lab, 10, NULL);
+    for (int step = 0; step < 2; step++) {
+        dla_tensor *out[64];
+        assert_true(1 + nl + ns <= 64);
+        assert_int_equal(dla_feval(model_loss, net, 2, (dla_tensor *[]){x, t}, 1 + nl + ns, out),
+                         DLA_OK);
+        for (int i = 0; i < 1 + nl + ns; i++)
+            keep(r, out[i]);
+        assert_int_equal(dla_net_set_state(net, ns, out + 1 + nl), DLA_OK);
+    }
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void check_cnn(int64_t batch)
+{
+    run first = {0}, r = {0};
+    char what[64];
+    snprintf(what, sizeof what, "digit CNN at batch %lld", (long long)batch);
+    for (int k = 0; k < NTEAMS; k++) {
+        omp_set_num_threads(team_sizes[k]);
+        cnn_steps(k ? &r : &first, batch);
+        if (k) {
+            same_as(&first, &r, team_sizes[k], what);
+            drop(&r);
+        }
+    }
+    drop(&first);
+}
+
+static void test_cnn_step_has_the_same_bits_with_any_thread_count(void **state)
+{
+    (void)state;
+    check_cnn(64);
+}
+
+static void test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count(void **state)
+{
+    (void)state;
+    check_cnn(8);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reductions_have_the_same_bits_with_any_thread_count),
+        cmocka_unit_test(test_cnn_step_has_the_same_bits_with_any_thread_count),
+        cmocka_unit_test(test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
