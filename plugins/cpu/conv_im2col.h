@@ -17,7 +17,9 @@
  *   backward filter: dW  (K x F/G) += col' * dY
  * Images go over the OpenMP team, one GEMM per thread at a time (OpenBLAS
  * stays single-threaded inside a parallel region); a batch smaller than
- * the team runs on one thread and lets OpenBLAS thread each GEMM.
+ * the team runs on one thread and shares each GEMM out in its tiles
+ * (gemm_tiles.c). The backward filter's batch goes in parts with a dW sum
+ * each (dla__conv_batch_parts), so the bits do not depend on the team.
  */
 
 #define CONV_CAT2(a, b) a##b
