@@ -18,7 +18,9 @@
  *   statistics, at a batch of 64 (the convolution's filter gradient in
  *   parts of the batch) and of 8 (each register block through every
  *   image), eager through dla_feval and replayed by the network's
- *   accelerated forward (fused programs and their sums).
+ *   accelerated forward (fused programs and their sums);
+ * - a 256-channel layer's filter gradient, whose batch parts are bounded
+ *   by their memory.
  *
  * tests/thread_bits_im2col.sh runs it again with DLACCEL_CPU_CONV=im2col,
  * the convolutions through im2col and OpenBLAS.
@@ -214,12 +216,59 @@ static void test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count(
     check_cnn(8);
 }
 
+/* ------------------------------------------------- a wide layer's dW */
+
+static dla_status wide_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    dla_tensor *y = dla_conv(in[0], in[1], NULL,
+                             &(dla_conv_options){.padding_mode = "same"});
+    out[0] = dla_sum(dla_square(y), 0, NULL);
+    return dla_gradient(out[0], 1, &in[1], out + 1);
+}
+
+/* 256 to 256 channels, 3x3, 32 images: the direct kernels' filter sums
+ * are 19 MiB a part, so the batch goes in 3 parts, not 16 (their memory
+ * bounded at 64 MiB; conv_impl.h). */
+static void wide_layer(run *r)
+{
+    dla_scope_begin();
+    dla_rng_seed(9);
+    dla_tensor *x = dla_randn(DLA_F32, "SSCB", 4, (int64_t[]){6, 6, 256, 32});
+    dla_tensor *w = dla_randn(DLA_F32, "", 4, (int64_t[]){3, 3, 256, 256});
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(wide_loss, NULL, 2, (dla_tensor *[]){x, w}, 2, out), DLA_OK);
+    keep(r, out[0]);
+    keep(r, out[1]);
+    dla_scope_end();
+}
+
+static void test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread_count(
+    void **state)
+{
+    (void)state;
+    run first = {0}, r = {0};
+    for (int k = 0; k < NTEAMS; k++) {
+        omp_set_num_threads(team_sizes[k]);
+        wide_layer(k ? &r : &first);
+        if (k) {
+            same_as(&first, &r, team_sizes[k], "256-channel layer");
+            drop(&r);
+        }
+    }
+    drop(&first);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reductions_have_the_same_bits_with_any_thread_count),
         cmocka_unit_test(test_cnn_step_has_the_same_bits_with_any_thread_count),
         cmocka_unit_test(test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count),
+        cmocka_unit_test(
+            test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -394,7 +394,7 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
     const int64_t xelems = p->g.Cg * g->cs, yelems = p->g.Fg * g->span_r;
     if ((xelems + yelems + nacc) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    const int parts = dla__conv_batch_parts(p->g.batch);
+    const int parts = dla__conv_batch_parts(p->g.batch, nacc * (int64_t)sizeof(FT));
     const int threads = team < parts ? team : parts;
     FT *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[DLA__CONV_BATCH_PARTS] = {0};
     const int64_t per = DLA__CONV_LINE(xelems, sizeof(FT)) + DLA__CONV_LINE(yelems, sizeof(FT)),

@@ -241,7 +241,9 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
     /* Backward filter: the batch in parts (dla__conv_batch_parts), each
      * with its own dW sum, added in order after: the same bits with any
      * number of threads. */
-    const int parts = filter ? dla__conv_batch_parts(p->g.batch) : 0;
+    const int parts =
+        filter ? dla__conv_batch_parts(p->g.batch, (wsize > 0 ? wsize : 1) * (int64_t)sizeof(CT))
+               : 0;
     int threads = omp_get_max_threads();
     if (threads > p->g.batch)
         threads = p->g.batch > 0 ? (int)p->g.batch : 1;

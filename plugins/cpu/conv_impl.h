@@ -58,15 +58,22 @@ void dla__cpu_conv_scratch_free(dla_mem mem);
 
 /* Backward filter adds dW's terms image by image. Where the images are
  * shared out, they go in parts of consecutive images, each part summed
- * into its own dW and the parts added in order: as many parts as this
- * says, for the batch alone and never the thread count, so that dW has
- * the same bits with any OMP_NUM_THREADS (the cpu device is the
- * reference every device and machine is compared with). Part k holds
- * images batch * k / parts up to batch * (k + 1) / parts. */
+ * into its own dW (acc_bytes each) and the parts added in order: as many
+ * parts as this says, for the shape alone and never the thread count, so
+ * that dW has the same bits with any OMP_NUM_THREADS (the cpu device is
+ * the reference every device and machine is compared with). At most 16,
+ * one per image, and their sums together at most 64 MiB (a 256-channel
+ * 3x3 layer's direct sums are 19 MiB each). Part k holds images
+ * batch * k / parts up to batch * (k + 1) / parts. */
 #define DLA__CONV_BATCH_PARTS 16
-static inline int dla__conv_batch_parts(int64_t batch)
+#define DLA__CONV_PARTS_BYTES ((int64_t)64 << 20)
+static inline int dla__conv_batch_parts(int64_t batch, int64_t acc_bytes)
 {
-    return batch < DLA__CONV_BATCH_PARTS ? (int)(batch > 0 ? batch : 1) : DLA__CONV_BATCH_PARTS;
+    int parts = batch < DLA__CONV_BATCH_PARTS ? (int)(batch > 0 ? batch : 1)
+                                              : DLA__CONV_BATCH_PARTS;
+    while (parts > 1 && parts * acc_bytes > DLA__CONV_PARTS_BYTES)
+        parts--;
+    return parts;
 }
 
 /* The direct kernels this CPU runs for dtype, unless the environment
