@@ -36,6 +36,12 @@ cp -a "$b"/.libs/libdlaccel.so* "$stage/lib/"
 cp -L "$b/plugins/cpu/.libs/libdlaccel-cpu.so" "$b/plugins/cuda/.libs/libdlaccel-cuda.so" "$stage/lib/"
 cp "$root/plugins/cpu/manifest.json.in" "$stage/manifests/cpu.json.in"
 cp "$root/plugins/cuda/manifest.json.in" "$stage/manifests/cuda.json.in"
+# graphwrap (tests/plugins/graphwrap.c), the cpu plugin serving whole
+# replays itself: the core's own cost of a replay on that machine's CPU.
+if [ -f "$b/tests/plugins/.libs/libdlaccel-graphwrap.so" ]; then
+    cp -L "$b/tests/plugins/.libs/libdlaccel-graphwrap.so" "$stage/lib/"
+    cp "$root/tests/plugins/graphwrap.json.in" "$stage/manifests/graphwrap.json.in"
+fi
 # What the programs need beyond the C library and the toolkit.
 for f in "$stage"/bin/* "$stage"/lib/*.so*; do
     ldd "$f" 2>/dev/null | awk '/=> \//{print $3}'

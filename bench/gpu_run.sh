@@ -60,7 +60,9 @@
 #   async      plan_end returning with the replay queued (the default)
 #              against waiting for it (DLACCEL_CUDA_PLAN_WAIT=1): the
 #              replays step by step and 30 calls to a sync, alternating,
-#              and test_accel and test_train on each
+#              and test_accel and test_train on each; and the MLP's replay
+#              on graphwrap (the cpu plugin serving whole replays): what
+#              the core itself costs a replay on this machine's CPU
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -89,6 +91,11 @@ mkdir -p "$s/plugins.d"
 for p in cpu cuda; do
     sed "s|@LIBRARY_PATH@|$s/lib/libdlaccel-$p.so|" "$s/manifests/$p.json.in" >"$s/plugins.d/$p.json"
 done
+if [ -f "$s/manifests/graphwrap.json.in" ]; then
+    mkdir -p "$s/graphwrap.d"
+    sed "s|@LIBRARY_PATH@|$s/lib/libdlaccel-graphwrap.so|" "$s/manifests/graphwrap.json.in" \
+        >"$s/graphwrap.d/graphwrap.json"
+fi
 export DLACCEL_PLUGIN_PATH=$s/plugins.d
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 export CMOCKA_MESSAGE_OUTPUT=TAP
@@ -480,7 +487,15 @@ step_async() {
             line "async suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$out/async_suite_${t}_${v%% *}.log"), not ok $(grep -c '^not ok' "$out/async_suite_${t}_${v%% *}.log")"
         done
     done
-    for r in 1 2 3; do
+    # The core's own cost of a replay on this machine's CPU: the cpu
+    # plugin serving whole replays (graphwrap), the MLP's kernels on the CPU.
+    [ -d "$s/graphwrap.d" ] && for r in 1 2 3; do
+        DLA_TEST_CPU_PLUGIN_LIB=$s/lib/libdlaccel-cpu.so DLACCEL_DEVICE=graphwrap \
+            DLACCEL_PLUGIN_PATH=$s/graphwrap.d:$s/plugins.d timeout 60 "$s/bin/dlaccel-bench" \
+            --device graphwrap --workload =mlp_replay 2>&1 | grep -E '^graphwrap' |
+            sed "s/^/async host floor round $r /" | tee -a "$summary"
+    done
+    for r in 1 2; do
         for v in "queue X=1" "wait DLACCEL_CUDA_PLAN_WAIT=1"; do
             env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload replay \
                 >"$out/async_bench_${v%% *}_$r.log" 2>&1

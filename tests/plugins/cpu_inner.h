@@ -1,6 +1,7 @@
 /*
  * cpu_inner.h - how the test plugins that wrap the cpu plugin (cpuwrap.c,
- * graphwrap.c) open it: dlopen of CPU_PLUGIN_LIB (the build tree's) and
+ * graphwrap.c) open it: dlopen of CPU_PLUGIN_LIB (the build tree's, or
+ * $DLA_TEST_CPU_PLUGIN_LIB) and
  * its init into *inner, as the host would call it. Their own table then
  * starts as a copy of *inner with the members they change replaced.
  */
@@ -11,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef CPU_PLUGIN_LIB
@@ -19,15 +21,19 @@
 
 static dla_status cpu_inner_open(const dla_plugin_host *h, const char *name, dla_plugin *inner)
 {
-    void *lib = dlopen(CPU_PLUGIN_LIB, RTLD_NOW | RTLD_LOCAL);
+    /* DLA_TEST_CPU_PLUGIN_LIB: the cpu plugin elsewhere than in the build
+     * tree (bench/gpu_run.sh runs graphwrap from a bundle). */
+    const char *path = getenv("DLA_TEST_CPU_PLUGIN_LIB");
+    if (!path || !*path)
+        path = CPU_PLUGIN_LIB;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib)
-        return h->error(DLA_ERR_PLUGIN, "%s: cannot open the cpu plugin %s: %s", name,
-                        CPU_PLUGIN_LIB, dlerror());
+        return h->error(DLA_ERR_PLUGIN, "%s: cannot open the cpu plugin %s: %s", name, path,
+                        dlerror());
     dla_plugin_init_fn init;
     *(void **)&init = dlsym(lib, DLA_PLUGIN_INIT_SYMBOL);
     if (!init)
-        return h->error(DLA_ERR_PLUGIN, "%s: %s has no %s", name, CPU_PLUGIN_LIB,
-                        DLA_PLUGIN_INIT_SYMBOL);
+        return h->error(DLA_ERR_PLUGIN, "%s: %s has no %s", name, path, DLA_PLUGIN_INIT_SYMBOL);
     memset(inner, 0, sizeof *inner);
     inner->struct_size = sizeof *inner;
     return init(h, inner);
