@@ -1257,6 +1257,13 @@ static void gemm_matches_reference_for_every_transpose_and_batch_layout(void **s
             gemm_case(dev, t, &big, 100);
             gemm_case(dev, t, &many, 101);
             gemm_case(dev, t, &square, 102);
+            /* Big enough for the cpu plugin to cut C both ways (2 x 2 tiles
+             * of uneven halves: plugins/cpu/gemm_tiles.c), both transposes
+             * each way, two pages. */
+            const gemm_shape tiled[2] = {{1100, 1030, 40, 1, 0, 0, 0, 0, 1.0, 0.5},
+                                         {1030, 1100, 24, 2, 1, 1, 0, 0, -0.5, 0}};
+            gemm_case(dev, t, &tiled[0], 103);
+            gemm_case(dev, t, &tiled[1], 104);
             /* Thin products (the cpu plugin's own kernels: m or k <= 16):
              * a fully connected layer's forward, weight and data
              * gradients, then random thin shapes with every transpose,
