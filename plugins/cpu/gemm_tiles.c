@@ -39,8 +39,8 @@
  * 2048^3 sgemm took 40% longer in 64 tiles of 32 columns, about 10%
  * longer in 8 x 8 tiles, about 5% in 4 x 4 and the same in 2 x 2, against
  * OpenBLAS's own threading. With these edges (1024^3 in 2 x 2 tiles,
- * 2048^3 in 4 x 4) dlaccel-bench's sgemm1024 and sgemm2048 took 6% and 2%
- * longer than before (medians of alternating runs on a loaded machine).
+ * 2048^3 in 4 x 4) dlaccel-bench's sgemm1024 and sgemm2048 took 7.5% and
+ * 4.4% longer than before (medians of 8 alternating rounds, loaded).
  * The price of the same bits everywhere is that one product uses at most
  * 16 threads. */
 #define MIN_EDGE 512
