@@ -41,8 +41,10 @@ TESTS += tests/cuda_fastdiv
 # kernel and the one-kernel replay of small plans (tests/
 # cuda_onekern_emu.cpp: gemm.c, reduce.c, elementwise.c, copy.c and
 # onekern.c recording a chain of launches, onekern_kernels.cu compiled
-# for the host replaying it). Needs a C++ compiler (configure's HAVE_CXX);
-# not built without one.
+# for the host replaying it), and space.c's CUDA errors as messages (a
+# kernel's failure while running, and a wait's error, note that it may be
+# earlier queued work). Needs a C++ compiler (configure's HAVE_CXX); not
+# built without one.
 EXTRA_DIST += tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h tests/cuda_fused_emu_shim.h \
 	tests/cuda_fused_emu_write.c
 if HAVE_CUDA

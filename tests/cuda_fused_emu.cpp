@@ -39,7 +39,9 @@
  * an input, an extra or both at offsets past INT_MAX (sparse memory),
  * where fused.c must choose 64-bit indexing, interpreted and compiled (6).
  * main then runs tests/cuda_onekern_emu.cpp's cases (the small GEMM and
- * the one-kernel replay, 40).
+ * the one-kernel replay, 40), and space.c's CUDA errors as messages (10:
+ * which carry the note that a kernel queued before the call may have
+ * failed while running).
  */
 #include "plugins/cuda/fused_kern.h"
 
@@ -113,14 +115,15 @@ void h_log(dla_log_level level, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+char g_last_error[1024];
+
 dla_status h_error(dla_status s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("# error: ", stdout);
-    vprintf(fmt, ap);
+    vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
     va_end(ap);
-    fputc('\n', stdout);
+    printf("# error: %s\n", g_last_error);
     g_errors++;
     return s;
 }
@@ -623,6 +626,40 @@ void wide_case(int wide, int mode)
 
 } // namespace
 
+/* space.c's CUDA errors as messages: the errors of a kernel that failed
+ * while running, and any error of a wait, say that it may be a kernel
+ * queued before the call (replays return queued: plan.c); others do not. */
+static void error_cases(void)
+{
+    struct {
+        int wait;
+        cudaError_t e;
+        dla_status want;
+        int queued;
+    } const cases[] = {
+        {0, cudaErrorIllegalAddress, DLA_ERR_DEVICE, 1},
+        {0, cudaErrorLaunchFailure, DLA_ERR_DEVICE, 1},
+        {0, cudaErrorAssert, DLA_ERR_DEVICE, 1},
+        {0, cudaErrorInvalidValue, DLA_ERR_DEVICE, 0},
+        {0, cudaErrorMemoryAllocation, DLA_ERR_OUT_OF_MEMORY, 0},
+        {1, cudaErrorInvalidValue, DLA_ERR_DEVICE, 1},
+        {1, cudaErrorIllegalAddress, DLA_ERR_DEVICE, 1},
+        {1, cudaErrorMemoryAllocation, DLA_ERR_OUT_OF_MEMORY, 0},
+        {1, cudaSuccess, DLA_OK, 0},
+        {0, cudaSuccess, DLA_OK, 0},
+    };
+    for (const auto &c : cases) {
+        g_last_error[0] = '\0';
+        const dla_status s = c.wait ? dla__cu_wait_err(c.e, "sync") : dla__cu_err(c.e, "gemm");
+        const int queued = strstr(g_last_error, "queued before this call") != NULL;
+        const int named = c.e == cudaSuccess || strstr(g_last_error, c.wait ? "cuda sync: "
+                                                                             : "cuda gemm: ");
+        result(s == c.want && queued == c.queued && named,
+               "%s of CUDA error %d: status %d, %s the note of queued work", c.wait ? "a wait"
+               : "a call", (int)c.e, (int)s, queued ? "with" : "without");
+    }
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* the lines before a crash */
@@ -638,6 +675,7 @@ int main(void)
         for (int mode = 0; mode < 2; mode++)
             wide_case(wide, mode);
     emu_onekern_cases(result);
+    error_cases();
     printf("1..%d\n", ntests);
     return nfailed != 0;
 }

@@ -190,7 +190,9 @@ void dla__cu_set_planning_here(const dla__cu_device *d);
 
 /* DLA_OK for cudaSuccess, else DLA_ERR_DEVICE (DLA_ERR_OUT_OF_MEMORY for
  * cudaErrorMemoryAllocation) with "cuda <what>: <CUDA's message>
- * (<error name>)". */
+ * (<error name>)", and for the errors of a kernel that failed while
+ * running (sticky: any later call returns them) the note that it may be a
+ * kernel queued before this call. */
 dla_status dla__cu_err(cudaError_t e, const char *what);
 
 /* As dla__cu_err, for a wait on the stream (sync, copy_to_host, plan_end):

@@ -8,10 +8,46 @@
 
 #include <string.h>
 
+/* The errors of a kernel that failed while running. They are sticky:
+ * every later call of the context returns them, whatever it is. */
+static int failed_while_running(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* e with the note that it may be earlier work's: launches and replays
+ * return before their kernels have run (plan_end too, unless
+ * DLACCEL_CUDA_PLAN_WAIT=1), so a wait, or any call after a kernel failed
+ * while running, is where the failure is first seen. */
+static dla_status queued_err(cudaError_t e, const char *what)
+{
+    return dla__cu_host->error(DLA_ERR_DEVICE,
+                               "cuda %s: %s (%s); it may come from a kernel queued before "
+                               "this call that failed while running (DLACCEL_CUDA_PLAN_WAIT=1 "
+                               "makes each replay wait, so that such a failure is the "
+                               "replay's error; CUDA_LAUNCH_BLOCKING=1, each launch)",
+                               what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
 dla_status dla__cu_err(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
         return DLA_OK;
+    if (failed_while_running(e))
+        return queued_err(e, what);
     return dla__cu_host->error(e == cudaErrorMemoryAllocation ? DLA_ERR_OUT_OF_MEMORY
                                                               : DLA_ERR_DEVICE,
                                "cuda %s: %s (%s)", what, cudaGetErrorString(e),
@@ -22,15 +58,7 @@ dla_status dla__cu_wait_err(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
         return dla__cu_err(e, what);
-    /* Launches and replays return before their kernels have run (plan_end
-     * too, unless DLACCEL_CUDA_PLAN_WAIT=1): the wait is where a kernel's
-     * failure while running is first seen. */
-    return dla__cu_host->error(DLA_ERR_DEVICE,
-                               "cuda %s: %s (%s); it may come from a kernel queued before "
-                               "this call that failed while running (DLACCEL_CUDA_PLAN_WAIT=1 "
-                               "makes each replay wait, so that such a failure is the "
-                               "replay's error; CUDA_LAUNCH_BLOCKING=1, each launch)",
-                               what, cudaGetErrorString(e), cudaGetErrorName(e));
+    return queued_err(e, what);
 }
 
 dla_status dla__cu_launched(const char *what)
