@@ -214,6 +214,8 @@ static void test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count(
 {
     (void)state;
     check_cnn(8);
+    /* Fewer images than threads: the convolutions share each image out. */
+    check_cnn(2);
 }
 
 /* ------------------------------------------------- a wide layer's dW */

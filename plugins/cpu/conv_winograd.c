@@ -45,6 +45,12 @@
  * saved per pair of channels) take most of the gain: a count, not a
  * measurement; the digit CNN's 20 channels are what was measured. */
 #define MIN_CHANNELS 8
+/* Images go over the team, one a thread: with fewer the threads idle,
+ * where the direct path shares images out. The choice follows the batch
+ * alone, not the team (it used to be "at least as many images as
+ * threads"): the two round differently, and the cpu device gives the same
+ * bits with any thread count. */
+#define MIN_IMAGES 8
 
 typedef struct geom {
     int64_t Tx, Ty;  /* tiles along dims 0 and 1 */
@@ -344,10 +350,11 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
         q->in[2] != 1 || q->out[2] != 1 || q->pb[2] != 0 || q->out[0] < 1 || q->out[1] < 1 ||
         q->nci < MIN_CHANNELS || q->nco < MIN_CHANNELS || !enabled())
         return DLA_ERR_UNSUPPORTED;
-    /* Images over the team; with fewer, the direct path splits images. */
-    const int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
-    if (q->B < team)
+    if (q->B < MIN_IMAGES)
         return DLA_ERR_UNSUPPORTED;
+    int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    if (team > q->B)
+        team = (int)q->B;
     geom g;
     g.nf = block_of(q->nco, FWD_MAX_NF);
     /* The micro-kernels for 1-6 filters take 4 vectors of tiles, 7-12 two. */
