@@ -16,9 +16,10 @@
  *   streamed sums of fused.c);
  * - the digit CNN's loss, its gradients and its new batch-normalization
  *   statistics, at a batch of 64 (the convolution's filter gradient in
- *   parts of the batch) and of 8 (each register block through every
- *   image), eager through dla_feval and replayed by the network's
- *   accelerated forward (fused programs and their sums);
+ *   parts of the batch), of 8 (each register block through every image)
+ *   and of 2 (fewer images than threads: each image shared out), eager
+ *   through dla_feval and replayed by the network's accelerated forward
+ *   (fused programs and their sums);
  * - a 256-channel layer's filter gradient, whose batch parts are bounded
  *   by their memory.
  *
