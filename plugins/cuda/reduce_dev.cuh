@@ -100,12 +100,12 @@ template <typename T> __device__ __forceinline__ void red_write_sum(const dla__c
 
 /* Shape 1: one thread per (output, part), each walking its part in order
  * (a grid-stride loop: with one block, as onekern_kernels.cu runs it, a
- * block-stride one). */
-template <typename T>
-__device__ __forceinline__ void red_sum_thread_body(const dla__cu_red_launch &l)
+ * block-stride one). f(o, k, xo, yo, io, p0, p1) takes part k of output
+ * o: positions p0 .. p1-1, x's, y's and the index's offsets. */
+template <typename F>
+__device__ __forceinline__ void red_each_thread_part(const dla__cu_red_launch &l, F f)
 {
     const dla__cu_red_geom &g = l.g;
-    const T *x = (const T *)l.x;
     const int64_t total = g.outputs * l.parts;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -113,32 +113,37 @@ __device__ __forceinline__ void red_sum_thread_body(const dla__cu_red_launch &l)
         int64_t xo, yo, io, p0, p1;
         red_output(g, o, &xo, &yo, &io);
         red_part(g.nred, l.parts, k, &p0, &p1);
+        f(o, k, xo, yo, io, p0, p1);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void red_sum_thread_body(const dla__cu_red_launch &l)
+{
+    const T *x = (const T *)l.x;
+    red_each_thread_part(l, [&](int64_t o, int64_t k, int64_t xo, int64_t yo, int64_t io,
+                                int64_t p0, int64_t p1) {
+        (void)io;
         double s = 0;
         for (int64_t p = p0; p < p1; p++)
-            s += (double)x[xo + red_pos(g, p)];
+            s += (double)x[xo + red_pos(l.g, p)];
         if (l.parts > 1)
             ((double *)l.part_v)[o * l.parts + k] = s;
         else
             red_write_sum<T>(l, yo, s);
-    }
+    });
 }
 
 template <bool MAX, typename T>
 __device__ __forceinline__ void red_ext_thread_body(const dla__cu_red_launch &l)
 {
-    const dla__cu_red_geom &g = l.g;
     const T *x = (const T *)l.x;
-    const int64_t total = g.outputs * l.parts;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t k = i / g.outputs, o = i - k * g.outputs;
-        int64_t xo, yo, io, p0, p1;
-        red_output(g, o, &xo, &yo, &io);
-        red_part(g.nred, l.parts, k, &p0, &p1);
+    red_each_thread_part(l, [&](int64_t o, int64_t k, int64_t xo, int64_t yo, int64_t io,
+                                int64_t p0, int64_t p1) {
         T best = 0;
         int64_t pos = -1;
         for (int64_t p = p0; p < p1; p++) {
-            const T v = x[xo + red_pos(g, p)];
+            const T v = x[xo + red_pos(l.g, p)];
             if (red_takes<MAX>(v, p, best, pos))
                 best = v, pos = p;
         }
@@ -150,7 +155,7 @@ __device__ __forceinline__ void red_ext_thread_body(const dla__cu_red_launch &l)
             if (l.index)
                 l.index[io] = (int32_t)pos;
         }
-    }
+    });
 }
 
 #endif
