@@ -63,6 +63,11 @@
 #              and test_accel and test_train on each; and the MLP's replay
 #              on graphwrap (the cpu plugin serving whole replays): what
 #              the core itself costs a replay on this machine's CPU
+#   layout     the compiled elementwise programs with their operands'
+#              layout as constants (the default) and without
+#              (DLACCEL_CUDA_FUSED_LAYOUT=0): check-plugin's fused and
+#              fused_multi compiled on first sight both ways, then the
+#              replays 30 calls to a sync, alternating, 3 rounds
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -509,6 +514,30 @@ step_async() {
     done
 }
 
+# The compiled elementwise programs with their operands' layout as
+# constants (the default) and without (DLACCEL_CUDA_FUSED_LAYOUT=0):
+# check-plugin's fused kernels both ways, then the replays alternating,
+# per call and 30 calls to a sync.
+step_layout() {
+    local r v k
+    for v in "on X=1" "off DLACCEL_CUDA_FUSED_LAYOUT=0"; do
+        for k in fused fused_multi; do
+            env ${v#* } DLACCEL_CUDA_FUSED_COMPILE=first timeout 120 "$s/bin/dlaccel" check-plugin \
+                --kernel $k --cases 100 --seed 13 "$s/plugins.d/cuda.json" \
+                >"$out/layout_check_${v%% *}_$k.log" 2>&1
+            line "layout ${v%% *} check-plugin $k (compiled on first sight): exit $?: $(grep -E '^cuda' "$out/layout_check_${v%% *}_$k.log" | tr -s ' ' | cut -c1-100)"
+        done
+    done
+    for r in 1 2 3; do
+        for v in "on X=1" "off DLACCEL_CUDA_FUSED_LAYOUT=0"; do
+            env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay \
+                --pipeline 30 >"$out/layout_${v%% *}_$r.log" 2>&1
+            grep -E '^cuda' "$out/layout_${v%% *}_$r.log" |
+                sed "s/^/layout ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+        done
+    done
+}
+
 for step in $steps; do
     case $step in
     check) step_check ;;
@@ -520,6 +549,7 @@ for step in $steps; do
     benchplain) step_bench_plain ;;
     benchpipe) step_bench_pipe ;;
     async) step_async ;;
+    layout) step_layout ;;
     graphlog) step_graphlog ;;
     profile) step_profile ;;
     suitesplain) step_suites_plain ;;

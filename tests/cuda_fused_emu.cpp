@@ -33,9 +33,15 @@
  * empty one) x 3 layouts (dense; inputs with an offset, padded,
  * reversed, broadcast along a dim and broadcast as a scalar, results
  * with an offset, padded, reversed; the same with y the very view of
- * input 0 and extra 0 that of input 1) x 32-bit indexing allowed or not x
- * the interpreter and a compiled program with its ops read from the
- * argument and written as constants (1728 cases); and fused_multi with
+ * input 0 and extra 0 that of input 1) x 64-bit indexing, 32-bit, and
+ * 32-bit with the operands' layout compiled in (dla__cu_lay_of; the
+ * compiled programs here read its words from the launch at hand, where
+ * NVRTC's have them as constants) x the interpreter and a compiled program
+ * with its ops read from the argument and written as constants (2592
+ * cases); that the layouts reaching compiled kernels held every kind of
+ * operand (dense, as an earlier one, walked with dims of stride 0 left
+ * out, walked), and the words of a batch normalization's views (2 cases);
+ * and fused_multi with
  * an input, an extra or both at offsets past INT_MAX (sparse memory),
  * where fused.c must choose 64-bit indexing, interpreted and compiled (6).
  * main then runs tests/cuda_onekern_emu.cpp's cases (the small GEMM and
@@ -92,15 +98,48 @@ struct {
 } g_seen;
 int g_errors;
 
+/* The layout words of the compiled launch at hand (emu_lay_rt), and what
+ * the compiled launches' layouts held, over the whole run. */
+unsigned g_lay[DLA__CU_LAY_WORDS];
+struct {
+    int with_layout, dense, same, zero, walked;
+} g_lay_seen;
+
+void note_layout(const dla__cu_fused_key_t &k0)
+{
+    const int32_t *lay = k0.lay;
+    if (!lay[0])
+        return;
+    g_lay_seen.with_layout++;
+    for (int k = 0; k < DLA__CU_FMOPS; k++) {
+        if (k > k0.ninputs && (k < DLA__CU_FM_X0 || k >= DLA__CU_FM_X0 + k0.nextra))
+            continue; /* no operand in this slot */
+        const unsigned w = (unsigned)lay[1 + k];
+        const int dense = (w >> DLA__CU_LAY_DENSE_BIT) & 1, same = (w >> DLA__CU_LAY_SAME_SHIFT) != 0;
+        g_lay_seen.dense += dense;
+        g_lay_seen.same += same;
+        g_lay_seen.zero += !dense && !same && (w & 0xff) != 0;
+        g_lay_seen.walked += !dense && !same && (w & 0xff) != (1u << lay[0]) - 1;
+    }
+}
+
+/* The written program of key k (whose keys hold no layout: their kernels
+ * read k's from g_lay). */
 const emu_gen *find_compiled(const dla__cu_fused_key_t &k)
 {
     int32_t key[EMU_KEY_INTS];
     static_assert(sizeof k <= sizeof key, "the key fits emu_gen's");
+    dla__cu_fused_key_t bare = k;
+    memset(bare.lay, 0, sizeof bare.lay);
     memset(key, 0, sizeof key);
-    memcpy(key, &k, sizeof k);
+    memcpy(key, &bare, sizeof bare);
     for (int g = 0; g < emu_ngens; g++)
-        if (emu_gens[g].constops == (g_mode == 1) && !memcmp(emu_gens[g].key, key, sizeof key))
+        if (emu_gens[g].constops == (g_mode == 1) && !memcmp(emu_gens[g].key, key, sizeof key)) {
+            for (int i = 0; i < DLA__CU_LAY_WORDS; i++)
+                g_lay[i] = (unsigned)k.lay[i];
+            note_layout(k);
             return &emu_gens[g];
+        }
     g_seen.missing++;
     return nullptr;
 }
@@ -143,6 +182,11 @@ const dla_plugin_host host = {sizeof(dla_plugin_host), DLA_PLUGIN_ABI_MAJOR, DLA
                               h_log, h_error, h_alloc, h_free};
 
 } // namespace
+
+unsigned emu_lay_rt::w(int i)
+{
+    return i >= 0 && i < DLA__CU_LAY_WORDS ? g_lay[i] : 0u;
+}
 
 /* -------------------------------- what fused.c and space.c call, replaced */
 /* A launch of grid blocks: the compiled program kernel (an emu_gen), else
@@ -232,7 +276,7 @@ const char *cudaGetErrorName(cudaError_t e)
 }
 
 int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
-                           const void **k1, const void **k2)
+                           const int32_t *lay, const void **k1, const void **k2)
 {
     (void)d;
     *k1 = *k2 = NULL;
@@ -240,12 +284,14 @@ int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind,
         return 0;
     dla__cu_fused_key_t k;
     dla__cu_fused_key(a, kind, reg2, &k);
+    if (lay)
+        memcpy(k.lay, lay, sizeof k.lay);
     *k1 = find_compiled(k);
     return *k1 != NULL;
 }
 
 int dla__cu_fused_multi_compiled(dla__cu_device *d, const dla_fused_multi_args *m,
-                                 const void **k1)
+                                 const int32_t *lay, const void **k1)
 {
     (void)d;
     *k1 = NULL;
@@ -253,6 +299,8 @@ int dla__cu_fused_multi_compiled(dla__cu_device *d, const dla_fused_multi_args *
         return 0;
     dla__cu_fused_key_t k;
     dla__cu_fused_multi_key(m, &k);
+    if (lay)
+        memcpy(k.lay, lay, sizeof k.lay);
     *k1 = find_compiled(k);
     return *k1 != NULL;
 }
@@ -435,6 +483,8 @@ template <typename T> void reference(const dla_fused_multi_args &m, int multi)
         }
 }
 
+/* off32: 0 64-bit indexing, 1 32-bit where it fits, 2 that and the
+ * layout compiled in. */
 void new_device(dla__cu_device &d, int off32)
 {
     memset(&d, 0, sizeof d);
@@ -442,7 +492,8 @@ void new_device(dla__cu_device &d, int off32)
     d.kit.name = "cuda";
     d.kit.mem_bytes = dla__cu_mem_bytes;
     d.sms = 2; /* at most 64 blocks (dla__cu_blocks): the grid-stride loop wraps */
-    d.fused_off32 = off32;
+    d.fused_off32 = off32 != 0;
+    d.fused_layout = off32 == 2;
 }
 
 int ntests, nfailed;
@@ -465,6 +516,8 @@ void one_case(int prog, int f64, int multi, int shape, int lay, int off32, int m
     static const int nds[] = {1, 1, 3, 0, 4, 3};
     static const char *const lays[] = {"dense", "strided", "aliased"};
     static const char *const modes[] = {"interpreted", "compiled", "compiled (ops read)"};
+    static const char *const indexing[] = {"64-bit indexing", "32-bit indexing",
+                                           "32-bit indexing, layout compiled in"};
     const dla_dtype dt = f64 ? DLA_F64 : DLA_F32;
     dla_fused_multi_args m;
     emu_program(prog, f64, &m);
@@ -536,7 +589,7 @@ void one_case(int prog, int f64, int multi, int shape, int lay, int off32, int m
     result(ok, "%s program %d %s %s, %dD %lld elements%s, %s, %s, %s",
            multi ? "fused_multi" : "fused", prog, f64 ? "f64" : "f32", lays[lay], nd, (long long)n,
            n > (int64_t)64 * DLA__CU_THREADS ? " (the grid wraps)" : "",
-           off32 ? "32-bit indexing" : "64-bit indexing", modes[mode],
+           indexing[off32], modes[mode],
            multi ? "y and extras" : "y");
 }
 
@@ -593,13 +646,16 @@ void wide_case(int wide, int mode)
         for (int64_t i = 0; i < 3; i++)
             ((float *)w[0])[5 + i + j * st[0]] = (float)rnd();
     dla__cu_device d;
-    new_device(d, 1);
+    new_device(d, 2);
     g_mode = mode;
     memset(&g_seen, 0, sizeof g_seen);
+    memset(g_lay, 0xff, sizeof g_lay);
     const int errors = g_errors;
     const dla_status s = dla__cu_fused_multi(&d, &m);
+    /* 64-bit indexing, and so no layout in the key (the frame uses it on
+     * the 32-bit path only). */
     int ok = s == DLA_OK && g_errors == errors && !g_seen.missing && g_seen.launches == 1 &&
-             g_seen.flags == 0 && g_seen.compiled == (mode != 0);
+             g_seen.flags == 0 && g_seen.compiled == (mode != 0) && (mode == 0 || !g_lay[0]);
     /* Against the steps; the extra's elements and their neighbours. */
     int bad = 0;
     for (int64_t j = 0; j < 4; j++)
@@ -622,6 +678,66 @@ void wide_case(int wide, int mode)
            what[wide], mode ? "compiled" : "interpreted");
     munmap(w[0], wide_bytes);
     munmap(w[1], wide_bytes);
+}
+
+/* dla__cu_lay_of on a batch normalization's views, S S C B = 4 3 5 2:
+ * y and x dense, two per-channel vectors (strides 0 0 1 0), a view padded
+ * along dim 0 (strides 1 5 15 75), another padded the same way as an
+ * extra (slot 9). No two neighbouring dims merge for every view (the
+ * padded ones part 0 and 1, the vectors 1, 2 and 3), so the space keeps
+ * its 4 dims. */
+void layout_cases()
+{
+    const int64_t dims[4] = {4, 3, 5, 2};
+    const int64_t st[6][4] = {{1, 4, 12, 60}, {1, 4, 12, 60}, {0, 0, 1, 0},
+                              {0, 0, 1, 0},   {1, 5, 15, 75}, {1, 5, 15, 75}};
+    dla_view v[6];
+    const dla_view *pv[6];
+    dla__cu_mem mem;
+    memset(&mem, 0, sizeof mem);
+    for (int k = 0; k < 6; k++) {
+        memset(&v[k], 0, sizeof v[k]);
+        v[k].struct_size = sizeof v[k];
+        v[k].mem = (dla_mem)&mem;
+        v[k].dtype = DLA_F32;
+        v[k].ndims = 4;
+        memcpy(v[k].dims, dims, sizeof dims);
+        memcpy(v[k].strides, st[k], sizeof st[k]);
+        pv[k] = &v[k];
+    }
+    dla__cu_space sp;
+    dla__cu_vw vw[6];
+    dla__cu_space_of(6, pv, &sp, vw);
+    const int slot[6] = {0, 1, 2, 3, 4, 9};
+    int32_t lay[DLA__CU_LAY_WORDS];
+    dla__cu_lay_of(&sp, vw, 6, slot, lay);
+    const int32_t D = 1 << DLA__CU_LAY_DENSE_BIT, S = DLA__CU_LAY_SAME_SHIFT;
+    int32_t want[DLA__CU_LAY_WORDS] = {0};
+    want[0] = 4;
+    want[1 + 0] = D;                        /* y: its offset is the position */
+    want[1 + 1] = D;                        /* x */
+    want[1 + 2] = 0xb;                      /* stride 0 along dims 0, 1 and 3 */
+    want[1 + 3] = 0xb | (1 + 2) << S;       /* the second vector: slot 2's offset */
+    want[1 + 4] = 0;                        /* padded: walks every dim */
+    want[1 + 9] = (1 + 4) << S;             /* the extra: slot 4's offset */
+    int ok = !memcmp(lay, want, sizeof want);
+    if (!ok) {
+        printf("# words (got/want):");
+        for (int i = 0; i < DLA__CU_LAY_WORDS; i++)
+            printf(" %d/%d", (int)lay[i], (int)want[i]);
+        printf("\n");
+    }
+    result(ok, "layout words of a batch normalization's views: dense, per-channel, "
+               "the strides of an earlier slot");
+    /* A scalar's space has no dims: no layout. */
+    dla__cu_space sp0;
+    memset(&sp0, 0, sizeof sp0);
+    sp0.n = 1;
+    dla__cu_lay_of(&sp0, vw, 6, slot, lay);
+    int zero = 1;
+    for (int i = 0; i < DLA__CU_LAY_WORDS; i++)
+        zero = zero && lay[i] == 0;
+    result(zero, "no layout words for a space of no dims");
 }
 
 } // namespace
@@ -668,9 +784,17 @@ int main(void)
             for (int multi = 0; multi < 2; multi++)
                 for (int shape = 0; shape < 6; shape++)
                     for (int lay = 0; lay < 3; lay++)
-                        for (int off32 = 0; off32 < 2; off32++)
+                        for (int off32 = 0; off32 < 3; off32++)
                             for (int mode = 0; mode < 3; mode++)
                                 one_case(prog, f64, multi, shape, lay, off32, mode);
+    /* Every kind of operand reached a compiled kernel as its layout. */
+    result(g_lay_seen.with_layout > 0 && g_lay_seen.dense > 0 && g_lay_seen.same > 0 &&
+               g_lay_seen.zero > 0 && g_lay_seen.walked > 0,
+           "compiled launches with a layout: %d; operands dense %d, as an earlier one %d, "
+           "walked with dims of stride 0 left out %d, walked %d",
+           g_lay_seen.with_layout, g_lay_seen.dense, g_lay_seen.same, g_lay_seen.zero,
+           g_lay_seen.walked);
+    layout_cases();
     for (int wide = 1; wide < 4; wide++)
         for (int mode = 0; mode < 2; mode++)
             wide_case(wide, mode);

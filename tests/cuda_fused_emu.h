@@ -18,7 +18,7 @@ extern "C" {
  * fused_kern.h's dla__cu_fused_key_t as int32s, zeros after it), whether
  * its ops were written as constants, and its kernel, called as one thread
  * with a (dla_fviews or dla_fmviews, by its kind) and p (dla_fprog). */
-#define EMU_KEY_INTS 64
+#define EMU_KEY_INTS 96
 typedef struct emu_gen {
     int32_t key[EMU_KEY_INTS];
     int constops;
@@ -103,6 +103,15 @@ static inline void emu_program(int i, int f64, dla_fused_multi_args *m)
 
 #ifdef __cplusplus
 }
+
+/* The layout class of the compiled programs here (the written source
+ * defines DLA_LAY_RUNTIME as its name): the words fused.c computed for
+ * the launch at hand (plugins/cuda/fused_kern.h, DLA__CU_LAY_WORDS),
+ * which the harness sets when it finds the program, where NVRTC's source
+ * has them as constants. The frame reads them the same way either way. */
+struct emu_lay_rt {
+    static unsigned w(int i);
+};
 
 /* tests/cuda_onekern_emu.cpp: its cases, each reported by result; and
  * whether dla__cu_mem_alloc gives memory (only while it uploads steps). */

@@ -7,7 +7,10 @@
  * cuda_fused_emu_shim.h, as NVRTC gets it after plugin_ops.h). Each
  * program goes into a namespace of its own with its kernel renamed (the
  * sources all define the same names), behind a C function run(a, p) in
- * the table emu_gens, with its key.
+ * the table emu_gens, with its key. The keys hold no layout: each
+ * program's kernel takes the harness's emu_lay_rt (DLA_LAY_RUNTIME), so
+ * one compiled program serves every layout, with the words fused.c
+ * computed for the launch.
  */
 #include "plugins/cuda/fused_kern.h"
 #include "tests/cuda_fused_emu.h"
@@ -23,7 +26,7 @@ int main(void)
 {
     printf("/* Written by tests/cuda_fused_emu_write from plugins/cuda/fused_source.c; do not "
            "edit. */\n#include \"tests/cuda_fused_emu_shim.h\"\n#include "
-           "\"tests/cuda_fused_emu.h\"\n");
+           "\"tests/cuda_fused_emu.h\"\n#define DLA_LAY_RUNTIME emu_lay_rt\n");
     int n = 0;
     dla__cu_fused_key_t keys[EMU_NPROG * 8];
     int constops_of[EMU_NPROG * 8];

@@ -91,21 +91,42 @@ static int compiles_key(const dla__cu_fused_key_t *kp, int constops, const char 
     return ok;
 }
 
-/* Compiles program a as kernel kind (0..2) for arch. */
-static int compiles(const dla_fused_args *a, int kind, int reg2, int constops, const char *arch,
-                    const char *name)
+/* A batch normalization's operands' layout (fused_kern.h,
+ * DLA__CU_LAY_WORDS) over a space of 4 dims: y and input 0 dense, inputs
+ * 1 and 2 per-channel (stride 0 along dims 0, 1 and 3; input 2 with input
+ * 1's strides), inputs 3 and 4 and the extras walked (extra 1 with input
+ * 3's strides). */
+static void bn_layout(int32_t *lay)
+{
+    memset(lay, 0, DLA__CU_LAY_WORDS * sizeof *lay);
+    lay[0] = 4;
+    lay[1 + 0] = lay[1 + 1] = 1 << DLA__CU_LAY_DENSE_BIT;
+    lay[1 + 2] = 0xb;
+    lay[1 + 3] = 0xb | (1 + 2) << DLA__CU_LAY_SAME_SHIFT;
+    lay[1 + 10] = (1 + 4) << DLA__CU_LAY_SAME_SHIFT;
+}
+
+/* Compiles program a as kernel kind (0..2) for arch (with_layout: kind 0
+ * with bn_layout's words). */
+static int compiles(const dla_fused_args *a, int kind, int reg2, int constops, int with_layout,
+                    const char *arch, const char *name)
 {
     dla__cu_fused_key_t k;
     dla__cu_fused_key(a, kind, reg2, &k);
+    if (with_layout)
+        bn_layout(k.lay);
     return compiles_key(&k, constops, arch, name);
 }
 
-/* Compiles fused_multi program m (kind 3) for arch. */
-static int compiles_multi(const dla_fused_multi_args *m, int constops, const char *arch,
-                          const char *name)
+/* Compiles fused_multi program m (kind 3) for arch (with_layout: with
+ * bn_layout's words). */
+static int compiles_multi(const dla_fused_multi_args *m, int constops, int with_layout,
+                          const char *arch, const char *name)
 {
     dla__cu_fused_key_t k;
     dla__cu_fused_multi_key(m, &k);
+    if (with_layout)
+        bn_layout(k.lay);
     return compiles_key(&k, constops, arch, name);
 }
 
@@ -203,7 +224,7 @@ int main(void)
 
     static const char *const archs[] = {"--gpu-architecture=sm_80", "--gpu-architecture=sm_90"};
     int n = 0, failed = 0;
-    printf("1..%d\n", 2 * 2 * 3 * 2 * 2 + 2 * 2 * 2 * 3 + 1);
+    printf("1..%d\n", 2 * 2 * 3 * 2 * 2 + 2 * 2 * 2 * 3 + 2 * 2 * 2 + 2);
     for (int arch = 0; arch < 2; arch++)
         for (int f64 = 0; f64 < 2; f64++)
             for (int kind = 0; kind < 3; kind++)
@@ -212,7 +233,7 @@ int main(void)
                         dla_fused_args *a = which ? &small : &big;
                         a->dtype = f64 ? DLA_F64 : DLA_F32;
                         const char *name = which ? "relu" : "batchnorm backward";
-                        const int ok = compiles(a, kind, which ? 0 : 2, constops,
+                        const int ok = compiles(a, kind, which ? 0 : 2, constops, 0,
                                                 archs[arch], name);
                         failed += !ok;
                         printf("%s %d - %s, %s, %s, kind %d, ops %s\n", ok ? "ok" : "not ok",
@@ -225,12 +246,41 @@ int main(void)
                 for (int which = 0; which < 3; which++) {
                     dla_fused_multi_args *m = multis[which];
                     m->program.dtype = f64 ? DLA_F64 : DLA_F32;
-                    const int ok = compiles_multi(m, constops, archs[arch], mnames[which]);
+                    const int ok = compiles_multi(m, constops, 0, archs[arch], mnames[which]);
                     failed += !ok;
                     printf("%s %d - fused_multi %s, %s, %s, ops %s\n", ok ? "ok" : "not ok", ++n,
                            mnames[which], archs[arch] + 19, f64 ? "double" : "single",
                            constops ? "constant" : "from the argument");
                 }
+    /* The batch normalization's backward as fused and fused_multi with a
+     * layout compiled in. */
+    for (int arch = 0; arch < 2; arch++)
+        for (int f64 = 0; f64 < 2; f64++)
+            for (int multi = 0; multi < 2; multi++) {
+                big.dtype = mbig.program.dtype = f64 ? DLA_F64 : DLA_F32;
+                const int ok = multi ? compiles_multi(&mbig, 1, 1, archs[arch], mnames[0])
+                                     : compiles(&big, 0, 0, 1, 1, archs[arch], "batchnorm backward");
+                failed += !ok;
+                printf("%s %d - %s batchnorm backward with its layout compiled in, %s, %s\n",
+                       ok ? "ok" : "not ok", ++n, multi ? "fused_multi" : "fused",
+                       archs[arch] + 19, f64 ? "double" : "single");
+            }
+    /* The layout's words, each where the frame reads it, and none in a
+     * source without one. */
+    {
+        dla__cu_fused_key_t k;
+        mbig.program.dtype = DLA_F32;
+        dla__cu_fused_multi_key(&mbig, &k);
+        bn_layout(k.lay);
+        int ok = source_has(&k, "return i == 0 ? 4u : i == 1 ? 256u : i == 2 ? 256u : "
+                                "i == 3 ? 11u : i == 4 ? 12299u : i == 11 ? 20480u : 0u;") == 1;
+        dla__cu_fused_multi_key(&mbig, &k);
+        ok = ok && source_has(&k, "return 0u;") == 1 &&
+             source_has(&k, "dla_fused_multi_body<float, dla_gen, 5, 3, dla_lay_c>") == 1;
+        failed += !ok;
+        printf("%s %d - the layout's words as the constants of dla_lay_c\n", ok ? "ok" : "not ok",
+               ++n);
+    }
     /* The other kinds' sources are as before fused_multi: none holds its
      * frame. */
     int plain = 1;

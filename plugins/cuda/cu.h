@@ -135,6 +135,7 @@ typedef struct dla__cu_device {
     int tf32;          /* DLACCEL_CUDA_TF32=1: tensor cores on float32 */
     int deterministic; /* DLACCEL_CUDA_DETERMINISTIC=1: deterministic cuDNN algorithms only */
     int fused_off32;   /* fused: 32-bit indexing where it fits (DLACCEL_CUDA_FUSED_OFF32) */
+    int fused_layout;  /* there, the layout compiled in (DLACCEL_CUDA_FUSED_LAYOUT) */
     int engines_off;   /* conv: the legacy algorithms only (DLACCEL_CUDA_CONV_ENGINES=0) */
 
     struct dla__cu_conv_entry *conv;   /* conv.c */

@@ -20,6 +20,11 @@
  * of each. y and each extra may be an input itself (a batch
  * normalization's running statistics updated in place): a thread reads
  * all its element's inputs before it writes any of its results.
+ *
+ * On the 32-bit path a compiled program also knows its operands' layout
+ * (dla__cu_lay_of; DLACCEL_CUDA_FUSED_LAYOUT=0 leaves it out): which are
+ * dense, which share an earlier one's strides, which do not move along a
+ * dim. The same program over another layout is another compiled kernel.
  */
 #include "plugins/cuda/onekern_kern.h"
 
@@ -65,6 +70,39 @@ static int offsets_fit_int(const dla__cu_space *sp, const dla__cu_vw *vw, int no
         }
     }
     return 1;
+}
+
+void dla__cu_lay_of(const dla__cu_space *sp, const dla__cu_vw *vw, int nops, const int *slot,
+                    int32_t *lay)
+{
+    memset(lay, 0, DLA__CU_LAY_WORDS * sizeof *lay);
+    if (sp->nd < 1 || sp->nd > DLA__CU_MAXD)
+        return;
+    lay[0] = sp->nd;
+    for (int op = 0; op < nops; op++) {
+        int32_t w = 0;
+        int dense = 1;
+        int64_t want = 1;
+        for (int d = 0; d < sp->nd; d++) {
+            if (vw[op].st[d] == 0)
+                w |= 1 << d;
+            if (vw[op].st[d] != want)
+                dense = 0;
+            want *= sp->dims[d];
+        }
+        if (dense) {
+            w |= 1 << DLA__CU_LAY_DENSE_BIT;
+        } else {
+            /* The first earlier view with these strides walks the dims
+             * itself (or is dense, and then so is this one). */
+            for (int o = 0; o < op; o++)
+                if (!memcmp(vw[o].st, vw[op].st, (size_t)sp->nd * sizeof vw[op].st[0])) {
+                    w |= (1 + (slot ? slot[o] : o)) << DLA__CU_LAY_SAME_SHIFT;
+                    break;
+                }
+        }
+        lay[1 + (slot ? slot[op] : op)] = w;
+    }
 }
 
 /* The coalesced space and the nops views as a kernel takes them: view op
@@ -124,10 +162,17 @@ dla_status dla__cu_fused(void *dev, const dla_fused_args *args)
     to_kernel(&sp, vw, nops, NULL, &a.sp, a.v);
     dla_fprog p;
     dla__cu_fprog_of(args, 0, &p);
-    if (d->fused_off32 && offsets_fit_int(&sp, vw, nops))
+    int32_t lay[DLA__CU_LAY_WORDS];
+    const int32_t *layp = NULL;
+    if (d->fused_off32 && offsets_fit_int(&sp, vw, nops)) {
         p.flags = DLA__CU_F_OFF32;
+        if (d->fused_layout) {
+            dla__cu_lay_of(&sp, vw, nops, NULL, lay);
+            layp = lay;
+        }
+    }
     const void *k1 = NULL, *k2 = NULL;
-    dla__cu_fused_compiled(d, args, 0, 0, &k1, &k2);
+    dla__cu_fused_compiled(d, args, 0, 0, layp, &k1, &k2);
     s = dla__cu_err(dla__cu_fused_launch(d->stream, dla__cu_blocks(d, sp.n),
                                          args->dtype == DLA_F64, &a, &p, k1),
                     "fused");
@@ -180,10 +225,17 @@ dla_status dla__cu_fused_multi(void *dev, const dla_fused_multi_args *args)
     dla_fprog p;
     dla__cu_fprog_of(a, 0, &p);
     /* vw holds every operand, the extras too. */
-    if (d->fused_off32 && offsets_fit_int(&sp, vw, nops))
+    int32_t lay[DLA__CU_LAY_WORDS];
+    const int32_t *layp = NULL;
+    if (d->fused_off32 && offsets_fit_int(&sp, vw, nops)) {
         p.flags = DLA__CU_F_OFF32;
+        if (d->fused_layout) {
+            dla__cu_lay_of(&sp, vw, nops, slot, lay);
+            layp = lay;
+        }
+    }
     const void *k1 = NULL;
-    dla__cu_fused_multi_compiled(d, args, &k1);
+    dla__cu_fused_multi_compiled(d, args, layp, &k1);
     s = dla__cu_err(dla__cu_fused_multi_launch(d->stream, dla__cu_blocks(d, sp.n),
                                                a->dtype == DLA_F64, &m, &p, k1),
                     "fused_multi");

@@ -40,6 +40,22 @@ extern "C" {
 /* The operands: y (0) and the inputs (1..8). */
 #define DLA__CU_FOPS 9
 
+/* The layout of a compiled program's operands, for the 32-bit path of a
+ * fused or fused_multi kernel (dla__cu_lay_of): word 0 the coalesced
+ * space's dims (1..8), word 1 + k slot k's: bit d set when its stride
+ * along dim d is 0 (nothing to add there), DENSE_BIT when its strides are
+ * the space's dense ones (its offset is the position itself), and at
+ * SAME_SHIFT 1 + an earlier slot whose strides it has (its offset is that
+ * one's). All 0: nothing known, every operand walked over the space's
+ * dims, as the interpreter walks them. A compiled program has them as
+ * constants (the key holds them), so what they make needless folds away:
+ * at batch 1024 the digit CNN's elementwise programs were bound by their
+ * index arithmetic, not by memory (docs/plugins.md). The frame writes
+ * the two positions as names; a compiled program's source defines them. */
+#define DLA__CU_LAY_WORDS 17
+#define DLA__CU_LAY_DENSE_BIT 8
+#define DLA__CU_LAY_SAME_SHIFT 12
+
 /* dla_fsp / dla_fvw / dla_fviews: cu.h's dla__cu_space, dla__cu_vw and
  * kern.cuh's dla__cu_views<9> (the same layout; fused.c fills them from
  * dla__cu_space_of).
@@ -122,28 +138,63 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    template <int NOPS>                                                                            \
+    /* The layout of a compiled program (dla__cu_lay_of): L::w(i) its                              \
+     * words, constants there; dla_lay_none (0: unknown) for the                                   \
+     * interpreter, which walks every operand over every dim. */                                   \
+    struct dla_lay_none {                                                                          \
+        static __device__ __forceinline__ constexpr unsigned w(int i) { return i < 0 ? 0u : 0u; }  \
+    };                                                                                             \
+    template <class L> __device__ __forceinline__ int dla_lay_nd(const dla_fsp &sp) {              \
+        return L::w(0) ? (int)L::w(0) : sp.nd;                                                     \
+    }                                                                                              \
+    template <class L> __device__ __forceinline__ int dla_lay_dense(int k) {                       \
+        return (int)(L::w(1 + k) >> DLA__CU_LAY_DENSE_BIT) & 1;                                    \
+    }                                                                                              \
+    template <class L> __device__ __forceinline__ int dla_lay_same(int k) {                        \
+        return (int)((L::w(1 + k) >> DLA__CU_LAY_SAME_SHIFT) & 31u) - 1;                           \
+    }                                                                                              \
+    template <class L> __device__ __forceinline__ int dla_lay_walks(int k, int d) {                \
+        return !dla_lay_dense<L>(k) && dla_lay_same<L>(k) < 0 && !((L::w(1 + k) >> d) & 1u);       \
+    }                                                                                              \
+    /* Operand k's offset once the dims are walked: a dense one's is the                           \
+     * position itself, one laid out as an earlier one takes its offset. */                        \
+    template <class L, typename O>                                                                 \
+    __device__ __forceinline__ void dla_lay_finish(int k, unsigned u0, O *off) {                   \
+        if (dla_lay_dense<L>(k))                                                                   \
+            off[k] = (O)u0;                                                                        \
+        else if (dla_lay_same<L>(k) >= 0)                                                          \
+            off[k] = off[dla_lay_same<L>(k) & 15];                                                 \
+    }                                                                                              \
+                                                                                                   \
+    template <int NOPS, class L>                                                                   \
     __device__ __forceinline__ void dla_flocate32(const dla_fviews &a, unsigned u, int *off) {     \
+        const unsigned u0 = u;                                                                     \
         for (int k = 0; k < NOPS; k++)                                                             \
             off[k] = 0;                                                                            \
-        const int last = a.sp.nd - 1;                                                              \
+        const int last = dla_lay_nd<L>(a.sp) - 1;                                                  \
         /* Constant dim indices only (the loop is unrolled, each dim                               \
          * guarded): the space's constants are then operands read from the                         \
          * parameter bank, where an index known only at run time made                              \
          * each a load through a generic address, some thirty an element,                          \
-         * which bound the kernel. */                                                              \
-        for (int d = 0; d < 8; d++) {                                                              \
+         * which bound the kernel. With a compiled layout the dims and                             \
+         * the operands that need no walk are constants too, and what                              \
+         * they would compute folds away. */                                                       \
+        _Pragma("unroll") for (int d = 0; d < 8; d++) {                                            \
             if (d < last) {                                                                        \
                 const unsigned n = (unsigned)a.sp.dims[d];                                         \
                 const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d], r = u - q * n; \
                 u = q;                                                                             \
-                for (int k = 0; k < NOPS; k++)                                                     \
-                    off[k] += (int)r * (int)a.v[k].st[d];                                          \
+                _Pragma("unroll") for (int k = 0; k < NOPS; k++)                                   \
+                    if (dla_lay_walks<L>(k, d))                                                    \
+                        off[k] += (int)r * (int)a.v[k].st[d];                                      \
             } else if (d == last) {                                                                \
-                for (int k = 0; k < NOPS; k++)                                                     \
-                    off[k] += (int)u * (int)a.v[k].st[d];                                          \
+                _Pragma("unroll") for (int k = 0; k < NOPS; k++)                                   \
+                    if (dla_lay_walks<L>(k, d))                                                    \
+                        off[k] += (int)u * (int)a.v[k].st[d];                                      \
             }                                                                                      \
         }                                                                                          \
+        _Pragma("unroll") for (int k = 0; k < NOPS; k++)                                           \
+            dla_lay_finish<L, int>(k, u0, off);                                                    \
     }                                                                                              \
                                                                                                    \
     template <typename T, class Ev, int NIN, typename O>                                           \
@@ -151,20 +202,22 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
                                                   const O *off) {                                  \
         T in[8];                                                                                   \
         for (int k = 0; k < 8; k++)                                                                \
-            in[k] = k < NIN && k < p.ninputs ? ((const T *)a.v[1 + k].base)[off[1 + k]] : (T)0;    \
+            in[k] = k < NIN && (Ev::EXACT || k < p.ninputs)                                        \
+                        ? ((const T *)a.v[1 + k].base)[off[1 + k]]                                 \
+                        : (T)0;                                                                    \
         T v, v2;                                                                                   \
         Ev::run(p, in, v, v2);                                                                     \
         ((T *)a.v[0].base)[off[0]] = v;                                                            \
     }                                                                                              \
                                                                                                    \
-    template <typename T, class Ev, int NIN>                                                       \
+    template <typename T, class Ev, int NIN, class L = dla_lay_none>                               \
     __device__ __forceinline__ void dla_fused_body(const dla_fviews &a, const dla_fprog &p) {      \
         const dla_i64 S = (dla_i64)gridDim.x * blockDim.x;                                         \
         dla_i64 i = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x;                                \
         if (p.flags & DLA__CU_F_OFF32) {                                                           \
             for (; i < a.sp.n; i += S) {                                                           \
                 int off[1 + NIN];                                                                  \
-                dla_flocate32<1 + NIN>(a, (unsigned)i, off);                                       \
+                dla_flocate32<1 + NIN, L>(a, (unsigned)i, off);                                    \
                 dla_fused_one<T, Ev, NIN, int>(a, p, off);                                         \
             }                                                                                      \
         } else {                                                                                   \
@@ -216,7 +269,7 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
                                                  double &s2) {                                     \
         T in[8];                                                                                   \
         for (int k = 0; k < 8; k++)                                                                \
-            in[k] = k < NIN && k < p.ninputs                                                       \
+            in[k] = k < NIN && (Ev::EXACT || k < p.ninputs)                                        \
                         ? ((const T *)f.inbase[k])[at[k] + ii * f.rst[k][0]]                       \
                         : (T)0;                                                                    \
         T v, v2;                                                                                   \
@@ -367,26 +420,30 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
           }                                                                                        \
       }                                                                                            \
                                                                                                    \
-      template <int NIN, int NEX>                                                                  \
+      template <int NIN, int NEX, class L>                                                         \
       __device__ __forceinline__ void dla_fmlocate32(const dla_fmviews &a, unsigned u, int *off) { \
+          const unsigned u0 = u;                                                                   \
           for (int k = 0; k < 16; k++)                                                             \
               off[k] = 0;                                                                          \
-          const int last = a.sp.nd - 1;                                                            \
-          for (int d = 0; d < 8; d++) {                                                            \
+          const int last = dla_lay_nd<L>(a.sp) - 1;                                                \
+          _Pragma("unroll") for (int d = 0; d < 8; d++) {                                          \
               if (d < last) {                                                                      \
                   const unsigned n = (unsigned)a.sp.dims[d];                                       \
                   const unsigned q = (__umulhi(u, a.sp.mul[d]) + u) >> a.sp.shift[d];              \
                   const unsigned r = u - q * n;                                                    \
                   u = q;                                                                           \
-                  for (int k = 0; k < 16; k++)                                                     \
-                      if (k <= NIN || (k >= 9 && k < 9 + NEX))                                     \
+                  _Pragma("unroll") for (int k = 0; k < 16; k++)                                   \
+                      if ((k <= NIN || (k >= 9 && k < 9 + NEX)) && dla_lay_walks<L>(k, d))         \
                           off[k] += (int)r * (int)a.v[k].st[d];                                    \
               } else if (d == last) {                                                              \
-                  for (int k = 0; k < 16; k++)                                                     \
-                      if (k <= NIN || (k >= 9 && k < 9 + NEX))                                     \
+                  _Pragma("unroll") for (int k = 0; k < 16; k++)                                   \
+                      if ((k <= NIN || (k >= 9 && k < 9 + NEX)) && dla_lay_walks<L>(k, d))         \
                           off[k] += (int)u * (int)a.v[k].st[d];                                    \
               }                                                                                    \
           }                                                                                        \
+          _Pragma("unroll") for (int k = 0; k < 16; k++)                                           \
+              if (k <= NIN || (k >= 9 && k < 9 + NEX))                                             \
+                  dla_lay_finish<L, int>(k, u0, off);                                              \
       }                                                                                            \
                                                                                                    \
       template <typename T, class Ev, int NIN, int NEX, typename O>                                \
@@ -394,7 +451,9 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
                                                      const O *off) {                               \
           T in[8];                                                                                 \
           for (int k = 0; k < 8; k++)                                                              \
-              in[k] = k < NIN && k < p.ninputs ? ((const T *)a.v[1 + k].base)[off[1 + k]] : (T)0;  \
+              in[k] = k < NIN && (Ev::EXACT || k < p.ninputs)                                      \
+                          ? ((const T *)a.v[1 + k].base)[off[1 + k]]                               \
+                          : (T)0;                                                                  \
           T v, x[7];                                                                               \
           Ev::multi(p, a.reg, in, v, x);                                                           \
           for (int k = 0; k < NEX && k < 7; k++)                                                   \
@@ -403,7 +462,7 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
           ((T *)a.v[0].base)[off[0]] = v;                                                          \
       }                                                                                            \
                                                                                                    \
-      template <typename T, class Ev, int NIN, int NEX>                                            \
+      template <typename T, class Ev, int NIN, int NEX, class L = dla_lay_none>                    \
       __device__ __forceinline__ void dla_fused_multi_body(const dla_fmviews &a,                   \
                                                            const dla_fprog &p) {                   \
           const dla_i64 S = (dla_i64)gridDim.x * blockDim.x;                                       \
@@ -411,7 +470,7 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
           if (p.flags & DLA__CU_F_OFF32) {                                                         \
               for (; i < a.sp.n; i += S) {                                                         \
                   int off[16];                                                                     \
-                  dla_fmlocate32<NIN, NEX>(a, (unsigned)i, off);                                   \
+                  dla_fmlocate32<NIN, NEX, L>(a, (unsigned)i, off);                                \
                   dla_fmulti_one<T, Ev, NIN, NEX, int>(a, p, off);                                 \
               }                                                                                    \
           } else {                                                                                 \
@@ -433,6 +492,8 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
  * their count. (_Pragma: a macro's text holds no directive.) */
 #define DLA__CU_FUSED_INTERP(X)                                                                    \
     X(struct interp {                                                                              \
+        /* Reads p.ninputs (a compiled program has NIN of them). */                                \
+        static constexpr int EXACT = 0;                                                            \
         template <typename T>                                                                      \
         static __device__ __forceinline__ int regs(const dla_fprog &p, const T *in, T *r) {        \
             const int n = p.ninsns < 1 ? 1 : p.ninsns > 8 ? 8 : p.ninsns;                          \
@@ -510,20 +571,23 @@ cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair
  * now on its second sight; 0 to interpret (*k1, *k2 NULL). For a reduce
  * *k1 is the block kernel and *k2 the thread kernel. Takes d->lock. */
 int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
-                           const void **k1, const void **k2);
-/* The same for a fused_multi program (kind 3): *k1 its kernel. */
+                           const int32_t *lay, const void **k1, const void **k2);
+/* The same for a fused_multi program (kind 3): *k1 its kernel. lay: the
+ * operands' layout (DLA__CU_LAY_WORDS), or NULL when not known. */
 int dla__cu_fused_multi_compiled(dla__cu_device *d, const dla_fused_multi_args *m,
-                                 const void **k1);
+                                 const int32_t *lay, const void **k1);
 
 /* A compiled program's identity (everything but alpha and beta, which
  * stay arguments): the kernel (0 fused, 1 fused_reduce, 2 the pair, 3
  * fused_multi), the pair's second register, the dtype, per step its kind,
- * op and operands, and a fused_multi's extras' registers (they decide
- * what its kernel stores; 0 for the other kinds). */
+ * op and operands, a fused_multi's extras' registers (they decide what
+ * its kernel stores; 0 for the other kinds), and the operands' layout
+ * (DLA__CU_LAY_WORDS; 0 when not known, and for the reduces). */
 typedef struct dla__cu_fused_key_t {
     int32_t kind, reg2, f64, ninputs, ninsns;
     int32_t code[DLA_FUSED_MAX_INSNS][5];
     int32_t nextra, xreg[DLA_FUSED_MAX_EXTRA];
+    int32_t lay[DLA__CU_LAY_WORDS]; /* fused and fused_multi; 0 for the others */
 } dla__cu_fused_key_t;
 
 /* fused_source.c: the key of program a; and its source after
@@ -536,6 +600,12 @@ size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *sr
 
 /* The program as the kernels take it (fused.c). */
 void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p);
+
+/* fused.c: the layout words (DLA__CU_LAY_WORDS) of nops views over
+ * space sp, view op in kernel slot slot[op] (slot NULL: op); slots must
+ * rise with op. All 0 for a space of no dims. */
+void dla__cu_lay_of(const dla__cu_space *sp, const dla__cu_vw *vw, int nops, const int *slot,
+                    int32_t *lay);
 
 #ifdef __cplusplus
 }

@@ -151,7 +151,7 @@ dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
         f.partial = (double *)partial->ptr;
     }
     const void *k1 = NULL, *k2 = NULL;
-    dla__cu_fused_compiled(d, a, pair ? 2 : 1, pair ? args->reg2 : 0, &k1, &k2);
+    dla__cu_fused_compiled(d, a, pair ? 2 : 1, pair ? args->reg2 : 0, NULL, &k1, &k2);
     cudaError_t e =
         dla__cu_fr_launch(d->stream, thread, grid, block, f64, pair, &f, &p, thread ? k2 : k1);
     if (e == cudaSuccess && f.parts > 1)

@@ -2,7 +2,8 @@
  * fused_source.c - the CUDA C++ of a compiled fused program (nvrtc.c
  * compiles it; tests/cuda_fused_source.c compiles it on a machine without
  * a GPU, since NVRTC needs none): the frame of fused_kern.h with the
- * program's steps written out as calls of plugin_ops.h. A fused_multi
+ * program's steps written out as calls of plugin_ops.h, and for fused
+ * and fused_multi its operands' layout as constants. A fused_multi
  * program (kind 3) also gets the fused_multi types and frame, and an
  * evaluator of its own; the other kinds' sources do not hold them.
  */
@@ -69,6 +70,23 @@ static size_t put_steps(const dla__cu_fused_key_t *k, int constops, const char *
     return n;
 }
 
+/* The operands' layout of k (fused_kern.h, DLA__CU_LAY_WORDS) as the
+ * class dla_lay_c the kernel is instantiated with: its words as
+ * constants, appended at n; the new length. A host build that defines
+ * DLA_LAY_RUNTIME (tests/cuda_fused_emu) takes that class instead, which
+ * gives the words of the launch at hand. */
+static size_t put_layout(const dla__cu_fused_key_t *k, char *src, size_t size, size_t n)
+{
+    PUT("#ifdef DLA_LAY_RUNTIME\ntypedef DLA_LAY_RUNTIME dla_lay_c;\n#else\n"
+        "struct dla_lay_c {\n  static __device__ __forceinline__ constexpr unsigned w(int i)\n"
+        "  {\n    return ");
+    for (int i = 0; i < DLA__CU_LAY_WORDS; i++)
+        if (k->lay[i])
+            PUT("i == %d ? %uu : ", i, (unsigned)k->lay[i]);
+    PUT("0u;\n  }\n};\n#endif\n");
+    return n;
+}
+
 /* A fused_multi program (kind 3): the fused_multi types and frame too,
  * and an evaluator whose multi gives the last register and the extras'
  * registers, wired as constants; appended at n, the new length. */
@@ -81,7 +99,8 @@ static size_t put_multi(const dla__cu_fused_key_t *k, int constops, const char *
     PUT("static_assert(sizeof(dla_fmviews) == %zu && sizeof(dla_fmviews) + sizeof(dla_fprog) < "
         "4096, \"dla_fused_multi layout\");\n",
         sizeof(dla_fmviews));
-    PUT("struct dla_gen {\n  static __device__ __forceinline__ void multi(const dla_fprog &p, "
+    PUT("struct dla_gen {\n  static constexpr int EXACT = 1;\n"
+        "  static __device__ __forceinline__ void multi(const dla_fprog &p, "
         "const int *reg, const %s *in, %s &v, %s *x)\n  {\n    (void)p;\n    (void)reg;\n",
         T, T, T);
     n = put_steps(k, constops, T, src, size, n);
@@ -89,8 +108,9 @@ static size_t put_multi(const dla__cu_fused_key_t *k, int constops, const char *
     for (int x = 0; x < k->nextra && x < DLA_FUSED_MAX_EXTRA; x++)
         PUT("    x[%d] = r%d;\n", x, (int)k->xreg[x]);
     PUT("  }\n};\n");
+    n = put_layout(k, src, size, n);
     PUT("extern \"C\" __global__ void %s(dla_fmviews a, dla_fprog p)\n"
-        "{\n  dla_fused_multi_body<%s, dla_gen, %d, %d>(a, p);\n}\n",
+        "{\n  dla_fused_multi_body<%s, dla_gen, %d, %d, dla_lay_c>(a, p);\n}\n",
         DLA__CU_K_FMULTI, T, (int)k->ninputs, (int)k->nextra);
     return n;
 }
@@ -101,14 +121,17 @@ size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *sr
     static const char frame[] = DLA__CU_FUSED_FRAME(DLA__CU_STR);
     const char *T = k->f64 ? "double" : "float";
     size_t n = 0;
-    PUT("\n#define DLA__CU_F_OFF32 %d\n%s\n%s\n", DLA__CU_F_OFF32, types, frame);
+    PUT("\n#define DLA__CU_F_OFF32 %d\n#define DLA__CU_LAY_DENSE_BIT %d\n"
+        "#define DLA__CU_LAY_SAME_SHIFT %d\n%s\n%s\n",
+        DLA__CU_F_OFF32, DLA__CU_LAY_DENSE_BIT, DLA__CU_LAY_SAME_SHIFT, types, frame);
     /* The layouts the host fills (a mismatch fails the compile). */
     PUT("static_assert(sizeof(dla_fviews) == %zu && sizeof(dla_fprog) == %zu && "
         "sizeof(dla_fr) == %zu, \"dla_fused layouts\");\n",
         sizeof(dla_fviews), sizeof(dla_fprog), sizeof(dla_fr));
     if (k->kind == 3)
         return put_multi(k, constops, T, src, size, n);
-    PUT("struct dla_gen {\n  static __device__ __forceinline__ void run(const dla_fprog &p, "
+    PUT("struct dla_gen {\n  static constexpr int EXACT = 1;\n"
+        "  static __device__ __forceinline__ void run(const dla_fprog &p, "
         "const %s *in, %s &v, %s &v2)\n  {\n    (void)p;\n",
         T, T, T);
     n = put_steps(k, constops, T, src, size, n);
@@ -119,8 +142,9 @@ size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *sr
         PUT("    v2 = (%s)0;\n", T);
     PUT("  }\n};\n");
     if (k->kind == 0) {
+        n = put_layout(k, src, size, n);
         PUT("extern \"C\" __global__ void %s(dla_fviews a, dla_fprog p)\n"
-            "{\n  dla_fused_body<%s, dla_gen, %d>(a, p);\n}\n",
+            "{\n  dla_fused_body<%s, dla_gen, %d, dla_lay_c>(a, p);\n}\n",
             DLA__CU_K_FUSED, T, (int)k->ninputs);
     } else {
         const int pair = k->kind == 2;
