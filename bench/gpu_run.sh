@@ -64,9 +64,10 @@
 #              on graphwrap (the cpu plugin serving whole replays): what
 #              the core itself costs a replay on this machine's CPU
 #   layout     the compiled elementwise programs with their operands'
-#              layout as constants (the default) and without
-#              (DLACCEL_CUDA_FUSED_LAYOUT=0): check-plugin's fused and
-#              fused_multi compiled on first sight both ways, then the
+#              layout as constants and fused_reduce's block kernel on rows
+#              with four loads in flight (the defaults), against each off
+#              (DLACCEL_CUDA_FUSED_LAYOUT=0, DLACCEL_CUDA_FR_ROWS=0) and
+#              both: check-plugin's fused kernels each way, then the CNN
 #              replays 30 calls to a sync, alternating, 3 rounds
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
@@ -515,13 +516,17 @@ step_async() {
 }
 
 # The compiled elementwise programs with their operands' layout as
-# constants (the default) and without (DLACCEL_CUDA_FUSED_LAYOUT=0):
-# check-plugin's fused kernels both ways, then the replays alternating,
-# per call and 30 calls to a sync.
+# constants and the sums on rows with four loads in flight (both the
+# default), against each off (DLACCEL_CUDA_FUSED_LAYOUT=0,
+# DLACCEL_CUDA_FR_ROWS=0) and both: check-plugin's fused kernels each way
+# (compiled on first sight), then the CNN replays 30 calls to a sync,
+# alternating, 3 rounds.
 step_layout() {
-    local r v k
-    for v in "on X=1" "off DLACCEL_CUDA_FUSED_LAYOUT=0"; do
-        for k in fused fused_multi; do
+    local r v k w
+    local variants=("new X=1" "nolayout DLACCEL_CUDA_FUSED_LAYOUT=0" "norows DLACCEL_CUDA_FR_ROWS=0"
+        "old DLACCEL_CUDA_FUSED_LAYOUT=0 DLACCEL_CUDA_FR_ROWS=0")
+    for v in "${variants[@]}"; do
+        for k in fused fused_multi fused_reduce fused_reduce_pair; do
             env ${v#* } DLACCEL_CUDA_FUSED_COMPILE=first timeout 120 "$s/bin/dlaccel" check-plugin \
                 --kernel $k --cases 100 --seed 13 "$s/plugins.d/cuda.json" \
                 >"$out/layout_check_${v%% *}_$k.log" 2>&1
@@ -529,11 +534,14 @@ step_layout() {
         done
     done
     for r in 1 2 3; do
-        for v in "on X=1" "off DLACCEL_CUDA_FUSED_LAYOUT=0"; do
-            env ${v#* } timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload _replay \
-                --pipeline 30 >"$out/layout_${v%% *}_$r.log" 2>&1
-            grep -E '^cuda' "$out/layout_${v%% *}_$r.log" |
-                sed "s/^/layout ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+        for v in "${variants[@]}"; do
+            for w in =cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay \
+                =cnn_inference_replay_b1024; do
+                env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
+                    --pipeline 30 >"$out/layout_${v%% *}_${w#=}_$r.log" 2>&1
+                grep -E '^cuda' "$out/layout_${v%% *}_${w#=}_$r.log" |
+                    sed "s/^/layout ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+            done
         done
     done
 }

@@ -32,7 +32,7 @@ check_PROGRAMS += tests/cuda_fastdiv
 tests_cuda_fastdiv_SOURCES = tests/cuda_fastdiv.c plugins/cuda/fastdiv.h
 TESTS += tests/cuda_fastdiv
 
-# The fused and fused_multi kernels run on the CPU against their steps one
+# The fused, fused_multi and fused_reduce kernels run on the CPU against their steps one
 # by one, bit for bit (tests/cuda_fused_emu.cpp says how): fused.c and
 # space.c as the plugin has them, the frames and the interpreter of
 # fused_kern.h, and the compiled programs' source of fused_source.c, which
@@ -56,7 +56,8 @@ tests_cuda_fused_emu_write_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h \
 	tests/cuda_fused_emu_shim.h plugins/cuda/fused.c plugins/cuda/space.c \
 	plugins/cuda/fused_source.c tests/cuda_onekern_emu.cpp plugins/cuda/gemm.c \
-	plugins/cuda/reduce.c plugins/cuda/onekern.c plugins/cuda/elementwise.c plugins/cuda/copy.c
+	plugins/cuda/reduce.c plugins/cuda/onekern.c plugins/cuda/elementwise.c plugins/cuda/copy.c \
+	plugins/cuda/fused_reduce.c
 nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp
 tests_cuda_fused_emu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 # No contraction on either side (the kernels and the reference); the
@@ -66,7 +67,7 @@ tests_cuda_fused_emu_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 tests_cuda_fused_emu_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-unknown-pragmas -Wno-misleading-indentation -ffp-contract=off \
 	$(SANITIZER_CFLAGS) $(FUZZ_CFLAGS)
-tests_cuda_fused_emu_LDADD = -lm
+tests_cuda_fused_emu_LDADD = -lm -lpthread
 TESTS += tests/cuda_fused_emu
 CLEANFILES += tests/cuda_fused_emu_progs.cpp
 tests/cuda_fused_emu_progs.cpp: tests/cuda_fused_emu_write$(EXEEXT)

@@ -1,6 +1,7 @@
 /*
- * cuda_fused_emu.cpp - the cuda plugin's fused and fused_multi kernels run
- * on the CPU, against their steps one by one, bit for bit (no GPU needed).
+ * cuda_fused_emu.cpp - the cuda plugin's fused, fused_multi and
+ * fused_reduce kernels run on the CPU, against their steps one by one, bit
+ * for bit (no GPU needed).
  *
  * What runs is the plugin's own code: fused.c's members (the kit's checks,
  * the coalesced space of space.c, the slots, the 32-bit choice) call the
@@ -41,7 +42,10 @@
  * cases); that the layouts reaching compiled kernels held every kind of
  * operand (dense, as an earlier one, walked with dims of stride 0 left
  * out, walked), and the words of a batch normalization's views (2 cases);
- * and fused_multi with
+ * fused_reduce (fused_reduce.c's members, the frames' block, thread and
+ * combine kernels; 448 cases and their coverage, fr_cases), the block
+ * kernel's threads at once on a team of host threads that meet at its
+ * barriers; and fused_multi with
  * an input, an extra or both at offsets past INT_MAX (sparse memory),
  * where fused.c must choose 64-bit indexing, interpreted and compiled (6).
  * main then runs tests/cuda_onekern_emu.cpp's cases (the small GEMM and
@@ -59,10 +63,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <thread>
 #include <vector>
 
-emu_dim blockIdx, blockDim, threadIdx, gridDim;
+emu_dim blockIdx, blockDim, gridDim;
+thread_local emu_dim threadIdx;
+/* fused_kern.h's block kernel's dynamic shared memory (its launcher asks
+ * for a pair of doubles for each of at most 256 threads). */
+double dla_fr_sm[2 * DLA__CU_FR_THREADS];
 
 DLA__CU_FUSED_FRAME(DLA__CU_ID)
 DLA__CU_FMULTI_FRAME(DLA__CU_ID)
@@ -97,6 +108,82 @@ struct {
     long long n;
 } g_seen;
 int g_errors;
+/* What the last fused_reduce call launched, and what all of them did. */
+struct {
+    int launches, combines, thread, rows, compiled;
+    long long parts;
+} g_fr_seen;
+struct {
+    int rows, walk, thread, parts;
+} g_fr_cover;
+
+/* The block kernel's shared memory (fused_kern.h's dla_fr_sm, at most 256
+ * threads' pairs of doubles), and the barrier of the block whose threads
+ * run at once. */
+pthread_barrier_t *g_barrier;
+
+/* The threads that run a block whose kernel has barriers, made once
+ * (fr_cases): each waits at start, runs the job as thread t of the block
+ * if t < active, and meets the others and the caller at done. */
+#define EMU_TEAM 32
+struct team {
+    std::vector<std::thread> th;
+    pthread_barrier_t start, done;
+    const std::function<void()> *job = nullptr;
+    unsigned active = 0;
+    bool quit = false;
+} g_team;
+
+void team_open()
+{
+    pthread_barrier_init(&g_team.start, nullptr, EMU_TEAM + 1);
+    pthread_barrier_init(&g_team.done, nullptr, EMU_TEAM + 1);
+    for (unsigned t = 0; t < EMU_TEAM; t++)
+        g_team.th.emplace_back([t] {
+            for (;;) {
+                pthread_barrier_wait(&g_team.start);
+                if (g_team.quit)
+                    return;
+                if (t < g_team.active) {
+                    threadIdx.x = t;
+                    (*g_team.job)();
+                }
+                pthread_barrier_wait(&g_team.done);
+            }
+        });
+}
+
+void team_close()
+{
+    g_team.quit = true;
+    pthread_barrier_wait(&g_team.start);
+    for (auto &x : g_team.th)
+        x.join();
+    g_team.th.clear();
+    pthread_barrier_destroy(&g_team.start);
+    pthread_barrier_destroy(&g_team.done);
+}
+
+/* A launch of grid blocks of threads (<= EMU_TEAM) threads whose kernel
+ * has barriers: each block's threads run at once, on the team, and meet
+ * at __syncthreads; the blocks one after another. */
+void emu_run_blocks(unsigned grid, unsigned threads, const std::function<void()> &one)
+{
+    gridDim.x = grid;
+    blockDim.x = threads;
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, nullptr, threads);
+    g_barrier = &bar;
+    g_team.job = &one;
+    g_team.active = threads;
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx.x = b;
+        pthread_barrier_wait(&g_team.start);
+        pthread_barrier_wait(&g_team.done);
+    }
+    g_barrier = nullptr;
+    pthread_barrier_destroy(&bar);
+}
 
 /* The layout words of the compiled launch at hand (emu_lay_rt), and what
  * the compiled launches' layouts held, over the whole run. */
@@ -182,6 +269,12 @@ const dla_plugin_host host = {sizeof(dla_plugin_host), DLA_PLUGIN_ABI_MAJOR, DLA
                               h_log, h_error, h_alloc, h_free};
 
 } // namespace
+
+void __syncthreads(void)
+{
+    if (g_barrier)
+        pthread_barrier_wait(g_barrier);
+}
 
 unsigned emu_lay_rt::w(int i)
 {
@@ -280,13 +373,15 @@ int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind,
 {
     (void)d;
     *k1 = *k2 = NULL;
-    if (g_mode == 0 || kind != 0)
+    if (g_mode == 0)
         return 0;
     dla__cu_fused_key_t k;
     dla__cu_fused_key(a, kind, reg2, &k);
     if (lay)
         memcpy(k.lay, lay, sizeof k.lay);
-    *k1 = find_compiled(k);
+    /* A reduce's two kernels are one emu_gen's run and run2 (the
+     * launcher knows which it launches). */
+    *k1 = *k2 = find_compiled(k);
     return *k1 != NULL;
 }
 
@@ -320,6 +415,69 @@ cudaError_t dla__cu_fused_multi_launch(cudaStream_t st, unsigned grid, int f64,
     return emulate(grid, f64, a, p, kernel, fused_multi_k<float>, fused_multi_k<double>);
 }
 
+/* fused_reduce.c's launches. Both kernels loop over the grid's blocks
+ * (grid-stride), so a few blocks compute every output whatever grid was
+ * asked: at most 2 run here. The block kernel's threads run at once, with
+ * its barriers (emu_run_blocks), at most 32 of them: it reads its block's
+ * size from blockDim, any power of two up to the launch's (each thread of
+ * its own costs the host some 10 us); the thread kernel's and the parts'
+ * combine's run one by one. */
+cudaError_t dla__cu_fr_launch(cudaStream_t st, int thread, unsigned grid, unsigned block, int f64,
+                              int pair, const dla_fr *f, const dla_fprog *p, const void *kernel)
+{
+    (void)st;
+    g_fr_seen.launches++;
+    g_fr_seen.thread = thread;
+    g_fr_seen.rows = (f->flags & DLA__CU_FR_ROWS) != 0;
+    g_fr_seen.compiled = kernel != NULL;
+    g_fr_seen.parts = f->parts;
+    const emu_gen *g = (const emu_gen *)kernel;
+    const unsigned blocks = grid < 2 ? grid : 2;
+    if (thread) {
+        emu_run_grid(blocks, DLA__CU_THREADS, [&] {
+            if (g)
+                g->run2(f, p);
+            else if (f64)
+                pair ? dla_fr_thread_body<double, interp, 8, 1>(*f, *p)
+                     : dla_fr_thread_body<double, interp, 8, 0>(*f, *p);
+            else
+                pair ? dla_fr_thread_body<float, interp, 8, 1>(*f, *p)
+                     : dla_fr_thread_body<float, interp, 8, 0>(*f, *p);
+        });
+    } else {
+        emu_run_blocks(blocks, block < EMU_TEAM ? block : EMU_TEAM, [&] {
+            if (g)
+                g->run(f, p);
+            else if (f64)
+                pair ? dla_fr_block_body<double, interp, 8, 1>(*f, *p)
+                     : dla_fr_block_body<double, interp, 8, 0>(*f, *p);
+            else
+                pair ? dla_fr_block_body<float, interp, 8, 1>(*f, *p)
+                     : dla_fr_block_body<float, interp, 8, 0>(*f, *p);
+        });
+    }
+    return cudaSuccess;
+}
+
+cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair, const dla_fr *f)
+{
+    (void)st;
+    g_fr_seen.combines++;
+    emu_run_grid(grid < 2 ? grid : 2, DLA__CU_THREADS, [&] {
+        if (f64)
+            pair ? dla_fr_combine_body<double, 1>(*f) : dla_fr_combine_body<double, 0>(*f);
+        else
+            pair ? dla_fr_combine_body<float, 1>(*f) : dla_fr_combine_body<float, 0>(*f);
+    });
+    return cudaSuccess;
+}
+
+/* plan.c's: a scratch block back (here, to the heap at once). */
+void dla__cu_scratch_done(dla__cu_device *d, dla__cu_mem *mem)
+{
+    dla__cu_mem_free(d, (dla_mem)mem);
+}
+
 } // extern "C"
 
 namespace {
@@ -347,40 +505,29 @@ double rnd()
  * as a scalar (every stride 0). */
 enum { L_DENSE, L_OFFSET, L_PADDED, L_REVERSED, L_BCAST, L_SCALAR, L_COUNT };
 
-/* View v of dims in layout lk over buffer b, made anew (fill: the byte of
- * a result's buffer; inputs get random values). */
-void make_view(buf &b, dla_view &v, int nd, const int64_t *dims, int lk, dla_dtype dt,
-               int fill)
+/* View v of dims with strides st (elements) after offset elements over
+ * buffer b, made anew, span elements long before a tail (fill: the byte
+ * of a result's buffer; inputs get random values, FILL_INTS small
+ * integers, whose sums in double are exact in any order). */
+enum { FILL_RANDOM = -1, FILL_INTS = -2 };
+void make_view_strided(buf &b, dla_view &v, int nd, const int64_t *dims, const int64_t *st,
+                       int64_t offset, int64_t span, dla_dtype dt, int fill)
 {
     const int dsz = (int)dla_kit_dtype_size(dt);
     memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     v.dtype = dt;
     v.ndims = nd;
-    v.offset = lk == L_DENSE ? 0 : 3;
-    int64_t st = 1;
-    for (int d = 0; d < nd; d++)
+    v.offset = offset;
+    for (int d = 0; d < nd; d++) {
         v.dims[d] = dims[d];
-    if (lk == L_REVERSED) {
-        for (int d = nd - 1; d >= 0; d--) {
-            v.strides[d] = st;
-            st *= dims[d];
-        }
-    } else {
-        for (int d = 0; d < nd; d++) {
-            if ((lk == L_BCAST && d == 1) || lk == L_SCALAR) {
-                v.strides[d] = 0;
-                continue;
-            }
-            v.strides[d] = st;
-            st *= dims[d] + (lk == L_PADDED && d < 2 ? d + 1 : 0);
-        }
+        v.strides[d] = st[d];
     }
-    const size_t bytes = (size_t)(v.offset + st + 5) * dsz;
+    const size_t bytes = (size_t)(offset + span + 5) * dsz;
     b.data.assign(bytes, (unsigned char)fill);
     if (fill < 0)
         for (size_t e = 0; e < bytes / dsz; e++) {
-            const double x = rnd();
+            const double x = fill == FILL_INTS ? (double)((int)((rnd() + 1.0) * 8.5) - 8) : rnd();
             if (dt == DLA_F64)
                 memcpy(&b.data[e * dsz], &x, sizeof x);
             else {
@@ -393,6 +540,27 @@ void make_view(buf &b, dla_view &v, int nd, const int64_t *dims, int lk, dla_dty
     b.m.bytes = b.m.cap = bytes;
     b.m.next = NULL;
     v.mem = (dla_mem)&b.m;
+}
+
+/* View v of dims in layout lk over buffer b, made anew (fill as above). */
+void make_view(buf &b, dla_view &v, int nd, const int64_t *dims, int lk, dla_dtype dt,
+               int fill)
+{
+    int64_t st = 1, strides[DLA_MAX_DIMS] = {0};
+    if (lk == L_REVERSED) {
+        for (int d = nd - 1; d >= 0; d--) {
+            strides[d] = st;
+            st *= dims[d];
+        }
+    } else {
+        for (int d = 0; d < nd; d++) {
+            if ((lk == L_BCAST && d == 1) || lk == L_SCALAR)
+                continue;
+            strides[d] = st;
+            st *= dims[d] + (lk == L_PADDED && d < 2 ? d + 1 : 0);
+        }
+    }
+    make_view_strided(b, v, nd, dims, strides, lk == L_DENSE ? 0 : 3, st, dt, fill);
 }
 
 float unary(int op, float x, double al, double be)
@@ -680,6 +848,174 @@ void wide_case(int wide, int mode)
     munmap(w[1], wide_bytes);
 }
 
+/* ------------------------------------------------------------ fused_reduce */
+
+/* One fused_reduce case: the sums' program prog (1: a pair) over a shape
+ * of dims whose kept dims are keep's, its inputs laid out as lay says (0:
+ * x dense, m per kept element (stride 0 along the summed dims), dy dense
+ * after an offset; 1: x and dy padded along dim 0), y (and y2) dense after
+ * an offset. Every byte of every buffer must equal its image, where the
+ * sums (exact: integer values) were written. expect: 't' the thread
+ * kernel, 'r' the block kernel on rows (when rows is on), 'b' the block
+ * kernel's walk, 'e' no launch (an empty sum). */
+void fr_case(const char *name, int nd, const int64_t *dims, const int *keep, int lay, int prog,
+             int f64, int mean, int mode, int rows, char expect)
+{
+    const dla_dtype dt = f64 ? DLA_F64 : DLA_F32;
+    const int pair = prog == 1;
+    dla_fused_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    emu_reduce_program(prog, f64, &r.program);
+    r.op = mean ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM;
+    r.reg2 = pair ? EMU_REDUCE_REG2 : 0;
+    dla_fused_args &a = r.program;
+    buf bufs[5];
+    int64_t dense[DLA_MAX_DIMS], padded[DLA_MAX_DIMS], kept[DLA_MAX_DIMS], ydims[DLA_MAX_DIMS];
+    int64_t st = 1, sp = 1, sk = 1, n = 1, outputs = 1;
+    for (int d = 0; d < nd; d++) {
+        dense[d] = st;
+        st *= dims[d];
+        padded[d] = sp;
+        sp *= dims[d] + (d == 0);
+        kept[d] = keep[d] ? sk : 0;
+        sk *= keep[d] ? dims[d] : 1;
+        ydims[d] = keep[d] ? dims[d] : 1;
+        n *= dims[d];
+        outputs *= ydims[d];
+    }
+    make_view_strided(bufs[0], a.inputs[0], nd, dims, lay ? padded : dense, 0, lay ? sp : st, dt,
+                      FILL_INTS);
+    make_view_strided(bufs[1], a.inputs[1], nd, dims, kept, 2, sk, dt, FILL_INTS);
+    if (a.ninputs > 2)
+        make_view_strided(bufs[2], a.inputs[2], nd, dims, lay ? padded : dense, 3,
+                          lay ? sp : st, dt, FILL_INTS);
+    int64_t ydense[DLA_MAX_DIMS], sy = 1;
+    for (int d = 0; d < nd; d++) {
+        ydense[d] = sy;
+        sy *= ydims[d];
+    }
+    make_view_strided(bufs[3], r.y, nd, ydims, ydense, 3, sy, dt, 0xab);
+    /* The program's y names the space summed over: ndims and dims only. */
+    a.y.struct_size = sizeof a.y;
+    a.y.dtype = dt;
+    a.y.ndims = nd;
+    for (int d = 0; d < nd; d++)
+        a.y.dims[d] = dims[d];
+    if (pair)
+        make_view_strided(bufs[4], r.y2, nd, ydims, ydense, 1, sy, dt, 0xcd);
+    /* The reference: each output's sum over its positions, in double. */
+    const int64_t per = outputs ? n / outputs : 0;
+    std::vector<double> sum((size_t)outputs), sum2((size_t)outputs);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t ix[DLA_MAX_DIMS] = {0}, q = e, o = 0;
+        for (int d = 0; d < nd; d++) {
+            ix[d] = q % dims[d];
+            q /= dims[d];
+            o += keep[d] ? ix[d] * ydense[d] : 0;
+        }
+        if (f64) {
+            double v[DLA_FUSED_MAX_INSNS];
+            steps<double>(a, ix, v);
+            sum[(size_t)o] += v[a.ninsns - 1];
+            sum2[(size_t)o] += v[EMU_REDUCE_REG2];
+        } else {
+            float v[DLA_FUSED_MAX_INSNS];
+            steps<float>(a, ix, v);
+            sum[(size_t)o] += v[a.ninsns - 1];
+            sum2[(size_t)o] += v[EMU_REDUCE_REG2];
+        }
+    }
+    for (int64_t o = 0; o < outputs; o++) {
+        int64_t ix[DLA_MAX_DIMS] = {0}, q = o;
+        for (int d = 0; d < nd; d++) {
+            ix[d] = q % ydims[d];
+            q /= ydims[d];
+        }
+        const double s = mean ? (per ? sum[(size_t)o] / (double)per : NAN) : sum[(size_t)o];
+        const double s2 = mean ? (per ? sum2[(size_t)o] / (double)per : NAN) : sum2[(size_t)o];
+        if (f64) {
+            put<double>(r.y, ix, s);
+            if (pair)
+                put<double>(r.y2, ix, s2);
+        } else {
+            put<float>(r.y, ix, (float)s);
+            if (pair)
+                put<float>(r.y2, ix, (float)s2);
+        }
+    }
+    dla__cu_device d;
+    new_device(d, 1);
+    d.fr_rows = rows;
+    g_mode = mode;
+    memset(&g_seen, 0, sizeof g_seen);
+    memset(&g_fr_seen, 0, sizeof g_fr_seen);
+    const int errors = g_errors;
+    emu_alloc_allowed = 1; /* the parts' sums */
+    const dla_status s = dla__cu_fused_reduce(&d, &r);
+    emu_alloc_allowed = 0;
+    int ok = s == DLA_OK && g_errors == errors && !g_seen.missing;
+    if (expect == 'e')
+        ok = ok && g_fr_seen.launches == 0;
+    else
+        ok = ok && g_fr_seen.launches == 1 && g_fr_seen.compiled == (mode != 0) &&
+             g_fr_seen.thread == (expect == 't') &&
+             g_fr_seen.rows == (expect == 'r' && rows) &&
+             g_fr_seen.combines == (g_fr_seen.parts > 1);
+    if (!ok)
+        printf("# status %d, %d launches (%d missing), thread %d, rows %d, compiled %d, "
+               "parts %lld, %d combines\n",
+               (int)s, g_fr_seen.launches, g_seen.missing, g_fr_seen.thread, g_fr_seen.rows,
+               g_fr_seen.compiled, g_fr_seen.parts, g_fr_seen.combines);
+    for (int b = 0; b < 5; b++)
+        if (bufs[b].data != bufs[b].ref) {
+            printf("# buffer %d differs\n", b);
+            ok = 0;
+        }
+    g_fr_cover.rows += g_fr_seen.rows;
+    g_fr_cover.walk += g_fr_seen.launches && !g_fr_seen.thread && !g_fr_seen.rows;
+    g_fr_cover.thread += g_fr_seen.thread;
+    g_fr_cover.parts += g_fr_seen.parts > 1;
+    static const char *const modes[] = {"interpreted", "compiled", "compiled (ops read)"};
+    result(ok, "fused_reduce%s %s %s, %s, %s, %s, %s", pair ? " pair" : "", mean ? "mean" : "sum",
+           f64 ? "f64" : "f32", name, lay ? "padded inputs" : "dense inputs", modes[mode],
+           rows ? "rows allowed" : "rows off");
+}
+
+void fr_cases()
+{
+    team_open();
+    static const struct {
+        const char *name;
+        int nd;
+        int64_t dims[5];
+        int keep[5];
+        char expect[2]; /* by lay: 0, 1 */
+    } shapes[] = {
+        {"per channel of 6x5x4x3", 4, {6, 5, 4, 3}, {0, 0, 1, 0}, {'r', 'b'}},
+        {"all of 97x61 (in parts)", 2, {97, 61}, {0, 0}, {'r', 'r'}},
+        {"dims 0 and 2 of 7x3x11x5", 4, {7, 3, 11, 5}, {0, 1, 0, 1}, {'r', 'r'}},
+        {"dims 0, 2 and 4 of 3x2x4x2x5", 5, {3, 2, 4, 2, 5}, {0, 1, 0, 1, 0}, {'b', 'b'}},
+        {"dim 1 of 48x40 (strided)", 2, {48, 40}, {1, 0}, {'r', 'r'}},
+        {"dim 0 of 5x20 (short)", 2, {5, 20}, {0, 1}, {'t', 't'}},
+        {"dim 0 of 0x4 (empty)", 2, {0, 4}, {0, 1}, {'e', 'e'}},
+    };
+    for (const auto &sh : shapes)
+        for (int lay = 0; lay < 2; lay++)
+            for (int prog = 0; prog < EMU_NREDPROG; prog++)
+                for (int f64 = 0; f64 < 2; f64++)
+                    for (int mode = 0; mode < 3; mode++)
+                        for (int rows = 0; rows < 2; rows++)
+                            /* the mean only differs in the store */
+                            for (int mean = 0; mean < 1 + (mode == 1); mean++)
+                                fr_case(sh.name, sh.nd, sh.dims, sh.keep, lay, prog, f64, mean,
+                                        mode, rows, sh.expect[lay]);
+    result(g_fr_cover.rows > 0 && g_fr_cover.walk > 0 && g_fr_cover.thread > 0 &&
+               g_fr_cover.parts > 0,
+           "fused_reduce launches: %d on rows, %d walking, %d a thread per output, %d in parts",
+           g_fr_cover.rows, g_fr_cover.walk, g_fr_cover.thread, g_fr_cover.parts);
+    team_close();
+}
 /* dla__cu_lay_of on a batch normalization's views, S S C B = 4 3 5 2:
  * y and x dense, two per-channel vectors (strides 0 0 1 0), a view padded
  * along dim 0 (strides 1 5 15 75), another padded the same way as an
@@ -795,6 +1131,7 @@ int main(void)
            g_lay_seen.with_layout, g_lay_seen.dense, g_lay_seen.same, g_lay_seen.zero,
            g_lay_seen.walked);
     layout_cases();
+    fr_cases();
     for (int wide = 1; wide < 4; wide++)
         for (int mode = 0; mode < 2; mode++)
             wide_case(wide, mode);

@@ -17,12 +17,15 @@ extern "C" {
 /* A compiled program of the written source: its key (plugins/cuda/
  * fused_kern.h's dla__cu_fused_key_t as int32s, zeros after it), whether
  * its ops were written as constants, and its kernel, called as one thread
- * with a (dla_fviews or dla_fmviews, by its kind) and p (dla_fprog). */
+ * with a (dla_fviews, dla_fmviews or dla_fr, by its kind) and p
+ * (dla_fprog); a fused_reduce's (kinds 1 and 2) block kernel, and its
+ * thread kernel as run2. */
 #define EMU_KEY_INTS 96
 typedef struct emu_gen {
     int32_t key[EMU_KEY_INTS];
     int constops;
     void (*run)(const void *a, const void *p);
+    void (*run2)(const void *a, const void *p);
 } emu_gen;
 extern const emu_gen emu_gens[];
 extern const int emu_ngens;
@@ -45,6 +48,8 @@ static inline dla_fused_insn emu_insn(int kind, int op, int s0, int s1, int s2, 
 /* The programs: program i into m (dtype f32 or f64; views not set). A
  * plain fused call runs m->program (the extras ignored). */
 #define EMU_NPROG 4
+/* The second register a pair of sums (fused_reduce_pair) takes. */
+#define EMU_REDUCE_REG2 0
 static inline void emu_program(int i, int f64, dla_fused_multi_args *m)
 {
     memset(m, 0, sizeof *m);
@@ -101,6 +106,29 @@ static inline void emu_program(int i, int f64, dla_fused_multi_args *m)
     }
 }
 
+/* The sums' programs (fused_reduce, and the pair with second register
+ * EMU_REDUCE_REG2): steps whose values are integers for integer inputs,
+ * so that their sums in double are exact in any order. Program i into a
+ * (dtype f32 or f64; views not set). */
+#define EMU_NREDPROG 2
+static inline void emu_reduce_program(int i, int f64, dla_fused_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->dtype = f64 ? DLA_F64 : DLA_F32;
+    if (i == 0) { /* (x - m)^2, and x - m: a batch normalization's statistics */
+        a->ninputs = 2;
+        a->ninsns = 2;
+        a->insns[0] = emu_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2, 0, 0, 0);
+        a->insns[1] = emu_insn(DLA_FUSED_UNARY, DLA_UNARY_SQUARE, 0, 0, 0, 0, 0);
+    } else { /* 2 (x - m) dy + 1, and x - m: its backward's two sums */
+        a->ninputs = 3;
+        a->ninsns = 3;
+        a->insns[0] = emu_insn(DLA_FUSED_BINARY, DLA_BINARY_SUB, -1, -2, 0, 0, 0);
+        a->insns[1] = emu_insn(DLA_FUSED_BINARY, DLA_BINARY_MUL, 0, -3, 0, 0, 0);
+        a->insns[2] = emu_insn(DLA_FUSED_UNARY, DLA_UNARY_AFFINE, 1, 0, 0, 2.0, 1.0);
+    }
+}
 #ifdef __cplusplus
 }
 

@@ -28,7 +28,10 @@
 struct emu_dim {
     unsigned x;
 };
-extern emu_dim blockIdx, blockDim, threadIdx, gridDim;
+/* threadIdx is each thread's own: a block whose kernel has barriers runs
+ * its threads at once (tests/cuda_fr_emu.cpp, emu_run_blocks). */
+extern emu_dim blockIdx, blockDim, gridDim;
+extern thread_local emu_dim threadIdx;
 
 /* A kernel launch: one() called as each thread of a grid of grid blocks
  * of threads threads in turn. */
@@ -49,9 +52,10 @@ static inline unsigned __umulhi(unsigned a, unsigned b)
     return (unsigned)(((unsigned long long)a * b) >> 32);
 }
 
-/* fused_reduce's block frame names it, and the one-kernel replay: the
- * harness runs the latter as a block of one thread (tests/
- * cuda_onekern_emu.cpp), where a barrier does nothing. */
+/* A barrier of the block's threads when they run at once
+ * (emu_run_blocks), else nothing: the one-kernel replay runs as a block of
+ * one thread (tests/cuda_onekern_emu.cpp). tests/cuda_fr_emu.cpp defines
+ * it. */
 void __syncthreads(void);
 
 #include <dlaccel/plugin_ops.h>

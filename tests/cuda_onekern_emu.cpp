@@ -46,7 +46,7 @@
 #include <cstring>
 #include <vector>
 
-void __syncthreads(void) {}
+
 
 /* The one kernel's dynamic shared memory (48 KiB, as its launcher asks at
  * most). */

@@ -136,6 +136,7 @@ typedef struct dla__cu_device {
     int deterministic; /* DLACCEL_CUDA_DETERMINISTIC=1: deterministic cuDNN algorithms only */
     int fused_off32;   /* fused: 32-bit indexing where it fits (DLACCEL_CUDA_FUSED_OFF32) */
     int fused_layout;  /* there, the layout compiled in (DLACCEL_CUDA_FUSED_LAYOUT) */
+    int fr_rows;       /* fused_reduce: positions as rows, 4 loads a round (DLACCEL_CUDA_FR_ROWS) */
     int engines_off;   /* conv: the legacy algorithms only (DLACCEL_CUDA_CONV_ENGINES=0) */
 
     struct dla__cu_conv_entry *conv;   /* conv.c */

@@ -90,7 +90,9 @@ extern "C" {
       } dla_fprog;                                                                                 \
       typedef struct dla_fr {                                                                      \
           dla_i64 outputs, parts, nred, inner;                                                     \
-          int nk, nr, mean, pad;                                                                   \
+          int nk, nr, mean, flags;                                                                 \
+          unsigned imul;                                                                           \
+          int ishift;                                                                              \
           dla_i64 kd[8], rd[8];                                                                    \
           dla_i64 ost[2][8];                                                                       \
           dla_i64 kst[8][8], rst[8][8];                                                            \
@@ -288,6 +290,43 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
             ((T *)f.y2base)[yo[1]] = f.mean ? (T)(s2 / n) : (T)s2;                                 \
     }                                                                                              \
                                                                                                    \
+    /* A block's positions pos, pos + B, ... (below end) of one output                             \
+     * whose summed dims are at most two (DLA__CU_FR_ROWS: a row of inner                          \
+     * positions, then rows): each position's offsets from its row and its                         \
+     * place in it (a multiply-high division by inner), in 32 bits, four                           \
+     * positions' inputs loaded before the first is summed, so that a                              \
+     * thread has four loads in flight where it had one; the sums still                            \
+     * take the positions in the same order. */                                                    \
+    template <typename T, class Ev, int NIN, int PAIR>                                             \
+    __device__ __forceinline__ void dla_fr_rows(const dla_fr &f, const dla_fprog &p,               \
+                                                const dla_i64 *base, unsigned pos, unsigned end,   \
+                                                unsigned B, double &s, double &s2) {               \
+        const T *in0[8];                                                                           \
+        for (int k = 0; k < 8; k++)                                                                \
+            in0[k] = k < NIN && (Ev::EXACT || k < p.ninputs) ? (const T *)f.inbase[k] + base[k]    \
+                                                             : (const T *)0;                       \
+        const unsigned inner = (unsigned)f.inner;                                                  \
+        for (; pos < end; pos += 4 * B) {                                                          \
+            T in[4][8];                                                                            \
+            _Pragma("unroll") for (int j = 0; j < 4; j++) {                                        \
+                const unsigned q = pos + (unsigned)j * B;                                          \
+                const unsigned row = (__umulhi(q, f.imul) + q) >> f.ishift, ii = q - row * inner;  \
+                _Pragma("unroll") for (int k = 0; k < 8; k++)                                      \
+                    in[j][k] = q < end && k < NIN && (Ev::EXACT || k < p.ninputs)                  \
+                                   ? in0[k][(int)ii * (int)f.rst[k][0] + (int)row * (int)f.rst[k][1]] \
+                                   : (T)0;                                                         \
+            }                                                                                      \
+            _Pragma("unroll") for (int j = 0; j < 4; j++) {                                        \
+                if (pos + (unsigned)j * B < end) {                                                 \
+                    T v, v2;                                                                       \
+                    Ev::run(p, in[j], v, v2);                                                      \
+                    s += (double)v;                                                                \
+                    if (PAIR)                                                                      \
+                        s2 += (double)v2;                                                          \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
     template <typename T, class Ev, int NIN, int PAIR>                                             \
     __device__ __forceinline__ void dla_fr_block_body(const dla_fr &f, const dla_fprog &p) {      \
         extern __shared__ double dla_fr_sm[];                                                      \
@@ -300,7 +339,10 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
             const dla_i64 p0 = f.nred * part / f.parts, p1 = f.nred * (part + 1) / f.parts;        \
             double s = 0, s2 = 0;                                                                  \
             dla_i64 pos = p0 + t;                                                                  \
-            if (pos < p1) {                                                                        \
+            if (f.flags & DLA__CU_FR_ROWS) {                                                       \
+                dla_fr_rows<T, Ev, NIN, PAIR>(f, p, base, (unsigned)pos, (unsigned)p1,             \
+                                              (unsigned)B, s, s2);                                 \
+            } else if (pos < p1) {                                                                 \
                 const dla_i64 inner = f.inner, q = B / inner, r = B - q * inner;                   \
                 dla_i64 row = pos / inner, ii = pos - row * inner, at_row = -1;                    \
                 for (; pos < p1; pos += B) {                                                       \
@@ -359,6 +401,25 @@ DLA__CU_FUSED_TYPES(DLA__CU_ID)
                     if (pos + 1 < f.nred)                                                          \
                         dla_fr_row(f, row, base, at);                                              \
                 }                                                                                  \
+            }                                                                                      \
+            dla_fr_store<T, PAIR>(f, yo, s, s2);                                                   \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* y (and y2) from the parts' sums (f.parts > 1), each output's in                             \
+     * part order: a thread per output. */                                                         \
+    template <typename T, int PAIR>                                                                \
+    __device__ __forceinline__ void dla_fr_combine_body(const dla_fr &f) {                         \
+        const dla_i64 total = f.outputs * f.parts;                                                 \
+        for (dla_i64 o = (dla_i64)blockIdx.x * blockDim.x + threadIdx.x; o < f.outputs;            \
+             o += (dla_i64)gridDim.x * blockDim.x) {                                               \
+            dla_i64 yo[2], base[8];                                                                \
+            dla_fr_output(f, o, yo, base);                                                         \
+            double s = 0, s2 = 0;                                                                  \
+            for (dla_i64 part = 0; part < f.parts; part++) {                                       \
+                s += f.partial[o * f.parts + part];                                                \
+                if (PAIR)                                                                          \
+                    s2 += f.partial[total + o * f.parts + part];                                   \
             }                                                                                      \
             dla_fr_store<T, PAIR>(f, yo, s, s2);                                                   \
         }                                                                                          \
@@ -539,6 +600,11 @@ DLA__CU_FMULTI_TYPES(DLA__CU_ID)
  * int (32-bit index arithmetic, several times cheaper on the GPU than
  * 64-bit). */
 #define DLA__CU_F_OFF32 1
+
+/* dla_fr.flags (fused_reduce.c): the block kernel takes its positions as
+ * rows (dla_fr_rows): at most two summed dims, the positions and every
+ * input's offsets within one output's sum fit in int. */
+#define DLA__CU_FR_ROWS 1
 
 /* Names of a compiled program's kernels (extern "C" in its source). */
 #define DLA__CU_K_FUSED "dla_fused_prog"

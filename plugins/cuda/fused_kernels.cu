@@ -62,22 +62,10 @@ template <typename T, int PAIR> __global__ void fr_thread_k(dla_fr f, dla_fprog 
 
 template <typename T> __global__ void fr_combine_k(dla_fr f, int pair)
 {
-    const dla_i64 total = f.outputs * f.parts;
-    DLA__CU_FOR(o, f.outputs)
-    {
-        dla_i64 yo[2], base[8];
-        dla_fr_output(f, o, yo, base);
-        double s = 0, s2 = 0;
-        for (dla_i64 part = 0; part < f.parts; part++) {
-            s += f.partial[o * f.parts + part];
-            if (pair)
-                s2 += f.partial[total + o * f.parts + part];
-        }
-        if (pair)
-            dla_fr_store<T, 1>(f, yo, s, s2);
-        else
-            dla_fr_store<T, 0>(f, yo, s, s2);
-    }
+    if (pair)
+        dla_fr_combine_body<T, 1>(f);
+    else
+        dla_fr_combine_body<T, 0>(f);
 }
 
 cudaError_t launch_compiled(const void *kernel, unsigned grid, unsigned block, size_t smem,

@@ -23,6 +23,9 @@
  */
 #include "plugins/cuda/fused_kern.h"
 
+#include "plugins/cuda/fastdiv.h"
+
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -98,6 +101,25 @@ static void split_dims(dla_fr *f, const dla_fused_reduce_args *r, int pair)
                        a->inputs[i].offset * (int64_t)dla_kit_dtype_size(a->inputs[i].dtype);
 }
 
+/* Whether the block kernel may take f's positions as rows
+ * (DLA__CU_FR_ROWS): at most two summed dims, and the positions (with the
+ * three blocks' worth a round of four reads past them) and each input's
+ * offsets within one output's sum in int. */
+static int rows_fit(const dla_fr *f, int nin)
+{
+    if (f->nr > 2 || f->nred > INT_MAX - 4 * DLA__CU_FR_THREADS)
+        return 0;
+    const int64_t rows = f->nr == 2 ? f->rd[1] : 1;
+    for (int k = 0; k < nin; k++) {
+        const int64_t s0 = f->rst[k][0] < 0 ? -f->rst[k][0] : f->rst[k][0];
+        const int64_t s1 = f->rst[k][1] < 0 ? -f->rst[k][1] : f->rst[k][1];
+        if (s0 > INT_MAX || s1 > INT_MAX || (f->inner - 1) * s0 > INT_MAX ||
+            (rows - 1) * s1 > INT_MAX - (f->inner - 1) * s0)
+            return 0;
+    }
+    return 1;
+}
+
 dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
 {
     dla__cu_device *d = dev;
@@ -149,6 +171,10 @@ dla_status dla__cu_fused_reduce(void *dev, const dla_fused_reduce_args *args)
         if (!(partial = dla__cu_scratch(d, bytes, "fused_reduce")))
             return DLA_ERR_OUT_OF_MEMORY;
         f.partial = (double *)partial->ptr;
+    }
+    if (!thread && d->fr_rows && rows_fit(&f, a->ninputs)) {
+        f.flags |= DLA__CU_FR_ROWS;
+        dla__cu_fastdiv_make(f.inner, &f.imul, &f.ishift);
     }
     const void *k1 = NULL, *k2 = NULL;
     dla__cu_fused_compiled(d, a, pair ? 2 : 1, pair ? args->reg2 : 0, NULL, &k1, &k2);

@@ -121,9 +121,10 @@ size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *sr
     static const char frame[] = DLA__CU_FUSED_FRAME(DLA__CU_STR);
     const char *T = k->f64 ? "double" : "float";
     size_t n = 0;
-    PUT("\n#define DLA__CU_F_OFF32 %d\n#define DLA__CU_LAY_DENSE_BIT %d\n"
+    PUT("\n#define DLA__CU_F_OFF32 %d\n#define DLA__CU_FR_ROWS %d\n#define DLA__CU_LAY_DENSE_BIT %d\n"
         "#define DLA__CU_LAY_SAME_SHIFT %d\n%s\n%s\n",
-        DLA__CU_F_OFF32, DLA__CU_LAY_DENSE_BIT, DLA__CU_LAY_SAME_SHIFT, types, frame);
+        DLA__CU_F_OFF32, DLA__CU_FR_ROWS, DLA__CU_LAY_DENSE_BIT, DLA__CU_LAY_SAME_SHIFT, types,
+        frame);
     /* The layouts the host fills (a mismatch fails the compile). */
     PUT("static_assert(sizeof(dla_fviews) == %zu && sizeof(dla_fprog) == %zu && "
         "sizeof(dla_fr) == %zu, \"dla_fused layouts\");\n",

@@ -194,6 +194,7 @@ static dla_status device_open(int index, void **out)
     d->engines_off = !env_flag("DLACCEL_CUDA_CONV_ENGINES", 1);
     d->fused_off32 = env_flag("DLACCEL_CUDA_FUSED_OFF32", 1);
     d->fused_layout = env_flag("DLACCEL_CUDA_FUSED_LAYOUT", 1);
+    d->fr_rows = env_flag("DLACCEL_CUDA_FR_ROWS", 1);
     d->onekern_off = !env_flag("DLACCEL_CUDA_ONE_KERNEL", 1);
     d->plan_wait = env_flag("DLACCEL_CUDA_PLAN_WAIT", 0);
     /* Profiling waits after each kernel, which a capture cannot hold. */

@@ -191,6 +191,12 @@ static int cmp_float(const void *a, const void *b)
  * ones), its median and their count. */
 static double steady_of(const row *r, double *median, long *n)
 {
+    /* Set first: gcc's -fsanitize=thread build saw them unset past the
+     * early return (-Werror=maybe-uninitialized). */
+    if (median)
+        *median = 0;
+    if (n)
+        *n = 0;
     if (r->n == 0)
         return 0;
     const double m = r->t[r->n / 2];
