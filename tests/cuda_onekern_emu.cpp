@@ -24,7 +24,10 @@
  *     every byte of every buffer the same as after the launches one by
  *     one;
  *   - a launch with too much work, or a member that records nothing,
- *     leaves no one kernel (dla__cu_k1_upload gives NULL).
+ *     leaves no one kernel (dla__cu_k1_upload gives NULL);
+ *   - sums, means and maxima with positions over two and three reduced
+ *     dims (red_pos's division by each dim, with reduce.c's multiply-high
+ *     constants) against the positions in order: the same bits.
  * What the device's arithmetic gives is check-plugin's business on a GPU.
  */
 #include "plugins/cuda/libs.h"
@@ -614,6 +617,77 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     dla__cu_k1_release(&d);
 }
 
+/* A reduce over several reduced dims (each output's positions walked
+ * through reduce_dev.cuh's red_pos, which divides by the reduced dims with
+ * reduce.c's multiply-high constants): x 3x4x5x2 reduced over dims 0 and 2
+ * (two reduced dims that do not merge) or over 0, 1 and 3 (0 and 1 merge:
+ * 12 and 2), sum, mean and max with positions, against the positions in
+ * order (the kernel's order of additions: the same bits). Small enough
+ * for one thread per output in one part. */
+template <typename T> void multi_dim_case(result_fn result, int which, dla_reduce_op op)
+{
+    const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
+    const int64_t dx[4] = {3, 4, 5, 2};
+    const int keep[2][4] = {{0, 1, 0, 1}, {0, 0, 1, 0}};
+    int64_t dy[4];
+    for (int k = 0; k < 4; k++)
+        dy[k] = keep[which][k] ? dx[k] : 1;
+    dbuf bx, by, bi;
+    bx.init(120 * sizeof(T));
+    fill_random<T>(bx);
+    by.init(120 * sizeof(T));
+    bi.init(120 * sizeof(int32_t));
+    dla__cu_device d;
+    new_device(d);
+    dla_view vi = dense(bi, DLA_I32, 4, dy, 0);
+    const dla_status s = reduce(d, op, dense(bx, dt, 4, dx, 0), dense(by, dt, 4, dy, 0),
+                                op == DLA_REDUCE_MAX ? &vi : NULL);
+    int bad = s != DLA_OK;
+    int64_t nred = 1, outputs = 1;
+    for (int k = 0; k < 4; k++)
+        (keep[which][k] ? outputs : nred) *= dx[k];
+    for (int64_t o = 0; o < outputs; o++) {
+        /* The output's kept indices (column-major over the kept dims). */
+        int64_t ix[4] = {0}, q = o;
+        for (int k = 0; k < 4; k++)
+            if (keep[which][k]) {
+                ix[k] = q % dx[k];
+                q /= dx[k];
+            }
+        double sum = 0;
+        T best = 0;
+        int64_t pos = -1;
+        for (int64_t p = 0; p < nred; p++) {
+            int64_t r = p;
+            for (int k = 0; k < 4; k++)
+                if (!keep[which][k]) {
+                    ix[k] = r % dx[k];
+                    r /= dx[k];
+                }
+            const T v = at<T>(bx, ix[0] + 3 * (ix[1] + 4 * (ix[2] + 5 * ix[3])));
+            sum += (double)v;
+            if (pos < 0 || v > best)
+                best = v, pos = p;
+        }
+        int64_t yo = 0, st = 1;
+        for (int k = 0; k < 4; k++) {
+            yo += (keep[which][k] ? ix[k] : 0) * st;
+            st *= dy[k];
+        }
+        const T want = op == DLA_REDUCE_SUM    ? (T)sum
+                       : op == DLA_REDUCE_MEAN ? (T)(sum * (1.0 / (double)nred))
+                                               : best;
+        const T got = at<T>(by, yo);
+        bad += memcmp(&got, &want, sizeof got) != 0;
+        if (op == DLA_REDUCE_MAX)
+            bad += at<int32_t>(bi, yo) != (int32_t)pos;
+    }
+    result(!bad, "reduce %s %s over %s of 3x4x5x2: %lld outputs walked through their reduced "
+                 "dims, the bits of the positions in order",
+           op == DLA_REDUCE_SUM ? "sum" : op == DLA_REDUCE_MEAN ? "mean" : "max with positions",
+           sizeof(T) == 8 ? "f64" : "f32", which ? "dims 0, 1 and 3" : "dims 0 and 2",
+           (long long)outputs);
+}
 } // namespace
 
 void emu_onekern_cases(result_fn result)
@@ -633,4 +707,12 @@ void emu_onekern_cases(result_fn result)
                 chain_case<double>(result, c == 1, c == 2);
             else
                 chain_case<float>(result, c == 1, c == 2);
+    static const dla_reduce_op ops[] = {DLA_REDUCE_SUM, DLA_REDUCE_MEAN, DLA_REDUCE_MAX};
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int which = 0; which < 2; which++)
+            for (dla_reduce_op op : ops)
+                if (f64)
+                    multi_dim_case<double>(result, which, op);
+                else
+                    multi_dim_case<float>(result, which, op);
 }

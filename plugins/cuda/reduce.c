@@ -22,6 +22,7 @@
  * shape, so results repeat bit for bit.
  */
 #include "plugins/cuda/cu.h"
+#include "plugins/cuda/fastdiv.h"
 #include "plugins/cuda/onekern_kern.h"
 
 #include <string.h>
@@ -120,6 +121,11 @@ dla_status dla__cu_reduce(void *dev, const dla_reduce_args *args)
     l.x = ptr_or_null(args->x.mem);
     l.index = want_index ? (int32_t *)dla__cu_ptr(args->index.mem) : NULL;
     plan(d, &l);
+    if (kr.nred < ((int64_t)1 << 31)) {
+        l.rfast = 1;
+        for (int k = 0; k < kr.nr && k < DLA__CU_RD; k++)
+            dla__cu_fastdiv_make(kr.rd[k], &l.rmul[k], &l.rshift[k]);
+    }
     dla__cu_mem *t = NULL;
     if (l.parts > 1) {
         const size_t items = (size_t)(kr.outputs * l.parts);

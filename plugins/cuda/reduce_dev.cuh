@@ -33,11 +33,25 @@ __device__ __forceinline__ void red_output(const dla__cu_red_geom &g, int64_t o,
 }
 
 /* Offset in x of reduced position p, from the output's offset. */
-__device__ __forceinline__ int64_t red_pos(const dla__cu_red_geom &g, int64_t p)
+__device__ __forceinline__ int64_t red_pos(const dla__cu_red_launch &l, int64_t p)
 {
+    const dla__cu_red_geom &g = l.g;
     if (g.nr == 1)
         return p * g.rx[0];
     int64_t off = 0;
+    if (l.rfast) {
+        /* Positions in 31 bits: a multiply-high and a shift a dim. */
+        unsigned u = (unsigned)p;
+#pragma unroll
+        for (int d = 0; d < DLA__CU_RD; d++)
+            if (d < g.nr) {
+                const unsigned n = (unsigned)g.rd[d];
+                const unsigned q = (__umulhi(u, l.rmul[d]) + u) >> l.rshift[d];
+                off += (int64_t)(u - q * n) * g.rx[d];
+                u = q;
+            }
+        return off;
+    }
     if (p <= 0xffffffffLL && g.nred <= 0xffffffffLL) {
         /* 32-bit division where it fits: several times cheaper. */
         unsigned u = (unsigned)p;
@@ -126,7 +140,7 @@ __device__ __forceinline__ void red_sum_thread_body(const dla__cu_red_launch &l)
         (void)io;
         double s = 0;
         for (int64_t p = p0; p < p1; p++)
-            s += (double)x[xo + red_pos(l.g, p)];
+            s += (double)x[xo + red_pos(l, p)];
         if (l.parts > 1)
             ((double *)l.part_v)[o * l.parts + k] = s;
         else
@@ -143,7 +157,7 @@ __device__ __forceinline__ void red_ext_thread_body(const dla__cu_red_launch &l)
         T best = 0;
         int64_t pos = -1;
         for (int64_t p = p0; p < p1; p++) {
-            const T v = x[xo + red_pos(l.g, p)];
+            const T v = x[xo + red_pos(l, p)];
             if (red_takes<MAX>(v, p, best, pos))
                 best = v, pos = p;
         }

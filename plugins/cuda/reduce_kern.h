@@ -55,6 +55,13 @@ typedef struct dla__cu_red_launch {
     int64_t *part_i;
     unsigned grid; /* blocks of the first kernel */
     unsigned combine_grid;
+    /* rfast: the reduced positions fit in 31 bits, and rmul / rshift are
+     * each reduced dim's division constants (fastdiv.h): red_pos divides
+     * by a multiply-high, where a 32-bit division is some twenty
+     * instructions. */
+    int32_t rfast;
+    int32_t rshift[DLA__CU_RD];
+    uint32_t rmul[DLA__CU_RD];
 } dla__cu_red_launch;
 
 cudaError_t dla__cu_reduce_launch(const dla__cu_red_launch *l, cudaStream_t stream);

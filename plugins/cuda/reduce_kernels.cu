@@ -44,16 +44,16 @@ template <typename T> __global__ void __launch_bounds__(RED_THREADS)
         int64_t p = p0 + t;
         /* Four loads in flight a thread, added in the same order. */
         for (; p + 3 * RED_THREADS < p1; p += 4 * RED_THREADS) {
-            const T v0 = x[xo + red_pos(g, p)], v1 = x[xo + red_pos(g, p + RED_THREADS)],
-                    v2 = x[xo + red_pos(g, p + 2 * RED_THREADS)],
-                    v3 = x[xo + red_pos(g, p + 3 * RED_THREADS)];
+            const T v0 = x[xo + red_pos(l, p)], v1 = x[xo + red_pos(l, p + RED_THREADS)],
+                    v2 = x[xo + red_pos(l, p + 2 * RED_THREADS)],
+                    v3 = x[xo + red_pos(l, p + 3 * RED_THREADS)];
             s += (double)v0;
             s += (double)v1;
             s += (double)v2;
             s += (double)v3;
         }
         for (; p < p1; p += RED_THREADS)
-            s += (double)x[xo + red_pos(g, p)];
+            s += (double)x[xo + red_pos(l, p)];
         sh[t] = s;
         __syncthreads();
         for (int w = RED_THREADS / 2; w > 0; w >>= 1) {
@@ -88,7 +88,7 @@ template <bool MAX, typename T> __global__ void __launch_bounds__(RED_THREADS)
         T best = 0;
         int64_t pos = -1;
         for (int64_t p = p0 + t; p < p1; p += RED_THREADS) {
-            const T v = x[xo + red_pos(g, p)];
+            const T v = x[xo + red_pos(l, p)];
             if (red_takes<MAX>(v, p, best, pos))
                 best = v, pos = p;
         }
