@@ -122,68 +122,7 @@ struct {
  * run at once. */
 pthread_barrier_t *g_barrier;
 
-/* The threads that run a block whose kernel has barriers, made once
- * (fr_cases): each waits at start, runs the job as thread t of the block
- * if t < active, and meets the others and the caller at done. */
-#define EMU_TEAM 32
-struct team {
-    std::vector<std::thread> th;
-    pthread_barrier_t start, done;
-    const std::function<void()> *job = nullptr;
-    unsigned active = 0;
-    bool quit = false;
-} g_team;
 
-void team_open()
-{
-    pthread_barrier_init(&g_team.start, nullptr, EMU_TEAM + 1);
-    pthread_barrier_init(&g_team.done, nullptr, EMU_TEAM + 1);
-    for (unsigned t = 0; t < EMU_TEAM; t++)
-        g_team.th.emplace_back([t] {
-            for (;;) {
-                pthread_barrier_wait(&g_team.start);
-                if (g_team.quit)
-                    return;
-                if (t < g_team.active) {
-                    threadIdx.x = t;
-                    (*g_team.job)();
-                }
-                pthread_barrier_wait(&g_team.done);
-            }
-        });
-}
-
-void team_close()
-{
-    g_team.quit = true;
-    pthread_barrier_wait(&g_team.start);
-    for (auto &x : g_team.th)
-        x.join();
-    g_team.th.clear();
-    pthread_barrier_destroy(&g_team.start);
-    pthread_barrier_destroy(&g_team.done);
-}
-
-/* A launch of grid blocks of threads (<= EMU_TEAM) threads whose kernel
- * has barriers: each block's threads run at once, on the team, and meet
- * at __syncthreads; the blocks one after another. */
-void emu_run_blocks(unsigned grid, unsigned threads, const std::function<void()> &one)
-{
-    gridDim.x = grid;
-    blockDim.x = threads;
-    pthread_barrier_t bar;
-    pthread_barrier_init(&bar, nullptr, threads);
-    g_barrier = &bar;
-    g_team.job = &one;
-    g_team.active = threads;
-    for (unsigned b = 0; b < grid; b++) {
-        blockIdx.x = b;
-        pthread_barrier_wait(&g_team.start);
-        pthread_barrier_wait(&g_team.done);
-    }
-    g_barrier = nullptr;
-    pthread_barrier_destroy(&bar);
-}
 
 /* The layout words of the compiled launch at hand (emu_lay_rt), and what
  * the compiled launches' layouts held, over the whole run. */
@@ -274,6 +213,67 @@ void __syncthreads(void)
 {
     if (g_barrier)
         pthread_barrier_wait(g_barrier);
+}
+
+/* The threads that run a block whose kernel has barriers, made once
+ * (main): each waits at start, runs the job as thread t of the block
+ * if t < active, and meets the others and the caller at done. */
+namespace {
+struct team {
+    std::vector<std::thread> th;
+    pthread_barrier_t start, done;
+    const std::function<void()> *job = nullptr;
+    unsigned active = 0;
+    bool quit = false;
+} g_team;
+} // namespace
+
+void emu_team_open()
+{
+    pthread_barrier_init(&g_team.start, nullptr, EMU_TEAM + 1);
+    pthread_barrier_init(&g_team.done, nullptr, EMU_TEAM + 1);
+    for (unsigned t = 0; t < EMU_TEAM; t++)
+        g_team.th.emplace_back([t] {
+            for (;;) {
+                pthread_barrier_wait(&g_team.start);
+                if (g_team.quit)
+                    return;
+                if (t < g_team.active) {
+                    threadIdx.x = t;
+                    (*g_team.job)();
+                }
+                pthread_barrier_wait(&g_team.done);
+            }
+        });
+}
+
+void emu_team_close()
+{
+    g_team.quit = true;
+    pthread_barrier_wait(&g_team.start);
+    for (auto &x : g_team.th)
+        x.join();
+    g_team.th.clear();
+    pthread_barrier_destroy(&g_team.start);
+    pthread_barrier_destroy(&g_team.done);
+}
+
+void emu_run_blocks(unsigned grid, unsigned threads, const std::function<void()> &one)
+{
+    gridDim.x = grid;
+    blockDim.x = threads;
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, nullptr, threads);
+    g_barrier = &bar;
+    g_team.job = &one;
+    g_team.active = threads;
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx.x = b;
+        pthread_barrier_wait(&g_team.start);
+        pthread_barrier_wait(&g_team.done);
+    }
+    g_barrier = nullptr;
+    pthread_barrier_destroy(&bar);
 }
 
 unsigned emu_lay_rt::w(int i)
@@ -984,7 +984,6 @@ void fr_case(const char *name, int nd, const int64_t *dims, const int *keep, int
 
 void fr_cases()
 {
-    team_open();
     static const struct {
         const char *name;
         int nd;
@@ -1014,7 +1013,6 @@ void fr_cases()
                g_fr_cover.parts > 0,
            "fused_reduce launches: %d on rows, %d walking, %d a thread per output, %d in parts",
            g_fr_cover.rows, g_fr_cover.walk, g_fr_cover.thread, g_fr_cover.parts);
-    team_close();
 }
 /* dla__cu_lay_of on a batch normalization's views, S S C B = 4 3 5 2:
  * y and x dense, two per-channel vectors (strides 0 0 1 0), a view padded
@@ -1115,6 +1113,7 @@ static void error_cases(void)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* the lines before a crash */
+    emu_team_open();
     for (int prog = 0; prog < EMU_NPROG; prog++)
         for (int f64 = 0; f64 < 2; f64++)
             for (int multi = 0; multi < 2; multi++)
@@ -1137,6 +1136,7 @@ int main(void)
             wide_case(wide, mode);
     emu_onekern_cases(result);
     error_cases();
+    emu_team_close();
     printf("1..%d\n", ntests);
     return nfailed != 0;
 }

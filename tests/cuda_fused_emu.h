@@ -132,6 +132,8 @@ static inline void emu_reduce_program(int i, int f64, dla_fused_args *a)
 #ifdef __cplusplus
 }
 
+#include <functional>
+
 /* The layout class of the compiled programs here (the written source
  * defines DLA_LAY_RUNTIME as its name): the words fused.c computed for
  * the launch at hand (plugins/cuda/fused_kern.h, DLA__CU_LAY_WORDS),
@@ -140,6 +142,15 @@ static inline void emu_reduce_program(int i, int f64, dla_fused_args *a)
 struct emu_lay_rt {
     static unsigned w(int i);
 };
+
+/* A launch of grid blocks of threads (<= EMU_TEAM) threads whose kernel
+ * has barriers: each block's threads run at once on a team of host
+ * threads (made by emu_team_open, ended by emu_team_close) and meet at
+ * __syncthreads; the blocks one after another (cuda_fused_emu.cpp). */
+#define EMU_TEAM 32
+void emu_team_open();
+void emu_team_close();
+void emu_run_blocks(unsigned grid, unsigned threads, const std::function<void()> &one);
 
 /* tests/cuda_onekern_emu.cpp: its cases, each reported by result; and
  * whether dla__cu_mem_alloc gives memory (only while it uploads steps). */

@@ -7,8 +7,8 @@
  * members with the recording of onekern.c and the counting of space.c's
  * dla__cu_enter, and the kernels of onekern_kernels.cu compiled for the
  * host (cuda_fused_emu_shim.h): the small GEMM kernel launched as a grid
- * of threads one by one, the reduce kernel of shape 1 likewise (reduce.c's
- * other shapes need threads that run together and are refused here), and
+ * of threads one by one, the reduce kernels likewise (a block per output
+ * with its threads at once, below), and
  * the one kernel as one block of one thread, which every step's
  * block-stride loop then walks alone (its barriers do nothing).
  *
@@ -27,7 +27,11 @@
  *     leaves no one kernel (dla__cu_k1_upload gives NULL);
  *   - sums, means and maxima with positions over two and three reduced
  *     dims (red_pos's division by each dim, with reduce.c's multiply-high
- *     constants) against the positions in order: the same bits.
+ *     constants) against the positions in order: the same bits;
+ *   - reduce.c's other launch shapes (a block per output, in one part and
+ *     in parts; a thread per output in parts; the parts' combine), the
+ *     block bodies of reduce_dev.cuh run with EMU_TEAM threads at once on
+ *     cuda_fused_emu.cpp's team.
  * What the device's arithmetic gives is check-plugin's business on a GPU.
  */
 #include "plugins/cuda/libs.h"
@@ -60,6 +64,10 @@ int emu_alloc_allowed; /* cuda_fused_emu.cpp's dla__cu_mem_alloc gives memory */
 namespace {
 
 int g_k1_launches, g_sgemm_launches;
+/* The last reduce launch's shape and parts. */
+struct {
+    int64_t shape, parts;
+} g_red_seen;
 /* Steps the emulated launch stages in shared memory (-1: as many as fit,
  * as the launcher does). */
 int g_k1_staged = -1;
@@ -87,6 +95,39 @@ cudaError_t emu_move_esize(const dla__cu_space *sp, const dla__cu_vw *y,
     else
         return cudaErrorInvalidValue;
     return cudaSuccess;
+}
+
+/* reduce_kernels.cu's launches of dtype T: shape 0's block kernels with
+ * EMU_TEAM threads a block (the GPU's have 256; the bodies take the count
+ * as a template argument) at once on the team, their shared memory
+ * static here; shape 1's kernel (the one kernel's step) thread by thread;
+ * the parts' combine. Both loop over the grid, so at most 2 blocks run
+ * of the first. */
+template <typename T> void red_emu(const dla__cu_red_launch &l)
+{
+    static double sh[EMU_TEAM];
+    static T shv[EMU_TEAM];
+    static int64_t shp[EMU_TEAM];
+    if (l.shape == 0)
+        emu_run_blocks(l.grid < 2 ? l.grid : 2, EMU_TEAM, [&] {
+            if (l.op <= 1)
+                red_sum_block_body<T, EMU_TEAM>(l, sh);
+            else if (l.op == 2)
+                red_ext_block_body<true, T, EMU_TEAM>(l, shv, shp);
+            else
+                red_ext_block_body<false, T, EMU_TEAM>(l, shv, shp);
+        });
+    else
+        emu_run_grid(l.grid, DLA__CU_THREADS, [&] { reduce_step<T>(l); });
+    if (l.parts > 1)
+        emu_run_grid(l.combine_grid < 2 ? l.combine_grid : 2, DLA__CU_THREADS, [&] {
+            if (l.op <= 1)
+                red_sum_combine_body<T>(l);
+            else if (l.op == 2)
+                red_ext_combine_body<true, T>(l);
+            else
+                red_ext_combine_body<false, T>(l);
+        });
 }
 
 } // namespace
@@ -121,14 +162,12 @@ cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
 cudaError_t dla__cu_reduce_launch(const dla__cu_red_launch *l, cudaStream_t stream)
 {
     (void)stream;
-    if (l->shape != 1 || l->parts != 1)
-        return cudaErrorNotSupported; /* threads that run together */
-    emu_run_grid(l->grid, DLA__CU_THREADS, [&] {
-        if (l->f64)
-            reduce_step<double>(*l);
-        else
-            reduce_step<float>(*l);
-    });
+    g_red_seen.shape = l->shape;
+    g_red_seen.parts = l->parts;
+    if (l->f64)
+        red_emu<double>(*l);
+    else
+        red_emu<float>(*l);
     return cudaSuccess;
 }
 
@@ -688,6 +727,95 @@ template <typename T> void multi_dim_case(result_fn result, int which, dla_reduc
            sizeof(T) == 8 ? "f64" : "f32", which ? "dims 0, 1 and 3" : "dims 0 and 2",
            (long long)outputs);
 }
+/* reduce.c's launch shapes beside shape 1's single part: shape 0 (a block
+ * per output, threads striding over its positions, a tree) in one part
+ * and in parts, and shape 1 in parts, each with the parts' combine: x of
+ * small integers (sums exact in any order), reduced over dim 0 of 5000x3
+ * (shape 0 in 2 parts), dims 0 and 2 of 300x4x7 (shape 0, one part, two
+ * reduced dims) and dim 1 of 40x3000 (shape 1 in parts), sum, mean, max
+ * and min with positions (ties among the integers: the first position),
+ * against the positions in order. */
+template <typename T> void shape_case(result_fn result, int which, dla_reduce_op op)
+{
+    const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
+    static const int64_t dxs[3][3] = {{5000, 3, 1}, {300, 4, 7}, {40, 3000, 1}};
+    static const int keeps[3][3] = {{0, 1, 1}, {0, 1, 0}, {1, 0, 1}};
+    static const char *const names[] = {"dim 0 of 5000x3", "dims 0 and 2 of 300x4x7",
+                                        "dim 1 of 40x3000"};
+    static const int64_t want_shape[] = {0, 0, 1};
+    const int64_t *dx = dxs[which];
+    const int *keep = keeps[which];
+    int64_t dy[3], n = 1, nred = 1, outputs = 1;
+    for (int k = 0; k < 3; k++) {
+        dy[k] = keep[k] ? dx[k] : 1;
+        n *= dx[k];
+        (keep[k] ? outputs : nred) *= dx[k];
+    }
+    dbuf bx, by, bi;
+    bx.init((size_t)n * sizeof(T));
+    for (int64_t e = 0; e < n; e++) {
+        const T v = (T)((int)((rnd() + 1.0) * 4.5) - 4);
+        memcpy(&bx.data[(size_t)e * sizeof(T)], &v, sizeof v);
+    }
+    by.init((size_t)outputs * sizeof(T));
+    bi.init((size_t)outputs * sizeof(int32_t));
+    dla__cu_device d;
+    new_device(d);
+    dla_view vi = dense(bi, DLA_I32, 3, dy, 0);
+    const int ext = op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN;
+    emu_alloc_allowed = 1; /* the parts' results */
+    memset(&g_red_seen, 0xff, sizeof g_red_seen);
+    const dla_status s = reduce(d, op, dense(bx, dt, 3, dx, 0), dense(by, dt, 3, dy, 0),
+                                ext ? &vi : NULL);
+    emu_alloc_allowed = 0;
+    int bad = 0;
+    for (int64_t o = 0; o < outputs; o++) {
+        int64_t ix[3] = {0}, q = o;
+        for (int k = 0; k < 3; k++)
+            if (keep[k]) {
+                ix[k] = q % dx[k];
+                q /= dx[k];
+            }
+        double sum = 0;
+        T best = 0;
+        int64_t pos = -1;
+        for (int64_t p = 0; p < nred; p++) {
+            int64_t r = p;
+            for (int k = 0; k < 3; k++)
+                if (!keep[k]) {
+                    ix[k] = r % dx[k];
+                    r /= dx[k];
+                }
+            const T v = at<T>(bx, ix[0] + dx[0] * (ix[1] + dx[1] * ix[2]));
+            sum += (double)v;
+            if (pos < 0 || (op == DLA_REDUCE_MAX ? v > best : v < best))
+                best = v, pos = p;
+        }
+        int64_t yo = 0, st = 1;
+        for (int k = 0; k < 3; k++) {
+            yo += (keep[k] ? ix[k] : 0) * st;
+            st *= dy[k];
+        }
+        const T want = op == DLA_REDUCE_SUM    ? (T)sum
+                       : op == DLA_REDUCE_MEAN ? (T)(sum * (1.0 / (double)nred))
+                                               : best;
+        const T got = at<T>(by, yo);
+        bad += memcmp(&got, &want, sizeof got) != 0;
+        if (ext)
+            bad += at<int32_t>(bi, yo) != (int32_t)pos;
+    }
+    const int shape_ok = g_red_seen.shape == want_shape[which] &&
+                         (which == 1 ? g_red_seen.parts == 1 : g_red_seen.parts > 1);
+    if (!shape_ok)
+        printf("# launched shape %lld in %lld parts\n", (long long)g_red_seen.shape,
+               (long long)g_red_seen.parts);
+    static const char *const ops[] = {"sum", "mean", "max", "min"};
+    result(s == DLA_OK && !bad && shape_ok,
+           "reduce %s %s over %s: shape %lld in %lld part%s%s, the bits of the positions in order",
+           ops[op], sizeof(T) == 8 ? "f64" : "f32", names[which], (long long)g_red_seen.shape,
+           (long long)g_red_seen.parts, g_red_seen.parts == 1 ? "" : "s",
+           g_red_seen.parts > 1 ? " and their combine" : "");
+}
 } // namespace
 
 void emu_onekern_cases(result_fn result)
@@ -715,4 +843,13 @@ void emu_onekern_cases(result_fn result)
                     multi_dim_case<double>(result, which, op);
                 else
                     multi_dim_case<float>(result, which, op);
+    static const dla_reduce_op all[] = {DLA_REDUCE_SUM, DLA_REDUCE_MEAN, DLA_REDUCE_MAX,
+                                        DLA_REDUCE_MIN};
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int which = 0; which < 3; which++)
+            for (dla_reduce_op op : all)
+                if (f64)
+                    shape_case<double>(result, which, op);
+                else
+                    shape_case<float>(result, which, op);
 }

@@ -1,10 +1,10 @@
 /*
- * reduce_dev.cuh - the reduce kernels' device code that two kernels share
- * (CUDA C++ only): the walk from an output to its offsets and from a
- * reduced position to its element, the parts, the NaN-aware comparison,
- * and shape 1's per-thread loops, which reduce_kernels.cu launches as
- * kernels of their own and onekern_kernels.cu runs as steps of a
- * one-kernel replay, with the same bits.
+ * reduce_dev.cuh - the reduce kernels' device code (CUDA C++ only): the
+ * walk from an output to its offsets and from a reduced position to its
+ * element, the parts, the NaN-aware comparison, and every kernel's body:
+ * reduce_kernels.cu launches them, onekern_kernels.cu runs shape 1's as
+ * steps of a one-kernel replay with the same bits, and
+ * tests/cuda_fused_emu runs them all on the CPU.
  */
 #ifndef DLA_PLUGIN_CUDA_REDUCE_DEV_CUH
 #define DLA_PLUGIN_CUDA_REDUCE_DEV_CUH
@@ -170,6 +170,135 @@ __device__ __forceinline__ void red_ext_thread_body(const dla__cu_red_launch &l)
                 l.index[io] = (int32_t)pos;
         }
     });
+}
+
+/* Shape 0: one block of THREADS threads per (output, part), striding over
+ * the part's positions, four loads in flight a thread (added in the same
+ * order), then a tree in sh (THREADS doubles of the block's shared
+ * memory). */
+template <typename T, int THREADS>
+__device__ __forceinline__ void red_sum_block_body(const dla__cu_red_launch &l, double *sh)
+{
+    const dla__cu_red_geom &g = l.g;
+    const T *x = (const T *)l.x;
+    const int t = threadIdx.x;
+    const int64_t total = g.outputs * l.parts;
+    for (int64_t b = blockIdx.x; b < total; b += gridDim.x) {
+        const int64_t o = b / l.parts, k = b - o * l.parts;
+        int64_t xo, yo, io, p0, p1;
+        red_output(g, o, &xo, &yo, &io);
+        red_part(g.nred, l.parts, k, &p0, &p1);
+        double s = 0;
+        int64_t p = p0 + t;
+        for (; p + 3 * THREADS < p1; p += 4 * THREADS) {
+            const T v0 = x[xo + red_pos(l, p)], v1 = x[xo + red_pos(l, p + THREADS)],
+                    v2 = x[xo + red_pos(l, p + 2 * THREADS)],
+                    v3 = x[xo + red_pos(l, p + 3 * THREADS)];
+            s += (double)v0;
+            s += (double)v1;
+            s += (double)v2;
+            s += (double)v3;
+        }
+        for (; p < p1; p += THREADS)
+            s += (double)x[xo + red_pos(l, p)];
+        sh[t] = s;
+        __syncthreads();
+        for (int w = THREADS / 2; w > 0; w >>= 1) {
+            if (t < w)
+                sh[t] = sh[t] + sh[t + w];
+            __syncthreads();
+        }
+        if (t == 0) {
+            if (l.parts > 1)
+                ((double *)l.part_v)[b] = sh[0];
+            else
+                red_write_sum<T>(l, yo, sh[0]);
+        }
+        __syncthreads(); /* sh is reused by the next output */
+    }
+}
+
+/* Shape 0's max / min: the same walk, the tree keeping the first position
+ * on ties (shv, shp: THREADS each). */
+template <bool MAX, typename T, int THREADS>
+__device__ __forceinline__ void red_ext_block_body(const dla__cu_red_launch &l, T *shv,
+                                                   int64_t *shp)
+{
+    const dla__cu_red_geom &g = l.g;
+    const T *x = (const T *)l.x;
+    const int t = threadIdx.x;
+    const int64_t total = g.outputs * l.parts;
+    for (int64_t b = blockIdx.x; b < total; b += gridDim.x) {
+        const int64_t o = b / l.parts, k = b - o * l.parts;
+        int64_t xo, yo, io, p0, p1;
+        red_output(g, o, &xo, &yo, &io);
+        red_part(g.nred, l.parts, k, &p0, &p1);
+        T best = 0;
+        int64_t pos = -1;
+        for (int64_t p = p0 + t; p < p1; p += THREADS) {
+            const T v = x[xo + red_pos(l, p)];
+            if (red_takes<MAX>(v, p, best, pos))
+                best = v, pos = p;
+        }
+        shv[t] = best, shp[t] = pos;
+        __syncthreads();
+        for (int w = THREADS / 2; w > 0; w >>= 1) {
+            if (t < w && red_takes<MAX>(shv[t + w], shp[t + w], shv[t], shp[t]))
+                shv[t] = shv[t + w], shp[t] = shp[t + w];
+            __syncthreads();
+        }
+        if (t == 0) {
+            if (l.parts > 1) {
+                ((T *)l.part_v)[b] = shv[0];
+                l.part_i[b] = shp[0];
+            } else {
+                ((T *)l.y)[yo] = shv[0];
+                if (l.index)
+                    l.index[io] = (int32_t)shp[0];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* parts > 1: each output's parts merged in part order, a thread per
+ * output. */
+template <typename T> __device__ __forceinline__ void red_sum_combine_body(const dla__cu_red_launch &l)
+{
+    const dla__cu_red_geom &g = l.g;
+    const double *pv = (const double *)l.part_v;
+    for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.outputs;
+         o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t xo, yo, io;
+        red_output(g, o, &xo, &yo, &io);
+        double s = 0;
+        for (int64_t k = 0; k < l.parts; k++)
+            s += pv[o * l.parts + k];
+        red_write_sum<T>(l, yo, s);
+    }
+}
+
+template <bool MAX, typename T>
+__device__ __forceinline__ void red_ext_combine_body(const dla__cu_red_launch &l)
+{
+    const dla__cu_red_geom &g = l.g;
+    const T *pv = (const T *)l.part_v;
+    for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.outputs;
+         o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t xo, yo, io;
+        red_output(g, o, &xo, &yo, &io);
+        T best = 0;
+        int64_t pos = -1;
+        for (int64_t k = 0; k < l.parts; k++) {
+            const T v = pv[o * l.parts + k];
+            const int64_t at = l.part_i[o * l.parts + k];
+            if (red_takes<MAX>(v, at, best, pos))
+                best = v, pos = at;
+        }
+        ((T *)l.y)[yo] = best;
+        if (l.index)
+            l.index[io] = (int32_t)pos;
+    }
 }
 
 #endif

@@ -25,50 +25,15 @@
 
 #define RED_THREADS 256
 
-/* ------------------------------------------------------------ shape 0 */
+/* ------------------------------------------------------------ kernels
+ * (their bodies are reduce_dev.cuh's, which tests/cuda_fused_emu also
+ * runs on the CPU, with blocks of fewer threads) */
 
 template <typename T> __global__ void __launch_bounds__(RED_THREADS)
     red_sum_block(const dla__cu_red_launch l)
 {
     __shared__ double sh[RED_THREADS];
-    const dla__cu_red_geom &g = l.g;
-    const T *x = (const T *)l.x;
-    const int t = threadIdx.x;
-    const int64_t total = g.outputs * l.parts;
-    for (int64_t b = blockIdx.x; b < total; b += gridDim.x) {
-        const int64_t o = b / l.parts, k = b - o * l.parts;
-        int64_t xo, yo, io, p0, p1;
-        red_output(g, o, &xo, &yo, &io);
-        red_part(g.nred, l.parts, k, &p0, &p1);
-        double s = 0;
-        int64_t p = p0 + t;
-        /* Four loads in flight a thread, added in the same order. */
-        for (; p + 3 * RED_THREADS < p1; p += 4 * RED_THREADS) {
-            const T v0 = x[xo + red_pos(l, p)], v1 = x[xo + red_pos(l, p + RED_THREADS)],
-                    v2 = x[xo + red_pos(l, p + 2 * RED_THREADS)],
-                    v3 = x[xo + red_pos(l, p + 3 * RED_THREADS)];
-            s += (double)v0;
-            s += (double)v1;
-            s += (double)v2;
-            s += (double)v3;
-        }
-        for (; p < p1; p += RED_THREADS)
-            s += (double)x[xo + red_pos(l, p)];
-        sh[t] = s;
-        __syncthreads();
-        for (int w = RED_THREADS / 2; w > 0; w >>= 1) {
-            if (t < w)
-                sh[t] = sh[t] + sh[t + w];
-            __syncthreads();
-        }
-        if (t == 0) {
-            if (l.parts > 1)
-                ((double *)l.part_v)[b] = sh[0];
-            else
-                red_write_sum<T>(l, yo, sh[0]);
-        }
-        __syncthreads(); /* sh is reused by the next output */
-    }
+    red_sum_block_body<T, RED_THREADS>(l, sh);
 }
 
 template <bool MAX, typename T> __global__ void __launch_bounds__(RED_THREADS)
@@ -76,44 +41,8 @@ template <bool MAX, typename T> __global__ void __launch_bounds__(RED_THREADS)
 {
     __shared__ T shv[RED_THREADS];
     __shared__ int64_t shp[RED_THREADS];
-    const dla__cu_red_geom &g = l.g;
-    const T *x = (const T *)l.x;
-    const int t = threadIdx.x;
-    const int64_t total = g.outputs * l.parts;
-    for (int64_t b = blockIdx.x; b < total; b += gridDim.x) {
-        const int64_t o = b / l.parts, k = b - o * l.parts;
-        int64_t xo, yo, io, p0, p1;
-        red_output(g, o, &xo, &yo, &io);
-        red_part(g.nred, l.parts, k, &p0, &p1);
-        T best = 0;
-        int64_t pos = -1;
-        for (int64_t p = p0 + t; p < p1; p += RED_THREADS) {
-            const T v = x[xo + red_pos(l, p)];
-            if (red_takes<MAX>(v, p, best, pos))
-                best = v, pos = p;
-        }
-        shv[t] = best, shp[t] = pos;
-        __syncthreads();
-        for (int w = RED_THREADS / 2; w > 0; w >>= 1) {
-            if (t < w && red_takes<MAX>(shv[t + w], shp[t + w], shv[t], shp[t]))
-                shv[t] = shv[t + w], shp[t] = shp[t + w];
-            __syncthreads();
-        }
-        if (t == 0) {
-            if (l.parts > 1) {
-                ((T *)l.part_v)[b] = shv[0];
-                l.part_i[b] = shp[0];
-            } else {
-                ((T *)l.y)[yo] = shv[0];
-                if (l.index)
-                    l.index[io] = (int32_t)shp[0];
-            }
-        }
-        __syncthreads();
-    }
+    red_ext_block_body<MAX, T, RED_THREADS>(l, shv, shp);
 }
-
-/* ------------------------------------------------------------ shape 1 */
 
 template <typename T> __global__ void red_sum_thread(const dla__cu_red_launch l)
 {
@@ -125,43 +54,14 @@ template <bool MAX, typename T> __global__ void red_ext_thread(const dla__cu_red
     red_ext_thread_body<MAX, T>(l);
 }
 
-/* ------------------------------------------------------------ combine */
-
 template <typename T> __global__ void red_sum_combine(const dla__cu_red_launch l)
 {
-    const dla__cu_red_geom &g = l.g;
-    const double *pv = (const double *)l.part_v;
-    for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.outputs;
-         o += (int64_t)gridDim.x * blockDim.x) {
-        int64_t xo, yo, io;
-        red_output(g, o, &xo, &yo, &io);
-        double s = 0;
-        for (int64_t k = 0; k < l.parts; k++)
-            s += pv[o * l.parts + k];
-        red_write_sum<T>(l, yo, s);
-    }
+    red_sum_combine_body<T>(l);
 }
 
 template <bool MAX, typename T> __global__ void red_ext_combine(const dla__cu_red_launch l)
 {
-    const dla__cu_red_geom &g = l.g;
-    const T *pv = (const T *)l.part_v;
-    for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < g.outputs;
-         o += (int64_t)gridDim.x * blockDim.x) {
-        int64_t xo, yo, io;
-        red_output(g, o, &xo, &yo, &io);
-        T best = 0;
-        int64_t pos = -1;
-        for (int64_t k = 0; k < l.parts; k++) {
-            const T v = pv[o * l.parts + k];
-            const int64_t at = l.part_i[o * l.parts + k];
-            if (red_takes<MAX>(v, at, best, pos))
-                best = v, pos = at;
-        }
-        ((T *)l.y)[yo] = best;
-        if (l.index)
-            l.index[io] = (int32_t)pos;
-    }
+    red_ext_combine_body<MAX, T>(l);
 }
 
 /* ------------------------------------------------------------ launch */
