@@ -70,7 +70,7 @@
 #include <vector>
 
 emu_dim blockIdx, blockDim, gridDim;
-thread_local emu_dim threadIdx;
+__thread emu_dim threadIdx;
 /* fused_kern.h's block kernel's dynamic shared memory (its launcher asks
  * for a pair of doubles for each of at most 256 threads). */
 double dla_fr_sm[2 * DLA__CU_FR_THREADS];

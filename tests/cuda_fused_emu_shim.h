@@ -29,9 +29,11 @@ struct emu_dim {
     unsigned x;
 };
 /* threadIdx is each thread's own: a block whose kernel has barriers runs
- * its threads at once (tests/cuda_fr_emu.cpp, emu_run_blocks). */
+ * its threads at once (cuda_fused_emu.cpp, emu_run_blocks). __thread, not
+ * thread_local: C++'s extern thread_local goes through a wrapper function
+ * per translation unit, which gcc 12's UBSan build saw return null. */
 extern emu_dim blockIdx, blockDim, gridDim;
-extern thread_local emu_dim threadIdx;
+extern __thread emu_dim threadIdx;
 
 /* A kernel launch: one() called as each thread of a grid of grid blocks
  * of threads threads in turn. */
