@@ -656,97 +656,38 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     dla__cu_k1_release(&d);
 }
 
-/* A reduce over several reduced dims (each output's positions walked
- * through reduce_dev.cuh's red_pos, which divides by the reduced dims with
- * reduce.c's multiply-high constants): x 3x4x5x2 reduced over dims 0 and 2
- * (two reduced dims that do not merge) or over 0, 1 and 3 (0 and 1 merge:
- * 12 and 2), sum, mean and max with positions, against the positions in
- * order (the kernel's order of additions: the same bits). Small enough
- * for one thread per output in one part. */
-template <typename T> void multi_dim_case(result_fn result, int which, dla_reduce_op op)
+/* reduce.c's launches beside the one kernel's: x of small integers
+ * (sums exact in any order) reduced as each case says, sum, mean, max and
+ * min with positions (ties among the integers: the first position),
+ * against the positions in order, and the launch shape and parts the case
+ * names. The cases: several reduced dims walked through red_pos, which
+ * divides by them with reduce.c's multiply-high constants (3x4x5x2 over
+ * dims 0 and 2, which do not merge, and over 0, 1 and 3: 12 and 2; a
+ * thread per output in one part); shape 0 (a block per output, threads
+ * striding over its positions, a tree) in parts and in one part over two
+ * reduced dims; shape 1 in parts; with parts, the combine. */
+struct red_case {
+    const char *name;
+    int64_t dims[4];
+    int keep[4];
+    int64_t shape;
+    int in_parts;
+};
+const red_case red_cases[] = {
+    {"dims 0 and 2 of 3x4x5x2", {3, 4, 5, 2}, {0, 1, 0, 1}, 1, 0},
+    {"dims 0, 1 and 3 of 3x4x5x2", {3, 4, 5, 2}, {0, 0, 1, 0}, 1, 0},
+    {"dim 0 of 5000x3", {5000, 3, 1, 1}, {0, 1, 1, 1}, 0, 1},
+    {"dims 0 and 2 of 300x4x7", {300, 4, 7, 1}, {0, 1, 0, 1}, 0, 0},
+    {"dim 1 of 40x3000", {40, 3000, 1, 1}, {1, 0, 1, 1}, 1, 1},
+};
+
+template <typename T> void reduce_case(result_fn result, const red_case &c, dla_reduce_op op)
 {
     const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
-    const int64_t dx[4] = {3, 4, 5, 2};
-    const int keep[2][4] = {{0, 1, 0, 1}, {0, 0, 1, 0}};
-    int64_t dy[4];
-    for (int k = 0; k < 4; k++)
-        dy[k] = keep[which][k] ? dx[k] : 1;
-    dbuf bx, by, bi;
-    bx.init(120 * sizeof(T));
-    fill_random<T>(bx);
-    by.init(120 * sizeof(T));
-    bi.init(120 * sizeof(int32_t));
-    dla__cu_device d;
-    new_device(d);
-    dla_view vi = dense(bi, DLA_I32, 4, dy, 0);
-    const dla_status s = reduce(d, op, dense(bx, dt, 4, dx, 0), dense(by, dt, 4, dy, 0),
-                                op == DLA_REDUCE_MAX ? &vi : NULL);
-    int bad = s != DLA_OK;
-    int64_t nred = 1, outputs = 1;
-    for (int k = 0; k < 4; k++)
-        (keep[which][k] ? outputs : nred) *= dx[k];
-    for (int64_t o = 0; o < outputs; o++) {
-        /* The output's kept indices (column-major over the kept dims). */
-        int64_t ix[4] = {0}, q = o;
-        for (int k = 0; k < 4; k++)
-            if (keep[which][k]) {
-                ix[k] = q % dx[k];
-                q /= dx[k];
-            }
-        double sum = 0;
-        T best = 0;
-        int64_t pos = -1;
-        for (int64_t p = 0; p < nred; p++) {
-            int64_t r = p;
-            for (int k = 0; k < 4; k++)
-                if (!keep[which][k]) {
-                    ix[k] = r % dx[k];
-                    r /= dx[k];
-                }
-            const T v = at<T>(bx, ix[0] + 3 * (ix[1] + 4 * (ix[2] + 5 * ix[3])));
-            sum += (double)v;
-            if (pos < 0 || v > best)
-                best = v, pos = p;
-        }
-        int64_t yo = 0, st = 1;
-        for (int k = 0; k < 4; k++) {
-            yo += (keep[which][k] ? ix[k] : 0) * st;
-            st *= dy[k];
-        }
-        const T want = op == DLA_REDUCE_SUM    ? (T)sum
-                       : op == DLA_REDUCE_MEAN ? (T)(sum * (1.0 / (double)nred))
-                                               : best;
-        const T got = at<T>(by, yo);
-        bad += memcmp(&got, &want, sizeof got) != 0;
-        if (op == DLA_REDUCE_MAX)
-            bad += at<int32_t>(bi, yo) != (int32_t)pos;
-    }
-    result(!bad, "reduce %s %s over %s of 3x4x5x2: %lld outputs walked through their reduced "
-                 "dims, the bits of the positions in order",
-           op == DLA_REDUCE_SUM ? "sum" : op == DLA_REDUCE_MEAN ? "mean" : "max with positions",
-           sizeof(T) == 8 ? "f64" : "f32", which ? "dims 0, 1 and 3" : "dims 0 and 2",
-           (long long)outputs);
-}
-/* reduce.c's launch shapes beside shape 1's single part: shape 0 (a block
- * per output, threads striding over its positions, a tree) in one part
- * and in parts, and shape 1 in parts, each with the parts' combine: x of
- * small integers (sums exact in any order), reduced over dim 0 of 5000x3
- * (shape 0 in 2 parts), dims 0 and 2 of 300x4x7 (shape 0, one part, two
- * reduced dims) and dim 1 of 40x3000 (shape 1 in parts), sum, mean, max
- * and min with positions (ties among the integers: the first position),
- * against the positions in order. */
-template <typename T> void shape_case(result_fn result, int which, dla_reduce_op op)
-{
-    const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
-    static const int64_t dxs[3][3] = {{5000, 3, 1}, {300, 4, 7}, {40, 3000, 1}};
-    static const int keeps[3][3] = {{0, 1, 1}, {0, 1, 0}, {1, 0, 1}};
-    static const char *const names[] = {"dim 0 of 5000x3", "dims 0 and 2 of 300x4x7",
-                                        "dim 1 of 40x3000"};
-    static const int64_t want_shape[] = {0, 0, 1};
-    const int64_t *dx = dxs[which];
-    const int *keep = keeps[which];
-    int64_t dy[3], n = 1, nred = 1, outputs = 1;
-    for (int k = 0; k < 3; k++) {
+    const int64_t *dx = c.dims;
+    const int *keep = c.keep;
+    int64_t dy[4], n = 1, nred = 1, outputs = 1;
+    for (int k = 0; k < 4; k++) {
         dy[k] = keep[k] ? dx[k] : 1;
         n *= dx[k];
         (keep[k] ? outputs : nred) *= dx[k];
@@ -761,17 +702,17 @@ template <typename T> void shape_case(result_fn result, int which, dla_reduce_op
     bi.init((size_t)outputs * sizeof(int32_t));
     dla__cu_device d;
     new_device(d);
-    dla_view vi = dense(bi, DLA_I32, 3, dy, 0);
+    dla_view vi = dense(bi, DLA_I32, 4, dy, 0);
     const int ext = op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN;
     emu_alloc_allowed = 1; /* the parts' results */
     memset(&g_red_seen, 0xff, sizeof g_red_seen);
-    const dla_status s = reduce(d, op, dense(bx, dt, 3, dx, 0), dense(by, dt, 3, dy, 0),
+    const dla_status s = reduce(d, op, dense(bx, dt, 4, dx, 0), dense(by, dt, 4, dy, 0),
                                 ext ? &vi : NULL);
     emu_alloc_allowed = 0;
     int bad = 0;
     for (int64_t o = 0; o < outputs; o++) {
-        int64_t ix[3] = {0}, q = o;
-        for (int k = 0; k < 3; k++)
+        int64_t ix[4] = {0}, q = o;
+        for (int k = 0; k < 4; k++)
             if (keep[k]) {
                 ix[k] = q % dx[k];
                 q /= dx[k];
@@ -781,18 +722,18 @@ template <typename T> void shape_case(result_fn result, int which, dla_reduce_op
         int64_t pos = -1;
         for (int64_t p = 0; p < nred; p++) {
             int64_t r = p;
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 4; k++)
                 if (!keep[k]) {
                     ix[k] = r % dx[k];
                     r /= dx[k];
                 }
-            const T v = at<T>(bx, ix[0] + dx[0] * (ix[1] + dx[1] * ix[2]));
+            const T v = at<T>(bx, ix[0] + dx[0] * (ix[1] + dx[1] * (ix[2] + dx[2] * ix[3])));
             sum += (double)v;
             if (pos < 0 || (op == DLA_REDUCE_MAX ? v > best : v < best))
                 best = v, pos = p;
         }
         int64_t yo = 0, st = 1;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             yo += (keep[k] ? ix[k] : 0) * st;
             st *= dy[k];
         }
@@ -804,18 +745,19 @@ template <typename T> void shape_case(result_fn result, int which, dla_reduce_op
         if (ext)
             bad += at<int32_t>(bi, yo) != (int32_t)pos;
     }
-    const int shape_ok = g_red_seen.shape == want_shape[which] &&
-                         (which == 1 ? g_red_seen.parts == 1 : g_red_seen.parts > 1);
+    const int shape_ok = g_red_seen.shape == c.shape &&
+                         (c.in_parts ? g_red_seen.parts > 1 : g_red_seen.parts == 1);
     if (!shape_ok)
         printf("# launched shape %lld in %lld parts\n", (long long)g_red_seen.shape,
                (long long)g_red_seen.parts);
     static const char *const ops[] = {"sum", "mean", "max", "min"};
     result(s == DLA_OK && !bad && shape_ok,
            "reduce %s %s over %s: shape %lld in %lld part%s%s, the bits of the positions in order",
-           ops[op], sizeof(T) == 8 ? "f64" : "f32", names[which], (long long)g_red_seen.shape,
+           ops[op], sizeof(T) == 8 ? "f64" : "f32", c.name, (long long)g_red_seen.shape,
            (long long)g_red_seen.parts, g_red_seen.parts == 1 ? "" : "s",
            g_red_seen.parts > 1 ? " and their combine" : "");
 }
+
 } // namespace
 
 void emu_onekern_cases(result_fn result)
@@ -835,21 +777,13 @@ void emu_onekern_cases(result_fn result)
                 chain_case<double>(result, c == 1, c == 2);
             else
                 chain_case<float>(result, c == 1, c == 2);
-    static const dla_reduce_op ops[] = {DLA_REDUCE_SUM, DLA_REDUCE_MEAN, DLA_REDUCE_MAX};
-    for (int f64 = 0; f64 < 2; f64++)
-        for (int which = 0; which < 2; which++)
-            for (dla_reduce_op op : ops)
-                if (f64)
-                    multi_dim_case<double>(result, which, op);
-                else
-                    multi_dim_case<float>(result, which, op);
     static const dla_reduce_op all[] = {DLA_REDUCE_SUM, DLA_REDUCE_MEAN, DLA_REDUCE_MAX,
                                         DLA_REDUCE_MIN};
     for (int f64 = 0; f64 < 2; f64++)
-        for (int which = 0; which < 3; which++)
+        for (const red_case &c : red_cases)
             for (dla_reduce_op op : all)
                 if (f64)
-                    shape_case<double>(result, which, op);
+                    reduce_case<double>(result, c, op);
                 else
-                    shape_case<float>(result, which, op);
+                    reduce_case<float>(result, c, op);
 }
