@@ -642,18 +642,19 @@ static void strided_views_with_gaps_and_offsets_are_read_and_written_in_place(vo
 }
 
 /* A 2-D 3x3 float case with dilation 1 and 8-14 channels in and out per
- * group: what the cpu plugin's Winograd path takes. Sizes from 1 (one
- * odd tile) to 30 (rows of tiles longer than a vector), padding from
- * cropping to past the filter, so backward data's own padding (2 - pad)
- * covers the same range. */
-static void winograd_case(conv_case *c)
+ * group: what the cpu plugin's Winograd path takes when the batch has at
+ * least 8 images (conv_winograd.c's MIN_IMAGES; fewer go the direct way).
+ * Sizes from 1 (one odd tile) to 30 (rows of tiles longer than a vector),
+ * padding from cropping to past the filter, so backward data's own
+ * padding (2 - pad) covers the same range. */
+static void winograd_case(conv_case *c, int64_t bmin, int64_t bmax)
 {
     memset(c, 0, sizeof *c);
     c->dtype = DLA_F32;
     c->nsp = 2;
     c->G = chance(25) ? 2 : 1;
     c->C = rnd_int(8, 12) * c->G, c->F = rnd_int(8, 14) * c->G;
-    c->B = rnd_int(2, 5);
+    c->B = rnd_int(bmin, bmax);
     c->bias = chance(50);
     c->strided = chance(40);
     for (int i = 0; i < 2; i++) {
@@ -673,13 +674,18 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
     assert_non_null(cpu);
     /* Winograd runs beside the direct AVX-512 kernels only: a CPU with AVX2
      * but not AVX-512 (or valgrind) takes the direct AVX2 kernels both
-     * ways, one with neither im2col, with the same bits. */
+     * ways, one with neither im2col, with the same bits. The first cases
+     * have batches of 8-10 images, the last ones of 2-7, which go the
+     * direct way on every CPU (the choice follows the batch alone). */
     const int winograd = strstr(dla_device_properties(cpu), "simd=avx512f") != NULL;
-    int differ[3] = {0, 0, 0};
-    const int cases = 40;
-    for (int i = 0; i < cases; i++) {
+    int differ[3] = {0, 0, 0}, small_differ = 0;
+    const int cases = 40, small_cases = 12;
+    for (int i = 0; i < cases + small_cases; i++) {
         conv_case c;
-        winograd_case(&c);
+        if (i < cases)
+            winograd_case(&c, 8, 10);
+        else
+            winograd_case(&c, 2, 7);
         on_every_device(&c);
         /* The cpu plugin's pick against its direct kernels, bit for bit:
          * forward and backward data go another way (Winograd), backward
@@ -695,9 +701,17 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
         setenv("DLACCEL_CPU_CONV", "direct", 1);
         run_case(cpu, &c);
         unsetenv("DLACCEL_CPU_CONV");
-        for (int d = 0; d < 3; d++)
-            differ[d] += picked[d] != out_bits[d];
+        for (int d = 0; d < 3; d++) {
+            if (i < cases)
+                differ[d] += picked[d] != out_bits[d];
+            else
+                small_differ += picked[d] != out_bits[d];
+        }
     }
+    if (small_differ)
+        fail_msg("%d results of %d convolutions of fewer than 8 images differ from the direct "
+                 "kernels' bits: they should have gone the direct way",
+                 small_differ, small_cases);
     if (!winograd) {
         assert_int_equal(differ[0] + differ[1] + differ[2], 0);
         return;
