@@ -255,5 +255,8 @@ void dla__plan_free(dla__plan *p);
 
 /* Whether plans may use fused_multi (DLACCEL_PLAN is not single-result). */
 int dla__plan_multi_allowed(void);
+/* Whether a convolution's bias may move into the chain after it
+ * (DLACCEL_PLAN is not conv-bias-in). */
+int dla__plan_conv_bias_out_allowed(void);
 
 #endif

@@ -140,6 +140,9 @@ typedef struct lowering {
     dla__step *steps;
     int nsteps;
     int multi; /* the chain being built may keep results (fused_multi) */
+    int capsteps;
+    struct bias_split *splits; /* conv_bias_out */
+    int nsplits;
 } lowering;
 
 static int fail(dla__plan *p, const char *fmt, const char *op)
@@ -272,27 +275,72 @@ static int same_elements(const dla_view *a, const dla_view *b)
            !memcmp(sa, sb, (size_t)na * sizeof *sa);
 }
 
-/* v expressed in like's dims, when its elements allow it: dense (the
- * batchnorm's 576x20x1x128x1 result and the 24x24x20x128 relu reading it)
- * or one value everywhere. 0 otherwise. */
+/* v expressed in like's dims, when its elements allow it: 0 otherwise.
+ * Both lists of dims split the same elements (column-major, dim 0
+ * fastest) into runs; they allow it when each of like's dims is made of
+ * whole pieces of v's dims (or one piece of one) along which v's address
+ * grows as one stride would make it grow: v dense (the batchnorm's
+ * 576x20x1x128x1 result and the 24x24x20x128 relu reading it), one value
+ * everywhere, or a per-channel vector (that batchnorm's 576x20x1x128x1
+ * scale, stride 0 1 0 0 0, is 24x24x20x128 with strides 0 0 1 0). */
 static int redim(dla_view *v, const dla_view *like)
 {
-    int nd;
-    int64_t dims[DLA_MAX_DIMS], strides[DLA_MAX_DIMS], n = 1, m = 1;
+    int64_t n = 1, m = 1;
     for (int d = 0; d < v->ndims; d++)
         n *= v->dims[d];
     for (int d = 0; d < like->ndims; d++)
         m *= like->dims[d];
-    coalesced(v, &nd, dims, strides);
-    if (n != m || !(nd == 0 || (nd == 1 && (strides[0] == 1 || strides[0] == 0))))
+    if (n != m || n == 0)
         return 0;
-    const int zero = nd == 1 && strides[0] == 0;
+    int64_t t[DLA_MAX_DIMS];
+    int e = 0;
+    int64_t used = 1; /* of v's dim e, the part like's earlier dims took */
+    for (int d = 0; d < like->ndims; d++) {
+        int64_t left = like->dims[d], grow = 0;
+        t[d] = 0;
+        int first = 1;
+        while (left > 1) {
+            while (e < v->ndims && v->dims[e] == 1)
+                e++;
+            if (e == v->ndims)
+                return 0;
+            const int64_t avail = v->dims[e] / used;
+            int64_t piece;
+            if (left % avail == 0)
+                piece = avail;
+            else if (avail % left == 0)
+                piece = left;
+            else
+                return 0;
+            const int64_t stride = v->strides[e] * used;
+            if (first)
+                t[d] = stride, first = 0;
+            else if (stride != grow)
+                return 0; /* two pieces that no single stride walks */
+            grow = stride * piece;
+            left /= piece;
+            used *= piece;
+            if (used == v->dims[e])
+                e++, used = 1;
+        }
+    }
+    /* A dim of 1 has a moot stride: the one that keeps a dense view dense
+     * (and 0 where the view is one value everywhere). */
+    int64_t next = -1;
+    for (int d = 0; d < like->ndims; d++)
+        if (like->dims[d] != 1) {
+            next = t[d] == 0 ? 0 : 1;
+            break;
+        }
+    for (int d = 0; d < like->ndims; d++) {
+        if (like->dims[d] == 1)
+            t[d] = next < 0 ? 1 : next;
+        next = t[d] * like->dims[d];
+    }
     v->ndims = like->ndims;
-    int64_t s = 1;
     for (int d = 0; d < like->ndims; d++) {
         v->dims[d] = like->dims[d];
-        v->strides[d] = zero ? 0 : s;
-        s *= like->dims[d];
+        v->strides[d] = t[d];
     }
     return 1;
 }
@@ -323,17 +371,14 @@ static int operand(chain *ch, dla__slot s, const dla_view *v)
     return -1 - ch->a.ninputs++;
 }
 
-/* Nonzero when what step `from` wrote into its output buffer is read by
- * step `next` alone, through the view it was written with, before the
- * buffer is written over whole again or freed: then it need never be in
- * memory. (A buffer updated in place, as softmax does, has one such
- * version per writer.) */
-static int only_next_reads(lowering *L, int from, int next)
+/* Nonzero when what step `from` wrote into buffer b through view wv is
+ * read by step `next` alone, through that view, before the buffer is
+ * written over whole again or freed: then it need never be in memory. (A
+ * buffer updated in place, as softmax does, has one such version per
+ * writer.) */
+static int only_reader(lowering *L, int b, const dla_view *wv, int from, int next)
 {
     dla__capture *c = L->c;
-    dla__cap_launch *w = launch_at(L, from);
-    const int b = w->slot[0].id;
-    const dla_view *wv = out_view(w);
     for (int s = from + 1; s < L->nsteps; s++) {
         if (L->steps[s].kind == DLA__STEP_INVOKE) {
             const dla__cap_entry *e = &c->entries[L->steps[s].index];
@@ -366,16 +411,91 @@ static int only_next_reads(lowering *L, int from, int next)
     return !invoke_buffer(c, b) && c->bufs[b].died >= 0;
 }
 
+/* only_reader of what step `from` wrote into its output buffer. */
+static int only_next_reads(lowering *L, int from, int next)
+{
+    dla__cap_launch *w = launch_at(L, from);
+    return only_reader(L, w->slot[0].id, out_view(w), from, next);
+}
+
+/* The operand k of a link (slot and view, in the chain's dims) as a
+ * source (operand()); -1 - DLA_FUSED_MAX_INPUTS when it cannot be one: a
+ * logical operand (where's condition) can only be a register. Counts in
+ * reads_prev whether it is the last link's result. */
+static int link_source(chain *ch, dla__slot slot, const dla_view *v, int *reads_prev)
+{
+    const int src = operand(ch, slot, v);
+    if (src == -1 - DLA_FUSED_MAX_INPUTS || (src < 0 && v->dtype != ch->a.dtype))
+        return -1 - DLA_FUSED_MAX_INPUTS;
+    *reads_prev += ch->n && src == ch->reg[ch->n - 1];
+    return src;
+}
+
+/* An elementwise launch (views v in the chain's dims) as the chain's next
+ * instruction; its register, or -1 when an operand cannot be had (the
+ * chain is then to be restored by the caller). */
+static int join_insn(chain *ch, const dla__cap_launch *cl, const dla_view *v, int *reads_prev)
+{
+    const int j = ch->a.ninsns;
+    dla_fused_insn *in = &ch->a.insns[j];
+    memset(in, 0, sizeof *in);
+    int nops;
+    if (cl->l.kind == DLA__LAUNCH_UNARY) {
+        in->kind = DLA_FUSED_UNARY;
+        in->op = cl->l.u.unary.op;
+        in->alpha = cl->l.u.unary.alpha;
+        in->beta = cl->l.u.unary.beta;
+        nops = 1;
+    } else if (cl->l.kind == DLA__LAUNCH_BINARY) {
+        in->kind = DLA_FUSED_BINARY;
+        in->op = cl->l.u.binary.op;
+        nops = 2;
+    } else {
+        in->kind = DLA_FUSED_WHERE;
+        nops = 3;
+    }
+    for (int k = 0; k < nops; k++)
+        if ((in->src[k] = link_source(ch, cl->slot[1 + k], &v[1 + k], reads_prev)) ==
+            -1 - DLA_FUSED_MAX_INPUTS)
+            return -1;
+    ch->a.ninsns++;
+    return j;
+}
+
+/* A program an op launched itself, after the chain's first link (a
+ * convolution's bias before batchnorm's y = x .* a + b: conv_bias_out):
+ * its instructions follow the chain's, its registers moved past them, its
+ * inputs the chain's sources. Its result register, or -1. */
+static int join_program(chain *ch, const dla__cap_launch *cl, const dla_view *v, int *reads_prev)
+{
+    const dla_fused_args *fa = cl->l.u.fused;
+    const int j0 = ch->a.ninsns;
+    if (fa->dtype != ch->a.dtype || j0 + fa->ninsns > DLA_FUSED_MAX_INSNS)
+        return -1;
+    int map[DLA_FUSED_MAX_INPUTS];
+    for (int i = 0; i < fa->ninputs; i++)
+        if ((map[i] = link_source(ch, cl->slot[1 + i], &v[1 + i], reads_prev)) ==
+            -1 - DLA_FUSED_MAX_INPUTS)
+            return -1;
+    for (int k = 0; k < fa->ninsns; k++) {
+        dla_fused_insn in = fa->insns[k];
+        const int nsrc = in.kind == DLA_FUSED_UNARY ? 1 : in.kind == DLA_FUSED_BINARY ? 2 : 3;
+        for (int q = 0; q < nsrc; q++)
+            in.src[q] = in.src[q] >= 0 ? j0 + in.src[q] : map[-1 - in.src[q]];
+        ch->a.insns[j0 + k] = in;
+    }
+    ch->a.ninsns += fa->ninsns;
+    return ch->a.ninsns - 1;
+}
+
 /* Appends the launch at step s to the chain as its next instruction; 0
  * when it does not fit (the chain is then left as it was). */
 static int link(lowering *L, chain *ch, int s)
 {
     dla__cap_launch *cl = launch_at(L, s);
-    if (cl->l.kind == DLA__LAUNCH_FUSED) {
+    if (cl->l.kind == DLA__LAUNCH_FUSED && !ch->n) {
         /* A program an op launched itself (batchnorm's y = x .* a + b)
          * starts a chain as its instructions: the relu after it joins. */
-        if (ch->n)
-            return 0;
         ch->a = *cl->l.u.fused;
         for (int i = 0; i < ch->a.ninputs; i++)
             ch->in_slot[i] = cl->slot[1 + i];
@@ -395,36 +515,13 @@ static int link(lowering *L, chain *ch, int s)
         if (ch->n && !same_dims(&v[i], &ch->y) && !redim(&v[i], &ch->y))
             return 0;
     }
-    const int j = ch->a.ninsns;
-    dla_fused_insn *in = &ch->a.insns[j];
-    memset(in, 0, sizeof *in);
-    int nops;
-    if (cl->l.kind == DLA__LAUNCH_UNARY) {
-        in->kind = DLA_FUSED_UNARY;
-        in->op = cl->l.u.unary.op;
-        in->alpha = cl->l.u.unary.alpha;
-        in->beta = cl->l.u.unary.beta;
-        nops = 1;
-    } else if (cl->l.kind == DLA__LAUNCH_BINARY) {
-        in->kind = DLA_FUSED_BINARY;
-        in->op = cl->l.u.binary.op;
-        nops = 2;
-    } else {
-        in->kind = DLA_FUSED_WHERE;
-        nops = 3;
-    }
     int reads_prev = 0;
-    for (int k = 0; k < nops; k++) {
-        int src = operand(ch, cl->slot[1 + k], &v[1 + k]);
-        /* A logical operand (where's condition) can only be a register. */
-        if (src == -1 - DLA_FUSED_MAX_INPUTS || (src < 0 && v[1 + k].dtype != ch->a.dtype)) {
-            *ch = save;
-            return 0;
-        }
-        reads_prev += ch->n && src == ch->reg[ch->n - 1];
-        in->src[k] = src;
+    const int j = cl->l.kind == DLA__LAUNCH_FUSED ? join_program(ch, cl, v, &reads_prev)
+                                                  : join_insn(ch, cl, v, &reads_prev);
+    if (j < 0) {
+        *ch = save;
+        return 0;
     }
-    ch->a.ninsns++;
     ch->y = ch->ys[ch->n] = v[0];
     ch->yslot[ch->n] = cl->slot[0];
     ch->reg[ch->n] = j;
@@ -827,6 +924,158 @@ static void gather_consumers(lowering *L)
     }
 }
 
+/* ------------------------------------------------- convolutions' bias */
+
+/* A forward convolution adds its bias last, once, to each finished sum:
+ * the cpu plugin's kernels as they write the sums out, the cuda plugin in
+ * a pass of its own after cuDNN's. Where one elementwise step alone reads
+ * the result (inference's batchnorm, a relu), the planner moves the
+ * addition into that step's chain instead: the convolution runs without
+ * its bias and y + b is the chain's first instruction. The same sum,
+ * rounded once, so the same bits (but for one case: a sum of -0 with a
+ * bias of -0 is -0 in the convolution and +0 this way, the plugin's
+ * biasless sum being the sum plus 0), and on a device that adds the bias
+ * in a pass of its own, a launch and a pass over y fewer. A split that no
+ * chain took is put back after fusing (conv_bias_back). DLACCEL_PLAN=
+ * conv-bias-in leaves every bias in its convolution. */
+typedef struct bias_split {
+    int conv, add; /* launch indices */
+    dla_view bias;
+    dla__slot slot;
+} bias_split;
+
+/* Inserts the launch of index li as step at (the steps after it move
+ * down one); 0 when out of memory. */
+static int insert_step(lowering *L, int at, int li)
+{
+    if (L->nsteps == L->capsteps) {
+        const int cap = L->capsteps + 16;
+        dla__step *grown = dla__realloc(L->steps, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return 0;
+        L->steps = grown;
+        L->capsteps = cap;
+    }
+    memmove(&L->steps[at + 1], &L->steps[at], (size_t)(L->nsteps - at) * sizeof *L->steps);
+    L->steps[at] = (dla__step){DLA__STEP_LAUNCH, li};
+    L->nsteps++;
+    return 1;
+}
+
+/* A new launch in the capture's list; its index, or -1 (out of memory:
+ * the capture is failed). Pointers into the list move. */
+static int new_launch(dla__capture *c)
+{
+    if (c->nlaunches == c->caplaunches) {
+        const int cap = c->caplaunches + 64;
+        dla__cap_launch *grown = dla__realloc(c->launches, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            c->failed = 1;
+            return -1;
+        }
+        c->launches = grown;
+        c->caplaunches = cap;
+    }
+    memset(&c->launches[c->nlaunches], 0, sizeof *c->launches);
+    return c->nlaunches++;
+}
+
+/* The step after convolution s that reads its result y: the first that
+ * touches y, every step before it a launch that leaves the bias (slot
+ * bias) as it is; -1 when there is none such. */
+static int bias_reader(lowering *L, int s, dla__slot y, dla__slot bias)
+{
+    for (int e = s + 1; e < L->nsteps; e++) {
+        if (L->steps[e].kind != DLA__STEP_LAUNCH)
+            return -1;
+        if (touches(L, e, y, 0) || touches(L, e, y, 1))
+            return e;
+        if (bias.kind != DLA__SLOT_NONE && touches(L, e, bias, 1))
+            return -1;
+    }
+    return -1;
+}
+
+static void conv_bias_out(lowering *L)
+{
+    dla__capture *c = L->c;
+    if (!dla__plan_conv_bias_out_allowed())
+        return;
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = launch_at(L, s);
+        if (cl->l.kind != DLA__LAUNCH_CONV || cl->l.which != DLA_KERNEL_CONV_FORWARD ||
+            !cl->l.u.conv.bias.mem || cl->slot[3].kind == DLA__SLOT_NONE)
+            continue;
+        const dla_conv_args kc = cl->l.u.conv, *k = &kc; /* the list may move below */
+        const dla__slot y = cl->slot[2], bias = cl->slot[3];
+        const dla_dtype dt = k->dtype;
+        if ((dt != DLA_F32 && dt != DLA_F64) || k->y.dtype != dt || k->bias.dtype != dt ||
+            y.kind != DLA__SLOT_BUFFER || invoke_buffer(c, y.id) ||
+            k->nspatial + 2 > k->y.ndims || k->bias.ndims != 1 ||
+            k->bias.dims[0] != k->y.dims[k->nspatial])
+            continue;
+        const int e = bias_reader(L, s, y, bias);
+        if (e < 0 || !fusible(L, launch_at(L, e)) || program_dtype(launch_at(L, e)) != dt ||
+            !only_reader(L, y.id, &k->y, s, e))
+            continue;
+        bias_split *grown = dla__realloc(L->splits, (size_t)(L->nsplits + 1) * sizeof *grown);
+        if (!grown)
+            return; /* without the split, nothing changes */
+        L->splits = grown;
+        const int add = new_launch(c);
+        if (add < 0)
+            return;
+        if (!insert_step(L, e, add)) {
+            c->nlaunches--; /* never referred to */
+            return;
+        }
+        cl = launch_at(L, s); /* the list may have moved */
+        dla__cap_launch *al = &c->launches[add];
+        /* z = y + b, y in place, b along y's channel dim. */
+        dla_view b = k->y;
+        b.mem = k->bias.mem;
+        b.offset = k->bias.offset;
+        for (int d = 0; d < b.ndims; d++)
+            b.strides[d] = d == k->nspatial ? k->bias.strides[0] : 0;
+        al->l.kind = DLA__LAUNCH_BINARY;
+        al->l.u.binary = (dla_binary_args){sizeof al->l.u.binary, DLA_BINARY_ADD, k->y, k->y, b};
+        al->dev = cl->dev;
+        al->entry = cl->entry;
+        al->slot[0] = al->slot[1] = y;
+        al->slot[2] = bias;
+        L->splits[L->nsplits++] = (bias_split){L->steps[s].index, add, k->bias, bias};
+        memset(&cl->l.u.conv.bias, 0, sizeof cl->l.u.conv.bias);
+        cl->l.u.conv.bias.struct_size = sizeof cl->l.u.conv.bias;
+        cl->slot[3] = (dla__slot){DLA__SLOT_NONE, 0, 0};
+    }
+}
+
+/* After fusing: a bias whose addition no chain took goes back into its
+ * convolution, and its launch goes (it stood where nothing reads y). */
+static void conv_bias_back(lowering *L)
+{
+    dla__capture *c = L->c;
+    for (int i = 0; i < L->nsplits; i++) {
+        const bias_split *sp = &L->splits[i];
+        if (c->launches[sp->add].dropped)
+            continue;
+        c->launches[sp->conv].l.u.conv.bias = sp->bias;
+        c->launches[sp->conv].slot[3] = sp->slot;
+        for (int s = 0; s < L->nsteps; s++)
+            if (L->steps[s].kind == DLA__STEP_LAUNCH && L->steps[s].index == sp->add) {
+                memmove(&L->steps[s], &L->steps[s + 1],
+                        (size_t)(L->nsteps - s - 1) * sizeof *L->steps);
+                L->nsteps--;
+                break;
+            }
+    }
+    dla__free(L->splits);
+    L->splits = NULL;
+    L->nsplits = 0;
+}
+
 /* Greedy, in step order: a chain grows while the next step can join it.
  * With fused_multi a chain that cannot be emitted (too many results wanted
  * after it, say) is tried again one link shorter. */
@@ -880,7 +1129,8 @@ static int make_steps(lowering *L)
 {
     dla__capture *c = L->c;
     const dla__trace *t = c->t;
-    L->steps = dla__malloc((size_t)(c->nlaunches + t->nentries + 1) * sizeof *L->steps);
+    L->capsteps = c->nlaunches + t->nentries + 1;
+    L->steps = dla__malloc((size_t)L->capsteps * sizeof *L->steps);
     if (!L->steps)
         return fail(L->p, "%s", "out of memory while planning");
     int li = 0;
@@ -1133,7 +1383,7 @@ static int list_checks(lowering *L)
 
 int dla__plan_lower(dla__plan *p, dla__capture *c)
 {
-    lowering L = {p, c, NULL, 0, 0};
+    lowering L = {p, c, NULL, 0, 0, 0, NULL, 0};
     size_t *offset = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *offset);
     int ok = offset ? 1 : fail(p, "%s", "out of memory while planning");
     ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);
@@ -1148,7 +1398,9 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
         dla__free(known);
         relu_masks(&L);
         gather_consumers(&L);
+        conv_bias_out(&L);
         fuse(&L);
+        conv_bias_back(&L);
         ok = !c->failed || fail(p, "%s", "out of memory while planning");
     }
     ok = ok && lay_out(&L, offset) && finish_launches(&L, offset) && list_checks(&L);

@@ -83,6 +83,11 @@ static void print_launch(FILE *f, dla__launch *l)
         print_program(f, &l->u.fused_multi->program);
         break;
     case DLA__LAUNCH_CONV:
+        /* A forward's bias may be its own or moved into the chain after it
+         * (plan_lower.c's conv_bias_out): which, the listing says. */
+        fprintf(f, "%s%s", dla__kernel_name(l->which),
+                l->which == DLA_KERNEL_CONV_FORWARD && l->u.conv.bias.mem ? " + bias" : "");
+        break;
     case DLA__LAUNCH_POOL:
     case DLA__LAUNCH_INDEX: fputs(dla__kernel_name(l->which), f); break;
     default: fputs(dla__launch_name(l), f);

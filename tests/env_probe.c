@@ -4,9 +4,11 @@
  * convolution (DLACCEL_CPU_CONV), a matrix product (DLACCEL_OPENCL_GEMM)
  * an elementwise chain (DLACCEL_OPENCL_FUSED) and a layer normalization,
  * whose statistics are one summed pass (DLACCEL_OPENCL_FUSED_REDUCE), on
- * the default device; and a parameter update whose plan keeps two results
- * from one fused launch where the device has fused_multi, unless
- * DLACCEL_PLAN=single-result (it prints how many such launches). tests/tool_env.sh
+ * the default device (it prints how many of its convolutions add their
+ * own bias: none, unless DLACCEL_PLAN=conv-bias-in); and a parameter
+ * update whose plan keeps two results from one fused launch where the
+ * device has fused_multi, unless DLACCEL_PLAN=single-result (it prints
+ * how many such launches). tests/tool_env.sh
  * runs it with values set and reads what the library says on stderr.
  * Prints "probe: ok" and exits 0 when every call succeeded.
  */
@@ -22,7 +24,7 @@
 static dla_status body(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     (void)ctx, (void)nin, (void)nout;
-    dla_tensor *y = dla_conv(in[0], in[1], NULL, NULL);
+    dla_tensor *y = dla_conv(in[0], in[1], in[6], NULL);
     dla_tensor *z = dla_relu(dla_affine(dla_mul(y, y), 2.0, 1.0));
     z = dla_layernorm(z, in[4], in[5], NULL);
     dla_tensor *m = dla_exp(dla_affine(dla_mtimes(in[2], in[3]), 0.01, 0.0));
@@ -39,24 +41,44 @@ static dla_status update(void *ctx, int nin, dla_tensor *const *in, int nout, dl
     return dla_tensor_status(out[0]);
 }
 
-/* The number of fused launches keeping several results in af's plan, from
- * its printed trace; -1 when the print has no plan. */
-static int kept_several(dla_accel *af)
+/* af's printed trace (free it); NULL when it cannot be had. */
+static char *trace_text(dla_accel *af)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    int n = -1;
     if (!f)
-        return -1;
+        return NULL;
     dla_accel_print_trace(af, 0, f);
     fclose(f);
+    return text;
+}
+
+/* The number of fused launches keeping several results in af's plan, from
+ * its printed trace; -1 when the print has no plan. */
+static int kept_several(dla_accel *af)
+{
+    char *text = trace_text(af);
+    int n = -1;
     const char *s = text ? strstr(text, " fused launches keep several results") : NULL;
     if (s) {
         while (s > text && s[-1] >= '0' && s[-1] <= '9')
             s--;
         n = atoi(s);
     }
+    free(text);
+    return n;
+}
+
+/* The steps of af's plan that are convolutions adding their own bias;
+ * -1 when the print has no plan. */
+static int own_bias(dla_accel *af)
+{
+    char *text = trace_text(af);
+    const char *s = text ? strstr(text, "plan steps on ") : NULL;
+    int n = s ? 0 : -1;
+    for (; s && (s = strstr(s, ": conv_forward + bias")); s++)
+        n++;
     free(text);
     return n;
 }
@@ -69,24 +91,27 @@ int main(void)
     printf("probe: this program runs OpenMP with %d threads\n", omp_get_max_threads());
 #endif
     dla_rng_seed(1);
-    dla_tensor *in[6] = {
+    dla_tensor *in[7] = {
         dla_randn(DLA_F32, "SSCB", 4, (const int64_t[]){12, 12, 16, 2}),
         dla_randn(DLA_F32, "", 4, (const int64_t[]){3, 3, 16, 16}),
         dla_randn(DLA_F32, "", 2, (const int64_t[]){64, 64}),
         dla_randn(DLA_F32, "", 2, (const int64_t[]){64, 64}),
         dla_randn(DLA_F32, "", 1, (const int64_t[]){16}),
         dla_randn(DLA_F32, "", 1, (const int64_t[]){16}),
+        dla_randn(DLA_F32, "", 1, (const int64_t[]){16}),
     };
     dla_accel *af = dla_accelerate(body, &(dla_accel_options){.name = "probe"});
     int bad = !af;
-    for (int i = 0; i < 6 && !bad; i++)
+    for (int i = 0; i < 7 && !bad; i++)
         bad = dla_tensor_status(in[i]) != DLA_OK;
     for (int call = 0; call < 3 && !bad; call++) {
         dla_tensor *out;
-        bad = dla_accel_call(af, NULL, 6, in, 1, &out) != DLA_OK;
+        bad = dla_accel_call(af, NULL, 7, in, 1, &out) != DLA_OK;
         if (!bad)
             dla_tensor_release(out);
     }
+    if (!bad)
+        printf("probe: convolutions adding their own bias: %d\n", own_bias(af));
     dla_accel *uf = dla_accelerate(update, &(dla_accel_options){.name = "update"});
     dla_tensor *p[3] = {dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),
                         dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),
@@ -119,7 +144,7 @@ int main(void)
     printf("probe: openmp wait: %s\n", dla_openmp_wait());
     printf("probe: GOMP_SPINCOUNT=%s\n", spin ? spin : "(unset)");
     dla_accel_free(af);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         dla_tensor_release(in[i]);
     return bad;
 }

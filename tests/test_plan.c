@@ -278,6 +278,81 @@ static void in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits(void
     dla_accel_free(af);
 }
 
+/* A convolution with a bias and what reads its result (ctx: which): 0
+ * inference's batchnorm and a relu, 1 a relu, 2 a relu and the result
+ * itself (an output), 3 a comparison. in: cnn_inputs' but in[5], in[6]
+ * are the running statistics. */
+static dla_status conv_then(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    const int which = *(const int *)ctx;
+    const dla_conv_options pad1 = {.padding = {{1, 1}, {1, 1}}};
+    dla_tensor *y = dla_conv(in[4], in[0], in[1], &pad1);
+    if (which == 0)
+        out[0] = dla_relu(dla_batchnorm(y, in[2], in[3], in[5], in[6], NULL));
+    else if (which == 3)
+        out[0] = dla_gt(y, dla_zeros(DLA_F32, "", DLA_DIMS(1, 1)));
+    else
+        out[0] = dla_relu(y);
+    if (which == 2)
+        out[1] = y;
+    return dla_tensor_status(out[0]);
+}
+
+static int plan_lists(dla_accel *af, const char *text)
+{
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    char *all = trace_text(t);
+    const char *steps = strstr(all, "plan steps on cpu:0: ");
+    const int found = steps && strstr(steps, text) != NULL;
+    free(all);
+    dla_trace_release(t);
+    return found;
+}
+
+static void a_convolutions_bias_joins_the_chain_that_alone_reads_its_result(void **state)
+{
+    /* DLACCEL_PLAN=conv-bias-in (tests/tool_env.sh) keeps every bias in
+     * its convolution; the rest of this test is the default's. */
+    const char *mode = getenv("DLACCEL_PLAN");
+    const int moved = !mode || strcmp(mode, "conv-bias-in") != 0;
+    for (int which = 0; which < 4; which++) {
+        dla_scope_begin();
+        dla_rng_seed(30 + which);
+        dla_tensor *in[7];
+        cnn_inputs(in);
+        in[2] = dla_randn(DLA_F32, "", DLA_DIMS(4, 1));
+        in[5] = dla_randn(DLA_F32, "", DLA_DIMS(4, 1));
+        in[6] = dla_rand(DLA_F32, "", DLA_DIMS(4, 1));
+        dla_accel *af = dla_accelerate(conv_then, NULL);
+        const int nout = which == 2 ? 2 : 1;
+        for (int call = 0; call < 4; call++) {
+            dla_tensor *got[2], *want[2];
+            in[4] = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 5, 2, 3));
+            assert_int_equal(dla_accel_feval(af, &which, 7, in, nout, got), DLA_OK);
+            assert_int_equal(dla_feval(conv_then, &which, 7, in, nout, want), DLA_OK);
+            for (int i = 0; i < nout; i++)
+                assert_same_bits(got[i], want[i]);
+        }
+        plan_info pi = accel_plan(af, "cpu:0");
+        assert_true(pi.found);
+        assert_int_equal(pi.runs, 2);
+        /* 0 and 1: the bias moved into the chain (its first instruction);
+         * 2: the result is also an output, 3: the comparison cannot end a
+         * chain, so the bias stays in the convolution and no add is
+         * launched. */
+        const int split = moved && which < 2;
+        assert_int_equal(plan_lists(af, "conv_forward + bias"), !split);
+        assert_int_equal(plan_lists(af, which == 0 ? "fused [add mul add relu]" : "fused [add relu]"),
+                         split);
+        assert_false(plan_lists(af, "binary add"));
+        if (!split && which == 0)
+            assert_true(plan_lists(af, "fused [mul add relu]"));
+        dla_scope_end();
+        dla_accel_free(af);
+    }
+}
+
 /* One SGDM step on two parameters of different shapes: v = 0.9 v - 0.01 g,
  * p = p + v, the new velocity and the new value both outputs. in: p0, p1,
  * v0, v1, g0, g1; out: p0, p1, v0, v1. */
@@ -781,6 +856,7 @@ int main(void)
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
+        cmocka_unit_test(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
         cmocka_unit_test(random_elementwise_graphs_plan_to_eager_bits),
         cmocka_unit_test(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
         cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),

@@ -19,7 +19,7 @@ if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" 
     opencl=yes
 fi
 
-echo "1..15"
+echo "1..17"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -43,7 +43,7 @@ verdict() {
 
 run DLACCEL_PLAN=of DLACCEL_CPU_CONV=Direct
 verdict "unknown DLACCEL_PLAN and DLACCEL_CPU_CONV values are named once with the accepted ones" \
-    "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no, single-result)" \
+    "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no, single-result, conv-bias-in)" \
     "dlaccel[warn]: cpu: DLACCEL_CPU_CONV=Direct is not one of its values (im2col, direct)"
 
 run DLACCEL_LOG=verbose
@@ -119,6 +119,14 @@ verdict "a parameter update's plan keeps two results from one fused launch (fuse
 run DLACCEL_PLAN=single-result
 verdict "DLACCEL_PLAN=single-result plans it as before fused_multi" \
     "probe: fused launches keeping several results: 0"
+
+run
+verdict "a convolution's bias moves into the chain that alone reads its result" \
+    "probe: convolutions adding their own bias: 0"
+
+run DLACCEL_PLAN=conv-bias-in
+verdict "DLACCEL_PLAN=conv-bias-in leaves the bias in its convolution" \
+    "probe: convolutions adding their own bias: 1"
 
 probe="$DLA_TEST_BUILDDIR/tests/env_probe_openmp"
 run DLACCEL_LOG=info
