@@ -55,9 +55,9 @@ static inline unsigned __umulhi(unsigned a, unsigned b)
 }
 
 /* A barrier of the block's threads when they run at once
- * (emu_run_blocks), else nothing: the one-kernel replay runs as a block of
- * one thread (tests/cuda_onekern_emu.cpp). tests/cuda_fr_emu.cpp defines
- * it. */
+ * (emu_run_blocks), else nothing: a grid run thread by thread
+ * (emu_run_grid) has no kernel with barriers. tests/cuda_fused_emu.cpp
+ * defines it. */
 void __syncthreads(void);
 
 #include <dlaccel/plugin_ops.h>

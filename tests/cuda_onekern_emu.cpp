@@ -9,8 +9,8 @@
  * host (cuda_fused_emu_shim.h): the small GEMM kernel launched as a grid
  * of threads one by one, the reduce kernels likewise (a block per output
  * with its threads at once, below), and
- * the one kernel as one block of one thread, which every step's
- * block-stride loop then walks alone (its barriers do nothing).
+ * the one kernel as one block of EMU_TEAM threads at once, meeting at its
+ * barriers, its copies in and out dealt round groups of 8 of them.
  *
  * The checks:
  *   - the small GEMM (trans, padded leading dims, page strides including
@@ -45,6 +45,9 @@
 #include "tests/cuda_fused_emu_shim.h"
 
 #define DLA__CU_EMU 1
+/* Groups of 8 of the team's 32 threads copy the one kernel's regions in
+ * and out, so that regions are dealt round several groups here too. */
+#define DLA__CU_K1_LANES 8
 #include "plugins/cuda/onekern_kernels.cu"
 
 #include <cstdarg>
@@ -155,7 +158,7 @@ cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
      * emulation runs those past the shared memory from global memory. */
     const int32_t fit = (int32_t)(sizeof dla__cu_k1_smem / (sizeof(dla__cu_k1_step)));
     const int32_t staged = g_k1_staged < 0 ? (n < fit ? n : fit) : g_k1_staged;
-    emu_run_grid(1, 1, [&] { onekern_k(steps, n, staged, *in, *out); });
+    emu_run_blocks(1, EMU_TEAM, [&] { onekern_k(steps, n, staged, *in, *out); });
     return cudaSuccess;
 }
 
@@ -760,8 +763,48 @@ template <typename T> void reduce_case(result_fn result, const red_case &c, dla_
 
 } // namespace
 
+/* The one kernel's copies alone (no steps): regions in, from a source
+ * arena into a middle one, and out, from the middle into a destination,
+ * of sizes and places that take each unit (16, 4 and 1 bytes), fewer
+ * bytes than a group's round and more (the whole block's), more small
+ * regions than the team has groups (dealt round them twice and more):
+ * every byte copied where it belongs, nothing else written. */
+static void k1_copies_case(result_fn result)
+{
+    static const int64_t sizes[] = {1, 3, 4, 7, 16, 64, 100, 512, 513, 2000, 4096, 48, 5, 32};
+    const int n = (int)(sizeof sizes / sizeof *sizes);
+    std::vector<unsigned char> src(16384), mid(16384, 0x5a), dst(16384, 0xa5);
+    for (size_t i = 0; i < src.size(); i++)
+        src[i] = (unsigned char)(i * 131 + 7);
+    std::vector<unsigned char> want_mid = mid, want_dst = dst;
+    dla__cu_copies in, out;
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    int64_t at = 0;
+    for (int r = 0; r < n; r++) {
+        /* Every third region starts off any 4-byte boundary. */
+        const int64_t off = at + (r % 3 == 2 ? 1 : 0), back = 8192 + off;
+        in.src[r] = (const char *)src.data() + off;
+        in.dst[r] = (char *)mid.data() + off;
+        in.bytes[r] = sizes[r];
+        out.src[r] = (const char *)mid.data() + off;
+        out.dst[r] = (char *)dst.data() + back;
+        out.bytes[r] = sizes[r];
+        memcpy(want_mid.data() + off, src.data() + off, (size_t)sizes[r]);
+        memcpy(want_dst.data() + back, src.data() + off, (size_t)sizes[r]);
+        at = (off + sizes[r] + 16 + 15) / 16 * 16;
+    }
+    in.n = out.n = n;
+    const int run_ok = dla__cu_k1_launch(NULL, NULL, 0, &in, &out) == cudaSuccess;
+    result(run_ok && mid == want_mid && dst == want_dst,
+           "one kernel's copies: %d regions in and out of 1 to 4096 bytes, some off any 4-byte "
+           "boundary, dealt round the groups and over the block: every byte where it belongs",
+           n);
+}
+
 void emu_onekern_cases(result_fn result)
 {
+    k1_copies_case(result);
     for (int f64 = 0; f64 < 2; f64++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)

@@ -124,11 +124,27 @@ __device__ __forceinline__ void move_step(int kind, const dla__cu_k1_move &m)
     }
 }
 
-/* The block's share of byte copies c, region by region. */
+/* The block's byte copies c (a replay's inputs in, or its results out),
+ * as many regions in flight at once as the block has groups of K1_LANES
+ * threads: a region of at most K1_GROUP_BYTES is one group's (the small
+ * ones dealt round the groups in turn), one that is larger the whole
+ * block's, after them. Region by region, each small one would cost the
+ * block a load's latency (the tiny MLP's step has eleven). */
+#ifndef DLA__CU_K1_LANES
+#define DLA__CU_K1_LANES 32 /* a warp: its loads coalesce */
+#endif
+#define K1_GROUP_BYTES (DLA__CU_K1_LANES * 4 * 16)
 __device__ __forceinline__ void block_copies(const dla__cu_copies &c)
 {
+    const unsigned lanes = blockDim.x < DLA__CU_K1_LANES ? blockDim.x : DLA__CU_K1_LANES;
+    const unsigned group = threadIdx.x / lanes, groups = blockDim.x / lanes;
+    unsigned small = 0;
     for (int r = 0; r < c.n; r++)
-        dla__cu_copy_bytes(c.dst[r], c.src[r], c.bytes[r]);
+        if (c.bytes[r] <= K1_GROUP_BYTES && small++ % groups == group)
+            dla__cu_copy_region(c.dst[r], c.src[r], c.bytes[r], threadIdx.x % lanes, lanes);
+    for (int r = 0; r < c.n; r++)
+        if (c.bytes[r] > K1_GROUP_BYTES)
+            dla__cu_copy_region(c.dst[r], c.src[r], c.bytes[r], threadIdx.x, blockDim.x);
 }
 
 /* A fused step with only the slots it has located: fewer inputs and
@@ -151,9 +167,9 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
     onekern_k(const dla__cu_k1_step *steps, int32_t n, int32_t staged, const dla__cu_copies in,
               const dla__cu_copies out)
 {
-    const int2 *from = (const int2 *)steps;
-    DLA__CU_FOR(w, (int64_t)staged * (int64_t)(sizeof(dla__cu_k1_step) / 8))
-    dla__cu_k1_smem[w] = from[w];
+    dla__cu_copy_units<int2>((char *)dla__cu_k1_smem, (const char *)steps,
+                             (int64_t)staged * (int64_t)(sizeof(dla__cu_k1_step) / 8), threadIdx.x,
+                             blockDim.x);
     block_copies(in);
     __syncthreads();
     const dla__cu_k1_step *shared_steps = (const dla__cu_k1_step *)dla__cu_k1_smem;
