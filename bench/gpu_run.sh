@@ -70,10 +70,16 @@
 #              layout as constants and fused_reduce's block kernel on rows
 #              with four loads in flight (the defaults), against each off
 #              (DLACCEL_CUDA_FUSED_LAYOUT=0, DLACCEL_CUDA_FR_ROWS=0) and
-#              both, and the inference replays with every convolution's
-#              bias in the convolution (DLACCEL_PLAN=conv-bias-in):
-#              check-plugin's fused kernels (the defaults), then the CNN
+#              both: check-plugin's fused kernels (the defaults), then the CNN
 #              replays 30 calls to a sync, alternating, 3 rounds
+#   segments   runs of small launches as one graph node (segment.c) and
+#              the convolutions' bias moved into the chain after them
+#              (the core's plans), each against off
+#              (DLACCEL_CUDA_SEGMENTS=0; DLACCEL_PLAN=conv-bias-in, on the
+#              inference replays only: the training plans keep every
+#              bias): test_accel with the graphs asserted, the capture
+#              lines of the debug log (nodes before and after), then the
+#              CNN replays 30 calls to a sync, alternating, 3 rounds
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -548,8 +554,7 @@ step_async() {
 step_layout() {
     local r v k w
     local variants=("new X=1" "nolayout DLACCEL_CUDA_FUSED_LAYOUT=0" "norows DLACCEL_CUDA_FR_ROWS=0"
-        "old DLACCEL_CUDA_FUSED_LAYOUT=0 DLACCEL_CUDA_FR_ROWS=0"
-        "biasin DLACCEL_PLAN=conv-bias-in")
+        "old DLACCEL_CUDA_FUSED_LAYOUT=0 DLACCEL_CUDA_FR_ROWS=0")
     for k in fused fused_multi fused_reduce fused_reduce_pair; do
         DLACCEL_CUDA_FUSED_COMPILE=first timeout 120 "$s/bin/dlaccel" check-plugin \
             --kernel $k --cases 60 --seed 13 "$s/plugins.d/cuda.json" \
@@ -560,13 +565,35 @@ step_layout() {
         for v in "${variants[@]}"; do
             for w in =cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay \
                 =cnn_inference_replay_b1024; do
-                # The bias moves only where one elementwise step alone reads
-                # a convolution (inference): the training plans are the same.
-                [ "${v%% *}" = biasin ] && [ "${w#=cnn_step}" != "$w" ] && continue
                 env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
                     --pipeline 30 >"$out/layout_${v%% *}_${w#=}_$r.log" 2>&1
                 grep -E '^cuda' "$out/layout_${v%% *}_${w#=}_$r.log" |
                     sed "s/^/layout ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+            done
+        done
+    done
+}
+
+step_segments() {
+    local r v w
+    for v in "new X=1" "noseg DLACCEL_CUDA_SEGMENTS=0"; do
+        env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
+            timeout 60 "$s/bin/test_accel" >"$out/segments_accel_${v%% *}.log" 2>&1
+        line "segments test_accel ${v%% *}: exit $?: $(grep -cE '^ok' "$out/segments_accel_${v%% *}.log") ok, $(grep -cE '^not ok' "$out/segments_accel_${v%% *}.log") not ok"
+    done
+    DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
+        --workload =cnn_step_replay --quick >"$out/segments_graphlog.log" 2>&1
+    grep -E 'captured as a CUDA graph|runs of small launches' "$out/segments_graphlog.log" |
+        cut -c1-220 | tee -a "$summary"
+    for r in 1 2 3; do
+        for v in "new X=1" "noseg DLACCEL_CUDA_SEGMENTS=0" "biasin DLACCEL_PLAN=conv-bias-in"; do
+            for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay \
+                =cnn_inference_replay_b1024 =mlp_replay; do
+                [ "${v%% *}" = biasin ] && [ "${w#=cnn_inference}" = "$w" ] && continue
+                env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
+                    --pipeline 30 >"$out/segments_${v%% *}_${w#=}_$r.log" 2>&1
+                grep -E '^cuda' "$out/segments_${v%% *}_${w#=}_$r.log" |
+                    sed "s/^/segments ${v%% *} round $r pipeline30 /" | tee -a "$summary"
             done
         done
     done
@@ -584,6 +611,7 @@ for step in $steps; do
     benchpipe) step_bench_pipe ;;
     async) step_async ;;
     layout) step_layout ;;
+    segments) step_segments ;;
     graphlog) step_graphlog ;;
     profile) step_profile ;;
     suitesplain) step_suites_plain ;;

@@ -57,7 +57,7 @@ tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h \
 	tests/cuda_fused_emu_shim.h plugins/cuda/fused.c plugins/cuda/space.c \
 	plugins/cuda/fused_source.c tests/cuda_onekern_emu.cpp plugins/cuda/gemm.c \
 	plugins/cuda/reduce.c plugins/cuda/onekern.c plugins/cuda/elementwise.c plugins/cuda/copy.c \
-	plugins/cuda/fused_reduce.c
+	plugins/cuda/fused_reduce.c plugins/cuda/segment.c tests/cuda_segment_emu.cpp
 nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp
 tests_cuda_fused_emu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 # No contraction on either side (the kernels and the reference); the

@@ -1135,6 +1135,7 @@ int main(void)
         for (int mode = 0; mode < 2; mode++)
             wide_case(wide, mode);
     emu_onekern_cases(result);
+    emu_segment_cases(result);
     error_cases();
     emu_team_close();
     printf("1..%d\n", ntests);

@@ -155,6 +155,8 @@ void emu_run_blocks(unsigned grid, unsigned threads, const std::function<void()>
 /* tests/cuda_onekern_emu.cpp: its cases, each reported by result; and
  * whether dla__cu_mem_alloc gives memory (only while it uploads steps). */
 void emu_onekern_cases(void (*result)(int ok, const char *fmt, ...));
+/* tests/cuda_segment_emu.cpp: runs of small launches as one node. */
+void emu_segment_cases(void (*result)(int ok, const char *fmt, ...));
 extern int emu_alloc_allowed;
 #endif
 #endif

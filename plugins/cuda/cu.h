@@ -179,6 +179,15 @@ typedef struct dla__cu_device {
     const char *k1_member; /* the member counted last */
     char k1_why[80];       /* why the capture is not one kernel (the debug log) */
     long onekern_launches; /* replays run as one kernel */
+
+    /* segment.c: every step the capture in progress recorded, with the
+     * node it made, for runs of them as one kernel node each. */
+    int seg_off; /* DLACCEL_CUDA_SEGMENTS=0 */
+    struct dla__cu_seg_rec *seg;
+    int32_t seg_n, seg_cap;
+    int seg_pending;            /* the last record's node is the next member's leaf */
+    cudaGraphNode_t seg_entry;  /* the capture's leaf when the member now called entered */
+    int seg_entry_n;            /* 0 or 1 leaves; -1: several */
 } dla__cu_device;
 
 /* Makes d's GPU current on the calling thread (every member calls it
@@ -301,6 +310,24 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n);
 /* The capture is not one kernel, for the reason given (printf-style). */
 void dla__cu_k1_spoil(dla__cu_device *d, const char *fmt, ...);
 void dla__cu_k1_release(dla__cu_device *d);
+
+/* ---- segment.c: runs of small launches as one kernel node each ---- */
+/* The capture starts. */
+void dla__cu_seg_begin(dla__cu_device *d);
+/* dla__cu_enter during the capture (and plan.c before it ends): a member
+ * was called; the previous one's node is the leaf now. */
+void dla__cu_seg_enter(dla__cu_device *d);
+/* dla__cu_k1_note: the member's launch as a step of work elements. */
+void dla__cu_seg_note(dla__cu_device *d, const struct dla__cu_k1_step *step, int64_t work);
+/* The runs of records that become one node each: first[i], len[i] (at
+ * most `most` of them, each of two or more); how many. */
+int dla__cu_seg_runs(const dla__cu_device *d, int32_t *first, int32_t *len, int32_t most);
+/* After the capture ended, before instantiation: *graph replaced by a
+ * copy with the runs made one node each, their steps in device memory
+ * chained to *held. Returns how many nodes fewer (0: the graph is as
+ * captured). */
+int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t *graph, dla__cu_mem **held);
+void dla__cu_seg_release(dla__cu_device *d);
 
 /* ---- plan.c (ABI 1.3, 1.5): planned replays, CUDA graphs ---- */
 dla_status dla__cu_plan_begin(void *dev, int32_t nlaunches);

@@ -59,6 +59,7 @@ static void check_last(dla__cu_device *d)
 
 void dla__cu_k1_count(dla__cu_device *d, const char *member)
 {
+    dla__cu_seg_enter(d);
     /* Members that launch nothing a replay computes with. */
     static const char *const quiet[] = {"mem_alloc", "mem_trim", "plan_begin", "plan_end"};
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
@@ -71,12 +72,16 @@ void dla__cu_k1_count(dla__cu_device *d, const char *member)
 
 int dla__cu_k1_recording(const dla__cu_device *d)
 {
-    return d->capturing && !d->k1_spoiled && dla__cu_planning_here(d);
+    /* segment.c takes the steps of a capture that is not one kernel too. */
+    return d->capturing && (!d->k1_spoiled || !d->seg_off) && dla__cu_planning_here(d);
 }
 
 void dla__cu_k1_note(dla__cu_device *d, const dla__cu_k1_step *step, int64_t work)
 {
     if (!dla__cu_k1_recording(d))
+        return;
+    dla__cu_seg_note(d, step, work);
+    if (d->k1_spoiled)
         return;
     if (d->k1_n >= MAX_STEPS)
         dla__cu_k1_spoil(d, "more than %d steps", MAX_STEPS);

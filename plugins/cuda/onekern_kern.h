@@ -119,6 +119,11 @@ void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
                               const dla__cu_copies *in, const dla__cu_copies *out);
 
+/* The one kernel over steps[0 .. n-1] (device memory) without copies, as
+ * a kernel node of graph after deps[0 .. ndeps-1] (segment.c). */
+cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+                            const dla__cu_k1_step *steps, int32_t n, cudaGraphNode_t *node);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 
 #include <dlaccel/plugin_ops.h>
 #include <stddef.h>
+#include <string.h>
 
 DLA__CU_FUSED_FRAME(DLA__CU_ID)
 DLA__CU_FMULTI_FRAME(DLA__CU_ID)
@@ -224,5 +225,23 @@ extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_s
     onekern_k<<<1, DLA__CU_THREADS, (size_t)staged * sizeof(dla__cu_k1_step), stream>>>(
         steps, n, staged, *in, *out);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                       size_t ndeps, const dla__cu_k1_step *steps, int32_t n,
+                                       cudaGraphNode_t *node)
+{
+    const int32_t fit = (int32_t)(48 * 1024 / sizeof(dla__cu_k1_step));
+    int32_t staged = n < fit ? n : fit;
+    dla__cu_copies none;
+    memset(&none, 0, sizeof none);
+    void *args[] = {(void *)&steps, (void *)&n, (void *)&staged, (void *)&none, (void *)&none};
+    cudaKernelNodeParams p = {};
+    p.func = (void *)onekern_k;
+    p.gridDim = dim3(1);
+    p.blockDim = dim3(DLA__CU_THREADS);
+    p.sharedMemBytes = (unsigned)((size_t)staged * sizeof(dla__cu_k1_step));
+    p.kernelParams = args;
+    return cudaGraphAddKernelNode(node, graph, deps, ndeps, &p);
 }
 #endif

@@ -348,10 +348,14 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     size_t nodes = 0;
+    int merged = 0;
+    dla__cu_seg_enter(d); /* the last member's node */
     cudaError_t e = cudaStreamEndCapture(d->stream, &graph);
     const double t1 = now_ms();
     if (e == cudaSuccess && graph) {
         cudaGraphGetNodes(graph, NULL, &nodes);
+        /* Runs of small launches one node each (segment.c). */
+        merged = dla__cu_seg_apply(d, &graph, &held);
         e = cudaGraphInstantiate(&exec, graph, 0);
     }
     const double t2 = now_ms();
@@ -389,11 +393,13 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
             else
                 snprintf(k1, sizeof k1, "not one kernel: %s", d->k1_why);
             dla__cu_host->log(DLA_LOG_DEBUG,
-                              "cuda:%d: plan %llu captured as a CUDA graph of %zu nodes, %d "
-                              "regions (capture %.2f ms, end %.2f ms, instantiate %.2f ms, "
-                              "launch %.2f ms); %s",
-                              d->index, (unsigned long long)g->plan, nodes, (int)g->nroles,
-                              t0 - d->capture_ms, t1 - t0, t2 - t1, now_ms() - t2, k1);
+                              "cuda:%d: plan %llu captured as a CUDA graph of %zu nodes (%zu "
+                              "with runs of small launches as one node each), %d regions "
+                              "(capture %.2f ms, end %.2f ms, instantiate %.2f ms, launch "
+                              "%.2f ms); %s",
+                              d->index, (unsigned long long)g->plan, nodes,
+                              nodes - (size_t)merged, (int)g->nroles, t0 - d->capture_ms,
+                              t1 - t0, t2 - t1, now_ms() - t2, k1);
             return DLA_OK;
         }
         /* Not kept: once it has run, its exec and memory go. */
@@ -478,6 +484,7 @@ static void capture(dla__cu_device *d, struct dla__cu_graph *g, const dla_plan_m
     }
     remember_run(g, mems);
     dla__cu_k1_begin(d);
+    dla__cu_seg_begin(d);
     d->capturing = 1;
     d->capture_ms = now_ms();
     d->keep = 1;

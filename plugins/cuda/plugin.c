@@ -196,6 +196,7 @@ static dla_status device_open(int index, void **out)
     d->fused_layout = env_flag("DLACCEL_CUDA_FUSED_LAYOUT", 1);
     d->fr_rows = env_flag("DLACCEL_CUDA_FR_ROWS", 1);
     d->onekern_off = !env_flag("DLACCEL_CUDA_ONE_KERNEL", 1);
+    d->seg_off = d->onekern_off || !env_flag("DLACCEL_CUDA_SEGMENTS", 1);
     d->plan_wait = env_flag("DLACCEL_CUDA_PLAN_WAIT", 0);
     /* Profiling waits after each kernel, which a capture cannot hold. */
     d->graphs_off = !env_flag("DLACCEL_CUDA_GRAPHS", 1) || dla__cu_profiling();
@@ -229,9 +230,11 @@ static dla_status device_open(int index, void **out)
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
         snprintf(d->name, sizeof d->name, "%.127s", prop.name);
     h->log(DLA_LOG_INFO, "cuda:%d: %s, compute capability %d.%d, %d multiprocessors, graphs %s, "
-                         "one-kernel replays %s, replays %s, float32 %s",
+                         "one-kernel replays %s, runs of small launches as one node %s, "
+                         "replays %s, float32 %s",
            index, d->name, d->cc_major, d->cc_minor, d->sms, d->graphs_off ? "off" : "on",
            d->graphs_off || d->onekern_off ? "off" : "on",
+           d->graphs_off || d->seg_off ? "off" : "on",
            d->plan_wait ? "waited for" : "queued", d->tf32 ? "with TF32 tensor cores" : "exact");
     *out = d;
     return DLA_OK;
@@ -245,6 +248,7 @@ static void device_close(void *dev)
     cudaGetLastError();
     dla__cu_plan_release(d);
     dla__cu_k1_release(d);
+    dla__cu_seg_release(d);
     dla__cu_fused_release(d);
     dla__cu_conv_release(d);
     dla__cu_libs_release(d);
