@@ -281,7 +281,7 @@ static void one(result_fn result, const char *name, int note_first, int fail, in
     member(&d, 3, 20, note_first);
     member(&d, 4, 10000, note_first);     /* too much work */
     member(&d, 5, 1280, note_first);
-    member(&d, 6, 4096, note_first);
+    member(&d, 6, 2048, note_first);
     member(&d, 7, 1, note_first);
     member(&d, 8, -1, note_first);        /* cuBLAS */
     member(&d, 9, 20, note_first);
