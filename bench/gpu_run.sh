@@ -551,6 +551,16 @@ step_async() {
 # DLACCEL_CUDA_FR_ROWS=0) and both: check-plugin's fused kernels with the
 # defaults (compiled on first sight), then the CNN replays 30 calls to a
 # sync, each variant in turn, 3 rounds.
+# Step $1's run of replay workload $3 with variant $2 ("name VAR=value
+# ..."), round $4: 30 calls to a sync, its line in the summary.
+bench_variant() {
+    local v=$2 w=$3
+    env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
+        --pipeline 30 >"$out/$1_${v%% *}_${w#=}_$4.log" 2>&1
+    grep -E '^cuda' "$out/$1_${v%% *}_${w#=}_$4.log" |
+        sed "s/^/$1 ${v%% *} round $4 pipeline30 /" | tee -a "$summary"
+}
+
 step_layout() {
     local r v k w
     local variants=("new X=1" "nolayout DLACCEL_CUDA_FUSED_LAYOUT=0" "norows DLACCEL_CUDA_FR_ROWS=0"
@@ -565,10 +575,7 @@ step_layout() {
         for v in "${variants[@]}"; do
             for w in =cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay \
                 =cnn_inference_replay_b1024; do
-                env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
-                    --pipeline 30 >"$out/layout_${v%% *}_${w#=}_$r.log" 2>&1
-                grep -E '^cuda' "$out/layout_${v%% *}_${w#=}_$r.log" |
-                    sed "s/^/layout ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+                bench_variant layout "$v" $w $r
             done
         done
     done
@@ -590,10 +597,7 @@ step_segments() {
             for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay \
                 =cnn_inference_replay_b1024 =mlp_replay; do
                 [ "${v%% *}" = biasin ] && [ "${w#=cnn_inference}" = "$w" ] && continue
-                env ${v#* } timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
-                    --pipeline 30 >"$out/segments_${v%% *}_${w#=}_$r.log" 2>&1
-                grep -E '^cuda' "$out/segments_${v%% *}_${w#=}_$r.log" |
-                    sed "s/^/segments ${v%% *} round $r pipeline30 /" | tee -a "$summary"
+                bench_variant segments "$v" $w $r
             done
         done
     done
