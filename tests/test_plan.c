@@ -290,7 +290,7 @@ static dla_status conv_then(void *ctx, int nin, dla_tensor *const *in, int nout,
     if (which == 0)
         out[0] = dla_relu(dla_batchnorm(y, in[2], in[3], in[5], in[6], NULL));
     else if (which == 3)
-        out[0] = dla_gt(y, dla_zeros(DLA_F32, "", DLA_DIMS(1, 1)));
+        out[0] = dla_gt(y, dla_zeros(dla_tensor_dtype(y), "", DLA_DIMS(1, 1)));
     else
         out[0] = dla_relu(y);
     if (which == 2)
@@ -316,19 +316,27 @@ static void a_convolutions_bias_joins_the_chain_that_alone_reads_its_result(void
      * its convolution; the rest of this test is the default's. */
     const char *mode = getenv("DLACCEL_PLAN");
     const int moved = !mode || strcmp(mode, "conv-bias-in") != 0;
-    for (int which = 0; which < 4; which++) {
+    /* Cases 4 and 5 are 0 and 1 in double, 5 with one bias value for
+     * every channel (a view of stride 0). */
+    for (int c = 0; c < 6; c++) {
+        int which = c < 4 ? c : c - 4;
+        const dla_dtype dt = c < 4 ? DLA_F32 : DLA_F64;
         dla_scope_begin();
-        dla_rng_seed(30 + which);
-        dla_tensor *in[7];
-        cnn_inputs(in);
-        in[2] = dla_randn(DLA_F32, "", DLA_DIMS(4, 1));
-        in[5] = dla_randn(DLA_F32, "", DLA_DIMS(4, 1));
-        in[6] = dla_rand(DLA_F32, "", DLA_DIMS(4, 1));
+        dla_rng_seed(30 + c);
+        dla_tensor *in[7] = {
+            dla_randn(dt, "", DLA_DIMS(3, 3, 2, 4)),
+            c == 5 ? dla_randn(dt, "", DLA_DIMS(1, 1)) : dla_randn(dt, "", DLA_DIMS(4, 1)),
+            dla_randn(dt, "", DLA_DIMS(4, 1)),
+            dla_ones(dt, "", DLA_DIMS(4, 1)),
+            NULL,
+            dla_randn(dt, "", DLA_DIMS(4, 1)),
+            dla_rand(dt, "", DLA_DIMS(4, 1)),
+        };
         dla_accel *af = dla_accelerate(conv_then, NULL);
         const int nout = which == 2 ? 2 : 1;
         for (int call = 0; call < 4; call++) {
             dla_tensor *got[2], *want[2];
-            in[4] = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 5, 2, 3));
+            in[4] = dla_randn(dt, "SSCB", DLA_DIMS(6, 5, 2, 3));
             assert_int_equal(dla_accel_feval(af, &which, 7, in, nout, got), DLA_OK);
             assert_int_equal(dla_feval(conv_then, &which, 7, in, nout, want), DLA_OK);
             for (int i = 0; i < nout; i++)
