@@ -1113,6 +1113,82 @@ static void fuse(lowering *L)
     L->nsteps = n;
 }
 
+/* ------------------------------------------------ launches of inputs */
+
+/* A launch that reads only the plan's inputs and constants and writes at
+ * most this many elements moves up (hoist_input_only). */
+#define HOIST_MOST 4096
+
+static int64_t view_numel(const dla_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->ndims; d++)
+        n *= v->dims[d];
+    return n;
+}
+
+/* Whether the launch at step s is elementwise, a fill, a copy or a
+ * reduction (what a device merges into runs; a convolution or a product
+ * is not small however few its elements), reads only inputs and
+ * constants and writes at most HOIST_MOST elements into buffers of the
+ * replay. */
+static int input_only(lowering *L, int s)
+{
+    dla__cap_launch *cl = launch_at(L, s);
+    switch (cl->l.kind) {
+    case DLA__LAUNCH_FILL:
+    case DLA__LAUNCH_COPY:
+    case DLA__LAUNCH_UNARY:
+    case DLA__LAUNCH_BINARY:
+    case DLA__LAUNCH_TERNARY:
+    case DLA__LAUNCH_REDUCE:
+    case DLA__LAUNCH_FUSED:
+    case DLA__LAUNCH_FUSED_MULTI: break;
+    default: return 0;
+    }
+    dla__field f[DLA__LAUNCH_MAX_FIELDS];
+    const int n = dla__launch_fields(&cl->l, f);
+    int64_t written = 0;
+    for (int i = 0; i < n; i++) {
+        const dla__slot_kind k = cl->slot[i].kind;
+        if (f[i].written) {
+            if (k != DLA__SLOT_BUFFER || !f[i].view)
+                return 0;
+            written += view_numel(f[i].view);
+        } else if (k != DLA__SLOT_INPUT && k != DLA__SLOT_CONST && k != DLA__SLOT_NONE) {
+            return 0;
+        }
+    }
+    return written > 0 && written <= HOIST_MOST;
+}
+
+/* Small launches that wait for nothing the plan computes (inference's
+ * batch normalizations turning their running statistics and parameters
+ * into a scale and shift, a bias copied into a product's result) move up
+ * to the plan's start, in their order, past the launches they commute
+ * with: there they are one run of small launches, which the cuda plugin
+ * makes one node of its graph (plugins/cuda/segment.c) where, one between
+ * each convolution and the next, each was a node. Any order of launches
+ * that commute gives the same results; the buffers they write live a
+ * little longer. */
+static void hoist_input_only(lowering *L)
+{
+    int top = 0;
+    for (int e = 0; e < L->nsteps; e++) {
+        if (L->steps[e].kind != DLA__STEP_LAUNCH || !input_only(L, e))
+            continue;
+        int p = e;
+        while (p > top && L->steps[p - 1].kind == DLA__STEP_LAUNCH && commute(L, p - 1, e))
+            p--;
+        if (p < e) {
+            const dla__step moved = L->steps[e];
+            memmove(&L->steps[p + 1], &L->steps[p], (size_t)(e - p) * sizeof *L->steps);
+            L->steps[p] = moved;
+        }
+        top = p + 1;
+    }
+}
+
 /* ---------------------------------------------------------------- lower */
 
 static void use(dla__cap_buffer *b, long step)
@@ -1401,6 +1477,7 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
         conv_bias_out(&L);
         fuse(&L);
         conv_bias_back(&L);
+        hoist_input_only(&L);
         ok = !c->failed || fail(p, "%s", "out of memory while planning");
     }
     ok = ok && lay_out(&L, offset) && finish_launches(&L, offset) && list_checks(&L);

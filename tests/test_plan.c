@@ -356,6 +356,10 @@ static void a_convolutions_bias_joins_the_chain_that_alone_reads_its_result(void
         assert_false(plan_lists(af, "binary add"));
         if (!split && which == 0)
             assert_true(plan_lists(af, "fused [mul add relu]"));
+        /* The batchnorm's scale and shift, made of inputs alone, come
+         * first (hoist_input_only), before the convolution. */
+        if (which == 0)
+            assert_true(plan_lists(af, "step   0: fused"));
         dla_scope_end();
         dla_accel_free(af);
     }
