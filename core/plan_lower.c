@@ -606,6 +606,24 @@ static int can_follow(lowering *L, const chain *ch, int s)
     return b.kind == DLA__SLOT_BUFFER && !invoke_buffer(L->c, b.id);
 }
 
+/* A new launch in the capture's list; its index, or -1 (out of memory:
+ * the capture is failed). Pointers into the list move. */
+static int new_launch(dla__capture *c)
+{
+    if (c->nlaunches == c->caplaunches) {
+        const int cap = c->caplaunches + 64;
+        dla__cap_launch *grown = dla__realloc(c->launches, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            c->failed = 1;
+            return -1;
+        }
+        c->launches = grown;
+        c->caplaunches = cap;
+    }
+    memset(&c->launches[c->nlaunches], 0, sizeof *c->launches);
+    return c->nlaunches++;
+}
+
 /* Replaces the chain's launches with one fused launch at the last one's
  * step (fused_multi when results of earlier links are wanted after it).
  * 0 when y overlaps an input other than exactly, or a result wanted after
@@ -642,19 +660,11 @@ static int emit(lowering *L, chain *ch)
                 return 0;
         kept[nkept++] = m;
     }
-    if (c->nlaunches == c->caplaunches) {
-        int cap = c->caplaunches + 64;
-        dla__cap_launch *grown = dla__realloc(c->launches, (size_t)cap * sizeof *grown);
-        if (!grown) {
-            c->failed = 1;
-            return 0;
-        }
-        c->launches = grown;
-        c->caplaunches = cap;
-        last = launch_at(L, ch->step[ch->n - 1]);
-    }
-    dla__cap_launch *f = &c->launches[c->nlaunches];
-    memset(f, 0, sizeof *f);
+    const int fi = new_launch(c);
+    if (fi < 0)
+        return 0;
+    last = launch_at(L, ch->step[ch->n - 1]); /* the list may have moved */
+    dla__cap_launch *f = &c->launches[fi];
     if (nkept) {
         dla_fused_multi_args *m = dla__calloc(1, sizeof *m);
         if (!m) {
@@ -695,7 +705,7 @@ static int emit(lowering *L, chain *ch)
         launch_at(L, ch->step[m])->dropped = 1;
         L->steps[ch->step[m]].index = -1;
     }
-    L->steps[ch->step[ch->n - 1]].index = c->nlaunches++;
+    L->steps[ch->step[ch->n - 1]].index = fi;
     L->p->nfused++;
     L->p->fused_from += ch->n;
     return 1;
@@ -960,24 +970,6 @@ static int insert_step(lowering *L, int at, int li)
     L->steps[at] = (dla__step){DLA__STEP_LAUNCH, li};
     L->nsteps++;
     return 1;
-}
-
-/* A new launch in the capture's list; its index, or -1 (out of memory:
- * the capture is failed). Pointers into the list move. */
-static int new_launch(dla__capture *c)
-{
-    if (c->nlaunches == c->caplaunches) {
-        const int cap = c->caplaunches + 64;
-        dla__cap_launch *grown = dla__realloc(c->launches, (size_t)cap * sizeof *grown);
-        if (!grown) {
-            c->failed = 1;
-            return -1;
-        }
-        c->launches = grown;
-        c->caplaunches = cap;
-    }
-    memset(&c->launches[c->nlaunches], 0, sizeof *c->launches);
-    return c->nlaunches++;
 }
 
 /* The step after convolution s that reads its result y: the first that
