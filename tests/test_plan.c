@@ -416,14 +416,14 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
 
 /* Random elementwise graphs over 6x6 values: runs of launches of one shape
  * whose results are read again later (by the chain, transposed, through
- * other dims, broadcast after a sum, as outputs), which the planner merges
- * into fused and fused_multi launches. Each op picks its operands among
- * all earlier values. */
+ * other dims, broadcast after a sum, as outputs), and batchnorm's own
+ * program, which the planner merges into fused and fused_multi launches.
+ * Each op picks its operands among all earlier values. */
 #define RG_INPUTS 3
 #define RG_OPS 24
 #define RG_OUTPUTS 3
 typedef struct rand_graph {
-    int kind[RG_OPS];  /* 0..9 */
+    int kind[RG_OPS];  /* 0..10 */
     int a[RG_OPS], b[RG_OPS];
     double alpha[RG_OPS];
     int out[RG_OUTPUTS];
@@ -448,6 +448,19 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
         case 6: r = dla_add(a, dla_sum(b, 0, NULL)); break; /* a broadcast read */
         case 7: r = dla_where(dla_gt(a, b), a, b); break;
         case 8: r = dla_sub(a, dla_permute(b, 2, (const int64_t[]){2, 1})); break;
+        case 10: {
+            /* A program an op launches itself (batchnorm's x .* s + t over
+             * 6 channels of 6, its scale and shift made of constants),
+             * which joins the chain that made x. */
+            static const float mean[6] = {0.1f, -0.2f, 0.3f, 0.0f, 0.5f, -1.0f};
+            static const float var[6] = {1.0f, 0.5f, 2.0f, 0.25f, 1.5f, 3.0f};
+            dla_tensor *m = dla_tensor_from_host(mean, DLA_F32, "", DLA_DIMS(6, 1));
+            dla_tensor *s2 = dla_tensor_from_host(var, DLA_F32, "", DLA_DIMS(6, 1));
+            r = dla_reshape(dla_batchnorm(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6}), m, s2,
+                                          m, s2, NULL),
+                            "", 2, (const int64_t[]){6, 6});
+            break;
+        }
         default: /* the same elements through other dims */
             r = dla_reshape(dla_mul(dla_reshape(a, "", 2, (const int64_t[]){36, 1}),
                                     dla_reshape(b, "", 2, (const int64_t[]){36, 1})),
@@ -472,7 +485,7 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
         rand_graph g;
         for (int k = 0; k < RG_OPS; k++) {
             const int nv = RG_INPUTS + k;
-            g.kind[k] = RG_NEXT(10);
+            g.kind[k] = RG_NEXT(11);
             /* Mostly recent values, so runs form; sometimes an old one. */
             g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
             g.b[k] = RG_NEXT(nv);
