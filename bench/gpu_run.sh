@@ -14,7 +14,10 @@
 #           and inference at batch 128 and 1024, the tiny MLP
 #   torch128   ../shared/peers/cnn_cuda.py, batch 128, eager, and the
 #              tiny MLP eager
-#   benchtf32  the CNN workloads with DLACCEL_CUDA_TF32=1
+#   benchtf32  the CNN replays (step and inference, batch 128 and 1024)
+#              with DLACCEL_CUDA_TF32=1 and without, alternating, 30 calls
+#              to a sync, 2 rounds (PyTorch's convolutions run on TF32 by
+#              default)
 #   torchgraph bench/torch_cuda_graph.py: PyTorch's training step captured
 #              whole as a CUDA graph (torch.cuda.graph), inference as a
 #              graph and with torch.compile reduce-overhead, the MLP
@@ -165,9 +168,15 @@ step_suites_cpu() {
 # float32 GEMM and convolutions on TF32 tensor cores, as PyTorch's default
 # convolutions are (torch.backends.cudnn.allow_tf32).
 step_bench_tf32() {
-    DLACCEL_CUDA_TF32=1 timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload cnn_step \
-        >"$out/bench_tf32.log" 2>&1
-    grep -E '^(device|cuda)' "$out/bench_tf32.log" | sed 's/^/TF32 /' | tee -a "$summary"
+    local r v w
+    for r in 1 2; do
+        for v in "fp32 X=1" "tf32 DLACCEL_CUDA_TF32=1"; do
+            for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay \
+                =cnn_inference_replay_b1024; do
+                bench_variant benchtf32 "$v" $w $r
+            done
+        done
+    done
 }
 
 # The replays as plain launches (DLACCEL_CUDA_GRAPHS=0), beside the
