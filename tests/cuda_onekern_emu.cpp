@@ -604,6 +604,7 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
         if (k)
             dla__cu_mem_free(&d, (dla_mem)k);
         dla__cu_k1_release(&d);
+        dla__cu_seg_release(&d); /* the steps segment.c kept too */
         return;
     }
     ok &= k != NULL && nsteps == 14;
@@ -612,6 +613,7 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
         if (k)
             dla__cu_mem_free(&d, (dla_mem)k);
         dla__cu_k1_release(&d);
+        dla__cu_seg_release(&d); /* the steps segment.c kept too */
         return;
     }
 
@@ -657,6 +659,7 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     }
     dla__cu_mem_free(&d, (dla_mem)k);
     dla__cu_k1_release(&d);
+    dla__cu_seg_release(&d); /* the steps segment.c kept too */
 }
 
 /* reduce.c's launches beside the one kernel's: x of small integers
