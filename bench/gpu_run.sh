@@ -168,15 +168,7 @@ step_suites_cpu() {
 # float32 GEMM and convolutions on TF32 tensor cores, as PyTorch's default
 # convolutions are (torch.backends.cudnn.allow_tf32).
 step_bench_tf32() {
-    local r v w
-    for r in 1 2; do
-        for v in "fp32 X=1" "tf32 DLACCEL_CUDA_TF32=1"; do
-            for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay \
-                =cnn_inference_replay_b1024; do
-                bench_variant benchtf32 "$v" $w $r
-            done
-        done
-    done
+    cnn_rounds benchtf32 2 "fp32 X=1" "tf32 DLACCEL_CUDA_TF32=1"
 }
 
 # The replays as plain launches (DLACCEL_CUDA_GRAPHS=0), beside the
@@ -570,8 +562,23 @@ bench_variant() {
         sed "s/^/$1 ${v%% *} round $4 pipeline30 /" | tee -a "$summary"
 }
 
+# Step $1's $2 rounds of the four CNN replays (step and inference, batch
+# 128 and 1024), each with every variant after it ("name VAR=value ...").
+cnn_rounds() {
+    local step=$1 rounds=$2 r v w
+    shift 2
+    for r in $(seq "$rounds"); do
+        for v in "$@"; do
+            for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay \
+                =cnn_inference_replay_b1024; do
+                bench_variant "$step" "$v" $w $r
+            done
+        done
+    done
+}
+
 step_layout() {
-    local r v k w
+    local k
     local variants=("new X=1" "nolayout DLACCEL_CUDA_FUSED_LAYOUT=0" "norows DLACCEL_CUDA_FR_ROWS=0"
         "old DLACCEL_CUDA_FUSED_LAYOUT=0 DLACCEL_CUDA_FR_ROWS=0")
     for k in fused fused_multi fused_reduce fused_reduce_pair; do
@@ -580,14 +587,7 @@ step_layout() {
             >"$out/layout_check_$k.log" 2>&1
         line "layout check-plugin $k (compiled on first sight): exit $?: $(grep -E '^cuda' "$out/layout_check_$k.log" | tr -s ' ' | cut -c1-100)"
     done
-    for r in 1 2 3; do
-        for v in "${variants[@]}"; do
-            for w in =cnn_step_replay_b1024 =cnn_step_replay =cnn_inference_replay \
-                =cnn_inference_replay_b1024; do
-                bench_variant layout "$v" $w $r
-            done
-        done
-    done
+    cnn_rounds layout 3 "${variants[@]}"
 }
 
 step_segments() {
