@@ -322,11 +322,12 @@ void dla__cu_seg_note(dla__cu_device *d, const struct dla__cu_k1_step *step, int
 /* The runs of records that become one node each: first[i], len[i] (at
  * most `most` of them, each of two or more); how many. */
 int dla__cu_seg_runs(const dla__cu_device *d, int32_t *first, int32_t *len, int32_t most);
-/* After the capture ended, before instantiation: *graph replaced by a
- * copy with the runs made one node each, their steps in device memory
- * chained to *held. Returns how many nodes fewer (0: the graph is as
- * captured). */
-int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t *graph, dla__cu_mem **held);
+/* After the capture ended, before instantiation: in *out a copy of graph
+ * with the runs made one node each (NULL when there is none), their
+ * steps in device memory chained to *held; graph is left as it is.
+ * Returns how many nodes fewer the copy has. */
+int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t graph, cudaGraph_t *out,
+                      dla__cu_mem **held);
 void dla__cu_seg_release(dla__cu_device *d);
 
 /* ---- plan.c (ABI 1.3, 1.5): planned replays, CUDA graphs ---- */

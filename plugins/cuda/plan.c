@@ -354,9 +354,25 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
     const double t1 = now_ms();
     if (e == cudaSuccess && graph) {
         cudaGraphGetNodes(graph, NULL, &nodes);
-        /* Runs of small launches one node each (segment.c). */
-        merged = dla__cu_seg_apply(d, &graph, &held);
-        e = cudaGraphInstantiate(&exec, graph, 0);
+        /* Runs of small launches one node each (segment.c); the graph as
+         * captured if the runtime will not take that copy. */
+        cudaGraph_t fewer = NULL;
+        merged = dla__cu_seg_apply(d, graph, &fewer, &held);
+        if (fewer) {
+            e = cudaGraphInstantiate(&exec, fewer, 0);
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: the graph with runs of small "
+                                                 "launches as one node could not be "
+                                                 "instantiated (%s); it runs as captured",
+                                  d->index, cudaGetErrorString(e));
+                exec = NULL;
+                merged = 0;
+            }
+            cudaGraphDestroy(fewer);
+        }
+        if (!exec)
+            e = cudaGraphInstantiate(&exec, graph, 0);
     }
     const double t2 = now_ms();
     if (graph)

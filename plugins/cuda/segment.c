@@ -23,8 +23,9 @@
  * one kernel's node with the first's dependencies and the last's
  * dependents and destroys the run's nodes; the steps go to device memory
  * the graph holds. Anything unexpected (a node that is not a kernel, one
- * with other edges) leaves that run as it is; a failing graph call leaves
- * the whole graph as captured. DLACCEL_CUDA_SEGMENTS=0 turns this off.
+ * with other edges) leaves that run as it is; a failing graph call, or a
+ * clone the runtime will not instantiate (plan.c), leaves the whole graph
+ * as captured. DLACCEL_CUDA_SEGMENTS=0 turns this off.
  */
 #include "plugins/cuda/onekern_kern.h"
 
@@ -251,8 +252,10 @@ static int replace_run(dla__cu_device *d, cudaGraph_t clone, int32_t first, int3
     return r;
 }
 
-int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t *graph, dla__cu_mem **held)
+int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t graph, cudaGraph_t *out,
+                      dla__cu_mem **held)
 {
+    *out = NULL;
     if (d->seg_off)
         return 0;
     int32_t first[MOST_RUNS], len[MOST_RUNS];
@@ -282,7 +285,7 @@ int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t *graph, dla__cu_mem **held)
     cudaError_t e = cudaMemcpyAsync(dev->ptr, host, bytes, cudaMemcpyHostToDevice, d->stream);
     free(host);
     cudaGraph_t clone = NULL;
-    if (e != cudaSuccess || cudaGraphClone(&clone, *graph) != cudaSuccess) {
+    if (e != cudaSuccess || cudaGraphClone(&clone, graph) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
@@ -305,8 +308,7 @@ int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t *graph, dla__cu_mem **held)
         cudaGraphDestroy(clone);
         return 0;
     }
-    cudaGraphDestroy(*graph);
-    *graph = clone;
+    *out = clone;
     dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: %d runs of small launches (%d launches) made one "
                                      "kernel node each",
                       d->index, done, merged);
