@@ -416,14 +416,15 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
 
 /* Random elementwise graphs over 6x6 values: runs of launches of one shape
  * whose results are read again later (by the chain, transposed, through
- * other dims, broadcast after a sum, as outputs), and batchnorm's own
- * program, which the planner merges into fused and fused_multi launches.
- * Each op picks its operands among all earlier values. */
+ * other dims, broadcast after a sum, as outputs), batchnorm's own program
+ * and convolutions with a bias, which the planner merges into fused and
+ * fused_multi launches. Each op picks its operands among all earlier
+ * values. */
 #define RG_INPUTS 3
 #define RG_OPS 24
 #define RG_OUTPUTS 3
 typedef struct rand_graph {
-    int kind[RG_OPS];  /* 0..10 */
+    int kind[RG_OPS];  /* 0..11 */
     int a[RG_OPS], b[RG_OPS];
     double alpha[RG_OPS];
     int out[RG_OUTPUTS];
@@ -461,6 +462,21 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
                             "", 2, (const int64_t[]){6, 6});
             break;
         }
+        case 11: {
+            /* A convolution with a bias (1x1, 6 channels in and out over
+             * 3x2 positions: a's columns as channels), whose bias moves
+             * into the chain after it when that alone reads it. */
+            static float wv[36], bv[6];
+            for (int i = 0; i < 36; i++)
+                wv[i] = (float)((i * 7) % 11 - 5) * 0.125f;
+            for (int i = 0; i < 6; i++)
+                bv[i] = (float)(i - 2) * 0.375f;
+            dla_tensor *w = dla_tensor_from_host(wv, DLA_F32, "", DLA_DIMS(1, 1, 6, 6));
+            dla_tensor *bias = dla_tensor_from_host(bv, DLA_F32, "", DLA_DIMS(6, 1));
+            dla_tensor *x = dla_reshape(a, "SSCB", 4, (const int64_t[]){3, 2, 6, 1});
+            r = dla_reshape(dla_conv(x, w, bias, NULL), "", 2, (const int64_t[]){6, 6});
+            break;
+        }
         default: /* the same elements through other dims */
             r = dla_reshape(dla_mul(dla_reshape(a, "", 2, (const int64_t[]){36, 1}),
                                     dla_reshape(b, "", 2, (const int64_t[]){36, 1})),
@@ -485,7 +501,7 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
         rand_graph g;
         for (int k = 0; k < RG_OPS; k++) {
             const int nv = RG_INPUTS + k;
-            g.kind[k] = RG_NEXT(11);
+            g.kind[k] = RG_NEXT(12);
             /* Mostly recent values, so runs form; sometimes an old one. */
             g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
             g.b[k] = RG_NEXT(nv);
