@@ -50,10 +50,26 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const char *outcome = "not yet decided (no plugin loaded)";
 static char outcome_buf[160];
 
-/* The OpenMP runtime (libgomp), when something in the process loaded it. */
+/* The OpenMP runtimes a process may hold: GCC's, and LLVM's (a build
+ * with clang; Debian's OpenBLAS still brings GCC's, so both can be). */
+static const char *const runtimes[] = {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so"};
+#define NRUNTIMES (sizeof runtimes / sizeof runtimes[0])
+
+/* Runtime i of runtimes, when something in the process loaded it. */
+static void *loaded(size_t i)
+{
+    return dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+}
+
+/* An OpenMP runtime that something in the process loaded, or NULL. */
 static void *loaded_runtime(void)
 {
-    return dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    for (size_t i = 0; i < NRUNTIMES; i++) {
+        void *rt = loaded(i);
+        if (rt)
+            return rt;
+    }
+    return NULL;
 }
 
 static int valid_count(const char *s)
@@ -142,12 +158,17 @@ DLA_API const char *dla_openmp_wait(void)
 
 void dla__omp_set_num_threads(int n)
 {
-    void *rt = loaded_runtime();
-    if (!rt)
-        return; /* no OpenMP team can start on this thread without it */
-    void (*set)(int);
-    *(void **)&set = dlsym(rt, "omp_set_num_threads");
-    if (set)
-        set(n);
-    dlclose(rt);
+    /* Each runtime loaded has this thread's count of its own: a kernel
+     * compiled against either may start a team here. None loaded: no
+     * team can start on this thread. */
+    for (size_t i = 0; i < NRUNTIMES; i++) {
+        void *rt = loaded(i);
+        if (!rt)
+            continue;
+        void (*set)(int);
+        *(void **)&set = dlsym(rt, "omp_set_num_threads");
+        if (set)
+            set(n);
+        dlclose(rt);
+    }
 }
