@@ -18,6 +18,7 @@
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/kernel_views.h"
 #include "core/plan_impl.h"
 
 #include <math.h>
@@ -1111,14 +1112,6 @@ static void fuse(lowering *L)
  * most this many elements moves up (hoist_input_only). */
 #define HOIST_MOST 4096
 
-static int64_t view_numel(const dla_view *v)
-{
-    int64_t n = 1;
-    for (int d = 0; d < v->ndims; d++)
-        n *= v->dims[d];
-    return n;
-}
-
 /* Whether the launch at step s is elementwise, a fill, a copy or a
  * reduction (what a device merges into runs; a convolution or a product
  * is not small however few its elements), reads only inputs and
@@ -1146,7 +1139,7 @@ static int input_only(lowering *L, int s)
         if (f[i].written) {
             if (k != DLA__SLOT_BUFFER || !f[i].view)
                 return 0;
-            written += view_numel(f[i].view);
+            written += dla__view_numel(f[i].view);
         } else if (k != DLA__SLOT_INPUT && k != DLA__SLOT_CONST && k != DLA__SLOT_NONE) {
             return 0;
         }

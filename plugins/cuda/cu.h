@@ -319,9 +319,6 @@ void dla__cu_seg_begin(dla__cu_device *d);
 void dla__cu_seg_enter(dla__cu_device *d);
 /* dla__cu_k1_note: the member's launch as a step of work elements. */
 void dla__cu_seg_note(dla__cu_device *d, const struct dla__cu_k1_step *step, int64_t work);
-/* The runs of records that become one node each: first[i], len[i] (at
- * most `most` of them, each of two or more); how many. */
-int dla__cu_seg_runs(const dla__cu_device *d, int32_t *first, int32_t *len, int32_t most);
 /* After the capture ended, before instantiation: in *out a copy of graph
  * with the runs made one node each (NULL when there is none), their
  * steps in device memory chained to *held; graph is left as it is.

@@ -214,14 +214,20 @@ extern "C" cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks
     return cudaGetLastError();
 }
 
+/* The steps of n staged in shared memory: as many as 48 KiB hold, which
+ * a block may use as dynamic shared memory on every architecture without
+ * asking. */
+static int32_t staged_of(int32_t n)
+{
+    const int32_t fit = (int32_t)(48 * 1024 / sizeof(dla__cu_k1_step));
+    return n < fit ? n : fit;
+}
+
 extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
                                          int32_t n, const dla__cu_copies *in,
                                          const dla__cu_copies *out)
 {
-    /* As many steps as 48 KiB hold: a block may use that much dynamic
-     * shared memory on every architecture without asking. */
-    const int32_t fit = (int32_t)(48 * 1024 / sizeof(dla__cu_k1_step));
-    const int32_t staged = n < fit ? n : fit;
+    const int32_t staged = staged_of(n);
     onekern_k<<<1, DLA__CU_THREADS, (size_t)staged * sizeof(dla__cu_k1_step), stream>>>(
         steps, n, staged, *in, *out);
     return cudaGetLastError();
@@ -231,8 +237,7 @@ extern "C" cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t 
                                        size_t ndeps, const dla__cu_k1_step *steps, int32_t n,
                                        cudaGraphNode_t *node)
 {
-    const int32_t fit = (int32_t)(48 * 1024 / sizeof(dla__cu_k1_step));
-    int32_t staged = n < fit ? n : fit;
+    int32_t staged = staged_of(n);
     dla__cu_copies none;
     memset(&none, 0, sizeof none);
     void *args[] = {(void *)&steps, (void *)&n, (void *)&staged, (void *)&none, (void *)&none};

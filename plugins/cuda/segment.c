@@ -133,7 +133,9 @@ static int follows(const dla__cu_seg_rec *r)
     return r->entry_n == 1 && r->entry == r[-1].node;
 }
 
-int dla__cu_seg_runs(const dla__cu_device *d, int32_t *first, int32_t *len, int32_t most)
+/* The runs of records that become one node each: first[i], len[i] (at
+ * most `most` of them, each of two or more); how many. */
+static int32_t runs(const dla__cu_device *d, int32_t *first, int32_t *len, int32_t most)
 {
     int32_t n = 0;
     for (int32_t i = 0; i < d->seg_n && n < most;) {
@@ -259,12 +261,12 @@ int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t graph, cudaGraph_t *out,
     if (d->seg_off)
         return 0;
     int32_t first[MOST_RUNS], len[MOST_RUNS];
-    const int32_t nruns = dla__cu_seg_runs(d, first, len, MOST_RUNS);
+    const int32_t nruns = runs(d, first, len, MOST_RUNS);
+    if (nruns == 0)
+        return 0;
     int32_t nsteps = 0;
     for (int32_t i = 0; i < nruns; i++)
         nsteps += len[i];
-    if (nruns == 0)
-        return 0;
     /* The runs' steps, one after another, in device memory the graph
      * holds (copied on the stream: the pool's block may have been freed
      * by work still queued there; the graph runs after it). */
