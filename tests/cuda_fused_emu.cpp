@@ -338,9 +338,15 @@ dla_status dla__cu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
     return DLA_OK;
 }
 
+/* Blocks given back to the pool while a plan is captured: a kernel the
+ * graph holds may still use one on every replay, so plan.c's
+ * dla__cu_scratch_done keeps scratch until the graph goes. */
+int emu_freed_capturing;
+
 void dla__cu_mem_free(void *dev, dla_mem mem)
 {
-    (void)dev;
+    if (dev && mem && ((dla__cu_device *)dev)->capturing)
+        emu_freed_capturing++;
     free(mem);
 }
 
@@ -351,9 +357,16 @@ cudaError_t cudaSetDevice(int device)
     return cudaSuccess;
 }
 
+/* The thread's last error, as the runtime keeps it: a failed call sets
+ * it (the graph model's queries do), cudaGetLastError reads and clears
+ * it. */
+int emu_last_error;
+
 cudaError_t cudaGetLastError(void)
 {
-    return cudaSuccess;
+    const cudaError_t e = (cudaError_t)emu_last_error;
+    emu_last_error = cudaSuccess;
+    return e;
 }
 
 const char *cudaGetErrorString(cudaError_t e)
@@ -472,9 +485,15 @@ cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair
     return cudaSuccess;
 }
 
-/* plan.c's: a scratch block back (here, to the heap at once). */
+/* plan.c's: a scratch block back, at once unless a plan is captured,
+ * whose graph keeps it (d->held) until it goes. */
 void dla__cu_scratch_done(dla__cu_device *d, dla__cu_mem *mem)
 {
+    if (d->capturing) {
+        mem->next = d->held;
+        d->held = mem;
+        return;
+    }
     dla__cu_mem_free(d, (dla_mem)mem);
 }
 

@@ -263,6 +263,13 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
     return cudaSuccess;
 }
 
+/* The copies above are done when they return. */
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    (void)stream;
+    return cudaSuccess;
+}
+
 /* gemm.c's cuBLAS path and C = beta C: not reached by these cases. */
 const dla__cu_blas *dla__cu_blas_lib(const char **why)
 {
@@ -764,6 +771,44 @@ template <typename T> void reduce_case(result_fn result, const red_case &c, dla_
            g_red_seen.parts > 1 ? " and their combine" : "");
 }
 
+/* A reduce in parts while a plan is captured: the graph's partial-sums
+ * and combine kernels read the parts' scratch on every replay, so it must
+ * stay the graph's (plan.c's dla__cu_scratch_done keeps it on d->held),
+ * not go back to the pool where the next allocation would take it. */
+template <typename T> void reduce_captured_case(result_fn result, const red_case &c)
+{
+    const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
+    int64_t dy[4], n = 1, outputs = 1;
+    for (int k = 0; k < 4; k++) {
+        dy[k] = c.keep[k] ? c.dims[k] : 1;
+        n *= c.dims[k];
+        outputs *= dy[k];
+    }
+    dbuf bx, by;
+    bx.init((size_t)n * sizeof(T));
+    by.init((size_t)outputs * sizeof(T));
+    dla__cu_device d;
+    new_device(d);
+    d.capturing = 1;
+    emu_freed_capturing = 0;
+    emu_alloc_allowed = 1;
+    const dla_status s = reduce(d, DLA_REDUCE_SUM, dense(bx, dt, 4, c.dims, 0),
+                                dense(by, dt, 4, dy, 0));
+    emu_alloc_allowed = 0;
+    const int freed = emu_freed_capturing, kept = d.held != NULL;
+    d.capturing = 0;
+    while (d.held) {
+        dla__cu_mem *next = d.held->next;
+        dla__cu_mem_free(&d, (dla_mem)d.held);
+        d.held = next;
+    }
+    result(s == DLA_OK && g_red_seen.parts > 1 && freed == 0 && kept,
+           "reduce sum %s over %s in %lld parts while captured: its scratch stays the graph's "
+           "(%d block%s back to the pool during the capture)",
+           sizeof(T) == 8 ? "f64" : "f32", c.name, (long long)g_red_seen.parts, freed,
+           freed == 1 ? "" : "s");
+}
+
 } // namespace
 
 /* The one kernel's copies alone (no steps): regions in, from a source
@@ -832,4 +877,12 @@ void emu_onekern_cases(result_fn result)
                     reduce_case<double>(result, c, op);
                 else
                     reduce_case<float>(result, c, op);
+    for (int f64 = 0; f64 < 2; f64++)
+        for (const red_case &c : red_cases)
+            if (c.in_parts) {
+                if (f64)
+                    reduce_captured_case<double>(result, c);
+                else
+                    reduce_captured_case<float>(result, c);
+            }
 }

@@ -17,7 +17,10 @@
  *     nodes, a node with another dependent, stay as they were;
  *   - the step recorded before or after its member's launch alike;
  *   - a graph call that fails leaves the graph as captured, and
- *     DLACCEL_CUDA_SEGMENTS=0 (seg_off) changes nothing.
+ *     DLACCEL_CUDA_SEGMENTS=0 (seg_off) changes nothing;
+ *   - an edge that carries data fails the queries of its nodes
+ *     (cudaErrorLossyQuery): their run stays as captured, and the error
+ *     is not left for the next call to read.
  * That the one kernel then gives each step's bits is
  * tests/cuda_onekern_emu.cpp's; on a GPU, test_accel's replays against
  * eager.
@@ -44,6 +47,7 @@ struct CUgraphNode_st {
     const dla__cu_k1_step *steps; /* the one kernel's */
     int32_t nsteps;
     CUgraphNode_st *orig;       /* in a clone: the node it copies */
+    int lossy;                  /* the edges to it carry data (a programmatic launch's) */
     std::vector<CUgraphNode_st *> deps, dependents;
 };
 
@@ -110,6 +114,7 @@ cudaError_t cudaGraphClone(cudaGraph_t *out, cudaGraph_t g)
         m->steps = n->steps;
         m->nsteps = n->nsteps;
         m->orig = n;
+        m->lossy = n->lossy;
     }
     for (size_t i = 0; i < g->nodes.size(); i++)
         for (CUgraphNode_st *d : g->nodes[i]->deps) {
@@ -144,17 +149,29 @@ static cudaError_t edges_of(const std::vector<CUgraphNode_st *> &v, cudaGraphNod
     return cudaSuccess;
 }
 
+/* "If an edge has non-zero (non-default) edge data and edgeData is NULL,
+ * this API will return cudaErrorLossyQuery" (cuda_runtime_api.h); a
+ * failed call is the thread's last error until it is read. */
+static cudaError_t lossy_query(void)
+{
+    emu_last_error = cudaErrorLossyQuery;
+    return cudaErrorLossyQuery;
+}
+
 cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *out,
                                          cudaGraphEdgeData *edges, size_t *n)
 {
-    (void)edges;
+    if (node->lossy && !edges)
+        return lossy_query();
     return edges_of(node->deps, out, n);
 }
 
 cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *out,
                                            cudaGraphEdgeData *edges, size_t *n)
 {
-    (void)edges;
+    for (CUgraphNode_st *d : node->dependents)
+        if (d->lossy && !edges)
+            return lossy_query();
     return edges_of(node->dependents, out, n);
 }
 
@@ -264,9 +281,11 @@ typedef void (*result_fn)(int ok, const char *fmt, ...);
 
 /* One capture played, applied, and the chain compared with want.
  * fail: a graph call fails; off: seg_off; fork: an extra dependent on
- * the node of tag 5. */
+ * the node of tag 5; lossy: the edge into the node of tag 14 carries
+ * data, so the queries of 13 and 14 fail (and that error must not be
+ * left for the replay's launch to read). */
 static void one(result_fn result, const char *name, int note_first, int fail, int off, int fork,
-                const char *want)
+                const char *want, int lossy = 0)
 {
     dla__cu_device d;
     memset(&d, 0, sizeof d);
@@ -297,14 +316,21 @@ static void one(result_fn result, const char *name, int note_first, int fail, in
                 CUgraphNode_st *side = add_node(g_capture, cudaGraphNodeTypeKernel, 99, &n, 1);
                 (void)side;
             }
+    if (lossy)
+        for (CUgraphNode_st *n : g_capture->nodes)
+            n->lossy = n->tag == 14;
     cudaGraph_t captured = g_capture, merged = NULL;
     g_capture = NULL;
+    emu_last_error = cudaSuccess;
     dla__cu_mem *held = NULL;
     g_fail_add_deps = fail;
     emu_alloc_allowed = 1;
     const int fewer = dla__cu_seg_apply(&d, captured, &merged, &held);
     emu_alloc_allowed = 0;
     g_fail_add_deps = 0;
+    const int left_error = cudaGetLastError() != cudaSuccess;
+    if (left_error)
+        printf("# the graph calls left an error for the next call to read\n");
     /* The captured graph is left whole; the copy is what runs. */
     const std::string whole = chain_of(captured);
     cudaGraph_t graph = merged ? merged : captured;
@@ -325,7 +351,7 @@ static void one(result_fn result, const char *name, int note_first, int fail, in
         printf("# got  %s\n# want %s\n", got.c_str(), want);
     const int same = merged == NULL;
     ok = ok && (fork || whole == "1 2 3 4 5 6 7 8 9 1010 10 11 12 13 14");
-    result(ok && (fail || off ? same && fewer == 0 : !same),
+    result(ok && !left_error && (fail || off ? same && fewer == 0 : !same),
            "segments, %s: %s (%d nodes fewer)", name,
            fork ? "5 6 7 stay launches, 5 keeps its other dependent" : want,
            fewer);
@@ -350,4 +376,6 @@ void emu_segment_cases(result_fn result)
     one(result, "a graph call fails", 1, 1, 0, 0, as_captured);
     one(result, "DLACCEL_CUDA_SEGMENTS=0", 1, 0, 1, 0, as_captured);
     one(result, "a node with another dependent", 1, 0, 0, 1, "");
+    one(result, "an edge that carries data", 1, 0, 0, 0,
+        "1 [2 3] 4 [5 6 7] 8 9 1010 10 11 12 13 14", 1);
 }

@@ -168,10 +168,12 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
     }
     dla__cu_mem *k = (dla__cu_mem *)m;
     /* On the stream: the block may have been freed by work still queued.
-     * The host copy is not written again before the next capture, after
-     * plan_end's wait. */
+     * From pageable memory the call may return before it has read the
+     * steps, and the next capture (plan_end no longer waits) writes them
+     * again: the stream is waited for, once a capture. */
     if (cudaMemcpyAsync(k->ptr, d->k1_steps, bytes, cudaMemcpyHostToDevice, d->stream) !=
-        cudaSuccess) {
+            cudaSuccess ||
+        cudaStreamSynchronize(d->stream) != cudaSuccess) {
         cudaGetLastError();
         dla__cu_mem_free(d, m);
         snprintf(d->k1_why, sizeof d->k1_why, "its steps could not be copied to the device");

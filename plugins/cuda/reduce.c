@@ -138,8 +138,10 @@ dla_status dla__cu_reduce(void *dev, const dla_reduce_args *args)
         l.part_i = sum ? NULL : (int64_t *)(t->ptr + vbytes);
     }
     const cudaError_t e = dla__cu_reduce_launch(&l, d->stream);
+    /* Back to the pool in stream order, or, while a plan is captured, the
+     * graph's: its kernels read the parts on every replay. */
     if (t)
-        dla__cu_mem_free(d, (dla_mem)t);
+        dla__cu_scratch_done(d, t);
     s = dla__cu_err(e, "reduce: kernel launch");
     /* One thread per output walking its block in order is a step of a
      * one-kernel replay; the other shapes need blocks of their own. */

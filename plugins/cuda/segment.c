@@ -157,19 +157,26 @@ static int32_t runs(const dla__cu_device *d, int32_t *first, int32_t *len, int32
 }
 
 /* node's edges one way (in 1: its dependencies, else its dependents): at
- * most `most` into out, the count in *n; 0 when the graph says no. */
+ * most `most` into out, the count in *n; 0 when the graph says no. An
+ * edge that carries data (a programmatic launch's, which a library may
+ * capture) makes the query fail (cudaErrorLossyQuery, without an array
+ * for the data): the run stays as captured. The error is taken back at
+ * once: left, the next call that reads the thread's last error (the
+ * replay's launch) would fail with it. */
 static int edges(cudaGraphNode_t node, int in, cudaGraphNode_t *out, size_t most, size_t *n)
 {
     size_t count = 0;
     cudaError_t e = in ? cudaGraphNodeGetDependencies(node, NULL, NULL, &count)
                        : cudaGraphNodeGetDependentNodes(node, NULL, NULL, &count);
+    if (e == cudaSuccess) {
+        *n = count;
+        if (count == 0 || count > most)
+            return 1;
+        e = in ? cudaGraphNodeGetDependencies(node, out, NULL, &count)
+               : cudaGraphNodeGetDependentNodes(node, out, NULL, &count);
+    }
     if (e != cudaSuccess)
-        return 0;
-    *n = count;
-    if (count == 0 || count > most)
-        return 1;
-    e = in ? cudaGraphNodeGetDependencies(node, out, NULL, &count)
-           : cudaGraphNodeGetDependentNodes(node, out, NULL, &count);
+        cudaGetLastError();
     return e == cudaSuccess;
 }
 
@@ -180,7 +187,11 @@ static int chained(cudaGraphNode_t *c, int32_t m, cudaGraphNode_t entry, int ent
 {
     for (int32_t k = 0; k < m; k++) {
         enum cudaGraphNodeType t;
-        if (cudaGraphNodeGetType(c[k], &t) != cudaSuccess || t != cudaGraphNodeTypeKernel)
+        if (cudaGraphNodeGetType(c[k], &t) != cudaSuccess) {
+            cudaGetLastError(); /* as edges() */
+            return 0;
+        }
+        if (t != cudaGraphNodeTypeKernel)
             return 0;
         cudaGraphNode_t dep[1], next[1];
         size_t nd = 0, nn = 0;
@@ -283,8 +294,12 @@ int dla__cu_seg_apply(dla__cu_device *d, cudaGraph_t graph, cudaGraph_t *out,
     for (int32_t i = 0, at = 0; i < nruns; i++)
         for (int32_t k = 0; k < len[i]; k++)
             host[at++] = d->seg[first[i] + k].step;
-    /* From pageable memory the call returns once it has taken the bytes. */
+    /* From pageable memory the call may return before it has read the
+     * bytes (the runtime documents no more), so the stream is waited for
+     * before they are freed: once a capture. */
     cudaError_t e = cudaMemcpyAsync(dev->ptr, host, bytes, cudaMemcpyHostToDevice, d->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(d->stream);
     free(host);
     cudaGraph_t clone = NULL;
     if (e != cudaSuccess || cudaGraphClone(&clone, graph) != cudaSuccess) {
