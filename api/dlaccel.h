@@ -218,6 +218,20 @@ DLA_API dla_status dla_device_release_cached(dla_device *dev, size_t *released);
 DLA_API const char *dla_openmp_spin_count(void);
 DLA_API const char *dla_openmp_wait(void);
 
+/* Which kernels OpenBLAS (the cpu plugin's GEMM) runs (docs/environment.md):
+ * OpenBLAS picks them from the CPU's model number when it is loaded, and
+ * falls back to SSE3 kernels on a model newer than its release. Before
+ * loading its first plugin the library sets OPENBLAS_CORETYPE from the
+ * CPU's instruction set ("SkylakeX" for AVX-512, "Haswell" for AVX2 with
+ * FMA), unless the user set OPENBLAS_CORETYPE, DLACCEL_OPENBLAS_CORE is
+ * "off", or the program loaded OpenBLAS itself, when it cannot.
+ * dla_openblas_coretype() is the value the library would set, NULL when it
+ * sets none: a program that links OpenBLAS can set it itself and
+ * re-execute. dla_openblas_core() says what was decided (a static
+ * string). */
+DLA_API const char *dla_openblas_coretype(void);
+DLA_API const char *dla_openblas_core(void);
+
 /* ----------------------------------------------------------------- tensors */
 
 typedef struct dla_tensor dla_tensor;

@@ -15,6 +15,7 @@
 #include "bench/workload.h"
 
 #include <getopt.h>
+#include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,9 +283,12 @@ static void text_banner(dla_device **devs, int ndevs, int64_t batch, int pipelin
     for (int i = 0; i < ndevs; i++)
         printf("  %-8s %s (%s plugin)\n", dla_device_name(devs[i]),
                dla_device_description(devs[i]), dla_device_plugin(devs[i]));
-    printf("  %-8s references: OpenBLAS cblas_sgemm, memcpy on %d OpenMP threads, each timed\n"
-           "           interleaved with the workload it is compared with\n",
-           "host", omp_get_max_threads());
+    const char *core = openblas_get_corename();
+    printf("  %-8s references: OpenBLAS cblas_sgemm (its %s kernels%s), memcpy on %d OpenMP\n"
+           "           threads, each timed interleaved with the workload it is compared with\n",
+           "host", core ? core : "?",
+           getenv("DLACCEL_BENCH_REEXEC") && dla_openblas_coretype() ? ", dlaccel's choice" : "",
+           omp_get_max_threads());
     printf("  %-8s OpenMP wait: %s\n", "openmp", openmp_wait_line());
     if (batch)
         printf("  %-8s --batch %lld: the workloads that take a batch, at it\n", "batch",
@@ -307,29 +311,39 @@ static void show(const options *opt, const bench_record *r)
                 r->error);
 }
 
-/* This program links OpenMP and OpenBLAS (for the references), so the
- * OpenMP runtime was loaded before main and dlaccel could not choose how its
- * threads wait (core/omp_defaults.c). Run again with dlaccel's choice in the
- * environment, so the figures are those of a program that does not link
- * OpenMP itself; DLACCEL_OMP_SPIN=off (or OMP_WAIT_POLICY, GOMP_SPINCOUNT)
- * keeps the runtime's own. */
-static void reexec_with_dlaccel_wait(char **argv)
+/* This program links OpenMP and OpenBLAS (for the references), so both
+ * were loaded before main, and dlaccel could choose neither how the OpenMP
+ * threads wait (core/omp_defaults.c) nor which kernels OpenBLAS runs
+ * (core/blas_defaults.c). Run again with dlaccel's choices in the
+ * environment, so the figures are those of a program that links neither;
+ * DLACCEL_OMP_SPIN=off (or OMP_WAIT_POLICY, GOMP_SPINCOUNT) keeps the
+ * runtime's own wait, DLACCEL_OPENBLAS_CORE=off (or OPENBLAS_CORETYPE)
+ * OpenBLAS's own kernels. */
+static void reexec_with_dlaccel_defaults(char **argv)
 {
-    const char *count = dla_openmp_spin_count();
-    if (!count || getenv("DLACCEL_BENCH_REEXEC"))
+    const char *count = dla_openmp_spin_count(), *core = dla_openblas_coretype();
+    if ((!count && !core) || getenv("DLACCEL_BENCH_REEXEC"))
         return;
-    if (setenv("GOMP_SPINCOUNT", count, 0) != 0 || setenv("DLACCEL_BENCH_REEXEC", "1", 1) != 0)
+    if ((count && setenv("GOMP_SPINCOUNT", count, 0) != 0) ||
+        (core && setenv("OPENBLAS_CORETYPE", core, 0) != 0) ||
+        setenv("DLACCEL_BENCH_REEXEC", "1", 1) != 0)
         return;
     execv("/proc/self/exe", argv);
-    /* Not re-executed: go on with the runtime's own wait, and say so. */
-    fprintf(stderr, "dlaccel-bench: could not re-execute with GOMP_SPINCOUNT=%s; timing with "
-                    "the OpenMP runtime's own wait policy\n", count);
-    unsetenv("GOMP_SPINCOUNT");
+    /* Not re-executed: go on with the runtime's and OpenBLAS's own, and say so. */
+    fprintf(stderr, "dlaccel-bench: could not re-execute with GOMP_SPINCOUNT=%s "
+                    "OPENBLAS_CORETYPE=%s; timing with the OpenMP runtime's own wait policy and "
+                    "OpenBLAS's own kernels\n",
+            count ? count : "(unset)", core ? core : "(unset)");
+    if (count)
+        unsetenv("GOMP_SPINCOUNT");
+    if (core)
+        unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("DLACCEL_BENCH_REEXEC");
 }
 
 int main(int argc, char **argv)
 {
-    reexec_with_dlaccel_wait(argv);
+    reexec_with_dlaccel_defaults(argv);
     options opt;
     if (parse_options(argc, argv, &opt) != 0)
         return 2;

@@ -21,6 +21,7 @@ libdlaccel_la_SOURCES = \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h core/file_special.h \
 	core/registry.c core/registry.h \
 	core/omp_defaults.c core/omp_defaults.h \
+	core/blas_defaults.c core/blas_defaults.h core/openblas_core.h \
 	core/format.c core/format.h \
 	core/philox.c core/philox.h core/philox_stream.h \
 	core/scope.c core/scope.h \

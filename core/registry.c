@@ -21,6 +21,7 @@
 #include "core/kernels.h"
 #include "core/log.h"
 #include "core/manifest.h"
+#include "core/blas_defaults.h"
 #include "core/omp_defaults.h"
 
 #include <dlaccel/device_table.h>
@@ -329,7 +330,8 @@ static dla_status plugin_load(struct dla__plugin *p)
         return DLA_ERR_PLUGIN;
     const char *lib = p->m.library;
     dla__log(DLA_LOG_DEBUG, "plugin '%s': dlopen %s", p->m.name, lib);
-    dla__omp_defaults(); /* before a plugin can load the OpenMP runtime */
+    dla__omp_defaults();  /* before a plugin can load the OpenMP runtime */
+    dla__blas_defaults(); /* and OpenBLAS */
     dlerror();
     p->handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {

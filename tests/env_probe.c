@@ -8,7 +8,8 @@
  * own bias: none, unless DLACCEL_PLAN=conv-bias-in); and a parameter
  * update whose plan keeps two results from one fused launch where the
  * device has fused_multi, unless DLACCEL_PLAN=single-result (it prints
- * how many such launches). tests/tool_env.sh
+ * how many such launches); and what the OpenMP runtime and OpenBLAS were
+ * given (env_probe_openblas links OpenBLAS itself). tests/tool_env.sh
  * runs it with values set and reads what the library says on stderr.
  * Prints "probe: ok" and exits 0 when every call succeeded.
  */
@@ -19,6 +20,9 @@
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#ifdef PROBE_LINKS_OPENBLAS
+#include <cblas.h>
 #endif
 
 static dla_status body(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
@@ -85,6 +89,11 @@ static int own_bias(dla_accel *af)
 
 int main(void)
 {
+#ifdef PROBE_LINKS_OPENBLAS
+    /* A program that uses OpenBLAS itself: loaded (and its kernels
+     * chosen) before main. */
+    printf("probe: the program's OpenBLAS kernels: %s\n", openblas_get_corename());
+#endif
 #ifdef _OPENMP
     /* The env_probe_openmp build: a program that uses OpenMP itself, so
      * the runtime is loaded (and has read its settings) before main. */
@@ -143,6 +152,13 @@ int main(void)
     const char *spin = getenv("GOMP_SPINCOUNT");
     printf("probe: openmp wait: %s\n", dla_openmp_wait());
     printf("probe: GOMP_SPINCOUNT=%s\n", spin ? spin : "(unset)");
+    /* Which kernels OpenBLAS was given (core/blas_defaults.c), and took:
+     * the cpu device's properties name them. */
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    dla_device *cpu = dla_device_get("cpu");
+    printf("probe: openblas core: %s\n", dla_openblas_core());
+    printf("probe: OPENBLAS_CORETYPE=%s\n", core ? core : "(unset)");
+    printf("probe: cpu properties: %s\n", cpu ? dla_device_properties(cpu) : "(no cpu device)");
     dla_accel_free(af);
     for (int i = 0; i < 7; i++)
         dla_tensor_release(in[i]);

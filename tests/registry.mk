@@ -38,6 +38,7 @@ tests_test_registry_SOURCES = \
 	tests/test_registry.c \
 	core/registry.c core/registry.h core/device.h \
 	core/omp_defaults.c core/omp_defaults.h \
+	core/blas_defaults.c core/blas_defaults.h core/openblas_core.h \
 	core/breadcrumb.c core/breadcrumb.h \
 	core/manifest.c core/manifest.h core/json_read.c core/json_read.h \
 	core/alloc.c core/alloc.h \
@@ -72,6 +73,12 @@ tests_env_probe_openmp_SOURCES = tests/env_probe.c
 tests_env_probe_openmp_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 tests_env_probe_openmp_LDFLAGS = $(OPENMP_CFLAGS)
 tests_env_probe_openmp_LDADD = libdlaccel.la
+# And one that links OpenBLAS: its kernels are chosen before the library
+# can choose them.
+check_PROGRAMS += tests/env_probe_openblas
+tests_env_probe_openblas_SOURCES = tests/env_probe.c
+tests_env_probe_openblas_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) -DPROBE_LINKS_OPENBLAS
+tests_env_probe_openblas_LDADD = libdlaccel.la $(OPENBLAS_LIBS)
 TESTS += tests/tool_env.sh tests/tool_clean_output.sh tests/share_cores.sh
 
 # A plugin that crashes in its init is named at the next start.

@@ -12,14 +12,14 @@ trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CPU_CONV \
     DLACCEL_CPU_CACHE_IDLE \
     DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE \
-    OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN
+    OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN OPENBLAS_CORETYPE DLACCEL_OPENBLAS_CORE
 opencl=no
 if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
     DLACCEL_DEVICE=opencl "$tool" devices >/dev/null 2>&1; then
     opencl=yes
 fi
 
-echo "1..17"
+echo "1..24"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -127,6 +127,80 @@ verdict "a convolution's bias moves into the chain that alone reads its result" 
 run DLACCEL_PLAN=conv-bias-in
 verdict "DLACCEL_PLAN=conv-bias-in leaves the bias in its convolution" \
     "probe: convolutions adding their own bias: 1"
+
+# Which kernels OpenBLAS runs (core/blas_defaults.c): the library sets
+# OPENBLAS_CORETYPE from the CPU's instruction set before the cpu plugin
+# loads OpenBLAS (which otherwise picks them by model number, and falls
+# back to SSE3 kernels on a model newer than itself); the user's own
+# setting and DLACCEL_OPENBLAS_CORE=off win; a program that loaded
+# OpenBLAS itself is told, and warned when its kernels are below the CPU.
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+has() { case " $flags " in *" $1 "*) return 0 ;; esac; return 1; }
+if has avx512f && has avx512cd && has avx512bw && has avx512dq && has avx512vl; then
+    fit=SkylakeX isa="AVX-512"
+elif has avx2 && has fma; then
+    fit=Haswell isa="AVX2 and FMA"
+else
+    fit= isa=
+fi
+run
+if [ -n "$fit" ]; then
+    verdict "by default OpenBLAS runs the kernels of the CPU's instruction set ($fit)" \
+        "probe: openblas core: dlaccel's (OPENBLAS_CORETYPE=$fit, from the CPU's $isa)" \
+        "probe: OPENBLAS_CORETYPE=$fit" "blas=OpenBLAS" "($fit); threads="
+else
+    verdict "without AVX2 OpenBLAS chooses its kernels itself" \
+        "probe: openblas core: OpenBLAS's own detection (the CPU has neither AVX-512 nor AVX2" \
+        "probe: OPENBLAS_CORETYPE=(unset)"
+fi
+
+run OPENBLAS_CORETYPE=Nehalem
+verdict "OPENBLAS_CORETYPE set by the user is left alone" \
+    "probe: openblas core: the user's (OPENBLAS_CORETYPE=Nehalem)" "probe: OPENBLAS_CORETYPE=Nehalem" \
+    "(Nehalem); threads="
+
+run DLACCEL_OPENBLAS_CORE=off
+verdict "DLACCEL_OPENBLAS_CORE=off leaves OpenBLAS's own detection" \
+    "probe: openblas core: OpenBLAS's own detection (DLACCEL_OPENBLAS_CORE=off)" \
+    "probe: OPENBLAS_CORETYPE=(unset)"
+
+default_core="OpenBLAS's own detection"
+[ -n "$fit" ] && default_core="dlaccel's"
+run DLACCEL_OPENBLAS_CORE=sometimes
+verdict "a DLACCEL_OPENBLAS_CORE that is neither auto nor off is named, and the default applies" \
+    "dlaccel[warn]: DLACCEL_OPENBLAS_CORE=sometimes is not one of its values (auto, off)" \
+    "probe: openblas core: $default_core"
+
+probe="$DLA_TEST_BUILDDIR/tests/env_probe_openblas"
+run DLACCEL_LOG=info
+verdict "a program that links OpenBLAS itself is told the library could not choose its kernels" \
+    "OpenBLAS kernels: OpenBLAS's own detection: it was loaded before dlaccel's first plugin" \
+    "probe: OPENBLAS_CORETYPE=(unset)"
+# Warned when OpenBLAS's own choice is below the CPU's instruction set
+# (a model it does not know), not otherwise.
+have=$(sed -n 's/^probe: the program.s OpenBLAS kernels: //p' "$tmp/out")
+below=no
+case "$have" in
+Prescott | Katmai | Coppermine | Northwood | Banias | Core2 | Penryn | Dunnington | Nehalem | \
+    Sandybridge | Atom | Nano | Athlon | Opteron | Opteron_SSE3 | Barcelona | Bobcat | Bulldozer | \
+    Piledriver | Steamroller | Excavator) [ -n "$fit" ] && below=yes ;;
+Haswell | Zen) [ "$fit" = SkylakeX ] && below=yes ;;
+esac
+warned=$(grep -c "dlaccel\[warn\]: cpu: OpenBLAS runs its $have kernels on a CPU with" "$tmp/out")
+n=$((n + 1))
+if { [ $below = yes ] && [ "$warned" -eq 1 ]; } || { [ $below = no ] && [ "$warned" -eq 0 ]; }; then
+    echo "ok $n - its OpenBLAS kernels ($have; the CPU's: ${fit:-none}) are warned of only when below the CPU"
+else
+    sed 's/^/#   /' "$tmp/out"
+    echo "not ok $n - its OpenBLAS kernels ($have; the CPU's: ${fit:-none}) are warned of only when below the CPU"
+fi
+if [ -n "$fit" ]; then
+    run DLACCEL_LOG=info OPENBLAS_CORETYPE=Nehalem
+    verdict "kernels below the CPU that the user asked for are said at info" \
+        "dlaccel[info]: cpu: OpenBLAS runs its Nehalem kernels on a CPU with $isa, where its $fit kernels are several times faster (as OPENBLAS_CORETYPE or DLACCEL_OPENBLAS_CORE=off asked)"
+else
+    n=$((n + 1)); echo "ok $n # SKIP the CPU has neither AVX-512 nor AVX2"
+fi
 
 probe="$DLA_TEST_BUILDDIR/tests/env_probe_openmp"
 run DLACCEL_LOG=info

@@ -65,9 +65,12 @@
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
 
+#include "core/openblas_core.h"
+
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -268,6 +271,29 @@ CHECKED(random, (void *dev, const dla_random_args *a), (dev, a))
 CHECKED(fused_multi, (void *dev, const dla_fused_multi_args *a), (dev, a))
 #undef CHECKED
 
+/* OpenBLAS's kernels against the CPU's instruction set, once at load: a
+ * set below it runs GEMM at a fraction of its speed (a quarter on an
+ * AVX-512 Xeon OpenBLAS 0.3.21 does not know: core/blas_defaults.c). The
+ * library sets OPENBLAS_CORETYPE before it loads this plugin, so this
+ * happens where it could not: the program loaded OpenBLAS itself. A set
+ * the user named (OPENBLAS_CORETYPE, DLACCEL_OPENBLAS_CORE=off) is theirs:
+ * said at info. */
+static void blas_check(void)
+{
+    const char *core = openblas_get_corename(), *fit = dla__openblas_core_for_cpu();
+    if (!dla__openblas_core_below(core, fit) || !dla__cpu_host->log)
+        return;
+    const char *set = getenv("OPENBLAS_CORETYPE"), *ours = getenv("DLACCEL_OPENBLAS_CORE");
+    const int chosen = (set && *set) || (ours && !strcmp(ours, "off"));
+    dla__cpu_host->log(chosen ? DLA_LOG_INFO : DLA_LOG_WARN,
+                       "OpenBLAS runs its %s kernels on a CPU with %s, where its %s kernels are "
+                       "several times faster%s",
+                       core, !strcmp(fit, "SkylakeX") ? "AVX-512" : "AVX2 and FMA", fit,
+                       chosen ? " (as OPENBLAS_CORETYPE or DLACCEL_OPENBLAS_CORE=off asked)"
+                              : ": the program loaded OpenBLAS before dlaccel could choose; set "
+                                "OPENBLAS_CORETYPE before it starts (docs/environment.md)");
+}
+
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
 {
     const dla_status s = dla_kit_check_init(host, table, "cpu");
@@ -276,6 +302,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
     dla__cpu_host = host;
     dla__cpu_kit = (dla_kit){.host = host, .name = "cpu", .mem_bytes = dla__cpu_mem_bytes};
     dla__cpu_threads_init();
+    blas_check();
 
     const size_t size = dla_kit_table_size(table);
     const dla_plugin mine = {
