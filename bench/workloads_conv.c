@@ -7,6 +7,10 @@
  *   conv3: 256x256x64 -> 256x256x64 depthwise (64 groups of one channel),
  *          3x3 filters, padding 1, batch 10: the MATLAB Answers slicing
  *          layer's convolution at the page's size (workloads_slice.c)
+ *   conv4: 32x32x16 -> 32x32x16, 3x3 filters, padding 1   } ResNet-20's
+ *   conv5: 16x16x32 -> 16x16x32, the same                 } three stages'
+ *   conv6: 8x8x64 -> 8x8x64, the same                     } convolutions,
+ *                                                           batch 128
  * in single precision, and conv3 in double too (conv3_*_f64: that layer
  * runs in double in MATLAB; issue 19).
  *
@@ -36,6 +40,9 @@ static const conv_layer layers[] = {
     {28, 1, 20, 1, 5, 0, 128},
     {24, 20, 20, 1, 3, 1, 128},
     {256, 64, 64, 64, 3, 1, 10},
+    {32, 16, 16, 1, 3, 1, 128},
+    {16, 32, 32, 1, 3, 1, 128},
+    {8, 64, 64, 1, 3, 1, 128},
 };
 
 typedef struct conv_bench {
@@ -204,15 +211,20 @@ static dla_status conv_run(void *state)
 #define C1 FLOPS(128, 28, 1, 20, 5, 0)
 #define C2 FLOPS(128, 24, 20, 20, 3, 1)
 #define C3 FLOPS(10, 256, 1, 64, 3, 1)
+#define C4 FLOPS(128, 32, 16, 16, 3, 1)
+#define C5 FLOPS(128, 16, 32, 32, 3, 1)
+#define C6 FLOPS(128, 8, 64, 64, 3, 1)
 
 const bench_workload bench_conv_workloads[] = {
     DIRS(CONV, 1, "", 0, C1), DIRS(CONV, 2, "", 0, C2), DIRS(CONV, 3, "", 0, C3),
-    DIRS(CONV, 3, "_f64", 100, C3),
+    DIRS(CONV, 3, "_f64", 100, C3), DIRS(CONV, 4, "", 0, C4), DIRS(CONV, 5, "", 0, C5),
+    DIRS(CONV, 6, "", 0, C6),
     {.name = NULL},
 };
 
 const bench_workload bench_conv_reference_workloads[] = {
     DIRS(REF, 1, "", 0, C1), DIRS(REF, 2, "", 0, C2), DIRS(REF, 3, "", 0, C3),
-    DIRS(REF, 3, "_f64", 100, C3),
+    DIRS(REF, 3, "_f64", 100, C3), DIRS(REF, 4, "", 0, C4), DIRS(REF, 5, "", 0, C5),
+    DIRS(REF, 6, "", 0, C6),
     {.name = NULL},
 };

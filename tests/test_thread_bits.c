@@ -232,15 +232,18 @@ static dla_status wide_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
     return dla_gradient(out[0], 1, &in[1], out + 1);
 }
 
-/* 256 to 256 channels, 3x3, 32 images: the direct kernels' filter sums
- * are 19 MiB a part, so the batch goes in 3 parts, not 16 (their memory
- * bounded at 64 MiB; conv_impl.h). */
-static void wide_layer(run *r)
+/* 256 to 256 channels, 3x3, 32 images of 6x6: the direct kernels' filter
+ * sums are 19 MiB a part, so the batch goes in one part, its register
+ * blocks shared out in 16 tasks (conv_direct_body.h's bwf_parts), each
+ * through runs of 8 stacked images. And 32 to 32 channels on 8x8 images,
+ * 64 of them: sums of 0.6 MiB, 8 parts of 8 images, each one run of 8
+ * stacked images, 2 tasks a part. */
+static void wide_layer(run *r, int64_t size, int64_t channels, int64_t batch)
 {
     dla_scope_begin();
     dla_rng_seed(9);
-    dla_tensor *x = dla_randn(DLA_F32, "SSCB", 4, (int64_t[]){6, 6, 256, 32});
-    dla_tensor *w = dla_randn(DLA_F32, "", 4, (int64_t[]){3, 3, 256, 256});
+    dla_tensor *x = dla_randn(DLA_F32, "SSCB", 4, (int64_t[]){size, size, channels, batch});
+    dla_tensor *w = dla_randn(DLA_F32, "", 4, (int64_t[]){3, 3, channels, channels});
     dla_tensor *out[2];
     assert_int_equal(dla_feval(wide_loss, NULL, 2, (dla_tensor *[]){x, w}, 2, out), DLA_OK);
     keep(r, out[0]);
@@ -253,15 +256,21 @@ static void test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread
 {
     (void)state;
     run first = {0}, r = {0};
-    for (int k = 0; k < NTEAMS; k++) {
-        omp_set_num_threads(team_sizes[k]);
-        wide_layer(k ? &r : &first);
-        if (k) {
-            same_as(&first, &r, team_sizes[k], "256-channel layer");
-            drop(&r);
+    for (int layer = 0; layer < 2; layer++) {
+        for (int k = 0; k < NTEAMS; k++) {
+            omp_set_num_threads(team_sizes[k]);
+            if (layer == 0)
+                wide_layer(k ? &r : &first, 6, 256, 32);
+            else
+                wide_layer(k ? &r : &first, 8, 32, 64);
+            if (k) {
+                same_as(&first, &r, team_sizes[k],
+                        layer == 0 ? "256-channel layer" : "32-channel 8x8 layer");
+                drop(&r);
+            }
         }
+        drop(&first);
     }
-    drop(&first);
 }
 
 int main(void)

@@ -34,6 +34,14 @@ static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
 };
 #undef BWF_ENTRY
 
+/* Blocks of filters outermost, as on the AVX2 path: a block of dY rows
+ * stays in L1 while the channels pass. On an Intel Xeon (2 MiB L2),
+ * three alternating rounds, backward filter of the digit CNN's 20 -> 20
+ * layer 3.17 against 3.63 ms channels first, ResNet-20's 32 -> 32 on
+ * 16x16 4.2 against 4.6, 64 -> 64 on 8x8 6.5 against 7.1 (the order
+ * changes no sum: each block's sums are its own). */
+#define BWF_FILTERS_OUTER
+
 #define DIRECT_WINOGRAD(q, k) dla__cpu_conv_winograd(q, k)
 #define DIRECT_ENTRY dla__cpu_conv_direct_avx512
 #include "plugins/cpu/conv_direct_body.h"

@@ -305,16 +305,17 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
 
 /* ------------------------------------------------------- backward filter */
 
-/* Group grp of image b's dY into the wide layout at dst (Fg channels of
- * span_r): the real outputs only, the dropped columns stay 0. */
-static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, FT *dst)
+/* Group grp of image b's dY into the wide layout at dst (Fg channels,
+ * fstride apart): the real outputs only, the dropped columns stay 0. */
+static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, FT *dst,
+                        int64_t fstride)
 {
     const FT *ys = (const FT *)p->y + b * p->g.yb + grp * p->g.Fg * p->g.yf;
     for (int64_t f = 0; f < p->g.Fg; f++)
         for (int64_t o2 = 0; o2 < p->g.out[2]; o2++)
             for (int64_t o1 = 0; o1 < p->g.out[1]; o1++) {
                 const FT *s = ys + f * p->g.yf + o1 * p->g.ys[1] + o2 * p->g.ys[2];
-                FT *d = dst + f * g->span_r + o1 * g->w1 + o2 * g->w2;
+                FT *d = dst + f * fstride + o1 * g->w1 + o2 * g->w2;
                 if (p->g.ys[0] == 1)
                     row_copy(d, s, p->g.out[0], 0);
                 else
@@ -355,6 +356,45 @@ static void bwf_block_at(const bwf_blocks *k, const dla__cpu_conv *p, int64_t it
     *fn = *f0 + k->nfb <= p->g.Fg ? k->nfb : p->g.Fg - *f0;
 }
 
+/* Small images stacked for backward filter (bwf_by_image). A block loads
+ * and stores its NT x NF sums around each call; on a small image that
+ * costs as much as the loop (ResNet-20's 8x8 stage: 8 vectors an image
+ * with AVX-512, the block at 40 GFLOP/s, against 170 on its 32x32
+ * stage). So images shorter than BWF_SHORT vectors go k to a call, their
+ * padded planes istride apart (the plane rounded up to a vector, not the
+ * channel buffer cs: the rows of padding and the strip's slack are not
+ * run through again), enough of them for BWF_RUN vectors, at most
+ * BWF_MAX_STACK. Image j's dY sits at j * istride in its filter's run,
+ * zero past its last output, so a block's loop runs on through the next
+ * image's plane; its x reads end inside image j's plane (the last
+ * output plus the last tap is the plane's last element), and the last
+ * image's strip slack is the channel buffer's. A function of the shape
+ * alone: the bits do not follow the team. */
+#define BWF_SHORT 32
+#define BWF_RUN 56
+#define BWF_MAX_STACK 8
+typedef struct bwf_stacking {
+    int64_t k;       /* images a call runs through, at most */
+    int64_t istride; /* from one image's plane to the next */
+    int64_t cstride; /* from one channel's (filter's) run to the next */
+} bwf_stacking;
+
+static bwf_stacking bwf_stacking_of(const wide *g, int64_t k_most)
+{
+    bwf_stacking st = {1, g->cs, g->cs};
+    const int64_t plane = g->Pb[0] * g->Pb[1] * g->Pb[2];
+    const int64_t istride = (plane + VL - 1) / VL * VL, per = istride / VL;
+    if (per >= BWF_SHORT)
+        return st;
+    int64_t k = (BWF_RUN + per - 1) / per;
+    k = k > BWF_MAX_STACK ? BWF_MAX_STACK : k;
+    k = k > k_most ? k_most : k;
+    if (k > 1)
+        st.k = k, st.istride = istride,
+        st.cstride = DLA__CONV_LINE((k - 1) * istride + g->cs, sizeof(FT));
+    return st;
+}
+
 /* a[0..n-1] += b[0..n-1], n a multiple of VL, both aligned to a vector. */
 static TGT void add_into(FT *a, const FT *b, int64_t n)
 {
@@ -380,22 +420,50 @@ static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, in
                     t2 * p->g.ws[2]] = (FT)v;
 }
 
-/* Many images: the batch in parts of consecutive images
- * (dla__conv_batch_parts), the parts over the team; each part adds its
- * images' terms to its own VL-lane sums in memory (layout
- * [g][f][c][t][VL]), with the packing buffers of the thread that runs it,
- * and the parts' sums are added in order at the end: the same bits with
- * any number of threads. */
+/* The parts of the batch for bwf_by_image: a power of two up to
+ * DLA__CONV_BATCH_PARTS whose VL-lane sums together take at most
+ * BWF_PARTS_BYTES. Each part's sums are zeroed, read and written by every
+ * block, and added at the end: on ResNet-20's 64 -> 64 layer (2.4 MB of
+ * sums a part) 16 parts made backward filter bound by that memory
+ * traffic (15 ms, against 7 with 3 parts). A power of two shares out
+ * evenly over 2, 4, 8 threads. */
+#define BWF_PARTS_BYTES ((int64_t)8 << 20)
+/* Tasks the work is cut into, whatever the parts: a part's blocks are
+ * shared out over BWF_TASKS / parts tasks, each running all of the
+ * part's images for its own blocks. */
+#define BWF_TASKS 16
+static int bwf_parts(int64_t batch, int64_t acc_bytes)
+{
+    int parts = DLA__CONV_BATCH_PARTS;
+    while (parts > 1 && (parts > batch || parts * acc_bytes > BWF_PARTS_BYTES))
+        parts /= 2;
+    return parts;
+}
+
+/* Many images: the batch in parts of consecutive images (bwf_parts); each
+ * part adds its images' terms to its own VL-lane sums in memory (layout
+ * [g][f][c][t][VL]), and the parts' sums are added in order at the end.
+ * The work goes over the team in tasks of (part, a range of the register
+ * blocks), each packing its part's images into the buffers of the thread
+ * that runs it: every sum still takes its part's images in order, so the
+ * bits are the same with any number of threads. */
 static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int64_t *toff,
                                int team)
 {
     const dla_plugin_host *h = dla__cpu_host;
     const int64_t nt = p->g.ntaps, nacc = p->g.G * p->g.Fg * p->g.Cg * nt * VL;
-    const int64_t xelems = p->g.Cg * g->cs, yelems = p->g.Fg * g->span_r;
+    /* Small images stacked (bwf_stacking_of), fewer where the buffers
+     * would not fit. */
+    bwf_stacking st = bwf_stacking_of(g, BWF_MAX_STACK);
+    while (st.k > 1 &&
+           ((p->g.Cg + p->g.Fg) * st.cstride + nacc) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
+        st = bwf_stacking_of(g, st.k - 1);
+    const int64_t xelems = p->g.Cg * st.cstride, yelems = p->g.Fg * st.cstride;
     if ((xelems + yelems + nacc) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    const int parts = dla__conv_batch_parts(p->g.batch, nacc * (int64_t)sizeof(FT));
-    const int threads = team < parts ? team : parts;
+    const int parts = bwf_parts(p->g.batch, nacc * (int64_t)sizeof(FT));
+    const int splits = BWF_TASKS / parts > 1 ? BWF_TASKS / parts : 1, tasks = parts * splits;
+    const int threads = team < tasks ? team : tasks;
     FT *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[DLA__CONV_BATCH_PARTS] = {0};
     const int64_t per = DLA__CONV_LINE(xelems, sizeof(FT)) + DLA__CONV_LINE(yelems, sizeof(FT)),
                   all = per * threads + nacc * parts;
@@ -412,23 +480,36 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
             acc[k] = scratch + per * threads + k * nacc;
     }
     if (!failed) {
-        const bwf_blocks k = bwf_blocks_of(p);
-        const int64_t items = p->g.Cg * k.tblocks * k.fblocks;
+        const bwf_blocks bk = bwf_blocks_of(p);
+        const int64_t items = p->g.Cg * bk.tblocks * bk.fblocks;
+        /* pack's channel buffers a run apart. */
+        wide gk = *g;
+        gk.cs = st.cstride;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-        for (int part = 0; part < parts; part++) {
-            const int me = omp_get_thread_num();
-            const int64_t b1 = p->g.batch * (part + 1) / parts;
-            for (int64_t b = p->g.batch * part / parts; b < b1; b++)
+        for (int task = 0; task < tasks; task++) {
+            const int me = omp_get_thread_num(), part = task / splits, split = task % splits;
+            const int64_t b0 = p->g.batch * part / parts, b1 = p->g.batch * (part + 1) / parts;
+            const int64_t it0 = items * split / splits, it1 = items * (split + 1) / splits;
+            /* The part's images in runs of as even a size as k allows,
+             * each run one call of every block. */
+            const int64_t runs = (b1 - b0 + st.k - 1) / st.k;
+            for (int64_t r = 0; r < runs; r++)
                 for (int64_t grp = 0; grp < p->g.G; grp++) {
-                    pack(g, (const FT *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in,
-                         p->g.xs, p->g.xc, p->g.Cg, p->g.pb, xb[me]);
-                    dy_wide(g, p, b, grp, yb[me]);
+                    const int64_t b = b0 + (b1 - b0) * r / runs,
+                                  n = b0 + (b1 - b0) * (r + 1) / runs - b;
+                    for (int64_t j = 0; j < n; j++) {
+                        pack(&gk, (const FT *)p->x + (b + j) * p->g.xb + grp * p->g.Cg * p->g.xc,
+                             p->g.in, p->g.xs, p->g.xc, p->g.Cg, p->g.pb,
+                             xb[me] + j * st.istride);
+                        dy_wide(g, p, b + j, grp, yb[me] + j * st.istride, st.cstride);
+                    }
+                    const int64_t nvec = ((n - 1) * st.istride + g->span_r) / VL;
                     FT *ag = acc[part] + grp * p->g.Fg * p->g.Cg * nt * VL;
-                    for (int64_t it = 0; it < items; it++) {
+                    for (int64_t it = it0; it < it1; it++) {
                         int64_t c, t0, tn, f0, fn;
-                        bwf_block_at(&k, p, it, &c, &t0, &tn, &f0, &fn);
-                        bwf_fns[tn][fn](xb[me] + c * g->cs, toff + t0, yb[me] + f0 * g->span_r,
-                                        g->span_r, g->span_r / VL,
+                        bwf_block_at(&bk, p, it, &c, &t0, &tn, &f0, &fn);
+                        bwf_fns[tn][fn](xb[me] + c * st.cstride, toff + t0,
+                                        yb[me] + f0 * st.cstride, st.cstride, nvec,
                                         ag + ((f0 * p->g.Cg + c) * nt + t0) * VL, p->g.Cg * nt);
                     }
                 }
@@ -479,7 +560,7 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
         const int64_t b = i / p->g.G, grp = i % p->g.G;
         pack(g, (const FT *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
              p->g.xc, p->g.Cg, p->g.pb, xa + b * xelems + grp * p->g.Cg * g->cs);
-        dy_wide(g, p, b, grp, ya + b * yelems + grp * p->g.Fg * g->span_r);
+        dy_wide(g, p, b, grp, ya + b * yelems + grp * p->g.Fg * g->span_r, g->span_r);
     }
     const bwf_blocks k = bwf_blocks_of(p);
     const int64_t per_group = p->g.Cg * k.tblocks * k.fblocks;
