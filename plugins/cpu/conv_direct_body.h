@@ -305,13 +305,14 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
 
 /* ------------------------------------------------------- backward filter */
 
-/* Group grp of image b's dY into the wide layout at dst (Fg channels,
- * fstride apart): the real outputs only, the dropped columns stay 0. */
-static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp, FT *dst,
-                        int64_t fstride)
+/* Filters f_lo .. f_hi - 1 of group grp of image b's dY into the wide
+ * layout at dst (filter f at f * fstride): the real outputs only, the
+ * dropped columns stay 0. */
+static TGT void dy_wide(const wide *g, const dla__cpu_conv *p, int64_t b, int64_t grp,
+                        int64_t f_lo, int64_t f_hi, FT *dst, int64_t fstride)
 {
     const FT *ys = (const FT *)p->y + b * p->g.yb + grp * p->g.Fg * p->g.yf;
-    for (int64_t f = 0; f < p->g.Fg; f++)
+    for (int64_t f = f_lo; f < f_hi; f++)
         for (int64_t o2 = 0; o2 < p->g.out[2]; o2++)
             for (int64_t o1 = 0; o1 < p->g.out[1]; o1++) {
                 const FT *s = ys + f * p->g.yf + o1 * p->g.ys[1] + o2 * p->g.ys[2];
@@ -490,6 +491,15 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
             const int me = omp_get_thread_num(), part = task / splits, split = task % splits;
             const int64_t b0 = p->g.batch * part / parts, b1 = p->g.batch * (part + 1) / parts;
             const int64_t it0 = items * split / splits, it1 = items * (split + 1) / splits;
+            /* The channels and filters its blocks read: only those are
+             * packed (a part's images go through 16 / parts tasks). */
+            int64_t c_lo = p->g.Cg, c_hi = 0, f_lo = p->g.Fg, f_hi = 0;
+            for (int64_t it = it0; it < it1; it++) {
+                int64_t c, t0, tn, f0, fn;
+                bwf_block_at(&bk, p, it, &c, &t0, &tn, &f0, &fn);
+                c_lo = c < c_lo ? c : c_lo, c_hi = c + 1 > c_hi ? c + 1 : c_hi;
+                f_lo = f0 < f_lo ? f0 : f_lo, f_hi = f0 + fn > f_hi ? f0 + fn : f_hi;
+            }
             /* The part's images in runs of as even a size as k allows,
              * each run one call of every block. */
             const int64_t runs = (b1 - b0 + st.k - 1) / st.k;
@@ -497,11 +507,14 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
                 for (int64_t grp = 0; grp < p->g.G; grp++) {
                     const int64_t b = b0 + (b1 - b0) * r / runs,
                                   n = b0 + (b1 - b0) * (r + 1) / runs - b;
-                    for (int64_t j = 0; j < n; j++) {
-                        pack(&gk, (const FT *)p->x + (b + j) * p->g.xb + grp * p->g.Cg * p->g.xc,
-                             p->g.in, p->g.xs, p->g.xc, p->g.Cg, p->g.pb,
-                             xb[me] + j * st.istride);
-                        dy_wide(g, p, b + j, grp, yb[me] + j * st.istride, st.cstride);
+                    for (int64_t j = 0; j < n && c_lo < c_hi; j++) {
+                        pack(&gk,
+                             (const FT *)p->x + (b + j) * p->g.xb +
+                                 (grp * p->g.Cg + c_lo) * p->g.xc,
+                             p->g.in, p->g.xs, p->g.xc, c_hi - c_lo, p->g.pb,
+                             xb[me] + c_lo * st.cstride + j * st.istride);
+                        dy_wide(g, p, b + j, grp, f_lo, f_hi, yb[me] + j * st.istride,
+                                st.cstride);
                     }
                     const int64_t nvec = ((n - 1) * st.istride + g->span_r) / VL;
                     FT *ag = acc[part] + grp * p->g.Fg * p->g.Cg * nt * VL;
@@ -560,7 +573,8 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
         const int64_t b = i / p->g.G, grp = i % p->g.G;
         pack(g, (const FT *)p->x + b * p->g.xb + grp * p->g.Cg * p->g.xc, p->g.in, p->g.xs,
              p->g.xc, p->g.Cg, p->g.pb, xa + b * xelems + grp * p->g.Cg * g->cs);
-        dy_wide(g, p, b, grp, ya + b * yelems + grp * p->g.Fg * g->span_r, g->span_r);
+        dy_wide(g, p, b, grp, 0, p->g.Fg, ya + b * yelems + grp * p->g.Fg * g->span_r,
+                g->span_r);
     }
     const bwf_blocks k = bwf_blocks_of(p);
     const int64_t per_group = p->g.Cg * k.tblocks * k.fblocks;
