@@ -15,11 +15,12 @@
  * Built only where the toolkit has nccl.h; without it the coll_* members
  * stay NULL.
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#define _GNU_SOURCE /* secure_getenv; nanosleep, clock_gettime */
 #include "plugins/cuda/cu.h"
 #include "plugins/cuda/libs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -104,18 +105,50 @@ static dla_status nccl_fail(cu_group *g, ncclResult_t r, const char *what)
                                last && *last ? last : "", last && *last ? ")" : "");
 }
 
-/* A call that a non-blocking communicator may leave in progress: polled
- * until it is enqueued (the connection setup of a first operation). */
-static ncclResult_t settle(cu_group *g, ncclResult_t r)
+/* How long settle polls, in seconds (0: without end): the core's
+ * DLACCEL_COLLECTIVE_FAIL_AFTER, 10 x DLACCEL_COLLECTIVE_TIMEOUT (60 s)
+ * unless it is set. A value that is no number keeps the default (the
+ * core names it when it reads it). */
+static double settle_limit(void)
 {
-    struct timespec pause = {0, 20000};
+    const char *t = secure_getenv("DLACCEL_COLLECTIVE_TIMEOUT"),
+               *f = secure_getenv("DLACCEL_COLLECTIVE_FAIL_AFTER");
+    double timeout = 60.0, v;
+    char *end;
+    if (t && *t && (v = strtod(t, &end), *end == '\0') && v > 0)
+        timeout = v;
+    if (f && *f && (v = strtod(f, &end), *end == '\0') && v >= 0)
+        return v;
+    return 10.0 * timeout;
+}
+
+/* A call that a non-blocking communicator may leave in progress: polled
+ * until it is enqueued (the connection setup of a first operation, which
+ * needs every peer). The core's watch does not cover a device collective
+ * before the plugin returns, so a peer that died or hangs before the
+ * first operation would keep this loop going: it gives up after
+ * settle_limit (*expired set, r still ncclInProgress), and the core then
+ * leaves the group with an abort. */
+static ncclResult_t settle(cu_group *g, ncclResult_t r, int *expired, double *limit)
+{
+    struct timespec pause = {0, 20000}, t0, now;
+    *expired = 0;
+    *limit = r == ncclInProgress ? settle_limit() : 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     while (r == ncclInProgress) {
         ncclResult_t a = ncclSuccess;
         if (nccl.async_error(g->comm, &a) != ncclSuccess)
             return ncclInternalError;
         r = a;
-        if (r == ncclInProgress)
-            nanosleep(&pause, NULL);
+        if (r != ncclInProgress)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (*limit > 0 &&
+            (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > *limit) {
+            *expired = 1;
+            break;
+        }
+        nanosleep(&pause, NULL);
     }
     return r;
 }
@@ -214,7 +247,14 @@ static dla_status issued(cu_group *g, const char *what, uint64_t *ticket)
 /* The end of an operation's enqueue: r settled, then its ticket. */
 static dla_status enqueued(cu_group *g, ncclResult_t r, const char *what, uint64_t *ticket)
 {
-    r = settle(g, r);
+    int expired;
+    double limit;
+    r = settle(g, r, &expired, &limit);
+    if (expired)
+        return dla__cu_host->error(DLA_ERR_DEVICE,
+                                   "cuda %s: NCCL had not enqueued it after %g s "
+                                   "(DLACCEL_COLLECTIVE_FAIL_AFTER): a rank did not take part",
+                                   what, limit);
     if (r != ncclSuccess)
         return nccl_fail(g, r, what);
     return issued(g, what, ticket);

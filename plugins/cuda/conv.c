@@ -348,23 +348,30 @@ typedef struct perf {
 /* Picks from results (in cuDNN's order: fastest first) a successful one
  * within limit, of an allowed math type: a deterministic one if there is
  * one within DETERMINISTIC_SLACK of the fastest (measured), or whatever
- * its time (from the heuristics, or with DLACCEL_CUDA_DETERMINISTIC=1),
- * else the fastest; -1 if none. */
+ * its time (from the heuristics), else the fastest; -1 if none. With
+ * DLACCEL_CUDA_DETERMINISTIC=1 a deterministic one or -1: the plugin's
+ * own kernels, which are deterministic (conv_kern.h), rather than the
+ * fastest of cuDNN's when none of its deterministic ones fits the
+ * workspace. Never one that may convert float32 to half
+ * (ALLOW_CONVERSION): more than DLACCEL_CUDA_TF32 allows, as the graph
+ * API's engines are filtered too (conv_engine.c). */
 static int pick(const dla__cu_device *d, const perf *r, int nr, size_t limit)
 {
     int any = -1, det = -1;
     for (int i = 0; i < nr; i++) {
         if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].memory > limit)
             continue;
-        if (!d->tf32 && (r[i].math == CUDNN_TENSOR_OP_MATH ||
-                         r[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+        if (r[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
+            (!d->tf32 && r[i].math == CUDNN_TENSOR_OP_MATH))
             continue;
         if (det < 0 && r[i].determinism == CUDNN_DETERMINISTIC)
             det = i;
         if (any < 0)
             any = i;
     }
-    if (det < 0 || d->deterministic || any == det)
+    if (d->deterministic)
+        return det;
+    if (det < 0 || any == det)
         return det >= 0 ? det : any;
     /* Measured: a deterministic one unless the fastest is much faster. */
     if (r[any].time >= 0 && r[det].time > DETERMINISTIC_SLACK * r[any].time)

@@ -30,6 +30,7 @@
 #define _GNU_SOURCE /* secure_getenv */
 #include "core/env_choice.h"
 #include "plugins/cuda/fused_kern.h"
+#include "plugins/cuda/libs.h"
 
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -77,30 +78,20 @@ static struct {
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
-static void *nv_open(void)
+/* As cuBLAS and cuDNN are found (libs.c): the loader's search, then
+ * $DLACCEL_CUDA_LIBDIR, then the build's toolkit folder. */
+static void *nv_open(char *why, size_t whysz)
 {
     static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
-    const char *dir = secure_getenv("DLACCEL_CUDA_LIBDIR");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *h = NULL;
-        if (dir && *dir) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        }
-        if (!h)
-            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            return h;
-    }
-    return NULL;
+    return dla__cu_open_lib(names, 2, why, whysz);
 }
 
 static void nv_load(void)
 {
-    void *h = nv_open();
+    char why[512];
+    void *h = nv_open(why, sizeof why);
     if (!h) {
-        snprintf(nv.why, sizeof nv.why, "libnvrtc.so.13 or .12 not found (%s)", dlerror());
+        snprintf(nv.why, sizeof nv.why, "libnvrtc.so.13 or .12 not found (%.200s)", why);
         return;
     }
 #define SYM(field, name)                                                                           \
