@@ -234,10 +234,10 @@ static dla_status wide_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
 
 /* 256 to 256 channels, 3x3, 32 images of 6x6: the direct kernels' filter
  * sums are 19 MiB a part, so the batch goes in one part, its register
- * blocks shared out in 16 tasks (conv_direct_body.h's bwf_parts), each
- * through runs of 8 stacked images. And 32 to 32 channels on 8x8 images,
- * 64 of them: sums of 0.6 MiB, 8 parts of 8 images, each one run of 8
- * stacked images, 2 tasks a part. */
+ * blocks shared out in two tasks a thread (conv_direct_body.h's
+ * bwf_parts), each through runs of 8 stacked images. And 32 to 32
+ * channels on 8x8 images, 64 of them: sums of 0.6 MiB, 8 parts of 8
+ * images, each one run of 8 stacked images. */
 static void wide_layer(run *r, int64_t size, int64_t channels, int64_t batch)
 {
     dla_scope_begin();

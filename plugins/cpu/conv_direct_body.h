@@ -429,10 +429,12 @@ static void put_dw(const dla__cpu_conv *p, int64_t grp, int64_t f, int64_t c, in
  * traffic (15 ms, against 7 with 3 parts). A power of two shares out
  * evenly over 2, 4, 8 threads. */
 #define BWF_PARTS_BYTES ((int64_t)8 << 20)
-/* Tasks the work is cut into, whatever the parts: a part's blocks are
- * shared out over BWF_TASKS / parts tasks, each running all of the
- * part's images for its own blocks. */
-#define BWF_TASKS 16
+/* Tasks per thread of the team: a part's blocks are shared out over
+ * enough tasks that every thread has BWF_TASKS_PER_THREAD, each task
+ * running all of the part's images for its own blocks (and packing them:
+ * more tasks than that would pack the same images again). How the blocks
+ * are shared out changes no sum, so this may follow the team. */
+#define BWF_TASKS_PER_THREAD 2
 static int bwf_parts(int64_t batch, int64_t acc_bytes)
 {
     int parts = DLA__CONV_BATCH_PARTS;
@@ -463,7 +465,8 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
     if ((xelems + yelems + nacc) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
     const int parts = bwf_parts(p->g.batch, nacc * (int64_t)sizeof(FT));
-    const int splits = BWF_TASKS / parts > 1 ? BWF_TASKS / parts : 1, tasks = parts * splits;
+    const int want = BWF_TASKS_PER_THREAD * team,
+              splits = want > parts ? (want + parts - 1) / parts : 1, tasks = parts * splits;
     const int threads = team < tasks ? team : tasks;
     FT *xb[MAX_THREADS] = {0}, *yb[MAX_THREADS] = {0}, *acc[DLA__CONV_BATCH_PARTS] = {0};
     const int64_t per = DLA__CONV_LINE(xelems, sizeof(FT)) + DLA__CONV_LINE(yelems, sizeof(FT)),
