@@ -332,6 +332,7 @@ dla_status dla__cu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
     dla__cu_mem *m = (dla__cu_mem *)calloc(1, sizeof *m + bytes);
     if (!m)
         return DLA_ERR_OUT_OF_MEMORY;
+    emu_allocs++;
     m->ptr = (char *)(m + 1);
     m->bytes = m->cap = bytes;
     *out = (dla_mem)m;
@@ -342,6 +343,8 @@ dla_status dla__cu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
  * graph holds may still use one on every replay, so plan.c's
  * dla__cu_scratch_done keeps scratch until the graph goes. */
 int emu_freed_capturing;
+/* Blocks dla__cu_mem_alloc gave, ever. */
+int emu_allocs;
 
 void dla__cu_mem_free(void *dev, dla_mem mem)
 {
@@ -486,12 +489,13 @@ cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair
 }
 
 /* plan.c's: a scratch block back, at once unless a plan is captured,
- * whose graph keeps it (d->held) until it goes. */
+ * whose graph keeps it until it goes, and whose later members may take it
+ * again (d->scratch_free: space.c's dla__cu_scratch looks there first). */
 void dla__cu_scratch_done(dla__cu_device *d, dla__cu_mem *mem)
 {
-    if (d->capturing) {
-        mem->next = d->held;
-        d->held = mem;
+    if (d->capturing && dla__cu_planning_here(d)) {
+        mem->next = d->scratch_free;
+        d->scratch_free = mem;
         return;
     }
     dla__cu_mem_free(d, (dla_mem)mem);

@@ -160,6 +160,8 @@ void emu_segment_cases(void (*result)(int ok, const char *fmt, ...));
 extern int emu_alloc_allowed;
 /* cuda_fused_emu.cpp: blocks given back to the pool while d->capturing. */
 extern "C" int emu_freed_capturing;
+/* cuda_fused_emu.cpp: blocks dla__cu_mem_alloc gave, ever. */
+extern "C" int emu_allocs;
 /* cuda_fused_emu.cpp: the runtime's last error (cudaGetLastError's). */
 extern "C" int emu_last_error;
 #endif

@@ -162,6 +162,7 @@ typedef struct dla__cu_device {
     struct dla__cu_graph *graphs;  /* plans seen and captured, most recent first */
     struct dla__cu_graph *pending; /* the one being captured */
     dla__cu_mem *held;             /* scratch of the capture in progress */
+    dla__cu_mem *scratch_free;     /* of it, what later members may take again */
     dla__cu_mem *taken;            /* what the host took during it, not yet given back */
     int graphs_off;                /* DLACCEL_CUDA_GRAPHS=0, or a capture failed */
     double capture_ms;             /* when the capture began (for the debug log) */

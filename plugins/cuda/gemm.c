@@ -108,9 +108,13 @@ dla_status dla__cu_gemm(void *dev, const dla_gemm_args *g)
     if (!sequential && !d->onekern_off && small_enough(g))
         return small(d, g, f64, c);
 
+    /* Creating the cuBLAS handle ends a capture in progress, which drops
+     * the graph's buffers and their redirection: C's address again after
+     * it, as A's and B's are taken. */
     dla__cu_blas_state *bs = dla__cu_blas_of(d, "gemm", &s);
     if (!bs)
         return s;
+    c = op_base(&g->c, esz);
     const dla__cu_blas *L = dla__cu_blas_lib(&(const char *){NULL});
     const cublasOperation_t ta = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -43,6 +43,10 @@ size_t dla__cu_mem_bytes(dla_mem mem)
 
 void dla__cu_pool_release(dla__cu_device *d)
 {
+    /* A pooled block was freed in stream order: work still queued (a
+     * replay returns queued) may use it. cudaFree only "may" wait. */
+    if (d->pool_held > 0)
+        cudaStreamSynchronize(d->stream);
     for (int c = 0; c < DLA__CU_POOL_CLASSES; c++) {
         dla__cu_mem *m = d->free_list[c];
         while (m) {
@@ -88,9 +92,11 @@ dla_status dla__cu_mem_alloc(void *dev, size_t bytes, dla_mem *out)
     m->cap = class_bytes(c);
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, m->cap);
-    if (e == cudaErrorMemoryAllocation && d->pool_held > 0) {
-        /* The driver is out: give the pooled blocks back and try once more.
-         * cudaFree waits for the device, which is what makes it safe. */
+    if (e == cudaErrorMemoryAllocation && d->pool_held > 0 && !d->capturing) {
+        /* The driver is out: give the pooled blocks back (after the
+         * stream's work) and try once more. Not while the stream is
+         * captured: a wait, or a cudaFree that may wait, is not allowed
+         * then; the allocation fails, and with it that capture. */
         cudaGetLastError();
         dla__cu_pool_release(d);
         e = cudaMalloc(&p, m->cap);

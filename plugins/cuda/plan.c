@@ -158,8 +158,8 @@ void dla__cu_plan_release(dla__cu_device *d)
 void dla__cu_scratch_done(dla__cu_device *d, dla__cu_mem *m)
 {
     if (d->capturing && d->pending && dla__cu_planning_here(d)) {
-        m->next = d->held;
-        d->held = m;
+        m->next = d->scratch_free; /* the graph's, and the next members' (space.c) */
+        d->scratch_free = m;
         return;
     }
     dla__cu_mem_free(d, (dla_mem)m);
@@ -336,6 +336,13 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
 {
     const double t0 = now_ms();
     struct dla__cu_graph *g = d->pending;
+    /* The capture's scratch, taken again or not, is the graph's too. */
+    while (d->scratch_free) {
+        dla__cu_mem *m = d->scratch_free;
+        d->scratch_free = m->next;
+        m->next = d->held;
+        d->held = m;
+    }
     dla__cu_mem *held = d->held;
     if (d->taken)
         keep = 0; /* the host keeps memory it took during the capture */
@@ -506,6 +513,7 @@ static void capture(dla__cu_device *d, struct dla__cu_graph *g, const dla_plan_m
     d->keep = 1;
     d->pending = g;
     d->held = NULL;
+    d->scratch_free = NULL;
     d->taken = NULL;
     dla__cu_remap = g;
 }
@@ -565,8 +573,14 @@ dla_status dla__cu_plan_end(void *dev)
 {
     dla__cu_device *d = dev;
     dla_status s = dla__cu_enter(d, "plan_end");
-    if (s == DLA_OK && d->capturing && dla__cu_planning_here(d))
-        s = finish(d, d->keep, "plan_end");
+    /* A capture in progress ends whatever enter said (not kept when it
+     * failed): left, the stream would stay captured and this thread's
+     * addresses redirected into buffers the pool gives out again. */
+    if (d->capturing && dla__cu_planning_here(d)) {
+        const dla_status f = finish(d, s == DLA_OK && d->keep, "plan_end");
+        if (s == DLA_OK)
+            s = f;
+    }
     if (dla__cu_planning_here(d)) {
         dla__cu_set_planning_here(NULL);
         if (d->gated) {

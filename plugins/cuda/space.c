@@ -120,6 +120,25 @@ unsigned dla__cu_blocks(const dla__cu_device *d, int64_t n)
 
 dla__cu_mem *dla__cu_scratch(dla__cu_device *d, size_t bytes, const char *what)
 {
+    /* While a plan is captured, a block an earlier member gave back
+     * (dla__cu_scratch_done): the capture is one stream, so the graph runs
+     * its kernels in the order they were captured, and a later member's
+     * use of the block follows the earlier one's, as the pool's reuse
+     * does outside a capture. Without this the graph would hold the sum of
+     * its members' workspaces, not the largest. The smallest that fits. */
+    if (d->capturing && dla__cu_planning_here(d)) {
+        dla__cu_mem **best = NULL;
+        for (dla__cu_mem **link = &d->scratch_free; *link; link = &(*link)->next)
+            if ((*link)->cap >= bytes && (!best || (*link)->cap < (*best)->cap))
+                best = link;
+        if (best) {
+            dla__cu_mem *m = *best;
+            *best = m->next;
+            m->next = NULL;
+            m->bytes = bytes;
+            return m;
+        }
+    }
     dla_mem m = NULL;
     if (dla__cu_mem_alloc(d, bytes > 0 ? bytes : 1, &m) != DLA_OK) {
         dla__cu_host->error(DLA_ERR_OUT_OF_MEMORY, "cuda %s: scratch of %zu bytes", what, bytes);
