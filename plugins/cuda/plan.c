@@ -72,6 +72,7 @@
 /* One region of a run, and the graph's buffer for it. */
 typedef struct role {
     dla__cu_mem *own; /* NULL until captured */
+    size_t skew;      /* the region's first byte in own: its offset past 256 in the run */
     size_t bytes;
     int32_t written;
     /* the run being captured: its region's handle and first byte */
@@ -98,7 +99,7 @@ char *dla__cu_remapped(dla_mem m)
     const struct dla__cu_graph *g = dla__cu_remap;
     for (int32_t i = 0; i < g->nroles; i++)
         if (g->roles[i].run_mem == m)
-            return g->roles[i].own->ptr - g->roles[i].run_first;
+            return g->roles[i].own->ptr + g->roles[i].skew - g->roles[i].run_first;
     return ((dla__cu_mem *)m)->ptr;
 }
 
@@ -257,8 +258,8 @@ static void add_copy(dla__cu_copies *c, const struct dla__cu_graph *g, const dla
     const role *r = &g->roles[i];
     char *run = mems ? ((dla__cu_mem *)mems[i].mem)->ptr + mems[i].first
                      : ((dla__cu_mem *)r->run_mem)->ptr + r->run_first;
-    c->src[c->n] = out ? r->own->ptr : run;
-    c->dst[c->n] = out ? run : r->own->ptr;
+    c->src[c->n] = out ? r->own->ptr + r->skew : run;
+    c->dst[c->n] = out ? run : r->own->ptr + r->skew;
     c->bytes[c->n] = (int64_t)r->bytes;
     c->n++;
 }
@@ -474,8 +475,13 @@ static void capture(dla__cu_device *d, struct dla__cu_graph *g, const dla_plan_m
         role *r = &g->roles[i];
         r->bytes = mems[i].end - mems[i].first;
         r->written = mems[i].written != 0;
+        /* The region keeps its address's alignment (blocks are 256-byte
+         * aligned): cuDNN's engines and cuBLAS choose kernels by the
+         * operands' alignment, and the graph must run what the eager
+         * replays ran on the same addresses. */
+        r->skew = (size_t)(mems[i].first % 256);
         dla_mem m = NULL;
-        if (dla__cu_mem_alloc(d, r->bytes ? r->bytes : 1, &m) != DLA_OK) {
+        if (dla__cu_mem_alloc(d, r->skew + (r->bytes ? r->bytes : 1), &m) != DLA_OK) {
             dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: no memory for a replay's graph: plain "
                                              "launches", d->index);
             forget(d, g);
