@@ -62,9 +62,11 @@ void dla__cpu_conv_scratch_free(dla_mem mem);
  * parts as this says, for the shape alone and never the thread count, so
  * that dW has the same bits with any OMP_NUM_THREADS (the cpu device is
  * the reference every device and machine is compared with). At most 16,
- * one per image, and their sums together at most 64 MiB (a 256-channel
- * 3x3 layer's direct sums are 19 MiB each). Part k holds images
- * batch * k / parts up to batch * (k + 1) / parts. */
+ * one per image, and their sums together at most 64 MiB. Part k holds
+ * images batch * k / parts up to batch * (k + 1) / parts. This is the
+ * im2col path's count; the direct kernels, whose lane sums are 16 times
+ * dW, take theirs from conv_direct_body.h's bwf_parts (8 MiB, a power of
+ * two). */
 #define DLA__CONV_BATCH_PARTS 16
 #define DLA__CONV_PARTS_BYTES ((int64_t)64 << 20)
 static inline int dla__conv_batch_parts(int64_t batch, int64_t acc_bytes)
