@@ -443,6 +443,66 @@ static void test_replays_of_inputs_at_changing_offsets_equal_eager(void **state)
     dla_accel_free(af);
 }
 
+/* Long sums: over 4096 rows of 32 columns, and along 3000 elements of 40
+ * rows, each past 65,536 terms in all, which a device may split into
+ * parts with partial sums in scratch memory. */
+static dla_status long_sums(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_sum(in[0], 1, (int64_t[]){1});
+    out[1] = dla_sum(dla_mul(in[1], in[1]), 1, (int64_t[]){2});
+    return DLA_OK;
+}
+
+/* Replays of long sums equal eager bit for bit, and leave alone the
+ * tensors made between them. A device that keeps a replay (a CUDA graph)
+ * must keep the sums' scratch with it: given back to its pool, the next
+ * tensors of that size would take it, and every later replay would write
+ * partial sums into them (the cuda plugin's reduce did, until
+ * 2026-11-27). */
+static void test_replays_of_long_sums_equal_eager_and_spare_other_tensors(void **state)
+{
+    dla_accel *af = dla_accelerate(long_sums, NULL);
+    enum { BYSTANDERS = 12 };
+    for (int it = 0; it < 8; it++) {
+        dla_scope_begin();
+        dla_rng_seed(90 + (uint64_t)it);
+        dla_tensor *in[2] = {dla_randn(DLA_F32, "", DLA_DIMS(4096, 32)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(40, 3000))};
+        dla_tensor *got[2], *eager[2];
+        if (dla_accel_call(af, NULL, 2, in, 2, got) != DLA_OK)
+            fail_msg("call %d: %s", it, dla_last_error());
+        /* Tensors of many sizes made after the call: a block the replay
+         * gave back is among what they take. */
+        dla_tensor *by[BYSTANDERS];
+        for (int b = 0; b < BYSTANDERS; b++)
+            by[b] = dla_full(7.0, DLA_F32, "", DLA_DIMS((int64_t)16 << b));
+        dla_tensor *again[2];
+        if (dla_accel_call(af, NULL, 2, in, 2, again) != DLA_OK)
+            fail_msg("call %d again: %s", it, dla_last_error());
+        assert_int_equal(long_sums(NULL, 2, in, 2, eager), DLA_OK);
+        for (int i = 0; i < 2; i++) {
+            assert_same_bits(got[i], eager[i]);
+            assert_same_bits(again[i], eager[i]);
+        }
+        for (int b = 0; b < BYSTANDERS; b++) {
+            const int64_t n = (int64_t)16 << b;
+            float *v = malloc(sizeof(float) * (size_t)n);
+            assert_non_null(v);
+            assert_int_equal(dla_tensor_to_host(by[b], v, sizeof(float) * (size_t)n), DLA_OK);
+            int64_t wrong = 0;
+            for (int64_t k = 0; k < n; k++)
+                wrong += v[k] != 7.0f;
+            free(v);
+            if (wrong)
+                fail_msg("call %d: %lld of the %lld sevens of a tensor made between two replays "
+                         "changed", it, (long long)wrong, (long long)n);
+        }
+        dla_scope_end();
+    }
+    expect_device_runs(af, 1);
+    dla_accel_free(af);
+}
+
 /* One tensor passed as two inputs, a new one each call: the plan names
  * the first input on a storage, so plan_replay's regions must cover the
  * second too (it is the same view); replays equal eager bit for bit. */
@@ -1135,6 +1195,7 @@ int main(void)
         cmocka_unit_test(test_replays_with_recurring_memory_equal_eager_every_time),
         cmocka_unit_test(test_replays_after_a_failed_run_equal_eager),
         cmocka_unit_test(test_replays_of_inputs_at_changing_offsets_equal_eager),
+        cmocka_unit_test(test_replays_of_long_sums_equal_eager_and_spare_other_tensors),
         cmocka_unit_test(test_one_tensor_passed_as_two_inputs_replays_as_eager),
         cmocka_unit_test(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         cmocka_unit_test(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
