@@ -626,7 +626,14 @@ static dla_status run(void *dev, const dla_conv_args *a, int dir)
         if (!kept)
             engine_free(e.engine);
         descs_free(L, &ds);
-        return DLA_ERR_OUT_OF_MEMORY;
+        /* No memory for cuDNN's workspace (measured when memory was free;
+         * during a capture the pool cannot be given back to the driver):
+         * the plugin's own kernel needs none. */
+        dla__cu_host->log(DLA_LOG_DEBUG,
+                          "cuda:%d %s: no memory for cuDNN's workspace of %zu bytes: the "
+                          "plugin's own kernel",
+                          d->index, kn, ws_need);
+        return run_own(d, a, dir, &p);
     }
     void *wsp = ws ? ws->ptr : NULL;
     const float one_f = 1.0f, zero_f = 0.0f;
