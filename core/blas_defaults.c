@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/env_choice.h"
 #include "core/log.h"
 #include "core/openblas_core.h"
 
@@ -62,23 +61,16 @@ static int openblas_loaded(void)
     return 0;
 }
 
-static int user_set(void)
-{
-    const char *core = getenv("OPENBLAS_CORETYPE");
-    return core && *core;
-}
-
 /* "off" turns the choice off; the default ("auto", or unset) chooses. */
 static int turned_off(int warn)
 {
     static atomic_int warned;
-    static const char *const values[] = {"auto", "off", NULL};
-    return dla__env_choice("DLACCEL_OPENBLAS_CORE", values, &warned, warn ? dla__log : NULL) == 1;
+    return dla__openblas_core_off(&warned, warn ? dla__log : NULL);
 }
 
 static void choose(void)
 {
-    if (user_set()) {
+    if (dla__openblas_core_user_set()) {
         snprintf(outcome_buf, sizeof outcome_buf, "the user's (OPENBLAS_CORETYPE=%s)",
                  getenv("OPENBLAS_CORETYPE"));
         outcome = outcome_buf;
@@ -105,7 +97,7 @@ static void choose(void)
         return;
     }
     snprintf(outcome_buf, sizeof outcome_buf, "dlaccel's (OPENBLAS_CORETYPE=%s, from the CPU's %s)",
-             core, core[0] == 'S' ? "AVX-512" : "AVX2 and FMA");
+             core, dla__openblas_core_isa(core));
     outcome = outcome_buf;
     dla__log(DLA_LOG_DEBUG, "OpenBLAS kernels: %s", outcome);
 }
@@ -117,7 +109,7 @@ void dla__blas_defaults(void)
 
 DLA_API const char *dla_openblas_coretype(void)
 {
-    return user_set() || turned_off(0) ? NULL : dla__openblas_core_for_cpu();
+    return dla__openblas_core_user_set() || turned_off(0) ? NULL : dla__openblas_core_for_cpu();
 }
 
 DLA_API const char *dla_openblas_core(void)

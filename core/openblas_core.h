@@ -5,12 +5,31 @@
  * Header-only: the core sets OPENBLAS_CORETYPE from it before the cpu
  * plugin loads OpenBLAS (core/blas_defaults.c), and the cpu plugin (which
  * does not link the core) checks with it the kernels OpenBLAS did load.
+ * The includer defines _GNU_SOURCE before its first include (env_choice.h).
  */
 #ifndef DLA_CORE_OPENBLAS_CORE_H
 #define DLA_CORE_OPENBLAS_CORE_H
 
 #include <stddef.h>
 #include <strings.h>
+
+#include "core/env_choice.h"
+
+/* Whether the user named OpenBLAS's kernels (OPENBLAS_CORETYPE). */
+static inline int dla__openblas_core_user_set(void)
+{
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    return core && *core;
+}
+
+/* Whether DLACCEL_OPENBLAS_CORE=off leaves the kernels to OpenBLAS ("auto"
+ * or unset: dlaccel chooses); another value is named once through log
+ * (NULL: not). */
+static inline int dla__openblas_core_off(atomic_int *warned, dla__env_log_fn log)
+{
+    static const char *const values[] = {"auto", "off", NULL};
+    return dla__env_choice("DLACCEL_OPENBLAS_CORE", values, warned, log) == 1;
+}
 
 /* "SkylakeX" for AVX-512 (F, CD, BW, DQ and VL), "Haswell" for AVX2 with
  * FMA, NULL for any other CPU. __builtin_cpu_supports counts a feature
@@ -28,6 +47,13 @@ static inline const char *dla__openblas_core_for_cpu(void)
         return "Haswell";
 #endif
     return NULL;
+}
+
+/* The instruction set of a kernel set dla__openblas_core_for_cpu names,
+ * for messages. */
+static inline const char *dla__openblas_core_isa(const char *fit)
+{
+    return !strcasecmp(fit, "SkylakeX") ? "AVX-512" : "AVX2 and FMA";
 }
 
 /* Whether OpenBLAS's kernel set named core (openblas_get_corename) is

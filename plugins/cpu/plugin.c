@@ -283,12 +283,12 @@ static void blas_check(void)
     const char *core = openblas_get_corename(), *fit = dla__openblas_core_for_cpu();
     if (!dla__openblas_core_below(core, fit) || !dla__cpu_host->log)
         return;
-    const char *set = getenv("OPENBLAS_CORETYPE"), *ours = getenv("DLACCEL_OPENBLAS_CORE");
-    const int chosen = (set && *set) || (ours && !strcmp(ours, "off"));
+    static atomic_int warned; /* the core names a bad value */
+    const int chosen = dla__openblas_core_user_set() || dla__openblas_core_off(&warned, NULL);
     dla__cpu_host->log(chosen ? DLA_LOG_INFO : DLA_LOG_WARN,
                        "OpenBLAS runs its %s kernels on a CPU with %s, where its %s kernels are "
                        "several times faster%s",
-                       core, !strcmp(fit, "SkylakeX") ? "AVX-512" : "AVX2 and FMA", fit,
+                       core, dla__openblas_core_isa(fit), fit,
                        chosen ? " (as OPENBLAS_CORETYPE or DLACCEL_OPENBLAS_CORE=off asked)"
                               : ": the program loaded OpenBLAS before dlaccel could choose; set "
                                 "OPENBLAS_CORETYPE before it starts (docs/environment.md)");
