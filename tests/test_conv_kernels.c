@@ -746,6 +746,26 @@ static void the_digit_cnn_layers_match_at_batches_of_3_and_9(void **state)
     on_every_device(&c2);
 }
 
+static void same_padded_rows_of_whole_vectors_match(void **state)
+{
+    (void)state;
+    /* 3x3 "same" layers whose rows are whole vectors of 8 or 16 floats,
+     * which the cpu plugin's Winograd path splits straight from the
+     * source and writes back without a row buffer: ResNet-20's three
+     * stages (32x32x16, 16x16x32, 8x8x64) and a 40-wide row (two vectors
+     * and a half), dense and as views with gaps. */
+    static const int64_t shapes[][3] = {{32, 16, 16}, {16, 32, 32}, {8, 64, 64}, {40, 8, 12}};
+    for (int s = 0; s < 4; s++)
+        for (int strided = 0; strided < 2; strided++) {
+            const int64_t w = shapes[s][0];
+            conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = strided, .B = 8,
+                           .C = shapes[s][1], .F = shapes[s][2], .G = 1, .in = {w, w - 2 * s, 1},
+                           .out = {w, w - 2 * s, 1}, .fs = {3, 3, 1}, .st = {1, 1, 1},
+                           .dl = {1, 1, 1}, .pb = {1, 1, 0}, .strided = strided};
+            on_every_device(&c);
+        }
+}
+
 static void channel_wise_separable_convolution_matches_with_same_padding(void **state)
 {
     (void)state;
@@ -869,6 +889,7 @@ int main(void)
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
+        cmocka_unit_test(same_padded_rows_of_whole_vectors_match),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),
         cmocka_unit_test(empty_batches_and_outputs_give_zero_gradients),
         cmocka_unit_test(cpu_conv_rejects_bad_arguments_with_a_status_and_a_message),

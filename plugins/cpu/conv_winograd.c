@@ -37,9 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tiles per block: a block's transformed inputs and products (16 x
- * channels x TB floats each) stay in the core's L2 cache. */
-#define TB 64
 /* Fewer channels than this and the transforms (per output about 8 adds
  * per input channel and 6 per output channel, against 5 multiply-adds
  * saved per pair of channels) take most of the gain: a count, not a
@@ -60,6 +57,7 @@ typedef struct geom {
     int64_t pl;      /* floats per input plane */
     int64_t yl;      /* floats per output plane */
     int64_t tl;      /* floats per row buffer */
+    int64_t tb;      /* tiles per block (below) */
 } geom;
 
 static int64_t up16(int64_t n)
@@ -83,6 +81,13 @@ static void geom_init(geom *g, int64_t out0, int64_t out1, int64_t gran)
     const int64_t yread = (g->Ty - 1) * g->L + 16 * ((g->Tx + 15) / 16);
     g->yl = up16(yread > g->ntr ? yread : g->ntr);
     g->tl = 32 * row_vecs;
+    /* Tiles per block: one micro-kernel call's (gran), so that a block's
+     * transformed inputs and products (16 x channels x tb floats each)
+     * stay as near the core as they can. With 32 rather than 64 tiles a
+     * block, ResNet-20's 16-channel layers ran 9-12% faster on an Intel
+     * Xeon (docs/convolution.md); a sum's terms and their order are the
+     * same either way, so the bits are too. */
+    g->tb = gran;
 }
 
 /* Floats of the padded rows of nch channels (pack_planes). */
@@ -131,6 +136,67 @@ typedef struct image_src {
     int64_t nch, in[2], ss[2], sc, pb[2];
 } image_src;
 
+/* Whether pack_planes can split the source rows themselves: dense rows of
+ * whole vectors of 8, one column of padding before them ("same" padding), and
+ * the whole row inside the padded one. Then each padded vector is two
+ * source vectors shifted by one lane, in registers, and the first sweep
+ * (a row copy stored and loaded again) is not needed: ResNet-20's 32x32,
+ * 16x16 and 8x8 layers, the digit CNN's 24x24. */
+static int pack_in_one_sweep(const geom *g, const image_src *is)
+{
+    return is->ss[0] == 1 && is->pb[0] == 1 && is->in[0] % 8 == 0 && is->in[0] <= 2 * g->L - 1;
+}
+
+/* Source vector k of a row of n floats (a multiple of 8): whole, its last
+ * half zero past the row (a 256-bit load), or zero. */
+static TGT __m512i source_vector(const float *sr, int64_t k, int64_t n)
+{
+    if (16 * k + 16 <= n)
+        return _mm512_castps_si512(_mm512_loadu_ps(sr + 16 * k));
+    if (16 * k < n)
+        return _mm512_castps_si512(_mm512_zextps256_ps512(_mm256_loadu_ps(sr + 16 * k)));
+    return _mm512_setzero_si512();
+}
+
+/* pack_planes for pack_in_one_sweep: padded column p is source column
+ * p - 1, zero outside; the planes get what the two sweeps give them. */
+static TGT void pack_rows_from_source(const geom *g, const image_src *is, float *planes)
+{
+    const int64_t pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
+    const int64_t r0 = pb1 < 0 ? -pb1 : 0, r1 = rows - pb1 < is->in[1] ? rows - pb1 : is->in[1];
+    const int64_t vecs = (g->L + 15) / 16, n = is->in[0];
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd =
+        _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t ci = 0; ci < is->nch; ci++)
+        for (int64_t R = 0; R < rows; R++) {
+            float *e = planes + (ci * 4 + (R & 1) * 2) * g->pl + (R >> 1) * g->L, *o = e + g->pl;
+            const int64_t r = R - pb1;
+            if (r < r0 || r >= r1) {
+                for (int64_t v = 0; v < vecs; v++) {
+                    _mm512_storeu_ps(e + 16 * v, _mm512_setzero_ps());
+                    _mm512_storeu_ps(o + 16 * v, _mm512_setzero_ps());
+                }
+                continue;
+            }
+            const float *sr = is->src + ci * is->sc + r * is->ss[1];
+            /* prev: source vector k - 1 (zero before the row), as the
+             * padded vector k is [prev[15], src[16k .. 16k + 14]]. */
+            __m512i prev = zero;
+            for (int64_t v = 0; v < vecs; v++) {
+                const __m512i s0 = source_vector(sr, 2 * v, n);
+                const __m512i s1 = source_vector(sr, 2 * v + 1, n);
+                const __m512 a = _mm512_castsi512_ps(_mm512_alignr_epi32(s0, prev, 15));
+                const __m512 b = _mm512_castsi512_ps(_mm512_alignr_epi32(s1, s0, 15));
+                prev = s1;
+                _mm512_storeu_ps(e + 16 * v, _mm512_permutex2var_ps(a, even, b));
+                _mm512_storeu_ps(o + 16 * v, _mm512_permutex2var_ps(a, odd, b));
+            }
+        }
+}
+
 /* The channels of an image into planes (4 per channel, pl floats each),
  * in two sweeps: first every padded row into its place in `padded` (rows
  * of tl floats, zero outside what is copied: zeroed once per call), then
@@ -144,6 +210,10 @@ typedef struct image_src {
 static TGT void pack_planes(const geom *g, const image_src *is, float *planes, float *padded)
 {
     const int64_t pb0 = is->pb[0], pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
+    if (pack_in_one_sweep(g, is)) {
+        pack_rows_from_source(g, is, planes);
+        return;
+    }
     const int64_t lo = pb0 < 0 ? -pb0 : 0;
     const int64_t hi = 2 * g->L - pb0 < is->in[0] ? 2 * g->L - pb0 : is->in[0];
     const int64_t r0 = pb1 < 0 ? -pb1 : 0, r1 = rows - pb1 < is->in[1] ? rows - pb1 : is->in[1];
@@ -177,7 +247,7 @@ static TGT void pack_planes(const geom *g, const image_src *is, float *planes, f
 }
 
 /* V = B^T d B of tiles b0..b0+nb-1 of every channel: element pos of
- * channel ci at v + (pos * nci + ci) * TB. */
+ * channel ci at v + (pos * nci + ci) * tb. */
 static TGT void transform_inputs(const geom *g, int64_t nci, const float *planes, int64_t b0,
                                  int64_t nb, float *v)
 {
@@ -186,10 +256,10 @@ static TGT void transform_inputs(const geom *g, int64_t nci, const float *planes
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
             off[i][j] = ((i & 1) * 2 + (j & 1)) * g->pl + (i >> 1) * g->L + (j >> 1);
-    const int64_t vs = nci * TB; /* between elements pos and pos + 1 of V */
+    const int64_t vs = nci * g->tb; /* between elements pos and pos + 1 of V */
     for (int64_t ci = 0; ci < nci; ci++) {
         const float *pl = planes + ci * 4 * g->pl + b0;
-        float *vc = v + ci * TB;
+        float *vc = v + ci * g->tb;
         for (int64_t s = 0; s < nb; s += 16) {
             /* B^T d, a column at a time, then (B^T d) B a row at a time:
              * 16 + 4 registers live, no spills. */
@@ -220,20 +290,21 @@ static TGT void transform_inputs(const geom *g, int64_t nci, const float *planes
 /* ------------------------------------------------------------ outputs */
 
 /* Y = A^T M A of tiles b0..b0+nb-1 (M's element pos of output channel co
- * at m + (pos * nco + co) * TB) into the output planes: (a, b) of channel
+ * at m + (pos * nco + co) * tb) into the output planes: (a, b) of channel
  * co at yp + (co * 4 + a * 2 + b) * yl. */
 static TGT void transform_outputs(const geom *g, int64_t nco, const float *m, int64_t b0,
                                   int64_t nb, float *yp)
 {
+    const int64_t tb = g->tb;
     for (int64_t co = 0; co < nco; co++)
         for (int64_t s = 0; s < nb; s += 16) {
             __m512 t[2][4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
-                const float *mj = m + (j * nco + co) * TB + s;
-                const __m512 m0 = _mm512_load_ps(mj), m1 = _mm512_load_ps(mj + 4 * nco * TB),
-                             m2 = _mm512_load_ps(mj + 8 * nco * TB),
-                             m3 = _mm512_load_ps(mj + 12 * nco * TB);
+                const float *mj = m + (j * nco + co) * tb + s;
+                const __m512 m0 = _mm512_load_ps(mj), m1 = _mm512_load_ps(mj + 4 * nco * tb),
+                             m2 = _mm512_load_ps(mj + 8 * nco * tb),
+                             m3 = _mm512_load_ps(mj + 12 * nco * tb);
                 t[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
                 t[1][j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
             }
@@ -246,6 +317,16 @@ static TGT void transform_outputs(const geom *g, int64_t nco, const float *m, in
                                  _mm512_sub_ps(_mm512_sub_ps(t[a][1], t[a][2]), t[a][3]));
             }
         }
+}
+
+/* The first min(left, 16) of x at d, left a multiple of 8 (none when it
+ * is not positive). */
+static TGT void store_row_part(float *d, int64_t left, __m512 x)
+{
+    if (left >= 16)
+        _mm512_storeu_ps(d, x);
+    else if (left > 0)
+        _mm256_storeu_ps(d, _mm512_castps512_ps256(x));
 }
 
 /* The output planes of one image and group into dst (rows interleaved
@@ -261,13 +342,27 @@ static TGT void unpack_planes(const pass *q, const geom *g, const float *yp, flo
         const float b = bias ? bias[co * q->bs] : 0.0f;
         for (int64_t o1 = 0; o1 < q->out[1]; o1++) {
             const float *e = yp + (co * 4 + (o1 & 1) * 2) * g->yl + (o1 >> 1) * g->L;
+            float *d = dst + co * q->dc + o1 * q->ds[1];
+            if (q->ds[0] == 1 && q->out[0] % 8 == 0) {
+                /* Dense rows of whole vectors of 8: the interleaved
+                 * vectors go to the row with the bias, not through tmp. */
+                const __m512 vb = _mm512_set1_ps(b);
+                for (int64_t v = 0; v < vecs; v++) {
+                    const __m512 x0 = _mm512_loadu_ps(e + 16 * v);
+                    const __m512 x1 = _mm512_loadu_ps(e + g->yl + 16 * v);
+                    store_row_part(d + 32 * v, q->out[0] - 32 * v,
+                                   _mm512_add_ps(_mm512_permutex2var_ps(x0, lo, x1), vb));
+                    store_row_part(d + 32 * v + 16, q->out[0] - 32 * v - 16,
+                                   _mm512_add_ps(_mm512_permutex2var_ps(x0, hi, x1), vb));
+                }
+                continue;
+            }
             for (int64_t v = 0; v < vecs; v++) {
                 const __m512 x0 = _mm512_loadu_ps(e + 16 * v);
                 const __m512 x1 = _mm512_loadu_ps(e + g->yl + 16 * v);
                 _mm512_store_ps(tmp + 32 * v, _mm512_permutex2var_ps(x0, lo, x1));
                 _mm512_store_ps(tmp + 32 * v + 16, _mm512_permutex2var_ps(x0, hi, x1));
             }
-            float *d = dst + co * q->dc + o1 * q->ds[1];
             if (q->ds[0] == 1)
                 row_copy(d, tmp, q->out[0], b);
             else
@@ -286,7 +381,7 @@ typedef struct bufs {
 
 static int64_t bufs_floats(const pass *q, const geom *g)
 {
-    return padded_floats(g, q->nci) + q->nci * 4 * g->pl + 16 * (q->nci + q->nco) * TB +
+    return padded_floats(g, q->nci) + q->nci * 4 * g->pl + 16 * (q->nci + q->nco) * g->tb +
            q->nco * 4 * g->yl + g->tl;
 }
 
@@ -294,8 +389,8 @@ static void bufs_carve(bufs *b, const pass *q, const geom *g, float *at)
 {
     b->padded = at, at += padded_floats(g, q->nci);
     b->planes = at, at += q->nci * 4 * g->pl;
-    b->v = at, at += 16 * q->nci * TB;
-    b->m = at, at += 16 * q->nco * TB;
+    b->v = at, at += 16 * q->nci * g->tb;
+    b->m = at, at += 16 * q->nco * g->tb;
     b->yp = at, at += q->nco * 4 * g->yl;
     b->tout = at;
 }
@@ -311,8 +406,8 @@ static void multiply(const pass *q, const geom *g, const float *u, const float *
             const int64_t step = n > 6 ? 32 : 64;
             const float *wp = u + pos * q->nci * q->nco + f0 * q->nci;
             for (int64_t s = 0; s < nb; s += step)
-                dla__cpu_conv_fwd_fns[n](v + pos * q->nci * TB + s, TB, q->nci, &no_offset, 1, wp,
-                                         m + (pos * q->nco + f0) * TB + s, TB);
+                dla__cpu_conv_fwd_fns[n](v + pos * q->nci * g->tb + s, g->tb, q->nci, &no_offset,
+                                         1, wp, m + (pos * q->nco + f0) * g->tb + s, g->tb);
         }
 }
 
@@ -327,8 +422,8 @@ static void pass_image(const pass *q, const geom *g, const float *u, int64_t b, 
                               .pb = {q->pb[0], q->pb[1]}};
         pack_planes(g, &is, t->planes, t->padded);
         const float *ug = u + grp * 16 * q->nci * q->nco;
-        for (int64_t b0 = 0; b0 < g->ntr; b0 += TB) {
-            const int64_t nb = b0 + TB <= g->ntr ? TB : g->ntr - b0;
+        for (int64_t b0 = 0; b0 < g->ntr; b0 += g->tb) {
+            const int64_t nb = b0 + g->tb <= g->ntr ? g->tb : g->ntr - b0;
             transform_inputs(g, q->nci, t->planes, b0, nb, t->v);
             multiply(q, g, ug, t->v, t->m, nb);
             transform_outputs(g, q->nco, t->m, b0, nb, t->yp);
