@@ -530,6 +530,43 @@ static void test_one_tensor_passed_as_two_inputs_replays_as_eager(void **state)
     dla_accel_free(af);
 }
 
+/* The trace of f(x, x) reads x once for both places; a call with two
+ * tensors there must not be served by it (it was: the replay read the
+ * first tensor twice), nor a trace of f(a, b) serve f(x, x) with another
+ * key. Each pattern keeps its own trace, and every call equals eager. */
+static void test_the_same_tensor_twice_and_two_tensors_are_different_keys(void **state)
+{
+    dla_accel *af = dla_accelerate(mul_add, NULL);
+    dla_scope_begin();
+    dla_rng_seed(95);
+    dla_tensor *x = dla_randn(DLA_F32, "", DLA_DIMS(7, 9));
+    dla_tensor *a = dla_randn(DLA_F32, "", DLA_DIMS(7, 9));
+    dla_tensor *b = dla_randn(DLA_F32, "", DLA_DIMS(7, 9));
+    dla_tensor *const calls[5][2] = {{x, x}, {a, b}, {b, a}, {b, b}, {a, a}};
+    for (int c = 0; c < 5; c++) {
+        dla_tensor *got, *eager;
+        if (dla_accel_call(af, NULL, 2, calls[c], 1, &got) != DLA_OK)
+            fail_msg("call %d: %s", c, dla_last_error());
+        assert_int_equal(mul_add(NULL, 2, calls[c], 1, &eager), DLA_OK);
+        assert_same_bits(got, eager);
+        if (c == 1)
+            assert_string_equal(dla_accel_last_miss(af),
+                                "input 2 is the same tensor as: input 1 -> a tensor of its own");
+        if (c >= 2)
+            assert_string_equal(dla_accel_last_miss(af), ""); /* hits */
+    }
+    assert_int_equal(dla_accel_occupancy(af), 2);
+    /* The other order: two tensors first, then one twice. */
+    dla_accel_clear(af);
+    dla_tensor *got;
+    assert_int_equal(dla_accel_call(af, NULL, 2, (dla_tensor *[]){a, b}, 1, &got), DLA_OK);
+    assert_int_equal(dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, x}, 1, &got), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af),
+                        "input 2 is the same tensor as: a tensor of its own -> input 1");
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* exp of rows of x picked by an index: the gather checks the positions. */
 static dla_status pick(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -625,6 +662,79 @@ static void test_noise_from_the_host_is_baked_and_tolerance_check_warns(void **s
     assert_non_null(strstr(msg, "output 1: largest absolute difference"));
     assert_non_null(strstr(msg, "largest relative difference"));
     assert_non_null(strstr(msg, "1 constant made inside the function"));
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* A view of x reshaped through a transpose: whether the reshapes are
+ * views or copies follows x's strides, and with it how the gradient's
+ * pieces add up (found by a review's random gradients, 2026-11-27). */
+static dla_status reshaped_view_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    dla_tensor *x = in[0];
+    dla_tensor *v = dla_slice(x, 2, 0, 1, DLA_END);
+    dla_tensor *r = dla_reshape(dla_permute(dla_reshape(v, "", 2, (const int64_t[]){36, 1}), 2,
+                                            (const int64_t[]){2, 1}),
+                                "", 2, (const int64_t[]){6, 6});
+    dla_tensor *loss = dla_add(dla_add(dla_sum(dla_square(r), 0, NULL),
+                                       dla_sum(dla_mul(v, v), 0, NULL)),
+                               dla_sum(dla_mul(x, r), 0, NULL));
+    out[0] = loss;
+    return dla_gradient(loss, 1, in, out + 1);
+}
+
+/* Inputs of the same dims laid out otherwise (rows with gaps, or dense)
+ * are other keys: each call's loss and gradient equal eager bit for bit,
+ * whichever layout recorded first (they did not when the key had no
+ * strides: the gradient differed in the last bits). */
+static void test_an_input_laid_out_otherwise_records_anew_and_equals_eager(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(1);
+    static const char *const orders[2] = {"0101", "1010"}; /* 0 dense, 1 rows with gaps */
+    for (int o = 0; o < 2; o++) {
+        dla_accel *af = dla_accelerate(reshaped_view_loss, NULL);
+        for (int call = 0; orders[o][call]; call++) {
+            const int gaps = orders[o][call] == '1';
+            dla_tensor *x = gaps ? dla_slice(dla_randn(DLA_F32, "", DLA_DIMS(8, 6)), 1, 1, 1, 7)
+                                 : dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
+            dla_tensor *got[2], *want[2];
+            assert_int_equal(dla_accel_feval(af, NULL, 1, &x, 2, got), DLA_OK);
+            if (call == 1)
+                assert_non_null(strstr(dla_accel_last_miss(af), "input 1 strides"));
+            assert_int_equal(dla_feval(reshaped_view_loss, NULL, 1, &x, 2, want), DLA_OK);
+            for (int i = 0; i < 2; i++)
+                assert_same_bits(got[i], want[i]);
+        }
+        assert_int_equal(dla_accel_occupancy(af), 2);
+        assert_true(dla_accel_hit_rate(af) == 50.0);
+        dla_accel_free(af);
+    }
+    dla_scope_end();
+}
+
+/* nout outputs, each x plus host noise (baked into the trace). */
+static dla_status many_noisy(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    for (int i = 0; i < nout; i++)
+        out[i] = dla_add(in[0], dla_rand(dla_tensor_dtype(in[0]), "", DLA_DIMS(2, 2)));
+    return DLA_OK;
+}
+
+/* A model loss returns a gradient per learnable, often more than 32
+ * outputs: the check ran only up to 32 and skipped more in silence. */
+static void test_the_tolerance_check_covers_many_outputs(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = ones(2, 2), *out[40];
+    dla_accel *af = dla_accelerate(many_noisy, &(dla_accel_options){.name = "manyNoisy"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 2; call++)
+        if (dla_accel_call(af, NULL, 1, &x, 40, out) != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+    assert_non_null(strstr(dla_accel_last_check(af),
+                           "Accelerated outputs differ from underlying function outputs"));
     dla_scope_end();
     dla_accel_free(af);
 }
@@ -1197,8 +1307,11 @@ int main(void)
         cmocka_unit_test(test_replays_of_inputs_at_changing_offsets_equal_eager),
         cmocka_unit_test(test_replays_of_long_sums_equal_eager_and_spare_other_tensors),
         cmocka_unit_test(test_one_tensor_passed_as_two_inputs_replays_as_eager),
+        cmocka_unit_test(test_the_same_tensor_twice_and_two_tensors_are_different_keys),
+        cmocka_unit_test(test_an_input_laid_out_otherwise_records_anew_and_equals_eager),
         cmocka_unit_test(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         cmocka_unit_test(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
+        cmocka_unit_test(test_the_tolerance_check_covers_many_outputs),
         cmocka_unit_test(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         cmocka_unit_test(test_an_accelerated_function_inside_another_works),
         cmocka_unit_test(test_one_accelerated_function_serves_several_threads),
