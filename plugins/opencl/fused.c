@@ -263,6 +263,21 @@ static cl_kernel compiled(dla__ocl_device *d, const key *k)
         h->log(DLA_LOG_WARN, "opencl:%d: clCreateKernel of a compiled %s program: %s", d->index,
                kind, DLA__OCL_ERR(err));
         e->kernel = NULL;
+        return NULL;
+    }
+    /* Launches take work-groups of d->local, which the interpreted kernels
+     * fit (program.c); a compiled program needing more registers may allow
+     * fewer on a GPU, and its launch would fail (CL_INVALID_WORK_GROUP_SIZE)
+     * where the interpreter runs: it stays interpreted. */
+    size_t wg = 0;
+    if (clGetKernelWorkGroupInfo(e->kernel, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+                                 NULL) == CL_SUCCESS &&
+        wg > 0 && wg < d->local) {
+        h->log(DLA_LOG_INFO, "opencl:%d: a compiled %s program allows work-groups of %zu, "
+               "fewer than the %zu launches take: it stays interpreted", d->index, kind, wg,
+               d->local);
+        clReleaseKernel(e->kernel);
+        e->kernel = NULL;
     }
     return e->kernel;
 }

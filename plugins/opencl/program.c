@@ -6,8 +6,10 @@
  * that a process pays the compiler only for what it runs: on PoCL a build
  * takes from a tenth of a second to a second (PoCL keeps the binaries in
  * its own cache across processes, so that is paid once per machine). A
- * failed build is kept too, so the next call fails at once with the same
- * log instead of compiling again.
+ * failed build is not kept: the next call that needs the program builds
+ * it again, and fails again with its log (a build fails on a broken
+ * driver or source, where every call failing with the reason is what is
+ * wanted).
  */
 #include "plugins/opencl/ocl.h"
 

@@ -61,12 +61,14 @@ static void conv_outs(const dla_conv *g, int d, long k, int *lo, int *hi)
                                __global const T *x, __global const T *w,      \
                                __global const T *bias)                        \
     {                                                                          \
-        const int o0 = get_global_id(0), g1 = get_global_id(1);                \
-        const int g2 = get_global_id(2);                                       \
+        /* g1 and g2 run to out1 x out2 and F x batch: past int range on a \
+         * large layer, while each index they hold fits an int. */         \
+        const int o0 = get_global_id(0);                                       \
+        const long g1 = get_global_id(1), g2 = get_global_id(2);               \
         if (o0 >= g.out[0] || g1 >= g.out[1] * g.out[2])                       \
             return;                                                            \
-        const int o1 = g1 % (int)g.out[1], o2 = g1 / (int)g.out[1];            \
-        const int f = g2 % (int)g.F, b = g2 / (int)g.F;                        \
+        const int o1 = (int)(g1 % g.out[1]), o2 = (int)(g1 / g.out[1]);        \
+        const int f = (int)(g2 % g.F), b = (int)(g2 / g.F);                    \
         const int grp = f / (int)g.Fg, fl = f % (int)g.Fg;                     \
         int lo0, hi0, lo1, hi1, lo2, hi2;                                      \
         conv_taps(&g, 0, o0, &lo0, &hi0);                                      \
@@ -98,12 +100,12 @@ static void conv_outs(const dla_conv *g, int d, long k, int *lo, int *hi)
     __kernel void conv_bwd_data_##T(dla_conv g, int st1, __global T *x,        \
                                     __global const T *y, __global const T *w)  \
     {                                                                          \
-        const int i0 = get_global_id(0), g1 = get_global_id(1);                \
-        const int g2 = get_global_id(2);                                       \
+        const int i0 = get_global_id(0);                                       \
+        const long g1 = get_global_id(1), g2 = get_global_id(2);               \
         if (i0 >= g.in[0] || g1 >= g.in[1] * g.in[2])                          \
             return;                                                            \
-        const int i[3] = {i0, g1 % (int)g.in[1], g1 / (int)g.in[1]};           \
-        const int c = g2 % (int)g.C, b = g2 / (int)g.C;                        \
+        const int i[3] = {i0, (int)(g1 % g.in[1]), (int)(g1 / g.in[1])};       \
+        const int c = (int)(g2 % g.C), b = (int)(g2 / g.C);                    \
         const int grp = c / (int)g.Cg, cl = c % (int)g.Cg;                     \
         const int a0 = i[0] + (int)g.pb[0], a1 = i[1] + (int)g.pb[1];          \
         const int a2 = i[2] + (int)g.pb[2];                                    \
