@@ -43,8 +43,9 @@
  * struct of your own (a network with a scalar or an options struct).
  *
  * The cache key (MATLAB's): the function; for each tensor input its dtype,
- * dims, format and device; the ctx kind's structure bytes and the dtype,
- * dims, format and device of each tensor it lists; the values of the other
+ * dims, format and device, and (dlaccel's own) its strides and which
+ * earlier input, if any, is the same tensor; the ctx kind's structure
+ * bytes and the same of each tensor it lists; the values of the other
  * inputs (through dla_accel_options.key; without a key or a ctx kind, the
  * ctx pointer itself); the number of outputs; and whether the call records
  * gradients (dla_accel_feval) or not (dla_accel_call).
