@@ -688,7 +688,8 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             dla_rng_get(&seed, &after);
             dla_rng_set(seed, before);
             dla_status es = want ? run_eager(af, ctx, grad, nin, in, nout, want)
-                                 : dla__fail(DLA_ERR_OUT_OF_MEMORY, "no room for %d outputs", nout);
+                                 : dla__fail(DLA_ERR_OUT_OF_MEMORY,
+                                             "no memory to hold the eager run's %d outputs", nout);
             dla_rng_set(seed, after);
             if (es == DLA_OK) {
                 pthread_mutex_lock(&af->lock);
@@ -698,8 +699,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                 /* The replay's results stand; the check could not be made,
                  * and says so rather than passing in silence. */
                 dla__log(DLA_LOG_WARN, "dla_accelerate: %s: CheckMode \"tolerance\": the "
-                         "check of this call was not made: the eager run failed: %s",
-                         af->name, dla_last_error());
+                         "check of this call was not made: %s", af->name, dla_last_error());
             }
             for (int i = 0; es == DLA_OK && i < nout; i++)
                 dla_tensor_release(want[i]);

@@ -739,6 +739,44 @@ static void test_the_tolerance_check_covers_many_outputs(void **state)
     dla_accel_free(af);
 }
 
+/* Fails when *ctx is set: a replay (the same ctx pointer) does not run
+ * it, the tolerance check's eager run does. */
+static dla_status fails_when_told(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    if (*(const int *)ctx)
+        return dla_tensor_status(out[0] = dla_sqrt(dla_reshape(in[0], "", 1,
+                                                               (const int64_t[]){5})));
+    out[0] = dla_exp(in[0]);
+    return DLA_OK;
+}
+
+static void check_whose_eager_run_fails(void *arg)
+{
+    dla_accel *af = arg;
+    int fail = 0;
+    dla_scope_begin();
+    dla_tensor *x = ones(2, 2), *y;
+    assert_int_equal(dla_accel_call(af, &fail, 1, &x, 1, &y), DLA_OK);
+    fail = 1;
+    assert_int_equal(dla_accel_call(af, &fail, 1, &x, 1, &y), DLA_OK); /* the replay's */
+    assert_true(dla_tensor_item(y, 0) == exp(1.0));
+    dla_scope_end();
+}
+
+/* The check cannot be made when the eager run fails; it says so. */
+static void test_a_check_whose_eager_run_fails_says_it_was_not_made(void **state)
+{
+    dla_accel *af = dla_accelerate(fails_when_told, &(dla_accel_options){.name = "failsWhenTold"});
+    dla_accel_set_check_mode(af, "tolerance");
+    char *log = stderr_of(check_whose_eager_run_fails, af);
+    if (!strstr(log, "failsWhenTold: CheckMode \"tolerance\": the check of this call was not "
+                     "made: dla_reshape"))
+        fail_msg("no warning that the check was not made; the log:\n%s", log);
+    free(log);
+    dla_accel_free(af);
+}
+
 static dla_status reads_a_value(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     dla_tensor *s = dla_sum(in[0], 0, NULL);
@@ -1312,6 +1350,7 @@ int main(void)
         cmocka_unit_test(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         cmocka_unit_test(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         cmocka_unit_test(test_the_tolerance_check_covers_many_outputs),
+        cmocka_unit_test(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         cmocka_unit_test(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         cmocka_unit_test(test_an_accelerated_function_inside_another_works),
         cmocka_unit_test(test_one_accelerated_function_serves_several_threads),
