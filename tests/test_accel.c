@@ -760,7 +760,7 @@ static void check_whose_eager_run_fails(void *arg)
     assert_int_equal(dla_accel_call(af, &fail, 1, &x, 1, &y), DLA_OK);
     fail = 1;
     assert_int_equal(dla_accel_call(af, &fail, 1, &x, 1, &y), DLA_OK); /* the replay's */
-    assert_true(dla_tensor_item(y, 0) == exp(1.0));
+    assert_true(fabs(dla_tensor_item(y, 0) - exp(1.0)) < 1e-12); /* a device's exp may round otherwise */
     dla_scope_end();
 }
 
