@@ -701,8 +701,10 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                 dla__log(DLA_LOG_WARN, "dla_accelerate: %s: CheckMode \"tolerance\": the "
                          "check of this call was not made: %s", af->name, dla_last_error());
             }
-            for (int i = 0; es == DLA_OK && i < nout; i++)
-                dla_tensor_release(want[i]);
+            /* run_eager fills every output, failed or not (error tensors). */
+            for (int i = 0; want && i < nout; i++)
+                if (want[i])
+                    dla_tensor_release(want[i]);
             if (want != room_want)
                 dla__free(want);
         }
