@@ -151,28 +151,21 @@ static void judged(dla__spmd *w, dla_spmd_request *r)
         r->phase = READY;
 }
 
-/* Posts r's reductions: one per direct tensor, one per staged dtype. */
+/* Posts r's reductions: one per tensor, in tensor order, wherever it lies
+ * (its own memory or the stage). Whether a tensor is direct follows this
+ * rank's layout of it, which another rank's may not share: grouping the
+ * staged ones by dtype made ranks of other layouts pair other buffers in
+ * their transfers (spmd_coll.c says more). */
 static void post(dla__spmd *w, dla_spmd_request *r)
 {
     dla_reduce_op wire = r->op == DLA_REDUCE_MEAN ? DLA_REDUCE_SUM : r->op;
     dla_status st = DLA_OK;
     r->npay = 0;
     for (int k = 0; k < r->n && st == DLA_OK; k++) {
-        if (!r->s[k].direct || r->s[k].bytes == 0)
+        if (r->s[k].bytes == 0)
             continue;
         st = w->p->allreduce(w->ctx, r->s[k].host, r->s[k].bytes / dla_dtype_size(r->t[k]->dtype),
                              r->t[k]->dtype, wire, DLA_COMM_ASYNC, &r->pay[r->npay]);
-        r->npay += st == DLA_OK;
-    }
-    for (int d = 0; d < DLA_DTYPE_COUNT && st == DLA_OK; d++) {
-        size_t bytes = 0;
-        for (int k = 0; k < r->n; k++)
-            if (!r->s[k].direct && r->t[k]->dtype == (dla_dtype)d)
-                bytes += r->s[k].bytes;
-        if (bytes == 0)
-            continue;
-        st = w->p->allreduce(w->ctx, r->stage + r->group[d], bytes / dla_dtype_size((dla_dtype)d),
-                             (dla_dtype)d, wire, DLA_COMM_ASYNC, &r->pay[r->npay]);
         r->npay += st == DLA_OK;
     }
     if (st != DLA_OK) {

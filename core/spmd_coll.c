@@ -5,8 +5,9 @@
  * whose memory the host addresses (the cpu plugin: host_addressable) is
  * handed over as it is, so a gradient is reduced in place with no copy;
  * any other tensor (a view, or memory of a device such as opencl) is
- * copied into one host buffer per dtype, reduced there in one call, and
- * written back. Every collective first checks that the ranks agree
+ * copied into a host buffer (the stage), reduced there, and written back.
+ * Either way each tensor is its own transfer, in tensor order, so ranks
+ * that lay the same tensors out otherwise still pair them. Every collective first checks that the ranks agree
  * (spmd_check.c); a rank whose own arguments are wrong still takes part
  * in that check, so every rank fails together instead of the others
  * waiting for it.
@@ -131,7 +132,7 @@ dla_status dla__coll_write_back(const char *op, dla_tensor *t, const void *host)
 }
 
 /* Lays the tensors out: direct ones point at their memory, the others get
- * a place in one stage, grouped by dtype (each group one reduction), and
+ * a place in one stage, grouped by dtype, and
  * are copied there when fill. *stage is NULL when none is staged. */
 dla_status dla__coll_lay_out(const char *op, int n, dla_tensor *const *t, dla__coll_slot *s, int fill,
                           unsigned char **stage, size_t group_off[DLA_DTYPE_COUNT + 1])
@@ -332,28 +333,23 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     if (st != DLA_OK || size == 1)
         goto done;
 
-    /* One reduction per direct tensor, one per staged dtype group. Every
+    /* One reduction per tensor, in tensor order, wherever it lies (its own
+     * memory or the stage). Whether a tensor is direct follows this rank's
+     * layout of it (dense, on a device the host addresses), which another
+     * rank's need not share: when the staged tensors went as one reduction
+     * per dtype after the direct ones, ranks of other layouts paired other
+     * buffers in their transfers, and every rank returned sums of the
+     * wrong tensors with DLA_OK (found by a review, 2026-11-27). Every
      * rank is known to be here, so the plugin may block in each (the
      * watchdog covers a transfer that never ends). */
     int nreq = 0;
     dla_reduce_op wire = op == DLA_REDUCE_MEAN ? DLA_REDUCE_SUM : op;
     dla__spmd_watch_begin(w, name);
     for (int k = 0; k < n && st == DLA_OK; k++) {
-        if (!s[k].direct || s[k].bytes == 0)
+        if (s[k].bytes == 0)
             continue;
         st = w->p->allreduce(w->ctx, s[k].host, s[k].bytes / dla_dtype_size(t[k]->dtype),
                              t[k]->dtype, wire, DLA_COMM_MAY_BLOCK, &reqs[nreq]);
-        nreq += st == DLA_OK;
-    }
-    for (int d = 0; d < DLA_DTYPE_COUNT && st == DLA_OK; d++) {
-        size_t bytes = 0;
-        for (int k = 0; k < n; k++)
-            if (!s[k].direct && t[k]->dtype == (dla_dtype)d)
-                bytes += s[k].bytes;
-        if (bytes == 0)
-            continue;
-        st = w->p->allreduce(w->ctx, stage + group[d], bytes / dla_dtype_size((dla_dtype)d),
-                             (dla_dtype)d, wire, DLA_COMM_MAY_BLOCK, &reqs[nreq]);
         nreq += st == DLA_OK;
     }
     if (st != DLA_OK) {
@@ -424,27 +420,20 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
     dla__free(all);
     if (st != DLA_OK || size == 1)
         goto done;
-    /* The staged tensors go as one message of bytes, whatever their dtypes;
-     * direct ones one each, one at a time (a broadcast is rarely on the
-     * hot path: the initial learnables). */
+    /* One message per tensor, in tensor order, wherever it lies: as for
+     * dla_allreduce, a rank's direct or staged choice is its own, so the
+     * messages must not depend on it (a broadcast is rarely on the hot
+     * path: the initial learnables). */
     for (int k = 0; k < n && st == DLA_OK; k++) {
-        if (!s[k].direct || s[k].bytes == 0)
+        if (s[k].bytes == 0)
             continue;
         dla_comm_req req;
         dla__spmd_watch_begin(w, name);
         st = w->p->broadcast(w->ctx, s[k].host, s[k].bytes, root, DLA_COMM_MAY_BLOCK, &req);
         dla__spmd_watch_end();
         st = finish_blocking(w, name, st, req);
-        if (st == DLA_OK)
+        if (st == DLA_OK && s[k].direct)
             dla__storage_written(t[k]->storage);
-    }
-    size_t staged = group[DLA_DTYPE_COUNT];
-    if (st == DLA_OK && staged) {
-        dla_comm_req req;
-        dla__spmd_watch_begin(w, name);
-        st = w->p->broadcast(w->ctx, stage, staged, root, DLA_COMM_MAY_BLOCK, &req);
-        dla__spmd_watch_end();
-        st = finish_blocking(w, name, st, req);
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
         if (!s[k].direct && me != root)

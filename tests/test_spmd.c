@@ -181,6 +181,63 @@ static void case_broadcast(void)
     dla_tensor_release(base);
 }
 
+/* Ranks that lay the same tensors out otherwise: a is dense on even
+ * ranks and every other element of a buffer on odd ones (staged there),
+ * b dense everywhere. Each collective must pair a with a and b with b
+ * (it paired the staged a with another rank's b: every rank got sums of
+ * the wrong tensors, with DLA_OK). */
+static double f_b(int r, int64_t i) { return 100.0 + f_mix(r, i); }
+
+static void a_and_b(int strided, dla_tensor **a, dla_tensor **b, dla_tensor **base)
+{
+    *base = vec(DLA_F32, 8, f_mix);
+    *a = strided ? dla_slice(*base, 1, 0, 2, 8) : vec(DLA_F32, 4, f_mix);
+    *b = vec(DLA_F32, 4, f_b);
+}
+
+static void case_layouts(void)
+{
+    const int odd = rank_ % 2;
+    for (int how = 0; how < 3; how++) { /* blocking, non-blocking, broadcast */
+        dla_tensor *a, *b, *base;
+        a_and_b(odd, &a, &b, &base);
+        /* a's values: f_mix of its own elements 0..3, wherever they lie. */
+        for (int64_t i = 0; i < 4; i++)
+            CHECK(dla_tensor_item(a, i) == (float)f_mix(rank_, odd ? 2 * i : i), "a set");
+        dla_tensor *ab[] = {a, b};
+        const int root = size_ - 1;
+        if (how == 0) {
+            CHECK(dla_allreduce(2, ab, DLA_REDUCE_SUM) == DLA_OK, "allreduce");
+        } else if (how == 1) {
+            dla_spmd_request *r = NULL;
+            CHECK(dla_allreduce_start(2, ab, DLA_REDUCE_SUM, &r) == DLA_OK && r, "start");
+            CHECK(dla_spmd_wait(r) == DLA_OK, "wait");
+        } else {
+            CHECK(dla_broadcast(2, ab, root) == DLA_OK, "broadcast");
+        }
+        for (int64_t i = 0; i < 4; i++) {
+            double wa = 0, wb = 0;
+            for (int r = 0; r < size_; r++) {
+                wa += f_mix(r, r % 2 ? 2 * i : i);
+                wb += f_b(r, i);
+            }
+            if (how == 2) {
+                wa = f_mix(root, root % 2 ? 2 * i : i);
+                wb = f_b(root, i);
+            }
+            CHECK(dla_tensor_item(a, i) == (float)wa, "%s a[%lld] = %g, expected %g",
+                  how == 0 ? "allreduce" : how == 1 ? "async" : "broadcast", (long long)i,
+                  dla_tensor_item(a, i), wa);
+            CHECK(dla_tensor_item(b, i) == (float)wb, "%s b[%lld] = %g, expected %g",
+                  how == 0 ? "allreduce" : how == 1 ? "async" : "broadcast", (long long)i,
+                  dla_tensor_item(b, i), wb);
+        }
+        dla_tensor_release(a);
+        dla_tensor_release(b);
+        dla_tensor_release(base);
+    }
+}
+
 /* Dense tensors only: on a device with collectives of its own, the
  * broadcast goes there (tests/spmd_device.sh). */
 static void case_bcast_dense(void)
@@ -594,6 +651,7 @@ static int run_case(const char *name)
         {"hang", case_hang},           {"kill", case_kill},           {"stall", case_stall},
         {"async", case_async},         {"async_mismatch", case_async_mismatch},
         {"async_hang", case_async_hang}, {"bcast_dense", case_bcast_dense},
+        {"layouts", case_layouts},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(name, cases[i].name))
