@@ -44,7 +44,6 @@ struct dla_spmd_request {
     dla_reduce_op op;
     dla__coll_slot *s;
     unsigned char *stage;
-    size_t group[DLA_DTYPE_COUNT + 1];
     dla__coll_desc mine, *all;
     dla_comm_req check;   /* the descriptors' exchange, NULL once in */
     dla_comm_req *pay;    /* the reductions, NULL each once done */
@@ -249,7 +248,7 @@ static void start_on_device(dla__spmd *w, dla_spmd_request *r)
         if (st == DLA_OK)
             r->phase = ON_DEVICE;
     } else if (st == DLA_OK) {
-        st = dla__coll_lay_out(name, r->n, r->t, r->s, 1, &r->stage, r->group);
+        st = dla__coll_lay_out(name, r->n, r->t, r->s, 1, &r->stage);
         if (st != DLA_OK)
             dla__spmd_break(w); /* the others go on to the reduction */
     }
@@ -328,7 +327,7 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
         recs = dla__calloc((size_t)n, sizeof *recs);
         r->t = dla__calloc((size_t)n, sizeof *r->t);
         r->s = dla__calloc((size_t)n, sizeof *r->s);
-        r->pay = dla__calloc((size_t)n + DLA_DTYPE_COUNT, sizeof *r->pay);
+        r->pay = dla__calloc((size_t)n, sizeof *r->pay);
         if (!recs || !r->t || !r->s || !r->pay)
             st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %d tensors", name, n);
     }
@@ -340,7 +339,7 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
     if (st == DLA_OK)
         r->mine.device_path = dla__spmd_device_path(w, n, t);
     if (st == DLA_OK && !r->mine.device_path)
-        st = dla__coll_lay_out(name, n, t, r->s, 1, &r->stage, r->group);
+        st = dla__coll_lay_out(name, n, t, r->s, 1, &r->stage);
     if (st != DLA_OK)
         dla__coll_local_error(&r->mine);
     /* Taking part even with refused arguments: the others then fail with

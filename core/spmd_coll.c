@@ -132,29 +132,23 @@ dla_status dla__coll_write_back(const char *op, dla_tensor *t, const void *host)
 }
 
 /* Lays the tensors out: direct ones point at their memory, the others get
- * a place in one stage, grouped by dtype, and
- * are copied there when fill. *stage is NULL when none is staged. */
+ * a place in one stage, in call order (each one its own transfer, each
+ * place aligned to 64 bytes), and are copied there when fill. *stage is
+ * NULL when none is staged. */
 dla_status dla__coll_lay_out(const char *op, int n, dla_tensor *const *t, dla__coll_slot *s, int fill,
-                          unsigned char **stage, size_t group_off[DLA_DTYPE_COUNT + 1])
+                          unsigned char **stage)
 {
     size_t off = 0;
     *stage = NULL;
-    for (int d = 0; d < DLA_DTYPE_COUNT; d++) {
-        group_off[d] = off;
-        for (int k = 0; k < n; k++) {
-            if (t[k]->dtype != (dla_dtype)d)
-                continue;
-            s[k].bytes = tensor_bytes(t[k]);
-            s[k].host = direct_pointer(t[k]);
-            s[k].direct = s[k].host != NULL;
-            if (!s[k].direct) {
-                s[k].host = (void *)(uintptr_t)off; /* an offset until the stage exists */
-                off += s[k].bytes;
-            }
+    for (int k = 0; k < n; k++) {
+        s[k].bytes = tensor_bytes(t[k]);
+        s[k].host = direct_pointer(t[k]);
+        s[k].direct = s[k].host != NULL;
+        if (!s[k].direct) {
+            s[k].host = (void *)(uintptr_t)off; /* an offset until the stage exists */
+            off = (off + s[k].bytes + 63) & ~(size_t)63;
         }
-        off = (off + 63) & ~(size_t)63;
     }
-    group_off[DLA_DTYPE_COUNT] = off;
     if (off == 0)
         return DLA_OK;
     *stage = dla__malloc_aligned(off, 64);
@@ -260,8 +254,8 @@ void dla__coll_divide(void *host, size_t bytes, dla_dtype dtype, int size)
  * breaks the world: the other ranks have gone on to the transfer. */
 static dla_status device_or_stage(dla__spmd *w, const char *name, dla__coll_desc *all, int n,
                                   dla_tensor *const *t, dla__coll_slot *s, int fill,
-                                  unsigned char **stage, size_t group_off[DLA_DTYPE_COUNT + 1],
-                                  int *handled, dla_reduce_op op, int root)
+                                  unsigned char **stage, int *handled, dla_reduce_op op,
+                                  int root)
 {
     dla_device *dev = t[0]->storage->device;
     void *grp = NULL;
@@ -285,7 +279,7 @@ static dla_status device_or_stage(dla__spmd *w, const char *name, dla__coll_desc
     }
     if (w->world.size == 1)
         return DLA_OK;
-    st = dla__coll_lay_out(name, n, t, s, fill, stage, group_off);
+    st = dla__coll_lay_out(name, n, t, s, fill, stage);
     if (st != DLA_OK)
         dla__spmd_break(w);
     return st;
@@ -300,13 +294,12 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     dla__coll_slot *s = NULL;
     dla_comm_req *reqs = NULL;
     unsigned char *stage = NULL;
-    size_t group[DLA_DTYPE_COUNT + 1];
     int size = w->world.size;
     dla_status st = dla__coll_check_reduce(name, n, t, op);
     if (st == DLA_OK && n > 0) {
         recs = dla__calloc((size_t)n, sizeof *recs);
         s = dla__calloc((size_t)n, sizeof *s);
-        reqs = dla__calloc((size_t)n + DLA_DTYPE_COUNT, sizeof *reqs);
+        reqs = dla__calloc((size_t)n, sizeof *reqs);
         if (!recs || !s || !reqs)
             st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %d tensors", name, n);
     }
@@ -314,7 +307,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
         dla__coll_rec_of(t[k], &recs[k]);
     mine.device_path = st == DLA_OK ? dla__spmd_device_path(w, n, t) : 0;
     if (st == DLA_OK && size > 1 && !mine.device_path)
-        st = dla__coll_lay_out(name, n, t, s, 1, &stage, group);
+        st = dla__coll_lay_out(name, n, t, s, 1, &stage);
     if (st != DLA_OK)
         dla__coll_local_error(&mine);
     dla__coll_desc *all = NULL;
@@ -324,7 +317,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
         st = cst;
     if (st == DLA_OK && mine.device_path) {
         int handled = 0;
-        st = device_or_stage(w, name, all, n, t, s, 1, &stage, group, &handled, op, -1);
+        st = device_or_stage(w, name, all, n, t, s, 1, &stage, &handled, op, -1);
         all = NULL; /* freed there */
         if (handled || st != DLA_OK)
             goto done;
@@ -385,7 +378,6 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
     dla__coll_rec *recs = NULL;
     dla__coll_slot *s = NULL;
     unsigned char *stage = NULL;
-    size_t group[DLA_DTYPE_COUNT + 1];
     int size = w->world.size, me = w->world.rank;
     dla_status st = dla__coll_check_tensors(name, n, t, 1);
     if (st == DLA_OK && (root < 0 || root >= size))
@@ -401,7 +393,7 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
         dla__coll_rec_of(t[k], &recs[k]);
     mine.device_path = st == DLA_OK ? dla__spmd_device_path(w, n, t) : 0;
     if (st == DLA_OK && size > 1 && !mine.device_path)
-        st = dla__coll_lay_out(name, n, t, s, me == root, &stage, group);
+        st = dla__coll_lay_out(name, n, t, s, me == root, &stage);
     if (st != DLA_OK)
         dla__coll_local_error(&mine);
     dla__coll_desc *all = NULL;
@@ -411,7 +403,7 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
         st = cst;
     if (st == DLA_OK && mine.device_path) {
         int handled = 0;
-        st = device_or_stage(w, name, all, n, t, s, me == root, &stage, group, &handled,
+        st = device_or_stage(w, name, all, n, t, s, me == root, &stage, &handled,
                              DLA_REDUCE_COUNT, root);
         all = NULL; /* freed there */
         if (handled || st != DLA_OK)

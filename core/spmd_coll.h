@@ -26,11 +26,11 @@ int dla__coll_op_supports(dla_reduce_op op, dla_dtype dtype);
  * place), op a dla_reduce_op, and every dtype reduced by it. */
 dla_status dla__coll_check_reduce(const char *name, int n, dla_tensor *const *t, dla_reduce_op op);
 /* Lays the tensors out: direct ones point at their memory, the others get
- * a place in one stage (*stage, NULL when none), grouped by dtype from
- * group_off[dtype], and are copied there when fill. */
+ * a place in one stage (*stage, NULL when none), in call order, and are
+ * copied there when fill. Each tensor is then its own transfer, so ranks
+ * that lay a tensor out otherwise still pair it. */
 dla_status dla__coll_lay_out(const char *op, int n, dla_tensor *const *t, dla__coll_slot *s,
-                             int fill, unsigned char **stage,
-                             size_t group_off[DLA_DTYPE_COUNT + 1]);
+                             int fill, unsigned char **stage);
 /* Copies host (the tensor's bytes, dense) into t on its device. */
 dla_status dla__coll_write_back(const char *op, dla_tensor *t, const void *host);
 /* bytes of dtype at host divided by size (MEAN of a SUM). */
