@@ -724,6 +724,9 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             if (rs != DLA_OK)
                 dla__log(DLA_LOG_WARN, "dla_accelerate: %s: the trace could not be kept: %s",
                          af->name, dla_last_error());
+            /* The results the caller gets must not be the trace's storage. */
+            if (trace)
+                st = dla__trace_unalias(trace, nout, out);
         }
         entry *e = trace ? dla__calloc(1, sizeof *e) : NULL;
         if (trace && !e)

@@ -18,5 +18,7 @@ dla_tensor *dla__expand(dla_tensor *g, const dla_tensor *like);
 /* t itself (a new reference) when dense, else a dense copy on its device
  * (strided copy kernel); NULL with the message, prefixed with op, on failure. */
 dla_tensor *dla__dense(const char *op, dla_tensor *t);
+/* A dense copy of t on its device, always new storage; NULL as above. */
+dla_tensor *dla__copy(const char *op, dla_tensor *t);
 
 #endif

@@ -54,7 +54,8 @@ typedef struct dla__trace {
      * through a private header on its storage (counted in the storage's
      * trace_views), so a storage no one else holds a header on is one the
      * caller let go of; const_writes is the storage's write count when it
-     * was recorded. NULL for a loaded trace (nothing to check). */
+     * was recorded (for one the function made: when the recording ended).
+     * NULL for a loaded trace (nothing to check). */
     unsigned char *const_outer;
     uint64_t *const_writes;
     int inner_consts;    /* constants the function made while recording */
@@ -98,10 +99,11 @@ void dla__trace_free(dla__trace *t);
 
 /* -------------------------------------------------------------- replay */
 
-/* Nonzero when a constant made before the recording has changed since:
- * its storage was written, or no one but traces holds it any more (the
- * caller replaced or released it); why receives a sentence naming it.
- * Cost: a few loads per such constant, none for the others. */
+/* Nonzero when a constant has changed since the recording: its storage
+ * was written (any constant: one the function made and kept somewhere a
+ * collective reached it, too), or, for one made before the recording, no
+ * one but traces holds it any more (the caller replaced or released it);
+ * why receives a sentence naming it. Cost: a few loads per constant. */
 int dla__trace_stale(const dla__trace *t, char *why, size_t size);
 
 /* Runs the trace on in[0..nin-1] (the trace's dtypes and dims; any
@@ -109,6 +111,15 @@ int dla__trace_stale(const dla__trace *t, char *why, size_t size);
  * dla__run_op, so a replay inside dla_feval or inside another recording is
  * recorded there too. */
 dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out);
+
+/* A result that is, or is a view of, a constant the trace made its own (one
+ * the function made while recording; any of a loaded trace's) would hand
+ * the caller the trace's storage: an in-place write there (a collective on
+ * the result) would change every later replay, and every other result of
+ * it, at once. Each such out[i] (a +1 reference) is replaced by a dense
+ * copy. On failure every out[i] is released and set to NULL. Replays do
+ * this themselves; the recording call does it once the trace is made. */
+dla_status dla__trace_unalias(const dla__trace *t, int nout, dla_tensor **out);
 
 
 /* Writes the trace as text (ops, shapes, RNG entries, constants, memory). */

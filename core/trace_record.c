@@ -359,6 +359,11 @@ dla_status dla__trace_end(int ok, int nout, dla_tensor *const *out, dla__trace *
                 t->values[id].is_output = 1;
             }
         }
+        /* A constant the function made is the trace's from here on:
+         * a write after this is one the replays must not see. */
+        for (int i = 0; i < t->nconsts; i++)
+            if (!t->const_outer[i] && t->consts[i]->storage)
+                t->const_writes[i] = atomic_load(&t->consts[i]->storage->writes);
         t->record_seconds = now_s() - r->start;
     }
     release_map(r);

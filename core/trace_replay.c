@@ -13,6 +13,7 @@
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/ops.h"
 #include "core/plan.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -92,33 +93,71 @@ static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_t
 dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)
 {
     dla_status st;
-    if (dla__plan_replay(t, in, out, &st))
-        return st;
-    return replay_plain(t, in, out);
+    if (!dla__plan_replay(t, in, out, &st))
+        st = replay_plain(t, in, out);
+    return st == DLA_OK ? dla__trace_unalias(t, t->nout, out) : st;
 }
 
 int dla__trace_stale(const dla__trace *t, char *why, size_t size)
 {
     for (int i = 0; t->const_outer && i < t->nconsts; i++) {
-        if (!t->const_outer[i])
-            continue;
         const dla__storage *st = t->consts[i]->storage;
+        if (!st)
+            continue;
+        int outer = t->const_outer[i];
         int written = atomic_load_explicit(&st->writes, memory_order_relaxed) != t->const_writes[i];
         /* Every header on the storage is a trace's own: the caller's are gone. */
-        int dropped = atomic_load_explicit(&st->refcount, memory_order_acquire) ==
-                      atomic_load_explicit(&st->trace_views, memory_order_acquire);
+        int dropped = outer && atomic_load_explicit(&st->refcount, memory_order_acquire) ==
+                                   atomic_load_explicit(&st->trace_views, memory_order_acquire);
         if (!written && !dropped)
             continue;
         char buf[DLA__DIMS_BUF];
-        snprintf(why, size, "constant %d (%s %s), made outside the function and baked into its "
-                 "trace, %s; pass it as a tensor input (a network: dla_accel_options.ctx_kind)",
-                 i + 1, dla__tensor_dims_str(t->consts[i], buf, sizeof buf),
-                 dla_dtype_name(t->consts[i]->dtype),
-                 written ? "was written since it was recorded"
-                         : "is held only by the trace now: the caller replaced or released it");
+        if (outer)
+            snprintf(why, size, "constant %d (%s %s), made outside the function and baked into "
+                     "its trace, %s; pass it as a tensor input (a network: "
+                     "dla_accel_options.ctx_kind)",
+                     i + 1, dla__tensor_dims_str(t->consts[i], buf, sizeof buf),
+                     dla_dtype_name(t->consts[i]->dtype),
+                     written ? "was written since it was recorded"
+                             : "is held only by the trace now: the caller replaced or released it");
+        else
+            snprintf(why, size, "constant %d (%s %s), made inside the function while it was "
+                     "recorded, was written in place since (a collective on a tensor the function "
+                     "kept); copy a tensor before writing to it in place",
+                     i + 1, dla__tensor_dims_str(t->consts[i], buf, sizeof buf),
+                     dla_dtype_name(t->consts[i]->dtype));
         return 1;
     }
     return 0;
+}
+
+static int own_storage(const dla__trace *t, const dla__storage *st)
+{
+    for (int i = 0; i < t->nconsts; i++)
+        if ((!t->const_outer || !t->const_outer[i]) && t->consts[i]->storage == st)
+            return 1;
+    return 0;
+}
+
+dla_status dla__trace_unalias(const dla__trace *t, int nout, dla_tensor **out)
+{
+    for (int i = 0; i < nout; i++) {
+        dla_tensor *x = out[i];
+        if (!x || x->status != DLA_OK || !x->storage || !own_storage(t, x->storage))
+            continue;
+        dla_tensor *c = dla__copy("a trace's result that is its constant", x);
+        if (!c) {
+            dla_status st = dla_last_status();
+            for (int k = 0; k < nout; k++) {
+                dla_tensor_release(out[k]);
+                out[k] = NULL;
+            }
+            return st;
+        }
+        dla_tensor_release(x);
+        out[i] = c;
+    }
+    return DLA_OK;
 }
 
 static const char *kind_name(dla__value_kind k)

@@ -20,8 +20,11 @@
 
 dla_tensor *dla__dense(const char *op, dla_tensor *t)
 {
-    if (dla__is_dense(t))
-        return dla_tensor_retain(t);
+    return dla__is_dense(t) ? dla_tensor_retain(t) : dla__copy(op, t);
+}
+
+dla_tensor *dla__copy(const char *op, dla_tensor *t)
+{
     dla_tensor *d = dla__tensor_alloc(op, t->storage->device, t->dtype, t->format, t->ndims, t->dims);
     if (!d)
         return NULL;

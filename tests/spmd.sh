@@ -18,7 +18,7 @@ if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
 
-basic="world,allreduce,broadcast,allgather,flags,queue,args,async,layouts"
+basic="world,allreduce,broadcast,allgather,flags,queue,args,async,layouts,accel_result"
 mpi=yes
 reason=
 if [ ! -f "$manifest" ]; then

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "core/tensor.h" /* dla__storage_written: an in-place write, as a future op would make */
+#include "core/trace.h"  /* a trace's constants, to compare results' memory with */
 
 /* ---------------------------------------------------------- functions */
 
@@ -1184,6 +1185,83 @@ static void test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_on
     dla_accel_free(r.af);
 }
 
+/* Returns x + c, c and a view of c, where c is made inside: a constant
+ * of the trace. Keeps c in *ctx when ctx is given (a function that keeps
+ * a tensor it made somewhere a collective reaches it). */
+static dla_status own_constant(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *c = dla_tensor_from_host((const float[]){1, 2, 3, 4}, DLA_F32, "", DLA_DIMS(4));
+    out[0] = dla_add(in[0], c);
+    out[1] = c;
+    out[2] = dla_reshape(c, "", DLA_DIMS(2, 2));
+    if (ctx) {
+        dla_tensor **kept = ctx;
+        dla_tensor_release(*kept);
+        *kept = dla_tensor_retain(c);
+    }
+    return DLA_OK;
+}
+
+static void test_results_that_are_its_constants_are_the_callers_own(void **state)
+{
+    /* The results of every call, recording and replays, are storage of
+     * their own: a replay used to hand out the trace's constant itself,
+     * so an in-place write to one (dla_allreduce on it; tests/spmd.sh's
+     * accel_result sums them) changed every later call's results. */
+    dla_accel *af = dla_accelerate(own_constant, &(dla_accel_options){.name = "own"});
+    dla_tensor *x = dla_tensor_from_host((const float[]){10, 20, 30, 40}, DLA_F32, "", DLA_DIMS(4));
+    dla_tensor *out[3][3];
+    for (int call = 0; call < 3; call++) {
+        assert_int_equal(dla_accel_call(af, NULL, 1, &x, 3, out[call]), DLA_OK);
+        for (int i = 0; i < 4; i++) {
+            assert_float_equal(dla_tensor_item(out[call][0], i), 11.0 * (i + 1), 0);
+            assert_float_equal(dla_tensor_item(out[call][1], i), i + 1, 0);
+            assert_float_equal(dla_tensor_item(out[call][2], i), i + 1, 0);
+        }
+    }
+    assert_float_equal(dla_accel_hit_rate(af), 100.0 * 2 / 3, 1e-9);
+    dla_trace *tr = dla_accel_trace(af, 0);
+    const dla__trace *t = (const dla__trace *)tr;
+    for (int a = 0; a < 9; a++) {
+        const dla__storage *sa = out[a / 3][a % 3]->storage;
+        for (int k = 0; k < t->nconsts; k++)
+            if (sa == t->consts[k]->storage)
+                fail_msg("call %d's result %d is the trace's constant %d", a / 3 + 1, a % 3 + 1,
+                         k + 1);
+        for (int b = a + 1; b < 9; b++)
+            if (sa == out[b / 3][b % 3]->storage)
+                fail_msg("results %d of call %d and %d of call %d share their memory", a % 3 + 1,
+                         a / 3 + 1, b % 3 + 1, b / 3 + 1);
+    }
+    dla_trace_release(tr);
+    for (int a = 0; a < 9; a++)
+        dla_tensor_release(out[a / 3][a % 3]);
+    dla_accel_free(af);
+
+    /* A constant the function kept and that was written since: the trace
+     * is stale and the call records anew. */
+    dla_tensor *kept = NULL;
+    af = dla_accelerate(own_constant, &(dla_accel_options){.name = "keeps"});
+    dla_tensor *o[3];
+    for (int call = 0; call < 3; call++) {
+        if (call == 2)
+            dla__storage_written(kept->storage); /* as dla_allreduce(1, &kept, ...) */
+        assert_int_equal(dla_accel_call(af, &kept, 1, &x, 3, o), DLA_OK);
+        if (call == 1)
+            assert_string_equal(dla_accel_last_miss(af), "");
+        for (int k = 0; k < 3; k++)
+            dla_tensor_release(o[k]);
+    }
+    assert_non_null(strstr(dla_accel_last_miss(af),
+                           "constant 1 (4 single), made inside the function while it was "
+                           "recorded, was written in place since"));
+    dla_tensor_release(kept);
+    dla_tensor_release(x);
+    dla_accel_free(af);
+}
+
 typedef struct reader {
     dla_accel *af;
     atomic_int stop, started;
@@ -1359,6 +1437,7 @@ int main(void)
         cmocka_unit_test(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
         cmocka_unit_test(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
         cmocka_unit_test(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
+        cmocka_unit_test(test_results_that_are_its_constants_are_the_callers_own),
         cmocka_unit_test(test_statistics_read_while_other_threads_call),
         cmocka_unit_test(test_a_tensor_viewed_and_retained_from_several_threads),
     };

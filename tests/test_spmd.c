@@ -238,6 +238,53 @@ static void case_layouts(void)
     }
 }
 
+/* An accelerated function whose results include a constant it made (c,
+ * and a view of it): each call's results are the caller's own. Summing
+ * one in place across the ranks must change neither the next call's
+ * results nor the trace (a replay handed out the trace's constant itself,
+ * so every later call returned c and x + c summed over the ranks). */
+static dla_status const_results(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    const float h[4] = {1, 2, 3, 4};
+    dla_tensor *c = dla_tensor_from_host(h, DLA_F32, "", 1, (int64_t[]){4});
+    out[0] = dla_add(in[0], c);
+    out[1] = c;
+    out[2] = dla_reshape(c, "", 2, (int64_t[]){2, 2});
+    return DLA_OK;
+}
+
+static void case_accel_result(void)
+{
+    dla_tensor *x = vec(DLA_F32, 4, f_mix);
+    dla_accel *af = dla_accelerate(const_results, NULL);
+    for (int call = 0; call < 4; call++) {
+        dla_tensor *out[3];
+        CHECK(dla_accel_call(af, NULL, 1, &x, 3, out) == DLA_OK, "call %d", call);
+        for (int64_t i = 0; i < 4; i++) {
+            CHECK(dla_tensor_item(out[0], i) == (float)(f_mix(rank_, i) + (double)(i + 1)),
+                  "call %d: x + c [%lld] = %g", call, (long long)i, dla_tensor_item(out[0], i));
+            CHECK(dla_tensor_item(out[1], i) == (float)(i + 1) &&
+                      dla_tensor_item(out[2], i) == (float)(i + 1),
+                  "call %d: c [%lld] = %g, its view %g, expected %lld", call, (long long)i,
+                  dla_tensor_item(out[1], i), dla_tensor_item(out[2], i), (long long)(i + 1));
+        }
+        /* c, or its view on even calls (whether the two share memory is
+         * the function's business, as eagerly). */
+        dla_tensor **sum = &out[1 + call % 2];
+        CHECK(dla_allreduce(1, sum, DLA_REDUCE_SUM) == DLA_OK, "allreduce");
+        for (int64_t i = 0; i < 4; i++)
+            CHECK(dla_tensor_item(*sum, i) == (float)(size_ * (i + 1)),
+                  "call %d: summed c [%lld] = %g", call, (long long)i, dla_tensor_item(*sum, i));
+        for (int k = 0; k < 3; k++)
+            dla_tensor_release(out[k]);
+    }
+    CHECK(dla_accel_hit_rate(af) == 75.0, "hit rate %g, expected 75", dla_accel_hit_rate(af));
+    dla_accel_free(af);
+    dla_tensor_release(x);
+}
+
 /* Dense tensors only: on a device with collectives of its own, the
  * broadcast goes there (tests/spmd_device.sh). */
 static void case_bcast_dense(void)
@@ -651,7 +698,7 @@ static int run_case(const char *name)
         {"hang", case_hang},           {"kill", case_kill},           {"stall", case_stall},
         {"async", case_async},         {"async_mismatch", case_async_mismatch},
         {"async_hang", case_async_hang}, {"bcast_dense", case_bcast_dense},
-        {"layouts", case_layouts},
+        {"layouts", case_layouts},     {"accel_result", case_accel_result},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(name, cases[i].name))

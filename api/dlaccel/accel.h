@@ -61,7 +61,10 @@
  * replay whose trace baked such a tensor is a miss, re-recorded, when the
  * tensor was written since or the caller no longer holds it (replaced it
  * by an update, released it), with the reason in dla_accel_last_miss and
- * one warning (DLACCEL_LOG warn). Random numbers drawn *like a traced
+ * one warning (DLACCEL_LOG warn). A result that is a constant the
+ * function made (or a view of one) is handed out as a copy of its own on
+ * every call, so writing to it in place (a collective) changes neither
+ * the trace nor other results. Random numbers drawn *like a traced
  * tensor* (dla_rand_like, dla_randn_like, dla_dropout) are RNG slots: every
  * replay draws new numbers from the thread's stream, the same ones eager
  * would draw. Control flow that depends on values read on the host
