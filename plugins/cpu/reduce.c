@@ -310,9 +310,12 @@ static void combine(dla_reduce_op op, double *v0, int64_t *i0, double v1, int64_
         const int64_t w = group_at(p, g, &xo, &yo, &io);                                           \
         const int64_t sy = p->lanes ? p->ky[0] : 0, si = p->lanes ? p->ki[0] : 0;                  \
         T *y = (T *)p->y + yo;                                                                     \
-        const double scale = p->op == DLA_REDUCE_MEAN ? 1.0 / (double)p->nred : 1.0;               \
+        /* A divide, not a product with 1/n: rounded once, as the sum                              \
+         * of blocks (fused.c) divides, so a mean has the same bits                                \
+         * whichever path the layout takes. */                                                     \
+        const double nred = (double)p->nred;                                                       \
         for (int64_t i = 0; i < w; i++)                                                            \
-            y[i * sy] = (T)(p->op == DLA_REDUCE_MEAN ? val[i] * scale : val[i]);                   \
+            y[i * sy] = (T)(p->op == DLA_REDUCE_MEAN ? val[i] / nred : val[i]);                    \
         if (p->want_index)                                                                         \
             for (int64_t i = 0; i < w; i++)                                                        \
                 p->index[io + i * si] = (int32_t)at[i];                                            \

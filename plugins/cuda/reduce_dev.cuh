@@ -109,7 +109,7 @@ template <typename T> __device__ __forceinline__ void red_write_sum(const dla__c
                                                                    int64_t yo, double s)
 {
     const int mean = l.op == 1;
-    ((T *)l.y)[yo] = mean ? (T)(s * (1.0 / (double)l.g.nred)) : (T)s;
+    ((T *)l.y)[yo] = mean ? (T)(s / (double)l.g.nred) : (T)s;
 }
 
 /* Shape 1: one thread per (output, part), each walking its part in order

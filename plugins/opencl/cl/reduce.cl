@@ -89,7 +89,7 @@ static long red_pos(const dla_red *r, long p)
             part_v[gid] = s;                                                   \
             return;                                                            \
         }                                                                      \
-        y[yo] = mean ? (T)(s * ((ACC)1 / (ACC)r.nred)) : (T)s;                 \
+        y[yo] = mean ? (T)(s / (ACC)r.nred) : (T)s;                            \
     }                                                                          \
     __kernel void combine_sum_##T(dla_red r, int mean, __global T *y,          \
                                   __global const ACC *part_v)                  \
@@ -102,7 +102,7 @@ static long red_pos(const dla_red *r, long p)
         ACC s = 0;                                                             \
         for (long part = 0; part < r.parts; part++)                            \
             s += part_v[o * r.parts + part];                                   \
-        y[yo] = mean ? (T)(s * ((ACC)1 / (ACC)r.nred)) : (T)s;                 \
+        y[yo] = mean ? (T)(s / (ACC)r.nred) : (T)s;                            \
     }
 
 /* (v, at) replaces (best, pos) when it is the first, a NaN over a number,
