@@ -641,10 +641,38 @@ DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *c
         fail_grads(nwrt, grads);
         return st;
     }
+    /* Each gradient gets memory of its own: the sweep hands one tensor to
+     * several arguments (add's backward passes its gradient to both
+     * sides; wrt listing a tensor twice), and a write in place to one (a
+     * collective summing gradients one at a time) would reach the other.
+     * The copy is an op, so a trace replays it; off the tape, as the
+     * sweep is. */
+    dla__recording_pause();
     for (int i = 0; i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
-        grads[i] = dla__return(dla_tensor_retain(m.grad[s]));
+        dla_tensor *g = dla_tensor_retain(m.grad[s]);
+        for (int j = 0; g && j < i; j++)
+            if (dla__tensors_overlap(g, grads[j])) {
+                dla_tensor *c = run1(&clone_op, NULL, 0, 1, &g);
+                dla_tensor_release(g);
+                g = c;
+                break;
+            }
+        if (!g) {
+            st = dla_last_status();
+            for (int j = 0; j < i; j++)
+                dla_tensor_release(grads[j]);
+            break;
+        }
+        grads[i] = g;
     }
+    dla__recording_resume();
     gmap_free(&m);
+    if (st != DLA_OK) {
+        fail_grads(nwrt, grads);
+        return st;
+    }
+    for (int i = 0; i < nwrt; i++)
+        grads[i] = dla__return(grads[i]);
     return DLA_OK;
 }

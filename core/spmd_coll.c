@@ -43,18 +43,6 @@ static size_t tensor_bytes(const dla_tensor *t)
     return (size_t)dla__numel(t->ndims, t->dims) * dla_dtype_size(t->dtype);
 }
 
-/* The extent of t's elements in its storage, in bytes: [*lo, *hi). */
-static void extent(const dla_tensor *t, size_t *lo, size_t *hi)
-{
-    int64_t last = t->offset;
-    for (int i = 0; i < t->ndims; i++)
-        if (t->dims[i] > 0)
-            last += (t->dims[i] - 1) * t->strides[i];
-    size_t es = dla_dtype_size(t->dtype);
-    *lo = (size_t)t->offset * es;
-    *hi = ((size_t)last + 1) * es;
-}
-
 /* The checks of one rank's own arguments. writes: the tensors are written
  * in place (no element may alias another, nor two tensors overlap). */
 dla_status dla__coll_check_tensors(const char *op, int n, dla_tensor *const *t, int writes)
@@ -85,14 +73,8 @@ dla_status dla__coll_check_tensors(const char *op, int n, dla_tensor *const *t, 
                                  "(stride 0 on dim %d): it cannot be written in place",
                                  op, k, dla__tensor_dims_str(t[k], dims, sizeof dims), i);
             }
-        size_t lo, hi;
-        extent(t[k], &lo, &hi);
         for (int j = 0; j < k; j++) {
-            size_t lo2, hi2;
-            if (t[j]->storage != t[k]->storage || tensor_bytes(t[j]) == 0)
-                continue;
-            extent(t[j], &lo2, &hi2);
-            if (lo < hi2 && lo2 < hi)
+            if (dla__tensors_overlap(t[j], t[k]))
                 return dla__fail(DLA_ERR_INVALID_ARGUMENT,
                                  "%s: arguments t[%d] and t[%d] share memory: each tensor is "
                                  "written in place, so each may be passed once", op, j, k);

@@ -169,6 +169,28 @@ int dla__is_dense(const dla_tensor *t)
     return 1;
 }
 
+int dla__tensors_overlap(const dla_tensor *a, const dla_tensor *b)
+{
+    if (!a->storage || a->storage != b->storage || dla__numel(a->ndims, a->dims) == 0 ||
+        dla__numel(b->ndims, b->dims) == 0)
+        return 0;
+    size_t alo, ahi, blo, bhi;
+    dla__tensor_span(a, &alo, &ahi);
+    dla__tensor_span(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+void dla__tensor_span(const dla_tensor *t, size_t *lo, size_t *hi)
+{
+    int64_t last = t->offset;
+    for (int i = 0; i < t->ndims; i++)
+        if (t->dims[i] > 0)
+            last += (t->dims[i] - 1) * t->strides[i];
+    size_t es = dla_dtype_size(t->dtype);
+    *lo = (size_t)t->offset * es;
+    *hi = ((size_t)last + 1) * es;
+}
+
 void dla__view_of(const dla_tensor *t, dla_view *v)
 {
     memset(v, 0, sizeof *v);

@@ -90,6 +90,11 @@ dla_tensor *dla__tensor_on_storage(const char *op, dla__storage *st, dla_dtype d
 void dla__dense_strides(int ndims, const int64_t *dims, int64_t *strides);
 int64_t dla__numel(int ndims, const int64_t *dims);
 int dla__is_dense(const dla_tensor *t);
+/* The bytes of t's storage its elements lie in (strides >= 0): [*lo, *hi). */
+void dla__tensor_span(const dla_tensor *t, size_t *lo, size_t *hi);
+/* Nonzero when a and b, neither empty, have elements in the same span of
+ * one storage (interleaved views count: the test is on the spans). */
+int dla__tensors_overlap(const dla_tensor *a, const dla_tensor *b);
 /* Fills a kernel view of t. */
 void dla__view_of(const dla_tensor *t, dla_view *v);
 /* "28x28x1x128" of t into buf. */

@@ -99,7 +99,11 @@ DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index)
 static dla_status contiguous_forward(const void *attrs, dla_tensor *const *in, int nin,
                                      dla_tensor **out, dla_tensor **saved)
 {
-    out[0] = dla__dense("dla_contiguous", in[0]);
+    /* A dense input gets a header of its own on the same memory, never
+     * the input itself: a tape node whose output is its input added the
+     * gradient into its own slot (identity backward), doubling it. */
+    out[0] = dla__is_dense(in[0]) ? dla__tensor_view("dla_contiguous", in[0])
+                                  : dla__copy("dla_contiguous", in[0]);
     return out[0] ? DLA_OK : dla_last_status();
 }
 

@@ -15,6 +15,8 @@
 
 #include "gradcheck.h"
 
+#include "core/tensor.h" /* a tensor's storage: whether two gradients share memory */
+
 static dla_tensor *rnd(const char *fmt, int nd, const int64_t *dims)
 {
     return dla_randn(DLA_F64, fmt, nd, dims); /* owned by the caller's scope */
@@ -485,6 +487,13 @@ static dla_tensor *f_moves(void *c, dla_tensor *const *in)
     return dla_mul(back, back);
 }
 
+/* dla_contiguous of a dense tensor (a no-op on the data): its gradient
+ * was doubled, the tape node's output being its own input. */
+static dla_tensor *f_dense_contiguous(void *c, dla_tensor *const *in)
+{
+    return dla_add(dla_square(dla_contiguous(in[0])), dla_contiguous(dla_contiguous(in[0])));
+}
+
 static void test_view_and_transfer_gradients(void **state)
 {
     const int one[1] = {1};
@@ -492,6 +501,7 @@ static void test_view_and_transfer_gradients(void **state)
     gc_check(f_views, NULL, 1, (dla_tensor *[]){rnd("", DLA_DIMS(4, 5, 3))}, one, 1e-6);
     gc_check(f_three_slices, NULL, 1, (dla_tensor *[]){rnd("SSCB", DLA_DIMS(4, 3, 2, 6))}, one, 1e-6);
     gc_check(f_moves, NULL, 1, (dla_tensor *[]){rnd("", DLA_DIMS(3, 2))}, one, 1e-6);
+    gc_check(f_dense_contiguous, NULL, 1, (dla_tensor *[]){rnd("", DLA_DIMS(3, 2))}, one, 1e-6);
     dla_scope_end();
 }
 
@@ -500,6 +510,41 @@ static dla_status through_single(void *ctx, int nin, dla_tensor *const *in, int 
     dla_tensor *l = dla_sum(dla_affine(dla_cast(in[0], DLA_F32), 3.0, 0.0), 0, NULL);
     out[0] = l;
     return dla_gradient(l, 1, in, &out[1]);
+}
+
+/* L = sum(a + b) + sum(c): add's backward hands one gradient to both
+ * sides; wrt lists c twice. */
+static dla_status shared_gradient_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out)
+{
+    dla_tensor *l = dla_add(dla_sum(dla_add(in[0], in[1]), 0, NULL), dla_sum(in[2], 0, NULL));
+    out[0] = l;
+    return dla_gradient(l, 4, (dla_tensor *[]){in[0], in[1], in[2], in[2]}, out + 1);
+}
+
+static void test_every_gradient_has_memory_of_its_own(void **state)
+{
+    /* Two gradients that were one tensor: a collective summing each in
+     * place (one call per gradient) summed the shared memory twice. */
+    dla_accel *af = dla_accelerate(shared_gradient_loss, NULL);
+    for (int call = 0; call < 3; call++) { /* eager, then recorded, then replayed */
+        dla_scope_begin();
+        dla_tensor *in[3] = {rnd("", DLA_DIMS(3, 2)), rnd("", DLA_DIMS(3, 2)), rnd("", DLA_DIMS(4))};
+        dla_tensor *out[5];
+        dla_status st = call == 0 ? dla_feval(shared_gradient_loss, NULL, 3, in, 5, out)
+                                  : dla_accel_feval(af, NULL, 3, in, 5, out);
+        assert_int_equal(st, DLA_OK);
+        for (int i = 1; i < 5; i++) {
+            for (int64_t k = 0; k < dla_tensor_numel(out[i]); k++)
+                assert_true(dla_tensor_item(out[i], k) == 1.0);
+            for (int j = 1; j < i; j++)
+                if (out[i]->storage == out[j]->storage)
+                    fail_msg("call %d: gradients %d and %d share memory", call, j, i);
+        }
+        dla_scope_end();
+    }
+    assert_float_equal(dla_accel_hit_rate(af), 50.0, 1e-9);
+    dla_accel_free(af);
 }
 
 static void test_a_cast_to_single_passes_the_gradient_back_in_double(void **state)
@@ -536,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_matrix_product_gradients),
         cmocka_unit_test(test_view_and_transfer_gradients),
         cmocka_unit_test(test_a_cast_to_single_passes_the_gradient_back_in_double),
+        cmocka_unit_test(test_every_gradient_has_memory_of_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

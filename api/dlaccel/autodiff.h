@@ -37,7 +37,9 @@ typedef dla_status (*dla_function)(void *ctx, int nin, dla_tensor *const *in, in
  * by the caller (or by the caller's scope), detached from the tape, which
  * is freed with everything it saved. An out[i] fn left unset is an error
  * tensor. Returns fn's status, or the first error among the outputs. Calls
- * nest: an inner dla_feval has its own tape. */
+ * nest: an inner dla_feval has its own tape, and its ops are not on the
+ * outer one, so to the outer dla_gradient the inner call's results are
+ * constants: no gradient flows back through an inner dla_feval. */
 DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *const *in,
                              int nout, dla_tensor **out);
 
@@ -46,6 +48,10 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
  * recorded ops computed; wrt[i] may be any tensor the computation used (an
  * input of fn, a view of one, a tensor reached through ctx). Several calls
  * in one dla_feval work. grads[i] belong to the current scope (feval's).
+ * No two grads[i] share memory (where the sweep gives two arguments one
+ * tensor, or wrt lists one twice, the later is a copy), so a collective
+ * may sum each in place on its own. Gradients are not recorded on the
+ * tape: a loss computed from one cannot be differentiated again.
  * Errors (grads[i] are then error tensors): DLA_ERR_STATE outside dla_feval
  * ("dla_gradient: called outside dla_feval"); DLA_ERR_INVALID_ARGUMENT when
  * loss is not a scalar, or when the loss does not depend on wrt[i] (the
@@ -58,8 +64,10 @@ DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *w
  *   ready(ctx, i, g)  once for each i whose gradient is final (no later
  *                     step of the sweep can add to it: the sweep has passed
  *                     the first op that used wrt[i]), in the order they
- *                     become final; g is the tensor grads[i] will hold,
- *                     lent until dla_gradient_hooked returns: read it
+ *                     become final; g holds grads[i]'s values (grads[i]
+ *                     may be a copy: one tensor can be the gradient of
+ *                     several i, and each grads[i] gets memory of its
+ *                     own), lent until dla_gradient_hooked returns: read it
  *                     (copy it, start a reduction of a copy), never write
  *                     it. Gradient reductions start here so that they
  *                     overlap the rest of the backward pass (trainnet

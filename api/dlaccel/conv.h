@@ -11,8 +11,9 @@
  *     // y: 28x28x20x128 "SSCB"
  *
  * Both are differentiable: inside dla_feval, dla_gradient reaches x, the
- * weights and the bias through them (the gradients are themselves made of
- * convolutions, so they can be differentiated again).
+ * weights and the bias through them (their gradients are convolutions
+ * too, run by the same kernels; dla_gradient does not take gradients of
+ * gradients, autodiff.h).
  *
  * Which dims are convolved: the "S" dims of x (1 to 3 of them), found by
  * label as MATLAB does; an x with no "S" dim but a "T" dim (a "CBT"
