@@ -180,12 +180,22 @@ static dla_status conv_forward(const void *attrs, dla_tensor *const *in, int nin
     return DLA_OK;
 }
 
+/* t (of the geometry's dims) with input x's dims: a data_format longer
+ * than x's dims (MATLAB's trailing singleton B) gave the gradient a dim x
+ * does not have. */
+static dla_tensor *like_input(dla_tensor *t, const dla_tensor *x)
+{
+    if (!t || dla_tensor_status(t) != DLA_OK || t->ndims == x->ndims)
+        return t;
+    return dla_reshape(t, x->format, x->ndims, x->dims);
+}
+
 static dla_status conv_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
 {
     const conv_geom *g = n->attrs;
     dla_tensor *dy = gout[0];
     if (n->need[0])
-        gin[0] = apply2(&data_op, g, dy, n->in[1]);
+        gin[0] = like_input(apply2(&data_op, g, dy, n->in[1]), n->in[0]);
     if (n->need[1])
         gin[1] = apply2(&filter_op, g, n->in[0], dy);
     if (n->nin > 2 && n->need[2]) {
@@ -228,7 +238,7 @@ static dla_status data_backward(const dla__node *n, dla_tensor *const *gout, dla
     const conv_geom *g = n->attrs;
     dla_tensor *gx = gout[0];
     if (n->need[0])
-        gin[0] = apply2(&conv_op, g, gx, n->in[1]);
+        gin[0] = like_input(apply2(&conv_op, g, gx, n->in[1]), n->in[0]);
     if (n->need[1])
         gin[1] = apply2(&filter_op, g, gx, n->in[0]);
     return DLA_OK;

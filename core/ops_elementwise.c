@@ -154,8 +154,20 @@ static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, d
         break;
     }
     case DLA_BINARY_POW:
-        ga = n->need[0] ? dla_mul(g, dla_mul(b, dla_pow(a, dla_affine(b, 1.0, -1.0)))) : NULL;
-        gb = n->need[1] ? dla_mul(g, dla_mul(z, dla_log(a))) : NULL;
+        /* b a^(b-1), but 0 where b = 0 (a^0 is 1; 0 * 0^-1 would be
+         * NaN): there the power reads b - 1 + 1 = 0 instead. */
+        ga = n->need[0] ? dla_mul(g, dla_mul(b, dla_pow(a, dla_add(dla_affine(b, 1.0, -1.0),
+                                                                  mask_of(DLA_BINARY_EQ, b,
+                                                                          dla_affine(b, 0.0, 0.0))))))
+                        : NULL;
+        if (n->need[1]) {
+            /* z log(a), but 0 where a = 0 and b >= 0 (the limit, as
+             * PyTorch takes it; 0 * log(0) would be NaN): there log reads
+             * a + 1 = 1 instead. */
+            dla_tensor *k = dla_mul(mask_of(DLA_BINARY_EQ, a, dla_affine(a, 0.0, 0.0)),
+                                    mask_of(DLA_BINARY_GE, b, dla_affine(b, 0.0, 0.0)));
+            gb = dla_mul(g, dla_mul(z, dla_log(dla_add(a, k))));
+        }
         break;
     default: /* comparisons have no gradient */
         return DLA_OK;
@@ -320,8 +332,9 @@ static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dl
     case DLA_UNARY_ERF: /* 2/sqrt(pi) exp(-x^2) */
         gin[0] = dla_mul(g, dla_affine(dla_exp(dla_neg(dla_square(x))), 1.1283791670955126, 0.0));
         break;
-    case DLA_UNARY_POWS:
-        gin[0] = dla_mul(g, dla_affine(dla_pows(x, u->alpha - 1.0), u->alpha, 0.0));
+    case DLA_UNARY_POWS: /* x^0 is 1 everywhere: 0, not 0 * 0^-1 = NaN at x = 0 */
+        gin[0] = u->alpha == 0.0 ? dla_affine(g, 0.0, 0.0)
+                                 : dla_mul(g, dla_affine(dla_pows(x, u->alpha - 1.0), u->alpha, 0.0));
         break;
     case DLA_UNARY_SQUARE: gin[0] = dla_mul(g, dla_affine(x, 2.0, 0.0)); break;
     case DLA_UNARY_RECIPROCAL: gin[0] = dla_neg(dla_mul(g, dla_square(y))); break;

@@ -113,7 +113,9 @@ static dla_status geometry(const norm_attrs *a, const dla_tensor *x, norm_geom *
     for (int i = 0; i < ND; i++) {
         g->stat[i] = g->red[i] ? 1 : g->d[i];
         g->chan[i] = (i == DCG || i == DG) ? g->d[i] : 1;
-        g->ab[i] = g->stat[i] > g->chan[i] ? g->stat[i] : g->chan[i];
+        /* Broadcast: the one that is not 1 (a B of 0, an empty batch,
+         * stays 0; the larger of the two made it 1). */
+        g->ab[i] = g->stat[i] == 1 ? g->chan[i] : g->stat[i];
         if (g->red[i])
             g->n *= g->d[i];
     }

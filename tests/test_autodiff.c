@@ -5,6 +5,7 @@
  */
 #include "testutil.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -547,6 +548,39 @@ static void test_every_gradient_has_memory_of_its_own(void **state)
     dla_accel_free(af);
 }
 
+/* L = sum(a .^ p) + sum(x .^ 0) */
+static dla_status pow_edges_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    dla_tensor *l = dla_add(dla_sum(dla_pow(in[0], in[1]), 0, NULL),
+                            dla_sum(dla_pows(in[2], 0.0), 0, NULL));
+    out[0] = l;
+    return dla_gradient(l, 3, in, out + 1);
+}
+
+static void test_powers_of_zero_have_their_limits_as_gradients(void **state)
+{
+    /* d(a^p)/dp = a^p log(a) is 0 in the limit at a = 0, p >= 0, and
+     * d(x^0)/dx = 0: both were NaN (0 * -inf, 0 * 0^-1). */
+    dla_scope_begin();
+    const double a[4] = {0, 0, 2, 0.5}, p[4] = {2, 0, 3, 1}, x[3] = {0, 1, -2};
+    dla_tensor *in[3] = {dla_tensor_from_host(a, DLA_F64, "", DLA_DIMS(4)),
+                         dla_tensor_from_host(p, DLA_F64, "", DLA_DIMS(4)),
+                         dla_tensor_from_host(x, DLA_F64, "", DLA_DIMS(3))};
+    dla_tensor *out[4];
+    assert_int_equal(dla_feval(pow_edges_loss, NULL, 3, in, 4, out), DLA_OK);
+    const double da[4] = {0, 0, 12, 1}, dp[4] = {0, 0, 8 * log(2.0), 0.5 * log(0.5)};
+    for (int i = 0; i < 4; i++) { /* written so that NaN fails */
+        double ga = dla_tensor_item(out[1], i), gp = dla_tensor_item(out[2], i);
+        if (!(fabs(ga - da[i]) <= 1e-12) || !(fabs(gp - dp[i]) <= 1e-12))
+            fail_msg("a = %g, p = %g: d/da %g (want %g), d/dp %g (want %g)", a[i], p[i], ga,
+                     da[i], gp, dp[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_true(dla_tensor_item(out[3], i) == 0.0);
+    dla_scope_end();
+}
+
 static void test_a_cast_to_single_passes_the_gradient_back_in_double(void **state)
 {
     dla_scope_begin();
@@ -582,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_view_and_transfer_gradients),
         cmocka_unit_test(test_a_cast_to_single_passes_the_gradient_back_in_double),
         cmocka_unit_test(test_every_gradient_has_memory_of_its_own),
+        cmocka_unit_test(test_powers_of_zero_have_their_limits_as_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -403,6 +403,26 @@ static void an_unformatted_x_takes_its_labels_from_data_format(void **state)
     dla_scope_end();
 }
 
+/* One observation, its B dim left off x (MATLAB's trailing singleton):
+ * the gradient has x's dims. It had data_format's four and failed. */
+static dla_tensor *conv_sscb(void *ctx, dla_tensor *const *in)
+{
+    dla_conv_options o = {.data_format = "SSCB"};
+    return ctx ? dla_transpconv(in[0], in[1], NULL, &o) : dla_conv(in[0], in[1], NULL, &o);
+}
+
+static void a_data_format_longer_than_x_gives_gradients_of_xs_dims(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = rnd("", DLA_DIMS(5, 4, 3));
+    gc_check(conv_sscb, NULL, 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 3, 2))},
+             (int[]){1, 1}, 1e-6);
+    gc_check(conv_sscb, "transposed", 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 2, 3))},
+             (int[]){1, 1}, 1e-6);
+    dla_scope_end();
+}
+
 static void single_precision_agrees_with_double_on_the_fast_path(void **state)
 {
     (void)state;
@@ -581,6 +601,7 @@ int main(void)
         cmocka_unit_test(the_digit_cnn_shapes_give_matlab_sizes_and_keep_the_format),
         cmocka_unit_test(a_cbt_sequence_is_convolved_along_time),
         cmocka_unit_test(an_unformatted_x_takes_its_labels_from_data_format),
+        cmocka_unit_test(a_data_format_longer_than_x_gives_gradients_of_xs_dims),
         cmocka_unit_test(single_precision_agrees_with_double_on_the_fast_path),
         cmocka_unit_test(a_strided_view_of_x_gives_the_result_of_its_dense_copy),
         cmocka_unit_test(gradients_match_finite_differences_for_every_option),

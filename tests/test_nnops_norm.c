@@ -186,6 +186,41 @@ static void test_batchnorm_statistics_keep_their_digits_in_single(void **state)
     dla_scope_end();
 }
 
+/* layer, group and instance normalization of an empty batch: an empty
+ * result, and gradients of zeros for offset and scale. They failed with
+ * the kernel's "dims 1x3x1x0x1 differ from z's 1x3x1x1x1". */
+static dla_status empty_norm_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    const int which = *(const int *)ctx;
+    dla_tensor *y = which == 0   ? dla_layernorm(in[0], in[1], in[2], NULL)
+                    : which == 1 ? dla_groupnorm(in[0], 3, in[1], in[2], NULL)
+                                 : dla_instancenorm(in[0], in[1], in[2], NULL);
+    out[0] = y;
+    out[1] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[1], 2, in + 1, out + 2);
+}
+
+static void test_norms_of_an_empty_batch_are_empty(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *in[3] = {dla_zeros(DLA_F64, "SSCB", DLA_DIMS(4, 4, 3, 0)),
+                         dla_zeros(DLA_F64, "", DLA_DIMS(3, 1)),
+                         dla_ones(DLA_F64, "", DLA_DIMS(3, 1))};
+    for (int which = 0; which < 3; which++) {
+        dla_tensor *out[4];
+        if (dla_feval(empty_norm_loss, &which, 3, in, 4, out) != DLA_OK)
+            fail_msg("norm %d: %s", which, dla_last_error());
+        assert_int_equal(dla_tensor_numel(out[0]), 0);
+        assert_int_equal(dla_tensor_dim(out[0], 4), 0);
+        assert_true(dla_tensor_item(out[1], 0) == 0.0);
+        for (int k = 2; k < 4; k++)
+            for (int c = 0; c < 3; c++)
+                assert_true(dla_tensor_item(out[k], c) == 0.0);
+    }
+    dla_scope_end();
+}
+
 /* The statistics and the gradients' sums are taken by the OpenMP team,
  * whose threads take the work as they come; the same call still gives
  * the same bits every time, because the sums add fixed runs of the data
@@ -496,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_normalization_gradients_match_finite_differences),
         cmocka_unit_test(test_running_statistics_carry_no_gradient),
         cmocka_unit_test(test_normalization_errors_name_the_op_argument_and_shapes),
+        cmocka_unit_test(test_norms_of_an_empty_batch_are_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
