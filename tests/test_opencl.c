@@ -28,6 +28,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -396,6 +397,50 @@ static void a_network_step_on_opencl_agrees_with_the_cpu_plugin(void **state)
     }
     dla_device_set_current(NULL);
     dla_scope_end();
+}
+
+/* The gradient of rows picked from a table: scatter_add of the picked
+ * rows' gradients into the table's. ctx: the index. */
+static dla_status pick_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *picked = dla_index(in[0], 1, ctx);
+    out[0] = dla_sum(dla_mul(picked, in[1]), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void scatter_add_into_a_long_table_agrees_with_the_cpu_plugin(void **state)
+{
+    /* 40 positions, repeated, into 100,000 rows: grouped by a sort of
+     * the positions, not a count array of the table's length (400 kB
+     * here, 400 MB for 10^8 rows); and 40 into 64 rows, counted. Each
+     * target adds its positions in index order, as the cpu plugin does:
+     * the same bits. */
+    need_devices();
+    for (int shape = 0; shape < 2; shape++) {
+        const int64_t rows = shape ? 64 : 100000;
+        int32_t pos[40];
+        for (int i = 0; i < 40; i++)
+            pos[i] = (int32_t)((i * 7919 + (i % 3 ? 0 : 13)) % (i < 20 ? 5 : rows));
+        dla_scope_begin();
+        dla_device_set_current(cpu);
+        dla_tensor *idx = dla_tensor_from_host(pos, DLA_I32, "", DLA_DIMS(40));
+        dla_tensor *in[2] = {dla_randn(DLA_F32, "", DLA_DIMS(rows, 3)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(40, 3))};
+        dla_tensor *want[2], *got[2];
+        assert_int_equal(dla_feval(pick_loss, idx, 2, in, 2, want), DLA_OK);
+        dla_tensor *moved[2] = {dla_tensor_to_device(in[0], ocl), dla_tensor_to_device(in[1], ocl)};
+        dla_device_set_current(ocl);
+        dla_tensor *oidx = dla_tensor_to_device(idx, ocl);
+        assert_int_equal(dla_feval(pick_loss, oidx, 2, moved, 2, got), DLA_OK);
+        assert_ptr_equal(dla_tensor_device(got[1]), ocl);
+        float *a = malloc((size_t)rows * 3 * sizeof *a), *b = malloc((size_t)rows * 3 * sizeof *b);
+        assert_int_equal(dla_tensor_to_host(want[1], a, (size_t)rows * 3 * sizeof *a), DLA_OK);
+        assert_int_equal(dla_tensor_to_host(got[1], b, (size_t)rows * 3 * sizeof *b), DLA_OK);
+        assert_memory_equal(a, b, (size_t)rows * 3 * sizeof *a);
+        free(a), free(b);
+        dla_device_set_current(NULL);
+        dla_scope_end();
+    }
 }
 
 /* Program prog of 0..5 into a's eight instructions: every kind of step,
@@ -907,6 +952,7 @@ int main(void)
         cmocka_unit_test(a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin),
         cmocka_unit_test(a_fused_program_pair_with_a_bad_y2_fails_naming_it),
         cmocka_unit_test(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
+        cmocka_unit_test(scatter_add_into_a_long_table_agrees_with_the_cpu_plugin),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
