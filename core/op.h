@@ -79,6 +79,11 @@ typedef struct dla__op {
      * DLA_OK or a status with dla__fail's message: never read past size. */
     dla_status (*decode_attrs)(const dla__attrs_io *io, const unsigned char *buf, size_t size,
                                void *attrs, size_t attrs_size);
+    /* Ops of nin -1 only: nonzero when an op with these attributes takes
+     * nin inputs (its forward reads in[0..nin-1] and no further), so a
+     * loaded trace's counts are checked, not trusted. NULL: any of 1 to
+     * DLA__OP_MAX_IO. */
+    int (*takes)(const void *attrs, int nin);
 } dla__op;
 
 /* What an attribute codec may need beyond the bytes. */

@@ -274,7 +274,13 @@ static dla_status filter_backward(const dla__node *n, dla_tensor *const *gout, d
     return DLA_OK;
 }
 
-static const dla__op conv_op = {.name = "dla_conv", .nin = -1, .nout = 1,
+static int takes_x_w_and_bias(const void *attrs, int nin)
+{
+    (void)attrs;
+    return nin == 2 || nin == 3;
+}
+
+static const dla__op conv_op = {.name = "dla_conv", .nin = -1, .nout = 1, .takes = takes_x_w_and_bias,
                                 .forward = conv_forward, .backward = conv_backward};
 DLA__OP_REGISTER(conv_op, sizeof(conv_geom));
 static const dla__op data_op = {.name = "dla_transpconv", .nin = 2, .nout = 1,

@@ -140,8 +140,14 @@ static dla_status fc_backward(const dla__node *n, dla_tensor *const *gout, dla_t
     return DLA_OK;
 }
 
+static int takes_x_w_and_bias(const void *attrs, int nin)
+{
+    (void)attrs;
+    return nin == 2 || nin == 3;
+}
+
 static const dla__op fc_op = {
-    .name = "dla_fullyconnect", .nin = -1, .nout = 1, .forward = fc_forward,
+    .name = "dla_fullyconnect", .nin = -1, .nout = 1, .takes = takes_x_w_and_bias, .forward = fc_forward,
     .backward = fc_backward,
 };
 DLA__OP_REGISTER(fc_op, 0);

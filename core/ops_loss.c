@@ -215,21 +215,32 @@ static dla_status loss_backward(const dla__node *node, dla_tensor *const *gout, 
     return DLA_OK;
 }
 
+static int takes_weights_and_mask_if_given(const void *attrs, int nin)
+{
+    const loss_attrs *a = attrs;
+    return (a->has_w == 0 || a->has_w == 1) && (a->has_m == 0 || a->has_m == 1) &&
+           nin == 2 + a->has_w + a->has_m;
+}
+
 static const dla__op crossentropy_op = {.name = "dla_crossentropy", .nin = -1, .nout = 1,
-                                        .forward = loss_forward, .backward = loss_backward};
+                                        .forward = loss_forward, .backward = loss_backward,
+                                        .takes = takes_weights_and_mask_if_given};
 DLA__OP_REGISTER(crossentropy_op, sizeof(loss_attrs));
 static const dla__op binary_crossentropy_op = {.name = "dla_binary_crossentropy", .nin = -1,
                                                .nout = 1, .forward = loss_forward,
-                                               .backward = loss_backward};
+                                               .backward = loss_backward,
+                                               .takes = takes_weights_and_mask_if_given};
 DLA__OP_REGISTER(binary_crossentropy_op, sizeof(loss_attrs));
 static const dla__op l1loss_op = {.name = "dla_l1loss", .nin = -1, .nout = 1,
-                                  .forward = loss_forward, .backward = loss_backward};
+                                  .forward = loss_forward, .backward = loss_backward,
+                                  .takes = takes_weights_and_mask_if_given};
 DLA__OP_REGISTER(l1loss_op, sizeof(loss_attrs));
 static const dla__op l2loss_op = {.name = "dla_l2loss", .nin = -1, .nout = 1,
-                                  .forward = loss_forward, .backward = loss_backward};
+                                  .forward = loss_forward, .backward = loss_backward,
+                                  .takes = takes_weights_and_mask_if_given};
 DLA__OP_REGISTER(l2loss_op, sizeof(loss_attrs));
 static const dla__op mse_op = {.name = "dla_mse", .nin = -1, .nout = 1, .forward = loss_forward,
-                               .backward = loss_backward};
+                               .backward = loss_backward, .takes = takes_weights_and_mask_if_given};
 DLA__OP_REGISTER(mse_op, sizeof(loss_attrs));
 
 /* ---------------------------------------------- lining inputs up with Y */

@@ -543,8 +543,14 @@ static const dla__op norm_op = {
     .backward = stats_backward,
 };
 DLA__OP_REGISTER(norm_op, sizeof(norm_attrs));
+static int takes_running_if_given(const void *attrs, int nin)
+{
+    return nin == (((const norm_attrs *)attrs)->running ? 5 : 3);
+}
+
 static const dla__op batchnorm_train_op = {
     .name = "dla_batchnorm_train", .nin = -1, .nout = 3, .nsaved = 2, .forward = stats_forward,
+    .takes = takes_running_if_given,
     .backward = stats_backward,
 };
 DLA__OP_REGISTER(batchnorm_train_op, sizeof(norm_attrs));

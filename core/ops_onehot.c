@@ -300,8 +300,13 @@ static dla_status decode_forward(const void *attrs, dla_tensor *const *in, int n
     return DLA_OK;
 }
 
+static int takes_classes_if_given(const void *attrs, int nin)
+{
+    return nin == (((const decode_attrs *)attrs)->has_classes ? 2 : 1);
+}
+
 static const dla__op decode_op = {.name = "dla_onehotdecode", .nin = -1, .nout = 1,
-                                  .forward = decode_forward};
+                                  .forward = decode_forward, .takes = takes_classes_if_given};
 DLA__OP_REGISTER(decode_op, sizeof(decode_attrs));
 
 DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_options *opts)

@@ -259,7 +259,7 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
         if (!c.entries[k].live)
             continue;
         const dla__trace_entry *e = &t->entries[k];
-        dla_tensor *ins[DLA__OP_MAX_IO], *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
+        dla_tensor *ins[DLA__OP_MAX_IO] = {0}, *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
         /* Where its inputs are, kept only if it turns out an invocation. */
         int src0 = c.nsources, spec0 = c.nspecs;
         c.entries[k].src0 = src0;

@@ -46,6 +46,13 @@ typedef struct dla__trace {
     dla__trace_value *values;
     int nvalues;
     int nin, nout;
+    /* Per input slot: the earlier slot whose tensor it was when recorded
+     * (the same tensor passed twice is one value: the trace reads the
+     * earlier slot in both places), or -1. NULL when no slot aliases, and
+     * in a loaded trace of format 1.0, whose slots without a value alias
+     * an earlier one the file does not name. */
+    int *in_alias;
+    int in_alias_unknown; /* such a 1.0 trace has a slot without a value */
     int *outputs;        /* nout value ids */
     dla_tensor **consts; /* nconsts, retained, as they were recorded */
     int nconsts;

@@ -50,6 +50,38 @@ DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f)
     return DLA_OK;
 }
 
+/* A slot recorded as the same tensor as an earlier one has no value: the
+ * trace reads the earlier slot in its place, so it must be given that
+ * tensor again (two tensors would be computed as one, silently). */
+static dla_status check_aliases(const char *op, const dla__trace *t, dla_tensor *const *in)
+{
+    if (t->in_alias) {
+        for (int i = 0; i < t->nin; i++) {
+            const int k = t->in_alias[i];
+            if (k >= 0 && in[i] != in[k])
+                return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d was recorded as the same "
+                                 "tensor as input %d, and the trace reads input %d in both "
+                                 "places: pass that tensor as both (a trace recorded with two "
+                                 "tensors computes with two)", op, i + 1, k + 1, k + 1);
+        }
+        return DLA_OK;
+    }
+    /* A loaded trace of format 1.0: the file does not name the earlier slot. */
+    for (int i = 0; t->in_alias_unknown && i < t->nin; i++) {
+        int valued = 0;
+        for (int id = 0; id < t->nvalues && !valued; id++)
+            valued = t->values[id].kind == DLA__VALUE_INPUT && t->values[id].index == i;
+        int same = 0;
+        for (int k = 0; k < i && !valued && !same; k++)
+            same = in[k] == in[i];
+        if (!valued && !same)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d was recorded as the same "
+                             "tensor as an earlier input, which the trace reads in its place: "
+                             "pass that tensor again", op, i + 1);
+    }
+    return DLA_OK;
+}
+
 DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *const *in, int nout,
                                     dla_tensor **out)
 {
@@ -67,15 +99,21 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
     else if (nin != t->nin || nout != t->nout)
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d inputs and %d outputs; the trace has %d "
                        "and %d", op, nin, nout, t->nin, t->nout);
+    /* Every slot, the ones the trace reads and the aliases it does not. */
+    for (int i = 0; st == DLA_OK && i < t->nin; i++) {
+        const dla_tensor *x = in[i];
+        if (!x || x->status != DLA_OK)
+            st = x ? dla__fail(x->status, "%s", x->message)
+                   : dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d is NULL", op, i + 1);
+    }
+    if (st == DLA_OK)
+        st = check_aliases(op, t, in);
     for (int id = 0; st == DLA_OK && id < t->nvalues; id++) {
         const dla__trace_value *v = &t->values[id];
         if (v->kind != DLA__VALUE_INPUT)
             continue;
         const dla_tensor *x = in[v->index];
-        if (!x || x->status != DLA_OK)
-            st = x ? dla__fail(x->status, "%s", x->message)
-                   : dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d is NULL", op, v->index + 1);
-        else if (x->dtype != v->dtype)
+        if (x->dtype != v->dtype)
             st = dla__fail(DLA_ERR_DTYPE, "%s: input %d is %s; the trace was recorded with %s", op,
                            v->index + 1, dla_dtype_name(x->dtype), dla_dtype_name(v->dtype));
         else if (x->ndims != v->ndims || memcmp(x->dims, v->dims, (size_t)v->ndims * sizeof *v->dims))

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define FORMAT_MAJOR 1
-#define FORMAT_MINOR 0
+#define FORMAT_MINOR 1 /* 1.1: the ALIA section */
 #define HEADER_BYTES 32
 #define SECTION_HEAD 16
 #define END_BYTES (SECTION_HEAD + 8)
@@ -260,6 +260,13 @@ static dla_status serialize(const dla__trace *t, const char *path, wbuf *b)
         pad8(b);
     }
     section_end(b, at);
+
+    if (t->in_alias) { /* 1.1: which earlier slot each aliased input slot was */
+        at = section_begin(b, "ALIA");
+        for (int i = 0; i < t->nin; i++)
+            put_u32(b, t->in_alias[i] < 0 ? UINT32_MAX : (uint32_t)t->in_alias[i]);
+        section_end(b, at);
+    }
 
     put(b, "END", 4);
     put_u32(b, 0);
@@ -525,8 +532,9 @@ static const char section_tags[SEC_COUNT][5] = {"INFO", "VALS", "ENTS", "OUTS", 
 /* Finds the sections between the header and END; unknown ones (a newer
  * minor version's) are skipped. */
 static dla_status find_sections(const char *path, const unsigned char *p, size_t n,
-                                rbuf sec[SEC_COUNT])
+                                rbuf sec[SEC_COUNT], rbuf *alia)
 {
+    alia->p = NULL;
     size_t pos = HEADER_BYTES, end = n - END_BYTES;
     int next = 0;
     while (pos < end) {
@@ -544,6 +552,12 @@ static dla_status find_sections(const char *path, const unsigned char *p, size_t
         for (int s = 0; s < SEC_COUNT; s++)
             if (memcmp(tag, section_tags[s], 4) == 0)
                 which = s;
+        if (memcmp(tag, "ALIA", 4) == 0) {
+            if (alia->p)
+                return bad(DLA_ERR_IO, path, "corrupt: a second section \"ALIA\" at byte %zu",
+                           pos);
+            *alia = (rbuf){p + pos + SECTION_HEAD, (size_t)len, 0, 0};
+        }
         if (which >= 0) {
             if (which != next)
                 return bad(DLA_ERR_IO, path, "corrupt: section \"%.4s\" at byte %zu is out of "
@@ -732,6 +746,10 @@ static dla_status parse_entries(const char *path, rbuf *r, dla__trace *t)
             char why[512];
             snprintf(why, sizeof why, "%s", dla_last_error());
             st = bad(st, path, "op %d (%s): %s", k, name, why);
+        } else if (op->nin < 0 && (op->takes ? !op->takes(e->attrs, (int)nin) : nin < 1)) {
+            /* Its forward would read inputs it was not given. */
+            st = bad(DLA_ERR_IO, path, "corrupt: op %d (%s): %u inputs, which its attributes do "
+                     "not take", k, name, nin);
         }
         if (op->random)
             t->rng_entries++;
@@ -806,10 +824,46 @@ static dla_status make_consts(const char *path, rbuf *r, dla__trace *t)
     return st == DLA_OK ? section_done(path, r, SEC_CNST) : st;
 }
 
+/* The ALIA section (1.1; r NULL when the file has none): per input slot,
+ * UINT32_MAX or the earlier slot it aliases, which must be one with a
+ * value; a slot has a value exactly when it aliases none. inputs: the
+ * slots with a value, sorted. */
+static dla_status parse_aliases(const char *path, rbuf *r, dla__trace *t, const int *inputs,
+                                int ninputs)
+{
+    if (!r) { /* 1.0: a slot without a value aliases one the file does not name */
+        t->in_alias_unknown = ninputs < t->nin;
+        return DLA_OK;
+    }
+    t->in_alias = dla__malloc((size_t)(t->nin ? t->nin : 1) * sizeof *t->in_alias);
+    if (!t->in_alias)
+        return bad(DLA_ERR_OUT_OF_MEMORY, path, "cannot hold %d input slots", t->nin);
+    for (int i = 0, next = 0; i < t->nin; i++) {
+        uint32_t k = get_u32(r);
+        if (r->bad)
+            return bad(DLA_ERR_IO, path, "corrupt: section \"ALIA\" ends early (%zu bytes)",
+                       r->len);
+        const int valued = next < ninputs && inputs[next] == i;
+        next += valued;
+        int ok = valued && k == UINT32_MAX;
+        for (int j = 0; !valued && k < (uint32_t)i && j < next; j++)
+            ok |= inputs[j] == (int)k; /* an earlier slot with a value */
+        if (!ok)
+            return bad(DLA_ERR_IO, path, "corrupt: input slot %d %s", i + 1,
+                       valued ? "has a value and aliases another slot"
+                              : "has no value and aliases no earlier slot that has one");
+        t->in_alias[i] = valued ? -1 : (int)k;
+    }
+    if (r->pos != r->len)
+        return bad(DLA_ERR_IO, path, "corrupt: section \"ALIA\" has %zu bytes past its contents",
+                   r->len - r->pos);
+    return DLA_OK;
+}
+
 static dla_status parse(const char *path, const unsigned char *p, size_t n, dla__trace *t)
 {
-    rbuf sec[SEC_COUNT];
-    dla_status st = find_sections(path, p, n, sec);
+    rbuf sec[SEC_COUNT], alia = {0};
+    dla_status st = find_sections(path, p, n, sec, &alia);
     uint32_t counts[5];
     if (st == DLA_OK)
         st = parse_info(path, &sec[SEC_INFO], t, counts);
@@ -834,6 +888,8 @@ static dla_status parse(const char *path, const unsigned char *p, size_t n, dla_
     t->nconsts = (int)counts[4];
     int *inputs = NULL, ninputs = 0;
     st = parse_values(path, &sec[SEC_VALS], t, &inputs, &ninputs);
+    if (st == DLA_OK)
+        st = parse_aliases(path, alia.p ? &alia : NULL, t, inputs, ninputs);
     dla__free(inputs);
     if (st == DLA_OK)
         st = parse_entries(path, &sec[SEC_ENTS], t);

@@ -211,8 +211,19 @@ dla_status dla__trace_begin(int nin, dla_tensor *const *in)
     dla__hooks_subscribe(&r->hook);
     for (int i = 0; i < nin; i++) {
         /* The same tensor passed twice is one value: its second slot aliases. */
-        if (r->cap && find(r, in[i]) >= 0)
+        int id = r->cap ? find(r, in[i]) : -1;
+        if (id >= 0) {
+            if (!t->in_alias && (t->in_alias = dla__malloc((size_t)nin * sizeof *t->in_alias)))
+                for (int k = 0; k < nin; k++)
+                    t->in_alias[k] = -1;
+            if (!t->in_alias) {
+                dla__trace *none;
+                dla__trace_end(0, 0, NULL, &none);
+                return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot start a recording");
+            }
+            t->in_alias[i] = t->values[id].index;
             continue;
+        }
         if (add_value(r, in[i], DLA__VALUE_INPUT, i) < 0) {
             dla_status st = dla_last_status();
             dla__trace *none;
@@ -389,6 +400,7 @@ void dla__trace_free(dla__trace *t)
     }
     dla__free(t->const_outer);
     dla__free(t->const_writes);
+    dla__free(t->in_alias);
     dla__free(t->entries);
     dla__free(t->values);
     dla__free(t->consts);

@@ -56,7 +56,7 @@ static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_t
     }
     for (int k = 0; k < t->nentries && st == DLA_OK; k++) {
         const dla__trace_entry *e = &t->entries[k];
-        dla_tensor *ins[DLA__OP_MAX_IO], *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
+        dla_tensor *ins[DLA__OP_MAX_IO] = {0}, *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
         for (int i = 0; i < e->nin; i++)
             ins[i] = v[e->in[i]];
         st = dla__run_op(e->op, e->attrs, e->attrs_size, e->nin, ins, res, saved);

@@ -185,11 +185,18 @@ static dla_status decode(const dla__attrs_io *io, const unsigned char *buf, size
     return DLA_OK;
 }
 
+/* The op of ns states takes the layer's inputs, learnables and states. */
+static int takes_io(const custom_attrs *a, int nin, int ns)
+{
+    return a->ns == ns && nin == a->nx + a->nl + a->ns;
+}
+
 #define CUSTOM_OP(ns_)                                                                             \
+    static int takes_##ns_(const void *attrs, int nin) { return takes_io(attrs, nin, ns_); }      \
     static const dla__op custom_op_##ns_ = {                                                       \
         .name = "dla_custom_layer", .nin = -1, .nout = 1 + (ns_), .nsaved = 0,                     \
         .forward = op_forward, .backward = op_backward, .encode_attrs = encode,                    \
-        .decode_attrs = decode,                                                                    \
+        .decode_attrs = decode, .takes = takes_##ns_,                                              \
     };                                                                                             \
     DLA__OP_REGISTER_AS(custom_op_##ns_, "dla_custom_layer_" #ns_, sizeof(custom_attrs))
 CUSTOM_OP(0);

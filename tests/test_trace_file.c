@@ -598,15 +598,17 @@ static void test_a_newer_major_version_is_refused_and_a_newer_minor_read(void **
     size_t n;
     unsigned char *p = sample_file(&n);
     const char *path = path_of("version.dlt");
-    uint16_t v = 2;
+    uint16_t v = 2, minor = 0;
     memcpy(p + 8, &v, 2);
+    memcpy(p + 10, &minor, 2);
     write_all(path, p, n);
     expect_load_error(path, DLA_ERR_UNSUPPORTED, "trace format 2.0; this library");
     expect_load_error(path, DLA_ERR_UNSUPPORTED, "the file is newer, update dlaccel");
-    /* 1.1 with a section this library does not know, before END: skipped. */
+    /* 1.9 with a section this library does not know, before END: skipped. */
     v = 1;
+    minor = 9;
     memcpy(p + 8, &v, 2);
-    memcpy(p + 10, &v, 2);
+    memcpy(p + 10, &minor, 2);
     size_t m = n + 24;
     unsigned char *q = malloc(m);
     memcpy(q, p, n - 24);
@@ -625,6 +627,160 @@ static void test_a_newer_major_version_is_refused_and_a_newer_minor_read(void **
     dla_trace_release(t);
     free(q);
     free(p);
+}
+
+/* out[0] = in[0] - in[1]. */
+static dla_status difference(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_sub(in[0], in[1]);
+    return DLA_OK;
+}
+
+/* t recorded as f(x, x) reads input 1 in both places: (a, b) is refused,
+ * (a, a) replays, a NULL second input is refused. */
+static void expect_replay_needs_the_same_tensor_twice(dla_trace *t, dla_tensor *a, dla_tensor *b,
+                                                      const char *why)
+{
+    dla_tensor *out;
+    assert_int_equal(dla_trace_replay(t, 2, (dla_tensor *[]){a, b}, 1, &out),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), why));
+    assert_int_equal(dla_trace_replay(t, 2, (dla_tensor *[]){a, NULL}, 1, &out),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "input 2 is NULL"));
+    assert_int_equal(dla_trace_replay(t, 2, (dla_tensor *[]){a, a}, 1, &out), DLA_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(dla_tensor_item(out, i) == 0.0);
+}
+
+/* A section of p (n bytes) by tag: its header's offset, and its size with
+ * header and padding; 0 when there is none. */
+static size_t find_section(const unsigned char *p, size_t n, const char *tag, size_t *bytes)
+{
+    for (size_t pos = 32; pos + 16 <= n - 24;) {
+        uint64_t len;
+        memcpy(&len, p + pos + 8, 8);
+        *bytes = 16 + (size_t)(len + 7) / 8 * 8;
+        if (memcmp(p + pos, tag, 4) == 0)
+            return pos;
+        pos += *bytes;
+    }
+    return 0;
+}
+
+static void test_an_input_recorded_twice_must_be_passed_twice(void **state)
+{
+    /* dla_trace_replay of a trace recorded as f(x, x) with two tensors
+     * computed f(a, a) and said nothing (and a NULL in the slot it does
+     * not read crashed). Format 1.1 keeps which slot is which; a 1.0
+     * file only tells that a slot has no value. */
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(3)), *a = dla_randn(DLA_F64, "", DLA_DIMS(3)),
+               *b = dla_randn(DLA_F64, "", DLA_DIMS(3)), *out;
+    dla_accel *af = dla_accelerate(difference, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, x}, 1, &out), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    const char *why = "input 2 was recorded as the same tensor as input 1, and the trace reads "
+                      "input 1 in both places";
+    expect_replay_needs_the_same_tensor_twice(t, a, b, why);
+    dla_trace *back = through_file(af, "twice.dlt");
+    expect_replay_needs_the_same_tensor_twice(back, a, b, why);
+    dla_trace_release(back);
+    dla_trace_release(t);
+    dla_accel_free(af);
+
+    size_t n, bytes = 0;
+    unsigned char *p = read_all(path_of("twice.dlt"), &n);
+    size_t at = find_section(p, n, "ALIA", &bytes);
+    assert_true(at > 0);
+    memmove(p + at, p + at + bytes, n - at - bytes); /* as a 1.0 writer wrote it */
+    n -= bytes;
+    uint16_t minor = 0;
+    uint64_t size = n;
+    memcpy(p + 10, &minor, 2);
+    memcpy(p + 24, &size, 8);
+    fix_checksum(p, n);
+    write_all(path_of("twice10.dlt"), p, n);
+    free(p);
+    if (dla_trace_load(path_of("twice10.dlt"), &back) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    expect_replay_needs_the_same_tensor_twice(back, a, b, "input 2 was recorded as the same "
+                                              "tensor as an earlier input");
+    dla_trace_release(back);
+    dla_scope_end();
+}
+
+/* The file p (n bytes) with the first op named name in its ENTS section
+ * given one input less (its count and its last id gone; the section's
+ * length, padding, the file size and the checksum made to fit), into a
+ * new buffer of *m bytes. */
+static unsigned char *drop_an_input(const unsigned char *p, size_t n, const char *name, size_t *m)
+{
+    size_t bytes = 0, at = find_section(p, n, "ENTS", &bytes);
+    assert_true(at > 0);
+    uint64_t len;
+    memcpy(&len, p + at + 8, 8);
+    const unsigned char *sec = p + at + 16;
+    size_t gone = SIZE_MAX;
+    for (size_t q = 0; q < len && gone == SIZE_MAX;) {
+        uint16_t sl;
+        memcpy(&sl, sec + q, 2);
+        size_t c = q + 2 + sl; /* nin, nout, nsaved, 0 */
+        unsigned ids = sec[c] + sec[c + 1] + sec[c + 2];
+        if (sl == strlen(name) && memcmp(sec + q + 2, name, sl) == 0)
+            gone = c; /* its count at c, its last input's id at c + 4 + 4 (nin - 1) */
+        uint32_t alen;
+        memcpy(&alen, sec + c + 4 + 4 * ids, 4);
+        q = c + 4 + 4 * ids + 4 + alen;
+    }
+    assert_true(gone != SIZE_MAX);
+    unsigned char *out = calloc(1, n + 8);
+    memcpy(out, p, at + 16);
+    const size_t id_at = gone + 4 + 4 * (size_t)(sec[gone] - 1);
+    memcpy(out + at + 16, sec, id_at);
+    memcpy(out + at + 16 + id_at, sec + id_at + 4, len - id_at - 4);
+    out[at + 16 + gone] = (unsigned char)(sec[gone] - 1);
+    const uint64_t nlen = len - 4;
+    memcpy(out + at + 8, &nlen, 8);
+    const size_t rest = at + bytes, to = at + 16 + (size_t)(nlen + 7) / 8 * 8;
+    memcpy(out + to, p + rest, n - rest);
+    *m = to + n - rest;
+    const uint64_t size = *m;
+    memcpy(out + 24, &size, 8);
+    fix_checksum(out, *m);
+    return out;
+}
+
+static dla_status convolve_one(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    out[0] = dla_conv(in[0], in[1], NULL, NULL);
+    return DLA_OK;
+}
+
+static void test_an_op_given_fewer_inputs_than_its_attributes_take_is_refused(void **state)
+{
+    /* A convolution of one input (its weights gone) passed the load and
+     * crashed the replay, which read an input it was not given. */
+    dla_scope_begin();
+    dla_tensor *in[2] = {dla_randn(DLA_F32, "SSCB", DLA_DIMS(5, 5, 2, 1)),
+                         dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 2, 4))},
+               *out;
+    dla_accel *af = dla_accelerate(convolve_one, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 2, in, 1, &out), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_int_equal(dla_trace_save(t, path_of("conv.dlt")), DLA_OK);
+    dla_trace_release(t);
+    dla_accel_free(af);
+    size_t n, m;
+    unsigned char *p = read_all(path_of("conv.dlt"), &n);
+    unsigned char *q = drop_an_input(p, n, "dla_conv", &m);
+    write_all(path_of("conv1.dlt"), q, m);
+    free(q);
+    free(p);
+    expect_load_error(path_of("conv1.dlt"), DLA_ERR_IO,
+                      "op 0 (dla_conv): 1 inputs, which its attributes do not take");
+    dla_scope_end();
 }
 
 static void test_another_byte_order_or_data_layout_is_refused(void **state)
@@ -714,6 +870,8 @@ int main(void)
         cmocka_unit_test(test_every_flipped_byte_is_an_error),
         cmocka_unit_test(test_bytes_that_pass_the_checksum_never_crash_the_load),
         cmocka_unit_test(test_a_newer_major_version_is_refused_and_a_newer_minor_read),
+        cmocka_unit_test(test_an_input_recorded_twice_must_be_passed_twice),
+        cmocka_unit_test(test_an_op_given_fewer_inputs_than_its_attributes_take_is_refused),
         cmocka_unit_test(test_another_byte_order_or_data_layout_is_refused),
         cmocka_unit_test(test_an_op_this_library_lacks_is_named),
         cmocka_unit_test(test_a_load_that_runs_out_of_memory_fails_cleanly),

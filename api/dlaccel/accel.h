@@ -199,14 +199,17 @@ DLA_API void dla_trace_release(dla_trace *t);
  * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes and dims the trace was
  * recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE otherwise, naming the
  * input), on any device: a trace recorded on one device replays on
- * another. Outputs as dla_accel_call's. */
+ * another. An input recorded as the same tensor as an earlier one (f(x,
+ * x)) is read from that earlier one: it must be given the same tensor
+ * again (DLA_ERR_INVALID_ARGUMENT otherwise, naming both). Outputs as
+ * dla_accel_call's. */
 DLA_API dla_status dla_trace_replay(dla_trace *t, int nin, dla_tensor *const *in, int nout,
                                     dla_tensor **out);
 /* Writes t as text: ops with shapes, RNG slots, constants, memory. */
 DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f);
 
 /* Saves t to path in the trace file format (docs/trace-format.md, format
- * 1.0): each op by its registered name with its attributes, every value's
+ * 1.1): each op by its registered name with its attributes, every value's
  * dtype, dims and format, the constants' data (copied from their device to
  * the host now), the outputs and the diagnostics (data-dependent reads).
  * The file is written under a temporary name and renamed over path, so
