@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..9"
+echo "1..14"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -94,3 +94,25 @@ check "dlaccel version prints the library and ABI versions" 0 "dlaccel " "(plugi
 args=frobnicate
 check "an unknown command exits 2 with the list of commands" 2 \
     "unknown command 'frobnicate'" "devices" "version"
+
+# Output that cannot be written (a full disk) is a failure, not exit 0.
+n=$((n + 1))
+if [ -w /dev/full ]; then
+    "$tool" version >/dev/full 2>"$tmp/err"
+    got=$?
+    if [ $got -eq 1 ] && grep -qF "dlaccel version: cannot write the output" "$tmp/err"; then
+        echo "ok $n - output to a full disk exits 1 and says so"
+    else
+        sed 's/^/#   /' "$tmp/err"; echo "not ok $n - output to a full disk exits 1 (got $got)"
+    fi
+else
+    echo "ok $n # SKIP no /dev/full here"
+fi
+
+# check-plugin's numbers: a negative or overflowing seed, a case number
+# that made the case count overflow, and no cases at all were taken.
+for bad in "--seed -1" "--seed 99999999999999999999999" "--case 2147483647" "--cases 0"; do
+    args="check-plugin $bad --kernel fill $plugins/cpu.json"
+    check "check-plugin $bad exits 2 with the reason" 2 "dlaccel check-plugin: "
+done
+

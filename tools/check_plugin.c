@@ -21,6 +21,8 @@
 #include "tools/commands.h"
 #include "tools/conformance.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +82,14 @@ static int parse(int argc, char **argv, options *o)
         } else if ((strcmp(a, "--cases") == 0 || strcmp(a, "--case") == 0 ||
                     strcmp(a, "--device") == 0 || strcmp(a, "--seed") == 0) &&
                    v) {
+            /* strtoull takes "-1" as 2^64 - 1, and says ERANGE past it. */
+            errno = 0;
             const unsigned long long n = strtoull(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || (a[2] != 's' && n > INT_MAX))
-                return usage("a number was expected");
+            if (!isdigit((unsigned char)*v) || *end != '\0' || errno == ERANGE ||
+                (a[2] != 's' && n >= INT_MAX))
+                return usage("a number was expected (0 or more, and below 2^31 but for --seed)");
+            if (strcmp(a, "--cases") == 0 && n == 0)
+                return usage("--cases: at least 1");
             if (strcmp(a, "--cases") == 0)
                 o->cases = (int)n;
             else if (strcmp(a, "--case") == 0)

@@ -9,6 +9,7 @@
 
 #include <dlaccel.h>
 #include <dlaccel/plugin.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -137,5 +138,14 @@ int main(int argc, char **argv)
         print_usage(stderr);
         return DLA_TOOL_USAGE;
     }
-    return c->run(argc - 1, argv + 1);
+    int rc = c->run(argc - 1, argv + 1);
+    /* Output that never reached its file (a full disk, a closed pipe) is
+     * a failure, whatever the command thought of its own work. */
+    errno = 0;
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == DLA_TOOL_OK) {
+        fprintf(stderr, "dlaccel %s: cannot write the output%s%s\n", c->name, errno ? ": " : "",
+                errno ? strerror(errno) : "");
+        rc = DLA_TOOL_FAILED;
+    }
+    return rc;
 }
