@@ -22,6 +22,18 @@
  *                                   + dv / d^2 * (m_w - M)^2 ]
  * since m_w - M = d * (mu_w - mu). Two allreduces of a few doubles per
  * channel, whatever the number of layers.
+ *
+ * N_w is count times the elements per channel of one observation at the
+ * layer: its output's dims other than C and B as initialized, but T, the
+ * sequence length, as this batch has it (the _seq form is told it; the
+ * initialized T is the network's minimum length, 1 by default, which made
+ * u(N_w) 4/3 for 4 sequences of 7 steps instead of 28/27). N is the sum of
+ * the workers' N_w, reduced with M.
+ *
+ * Other state (a custom layer's) is MATLAB's gplus(share * state) where
+ * every worker's row has the dims the network gave it; a row of other dims
+ * on some worker (an LSTM's, a column per observation of its own batch)
+ * stays each worker's own. Whether a row is combined is agreed with M.
  */
 #include <dlaccel.h>
 
@@ -32,7 +44,8 @@
 typedef struct bn_rows {
     int mean, var;    /* State rows */
     int64_t channels; /* elements of each row */
-    int64_t per_obs;  /* elements per channel of one observation */
+    int64_t space;    /* elements per channel of one observation, T aside */
+    int64_t t0;       /* its T as initialized; 0: the output has no T dim */
     double d, dv;     /* MeanDecay, VarianceDecay */
     int64_t at;       /* offset in the packed buffers */
 } bn_rows;
@@ -97,10 +110,15 @@ static int find_bn(const dla_net *net, bn_rows *bn, int cap, int64_t *total)
             b->mean = mean;
             b->var = var;
             b->channels = channels;
-            b->per_obs = 1;
-            for (int j = 0; j < l->out.ndims; j++)
-                if (l->out.format[j] != 'C' && l->out.format[j] != 'B')
-                    b->per_obs *= l->out.dims[j];
+            b->space = 1;
+            b->t0 = 0;
+            for (int j = 0; j < l->out.ndims; j++) {
+                const char f = l->out.format[j];
+                if (f == 'T')
+                    b->t0 = l->out.dims[j];
+                else if (f != 'C' && f != 'B')
+                    b->space *= l->out.dims[j];
+            }
             b->d = l->props.decay[0];
             b->dv = l->props.decay[1];
             b->at = *total;
@@ -111,13 +129,35 @@ static int find_bn(const dla_net *net, bn_rows *bn, int cap, int64_t *total)
     return k;
 }
 
+/* A row this worker can combine with the others': its dims and dtype (a
+ * float) are those of the network's own row. */
+static int combinable(const dla_tensor *row, const dla_tensor *mine)
+{
+    int64_t a[DLA_MAX_DIMS], b[DLA_MAX_DIMS];
+    const int na = dla_tensor_dims(row, a), nb = dla_tensor_dims(mine, b);
+    const dla_dtype t = dla_tensor_dtype(mine);
+    return dla_tensor_status(mine) == DLA_OK && na == nb && !memcmp(a, b, sizeof *a * (size_t)na) &&
+           t == dla_tensor_dtype(row) && (t == DLA_F32 || t == DLA_F64);
+}
+
 DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const *state,
                                           int64_t count, int64_t global, dla_tensor **out)
+{
+    return dla_spmd_combine_state_seq(net, n, state, count, global, 0, out);
+}
+
+DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *const *state,
+                                              int64_t count, int64_t global, int64_t seq_len,
+                                              dla_tensor **out)
 {
     if (!net || !dla_net_initialized(net))
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "dla_spmd_combine_state: argument net is %s",
                              net ? "not initialized" : "NULL");
+    if (seq_len < 0)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_spmd_combine_state_seq: seq_len %lld is negative",
+                             (long long)seq_len);
     int ns = dla_net_state_count(net);
     if (n != ns || (n > 0 && (!state || !out)))
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
@@ -132,25 +172,27 @@ DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const
     int64_t total;
     int nbn = find_bn(net, NULL, 0, &total);
     bn_rows *bn = dla_malloc(sizeof *bn * (size_t)(nbn ? nbn : 1));
-    double *buf = dla_malloc(sizeof *buf * (size_t)(6 * total + 1));
-    dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1));
-    dla_status st = bn && buf && in ? DLA_OK
-                                    : dla_set_error(DLA_ERR_OUT_OF_MEMORY,
-                                                    "dla_spmd_combine_state: out of memory");
+    /* M, then what its reduction also carries (the sum of count * T, a
+     * flag per row), S, then per channel the old mean and variance and
+     * this worker's new ones. */
+    const int64_t nred = total + 1 + n;
+    double *buf = dla_malloc(sizeof *buf * (size_t)(nred + 5 * total));
+    dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1) * 3);
+    int *joint = dla_malloc(sizeof *joint * (size_t)(n ? n : 1) * 2);
+    dla_status st = bn && buf && in && joint
+                        ? DLA_OK
+                        : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine_state: out of memory");
     if (st == DLA_OK) {
         find_bn(net, bn, nbn, &total);
         memcpy(in, state, sizeof *in * (size_t)n);
     }
-    /* The statistics this worker made must fit their rows (other state,
-     * an LSTM's, has a column per observation of its own batch). */
+    /* The statistics this worker made must fit their rows. */
     for (int k = 0; st == DLA_OK && count && k < nbn; k++)
         if ((st = dla__table_check("dla_spmd_combine_state", old, bn[k].mean, in[bn[k].mean])) ==
             DLA_OK)
             st = dla__table_check("dla_spmd_combine_state", old, bn[k].var, in[bn[k].var]);
-    /* buf: M (to be reduced), S (to be reduced), then per channel the old
-     * mean and variance and this worker's new ones. */
-    double *M = buf, *S = buf + total, *om = buf + 2 * total, *ov = buf + 3 * total,
-           *nm = buf + 4 * total, *nv = buf + 5 * total;
+    double *M = buf, *ct = buf + total, *flag = ct + 1, *S = buf + nred, *om = S + total,
+           *ov = om + total, *nm = ov + total, *nv = nm + total;
     double share = (double)count / (double)global;
     for (int k = 0; st == DLA_OK && k < nbn; k++) {
         const bn_rows *b = &bn[k];
@@ -163,11 +205,23 @@ DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const
         for (int64_t j = 0; st == DLA_OK && j < c; j++)
             M[a + j] = count ? share * nm[a + j] : 0.0;
     }
-    if (st == DLA_OK && total)
-        st = allreduce_host(M, total);
+    *ct = (double)count * (double)seq_len;
+    for (int i = 0; i < n; i++) {
+        int is_bn = 0;
+        for (int k = 0; k < nbn; k++)
+            is_bn |= bn[k].mean == i || bn[k].var == i;
+        /* A worker without observations passes rows of the network's dims. */
+        flag[i] = !is_bn && (!count || combinable(old->values[i], in[i]));
+        joint[i] = -is_bn; /* -1: batch normalization's */
+    }
+    if (st == DLA_OK && nred)
+        st = allreduce_host(M, nred);
+    const int size = dla_spmd_size();
+    /* N of a layer with a T dim: its space times the sum of count * T. */
     for (int k = 0; st == DLA_OK && k < nbn; k++) {
         const bn_rows *b = &bn[k];
-        double uw = unbias((double)(count * b->per_obs));
+        const int64_t tw = b->t0 && seq_len ? seq_len : b->t0 ? b->t0 : 1;
+        double uw = unbias((double)count * (double)(b->space * tw));
         for (int64_t j = b->at; j < b->at + b->channels; j++) {
             double dm = nm[j] - M[j];
             S[j] = count ? share * ((nv[j] - (1 - b->dv) * ov[j]) / uw + b->dv / (b->d * b->d) * dm * dm)
@@ -176,17 +230,30 @@ DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const
     }
     if (st == DLA_OK && total)
         st = allreduce_host(S, total);
-    /* The rows that are not combined first: out may be state. */
+    /* Rows each worker keeps first (out may be state), then the others'
+     * share-weighted sum, then batch normalization's. */
+    int ncomb = 0;
+    dla_tensor **cx = in + (n ? n : 1), **cres = cx + (n ? n : 1);
+    int *crow = joint + (n ? n : 1);
     for (int i = 0; st == DLA_OK && i < n; i++) {
-        int is_bn = 0;
-        for (int k = 0; k < nbn; k++)
-            is_bn |= bn[k].mean == i || bn[k].var == i;
-        if (!is_bn)
+        if (joint[i] < 0)
+            continue;
+        if (flag[i] == (double)size) {
+            cx[ncomb] = count ? in[i] : old->values[i];
+            crow[ncomb++] = i;
+        } else {
             out[i] = dla__nn_return(dla_tensor_retain(count ? in[i] : old->values[i]));
+        }
     }
+    if (st == DLA_OK && ncomb)
+        st = dla_spmd_combine(ncomb, cx, share, cres);
+    for (int j = 0; st == DLA_OK && j < ncomb; j++)
+        out[crow[j]] = cres[j];
     for (int k = 0; st == DLA_OK && k < nbn; k++) {
         const bn_rows *b = &bn[k];
-        double u = unbias((double)(global * b->per_obs));
+        const double n_all = b->t0 && seq_len ? (double)b->space * *ct
+                                              : (double)global * (double)(b->space * (b->t0 ? b->t0 : 1));
+        double u = unbias(n_all);
         for (int64_t j = b->at; j < b->at + b->channels; j++)
             S[j] = (1 - b->dv) * ov[j] + u * S[j];
         out[b->mean] = row_like(old->values[b->mean], M + b->at);
@@ -197,5 +264,6 @@ DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const
     dla_free(bn);
     dla_free(buf);
     dla_free(in);
+    dla_free(joint);
     return st;
 }

@@ -745,7 +745,9 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
     if (st == DLA_OK)
         st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
     /* In parallel, the whole batch's loss, gradients and state. */
-    st = dla__train_par_step(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)), nl, ns, out);
+    const int tdim = dla_tensor_find_dim(x, 'T');
+    st = dla__train_par_step(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)),
+                             tdim ? dla_tensor_dim(x, tdim) : 0, nl, ns, out);
     /* The loss and the gradients are checked before the new state and the
      * update are applied: a non-finite one stops training with the
      * network as it was (stop_diverged). */

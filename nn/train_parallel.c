@@ -351,7 +351,7 @@ static dla_status overlapped_step(dla__train_par *p, dla_status st, int nl, dla_
 }
 
 dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
-                               int nl, int ns, dla_tensor **out)
+                               int64_t seq_len, int nl, int ns, dla_tensor **out)
 {
     if (!p->on)
         return st;
@@ -360,8 +360,8 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
     if (p->ov) {
         st = overlapped_step(p, st, nl, out);
         if (st == DLA_OK && ns)
-            st = dla_spmd_combine_state(net, ns, out + 2 + nl, (int64_t)(p->share ? count : 0),
-                                        (int64_t)p->step_global, out + 2 + nl);
+            st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)(p->share ? count : 0),
+                                            (int64_t)p->step_global, seq_len, out + 2 + nl);
         p->step_seconds += clock_now() - t0;
         return st;
     }
@@ -388,8 +388,8 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
     p->step_after = clock_now() - t0;
     p->after_seconds += p->step_after;
     if (st == DLA_OK && ns)
-        st = dla_spmd_combine_state(net, ns, out + 2 + nl, (int64_t)mine, (int64_t)global,
-                                    out + 2 + nl);
+        st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)mine, (int64_t)global,
+                                        seq_len, out + 2 + nl);
     p->reduce_seconds += dla__spmd_reduce_seconds() - r0;
     p->step_seconds += clock_now() - t0;
     return st;

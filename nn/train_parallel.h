@@ -58,10 +58,11 @@ dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net
  * the gradient sweep (NULL without overlapped reductions). */
 const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor *loss);
 /* After one rank's dla_feval (status st) on its batch of count
- * observations: out = {loss, Y, grads[nl], state[ns]} made whole-batch:
- * loss and gradients weighted and summed, state combined. */
+ * observations (sequences of seq_len steps; 0: not sequences): out =
+ * {loss, Y, grads[nl], state[ns]} made whole-batch: loss and gradients
+ * weighted and summed, state combined. */
 dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
-                               int nl, int ns, dla_tensor **out);
+                               int64_t seq_len, int nl, int ns, dla_tensor **out);
 /* The mini-batch metrics (NaN when not computed) of this rank's batch of
  * count observations made whole-batch, with st agreed. */
 dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t count, double *acc,

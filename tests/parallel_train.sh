@@ -48,7 +48,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..22"
+echo "1..25"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -56,6 +56,10 @@ done
 for n in 2 4; do
     run "$n" bn
     verdict "$n workers: batch-normalization state combined equals the whole batch's"
+done
+for n in 1 2 3; do
+    run "$n" state
+    verdict "$n worker(s): state of sequences' batch normalization and of a custom layer combined equals the whole batch's"
 done
 for n in 2 3 4; do
     rm -f "$tmp"/ckpt/*; mkdir -p "$tmp/ckpt"

@@ -322,6 +322,88 @@ static void mode_bn(void)
     }
 }
 
+/* --------------------------------------------------------------- state */
+
+/* A running mean of its input's mean, as a custom layer's state. */
+static dla_status avg_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
+{
+    (void)l, (void)nx, (void)x;
+    return dla_layer_add_state(init, "Avg", DLA_DIMS(1, 1), "zeros");
+}
+
+static dla_status avg_predict(dla_layer_io *io)
+{
+    io->y = dla_sub(io->x[0], io->state[0]);
+    return dla_tensor_status(io->y);
+}
+
+static dla_status avg_forward(dla_layer_io *io)
+{
+    dla_tensor *mean = dla_reshape(dla_mean(io->x[0], 0, NULL), "", DLA_DIMS(1, 1));
+    io->new_state[0] = dla_add(dla_affine(io->state[0], 0.5, 0), dla_affine(mean, 0.5, 0));
+    io->y = dla_sub(io->x[0], io->state[0]);
+    return dla_tensor_status(io->y);
+}
+
+/* State combined against one forward over the whole batch, where it was
+ * wrong: batch normalization of sequences (the unbiased variance counted
+ * the network's initial length, 1, not the batch's 7 steps: 4% off with 2
+ * workers), and a custom layer's state (each worker kept its own: the
+ * ranks ended with different networks). */
+static void mode_state(void)
+{
+    static const dla_layer_type avg = {.type = "avgState", .initialize = avg_init,
+                                       .predict = avg_predict, .forward = avg_forward};
+    dla_layer_type_register(&avg);
+    enum { C = 3, T = 7 };
+    static float seq[C * GLOBAL * T];
+    lcg = 99;
+    for (int e = 0; e < C * GLOBAL * T; e++) /* a trend along the batch, as in mode_bn */
+        seq[e] = (float)(1.0 + 0.05 * ((e / C) % GLOBAL) + 2.0 * (uniform() - 0.5));
+    dla_rng_seed(6);
+    dla_layer *layers[] = {dla_custom_layer("avgState", NULL, NULL), dla_fc_layer(4, NULL),
+                           dla_batchnorm_layer(NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(4, layers);
+    dla_scope_begin();
+    dla_tensor *all = dla_cast(dla_tensor_from_host(seq, DLA_F32, "CBT", DLA_DIMS(C, GLOBAL, T)),
+                               DLA_F64);
+    /* Initialized on one step of one sequence, as a sequence input layer
+     * of MinLength 1 would: the layers' T is 1 until a batch comes. */
+    dla_tensor *ex = dla_slice(dla_slice(all, 2, 0, 1, 1), 3, 0, 1, 1);
+    if (!net || dla_net_init(net, 1, &ex) != DLA_OK || dla_net_cast(net, DLA_F64) != DLA_OK ||
+        dla_spmd_broadcast_net(net, 0) != DLA_OK)
+        die("state network");
+    int ns = dla_net_state_count(net);
+    if (ns != 3)
+        die("state rows");
+    int64_t shares[64], first = 0;
+    if (size > 64 || dla_spmd_shares(GLOBAL, size, shares) != DLA_OK)
+        die("shares");
+    for (int r = 0; r < rank; r++)
+        first += shares[r];
+    dla_tensor *mine = shares[rank] ? dla_slice(all, 2, first, 1, first + shares[rank])
+                                    : dla_slice(all, 2, 0, 1, 1);
+    dla_tensor *y, *whole[3], *part[3], *comb[3];
+    if (dla_net_forward(net, 1, &all, 1, &y, whole, NULL) != DLA_OK ||
+        dla_net_forward(net, 1, &mine, 1, &y, part, NULL) != DLA_OK)
+        die("state forward");
+    if (dla_spmd_combine_state_seq(net, ns, part, shares[rank], GLOBAL, T, comb) != DLA_OK)
+        die("dla_spmd_combine_state_seq");
+    static const char *const rows[] = {"the custom layer's state", "BN mean", "BN variance"};
+    for (int k = 0; k < 3; k++) {
+        double worst = 0;
+        for (int64_t c = 0; c < dla_tensor_numel(whole[k]); c++) {
+            double want = dla_tensor_item(whole[k], c), got = dla_tensor_item(comb[k], c);
+            worst = fmax(worst, fabs(got - want) / fmax(fabs(want), 1e-30));
+        }
+        char detail[128];
+        snprintf(detail, sizeof detail, "relative error %.3g (limit 1e-9)", worst);
+        check(worst <= 1e-9, rows[k], detail);
+    }
+    dla_scope_end();
+    dla_net_free(net);
+}
+
 /* ------------------------------------------------------------- trainnet */
 
 static dla_net *cnn(void)
@@ -566,6 +648,8 @@ int main(int argc, char **argv)
         mode_steps();
     else if (!strcmp(mode, "bn"))
         mode_bn();
+    else if (!strcmp(mode, "state"))
+        mode_state();
     else if (!strcmp(mode, "trainnet") && argc > 2)
         mode_trainnet(argv[2], argc > 3 ? atoi(argv[3]) : 2);
     else if (!strcmp(mode, "resume") && argc > 2)
@@ -575,8 +659,8 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "device"))
         mode_device();
     else {
-        fprintf(stderr, "usage: parallel_train_check steps | bn | trainnet DIR [EPOCHS] | resume DIR | "
-                        "overlap | device\n");
+        fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
+                        "resume DIR | overlap | device\n");
         return 2;
     }
     fflush(stdout);

@@ -206,13 +206,28 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
  *    mean's squared distance to the whole mean, weighted by share): a
  *    weighted average of the workers' variances is not the variance of
  *    the whole batch;
- *  - any other state (an LSTM's hidden and cell state: one column per
- *    observation of this worker's own batch): this worker's own, not
- *    combined.
- * Sums are taken in double. A worker with count 0 passes any tensors of
- * the rows' dims (net's own State will do) and contributes nothing. */
+ *  - any other state (a custom layer's) whose row has the network's dims
+ *    and a float dtype on every worker: MATLAB's gplus(share * state),
+ *    the workers' values weighted by share, so every worker holds the
+ *    same network;
+ *  - a row of other dims on some worker (an LSTM's hidden and cell state:
+ *    one column per observation of this worker's own batch): this
+ *    worker's own, not combined.
+ * The unbiased variances count the elements per channel of each layer's
+ * output as the network was initialized: for sequence data ("T" dims),
+ * whose length varies by batch, use dla_spmd_combine_state_seq. Sums are
+ * taken in double. A worker with count 0 passes any tensors of the rows'
+ * dims (net's own State will do) and contributes nothing. */
 DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const *state,
                                           int64_t count, int64_t global, dla_tensor **out);
+/* The same for a batch of sequences of seq_len steps (this worker's
+ * padded length; workers may differ): a layer's elements per channel take
+ * that T, not the initialized one (the network's minimum length, 1 by
+ * default), and the whole batch's count is the sum over the workers.
+ * seq_len 0 is dla_spmd_combine_state. trainnet "parallel" passes it. */
+DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *const *state,
+                                              int64_t count, int64_t global, int64_t seq_len,
+                                              dla_tensor **out);
 
 /* Copies root's Learnables, State and fixed parameters (input
  * normalization statistics) into net on every rank (the networks must
