@@ -751,7 +751,7 @@ template <typename T> void reduce_case(result_fn result, const red_case &c, dla_
             st *= dy[k];
         }
         const T want = op == DLA_REDUCE_SUM    ? (T)sum
-                       : op == DLA_REDUCE_MEAN ? (T)(sum * (1.0 / (double)nred))
+                       : op == DLA_REDUCE_MEAN ? (T)(sum / (double)nred)
                                                : best;
         const T got = at<T>(by, yo);
         bad += memcmp(&got, &want, sizeof got) != 0;
