@@ -109,6 +109,33 @@ static void write_png(const char *path, int id, int h, int w, int ch)
     fclose(f);
 }
 
+/* A PNG of any colour type and depth: rows given as libpng packs them,
+ * with an optional palette and tRNS (palette alphas or a gray/RGB key). */
+static void write_png_raw(const char *path, int h, int w, int depth, int ctype,
+                          const unsigned char *rows, size_t rowbytes, const png_color *pal,
+                          int npal, const unsigned char *trns, int ntrns,
+                          const png_color_16 *trns_key)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    assert_false(setjmp(png_jmpbuf(png)));
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, ctype, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (pal)
+        png_set_PLTE(png, info, pal, npal);
+    if (trns || trns_key)
+        png_set_tRNS(png, info, trns, ntrns, (png_color_16p)trns_key);
+    png_write_info(png, info);
+    for (int r = 0; r < h; r++)
+        png_write_row(png, (png_const_bytep)(rows + (size_t)r * rowbytes));
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+}
+
 /* A gray JPEG of h x w, constant value v (so that lossy coding keeps it). */
 static void write_jpeg(const char *path, int h, int w, int v)
 {
@@ -571,6 +598,46 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
     dla_imds_free(ds);
 }
 
+/* An upsize alone leaves a constant image constant: the resize replicates
+ * the edge (as imresize), and the fill is only for points a transform
+ * moves out of the image (the border of a 4x4 image of 200 read at 8x8
+ * was 150, its corners 113). */
+static void test_augmented_resize_replicates_the_edge(void **state)
+{
+    (void)state;
+    const char *top = fresh("rsz");
+    mkdirs(path_of("rsz/c"));
+    unsigned char flat[16];
+    memset(flat, 200, sizeof flat);
+    write_png_raw(path_of("rsz/c/a.png"), 4, 4, 8, PNG_COLOR_TYPE_GRAY, flat, 4, NULL, 0, NULL, 0,
+                  NULL);
+    dla_imds *ds, *a;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+    static const int64_t sizes[][2] = {{8, 8}, {6, 6}, {5, 9}, {4, 4}, {2, 2}, {1, 7}};
+    unsigned char out[81];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        assert_ok(dla_augimds_create(sizes[s], ds, NULL, 0, &a));
+        size_t n = (size_t)(sizes[s][0] * sizes[s][1]);
+        read_u8(a, out, n);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(out[i], 200);
+        dla_imds_free(a);
+    }
+    /* A translation of 2 pixels right, read at 8x8: the left columns come
+     * from outside (0), the right ones from the image (200). */
+    dla_image_augmenter g = {.rand_x_translation = {2, 2}};
+    assert_ok(dla_augimds_create((int64_t[]){8, 8}, ds, &g, 0, &a));
+    read_u8(a, out, 64);
+    for (int r = 0; r < 8; r++) {
+        assert_int_equal(out[r + 8 * 0], 0);
+        assert_int_equal(out[r + 8 * 1], 0);
+        for (int c = 5; c < 8; c++)
+            assert_int_equal(out[r + 8 * c], 200);
+    }
+    dla_imds_free(a);
+    dla_imds_free(ds);
+}
+
 /* ------------------------------------------------------------ queues */
 
 static void test_a_queue_reads_the_datastore_on_its_threads_in_order(void **state)
@@ -1010,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_shuffle_is_seeded_and_partitions_cover_every_file_once),
         cmocka_unit_test(test_split_each_label_takes_a_share_of_every_class),
         cmocka_unit_test(test_augmented_datastore_resizes_reflects_rotates_and_translates),
+        cmocka_unit_test(test_augmented_resize_replicates_the_edge),
         cmocka_unit_test(test_a_queue_reads_the_datastore_on_its_threads_in_order),
         cmocka_unit_test(test_empty_folders_and_classes_and_stray_files_are_named),
         cmocka_unit_test(test_corrupt_truncated_and_foreign_files_are_named),

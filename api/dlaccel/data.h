@@ -363,9 +363,10 @@ typedef struct dla_image_augmenter {
 /* MATLAB augmentedImageDatastore(outputSize, imds, 'DataAugmentation',
  * aug): reads ds's files, transforms each image by aug (about its centre,
  * in its own pixels: reflection, rotation, scale, translation; pixels
- * that come from outside the image are 0) and resizes it to
- * output_size[0] x output_size[1] (bilinear; MATLAB's imresize is bicubic
- * with antialiasing), so images of any size may be mixed (but not of
+ * that the transform moves out of the image are 0) and resizes it to
+ * output_size[0] x output_size[1] (bilinear, replicating the edge as
+ * imresize does, so an upsized image keeps its border; MATLAB's imresize
+ * is bicubic with antialiasing), so images of any size may be mixed (but not of
  * different channel counts). aug may be NULL (a resize only). The random
  * draws come from a stream of its own (np.random.default_rng(seed)'s, the
  * library's host stream), in the order the images are read; the stream is
