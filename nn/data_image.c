@@ -291,8 +291,8 @@ DLA_API dla_status dla_imds_set_read_size(dla_imds *ds, int64_t read_size)
 
 /* Reads positions obs[0..count-1] into held tensors on dev (NULL: the
  * current device). */
-static dla_status read_obs(dla_imds *ds, const int64_t *obs, int64_t count, dla_device *dev,
-                           dla_tensor **images, dla_tensor **labels, int64_t *kept,
+static dla_status read_obs(dla_imds *ds, const int64_t *obs, int64_t count,
+                           dla__data_rng *aug_rng, dla_device *dev, dla_tensor **images, dla_tensor **labels, int64_t *kept,
                            int64_t *nkept, const char *op)
 {
     *images = NULL;
@@ -303,7 +303,7 @@ static dla_status read_obs(dla_imds *ds, const int64_t *obs, int64_t count, dla_
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     void *buf;
     int64_t n;
-    dla_status st = dla__imds_read_host(ds, obs, count, &buf, lab, kept, &n, op);
+    dla_status st = dla__imds_read_host(ds, obs, count, aug_rng, &buf, lab, kept, &n, op);
     if (st == DLA_OK) {
         int h, w, c;
         dla__imds_out_size(ds, &h, &w, &c);
@@ -329,11 +329,12 @@ static dla_status read_obs(dla_imds *ds, const int64_t *obs, int64_t count, dla_
     return st;
 }
 
-dla_tensor *dla__imds_batch(dla_imds *ds, const int64_t *obs, int64_t count, dla_device *dev,
-                            int64_t *kept, int64_t *nkept, const char *op)
+dla_tensor *dla__imds_batch(dla_imds *ds, const int64_t *obs, int64_t count,
+                            dla__data_rng *aug_rng, dla_device *dev, int64_t *kept,
+                            int64_t *nkept, const char *op)
 {
     dla_tensor *x;
-    return read_obs(ds, obs, count, dev, &x, NULL, kept, nkept, op) == DLA_OK ? x : NULL;
+    return read_obs(ds, obs, count, aug_rng, dev, &x, NULL, kept, nkept, op) == DLA_OK ? x : NULL;
 }
 
 /* Reads and delivers positions obs by dlaccel.h's rules. */
@@ -341,7 +342,8 @@ static dla_status read_deliver(dla_imds *ds, const int64_t *obs, int64_t count,
                                dla_tensor **images, dla_tensor **labels, const char *op)
 {
     dla_tensor *t[2] = {NULL, NULL};
-    dla_status st = read_obs(ds, obs, count, NULL, &t[0], labels ? &t[1] : NULL, NULL, NULL, op);
+    dla_status st =
+        read_obs(ds, obs, count, NULL, NULL, &t[0], labels ? &t[1] : NULL, NULL, NULL, op);
     if (st == DLA_OK)
         st = dla__data_deliver_all(2, t, op);
     *images = t[0];
@@ -621,6 +623,7 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
     a->out_w = (int)output_size[1];
     a->aug = g;
     a->lock = lock;
+    a->seed = seed;
     dla__data_rng_seed(&a->rng, seed);
     dla__imds_augment *was = ds->augment;
     ds->augment = a; /* derive copies it (and takes a reference) */

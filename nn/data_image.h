@@ -62,11 +62,14 @@ dla_status dla__imds_scan(const char *folder, int recurse, int labels, dla__imds
 void dla__imds_catalog_release(dla__imds_catalog *c);
 
 /* The augmentation of an augmented datastore, with its stream and the lock
- * that its readers (several queues' threads) draw under. */
+ * that its readers (dla_imds_read and the like, on any thread) draw under.
+ * A mini-batch queue draws from a stream of its own instead, seeded from
+ * seed (data_mbq.c), so that what it draws never depends on timing. */
 typedef struct dla__imds_augment {
     int refs;                 /* atomic */
     int out_h, out_w;
     dla_image_augmenter aug;
+    uint64_t seed;
     void *lock;               /* a pthread_mutex_t */
     dla__data_rng rng;
 } dla__imds_augment;
@@ -88,12 +91,16 @@ struct dla_imds {
 #define DLA__IMDS_MAGIC 0x7a3e5010u
 
 /* The images of positions obs[0..count-1] of ds's current order in one
- * host buffer: H x W x C x kept, ds's dtype. labels[] (may be NULL) gets
+ * host buffer: H x W x C x kept, ds's dtype. An augmented datastore's
+ * transforms are drawn, one image after the other, from *aug_rng, which
+ * the caller alone uses meanwhile, or, when aug_rng is NULL, from the
+ * datastore's shared stream under its lock. labels[] (may be NULL) gets
  * their class numbers, kept[] (may be NULL) the positions 0..count-1 that
  * made it. DLA_OK, or an error with the thread's error set naming op and
  * the file. *buf is freed by the caller with dla__data_free. */
-dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count, void **buf,
-                               int32_t *labels, int64_t *kept, int64_t *nkept, const char *op);
+dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count,
+                               dla__data_rng *aug_rng, void **buf, int32_t *labels,
+                               int64_t *kept, int64_t *nkept, const char *op);
 /* The H, W, C of ds's images. */
 void dla__imds_out_size(const dla_imds *ds, int *h, int *w, int *c);
 
@@ -107,12 +114,15 @@ dla_imds *dla__imds_snapshot(dla_imds *ds, const char *op);
 /* Drops a reference (dla_imds_free drops the user's). */
 void dla__imds_release(dla_imds *ds);
 /* The images obs[0..count-1] (positions in ds's current order) as one
- * H x W x C x kept "SSCB" tensor on dev, held (data_util.h). kept[] gets
- * the positions (0..count-1) of the images that made it: all of them, or,
+ * H x W x C x kept "SSCB" tensor on dev, held (data_util.h), the transforms
+ * of an augmented datastore drawn from *aug_rng (as dla__imds_read_host).
+ * kept[] gets the positions (0..count-1) of the images that made it: all
+ * of them, or,
  * with skip_corrupt, those that were not corrupt (each skipped file is
  * warned about once). NULL with the thread's error set on failure. */
-dla_tensor *dla__imds_batch(dla_imds *ds, const int64_t *obs, int64_t count, dla_device *dev,
-                            int64_t *kept, int64_t *nkept, const char *op);
+dla_tensor *dla__imds_batch(dla_imds *ds, const int64_t *obs, int64_t count,
+                            dla__data_rng *aug_rng, dla_device *dev, int64_t *kept,
+                            int64_t *nkept, const char *op);
 int64_t dla__imds_count(const dla_imds *ds);
 
 #endif

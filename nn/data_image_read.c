@@ -194,35 +194,38 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* The transforms of count images, drawn in order from the augmented
- * datastore's stream. */
-static void draw(dla__imds_augment *a, int64_t count, xform *xf)
+/* The transforms of count images, drawn in order from rng, or from the
+ * augmented datastore's shared stream (under its lock) when rng is NULL. */
+static void draw(dla__imds_augment *a, dla__data_rng *rng, int64_t count, xform *xf)
 {
     const dla_image_augmenter *g = &a->aug;
-    pthread_mutex_lock((pthread_mutex_t *)a->lock);
+    int shared = rng == NULL;
+    if (shared) {
+        pthread_mutex_lock((pthread_mutex_t *)a->lock);
+        rng = &a->rng;
+    }
     for (int64_t i = 0; i < count; i++) {
         xform t = {.scale = 1};
         if (g->rand_x_reflection)
-            t.flip_x = dla__data_rng_double(&a->rng) < 0.5;
+            t.flip_x = dla__data_rng_double(rng) < 0.5;
         if (g->rand_y_reflection)
-            t.flip_y = dla__data_rng_double(&a->rng) < 0.5;
+            t.flip_y = dla__data_rng_double(rng) < 0.5;
         if (g->rand_rotation[0] != 0 || g->rand_rotation[1] != 0)
-            t.angle = dla__data_rng_uniform(&a->rng, g->rand_rotation[0], g->rand_rotation[1]);
+            t.angle = dla__data_rng_uniform(rng, g->rand_rotation[0], g->rand_rotation[1]);
         if (g->rand_scale[0] != 0 || g->rand_scale[1] != 0)
-            t.scale = dla__data_rng_uniform(&a->rng, g->rand_scale[0], g->rand_scale[1]);
+            t.scale = dla__data_rng_uniform(rng, g->rand_scale[0], g->rand_scale[1]);
         if (g->rand_x_translation[0] != 0 || g->rand_x_translation[1] != 0)
-            t.tx = dla__data_rng_uniform(&a->rng, g->rand_x_translation[0],
-                                         g->rand_x_translation[1]);
+            t.tx = dla__data_rng_uniform(rng, g->rand_x_translation[0], g->rand_x_translation[1]);
         if (g->rand_y_translation[0] != 0 || g->rand_y_translation[1] != 0)
-            t.ty = dla__data_rng_uniform(&a->rng, g->rand_y_translation[0],
-                                         g->rand_y_translation[1]);
+            t.ty = dla__data_rng_uniform(rng, g->rand_y_translation[0], g->rand_y_translation[1]);
         xf[i] = t;
     }
-    pthread_mutex_unlock((pthread_mutex_t *)a->lock);
+    if (shared)
+        pthread_mutex_unlock((pthread_mutex_t *)a->lock);
 }
 
-dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count, void **bufp,
-                               int32_t *labels, int64_t *kept, int64_t *nkept, const char *op)
+dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count,
+                               dla__data_rng *aug_rng, void **bufp, int32_t *labels, int64_t *kept, int64_t *nkept, const char *op)
 {
     *bufp = NULL;
     *nkept = 0;
@@ -254,7 +257,7 @@ dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count, 
         st = dla__data_fail(DLA_ERR_STATE, "%s: cannot make a lock", op);
     if (st == DLA_OK) {
         if (xf)
-            draw(ds->augment, count, xf);
+            draw(ds->augment, aug_rng, count, xf);
         /* The calling thread reads too; helpers only for what is left. */
         pthread_t helpers[64];
         int nh = 0;

@@ -15,6 +15,15 @@
  * for an older generation is dropped when it arrives. So the batches are the
  * same, in the same order, with or without the thread.
  *
+ * The transforms of an augmented datastore are drawn from a stream of the
+ * queue's own (not the datastore's, which other readers share), and the
+ * stream is rewound with the position: every batch keeps the stream's
+ * state after its draws, and dropping the batches made ahead puts the
+ * stream back where the last batch handed out left it. So the draws depend
+ * only on the batches handed out, never on how far ahead the thread was
+ * (a shuffle right after dla_mbq_create used to lose the draws of the
+ * batches the thread had made by then).
+ *
  * Batches are held references (data_util.h), not owned by any scope, until
  * dla_mbq_next delivers them to the caller (into the caller's open scope).
  */
@@ -48,6 +57,7 @@ typedef struct mbq_input {
 typedef struct batch {
     dla_tensor *out[MAX_OUTPUTS]; /* held */
     int64_t count;                /* observations in it */
+    dla__data_rng aug_after;      /* the augmentation stream after its draws */
     dla_status status;
     char message[1024];
 } batch;
@@ -70,6 +80,13 @@ struct dla_mbq {
     int nseed_words;
     dla__data_rng rng;
     int64_t pos;                /* observations handed out in this pass */
+    /* An augmented datastore input's stream: seeded from the augmentation's
+     * seed (and a partition's indices), drawn by whoever makes batches;
+     * aug_at_pos is its state after the last batch handed out. */
+    int has_aug;
+    uint32_t aug_words[MAX_SEED_WORDS];
+    int naug_words;
+    dla__data_rng aug_rng, aug_at_pos;
 
     /* Background dispatch; all below under lock. */
     int background, depth;
@@ -171,7 +188,8 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         kept_obs = dla__data_malloc(sizeof *kept_obs * (size_t)count);
         int64_t nkept = 0;
         if (kept && kept_obs)
-            images = dla__imds_batch(q->in[q->imds_input].imds, obs, count, q->device, kept, &nkept,
+            images = dla__imds_batch(q->in[q->imds_input].imds, obs, count,
+                                     q->has_aug ? &q->aug_rng : NULL, q->device, kept, &nkept,
                                      "dla_mbq_next");
         else
             dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "dla_mbq_next: out of memory");
@@ -234,6 +252,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     for (int i = 0; i < nheld; i++)
         dla_tensor_release(held[i]);
     dla__data_free(kept_obs);
+    b->aug_after = q->aug_rng;
     dla_device_set_current(was);
 }
 
@@ -293,6 +312,9 @@ static void with_dispatch_idle(dla_mbq *q, void (*change)(dla_mbq *q, int64_t ar
     for (; q->count; q->count--, q->head = (q->head + 1) % q->depth)
         batch_clear(&q->ring[q->head]);
     q->head = 0;
+    /* The dropped batches' draws are drawn again by the batches that
+     * replace them, as they would be without the thread. */
+    q->aug_rng = q->aug_at_pos;
     change(q, arg);
     q->made = q->pos;
     pthread_cond_broadcast(&q->cond);
@@ -590,6 +612,16 @@ DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                             (long long)q->n);
     if (st == DLA_OK)
         st = make_order(q, NULL, op);
+    if (st == DLA_OK && q->imds_input >= 0 && q->in[q->imds_input].imds->augment) {
+        /* np.random.default_rng(seed), as the augmented datastore's own. */
+        uint64_t s = q->in[q->imds_input].imds->augment->seed;
+        q->has_aug = 1;
+        q->aug_words[0] = (uint32_t)s;
+        q->aug_words[1] = (uint32_t)(s >> 32);
+        q->naug_words = s >> 32 ? 2 : 1;
+        dla__data_rng_seed_words(&q->aug_rng, q->naug_words, q->aug_words);
+        q->aug_at_pos = q->aug_rng;
+    }
     if (st == DLA_OK) {
         dla__data_rng_seed_words(&q->rng, q->nseed_words, q->seed_words);
         if (opts && opts->dispatch_in_background)
@@ -640,6 +672,15 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
     p->nseed_words = q->nseed_words < MAX_SEED_WORDS ? q->nseed_words + 1 : MAX_SEED_WORDS;
     p->seed_words[p->nseed_words - 1] = (uint32_t)index;
     dla__data_rng_seed_words(&p->rng, p->nseed_words, p->seed_words);
+    /* The same for the augmentation's stream: parts draw their own. */
+    if (q->has_aug) {
+        p->has_aug = 1;
+        memcpy(p->aug_words, q->aug_words, sizeof p->aug_words);
+        p->naug_words = q->naug_words < MAX_SEED_WORDS ? q->naug_words + 1 : MAX_SEED_WORDS;
+        p->aug_words[p->naug_words - 1] = (uint32_t)index;
+        dla__data_rng_seed_words(&p->aug_rng, p->naug_words, p->aug_words);
+        p->aug_at_pos = p->aug_rng;
+    }
     /* Part sizes differ by at most one; the first parts take the remainder. */
     int64_t base = q->n / n, extra = q->n % n;
     int64_t start = index * base + (index < extra ? index : extra);
@@ -693,6 +734,7 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
                                   op, (long long)q->n);
         make_batch(q, q->pos, batch_size_at(q, q->pos), &b);
         q->pos += b.count;
+        q->aug_at_pos = b.aug_after;
     } else {
         pthread_mutex_lock(&q->lock);
         if (q->pos >= end_of_pass(q)) {
@@ -709,6 +751,7 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         q->head = (q->head + 1) % q->depth;
         q->count--;
         q->pos += b.count;
+        q->aug_at_pos = b.aug_after;
         pthread_cond_broadcast(&q->cond);
         pthread_mutex_unlock(&q->lock);
     }

@@ -225,7 +225,11 @@ dla_status dla__train_par_setup(dla__train_par *p, dla_net *net, dla_mbq **q,
         dla_mbq_free(part);
         return st;
     }
-    p->whole = *q;
+    /* The whole queue is not read again: freed now, or its dispatch thread
+     * would go on reading batches beside the part's (decoding images for
+     * nothing, and running the mini-batch function on a third thread). */
+    dla_mbq_free(*q);
+    p->whole = NULL;
     *q = part;
     double mine = (double)dla_mbq_num_batches(part), all[1024 * 2];
     if (p->size > 1024)

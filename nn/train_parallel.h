@@ -14,7 +14,7 @@ typedef struct dla__train_par {
     int rank, size;
     int64_t global;     /* MiniBatchSize: the global mini-batch */
     int64_t share;      /* this rank's share of it */
-    dla_mbq *whole;     /* the queue over all the data, partitioned */
+    dla_mbq *whole;     /* unused: the whole queue is freed once partitioned */
     int64_t batches;    /* this rank's mini-batches so far */
     double step_seconds, reduce_seconds; /* of them: in the step, in reductions */
     /* Reductions overlapped with the backward pass (DLACCEL_OVERLAP, on by

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -640,6 +641,97 @@ static void test_augmented_resize_replicates_the_edge(void **state)
 
 /* ------------------------------------------------------------ queues */
 
+/* One run of a queue over an augmented datastore: batches of 4 of 16 8x8
+ * images, their bytes in out[] in the order handed out (two passes, with
+ * change() between them and before the first). wait_ms lets the dispatch
+ * thread make batches ahead before the first change; take_first takes
+ * one batch of the first pass before it. Returns the bytes written. */
+enum { AUG_N = 16, AUG_PX = 64 };
+static size_t augmented_run(const char *top, int background, int wait_ms, int take_first,
+                            void (*change)(dla_mbq *), unsigned char *out)
+{
+    dla_imds *ds, *aug;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+    dla_image_augmenter g = {.rand_x_reflection = 1, .rand_rotation = {-20, 20}};
+    assert_ok(dla_augimds_create((int64_t[]){8, 8}, ds, &g, 42, &aug));
+    dla_imds_free(ds);
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.images = aug}},
+                             &(dla_mbq_options){.mini_batch_size = 4, .seed = 1,
+                                                .dispatch_in_background = background},
+                             &q));
+    /* Other reads of the datastore draw from its own stream, not the
+     * queue's. */
+    dla_tensor *x;
+    assert_ok(dla_imds_read(aug, &x, NULL));
+    dla_tensor_release(x);
+    dla_imds_free(aug);
+    size_t at = 0;
+    struct timespec wait = {0, wait_ms * 1000000L};
+    if (wait_ms)
+        nanosleep(&wait, NULL);
+    if (take_first) {
+        dla_tensor *b;
+        assert_ok(dla_mbq_next(q, 1, &b));
+        to_host(b, out + at, (size_t)dla_tensor_numel(b));
+        at += (size_t)dla_tensor_numel(b);
+        dla_tensor_release(b);
+        if (wait_ms)
+            nanosleep(&wait, NULL);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        change(q);
+        while (dla_mbq_hasdata(q)) {
+            dla_tensor *b;
+            assert_ok(dla_mbq_next(q, 1, &b));
+            to_host(b, out + at, (size_t)dla_tensor_numel(b));
+            at += (size_t)dla_tensor_numel(b);
+            dla_tensor_release(b);
+        }
+    }
+    dla_mbq_free(q);
+    return at;
+}
+
+static void change_shuffle(dla_mbq *q) { dla_mbq_shuffle(q); }
+static void change_reset(dla_mbq *q) { dla_mbq_reset(q); }
+static void change_size(dla_mbq *q) { assert_ok(dla_mbq_set_mini_batch_size(q, 4)); }
+
+/* Background dispatch gives the same augmented batches as the queue
+ * without it, however far ahead its thread was when the queue was
+ * shuffled, reset or given a batch size (the batches it had made were
+ * dropped, and their draws lost: a shuffle right after the queue was made,
+ * as trainnet's first epoch does, changed the augmentation by timing). */
+static void test_background_dispatch_keeps_the_augmentation(void **state)
+{
+    (void)state;
+    const char *top = fresh("augbg");
+    mkdirs(path_of("augbg/c"));
+    for (int k = 0; k < AUG_N; k++) {
+        unsigned char d[AUG_PX];
+        for (int i = 0; i < AUG_PX; i++)
+            d[i] = (unsigned char)(k * 8 + i * 3);
+        write_png_raw(path_of("augbg/c/%02d.png", k), 8, 8, 8, PNG_COLOR_TYPE_GRAY, d, 8, NULL, 0,
+                      NULL, 0, NULL);
+    }
+    enum { MAX = 3 * AUG_N * AUG_PX };
+    static unsigned char ref[MAX], got[MAX];
+    void (*changes[])(dla_mbq *) = {change_shuffle, change_reset, change_size};
+    for (int c = 0; c < 3; c++)
+        for (int take = 0; take < 2; take++) {
+            size_t n = augmented_run(top, 0, 0, take, changes[c], ref);
+            assert_int_equal(n, (size_t)(8 + take) * AUG_N * AUG_PX / 4);
+            /* Right away, and after the thread has filled its prefetch. */
+            for (int wait = 0; wait <= 40; wait += 40) {
+                assert_int_equal(augmented_run(top, 1, wait, take, changes[c], got), n);
+                assert_memory_equal(ref, got, n);
+            }
+        }
+    /* The augmentation is drawn: the two passes differ. */
+    size_t n = augmented_run(top, 0, 0, 0, change_reset, ref);
+    assert_true(memcmp(ref, ref + n / 2, n / 2) != 0);
+}
+
 static void test_a_queue_reads_the_datastore_on_its_threads_in_order(void **state)
 {
     (void)state;
@@ -1079,6 +1171,7 @@ int main(void)
         cmocka_unit_test(test_augmented_datastore_resizes_reflects_rotates_and_translates),
         cmocka_unit_test(test_augmented_resize_replicates_the_edge),
         cmocka_unit_test(test_a_queue_reads_the_datastore_on_its_threads_in_order),
+        cmocka_unit_test(test_background_dispatch_keeps_the_augmentation),
         cmocka_unit_test(test_empty_folders_and_classes_and_stray_files_are_named),
         cmocka_unit_test(test_corrupt_truncated_and_foreign_files_are_named),
         cmocka_unit_test(test_mixed_sizes_need_a_resize),

@@ -366,11 +366,14 @@ typedef struct dla_image_augmenter {
  * that the transform moves out of the image are 0) and resizes it to
  * output_size[0] x output_size[1] (bilinear, replicating the edge as
  * imresize does, so an upsized image keeps its border; MATLAB's imresize
- * is bicubic with antialiasing), so images of any size may be mixed (but not of
- * different channel counts). aug may be NULL (a resize only). The random
- * draws come from a stream of its own (np.random.default_rng(seed)'s, the
- * library's host stream), in the order the images are read; the stream is
- * shared by the queues reading it. It shares ds's files and labels and
+ * is bicubic with antialiasing), so images of any size may be mixed (but
+ * not of different channel counts). aug may be NULL (a resize only). The
+ * random draws come from a stream of its own (np.random.default_rng(seed)'s,
+ * the library's host stream), in the order the images are read. A
+ * mini-batch queue over it draws from a stream of the queue's own instead
+ * (seeded the same; a partition's from the seed and its index), in the
+ * order of the batches the queue hands out, so that its draws never depend
+ * on timing (see dispatch_in_background). It shares ds's files and labels and
  * takes its options; ds may be freed after. Errors: DLA_ERR_INVALID_ARGUMENT
  * (a size below 1, a range with lo > hi, a scale <= 0). */
 DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
@@ -438,7 +441,10 @@ typedef struct dla_mbq_options {
     uint64_t seed;
     /* DispatchInBackground: batches are made on a thread of the queue
      * while the caller trains on the previous one. The results are the
-     * same batches, in the same order, as without it. That thread runs its
+     * same batches, in the same order, as without it, augmented images
+     * included: the batches made ahead that a reset, shuffle or new batch
+     * size drops give their augmentation draws back to the batches that
+     * replace them. That thread runs its
      * kernels (and the mini-batch function) with one OpenMP thread, so the
      * training step's team keeps the cores to itself. */
     int dispatch_in_background;
