@@ -28,8 +28,8 @@ typedef struct dla__image {
 #define DLA__IMAGE_MAX_BYTES ((size_t)1 << 28)
 
 /* Decodes path (PNG or JPEG, told apart by their signatures, not the file
- * name) into *img. Alpha is dropped, palettes expanded to RGB, 16-bit
- * samples cut to 8, gray below 8 bits widened. On failure *img is zeroed
+ * name) into *img. Alpha is dropped (tRNS transparency too), palettes
+ * expanded to RGB, 16-bit samples cut to 8, gray below 8 bits widened. On failure *img is zeroed
  * and err holds "<path>: <why>": DLA_ERR_IO (cannot open or read it),
  * DLA_ERR_FORMAT (neither PNG nor JPEG, an unsupported colour space, an
  * image over DLA__IMAGE_MAX_BYTES, or a corrupt or truncated file, with the

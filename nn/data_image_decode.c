@@ -114,8 +114,12 @@ static dla_status decode_png(decode_ctx *c, dla__image *img)
         png_set_palette_to_rgb(png);
     if (type == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) < 8)
         png_set_expand_gray_1_2_4_to_8(png);
-    if (type & PNG_COLOR_MASK_ALPHA)
-        png_set_strip_alpha(png);
+    /* Whatever the colour type: a palette with a tRNS chunk comes out of
+     * png_set_palette_to_rgb with an alpha channel (RGBA), though the
+     * type names none, and was refused as 4 channels. Stripping is a
+     * no-op for rows without alpha; gray and RGB keep their tRNS key
+     * unexpanded (no png_set_tRNS_to_alpha), so they stay 1 and 3. */
+    png_set_strip_alpha(png);
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
     uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);

@@ -639,6 +639,80 @@ static void test_augmented_resize_replicates_the_edge(void **state)
     dla_imds_free(ds);
 }
 
+/* Transparency is dropped whatever carries it: a palette with a tRNS
+ * chunk reads as its RGB colours (it came out as 4 channels and was
+ * refused, or dropped as corrupt with skip_corrupt), gray and RGB with a
+ * tRNS key as their values. */
+static void test_png_transparency_is_dropped(void **state)
+{
+    (void)state;
+    const char *top = fresh("trns");
+    mkdirs(path_of("trns/c"));
+    png_color pal[4] = {{10, 20, 30}, {40, 50, 60}, {70, 80, 90}, {100, 110, 120}};
+    unsigned char alpha[4] = {255, 0, 128, 255}, idx[4] = {0, 1, 2, 3};
+    /* 2x2, rows 0 1 / 2 3; the 4-bit gray one packs 2 pixels a byte. */
+    write_png_raw(path_of("trns/c/a.png"), 2, 2, 8, PNG_COLOR_TYPE_PALETTE, idx, 2, pal, 4, alpha,
+                  4, NULL);
+    write_png_raw(path_of("trns/c/b.png"), 2, 2, 8, PNG_COLOR_TYPE_PALETTE, idx, 2, pal, 4, alpha,
+                  2, NULL);
+    for (int skip = 0; skip < 2; skip++) {
+        dla_imds *ds;
+        assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8, .skip_corrupt = skip},
+                                  &ds));
+        dla_tensor *x;
+        assert_ok(dla_imds_readall(ds, &x, NULL));
+        assert_int_equal(dla_tensor_dim(x, 3), 3);
+        assert_int_equal(dla_tensor_dim(x, 4), 2);
+        assert_int_equal(dla_imds_num_skipped(ds), 0);
+        unsigned char px[24];
+        to_host(x, px, sizeof px);
+        for (int i = 0; i < 2; i++)
+            for (int r = 0; r < 2; r++)
+                for (int c = 0; c < 2; c++) {
+                    const png_color *p = &pal[idx[r * 2 + c]];
+                    const unsigned char *o = px + 12 * i + r + 2 * c;
+                    assert_int_equal(o[0], p->red);
+                    assert_int_equal(o[4], p->green);
+                    assert_int_equal(o[8], p->blue);
+                }
+        dla_tensor_release(x);
+        dla_imds_free(ds);
+    }
+    /* Gray with a key, at 8 and at 4 bits, and RGB with a key. */
+    unsigned char g8[4] = {5, 6, 7, 8}, g4[2] = {0x12, 0x3f}, rgb[12];
+    for (int i = 0; i < 12; i++)
+        rgb[i] = (unsigned char)(i * 20);
+    png_color_16 key = {.gray = 6, .red = 0, .green = 20, .blue = 40};
+    struct {
+        const char *name;
+        int depth, type, ch;
+        const unsigned char *rows;
+        size_t rowbytes;
+        unsigned char want[12];
+    } cases[] = {
+        {"g8", 8, PNG_COLOR_TYPE_GRAY, 1, g8, 2, {5, 7, 6, 8}},
+        {"g4", 4, PNG_COLOR_TYPE_GRAY, 1, g4, 1, {0x11, 0x33, 0x22, 0xff}},
+        {"rgb", 8, PNG_COLOR_TYPE_RGB, 3, rgb, 6,
+         {0, 120, 60, 180, 20, 140, 80, 200, 40, 160, 100, 220}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const char *dir = fresh("trnsk");
+        mkdirs(path_of("trnsk/c"));
+        write_png_raw(path_of("trnsk/c/%s.png", cases[k].name), 2, 2, cases[k].depth, cases[k].type,
+                      cases[k].rows, cases[k].rowbytes, NULL, 0, NULL, 0, &key);
+        dla_imds *ds;
+        assert_ok(dla_imds_create(dir, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+        dla_tensor *x;
+        assert_ok(dla_imds_readall(ds, &x, NULL));
+        assert_int_equal(dla_tensor_dim(x, 3), cases[k].ch);
+        unsigned char px[12];
+        to_host(x, px, (size_t)(4 * cases[k].ch));
+        assert_memory_equal(px, cases[k].want, (size_t)(4 * cases[k].ch));
+        dla_tensor_release(x);
+        dla_imds_free(ds);
+    }
+}
+
 /* ------------------------------------------------------------ queues */
 
 /* One run of a queue over an augmented datastore: batches of 4 of 16 8x8
@@ -1170,6 +1244,7 @@ int main(void)
         cmocka_unit_test(test_split_each_label_takes_a_share_of_every_class),
         cmocka_unit_test(test_augmented_datastore_resizes_reflects_rotates_and_translates),
         cmocka_unit_test(test_augmented_resize_replicates_the_edge),
+        cmocka_unit_test(test_png_transparency_is_dropped),
         cmocka_unit_test(test_a_queue_reads_the_datastore_on_its_threads_in_order),
         cmocka_unit_test(test_background_dispatch_keeps_the_augmentation),
         cmocka_unit_test(test_empty_folders_and_classes_and_stray_files_are_named),

@@ -231,8 +231,8 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * signature, not its name: libpng for PNG, libjpeg-turbo for JPEG.
  *
  * An image is read as H x W x C (H rows first, as MATLAB), C = 1 for gray
- * and 3 for colour (alpha dropped, palettes expanded, 16-bit samples cut
- * to 8). Images of a datastore must all have its size, except through an
+ * and 3 for colour (alpha dropped, a tRNS chunk's transparency too,
+ * palettes expanded, 16-bit samples cut to 8). Images of a datastore must all have its size, except through an
  * augmented datastore that resizes them (dla_augimds_create).
  *
  * Labels ("foldernames"): a file's class is the name of the folder that
