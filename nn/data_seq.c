@@ -115,11 +115,19 @@ DLA_API dla_status dla_seqlist_append(dla_seqlist *s, const float *data, int64_t
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument length: %lld is too long",
                               op, (long long)length);
     int64_t nv = length * s->channels;
+    /* data may lie in the list's own values (a sequence appended again,
+     * dla_seqlist_data's pointer): reserve may move them, so such a source
+     * is kept as an offset and found again after (it read freed memory). */
+    uintptr_t at = (uintptr_t)data, lo = (uintptr_t)s->values;
+    int inside = s->values && at >= lo && at < lo + (uintptr_t)s->values_cap * sizeof(float);
+    size_t from = inside ? (size_t)(at - lo) / sizeof(float) : 0;
     dla_status st = reserve(s, nv, op);
     if (st != DLA_OK)
         return st;
+    if (inside)
+        data = s->values + from;
     if (nv)
-        memcpy(s->values + s->offset[s->count], data, (size_t)nv * sizeof(float));
+        memmove(s->values + s->offset[s->count], data, (size_t)nv * sizeof(float));
     s->offset[s->count + 1] = s->offset[s->count] + nv;
     s->count++;
     return DLA_OK;

@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
 
+#include <malloc.h> /* malloc_usable_size, for the poisoning realloc */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,6 +30,8 @@
  * allocation to refuse (0: none). */
 static atomic_long live_blocks, alloc_calls, refuse_at;
 
+static atomic_int poison_moves;
+
 static void *counting_alloc(void *user, void *ptr, size_t size)
 {
     (void)user;
@@ -39,6 +42,18 @@ static void *counting_alloc(void *user, void *ptr, size_t size)
             atomic_fetch_sub(&live_blocks, 1);
         free(ptr);
         return NULL;
+    }
+    if (ptr && atomic_load(&poison_moves)) {
+        /* A realloc that always moves and spoils the old block, so that
+         * a read of it after the realloc shows without valgrind. */
+        size_t old = malloc_usable_size(ptr);
+        void *p = malloc(size);
+        if (!p)
+            return NULL;
+        memcpy(p, ptr, old < size ? old : size);
+        memset(ptr, 0xa5, old);
+        free(ptr);
+        return p;
     }
     void *p = realloc(ptr, size);
     if (p && !ptr)
@@ -1315,6 +1330,31 @@ static int teardown(void **state)
     return rmdir(tmpdir);
 }
 
+/* A sequence of the list itself appended again: the source lies in the
+ * values the append grows (it was read after the realloc had freed it). */
+static void test_seqlist_appends_its_own_sequences(void **state)
+{
+    (void)state;
+    dla_seqlist *s = dla_seqlist_create(2);
+    assert_non_null(s);
+    static float v[2 * 3000];
+    for (int i = 0; i < 2 * 3000; i++)
+        v[i] = (float)i;
+    assert_int_equal(dla_seqlist_append(s, v, 3000), DLA_OK);
+    atomic_store(&poison_moves, 1);
+    /* The whole of sequence 0 (the values must grow), then its tail. */
+    dla_status st1 = dla_seqlist_append(s, dla_seqlist_data(s, 0), 3000);
+    dla_status st2 = dla_seqlist_append(s, dla_seqlist_data(s, 1) + 2 * 1000, 2000);
+    atomic_store(&poison_moves, 0);
+    assert_int_equal(st1, DLA_OK);
+    assert_int_equal(st2, DLA_OK);
+    assert_int_equal(dla_seqlist_count(s), 3);
+    assert_int_equal(dla_seqlist_length(s, 2), 2000);
+    assert_memory_equal(dla_seqlist_data(s, 1), v, sizeof v);
+    assert_memory_equal(dla_seqlist_data(s, 2), v + 2 * 1000, 2 * 2000 * sizeof(float));
+    dla_seqlist_free(s);
+}
+
 static void test_a_seqlist_freed_twice_or_used_after_is_refused(void **state)
 {
     (void)state;
@@ -1384,6 +1424,7 @@ int main(void)
         cmocka_unit_test(test_waveform_class_proportions_shape_the_classes),
         cmocka_unit_test(test_every_refused_allocation_fails_cleanly),
         cmocka_unit_test(test_a_seqlist_freed_twice_or_used_after_is_refused),
+        cmocka_unit_test(test_seqlist_appends_its_own_sequences),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

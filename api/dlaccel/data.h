@@ -176,8 +176,9 @@ DLA_API dla_status dla_seqlist_append_tensor(dla_seqlist *s, dla_tensor *x);
 DLA_API int64_t dla_seqlist_count(const dla_seqlist *s);
 DLA_API int64_t dla_seqlist_channels(const dla_seqlist *s);
 DLA_API int64_t dla_seqlist_length(const dla_seqlist *s, int64_t i); /* -1 out of range */
-/* Sequence i's C x length values (valid until the next append); NULL out of
- * range. */
+/* Sequence i's C x length values (valid until the next append: an append
+ * may move them, though it may take its data from them, to copy a
+ * sequence of the list); NULL out of range. */
 DLA_API const float *dla_seqlist_data(const dla_seqlist *s, int64_t i);
 
 /* How sequences of different lengths become one "CBT" array (MATLAB's
