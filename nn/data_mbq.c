@@ -643,6 +643,8 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
     *out = NULL;
     if (!q)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument q is NULL", op);
+    if (!mbq_live(q, op))
+        return dla_last_status();
     if (n < 1 || index < 0 || index >= n)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument %s: %d; parts n >= 1, index in 0..n-1", op,
@@ -790,40 +792,53 @@ static void change_batch_size(dla_mbq *q, int64_t size)
     q->pos = 0;
 }
 
+/* The calls below check the handle as next and hasdata do: on a freed
+ * queue they wrote (reset, shuffle: its freed order) or read freed memory. */
 DLA_API void dla_mbq_reset(dla_mbq *q)
 {
-    if (q)
+    if (q && mbq_live(q, "dla_mbq_reset"))
         with_dispatch_idle(q, change_reset, 0);
 }
 
 DLA_API void dla_mbq_shuffle(dla_mbq *q)
 {
-    if (q)
+    if (q && mbq_live(q, "dla_mbq_shuffle"))
         with_dispatch_idle(q, change_shuffle, 0);
 }
 
 DLA_API dla_status dla_mbq_set_mini_batch_size(dla_mbq *q, int64_t size)
 {
+    static const char op[] = "dla_mbq_set_mini_batch_size";
+    if (q && !mbq_live(q, op))
+        return dla_last_status();
     if (!q || size < 1)
-        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                              "dla_mbq_set_mini_batch_size: argument %s", q ? "size < 1" : "q is NULL");
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s", op,
+                              q ? "size < 1" : "q is NULL");
     with_dispatch_idle(q, change_batch_size, size);
     return DLA_OK;
 }
 
-DLA_API int dla_mbq_num_outputs(const dla_mbq *q) { return q ? q->nout : 0; }
+DLA_API int dla_mbq_num_outputs(const dla_mbq *q)
+{
+    return q && mbq_live(q, "dla_mbq_num_outputs") ? q->nout : 0;
+}
 
-DLA_API int64_t dla_mbq_num_observations(const dla_mbq *q) { return q ? q->n : 0; }
+DLA_API int64_t dla_mbq_num_observations(const dla_mbq *q)
+{
+    return q && mbq_live(q, "dla_mbq_num_observations") ? q->n : 0;
+}
 
 DLA_API int64_t dla_mbq_num_batches(const dla_mbq *q)
 {
-    if (!q)
+    if (!q || !mbq_live(q, "dla_mbq_num_batches"))
         return 0;
     return q->discard ? q->n / q->mbs : (q->n + q->mbs - 1) / q->mbs;
 }
 
 DLA_API dla_status dla_mbq_order(const dla_mbq *q, int64_t *order, int64_t count)
 {
+    if (q && !mbq_live(q, "dla_mbq_order"))
+        return dla_last_status();
     if (!q || !order || count != q->n)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "dla_mbq_order: argument %s", !q ? "q is NULL"

@@ -1355,6 +1355,47 @@ static void test_seqlist_appends_its_own_sequences(void **state)
     dla_seqlist_free(s);
 }
 
+/* Every call on a freed queue is refused and named, as next and hasdata
+ * were: reset and shuffle wrote its freed order, the queries read it. */
+static void test_a_freed_mbq_is_refused_by_every_call(void **state)
+{
+    (void)state;
+    dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 10));
+    dla_mbq *q = NULL, *p = (dla_mbq *)1;
+    assert_int_equal(dla_mbq_create(1, (dla_mbq_input[]){{.tensor = x}},
+                                    &(dla_mbq_options){.mini_batch_size = 4}, &q),
+                     DLA_OK);
+    dla_tensor_release(x);
+    dla_mbq_free(q);
+#define REFUSED(name)                                                                              \
+    do {                                                                                           \
+        assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);                             \
+        assert_non_null(strstr(dla_last_error(), name));                                           \
+        assert_non_null(strstr(dla_last_error(), "freed already"));                                \
+        dla_clear_error();                                                                         \
+    } while (0)
+    dla_clear_error();
+    dla_mbq_reset(q);
+    REFUSED("dla_mbq_reset");
+    dla_mbq_shuffle(q);
+    REFUSED("dla_mbq_shuffle");
+    assert_int_equal(dla_mbq_set_mini_batch_size(q, 2), DLA_ERR_INVALID_ARGUMENT);
+    REFUSED("dla_mbq_set_mini_batch_size");
+    assert_int_equal(dla_mbq_partition(q, 2, 0, &p), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(p);
+    REFUSED("dla_mbq_partition");
+    assert_int_equal(dla_mbq_num_outputs(q), 0);
+    REFUSED("dla_mbq_num_outputs");
+    assert_int_equal(dla_mbq_num_observations(q), 0);
+    REFUSED("dla_mbq_num_observations");
+    assert_int_equal(dla_mbq_num_batches(q), 0);
+    REFUSED("dla_mbq_num_batches");
+    int64_t order[10];
+    assert_int_equal(dla_mbq_order(q, order, 10), DLA_ERR_INVALID_ARGUMENT);
+    REFUSED("dla_mbq_order");
+#undef REFUSED
+}
+
 static void test_a_seqlist_freed_twice_or_used_after_is_refused(void **state)
 {
     (void)state;
@@ -1425,6 +1466,7 @@ int main(void)
         cmocka_unit_test(test_every_refused_allocation_fails_cleanly),
         cmocka_unit_test(test_a_seqlist_freed_twice_or_used_after_is_refused),
         cmocka_unit_test(test_seqlist_appends_its_own_sequences),
+        cmocka_unit_test(test_a_freed_mbq_is_refused_by_every_call),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
