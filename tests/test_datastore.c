@@ -1081,6 +1081,48 @@ static void test_misuse_is_refused(void **state)
 
 /* ------------------------------------------------------------ Fashion-MNIST */
 
+/* `dlaccel export-images --limit 5`: folders only for the classes among
+ * the 5 (it made all ten, and the empty ones made dla_imds_create refuse
+ * the tree). */
+static void test_export_with_a_small_limit_makes_no_empty_folder(void **state)
+{
+    (void)state;
+    const char *build = getenv("DLA_TEST_BUILDDIR");
+    if (access(DLA_FASHION_MNIST_DIR "/train-labels-idx1-ubyte.gz", F_OK) != 0 || !build) {
+        skip();
+    }
+    const char *top = path_of("fmnist5");
+    rm_tree(top);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 '%s/tools/dlaccel' export-images --limit 5 '%s' >/dev/null", build, top);
+    assert_int_equal(system(cmd), 0);
+    dla_tensor *xi, *ti;
+    assert_ok(dla_fashion_mnist_load(NULL, "train",
+                                     &(dla_fashion_mnist_options){.dtype = DLA_U8, .count = 5},
+                                     &xi, &ti));
+    int32_t lab[5];
+    to_host(ti, lab, sizeof lab);
+    int seen[DLA_FASHION_MNIST_CLASSES] = {0}, classes = 0;
+    for (int i = 0; i < 5; i++)
+        classes += !seen[lab[i]]++;
+    int folders = 0;
+    DIR *d = opendir(top);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        folders += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(folders, classes);
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    assert_int_equal(dla_imds_num_files(ds), 5);
+    assert_int_equal(dla_imds_num_categories(ds), classes);
+    dla_imds_free(ds);
+    dla_tensor_release(xi);
+    dla_tensor_release(ti);
+    rm_tree(top);
+}
+
 /* `dlaccel export-images --limit 300` read back: the pixels and labels of
  * the IDX files, once the IDX order is restored from the file names. */
 static void test_exported_fashion_mnist_reads_back_as_the_idx_files(void **state)
@@ -1253,6 +1295,7 @@ int main(void)
         cmocka_unit_test(test_skip_corrupt_warns_once_and_keeps_labels_paired),
         cmocka_unit_test(test_misuse_is_refused),
         cmocka_unit_test(test_exported_fashion_mnist_reads_back_as_the_idx_files),
+        cmocka_unit_test(test_export_with_a_small_limit_makes_no_empty_folder),
         cmocka_unit_test(test_trainnet_from_a_datastore_matches_training_from_memory),
         cmocka_unit_test(test_trainnet_names_a_corrupt_file),
     };

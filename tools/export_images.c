@@ -126,14 +126,20 @@ int dla_tool_export_images(int argc, char **argv)
     char path[4096], name[64];
     if (rc == DLA_TOOL_OK && make_dir(out) != 0)
         rc = DLA_TOOL_FAILED;
-    for (int k = 0; k < DLA_FASHION_MNIST_CLASSES && rc == DLA_TOOL_OK; k++) {
-        folder_name(k, name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", out, name);
-        if (make_dir(path) != 0)
-            rc = DLA_TOOL_FAILED;
-    }
+    /* A class's folder is made with its first file: an empty one (a
+     * --limit that leaves a class out) makes dla_imds_create refuse the
+     * tree. */
+    int made[DLA_FASHION_MNIST_CLASSES] = {0};
     for (int64_t i = 0; i < n && rc == DLA_TOOL_OK; i++) {
         folder_name(labels[i], name, sizeof name);
+        if (labels[i] >= 0 && labels[i] < DLA_FASHION_MNIST_CLASSES && !made[labels[i]]) {
+            snprintf(path, sizeof path, "%s/%s", out, name);
+            if (make_dir(path) != 0) {
+                rc = DLA_TOOL_FAILED;
+                break;
+            }
+            made[labels[i]] = 1;
+        }
         snprintf(path, sizeof path, "%s/%s/%05lld.png", out, name, (long long)i);
         if (write_png(path, px + (size_t)(i * h * w), (int)h, (int)w) != 0)
             rc = DLA_TOOL_FAILED;
