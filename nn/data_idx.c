@@ -8,13 +8,17 @@
  * separate message naming the file, so a user with a damaged download
  * learns which file and what is wrong with it.
  */
+#define _POSIX_C_SOURCE 200809L /* fchmod, O_CLOEXEC */
 #include "nn/data_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static const char OP_READ[] = "dla_idx_read", OP_WRITE[] = "dla_idx_write";
@@ -313,12 +317,48 @@ DLA_API dla_status dla_idx_write(const char *path, const dla_idx *idx, int level
         snprintf(mode, sizeof mode, "wb%d", level);
     else
         snprintf(mode, sizeof mode, "wbT"); /* transparent: no gzip wrapper */
+    /* Into a temporary file in the same folder, renamed over path once
+     * whole (as core/trace_file.c): written in place, a failed write (a
+     * full disk) destroyed the old file. A file replaced keeps its mode;
+     * something not a regular file (/dev/null, a FIFO) is written in
+     * place, never renamed over. */
+    static unsigned long serial;
+    struct stat old;
+    int exists = stat(path, &old) == 0;
+    int in_place = exists && !S_ISREG(old.st_mode);
+    size_t plen = strlen(path) + 48;
+    char *tmp = dla__data_malloc(plen);
+    if (!tmp)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %s: cannot name a temporary file",
+                              OP_WRITE, path);
+    snprintf(tmp, plen, "%s.tmp-%ld-%lu", path, (long)getpid(),
+             __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+    int fd = in_place ? open(path, O_WRONLY | O_CLOEXEC)
+                      : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 && exists && !in_place && fchmod(fd, old.st_mode & 0777) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        dla__data_free(tmp);
+        return dla__data_fail(DLA_ERR_IO, "%s: %s: cannot give the new file the old one's mode: %s",
+                              OP_WRITE, path, strerror(e));
+    }
+    if (fd < 0) {
+        int e = errno;
+        dla__data_free(tmp);
+        return dla__data_fail(DLA_ERR_IO, "%s: %s: cannot create: %s", OP_WRITE, path,
+                              strerror(e));
+    }
     errno = 0;
-    gzFile f = gzopen(path, mode);
-    if (!f)
-        return dla__data_fail(errno ? DLA_ERR_IO : DLA_ERR_OUT_OF_MEMORY,
-                              "%s: %s: cannot create: %s", OP_WRITE, path,
-                              errno ? strerror(errno) : "out of memory");
+    gzFile f = gzdopen(fd, mode);
+    if (!f) {
+        close(fd);
+        if (!in_place)
+            unlink(tmp);
+        dla__data_free(tmp);
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %s: cannot create: out of memory",
+                              OP_WRITE, path);
+    }
     unsigned char head[4 + 4 * DLA_MAX_DIMS] = {0, 0, (unsigned char)idx->type,
                                                 (unsigned char)idx->ndims};
     for (int i = 0; i < idx->ndims; i++) {
@@ -347,8 +387,18 @@ DLA_API dla_status dla_idx_write(const char *path, const dla_idx *idx, int level
     char why[256];
     snprintf(why, sizeof why, "%s", err == Z_ERRNO ? strerror(errno) : zmsg);
     int closed = gzclose_w(f);
-    if (!ok || closed != Z_OK)
-        return dla__data_fail(DLA_ERR_IO, "%s: %s: cannot write: %s", OP_WRITE, path,
-                              !ok ? why : closed == Z_ERRNO ? strerror(errno) : "zlib error");
+    if (ok && closed == Z_OK && !in_place && rename(tmp, path) != 0) {
+        snprintf(why, sizeof why, "cannot put it in place: %s", strerror(errno));
+        ok = 0;
+    } else if (ok && closed != Z_OK) {
+        snprintf(why, sizeof why, "%s", closed == Z_ERRNO ? strerror(errno) : "zlib error");
+        ok = 0;
+    }
+    if (!ok && !in_place)
+        unlink(tmp);
+    dla__data_free(tmp);
+    if (!ok)
+        return dla__data_fail(DLA_ERR_IO, "%s: %s: cannot write: %s%s", OP_WRITE, path, why,
+                              in_place ? "" : " (the old file, if any, is kept)");
     return DLA_OK;
 }

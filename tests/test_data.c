@@ -8,13 +8,17 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
 
+#include <dirent.h>
 #include <malloc.h> /* malloc_usable_size, for the poisoning realloc */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -383,6 +387,59 @@ static void test_idx_write_refuses_an_inconsistent_array(void **state)
     assert_non_null(strstr(dla_last_error(), "/nonexistent-dir/x.idx"));
     dla_idx r;
     assert_int_equal(dla_idx_read(NULL, &r), DLA_ERR_INVALID_ARGUMENT);
+}
+
+/* A write that fails part way (here the file size limit, as a full disk)
+ * leaves the old file as it was, and no temporary file beside it: the
+ * write went straight over the old file, which it destroyed. */
+static void test_idx_write_that_fails_keeps_the_old_file(void **state)
+{
+    (void)state;
+    char dir[96];
+    snprintf(dir, sizeof dir, "%s/keep", tmpdir);
+    assert_int_equal(mkdir(dir, 0777), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/k.idx", dir);
+    unsigned char small[6] = {1, 2, 3, 4, 5, 6};
+    dla_idx w = {.type = DLA_IDX_U8, .ndims = 2, .dims = {2, 3}, .numel = 6, .data = small};
+    assert_int_equal(dla_idx_write(path, &w, 0), DLA_OK);
+    assert_int_equal(chmod(path, 0640), 0);
+    static unsigned char big[1 << 18];
+    dla_idx wb = {.type = DLA_IDX_U8, .ndims = 1, .dims = {sizeof big}, .numel = sizeof big,
+                  .data = big};
+    struct rlimit was, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+    lim = was;
+    lim.rlim_cur = 4096;
+    void (*sig)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    dla_status st = dla_idx_write(path, &wb, 0);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+    signal(SIGXFSZ, sig);
+    assert_int_equal(st, DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), path));
+    dla_idx r;
+    assert_int_equal(dla_idx_read(path, &r), DLA_OK);
+    assert_int_equal(r.numel, 6);
+    assert_memory_equal(r.data, small, 6);
+    dla_idx_free(&r);
+    /* Replaced whole on success, keeping the old file's mode. */
+    assert_int_equal(dla_idx_write(path, &wb, 1), DLA_OK);
+    assert_int_equal(dla_idx_read(path, &r), DLA_OK);
+    assert_int_equal(r.numel, (int64_t)sizeof big);
+    dla_idx_free(&r);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0640);
+    int files = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        files += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(files, 1);
+    unlink(path);
+    rmdir(dir);
 }
 
 /* ------------------------------------------------------------ Fashion-MNIST */
@@ -1440,6 +1497,7 @@ int main(void)
         cmocka_unit_test(test_idx_a_short_file_announcing_terabytes_is_truncated),
         cmocka_unit_test(test_idx_an_array_past_64_mib_reads_whole),
         cmocka_unit_test(test_idx_write_refuses_an_inconsistent_array),
+        cmocka_unit_test(test_idx_write_that_fails_keeps_the_old_file),
         cmocka_unit_test(test_fashion_mnist_images_are_height_first_scaled_to_one),
         cmocka_unit_test(test_fashion_mnist_options_give_bytes_one_hot_and_a_prefix),
         cmocka_unit_test(test_fashion_mnist_missing_files_say_which_and_what_to_install),

@@ -96,7 +96,11 @@ typedef struct dla_idx {
 DLA_API dla_status dla_idx_read(const char *path, dla_idx *out);
 
 /* Writes idx to path (replacing it): gzip-compressed at level 1..9, or
- * plain for level 0. Big-endian as the format requires. Errors:
+ * plain for level 0. Big-endian as the format requires. The file is
+ * written to a temporary file in the same folder and renamed over path
+ * once whole (keeping a replaced file's mode), so a failed write leaves
+ * the old file as it was (a path that is not a regular file, such as
+ * /dev/null, is written in place). Errors:
  * DLA_ERR_INVALID_ARGUMENT (an unknown type, ndims out of 1..DLA_MAX_DIMS,
  * a dim outside 0..2^32-1, numel not the product of the dims, NULL data
  * with numel > 0, level out of 0..9), DLA_ERR_IO (with the system's
