@@ -142,6 +142,16 @@ static dla_status op_backward(const dla__node *node, dla_tensor *const *gout, dl
             return dla_set_error(DLA_ERR_SHAPE, "%s: backward's %s is %s; it must have the dims "
                                  "and dtype of %s", t->type, what, gd, id);
         }
+        /* Trailing ones aside, as accepted: with the input's own dims
+         * (dla_gradient's check counts them). */
+        if (dla_tensor_ndims(g) != dla_tensor_ndims(node->in[i])) {
+            int64_t d[DLA_MAX_DIMS];
+            const int nd = dla_tensor_dims(node->in[i], d);
+            g = dla_reshape(g, dla_tensor_format(node->in[i]), nd, d);
+            if (dla_tensor_status(g) != DLA_OK)
+                return dla_set_error(dla_tensor_status(g), "%s: backward's %s: %s", t->type, what,
+                                     dla_tensor_error(g));
+        }
         gin[i] = g;
     }
     return DLA_OK;

@@ -177,6 +177,33 @@ static const dla_layer_type rmean_predict_only_type = {
     .initialize = rmean_init, .predict = rmean_predict, .backward = rmean_backward,
 };
 
+/* chScale: y = x .* Alpha, Alpha 1x1xC; its backward's dAlpha is what
+ * dla_sum over dims 1, 2 and 4 gives, 1x1xCx1: trailing ones aside, the
+ * learnable's dims (dla_gradient refused it as 1x1xCx1 for 1x1xC). */
+static dla_status ch_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
+{
+    (void)l, (void)nx;
+    return dla_layer_add_learnable(init, "Alpha", DLA_DIMS(1, 1, dla_tensor_dim(x[0], 3)), "ones",
+                                   0, 0);
+}
+
+static dla_status ch_predict(dla_layer_io *io)
+{
+    io->y = dla_mul(io->x[0], io->learnables[0]);
+    return dla_tensor_status(io->y);
+}
+
+static dla_status ch_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                              dla_tensor **dl)
+{
+    dx[0] = dla_mul(dy, io->learnables[0]);
+    dl[0] = dla_sum(dla_mul(dy, io->x[0]), DLA_DIMS(1, 2, 4));
+    return DLA_OK;
+}
+
+static const dla_layer_type ch_scale_type = {
+    .type = "chScale", .initialize = ch_init, .predict = ch_predict, .backward = ch_backward};
+
 static int setup(void **state)
 {
     (void)state;
@@ -185,7 +212,7 @@ static int setup(void **state)
         return -1;
     const dla_layer_type *types[] = {&slice_diff_type, &scale_auto, &scale_own, &scale_wrong,
                                      &wsum_type, &rmean_type, &rmean_own_type,
-                                     &rmean_predict_only_type, &bad_state_type};
+                                     &rmean_predict_only_type, &bad_state_type, &ch_scale_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (dla_layer_type_register(types[i]) != DLA_OK)
             return -1;
@@ -597,6 +624,14 @@ static void a_backward_of_its_own_is_used_when_given(void **state)
     assert_int_equal(dla_net_add_layers(net, 2, l), DLA_OK);
     assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
     check_gradients(net, x);
+    dla_net_free(net);
+    /* A learnable's gradient with a trailing one its dims do not have. */
+    dla_tensor *img = dla_randn(DLA_F64, "SSCB", DLA_DIMS(3, 3, 2, 2));
+    dla_layer *cl[] = {dla_custom_layer("chScale", NULL, NULL), dla_fc_layer(2, NULL)};
+    net = dla_net_create(0, NULL);
+    assert_int_equal(dla_net_add_layers(net, 2, cl), DLA_OK);
+    assert_int_equal(dla_net_init(net, 1, &img), DLA_OK);
+    check_gradients(net, img);
     dla_net_free(net);
     dla_scope_end();
 }
