@@ -15,6 +15,7 @@
 
 #include <dlaccel/plugin_kit.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -580,6 +581,68 @@ static inline dla_status dla_kit_index_check_values(const dla_kit *kit, const ch
                                 dla_kit_dims_str(buf, sizeof buf, t->ndims, t->dims));
     }
     return DLA_OK;
+}
+
+static inline int dla_kit__by_key(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* scatter_add's positions grouped by target, for a plugin whose kernel adds
+ * each target's positions in order (no atomics, the cpu plugin's order):
+ * pos[0..len-1] each in 0..target-1 (checked); targets[0..groups-1] in
+ * increasing order, target u's positions (in index order) at
+ * list[start[u] .. start[u+1]-1]. targets and list hold len entries, start
+ * len + 1. A counting sort when the target dim is not much longer than the
+ * index, else a sort of (target, position) keys: the memory follows the
+ * index, not the table (32 positions into 10^8 rows would take a 400 MB
+ * count array). Returns the number of groups, or -1 when memory is short. */
+static inline int64_t dla_kit_index_groups(const dla_kit *kit, const int32_t *pos, int64_t len,
+                                           int64_t target, int32_t *targets, int32_t *start,
+                                           int32_t *list)
+{
+    const dla_plugin_host *h = kit->host;
+    int64_t groups = 0;
+    start[0] = 0;
+    if (target <= 4 * len + 4096) {
+        int32_t *count = (int32_t *)h->alloc((size_t)(target + 1) * sizeof *count, 0);
+        if (!count)
+            return -1;
+        memset(count, 0, (size_t)(target + 1) * sizeof *count);
+        for (int64_t i = 0; i < len; i++)
+            count[pos[i] + 1]++;
+        for (int64_t t = 0; t < target; t++) {
+            if (count[t + 1]) {
+                targets[groups] = (int32_t)t;
+                start[groups + 1] = start[groups] + count[t + 1];
+                groups++;
+            }
+            count[t + 1] += count[t]; /* now: where target t's positions start */
+        }
+        for (int64_t i = 0; i < len; i++)
+            list[count[pos[i]]++] = (int32_t)i;
+        h->free(count);
+        return groups;
+    }
+    uint64_t *key = (uint64_t *)h->alloc((size_t)len * sizeof *key, 0);
+    if (!key)
+        return -1;
+    for (int64_t i = 0; i < len; i++)
+        key[i] = (uint64_t)(uint32_t)pos[i] << 32 | (uint64_t)i;
+    qsort(key, (size_t)len, sizeof *key, dla_kit__by_key); /* ties: index order */
+    for (int64_t i = 0; i < len; i++) {
+        const int32_t t = (int32_t)(key[i] >> 32);
+        if (i == 0 || t != targets[groups - 1]) {
+            targets[groups] = t;
+            start[groups + 1] = start[groups];
+            groups++;
+        }
+        start[groups]++;
+        list[i] = (int32_t)(key[i] & 0xffffffffu);
+    }
+    h->free(key);
+    return groups;
 }
 
 #ifdef __cplusplus

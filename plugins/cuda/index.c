@@ -133,40 +133,26 @@ dla_status dla__cu_scatter_add(void *dev, const dla_index_args *args)
         h->free(host);
         return DLA_OK;
     }
-    /* Counting sort of the positions by target: one buffer of
+    /* The positions grouped by target (the kit's), into one buffer of
      * targets[groups] | start[groups + 1] | list[len]. */
-    const int64_t len = k.len, target = k.target;
-    int32_t *count = h->alloc((size_t)(target + 1) * sizeof *count, 0);
+    const int64_t len = k.len;
     int32_t *packed = h->alloc((size_t)(3 * len + 1) * sizeof *packed, 0);
-    int32_t *list = h->alloc((size_t)len * sizeof *list, 0);
-    if (!count || !packed || !list) {
-        h->free(count), h->free(packed), h->free(list), h->free(host);
+    int32_t *targets = h->alloc((size_t)len * sizeof *targets, 0);
+    int32_t *start = h->alloc((size_t)(len + 1) * sizeof *start, 0);
+    int64_t groups = packed && targets && start
+                         ? dla_kit_index_groups(&d->kit, host, len, k.target, targets, start,
+                                                packed + 2 * len + 1)
+                         : -1;
+    h->free(host);
+    if (groups < 0) {
+        h->free(packed), h->free(targets), h->free(start);
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cuda scatter_add: grouping %lld indices",
                         (long long)len);
     }
-    memset(count, 0, (size_t)(target + 1) * sizeof *count);
-    for (int64_t i = 0; i < len; i++)
-        count[host[i] + 1]++;
-    int64_t groups = 0;
-    for (int64_t t = 0; t < target; t++)
-        groups += count[t + 1] != 0;
-    int32_t *targets = packed, *start = packed + groups, *lst = start + groups + 1;
-    int64_t u = 0;
-    start[0] = 0;
-    for (int64_t t = 0; t < target; t++) {
-        if (count[t + 1]) {
-            targets[u] = (int32_t)t;
-            start[u + 1] = start[u] + count[t + 1];
-            u++;
-        }
-        count[t + 1] += count[t]; /* now: where target t's positions start */
-    }
-    for (int64_t i = 0; i < len; i++)
-        list[count[host[i]]++] = (int32_t)i;
-    memcpy(lst, list, (size_t)len * sizeof *lst);
-    h->free(list);
-    h->free(count);
-    h->free(host);
+    memcpy(packed, targets, (size_t)groups * sizeof *packed);
+    memcpy(packed + groups, start, (size_t)(groups + 1) * sizeof *packed);
+    memmove(packed + 2 * groups + 1, packed + 2 * len + 1, (size_t)len * sizeof *packed);
+    h->free(targets), h->free(start);
     const size_t bytes = (size_t)(2 * groups + 1 + len) * sizeof(int32_t);
     dla__cu_mem *t = dla__cu_scratch(d, bytes, "scatter_add");
     if (!t) {

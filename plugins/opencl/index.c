@@ -12,7 +12,6 @@
  */
 #include "plugins/opencl/ocl.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* The kit's checked geometry, and the index read back. */
@@ -90,64 +89,6 @@ dla_status dla__ocl_gather(void *dev, const dla_index_args *args)
     return s;
 }
 
-static int by_key(const void *a, const void *b)
-{
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Groups the len positions by target: targets[0..groups-1] increasing,
- * target u's positions (in index order) at list[start[u] .. start[u+1]-1].
- * A counting sort when the target dim is not much longer than the index;
- * else a sort of (target, position) keys, so the memory follows the index,
- * not the table (32 positions into 10^8 rows took a 400 MB count array).
- * Returns the number of groups, or -1 when memory is short. */
-static int64_t group_by_target(const int32_t *pos, int64_t len, int64_t target, int32_t *list,
-                               int32_t *targets, int32_t *start)
-{
-    const dla_plugin_host *h = dla__ocl_host;
-    int64_t groups = 0;
-    start[0] = 0;
-    if (target <= 4 * len + 4096) {
-        int32_t *count = h->alloc((size_t)(target + 1) * sizeof *count, 0);
-        if (!count)
-            return -1;
-        memset(count, 0, (size_t)(target + 1) * sizeof *count);
-        for (int64_t i = 0; i < len; i++)
-            count[pos[i] + 1]++;
-        for (int64_t t = 0; t < target; t++) {
-            if (count[t + 1]) {
-                targets[groups] = (int32_t)t;
-                start[groups + 1] = start[groups] + count[t + 1];
-                groups++;
-            }
-            count[t + 1] += count[t]; /* now: where target t's positions start */
-        }
-        for (int64_t i = 0; i < len; i++)
-            list[count[pos[i]]++] = (int32_t)i;
-        h->free(count);
-        return groups;
-    }
-    uint64_t *key = h->alloc((size_t)len * sizeof *key, 0);
-    if (!key)
-        return -1;
-    for (int64_t i = 0; i < len; i++)
-        key[i] = (uint64_t)(uint32_t)pos[i] << 32 | (uint64_t)i;
-    qsort(key, (size_t)len, sizeof *key, by_key); /* the position breaks ties: index order */
-    for (int64_t i = 0; i < len; i++) {
-        const int32_t t = (int32_t)(key[i] >> 32);
-        if (i == 0 || t != targets[groups - 1]) {
-            targets[groups] = t;
-            start[groups + 1] = start[groups];
-            groups++;
-        }
-        start[groups]++;
-        list[i] = (int32_t)(key[i] & 0xffffffffu);
-    }
-    h->free(key);
-    return groups;
-}
-
 dla_status dla__ocl_scatter_add(void *dev, const dla_index_args *args)
 {
     const dla_plugin_host *h = dla__ocl_host;
@@ -165,7 +106,7 @@ dla_status dla__ocl_scatter_add(void *dev, const dla_index_args *args)
     int32_t *start = h->alloc((size_t)(p.k.len + 1) * sizeof *start, 0);
     int64_t groups = -1;
     if (list && targets && start)
-        groups = group_by_target(p.host, p.k.len, p.k.target, list, targets, start);
+        groups = dla_kit_index_groups(&d->kit, p.host, p.k.len, p.k.target, targets, start, list);
     h->free(p.host);
     if (groups < 0) {
         h->free(list), h->free(targets), h->free(start);
