@@ -44,6 +44,7 @@ dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_ki
     if (l->nparams == (int)(sizeof l->param / sizeof l->param[0]))
         return dla__nn_fail(DLA_ERR_STATE, "layer '%s': too many parameters", l->name);
     dla_tensor *v = value;
+    double lr_factor = 1;
     if (sink->lookup) {
         v = sink->lookup(sink->ctx, kind, l->name, name, ndims, dims);
         if (!v)
@@ -53,6 +54,14 @@ dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_ki
         dla_tensor *o = r >= 0 ? sink->old[kind].values[r] : NULL;
         if (o && same_dims(o, ndims, dims) && dla_tensor_dtype(o) == sink->dtype)
             v = o;
+        /* The factors are the layer's settings (MATLAB's
+         * WeightLearnRateFactor...), not the value's: they stay whatever
+         * the dims now are. A copy or a trainnet run that re-added them as
+         * the defaults would train a frozen layer. */
+        if (r >= 0) {
+            lr_factor = sink->old[kind].lr_factor[r];
+            l2_factor = sink->old[kind].l2_factor[r];
+        }
     }
     if (!v || dla_tensor_status(v) != DLA_OK)
         return dla__nn_fail(v ? dla_tensor_status(v) : DLA_ERR_STATE, "parameter %s: %s", name,
@@ -64,7 +73,7 @@ dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_ki
         dla__dims_text(ndims, dims, b, sizeof b);
         return dla__nn_fail(DLA_ERR_SHAPE, "parameter %s is %s; the layer needs %s", name, a, b);
     }
-    int row = dla__table_add(&sink->net->tables[kind], l->name, name, v, 1, l2_factor);
+    int row = dla__table_add(&sink->net->tables[kind], l->name, name, v, lr_factor, l2_factor);
     if (row < 0)
         return DLA_ERR_OUT_OF_MEMORY;
     l->param[l->nparams].kind = kind;

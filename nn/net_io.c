@@ -2,8 +2,9 @@
  * net_io.c - saving and loading a network as a safetensors file: an
  * 8-byte little-endian header length, a JSON header, then the tensors'
  * raw little-endian bytes back to back. The header's "__metadata__" (text
- * values only, as safetensors wants) holds the format name, its version
- * and the architecture as JSON text; each other entry is a tensor,
+ * values only, as safetensors wants) holds the format name, its version,
+ * the architecture as JSON text and (since 1.1) the learnables' learn-rate
+ * and L2 factors as JSON text; each other entry is a tensor,
  * "learnables/<layer>/<parameter>", with dtype, shape (MATLAB's dims
  * reversed: the row-major shape of the same bytes) and data_offsets into
  * the data. Loading trusts nothing it has not checked: the length against
@@ -26,7 +27,9 @@
 #include <unistd.h>
 
 #define FORMAT_NAME "dlaccel-net"
-#define FORMAT_VERSION "1.0"
+/* 1.1 added the "factors" metadata; a 1.0 file (none) loads with the
+ * layers' default factors, and a 1.0 reader ignores the entry. */
+#define FORMAT_VERSION "1.1"
 #define MAX_HEADER ((uint64_t)100 << 20)
 
 static int host_is_little(void)
@@ -47,6 +50,25 @@ static void swap_elements(unsigned char *p, size_t n, size_t esize)
 }
 
 static const char *st_dtype(dla_dtype d) { return d == DLA_F64 ? "F64" : "F32"; }
+
+/* The learnables' factors as JSON text: {"<layer>/<parameter>": [learn
+ * rate, L2], ...} (NULL when out of memory). Jansson prints a double with
+ * 17 digits, so the factors read back exactly. */
+static char *factors_text(const dla_net *net)
+{
+    const dla_table *t = &net->tables[DLA__LEARNABLE];
+    json_t *o = json_object();
+    int ok = o != NULL;
+    for (int r = 0; ok && r < t->count; r++) {
+        char name[600];
+        snprintf(name, sizeof name, "%s/%s", t->layer[r], t->param[r]);
+        json_t *pair = json_pack("[ff]", t->lr_factor[r], t->l2_factor[r]);
+        ok = pair && !json_object_set_new(o, name, pair);
+    }
+    char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
 
 /* ------------------------------------------------------------------ save */
 
@@ -95,6 +117,9 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
         int ok = !json_object_set_new(meta, "format", json_string(FORMAT_NAME));
         ok = !json_object_set_new(meta, "format_version", json_string(FORMAT_VERSION)) && ok;
         ok = !json_object_set_new(meta, "architecture", json_string(arch)) && ok;
+        char *factors = factors_text(net);
+        ok = factors && !json_object_set_new(meta, "factors", json_string(factors)) && ok;
+        dla__nn_free(factors); /* json_dumps allocates through the hook (core/alloc.c) */
         ok = !json_object_set_new(meta, "dims_order", json_string("shape is MATLAB's column-major "
                                                                   "dims reversed (row-major)")) && ok;
         ok = !json_object_set_new(root, "__metadata__", meta) && ok;
@@ -359,6 +384,57 @@ static dla_status read_entries(loader *ld, json_t *root, uint64_t datasize)
     return st;
 }
 
+/* Sets the learnables' factors from the "factors" metadata (1.1); a file
+ * without it (1.0) keeps the layers' defaults. Every entry must name a
+ * learnable and hold two factors >= 0, and every learnable must have one. */
+static dla_status load_factors(const char *path, const json_t *meta, dla_net *net)
+{
+    const json_t *text = json_object_get(meta, "factors");
+    if (!text)
+        return DLA_OK;
+    if (!json_is_string(text))
+        return corrupt(path, "__metadata__ factors is not text");
+    char why[160];
+    size_t at;
+    json_t *o = NULL;
+    dla_status st = dla__json_read(json_string_value(text), json_string_length(text), &o, why,
+                                   sizeof why, &at);
+    if (st == DLA_ERR_OUT_OF_MEMORY)
+        return dla__nn_fail(st, "dla_net_load: %s: out of memory reading the factors", path);
+    if (st != DLA_OK || !json_is_object(o)) {
+        json_decref(o);
+        return corrupt(path, "__metadata__ factors is not a JSON object: %s (at byte %zu)",
+                       o ? "another value" : why, o ? (size_t)0 : at);
+    }
+    dla_table *t = &net->tables[DLA__LEARNABLE];
+    int seen = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        int row = -1;
+        for (int r = 0; row < 0 && r < t->count; r++) {
+            size_t ln = strlen(t->layer[r]);
+            if (!strncmp(key, t->layer[r], ln) && key[ln] == '/' && !strcmp(key + ln + 1, t->param[r]))
+                row = r;
+        }
+        const json_t *a = json_array_get(v, 0), *b = json_array_get(v, 1);
+        if (row < 0)
+            st = corrupt(path, "factors for %s, which is not a learnable of the network", key);
+        else if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(a) ||
+                 !json_is_number(b) || !(json_number_value(a) >= 0) || !(json_number_value(b) >= 0))
+            st = corrupt(path, "factors for %s: not [learn-rate factor, L2 factor], both >= 0", key);
+        if (st != DLA_OK)
+            break;
+        t->lr_factor[row] = json_number_value(a);
+        t->l2_factor[row] = json_number_value(b);
+        seen++;
+    }
+    json_decref(o);
+    if (st == DLA_OK && seen != t->count)
+        st = corrupt(path, "factors for %d of the network's %d learnables", seen, t->count);
+    return st;
+}
+
 DLA_API dla_status dla_net_load(const char *path, dla_net **out)
 {
     static const char fn[] = "dla_net_load";
@@ -431,6 +507,8 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
                                         &ld, what, &net);
         dla_scope_end();
     }
+    if (st == DLA_OK)
+        st = load_factors(path, meta, net);
     for (size_t i = 0; st == DLA_OK && i < ld.n; i++)
         if (!ld.entries[i].used)
             st = corrupt(path, "tensor %s is not a parameter of the network", ld.entries[i].name);

@@ -119,7 +119,9 @@ typedef enum dla__param_kind { DLA__LEARNABLE, DLA__STATE, DLA__FIXED, DLA__PARA
 typedef struct dla__param_sink dla__param_sink;
 /* Adds a parameter: the sink keeps value (it takes the caller's reference).
  * While a network is being loaded, value is NULL and the sink takes the
- * saved tensor of that name, checking that it has dims/ndims. */
+ * saved tensor of that name, checking that it has dims/ndims. l2_factor is
+ * the layer's default; a row of the same name from before (a copy, a
+ * re-initialization) keeps its own learn-rate and L2 factors instead. */
 dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_kind kind,
                           dla_tensor *value, int ndims, const int64_t *dims, double l2_factor);
 /* The table of kind being filled (custom layers look for names taken). */

@@ -7,6 +7,7 @@
 
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -192,9 +193,13 @@ DLA_API dla_status dla_table_set_factors(dla_table *t, int i, double learn_rate_
 {
     if (t && !table_live(t, "dla_table_set_factors"))
         return DLA_ERR_INVALID_ARGUMENT; /* logged by table_live */
-    if (!t || i < 0 || i >= t->count || !(learn_rate_factor >= 0) || !(l2_factor >= 0))
+    /* Finite: an infinite factor only makes NaN weights, and a network
+     * file could not hold it. */
+    if (!t || i < 0 || i >= t->count || !(learn_rate_factor >= 0) || !(l2_factor >= 0) ||
+        !isfinite(learn_rate_factor) || !isfinite(l2_factor))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_table_set_factors: row %d (of %d), "
-                            "factors %g and %g: the row must exist and the factors be >= 0", i,
+                            "factors %g and %g: the row must exist and the factors be finite "
+                            "and >= 0", i,
                             t ? t->count : 0, learn_rate_factor, l2_factor);
     t->lr_factor[i] = learn_rate_factor;
     t->l2_factor[i] = l2_factor;

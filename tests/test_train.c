@@ -1382,6 +1382,46 @@ static void assert_same_learnables(dla_net *a, dla_net *b)
     }
 }
 
+/* Before: trainnet trained a copy whose factors were reset to the
+ * defaults, so a layer frozen with learn-rate factor 0 still trained. */
+static void learn_rate_factors_freeze_layers_in_trainnet(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(256, 1, &x, &t);
+    dla_net *net = mlp(), *trained = NULL;
+    dla_tensor *ex = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1));
+    assert_int_equal(dla_net_init(net, 1, &ex), DLA_OK);
+    dla_tensor_release(ex);
+    dla_table *lt = dla_net_learnables(net);
+    /* fc_1 frozen (its Weights and Bias), fc_2 at twice the L2. */
+    for (int i = 0; i < dla_table_count(lt); i++)
+        assert_int_equal(dla_table_set_factors(lt, i, i < 2 ? 0.0 : 1.0, i < 2 ? 0.0 : 2.0), DLA_OK);
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 64;
+    o.l2_regularization = 1e-3;
+    dla_train_data d = {.predictors = x, .targets = t};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    dla_table *tt = dla_net_learnables(trained);
+    for (int i = 0; i < dla_table_count(lt); i++) {
+        assert_true(dla_table_learn_rate_factor(tt, i) == (i < 2 ? 0.0 : 1.0));
+        assert_true(dla_table_l2_factor(tt, i) == (i < 2 ? 0.0 : 2.0));
+        dla_tensor *a = dla_table_value(lt, i), *b = dla_table_value(tt, i);
+        int changed = 0;
+        for (int64_t k = 0; k < dla_tensor_numel(a); k++)
+            changed |= dla_tensor_item(a, k) != dla_tensor_item(b, k);
+        if (changed != (i >= 2))
+            fail_msg("row %d (%s/%s): %s", i, dla_table_layer(lt, i), dla_table_parameter(lt, i),
+                     changed ? "frozen but trained" : "did not train");
+    }
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
 /* Before: any failure after training started freed the network. */
 static void a_failure_during_training_returns_the_network_so_far(void **state)
 {
@@ -1578,6 +1618,7 @@ int main(void)
         cmocka_unit_test(a_bad_output_path_fails_before_the_first_iteration),
         cmocka_unit_test(a_failure_during_training_returns_the_network_so_far),
         cmocka_unit_test(a_non_finite_loss_or_gradient_stops_training_with_an_error),
+        cmocka_unit_test(learn_rate_factors_freeze_layers_in_trainnet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,7 +106,10 @@ DLA_API int dla_table_find(const dla_table *t, const char *layer, const char *pa
  * when v's dims or dtype differ from the old value's. */
 DLA_API dla_status dla_table_set_value(dla_table *t, int i, dla_tensor *v);
 /* The factors of row i (0 when i is out of range), and setting them
- * (DLA_ERR_INVALID_ARGUMENT for a negative factor or a bad i). */
+ * (DLA_ERR_INVALID_ARGUMENT for a negative or non-finite factor or a bad
+ * i). A network's factors belong to its layers: dla_net_copy, a
+ * re-initialization, dla_trainnet's copy and dla_net_save/dla_net_load
+ * keep them. */
 DLA_API double dla_table_learn_rate_factor(const dla_table *t, int i);
 DLA_API double dla_table_l2_factor(const dla_table *t, int i);
 DLA_API dla_status dla_table_set_factors(dla_table *t, int i, double learn_rate_factor,
@@ -666,8 +669,9 @@ DLA_API dla_status dla_net_print(const dla_net *net, FILE *f);
 
 /* Saves an initialized network to path as a safetensors file
  * (docs/networks.md): an 8-byte little-endian header length, a JSON header
- * with a "__metadata__" entry holding the architecture as JSON text
- * (format "dlaccel-net" 1.0) and one entry per tensor
+ * with a "__metadata__" entry holding the architecture and the
+ * learnables' learn-rate and L2 factors as JSON text (format
+ * "dlaccel-net" 1.1) and one entry per tensor
  * ("learnables/conv1/Weights", "state/bn1/TrainedMean",
  * "fixed/input/Mean") with its dtype ("F32", "F64"), its shape (MATLAB's
  * dims reversed: the row-major shape numpy and safetensors readers use
@@ -682,7 +686,9 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
  * the JSON, every tensor's dtype, shape and offsets (in the data, not
  * overlapping, covering it), the architecture (known layer types, valid
  * options, connections), and that the tensors are exactly the network's
- * parameters with their dims. DLA_ERR_IO names the file and the problem
+ * parameters with their dims. The factors are the saved ones (a 1.0
+ * file, which has none, gives the layers' defaults). DLA_ERR_IO names the
+ * file and the problem
  * for an unreadable, truncated or corrupt file; DLA_ERR_UNSUPPORTED for a
  * valid safetensors file that is not a dlaccel network, or a newer
  * format version. */
