@@ -80,7 +80,10 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
         return st;
     for (int k = 0; k < 2; k++) {
         dla_tensor *s = dla__init_tensor("zeros", sink, 2, sd, 1, 1);
-        if ((st = dla__param_add(sink, k ? "CellState" : "HiddenState", DLA__STATE, s, 2, sd, 0)) != DLA_OK)
+        /* H x 1, or H x N after a batch of N (MATLAB keeps a state per
+         * observation): batched, so copies and files keep N. */
+        if ((st = dla__param_add_batched(sink, k ? "CellState" : "HiddenState", DLA__STATE, s, 2,
+                                         sd, 0)) != DLA_OK)
             return st;
     }
     return DLA_OK;

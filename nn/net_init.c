@@ -19,6 +19,7 @@ struct dla__param_sink {
     dla__param_lookup lookup;
     void *ctx;
     dla_table *old; /* values from before, kept where their dims still fit */
+    int batched;    /* the parameter being added takes any number of columns */
 };
 
 int dla__param_loading(const dla__param_sink *sink) { return sink->lookup != NULL; }
@@ -28,11 +29,13 @@ const dla_table *dla__param_sink_table(const dla__param_sink *sink, dla__param_k
 }
 dla_dtype dla__param_dtype(const dla__param_sink *sink) { return sink->dtype; }
 
+/* A negative entry of dims matches any size (a batched parameter's
+ * columns). */
 static int same_dims(const dla_tensor *t, int ndims, const int64_t *dims)
 {
     int n = dla_tensor_ndims(t) > ndims ? dla_tensor_ndims(t) : ndims;
     for (int d = 1; d <= n; d++)
-        if (dla_tensor_dim(t, d) != (d <= ndims ? dims[d - 1] : 1))
+        if (!(d <= ndims && dims[d - 1] < 0) && dla_tensor_dim(t, d) != (d <= ndims ? dims[d - 1] : 1))
             return 0;
     return 1;
 }
@@ -45,6 +48,15 @@ dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_ki
         return dla__nn_fail(DLA_ERR_STATE, "layer '%s': too many parameters", l->name);
     dla_tensor *v = value;
     double lr_factor = 1;
+    /* A batched parameter's kept or saved value may have any number of
+     * columns: the dims it is matched against say so with -1. */
+    int64_t want[DLA_MAX_DIMS];
+    if (ndims < 2 || ndims > DLA_MAX_DIMS)
+        sink->batched = 0;
+    for (int d = 0; d < ndims && d < DLA_MAX_DIMS; d++)
+        want[d] = d == 1 && sink->batched ? -1 : dims[d];
+    if (sink->batched)
+        dims = want;
     if (sink->lookup) {
         v = sink->lookup(sink->ctx, kind, l->name, name, ndims, dims);
         if (!v)
@@ -80,6 +92,15 @@ dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_ki
     l->param[l->nparams].row = row;
     l->nparams++;
     return DLA_OK;
+}
+
+dla_status dla__param_add_batched(dla__param_sink *sink, const char *name, dla__param_kind kind,
+                                  dla_tensor *value, int ndims, const int64_t *dims, double l2_factor)
+{
+    sink->batched = 1;
+    dla_status st = dla__param_add(sink, name, kind, value, ndims, dims, l2_factor);
+    sink->batched = 0;
+    return st;
 }
 
 /* Prefixes the thread's message with the function and the layer. */
@@ -229,8 +250,14 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
             break;
         }
         dla_tensor *p[DLA__MAX_PARAMS];
-        for (int j = 0; j < l->nparams; j++)
+        for (int j = 0, k = 0; j < l->nparams; j++) {
             p[j] = net->tables[l->param[j].kind].values[l->param[j].row];
+            /* The trial run is on one observation: a state kept from a
+             * batch of N (an LSTM's H x N) would not fit it, so the run
+             * takes the initial state; the table keeps the kept one. */
+            if (l->param[j].kind == DLA__STATE && l->kind->initial_state)
+                p[j] = l->kind->initial_state(&l->props, k++, p[j]);
+        }
         dla__call c = {.training = 0, .nx = nx, .x = x, .p = p, .layer = l};
         st = l->kind->forward(&l->props, &c);
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
@@ -283,7 +310,7 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
         net->tables[k].magic = DLA__HANDLE_TABLE;
         net->tables[k].owned_by_net = 1;
     }
-    dla__param_sink sink = {net, NULL, dtype, lookup, ctx, old};
+    dla__param_sink sink = {net, NULL, dtype, lookup, ctx, old, 0};
     dla_scope_begin();
     st = init_layers(net, nexamples, examples, &sink, fn);
     dla_scope_end();

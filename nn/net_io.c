@@ -281,7 +281,8 @@ static dla_tensor *lookup(void *ctxp, dla__param_kind kind, const char *layer, c
             continue;
         int n = e->ndims > ndims ? e->ndims : ndims;
         for (int d = 0; d < n; d++)
-            if ((d < e->ndims ? e->dims[d] : 1) != (d < ndims ? dims[d] : 1)) {
+            if (!(d < ndims && dims[d] < 0) && /* any size: a batch's columns */
+                (d < e->ndims ? e->dims[d] : 1) != (d < ndims ? dims[d] : 1)) {
                 char a[96], b[96];
                 dla__dims_text(e->ndims, e->dims, a, sizeof a);
                 dla__dims_text(ndims, dims, b, sizeof b);

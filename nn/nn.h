@@ -124,6 +124,12 @@ typedef struct dla__param_sink dla__param_sink;
  * re-initialization) keeps its own learn-rate and L2 factors instead. */
 dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_kind kind,
                           dla_tensor *value, int ndims, const int64_t *dims, double l2_factor);
+/* dla__param_add for a parameter with one column per observation after a
+ * batch (an LSTM's H x N state; dims[1] is the initial count, 1): a value
+ * kept from before or saved is taken with any number of columns, so a copy,
+ * a re-initialization and save/load keep the state of a batch exactly. */
+dla_status dla__param_add_batched(dla__param_sink *sink, const char *name, dla__param_kind kind,
+                                  dla_tensor *value, int ndims, const int64_t *dims, double l2_factor);
 /* The table of kind being filled (custom layers look for names taken). */
 const dla_table *dla__param_sink_table(const dla__param_sink *sink, dla__param_kind kind);
 /* Nonzero while loading: initializers must not draw random numbers. */
@@ -287,6 +293,7 @@ int dla__net_find(const dla_net *net, const char *name);
  * parameter sink of its initialization takes tensors from lookup. */
 typedef dla_tensor *(*dla__param_lookup)(void *ctx, dla__param_kind kind, const char *layer,
                                          const char *param, int ndims, const int64_t *dims);
+/* (A negative dims entry matches any size: dla__param_add_batched.) */
 dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_lookup lookup,
                                       void *ctx, const char *what, dla_net **out);
 /* dla_net_init with a loader behind the sink. */

@@ -57,7 +57,9 @@ void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size)
     if (ndims == 0)
         snprintf(buf, size, "1x1");
     for (int i = 0; i < ndims && at < size; i++) {
-        int n = snprintf(buf + at, size - at, "%s%lld", i ? "x" : "", (long long)dims[i]);
+        int n = dims[i] < 0 /* any size (dla__param_add_batched) */
+                    ? snprintf(buf + at, size - at, "%sN", i ? "x" : "")
+                    : snprintf(buf + at, size - at, "%s%lld", i ? "x" : "", (long long)dims[i]);
         if (n < 0)
             break;
         at += (size_t)n;

@@ -269,6 +269,66 @@ static void factors_survive_copy_save_and_load(void **state)
     dla_net_free(net);
 }
 
+/* Before: dla_net_copy reset an LSTM's H x N state (the state after a
+ * batch of N) to H x 1 zeros, and dla_net_load refused the file
+ * dla_net_save wrote of it ("is 4x5; the architecture makes it 4x1"). */
+static void an_lstm_state_of_a_batch_survives_copy_save_and_load(void **state)
+{
+    (void)state;
+    dla_rng_seed(25);
+    dla_layer *l[] = {dla_sequence_input_layer(3, NULL), dla_lstm_layer(4, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_scope_begin();
+    dla_tensor *x = dla_randn(DLA_F32, "CBT", DLA_DIMS(3, 5, 6)), *y, *st[2];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_int_equal(dla_net_set_state(net, 2, st), DLA_OK);
+    assert_int_equal(dla_tensor_dim(dla_table_value(dla_net_state(net), 0), 2), 5);
+    dla_tensor *ya, *yb, *yc;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &ya, NULL), DLA_OK);
+    dla_net *c = dla_net_copy(net);
+    if (!c)
+        fail_msg("copy: %s", dla_last_error());
+    assert_same_values(dla_net_state(net), dla_net_state(c));
+    assert_int_equal(dla_net_predict(c, 1, &x, 1, &yb, NULL), DLA_OK);
+    assert_int_equal(dla_net_save(net, path("lstm.safetensors")), DLA_OK);
+    dla_net *back = NULL;
+    if (dla_net_load(path("lstm.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_state(net), dla_net_state(back));
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    assert_int_equal(dla_net_predict(back, 1, &x, 1, &yc, NULL), DLA_OK);
+    float ha[4 * 5 * 6], hb[4 * 5 * 6], hc[4 * 5 * 6];
+    assert_int_equal(dla_tensor_to_host(ya, ha, sizeof ha), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(yb, hb, sizeof hb), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(yc, hc, sizeof hc), DLA_OK);
+    assert_memory_equal(ha, hb, sizeof ha);
+    assert_memory_equal(ha, hc, sizeof ha);
+    /* A batch of another size is still refused, naming the state. */
+    dla_tensor *x3 = dla_randn(DLA_F32, "CBT", DLA_DIMS(3, 3, 2));
+    assert_int_not_equal(dla_net_predict(back, 1, &x3, 1, &yc, NULL), DLA_OK);
+    assert_non_null(strstr(dla_last_error(), "HiddenState has 5 columns"));
+    /* and a reset state is H x 1 again. */
+    assert_int_equal(dla_net_reset_state(back), DLA_OK);
+    assert_int_equal(dla_tensor_dim(dla_table_value(dla_net_state(back), 0), 2), 1);
+    /* The rows' other dims are still checked against the architecture. */
+    long size;
+    unsigned char *f = slurp(path("lstm.safetensors"), &size);
+    char *sh = strstr((char *)f + 8, "\"state/lstm_1/HiddenState\":{\"dtype\":\"F32\",\"shape\":[5,4]");
+    assert_non_null(sh);
+    memcpy(strstr(sh, "[5,4]"), "[4,5]", 5); /* MATLAB's 5x4: the same bytes, H = 5 */
+    spit(path("lstm_bad.safetensors"), f, (size_t)size);
+    dla_net_free(back);
+    back = (dla_net *)1;
+    assert_int_equal(dla_net_load(path("lstm_bad.safetensors"), &back), DLA_ERR_IO);
+    assert_null(back);
+    assert_non_null(strstr(dla_last_error(), "is 5x4; the architecture makes it 4xN"));
+    free(f);
+    dla_scope_end();
+    dla_net_free(c);
+    dla_net_free(net);
+}
+
 static void broken_and_foreign_files_are_refused_with_the_reason(void **state)
 {
     (void)state;
@@ -420,6 +480,7 @@ int main(void)
         cmocka_unit_test(a_saved_network_loads_back_bit_for_bit),
         cmocka_unit_test(the_file_is_a_safetensors_file),
         cmocka_unit_test(factors_survive_copy_save_and_load),
+        cmocka_unit_test(an_lstm_state_of_a_batch_survives_copy_save_and_load),
         cmocka_unit_test(broken_and_foreign_files_are_refused_with_the_reason),
         cmocka_unit_test(truncated_and_flipped_files_never_crash_or_leak),
         cmocka_unit_test(a_header_length_past_the_file_is_refused_before_it_is_used),

@@ -1382,6 +1382,56 @@ static void assert_same_learnables(dla_net *a, dla_net *b)
     }
 }
 
+/* Before: an LSTM network's checkpoint held its H x N state, which
+ * dla_net_load refused ("the architecture makes it H x 1"). */
+static void checkpoints_of_an_lstm_network_load_back(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dla-train-lstm-ckpt-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    dla_tensor *t;
+    dla_seqlist *s = drifts(40, &t);
+    dla_rng_seed(3);
+    dla_layer *l[] = {dla_sequence_input_layer(2, NULL),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, l), *trained = NULL;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 10;
+    o.checkpoint_path = dir;
+    o.checkpoint_frequency_unit = "iteration";
+    o.checkpoint_frequency = 2;
+    assert_int_equal(dla_trainnet(&(dla_train_data){.sequences = s, .targets = t}, net,
+                                  &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                     DLA_OK);
+    DIR *dd = opendir(dir);
+    assert_non_null(dd);
+    struct dirent *e;
+    int files = 0;
+    while ((e = readdir(dd))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        dla_net *loaded = NULL;
+        if (dla_net_load(path, &loaded) != DLA_OK)
+            fail_msg("%s: %s", e->d_name, dla_last_error());
+        assert_int_equal(dla_tensor_dim(dla_table_value(dla_net_state(loaded), 0), 2), 10);
+        dla_net_free(loaded);
+        unlink(path);
+        files++;
+    }
+    closedir(dd);
+    rmdir(dir);
+    assert_int_equal(files, 2);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_tensor_release(t);
+}
+
 /* Before: trainnet trained a copy whose factors were reset to the
  * defaults, so a layer frozen with learn-rate factor 0 still trained. */
 static void learn_rate_factors_freeze_layers_in_trainnet(void **state)
@@ -1619,6 +1669,7 @@ int main(void)
         cmocka_unit_test(a_failure_during_training_returns_the_network_so_far),
         cmocka_unit_test(a_non_finite_loss_or_gradient_stops_training_with_an_error),
         cmocka_unit_test(learn_rate_factors_freeze_layers_in_trainnet),
+        cmocka_unit_test(checkpoints_of_an_lstm_network_load_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -296,8 +296,11 @@ DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
  * time step: z = W x_t + R h + b, i = sigmoid, f = sigmoid, g = tanh,
  * o = sigmoid of the blocks, c = f .* c + i .* g, h = o .* tanh(c).
  * forward returns the state after the last step (H x N); predict leaves
- * the state alone. OutputMode "sequence" gives "CBT" H x N x T, "last"
- * "CB" H x N. */
+ * the state alone. A network's H x N state is kept as it is by
+ * dla_net_copy, re-initialization and dla_net_save/dla_net_load (as a
+ * MATLAB network's State, saved or copied, keeps it), so trainnet's
+ * checkpoints of LSTM networks load. OutputMode "sequence" gives "CBT"
+ * H x N x T, "last" "CB" H x N. */
 typedef struct dla_lstm_layer_options {
     const char *name;
     const char *output_mode;  /* NULL: "sequence", or "last" */
@@ -686,7 +689,8 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
  * the JSON, every tensor's dtype, shape and offsets (in the data, not
  * overlapping, covering it), the architecture (known layer types, valid
  * options, connections), and that the tensors are exactly the network's
- * parameters with their dims. The factors are the saved ones (a 1.0
+ * parameters with their dims (an LSTM state's columns, the observations
+ * of the last batch, are any number). The factors are the saved ones (a 1.0
  * file, which has none, gives the layers' defaults). DLA_ERR_IO names the
  * file and the problem
  * for an unreadable, truncated or corrupt file; DLA_ERR_UNSUPPORTED for a
