@@ -9,6 +9,54 @@
 #include <math.h>
 #include <string.h>
 
+/* Nonzero when a and b have the same dims (trailing singletons aside:
+ * a gradient of a view may carry them) and dtype. */
+static int same_dims(const dla_tensor *a, const dla_tensor *b)
+{
+    int n = dla_tensor_ndims(a) > dla_tensor_ndims(b) ? dla_tensor_ndims(a) : dla_tensor_ndims(b);
+    for (int d = 1; d <= n; d++)
+        if (dla_tensor_dim(a, d) != dla_tensor_dim(b, d))
+            return 0;
+    return 1;
+}
+
+/* Fails naming entry i (1-based), the parameter's dims or dtype and
+ * what's (its gradient, velocity...). */
+static dla_status mismatch(const char *fn, int i, const dla_tensor *p, const char *what,
+                           const dla_tensor *v)
+{
+    int64_t a[DLA_MAX_DIMS], b[DLA_MAX_DIMS];
+    char sa[96], sb[96];
+    if (!same_dims(p, v)) {
+        dla__dims_text(dla_tensor_dims(p, a), a, sa, sizeof sa);
+        dla__dims_text(dla_tensor_dims(v, b), b, sb, sizeof sb);
+        return dla__nn_fail(DLA_ERR_SHAPE, "%s: entry %d: the parameter is %s, its %s %s", fn, i,
+                            sa, what, sb);
+    }
+    return dla__nn_fail(DLA_ERR_DTYPE, "%s: entry %d: the parameter is %s, its %s %s", fn, i,
+                        dla_dtype_name(dla_tensor_dtype(p)), what,
+                        dla_dtype_name(dla_tensor_dtype(v)));
+}
+
+/* Checks an optimizer state list (velocity, averages): each entry NULL
+ * (zeros) or of its parameter's dims and dtype. Broadcasting a 1x1 or a
+ * 3x1 velocity to the parameter would give a silently wrong step. */
+static dla_status check_state(const char *fn, int n, dla_tensor *const *params,
+                              dla_tensor *const *state, const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        const dla_tensor *p = params[i], *v = state[i];
+        if (!v)
+            continue;
+        if (dla_tensor_status(v) != DLA_OK)
+            return dla__nn_fail(dla_tensor_status(v), "%s: entry %d: the %s is %s", fn, i + 1, what,
+                                dla_tensor_error(v));
+        if (!same_dims(p, v) || dla_tensor_dtype(p) != dla_tensor_dtype(v))
+            return mismatch(fn, i + 1, p, what, v);
+    }
+    return DLA_OK;
+}
+
 /* Checks the lists and the entries' dims; sets the message. */
 static dla_status check_lists(const char *fn, int n, dla_tensor **params, dla_tensor *const *grads)
 {
@@ -25,20 +73,16 @@ static dla_status check_lists(const char *fn, int n, dla_tensor **params, dla_te
                                 !p ? "NULL" : !g ? "NULL"
                                 : dla_tensor_status(p) != DLA_OK ? dla_tensor_error(p)
                                                                  : dla_tensor_error(g));
-        if (dla_tensor_numel(p) != dla_tensor_numel(g)) {
-            int64_t a[DLA_MAX_DIMS], b[DLA_MAX_DIMS];
-            char sa[96], sb[96];
-            dla__dims_text(dla_tensor_dims(p, a), a, sa, sizeof sa);
-            dla__dims_text(dla_tensor_dims(g, b), b, sb, sizeof sb);
-            return dla__nn_fail(DLA_ERR_SHAPE, "%s: entry %d: the parameter is %s, its gradient %s",
-                                fn, i + 1, sa, sb);
-        }
+        /* The same dims, not only the same count: a 4x3 gradient of a
+         * 3x4 parameter reshaped would update the wrong elements. */
+        if (!same_dims(p, g) || dla_tensor_dtype(p) != dla_tensor_dtype(g))
+            return mismatch(fn, i + 1, p, "gradient", g);
     }
     return DLA_OK;
 }
 
 /* The gradient in the parameter's dims (gradients of views may carry other
- * labels or trailing dims). */
+ * labels or trailing singleton dims; check_lists refused any other). */
 static dla_tensor *like(dla_tensor *g, dla_tensor *p)
 {
     int64_t dims[DLA_MAX_DIMS];
@@ -96,6 +140,8 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
         return st;
     if (n && !velocity)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument velocity is NULL", fn);
+    if ((st = check_state(fn, n, params, velocity, "velocity")) != DLA_OK)
+        return st;
     if (!(learn_rate >= 0) || !(momentum >= 0 && momentum <= 1))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be >= 0 and momentum "
                             "%g in [0, 1]", fn, learn_rate, momentum);
@@ -127,6 +173,9 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
     if (n && (!avg_grad || !avg_sq_grad))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", fn,
                             avg_grad ? "avg_sq_grad" : "avg_grad");
+    if ((st = check_state(fn, n, params, avg_grad, "avg_grad")) != DLA_OK ||
+        (st = check_state(fn, n, params, avg_sq_grad, "avg_sq_grad")) != DLA_OK)
+        return st;
     if (iteration < 1 || !(learn_rate >= 0) || !(grad_decay >= 0 && grad_decay < 1) ||
         !(sq_grad_decay >= 0 && sq_grad_decay < 1) || !(epsilon > 0))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: iteration %d must be >= 1, learnRate %g "
@@ -163,6 +212,8 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
         return st;
     if (n && !avg_sq_grad)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument avg_sq_grad is NULL", fn);
+    if ((st = check_state(fn, n, params, avg_sq_grad, "avg_sq_grad")) != DLA_OK)
+        return st;
     if (!(learn_rate >= 0) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) || !(epsilon > 0))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be >= 0, sqGradDecay "
                             "%g in [0, 1), epsilon %g > 0", fn, learn_rate, sq_grad_decay, epsilon);

@@ -166,6 +166,55 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     dla_scope_end();
 }
 
+/* Before: a gradient of another shape with as many elements was
+ * reshaped, and a state entry of other dims broadcast, with DLA_OK. */
+static void gradients_and_states_of_other_dims_are_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *p = dla_tensor_retain(dla_ones(DLA_F32, "", DLA_DIMS(3, 4))), *keep = p;
+    dla_tensor *g = dla_ones(DLA_F32, "", DLA_DIMS(3, 4)), *g43 = dla_ones(DLA_F32, "", DLA_DIMS(4, 3));
+    dla_tensor *v = NULL;
+    assert_int_equal(dla_sgdmupdate(1, &p, &g43, &v, 0.1, 0.9), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_sgdmupdate: entry 1: the parameter is 3x4, its gradient 4x3"));
+    assert_ptr_equal(p, keep);
+    assert_null(v);
+    dla_tensor *g64 = dla_ones(DLA_F64, "", DLA_DIMS(3, 4));
+    assert_int_equal(dla_sgdmupdate(1, &p, &g64, &v, 0.1, 0.9), DLA_ERR_DTYPE);
+    assert_non_null(strstr(dla_last_error(), "its gradient double"));
+    /* A velocity, average or squared average that would broadcast. */
+    dla_tensor *small = dla_tensor_retain(dla_ones(DLA_F32, "", DLA_DIMS(1, 1)));
+    dla_tensor *col = dla_tensor_retain(dla_ones(DLA_F32, "", DLA_DIMS(3, 1)));
+    v = small;
+    assert_int_equal(dla_sgdmupdate(1, &p, &g, &v, 0.1, 0.9), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "entry 1: the parameter is 3x4, its velocity 1x1"));
+    assert_ptr_equal(v, small);
+    dla_tensor *m = col, *q = NULL;
+    assert_int_equal(dla_adamupdate(1, &p, &g, &m, &q, 1, 0.1, 0.9, 0.999, 1e-8), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_adamupdate: entry 1: the parameter is 3x4, its avg_grad 3x1"));
+    m = NULL;
+    q = col;
+    assert_int_equal(dla_adamupdate(1, &p, &g, &m, &q, 1, 0.1, 0.9, 0.999, 1e-8), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "its avg_sq_grad 3x1"));
+    q = small;
+    assert_int_equal(dla_rmspropupdate(1, &p, &g, &q, 0.1, 0.9, 1e-8), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_rmspropupdate: entry 1: the parameter is 3x4, its avg_sq_grad 1x1"));
+    assert_ptr_equal(p, keep);
+    /* Trailing singletons and other labels are the same dims. */
+    dla_tensor *gt = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 4)), *v2 = NULL;
+    assert_int_equal(dla_sgdmupdate(1, &p, &gt, &v2, 0.1, 0.9), DLA_OK);
+    dla_tensor *p1 = dla_tensor_retain(dla_ones(DLA_F32, "", DLA_DIMS(3, 1))), *v3 = NULL;
+    dla_tensor *g1 = dla_ones(DLA_F32, "", DLA_DIMS(3, 1, 1, 1));
+    assert_int_equal(dla_sgdmupdate(1, &p1, &g1, &v3, 0.1, 0.9), DLA_OK);
+    dla_scope_end();
+    dla_tensor_release(small);
+    dla_tensor_release(col);
+    dla_optim_free(1, &p);
+    dla_optim_free(1, &v2);
+    dla_optim_free(1, &p1);
+    dla_optim_free(1, &v3);
+}
+
 static void schedules_drop_piecewise_and_warm_up(void **state)
 {
     (void)state;
@@ -226,6 +275,7 @@ int main(void)
         cmocka_unit_test(rmsprop_steps_as_matlab_computes_them),
         cmocka_unit_test(dlupdate_applies_a_function_to_every_entry),
         cmocka_unit_test(l2_and_clipping_treat_gradients_as_trainnet_does),
+        cmocka_unit_test(gradients_and_states_of_other_dims_are_refused),
         cmocka_unit_test(schedules_drop_piecewise_and_warm_up),
         cmocka_unit_test(a_network_trains_through_its_learnables_table),
     };

@@ -22,8 +22,12 @@
  * zeros of the parameter's size. Gradients are borrowed. An update is all
  * or nothing: on any error (an error tensor among the gradients, dims
  * that differ, an invalid hyperparameter) nothing is replaced, and the
- * status and dla_last_error() say which entry failed. All arithmetic is
- * done with ops on the tensors' device.
+ * status and dla_last_error() say which entry failed. Each gradient and
+ * each non-NULL state entry must have its parameter's dims (trailing
+ * singleton dims and format labels aside) and dtype: DLA_ERR_SHAPE /
+ * DLA_ERR_DTYPE name the entry and both dims or dtypes (a gradient of as
+ * many elements in other dims is not reshaped, a smaller state is not
+ * broadcast). All arithmetic is done with ops on the tensors' device.
  */
 #ifndef DLACCEL_OPTIM_H
 #define DLACCEL_OPTIM_H
