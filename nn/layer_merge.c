@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
 
@@ -46,9 +47,52 @@ static dla_status init_none(const dla_layer *l, int nin, const dla__shape *in, d
     return DLA_OK;
 }
 
+/* Nonzero when a and b have the same format and dims (trailing
+ * singletons aside). */
+static int same_shape(const dla__shape *a, const dla__shape *b)
+{
+    if (strcmp(a->format, b->format))
+        return 0;
+    int n = a->ndims > b->ndims ? a->ndims : b->ndims;
+    for (int d = 0; d < n; d++)
+        if ((d < a->ndims ? a->dims[d] : 1) != (d < b->ndims ? b->dims[d] : 1))
+            return 0;
+    return 1;
+}
+
+/* MATLAB's additionLayer needs inputs of one size: the sum must not
+ * broadcast (4x4x3 + 1x1x1 would add one number everywhere, silently). */
+static dla_status add_same_sizes(int n, const dla__shape *in)
+{
+    for (int i = 1; i < n; i++)
+        if (!same_shape(&in[0], &in[i])) {
+            char a[160], b[160];
+            dla__shape_str(&in[0], a, sizeof a);
+            dla__shape_str(&in[i], b, sizeof b);
+            return dla__nn_fail(DLA_ERR_SHAPE, "the inputs of an addition must have the same size "
+                                "and format: in1 is %s, in%d %s", a, i + 1, b);
+        }
+    return DLA_OK;
+}
+
+static dla_status add_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)l;
+    (void)sink;
+    return add_same_sizes(nin, in);
+}
+
 static dla_status add_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
+    dla__shape in[MAX_INPUTS];
+    for (int i = 0; i < c->nx && i < MAX_INPUTS; i++)
+        dla__shape_of(c->x[i], &in[i]);
+    dla_status st = add_same_sizes(c->nx < MAX_INPUTS ? c->nx : MAX_INPUTS, in);
+    if (st != DLA_OK) {
+        c->y = dla__nn_error_tensor();
+        return st;
+    }
     dla_tensor *y = c->x[0];
     for (int i = 1; i < c->nx; i++)
         y = dla_add(y, c->x[i]);
@@ -78,7 +122,7 @@ static void cat_describe(const dla__props *p, const dla__shape *in, char *buf, s
 const dla__layer_kind dla__kind_addition = {
     .type = "addition", .display = "Addition", .default_name = "addition", .fields = add_fields,
     .multi_input = 1,
-    .check = add_check, .init = init_none, .forward = add_forward, .describe = add_describe,
+    .check = add_check, .init = add_init, .forward = add_forward, .describe = add_describe,
 };
 
 const dla__layer_kind dla__kind_concatenation = {

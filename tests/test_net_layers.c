@@ -325,6 +325,50 @@ static void addition_and_concatenation_join_named_inputs(void **state)
     dla_scope_end();
 }
 
+/* Before: an addition broadcast its inputs (4x4x3 + 1x1x1 was one number
+ * added everywhere); MATLAB's additionLayer needs inputs of one size. */
+static void an_addition_of_inputs_of_other_sizes_is_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 2, &(dla_image_input_options){.name = "in", .normalization = "none"}),
+        dla_conv2d_layer(1, 1, 3, &(dla_conv_layer_options){.name = "c3"}),
+        dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+    };
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    dla_layer *c1 = dla_conv2d_layer(4, 4, 1, &(dla_conv_layer_options){.name = "c1"});
+    assert_int_equal(dla_net_add_layers(net, 1, &c1), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "c1"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "c1", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'add' (Addition): the inputs of an addition "
+                                             "must have the same size and format: in1 is 4(S) x "
+                                             "4(S) x 3(C) x 1(B), in2 1(S) x 1(S) x 1(C) x 1(B)"));
+    assert_false(dla_net_initialized(net));
+    dla_net_free(net);
+
+    /* Inputs that are the network's own: refused when run, too. */
+    dla_layer *a = dla_addition_layer(2, &(dla_layer_options){.name = "sum"});
+    net = dla_net_create(1, &a);
+    assert_non_null(net);
+    dla_tensor *e3 = dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1)), *e1 = dla_zeros(DLA_F32, "CB", DLA_DIMS(1, 1));
+    assert_int_equal(dla_net_init(net, 2, (dla_tensor *[]){e3, e1}), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "in1 is 3(C) x 1(B), in2 1(C) x 1(B)"));
+    assert_int_equal(dla_net_init(net, 2, (dla_tensor *[]){e3, e3}), DLA_OK);
+    dla_tensor *x3 = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 5)), *x1 = dla_ones(DLA_F32, "CB", DLA_DIMS(1, 5)), *y;
+    assert_int_equal(dla_net_predict(net, 2, (dla_tensor *[]){x3, x1}, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'sum' (Addition)"));
+    assert_non_null(strstr(dla_last_error(), "in1 is 3(C) x 5(B), in2 1(C) x 5(B)"));
+    dla_tensor *st[1];
+    assert_int_equal(dla_net_forward(net, 2, (dla_tensor *[]){x3, x1}, 1, &y, st, NULL), DLA_ERR_SHAPE);
+    assert_int_equal(dla_net_predict(net, 2, (dla_tensor *[]){x3, x3}, 1, &y, NULL), DLA_OK);
+    assert_true(dla_tensor_item(y, 14) == 2);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* The LSTM written out in double: gates i, f, g, o. */
 static void lstm_reference(int64_t c, int64_t h, int64_t nb, int64_t nt, const double *x,
                            const double *w, const double *r, const double *b, double *hs, double *cs,
@@ -415,6 +459,7 @@ int main(void)
         cmocka_unit_test(pooling_layers_match_their_ops),
         cmocka_unit_test(fully_connected_and_flatten_match_their_ops),
         cmocka_unit_test(addition_and_concatenation_join_named_inputs),
+        cmocka_unit_test(an_addition_of_inputs_of_other_sizes_is_refused),
         cmocka_unit_test(lstm_matches_a_loop_written_out_in_both_output_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

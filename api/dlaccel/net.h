@@ -281,7 +281,10 @@ typedef struct dla_fc_layer_options {
 DLA_API dla_layer *dla_fc_layer(int64_t output_size, const dla_fc_layer_options *opts);
 
 /* MATLAB additionLayer(numInputs): the elementwise sum of its inputs, which
- * are named "in1".."inN" in connections ("add/in2"). */
+ * are named "in1".."inN" in connections ("add/in2"). The inputs must have
+ * the same size and format, as MATLAB's: nothing is broadcast
+ * (DLA_ERR_SHAPE naming the layer and both sizes, at initialization or
+ * in forward/predict). */
 DLA_API dla_layer *dla_addition_layer(int num_inputs, const dla_layer_options *opts);
 /* MATLAB concatenationLayer(dim, numInputs): dla_cat along dim (1-based,
  * as MATLAB's: 3 is "C" for "SSCB" data, 1 for "CB"). Inputs "in1".."inN". */
