@@ -446,6 +446,14 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
     FILE *f = fopen(path, "rb");
     if (!f)
         return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot open: %s", fn, path, strerror(errno));
+    /* A directory opens for reading on Linux, and its "size" from ftell
+     * is LONG_MAX, which was then reported as an allocation refused. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot read it: it is a directory, not a network "
+                            "file", fn, path);
+    }
     unsigned char *file = NULL;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)

@@ -336,6 +336,13 @@ static void broken_and_foreign_files_are_refused_with_the_reason(void **state)
     assert_int_equal(dla_net_load(path("missing.safetensors"), &out), DLA_ERR_IO);
     assert_null(out);
     assert_non_null(strstr(dla_last_error(), "cannot open"));
+    /* Before: a directory was DLA_ERR_OUT_OF_MEMORY, "9223372036854775807
+     * bytes" (its ftell). */
+    out = (dla_net *)1;
+    assert_int_equal(dla_net_load(dir, &out), DLA_ERR_IO);
+    assert_null(out);
+    assert_non_null(strstr(dla_last_error(), dir));
+    assert_non_null(strstr(dla_last_error(), "is a directory"));
     spit(path("short"), "abc", 3);
     assert_int_equal(dla_net_load(path("short"), &out), DLA_ERR_IO);
     assert_non_null(strstr(dla_last_error(), "too short"));

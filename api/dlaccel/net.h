@@ -695,8 +695,8 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
  * parameters with their dims (an LSTM state's columns, the observations
  * of the last batch, are any number). The factors are the saved ones (a 1.0
  * file, which has none, gives the layers' defaults). DLA_ERR_IO names the
- * file and the problem
- * for an unreadable, truncated or corrupt file; DLA_ERR_UNSUPPORTED for a
+ * file and the problem for an unreadable (a directory, say), truncated or
+ * corrupt file; DLA_ERR_UNSUPPORTED for a
  * valid safetensors file that is not a dlaccel network, or a newer
  * format version. */
 DLA_API dla_status dla_net_load(const char *path, dla_net **out);
