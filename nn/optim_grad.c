@@ -121,8 +121,17 @@ DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initia
     if (!s)
         return initial;
     double rate = initial;
+    /* A negative period made the exponent negative (the rate grew), and a
+     * negative start factor a negative rate: NaN, as for a bad method. */
+    if (s->drop_period < 0 || !(s->warmup_start_factor >= 0)) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: %s %g must not be negative",
+                     s->drop_period < 0 ? "drop_period" : "warmup_start_factor",
+                     s->drop_period < 0 ? (double)s->drop_period : s->warmup_start_factor);
+        return NAN;
+    }
     if (s->method && !strcmp(s->method, "piecewise")) {
-        double drop = s->drop_factor ? s->drop_factor : 0.1;
+        /* 0: the default 0.1; negative: 0 itself. */
+        double drop = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? 0 : s->drop_factor;
         int period = s->drop_period ? s->drop_period : 10;
         int e = epoch > 1 ? epoch - 1 : 0;
         rate *= pow(drop, (double)(e / period));

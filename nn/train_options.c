@@ -118,13 +118,22 @@ DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts
     if (s->method && strcmp(s->method, "none") && strcmp(s->method, "piecewise"))
         return bad_string("LearnRateSchedule", s->method, (const char *const[]){"none", "piecewise", NULL});
     s->method = s->method ? s->method : "none";
-    if (s->drop_factor < 0 || s->drop_factor > 1)
-        return bad_number("LearnRateDropFactor", s->drop_factor, "it must be in [0, 1]");
+    /* A negative drop factor asks for 0 itself (MATLAB allows 0), as a
+     * negative momentum does; it stays negative here, since 0 in a
+     * schedule means the default 0.1 to dla_learn_rate_at too. */
+    if (isnan(s->drop_factor) || s->drop_factor > 1)
+        return bad_number("LearnRateDropFactor", s->drop_factor,
+                          "it must be in [0, 1] (negative: 0)");
     if (s->drop_period < 0 || s->warmup_iterations < 0)
         return bad_number(s->drop_period < 0 ? "LearnRateDropPeriod" : "warm-up iterations",
                           s->drop_period < 0 ? s->drop_period : s->warmup_iterations,
                           "it must not be negative");
-    s->drop_factor = s->drop_factor ? s->drop_factor : 0.1;
+    /* A negative start factor gave a negative rate, refused only by the
+     * solver at iteration 1. */
+    if (!(s->warmup_start_factor >= 0) || isinf(s->warmup_start_factor))
+        return bad_number("warm-up start factor", s->warmup_start_factor,
+                          "it must be a finite number >= 0");
+    s->drop_factor = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? -1 : s->drop_factor;
     s->drop_period = s->drop_period ? s->drop_period : 10;
 
     /* Zero means the default; a negative value asks for zero itself. */
@@ -268,7 +277,8 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
     put_num(&w, "InitialLearnRate", o.initial_learn_rate);
     put_num(&w, "MaxEpochs", o.max_epochs);
     put(&w, "LearnRateSchedule", "'%s'", o.learn_rate_schedule.method);
-    put_num(&w, "LearnRateDropFactor", o.learn_rate_schedule.drop_factor);
+    put_num(&w, "LearnRateDropFactor", o.learn_rate_schedule.drop_factor < 0 ? 0
+                                       : o.learn_rate_schedule.drop_factor);
     put_num(&w, "LearnRateDropPeriod", o.learn_rate_schedule.drop_period);
     put_num(&w, "MiniBatchSize", (double)o.mini_batch_size);
     put(&w, "Shuffle", "'%s'", o.shuffle);

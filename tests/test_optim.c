@@ -232,6 +232,28 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     assert_true(dla_learn_rate_at(&w, 1, 1, 4) == 1);
     assert_true(dla_learn_rate_at(NULL, 0.3, 7, 7) == 0.3);
     assert_true(isnan(dla_learn_rate_at(&(dla_learn_rate_schedule){.method = "cosine"}, 1, 1, 1)));
+    /* Before: a negative period grew the rate (0.5^-3 at epoch 4), and a
+     * negative start factor gave a negative rate. */
+    dla_learn_rate_schedule np = {.method = "piecewise", .drop_factor = 0.5, .drop_period = -1};
+    assert_true(isnan(dla_learn_rate_at(&np, 0.01, 4, 10)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: drop_period -1"));
+    dla_learn_rate_schedule nw = {.warmup_iterations = 5, .warmup_start_factor = -3};
+    assert_true(isnan(dla_learn_rate_at(&nw, 0.01, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "warmup_start_factor -3"));
+    /* A drop to 0 itself (MATLAB allows LearnRateDropFactor 0): negative,
+     * since 0 is the default 0.1; resolve keeps it negative. */
+    dla_learn_rate_schedule z = {.method = "piecewise", .drop_factor = -1, .drop_period = 2};
+    assert_true(dla_learn_rate_at(&z, 0.1, 2, 5) == 0.1);
+    assert_true(dla_learn_rate_at(&z, 0.1, 3, 9) == 0);
+    dla_training_options o = {.learn_rate_schedule = z}, r;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    assert_true(dla_learn_rate_at(&r.learn_rate_schedule, 0.1, 3, 9) == 0);
+    char text[4096];
+    assert_true(dla_training_options_describe(&o, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "LearnRateDropFactor: 0\n"));
+    o.learn_rate_schedule.drop_factor = 0;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    assert_true(r.learn_rate_schedule.drop_factor == 0.1);
 }
 
 static void a_network_trains_through_its_learnables_table(void **state)

@@ -328,6 +328,11 @@ static void every_option_value_is_checked(void **state)
         {{.metrics = "acuracy"}, "Metrics \"acuracy\""},
         {{.validation_frequency = -2}, "ValidationFrequency"},
         {{.gradient_threshold_method = "max"}, "GradientThresholdMethod"},
+        /* Before: accepted, and the rate was negative at iteration 1. */
+        {{.learn_rate_schedule = {.warmup_iterations = 5, .warmup_start_factor = -3}},
+         "warm-up start factor -3"},
+        {{.learn_rate_schedule = {.method = "piecewise", .drop_factor = 1.5}}, "LearnRateDropFactor"},
+        {{.learn_rate_schedule = {.method = "piecewise", .drop_period = -1}}, "LearnRateDropPeriod"},
         {{.learn_rate_schedule = {.method = "cosine"}}, "LearnRateSchedule \"cosine\""},
         {{.checkpoint_frequency_unit = "batch"}, "CheckpointFrequencyUnit"},
     };

@@ -124,11 +124,15 @@ typedef struct dla_learn_rate_schedule {
     /* NULL or "none": constant; "piecewise": multiplied by drop_factor
      * every drop_period epochs (MATLAB's piecewiseLearnRate). */
     const char *method;
-    double drop_factor; /* 0: 0.1 (LearnRateDropFactor) */
-    int drop_period;    /* epochs; 0: 10 (LearnRateDropPeriod) */
+    /* LearnRateDropFactor in [0, 1]: 0 means the default 0.1 (zeroed
+     * structs keep meaning MATLAB's defaults), so a drop to 0 itself is
+     * asked for with a negative number, as trainingOptions' other "zero
+     * is also a value" fields (train.h). */
+    double drop_factor;
+    int drop_period;    /* epochs; 0: 10 (LearnRateDropPeriod); >= 0 */
     /* Linear warm-up over the first warmup_iterations iterations (0:
-     * none), from warmup_start_factor (0 by default) times the rate to
-     * the full rate (MATLAB's warmupLearnRate, counted in iterations). */
+     * none), from warmup_start_factor (0 by default, >= 0) times the rate
+     * to the full rate (MATLAB's warmupLearnRate, counted in iterations). */
     int warmup_iterations;
     double warmup_start_factor;
 } dla_learn_rate_schedule;
@@ -137,7 +141,8 @@ typedef struct dla_learn_rate_schedule {
  * over all epochs): initial * drop_factor^floor((epoch - 1) / drop_period)
  * for "piecewise", times the warm-up factor start + (1 - start) * iteration
  * / warmup_iterations while iteration < warmup_iterations. s may be NULL
- * (constant). An unknown method gives NAN and sets dla_last_error(). */
+ * (constant). An unknown method, a negative drop_period or a negative
+ * warmup_start_factor gives NAN and sets dla_last_error(). */
 DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
                                  int iteration);
 

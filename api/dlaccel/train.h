@@ -331,7 +331,10 @@ typedef struct dla_training_options {
     /* InitialLearnRate: 0.01 for "sgdm", 0.001 for "adam" and "rmsprop". */
     double initial_learn_rate;
     /* LearnRateSchedule, LearnRateDropFactor, LearnRateDropPeriod and a
-     * warm-up (optim.h); zeroed: constant. */
+     * warm-up (optim.h); zeroed: constant. drop_factor 0: 0.1; negative:
+     * 0 (resolved as -1, which dla_learn_rate_at reads as 0, since a
+     * schedule's 0 is the default there too). warmup_start_factor must
+     * be finite and >= 0. */
     dla_learn_rate_schedule learn_rate_schedule;
     double momentum;            /* "sgdm" Momentum: 0.9; negative: 0 */
     double gradient_decay_factor;         /* "adam": 0.9; negative: 0 */
@@ -437,7 +440,8 @@ typedef struct dla_training_options {
  * zero" values by 0 (and l2_regularization by 0), strings by their default
  * names. Checks every value: DLA_ERR_INVALID_ARGUMENT naming the option
  * (MATLAB's name) for an unknown string, a negative count, momentum or a
- * decay outside [0, 1], a sequence length that is neither "longest",
+ * decay outside [0, 1], a drop factor above 1, a negative drop period or
+ * warm-up start factor, a sequence length that is neither "longest",
  * "shortest" nor a positive number, "accuracy"/"rmse" misspelt. Pointers
  * are copied as they are (strings are not duplicated). */
 DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts,
