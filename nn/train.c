@@ -841,7 +841,10 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
 }
 
 /* One mini-batch: one iteration, or one per chunk of a SequenceLength
- * number, with the state carried from chunk to chunk. */
+ * number, with the state carried from chunk to chunk. Targets with a T
+ * dim (sequence-to-sequence) are padded and cut with the predictors, each
+ * chunk its own steps' targets (every chunk was given all of them, which
+ * the loss refused). */
 static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int last_batch, int *stop)
 {
     if (tr->has_lstm && tr->ns) {
@@ -852,22 +855,38 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
     if (!tr->chunk)
         return iterate(tr, x, t, last_batch, stop);
     int td = dla_tensor_find_dim(x, 'T');
+    int tt = td && t ? dla_tensor_find_dim(t, 'T') : 0;
     int64_t steps = td ? dla_tensor_dim(x, td) : 1, L = tr->chunk;
     int64_t padded = (steps + L - 1) / L * L;
+    if (tt && dla_tensor_dim(t, tt) != steps)
+        return dla_set_error(DLA_ERR_SHAPE, "dla_trainnet: epoch %d: SequenceLength %lld: the "
+                             "mini-batch's sequences have %lld time steps, its targets %lld; "
+                             "sequence-to-sequence targets need one per step", tr->epoch,
+                             (long long)L, (long long)steps, (long long)dla_tensor_dim(t, tt));
     dla_scope_begin();
     if (td && padded != steps) {
-        int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
         int left = !strcmp(tr->o.sequence_padding_direction, "left");
+        int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
         (left ? before : after)[td - 1] = padded - steps;
         x = dla_pad(x, dla_tensor_ndims(x), before, after, tr->o.sequence_padding_value);
+        if (tt) {
+            int64_t tb[DLA_MAX_DIMS] = {0}, ta[DLA_MAX_DIMS] = {0};
+            (left ? tb : ta)[tt - 1] = padded - steps;
+            t = dla_pad(t, dla_tensor_ndims(t), tb, ta, tr->o.sequence_padding_value);
+        }
     }
     dla_status st = dla_tensor_status(x);
+    if (st == DLA_OK && tt)
+        st = dla_tensor_status(t);
     for (int64_t c = 0; st == DLA_OK && c * L < padded && !*stop; c++) {
         dla_scope_begin();
         dla_tensor *xc = td ? dla_contiguous(dla_slice(x, td, c * L, 1, (c + 1) * L)) : x;
+        dla_tensor *tc = tt ? dla_contiguous(dla_slice(t, tt, c * L, 1, (c + 1) * L)) : t;
         st = dla_tensor_status(xc);
         if (st == DLA_OK)
-            st = iterate(tr, xc, t, last_batch && (c + 1) * L >= padded, stop);
+            st = dla_tensor_status(tc);
+        if (st == DLA_OK)
+            st = iterate(tr, xc, tc, last_batch && (c + 1) * L >= padded, stop);
         dla_scope_end();
     }
     dla_scope_end();

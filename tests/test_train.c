@@ -1001,6 +1001,90 @@ static void sequences_train_with_each_sequence_length(void **state)
     dla_tensor_release(t);
 }
 
+/* What the loss was given: each call's targets, 1 x 4 x 3 at most. */
+static float chunk_targets[16][12];
+static int64_t chunk_steps[16];
+static int nchunk_calls;
+
+static dla_status recording_mse(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    if (nchunk_calls < 16 && dla_tensor_numel(in[1]) <= 12) {
+        chunk_steps[nchunk_calls] = dla_tensor_dim(in[1], 3);
+        dla_tensor_to_host(dla_cast(in[1], DLA_F32), chunk_targets[nchunk_calls],
+                           sizeof(float) * (size_t)dla_tensor_numel(in[1]));
+    }
+    nchunk_calls++;
+    out[0] = dla_l2loss(in[0], in[1], NULL);
+    return dla_tensor_status(out[0]);
+}
+
+/* Before: with SequenceLength a number, every chunk of a mini-batch was
+ * given all of its sequence-to-sequence targets, which the loss refused
+ * ("targets: 1x10x8 does not match y's 1x10x4"). */
+static void sequence_to_sequence_targets_are_cut_into_chunks(void **state)
+{
+    (void)state;
+    enum { N = 8, T = 7, B = 4 };
+    dla_seqlist *s = dla_seqlist_create(2);
+    float tv[N * T];
+    for (int i = 0; i < N; i++) {
+        float v[2 * T];
+        for (int k = 0; k < T; k++) {
+            v[2 * k] = (float)sin(i + k);
+            v[2 * k + 1] = (float)cos(i * k);
+            tv[i + k * N] = (float)(100 * i + k); /* 1 x N x T "CBT" */
+        }
+        assert_int_equal(dla_seqlist_append(s, v, T), DLA_OK);
+    }
+    dla_tensor *t = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(1, N, T));
+    dla_rng_seed(4);
+    dla_layer *l[] = {dla_sequence_input_layer(2, NULL), dla_lstm_layer(3, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(3, l), *trained = NULL;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = B;
+    o.shuffle = "never";
+    o.sequence_length = "3"; /* 7 steps padded to 9: chunks 0-2, 3-5, 6-8 */
+    o.sequence_padding_value = -5;
+    dla_training_info *info = NULL;
+    nchunk_calls = 0;
+    dla_status st = dla_trainnet(&(dla_train_data){.sequences = s, .targets = t}, net,
+                                 &(dla_train_loss){.fn = recording_mse}, &o, &trained, &info);
+    if (st != DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    assert_int_equal(info->iterations, 2 * 3);
+    assert_int_equal(nchunk_calls, 6);
+    for (int call = 0; call < 6; call++) {
+        int batch = call / 3, c = call % 3;
+        assert_int_equal(chunk_steps[call], 3);
+        for (int k = 0; k < 3; k++)
+            for (int n = 0; n < B; n++) {
+                int step = 3 * c + k, obs = B * batch + n;
+                float want = step < T ? (float)(100 * obs + step) : -5.0f;
+                if (chunk_targets[call][n + B * k] != want)
+                    fail_msg("chunk %d of batch %d, obs %d, step %d: %g, want %g", c, batch, obs,
+                             step, chunk_targets[call][n + B * k], want);
+            }
+    }
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* Targets with another number of steps are named. */
+    dla_tensor *t5 = dla_slice(t, 3, 0, 1, 5);
+    trained = (dla_net *)1;
+    assert_int_equal(dla_trainnet(&(dla_train_data){.sequences = s, .targets = t5}, net,
+                                  &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "sequences have 7 time steps, its targets 5"));
+    dla_net_free(trained == (dla_net *)1 ? NULL : trained);
+    dla_tensor_release(t5);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_tensor_release(t);
+}
+
 static int stop_at_5(void *ctx, const dla_training_state *s)
 {
     int *calls = ctx;
@@ -1675,6 +1759,7 @@ int main(void)
         cmocka_unit_test(a_non_finite_loss_or_gradient_stops_training_with_an_error),
         cmocka_unit_test(learn_rate_factors_freeze_layers_in_trainnet),
         cmocka_unit_test(checkpoints_of_an_lstm_network_load_back),
+        cmocka_unit_test(sequence_to_sequence_targets_are_cut_into_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -365,8 +365,12 @@ typedef struct dla_training_options {
      * iteration each) with the network state (LSTM hidden and cell state)
      * carried from chunk to chunk and reset before each mini-batch
      * (validation mini-batches are padded to their longest sequence and
-     * predicted whole). SequencePaddingValue and SequencePaddingDirection
-     * as data.h's dla_sequence_options. */
+     * predicted whole). Sequence-to-sequence targets (with a T dim, one
+     * step per input step, else DLA_ERR_SHAPE) are padded and cut the same
+     * way, each chunk given its own steps; padded steps hold
+     * SequencePaddingValue in the targets too and count in the loss (no
+     * mask, unlike MATLAB). SequencePaddingValue and
+     * SequencePaddingDirection as data.h's dla_sequence_options. */
     const char *sequence_length;
     double sequence_padding_value;
     const char *sequence_padding_direction;
