@@ -3,6 +3,7 @@
  * parameters by name, resetting state, copying, casting and moving a
  * network, and input normalization statistics computed from data.
  */
+#include "core/tensor.h" /* dla__tensor_view: a header of the copy's own */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -188,6 +189,23 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
         st = dla_net_connect(c, net->conn[k].text[0], net->conn[k].text[1]);
     for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
         st = dla__table_copy(&c->tables[k], &net->tables[k]);
+    /* The copy's values are tensors of its own on the same memory (values
+     * never change in place): dla_net_gradient differentiates with respect
+     * to its network's tensors, so a loss through both a network and its
+     * copy (a target network) gave the original the copy's share too. */
+    for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)
+        for (int i = 0; st == DLA_OK && i < c->tables[k].count; i++) {
+            dla_tensor *v = c->tables[k].values[i];
+            if (!v || dla_tensor_status(v) != DLA_OK)
+                continue;
+            dla_tensor *own = dla__tensor_view("dla_net_copy", v);
+            if (!own) {
+                st = DLA_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            dla_tensor_release(v);
+            c->tables[k].values[i] = own;
+        }
     if (st == DLA_OK && c) {
         c->dtype = net->dtype;
         c->accelerate = net->accelerate;

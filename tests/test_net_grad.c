@@ -187,6 +187,59 @@ static void lstm_gradients_match_finite_differences_in_both_output_modes(void **
     dla_scope_end();
 }
 
+/* L = sum(net(x) .* r) [+ sum(copy(x) .* r)], gradients for net's. */
+typedef struct pair {
+    dla_net *net, *copy;
+} pair;
+
+static dla_status pair_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const pair *p = ctx;
+    dla_tensor *y, *l;
+    dla_status st = dla_net_forward(p->net, 1, &in[0], 1, &y, NULL, NULL);
+    l = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    if (st == DLA_OK && p->copy) {
+        st = dla_net_forward(p->copy, 1, &in[0], 1, &y, NULL, NULL);
+        l = dla_add(l, dla_sum(dla_mul(y, in[1]), 0, NULL));
+    }
+    out[0] = l;
+    return st == DLA_OK ? dla_net_gradient(p->net, l, out + 1) : st;
+}
+
+static void a_copy_used_beside_its_network_adds_nothing_to_its_gradient(void **state)
+{
+    /* A target network: the copy's values were the original's tensors,
+     * and dla_net_gradient differentiates with respect to those, so the
+     * original's gradient took the copy's path too. */
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(8);
+    dla_layer *l[] = {dla_fc_layer(3, NULL), dla_leakyrelu_layer(0.1, NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(3, l);
+    dla_tensor *x = dla_randn(DLA_F64, "CB", DLA_DIMS(4, 5)), *r = dla_randn(DLA_F64, "CB", DLA_DIMS(2, 5));
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    dla_net *copy = dla_net_copy(net);
+    assert_non_null(copy);
+    const int nl = dla_net_learnable_count(net);
+    for (int i = 0; i < nl; i++)
+        assert_ptr_not_equal(dla_table_value(dla_net_learnables(copy), i),
+                             dla_table_value(dla_net_learnables(net), i));
+    dla_tensor *alone[5], *beside[5];
+    assert_int_equal(dla_feval(pair_loss, &(pair){net, NULL}, 2, (dla_tensor *[]){x, r}, 1 + nl, alone),
+                     DLA_OK);
+    assert_int_equal(dla_feval(pair_loss, &(pair){net, copy}, 2, (dla_tensor *[]){x, r}, 1 + nl, beside),
+                     DLA_OK);
+    for (int i = 1; i <= nl; i++)
+        for (int64_t k = 0; k < dla_tensor_numel(alone[i]); k++)
+            if (dla_tensor_item(alone[i], k) != dla_tensor_item(beside[i], k))
+                fail_msg("learnable %d element %lld: %g alone, %g beside its copy", i, (long long)k,
+                         dla_tensor_item(alone[i], k), dla_tensor_item(beside[i], k));
+    dla_net_free(copy);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +247,7 @@ int main(void)
         cmocka_unit_test(graph_with_addition_and_concatenation_differentiates_every_branch),
         cmocka_unit_test(conv1d_and_global_pooling_over_time_differentiate),
         cmocka_unit_test(lstm_gradients_match_finite_differences_in_both_output_modes),
+        cmocka_unit_test(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

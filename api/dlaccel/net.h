@@ -522,8 +522,11 @@ DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const ch
 DLA_API dla_status dla_net_init(dla_net *net, int nexamples, dla_tensor *const *examples);
 DLA_API int dla_net_initialized(const dla_net *net);
 
-/* A copy sharing the tensors (they are immutable) but with its own tables
- * and its own accelerated function. NULL when out of memory. */
+/* A copy with its own tables, its own accelerated function and tensors of
+ * its own on the same memory (values never change in place, so nothing is
+ * copied): dla_net_gradient of the original does not reach through the
+ * copy (a target network beside it in one loss). NULL when out of
+ * memory. */
 DLA_API dla_net *dla_net_copy(const dla_net *net);
 /* Converts every learnable, state and statistic to dtype (MATLAB's
  * dlupdate(@double, net)), or moves them to dev (NULL: current device). */
