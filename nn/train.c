@@ -394,6 +394,19 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     return st;
 }
 
+/* Nonzero when the layer the network input name feeds is an input layer
+ * (one that can normalize), not another layer taking the input (a custom
+ * layer may have a parameter called "Mean" too). */
+static int input_layer(const dla_net *net, const char *name)
+{
+    for (int i = 0; i < dla_net_layer_count(net); i++)
+        if (strcmp(dla_net_layer_name(net, i), name) == 0) {
+            const char *type = dla_net_layer_type(net, i);
+            return !strcmp(type, "imageInput") || !strcmp(type, "sequenceInput");
+        }
+    return 0;
+}
+
 /* ResetInputNormalization: statistics of each normalizing input layer from
  * the training data, in chunks (a chunk is cast to double inside). */
 static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *done)
@@ -403,7 +416,7 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
     for (int i = 0; i < nin; i++) {
         const char *name = dla_net_input_name(tr->net, i);
         dla_status before = dla_last_status();
-        if (!dla_net_get(tr->net, name, "Mean")) {
+        if (!input_layer(tr->net, name) || !dla_net_get(tr->net, name, "Mean")) {
             if (before == DLA_OK)
                 dla_clear_error();
             continue; /* "none": nothing to compute */

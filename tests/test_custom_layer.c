@@ -900,6 +900,22 @@ static void trainnet_trains_a_network_with_a_custom_layer(void **state)
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);
+    /* A custom layer taking the input with a state named "Mean": not an
+     * input layer to normalize (trainnet took it for one and failed). */
+    dla_tensor *xs = dla_randn(DLA_F32, "CB", DLA_DIMS(3, 12));
+    dla_tensor *ts = dla_randn(DLA_F32, "CB", DLA_DIMS(2, 12));
+    dla_layer *ml[] = {dla_custom_layer("runningMean", NULL, &(dla_layer_options){.name = "rm"}),
+                       dla_fc_layer(2, NULL)};
+    net = dla_net_create(2, ml);
+    assert_non_null(net);
+    o = (dla_training_options){.max_epochs = 2, .mini_batch_size = 6, .verbose = -1};
+    if (dla_trainnet(&(dla_train_data){.predictors = xs, .targets = ts}, net,
+                     &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_true(dla_tensor_item(dla_net_get(trained, "rm", "Mean"), 0) != 0.0); /* it ran */
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
     dla_scope_end();
 }
 
