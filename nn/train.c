@@ -878,14 +878,18 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
                              (long long)L, (long long)steps, (long long)dla_tensor_dim(t, tt));
     dla_scope_begin();
     if (td && padded != steps) {
+        /* The padding goes before or after: one array of it, one of none
+         * (a store through (left ? a : b)[i] is one UBSan's object-size
+         * check cannot size). */
         int left = !strcmp(tr->o.sequence_padding_direction, "left");
-        int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
-        (left ? before : after)[td - 1] = padded - steps;
-        x = dla_pad(x, dla_tensor_ndims(x), before, after, tr->o.sequence_padding_value);
+        int64_t xpad[DLA_MAX_DIMS] = {0}, tpad[DLA_MAX_DIMS] = {0}, none[DLA_MAX_DIMS] = {0};
+        xpad[td - 1] = padded - steps;
+        x = dla_pad(x, dla_tensor_ndims(x), left ? xpad : none, left ? none : xpad,
+                    tr->o.sequence_padding_value);
         if (tt) {
-            int64_t tb[DLA_MAX_DIMS] = {0}, ta[DLA_MAX_DIMS] = {0};
-            (left ? tb : ta)[tt - 1] = padded - steps;
-            t = dla_pad(t, dla_tensor_ndims(t), tb, ta, tr->o.sequence_padding_value);
+            tpad[tt - 1] = padded - steps;
+            t = dla_pad(t, dla_tensor_ndims(t), left ? tpad : none, left ? none : tpad,
+                        tr->o.sequence_padding_value);
         }
     }
     dla_status st = dla_tensor_status(x);
