@@ -97,16 +97,6 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
     return st;
 }
 
-/* Nonzero when t has v's dims (trailing ones aside). */
-static int same_dims(const dla_tensor *t, const dla_tensor *v)
-{
-    int n = dla_tensor_ndims(t) > dla_tensor_ndims(v) ? dla_tensor_ndims(t) : dla_tensor_ndims(v);
-    for (int d = 1; d <= n; d++)
-        if (dla_tensor_dim(t, d) != dla_tensor_dim(v, d))
-            return 0;
-    return 1;
-}
-
 static dla_status op_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
 {
     const custom_attrs *a = node->attrs;
@@ -135,7 +125,7 @@ static dla_status op_backward(const dla__node *node, dla_tensor *const *gout, dl
         if (dla_tensor_status(g) != DLA_OK)
             return dla_set_error(dla_tensor_status(g), "%s: backward's %s: %s", t->type, what,
                                  dla_tensor_error(g));
-        if (!same_dims(g, node->in[i]) || dla_tensor_dtype(g) != dla_tensor_dtype(node->in[i])) {
+        if (!dla__same_dims(g, node->in[i]) || dla_tensor_dtype(g) != dla_tensor_dtype(node->in[i])) {
             char gd[96], id[96];
             dla_tensor_describe(g, gd, sizeof gd);
             dla_tensor_describe(node->in[i], id, sizeof id);

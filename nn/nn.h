@@ -44,6 +44,9 @@ int64_t dla__shape_dim(const dla__shape *s, char c);
 int dla__shape_count(const dla__shape *s, char c);
 /* "24(S) x 24(S) x 20(C) x 1(B)" into buf. */
 void dla__shape_str(const dla__shape *s, char *buf, size_t size);
+/* Nonzero when a and b have the same dims, trailing ones aside (a
+ * gradient of a view, or a sum over the last dim, may carry them). */
+int dla__same_dims(const dla_tensor *a, const dla_tensor *b);
 /* "5x5x1x20" into buf. */
 void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size);
 

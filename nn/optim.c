@@ -9,17 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Nonzero when a and b have the same dims (trailing singletons aside:
- * a gradient of a view may carry them) and dtype. */
-static int same_dims(const dla_tensor *a, const dla_tensor *b)
-{
-    int n = dla_tensor_ndims(a) > dla_tensor_ndims(b) ? dla_tensor_ndims(a) : dla_tensor_ndims(b);
-    for (int d = 1; d <= n; d++)
-        if (dla_tensor_dim(a, d) != dla_tensor_dim(b, d))
-            return 0;
-    return 1;
-}
-
 /* Fails naming entry i (1-based), the parameter's dims or dtype and
  * what's (its gradient, velocity...). */
 static dla_status mismatch(const char *fn, int i, const dla_tensor *p, const char *what,
@@ -27,7 +16,7 @@ static dla_status mismatch(const char *fn, int i, const dla_tensor *p, const cha
 {
     int64_t a[DLA_MAX_DIMS], b[DLA_MAX_DIMS];
     char sa[96], sb[96];
-    if (!same_dims(p, v)) {
+    if (!dla__same_dims(p, v)) {
         dla__dims_text(dla_tensor_dims(p, a), a, sa, sizeof sa);
         dla__dims_text(dla_tensor_dims(v, b), b, sb, sizeof sb);
         return dla__nn_fail(DLA_ERR_SHAPE, "%s: entry %d: the parameter is %s, its %s %s", fn, i,
@@ -51,7 +40,7 @@ static dla_status check_state(const char *fn, int n, dla_tensor *const *params,
         if (dla_tensor_status(v) != DLA_OK)
             return dla__nn_fail(dla_tensor_status(v), "%s: entry %d: the %s is %s", fn, i + 1, what,
                                 dla_tensor_error(v));
-        if (!same_dims(p, v) || dla_tensor_dtype(p) != dla_tensor_dtype(v))
+        if (!dla__same_dims(p, v) || dla_tensor_dtype(p) != dla_tensor_dtype(v))
             return mismatch(fn, i + 1, p, what, v);
     }
     return DLA_OK;
@@ -75,7 +64,7 @@ static dla_status check_lists(const char *fn, int n, dla_tensor **params, dla_te
                                                                  : dla_tensor_error(g));
         /* The same dims, not only the same count: a 4x3 gradient of a
          * 3x4 parameter reshaped would update the wrong elements. */
-        if (!same_dims(p, g) || dla_tensor_dtype(p) != dla_tensor_dtype(g))
+        if (!dla__same_dims(p, g) || dla_tensor_dtype(p) != dla_tensor_dtype(g))
             return mismatch(fn, i + 1, p, "gradient", g);
     }
     return DLA_OK;

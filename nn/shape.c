@@ -65,3 +65,12 @@ void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size)
         at += (size_t)n;
     }
 }
+
+int dla__same_dims(const dla_tensor *a, const dla_tensor *b)
+{
+    int n = dla_tensor_ndims(a) > dla_tensor_ndims(b) ? dla_tensor_ndims(a) : dla_tensor_ndims(b);
+    for (int d = 1; d <= n; d++)
+        if (dla_tensor_dim(a, d) != dla_tensor_dim(b, d))
+            return 0;
+    return 1;
+}
