@@ -85,31 +85,6 @@ static unsigned char pix(int id, int r, int c, int k)
     return (unsigned char)(id + r * 40 + c * 13 + k * 50); /* the first pixel is the id */
 }
 
-/* An 8-bit PNG of h x w x ch (1 gray, 3 RGB) with pix(id, ...). */
-static void write_png(const char *path, int id, int h, int w, int ch)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(png);
-    assert_false(setjmp(png_jmpbuf(png)));
-    png_init_io(png, f);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8,
-                 ch == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    unsigned char row[256 * 3];
-    for (int r = 0; r < h; r++) {
-        for (int c = 0; c < w; c++)
-            for (int k = 0; k < ch; k++)
-                row[c * ch + k] = pix(id, r, c, k);
-        png_write_row(png, row);
-    }
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    fclose(f);
-}
-
 /* A PNG of any colour type and depth: rows given as libpng packs them,
  * with an optional palette and tRNS (palette alphas or a gray/RGB key). */
 static void write_png_raw(const char *path, int h, int w, int depth, int ctype,
@@ -135,6 +110,20 @@ static void write_png_raw(const char *path, int h, int w, int depth, int ctype,
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     fclose(f);
+}
+
+/* An 8-bit PNG of h x w x ch (1 gray, 3 RGB) with pix(id, ...). */
+static void write_png(const char *path, int id, int h, int w, int ch)
+{
+    unsigned char *rows = malloc((size_t)h * (size_t)w * (size_t)ch);
+    assert_non_null(rows);
+    for (int r = 0; r < h; r++)
+        for (int c = 0; c < w; c++)
+            for (int k = 0; k < ch; k++)
+                rows[((size_t)r * (size_t)w + (size_t)c) * (size_t)ch + (size_t)k] = pix(id, r, c, k);
+    write_png_raw(path, h, w, 8, ch == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, rows,
+                  (size_t)w * (size_t)ch, NULL, 0, NULL, 0, NULL);
+    free(rows);
 }
 
 /* A gray JPEG of h x w, constant value v (so that lossy coding keeps it). */
