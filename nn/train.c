@@ -87,15 +87,27 @@ static void say_ctx(void *ctx, const char *text)
 
 /* ------------------------------------------------------------------- loss */
 
+/* MATLAB trainnet's lossFcn names, normalized as its table says:
+ * "crossentropy" by the output's non-channel elements (N, or N x T for
+ * sequences, N x H x W for images), the others by all its elements (N x
+ * responses). The losses' own default, the batch size, made "mse" of R
+ * responses R times MATLAB's and a sequence's cross-entropy T times. */
 static dla_tensor *builtin_loss(const char *name, dla_tensor *y, dla_tensor *t)
 {
-    if (!strcmp(name, "crossentropy"))
-        return dla_crossentropy(y, t, NULL);
+    if (!strcmp(name, "crossentropy")) {
+        const int c = dla_tensor_find_dim(y, 'C');
+        const int64_t channels = c ? dla_tensor_dim(y, c) : 1, n = dla_tensor_numel(y);
+        dla_tensor *sum = dla_crossentropy(y, t, &(dla_crossentropy_options){
+                                                     .normalization_factor = "none"});
+        return n / channels > 0 ? dla_affine(sum, 1.0 / (double)(n / channels), 0.0) : sum;
+    }
     if (!strcmp(name, "binary-crossentropy"))
-        return dla_binary_crossentropy(y, t, NULL);
+        return dla_binary_crossentropy(y, t, &(dla_crossentropy_options){
+                                                 .normalization_factor = "all-elements"});
+    const dla_regression_loss_options all = {.normalization_factor = "all-elements"};
     if (!strcmp(name, "mse") || !strcmp(name, "mean-squared-error") || !strcmp(name, "l2loss"))
-        return dla_l2loss(y, t, NULL);
-    return dla_l1loss(y, t, NULL); /* "l1loss", "mae", "mean-absolute-error" (checked) */
+        return dla_l2loss(y, t, &all);
+    return dla_l1loss(y, t, &all); /* "l1loss", "mae", "mean-absolute-error" (checked) */
 }
 
 static int builtin_known(const char *name)

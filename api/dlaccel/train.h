@@ -275,8 +275,13 @@ typedef struct dla_train_data {
  * and accel.
  *   name: "crossentropy", "binary-crossentropy", "mse" (also
  *         "mean-squared-error" and "l2loss": dla_l2loss), "l1loss" (also
- *         "mae", "mean-absolute-error": dla_l1loss), with the losses'
- *         defaults (normalized by the batch size).
+ *         "mae", "mean-absolute-error": dla_l1loss), normalized as MATLAB's
+ *         trainnet does: "crossentropy" by the number of the output's
+ *         non-channel elements (the batch size for N x C outputs, N x T
+ *         for sequences), the others by the output's number of elements
+ *         (so "mse" is the mean of the squared errors over every
+ *         response). Padded time steps are not masked out (MATLAB masks
+ *         them): they count in the loss and in the accuracy.
  *   fn:   a custom loss: called as fn(ctx, 2, {Y, T}, 1, &loss) with the
  *         network's output Y and the mini-batch's targets T (one-hot for
  *         class targets); it sets out[0] to a scalar loss made with ops
