@@ -1733,6 +1733,39 @@ static void a_non_finite_loss_or_gradient_stops_training_with_an_error(void **st
     dla_tensor_release(t);
 }
 
+/* The named losses are normalized as MATLAB's trainnet normalizes them:
+ * "mse" of 3 responses is the mean over all 24 squared errors (the RMSE
+ * metric squared), not 3 times it as the batch size alone made it. */
+static void named_losses_are_normalized_as_matlabs_trainnet(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { N = 8, R = 3 };
+    float x[2 * N], t[R * N];
+    for (int i = 0; i < 2 * N; i++)
+        x[i] = (float)sin(i + 1.0);
+    for (int i = 0; i < R * N; i++)
+        t[i] = (float)cos(0.7 * i);
+    dla_tensor *X = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N));
+    dla_tensor *T = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(R, N));
+    dla_rng_seed(1);
+    dla_layer *l[] = {dla_fc_layer(R, NULL)};
+    dla_net *net = dla_net_create(1, l), *trained;
+    dla_training_options o = {.verbose = -1, .max_epochs = 1, .mini_batch_size = N,
+                              .shuffle = "never", .metrics = "rmse"};
+    dla_training_info *info;
+    if (dla_trainnet(&(dla_train_data){.predictors = X, .targets = T}, net,
+                     &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    const double loss = info->training_loss[0], rmse = info->training_rmse[0];
+    if (!(fabs(loss - rmse * rmse) <= 1e-5 * loss))
+        fail_msg("mse %g, the RMSE metric squared %g", loss, rmse * rmse);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -1760,6 +1793,7 @@ int main(void)
         cmocka_unit_test(learn_rate_factors_freeze_layers_in_trainnet),
         cmocka_unit_test(checkpoints_of_an_lstm_network_load_back),
         cmocka_unit_test(sequence_to_sequence_targets_are_cut_into_chunks),
+        cmocka_unit_test(named_losses_are_normalized_as_matlabs_trainnet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
