@@ -308,9 +308,12 @@ DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index);
  * Works between any two devices, through the host when neither can reach
  * the other. */
 DLA_API dla_tensor *dla_tensor_to_device(dla_tensor *t, dla_device *dev);
-/* A dense copy on the same device (t itself, retained, if already dense). */
+/* A dense copy on the same device (a new tensor on t's memory when t is
+ * already dense: values never change in place). */
 DLA_API dla_tensor *dla_contiguous(dla_tensor *t);
-/* A copy converted to dtype (float<->int rounds toward zero, as C does). */
+/* A copy converted to dtype (float to int rounds toward zero, as C does,
+ * saturates, and sends NaN to 0; MATLAB's int32() rounds half away from
+ * zero instead). */
 DLA_API dla_tensor *dla_cast(dla_tensor *t, dla_dtype dtype);
 
 /* Views share storage with t and never copy, except dla_reshape of a tensor
@@ -399,6 +402,8 @@ DLA_API dla_tensor *dla_affine(dla_tensor *x, double scale, double shift);
  * reduced dims stay with size 1, as in MATLAB, and keep their labels. */
 DLA_API dla_tensor *dla_sum(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_mean(dla_tensor *x, int ndims, const int64_t *dims);
+/* max and min: a NaN among the reduced elements makes the result NaN
+ * (MATLAB's max skips NaN by default; dla_max2 of two tensors does). */
 DLA_API dla_tensor *dla_max(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_min(dla_tensor *x, int ndims, const int64_t *dims);
 

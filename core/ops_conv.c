@@ -503,8 +503,17 @@ static dla_tensor *convolve(const char *op, int transposed, dla_tensor *x, dla_t
     memcpy(g.wdims, w->dims, sizeof g.wdims);
     memcpy(g.wformat, w->format, sizeof g.wformat);
 
-    if (!transposed)
+    if (!transposed) {
+        /* The kernel reads a bias along one stride: a bias holding its F
+         * values in several dims (2x5 for 10 filters) goes in as a vector
+         * of them in column-major order, a view where its layout allows. */
+        int spread = 0;
+        for (int i = 0; b && i < b->ndims; i++)
+            spread += b->dims[i] > 1;
+        if (spread > 1)
+            b = dla_reshape(b, "", 1, (int64_t[]){dla_tensor_numel(b)});
         return dla__apply(&conv_op, &g, sizeof g, b ? 3 : 2, (dla_tensor *[]){x, w, b});
+    }
     if (!b)
         return apply2(&data_op, &g, x, w);
     /* The bias along the output's "C" dim, broadcast by dla_add; the

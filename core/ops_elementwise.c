@@ -147,8 +147,11 @@ static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, d
         break;
     case DLA_BINARY_MAX:
     case DLA_BINARY_MIN: {
-        /* Ties go to a, as the forward picks a when a >= b (a <= b). */
-        dla_tensor *ma = mask_of(kop == DLA_BINARY_MAX ? DLA_BINARY_GE : DLA_BINARY_LE, a, b);
+        /* The forward picks a when a >= b (a <= b), ties included, and
+         * when b is NaN (NaN is skipped, as MATLAB's max does): the
+         * gradient goes where the value came from, never to a NaN. */
+        dla_tensor *ma = dla_add(mask_of(kop == DLA_BINARY_MAX ? DLA_BINARY_GE : DLA_BINARY_LE, a, b),
+                                 mask_of(DLA_BINARY_NE, b, b));
         ga = n->need[0] ? dla_mul(g, ma) : NULL;
         gb = n->need[1] ? dla_mul(g, dla_affine(ma, -1.0, 1.0)) : NULL;
         break;

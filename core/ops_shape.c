@@ -249,6 +249,14 @@ DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, con
                               "cannot be negative",
                               op, d + 1, dla__tensor_dims_str(x, buf, sizeof buf),
                               (long long)a.before[d], (long long)a.after[d]);
+        /* The padded size must be a size (the sum wrapped past INT64_MAX). */
+        const int64_t n = d < x->ndims ? x->dims[d] : 1;
+        if (a.before[d] > INT64_MAX - n || a.after[d] > INT64_MAX - n - a.before[d])
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: dim %d of x (%s): padding %lld before and %lld after makes a "
+                              "size past 2^63",
+                              op, d + 1, dla__tensor_dims_str(x, buf, sizeof buf),
+                              (long long)a.before[d], (long long)a.after[d]);
     }
     return dla__apply(&pad_op, &a, sizeof a, 1, &x);
 }

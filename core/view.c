@@ -296,7 +296,8 @@ static dla_status slice_forward(const void *attrs, dla_tensor *const *in, int ni
 {
     const slice_attrs *a = attrs;
     dla_tensor *t = in[0];
-    int64_t count = a->stop > a->start ? (a->stop - a->start + a->step - 1) / a->step : 0;
+    /* Not (stop - start + step - 1) / step: a step near INT64_MAX wraps it. */
+    int64_t count = a->stop > a->start ? 1 + (a->stop - a->start - 1) / a->step : 0;
     dla_tensor *v = dla__tensor_view("dla_slice", t);
     if (!v)
         return dla_last_status();

@@ -581,6 +581,34 @@ static void test_powers_of_zero_have_their_limits_as_gradients(void **state)
     dla_scope_end();
 }
 
+/* L = sum(max2(a, b)) + 2 sum(min2(a, b)) */
+static dla_status max_min_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    dla_tensor *l = dla_add(dla_sum(dla_max2(in[0], in[1]), 0, NULL),
+                            dla_affine(dla_sum(dla_min2(in[0], in[1]), 0, NULL), 2.0, 0.0));
+    out[0] = l;
+    return dla_gradient(l, 2, in, out + 1);
+}
+
+static void test_max_and_min_send_no_gradient_to_a_nan_they_skipped(void **state)
+{
+    /* max2(1, NaN) is 1 (NaN skipped, as MATLAB's max): its gradient went
+     * to the NaN, since 1 >= NaN is false. */
+    dla_scope_begin();
+    const double a[4] = {1, 5, NAN, 2}, b[4] = {NAN, 3, 4, NAN};
+    dla_tensor *in[2] = {dla_tensor_from_host(a, DLA_F64, "", DLA_DIMS(4)),
+                         dla_tensor_from_host(b, DLA_F64, "", DLA_DIMS(4))};
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(max_min_loss, NULL, 2, in, 3, out), DLA_OK);
+    /* max picks a, a, b, a; min picks a, b, b, a. */
+    const double ga[4] = {1 + 2, 1, 0, 1 + 2}, gb[4] = {0, 2, 1 + 2, 0};
+    for (int i = 0; i < 4; i++)
+        if (dla_tensor_item(out[1], i) != ga[i] || dla_tensor_item(out[2], i) != gb[i])
+            fail_msg("element %d: d/da %g (want %g), d/db %g (want %g)", i,
+                     dla_tensor_item(out[1], i), ga[i], dla_tensor_item(out[2], i), gb[i]);
+    dla_scope_end();
+}
+
 static void test_a_cast_to_single_passes_the_gradient_back_in_double(void **state)
 {
     dla_scope_begin();
@@ -617,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_a_cast_to_single_passes_the_gradient_back_in_double),
         cmocka_unit_test(test_every_gradient_has_memory_of_its_own),
         cmocka_unit_test(test_powers_of_zero_have_their_limits_as_gradients),
+        cmocka_unit_test(test_max_and_min_send_no_gradient_to_a_nan_they_skipped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -423,6 +423,30 @@ static void a_data_format_longer_than_x_gives_gradients_of_xs_dims(void **state)
     dla_scope_end();
 }
 
+/* A bias of F values in two dims, dense and as a permuted view, is the
+ * column-major vector of them (the kernel read one stride of it: a dense
+ * 2x5 was refused, a permuted one added its values in storage order). */
+static void a_bias_in_several_dims_is_read_in_column_major_order(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = rnd("SSCB", DLA_DIMS(6, 5, 2, 3)), *w = rnd("", DLA_DIMS(3, 3, 2, 10));
+    dla_tensor *b = rnd("", DLA_DIMS(2, 5));
+    dla_tensor *vec = dla_reshape(dla_contiguous(b), "", DLA_DIMS(10));
+    dla_tensor *perm = dla_permute(dla_contiguous(dla_permute(b, DLA_DIMS(2, 1))), DLA_DIMS(2, 1));
+    double *want = host(dla_conv(x, w, vec, NULL));
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *y = dla_conv(x, w, k ? perm : b, NULL);
+        assert_int_equal(dla_tensor_status(y), DLA_OK);
+        double *got = host(y);
+        for (int i = 0; i < 4 * 3 * 10 * 3; i++)
+            assert_float_equal(got[i], want[i], 1e-13);
+        free(got);
+    }
+    free(want);
+    dla_scope_end();
+}
+
 static void single_precision_agrees_with_double_on_the_fast_path(void **state)
 {
     (void)state;
@@ -602,6 +626,7 @@ int main(void)
         cmocka_unit_test(a_cbt_sequence_is_convolved_along_time),
         cmocka_unit_test(an_unformatted_x_takes_its_labels_from_data_format),
         cmocka_unit_test(a_data_format_longer_than_x_gives_gradients_of_xs_dims),
+        cmocka_unit_test(a_bias_in_several_dims_is_read_in_column_major_order),
         cmocka_unit_test(single_precision_agrees_with_double_on_the_fast_path),
         cmocka_unit_test(a_strided_view_of_x_gives_the_result_of_its_dense_copy),
         cmocka_unit_test(gradients_match_finite_differences_for_every_option),

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -386,6 +387,31 @@ static void test_slices_of_a_reshaped_input_send_their_gradients_back_to_it(void
     dla_scope_end();
 }
 
+/* Steps and paddings near INT64_MAX: a slice's count wrapped (a 4x6
+ * input sliced with step INT64_MAX came back 0x6, another 4x-1, and a
+ * reshape of that crashed); a padding's size wrapped to a small one. */
+static void test_huge_steps_and_paddings_do_not_wrap(void **state)
+{
+    dla_scope_begin();
+    double v[24];
+    for (int i = 0; i < 24; i++)
+        v[i] = i;
+    dla_tensor *x = dla_tensor_from_host(v, DLA_F64, "", DLA_DIMS(4, 6));
+    dla_tensor *s = dla_slice(x, 1, 0, INT64_MAX, 4);
+    assert_int_equal(dla_tensor_status(s), DLA_OK);
+    assert_int_equal(dla_tensor_dim(s, 1), 1);
+    assert_int_equal(dla_tensor_dim(s, 2), 6);
+    for (int j = 0; j < 6; j++)
+        assert_true(dla_tensor_item(s, j) == 4.0 * j);
+    s = dla_slice(x, 2, 1, INT64_MAX - 1, DLA_END);
+    assert_int_equal(dla_tensor_dim(s, 2), 1);
+    assert_int_equal(dla_tensor_numel(s), 4);
+    dla_tensor *p = dla_pad(x, 1, (int64_t[]){INT64_MAX}, (int64_t[]){INT64_MAX}, 0.0);
+    assert_int_equal(dla_tensor_status(p), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_tensor_error(p), "makes a size past 2^63"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -401,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_index_gathers_positions_with_repeats),
         cmocka_unit_test(test_index_gradient_adds_repeats_into_their_position),
         cmocka_unit_test(test_slices_of_a_reshaped_input_send_their_gradients_back_to_it),
+        cmocka_unit_test(test_huge_steps_and_paddings_do_not_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
