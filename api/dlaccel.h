@@ -249,7 +249,8 @@ typedef struct dla_tensor dla_tensor;
  * Errors: DLA_ERR_FORMAT (bad labels), DLA_ERR_INVALID_ARGUMENT (ndims out of
  * 0..DLA_MAX_DIMS, negative dim), DLA_ERR_OUT_OF_MEMORY, DLA_ERR_NO_DEVICE. */
 
-/* Copies numel elements of dtype from host memory in column-major order. */
+/* Copies numel elements of dtype from host memory in column-major order
+ * (logical: any nonzero byte is true, stored as 1). */
 DLA_API dla_tensor *dla_tensor_from_host(const void *data, dla_dtype dtype, const char *format,
                                          int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_zeros(dla_dtype dtype, const char *format, int ndims, const int64_t *dims);

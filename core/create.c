@@ -150,7 +150,24 @@ DLA_API dla_tensor *dla_tensor_from_host(const void *data, dla_dtype dtype, cons
     dla_tensor *t = make(op, dtype, format, ndims, dims, &f);
     if (!t)
         return dla__return(dla__error_tensor());
-    if (t->storage->bytes && upload(op, t, &f, data) != DLA_OK) {
+    /* Logical values are 0 and 1 (MATLAB's logical of any nonzero is
+     * true): bytes 2 or 255 would cast to 2 or 255 and compare unequal to
+     * another true. */
+    unsigned char *truth = NULL;
+    const size_t n = (size_t)dla__numel(t->ndims, t->dims);
+    if (dtype == DLA_BOOL && n) {
+        truth = dla__malloc(n);
+        if (!truth) {
+            dla_tensor_release(t);
+            return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes of logical values", op, n);
+        }
+        for (size_t i = 0; i < n; i++)
+            truth[i] = ((const unsigned char *)data)[i] != 0;
+        data = truth;
+    }
+    dla_status st = t->storage->bytes ? upload(op, t, &f, data) : DLA_OK;
+    dla__free(truth);
+    if (st != DLA_OK) {
         dla_tensor_release(t);
         return dla__return(dla__error_tensor());
     }

@@ -1020,6 +1020,26 @@ static void test_a_trace_released_twice_or_used_after_is_refused(void **state)
     dla_scope_end();
 }
 
+/* Logical data from the host is 0 or 1 whatever nonzero byte held it:
+ * 2 and 255 stayed, cast to 2 and 255, and compared unequal to 1. */
+static void test_logical_data_from_the_host_is_zero_or_one(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const unsigned char raw[4] = {0, 1, 2, 255};
+    dla_tensor *b = dla_tensor_from_host(raw, DLA_BOOL, "", DLA_DIMS(4));
+    dla_tensor *f = dla_cast(b, DLA_F32);
+    const double want[4] = {0, 1, 1, 1};
+    for (int i = 0; i < 4; i++)
+        assert_true(dla_tensor_item(f, i) == want[i]);
+    dla_tensor *ones = dla_tensor_from_host((const unsigned char[]){1, 1, 1, 1}, DLA_BOOL, "",
+                                            DLA_DIMS(4));
+    dla_tensor *eq = dla_cast(dla_eq(b, ones), DLA_F32);
+    for (int i = 0; i < 4; i++)
+        assert_true(dla_tensor_item(eq, i) == want[i]);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1058,6 +1078,7 @@ int main(void)
         cmocka_unit_test(test_dims_whose_count_overflows_are_refused_by_name),
         cmocka_unit_test(test_an_accelerated_function_freed_twice_or_used_after_is_refused),
         cmocka_unit_test(test_a_trace_released_twice_or_used_after_is_refused),
+        cmocka_unit_test(test_logical_data_from_the_host_is_zero_or_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
