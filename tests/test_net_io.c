@@ -153,6 +153,15 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(net);
 }
 
+/* The safetensors header's length: the file's first 8 bytes, little-endian. */
+static uint64_t header_length(const unsigned char *f)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++)
+        n |= (uint64_t)f[i] << (8 * i);
+    return n;
+}
+
 static void the_file_is_a_safetensors_file(void **state)
 {
     (void)state;
@@ -161,9 +170,7 @@ static void the_file_is_a_safetensors_file(void **state)
     assert_int_equal(dla_net_save(net, path("layout.safetensors")), DLA_OK);
     long size;
     unsigned char *f = slurp(path("layout.safetensors"), &size);
-    uint64_t n = 0;
-    for (int i = 0; i < 8; i++)
-        n |= (uint64_t)f[i] << (8 * i);
+    uint64_t n = header_length(f);
     assert_true(n % 8 == 0 && 8 + n < (uint64_t)size);
     assert_int_equal(f[8], '{');
     char *head = strndup((char *)f + 8, (size_t)n);
@@ -229,9 +236,7 @@ static void factors_survive_copy_save_and_load(void **state)
      * blanked to spaces, which JSON allows, the version set back. */
     long size;
     unsigned char *f = slurp(path("factors.safetensors"), &size);
-    uint64_t hl = 0;
-    for (int i = 0; i < 8; i++)
-        hl |= (uint64_t)f[i] << (8 * i);
+    uint64_t hl = header_length(f);
     char *head = (char *)f + 8;
     char *v = strstr(head, "\"format_version\":\"1.1\"");
     char *e = strstr(head, ",\"factors\":\"");
@@ -395,9 +400,7 @@ static void truncated_and_flipped_files_never_crash_or_leak(void **state)
     dla_net_free(net);
     long size;
     unsigned char *f = slurp(path("fuzz.safetensors"), &size);
-    uint64_t hlen = 0;
-    for (int i = 0; i < 8; i++)
-        hlen |= (uint64_t)f[i] << (8 * i);
+    uint64_t hlen = header_length(f);
     dla_net *out = NULL;
     /* Warm up (devices, caches) before counting blocks. */
     assert_int_equal(dla_net_load(path("fuzz.safetensors"), &out), DLA_OK);
