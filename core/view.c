@@ -303,7 +303,9 @@ static dla_status slice_forward(const void *attrs, dla_tensor *const *in, int ni
         return dla_last_status();
     v->offset += a->start * t->strides[a->dim - 1];
     v->dims[a->dim - 1] = count;
-    v->strides[a->dim - 1] = t->strides[a->dim - 1] * a->step;
+    /* One element or none: the step says nothing (and stride times a huge
+     * step would overflow). */
+    v->strides[a->dim - 1] = count > 1 ? t->strides[a->dim - 1] * a->step : t->strides[a->dim - 1];
     out[0] = v;
     return DLA_OK;
 }
