@@ -77,12 +77,19 @@
 #              replays 30 calls to a sync, alternating, 3 rounds
 #   segments   runs of small launches as one graph node (segment.c) and
 #              the convolutions' bias moved into the chain after them
-#              (the core's plans), each against off
-#              (DLACCEL_CUDA_SEGMENTS=0; DLACCEL_PLAN=conv-bias-in, on the
+#              (the core's plans), each against the default
+#              (DLACCEL_CUDA_SEGMENTS=1, off by default since the H100
+#              measured it slower; DLACCEL_PLAN=conv-bias-in, on the
 #              inference replays only: the training plans keep every
 #              bias): test_accel with the graphs asserted, the capture
 #              lines of the debug log (nodes before and after), then the
 #              CNN replays 30 calls to a sync, alternating, 3 rounds
+#   k1         the one kernel (plugins/cuda/onekern_kernels.cu):
+#              check-plugin on gemm, reduce, fused_multi; test_accel and
+#              test_train; the small replays (MLP and cross-entropy), 3
+#              rounds; the one kernel's phases, GPU cycles each
+#              (DLACCEL_CUDA_K1_PROFILE=1, its info lines); the CNN
+#              replays at batch 128 once
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -590,19 +597,49 @@ step_layout() {
     cnn_rounds layout 3 "${variants[@]}"
 }
 
+step_k1() {
+    local k t r v w
+    for k in gemm reduce fused_multi; do
+        timeout 60 "$s/bin/dlaccel" check-plugin --kernel $k --cases 200 --seed 17 \
+            "$s/plugins.d/cuda.json" >"$out/k1_check_$k.log" 2>&1
+        line "k1 check-plugin $k: exit $?: $(grep -E '^cuda' "$out/k1_check_$k.log" | tr -s ' ' | cut -c1-100)"
+    done
+    for t in test_accel test_train; do
+        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 timeout 40 \
+            "$s/bin/$t" >"$out/k1_suite_$t.log" 2>&1
+        line "k1 suite $t: exit $?, ok $(grep -c '^ok' "$out/k1_suite_$t.log"), not ok $(grep -c '^not ok' "$out/k1_suite_$t.log")"
+    done
+    for r in 1 2 3; do
+        for w in =mlp_replay =ce_replay =ce_softmax_replay; do
+            bench_variant k1 "default X=1" $w $r
+        done
+    done
+    for w in =mlp_replay =ce_replay; do
+        DLACCEL_CUDA_K1_PROFILE=1 DLACCEL_LOG=info timeout 60 "$s/bin/dlaccel-bench" \
+            --device cuda:0 --workload $w --pipeline 30 >"$out/k1_profile_${w#=}.log" 2>&1
+        grep -E 'one-kernel profile' "$out/k1_profile_${w#=}.log" | tail -1 |
+            sed "s/^/k1 ${w#=} /" | cut -c1-900 | tee -a "$summary"
+    done
+    for w in =cnn_step_replay =cnn_inference_replay; do
+        bench_variant k1 "default X=1" $w 1
+    done
+}
+
 step_segments() {
     local r v w
-    for v in "new X=1" "noseg DLACCEL_CUDA_SEGMENTS=0"; do
+    for v in "noseg X=1" "seg DLACCEL_CUDA_SEGMENTS=1"; do
         env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
             timeout 60 "$s/bin/test_accel" >"$out/segments_accel_${v%% *}.log" 2>&1
         line "segments test_accel ${v%% *}: exit $?: $(grep -cE '^ok' "$out/segments_accel_${v%% *}.log") ok, $(grep -cE '^not ok' "$out/segments_accel_${v%% *}.log") not ok"
     done
     DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
         --workload =cnn_step_replay --quick >"$out/segments_graphlog.log" 2>&1
+    DLACCEL_CUDA_SEGMENTS=1 DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
+        --workload =cnn_step_replay --quick >>"$out/segments_graphlog.log" 2>&1
     grep -E 'captured as a CUDA graph|runs of small launches' "$out/segments_graphlog.log" |
         cut -c1-220 | tee -a "$summary"
     for r in 1 2 3; do
-        for v in "new X=1" "noseg DLACCEL_CUDA_SEGMENTS=0" "biasin DLACCEL_PLAN=conv-bias-in"; do
+        for v in "noseg X=1" "seg DLACCEL_CUDA_SEGMENTS=1" "biasin DLACCEL_PLAN=conv-bias-in"; do
             for w in =cnn_step_replay =cnn_step_replay_b1024 =cnn_inference_replay \
                 =cnn_inference_replay_b1024 =mlp_replay; do
                 [ "${v%% *}" = biasin ] && [ "${w#=cnn_inference}" = "$w" ] && continue
@@ -625,6 +662,7 @@ for step in $steps; do
     async) step_async ;;
     layout) step_layout ;;
     segments) step_segments ;;
+    k1) step_k1 ;;
     graphlog) step_graphlog ;;
     profile) step_profile ;;
     suitesplain) step_suites_plain ;;

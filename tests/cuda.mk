@@ -16,6 +16,22 @@ dla_cuda_without_driver_log = tests/cuda_without_driver.sh.log
 $(dla_cuda_without_driver_log): tools/dlaccel tests/cuda_probe plugins/cuda/libdlaccel-cuda.la
 endif
 
+# The one kernel keeps its values in registers (tests/cuda_onekern_spills.sh
+# says why): ptxas's report of onekern_kernels.cu with the plugin's flags.
+EXTRA_DIST += tests/cuda_onekern_spills.sh
+if HAVE_CUDA
+TESTS += tests/cuda_onekern_spills.sh
+CLEANFILES += tests/onekern_kernels.ptxas
+tests/onekern_kernels.ptxas: $(top_srcdir)/plugins/cuda/onekern_kernels.cu \
+		$(wildcard $(top_srcdir)/plugins/cuda/*.h $(top_srcdir)/plugins/cuda/*.cuh) \
+		$(top_srcdir)/api/dlaccel/plugin_ops.h
+	$(AM_V_GEN)$(MKDIR_P) tests && $(NVCC) $(DLA_NVCC_FLAGS) -Xptxas -v \
+		-c $(top_srcdir)/plugins/cuda/onekern_kernels.cu -o $@.o >$@-t 2>&1 && \
+		rm -f $@.o && mv $@-t $@
+dla_cuda_onekern_spills_log = tests/cuda_onekern_spills.sh.log
+$(dla_cuda_onekern_spills_log): tests/onekern_kernels.ptxas
+endif
+
 # The compiled fused programs' source through NVRTC (no GPU needed).
 if HAVE_CUDA
 check_PROGRAMS += tests/cuda_fused_source

@@ -60,7 +60,7 @@
 
 /* The one kernel's dynamic shared memory (48 KiB, as its launcher asks at
  * most). */
-int2 dla__cu_k1_smem[48 * 1024 / sizeof(int2)];
+int4 dla__cu_k1_smem[48 * 1024 / sizeof(int4)];
 
 int emu_alloc_allowed; /* cuda_fused_emu.cpp's dla__cu_mem_alloc gives memory */
 
@@ -150,7 +150,8 @@ cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla
 }
 
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
-                              const dla__cu_copies *in, const dla__cu_copies *out)
+                              const dla__cu_copies *in, const dla__cu_copies *out,
+                              unsigned long long *prof)
 {
     (void)stream;
     g_k1_launches++;
@@ -158,7 +159,10 @@ cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
      * emulation runs those past the shared memory from global memory. */
     const int32_t fit = (int32_t)(sizeof dla__cu_k1_smem / (sizeof(dla__cu_k1_step)));
     const int32_t staged = g_k1_staged < 0 ? (n < fit ? n : fit) : g_k1_staged;
-    emu_run_blocks(1, EMU_TEAM, [&] { onekern_k(steps, n, staged, *in, *out); });
+    if (prof)
+        emu_run_blocks(1, EMU_TEAM, [&] { onekern_k<true>(steps, n, staged, *in, *out, prof); });
+    else
+        emu_run_blocks(1, EMU_TEAM, [&] { onekern_k<false>(steps, n, staged, *in, *out, prof); });
     return cudaSuccess;
 }
 
@@ -371,10 +375,13 @@ template <typename T> T at(const dbuf &b, int64_t e)
     return x;
 }
 
-template <typename T> void gemm_case(result_fn result, int ta, int tb, int bcast, int beta0)
+/* k of 7 and of 19 (more than the eight products a thread might load
+ * ahead: the H100 found that slower in the one kernel, 2026-11-27). */
+template <typename T>
+void gemm_case(result_fn result, int ta, int tb, int bcast, int beta0, int64_t k)
 {
     const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
-    const int64_t m = 5, n = 3, k = 7, batch = 3;
+    const int64_t m = 5, n = 3, batch = 3;
     dla_gemm_args g;
     memset(&g, 0, sizeof g);
     g.struct_size = sizeof g;
@@ -427,8 +434,8 @@ template <typename T> void gemm_case(result_fn result, int ta, int tb, int bcast
     const int launches = g_sgemm_launches;
     const dla_status s = dla__cu_gemm(&d, &g);
     const int ok = s == DLA_OK && g_sgemm_launches == launches + 1 && C.data == want;
-    result(ok, "small gemm %s, trans %d%d, %s, beta %s: the reference's bits",
-           sizeof(T) == 8 ? "f64" : "f32", ta, tb, bcast ? "A's page broadcast" : "A paged",
+    result(ok, "small gemm %s, k %d, trans %d%d, %s, beta %s: the reference's bits",
+           sizeof(T) == 8 ? "f64" : "f32", (int)k, ta, tb, bcast ? "A's page broadcast" : "A paged",
            beta0 ? "0 over NaN" : "-1.5");
 }
 
@@ -648,9 +655,13 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
         memset(b[URUN].data.data(), 0x5a, b[URUN].data.size());
         const int launches = g_k1_launches;
         g_k1_staged = staged;
+        /* The staged run is profiled too (DLACCEL_CUDA_K1_PROFILE): the
+         * same bits, and its launch counted. */
+        unsigned long long prof[DLA__CU_K1_PROF_SLOTS] = {0};
         int run_ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in,
-                                       &out) == cudaSuccess &&
-                     g_k1_launches == launches + 1;
+                                       &out, staged == 5 ? prof : NULL) == cudaSuccess &&
+                     g_k1_launches == launches + 1 &&
+                     prof[DLA__CU_K1_PROF_LAUNCHES] == (staged == 5 ? 1u : 0u);
         g_k1_staged = -1;
         int differ = -1;
         for (int i = 0; i < NB && differ < 0; i++)
@@ -852,7 +863,7 @@ static void k1_copies_case(result_fn result)
         at = (off + sizes[r] + 16 + 15) / 16 * 16;
     }
     in.n = out.n = n;
-    const int run_ok = dla__cu_k1_launch(NULL, NULL, 0, &in, &out) == cudaSuccess;
+    const int run_ok = dla__cu_k1_launch(NULL, NULL, 0, &in, &out, NULL) == cudaSuccess;
     result(run_ok && mid == want_mid && dst == want_dst,
            "one kernel's copies: %d regions in and out of 1 to 4096 bytes, some off any 4-byte "
            "boundary, dealt round the groups and over the block: every byte where it belongs",
@@ -867,10 +878,11 @@ void emu_onekern_cases(result_fn result)
             for (int tb = 0; tb < 2; tb++)
                 for (int bcast = 0; bcast < 2; bcast++)
                     for (int beta0 = 0; beta0 < 2; beta0++)
-                        if (f64)
-                            gemm_case<double>(result, ta, tb, bcast, beta0);
-                        else
-                            gemm_case<float>(result, ta, tb, bcast, beta0);
+                        for (int64_t k : {7, 19})
+                            if (f64)
+                                gemm_case<double>(result, ta, tb, bcast, beta0, k);
+                            else
+                                gemm_case<float>(result, ta, tb, bcast, beta0, k);
     for (int f64 = 0; f64 < 2; f64++)
         for (int c = 0; c < 3; c++)
             if (f64)

@@ -17,7 +17,7 @@
  *     nodes, a node with another dependent, stay as they were;
  *   - the step recorded before or after its member's launch alike;
  *   - a graph call that fails leaves the graph as captured, and
- *     DLACCEL_CUDA_SEGMENTS=0 (seg_off) changes nothing;
+ *     seg_off (the default; DLACCEL_CUDA_SEGMENTS=1 turns it on) changes nothing;
  *   - an edge that carries data fails the queries of its nodes
  *     (cudaErrorLossyQuery): their run stays as captured, and the error
  *     is not left for the next call to read.
@@ -374,7 +374,7 @@ void emu_segment_cases(result_fn result)
     one(result, "steps recorded before their launch", 1, 0, 0, 0, merged);
     one(result, "steps recorded after their launch", 0, 0, 0, 0, merged);
     one(result, "a graph call fails", 1, 1, 0, 0, as_captured);
-    one(result, "DLACCEL_CUDA_SEGMENTS=0", 1, 0, 1, 0, as_captured);
+    one(result, "seg_off (DLACCEL_CUDA_SEGMENTS unset)", 1, 0, 1, 0, as_captured);
     one(result, "a node with another dependent", 1, 0, 0, 1, "");
     one(result, "an edge that carries data", 1, 0, 0, 0,
         "1 [2 3] 4 [5 6 7] 8 9 1010 10 11 12 13 14", 1);

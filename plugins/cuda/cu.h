@@ -180,6 +180,13 @@ typedef struct dla__cu_device {
     const char *k1_member; /* the member counted last */
     char k1_why[80];       /* why the capture is not one kernel (the debug log) */
     long onekern_launches; /* replays run as one kernel */
+    /* DLACCEL_CUDA_K1_PROFILE=1: the one kernel's phase counters
+     * (onekern_kern.h), and the kinds of the steps uploaded last. */
+    int k1_profile;
+    int clock_khz; /* the SM's rated clock (the profile's microseconds) */
+    struct dla__cu_mem *k1_prof;
+    int32_t k1_prof_n;
+    int8_t k1_prof_kinds[64];
 
     /* segment.c: every step the capture in progress recorded, with the
      * node it made, for runs of them as one kernel node each. */
@@ -311,6 +318,9 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n);
 /* The capture is not one kernel, for the reason given (printf-style). */
 void dla__cu_k1_spoil(dla__cu_device *d, const char *fmt, ...);
 void dla__cu_k1_release(dla__cu_device *d);
+/* The profile's counters for the next one-kernel launch: NULL unless
+ * DLACCEL_CUDA_K1_PROFILE=1 (made and zeroed on first use). */
+unsigned long long *dla__cu_k1_profile(dla__cu_device *d);
 
 /* ---- segment.c: runs of small launches as one kernel node each ---- */
 /* The capture starts. */

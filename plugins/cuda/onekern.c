@@ -180,7 +180,82 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
         return NULL;
     }
     *n = d->k1_n;
+    d->k1_prof_n = d->k1_n;
+    for (int32_t i = 0; i < d->k1_n && i < (int32_t)sizeof d->k1_prof_kinds; i++)
+        d->k1_prof_kinds[i] = (int8_t)d->k1_steps[i].kind;
     return k;
+}
+
+static const char *kind_name(int kind)
+{
+    static const char *const names[] = {"?", "fused", "reduce", "gemm", "fill", "copy"};
+    return kind > 0 && kind < (int)(sizeof names / sizeof names[0]) ? names[kind] : "?";
+}
+
+/* The profile's means a launch, in cycles and (at the SM's rated clock)
+ * microseconds: one info line for the phases, the steps' kinds those of
+ * the plan uploaded last (the counters add every one-kernel plan's
+ * launches together, so a workload of one such plan reads plainly). */
+static void log_profile(dla__cu_device *d)
+{
+    unsigned long long c[DLA__CU_K1_PROF_SLOTS];
+    if (cudaMemcpyAsync(c, d->k1_prof->ptr, sizeof c, cudaMemcpyDeviceToHost, d->stream) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(d->stream) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    const unsigned long long launches = c[DLA__CU_K1_PROF_LAUNCHES];
+    if (!launches)
+        return;
+    const int khz = d->clock_khz > 0 ? d->clock_khz : 0;
+    char line[2048];
+    size_t at = 0;
+    unsigned long long all = 0;
+    for (int i = 0; i < DLA__CU_K1_PROF_SLOTS - 1; i++)
+        all += c[i];
+#define K1_PUT(...)                                                                               \
+    do {                                                                                          \
+        int w_ = snprintf(line + at, sizeof line - at, __VA_ARGS__);                              \
+        if (w_ > 0)                                                                               \
+            at += (size_t)w_ < sizeof line - at ? (size_t)w_ : sizeof line - at - 1;              \
+    } while (0)
+    K1_PUT("cuda:%d: one-kernel profile, %llu launches, cycles a launch (us at %d MHz): all %.0f "
+           "(%.2f), staging and copies in %.0f",
+           d->index, launches, khz / 1000, (double)all / launches,
+           khz ? (double)all / launches / (khz / 1000.0) : 0.0, (double)c[0] / launches);
+    for (int i = 0; i < DLA__CU_K1_PROF_STEPS && c[1 + i]; i++)
+        K1_PUT(", %d %s %.0f", i, i < d->k1_prof_n ? kind_name(d->k1_prof_kinds[i]) : "?",
+               (double)c[1 + i] / launches);
+    K1_PUT(", copies out %.0f", (double)c[DLA__CU_K1_PROF_OUT] / launches);
+#undef K1_PUT
+    dla__cu_host->log(DLA_LOG_INFO, "%s", line);
+}
+
+unsigned long long *dla__cu_k1_profile(dla__cu_device *d)
+{
+    if (!d->k1_profile)
+        return NULL;
+    if (!d->k1_prof) {
+        const size_t bytes = DLA__CU_K1_PROF_SLOTS * sizeof(unsigned long long);
+        dla_mem m = NULL;
+        if (dla__cu_mem_alloc(d, bytes, &m) != DLA_OK)
+            return NULL;
+        if (cudaMemsetAsync(((dla__cu_mem *)m)->ptr, 0, bytes, d->stream) != cudaSuccess) {
+            cudaGetLastError();
+            dla__cu_mem_free(d, m);
+            return NULL;
+        }
+        d->k1_prof = (dla__cu_mem *)m;
+    }
+    /* A program does not close its devices at exit (the plugin's exit
+     * log lines are for tests that do), so the means are logged as the
+     * launches reach 1,024, 2,048, 4,096, ...: a wait and a copy, once in
+     * a while. */
+    const long l = d->onekern_launches;
+    if (l >= 1024 && (l & (l - 1)) == 0)
+        log_profile(d);
+    return (unsigned long long *)d->k1_prof->ptr;
 }
 
 void dla__cu_k1_release(dla__cu_device *d)
@@ -188,6 +263,11 @@ void dla__cu_k1_release(dla__cu_device *d)
     if (d->onekern_launches)
         dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: %ld planned replays ran as one kernel",
                           d->index, d->onekern_launches);
+    if (d->k1_prof) {
+        log_profile(d);
+        dla__cu_mem_free(d, (dla_mem)d->k1_prof);
+        d->k1_prof = NULL;
+    }
     dla__cu_host->free(d->k1_steps);
     d->k1_steps = NULL;
 }

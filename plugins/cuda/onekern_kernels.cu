@@ -20,14 +20,14 @@ DLA__CU_FMULTI_FRAME(DLA__CU_ID)
 
 /* The copies and the steps are the kernel's parameters and a pointer: the
  * launch's limit is 4 KiB. */
-static_assert(2 * sizeof(dla__cu_copies) + 16 < 4096, "the one kernel's parameters fit in 4 KiB");
+static_assert(2 * sizeof(dla__cu_copies) + 24 < 4096, "the one kernel's parameters fit in 4 KiB");
 static_assert(sizeof(dla__cu_k1_step) % 8 == 0, "a step is staged in 8-byte words");
 
 /* The one kernel's dynamic shared memory: the first steps, staged (every
  * thread reads every field of a step's descriptor, and from shared memory
  * each read is one short round trip where one from global memory is an L2
  * round trip). */
-extern __shared__ int2 dla__cu_k1_smem[];
+extern __shared__ int4 dla__cu_k1_smem[];
 
 namespace {
 
@@ -162,17 +162,66 @@ template <typename T> __device__ __forceinline__ void fused_step(const dla_fmvie
         dla_fused_multi_body<T, interp, 8, 7>(v, p);
 }
 
-/* steps[0 .. staged-1] are first copied into dla__cu_k1_smem and read
- * from there. */
+/* The profile's clock and counters (DLACCEL_CUDA_K1_PROFILE): the
+ * emulation has no SM clock, and counts the launches alone. */
+#ifdef DLA__CU_EMU
+static long long k1_clock(void)
+{
+    return 0;
+}
+static void k1_add(unsigned long long *c, unsigned long long v)
+{
+    __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+#else
+__device__ __forceinline__ long long k1_clock(void)
+{
+    return clock64();
+}
+__device__ __forceinline__ void k1_add(unsigned long long *c, unsigned long long v)
+{
+    atomicAdd(c, v);
+}
+#endif
+
+/* The block's first thread adds the cycles since *t to counter slot, and
+ * starts the next lap (after a barrier: the whole block's phase). */
+__device__ __forceinline__ void k1_lap(unsigned long long *prof, int slot, long long *t)
+{
+    if (threadIdx.x == 0) {
+        const long long now = k1_clock();
+        k1_add(&prof[slot], (unsigned long long)(now - *t));
+        *t = now;
+    }
+}
+
+/* steps[0 .. staged-1] are staged in dla__cu_k1_smem, 16 bytes a load
+ * where steps allows it (the staging is the kernel's first latency: two
+ * rounds of 8-byte loads for the tiny MLP's ten steps, one of 16), and
+ * read from there. PROF: prof is the profile's counters (onekern_kern.h);
+ * a kernel of its own, because its laps, even skipped, made the compiler
+ * spill registers to local memory (ptxas -v: 36 bytes), every step. */
+template <bool PROF>
 __global__ void __launch_bounds__(DLA__CU_THREADS)
     onekern_k(const dla__cu_k1_step *steps, int32_t n, int32_t staged, const dla__cu_copies in,
-              const dla__cu_copies out)
+              const dla__cu_copies out, unsigned long long *prof)
 {
-    dla__cu_copy_units<int2>((char *)dla__cu_k1_smem, (const char *)steps,
-                             (int64_t)staged * (int64_t)(sizeof(dla__cu_k1_step) / 8), threadIdx.x,
-                             blockDim.x);
+    long long lap = PROF ? k1_clock() : 0;
+    const int64_t stage_bytes = (int64_t)staged * (int64_t)sizeof(dla__cu_k1_step);
+    if ((uintptr_t)steps % 16 == 0) {
+        dla__cu_copy_units<int4>((char *)dla__cu_k1_smem, (const char *)steps, stage_bytes / 16,
+                                 threadIdx.x, blockDim.x);
+        if (stage_bytes % 16 != 0 && threadIdx.x == blockDim.x - 1)
+            ((int2 *)dla__cu_k1_smem)[stage_bytes / 8 - 1] =
+                ((const int2 *)steps)[stage_bytes / 8 - 1];
+    } else {
+        dla__cu_copy_units<int2>((char *)dla__cu_k1_smem, (const char *)steps, stage_bytes / 8,
+                                 threadIdx.x, blockDim.x);
+    }
     block_copies(in);
     __syncthreads();
+    if (PROF)
+        k1_lap(prof, 0, &lap);
     const dla__cu_k1_step *shared_steps = (const dla__cu_k1_step *)dla__cu_k1_smem;
     for (int32_t s = 0; s < n; s++) {
         const dla__cu_k1_step &st = s < staged ? shared_steps[s] : steps[s];
@@ -195,8 +244,16 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
             move_step(st.kind, st.u.move);
         }
         __syncthreads();
+        if (PROF)
+            k1_lap(prof, 1 + (s < DLA__CU_K1_PROF_STEPS ? s : DLA__CU_K1_PROF_STEPS - 1), &lap);
     }
     block_copies(out);
+    if (PROF) {
+        __syncthreads();
+        k1_lap(prof, DLA__CU_K1_PROF_OUT, &lap);
+        if (threadIdx.x == 0)
+            k1_add(&prof[DLA__CU_K1_PROF_LAUNCHES], 1);
+    }
 }
 
 } // namespace
@@ -225,11 +282,14 @@ static int32_t staged_of(int32_t n)
 
 extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
                                          int32_t n, const dla__cu_copies *in,
-                                         const dla__cu_copies *out)
+                                         const dla__cu_copies *out, unsigned long long *prof)
 {
     const int32_t staged = staged_of(n);
-    onekern_k<<<1, DLA__CU_THREADS, (size_t)staged * sizeof(dla__cu_k1_step), stream>>>(
-        steps, n, staged, *in, *out);
+    const size_t smem = (size_t)staged * sizeof(dla__cu_k1_step);
+    if (prof)
+        onekern_k<true><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof);
+    else
+        onekern_k<false><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof);
     return cudaGetLastError();
 }
 
@@ -240,9 +300,11 @@ extern "C" cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t 
     int32_t staged = staged_of(n);
     dla__cu_copies none;
     memset(&none, 0, sizeof none);
-    void *args[] = {(void *)&steps, (void *)&n, (void *)&staged, (void *)&none, (void *)&none};
+    unsigned long long *prof = NULL;
+    void *args[] = {(void *)&steps, (void *)&n,     (void *)&staged,
+                    (void *)&none,  (void *)&none, (void *)&prof};
     cudaKernelNodeParams p = {};
-    p.func = (void *)onekern_k;
+    p.func = (void *)onekern_k<false>;
     p.gridDim = dim3(1);
     p.blockDim = dim3(DLA__CU_THREADS);
     p.sharedMemBytes = (unsigned)((size_t)staged * sizeof(dla__cu_k1_step));

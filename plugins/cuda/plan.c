@@ -318,7 +318,7 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
                 add_copy(&c[out], g, mems, i, out);
     }
     return dla__cu_k1_launch(d->stream, (const dla__cu_k1_step *)g->k1->ptr, g->k1_n, &c[0],
-                             &c[1]);
+                             &c[1], dla__cu_k1_profile(d));
 }
 
 /* The run's regions as the capture sees them (dla__cu_remapped). */

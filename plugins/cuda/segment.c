@@ -25,7 +25,8 @@
  * the graph holds. Anything unexpected (a node that is not a kernel, one
  * with other edges) leaves that run as it is; a failing graph call, or a
  * clone the runtime will not instantiate (plan.c), leaves the whole graph
- * as captured. DLACCEL_CUDA_SEGMENTS=0 turns this off.
+ * as captured. Off unless DLACCEL_CUDA_SEGMENTS=1: on the H100 these
+ * graphs replayed slower than the ones captured (plugin.c).
  */
 #include "plugins/cuda/onekern_kern.h"
 
