@@ -274,9 +274,45 @@ static dla_status accumulate_decode(const dla__attrs_io *io, const unsigned char
     return DLA_OK;
 }
 
+/* accumulate_forward applies its views to the buffer in[0], each view
+ * op's forward trusting its attributes, then adds g into the last view
+ * through g's strides: every view must fit the one before and g the
+ * last. */
+static dla_status accumulate_infer(const void *attrs, int nin, const dla__vshape *in,
+                                   dla__vshape *out)
+{
+    (void)nin;
+    const accumulate_attrs *a = attrs;
+    dla__vshape v[DLA__OP_MAX_IO];
+    v[0] = in[0];
+    for (int i = 0; i < a->nviews; i++) {
+        const dla__op *op = a->views[i].op;
+        if (!op->infer)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "accumulate: view %d (%s) cannot be "
+                             "checked", i + 1, op->name);
+        dla_status st = op->infer(a->views[i].attrs, 1, &v[0], &v[1]);
+        if (st != DLA_OK) {
+            dla__error_prefix("accumulate");
+            return st;
+        }
+        v[0] = v[1];
+    }
+    const dla__vshape *g = &in[1];
+    char bd[DLA__DIMS_BUF], gd[DLA__DIMS_BUF];
+    for (int i = 0; i < (g->ndims > v[0].ndims ? g->ndims : v[0].ndims); i++)
+        if ((i < g->ndims ? g->dims[i] : 1) != (i < v[0].ndims ? v[0].dims[i] : 1))
+            return dla__fail(DLA_ERR_SHAPE, "accumulate: argument g (%s) does not fit the view "
+                             "(%s) its attributes make of the buffer",
+                             dla__dims_str(gd, sizeof gd, g->ndims, g->dims),
+                             dla__dims_str(bd, sizeof bd, v[0].ndims, v[0].dims));
+    out[0] = in[0];
+    return DLA_OK;
+}
+
 static const dla__op accumulate_op = {
     .name = "accumulate", .nin = 2, .nout = 1, .forward = accumulate_forward, .inplace = 1,
     .encode_attrs = accumulate_encode, .decode_attrs = accumulate_decode,
+    .infer = accumulate_infer,
 };
 DLA__OP_REGISTER(accumulate_op, sizeof(accumulate_attrs));
 

@@ -27,6 +27,15 @@
 typedef struct dla__node dla__node;
 typedef struct dla__attrs_io dla__attrs_io;
 
+/* What a trace records of a value: enough to check an op's attributes
+ * against the values it reads and makes without running it. */
+typedef struct dla__vshape {
+    dla_dtype dtype;
+    int ndims;
+    int64_t dims[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS + 1];
+} dla__vshape;
+
 typedef struct dla__op {
     const char *name; /* the public function, "dla_conv" */
     int nin;          /* inputs; -1: variable (given to dla__apply) */
@@ -84,7 +93,30 @@ typedef struct dla__op {
      * loaded trace's counts are checked, not trusted. NULL: any of 1 to
      * DLA__OP_MAX_IO. */
     int (*takes)(const void *attrs, int nin);
+    /* Loaded traces: attributes come from a file that may have been
+     * changed (and its checksum fixed), and forward trusts them (an op
+     * enum indexes a table, a dim indexes dims). Given attrs and the
+     * recorded shapes of the node's inputs in[0..nin-1], sets out[0..nout-1]
+     * to the shapes forward would make, or returns a failing status with
+     * dla__fail's message naming the attribute and the shapes when forward
+     * could not run on them safely. dla_trace_load calls it once per node
+     * and refuses the file when it fails or its shapes differ from the
+     * recorded ones; an out[i] left with ndims -1 is not compared (forward
+     * works its shape out from its inputs alone). NULL: the op's attributes cannot make forward read or
+     * write out of bounds (no attributes, or numbers it only computes
+     * with). */
+    dla_status (*infer)(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out);
 } dla__op;
+
+/* For infer: nonzero when the attribute string s of cap bytes ends within
+ * them (a format, a label set), so forward can copy and read it. */
+static inline int dla__attr_str_ok(const char *s, size_t cap)
+{
+    for (size_t i = 0; i < cap; i++)
+        if (!s[i])
+            return 1;
+    return 0;
+}
 
 /* What an attribute codec may need beyond the bytes. */
 struct dla__attrs_io {

@@ -76,8 +76,33 @@ static dla_status expand_backward(const dla__node *n, dla_tensor *const *gout, d
     return DLA_OK;
 }
 
+/* expand_forward makes a tensor of its attributes' dims and format and
+ * reads x through them. */
+static dla_status expand_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    const expand_attrs *a = attrs;
+    if (a->ndims < 0 || a->ndims > DLA_MAX_DIMS || !dla__attr_str_ok(a->format, sizeof a->format))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "expand: attribute ndims is %d, or its format "
+                         "does not end", a->ndims);
+    char gd[DLA__DIMS_BUF], ld[DLA__DIMS_BUF];
+    for (int i = 0; i < (in[0].ndims > a->ndims ? in[0].ndims : a->ndims); i++) {
+        int64_t g = i < in[0].ndims ? in[0].dims[i] : 1, l = i < a->ndims ? a->dims[i] : 1;
+        if (l < 0 || (g != l && g != 1))
+            return dla__fail(DLA_ERR_SHAPE, "expand: argument %s does not broadcast to attribute "
+                             "dims %s", dla__dims_str(gd, sizeof gd, in[0].ndims, in[0].dims),
+                             dla__dims_str(ld, sizeof ld, a->ndims, a->dims));
+    }
+    out[0] = in[0];
+    out[0].ndims = a->ndims;
+    memcpy(out[0].dims, a->dims, sizeof a->dims);
+    memcpy(out[0].format, a->format, sizeof a->format);
+    return DLA_OK;
+}
+
 static const dla__op expand_op = {
     .name = "expand", .nin = 1, .nout = 1, .forward = expand_forward, .backward = expand_backward,
+    .infer = expand_infer,
 };
 DLA__OP_REGISTER(expand_op, sizeof(expand_attrs));
 

@@ -182,9 +182,22 @@ static dla_tensor *compare(const dla__op *op, dla_binary_op kop, dla_tensor *a, 
     return dla__apply(op, &at, sizeof at, 2, t);
 }
 
+/* compare_forward's kop names an entry of the kernel's table; the shape
+ * is the operands' broadcast, which forward works out and checks. */
+static dla_status compare_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin, (void)in, (void)out;
+    dla_binary_op kop = ((const compare_attrs *)attrs)->kop;
+    if (kop < DLA_BINARY_EQ || kop >= DLA_BINARY_COUNT)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "compare: attribute kop is %d, no comparison",
+                         (int)kop);
+    return DLA_OK;
+}
+
 #define DLA__COMPARE_DEFINE(cmp, kop)                                                              \
     static const dla__op compare_##cmp##_op = {                                                    \
-        .name = "dla_" #cmp, .nin = 2, .nout = 1, .forward = compare_forward};                     \
+        .name = "dla_" #cmp, .nin = 2, .nout = 1, .forward = compare_forward,                      \
+        .infer = compare_infer};                                                                   \
     DLA__OP_REGISTER(compare_##cmp##_op, sizeof(compare_attrs));                                  \
     DLA_API dla_tensor *dla_##cmp(dla_tensor *a, dla_tensor *b)                                    \
     {                                                                                              \

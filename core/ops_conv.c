@@ -280,14 +280,109 @@ static int takes_x_w_and_bias(const void *attrs, int nin)
     return nin == 2 || nin == 3;
 }
 
+/* Nonzero when shape s is dims[0..nd-1] (with trailing ones either way). */
+static int fits(const dla__vshape *s, int nd, const int64_t *dims)
+{
+    int n = s->ndims > nd ? s->ndims : nd;
+    for (int i = 0; i < n; i++)
+        if ((i < s->ndims ? s->dims[i] : 1) != (i < nd ? dims[i] : 1))
+            return 0;
+    return 1;
+}
+
+static int in_range(int64_t v, int64_t lo, int64_t hi)
+{
+    return v >= lo && v <= hi;
+}
+
+/* The geometry on its own: positions inside the dims, strings that end,
+ * channels, groups and filters that agree, so the kernel's loops stay in
+ * the tensors the geometry describes. */
+static int geom_ok(const conv_geom *g)
+{
+    const int64_t big = (int64_t)1 << 31;
+    int ok = in_range(g->nsp, 1, 3) && in_range(g->ndims, g->nsp + 1, DLA_MAX_DIMS) &&
+             in_range(g->wndims, 0, DLA_MAX_DIMS) && in_range(g->cpos, 0, g->ndims - 1) &&
+             in_range(g->bpos, -1, g->ndims - 1) && dla__attr_str_ok(g->labels, sizeof g->labels) &&
+             dla__attr_str_ok(g->wformat, sizeof g->wformat) && in_range(g->G, 1, big) &&
+             in_range(g->C, 1, big) && in_range(g->F, 1, big);
+    ok = ok && g->C % g->G == 0 && g->F % g->G == 0 && g->xdims[g->cpos] == g->C &&
+         g->ydims[g->cpos] == g->F;
+    for (int i = 0; ok && i < g->nsp; i++)
+        ok = in_range(g->sp[i], 0, g->ndims - 1) && g->sp[i] != g->cpos && in_range(g->fs[i], 1, big) &&
+             in_range(g->st[i], 1, big) && in_range(g->dl[i], 1, big) && in_range(g->pb[i], 0, big);
+    for (int i = 0; ok && i < g->ndims; i++)
+        ok = in_range(g->xdims[i], 0, big) && in_range(g->ydims[i], 0, big);
+    if (!ok)
+        return 0;
+    int64_t w[DLA_MAX_DIMS];
+    for (int i = 0; i < g->nsp; i++)
+        w[i] = g->fs[i];
+    w[g->nsp] = g->C / g->G, w[g->nsp + 1] = g->F / g->G, w[g->nsp + 2] = g->G;
+    dla__vshape ws = {.ndims = g->wndims};
+    memcpy(ws.dims, g->wdims, sizeof ws.dims);
+    return fits(&ws, g->nsp + 3, w);
+}
+
+/* The operands' recorded shapes against the geometry, in the roles of
+ * launch(): a and b are what op reads (x, w / y, w / x, y), r what it
+ * makes. */
+static dla_status geom_infer(const char *op, const conv_geom *g, dla_kernel which, int nin,
+                             const dla__vshape *in, dla__vshape *out)
+{
+    if (!geom_ok(g))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: its geometry (%d convolved of %d dims, "
+                         "C %lld, F %lld, G %lld) does not hold together", op, g->nsp, g->ndims,
+                         (long long)g->C, (long long)g->F, (long long)g->G);
+    const int64_t *a = which == DLA_KERNEL_CONV_BACKWARD_DATA ? g->ydims : g->xdims;
+    const int64_t *b = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? g->ydims : g->wdims;
+    int bnd = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? g->ndims : g->wndims;
+    char ad[DLA__DIMS_BUF], bd[DLA__DIMS_BUF];
+    if (!fits(&in[0], g->ndims, a) || !fits(&in[1], bnd, b))
+        return dla__fail(DLA_ERR_SHAPE, "%s: arguments (%s) and (%s) are not the ones its "
+                         "geometry was made for", op,
+                         dla__dims_str(ad, sizeof ad, in[0].ndims, in[0].dims),
+                         dla__dims_str(bd, sizeof bd, in[1].ndims, in[1].dims));
+    if (nin > 2) {
+        int64_t n = dla__numel(in[2].ndims, in[2].dims);
+        if (n != 1 && n != g->F)
+            return dla__fail(DLA_ERR_SHAPE, "%s: argument bias (%s) has neither 1 nor F (%lld) "
+                             "elements", op, dla__dims_str(ad, sizeof ad, in[2].ndims, in[2].dims),
+                             (long long)g->F);
+    }
+    out[0].dtype = in[0].dtype;
+    snprintf(out[0].format, sizeof out[0].format, "%s",
+             which == DLA_KERNEL_CONV_BACKWARD_FILTER ? g->wformat : space_format(g));
+    out[0].ndims = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? g->wndims : g->ndims;
+    memcpy(out[0].dims, which == DLA_KERNEL_CONV_FORWARD ? g->ydims
+                        : which == DLA_KERNEL_CONV_BACKWARD_DATA ? g->xdims
+                                                                 : g->wdims,
+           sizeof out[0].dims);
+    return DLA_OK;
+}
+
+static dla_status conv_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    return geom_infer("dla_conv", attrs, DLA_KERNEL_CONV_FORWARD, nin, in, out);
+}
+static dla_status data_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    return geom_infer("dla_transpconv", attrs, DLA_KERNEL_CONV_BACKWARD_DATA, nin, in, out);
+}
+static dla_status filter_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    return geom_infer("dla_conv filter gradient", attrs, DLA_KERNEL_CONV_BACKWARD_FILTER, nin, in,
+                      out);
+}
+
 static const dla__op conv_op = {.name = "dla_conv", .nin = -1, .nout = 1, .takes = takes_x_w_and_bias,
-                                .forward = conv_forward, .backward = conv_backward};
+                                .forward = conv_forward, .backward = conv_backward, .infer = conv_infer};
 DLA__OP_REGISTER(conv_op, sizeof(conv_geom));
 static const dla__op data_op = {.name = "dla_transpconv", .nin = 2, .nout = 1,
-                                .forward = data_forward, .backward = data_backward};
+                                .forward = data_forward, .backward = data_backward, .infer = data_infer};
 DLA__OP_REGISTER(data_op, sizeof(conv_geom));
 static const dla__op filter_op = {.name = "dla_conv filter gradient", .nin = 2, .nout = 1,
-                                  .forward = filter_forward, .backward = filter_backward};
+                                  .forward = filter_forward, .backward = filter_backward, .infer = filter_infer};
 DLA__OP_REGISTER(filter_op, sizeof(conv_geom));
 
 /* ------------------------------------------------------------ validation */

@@ -111,10 +111,33 @@ static dla_status binary_forward(const void *attrs, dla_tensor *const *in, int n
     return DLA_OK;
 }
 
+/* The shape binary_forward makes: its op names an entry of the kernel's
+ * table, and the result's dims are the operands' expanded. */
+static dla_status binary_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    dla_binary_op kop = ((const binary_attrs *)attrs)->op;
+    if ((unsigned)kop >= DLA_BINARY_COUNT)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "binary: attribute op is %d; there are %d",
+                         (int)kop, (int)DLA_BINARY_COUNT);
+    const dla__vshape *a = &in[0], *b = &in[1];
+    int nd = a->ndims > b->ndims ? a->ndims : b->ndims;
+    int fnd = (int)strlen(a->format[0] ? a->format : b->format);
+    out[0].ndims = fnd > nd ? fnd : nd;
+    out[0].dtype = kop >= DLA_BINARY_EQ ? DLA_BOOL : a->dtype;
+    memcpy(out[0].format, a->format[0] ? a->format : b->format, sizeof out[0].format);
+    for (int i = 0; i < out[0].ndims; i++) {
+        int64_t x = i < a->ndims ? a->dims[i] : 1, y = i < b->ndims ? b->dims[i] : 1;
+        out[0].dims[i] = x == 1 ? y : x;
+    }
+    return DLA_OK;
+}
+
 /* ---------------------------------------------------------- comparisons */
 
 /* Logical results, no gradient (a dla__op without backward). */
-static const dla__op compare_op = {.name = "compare", .nin = 2, .nout = 1, .forward = binary_forward};
+static const dla__op compare_op = {.name = "compare", .nin = 2, .nout = 1, .forward = binary_forward,
+                                   .infer = binary_infer};
 DLA__OP_REGISTER(compare_op, sizeof(binary_attrs));
 
 dla_tensor *dla__compare(dla_binary_op kop, dla_tensor *a, dla_tensor *b)
@@ -182,6 +205,7 @@ static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, d
 
 static const dla__op binary_op = {
     .name = "binary", .nin = 2, .nout = 1, .forward = binary_forward, .backward = binary_backward,
+    .infer = binary_infer,
 };
 DLA__OP_REGISTER(binary_op, sizeof(binary_attrs));
 
@@ -357,8 +381,22 @@ static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dl
     return DLA_OK;
 }
 
+/* unary_forward's op names an entry of the kernel's table (and of
+ * unary_names); the result has x's shape. */
+static dla_status unary_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    const unary_attrs *u = attrs;
+    if ((unsigned)u->op >= sizeof unary_names / sizeof *unary_names)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "unary: attribute op is %d; there are %zu",
+                         (int)u->op, sizeof unary_names / sizeof *unary_names);
+    out[0] = in[0];
+    return DLA_OK;
+}
+
 static const dla__op unary_op = {
     .name = "unary", .nin = 1, .nout = 1, .forward = unary_forward, .backward = unary_backward,
+    .infer = unary_infer,
 };
 DLA__OP_REGISTER(unary_op, sizeof(unary_attrs));
 

@@ -79,8 +79,32 @@ static dla_status reduce_backward(const dla__node *n, dla_tensor *const *gout, d
     return DLA_OK;
 }
 
+/* reduce_forward's op names an entry of reduce_names and the kernel's
+ * table, and each of its dims (1-based) indexes x's dims. */
+static dla_status reduce_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    const reduce_attrs *a = attrs;
+    if ((unsigned)a->op >= sizeof reduce_names / sizeof *reduce_names || a->ndims < 0 ||
+        a->ndims > DLA_MAX_DIMS)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "reduce: attribute op is %d, ndims %d",
+                         (int)a->op, a->ndims);
+    out[0] = in[0];
+    for (int i = 0; i < in[0].ndims; i++)
+        out[0].dims[i] = a->ndims ? in[0].dims[i] : 1;
+    for (int i = 0; i < a->ndims; i++) {
+        if (a->dims[i] < 1)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: attribute dims: entry %d is %lld; "
+                             "dims are 1-based", reduce_names[a->op], i + 1, (long long)a->dims[i]);
+        if (a->dims[i] <= in[0].ndims)
+            out[0].dims[a->dims[i] - 1] = 1;
+    }
+    return DLA_OK;
+}
+
 static const dla__op reduce_op = {
     .name = "reduce", .nin = 1, .nout = 1, .forward = reduce_forward, .backward = reduce_backward,
+    .infer = reduce_infer,
 };
 DLA__OP_REGISTER(reduce_op, sizeof(reduce_attrs));
 

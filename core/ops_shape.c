@@ -96,8 +96,38 @@ static dla_status cat_backward(const dla__node *node, dla_tensor *const *gout, d
     return DLA_OK;
 }
 
+/* cat_forward indexes dims with its dim and copies every input into a
+ * result of in[0]'s other dims: they must agree, as dla_cat checks. */
+static dla_status cat_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    const cat_attrs *a = attrs;
+    if (a->dim < 0 || a->dim >= DLA_MAX_DIMS)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_cat: attribute dim is %d", a->dim + 1);
+    out[0] = in[0];
+    out[0].ndims = a->dim + 1 > in[0].ndims ? a->dim + 1 : in[0].ndims;
+    for (int i = 1; i < nin; i++)
+        if (in[i].ndims > out[0].ndims)
+            out[0].ndims = in[i].ndims;
+    for (int d = 0; d < out[0].ndims; d++)
+        out[0].dims[d] = d < in[0].ndims ? in[0].dims[d] : 1;
+    out[0].dims[a->dim] = 0;
+    char ad[DLA__DIMS_BUF], bd[DLA__DIMS_BUF];
+    for (int i = 0; i < nin; i++) {
+        for (int d = 0; d < out[0].ndims; d++) {
+            int64_t x = d < in[i].ndims ? in[i].dims[d] : 1;
+            if (d != a->dim && x != out[0].dims[d])
+                return dla__fail(DLA_ERR_SHAPE, "dla_cat: arguments 1 (%s) and %d (%s) differ "
+                                 "beyond attribute dim %d",
+                                 dla__dims_str(ad, sizeof ad, in[0].ndims, in[0].dims), i + 1,
+                                 dla__dims_str(bd, sizeof bd, in[i].ndims, in[i].dims), a->dim + 1);
+        }
+        out[0].dims[a->dim] += a->dim < in[i].ndims ? in[i].dims[a->dim] : 1;
+    }
+    return DLA_OK;
+}
+
 static const dla__op cat_op = {.name = "dla_cat", .nin = -1, .nout = 1, .forward = cat_forward,
-                               .backward = cat_backward};
+                               .backward = cat_backward, .infer = cat_infer};
 DLA__OP_REGISTER(cat_op, sizeof(cat_attrs));
 
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)

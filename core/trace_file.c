@@ -763,6 +763,61 @@ static dla_status parse_entries(const char *path, rbuf *r, dla__trace *t)
     return st;
 }
 
+/* The recorded shape of value id. */
+static void shape_of(const dla__trace *t, int id, dla__vshape *s)
+{
+    const dla__trace_value *v = &t->values[id];
+    memset(s, 0, sizeof *s);
+    s->dtype = v->dtype;
+    s->ndims = v->ndims;
+    memcpy(s->dims, v->dims, (size_t)v->ndims * sizeof *v->dims);
+    memcpy(s->format, v->format, sizeof s->format);
+}
+
+static int same_shape(const dla__vshape *a, const dla__vshape *b)
+{
+    return a->dtype == b->dtype && a->ndims == b->ndims &&
+           !memcmp(a->dims, b->dims, (size_t)a->ndims * sizeof *a->dims) &&
+           !strcmp(a->format, b->format);
+}
+
+/* Op k's attributes against the values it reads and makes, as recorded:
+ * forward trusts its attributes, so a file whose attribute bytes were
+ * changed (its checksum fixed) must fail here, once, not crash a replay
+ * or compute something else than what was recorded. */
+static dla_status check_entry(const char *path, const dla__trace *t, int k)
+{
+    const dla__trace_entry *e = &t->entries[k];
+    const dla__op_reg *reg = dla__op_registration(e->op);
+    if (!e->op->infer)
+        return DLA_OK;
+    dla__vshape in[DLA__OP_MAX_IO], out[DLA__OP_MAX_IO], want;
+    for (int i = 0; i < e->nin; i++)
+        shape_of(t, e->in[i], &in[i]);
+    for (int i = 0; i < DLA__OP_MAX_IO; i++)
+        out[i] = (dla__vshape){.ndims = -1};
+    dla_status st = e->op->infer(e->attrs, e->nin, in, out);
+    if (st != DLA_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", dla_last_error());
+        return bad(DLA_ERR_IO, path, "corrupt: op %d (%s): its attributes do not fit its inputs: "
+                   "%s", k, reg->name, why);
+    }
+    for (int i = 0; i < e->nout; i++) {
+        shape_of(t, e->out[i], &want);
+        if (out[i].ndims < 0 || same_shape(&out[i], &want))
+            continue;
+        char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+        return bad(DLA_ERR_IO, path, "corrupt: op %d (%s): its attributes make result %d %s %s "
+                   "\"%s\"; the file records %s %s \"%s\"", k, reg->name, i + 1,
+                   dla__dims_str(a, sizeof a, out[i].ndims, out[i].dims),
+                   dla_dtype_name(out[i].dtype), out[i].format,
+                   dla__dims_str(b, sizeof b, want.ndims, want.dims), dla_dtype_name(want.dtype),
+                   want.format);
+    }
+    return DLA_OK;
+}
+
 static dla_status parse_info(const char *path, rbuf *r, dla__trace *t, uint32_t counts[5])
 {
     for (int i = 0; i < 5; i++)
@@ -910,6 +965,8 @@ static dla_status parse(const char *path, const unsigned char *p, size_t n, dla_
     for (int k = 0; k < t->nentries && st == DLA_OK; k++)
         for (int i = 0; i < t->entries[k].nin; i++)
             t->values[t->entries[k].in[i]].last_use = k;
+    for (int k = 0; k < t->nentries && st == DLA_OK; k++)
+        st = check_entry(path, t, k);
     if (st == DLA_OK)
         st = make_consts(path, &sec[SEC_CNST], t);
     return st;

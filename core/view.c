@@ -112,6 +112,31 @@ static dla_status reshape_forward(const void *attrs, dla_tensor *const *in, int 
     return DLA_OK;
 }
 
+/* reshape_forward copies dims and format from its attributes: they must
+ * be dims of x's element count and a format that ends. */
+static dla_status reshape_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    const reshape_attrs *a = attrs;
+    if (a->ndims < 0 || a->ndims > DLA_MAX_DIMS || !dla__attr_str_ok(a->format, sizeof a->format))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_reshape: attribute ndims is %d, or its "
+                         "format does not end", a->ndims);
+    int64_t n = 1, want = dla__numel(in[0].ndims, in[0].dims);
+    for (int i = 0; i < a->ndims; i++)
+        if (a->dims[i] < 0 || __builtin_mul_overflow(n, a->dims[i], &n))
+            n = -1;
+    char ad[DLA__DIMS_BUF], bd[DLA__DIMS_BUF];
+    if (n != want)
+        return dla__fail(DLA_ERR_SHAPE, "dla_reshape: argument x (%s) cannot take attribute "
+                         "dims %s", dla__dims_str(ad, sizeof ad, in[0].ndims, in[0].dims),
+                         dla__dims_str(bd, sizeof bd, a->ndims, a->dims));
+    out[0] = in[0];
+    out[0].ndims = a->ndims;
+    memcpy(out[0].dims, a->dims, sizeof a->dims);
+    memcpy(out[0].format, a->format, sizeof a->format);
+    return DLA_OK;
+}
+
 static dla_tensor *reshape_view(const void *attrs, dla_tensor *base)
 {
     const reshape_attrs *a = attrs;
@@ -120,6 +145,7 @@ static dla_tensor *reshape_view(const void *attrs, dla_tensor *base)
 
 static const dla__op reshape_op = {
     .name = "dla_reshape", .nin = 1, .nout = 1, .forward = reshape_forward, .view = reshape_view,
+    .infer = reshape_infer,
 };
 DLA__OP_REGISTER(reshape_op, sizeof(reshape_attrs));
 
@@ -198,6 +224,32 @@ static dla_status permute_forward(const void *attrs, dla_tensor *const *in, int 
     return DLA_OK;
 }
 
+/* permute_forward reads x's dim order[i] - 1 for each i: order must be a
+ * permutation of 1..ndims, as dla_permute checks, and the format end. */
+static dla_status permute_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    const permute_attrs *a = attrs;
+    if (a->ndims < in[0].ndims || a->ndims > DLA_MAX_DIMS ||
+        !dla__attr_str_ok(a->format, sizeof a->format))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_permute: attribute ndims is %d for an "
+                         "argument x of %d dims, or its format does not end", a->ndims,
+                         in[0].ndims);
+    int seen[DLA_MAX_DIMS] = {0};
+    out[0] = in[0];
+    out[0].ndims = a->ndims;
+    memcpy(out[0].format, a->format, sizeof a->format);
+    for (int i = 0; i < a->ndims; i++) {
+        int64_t o = a->order[i];
+        if (o < 1 || o > a->ndims || seen[o - 1]++)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_permute: attribute order: entry %d "
+                             "(%lld) makes it no permutation of 1..%d", i + 1, (long long)o,
+                             a->ndims);
+        out[0].dims[i] = o <= in[0].ndims ? in[0].dims[o - 1] : 1;
+    }
+    return DLA_OK;
+}
+
 static dla_tensor *permute_view(const void *attrs, dla_tensor *base)
 {
     const permute_attrs *a = attrs;
@@ -206,6 +258,7 @@ static dla_tensor *permute_view(const void *attrs, dla_tensor *base)
 
 static const dla__op permute_op = {
     .name = "dla_permute", .nin = 1, .nout = 1, .forward = permute_forward, .view = permute_view,
+    .infer = permute_infer,
 };
 DLA__OP_REGISTER(permute_op, sizeof(permute_attrs));
 
@@ -272,10 +325,29 @@ static dla_status squeeze_forward(const void *attrs, dla_tensor *const *in, int 
     return DLA_OK;
 }
 
+/* No attributes: here for the view chains of accumulate, which infer
+ * their views' shapes one after the other. */
+static dla_status squeeze_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)attrs, (void)nin;
+    out[0] = in[0];
+    out[0].ndims = 0;
+    for (int i = 0; i < in[0].ndims; i++) {
+        if (in[0].dims[i] == 1)
+            continue;
+        if (in[0].format[0])
+            out[0].format[out[0].ndims] = in[0].format[i];
+        out[0].dims[out[0].ndims++] = in[0].dims[i];
+    }
+    out[0].format[in[0].format[0] ? out[0].ndims : 0] = '\0';
+    return DLA_OK;
+}
+
 static dla_tensor *squeeze_view(const void *attrs, dla_tensor *base) { return dla_squeeze(base); }
 
 static const dla__op squeeze_op = {
     .name = "dla_squeeze", .nin = 1, .nout = 1, .forward = squeeze_forward, .view = squeeze_view,
+    .infer = squeeze_infer,
 };
 DLA__OP_REGISTER(squeeze_op, 0);
 
@@ -310,6 +382,24 @@ static dla_status slice_forward(const void *attrs, dla_tensor *const *in, int ni
     return DLA_OK;
 }
 
+/* slice_forward offsets x's view by start along dim and divides by step:
+ * the range must lie in x as dla_slice makes it. */
+static dla_status slice_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    const slice_attrs *a = attrs;
+    char buf[DLA__DIMS_BUF];
+    int64_t n = a->dim >= 1 && a->dim <= in[0].ndims ? in[0].dims[a->dim - 1] : -1;
+    if (n < 0 || a->step < 1 || a->start < 0 || a->start > n || a->stop > n)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_slice: attributes dim %d, start %lld, "
+                         "step %lld, stop %lld do not fit argument x (%s)", a->dim,
+                         (long long)a->start, (long long)a->step, (long long)a->stop,
+                         dla__dims_str(buf, sizeof buf, in[0].ndims, in[0].dims));
+    out[0] = in[0];
+    out[0].dims[a->dim - 1] = a->stop > a->start ? 1 + (a->stop - a->start - 1) / a->step : 0;
+    return DLA_OK;
+}
+
 static dla_tensor *slice_view(const void *attrs, dla_tensor *base)
 {
     const slice_attrs *a = attrs;
@@ -318,6 +408,7 @@ static dla_tensor *slice_view(const void *attrs, dla_tensor *base)
 
 static const dla__op slice_op = {
     .name = "dla_slice", .nin = 1, .nout = 1, .forward = slice_forward, .view = slice_view,
+    .infer = slice_infer,
 };
 DLA__OP_REGISTER(slice_op, sizeof(slice_attrs));
 
