@@ -283,7 +283,7 @@ static dla_status accumulate_infer(const void *attrs, int nin, const dla__vshape
 {
     (void)nin;
     const accumulate_attrs *a = attrs;
-    dla__vshape v[DLA__OP_MAX_IO];
+    dla__vshape v[2]; /* the view so far, and the next one */
     v[0] = in[0];
     for (int i = 0; i < a->nviews; i++) {
         const dla__op *op = a->views[i].op;

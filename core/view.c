@@ -363,13 +363,19 @@ typedef struct slice_attrs {
     int64_t start, step, stop;
 } slice_attrs;
 
+/* The elements a slice takes (step >= 1). Not (stop - start + step - 1) /
+ * step: a step near INT64_MAX wraps it. */
+static int64_t slice_count(const slice_attrs *a)
+{
+    return a->stop > a->start ? 1 + (a->stop - a->start - 1) / a->step : 0;
+}
+
 static dla_status slice_forward(const void *attrs, dla_tensor *const *in, int nin,
                                 dla_tensor **out, dla_tensor **saved)
 {
     const slice_attrs *a = attrs;
     dla_tensor *t = in[0];
-    /* Not (stop - start + step - 1) / step: a step near INT64_MAX wraps it. */
-    int64_t count = a->stop > a->start ? 1 + (a->stop - a->start - 1) / a->step : 0;
+    const int64_t count = slice_count(a);
     dla_tensor *v = dla__tensor_view("dla_slice", t);
     if (!v)
         return dla_last_status();
@@ -396,7 +402,7 @@ static dla_status slice_infer(const void *attrs, int nin, const dla__vshape *in,
                          (long long)a->start, (long long)a->step, (long long)a->stop,
                          dla__dims_str(buf, sizeof buf, in[0].ndims, in[0].dims));
     out[0] = in[0];
-    out[0].dims[a->dim - 1] = a->stop > a->start ? 1 + (a->stop - a->start - 1) / a->step : 0;
+    out[0].dims[a->dim - 1] = slice_count(a);
     return DLA_OK;
 }
 
