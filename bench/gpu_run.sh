@@ -86,8 +86,10 @@
 #              CNN replays 30 calls to a sync, alternating, 3 rounds
 #   k1         the one kernel (plugins/cuda/onekern_kernels.cu):
 #              check-plugin on gemm, reduce, fused_multi; test_accel and
-#              test_train; the small replays (MLP and cross-entropy), 3
-#              rounds; the one kernel's phases, GPU cycles each
+#              test_train, plain and with DLACCEL_CUDA_K1_PDL=1; the
+#              small replays (MLP and cross-entropy) plain and launched
+#              early (DLACCEL_CUDA_K1_PDL=1), alternating, 3 rounds; the
+#              one kernel's phases, GPU cycles each, both ways
 #              (DLACCEL_CUDA_K1_PROFILE=1, its info lines); the CNN
 #              replays at batch 128 once
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
@@ -605,20 +607,27 @@ step_k1() {
         line "k1 check-plugin $k: exit $?: $(grep -E '^cuda' "$out/k1_check_$k.log" | tr -s ' ' | cut -c1-100)"
     done
     for t in test_accel test_train; do
-        DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 timeout 40 \
-            "$s/bin/$t" >"$out/k1_suite_$t.log" 2>&1
-        line "k1 suite $t: exit $?, ok $(grep -c '^ok' "$out/k1_suite_$t.log"), not ok $(grep -c '^not ok' "$out/k1_suite_$t.log")"
+        for v in "plain X=1" "pdl DLACCEL_CUDA_K1_PDL=1"; do
+            env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
+                timeout 40 "$s/bin/$t" >"$out/k1_suite_${t}_${v%% *}.log" 2>&1
+            line "k1 suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$out/k1_suite_${t}_${v%% *}.log"), not ok $(grep -c '^not ok' "$out/k1_suite_${t}_${v%% *}.log")"
+        done
     done
     for r in 1 2 3; do
         for w in =mlp_replay =ce_replay =ce_softmax_replay; do
-            bench_variant k1 "default X=1" $w $r
+            for v in "default X=1" "pdl DLACCEL_CUDA_K1_PDL=1"; do
+                bench_variant k1 "$v" $w $r
+            done
         done
     done
-    for w in =mlp_replay =ce_replay; do
-        DLACCEL_CUDA_K1_PROFILE=1 DLACCEL_LOG=info timeout 60 "$s/bin/dlaccel-bench" \
-            --device cuda:0 --workload $w --pipeline 30 >"$out/k1_profile_${w#=}.log" 2>&1
-        grep -E 'one-kernel profile' "$out/k1_profile_${w#=}.log" | tail -1 |
-            sed "s/^/k1 ${w#=} /" | cut -c1-900 | tee -a "$summary"
+    for v in "default X=1" "pdl DLACCEL_CUDA_K1_PDL=1"; do
+        for w in =mlp_replay =ce_replay; do
+            env ${v#* } DLACCEL_CUDA_K1_PROFILE=1 DLACCEL_LOG=info timeout 60 \
+                "$s/bin/dlaccel-bench" --device cuda:0 --workload $w --pipeline 30 \
+                >"$out/k1_profile_${v%% *}_${w#=}.log" 2>&1
+            grep -E 'one-kernel profile' "$out/k1_profile_${v%% *}_${w#=}.log" | tail -1 |
+                sed "s/^/k1 ${v%% *} ${w#=} /" | cut -c1-900 | tee -a "$summary"
+        done
     done
     for w in =cnn_step_replay =cnn_inference_replay; do
         bench_variant k1 "default X=1" $w 1

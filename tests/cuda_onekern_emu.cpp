@@ -151,9 +151,10 @@ cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla
 
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
                               const dla__cu_copies *in, const dla__cu_copies *out,
-                              unsigned long long *prof)
+                              unsigned long long *prof, int early)
 {
     (void)stream;
+    (void)early; /* one launch at a time here: nothing to start early beside */
     g_k1_launches++;
     /* Every step staged, as the launcher stages as many as fit; the
      * emulation runs those past the shared memory from global memory. */
@@ -659,7 +660,7 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
          * same bits, and its launch counted. */
         unsigned long long prof[DLA__CU_K1_PROF_SLOTS] = {0};
         int run_ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in,
-                                       &out, staged == 5 ? prof : NULL) == cudaSuccess &&
+                                       &out, staged == 5 ? prof : NULL, 0) == cudaSuccess &&
                      g_k1_launches == launches + 1 &&
                      prof[DLA__CU_K1_PROF_LAUNCHES] == (staged == 5 ? 1u : 0u);
         g_k1_staged = -1;
@@ -863,7 +864,7 @@ static void k1_copies_case(result_fn result)
         at = (off + sizes[r] + 16 + 15) / 16 * 16;
     }
     in.n = out.n = n;
-    const int run_ok = dla__cu_k1_launch(NULL, NULL, 0, &in, &out, NULL) == cudaSuccess;
+    const int run_ok = dla__cu_k1_launch(NULL, NULL, 0, &in, &out, NULL, 0) == cudaSuccess;
     result(run_ok && mid == want_mid && dst == want_dst,
            "one kernel's copies: %d regions in and out of 1 to 4096 bytes, some off any 4-byte "
            "boundary, dealt round the groups and over the block: every byte where it belongs",

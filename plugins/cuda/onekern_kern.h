@@ -116,7 +116,8 @@ void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
 
 /* DLACCEL_CUDA_K1_PROFILE=1: the block's first thread adds the SM clock
  * cycles of each phase of the one kernel to a device buffer of these
- * slots: the staging and the copies in, each step (up to 64), the copies
+ * slots: the staging, the wait for the kernel before (a programmatic
+ * dependent launch's) and the copies in, each step (up to 64), the copies
  * out; the last slot counts the launches. The plugin logs their means
  * (info) as the launches reach 1,024, 2,048, 4,096, ... and when the
  * device closes (onekern.c). The profiled kernel is one of its own: a
@@ -129,10 +130,13 @@ void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
 
 /* The one kernel, one block: the copies in, steps[0 .. n-1] (device
  * memory) with a barrier after each, the copies out. prof: NULL, or the
- * DLA__CU_K1_PROF_SLOTS counters the phases' cycles are added to. */
+ * DLA__CU_K1_PROF_SLOTS counters the phases' cycles are added to. early:
+ * launched as a programmatic dependent launch (DLACCEL_CUDA_K1_PDL;
+ * compute capability 9.0 on), which may start, and stage its steps,
+ * while the kernel before it on the stream ends (onekern_kernels.cu). */
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
                               const dla__cu_copies *in, const dla__cu_copies *out,
-                              unsigned long long *prof);
+                              unsigned long long *prof, int early);
 
 /* The one kernel over steps[0 .. n-1] (device memory) without copies, as
  * a kernel node of graph after deps[0 .. ndeps-1] (segment.c). */

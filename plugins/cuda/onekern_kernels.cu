@@ -195,6 +195,31 @@ __device__ __forceinline__ void k1_lap(unsigned long long *prof, int slot, long 
     }
 }
 
+/* Programmatic dependent launch (DLACCEL_CUDA_K1_PDL=1, compute
+ * capability 9.0 on): a replay's one kernel launched with
+ * cudaLaunchAttributeProgrammaticStreamSerialization may start while the
+ * kernel before it on the stream still runs, once that one has let it
+ * (launch_dependents, which the one kernel does first thing). It stages
+ * its steps, which nothing on the stream writes (uploaded and waited for
+ * once, at capture), and then waits (griddepcontrol.wait: the kernel
+ * before has ended and its writes are visible) before it touches any
+ * other memory. So a loop of replays pays the launch and the staging of
+ * the next one kernel while this one runs. Without that launch attribute,
+ * or before sm_90, both are no-ops. */
+__device__ __forceinline__ void k1_let_next_start(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void k1_wait_for_previous(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /* steps[0 .. staged-1] are staged in dla__cu_k1_smem, 16 bytes a load
  * where steps allows it (the staging is the kernel's first latency: two
  * rounds of 8-byte loads for the tiny MLP's ten steps, one of 16), and
@@ -206,6 +231,7 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
     onekern_k(const dla__cu_k1_step *steps, int32_t n, int32_t staged, const dla__cu_copies in,
               const dla__cu_copies out, unsigned long long *prof)
 {
+    k1_let_next_start();
     long long lap = PROF ? k1_clock() : 0;
     const int64_t stage_bytes = (int64_t)staged * (int64_t)sizeof(dla__cu_k1_step);
     if ((uintptr_t)steps % 16 == 0) {
@@ -218,6 +244,9 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
         dla__cu_copy_units<int2>((char *)dla__cu_k1_smem, (const char *)steps, stage_bytes / 8,
                                  threadIdx.x, blockDim.x);
     }
+    /* Nothing before this line reads or writes what the stream's earlier
+     * work does (k1_let_next_start). */
+    k1_wait_for_previous();
     block_copies(in);
     __syncthreads();
     if (PROF)
@@ -282,10 +311,26 @@ static int32_t staged_of(int32_t n)
 
 extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
                                          int32_t n, const dla__cu_copies *in,
-                                         const dla__cu_copies *out, unsigned long long *prof)
+                                         const dla__cu_copies *out, unsigned long long *prof,
+                                         int early)
 {
     const int32_t staged = staged_of(n);
     const size_t smem = (size_t)staged * sizeof(dla__cu_k1_step);
+    if (early) {
+        cudaLaunchAttribute at[1] = {};
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(1);
+        cfg.blockDim = dim3(DLA__CU_THREADS);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        if (prof)
+            return cudaLaunchKernelEx(&cfg, onekern_k<true>, steps, n, staged, *in, *out, prof);
+        return cudaLaunchKernelEx(&cfg, onekern_k<false>, steps, n, staged, *in, *out, prof);
+    }
     if (prof)
         onekern_k<true><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof);
     else

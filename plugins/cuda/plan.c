@@ -317,8 +317,20 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
             if (moves(&g->roles[i], out))
                 add_copy(&c[out], g, mems, i, out);
     }
-    return dla__cu_k1_launch(d->stream, (const dla__cu_k1_step *)g->k1->ptr, g->k1_n, &c[0],
-                             &c[1], dla__cu_k1_profile(d));
+    const dla__cu_k1_step *steps = (const dla__cu_k1_step *)g->k1->ptr;
+    unsigned long long *prof = dla__cu_k1_profile(d);
+    if (d->k1_pdl) {
+        const cudaError_t e = dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, 1);
+        if (e == cudaSuccess)
+            return e;
+        /* Refused (nothing enqueued): plain launches from now on. */
+        cudaGetLastError();
+        d->k1_pdl = 0;
+        dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: a one kernel's programmatic dependent launch "
+                                        "was refused (%s); DLACCEL_CUDA_K1_PDL is off from now on",
+                          d->index, cudaGetErrorString(e));
+    }
+    return dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, 0);
 }
 
 /* The run's regions as the capture sees them (dla__cu_remapped). */

@@ -231,15 +231,19 @@ static dla_status device_open(int index, void **out)
     d->cc_minor = attr(cudaDevAttrComputeCapabilityMinor, index);
     d->smem_per_block = (size_t)attr(cudaDevAttrMaxSharedMemoryPerBlock, index);
     d->clock_khz = attr(cudaDevAttrClockRate, index);
+    /* Programmatic dependent launch exists from compute capability 9.0;
+     * off by default until a GPU has measured it (docs/environment.md). */
+    d->k1_pdl = d->cc_major >= 9 && env_flag("DLACCEL_CUDA_K1_PDL", 0);
     struct cudaDeviceProp prop;
     memset(&prop, 0, sizeof prop);
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
         snprintf(d->name, sizeof d->name, "%.127s", prop.name);
     h->log(DLA_LOG_INFO, "cuda:%d: %s, compute capability %d.%d, %d multiprocessors, graphs %s, "
-                         "one-kernel replays %s, runs of small launches as one node %s, "
+                         "one-kernel replays %s%s, runs of small launches as one node %s, "
                          "replays %s, float32 %s",
            index, d->name, d->cc_major, d->cc_minor, d->sms, d->graphs_off ? "off" : "on",
            d->graphs_off || d->onekern_off ? "off" : "on",
+           d->graphs_off || d->onekern_off || !d->k1_pdl ? "" : " (launched early)",
            d->graphs_off || d->seg_off ? "off" : "on",
            d->plan_wait ? "waited for" : "queued", d->tf32 ? "with TF32 tensor cores" : "exact");
     *out = d;
