@@ -86,12 +86,13 @@
 #              CNN replays 30 calls to a sync, alternating, 3 rounds
 #   k1         the one kernel (plugins/cuda/onekern_kernels.cu):
 #              check-plugin on gemm, reduce, fused_multi; test_accel and
-#              test_train, plain and with DLACCEL_CUDA_K1_PDL=1; the
-#              small replays (MLP and cross-entropy) plain and launched
-#              early (DLACCEL_CUDA_K1_PDL=1), alternating, 3 rounds; the
-#              one kernel's phases, GPU cycles each, both ways
-#              (DLACCEL_CUDA_K1_PROFILE=1, its info lines); the CNN
-#              replays at batch 128 once
+#              test_train, plain and with both of the variants below;
+#              the small replays (MLP and cross-entropy) plain, launched
+#              early (DLACCEL_CUDA_K1_PDL=1), with the regions in shared
+#              memory (DLACCEL_CUDA_K1_SHARED=1) and with both,
+#              alternating, 3 rounds; the one kernel's phases, GPU cycles
+#              each, every way (DLACCEL_CUDA_K1_PROFILE=1, its info
+#              lines); the CNN replays at batch 128 once
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -601,13 +602,15 @@ step_layout() {
 
 step_k1() {
     local k t r v w
+    local k1_variants=("default X=1" "pdl DLACCEL_CUDA_K1_PDL=1" "shared DLACCEL_CUDA_K1_SHARED=1"
+        "both DLACCEL_CUDA_K1_PDL=1 DLACCEL_CUDA_K1_SHARED=1")
     for k in gemm reduce fused_multi; do
         timeout 60 "$s/bin/dlaccel" check-plugin --kernel $k --cases 200 --seed 17 \
             "$s/plugins.d/cuda.json" >"$out/k1_check_$k.log" 2>&1
         line "k1 check-plugin $k: exit $?: $(grep -E '^cuda' "$out/k1_check_$k.log" | tr -s ' ' | cut -c1-100)"
     done
     for t in test_accel test_train; do
-        for v in "plain X=1" "pdl DLACCEL_CUDA_K1_PDL=1"; do
+        for v in "plain X=1" "both DLACCEL_CUDA_K1_PDL=1 DLACCEL_CUDA_K1_SHARED=1"; do
             env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
                 timeout 40 "$s/bin/$t" >"$out/k1_suite_${t}_${v%% *}.log" 2>&1
             line "k1 suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$out/k1_suite_${t}_${v%% *}.log"), not ok $(grep -c '^not ok' "$out/k1_suite_${t}_${v%% *}.log")"
@@ -615,12 +618,12 @@ step_k1() {
     done
     for r in 1 2 3; do
         for w in =mlp_replay =ce_replay =ce_softmax_replay; do
-            for v in "default X=1" "pdl DLACCEL_CUDA_K1_PDL=1"; do
+            for v in "${k1_variants[@]}"; do
                 bench_variant k1 "$v" $w $r
             done
         done
     done
-    for v in "default X=1" "pdl DLACCEL_CUDA_K1_PDL=1"; do
+    for v in "${k1_variants[@]}"; do
         for w in =mlp_replay =ce_replay; do
             env ${v#* } DLACCEL_CUDA_K1_PROFILE=1 DLACCEL_LOG=info timeout 60 \
                 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w --pipeline 30 \

@@ -18,8 +18,12 @@
 #undef __device__
 #undef __global__
 #undef __forceinline__
+#undef __noinline__
+#undef __host__
 #undef __shared__
 #define __device__
+#define __host__
+#define __noinline__ __attribute__((noinline))
 #define __global__
 #define __forceinline__ inline
 #define __shared__

@@ -74,6 +74,8 @@ struct {
 /* Steps the emulated launch stages in shared memory (-1: as many as fit,
  * as the launcher does). */
 int g_k1_staged = -1;
+/* Whether the last one kernel ran with the regions in shared memory. */
+int g_k1_windows = 0;
 
 template <typename U> void emu_move(const dla__cu_space *sp, const dla__cu_vw *y,
                                     const dla__cu_vw *x, uint64_t bits)
@@ -151,19 +153,27 @@ cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla
 
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
                               const dla__cu_copies *in, const dla__cu_copies *out,
-                              unsigned long long *prof, int early)
+                              unsigned long long *prof, int how)
 {
     (void)stream;
-    (void)early; /* one launch at a time here: nothing to start early beside */
+    /* DLA__CU_K1_EARLY: one launch at a time here, nothing to start early
+     * beside (its wait is a no-op off the GPU). */
     g_k1_launches++;
     /* Every step staged, as the launcher stages as many as fit; the
      * emulation runs those past the shared memory from global memory. */
     const int32_t fit = (int32_t)(sizeof dla__cu_k1_smem / (sizeof(dla__cu_k1_step)));
     const int32_t staged = g_k1_staged < 0 ? (n < fit ? n : fit) : g_k1_staged;
+    /* The regions' windows as the launcher lays them out, where they fit. */
+    const size_t stage = ((size_t)staged * sizeof(dla__cu_k1_step) + 15) / 16 * 16;
+    const int32_t windows = (how & DLA__CU_K1_SHARED) && staged == n &&
+                            stage + (size_t)k1_window_bytes(*in, *out) <= sizeof dla__cu_k1_smem;
+    g_k1_windows = windows;
     if (prof)
-        emu_run_blocks(1, EMU_TEAM, [&] { onekern_k<true>(steps, n, staged, *in, *out, prof); });
+        emu_run_blocks(1, EMU_TEAM,
+                       [&] { onekern_k<true>(steps, n, staged, *in, *out, prof, windows); });
     else
-        emu_run_blocks(1, EMU_TEAM, [&] { onekern_k<false>(steps, n, staged, *in, *out, prof); });
+        emu_run_blocks(1, EMU_TEAM,
+                       [&] { onekern_k<false>(steps, n, staged, *in, *out, prof, windows); });
     return cudaSuccess;
 }
 
@@ -649,7 +659,20 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     in.src[0] = b[XRUN].m.ptr, in.dst[0] = b[X].m.ptr, in.bytes[0] = 12 * sizeof(T);
     out.n = 1;
     out.src[0] = b[U].m.ptr, out.dst[0] = b[URUN].m.ptr, out.bytes[0] = 4 * sizeof(T);
-    for (int staged : {-1, 5}) {
+    /* Every step staged; 5 staged; every step staged with the regions in
+     * shared memory (DLACCEL_CUDA_K1_SHARED: the steps' pointers into
+     * the roles X and U moved to their windows, the roles' own buffers
+     * never touched); and asked for that with 5 staged, which cannot
+     * (the steps past the staging keep their global pointers). */
+    const struct {
+        int staged, how;
+        const char *name;
+    } runs[] = {{-1, 0, "every step staged in shared memory"},
+                {5, 0, "5 steps staged"},
+                {-1, DLA__CU_K1_SHARED, "every step staged, the regions in shared memory"},
+                {5, DLA__CU_K1_SHARED, "5 steps staged, the regions asked for in shared memory"}};
+    for (const auto &run : runs) {
+        const int staged = run.staged;
         for (int i = 0; i < NB; i++)
             memcpy(b[i].data.data(), before[i].data(), before[i].size());
         memset(b[X].data.data(), 0, 12 * sizeof(T)); /* the region copied in */
@@ -660,13 +683,23 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
          * same bits, and its launch counted. */
         unsigned long long prof[DLA__CU_K1_PROF_SLOTS] = {0};
         int run_ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in,
-                                       &out, staged == 5 ? prof : NULL, 0) == cudaSuccess &&
+                                       &out, staged == 5 ? prof : NULL, run.how) == cudaSuccess &&
                      g_k1_launches == launches + 1 &&
                      prof[DLA__CU_K1_PROF_LAUNCHES] == (staged == 5 ? 1u : 0u);
+        const int windows = run.how == DLA__CU_K1_SHARED && staged < 0;
+        run_ok &= g_k1_windows == windows;
         g_k1_staged = -1;
+        /* With windows the roles' global buffers keep what they held:
+         * X the zeros above, U its state before the chain. */
+        std::vector<std::vector<unsigned char>> want = eager;
+        if (windows) {
+            want[X] = b[X].data;
+            memset(want[X].data(), 0, 12 * sizeof(T));
+            want[U] = before[U];
+        }
         int differ = -1;
         for (int i = 0; i < NB && differ < 0; i++)
-            if (b[i].data != eager[i])
+            if (b[i].data != want[i])
                 differ = i;
         if (differ >= 0)
             printf("# buffer %d differs from the launches one by one\n", differ);
@@ -674,7 +707,7 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
                "one kernel %s, %s: 14 steps (2 small gemm, 2 fused_multi, fused, unary, binary, "
                "2 fills, a strided copy, 2 sums, a mean and a max with positions) and its copies "
                "give the bits of the launches one by one",
-               what, staged < 0 ? "every step staged in shared memory" : "5 steps staged");
+               what, run.name);
     }
     dla__cu_mem_free(&d, (dla_mem)k);
     dla__cu_k1_release(&d);

@@ -130,13 +130,18 @@ void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
 
 /* The one kernel, one block: the copies in, steps[0 .. n-1] (device
  * memory) with a barrier after each, the copies out. prof: NULL, or the
- * DLA__CU_K1_PROF_SLOTS counters the phases' cycles are added to. early:
- * launched as a programmatic dependent launch (DLACCEL_CUDA_K1_PDL;
- * compute capability 9.0 on), which may start, and stage its steps,
- * while the kernel before it on the stream ends (onekern_kernels.cu). */
+ * DLA__CU_K1_PROF_SLOTS counters the phases' cycles are added to. how:
+ * DLA__CU_K1_EARLY, launched as a programmatic dependent launch
+ * (DLACCEL_CUDA_K1_PDL; compute capability 9.0 on), which may start, and
+ * stage its steps, while the kernel before it on the stream ends;
+ * DLA__CU_K1_SHARED (DLACCEL_CUDA_K1_SHARED), the regions copied in and
+ * out kept in shared memory while the steps run, where they fit
+ * (onekern_kernels.cu). */
+#define DLA__CU_K1_EARLY 1
+#define DLA__CU_K1_SHARED 2
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
                               const dla__cu_copies *in, const dla__cu_copies *out,
-                              unsigned long long *prof, int early);
+                              unsigned long long *prof, int how);
 
 /* The one kernel over steps[0 .. n-1] (device memory) without copies, as
  * a kernel node of graph after deps[0 .. ndeps-1] (segment.c). */

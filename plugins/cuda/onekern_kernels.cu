@@ -125,27 +125,111 @@ __device__ __forceinline__ void move_step(int kind, const dla__cu_k1_move &m)
     }
 }
 
+#ifndef DLA__CU_K1_LANES
+#define DLA__CU_K1_LANES 32 /* a warp: its loads coalesce */
+#endif
+#define K1_GROUP_BYTES (DLA__CU_K1_LANES * 4 * 16)
+
+/* DLACCEL_CUDA_K1_SHARED=1: the roles (the graph's buffers of the run's
+ * regions: the copies in's destinations, then the copies out's sources)
+ * live in shared memory during the kernel, in windows after the staged
+ * steps, each at its global address's offset past a 16-byte boundary (so
+ * a view keeps its alignment, and its vector loads). Every step pointer
+ * into a role is moved to its window once the steps are staged, so a step
+ * reads the run's inputs and writes its results at a shared memory
+ * round trip instead of a global one; the copies in fill the windows from
+ * the run's regions and the copies out write the run's buffers from them.
+ * The roles' global buffers are then neither read nor written by the
+ * replay (the graph, which uses them, copies into them itself). p's
+ * window (win: the first), or p itself when it is in no role. */
+__device__ __noinline__ char *k1_relocated(char *p, const dla__cu_copies &in,
+                                           const dla__cu_copies &out, char *win)
+{
+    uintptr_t at = (uintptr_t)win;
+    for (int r = 0; r < in.n + out.n; r++) {
+        const char *lo = r < in.n ? in.dst[r] : out.src[r - in.n];
+        const int64_t bytes = r < in.n ? in.bytes[r] : out.bytes[r - in.n];
+        const uintptr_t w = (at + 15) / 16 * 16 + (uintptr_t)lo % 16;
+        if (p >= lo && p < lo + bytes)
+            return (char *)w + (p - lo);
+        at = w + (uintptr_t)bytes;
+    }
+    return p;
+}
+
+/* The bytes of the windows k1_relocated lays out after a 16-byte
+ * boundary (host and device). */
+__host__ __device__ inline int64_t k1_window_bytes(const dla__cu_copies &in,
+                                                   const dla__cu_copies &out)
+{
+    int64_t at = 0;
+    for (int r = 0; r < in.n + out.n; r++) {
+        const char *lo = r < in.n ? in.dst[r] : out.src[r - in.n];
+        at = (at + 15) / 16 * 16 + (int64_t)((uintptr_t)lo % 16) +
+             (r < in.n ? in.bytes[r] : out.bytes[r - in.n]);
+    }
+    return at;
+}
+
+/* The pointer fields of a staged step, field f of each kind (NULL past
+ * its last): what k1_relocated moves. */
+__device__ __forceinline__ char **k1_pointer(dla__cu_k1_step &st, int f)
+{
+    switch (st.kind) {
+    case DLA__CU_K1_FUSED:
+        return f < 16 ? &st.u.fused.v.v[f].base : NULL;
+    case DLA__CU_K1_REDUCE:
+        return f == 0   ? &st.u.red.y
+               : f == 1 ? (char **)&st.u.red.x
+               : f == 2 ? (char **)&st.u.red.index
+                        : NULL; /* part_v and part_i: one part, never used */
+    case DLA__CU_K1_GEMM:
+        return f == 0   ? (char **)&st.u.gemm.a
+               : f == 1 ? (char **)&st.u.gemm.b
+               : f == 2 ? &st.u.gemm.c
+                        : NULL;
+    default:
+        return f < 2 ? &st.u.move.v[f].base : NULL;
+    }
+}
+
 /* The block's byte copies c (a replay's inputs in, or its results out),
  * as many regions in flight at once as the block has groups of K1_LANES
  * threads: a region of at most K1_GROUP_BYTES is one group's (the small
  * ones dealt round the groups in turn), one that is larger the whole
  * block's, after them. Region by region, each small one would cost the
- * block a load's latency (the tiny MLP's step has eleven). */
-#ifndef DLA__CU_K1_LANES
-#define DLA__CU_K1_LANES 32 /* a warp: its loads coalesce */
-#endif
-#define K1_GROUP_BYTES (DLA__CU_K1_LANES * 4 * 16)
-__device__ __forceinline__ void block_copies(const dla__cu_copies &c)
+ * block a load's latency (the tiny MLP's step has eleven). win: the roles'
+ * windows (k1_relocated), or NULL; the roles are c's destinations (out 0)
+ * or its sources (out 1). */
+__device__ __forceinline__ void block_copies(const dla__cu_copies &c, const dla__cu_copies &in,
+                                             const dla__cu_copies &out, char *win, int is_out)
 {
     const unsigned lanes = blockDim.x < DLA__CU_K1_LANES ? blockDim.x : DLA__CU_K1_LANES;
     const unsigned group = threadIdx.x / lanes, groups = blockDim.x / lanes;
     unsigned small = 0;
-    for (int r = 0; r < c.n; r++)
-        if (c.bytes[r] <= K1_GROUP_BYTES && small++ % groups == group)
-            dla__cu_copy_region(c.dst[r], c.src[r], c.bytes[r], threadIdx.x % lanes, lanes);
-    for (int r = 0; r < c.n; r++)
-        if (c.bytes[r] > K1_GROUP_BYTES)
-            dla__cu_copy_region(c.dst[r], c.src[r], c.bytes[r], threadIdx.x, blockDim.x);
+    for (int r = 0; r < c.n; r++) {
+        const int big = c.bytes[r] > K1_GROUP_BYTES;
+        if (big || small++ % groups != group)
+            continue;
+        char *dst = c.dst[r];
+        const char *src = c.src[r];
+        if (win && is_out)
+            src = k1_relocated((char *)src, in, out, win);
+        else if (win)
+            dst = k1_relocated(dst, in, out, win);
+        dla__cu_copy_region(dst, src, c.bytes[r], threadIdx.x % lanes, lanes);
+    }
+    for (int r = 0; r < c.n; r++) {
+        if (c.bytes[r] <= K1_GROUP_BYTES)
+            continue;
+        char *dst = c.dst[r];
+        const char *src = c.src[r];
+        if (win && is_out)
+            src = k1_relocated((char *)src, in, out, win);
+        else if (win)
+            dst = k1_relocated(dst, in, out, win);
+        dla__cu_copy_region(dst, src, c.bytes[r], threadIdx.x, blockDim.x);
+    }
 }
 
 /* A fused step with only the slots it has located: fewer inputs and
@@ -229,7 +313,7 @@ __device__ __forceinline__ void k1_wait_for_previous(void)
 template <bool PROF>
 __global__ void __launch_bounds__(DLA__CU_THREADS)
     onekern_k(const dla__cu_k1_step *steps, int32_t n, int32_t staged, const dla__cu_copies in,
-              const dla__cu_copies out, unsigned long long *prof)
+              const dla__cu_copies out, unsigned long long *prof, int32_t windows)
 {
     k1_let_next_start();
     long long lap = PROF ? k1_clock() : 0;
@@ -247,7 +331,21 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
     /* Nothing before this line reads or writes what the stream's earlier
      * work does (k1_let_next_start). */
     k1_wait_for_previous();
-    block_copies(in);
+    /* windows: every step is staged, and the roles' windows follow them
+     * (k1_relocated): each staged step's pointers into a role are moved
+     * to its window first. */
+    char *win = NULL;
+    if (windows) {
+        win = (char *)dla__cu_k1_smem + (stage_bytes + 15) / 16 * 16;
+        __syncthreads();
+        dla__cu_k1_step *st = (dla__cu_k1_step *)dla__cu_k1_smem;
+        for (int32_t t = threadIdx.x; t < staged * 16; t += blockDim.x) {
+            char **f = k1_pointer(st[t / 16], t % 16);
+            if (f)
+                *f = k1_relocated(*f, in, out, win);
+        }
+    }
+    block_copies(in, in, out, win, 0);
     __syncthreads();
     if (PROF)
         k1_lap(prof, 0, &lap);
@@ -276,7 +374,7 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
         if (PROF)
             k1_lap(prof, 1 + (s < DLA__CU_K1_PROF_STEPS ? s : DLA__CU_K1_PROF_STEPS - 1), &lap);
     }
-    block_copies(out);
+    block_copies(out, in, out, win, 1);
     if (PROF) {
         __syncthreads();
         k1_lap(prof, DLA__CU_K1_PROF_OUT, &lap);
@@ -312,11 +410,21 @@ static int32_t staged_of(int32_t n)
 extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
                                          int32_t n, const dla__cu_copies *in,
                                          const dla__cu_copies *out, unsigned long long *prof,
-                                         int early)
+                                         int how)
 {
     const int32_t staged = staged_of(n);
-    const size_t smem = (size_t)staged * sizeof(dla__cu_k1_step);
-    if (early) {
+    size_t smem = (size_t)staged * sizeof(dla__cu_k1_step);
+    /* The roles in shared memory when every step is staged and the
+     * windows fit beside them in the 48 KiB. */
+    int32_t windows = 0;
+    if ((how & DLA__CU_K1_SHARED) && staged == n) {
+        const size_t need = (smem + 15) / 16 * 16 + (size_t)k1_window_bytes(*in, *out);
+        if (need <= 48 * 1024) {
+            smem = need;
+            windows = 1;
+        }
+    }
+    if (how & DLA__CU_K1_EARLY) {
         cudaLaunchAttribute at[1] = {};
         at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[0].val.programmaticStreamSerializationAllowed = 1;
@@ -328,13 +436,17 @@ extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_s
         cfg.attrs = at;
         cfg.numAttrs = 1;
         if (prof)
-            return cudaLaunchKernelEx(&cfg, onekern_k<true>, steps, n, staged, *in, *out, prof);
-        return cudaLaunchKernelEx(&cfg, onekern_k<false>, steps, n, staged, *in, *out, prof);
+            return cudaLaunchKernelEx(&cfg, onekern_k<true>, steps, n, staged, *in, *out, prof,
+                                      windows);
+        return cudaLaunchKernelEx(&cfg, onekern_k<false>, steps, n, staged, *in, *out, prof,
+                                  windows);
     }
     if (prof)
-        onekern_k<true><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof);
+        onekern_k<true><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof,
+                                                              windows);
     else
-        onekern_k<false><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof);
+        onekern_k<false><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof,
+                                                               windows);
     return cudaGetLastError();
 }
 
@@ -346,8 +458,9 @@ extern "C" cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t 
     dla__cu_copies none;
     memset(&none, 0, sizeof none);
     unsigned long long *prof = NULL;
-    void *args[] = {(void *)&steps, (void *)&n,     (void *)&staged,
-                    (void *)&none,  (void *)&none, (void *)&prof};
+    int32_t windows = 0;
+    void *args[] = {(void *)&steps, (void *)&n,    (void *)&staged,  (void *)&none,
+                    (void *)&none,  (void *)&prof, (void *)&windows};
     cudaKernelNodeParams p = {};
     p.func = (void *)onekern_k<false>;
     p.gridDim = dim3(1);

@@ -319,8 +319,10 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
     }
     const dla__cu_k1_step *steps = (const dla__cu_k1_step *)g->k1->ptr;
     unsigned long long *prof = dla__cu_k1_profile(d);
+    const int how = d->k1_shared ? DLA__CU_K1_SHARED : 0;
     if (d->k1_pdl) {
-        const cudaError_t e = dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, 1);
+        const cudaError_t e =
+            dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, how | DLA__CU_K1_EARLY);
         if (e == cudaSuccess)
             return e;
         /* Refused (nothing enqueued): plain launches from now on. */
@@ -330,7 +332,7 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
                                         "was refused (%s); DLACCEL_CUDA_K1_PDL is off from now on",
                           d->index, cudaGetErrorString(e));
     }
-    return dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, 0);
+    return dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, how);
 }
 
 /* The run's regions as the capture sees them (dla__cu_remapped). */

@@ -234,6 +234,7 @@ static dla_status device_open(int index, void **out)
     /* Programmatic dependent launch exists from compute capability 9.0;
      * off by default until a GPU has measured it (docs/environment.md). */
     d->k1_pdl = d->cc_major >= 9 && env_flag("DLACCEL_CUDA_K1_PDL", 0);
+    d->k1_shared = env_flag("DLACCEL_CUDA_K1_SHARED", 0);
     struct cudaDeviceProp prop;
     memset(&prop, 0, sizeof prop);
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
@@ -243,7 +244,11 @@ static dla_status device_open(int index, void **out)
                          "replays %s, float32 %s",
            index, d->name, d->cc_major, d->cc_minor, d->sms, d->graphs_off ? "off" : "on",
            d->graphs_off || d->onekern_off ? "off" : "on",
-           d->graphs_off || d->onekern_off || !d->k1_pdl ? "" : " (launched early)",
+           d->graphs_off || d->onekern_off ? ""
+           : d->k1_pdl && d->k1_shared       ? " (launched early, regions in shared memory)"
+           : d->k1_pdl                       ? " (launched early)"
+           : d->k1_shared                    ? " (regions in shared memory)"
+                                             : "",
            d->graphs_off || d->seg_off ? "off" : "on",
            d->plan_wait ? "waited for" : "queued", d->tf32 ? "with TF32 tensor cores" : "exact");
     *out = d;
