@@ -141,9 +141,11 @@ __device__ __forceinline__ void move_step(int kind, const dla__cu_k1_move &m)
  * the run's regions and the copies out write the run's buffers from them.
  * The roles' global buffers are then neither read nor written by the
  * replay (the graph, which uses them, copies into them itself). p's
- * window (win: the first), or p itself when it is in no role. */
-__device__ __noinline__ char *k1_relocated(char *p, const dla__cu_copies &in,
-                                           const dla__cu_copies &out, char *win)
+ * window (win: the first), or p itself when it is in no role. Inlined:
+ * called, it took the copies' addresses, and the kernel copied both to a
+ * 3 KiB stack frame and spilled (ptxas -v, tests/cuda_onekern_spills.sh). */
+__device__ __forceinline__ char *k1_relocated(char *p, const dla__cu_copies &in,
+                                              const dla__cu_copies &out, char *win)
 {
     uintptr_t at = (uintptr_t)win;
     for (int r = 0; r < in.n + out.n; r++) {
