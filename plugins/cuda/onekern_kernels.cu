@@ -203,35 +203,31 @@ __device__ __forceinline__ char **k1_pointer(dla__cu_k1_step &st, int f)
  * block a load's latency (the tiny MLP's step has eleven). win: the roles'
  * windows (k1_relocated), or NULL; the roles are c's destinations (out 0)
  * or its sources (out 1). */
+__device__ __forceinline__ void block_copy(const dla__cu_copies &c, int r, const dla__cu_copies &in,
+                                           const dla__cu_copies &out, char *win, int is_out,
+                                           int64_t first, int64_t stride)
+{
+    char *dst = c.dst[r];
+    const char *src = c.src[r];
+    if (win && is_out)
+        src = k1_relocated((char *)src, in, out, win);
+    else if (win)
+        dst = k1_relocated(dst, in, out, win);
+    dla__cu_copy_region(dst, src, c.bytes[r], first, stride);
+}
+
 __device__ __forceinline__ void block_copies(const dla__cu_copies &c, const dla__cu_copies &in,
                                              const dla__cu_copies &out, char *win, int is_out)
 {
     const unsigned lanes = blockDim.x < DLA__CU_K1_LANES ? blockDim.x : DLA__CU_K1_LANES;
     const unsigned group = threadIdx.x / lanes, groups = blockDim.x / lanes;
     unsigned small = 0;
-    for (int r = 0; r < c.n; r++) {
-        const int big = c.bytes[r] > K1_GROUP_BYTES;
-        if (big || small++ % groups != group)
-            continue;
-        char *dst = c.dst[r];
-        const char *src = c.src[r];
-        if (win && is_out)
-            src = k1_relocated((char *)src, in, out, win);
-        else if (win)
-            dst = k1_relocated(dst, in, out, win);
-        dla__cu_copy_region(dst, src, c.bytes[r], threadIdx.x % lanes, lanes);
-    }
-    for (int r = 0; r < c.n; r++) {
-        if (c.bytes[r] <= K1_GROUP_BYTES)
-            continue;
-        char *dst = c.dst[r];
-        const char *src = c.src[r];
-        if (win && is_out)
-            src = k1_relocated((char *)src, in, out, win);
-        else if (win)
-            dst = k1_relocated(dst, in, out, win);
-        dla__cu_copy_region(dst, src, c.bytes[r], threadIdx.x, blockDim.x);
-    }
+    for (int r = 0; r < c.n; r++)
+        if (c.bytes[r] <= K1_GROUP_BYTES && small++ % groups == group)
+            block_copy(c, r, in, out, win, is_out, threadIdx.x % lanes, lanes);
+    for (int r = 0; r < c.n; r++)
+        if (c.bytes[r] > K1_GROUP_BYTES)
+            block_copy(c, r, in, out, win, is_out, threadIdx.x, blockDim.x);
 }
 
 /* A fused step with only the slots it has located: fewer inputs and
