@@ -153,27 +153,30 @@ cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks, const dla
 
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
                               const dla__cu_copies *in, const dla__cu_copies *out,
-                              unsigned long long *prof, int how)
+                              unsigned long long *prof, int how, const dla__cu_k1_win *win)
 {
     (void)stream;
     /* DLA__CU_K1_EARLY: one launch at a time here, nothing to start early
      * beside (its wait is a no-op off the GPU). */
+    (void)how;
     g_k1_launches++;
     /* Every step staged, as the launcher stages as many as fit; the
      * emulation runs those past the shared memory from global memory. */
     const int32_t fit = (int32_t)(sizeof dla__cu_k1_smem / (sizeof(dla__cu_k1_step)));
     const int32_t staged = g_k1_staged < 0 ? (n < fit ? n : fit) : g_k1_staged;
-    /* The regions' windows as the launcher lays them out, where they fit. */
+    /* The windows as the launcher takes them: every step staged, and room. */
     const size_t stage = ((size_t)staged * sizeof(dla__cu_k1_step) + 15) / 16 * 16;
-    const int32_t windows = (how & DLA__CU_K1_SHARED) && staged == n &&
-                            stage + (size_t)k1_window_bytes(*in, *out) <= sizeof dla__cu_k1_smem;
+    const int windows = win && win->nrel >= 0 && staged == n &&
+                        stage + (size_t)win->bytes <= sizeof dla__cu_k1_smem;
+    const dla__cu_k1_reloc *rel = windows ? win->rel : NULL;
+    const int32_t nrel = windows ? win->nrel : -1;
     g_k1_windows = windows;
     if (prof)
         emu_run_blocks(1, EMU_TEAM,
-                       [&] { onekern_k<true>(steps, n, staged, *in, *out, prof, windows); });
+                       [&] { onekern_k<true>(steps, n, staged, *in, *out, prof, rel, nrel); });
     else
         emu_run_blocks(1, EMU_TEAM,
-                       [&] { onekern_k<false>(steps, n, staged, *in, *out, prof, windows); });
+                       [&] { onekern_k<false>(steps, n, staged, *in, *out, prof, rel, nrel); });
     return cudaSuccess;
 }
 
@@ -615,7 +618,13 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     dla__cu_set_planning_here(NULL);
     emu_alloc_allowed = 1;
     int32_t nsteps = 0;
-    dla__cu_mem *k = dla__cu_k1_upload(&d, &nsteps);
+    /* The roles as plan.c gives them: X copied in, U copied out; their
+     * windows and the intermediates' (DLACCEL_CUDA_K1_SHARED) made too. */
+    const char *role_lo[2] = {b[X].m.ptr, b[U].m.ptr};
+    const int64_t role_bytes[2] = {12 * (int64_t)sizeof(T), 4 * (int64_t)sizeof(T)};
+    dla__cu_k1_win win;
+    d.k1_shared = 1;
+    dla__cu_mem *k = dla__cu_k1_upload(&d, &nsteps, role_lo, role_bytes, 2, &win);
     emu_alloc_allowed = 0;
     const char *what = sizeof(T) == 8 ? "f64" : "f32";
     if (too_big || silent) {
@@ -659,18 +668,45 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     in.src[0] = b[XRUN].m.ptr, in.dst[0] = b[X].m.ptr, in.bytes[0] = 12 * sizeof(T);
     out.n = 1;
     out.src[0] = b[U].m.ptr, out.dst[0] = b[URUN].m.ptr, out.bytes[0] = 4 * sizeof(T);
-    /* Every step staged; 5 staged; every step staged with the regions in
-     * shared memory (DLACCEL_CUDA_K1_SHARED: the steps' pointers into
-     * the roles X and U moved to their windows, the roles' own buffers
-     * never touched); and asked for that with 5 staged, which cannot
-     * (the steps past the staging keep their global pointers). */
+    /* Which buffers the windows hold: the roles X and U, and the
+     * intermediates, which a step writes before any reads them; not W, B
+     * and R, which the steps only read, nor Z, which the second GEMM reads
+     * before it writes it (beta 1). */
+    int moved[NB] = {0};
+    const int64_t esize = (int64_t)sizeof(T);
+    for (int32_t e = 0; e < win.nrel; e++)
+        for (int i = 0; i < NB; i++)
+            if ((uintptr_t)win.rel[e].lo >= (uintptr_t)b[i].m.ptr &&
+                (uintptr_t)win.rel[e].lo < (uintptr_t)b[i].m.ptr + b[i].data.size())
+                moved[i] = 1 + (win.rel[e].lo != (int64_t)(uintptr_t)b[i].m.ptr);
+    int windows_ok = win.nrel > 0;
+    for (int i : {X, U, H, Y, HB, S, M, MI, E, P, TP, TOT, RS, Q, Q0, Q1, F, ZR})
+        windows_ok &= moved[i] == 1;
+    for (int i : {W, B, R, Z, XRUN, URUN, BIG})
+        windows_ok &= moved[i] == 0;
+    if (!windows_ok) {
+        printf("# windows: %d relocations; moved:", (int)win.nrel);
+        for (int i = 0; i < NB; i++)
+            printf(" %d", moved[i]);
+        printf("\n");
+    }
+    result(windows_ok, "one kernel %s: the windows hold the two roles and the 16 intermediates, "
+                       "not the 3 buffers only read nor the one the second GEMM reads first",
+           sizeof(T) == 8 ? "f64" : "f32");
+
+    /* Every step staged; 5 staged; every step staged with the windows
+     * (DLACCEL_CUDA_K1_SHARED: the steps' pointers moved to them, the
+     * moved buffers' global bytes never touched, the intermediates'
+     * results left in the windows); and the windows asked for with 5
+     * staged, which cannot have them (the steps past the staging keep
+     * their global pointers). */
     const struct {
-        int staged, how;
+        int staged, windows;
         const char *name;
     } runs[] = {{-1, 0, "every step staged in shared memory"},
                 {5, 0, "5 steps staged"},
-                {-1, DLA__CU_K1_SHARED, "every step staged, the regions in shared memory"},
-                {5, DLA__CU_K1_SHARED, "5 steps staged, the regions asked for in shared memory"}};
+                {-1, 1, "every step staged, its data in shared memory"},
+                {5, 1, "5 steps staged, its data asked for in shared memory"}};
     for (const auto &run : runs) {
         const int staged = run.staged;
         for (int i = 0; i < NB; i++)
@@ -683,26 +719,45 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
          * same bits, and its launch counted. */
         unsigned long long prof[DLA__CU_K1_PROF_SLOTS] = {0};
         int run_ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in,
-                                       &out, staged == 5 ? prof : NULL, run.how) == cudaSuccess &&
+                                       &out, staged == 5 ? prof : NULL, 0,
+                                       run.windows ? &win : NULL) == cudaSuccess &&
                      g_k1_launches == launches + 1 &&
                      prof[DLA__CU_K1_PROF_LAUNCHES] == (staged == 5 ? 1u : 0u);
-        const int windows = run.how == DLA__CU_K1_SHARED && staged < 0;
+        const int windows = run.windows && staged < 0;
         run_ok &= g_k1_windows == windows;
         g_k1_staged = -1;
-        /* With windows the roles' global buffers keep what they held:
-         * X the zeros above, U its state before the chain. */
+        /* With windows the moved buffers' global bytes are what they
+         * held (X the zeros above), and each intermediate's result is in
+         * its window, the first of the relocations into it: its whole
+         * buffer but the spare element the buffers have. */
         std::vector<std::vector<unsigned char>> want = eager;
+        int differ = -1;
         if (windows) {
+            const char *base = (const char *)dla__cu_k1_smem +
+                               ((int64_t)nsteps * (int64_t)sizeof(dla__cu_k1_step) + 15) / 16 * 16;
+            for (int i = 0; i < NB; i++) {
+                if (!moved[i] || i == X || i == U)
+                    continue;
+                want[i] = before[i];
+                const size_t n = (size_t)el[i] * (size_t)(i == MI ? 4 : esize);
+                for (int32_t e = 0; e < win.nrel; e++)
+                    if (win.rel[e].lo == (int64_t)(uintptr_t)b[i].m.ptr) {
+                        if (memcmp(base + win.rel[e].off, eager[i].data(), n) != 0 && differ < 0)
+                            differ = i;
+                        break;
+                    }
+            }
             want[X] = b[X].data;
             memset(want[X].data(), 0, 12 * sizeof(T));
             want[U] = before[U];
         }
-        int differ = -1;
-        for (int i = 0; i < NB && differ < 0; i++)
-            if (b[i].data != want[i])
-                differ = i;
         if (differ >= 0)
-            printf("# buffer %d differs from the launches one by one\n", differ);
+            printf("# the window of buffer %d differs from the launches one by one\n", differ);
+        for (int i = 0; i < NB && differ < 0; i++)
+            if (b[i].data != want[i]) {
+                differ = i;
+                printf("# buffer %d differs from the launches one by one\n", differ);
+            }
         result(ok && run_ok && differ < 0,
                "one kernel %s, %s: 14 steps (2 small gemm, 2 fused_multi, fused, unary, binary, "
                "2 fills, a strided copy, 2 sums, a mean and a max with positions) and its copies "
@@ -897,16 +952,93 @@ static void k1_copies_case(result_fn result)
         at = (off + sizes[r] + 16 + 15) / 16 * 16;
     }
     in.n = out.n = n;
-    const int run_ok = dla__cu_k1_launch(NULL, NULL, 0, &in, &out, NULL, 0) == cudaSuccess;
+    const int run_ok = dla__cu_k1_launch(NULL, NULL, 0, &in, &out, NULL, 0, NULL) == cudaSuccess;
     result(run_ok && mid == want_mid && dst == want_dst,
            "one kernel's copies: %d regions in and out of 1 to 4096 bytes, some off any 4-byte "
            "boundary, dealt round the groups and over the block: every byte where it belongs",
            n);
 }
 
+/* dla__cu_k1_windows on steps made by hand, at addresses never
+ * dereferenced: a reduce whose operands are their memory's element 0
+ * with offsets (x's pointer 256 bytes before its role, y's in no role),
+ * then a copy that reads y's bytes and writes z's. x's accesses lie in
+ * the role, so x moves with it though its pointer is outside; y is
+ * written first (an intermediate); z's window follows. A role too large
+ * for the budget, or a read across a role's edge, gives no windows. */
+void k1_windows_case(result_fn result)
+{
+    char *const mem = (char *)(uintptr_t)0x100000; /* 256-byte aligned, like the pool's */
+    dla__cu_k1_step st[2];
+    memset(st, 0, sizeof st);
+    st[0].kind = DLA__CU_K1_REDUCE;
+    dla__cu_red_launch &l = st[0].u.red;
+    l.x = mem;        /* x: 3 x 4 floats at element 64 (byte 256) */
+    l.y = mem + 4096; /* y: 3 floats at element 2 */
+    l.g.xoff = 64, l.g.yoff = 2;
+    l.g.nk = 1, l.g.kd[0] = 3, l.g.kx[0] = 1, l.g.ky[0] = 1;
+    l.g.nr = 1, l.g.rd[0] = 4, l.g.rx[0] = 3;
+    l.g.outputs = 3, l.g.nred = 4;
+    st[1].kind = DLA__CU_K1_COPY;
+    dla__cu_k1_move &m = st[1].u.move;
+    m.sp.nd = 1, m.sp.n = 3, m.sp.dims[0] = 3;
+    m.esize = 4;
+    m.v[0].base = mem + 8192 + 4, m.v[0].st[0] = 1; /* z, 4 bytes past a 16-byte boundary */
+    m.v[1].base = mem + 4096 + 8, m.v[1].st[0] = 1; /* y's 3 floats */
+    const char *role_lo[1] = {mem + 256};
+    const int64_t role_bytes[1] = {48};
+    dla__cu_k1_reloc rel[32];
+    int64_t bytes = -1;
+    const int32_t n = dla__cu_k1_windows(st, 2, role_lo, role_bytes, 1, 4096, rel, &bytes);
+    /* The role's window at 0 (48 bytes); y's run at 56 (8 past the
+     * boundary at 48, as its address is 8 past one), 12 bytes; z's at 84
+     * (4 past 80), 12 bytes: 96 in all. */
+    int ok = n == 4 && bytes == 96;
+    int seen = 0;
+    for (int32_t e = 0; ok && e < n; e++) {
+        const dla__cu_k1_reloc &r = rel[e];
+        if (r.step == 0 && r.field == 1)
+            ok &= r.lo == (int64_t)(uintptr_t)(mem + 256) && r.off == 0, seen |= 1;
+        else if (r.step == 0 && r.field == 0)
+            ok &= r.lo == (int64_t)(uintptr_t)(mem + 4096 + 8) && r.off == 56, seen |= 2;
+        else if (r.step == 1 && r.field == 1)
+            ok &= r.lo == (int64_t)(uintptr_t)(mem + 4096 + 8) && r.off == 56, seen |= 4;
+        else if (r.step == 1 && r.field == 0)
+            ok &= r.lo == (int64_t)(uintptr_t)(mem + 8192 + 4) && r.off == 84, seen |= 8;
+        else
+            ok = 0;
+    }
+    if (!ok || seen != 15) {
+        printf("# windows: %d relocations, %lld bytes:", (int)n, (long long)bytes);
+        for (int32_t e = 0; e < n && e < 32; e++)
+            printf(" (%d %d %lld %lld)", (int)rel[e].step, (int)rel[e].field,
+                   (long long)(rel[e].lo - (int64_t)(uintptr_t)mem), (long long)rel[e].off);
+        printf("\n");
+    }
+    result(ok && seen == 15, "one kernel's windows: a reduce's x moved with its role though its "
+                             "pointer lies 256 bytes before it, y and z (written first) moved "
+                             "to windows of their own, each at its address's offset past 16 bytes");
+    const int32_t small = dla__cu_k1_windows(st, 2, role_lo, role_bytes, 1, 40, rel, &bytes);
+    const int64_t edge_bytes[1] = {40}; /* x's last 8 bytes past the role's end */
+    const int32_t edge = dla__cu_k1_windows(st, 2, role_lo, edge_bytes, 1, 4096, rel, &bytes);
+    /* The copy first: y is read before the reduce writes it, and keeps
+     * its place; z is still written first. */
+    std::swap(st[0], st[1]);
+    const int32_t read_first = dla__cu_k1_windows(st, 2, role_lo, role_bytes, 1, 4096, rel, &bytes);
+    int y_moved = 0;
+    for (int32_t e = 0; e < read_first; e++)
+        y_moved |= rel[e].lo == (int64_t)(uintptr_t)(mem + 4096 + 8);
+    result(small == -1 && edge == -1 && read_first == 2 && !y_moved,
+           "one kernel's windows: none when the role exceeds the budget (%d) or an access crosses "
+           "its edge (%d); a run read before it is written keeps its place (%d relocations, the "
+           "role's and z's)",
+           (int)small, (int)edge, (int)read_first);
+}
+
 void emu_onekern_cases(result_fn result)
 {
     k1_copies_case(result);
+    k1_windows_case(result);
     for (int f64 = 0; f64 < 2; f64++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)

@@ -315,8 +315,14 @@ int dla__cu_k1_recording(const dla__cu_device *d);
 void dla__cu_k1_note(dla__cu_device *d, const struct dla__cu_k1_step *step, int64_t work);
 /* After a capture that is kept: the recorded steps in device memory
  * (*n of them), or NULL when the capture cannot run as one kernel
- * (d->k1_why says why). */
-dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n);
+ * (d->k1_why says why). With DLACCEL_CUDA_K1_SHARED, the windows of the
+ * roles (role_lo, role_bytes: nroles, in the copies' order) and of the
+ * intermediates in *win (onekern_kern.h), their relocations after the
+ * steps; win->nrel -1: none. */
+struct dla__cu_k1_win;
+dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n, const char *const *role_lo,
+                               const int64_t *role_bytes, int32_t nroles,
+                               struct dla__cu_k1_win *win);
 /* The capture is not one kernel, for the reason given (printf-style). */
 void dla__cu_k1_spoil(dla__cu_device *d, const char *fmt, ...);
 void dla__cu_k1_release(dla__cu_device *d);

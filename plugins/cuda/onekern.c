@@ -15,6 +15,8 @@
 #include "plugins/cuda/onekern_kern.h"
 
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,9 +152,13 @@ void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
     dla__cu_k1_note(d, &st, sp->n);
 }
 
-dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
+dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n, const char *const *role_lo,
+                               const int64_t *role_bytes, int32_t nroles, dla__cu_k1_win *win)
 {
     *n = 0;
+    win->rel = NULL;
+    win->nrel = -1;
+    win->bytes = 0;
     check_last(d);
     if (d->k1_n == 0)
         dla__cu_k1_spoil(d, "no steps");
@@ -160,9 +166,33 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
     dla__cu_k1_spoil(d, "uploaded"); /* nothing more is recorded until the next capture */
     if (!ok)
         return NULL;
-    const size_t bytes = (size_t)d->k1_n * sizeof(dla__cu_k1_step);
+    /* The windows (DLACCEL_CUDA_K1_SHARED) where every step is staged,
+     * in the 48 KiB beside them: their relocations follow the steps. */
+    const size_t steps_bytes = (size_t)d->k1_n * sizeof(dla__cu_k1_step);
+    size_t bytes = steps_bytes;
+    const void *src = d->k1_steps;
+    char *both = NULL; /* the steps and the relocations, when there are any */
+    dla__cu_k1_reloc *rel = NULL;
+    int32_t nrel = -1;
+    int64_t win_bytes = 0;
+    const int64_t budget = 48 * 1024 - (int64_t)((steps_bytes + 15) / 16 * 16);
+    if (d->k1_shared && budget > 0 &&
+        (rel = dla__cu_host->alloc((size_t)d->k1_n * 16 * sizeof *rel, 0)) != NULL) {
+        nrel = dla__cu_k1_windows(d->k1_steps, d->k1_n, role_lo, role_bytes, nroles, budget, rel,
+                                  &win_bytes);
+        if (nrel > 0 && (both = dla__cu_host->alloc(steps_bytes + (size_t)nrel * sizeof *rel, 0))) {
+            memcpy(both, d->k1_steps, steps_bytes);
+            memcpy(both + steps_bytes, rel, (size_t)nrel * sizeof *rel);
+            bytes += (size_t)nrel * sizeof *rel;
+            src = both;
+        } else if (nrel > 0) {
+            nrel = -1;
+        }
+    }
+    dla__cu_host->free(rel);
     dla_mem m = NULL;
     if (dla__cu_mem_alloc(d, bytes, &m) != DLA_OK) {
+        dla__cu_host->free(both);
         snprintf(d->k1_why, sizeof d->k1_why, "no device memory for its steps");
         return NULL;
     }
@@ -171,15 +201,22 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n)
      * From pageable memory the call may return before it has read the
      * steps, and the next capture (plan_end no longer waits) writes them
      * again: the stream is waited for, once a capture. */
-    if (cudaMemcpyAsync(k->ptr, d->k1_steps, bytes, cudaMemcpyHostToDevice, d->stream) !=
-            cudaSuccess ||
-        cudaStreamSynchronize(d->stream) != cudaSuccess) {
+    const int copied =
+        cudaMemcpyAsync(k->ptr, src, bytes, cudaMemcpyHostToDevice, d->stream) == cudaSuccess &&
+        cudaStreamSynchronize(d->stream) == cudaSuccess;
+    dla__cu_host->free(both);
+    if (!copied) {
         cudaGetLastError();
         dla__cu_mem_free(d, m);
         snprintf(d->k1_why, sizeof d->k1_why, "its steps could not be copied to the device");
         return NULL;
     }
     *n = d->k1_n;
+    if (nrel >= 0) {
+        win->rel = (const dla__cu_k1_reloc *)(k->ptr + steps_bytes);
+        win->nrel = nrel;
+        win->bytes = win_bytes;
+    }
     d->k1_prof_n = d->k1_n;
     for (int32_t i = 0; i < d->k1_n && i < (int32_t)sizeof d->k1_prof_kinds; i++)
         d->k1_prof_kinds[i] = (int8_t)d->k1_steps[i].kind;
@@ -270,4 +307,203 @@ void dla__cu_k1_release(dla__cu_device *d)
     }
     dla__cu_host->free(d->k1_steps);
     d->k1_steps = NULL;
+}
+
+/* ------------------------------------------------- the windows (shared) */
+
+/* A pointer field of a step: the bytes its accesses span, [lo, hi) (hi ==
+ * lo: none), and whether the step reads and writes them. */
+typedef struct k1_field {
+    int32_t step, field;
+    uint64_t lo, hi;
+    int reads, writes;
+} k1_field;
+
+/* The span of base + esize * (sum of i_d * st[d]) over i_d < dims[d]: the
+ * field's bytes (none when a dim is 0 or base is NULL). */
+static void span(k1_field *f, const char *base, int64_t esize, int64_t off0, int nd,
+                 const int64_t *dims, const int64_t *st)
+{
+    f->lo = f->hi = 0;
+    if (!base)
+        return;
+    int64_t lo = off0, hi = off0;
+    for (int d = 0; d < nd; d++) {
+        if (dims[d] <= 0)
+            return;
+        const int64_t e = (dims[d] - 1) * st[d];
+        if (e < 0)
+            lo += e;
+        else
+            hi += e;
+    }
+    f->lo = (uint64_t)(uintptr_t)base + (uint64_t)(lo * esize);
+    f->hi = (uint64_t)(uintptr_t)base + (uint64_t)((hi + 1) * esize);
+}
+
+/* Field f of step st (onekern_kernels.cu's k1_pointer numbers them the
+ * same): its span and use; 0 past the kind's last field. */
+static int field_of(const dla__cu_k1_step *st, int f, k1_field *out)
+{
+    const int64_t esize = st->f64 ? 8 : 4;
+    memset(out, 0, sizeof *out);
+    out->field = f;
+    switch (st->kind) {
+    case DLA__CU_K1_FUSED: {
+        const dla_fmviews *v = &st->u.fused.v;
+        const int used = f == 0 || (f >= 1 && f <= st->u.fused.p.ninputs) ||
+                         (f >= 9 && f < 9 + v->nextra);
+        if (f >= 16)
+            return 0;
+        if (used) {
+            int64_t dims[8], st_[8]; /* dla_i64 is long long, int64_t may be long */
+            for (int d = 0; d < 8; d++) {
+                dims[d] = (int64_t)v->sp.dims[d];
+                st_[d] = (int64_t)v->v[f].st[d];
+            }
+            span(out, v->v[f].base, esize, 0, v->sp.nd < 8 ? v->sp.nd : 8, dims, st_);
+        }
+        out->reads = f >= 1 && f <= 8;
+        out->writes = !out->reads;
+        return 1;
+    }
+    case DLA__CU_K1_REDUCE: {
+        const dla__cu_red_launch *l = &st->u.red;
+        const dla__cu_red_geom *g = &l->g;
+        int64_t dims[2 * DLA__CU_RD], st_[2 * DLA__CU_RD];
+        int nd = 0;
+        if (f > 2)
+            return 0;
+        for (int k = 0; k < g->nk && k < DLA__CU_RD; k++, nd++) {
+            dims[nd] = g->kd[k];
+            st_[nd] = f == 0 ? g->ky[k] : f == 1 ? g->kx[k] : g->ki[k];
+        }
+        for (int k = 0; f == 1 && k < g->nr && k < DLA__CU_RD; k++, nd++) {
+            dims[nd] = g->rd[k];
+            st_[nd] = g->rx[k];
+        }
+        const char *base = f == 0 ? l->y : f == 1 ? l->x : (const char *)l->index;
+        span(out, base, f == 2 ? 4 : esize, f == 0 ? g->yoff : f == 1 ? g->xoff : g->ioff, nd,
+             dims, st_);
+        out->reads = f == 1;
+        out->writes = f != 1;
+        return 1;
+    }
+    case DLA__CU_K1_GEMM: {
+        const dla__cu_sgemm *g = &st->u.gemm;
+        if (f > 2)
+            return 0;
+        /* a(i, l) of page p at p sa + i ai + l al; b(l, j) at p sb + l bl +
+         * j bj; c(i, j) at p sc + i + j ldc. */
+        const int64_t ai = g->trans_a ? g->lda : 1, al = g->trans_a ? 1 : g->lda;
+        const int64_t bl = g->trans_b ? g->ldb : 1, bj = g->trans_b ? 1 : g->ldb;
+        const int64_t da[3] = {g->batch, g->m, g->k}, sa[3] = {g->sa, ai, al};
+        const int64_t db[3] = {g->batch, g->k, g->n}, sb[3] = {g->sb, bl, bj};
+        const int64_t dc[3] = {g->batch, g->m, g->n}, sc[3] = {g->sc, 1, g->ldc};
+        if (f == 0)
+            span(out, g->a, esize, 0, 3, da, sa);
+        else if (f == 1)
+            span(out, g->b, esize, 0, 3, db, sb);
+        else
+            span(out, g->c, esize, 0, 3, dc, sc);
+        out->reads = f < 2 || g->beta != 0;
+        out->writes = f == 2;
+        return 1;
+    }
+    default: {
+        const dla__cu_k1_move *m = &st->u.move;
+        if (f > 1)
+            return 0;
+        if (f == 0 || st->kind == DLA__CU_K1_COPY)
+            span(out, m->v[f].base, m->esize, 0, m->sp.nd, m->sp.dims, m->v[f].st);
+        out->reads = f == 1;
+        out->writes = f == 0;
+        return 1;
+    }
+    }
+}
+
+static int by_lo(const void *a, const void *b)
+{
+    const k1_field *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+int32_t dla__cu_k1_windows(const dla__cu_k1_step *steps, int32_t n, const char *const *role_lo,
+                           const int64_t *role_bytes, int32_t nroles, int64_t budget,
+                           dla__cu_k1_reloc *rel, int64_t *bytes)
+{
+    *bytes = 0;
+    if (n <= 0 || n > MAX_STEPS)
+        return -1;
+    int64_t at = 0, roff[2 * DLA__CU_COPIES];
+    if (nroles > 2 * DLA__CU_COPIES)
+        return -1;
+    for (int32_t r = 0; r < nroles; r++) {
+        roff[r] = dla__cu_k1_window_at(at, (uint64_t)(uintptr_t)role_lo[r]);
+        at = roff[r] + role_bytes[r];
+    }
+    if (at > budget)
+        return -1;
+    /* Each field: in a role (moved with it), or in none (a run's), or
+     * across a role's edge (no windows at all). */
+    k1_field *fields = dla__cu_host->alloc((size_t)n * 16 * sizeof *fields, 0);
+    if (!fields)
+        return -1;
+    int32_t nrel = 0, nfree = 0;
+    for (int32_t s = 0; s < n; s++)
+        for (int f = 0; f < 16; f++) {
+            k1_field x;
+            if (!field_of(&steps[s], f, &x))
+                break;
+            if (x.hi == x.lo)
+                continue;
+            x.step = s;
+            int32_t in_role = -1;
+            for (int32_t r = 0; r < nroles && in_role < 0; r++) {
+                const uint64_t lo = (uint64_t)(uintptr_t)role_lo[r],
+                               hi = lo + (uint64_t)role_bytes[r];
+                if (x.lo >= lo && x.hi <= hi)
+                    in_role = r;
+                else if (x.lo < hi && x.hi > lo) {
+                    dla__cu_host->free(fields);
+                    return -1;
+                }
+            }
+            if (in_role >= 0)
+                rel[nrel++] = (dla__cu_k1_reloc){s, f, (int64_t)(uintptr_t)role_lo[in_role],
+                                                 roff[in_role]};
+            else
+                fields[nfree++] = x;
+        }
+    /* The other fields' bytes as runs (overlapping spans joined), in
+     * address order; a run gets a window when the first step that touches
+     * it only writes it (an intermediate), while the budget lasts. */
+    qsort(fields, (size_t)nfree, sizeof fields[0], by_lo);
+    for (int32_t i = 0; i < nfree;) {
+        uint64_t hi = fields[i].hi;
+        int32_t j = i + 1, first_write = INT32_MAX, first_read = INT32_MAX;
+        while (j < nfree && fields[j].lo < hi) {
+            hi = fields[j].hi > hi ? fields[j].hi : hi;
+            j++;
+        }
+        for (int32_t k = i; k < j; k++) {
+            if (fields[k].writes && fields[k].step < first_write)
+                first_write = fields[k].step;
+            if (fields[k].reads && fields[k].step < first_read)
+                first_read = fields[k].step;
+        }
+        const uint64_t lo = fields[i].lo;
+        const int64_t off = dla__cu_k1_window_at(at, lo);
+        if (first_write < first_read && off + (int64_t)(hi - lo) <= budget) {
+            for (int32_t k = i; k < j; k++)
+                rel[nrel++] = (dla__cu_k1_reloc){fields[k].step, fields[k].field, (int64_t)lo,
+                                                 off};
+            at = off + (int64_t)(hi - lo);
+        }
+        i = j;
+    }
+    dla__cu_host->free(fields);
+    *bytes = at;
+    return nrel;
 }

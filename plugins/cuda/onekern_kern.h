@@ -128,20 +128,69 @@ void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
 #define DLA__CU_K1_PROF_LAUNCHES (DLA__CU_K1_PROF_OUT + 1)
 #define DLA__CU_K1_PROF_SLOTS (DLA__CU_K1_PROF_LAUNCHES + 1)
 
+/* DLACCEL_CUDA_K1_SHARED=1: a replay's data in shared memory while its
+ * steps run. Each region copied in or out (a role: the graph's buffer of
+ * it) has a window there, laid out in the copies' order (in, then out);
+ * so does each intermediate: a run of bytes outside the roles that the
+ * steps write before any of them reads it (a value the plan's arena
+ * holds between two steps). Windows follow each other, each at its
+ * global address's offset past a 16-byte boundary (dla__cu_k1_window_at:
+ * a view keeps its alignment, and its vector loads). Each relocation
+ * moves a pointer field of a step (field: the slot of a fused step; y, x,
+ * index of a reduce; a, b, c of a GEMM; the views of a fill or copy) whose
+ * every access lies in the run [lo, ...) to window off: the field becomes
+ * windows + off + (field - lo), where the field itself may lie outside the
+ * run (a reduce's operands are their memory's element 0, with offsets). */
+typedef struct dla__cu_k1_reloc {
+    int32_t step, field;
+    int64_t lo, off;
+} dla__cu_k1_reloc;
+
+/* The windows of a launch: the relocations (device memory, after the
+ * steps) and the bytes the windows take after the staged steps. */
+typedef struct dla__cu_k1_win {
+    const dla__cu_k1_reloc *rel;
+    int32_t nrel;
+    int64_t bytes;
+} dla__cu_k1_win;
+
+#ifdef __CUDACC__
+#define DLA__CU_K1_HD __host__ __device__
+#else
+#define DLA__CU_K1_HD
+#endif
+/* The offset of the window of a run at address lo, after windows of at
+ * bytes. */
+static inline DLA__CU_K1_HD int64_t dla__cu_k1_window_at(int64_t at, uint64_t lo)
+{
+    return (at + 15) / 16 * 16 + (int64_t)(lo % 16);
+}
+
+/* The windows of steps[0 .. n-1] given the roles (role_lo[r], role_bytes[r]
+ * in the copies' order) within budget bytes: the relocations in rel (at
+ * most n * 16), their count returned, and the windows' bytes in *bytes.
+ * Every pointer into a role is moved (-1, no windows, when the roles do
+ * not fit, or an access overlaps a role without lying in it); an
+ * intermediate is moved while the budget lasts, and a run of bytes the
+ * steps read before they write it (a constant, a value kept between
+ * replays) stays where it is. */
+int32_t dla__cu_k1_windows(const dla__cu_k1_step *steps, int32_t n, const char *const *role_lo,
+                           const int64_t *role_bytes, int32_t nroles, int64_t budget,
+                           dla__cu_k1_reloc *rel, int64_t *bytes);
+
 /* The one kernel, one block: the copies in, steps[0 .. n-1] (device
  * memory) with a barrier after each, the copies out. prof: NULL, or the
  * DLA__CU_K1_PROF_SLOTS counters the phases' cycles are added to. how:
  * DLA__CU_K1_EARLY, launched as a programmatic dependent launch
  * (DLACCEL_CUDA_K1_PDL; compute capability 9.0 on), which may start, and
- * stage its steps, while the kernel before it on the stream ends;
- * DLA__CU_K1_SHARED (DLACCEL_CUDA_K1_SHARED), the regions copied in and
- * out kept in shared memory while the steps run, where they fit
- * (onekern_kernels.cu). */
+ * stage its steps, while the kernel before it on the stream ends. win:
+ * NULL, or the windows (DLACCEL_CUDA_K1_SHARED) the steps' data move to
+ * while they run, when every step is staged and the windows fit beside
+ * them in 48 KiB (onekern_kernels.cu). */
 #define DLA__CU_K1_EARLY 1
-#define DLA__CU_K1_SHARED 2
 cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps, int32_t n,
                               const dla__cu_copies *in, const dla__cu_copies *out,
-                              unsigned long long *prof, int how);
+                              unsigned long long *prof, int how, const dla__cu_k1_win *win);
 
 /* The one kernel over steps[0 .. n-1] (device memory) without copies, as
  * a kernel node of graph after deps[0 .. ndeps-1] (segment.c). */

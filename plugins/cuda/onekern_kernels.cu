@@ -130,47 +130,24 @@ __device__ __forceinline__ void move_step(int kind, const dla__cu_k1_move &m)
 #endif
 #define K1_GROUP_BYTES (DLA__CU_K1_LANES * 4 * 16)
 
-/* DLACCEL_CUDA_K1_SHARED=1: the roles (the graph's buffers of the run's
- * regions: the copies in's destinations, then the copies out's sources)
- * live in shared memory during the kernel, in windows after the staged
- * steps, each at its global address's offset past a 16-byte boundary (so
- * a view keeps its alignment, and its vector loads). Every step pointer
- * into a role is moved to its window once the steps are staged, so a step
- * reads the run's inputs and writes its results at a shared memory
- * round trip instead of a global one; the copies in fill the windows from
- * the run's regions and the copies out write the run's buffers from them.
- * The roles' global buffers are then neither read nor written by the
- * replay (the graph, which uses them, copies into them itself). p's
- * window (win: the first), or p itself when it is in no role. Inlined:
- * called, it took the copies' addresses, and the kernel copied both to a
- * 3 KiB stack frame and spilled (ptxas -v, tests/cuda_onekern_spills.sh). */
+/* DLACCEL_CUDA_K1_SHARED=1 (onekern_kern.h): p, the start of a role (a
+ * copy's destination in, or its source out), as its window's address
+ * (win: the windows' start), laid out as dla__cu_k1_windows lays out the
+ * roles. Inlined: called, it took the copies' addresses, and the kernel
+ * copied both to a 3 KiB stack frame and spilled (ptxas -v,
+ * tests/cuda_onekern_spills.sh). */
 __device__ __forceinline__ char *k1_relocated(char *p, const dla__cu_copies &in,
                                               const dla__cu_copies &out, char *win)
-{
-    uintptr_t at = (uintptr_t)win;
-    for (int r = 0; r < in.n + out.n; r++) {
-        const char *lo = r < in.n ? in.dst[r] : out.src[r - in.n];
-        const int64_t bytes = r < in.n ? in.bytes[r] : out.bytes[r - in.n];
-        const uintptr_t w = (at + 15) / 16 * 16 + (uintptr_t)lo % 16;
-        if (p >= lo && p < lo + bytes)
-            return (char *)w + (p - lo);
-        at = w + (uintptr_t)bytes;
-    }
-    return p;
-}
-
-/* The bytes of the windows k1_relocated lays out after a 16-byte
- * boundary (host and device). */
-__host__ __device__ inline int64_t k1_window_bytes(const dla__cu_copies &in,
-                                                   const dla__cu_copies &out)
 {
     int64_t at = 0;
     for (int r = 0; r < in.n + out.n; r++) {
         const char *lo = r < in.n ? in.dst[r] : out.src[r - in.n];
-        at = (at + 15) / 16 * 16 + (int64_t)((uintptr_t)lo % 16) +
-             (r < in.n ? in.bytes[r] : out.bytes[r - in.n]);
+        const int64_t w = dla__cu_k1_window_at(at, (uintptr_t)lo);
+        if (p == lo)
+            return win + w;
+        at = w + (r < in.n ? in.bytes[r] : out.bytes[r - in.n]);
     }
-    return at;
+    return p;
 }
 
 /* The pointer fields of a staged step, field f of each kind (NULL past
@@ -311,7 +288,8 @@ __device__ __forceinline__ void k1_wait_for_previous(void)
 template <bool PROF>
 __global__ void __launch_bounds__(DLA__CU_THREADS)
     onekern_k(const dla__cu_k1_step *steps, int32_t n, int32_t staged, const dla__cu_copies in,
-              const dla__cu_copies out, unsigned long long *prof, int32_t windows)
+              const dla__cu_copies out, unsigned long long *prof, const dla__cu_k1_reloc *rel,
+              int32_t nrel)
 {
     k1_let_next_start();
     long long lap = PROF ? k1_clock() : 0;
@@ -329,18 +307,17 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
     /* Nothing before this line reads or writes what the stream's earlier
      * work does (k1_let_next_start). */
     k1_wait_for_previous();
-    /* windows: every step is staged, and the roles' windows follow them
-     * (k1_relocated): each staged step's pointers into a role are moved
-     * to its window first. */
+    /* nrel >= 0: every step is staged, and the windows follow them
+     * (onekern_kern.h): the staged steps' pointers are moved first. */
     char *win = NULL;
-    if (windows) {
+    if (nrel >= 0) {
         win = (char *)dla__cu_k1_smem + (stage_bytes + 15) / 16 * 16;
         __syncthreads();
         dla__cu_k1_step *st = (dla__cu_k1_step *)dla__cu_k1_smem;
-        for (int32_t t = threadIdx.x; t < staged * 16; t += blockDim.x) {
-            char **f = k1_pointer(st[t / 16], t % 16);
-            if (f)
-                *f = k1_relocated(*f, in, out, win);
+        for (int32_t t = threadIdx.x; t < nrel; t += blockDim.x) {
+            const dla__cu_k1_reloc e = rel[t];
+            char **f = k1_pointer(st[e.step], e.field);
+            *f = win + e.off + (*f - (char *)(uintptr_t)e.lo);
         }
     }
     block_copies(in, in, out, win, 0);
@@ -408,19 +385,19 @@ static int32_t staged_of(int32_t n)
 extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
                                          int32_t n, const dla__cu_copies *in,
                                          const dla__cu_copies *out, unsigned long long *prof,
-                                         int how)
+                                         int how, const dla__cu_k1_win *win)
 {
     const int32_t staged = staged_of(n);
     size_t smem = (size_t)staged * sizeof(dla__cu_k1_step);
-    /* The roles in shared memory when every step is staged and the
-     * windows fit beside them in the 48 KiB. */
-    int32_t windows = 0;
-    if ((how & DLA__CU_K1_SHARED) && staged == n) {
-        const size_t need = (smem + 15) / 16 * 16 + (size_t)k1_window_bytes(*in, *out);
-        if (need <= 48 * 1024) {
-            smem = need;
-            windows = 1;
-        }
+    /* The windows when every step is staged and they fit beside them in
+     * the 48 KiB (dla__cu_k1_windows kept to that budget). */
+    const dla__cu_k1_reloc *rel = NULL;
+    int32_t nrel = -1;
+    if (win && win->nrel >= 0 && staged == n &&
+        (smem + 15) / 16 * 16 + (size_t)win->bytes <= 48 * 1024) {
+        smem = (smem + 15) / 16 * 16 + (size_t)win->bytes;
+        rel = win->rel;
+        nrel = win->nrel;
     }
     if (how & DLA__CU_K1_EARLY) {
         cudaLaunchAttribute at[1] = {};
@@ -435,16 +412,16 @@ extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_s
         cfg.numAttrs = 1;
         if (prof)
             return cudaLaunchKernelEx(&cfg, onekern_k<true>, steps, n, staged, *in, *out, prof,
-                                      windows);
-        return cudaLaunchKernelEx(&cfg, onekern_k<false>, steps, n, staged, *in, *out, prof,
-                                  windows);
+                                      rel, nrel);
+        return cudaLaunchKernelEx(&cfg, onekern_k<false>, steps, n, staged, *in, *out, prof, rel,
+                                  nrel);
     }
     if (prof)
         onekern_k<true><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof,
-                                                              windows);
+                                                              rel, nrel);
     else
         onekern_k<false><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof,
-                                                               windows);
+                                                               rel, nrel);
     return cudaGetLastError();
 }
 
@@ -456,9 +433,10 @@ extern "C" cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t 
     dla__cu_copies none;
     memset(&none, 0, sizeof none);
     unsigned long long *prof = NULL;
-    int32_t windows = 0;
-    void *args[] = {(void *)&steps, (void *)&n,    (void *)&staged,  (void *)&none,
-                    (void *)&none,  (void *)&prof, (void *)&windows};
+    const dla__cu_k1_reloc *rel = NULL;
+    int32_t nrel = -1;
+    void *args[] = {(void *)&steps, (void *)&n,    (void *)&staged, (void *)&none,
+                    (void *)&none,  (void *)&prof, (void *)&rel,    (void *)&nrel};
     cudaKernelNodeParams p = {};
     p.func = (void *)onekern_k<false>;
     p.gridDim = dim3(1);

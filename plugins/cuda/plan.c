@@ -87,6 +87,7 @@ struct dla__cu_graph {
     dla__cu_mem *held;    /* scratch its kernels use */
     dla__cu_mem *k1;      /* its steps as one kernel (onekern.c), or NULL */
     int32_t k1_n;
+    dla__cu_k1_win k1_win; /* DLACCEL_CUDA_K1_SHARED's windows (nrel -1: none) */
     struct dla__cu_graph *next;
     int32_t nroles;
     role roles[];
@@ -134,6 +135,7 @@ static void forget(dla__cu_device *d, struct dla__cu_graph *g)
         dla__cu_mem_free(d, (dla_mem)g->k1);
     g->k1 = NULL;
     g->k1_n = 0;
+    g->k1_win.nrel = -1;
     for (int32_t i = 0; i < g->nroles; i++) {
         if (g->roles[i].own)
             dla__cu_mem_free(d, (dla_mem)g->roles[i].own);
@@ -305,6 +307,22 @@ static int k1_roles_fit(const struct dla__cu_graph *g)
     return n[0] <= DLA__CU_COPIES && n[1] <= DLA__CU_COPIES && bytes <= DLA__CU_K1_MAX_COPY;
 }
 
+/* g's steps as one kernel (onekern.c), with the roles as the one kernel's
+ * copies order them (in, then out) for DLACCEL_CUDA_K1_SHARED's windows. */
+static dla__cu_mem *k1_upload(dla__cu_device *d, struct dla__cu_graph *g)
+{
+    const char *lo[2 * DLA__CU_COPIES];
+    int64_t bytes[2 * DLA__CU_COPIES];
+    int32_t n = 0;
+    for (int out = 0; out < 2; out++)
+        for (int32_t i = 0; i < g->nroles; i++)
+            if (moves(&g->roles[i], out)) {
+                lo[n] = g->roles[i].own->ptr + g->roles[i].skew;
+                bytes[n++] = (int64_t)g->roles[i].bytes;
+            }
+    return dla__cu_k1_upload(d, &g->k1_n, lo, bytes, n, &g->k1_win);
+}
+
 /* A replay of g (whose roles fit, k1_roles_fit) over the run's regions as
  * its one kernel. */
 static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
@@ -319,10 +337,10 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
     }
     const dla__cu_k1_step *steps = (const dla__cu_k1_step *)g->k1->ptr;
     unsigned long long *prof = dla__cu_k1_profile(d);
-    const int how = d->k1_shared ? DLA__CU_K1_SHARED : 0;
+    const dla__cu_k1_win *win = g->k1_win.nrel >= 0 ? &g->k1_win : NULL;
     if (d->k1_pdl) {
-        const cudaError_t e =
-            dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, how | DLA__CU_K1_EARLY);
+        const cudaError_t e = dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof,
+                                                DLA__CU_K1_EARLY, win);
         if (e == cudaSuccess)
             return e;
         /* Refused (nothing enqueued): plain launches from now on. */
@@ -332,7 +350,7 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
                                         "was refused (%s); DLACCEL_CUDA_K1_PDL is off from now on",
                           d->index, cudaGetErrorString(e));
     }
-    return dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, how);
+    return dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, 0, win);
 }
 
 /* The run's regions as the capture sees them (dla__cu_remapped). */
@@ -421,7 +439,7 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
             g->sightings = CAPTURE_AT;
             /* Later runs launch its steps as one kernel where they can. */
             if (k1_roles_fit(g))
-                g->k1 = dla__cu_k1_upload(d, &g->k1_n);
+                g->k1 = k1_upload(d, g);
             else
                 dla__cu_k1_spoil(d, "its regions are more than %d each way or %d bytes",
                                  DLA__CU_COPIES, DLA__CU_K1_MAX_COPY);
