@@ -86,13 +86,14 @@
 #              CNN replays 30 calls to a sync, alternating, 3 rounds
 #   k1         the one kernel (plugins/cuda/onekern_kernels.cu):
 #              check-plugin on gemm, reduce, fused_multi; test_accel and
-#              test_train, plain and with both of the variants below;
-#              the small replays (MLP and cross-entropy) plain, launched
-#              early (DLACCEL_CUDA_K1_PDL=1), with the regions in shared
-#              memory (DLACCEL_CUDA_K1_SHARED=1) and with both,
-#              alternating, 3 rounds; the one kernel's phases, GPU cycles
-#              each, every way (DLACCEL_CUDA_K1_PROFILE=1, its info
-#              lines); the CNN replays at batch 128 once
+#              test_train, plain and with all three variants below; the
+#              small replays (MLP and cross-entropy) plain, launched early
+#              (DLACCEL_CUDA_K1_PDL=1), with the data in shared memory
+#              (DLACCEL_CUDA_K1_SHARED=1), with independent steps joined
+#              (DLACCEL_CUDA_K1_JOIN=1) and with all three, alternating,
+#              3 rounds; the one kernel's phases, GPU cycles each, every
+#              way (DLACCEL_CUDA_K1_PROFILE=1, its info lines); the CNN
+#              replays at batch 128 once
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -602,15 +603,16 @@ step_layout() {
 
 step_k1() {
     local k t r v w
+    local all="DLACCEL_CUDA_K1_PDL=1 DLACCEL_CUDA_K1_SHARED=1 DLACCEL_CUDA_K1_JOIN=1"
     local k1_variants=("default X=1" "pdl DLACCEL_CUDA_K1_PDL=1" "shared DLACCEL_CUDA_K1_SHARED=1"
-        "both DLACCEL_CUDA_K1_PDL=1 DLACCEL_CUDA_K1_SHARED=1")
+        "join DLACCEL_CUDA_K1_JOIN=1" "all $all")
     for k in gemm reduce fused_multi; do
         timeout 60 "$s/bin/dlaccel" check-plugin --kernel $k --cases 200 --seed 17 \
             "$s/plugins.d/cuda.json" >"$out/k1_check_$k.log" 2>&1
         line "k1 check-plugin $k: exit $?: $(grep -E '^cuda' "$out/k1_check_$k.log" | tr -s ' ' | cut -c1-100)"
     done
     for t in test_accel test_train; do
-        for v in "plain X=1" "both DLACCEL_CUDA_K1_PDL=1 DLACCEL_CUDA_K1_SHARED=1"; do
+        for v in "plain X=1" "all $all"; do
             env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
                 timeout 40 "$s/bin/$t" >"$out/k1_suite_${t}_${v%% *}.log" 2>&1
             line "k1 suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$out/k1_suite_${t}_${v%% *}.log"), not ok $(grep -c '^not ok' "$out/k1_suite_${t}_${v%% *}.log")"

@@ -700,13 +700,34 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
      * results left in the windows); and the windows asked for with 5
      * staged, which cannot have them (the steps past the staging keep
      * their global pointers). */
+    /* The same steps with independent ones joined into phases
+     * (DLACCEL_CUDA_K1_JOIN): gemm h; y and h + b (reads h); q (reads
+     * them); s (reads y: not written by q's phase, joins it); z (reads
+     * s); u (reads z); m (reads y, joins u); the fills of f and 0 (join);
+     * e (reads y, joins); p (reads e); its transpose (reads p); the sum of
+     * p (joins the transpose); the mean of r (joins): 7 phases of 14. */
+    std::vector<dla__cu_k1_step> joined((const dla__cu_k1_step *)k->ptr,
+                                        (const dla__cu_k1_step *)k->ptr + nsteps);
+    const int32_t phases = dla__cu_k1_join(joined.data(), nsteps);
+    char pattern[64] = "";
+    for (int32_t i = 0; i < nsteps && i < 63; i++)
+        pattern[i] = joined[(size_t)i].join ? 'j' : '|';
+    if (phases != 7 || strcmp(pattern, "|||j||jjjj||jj") != 0)
+        printf("# joins: %d phases, %s\n", (int)phases, pattern);
+    result(phases == 7 && strcmp(pattern, "|||j||jjjj||jj") == 0,
+           "one kernel %s: independent steps joined into 7 phases of 14 (%s, j: joined)", what,
+           pattern);
+
     const struct {
-        int staged, windows;
+        int staged, windows, join;
         const char *name;
-    } runs[] = {{-1, 0, "every step staged in shared memory"},
-                {5, 0, "5 steps staged"},
-                {-1, 1, "every step staged, its data in shared memory"},
-                {5, 1, "5 steps staged, its data asked for in shared memory"}};
+    } runs[] = {{-1, 0, 0, "every step staged in shared memory"},
+                {5, 0, 0, "5 steps staged"},
+                {-1, 1, 0, "every step staged, its data in shared memory"},
+                {5, 1, 0, "5 steps staged, its data asked for in shared memory"},
+                {-1, 0, 1, "every step staged, independent steps joined"},
+                {5, 0, 1, "5 steps staged, independent steps joined"},
+                {-1, 1, 1, "every step staged, its data in shared memory, independent steps joined"}};
     for (const auto &run : runs) {
         const int staged = run.staged;
         for (int i = 0; i < NB; i++)
@@ -718,7 +739,8 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
         /* The staged run is profiled too (DLACCEL_CUDA_K1_PROFILE): the
          * same bits, and its launch counted. */
         unsigned long long prof[DLA__CU_K1_PROF_SLOTS] = {0};
-        int run_ok = dla__cu_k1_launch(NULL, (const dla__cu_k1_step *)k->ptr, nsteps, &in,
+        const dla__cu_k1_step *steps = run.join ? joined.data() : (const dla__cu_k1_step *)k->ptr;
+        int run_ok = dla__cu_k1_launch(NULL, steps, nsteps, &in,
                                        &out, staged == 5 ? prof : NULL, 0,
                                        run.windows ? &win : NULL) == cudaSuccess &&
                      g_k1_launches == launches + 1 &&
@@ -1035,10 +1057,41 @@ void k1_windows_case(result_fn result)
            (int)small, (int)edge, (int)read_first);
 }
 
+/* dla__cu_k1_join on copies and a fill made by hand (addresses never
+ * dereferenced), 4 floats each: a copy a -> b; c -> a, which writes what
+ * the first reads (no join); d -> e (joins); f -> e, which writes what
+ * the one before writes (no join); a fill of g (joins); g -> h, which
+ * reads what the fill writes (no join). */
+void k1_join_case(result_fn result)
+{
+    char *const mem = (char *)(uintptr_t)0x200000;
+    enum { A, B, C, D, E, F, G, H };
+    const int pairs[6][2] = {{B, A}, {A, C}, {E, D}, {E, F}, {G, -1}, {H, G}};
+    dla__cu_k1_step st[6];
+    memset(st, 0, sizeof st);
+    for (int s = 0; s < 6; s++) {
+        st[s].kind = pairs[s][1] < 0 ? DLA__CU_K1_FILL : DLA__CU_K1_COPY;
+        dla__cu_k1_move &m = st[s].u.move;
+        m.sp.nd = 1, m.sp.n = 4, m.sp.dims[0] = 4, m.esize = 4;
+        for (int v = 0; v < 2; v++)
+            if (pairs[s][v] >= 0)
+                m.v[v].base = mem + 256 * pairs[s][v], m.v[v].st[0] = 1;
+    }
+    const int32_t phases = dla__cu_k1_join(st, 6);
+    char pattern[8] = "";
+    for (int s = 0; s < 6; s++)
+        pattern[s] = st[s].join ? 'j' : '|';
+    result(phases == 4 && strcmp(pattern, "||j|j|") == 0,
+           "one kernel's phases: a step joins none whose writes it reads (%s), none that reads "
+           "what it writes, none that writes what it writes; independent ones join (%d phases)",
+           pattern, (int)phases);
+}
+
 void emu_onekern_cases(result_fn result)
 {
     k1_copies_case(result);
     k1_windows_case(result);
+    k1_join_case(result);
     for (int f64 = 0; f64 < 2; f64++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)

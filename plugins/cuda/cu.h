@@ -175,7 +175,8 @@ typedef struct dla__cu_device {
     int onekern_off; /* DLACCEL_CUDA_ONE_KERNEL=0: no small GEMM kernel, no one-kernel replays */
     int k1_refused;  /* a one kernel's launch was refused: no more one-kernel replays */
     int k1_pdl;      /* DLACCEL_CUDA_K1_PDL=1 and compute capability 9+: launched early */
-    int k1_shared;   /* DLACCEL_CUDA_K1_SHARED=1: the regions in shared memory */
+    int k1_shared;   /* DLACCEL_CUDA_K1_SHARED=1: the data in shared memory */
+    int k1_join;     /* DLACCEL_CUDA_K1_JOIN=1: independent steps share a phase */
     struct dla__cu_k1_step *k1_steps;
     int32_t k1_n, k1_calls;
     int k1_spoiled;

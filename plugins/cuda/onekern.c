@@ -166,6 +166,9 @@ dla__cu_mem *dla__cu_k1_upload(dla__cu_device *d, int32_t *n, const char *const 
     dla__cu_k1_spoil(d, "uploaded"); /* nothing more is recorded until the next capture */
     if (!ok)
         return NULL;
+    /* Phases of steps with no barrier between them (DLACCEL_CUDA_K1_JOIN). */
+    if (d->k1_join)
+        dla__cu_k1_join(d->k1_steps, d->k1_n);
     /* The windows (DLACCEL_CUDA_K1_SHARED) where every step is staged,
      * in the 48 KiB beside them: their relocations follow the steps. */
     const size_t steps_bytes = (size_t)d->k1_n * sizeof(dla__cu_k1_step);
@@ -261,7 +264,9 @@ static void log_profile(dla__cu_device *d)
            "(%.2f), staging and copies in %.0f",
            d->index, launches, khz / 1000, (double)all / launches,
            khz ? (double)all / launches / (khz / 1000.0) : 0.0, (double)c[0] / launches);
-    for (int i = 0; i < DLA__CU_K1_PROF_STEPS && c[1 + i]; i++)
+    /* A step that joined the next one's phase (DLACCEL_CUDA_K1_JOIN) has
+     * no lap of its own: its cycles count with the phase's last step. */
+    for (int i = 0; i < DLA__CU_K1_PROF_STEPS && (i < d->k1_prof_n || c[1 + i]); i++)
         K1_PUT(", %d %s %.0f", i, i < d->k1_prof_n ? kind_name(d->k1_prof_kinds[i]) : "?",
                (double)c[1 + i] / launches);
     K1_PUT(", copies out %.0f", (double)c[DLA__CU_K1_PROF_OUT] / launches);
@@ -506,4 +511,47 @@ int32_t dla__cu_k1_windows(const dla__cu_k1_step *steps, int32_t n, const char *
     dla__cu_host->free(fields);
     *bytes = at;
     return nrel;
+}
+
+/* Whether fields a and b touch a common byte with one of them writing. */
+static int conflict(const k1_field *a, const k1_field *b)
+{
+    return a->lo < b->hi && b->lo < a->hi && (a->writes || b->writes);
+}
+
+int32_t dla__cu_k1_join(dla__cu_k1_step *steps, int32_t n)
+{
+    if (n <= 0)
+        return 0;
+    k1_field *phase = dla__cu_host->alloc((size_t)n * 16 * sizeof *phase, 0);
+    int32_t nphase = 0, phases = 1;
+    for (int32_t s = 0; s < n; s++)
+        steps[s].join = 0;
+    if (!phase)
+        return n; /* a barrier after every step, as without joins */
+    for (int32_t s = 0; s < n; s++) {
+        k1_field mine[16];
+        int nmine = 0;
+        for (int f = 0; f < 16; f++) {
+            k1_field x;
+            if (!field_of(&steps[s], f, &x))
+                break;
+            if (x.hi != x.lo)
+                mine[nmine++] = x;
+        }
+        int clash = s == 0;
+        for (int i = 0; i < nmine && !clash; i++)
+            for (int32_t j = 0; j < nphase && !clash; j++)
+                clash = conflict(&mine[i], &phase[j]);
+        if (clash) {
+            nphase = 0;
+            phases += s > 0;
+        } else {
+            steps[s].join = 1;
+        }
+        for (int i = 0; i < nmine; i++)
+            phase[nphase++] = mine[i];
+    }
+    dla__cu_host->free(phase);
+    return phases;
 }

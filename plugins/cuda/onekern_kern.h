@@ -84,9 +84,13 @@ enum {
     DLA__CU_K1_FILL = 4,
     DLA__CU_K1_COPY = 5
 };
+/* join (DLACCEL_CUDA_K1_JOIN=1, dla__cu_k1_join): the step runs in the
+ * phase of the one before it, with no barrier between them: it touches
+ * none of the bytes that phase's steps write, and writes none they read. */
 typedef struct dla__cu_k1_step {
     int32_t kind;
-    int32_t f64;
+    int16_t f64;
+    int16_t join;
     union {
         struct {
             dla_fmviews v; /* nextra 0 for a fused launch */
@@ -177,6 +181,13 @@ static inline DLA__CU_K1_HD int64_t dla__cu_k1_window_at(int64_t at, uint64_t lo
 int32_t dla__cu_k1_windows(const dla__cu_k1_step *steps, int32_t n, const char *const *role_lo,
                            const int64_t *role_bytes, int32_t nroles, int64_t budget,
                            dla__cu_k1_reloc *rel, int64_t *bytes);
+
+/* Sets each step's join (DLACCEL_CUDA_K1_JOIN): greedily, a step joins
+ * the phase of the steps before it when the bytes its pointer fields reach
+ * (dla__cu_k1_windows's spans) overlap none that phase writes, and it
+ * writes none that phase reads; otherwise a barrier starts a phase. The
+ * steps' number of phases. */
+int32_t dla__cu_k1_join(dla__cu_k1_step *steps, int32_t n);
 
 /* The one kernel, one block: the copies in, steps[0 .. n-1] (device
  * memory) with a barrier after each, the copies out. prof: NULL, or the

@@ -345,6 +345,11 @@ __global__ void __launch_bounds__(DLA__CU_THREADS)
         } else {
             move_step(st.kind, st.u.move);
         }
+        /* A barrier ends the phase unless the next step joins it
+         * (dla__cu_k1_join: it shares no byte with the phase that either
+         * writes); a joined step's cycles count with the phase's last. */
+        if (s + 1 < n && (s + 1 < staged ? shared_steps[s + 1] : steps[s + 1]).join)
+            continue;
         __syncthreads();
         if (PROF)
             k1_lap(prof, 1 + (s < DLA__CU_K1_PROF_STEPS ? s : DLA__CU_K1_PROF_STEPS - 1), &lap);

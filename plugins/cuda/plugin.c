@@ -235,20 +235,26 @@ static dla_status device_open(int index, void **out)
      * off by default until a GPU has measured it (docs/environment.md). */
     d->k1_pdl = d->cc_major >= 9 && env_flag("DLACCEL_CUDA_K1_PDL", 0);
     d->k1_shared = env_flag("DLACCEL_CUDA_K1_SHARED", 0);
+    d->k1_join = env_flag("DLACCEL_CUDA_K1_JOIN", 0);
     struct cudaDeviceProp prop;
     memset(&prop, 0, sizeof prop);
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
         snprintf(d->name, sizeof d->name, "%.127s", prop.name);
+    /* The one kernel's variants that are on (docs/environment.md). */
+    char k1_how[96];
+    snprintf(k1_how, sizeof k1_how, "%s%s%s%s%s", d->k1_pdl || d->k1_shared || d->k1_join ? " (" : "",
+             d->k1_pdl ? "launched early" : "",
+             d->k1_shared ? (d->k1_pdl ? ", data in shared memory" : "data in shared memory") : "",
+             d->k1_join ? (d->k1_pdl || d->k1_shared ? ", independent steps joined"
+                                                     : "independent steps joined")
+                        : "",
+             d->k1_pdl || d->k1_shared || d->k1_join ? ")" : "");
     h->log(DLA_LOG_INFO, "cuda:%d: %s, compute capability %d.%d, %d multiprocessors, graphs %s, "
                          "one-kernel replays %s%s, runs of small launches as one node %s, "
                          "replays %s, float32 %s",
            index, d->name, d->cc_major, d->cc_minor, d->sms, d->graphs_off ? "off" : "on",
            d->graphs_off || d->onekern_off ? "off" : "on",
-           d->graphs_off || d->onekern_off ? ""
-           : d->k1_pdl && d->k1_shared       ? " (launched early, regions in shared memory)"
-           : d->k1_pdl                       ? " (launched early)"
-           : d->k1_shared                    ? " (regions in shared memory)"
-                                             : "",
+           d->graphs_off || d->onekern_off ? "" : k1_how,
            d->graphs_off || d->seg_off ? "off" : "on",
            d->plan_wait ? "waited for" : "queued", d->tf32 ? "with TF32 tensor cores" : "exact");
     *out = d;
