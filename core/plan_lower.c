@@ -780,6 +780,31 @@ static int whole_buffer(const lowering *L, dla__slot s, const dla_view *v)
     return (size_t)n * dla_dtype_size(v->dtype) == L->c->bufs[s.id].bytes;
 }
 
+/* A sum or mean whose every output reduces one element (x's dims are y's:
+ * the tiny MLP's loss of a batch of one, summed) is an elementwise launch,
+ * which can join the chains around it: x * 1 + 0, the same bits, as each
+ * plugin adds the element to a sum that starts at +0 (so -0 gives +0,
+ * as 0 + -0 does) and divides a mean by 1. Max, min and sums with
+ * positions keep their launch. */
+static void single_reduces(lowering *L)
+{
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = launch_at(L, s);
+        dla__launch *l = &cl->l;
+        if (l->kind != DLA__LAUNCH_REDUCE)
+            continue;
+        const dla_reduce_args r = l->u.reduce;
+        if ((r.op != DLA_REDUCE_SUM && r.op != DLA_REDUCE_MEAN) || r.index.mem != NULL ||
+            cl->slot[2].kind != DLA__SLOT_NONE || r.x.dtype != r.y.dtype ||
+            (r.x.dtype != DLA_F32 && r.x.dtype != DLA_F64) || !same_dims(&r.x, &r.y))
+            continue;
+        l->kind = DLA__LAUNCH_UNARY;
+        l->u.unary = (dla_unary_args){sizeof(dla_unary_args), DLA_UNARY_AFFINE, 1.0, 0.0, r.y, r.x};
+    }
+}
+
 /* A multiply, add or subtract by a buffer that holds one value everywhere
  * (a fill, or a copy of one: the gradient's seed of ones, expanded) is an
  * affine of the other operand, with the same bits: x * c is x * c + -0
@@ -1449,6 +1474,7 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
     int ok = offset ? 1 : fail(p, "%s", "out of memory while planning");
     ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);
     if (ok) {
+        single_reduces(&L);
         double *value = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *value);
         char *known = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), 1);
         if (value && known) { /* without them, the fills stay: nothing else changes */

@@ -54,6 +54,7 @@ typedef struct plan_info {
     int step_lines;   /* "    step N: ..." lines under the plan */
     int add_relu;     /* a step "fused [add relu]" is listed */
     int fills;        /* steps that are fills */
+    int reduces;      /* steps that are reduces */
     char why[512];
 } plan_info;
 
@@ -94,6 +95,8 @@ static plan_info plan_of(dla_trace *t, const char *dev)
     pi.add_relu = s && strstr(s, ": fused [add relu] -> ") != NULL;
     for (const char *l = s ? strstr(s, ": fill ") : NULL; l; l = strstr(l + 1, ": fill "))
         pi.fills++;
+    for (const char *l = s ? strstr(s, ": reduce") : NULL; l; l = strstr(l + 1, ": reduce"))
+        pi.reduces++;
     free(text);
     return pi;
 }
@@ -212,6 +215,52 @@ static void planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains(voi
      * affine of what it multiplied: neither is launched. */
     assert_int_equal(pi.fills, 0);
     assert_true(pi.launches <= 10);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* Sums and a mean over dims of one element (a batch of one's loss), and a
+ * sum that adds three: in[0] 3x1 times in[1]. */
+static dla_status one_element_sums(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    dla_tensor *p = dla_mul(in[0], in[1]);
+    out[0] = dla_sum(p, 1, (const int64_t[]){2});
+    out[1] = dla_mean(dla_square(p), 1, (const int64_t[]){2});
+    out[2] = dla_sum(dla_sum(p, 1, (const int64_t[]){1}), 0, NULL);
+    out[3] = dla_sum(p, 1, (const int64_t[]){1});
+    return dla_tensor_status(out[3]);
+}
+
+static void a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager(void **state)
+{
+    dla_scope_begin();
+    dla_accel *af = dla_accelerate(one_element_sums, NULL);
+    /* -0 (whose sum is +0 in every plugin's reduce, and in x * 1 + 0), a
+     * NaN, infinities and ordinary values, in float and double. */
+    const float xf[3] = {-0.0f, NAN, 1.5f}, wf[3] = {1.0f, 2.0f, -3.25f};
+    const float xg[3] = {INFINITY, -0.0f, 0.1f}, wg[3] = {-1.0f, 1.0f, 3.0f};
+    for (int call = 0; call < 5; call++) {
+        const int second = call % 2;
+        dla_tensor *in[2] = {dla_tensor_from_host(second ? xg : xf, DLA_F32, "", DLA_DIMS(3, 1)),
+                             dla_tensor_from_host(second ? wg : wf, DLA_F32, "", DLA_DIMS(3, 1))};
+        dla_tensor *got[4], *want[4];
+        assert_int_equal(dla_accel_call(af, NULL, 2, in, 4, got), DLA_OK);
+        assert_int_equal(one_element_sums(NULL, 2, in, 4, want), DLA_OK);
+        for (int i = 0; i < 4; i++)
+            assert_same_bits(got[i], want[i]);
+    }
+    /* The sum and the mean over one element each are elementwise, in the
+     * chain with the multiply; the sums of three keep their reduces; the
+     * sum of one sum is an affine launch of its own (its input comes from
+     * a reduce). */
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_true(pi.runs >= 2);
+    assert_int_equal(pi.reduces, 2);
+    assert_int_equal(pi.launches, 4);
+    assert_int_equal(pi.nfused, 1);
+    assert_int_equal(pi.fused_from, 4);
     dla_scope_end();
     dla_accel_free(af);
 }
@@ -909,6 +958,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_trace_without_replays_says_it_has_no_plan_yet),
         cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
+        cmocka_unit_test(a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager),
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
