@@ -240,15 +240,19 @@ static dla_status device_open(int index, void **out)
     memset(&prop, 0, sizeof prop);
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
         snprintf(d->name, sizeof d->name, "%.127s", prop.name);
-    /* The one kernel's variants that are on (docs/environment.md). */
-    char k1_how[96];
-    snprintf(k1_how, sizeof k1_how, "%s%s%s%s%s", d->k1_pdl || d->k1_shared || d->k1_join ? " (" : "",
-             d->k1_pdl ? "launched early" : "",
-             d->k1_shared ? (d->k1_pdl ? ", data in shared memory" : "data in shared memory") : "",
-             d->k1_join ? (d->k1_pdl || d->k1_shared ? ", independent steps joined"
-                                                     : "independent steps joined")
-                        : "",
-             d->k1_pdl || d->k1_shared || d->k1_join ? ")" : "");
+    /* The one kernel's variants that are on (docs/environment.md), as
+     * " (a, b)". */
+    char k1_how[96] = "";
+    const char *const k1_names[3] = {"launched early", "data in shared memory",
+                                     "independent steps joined"};
+    const int k1_on[3] = {d->k1_pdl, d->k1_shared, d->k1_join};
+    for (int i = 0, any = 0; i < 3; i++)
+        if (k1_on[i]) {
+            const size_t at = strlen(k1_how);
+            snprintf(k1_how + at, sizeof k1_how - at, "%s%s", any++ ? ", " : " (", k1_names[i]);
+        }
+    if (k1_how[0])
+        snprintf(k1_how + strlen(k1_how), sizeof k1_how - strlen(k1_how), ")");
     h->log(DLA_LOG_INFO, "cuda:%d: %s, compute capability %d.%d, %d multiprocessors, graphs %s, "
                          "one-kernel replays %s%s, runs of small launches as one node %s, "
                          "replays %s, float32 %s",
