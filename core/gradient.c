@@ -299,12 +299,11 @@ static dla_status accumulate_infer(const void *attrs, int nin, const dla__vshape
     }
     const dla__vshape *g = &in[1];
     char bd[DLA__DIMS_BUF], gd[DLA__DIMS_BUF];
-    for (int i = 0; i < (g->ndims > v[0].ndims ? g->ndims : v[0].ndims); i++)
-        if ((i < g->ndims ? g->dims[i] : 1) != (i < v[0].ndims ? v[0].dims[i] : 1))
-            return dla__fail(DLA_ERR_SHAPE, "accumulate: argument g (%s) does not fit the view "
-                             "(%s) its attributes make of the buffer",
-                             dla__dims_str(gd, sizeof gd, g->ndims, g->dims),
-                             dla__dims_str(bd, sizeof bd, v[0].ndims, v[0].dims));
+    if (!dla__shape_fits(g, v[0].ndims, v[0].dims))
+        return dla__fail(DLA_ERR_SHAPE, "accumulate: argument g (%s) does not fit the view "
+                         "(%s) its attributes make of the buffer",
+                         dla__dims_str(gd, sizeof gd, g->ndims, g->dims),
+                         dla__dims_str(bd, sizeof bd, v[0].ndims, v[0].dims));
     out[0] = in[0];
     return DLA_OK;
 }

@@ -96,15 +96,18 @@ typedef struct dla__op {
     /* Loaded traces: attributes come from a file that may have been
      * changed (and its checksum fixed), and forward trusts them (an op
      * enum indexes a table, a dim indexes dims). Given attrs and the
-     * recorded shapes of the node's inputs in[0..nin-1], sets out[0..nout-1]
-     * to the shapes forward would make, or returns a failing status with
-     * dla__fail's message naming the attribute and the shapes when forward
-     * could not run on them safely. dla_trace_load calls it once per node
-     * and refuses the file when it fails or its shapes differ from the
-     * recorded ones; an out[i] left with ndims -1 is not compared (forward
-     * works its shape out from its inputs alone). NULL: the op's attributes cannot make forward read or
-     * write out of bounds (no attributes, or numbers it only computes
-     * with). */
+     * recorded shapes of the node's inputs in[0..nin-1], sets
+     * out[0..nout-1] to the shapes forward would make, and
+     * out[nout..nout+nsaved-1] to those of its saved tensors (later ops
+     * of the trace read them), or returns a failing status with
+     * dla__fail's message naming the attribute and the shapes when
+     * forward could not run on them safely. dla_trace_load calls it once
+     * per node and refuses the file when it fails or its shapes differ
+     * from the recorded ones; an out[i] left with ndims -1 is not compared
+     * (forward works its shape out from its inputs alone, or from code
+     * the op does not know, a custom layer's). NULL: the op's attributes
+     * cannot make forward read or write out of bounds (no attributes, or
+     * numbers it only computes with). */
     dla_status (*infer)(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out);
 } dla__op;
 
@@ -117,6 +120,25 @@ static inline int dla__attr_str_ok(const char *s, size_t cap)
             return 1;
     return 0;
 }
+
+/* For infer: nonzero when shape s has dims[0..nd-1] (trailing ones either
+ * way), as an operand a kernel reads through dims it was given must. */
+static inline int dla__shape_fits(const dla__vshape *s, int nd, const int64_t *dims)
+{
+    int n = s->ndims > nd ? s->ndims : nd;
+    for (int i = 0; i < n; i++)
+        if ((i < s->ndims ? s->dims[i] : 1) != (i < nd ? dims[i] : 1))
+            return 0;
+    return 1;
+}
+
+/* For infer: a tensor header t with s's dtype, dims (all DLA_MAX_DIMS of
+ * them), format and dense strides, and no data, so that an op's own shape
+ * checks, written for its forward on dla_tensor, judge a recorded value
+ * (one check, not a second copy of it for the load). Its storage has no
+ * device (so arguments compare as on one device) and no memory: only
+ * checks may look at it, and it needs no release. */
+void dla__tensor_of_shape(const dla__vshape *s, dla_tensor *t);
 
 /* What an attribute codec may need beyond the bytes. */
 struct dla__attrs_io {

@@ -280,16 +280,6 @@ static int takes_x_w_and_bias(const void *attrs, int nin)
     return nin == 2 || nin == 3;
 }
 
-/* Nonzero when shape s is dims[0..nd-1] (with trailing ones either way). */
-static int fits(const dla__vshape *s, int nd, const int64_t *dims)
-{
-    int n = s->ndims > nd ? s->ndims : nd;
-    for (int i = 0; i < n; i++)
-        if ((i < s->ndims ? s->dims[i] : 1) != (i < nd ? dims[i] : 1))
-            return 0;
-    return 1;
-}
-
 static int in_range(int64_t v, int64_t lo, int64_t hi)
 {
     return v >= lo && v <= hi;
@@ -321,7 +311,7 @@ static int geom_ok(const conv_geom *g)
     w[g->nsp] = g->C / g->G, w[g->nsp + 1] = g->F / g->G, w[g->nsp + 2] = g->G;
     dla__vshape ws = {.ndims = g->wndims};
     memcpy(ws.dims, g->wdims, sizeof ws.dims);
-    return fits(&ws, g->nsp + 3, w);
+    return dla__shape_fits(&ws, g->nsp + 3, w);
 }
 
 /* The operands' recorded shapes against the geometry, in the roles of
@@ -338,7 +328,7 @@ static dla_status geom_infer(const char *op, const conv_geom *g, dla_kernel whic
     const int64_t *b = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? g->ydims : g->wdims;
     int bnd = which == DLA_KERNEL_CONV_BACKWARD_FILTER ? g->ndims : g->wndims;
     char ad[DLA__DIMS_BUF], bd[DLA__DIMS_BUF];
-    if (!fits(&in[0], g->ndims, a) || !fits(&in[1], bnd, b))
+    if (!dla__shape_fits(&in[0], g->ndims, a) || !dla__shape_fits(&in[1], bnd, b))
         return dla__fail(DLA_ERR_SHAPE, "%s: arguments (%s) and (%s) are not the ones its "
                          "geometry was made for", op,
                          dla__dims_str(ad, sizeof ad, in[0].ndims, in[0].dims),

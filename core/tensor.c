@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/handle.h"
 #include "core/hooks.h"
+#include "core/op.h"
 #include "core/scope.h"
 
 #include <stdio.h>
@@ -267,6 +268,25 @@ dla_tensor *dla__tensor_alloc(const char *op, dla_device *dev, dla_dtype dtype, 
         t->format[i] = format[i];
     t->storage = st;
     return t;
+}
+
+/* The storage of every header dla__tensor_of_shape makes: no device, no
+ * memory. Nothing writes it (the headers are immortal). */
+static dla__storage no_storage;
+
+void dla__tensor_of_shape(const dla__vshape *s, dla_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    atomic_init(&t->refcount, -1);
+    t->magic = DLA__HANDLE_TENSOR;
+    t->status = DLA_OK;
+    t->dtype = s->dtype;
+    t->ndims = s->ndims;
+    memcpy(t->dims, s->dims, sizeof t->dims);
+    dla__dense_strides(s->ndims, t->dims, t->strides);
+    memcpy(t->format, s->format, sizeof t->format);
+    t->format[DLA_MAX_DIMS] = '\0';
+    t->storage = &no_storage;
 }
 
 dla_tensor *dla__tensor_view(const char *op, const dla_tensor *t)

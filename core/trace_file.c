@@ -791,10 +791,10 @@ static dla_status check_entry(const char *path, const dla__trace *t, int k)
     const dla__op_reg *reg = dla__op_registration(e->op);
     if (!e->op->infer)
         return DLA_OK;
-    dla__vshape in[DLA__OP_MAX_IO], out[DLA__OP_MAX_IO], want;
+    dla__vshape in[DLA__OP_MAX_IO], out[2 * DLA__OP_MAX_IO], want;
     for (int i = 0; i < e->nin; i++)
         shape_of(t, e->in[i], &in[i]);
-    for (int i = 0; i < DLA__OP_MAX_IO; i++)
+    for (int i = 0; i < 2 * DLA__OP_MAX_IO; i++)
         out[i] = (dla__vshape){.ndims = -1};
     dla_status st = e->op->infer(e->attrs, e->nin, in, out);
     if (st != DLA_OK) {
@@ -803,13 +803,15 @@ static dla_status check_entry(const char *path, const dla__trace *t, int k)
         return bad(DLA_ERR_IO, path, "corrupt: op %d (%s): its attributes do not fit its inputs: "
                    "%s", k, reg->name, why);
     }
-    for (int i = 0; i < e->nout; i++) {
+    /* The saved tensors too: a later op (a pooling's backward) reads them. */
+    for (int i = 0; i < e->nout + e->nsaved; i++) {
         shape_of(t, e->out[i], &want);
         if (out[i].ndims < 0 || same_shape(&out[i], &want))
             continue;
         char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
-        return bad(DLA_ERR_IO, path, "corrupt: op %d (%s): its attributes make result %d %s %s "
-                   "\"%s\"; the file records %s %s \"%s\"", k, reg->name, i + 1,
+        return bad(DLA_ERR_IO, path, "corrupt: op %d (%s): its attributes make %s %d %s %s "
+                   "\"%s\"; the file records %s %s \"%s\"", k, reg->name,
+                   i < e->nout ? "result" : "saved tensor", i < e->nout ? i + 1 : i - e->nout + 1,
                    dla__dims_str(a, sizeof a, out[i].ndims, out[i].dims),
                    dla_dtype_name(out[i].dtype), out[i].format,
                    dla__dims_str(b, sizeof b, want.ndims, want.dims), dla_dtype_name(want.dtype),
