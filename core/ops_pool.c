@@ -16,6 +16,7 @@
 #include "core/op.h"
 #include "core/ops_nn.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* What the public function was given. */
@@ -92,16 +93,17 @@ static dla_status geometry(const pool_attrs *a, const dla_tensor *x, pool_geom *
     memcpy(g->xdims, x->dims, sizeof g->xdims);
     memcpy(g->ydims, x->dims, sizeof g->ydims);
     strcpy(g->format, x->format);
+    int64_t full = 1;
     for (int i = 0; i < n; i++) {
         int xd = g->tdim ? g->tdim - 1 : i;
         int64_t in = x->dims[xd], w = a->pool[a->npool == 1 ? 0 : i];
         int64_t s = a->stride[i] ? a->stride[i] : 1, pb = a->padding[0][i], pe = a->padding[1][i];
-        if (w < 1)
+        if (w < 1 || w > INT32_MAX)
             return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument pool_size: %lld along pooled "
-                             "dim %d; needs 1 or more", op, (long long)w, i + 1);
-        if (s < 1)
+                             "dim %d; needs 1 to 2^31-1", op, (long long)w, i + 1);
+        if (s < 1 || s > INT32_MAX)
             return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: option stride: %lld along pooled dim "
-                             "%d; needs 1 or more", op, (long long)s, i + 1);
+                             "%d; needs 1 to 2^31-1", op, (long long)s, i + 1);
         if (pb < 0 || pe < 0 || (a->same && (pb || pe)))
             return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: option padding: %lld before, %lld "
                              "after pooled dim %d; %s", op, (long long)pb, (long long)pe, i + 1,
@@ -130,6 +132,11 @@ static dla_status geometry(const pool_attrs *a, const dla_tensor *x, pool_geom *
         g->pad[i] = pb;
         g->out[i] = (in + pb + pe - w) / s + 1;
         g->ydims[xd] = g->out[i];
+        /* The kernels count a window's elements in int64 (the sizes are
+         * int32 each, three of them are not). */
+        if (__builtin_mul_overflow(full, w, &full))
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument pool_size: a window of more "
+                             "than 2^63 elements", op);
     }
     /* channels and batch: what lies after the pooled dims, split at C (S
      * pooling) or everything before T and after it (T pooling). */
@@ -231,35 +238,102 @@ static dla_status grad_forward(const void *attrs, dla_tensor *const *in, int nin
     return DLA_OK;
 }
 
+/* Attributes that make geometry g again on its x: g's window, stride,
+ * padding before and mode, and the least padding after that gives g's
+ * output size (INT64_MAX when g's sizes overflow it, which geometry
+ * refuses: a loaded g is any bytes). */
+static void attrs_of_geom(const pool_geom *g, pool_attrs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->mode = g->mode;
+    a->npool = g->nsp;
+    a->exclude_pad = g->exclude_pad;
+    for (int i = 0; i < g->nsp; i++) {
+        a->pool[i] = g->win[i];
+        a->stride[i] = g->stride[i];
+        a->padding[0][i] = g->pad[i];
+        int64_t p;
+        if (__builtin_sub_overflow(g->out[i], 1, &p) || __builtin_mul_overflow(p, g->stride[i], &p) ||
+            __builtin_add_overflow(p, g->win[i], &p) || __builtin_sub_overflow(p, g->in[i], &p) ||
+            __builtin_sub_overflow(p, g->pad[i], &p))
+            p = INT64_MAX;
+        a->padding[1][i] = p > 0 ? p : 0;
+    }
+}
+
 /* The gradient of dx with respect to dy: average pooling is linear, and
  * this pool_grad is its adjoint, so the adjoint of pool_grad is the average
  * pool itself, with the same window, stride and padding. */
 static dla_status grad_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
 {
-    const pool_geom *g = n->attrs;
-    pool_attrs a = {.mode = DLA_POOL_AVG, .npool = g->nsp, .exclude_pad = g->exclude_pad};
-    for (int i = 0; i < g->nsp; i++) {
-        a.pool[i] = g->win[i];
-        a.stride[i] = g->stride[i];
-        a.padding[0][i] = g->pad[i];
-        /* the padding after that reproduces the same output size */
-        a.padding[1][i] = (g->out[i] - 1) * g->stride[i] + g->win[i] - g->in[i] - g->pad[i];
-        if (a.padding[1][i] < 0)
-            a.padding[1][i] = 0;
-    }
+    pool_attrs a;
+    attrs_of_geom(n->attrs, &a);
+    a.mode = DLA_POOL_AVG;
     gin[0] = pool_apply(&a, gout[0]);
     return DLA_OK;
 }
 
+/* grad_forward makes dx of the geometry's x and reads dy (and the max
+ * index) through its kernel views of the geometry's sizes: the geometry
+ * must be the one its x makes (geometry's own checks, on attributes
+ * rebuilt from it), and dy and the index must have its y's dims. */
+static dla_status grad_infer(dla_pool_mode mode, const void *attrs, int nin,
+                             const dla__vshape *in, dla__vshape *out)
+{
+    const pool_geom *g = attrs;
+    const char *op = pool_name(mode);
+    char buf[DLA__DIMS_BUF], yd[DLA__DIMS_BUF];
+    int64_t numel;
+    if (g->mode != mode || (unsigned)g->exclude_pad > 1 || g->nsp < 1 || g->nsp > 3 ||
+        g->ndims < 0 || g->ndims > DLA_MAX_DIMS || (unsigned)g->dtype >= DLA_DTYPE_COUNT ||
+        !dla__attr_str_ok(g->format, sizeof g->format) ||
+        dla__numel_checked(op, g->ndims, g->xdims, g->dtype, &numel) != DLA_OK)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s backward: attributes mode %d, %d pooled "
+                         "dims of %d, x dims or format do not hold together", op, (int)g->mode,
+                         g->nsp, g->ndims);
+    dla__vshape xs = {.dtype = g->dtype, .ndims = g->ndims};
+    memcpy(xs.dims, g->xdims, sizeof xs.dims);
+    memcpy(xs.format, g->format, sizeof xs.format);
+    dla_tensor x;
+    dla__tensor_of_shape(&xs, &x);
+    pool_attrs a;
+    attrs_of_geom(g, &a);
+    pool_geom again;
+    char why[512] = "";
+    if (geometry(&a, &x, &again) != DLA_OK)
+        snprintf(why, sizeof why, " (%s)", dla_last_error());
+    if (why[0] || memcmp(&again, g, sizeof again) != 0)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s backward: attributes: the geometry is not "
+                         "the one its x (%s \"%s\") makes%s", op,
+                         dla__dims_str(buf, sizeof buf, g->ndims, g->xdims), g->format, why);
+    for (int i = 0; i < nin; i++)
+        if (in[i].dtype != (i ? DLA_I32 : g->dtype) || !dla__shape_fits(&in[i], g->ndims, g->ydims))
+            return dla__fail(DLA_ERR_SHAPE, "%s backward: argument %s (%s %s) is not the %s of its "
+                             "y (%s)", op, i ? "index" : "dy",
+                             dla__dims_str(buf, sizeof buf, in[i].ndims, in[i].dims),
+                             dla_dtype_name(in[i].dtype), i ? "int32 index" : "gradient",
+                             dla__dims_str(yd, sizeof yd, g->ndims, g->ydims));
+    out[0] = xs;
+    return DLA_OK;
+}
+static dla_status avg_grad_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    return grad_infer(DLA_POOL_AVG, attrs, nin, in, out);
+}
+static dla_status max_grad_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    return grad_infer(DLA_POOL_MAX, attrs, nin, in, out);
+}
+
 static const dla__op avg_grad_op = {
     .name = "dla_avgpool", .nin = 1, .nout = 1, .forward = grad_forward,
-    .backward = grad_backward,
+    .backward = grad_backward, .infer = avg_grad_infer,
 };
 DLA__OP_REGISTER_AS(avg_grad_op, "dla_avgpool backward", sizeof(pool_geom));
 /* Its own derivative would scatter by the index; not needed until second
  * derivatives of max pooling are. */
 static const dla__op max_grad_op = {
-    .name = "dla_maxpool", .nin = 2, .nout = 1, .forward = grad_forward,
+    .name = "dla_maxpool", .nin = 2, .nout = 1, .forward = grad_forward, .infer = max_grad_infer,
 };
 DLA__OP_REGISTER_AS(max_grad_op, "dla_maxpool backward", sizeof(pool_geom));
 
@@ -319,14 +393,52 @@ static dla_status pool_backward(const dla__node *n, dla_tensor *const *gout, dla
     return DLA_OK;
 }
 
+/* pool_forward runs geometry on x, which indexes the attributes' arrays
+ * by its own count of pooled dims and bounds every size: the same checks
+ * on the recorded x, and its y dims are the result's (and the max
+ * index's, int32 and unformatted). */
+static dla_status pool_infer(dla_pool_mode mode, const void *attrs, const dla__vshape *in,
+                             dla__vshape *out)
+{
+    const pool_attrs *a = attrs;
+    if (a->mode != mode || (unsigned)a->same > 1 || (unsigned)a->exclude_pad > 1)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: attributes mode %d, same %d, exclude_pad "
+                         "%d: not this op's", pool_name(mode), (int)a->mode, a->same,
+                         a->exclude_pad);
+    dla_tensor x;
+    dla__tensor_of_shape(&in[0], &x);
+    pool_geom g;
+    dla_status st = geometry(a, &x, &g);
+    if (st != DLA_OK)
+        return st;
+    out[0] = in[0];
+    memcpy(out[0].dims, g.ydims, sizeof out[0].dims);
+    if (mode == DLA_POOL_MAX) {
+        out[1] = out[0];
+        out[1].dtype = DLA_I32;
+        memset(out[1].format, 0, sizeof out[1].format);
+    }
+    return DLA_OK;
+}
+static dla_status maxpool_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    return pool_infer(DLA_POOL_MAX, attrs, in, out);
+}
+static dla_status avgpool_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    return pool_infer(DLA_POOL_AVG, attrs, in, out);
+}
+
 static const dla__op maxpool_op = {
     .name = "dla_maxpool", .nin = 1, .nout = 1, .nsaved = 1, .forward = pool_forward,
-    .backward = pool_backward,
+    .backward = pool_backward, .infer = maxpool_infer,
 };
 DLA__OP_REGISTER(maxpool_op, sizeof(pool_attrs));
 static const dla__op avgpool_op = {
     .name = "dla_avgpool", .nin = 1, .nout = 1, .forward = pool_forward,
-    .backward = pool_backward,
+    .backward = pool_backward, .infer = avgpool_infer,
 };
 DLA__OP_REGISTER(avgpool_op, sizeof(pool_attrs));
 
