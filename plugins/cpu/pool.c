@@ -71,8 +71,10 @@ static inline void decode(const pool_geom *g, int64_t v, int64_t *i0, int64_t *i
     static void pool_forward_##sfx(const pool_geom *g, int mode, T *xm, T *ym, int32_t *im)       \
     {                                                                                              \
         const int64_t rows = g->planes * g->out[1] * g->out[2];                                    \
-        const int64_t work = rows * g->out[0] * g->full;                                  \
-        _Pragma("omp parallel for schedule(static) if(work >= DLA__CPU_PAR_MIN)")                  \
+        /* In double: a window's elements times the outputs pass 2^63 for a                        \
+         * window as large as the dims allow (it is clipped to x as it runs). */                   \
+        const double work = (double)rows * (double)g->out[0] * (double)g->full;                    \
+        _Pragma("omp parallel for schedule(static) if(work >= (double)DLA__CPU_PAR_MIN)")          \
         for (int64_t r = 0; r < rows; r++) {                                                       \
             const int64_t o1 = r % g->out[1], o2 = r / g->out[1] % g->out[2];                      \
             const int64_t p = r / (g->out[1] * g->out[2]);                                         \
@@ -297,9 +299,11 @@ dla_status dla__cpu_pool_backward(void *dev, const dla_pool_args *args)
                 (long long)g.in[0], (long long)g.in[1], (long long)g.in[2]);
         }
     }
-    const int64_t work = g.planes * (g.in[0] * g.in[1] * g.in[2] +
-                                     g.out[0] * g.out[1] * g.out[2] * g.full);
-    const int threads = work >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
+    /* In double, as the forward's (the windows' elements may pass 2^63). */
+    const double work = (double)g.planes * ((double)(g.in[0] * g.in[1] * g.in[2]) +
+                                            (double)(g.out[0] * g.out[1] * g.out[2]) *
+                                                (double)g.full);
+    const int threads = work >= (double)DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
     float *xf = (float *)args->x.mem;
     double *xd = (double *)args->x.mem;
     const float *yf = (const float *)args->y.mem;
