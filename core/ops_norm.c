@@ -538,9 +538,92 @@ static dla_status stats_backward(const dla__node *n, dla_tensor *const *gout, dl
     return DLA_OK;
 }
 
+/* The public function each op serves and the modes it takes: fn indexes
+ * fn_names and mode the table of normalized dims. */
+static int fn_takes_mode(norm_fn fn, norm_mode m)
+{
+    switch (fn) {
+    case F_BATCHNORM:
+    case F_BATCHNORM_TRAIN: return m == NM_BATCH;
+    case F_LAYERNORM: return m >= NM_LAYER_ALL && m <= NM_LAYER_AUTO;
+    case F_GROUPNORM: return m == NM_GROUP;
+    case F_INSTANCENORM: return m == NM_INSTANCE;
+    default: return 0;
+    }
+}
+
+/* The forwards run geometry on x (fn and mode index tables; groups
+ * divides the channels) and check_channel on the per-channel inputs: the
+ * same checks on the recorded shapes, after what the public functions
+ * make of their options (epsilon > 0, decays in (0, 1]) and which of them
+ * (fns: a bit per norm_fn) use this op. Sets the result's shape; g for
+ * the caller. */
+static dla_status norm_infer_common(const norm_attrs *a, unsigned fns, const dla__vshape *in,
+                                    int nchan, dla__vshape *out, norm_geom *g)
+{
+    const int train = a->fn == F_BATCHNORM_TRAIN;
+    if ((unsigned)a->fn >= F_COUNT || !(fns >> a->fn & 1) || !fn_takes_mode(a->fn, a->mode) ||
+        !(a->eps > 0.0 && isfinite(a->eps)) ||
+        (train && (!(a->mean_decay > 0.0 && a->mean_decay <= 1.0) ||
+                   !(a->var_decay > 0.0 && a->var_decay <= 1.0) || (unsigned)a->running > 1)))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "norm: attributes fn %d, mode %d, epsilon %g, "
+                         "decays %g and %g, running %d: no call of this op makes them",
+                         (int)a->fn, (int)a->mode, a->eps, a->mean_decay, a->var_decay, a->running);
+    const char *op = fn_names[a->fn];
+    static const char *const names[] = {"x", "offset", "scale", "mean", "var"};
+    dla_tensor t[5];
+    for (int i = 0; i < nchan; i++)
+        dla__tensor_of_shape(&in[i], &t[i]);
+    dla_status st = geometry(a, &t[0], g);
+    for (int i = 1; i < nchan && st == DLA_OK; i++)
+        st = check_channel(op, names[i], &t[i], &t[0], g);
+    if (st != DLA_OK)
+        return st;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
+/* The saved mean and 1/sqrt(var + eps) of the statistics forwards: 5-D,
+ * unformatted, of dims g->stat. */
+static void saved_shapes(const dla__vshape *x, const norm_geom *g, dla__vshape *saved)
+{
+    for (int k = 0; k < 2; k++) {
+        saved[k] = (dla__vshape){.dtype = x->dtype, .ndims = ND};
+        memcpy(saved[k].dims, g->stat, sizeof g->stat);
+    }
+}
+
+static dla_status norm_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    norm_geom g;
+    dla_status st = norm_infer_common(attrs, 1u << F_LAYERNORM | 1u << F_GROUPNORM |
+                                      1u << F_INSTANCENORM, in, 3, out, &g);
+    if (st == DLA_OK)
+        saved_shapes(&in[0], &g, out + 1);
+    return st;
+}
+
+/* Batchnorm training also gives the statistics, shaped as the running
+ * ones (given) or the offset. */
+static dla_status batchnorm_train_infer(const void *attrs, int nin, const dla__vshape *in,
+                                        dla__vshape *out)
+{
+    norm_geom g;
+    dla_status st = norm_infer_common(attrs, 1u << F_BATCHNORM_TRAIN, in, nin, out, &g);
+    if (st != DLA_OK)
+        return st;
+    for (int k = 1; k <= 2; k++) {
+        out[k] = in[nin == 5 ? 2 + k : 1];
+        out[k].dtype = in[0].dtype;
+    }
+    saved_shapes(&in[0], &g, out + 3);
+    return DLA_OK;
+}
+
 static const dla__op norm_op = {
     .name = "norm", .nin = 3, .nout = 1, .nsaved = 2, .forward = stats_forward,
-    .backward = stats_backward,
+    .backward = stats_backward, .infer = norm_infer,
 };
 DLA__OP_REGISTER(norm_op, sizeof(norm_attrs));
 static int takes_running_if_given(const void *attrs, int nin)
@@ -551,7 +634,7 @@ static int takes_running_if_given(const void *attrs, int nin)
 static const dla__op batchnorm_train_op = {
     .name = "dla_batchnorm_train", .nin = -1, .nout = 3, .nsaved = 2, .forward = stats_forward,
     .takes = takes_running_if_given,
-    .backward = stats_backward,
+    .backward = stats_backward, .infer = batchnorm_train_infer,
 };
 DLA__OP_REGISTER(batchnorm_train_op, sizeof(norm_attrs));
 
@@ -632,9 +715,18 @@ static dla_status infer_backward(const dla__node *n, dla_tensor *const *gout, dl
     return DLA_OK;
 }
 
+/* infer_forward runs the same checks as the statistics forwards on x and
+ * its four per-channel inputs; the result is x's shape. */
+static dla_status batchnorm_infer(const void *attrs, int nin, const dla__vshape *in,
+                                  dla__vshape *out)
+{
+    norm_geom g;
+    return norm_infer_common(attrs, 1u << F_BATCHNORM, in, nin, out, &g);
+}
+
 static const dla__op batchnorm_op = {
     .name = "dla_batchnorm", .nin = 5, .nout = 1, .forward = infer_forward,
-    .backward = infer_backward,
+    .backward = infer_backward, .infer = batchnorm_infer,
 };
 DLA__OP_REGISTER(batchnorm_op, sizeof(norm_attrs));
 

@@ -98,18 +98,39 @@ static dla_status sums_launch(dla_device *dev, dla_dtype dt, const dla_view *vg,
     return st;
 }
 
+/* The sums' dims: g's with the reduced dims 1. g and x must be five
+ * equal dims of one dtype (the kernels read x through g's dims), and red
+ * flags (it comes from a file in a loaded trace). */
+static dla_status sums_dims(const char *op, const sums_attrs *at, const dla_tensor *g,
+                            const dla_tensor *x, int64_t *sdims)
+{
+    char bg[DLA__DIMS_BUF], bx[DLA__DIMS_BUF];
+    if (g->ndims != ND || x->ndims != ND || memcmp(g->dims, x->dims, ND * sizeof *g->dims) ||
+        g->dtype != x->dtype)
+        return dla__fail(DLA_ERR_SHAPE, "%s: arguments g (%s %s) and x (%s %s) are not five "
+                         "equal dims of one dtype", op, dla__tensor_dims_str(g, bg, sizeof bg),
+                         dla_dtype_name(g->dtype), dla__tensor_dims_str(x, bx, sizeof bx),
+                         dla_dtype_name(x->dtype));
+    for (int i = 0; i < ND; i++) {
+        if (at->red[i] > 1)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: attribute red: entry %d is %d, no "
+                             "flag", op, i + 1, at->red[i]);
+        sdims[i] = at->red[i] ? 1 : g->dims[i];
+    }
+    return DLA_OK;
+}
+
 static dla_status sums_forward(const void *attrs, dla_tensor *const *in, int nin,
                                dla_tensor **out, dla_tensor **saved)
 {
     static const char op[] = "dla_batchnorm (backward)";
     const sums_attrs *at = attrs;
-    dla_tensor *d[2];
-    dla_status st = dense_all(op, in, 2, d);
     int64_t sdims[ND];
-    for (int i = 0; st == DLA_OK && i < ND; i++) {
-        DLA_ASSERT(d[0]->dims[i] == d[1]->dims[i]);
-        sdims[i] = at->red[i] ? 1 : d[0]->dims[i];
-    }
+    dla_status st = sums_dims(op, at, in[0], in[1], sdims);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *d[2];
+    st = dense_all(op, in, 2, d);
     dla_device *dev = in[0]->storage->device;
     dla_tensor *s[2] = {NULL, NULL};
     for (int k = 0; k < 2 && st == DLA_OK; k++)
@@ -146,9 +167,27 @@ static dla_status sums_backward(const dla__node *n, dla_tensor *const *gout, dla
     return DLA_OK;
 }
 
+/* The same check on the recorded g and x; both sums have its dims. */
+static dla_status sums_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    dla_tensor g, x;
+    dla__tensor_of_shape(&in[0], &g);
+    dla__tensor_of_shape(&in[1], &x);
+    int64_t sdims[ND];
+    dla_status st = sums_dims("dla_batchnorm (backward)", attrs, &g, &x, sdims);
+    if (st != DLA_OK)
+        return st;
+    for (int k = 0; k < 2; k++) {
+        out[k] = (dla__vshape){.dtype = in[0].dtype, .ndims = ND};
+        memcpy(out[k].dims, sdims, sizeof sdims);
+    }
+    return DLA_OK;
+}
+
 static const dla__op norm_sums_op = {
     .name = "dla__norm_sums", .nin = 2, .nout = 2, .forward = sums_forward,
-    .backward = sums_backward,
+    .backward = sums_backward, .infer = sums_infer,
 };
 DLA__OP_REGISTER(norm_sums_op, sizeof(sums_attrs));
 
