@@ -15,6 +15,12 @@ dla_tensor *dla__unary(dla_unary_op op, dla_tensor *x, double alpha, double beta
  * dense; its backward sums back. Format follows like. */
 dla_tensor *dla__expand(dla_tensor *g, const dla_tensor *like);
 
+/* The broadcast dims (*nd of them) and format of n operands named names,
+ * or a failure naming op, the arguments and their dims (implicit
+ * expansion: equal dims or 1; one format among the formatted ones). */
+dla_status dla__broadcast(const char *op, int n, dla_tensor *const *t, const char *const *names,
+                          int *nd, int64_t *dims, char *fmt);
+
 /* t itself (a new reference) when dense, else a dense copy on its device
  * (strided copy kernel); NULL with the message, prefixed with op, on failure. */
 dla_tensor *dla__dense(const char *op, dla_tensor *t);

@@ -19,10 +19,8 @@
 
 static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
 
-/* The broadcast dims and format of n operands, or a failure naming the op,
- * the argument and the dims. */
-static dla_status broadcast(const char *op, int n, dla_tensor *const *t, const char *const *names,
-                            int *nd_out, int64_t *dims, char *fmt)
+dla_status dla__broadcast(const char *op, int n, dla_tensor *const *t, const char *const *names,
+                          int *nd_out, int64_t *dims, char *fmt)
 {
     const char *f = "";
     int fi = -1;
@@ -122,7 +120,7 @@ static dla_status compare_forward(const void *attrs, dla_tensor *const *in, int 
     int nd;
     int64_t dims[DLA_MAX_DIMS];
     char fmt[DLA_MAX_DIMS + 1];
-    dla_status st = broadcast("compare", 2, in, names, &nd, dims, fmt);
+    dla_status st = dla__broadcast("compare", 2, in, names, &nd, dims, fmt);
     if (st != DLA_OK)
         return st;
     /* Both float of one dtype compare as they are; anything else as double. */
@@ -176,22 +174,28 @@ static dla_tensor *compare(const dla__op *op, dla_binary_op kop, dla_tensor *a, 
     int64_t dims[DLA_MAX_DIMS];
     char fmt[DLA_MAX_DIMS + 1];
     if (same_device(op->name, 2, t, names) != DLA_OK ||
-        broadcast(op->name, 2, t, names, &nd, dims, fmt) != DLA_OK)
+        dla__broadcast(op->name, 2, t, names, &nd, dims, fmt) != DLA_OK)
         return dla__return(dla__error_tensor());
     compare_attrs at = {kop};
     return dla__apply(op, &at, sizeof at, 2, t);
 }
 
 /* compare_forward's kop names an entry of the kernel's table; the shape
- * is the operands' broadcast, which forward works out and checks. */
+ * is the operands' broadcast, logical. */
 static dla_status compare_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
 {
-    (void)nin, (void)in, (void)out;
+    (void)nin;
     dla_binary_op kop = ((const compare_attrs *)attrs)->kop;
     if (kop < DLA_BINARY_EQ || kop >= DLA_BINARY_COUNT)
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "compare: attribute kop is %d, no comparison",
                          (int)kop);
-    return DLA_OK;
+    dla_tensor a, b;
+    dla__tensor_of_shape(&in[0], &a);
+    dla__tensor_of_shape(&in[1], &b);
+    static const char *const names[] = {"a", "b"};
+    out[0] = (dla__vshape){.dtype = DLA_BOOL};
+    return dla__broadcast("compare", 2, (dla_tensor *[]){&a, &b}, names, &out[0].ndims,
+                          out[0].dims, out[0].format);
 }
 
 #define DLA__COMPARE_DEFINE(cmp, kop)                                                              \
@@ -217,7 +221,7 @@ static dla_status where_forward(const void *attrs, dla_tensor *const *in, int ni
     int nd;
     int64_t dims[DLA_MAX_DIMS];
     char fmt[DLA_MAX_DIMS + 1];
-    dla_status st = broadcast("dla_where", 3, in, names, &nd, dims, fmt);
+    dla_status st = dla__broadcast("dla_where", 3, in, names, &nd, dims, fmt);
     if (st != DLA_OK)
         return st;
     dla_tensor *cond = converted(in[0], DLA_BOOL);
@@ -297,7 +301,7 @@ DLA_API dla_tensor *dla_where(dla_tensor *cond, dla_tensor *a, dla_tensor *b)
     int nd;
     int64_t dims[DLA_MAX_DIMS];
     char fmt[DLA_MAX_DIMS + 1];
-    if (same_device(op, 3, t, names) != DLA_OK || broadcast(op, 3, t, names, &nd, dims, fmt) != DLA_OK)
+    if (same_device(op, 3, t, names) != DLA_OK || dla__broadcast(op, 3, t, names, &nd, dims, fmt) != DLA_OK)
         return dla__return(dla__error_tensor());
     return dla__apply(&where_op, NULL, 0, 3, t);
 }

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -183,8 +184,33 @@ static dla_status encode_forward(const void *attrs, dla_tensor *const *in, int n
     return DLA_OK;
 }
 
+/* The result's dtype (the option; forward casts to it) must be one. */
+static dla_status encode_dtype_check(dla_dtype dt)
+{
+    if ((unsigned)dt >= DLA_DTYPE_COUNT)
+        return dla__fail(DLA_ERR_DTYPE, "dla_onehotencode: option dtype: %d is no dtype", (int)dt);
+    return DLA_OK;
+}
+
+/* forward casts the comparison of the labels with the class list to the
+ * dtype: their broadcast, of that dtype. */
+static dla_status encode_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    dla_dtype dt = ((const encode_attrs *)attrs)->dtype;
+    if (encode_dtype_check(dt) != DLA_OK)
+        return dla_last_status();
+    dla_tensor labels, list;
+    dla__tensor_of_shape(&in[0], &labels);
+    dla__tensor_of_shape(&in[1], &list);
+    static const char *const names[] = {"labels", "classes"};
+    out[0] = (dla__vshape){.dtype = dt};
+    return dla__broadcast("dla_onehotencode", 2, (dla_tensor *[]){&labels, &list}, names,
+                          &out[0].ndims, out[0].dims, out[0].format);
+}
+
 static const dla__op encode_op = {.name = "dla_onehotencode", .nin = 2, .nout = 1,
-                                  .forward = encode_forward};
+                                  .forward = encode_forward, .infer = encode_infer};
 DLA__OP_REGISTER(encode_op, sizeof(encode_attrs));
 
 DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
@@ -199,8 +225,8 @@ DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
     if (num_classes < 1)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument num_classes: %lld; it must be >= 1",
                           op, (long long)num_classes);
-    if ((unsigned)o->dtype >= DLA_DTYPE_COUNT)
-        return dla__error(DLA_ERR_DTYPE, "%s: option dtype: %d is no dtype", op, (int)o->dtype);
+    if (encode_dtype_check(o->dtype) != DLA_OK)
+        return dla__return(dla__error_tensor());
     if (o->feature_dim == 0 && labels->format[0] && !strchr(labels->format, 'C'))
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
                           "%s: option feature_dim: 0 means the C dim, but labels (%s \"%s\") have "
@@ -300,13 +326,66 @@ static dla_status decode_forward(const void *attrs, dla_tensor *const *in, int n
     return DLA_OK;
 }
 
+/* Scores decode along their feature dim fd (0-based, a labelled one when
+ * they are formatted): single or double, with elements there. Returns the
+ * class count, or 0 with the failure. */
+static int64_t decode_check(const char *op, const dla_tensor *scores, int fd)
+{
+    char buf[DLA__DIMS_BUF];
+    if (!is_float(scores->dtype)) {
+        dla__fail(DLA_ERR_DTYPE, "%s: argument scores: %s; decoding needs single or double", op,
+                  dla_dtype_name(scores->dtype));
+        return 0;
+    }
+    int64_t k = fd < scores->ndims ? scores->dims[fd] : 1;
+    if (k == 0 || dla_tensor_numel(scores) == 0) {
+        dla__fail(DLA_ERR_SHAPE, "%s: argument scores: %s has no elements to decode", op,
+                  dla__tensor_dims_str(scores, buf, sizeof buf));
+        return 0;
+    }
+    return k;
+}
+
+/* decode_forward indexes the result's dims with fd and reads k class
+ * values (double, from class_list) when has_classes: dla_onehotdecode's
+ * checks on the recorded scores; positions (int32) of scores' shape with
+ * 1 along fd. */
+static dla_status decode_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    static const char op[] = "dla_onehotdecode";
+    const decode_attrs *a = attrs;
+    if (a->fd < 0 || a->fd >= DLA_MAX_DIMS || (a->has_classes != 0 && a->has_classes != 1))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: attributes feature dim %lld, "
+                         "has_classes %d", op, (long long)a->fd + 1, a->has_classes);
+    dla_tensor scores;
+    dla__tensor_of_shape(&in[0], &scores);
+    dla_onehot_options o = {.feature_dim = a->fd + 1};
+    int64_t k;
+    if (feature_dim_of(op, &scores, &o) < 0 || !(k = decode_check(op, &scores, a->fd)))
+        return dla_last_status();
+    char buf[DLA__DIMS_BUF];
+    if (nin > 1 && (in[1].dtype != DLA_F64 || dla__numel(in[1].ndims, in[1].dims) != k))
+        return dla__fail(DLA_ERR_SHAPE, "%s: argument classes (%s %s) is not %lld class values "
+                         "(double)", op, dla__dims_str(buf, sizeof buf, in[1].ndims, in[1].dims),
+                         dla_dtype_name(in[1].dtype), (long long)k);
+    out[0] = in[0];
+    out[0].dtype = DLA_I32;
+    for (int d = in[0].ndims; d <= a->fd; d++)
+        out[0].dims[d] = 1;
+    if (a->fd + 1 > out[0].ndims)
+        out[0].ndims = a->fd + 1;
+    out[0].dims[a->fd] = 1;
+    return DLA_OK;
+}
+
 static int takes_classes_if_given(const void *attrs, int nin)
 {
     return nin == (((const decode_attrs *)attrs)->has_classes ? 2 : 1);
 }
 
 static const dla__op decode_op = {.name = "dla_onehotdecode", .nin = -1, .nout = 1,
-                                  .forward = decode_forward, .takes = takes_classes_if_given};
+                                  .forward = decode_forward, .takes = takes_classes_if_given,
+                                  .infer = decode_infer};
 DLA__OP_REGISTER(decode_op, sizeof(decode_attrs));
 
 DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_options *opts)
@@ -317,21 +396,15 @@ DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_option
     if (!scores || scores->status != DLA_OK)
         return dla__pass_error(scores);
     char buf[DLA__DIMS_BUF];
-    if (!is_float(scores->dtype))
-        return dla__error(DLA_ERR_DTYPE, "%s: argument scores: %s; decoding needs single or double",
-                          op, dla_dtype_name(scores->dtype));
     if (o->feature_dim == 0 && scores->format[0] && !strchr(scores->format, 'C'))
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
                           "%s: option feature_dim: 0 means the C dim, but scores (%s \"%s\") have "
                           "none; label one C or give feature_dim",
                           op, dla__tensor_dims_str(scores, buf, sizeof buf), scores->format);
     int fd = feature_dim_of(op, scores, o);
-    if (fd < 0)
+    int64_t k = fd < 0 ? 0 : decode_check(op, scores, fd);
+    if (!k)
         return dla__return(dla__error_tensor());
-    int64_t k = fd < scores->ndims ? scores->dims[fd] : 1;
-    if (k == 0 || dla_tensor_numel(scores) == 0)
-        return dla__error(DLA_ERR_SHAPE, "%s: argument scores: %s has no elements to decode", op,
-                          dla__tensor_dims_str(scores, buf, sizeof buf));
     decode_attrs a = {fd, o->classes != NULL};
     dla_scope_begin();
     dla_tensor *in[2] = {scores, NULL};
