@@ -120,8 +120,21 @@ static dla_status gelu_backward(const dla__node *n, dla_tensor *const *gout, dla
     return DLA_OK;
 }
 
+/* tanh_approx picks the formula: dla_gelu makes 0 or 1; x's shape. */
+static dla_status gelu_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    int t = ((const gelu_attrs *)attrs)->tanh_approx;
+    if (t != 0 && t != 1)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_gelu: attribute tanh_approx is %d, no "
+                         "flag", t);
+    out[0] = in[0];
+    return DLA_OK;
+}
+
 static const dla__op gelu_op = {
     .name = "dla_gelu", .nin = 1, .nout = 1, .forward = gelu_forward, .backward = gelu_backward,
+    .infer = gelu_infer,
 };
 DLA__OP_REGISTER(gelu_op, sizeof(gelu_attrs));
 
@@ -160,6 +173,18 @@ static int channel_dim(const char *op, const dla_tensor *x)
     return c;
 }
 
+/* x must be single or double with a "C" dim: its 1-based position, or 0
+ * with the error set. */
+static int softmax_check(const char *op, const dla_tensor *x)
+{
+    if (!dla__nn_is_float(x->dtype)) {
+        dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
+                  dla_dtype_name(x->dtype));
+        return 0;
+    }
+    return channel_dim(op, x);
+}
+
 static dla_status softmax_forward(const void *attrs, dla_tensor *const *in, int nin,
                                   dla_tensor **out, dla_tensor **saved)
 {
@@ -167,10 +192,7 @@ static dla_status softmax_forward(const void *attrs, dla_tensor *const *in, int 
     const softmax_attrs *a = attrs;
     const char *op = softmax_name(a);
     dla_tensor *x = in[0];
-    if (!dla__nn_is_float(x->dtype))
-        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
-                         dla_dtype_name(x->dtype));
-    int c = channel_dim(op, x);
+    int c = softmax_check(op, x);
     if (!c)
         return dla_last_status();
     dla_device *dev = x->storage->device;
@@ -235,14 +257,42 @@ static dla_status softmax_backward(const dla__node *n, dla_tensor *const *gout, 
     return DLA_OK;
 }
 
+/* log picks the formula and must be the op's own (the backward follows
+ * the op); forward's check on the recorded x; x's shape. */
+static dla_status softmax_infer_as(int log, const void *attrs, const dla__vshape *in,
+                                   dla__vshape *out)
+{
+    const softmax_attrs *a = attrs;
+    const char *op = log ? "dla_logsoftmax" : "dla_softmax";
+    if (a->log != log)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: attribute log is %d", op, a->log);
+    dla_tensor x;
+    dla__tensor_of_shape(&in[0], &x);
+    if (!softmax_check(op, &x))
+        return dla_last_status();
+    out[0] = in[0];
+    return DLA_OK;
+}
+static dla_status softmax_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    return softmax_infer_as(0, attrs, in, out);
+}
+static dla_status logsoftmax_infer(const void *attrs, int nin, const dla__vshape *in,
+                                   dla__vshape *out)
+{
+    (void)nin;
+    return softmax_infer_as(1, attrs, in, out);
+}
+
 static const dla__op softmax_op = {
     .name = "dla_softmax", .nin = 1, .nout = 1, .forward = softmax_forward,
-    .backward = softmax_backward,
+    .backward = softmax_backward, .infer = softmax_infer,
 };
 DLA__OP_REGISTER(softmax_op, sizeof(softmax_attrs));
 static const dla__op logsoftmax_op = {
     .name = "dla_logsoftmax", .nin = 1, .nout = 1, .forward = softmax_forward,
-    .backward = softmax_backward,
+    .backward = softmax_backward, .infer = logsoftmax_infer,
 };
 DLA__OP_REGISTER(logsoftmax_op, sizeof(softmax_attrs));
 

@@ -16,6 +16,7 @@
 #include "core/format.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 
@@ -215,6 +216,68 @@ static dla_status loss_backward(const dla__node *node, dla_tensor *const *gout, 
     return DLA_OK;
 }
 
+static int find_label(const char *fmt, char c)
+{
+    const char *p = strchr(fmt, c);
+    return p && c ? (int)(p - fmt) : -1;
+}
+
+/* What the public functions make of y (labelled): the B dim, and the
+ * divisor of normalizations other than the mask's. */
+static void norm_of(loss_attrs *a, const dla_tensor *y)
+{
+    a->bdim = find_label(y->format, 'B');
+    a->n = a->norm == NORM_BATCH ? (a->bdim >= 0 ? (double)y->dims[a->bdim] : 1.0)
+           : a->norm == NORM_ALL ? (double)dla_tensor_numel(y)
+                                 : 1.0;
+}
+
+/* forward switches on kind (one of the op's own: kinds has a bit per
+ * loss_kind), divides by the mask's count when norm says so (there must
+ * be a mask then) and by n otherwise: the attributes must be what the
+ * public function makes of the recorded y. A reduced loss is 1 x 1 of
+ * y's dtype; an unreduced one the elementwise loss of y and the targets
+ * times the weights and the mask: their broadcast. */
+static dla_status loss_infer_as(const char *op, unsigned kinds, const void *attrs, int nin,
+                                const dla__vshape *in, dla__vshape *out)
+{
+    const loss_attrs *a = attrs;
+    dla_tensor t[4];
+    for (int i = 0; i < nin; i++)
+        dla__tensor_of_shape(&in[i], &t[i]);
+    const dla_tensor *y = &t[0];
+    loss_attrs want = *a;
+    norm_of(&want, y);
+    if (a->kind < 0 || a->kind > LOSS_MSE || !(kinds >> a->kind & 1) || a->norm < 0 ||
+        a->norm > NORM_NONE || (a->unreduced != 0 && a->unreduced != 1) ||
+        (a->norm == NORM_MASK && !a->unreduced && !a->has_m) || a->bdim != want.bdim ||
+        !(a->n == want.n)) {
+        char buf[DLA__DIMS_BUF];
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: attributes kind %d, normalization %d, "
+                         "unreduced %d, B dim %d, divisor %g: not what y (%s \"%s\") and the "
+                         "options make", op, a->kind, a->norm, a->unreduced, a->bdim + 1, a->n,
+                         dla__tensor_dims_str(y, buf, sizeof buf), y->format);
+    }
+    out[0] = (dla__vshape){.dtype = y->dtype, .ndims = 2, .dims = {1, 1}};
+    if (!a->unreduced)
+        return DLA_OK;
+    const char *names[4] = {"y", "targets", a->has_w ? "weights" : "mask", "mask"};
+    return dla__broadcast(op, nin, (dla_tensor *[]){&t[0], &t[1], &t[2], &t[3]}, names,
+                          &out[0].ndims, out[0].dims, out[0].format);
+}
+
+#define LOSS_INFER(name_, kinds_)                                                                  \
+    static dla_status name_##_infer(const void *attrs, int nin, const dla__vshape *in,            \
+                                    dla__vshape *out)                                              \
+    {                                                                                              \
+        return loss_infer_as("dla_" #name_, kinds_, attrs, nin, in, out);                         \
+    }
+LOSS_INFER(crossentropy, 1u << LOSS_EXCLUSIVE | 1u << LOSS_INDEPENDENT)
+LOSS_INFER(binary_crossentropy, 1u << LOSS_INDEPENDENT)
+LOSS_INFER(l1loss, 1u << LOSS_L1)
+LOSS_INFER(l2loss, 1u << LOSS_L2)
+LOSS_INFER(mse, 1u << LOSS_MSE)
+
 static int takes_weights_and_mask_if_given(const void *attrs, int nin)
 {
     const loss_attrs *a = attrs;
@@ -224,23 +287,26 @@ static int takes_weights_and_mask_if_given(const void *attrs, int nin)
 
 static const dla__op crossentropy_op = {.name = "dla_crossentropy", .nin = -1, .nout = 1,
                                         .forward = loss_forward, .backward = loss_backward,
-                                        .takes = takes_weights_and_mask_if_given};
+                                        .takes = takes_weights_and_mask_if_given,
+                                        .infer = crossentropy_infer};
 DLA__OP_REGISTER(crossentropy_op, sizeof(loss_attrs));
 static const dla__op binary_crossentropy_op = {.name = "dla_binary_crossentropy", .nin = -1,
                                                .nout = 1, .forward = loss_forward,
                                                .backward = loss_backward,
-                                               .takes = takes_weights_and_mask_if_given};
+                                               .takes = takes_weights_and_mask_if_given,
+                                               .infer = binary_crossentropy_infer};
 DLA__OP_REGISTER(binary_crossentropy_op, sizeof(loss_attrs));
 static const dla__op l1loss_op = {.name = "dla_l1loss", .nin = -1, .nout = 1,
                                   .forward = loss_forward, .backward = loss_backward,
-                                  .takes = takes_weights_and_mask_if_given};
+                                  .takes = takes_weights_and_mask_if_given, .infer = l1loss_infer};
 DLA__OP_REGISTER(l1loss_op, sizeof(loss_attrs));
 static const dla__op l2loss_op = {.name = "dla_l2loss", .nin = -1, .nout = 1,
                                   .forward = loss_forward, .backward = loss_backward,
-                                  .takes = takes_weights_and_mask_if_given};
+                                  .takes = takes_weights_and_mask_if_given, .infer = l2loss_infer};
 DLA__OP_REGISTER(l2loss_op, sizeof(loss_attrs));
 static const dla__op mse_op = {.name = "dla_mse", .nin = -1, .nout = 1, .forward = loss_forward,
-                               .backward = loss_backward, .takes = takes_weights_and_mask_if_given};
+                               .backward = loss_backward, .takes = takes_weights_and_mask_if_given,
+                               .infer = mse_infer};
 DLA__OP_REGISTER(mse_op, sizeof(loss_attrs));
 
 /* ---------------------------------------------- lining inputs up with Y */
@@ -349,12 +415,6 @@ static dla_status check_labels(const char *op, const char *arg, const char *optn
                          dla__tensor_dims_str(t, ts, sizeof ts), optname);
     }
     return DLA_OK;
-}
-
-static int find_label(const char *fmt, char c)
-{
-    const char *p = strchr(fmt, c);
-    return p && c ? (int)(p - fmt) : -1;
 }
 
 static int64_t count_non_singleton(const dla_tensor *t)
@@ -577,11 +637,7 @@ static dla_tensor *loss_build(const loss_call *c)
             r = dla_tensor_retain(in[i]);
             goto done;
         }
-    a.bdim = find_label(y->format, 'B');
-    int64_t numel = dla_tensor_numel(y);
-    a.n = a.norm == NORM_BATCH ? (a.bdim >= 0 ? (double)y->dims[a.bdim] : 1.0)
-          : a.norm == NORM_ALL ? (double)numel
-                               : 1.0;
+    norm_of(&a, y);
     r = dla__apply(c->op, &a, sizeof a, nin, in);
     if (a.unreduced && lc.dfmt)
         r = unlabel(r, lc.dfmt);
