@@ -92,21 +92,34 @@ typedef struct gemm_attrs {
     int ta, tb, paged;
 } gemm_attrs;
 
-static dla_status gemm_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
-                               dla_tensor **saved)
+/* The product's sizes: C is m x n x pages pdims[0..np-1] (batch of them),
+ * the inner dim k. */
+typedef struct gemm_shape {
+    int64_t m, n, k, batch;
+    int np;
+    int64_t pdims[DLA_MAX_DIMS];
+} gemm_shape;
+
+static const char *gemm_name(const gemm_attrs *at)
 {
-    const gemm_attrs *at = attrs;
-    const char *op = at->paged ? "dla_pagemtimes" : "dla_mtimes";
-    dla_tensor *a = in[0], *b = in[1];
+    return at->paged ? "dla_pagemtimes" : "dla_mtimes";
+}
+
+/* The checks of a and b against each other and the attributes (flags:
+ * the kernel gets ta and tb as transposes, XORed with its own), and the
+ * product's sizes. */
+static dla_status gemm_check(const gemm_attrs *at, const dla_tensor *a, const dla_tensor *b,
+                             gemm_shape *sh)
+{
+    const char *op = gemm_name(at);
     int ta = at->ta, tb = at->tb;
     char da[DLA__DIMS_BUF], db[DLA__DIMS_BUF];
+    if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || (at->paged != 0 && at->paged != 1))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: attributes ta %d, tb %d, paged %d: "
+                         "flags are 0 or 1", op, ta, tb, at->paged);
     if (a->dtype != b->dtype || (a->dtype != DLA_F32 && a->dtype != DLA_F64))
         return dla__fail(DLA_ERR_DTYPE, "%s: arguments a (%s) and b (%s) must both be single or "
                          "both double", op, dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
-    dla_device *dev = a->storage->device;
-    if (b->storage->device != dev)
-        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: arguments a and b are on %s and %s", op,
-                         dev->name, b->storage->device->name);
     if (!at->paged && (a->ndims > 2 || b->ndims > 2))
         return dla__fail(DLA_ERR_SHAPE, "%s: arguments a (%s) and b (%s) must be matrices; use "
                          "dla_pagemtimes for pages", op, dla__tensor_dims_str(a, da, sizeof da),
@@ -130,10 +143,44 @@ static dla_status gemm_forward(const void *attrs, dla_tensor *const *in, int nin
                              "%lld", op, i + 3, dla__tensor_dims_str(a, da, sizeof da),
                              dla__tensor_dims_str(b, db, sizeof db), (long long)x, (long long)y);
         pdims[i] = x == 1 ? y : x;
-        batch *= pdims[i];
+        /* Two operands' pages broadcast can pass 2^63 where neither's do
+         * (a loaded trace's recorded dims are checked before any exist). */
+        if (__builtin_mul_overflow(batch, pdims[i], &batch))
+            return dla__fail(DLA_ERR_SHAPE, "%s: the pages of a (%s) and b (%s) broadcast past "
+                             "2^63", op, dla__tensor_dims_str(a, da, sizeof da),
+                             dla__tensor_dims_str(b, db, sizeof db));
     }
-    int64_t cdims[DLA_MAX_DIMS] = {m, n};
-    memcpy(cdims + 2, pdims, (size_t)np * sizeof *pdims);
+    *sh = (gemm_shape){.m = m, .n = n, .k = k, .batch = batch, .np = np};
+    memcpy(sh->pdims, pdims, (size_t)np * sizeof *pdims);
+    return DLA_OK;
+}
+
+/* C's dims: m x n, then the pages. */
+static void gemm_cdims(const gemm_shape *sh, int64_t *cdims)
+{
+    cdims[0] = sh->m;
+    cdims[1] = sh->n;
+    memcpy(cdims + 2, sh->pdims, (size_t)sh->np * sizeof *sh->pdims);
+}
+
+static dla_status gemm_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
+                               dla_tensor **saved)
+{
+    const gemm_attrs *at = attrs;
+    const char *op = gemm_name(at);
+    dla_tensor *a = in[0], *b = in[1];
+    gemm_shape sh;
+    dla_status st = gemm_check(at, a, b, &sh);
+    if (st != DLA_OK)
+        return st;
+    dla_device *dev = a->storage->device;
+    if (b->storage->device != dev)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: arguments a and b are on %s and %s", op,
+                         dev->name, b->storage->device->name);
+    int64_t m = sh.m, n = sh.n, k = sh.k, batch = sh.batch, cdims[DLA_MAX_DIMS];
+    int np = sh.np, ta = at->ta, tb = at->tb;
+    const int64_t *pdims = sh.pdims;
+    gemm_cdims(&sh, cdims);
     dla_tensor *c = dla__tensor_alloc(op, dev, a->dtype, "", np + 2, cdims);
     if (!c)
         return dla_last_status();
@@ -141,7 +188,7 @@ static dla_status gemm_forward(const void *attrs, dla_tensor *const *in, int nin
                        .batch = batch, .alpha = 1.0, .beta = 0.0};
     dla_tensor *ha = NULL, *hb = NULL;
     int fa = 0, fb = 0;
-    dla_status st = operand(op, a, np, pdims, &g.a, &fa, &ha);
+    st = operand(op, a, np, pdims, &g.a, &fa, &ha);
     if (st == DLA_OK)
         st = operand(op, b, np, pdims, &g.b, &fb, &hb);
     if (st == DLA_OK && m && n && batch) {
@@ -187,8 +234,25 @@ static dla_status gemm_backward(const dla__node *n, dla_tensor *const *gout, dla
     return DLA_OK;
 }
 
+/* gemm_check on the recorded a and b; C is unformatted, of a's dtype. */
+static dla_status gemm_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    dla_tensor a, b;
+    dla__tensor_of_shape(&in[0], &a);
+    dla__tensor_of_shape(&in[1], &b);
+    gemm_shape sh;
+    dla_status st = gemm_check(attrs, &a, &b, &sh);
+    if (st != DLA_OK)
+        return st;
+    out[0] = (dla__vshape){.dtype = a.dtype, .ndims = sh.np + 2};
+    gemm_cdims(&sh, out[0].dims);
+    return DLA_OK;
+}
+
 static const dla__op gemm_op = {
     .name = "gemm", .nin = 2, .nout = 1, .forward = gemm_forward, .backward = gemm_backward,
+    .infer = gemm_infer,
 };
 DLA__OP_REGISTER(gemm_op, sizeof(gemm_attrs));
 

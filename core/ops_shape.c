@@ -102,7 +102,8 @@ static dla_status cat_infer(const void *attrs, int nin, const dla__vshape *in, d
 {
     const cat_attrs *a = attrs;
     if (a->dim < 0 || a->dim >= DLA_MAX_DIMS)
-        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_cat: attribute dim is %d", a->dim + 1);
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_cat: attribute dim is %lld",
+                         (long long)a->dim + 1);
     out[0] = in[0];
     out[0].ndims = a->dim + 1 > in[0].ndims ? a->dim + 1 : in[0].ndims;
     for (int i = 1; i < nin; i++)
@@ -200,6 +201,48 @@ typedef struct pad_attrs {
     double value;
 } pad_attrs;
 
+/* The padding a against x: ndims within dims, labels for every padded
+ * dim of a formatted x, no negative padding, sizes within int64 (forward
+ * makes and fills a result of x's dims plus the padding). */
+static dla_status pad_check(const dla_tensor *x, const pad_attrs *a)
+{
+    static const char op[] = "dla_pad";
+    char buf[DLA__DIMS_BUF];
+    if (a->nd < 0 || a->nd > DLA_MAX_DIMS)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op,
+                         a->nd, DLA_MAX_DIMS);
+    if (x->format[0] && a->nd > x->ndims)
+        return dla__fail(DLA_ERR_FORMAT,
+                         "%s: argument ndims: %d dims to pad, but x (%s \"%s\") has labels for %d",
+                         op, a->nd, dla__tensor_dims_str(x, buf, sizeof buf), x->format, x->ndims);
+    for (int d = 0; d < a->nd; d++) {
+        if (a->before[d] < 0 || a->after[d] < 0)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: dim %d of x (%s): padding %lld before and %lld after; padding "
+                             "cannot be negative",
+                             op, d + 1, dla__tensor_dims_str(x, buf, sizeof buf),
+                             (long long)a->before[d], (long long)a->after[d]);
+        /* The padded size must be a size (the sum wrapped past INT64_MAX). */
+        const int64_t n = d < x->ndims ? x->dims[d] : 1;
+        if (a->before[d] > INT64_MAX - n || a->after[d] > INT64_MAX - n - a->before[d])
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: dim %d of x (%s): padding %lld before and %lld after makes a "
+                             "size past 2^63",
+                             op, d + 1, dla__tensor_dims_str(x, buf, sizeof buf),
+                             (long long)a->before[d], (long long)a->after[d]);
+    }
+    return DLA_OK;
+}
+
+/* The padded dims (nd of them). */
+static int pad_dims(const dla_tensor *x, const pad_attrs *a, int64_t *dims)
+{
+    int nd = a->nd > x->ndims ? a->nd : x->ndims;
+    for (int d = 0; d < nd; d++)
+        dims[d] = (d < x->ndims ? x->dims[d] : 1) + (d < a->nd ? a->before[d] + a->after[d] : 0);
+    return nd;
+}
+
 static dla_status pad_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
                               dla_tensor **saved)
 {
@@ -207,10 +250,8 @@ static dla_status pad_forward(const void *attrs, dla_tensor *const *in, int nin,
     (void)saved;
     const pad_attrs *a = attrs;
     dla_tensor *x = in[0];
-    int nd = a->nd > x->ndims ? a->nd : x->ndims;
     int64_t dims[DLA_MAX_DIMS];
-    for (int d = 0; d < nd; d++)
-        dims[d] = (d < x->ndims ? x->dims[d] : 1) + (d < a->nd ? a->before[d] + a->after[d] : 0);
+    int nd = pad_dims(x, a, dims);
     dla_device *dev = x->storage->device;
     dla_tensor *z = dla__tensor_alloc("dla_pad", dev, x->dtype, x->format, nd, dims);
     if (!z)
@@ -247,47 +288,40 @@ static dla_status pad_backward(const dla__node *node, dla_tensor *const *gout, d
     return DLA_OK;
 }
 
+/* dla_pad's checks on the recorded x; the padded dims, x's format. */
+static dla_status pad_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    dla_tensor x;
+    dla__tensor_of_shape(&in[0], &x);
+    dla_status st = pad_check(&x, attrs);
+    if (st != DLA_OK)
+        return st;
+    out[0] = in[0];
+    out[0].ndims = pad_dims(&x, attrs, out[0].dims);
+    return DLA_OK;
+}
+
 static const dla__op pad_op = {.name = "dla_pad", .nin = 1, .nout = 1, .forward = pad_forward,
-                               .backward = pad_backward};
+                               .backward = pad_backward, .infer = pad_infer};
 DLA__OP_REGISTER(pad_op, sizeof(pad_attrs));
 
 DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, const int64_t *after,
                             double value)
 {
-    static const char op[] = "dla_pad";
     if (!x || x->status != DLA_OK)
         return dla__pass_error(x);
-    char buf[DLA__DIMS_BUF];
-    if (ndims < 0 || ndims > DLA_MAX_DIMS)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op,
-                          ndims, DLA_MAX_DIMS);
-    if (x->format[0] && ndims > x->ndims)
-        return dla__error(DLA_ERR_FORMAT,
-                          "%s: argument ndims: %d dims to pad, but x (%s \"%s\") has labels for %d",
-                          op, ndims, dla__tensor_dims_str(x, buf, sizeof buf), x->format, x->ndims);
     /* Zeroed whole, padding included: traces save attributes byte for byte. */
     pad_attrs a;
     memset(&a, 0, sizeof a);
     a.nd = ndims;
     a.value = value;
-    for (int d = 0; d < ndims; d++) {
+    for (int d = 0; d < ndims && d < DLA_MAX_DIMS; d++) {
         a.before[d] = before ? before[d] : 0;
         a.after[d] = after ? after[d] : 0;
-        if (a.before[d] < 0 || a.after[d] < 0)
-            return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                              "%s: dim %d of x (%s): padding %lld before and %lld after; padding "
-                              "cannot be negative",
-                              op, d + 1, dla__tensor_dims_str(x, buf, sizeof buf),
-                              (long long)a.before[d], (long long)a.after[d]);
-        /* The padded size must be a size (the sum wrapped past INT64_MAX). */
-        const int64_t n = d < x->ndims ? x->dims[d] : 1;
-        if (a.before[d] > INT64_MAX - n || a.after[d] > INT64_MAX - n - a.before[d])
-            return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                              "%s: dim %d of x (%s): padding %lld before and %lld after makes a "
-                              "size past 2^63",
-                              op, d + 1, dla__tensor_dims_str(x, buf, sizeof buf),
-                              (long long)a.before[d], (long long)a.after[d]);
     }
+    if (pad_check(x, &a) != DLA_OK)
+        return dla__return(dla__error_tensor());
     return dla__apply(&pad_op, &a, sizeof a, 1, &x);
 }
 
@@ -324,6 +358,37 @@ static void index_view(const dla_tensor *index, dla_view *v)
     v->ndims = 1;
     v->dims[0] = dla__numel(index->ndims, index->dims);
     v->strides[0] = 1;
+}
+
+/* dim (1-based) must be one of x's and index int32 positions on x's
+ * device: forward gathers along x's dim with them. */
+static dla_status index_check(const dla_tensor *x, int64_t dim, const dla_tensor *index)
+{
+    static const char op[] = "dla_index";
+    char buf[DLA__DIMS_BUF];
+    if (dim < 1 || dim > x->ndims)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %lld is outside 1..%d of x "
+                         "(%s)", op, (long long)dim, x->ndims,
+                         dla__tensor_dims_str(x, buf, sizeof buf));
+    if (index->dtype != DLA_I32)
+        return dla__fail(DLA_ERR_DTYPE,
+                         "%s: argument index: %s; positions are int32 (0-based), convert with "
+                         "dla_cast",
+                         op, dla_dtype_name(index->dtype));
+    if (index->storage->device != x->storage->device)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: argument index is on %s, but x is on %s; move it with "
+                         "dla_tensor_to_device",
+                         op, index->storage->device->name, x->storage->device->name);
+    return DLA_OK;
+}
+
+/* The gathered result: x's shape with the index's count along dim
+ * (0-based). */
+static void index_shape(const dla__vshape *x, int dim, const dla__vshape *index, dla__vshape *out)
+{
+    *out = *x;
+    out->dims[dim] = dla__numel(index->ndims, index->dims);
 }
 
 static dla_status index_forward(const void *attrs, dla_tensor *const *in, int nin,
@@ -407,8 +472,42 @@ static dla_status scatter_backward(const dla__node *node, dla_tensor *const *gou
     return DLA_OK;
 }
 
+/* scatter_forward makes zeros of its attributes' dims and format and
+ * adds g into them along dim through the index: they must be the x that
+ * dla_index gathered g from (index_check's dim and dtype, g x's gathered
+ * shape); the result is that x. */
+static dla_status scatter_infer(const void *attrs, int nin, const dla__vshape *in,
+                                dla__vshape *out)
+{
+    (void)nin;
+    const scatter_attrs *a = attrs;
+    if (a->ndims < 0 || a->ndims > DLA_MAX_DIMS || !dla__attr_str_ok(a->format, sizeof a->format))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_index (gradient): attribute ndims is %d, "
+                         "or its format does not end", a->ndims);
+    dla__vshape xs = {.dtype = in[0].dtype, .ndims = a->ndims}, want;
+    memcpy(xs.dims, a->dims, sizeof xs.dims);
+    memcpy(xs.format, a->format, sizeof xs.format);
+    dla_tensor x, index;
+    dla__tensor_of_shape(&xs, &x);
+    dla__tensor_of_shape(&in[1], &index);
+    dla_status st = index_check(&x, (int64_t)a->dim + 1, &index);
+    if (st != DLA_OK)
+        return st;
+    index_shape(&xs, a->dim, &in[1], &want);
+    char gd[DLA__DIMS_BUF], ad[DLA__DIMS_BUF], wd[DLA__DIMS_BUF];
+    if (!dla__shape_fits(&in[0], want.ndims, want.dims))
+        return dla__fail(DLA_ERR_SHAPE, "dla_index (gradient): argument g (%s) is not what "
+                         "attribute dims %s gather to (%s)",
+                         dla__dims_str(gd, sizeof gd, in[0].ndims, in[0].dims),
+                         dla__dims_str(ad, sizeof ad, a->ndims, a->dims),
+                         dla__dims_str(wd, sizeof wd, want.ndims, want.dims));
+    out[0] = xs;
+    return DLA_OK;
+}
+
 static const dla__op scatter_op = {.name = "dla_index (gradient)", .nin = 2, .nout = 1,
-                                   .forward = scatter_forward, .backward = scatter_backward};
+                                   .forward = scatter_forward, .backward = scatter_backward,
+                                   .infer = scatter_infer};
 DLA__OP_REGISTER(scatter_op, sizeof(scatter_attrs));
 
 static dla_status index_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
@@ -426,31 +525,33 @@ static dla_status index_backward(const dla__node *node, dla_tensor *const *gout,
     return DLA_OK;
 }
 
+/* dla_index's checks on the recorded x and index; x gathered. */
+static dla_status index_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    int dim = ((const index_attrs *)attrs)->dim;
+    dla_tensor x, index;
+    dla__tensor_of_shape(&in[0], &x);
+    dla__tensor_of_shape(&in[1], &index);
+    dla_status st = index_check(&x, (int64_t)dim + 1, &index);
+    if (st == DLA_OK)
+        index_shape(&in[0], dim, &in[1], out);
+    return st;
+}
+
 static const dla__op index_op = {.name = "dla_index", .nin = 2, .nout = 1,
-                                 .forward = index_forward, .backward = index_backward};
+                                 .forward = index_forward, .backward = index_backward,
+                                 .infer = index_infer};
 DLA__OP_REGISTER(index_op, sizeof(index_attrs));
 
 DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index)
 {
-    static const char op[] = "dla_index";
     if (!x || x->status != DLA_OK)
         return dla__pass_error(x);
     if (!index || index->status != DLA_OK)
         return dla__pass_error(index);
-    char buf[DLA__DIMS_BUF];
-    if (dim < 1 || dim > x->ndims)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d of x (%s)",
-                          op, dim, x->ndims, dla__tensor_dims_str(x, buf, sizeof buf));
-    if (index->dtype != DLA_I32)
-        return dla__error(DLA_ERR_DTYPE,
-                          "%s: argument index: %s; positions are int32 (0-based), convert with "
-                          "dla_cast",
-                          op, dla_dtype_name(index->dtype));
-    if (index->storage->device != x->storage->device)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                          "%s: argument index is on %s, but x is on %s; move it with "
-                          "dla_tensor_to_device",
-                          op, index->storage->device->name, x->storage->device->name);
+    if (index_check(x, dim, index) != DLA_OK)
+        return dla__return(dla__error_tensor());
     index_attrs a = {dim - 1};
     return dla__apply(&index_op, &a, sizeof a, 2, (dla_tensor *[]){x, index});
 }
