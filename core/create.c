@@ -230,19 +230,28 @@ typedef struct rand_like_attrs {
     int normal;
 } rand_like_attrs;
 
+/* x must be single or double: the numbers are drawn in its dtype. */
+static dla_status rand_like_check(const char *op, dla_dtype dtype)
+{
+    if (dtype != DLA_F32 && dtype != DLA_F64)
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; random numbers need single or double",
+                         op, dla_dtype_name(dtype));
+    return DLA_OK;
+}
+
 static dla_status rand_like_forward(const void *attrs, dla_tensor *const *in, int nin,
                                     dla_tensor **out, dla_tensor **saved)
 {
     int normal = ((const rand_like_attrs *)attrs)->normal;
     const char *op = normal ? "dla_randn_like" : "dla_rand_like";
     dla_tensor *x = in[0];
-    if (x->dtype != DLA_F32 && x->dtype != DLA_F64)
-        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; random numbers need single or double",
-                         op, dla_dtype_name(x->dtype));
+    dla_status st = rand_like_check(op, x->dtype);
+    if (st != DLA_OK)
+        return st;
     dla_tensor *t = dla__tensor_alloc(op, x->storage->device, x->dtype, x->format, x->ndims, x->dims);
     if (!t)
         return dla_last_status();
-    dla_status st = draw(t, normal);
+    st = draw(t, normal);
     if (st != DLA_OK) {
         dla__error_prefix(op);
         dla_tensor_release(t);
@@ -252,8 +261,23 @@ static dla_status rand_like_forward(const void *attrs, dla_tensor *const *in, in
     return DLA_OK;
 }
 
+/* normal picks the distribution (dla_rand_like 0, dla_randn_like 1);
+ * x's shape. */
+static dla_status rand_like_infer(const void *attrs, int nin, const dla__vshape *in,
+                                  dla__vshape *out)
+{
+    (void)nin;
+    int normal = ((const rand_like_attrs *)attrs)->normal;
+    if (normal != 0 && normal != 1)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "rand_like: attribute normal is %d, no flag",
+                         normal);
+    out[0] = in[0];
+    return rand_like_check(normal ? "dla_randn_like" : "dla_rand_like", in[0].dtype);
+}
+
 static const dla__op rand_like_op = {
     .name = "rand_like", .nin = 1, .nout = 1, .forward = rand_like_forward, .random = 1,
+    .infer = rand_like_infer,
 };
 DLA__OP_REGISTER(rand_like_op, sizeof(rand_like_attrs));
 

@@ -123,6 +123,8 @@ static dla_status fill_like_forward(const void *attrs, dla_tensor *const *in, in
 
 static const dla__op fill_like_op = {
     .name = "fill_like", .nin = 1, .nout = 1, .forward = fill_like_forward,
+    /* The value is a number it only writes. */
+    .infer = dla__infer_like_input,
 };
 DLA__OP_REGISTER(fill_like_op, sizeof(fill_attrs));
 

@@ -132,6 +132,12 @@ static inline int dla__shape_fits(const dla__vshape *s, int nd, const int64_t *d
     return 1;
 }
 
+/* For infer: the infer of an op whose attributes cannot misuse its input
+ * (a device the decoder found, a fill value) and whose result has the
+ * input's shape: that shape, so the recorded one is checked. */
+dla_status dla__infer_like_input(const void *attrs, int nin, const dla__vshape *in,
+                                 dla__vshape *out);
+
 /* For infer: a tensor header t with s's dtype, dims (all DLA_MAX_DIMS of
  * them), format and dense strides, and no data, so that an op's own shape
  * checks, written for its forward on dla_tensor, judge a recorded value

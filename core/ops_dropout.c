@@ -60,14 +60,22 @@ static dla_tensor *make_mask(const dropout_attrs *a, uint64_t seed, uint64_t cou
     return m;
 }
 
+/* The mask is drawn in x's dtype: single or double. */
+static dla_status x_check(dla_dtype dtype)
+{
+    if (!dla__nn_is_float(dtype))
+        return dla__fail(DLA_ERR_DTYPE, "dla_dropout: argument x: %s; needs single or double",
+                         dla_dtype_name(dtype));
+    return DLA_OK;
+}
+
 static dla_status dropout_forward(const void *attrs, dla_tensor *const *in, int nin,
                                   dla_tensor **out, dla_tensor **saved)
 {
     (void)nin;
     dla_tensor *x = in[0];
-    if (!dla__nn_is_float(x->dtype))
-        return dla__fail(DLA_ERR_DTYPE, "dla_dropout: argument x: %s; needs single or double",
-                         dla_dtype_name(x->dtype));
+    if (x_check(x->dtype) != DLA_OK)
+        return dla_last_status();
     dla_device *dev = x->storage->device;
     uint64_t seed, counter;
     dla_rng_get(&seed, &counter);
@@ -102,17 +110,38 @@ static dla_status dropout_backward(const dla__node *n, dla_tensor *const *gout, 
     return DLA_OK;
 }
 
+/* The mask keeps 1/(1 - prob): prob in [0, 1), as a probability. */
+static dla_status prob_check(double prob)
+{
+    if (!(prob >= 0.0 && prob < 1.0))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_dropout: argument prob: %g is outside "
+                         "[0, 1)", prob);
+    return DLA_OK;
+}
+
+/* The result and the saved mask have x's shape; x is checked as forward
+ * checks it. */
+static dla_status dropout_infer(const void *attrs, int nin, const dla__vshape *in,
+                                dla__vshape *out)
+{
+    (void)nin;
+    dla_status st = prob_check(((const dropout_attrs *)attrs)->prob);
+    if (st == DLA_OK)
+        st = x_check(in[0].dtype);
+    out[0] = out[1] = in[0];
+    return st;
+}
+
 static const dla__op dropout_op = {
     .name = "dla_dropout", .nin = 1, .nout = 1, .nsaved = 1, .forward = dropout_forward,
-    .backward = dropout_backward, .random = 1,
+    .backward = dropout_backward, .random = 1, .infer = dropout_infer,
 };
 DLA__OP_REGISTER(dropout_op, sizeof(dropout_attrs));
 
 DLA_API dla_tensor *dla_dropout(dla_tensor *x, double prob)
 {
-    if (!(prob >= 0.0 && prob < 1.0))
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_dropout: argument prob: %g is outside "
-                          "[0, 1)", prob);
+    if (prob_check(prob) != DLA_OK)
+        return dla__return(dla__error_tensor());
     dropout_attrs a = {.prob = prob};
     return dla__apply(&dropout_op, &a, sizeof a, 1, &x);
 }

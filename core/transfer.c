@@ -216,10 +216,20 @@ static dla_status to_device_decode(const dla__attrs_io *io, const unsigned char 
                      "\"%s\", which cannot be had here (%s)", name, why);
 }
 
+dla_status dla__infer_like_input(const void *attrs, int nin, const dla__vshape *in,
+                                 dla__vshape *out)
+{
+    (void)attrs, (void)nin;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
 static const dla__op to_device_op = {
     .name = "dla_tensor_to_device", .nin = 1, .nout = 1, .forward = to_device_forward,
     .backward = to_device_backward, .encode_attrs = to_device_encode,
     .decode_attrs = to_device_decode,
+    /* The device is a name the decoder found, not bytes; the shape stays. */
+    .infer = dla__infer_like_input,
 };
 DLA__OP_REGISTER(to_device_op, sizeof(device_attrs));
 
@@ -267,15 +277,36 @@ static dla_status cast_backward(const dla__node *n, dla_tensor *const *gout, dla
     return DLA_OK;
 }
 
+/* forward allocates and converts to dtype: one of dla_dtype. */
+static dla_status cast_check(dla_dtype dtype)
+{
+    if ((unsigned)dtype >= DLA_DTYPE_COUNT)
+        return dla__fail(DLA_ERR_DTYPE, "dla_cast: argument dtype: %d is not a dla_dtype",
+                         (int)dtype);
+    return DLA_OK;
+}
+
+/* The input's shape in dtype. */
+static dla_status cast_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)nin;
+    dla_dtype dtype = ((const cast_attrs *)attrs)->dtype;
+    dla_status st = cast_check(dtype);
+    out[0] = in[0];
+    out[0].dtype = dtype;
+    return st;
+}
+
 static const dla__op cast_op = {
     .name = "dla_cast", .nin = 1, .nout = 1, .forward = cast_forward, .backward = cast_backward,
+    .infer = cast_infer,
 };
 DLA__OP_REGISTER(cast_op, sizeof(cast_attrs));
 
 DLA_API dla_tensor *dla_cast(dla_tensor *t, dla_dtype dtype)
 {
-    if ((unsigned)dtype >= DLA_DTYPE_COUNT)
-        return dla__error(DLA_ERR_DTYPE, "dla_cast: argument dtype: %d is not a dla_dtype", (int)dtype);
+    if (cast_check(dtype) != DLA_OK)
+        return dla__return(dla__error_tensor());
     cast_attrs a = {dtype};
     return dla__apply(&cast_op, &a, sizeof a, 1, &t);
 }
