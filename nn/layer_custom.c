@@ -227,16 +227,21 @@ static const dla__custom_type *type_of(const dla__props *p) { return p->custom_t
 
 dla_status dla__custom_check(const dla__props *p, const char *name)
 {
-    const dla__custom_type *r = type_of(p);
+    return dla__custom_check_values(type_of(p), p->custom, name);
+}
+
+dla_status dla__custom_check_values(const dla__custom_type *r, const double *custom,
+                                    const char *name)
+{
     for (int i = 0; i < r->def.nproperties; i++)
-        if (!isfinite(p->custom[i]))
+        if (!isfinite(custom[i]))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': property %s is %g; properties "
                                 "are finite numbers", r->def.type, name, r->props[i].name,
-                                p->custom[i]);
+                                custom[i]);
     if (!r->def.validate)
         return DLA_OK;
     dla_clear_error();
-    dla_status st = r->def.validate(p->custom);
+    dla_status st = r->def.validate(custom);
     if (st == DLA_OK)
         return DLA_OK;
     char msg[900];

@@ -29,6 +29,9 @@ extern const dla__layer_kind dla__custom_kind_template;
 
 /* Checks a custom layer's property values (finite; the type's validate). */
 dla_status dla__custom_check(const dla__props *p, const char *name);
+/* The same for values custom of a layer of type r named name. */
+dla_status dla__custom_check_values(const dla__custom_type *r, const double *custom,
+                                    const char *name);
 
 /* The io the callbacks see for call c of layer l: learnables and state
  * split out of c->p into learn and state (DLA__MAX_PARAMS room each). */

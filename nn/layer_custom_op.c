@@ -185,6 +185,24 @@ static dla_status decode(const dla__attrs_io *io, const unsigned char *buf, size
     return DLA_OK;
 }
 
+/* The type's callbacks read io->x by its count and the properties as
+ * numbers they may size or index with: nx must be the type's input count
+ * and the values pass the checks the layer's values passed when it was
+ * made (finite, the type's validate). What the outputs are is the
+ * callbacks' to say: not known here. */
+static dla_status custom_infer(const void *attrs, int nin, const dla__vshape *in,
+                               dla__vshape *out)
+{
+    (void)nin, (void)in, (void)out;
+    const custom_attrs *a = attrs;
+    const dla__custom_type *r = a->type;
+    if ((a->training != 0 && a->training != 1) || a->nx != r->def.num_inputs)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "custom layer op: %s: attributes training "
+                             "%d, %d inputs; the type takes %d", r->def.type, a->training, a->nx,
+                             r->def.num_inputs);
+    return dla__custom_check_values(r, a->props, "(a layer of a loaded trace)");
+}
+
 /* The op of ns states takes the layer's inputs, learnables and states. */
 static int takes_io(const custom_attrs *a, int nin, int ns)
 {
@@ -196,7 +214,7 @@ static int takes_io(const custom_attrs *a, int nin, int ns)
     static const dla__op custom_op_##ns_ = {                                                       \
         .name = "dla_custom_layer", .nin = -1, .nout = 1 + (ns_), .nsaved = 0,                     \
         .forward = op_forward, .backward = op_backward, .encode_attrs = encode,                    \
-        .decode_attrs = decode, .takes = takes_##ns_,                                              \
+        .decode_attrs = decode, .takes = takes_##ns_, .infer = custom_infer,                       \
     };                                                                                             \
     DLA__OP_REGISTER_AS(custom_op_##ns_, "dla_custom_layer_" #ns_, sizeof(custom_attrs))
 CUSTOM_OP(0);

@@ -254,6 +254,25 @@ static dla_net *slice_net(int64_t c, dla_tensor *example, double steps)
 static void check_gradients(dla_net *net, dla_tensor *x);
 static unsigned char *slurp(const char *p, long *size);
 
+/* f (size bytes, a trace file) written to p with the END section's
+ * CRC-32C of the bytes before it made right again (docs/trace-format.md),
+ * so that the load gets past the checksum to what was changed. */
+static void write_checksummed(unsigned char *f, long size, const char *p)
+{
+    uint32_t crc = 0xFFFFFFFFu;
+    for (long i = 0; i < size - 8; i++) {
+        crc ^= f[i];
+        for (int k = 0; k < 8; k++)
+            crc = crc & 1 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    crc ^= 0xFFFFFFFFu;
+    memcpy(f + size - 8, &crc, 4);
+    FILE *o = fopen(p, "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(f, 1, (size_t)size, o), (size_t)size);
+    fclose(o);
+}
+
 /* ------------------------------------------------------------- tests */
 
 static void registering_checks_the_definition(void **state)
@@ -747,29 +766,35 @@ static void a_trace_file_names_the_custom_type(void **state)
     long size;
     unsigned char *f = slurp(path("rm.trace"), &size);
     int replaced = 0;
+    long at = -1;
     for (long i = 0; i + 14 <= size; i++)
         if (!memcmp(f + i, "runningMeanOwn", 14)) {
             memcpy(f + i, "runningMeanXyz", 14);
             replaced++;
+            at = i;
         }
     assert_int_equal(replaced, 1);
-    /* The END section's CRC-32C of the bytes before it, made right again
-     * (docs/trace-format.md), so that the load gets to the op. */
-    uint32_t crc = 0xFFFFFFFFu;
-    for (long i = 0; i < size - 8; i++) {
-        crc ^= f[i];
-        for (int k = 0; k < 8; k++)
-            crc = crc & 1 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
-    }
-    crc ^= 0xFFFFFFFFu;
-    memcpy(f + size - 8, &crc, 4);
-    FILE *o = fopen(path("gone.trace"), "wb");
-    assert_non_null(o);
-    assert_int_equal(fwrite(f, 1, (size_t)size, o), (size_t)size);
-    fclose(o);
-    free(f);
+    write_checksummed(f, size, path("gone.trace"));
     assert_int_equal(dla_trace_load(path("gone.trace"), &back), DLA_ERR_UNSUPPORTED);
     assert_non_null(strstr(dla_last_error(), "\"runningMeanXyz\" is not registered"));
+    memcpy(f + at, "runningMeanOwn", 14);
+    /* After the name and its zero: the training flag, the counts of
+     * inputs, learnables and state (int32 each), then the properties
+     * (double). A flag that is none, or a property the layer could not
+     * have (NaN), is refused by the load. */
+    const long rest = at + 15;
+    const int32_t flag = 7;
+    memcpy(f + rest, &flag, 4);
+    write_checksummed(f, size, path("flag.trace"));
+    assert_int_equal(dla_trace_load(path("flag.trace"), &back), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "attributes training 7"));
+    memset(f + rest, 0, 4);
+    const double nan = NAN;
+    memcpy(f + rest + 16, &nan, 8);
+    write_checksummed(f, size, path("nan.trace"));
+    assert_int_equal(dla_trace_load(path("nan.trace"), &back), DLA_ERR_IO);
+    assert_non_null(strstr(dla_last_error(), "property Momentum is nan"));
+    free(f);
     dla_net_free(net);
     dla_scope_end();
 }
