@@ -7,7 +7,8 @@
  * of them. A plan whose every launch is small and is one of the kinds
  * below runs instead as one kernel of one block: the run's inputs copied
  * into the graph's roles, each recorded step over the block with a
- * barrier after it, the results copied out (onekern.c records the steps
+ * barrier after it (after each phase of independent steps with
+ * DLACCEL_CUDA_K1_JOIN), the results copied out (onekern.c records the steps
  * during the capture, plan.c launches it). Each step is the device code
  * its own kernel runs, so a replay gives the bits of the launches:
  *   - fused and fused_multi: the frames of fused_kern.h with the

@@ -5,7 +5,10 @@
  * Every loop below is a grid-stride loop, so a step runs the same code in
  * the one kernel (one block: a block-stride loop) as in a launch of its
  * own. Between steps, __syncthreads makes the block's global writes
- * visible to the whole block, which is all a step reads.
+ * visible to the whole block, which is all a step reads (steps joined
+ * into one phase, DLACCEL_CUDA_K1_JOIN, need none: neither reads or
+ * writes a byte the other writes). With DLACCEL_CUDA_K1_SHARED the
+ * block's data live in shared memory, as onekern_kern.h says.
  */
 #include "plugins/cuda/kern.cuh"
 #include "plugins/cuda/onekern_kern.h"
