@@ -530,9 +530,7 @@ step_async() {
     local r v t
     for t in test_accel test_train; do
         for v in "queue X=1" "wait DLACCEL_CUDA_PLAN_WAIT=1"; do
-            env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
-                timeout 40 "$s/bin/$t" >"$out/async_suite_${t}_${v%% *}.log" 2>&1
-            line "async suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$out/async_suite_${t}_${v%% *}.log"), not ok $(grep -c '^not ok' "$out/async_suite_${t}_${v%% *}.log")"
+            suite_variant async "$v" $t
         done
     done
     # The core's own cost of a replay on this machine's CPU: the cpu
@@ -563,6 +561,16 @@ step_async() {
 # DLACCEL_CUDA_FR_ROWS=0) and both: check-plugin's fused kernels with the
 # defaults (compiled on first sight), then the CNN replays 30 calls to a
 # sync, each variant in turn, 3 rounds.
+# Step $1's run of test suite $3 on cuda with variant $2 ("name VAR=value
+# ...") under a timeout of $4 seconds (default 40): its exit and counts
+# in the summary, its log as $out/$1_suite_$3_name.log.
+suite_variant() {
+    local v=$2 t=$3 log="$out/$1_suite_$3_${2%% *}.log"
+    env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
+        timeout "${4:-40}" "$s/bin/$t" >"$log" 2>&1
+    line "$1 suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$log"), not ok $(grep -c '^not ok' "$log")"
+}
+
 # Step $1's run of replay workload $3 with variant $2 ("name VAR=value
 # ..."), round $4: 30 calls to a sync, its line in the summary.
 bench_variant() {
@@ -613,9 +621,7 @@ step_k1() {
     done
     for t in test_accel test_train; do
         for v in "plain X=1" "all $all"; do
-            env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
-                timeout 40 "$s/bin/$t" >"$out/k1_suite_${t}_${v%% *}.log" 2>&1
-            line "k1 suite $t ${v%% *}: exit $?, ok $(grep -c '^ok' "$out/k1_suite_${t}_${v%% *}.log"), not ok $(grep -c '^not ok' "$out/k1_suite_${t}_${v%% *}.log")"
+            suite_variant k1 "$v" $t
         done
     done
     for r in 1 2 3; do
@@ -642,9 +648,7 @@ step_k1() {
 step_segments() {
     local r v w
     for v in "noseg X=1" "seg DLACCEL_CUDA_SEGMENTS=1"; do
-        env ${v#* } DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
-            timeout 60 "$s/bin/test_accel" >"$out/segments_accel_${v%% *}.log" 2>&1
-        line "segments test_accel ${v%% *}: exit $?: $(grep -cE '^ok' "$out/segments_accel_${v%% *}.log") ok, $(grep -cE '^not ok' "$out/segments_accel_${v%% *}.log") not ok"
+        suite_variant segments "$v" test_accel 60
     done
     DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
         --workload =cnn_step_replay --quick >"$out/segments_graphlog.log" 2>&1

@@ -356,11 +356,9 @@ static int field_of(const dla__cu_k1_step *st, int f, k1_field *out)
     switch (st->kind) {
     case DLA__CU_K1_FUSED: {
         const dla_fmviews *v = &st->u.fused.v;
-        const int used = f == 0 || (f >= 1 && f <= st->u.fused.p.ninputs) ||
-                         (f >= 9 && f < 9 + v->nextra);
         if (f >= 16)
             return 0;
-        if (used) {
+        if (f == 0 || (f >= 1 && f <= st->u.fused.p.ninputs) || (f >= 9 && f < 9 + v->nextra)) {
             int64_t dims[8], st_[8]; /* dla_i64 is long long, int64_t may be long */
             for (int d = 0; d < 8; d++) {
                 dims[d] = (int64_t)v->sp.dims[d];
@@ -428,6 +426,23 @@ static int field_of(const dla__cu_k1_step *st, int f, k1_field *out)
     }
 }
 
+/* The fields of step s that reach any byte, in mine[0 ..] (at most 16);
+ * their count. */
+static int step_fields(const dla__cu_k1_step *steps, int32_t s, k1_field *mine)
+{
+    int n = 0;
+    for (int f = 0; f < 16; f++) {
+        k1_field x;
+        if (!field_of(&steps[s], f, &x))
+            break;
+        if (x.hi == x.lo)
+            continue;
+        x.step = s;
+        mine[n++] = x;
+    }
+    return n;
+}
+
 static int by_lo(const void *a, const void *b)
 {
     const k1_field *x = a, *y = b;
@@ -456,14 +471,11 @@ int32_t dla__cu_k1_windows(const dla__cu_k1_step *steps, int32_t n, const char *
     if (!fields)
         return -1;
     int32_t nrel = 0, nfree = 0;
-    for (int32_t s = 0; s < n; s++)
-        for (int f = 0; f < 16; f++) {
-            k1_field x;
-            if (!field_of(&steps[s], f, &x))
-                break;
-            if (x.hi == x.lo)
-                continue;
-            x.step = s;
+    for (int32_t s = 0; s < n; s++) {
+        k1_field mine[16];
+        const int nmine = step_fields(steps, s, mine);
+        for (int i = 0; i < nmine; i++) {
+            const k1_field x = mine[i];
             int32_t in_role = -1;
             for (int32_t r = 0; r < nroles && in_role < 0; r++) {
                 const uint64_t lo = (uint64_t)(uintptr_t)role_lo[r],
@@ -476,11 +488,13 @@ int32_t dla__cu_k1_windows(const dla__cu_k1_step *steps, int32_t n, const char *
                 }
             }
             if (in_role >= 0)
-                rel[nrel++] = (dla__cu_k1_reloc){s, f, (int64_t)(uintptr_t)role_lo[in_role],
+                rel[nrel++] = (dla__cu_k1_reloc){s, x.field,
+                                                 (int64_t)(uintptr_t)role_lo[in_role],
                                                  roff[in_role]};
             else
                 fields[nfree++] = x;
         }
+    }
     /* The other fields' bytes as runs (overlapping spans joined), in
      * address order; a run gets a window when the first step that touches
      * it only writes it (an intermediate), while the budget lasts. */
@@ -531,14 +545,7 @@ int32_t dla__cu_k1_join(dla__cu_k1_step *steps, int32_t n)
         return n; /* a barrier after every step, as without joins */
     for (int32_t s = 0; s < n; s++) {
         k1_field mine[16];
-        int nmine = 0;
-        for (int f = 0; f < 16; f++) {
-            k1_field x;
-            if (!field_of(&steps[s], f, &x))
-                break;
-            if (x.hi != x.lo)
-                mine[nmine++] = x;
-        }
+        const int nmine = step_fields(steps, s, mine);
         int clash = s == 0;
         for (int i = 0; i < nmine && !clash; i++)
             for (int32_t j = 0; j < nphase && !clash; j++)
