@@ -805,6 +805,62 @@ static void single_reduces(lowering *L)
     }
 }
 
+/* A product of one page with an inner dim of 1 (alpha 1, beta 0: the
+ * backward pass of a batch of one, dW = dy * x', an outer product) is
+ * elementwise: C(i,j) = A(i) * B(j), broadcast. As a fused launch it can
+ * join the chains around it, and the tiny MLP's three such GEMMs leave the
+ * plan. The program is mul then x * 1 + 0, the same bits as every
+ * plugin's GEMM: a sum that starts at +0 takes the one product (rounded
+ * once) and gives +0 where the product is an exact -0 (-0 * 1.5). One
+ * difference remains: a product that underflows to -0 (below the
+ * smallest subnormal) is -0 in a GEMM whose sum is an fma and +0 here.
+ * Only on a device whose fused kernel takes the dtype (else the GEMM
+ * stays: two launches would replace one), and only where C is dense, as
+ * fused results are. With the cuda plugin's TF32 mode
+ * (DLACCEL_CUDA_TF32=1), whose GEMMs round their operands to 10 bits, the
+ * plan's product is the full one. */
+static void outer_products(lowering *L)
+{
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = launch_at(L, s);
+        const dla_gemm_args g = cl->l.u.gemm;
+        if (cl->l.kind != DLA__LAUNCH_GEMM || g.k != 1 || g.batch != 1 || g.alpha != 1.0 ||
+            g.beta != 0.0 || (g.dtype != DLA_F32 && g.dtype != DLA_F64) ||
+            (g.c.ld != g.m && g.n != 1) ||
+            !dla__device_supports(L->p->dev, DLA_KERNEL_FUSED, g.dtype))
+            continue;
+        dla_fused_args *f = dla__calloc(1, sizeof *f);
+        if (!f)
+            return; /* without it, the GEMM stays: nothing else changes */
+        f->struct_size = sizeof *f;
+        f->dtype = g.dtype;
+        f->ninputs = 2;
+        f->ninsns = 2;
+        /* op(A) is m x 1: A(i) at i, or at i * lda transposed (A stored
+         * 1 x m). op(B) is 1 x n: B(j) at j * ldb, or at j transposed. */
+        const dla_view c = {sizeof c, g.c.mem, g.dtype, 2, g.c.offset, {g.m, g.n}, {1, g.m}};
+        f->y = c;
+        f->inputs[0] = c;
+        f->inputs[0].mem = g.a.mem;
+        f->inputs[0].offset = g.a.offset;
+        f->inputs[0].strides[0] = g.trans_a ? g.a.ld : 1;
+        f->inputs[0].strides[1] = 0;
+        f->inputs[1] = c;
+        f->inputs[1].mem = g.b.mem;
+        f->inputs[1].offset = g.b.offset;
+        f->inputs[1].strides[0] = 0;
+        f->inputs[1].strides[1] = g.trans_b ? 1 : g.b.ld;
+        f->insns[0] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_MUL, {-1, -2, 0}, 0.0, 0.0};
+        f->insns[1] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_AFFINE, {0, 0, 0}, 1.0, 0.0};
+        /* The slots keep their places: c, a, b are y, input 0, input 1. */
+        cl->l.kind = DLA__LAUNCH_FUSED;
+        cl->l.which = DLA_KERNEL_FUSED;
+        cl->l.u.fused = f;
+    }
+}
+
 /* A multiply, add or subtract by a buffer that holds one value everywhere
  * (a fill, or a copy of one: the gradient's seed of ones, expanded) is an
  * affine of the other operand, with the same bits: x * c is x * c + -0
@@ -1475,6 +1531,7 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
     ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);
     if (ok) {
         single_reduces(&L);
+        outer_products(&L);
         double *value = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *value);
         char *known = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), 1);
         if (value && known) { /* without them, the fills stay: nothing else changes */

@@ -55,6 +55,7 @@ typedef struct plan_info {
     int add_relu;     /* a step "fused [add relu]" is listed */
     int fills;        /* steps that are fills */
     int reduces;      /* steps that are reduces */
+    int gemms;        /* steps that are GEMMs */
     char why[512];
 } plan_info;
 
@@ -97,6 +98,8 @@ static plan_info plan_of(dla_trace *t, const char *dev)
         pi.fills++;
     for (const char *l = s ? strstr(s, ": reduce") : NULL; l; l = strstr(l + 1, ": reduce"))
         pi.reduces++;
+    for (const char *l = s ? strstr(s, ": gemm") : NULL; l; l = strstr(l + 1, ": gemm"))
+        pi.gemms++;
     free(text);
     return pi;
 }
@@ -263,6 +266,72 @@ static void a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager(voi
     assert_int_equal(pi.fused_from, 4);
     dla_scope_end();
     dla_accel_free(af);
+}
+
+/* Outer products (inner dim 1) with each transpose, and one product of
+ * inner dim 2 that stays a GEMM: in[0] 3x1, in[1] 1x3, in[2] 1x4, in[3]
+ * 4x1, in[4] 3x2, in[5] 2x4; rows 2 of in[6] 2x3 and in[7] 2x4 are
+ * operands whose rows lie 2 apart (a leading dim of 2). */
+static dla_status outer_products(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    out[0] = dla_mtimes(in[0], in[2]);
+    out[1] = dla_pagemtimes(in[1], "transpose", in[2], "none");
+    out[2] = dla_pagemtimes(in[0], "none", in[3], "transpose");
+    out[3] = dla_pagemtimes(in[1], "transpose", in[3], "transpose");
+    out[4] = dla_mtimes(in[4], in[5]);
+    /* An outer product read by an elementwise step joins its chain. */
+    out[5] = dla_relu(dla_add(dla_mtimes(in[0], in[2]), out[4]));
+    out[6] = dla_pagemtimes(dla_slice(in[6], 1, 1, 1, 2), "transpose",
+                            dla_slice(in[7], 1, 1, 1, 2), "none");
+    return dla_tensor_status(out[6]);
+}
+
+static dla_tensor *host_tensor(const double *v, dla_dtype t, int64_t rows, int64_t cols)
+{
+    float f[8];
+    for (int i = 0; i < rows * cols; i++)
+        f[i] = (float)v[i];
+    return dla_tensor_from_host(t == DLA_F32 ? (const void *)f : (const void *)v, t, "",
+                                DLA_DIMS(rows, cols));
+}
+
+static void outer_products_run_elementwise_with_the_bits_of_the_gemm(void **state)
+{
+    const dla_dtype types[2] = {DLA_F32, DLA_F64};
+    for (int ti = 0; ti < 2; ti++) {
+        const dla_dtype t = types[ti];
+        dla_scope_begin();
+        dla_accel *af = dla_accelerate(outer_products, NULL);
+        /* Zero products of either sign (-0 * 1.5, 0 * -4, -0 * -4): the
+         * GEMM's sum starts at +0, so each is +0; NaN and infinities;
+         * 0 * inf is NaN. */
+        const double a[2][3] = {{-0.0, 1.5, -2.0}, {0.0, NAN, 0.1}};
+        const double b[2][4] = {{-4.0, 0.0, INFINITY, 3.0}, {-0.0, -1.0, 2.5, -INFINITY}};
+        const double c[6] = {1, -2, 0.5, 3, -1, 0.25}, d[8] = {1, 2, 3, 4, -1, -2, -3, -4};
+        for (int call = 0; call < 5; call++) {
+            const int v = call % 2;
+            dla_tensor *in[8] = {host_tensor(a[v], t, 3, 1), host_tensor(a[v], t, 1, 3),
+                                 host_tensor(b[v], t, 1, 4), host_tensor(b[v], t, 4, 1),
+                                 host_tensor(c, t, 3, 2),    host_tensor(d, t, 2, 4),
+                                 host_tensor(c, t, 2, 3),    host_tensor(d, t, 2, 4)};
+            dla_tensor *got[7], *want[7];
+            assert_int_equal(dla_accel_call(af, NULL, 8, in, 7, got), DLA_OK);
+            assert_int_equal(outer_products(NULL, 8, in, 7, want), DLA_OK);
+            for (int i = 0; i < 7; i++)
+                assert_same_bits(got[i], want[i]);
+        }
+        /* The four outer products, side by side, are one fused launch
+         * keeping four results; the other two are one more, with the add
+         * and the relu; the product of inner dim 2 stays a GEMM. */
+        plan_info pi = accel_plan(af, "cpu:0");
+        assert_true(pi.found);
+        assert_int_equal(pi.gemms, 1);
+        assert_int_equal(pi.launches, 3);
+        assert_int_equal(pi.nfused, 2);
+        dla_scope_end();
+        dla_accel_free(af);
+    }
 }
 
 static void a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients(void **state)
@@ -959,6 +1028,7 @@ int main(void)
         cmocka_unit_test(a_trace_without_replays_says_it_has_no_plan_yet),
         cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
         cmocka_unit_test(a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager),
+        cmocka_unit_test(outer_products_run_elementwise_with_the_bits_of_the_gemm),
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
