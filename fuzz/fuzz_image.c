@@ -33,7 +33,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if ((mkdir(top, 0700) != 0 && access(top, W_OK) != 0) ||
         (mkdir(sub, 0700) != 0 && access(sub, W_OK) != 0))
         abort();
-    snprintf(dla_fuzz_path, sizeof dla_fuzz_path, "%s/c/input.png", top);
+    if (snprintf(dla_fuzz_path, sizeof dla_fuzz_path, "%s/c/input.png", top) >=
+        (int)sizeof dla_fuzz_path)
+        abort(); /* a cut path would name another file */
     atexit(remove_dirs);
     return 0;
 }
