@@ -422,6 +422,41 @@ static void assert_same_bits(dla_tensor *got, dla_tensor *want)
  * number on each call: a plan_replay region starts where the view does
  * (a device that runs the replay itself copies from there), and replays
  * equal eager bit for bit however the views are aligned. */
+/* A batch of one: the gradients of W1 and W2 are outer products (GEMMs of
+ * inner dim 1), which the planner runs as fused programs; on whatever
+ * device runs the suite (DLACCEL_DEVICE), the replays keep eager's bits.
+ * h's tanh is 0 where W1 x + b1 is, so some products are exact zeros of
+ * either sign. */
+static void test_a_batch_of_ones_gradients_replay_with_eager_bits(void **state)
+{
+    dla_rng_seed(31);
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    for (int call = 0; call < 5; call++) {
+        dla_scope_begin();
+        dla_tensor *in[5] = {dla_randn(DLA_F32, "", DLA_DIMS(8, 4)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(8, 1)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(2, 8)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(4, 1)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(2, 1))};
+        if (call == 3) { /* W1 x + b1 = 0 in rows 0-3 */
+            in[0] = dla_mul(in[0], dla_tensor_from_host((const float[]){0, 0, 0, 0, 1, 1, 1, 1},
+                                                         DLA_F32, "", DLA_DIMS(8, 1)));
+            in[1] = dla_mul(in[1], dla_tensor_from_host((const float[]){0, -0.0f, 0, -0.0f, 1, 1,
+                                                                        1, 1},
+                                                         DLA_F32, "", DLA_DIMS(8, 1)));
+        }
+        dla_tensor *got[4], *eager[4];
+        if (dla_accel_feval(af, NULL, 5, in, 4, got) != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        assert_int_equal(dla_feval(model_loss, NULL, 5, in, 4, eager), DLA_OK);
+        for (int i = 0; i < 4; i++)
+            assert_same_bits(got[i], eager[i]);
+        dla_scope_end();
+    }
+    expect_device_runs(af, 1);
+    dla_accel_free(af);
+}
+
 static void test_replays_of_inputs_at_changing_offsets_equal_eager(void **state)
 {
     dla_accel *af = dla_accelerate(sums_and_products, NULL);
@@ -1418,6 +1453,7 @@ int main(void)
         cmocka_unit_test(test_a_full_cache_evicts_and_keeps_what_is_hit),
         cmocka_unit_test(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         cmocka_unit_test(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
+        cmocka_unit_test(test_a_batch_of_ones_gradients_replay_with_eager_bits),
         cmocka_unit_test(test_replays_with_recurring_memory_equal_eager_every_time),
         cmocka_unit_test(test_replays_after_a_failed_run_equal_eager),
         cmocka_unit_test(test_replays_of_inputs_at_changing_offsets_equal_eager),
