@@ -542,7 +542,7 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
 #define RG_OPS 24
 #define RG_OUTPUTS 3
 typedef struct rand_graph {
-    int kind[RG_OPS];  /* 0..11 */
+    int kind[RG_OPS];  /* 0..12 */
     int a[RG_OPS], b[RG_OPS];
     double alpha[RG_OPS];
     int out[RG_OUTPUTS];
@@ -595,6 +595,18 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
             r = dla_reshape(dla_conv(x, w, bias, NULL), "", 2, (const int64_t[]){6, 6});
             break;
         }
+        case 12: {
+            /* An outer product (a GEMM of inner dim 1, fused by the
+             * planner) of a column of a and a row of b, views into them
+             * (b's row 6 elements apart); or, transposed, of a row of a
+             * and a column of b. */
+            const int64_t c = ((int64_t)(g->alpha[k] * 2.0) + 4) % 6; /* alpha: -2..2 */
+            r = g->alpha[k] >= 0.0
+                    ? dla_mtimes(dla_slice(a, 2, c, 1, c + 1), dla_slice(b, 1, c, 1, c + 1))
+                    : dla_pagemtimes(dla_slice(a, 1, c, 1, c + 1), "transpose",
+                                     dla_slice(b, 2, c, 1, c + 1), "transpose");
+            break;
+        }
         default: /* the same elements through other dims */
             r = dla_reshape(dla_mul(dla_reshape(a, "", 2, (const int64_t[]){36, 1}),
                                     dla_reshape(b, "", 2, (const int64_t[]){36, 1})),
@@ -614,16 +626,17 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
     dla_rng_seed(23);
     unsigned long long r = 0x9e3779b97f4a7c15ULL;
 #define RG_NEXT(n) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (unsigned long long)(n)))
-    int multi = 0, fused = 0;
+    int multi = 0, fused = 0, outer = 0, gemms = 0;
     for (int round = 0; round < 60; round++) {
         rand_graph g;
         for (int k = 0; k < RG_OPS; k++) {
             const int nv = RG_INPUTS + k;
-            g.kind[k] = RG_NEXT(12);
+            g.kind[k] = RG_NEXT(13);
             /* Mostly recent values, so runs form; sometimes an old one. */
             g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
             g.b[k] = RG_NEXT(nv);
             g.alpha[k] = (RG_NEXT(9) - 4) * 0.5;
+            outer += g.kind[k] == 12;
         }
         for (int i = 0; i < RG_OUTPUTS; i++)
             g.out[i] = RG_INPUTS + RG_OPS - 1 - RG_NEXT(RG_OPS);
@@ -644,11 +657,15 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
         assert_int_equal(pi.runs, 2);
         multi += pi.nmulti;
         fused += pi.nfused;
+        gemms += pi.gemms;
         dla_accel_free(af);
     }
 #undef RG_NEXT
-    print_message("random graphs: %d fused launches, %d of them keeping several results\n",
-                  fused, multi);
+    print_message("random graphs: %d fused launches, %d of them keeping several results; %d "
+                  "outer products, %d GEMMs planned\n", fused, multi, outer, gemms);
+    /* Every GEMM of the graphs is an outer product: none is left. */
+    assert_true(outer > 50);
+    assert_int_equal(gemms, 0);
     /* The graphs did exercise both kinds of merge. */
     assert_true(fused > 60);
     if (dla_device_runs_natively(dla_device_get("cpu:0"), DLA_KERNEL_FUSED_MULTI, DLA_F32))
