@@ -720,7 +720,7 @@ static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *
         return st;
     record(tr, s);
     if (tr->o.verbose) {
-        char rule[512], line[256];
+        char rule[512], line[sizeof tr->hist.info->stop_reason + 32];
         report_row(tr, s, 0);
         dla__train_table_rule(&tr->table, rule, sizeof rule);
         say(tr, rule);
@@ -728,7 +728,7 @@ static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *
         say(tr, line);
     }
     progress_text(tr, s);
-    char lower[160], loss[64] = "";
+    char lower[sizeof tr->hist.info->stop_reason], loss[64] = "";
     snprintf(lower, sizeof lower, "%s", why);
     lower[0] = (char)(lower[0] - 'A' + 'a');
     if (isfinite(s->training_loss))
@@ -777,7 +777,7 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
      * update are applied: a non-finite one stops training with the
      * network as it was (stop_diverged). */
     int diverged = 0;
-    char why[160] = "";
+    char why[sizeof tr->hist.info->stop_reason] = "";
     if (st == DLA_OK)
         st = read_loss(tr, out[0], out + 2, &s.training_loss, why, sizeof why);
     diverged = why[0] != '\0';
@@ -1295,7 +1295,7 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         dla_training_info *in = tr.hist.info;
         in->output_network_iteration = tr.iteration;
         if (tr.o.verbose) {
-            char rule[512], line[128];
+            char rule[512], line[sizeof in->stop_reason + 32];
             dla__train_table_rule(&tr.table, rule, sizeof rule);
             say(&tr, rule);
             snprintf(line, sizeof line, "Training finished: %s.\n", in->stop_reason);

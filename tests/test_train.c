@@ -1647,6 +1647,43 @@ static void table_row(const char *text, int it, char *line, size_t size)
     snprintf(line, size, "%.*s", (int)(end - row), row);
 }
 
+/* The stop reason names the layer whole: a name of 100 characters was
+ * cut at 63 bytes of the reason before (stop_reason[64]). */
+static void a_long_layer_name_is_whole_in_the_stop_reason(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(64, 24, &x, &t);
+    float xs[128];
+    assert_int_equal(dla_tensor_to_host(x, xs, sizeof xs), DLA_OK);
+    xs[0] = NAN;
+    dla_tensor *xn = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(2, 64));
+    char name[101];
+    for (int i = 0; i < 100; i++)
+        name[i] = (char)('a' + i % 26);
+    name[100] = '\0';
+    dla_rng_seed(7);
+    dla_layer *l[] = {dla_fc_layer(8, &(dla_fc_layer_options){.name = name}), dla_relu_layer(NULL),
+                      dla_fc_layer(CLASSES, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, l), *trained;
+    assert_non_null(net);
+    dla_training_info *info;
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 32;
+    o.shuffle = "never";
+    assert_int_equal(dla_trainnet(&(dla_train_data){.predictors = xn, .targets = t}, net,
+                                  &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info),
+                     DLA_ERR_STATE);
+    char want[200];
+    snprintf(want, sizeof want, "Gradient of %s/Weights is not finite", name);
+    assert_string_equal(info->stop_reason, want);
+    assert_non_null(strstr(dla_last_error(), name));
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+}
+
 /* Before: NaN predictors trained to NaN weights with DLA_OK (the relu
  * after the first layer turns the NaN into 0, so the loss stayed finite
  * while the first layer's gradient and weights were NaN), and a NaN loss
@@ -1790,6 +1827,7 @@ int main(void)
         cmocka_unit_test(a_bad_output_path_fails_before_the_first_iteration),
         cmocka_unit_test(a_failure_during_training_returns_the_network_so_far),
         cmocka_unit_test(a_non_finite_loss_or_gradient_stops_training_with_an_error),
+        cmocka_unit_test(a_long_layer_name_is_whole_in_the_stop_reason),
         cmocka_unit_test(learn_rate_factors_freeze_layers_in_trainnet),
         cmocka_unit_test(checkpoints_of_an_lstm_network_load_back),
         cmocka_unit_test(sequence_to_sequence_targets_are_cut_into_chunks),

@@ -500,8 +500,9 @@ typedef struct dla_training_info {
     /* "Max epochs completed", "Stopped by OutputFcn", "Met validation
      * criterion" (ValidationPatience), "Training loss is NaN" (or Inf,
      * -Inf), "Gradient of <layer>/<parameter> is not finite" (these two
-     * with DLA_ERR_STATE, see dla_trainnet). */
-    char stop_reason[64];
+     * with DLA_ERR_STATE, see dla_trainnet); room for names of about 100
+     * characters each, cut beyond. */
+    char stop_reason[256];
     /* The device trained on ("cpu:0"). */
     char device[64];
     double seconds;              /* the whole call */
