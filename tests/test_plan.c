@@ -334,6 +334,53 @@ static void outer_products_run_elementwise_with_the_bits_of_the_gemm(void **stat
     }
 }
 
+/* Constants made inside the function (dla_full, and dla_ones scaled,
+ * which the trace keeps as constants: neither is a launch) taken each way
+ * an add, a subtract or a multiply can take one: x + c, x - c, c - x and
+ * x * c, with c 2.5, +0 and -0 (in[1] picks: 0, 1 or 2). */
+static dla_status with_filled(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    const double cs[3] = {2.5, 0.0, -0.0};
+    const double c = cs[(int)dla_tensor_item(in[1], 0)];
+    dla_tensor *f = dla_full(c, DLA_F32, "", DLA_DIMS(7, 1));
+    dla_tensor *g = dla_affine(dla_ones(DLA_F32, "", DLA_DIMS(7, 1)), c, 0.0);
+    out[0] = dla_add(in[0], f);
+    out[1] = dla_sub(in[0], f);
+    out[2] = dla_sub(g, in[0]);
+    out[3] = dla_mul(in[0], g);
+    return dla_tensor_status(out[3]);
+}
+
+static void constants_of_one_value_join_the_chain_with_the_bits_of_eager(void **state)
+{
+    dla_scope_begin();
+    const float x[7] = {-0.0f, 0.0f, NAN, INFINITY, -INFINITY, 1e-40f, 3.0f};
+    for (int which = 0; which < 3; which++) {
+        /* in[1] is read on the host while recording (a value the trace
+         * bakes), so each c gets an accelerated function of its own. */
+        dla_accel *af = dla_accelerate(with_filled, NULL);
+        dla_tensor *in[2] = {dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(7, 1)),
+                             dla_full((double)which, DLA_F32, "", DLA_DIMS(1, 1))};
+        for (int call = 0; call < 4; call++) {
+            dla_tensor *got[4], *want[4];
+            assert_int_equal(dla_accel_call(af, NULL, 2, in, 4, got), DLA_OK);
+            assert_int_equal(with_filled(NULL, 2, in, 4, want), DLA_OK);
+            for (int i = 0; i < 4; i++)
+                assert_same_bits(got[i], want[i]);
+        }
+        /* The scaling of the ones and the four results are one fused
+         * launch, the two constants its inputs. */
+        plan_info pi = accel_plan(af, "cpu:0");
+        assert_true(pi.found);
+        assert_int_equal(pi.launches, 1);
+        assert_int_equal(pi.nfused, 1);
+        assert_int_equal(pi.fused_from, 5);
+        dla_accel_free(af);
+    }
+    dla_scope_end();
+}
+
 static void a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients(void **state)
 {
     dla_scope_begin();
@@ -1046,6 +1093,7 @@ int main(void)
         cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
         cmocka_unit_test(a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager),
         cmocka_unit_test(outer_products_run_elementwise_with_the_bits_of_the_gemm),
+        cmocka_unit_test(constants_of_one_value_join_the_chain_with_the_bits_of_eager),
         cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
