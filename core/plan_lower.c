@@ -712,57 +712,6 @@ static int emit(lowering *L, chain *ch)
     return 1;
 }
 
-/* ------------------------------------------------------------ relu masks */
-
-/* Nonzero when the launch at step s reads (written 0) or writes (1)
- * memory of slot b. */
-static int touches(lowering *L, int s, dla__slot b, int written)
-{
-    dla__cap_launch *cl = launch_at(L, s);
-    dla__field f[DLA__LAUNCH_MAX_FIELDS];
-    int n = dla__launch_fields(&cl->l, f);
-    for (int i = 0; i < n; i++)
-        if (f[i].written == written && same_slot(cl->slot[i], b))
-            return 1;
-    return 0;
-}
-
-/* step(x) (alpha 0: x > 0) is step(relu(x)) bit for bit: relu keeps
- * exactly the positive elements, and NaN and -0 give 0 both ways. Where a
- * relu's result still holds relu(x) when a later step reads x (relu's
- * backward), the step reads the result instead. x, a batchnorm's output
- * say, is then often read by the relu alone and fuses into the chain that
- * made it, never reaching memory; the result lives a little longer. */
-static void relu_masks(lowering *L)
-{
-    for (int s = 0; s < L->nsteps; s++) {
-        if (L->steps[s].kind != DLA__STEP_LAUNCH)
-            continue;
-        dla__cap_launch *st = launch_at(L, s);
-        if (st->l.kind != DLA__LAUNCH_UNARY || st->l.u.unary.op != DLA_UNARY_STEP ||
-            st->l.u.unary.alpha != 0.0 || st->slot[1].kind != DLA__SLOT_BUFFER)
-            continue;
-        const dla__slot x = st->slot[1];
-        for (int r = s - 1; r >= 0 && L->steps[r].kind == DLA__STEP_LAUNCH; r--) {
-            dla__cap_launch *relu = launch_at(L, r);
-            if (relu->l.kind == DLA__LAUNCH_UNARY && relu->l.u.unary.op == DLA_UNARY_RELU &&
-                same_slot(relu->slot[1], x) && same_view(&relu->l.u.unary.x, &st->l.u.unary.x)) {
-                const dla__slot y = relu->slot[0];
-                int kept = !same_slot(y, x); /* in place: x holds relu(x) already */
-                for (int k = r + 1; kept && k < s; k++)
-                    kept = L->steps[k].kind == DLA__STEP_LAUNCH && !touches(L, k, y, 1);
-                if (kept) {
-                    st->l.u.unary.x = relu->l.u.unary.y;
-                    st->slot[1] = y;
-                }
-                break;
-            }
-            if (touches(L, r, x, 1))
-                break;
-        }
-    }
-}
-
 /* ------------------------------------------------------- filled values */
 
 /* Nonzero when view v (of slot s) covers every byte of its replay buffer,
@@ -970,6 +919,19 @@ static void dead_fills(lowering *L)
 }
 
 /* ------------------------------------------------------------ scheduling */
+
+/* Nonzero when the launch at step s reads (written 0) or writes (1)
+ * memory of slot b. */
+static int touches(lowering *L, int s, dla__slot b, int written)
+{
+    dla__cap_launch *cl = launch_at(L, s);
+    dla__field f[DLA__LAUNCH_MAX_FIELDS];
+    int n = dla__launch_fields(&cl->l, f);
+    for (int i = 0; i < n; i++)
+        if (f[i].written == written && same_slot(cl->slot[i], b))
+            return 1;
+    return 0;
+}
 
 /* Nonzero when step k and step e commute: no memory one writes is read or
  * written by the other. */
@@ -1540,7 +1502,6 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
         }
         dla__free(value);
         dla__free(known);
-        relu_masks(&L);
         gather_consumers(&L);
         conv_bias_out(&L);
         fuse(&L);
