@@ -704,6 +704,17 @@ static void test_noise_from_the_host_is_baked_and_tolerance_check_warns(void **s
     assert_non_null(strstr(msg, "output 1: largest absolute difference"));
     assert_non_null(strstr(msg, "largest relative difference"));
     assert_non_null(strstr(msg, "1 constant made inside the function"));
+    dla_accel_free(af);
+    /* The noise is below 1 (rand): at CheckTolerance 1 the same replay
+     * passes its check, and no check has failed. */
+    af = dla_accelerate(my_unsupported_fun, &(dla_accel_options){.name = "myUnsupportedFun"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_set_check_tolerance(af, 1.0), DLA_OK);
+    assert_true(dla_accel_check_tolerance(af) == 1.0);
+    dla_accel_call(af, NULL, 1, &x, 1, &y1);
+    dla_accel_call(af, NULL, 1, &x, 1, &y2);
+    assert_true(dla_tensor_item(y1, 4) == dla_tensor_item(y2, 4));
+    assert_string_equal(dla_accel_last_check(af), "");
     dla_scope_end();
     dla_accel_free(af);
 }
