@@ -525,8 +525,9 @@ double rnd()
 
 /* Layouts: dense; dense after an offset; padded (dims 0 and 1 by 1 and
  * 2); reversed (the last dim fastest); broadcast along dim 1; broadcast
- * as a scalar (every stride 0). */
-enum { L_DENSE, L_OFFSET, L_PADDED, L_REVERSED, L_BCAST, L_SCALAR, L_COUNT };
+ * as a scalar (every stride 0); broadcast along dim 0 (a row read down
+ * every column: the planner's outer products, C = a b', read b so). */
+enum { L_DENSE, L_OFFSET, L_PADDED, L_REVERSED, L_BCAST, L_SCALAR, L_BCAST0, L_COUNT };
 
 /* View v of dims with strides st (elements) after offset elements over
  * buffer b, made anew, span elements long before a tail (fill: the byte
@@ -577,7 +578,7 @@ void make_view(buf &b, dla_view &v, int nd, const int64_t *dims, int lk, dla_dty
         }
     } else {
         for (int d = 0; d < nd; d++) {
-            if ((lk == L_BCAST && d == 1) || lk == L_SCALAR)
+            if ((lk == L_BCAST && d == 1) || (lk == L_BCAST0 && d == 0) || lk == L_SCALAR)
                 continue;
             strides[d] = st;
             st *= dims[d] + (lk == L_PADDED && d < 2 ? d + 1 : 0);
