@@ -680,6 +680,68 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
     return dla_tensor_status(out[nout - 1]);
 }
 
+/* The random graph's outputs and inputs squared and summed, and the
+ * gradients of that loss with respect to the inputs: out[0] the loss,
+ * out[1..] the gradients. */
+static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    dla_tensor *v[RG_OUTPUTS];
+    dla_status st = rand_graph_fn(ctx, nin, in, RG_OUTPUTS, v);
+    if (st != DLA_OK)
+        return st;
+    /* Each input's own square too, so that every input reaches the loss. */
+    dla_tensor *loss = NULL;
+    for (int i = 0; i < RG_OUTPUTS + nin; i++) {
+        dla_tensor *s = dla_sum(dla_square(i < RG_OUTPUTS ? v[i] : in[i - RG_OUTPUTS]), 0, NULL);
+        loss = loss ? dla_add(loss, s) : s;
+    }
+    out[0] = loss;
+    return dla_gradient(loss, nin, in, out + 1);
+}
+
+/* The same graphs' backward passes, planned: each replay's loss and
+ * gradients are eager's bits. */
+static void random_graphs_gradients_plan_to_eager_bits(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(29);
+    unsigned long long r = 0x2545f4914f6cdd1dULL;
+#define RG_NEXT(n) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (unsigned long long)(n)))
+    int planned = 0;
+    for (int round = 0; round < 40; round++) {
+        rand_graph g;
+        for (int k = 0; k < RG_OPS; k++) {
+            const int nv = RG_INPUTS + k;
+            g.kind[k] = RG_NEXT(17);
+            g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
+            g.b[k] = RG_NEXT(nv);
+            g.alpha[k] = (RG_NEXT(9) - 4) * 0.5;
+        }
+        for (int i = 0; i < RG_OUTPUTS; i++)
+            g.out[i] = RG_INPUTS + RG_OPS - 1 - RG_NEXT(RG_OPS);
+        dla_tensor *in[RG_INPUTS];
+        for (int i = 0; i < RG_INPUTS; i++)
+            in[i] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(6, 6)), 0.5, 0.0);
+        dla_accel *af = dla_accelerate(rand_graph_grad_fn, NULL);
+        for (int call = 0; call < 4; call++) {
+            dla_tensor *got[1 + RG_INPUTS], *want[1 + RG_INPUTS];
+            if (dla_accel_feval(af, &g, RG_INPUTS, in, 1 + RG_INPUTS, got) != DLA_OK)
+                fail_msg("round %d, call %d: %s", round, call, dla_last_error());
+            assert_int_equal(dla_feval(rand_graph_grad_fn, &g, RG_INPUTS, in, 1 + RG_INPUTS, want),
+                             DLA_OK);
+            for (int i = 0; i < 1 + RG_INPUTS; i++)
+                assert_same_bits(got[i], want[i]);
+            in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
+        }
+        planned += accel_plan(af, "cpu:0").found;
+        dla_accel_free(af);
+    }
+#undef RG_NEXT
+    assert_int_equal(planned, 40);
+    dla_scope_end();
+}
+
 static void random_elementwise_graphs_plan_to_eager_bits(void **state)
 {
     dla_scope_begin();
@@ -1116,6 +1178,7 @@ int main(void)
         cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
         cmocka_unit_test(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
         cmocka_unit_test(random_elementwise_graphs_plan_to_eager_bits),
+        cmocka_unit_test(random_graphs_gradients_plan_to_eager_bits),
         cmocka_unit_test(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
         cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
         cmocka_unit_test(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
