@@ -113,6 +113,20 @@ static plan_info accel_plan(dla_accel *af, const char *dev)
     return pi;
 }
 
+/* One call of fn through af and one eagerly (dla_feval, no gradients):
+ * each of the nout results the same bits. */
+static void call_matches_eager(dla_accel *af, dla_function fn, int nin, dla_tensor *const *in,
+                               int nout)
+{
+    dla_tensor *got[16], *want[16];
+    assert_true(nout <= 16);
+    if (dla_accel_call(af, NULL, nin, in, nout, got) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_feval(fn, NULL, nin, in, nout, want), DLA_OK);
+    for (int i = 0; i < nout; i++)
+        assert_same_bits(got[i], want[i]);
+}
+
 /* ----------------------------------------------------------- functions */
 
 /* The tiny MLP 4-8-1 of the bench: loss and its 4 gradients. */
@@ -247,11 +261,7 @@ static void a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager(voi
         const int second = call % 2;
         dla_tensor *in[2] = {dla_tensor_from_host(second ? xg : xf, DLA_F32, "", DLA_DIMS(3, 1)),
                              dla_tensor_from_host(second ? wg : wf, DLA_F32, "", DLA_DIMS(3, 1))};
-        dla_tensor *got[4], *want[4];
-        assert_int_equal(dla_accel_call(af, NULL, 2, in, 4, got), DLA_OK);
-        assert_int_equal(one_element_sums(NULL, 2, in, 4, want), DLA_OK);
-        for (int i = 0; i < 4; i++)
-            assert_same_bits(got[i], want[i]);
+        call_matches_eager(af, one_element_sums, 2, in, 4);
     }
     /* The sum and the mean over one element each are elementwise, in the
      * chain with the multiply; the sums of three keep their reduces; the
@@ -315,11 +325,7 @@ static void outer_products_run_elementwise_with_the_bits_of_the_gemm(void **stat
                                  host_tensor(b[v], t, 1, 4), host_tensor(b[v], t, 4, 1),
                                  host_tensor(c, t, 3, 2),    host_tensor(d, t, 2, 4),
                                  host_tensor(c, t, 2, 3),    host_tensor(d, t, 2, 4)};
-            dla_tensor *got[7], *want[7];
-            assert_int_equal(dla_accel_call(af, NULL, 8, in, 7, got), DLA_OK);
-            assert_int_equal(outer_products(NULL, 8, in, 7, want), DLA_OK);
-            for (int i = 0; i < 7; i++)
-                assert_same_bits(got[i], want[i]);
+            call_matches_eager(af, outer_products, 8, in, 7);
         }
         /* The four outer products, side by side, are one fused launch
          * keeping four results; the other two are one more, with the add
@@ -363,11 +369,7 @@ static void constants_of_one_value_join_the_chain_with_the_bits_of_eager(void **
         dla_tensor *in[2] = {dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(7, 1)),
                              dla_full((double)which, DLA_F32, "", DLA_DIMS(1, 1))};
         for (int call = 0; call < 4; call++) {
-            dla_tensor *got[4], *want[4];
-            assert_int_equal(dla_accel_call(af, NULL, 2, in, 4, got), DLA_OK);
-            assert_int_equal(with_filled(NULL, 2, in, 4, want), DLA_OK);
-            for (int i = 0; i < 4; i++)
-                assert_same_bits(got[i], want[i]);
+            call_matches_eager(af, with_filled, 2, in, 4);
         }
         /* The scaling of the ones and the four results are one fused
          * launch, the two constants its inputs. */
@@ -700,6 +702,50 @@ static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, 
     return dla_gradient(loss, nin, in, out + 1);
 }
 
+/* A random graph drawn from the xorshift state *r, and 4 calls of it
+ * (grad: of its loss and gradients) through af and eagerly, with new
+ * inputs in between: each replay's results are eager's bits. Counts the
+ * outer products (kind 12) and the GEMMs of inner dim 6 (kind 13) drawn;
+ * returns the plan on cpu:0. */
+static plan_info random_graph_round(unsigned long long *r, int grad, int *outer, int *inner)
+{
+#define RG_NEXT(n) (*r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17, (int)(*r % (unsigned long long)(n)))
+    rand_graph g;
+    for (int k = 0; k < RG_OPS; k++) {
+        const int nv = RG_INPUTS + k;
+        g.kind[k] = RG_NEXT(17);
+        /* Mostly recent values, so runs form; sometimes an old one. */
+        g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
+        g.b[k] = RG_NEXT(nv);
+        g.alpha[k] = (RG_NEXT(9) - 4) * 0.5;
+        *outer += g.kind[k] == 12;
+        *inner += g.kind[k] == 13;
+    }
+    for (int i = 0; i < RG_OUTPUTS; i++)
+        g.out[i] = RG_INPUTS + RG_OPS - 1 - RG_NEXT(RG_OPS);
+#undef RG_NEXT
+    dla_tensor *in[RG_INPUTS];
+    for (int i = 0; i < RG_INPUTS; i++)
+        in[i] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(6, 6)), 0.5, 0.0);
+    const dla_function fn = grad ? rand_graph_grad_fn : rand_graph_fn;
+    const int nout = grad ? 1 + RG_INPUTS : RG_OUTPUTS;
+    dla_accel *af = dla_accelerate(fn, NULL);
+    for (int call = 0; call < 4; call++) {
+        dla_tensor *got[1 + RG_INPUTS + RG_OUTPUTS], *want[1 + RG_INPUTS + RG_OUTPUTS];
+        const dla_status st = grad ? dla_accel_feval(af, &g, RG_INPUTS, in, nout, got)
+                                   : dla_accel_call(af, &g, RG_INPUTS, in, nout, got);
+        if (st != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        assert_int_equal(dla_feval(fn, &g, RG_INPUTS, in, nout, want), DLA_OK);
+        for (int i = 0; i < nout; i++)
+            assert_same_bits(got[i], want[i]);
+        in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    dla_accel_free(af);
+    return pi;
+}
+
 /* The same graphs' backward passes, planned: each replay's loss and
  * gradients are eager's bits. */
 static void random_graphs_gradients_plan_to_eager_bits(void **state)
@@ -707,37 +753,9 @@ static void random_graphs_gradients_plan_to_eager_bits(void **state)
     dla_scope_begin();
     dla_rng_seed(29);
     unsigned long long r = 0x2545f4914f6cdd1dULL;
-#define RG_NEXT(n) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (unsigned long long)(n)))
-    int planned = 0;
-    for (int round = 0; round < 40; round++) {
-        rand_graph g;
-        for (int k = 0; k < RG_OPS; k++) {
-            const int nv = RG_INPUTS + k;
-            g.kind[k] = RG_NEXT(17);
-            g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
-            g.b[k] = RG_NEXT(nv);
-            g.alpha[k] = (RG_NEXT(9) - 4) * 0.5;
-        }
-        for (int i = 0; i < RG_OUTPUTS; i++)
-            g.out[i] = RG_INPUTS + RG_OPS - 1 - RG_NEXT(RG_OPS);
-        dla_tensor *in[RG_INPUTS];
-        for (int i = 0; i < RG_INPUTS; i++)
-            in[i] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(6, 6)), 0.5, 0.0);
-        dla_accel *af = dla_accelerate(rand_graph_grad_fn, NULL);
-        for (int call = 0; call < 4; call++) {
-            dla_tensor *got[1 + RG_INPUTS], *want[1 + RG_INPUTS];
-            if (dla_accel_feval(af, &g, RG_INPUTS, in, 1 + RG_INPUTS, got) != DLA_OK)
-                fail_msg("round %d, call %d: %s", round, call, dla_last_error());
-            assert_int_equal(dla_feval(rand_graph_grad_fn, &g, RG_INPUTS, in, 1 + RG_INPUTS, want),
-                             DLA_OK);
-            for (int i = 0; i < 1 + RG_INPUTS; i++)
-                assert_same_bits(got[i], want[i]);
-            in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
-        }
-        planned += accel_plan(af, "cpu:0").found;
-        dla_accel_free(af);
-    }
-#undef RG_NEXT
+    int planned = 0, outer = 0, inner = 0;
+    for (int round = 0; round < 40; round++)
+        planned += random_graph_round(&r, 1, &outer, &inner).found;
     assert_int_equal(planned, 40);
     dla_scope_end();
 }
@@ -747,43 +765,15 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
     dla_scope_begin();
     dla_rng_seed(23);
     unsigned long long r = 0x9e3779b97f4a7c15ULL;
-#define RG_NEXT(n) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (unsigned long long)(n)))
     int multi = 0, fused = 0, outer = 0, inner = 0, gemms = 0;
     for (int round = 0; round < 60; round++) {
-        rand_graph g;
-        for (int k = 0; k < RG_OPS; k++) {
-            const int nv = RG_INPUTS + k;
-            g.kind[k] = RG_NEXT(17);
-            /* Mostly recent values, so runs form; sometimes an old one. */
-            g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
-            g.b[k] = RG_NEXT(nv);
-            g.alpha[k] = (RG_NEXT(9) - 4) * 0.5;
-            outer += g.kind[k] == 12;
-            inner += g.kind[k] == 13;
-        }
-        for (int i = 0; i < RG_OUTPUTS; i++)
-            g.out[i] = RG_INPUTS + RG_OPS - 1 - RG_NEXT(RG_OPS);
-        dla_tensor *in[RG_INPUTS];
-        for (int i = 0; i < RG_INPUTS; i++)
-            in[i] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(6, 6)), 0.5, 0.0);
-        dla_accel *af = dla_accelerate(rand_graph_fn, NULL);
-        for (int call = 0; call < 4; call++) {
-            dla_tensor *got[RG_OUTPUTS], *want[RG_OUTPUTS];
-            assert_int_equal(dla_accel_call(af, &g, RG_INPUTS, in, RG_OUTPUTS, got), DLA_OK);
-            assert_int_equal(dla_feval(rand_graph_fn, &g, RG_INPUTS, in, RG_OUTPUTS, want), DLA_OK);
-            for (int i = 0; i < RG_OUTPUTS; i++)
-                assert_same_bits(got[i], want[i]);
-            in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
-        }
-        plan_info pi = accel_plan(af, "cpu:0");
+        plan_info pi = random_graph_round(&r, 0, &outer, &inner);
         assert_true(pi.found);
         assert_int_equal(pi.runs, 2);
         multi += pi.nmulti;
         fused += pi.nfused;
         gemms += pi.gemms;
-        dla_accel_free(af);
     }
-#undef RG_NEXT
     print_message("random graphs: %d fused launches, %d of them keeping several results; %d "
                   "outer products, %d GEMMs of inner dim 6, %d GEMMs planned\n", fused, multi,
                   outer, inner, gemms);
