@@ -774,10 +774,11 @@ static void outer_products(lowering *L)
         if (L->steps[s].kind != DLA__STEP_LAUNCH)
             continue;
         dla__cap_launch *cl = launch_at(L, s);
+        if (cl->l.kind != DLA__LAUNCH_GEMM)
+            continue;
         const dla_gemm_args g = cl->l.u.gemm;
-        if (cl->l.kind != DLA__LAUNCH_GEMM || g.k != 1 || g.batch != 1 || g.alpha != 1.0 ||
-            g.beta != 0.0 || (g.dtype != DLA_F32 && g.dtype != DLA_F64) ||
-            (g.c.ld != g.m && g.n != 1) ||
+        if (g.k != 1 || g.batch != 1 || g.alpha != 1.0 || g.beta != 0.0 ||
+            (g.dtype != DLA_F32 && g.dtype != DLA_F64) || (g.c.ld != g.m && g.n != 1) ||
             !dla__device_supports(L->p->dev, DLA_KERNEL_FUSED, g.dtype))
             continue;
         dla_fused_args *f = dla__calloc(1, sizeof *f);
