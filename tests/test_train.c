@@ -1682,6 +1682,9 @@ static void a_long_layer_name_is_whole_in_the_stop_reason(void **state)
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(xn);
+    dla_tensor_release(t);
 }
 
 /* Before: NaN predictors trained to NaN weights with DLA_OK (the relu
