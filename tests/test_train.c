@@ -914,6 +914,52 @@ static void an_accelerated_custom_loss_is_replayed_and_trains(void **state)
     dla_tensor_release(t);
 }
 
+/* trainingOptions("rmsprop") trains through dla_rmspropupdate: the loss
+ * falls and the blobs are learned, and the network differs from the one
+ * SGDM makes from the same start (the solver's branch in trainnet had no
+ * test: gcov, 2026-11-27). */
+static void rmsprop_trains_and_is_not_sgdm(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(256, 5, &x, &t);
+    dla_net *net = mlp(), *trained[2];
+    dla_training_info *info[2];
+    dla_train_data d = {.predictors = x, .targets = t};
+    const char *solvers[2] = {"rmsprop", "sgdm"};
+    for (int k = 0; k < 2; k++) {
+        dla_training_options o = quiet();
+        o.solver = solvers[k];
+        o.initial_learn_rate = 0.01;
+        o.max_epochs = 8;
+        o.mini_batch_size = 64;
+        o.metrics = "accuracy";
+        dla_rng_seed(1);
+        assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                      &trained[k], &info[k]), DLA_OK);
+    }
+    const dla_training_info *r = info[0];
+    assert_true(r->training_loss[r->iterations - 1] < 0.3 * r->training_loss[0]);
+    assert_true(r->training_accuracy[r->iterations - 1] > 90.0);
+    /* The same start (the first loss), another path. */
+    assert_true(info[0]->training_loss[0] == info[1]->training_loss[0]);
+    int differ = 0;
+    for (int i = 0; i < dla_net_learnable_count(trained[0]); i++) {
+        dla_tensor *p = dla_table_value(dla_net_learnables(trained[0]), i),
+                   *q = dla_table_value(dla_net_learnables(trained[1]), i);
+        for (int64_t e = 0; e < dla_tensor_numel(p); e++)
+            differ += dla_tensor_item(p, e) != dla_tensor_item(q, e);
+    }
+    assert_true(differ > 0);
+    for (int k = 0; k < 2; k++) {
+        dla_training_info_free(info[k]);
+        dla_net_free(trained[k]);
+    }
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
 /* n sequences of 2 channels, 5..12 steps; class 1 when channel 0 drifts
  * up, 0 when it drifts down. */
 static dla_seqlist *drifts(int n, dla_tensor **labels)
@@ -1831,6 +1877,7 @@ int main(void)
         cmocka_unit_test(a_failure_during_training_returns_the_network_so_far),
         cmocka_unit_test(a_non_finite_loss_or_gradient_stops_training_with_an_error),
         cmocka_unit_test(a_long_layer_name_is_whole_in_the_stop_reason),
+        cmocka_unit_test(rmsprop_trains_and_is_not_sgdm),
         cmocka_unit_test(learn_rate_factors_freeze_layers_in_trainnet),
         cmocka_unit_test(checkpoints_of_an_lstm_network_load_back),
         cmocka_unit_test(sequence_to_sequence_targets_are_cut_into_chunks),
