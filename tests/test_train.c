@@ -991,6 +991,8 @@ static int count_iterations(void *ctx, const dla_training_state *s)
     return 0;
 }
 
+static void assert_same_learnables(dla_net *a, dla_net *b);
+
 static void sequences_train_with_each_sequence_length(void **state)
 {
     (void)state;
@@ -1035,11 +1037,32 @@ static void sequences_train_with_each_sequence_length(void **state)
     o.sequence_length = "4";
     o.max_epochs = 2;
     iterations_seen = 0;
+    dla_rng_seed(5);
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   &info), DLA_OK);
     assert_int_equal(info->iterations % 3, 0);
     assert_true(info->iterations >= 2 * 3 * 2 && info->iterations <= 2 * 3 * 3);
     assert_int_equal(iterations_seen, info->iterations);
+    /* Validation after every iteration, between a batch's chunks too,
+     * starts from the initial state and puts the batch's LSTM state back:
+     * the training is the same, loss for loss, as without it. */
+    dla_train_data v = {.sequences = seqs, .targets = t};
+    o.validation_data = &v;
+    o.validation_frequency = 1;
+    dla_net *trained_v;
+    dla_training_info *info_v;
+    dla_rng_seed(5);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained_v,
+                                  &info_v), DLA_OK);
+    assert_int_equal(info_v->iterations, info->iterations);
+    assert_int_equal(info_v->validations, info->iterations);
+    for (int64_t i = 0; i < info->iterations; i++)
+        if (info_v->training_loss[i] != info->training_loss[i])
+            fail_msg("iteration %lld: loss %.9g validated, %.9g not", (long long)i + 1,
+                     info_v->training_loss[i], info->training_loss[i]);
+    assert_same_learnables(trained_v, trained);
+    dla_training_info_free(info_v);
+    dla_net_free(trained_v);
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);
