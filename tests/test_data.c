@@ -862,33 +862,42 @@ static void test_mbq_shuffle_follows_numpy_permutations_of_the_seed(void **state
     dla_tensor_release(t);
 }
 
+/* Parts of a queue, plain or dispatching in the background (a part of a
+ * background queue dispatches its own batches in the background too). */
 static void test_mbq_partitions_cover_every_observation_once(void **state)
 {
     dla_tensor *x, *t;
     observations(10, &x, &t);
     dla_mbq_input in[2] = {{.tensor = x}, {.tensor = t}};
     dla_mbq *q;
-    assert_int_equal(dla_mbq_create(2, in, &(dla_mbq_options){.mini_batch_size = 2}, &q), DLA_OK);
-    dla_mbq_shuffle(q);
-    for (int round = 0; round < 2; round++) {
-        int seen[10] = {0};
-        const int64_t sizes[3] = {4, 3, 3};
-        for (int w = 0; w < 3; w++) {
-            dla_mbq *p;
-            assert_int_equal(dla_mbq_partition(q, 3, w, &p), DLA_OK);
-            assert_int_equal(dla_mbq_num_observations(p), sizes[w]);
-            if (round)
-                dla_mbq_shuffle(p); /* reorders only the part */
-            int64_t obs[2];
-            while (dla_mbq_hasdata(p)) {
-                int64_t n = next_obs(p, obs);
-                for (int64_t k = 0; k < n; k++)
-                    seen[obs[k]]++;
+    for (int background = 1; background >= 0; background--) {
+        assert_int_equal(dla_mbq_create(2, in,
+                                        &(dla_mbq_options){.mini_batch_size = 2,
+                                                           .dispatch_in_background = background},
+                                        &q), DLA_OK);
+        dla_mbq_shuffle(q);
+        for (int round = 0; round < 2; round++) {
+            int seen[10] = {0};
+            const int64_t sizes[3] = {4, 3, 3};
+            for (int w = 0; w < 3; w++) {
+                dla_mbq *p;
+                assert_int_equal(dla_mbq_partition(q, 3, w, &p), DLA_OK);
+                assert_int_equal(dla_mbq_num_observations(p), sizes[w]);
+                if (round)
+                    dla_mbq_shuffle(p); /* reorders only the part */
+                int64_t obs[2];
+                while (dla_mbq_hasdata(p)) {
+                    int64_t n = next_obs(p, obs);
+                    for (int64_t k = 0; k < n; k++)
+                        seen[obs[k]]++;
+                }
+                dla_mbq_free(p);
             }
-            dla_mbq_free(p);
+            for (int i = 0; i < 10; i++)
+                assert_int_equal(seen[i], 1);
         }
-        for (int i = 0; i < 10; i++)
-            assert_int_equal(seen[i], 1);
+        if (background)
+            dla_mbq_free(q);
     }
     dla_mbq *p;
     assert_int_equal(dla_mbq_partition(q, 3, 3, &p), DLA_ERR_INVALID_ARGUMENT);
