@@ -418,10 +418,6 @@ static void assert_same_bits(dla_tensor *got, dla_tensor *want)
     free(b);
 }
 
-/* Inputs that are views some elements into their storage, a different
- * number on each call: a plan_replay region starts where the view does
- * (a device that runs the replay itself copies from there), and replays
- * equal eager bit for bit however the views are aligned. */
 /* A batch of one: the gradients of W1 and W2 are outer products (GEMMs of
  * inner dim 1), which the planner runs as fused programs; on whatever
  * device runs the suite (DLACCEL_DEVICE), the replays keep eager's bits.
@@ -463,6 +459,10 @@ static void test_a_batch_of_ones_gradients_replay_with_eager_bits(void **state)
     dla_accel_free(af);
 }
 
+/* Inputs that are views some elements into their storage, a different
+ * number on each call: a plan_replay region starts where the view does
+ * (a device that runs the replay itself copies from there), and replays
+ * equal eager bit for bit however the views are aligned. */
 static void test_replays_of_inputs_at_changing_offsets_equal_eager(void **state)
 {
     dla_accel *af = dla_accelerate(sums_and_products, NULL);
