@@ -344,7 +344,7 @@ static void outer_products_run_elementwise_with_the_bits_of_the_gemm(void **stat
  * which the trace keeps as constants: neither is a launch) taken each way
  * an add, a subtract or a multiply can take one: x + c, x - c, c - x and
  * x * c, with c 2.5, +0 and -0 (in[1] picks: 0, 1 or 2). */
-static dla_status with_filled(void *ctx, int nin, dla_tensor *const *in, int nout,
+static dla_status with_constants(void *ctx, int nin, dla_tensor *const *in, int nout,
                               dla_tensor **out)
 {
     const double cs[3] = {2.5, 0.0, -0.0};
@@ -365,11 +365,11 @@ static void constants_of_one_value_join_the_chain_with_the_bits_of_eager(void **
     for (int which = 0; which < 3; which++) {
         /* in[1] is read on the host while recording (a value the trace
          * bakes), so each c gets an accelerated function of its own. */
-        dla_accel *af = dla_accelerate(with_filled, NULL);
+        dla_accel *af = dla_accelerate(with_constants, NULL);
         dla_tensor *in[2] = {dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(7, 1)),
                              dla_full((double)which, DLA_F32, "", DLA_DIMS(1, 1))};
         for (int call = 0; call < 4; call++) {
-            call_matches_eager(af, with_filled, 2, in, 4);
+            call_matches_eager(af, with_constants, 2, in, 4);
         }
         /* The scaling of the ones and the four results are one fused
          * launch, the two constants its inputs. */
