@@ -94,6 +94,11 @@
 #              3 rounds; the one kernel's phases, GPU cycles each, every
 #              way (DLACCEL_CUDA_K1_PROFILE=1, its info lines); the CNN
 #              replays at batch 128 once
+#   k1c        the one kernel compiled for its plan (DLACCEL_CUDA_K1_COMPILE=1)
+#              against the interpreted one, plain and launched early: the
+#              suites compiled, which plans compiled (debug log), the MLP and
+#              cross-entropy replays alternating, 3 rounds, and the phases
+#              of each (DLACCEL_CUDA_K1_PROFILE=1)
 #   onekern    small plans as one kernel (plugins/cuda/onekern.c):
 #              check-plugin on the kernels it takes steps of, which
 #              replays became one kernel (debug log), the suites with
@@ -611,16 +616,19 @@ step_layout() {
 
 step_k1() {
     local k t r v w
-    local all="DLACCEL_CUDA_K1_PDL=1 DLACCEL_CUDA_K1_SHARED=1 DLACCEL_CUDA_K1_JOIN=1"
-    local k1_variants=("default X=1" "pdl DLACCEL_CUDA_K1_PDL=1" "shared DLACCEL_CUDA_K1_SHARED=1"
-        "join DLACCEL_CUDA_K1_JOIN=1" "all $all")
+    # The interpreted one kernel (compiled and launched early are the
+    # defaults since 2026-11-27: step k1c compares those).
+    local b="DLACCEL_CUDA_K1_COMPILE=0 DLACCEL_CUDA_K1_PDL=0"
+    local all="DLACCEL_CUDA_K1_COMPILE=0 DLACCEL_CUDA_K1_PDL=1 DLACCEL_CUDA_K1_SHARED=1 DLACCEL_CUDA_K1_JOIN=1"
+    local k1_variants=("default $b" "pdl $b DLACCEL_CUDA_K1_PDL=1" "shared $b DLACCEL_CUDA_K1_SHARED=1"
+        "join $b DLACCEL_CUDA_K1_JOIN=1" "all $all")
     for k in gemm reduce fused_multi; do
         timeout 60 "$s/bin/dlaccel" check-plugin --kernel $k --cases 200 --seed 17 \
             "$s/plugins.d/cuda.json" >"$out/k1_check_$k.log" 2>&1
         line "k1 check-plugin $k: exit $?: $(grep -E '^cuda' "$out/k1_check_$k.log" | tr -s ' ' | cut -c1-100)"
     done
     for t in test_accel test_train; do
-        for v in "plain X=1" "all $all"; do
+        for v in "plain $b" "all $all"; do
             suite_variant k1 "$v" $t
         done
     done
@@ -642,6 +650,50 @@ step_k1() {
     done
     for w in =cnn_step_replay =cnn_inference_replay; do
         bench_variant k1 "default X=1" $w 1
+    done
+}
+
+# The one kernel compiled for its plan (DLACCEL_CUDA_K1_COMPILE=1,
+# onekern_source.c) against the interpreted one, each plain and launched
+# early (DLACCEL_CUDA_K1_PDL=1): test_accel and test_train compiled
+# (their replays checked against eager), the debug log's capture lines
+# (which plans compiled), the small replays alternating, 3 rounds, and
+# the one kernel's phases (DLACCEL_CUDA_K1_PROFILE=1) each way.
+step_k1c() {
+    local t r v w
+    local c="DLACCEL_CUDA_K1_COMPILE=1" i="DLACCEL_CUDA_K1_COMPILE=0"
+    local variants=("interp $i DLACCEL_CUDA_K1_PDL=0" "interppdl $i DLACCEL_CUDA_K1_PDL=1"
+        "compiled $c DLACCEL_CUDA_K1_PDL=0" "compiledpdl $c DLACCEL_CUDA_K1_PDL=1")
+    for t in test_accel test_train; do
+        suite_variant k1c "compiled $c DLACCEL_CUDA_K1_PDL=0" $t 60
+    done
+    suite_variant k1c "compiledpdl $c DLACCEL_CUDA_K1_PDL=1" test_accel 60
+    # Which of test_accel's captured plans ran as a compiled one kernel.
+    DLACCEL_LOG=debug DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda timeout 60 "$s/bin/test_accel" \
+        >"$out/k1c_accel_debug.log" 2>&1
+    line "k1c test_accel: $(grep -c 'runs as one kernel of [0-9]* steps, compiled' \
+        "$out/k1c_accel_debug.log") plans compiled as one kernel, $(grep -c \
+        'runs as one kernel of [0-9]* steps;' "$out/k1c_accel_debug.log") interpreted, $(grep -c \
+        'could not be compiled' "$out/k1c_accel_debug.log") compile failures"
+    for w in =mlp_replay =ce_replay; do
+        env $c DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
+            --quick >"$out/k1c_debug_${w#=}.log" 2>&1
+        grep -E 'one kernel|compiled \(|NVRTC' "$out/k1c_debug_${w#=}.log" | grep -v 'program of' |
+            sort | uniq -c | cut -c1-300 | sed "s/^/k1c ${w#=} log: /" | tee -a "$summary"
+    done
+    for r in 1 2 3; do
+        for w in =mlp_replay =ce_replay; do
+            for v in "${variants[@]}"; do
+                bench_variant k1c "$v" $w $r
+            done
+        done
+    done
+    for v in "${variants[@]}"; do
+        env ${v#* } DLACCEL_CUDA_K1_PROFILE=1 DLACCEL_LOG=info timeout 60 \
+            "$s/bin/dlaccel-bench" --device cuda:0 --workload =mlp_replay --pipeline 30 \
+            >"$out/k1c_profile_${v%% *}.log" 2>&1
+        grep -E 'one-kernel profile' "$out/k1c_profile_${v%% *}.log" | tail -1 |
+            sed "s/^/k1c ${v%% *} mlp_replay /" | cut -c1-600 | tee -a "$summary"
     done
 }
 
@@ -681,6 +733,7 @@ for step in $steps; do
     layout) step_layout ;;
     segments) step_segments ;;
     k1) step_k1 ;;
+    k1c) step_k1c ;;
     graphlog) step_graphlog ;;
     profile) step_profile ;;
     suitesplain) step_suites_plain ;;

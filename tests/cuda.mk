@@ -35,7 +35,8 @@ endif
 # The compiled fused programs' source through NVRTC (no GPU needed).
 if HAVE_CUDA
 check_PROGRAMS += tests/cuda_fused_source
-tests_cuda_fused_source_SOURCES = tests/cuda_fused_source.c plugins/cuda/fused_source.c
+tests_cuda_fused_source_SOURCES = tests/cuda_fused_source.c plugins/cuda/fused_source.c \
+	plugins/cuda/onekern_source.c
 nodist_tests_cuda_fused_source_SOURCES = plugins/cuda/cuda_sources.c
 tests_cuda_fused_source_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) \
 	-DDLA_CUDA_LIBDIR='"$(CUDA_LIBDIR)"'
@@ -72,10 +73,16 @@ tests_cuda_fused_emu_write_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h \
 	tests/cuda_fused_emu_shim.h plugins/cuda/fused.c plugins/cuda/space.c \
 	plugins/cuda/fused_source.c tests/cuda_onekern_emu.cpp plugins/cuda/gemm.c \
-	plugins/cuda/reduce.c plugins/cuda/onekern.c plugins/cuda/elementwise.c plugins/cuda/copy.c \
+	plugins/cuda/reduce.c plugins/cuda/onekern.c plugins/cuda/onekern_source.c \
+	plugins/cuda/elementwise.c plugins/cuda/copy.c \
 	plugins/cuda/fused_reduce.c plugins/cuda/segment.c tests/cuda_segment_emu.cpp
 nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp
-tests_cuda_fused_emu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+# The host compiler and the include paths the chain test builds the
+# compiled one kernel's source with (tests/cuda_onekern_emu.cpp); the
+# object it loads finds the harness's threadIdx and barrier (-rdynamic).
+tests_cuda_fused_emu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DDLA_EMU_CXX='"$(CXX)"' \
+	-DDLA_EMU_CPPFLAGS='"$(CUDA_CPPFLAGS) -I$(abs_top_srcdir) -I$(abs_top_srcdir)/api -I$(abs_top_builddir)"'
+tests_cuda_fused_emu_LDFLAGS = -rdynamic
 # No contraction on either side (the kernels and the reference); the
 # interpreter's `#pragma unroll` is nvcc's, unknown to g++; the written
 # source's lines are too long for GCC's misleading-indentation check.
@@ -83,7 +90,7 @@ tests_cuda_fused_emu_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 tests_cuda_fused_emu_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-unknown-pragmas -Wno-misleading-indentation -ffp-contract=off \
 	$(SANITIZER_CFLAGS) $(FUZZ_CFLAGS)
-tests_cuda_fused_emu_LDADD = -lm -lpthread
+tests_cuda_fused_emu_LDADD = -lm -lpthread -ldl
 TESTS += tests/cuda_fused_emu
 CLEANFILES += tests/cuda_fused_emu_progs.cpp
 tests/cuda_fused_emu_progs.cpp: tests/cuda_fused_emu_write$(EXEEXT)

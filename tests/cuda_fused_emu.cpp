@@ -384,6 +384,29 @@ const char *cudaGetErrorName(cudaError_t e)
     return "cudaErrorEmulated";
 }
 
+/* No NVRTC here: onekern.c's compiled one kernels are not built (their
+ * source is compiled by tests/cuda_onekern_source on this machine). */
+int dla__cu_nvrtc_build(dla__cu_device *d, const char *body, const char *what,
+                        const char *const *names, int nk, cudaLibrary_t *lib, cudaKernel_t *k,
+                        char *why, size_t why_size)
+{
+    (void)d;
+    (void)body;
+    (void)what;
+    (void)names;
+    (void)nk;
+    (void)k;
+    *lib = NULL;
+    snprintf(why, why_size, "no NVRTC in the emulation");
+    return 0;
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t lib)
+{
+    (void)lib;
+    return cudaSuccess;
+}
+
 int dla__cu_fused_compiled(dla__cu_device *d, const dla_fused_args *a, int kind, int reg2,
                            const int32_t *lay, const void **k1, const void **k2)
 {

@@ -16,6 +16,7 @@
  * DLA_CUDA_LIBDIR, as the plugin's).
  */
 #include "plugins/cuda/fused_kern.h"
+#include "plugins/cuda/onekern_kern.h"
 
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -55,39 +56,50 @@ static int open_nvrtc(void)
     return nv.create && nv.compile && nv.log_size && nv.log && nv.destroy;
 }
 
-/* Compiles the program of key k for arch; 1 when NVRTC took it. */
-static int compiles_key(const dla__cu_fused_key_t *kp, int constops, const char *arch,
-                        const char *name)
+/* Compiles body (after plugin_ops.h's text) for arch; 1 when NVRTC took
+ * it, else its log on stderr under the name what. */
+static int compiles_text(const char *body, const char *arch, const char *what)
 {
-    const dla__cu_fused_key_t k = *kp;
-    const int kind = k.kind;
-    const size_t ops = strlen(dla__cu_src_plugin_ops);
-    const size_t body = dla__cu_fused_source(&k, constops, NULL, 0) + 1;
-    char *src = malloc(ops + body);
+    const size_t ops = strlen(dla__cu_src_plugin_ops), len = strlen(body);
+    char *src = malloc(ops + len + 1);
     if (!src)
         return 0;
     memcpy(src, dla__cu_src_plugin_ops, ops);
-    dla__cu_fused_source(&k, constops, src + ops, body);
+    memcpy(src + ops, body, len + 1);
     const char *opts[] = {arch, "-std=c++17", "--fmad=false", "--ftz=false", "--prec-div=true",
                           "--prec-sqrt=true"};
     nvrtcProgram prog = NULL;
-    int ok = nv.create(&prog, src, "dla_fused_program.cu", 0, NULL, NULL) == NVRTC_SUCCESS &&
+    int ok = nv.create(&prog, src, "dla_program.cu", 0, NULL, NULL) == NVRTC_SUCCESS &&
              nv.compile(prog, 6, opts) == NVRTC_SUCCESS;
     if (!ok) {
         size_t n = 0;
         char *log = NULL;
         if (prog && nv.log_size(prog, &n) == NVRTC_SUCCESS && (log = calloc(n + 1, 1)) &&
             nv.log(prog, log) == NVRTC_SUCCESS)
-            fprintf(stderr, "%s (%s, kind %d, constops %d): NVRTC refused:\n%s\n", name, arch,
-                    kind, constops, log);
+            fprintf(stderr, "%s (%s): NVRTC refused:\n%s\n", what, arch, log);
         else
-            fprintf(stderr, "%s (%s, kind %d, constops %d): NVRTC refused (no log)\n", name,
-                    arch, kind, constops);
+            fprintf(stderr, "%s (%s): NVRTC refused (no log)\n", what, arch);
         free(log);
     }
     if (prog)
         nv.destroy(&prog);
     free(src);
+    return ok;
+}
+
+/* Compiles the program of key k for arch; 1 when NVRTC took it. */
+static int compiles_key(const dla__cu_fused_key_t *kp, int constops, const char *arch,
+                        const char *name)
+{
+    const size_t size = dla__cu_fused_source(kp, constops, NULL, 0) + 1;
+    char *body = malloc(size);
+    if (!body)
+        return 0;
+    dla__cu_fused_source(kp, constops, body, size);
+    char what[160];
+    snprintf(what, sizeof what, "%s (kind %d, constops %d)", name, (int)kp->kind, constops);
+    const int ok = compiles_text(body, arch, what);
+    free(body);
     return ok;
 }
 
@@ -153,6 +165,169 @@ static dla_fused_insn insn(int kind, int op, int s0, int s1, int s2)
     in.alpha = 0.5;
     in.beta = 0.25;
     return in;
+}
+
+/* A one kernel's steps as a capture records them (onekern.c): a GEMM
+ * (f32), relu(a + b) over 8 elements, the 8-input program with neg and
+ * where keeping 7 extras over 3 x 5 elements with broadcast and reversed
+ * strides, a fill and a copy joined to the fill's phase, a paged f64
+ * GEMM with a transposed A and beta 0.5, a mean over two reduced dims
+ * for 2 x 3 outputs, and a max with its positions (f64). Addresses are
+ * made up: NVRTC only compiles. */
+#define CHAIN_STEPS 8
+static int32_t chain_steps(dla__cu_k1_step *st, const dla_fused_multi_args *mmax)
+{
+    memset(st, 0, CHAIN_STEPS * sizeof *st);
+    uintptr_t at = 0x7f0000001000u;
+    st[0].kind = DLA__CU_K1_GEMM;
+    dla__cu_sgemm *g = &st[0].u.gemm;
+    g->m = 8, g->n = 1, g->k = 4, g->batch = 1, g->lda = 8, g->ldb = 4, g->ldc = 8;
+    g->a = (const char *)(at += 4096), g->b = (const char *)(at += 4096);
+    g->c = (char *)(at += 4096);
+    g->alpha = 1.0;
+
+    dla_fused_args relu;
+    memset(&relu, 0, sizeof relu);
+    relu.struct_size = sizeof relu;
+    relu.dtype = DLA_F32;
+    relu.ninputs = 2;
+    relu.ninsns = 2;
+    relu.insns[0] = insn(DLA_FUSED_BINARY, DLA_BINARY_ADD, -1, -2, 0);
+    relu.insns[1] = insn(DLA_FUSED_UNARY, DLA_UNARY_RELU, 0, 0, 0);
+    st[1].kind = DLA__CU_K1_FUSED;
+    dla__cu_fprog_of(&relu, 0, &st[1].u.fused.p);
+    dla_fmviews *v = &st[1].u.fused.v;
+    v->sp.nd = 1, v->sp.n = 8, v->sp.dims[0] = 8;
+    for (int k = 0; k < 3; k++)
+        v->v[k].base = (char *)(at += 4096), v->v[k].st[0] = 1;
+
+    st[2].kind = DLA__CU_K1_FUSED;
+    dla__cu_fprog_of(&mmax->program, 0, &st[2].u.fused.p);
+    v = &st[2].u.fused.v;
+    v->sp.nd = 2, v->sp.n = 15, v->sp.dims[0] = 3, v->sp.dims[1] = 5;
+    v->nextra = 7;
+    for (int k = 0; k < 16; k++) {
+        v->v[k].base = (char *)(at += 4096);
+        v->v[k].st[0] = k == 3 ? 0 : 1;
+        v->v[k].st[1] = k == 4 ? -3 : 3;
+        if (k < 7)
+            v->reg[k] = mmax->extra_reg[k];
+    }
+
+    st[3].kind = DLA__CU_K1_FILL;
+    dla__cu_k1_move *m = &st[3].u.move;
+    m->sp.nd = 2, m->sp.n = 12, m->sp.dims[0] = 4, m->sp.dims[1] = 3;
+    m->v[0].base = (char *)(at += 4096), m->v[0].st[0] = 1, m->v[0].st[1] = 5;
+    m->esize = 4, m->bits = 0x3f800000u;
+
+    st[4].kind = DLA__CU_K1_COPY;
+    st[4].join = 1;
+    m = &st[4].u.move;
+    m->sp.nd = 1, m->sp.n = 6, m->sp.dims[0] = 6;
+    m->v[0].base = (char *)(at += 4096), m->v[0].st[0] = 2;
+    m->v[1].base = (char *)(at += 4096), m->v[1].st[0] = 1;
+    m->esize = 8;
+
+    st[5].kind = DLA__CU_K1_GEMM;
+    st[5].f64 = 1;
+    g = &st[5].u.gemm;
+    g->f64 = 1, g->trans_a = 1, g->m = 3, g->n = 2, g->k = 5, g->batch = 2;
+    g->lda = 5, g->ldb = 5, g->ldc = 3, g->sa = 15, g->sb = 0, g->sc = 6;
+    g->a = (const char *)(at += 4096), g->b = (const char *)(at += 4096);
+    g->c = (char *)(at += 4096);
+    g->alpha = 2.0, g->beta = 0.5;
+
+    for (int r = 6; r < 8; r++) {
+        st[r].kind = DLA__CU_K1_REDUCE;
+        dla__cu_red_launch *l = &st[r].u.red;
+        l->shape = 1, l->parts = 1;
+        l->y = (char *)(at += 4096), l->x = (const char *)(at += 4096);
+        l->g.nk = 2, l->g.kd[0] = 2, l->g.kd[1] = 3;
+        l->g.kx[0] = 1, l->g.kx[1] = 2, l->g.ky[0] = 1, l->g.ky[1] = 2;
+        l->g.nr = 2, l->g.rd[0] = 4, l->g.rd[1] = 5, l->g.rx[0] = 6, l->g.rx[1] = 24;
+        l->g.outputs = 6, l->g.nred = 20, l->g.xoff = 3;
+    }
+    st[6].u.red.op = 1; /* mean */
+    st[7].f64 = 1;
+    st[7].u.red.f64 = 1;
+    st[7].u.red.op = 2; /* max */
+    st[7].u.red.want_index = 1;
+    st[7].u.red.index = (int32_t *)(at += 4096);
+    st[7].u.red.g.ki[0] = 1, st[7].u.red.g.ki[1] = 2;
+    return CHAIN_STEPS;
+}
+
+/* How many times text occurs in src. */
+static int count_of(const char *src, const char *text)
+{
+    int n = 0;
+    for (const char *p = strstr(src, text); p; p = strstr(p + 1, text))
+        n++;
+    return n;
+}
+
+/* The chain's one-kernel source (prof: with the profile's laps), or NULL. */
+static char *chain_source(const dla__cu_k1_step *st, int32_t nst, int prof)
+{
+    const size_t size = dla__cu_k1_source(st, nst, prof, NULL, 0) + 1;
+    char *src = size > 1 ? malloc(size) : NULL;
+    if (src)
+        dla__cu_k1_source(st, nst, prof, src, size);
+    return src;
+}
+
+/* The one kernel compiled for a plan (onekern_source.c): it compiles for
+ * each architecture, with and without the profile's laps; its source
+ * reads neg's op from the argument, says alpha's and beta's bits, and has
+ * a barrier after the copies in and after each phase (none after a step
+ * the next one joins); a reduce step leaves no source. n: the tests so
+ * far, updated; the failures returned. */
+static int onekern_cases(const dla_fused_multi_args *mmax, const char *const *archs, int *n)
+{
+    dla__cu_k1_step st[CHAIN_STEPS];
+    const int32_t nst = chain_steps(st, mmax);
+    int failed = 0;
+    for (int arch = 0; arch < 2; arch++)
+        for (int prof = 0; prof < 2; prof++) {
+            char *src = chain_source(st, nst, prof);
+            const int ok = src && compiles_text(src, archs[arch], "one kernel");
+            free(src);
+            failed += !ok;
+            printf("%s %d - one kernel of 8 steps compiled for its plan, %s%s\n",
+                   ok ? "ok" : "not ok", ++*n, archs[arch] + 19, prof ? ", profiled" : "");
+        }
+    char *src = chain_source(st, nst, 0);
+    /* The kernel's own text (the frame before it has barriers of its own). */
+    const char *k = src ? strstr(src, "__global__ void __launch_bounds__") : NULL;
+    int ok = k && count_of(k, "dla_fun(negop,") == 1 &&
+             count_of(k, "__longlong_as_double(0x3fe0000000000000ull)") >= 1 && /* beta 0.5 */
+             count_of(k, "__longlong_as_double(0x4000000000000000ull)") == 1 && /* alpha 2 */
+             count_of(k, "__syncthreads();") == 1 + CHAIN_STEPS - 1 &&
+             count_of(k, "s += (double)v;") == 1 && count_of(k, "/ (double)20LL)") == 1 &&
+             count_of(k, "red_takes<true>(v, p, best, pos)") == 1 &&
+             count_of(k, "[io] = (int)pos;") == 1 &&
+             count_of(k, "dla__cu_deal_regions(") == 2 && count_of(k, "dla_k1c_region(") == 2;
+    free(src);
+    failed += !ok;
+    printf("%s %d - the one kernel's source: neg from the argument, alpha and beta as bits, "
+           "8 barriers, a mean and a max with its positions, one copy site each way\n",
+           ok ? "ok" : "not ok", ++*n);
+    /* A reduce the one kernel does not record (a block per output, or in
+     * parts) is not written. */
+    st[6].u.red.shape = 0;
+    src = chain_source(st, nst, 0);
+    ok = src == NULL && dla__cu_k1_source(st, nst, 0, NULL, 0) == 0;
+    free(src);
+    st[6].u.red.shape = 1;
+    st[7].u.red.parts = 2;
+    src = chain_source(st, nst, 0);
+    ok = ok && src == NULL;
+    free(src);
+    failed += !ok;
+    printf("%s %d - a one kernel with a reduce of another launch shape, or in parts, has no "
+           "compiled source\n",
+           ok ? "ok" : "not ok", ++*n);
+    return failed;
 }
 
 int main(void)
@@ -224,7 +399,7 @@ int main(void)
 
     static const char *const archs[] = {"--gpu-architecture=sm_80", "--gpu-architecture=sm_90"};
     int n = 0, failed = 0;
-    printf("1..%d\n", 2 * 2 * 3 * 2 * 2 + 2 * 2 * 2 * 3 + 2 * 2 * 2 + 2);
+    printf("1..%d\n", 2 * 2 * 3 * 2 * 2 + 2 * 2 * 2 * 3 + 2 * 2 * 2 + 2 + 6);
     for (int arch = 0; arch < 2; arch++)
         for (int f64 = 0; f64 < 2; f64++)
             for (int kind = 0; kind < 3; kind++)
@@ -292,5 +467,7 @@ int main(void)
     failed += !plain;
     printf("%s %d - fused, fused_reduce and the pair: no fused_multi text in their source\n",
            plain ? "ok" : "not ok", ++n);
+    mmax.program.dtype = DLA_F32;
+    failed += onekern_cases(&mmax, archs, &n);
     return failed ? 1 : 0;
 }

@@ -54,6 +54,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 
@@ -477,6 +480,64 @@ dla_status reduce(dla__cu_device &d, dla_reduce_op op, dla_view x, dla_view y,
  * two more reductions (below). too_big: one more fused launch over more
  * elements than a step may take; silent: a member that records nothing
  * is called (as a convolution would be). */
+/* The one kernel compiled for steps[0 .. n-1] (onekern_source.c, what the
+ * plugin gives NVRTC), built here by the host compiler as a shared object
+ * after the shim (its kernel a plain function, run by emu_run_blocks as
+ * the interpreted one is) and loaded; NULL, with the reason printed, when
+ * it does not build or load. *so: the loaded object (dlclose it). The
+ * object finds threadIdx, blockDim and __syncthreads in this program
+ * (linked -rdynamic). */
+typedef void (*k1c_fn)(dla__cu_copies, dla__cu_copies, unsigned long long *, int);
+k1c_fn host_compiled(const dla__cu_k1_step *steps, int32_t n, void **so)
+{
+    *so = NULL;
+    const size_t size = dla__cu_k1_source(steps, n, 0, NULL, 0) + 1;
+    if (size == 1) {
+        printf("# the one kernel's steps have no compiled source\n");
+        return NULL;
+    }
+    std::vector<char> body(size);
+    dla__cu_k1_source(steps, n, 0, body.data(), size);
+    const char *tmp = getenv("TMPDIR");
+    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/dla_k1c_XXXXXX";
+    if (!mkdtemp(&dir[0])) {
+        printf("# mkdtemp %s failed\n", dir.c_str());
+        return NULL;
+    }
+    const std::string cpp = dir + "/k1c.cpp", lib = dir + "/k1c.so", log = dir + "/k1c.log";
+    FILE *f = fopen(cpp.c_str(), "w");
+    if (f) {
+        fprintf(f, "#include <cuda_runtime.h>\n#include \"tests/cuda_fused_emu_shim.h\"\n"
+                   "#include <cmath>\n#include <cstring>\nusing std::isnan;\n"
+                   "static inline double __longlong_as_double(unsigned long long b)\n"
+                   "{\n  double d;\n  memcpy(&d, &b, sizeof d);\n  return d;\n}\n%s",
+                body.data());
+        fclose(f);
+    }
+    const std::string cmd = std::string(DLA_EMU_CXX) +
+                            " -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w " +
+                            DLA_EMU_CPPFLAGS + " " + cpp + " -o " + lib + " >" + log + " 2>&1";
+    k1c_fn fn = NULL;
+    if (!f || system(cmd.c_str()) != 0) {
+        printf("# the host compiler refused the one kernel's source: %s\n", cmd.c_str());
+        if (FILE *l = fopen(log.c_str(), "r")) {
+            char line[512];
+            for (int i = 0; i < 20 && fgets(line, sizeof line, l); i++)
+                printf("# %s", line);
+            fclose(l);
+        }
+    } else if (!(*so = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+        printf("# dlopen: %s\n", dlerror());
+    } else if (!(fn = (k1c_fn)dlsym(*so, DLA__CU_K_K1C))) {
+        printf("# dlsym %s: %s\n", DLA__CU_K_K1C, dlerror());
+    }
+    unlink(cpp.c_str());
+    unlink(lib.c_str()); /* a loaded object stays mapped */
+    unlink(log.c_str());
+    rmdir(dir.c_str());
+    return fn;
+}
+
 template <typename T> void chain_case(result_fn result, int too_big, int silent)
 {
     const dla_dtype dt = sizeof(T) == 8 ? DLA_F64 : DLA_F32;
@@ -786,6 +847,29 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
                "give the bits of the launches one by one",
                what, run.name);
     }
+    /* The one kernel compiled for these steps (DLACCEL_CUDA_K1_COMPILE,
+     * onekern_source.c), from the same state: every byte the launches'. */
+    for (int i = 0; i < NB; i++)
+        memcpy(b[i].data.data(), before[i].data(), before[i].size());
+    memset(b[X].data.data(), 0, 12 * sizeof(T));
+    memset(b[URUN].data.data(), 0x5a, b[URUN].data.size());
+    void *so = NULL;
+    const k1c_fn fn = host_compiled((const dla__cu_k1_step *)k->ptr, nsteps, &so);
+    int differ = -1;
+    if (fn) {
+        emu_run_blocks(1, EMU_TEAM, [&] { fn(in, out, NULL, DLA_UNARY_NEG); });
+        for (int i = 0; i < NB && differ < 0; i++)
+            if (b[i].data != eager[i]) {
+                differ = i;
+                printf("# buffer %d differs from the launches one by one\n", differ);
+            }
+    }
+    if (so)
+        dlclose(so);
+    result(ok && fn && differ < 0,
+           "one kernel %s compiled for its 14 steps (built by the host compiler from the source "
+           "NVRTC gets) gives the bits of the launches one by one",
+           what);
     dla__cu_mem_free(&d, (dla_mem)k);
     dla__cu_k1_release(&d);
     dla__cu_seg_release(&d); /* the steps segment.c kept too */

@@ -44,4 +44,62 @@ cudaError_t dla__cu_launch_copies(cudaStream_t stream, unsigned blocks, const dl
 #ifdef __cplusplus
 }
 #endif
+
+/* The block's byte copies, written once as device code in a macro (no
+ * directive in its text: _Pragma): kern.cuh expands it for the plugin's
+ * kernels, and onekern_source.c stringifies it into a compiled one
+ * kernel's source, so both copy with the same loops.
+ *
+ * dla__cu_copy_units: units first, first + stride, ... of a copy of n
+ * units of type U, four of a thread's loaded before the first is stored:
+ * a copy's time is the loads' latency (a few hundred cycles each), and a
+ * thread that stored each unit before loading the next would wait for
+ * every one in turn. dla__cu_copy_region: a byte copy by threads first,
+ * first + stride, ...: 16 bytes a unit where source, destination and size
+ * allow it, else 4, else 1. dla__cu_deal_regions: the block's share of
+ * the regions of copies c (n, bytes[]): a region of at most small bytes
+ * is one group's of lanes threads (the small ones dealt round the groups
+ * in turn), a larger one the whole block's, after them; region(r, first,
+ * stride) copies region r by those threads. Region by region, each small
+ * one would cost the block a load's latency (the tiny MLP's step has
+ * eleven); so they are all in flight at once. */
+#define DLA__CU_COPY_ID(...) __VA_ARGS__
+#define DLA__CU_COPY_FRAME(X)                                                                      \
+    X(template <typename U> __device__ __forceinline__ void dla__cu_copy_units(                   \
+          char *dst, const char *src, long long n, long long first, long long stride) {            \
+        for (long long i = first; i < n; i += 4 * stride) {                                        \
+            U v[4];                                                                                \
+            _Pragma("unroll") for (int k = 0; k < 4; k++) if (i + k * stride < n) v[k] =           \
+                ((const U *)src)[i + k * stride];                                                  \
+            _Pragma("unroll") for (int k = 0; k < 4; k++) if (i + k * stride < n)(                 \
+                (U *)dst)[i + k * stride] = v[k];                                                  \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+      __device__ __forceinline__ void dla__cu_copy_region(char *dst, const char *src,              \
+                                                          long long bytes, long long first,        \
+                                                          long long stride) {                      \
+          const unsigned long long align = (unsigned long long)src | (unsigned long long)dst |     \
+                                           (unsigned long long)bytes;                              \
+          if (align % 16 == 0)                                                                     \
+              dla__cu_copy_units<int4>(dst, src, bytes / 16, first, stride);                       \
+          else if (align % 4 == 0)                                                                 \
+              dla__cu_copy_units<int>(dst, src, bytes / 4, first, stride);                         \
+          else                                                                                     \
+              dla__cu_copy_units<char>(dst, src, bytes, first, stride);                            \
+      }                                                                                            \
+                                                                                                   \
+      template <class C, class F>                                                                  \
+      __device__ __forceinline__ void dla__cu_deal_regions(const C &c, unsigned lanes,             \
+                                                           long long small, F region) {            \
+          const unsigned group = threadIdx.x / lanes, groups = blockDim.x / lanes;                 \
+          unsigned nsmall = 0;                                                                     \
+          for (int r = 0; r < c.n; r++)                                                            \
+              if (c.bytes[r] <= small && nsmall++ % groups == group)                               \
+                  region(r, (long long)(threadIdx.x % lanes), (long long)lanes);                   \
+          for (int r = 0; r < c.n; r++)                                                            \
+              if (c.bytes[r] > small)                                                              \
+                  region(r, (long long)threadIdx.x, (long long)blockDim.x);                        \
+      })
+
 #endif

@@ -177,6 +177,8 @@ typedef struct dla__cu_device {
     int k1_pdl;      /* DLACCEL_CUDA_K1_PDL=1 and compute capability 9+: launched early */
     int k1_shared;   /* DLACCEL_CUDA_K1_SHARED=1: the data in shared memory */
     int k1_join;     /* DLACCEL_CUDA_K1_JOIN=1: independent steps share a phase */
+    int k1_compile;  /* DLACCEL_CUDA_K1_COMPILE=1: each plan's one kernel compiled (NVRTC) */
+    int k1c_refused; /* a compile or launch of one failed: interpreted from now on */
     struct dla__cu_k1_step *k1_steps;
     int32_t k1_n, k1_calls;
     int k1_spoiled;

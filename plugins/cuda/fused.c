@@ -31,27 +31,6 @@
 #include <limits.h>
 #include <string.h>
 
-void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p)
-{
-    memset(p, 0, sizeof *p);
-    p->ninsns = a->ninsns;
-    p->ninputs = a->ninputs;
-    p->reg2 = reg2;
-    const int f32 = a->dtype == DLA_F32;
-    for (int j = 0; j < a->ninsns && j < DLA_FUSED_MAX_INSNS; j++) {
-        const dla_fused_insn *in = &a->insns[j];
-        p->kind[j] = in->kind;
-        p->op[j] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
-        /* Operands an instruction does not read are input 0 (always
-         * there, read as 0 when there are no inputs). */
-        for (int s = 0; s < 3; s++)
-            p->src[j][s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
-        /* alpha and beta in the dtype, as the unary kernel takes them. */
-        p->al[j] = f32 ? (double)(float)in->alpha : in->alpha;
-        p->be[j] = f32 ? (double)(float)in->beta : in->beta;
-    }
-}
-
 /* Whether the space's positions and every view's element offsets (any
  * sign) fit in int, so the kernel may index in 32 bits. */
 static int offsets_fit_int(const dla__cu_space *sp, const dla__cu_vw *vw, int nops)

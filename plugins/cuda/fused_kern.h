@@ -632,6 +632,17 @@ cudaError_t dla__cu_fr_launch(cudaStream_t st, int thread, unsigned grid, unsign
 cudaError_t dla__cu_fr_combine(cudaStream_t st, unsigned grid, int f64, int pair, const dla_fr *f);
 
 /* ------------------------------------------- compiled programs (nvrtc.c)
+ * dla__cu_nvrtc_build: body after plugin_ops.h's text compiled with NVRTC
+ * for d's architecture (--fmad=false and the IEEE defaults, as the
+ * plugin's own kernels) and loaded as *lib, with the kernels names[0 ..
+ * nk-1] in k[]; 0, with why said in why (why_size bytes), when NVRTC is
+ * missing or the source does not compile or load (the NVRTC log goes to
+ * the debug log, naming what). Nothing is launched. (fused programs and
+ * onekern.c's compiled one kernels.) */
+int dla__cu_nvrtc_build(dla__cu_device *d, const char *body, const char *what,
+                        const char *const *names, int nk, cudaLibrary_t *lib, cudaKernel_t *k,
+                        char *why, size_t why_size);
+/*
  * The compiled kernels of program a when it has been seen before (kind
  * 0: fused, 1: fused_reduce, 2: the pair, summing reg2 too), compiling it
  * now on its second sight; 0 to interpret (*k1, *k2 NULL). For a reduce
@@ -663,6 +674,20 @@ typedef struct dla__cu_fused_key_t {
 void dla__cu_fused_key(const dla_fused_args *a, int kind, int reg2, dla__cu_fused_key_t *k);
 void dla__cu_fused_multi_key(const dla_fused_multi_args *m, dla__cu_fused_key_t *k);
 size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size);
+/* Instruction j of a program (kind DLA_FUSED_*, its op as the expression
+ * opx, operands srcs: registers >= 0, inputs -1 - i) as the line "const T
+ * rj = ...;" with alpha and beta the expressions al and be, appended to
+ * src (size bytes) at n; the new length (fused_source.c, onekern_source.c).
+ * Whether an instruction's op must not be a constant the compiler sees
+ * (neg: fused_source.c says why): it is then read at run time. */
+size_t dla__cu_fused_insn_source(int kind, const char *opx, const int *srcs, int j,
+                                 const char *T, const char *al, const char *be, char *src,
+                                 size_t size, size_t n);
+int dla__cu_fused_op_hidden(int kind, int op);
+/* The fused types and frame (dla_fun, dla_fbin, ...) with the constants
+ * they name, appended to src at n: how every compiled source starts after
+ * plugin_ops.h's text. The new length. */
+size_t dla__cu_fused_prelude(char *src, size_t size, size_t n);
 
 /* The program as the kernels take it (fused.c). */
 void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p);

@@ -31,8 +31,51 @@ void dla__cu_fused_multi_key(const dla_fused_multi_args *m, dla__cu_fused_key_t 
         k->xreg[x] = m->extra_reg[x];
 }
 
+void dla__cu_fprog_of(const dla_fused_args *a, int reg2, dla_fprog *p)
+{
+    memset(p, 0, sizeof *p);
+    p->ninsns = a->ninsns;
+    p->ninputs = a->ninputs;
+    p->reg2 = reg2;
+    const int f32 = a->dtype == DLA_F32;
+    for (int j = 0; j < a->ninsns && j < DLA_FUSED_MAX_INSNS; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        p->kind[j] = in->kind;
+        p->op[j] = in->kind == DLA_FUSED_WHERE ? 0 : in->op;
+        /* Operands an instruction does not read are input 0 (always
+         * there, read as 0 when there are no inputs). */
+        for (int s = 0; s < 3; s++)
+            p->src[j][s] = s < dla_kit_fused_nsrc(in->kind) ? in->src[s] : -1;
+        /* alpha and beta in the dtype, as the unary kernel takes them. */
+        p->al[j] = f32 ? (double)(float)in->alpha : in->alpha;
+        p->be[j] = f32 ? (double)(float)in->beta : in->beta;
+    }
+}
+
 /* Appends to src (size bytes, n used), cutting at the end. */
 #define PUT(...) n += (size_t)snprintf(src + n, n < size ? size - n : 0, __VA_ARGS__)
+
+size_t dla__cu_fused_insn_source(int kind, const char *opx, const int *srcs, int j,
+                                 const char *T, const char *al, const char *be, char *src,
+                                 size_t size, size_t n)
+{
+    char o[3][16];
+    for (int s = 0; s < 3; s++)
+        snprintf(o[s], sizeof o[s], srcs[s] >= 0 ? "r%d" : "in[%d]",
+                 srcs[s] >= 0 ? srcs[s] : -1 - srcs[s]);
+    if (kind == DLA_FUSED_UNARY)
+        PUT("    const %s r%d = dla_fun(%s, %s, (%s)%s, (%s)%s);\n", T, j, opx, o[0], T, al, T, be);
+    else if (kind == DLA_FUSED_BINARY)
+        PUT("    const %s r%d = dla_fbin(%s, %s, %s);\n", T, j, opx, o[0], o[1]);
+    else
+        PUT("    const %s r%d = %s != (%s)0 ? %s : %s;\n", T, j, o[0], T, o[1], o[2]);
+    return n;
+}
+
+int dla__cu_fused_op_hidden(int kind, int op)
+{
+    return kind == DLA_FUSED_UNARY && op == DLA_UNARY_NEG;
+}
 
 /* The steps of k as constants r0 .. r<ninsns-1> of type T, appended at n;
  * the new length. */
@@ -40,32 +83,24 @@ static size_t put_steps(const dla__cu_fused_key_t *k, int constops, const char *
                         size_t size, size_t n)
 {
     for (int j = 0; j < k->ninsns; j++) {
-        char o[3][16];
-        for (int s = 0; s < 3; s++) {
-            const int v = k->code[j][2 + s];
-            snprintf(o[s], sizeof o[s], v >= 0 ? "r%d" : "in[%d]", v >= 0 ? v : -1 - v);
-        }
         /* The ops are written as constants (each step's switch over the
          * ops folds away: 12% of the digit CNN's step at batch 1024 on an
          * H200), but for neg, which is read from the argument: with a
          * comparison before it known too, NVVM folded the pair into a
          * select of -1 and +0 where the steps give -0 (seen on sm_90,
          * NVRTC 13.0); a neg it cannot see can only be rewired, which is
-         * exact. With constops 0 (DLACCEL_CUDA_FUSED_CONSTOPS=0) every op
-         * is read from the argument. */
-        char opx[24];
-        const int neg = k->code[j][0] == DLA_FUSED_UNARY && k->code[j][1] == DLA_UNARY_NEG;
-        if (constops && !neg)
+         * exact (dla__cu_fused_op_hidden). With constops 0
+         * (DLACCEL_CUDA_FUSED_CONSTOPS=0) every op is read from the
+         * argument. */
+        char opx[24], al[24], be[24];
+        const int srcs[3] = {k->code[j][2], k->code[j][3], k->code[j][4]};
+        if (constops && !dla__cu_fused_op_hidden(k->code[j][0], k->code[j][1]))
             snprintf(opx, sizeof opx, "%d", (int)k->code[j][1]);
         else
             snprintf(opx, sizeof opx, "p.op[%d]", j);
-        if (k->code[j][0] == DLA_FUSED_UNARY)
-            PUT("    const %s r%d = dla_fun(%s, %s, (%s)p.al[%d], (%s)p.be[%d]);\n", T, j, opx,
-                o[0], T, j, T, j);
-        else if (k->code[j][0] == DLA_FUSED_BINARY)
-            PUT("    const %s r%d = dla_fbin(%s, %s, %s);\n", T, j, opx, o[0], o[1]);
-        else
-            PUT("    const %s r%d = %s != (%s)0 ? %s : %s;\n", T, j, o[0], T, o[1], o[2]);
+        snprintf(al, sizeof al, "p.al[%d]", j);
+        snprintf(be, sizeof be, "p.be[%d]", j);
+        n = dla__cu_fused_insn_source(k->code[j][0], opx, srcs, j, T, al, be, src, size, n);
     }
     return n;
 }
@@ -115,16 +150,21 @@ static size_t put_multi(const dla__cu_fused_key_t *k, int constops, const char *
     return n;
 }
 
-size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size)
+size_t dla__cu_fused_prelude(char *src, size_t size, size_t n)
 {
     static const char types[] = DLA__CU_FUSED_TYPES(DLA__CU_STR);
     static const char frame[] = DLA__CU_FUSED_FRAME(DLA__CU_STR);
-    const char *T = k->f64 ? "double" : "float";
-    size_t n = 0;
     PUT("\n#define DLA__CU_F_OFF32 %d\n#define DLA__CU_FR_ROWS %d\n#define DLA__CU_LAY_DENSE_BIT %d\n"
         "#define DLA__CU_LAY_SAME_SHIFT %d\n%s\n%s\n",
         DLA__CU_F_OFF32, DLA__CU_FR_ROWS, DLA__CU_LAY_DENSE_BIT, DLA__CU_LAY_SAME_SHIFT, types,
         frame);
+    return n;
+}
+
+size_t dla__cu_fused_source(const dla__cu_fused_key_t *k, int constops, char *src, size_t size)
+{
+    const char *T = k->f64 ? "double" : "float";
+    size_t n = dla__cu_fused_prelude(src, size, 0);
     /* The layouts the host fills (a mismatch fails the compile). */
     PUT("static_assert(sizeof(dla_fviews) == %zu && sizeof(dla_fprog) == %zu && "
         "sizeof(dla_fr) == %zu, \"dla_fused layouts\");\n",

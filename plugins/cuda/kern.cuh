@@ -10,6 +10,7 @@
 #ifndef DLA_PLUGIN_CUDA_KERN_CUH
 #define DLA_PLUGIN_CUDA_KERN_CUH
 
+#include "plugins/cuda/copy_kern.h"
 #include "plugins/cuda/cu.h"
 
 /* The space and N views over it, passed by value as one kernel argument. */
@@ -86,40 +87,8 @@ template <typename T> __device__ __forceinline__ T *dla__cu_elem(const dla__cu_v
     return (T *)v.base + off;
 }
 
-/* Units first, first + stride, ... of a copy of n units of type U, four
- * of a thread's loaded before the first is stored: a copy's time is the
- * loads' latency (a few hundred cycles each), and a thread that stored
- * each unit before loading the next would wait for every one in turn. */
-template <typename U>
-__device__ __forceinline__ void dla__cu_copy_units(char *dst, const char *src, int64_t n,
-                                                   int64_t first, int64_t stride)
-{
-    for (int64_t i = first; i < n; i += 4 * stride) {
-        U v[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            if (i + k * stride < n)
-                v[k] = ((const U *)src)[i + k * stride];
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            if (i + k * stride < n)
-                ((U *)dst)[i + k * stride] = v[k];
-    }
-}
-
-/* A byte copy by threads first, first + stride, ...: 16 bytes a unit
- * where source, destination and size allow it, else 4, else 1. */
-__device__ __forceinline__ void dla__cu_copy_region(char *dst, const char *src, int64_t bytes,
-                                                    int64_t first, int64_t stride)
-{
-    const uintptr_t align = (uintptr_t)src | (uintptr_t)dst | (uintptr_t)bytes;
-    if (align % 16 == 0)
-        dla__cu_copy_units<int4>(dst, src, bytes / 16, first, stride);
-    else if (align % 4 == 0)
-        dla__cu_copy_units<int32_t>(dst, src, bytes / 4, first, stride);
-    else
-        dla__cu_copy_units<char>(dst, src, bytes, first, stride);
-}
+/* dla__cu_copy_units and dla__cu_copy_region (copy_kern.h). */
+DLA__CU_COPY_FRAME(DLA__CU_COPY_ID)
 
 /* The grid's share of a byte copy (a planned replay's regions in and out:
  * copy_kernels.cu). */

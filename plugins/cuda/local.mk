@@ -79,6 +79,7 @@ plugins_cuda_libdlaccel_cuda_la_SOURCES = \
 	plugins/cuda/space.c \
 	plugins/cuda/plan.c \
 	plugins/cuda/onekern.c \
+	plugins/cuda/onekern_source.c \
 	plugins/cuda/segment.c \
 	plugins/cuda/profile.c \
 	plugins/cuda/libs.c \

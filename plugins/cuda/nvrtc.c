@@ -126,39 +126,35 @@ static void not_compiled(const dla__cu_device *d, const char *what, const char *
                       d->index, what, detail ? ": " : "", detail ? detail : "");
 }
 
-/* Compiles e's program into e->lib, e->k1, e->k2; 0 when it could not
- * (logged). */
-static int compile(dla__cu_device *d, entry *e)
+int dla__cu_nvrtc_build(dla__cu_device *d, const char *body, const char *what,
+                        const char *const *names, int nk, cudaLibrary_t *lib, cudaKernel_t *k,
+                        char *why, size_t why_size)
 {
     const dla_plugin_host *h = dla__cu_host;
+    *lib = NULL;
     pthread_once(&nv_once, nv_load);
     if (!nv.ok) {
-        not_compiled(d, nv.why, NULL);
+        snprintf(why, why_size, "%s", nv.why);
         return 0;
     }
-    const size_t ops_len = strlen(dla__cu_src_plugin_ops);
-    /* DLACCEL_CUDA_FUSED_CONSTOPS=0: every op read from the argument
-     * (fused_source.c). */
-    const char *cv = secure_getenv("DLACCEL_CUDA_FUSED_CONSTOPS");
-    const int constops = !(cv && strcmp(cv, "0") == 0);
-    const size_t body = dla__cu_fused_source(&e->k, constops, NULL, 0) + 1;
-    char *src = h->alloc(ops_len + body, 0);
+    const size_t ops_len = strlen(dla__cu_src_plugin_ops), body_len = strlen(body);
+    char *src = h->alloc(ops_len + body_len + 1, 0);
     if (!src) {
-        not_compiled(d, "no memory for its source", NULL);
+        snprintf(why, why_size, "no memory for its source");
         return 0;
     }
     memcpy(src, dla__cu_src_plugin_ops, ops_len);
-    dla__cu_fused_source(&e->k, constops, src + ops_len, body);
+    memcpy(src + ops_len, body, body_len + 1);
     char arch[48];
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", d->cc_major, d->cc_minor);
     const char *opts[] = {arch, "-std=c++17", "--fmad=false", "--ftz=false", "--prec-div=true",
                           "--prec-sqrt=true"};
     nvrtcProgram prog = NULL;
-    nvrtcResult r = nv.create(&prog, src, "dla_fused_program.cu", 0, NULL, NULL);
+    nvrtcResult r = nv.create(&prog, src, "dla_program.cu", 0, NULL, NULL);
     int ok = 0;
     char *cubin = NULL;
     if (r != NVRTC_SUCCESS) {
-        not_compiled(d, "nvrtcCreateProgram", nv.error_string(r));
+        snprintf(why, why_size, "nvrtcCreateProgram: %s", nv.error_string(r));
         prog = NULL;
     } else if ((r = nv.compile(prog, (int)(sizeof opts / sizeof opts[0]), opts)) !=
                NVRTC_SUCCESS) {
@@ -168,57 +164,84 @@ static int compile(dla__cu_device *d, entry *e)
             if (nv.log(prog, log) != NVRTC_SUCCESS)
                 log[0] = 0;
             log[ln] = 0;
-            h->log(DLA_LOG_DEBUG, "cuda:%d: NVRTC log of a fused program (%s):\n%s", d->index,
-                   arch, log);
+            h->log(DLA_LOG_DEBUG, "cuda:%d: NVRTC log of %s (%s):\n%s", d->index, what, arch, log);
             h->free(log);
         }
-        not_compiled(d, "nvrtcCompileProgram", nv.error_string(r));
+        snprintf(why, why_size, "nvrtcCompileProgram: %s", nv.error_string(r));
     } else {
         size_t cn = 0;
         if ((r = nv.cubin_size(prog, &cn)) != NVRTC_SUCCESS || cn == 0 ||
-            !(cubin = h->alloc(cn, 0)) || (r = nv.cubin(prog, cubin)) != NVRTC_SUCCESS) {
-            not_compiled(d, "nvrtcGetCUBIN", r != NVRTC_SUCCESS ? nv.error_string(r) : "no cubin");
-        } else {
+            !(cubin = h->alloc(cn, 0)) || (r = nv.cubin(prog, cubin)) != NVRTC_SUCCESS)
+            snprintf(why, why_size, "nvrtcGetCUBIN: %s",
+                     r != NVRTC_SUCCESS ? nv.error_string(r) : "no cubin");
+        else
             ok = 1;
-        }
     }
     if (prog)
         nv.destroy(&prog);
     h->free(src);
     if (!ok) {
-        if (cubin)
-            h->free(cubin);
+        h->free(cubin);
         return 0;
     }
-    cudaLibrary_t lib = NULL;
-    cudaError_t ce = cudaLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
+    cudaError_t ce = cudaLibraryLoadData(lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
     h->free(cubin);
     if (ce != cudaSuccess) {
-        not_compiled(d, "cudaLibraryLoadData", cudaGetErrorString(ce));
+        snprintf(why, why_size, "cudaLibraryLoadData: %s", cudaGetErrorString(ce));
         (void)cudaGetLastError();
+        *lib = NULL;
         return 0;
     }
-    cudaKernel_t k1 = NULL, k2 = NULL;
-    const int reduce = e->k.kind == 1 || e->k.kind == 2;
-    ce = cudaLibraryGetKernel(&k1, lib,
-                              e->k.kind == 0   ? DLA__CU_K_FUSED
-                              : e->k.kind == 3 ? DLA__CU_K_FMULTI
-                                               : DLA__CU_K_FR_BLOCK);
-    if (ce == cudaSuccess && reduce)
-        ce = cudaLibraryGetKernel(&k2, lib, DLA__CU_K_FR_THREAD);
-    if (ce != cudaSuccess) {
-        not_compiled(d, "cudaLibraryGetKernel", cudaGetErrorString(ce));
-        (void)cudaGetLastError();
-        cudaLibraryUnload(lib);
+    for (int i = 0; i < nk; i++) {
+        ce = cudaLibraryGetKernel(&k[i], *lib, names[i]);
+        if (ce != cudaSuccess) {
+            snprintf(why, why_size, "cudaLibraryGetKernel %s: %s", names[i],
+                     cudaGetErrorString(ce));
+            (void)cudaGetLastError();
+            cudaLibraryUnload(*lib);
+            *lib = NULL;
+            return 0;
+        }
+    }
+    h->log(DLA_LOG_DEBUG, "cuda:%d: %s compiled (%s)", d->index, what, arch);
+    return 1;
+}
+
+/* Compiles e's program into e->lib, e->k1, e->k2; 0 when it could not
+ * (logged). */
+static int compile(dla__cu_device *d, entry *e)
+{
+    /* DLACCEL_CUDA_FUSED_CONSTOPS=0: every op read from the argument
+     * (fused_source.c). */
+    const char *cv = secure_getenv("DLACCEL_CUDA_FUSED_CONSTOPS");
+    const int constops = !(cv && strcmp(cv, "0") == 0);
+    const size_t size = dla__cu_fused_source(&e->k, constops, NULL, 0) + 1;
+    char *body = dla__cu_host->alloc(size, 0);
+    if (!body) {
+        not_compiled(d, "no memory for its source", NULL);
         return 0;
     }
-    e->lib = lib;
-    e->k1 = k1;
-    e->k2 = k2;
+    dla__cu_fused_source(&e->k, constops, body, size);
     static const char *const kinds[] = {"fused", "fused_reduce", "fused_reduce pair",
                                         "fused_multi"};
-    h->log(DLA_LOG_DEBUG, "cuda:%d: a %s program of %d steps compiled (%s)", d->index,
-           kinds[e->k.kind & 3], (int)e->k.ninsns, arch);
+    const int reduce = e->k.kind == 1 || e->k.kind == 2;
+    const char *names[2] = {e->k.kind == 0   ? DLA__CU_K_FUSED
+                            : e->k.kind == 3 ? DLA__CU_K_FMULTI
+                                             : DLA__CU_K_FR_BLOCK,
+                            DLA__CU_K_FR_THREAD};
+    char what[64], why[256];
+    snprintf(what, sizeof what, "a %s program of %d steps", kinds[e->k.kind & 3],
+             (int)e->k.ninsns);
+    cudaKernel_t k[2] = {NULL, NULL};
+    const int ok = dla__cu_nvrtc_build(d, body, what, names, reduce ? 2 : 1, &e->lib, k, why,
+                                       sizeof why);
+    dla__cu_host->free(body);
+    if (!ok) {
+        not_compiled(d, why, NULL);
+        return 0;
+    }
+    e->k1 = k[0];
+    e->k2 = k[1];
     return 1;
 }
 

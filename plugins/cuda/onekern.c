@@ -562,3 +562,47 @@ int32_t dla__cu_k1_join(dla__cu_k1_step *steps, int32_t n)
     dla__cu_host->free(phase);
     return phases;
 }
+
+/* ------------------------------------------ compiled (K1_COMPILE) */
+
+int dla__cu_k1_compile(dla__cu_device *d, dla__cu_k1c *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!d->k1_compile || d->k1c_refused || d->k1_n <= 0)
+        return 0;
+    const int prof = d->k1_profile;
+    const size_t size = dla__cu_k1_source(d->k1_steps, d->k1_n, prof, NULL, 0) + 1;
+    if (size == 1) {
+        dla__cu_host->log(DLA_LOG_DEBUG, "cuda:%d: a one kernel of %d steps stays interpreted: "
+                                         "a step of it is not one onekern_source.c writes",
+                          d->index, (int)d->k1_n);
+        return 0;
+    }
+    char *src = dla__cu_host->alloc(size, 0);
+    if (!src)
+        return 0;
+    dla__cu_k1_source(d->k1_steps, d->k1_n, prof, src, size);
+    char what[64], why[256];
+    snprintf(what, sizeof what, "a one kernel of %d steps", (int)d->k1_n);
+    const char *names[1] = {DLA__CU_K_K1C};
+    const int ok = dla__cu_nvrtc_build(d, src, what, names, 1, &c->lib, &c->kernel, why,
+                                       sizeof why);
+    dla__cu_host->free(src);
+    if (!ok) {
+        /* Once a device: the next plan's would most likely fail alike. */
+        d->k1c_refused = 1;
+        dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: a one kernel could not be compiled (%s); one "
+                                        "kernels stay interpreted on this device",
+                          d->index, why);
+        memset(c, 0, sizeof *c);
+        return 0;
+    }
+    return 1;
+}
+
+void dla__cu_k1c_unload(dla__cu_k1c *c)
+{
+    if (c->lib)
+        cudaLibraryUnload(c->lib);
+    memset(c, 0, sizeof *c);
+}

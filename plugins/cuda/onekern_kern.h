@@ -209,6 +209,39 @@ cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_step *steps,
 cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
                             const dla__cu_k1_step *steps, int32_t n, cudaGraphNode_t *node);
 
+/* DLACCEL_CUDA_K1_COMPILE=1: a plan's one kernel compiled for it with
+ * NVRTC (onekern_source.c), its steps written out with their dims,
+ * strides, addresses and programs as constants, so that no step is
+ * interpreted; the same bits as the interpreted kernel. Its arguments:
+ * the copies in and out (dla__cu_copies' layout), the profile's counters
+ * or NULL, and DLA_UNARY_NEG (the op a compiled program reads at run
+ * time). The source, in src (size bytes; the length it needs returned,
+ * >= size: cut), for steps[0 .. nsteps-1], with the profile's laps when
+ * prof; 0 when a
+ * step is not one it writes (a reduce of another launch shape than the
+ * one kernel's). It follows plugin_ops.h's text. */
+#define DLA__CU_K_K1C "dla_k1c"
+size_t dla__cu_k1_source(const dla__cu_k1_step *steps, int32_t nsteps, int prof, char *src,
+                         size_t size);
+
+/* A compiled one kernel (onekern.c): its library and kernel. */
+typedef struct dla__cu_k1c {
+    cudaLibrary_t lib; /* NULL: none */
+    cudaKernel_t kernel;
+} dla__cu_k1c;
+
+/* The compiled one kernel of d's steps just uploaded (dla__cu_k1_upload)
+ * into *c; 0 when there is none (DLACCEL_CUDA_K1_COMPILE off, a step it does not write,
+ * NVRTC missing or failing: logged). dla__cu_k1c_unload frees one. */
+int dla__cu_k1_compile(dla__cu_device *d, dla__cu_k1c *c);
+void dla__cu_k1c_unload(dla__cu_k1c *c);
+
+/* Launches compiled one kernel c with copies in and out, prof as
+ * dla__cu_k1_launch's, how DLA__CU_K1_EARLY or 0. */
+cudaError_t dla__cu_k1c_launch(cudaStream_t stream, const dla__cu_k1c *c,
+                               const dla__cu_copies *in, const dla__cu_copies *out,
+                               unsigned long long *prof, int how);
+
 #ifdef __cplusplus
 }
 #endif

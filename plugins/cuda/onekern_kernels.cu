@@ -176,38 +176,22 @@ __device__ __forceinline__ char **k1_pointer(dla__cu_k1_step &st, int f)
 }
 
 /* The block's byte copies c (a replay's inputs in, or its results out),
- * as many regions in flight at once as the block has groups of K1_LANES
- * threads: a region of at most K1_GROUP_BYTES is one group's (the small
- * ones dealt round the groups in turn), one that is larger the whole
- * block's, after them. Region by region, each small one would cost the
- * block a load's latency (the tiny MLP's step has eleven). win: the roles'
- * windows (k1_relocated), or NULL; the roles are c's destinations (out 0)
- * or its sources (out 1). */
-__device__ __forceinline__ void block_copy(const dla__cu_copies &c, int r, const dla__cu_copies &in,
-                                           const dla__cu_copies &out, char *win, int is_out,
-                                           int64_t first, int64_t stride)
-{
-    char *dst = c.dst[r];
-    const char *src = c.src[r];
-    if (win && is_out)
-        src = k1_relocated((char *)src, in, out, win);
-    else if (win)
-        dst = k1_relocated(dst, in, out, win);
-    dla__cu_copy_region(dst, src, c.bytes[r], first, stride);
-}
-
+ * dealt round groups of K1_LANES threads (dla__cu_deal_regions). win: the
+ * roles' windows (k1_relocated), or NULL; the roles are c's destinations
+ * (out 0) or its sources (out 1). */
 __device__ __forceinline__ void block_copies(const dla__cu_copies &c, const dla__cu_copies &in,
                                              const dla__cu_copies &out, char *win, int is_out)
 {
     const unsigned lanes = blockDim.x < DLA__CU_K1_LANES ? blockDim.x : DLA__CU_K1_LANES;
-    const unsigned group = threadIdx.x / lanes, groups = blockDim.x / lanes;
-    unsigned small = 0;
-    for (int r = 0; r < c.n; r++)
-        if (c.bytes[r] <= K1_GROUP_BYTES && small++ % groups == group)
-            block_copy(c, r, in, out, win, is_out, threadIdx.x % lanes, lanes);
-    for (int r = 0; r < c.n; r++)
-        if (c.bytes[r] > K1_GROUP_BYTES)
-            block_copy(c, r, in, out, win, is_out, threadIdx.x, blockDim.x);
+    dla__cu_deal_regions(c, lanes, K1_GROUP_BYTES, [&](int r, long long first, long long stride) {
+        char *dst = c.dst[r];
+        const char *src = c.src[r];
+        if (win && is_out)
+            src = k1_relocated((char *)src, in, out, win);
+        else if (win)
+            dst = k1_relocated(dst, in, out, win);
+        dla__cu_copy_region(dst, src, c.bytes[r], first, stride);
+    });
 }
 
 /* A fused step with only the slots it has located: fewer inputs and
@@ -431,6 +415,27 @@ extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_s
         onekern_k<false><<<1, DLA__CU_THREADS, smem, stream>>>(steps, n, staged, *in, *out, prof,
                                                                rel, nrel);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t dla__cu_k1c_launch(cudaStream_t stream, const dla__cu_k1c *c,
+                                          const dla__cu_copies *in, const dla__cu_copies *out,
+                                          unsigned long long *prof, int how)
+{
+    dla__cu_copies i = *in, o = *out;
+    int negop = DLA_UNARY_NEG;
+    void *args[] = {(void *)&i, (void *)&o, (void *)&prof, (void *)&negop};
+    cudaLaunchAttribute at[1] = {};
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(DLA__CU_THREADS);
+    cfg.stream = stream;
+    cfg.attrs = at;
+    cfg.numAttrs = (how & DLA__CU_K1_EARLY) ? 1 : 0;
+    const cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)c->kernel, args);
+    const cudaError_t last = cudaGetLastError(); /* clears it either way */
+    return e != cudaSuccess ? e : last;
 }
 
 extern "C" cudaError_t dla__cu_k1_node(cudaGraph_t graph, const cudaGraphNode_t *deps,

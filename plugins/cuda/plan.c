@@ -88,6 +88,7 @@ struct dla__cu_graph {
     dla__cu_mem *k1;      /* its steps as one kernel (onekern.c), or NULL */
     int32_t k1_n;
     dla__cu_k1_win k1_win; /* DLACCEL_CUDA_K1_SHARED's windows (nrel -1: none) */
+    dla__cu_k1c k1c;       /* the one kernel compiled (DLACCEL_CUDA_K1_COMPILE), or none */
     struct dla__cu_graph *next;
     int32_t nroles;
     role roles[];
@@ -134,6 +135,7 @@ static void forget(dla__cu_device *d, struct dla__cu_graph *g)
     if (g->k1)
         dla__cu_mem_free(d, (dla_mem)g->k1);
     g->k1 = NULL;
+    dla__cu_k1c_unload(&g->k1c);
     g->k1_n = 0;
     g->k1_win.nrel = -1;
     for (int32_t i = 0; i < g->nroles; i++) {
@@ -308,7 +310,8 @@ static int k1_roles_fit(const struct dla__cu_graph *g)
 }
 
 /* g's steps as one kernel (onekern.c), with the roles as the one kernel's
- * copies order them (in, then out) for DLACCEL_CUDA_K1_SHARED's windows. */
+ * copies order them (in, then out) for DLACCEL_CUDA_K1_SHARED's windows,
+ * and compiled (DLACCEL_CUDA_K1_COMPILE). */
 static dla__cu_mem *k1_upload(dla__cu_device *d, struct dla__cu_graph *g)
 {
     const char *lo[2 * DLA__CU_COPIES];
@@ -320,7 +323,10 @@ static dla__cu_mem *k1_upload(dla__cu_device *d, struct dla__cu_graph *g)
                 lo[n] = g->roles[i].own->ptr + g->roles[i].skew;
                 bytes[n++] = (int64_t)g->roles[i].bytes;
             }
-    return dla__cu_k1_upload(d, &g->k1_n, lo, bytes, n, &g->k1_win);
+    dla__cu_mem *k = dla__cu_k1_upload(d, &g->k1_n, lo, bytes, n, &g->k1_win);
+    if (k)
+        dla__cu_k1_compile(d, &g->k1c);
+    return k;
 }
 
 /* A replay of g (whose roles fit, k1_roles_fit) over the run's regions as
@@ -337,6 +343,19 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
     }
     const dla__cu_k1_step *steps = (const dla__cu_k1_step *)g->k1->ptr;
     unsigned long long *prof = dla__cu_k1_profile(d);
+    if (g->k1c.lib && !d->k1c_refused) {
+        const cudaError_t e =
+            dla__cu_k1c_launch(d->stream, &g->k1c, &c[0], &c[1], prof, d->k1_pdl ? DLA__CU_K1_EARLY : 0);
+        if (e == cudaSuccess)
+            return e;
+        /* Refused (nothing enqueued): the interpreted one kernel from now
+         * on. */
+        cudaGetLastError();
+        d->k1c_refused = 1;
+        dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: a compiled one kernel's launch was refused "
+                                        "(%s); one kernels run interpreted from now on",
+                          d->index, cudaGetErrorString(e));
+    }
     const dla__cu_k1_win *win = g->k1_win.nrel >= 0 ? &g->k1_win : NULL;
     if (d->k1_pdl) {
         const cudaError_t e = dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof,
@@ -445,7 +464,8 @@ static dla_status finish(dla__cu_device *d, int keep, const char *why)
                                  DLA__CU_COPIES, DLA__CU_K1_MAX_COPY);
             char k1[128];
             if (g->k1)
-                snprintf(k1, sizeof k1, "runs as one kernel of %d steps", (int)g->k1_n);
+                snprintf(k1, sizeof k1, "runs as one kernel of %d steps%s", (int)g->k1_n,
+                         g->k1c.lib ? ", compiled" : "");
             else
                 snprintf(k1, sizeof k1, "not one kernel: %s", d->k1_why);
             dla__cu_host->log(DLA_LOG_DEBUG,
@@ -582,6 +602,7 @@ dla_status dla__cu_plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int3
             d->k1_refused = 1;
             dla__cu_mem_free(d, (dla_mem)g->k1);
             g->k1 = NULL;
+            dla__cu_k1c_unload(&g->k1c);
             e = cudaSuccess;
         }
         if (!g->k1) {

@@ -231,22 +231,27 @@ static dla_status device_open(int index, void **out)
     d->cc_minor = attr(cudaDevAttrComputeCapabilityMinor, index);
     d->smem_per_block = (size_t)attr(cudaDevAttrMaxSharedMemoryPerBlock, index);
     d->clock_khz = attr(cudaDevAttrClockRate, index);
-    /* Programmatic dependent launch exists from compute capability 9.0;
-     * off by default until a GPU has measured it (docs/environment.md). */
-    d->k1_pdl = d->cc_major >= 9 && env_flag("DLACCEL_CUDA_K1_PDL", 0);
+    /* Programmatic dependent launch exists from compute capability 9.0.
+     * It and the compiled one kernel are on by default since an H200
+     * measured them (2026-11-27: the tiny MLP's replay 15.2 us
+     * interpreted, 14.4 launched early, about 6 compiled); the data in
+     * shared memory and the joined steps stay off, measured no faster
+     * (docs/environment.md). */
+    d->k1_pdl = d->cc_major >= 9 && env_flag("DLACCEL_CUDA_K1_PDL", 1);
     d->k1_shared = env_flag("DLACCEL_CUDA_K1_SHARED", 0);
     d->k1_join = env_flag("DLACCEL_CUDA_K1_JOIN", 0);
+    d->k1_compile = env_flag("DLACCEL_CUDA_K1_COMPILE", 1);
     struct cudaDeviceProp prop;
     memset(&prop, 0, sizeof prop);
     if (cudaGetDeviceProperties(&prop, index) == cudaSuccess)
         snprintf(d->name, sizeof d->name, "%.127s", prop.name);
     /* The one kernel's variants that are on (docs/environment.md), as
      * " (a, b)". */
-    char k1_how[96] = "";
-    const char *const k1_names[3] = {"launched early", "data in shared memory",
+    char k1_how[128] = "";
+    const char *const k1_names[4] = {"compiled", "launched early", "data in shared memory",
                                      "independent steps joined"};
-    const int k1_on[3] = {d->k1_pdl, d->k1_shared, d->k1_join};
-    for (int i = 0, any = 0; i < 3; i++)
+    const int k1_on[4] = {d->k1_compile, d->k1_pdl, d->k1_shared, d->k1_join};
+    for (int i = 0, any = 0; i < 4; i++)
         if (k1_on[i]) {
             const size_t at = strlen(k1_how);
             snprintf(k1_how + at, sizeof k1_how - at, "%s%s", any++ ? ", " : " (", k1_names[i]);

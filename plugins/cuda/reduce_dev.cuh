@@ -85,25 +85,9 @@ __device__ __forceinline__ void red_part(int64_t nred, int64_t parts, int64_t k,
     *p1 = *p0 + q + (k < r ? 1 : 0);
 }
 
-/* (v, at) replaces (best, pos): it is the first, a NaN over a number, a
- * better number, or an equal one (or a NaN after a NaN) at an earlier
- * position. at < 0 is an empty result and never replaces. */
-template <bool MAX, typename T>
-__device__ __forceinline__ bool red_takes(T v, int64_t at, T best, int64_t pos)
-{
-    if (at < 0)
-        return false;
-    if (pos < 0)
-        return true;
-    const bool vn = isnan(v), bn = isnan(best);
-    if (vn)
-        return !bn || at < pos;
-    if (bn)
-        return false;
-    if (MAX ? v > best : v < best)
-        return true;
-    return v == best && at < pos;
-}
+/* red_takes (reduce_kern.h's frame, which a compiled one kernel's source
+ * holds too). */
+DLA__CU_RED_TAKES_FRAME(DLA__CU_RED_ID)
 
 template <typename T> __device__ __forceinline__ void red_write_sum(const dla__cu_red_launch &l,
                                                                    int64_t yo, double s)

@@ -69,4 +69,28 @@ cudaError_t dla__cu_reduce_launch(const dla__cu_red_launch *l, cudaStream_t stre
 #ifdef __cplusplus
 }
 #endif
+
+/* The max and min reduces' comparison, written once as device code in a
+ * macro (no directive in its text): reduce_dev.cuh expands it, and
+ * onekern_source.c stringifies it into a compiled one kernel's source.
+ * red_takes: (v, at) replaces (best, pos): it is the first, a NaN over a
+ * number, a better number, or an equal one (or a NaN after a NaN) at an
+ * earlier position. at < 0 is an empty result and never replaces. */
+#define DLA__CU_RED_ID(...) __VA_ARGS__
+#define DLA__CU_RED_TAKES_FRAME(X)                                                                 \
+    X(template <bool MAX, typename T> __device__ __forceinline__ bool red_takes(                   \
+          T v, long long at, T best, long long pos) {                                              \
+        if (at < 0)                                                                                \
+            return false;                                                                          \
+        if (pos < 0)                                                                               \
+            return true;                                                                           \
+        const bool vn = isnan(v), bn = isnan(best);                                                \
+        if (vn)                                                                                    \
+            return !bn || at < pos;                                                                \
+        if (bn)                                                                                    \
+            return false;                                                                          \
+        if (MAX ? v > best : v < best)                                                             \
+            return true;                                                                           \
+        return v == best && at < pos;                                                              \
+    })
 #endif
