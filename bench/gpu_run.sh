@@ -671,13 +671,15 @@ step_k1c() {
     # Which of test_accel's captured plans ran as a compiled one kernel.
     DLACCEL_LOG=debug DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda timeout 60 "$s/bin/test_accel" \
         >"$out/k1c_accel_debug.log" 2>&1
+    grep -o 'one kernel of [0-9]* steps stays interpreted.*' "$out/k1c_accel_debug.log" |
+        sort | uniq -c | sed 's/^/k1c test_accel: /' | tee -a "$summary"
     line "k1c test_accel: $(grep -c 'runs as one kernel of [0-9]* steps, compiled' \
         "$out/k1c_accel_debug.log") plans compiled as one kernel, $(grep -c \
         'runs as one kernel of [0-9]* steps;' "$out/k1c_accel_debug.log") interpreted, $(grep -c \
         'could not be compiled' "$out/k1c_accel_debug.log") compile failures"
     for w in =mlp_replay =ce_replay; do
         env $c DLACCEL_LOG=debug timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 --workload $w \
-            --quick >"$out/k1c_debug_${w#=}.log" 2>&1
+            >"$out/k1c_debug_${w#=}.log" 2>&1
         grep -E 'one kernel|compiled \(|NVRTC' "$out/k1c_debug_${w#=}.log" | grep -v 'program of' |
             sort | uniq -c | cut -c1-300 | sed "s/^/k1c ${w#=} log: /" | tee -a "$summary"
     done

@@ -18,11 +18,11 @@
  * fused step's instructions as fused_source.c writes a compiled program
  * (the same plugin_ops.h calls; neg's op read from the argument negop, as
  * there), its inputs all read before its results are written; a fill's
- * and a copy's bit patterns. The regions in and out are copied with
- * copy_kern.h's frame, the small ones dealt to warps, as there. A reduce step (launch shape 1 in one part, as onekern.c records
- * them) is reduce_dev.cuh's thread body written out: its sum in double
- * in position order, its max or min by red_takes (reduce_kern.h's frame,
- * in the source too).
+ * and a copy's bit patterns; a reduce step (launch shape 1 in one part,
+ * as onekern.c records them) as reduce_dev.cuh's thread body: its sum in
+ * double in position order, its max or min by red_takes (reduce_kern.h's
+ * frame, in the source too). The regions in and out are copied with
+ * copy_kern.h's frame, the small ones dealt to warps, as there.
  */
 #include "plugins/cuda/onekern_kern.h"
 
@@ -53,10 +53,13 @@ static size_t put_locate(int nd, const long long *dims, int nv, const int *slot,
                          const long long (*st)[8], char *src, size_t size, size_t n)
 {
     PUT("      unsigned u = (unsigned)e;\n");
+    /* A dim of one (or none: the loop then never runs) divides nothing. */
     for (int d = 0; d < nd; d++) {
-        if (d < nd - 1)
+        if (d < nd - 1 && dims[d] > 1)
             PUT("      const unsigned c%d = u %% %lluu;\n      u /= %lluu;\n", d,
                 (unsigned long long)dims[d], (unsigned long long)dims[d]);
+        else if (d < nd - 1)
+            PUT("      const unsigned c%d = 0u;\n", d);
         else
             PUT("      const unsigned c%d = u;\n", d);
     }
@@ -79,10 +82,12 @@ static size_t put_gemm(const dla__cu_sgemm *g, char *src, size_t size, size_t n)
     char alpha_s[64], beta_s[64];
     double_bits(g->alpha, alpha_s, sizeof alpha_s);
     double_bits(g->beta, beta_s, sizeof beta_s);
+    /* An empty C (never launched) divides by nothing. */
+    const long long m = g->m > 1 ? g->m : 1, mn = g->m * g->n > 1 ? g->m * g->n : 1;
     PUT("    for (int t = threadIdx.x; t < %lld; t += blockDim.x) {\n",
         (long long)(g->m * g->n * g->batch));
-    PUT("      const int p = t / %lld, r = t - p * %lld, j = r / %lld, i = r - j * %lld;\n",
-        (long long)(g->m * g->n), (long long)(g->m * g->n), (long long)g->m, (long long)g->m);
+    PUT("      const int p = t / %lld, r = t - p * %lld, j = r / %lld, i = r - j * %lld;\n", mn,
+        mn, m, m);
     PUT("      const %s *a = (const %s *)0x%llxull + p * %lldLL + i * %lldLL;\n", T, T,
         (unsigned long long)(uintptr_t)g->a, (long long)g->sa, ai);
     PUT("      const %s *b = (const %s *)0x%llxull + p * %lldLL + j * %lldLL;\n", T, T,
@@ -146,7 +151,9 @@ static size_t put_fused(const dla_fmviews *v, const dla_fprog *p, int f64, char 
 
 static size_t put_move(int kind, const dla__cu_k1_move *m, char *src, size_t size, size_t n)
 {
-    const char *U = m->esize == 1 ? "unsigned char" : m->esize == 4 ? "unsigned" : "unsigned long long";
+    const char *U = m->esize == 1   ? "unsigned char"
+                    : m->esize == 4 ? "unsigned"
+                                    : "unsigned long long";
     long long dims[8], st[2][8];
     const int slot[2] = {0, 1}, nv = kind == DLA__CU_K1_COPY ? 2 : 1;
     const int nd = m->sp.nd < 1 ? 1 : m->sp.nd > 8 ? 8 : m->sp.nd;
@@ -178,8 +185,11 @@ static size_t put_walk(const char *u, int n, const int64_t *d, int nv, const cha
 #define PUTW(...) n_ += (size_t)snprintf(src + n_, n_ < size ? size - n_ : 0, __VA_ARGS__)
     PUTW("      unsigned w = (unsigned)%s;\n", u);
     for (int k = 0; k < n; k++)
-        PUTW("      const unsigned w%d = w %% %lluu;\n      w /= %lluu;\n", k,
-             (unsigned long long)d[k], (unsigned long long)d[k]);
+        if (d[k] > 1)
+            PUTW("      const unsigned w%d = w %% %lluu;\n      w /= %lluu;\n", k,
+                 (unsigned long long)d[k], (unsigned long long)d[k]);
+        else
+            PUTW("      const unsigned w%d = 0u;\n", k);
     PUTW("      (void)w;\n");
     for (int v = 0; v < nv; v++) {
         PUTW("      const long long %s = %lldLL", name[v], (long long)base[v]);
@@ -252,11 +262,12 @@ static size_t put_copies(const char *c, char *src, size_t size, size_t n)
     return n;
 }
 
-/* The profile's lap after a barrier (onekern_kernels.cu's k1_lap). */
+/* The profile's lap after a barrier (onekern_kernels.cu's k1_lap); none
+ * when the launch has no counters (their memory could not be had). */
 static size_t put_lap(int prof, int slot, char *src, size_t size, size_t n)
 {
     if (prof)
-        PUT("  if (threadIdx.x == 0) {\n    const long long now = clock64();\n"
+        PUT("  if (prof && threadIdx.x == 0) {\n    const long long now = clock64();\n"
             "    atomicAdd(&prof[%d], (unsigned long long)(now - lap));\n    lap = now;\n  }\n",
             slot);
     return n;
@@ -327,7 +338,8 @@ size_t dla__cu_k1_source(const dla__cu_k1_step *steps, int32_t nsteps, int prof,
     if (prof) {
         PUT("  __syncthreads();\n");
         n = put_lap(prof, DLA__CU_K1_PROF_OUT, src, size, n);
-        PUT("  if (threadIdx.x == 0)\n    atomicAdd(&prof[%d], 1ull);\n", DLA__CU_K1_PROF_LAUNCHES);
+        PUT("  if (prof && threadIdx.x == 0)\n    atomicAdd(&prof[%d], 1ull);\n",
+            DLA__CU_K1_PROF_LAUNCHES);
     }
     PUT("}\n");
     return n;

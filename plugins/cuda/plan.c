@@ -344,8 +344,8 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
     const dla__cu_k1_step *steps = (const dla__cu_k1_step *)g->k1->ptr;
     unsigned long long *prof = dla__cu_k1_profile(d);
     if (g->k1c.lib && !d->k1c_refused) {
-        const cudaError_t e =
-            dla__cu_k1c_launch(d->stream, &g->k1c, &c[0], &c[1], prof, d->k1_pdl ? DLA__CU_K1_EARLY : 0);
+        const cudaError_t e = dla__cu_k1c_launch(d->stream, &g->k1c, &c[0], &c[1], prof,
+                                                 d->k1_pdl ? DLA__CU_K1_EARLY : 0);
         if (e == cudaSuccess)
             return e;
         /* Refused (nothing enqueued): the interpreted one kernel from now

@@ -231,13 +231,15 @@ static dla_status device_open(int index, void **out)
     d->cc_minor = attr(cudaDevAttrComputeCapabilityMinor, index);
     d->smem_per_block = (size_t)attr(cudaDevAttrMaxSharedMemoryPerBlock, index);
     d->clock_khz = attr(cudaDevAttrClockRate, index);
-    /* Programmatic dependent launch exists from compute capability 9.0.
-     * It and the compiled one kernel are on by default since an H200
-     * measured them (2026-11-27: the tiny MLP's replay 15.2 us
-     * interpreted, 14.4 launched early, about 6 compiled); the data in
-     * shared memory and the joined steps stay off, measured no faster
-     * (docs/environment.md). */
-    d->k1_pdl = d->cc_major >= 9 && env_flag("DLACCEL_CUDA_K1_PDL", 1);
+    /* The compiled one kernel is on by default since an H200 measured it
+     * (2026-11-27, 30 replays to a sync: the tiny MLP's 15.1 us
+     * interpreted, 5.4-5.6 compiled; the cross-entropy's 62 against
+     * 10.8). Launched early (programmatic dependent launch, compute
+     * capability 9.0 on) it gave the interpreted kernel 0.8 us, but the
+     * compiled one 0.1-0.5 us on the MLP and -0.6 on the cross-entropy:
+     * off. The data in shared memory and the joined steps measured no
+     * faster either (docs/environment.md). */
+    d->k1_pdl = d->cc_major >= 9 && env_flag("DLACCEL_CUDA_K1_PDL", 0);
     d->k1_shared = env_flag("DLACCEL_CUDA_K1_SHARED", 0);
     d->k1_join = env_flag("DLACCEL_CUDA_K1_JOIN", 0);
     d->k1_compile = env_flag("DLACCEL_CUDA_K1_COMPILE", 1);
