@@ -365,6 +365,24 @@ extern "C" cudaError_t dla__cu_sgemm_launch(cudaStream_t stream, unsigned blocks
     return cudaGetLastError();
 }
 
+/* A one kernel's launch: one block of DLA__CU_THREADS, smem bytes of
+ * dynamic shared memory, a programmatic dependent launch when early (*at:
+ * the attribute's storage, zeroed). */
+static cudaLaunchConfig_t k1_config(cudaStream_t stream, size_t smem, int early,
+                                    cudaLaunchAttribute *at)
+{
+    at->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at->val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(DLA__CU_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = at;
+    cfg.numAttrs = early ? 1 : 0;
+    return cfg;
+}
+
 /* The steps of n staged in shared memory: as many as 48 KiB hold, which
  * a block may use as dynamic shared memory on every architecture without
  * asking. */
@@ -392,16 +410,8 @@ extern "C" cudaError_t dla__cu_k1_launch(cudaStream_t stream, const dla__cu_k1_s
         nrel = win->nrel;
     }
     if (how & DLA__CU_K1_EARLY) {
-        cudaLaunchAttribute at[1] = {};
-        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[0].val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(1);
-        cfg.blockDim = dim3(DLA__CU_THREADS);
-        cfg.dynamicSmemBytes = smem;
-        cfg.stream = stream;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
+        cudaLaunchAttribute at = {};
+        const cudaLaunchConfig_t cfg = k1_config(stream, smem, 1, &at);
         if (prof)
             return cudaLaunchKernelEx(&cfg, onekern_k<true>, steps, n, staged, *in, *out, prof,
                                       rel, nrel);
@@ -424,15 +434,8 @@ extern "C" cudaError_t dla__cu_k1c_launch(cudaStream_t stream, const dla__cu_k1c
     dla__cu_copies i = *in, o = *out;
     int negop = DLA_UNARY_NEG;
     void *args[] = {(void *)&i, (void *)&o, (void *)&prof, (void *)&negop};
-    cudaLaunchAttribute at[1] = {};
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(DLA__CU_THREADS);
-    cfg.stream = stream;
-    cfg.attrs = at;
-    cfg.numAttrs = (how & DLA__CU_K1_EARLY) ? 1 : 0;
+    cudaLaunchAttribute at = {};
+    const cudaLaunchConfig_t cfg = k1_config(stream, 0, how & DLA__CU_K1_EARLY, &at);
     const cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)c->kernel, args);
     const cudaError_t last = cudaGetLastError(); /* clears it either way */
     return e != cudaSuccess ? e : last;

@@ -329,8 +329,24 @@ static dla__cu_mem *k1_upload(dla__cu_device *d, struct dla__cu_graph *g)
     return k;
 }
 
+/* Whether a one kernel's launch (what) was refused with e: nothing was
+ * enqueued, so the error is cleared, *flag becomes value, and a warning
+ * says what happens from now on (then). */
+static int k1_refused(dla__cu_device *d, cudaError_t e, int *flag, int value, const char *what,
+                      const char *then)
+{
+    if (e == cudaSuccess)
+        return 0;
+    cudaGetLastError();
+    *flag = value;
+    dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: %s was refused (%s); %s from now on", d->index,
+                      what, cudaGetErrorString(e), then);
+    return 1;
+}
+
 /* A replay of g (whose roles fit, k1_roles_fit) over the run's regions as
- * its one kernel. */
+ * its one kernel: compiled, else interpreted, each launched early where
+ * DLACCEL_CUDA_K1_PDL is on, and plain where a launch was refused. */
 static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
                              const dla_plan_mem *mems)
 {
@@ -346,28 +362,17 @@ static cudaError_t launch_k1(dla__cu_device *d, const struct dla__cu_graph *g,
     if (g->k1c.lib && !d->k1c_refused) {
         const cudaError_t e = dla__cu_k1c_launch(d->stream, &g->k1c, &c[0], &c[1], prof,
                                                  d->k1_pdl ? DLA__CU_K1_EARLY : 0);
-        if (e == cudaSuccess)
+        if (!k1_refused(d, e, &d->k1c_refused, 1, "a compiled one kernel's launch",
+                        "one kernels run interpreted"))
             return e;
-        /* Refused (nothing enqueued): the interpreted one kernel from now
-         * on. */
-        cudaGetLastError();
-        d->k1c_refused = 1;
-        dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: a compiled one kernel's launch was refused "
-                                        "(%s); one kernels run interpreted from now on",
-                          d->index, cudaGetErrorString(e));
     }
     const dla__cu_k1_win *win = g->k1_win.nrel >= 0 ? &g->k1_win : NULL;
     if (d->k1_pdl) {
         const cudaError_t e = dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof,
                                                 DLA__CU_K1_EARLY, win);
-        if (e == cudaSuccess)
+        if (!k1_refused(d, e, &d->k1_pdl, 0, "a one kernel's programmatic dependent launch",
+                        "DLACCEL_CUDA_K1_PDL is off"))
             return e;
-        /* Refused (nothing enqueued): plain launches from now on. */
-        cudaGetLastError();
-        d->k1_pdl = 0;
-        dla__cu_host->log(DLA_LOG_WARN, "cuda:%d: a one kernel's programmatic dependent launch "
-                                        "was refused (%s); DLACCEL_CUDA_K1_PDL is off from now on",
-                          d->index, cudaGetErrorString(e));
     }
     return dla__cu_k1_launch(d->stream, steps, g->k1_n, &c[0], &c[1], prof, 0, win);
 }
