@@ -66,6 +66,7 @@
 int4 dla__cu_k1_smem[48 * 1024 / sizeof(int4)];
 
 int emu_alloc_allowed; /* cuda_fused_emu.cpp's dla__cu_mem_alloc gives memory */
+extern int emu_nvrtc_builds; /* its dla__cu_nvrtc_build's tries */
 
 namespace {
 
@@ -869,6 +870,21 @@ template <typename T> void chain_case(result_fn result, int too_big, int silent)
     result(ok && fn && differ < 0,
            "one kernel %s compiled for its 14 steps (built by the host compiler from the source "
            "NVRTC gets) gives the bits of the launches one by one",
+           what);
+    /* Where NVRTC fails (here: none), the plan keeps the interpreted
+     * kernel and the device tries no more; with DLACCEL_CUDA_K1_COMPILE=0
+     * it does not try. */
+    dla__cu_k1c c1;
+    const int builds = emu_nvrtc_builds;
+    d.k1_compile = 0;
+    int fallback = !dla__cu_k1_compile(&d, &c1) && !c1.lib && !d.k1c_refused &&
+                   emu_nvrtc_builds == builds;
+    d.k1_compile = 1;
+    fallback &= !dla__cu_k1_compile(&d, &c1) && !c1.lib && d.k1c_refused &&
+                emu_nvrtc_builds == builds + 1;
+    fallback &= !dla__cu_k1_compile(&d, &c1) && !c1.lib && emu_nvrtc_builds == builds + 1;
+    result(fallback, "one kernel %s: not compiled with DLACCEL_CUDA_K1_COMPILE=0; a failed "
+                     "compile leaves it interpreted and the device compiling no more",
            what);
     dla__cu_mem_free(&d, (dla_mem)k);
     dla__cu_k1_release(&d);
