@@ -5,7 +5,8 @@
  * elementwise chains) and is timed interleaved with the same function run
  * eagerly through dla_feval, its reference. Issue 4 sets the targets:
  *
- *   tiny MLP 4-8-1 fwd+bwd        replay <= 3 us a step, >= 3x eager
+ *   tiny MLP 4-8-1 fwd+bwd        replay <= 3 us a step, >= 3x eager (on a
+ *                                 cuda device issue 14's <= 10 us)
  *   weighted cross-entropy loss   >= 3x eager (4 classes, batch 128, class
  *                                 weights, gradient of the loss wrt Y)
  *   digit CNN train step          >= 1.2x eager (the forward, loss and 14
@@ -131,6 +132,7 @@ static dla_status mlp_loss(void *ctx, int nin, dla_tensor *const *in, int nout, 
 typedef struct mlp {
     runner r;
     dla_tensor *in[6];
+    int cuda; /* the device under test is the cuda plugin's */
 } mlp;
 
 static void mlp_teardown(void *state)
@@ -150,6 +152,8 @@ static dla_status mlp_setup_either(void **state, int accelerated)
     if (!m)
         return DLA_ERR_OUT_OF_MEMORY;
     *state = m;
+    const char *plugin = dla_device_plugin(dla_device_current());
+    m->cuda = plugin && strcmp(plugin, "cuda") == 0;
     dla_rng_seed(5);
     m->in[0] = dla_randn(DLA_F32, "", DLA_DIMS(8, 4));
     m->in[1] = dla_zeros(DLA_F32, "", DLA_DIMS(8, 1));
@@ -176,13 +180,18 @@ static dla_status mlp_run(void *state)
     return st;
 }
 
+/* The target is issue 4's (<= 3 us, on the cpu device), or on a cuda
+ * device issue 14's (<= 10 us, timed as PyTorch's scripts time: with
+ * --pipeline 30, 30 replays to a sync). */
 static void mlp_note(void *state, double median_ms, char *buf, size_t size)
 {
     mlp *m = state;
     char plan[200];
     plan_note(m->r.af, plan, sizeof plan);
-    snprintf(buf, size, "%.2f us a step (target <= 3 us: %s); %s", median_ms * 1e3,
-             median_ms <= 3e-3 ? "met" : "MISSED", plan);
+    const double target_us = m->cuda ? 10.0 : 3.0;
+    snprintf(buf, size, "%.2f us a step (target <= %.0f us%s: %s); %s", median_ms * 1e3,
+             target_us, m->cuda ? ", with --pipeline 30" : "",
+             median_ms * 1e3 <= target_us ? "met" : "MISSED", plan);
 }
 
 /* ------------------------------------------- weighted cross-entropy loss */
