@@ -84,7 +84,8 @@
 #              bias): test_accel with the graphs asserted, the capture
 #              lines of the debug log (nodes before and after), then the
 #              CNN replays 30 calls to a sync, alternating, 3 rounds
-#   k1         the one kernel (plugins/cuda/onekern_kernels.cu):
+#   k1         the interpreted one kernel (plugins/cuda/onekern_kernels.cu;
+#              DLACCEL_CUDA_K1_COMPILE=0 throughout):
 #              check-plugin on gemm, reduce, fused_multi; test_accel and
 #              test_train, plain and with all three variants below; the
 #              small replays (MLP and cross-entropy) plain, launched early
