@@ -181,7 +181,8 @@ int dla__cu_nvrtc_build(dla__cu_device *d, const char *body, const char *what,
         nv.destroy(&prog);
     h->free(src);
     if (!ok) {
-        h->free(cubin);
+        if (cubin)
+            h->free(cubin);
         return 0;
     }
     cudaError_t ce = cudaLibraryLoadData(lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
