@@ -278,10 +278,12 @@ static char *chain_source(const dla__cu_k1_step *st, int32_t nst, int prof)
 
 /* The one kernel compiled for a plan (onekern_source.c): it compiles for
  * each architecture, with and without the profile's laps; its source
- * reads neg's op from the argument, says alpha's and beta's bits, and has
- * a barrier after the copies in and after each phase (none after a step
- * the next one joins); a reduce step leaves no source. n: the tests so
- * far, updated; the failures returned. */
+ * reads neg's op from the argument, says alpha's and beta's bits, has a
+ * barrier after the copies in and after each phase (none after a step the
+ * next one joins), writes the mean and the max with positions, and calls
+ * the one copy function from one site each way; a reduce the one kernel
+ * does not record (another launch shape, in parts) leaves no source. n:
+ * the tests so far, updated; the failures returned. */
 static int onekern_cases(const dla_fused_multi_args *mmax, const char *const *archs, int *n)
 {
     dla__cu_k1_step st[CHAIN_STEPS];
