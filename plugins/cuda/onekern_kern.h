@@ -118,6 +118,12 @@ void dla__cu_k1_note_elementwise(dla__cu_device *d, const dla__cu_space *sp,
 void dla__cu_k1_note_move(dla__cu_device *d, int kind, const dla__cu_space *sp,
                           const dla__cu_vw *vw, int esize, uint64_t bits);
 
+/* A region copied in or out by one group of lanes threads (its small
+ * regions, dealt round the groups) is at most this many bytes: each
+ * thread's four 16-byte units in flight; a larger one is the whole
+ * block's (dla__cu_deal_regions). */
+#define DLA__CU_K1_GROUP_BYTES(lanes) ((lanes) * 4 * 16)
+
 /* A replay runs as one kernel only if its regions are at most
  * DLA__CU_COPIES each way and K1_MAX_COPY bytes in all: one block copies
  * them. */

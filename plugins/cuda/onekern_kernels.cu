@@ -131,7 +131,7 @@ __device__ __forceinline__ void move_step(int kind, const dla__cu_k1_move &m)
 #ifndef DLA__CU_K1_LANES
 #define DLA__CU_K1_LANES 32 /* a warp: its loads coalesce */
 #endif
-#define K1_GROUP_BYTES (DLA__CU_K1_LANES * 4 * 16)
+#define K1_GROUP_BYTES DLA__CU_K1_GROUP_BYTES(DLA__CU_K1_LANES)
 
 /* DLACCEL_CUDA_K1_SHARED=1 (onekern_kern.h): p, the start of a role (a
  * copy's destination in, or its source out), as its window's address

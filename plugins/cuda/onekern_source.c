@@ -32,9 +32,6 @@
 /* Appends to src (size bytes, n used), cutting at the end. */
 #define PUT(...) n += (size_t)snprintf(src + n, n < size ? size - n : 0, __VA_ARGS__)
 
-/* A warp copies each region this small; larger ones take the block
- * (onekern_kernels.cu's K1_GROUP_BYTES, for 32 lanes). */
-#define SMALL_REGION (32 * 4 * 16)
 
 /* v as an expression of type double with its exact bits (NaN, infinities
  * and -0 included, which a decimal literal cannot all say). */
@@ -45,33 +42,40 @@ static void double_bits(double v, char *out, size_t size)
     snprintf(out, size, "__longlong_as_double(0x%016llxull)", b);
 }
 
-/* "const unsigned cD = ..." for the coordinates of position e over nd
- * dims (column-major, the last one what is left), then "const long long
- * oK = ..." for each view k of nv with its strides st[k]: the element
- * offsets dla__cu_locate and dla_fmlocate give. */
-static size_t put_locate(int nd, const long long *dims, int nv, const int *slot,
-                         const long long (*st)[8], char *src, size_t size, size_t n)
+/* The offsets of a position pos over dims[0 .. nd-1]: "const long long
+ * NAME = base + c0 * st0 + ..." for the nv names at once, with the
+ * coordinates column-major, the last one what is left (pos lies within
+ * the dims' product), as dla__cu_locate, dla_fmlocate and red_output walk
+ * them. A dim of one (or none: the loop then never runs) divides nothing.
+ * px prefixes the walk's own names (a reduce nests two). */
+static size_t put_walk(const char *pos, const char *px, int nd, const int64_t *dims, int nv,
+                       const char *const *name, const int64_t *base, const int64_t *const *st,
+                       char *src, size_t size, size_t n)
 {
-    PUT("      unsigned u = (unsigned)e;\n");
-    /* A dim of one (or none: the loop then never runs) divides nothing. */
+    PUT("      unsigned %su = (unsigned)%s;\n      (void)%su;\n", px, pos, px);
     for (int d = 0; d < nd; d++) {
-        if (d < nd - 1 && dims[d] > 1)
-            PUT("      const unsigned c%d = u %% %lluu;\n      u /= %lluu;\n", d,
-                (unsigned long long)dims[d], (unsigned long long)dims[d]);
-        else if (d < nd - 1)
-            PUT("      const unsigned c%d = 0u;\n", d);
+        if (d == nd - 1)
+            PUT("      const unsigned %sc%d = %su;\n", px, d, px);
+        else if (dims[d] > 1)
+            PUT("      const unsigned %sc%d = %su %% %lluu;\n      %su /= %lluu;\n", px, d, px,
+                (unsigned long long)dims[d], px, (unsigned long long)dims[d]);
         else
-            PUT("      const unsigned c%d = u;\n", d);
+            PUT("      const unsigned %sc%d = 0u;\n", px, d);
     }
-    for (int k = 0; k < nv; k++) {
-        PUT("      const long long o%d = 0LL", slot[k]);
+    for (int v = 0; v < nv; v++) {
+        PUT("      const long long %s = %lldLL", name[v], (long long)base[v]);
         for (int d = 0; d < nd; d++)
-            if (st[k][d] != 0)
-                PUT(" + (long long)c%d * %lldLL", d, st[k][d]);
+            if (st[v][d] != 0)
+                PUT(" + (long long)%sc%d * %lldLL", px, d, (long long)st[v][d]);
         PUT(";\n");
     }
     return n;
 }
+
+/* The offsets o0 .. o15 of views' slots (put_walk's names and bases). */
+static const char *const slot_names[16] = {"o0", "o1", "o2",  "o3",  "o4",  "o5",  "o6",  "o7",
+                                           "o8", "o9", "o10", "o11", "o12", "o13", "o14", "o15"};
+static const int64_t zeros[16];
 
 static size_t put_gemm(const dla__cu_sgemm *g, char *src, size_t size, size_t n)
 {
@@ -108,20 +112,23 @@ static size_t put_fused(const dla_fmviews *v, const dla_fprog *p, int f64, char 
                         size_t size, size_t n)
 {
     const char *T = f64 ? "double" : "float";
-    long long dims[8], st[16][8];
-    int slot[16], nv = 0;
+    int64_t dims[8], st[16][8];
+    const char *names[16];
+    const int64_t *sts[16];
+    int nv = 0;
     const int nd = v->sp.nd < 1 ? 1 : v->sp.nd > 8 ? 8 : v->sp.nd;
     for (int d = 0; d < 8; d++)
-        dims[d] = v->sp.dims[d];
+        dims[d] = (int64_t)v->sp.dims[d];
     for (int k = 0; k < 16; k++)
         if (k <= p->ninputs || (k >= 9 && k < 9 + v->nextra)) {
-            slot[nv] = k;
             for (int d = 0; d < 8; d++)
-                st[nv][d] = v->v[k].st[d];
+                st[nv][d] = (int64_t)v->v[k].st[d];
+            names[nv] = slot_names[k];
+            sts[nv] = st[nv];
             nv++;
         }
     PUT("    for (int e = threadIdx.x; e < %lld; e += blockDim.x) {\n", (long long)v->sp.n);
-    n = put_locate(nd, dims, nv, slot, (const long long(*)[8])st, src, size, n);
+    n = put_walk("e", "", nd, dims, nv, names, zeros, sts, src, size, n);
     PUT("      %s in[8];\n", T);
     for (int k = 0; k < 8; k++) {
         if (k < p->ninputs)
@@ -154,16 +161,11 @@ static size_t put_move(int kind, const dla__cu_k1_move *m, char *src, size_t siz
     const char *U = m->esize == 1   ? "unsigned char"
                     : m->esize == 4 ? "unsigned"
                                     : "unsigned long long";
-    long long dims[8], st[2][8];
-    const int slot[2] = {0, 1}, nv = kind == DLA__CU_K1_COPY ? 2 : 1;
-    const int nd = m->sp.nd < 1 ? 1 : m->sp.nd > 8 ? 8 : m->sp.nd;
-    for (int d = 0; d < 8; d++) {
-        dims[d] = d < DLA__CU_MAXD ? m->sp.dims[d] : 1;
-        for (int k = 0; k < 2; k++)
-            st[k][d] = d < DLA__CU_MAXD ? m->v[k].st[d] : 0;
-    }
+    const int nv = kind == DLA__CU_K1_COPY ? 2 : 1;
+    const int nd = m->sp.nd < 1 ? 1 : m->sp.nd > DLA__CU_MAXD ? DLA__CU_MAXD : m->sp.nd;
+    const int64_t *const sts[2] = {m->v[0].st, m->v[1].st};
     PUT("    for (int e = threadIdx.x; e < %lld; e += blockDim.x) {\n", (long long)m->sp.n);
-    n = put_locate(nd, dims, nv, slot, (const long long(*)[8])st, src, size, n);
+    n = put_walk("e", "", nd, m->sp.dims, nv, slot_names, zeros, sts, src, size, n);
     if (kind == DLA__CU_K1_FILL)
         PUT("      ((%s *)0x%llxull)[o0] = (%s)0x%llxull;\n    }\n", U,
             (unsigned long long)(uintptr_t)m->v[0].base, U, (unsigned long long)m->bits);
@@ -172,34 +174,6 @@ static size_t put_move(int kind, const dla__cu_k1_move *m, char *src, size_t siz
             (unsigned long long)(uintptr_t)m->v[0].base, U,
             (unsigned long long)(uintptr_t)m->v[1].base);
     return n;
-}
-
-/* "const long long NAME = ...": base plus the coordinates of u's
- * remainders over dims d[0 .. n-1] (u divided by each in turn) times the
- * strides st, for the names and strides of nv offsets at once. */
-static size_t put_walk(const char *u, int n, const int64_t *d, int nv, const char *const *name,
-                       const int64_t *base, const int64_t *const *st, char *src, size_t size,
-                       size_t n0)
-{
-    size_t n_ = n0;
-#define PUTW(...) n_ += (size_t)snprintf(src + n_, n_ < size ? size - n_ : 0, __VA_ARGS__)
-    PUTW("      unsigned w = (unsigned)%s;\n", u);
-    for (int k = 0; k < n; k++)
-        if (d[k] > 1)
-            PUTW("      const unsigned w%d = w %% %lluu;\n      w /= %lluu;\n", k,
-                 (unsigned long long)d[k], (unsigned long long)d[k]);
-        else
-            PUTW("      const unsigned w%d = 0u;\n", k);
-    PUTW("      (void)w;\n");
-    for (int v = 0; v < nv; v++) {
-        PUTW("      const long long %s = %lldLL", name[v], (long long)base[v]);
-        for (int k = 0; k < n; k++)
-            if (st[v][k] != 0)
-                PUTW(" + (long long)w%d * %lldLL", k, (long long)st[v][k]);
-        PUTW(";\n");
-    }
-#undef PUTW
-    return n_;
 }
 
 /* A reduce of launch shape 1 in one part (reduce_dev.cuh's thread
@@ -216,7 +190,7 @@ static size_t put_reduce(const dla__cu_red_launch *l, char *src, size_t size, si
     static const char *const out_names[3] = {"xo", "yo", "io"};
     const int64_t out_base[3] = {g->xoff, g->yoff, g->ioff};
     const int64_t *const out_st[3] = {g->kx, g->ky, g->ki};
-    n = put_walk("o", nk, g->kd, 3, out_names, out_base, out_st, src, size, n);
+    n = put_walk("o", "k", nk, g->kd, 3, out_names, out_base, out_st, src, size, n);
     PUT("      (void)io;\n      (void)yo;\n");
     const int sum = l->op == 0 || l->op == 1;
     if (sum)
@@ -225,9 +199,8 @@ static size_t put_reduce(const dla__cu_red_launch *l, char *src, size_t size, si
         PUT("      %s best = 0;\n      long long pos = -1;\n", T);
     PUT("#pragma unroll 8\n      for (int p = 0; p < %lld; p++) {\n", (long long)g->nred);
     static const char *const pos_name[1] = {"at"};
-    const int64_t zero[1] = {0};
     const int64_t *const pos_st[1] = {g->rx};
-    n = put_walk("p", nr, g->rd, 1, pos_name, zero, pos_st, src, size, n);
+    n = put_walk("p", "r", nr, g->rd, 1, pos_name, zeros, pos_st, src, size, n);
     PUT("        const %s v = ((const %s *)0x%llxull)[xo + at];\n", T, T,
         (unsigned long long)(uintptr_t)l->x);
     if (sum)
@@ -258,7 +231,7 @@ static size_t put_copies(const char *c, char *src, size_t size, size_t n)
 {
     PUT("  dla__cu_deal_regions(%s, 32u, %dLL, [&](int r, long long first, long long stride) {\n"
         "    dla_k1c_region(%s.dst[r], %s.src[r], %s.bytes[r], first, stride);\n  });\n",
-        c, SMALL_REGION, c, c, c);
+        c, (int)DLA__CU_K1_GROUP_BYTES(32), c, c, c);
     return n;
 }
 
