@@ -357,6 +357,11 @@ DLA_API dla_tensor *dla_keep(dla_tensor *t);
  * Returns t; when the scope cannot take it (out of memory) t is released
  * and an out-of-memory error tensor is returned. NULL-safe. */
 DLA_API dla_tensor *dla_scope_adopt(dla_tensor *t);
+/* How many scopes are open on the calling thread (refused ones beyond the
+ * 64 included): 0 outside any. A function that must leave them balanced
+ * can compare it before and after; a test harness closes what a failed
+ * test left open (tests/testutil.h, tu_teardown). */
+DLA_API int dla_scope_depth(void);
 
 /* -------------------------------------------------------------- randomness */
 

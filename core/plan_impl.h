@@ -49,6 +49,8 @@ typedef struct dla__field {
     size_t elsize;  /* bytes per element of the operand */
     dla_view *view; /* the operand when it is a view, else NULL */
     int written;
+    int reads; /* written, and what was there read first: scatter_add adds
+                  into y, a GEMM with beta != 0 into C */
 } dla__field;
 
 /* Fills f[] with l's memory operands; returns how many. */
@@ -72,6 +74,7 @@ typedef struct dla__cap_buffer {
     /* lowering */
     int fresh;         /* output buffer index; -1 */
     long first, last;  /* first and last use by a kept step; first < 0: unused */
+    int fixed;         /* filled once when the plan is made (fixed_fills) */
 } dla__cap_buffer;
 
 typedef struct dla__cap_launch {
@@ -189,6 +192,7 @@ typedef struct dla__plan {
     dla_tensor **consts; /* on dev, retained */
     int nconsts, hoisted;
     size_t hoisted_bytes;
+    int nfixed; /* fills run once when the plan was made, not per run */
 
     dla__storage *arena; /* NULL: no intermediates */
     size_t arena_bytes, inter_bytes;

@@ -29,6 +29,8 @@ static _Thread_local size_t depth, refused;
 
 int dla__scope_active(void) { return depth > 0; }
 
+DLA_API int dla_scope_depth(void) { return (int)(depth + refused); }
+
 static dla_status push_item(scope *s, dla_tensor *t)
 {
     if (s->count == s->capacity) {

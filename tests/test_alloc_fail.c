@@ -500,18 +500,18 @@ int main(int argc, char **argv)
     if (!mkdtemp(dir) || !write_fixed_network())
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tensors_scoped_survives_every_refused_allocation),
-        cmocka_unit_test(test_tensors_unscoped_survives_every_refused_allocation),
-        cmocka_unit_test(test_network_survives_every_refused_allocation),
-        cmocka_unit_test(test_gradient_and_update_survives_every_refused_allocation),
-        cmocka_unit_test(test_accelerated_survives_every_refused_allocation),
-        cmocka_unit_test(test_trace_file_survives_every_refused_allocation),
-        cmocka_unit_test(test_net_file_survives_every_refused_allocation),
-        cmocka_unit_test(test_net_load_survives_every_refused_allocation),
-        cmocka_unit_test(test_trainnet_survives_every_refused_allocation),
-        cmocka_unit_test(test_net_copy_survives_every_refused_allocation),
-        cmocka_unit_test(test_input_statistics_survives_every_refused_allocation),
-        cmocka_unit_test(test_trainnet_step_survives_every_refused_allocation),
+        TU_TEST(test_tensors_scoped_survives_every_refused_allocation),
+        TU_TEST(test_tensors_unscoped_survives_every_refused_allocation),
+        TU_TEST(test_network_survives_every_refused_allocation),
+        TU_TEST(test_gradient_and_update_survives_every_refused_allocation),
+        TU_TEST(test_accelerated_survives_every_refused_allocation),
+        TU_TEST(test_trace_file_survives_every_refused_allocation),
+        TU_TEST(test_net_file_survives_every_refused_allocation),
+        TU_TEST(test_net_load_survives_every_refused_allocation),
+        TU_TEST(test_trainnet_survives_every_refused_allocation),
+        TU_TEST(test_net_copy_survives_every_refused_allocation),
+        TU_TEST(test_input_statistics_survives_every_refused_allocation),
+        TU_TEST(test_trainnet_step_survives_every_refused_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);
 }

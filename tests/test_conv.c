@@ -618,20 +618,20 @@ static void errors_name_the_op_the_argument_and_the_shapes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_one_d_convolution_matches_the_hand_computed_values),
-        cmocka_unit_test(a_transposed_convolution_spreads_each_input_over_the_filter),
-        cmocka_unit_test(convolutions_match_naive_loops_for_every_option),
-        cmocka_unit_test(transposed_convolutions_match_naive_loops_for_every_option),
-        cmocka_unit_test(the_digit_cnn_shapes_give_matlab_sizes_and_keep_the_format),
-        cmocka_unit_test(a_cbt_sequence_is_convolved_along_time),
-        cmocka_unit_test(an_unformatted_x_takes_its_labels_from_data_format),
-        cmocka_unit_test(a_data_format_longer_than_x_gives_gradients_of_xs_dims),
-        cmocka_unit_test(a_bias_in_several_dims_is_read_in_column_major_order),
-        cmocka_unit_test(single_precision_agrees_with_double_on_the_fast_path),
-        cmocka_unit_test(a_strided_view_of_x_gives_the_result_of_its_dense_copy),
-        cmocka_unit_test(gradients_match_finite_differences_for_every_option),
-        cmocka_unit_test(gradients_flow_through_stacked_convolutions),
-        cmocka_unit_test(errors_name_the_op_the_argument_and_the_shapes),
+        TU_TEST(a_one_d_convolution_matches_the_hand_computed_values),
+        TU_TEST(a_transposed_convolution_spreads_each_input_over_the_filter),
+        TU_TEST(convolutions_match_naive_loops_for_every_option),
+        TU_TEST(transposed_convolutions_match_naive_loops_for_every_option),
+        TU_TEST(the_digit_cnn_shapes_give_matlab_sizes_and_keep_the_format),
+        TU_TEST(a_cbt_sequence_is_convolved_along_time),
+        TU_TEST(an_unformatted_x_takes_its_labels_from_data_format),
+        TU_TEST(a_data_format_longer_than_x_gives_gradients_of_xs_dims),
+        TU_TEST(a_bias_in_several_dims_is_read_in_column_major_order),
+        TU_TEST(single_precision_agrees_with_double_on_the_fast_path),
+        TU_TEST(a_strided_view_of_x_gives_the_result_of_its_dense_copy),
+        TU_TEST(gradients_match_finite_differences_for_every_option),
+        TU_TEST(gradients_flow_through_stacked_convolutions),
+        TU_TEST(errors_name_the_op_the_argument_and_the_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

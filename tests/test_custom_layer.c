@@ -947,21 +947,21 @@ static void trainnet_trains_a_network_with_a_custom_layer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(registering_checks_the_definition),
-        cmocka_unit_test(errors_name_the_layer),
-        cmocka_unit_test(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),
-        cmocka_unit_test(a_graph_with_a_two_input_custom_layer),
-        cmocka_unit_test(the_summary_shows_the_type_learnables_and_description),
-        cmocka_unit_test(accelerated_predict_and_forward_equal_eager),
-        cmocka_unit_test(a_model_loss_accelerated_with_the_network_as_ctx),
-        cmocka_unit_test(the_page_layer_has_the_gradients_of_finite_differences),
-        cmocka_unit_test(a_backward_of_its_own_is_used_when_given),
-        cmocka_unit_test(forward_updates_the_state_predict_reads_it),
-        cmocka_unit_test(state_with_a_backward_of_its_own),
-        cmocka_unit_test(a_trace_file_names_the_custom_type),
-        cmocka_unit_test(save_and_load_keep_the_type_and_its_properties),
-        cmocka_unit_test(loading_an_unregistered_type_is_an_error_naming_it),
-        cmocka_unit_test(trainnet_trains_a_network_with_a_custom_layer),
+        TU_TEST(registering_checks_the_definition),
+        TU_TEST(errors_name_the_layer),
+        TU_TEST(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),
+        TU_TEST(a_graph_with_a_two_input_custom_layer),
+        TU_TEST(the_summary_shows_the_type_learnables_and_description),
+        TU_TEST(accelerated_predict_and_forward_equal_eager),
+        TU_TEST(a_model_loss_accelerated_with_the_network_as_ctx),
+        TU_TEST(the_page_layer_has_the_gradients_of_finite_differences),
+        TU_TEST(a_backward_of_its_own_is_used_when_given),
+        TU_TEST(forward_updates_the_state_predict_reads_it),
+        TU_TEST(state_with_a_backward_of_its_own),
+        TU_TEST(a_trace_file_names_the_custom_type),
+        TU_TEST(save_and_load_keep_the_type_and_its_properties),
+        TU_TEST(loading_an_unregistered_type_is_an_error_naming_it),
+        TU_TEST(trainnet_trains_a_network_with_a_custom_layer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -18,6 +18,8 @@
 #include <dlaccel/conv.h>
 #include <dlaccel/loss.h>
 
+#include "testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,11 +238,11 @@ static void test_accelerated_replay(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_cbt),
-        cmocka_unit_test(test_dense_conv_views_reach_the_device_dense),
-        cmocka_unit_test(test_binary_permuted),
-        cmocka_unit_test(test_gather_permuted),
-        cmocka_unit_test(test_accelerated_replay),
+        TU_TEST(test_conv_cbt),
+        TU_TEST(test_dense_conv_views_reach_the_device_dense),
+        TU_TEST(test_binary_permuted),
+        TU_TEST(test_gather_permuted),
+        TU_TEST(test_accelerated_replay),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

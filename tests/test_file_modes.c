@@ -197,11 +197,11 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_saved_network_has_the_umask_mode_or_keeps_the_old_one),
-        cmocka_unit_test(test_a_saved_trace_has_the_umask_mode_or_keeps_the_old_one),
-        cmocka_unit_test(test_a_network_saved_to_a_fifo_goes_through_it),
-        cmocka_unit_test(test_a_trace_saved_to_a_fifo_goes_through_it),
-        cmocka_unit_test(test_a_chart_written_to_a_fifo_goes_through_it),
+        TU_TEST(test_a_saved_network_has_the_umask_mode_or_keeps_the_old_one),
+        TU_TEST(test_a_saved_trace_has_the_umask_mode_or_keeps_the_old_one),
+        TU_TEST(test_a_network_saved_to_a_fifo_goes_through_it),
+        TU_TEST(test_a_trace_saved_to_a_fifo_goes_through_it),
+        TU_TEST(test_a_chart_written_to_a_fifo_goes_through_it),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(dir);

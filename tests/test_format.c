@@ -131,16 +131,16 @@ static void test_find_dim_locates_labels(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_common_formats_are_accepted),
-        cmocka_unit_test(test_labels_past_the_dims_are_trailing_singletons),
-        cmocka_unit_test(test_non_canonical_format_reorders_the_data),
-        cmocka_unit_test(test_spatial_dims_keep_their_relative_order),
-        cmocka_unit_test(test_two_batch_labels_are_refused),
-        cmocka_unit_test(test_two_channel_and_time_labels_are_refused),
-        cmocka_unit_test(test_unknown_label_is_refused),
-        cmocka_unit_test(test_too_few_labels_for_the_dims_is_refused),
-        cmocka_unit_test(test_too_many_labels_is_refused),
-        cmocka_unit_test(test_find_dim_locates_labels),
+        TU_TEST(test_common_formats_are_accepted),
+        TU_TEST(test_labels_past_the_dims_are_trailing_singletons),
+        TU_TEST(test_non_canonical_format_reorders_the_data),
+        TU_TEST(test_spatial_dims_keep_their_relative_order),
+        TU_TEST(test_two_batch_labels_are_refused),
+        TU_TEST(test_two_channel_and_time_labels_are_refused),
+        TU_TEST(test_unknown_label_is_refused),
+        TU_TEST(test_too_few_labels_for_the_dims_is_refused),
+        TU_TEST(test_too_many_labels_is_refused),
+        TU_TEST(test_find_dim_locates_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

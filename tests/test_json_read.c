@@ -170,10 +170,10 @@ int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_documents_read_as_jansson_reads_them),
-        cmocka_unit_test(test_bad_documents_are_refused_with_the_place),
-        cmocka_unit_test(test_nesting_is_bounded),
-        cmocka_unit_test(test_every_refused_allocation_is_out_of_memory),
+        TU_TEST(test_good_documents_read_as_jansson_reads_them),
+        TU_TEST(test_bad_documents_are_refused_with_the_place),
+        TU_TEST(test_nesting_is_bounded),
+        TU_TEST(test_every_refused_allocation_is_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -840,22 +840,22 @@ int main(void)
     dla_set_allocator(tu_alloc, NULL);
     dla_rng_seed(3);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crossentropy_of_a_small_batch_by_hand),
-        cmocka_unit_test(test_regression_losses_by_hand),
-        cmocka_unit_test(test_a_zero_probability_gives_a_large_finite_loss_and_nan_stays_nan),
-        cmocka_unit_test(test_every_loss_option_matches_a_naive_loop),
-        cmocka_unit_test(test_every_loss_option_has_the_finite_difference_gradient),
-        cmocka_unit_test(test_loss_gradients_on_image_data_with_class_weights_and_mask),
-        cmocka_unit_test(test_data_format_labels_an_unformatted_y_in_any_order),
-        cmocka_unit_test(test_targets_of_another_dtype_are_converted),
-        cmocka_unit_test(test_loss_errors_name_the_argument_and_the_shapes),
-        cmocka_unit_test(test_onehotencode_puts_each_label_on_its_class),
-        cmocka_unit_test(test_onehotencode_refuses_labels_outside_the_classes),
-        cmocka_unit_test(test_onehotencode_keeps_an_accelerated_trace_free_of_host_reads),
-        cmocka_unit_test(test_crossentropy_names_a_class_count_mismatch),
-        cmocka_unit_test(test_onehotdecode_takes_the_first_largest_and_round_trips),
-        cmocka_unit_test(test_comparisons_broadcast_and_compare_any_dtypes),
-        cmocka_unit_test(test_where_picks_and_passes_gradients_to_the_picked_side),
+        TU_TEST(test_crossentropy_of_a_small_batch_by_hand),
+        TU_TEST(test_regression_losses_by_hand),
+        TU_TEST(test_a_zero_probability_gives_a_large_finite_loss_and_nan_stays_nan),
+        TU_TEST(test_every_loss_option_matches_a_naive_loop),
+        TU_TEST(test_every_loss_option_has_the_finite_difference_gradient),
+        TU_TEST(test_loss_gradients_on_image_data_with_class_weights_and_mask),
+        TU_TEST(test_data_format_labels_an_unformatted_y_in_any_order),
+        TU_TEST(test_targets_of_another_dtype_are_converted),
+        TU_TEST(test_loss_errors_name_the_argument_and_the_shapes),
+        TU_TEST(test_onehotencode_puts_each_label_on_its_class),
+        TU_TEST(test_onehotencode_refuses_labels_outside_the_classes),
+        TU_TEST(test_onehotencode_keeps_an_accelerated_trace_free_of_host_reads),
+        TU_TEST(test_crossentropy_names_a_class_count_mismatch),
+        TU_TEST(test_onehotdecode_takes_the_first_largest_and_round_trips),
+        TU_TEST(test_comparisons_broadcast_and_compare_any_dtypes),
+        TU_TEST(test_where_picks_and_passes_gradients_to_the_picked_side),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -692,21 +692,21 @@ static void a_table_freed_twice_or_used_after_is_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_sequence_has_matlabs_tables_and_names),
-        cmocka_unit_test(bad_graphs_fail_naming_the_layer),
-        cmocka_unit_test(initializers_have_matlabs_statistics),
-        cmocka_unit_test(the_summary_lists_layers_activations_and_learnables),
-        cmocka_unit_test(forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs),
-        cmocka_unit_test(an_accelerated_model_loss_takes_the_learnables_as_inputs),
-        cmocka_unit_test(copies_casts_and_sets_keep_tables_consistent),
-        cmocka_unit_test(every_refused_allocation_fails_cleanly),
-        cmocka_unit_test(eager_predict_holds_only_the_activations_still_to_be_read),
-        cmocka_unit_test(freeing_a_network_twice_is_refused_and_logged),
-        cmocka_unit_test(a_network_used_after_it_was_freed_is_an_error),
-        cmocka_unit_test(a_layer_goes_into_one_network_only),
-        cmocka_unit_test(sizes_too_large_say_so),
-        cmocka_unit_test(a_mini_batch_queue_freed_twice_or_used_after_is_refused),
-        cmocka_unit_test(a_table_freed_twice_or_used_after_is_refused),
+        TU_TEST(a_sequence_has_matlabs_tables_and_names),
+        TU_TEST(bad_graphs_fail_naming_the_layer),
+        TU_TEST(initializers_have_matlabs_statistics),
+        TU_TEST(the_summary_lists_layers_activations_and_learnables),
+        TU_TEST(forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs),
+        TU_TEST(an_accelerated_model_loss_takes_the_learnables_as_inputs),
+        TU_TEST(copies_casts_and_sets_keep_tables_consistent),
+        TU_TEST(every_refused_allocation_fails_cleanly),
+        TU_TEST(eager_predict_holds_only_the_activations_still_to_be_read),
+        TU_TEST(freeing_a_network_twice_is_refused_and_logged),
+        TU_TEST(a_network_used_after_it_was_freed_is_an_error),
+        TU_TEST(a_layer_goes_into_one_network_only),
+        TU_TEST(sizes_too_large_say_so),
+        TU_TEST(a_mini_batch_queue_freed_twice_or_used_after_is_refused),
+        TU_TEST(a_table_freed_twice_or_used_after_is_refused),
     };
     dla_set_allocator(tu_alloc, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);

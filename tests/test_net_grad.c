@@ -243,11 +243,11 @@ static void a_copy_used_beside_its_network_adds_nothing_to_its_gradient(void **s
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(cnn_with_batchnorm_has_the_gradients_of_finite_differences),
-        cmocka_unit_test(graph_with_addition_and_concatenation_differentiates_every_branch),
-        cmocka_unit_test(conv1d_and_global_pooling_over_time_differentiate),
-        cmocka_unit_test(lstm_gradients_match_finite_differences_in_both_output_modes),
-        cmocka_unit_test(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),
+        TU_TEST(cnn_with_batchnorm_has_the_gradients_of_finite_differences),
+        TU_TEST(graph_with_addition_and_concatenation_differentiates_every_branch),
+        TU_TEST(conv1d_and_global_pooling_over_time_differentiate),
+        TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
+        TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

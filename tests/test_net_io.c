@@ -487,13 +487,13 @@ int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_saved_network_loads_back_bit_for_bit),
-        cmocka_unit_test(the_file_is_a_safetensors_file),
-        cmocka_unit_test(factors_survive_copy_save_and_load),
-        cmocka_unit_test(an_lstm_state_of_a_batch_survives_copy_save_and_load),
-        cmocka_unit_test(broken_and_foreign_files_are_refused_with_the_reason),
-        cmocka_unit_test(truncated_and_flipped_files_never_crash_or_leak),
-        cmocka_unit_test(a_header_length_past_the_file_is_refused_before_it_is_used),
+        TU_TEST(a_saved_network_loads_back_bit_for_bit),
+        TU_TEST(the_file_is_a_safetensors_file),
+        TU_TEST(factors_survive_copy_save_and_load),
+        TU_TEST(an_lstm_state_of_a_batch_survives_copy_save_and_load),
+        TU_TEST(broken_and_foreign_files_are_refused_with_the_reason),
+        TU_TEST(truncated_and_flipped_files_never_crash_or_leak),
+        TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -450,17 +450,17 @@ static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(image_input_zscore_subtracts_mean_and_divides_by_std),
-        cmocka_unit_test(input_statistics_come_from_data),
-        cmocka_unit_test(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
-        cmocka_unit_test(conv1d_convolves_along_time_and_causal_pads_before),
-        cmocka_unit_test(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
-        cmocka_unit_test(activations_match_their_ops),
-        cmocka_unit_test(pooling_layers_match_their_ops),
-        cmocka_unit_test(fully_connected_and_flatten_match_their_ops),
-        cmocka_unit_test(addition_and_concatenation_join_named_inputs),
-        cmocka_unit_test(an_addition_of_inputs_of_other_sizes_is_refused),
-        cmocka_unit_test(lstm_matches_a_loop_written_out_in_both_output_modes),
+        TU_TEST(image_input_zscore_subtracts_mean_and_divides_by_std),
+        TU_TEST(input_statistics_come_from_data),
+        TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
+        TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
+        TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
+        TU_TEST(activations_match_their_ops),
+        TU_TEST(pooling_layers_match_their_ops),
+        TU_TEST(fully_connected_and_flatten_match_their_ops),
+        TU_TEST(addition_and_concatenation_join_named_inputs),
+        TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),
+        TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,12 +205,12 @@ static void test_activation_errors_name_the_op_and_argument(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_leakyrelu_and_elu_follow_matlab),
-        cmocka_unit_test(test_gelu_uses_erf_by_default_and_tanh_on_request),
-        cmocka_unit_test(test_softmax_normalizes_over_the_channel_dim_of_each_format),
-        cmocka_unit_test(test_softmax_stays_finite_for_large_inputs),
-        cmocka_unit_test(test_activation_gradients_match_finite_differences),
-        cmocka_unit_test(test_activation_errors_name_the_op_and_argument),
+        TU_TEST(test_leakyrelu_and_elu_follow_matlab),
+        TU_TEST(test_gelu_uses_erf_by_default_and_tanh_on_request),
+        TU_TEST(test_softmax_normalizes_over_the_channel_dim_of_each_format),
+        TU_TEST(test_softmax_stays_finite_for_large_inputs),
+        TU_TEST(test_activation_gradients_match_finite_differences),
+        TU_TEST(test_activation_errors_name_the_op_and_argument),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

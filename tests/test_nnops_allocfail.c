@@ -61,7 +61,7 @@ int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_nn_op_survives_each_failed_allocation),
+        TU_TEST(test_every_nn_op_survives_each_failed_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,11 +172,11 @@ static void test_dropout_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dropout_mask_is_the_uniform_draw_against_prob),
-        cmocka_unit_test(test_dropout_repeats_with_the_seed_and_differs_without),
-        cmocka_unit_test(test_dropout_gradient_is_the_same_mask),
-        cmocka_unit_test(test_an_accelerated_dropout_draws_a_new_mask_per_call_as_eager_does),
-        cmocka_unit_test(test_dropout_errors),
+        TU_TEST(test_dropout_mask_is_the_uniform_draw_against_prob),
+        TU_TEST(test_dropout_repeats_with_the_seed_and_differs_without),
+        TU_TEST(test_dropout_gradient_is_the_same_mask),
+        TU_TEST(test_an_accelerated_dropout_draws_a_new_mask_per_call_as_eager_does),
+        TU_TEST(test_dropout_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,11 +206,11 @@ static void test_the_nn_ops_replay_under_dla_accelerate_as_eager(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fullyconnect_by_hand),
-        cmocka_unit_test(test_fullyconnect_flattens_space_and_channels_and_keeps_time),
-        cmocka_unit_test(test_fullyconnect_gradients_match_finite_differences),
-        cmocka_unit_test(test_fullyconnect_errors_name_both_shapes),
-        cmocka_unit_test(test_the_nn_ops_replay_under_dla_accelerate_as_eager),
+        TU_TEST(test_fullyconnect_by_hand),
+        TU_TEST(test_fullyconnect_flattens_space_and_channels_and_keeps_time),
+        TU_TEST(test_fullyconnect_gradients_match_finite_differences),
+        TU_TEST(test_fullyconnect_errors_name_both_shapes),
+        TU_TEST(test_the_nn_ops_replay_under_dla_accelerate_as_eager),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -522,16 +522,16 @@ static void test_normalization_errors_name_the_op_argument_and_shapes(void **sta
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_batchnorm_training_updates_the_running_statistics_as_matlab),
-        cmocka_unit_test(test_batchnorm_statistics_keep_their_digits_in_single),
-        cmocka_unit_test(test_batchnorm_sums_give_the_same_bits_on_every_call),
-        cmocka_unit_test(test_batchnorm_statistics_span_every_dim_but_channels),
-        cmocka_unit_test(test_batchnorm_inference_uses_the_given_statistics),
-        cmocka_unit_test(test_layer_group_and_instance_norms_pick_their_dims),
-        cmocka_unit_test(test_normalization_gradients_match_finite_differences),
-        cmocka_unit_test(test_running_statistics_carry_no_gradient),
-        cmocka_unit_test(test_normalization_errors_name_the_op_argument_and_shapes),
-        cmocka_unit_test(test_norms_of_an_empty_batch_are_empty),
+        TU_TEST(test_batchnorm_training_updates_the_running_statistics_as_matlab),
+        TU_TEST(test_batchnorm_statistics_keep_their_digits_in_single),
+        TU_TEST(test_batchnorm_sums_give_the_same_bits_on_every_call),
+        TU_TEST(test_batchnorm_statistics_span_every_dim_but_channels),
+        TU_TEST(test_batchnorm_inference_uses_the_given_statistics),
+        TU_TEST(test_layer_group_and_instance_norms_pick_their_dims),
+        TU_TEST(test_normalization_gradients_match_finite_differences),
+        TU_TEST(test_running_statistics_carry_no_gradient),
+        TU_TEST(test_normalization_errors_name_the_op_argument_and_shapes),
+        TU_TEST(test_norms_of_an_empty_batch_are_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -379,13 +379,13 @@ static void test_pooling_errors_name_the_op_argument_and_shapes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_dim_pooling_by_hand),
-        cmocka_unit_test(test_two_dim_pooling_matches_naive_loops),
-        cmocka_unit_test(test_one_and_three_dim_and_time_pooling_match_naive_loops),
-        cmocka_unit_test(test_global_pooling_reduces_space_or_time),
-        cmocka_unit_test(test_pooling_gradients_match_finite_differences),
-        cmocka_unit_test(test_max_pool_gradient_goes_to_the_first_maximum),
-        cmocka_unit_test(test_pooling_errors_name_the_op_argument_and_shapes),
+        TU_TEST(test_one_dim_pooling_by_hand),
+        TU_TEST(test_two_dim_pooling_matches_naive_loops),
+        TU_TEST(test_one_and_three_dim_and_time_pooling_match_naive_loops),
+        TU_TEST(test_global_pooling_reduces_space_or_time),
+        TU_TEST(test_pooling_gradients_match_finite_differences),
+        TU_TEST(test_max_pool_gradient_goes_to_the_first_maximum),
+        TU_TEST(test_pooling_errors_name_the_op_argument_and_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

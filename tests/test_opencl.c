@@ -941,18 +941,18 @@ static void a_fused_program_pair_with_a_bad_y2_fails_naming_it(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_trace_recorded_on_cpu_replays_on_opencl_within_tolerance),
-        cmocka_unit_test(a_trace_recorded_on_opencl_replays_on_cpu_within_tolerance),
-        cmocka_unit_test(planned_replays_on_opencl_give_eager_bits_and_run_fused_programs),
-        cmocka_unit_test(planned_replays_on_opencl_keep_several_results_per_launch_with_eager_bits),
-        cmocka_unit_test(planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bits),
-        cmocka_unit_test(a_fused_program_gives_the_same_bits_interpreted_and_compiled),
-        cmocka_unit_test(a_fused_multi_program_stores_its_registers_interpreted_and_compiled),
-        cmocka_unit_test(a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled),
-        cmocka_unit_test(a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin),
-        cmocka_unit_test(a_fused_program_pair_with_a_bad_y2_fails_naming_it),
-        cmocka_unit_test(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
-        cmocka_unit_test(scatter_add_into_a_long_table_agrees_with_the_cpu_plugin),
+        TU_TEST(a_trace_recorded_on_cpu_replays_on_opencl_within_tolerance),
+        TU_TEST(a_trace_recorded_on_opencl_replays_on_cpu_within_tolerance),
+        TU_TEST(planned_replays_on_opencl_give_eager_bits_and_run_fused_programs),
+        TU_TEST(planned_replays_on_opencl_keep_several_results_per_launch_with_eager_bits),
+        TU_TEST(planned_replays_on_opencl_draw_on_the_device_with_the_cpu_plugins_bits),
+        TU_TEST(a_fused_program_gives_the_same_bits_interpreted_and_compiled),
+        TU_TEST(a_fused_multi_program_stores_its_registers_interpreted_and_compiled),
+        TU_TEST(a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled),
+        TU_TEST(a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin),
+        TU_TEST(a_fused_program_pair_with_a_bad_y2_fails_naming_it),
+        TU_TEST(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
+        TU_TEST(scatter_add_into_a_long_table_agrees_with_the_cpu_plugin),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -184,8 +184,8 @@ int main(void)
     /* The plugin's plan_end line is a debug line. */
     setenv("DLACCEL_LOG", "debug", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_planned_replay_waits_once_and_gives_eager_bits),
-        cmocka_unit_test(a_launch_that_fails_inside_a_plan_is_the_replays_error_and_named),
+        TU_TEST(a_planned_replay_waits_once_and_gives_eager_bits),
+        TU_TEST(a_launch_that_fails_inside_a_plan_is_the_replays_error_and_named),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -292,14 +292,14 @@ static void a_network_trains_through_its_learnables_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sgdm_steps_as_matlab_computes_them),
-        cmocka_unit_test(adam_steps_with_bias_correction),
-        cmocka_unit_test(rmsprop_steps_as_matlab_computes_them),
-        cmocka_unit_test(dlupdate_applies_a_function_to_every_entry),
-        cmocka_unit_test(l2_and_clipping_treat_gradients_as_trainnet_does),
-        cmocka_unit_test(gradients_and_states_of_other_dims_are_refused),
-        cmocka_unit_test(schedules_drop_piecewise_and_warm_up),
-        cmocka_unit_test(a_network_trains_through_its_learnables_table),
+        TU_TEST(sgdm_steps_as_matlab_computes_them),
+        TU_TEST(adam_steps_with_bias_correction),
+        TU_TEST(rmsprop_steps_as_matlab_computes_them),
+        TU_TEST(dlupdate_applies_a_function_to_every_entry),
+        TU_TEST(l2_and_clipping_treat_gradients_as_trainnet_does),
+        TU_TEST(gradients_and_states_of_other_dims_are_refused),
+        TU_TEST(schedules_drop_piecewise_and_warm_up),
+        TU_TEST(a_network_trains_through_its_learnables_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

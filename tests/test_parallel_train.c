@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 static void shares_divide_with_the_remainder_to_the_first(void **state)
 {
     (void)state;
@@ -206,14 +208,14 @@ static void trainnet_parallel_in_a_world_of_one(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(shares_divide_with_the_remainder_to_the_first),
-        cmocka_unit_test(a_global_batch_smaller_than_the_workers_leaves_some_at_zero),
-        cmocka_unit_test(bad_share_arguments_are_named),
-        cmocka_unit_test(combine_in_a_world_of_one_scales_by_the_weight),
-        cmocka_unit_test(combine_splits_into_buckets_in_order),
-        cmocka_unit_test(combined_state_of_the_whole_batch_is_its_own),
-        cmocka_unit_test(trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu),
-        cmocka_unit_test(trainnet_parallel_in_a_world_of_one),
+        TU_TEST(shares_divide_with_the_remainder_to_the_first),
+        TU_TEST(a_global_batch_smaller_than_the_workers_leaves_some_at_zero),
+        TU_TEST(bad_share_arguments_are_named),
+        TU_TEST(combine_in_a_world_of_one_scales_by_the_weight),
+        TU_TEST(combine_splits_into_buckets_in_order),
+        TU_TEST(combined_state_of_the_whole_batch_is_its_own),
+        TU_TEST(trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu),
+        TU_TEST(trainnet_parallel_in_a_world_of_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,6 +56,7 @@ typedef struct plan_info {
     int fills;        /* steps that are fills */
     int reduces;      /* steps that are reduces */
     int gemms;        /* steps that are GEMMs */
+    int fixed;        /* fills of constants run once, when the plan was made */
     char why[512];
 } plan_info;
 
@@ -78,8 +79,11 @@ static plan_info plan_of(dla_trace *t, const char *dev)
     const char *m = strstr(text, key);
     if (m) {
         m += strlen(key);
+        const char *f = strstr(m, "moved to the device once (");
         if (sscanf(m, "arena %zu bytes for %d intermediates of %zu bytes", &pi.arena, &pi.ninter,
-                   &pi.inter) == 3)
+                   &pi.inter) == 3 &&
+            f && sscanf(f, "moved to the device once (%*u bytes); %d fills of constants run once",
+                        &pi.fixed) == 1)
             pi.found = 1;
         else
             snprintf(pi.why, sizeof pi.why, "%.*s", (int)strcspn(m, "\n"), m);
@@ -445,6 +449,77 @@ static void in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits(void
     dla_accel_free(af);
 }
 
+/* call_matches_eager for a function that takes gradients: through
+ * dla_accel_feval and dla_feval. */
+static void feval_matches_eager(dla_accel *af, dla_function fn, int nin, dla_tensor *const *in,
+                                int nout)
+{
+    dla_tensor *got[16], *want[16];
+    assert_true(nout <= 16);
+    if (dla_accel_feval(af, NULL, nin, in, nout, got) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_feval(fn, NULL, nin, in, nout, want), DLA_OK);
+    for (int i = 0; i < nout; i++)
+        assert_same_bits(got[i], want[i]);
+}
+
+/* A fill that only launches read stays in the arena from one run to the
+ * next; fills that something writes after run every time: the zeros that
+ * dla_index's gradient adds into, and the padding around dla_pad's copy. */
+static dla_status fills_read_and_written(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                         dla_tensor **out)
+{
+    out[0] = dla_sum(dla_mul(dla_index(in[0], 2, in[1]), in[2]), 0, NULL);
+    out[1] = dla_pad(in[0], 2, (const int64_t[]){1, 0}, (const int64_t[]){0, 2}, -0.5);
+    return dla_gradient(out[0], 1, in, out + 2);
+}
+
+static void fills_of_constants_run_once_and_the_others_every_run(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(23);
+    /* The weighted cross-entropy clamps the softmax at the least normal
+     * float, a fill inside the trace that the comparison and the where
+     * after it only read. Later steps' intermediates would take its place
+     * in the arena if it were not its own. */
+    float t[4 * 8];
+    for (int b = 0; b < 8; b++)
+        for (int c = 0; c < 4; c++)
+            t[b * 4 + c] = b % 4 == c;
+    dla_tensor *in[3] = {NULL, dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(4, 8)),
+                         dla_tensor_from_host((const float[]){0.1f, 0.2f, 0.3f, 0.4f}, DLA_F32, "",
+                                              DLA_DIMS(4, 1))};
+    dla_accel *af = dla_accelerate(weighted_ce, NULL);
+    for (int call = 0; call < 6; call++) {
+        /* Saturated logits in calls 3 and 5: the clamp is taken. */
+        in[0] = dla_affine(dla_randn(DLA_F32, "CB", DLA_DIMS(4, 8)), call % 2 ? 200.0 : 2.0, 0.0);
+        feval_matches_eager(af, weighted_ce, 3, in, 2);
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 4);
+    assert_int_equal(pi.fixed, 1);
+    assert_int_equal(pi.fills, 0);
+    dla_accel_free(af);
+
+    /* The index's gradient: zeros, then a scatter_add into them; the pad:
+     * a fill, then the copy of x into its middle. */
+    dla_accel *bf = dla_accelerate(fills_read_and_written, NULL);
+    const int32_t pos[5] = {2, 0, 2, 1, 2};
+    dla_tensor *idx = dla_tensor_from_host(pos, DLA_I32, "", DLA_DIMS(1, 5));
+    for (int call = 0; call < 5; call++) {
+        dla_tensor *x = dla_randn(DLA_F64, "", DLA_DIMS(3, 3)), *w = dla_randn(DLA_F64, "", DLA_DIMS(3, 5));
+        feval_matches_eager(bf, fills_read_and_written, 3, (dla_tensor *[]){x, idx, w}, 3);
+    }
+    pi = accel_plan(bf, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 3);
+    assert_int_equal(pi.fixed, 0);
+    assert_int_equal(pi.fills, 2);
+    dla_accel_free(bf);
+    dla_scope_end();
+}
+
 /* A convolution with a bias and what reads its result (ctx: which): 0
  * inference's batchnorm and a relu, 1 a relu, 2 a relu and the result
  * itself (an output), 3 a comparison. in: cnn_inputs' but in[5], in[6]
@@ -585,13 +660,14 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
  * whose results are read again later (by the chain, transposed, through
  * other dims, broadcast after a sum, as outputs), batchnorm's own program
  * and convolutions with a bias, which the planner merges into fused and
- * fused_multi launches. Each op picks its operands among all earlier
+ * fused_multi launches; gathers, whose gradients add into zeros, and pads,
+ * copies into a fill. Each op picks its operands among all earlier
  * values. */
 #define RG_INPUTS 3
 #define RG_OPS 24
 #define RG_OUTPUTS 3
 typedef struct rand_graph {
-    int kind[RG_OPS];  /* 0..16 */
+    int kind[RG_OPS];  /* 0..18 */
     int a[RG_OPS], b[RG_OPS];
     double alpha[RG_OPS];
     int out[RG_OUTPUTS];
@@ -669,6 +745,17 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
         case 16: /* halves of two values side by side */
             r = dla_cat(2, 2, (dla_tensor *[]){dla_slice(a, 2, 0, 1, 3), dla_slice(b, 2, 3, 1, 6)});
             break;
+        case 17: { /* columns gathered with repeats: the gradient adds into zeros */
+            static const int32_t cols[6] = {5, 0, 5, 2, 2, 1};
+            r = dla_index(a, 2, dla_tensor_from_host(cols, DLA_I32, "", DLA_DIMS(1, 6)));
+            break;
+        }
+        case 18: /* padded, and a window of it: a fill, then a copy into it */
+            r = dla_slice(dla_slice(dla_pad(a, 2, (const int64_t[]){1, 0},
+                                            (const int64_t[]){0, 1}, g->alpha[k]),
+                                    1, 0, 1, 6),
+                          2, 1, 1, 7);
+            break;
         default: /* the same elements through other dims */
             r = dla_reshape(dla_mul(dla_reshape(a, "", 2, (const int64_t[]){36, 1}),
                                     dla_reshape(b, "", 2, (const int64_t[]){36, 1})),
@@ -713,7 +800,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
     rand_graph g;
     for (int k = 0; k < RG_OPS; k++) {
         const int nv = RG_INPUTS + k;
-        g.kind[k] = RG_NEXT(17);
+        g.kind[k] = RG_NEXT(19);
         /* Mostly recent values, so runs form; sometimes an old one. */
         g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
         g.b[k] = RG_NEXT(nv);
@@ -1158,25 +1245,26 @@ int main(void)
         setenv("DLACCEL_PLUGIN_PATH", buf, 1);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_trace_without_replays_says_it_has_no_plan_yet),
-        cmocka_unit_test(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
-        cmocka_unit_test(a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager),
-        cmocka_unit_test(outer_products_run_elementwise_with_the_bits_of_the_gemm),
-        cmocka_unit_test(constants_of_one_value_join_the_chain_with_the_bits_of_eager),
-        cmocka_unit_test(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
-        cmocka_unit_test(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
-        cmocka_unit_test(a_parameter_update_is_one_launch_that_keeps_both_results),
-        cmocka_unit_test(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
-        cmocka_unit_test(random_elementwise_graphs_plan_to_eager_bits),
-        cmocka_unit_test(random_graphs_gradients_plan_to_eager_bits),
-        cmocka_unit_test(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
-        cmocka_unit_test(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
-        cmocka_unit_test(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
-        cmocka_unit_test(outputs_of_one_replay_survive_the_next),
-        cmocka_unit_test(inputs_laid_out_otherwise_record_their_own_trace_with_the_same_results),
-        cmocka_unit_test(inputs_sharing_memory_wait_for_a_call_without_to_be_planned),
-        cmocka_unit_test(a_replay_inside_dla_feval_is_recorded_on_its_tape),
-        cmocka_unit_test(threads_sharing_one_plan_each_get_their_own_results),
+        TU_TEST(a_trace_without_replays_says_it_has_no_plan_yet),
+        TU_TEST(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
+        TU_TEST(a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager),
+        TU_TEST(outer_products_run_elementwise_with_the_bits_of_the_gemm),
+        TU_TEST(constants_of_one_value_join_the_chain_with_the_bits_of_eager),
+        TU_TEST(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
+        TU_TEST(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
+        TU_TEST(fills_of_constants_run_once_and_the_others_every_run),
+        TU_TEST(a_parameter_update_is_one_launch_that_keeps_both_results),
+        TU_TEST(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
+        TU_TEST(random_elementwise_graphs_plan_to_eager_bits),
+        TU_TEST(random_graphs_gradients_plan_to_eager_bits),
+        TU_TEST(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
+        TU_TEST(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
+        TU_TEST(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
+        TU_TEST(outputs_of_one_replay_survive_the_next),
+        TU_TEST(inputs_laid_out_otherwise_record_their_own_trace_with_the_same_results),
+        TU_TEST(inputs_sharing_memory_wait_for_a_call_without_to_be_planned),
+        TU_TEST(a_replay_inside_dla_feval_is_recorded_on_its_tape),
+        TU_TEST(threads_sharing_one_plan_each_get_their_own_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -254,11 +254,11 @@ static void a_display_freed_twice_or_used_after_is_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bar_fits_the_width_and_shows_the_rate),
-        cmocka_unit_test(bar_degrades_on_narrow_terminals),
-        cmocka_unit_test(bar_follows_a_change_of_width),
-        cmocka_unit_test(pipe_gets_plain_lines_with_the_rate),
-        cmocka_unit_test(a_display_freed_twice_or_used_after_is_refused),
+        TU_TEST(bar_fits_the_width_and_shows_the_rate),
+        TU_TEST(bar_degrades_on_narrow_terminals),
+        TU_TEST(bar_follows_a_change_of_width),
+        TU_TEST(pipe_gets_plain_lines_with_the_rate),
+        TU_TEST(a_display_freed_twice_or_used_after_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -417,17 +417,17 @@ int main(void)
     dla_set_allocator(tu_alloc, NULL);
     dla_rng_seed(5);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cat_joins_along_each_dim_as_a_naive_loop),
-        cmocka_unit_test(test_cat_stacks_matrices_along_a_new_dim),
-        cmocka_unit_test(test_cat_of_more_tensors_than_a_node_holds),
-        cmocka_unit_test(test_cat_gradients_are_slices_of_the_result_gradient),
-        cmocka_unit_test(test_cat_errors_name_the_tensor_and_the_dims),
-        cmocka_unit_test(test_pad_surrounds_x_with_the_value),
-        cmocka_unit_test(test_pad_gradient_is_the_interior),
-        cmocka_unit_test(test_index_gathers_positions_with_repeats),
-        cmocka_unit_test(test_index_gradient_adds_repeats_into_their_position),
-        cmocka_unit_test(test_slices_of_a_reshaped_input_send_their_gradients_back_to_it),
-        cmocka_unit_test(test_huge_steps_and_paddings_do_not_wrap),
+        TU_TEST(test_cat_joins_along_each_dim_as_a_naive_loop),
+        TU_TEST(test_cat_stacks_matrices_along_a_new_dim),
+        TU_TEST(test_cat_of_more_tensors_than_a_node_holds),
+        TU_TEST(test_cat_gradients_are_slices_of_the_result_gradient),
+        TU_TEST(test_cat_errors_name_the_tensor_and_the_dims),
+        TU_TEST(test_pad_surrounds_x_with_the_value),
+        TU_TEST(test_pad_gradient_is_the_interior),
+        TU_TEST(test_index_gathers_positions_with_repeats),
+        TU_TEST(test_index_gradient_adds_repeats_into_their_position),
+        TU_TEST(test_slices_of_a_reshaped_input_send_their_gradients_back_to_it),
+        TU_TEST(test_huge_steps_and_paddings_do_not_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

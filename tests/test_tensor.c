@@ -933,6 +933,28 @@ static void test_an_extra_scope_end_is_logged(void **state)
     dla_scope_end();
 }
 
+/* dla_scope_depth counts every dla_scope_begin not yet ended, those
+ * refused beyond 64 too, so ending that many closes them all. */
+static void test_scope_depth_counts_the_open_scopes(void **state)
+{
+    assert_int_equal(dla_scope_depth(), 0); /* tu_teardown closed any left before */
+    dla_scope_begin();
+    dla_scope_begin();
+    assert_int_equal(dla_scope_depth(), 2);
+    dla_scope_end();
+    assert_int_equal(dla_scope_depth(), 1);
+    for (int i = 0; i < 70; i++) /* six beyond the limit of 64, refused */
+        dla_scope_begin();
+    assert_int_equal(dla_scope_depth(), 71);
+    for (int i = 0; i < 71; i++)
+        dla_scope_end();
+    assert_int_equal(dla_scope_depth(), 0);
+    dla_clear_error();
+    dla_scope_end(); /* one too many: logged, and the depth stays 0 */
+    assert_int_equal(dla_last_status(), DLA_ERR_STATE);
+    assert_int_equal(dla_scope_depth(), 0);
+}
+
 /* ------------------------------------ element counts that overflow (issue 17) */
 
 static void test_dims_whose_count_overflows_are_refused_by_name(void **state)
@@ -1043,42 +1065,43 @@ static void test_logical_data_from_the_host_is_zero_or_one(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_version_and_status_strings),
-        cmocka_unit_test(test_device_is_the_selected_one),
-        cmocka_unit_test(test_host_data_round_trips_in_every_dtype),
-        cmocka_unit_test(test_to_host_refuses_a_short_buffer),
-        cmocka_unit_test(test_zeros_ones_full_fill_every_element),
-        cmocka_unit_test(test_bad_dims_are_refused_with_the_argument_named),
-        cmocka_unit_test(test_rand_matches_the_philox_known_answer),
-        cmocka_unit_test(test_same_seed_gives_the_same_numbers),
-        cmocka_unit_test(test_rand_and_randn_have_the_right_distribution),
-        cmocka_unit_test(test_slice_selects_start_step_stop),
-        cmocka_unit_test(test_permute_moves_dims_and_their_labels),
-        cmocka_unit_test(test_squeeze_drops_singletons_and_their_labels),
-        cmocka_unit_test(test_reshape_is_a_view_when_strides_allow),
-        cmocka_unit_test(test_a_view_keeps_its_storage_alive),
-        cmocka_unit_test(test_binary_ops_broadcast_like_matlab),
-        cmocka_unit_test(test_binary_ops_read_strided_views),
-        cmocka_unit_test(test_mismatched_shapes_name_the_dims),
-        cmocka_unit_test(test_unary_ops_match_libm),
-        cmocka_unit_test(test_reductions_over_dim_sets),
-        cmocka_unit_test(test_mtimes_matches_a_naive_product),
-        cmocka_unit_test(test_pagemtimes_transposes_and_broadcasts_pages),
-        cmocka_unit_test(test_cast_converts_between_dtypes),
-        cmocka_unit_test(test_a_message_quoting_the_last_error_keeps_it_whole),
-        cmocka_unit_test(test_errors_stick_through_a_chain_of_ops),
-        cmocka_unit_test(test_scope_releases_temporaries_and_keep_moves_them_out),
-        cmocka_unit_test(test_tensors_move_between_every_pair_of_devices),
-        cmocka_unit_test(test_describe_names_dims_type_format_device),
-        cmocka_unit_test(test_releasing_a_tensor_twice_is_refused_and_logged),
-        cmocka_unit_test(test_a_stale_tensor_is_caught_after_a_thousand_releases),
-        cmocka_unit_test(test_releasing_a_tensor_a_scope_owns_is_refused),
-        cmocka_unit_test(test_a_tensor_used_after_its_scope_ended_is_an_error),
-        cmocka_unit_test(test_an_extra_scope_end_is_logged),
-        cmocka_unit_test(test_dims_whose_count_overflows_are_refused_by_name),
-        cmocka_unit_test(test_an_accelerated_function_freed_twice_or_used_after_is_refused),
-        cmocka_unit_test(test_a_trace_released_twice_or_used_after_is_refused),
-        cmocka_unit_test(test_logical_data_from_the_host_is_zero_or_one),
+        TU_TEST(test_version_and_status_strings),
+        TU_TEST(test_device_is_the_selected_one),
+        TU_TEST(test_host_data_round_trips_in_every_dtype),
+        TU_TEST(test_to_host_refuses_a_short_buffer),
+        TU_TEST(test_zeros_ones_full_fill_every_element),
+        TU_TEST(test_bad_dims_are_refused_with_the_argument_named),
+        TU_TEST(test_rand_matches_the_philox_known_answer),
+        TU_TEST(test_same_seed_gives_the_same_numbers),
+        TU_TEST(test_rand_and_randn_have_the_right_distribution),
+        TU_TEST(test_slice_selects_start_step_stop),
+        TU_TEST(test_permute_moves_dims_and_their_labels),
+        TU_TEST(test_squeeze_drops_singletons_and_their_labels),
+        TU_TEST(test_reshape_is_a_view_when_strides_allow),
+        TU_TEST(test_a_view_keeps_its_storage_alive),
+        TU_TEST(test_binary_ops_broadcast_like_matlab),
+        TU_TEST(test_binary_ops_read_strided_views),
+        TU_TEST(test_mismatched_shapes_name_the_dims),
+        TU_TEST(test_unary_ops_match_libm),
+        TU_TEST(test_reductions_over_dim_sets),
+        TU_TEST(test_mtimes_matches_a_naive_product),
+        TU_TEST(test_pagemtimes_transposes_and_broadcasts_pages),
+        TU_TEST(test_cast_converts_between_dtypes),
+        TU_TEST(test_a_message_quoting_the_last_error_keeps_it_whole),
+        TU_TEST(test_errors_stick_through_a_chain_of_ops),
+        TU_TEST(test_scope_releases_temporaries_and_keep_moves_them_out),
+        TU_TEST(test_tensors_move_between_every_pair_of_devices),
+        TU_TEST(test_describe_names_dims_type_format_device),
+        TU_TEST(test_releasing_a_tensor_twice_is_refused_and_logged),
+        TU_TEST(test_a_stale_tensor_is_caught_after_a_thousand_releases),
+        TU_TEST(test_releasing_a_tensor_a_scope_owns_is_refused),
+        TU_TEST(test_a_tensor_used_after_its_scope_ended_is_an_error),
+        TU_TEST(test_an_extra_scope_end_is_logged),
+        TU_TEST(test_scope_depth_counts_the_open_scopes),
+        TU_TEST(test_dims_whose_count_overflows_are_refused_by_name),
+        TU_TEST(test_an_accelerated_function_freed_twice_or_used_after_is_refused),
+        TU_TEST(test_a_trace_released_twice_or_used_after_is_refused),
+        TU_TEST(test_logical_data_from_the_host_is_zero_or_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

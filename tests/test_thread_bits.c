@@ -38,6 +38,8 @@
 
 #include <dlaccel.h>
 
+#include "testutil.h"
+
 static const int team_sizes[] = {1, 2, 3, 5};
 #define NTEAMS ((int)(sizeof team_sizes / sizeof team_sizes[0]))
 
@@ -276,10 +278,10 @@ static void test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reductions_have_the_same_bits_with_any_thread_count),
-        cmocka_unit_test(test_cnn_step_has_the_same_bits_with_any_thread_count),
-        cmocka_unit_test(test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count),
-        cmocka_unit_test(
+        TU_TEST(test_reductions_have_the_same_bits_with_any_thread_count),
+        TU_TEST(test_cnn_step_has_the_same_bits_with_any_thread_count),
+        TU_TEST(test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count),
+        TU_TEST(
             test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

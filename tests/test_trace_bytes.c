@@ -172,8 +172,8 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_the_same_function_recorded_twice_saves_the_same_bytes),
-        cmocka_unit_test(test_saving_one_trace_twice_gives_the_same_bytes),
+        TU_TEST(test_the_same_function_recorded_twice_saves_the_same_bytes),
+        TU_TEST(test_saving_one_trace_twice_gives_the_same_bytes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     const char *names[] = {"warm.dlt", "a.dlt", "b.dlt", "c.dlt", "d.dlt"};

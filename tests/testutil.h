@@ -9,6 +9,7 @@
 #include <dlaccel.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Not every suite uses every helper. */
@@ -57,5 +58,25 @@ TU_UNUSED static int tu_close(double a, double b, double tol)
         return isnan(a) && isnan(b);
     return fabs(a - b) <= tol * (1.0 + fabs(b));
 }
+
+/* Each suite's tests run through TU_TEST, so that cmocka calls this after
+ * every test, passed or failed. A failed assertion leaves its test by a
+ * long jump, with the test's scopes still open; an open scope keeps
+ * references that a later test expects released, and that test failed too
+ * (test_accel's stale-constant test after any earlier failure). Closing
+ * them here keeps one failure to one test. A test that passed and still
+ * left a scope open fails here (cmocka reports the teardown). */
+TU_UNUSED static int tu_teardown(void **state)
+{
+    (void)state;
+    const int open = dla_scope_depth();
+    for (int i = 0; i < open; i++)
+        dla_scope_end();
+    tu_fail_at = 0;
+    if (open)
+        fprintf(stderr, "tu_teardown: the test left %d scope%s open\n", open, open > 1 ? "s" : "");
+    return open ? -1 : 0;
+}
+#define TU_TEST(f) cmocka_unit_test_teardown(f, tu_teardown)
 
 #endif
