@@ -660,14 +660,15 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
  * whose results are read again later (by the chain, transposed, through
  * other dims, broadcast after a sum, as outputs), batchnorm's own program
  * and convolutions with a bias, which the planner merges into fused and
- * fused_multi launches; gathers, whose gradients add into zeros, and pads,
- * copies into a fill. Each op picks its operands among all earlier
- * values. */
+ * fused_multi launches; gathers, whose gradients add into zeros, pads
+ * (copies into a fill), softmaxes updated in place, overlapping pools
+ * whose gradients add, and casts. Each op picks its operands among all
+ * earlier values. */
 #define RG_INPUTS 3
 #define RG_OPS 24
 #define RG_OUTPUTS 3
 typedef struct rand_graph {
-    int kind[RG_OPS];  /* 0..18 */
+    int kind[RG_OPS];  /* 0..21 */
     int a[RG_OPS], b[RG_OPS];
     double alpha[RG_OPS];
     int out[RG_OUTPUTS];
@@ -750,6 +751,23 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
             r = dla_index(a, 2, dla_tensor_from_host(cols, DLA_I32, "", DLA_DIMS(1, 6)));
             break;
         }
+        case 19: /* a softmax over 6 channels of 6 (updated in place), or its log */
+            r = dla_reshape(g->alpha[k] >= 0.0
+                                ? dla_softmax(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6}))
+                                : dla_logsoftmax(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6})),
+                            "", 2, (const int64_t[]){6, 6});
+            break;
+        case 20: { /* overlapping 3x3 windows, "same": max or mean, whose gradients add */
+            dla_tensor *x = dla_reshape(a, "SSCB", 4, (const int64_t[]){6, 6, 1, 1});
+            const dla_pool_options same = {.padding_mode = "same"};
+            x = g->alpha[k] >= 0.0 ? dla_maxpool(x, 2, (const int64_t[]){3, 3}, &same)
+                                   : dla_avgpool(x, 2, (const int64_t[]){3, 3}, &same);
+            r = dla_reshape(x, "", 2, (const int64_t[]){6, 6});
+            break;
+        }
+        case 21: /* through double and back: casts */
+            r = dla_cast(dla_affine(dla_cast(a, DLA_F64), g->alpha[k], 1.0 / 3.0), DLA_F32);
+            break;
         case 18: /* padded, and a window of it: a fill, then a copy into it */
             r = dla_slice(dla_slice(dla_pad(a, 2, (const int64_t[]){1, 0},
                                             (const int64_t[]){0, 1}, g->alpha[k]),
@@ -800,7 +818,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
     rand_graph g;
     for (int k = 0; k < RG_OPS; k++) {
         const int nv = RG_INPUTS + k;
-        g.kind[k] = RG_NEXT(19);
+        g.kind[k] = RG_NEXT(22);
         /* Mostly recent values, so runs form; sometimes an old one. */
         g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
         g.b[k] = RG_NEXT(nv);
