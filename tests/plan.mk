@@ -6,6 +6,10 @@ tests_test_plan_SOURCES = tests/test_plan.c tests/testutil.h
 tests_test_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_plan_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm -lpthread
 TESTS += tests/test_plan
+EXTRA_DIST += tests/plan_on_opencl.sh
+if HAVE_OPENCL
+TESTS += tests/plan_on_opencl.sh
+endif
 tests_test_fused_kernels_SOURCES = tests/test_fused_kernels.c
 tests_test_fused_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_fused_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

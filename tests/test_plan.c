@@ -495,7 +495,7 @@ static void fills_of_constants_run_once_and_the_others_every_run(void **state)
         in[0] = dla_affine(dla_randn(DLA_F32, "CB", DLA_DIMS(4, 8)), call % 2 ? 200.0 : 2.0, 0.0);
         feval_matches_eager(af, weighted_ce, 3, in, 2);
     }
-    plan_info pi = accel_plan(af, "cpu:0");
+    plan_info pi = accel_plan(af, dla_device_name(dla_device_default()));
     assert_true(pi.found);
     assert_int_equal(pi.runs, 4);
     assert_int_equal(pi.fixed, 1);
@@ -511,7 +511,7 @@ static void fills_of_constants_run_once_and_the_others_every_run(void **state)
         dla_tensor *x = dla_randn(DLA_F64, "", DLA_DIMS(3, 3)), *w = dla_randn(DLA_F64, "", DLA_DIMS(3, 5));
         feval_matches_eager(bf, fills_read_and_written, 3, (dla_tensor *[]){x, idx, w}, 3);
     }
-    pi = accel_plan(bf, "cpu:0");
+    pi = accel_plan(bf, dla_device_name(dla_device_default()));
     assert_true(pi.found);
     assert_int_equal(pi.runs, 3);
     assert_int_equal(pi.fixed, 0);
@@ -846,7 +846,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
             assert_same_bits(got[i], want[i]);
         in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
     }
-    plan_info pi = accel_plan(af, "cpu:0");
+    plan_info pi = accel_plan(af, dla_device_name(dla_device_default()));
     dla_accel_free(af);
     return pi;
 }
@@ -889,7 +889,7 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
     assert_true(gemms > 0 && gemms <= inner);
     /* The graphs did exercise both kinds of merge. */
     assert_true(fused > 60);
-    if (dla_device_runs_natively(dla_device_get("cpu:0"), DLA_KERNEL_FUSED_MULTI, DLA_F32))
+    if (dla_device_runs_natively(dla_device_default(), DLA_KERNEL_FUSED_MULTI, DLA_F32))
         assert_true(multi > 30);
     dla_scope_end();
 }
@@ -1262,6 +1262,11 @@ int main(void)
         snprintf(buf, sizeof buf, "%s%s%s/tests/plugins.d", path ? path : "", path ? ":" : "", build);
         setenv("DLACCEL_PLUGIN_PATH", buf, 1);
     }
+    /* tests/plan_on_opencl.sh runs the random graphs, which plan on the
+     * default device (DLACCEL_DEVICE), there. */
+    const char *filter = getenv("DLA_TEST_FILTER");
+    if (filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         TU_TEST(a_trace_without_replays_says_it_has_no_plan_yet),
         TU_TEST(planned_mlp_replays_equal_eager_bit_for_bit_and_run_fused_chains),
