@@ -644,13 +644,14 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
  * and convolutions with a bias, which the planner merges into fused and
  * fused_multi launches; gathers, whose gradients add into zeros, pads
  * (copies into a fill), softmaxes updated in place, overlapping pools
- * whose gradients add, and casts. Each op picks its operands among all
+ * whose gradients add, casts, training batch and group normalizations,
+ * other functions and a loss. Each op picks its operands among all
  * earlier values. */
 #define RG_INPUTS 3
 #define RG_OPS 24
 #define RG_OUTPUTS 3
 typedef struct rand_graph {
-    int kind[RG_OPS];  /* 0..21 */
+    int kind[RG_OPS];  /* 0..25 */
     int a[RG_OPS], b[RG_OPS];
     double alpha[RG_OPS];
     int out[RG_OUTPUTS];
@@ -750,6 +751,31 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
         case 21: /* through double and back: casts */
             r = dla_cast(dla_affine(dla_cast(a, DLA_F64), g->alpha[k], 1.0 / 3.0), DLA_F32);
             break;
+        case 22: { /* training batchnorm over 6 channels of 6, and its new running mean */
+            static const float off[6] = {0.5f, -0.25f, 0.0f, 1.0f, -1.5f, 0.125f};
+            static const float sc[6] = {1.0f, 2.0f, 0.5f, -1.0f, 1.25f, 0.75f};
+            dla_tensor *o = dla_tensor_from_host(off, DLA_F32, "", DLA_DIMS(6, 1));
+            dla_tensor *f = dla_tensor_from_host(sc, DLA_F32, "", DLA_DIMS(6, 1));
+            dla_tensor *y = NULL, *nm = NULL;
+            dla_batchnorm_train(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6}), o, f, o, f,
+                                NULL, &y, &nm, NULL);
+            r = dla_add(dla_reshape(y, "", 2, (const int64_t[]){6, 6}),
+                        dla_reshape(nm, "", 2, (const int64_t[]){6, 1}));
+            break;
+        }
+        case 23: /* a group normalization: 2 groups of 3 channels per observation */
+            r = dla_reshape(dla_groupnorm(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6}), 2,
+                                          dla_zeros(DLA_F32, "", DLA_DIMS(6, 1)),
+                                          dla_ones(DLA_F32, "", DLA_DIMS(6, 1)), NULL),
+                            "", 2, (const int64_t[]){6, 6});
+            break;
+        case 24: /* functions other than the arithmetic ones */
+            r = g->alpha[k] >= 0.0 ? dla_mul(dla_sigmoid(a), dla_tanh(b))
+                                   : dla_gelu(dla_leakyrelu(a, 0.125), NULL);
+            break;
+        case 25: /* a loss, scaling a */
+            r = dla_mul(a, dla_mse(a, b, &(dla_regression_loss_options){.data_format = "CB"}));
+            break;
         case 18: /* padded, and a window of it: a fill, then a copy into it */
             r = dla_slice(dla_slice(dla_pad(a, 2, (const int64_t[]){1, 0},
                                             (const int64_t[]){0, 1}, g->alpha[k]),
@@ -800,7 +826,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
     rand_graph g;
     for (int k = 0; k < RG_OPS; k++) {
         const int nv = RG_INPUTS + k;
-        g.kind[k] = RG_NEXT(22);
+        g.kind[k] = RG_NEXT(26);
         /* Mostly recent values, so runs form; sometimes an old one. */
         g.a[k] = RG_NEXT(4) ? nv - 1 - RG_NEXT(nv < 3 ? nv : 3) : RG_NEXT(nv);
         g.b[k] = RG_NEXT(nv);
