@@ -78,7 +78,8 @@ endif
 # accelerate suite checks every replay against eager, bit for bit, and
 # that the device ran some itself, and once more with fill not native,
 # whose memory calls end recordings part way (accel_on_graphwrap_flush.sh);
-# the training suite runs on it too, and it passes check-plugin
+# the training suite and test_plan's random graphs (plan_on_graphwrap.sh)
+# run on it too, and it passes check-plugin
 # (tests/conformance.sh).
 check_LTLIBRARIES += tests/plugins/libdlaccel-graphwrap.la
 tests_plugins_libdlaccel_graphwrap_la_SOURCES = tests/plugins/graphwrap.c tests/plugins/cpu_inner.h
@@ -93,11 +94,12 @@ $(DLA_GRAPHWRAP_MANIFEST): $(top_srcdir)/tests/plugins/graphwrap.json.in Makefil
 	$< > $@
 check_DATA += $(DLA_GRAPHWRAP_MANIFEST)
 CLEANFILES += $(DLA_GRAPHWRAP_MANIFEST)
-TESTS += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh tests/train_on_graphwrap.sh
+TESTS += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh tests/train_on_graphwrap.sh \
+	tests/plan_on_graphwrap.sh
 EXTRA_DIST += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh \
-	tests/train_on_graphwrap.sh
+	tests/train_on_graphwrap.sh tests/plan_on_graphwrap.sh
 tests/conformance.sh.log tests/accel_on_graphwrap.sh.log tests/accel_on_graphwrap_flush.sh.log \
-	tests/train_on_graphwrap.sh.log: \
+	tests/train_on_graphwrap.sh.log tests/plan_on_graphwrap.sh.log: \
 	$(DLA_GRAPHWRAP_MANIFEST)
 
 # The cpu plugin's cache of freed blocks: its policy decision by decision

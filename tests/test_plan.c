@@ -57,6 +57,7 @@ typedef struct plan_info {
     int reduces;      /* steps that are reduces */
     int gemms;        /* steps that are GEMMs */
     int fixed;        /* fills of constants run once, when the plan was made */
+    long device_runs; /* runs the device made itself (plan_replay), -1: none offered */
     char why[512];
 } plan_info;
 
@@ -88,6 +89,10 @@ static plan_info plan_of(dla_trace *t, const char *dev)
         else
             snprintf(pi.why, sizeof pi.why, "%.*s", (int)strcspn(m, "\n"), m);
     }
+    snprintf(key, sizeof key, "plan runs on %s offered whole to the device (plan_replay): ", dev);
+    const char *d = strstr(text, key);
+    if (!d || sscanf(d + strlen(key), "%ld run by the device itself", &pi.device_runs) != 1)
+        pi.device_runs = -1;
     snprintf(key, sizeof key, "plan steps on %s: ", dev);
     const char *s = strstr(text, key);
     if (s)
@@ -650,6 +655,11 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
 #define RG_INPUTS 3
 #define RG_OPS 24
 #define RG_OUTPUTS 3
+/* Calls per graph: one records, one plans, and the plan runs the other
+ * five, so that a device serving plan_replay as the cuda plugin does runs
+ * one itself (graphwrap records the third run, checks the fourth against
+ * the recording and replays it from the fifth). */
+#define RG_CALLS 7
 typedef struct rand_graph {
     int kind[RG_OPS];  /* 0..25 */
     int a[RG_OPS], b[RG_OPS];
@@ -815,11 +825,11 @@ static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, 
     return dla_gradient(loss, nin, in, out + 1);
 }
 
-/* A random graph drawn from the xorshift state *r, and 4 calls of it
+/* A random graph drawn from the xorshift state *r, and RG_CALLS calls of it
  * (grad: of its loss and gradients) through af and eagerly, with new
  * inputs in between: each replay's results are eager's bits. Counts the
  * outer products (kind 12) and the GEMMs of inner dim 6 (kind 13) drawn;
- * returns the plan on cpu:0. */
+ * returns the plan on the default device. */
 static plan_info random_graph_round(unsigned long long *r, int grad, int *outer, int *inner)
 {
 #define RG_NEXT(n) (*r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17, (int)(*r % (unsigned long long)(n)))
@@ -843,7 +853,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
     const dla_function fn = grad ? rand_graph_grad_fn : rand_graph_fn;
     const int nout = grad ? 1 + RG_INPUTS : RG_OUTPUTS;
     dla_accel *af = dla_accelerate(fn, NULL);
-    for (int call = 0; call < 4; call++) {
+    for (int call = 0; call < RG_CALLS; call++) {
         dla_tensor *got[1 + RG_INPUTS + RG_OUTPUTS], *want[1 + RG_INPUTS + RG_OUTPUTS];
         const dla_status st = grad ? dla_accel_feval(af, &g, RG_INPUTS, in, nout, got)
                                    : dla_accel_call(af, &g, RG_INPUTS, in, nout, got);
@@ -867,9 +877,16 @@ static void random_graphs_gradients_plan_to_eager_bits(void **state)
     dla_rng_seed(29);
     unsigned long long r = 0x2545f4914f6cdd1dULL;
     int planned = 0, outer = 0, inner = 0;
-    for (int round = 0; round < 40; round++)
-        planned += random_graph_round(&r, 1, &outer, &inner).found;
+    long device_runs = 0;
+    for (int round = 0; round < 40; round++) {
+        const plan_info pi = random_graph_round(&r, 1, &outer, &inner);
+        planned += pi.found;
+        device_runs += pi.device_runs > 0 ? pi.device_runs : 0;
+    }
     assert_int_equal(planned, 40);
+    /* plan_on_graphwrap.sh: the device ran runs of each plan itself. */
+    if (getenv("DLA_TEST_EXPECT_DEVICE_RUNS"))
+        assert_true(device_runs >= 40);
     dla_scope_end();
 }
 
@@ -879,14 +896,18 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
     dla_rng_seed(23);
     unsigned long long r = 0x9e3779b97f4a7c15ULL;
     int multi = 0, fused = 0, outer = 0, inner = 0, gemms = 0;
+    long device_runs = 0;
     for (int round = 0; round < 60; round++) {
         plan_info pi = random_graph_round(&r, 0, &outer, &inner);
         assert_true(pi.found);
-        assert_int_equal(pi.runs, 2);
+        assert_int_equal(pi.runs, RG_CALLS - 2);
         multi += pi.nmulti;
         fused += pi.nfused;
         gemms += pi.gemms;
+        device_runs += pi.device_runs > 0 ? pi.device_runs : 0;
     }
+    if (getenv("DLA_TEST_EXPECT_DEVICE_RUNS"))
+        assert_true(device_runs >= 60);
     print_message("random graphs: %d fused launches, %d of them keeping several results; %d "
                   "outer products, %d GEMMs of inner dim 6, %d GEMMs planned\n", fused, multi,
                   outer, inner, gemms);
