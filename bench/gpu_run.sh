@@ -8,7 +8,7 @@
 #   check   dlaccel devices, dlaccel check-plugin on cuda:0 (every kernel
 #           against the cpu plugin), with graphs and NVRTC both on
 #   suites  the tensor, autodiff, accelerate, training and layer suites
-#           with DLACCEL_DEVICE=cuda
+#           with DLACCEL_DEVICE=cuda, and test_plan's random graphs there
 #   bench   dlaccel-bench on cuda:0, the replay workloads: the digit CNN's
 #           train step (loss and gradients; and with its update inside)
 #           and inference at batch 128 and 1024, the tiny MLP
@@ -235,7 +235,8 @@ step_profile() {
 
 step_suites() {
     local t rc
-    # test_plan is left out: it asks for the plans of cpu:0 by name.
+    # test_plan as a whole is left out: it asks for the plans of cpu:0 by
+    # name (its random graphs run below).
     for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm \
         test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim; do
         [ -x "$s/bin/$t" ] || continue
@@ -245,6 +246,17 @@ step_suites() {
         line "suite $t (DLACCEL_DEVICE=cuda): exit $rc, ok $(grep -c '^ok' "$out/suite_$t.log"), not ok $(grep -c '^not ok' "$out/suite_$t.log")"
         grep -A4 '^not ok' "$out/suite_$t.log" | head -10
     done
+    # test_plan's random graphs, which plan on the default device: each
+    # planned replay on cuda (graphs, one kernel) against eager there, bit
+    # for bit, with each graph's last runs the device's own. Longer: many
+    # distinct fused programs, each compiled by NVRTC when it recurs.
+    [ -x "$s/bin/test_plan" ] || return 0
+    DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 \
+        DLA_TEST_FILTER='*graphs_*plan_to_eager_bits' timeout 240 "$s/bin/test_plan" \
+        >"$out/suite_test_plan_graphs.log" 2>&1
+    rc=$?
+    line "suite test_plan random graphs (DLACCEL_DEVICE=cuda): exit $rc, ok $(grep -c '^ok' "$out/suite_test_plan_graphs.log"), not ok $(grep -c '^not ok' "$out/suite_test_plan_graphs.log")"
+    grep -A4 '^not ok' "$out/suite_test_plan_graphs.log" | head -10
 }
 
 step_bench() {
