@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -829,7 +830,8 @@ static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, 
  * (grad: of its loss and gradients) through af and eagerly, with new
  * inputs in between: each replay's results are eager's bits. Counts the
  * outer products (kind 12) and the GEMMs of inner dim 6 (kind 13) drawn;
- * returns the plan on the default device. */
+ * then the trace saved and loaded, replayed once more. Returns the plan on
+ * the default device. */
 static plan_info random_graph_round(unsigned long long *r, int grad, int *outer, int *inner)
 {
 #define RG_NEXT(n) (*r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17, (int)(*r % (unsigned long long)(n)))
@@ -865,6 +867,25 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
         in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
     }
     plan_info pi = accel_plan(af, dla_device_name(dla_device_default()));
+    /* The trace through a file (every op's attributes written and read
+     * back) replays with eager's bits too. */
+    dla_trace *t = dla_accel_trace(af, 0), *back = NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dla-plan-graph-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(dla_trace_save(t, path), DLA_OK);
+    if (dla_trace_load(path, &back) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    unlink(path);
+    dla_tensor *got[1 + RG_INPUTS + RG_OUTPUTS], *want[1 + RG_INPUTS + RG_OUTPUTS];
+    assert_int_equal(dla_trace_replay(back, RG_INPUTS, in, nout, got), DLA_OK);
+    assert_int_equal(dla_feval(fn, &g, RG_INPUTS, in, nout, want), DLA_OK);
+    for (int i = 0; i < nout; i++)
+        assert_same_bits(got[i], want[i]);
+    dla_trace_release(back);
+    dla_trace_release(t);
     dla_accel_free(af);
     return pi;
 }
