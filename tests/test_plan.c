@@ -1096,6 +1096,59 @@ static void a_trace_moving_data_between_devices_replays_op_by_op_and_says_why(vo
     dla_accel_free(af);
 }
 
+/* Results that are not plain new values: an input itself, views of an
+ * input, a constant made inside, one value returned twice, a view of
+ * another result, a transposed copy. */
+static dla_status odd_results(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    dla_tensor *y = dla_add(in[0], in[1]);
+    out[0] = in[0];
+    out[1] = dla_slice(in[1], 2, 1, 2, 5);
+    out[2] = dla_permute(in[0], 2, (const int64_t[]){2, 1});
+    out[3] = dla_ones(DLA_F32, "", DLA_DIMS(2, 2));
+    out[4] = y;
+    out[5] = y;
+    out[6] = dla_slice(y, 1, 1, 1, 3);
+    out[7] = dla_reshape(dla_mul(y, in[1]), "", 2, (const int64_t[]){5, 3});
+    return dla_tensor_status(out[7]);
+}
+
+static void results_that_are_inputs_views_constants_or_repeats_replay_as_eager(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(31);
+    dla_accel *af = dla_accelerate(odd_results, NULL);
+    dla_tensor *kept[8], *kept_want[8];
+    for (int call = 0; call < 6; call++) {
+        dla_tensor *in[2] = {dla_randn(DLA_F32, "", DLA_DIMS(3, 5)),
+                             dla_randn(DLA_F32, "", DLA_DIMS(3, 5))};
+        dla_tensor *got[8], *want[8];
+        if (dla_accel_call(af, NULL, 2, in, 8, got) != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        assert_int_equal(dla_feval(odd_results, NULL, 2, in, 8, want), DLA_OK);
+        for (int i = 0; i < 8; i++) {
+            assert_same_bits(got[i], want[i]);
+            assert_int_equal(dla_tensor_ndims(got[i]), dla_tensor_ndims(want[i]));
+            for (int d = 1; d <= dla_tensor_ndims(got[i]); d++)
+                assert_int_equal(dla_tensor_dim(got[i], d), dla_tensor_dim(want[i], d));
+        }
+        /* Call 3's results (the scope holds them) are still its own after
+         * two more replays. */
+        for (int i = 0; i < 8 && call == 3; i++) {
+            kept[i] = got[i];
+            kept_want[i] = want[i];
+        }
+        for (int i = 0; i < 8 && call == 5; i++)
+            assert_same_bits(kept[i], kept_want[i]);
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 4);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 static void outputs_of_one_replay_survive_the_next(void **state)
 {
     dla_scope_begin();
@@ -1334,6 +1387,7 @@ int main(void)
         TU_TEST(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
         TU_TEST(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
         TU_TEST(outputs_of_one_replay_survive_the_next),
+        TU_TEST(results_that_are_inputs_views_constants_or_repeats_replay_as_eager),
         TU_TEST(inputs_laid_out_otherwise_record_their_own_trace_with_the_same_results),
         TU_TEST(inputs_sharing_memory_wait_for_a_call_without_to_be_planned),
         TU_TEST(a_replay_inside_dla_feval_is_recorded_on_its_tape),
