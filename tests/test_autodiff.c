@@ -623,6 +623,115 @@ static void test_a_cast_to_single_passes_the_gradient_back_in_double(void **stat
     dla_scope_end();
 }
 
+/* ------------------------------------------- composed gradients, random */
+
+/* Random graphs of smooth ops over 6x6 doubles: each op's gradient has
+ * its own check, so what these test is composition, values read several
+ * times, through views (slices, a transpose, a reshape), broadcast, and
+ * into gradients that add up (a gather's repeats, a pad's interior), as
+ * a model's code composes them. Smooth ops only, so that the central
+ * differences never straddle a kink. */
+#define RD_INPUTS 3
+#define RD_OPS 10
+#define RD_KINDS 19
+typedef struct rd_graph {
+    int kind[RD_OPS], a[RD_OPS], b[RD_OPS], keep;
+    double alpha[RD_OPS];
+} rd_graph;
+
+static dla_tensor *rd_op(const rd_graph *g, int k, dla_tensor *a, dla_tensor *b)
+{
+    static const int64_t d66[2] = {6, 6};
+    const double al = g->alpha[k];
+    switch (g->kind[k]) {
+    case 0: return dla_add(a, b);
+    case 1: return dla_sub(a, dla_permute(b, 2, (const int64_t[]){2, 1}));
+    case 2: return dla_mul(a, b);
+    case 3: return dla_affine(a, al, 0.25);
+    case 4: return dla_add(a, dla_square(b));
+    case 5: return dla_add(a, dla_affine(dla_sum(b, 0, NULL), 0.05, 0.0)); /* broadcast */
+    case 6: { /* an outer product of a column of a and a row of b, views into them */
+        const int64_t c = ((int64_t)(al * 2.0) + 4) % 6;
+        return dla_mtimes(dla_slice(a, 2, c, 1, c + 1), dla_slice(b, 1, c, 1, c + 1));
+    }
+    case 7: return dla_affine(al >= 0.0 ? dla_mtimes(a, b) : dla_pagemtimes(a, "transpose", b, "none"), 0.2, 0.0);
+    case 8: return dla_sub(a, dla_affine(dla_sum(b, 1, (const int64_t[]){2}), 1.0 / 6.0, 0.0));
+    case 9: return dla_cat(2, 2, (dla_tensor *[]){dla_slice(a, 2, 0, 1, 3), dla_slice(b, 2, 3, 1, 6)});
+    case 10: { /* columns gathered with repeats */
+        static const int32_t cols[6] = {5, 0, 5, 2, 2, 1};
+        return dla_index(a, 2, dla_tensor_from_host(cols, DLA_I32, "", DLA_DIMS(1, 6)));
+    }
+    case 11: /* padded by al, and a window of it */
+        return dla_slice(dla_slice(dla_pad(a, 2, (const int64_t[]){1, 0}, (const int64_t[]){0, 1}, al),
+                                   1, 0, 1, 6),
+                         2, 1, 1, 7);
+    case 12:
+        return dla_reshape(al >= 0.0 ? dla_softmax(dla_reshape(a, "CB", 2, d66))
+                                     : dla_logsoftmax(dla_reshape(a, "CB", 2, d66)),
+                           "", 2, d66);
+    case 13: { /* overlapping 3x3 windows, averaged */
+        dla_tensor *x = dla_reshape(a, "SSCB", 4, (const int64_t[]){6, 6, 1, 1});
+        const dla_pool_options same = {.padding_mode = "same"};
+        return dla_reshape(dla_avgpool(x, 2, (const int64_t[]){3, 3}, &same), "", 2, d66);
+    }
+    case 14: return dla_mul(dla_sigmoid(a), dla_tanh(b));
+    case 15: /* a loss, bounded, scaling a */
+        return dla_mul(a, dla_tanh(dla_mse(a, b, &(dla_regression_loss_options){.data_format = "CB"})));
+    case 16: { /* 2 groups of 3 channels, with an offset and a scale that are b's */
+        dla_tensor *off = dla_slice(b, 2, 0, 1, 1), *sc = dla_affine(dla_slice(b, 2, 1, 1, 2), 0.5, 1.0);
+        return dla_reshape(dla_groupnorm(dla_reshape(a, "CB", 2, d66), 2, off, sc, NULL), "", 2, d66);
+    }
+    case 17: /* the same elements through other dims */
+        return dla_reshape(dla_mul(dla_reshape(a, "", 2, (const int64_t[]){36, 1}),
+                                   dla_reshape(b, "", 2, (const int64_t[]){36, 1})),
+                           "", 2, d66);
+    default: return dla_div(a, dla_affine(dla_square(b), 1.0, 1.0));
+    }
+}
+
+static dla_tensor *rd_fn(void *ctx, dla_tensor *const *in)
+{
+    const rd_graph *g = ctx;
+    dla_tensor *v[RD_INPUTS + RD_OPS];
+    for (int i = 0; i < RD_INPUTS; i++)
+        v[i] = in[i];
+    for (int k = 0; k < RD_OPS; k++)
+        v[RD_INPUTS + k] = rd_op(g, k, v[g->a[k]], v[g->b[k]]);
+    /* The last value, an earlier one read once more, and the inputs'
+     * product, so that the loss depends on every input. */
+    dla_tensor *y = dla_add(v[RD_INPUTS + RD_OPS - 1], dla_affine(v[g->keep], 0.5, 0.0));
+    return dla_add(y, dla_affine(dla_mul(in[0], dla_mul(in[1], in[2])), 0.1, 0.0));
+}
+
+static void test_random_compositions_have_the_gradients_of_central_differences(void **state)
+{
+    unsigned long long r = 0x6a09e667f3bcc909ULL;
+#define RD_NEXT(n) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (unsigned long long)(n)))
+    int drawn[RD_KINDS] = {0};
+    for (int round = 0; round < 30; round++) {
+        rd_graph g;
+        for (int k = 0; k < RD_OPS; k++) {
+            const int nv = RD_INPUTS + k;
+            g.kind[k] = RD_NEXT(RD_KINDS);
+            g.a[k] = RD_NEXT(3) ? nv - 1 : RD_NEXT(nv);
+            g.b[k] = RD_NEXT(nv);
+            g.alpha[k] = (RD_NEXT(9) - 4) * 0.5;
+            drawn[g.kind[k]]++;
+        }
+        g.keep = RD_NEXT(RD_INPUTS + RD_OPS - 1);
+        dla_scope_begin();
+        dla_tensor *in[RD_INPUTS];
+        for (int i = 0; i < RD_INPUTS; i++)
+            in[i] = dla_affine(rnd("", DLA_DIMS(6, 6)), 0.5, 0.0);
+        gc_check(rd_fn, &g, RD_INPUTS, in, (const int[]){1, 1, 1}, 1e-5);
+        dla_scope_end();
+    }
+#undef RD_NEXT
+    for (int k = 0; k < RD_KINDS; k++)
+        if (!drawn[k])
+            fail_msg("op kind %d was never drawn", k);
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -643,6 +752,7 @@ int main(void)
         TU_TEST(test_matrix_product_gradients),
         TU_TEST(test_view_and_transfer_gradients),
         TU_TEST(test_a_cast_to_single_passes_the_gradient_back_in_double),
+        TU_TEST(test_random_compositions_have_the_gradients_of_central_differences),
         TU_TEST(test_every_gradient_has_memory_of_its_own),
         TU_TEST(test_powers_of_zero_have_their_limits_as_gradients),
         TU_TEST(test_max_and_min_send_no_gradient_to_a_nan_they_skipped),
