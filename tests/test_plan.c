@@ -662,11 +662,22 @@ static void a_parameter_update_is_one_launch_that_keeps_both_results(void **stat
  * the recording and replays it from the fifth). */
 #define RG_CALLS 7
 typedef struct rand_graph {
+    dla_dtype dt;      /* of the inputs and every value */
     int kind[RG_OPS];  /* 0..25 */
     int a[RG_OPS], b[RG_OPS];
     double alpha[RG_OPS];
     int out[RG_OUTPUTS];
 } rand_graph;
+
+/* n floats as a constant of dtype dt (converted on the host). */
+static dla_tensor *rg_const(const float *v, int n, dla_dtype dt, int ndims, const int64_t *dims)
+{
+    double d[36];
+    for (int i = 0; i < n && i < 36; i++)
+        d[i] = v[i];
+    return dla_tensor_from_host(dt == DLA_F64 ? (const void *)d : (const void *)v, dt, "", ndims,
+                                dims);
+}
 
 static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
                                 dla_tensor **out)
@@ -693,8 +704,8 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
              * which joins the chain that made x. */
             static const float mean[6] = {0.1f, -0.2f, 0.3f, 0.0f, 0.5f, -1.0f};
             static const float var[6] = {1.0f, 0.5f, 2.0f, 0.25f, 1.5f, 3.0f};
-            dla_tensor *m = dla_tensor_from_host(mean, DLA_F32, "", DLA_DIMS(6, 1));
-            dla_tensor *s2 = dla_tensor_from_host(var, DLA_F32, "", DLA_DIMS(6, 1));
+            dla_tensor *m = rg_const(mean, 6, g->dt, DLA_DIMS(6, 1));
+            dla_tensor *s2 = rg_const(var, 6, g->dt, DLA_DIMS(6, 1));
             r = dla_reshape(dla_batchnorm(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6}), m, s2,
                                           m, s2, NULL),
                             "", 2, (const int64_t[]){6, 6});
@@ -709,8 +720,8 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
                 wv[i] = (float)((i * 7) % 11 - 5) * 0.125f;
             for (int i = 0; i < 6; i++)
                 bv[i] = (float)(i - 2) * 0.375f;
-            dla_tensor *w = dla_tensor_from_host(wv, DLA_F32, "", DLA_DIMS(1, 1, 6, 6));
-            dla_tensor *bias = dla_tensor_from_host(bv, DLA_F32, "", DLA_DIMS(6, 1));
+            dla_tensor *w = rg_const(wv, 36, g->dt, DLA_DIMS(1, 1, 6, 6));
+            dla_tensor *bias = rg_const(bv, 6, g->dt, DLA_DIMS(6, 1));
             dla_tensor *x = dla_reshape(a, "SSCB", 4, (const int64_t[]){3, 2, 6, 1});
             r = dla_reshape(dla_conv(x, w, bias, NULL), "", 2, (const int64_t[]){6, 6});
             break;
@@ -759,14 +770,16 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
             r = dla_reshape(x, "", 2, (const int64_t[]){6, 6});
             break;
         }
-        case 21: /* through double and back: casts */
-            r = dla_cast(dla_affine(dla_cast(a, DLA_F64), g->alpha[k], 1.0 / 3.0), DLA_F32);
+        case 21: /* through the other float type and back: casts */
+            r = dla_cast(dla_affine(dla_cast(a, g->dt == DLA_F32 ? DLA_F64 : DLA_F32),
+                                    g->alpha[k], 1.0 / 3.0),
+                         g->dt);
             break;
         case 22: { /* training batchnorm over 6 channels of 6, and its new running mean */
             static const float off[6] = {0.5f, -0.25f, 0.0f, 1.0f, -1.5f, 0.125f};
             static const float sc[6] = {1.0f, 2.0f, 0.5f, -1.0f, 1.25f, 0.75f};
-            dla_tensor *o = dla_tensor_from_host(off, DLA_F32, "", DLA_DIMS(6, 1));
-            dla_tensor *f = dla_tensor_from_host(sc, DLA_F32, "", DLA_DIMS(6, 1));
+            dla_tensor *o = rg_const(off, 6, g->dt, DLA_DIMS(6, 1));
+            dla_tensor *f = rg_const(sc, 6, g->dt, DLA_DIMS(6, 1));
             dla_tensor *y = NULL, *nm = NULL;
             dla_batchnorm_train(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6}), o, f, o, f,
                                 NULL, &y, &nm, NULL);
@@ -776,8 +789,8 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
         }
         case 23: /* a group normalization: 2 groups of 3 channels per observation */
             r = dla_reshape(dla_groupnorm(dla_reshape(a, "CB", 2, (const int64_t[]){6, 6}), 2,
-                                          dla_zeros(DLA_F32, "", DLA_DIMS(6, 1)),
-                                          dla_ones(DLA_F32, "", DLA_DIMS(6, 1)), NULL),
+                                          dla_zeros(g->dt, "", DLA_DIMS(6, 1)),
+                                          dla_ones(g->dt, "", DLA_DIMS(6, 1)), NULL),
                             "", 2, (const int64_t[]){6, 6});
             break;
         case 24: /* functions other than the arithmetic ones */
@@ -832,10 +845,11 @@ static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, 
  * outer products (kind 12) and the GEMMs of inner dim 6 (kind 13) drawn;
  * then the trace saved and loaded, replayed once more. Returns the plan on
  * the default device. */
-static plan_info random_graph_round(unsigned long long *r, int grad, int *outer, int *inner)
+static plan_info random_graph_round(unsigned long long *r, int grad, dla_dtype dt, int *outer,
+                                     int *inner)
 {
 #define RG_NEXT(n) (*r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17, (int)(*r % (unsigned long long)(n)))
-    rand_graph g;
+    rand_graph g = {.dt = dt};
     for (int k = 0; k < RG_OPS; k++) {
         const int nv = RG_INPUTS + k;
         g.kind[k] = RG_NEXT(26);
@@ -851,7 +865,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
 #undef RG_NEXT
     dla_tensor *in[RG_INPUTS];
     for (int i = 0; i < RG_INPUTS; i++)
-        in[i] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(6, 6)), 0.5, 0.0);
+        in[i] = dla_affine(dla_randn(dt, "", DLA_DIMS(6, 6)), 0.5, 0.0);
     const dla_function fn = grad ? rand_graph_grad_fn : rand_graph_fn;
     const int nout = grad ? 1 + RG_INPUTS : RG_OUTPUTS;
     dla_accel *af = dla_accelerate(fn, NULL);
@@ -864,7 +878,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, int *outer,
         assert_int_equal(dla_feval(fn, &g, RG_INPUTS, in, nout, want), DLA_OK);
         for (int i = 0; i < nout; i++)
             assert_same_bits(got[i], want[i]);
-        in[call % RG_INPUTS] = dla_randn(DLA_F32, "", DLA_DIMS(6, 6));
+        in[call % RG_INPUTS] = dla_randn(dt, "", DLA_DIMS(6, 6));
     }
     plan_info pi = accel_plan(af, dla_device_name(dla_device_default()));
     /* The trace through a file (every op's attributes written and read
@@ -899,15 +913,16 @@ static void random_graphs_gradients_plan_to_eager_bits(void **state)
     unsigned long long r = 0x2545f4914f6cdd1dULL;
     int planned = 0, outer = 0, inner = 0;
     long device_runs = 0;
-    for (int round = 0; round < 40; round++) {
-        const plan_info pi = random_graph_round(&r, 1, &outer, &inner);
+    /* 40 in single precision, then 12 in double. */
+    for (int round = 0; round < 52; round++) {
+        const plan_info pi = random_graph_round(&r, 1, round < 40 ? DLA_F32 : DLA_F64, &outer, &inner);
         planned += pi.found;
         device_runs += pi.device_runs > 0 ? pi.device_runs : 0;
     }
-    assert_int_equal(planned, 40);
+    assert_int_equal(planned, 52);
     /* plan_on_graphwrap.sh: the device ran runs of each plan itself. */
     if (getenv("DLA_TEST_EXPECT_DEVICE_RUNS"))
-        assert_true(device_runs >= 40);
+        assert_true(device_runs >= 52);
     dla_scope_end();
 }
 
@@ -918,8 +933,9 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
     unsigned long long r = 0x9e3779b97f4a7c15ULL;
     int multi = 0, fused = 0, outer = 0, inner = 0, gemms = 0;
     long device_runs = 0;
-    for (int round = 0; round < 60; round++) {
-        plan_info pi = random_graph_round(&r, 0, &outer, &inner);
+    /* 60 in single precision, then 20 in double. */
+    for (int round = 0; round < 80; round++) {
+        plan_info pi = random_graph_round(&r, 0, round < 60 ? DLA_F32 : DLA_F64, &outer, &inner);
         assert_true(pi.found);
         assert_int_equal(pi.runs, RG_CALLS - 2);
         multi += pi.nmulti;
@@ -928,7 +944,7 @@ static void random_elementwise_graphs_plan_to_eager_bits(void **state)
         device_runs += pi.device_runs > 0 ? pi.device_runs : 0;
     }
     if (getenv("DLA_TEST_EXPECT_DEVICE_RUNS"))
-        assert_true(device_runs >= 60);
+        assert_true(device_runs >= 80);
     print_message("random graphs: %d fused launches, %d of them keeping several results; %d "
                   "outer products, %d GEMMs of inner dim 6, %d GEMMs planned\n", fused, multi,
                   outer, inner, gemms);
