@@ -147,8 +147,8 @@ void dla__plan_print(const dla__trace *t, FILE *f)
         }
         fprintf(f, "  memory plan on %s: arena %zu bytes for %d intermediates of %zu bytes "
                 "(%.1f%%); %d output buffers of %zu bytes made per call; %d constants moved "
-                "to the device once (%zu bytes); %d fills of constants run once, when the plan "
-                "was made\n", p->dev->name, p->arena_bytes, p->ninter,
+                "to the device once (%zu bytes); %d buffers of constants filled once, when the "
+                "plan was made\n", p->dev->name, p->arena_bytes, p->ninter,
                 p->inter_bytes, p->inter_bytes ? 100.0 * (double)p->arena_bytes / (double)p->inter_bytes
                                                : 0.0,
                 p->nfresh, p->fresh_total, p->hoisted, p->hoisted_bytes, p->nfixed);

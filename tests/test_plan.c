@@ -57,7 +57,7 @@ typedef struct plan_info {
     int fills;        /* steps that are fills */
     int reduces;      /* steps that are reduces */
     int gemms;        /* steps that are GEMMs */
-    int fixed;        /* fills of constants run once, when the plan was made */
+    int fixed;        /* buffers of constants filled once, when the plan was made */
     long device_runs; /* runs the device made itself (plan_replay), -1: none offered */
     char why[512];
 } plan_info;
@@ -84,8 +84,8 @@ static plan_info plan_of(dla_trace *t, const char *dev)
         const char *f = strstr(m, "moved to the device once (");
         if (sscanf(m, "arena %zu bytes for %d intermediates of %zu bytes", &pi.arena, &pi.ninter,
                    &pi.inter) == 3 &&
-            f && sscanf(f, "moved to the device once (%*u bytes); %d fills of constants run once",
-                        &pi.fixed) == 1)
+            f && sscanf(f, "moved to the device once (%*u bytes); %d buffers of constants filled "
+                        "once", &pi.fixed) == 1)
             pi.found = 1;
         else
             snprintf(pi.why, sizeof pi.why, "%.*s", (int)strcspn(m, "\n"), m);
