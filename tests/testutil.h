@@ -73,6 +73,9 @@ TU_UNUSED static int tu_teardown(void **state)
     for (int i = 0; i < open; i++)
         dla_scope_end();
     tu_fail_at = 0;
+    /* A test that failed between dla_device_set_current and its reset
+     * would leave the next ones on its device. */
+    dla_device_set_current(NULL);
     if (open)
         fprintf(stderr, "tu_teardown: the test left %d scope%s open\n", open, open > 1 ? "s" : "");
     return open ? -1 : 0;
