@@ -839,9 +839,24 @@ static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, 
     return dla_gradient(loss, nin, in, out + 1);
 }
 
+/* A 6x6 input of the random graphs, laid out as layout says: 0 dense, 1
+ * a transposed view, 2 columns 1..6 of a 6x8 (at an offset), 3 rows 1..6
+ * of an 8x6 (a column stride of 8). Every call of a graph passes its
+ * inputs laid out alike, so the plan serves them all. */
+static dla_tensor *rg_input(dla_dtype dt, int layout)
+{
+    switch (layout) {
+    case 1: return dla_permute(dla_randn(dt, "", DLA_DIMS(6, 6)), 2, (const int64_t[]){2, 1});
+    case 2: return dla_slice(dla_randn(dt, "", DLA_DIMS(6, 8)), 2, 1, 1, 7);
+    case 3: return dla_slice(dla_randn(dt, "", DLA_DIMS(8, 6)), 1, 1, 1, 7);
+    default: return dla_affine(dla_randn(dt, "", DLA_DIMS(6, 6)), 0.5, 0.0);
+    }
+}
+
 /* A random graph drawn from the xorshift state *r, and RG_CALLS calls of it
  * (grad: of its loss and gradients) through af and eagerly, with new
- * inputs in between: each replay's results are eager's bits. Counts the
+ * inputs in between (half the graphs take some as views: rg_input): each
+ * replay's results are eager's bits. Counts the
  * outer products (kind 12) and the GEMMs of inner dim 6 (kind 13) drawn;
  * then the trace saved and loaded, replayed once more. Returns the plan on
  * the default device. */
@@ -862,10 +877,13 @@ static plan_info random_graph_round(unsigned long long *r, int grad, dla_dtype d
     }
     for (int i = 0; i < RG_OUTPUTS; i++)
         g.out[i] = RG_INPUTS + RG_OPS - 1 - RG_NEXT(RG_OPS);
+    int layout[RG_INPUTS];
+    for (int i = 0; i < RG_INPUTS; i++)
+        layout[i] = RG_NEXT(2) ? 0 : 1 + RG_NEXT(3);
 #undef RG_NEXT
     dla_tensor *in[RG_INPUTS];
     for (int i = 0; i < RG_INPUTS; i++)
-        in[i] = dla_affine(dla_randn(dt, "", DLA_DIMS(6, 6)), 0.5, 0.0);
+        in[i] = rg_input(dt, layout[i]);
     const dla_function fn = grad ? rand_graph_grad_fn : rand_graph_fn;
     const int nout = grad ? 1 + RG_INPUTS : RG_OUTPUTS;
     dla_accel *af = dla_accelerate(fn, NULL);
@@ -878,7 +896,7 @@ static plan_info random_graph_round(unsigned long long *r, int grad, dla_dtype d
         assert_int_equal(dla_feval(fn, &g, RG_INPUTS, in, nout, want), DLA_OK);
         for (int i = 0; i < nout; i++)
             assert_same_bits(got[i], want[i]);
-        in[call % RG_INPUTS] = dla_randn(dt, "", DLA_DIMS(6, 6));
+        in[call % RG_INPUTS] = rg_input(dt, layout[call % RG_INPUTS]);
     }
     plan_info pi = accel_plan(af, dla_device_name(dla_device_default()));
     /* The trace through a file (every op's attributes written and read
