@@ -6,7 +6,8 @@ tests_test_plan_SOURCES = tests/test_plan.c tests/testutil.h
 tests_test_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_plan_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm -lpthread
 TESTS += tests/test_plan
-EXTRA_DIST += tests/plan_on_opencl.sh
+EXTRA_DIST += tests/plan_on_opencl.sh tests/plan_on_testmem.sh
+TESTS += tests/plan_on_testmem.sh
 if HAVE_OPENCL
 TESTS += tests/plan_on_opencl.sh
 endif
