@@ -74,7 +74,7 @@ typedef struct dla__cap_buffer {
     /* lowering */
     int fresh;         /* output buffer index; -1 */
     long first, last;  /* first and last use by a kept step; first < 0: unused */
-    int fixed;         /* filled once when the plan is made (fixed_fills) */
+    int fixed;         /* filled once when the plan is made: 1 + its fill's launch (fixed_fills) */
 } dla__cap_buffer;
 
 typedef struct dla__cap_launch {

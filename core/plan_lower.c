@@ -146,8 +146,6 @@ typedef struct lowering {
     int capsteps;
     struct bias_split *splits; /* conv_bias_out */
     int nsplits;
-    int *fixed; /* fixed_fills: the launches (capture indices) run once */
-    int nfixed;
 } lowering;
 
 static int fail(dla__plan *p, const char *fmt, const char *op)
@@ -994,13 +992,8 @@ static void fixed_fills(lowering *L)
             if (cl->l.kind == DLA__LAUNCH_FILL && whole_buffer(L, cl->slot[0], y) &&
                 c->bufs[cl->slot[0].id].bytes <= FIXED_FILL_MOST &&
                 !touched_elsewhere(L, cl->slot[0].id, s)) {
-                int *grown = dla__realloc(L->fixed, (size_t)(L->nfixed + 1) * sizeof *grown);
-                if (grown) { /* without room to list it, the fill stays a step */
-                    L->fixed = grown;
-                    L->fixed[L->nfixed++] = L->steps[s].index;
-                    c->bufs[cl->slot[0].id].fixed = 1;
-                    continue;
-                }
+                c->bufs[cl->slot[0].id].fixed = L->steps[s].index + 1;
+                continue;
             }
         }
         L->steps[n++] = L->steps[s];
@@ -1460,6 +1453,20 @@ static int lay_out(lowering *L, size_t *offset)
 }
 
 /* Writes the fixed memory into the kept launches and lists the patches. */
+/* Points memory operand f of cl's launch at the arena, off bytes in. */
+static int to_arena(lowering *L, const dla__cap_launch *cl, size_t off, const dla__field *f)
+{
+    if (off % f->elsize)
+        return fail(L->p, "%s views an intermediate with wider elements than it was made of",
+                    entry_name(L->c, cl->entry));
+    *f->mem = L->p->arena->mem;
+    if (f->eoff)
+        *f->eoff += (int64_t)(off / f->elsize);
+    else
+        *f->boff += off;
+    return 1;
+}
+
 static int finish_launches(lowering *L, const size_t *offset)
 {
     dla__capture *c = L->c;
@@ -1494,18 +1501,10 @@ static int finish_launches(lowering *L, const size_t *offset)
         for (int i = 0; i < n; i++) {
             dla__slot sl = lowered(c, cl->slot[i]);
             switch (sl.kind) {
-            case DLA__SLOT_ARENA: {
-                size_t off = offset[sl.id];
-                if (off % f[i].elsize)
-                    return fail(p, "%s views an intermediate with wider elements than it was made "
-                                "of", entry_name(c, cl->entry));
-                *f[i].mem = p->arena->mem;
-                if (f[i].eoff)
-                    *f[i].eoff += (int64_t)(off / f[i].elsize);
-                else
-                    *f[i].boff += off;
+            case DLA__SLOT_ARENA:
+                if (!to_arena(L, cl, offset[sl.id], &f[i]))
+                    return 0;
                 break;
-            }
             case DLA__SLOT_INPUT: {
                 int64_t in_off = c->in[sl.id]->offset;
                 int64_t rel = f[i].eoff ? *f[i].eoff - in_off
@@ -1552,16 +1551,15 @@ static int list_checks(lowering *L)
  * once, now, on the plan's device, ahead of any run on its queue. */
 static int finish_fixed(lowering *L, const size_t *offset)
 {
-    for (int i = 0; i < L->nfixed; i++) {
-        dla__cap_launch *cl = &L->c->launches[L->fixed[i]];
+    for (int b = 0; b < L->c->nbufs; b++) {
+        if (!L->c->bufs[b].fixed)
+            continue;
+        const dla__cap_launch *cl = &L->c->launches[L->c->bufs[b].fixed - 1];
         dla__launch l = cl->l;
-        dla_view *y = &l.u.fill.y;
-        const size_t off = offset[cl->slot[0].id], el = dla_dtype_size(y->dtype);
-        if (off % el)
-            return fail(L->p, "%s views an intermediate with wider elements than it was made of",
-                        entry_name(L->c, cl->entry));
-        y->mem = L->p->arena->mem;
-        y->offset += (int64_t)(off / el);
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        dla__launch_fields(&l, f);
+        if (!to_arena(L, cl, offset[b], &f[0]))
+            return 0;
         if (dla__k_launch(L->p->dev, &l) != DLA_OK)
             return fail(L->p, "%s", "a fill of a constant failed when the plan was made");
         L->p->nfixed++;
@@ -1571,7 +1569,7 @@ static int finish_fixed(lowering *L, const size_t *offset)
 
 int dla__plan_lower(dla__plan *p, dla__capture *c)
 {
-    lowering L = {p, c, NULL, 0, 0, 0, NULL, 0, NULL, 0};
+    lowering L = {p, c, NULL, 0, 0, 0, NULL, 0};
     size_t *offset = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *offset);
     int ok = offset ? 1 : fail(p, "%s", "out of memory while planning");
     ok = ok && make_steps(&L) && place_operands(&L) && find_outputs(&L);
@@ -1620,6 +1618,5 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
     }
     dla__free(offset);
     dla__free(L.steps);
-    dla__free(L.fixed);
     return ok;
 }
