@@ -146,6 +146,18 @@ static dla_tensor *mask_count(dla_tensor *m, const dla_tensor *y, int bdim)
     return dla_affine(per_observation(m, bdim), mult, 0.0);
 }
 
+/* What "mask-included" divides each observation by: its count, and 1 for
+ * an observation the mask leaves empty (its sum is 0 either way). Not
+ * the count clamped at the least normal number, as before: the gradient
+ * divided by that overflowed to inf once |dL| was above about 2 (double)
+ * or 4 (single), and inf times the mask's 0 made the empty observation's
+ * gradients NaN, which an optimizer step spreads into every weight. */
+static dla_tensor *mask_divisor(dla_tensor *m, const dla_tensor *y, int bdim)
+{
+    dla_tensor *count = mask_count(m, y, bdim);
+    return dla_add(count, dla_cast(dla_eq(count, scalar_like(y, 0.0)), y->dtype));
+}
+
 /* --------------------------------------------------------------- the op */
 
 static dla_status loss_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
@@ -168,9 +180,8 @@ static dla_status loss_forward(const void *attrs, dla_tensor *const *in, int nin
         r = e;
     } else {
         if (a->norm == NORM_MASK)
-            r = dla_sum(dla_div(per_observation(e, a->bdim),
-                                dla_max2(mask_count(m, y, a->bdim), scalar_like(y, tiny_of(y)))),
-                        0, NULL);
+            r = dla_sum(dla_div(per_observation(e, a->bdim), mask_divisor(m, y, a->bdim)), 0,
+                        NULL);
         else
             r = dla_affine(dla_sum(e, 0, NULL), 1.0 / a->n, 0.0);
         r = dla_reshape(r, "", DLA_DIMS(1, 1));
@@ -201,7 +212,7 @@ static dla_status loss_backward(const dla__node *node, dla_tensor *const *gout, 
         /* A one-dim scalar broadcasts against any y, formatted or not. */
         g = dla_reshape(g, "", DLA_DIMS(1));
         if (a->norm == NORM_MASK)
-            coef = dla_div(g, dla_max2(mask_count(m, y, a->bdim), scalar_like(y, tiny_of(y))));
+            coef = dla_div(g, mask_divisor(m, y, a->bdim));
         else
             coef = dla_affine(g, 1.0 / a->n, 0.0);
     }

@@ -145,6 +145,49 @@ static void test_a_zero_probability_gives_a_large_finite_loss_and_nan_stays_nan(
     dla_scope_end();
 }
 
+/* L = scale * crossentropy(y, t) over the elements the mask m includes,
+ * normalized by their count; the gradient of y. */
+static dla_status scaled_masked_ce(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    dla_crossentropy_options o = {.mask = in[2], .normalization_factor = "mask-included"};
+    out[0] = dla_affine(dla_crossentropy(in[0], in[1], &o), *(const double *)ctx, 0.0);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void test_an_observation_the_mask_leaves_empty_has_zero_gradients_at_any_scale(void **state)
+{
+    /* The second observation's mask is all 0: its count was clamped to
+     * the least normal number, and the gradient divided by it overflowed
+     * to inf for a loss scaled by more than about 2 (double) or 4
+     * (single): inf times the mask's 0 gave NaN gradients, which an
+     * optimizer step spreads into every weight. The first observation
+     * counts 3 included elements (its mask of one step expands over the
+     * 3 classes). */
+    (void)state;
+    const double y[6] = {0.2, 0.3, 0.5, 0.1, 0.6, 0.3}, t[6] = {0, 1, 0, 0, 0, 1}, m[2] = {1, 0};
+    for (int dt = 0; dt < 2; dt++) {
+        dla_scope_begin();
+        const dla_dtype dtype = dt ? DLA_F64 : DLA_F32;
+        dla_tensor *in[3] = {dla_cast(dla_tensor_from_host(y, DLA_F64, "CB", DLA_DIMS(3, 2)), dtype),
+                             dla_cast(dla_tensor_from_host(t, DLA_F64, "CB", DLA_DIMS(3, 2)), dtype),
+                             dla_cast(dla_tensor_from_host(m, DLA_F64, "CB", DLA_DIMS(1, 2)), dtype)};
+        dla_tensor *one[2], *big[2];
+        const double s1 = 1.0, s10 = 10.0;
+        assert_int_equal(dla_feval(scaled_masked_ce, (void *)&s1, 3, in, 2, one), DLA_OK);
+        assert_int_equal(dla_feval(scaled_masked_ce, (void *)&s10, 3, in, 2, big), DLA_OK);
+        assert_true(tu_close(dla_tensor_item(big[0], 0), -10.0 * log(0.3) / 3.0, 1e-6));
+        for (int i = 0; i < 6; i++) {
+            const double g1 = dla_tensor_item(one[1], i), g10 = dla_tensor_item(big[1], i);
+            const double want = i == 1 ? -1.0 / 0.3 / 3.0 : 0.0;
+            if (!tu_close(g1, want, 1e-6) || !tu_close(g10, 10.0 * want, 1e-6))
+                fail_msg("%s, element %d: gradients %g and %g (scaled by 10), want %g and %g",
+                         dla_dtype_name(dtype), i, g1, g10, want, 10.0 * want);
+        }
+        dla_scope_end();
+    }
+}
+
 /* ------------------------------------------- every option, naive loops */
 
 enum { K_EXCL, K_INDEP, K_L1, K_L2, K_MSE };
@@ -843,6 +886,7 @@ int main(void)
         TU_TEST(test_crossentropy_of_a_small_batch_by_hand),
         TU_TEST(test_regression_losses_by_hand),
         TU_TEST(test_a_zero_probability_gives_a_large_finite_loss_and_nan_stays_nan),
+        TU_TEST(test_an_observation_the_mask_leaves_empty_has_zero_gradients_at_any_scale),
         TU_TEST(test_every_loss_option_matches_a_naive_loop),
         TU_TEST(test_every_loss_option_has_the_finite_difference_gradient),
         TU_TEST(test_loss_gradients_on_image_data_with_class_weights_and_mask),
