@@ -17,19 +17,24 @@ const bench_workload *const bench_device_tables[] = {
     bench_nn_workloads,
     bench_replay_workloads,
     bench_resnet_workloads,
+    bench_higher_workloads,
+    NULL,
+};
+
+/* The tables references are found in. */
+static const bench_workload *const reference_tables[] = {
+    bench_reference_workloads,
+    bench_conv_reference_workloads,
+    bench_replay_reference_workloads,
+    bench_higher_reference_workloads,
     NULL,
 };
 
 const bench_workload *bench_find_reference(const char *name)
 {
-    for (const bench_workload *w = bench_reference_workloads; name && w->name; w++)
-        if (strcmp(w->name, name) == 0)
-            return w;
-    for (const bench_workload *w = bench_conv_reference_workloads; name && w->name; w++)
-        if (strcmp(w->name, name) == 0)
-            return w;
-    for (const bench_workload *w = bench_replay_reference_workloads; name && w->name; w++)
-        if (strcmp(w->name, name) == 0)
-            return w;
+    for (int t = 0; name && reference_tables[t]; t++)
+        for (const bench_workload *w = reference_tables[t]; w->name; w++)
+            if (strcmp(w->name, name) == 0)
+                return w;
     return NULL;
 }

@@ -277,6 +277,7 @@ static dla_status rand_like_infer(const void *attrs, int nin, const dla__vshape 
 
 static const dla__op rand_like_op = {
     .name = "rand_like", .nin = 1, .nout = 1, .forward = rand_like_forward, .random = 1,
+    .constant = 1,
     .infer = rand_like_infer,
 };
 DLA__OP_REGISTER(rand_like_op, sizeof(rand_like_attrs));

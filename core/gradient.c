@@ -8,6 +8,11 @@
  * inputs nobody asked about. View ops accumulate into a view of their
  * base's gradient buffer instead of running a backward, which makes the
  * backward of slicing a strided add into one zeroed buffer.
+ *
+ * With higher derivatives (dla_gradient_opts) the sweep is recorded on the
+ * tape like the forward: its ops must then be differentiable themselves,
+ * so sums make new tensors instead of adding in place, and a view's rule
+ * is an op of its own (unview) whose derivative is the view again.
  */
 #include "core/alloc.h"
 #include "core/error.h"
@@ -122,7 +127,7 @@ static dla_status fill_like_forward(const void *attrs, dla_tensor *const *in, in
 }
 
 static const dla__op fill_like_op = {
-    .name = "fill_like", .nin = 1, .nout = 1, .forward = fill_like_forward,
+    .name = "fill_like", .nin = 1, .nout = 1, .forward = fill_like_forward, .constant = 1,
     /* The value is a number it only writes. */
     .infer = dla__infer_like_input,
 };
@@ -148,8 +153,17 @@ static dla_status clone_forward(const void *attrs, dla_tensor *const *in, int ni
     return DLA_OK;
 }
 
+/* A copy's derivative is the identity (a recorded sweep's copies are
+ * differentiated again). */
+static dla_status clone_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    (void)n;
+    gin[0] = gout[0];
+    return DLA_OK;
+}
+
 static const dla__op clone_op = {
-    .name = "clone", .nin = 1, .nout = 1, .forward = clone_forward,
+    .name = "clone", .nin = 1, .nout = 1, .forward = clone_forward, .backward = clone_backward,
 };
 DLA__OP_REGISTER(clone_op, 0);
 
@@ -317,6 +331,58 @@ static const dla__op accumulate_op = {
 };
 DLA__OP_REGISTER(accumulate_op, sizeof(accumulate_attrs));
 
+/* A recorded sweep's rule for a view op: zeros like in[0] with in[1] (g)
+ * added into the views of them. It is accumulate's step on a buffer of
+ * its own instead of in place, so that a later sweep can differentiate
+ * it: its derivative in g is the same views of the result's gradient,
+ * and in[0] gives only the shape. */
+static dla_status unview_forward(const void *attrs, dla_tensor *const *in, int nin,
+                                 dla_tensor **out, dla_tensor **saved)
+{
+    (void)nin;
+    fill_attrs zero = {0.0};
+    dla_tensor *buf[DLA__OP_MAX_IO] = {0};
+    dla_status st = fill_like_forward(&zero, in, 1, buf, saved);
+    if (st != DLA_OK)
+        return st;
+    st = accumulate_forward(attrs, (dla_tensor *[]){buf[0], in[1]}, 2, out, saved);
+    dla_tensor_release(buf[0]);
+    return st;
+}
+
+static dla_status unview_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)
+{
+    const accumulate_attrs *a = n->attrs;
+    dla_tensor *g = gout[0];
+    for (int i = 0; i < a->nviews; i++)
+        g = dla__apply(a->views[i].op, a->views[i].attrs, a->views[i].attrs_size, 1, &g);
+    gin[1] = g;
+    return DLA_OK;
+}
+
+static const dla__op unview_op = {
+    .name = "unview", .nin = 2, .nout = 1, .forward = unview_forward,
+    .backward = unview_backward, .encode_attrs = accumulate_encode,
+    .decode_attrs = accumulate_decode,
+    /* accumulate's checks: the views fit in[0], g fits them, and the
+     * result has in[0]'s shape. */
+    .infer = accumulate_infer,
+};
+DLA__OP_REGISTER(unview_op, sizeof(accumulate_attrs));
+
+/* The view steps of chain[0..n-1] (outermost last) as attributes. */
+static void view_steps(const dla__node *const *chain, int n, accumulate_attrs *a)
+{
+    a->nviews = n;
+    for (int i = 0; i < n; i++) {
+        DLA_ASSERT(chain[i]->op->view && chain[i]->attrs_size <= DLA__VIEW_ATTRS_MAX);
+        a->views[i].op = chain[i]->op;
+        a->views[i].attrs_size = chain[i]->attrs_size;
+        if (chain[i]->attrs_size)
+            memcpy(a->views[i].attrs, chain[i]->attrs, chain[i]->attrs_size);
+    }
+}
+
 /* Runs a one-output op unscoped; NULL on failure (message set). */
 static dla_tensor *run1(const dla__op *op, const void *attrs, size_t size, int nin,
                         dla_tensor *const *in)
@@ -328,6 +394,17 @@ static dla_tensor *run1(const dla__op *op, const void *attrs, size_t size, int n
 static int same_dims(const dla_tensor *a, const dla_tensor *b)
 {
     return a->ndims == b->ndims && !memcmp(a->dims, b->dims, (size_t)a->ndims * sizeof *a->dims);
+}
+
+/* The same dims but for trailing ones (a rule for an input whose batch of
+ * one has no dim of its own). */
+static int same_but_trailing_ones(const dla_tensor *a, const dla_tensor *b)
+{
+    const int n = a->ndims > b->ndims ? a->ndims : b->ndims;
+    for (int i = 0; i < n; i++)
+        if ((i < a->ndims ? a->dims[i] : 1) != (i < b->ndims ? b->dims[i] : 1))
+            return 0;
+    return 1;
 }
 
 /* The private gradient buffer of t: the gradient so far copied, or zeros. */
@@ -355,14 +432,8 @@ static dla_status add_into(gmap *m, size_t s, const dla_tensor *t, dla_tensor *g
     dla_tensor *b = buffer_for(m, s, t);
     if (!b)
         return dla_last_status();
-    accumulate_attrs a = {.nviews = n};
-    for (int i = 0; i < n; i++) {
-        DLA_ASSERT(chain[i]->op->view && chain[i]->attrs_size <= DLA__VIEW_ATTRS_MAX);
-        a.views[i].op = chain[i]->op;
-        a.views[i].attrs_size = chain[i]->attrs_size;
-        if (chain[i]->attrs_size)
-            memcpy(a.views[i].attrs, chain[i]->attrs, chain[i]->attrs_size);
-    }
+    accumulate_attrs a;
+    view_steps(chain, n, &a);
     dla_tensor *nb = run1(&accumulate_op, &a, sizeof a, 2, (dla_tensor *[]){b, g});
     if (!nb)
         return dla_last_status();
@@ -383,6 +454,48 @@ static dla_status accumulate(gmap *m, const dla_tensor *t, dla_tensor *g)
     dla_status st = add_into(m, s, t, g, NULL, 0);
     dla_tensor_release(g);
     return st;
+}
+
+/* grad(t) += g in a recorded sweep: a new tensor from a recorded add, so
+ * that a later sweep differentiates the sum. g is a reference the caller
+ * gives up. */
+static dla_status accumulate_recorded(gmap *m, const dla_tensor *t, dla_tensor *g)
+{
+    size_t s = gmap_slot(m, t);
+    if (!m->grad[s]) {
+        m->grad[s] = g;
+        m->fresh[s] = 0;
+        return DLA_OK;
+    }
+    dla_tensor *acc = m->grad[s];
+    dla_scope_begin();
+    /* Both are gradients of t, with its dims; a view's rule (unview)
+     * keeps t's format, and backward rules are given it by the sweep. */
+    dla_tensor *b = strcmp(g->format, acc->format) || !same_dims(g, acc)
+                        ? dla_reshape(g, acc->format, acc->ndims, acc->dims)
+                        : g;
+    dla_tensor *sum = dla_tensor_retain(dla_add(acc, b));
+    dla_scope_end();
+    dla_tensor_release(g);
+    if (sum->status != DLA_OK) {
+        dla_status st = dla__fail(sum->status, "%s", sum->message);
+        dla_tensor_release(sum);
+        return st;
+    }
+    dla_tensor_release(acc);
+    m->grad[s] = sum;
+    return DLA_OK;
+}
+
+/* A recorded sweep's view rule: the node's input gets g placed in zeros
+ * through the node's view, by a differentiable op (no chains, no
+ * buffer shared in place). */
+static dla_status accumulate_view_recorded(gmap *m, const dla__node *n, dla_tensor *g)
+{
+    accumulate_attrs a;
+    view_steps(&n, 1, &a);
+    dla_tensor *gi = run1(&unview_op, &a, sizeof a, 2, (dla_tensor *[]){n->in[0], g});
+    return gi ? accumulate_recorded(m, n->in[0], gi) : dla_last_status();
 }
 
 /* grad(base) viewed as the node's output += g: the view ops' rule. When the
@@ -474,13 +587,16 @@ static void hand_over(gmap *m, handover *h, long k)
     }
 }
 
-static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *h)
+/* Sweeps nodes count-1 down to 0. recorded: higher derivatives, the
+ * sweep's ops going onto the tape (which may grow and move: each node is
+ * read from a copy). */
+static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *h, int recorded)
 {
     for (size_t k = count; k-- > 0;) {
         hand_over(m, h, (long)k);
         if (h && h->hooks->between && k + 1 < count)
             h->hooks->between(h->hooks->ctx);
-        dla__node *n = &tape->nodes[k];
+        dla__node node = tape->nodes[k], *n = &node;
         dla_tensor *gout[DLA__OP_MAX_IO] = {0};
         int any = 0;
         for (int i = 0; i < n->nout; i++) {
@@ -503,15 +619,40 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *
             continue;
         }
         dla_status st = DLA_OK;
-        if (n->op->view) {
-            st = accumulate_view(m, tape, n, gout[0]);
-        } else if (n->op->backward) {
+        if (!n->op->view && !n->op->backward) {
+            /* Gradients stop here by design, or a rule is missing: then
+             * the path would be dropped without a word. */
+            if (!n->op->constant)
+                st = dla__fail(DLA_ERR_UNSUPPORTED, "the derivative of %s (%s) is not "
+                               "supported, and the loss depends on it%s", n->op->name,
+                               dla__op_registration(n->op) ? dla__op_registration(n->op)->name
+                                                           : "an op",
+                               tape->recorded_sweeps
+                                   ? " (a higher derivative: the op is part of a recorded "
+                                     "backward pass)"
+                                   : "");
+        } else if (recorded && n->nsaved && !n->op->saved_constant) {
+            st = dla__fail(DLA_ERR_UNSUPPORTED, "higher derivatives through %s are not "
+                           "supported (its backward reads statistics it saved)", n->op->name);
+        } else if (n->op->view) {
+            st = recorded ? accumulate_view_recorded(m, n, gout[0])
+                          : accumulate_view(m, tape, n, gout[0]);
+        } else {
             dla_tensor *gin[DLA__OP_MAX_IO] = {0};
             dla_scope_begin();
             st = n->op->backward(n, gout, gin);
             for (int j = 0; j < n->nin && st == DLA_OK; j++)
                 if (gin[j] && gin[j]->status != DLA_OK)
                     st = dla__fail(gin[j]->status, "%s", gin[j]->message);
+            /* With the input's own dims and format: a rule may leave a
+             * trailing one more or less, and a recorded sweep adds
+             * gradients with dla_add, which compares formats. */
+            for (int j = 0; j < n->nin && st == DLA_OK; j++)
+                if (gin[j] && n->need[j] && same_but_trailing_ones(gin[j], n->in[j]) &&
+                    (!same_dims(gin[j], n->in[j]) || (recorded &&
+                                                      strcmp(gin[j]->format, n->in[j]->format))))
+                    gin[j] = dla_reshape(gin[j], n->in[j]->format, n->in[j]->ndims,
+                                         n->in[j]->dims);
             for (int j = 0; j < n->nin; j++)
                 gin[j] = (st == DLA_OK && n->need[j]) ? dla_tensor_retain(gin[j]) : NULL;
             dla_scope_end();
@@ -526,7 +667,8 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *
                                    dla__tensor_dims_str(n->in[j], b, sizeof b));
                 }
                 if (st == DLA_OK)
-                    st = accumulate(m, n->in[j], gin[j]);
+                    st = recorded ? accumulate_recorded(m, n->in[j], gin[j])
+                                  : accumulate(m, n->in[j], gin[j]);
                 else
                     dla_tensor_release(gin[j]);
             }
@@ -548,11 +690,6 @@ static void fail_grads(int nwrt, dla_tensor **grads)
         grads[i] = i == 0 ? e : dla__return(dla_tensor_retain(e));
 }
 
-DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
-                                dla_tensor **grads)
-{
-    return dla_gradient_hooked(loss, nwrt, wrt, grads, NULL);
-}
 
 /* The hand-over's first uses and order (h->first and h->order allocated). */
 static void handover_plan(handover *h, const dla__tape *tape, size_t count)
@@ -576,8 +713,21 @@ static void handover_plan(handover *h, const dla__tape *tape, size_t count)
         }
 }
 
-DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
-                                       dla_tensor **grads, const dla_gradient_hooks *hooks)
+/* Recording is paused around a plain sweep; a recorded one (higher
+ * derivatives) leaves it as it is. */
+static void pause_unless(int recorded)
+{
+    if (!recorded)
+        dla__recording_pause();
+}
+static void resume_unless(int recorded)
+{
+    if (!recorded)
+        dla__recording_resume();
+}
+
+static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                               dla_tensor **grads, const dla_gradient_hooks *hooks, int recorded)
 {
     static const char op[] = "dla_gradient";
     if (nwrt < 0 || (nwrt && (!wrt || !grads)))
@@ -615,6 +765,7 @@ DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *c
         return DLA_ERR_INVALID_ARGUMENT;
     }
     size_t count = tape->count, tensors = (size_t)nwrt + 1;
+    const int earlier_plain = tape->plain_sweeps;
     for (size_t k = 0; k < count; k++)
         tensors += (size_t)(tape->nodes[k].nin + tape->nodes[k].nout);
     gmap m = {0};
@@ -639,7 +790,7 @@ DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *c
                 m.dep[s] = 1;
         }
     }
-    dla__recording_pause();
+    pause_unless(recorded);
     if (st == DLA_OK) {
         size_t s = gmap_slot(&m, loss);
         fill_attrs one = {1.0};
@@ -661,17 +812,26 @@ DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *c
         }
     }
     if (st == DLA_OK)
-        st = sweep(&m, tape, count, hp);
+        st = sweep(&m, tape, count, hp, recorded);
     dla__free(h.first);
     dla__free(h.order);
-    dla__recording_resume();
+    resume_unless(recorded);
+    if (recorded)
+        tape->recorded_sweeps++;
+    else
+        tape->plain_sweeps++;
     for (int i = 0; st == DLA_OK && i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
         if (s == SIZE_MAX || !m.grad[s])
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: argument wrt[%d] (%s %s): the loss does not depend on it", op, i,
-                           dla__tensor_dims_str(wrt[i], buf, sizeof buf),
-                           dla_dtype_name(wrt[i]->dtype));
+                           "%s: argument wrt[%d] (%s %s): the loss does not depend on it%s", op,
+                           i, dla__tensor_dims_str(wrt[i], buf, sizeof buf),
+                           dla_dtype_name(wrt[i]->dtype),
+                           earlier_plain
+                               ? " (gradients from dla_gradient are constants to a later one "
+                                 "unless asked for with enable_higher_derivatives: "
+                                 "dla_gradient_opts)"
+                               : "");
     }
     if (st != DLA_OK) {
         gmap_free(&m);
@@ -683,8 +843,8 @@ DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *c
      * sides; wrt listing a tensor twice), and a write in place to one (a
      * collective summing gradients one at a time) would reach the other.
      * The copy is an op, so a trace replays it; off the tape, as the
-     * sweep is. */
-    dla__recording_pause();
+     * sweep is (on it, for a recorded one). */
+    pause_unless(recorded);
     for (int i = 0; i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
         dla_tensor *g = dla_tensor_retain(m.grad[s]);
@@ -703,7 +863,7 @@ DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *c
         }
         grads[i] = g;
     }
-    dla__recording_resume();
+    resume_unless(recorded);
     gmap_free(&m);
     if (st != DLA_OK) {
         fail_grads(nwrt, grads);
@@ -712,4 +872,23 @@ DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *c
     for (int i = 0; i < nwrt; i++)
         grads[i] = dla__return(grads[i]);
     return DLA_OK;
+}
+
+DLA_API dla_status dla_gradient_opts(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                     dla_tensor **grads, const dla_gradient_options *opts)
+{
+    return gradient_run(loss, nwrt, wrt, grads, opts ? opts->hooks : NULL,
+                        opts && opts->enable_higher_derivatives);
+}
+
+DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                       dla_tensor **grads, const dla_gradient_hooks *hooks)
+{
+    return gradient_run(loss, nwrt, wrt, grads, hooks, 0);
+}
+
+DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                dla_tensor **grads)
+{
+    return gradient_run(loss, nwrt, wrt, grads, NULL, 0);
 }

@@ -4,13 +4,14 @@
  *
  * Every differentiable op of the core is a `dla__op`: a forward that makes
  * its outputs from its inputs and a copy of its attributes, and a backward
- * written with public ops (so higher derivatives can come later by recording
- * the backward too). The public function of an op validates its arguments,
- * fills an attribute struct and calls dla__apply(), which runs the forward,
- * records a node on the thread's tape when dla_feval is recording, and hands
- * the results to the caller (scope adoption included). The trace recorder of
- * dla_accelerate replays ops through the same forward, from the same
- * attributes, so forward must depend on nothing but (attrs, inputs).
+ * written with public ops, so that recording the backward too gives higher
+ * derivatives (dla_gradient_opts). The public function of an op validates
+ * its arguments, fills an attribute struct and calls dla__apply(), which
+ * runs the forward, records a node on the thread's tape when dla_feval is
+ * recording, and hands the results to the caller (scope adoption
+ * included). The trace recorder of dla_accelerate replays ops through the
+ * same forward, from the same attributes, so forward must depend on
+ * nothing but (attrs, inputs).
  *
  * A forward may produce extra "saved" tensors for its backward (the argmax
  * of max pooling, the batch statistics of batchnorm): they are not returned
@@ -72,6 +73,22 @@ typedef struct dla__op {
      * gradient accumulation of dla_gradient): in[0] must not be read after
      * it, which holds for the private buffers it is used on. */
     int inplace;
+    /* Nonzero when the outputs have zero derivative wherever they have one
+     * (comparisons, one-hot codes, random draws, fills): a NULL backward
+     * then stops gradients by design. A sweep that meets an op with
+     * neither backward, view nor this flag on the path to a requested
+     * gradient fails naming it, rather than dropping that path. */
+    int constant;
+    /* Higher derivatives (dla_gradient_opts, enable_higher_derivatives)
+     * record the backward rules on the tape, and a later sweep
+     * differentiates them. Saved tensors are not outputs the sweep tracks,
+     * so a recorded backward must not read a saved tensor whose values
+     * depend on the inputs (batch statistics): nonzero when, while
+     * recorded (dla__recording()), it reads only saved tensors that carry
+     * no derivative (a max index, a dropout mask) or recomputes the rest
+     * from its inputs. A recorded sweep refuses an op with nsaved > 0 and
+     * 0 here. */
+    int saved_constant;
     /* Saving and loading traces (core/trace_file.c). Attributes are plain
      * data by default: they go to the file as their bytes and come back
      * with their size checked against the registered one. An op whose

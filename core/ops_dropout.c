@@ -134,6 +134,7 @@ static dla_status dropout_infer(const void *attrs, int nin, const dla__vshape *i
 
 static const dla__op dropout_op = {
     .name = "dla_dropout", .nin = 1, .nout = 1, .nsaved = 1, .forward = dropout_forward,
+    .saved_constant = 1, /* the mask */
     .backward = dropout_backward, .random = 1, .infer = dropout_infer,
 };
 DLA__OP_REGISTER(dropout_op, sizeof(dropout_attrs));

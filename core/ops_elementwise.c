@@ -137,7 +137,7 @@ static dla_status binary_infer(const void *attrs, int nin, const dla__vshape *in
 
 /* Logical results, no gradient (a dla__op without backward). */
 static const dla__op compare_op = {.name = "compare", .nin = 2, .nout = 1, .forward = binary_forward,
-                                   .infer = binary_infer};
+                                   .infer = binary_infer, .constant = 1};
 DLA__OP_REGISTER(compare_op, sizeof(binary_attrs));
 
 dla_tensor *dla__compare(dla_binary_op kop, dla_tensor *a, dla_tensor *b)

@@ -481,9 +481,9 @@ static dla_tensor *as5(dla_tensor *t, const int64_t *dims) { return dla_reshape(
  * full-size data, sum(g) and sum(g .* x), per statistic; dx is then
  * g .* p + x .* q + r with p, q, r per statistic. */
 static void backward_per_channel(const dla__node *n, const norm_geom *g, dla_tensor *g5,
-                                 dla_tensor *x5, dla_tensor **gin)
+                                 dla_tensor *x5, dla_tensor *mu, dla_tensor *istd,
+                                 dla_tensor **gin)
 {
-    dla_tensor *mu = n->saved[0], *istd = n->saved[1];
     int64_t other[ND];
     int nother = dims_list(g, 1, other);
     dla_tensor *scale = as5(n->in[2], g->chan);
@@ -516,14 +516,24 @@ static dla_status stats_backward(const dla__node *n, dla_tensor *const *gout, dl
     if (st != DLA_OK)
         return st;
     dla_tensor *g5 = as5(gout[0], g.d), *x5 = as5(x, g.d);
+    int64_t red[ND], other[ND];
+    int nred = dims_list(&g, 0, red), nother = dims_list(&g, 1, other);
+    if (dla__recording()) {
+        /* A recorded sweep (higher derivatives): the statistics are made
+         * again from x with ops on the tape, so that a later sweep sees
+         * how they depend on x; the saved ones do not take part in it. The
+         * numbers are the forward's to rounding (two passes, unshifted). */
+        mean = dla_mean(x5, nred, red);
+        istd = dla_pows(dla_affine(dla_mean(dla_square(dla_sub(x5, mean)), nred, red), 1.0,
+                                   at->eps),
+                        -0.5);
+    }
     if (!g.red[DCG] && !g.red[DG]) {
-        backward_per_channel(n, &g, g5, x5, gin);
+        backward_per_channel(n, &g, g5, x5, mean, istd, gin);
         return DLA_OK;
     }
     /* Layer and group norms: the scale varies within a statistic. */
     dla_tensor *xhat = dla_mul(dla_sub(x5, mean), istd);
-    int64_t red[ND], other[ND];
-    int nred = dims_list(&g, 0, red), nother = dims_list(&g, 1, other);
     if (n->need[0]) {
         dla_tensor *dxhat = dla_mul(g5, as5(n->in[2], g.chan));
         dla_tensor *m1 = dla_mean(dxhat, nred, red);
@@ -624,6 +634,7 @@ static dla_status batchnorm_train_infer(const void *attrs, int nin, const dla__v
 static const dla__op norm_op = {
     .name = "norm", .nin = 3, .nout = 1, .nsaved = 2, .forward = stats_forward,
     .backward = stats_backward, .infer = norm_infer,
+    .saved_constant = 1, /* stats_backward recomputes them when recorded */
 };
 DLA__OP_REGISTER(norm_op, sizeof(norm_attrs));
 static int takes_running_if_given(const void *attrs, int nin)
@@ -635,6 +646,7 @@ static const dla__op batchnorm_train_op = {
     .name = "dla_batchnorm_train", .nin = -1, .nout = 3, .nsaved = 2, .forward = stats_forward,
     .takes = takes_running_if_given,
     .backward = stats_backward, .infer = batchnorm_train_infer,
+    .saved_constant = 1, /* stats_backward recomputes them when recorded */
 };
 DLA__OP_REGISTER(batchnorm_train_op, sizeof(norm_attrs));
 

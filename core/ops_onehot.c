@@ -210,7 +210,8 @@ static dla_status encode_infer(const void *attrs, int nin, const dla__vshape *in
 }
 
 static const dla__op encode_op = {.name = "dla_onehotencode", .nin = 2, .nout = 1,
-                                  .forward = encode_forward, .infer = encode_infer};
+                                  .forward = encode_forward, .infer = encode_infer,
+                                  .constant = 1};
 DLA__OP_REGISTER(encode_op, sizeof(encode_attrs));
 
 DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
@@ -385,7 +386,7 @@ static int takes_classes_if_given(const void *attrs, int nin)
 
 static const dla__op decode_op = {.name = "dla_onehotdecode", .nin = -1, .nout = 1,
                                   .forward = decode_forward, .takes = takes_classes_if_given,
-                                  .infer = decode_infer};
+                                  .infer = decode_infer, .constant = 1};
 DLA__OP_REGISTER(decode_op, sizeof(decode_attrs));
 
 DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_options *opts)

@@ -13,6 +13,7 @@
  * Global max pooling is one window over the pooled dims (so ties go where
  * windowed pooling sends them); global average pooling is a mean.
  */
+#include "core/alloc.h"
 #include "core/op.h"
 #include "core/ops_nn.h"
 
@@ -330,10 +331,55 @@ static const dla__op avg_grad_op = {
     .backward = grad_backward, .infer = avg_grad_infer,
 };
 DLA__OP_REGISTER_AS(avg_grad_op, "dla_avgpool backward", sizeof(pool_geom));
-/* Its own derivative would scatter by the index; not needed until second
- * derivatives of max pooling are. */
+/* The derivative of max pooling's backward in dy (second derivatives):
+ * each dy went to its window's maximum, so the result's gradient is read
+ * back from there. x's gradient, flattened, is gathered (dla_index) at
+ * each y's maximum: base + step * index, where index is the maximum's
+ * position in its spatial block, base the block's first element of x and
+ * step the block's stride (1 for S pooling, the channels for T pooling,
+ * kernel_view's layouts). The positions depend on nothing but the
+ * geometry and the index, so base is made on the host. */
+static dla_status max_grad_backward(const dla__node *n, dla_tensor *const *gout,
+                                    dla_tensor **gin)
+{
+    const pool_geom *g = n->attrs;
+    dla_tensor *dy = n->in[0], *idx = n->in[1];
+    int64_t nx = 1, ny = 1, sin = 1, sout = 1;
+    for (int i = 0; i < g->ndims; i++) {
+        nx *= g->xdims[i];
+        ny *= g->ydims[i];
+    }
+    for (int i = 0; i < g->nsp; i++) {
+        sin *= g->in[i];
+        sout *= g->out[i];
+    }
+    if (nx > INT32_MAX)
+        return dla__fail(DLA_ERR_UNSUPPORTED, "dla_maxpool: the second derivative of a max pool "
+                         "of %lld elements (more than 2^31-1) is not supported", (long long)nx);
+    double *base = dla__malloc(sizeof *base * (size_t)(ny ? ny : 1));
+    if (!base)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_maxpool: the second derivative: %lld "
+                         "positions", (long long)ny);
+    const int64_t c = g->channels;
+    for (int64_t o = 0; o < ny; o++)
+        base[o] = g->tdim ? (double)(o % c + c * sin * (o / (c * sout)))
+                          : (double)(sin * (o / sout));
+    const int64_t dny[1] = {ny}, dnx[1] = {nx};
+    dla_tensor *b = dla_tensor_from_host(base, DLA_F64, "", 1, dny);
+    dla__free(base);
+    if (dla_tensor_device(b) != dla_tensor_device(idx))
+        b = dla_tensor_to_device(b, dla_tensor_device(idx));
+    dla_tensor *step = dla_affine(dla_cast(dla_reshape(idx, "", 1, dny), DLA_F64),
+                                  g->tdim ? (double)c : 1.0, 0.0);
+    dla_tensor *pos = dla_cast(dla_add(b, step), DLA_I32);
+    dla_tensor *v = dla_index(dla_reshape(gout[0], "", 1, dnx), 1, pos);
+    gin[0] = dla_reshape(v, dy->format, dy->ndims, dy->dims);
+    return DLA_OK;
+}
+
 static const dla__op max_grad_op = {
     .name = "dla_maxpool", .nin = 2, .nout = 1, .forward = grad_forward, .infer = max_grad_infer,
+    .backward = max_grad_backward,
 };
 DLA__OP_REGISTER_AS(max_grad_op, "dla_maxpool backward", sizeof(pool_geom));
 
@@ -433,6 +479,7 @@ static dla_status avgpool_infer(const void *attrs, int nin, const dla__vshape *i
 
 static const dla__op maxpool_op = {
     .name = "dla_maxpool", .nin = 1, .nout = 1, .nsaved = 1, .forward = pool_forward,
+    .saved_constant = 1, /* the index */
     .backward = pool_backward, .infer = maxpool_infer,
 };
 DLA__OP_REGISTER(maxpool_op, sizeof(pool_attrs));

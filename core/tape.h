@@ -13,6 +13,10 @@
 typedef struct dla__tape {
     dla__node *nodes;
     size_t count, capacity;
+    /* dla_gradient sweeps over this tape so far: plain ones (their
+     * gradients are constants to later sweeps) and recorded ones (higher
+     * derivatives), for messages. */
+    int plain_sweeps, recorded_sweeps;
     struct dla__tape *outer;
 } dla__tape;
 

@@ -58,6 +58,17 @@ TESTS += examples/accelerate_examples.sh
 EXTRA_DIST += examples/accelerate_examples.sh
 # ---- end of examples/accelerate_* ------------------------------------------
 
+# ---- examples/pinn: higher derivatives in an accelerated loss --------------
+# A physics-informed network: u'' of a tanh MLP by two recorded gradient
+# sweeps (enable_higher_derivatives), trained to solve u'' = -pi^2 sin(pi x).
+# The smoke test trains it briefly and checks what it prints.
+noinst_PROGRAMS += examples/pinn
+examples_pinn_SOURCES = examples/pinn.c examples/pinn_model.h
+examples_pinn_LDADD = libdlaccel.la -lm
+TESTS += examples/pinn_example.sh
+EXTRA_DIST += examples/pinn_example.sh
+# ---- end of examples/pinn ---------------------------------------------------
+
 # ---- examples/cnn_fmnist, waveform, slice_layer: training (issue 5) ------
 # cnn_fmnist: the dlaccelerate page's custom training loop on Fashion-MNIST
 # (the README's main job, through tools/quickstart.sh); waveform: trainnet

@@ -1,14 +1,15 @@
 # tests/opencl.mk - the opencl plugin in make check (when configure built
 # it): the conformance suite against the cpu plugin (which replaced the
-# kernel suites' runs on opencl), the tensor and autodiff suites with DLACCEL_DEVICE=opencl, traces replayed
+# kernel suites' runs on opencl), the tensor, autodiff and higher-derivative suites with
+# DLACCEL_DEVICE=opencl, traces replayed
 # across devices, the examples, and the plugin without any OpenCL
 # platform. The opencl manifest is in its own folder (plugins/opencl), so
 # every script here puts it on the path; the rest of make check runs on
 # the default devices as before. Without an OpenCL device at test time
 # (no ICD installed) the scripts skip and say why.
 EXTRA_DIST += tests/conformance.sh tests/opencl_env.sh tests/tensor_on_opencl.sh \
-	tests/autodiff_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh \
-	tests/test_opencl.c tests/test_opencl_plan.c
+	tests/autodiff_on_opencl.sh tests/higher_on_opencl.sh tests/opencl_examples.sh \
+	tests/opencl_without_platform.sh tests/test_opencl.c tests/test_opencl_plan.c
 
 # The conformance suite of every plugin in the build tree (cpu, testmem,
 # opencl when built) through `dlaccel check-plugin --tap`.
@@ -26,6 +27,6 @@ tests_test_opencl_plan_SOURCES = tests/test_opencl_plan.c tests/testutil.h
 tests_test_opencl_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_opencl_plan_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/opencl_test.sh tests/opencl_plan_test.sh tests/tensor_on_opencl.sh tests/autodiff_on_opencl.sh \
-	tests/opencl_examples.sh tests/opencl_without_platform.sh
+	tests/higher_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh
 EXTRA_DIST += tests/opencl_test.sh tests/opencl_plan_test.sh
 endif

@@ -41,6 +41,15 @@ TESTS += tests/test_autodiff
 TESTS += tests/autodiff_on_testmem.sh
 EXTRA_DIST += tests/autodiff_on_testmem.sh
 
+# Higher derivatives: recorded sweeps differentiated again, eager and
+# accelerated (also on testmem, and on opencl in opencl.mk).
+check_PROGRAMS += tests/test_higher
+tests_test_higher_SOURCES = tests/test_higher.c tests/testutil.h tests/gradcheck.h
+tests_test_higher_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_higher_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_higher tests/higher_on_testmem.sh
+EXTRA_DIST += tests/higher_on_testmem.sh
+
 # dla_accelerate: the trace cache, replay, RNG slots, checks (testmem loaded
 # as a second device by the test itself).
 check_PROGRAMS += tests/test_accel

@@ -703,33 +703,52 @@ static dla_tensor *rd_fn(void *ctx, dla_tensor *const *in)
     return dla_add(y, dla_affine(dla_mul(in[0], dla_mul(in[1], in[2])), 0.1, 0.0));
 }
 
-static void test_random_compositions_have_the_gradients_of_central_differences(void **state)
+/* Draws a graph from the xorshift state *r, counting its kinds. */
+static void rd_draw(unsigned long long *r, rd_graph *g, int *drawn)
 {
-    unsigned long long r = 0x6a09e667f3bcc909ULL;
-#define RD_NEXT(n) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (unsigned long long)(n)))
+#define RD_NEXT(n) (*r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17, (int)(*r % (unsigned long long)(n)))
+    for (int k = 0; k < RD_OPS; k++) {
+        const int nv = RD_INPUTS + k;
+        g->kind[k] = RD_NEXT(RD_KINDS);
+        g->a[k] = RD_NEXT(3) ? nv - 1 : RD_NEXT(nv);
+        g->b[k] = RD_NEXT(nv);
+        g->alpha[k] = (RD_NEXT(9) - 4) * 0.5;
+        drawn[g->kind[k]]++;
+    }
+    g->keep = RD_NEXT(RD_INPUTS + RD_OPS - 1);
+#undef RD_NEXT
+}
+
+/* rounds random graphs from seed through check (gc_check or gc_check2). */
+static void rd_rounds(unsigned long long seed, int rounds,
+                      void (*check)(gc_fn, void *, int, dla_tensor *const *, const int *, double))
+{
     int drawn[RD_KINDS] = {0};
-    for (int round = 0; round < 30; round++) {
+    for (int round = 0; round < rounds; round++) {
         rd_graph g;
-        for (int k = 0; k < RD_OPS; k++) {
-            const int nv = RD_INPUTS + k;
-            g.kind[k] = RD_NEXT(RD_KINDS);
-            g.a[k] = RD_NEXT(3) ? nv - 1 : RD_NEXT(nv);
-            g.b[k] = RD_NEXT(nv);
-            g.alpha[k] = (RD_NEXT(9) - 4) * 0.5;
-            drawn[g.kind[k]]++;
-        }
-        g.keep = RD_NEXT(RD_INPUTS + RD_OPS - 1);
+        rd_draw(&seed, &g, drawn);
         dla_scope_begin();
         dla_tensor *in[RD_INPUTS];
         for (int i = 0; i < RD_INPUTS; i++)
             in[i] = dla_affine(rnd("", DLA_DIMS(6, 6)), 0.5, 0.0);
-        gc_check(rd_fn, &g, RD_INPUTS, in, (const int[]){1, 1, 1}, 1e-5);
+        check(rd_fn, &g, RD_INPUTS, in, (const int[]){1, 1, 1}, 1e-5);
         dla_scope_end();
     }
-#undef RD_NEXT
     for (int k = 0; k < RD_KINDS; k++)
         if (!drawn[k])
             fail_msg("op kind %d was never drawn", k);
+}
+
+static void test_random_compositions_have_the_gradients_of_central_differences(void **state)
+{
+    rd_rounds(0x6a09e667f3bcc909ULL, 30, gc_check);
+}
+
+/* The same graphs' Hessian-vector products: every backward rule above,
+ * recorded and differentiated again (enable_higher_derivatives). */
+static void test_random_compositions_have_the_second_derivatives_of_central_differences(void **state)
+{
+    rd_rounds(0xbb67ae8584caa73bULL, 20, gc_check2);
 }
 
 int main(void)
@@ -753,6 +772,7 @@ int main(void)
         TU_TEST(test_view_and_transfer_gradients),
         TU_TEST(test_a_cast_to_single_passes_the_gradient_back_in_double),
         TU_TEST(test_random_compositions_have_the_gradients_of_central_differences),
+        TU_TEST(test_random_compositions_have_the_second_derivatives_of_central_differences),
         TU_TEST(test_every_gradient_has_memory_of_its_own),
         TU_TEST(test_powers_of_zero_have_their_limits_as_gradients),
         TU_TEST(test_max_and_min_send_no_gradient_to_a_nan_they_skipped),

@@ -263,6 +263,7 @@ static void check_gradients(const prob *p)
     gc_prob = p;
     const int all[3] = {1, 1, 1};
     gc_check(gc_apply, NULL, p->bias ? 3 : 2, (dla_tensor *[]){x, w, b}, all, 1e-6);
+    gc_check2(gc_apply, NULL, p->bias ? 3 : 2, (dla_tensor *[]){x, w, b}, all, 1e-6);
     dla_scope_end();
 }
 
@@ -418,8 +419,12 @@ static void a_data_format_longer_than_x_gives_gradients_of_xs_dims(void **state)
     dla_tensor *x = rnd("", DLA_DIMS(5, 4, 3));
     gc_check(conv_sscb, NULL, 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 3, 2))},
              (int[]){1, 1}, 1e-6);
+    gc_check2(conv_sscb, NULL, 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 3, 2))},
+              (int[]){1, 1}, 1e-6);
     gc_check(conv_sscb, "transposed", 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 2, 3))},
              (int[]){1, 1}, 1e-6);
+    gc_check2(conv_sscb, "transposed", 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 2, 3))},
+              (int[]){1, 1}, 1e-6);
     dla_scope_end();
 }
 
@@ -560,6 +565,7 @@ static void gradients_flow_through_stacked_convolutions(void **state)
     dla_tensor *w2 = rnd("", DLA_DIMS(2, 2, 3, 2));
     dla_tensor *b2 = rnd("", DLA_DIMS(1, 1, 2));
     gc_check(two_layers, NULL, 4, (dla_tensor *[]){x, w1, w2, b2}, (int[]){1, 1, 1, 1}, 1e-6);
+    gc_check2(two_layers, NULL, 4, (dla_tensor *[]){x, w1, w2, b2}, (int[]){1, 1, 1, 1}, 1e-6);
     dla_scope_end();
 }
 

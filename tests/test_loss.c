@@ -489,6 +489,7 @@ static void check_gradient(lcase *c)
     if (c->w)
         in[nin++] = from(c->w, c->wfmt, c->wnd, c->wdims);
     gc_check(case_fn, c, nin, in, (const int[]){1, 1, 1}, 1e-6);
+    gc_check2(case_fn, c, nin, in, (const int[]){1, 1, 1}, 1e-6);
     free_case_data(c);
     dla_scope_end();
 }
@@ -513,6 +514,7 @@ static void test_loss_gradients_on_image_data_with_class_weights_and_mask(void *
     dla_tensor *in[3] = {from(c.y, s->fmt, s->nd, s->dims), from(c.t, s->fmt, s->nd, s->dims),
                          from(c.w, c.wfmt, c.wnd, c.wdims)};
     gc_check(case_fn, &c, 3, in, (const int[]){1, 1, 1}, 1e-6);
+    gc_check2(case_fn, &c, 3, in, (const int[]){1, 1, 1}, 1e-6);
     free_case_data(&c);
     dla_scope_end();
 }
@@ -554,6 +556,7 @@ static void test_data_format_labels_an_unformatted_y_in_any_order(void **state)
         assert_true(tu_close(got[i], (y[i] - t[i]) * (y[i] - t[i]), 1e-14));
     free(got);
     gc_check(ce_data_format, NULL, 2, (dla_tensor *[]){uy, ut}, (const int[]){1, 1}, 1e-6);
+    gc_check2(ce_data_format, NULL, 2, (dla_tensor *[]){uy, ut}, (const int[]){1, 1}, 1e-6);
     free(y);
     free(t);
     dla_scope_end();
@@ -873,6 +876,7 @@ static void test_where_picks_and_passes_gradients_to_the_picked_side(void **stat
         assert_true(v[i] == (c[i] ? a[i] : b[i / 3]));
     free(v);
     gc_check(where_fn, cond, 2, (dla_tensor *[]){ta, tb}, (const int[]){1, 1}, 1e-8);
+    gc_check2(where_fn, cond, 2, (dla_tensor *[]){ta, tb}, (const int[]){1, 1}, 1e-8);
     assert_error_says(dla_where(cond, ta, dla_ones(DLA_F32, "SB", DLA_DIMS(1, 2))), DLA_ERR_DTYPE,
                       "dla_where: arguments a (double) and b (single) must share a float dtype");
     dla_scope_end();

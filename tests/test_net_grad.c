@@ -31,6 +31,7 @@ static void check_net(dla_net *net, dla_tensor *x, int training)
     for (int accel = 1; accel >= 0; accel--) {
         dla_net_set_accelerate(net, accel);
         gc_check(gc_run_net, &c, nl, values, check, 1e-5);
+        gc_check2(gc_run_net, &c, nl, values, check, 1e-5);
     }
     dla_net_set_accelerate(net, 1);
 }

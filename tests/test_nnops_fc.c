@@ -124,6 +124,7 @@ static void test_fullyconnect_gradients_match_finite_differences(void **state)
                                  nn_rand("", cases[k].wnd, cases[k].wdims),
                                  nn_rand("", DLA_DIMS(1, 5))};
             gc_check(fc_fn, &c, bias ? 3 : 2, in, (int[]){1, 1, 1}, 1e-6);
+            gc_check2(fc_fn, &c, bias ? 3 : 2, in, (int[]){1, 1, 1}, 1e-6);
             for (int i = 0; i < 3; i++)
                 dla_tensor_release(in[i]);
         }

@@ -442,6 +442,7 @@ static void test_normalization_gradients_match_finite_differences(void **state)
             in[4] = nn_rand_pos("", DLA_DIMS(4)); /* a variance */
             int check[5] = {1, 1, 1, cases[k].which == 1, cases[k].which == 1};
             gc_check(norm_fn, &cases[k], 5, in, check, 1e-6);
+            gc_check2(norm_fn, &cases[k], 5, in, check, 1e-6);
             for (int i = 0; i < 5; i++)
                 dla_tensor_release(in[i]);
         }

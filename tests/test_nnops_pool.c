@@ -282,24 +282,35 @@ static void test_pooling_gradients_match_finite_differences(void **state)
             pgc g = {max, 0, 2, &cases2d[k]};
             dla_tensor *x = nn_rand("SSCB", DLA_DIMS(5, 6, 2, 2));
             gc_check(pool_fn, &g, 1, &x, (int[]){1}, 1e-6);
+            gc_check2(pool_fn, &g, 1, &x, (int[]){1}, 1e-6);
             dla_tensor_release(x);
         }
         pool_case c3 = {{2, 3, 2}, {1, 2, 2}, {{1, 1, 0}, {0, 1, 1}}, NULL, "mean"};
         pgc g3 = {max, 0, 3, &c3};
         dla_tensor *x = nn_rand("SSSCB", DLA_DIMS(3, 4, 3, 2, 2));
         gc_check(pool_fn, &g3, 1, &x, (int[]){1}, 1e-6);
+        gc_check2(pool_fn, &g3, 1, &x, (int[]){1}, 1e-6);
         dla_tensor_release(x);
         pool_case ct = {{3}, {2}, {{1}, {0}}, NULL, NULL};
         pgc gt = {max, 0, 1, &ct};
         x = nn_rand("CBT", DLA_DIMS(3, 2, 6));
         gc_check(pool_fn, &gt, 1, &x, (int[]){1}, 1e-6);
+        gc_check2(pool_fn, &gt, 1, &x, (int[]){1}, 1e-6);
+        dla_tensor_release(x);
+        /* A dim after T: the kernel's batch, which max pooling's second
+         * derivative offsets the index by. */
+        x = nn_rand("CBTU", DLA_DIMS(3, 2, 6, 2));
+        gc_check(pool_fn, &gt, 1, &x, (int[]){1}, 1e-6);
+        gc_check2(pool_fn, &gt, 1, &x, (int[]){1}, 1e-6);
         dla_tensor_release(x);
         pgc gg = {max, 1, 0, NULL};
         x = nn_rand("SSCB", DLA_DIMS(3, 3, 2, 2));
         gc_check(pool_fn, &gg, 1, &x, (int[]){1}, 1e-6);
+        gc_check2(pool_fn, &gg, 1, &x, (int[]){1}, 1e-6);
         dla_tensor_release(x);
         x = nn_rand("CBT", DLA_DIMS(2, 2, 4));
         gc_check(pool_fn, &gg, 1, &x, (int[]){1}, 1e-6);
+        gc_check2(pool_fn, &gg, 1, &x, (int[]){1}, 1e-6);
         dla_tensor_release(x);
     }
 }

@@ -51,7 +51,9 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
  * No two grads[i] share memory (where the sweep gives two arguments one
  * tensor, or wrt lists one twice, the later is a copy), so a collective
  * may sum each in place on its own. Gradients are not recorded on the
- * tape: a loss computed from one cannot be differentiated again.
+ * tape: to a later dla_gradient they are constants (a loss computed only
+ * from them "does not depend" on wrt). For second derivatives use
+ * dla_gradient_opts with enable_higher_derivatives.
  * Errors (grads[i] are then error tensors): DLA_ERR_STATE outside dla_feval
  * ("dla_gradient: called outside dla_feval"); DLA_ERR_INVALID_ARGUMENT when
  * loss is not a scalar, or when the loss does not depend on wrt[i] (the
@@ -91,6 +93,36 @@ typedef struct dla_gradient_hooks {
  * error, a recording) leaves grads[i] as dla_gradient does. */
 DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                        dla_tensor **grads, const dla_gradient_hooks *hooks);
+
+/* dlgradient's name-value options. A zeroed struct (or NULL) is
+ * dla_gradient. */
+typedef struct dla_gradient_options {
+    /* EnableHigherDerivatives (false by default, as in MATLAB): the
+     * backward sweep is recorded on the tape like the forward, so the
+     * gradients it returns can go into further computations that a later
+     * dla_gradient of the same dla_feval differentiates: a Hessian-vector
+     * product, a gradient penalty, the derivatives of a network's output
+     * with respect to its input in a physics-informed loss.
+     *
+     *     dla_tensor *dy, *d2y;          // y = x^3 inside dla_feval
+     *     dla_gradient_opts(dla_sum(y, 0, NULL), 1, &x, &dy,
+     *                       &(dla_gradient_options){.enable_higher_derivatives = 1});
+     *     dla_gradient(dla_sum(dy, 0, NULL), 1, &x, &d2y);   // 6x
+     *
+     * Costs: every intermediate of the sweep is kept until dla_feval
+     * returns, and sums of gradients make new tensors instead of adding
+     * in place. Every op has a second derivative except where the later
+     * dla_gradient says otherwise: it fails with DLA_ERR_UNSUPPORTED naming
+     * the op (never a silently dropped term). Inside dla_accelerate the
+     * recorded sweeps are traced and replayed like any other ops. */
+    int enable_higher_derivatives;
+    /* As dla_gradient_hooked's; NULL: none. */
+    const dla_gradient_hooks *hooks;
+} dla_gradient_options;
+
+/* dla_gradient with options (NULL: the defaults). */
+DLA_API dla_status dla_gradient_opts(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                     dla_tensor **grads, const dla_gradient_options *opts);
 
 #ifdef __cplusplus
 }
