@@ -442,41 +442,20 @@ static dla_status add_into(gmap *m, size_t s, const dla_tensor *t, dla_tensor *g
     return DLA_OK;
 }
 
-/* grad(t) += g. g is a reference the caller gives up. */
-static dla_status accumulate(gmap *m, const dla_tensor *t, dla_tensor *g)
+/* grad[s] += g in a recorded sweep: a new tensor from a recorded add, so
+ * that a later sweep differentiates the sum. g stays the caller's. */
+static dla_status add_recorded(gmap *m, size_t s, dla_tensor *g)
 {
-    size_t s = gmap_slot(m, t);
-    if (!m->grad[s]) {
-        m->grad[s] = g;
-        m->fresh[s] = 0;
-        return DLA_OK;
-    }
-    dla_status st = add_into(m, s, t, g, NULL, 0);
-    dla_tensor_release(g);
-    return st;
-}
-
-/* grad(t) += g in a recorded sweep: a new tensor from a recorded add, so
- * that a later sweep differentiates the sum. g is a reference the caller
- * gives up. */
-static dla_status accumulate_recorded(gmap *m, const dla_tensor *t, dla_tensor *g)
-{
-    size_t s = gmap_slot(m, t);
-    if (!m->grad[s]) {
-        m->grad[s] = g;
-        m->fresh[s] = 0;
-        return DLA_OK;
-    }
     dla_tensor *acc = m->grad[s];
     dla_scope_begin();
-    /* Both are gradients of t, with its dims; a view's rule (unview)
-     * keeps t's format, and backward rules are given it by the sweep. */
+    /* Both are gradients of one tensor, with its dims; a view's rule
+     * (unview) keeps its format, and backward rules are given it by the
+     * sweep. */
     dla_tensor *b = strcmp(g->format, acc->format) || !same_dims(g, acc)
                         ? dla_reshape(g, acc->format, acc->ndims, acc->dims)
                         : g;
     dla_tensor *sum = dla_tensor_retain(dla_add(acc, b));
     dla_scope_end();
-    dla_tensor_release(g);
     if (sum->status != DLA_OK) {
         dla_status st = dla__fail(sum->status, "%s", sum->message);
         dla_tensor_release(sum);
@@ -487,6 +466,21 @@ static dla_status accumulate_recorded(gmap *m, const dla_tensor *t, dla_tensor *
     return DLA_OK;
 }
 
+/* grad(t) += g, in place, or through a recorded add in a recorded sweep.
+ * g is a reference the caller gives up. */
+static dla_status accumulate(gmap *m, const dla_tensor *t, dla_tensor *g, int recorded)
+{
+    size_t s = gmap_slot(m, t);
+    if (!m->grad[s]) {
+        m->grad[s] = g;
+        m->fresh[s] = 0;
+        return DLA_OK;
+    }
+    dla_status st = recorded ? add_recorded(m, s, g) : add_into(m, s, t, g, NULL, 0);
+    dla_tensor_release(g);
+    return st;
+}
+
 /* A recorded sweep's view rule: the node's input gets g placed in zeros
  * through the node's view, by a differentiable op (no chains, no
  * buffer shared in place). */
@@ -495,7 +489,7 @@ static dla_status accumulate_view_recorded(gmap *m, const dla__node *n, dla_tens
     accumulate_attrs a;
     view_steps(&n, 1, &a);
     dla_tensor *gi = run1(&unview_op, &a, sizeof a, 2, (dla_tensor *[]){n->in[0], g});
-    return gi ? accumulate_recorded(m, n->in[0], gi) : dla_last_status();
+    return gi ? accumulate(m, n->in[0], gi, 1) : dla_last_status();
 }
 
 /* grad(base) viewed as the node's output += g: the view ops' rule. When the
@@ -667,8 +661,7 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *
                                    dla__tensor_dims_str(n->in[j], b, sizeof b));
                 }
                 if (st == DLA_OK)
-                    st = recorded ? accumulate_recorded(m, n->in[j], gin[j])
-                                  : accumulate(m, n->in[j], gin[j]);
+                    st = accumulate(m, n->in[j], gin[j], recorded);
                 else
                     dla_tensor_release(gin[j]);
             }
