@@ -553,6 +553,10 @@ static void check_gradients(dla_net *net, dla_tensor *x)
         dla_net_set_accelerate(net, accel);
         gc_check(gc_run_net, &c, nl, dla_table_values(dla_net_learnables(net)), check, 1e-5);
         gc_check(run_input, &c, 1, &x, check, 1e-5);
+        /* Second derivatives: the type's own backward (or the ops of its
+         * forward) recorded and differentiated again. */
+        gc_check2(gc_run_net, &c, nl, dla_table_values(dla_net_learnables(net)), check, 1e-5);
+        gc_check2(run_input, &c, 1, &x, check, 1e-5);
     }
     dla_net_set_accelerate(net, 1);
 }
