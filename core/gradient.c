@@ -618,13 +618,9 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *
              * the path would be dropped without a word. */
             if (!n->op->constant)
                 st = dla__fail(DLA_ERR_UNSUPPORTED, "the derivative of %s (%s) is not "
-                               "supported, and the loss depends on it%s", n->op->name,
+                               "supported, and the loss depends on it", n->op->name,
                                dla__op_registration(n->op) ? dla__op_registration(n->op)->name
-                                                           : "an op",
-                               tape->recorded_sweeps
-                                   ? " (a higher derivative: the op is part of a recorded "
-                                     "backward pass)"
-                                   : "");
+                                                           : "an unregistered op");
         } else if (recorded && n->nsaved && !n->op->saved_constant) {
             st = dla__fail(DLA_ERR_UNSUPPORTED, "higher derivatives through %s are not "
                            "supported (its backward reads statistics it saved)", n->op->name);
@@ -683,7 +679,6 @@ static void fail_grads(int nwrt, dla_tensor **grads)
         grads[i] = i == 0 ? e : dla__return(dla_tensor_retain(e));
 }
 
-
 /* The hand-over's first uses and order (h->first and h->order allocated). */
 static void handover_plan(handover *h, const dla__tape *tape, size_t count)
 {
@@ -733,7 +728,7 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
         return DLA_ERR_STATE;
     }
     if (!loss || loss->status != DLA_OK) {
-        dla_tensor *e = dla__pass_error(loss);
+        dla_tensor *e = dla__pass_arg(op, "loss", loss);
         for (int i = 0; i < nwrt; i++)
             grads[i] = i == 0 ? e : dla__return(dla_tensor_retain(e));
         return e->status;
@@ -809,10 +804,7 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     dla__free(h.first);
     dla__free(h.order);
     resume_unless(recorded);
-    if (recorded)
-        tape->recorded_sweeps++;
-    else
-        tape->plain_sweeps++;
+    tape->plain_sweeps += !recorded;
     for (int i = 0; st == DLA_OK && i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
         if (s == SIZE_MAX || !m.grad[s])

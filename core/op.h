@@ -89,6 +89,13 @@ typedef struct dla__op {
      * from its inputs. A recorded sweep refuses an op with nsaved > 0 and
      * 0 here. */
     int saved_constant;
+    /* Messages about the call (an argument that is NULL): the public
+     * function these attributes come from, where op->name is shared by
+     * several ("binary" serves dla_add and dla_mul); NULL: op->name. */
+    const char *(*call_name)(const void *attrs);
+    /* The public function's names for in[0..nin-1] (NULL-terminated);
+     * NULL: "input N". */
+    const char *const *arg_names;
     /* Saving and loading traces (core/trace_file.c). Attributes are plain
      * data by default: they go to the file as their bytes and come back
      * with their size checked against the registered one. An op whose

@@ -32,6 +32,21 @@ dla_device *dla__replay_device_swap(dla_device *dev)
     return outer;
 }
 
+/* "dla_add: argument b is NULL": the public function and its name for
+ * input i where the op says them. */
+static void null_argument(const dla__op *op, const void *attrs, int i)
+{
+    const char *call = op->call_name ? op->call_name(attrs) : op->name;
+    const char *arg = NULL;
+    for (int k = 0; op->arg_names && op->arg_names[k]; k++)
+        if (k == i)
+            arg = op->arg_names[k];
+    if (arg)
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", call, arg);
+    else
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d is NULL", call, i + 1);
+}
+
 static void fail_all(const dla__op *op, dla_tensor **out, dla_tensor *err)
 {
     for (int i = 0; i < op->nout; i++)
@@ -69,7 +84,7 @@ dla_status dla__apply_n(const dla__op *op, const void *attrs, size_t attrs_size,
     for (int i = 0; i < nin; i++) {
         if (!in[i] || in[i]->status != DLA_OK) {
             if (!in[i])
-                dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d is NULL", op->name, i + 1);
+                null_argument(op, attrs, i);
             dla_tensor *e = in[i] ? dla__pass_error(in[i]) : dla__return(dla__error_tensor());
             fail_all(op, out, e);
             return e->status;

@@ -16,7 +16,7 @@
 static dla_tensor *check_x(const char *op, dla_tensor *x)
 {
     if (!x || x->status != DLA_OK)
-        return dla__pass_error(x);
+        return dla__pass_arg(op, "x", x);
     if (!dla__nn_is_float(x->dtype))
         return dla__error(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
                           dla_dtype_name(x->dtype));
@@ -132,9 +132,11 @@ static dla_status gelu_infer(const void *attrs, int nin, const dla__vshape *in, 
     return DLA_OK;
 }
 
+static const char *const x_only[] = {"x", NULL};
+
 static const dla__op gelu_op = {
     .name = "dla_gelu", .nin = 1, .nout = 1, .forward = gelu_forward, .backward = gelu_backward,
-    .infer = gelu_infer,
+    .infer = gelu_infer, .arg_names = x_only,
 };
 DLA__OP_REGISTER(gelu_op, sizeof(gelu_attrs));
 
@@ -287,12 +289,12 @@ static dla_status logsoftmax_infer(const void *attrs, int nin, const dla__vshape
 
 static const dla__op softmax_op = {
     .name = "dla_softmax", .nin = 1, .nout = 1, .forward = softmax_forward,
-    .backward = softmax_backward, .infer = softmax_infer,
+    .backward = softmax_backward, .infer = softmax_infer, .arg_names = x_only,
 };
 DLA__OP_REGISTER(softmax_op, sizeof(softmax_attrs));
 static const dla__op logsoftmax_op = {
     .name = "dla_logsoftmax", .nin = 1, .nout = 1, .forward = softmax_forward,
-    .backward = softmax_backward, .infer = logsoftmax_infer,
+    .backward = softmax_backward, .infer = logsoftmax_infer, .arg_names = x_only,
 };
 DLA__OP_REGISTER(logsoftmax_op, sizeof(softmax_attrs));
 

@@ -165,9 +165,9 @@ done:
 static dla_tensor *compare(const dla__op *op, dla_binary_op kop, dla_tensor *a, dla_tensor *b)
 {
     if (!a || a->status != DLA_OK)
-        return dla__pass_error(a);
+        return dla__pass_arg(op->name, "a", a);
     if (!b || b->status != DLA_OK)
-        return dla__pass_error(b);
+        return dla__pass_arg(op->name, "b", b);
     dla_tensor *t[2] = {a, b};
     static const char *const names[] = {"a", "b"};
     int nd;
@@ -289,15 +289,15 @@ DLA_API dla_tensor *dla_where(dla_tensor *cond, dla_tensor *a, dla_tensor *b)
 {
     static const char op[] = "dla_where";
     dla_tensor *t[3] = {cond, a, b};
+    static const char *const names[] = {"cond", "a", "b"};
     for (int i = 0; i < 3; i++)
         if (!t[i] || t[i]->status != DLA_OK)
-            return dla__pass_error(t[i]);
+            return dla__pass_arg(op, names[i], t[i]);
     if (!is_float(a->dtype) || a->dtype != b->dtype)
         return dla__error(DLA_ERR_DTYPE,
                           "%s: arguments a (%s) and b (%s) must share a float dtype (single or "
                           "double)",
                           op, dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
-    static const char *const names[] = {"cond", "a", "b"};
     int nd;
     int64_t dims[DLA_MAX_DIMS];
     char fmt[DLA_MAX_DIMS + 1];

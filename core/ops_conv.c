@@ -395,7 +395,7 @@ static const char *describe(const dla_tensor *t, const char *labels, char *buf, 
 static dla_tensor *check_operand(const char *op, const char *name, dla_tensor *t, dla_tensor *x)
 {
     if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
+        return dla__pass_arg(op, name, t);
     if (!is_float(t->dtype))
         return dla__error(DLA_ERR_DTYPE, "%s: argument %s: %s; convolution needs single or double",
                           op, name, dla_dtype_name(t->dtype));

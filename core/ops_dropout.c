@@ -136,6 +136,7 @@ static const dla__op dropout_op = {
     .name = "dla_dropout", .nin = 1, .nout = 1, .nsaved = 1, .forward = dropout_forward,
     .saved_constant = 1, /* the mask */
     .backward = dropout_backward, .random = 1, .infer = dropout_infer,
+    .arg_names = (const char *const[]){"x", NULL},
 };
 DLA__OP_REGISTER(dropout_op, sizeof(dropout_attrs));
 

@@ -135,9 +135,12 @@ static dla_status binary_infer(const void *attrs, int nin, const dla__vshape *in
 
 /* ---------------------------------------------------------- comparisons */
 
+/* The operands' names in the public functions. */
+static const char *const a_b[] = {"a", "b", NULL};
+
 /* Logical results, no gradient (a dla__op without backward). */
 static const dla__op compare_op = {.name = "compare", .nin = 2, .nout = 1, .forward = binary_forward,
-                                   .infer = binary_infer, .constant = 1};
+                                   .infer = binary_infer, .constant = 1, .arg_names = a_b};
 DLA__OP_REGISTER(compare_op, sizeof(binary_attrs));
 
 dla_tensor *dla__compare(dla_binary_op kop, dla_tensor *a, dla_tensor *b)
@@ -203,9 +206,18 @@ static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, d
     return DLA_OK;
 }
 
+/* The public function of an arithmetic binary op, for messages. */
+static const char *binary_call(const void *attrs)
+{
+    static const char *const names[] = {"dla_add", "dla_sub",  "dla_mul", "dla_div",
+                                        "dla_max2", "dla_min2", "dla_pow"};
+    const dla_binary_op k = ((const binary_attrs *)attrs)->op;
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "binary";
+}
+
 static const dla__op binary_op = {
     .name = "binary", .nin = 2, .nout = 1, .forward = binary_forward, .backward = binary_backward,
-    .infer = binary_infer,
+    .infer = binary_infer, .call_name = binary_call, .arg_names = a_b,
 };
 DLA__OP_REGISTER(binary_op, sizeof(binary_attrs));
 
@@ -394,9 +406,17 @@ static dla_status unary_infer(const void *attrs, int nin, const dla__vshape *in,
     return DLA_OK;
 }
 
+static const char *unary_call(const void *attrs)
+{
+    const dla_unary_op k = ((const unary_attrs *)attrs)->op;
+    return (unsigned)k < sizeof unary_names / sizeof *unary_names ? unary_names[k] : "unary";
+}
+
+static const char *const x_only[] = {"x", NULL};
+
 static const dla__op unary_op = {
     .name = "unary", .nin = 1, .nout = 1, .forward = unary_forward, .backward = unary_backward,
-    .infer = unary_infer,
+    .infer = unary_infer, .call_name = unary_call, .arg_names = x_only,
 };
 DLA__OP_REGISTER(unary_op, sizeof(unary_attrs));
 

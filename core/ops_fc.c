@@ -146,9 +146,11 @@ static int takes_x_w_and_bias(const void *attrs, int nin)
     return nin == 2 || nin == 3;
 }
 
+static const char *const fc_args[] = {"x", "weights", "bias", NULL};
+
 static const dla__op fc_op = {
     .name = "dla_fullyconnect", .nin = -1, .nout = 1, .takes = takes_x_w_and_bias, .forward = fc_forward,
-    .backward = fc_backward,
+    .backward = fc_backward, .arg_names = fc_args,
 };
 DLA__OP_REGISTER(fc_op, 0);
 

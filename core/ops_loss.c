@@ -538,9 +538,10 @@ static dla_tensor *loss_build(const loss_call *c)
 {
     const char *op = c->op->name;
     dla_tensor *args[4] = {c->y, c->t, c->w, c->m};
+    static const char *const names[4] = {"y", "targets", "weights", "mask"};
     for (int i = 0; i < 4; i++)
         if ((i < 2 || args[i]) && (!args[i] || args[i]->status != DLA_OK))
-            return dla__pass_error(args[i]);
+            return dla__pass_arg(op, names[i], args[i]);
     dla_tensor *y = c->y, *t = c->t;
     char ys[DLA__DIMS_BUF], ts[DLA__DIMS_BUF];
     if (!is_float(y->dtype))

@@ -250,9 +250,16 @@ static dla_status gemm_infer(const void *attrs, int nin, const dla__vshape *in, 
     return DLA_OK;
 }
 
+static const char *gemm_call(const void *attrs)
+{
+    return ((const gemm_attrs *)attrs)->paged ? "dla_pagemtimes" : "dla_mtimes";
+}
+
+static const char *const gemm_args[] = {"a", "b", NULL};
+
 static const dla__op gemm_op = {
     .name = "gemm", .nin = 2, .nout = 1, .forward = gemm_forward, .backward = gemm_backward,
-    .infer = gemm_infer,
+    .infer = gemm_infer, .call_name = gemm_call, .arg_names = gemm_args,
 };
 DLA__OP_REGISTER(gemm_op, sizeof(gemm_attrs));
 

@@ -631,9 +631,17 @@ static dla_status batchnorm_train_infer(const void *attrs, int nin, const dla__v
     return DLA_OK;
 }
 
+/* The public function of a norm op's attributes, for messages. */
+static const char *norm_call(const void *attrs)
+{
+    const norm_fn f = ((const norm_attrs *)attrs)->fn;
+    return (unsigned)f < F_COUNT ? fn_names[f] : "norm";
+}
+
 static const dla__op norm_op = {
     .name = "norm", .nin = 3, .nout = 1, .nsaved = 2, .forward = stats_forward,
-    .backward = stats_backward, .infer = norm_infer,
+    .backward = stats_backward, .infer = norm_infer, .call_name = norm_call,
+    .arg_names = (const char *const[]){"x", "offset", "scale", NULL},
     .saved_constant = 1, /* stats_backward recomputes them when recorded */
 };
 DLA__OP_REGISTER(norm_op, sizeof(norm_attrs));
@@ -646,6 +654,7 @@ static const dla__op batchnorm_train_op = {
     .name = "dla_batchnorm_train", .nin = -1, .nout = 3, .nsaved = 2, .forward = stats_forward,
     .takes = takes_running_if_given,
     .backward = stats_backward, .infer = batchnorm_train_infer,
+    .arg_names = (const char *const[]){"x", "offset", "scale", "running_mean", "running_var", NULL},
     .saved_constant = 1, /* stats_backward recomputes them when recorded */
 };
 DLA__OP_REGISTER(batchnorm_train_op, sizeof(norm_attrs));
@@ -739,6 +748,7 @@ static dla_status batchnorm_infer(const void *attrs, int nin, const dla__vshape 
 static const dla__op batchnorm_op = {
     .name = "dla_batchnorm", .nin = 5, .nout = 1, .forward = infer_forward,
     .backward = infer_backward, .infer = batchnorm_infer,
+    .arg_names = (const char *const[]){"x", "offset", "scale", "mean", "var", NULL},
 };
 DLA__OP_REGISTER(batchnorm_op, sizeof(norm_attrs));
 

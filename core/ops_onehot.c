@@ -221,7 +221,7 @@ DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
     static const dla_onehot_options none;
     const dla_onehot_options *o = opts ? opts : &none;
     if (!labels || labels->status != DLA_OK)
-        return dla__pass_error(labels);
+        return dla__pass_arg(op, "labels", labels);
     char buf[DLA__DIMS_BUF];
     if (num_classes < 1)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument num_classes: %lld; it must be >= 1",
@@ -395,7 +395,7 @@ DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_option
     static const dla_onehot_options none;
     const dla_onehot_options *o = opts ? opts : &none;
     if (!scores || scores->status != DLA_OK)
-        return dla__pass_error(scores);
+        return dla__pass_arg(op, "scores", scores);
     char buf[DLA__DIMS_BUF];
     if (o->feature_dim == 0 && scores->format[0] && !strchr(scores->format, 'C'))
         return dla__error(DLA_ERR_INVALID_ARGUMENT,

@@ -477,15 +477,17 @@ static dla_status avgpool_infer(const void *attrs, int nin, const dla__vshape *i
     return pool_infer(DLA_POOL_AVG, attrs, in, out);
 }
 
+static const char *const x_only[] = {"x", NULL};
+
 static const dla__op maxpool_op = {
     .name = "dla_maxpool", .nin = 1, .nout = 1, .nsaved = 1, .forward = pool_forward,
     .saved_constant = 1, /* the index */
-    .backward = pool_backward, .infer = maxpool_infer,
+    .backward = pool_backward, .infer = maxpool_infer, .arg_names = x_only,
 };
 DLA__OP_REGISTER(maxpool_op, sizeof(pool_attrs));
 static const dla__op avgpool_op = {
     .name = "dla_avgpool", .nin = 1, .nout = 1, .forward = pool_forward,
-    .backward = pool_backward, .infer = avgpool_infer,
+    .backward = pool_backward, .infer = avgpool_infer, .arg_names = x_only,
 };
 DLA__OP_REGISTER(avgpool_op, sizeof(pool_attrs));
 
@@ -541,7 +543,7 @@ DLA_API dla_tensor *dla_avgpool(dla_tensor *x, int npool, const int64_t *pool_si
 static dla_tensor *global(const char *op, int max, dla_tensor *x)
 {
     if (!x || x->status != DLA_OK)
-        return dla__pass_error(x);
+        return dla__pass_arg(op, "x", x);
     if (!dla__nn_is_float(x->dtype))
         return dla__error(DLA_ERR_DTYPE, "%s: argument x: %s; needs single or double", op,
                           dla_dtype_name(x->dtype));

@@ -112,7 +112,7 @@ static dla_tensor *reduce(const char *op, dla_reduce_op kop, dla_tensor *x, int 
                           const int64_t *dims)
 {
     if (!x || x->status != DLA_OK)
-        return dla__pass_error(x);
+        return dla__pass_arg(op, "x", x);
     if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims: %d entries", op, ndims);
     reduce_attrs a = {.op = kop, .ndims = ndims};

@@ -13,6 +13,7 @@
 #include "core/op.h"
 #include "core/tensor.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* x as a view with nd dims (extra dims of size 1), for kernels that want
@@ -138,8 +139,11 @@ DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument n: %d tensors; at least 1 is needed",
                           op, n);
     for (int i = 0; i < n; i++)
-        if (!tensors[i] || tensors[i]->status != DLA_OK)
-            return dla__pass_error(tensors[i]);
+        if (!tensors[i] || tensors[i]->status != DLA_OK) {
+            char arg[32];
+            snprintf(arg, sizeof arg, "tensors[%d]", i);
+            return dla__pass_arg(op, arg, tensors[i]);
+        }
     const dla_tensor *t0 = tensors[0];
     if (dim < 1 || dim > DLA_MAX_DIMS)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d", op, dim,
@@ -310,7 +314,7 @@ DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, con
                             double value)
 {
     if (!x || x->status != DLA_OK)
-        return dla__pass_error(x);
+        return dla__pass_arg("dla_pad", "x", x);
     /* Zeroed whole, padding included: traces save attributes byte for byte. */
     pad_attrs a;
     memset(&a, 0, sizeof a);
@@ -547,9 +551,9 @@ DLA__OP_REGISTER(index_op, sizeof(index_attrs));
 DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index)
 {
     if (!x || x->status != DLA_OK)
-        return dla__pass_error(x);
+        return dla__pass_arg("dla_index", "x", x);
     if (!index || index->status != DLA_OK)
-        return dla__pass_error(index);
+        return dla__pass_arg("dla_index", "index", index);
     if (index_check(x, dim, index) != DLA_OK)
         return dla__return(dla__error_tensor());
     index_attrs a = {dim - 1};

@@ -13,10 +13,9 @@
 typedef struct dla__tape {
     dla__node *nodes;
     size_t count, capacity;
-    /* dla_gradient sweeps over this tape so far: plain ones (their
-     * gradients are constants to later sweeps) and recorded ones (higher
-     * derivatives), for messages. */
-    int plain_sweeps, recorded_sweeps;
+    /* Plain dla_gradient sweeps over this tape so far: their gradients
+     * are constants to later sweeps, which a message then says. */
+    int plain_sweeps;
     struct dla__tape *outer;
 } dla__tape;
 

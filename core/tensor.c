@@ -74,6 +74,15 @@ static const char released_message[] =
     "use of a released tensor: an argument was released (dla_tensor_release, or the end of "
     "the scope that owned it) before this call";
 
+dla_tensor *dla__pass_arg(const char *op, const char *arg, dla_tensor *t)
+{
+    if (!t) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op, arg);
+        return dla__return(dla__error_tensor());
+    }
+    return dla__pass_error(t);
+}
+
 dla_tensor *dla__pass_error(dla_tensor *t)
 {
     if (!t) {

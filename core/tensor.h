@@ -107,6 +107,9 @@ dla_tensor *dla__return(dla_tensor *t);
 /* For an op given an error tensor: the same handle, with a reference for the
  * caller (through dla__return). */
 dla_tensor *dla__pass_error(dla_tensor *t);
+/* The same for argument arg of public function op, which may be NULL:
+ * then a new error tensor, "op: argument arg is NULL". */
+dla_tensor *dla__pass_arg(const char *op, const char *arg, dla_tensor *t);
 
 /* Handle checks (docs/checks.md). */
 /* Nonzero when t is a live tensor; otherwise reports it for op (the

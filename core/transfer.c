@@ -113,9 +113,12 @@ static dla_status identity_backward(const dla__node *n, dla_tensor *const *gout,
     return DLA_OK;
 }
 
+/* The public functions' name for their tensor, in messages. */
+static const char *const t_only[] = {"t", NULL};
+
 static const dla__op contiguous_op = {
     .name = "dla_contiguous", .nin = 1, .nout = 1, .forward = contiguous_forward,
-    .backward = identity_backward,
+    .backward = identity_backward, .arg_names = t_only,
 };
 DLA__OP_REGISTER(contiguous_op, 0);
 
@@ -236,7 +239,7 @@ DLA__OP_REGISTER(to_device_op, sizeof(device_attrs));
 DLA_API dla_tensor *dla_tensor_to_device(dla_tensor *t, dla_device *dev)
 {
     if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
+        return dla__pass_arg("dla_tensor_to_device", "t", t);
     if (!dev && !(dev = dla__current_device("dla_tensor_to_device")))
         return dla__return(dla__error_tensor());
     device_attrs a = {dev};
@@ -299,7 +302,7 @@ static dla_status cast_infer(const void *attrs, int nin, const dla__vshape *in, 
 
 static const dla__op cast_op = {
     .name = "dla_cast", .nin = 1, .nout = 1, .forward = cast_forward, .backward = cast_backward,
-    .infer = cast_infer,
+    .infer = cast_infer, .arg_names = t_only,
 };
 DLA__OP_REGISTER(cast_op, sizeof(cast_attrs));
 

@@ -153,7 +153,7 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
 {
     static const char op[] = "dla_reshape";
     if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
+        return dla__pass_arg(op, "t", t);
     if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op,
                           ndims, DLA_MAX_DIMS);
@@ -266,7 +266,7 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
 {
     static const char op[] = "dla_permute";
     if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
+        return dla__pass_arg(op, "t", t);
     if (ndims < t->ndims || ndims > DLA_MAX_DIMS || (ndims && !order))
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
                           "%s: argument order: %d entries for a tensor with %d dims", op, ndims,
@@ -422,7 +422,7 @@ DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t ste
 {
     static const char op[] = "dla_slice";
     if (!t || t->status != DLA_OK)
-        return dla__pass_error(t);
+        return dla__pass_arg(op, "t", t);
     char buf[DLA__DIMS_BUF];
     if (dim < 1 || dim > t->ndims)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d of %s", op,

@@ -41,6 +41,13 @@ TESTS += tests/test_autodiff
 TESTS += tests/autodiff_on_testmem.sh
 EXTRA_DIST += tests/autodiff_on_testmem.sh
 
+# A NULL tensor argument names the public function and the argument.
+check_PROGRAMS += tests/test_null_args
+tests_test_null_args_SOURCES = tests/test_null_args.c tests/testutil.h
+tests_test_null_args_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_null_args_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_null_args
+
 # Higher derivatives: recorded sweeps differentiated again, eager and
 # accelerated (also on testmem, and on opencl in opencl.mk).
 check_PROGRAMS += tests/test_higher
