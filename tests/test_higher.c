@@ -257,6 +257,57 @@ static void test_an_accelerated_gradient_penalty_replays_with_eager_bits(void **
     dla_scope_end();
 }
 
+/* A critic step as a training loop writes it: the network is the
+ * accelerated function's ctx (its learnables traced through the ctx
+ * kind), the loss is the penalty's, and dla_net_gradient takes its
+ * gradients: replays give eager's bits as the weights change. */
+static dla_status critic_step(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    dla_net *net = ctx;
+    dla_tensor *x = in[0], *y, *gx;
+    dla_status st = dla_net_forward(net, 1, &x, 1, &y, NULL, NULL);
+    if (st == DLA_OK)
+        st = dla_gradient_opts(sum_all(y), 1, &x, &gx, &higher);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *norm = dla_sqrt(dla_affine(dla_sum(dla_square(gx), 3, (const int64_t[]){1, 2, 3}),
+                                           1.0, 1e-12));
+    out[0] = dla_add(dla_reshape(dla_mean(y, 0, NULL), "", 1, (const int64_t[]){1}),
+                     dla_reshape(dla_mean(dla_square(dla_affine(norm, 1.0, -1.0)), 0, NULL), "",
+                                 1, (const int64_t[]){1}));
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+static void test_a_critic_step_with_the_network_as_ctx_replays_with_eager_bits(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(8);
+    dla_net *net = small_critic();
+    const int nl = dla_net_learnable_count(net);
+    dla_accel *af = dla_accelerate(critic_step, &(dla_accel_options){
+                                                    .ctx_kind = dla_net_accel_kind()});
+    assert_non_null(af);
+    dla_tensor *acc[1 + GC_MAX_IN], *eager[1 + GC_MAX_IN], *velocity[GC_MAX_IN] = {0};
+    for (int call = 0; call < 3; call++) {
+        dla_tensor *x = dla_randn(DLA_F64, "SSCB", DLA_DIMS(5, 4, 2, 4));
+        assert_int_equal(dla_accel_feval(af, net, 1, &x, 1 + nl, acc), DLA_OK);
+        assert_int_equal(dla_feval(critic_step, net, 1, &x, 1 + nl, eager), DLA_OK);
+        for (int i = 0; i < 1 + nl; i++)
+            expect_same_bits(acc[i], eager[i], "critic step", i);
+        /* New weights for the next call: a step against the gradients. */
+        assert_int_equal(dla_sgdmupdate(nl, dla_table_values(dla_net_learnables(net)), acc + 1,
+                                        velocity, 0.1, 0.0),
+                         DLA_OK);
+    }
+    dla_optim_free(nl, velocity);
+    assert_float_equal(dla_accel_hit_rate(af), 100.0 * 2 / 3, 1e-9);
+    dla_accel_free(af);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -266,6 +317,7 @@ int main(void)
         TU_TEST(test_a_comparison_on_the_path_stops_its_gradient_by_design),
         TU_TEST(test_a_networks_gradient_penalty_has_the_derivatives_of_finite_differences),
         TU_TEST(test_an_accelerated_gradient_penalty_replays_with_eager_bits),
+        TU_TEST(test_a_critic_step_with_the_network_as_ctx_replays_with_eager_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
