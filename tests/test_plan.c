@@ -839,6 +839,33 @@ static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, 
     return dla_gradient(loss, nin, in, out + 1);
 }
 
+/* Second derivatives: rand_graph_grad_fn's loss L and its gradients G_i
+ * taken with enable_higher_derivatives, then L + sum_i sum(G_i .^ 2) (a
+ * gradient penalty) and its gradients: out[0] the penalized loss,
+ * out[1..] its gradients, through the recorded sweep's ops (the
+ * accumulations of dla_add, unview, the norms' recomputed statistics). */
+static dla_status rand_graph_grad2_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                      dla_tensor **out)
+{
+    dla_tensor *v[RG_OUTPUTS], *g[RG_INPUTS];
+    dla_status st = rand_graph_fn(ctx, nin, in, RG_OUTPUTS, v);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *loss = NULL;
+    for (int i = 0; i < RG_OUTPUTS + nin; i++) {
+        dla_tensor *s = dla_sum(dla_square(i < RG_OUTPUTS ? v[i] : in[i - RG_OUTPUTS]), 0, NULL);
+        loss = loss ? dla_add(loss, s) : s;
+    }
+    st = dla_gradient_opts(loss, nin, in, g,
+                           &(dla_gradient_options){.enable_higher_derivatives = 1});
+    if (st != DLA_OK)
+        return st;
+    for (int i = 0; i < nin; i++)
+        loss = dla_add(loss, dla_sum(dla_square(g[i]), 0, NULL));
+    out[0] = loss;
+    return dla_gradient(loss, nin, in, out + 1);
+}
+
 /* A 6x6 input of the random graphs, laid out as layout says: 0 dense, 1
  * a transposed view, 2 columns 1..6 of a 6x8 (at an offset), 3 rows 1..6
  * of an 8x6 (a column stride of 8). Every call of a graph passes its
@@ -854,7 +881,8 @@ static dla_tensor *rg_input(dla_dtype dt, int layout)
 }
 
 /* A random graph drawn from the xorshift state *r, and RG_CALLS calls of it
- * (grad: of its loss and gradients) through af and eagerly, with new
+ * (grad 1: of its loss and gradients; 2: of rand_graph_grad2_fn's second
+ * derivatives) through af and eagerly, with new
  * inputs in between (half the graphs take some as views: rg_input): each
  * replay's results are eager's bits. Counts the
  * outer products (kind 12) and the GEMMs of inner dim 6 (kind 13) drawn;
@@ -884,7 +912,9 @@ static plan_info random_graph_round(unsigned long long *r, int grad, dla_dtype d
     dla_tensor *in[RG_INPUTS];
     for (int i = 0; i < RG_INPUTS; i++)
         in[i] = rg_input(dt, layout[i]);
-    const dla_function fn = grad ? rand_graph_grad_fn : rand_graph_fn;
+    const dla_function fn = grad == 2 ? rand_graph_grad2_fn
+                            : grad    ? rand_graph_grad_fn
+                                      : rand_graph_fn;
     const int nout = grad ? 1 + RG_INPUTS : RG_OUTPUTS;
     dla_accel *af = dla_accelerate(fn, NULL);
     for (int call = 0; call < RG_CALLS; call++) {
@@ -941,6 +971,21 @@ static void random_graphs_gradients_plan_to_eager_bits(void **state)
     /* plan_on_graphwrap.sh: the device ran runs of each plan itself. */
     if (getenv("DLA_TEST_EXPECT_DEVICE_RUNS"))
         assert_true(device_runs >= 52);
+    dla_scope_end();
+}
+
+/* Their second derivatives, planned: the recorded sweeps' ops replay with
+ * eager's bits too. */
+static void random_graphs_second_derivatives_plan_to_eager_bits(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(31);
+    unsigned long long r = 0x510e527fade682d1ULL;
+    int planned = 0, outer = 0, inner = 0;
+    /* 16 in single precision, then 8 in double. */
+    for (int round = 0; round < 24; round++)
+        planned += random_graph_round(&r, 2, round < 16 ? DLA_F32 : DLA_F64, &outer, &inner).found;
+    assert_int_equal(planned, 24);
     dla_scope_end();
 }
 
@@ -1420,6 +1465,7 @@ int main(void)
         TU_TEST(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
         TU_TEST(random_elementwise_graphs_plan_to_eager_bits),
         TU_TEST(random_graphs_gradients_plan_to_eager_bits),
+        TU_TEST(random_graphs_second_derivatives_plan_to_eager_bits),
         TU_TEST(random_ops_draw_on_the_device_or_run_as_themselves_and_draw_what_eager_draws),
         TU_TEST(a_trace_plans_and_replays_on_memory_the_host_cannot_address),
         TU_TEST(a_trace_moving_data_between_devices_replays_op_by_op_and_says_why),
