@@ -238,7 +238,8 @@ step_suites() {
     # test_plan as a whole is left out: it asks for the plans of cpu:0 by
     # name (its random graphs run below).
     for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm \
-        test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim; do
+        test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim \
+        test_higher; do
         [ -x "$s/bin/$t" ] || continue
         DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 timeout 25 "$s/bin/$t" \
             >"$out/suite_$t.log" 2>&1
