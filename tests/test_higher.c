@@ -66,6 +66,46 @@ static void test_the_derivatives_of_powers_are_exact(void **state)
     dla_scope_end();
 }
 
+/* Hooks on a recorded sweep: ready hands each gradient over once, with
+ * its final value, and the gradient still differentiates again. */
+typedef struct ready_log {
+    int calls;
+    double first;
+} ready_log;
+
+static void on_ready(void *ctx, int index, dla_tensor *grad)
+{
+    ready_log *r = ctx;
+    assert_int_equal(index, 0);
+    r->calls++;
+    r->first = dla_tensor_item(grad, 0);
+}
+
+static dla_status cube_hooked(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    dla_gradient_hooks hooks = {.ready = on_ready, .ctx = ctx};
+    dla_tensor *x = in[0], *y = dla_mul(x, dla_mul(x, x));
+    dla_status st = dla_gradient_opts(sum_all(y), 1, &x, &out[0],
+                                      &(dla_gradient_options){.enable_higher_derivatives = 1,
+                                                              .hooks = &hooks});
+    return st != DLA_OK ? st : dla_gradient(sum_all(out[0]), 1, &x, &out[1]);
+}
+
+static void test_hooks_hand_over_a_recorded_sweeps_gradients(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){2, -3}, DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *out[2];
+    ready_log r = {0};
+    assert_int_equal(dla_feval(cube_hooked, &r, 1, &x, 2, out), DLA_OK);
+    assert_int_equal(r.calls, 1);
+    assert_true(r.first == 12.0);
+    assert_true(dla_tensor_item(out[1], 0) == 12.0 && dla_tensor_item(out[1], 1) == -18.0);
+    dla_scope_end();
+}
+
 /* Without the option the first gradient is a constant to the second. */
 static dla_status cube_plain(void *ctx, int nin, dla_tensor *const *in, int nout,
                              dla_tensor **out)
@@ -313,6 +353,7 @@ int main(void)
     dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_the_derivatives_of_powers_are_exact),
+        TU_TEST(test_hooks_hand_over_a_recorded_sweeps_gradients),
         TU_TEST(test_without_the_option_a_gradient_is_a_constant_and_the_error_says_so),
         TU_TEST(test_a_comparison_on_the_path_stops_its_gradient_by_design),
         TU_TEST(test_a_networks_gradient_penalty_has_the_derivatives_of_finite_differences),
