@@ -17,6 +17,8 @@ static const dla__layer_kind *const kinds[] = {
     &dla__kind_softmax, &dla__kind_flatten, &dla__kind_maxpool2d, &dla__kind_avgpool2d,
     &dla__kind_gmaxpool1d, &dla__kind_gavgpool1d, &dla__kind_gmaxpool2d, &dla__kind_gavgpool2d,
     &dla__kind_fc, &dla__kind_addition, &dla__kind_concatenation, &dla__kind_lstm,
+    &dla__kind_tanh, &dla__kind_sigmoid, &dla__kind_swish, &dla__kind_elu, &dla__kind_gelu,
+    &dla__kind_layernorm, &dla__kind_groupnorm, &dla__kind_instancenorm,
 };
 
 const dla__layer_kind *dla__layer_kind_find(const char *type)

@@ -52,14 +52,8 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     if (p->channels && p->channels != c)
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
                             (long long)c, (long long)p->channels);
-    /* MATLAB's shapes: 1x1xC after two S dims, Cx1 without S dims. */
     int64_t dims[4];
-    int nd = 0, ns = dla__shape_count(in, 'S');
-    for (int i = 0; i < ns && nd < 3; i++)
-        dims[nd++] = 1;
-    dims[nd++] = c;
-    if (nd == 1)
-        dims[nd++] = 1;
+    const int nd = dla__channel_param_dims(in, c, dims);
     static const char *const names[4] = {"Offset", "Scale", "TrainedMean", "TrainedVariance"};
     for (int k = 0; k < 4; k++) {
         dla_tensor *v = k < 2 ? dla__init_tensor(p->init[k], sink, nd, dims, (double)c, (double)c)
@@ -91,6 +85,18 @@ static void describe(const dla__props *p, const dla__shape *in, char *buf, size_
         snprintf(buf, size, "Batch normalization with %lld channels", (long long)c);
     else
         snprintf(buf, size, "Batch normalization");
+}
+
+int dla__channel_param_dims(const dla__shape *in, int64_t c, int64_t *dims)
+{
+    /* MATLAB's shapes: 1x1xC after two S dims, Cx1 without S dims. */
+    int nd = 0, ns = dla__shape_count(in, 'S');
+    for (int i = 0; i < ns && nd < 3; i++)
+        dims[nd++] = 1;
+    dims[nd++] = c;
+    if (nd == 1)
+        dims[nd++] = 1;
+    return nd;
 }
 
 const dla__layer_kind dla__kind_batchnorm = {

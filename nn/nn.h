@@ -221,12 +221,19 @@ int dla__kind_inputs(const dla__layer_kind *kind, const dla__props *p);
 /* Copies s into a props string field, checking its length. */
 dla_status dla__props_string(char *dst, const char *s, const char *fallback, const char *what);
 
+/* The dims of a per-channel parameter of a normalization layer (c
+ * channels) after input shape in, as MATLAB gives them: 1x1xC after two S
+ * dims, 1xC after one, Cx1 without. Returns the count (at most 4). */
+int dla__channel_param_dims(const dla__shape *in, int64_t c, int64_t *dims);
+
 /* Every kind, for loading by type name. */
 extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dla__kind_conv1d,
     dla__kind_conv2d, dla__kind_batchnorm, dla__kind_relu, dla__kind_leakyrelu, dla__kind_dropout,
     dla__kind_softmax, dla__kind_flatten, dla__kind_maxpool2d, dla__kind_avgpool2d,
     dla__kind_gmaxpool1d, dla__kind_gavgpool1d, dla__kind_gmaxpool2d, dla__kind_gavgpool2d,
-    dla__kind_fc, dla__kind_addition, dla__kind_concatenation, dla__kind_lstm;
+    dla__kind_fc, dla__kind_addition, dla__kind_concatenation, dla__kind_lstm, dla__kind_tanh,
+    dla__kind_sigmoid, dla__kind_swish, dla__kind_elu, dla__kind_gelu, dla__kind_layernorm,
+    dla__kind_groupnorm, dla__kind_instancenorm;
 
 /* ------------------------------------------------------------ initializers */
 

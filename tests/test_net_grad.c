@@ -167,6 +167,45 @@ static void conv1d_and_global_pooling_over_time_differentiate(void **state)
     dla_scope_end();
 }
 
+/* The per-observation normalizations and the smooth activations, on
+ * images and on sequences (first and second derivatives, check_net). */
+static void normalization_and_smooth_layers_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(6);
+    dla_layer *l[] = {
+        dla_image_input_layer(5, 4, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.padding = {1, 1, 1, 1}}),
+        dla_layernorm_layer(NULL),
+        dla_gelu_layer(NULL, NULL),
+        dla_groupnorm_layer(2, NULL),
+        dla_swish_layer(NULL),
+        dla_fc_layer(3, NULL),
+        dla_tanh_layer(NULL),
+    };
+    dla_net *net = dla_net_create(8, l);
+    assert_non_null(net);
+    dla_tensor *x = dla_randn(DLA_F64, "SSCB", DLA_DIMS(5, 4, 2, 3));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_layer *s[] = {
+        dla_sequence_input_layer(3, NULL),
+        dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.padding_mode = "causal"}),
+        dla_instancenorm_layer(NULL),
+        dla_elu_layer(DLA_ELU_ALPHA, NULL),
+        dla_layernorm_layer(NULL), /* "auto": over C alone, with a T dim */
+        dla_sigmoid_layer(NULL),
+        dla_fc_layer(2, NULL),
+    };
+    net = dla_net_create(7, s);
+    assert_non_null(net);
+    x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 5));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void lstm_gradients_match_finite_differences_in_both_output_modes(void **state)
 {
     (void)state;
@@ -247,6 +286,7 @@ int main(void)
         TU_TEST(cnn_with_batchnorm_has_the_gradients_of_finite_differences),
         TU_TEST(graph_with_addition_and_concatenation_differentiates_every_branch),
         TU_TEST(conv1d_and_global_pooling_over_time_differentiate),
+        TU_TEST(normalization_and_smooth_layers_differentiate),
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
         TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),
     };

@@ -151,6 +151,38 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_string_equal(a, b);
     dla_net_free(back);
     dla_net_free(net);
+
+    /* The normalization and smooth layers with their options. */
+    dla_layer *m[] = {
+        dla_image_input_layer(6, 6, 4, &(dla_image_input_options){.normalization = "none"}),
+        dla_layernorm_layer(&(dla_norm_layer_options){.epsilon = 1e-4,
+                                                      .operation_dimension = "spatial-channel"}),
+        dla_gelu_layer("tanh", NULL), dla_groupnorm_layer(2, &(dla_norm_layer_options){
+                                          .scale_initializer = "narrow-normal"}),
+        dla_elu_layer(0.5, NULL), dla_instancenorm_layer(NULL), dla_swish_layer(NULL),
+        dla_sigmoid_layer(NULL), dla_tanh_layer(NULL)};
+    net = dla_net_create(9, m);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("norms.safetensors")), DLA_OK);
+    if (dla_net_load(path("norms.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "Group normalization (2 groups) with 4 channels"));
+    assert_non_null(strstr(b, "GELU (approximation tanh)"));
+    dla_scope_begin();
+    dla_tensor *x6 = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 6, 4, 2)), *ya6, *yb6;
+    assert_int_equal(dla_net_predict(net, 1, &x6, 1, &ya6, NULL), DLA_OK);
+    assert_int_equal(dla_net_predict(back, 1, &x6, 1, &yb6, NULL), DLA_OK);
+    float h6a[288], h6b[288];
+    assert_int_equal(dla_tensor_to_host(ya6, h6a, sizeof h6a), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(yb6, h6b, sizeof h6b), DLA_OK);
+    assert_memory_equal(h6a, h6b, sizeof h6a);
+    dla_scope_end();
+    dla_net_free(back);
+    dla_net_free(net);
 }
 
 /* The safetensors header's length: the file's first 8 bytes, little-endian. */

@@ -242,6 +242,88 @@ static void activations_match_their_ops(void **state)
     dla_scope_end();
 }
 
+static void smooth_activations_match_their_ops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(4, 3, 5, 2), 0.4, -2);
+    dla_net *n[6] = {one(dla_tanh_layer(NULL), x), one(dla_sigmoid_layer(NULL), x),
+                     one(dla_swish_layer(NULL), x), one(dla_elu_layer(0.5, NULL), x),
+                     one(dla_gelu_layer(NULL, NULL), x), one(dla_gelu_layer("tanh", NULL), x)};
+    dla_tensor *want[6] = {dla_tanh(x), dla_sigmoid(x), dla_mul(x, dla_sigmoid(x)),
+                           dla_elu(x, 0.5), dla_gelu(x, NULL), dla_gelu(x, "tanh")};
+    for (int i = 0; i < 6; i++) {
+        assert_same(predict1(n[i], x), want[i]);
+        assert_same(forward1(n[i], x), want[i]);
+        dla_net_free(n[i]);
+    }
+    /* Options refused with the layer's and the option's names. */
+    dla_layer *bad = dla_gelu_layer("erf", &(dla_layer_options){.name = "g"});
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "gelu 'g': Approximation \"erf\""));
+    dla_layer_free(bad);
+    bad = dla_elu_layer(NAN, NULL);
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    dla_layer_free(bad);
+    dla_scope_end();
+}
+
+/* Layer, group and instance normalization: each observation by its own
+ * statistics, the same in forward and predict, with Offset and Scale of
+ * batch normalization's dims. */
+static void per_observation_normalizations_match_their_ops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 2, 4, 3), 0.5, -1);
+    dla_norm_layer_options o = {.name = "n", .epsilon = 1e-3};
+    dla_net *ln = one(dla_layernorm_layer(&o), x);
+    dla_net *gn = one(dla_groupnorm_layer(2, &o), x);
+    dla_net *in = one(dla_instancenorm_layer(&o), x);
+    dla_net *nets[3] = {ln, gn, in};
+    dla_tensor *off[3], *sc[3];
+    for (int i = 0; i < 3; i++) {
+        off[i] = set_ramp(nets[i], "n", "Offset", 1, -0.5);
+        sc[i] = set_ramp(nets[i], "n", "Scale", 0.5, 1);
+        assert_int_equal(dla_tensor_ndims(off[i]), 3); /* 1x1xC after SSCB */
+        assert_int_equal(dla_tensor_dim(off[i], 3), 4);
+        assert_int_equal(dla_net_learnable_count(nets[i]), 2);
+    }
+    dla_norm_options no = {.epsilon = 1e-3};
+    dla_tensor *want[3] = {dla_layernorm(x, off[0], sc[0], &(dla_norm_options){
+                                                                .epsilon = 1e-3,
+                                                                .operation_dimension = "auto"}),
+                           dla_groupnorm(x, 2, off[1], sc[1], &no),
+                           dla_instancenorm(x, off[2], sc[2], &no)};
+    for (int i = 0; i < 3; i++) {
+        assert_same(predict1(nets[i], x), want[i]);
+        assert_same(forward1(nets[i], x), want[i]);
+        dla_net_free(nets[i]);
+    }
+    /* A sequence: Cx1 parameters, and "auto" normalizes over C alone. */
+    dla_tensor *s = ramp(DLA_F64, "CBT", DLA_DIMS(4, 2, 5), 0.3, -1);
+    dla_net *ls = one(dla_layernorm_layer(&o), s);
+    dla_tensor *so = set_ramp(ls, "n", "Offset", 1, 0), *ss = set_ramp(ls, "n", "Scale", 1, 1);
+    assert_int_equal(dla_tensor_dim(so, 1), 4);
+    assert_int_equal(dla_tensor_dim(so, 2), 1);
+    assert_same(predict1(ls, s), dla_layernorm(s, so, ss, &(dla_norm_options){
+                                                          .epsilon = 1e-3,
+                                                          .operation_dimension = "channel-only"}));
+    dla_net_free(ls);
+    /* 3 groups of 4 channels: refused when the network is made. */
+    dla_layer *g3 = dla_groupnorm_layer(3, NULL);
+    dla_net *bad = dla_net_create(1, &g3);
+    assert_non_null(bad);
+    assert_int_not_equal(dla_net_init(bad, 1, &x), DLA_OK);
+    assert_non_null(strstr(dla_last_error(), "NumGroups 3 does not divide the input's 4 channels"));
+    dla_net_free(bad);
+    dla_layer *lbad = dla_layernorm_layer(&(dla_norm_layer_options){.operation_dimension = "all"});
+    assert_int_equal(dla_layer_status(lbad), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "OperationDimension \"all\""));
+    dla_layer_free(lbad);
+    dla_scope_end();
+}
+
 static void pooling_layers_match_their_ops(void **state)
 {
     (void)state;
@@ -456,6 +538,8 @@ int main(void)
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
         TU_TEST(activations_match_their_ops),
+        TU_TEST(smooth_activations_match_their_ops),
+        TU_TEST(per_observation_normalizations_match_their_ops),
         TU_TEST(pooling_layers_match_their_ops),
         TU_TEST(fully_connected_and_flatten_match_their_ops),
         TU_TEST(addition_and_concatenation_join_named_inputs),

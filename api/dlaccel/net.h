@@ -232,6 +232,31 @@ typedef struct dla_batchnorm_layer_options {
 } dla_batchnorm_layer_options;
 DLA_API dla_layer *dla_batchnorm_layer(const dla_batchnorm_layer_options *opts);
 
+/* MATLAB layerNormalizationLayer, groupNormalizationLayer(numGroups) and
+ * instanceNormalizationLayer: learnables Offset and Scale, one per channel
+ * (the dims batchNormalizationLayer gives them), no state. Each
+ * observation is normalized by its own statistics, in forward and
+ * predict alike (dla_layernorm, dla_groupnorm, dla_instancenorm): over
+ * the dims operation_dimension names for layer normalization, the
+ * channels of each group and the S and T dims for group normalization,
+ * the S and T dims of each channel for instance normalization. num_groups
+ * must divide the input's channels (checked when the network is made). */
+typedef struct dla_norm_layer_options {
+    const char *name;
+    double epsilon;       /* 0: 1e-5 */
+    int64_t num_channels; /* 0: from the input */
+    const char *offset_initializer; /* NULL: "zeros" */
+    const char *scale_initializer;  /* NULL: "ones" */
+    /* layerNormalizationLayer only: NULL or "auto" (MATLAB's default since
+     * R2023a: "channel-only" when the input has a "T" dim, else
+     * "spatial-channel"), "channel-only", "spatial-channel",
+     * "batch-excluded" (dla_norm_options.operation_dimension). */
+    const char *operation_dimension;
+} dla_norm_layer_options;
+DLA_API dla_layer *dla_layernorm_layer(const dla_norm_layer_options *opts);
+DLA_API dla_layer *dla_groupnorm_layer(int64_t num_groups, const dla_norm_layer_options *opts);
+DLA_API dla_layer *dla_instancenorm_layer(const dla_norm_layer_options *opts);
+
 /* MATLAB reluLayer, leakyReluLayer(scale) (DLA_LEAKYRELU_SCALE is
  * MATLAB's 0.01), softmaxLayer (over "C"), flattenLayer (the "S" and "C"
  * dims of each observation become one "C" dim, column-major: "SSCB" h x w
@@ -241,6 +266,18 @@ DLA_API dla_layer *dla_relu_layer(const dla_layer_options *opts);
 DLA_API dla_layer *dla_leakyrelu_layer(double scale, const dla_layer_options *opts);
 DLA_API dla_layer *dla_softmax_layer(const dla_layer_options *opts);
 DLA_API dla_layer *dla_flatten_layer(const dla_layer_options *opts);
+
+/* Smooth activations (their second derivatives are what a physics-
+ * informed loss or a gradient penalty needs, where relu's are 0): MATLAB
+ * tanhLayer, sigmoidLayer, swishLayer (x .* sigmoid(x)), eluLayer(alpha)
+ * (DLA_ELU_ALPHA is MATLAB's 1; finite) and geluLayer(Approximation=
+ * approximation) (NULL or "none", MATLAB's default, or "tanh"). */
+#define DLA_ELU_ALPHA 1.0
+DLA_API dla_layer *dla_tanh_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_sigmoid_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_swish_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_elu_layer(double alpha, const dla_layer_options *opts);
+DLA_API dla_layer *dla_gelu_layer(const char *approximation, const dla_layer_options *opts);
 
 /* MATLAB dropoutLayer(probability) (DLA_DROPOUT_PROB is MATLAB's 0.5):
  * dla_dropout in forward, the identity in predict. */
