@@ -1,6 +1,6 @@
 /*
- * layer_input.c - imageInputLayer and sequenceInputLayer: the network's
- * entry points. They check what comes in against their input size and
+ * layer_input.c - imageInputLayer, sequenceInputLayer and
+ * featureInputLayer: the network's entry points. They check what comes in against their input size and
  * apply the input normalization with the statistics held as fixed
  * parameters (Mean, StandardDeviation), which the network passes to its
  * accelerated function as tensor inputs like every other parameter.
@@ -288,6 +288,83 @@ DLA_API dla_layer *dla_sequence_input_layer(int64_t channels, const dla_sequence
                                ? o.normalization_dimension : NULL, "channel",
                                "sequenceInput: NormalizationDimension");
     dla_layer *l = dla__layer_new(&dla__kind_sequence_input, o.name, 0, &p, st);
+    if (l) {
+        dla_scope_begin();
+        set_stats(l, o.mean, o.standard_deviation);
+        dla_scope_end();
+    }
+    return l;
+}
+
+/* ----------------------------------------------------------- featureInput */
+
+static const dla__field feature_fields[] = {
+    F("InputSize", DLA__F_INT, count, 1),
+    F("Normalization", DLA__F_STRING, option, 1),
+    F("NormalizationDimension", DLA__F_STRING, option2, 1),
+    {NULL, 0, 0, 0},
+};
+
+static dla_status feature_check(const dla__props *p, const char *name)
+{
+    dla_status st = dla__layer_size("featureInput", name, "InputSize", p->count, 1, 1 << 24);
+    return st != DLA_OK ? st : check_norm(p, name, "featureInput", 0);
+}
+
+static void feature_example(const dla__props *p, dla__shape *s)
+{
+    memset(s, 0, sizeof *s);
+    s->ndims = 2;
+    s->dims[0] = p->count;
+    s->dims[1] = 1;
+    snprintf(s->format, sizeof s->format, "CB");
+}
+
+static dla_status feature_forward(const dla__props *p, dla__call *c)
+{
+    dla_tensor *x = c->x[0];
+    if (strcmp(dla_tensor_format(x), "CB") || dla_tensor_dim(x, 1) != p->count) {
+        char d[96];
+        int64_t dims[DLA_MAX_DIMS];
+        dla__dims_text(dla_tensor_dims(x, dims), dims, d, sizeof d);
+        dla__nn_fail(DLA_ERR_SHAPE, "the input is %s \"%s\"; the layer takes \"CB\" data of "
+                     "%lld features", d, dla_tensor_format(x), (long long)p->count);
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_SHAPE;
+    }
+    c->y = normalize(p, x, c->p);
+    return dla_tensor_status(c->y);
+}
+
+static void feature_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    char n[64];
+    describe_norm(p, n, sizeof n);
+    snprintf(buf, size, "%lld features%s", (long long)p->count, n);
+}
+
+const dla__layer_kind dla__kind_feature_input = {
+    .type = "featureInput", .display = "Feature Input", .default_name = "featureinput",
+    .fields = feature_fields, .is_input = 1, .check = feature_check, .init = seq_init,
+    .forward = feature_forward, .describe = feature_describe, .example = feature_example,
+};
+
+DLA_API dla_layer *dla_feature_input_layer(int64_t num_features,
+                                           const dla_feature_input_options *opts)
+{
+    dla_feature_input_options o = opts ? *opts : (dla_feature_input_options){0};
+    dla__props p = {0};
+    p.count = num_features;
+    dla_status st = dla__props_string(p.option, o.normalization, "none",
+                                      "featureInput: Normalization");
+    if (st == DLA_OK)
+        st = dla__props_string(p.option2, o.normalization_dimension &&
+                                              strcmp(o.normalization_dimension, "auto")
+                                          ? o.normalization_dimension
+                                          : NULL,
+                               "channel", "featureInput: NormalizationDimension");
+    dla_layer *l = dla__layer_new(&dla__kind_feature_input, o.name, 0, &p, st);
     if (l) {
         dla_scope_begin();
         set_stats(l, o.mean, o.standard_deviation);

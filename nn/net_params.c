@@ -324,7 +324,7 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
                                               : "not an input layer");
     if (n < 1 || !data)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no data", fn);
-    int image = l->kind == &dla__kind_image_input;
+    int image = l->kind == &dla__kind_image_input, feature = l->kind == &dla__kind_feature_input;
     int all = !strcmp(p->option2, "all"), element = !strcmp(p->option2, "element");
     /* Reduced over batch (and time) always, and over space unless per
      * element, and over channels too for "all". */
@@ -335,7 +335,7 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
     dla_status st = sum && sq && host ? DLA_OK : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     for (int k = 0; k < n && st == DLA_OK; k++) {
         dla_tensor *x = data[k];
-        const char *want = image ? "SSCB" : "CBT";
+        const char *want = image ? "SSCB" : feature ? "CB" : "CBT";
         if (x && dla_tensor_status(x) != DLA_OK) { /* an error tensor keeps its status */
             st = dla__nn_fail(dla_tensor_status(x), "%s: data %d: %s", fn, k + 1,
                               dla_tensor_error(x));
@@ -365,7 +365,8 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
             if (all)
                 red[nr++] = 1;
             red[nr++] = 2;
-            red[nr++] = 3;
+            if (!feature)
+                red[nr++] = 3;
         }
         dla_tensor *s1 = dla_sum(xd, nr, red), *s2 = dla_sum(dla_square(xd), nr, red);
         /* A sum refused memory is out of memory, not the wrong size. */

@@ -203,6 +203,14 @@ static void normalization_and_smooth_layers_differentiate(void **state)
     x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 5));
     check_net(net, x, 1);
     dla_net_free(net);
+    /* A physics-informed network's shape: features through tanh layers. */
+    dla_layer *f[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(6, NULL), dla_tanh_layer(NULL),
+                      dla_fc_layer(6, NULL), dla_tanh_layer(NULL), dla_fc_layer(1, NULL)};
+    net = dla_net_create(6, f);
+    assert_non_null(net);
+    x = dla_randn(DLA_F64, "CB", DLA_DIMS(2, 5));
+    check_net(net, x, 1);
+    dla_net_free(net);
     dla_scope_end();
 }
 

@@ -183,6 +183,36 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_scope_end();
     dla_net_free(back);
     dla_net_free(net);
+
+    /* Feature input with its statistics. */
+    dla_scope_begin();
+    dla_layer *f[] = {
+        dla_feature_input_layer(3, &(dla_feature_input_options){
+            .normalization = "zscore",
+            .mean = dla_tensor_from_host((float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3, 1)),
+            .standard_deviation = dla_tensor_from_host((float[]){2, 2, 4}, DLA_F32, "",
+                                                       DLA_DIMS(3, 1))}),
+        dla_fc_layer(4, NULL), dla_tanh_layer(NULL)};
+    dla_scope_end();
+    net = dla_net_create(3, f);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("features.safetensors")), DLA_OK);
+    if (dla_net_load(path("features.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_true(dla_tensor_item(dla_net_get(back, "featureinput_1", "StandardDeviation"), 2) == 4);
+    dla_net_summary(back, b, sizeof b);
+    assert_non_null(strstr(b, "3 features with 'zscore' normalization"));
+    dla_scope_begin();
+    dla_tensor *xf = dla_randn(DLA_F32, "CB", DLA_DIMS(3, 5)), *yfa, *yfb;
+    assert_int_equal(dla_net_predict(net, 1, &xf, 1, &yfa, NULL), DLA_OK);
+    assert_int_equal(dla_net_predict(back, 1, &xf, 1, &yfb, NULL), DLA_OK);
+    float hfa[20], hfb[20];
+    assert_int_equal(dla_tensor_to_host(yfa, hfa, sizeof hfa), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(yfb, hfb, sizeof hfb), DLA_OK);
+    assert_memory_equal(hfa, hfb, sizeof hfa);
+    dla_scope_end();
+    dla_net_free(back);
+    dla_net_free(net);
 }
 
 /* The safetensors header's length: the file's first 8 bytes, little-endian. */

@@ -148,6 +148,46 @@ static void input_statistics_come_from_data(void **state)
     dla_scope_end();
 }
 
+/* featureInputLayer: "CB" data, zscore with given statistics, statistics
+ * set from data, and any other data refused naming the layer. */
+static void feature_input_normalizes_and_takes_statistics_from_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *mean = dla_tensor_from_host((float[]){1, -2, 0}, DLA_F32, "", DLA_DIMS(3, 1));
+    dla_tensor *sd = dla_tensor_from_host((float[]){2, 4, 1}, DLA_F32, "", DLA_DIMS(3, 1));
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+        .normalization = "zscore", .mean = mean, .standard_deviation = sd}),
+                      dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_tensor *x = ramp(DLA_F32, "CB", DLA_DIMS(3, 4), 1, -3), *y;
+    const dla_net_forward_options first = {.outputs = (const char *const[]){"featureinput_1"}};
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, &first), DLA_OK);
+    assert_same(y, dla_div(dla_sub(x, mean), sd));
+    dla_tensor *bad = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 4));
+    assert_int_equal(dla_net_predict(net, 1, &bad, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "the layer takes \"CB\" data of 3 features"));
+    dla_net_free(net);
+    /* Statistics from two batches: feature 1 is 1..6, feature 2 all 5. */
+    dla_layer *z[] = {dla_feature_input_layer(2, &(dla_feature_input_options){
+        .normalization = "zscore"})};
+    net = dla_net_create(1, z);
+    assert_non_null(net);
+    dla_tensor *a = dla_tensor_from_host((double[]){1, 5, 2, 5, 3, 5}, DLA_F64, "CB", DLA_DIMS(2, 3));
+    dla_tensor *b = dla_tensor_from_host((double[]){4, 5, 5, 5, 6, 5}, DLA_F64, "CB", DLA_DIMS(2, 3));
+    assert_int_equal(dla_net_set_input_statistics(net, "featureinput_1", 2, (dla_tensor *[]){a, b}),
+                     DLA_OK);
+    dla_tensor *m = dla_net_get(net, "featureinput_1", "Mean");
+    dla_tensor *s = dla_net_get(net, "featureinput_1", "StandardDeviation");
+    assert_true(fabs(dla_tensor_item(m, 0) - 3.5) < 1e-6);
+    assert_true(fabs(dla_tensor_item(m, 1) - 5) < 1e-6);
+    assert_true(fabs(dla_tensor_item(s, 0) - sqrt(17.5 / 6)) < 1e-5);
+    assert_true(fabs(dla_tensor_item(s, 1)) < 1e-6);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void conv2d_matches_dla_conv_with_stride_dilation_and_padding(void **state)
 {
     (void)state;
@@ -534,6 +574,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(image_input_zscore_subtracts_mean_and_divides_by_std),
         TU_TEST(input_statistics_come_from_data),
+        TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),

@@ -188,6 +188,22 @@ typedef struct dla_sequence_input_options {
 DLA_API dla_layer *dla_sequence_input_layer(int64_t channels,
                                             const dla_sequence_input_options *opts);
 
+/* MATLAB featureInputLayer(numFeatures): "CB" data, numFeatures x
+ * observations (tabular data, the points of a physics-informed network).
+ * Normalization as the sequence input's ("none" by default; "zerocenter",
+ * "zscore"; over the batch, per feature or with normalization_dimension
+ * "all" over everything), with statistics given or set from data
+ * (dla_net_set_input_statistics, trainnet's ResetInputNormalization). */
+typedef struct dla_feature_input_options {
+    const char *name;
+    const char *normalization;           /* NULL: "none" */
+    const char *normalization_dimension; /* NULL or "auto" or "channel", "all" */
+    dla_tensor *mean;
+    dla_tensor *standard_deviation;
+} dla_feature_input_options;
+DLA_API dla_layer *dla_feature_input_layer(int64_t num_features,
+                                           const dla_feature_input_options *opts);
+
 /* Options of the convolution layers. Weights have MATLAB's layout (conv.h):
  * filterSize x channels x filters; the bias is 1x1xF (2-D) or 1xF (1-D). */
 typedef struct dla_conv_layer_options {
@@ -624,7 +640,7 @@ DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *para
 /* Sets the statistics of an input layer from data, as trainnet does before
  * training: the mean and the standard deviation (dividing by the count of
  * values, not one less) over every observation and time step of the n
- * tensors (each formatted as the layer's input: "SSCB", "CBT", any batch
+ * tensors (each formatted as the layer's input: "SSCB", "CBT", "CB", any batch
  * size and length), per channel, per element or over all, by the layer's
  * NormalizationDimension. Sums are taken in double. DLA_ERR_INVALID_ARGUMENT
  * when the layer is not an input layer or its normalization is "none". */
@@ -647,7 +663,7 @@ typedef struct dla_net_forward_options {
 
 /* MATLAB [Y1..YM, state] = forward(net, X1..XN): training mode (batch
  * normalization with the batch's statistics, dropout active). x[i] feeds
- * input i with the format of its input layer ("SSCB", "CBT"), any batch
+ * input i with the format of its input layer ("SSCB", "CBT", "CB"), any batch
  * size. y[0..nout-1] receive the outputs (nout must equal the outputs
  * asked for). state, when not NULL, receives one tensor per State row:
  * the updated statistics of batch normalization layers, the last hidden
