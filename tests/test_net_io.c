@@ -103,6 +103,24 @@ static void assert_same_values(const dla_table *a, const dla_table *b)
     }
 }
 
+/* a and b predict the same bits of single-precision random input. */
+static void predict_alike(dla_net *a, dla_net *b, const char *format, int nd, const int64_t *dims)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_randn(DLA_F32, format, nd, dims), *ya, *yb;
+    assert_int_equal(dla_net_predict(a, 1, &x, 1, &ya, NULL), DLA_OK);
+    assert_int_equal(dla_net_predict(b, 1, &x, 1, &yb, NULL), DLA_OK);
+    const int64_t n = dla_tensor_numel(ya);
+    assert_int_equal(dla_tensor_numel(yb), n);
+    float *ha = malloc(sizeof(float) * (size_t)n), *hb = malloc(sizeof(float) * (size_t)n);
+    assert_int_equal(dla_tensor_to_host(ya, ha, sizeof(float) * (size_t)n), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(yb, hb, sizeof(float) * (size_t)n), DLA_OK);
+    assert_memory_equal(ha, hb, sizeof(float) * (size_t)n);
+    free(ha);
+    free(hb);
+    dla_scope_end();
+}
+
 static void a_saved_network_loads_back_bit_for_bit(void **state)
 {
     (void)state;
@@ -172,15 +190,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_string_equal(a, b);
     assert_non_null(strstr(b, "Group normalization (2 groups) with 4 channels"));
     assert_non_null(strstr(b, "GELU (approximation tanh)"));
-    dla_scope_begin();
-    dla_tensor *x6 = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 6, 4, 2)), *ya6, *yb6;
-    assert_int_equal(dla_net_predict(net, 1, &x6, 1, &ya6, NULL), DLA_OK);
-    assert_int_equal(dla_net_predict(back, 1, &x6, 1, &yb6, NULL), DLA_OK);
-    float h6a[288], h6b[288];
-    assert_int_equal(dla_tensor_to_host(ya6, h6a, sizeof h6a), DLA_OK);
-    assert_int_equal(dla_tensor_to_host(yb6, h6b, sizeof h6b), DLA_OK);
-    assert_memory_equal(h6a, h6b, sizeof h6a);
-    dla_scope_end();
+    predict_alike(net, back, "SSCB", DLA_DIMS(6, 6, 4, 2));
     dla_net_free(back);
     dla_net_free(net);
 
@@ -202,15 +212,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_true(dla_tensor_item(dla_net_get(back, "featureinput_1", "StandardDeviation"), 2) == 4);
     dla_net_summary(back, b, sizeof b);
     assert_non_null(strstr(b, "3 features with 'zscore' normalization"));
-    dla_scope_begin();
-    dla_tensor *xf = dla_randn(DLA_F32, "CB", DLA_DIMS(3, 5)), *yfa, *yfb;
-    assert_int_equal(dla_net_predict(net, 1, &xf, 1, &yfa, NULL), DLA_OK);
-    assert_int_equal(dla_net_predict(back, 1, &xf, 1, &yfb, NULL), DLA_OK);
-    float hfa[20], hfb[20];
-    assert_int_equal(dla_tensor_to_host(yfa, hfa, sizeof hfa), DLA_OK);
-    assert_int_equal(dla_tensor_to_host(yfb, hfb, sizeof hfb), DLA_OK);
-    assert_memory_equal(hfa, hfb, sizeof hfa);
-    dla_scope_end();
+    predict_alike(net, back, "CB", DLA_DIMS(3, 5));
     dla_net_free(back);
     dla_net_free(net);
 }

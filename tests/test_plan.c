@@ -819,24 +819,29 @@ static dla_status rand_graph_fn(void *ctx, int nin, dla_tensor *const *in, int n
     return dla_tensor_status(out[nout - 1]);
 }
 
-/* The random graph's outputs and inputs squared and summed, and the
- * gradients of that loss with respect to the inputs: out[0] the loss,
- * out[1..] the gradients. */
-static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
-                                     dla_tensor **out)
+/* The random graph's outputs and inputs squared and summed (the loss),
+ * and its gradients with respect to the inputs: out[0] the loss, out[1..]
+ * the gradients. */
+static dla_status rand_graph_loss(void *ctx, int nin, dla_tensor *const *in, dla_tensor **loss)
 {
     dla_tensor *v[RG_OUTPUTS];
     dla_status st = rand_graph_fn(ctx, nin, in, RG_OUTPUTS, v);
     if (st != DLA_OK)
         return st;
     /* Each input's own square too, so that every input reaches the loss. */
-    dla_tensor *loss = NULL;
+    *loss = NULL;
     for (int i = 0; i < RG_OUTPUTS + nin; i++) {
         dla_tensor *s = dla_sum(dla_square(i < RG_OUTPUTS ? v[i] : in[i - RG_OUTPUTS]), 0, NULL);
-        loss = loss ? dla_add(loss, s) : s;
+        *loss = *loss ? dla_add(*loss, s) : s;
     }
-    out[0] = loss;
-    return dla_gradient(loss, nin, in, out + 1);
+    return DLA_OK;
+}
+
+static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    dla_status st = rand_graph_loss(ctx, nin, in, &out[0]);
+    return st != DLA_OK ? st : dla_gradient(out[0], nin, in, out + 1);
 }
 
 /* Second derivatives: rand_graph_grad_fn's loss L and its gradients G_i
@@ -847,15 +852,10 @@ static dla_status rand_graph_grad_fn(void *ctx, int nin, dla_tensor *const *in, 
 static dla_status rand_graph_grad2_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
                                       dla_tensor **out)
 {
-    dla_tensor *v[RG_OUTPUTS], *g[RG_INPUTS];
-    dla_status st = rand_graph_fn(ctx, nin, in, RG_OUTPUTS, v);
+    dla_tensor *g[RG_INPUTS], *loss;
+    dla_status st = rand_graph_loss(ctx, nin, in, &loss);
     if (st != DLA_OK)
         return st;
-    dla_tensor *loss = NULL;
-    for (int i = 0; i < RG_OUTPUTS + nin; i++) {
-        dla_tensor *s = dla_sum(dla_square(i < RG_OUTPUTS ? v[i] : in[i - RG_OUTPUTS]), 0, NULL);
-        loss = loss ? dla_add(loss, s) : s;
-    }
     st = dla_gradient_opts(loss, nin, in, g,
                            &(dla_gradient_options){.enable_higher_derivatives = 1});
     if (st != DLA_OK)
