@@ -1241,6 +1241,56 @@ static void input_normalization_is_reset_from_uint8_images(void **state)
     dla_tensor_release(t);
 }
 
+/* Features around 50 with a spread of 10, a linear target: trainnet sets
+ * the featureInput's zscore statistics from the data, and regression
+ * with mse fits it. */
+static void a_feature_input_network_is_normalized_and_fits_a_regression(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(1);
+    dla_tensor *x = dla_affine(dla_randn(DLA_F32, "CB", DLA_DIMS(2, 512)), 10, 50);
+    float xs[1024], ys[512];
+    assert_int_equal(dla_tensor_to_host(x, xs, sizeof xs), DLA_OK);
+    for (int i = 0; i < 512; i++)
+        ys[i] = 3 * xs[2 * i] - 2 * xs[2 * i + 1] + 100;
+    dla_tensor *y = dla_tensor_from_host(ys, DLA_F32, "CB", DLA_DIMS(1, 512));
+    dla_layer *l[] = {dla_feature_input_layer(2, &(dla_feature_input_options){
+                                                      .normalization = "zscore"}),
+                      dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, l), *trained;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.solver = "adam";
+    o.initial_learn_rate = 2;
+    o.max_epochs = 60;
+    o.mini_batch_size = 64;
+    assert_int_equal(dla_trainnet(&(dla_train_data){.predictors = x, .targets = y}, net,
+                                  &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_OK);
+    dla_tensor *m = dla_net_get(trained, "featureinput_1", "Mean");
+    dla_tensor *s = dla_net_get(trained, "featureinput_1", "StandardDeviation");
+    double want_m[2] = {0, 0}, want_s[2] = {0, 0};
+    for (int f = 0; f < 2; f++) {
+        for (int i = 0; i < 512; i++)
+            want_m[f] += xs[2 * i + f] / 512.0;
+        for (int i = 0; i < 512; i++)
+            want_s[f] += (xs[2 * i + f] - want_m[f]) * (xs[2 * i + f] - want_m[f]) / 512.0;
+        assert_true(tu_close(dla_tensor_item(m, f), want_m[f], 1e-5));
+        assert_true(tu_close(dla_tensor_item(s, f), sqrt(want_s[f]), 1e-4));
+    }
+    dla_tensor *p;
+    assert_int_equal(dla_net_predict(trained, 1, &x, 1, &p, NULL), DLA_OK);
+    double se = 0;
+    for (int i = 0; i < 512; i++)
+        se += (dla_tensor_item(p, i) - ys[i]) * (dla_tensor_item(p, i) - ys[i]);
+    if (!(sqrt(se / 512) < 0.1))
+        fail_msg("root mean square error %g after training", sqrt(se / 512));
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void a_training_leaves_nothing_allocated(void **state)
 {
     (void)state;
@@ -1893,6 +1943,7 @@ int main(void)
         TU_TEST(sequences_train_with_each_sequence_length),
         TU_TEST(output_fn_stops_training_and_schedules_drop_the_rate),
         TU_TEST(input_normalization_is_reset_from_uint8_images),
+        TU_TEST(a_feature_input_network_is_normalized_and_fits_a_regression),
         TU_TEST(a_training_leaves_nothing_allocated),
         TU_TEST(class_numbers_outside_the_classes_are_refused),
         TU_TEST(one_hot_targets_of_another_class_count_are_named),
