@@ -201,7 +201,7 @@ static dla_status compare_infer(const void *attrs, int nin, const dla__vshape *i
 #define DLA__COMPARE_DEFINE(cmp, kop)                                                              \
     static const dla__op compare_##cmp##_op = {                                                    \
         .name = "dla_" #cmp, .nin = 2, .nout = 1, .forward = compare_forward,                      \
-        .infer = compare_infer, .constant = 1};                                                                   \
+        .infer = compare_infer, .constant = 1};                                                    \
     DLA__OP_REGISTER(compare_##cmp##_op, sizeof(compare_attrs));                                  \
     DLA_API dla_tensor *dla_##cmp(dla_tensor *a, dla_tensor *b)                                    \
     {                                                                                              \

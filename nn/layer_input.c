@@ -1,9 +1,10 @@
 /*
  * layer_input.c - imageInputLayer, sequenceInputLayer and
- * featureInputLayer: the network's entry points. They check what comes in against their input size and
- * apply the input normalization with the statistics held as fixed
- * parameters (Mean, StandardDeviation), which the network passes to its
- * accelerated function as tensor inputs like every other parameter.
+ * featureInputLayer: the network's entry points. They check what comes in
+ * against their input size and apply the input normalization with the
+ * statistics held as fixed parameters (Mean, StandardDeviation), which the
+ * network passes to its accelerated function as tensor inputs like every
+ * other parameter.
  */
 #include "nn/nn.h"
 

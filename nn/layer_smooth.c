@@ -24,7 +24,8 @@ static dla_status check_none(const dla__props *p, const char *name)
     return DLA_OK;
 }
 
-static dla_status init_none(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+static dla_status init_none(const dla_layer *l, int nin, const dla__shape *in,
+                            dla__param_sink *sink)
 {
     (void)l, (void)nin, (void)in, (void)sink;
     return DLA_OK;
