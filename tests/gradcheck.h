@@ -7,7 +7,9 @@
  * fixed random tensor of f's output dims, so every output element matters
  * with its own weight). Inputs must be DLA_F64. Large inputs are probed at
  * up to GC_PROBES elements spread over the tensor. A mismatch fails the
- * cmocka test naming the input, the element, and both values.
+ * cmocka test naming the input, the element, and both values. f always
+ * runs inside a dla_feval, so it may take gradients itself (a gradient
+ * penalty).
  *
  * gc_check2(f, ctx, nin, in, check, tol) checks second derivatives the
  * same way, of L2 = sum(f(in) .^ 2 .* R): squared, so that a linear f
@@ -198,7 +200,8 @@ typedef struct gc2_ctx {
 
 /* out[0] = S = sum_i sum(dL2/din_i .* V_i); with nout > 1, out[1..] =
  * dS/din_i of the checked inputs. */
-static inline dla_status gc2_model(void *c, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+static inline dla_status gc2_model(void *c, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
 {
     gc2_ctx *h = c;
     dla_tensor *l = dla_sum(dla_mul(dla_square(h->g.f(h->g.ctx, in)), h->g.r), 0, NULL);
@@ -237,8 +240,8 @@ static inline double gc2_value(void *c, dla_tensor *const *in)
     return v;
 }
 
-static inline void gc_check2(gc_fn f, void *ctx, int nin, dla_tensor *const *in, const int *check,
-                      double tol)
+static inline void gc_check2(gc_fn f, void *ctx, int nin, dla_tensor *const *in,
+                             const int *check, double tol)
 {
     dla_scope_begin();
     gc2_ctx h = {.g = {f, ctx, gc_weights(f, ctx, nin, in), check, nin}, .higher = 1};
