@@ -447,14 +447,12 @@ static dla_status add_into(gmap *m, size_t s, const dla_tensor *t, dla_tensor *g
 static dla_status add_recorded(gmap *m, size_t s, dla_tensor *g)
 {
     dla_tensor *acc = m->grad[s];
+    /* Both are gradients of one tensor, with its dims and format: a view's
+     * rule (unview) makes them so, and the sweep gives a backward rule's
+     * results the input's own (so add, which compares formats, takes
+     * them). */
     dla_scope_begin();
-    /* Both are gradients of one tensor, with its dims; a view's rule
-     * (unview) keeps its format, and backward rules are given it by the
-     * sweep. */
-    dla_tensor *b = strcmp(g->format, acc->format) || !same_dims(g, acc)
-                        ? dla_reshape(g, acc->format, acc->ndims, acc->dims)
-                        : g;
-    dla_tensor *sum = dla_tensor_retain(dla_add(acc, b));
+    dla_tensor *sum = dla_tensor_retain(dla_add(acc, g));
     dla_scope_end();
     if (sum->status != DLA_OK) {
         dla_status st = dla__fail(sum->status, "%s", sum->message);

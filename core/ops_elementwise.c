@@ -54,11 +54,20 @@ typedef struct binary_attrs {
 #define DLA__BINARY_PUBLIC(name, str) "dla_" str,
 static const char *const binary_names[] = {DLA_BINARY_LIST(DLA__BINARY_PUBLIC)};
 
+/* The public function of binary op k, for messages: the kernel's name but
+ * for max and min of two tensors, which are dla_max2 and dla_min2. */
+static const char *binary_public(dla_binary_op k)
+{
+    return k == DLA_BINARY_MAX   ? "dla_max2"
+           : k == DLA_BINARY_MIN ? "dla_min2"
+                                 : binary_names[k];
+}
+
 static dla_status binary_forward(const void *attrs, dla_tensor *const *in, int nin,
                                  dla_tensor **out, dla_tensor **saved)
 {
     dla_binary_op kop = ((const binary_attrs *)attrs)->op;
-    const char *op = binary_names[kop];
+    const char *op = binary_public(kop);
     dla_tensor *a = in[0], *b = in[1];
     if (!is_float(a->dtype) || !is_float(b->dtype))
         return dla__fail(DLA_ERR_DTYPE, "%s: argument %s: %s; elementwise math needs single or double",
@@ -206,13 +215,10 @@ static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, d
     return DLA_OK;
 }
 
-/* The public function of an arithmetic binary op, for messages. */
 static const char *binary_call(const void *attrs)
 {
-    static const char *const names[] = {"dla_add", "dla_sub",  "dla_mul", "dla_div",
-                                        "dla_max2", "dla_min2", "dla_pow"};
     const dla_binary_op k = ((const binary_attrs *)attrs)->op;
-    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "binary";
+    return (unsigned)k < DLA_BINARY_COUNT ? binary_public(k) : "binary";
 }
 
 static const dla__op binary_op = {

@@ -1452,7 +1452,6 @@ static int lay_out(lowering *L, size_t *offset)
     return 1;
 }
 
-/* Writes the fixed memory into the kept launches and lists the patches. */
 /* Points memory operand f of cl's launch at the arena, off bytes in. */
 static int to_arena(lowering *L, const dla__cap_launch *cl, size_t off, const dla__field *f)
 {
@@ -1467,6 +1466,7 @@ static int to_arena(lowering *L, const dla__cap_launch *cl, size_t off, const dl
     return 1;
 }
 
+/* Writes the fixed memory into the kept launches and lists the patches. */
 static int finish_launches(lowering *L, const size_t *offset)
 {
     dla__capture *c = L->c;

@@ -41,29 +41,47 @@ static dla_status check(const dla__props *p, const char *name)
     return DLA_OK;
 }
 
-static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+dla_status dla__norm_offset_scale(const dla_layer *l, const char *what, const dla__shape *in,
+                                  dla__param_sink *sink, int64_t *dims, int *nd)
 {
-    (void)nin;
     const dla__props *p = &l->props;
-    int64_t c = dla__shape_dim(in, 'C');
+    const int64_t c = dla__shape_dim(in, 'C');
     if (!c)
-        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; batch normalization needs a "
-                            "\"C\" dim", in->format);
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs a \"C\" dim",
+                            in->format, what);
     if (p->channels && p->channels != c)
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
                             (long long)c, (long long)p->channels);
-    int64_t dims[4];
-    const int nd = dla__channel_param_dims(in, c, dims);
-    static const char *const names[4] = {"Offset", "Scale", "TrainedMean", "TrainedVariance"};
-    for (int k = 0; k < 4; k++) {
-        dla_tensor *v = k < 2 ? dla__init_tensor(p->init[k], sink, nd, dims, (double)c, (double)c)
-                              : dla__init_tensor(k == 2 ? "zeros" : "ones", sink, nd, dims, 1, 1);
-        dla_status st = dla__param_add(sink, names[k], k < 2 ? DLA__LEARNABLE : DLA__STATE, v, nd,
-                                       dims, 1);
+    /* MATLAB's shapes: 1x1xC after two S dims, Cx1 without S dims. */
+    int n = 0, ns = dla__shape_count(in, 'S');
+    for (int i = 0; i < ns && n < 3; i++)
+        dims[n++] = 1;
+    dims[n++] = c;
+    if (n == 1)
+        dims[n++] = 1;
+    *nd = n;
+    static const char *const names[2] = {"Offset", "Scale"};
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *v = dla__init_tensor(p->init[k], sink, n, dims, (double)c, (double)c);
+        dla_status st = dla__param_add(sink, names[k], DLA__LEARNABLE, v, n, dims, 1);
         if (st != DLA_OK)
             return st;
     }
     return DLA_OK;
+}
+
+static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    int64_t dims[4];
+    int nd;
+    dla_status st = dla__norm_offset_scale(l, "batch normalization", in, sink, dims, &nd);
+    static const char *const names[2] = {"TrainedMean", "TrainedVariance"};
+    for (int k = 0; k < 2 && st == DLA_OK; k++)
+        st = dla__param_add(sink, names[k], DLA__STATE,
+                            dla__init_tensor(k ? "ones" : "zeros", sink, nd, dims, 1, 1), nd, dims,
+                            1);
+    return st;
 }
 
 static dla_status forward(const dla__props *p, dla__call *c)
@@ -85,18 +103,6 @@ static void describe(const dla__props *p, const dla__shape *in, char *buf, size_
         snprintf(buf, size, "Batch normalization with %lld channels", (long long)c);
     else
         snprintf(buf, size, "Batch normalization");
-}
-
-int dla__channel_param_dims(const dla__shape *in, int64_t c, int64_t *dims)
-{
-    /* MATLAB's shapes: 1x1xC after two S dims, Cx1 without S dims. */
-    int nd = 0, ns = dla__shape_count(in, 'S');
-    for (int i = 0; i < ns && nd < 3; i++)
-        dims[nd++] = 1;
-    dims[nd++] = c;
-    if (nd == 1)
-        dims[nd++] = 1;
-    return nd;
 }
 
 const dla__layer_kind dla__kind_batchnorm = {

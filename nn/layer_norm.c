@@ -70,27 +70,13 @@ static dla_status instance_check(const dla__props *p, const char *name)
 static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)nin;
-    const dla__props *p = &l->props;
-    const int64_t c = dla__shape_dim(in, 'C');
-    if (!c)
-        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs a \"C\" dim",
-                            in->format, l->kind->display);
-    if (p->channels && p->channels != c)
-        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
-                            (long long)c, (long long)p->channels);
-    if (l->kind == &dla__kind_groupnorm && c % p->count != 0)
+    const int64_t c = dla__shape_dim(in, 'C'), groups = l->props.count;
+    if (l->kind == &dla__kind_groupnorm && c % groups != 0)
         return dla__nn_fail(DLA_ERR_SHAPE, "NumGroups %lld does not divide the input's %lld "
-                            "channels", (long long)p->count, (long long)c);
+                            "channels", (long long)groups, (long long)c);
     int64_t dims[4];
-    const int nd = dla__channel_param_dims(in, c, dims);
-    static const char *const names[2] = {"Offset", "Scale"};
-    for (int k = 0; k < 2; k++) {
-        dla_tensor *v = dla__init_tensor(p->init[k], sink, nd, dims, (double)c, (double)c);
-        dla_status st = dla__param_add(sink, names[k], DLA__LEARNABLE, v, nd, dims, 1);
-        if (st != DLA_OK)
-            return st;
-    }
-    return DLA_OK;
+    int nd;
+    return dla__norm_offset_scale(l, l->kind->display, in, sink, dims, &nd);
 }
 
 static dla_status layer_forward(const dla__props *p, dla__call *c)

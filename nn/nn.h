@@ -221,10 +221,14 @@ int dla__kind_inputs(const dla__layer_kind *kind, const dla__props *p);
 /* Copies s into a props string field, checking its length. */
 dla_status dla__props_string(char *dst, const char *s, const char *fallback, const char *what);
 
-/* The dims of a per-channel parameter of a normalization layer (c
- * channels) after input shape in, as MATLAB gives them: 1x1xC after two S
- * dims, 1xC after one, Cx1 without. Returns the count (at most 4). */
-int dla__channel_param_dims(const dla__shape *in, int64_t c, int64_t *dims);
+/* A normalization layer's learnables Offset and Scale, one per channel of
+ * input shape in (its NumChannels checked against it), with its
+ * initializers, in the dims MATLAB gives them: 1x1xC after two S dims, 1xC
+ * after one, Cx1 without; the dims (at most 4) in dims and *nd, for
+ * parameters of the same shape. what names the layer in the message when
+ * the input has no "C" dim. */
+dla_status dla__norm_offset_scale(const dla_layer *l, const char *what, const dla__shape *in,
+                                  dla__param_sink *sink, int64_t *dims, int *nd);
 
 /* Every kind, for loading by type name. */
 extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dla__kind_conv1d,
