@@ -712,8 +712,12 @@ static void resume_unless(int recorded)
         dla__recording_resume();
 }
 
+/* missing: NULL, and a wrt[i] the loss does not depend on is an error (the
+ * public calls); otherwise its gradient is zeros and *missing counts them
+ * (dla__gradient_or_zeros). */
 static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
-                               dla_tensor **grads, const dla_gradient_hooks *hooks, int recorded)
+                               dla_tensor **grads, const dla_gradient_hooks *hooks, int recorded,
+                               int *missing)
 {
     static const char op[] = "dla_gradient";
     if (nwrt < 0 || (nwrt && (!wrt || !grads)))
@@ -805,7 +809,9 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     tape->plain_sweeps += !recorded;
     for (int i = 0; st == DLA_OK && i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
-        if (s == SIZE_MAX || !m.grad[s])
+        if ((s == SIZE_MAX || !m.grad[s]) && missing)
+            ++*missing;
+        else if (s == SIZE_MAX || !m.grad[s])
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
                            "%s: argument wrt[%d] (%s %s): the loss does not depend on it%s", op,
                            i, dla__tensor_dims_str(wrt[i], buf, sizeof buf),
@@ -830,7 +836,10 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     pause_unless(recorded);
     for (int i = 0; i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
-        dla_tensor *g = dla_tensor_retain(m.grad[s]);
+        fill_attrs zero = {0.0};
+        dla_tensor *g = s != SIZE_MAX && m.grad[s]
+                            ? dla_tensor_retain(m.grad[s])
+                            : run1(&fill_like_op, &zero, sizeof zero, 1, &wrt[i]);
         for (int j = 0; g && j < i; j++)
             if (dla__tensors_overlap(g, grads[j])) {
                 dla_tensor *c = run1(&clone_op, NULL, 0, 1, &g);
@@ -861,17 +870,23 @@ DLA_API dla_status dla_gradient_opts(dla_tensor *loss, int nwrt, dla_tensor *con
                                      dla_tensor **grads, const dla_gradient_options *opts)
 {
     return gradient_run(loss, nwrt, wrt, grads, opts ? opts->hooks : NULL,
-                        opts && opts->enable_higher_derivatives);
+                        opts && opts->enable_higher_derivatives, NULL);
+}
+
+dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **grad, int recorded,
+                                  int *missing)
+{
+    return gradient_run(loss, 1, &x, grad, NULL, recorded, missing);
 }
 
 DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                        dla_tensor **grads, const dla_gradient_hooks *hooks)
 {
-    return gradient_run(loss, nwrt, wrt, grads, hooks, 0);
+    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL);
 }
 
 DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                 dla_tensor **grads)
 {
-    return gradient_run(loss, nwrt, wrt, grads, NULL, 0);
+    return gradient_run(loss, nwrt, wrt, grads, NULL, 0, NULL);
 }

@@ -25,6 +25,13 @@ dla__tape *dla__tape_current(void);
 void dla__tape_push(dla__tape *t);
 /* Pops the innermost tape and releases everything it holds. */
 void dla__tape_pop(void);
+/* dla_gradient_opts of one wrt (recorded: enable_higher_derivatives),
+ * except that a loss that does not depend on x gives zeros with x's dims
+ * and adds 1 to *missing instead of failing: the derivatives of
+ * dla_jacobian, dla_divergence and dla_laplacian that are identically
+ * zero (a ReLU network's second derivatives). */
+dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **grad, int recorded,
+                                  int *missing);
 /* Turns recording off (backward passes) and back on; nests. */
 void dla__recording_pause(void);
 void dla__recording_resume(void);

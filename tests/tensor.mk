@@ -55,6 +55,12 @@ tests_test_higher_SOURCES = tests/test_higher.c tests/testutil.h tests/gradcheck
 tests_test_higher_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_higher_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_higher tests/higher_on_testmem.sh
+
+check_PROGRAMS += tests/test_derivatives
+tests_test_derivatives_SOURCES = tests/test_derivatives.c tests/testutil.h tests/gradcheck.h
+tests_test_derivatives_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_derivatives_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_derivatives
 EXTRA_DIST += tests/higher_on_testmem.sh
 
 # dla_accelerate: the trace cache, replay, RNG slots, checks (testmem loaded

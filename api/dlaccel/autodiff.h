@@ -124,6 +124,40 @@ typedef struct dla_gradient_options {
 DLA_API dla_status dla_gradient_opts(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                      dla_tensor **grads, const dla_gradient_options *opts);
 
+/* Derivatives of a model's outputs u with respect to its input data x,
+ * point by point, inside dla_feval (MATLAB's dljacobian, dldivergence and
+ * dllaplacian). dim (1-based; dla_tensor_find_dim(x, 'C') for a label) is
+ * x's operation dimension: x holds C coordinates along it, and every
+ * position outside it is a point (an observation, a pixel). u holds K
+ * components along the same dim and agrees with x in every other dim.
+ * Each point of u must be computed from the same point of x alone (as a
+ * network computes an observation from its own input): the functions sum
+ * over the points before each backward sweep, which gives every point's
+ * derivatives at once only then. A component of u that does not depend on
+ * x has zero derivatives; a u that depends on x nowhere is
+ * DLA_ERR_INVALID_ARGUMENT.
+ *
+ *   dla_jacobian    d u_k / d x_i: x's dims and format with one dim more,
+ *                   last, of size K (labeled U when x is formatted; none
+ *                   when K is 1). K backward sweeps.
+ *   dla_divergence  sum over i of d u_i / d x_i (K must equal C): x's dims
+ *                   and format with dim of size 1. C sweeps.
+ *   dla_laplacian   sum over i of d^2 u_k / d x_i^2: x's format, u's dims.
+ *                   K * (C + 1) sweeps, the first K recorded.
+ *
+ * opts: enable_higher_derivatives records the last sweeps too, so that the
+ * result can be differentiated again (a loss on a Laplacian trained with
+ * dla_gradient); hooks must be NULL. NULL opts: not recorded, as in
+ * MATLAB. The results belong to the current scope. Errors come back as
+ * error tensors naming the function: outside dla_feval DLA_ERR_STATE, dims
+ * that disagree DLA_ERR_SHAPE. */
+DLA_API dla_tensor *dla_jacobian(dla_tensor *u, dla_tensor *x, int dim,
+                                 const dla_gradient_options *opts);
+DLA_API dla_tensor *dla_divergence(dla_tensor *u, dla_tensor *x, int dim,
+                                   const dla_gradient_options *opts);
+DLA_API dla_tensor *dla_laplacian(dla_tensor *u, dla_tensor *x, int dim,
+                                  const dla_gradient_options *opts);
+
 #ifdef __cplusplus
 }
 #endif
