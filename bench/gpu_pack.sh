@@ -29,7 +29,7 @@ tests/test_tensor tests/test_autodiff tests/test_accel tests/test_train tests/te
 tests/test_loss tests/test_nnops_act tests/test_nnops_fc tests/test_nnops_norm
 tests/test_nnops_pool tests/test_net tests/test_net_grad tests/test_optim tests/test_plan
 tests/test_fused_kernels tests/test_shape tests/test_data tests/test_spmd tests/test_higher
-examples/pinn"
+tests/test_net_layers tests/test_null_args tests/test_derivatives examples/pinn"
 for x in $bins; do
     [ -e "$b/$x" ] && cp -L "$(real "$b/$x")" "$stage/bin/"
 done
@@ -69,7 +69,13 @@ sed 's/^\(        \)loss = fwd(x, y)$/\1if mode == "reduce-overhead":\n\1    tor
 grep -q cudagraph_mark_step_begin "$stage/peers/cnn_cuda.py" || { echo "gpu_pack: cnn_cuda.py patch did not apply" >&2; exit 1; }
 # PyTorch's CUDA-graph figures that cnn_cuda.py cannot give (its
 # reduce-overhead training step fails under PyTorch 2.11 even so).
-cp "$root/bench/torch_cuda_graph.py" "$root/bench/torch_cuda_profile.py" "$stage/peers/"
+cp "$root/bench/torch_cuda_graph.py" "$root/bench/torch_cuda_profile.py" "$root/bench/torch_pinn.py" \
+    "$stage/peers/"
+# The launch floor (bench/cuda_launch_floor.cu): what one launch costs on
+# that machine, whatever library makes it.
+nvcc -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+    -gencode arch=compute_90,code=compute_90 -o "$stage/bin/cuda_launch_floor" \
+    "$root/bench/cuda_launch_floor.cu"
 cp "$root/bench/gpu_run.sh" "$stage/"
 tar -C "$out" -cf - stage | xz -T2 -6 > "$out/bundle.tar.xz"
 rm -rf "$stage"

@@ -35,6 +35,13 @@
 #   train      the main job: cnn_fmnist 3 epochs on cuda, same seed as
 #              the cpu run it is compared with
 #   traincpu   the same on the cpu device
+#   higher     second derivatives: examples/pinn on cuda (its error, replay
+#              against eager), dlaccel-bench's pinn workloads on cuda:0 and
+#              bench/torch_pinn.py on the GPU, the same step in PyTorch
+#   floor      bench/cuda_launch_floor.cu (an empty kernel, one with 2 KiB of
+#              parameters, a one-node graph, 30 launches to a sync) beside
+#              the tiny MLP's replay, alternating, 3 rounds: the machine's
+#              own floor under the MLP's target
 #   seeds      the main job on cuda and on cpu for seeds 1 2 3
 #              (DLA_SEEDS): each seed's two accuracies and their
 #              difference
@@ -239,7 +246,7 @@ step_suites() {
     # name (its random graphs run below).
     for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm \
         test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim \
-        test_higher; do
+        test_higher test_net_grad test_net_layers test_null_args test_derivatives; do
         [ -x "$s/bin/$t" ] || continue
         DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 timeout 25 "$s/bin/$t" \
             >"$out/suite_$t.log" 2>&1
@@ -288,6 +295,24 @@ step_train() { # DEVICE [NAME ENV...]
         tail -5 "$out/train_$name.log" | tee -a "$summary"
         step_train cuda cuda_nographs DLACCEL_CUDA_GRAPHS=0
     fi
+}
+
+step_floor() {
+    local r
+    for r in 1 2 3; do
+        line "floor: round $r: $(timeout 60 "$s/bin/cuda_launch_floor" 2>&1 | tail -1)"
+        line "floor: round $r: $(timeout 60 "$s/bin/dlaccel-bench" --device cuda:0 \
+            --workload =mlp_replay 2>&1 | grep -E '^cuda:0 +mlp_replay')"
+    done
+}
+
+step_higher() {
+    DLACCEL_DEVICE=cuda timeout 120 "$s/bin/pinn" >"$out/higher_pinn.log" 2>&1
+    line "higher: examples/pinn on cuda: exit $?: $(grep -iE 'device|error|eager|ms' "$out/higher_pinn.log" | tail -6 | tr '\n' ' ' | cut -c1-400)"
+    timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload pinn >"$out/higher_bench.log" 2>&1
+    grep -E 'pinn|error' "$out/higher_bench.log" | sed 's/^/higher: /' | tee -a "$summary"
+    PYTHONUNBUFFERED=1 timeout 120 python3 "$s/peers/torch_pinn.py" --device cuda >"$out/higher_torch.log" 2>&1
+    line "higher: torch_pinn.py on cuda: exit $?: $(tail -2 "$out/higher_torch.log" | tr '\n' ' ' | cut -c1-300)"
 }
 
 # The main job's accuracy on cuda and on this machine's cpu device, seed
@@ -773,6 +798,8 @@ for step in $steps; do
     train) step_train cuda ;;
     traincpu) step_train cpu ;;
     seeds) step_seeds ;;
+    higher) step_higher ;;
+    floor) step_floor ;;
     *) echo "gpu_run: unknown step $step" ;;
     esac
 done
