@@ -1,8 +1,9 @@
 /*
  * workloads_higher.c - higher derivatives: the physics-informed network of
- * examples/pinn.c, its loss (two recorded derivative sweeps with respect
- * to the input, then the gradient of the loss with respect to the
- * parameters) at 64 collocation points, replayed (dla_accelerate) and
+ * examples/pinn.c on the line, its loss (u'' by dla_laplacian: two
+ * recorded derivative sweeps with respect to the input, then the gradient
+ * of the loss with respect to the parameters) at 64 collocation points,
+ * replayed (dla_accelerate) and
  * eagerly (dla_feval). bench/torch_pinn.py times the same step in PyTorch
  * (torch.autograd.grad with create_graph=True).
  */

@@ -1,30 +1,41 @@
 #!/bin/sh
 # Smoke test of examples/pinn as a user runs it: trains the
-# physics-informed network briefly and checks what it prints (second
-# derivatives inside an accelerated loss, a replay with eager's bits).
+# physics-informed network briefly, on the line and on the square, and
+# checks what it prints (a Laplacian inside an accelerated loss, a replay
+# with eager's bits).
 # Speaks TAP.
 ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-pinn-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE
-echo "1..2"
+echo "1..4"
 
-"$ex/pinn" --iterations 1500 >"$tmp/out" 2>&1
-status=$?
-ok=yes
-[ "$status" -eq 0 ] || { echo "# exit status $status (1: the error stayed above 0.05)"; ok=no; }
-for pattern in "iteration 1500: loss" "largest error against sin(pi x)" \
-    "Function: @modelLoss" "Occupancy: 1" "replay equals the eager call, bit for bit: yes" \
-    "time per iteration"; do
-    grep -qF -- "$pattern" "$tmp/out" || { echo "# output lacks: $pattern"; ok=no; }
+n=1
+for case in "1 1500" "2 3000"; do
+    set -- $case
+    dims=$1 its=$2
+    "$ex/pinn" --dims "$dims" --iterations "$its" >"$tmp/out" 2>&1
+    status=$?
+    ok=yes
+    [ "$status" -eq 0 ] || { echo "# exit status $status (1: the error stayed above 0.05)"; ok=no; }
+    for pattern in "iteration $its: loss" "largest error against the solution" \
+        "Function: @modelLoss" "Occupancy: 1" "replay equals the eager call, bit for bit: yes" \
+        "time per iteration"; do
+        grep -qF -- "$pattern" "$tmp/out" || { echo "# output lacks: $pattern"; ok=no; }
+    done
+    what="pinn --dims $dims trains a Poisson problem to within 0.05 through an accelerated loss"
+    if [ $ok = yes ]; then echo "ok $n - $what"
+    else sed 's/^/# /' "$tmp/out"; echo "not ok $n - $what"; fi
+    n=$((n + 1))
 done
-if [ $ok = yes ]; then echo "ok 1 - pinn trains u'' = -pi^2 sin(pi x) to within 0.05 through an accelerated loss"
-else sed 's/^/# /' "$tmp/out"; echo "not ok 1 - pinn trains u'' = -pi^2 sin(pi x) to within 0.05 through an accelerated loss"; fi
 
-"$ex/pinn" --iterations 0 >"$tmp/out" 2>&1
-status=$?
-if [ "$status" -eq 2 ] && grep -qF -- "--iterations needs a positive count" "$tmp/out"; then
-    echo "ok 2 - a bad --iterations is refused with a message"
-else
-    sed 's/^/# /' "$tmp/out"; echo "not ok 2 - a bad --iterations is refused with a message"
-fi
+for bad in "--iterations 0:--iterations needs a positive count" "--dims 3:--dims takes 1 or 2"; do
+    "$ex/pinn" ${bad%%:*} >"$tmp/out" 2>&1
+    status=$?
+    if [ "$status" -eq 2 ] && grep -qF -- "${bad#*:}" "$tmp/out"; then
+        echo "ok $n - pinn ${bad%%:*} is refused with a message"
+    else
+        sed 's/^/# /' "$tmp/out"; echo "not ok $n - pinn ${bad%%:*} is refused with a message"
+    fi
+    n=$((n + 1))
+done

@@ -1,7 +1,9 @@
 #!/bin/sh
-# the higher-derivatives suite with an OpenCL device as the default device;
-# the cpu plugin stays loaded as the fallback and the host's reference.
+# The higher-derivatives suites (test_higher, test_derivatives) with an
+# OpenCL device as the default device; the cpu plugin stays loaded as the
+# fallback and the host's reference.
 . "$(dirname "$0")/opencl_env.sh"
 DLACCEL_DEVICE=opencl
 export DLACCEL_DEVICE
-exec "$DLA_TEST_BUILDDIR/tests/test_higher"
+"$DLA_TEST_BUILDDIR/tests/test_higher" || exit $?
+exec "$DLA_TEST_BUILDDIR/tests/test_derivatives"
