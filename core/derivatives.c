@@ -57,6 +57,14 @@ static dla_tensor *check_args(const char *op, dla_tensor *u, dla_tensor *x, int 
     return NULL;
 }
 
+/* Element i of t along dim: t itself where dim has one element (also a
+ * dim past t's, as MATLAB's trailing singletons: x of 5 elements with dim
+ * 2 is 5 points of one coordinate). */
+static dla_tensor *along(dla_tensor *t, int dim, int64_t i)
+{
+    return dla_tensor_dim(t, dim) == 1 ? t : dla_slice(t, dim, i, 1, i + 1);
+}
+
 /* The gradient of the sum of u's component k (along dim) with respect to
  * x: its derivatives at every point, x's dims. Zeros where component k
  * does not depend on x (*missing counts it). NULL on failure, the
@@ -65,7 +73,7 @@ static dla_tensor *component_gradient(const char *op, dla_tensor *u, dla_tensor 
                                       int64_t k, int recorded, int *missing)
 {
     dla_tensor *g = NULL;
-    dla_tensor *s = dla_sum(dla_slice(u, dim, k, 1, k + 1), 0, NULL);
+    dla_tensor *s = dla_sum(along(u, dim, k), 0, NULL);
     const dla_status st = dla__gradient_or_zeros(s, x, &g, recorded, missing);
     if (st != DLA_OK) {
         /* dla_gradient's message, which names dla_gradient, under op. */
@@ -97,7 +105,7 @@ static int higher(const dla_gradient_options *opts)
  * Laplacian), added to *acc (NULL: the first). */
 static void add_diagonal(dla_tensor **acc, dla_tensor *t, int dim, int64_t i)
 {
-    dla_tensor *e = dla_slice(t, dim, i, 1, i + 1);
+    dla_tensor *e = along(t, dim, i);
     *acc = *acc ? dla_add(*acc, e) : e;
 }
 

@@ -56,12 +56,16 @@ tests_test_higher_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_higher_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_higher tests/higher_on_testmem.sh
 
+EXTRA_DIST += tests/higher_on_testmem.sh
+
+# dla_jacobian, dla_divergence, dla_laplacian (also on testmem, and on
+# opencl in opencl.mk).
 check_PROGRAMS += tests/test_derivatives
 tests_test_derivatives_SOURCES = tests/test_derivatives.c tests/testutil.h tests/gradcheck.h
 tests_test_derivatives_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_derivatives_LDADD = $(DLA_TEST_LIBS)
-TESTS += tests/test_derivatives
-EXTRA_DIST += tests/higher_on_testmem.sh
+TESTS += tests/test_derivatives tests/derivatives_on_testmem.sh
+EXTRA_DIST += tests/derivatives_on_testmem.sh
 
 # dla_accelerate: the trace cache, replay, RNG slots, checks (testmem loaded
 # as a second device by the test itself).

@@ -85,6 +85,35 @@ static void test_a_polynomial_fields_derivatives_are_exact(void **state)
     dla_scope_end();
 }
 
+/* x of 5 elements with dim 2: 5 points of one coordinate (the dim past
+ * x's, a trailing singleton), u = x^3. */
+static dla_status cube_points(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    dla_tensor *x = in[0], *u = dla_mul(x, dla_square(x));
+    out[0] = dla_jacobian(u, x, 2, NULL);
+    out[1] = dla_divergence(u, x, 2, NULL);
+    out[2] = dla_laplacian(u, x, 2, NULL);
+    return DLA_OK;
+}
+
+static void test_points_along_a_trailing_dim(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double v[5] = {1, -2, 0.5, 3, 0};
+    dla_tensor *x = dla_tensor_from_host(v, DLA_F64, "", DLA_DIMS(5)), *out[3];
+    assert_int_equal(dla_feval(cube_points, NULL, 1, &x, 3, out), DLA_OK);
+    for (int k = 0; k < 3; k++)
+        expect_dims(out[k], "", DLA_DIMS(5, 1));
+    for (int b = 0; b < 5; b++) {
+        assert_true(tu_close(dla_tensor_item(out[0], b), 3 * v[b] * v[b], 1e-15));
+        assert_true(tu_close(dla_tensor_item(out[1], b), 3 * v[b] * v[b], 1e-15));
+        assert_true(tu_close(dla_tensor_item(out[2], b), 6 * v[b], 1e-15));
+    }
+    dla_scope_end();
+}
+
 /* ------------------------------------------- a network, point by point */
 
 typedef struct net_case {
@@ -351,6 +380,7 @@ int main(void)
     dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_a_polynomial_fields_derivatives_are_exact),
+        TU_TEST(test_points_along_a_trailing_dim),
         TU_TEST(test_a_tanh_networks_derivatives_match_finite_differences),
         TU_TEST(test_a_relu_networks_laplacian_is_zero),
         TU_TEST(test_accelerated_they_replay_with_eager_bits),

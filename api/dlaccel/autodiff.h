@@ -128,7 +128,9 @@ DLA_API dla_status dla_gradient_opts(dla_tensor *loss, int nwrt, dla_tensor *con
  * point by point, inside dla_feval (MATLAB's dljacobian, dldivergence and
  * dllaplacian). dim (1-based; dla_tensor_find_dim(x, 'C') for a label) is
  * x's operation dimension: x holds C coordinates along it, and every
- * position outside it is a point (an observation, a pixel). u holds K
+ * position outside it is a point (an observation, a pixel). One of a
+ * formatted x's dims; past an unformatted x's, it has size 1 (MATLAB's
+ * trailing singletons: 5 points of one coordinate each). u holds K
  * components along the same dim and agrees with x in every other dim.
  * Each point of u must be computed from the same point of x alone (as a
  * network computes an observation from its own input): the functions sum
