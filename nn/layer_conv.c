@@ -1,7 +1,10 @@
 /*
  * layer_conv.c - convolution1dLayer and convolution2dLayer on dla_conv:
  * weights in MATLAB's layout (filter size x channels x filters), a bias
- * per filter, padding by numbers, "same" or (1-D) "causal".
+ * per filter, padding by numbers, "same" or (1-D) "causal"; and their
+ * transposed kinds (transposedConv1dLayer, transposedConv2dLayer) on
+ * dla_transpconv: weights filter size x filters x channels, cropping by
+ * numbers or "same". One code for the four: d spatial dims, t transposed.
  */
 #include "nn/nn.h"
 
@@ -37,15 +40,53 @@ static const dla__field conv1d_fields[] = {
     {NULL, 0, 0, 0},
 };
 
-static dla_status check(const dla__props *p, const char *name, int d)
+static const dla__field tconv2d_fields[] = {
+    F("FilterSize", DLA__F_INT, size, 2),
+    F("NumFilters", DLA__F_INT, count, 1),
+    F("NumChannels", DLA__F_INT, channels, 1),
+    F("Stride", DLA__F_INT, stride, 2),
+    F("Cropping", DLA__F_INT, padding, 4),
+    F("CroppingMode", DLA__F_STRING, mode, 1),
+    F("WeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("BiasInitializer", DLA__F_STRING, init[1], 1),
+    {NULL, 0, 0, 0},
+};
+
+static const dla__field tconv1d_fields[] = {
+    F("FilterSize", DLA__F_INT, size, 1),
+    F("NumFilters", DLA__F_INT, count, 1),
+    F("NumChannels", DLA__F_INT, channels, 1),
+    F("Stride", DLA__F_INT, stride, 1),
+    F("Cropping", DLA__F_INT, padding, 2),
+    F("CroppingMode", DLA__F_STRING, mode, 1),
+    F("WeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("BiasInitializer", DLA__F_STRING, init[1], 1),
+    {NULL, 0, 0, 0},
+};
+
+static const char *type_of(int d, int t)
 {
-    const char *type = d == 2 ? "convolution2d" : "convolution1d";
-    for (int i = 0; i < d; i++)
-        if (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 || p->dilation[i] < 1)
+    return t ? (d == 2 ? "transposedConvolution2d" : "transposedConvolution1d")
+             : (d == 2 ? "convolution2d" : "convolution1d");
+}
+
+static dla_status check(const dla__props *p, const char *name, int d, int t)
+{
+    const char *type = type_of(d, t), *pad = t ? "Cropping" : "Padding";
+    /* A transposed layer has no DilationFactor (MATLAB's has none; its
+     * props keep 1 when made, 0 when loaded, both 1 to dla_transpconv). */
+    for (int i = 0; i < d; i++) {
+        if (t && (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize and Stride must be "
+                                "positive (dim %d: %lld, %lld)", type, name, i + 1,
+                                (long long)p->size[i], (long long)p->stride[i]);
+        if (!t && (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 ||
+                   p->dilation[i] < 1))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize, Stride and "
                                 "DilationFactor must be positive (dim %d: %lld, %lld, %lld)", type,
                                 name, i + 1, (long long)p->size[i], (long long)p->stride[i],
                                 (long long)p->dilation[i]);
+    }
     dla_status st = dla__layer_size(type, name, "NumFilters", p->count, 1, 1 << 24);
     if (st == DLA_OK)
         st = dla__layer_size(type, name, "NumChannels", p->channels, 0, 1 << 24);
@@ -53,16 +94,19 @@ static dla_status check(const dla__props *p, const char *name, int d)
         return st;
     for (int i = 0; i < 2 * d; i++)
         if (p->padding[i] < 0 || p->padding[i] > (1 << 20))
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': Padding %lld must be >= 0", type,
-                                name, (long long)p->padding[i]);
-    if (p->mode[0] && strcmp(p->mode, "same") && (d == 2 || strcmp(p->mode, "causal")))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': padding mode \"%s\"; use \"same\"%s "
-                            "or numbers", type, name, p->mode, d == 1 ? ", \"causal\"" : "");
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s %lld must be >= 0", type,
+                                name, pad, (long long)p->padding[i]);
+    const int causal = d == 1 && !t; /* "causal": 1-D convolution only */
+    if (p->mode[0] && strcmp(p->mode, "same") && (!causal || strcmp(p->mode, "causal")))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s mode \"%s\"; use \"same\"%s "
+                            "or numbers", type, name, t ? "cropping" : "padding", p->mode,
+                            causal ? ", \"causal\"" : "");
     if (p->mode[0])
         for (int i = 0; i < 2 * d; i++)
             if (p->padding[i])
-                return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': padding mode \"%s\" with "
-                                    "padding numbers too", type, name, p->mode);
+                return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s mode \"%s\" with "
+                                    "%s numbers too", type, name, t ? "cropping" : "padding",
+                                    p->mode, t ? "cropping" : "padding");
     for (int k = 0; k < 2; k++)
         if (!dla__init_known(p->init[k], 0))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s \"%s\"; use \"glorot\", "
@@ -71,10 +115,12 @@ static dla_status check(const dla__props *p, const char *name, int d)
     return DLA_OK;
 }
 
-static dla_status conv2d_check(const dla__props *p, const char *name) { return check(p, name, 2); }
-static dla_status conv1d_check(const dla__props *p, const char *name) { return check(p, name, 1); }
+static dla_status conv2d_check(const dla__props *p, const char *name) { return check(p, name, 2, 0); }
+static dla_status conv1d_check(const dla__props *p, const char *name) { return check(p, name, 1, 0); }
+static dla_status tconv2d_check(const dla__props *p, const char *name) { return check(p, name, 2, 1); }
+static dla_status tconv1d_check(const dla__props *p, const char *name) { return check(p, name, 1, 1); }
 
-static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink *sink, int d)
+static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink *sink, int d, int t)
 {
     const dla__props *p = &l->props;
     int ns = dla__shape_count(in, 'S');
@@ -82,7 +128,7 @@ static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink
     int64_t c = dla__shape_dim(in, 'C');
     if (!ok || !c)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
-                            in->format, d == 2 ? "convolution2d" : "convolution1d",
+                            in->format, type_of(d, t),
                             d == 2 ? "two \"S\" dims" : "one \"S\" or \"T\" dim");
     if (p->channels && p->channels != c)
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
@@ -95,32 +141,46 @@ static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink
         area *= (double)p->size[i];
         bd[nb++] = 1;
     }
-    wd[nw++] = c;
-    wd[nw++] = p->count;
+    /* Transposed: filters before channels, and the fans swapped (MATLAB's
+     * Glorot and He read filter area x NumFilters as the fan-in). */
+    wd[nw++] = t ? p->count : c;
+    wd[nw++] = t ? c : p->count;
     bd[nb++] = p->count;
-    dla_tensor *w = dla__init_tensor(p->init[0], sink, nw, wd, area * (double)c,
-                                     area * (double)p->count);
+    const double fan_in = area * (double)(t ? p->count : c);
+    const double fan_out = area * (double)(t ? c : p->count);
+    dla_tensor *w = dla__init_tensor(p->init[0], sink, nw, wd, fan_in, fan_out);
     dla_status st = dla__param_add(sink, "Weights", DLA__LEARNABLE, w, nw, wd, 1);
     if (st != DLA_OK)
         return st;
-    dla_tensor *b = dla__init_tensor(p->init[1], sink, nb, bd, area * (double)c,
-                                     area * (double)p->count);
+    dla_tensor *b = dla__init_tensor(p->init[1], sink, nb, bd, fan_in, fan_out);
     return dla__param_add(sink, "Bias", DLA__LEARNABLE, b, nb, bd, 0);
 }
 
 static dla_status conv2d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)nin;
-    return init(l, in, sink, 2);
+    return init(l, in, sink, 2, 0);
 }
 
 static dla_status conv1d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)nin;
-    return init(l, in, sink, 1);
+    return init(l, in, sink, 1, 0);
 }
 
-static dla_status forward(const dla__props *p, dla__call *c, int d)
+static dla_status tconv2d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    return init(l, in, sink, 2, 1);
+}
+
+static dla_status tconv1d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    return init(l, in, sink, 1, 1);
+}
+
+static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
 {
     dla_conv_options o = {0};
     for (int i = 0; i < d; i++) {
@@ -133,14 +193,17 @@ static dla_status forward(const dla__props *p, dla__call *c, int d)
         o.padding_mode = "same";
     else if (!strcmp(p->mode, "causal"))
         o.padding[0][0] = (p->size[0] - 1) * p->dilation[0];
-    c->y = dla_conv(c->x[0], c->p[0], c->p[1], &o);
+    c->y = (t ? dla_transpconv : dla_conv)(c->x[0], c->p[0], c->p[1], &o);
     return dla_tensor_status(c->y);
 }
 
-static dla_status conv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2); }
-static dla_status conv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1); }
+static dla_status conv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 0); }
+static dla_status conv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1, 0); }
+static dla_status tconv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 1); }
+static dla_status tconv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1, 1); }
 
-static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size, int d)
+static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size, int d,
+                     int t)
 {
     int64_t c = p->channels ? p->channels : in ? dla__shape_dim(in, 'C') : 0;
     char filt[64], pad[64];
@@ -159,22 +222,34 @@ static void describe(const dla__props *p, const dla__shape *in, char *buf, size_
                  (long long)p->padding[1], (long long)p->padding[2], (long long)p->padding[3]);
     else
         snprintf(pad, sizeof pad, "[%lld %lld]", (long long)p->padding[0], (long long)p->padding[1]);
+    const char *what = t ? "transposed convolutions" : "convolutions";
+    const char *how = t ? "cropping" : "padding";
     if (d == 2)
-        snprintf(buf, size, "%lld %s convolutions with stride [%lld %lld] and padding %s",
-                 (long long)p->count, filt, (long long)p->stride[0], (long long)p->stride[1], pad);
+        snprintf(buf, size, "%lld %s %s with stride [%lld %lld] and %s %s", (long long)p->count,
+                 filt, what, (long long)p->stride[0], (long long)p->stride[1], how, pad);
     else
-        snprintf(buf, size, "%lld %s convolutions with stride %lld and padding %s",
-                 (long long)p->count, filt, (long long)p->stride[0], pad);
+        snprintf(buf, size, "%lld %s %s with stride %lld and %s %s", (long long)p->count, filt,
+                 what, (long long)p->stride[0], how, pad);
 }
 
 static void conv2d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
-    describe(p, in, buf, size, 2);
+    describe(p, in, buf, size, 2, 0);
 }
 
 static void conv1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
-    describe(p, in, buf, size, 1);
+    describe(p, in, buf, size, 1, 0);
+}
+
+static void tconv2d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    describe(p, in, buf, size, 2, 1);
+}
+
+static void tconv1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    describe(p, in, buf, size, 1, 1);
 }
 
 const dla__layer_kind dla__kind_conv2d = {
@@ -187,6 +262,18 @@ const dla__layer_kind dla__kind_conv1d = {
     .type = "convolution1d", .display = "1-D Convolution", .default_name = "conv1d",
     .fields = conv1d_fields, .check = conv1d_check, .init = conv1d_init,
     .forward = conv1d_forward, .describe = conv1d_describe,
+};
+
+const dla__layer_kind dla__kind_tconv2d = {
+    .type = "transposedConvolution2d", .display = "2-D Transposed Convolution",
+    .default_name = "transconv", .fields = tconv2d_fields, .check = tconv2d_check,
+    .init = tconv2d_init, .forward = tconv2d_forward, .describe = tconv2d_describe,
+};
+
+const dla__layer_kind dla__kind_tconv1d = {
+    .type = "transposedConvolution1d", .display = "1-D Transposed Convolution",
+    .default_name = "transconv1d", .fields = tconv1d_fields, .check = tconv1d_check,
+    .init = tconv1d_init, .forward = tconv1d_forward, .describe = tconv1d_describe,
 };
 
 static dla_layer *make(const dla__layer_kind *kind, int d, const int64_t *filter, int64_t filters,
@@ -223,4 +310,43 @@ DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
                                     const dla_conv_layer_options *opts)
 {
     return make(&dla__kind_conv1d, 1, (const int64_t[]){filter_size}, num_filters, opts);
+}
+
+static dla_layer *make_transposed(const dla__layer_kind *kind, int d, const int64_t *filter,
+                                  int64_t filters, const dla_transposed_conv_layer_options *opts)
+{
+    dla_transposed_conv_layer_options o = opts ? *opts : (dla_transposed_conv_layer_options){0};
+    dla__props p = {0};
+    for (int i = 0; i < d; i++) {
+        p.size[i] = filter[i];
+        p.stride[i] = o.stride[i] ? o.stride[i] : 1;
+        p.dilation[i] = 1;
+        p.padding[2 * i] = o.cropping[2 * i];
+        p.padding[2 * i + 1] = o.cropping[2 * i + 1];
+    }
+    p.count = filters;
+    p.channels = o.num_channels;
+    dla_status st = dla__props_string(p.mode, o.cropping_mode, "", "transposed convolution: Cropping");
+    if (st == DLA_OK)
+        st = dla__props_string(p.init[0], o.weights_initializer, "glorot",
+                               "transposed convolution: WeightsInitializer");
+    if (st == DLA_OK)
+        st = dla__props_string(p.init[1], o.bias_initializer, "zeros",
+                               "transposed convolution: BiasInitializer");
+    return dla__layer_new(kind, o.name, 1, &p, st);
+}
+
+DLA_API dla_layer *dla_transposed_conv2d_layer(int64_t filter_height, int64_t filter_width,
+                                               int64_t num_filters,
+                                               const dla_transposed_conv_layer_options *opts)
+{
+    return make_transposed(&dla__kind_tconv2d, 2, (const int64_t[]){filter_height, filter_width},
+                           num_filters, opts);
+}
+
+DLA_API dla_layer *dla_transposed_conv1d_layer(int64_t filter_size, int64_t num_filters,
+                                               const dla_transposed_conv_layer_options *opts)
+{
+    return make_transposed(&dla__kind_tconv1d, 1, (const int64_t[]){filter_size}, num_filters,
+                           opts);
 }

@@ -203,6 +203,29 @@ static void normalization_and_smooth_layers_differentiate(void **state)
     x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 5));
     check_net(net, x, 1);
     dla_net_free(net);
+    /* An encoder-decoder: strided convolution down, transposed up. */
+    dla_layer *u[] = {
+        dla_image_input_layer(6, 4, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(2, 2, 3, &(dla_conv_layer_options){.stride = {2, 2}}),
+        dla_tanh_layer(NULL),
+        dla_transposed_conv2d_layer(3, 3, 2, &(dla_transposed_conv_layer_options){
+            .stride = {2, 2}, .cropping = {1, 0, 0, 1}}),
+        dla_sigmoid_layer(NULL),
+    };
+    net = dla_net_create(5, u);
+    assert_non_null(net);
+    x = dla_randn(DLA_F64, "SSCB", DLA_DIMS(6, 4, 2, 2));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_layer *v[] = {dla_sequence_input_layer(2, NULL),
+                      dla_transposed_conv1d_layer(3, 3, &(dla_transposed_conv_layer_options){
+                          .stride = {2}, .cropping_mode = "same"}),
+                      dla_fc_layer(2, NULL)};
+    net = dla_net_create(3, v);
+    assert_non_null(net);
+    x = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 2, 4));
+    check_net(net, x, 1);
+    dla_net_free(net);
     /* A physics-informed network's shape: features through tanh layers. */
     dla_layer *f[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(6, NULL), dla_tanh_layer(NULL),
                       dla_fc_layer(6, NULL), dla_tanh_layer(NULL), dla_fc_layer(1, NULL)};

@@ -194,6 +194,28 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Transposed convolutions with their options. */
+    dla_layer *t[] = {
+        dla_image_input_layer(5, 4, 3, &(dla_image_input_options){.normalization = "none"}),
+        dla_transposed_conv2d_layer(3, 2, 4, &(dla_transposed_conv_layer_options){
+            .stride = {2, 1}, .cropping = {1, 1, 0, 1}, .name = "up"}),
+        dla_transposed_conv2d_layer(2, 2, 2, &(dla_transposed_conv_layer_options){
+            .stride = {2, 2}, .cropping_mode = "same", .weights_initializer = "he"})};
+    net = dla_net_create(3, t);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("transposed.safetensors")), DLA_OK);
+    if (dla_net_load(path("transposed.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "2-D Transposed Convolution"));
+    assert_non_null(strstr(b, "cropping 'same'"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(5, 4, 3, 2));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* Feature input with its statistics. */
     dla_scope_begin();
     dla_layer *f[] = {

@@ -212,6 +212,62 @@ static void conv2d_matches_dla_conv_with_stride_dilation_and_padding(void **stat
     dla_scope_end();
 }
 
+/* transposedConv2dLayer is dla_transpconv with the layer's weights
+ * (filters before channels), cropping by numbers or "same"; the 1-D one
+ * runs along T; bad options are refused naming the layer. */
+static void transposed_conv_layers_match_dla_transpconv(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(4, 3, 3, 2), 0.3, -1);
+    dla_net *net = one(dla_transposed_conv2d_layer(3, 2, 5, &(dla_transposed_conv_layer_options){
+        .stride = {2, 3}, .cropping = {1, 0, 2, 1}, .name = "t"}), x);
+    dla_tensor *w = set_ramp(net, "t", "Weights", 0.1, -0.5), *b = set_ramp(net, "t", "Bias", 1, -2);
+    assert_int_equal(dla_tensor_dim(w, 3), 5); /* filters */
+    assert_int_equal(dla_tensor_dim(w, 4), 3); /* channels */
+    assert_int_equal(dla_tensor_dim(b, 3), 5);
+    dla_tensor *want = dla_transpconv(x, w, b, &(dla_conv_options){
+        .stride = {2, 3}, .padding = {{1, 2}, {0, 1}}});
+    dla_tensor *y = predict1(net, x);
+    assert_same(y, want);
+    assert_same(forward1(net, x), want);
+    /* (in - 1) * stride + filter - cropping */
+    assert_int_equal(dla_tensor_dim(y, 1), (4 - 1) * 2 + 3 - 1);
+    assert_int_equal(dla_tensor_dim(y, 2), (3 - 1) * 3 + 2 - 3);
+    assert_int_equal(dla_tensor_dim(y, 3), 5);
+    char summary[4096];
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "5 3x2x3 transposed convolutions with stride [2 3] and "
+                                    "cropping [1 0 2 1]"));
+    dla_net_free(net);
+    /* "same" gives in * stride. */
+    dla_net *same = one(dla_transposed_conv2d_layer(4, 4, 2, &(dla_transposed_conv_layer_options){
+        .stride = {2, 2}, .cropping_mode = "same"}), x);
+    y = predict1(same, x);
+    assert_int_equal(dla_tensor_dim(y, 1), 8);
+    assert_int_equal(dla_tensor_dim(y, 2), 6);
+    dla_net_free(same);
+    /* 1-D along T. */
+    dla_tensor *s = ramp(DLA_F64, "CBT", DLA_DIMS(3, 2, 5), 0.2, -0.7);
+    dla_net *seq = one(dla_transposed_conv1d_layer(3, 4, &(dla_transposed_conv_layer_options){
+        .stride = {2}, .name = "t1"}), s);
+    w = set_ramp(seq, "t1", "Weights", 0.1, -0.3), b = set_ramp(seq, "t1", "Bias", 1, 0);
+    y = predict1(seq, s);
+    assert_same(y, dla_transpconv(s, w, b, &(dla_conv_options){.stride = {2}}));
+    assert_int_equal(dla_tensor_dim(y, 3), (5 - 1) * 2 + 3);
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    dla_net_free(seq);
+    /* Refused options name the layer. */
+    dla_layer *bad = dla_transposed_conv2d_layer(3, 3, 2, &(dla_transposed_conv_layer_options){
+        .cropping_mode = "causal", .name = "up"});
+    assert_non_null(bad);
+    dla_net *nb = dla_net_create(1, &bad);
+    assert_null(nb);
+    assert_non_null(strstr(dla_last_error(), "transposedConvolution2d 'up': cropping mode "
+                                             "\"causal\"; use \"same\" or numbers"));
+    dla_scope_end();
+}
+
 static void conv1d_convolves_along_time_and_causal_pads_before(void **state)
 {
     (void)state;
@@ -576,6 +632,7 @@ int main(void)
         TU_TEST(input_statistics_come_from_data),
         TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
+        TU_TEST(transposed_conv_layers_match_dla_transpconv),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
         TU_TEST(activations_match_their_ops),

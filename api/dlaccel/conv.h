@@ -12,8 +12,8 @@
  *
  * Both are differentiable: inside dla_feval, dla_gradient reaches x, the
  * weights and the bias through them (their gradients are convolutions
- * too, run by the same kernels; dla_gradient does not take gradients of
- * gradients, autodiff.h).
+ * too, run by the same kernels, and differentiable again for higher
+ * derivatives: dla_gradient_opts, autodiff.h).
  *
  * Which dims are convolved: the "S" dims of x (1 to 3 of them), found by
  * label as MATLAB does; an x with no "S" dim but a "T" dim (a "CBT"

@@ -232,6 +232,37 @@ DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
 DLA_API dla_layer *dla_conv2d_layer(int64_t filter_height, int64_t filter_width,
                                     int64_t num_filters, const dla_conv_layer_options *opts);
 
+/* Options of the transposed convolution layers (upsampling: decoders,
+ * generators). Weights have MATLAB's transposed layout (conv.h,
+ * dla_transpconv): filterSize x filters x channels; the bias 1x1xF (2-D)
+ * or 1xF (1-D). Along each spatial dim the output has
+ * (in - 1) * stride + filter - crop_before - crop_after elements. */
+typedef struct dla_transposed_conv_layer_options {
+    const char *name;
+    /* 0: 1 along every dim. */
+    int64_t stride[2];
+    /* Elements cropped from the output: 2-D [top bottom left right], 1-D
+     * [left right] (the first two). Zero by default. */
+    int64_t cropping[4];
+    /* NULL: the numbers above; "same": the output has in * stride
+     * elements (MATLAB's Cropping "same"). */
+    const char *cropping_mode;
+    /* The input channels; 0: from the input at initialization. */
+    int64_t num_channels;
+    /* NULL: "glorot" and "zeros" (fans: filter area x NumFilters in,
+     * filter area x NumChannels out, as MATLAB's). */
+    const char *weights_initializer;
+    const char *bias_initializer;
+} dla_transposed_conv_layer_options;
+/* MATLAB transposedConv2dLayer([fh fw], numFilters) on "SSCB" images. */
+DLA_API dla_layer *dla_transposed_conv2d_layer(int64_t filter_height, int64_t filter_width,
+                                               int64_t num_filters,
+                                               const dla_transposed_conv_layer_options *opts);
+/* MATLAB transposedConv1dLayer(filterSize, numFilters): along the "T" dim
+ * of "CBT" sequences, or the "S" dim of "SCB" data. */
+DLA_API dla_layer *dla_transposed_conv1d_layer(int64_t filter_size, int64_t num_filters,
+                                               const dla_transposed_conv_layer_options *opts);
+
 /* MATLAB batchNormalizationLayer: learnables Offset and Scale, state
  * TrainedMean and TrainedVariance, one per channel (1x1xC after "SSCB"
  * data, Cx1 after "CB"/"CBT", 1xC after "SCB"). Forward normalizes with
