@@ -59,15 +59,26 @@ EXTRA_DIST += examples/accelerate_examples.sh
 # ---- end of examples/accelerate_* ------------------------------------------
 
 # ---- examples/pinn: higher derivatives in an accelerated loss --------------
-# A physics-informed network: u'' of a tanh MLP by two recorded gradient
-# sweeps (enable_higher_derivatives), trained to solve u'' = -pi^2 sin(pi x).
-# The smoke test trains it briefly and checks what it prints.
+# A physics-informed network: the Laplacian of a tanh MLP by dla_laplacian
+# (recorded sweeps, enable_higher_derivatives), trained to solve a Poisson
+# problem on the line or the square. The smoke test trains both briefly
+# and checks what they print.
 noinst_PROGRAMS += examples/pinn
 examples_pinn_SOURCES = examples/pinn.c examples/pinn_model.h
 examples_pinn_LDADD = libdlaccel.la -lm
 TESTS += examples/pinn_example.sh
 EXTRA_DIST += examples/pinn_example.sh
 # ---- end of examples/pinn ---------------------------------------------------
+
+# ---- examples/autoencoder: transposed convolutions with trainnet -----------
+# A convolutional autoencoder on Fashion-MNIST ("mse" on the image itself);
+# the smoke test trains it on 2000 images and checks it beats the mean image.
+noinst_PROGRAMS += examples/autoencoder
+examples_autoencoder_SOURCES = examples/autoencoder.c
+examples_autoencoder_LDADD = libdlaccel.la -lm
+TESTS += examples/autoencoder_example.sh
+EXTRA_DIST += examples/autoencoder_example.sh
+# ---- end of examples/autoencoder --------------------------------------------
 
 # ---- examples/cnn_fmnist, waveform, slice_layer: training (issue 5) ------
 # cnn_fmnist: the dlaccelerate page's custom training loop on Fashion-MNIST

@@ -140,7 +140,9 @@ typedef struct dla_fashion_mnist_options {
  * expects (row r, column c of image n at r + 28*c + 784*n).
  * *labels: 1xN "CB" int32 class numbers 0..9 (dla_fashion_mnist_class_name),
  * or one-hot (opts->onehot). Either pointer may be NULL to skip that output
- * (its file is then not read). Both are made on the current device.
+ * (without images the images file is not read; the labels file is read
+ * for images alone too, to check their count). Both are made on the
+ * current device.
  * Errors name the file: those of dla_idx_read (DLA_ERR_IO for a missing
  * file, with a hint to install dataset-fashion-mnist), DLA_ERR_FORMAT for
  * files that are not 3-D ubyte images / 1-D ubyte labels, image and label
