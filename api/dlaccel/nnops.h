@@ -59,6 +59,39 @@ DLA_API dla_tensor *dla_softmax(dla_tensor *x);
  * which stays finite where softmax underflows to 0. Errors as dla_softmax. */
 DLA_API dla_tensor *dla_logsoftmax(dla_tensor *x);
 
+/* ---------------------------------------------------------------- attention */
+
+/* Options of dla_attention. A zeroed struct (or NULL) is MATLAB's
+ * defaults. */
+typedef struct dla_attention_options {
+    /* Multiplies the scores; 0: 1/sqrt(dk), dk the key channels per head. */
+    double scale;
+    /* NULL or "none": every query sees every key; "causal": query j sees
+     * keys 1..j only (the sequence lengths must then agree). */
+    const char *attention_mask;
+} dla_attention_options;
+
+/* MATLAB attention(queries, keys, values, numHeads): multi-head scaled
+ * dot-product attention. The three are formatted alike with a "C" dim, at
+ * most one sequence dim ("T" or "S"; none: a sequence of one) and
+ * optionally "B": queries dk*h x Lq, keys dk*h x Lk, values dv*h x Lk
+ * (channels x sequence, per observation). Head i takes channels
+ * i*dk..(i+1)*dk-1 of the queries and keys (i*dv.. of the values); its
+ * weights are softmax over the keys of scale * key . query, and its
+ * output the values so weighted. The result has the queries' format and
+ * dims with dv*h channels, the heads' outputs one after another along
+ * "C". *weights (NULL: not wanted) gets the attention weights, Lk x Lq x h
+ * x B unformatted. Made of differentiable ops: gradients (and higher
+ * derivatives) with respect to all three, replays, every device.
+ * Errors: DLA_ERR_FORMAT (a missing "C", two sequence dims, "U", formats
+ * that differ), DLA_ERR_SHAPE (queries and keys of other channel counts;
+ * keys and values of other lengths; other observation counts; a causal
+ * mask over other lengths), DLA_ERR_INVALID_ARGUMENT (num_heads that does
+ * not divide the channels, an unknown mask, a scale that is not finite). */
+DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
+                                  int64_t num_heads, const dla_attention_options *opts,
+                                  dla_tensor **weights);
+
 /* ---------------------------------------------------------- normalization */
 
 /* Offsets and scale factors of the normalization functions have one

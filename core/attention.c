@@ -1,0 +1,209 @@
+/*
+ * attention.c - dla_attention, MATLAB's attention(queries, keys, values,
+ * numHeads): multi-head scaled dot-product attention.
+ *
+ * Built from differentiable ops (reshape, permute, pagemtimes, softmax),
+ * so its gradients, its second derivatives and its replays are theirs.
+ * Each input is brought to C x L x B (channels, sequence, observations),
+ * its channels split into heads as dk x L x heads x B pages; one page
+ * product gives every head's scores, the softmax runs over the keys as a
+ * "C" dim, and a second page product weighs the values.
+ */
+#include "core/error.h"
+#include "core/tensor.h"
+
+#include <dlaccel/nnops.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where a formatted tensor keeps its channels, sequence and observations. */
+typedef struct layout {
+    int c, seq, b;   /* 1-based dims, 0 when absent */
+    int64_t C, L, B; /* their sizes (1 when absent) */
+} layout;
+
+static int read_layout(const char *op, const char *arg, dla_tensor *t, layout *l,
+                       dla_tensor **err)
+{
+    const char *f = dla_tensor_format(t);
+    char db[DLA__DIMS_BUF];
+    *err = NULL;
+    l->c = dla_tensor_find_dim(t, 'C');
+    l->b = dla_tensor_find_dim(t, 'B');
+    const int s = dla_tensor_find_dim(t, 'S'), tt = dla_tensor_find_dim(t, 'T');
+    int ns = 0;
+    for (const char *p = f; *p; p++)
+        ns += *p == 'S';
+    if (!f[0] || !l->c || ns > 1 || (s && tt) || strchr(f, 'U')) {
+        *err = dla__error(DLA_ERR_FORMAT,
+                          "%s: argument %s (%s \"%s\"): it needs a \"C\" dim, at most one "
+                          "sequence dim (\"S\" or \"T\") and optionally \"B\"",
+                          op, arg, dla__tensor_dims_str(t, db, sizeof db), f);
+        return 0;
+    }
+    l->seq = s ? s : tt;
+    l->C = dla_tensor_dim(t, l->c);
+    l->L = l->seq ? dla_tensor_dim(t, l->seq) : 1;
+    l->B = l->b ? dla_tensor_dim(t, l->b) : 1;
+    return 1;
+}
+
+/* The dims of a formatted t, one per label (trailing ones included). */
+static int labeled_dims(dla_tensor *t, int64_t *dims)
+{
+    const int nd = (int)strlen(dla_tensor_format(t));
+    for (int d = 0; d < nd; d++)
+        dims[d] = dla_tensor_dim(t, d + 1);
+    return nd;
+}
+
+/* t as an unformatted C x L x B tensor (a copy where the dims move). */
+static dla_tensor *to_clb(dla_tensor *t, const layout *l)
+{
+    int64_t dims[DLA_MAX_DIMS + 2];
+    const int nd = labeled_dims(t, dims);
+    /* Absent dims become trailing singletons, so that one permute places
+     * all three. */
+    int n = nd, seq = l->seq, b = l->b;
+    if (!seq)
+        dims[n] = 1, seq = ++n;
+    if (!b)
+        dims[n] = 1, b = ++n;
+    dla_tensor *u = dla_reshape(t, "", n, dims);
+    if (l->c == 1 && seq == 2 && b == 3 && n == 3)
+        return u;
+    int64_t order[DLA_MAX_DIMS + 2] = {l->c, seq, b};
+    for (int d = 1, k = 3; d <= n; d++)
+        if (d != l->c && d != seq && d != b)
+            order[k++] = d; /* none here: every dim is C, sequence or B */
+    return dla_reshape(dla_permute(u, n, order), "", 3,
+                       (const int64_t[]){l->C, l->L, l->B});
+}
+
+/* C x L x B as heads: (C/h) x L x h x B pages. */
+static dla_tensor *to_heads(dla_tensor *t, int64_t heads)
+{
+    const int64_t C = dla_tensor_dim(t, 1), L = dla_tensor_dim(t, 2), B = dla_tensor_dim(t, 3);
+    dla_tensor *r = dla_reshape(t, "", 4, (const int64_t[]){C / heads, heads, L, B});
+    return dla_permute(r, 4, (const int64_t[]){1, 3, 2, 4});
+}
+
+/* The result, (dv) x Lq x h x B pages, back in the queries' layout and
+ * format with dv * h channels. */
+static dla_tensor *from_heads(dla_tensor *y, dla_tensor *queries, const layout *q)
+{
+    const int64_t dv = dla_tensor_dim(y, 1), h = dla_tensor_dim(y, 3);
+    dla_tensor *clb = dla_reshape(dla_permute(y, 4, (const int64_t[]){1, 3, 2, 4}), "", 3,
+                                  (const int64_t[]){dv * h, q->L, q->B});
+    /* The queries' own dims in their order: C, the sequence and B where
+     * they are, ones elsewhere (there are none: read_layout allows only
+     * these). */
+    int64_t dims[DLA_MAX_DIMS];
+    const int nd = labeled_dims(queries, dims);
+    dims[q->c - 1] = dv * h;
+    int64_t order[3];
+    /* Permute C x L x B into the queries' relative order of their dims. */
+    int pos[3] = {q->c, q->seq ? q->seq : 99, q->b ? q->b : 100};
+    for (int i = 0; i < 3; i++) {
+        int rank = 0;
+        for (int j = 0; j < 3; j++)
+            rank += pos[j] < pos[i];
+        order[rank] = i + 1;
+    }
+    dla_tensor *p = dla_permute(clb, 3, order);
+    return dla_reshape(p, dla_tensor_format(queries), nd, dims);
+}
+
+/* An additive mask for the scores (Lk x Lq): 0 where query j may see key
+ * i (i <= j), a large negative number after it, so that softmax gives
+ * those keys weight 0 exactly. */
+static dla_tensor *causal_mask(dla_dtype dtype, int64_t lk, int64_t lq, dla_device *dev)
+{
+    const size_t n = (size_t)(lk * lq), es = dtype == DLA_F64 ? 8 : 4;
+    unsigned char *host = malloc(n ? n * es : 1);
+    if (!host)
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "dla_attention: out of memory for a %lldx%lld "
+                          "mask", (long long)lk, (long long)lq);
+    for (int64_t j = 0; j < lq; j++)
+        for (int64_t i = 0; i < lk; i++) {
+            const double v = i <= j ? 0.0 : -1e30;
+            if (dtype == DLA_F64)
+                ((double *)host)[i + lk * j] = v;
+            else
+                ((float *)host)[i + lk * j] = (float)v;
+        }
+    dla_device *keep = dla_device_current();
+    dla_device_set_current(dev);
+    dla_tensor *m = dla_tensor_from_host(host, dtype, "", 2, (const int64_t[]){lk, lq});
+    dla_device_set_current(keep);
+    free(host);
+    return m;
+}
+
+DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
+                                  int64_t num_heads, const dla_attention_options *opts,
+                                  dla_tensor **weights)
+{
+    static const char op[] = "dla_attention";
+    if (weights)
+        *weights = NULL;
+    dla_tensor *const args[3] = {queries, keys, values};
+    static const char *const names[3] = {"queries", "keys", "values"};
+    for (int i = 0; i < 3; i++)
+        if (!args[i] || args[i]->status != DLA_OK)
+            return dla__pass_arg(op, names[i], args[i]);
+    layout l[3];
+    dla_tensor *err;
+    for (int i = 0; i < 3; i++)
+        if (!read_layout(op, names[i], args[i], &l[i], &err))
+            return err;
+    char qb[DLA__DIMS_BUF], kb[DLA__DIMS_BUF], vb[DLA__DIMS_BUF];
+    dla__tensor_dims_str(queries, qb, sizeof qb);
+    dla__tensor_dims_str(keys, kb, sizeof kb);
+    dla__tensor_dims_str(values, vb, sizeof vb);
+    if (num_heads < 1 || l[0].C % num_heads || l[2].C % num_heads)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: argument num_heads: %lld; it must divide the channels of the "
+                          "queries and keys (%lld) and of the values (%lld)",
+                          op, (long long)num_heads, (long long)l[0].C, (long long)l[2].C);
+    if (l[0].C != l[1].C || l[1].L != l[2].L || l[0].B != l[1].B || l[1].B != l[2].B)
+        return dla__error(DLA_ERR_SHAPE,
+                          "%s: queries %s, keys %s, values %s: the queries and keys need the "
+                          "same channels, the keys and values the same sequence length, and all "
+                          "three the same observations",
+                          op, qb, kb, vb);
+    if (strcmp(dla_tensor_format(queries), dla_tensor_format(keys)) ||
+        strcmp(dla_tensor_format(keys), dla_tensor_format(values)))
+        return dla__error(DLA_ERR_FORMAT, "%s: queries \"%s\", keys \"%s\", values \"%s\": one "
+                          "format for the three", op, dla_tensor_format(queries),
+                          dla_tensor_format(keys), dla_tensor_format(values));
+    const char *mask = opts && opts->attention_mask ? opts->attention_mask : "none";
+    if (strcmp(mask, "none") && strcmp(mask, "causal"))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: attention mask \"%s\"; use \"none\" or "
+                          "\"causal\"", op, mask);
+    if (!strcmp(mask, "causal") && l[0].L != l[1].L)
+        return dla__error(DLA_ERR_SHAPE, "%s: a causal mask needs as many queries as keys "
+                          "(%lld and %lld along the sequence)",
+                          op, (long long)l[0].L, (long long)l[1].L);
+    const double scale = opts && opts->scale != 0
+                             ? opts->scale
+                             : 1.0 / sqrt((double)(l[0].C / num_heads));
+    if (!isfinite(scale))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: scale %g is not finite", op, scale);
+
+    dla_tensor *q = to_heads(to_clb(queries, &l[0]), num_heads);
+    dla_tensor *k = to_heads(to_clb(keys, &l[1]), num_heads);
+    dla_tensor *v = to_heads(to_clb(values, &l[2]), num_heads);
+    /* scores(i, j, head, b) = scale * key i . query j */
+    dla_tensor *s = dla_affine(dla_pagemtimes(k, "transpose", q, "none"), scale, 0.0);
+    if (!strcmp(mask, "causal"))
+        s = dla_add(s, causal_mask(dla_tensor_dtype(queries), l[1].L, l[0].L,
+                                   dla_tensor_device(queries)));
+    const int64_t sd[4] = {l[1].L, l[0].L, num_heads, l[0].B};
+    dla_tensor *a = dla_reshape(dla_softmax(dla_reshape(s, "CUUU", 4, sd)), "", 4, sd);
+    dla_tensor *y = from_heads(dla_pagemtimes(v, "none", a, "none"), queries, &l[0]);
+    if (weights && dla_tensor_status(y) == DLA_OK)
+        *weights = a;
+    return y;
+}

@@ -1,0 +1,268 @@
+/*
+ * test_attention.c - dla_attention: against a host reference of
+ * multi-head scaled dot-product attention (and its weights), with the
+ * causal mask, in every layout it takes, its first and second derivatives
+ * against finite differences, a replay with eager's bits, and the errors.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "gradcheck.h"
+
+#include <dlaccel.h>
+#include <dlaccel/nnops.h>
+#include <math.h>
+#include <string.h>
+
+enum { H = 2, DK = 2, DV = 3, C = H * DK, CV = H * DV, LQ = 3, LK = 5, B = 2 };
+
+static double *host(dla_tensor *t)
+{
+    const int64_t n = dla_tensor_numel(t);
+    double *h = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    assert_int_equal(dla_tensor_to_host(t, h, sizeof(double) * (size_t)n), DLA_OK);
+    return h;
+}
+
+/* The reference on "CBT" data: q[c + C*(b + B*t)]; y of CV x B x lq,
+ * weights lk x lq x H x B. */
+static void reference(const double *q, const double *k, const double *v, int lq, int lk,
+                      int causal, double scale, double *y, double *w)
+{
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < lq; j++) {
+                double s[16], top = -INFINITY, sum = 0;
+                for (int i = 0; i < lk; i++) {
+                    s[i] = 0;
+                    for (int d = 0; d < DK; d++)
+                        s[i] += k[h * DK + d + C * (b + B * i)] * q[h * DK + d + C * (b + B * j)];
+                    s[i] = causal && i > j ? -INFINITY : scale * s[i];
+                    top = fmax(top, s[i]);
+                }
+                for (int i = 0; i < lk; i++)
+                    sum += (s[i] = exp(s[i] - top));
+                for (int i = 0; i < lk; i++)
+                    w[i + lk * (j + lq * (h + H * b))] = s[i] / sum;
+                for (int d = 0; d < DV; d++) {
+                    double acc = 0;
+                    for (int i = 0; i < lk; i++)
+                        acc += v[h * DV + d + CV * (b + B * i)] * s[i] / sum;
+                    y[h * DV + d + CV * (b + B * j)] = acc;
+                }
+            }
+}
+
+static void check_against_reference(int causal, int lq, int lk)
+{
+    dla_scope_begin();
+    dla_tensor *q = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, lq));
+    dla_tensor *k = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, lk));
+    dla_tensor *v = dla_randn(DLA_F64, "CBT", DLA_DIMS(CV, B, lk));
+    dla_tensor *w = NULL;
+    dla_tensor *y = dla_attention(q, k, v, H, &(dla_attention_options){
+        .attention_mask = causal ? "causal" : NULL}, &w);
+    if (dla_tensor_status(y) != DLA_OK)
+        fail_msg("%s", dla_tensor_error(y));
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    assert_int_equal(dla_tensor_dim(y, 1), CV);
+    assert_int_equal(dla_tensor_dim(y, 3), lq);
+    assert_non_null(w);
+    assert_int_equal(dla_tensor_dim(w, 1), lk);
+    assert_int_equal(dla_tensor_dim(w, 3), H);
+    double *hq = host(q), *hk = host(k), *hv = host(v), *hy = host(y), *hw = host(w);
+    double ry[CV * B * 8], rw[8 * 8 * H * B];
+    reference(hq, hk, hv, lq, lk, causal, 1 / sqrt(DK), ry, rw);
+    for (int i = 0; i < CV * B * lq; i++)
+        if (!tu_close(hy[i], ry[i], 1e-13))
+            fail_msg("y[%d]: %.17g, reference %.17g", i, hy[i], ry[i]);
+    for (int i = 0; i < lk * lq * H * B; i++) {
+        if (!tu_close(hw[i], rw[i], 1e-13))
+            fail_msg("weights[%d]: %.17g, reference %.17g", i, hw[i], rw[i]);
+        if (causal && rw[i] == 0)
+            assert_true(hw[i] == 0.0); /* masked keys weigh exactly nothing */
+    }
+    free(hq), free(hk), free(hv), free(hy), free(hw);
+    dla_scope_end();
+}
+
+static void test_multi_head_attention_matches_the_reference(void **state)
+{
+    (void)state;
+    dla_rng_seed(21);
+    check_against_reference(0, LQ, LK);
+    check_against_reference(0, 1, 1);
+}
+
+static void test_a_causal_mask_hides_later_keys(void **state)
+{
+    (void)state;
+    dla_rng_seed(22);
+    check_against_reference(1, 4, 4);
+}
+
+/* "SCB" and "CB" (a sequence of one) and "CT" (one observation): the same
+ * numbers as the "CBT" layout of the same data. */
+static void test_every_layout_gives_the_same_numbers(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(23);
+    dla_tensor *q = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, LQ));
+    dla_tensor *k = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, LK));
+    dla_tensor *v = dla_randn(DLA_F64, "CBT", DLA_DIMS(CV, B, LK));
+    dla_tensor *want = dla_attention(q, k, v, H, NULL, NULL);
+    /* SCB: S is the sequence, in front. */
+    const int64_t p[3] = {3, 1, 2};
+    dla_tensor *qs = dla_reshape(dla_permute(dla_reshape(q, "", DLA_DIMS(C, B, LQ)), 3, p), "SCB",
+                                 DLA_DIMS(LQ, C, B));
+    dla_tensor *ks = dla_reshape(dla_permute(dla_reshape(k, "", DLA_DIMS(C, B, LK)), 3, p), "SCB",
+                                 DLA_DIMS(LK, C, B));
+    dla_tensor *vs = dla_reshape(dla_permute(dla_reshape(v, "", DLA_DIMS(CV, B, LK)), 3, p), "SCB",
+                                 DLA_DIMS(LK, CV, B));
+    dla_tensor *ys = dla_attention(qs, ks, vs, H, NULL, NULL);
+    assert_string_equal(dla_tensor_format(ys), "SCB");
+    dla_tensor *back = dla_reshape(dla_permute(dla_reshape(ys, "", DLA_DIMS(LQ, CV, B)), 3,
+                                               (const int64_t[]){2, 3, 1}),
+                                   "CBT", DLA_DIMS(CV, B, LQ));
+    assert_true(dla_tensor_item(dla_max(dla_abs(dla_sub(back, want)), 0, NULL), 0) < 1e-14);
+    /* CT: the first observation alone. */
+    dla_tensor *q1 = dla_reshape(dla_slice(q, 2, 0, 1, 1), "CT", DLA_DIMS(C, LQ));
+    dla_tensor *k1 = dla_reshape(dla_slice(k, 2, 0, 1, 1), "CT", DLA_DIMS(C, LK));
+    dla_tensor *v1 = dla_reshape(dla_slice(v, 2, 0, 1, 1), "CT", DLA_DIMS(CV, LK));
+    dla_tensor *y1 = dla_attention(q1, k1, v1, H, NULL, NULL);
+    assert_string_equal(dla_tensor_format(y1), "CT");
+    dla_tensor *w1 = dla_reshape(dla_slice(want, 2, 0, 1, 1), "CT", DLA_DIMS(CV, LQ));
+    assert_true(dla_tensor_item(dla_max(dla_abs(dla_sub(y1, w1)), 0, NULL), 0) < 1e-14);
+    /* CB: one step each; a single key gets all the weight. */
+    dla_tensor *qb = dla_randn(DLA_F64, "CB", DLA_DIMS(C, B));
+    dla_tensor *vb = dla_randn(DLA_F64, "CB", DLA_DIMS(CV, B));
+    dla_tensor *yb = dla_attention(qb, qb, vb, H, NULL, NULL);
+    assert_string_equal(dla_tensor_format(yb), "CB");
+    assert_true(dla_tensor_item(dla_max(dla_abs(dla_sub(yb, vb)), 0, NULL), 0) < 1e-15);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------ gradients */
+
+typedef struct att_case {
+    const char *mask;
+} att_case;
+
+static dla_tensor *attend(void *ctx, dla_tensor *const *in)
+{
+    const att_case *c = ctx;
+    return dla_attention(in[0], in[1], in[2], H,
+                         &(dla_attention_options){.attention_mask = c->mask, .scale = 0.7}, NULL);
+}
+
+static void test_gradients_match_finite_differences(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(24);
+    dla_tensor *in[3] = {dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, 4)),
+                         dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, 4)),
+                         dla_randn(DLA_F64, "CBT", DLA_DIMS(CV, B, 4))};
+    const int check[3] = {1, 1, 1};
+    att_case plain = {NULL}, causal = {"causal"};
+    gc_check(attend, &plain, 3, in, check, 1e-6);
+    gc_check(attend, &causal, 3, in, check, 1e-6);
+    gc_check2(attend, &plain, 3, in, check, 1e-5);
+    dla_scope_end();
+}
+
+/* ---------------------------------------------------- accelerated: bits */
+
+static dla_status attend_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    out[0] = dla_sum(dla_square(attend(ctx, in)), 0, NULL);
+    return dla_gradient(out[0], 3, in, out + 1);
+}
+
+static void test_accelerated_it_replays_with_eager_bits(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(25);
+    att_case causal = {"causal"};
+    dla_accel *af = dla_accelerate(attend_loss, NULL);
+    assert_non_null(af);
+    for (int call = 0; call < 3; call++) {
+        dla_tensor *in[3] = {dla_randn(DLA_F32, "CBT", DLA_DIMS(C, B, 4)),
+                             dla_randn(DLA_F32, "CBT", DLA_DIMS(C, B, 4)),
+                             dla_randn(DLA_F32, "CBT", DLA_DIMS(CV, B, 4))};
+        dla_tensor *acc[4], *eager[4];
+        assert_int_equal(dla_accel_feval(af, &causal, 3, in, 4, acc), DLA_OK);
+        assert_int_equal(dla_feval(attend_loss, &causal, 3, in, 4, eager), DLA_OK);
+        for (int i = 0; i < 4; i++) {
+            const int64_t n = dla_tensor_numel(eager[i]);
+            float *a = malloc(sizeof(float) * (size_t)n), *e = malloc(sizeof(float) * (size_t)n);
+            assert_int_equal(dla_tensor_to_host(acc[i], a, sizeof(float) * (size_t)n), DLA_OK);
+            assert_int_equal(dla_tensor_to_host(eager[i], e, sizeof(float) * (size_t)n), DLA_OK);
+            if (memcmp(a, e, sizeof(float) * (size_t)n))
+                fail_msg("call %d, output %d: the replay differs from eager", call, i);
+            free(a), free(e);
+        }
+    }
+    assert_float_equal(dla_accel_hit_rate(af), 100.0 * 2 / 3, 1e-9);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+/* --------------------------------------------------------------- errors */
+
+static void expect_error(dla_tensor *y, dla_status status, const char *text)
+{
+    assert_int_equal(dla_tensor_status(y), status);
+    if (!strstr(dla_tensor_error(y), text))
+        fail_msg("\"%s\" lacks \"%s\"", dla_tensor_error(y), text);
+}
+
+static void test_bad_arguments_are_named(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *q = dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 2, 3));
+    dla_tensor *k = dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 2, 5));
+    dla_tensor *v = dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 5));
+    expect_error(dla_attention(q, k, v, 4, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_attention: argument num_heads: 4; it must divide the channels of the "
+                 "queries and keys (4) and of the values (6)");
+    expect_error(dla_attention(q, k, dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 4)), 2, NULL, NULL),
+                 DLA_ERR_SHAPE, "dla_attention: queries 4x2x3, keys 4x2x5, values 6x2x4");
+    expect_error(dla_attention(q, k, v, 2, &(dla_attention_options){.attention_mask = "causal"},
+                               NULL),
+                 DLA_ERR_SHAPE, "a causal mask needs as many queries as keys (3 and 5");
+    expect_error(dla_attention(q, k, v, 2, &(dla_attention_options){.attention_mask = "future"},
+                               NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "attention mask \"future\"; use \"none\" or \"causal\"");
+    expect_error(dla_attention(dla_zeros(DLA_F32, "", DLA_DIMS(4, 2, 3)), k, v, 2, NULL, NULL),
+                 DLA_ERR_FORMAT, "dla_attention: argument queries (4x2x3 \"\"): it needs a \"C\" dim");
+    expect_error(dla_attention(dla_zeros(DLA_F32, "SCBT", DLA_DIMS(2, 4, 2, 3)), k, v, 2, NULL,
+                               NULL),
+                 DLA_ERR_FORMAT, "at most one sequence dim");
+    expect_error(dla_attention(q, dla_zeros(DLA_F32, "SCB", DLA_DIMS(5, 4, 2)), v, 2, NULL, NULL),
+                 DLA_ERR_FORMAT, "one format for the three");
+    expect_error(dla_attention(q, NULL, v, 2, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_attention: argument keys is NULL");
+    dla_scope_end();
+}
+
+int main(void)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_multi_head_attention_matches_the_reference),
+        TU_TEST(test_a_causal_mask_hides_later_keys),
+        TU_TEST(test_every_layout_gives_the_same_numbers),
+        TU_TEST(test_gradients_match_finite_differences),
+        TU_TEST(test_accelerated_it_replays_with_eager_bits),
+        TU_TEST(test_bad_arguments_are_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
