@@ -226,6 +226,15 @@ static void normalization_and_smooth_layers_differentiate(void **state)
     x = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 2, 4));
     check_net(net, x, 1);
     dla_net_free(net);
+    /* Self-attention over a sequence, causal: its eight learnables. */
+    dla_layer *a[] = {dla_sequence_input_layer(3, NULL),
+                      dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
+                          .attention_mask = "causal", .output_size = 2})};
+    net = dla_net_create(2, a);
+    assert_non_null(net);
+    x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 4));
+    check_net(net, x, 1);
+    dla_net_free(net);
     /* A physics-informed network's shape: features through tanh layers. */
     dla_layer *f[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(6, NULL), dla_tanh_layer(NULL),
                       dla_fc_layer(6, NULL), dla_tanh_layer(NULL), dla_fc_layer(1, NULL)};

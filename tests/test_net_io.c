@@ -216,6 +216,23 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Self-attention with its options. */
+    dla_layer *sa[] = {dla_sequence_input_layer(3, NULL),
+                       dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
+                           .num_value_channels = 2, .output_size = 5, .attention_mask = "causal",
+                           .name = "sa"})};
+    net = dla_net_create(2, sa);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("attention.safetensors")), DLA_OK);
+    if (dla_net_load(path("attention.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_net_summary(back, b, sizeof b);
+    assert_non_null(strstr(b, "2 heads, 4 key and 2 value channels, causal"));
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 6));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* Feature input with its statistics. */
     dla_scope_begin();
     dla_layer *f[] = {

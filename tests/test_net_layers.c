@@ -268,6 +268,54 @@ static void transposed_conv_layers_match_dla_transpconv(void **state)
     dla_scope_end();
 }
 
+/* selfAttentionLayer is its three projections, dla_attention and the
+ * output projection, with MATLAB's learnables; refused options and inputs
+ * name the layer. */
+static void self_attention_is_projections_around_dla_attention(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(3, 2, 4), 0.2, -0.9);
+    dla_net *net = one(dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
+        .num_value_channels = 6, .output_size = 5, .attention_mask = "causal", .name = "sa"}), x);
+    static const char *const names[8] = {"QueryWeights", "QueryBias", "KeyWeights", "KeyBias",
+                                         "ValueWeights", "ValueBias", "OutputWeights",
+                                         "OutputBias"};
+    static const int64_t rows[8] = {4, 4, 4, 4, 6, 6, 5, 5}, cols[8] = {3, 1, 3, 1, 3, 1, 6, 1};
+    dla_tensor *p[8];
+    for (int i = 0; i < 8; i++) {
+        p[i] = set_ramp(net, "sa", names[i], 0.05 * (i + 1), -0.3);
+        assert_int_equal(dla_tensor_dim(p[i], 1), rows[i]);
+        assert_int_equal(dla_tensor_dim(p[i], 2), cols[i]);
+    }
+    dla_tensor *att = dla_attention(dla_fullyconnect(x, p[0], p[1]), dla_fullyconnect(x, p[2], p[3]),
+                                    dla_fullyconnect(x, p[4], p[5]), 2,
+                                    &(dla_attention_options){.attention_mask = "causal"}, NULL);
+    dla_tensor *want = dla_fullyconnect(att, p[6], p[7]);
+    assert_same(predict1(net, x), want);
+    assert_same(forward1(net, x), want);
+    char summary[4096];
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "2 heads, 4 key and 6 value channels, causal"));
+    dla_net_free(net);
+    /* The default output size is the input's channels. */
+    net = one(dla_self_attention_layer(1, 2, NULL), x);
+    assert_int_equal(dla_tensor_dim(predict1(net, x), 1), 3);
+    dla_net_free(net);
+    dla_layer *bad = dla_self_attention_layer(3, 4, &(dla_self_attention_layer_options){.name = "h"});
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "selfAttention 'h': NumHeads 3 must divide "
+                                             "NumKeyChannels (4) and NumValueChannels (4)"));
+    dla_layer *img = dla_self_attention_layer(1, 2, NULL);
+    dla_net *on_images = dla_net_create(1, &img);
+    assert_non_null(on_images);
+    dla_tensor *im = dla_zeros(DLA_F64, "SSCB", DLA_DIMS(2, 2, 3, 1));
+    assert_int_not_equal(dla_net_init(on_images, 1, &im), DLA_OK);
+    assert_non_null(strstr(dla_last_error(), "selfAttention takes \"CBT\" sequences"));
+    dla_net_free(on_images);
+    dla_scope_end();
+}
+
 static void conv1d_convolves_along_time_and_causal_pads_before(void **state)
 {
     (void)state;
@@ -633,6 +681,7 @@ int main(void)
         TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(transposed_conv_layers_match_dla_transpconv),
+        TU_TEST(self_attention_is_projections_around_dla_attention),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
         TU_TEST(activations_match_their_ops),

@@ -398,6 +398,26 @@ typedef struct dla_lstm_layer_options {
 } dla_lstm_layer_options;
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
 
+/* MATLAB selfAttentionLayer(numHeads, numKeyChannels) on "CBT" sequences
+ * (or "CB"): queries, keys and values are fully connected projections of
+ * the input (numKeyChannels, numKeyChannels, NumValueChannels rows),
+ * combined by dla_attention over numHeads heads, then projected to
+ * OutputSize channels. Learnables QueryWeights, QueryBias, KeyWeights,
+ * KeyBias, ValueWeights, ValueBias, OutputWeights, OutputBias (weights
+ * rows x InputSize, biases rows x 1). numHeads must divide both channel
+ * counts. */
+typedef struct dla_self_attention_layer_options {
+    const char *name;
+    int64_t num_value_channels; /* 0: numKeyChannels */
+    int64_t output_size;        /* 0: the input's channels */
+    int64_t input_size;         /* 0: from the input */
+    const char *attention_mask; /* NULL: "none", or "causal" */
+    const char *weights_initializer; /* NULL: "glorot" */
+    const char *bias_initializer;    /* NULL: "zeros" */
+} dla_self_attention_layer_options;
+DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_channels,
+                                            const dla_self_attention_layer_options *opts);
+
 /* Frees a layer never given to a network; NULL does nothing. A network's
  * layer, or one freed already, is left alone and the misuse logged
  * (docs/checks.md). */
