@@ -23,9 +23,11 @@
  * shortest sequence (SequenceLength "shortest"), shuffled every epoch in
  * the peer's order (numpy's default_rng(0)), 10 epochs.
  *
- *     waveform [--small] [--epochs N] [--chart PATH] [--seed N]
+ *     waveform [--small] [--epochs N] [--chart PATH] [--seed N] [--attention]
  *
  * --small (or DLA_EXAMPLE_SMALL=1): fewer epochs, for `make check`.
+ * --attention: a selfAttentionLayer (2 heads, 16 key channels, causal)
+ * after the relu, so that each step also sees the steps before it.
  * --seed: the random stream's seed (default 0), which draws the initial
  * weights and the dropout masks; 70 iterations leave the accuracy
  * depending on it by several points either way, on both sides.
@@ -51,19 +53,23 @@ static dla_status weighted_ce(void *ctx, int nin, dla_tensor *const *in, int nou
     return dla_tensor_status(out[0]);
 }
 
-static dla_layer **make_layers(int *n)
+static dla_layer **make_layers(int attention, int *n)
 {
-    static dla_layer *l[8];
-    l[0] = dla_sequence_input_layer(3, &(dla_sequence_input_options){.normalization = "zscore",
-                                                                      .min_length = 10});
-    l[1] = dla_conv1d_layer(10, 10, NULL);
-    l[2] = dla_batchnorm_layer(NULL);
-    l[3] = dla_relu_layer(NULL);
-    l[4] = dla_dropout_layer(DLA_DROPOUT_PROB, NULL);
-    l[5] = dla_global_maxpool1d_layer(NULL);
-    l[6] = dla_fc_layer(CLASSES, NULL);
-    l[7] = dla_softmax_layer(NULL);
-    *n = 8;
+    static dla_layer *l[9];
+    int k = 0;
+    l[k++] = dla_sequence_input_layer(3, &(dla_sequence_input_options){.normalization = "zscore",
+                                                                        .min_length = 10});
+    l[k++] = dla_conv1d_layer(10, 10, NULL);
+    l[k++] = dla_batchnorm_layer(NULL);
+    l[k++] = dla_relu_layer(NULL);
+    if (attention)
+        l[k++] = dla_self_attention_layer(2, 16, &(dla_self_attention_layer_options){
+                                                     .attention_mask = "causal"});
+    l[k++] = dla_dropout_layer(DLA_DROPOUT_PROB, NULL);
+    l[k++] = dla_global_maxpool1d_layer(NULL);
+    l[k++] = dla_fc_layer(CLASSES, NULL);
+    l[k++] = dla_softmax_layer(NULL);
+    *n = k;
     return l;
 }
 
@@ -109,7 +115,7 @@ static double accuracy(dla_net *net, const dla_seqlist *seqs, dla_tensor *labels
 int main(int argc, char **argv)
 {
     const char *env = getenv("DLA_EXAMPLE_SMALL");
-    int small = env && *env && strcmp(env, "0"), epochs = 0;
+    int small = env && *env && strcmp(env, "0"), epochs = 0, attention = 0;
     const char *chart = "waveform-training.svg";
     unsigned long long seed = 0;
     for (int i = 1; i < argc; i++) {
@@ -121,8 +127,11 @@ int main(int argc, char **argv)
             chart = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--attention"))
+            attention = 1;
         else {
-            fprintf(stderr, "usage: %s [--small] [--epochs N] [--chart PATH] [--seed N]\n",
+            fprintf(stderr, "usage: %s [--small] [--epochs N] [--chart PATH] [--seed N] "
+                    "[--attention]\n",
                     argv[0]);
             return 2;
         }
@@ -167,7 +176,10 @@ int main(int argc, char **argv)
                               .initial_learn_rate = 0.01, .sequence_length = "shortest",
                               .shuffle = "every-epoch", .verbose = -1, .metrics = "accuracy"};
     int nl;
-    dla_layer **layers = make_layers(&nl);
+    if (attention)
+        printf("network: the page's, with a selfAttentionLayer (2 heads, 16 key channels, "
+               "causal) after the relu\n");
+    dla_layer **layers = make_layers(attention, &nl);
     dla_rng_seed(seed);
     dla_net *net = dla_net_create(nl, layers);
     dla_net *trained = NULL;
@@ -191,7 +203,7 @@ int main(int argc, char **argv)
     o.verbose_frequency = 10;
     o.plots = "training-progress";
     o.plots_path = chart;
-    layers = make_layers(&nl);
+    layers = make_layers(attention, &nl);
     dla_rng_seed(seed);
     net = dla_net_create(nl, layers);
     if (!net || dla_trainnet(&data, net, &loss, &o, &trained, &info) != DLA_OK) {
