@@ -99,6 +99,17 @@ static void net_seeds(void)
     dla_layer *s[] = {dla_sequence_input_layer(3, NULL), dla_lstm_layer(4, NULL),
                       dla_dropout_layer(0.2, NULL), dla_fc_layer(2, NULL)};
     net_seed("lstm", dla_net_create(4, s));
+    dla_layer *d[] = {
+        dla_image_input_layer(4, 4, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_transposed_conv2d_layer(3, 3, 2, &(dla_transposed_conv_layer_options){
+            .stride = {2, 2}, .cropping_mode = "same"}),
+        dla_layernorm_layer(NULL), dla_gelu_layer(NULL, NULL)};
+    net_seed("decoder", dla_net_create(4, d));
+    dla_layer *q[] = {dla_sequence_input_layer(3, NULL),
+                      dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
+                          .attention_mask = "causal"}),
+                      dla_transposed_conv1d_layer(2, 3, NULL), dla_fc_layer(2, NULL)};
+    net_seed("attention", dla_net_create(4, q));
 }
 
 /* loss = sum((W2 tanh(W1 x + b1) - t).^2) and its gradients. */
