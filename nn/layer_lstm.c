@@ -1,10 +1,10 @@
 /*
  * layer_lstm.c - lstmLayer, written in existing differentiable ops so its
  * gradient comes from theirs: the input projection of every time step in
- * one dla_mtimes, then per step a slice along "T", the recurrent product,
- * the gates (dla_sigmoid, dla_tanh on row slices of z) and the cell
- * update; the steps' hidden states are joined with dla_cat. Gate order in
- * the weights is MATLAB's: input, forget, cell candidate, output.
+ * one dla_mtimes (layer_recurrent.c), then per step the recurrent
+ * product, the gates (dla_sigmoid, dla_tanh on row slices of z) and the
+ * cell update. Gate order in the weights is MATLAB's: input, forget, cell
+ * candidate, output.
  */
 #include "nn/nn.h"
 
@@ -89,72 +89,29 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     return DLA_OK;
 }
 
-/* Rows [k*h, (k+1)*h) of z: gate k. */
-static dla_tensor *gate(dla_tensor *z, int k, int64_t h)
-{
-    return dla_slice(z, 1, k * h, 1, (k + 1) * h);
-}
-
 static dla_status forward(const dla__props *p, dla__call *c)
 {
-    dla_tensor *x = c->x[0], *w = c->p[0], *r = c->p[1], *b = c->p[2];
-    dla_tensor *hs = c->p[3], *cs = c->p[4];
-    const char *f = dla_tensor_format(x);
-    int has_t = strchr(f, 'T') != NULL;
-    if (strcmp(f, "CBT") && strcmp(f, "CB")) {
-        dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; lstm takes \"CBT\" sequences", f);
-        c->y = dla__nn_error_tensor();
-        return DLA_ERR_FORMAT;
-    }
-    int64_t h = p->count, ch = dla_tensor_dim(x, 1), nb = dla_tensor_dim(x, 2);
-    int64_t nt = has_t ? dla_tensor_dim(x, 3) : 1;
-    for (int k = 0; k < 2; k++) {
-        dla_tensor *s = k ? cs : hs;
-        int64_t cols = dla_tensor_dim(s, 2);
-        if (cols != 1 && cols != nb) {
-            dla__nn_fail(DLA_ERR_SHAPE, "the %s has %lld columns, the batch %lld observations; "
-                         "reset the state (dla_net_reset_state) between unrelated batches",
-                         k ? "CellState" : "HiddenState", (long long)cols, (long long)nb);
-            c->y = dla__nn_error_tensor();
-            return DLA_ERR_SHAPE;
-        }
-    }
-    /* W x + b for every step at once: 4h x (nb * nt), then 4h x nb x nt. */
-    dla_tensor *wx = dla_add(dla_mtimes(w, dla_reshape(x, "", DLA_DIMS(ch, nb * nt))), b);
-    wx = dla_reshape(wx, "", DLA_DIMS(4 * h, nb, nt));
+    dla_tensor *r = c->p[1], *hs = c->p[3], *cs = c->p[4];
+    const int64_t h = p->count;
+    dla__recurrent run;
+    dla_status st = dla__recurrent_begin("lstm", c, 2, 4 * h, c->p[2], &run);
+    if (st == DLA_OK)
+        st = dla__recurrent_keep_steps("lstm", p, c, &run);
+    if (st != DLA_OK)
+        return st;
     dla_tensor *ht = hs, *ct = cs;
-    dla_tensor **steps = NULL;
-    int sequence = !strcmp(p->mode, "sequence");
-    if (sequence) {
-        steps = dla__nn_malloc(sizeof *steps * (size_t)nt);
-        if (!steps) {
-            dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "lstm: %lld time steps", (long long)nt);
-            c->y = dla__nn_error_tensor();
-            return DLA_ERR_OUT_OF_MEMORY;
-        }
-    }
-    for (int64_t t = 0; t < nt; t++) {
-        dla_tensor *z = dla_reshape(dla_slice(wx, 3, t, 1, t + 1), "", DLA_DIMS(4 * h, nb));
-        z = dla_add(z, dla_mtimes(r, ht));
-        dla_tensor *ig = dla_sigmoid(gate(z, 0, h)), *fg = dla_sigmoid(gate(z, 1, h));
-        dla_tensor *gg = dla_tanh(gate(z, 2, h)), *og = dla_sigmoid(gate(z, 3, h));
+    for (int64_t t = 0; t < run.nt; t++) {
+        dla_tensor *z = dla_add(dla__recurrent_input(&run, t), dla_mtimes(r, ht));
+        dla_tensor *ig = dla_sigmoid(dla__recurrent_gate(z, 0, h));
+        dla_tensor *fg = dla_sigmoid(dla__recurrent_gate(z, 1, h));
+        dla_tensor *gg = dla_tanh(dla__recurrent_gate(z, 2, h));
+        dla_tensor *og = dla_sigmoid(dla__recurrent_gate(z, 3, h));
         ct = dla_add(dla_mul(fg, ct), dla_mul(ig, gg));
         ht = dla_mul(og, dla_tanh(ct));
-        if (sequence)
-            steps[t] = ht;
+        if (run.steps)
+            run.steps[t] = ht;
     }
-    if (sequence) {
-        dla_tensor *y = dla_cat(3, (int)nt, steps);
-        dla__nn_free(steps);
-        c->y = dla_reshape(y, "CBT", DLA_DIMS(h, nb, nt));
-    } else {
-        c->y = dla_reshape(ht, "CB", DLA_DIMS(h, nb));
-    }
-    if (c->training) {
-        c->new_state[0] = ht;
-        c->new_state[1] = ct;
-    }
-    return dla_tensor_status(c->y);
+    return dla__recurrent_end(p, c, &run, 2, (dla_tensor *[]){ht, ct});
 }
 
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
@@ -164,15 +121,10 @@ static void describe(const dla__props *p, const dla__shape *in, char *buf, size_
              p->mode);
 }
 
-static dla_tensor *initial_state(const dla__props *p, int k, dla_tensor *current)
-{
-    (void)k;
-    return dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(p->count, 1));
-}
-
 const dla__layer_kind dla__kind_lstm = {
     .type = "lstm", .display = "LSTM", .default_name = "lstm", .fields = fields, .check = check,
-    .init = init, .forward = forward, .describe = describe, .initial_state = initial_state,
+    .init = init, .forward = forward, .describe = describe,
+    .initial_state = dla__recurrent_initial_state,
 };
 
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts)

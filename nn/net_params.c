@@ -56,7 +56,7 @@ DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const
 
 DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values)
 {
-    /* Each value needs its row's dims and dtype, except that an LSTM's
+    /* Each value needs its row's dims and dtype, except that a recurrent layer's
      * H x 1 state may become H x N (the state after a batch of N). */
     static const char fn[] = "dla_net_set_state";
     if (!net || !net->initialized)
@@ -71,7 +71,7 @@ DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *val
             return dla__nn_fail(st, "%s: %s/%s: %s", fn, t->layer[i], t->param[i],
                                 values[i] ? dla_tensor_error(values[i]) : "NULL");
         int l = dla__net_find(net, t->layer[i]);
-        int lstm_cols = l >= 0 && net->layers[l]->kind == &dla__kind_lstm &&
+        int lstm_cols = l >= 0 && dla__kind_is_recurrent(net->layers[l]->kind) &&
                         dla_tensor_ndims(values[i]) <= 2 &&
                         dla_tensor_dtype(values[i]) == dla_tensor_dtype(t->values[i]) &&
                         dla_tensor_dim(values[i], 1) == dla_tensor_dim(t->values[i], 1);

@@ -81,7 +81,7 @@ typedef struct dla__custom_type dla__custom_type;
 
 /* The options of every layer kind, in one record so that the architecture
  * reads and writes through one table of fields per kind (nn/layer_kinds.c). */
-#define DLA__STR 24
+#define DLA__STR 40 /* the longest: "recurrent-bias-after-multiplication" */
 typedef struct dla__props {
     int64_t size[3];     /* FilterSize, PoolSize, InputSize [h w c] */
     int64_t count;       /* NumFilters, OutputSize, NumHiddenUnits, NumInputs, InputSize */
@@ -230,6 +230,38 @@ dla_status dla__props_string(char *dst, const char *s, const char *fallback, con
 dla_status dla__norm_offset_scale(const dla_layer *l, const char *what, const dla__shape *in,
                                   dla__param_sink *sink, int64_t *dims, int *nd);
 
+/* ------------------------------------------------------ recurrent layers */
+
+/* One run of a recurrent layer (layer_recurrent.c): the input projection
+ * of every step, wx (rows x nb x nt), and the steps' hidden states kept
+ * for OutputMode "sequence". */
+typedef struct dla__recurrent {
+    dla_tensor *wx;
+    int64_t rows, nb, nt;
+    dla_tensor **steps; /* NULL for "last" */
+} dla__recurrent;
+/* Checks c's input ("CBT" or "CB") and its nstates states (c->p[3..]:
+ * one column or one per observation), and computes c->p[0] x + bias
+ * (NULL: none) for every step. On failure c->y is the error. */
+dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int64_t rows,
+                                dla_tensor *bias, dla__recurrent *r);
+/* Rows [k*h, (k+1)*h) of z: gate k. */
+dla_tensor *dla__recurrent_gate(dla_tensor *z, int k, int64_t h);
+/* Step t's projection, rows x nb. */
+dla_tensor *dla__recurrent_input(const dla__recurrent *r, int64_t t);
+/* Room for every step's hidden state when p's OutputMode is "sequence". */
+dla_status dla__recurrent_keep_steps(const char *type, const dla__props *p, dla__call *c,
+                                     dla__recurrent *r);
+/* c->y from the steps ("sequence", "CBT") or states[0] ("last", "CB");
+ * in training the new states are states[0..nstates-1]. */
+dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent *r,
+                              int nstates, dla_tensor *const *states);
+/* Zeros of p->count x 1: a recurrent layer's initial state. */
+dla_tensor *dla__recurrent_initial_state(const dla__props *p, int k, dla_tensor *current);
+/* Nonzero for a recurrent kind (its state's columns follow the batch,
+ * and trainnet resets it between batches). */
+int dla__kind_is_recurrent(const dla__layer_kind *kind);
+
 /* Every kind, for loading by type name. */
 extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dla__kind_conv1d,
     dla__kind_conv2d, dla__kind_batchnorm, dla__kind_relu, dla__kind_leakyrelu, dla__kind_dropout,
@@ -238,7 +270,7 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_fc, dla__kind_addition, dla__kind_concatenation, dla__kind_lstm, dla__kind_tanh,
     dla__kind_sigmoid, dla__kind_swish, dla__kind_elu, dla__kind_gelu, dla__kind_layernorm,
     dla__kind_groupnorm, dla__kind_instancenorm, dla__kind_feature_input, dla__kind_tconv1d,
-    dla__kind_tconv2d, dla__kind_self_attention;
+    dla__kind_tconv2d, dla__kind_self_attention, dla__kind_gru;
 
 /* ------------------------------------------------------------ initializers */
 

@@ -43,7 +43,7 @@ typedef struct trainer {
     int metrics;                 /* DLA__METRIC_* */
     int classify;                /* targets are class numbers */
     int64_t classes;
-    int has_lstm;
+    int has_recurrent;
     int64_t chunk;               /* SequenceLength as a number, else 0 */
     char out_format[DLA_MAX_DIMS + 1];
     dla_mbq *train_q, *val_q;
@@ -493,8 +493,8 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
     *loss = *acc = *rmse = NAN;
     dla_tensor **saved = NULL;
     dla_status st = DLA_OK;
-    if (tr->has_lstm && tr->ns) {
-        /* The LSTM state of the current batch stays for its next chunk;
+    if (tr->has_recurrent && tr->ns) {
+        /* The recurrent state of the current batch stays for its next chunk;
          * validation starts from the initial state. */
         saved = dla_malloc(sizeof *saved * (size_t)tr->ns);
         if (!saved)
@@ -873,7 +873,7 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
  * the loss refused). */
 static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int last_batch, int *stop)
 {
-    if (tr->has_lstm && tr->ns) {
+    if (tr->has_recurrent && tr->ns) {
         dla_status st = dla_net_reset_state(tr->net);
         if (st != DLA_OK)
             return st;
@@ -1052,7 +1052,8 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
     if (tr->nl < 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the network has no learnables");
     for (int i = 0; i < dla_net_layer_count(tr->net); i++)
-        tr->has_lstm |= !strcmp(dla_net_layer_type(tr->net, i), "lstm");
+        tr->has_recurrent |= !strcmp(dla_net_layer_type(tr->net, i), "lstm") ||
+                        !strcmp(dla_net_layer_type(tr->net, i), "gru");
     int64_t odims[DLA_MAX_DIMS];
     int ond = dla_net_activation(tr->net, dla_net_output_name(tr->net, 0), odims, tr->out_format);
     int cdim = 0;
@@ -1277,7 +1278,7 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         st = run_epochs(&tr);
         /* After a failure too: the network returned holds no state of a
          * half-read sequence. */
-        if (tr.has_lstm && tr.ns) {
+        if (tr.has_recurrent && tr.ns) {
             dla_status rs = dla_net_reset_state(tr.net);
             st = st == DLA_OK ? rs : st;
         }

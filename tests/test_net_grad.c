@@ -226,6 +226,17 @@ static void normalization_and_smooth_layers_differentiate(void **state)
     x = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 2, 4));
     check_net(net, x, 1);
     dla_net_free(net);
+    /* GRUs in two reset gate modes, one giving every step, one the last. */
+    dla_layer *g[] = {dla_sequence_input_layer(2, NULL),
+                      dla_gru_layer(3, &(dla_gru_layer_options){
+                          .reset_gate_mode = "recurrent-bias-after-multiplication"}),
+                      dla_gru_layer(2, &(dla_gru_layer_options){
+                          .reset_gate_mode = "before-multiplication", .output_mode = "last"})};
+    net = dla_net_create(3, g);
+    assert_non_null(net);
+    x = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 2, 3));
+    check_net(net, x, 1);
+    dla_net_free(net);
     /* Self-attention over a sequence, causal: its eight learnables. */
     dla_layer *a[] = {dla_sequence_input_layer(3, NULL),
                       dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){

@@ -216,6 +216,25 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* A GRU with a 6H bias, and its state. */
+    dla_layer *gr[] = {dla_sequence_input_layer(3, NULL),
+                       dla_gru_layer(4, &(dla_gru_layer_options){
+                           .reset_gate_mode = "recurrent-bias-after-multiplication", .name = "g"}),
+                       dla_fc_layer(2, NULL)};
+    net = dla_net_create(3, gr);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("gru.safetensors")), DLA_OK);
+    if (dla_net_load(path("gru.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    assert_same_values(dla_net_state(net), dla_net_state(back));
+    dla_net_summary(back, b, sizeof b);
+    assert_non_null(strstr(b, "GRU with 4 hidden units (OutputMode 'sequence', ResetGateMode "
+                              "'recurrent-bias-after-multiplication')"));
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 5));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* Self-attention with its options. */
     dla_layer *sa[] = {dla_sequence_input_layer(3, NULL),
                        dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){

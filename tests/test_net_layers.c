@@ -673,6 +673,99 @@ static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
     dla_scope_end();
 }
 
+/* The GRU written out in double: gates reset, update, candidate; mode 0
+ * after-multiplication, 1 before, 2 recurrent bias after (b of 6h). */
+static void gru_reference(int mode, int64_t c, int64_t h, int64_t nb, int64_t nt, const double *x,
+                          const double *w, const double *r, const double *b, double *hs,
+                          double *ys)
+{
+    for (int64_t t = 0; t < nt; t++) {
+        double *hn = calloc((size_t)(h * nb), sizeof *hn);
+        for (int64_t n = 0; n < nb; n++)
+            for (int64_t u = 0; u < h; u++) {
+                double wx[3], rh[3];
+                for (int g = 0; g < 3; g++) {
+                    const int64_t row = g * h + u;
+                    wx[g] = b[row];
+                    rh[g] = mode == 2 ? b[3 * h + row] : 0;
+                    for (int64_t k = 0; k < c; k++)
+                        wx[g] += w[row + 3 * h * k] * x[k + c * (n + nb * t)];
+                    for (int64_t k = 0; k < h; k++)
+                        rh[g] += r[row + 3 * h * k] * hs[k + h * n];
+                }
+                const double rg = 1 / (1 + exp(-(wx[0] + rh[0])));
+                const double zg = 1 / (1 + exp(-(wx[1] + rh[1])));
+                double inner = rg * rh[2];
+                if (mode == 1) { /* R_n (r .* h): every unit's reset gate */
+                    inner = 0;
+                    for (int64_t k = 0; k < h; k++) {
+                        double zk = b[k];
+                        for (int64_t j = 0; j < c; j++)
+                            zk += w[k + 3 * h * j] * x[j + c * (n + nb * t)];
+                        for (int64_t j = 0; j < h; j++)
+                            zk += r[k + 3 * h * j] * hs[j + h * n];
+                        inner += r[2 * h + u + 3 * h * k] * hs[k + h * n] / (1 + exp(-zk));
+                    }
+                }
+                const double cand = tanh(wx[2] + inner);
+                hn[u + h * n] = (1 - zg) * cand + zg * hs[u + h * n];
+                ys[u + h * (n + nb * t)] = hn[u + h * n];
+            }
+        memcpy(hs, hn, sizeof *hs * (size_t)(h * nb));
+        free(hn);
+    }
+}
+
+static void gru_matches_a_loop_written_out_in_every_reset_gate_mode(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { C = 3, H = 2, NB = 2, NT = 4 };
+    static const char *const modes[3] = {NULL, "before-multiplication",
+                                         "recurrent-bias-after-multiplication"};
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(C, NB, NT), 0.3, -1);
+    for (int m = 0; m < 3; m++) {
+        dla_net *net = one(dla_gru_layer(H, &(dla_gru_layer_options){
+            .name = "g", .reset_gate_mode = modes[m]}), x);
+        dla_tensor *w = set_ramp(net, "g", "InputWeights", 0.07, -0.3);
+        dla_tensor *r = set_ramp(net, "g", "RecurrentWeights", 0.05, -0.2);
+        dla_tensor *b = set_ramp(net, "g", "Bias", 0.1, -0.25);
+        assert_int_equal(dla_tensor_dim(b, 1), m == 2 ? 6 * H : 3 * H);
+        double xh[C * NB * NT], wh[3 * H * C], rh[3 * H * H], bh[6 * H];
+        double hs[H * NB] = {0}, ys[H * NB * NT];
+        dla_tensor_to_host(x, xh, sizeof xh);
+        dla_tensor_to_host(w, wh, sizeof wh);
+        dla_tensor_to_host(r, rh, sizeof rh);
+        dla_tensor_to_host(b, bh, sizeof(double) * (size_t)dla_tensor_numel(b));
+        gru_reference(m, C, H, NB, NT, xh, wh, rh, bh, hs, ys);
+        dla_tensor *want = dla_tensor_from_host(ys, DLA_F64, "CBT", DLA_DIMS(H, NB, NT));
+        dla_tensor *y, *st[1];
+        assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+        if (maxdiff(y, want) > 1e-12)
+            fail_msg("ResetGateMode %s: %g from the loop", modes[m] ? modes[m] : "(default)",
+                     maxdiff(y, want));
+        assert_same(predict1(net, x), want);
+        /* forward hands back the last hidden state, H x N; set, the next
+         * sequence starts from it. */
+        assert_true(maxdiff(st[0], dla_tensor_from_host(hs, DLA_F64, "", DLA_DIMS(H, NB))) < 1e-12);
+        assert_int_equal(dla_net_set_state(net, 1, st), DLA_OK);
+        gru_reference(m, C, H, NB, NT, xh, wh, rh, bh, hs, ys);
+        assert_same(predict1(net, x), dla_tensor_from_host(ys, DLA_F64, "CBT", DLA_DIMS(H, NB, NT)));
+        dla_net_free(net);
+    }
+    /* OutputMode "last": the final hidden state, "CB"; a bad mode named. */
+    dla_net *last = one(dla_gru_layer(H, &(dla_gru_layer_options){.output_mode = "last"}), x);
+    dla_tensor *yl = predict1(last, x);
+    assert_string_equal(dla_tensor_format(yl), "CB");
+    assert_int_equal(dla_tensor_dim(yl, 1), H);
+    dla_net_free(last);
+    dla_layer *bad = dla_gru_layer(H, &(dla_gru_layer_options){.reset_gate_mode = "sideways",
+                                                               .name = "g"});
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "gru 'g': ResetGateMode \"sideways\""));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -692,6 +785,7 @@ int main(void)
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),
         TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
+        TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -993,6 +993,38 @@ static int count_iterations(void *ctx, const dla_training_state *s)
 
 static void assert_same_learnables(dla_net *a, dla_net *b);
 
+/* A GRU network trains as the LSTM's does: the loss falls, and its state
+ * is back at one column afterwards (reset between batches). */
+static void a_gru_network_trains_on_sequences(void **state)
+{
+    (void)state;
+    dla_tensor *t;
+    dla_seqlist *seqs = drifts(96, &t);
+    dla_rng_seed(4);
+    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.normalization = "zscore"}),
+                      dla_gru_layer(6, &(dla_gru_layer_options){.output_mode = "last"}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, l), *trained;
+    assert_non_null(net);
+    dla_training_info *info;
+    dla_train_data d = {.sequences = seqs, .targets = t};
+    dla_training_options o = quiet();
+    o.solver = "adam";
+    o.initial_learn_rate = 0.02;
+    o.max_epochs = 12;
+    o.mini_batch_size = 32;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 36);
+    assert_true(info->training_loss[35] < 0.5 * info->training_loss[0]);
+    assert_int_equal(dla_tensor_dim(dla_net_get(trained, "gru_1", "HiddenState"), 2), 1);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(seqs);
+    dla_tensor_release(t);
+}
+
 static void sequences_train_with_each_sequence_length(void **state)
 {
     (void)state;
@@ -1954,6 +1986,7 @@ int main(void)
         TU_TEST(rmsprop_trains_and_is_not_sgdm),
         TU_TEST(learn_rate_factors_freeze_layers_in_trainnet),
         TU_TEST(checkpoints_of_an_lstm_network_load_back),
+        TU_TEST(a_gru_network_trains_on_sequences),
         TU_TEST(sequence_to_sequence_targets_are_cut_into_chunks),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
     };

@@ -398,6 +398,25 @@ typedef struct dla_lstm_layer_options {
 } dla_lstm_layer_options;
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
 
+/* MATLAB gruLayer(numHiddenUnits) on "CBT" sequences: learnables
+ * InputWeights 3H x InputSize, RecurrentWeights 3H x H (reset, update,
+ * candidate rows), Bias 3H x 1 (6H x 1 with ResetGateMode
+ * "recurrent-bias-after-multiplication": the input's, then the recurrent
+ * product's), state HiddenState (H x 1, H x N after a batch of N, as the
+ * LSTM's). */
+typedef struct dla_gru_layer_options {
+    const char *name;
+    const char *output_mode;     /* NULL: "sequence", or "last" */
+    /* NULL: "after-multiplication" (r .* (R_n h)); "before-multiplication"
+     * (R_n (r .* h)); "recurrent-bias-after-multiplication". */
+    const char *reset_gate_mode;
+    int64_t input_size;          /* 0: from the input */
+    const char *input_weights_initializer;     /* NULL: "glorot" */
+    const char *recurrent_weights_initializer; /* NULL: "orthogonal" */
+    const char *bias_initializer;              /* NULL: "zeros" */
+} dla_gru_layer_options;
+DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_options *opts);
+
 /* MATLAB selfAttentionLayer(numHeads, numKeyChannels) on "CBT" sequences
  * (or "CB"): queries, keys and values are fully connected projections of
  * the input (numKeyChannels, numKeyChannels, NumValueChannels rows),

@@ -1,0 +1,97 @@
+/*
+ * layer_recurrent.c - what lstmLayer and gruLayer share: the input's
+ * format and the states' columns checked, the input projection of every
+ * time step in one dla_mtimes, and the end of a run (the steps' hidden
+ * states joined with dla_cat for OutputMode "sequence", the last for
+ * "last", the states kept in training). Both are written in existing
+ * differentiable ops, so their gradients are those ops'.
+ */
+#include "nn/nn.h"
+
+#include <string.h>
+
+dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int64_t rows,
+                                dla_tensor *bias, dla__recurrent *r)
+{
+    dla_tensor *x = c->x[0];
+    const char *f = dla_tensor_format(x);
+    if (strcmp(f, "CBT") && strcmp(f, "CB")) {
+        dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s takes \"CBT\" sequences", f, type);
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_FORMAT;
+    }
+    const int64_t ch = dla_tensor_dim(x, 1);
+    r->nb = dla_tensor_dim(x, 2);
+    r->nt = strchr(f, 'T') ? dla_tensor_dim(x, 3) : 1;
+    for (int k = 0; k < nstates; k++) {
+        dla_tensor *s = c->p[3 + k];
+        const int64_t cols = dla_tensor_dim(s, 2);
+        if (cols != 1 && cols != r->nb) {
+            dla__nn_fail(DLA_ERR_SHAPE, "the %s has %lld columns, the batch %lld observations; "
+                         "reset the state (dla_net_reset_state) between unrelated batches",
+                         k ? "CellState" : "HiddenState", (long long)cols, (long long)r->nb);
+            c->y = dla__nn_error_tensor();
+            return DLA_ERR_SHAPE;
+        }
+    }
+    /* W x + b for every step at once: rows x (nb * nt), then rows x nb x nt. */
+    dla_tensor *wx = dla_mtimes(c->p[0], dla_reshape(x, "", DLA_DIMS(ch, r->nb * r->nt)));
+    if (bias)
+        wx = dla_add(wx, bias);
+    r->wx = dla_reshape(wx, "", DLA_DIMS(rows, r->nb, r->nt));
+    r->rows = rows;
+    r->steps = NULL;
+    return DLA_OK;
+}
+
+dla_tensor *dla__recurrent_gate(dla_tensor *z, int k, int64_t h)
+{
+    return dla_slice(z, 1, k * h, 1, (k + 1) * h);
+}
+
+dla_tensor *dla__recurrent_input(const dla__recurrent *r, int64_t t)
+{
+    return dla_reshape(dla_slice(r->wx, 3, t, 1, t + 1), "", DLA_DIMS(r->rows, r->nb));
+}
+
+dla_status dla__recurrent_keep_steps(const char *type, const dla__props *p, dla__call *c,
+                                     dla__recurrent *r)
+{
+    if (strcmp(p->mode, "sequence"))
+        return DLA_OK;
+    r->steps = dla__nn_malloc(sizeof *r->steps * (size_t)r->nt);
+    if (r->steps)
+        return DLA_OK;
+    dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %lld time steps", type, (long long)r->nt);
+    c->y = dla__nn_error_tensor();
+    return DLA_ERR_OUT_OF_MEMORY;
+}
+
+dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent *r,
+                              int nstates, dla_tensor *const *states)
+{
+    const int64_t h = p->count;
+    if (r->steps) {
+        dla_tensor *y = dla_cat(3, (int)r->nt, r->steps);
+        dla__nn_free(r->steps);
+        r->steps = NULL;
+        c->y = dla_reshape(y, "CBT", DLA_DIMS(h, r->nb, r->nt));
+    } else {
+        c->y = dla_reshape(states[0], "CB", DLA_DIMS(h, r->nb));
+    }
+    if (c->training)
+        for (int k = 0; k < nstates; k++)
+            c->new_state[k] = states[k];
+    return dla_tensor_status(c->y);
+}
+
+dla_tensor *dla__recurrent_initial_state(const dla__props *p, int k, dla_tensor *current)
+{
+    (void)k;
+    return dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(p->count, 1));
+}
+
+int dla__kind_is_recurrent(const dla__layer_kind *kind)
+{
+    return kind->initial_state == dla__recurrent_initial_state;
+}
