@@ -270,7 +270,8 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_fc, dla__kind_addition, dla__kind_concatenation, dla__kind_lstm, dla__kind_tanh,
     dla__kind_sigmoid, dla__kind_swish, dla__kind_elu, dla__kind_gelu, dla__kind_layernorm,
     dla__kind_groupnorm, dla__kind_instancenorm, dla__kind_feature_input, dla__kind_tconv1d,
-    dla__kind_tconv2d, dla__kind_self_attention, dla__kind_gru;
+    dla__kind_tconv2d, dla__kind_self_attention, dla__kind_gru, dla__kind_sinusoidal,
+    dla__kind_position_embedding;
 
 /* ------------------------------------------------------------ initializers */
 

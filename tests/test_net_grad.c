@@ -237,6 +237,19 @@ static void normalization_and_smooth_layers_differentiate(void **state)
     x = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 2, 3));
     check_net(net, x, 1);
     dla_net_free(net);
+    /* A learned position embedding added to the input (a graph): its
+     * gradient sums the observations'. */
+    dla_layer *pe[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "in"}),
+                       dla_position_embedding_layer(3, 5, NULL),
+                       dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+                       dla_fc_layer(2, NULL)};
+    net = dla_net_create(4, pe);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "in", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 4));
+    check_net(net, x, 1);
+    dla_net_free(net);
     /* Self-attention over a sequence, causal: its eight learnables. */
     dla_layer *a[] = {dla_sequence_input_layer(3, NULL),
                       dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){

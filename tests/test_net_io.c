@@ -235,6 +235,27 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Position encodings. */
+    dla_layer *po[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "in"}),
+                       dla_position_embedding_layer(3, 9, &(dla_position_embedding_layer_options){
+                           .weights_initializer = "glorot"}),
+                       dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+                       dla_sinusoidal_position_encoding_layer(4, NULL)};
+    net = dla_net_create(4, po);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "in", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_save(net, path("position.safetensors")), DLA_OK);
+    if (dla_net_load(path("position.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_net_summary(back, b, sizeof b);
+    assert_non_null(strstr(b, "3 channels for each of 9 positions"));
+    assert_non_null(strstr(b, "4 channels of sines and cosines of the step"));
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 6));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* Self-attention with its options. */
     dla_layer *sa[] = {dla_sequence_input_layer(3, NULL),
                        dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){

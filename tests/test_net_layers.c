@@ -766,6 +766,47 @@ static void gru_matches_a_loop_written_out_in_every_reset_gate_mode(void **state
     dla_scope_end();
 }
 
+/* Position encodings: sines and cosines of the step, or columns of a
+ * learned table, the same for every observation; errors named. */
+static void position_layers_give_each_step_its_own_channels(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(3, 2, 5), 0.3, -1);
+    dla_net *net = one(dla_sinusoidal_position_encoding_layer(6, NULL), x);
+    dla_tensor *y = predict1(net, x);
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    assert_int_equal(dla_tensor_dim(y, 1), 6);
+    for (int t = 0; t < 5; t++)
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 6; i += 2) {
+                const double angle = t / pow(10000.0, i / 6.0);
+                assert_true(fabs(dla_tensor_item(y, i + 6 * (b + 2 * t)) - sin(angle)) < 1e-15);
+                assert_true(fabs(dla_tensor_item(y, i + 1 + 6 * (b + 2 * t)) - cos(angle)) < 1e-15);
+            }
+    dla_net_free(net);
+    net = one(dla_position_embedding_layer(4, 7, &(dla_position_embedding_layer_options){
+        .name = "pos"}), x);
+    dla_tensor *w = set_ramp(net, "pos", "Weights", 0.1, -1);
+    assert_int_equal(dla_tensor_dim(w, 2), 7);
+    y = predict1(net, x);
+    for (int t = 0; t < 5; t++)
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 4; i++)
+                assert_true(dla_tensor_item(y, i + 4 * (b + 2 * t)) == dla_tensor_item(w, i + 4 * t));
+    /* A sequence longer than MaxPosition. */
+    dla_tensor *longer = dla_zeros(DLA_F64, "CBT", DLA_DIMS(3, 2, 8));
+    assert_int_equal(dla_net_predict(net, 1, &longer, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "positionEmbedding: a sequence of 8 steps; "
+                                             "MaxPosition is 7"));
+    dla_net_free(net);
+    dla_layer *odd = dla_sinusoidal_position_encoding_layer(5, &(dla_layer_options){.name = "s"});
+    assert_null(dla_net_create(1, &odd));
+    assert_non_null(strstr(dla_last_error(), "sinusoidalPositionEncoding 's': OutputSize 5 must "
+                                             "be even"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -786,6 +827,7 @@ int main(void)
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),
         TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
         TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
+        TU_TEST(position_layers_give_each_step_its_own_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -437,6 +437,25 @@ typedef struct dla_self_attention_layer_options {
 DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_channels,
                                             const dla_self_attention_layer_options *opts);
 
+/* Where each step is, for self-attention (which sees the steps as a set
+ * otherwise): both take "CBT" sequences, ignore their values, and give
+ * outputSize x B x T "CBT", the same for every observation, for an
+ * additionLayer to add to the steps' features.
+ * MATLAB sinusoidalPositionEncodingLayer(outputSize): fixed; step t
+ * (0-based) has sin(t / 10000^(2i/outputSize)) in channel 2i and the
+ * cosine in 2i + 1 (outputSize even). */
+DLA_API dla_layer *dla_sinusoidal_position_encoding_layer(int64_t output_size,
+                                                          const dla_layer_options *opts);
+/* MATLAB positionEmbeddingLayer(outputSize, maxPosition): learned; step t
+ * has column t of Weights (outputSize x maxPosition); a longer sequence is
+ * DLA_ERR_SHAPE. */
+typedef struct dla_position_embedding_layer_options {
+    const char *name;
+    const char *weights_initializer; /* NULL: "narrow-normal" */
+} dla_position_embedding_layer_options;
+DLA_API dla_layer *dla_position_embedding_layer(int64_t output_size, int64_t max_position,
+                                                const dla_position_embedding_layer_options *opts);
+
 /* Frees a layer never given to a network; NULL does nothing. A network's
  * layer, or one freed already, is left alone and the misuse logged
  * (docs/checks.md). */
