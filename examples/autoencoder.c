@@ -59,6 +59,8 @@ static void show(dla_tensor *x, dla_tensor *y, int64_t n)
     }
 }
 
+static int run(int epochs, int64_t count, const char *dir);
+
 int main(int argc, char **argv)
 {
     int epochs = 2;
@@ -80,6 +82,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "autoencoder: --epochs needs a positive count and --count one >= 0\n");
         return 2;
     }
+    /* Every tensor below belongs to this scope, released at its end. */
+    dla_scope_begin();
+    const int rc = run(epochs, count, dir);
+    dla_scope_end();
+    return rc;
+}
+
+static int run(int epochs, int64_t count, const char *dir)
+{
     dla_tensor *xtrain, *xtest;
     if (dla_fashion_mnist_load(dir, "train", &(dla_fashion_mnist_options){.count = count}, &xtrain,
                                NULL) != DLA_OK ||
@@ -114,13 +125,19 @@ int main(int argc, char **argv)
                               .shuffle = "every-epoch", .verbose_frequency = 100};
     dla_net *trained = NULL;
     dla_training_info *info = NULL;
+    dla_tensor *y = NULL;
+    int rc = 0;
     if (dla_trainnet(&(dla_train_data){.predictors = xtrain, .targets = xtrain}, net,
                      &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
-        return fail("trainnet");
-
-    dla_tensor *y;
-    if (dla_net_predict(trained, 1, &xtest, 1, &y, NULL) != DLA_OK)
-        return fail("predict");
+        rc = fail("trainnet");
+    else if (dla_net_predict(trained, 1, &xtest, 1, &y, NULL) != DLA_OK)
+        rc = fail("predict");
+    if (rc) {
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+        return rc;
+    }
     const double err = mse(y, xtest);
     const double baseline = mse(dla_mean(xtrain, 1, (const int64_t[]){4}), xtest);
     printf("\ntest reconstruction error (mean squared, pixels in [0, 1]): %.5f; the mean training "
