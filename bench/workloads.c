@@ -18,6 +18,7 @@ const bench_workload *const bench_device_tables[] = {
     bench_replay_workloads,
     bench_resnet_workloads,
     bench_higher_workloads,
+    bench_attention_workloads,
     NULL,
 };
 
@@ -27,6 +28,7 @@ static const bench_workload *const reference_tables[] = {
     bench_conv_reference_workloads,
     bench_replay_reference_workloads,
     bench_higher_reference_workloads,
+    bench_attention_reference_workloads,
     NULL,
 };
 
