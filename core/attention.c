@@ -182,6 +182,22 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     if (strcmp(mask, "none") && strcmp(mask, "causal"))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: attention mask \"%s\"; use \"none\" or "
                           "\"causal\"", op, mask);
+    if (opts && opts->mask) {
+        dla_tensor *m = opts->mask;
+        if (m->status != DLA_OK)
+            return dla__pass_arg(op, "opts->mask", m);
+        char mb[DLA__DIMS_BUF];
+        const int per_obs = dla_tensor_ndims(m) > 2;
+        if (dla_tensor_format(m)[0] || dla_tensor_ndims(m) > 4 ||
+            dla_tensor_dim(m, 1) != l[1].L || dla_tensor_dim(m, 2) != l[0].L ||
+            dla_tensor_dim(m, 3) != 1 || (per_obs && dla_tensor_dim(m, 4) != l[0].B))
+            return dla__error(DLA_ERR_SHAPE,
+                              "%s: argument opts->mask: %s \"%s\"; it must be unformatted "
+                              "%lldx%lld (keys x queries) or %lldx%lldx1x%lld (per observation)",
+                              op, dla__tensor_dims_str(m, mb, sizeof mb), dla_tensor_format(m),
+                              (long long)l[1].L, (long long)l[0].L, (long long)l[1].L,
+                              (long long)l[0].L, (long long)l[0].B);
+    }
     if (!strcmp(mask, "causal") && l[0].L != l[1].L)
         return dla__error(DLA_ERR_SHAPE, "%s: a causal mask needs as many queries as keys "
                           "(%lld and %lld along the sequence)",
@@ -200,6 +216,13 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     if (!strcmp(mask, "causal"))
         s = dla_add(s, causal_mask(dla_tensor_dtype(queries), l[1].L, l[0].L,
                                    dla_tensor_device(queries)));
+    if (opts && opts->mask) {
+        /* 0 where allowed, a large negative number where not: (m - 1) 1e30
+         * of the mask as 0/1 in the scores' dtype. */
+        dla_tensor *m = dla_cast(dla_ne(opts->mask, dla_zeros(DLA_F32, "", 0, NULL)),
+                                 dla_tensor_dtype(queries));
+        s = dla_add(s, dla_affine(m, 1e30, -1e30));
+    }
     const int64_t sd[4] = {l[1].L, l[0].L, num_heads, l[0].B};
     dla_tensor *a = dla_reshape(dla_softmax(dla_reshape(s, "CUUU", 4, sd)), "", 4, sd);
     dla_tensor *y = from_heads(dla_pagemtimes(v, "none", a, "none"), queries, &l[0]);

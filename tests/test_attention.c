@@ -30,7 +30,7 @@ static double *host(dla_tensor *t)
 /* The reference on "CBT" data: q[c + C*(b + B*t)]; y of CV x B x lq,
  * weights lk x lq x H x B. */
 static void reference(const double *q, const double *k, const double *v, int lq, int lk,
-                      int causal, double scale, double *y, double *w)
+                      int causal, const double *mask, double scale, double *y, double *w)
 {
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
@@ -40,7 +40,8 @@ static void reference(const double *q, const double *k, const double *v, int lq,
                     s[i] = 0;
                     for (int d = 0; d < DK; d++)
                         s[i] += k[h * DK + d + C * (b + B * i)] * q[h * DK + d + C * (b + B * j)];
-                    s[i] = causal && i > j ? -INFINITY : scale * s[i];
+                    const int hidden = (causal && i > j) || (mask && !mask[i + lk * (j + lq * b)]);
+                    s[i] = hidden ? -INFINITY : scale * s[i];
                     top = fmax(top, s[i]);
                 }
                 for (int i = 0; i < lk; i++)
@@ -75,7 +76,7 @@ static void check_against_reference(int causal, int lq, int lk)
     assert_int_equal(dla_tensor_dim(w, 3), H);
     double *hq = host(q), *hk = host(k), *hv = host(v), *hy = host(y), *hw = host(w);
     double ry[CV * B * 8], rw[8 * 8 * H * B];
-    reference(hq, hk, hv, lq, lk, causal, 1 / sqrt(DK), ry, rw);
+    reference(hq, hk, hv, lq, lk, causal, NULL, 1 / sqrt(DK), ry, rw);
     for (int i = 0; i < CV * B * lq; i++)
         if (!tu_close(hy[i], ry[i], 1e-13))
             fail_msg("y[%d]: %.17g, reference %.17g", i, hy[i], ry[i]);
@@ -102,6 +103,49 @@ static void test_a_causal_mask_hides_later_keys(void **state)
     (void)state;
     dla_rng_seed(22);
     check_against_reference(1, 4, 4);
+}
+
+/* A mask per observation (a padding mask's shape), with the causal one
+ * too; a mask of other dims is refused. */
+static void test_a_mask_tensor_hides_the_keys_it_marks(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(26);
+    enum { L = 4 };
+    dla_tensor *q = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, L));
+    dla_tensor *k = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, L));
+    dla_tensor *v = dla_randn(DLA_F64, "CBT", DLA_DIMS(CV, B, L));
+    /* Observation 0 sees every key but the last; observation 1 only the
+     * first two, and every query sees key 0 (so none is left without). */
+    double mh[L * L * B];
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < L; j++)
+            for (int i = 0; i < L; i++)
+                mh[i + L * (j + L * b)] = b == 0 ? i < L - 1 : i < 2;
+    dla_tensor *m = dla_tensor_from_host(mh, DLA_F64, "", DLA_DIMS(L, L, 1, B));
+    for (int causal = 0; causal < 2; causal++) {
+        dla_tensor *w = NULL;
+        dla_tensor *y = dla_attention(q, k, v, H, &(dla_attention_options){
+            .mask = m, .attention_mask = causal ? "causal" : NULL}, &w);
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("%s", dla_tensor_error(y));
+        double *hq = host(q), *hk = host(k), *hv = host(v), *hy = host(y), *hw = host(w);
+        double ry[CV * B * L], rw[L * L * H * B];
+        reference(hq, hk, hv, L, L, causal, mh, 1 / sqrt(DK), ry, rw);
+        for (int i = 0; i < CV * B * L; i++)
+            if (!tu_close(hy[i], ry[i], 1e-13))
+                fail_msg("causal %d, y[%d]: %.17g, reference %.17g", causal, i, hy[i], ry[i]);
+        for (int i = 0; i < L * L * H * B; i++)
+            assert_true(rw[i] == 0 ? hw[i] == 0.0 : tu_close(hw[i], rw[i], 1e-13));
+        free(hq), free(hk), free(hv), free(hy), free(hw);
+    }
+    dla_tensor *bad = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, L, 1, 3))}, NULL);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(bad), "argument opts->mask: 4x4x1x3 \"\"; it must be "
+                                                  "unformatted 4x4 (keys x queries) or 4x4x1x2"));
+    dla_scope_end();
 }
 
 /* "SCB" and "CB" (a sequence of one) and "CT" (one observation): the same
@@ -259,6 +303,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_multi_head_attention_matches_the_reference),
         TU_TEST(test_a_causal_mask_hides_later_keys),
+        TU_TEST(test_a_mask_tensor_hides_the_keys_it_marks),
         TU_TEST(test_every_layout_gives_the_same_numbers),
         TU_TEST(test_gradients_match_finite_differences),
         TU_TEST(test_accelerated_it_replays_with_eager_bits),
