@@ -23,11 +23,16 @@
  * shortest sequence (SequenceLength "shortest"), shuffled every epoch in
  * the peer's order (numpy's default_rng(0)), 10 epochs.
  *
- *     waveform [--small] [--epochs N] [--chart PATH] [--seed N] [--attention]
+ *     waveform [--small] [--epochs N] [--chart PATH] [--seed N] [--attention | --transformer]
  *
  * --small (or DLA_EXAMPLE_SMALL=1): fewer epochs, for `make check`.
  * --attention: a selfAttentionLayer (2 heads, 16 key channels, causal)
  * after the relu, so that each step also sees the steps before it.
+ * --transformer: a transformer encoder instead of the convolution: the
+ * steps embedded in 32 channels plus a sinusoidal position encoding,
+ * self-attention (4 heads) and a feed-forward block, each added to its
+ * input and layer-normalized, then the page's pooling and classifier;
+ * 30 epochs unless --epochs says otherwise (10 left it near 55%).
  * --seed: the random stream's seed (default 0), which draws the initial
  * weights and the dropout masks; 70 iterations leave the accuracy
  * depending on it by several points either way, on both sides.
@@ -53,24 +58,55 @@ static dla_status weighted_ce(void *ctx, int nin, dla_tensor *const *in, int nou
     return dla_tensor_status(out[0]);
 }
 
-static dla_layer **make_layers(int attention, int *n)
+enum { PLAIN, ATTENTION, TRANSFORMER };
+
+/* The page's network, with self-attention after the relu, or a
+ * transformer encoder (a graph: its residual connections are made after
+ * the layers). NULL with the error set. */
+static dla_net *make_net(int variant)
 {
-    static dla_layer *l[9];
-    int k = 0;
-    l[k++] = dla_sequence_input_layer(3, &(dla_sequence_input_options){.normalization = "zscore",
-                                                                        .min_length = 10});
-    l[k++] = dla_conv1d_layer(10, 10, NULL);
-    l[k++] = dla_batchnorm_layer(NULL);
-    l[k++] = dla_relu_layer(NULL);
-    if (attention)
-        l[k++] = dla_self_attention_layer(2, 16, &(dla_self_attention_layer_options){
-                                                     .attention_mask = "causal"});
-    l[k++] = dla_dropout_layer(DLA_DROPOUT_PROB, NULL);
-    l[k++] = dla_global_maxpool1d_layer(NULL);
-    l[k++] = dla_fc_layer(CLASSES, NULL);
-    l[k++] = dla_softmax_layer(NULL);
-    *n = k;
-    return l;
+    dla_layer *l[16];
+    int n = 0;
+    l[n++] = dla_sequence_input_layer(3, &(dla_sequence_input_options){
+                                             .normalization = "zscore", .min_length = 10,
+                                             .name = "in"});
+    if (variant == TRANSFORMER) {
+        l[n++] = dla_fc_layer(32, &(dla_fc_layer_options){.name = "embed"});
+        l[n++] = dla_sinusoidal_position_encoding_layer(32, NULL);
+        l[n++] = dla_addition_layer(2, &(dla_layer_options){.name = "position"});
+        l[n++] = dla_self_attention_layer(4, 32, NULL);
+        l[n++] = dla_addition_layer(2, &(dla_layer_options){.name = "residual1"});
+        l[n++] = dla_layernorm_layer(&(dla_norm_layer_options){.name = "norm1"});
+        l[n++] = dla_fc_layer(64, NULL);
+        l[n++] = dla_relu_layer(NULL);
+        l[n++] = dla_fc_layer(32, NULL);
+        l[n++] = dla_addition_layer(2, &(dla_layer_options){.name = "residual2"});
+        l[n++] = dla_layernorm_layer(NULL);
+    } else {
+        l[n++] = dla_conv1d_layer(10, 10, NULL);
+        l[n++] = dla_batchnorm_layer(NULL);
+        l[n++] = dla_relu_layer(NULL);
+        if (variant == ATTENTION)
+            l[n++] = dla_self_attention_layer(2, 16, &(dla_self_attention_layer_options){
+                                                         .attention_mask = "causal"});
+    }
+    l[n++] = dla_dropout_layer(DLA_DROPOUT_PROB, NULL);
+    l[n++] = dla_global_maxpool1d_layer(NULL);
+    l[n++] = dla_fc_layer(CLASSES, NULL);
+    l[n++] = dla_softmax_layer(NULL);
+    dla_net *net = dla_net_create(n, l);
+    if (!net || variant != TRANSFORMER)
+        return net;
+    /* Each addition's second input: the embedding (beside its position
+     * encoding), the attention's input, the feed-forward block's. */
+    if (dla_net_connect(net, "embed", "position/in2") != DLA_OK ||
+        dla_net_connect(net, "position", "residual1/in2") != DLA_OK ||
+        dla_net_connect(net, "norm1", "residual2/in2") != DLA_OK ||
+        dla_net_init(net, 0, NULL) != DLA_OK) {
+        dla_net_free(net);
+        return NULL;
+    }
+    return net;
 }
 
 /* Percent of sequences classified right, each at its full length:
@@ -115,7 +151,7 @@ static double accuracy(dla_net *net, const dla_seqlist *seqs, dla_tensor *labels
 int main(int argc, char **argv)
 {
     const char *env = getenv("DLA_EXAMPLE_SMALL");
-    int small = env && *env && strcmp(env, "0"), epochs = 0, attention = 0;
+    int small = env && *env && strcmp(env, "0"), epochs = 0, variant = PLAIN;
     const char *chart = "waveform-training.svg";
     unsigned long long seed = 0;
     for (int i = 1; i < argc; i++) {
@@ -128,16 +164,18 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--attention"))
-            attention = 1;
+            variant = ATTENTION;
+        else if (!strcmp(argv[i], "--transformer"))
+            variant = TRANSFORMER;
         else {
             fprintf(stderr, "usage: %s [--small] [--epochs N] [--chart PATH] [--seed N] "
-                    "[--attention]\n",
+                    "[--attention | --transformer]\n",
                     argv[0]);
             return 2;
         }
     }
     if (epochs <= 0)
-        epochs = small ? 3 : 10;
+        epochs = small ? 3 : variant == TRANSFORMER ? 30 : 10; /* it learns slower */
     int check_epochs = small ? 1 : 3;
 
     /* The peer's data and its class weights. */
@@ -175,13 +213,14 @@ int main(int argc, char **argv)
     dla_training_options o = {.solver = "adam", .max_epochs = check_epochs,
                               .initial_learn_rate = 0.01, .sequence_length = "shortest",
                               .shuffle = "every-epoch", .verbose = -1, .metrics = "accuracy"};
-    int nl;
-    if (attention)
+    if (variant == ATTENTION)
         printf("network: the page's, with a selfAttentionLayer (2 heads, 16 key channels, "
                "causal) after the relu\n");
-    dla_layer **layers = make_layers(attention, &nl);
+    if (variant == TRANSFORMER)
+        printf("network: a transformer encoder (32 channels, sinusoidal positions, 4 heads, "
+               "feed-forward 64), then the page's pooling and classifier\n");
     dla_rng_seed(seed);
-    dla_net *net = dla_net_create(nl, layers);
+    dla_net *net = make_net(variant);
     dla_net *trained = NULL;
     dla_training_info *info = NULL;
     if (!net || dla_trainnet(&data, net, &loss, &o, &trained, &info) != DLA_OK) {
@@ -203,9 +242,8 @@ int main(int argc, char **argv)
     o.verbose_frequency = 10;
     o.plots = "training-progress";
     o.plots_path = chart;
-    layers = make_layers(attention, &nl);
     dla_rng_seed(seed);
-    net = dla_net_create(nl, layers);
+    net = make_net(variant);
     if (!net || dla_trainnet(&data, net, &loss, &o, &trained, &info) != DLA_OK) {
         fprintf(stderr, "waveform: %s\n", dla_last_error());
         return 1;
