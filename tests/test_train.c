@@ -993,6 +993,28 @@ static int count_iterations(void *ctx, const dla_training_state *s)
 
 static void assert_same_learnables(dla_net *a, dla_net *b);
 
+/* A classifier of drifts(): zscore input, the recurrent layer given
+ * (OutputMode "last"), fc, softmax; and the options its tests train it
+ * with (Adam 0.02, 12 epochs of 32). */
+static dla_net *drift_classifier(dla_layer *recurrent)
+{
+    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.normalization = "zscore"}),
+                      recurrent, dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, l);
+    assert_non_null(net);
+    return net;
+}
+
+static dla_training_options drift_options(void)
+{
+    dla_training_options o = quiet();
+    o.solver = "adam";
+    o.initial_learn_rate = 0.02;
+    o.max_epochs = 12;
+    o.mini_batch_size = 32;
+    return o;
+}
+
 /* A GRU network trains as the LSTM's does: the loss falls, and its state
  * is back at one column afterwards (reset between batches). */
 static void a_gru_network_trains_on_sequences(void **state)
@@ -1001,18 +1023,11 @@ static void a_gru_network_trains_on_sequences(void **state)
     dla_tensor *t;
     dla_seqlist *seqs = drifts(96, &t);
     dla_rng_seed(4);
-    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.normalization = "zscore"}),
-                      dla_gru_layer(6, &(dla_gru_layer_options){.output_mode = "last"}),
-                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
-    dla_net *net = dla_net_create(4, l), *trained;
-    assert_non_null(net);
+    dla_net *net = drift_classifier(dla_gru_layer(6, &(dla_gru_layer_options){.output_mode = "last"}));
+    dla_net *trained;
     dla_training_info *info;
     dla_train_data d = {.sequences = seqs, .targets = t};
-    dla_training_options o = quiet();
-    o.solver = "adam";
-    o.initial_learn_rate = 0.02;
-    o.max_epochs = 12;
-    o.mini_batch_size = 32;
+    dla_training_options o = drift_options();
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   &info), DLA_OK);
     assert_int_equal(info->iterations, 36);
@@ -1031,18 +1046,11 @@ static void sequences_train_with_each_sequence_length(void **state)
     dla_tensor *t;
     dla_seqlist *seqs = drifts(96, &t);
     dla_rng_seed(3);
-    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.normalization = "zscore"}),
-                      dla_lstm_layer(6, &(dla_lstm_layer_options){.output_mode = "last"}),
-                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
-    dla_net *net = dla_net_create(4, l), *trained;
-    assert_non_null(net);
+    dla_net *net = drift_classifier(dla_lstm_layer(6, &(dla_lstm_layer_options){.output_mode = "last"}));
+    dla_net *trained;
     dla_training_info *info;
     dla_train_data d = {.sequences = seqs, .targets = t};
-    dla_training_options o = quiet();
-    o.solver = "adam";
-    o.initial_learn_rate = 0.02;
-    o.max_epochs = 12;
-    o.mini_batch_size = 32;
+    dla_training_options o = drift_options();
     o.metrics = "accuracy";
     o.output_fn = count_iterations;
     const char *lengths[] = {"longest", "shortest"};
