@@ -67,12 +67,14 @@ tests_test_derivatives_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_derivatives tests/derivatives_on_testmem.sh
 EXTRA_DIST += tests/derivatives_on_testmem.sh
 
-# dla_attention: multi-head attention against a host reference.
+# dla_attention: multi-head attention against a host reference (also on
+# testmem, and on opencl in opencl.mk).
 check_PROGRAMS += tests/test_attention
 tests_test_attention_SOURCES = tests/test_attention.c tests/testutil.h tests/gradcheck.h
 tests_test_attention_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_attention_LDADD = $(DLA_TEST_LIBS)
-TESTS += tests/test_attention
+TESTS += tests/test_attention tests/attention_on_testmem.sh
+EXTRA_DIST += tests/attention_on_testmem.sh
 
 # dla_accelerate: the trace cache, replay, RNG slots, checks (testmem loaded
 # as a second device by the test itself).
