@@ -109,6 +109,65 @@ static void add_diagonal(dla_tensor **acc, dla_tensor *t, int dim, int64_t i)
     *acc = *acc ? dla_add(*acc, e) : e;
 }
 
+/* What one component k of u contributes (NULL on failure, the message
+ * set); *missing counts the components without a path to x. */
+typedef struct component_job {
+    const char *op;
+    dla_tensor *u, *x;
+    int dim, higher;
+    char format[DLA_MAX_DIMS + 2]; /* jacobian: each part's labels and dims */
+    int at;
+    int64_t dims[DLA_MAX_DIMS];
+    int64_t K;
+} component_job;
+typedef dla_tensor *(*component_fn)(const component_job *j, int64_t k, int *missing);
+
+/* Each of u's K components' part, joined along dim cat (one part is the
+ * result itself); u depending on x nowhere is independent()'s error. */
+static dla_tensor *join_components(const component_job *j, component_fn part, int cat)
+{
+    dla_tensor **parts = dla__malloc(sizeof *parts * (size_t)j->K);
+    if (!parts)
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld components", j->op,
+                          (long long)j->K);
+    int missing = 0;
+    dla_tensor *r = NULL;
+    for (int64_t k = 0; k < j->K && !r; k++)
+        if (!(parts[k] = part(j, k, &missing)))
+            r = dla__return(dla__error_tensor());
+    if (!r && missing == j->K)
+        r = independent(j->op, j->u, j->x);
+    if (!r)
+        r = j->K == 1 ? parts[0] : dla_cat(cat, (int)j->K, parts);
+    dla__free(parts);
+    return r;
+}
+
+/* Component k's gradient, with a trailing dim of one for the stacking. */
+static dla_tensor *jacobian_part(const component_job *j, int64_t k, int *missing)
+{
+    dla_tensor *g = component_gradient(j->op, j->u, j->x, j->dim, k, j->higher, missing);
+    return !g || j->K == 1 ? g : dla_reshape(g, j->format, j->at, j->dims);
+}
+
+/* Component k's second derivatives summed over the coordinates. The
+ * first derivatives are recorded, so that the second sweep can go
+ * through them; where one does not depend on x (a ReLU network's, a
+ * linear component's) its second derivatives are zeros. */
+static dla_tensor *laplacian_part(const component_job *j, int64_t k, int *missing)
+{
+    dla_tensor *g = component_gradient(j->op, j->u, j->x, j->dim, k, 1, missing);
+    dla_tensor *lap = NULL;
+    int unused = 0;
+    for (int64_t i = 0; g && i < dla_tensor_dim(j->x, j->dim); i++) {
+        dla_tensor *h = component_gradient(j->op, g, j->x, j->dim, i, j->higher, &unused);
+        if (!h)
+            return NULL;
+        add_diagonal(&lap, h, j->dim, i);
+    }
+    return lap;
+}
+
 DLA_API dla_tensor *dla_jacobian(dla_tensor *u, dla_tensor *x, int dim,
                                  const dla_gradient_options *opts)
 {
@@ -116,48 +175,29 @@ DLA_API dla_tensor *dla_jacobian(dla_tensor *u, dla_tensor *x, int dim,
     dla_tensor *bad = check_args(op, u, x, dim, opts);
     if (bad)
         return bad;
-    const int64_t K = dla_tensor_dim(u, dim);
-    if (K < 1)
+    component_job j = {.op = op, .u = u, .x = x, .dim = dim, .higher = higher(opts),
+                       .K = dla_tensor_dim(u, dim)};
+    if (j.K < 1)
         return dla__error(DLA_ERR_SHAPE, "%s: u has no components along dim %d", op, dim);
     /* The components stack along a new last dim, labeled U when x is
      * formatted (x's own labels stay as they are in front of it). */
-    const int at = (x->ndims > dim ? x->ndims : dim) + 1;
-    if (K > 1 && at > DLA_MAX_DIMS)
+    j.at = (x->ndims > dim ? x->ndims : dim) + 1;
+    if (j.K > 1 && j.at > DLA_MAX_DIMS)
         return dla__error(DLA_ERR_SHAPE,
                           "%s: x has %d dims; the Jacobian of %lld components needs one more "
                           "(at most %d)",
-                          op, at - 1, (long long)K, DLA_MAX_DIMS);
-    char format[DLA_MAX_DIMS + 2] = "";
+                          op, j.at - 1, (long long)j.K, DLA_MAX_DIMS);
     if (x->format[0]) {
         if (dim > x->ndims)
             return dla__error(DLA_ERR_SHAPE, "%s: dim %d is past formatted x's %d dims (%s)", op,
                               dim, x->ndims, x->format);
-        snprintf(format, sizeof format, "%sU", x->format);
+        snprintf(j.format, sizeof j.format, "%sU", x->format);
     }
-    int64_t dims[DLA_MAX_DIMS];
-    for (int d = 0; d < at - 1 && d < DLA_MAX_DIMS; d++)
-        dims[d] = dla_tensor_dim(x, d + 1);
-    if (at <= DLA_MAX_DIMS)
-        dims[at - 1] = 1;
-    dla_tensor **parts = dla__malloc(sizeof *parts * (size_t)K);
-    if (!parts)
-        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld components", op,
-                          (long long)K);
-    int missing = 0;
-    dla_tensor *jac = NULL;
-    for (int64_t k = 0; k < K && !jac; k++) {
-        dla_tensor *g = component_gradient(op, u, x, dim, k, higher(opts), &missing);
-        if (!g)
-            jac = dla__return(dla__error_tensor());
-        else
-            parts[k] = K == 1 ? g : dla_reshape(g, format, at, dims);
-    }
-    if (!jac && missing == K)
-        jac = independent(op, u, x);
-    if (!jac)
-        jac = K == 1 ? parts[0] : dla_cat(at, (int)K, parts);
-    dla__free(parts);
-    return jac;
+    for (int d = 0; d < j.at - 1 && d < DLA_MAX_DIMS; d++)
+        j.dims[d] = dla_tensor_dim(x, d + 1);
+    if (j.at <= DLA_MAX_DIMS)
+        j.dims[j.at - 1] = 1;
+    return join_components(&j, jacobian_part, j.at);
 }
 
 DLA_API dla_tensor *dla_divergence(dla_tensor *u, dla_tensor *x, int dim,
@@ -194,36 +234,11 @@ DLA_API dla_tensor *dla_laplacian(dla_tensor *u, dla_tensor *x, int dim,
     dla_tensor *bad = check_args(op, u, x, dim, opts);
     if (bad)
         return bad;
-    const int64_t K = dla_tensor_dim(u, dim), C = dla_tensor_dim(x, dim);
-    if (K < 1 || C < 1)
+    component_job j = {.op = op, .u = u, .x = x, .dim = dim, .higher = higher(opts),
+                       .K = dla_tensor_dim(u, dim)};
+    const int64_t C = dla_tensor_dim(x, dim);
+    if (j.K < 1 || C < 1)
         return dla__error(DLA_ERR_SHAPE, "%s: u has %lld components and x %lld coordinates "
-                          "along dim %d", op, (long long)K, (long long)C, dim);
-    dla_tensor **parts = dla__malloc(sizeof *parts * (size_t)K);
-    if (!parts)
-        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld components", op,
-                          (long long)K);
-    int missing = 0, unused = 0;
-    dla_tensor *lap = NULL;
-    for (int64_t k = 0; k < K && !lap; k++) {
-        /* The first derivatives recorded, so that the second sweep can go
-         * through them; where one does not depend on x (a ReLU network's,
-         * a linear component's) its second derivatives are zeros. */
-        dla_tensor *g = component_gradient(op, u, x, dim, k, 1, &missing);
-        parts[k] = NULL;
-        for (int64_t i = 0; g && i < C; i++) {
-            dla_tensor *h = component_gradient(op, g, x, dim, i, higher(opts), &unused);
-            if (!h)
-                g = NULL;
-            else
-                add_diagonal(&parts[k], h, dim, i);
-        }
-        if (!g)
-            lap = dla__return(dla__error_tensor());
-    }
-    if (!lap && missing == K)
-        lap = independent(op, u, x);
-    if (!lap)
-        lap = K == 1 ? parts[0] : dla_cat(dim, (int)K, parts);
-    dla__free(parts);
-    return lap;
+                          "along dim %d", op, (long long)j.K, (long long)C, dim);
+    return join_components(&j, laplacian_part, dim);
 }
