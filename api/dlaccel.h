@@ -514,6 +514,7 @@ DLA_API const char *dla_device_properties(const dla_device *dev);
 
 /* The op families, one header each; a user still includes only this one. */
 #include <dlaccel/autodiff.h> /* dla_feval, dla_gradient */
+#include <dlaccel/ode.h>      /* dla_ode45: neural ODEs */
 #include <dlaccel/conv.h>     /* dla_conv, dla_transpconv */
 #include <dlaccel/nnops.h>    /* activations, normalization, pooling, dropout, fullyconnect */
 #include <dlaccel/loss.h>     /* losses, one-hot, concatenation, padding, indexing */

@@ -83,3 +83,10 @@ tests_test_accel_SOURCES = tests/test_accel.c tests/testutil.h
 tests_test_accel_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_accel_LDADD = $(DLA_TEST_LIBS) -lpthread
 TESTS += tests/test_accel
+
+check_PROGRAMS += tests/test_ode45
+tests_test_ode45_SOURCES = tests/test_ode45.c tests/testutil.h tests/gradcheck.h
+tests_test_ode45_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_ode45_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_ode45 tests/ode45_on_testmem.sh
+EXTRA_DIST += tests/ode45_on_testmem.sh

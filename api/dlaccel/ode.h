@@ -1,0 +1,95 @@
+/*
+ * dlaccel/ode.h - included by dlaccel.h; do not include it directly.
+ */
+#ifndef DLACCEL_ODE_H
+#define DLACCEL_ODE_H
+
+#include <dlaccel.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Neural ordinary differential equations, as MATLAB's dlode45.
+ *
+ *     // dy/dt = W2 tanh(W1 y + b1) + b2, theta = {W1, b1, W2, b2}
+ *     static dla_tensor *dynamics(double t, dla_tensor *y, int ntheta,
+ *                                 dla_tensor *const *theta, void *ctx)
+ *     {
+ *         return dla_fullyconnect(dla_tanh(dla_fullyconnect(y, theta[0], theta[1])),
+ *                                 theta[2], theta[3]);
+ *     }
+ *     ...
+ *     double tspan[] = {0, 0.1, 0.2, 0.3};
+ *     dla_tensor *y = dla_ode45(dynamics, NULL, 4, tspan, y0, 4, theta, NULL);
+ *     // y: y0's dims with a "T" dim of 3, the solution at 0.1, 0.2 and 0.3
+ */
+
+/* The right-hand side f(t, y, theta) of y' = f. y has y0's dims, dtype,
+ * format and device; theta is what dla_ode45 was given. Return a tensor
+ * with y's dims and dtype (made in the current scope, as ops return them),
+ * or an error tensor to stop the solve. Write it with dlaccel's ops: in
+ * dla_feval its ops are recorded, and gradients reach theta and y0
+ * through them. */
+typedef dla_tensor *(*dla_ode_function)(double t, dla_tensor *y, int ntheta,
+                                        dla_tensor *const *theta, void *ctx);
+
+/* What a solve took (MATLAB ode45's Stats). */
+typedef struct dla_ode_stats {
+    int64_t steps;       /* successful steps */
+    int64_t failed;      /* attempts rejected by the error test */
+    int64_t evaluations; /* calls of the function */
+} dla_ode_stats;
+
+/* Options; a zeroed struct (or NULL) is MATLAB's defaults. */
+typedef struct dla_ode_options {
+    double relative_tolerance; /* RelativeTolerance: 1e-3 (0: the default) */
+    double absolute_tolerance; /* AbsoluteTolerance: 1e-6 (0: the default) */
+    double initial_step;       /* InitialStep: 0 picks it from the slope at tspan[0] */
+    double max_step;           /* MaxStep: 0 is a tenth of the whole interval */
+    /* GradientMode: NULL or "direct", backpropagation through the solver's
+     * operations (the only mode; "adjoint" is DLA_ERR_UNSUPPORTED). */
+    const char *gradient_mode;
+    int64_t max_steps; /* attempts before giving up; 0: no limit (MATLAB has none) */
+    dla_ode_stats *stats; /* filled when non-NULL */
+} dla_ode_options;
+
+/* MATLAB dlode45(odefun, tspan, Y0, theta): integrates y' = fn(t, y,
+ * theta) from tspan[0] with y(tspan[0]) = y0 by the Dormand-Prince (4,5)
+ * pair with ode45's error control and step-size rules, and returns y at
+ * tspan[1..nt-1]. nt >= 2 times, all finite, strictly increasing or
+ * strictly decreasing. With nt == 2 the result has y0's dims and format;
+ * with more, one dim more for the times: labeled "T" (placed before any
+ * "U" labels) when y0 is formatted, so y0 must not have a "T" dim then,
+ * and the last dim when it is not. Float dtypes.
+ *
+ * The error test looks at the whole of y (every observation of a batch
+ * together), as MATLAB's does. Where ode45 steps past a requested time
+ * and interpolates, this solver shortens the step to land on it, so each
+ * result is a Runge-Kutta step's own value (at least as accurate).
+ *
+ * Gradients ("direct"): inside dla_feval every operation of the accepted
+ * and rejected steps is recorded, so dla_gradient reaches y0, theta and
+ * whatever fn reads through them; memory grows with the steps taken. The
+ * step sizes are constants to the gradient, as MATLAB's are. Higher
+ * derivatives work as for any recorded ops.
+ *
+ * dla_accelerate: the step sizes come from values read on the host, so a
+ * trace of a call holding dla_ode45 is data-dependent (docs/accelerate.md):
+ * a replay repeats the recorded steps without the error test.
+ *
+ * Errors come back as an error tensor naming dla_ode45 and the argument:
+ * a bad tspan, option or y0 (DLA_ERR_INVALID_ARGUMENT, DLA_ERR_FORMAT,
+ * DLA_ERR_DTYPE); fn returning a tensor of other dims or dtype
+ * (DLA_ERR_SHAPE, DLA_ERR_DTYPE) or an error tensor (passed on); a step
+ * that had to shrink below 16 eps(t), or more than max_steps attempts
+ * (DLA_ERR_STATE: the tolerances cannot be met, or y stopped being
+ * finite). The result belongs to the current scope. */
+DLA_API dla_tensor *dla_ode45(dla_ode_function fn, void *ctx, int nt, const double *tspan,
+                              dla_tensor *y0, int ntheta, dla_tensor *const *theta,
+                              const dla_ode_options *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLACCEL_ODE_H */

@@ -1,0 +1,423 @@
+/*
+ * test_ode45.c - dla_ode45 (MATLAB's dlode45): solutions against closed
+ * forms (decay, rotation, backwards in time), the error control meeting
+ * its tolerances, formats of the result, direct gradients against closed
+ * forms and finite differences, second derivatives, a replay with eager's
+ * bits, and the errors.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "gradcheck.h"
+
+#include <dlaccel.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* y' = a .* y, theta = {a} of y's dims (or one broadcast value). */
+static dla_tensor *scaled(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta, void *ctx)
+{
+    (void)t, (void)ntheta, (void)ctx;
+    return dla_mul(theta[0], y);
+}
+
+/* y' = A y for y "CB" (2 x B): a rotation, y = [cos t, -sin t] from [1, 0]. */
+static dla_tensor *rotation(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta,
+                            void *ctx)
+{
+    (void)t, (void)ntheta, (void)theta, (void)ctx;
+    const double a[4] = {0, -1, 1, 0}; /* column-major [0 1; -1 0] */
+    dla_tensor *A = dla_cast(dla_tensor_from_host(a, DLA_F64, "", DLA_DIMS(2, 2)), dla_tensor_dtype(y));
+    return dla_reshape(dla_mtimes(A, dla_reshape(y, "", DLA_DIMS(2, -1))), dla_tensor_format(y),
+                       DLA_DIMS(2, -1));
+}
+
+static double at(dla_tensor *t, int64_t i) { return dla_tensor_item(t, i); }
+
+static void test_decay_matches_exp_at_every_requested_time(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double y0h[2] = {1, 2}, tspan[4] = {0, 0.5, 1, 2};
+    dla_tensor *y0 = dla_tensor_from_host(y0h, DLA_F64, "", 2, (int64_t[]){2, 1});
+    dla_tensor *a = dla_full(-1, DLA_F64, "", 2, (int64_t[]){1, 1});
+    dla_ode_stats st;
+    dla_ode_options o = {.relative_tolerance = 1e-8, .absolute_tolerance = 1e-10, .stats = &st};
+    dla_tensor *y = dla_ode45(scaled, NULL, 4, tspan, y0, 1, &a, &o);
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(y), 3);
+    assert_int_equal(dla_tensor_dim(y, 1), 2);
+    assert_int_equal(dla_tensor_dim(y, 2), 1);
+    assert_int_equal(dla_tensor_dim(y, 3), 3);
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 2; i++) {
+            const double want = y0h[i] * exp(-tspan[j + 1]);
+            if (fabs(at(y, 2 * j + i) - want) > 1e-7 * y0h[i])
+                fail_msg("t = %g, y(%d): %.12g, exp gives %.12g", tspan[j + 1], i,
+                         at(y, 2 * j + i), want);
+        }
+    /* First Same As Last: one evaluation to start, six an attempt. */
+    assert_true(st.steps >= 3);
+    assert_int_equal(st.evaluations, 1 + 6 * (st.steps + st.failed));
+    dla_scope_end();
+}
+
+/* The default tolerances hold the error near 1e-3 relative; tighter ones
+ * take more steps and give less. */
+static void test_tighter_tolerances_take_more_steps_for_less_error(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double tspan[2] = {0, 5};
+    dla_tensor *y0 = dla_ones(DLA_F64, "", 2, (int64_t[]){1, 1});
+    dla_tensor *a = dla_full(0.7, DLA_F64, "", 2, (int64_t[]){1, 1});
+    const double exact = exp(0.7 * 5);
+    double last_err = INFINITY;
+    int64_t last_steps = 0;
+    for (int k = 0; k < 3; k++) {
+        dla_ode_stats st;
+        dla_ode_options o = {.relative_tolerance = pow(10, -3 - 3 * k),
+                             .absolute_tolerance = pow(10, -6 - 3 * k), .stats = &st};
+        dla_tensor *y = dla_ode45(scaled, NULL, 2, tspan, y0, 1, &a, &o);
+        assert_int_equal(dla_tensor_status(y), DLA_OK);
+        const double err = fabs(at(y, 0) - exact) / exact;
+        if (!(err < 20 * o.relative_tolerance))
+            fail_msg("rtol %g: relative error %g", o.relative_tolerance, err);
+        assert_true(err < last_err);
+        assert_true(st.steps > last_steps);
+        last_err = err, last_steps = st.steps;
+    }
+    dla_scope_end();
+}
+
+static void test_rotation_keeps_the_format_and_adds_t(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double y0h[6] = {1, 0, 0, 1, 2, 0}, tspan[3] = {0, 1, 3};
+    dla_tensor *y0 = dla_cast(dla_tensor_from_host(y0h, DLA_F64, "CB", 2, (int64_t[]){2, 3}), DLA_F32);
+    dla_tensor *y = dla_ode45(rotation, NULL, 3, tspan, y0, 0, NULL, NULL);
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    assert_int_equal(dla_tensor_dim(y, 3), 2);
+    assert_int_equal(dla_tensor_dtype(y), DLA_F32);
+    for (int j = 0; j < 2; j++) {
+        const double t = tspan[j + 1], c = cos(t), s = sin(t);
+        for (int b = 0; b < 3; b++) {
+            /* y(t) = [c s; -s c] y0 */
+            const double u = y0h[2 * b], v = y0h[2 * b + 1];
+            const double want[2] = {c * u + s * v, -s * u + c * v};
+            for (int i = 0; i < 2; i++) {
+                const double got = at(y, 6 * j + 2 * b + i);
+                if (fabs(got - want[i]) > 5e-3 * (1 + fabs(u) + fabs(v)))
+                    fail_msg("t = %g, observation %d, y(%d): %.6g, want %.6g", t, b, i, got,
+                             want[i]);
+            }
+        }
+    }
+    /* Two times: y0's own format; "U" dims stay after the new "T". */
+    dla_tensor *y2 = dla_ode45(rotation, NULL, 2, tspan, y0, 0, NULL, NULL);
+    assert_string_equal(dla_tensor_format(y2), "CB");
+    assert_int_equal(dla_tensor_ndims(y2), 2);
+    dla_tensor *yu = dla_ode45(rotation, NULL, 3, tspan, dla_reshape(y0, "CU", 2, (int64_t[]){2, 3}),
+                               0, NULL, NULL);
+    assert_string_equal(dla_tensor_format(yu), "CTU");
+    assert_int_equal(dla_tensor_dim(yu, 2), 2);
+    assert_int_equal(dla_tensor_dim(yu, 3), 3);
+    dla_scope_end();
+}
+
+static void test_it_integrates_backwards_in_time(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double tspan[3] = {2, 1, 0};
+    dla_tensor *y0 = dla_full(3, DLA_F64, "", 2, (int64_t[]){1, 1});
+    dla_tensor *a = dla_full(1, DLA_F64, "", 2, (int64_t[]){1, 1});
+    dla_ode_options o = {.relative_tolerance = 1e-9, .absolute_tolerance = 1e-12};
+    dla_tensor *y = dla_ode45(scaled, NULL, 3, tspan, y0, 1, &a, &o);
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_true(tu_close(at(y, 0), 3 * exp(-1), 1e-8));
+    assert_true(tu_close(at(y, 1), 3 * exp(-2), 1e-8));
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------ gradients */
+
+/* loss = sum of w .* y(T) over the times, y' = a .* y: y = y0 e^(a t), so
+ * dloss/da = sum w t y0 e^(a t) and dloss/dy0 = sum w e^(a t). */
+static const double GT[3] = {0, 0.5, 1.5};
+static dla_status decay_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12};
+    dla_tensor *a = in[1];
+    dla_tensor *y = dla_ode45(scaled, NULL, 3, GT, in[0], 1, &a, &o);
+    out[0] = dla_sum(dla_mul(y, in[2]), 0, NULL);
+    return dla_gradient(out[0], 2, in, out + 1);
+}
+
+static void test_direct_gradients_match_the_closed_form(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double y0h[2] = {1, -2}, ah[2] = {-0.5, 0.3}, wh[4] = {1, 2, -1, 0.5};
+    dla_tensor *in[3] = {dla_tensor_from_host(y0h, DLA_F64, "", 2, (int64_t[]){2, 1}),
+                         dla_tensor_from_host(ah, DLA_F64, "", 2, (int64_t[]){2, 1}),
+                         dla_tensor_from_host(wh, DLA_F64, "", 3, (int64_t[]){2, 1, 2})};
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(decay_loss, NULL, 3, in, 3, out), DLA_OK);
+    for (int i = 0; i < 2; i++) {
+        double gy0 = 0, ga = 0, loss = 0;
+        for (int j = 0; j < 2; j++) {
+            const double t = GT[j + 1], e = exp(ah[i] * t), w = wh[2 * j + i];
+            gy0 += w * e, ga += w * t * y0h[i] * e, loss += w * y0h[i] * e;
+        }
+        (void)loss;
+        assert_true(tu_close(at(out[1], i), gy0, 1e-7));
+        assert_true(tu_close(at(out[2], i), ga, 1e-7));
+    }
+    dla_scope_end();
+}
+
+/* A small tanh network as the dynamics, theta = {W1, b1, W2, b2}. */
+static dla_tensor *network(double t, dla_tensor *y, int ntheta, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)ntheta, (void)ctx;
+    return dla_fullyconnect(dla_tanh(dla_fullyconnect(y, p[0], p[1])), p[2], p[3]);
+}
+
+static dla_tensor *network_solution(void *ctx, dla_tensor *const *in)
+{
+    (void)ctx;
+    static const double tspan[3] = {0, 0.4, 1};
+    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12};
+    return dla_ode45(network, NULL, 3, tspan, in[0], 4, in + 1, &o);
+}
+
+static void network_inputs(dla_tensor **in)
+{
+    dla_rng_seed(5);
+    in[0] = dla_randn(DLA_F64, "CB", DLA_DIMS(2, 3));
+    in[1] = dla_randn(DLA_F64, "", DLA_DIMS(5, 2));
+    in[2] = dla_randn(DLA_F64, "", DLA_DIMS(5, 1));
+    in[3] = dla_affine(dla_randn(DLA_F64, "", DLA_DIMS(2, 5)), 0.5, 0);
+    in[4] = dla_randn(DLA_F64, "", DLA_DIMS(2, 1));
+}
+
+static void test_network_gradients_match_finite_differences(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[5];
+    network_inputs(in);
+    gc_check(network_solution, NULL, 5, in, (const int[]){1, 1, 1, 1, 1}, 1e-5);
+    dla_scope_end();
+}
+
+/* Second derivatives through the recorded stages (the steps stay
+ * constants): d2/da2 of y0 e^(a T) is T^2 y0 e^(a T). */
+static dla_status second_derivative(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    static const double tspan[2] = {0, 1.5};
+    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12};
+    dla_tensor *a = in[1];
+    dla_tensor *y = dla_ode45(scaled, NULL, 2, tspan, in[0], 1, &a, &o);
+    dla_tensor *g;
+    dla_gradient_options higher = {.enable_higher_derivatives = 1};
+    dla_status st = dla_gradient_opts(dla_sum(y, 0, NULL), 1, &a, &g, &higher);
+    if (st != DLA_OK)
+        return st;
+    out[0] = g;
+    return dla_gradient(dla_sum(g, 0, NULL), 1, &a, out + 1);
+}
+
+static void test_second_derivatives_through_the_stages(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[2] = {dla_full(2, DLA_F64, "", 2, (int64_t[]){1, 1}),
+                         dla_full(-0.4, DLA_F64, "", 2, (int64_t[]){1, 1})};
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(second_derivative, NULL, 2, in, 2, out), DLA_OK);
+    const double T = 1.5, e = exp(-0.4 * T);
+    assert_true(tu_close(at(out[0], 0), T * 2 * e, 1e-7));
+    assert_true(tu_close(at(out[1], 0), T * T * 2 * e, 1e-6));
+    dla_scope_end();
+}
+
+/* ---------------------------------------------------------- accelerated */
+
+static dla_status network_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    static const double tspan[3] = {0, 0.5, 1};
+    dla_tensor *y = dla_ode45(network, NULL, 3, tspan, in[0], 4, in + 1, NULL);
+    out[0] = dla_mean(dla_square(y), 0, NULL);
+    return dla_gradient(out[0], 4, in + 1, out + 1);
+}
+
+/* The trace holds the steps its recording chose (it is data-dependent:
+ * the error norms were read on the host); replayed on the same values it
+ * gives eager's bits. */
+static void test_a_replay_on_the_same_values_gives_eager_bits(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[5];
+    network_inputs(in);
+    dla_accel *af = dla_accelerate(network_loss, NULL);
+    assert_non_null(af);
+    for (int call = 0; call < 2; call++) {
+        dla_tensor *acc[5], *eager[5];
+        assert_int_equal(dla_accel_feval(af, NULL, 5, in, 5, acc), DLA_OK);
+        assert_int_equal(dla_feval(network_loss, NULL, 5, in, 5, eager), DLA_OK);
+        for (int i = 0; i < 5; i++)
+            for (int64_t e = 0; e < dla_tensor_numel(eager[i]); e++)
+                if (memcmp(&(double){at(acc[i], e)}, &(double){at(eager[i], e)}, sizeof(double)))
+                    fail_msg("call %d, output %d, element %lld: replay %.17g, eager %.17g", call,
+                             i, (long long)e, at(acc[i], e), at(eager[i], e));
+    }
+    assert_float_equal(dla_accel_hit_rate(af), 50.0, 1e-9);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(dla_accel_print_trace(af, 0, f), DLA_OK);
+    rewind(f);
+    char line[512];
+    int flagged = 0;
+    while (fgets(line, sizeof line, f))
+        flagged |= strncmp(line, "data-dependent", 14) == 0;
+    fclose(f);
+    assert_true(flagged);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+/* --------------------------------------------------------------- errors */
+
+static dla_tensor *wrong_dims(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)n, (void)p, (void)ctx;
+    return dla_cat(1, 2, (dla_tensor *[]){y, y});
+}
+static dla_tensor *wrong_dtype(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)n, (void)p, (void)ctx;
+    return dla_cast(y, DLA_F32);
+}
+static dla_tensor *null_slope(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)y, (void)n, (void)p, (void)ctx;
+    return NULL;
+}
+/* Fails at its third call, with its own message. */
+static dla_tensor *fails_later(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)n, (void)p;
+    int *calls = ctx;
+    if (++*calls == 3)
+        return dla_reshape(y, "", 1, (int64_t[]){7}); /* 2 elements as 7: its error */
+    return dla_neg(y);
+}
+/* y' = y^2 from 1 blows up at t = 1. */
+static dla_tensor *blows_up(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)n, (void)p, (void)ctx;
+    return dla_square(y);
+}
+
+static void expect_error(dla_tensor *y, dla_status status, const char *part)
+{
+    assert_int_equal(dla_tensor_status(y), status);
+    if (!strstr(dla_tensor_error(y), part))
+        fail_msg("message \"%s\" lacks \"%s\"", dla_tensor_error(y), part);
+}
+
+static void test_the_errors_say_what_is_wrong(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double two[2] = {0, 1}, three[3] = {0, 1, 2};
+    dla_tensor *y0 = dla_ones(DLA_F64, "", 2, (int64_t[]){2, 1});
+    dla_tensor *a = dla_full(-1, DLA_F64, "", 2, (int64_t[]){1, 1});
+    dla_tensor *ys = dla_ones(DLA_F64, "CT", 2, (int64_t[]){2, 4});
+    expect_error(dla_ode45(NULL, NULL, 2, two, y0, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
+                 "argument fn is NULL");
+    expect_error(dla_ode45(scaled, NULL, 2, two, NULL, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
+                 "argument y0 is NULL");
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
+                 "argument theta");
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, (dla_tensor *[]){NULL}, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "theta[0] is NULL");
+    expect_error(dla_ode45(scaled, NULL, 2, two, dla_cast(y0, DLA_I32), 1, &a, NULL),
+                 DLA_ERR_DTYPE, "single or double");
+    expect_error(dla_ode45(scaled, NULL, 1, two, y0, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
+                 "at least two");
+    expect_error(dla_ode45(scaled, NULL, 3, (const double[]){0, 2, 1}, y0, 1, &a, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "strictly increasing or strictly decreasing");
+    expect_error(dla_ode45(scaled, NULL, 2, (const double[]){0, NAN}, y0, 1, &a, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "tspan[1] is nan");
+    expect_error(dla_ode45(scaled, NULL, 3, three, ys, 1, &a, NULL), DLA_ERR_FORMAT,
+                 "has a \"T\" dim");
+    /* Two times with a "T" dim in y0 are fine: the result is y0's shape. */
+    assert_int_equal(dla_tensor_status(dla_ode45(scaled, NULL, 2, two, ys, 1, &a, NULL)), DLA_OK);
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+                           &(dla_ode_options){.relative_tolerance = -1}),
+                 DLA_ERR_INVALID_ARGUMENT, "option relative_tolerance is -1");
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+                           &(dla_ode_options){.max_step = INFINITY}),
+                 DLA_ERR_INVALID_ARGUMENT, "option max_step is inf");
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+                           &(dla_ode_options){.gradient_mode = "adjoint"}),
+                 DLA_ERR_UNSUPPORTED, "\"adjoint\" is not implemented");
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+                           &(dla_ode_options){.gradient_mode = "backwards"}),
+                 DLA_ERR_INVALID_ARGUMENT, "gradient_mode \"backwards\"");
+    expect_error(dla_ode45(wrong_dims, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_SHAPE,
+                 "returned 4x1 at t = 0, but y is 2x1");
+    expect_error(dla_ode45(wrong_dtype, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_DTYPE,
+                 "must have y's dtype");
+    expect_error(dla_ode45(null_slope, NULL, 2, two, y0, 0, NULL, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "returned NULL");
+    int calls = 0;
+    dla_ode_stats st;
+    expect_error(dla_ode45(fails_later, &calls, 2, two, y0, 0, NULL,
+                           &(dla_ode_options){.stats = &st}),
+                 DLA_ERR_SHAPE, "dla_reshape");
+    assert_int_equal(calls, 3);
+    assert_int_equal(st.evaluations, 3);
+    expect_error(dla_ode45(blows_up, NULL, 2, (const double[]){0, 2}, dla_ones(DLA_F64, "", 2,
+                                                                              (int64_t[]){1, 1}),
+                           0, NULL, NULL),
+                 DLA_ERR_STATE, "without meeting the tolerances");
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a, &(dla_ode_options){.max_steps = 2}),
+                 DLA_ERR_STATE, "2 attempts (option max_steps)");
+    /* Errors in, errors out: y0's own. */
+    dla_tensor *bad = dla_reshape(y0, "", 1, (int64_t[]){5});
+    expect_error(dla_ode45(scaled, NULL, 2, two, bad, 1, &a, NULL), DLA_ERR_SHAPE, "dla_reshape");
+    assert_int_equal(dla_scope_depth(), 1);
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_decay_matches_exp_at_every_requested_time),
+        TU_TEST(test_tighter_tolerances_take_more_steps_for_less_error),
+        TU_TEST(test_rotation_keeps_the_format_and_adds_t),
+        TU_TEST(test_it_integrates_backwards_in_time),
+        TU_TEST(test_direct_gradients_match_the_closed_form),
+        TU_TEST(test_network_gradients_match_finite_differences),
+        TU_TEST(test_second_derivatives_through_the_stages),
+        TU_TEST(test_a_replay_on_the_same_values_gives_eager_bits),
+        TU_TEST(test_the_errors_say_what_is_wrong),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
