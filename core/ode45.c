@@ -8,6 +8,10 @@
  * Only the error test is outside the tape: its norm is read on the host
  * to choose the next step, and a step size is a constant to the gradient.
  *
+ * The steps march towards the last requested time, as ode45's do, and the
+ * times before it are read off each step's continuous extension (a
+ * combination of its stages, so differentiable too).
+ *
  * Each attempt runs in a scope of its own, so a long solve holds the
  * handles of two states (y and its slope, which the pair reuses as the
  * next step's first stage) and of the outputs, not of every stage; the
@@ -41,6 +45,19 @@ static const double WEIGHT[6][6] = {
 static const double ERROR_WEIGHT[7] = {71.0 / 57600,      0,          -71.0 / 16695, 71.0 / 1920,
                                        -17253.0 / 339200, 22.0 / 525, -1.0 / 40};
 
+/* The pair's continuous extension (Shampine 1986, ode45's interpolant):
+ * y(t + s h) = y + h * sum_i k_i * sum_j INTERP[i][j] s^(j + 1); at s = 1
+ * it is the last row of WEIGHT. */
+static const double INTERP[7][4] = {
+    {1, -183.0 / 64, 37.0 / 12, -145.0 / 128},
+    {0, 0, 0, 0},
+    {0, 1500.0 / 371, -1000.0 / 159, 1000.0 / 371},
+    {0, -125.0 / 32, 125.0 / 12, -375.0 / 64},
+    {0, 9477.0 / 3392, -729.0 / 106, 25515.0 / 6784},
+    {0, -11.0 / 7, 11.0 / 3, -55.0 / 28},
+    {0, 3.0 / 2, -4, 5.0 / 2},
+};
+
 typedef struct solver {
     dla_ode_function fn;
     void *ctx;
@@ -68,6 +85,15 @@ static dla_tensor *combine(dla_tensor *y, double h, int n, const double *a, dla_
         acc = acc ? dla_add(acc, term) : term;
     }
     return y ? dla_add(y, acc) : acc;
+}
+
+/* The solution at t + s h inside an accepted step from y with stages k. */
+static dla_tensor *interpolate(dla_tensor *y, double h, double sf, dla_tensor *const *k)
+{
+    double b[7];
+    for (int i = 0; i < 7; i++)
+        b[i] = sf * (INTERP[i][0] + sf * (INTERP[i][1] + sf * (INTERP[i][2] + sf * INTERP[i][3])));
+    return combine(y, h, 7, b, k);
 }
 
 /* fn at (t, y), checked: an error tensor (fn's own, or one naming what is
@@ -267,24 +293,24 @@ static dla_tensor *integrate(solver *s, int nt, const double *tspan, dla_tensor 
         return f;
     }
 
+    const double tf = tspan[nt - 1];
     for (int next = 1; next < nt && !bad;) {
-        const double tout = tspan[next];
         const double hmin = min_step(t);
         absh = fmin(hmax, fmax(hmin, absh));
         int last = 0;
-        if (1.1 * absh >= fabs(tout - t))
-            absh = fabs(tout - t), last = 1;
+        if (1.1 * absh >= fabs(tf - t))
+            absh = fabs(tf - t), last = 1;
         for (int nofailed = 1;;) {
             if (o->max_steps && attempts >= o->max_steps) {
                 bad = dla_tensor_retain(dla__error(
                     DLA_ERR_STATE,
                     "%s: %lld attempts (option max_steps) reached t = %.17g of %.17g; the "
                     "problem may be stiff, or the tolerances too tight",
-                    OP, (long long)attempts, t, tspan[nt - 1]));
+                    OP, (long long)attempts, t, tf));
                 break;
             }
             attempts++;
-            const double h = last ? tout - t : dir * absh;
+            const double h = last ? tf - t : dir * absh;
             if (dla_scope_begin() != DLA_OK) {
                 bad = dla_tensor_retain(dla__error(DLA_ERR_STATE, "%s: no scope left to open", OP));
                 dla_scope_end();
@@ -297,7 +323,7 @@ static dla_tensor *integrate(solver *s, int nt, const double *tspan, dla_tensor 
                 if (dla_tensor_status(k[st]) != DLA_OK)
                     bad = dla_tensor_retain(k[st]);
             }
-            const double tnew = last ? tout : t + h;
+            const double tnew = last ? tf : t + h;
             dla_tensor *ynew = NULL;
             if (!bad) {
                 ynew = combine(y, h, 6, WEIGHT[5], k);
@@ -336,13 +362,16 @@ static dla_tensor *integrate(solver *s, int nt, const double *tspan, dla_tensor 
                 nofailed = 0, last = 0;
                 continue;
             }
+            /* The requested times this step passed: the step's own end, or
+             * the interpolant inside it. */
+            for (; next < nt && dir * (tspan[next] - tnew) <= 0; next++)
+                ys[next - 1] = dla_tensor_retain(
+                    tspan[next] == tnew ? ynew : interpolate(y, h, (tspan[next] - t) / h, k));
             dla_tensor_retain(ynew), dla_tensor_retain(k[6]);
             dla_scope_end();
             dla_tensor_release(y), dla_tensor_release(f);
             y = ynew, f = k[6], t = tnew;
             s->stats.steps++;
-            if (last)
-                ys[next - 1] = dla_tensor_retain(y), next++;
             if (nofailed) {
                 const double grow = 1.25 * pow(err / s->rtol, 0.2);
                 absh = grow > 0.2 ? absh / grow : 5 * absh;

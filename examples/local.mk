@@ -117,3 +117,14 @@ TESTS += examples/custom_layer_example.sh
 EXTRA_DIST += examples/custom_layer_example.sh
 # ---- end of examples/custom_layer ------------------------------------------
 EXTRA_DIST += examples/example_clock.h
+
+# ---- examples/neural_ode: a neural ODE fitted to a trajectory --------------
+# MATLAB's "Dynamical System Modeling Using Neural ODE": dla_ode45 makes the
+# data and solves the model in the loss; the smoke test trains it briefly,
+# eager and accelerated, and checks what it prints.
+noinst_PROGRAMS += examples/neural_ode
+examples_neural_ode_SOURCES = examples/neural_ode.c
+examples_neural_ode_LDADD = libdlaccel.la -lm
+TESTS += examples/neural_ode_example.sh
+EXTRA_DIST += examples/neural_ode_example.sh
+# ---- end of examples/neural_ode ---------------------------------------------

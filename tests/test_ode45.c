@@ -63,6 +63,14 @@ static void test_decay_matches_exp_at_every_requested_time(void **state)
     /* First Same As Last: one evaluation to start, six an attempt. */
     assert_true(st.steps >= 3);
     assert_int_equal(st.evaluations, 1 + 6 * (st.steps + st.failed));
+    /* The times in between are read off the steps, which go to the last
+     * time as they would with no others requested. */
+    dla_ode_stats alone;
+    o.stats = &alone;
+    dla_tensor *end = dla_ode45(scaled, NULL, 2, (const double[]){0, 2}, y0, 1, &a, &o);
+    assert_int_equal(alone.steps, st.steps);
+    for (int i = 0; i < 2; i++)
+        assert_true(at(end, i) == at(y, 4 + i));
     dla_scope_end();
 }
 

@@ -64,9 +64,11 @@ typedef struct dla_ode_options {
  * and the last dim when it is not. Float dtypes.
  *
  * The error test looks at the whole of y (every observation of a batch
- * together), as MATLAB's does. Where ode45 steps past a requested time
- * and interpolates, this solver shortens the step to land on it, so each
- * result is a Runge-Kutta step's own value (at least as accurate).
+ * together), as MATLAB's does. The steps go towards the last time with
+ * ode45's rules (the largest a tenth of the interval unless max_step
+ * says otherwise), and the times they pass are read off each step's
+ * continuous extension, as ode45 interpolates: many requested times
+ * cost no extra steps.
  *
  * Gradients ("direct"): inside dla_feval every operation of the accepted
  * and rejected steps is recorded, so dla_gradient reaches y0, theta and
