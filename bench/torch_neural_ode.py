@@ -1,11 +1,11 @@
 """The PyTorch side of examples/neural_ode: the same neural ODE trained on
 the same trajectory, solved by torchdiffeq's dopri5 (the Dormand-Prince
 pair, as dla_ode45) at MATLAB's default tolerances, gradients through the
-solver's operations (torchdiffeq's odeint, not odeint_adjoint: dlaccel's
-"direct" mode).
+solver's operations (torchdiffeq's odeint: dlaccel's "direct" mode) or,
+with --adjoint, by odeint_adjoint (its "adjoint" mode).
 
     pip install torchdiffeq   (into the interpreter that has torch)
-    python bench/torch_neural_ode.py [--iterations N] [--threads T]
+    python bench/torch_neural_ode.py [--iterations N] [--threads T] [--adjoint]
 
 Prints the loss every 50 iterations, the time per iteration (the first
 left out, as the example does), the function evaluations of the last
@@ -16,7 +16,7 @@ import argparse
 import time
 
 import torch
-from torchdiffeq import odeint
+from torchdiffeq import odeint, odeint_adjoint
 
 SAMPLES, HORIZON, BATCH, HIDDEN, T_END = 2000, 40, 200, 20, 15.0
 
@@ -40,6 +40,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iterations", type=int, default=1200)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--adjoint", action="store_true",
+                    help="gradients by odeint_adjoint (dla_ode45's \"adjoint\" mode)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -56,7 +58,7 @@ def main():
     opt = torch.optim.Adam(f.parameters(), lr=0.002, betas=(0.9, 0.999), eps=1e-8)
     ts = t[: HORIZON + 1]
     print(f"PyTorch {torch.__version__}, torchdiffeq dopri5 (rtol 1e-3, atol 1e-6), "
-          f"{torch.get_num_threads()} threads")
+          f"gradients {'adjoint' if args.adjoint else 'direct'}, {torch.get_num_threads()} threads")
     t0 = time.perf_counter()
     first = None
     for it in range(1, args.iterations + 1):
@@ -65,7 +67,8 @@ def main():
         x0 = xt[s]
         targets = torch.stack([xt[s + 1 + k] for k in range(HORIZON)])  # HORIZON x BATCH x 2
         f.evaluations = 0
-        x = odeint(f, x0, ts, rtol=1e-3, atol=1e-6, method="dopri5")[1:]
+        solve = odeint_adjoint if args.adjoint else odeint
+        x = solve(f, x0, ts, rtol=1e-3, atol=1e-6, method="dopri5")[1:]
         loss = (x - targets).abs().mean()  # l1loss, "all-elements"
         opt.zero_grad()
         loss.backward()
@@ -77,7 +80,8 @@ def main():
     n = args.iterations
     per = (time.perf_counter() - t0 - first) / (n - 1) if n > 1 else first
     print(f"time per iteration: {per * 1e3:.2f} ms (the first: {first * 1e3:.2f} ms)")
-    print(f"the solver, in the last iteration: {f.evaluations} evaluations")
+    print(f"the solver, in the last iteration: {f.evaluations} evaluations "
+          f"(forward{' and adjoint' if args.adjoint else ''})")
     with torch.no_grad():
         for start in ([2 ** 0.5, 2 ** 0.5], [-1.0, -1.5], [0.0, 2.0], [-2.0, 0.0]):
             x0 = torch.tensor([start])

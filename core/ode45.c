@@ -17,6 +17,8 @@
  * next step's first stage) and of the outputs, not of every stage; the
  * tape keeps what the gradient needs.
  */
+#include "core/ode45.h"
+
 #include "core/error.h"
 #include "core/tape.h"
 #include "core/tensor.h"
@@ -198,6 +200,16 @@ static dla_tensor *check_args(dla_ode_function fn, int nt, const double *tspan, 
                           "times would need for themselves; give two times, or a y0 "
                           "without \"T\"",
                           OP, dla_tensor_format(y0), nt - 1);
+    if (nt > 2) {
+        int nd;
+        char fmt[DLA_MAX_DIMS + 2];
+        dla__ode45_time_dim(y0, &nd, fmt);
+        if (nd + 1 > DLA_MAX_DIMS)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument y0 has %d dims; the times would make %d, past "
+                              "DLA_MAX_DIMS (%d)",
+                              OP, nd, nd + 1, DLA_MAX_DIMS);
+    }
     if (!o)
         return NULL;
     const struct {
@@ -217,41 +229,40 @@ static dla_tensor *check_args(dla_ode_function fn, int nt, const double *tspan, 
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
                           "%s: option max_steps is %lld; 0 is no limit", OP,
                           (long long)o->max_steps);
-    if (o->gradient_mode && strcmp(o->gradient_mode, "direct") != 0) {
-        if (strcmp(o->gradient_mode, "adjoint") == 0)
-            return dla__error(DLA_ERR_UNSUPPORTED,
-                              "%s: option gradient_mode \"adjoint\" is not implemented; "
-                              "\"direct\" backpropagates through the solver's operations",
-                              OP);
+    if (o->gradient_mode && strcmp(o->gradient_mode, "direct") != 0 &&
+        strcmp(o->gradient_mode, "adjoint") != 0)
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                          "%s: option gradient_mode \"%s\"; it is \"direct\" (or NULL)", OP,
-                          o->gradient_mode);
-    }
+                          "%s: option gradient_mode \"%s\"; it is \"direct\" (or NULL) or "
+                          "\"adjoint\"",
+                          OP, o->gradient_mode);
     return NULL;
 }
 
-/* The solutions at the requested times joined along a new "T" dim (placed
- * before any "U" labels, as dlarray orders them) or a new last dim. */
-static dla_tensor *stack_times(int n, dla_tensor **ys)
+int dla__ode45_time_dim(const dla_tensor *y0, int *nd, char *fmt)
 {
-    const char *f = dla_tensor_format(ys[0]);
-    int64_t dims[DLA_MAX_DIMS + 1];
-    int nd = f[0] ? (int)strlen(f) : dla_tensor_ndims(ys[0]);
-    if (nd + 1 > DLA_MAX_DIMS)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                          "%s: y0 has %d dims; the times would make %d, past DLA_MAX_DIMS (%d)",
-                          OP, nd, nd + 1, DLA_MAX_DIMS);
-    for (int d = 0; d < nd; d++)
-        dims[d] = dla_tensor_dim(ys[0], d + 1);
-    char fmt[DLA_MAX_DIMS + 2] = "";
-    int at = nd; /* 0-based position of the time dim */
+    const char *f = dla_tensor_format(y0);
+    *nd = f[0] ? (int)strlen(f) : dla_tensor_ndims(y0);
+    int at = *nd;
+    fmt[0] = 0;
     if (f[0]) {
         const char *u = strchr(f, 'U');
-        at = u ? (int)(u - f) : nd;
+        at = u ? (int)(u - f) : *nd;
         memcpy(fmt, f, (size_t)at);
         fmt[at] = 'T';
         strcpy(fmt + at + 1, f + at);
     }
+    return at;
+}
+
+/* The solutions at the requested times joined along the time dim. */
+static dla_tensor *stack_times(int n, dla_tensor **ys)
+{
+    int64_t dims[DLA_MAX_DIMS + 1];
+    char fmt[DLA_MAX_DIMS + 2];
+    int nd;
+    const int at = dla__ode45_time_dim(ys[0], &nd, fmt);
+    for (int d = 0; d < nd; d++)
+        dims[d] = dla_tensor_dim(ys[0], d + 1);
     memmove(dims + at + 1, dims + at, sizeof(int64_t) * (size_t)(nd - at));
     dims[at] = 1;
     dla_tensor **parts = malloc(sizeof *parts * (size_t)n);
@@ -383,16 +394,10 @@ static dla_tensor *integrate(solver *s, int nt, const double *tspan, dla_tensor 
     return bad;
 }
 
-dla_tensor *dla_ode45(dla_ode_function fn, void *ctx, int nt, const double *tspan, dla_tensor *y0,
-                      int ntheta, dla_tensor *const *theta, const dla_ode_options *opts)
+dla_tensor *dla__ode45_solve(dla_ode_function fn, void *ctx, int nt, const double *tspan,
+                             dla_tensor *y0, int ntheta, dla_tensor *const *theta,
+                             const dla_ode_options *o, dla_ode_stats *stats)
 {
-    static const dla_ode_options defaults;
-    const dla_ode_options *o = opts ? opts : &defaults;
-    if (o->stats)
-        memset(o->stats, 0, sizeof *o->stats);
-    dla_tensor *e = check_args(fn, nt, tspan, y0, ntheta, theta, opts);
-    if (e)
-        return e;
     solver s = {.fn = fn, .ctx = ctx, .ntheta = ntheta, .theta = theta};
     s.rtol = o->relative_tolerance > 0 ? o->relative_tolerance : 1e-3;
     /* ode45 raises a relative tolerance below 100 eps to that. */
@@ -403,12 +408,27 @@ dla_tensor *dla_ode45(dla_ode_function fn, void *ctx, int nt, const double *tspa
     if (!ys)
         return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: %d outputs", OP, nt - 1);
     dla_tensor *bad = integrate(&s, nt, tspan, y0, o, ys);
-    if (o->stats)
-        *o->stats = s.stats;
+    if (stats)
+        *stats = s.stats;
     dla_tensor *out = bad ? dla_scope_adopt(bad) : nt == 2 ? dla_scope_adopt(dla_tensor_retain(ys[0]))
                                                        : stack_times(nt - 1, ys);
     for (int i = 0; i < nt; i++)
         dla_tensor_release(ys[i]);
     free(ys);
     return out;
+}
+
+dla_tensor *dla_ode45(dla_ode_function fn, void *ctx, int nt, const double *tspan, dla_tensor *y0,
+                      int ntheta, dla_tensor *const *theta, const dla_ode_options *opts)
+{
+    static const dla_ode_options defaults;
+    const dla_ode_options *o = opts ? opts : &defaults;
+    if (o->stats)
+        memset(o->stats, 0, sizeof *o->stats);
+    dla_tensor *e = check_args(fn, nt, tspan, y0, ntheta, theta, opts);
+    if (e)
+        return e;
+    if (o->gradient_mode && strcmp(o->gradient_mode, "adjoint") == 0)
+        return dla__ode45_adjoint(fn, ctx, nt, tspan, y0, ntheta, theta, o);
+    return dla__ode45_solve(fn, ctx, nt, tspan, y0, ntheta, theta, o, o->stats);
 }

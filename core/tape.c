@@ -61,7 +61,9 @@ void dla__recording_resume(void)
 void dla__tape_push(dla__tape *t)
 {
     t->outer = innermost;
+    t->outer_paused = paused;
     innermost = t;
+    paused = 0;
     listen_if_recording();
 }
 
@@ -85,6 +87,7 @@ void dla__tape_pop(void)
         node_release(&t->nodes[i]);
     dla__free(t->nodes);
     innermost = t->outer;
+    paused = t->outer_paused;
     listen_if_recording();
     t->nodes = NULL;
     t->count = t->capacity = 0;

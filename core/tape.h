@@ -16,6 +16,10 @@ typedef struct dla__tape {
     /* Plain dla_gradient sweeps over this tape so far: their gradients
      * are constants to later sweeps, which a message then says. */
     int plain_sweeps;
+    /* The pause count of the enclosing code, restored at the pop: a
+     * dla_feval records on its own tape even where its caller paused
+     * recording (a backward rule that differentiates a function). */
+    int outer_paused;
     struct dla__tape *outer;
 } dla__tape;
 

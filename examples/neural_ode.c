@@ -15,7 +15,12 @@
  * Then it solves both systems from four other starting points over the
  * whole 15 s and prints the mean absolute error of each prediction.
  *
- *     build/examples/neural_ode [--iterations N] [--accelerate]
+ *     build/examples/neural_ode [--iterations N] [--accelerate] [--adjoint]
+ *
+ * --adjoint takes the gradients by the adjoint method (GradientMode
+ * "adjoint") instead of through the solver's operations: the tape keeps
+ * one node for the solve, and the gradient solves the adjoint system
+ * backwards in time.
  *
  * --accelerate runs the loss through dla_accelerate. Its trace is
  * data-dependent (the solver reads its error norms on the host to choose
@@ -102,14 +107,14 @@ static dla_status predict(dla_tensor *const *p, const float *x0, int n, float *x
 /* The page's modelLoss: in = {W1, b1, W2, b2, x0 (2 x 200 "CB"), targets
  * (2 x 200 x 40 "CBT")}; out = {loss, the four gradients}. The times are
  * the first HORIZON + 1 sample times: the system does not depend on t.
- * ctx: the solver's statistics (dla_ode_stats). */
+ * ctx: the solver's options (its statistics, the gradient mode). */
 static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     (void)nin, (void)nout;
     double ts[HORIZON + 1];
     for (int k = 0; k <= HORIZON; k++)
         ts[k] = sample_time(k);
-    dla_ode_options o = {.stats = ctx};
+    const dla_ode_options o = *(const dla_ode_options *)ctx;
     dla_tensor *x = dla_ode45(ode_model, NULL, HORIZON + 1, ts, in[4], NPARAMS, in, &o);
     out[0] = dla_l1loss(x, in[5],
                         &(dla_regression_loss_options){.normalization_factor = "all-elements"});
@@ -160,14 +165,16 @@ static int fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    int iterations = 1200, accelerate = 0;
+    int iterations = 1200, accelerate = 0, adjoint = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
             iterations = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--accelerate")) {
             accelerate = 1;
+        } else if (!strcmp(argv[i], "--adjoint")) {
+            adjoint = 1;
         } else {
-            fprintf(stderr, "usage: %s [--iterations N] [--accelerate]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--iterations N] [--accelerate] [--adjoint]\n", argv[0]);
             return 2;
         }
     }
@@ -195,11 +202,13 @@ int main(int argc, char **argv)
     dla_accel *af =
         accelerate ? dla_accelerate(model_loss, &(dla_accel_options){.name = "modelLoss"}) : NULL;
     dla_ode_stats stats = {0};
+    dla_ode_options solver = {.stats = &stats, .gradient_mode = adjoint ? "adjoint" : "direct"};
     if (accelerate && !af)
         return fail("dla_accelerate");
 
-    printf("training %d iterations, mini-batches of %d states fitted over the next %d times%s\n",
-           iterations, BATCH, HORIZON, accelerate ? ", accelerated" : "");
+    printf("training %d iterations, mini-batches of %d states fitted over the next %d times, "
+           "gradients %s%s\n",
+           iterations, BATCH, HORIZON, solver.gradient_mode, accelerate ? ", accelerated" : "");
     double loss = NAN, first_call = 0;
     t0 = now();
     for (int it = 1; it <= iterations; it++) {
@@ -210,8 +219,8 @@ int main(int argc, char **argv)
         memcpy(in, p, sizeof p);
         in[NPARAMS] = dla_tensor_from_host(x0, DLA_F32, "CB", DLA_DIMS(2, BATCH));
         in[NPARAMS + 1] = dla_tensor_from_host(targets, DLA_F32, "CBT", DLA_DIMS(2, BATCH, HORIZON));
-        dla_status st = af ? dla_accel_feval(af, &stats, NPARAMS + 2, in, 1 + NPARAMS, out)
-                           : dla_feval(model_loss, &stats, NPARAMS + 2, in, 1 + NPARAMS, out);
+        dla_status st = af ? dla_accel_feval(af, &solver, NPARAMS + 2, in, 1 + NPARAMS, out)
+                           : dla_feval(model_loss, &solver, NPARAMS + 2, in, 1 + NPARAMS, out);
         if (st == DLA_OK)
             st = dla_adamupdate(NPARAMS, p, out + 1, avg, avg_sq, it, 0.002, 0.9, 0.999, 1e-8);
         if (st == DLA_OK)
@@ -225,10 +234,12 @@ int main(int argc, char **argv)
             printf("iteration %4d: loss %.5f  (%.1f s)\n", it, loss, now() - t0);
     }
     const double per_it = iterations > 1 ? (now() - t0 - first_call) / (iterations - 1) : first_call;
-    printf("time per iteration: %.2f ms (the first, %s: %.2f ms)\n", per_it * 1e3,
-           accelerate ? "recording the trace" : "eager", first_call * 1e3);
+    printf("time per iteration: %.2f ms (the first, %s: %.2f ms); peak memory %.0f MiB\n",
+           per_it * 1e3, accelerate ? "recording the trace" : "eager", first_call * 1e3,
+           peak_rss_mib());
     printf("the solver, %s: %lld steps over the %d times, %lld rejected, %lld evaluations\n",
-           af ? "in the recorded call (every replay repeats its steps)" : "in the last iteration",
+           af && !adjoint ? "in the recorded call (every replay repeats its steps)"
+                          : "in the last iteration's forward solve",
            (long long)stats.steps, HORIZON, (long long)stats.failed, (long long)stats.evaluations);
     if (af) {
         char buf[512];

@@ -5,6 +5,7 @@
  * forms and finite differences, second derivatives, a replay with eager's
  * bits, and the errors.
  */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* y' = a .* y, theta = {a} of y's dims (or one broadcast value). */
 static dla_tensor *scaled(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta, void *ctx)
@@ -161,24 +163,24 @@ static void test_it_integrates_backwards_in_time(void **state)
 static const double GT[3] = {0, 0.5, 1.5};
 static dla_status decay_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
-    (void)ctx, (void)nin, (void)nout;
-    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12};
+    (void)nin, (void)nout;
+    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12,
+                         .gradient_mode = ctx};
     dla_tensor *a = in[1];
     dla_tensor *y = dla_ode45(scaled, NULL, 3, GT, in[0], 1, &a, &o);
     out[0] = dla_sum(dla_mul(y, in[2]), 0, NULL);
     return dla_gradient(out[0], 2, in, out + 1);
 }
 
-static void test_direct_gradients_match_the_closed_form(void **state)
+static void decay_gradients(const char *mode)
 {
-    (void)state;
     dla_scope_begin();
     const double y0h[2] = {1, -2}, ah[2] = {-0.5, 0.3}, wh[4] = {1, 2, -1, 0.5};
     dla_tensor *in[3] = {dla_tensor_from_host(y0h, DLA_F64, "", 2, (int64_t[]){2, 1}),
                          dla_tensor_from_host(ah, DLA_F64, "", 2, (int64_t[]){2, 1}),
                          dla_tensor_from_host(wh, DLA_F64, "", 3, (int64_t[]){2, 1, 2})};
     dla_tensor *out[3];
-    assert_int_equal(dla_feval(decay_loss, NULL, 3, in, 3, out), DLA_OK);
+    assert_int_equal(dla_feval(decay_loss, (void *)mode, 3, in, 3, out), DLA_OK);
     for (int i = 0; i < 2; i++) {
         double gy0 = 0, ga = 0, loss = 0;
         for (int j = 0; j < 2; j++) {
@@ -186,10 +188,24 @@ static void test_direct_gradients_match_the_closed_form(void **state)
             gy0 += w * e, ga += w * t * y0h[i] * e, loss += w * y0h[i] * e;
         }
         (void)loss;
-        assert_true(tu_close(at(out[1], i), gy0, 1e-7));
-        assert_true(tu_close(at(out[2], i), ga, 1e-7));
+        if (!tu_close(at(out[1], i), gy0, 1e-7) || !tu_close(at(out[2], i), ga, 1e-7))
+            fail_msg("%s, element %d: dy0 %.12g (want %.12g), da %.12g (want %.12g)", mode, i,
+                     at(out[1], i), gy0, at(out[2], i), ga);
     }
     dla_scope_end();
+}
+
+static void test_direct_gradients_match_the_closed_form(void **state)
+{
+    (void)state;
+    decay_gradients("direct");
+}
+
+/* The adjoint system solved backwards gives the same derivatives. */
+static void test_adjoint_gradients_match_the_closed_form(void **state)
+{
+    (void)state;
+    decay_gradients("adjoint");
 }
 
 /* A small tanh network as the dynamics, theta = {W1, b1, W2, b2}. */
@@ -201,9 +217,9 @@ static dla_tensor *network(double t, dla_tensor *y, int ntheta, dla_tensor *cons
 
 static dla_tensor *network_solution(void *ctx, dla_tensor *const *in)
 {
-    (void)ctx;
     static const double tspan[3] = {0, 0.4, 1};
-    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12};
+    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12,
+                         .gradient_mode = ctx};
     return dla_ode45(network, NULL, 3, tspan, in[0], 4, in + 1, &o);
 }
 
@@ -224,6 +240,7 @@ static void test_network_gradients_match_finite_differences(void **state)
     dla_tensor *in[5];
     network_inputs(in);
     gc_check(network_solution, NULL, 5, in, (const int[]){1, 1, 1, 1, 1}, 1e-5);
+    gc_check(network_solution, "adjoint", 5, in, (const int[]){1, 1, 1, 1, 1}, 1e-5);
     dla_scope_end();
 }
 
@@ -246,6 +263,66 @@ static dla_status second_derivative(void *ctx, int nin, dla_tensor *const *in, i
     return dla_gradient(dla_sum(g, 0, NULL), 1, &a, out + 1);
 }
 
+/* y' = b, a constant slope that does not read y. */
+static dla_tensor *constant_slope(double t, dla_tensor *y, int n, dla_tensor *const *theta,
+                                  void *ctx)
+{
+    (void)t, (void)n, (void)ctx;
+    int64_t dims[DLA_MAX_DIMS];
+    const int nd = dla_tensor_dims(y, dims);
+    return dla_mul(theta[0], dla_ones(dla_tensor_dtype(y), "", nd, dims));
+}
+
+static dla_status drift_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *b = in[1];
+    dla_tensor *y = dla_ode45(constant_slope, NULL, 2, (const double[]){0, 2.5}, in[0], 1, &b,
+                              &(dla_ode_options){.gradient_mode = "adjoint"});
+    out[0] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[0], 2, in, out + 1);
+}
+
+/* A slope that does not read y: its adjoint sweep finds no path to y,
+ * and the derivatives are still right (dL/dy0 = 1, dL/db = T). */
+static void test_adjoint_of_a_slope_that_ignores_y(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[2] = {dla_full(1, DLA_F64, "", 2, (int64_t[]){3, 1}),
+                         dla_full(0.5, DLA_F64, "", 2, (int64_t[]){1, 1})};
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(drift_loss, NULL, 2, in, 3, out), DLA_OK);
+    assert_true(tu_close(at(out[0], 0), 3 * (1 + 0.5 * 2.5), 1e-9));
+    for (int i = 0; i < 3; i++)
+        assert_true(tu_close(at(out[1], i), 1, 1e-9));
+    assert_true(tu_close(at(out[2], 0), 3 * 2.5, 1e-8));
+    dla_scope_end();
+}
+
+static dla_status adjoint_twice(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *a = in[1];
+    dla_tensor *y = dla_ode45(scaled, NULL, 2, (const double[]){0, 1}, in[0], 1, &a,
+                              &(dla_ode_options){.gradient_mode = "adjoint"});
+    dla_gradient_options higher = {.enable_higher_derivatives = 1};
+    return dla_gradient_opts(dla_sum(y, 0, NULL), 1, &a, out, &higher);
+}
+
+static void test_adjoint_refuses_higher_derivatives(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[2] = {dla_full(2, DLA_F64, "", 2, (int64_t[]){1, 1}),
+                         dla_full(-0.4, DLA_F64, "", 2, (int64_t[]){1, 1})};
+    dla_tensor *out[1];
+    assert_int_equal(dla_feval(adjoint_twice, NULL, 2, in, 1, out), DLA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(dla_last_error(), "first derivatives only"));
+    dla_scope_end();
+}
+
 static void test_second_derivatives_through_the_stages(void **state)
 {
     (void)state;
@@ -265,9 +342,10 @@ static void test_second_derivatives_through_the_stages(void **state)
 static dla_status network_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
                                dla_tensor **out)
 {
-    (void)ctx, (void)nin, (void)nout;
+    (void)nin, (void)nout;
     static const double tspan[3] = {0, 0.5, 1};
-    dla_tensor *y = dla_ode45(network, NULL, 3, tspan, in[0], 4, in + 1, NULL);
+    dla_tensor *y = dla_ode45(network, NULL, 3, tspan, in[0], 4, in + 1,
+                              &(dla_ode_options){.gradient_mode = ctx});
     out[0] = dla_mean(dla_square(y), 0, NULL);
     return dla_gradient(out[0], 4, in + 1, out + 1);
 }
@@ -275,9 +353,8 @@ static dla_status network_loss(void *ctx, int nin, dla_tensor *const *in, int no
 /* The trace holds the steps its recording chose (it is data-dependent:
  * the error norms were read on the host); replayed on the same values it
  * gives eager's bits. */
-static void test_a_replay_on_the_same_values_gives_eager_bits(void **state)
+static void replay_gives_eager_bits(const char *mode)
 {
-    (void)state;
     dla_scope_begin();
     dla_tensor *in[5];
     network_inputs(in);
@@ -285,8 +362,8 @@ static void test_a_replay_on_the_same_values_gives_eager_bits(void **state)
     assert_non_null(af);
     for (int call = 0; call < 2; call++) {
         dla_tensor *acc[5], *eager[5];
-        assert_int_equal(dla_accel_feval(af, NULL, 5, in, 5, acc), DLA_OK);
-        assert_int_equal(dla_feval(network_loss, NULL, 5, in, 5, eager), DLA_OK);
+        assert_int_equal(dla_accel_feval(af, (void *)mode, 5, in, 5, acc), DLA_OK);
+        assert_int_equal(dla_feval(network_loss, (void *)mode, 5, in, 5, eager), DLA_OK);
         for (int i = 0; i < 5; i++)
             for (int64_t e = 0; e < dla_tensor_numel(eager[i]); e++)
                 if (memcmp(&(double){at(acc[i], e)}, &(double){at(eager[i], e)}, sizeof(double)))
@@ -304,8 +381,25 @@ static void test_a_replay_on_the_same_values_gives_eager_bits(void **state)
         flagged |= strncmp(line, "data-dependent", 14) == 0;
     fclose(f);
     assert_true(flagged);
+    if (mode) {
+        /* The adjoint op's function is C code: no file can hold it. */
+        char path[] = "/tmp/dla-ode45-XXXXXX";
+        const int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(dla_trace_save(dla_accel_trace(af, 0), path), DLA_ERR_UNSUPPORTED);
+        assert_non_null(strstr(dla_last_error(), "cannot be saved"));
+        unlink(path);
+    }
     dla_accel_free(af);
     dla_scope_end();
+}
+
+static void test_a_replay_on_the_same_values_gives_eager_bits(void **state)
+{
+    (void)state;
+    replay_gives_eager_bits(NULL);
+    replay_gives_eager_bits("adjoint");
 }
 
 /* --------------------------------------------------------------- errors */
@@ -382,9 +476,19 @@ static void test_the_errors_say_what_is_wrong(void **state)
     expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
                            &(dla_ode_options){.max_step = INFINITY}),
                  DLA_ERR_INVALID_ARGUMENT, "option max_step is inf");
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+    dla_tensor *many[8] = {a, a, a, a, a, a, a, a};
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 8, many,
                            &(dla_ode_options){.gradient_mode = "adjoint"}),
-                 DLA_ERR_UNSUPPORTED, "\"adjoint\" is not implemented");
+                 DLA_ERR_INVALID_ARGUMENT, "takes at most 7");
+    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, (dla_tensor *[]){dla_cast(a, DLA_F32)},
+                           &(dla_ode_options){.gradient_mode = "adjoint"}),
+                 DLA_ERR_DTYPE, "in one dtype");
+    double times[300];
+    for (int i = 0; i < 300; i++)
+        times[i] = i;
+    expect_error(dla_ode45(scaled, NULL, 300, times, y0, 1, &a,
+                           &(dla_ode_options){.gradient_mode = "adjoint"}),
+                 DLA_ERR_INVALID_ARGUMENT, "takes at most 256");
     expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
                            &(dla_ode_options){.gradient_mode = "backwards"}),
                  DLA_ERR_INVALID_ARGUMENT, "gradient_mode \"backwards\"");
@@ -422,6 +526,9 @@ int main(void)
         TU_TEST(test_rotation_keeps_the_format_and_adds_t),
         TU_TEST(test_it_integrates_backwards_in_time),
         TU_TEST(test_direct_gradients_match_the_closed_form),
+        TU_TEST(test_adjoint_gradients_match_the_closed_form),
+        TU_TEST(test_adjoint_refuses_higher_derivatives),
+        TU_TEST(test_adjoint_of_a_slope_that_ignores_y),
         TU_TEST(test_network_gradients_match_finite_differences),
         TU_TEST(test_second_derivatives_through_the_stages),
         TU_TEST(test_a_replay_on_the_same_values_gives_eager_bits),

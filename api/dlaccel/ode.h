@@ -47,8 +47,9 @@ typedef struct dla_ode_options {
     double absolute_tolerance; /* AbsoluteTolerance: 1e-6 (0: the default) */
     double initial_step;       /* InitialStep: 0 picks it from the slope at tspan[0] */
     double max_step;           /* MaxStep: 0 is a tenth of the whole interval */
-    /* GradientMode: NULL or "direct", backpropagation through the solver's
-     * operations (the only mode; "adjoint" is DLA_ERR_UNSUPPORTED). */
+    /* GradientMode: NULL or "direct" (backpropagation through the
+     * solver's operations) or "adjoint" (the adjoint system solved
+     * backwards); see dla_ode45. */
     const char *gradient_mode;
     int64_t max_steps; /* attempts before giving up; 0: no limit (MATLAB has none) */
     dla_ode_stats *stats; /* filled when non-NULL */
@@ -70,15 +71,31 @@ typedef struct dla_ode_options {
  * continuous extension, as ode45 interpolates: many requested times
  * cost no extra steps.
  *
- * Gradients ("direct"): inside dla_feval every operation of the accepted
- * and rejected steps is recorded, so dla_gradient reaches y0, theta and
- * whatever fn reads through them; memory grows with the steps taken. The
- * step sizes are constants to the gradient, as MATLAB's are. Higher
- * derivatives work as for any recorded ops.
+ * Gradients, "direct" (the default): inside dla_feval every operation of
+ * the accepted and rejected steps is recorded, so dla_gradient reaches y0,
+ * theta and whatever fn reads through them; memory grows with the steps
+ * taken. The step sizes are constants to the gradient, as MATLAB's are.
+ * Higher derivatives work as for any recorded ops.
+ *
+ * Gradients, "adjoint": the solve is one node of the tape, and the
+ * gradient solves y' = f, a' = -a^T df/dy, g' = -a^T df/dtheta backwards
+ * from each requested time to the one before, with the same tolerances,
+ * restarting y from the forward solution at each; a^T df/d(.) is a
+ * backward sweep of fn in a dla_feval of its own. Memory stays that of
+ * one step; the derivatives agree with "direct" to about the tolerances.
+ * Gradients reach y0 and theta only (not tensors fn reads through ctx),
+ * every theta[j] must have y0's dtype, ntheta <= 7, nt <= 256, and they
+ * cannot be differentiated again (DLA_ERR_UNSUPPORTED from a recorded
+ * sweep). fn is called again by the gradient and by every replay of a
+ * dla_accelerate trace (ctx must outlive them), and such a trace cannot
+ * be saved to a file.
  *
  * dla_accelerate: the step sizes come from values read on the host, so a
- * trace of a call holding dla_ode45 is data-dependent (docs/accelerate.md):
- * a replay repeats the recorded steps without the error test.
+ * trace of a call holding a "direct" dla_ode45 is data-dependent
+ * (docs/accelerate.md): a replay repeats the recorded steps without the
+ * error test. In "adjoint" mode the forward solve is one op that runs
+ * again, choosing its steps, on every replay; the adjoint solve of the
+ * gradient is replayed with its recorded steps.
  *
  * Errors come back as an error tensor naming dla_ode45 and the argument:
  * a bad tspan, option or y0 (DLA_ERR_INVALID_ARGUMENT, DLA_ERR_FORMAT,
