@@ -1,7 +1,8 @@
 /*
- * ops_loss.c - crossentropy, binary cross-entropy, l1loss, l2loss and mse.
+ * ops_loss.c - crossentropy, binary cross-entropy, l1loss, l2loss, mse and
+ * huber.
  *
- * All five are one op with a kind: an elementwise loss e(Y, T), times the
+ * All six are one op with a kind: an elementwise loss e(Y, T), times the
  * weights and the mask, reduced and divided by the normalization factor
  * (loss.h has the formulas). The public functions do the MATLAB part -
  * labelling an unformatted Y by DataFormat, reading targets, weights and
@@ -21,9 +22,10 @@
 #include "core/tensor.h"
 
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
-enum loss_kind { LOSS_EXCLUSIVE, LOSS_INDEPENDENT, LOSS_L1, LOSS_L2, LOSS_MSE };
+enum loss_kind { LOSS_EXCLUSIVE, LOSS_INDEPENDENT, LOSS_L1, LOSS_L2, LOSS_MSE, LOSS_HUBER };
 enum loss_norm { NORM_BATCH, NORM_ALL, NORM_MASK, NORM_NONE };
 
 typedef struct loss_attrs {
@@ -33,6 +35,7 @@ typedef struct loss_attrs {
     int has_w, has_m;
     int bdim;      /* 0-based B dim of Y, -1 when none */
     double n;      /* the divisor for NORM_BATCH, NORM_ALL, NORM_NONE */
+    double delta;  /* huber's transition point; 0 for the other kinds */
 } loss_attrs;
 
 static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
@@ -67,8 +70,28 @@ static dla_tensor *bound_away_from_zero(dla_tensor *x, double tiny)
 
 static dla_tensor *one_minus(dla_tensor *x) { return dla_affine(x, -1.0, 1.0); }
 
+/* Huber's pieces of d = Y - T: inside the transition point (|d| <= delta)
+ * the quadratic d^2 / 2, outside the line delta |d| - delta^2 / 2 that
+ * continues it with the same slope. */
+static dla_tensor *huber_inside(dla_tensor *d, double delta)
+{
+    return dla_le(dla_abs(d), scalar_like(d, delta));
+}
+
+static dla_tensor *huber_e(dla_tensor *d, double delta)
+{
+    return dla_where(huber_inside(d, delta), dla_affine(dla_square(d), 0.5, 0.0),
+                     dla_affine(dla_abs(d), delta, -0.5 * delta * delta));
+}
+
+/* de/dd: d inside, delta sign(d) outside. */
+static dla_tensor *huber_slope(dla_tensor *d, double delta)
+{
+    return dla_where(huber_inside(d, delta), d, dla_affine(dla_sign(d), delta, 0.0));
+}
+
 /* The elementwise loss e(Y, T) and its derivatives. */
-static dla_tensor *elementwise(int kind, dla_tensor *y, dla_tensor *t)
+static dla_tensor *elementwise(int kind, double delta, dla_tensor *y, dla_tensor *t)
 {
     double tiny = tiny_of(y);
     switch (kind) {
@@ -81,12 +104,14 @@ static dla_tensor *elementwise(int kind, dla_tensor *y, dla_tensor *t)
         return dla_abs(dla_sub(y, t));
     case LOSS_L2:
         return dla_square(dla_sub(y, t));
+    case LOSS_HUBER:
+        return huber_e(dla_sub(y, t), delta);
     default:
         return dla_affine(dla_square(dla_sub(y, t)), 0.5, 0.0);
     }
 }
 
-static dla_tensor *d_dy(int kind, dla_tensor *y, dla_tensor *t)
+static dla_tensor *d_dy(int kind, double delta, dla_tensor *y, dla_tensor *t)
 {
     double tiny = tiny_of(y);
     switch (kind) {
@@ -99,12 +124,14 @@ static dla_tensor *d_dy(int kind, dla_tensor *y, dla_tensor *t)
         return dla_sign(dla_sub(y, t));
     case LOSS_L2:
         return dla_affine(dla_sub(y, t), 2.0, 0.0);
+    case LOSS_HUBER:
+        return huber_slope(dla_sub(y, t), delta);
     default:
         return dla_sub(y, t);
     }
 }
 
-static dla_tensor *d_dt(int kind, dla_tensor *y, dla_tensor *t)
+static dla_tensor *d_dt(int kind, double delta, dla_tensor *y, dla_tensor *t)
 {
     double tiny = tiny_of(y);
     switch (kind) {
@@ -117,6 +144,8 @@ static dla_tensor *d_dt(int kind, dla_tensor *y, dla_tensor *t)
         return dla_neg(dla_sign(dla_sub(y, t)));
     case LOSS_L2:
         return dla_affine(dla_sub(y, t), -2.0, 0.0);
+    case LOSS_HUBER:
+        return dla_neg(huber_slope(dla_sub(y, t), delta));
     default:
         return dla_sub(t, y);
     }
@@ -170,7 +199,7 @@ static dla_status loss_forward(const void *attrs, dla_tensor *const *in, int nin
     dla_tensor *w = a->has_w ? in[2] : NULL, *m = a->has_m ? in[2 + a->has_w] : NULL;
     dla__recording_pause();
     dla_scope_begin();
-    dla_tensor *e = elementwise(a->kind, y, t);
+    dla_tensor *e = elementwise(a->kind, a->delta, y, t);
     if (w)
         e = dla_mul(e, w);
     if (m)
@@ -219,11 +248,11 @@ static dla_status loss_backward(const dla__node *node, dla_tensor *const *gout, 
     dla_tensor *cm = m ? dla_mul(coef, m) : coef;
     dla_tensor *cwm = w ? dla_mul(cm, w) : cm;
     if (node->need[0])
-        gin[0] = dla_mul(cwm, d_dy(a->kind, y, t));
+        gin[0] = dla_mul(cwm, d_dy(a->kind, a->delta, y, t));
     if (node->need[1])
-        gin[1] = dla_mul(cwm, d_dt(a->kind, y, t));
+        gin[1] = dla_mul(cwm, d_dt(a->kind, a->delta, y, t));
     if (w && node->need[2])
-        gin[2] = dla__sum_to(dla_mul(cm, elementwise(a->kind, y, t)), w);
+        gin[2] = dla__sum_to(dla_mul(cm, elementwise(a->kind, a->delta, y, t)), w);
     return DLA_OK;
 }
 
@@ -259,7 +288,10 @@ static dla_status loss_infer_as(const char *op, unsigned kinds, const void *attr
     const dla_tensor *y = &t[0];
     loss_attrs want = *a;
     norm_of(&want, y);
-    if (a->kind < 0 || a->kind > LOSS_MSE || !(kinds >> a->kind & 1) || a->norm < 0 ||
+    /* huber's transition point is positive and finite, the others have none. */
+    const int delta_ok = a->kind == LOSS_HUBER ? a->delta > 0 && isfinite(a->delta)
+                                               : a->delta == 0;
+    if (a->kind < 0 || a->kind > LOSS_HUBER || !(kinds >> a->kind & 1) || !delta_ok || a->norm < 0 ||
         a->norm > NORM_NONE || (a->unreduced != 0 && a->unreduced != 1) ||
         (a->norm == NORM_MASK && !a->unreduced && !a->has_m) || a->bdim != want.bdim ||
         !(a->n == want.n)) {
@@ -288,6 +320,7 @@ LOSS_INFER(binary_crossentropy, 1u << LOSS_INDEPENDENT)
 LOSS_INFER(l1loss, 1u << LOSS_L1)
 LOSS_INFER(l2loss, 1u << LOSS_L2)
 LOSS_INFER(mse, 1u << LOSS_MSE)
+LOSS_INFER(huber, 1u << LOSS_HUBER)
 
 static int takes_weights_and_mask_if_given(const void *attrs, int nin)
 {
@@ -319,6 +352,10 @@ static const dla__op mse_op = {.name = "dla_mse", .nin = -1, .nout = 1, .forward
                                .backward = loss_backward, .takes = takes_weights_and_mask_if_given,
                                .infer = mse_infer};
 DLA__OP_REGISTER(mse_op, sizeof(loss_attrs));
+static const dla__op huber_op = {.name = "dla_huber", .nin = -1, .nout = 1,
+                                 .forward = loss_forward, .backward = loss_backward,
+                                 .takes = takes_weights_and_mask_if_given, .infer = huber_infer};
+DLA__OP_REGISTER(huber_op, sizeof(loss_attrs));
 
 /* ---------------------------------------------- lining inputs up with Y */
 
@@ -477,6 +514,7 @@ typedef struct loss_call {
     int kind;
     dla_tensor *y, *t, *w, *m;
     const char *wfmt, *norm, *red, *dfmt, *categories;
+    double delta; /* huber's transition point (checked by dla_huber) */
 } loss_call;
 
 static int str_is(const char *s, const char *v) { return s && strcmp(s, v) == 0; }
@@ -499,6 +537,7 @@ static dla_status parse_options(const loss_call *c, loss_attrs *a)
     } else {
         a->kind = c->kind;
     }
+    a->delta = c->kind == LOSS_HUBER ? c->delta : 0.0;
     if (str_unset(c->norm) || str_is(c->norm, "batch") || str_is(c->norm, "batch-size"))
         a->norm = NORM_BATCH;
     else if (str_is(c->norm, "all-elements"))
@@ -669,7 +708,7 @@ DLA_API dla_tensor *dla_crossentropy(dla_tensor *y, dla_tensor *targets,
     const dla_crossentropy_options *o = opts ? opts : &none;
     loss_call c = {&crossentropy_op, LOSS_EXCLUSIVE, y, targets, o->weights, o->mask,
                    o->weights_format, o->normalization_factor, o->reduction, o->data_format,
-                   o->target_categories};
+                   o->target_categories, 0.0};
     return loss_build(&c);
 }
 
@@ -680,7 +719,7 @@ DLA_API dla_tensor *dla_binary_crossentropy(dla_tensor *y, dla_tensor *targets,
     const dla_crossentropy_options *o = opts ? opts : &none;
     loss_call c = {&binary_crossentropy_op, LOSS_INDEPENDENT, y, targets, o->weights, o->mask,
                    o->weights_format, o->normalization_factor, o->reduction, o->data_format,
-                   NULL};
+                   NULL, 0.0};
     return loss_build(&c);
 }
 
@@ -690,7 +729,7 @@ static dla_tensor *regression(const dla__op *op, int kind, dla_tensor *y, dla_te
     static const dla_regression_loss_options none;
     const dla_regression_loss_options *o = opts ? opts : &none;
     loss_call c = {op, kind, y, targets, o->weights, o->mask, o->weights_format,
-                   o->normalization_factor, o->reduction, o->data_format, NULL};
+                   o->normalization_factor, o->reduction, o->data_format, NULL, 0.0};
     return loss_build(&c);
 }
 
@@ -712,4 +751,17 @@ DLA_API dla_tensor *dla_mse(dla_tensor *y, dla_tensor *targets,
     /* MATLAB's mse has only DataFormat. */
     dla_regression_loss_options o = {.data_format = opts ? opts->data_format : NULL};
     return regression(&mse_op, LOSS_MSE, y, targets, &o);
+}
+
+DLA_API dla_tensor *dla_huber(dla_tensor *y, dla_tensor *targets, const dla_huber_options *opts)
+{
+    static const dla_huber_options none;
+    const dla_huber_options *o = opts ? opts : &none;
+    const double delta = o->transition_point == 0 ? 1.0 : o->transition_point;
+    if (!(delta > 0) || !isfinite(delta))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "dla_huber: option transition_point: %g; it "
+                          "must be positive and finite", delta);
+    loss_call c = {&huber_op, LOSS_HUBER, y, targets, o->weights, o->mask, o->weights_format,
+                   o->normalization_factor, o->reduction, o->data_format, NULL, delta};
+    return loss_build(&c);
 }

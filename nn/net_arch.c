@@ -43,6 +43,17 @@ static json_t *dims_json(int *ok, int ndims, const int64_t *dims)
     return a;
 }
 
+/* A field of several doubles (resize2dLayer's Scale) as a JSON array. */
+static json_t *reals_json(int *ok, int n, const double *v)
+{
+    json_t *a = json_array();
+    if (!a)
+        *ok = 0;
+    for (int i = 0; a && i < n; i++)
+        append(ok, a, json_real(v[i]));
+    return a;
+}
+
 static json_t *layer_json(int *ok, const dla_layer *l)
 {
     json_t *o = json_object();
@@ -59,7 +70,8 @@ static json_t *layer_json(int *ok, const dla_layer *l)
             v = f->count == 1 ? json_integer(*(const int64_t *)at)
                               : dims_json(ok, f->count, (const int64_t *)at);
         else if (f->type == DLA__F_DOUBLE)
-            v = json_real(*(const double *)at);
+            v = f->count == 1 ? json_real(*(const double *)at)
+                              : reals_json(ok, f->count, (const double *)at);
         else
             v = json_string(at);
         set(ok, o, f->key, v);
@@ -179,10 +191,18 @@ static dla_status read_layer(const json_t *o, const char *what, dla_layer **out)
             ok = json_is_array(v) && json_array_size(v) == (size_t)f->count;
         for (int k = 0; ok && f->type == DLA__F_INT && f->count > 1 && k < f->count; k++)
             ok = get_int(json_array_get(v, (size_t)k), (int64_t *)at + k);
-        if (ok && f->type == DLA__F_DOUBLE) {
+        if (ok && f->type == DLA__F_DOUBLE && f->count == 1) {
             ok = json_is_number(v);
             if (ok)
                 *(double *)at = json_number_value(v);
+        }
+        if (ok && f->type == DLA__F_DOUBLE && f->count > 1)
+            ok = json_is_array(v) && json_array_size(v) == (size_t)f->count;
+        for (int k = 0; ok && f->type == DLA__F_DOUBLE && f->count > 1 && k < f->count; k++) {
+            const json_t *e = json_array_get(v, (size_t)k);
+            ok = json_is_number(e);
+            if (ok)
+                ((double *)at)[k] = json_number_value(e);
         }
         if (ok && f->type == DLA__F_STRING) {
             ok = json_is_string(v) && strlen(json_string_value(v)) < DLA__STR;

@@ -83,7 +83,7 @@ typedef struct dla__custom_type dla__custom_type;
  * reads and writes through one table of fields per kind (nn/layer_kinds.c). */
 #define DLA__STR 40 /* the longest: "recurrent-bias-after-multiplication" */
 typedef struct dla__props {
-    int64_t size[3];     /* FilterSize, PoolSize, InputSize [h w c] */
+    int64_t size[3];     /* FilterSize, PoolSize, InputSize [h w c], resize OutputSize */
     int64_t count;       /* NumFilters, OutputSize, NumHiddenUnits, NumInputs, InputSize */
     int64_t channels;    /* NumChannels, InputSize of fc/lstm (0: auto) */
     int64_t stride[2];
@@ -91,7 +91,7 @@ typedef struct dla__props {
     int64_t padding[4];
     int64_t dim;         /* concatenation Dim, MinLength */
     double scale;        /* leakyRelu Scale, dropout Probability, BN Epsilon */
-    double decay[2];     /* BN MeanDecay, VarianceDecay */
+    double decay[2];     /* BN MeanDecay, VarianceDecay; resize2dLayer Scale */
     char mode[DLA__STR];     /* PaddingMode, OutputMode */
     char option[DLA__STR];   /* Normalization, PaddingValue */
     char option2[DLA__STR];  /* NormalizationDimension */
@@ -111,7 +111,7 @@ typedef struct dla__field {
     const char *key;
     dla__field_type type;
     size_t offset; /* in dla__props */
-    int count;     /* array length for ints (1: a number) */
+    int count;     /* array length for ints and doubles (1: a number) */
 } dla__field;
 
 /* ------------------------------------------------------------------ layers */
@@ -271,7 +271,7 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_sigmoid, dla__kind_swish, dla__kind_elu, dla__kind_gelu, dla__kind_layernorm,
     dla__kind_groupnorm, dla__kind_instancenorm, dla__kind_feature_input, dla__kind_tconv1d,
     dla__kind_tconv2d, dla__kind_self_attention, dla__kind_gru, dla__kind_sinusoidal,
-    dla__kind_position_embedding;
+    dla__kind_position_embedding, dla__kind_resize2d;
 
 /* ------------------------------------------------------------ initializers */
 

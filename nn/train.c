@@ -107,6 +107,8 @@ static dla_tensor *builtin_loss(const char *name, dla_tensor *y, dla_tensor *t)
     const dla_regression_loss_options all = {.normalization_factor = "all-elements"};
     if (!strcmp(name, "mse") || !strcmp(name, "mean-squared-error") || !strcmp(name, "l2loss"))
         return dla_l2loss(y, t, &all);
+    if (!strcmp(name, "huber"))
+        return dla_huber(y, t, &(dla_huber_options){.normalization_factor = "all-elements"});
     return dla_l1loss(y, t, &all); /* "l1loss", "mae", "mean-absolute-error" (checked) */
 }
 
@@ -114,7 +116,7 @@ static int builtin_known(const char *name)
 {
     static const char *const names[] = {"crossentropy", "binary-crossentropy", "mse",
                                         "mean-squared-error", "l2loss", "l1loss", "mae",
-                                        "mean-absolute-error", NULL};
+                                        "mean-absolute-error", "huber", NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name))
             return 1;
@@ -981,7 +983,7 @@ static dla_status check_loss(const dla_train_loss *l)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "dla_trainnet: loss \"%s\" is not one of \"crossentropy\", "
                              "\"binary-crossentropy\", \"mse\", \"mean-squared-error\", \"l2loss\", "
-                             "\"l1loss\", \"mae\", \"mean-absolute-error\"", l->name);
+                             "\"l1loss\", \"mae\", \"mean-absolute-error\", \"huber\"", l->name);
     return DLA_OK;
 }
 

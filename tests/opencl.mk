@@ -9,8 +9,8 @@
 # (no ICD installed) the scripts skip and say why.
 EXTRA_DIST += tests/conformance.sh tests/opencl_env.sh tests/tensor_on_opencl.sh \
 	tests/autodiff_on_opencl.sh tests/higher_on_opencl.sh tests/derivatives_on_opencl.sh \
-	tests/attention_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh \
-	tests/test_opencl.c tests/test_opencl_plan.c
+	tests/attention_on_opencl.sh tests/resize_on_opencl.sh tests/opencl_examples.sh \
+	tests/opencl_without_platform.sh tests/test_opencl.c tests/test_opencl_plan.c
 
 # The conformance suite of every plugin in the build tree (cpu, testmem,
 # opencl when built) through `dlaccel check-plugin --tap`.
@@ -29,7 +29,7 @@ tests_test_opencl_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_opencl_plan_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/opencl_test.sh tests/opencl_plan_test.sh tests/tensor_on_opencl.sh tests/autodiff_on_opencl.sh \
 	tests/higher_on_opencl.sh tests/derivatives_on_opencl.sh tests/attention_on_opencl.sh \
-	tests/opencl_examples.sh tests/opencl_without_platform.sh
+	tests/resize_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh
 EXTRA_DIST += tests/opencl_test.sh tests/opencl_plan_test.sh
 TESTS += tests/ode45_on_opencl.sh
 endif

@@ -76,6 +76,16 @@ tests_test_attention_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_attention tests/attention_on_testmem.sh
 EXTRA_DIST += tests/attention_on_testmem.sh
 
+# dla_resize: hand-worked values of every method, transform and rounding
+# mode, gradients, replays, errors (also on testmem, and on opencl in
+# opencl.mk).
+check_PROGRAMS += tests/test_resize
+tests_test_resize_SOURCES = tests/test_resize.c tests/testutil.h tests/gradcheck.h
+tests_test_resize_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_resize_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_resize tests/resize_on_testmem.sh
+EXTRA_DIST += tests/resize_on_testmem.sh
+
 # dla_accelerate: the trace cache, replay, RNG slots, checks (testmem loaded
 # as a second device by the test itself).
 check_PROGRAMS += tests/test_accel

@@ -1,6 +1,7 @@
 /*
  * test_loss.c - the losses (crossentropy, binary cross-entropy, l1loss,
- * l2loss, mse), one-hot encoding and decoding, comparisons and where.
+ * l2loss, mse, huber), one-hot encoding and decoding, comparisons and
+ * where.
  *
  * Forward values are checked against hand-computed cases and against a
  * naive loop over every element that expands weights and mask itself, for
@@ -127,6 +128,60 @@ static void test_regression_losses_by_hand(void **state)
     dla_scope_end();
 }
 
+/* huber with d = Y - T = 0.5 2 2 -2: the first inside the transition point
+ * 1 (0.5^2 / 2 = 0.125), the others outside (2 - 1/2 = 1.5). */
+static dla_status huber_grad(void *ctx, int nin, dla_tensor *const *in, int nout,
+                             dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    return dla_gradient(dla_huber(in[0], in[1], NULL), 1, in, out);
+}
+
+static void test_huber_by_hand(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double y[4] = {0.5, 2, 3, 4}, t[4] = {0, 0, 1, 6};
+    dla_tensor *ty = from(y, "CB", DLA_DIMS(2, 2)), *tt = from(t, "CB", DLA_DIMS(2, 2));
+    /* batch-size (default): 4.625 / 2 observations */
+    assert_true(tu_close(dla_tensor_item(dla_huber(ty, tt, NULL), 0), 4.625 / 2, 1e-15));
+    dla_tensor *l = dla_huber(ty, tt, &(dla_huber_options){.normalization_factor = "all-elements"});
+    assert_true(tu_close(dla_tensor_item(l, 0), 4.625 / 4, 1e-15));
+    l = dla_huber(ty, tt, &(dla_huber_options){.normalization_factor = "none"});
+    assert_true(tu_close(dla_tensor_item(l, 0), 4.625, 1e-15));
+    /* mask-included: observation 1 keeps 1 of its 2 elements (0.125 / 1),
+     * observation 2 both (3 / 2). */
+    dla_tensor *m = from((const double[]){1, 0, 1, 1}, "CB", DLA_DIMS(2, 2));
+    l = dla_huber(ty, tt, &(dla_huber_options){.mask = m, .normalization_factor = "mask-included"});
+    assert_true(tu_close(dla_tensor_item(l, 0), 0.125 + 1.5, 1e-15));
+    /* A transition point of 2.5 puts all four inside: (0.25 + 4 + 4 + 4) / 2 / 2. */
+    l = dla_huber(ty, tt, &(dla_huber_options){.transition_point = 2.5});
+    assert_true(tu_close(dla_tensor_item(l, 0), 12.25 / 4, 1e-15));
+    /* 0.25 puts 0.5 outside too: 0.25 * 0.5 - 0.25^2 / 2 = 0.09375; the
+     * others 0.25 * 2 - 0.03125 = 0.46875; unreduced. */
+    l = dla_huber(ty, tt, &(dla_huber_options){.transition_point = 0.25, .reduction = "none"});
+    assert_string_equal(dla_tensor_format(l), "CB");
+    double *e = fetch(l);
+    const double want[4] = {0.09375, 0.46875, 0.46875, 0.46875};
+    for (int i = 0; i < 4; i++)
+        assert_true(tu_close(e[i], want[i], 1e-15));
+    free(e);
+    /* The gradient is d inside and delta * sign(d) outside, over 2 observations. */
+    dla_tensor *g;
+    assert_int_equal(dla_feval(huber_grad, NULL, 2, (dla_tensor *[]){ty, tt}, 1, &g), DLA_OK);
+    double *hg = fetch(g);
+    const double want_g[4] = {0.25, 0.5, 0.5, -0.5};
+    for (int i = 0; i < 4; i++)
+        assert_true(tu_close(hg[i], want_g[i], 1e-15));
+    free(hg);
+    assert_error_says(dla_huber(ty, tt, &(dla_huber_options){.transition_point = -1}),
+                      DLA_ERR_INVALID_ARGUMENT,
+                      "dla_huber: option transition_point: -1; it must be positive and finite");
+    assert_error_says(dla_huber(ty, tt, &(dla_huber_options){.transition_point = NAN}),
+                      DLA_ERR_INVALID_ARGUMENT, "transition_point: nan");
+    dla_scope_end();
+}
+
 static void test_a_zero_probability_gives_a_large_finite_loss_and_nan_stays_nan(void **state)
 {
     (void)state;
@@ -190,7 +245,10 @@ static void test_an_observation_the_mask_leaves_empty_has_zero_gradients_at_any_
 
 /* ------------------------------------------- every option, naive loops */
 
-enum { K_EXCL, K_INDEP, K_L1, K_L2, K_MSE };
+enum { K_EXCL, K_INDEP, K_L1, K_L2, K_MSE, K_HUBER };
+/* Below most |Y - T| of the cases (in [0, 0.95]), so that both pieces of
+ * huber are taken. */
+#define HUBER_DELTA 0.3
 enum { W_NONE, W_CLASS, W_OBS, W_FULL, W_FMT_STRING, W_COUNT };
 enum { M_NONE, M_FULL_LOGICAL, M_PER_STEP, M_COUNT };
 static const char *const norms[] = {"batch", "all-elements", "mask-included", "none"};
@@ -224,6 +282,9 @@ static double elem(int kind, double y, double t)
     case K_INDEP: return -(t * log(y) + (1 - t) * log(1 - y));
     case K_L1: return fabs(y - t);
     case K_L2: return (y - t) * (y - t);
+    case K_HUBER:
+        return fabs(y - t) <= HUBER_DELTA ? (y - t) * (y - t) / 2
+                                          : HUBER_DELTA * fabs(y - t) - HUBER_DELTA * HUBER_DELTA / 2;
     default: return (y - t) * (y - t) / 2;
     }
 }
@@ -392,6 +453,15 @@ static dla_tensor *run_case(const lcase *c, dla_tensor *y, dla_tensor *t, dla_te
         .normalization_factor = c->norm == 0 ? "batch-size" : norms[c->norm],
         .reduction = red,
     };
+    if (c->kind == K_HUBER)
+        return dla_huber(y, t, &(dla_huber_options){
+                                   .transition_point = HUBER_DELTA,
+                                   .weights = o.weights,
+                                   .weights_format = o.weights_format,
+                                   .mask = o.mask,
+                                   .normalization_factor = o.normalization_factor,
+                                   .reduction = o.reduction,
+                               });
     switch (c->kind) {
     case K_L1: return dla_l1loss(y, t, &o);
     case K_L2: return dla_l2loss(y, t, &o);
@@ -403,7 +473,7 @@ static dla_tensor *run_case(const lcase *c, dla_tensor *y, dla_tensor *t, dla_te
 static void for_each_case(void (*fn)(lcase *c))
 {
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-        for (int kind = K_EXCL; kind <= K_MSE; kind++)
+        for (int kind = K_EXCL; kind <= K_HUBER; kind++)
             for (int wm = 0; wm < W_COUNT; wm++)
                 for (int mm = 0; mm < M_COUNT; mm++)
                     for (int norm = 0; norm < 4; norm++)
@@ -889,6 +959,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_crossentropy_of_a_small_batch_by_hand),
         TU_TEST(test_regression_losses_by_hand),
+        TU_TEST(test_huber_by_hand),
         TU_TEST(test_a_zero_probability_gives_a_large_finite_loss_and_nan_stays_nan),
         TU_TEST(test_an_observation_the_mask_leaves_empty_has_zero_gradients_at_any_scale),
         TU_TEST(test_every_loss_option_matches_a_naive_loop),

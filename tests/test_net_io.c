@@ -256,6 +256,27 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Resizing by a scale and to a size (one of them NaN). */
+    dla_layer *rs[] = {
+        dla_image_input_layer(5, 4, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_resize2d_layer(&(dla_resize2d_layer_options){
+            .scale = {1.5, 2}, .method = "bilinear", .geometric_transform_mode = "asymmetric"}),
+        dla_resize2d_layer(&(dla_resize2d_layer_options){
+            .output_size = {NAN, 5}, .nearest_rounding_mode = "onnx-10", .name = "down"})};
+    net = dla_net_create(3, rs);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("resize.safetensors")), DLA_OK);
+    if (dla_net_load(path("resize.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "bilinear resize with scale [1.5 2]"));
+    assert_non_null(strstr(b, "nearest resize to output size [NaN 5]"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(5, 4, 2, 2));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* Self-attention with its options. */
     dla_layer *sa[] = {dla_sequence_input_layer(3, NULL),
                        dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){

@@ -807,6 +807,62 @@ static void position_layers_give_each_step_its_own_channels(void **state)
     dla_scope_end();
 }
 
+/* resize2dLayer is dla_resize with the layer's options: by a scale (one
+ * for both dims) or to an output size, nearest or bilinear; the summary
+ * says which; bad options and inputs are refused naming the layer. */
+static void resize2d_layer_is_dla_resize(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 4, 2, 2), 0.3, -1);
+    dla_net *net = one(dla_resize2d_layer(&(dla_resize2d_layer_options){.scale = {2}}), x);
+    dla_tensor *y = predict1(net, x);
+    assert_same(y, dla_resize(x, &(dla_resize_options){.scale = {2, 2}}));
+    assert_same(forward1(net, x), y);
+    assert_int_equal(dla_tensor_dim(y, 1), 6);
+    assert_int_equal(dla_tensor_dim(y, 2), 8);
+    assert_string_equal(dla_tensor_format(y), "SSCB");
+    char summary[4096];
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "nearest resize with scale [2 2]"));
+    dla_net_free(net);
+    const dla_resize_options want = {.output_size = {5, 7}, .method = "linear",
+                                     .geometric_transform_mode = "asymmetric"};
+    net = one(dla_resize2d_layer(&(dla_resize2d_layer_options){
+        .output_size = {5, 7}, .method = "bilinear", .geometric_transform_mode = "asymmetric",
+        .name = "r"}), x);
+    y = predict1(net, x);
+    assert_same(y, dla_resize(x, &want));
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "bilinear resize to output size [5 7]"));
+    dla_net_free(net);
+    /* NaN keeps the aspect ratio: 3 -> 6 doubles the 4 columns. */
+    net = one(dla_resize2d_layer(&(dla_resize2d_layer_options){.output_size = {6, NAN}}), x);
+    y = predict1(net, x);
+    assert_int_equal(dla_tensor_dim(y, 2), 8);
+    dla_net_free(net);
+    /* Refused options and inputs name the layer. */
+    dla_layer *bad = dla_resize2d_layer(&(dla_resize2d_layer_options){
+        .scale = {2}, .output_size = {4, 4}, .name = "up"});
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "resize2d 'up': give exactly one of Scale and "
+                                             "OutputSize (both given)"));
+    bad = dla_resize2d_layer(&(dla_resize2d_layer_options){.scale = {2}, .method = "linear"});
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "Method \"linear\"; use \"nearest\" or "
+                                             "\"bilinear\""));
+    bad = dla_resize2d_layer(&(dla_resize2d_layer_options){.output_size = {4, 2.5}});
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "OutputSize entries must be whole numbers"));
+    dla_layer *l = dla_resize2d_layer(&(dla_resize2d_layer_options){.scale = {2}});
+    net = dla_net_create(1, &l);
+    dla_tensor *seq = dla_zeros(DLA_F64, "CBT", DLA_DIMS(3, 2, 5));
+    assert_int_equal(dla_net_init(net, 1, &seq), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "resize2dLayer needs two \"S\" dims"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -815,6 +871,7 @@ int main(void)
         TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(transposed_conv_layers_match_dla_transpconv),
+        TU_TEST(resize2d_layer_is_dla_resize),
         TU_TEST(self_attention_is_projections_around_dla_attention),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),

@@ -1934,7 +1934,8 @@ static void a_non_finite_loss_or_gradient_stops_training_with_an_error(void **st
 
 /* The named losses are normalized as MATLAB's trainnet normalizes them:
  * "mse" of 3 responses is the mean over all 24 squared errors (the RMSE
- * metric squared), not 3 times it as the batch size alone made it. */
+ * metric squared), not 3 times it as the batch size alone made it; so is
+ * "huber". */
 static void named_losses_are_normalized_as_matlabs_trainnet(void **state)
 {
     (void)state;
@@ -1959,6 +1960,20 @@ static void named_losses_are_normalized_as_matlabs_trainnet(void **state)
     const double loss = info->training_loss[0], rmse = info->training_rmse[0];
     if (!(fabs(loss - rmse * rmse) <= 1e-5 * loss))
         fail_msg("mse %g, the RMSE metric squared %g", loss, rmse * rmse);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    /* "huber" is the mean of the elements' Huber losses (transition point
+     * 1): the first iteration's loss is that of the untrained network. */
+    dla_tensor *y;
+    if (dla_net_init(net, 1, &X) != DLA_OK || dla_net_predict(net, 1, &X, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    const double want = dla_tensor_item(
+        dla_huber(y, T, &(dla_huber_options){.normalization_factor = "all-elements"}), 0);
+    if (dla_trainnet(&(dla_train_data){.predictors = X, .targets = T}, net,
+                     &(dla_train_loss){.name = "huber"}, &o, &trained, &info) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    if (!(fabs(info->training_loss[0] - want) <= 1e-5 * want))
+        fail_msg("huber %g, want %g", info->training_loss[0], want);
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);

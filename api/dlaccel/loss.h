@@ -1,8 +1,8 @@
 /*
  * dlaccel/loss.h - included by dlaccel.h; do not include it directly.
  *
- * Losses (crossentropy, binary cross-entropy, mse, l1loss, l2loss), one-hot
- * encoding and decoding, concatenation, padding, indexing, and the
+ * Losses (crossentropy, binary cross-entropy, mse, l1loss, l2loss, huber),
+ * one-hot encoding and decoding, concatenation, padding, indexing, and the
  * comparisons and where that masks and accuracies are made of.
  *
  *     // MATLAB: loss = crossentropy(Y, T, classWeights, WeightsFormat="C");
@@ -140,6 +140,33 @@ DLA_API dla_tensor *dla_l2loss(dla_tensor *y, dla_tensor *targets,
  * mse has no weights, mask or normalization options); opts may be NULL. */
 DLA_API dla_tensor *dla_mse(dla_tensor *y, dla_tensor *targets,
                             const dla_regression_loss_options *opts);
+
+/* Options of dla_huber: the regression losses' options and the transition
+ * point. */
+typedef struct dla_huber_options {
+    /* MATLAB's TransitionPoint, delta: where the loss turns from quadratic
+     * to linear; 0: 1 (MATLAB's default). Positive and finite. */
+    double transition_point;
+    dla_tensor *weights;              /* NULL: none. Borrowed. */
+    const char *weights_format;       /* labels of unformatted weights */
+    dla_tensor *mask;                 /* NULL: none. Borrowed. */
+    const char *normalization_factor; /* "batch-size" (default), ... */
+    const char *reduction;            /* "sum" (default) or "none" */
+    const char *data_format;          /* labels of an unformatted Y */
+} dla_huber_options;
+
+/* MATLAB huber, the Huber loss (smooth L1 loss when delta is 1): with
+ * d = Y - T,
+ *     e = d.^2 / 2                   where |d| <= delta
+ *     e = delta * |d| - delta^2 / 2  elsewhere
+ * so the loss is quadratic near the target and grows only linearly with
+ * outliers, with a continuous slope (d inside, delta * sign(d) outside).
+ * Weights, mask, normalization and reduction as the other losses here
+ * (the default "batch-size": the summed loss of an observation, averaged
+ * over observations). opts may be NULL. Errors as above, and
+ * DLA_ERR_INVALID_ARGUMENT for a transition point that is negative, NaN
+ * or infinite. */
+DLA_API dla_tensor *dla_huber(dla_tensor *y, dla_tensor *targets, const dla_huber_options *opts);
 
 /* ----------------------------------------------------------------- one-hot */
 

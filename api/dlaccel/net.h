@@ -456,6 +456,28 @@ typedef struct dla_position_embedding_layer_options {
 DLA_API dla_layer *dla_position_embedding_layer(int64_t output_size, int64_t max_position,
                                                 const dla_position_embedding_layer_options *opts);
 
+/* MATLAB resize2dLayer("Scale", s | "OutputSize", [h w], "Method", ...,
+ * "GeometricTransformMode", ..., "NearestRoundingMode", ...): resizes the
+ * two "S" dims of image data ("SSCB") with dla_resize (nnops.h has the
+ * coordinate maps and rounding); no learnables. Give exactly one of scale
+ * and output_size. The layer's Scale and OutputSize are saved and loaded
+ * with the network. Not supported: EnableReferenceInput (resizing to a
+ * second input's size). Errors: an error layer (DLA_ERR_INVALID_ARGUMENT)
+ * for options out of range; DLA_ERR_FORMAT at initialization for an
+ * input without exactly two "S" dims. */
+typedef struct dla_resize2d_layer_options {
+    const char *name;
+    /* [height width] factors; scale[1] 0: scale[0] for both. */
+    double scale[2];
+    /* [height width] whole sizes; NAN in one of them keeps the aspect
+     * ratio (see dla_resize). */
+    double output_size[2];
+    const char *method;                   /* NULL: "nearest", or "bilinear" */
+    const char *geometric_transform_mode; /* NULL: "half-pixel", or "asymmetric" */
+    const char *nearest_rounding_mode;    /* NULL: "round", "floor" or "onnx-10" */
+} dla_resize2d_layer_options;
+DLA_API dla_layer *dla_resize2d_layer(const dla_resize2d_layer_options *opts);
+
 /* Frees a layer never given to a network; NULL does nothing. A network's
  * layer, or one freed already, is left alone and the misuse logged
  * (docs/checks.md). */

@@ -2,10 +2,11 @@
  * dlaccel/nnops.h - included by dlaccel.h; do not include it directly.
  *
  * The neural-network functions of MATLAB's dlarray: activations,
- * normalization, pooling, dropout and fullyconnect. Each is differentiable
- * inside dla_feval, takes single or double data, and finds the channel,
- * batch, time and spatial dims of x by its format labels, as MATLAB does
- * (an unformatted x is an error where the op needs a label).
+ * attention, resizing, normalization, pooling, dropout and fullyconnect.
+ * Each is differentiable inside dla_feval, takes single or double data,
+ * and finds the channel, batch, time and spatial dims of x by its format
+ * labels, as MATLAB does (an unformatted x is an error where the op needs
+ * a label).
  *
  *     dla_tensor *y = dla_conv(x, w, b, NULL);                   // "SSCB"
  *     dla_tensor *m, *v;
@@ -99,6 +100,52 @@ typedef struct dla_attention_options {
 DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
                                   int64_t num_heads, const dla_attention_options *opts,
                                   dla_tensor **weights);
+
+/* ------------------------------------------------------------------ resize */
+
+/* Options of dla_resize. Give exactly one of scale and output_size; the
+ * strings are NULL (or "") for MATLAB's defaults. */
+typedef struct dla_resize_options {
+    /* MATLAB's Scale: one factor per "S" dim of x, in their order, or
+     * scale[0] alone for all of them (entries after the last nonzero one
+     * are not given). Each output size is floor(in * scale), at least 1. */
+    double scale[DLA_MAX_DIMS];
+    /* MATLAB's OutputSize: one whole size per "S" dim. NAN in some of
+     * them (not all) keeps the aspect ratio of the first given one:
+     * ceil(in * given/given_in), as imresize does. */
+    double output_size[DLA_MAX_DIMS];
+    /* "nearest" (default) or "linear" (separable: bilinear over two S
+     * dims, trilinear over three). */
+    const char *method;
+    /* How output position i (0-based) maps to an input coordinate along
+     * a dim resized by s (the scale given, or out/in with output_size):
+     * "half-pixel" (default): (i + 0.5) / s - 0.5; "asymmetric": i / s. */
+    const char *geometric_transform_mode;
+    /* "nearest" only, how that coordinate becomes a position: "round"
+     * (default; halves away from zero, as MATLAB's round), "floor", or
+     * "onnx-10" (ONNX opset 10's Resize: floor when the dim grows or
+     * keeps its size, ceil when it shrinks). */
+    const char *nearest_rounding_mode;
+} dla_resize_options;
+
+/* MATLAB dlresize(X, Scale=.. | OutputSize=.., Method=..,
+ * GeometricTransformMode=.., NearestRoundingMode=..): resizes the
+ * spatial ("S") dims of x - any number of them - and keeps every other
+ * dim, the format and the dtype. Positions are always kept inside the
+ * input: "nearest" clamps the rounded position to 0..in-1, "linear"
+ * clamps the coordinate to [0, in-1] and mixes the two elements around
+ * it, (1 - f) x[floor] + f x[floor + 1], f the fraction (the edges repeat
+ * the outermost element). A dim whose positions are its own is left as
+ * it is. Made of differentiable ops (gathers, products, sums):
+ * gradients and higher derivatives with respect to x, replays, every
+ * device. Errors: DLA_ERR_FORMAT (x unformatted or without "S" dims),
+ * DLA_ERR_INVALID_ARGUMENT (neither or both of scale and output_size, a
+ * count other than 1 or the number of S dims (output_size: exactly that
+ * number), a scale that is not positive and finite or makes a dim of no
+ * elements, a size that is not a whole positive number, an unknown
+ * string), DLA_ERR_SHAPE (an empty S dim). Messages name dla_resize, the
+ * option and x's dims. opts may be NULL only to get that error. */
+DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts);
 
 /* ---------------------------------------------------------- normalization */
 

@@ -275,7 +275,8 @@ typedef struct dla_train_data {
  * and accel.
  *   name: "crossentropy", "binary-crossentropy", "mse" (also
  *         "mean-squared-error" and "l2loss": dla_l2loss), "l1loss" (also
- *         "mae", "mean-absolute-error": dla_l1loss), normalized as MATLAB's
+ *         "mae", "mean-absolute-error": dla_l1loss), "huber" (dla_huber,
+ *         transition point 1), normalized as MATLAB's
  *         trainnet does: "crossentropy" by the number of the output's
  *         non-channel elements (the batch size for N x C outputs, N x T
  *         for sequences), the others by the output's number of elements

@@ -1,0 +1,264 @@
+/*
+ * resize.c - dla_resize, MATLAB's dlresize: resizes the spatial ("S") dims
+ * of a formatted tensor by nearest-neighbour or linear interpolation.
+ *
+ * Resizing is separable, so each S dim is done on its own, one after the
+ * other: the output positions along that dim are mapped back to input
+ * coordinates on the host (the sizes are known here, the values are not
+ * needed), and the data moves with dla_index gathers - one for "nearest",
+ * two weighted and added for "linear". Built from differentiable ops, its
+ * gradients, higher derivatives and replays are theirs, and it runs on
+ * every device that gathers. The index and weight tensors are made on the
+ * host each call; a trace keeps them as constants (x's sizes are in its
+ * key, and nothing else decides them).
+ */
+#include "core/error.h"
+#include "core/tensor.h"
+
+#include <dlaccel/nnops.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char op[] = "dla_resize";
+
+/* Far beyond any image, and every position fits an int32 index. */
+#define MAX_OUT ((int64_t)1 << 30)
+
+/* How many leading entries of v[DLA_MAX_DIMS] are given: up to the last
+ * nonzero one (NaN counts as given). */
+static int given(const double *v)
+{
+    int n = 0;
+    for (int i = 0; i < DLA_MAX_DIMS; i++)
+        if (v[i] != 0)
+            n = i + 1;
+    return n;
+}
+
+/* MATLAB's round: halves away from zero. */
+static double round_half_away(double v) { return v < 0 ? -floor(-v + 0.5) : floor(v + 0.5); }
+
+enum method { NEAREST, LINEAR };
+enum transform { HALF_PIXEL, ASYMMETRIC };
+enum rounding { ROUND, FLOOR, ONNX10 };
+
+typedef struct plan {
+    int method, transform, rounding;
+} plan;
+
+static int pick(const char *s, const char *const *names, int n, int *out)
+{
+    if (!s || !*s) {
+        *out = 0;
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 1;
+        }
+    return 0;
+}
+
+/* The input coordinate of output position i along a dim resized by s. */
+static double source_coord(const plan *p, int64_t i, double s)
+{
+    return p->transform == HALF_PIXEL ? ((double)i + 0.5) / s - 0.5 : (double)i / s;
+}
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* The input position nearest output position i, as the rounding mode
+ * says, kept inside the input. */
+static int64_t nearest(const plan *p, double x, double s, int64_t in)
+{
+    double r;
+    if (p->rounding == ROUND)
+        r = round_half_away(x);
+    else if (p->rounding == FLOOR)
+        r = floor(x);
+    else /* ONNX opset 10: down when enlarging, up when shrinking */
+        r = s < 1 ? ceil(x) : floor(x);
+    return clamp((int64_t)r, 0, in - 1);
+}
+
+/* A tensor made from host data on dev (the index and weights must be on
+ * x's device for the gathers and products). */
+static dla_tensor *on_device(const void *host, dla_dtype dtype, const char *fmt, int nd,
+                             const int64_t *dims, dla_device *dev)
+{
+    dla_device *keep = dla_device_current();
+    dla_device_set_current(dev);
+    dla_tensor *t = dla_tensor_from_host(host, dtype, fmt, nd, dims);
+    dla_device_set_current(keep);
+    return t;
+}
+
+/* y resized along its dim d (1-based) from in to out elements, scale s. */
+static dla_tensor *resize_dim(dla_tensor *y, int d, int64_t in, int64_t out, double s,
+                              const plan *p)
+{
+    int32_t *lo = malloc(sizeof *lo * (size_t)out), *hi = malloc(sizeof *hi * (size_t)out);
+    double *w = malloc(sizeof *w * (size_t)out);
+    if (!lo || !hi || !w) {
+        free(lo), free(hi), free(w);
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld positions", op,
+                          (long long)out);
+    }
+    int identity = out == in, weighted = 0;
+    for (int64_t i = 0; i < out; i++) {
+        const double x = source_coord(p, i, s);
+        if (p->method == NEAREST) {
+            lo[i] = hi[i] = (int32_t)nearest(p, x, s, in);
+            w[i] = 0;
+        } else {
+            /* Linear: the coordinate is kept inside the input, so the
+             * edges repeat the outermost element. */
+            const double c = x < 0 ? 0 : x > (double)(in - 1) ? (double)(in - 1) : x;
+            const int64_t l = clamp((int64_t)floor(c), 0, in - 1);
+            lo[i] = (int32_t)l;
+            hi[i] = (int32_t)(l + 1 < in ? l + 1 : l);
+            w[i] = c - (double)l;
+        }
+        identity &= lo[i] == i && w[i] == 0;
+        weighted |= w[i] != 0;
+    }
+    dla_tensor *r = y;
+    if (!identity) {
+        dla_device *dev = dla_tensor_device(y);
+        const int64_t n1[1] = {out};
+        dla_tensor *a = dla_index(y, d, on_device(lo, DLA_I32, "", 1, n1, dev));
+        if (!weighted) {
+            r = a;
+        } else {
+            /* (1 - w) a + w b, w along dim d and 1 elsewhere. */
+            const char *fmt = dla_tensor_format(y);
+            const int nd = (int)strlen(fmt);
+            int64_t wd[DLA_MAX_DIMS];
+            for (int k = 0; k < nd; k++)
+                wd[k] = k == d - 1 ? out : 1;
+            const dla_dtype dt = dla_tensor_dtype(y);
+            dla_tensor *wt = dla_cast(on_device(w, DLA_F64, fmt, nd, wd, dev), dt);
+            dla_tensor *b = dla_index(y, d, on_device(hi, DLA_I32, "", 1, n1, dev));
+            r = dla_add(dla_mul(dla_affine(wt, -1.0, 1.0), a), dla_mul(wt, b));
+        }
+    }
+    free(lo), free(hi), free(w);
+    return r;
+}
+
+DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts)
+{
+    if (!x || x->status != DLA_OK)
+        return dla__pass_arg(op, "x", x);
+    static const dla_resize_options none;
+    const dla_resize_options *o = opts ? opts : &none;
+    const char *fmt = dla_tensor_format(x);
+    char xb[DLA__DIMS_BUF];
+    dla__tensor_dims_str(x, xb, sizeof xb);
+    int sdim[DLA_MAX_DIMS], ns = 0;
+    for (int k = 0; fmt[k]; k++)
+        if (fmt[k] == 'S')
+            sdim[ns++] = k + 1;
+    if (!ns)
+        return dla__error(DLA_ERR_FORMAT, "%s: argument x (%s \"%s\"): it needs a format with "
+                          "spatial (\"S\") dims, the dims it resizes", op, xb, fmt);
+
+    static const char *const methods[] = {"nearest", "linear"};
+    static const char *const transforms[] = {"half-pixel", "asymmetric"};
+    static const char *const roundings[] = {"round", "floor", "onnx-10"};
+    plan p;
+    if (!pick(o->method, methods, 2, &p.method))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: method \"%s\"; use \"nearest\" or "
+                          "\"linear\"", op, o->method);
+    if (!pick(o->geometric_transform_mode, transforms, 2, &p.transform))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: geometric transform mode \"%s\"; use "
+                          "\"half-pixel\" or \"asymmetric\"", op, o->geometric_transform_mode);
+    if (!pick(o->nearest_rounding_mode, roundings, 3, &p.rounding))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: nearest rounding mode \"%s\"; use "
+                          "\"round\", \"floor\" or \"onnx-10\"", op, o->nearest_rounding_mode);
+
+    const int nscale = given(o->scale), nsize = given(o->output_size);
+    if ((nscale > 0) == (nsize > 0))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: give exactly one of opts->scale and "
+                          "opts->output_size (%s given)", op, nscale ? "both" : "neither");
+    if (nscale && nscale != 1 && nscale != ns)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: opts->scale has %d entries; x (%s \"%s\") "
+                          "has %d spatial dims: give 1 or %d", op, nscale, xb, fmt, ns, ns);
+    if (nsize && nsize != ns)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: opts->output_size has %d entr%s; x (%s "
+                          "\"%s\") has %d spatial dim%s: give one size each", op, nsize,
+                          nsize == 1 ? "y" : "ies", xb, fmt, ns, ns == 1 ? "" : "s");
+
+    int64_t in[DLA_MAX_DIMS], out[DLA_MAX_DIMS];
+    double s[DLA_MAX_DIMS];
+    for (int k = 0; k < ns; k++) {
+        in[k] = dla_tensor_dim(x, sdim[k]);
+        if (in[k] < 1)
+            return dla__error(DLA_ERR_SHAPE, "%s: argument x (%s \"%s\"): spatial dim %d is "
+                              "empty; there is nothing to resize", op, xb, fmt, sdim[k]);
+    }
+    if (nscale) {
+        for (int k = 0; k < ns; k++) {
+            s[k] = o->scale[nscale == 1 ? 0 : k];
+            if (!(s[k] > 0) || !isfinite(s[k]))
+                return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: opts->scale[%d] is %g; scales "
+                                  "must be positive and finite", op, nscale == 1 ? 0 : k, s[k]);
+            const double n = floor((double)in[k] * s[k]);
+            if (n < 1 || n > (double)MAX_OUT)
+                return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: scale %g makes spatial dim %d "
+                                  "of x (%s \"%s\") %.0f elements; it must be 1 to %lld", op,
+                                  s[k], sdim[k], xb, fmt, n, (long long)MAX_OUT);
+            out[k] = (int64_t)n;
+        }
+    } else {
+        /* Whole positive sizes; NaN entries keep the aspect ratio of the
+         * first given one (as imresize does: rounded up). */
+        int first = -1;
+        for (int k = 0; k < ns; k++) {
+            const double v = o->output_size[k];
+            if (isnan(v))
+                continue;
+            if (!(v >= 1) || v > (double)MAX_OUT || v != floor(v))
+                return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: opts->output_size[%d] is %g; "
+                                  "sizes must be whole numbers from 1 to %lld (or NaN to keep "
+                                  "the aspect ratio)", op, k, v, (long long)MAX_OUT);
+            out[k] = (int64_t)v;
+            if (first < 0)
+                first = k;
+        }
+        if (first < 0)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: opts->output_size is all NaN; "
+                              "give at least one size", op);
+        const double keep = (double)out[first] / (double)in[first];
+        for (int k = 0; k < ns; k++) {
+            if (isnan(o->output_size[k])) {
+                const double n = ceil((double)in[k] * keep);
+                if (n < 1 || n > (double)MAX_OUT)
+                    return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: keeping the aspect ratio "
+                                      "makes spatial dim %d %.0f elements", op, sdim[k], n);
+                out[k] = (int64_t)n;
+            }
+            s[k] = (double)out[k] / (double)in[k];
+        }
+    }
+
+    dla_scope_begin();
+    dla_tensor *y = x;
+    for (int k = 0; k < ns && dla_tensor_status(y) == DLA_OK; k++)
+        y = resize_dim(y, sdim[k], in[k], out[k], s[k], &p);
+    dla_tensor *r = y;
+    if (y == x) {
+        /* Unchanged along every dim: a view, a new handle as every op
+         * returns. */
+        int64_t dims[DLA_MAX_DIMS];
+        const int nd = (int)strlen(fmt);
+        for (int k = 0; k < nd; k++)
+            dims[k] = dla_tensor_dim(x, k + 1);
+        r = dla_reshape(x, fmt, nd, dims);
+    }
+    r = dla_tensor_retain(r);
+    dla_scope_end();
+    return dla__return(r);
+}

@@ -1,0 +1,384 @@
+/*
+ * test_resize.c - dla_resize (MATLAB's dlresize): exact values worked out
+ * by hand from the documented coordinate maps for each method, transform
+ * and rounding mode; Scale against OutputSize; one, two and three spatial
+ * dims with the other dims untouched; first and second derivatives
+ * against finite differences; a replay with eager's bits; the errors.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "gradcheck.h"
+
+#include <dlaccel.h>
+#include <dlaccel/nnops.h>
+#include <math.h>
+#include <string.h>
+
+static double *host(dla_tensor *t)
+{
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    const int64_t n = dla_tensor_numel(t);
+    double *h = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    dla_tensor *d = dla_cast(t, DLA_F64);
+    assert_int_equal(dla_tensor_to_host(d, h, sizeof(double) * (size_t)n), DLA_OK);
+    return h;
+}
+
+/* y (a vector along its first dim) equals want[0..n-1] exactly. */
+static void expect_vector(dla_tensor *y, int n, const double *want)
+{
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(dla_tensor_numel(y), n);
+    double *h = host(y);
+    for (int i = 0; i < n; i++)
+        if (h[i] != want[i])
+            fail_msg("element %d: %.17g, want %.17g", i, h[i], want[i]);
+    free(h);
+}
+
+/* x = 1, 2, ..., n along one S dim ("SC", one channel). */
+static dla_tensor *ramp(int n, dla_dtype dtype)
+{
+    double v[16];
+    for (int i = 0; i < n; i++)
+        v[i] = i + 1;
+    return dla_cast(dla_tensor_from_host(v, DLA_F64, "SC", DLA_DIMS(n, 1)), dtype);
+}
+
+static dla_tensor *resize1(dla_tensor *x, double scale, const char *method, const char *transform,
+                           const char *rounding)
+{
+    return dla_resize(x, &(dla_resize_options){.scale = {scale}, .method = method,
+                                               .geometric_transform_mode = transform,
+                                               .nearest_rounding_mode = rounding});
+}
+
+/* ------------------------------------------------------------- nearest */
+
+/* Scale 2 on 1 2 3, output position i at (i + 0.5) / 2 - 0.5 (half-pixel)
+ * = -0.25 0.25 0.75 1.25 1.75 2.25 or i / 2 (asymmetric) = 0 0.5 1 1.5
+ * 2 2.5, rounded as each mode says and kept inside 0..2. */
+static void test_nearest_upsampling_in_every_mode(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(3, DLA_F32);
+    /* round: 0 0 1 1 2 2 */
+    expect_vector(dla_resize(x, &(dla_resize_options){.scale = {2}}), 6,
+                  (const double[]){1, 1, 2, 2, 3, 3});
+    /* floor: -1 0 0 1 1 2, the -1 kept at 0 */
+    expect_vector(resize1(x, 2, NULL, NULL, "floor"), 6, (const double[]){1, 1, 1, 2, 2, 3});
+    /* asymmetric, round (halves away from zero): 0 1 1 2 2 3, 3 kept at 2 */
+    expect_vector(resize1(x, 2, "nearest", "asymmetric", "round"), 6,
+                  (const double[]){1, 2, 2, 3, 3, 3});
+    /* asymmetric, floor: 0 0 1 1 2 2 */
+    expect_vector(resize1(x, 2, NULL, "asymmetric", "floor"), 6,
+                  (const double[]){1, 1, 2, 2, 3, 3});
+    /* onnx-10 enlarging floors: as floor */
+    expect_vector(resize1(x, 2, NULL, "asymmetric", "onnx-10"), 6,
+                  (const double[]){1, 1, 2, 2, 3, 3});
+    expect_vector(resize1(x, 2, NULL, "half-pixel", "onnx-10"), 6,
+                  (const double[]){1, 1, 1, 2, 2, 3});
+    dla_scope_end();
+}
+
+/* Scale 0.4 on 1..5: floor(5 * 0.4) = 2 outputs at (i + 0.5) / 0.4 - 0.5
+ * = 0.75 and 3.25. */
+static void test_nearest_downsampling_in_every_mode(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(5, DLA_F64);
+    expect_vector(resize1(x, 0.4, NULL, NULL, "round"), 2, (const double[]){2, 4});
+    expect_vector(resize1(x, 0.4, NULL, NULL, "floor"), 2, (const double[]){1, 4});
+    /* onnx-10 shrinking takes the ceiling: 1 and 4 */
+    expect_vector(resize1(x, 0.4, NULL, NULL, "onnx-10"), 2, (const double[]){2, 5});
+    /* asymmetric: 0 and 2.5 */
+    expect_vector(resize1(x, 0.4, NULL, "asymmetric", "round"), 2, (const double[]){1, 4});
+    expect_vector(resize1(x, 0.4, NULL, "asymmetric", "floor"), 2, (const double[]){1, 3});
+    expect_vector(resize1(x, 0.4, NULL, "asymmetric", "onnx-10"), 2, (const double[]){1, 4});
+    dla_scope_end();
+}
+
+/* -------------------------------------------------------------- linear */
+
+static void test_linear_interpolates_and_clamps_at_the_edges(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(3, DLA_F32);
+    /* half-pixel: -0.25 (kept at 0) 0.25 0.75 1.25 1.75 2.25 (kept at 2) */
+    expect_vector(resize1(x, 2, "linear", NULL, NULL), 6,
+                  (const double[]){1, 1.25, 1.75, 2.25, 2.75, 3});
+    /* asymmetric: 0 0.5 1 1.5 2 2.5 (kept at 2) */
+    expect_vector(resize1(x, 2, "linear", "asymmetric", NULL), 6,
+                  (const double[]){1, 1.5, 2, 2.5, 3, 3});
+    /* The rounding mode does not matter to "linear". */
+    expect_vector(resize1(x, 2, "linear", "asymmetric", "floor"), 6,
+                  (const double[]){1, 1.5, 2, 2.5, 3, 3});
+    /* Shrinking 1..4 by 0.5, half-pixel: 0.5 and 2.5 */
+    expect_vector(resize1(ramp(4, DLA_F64), 0.5, "linear", NULL, NULL), 2,
+                  (const double[]){1.5, 3.5});
+    dla_scope_end();
+}
+
+/* x(r, c) for the 2 x 2 [1 2; 3 4], bilinear half-pixel by 2: rows at
+ * 0 0.25 0.75 1 (after clamping), columns the same, and on this plane
+ * value = 1 + 2 * row + column. */
+static void test_bilinear_two_dims(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){1, 3, 2, 4}, DLA_F64, "SSC",
+                                         DLA_DIMS(2, 2, 1));
+    dla_tensor *y = dla_resize(x, &(dla_resize_options){.scale = {2}, .method = "linear"});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_string_equal(dla_tensor_format(y), "SSC");
+    assert_int_equal(dla_tensor_dim(y, 1), 4);
+    assert_int_equal(dla_tensor_dim(y, 2), 4);
+    static const double want[4][4] = {{1, 1.25, 1.75, 2},
+                                      {1.5, 1.75, 2.25, 2.5},
+                                      {2.5, 2.75, 3.25, 3.5},
+                                      {3, 3.25, 3.75, 4}};
+    double *h = host(y);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++)
+            if (h[r + 4 * c] != want[r][c])
+                fail_msg("(%d, %d): %g, want %g", r, c, h[r + 4 * c], want[r][c]);
+    free(h);
+    /* Per-dim scales: rows by 2, columns kept. */
+    y = dla_resize(x, &(dla_resize_options){.scale = {2, 1}});
+    assert_int_equal(dla_tensor_dim(y, 2), 2);
+    expect_vector(y, 8, (const double[]){1, 1, 3, 3, 2, 2, 4, 4});
+    dla_scope_end();
+}
+
+/* --------------------------------------------------- scale, output size */
+
+static void test_output_size_maps_by_its_own_ratio(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){0, 10, 20, 30, 40}, DLA_F64, "SC",
+                                         DLA_DIMS(5, 1));
+    /* Scale 1.5: floor(7.5) = 7 outputs, mapped with s = 1.5. */
+    dla_tensor *a = dla_resize(x, &(dla_resize_options){.scale = {1.5}, .method = "linear"});
+    /* OutputSize 7: the same 7, mapped with s = 7/5. */
+    dla_tensor *b = dla_resize(x, &(dla_resize_options){.output_size = {7}, .method = "linear"});
+    assert_int_equal(dla_tensor_numel(a), 7);
+    assert_int_equal(dla_tensor_numel(b), 7);
+    double *ha = host(a), *hb = host(b);
+    for (int i = 0; i < 7; i++) {
+        double ca = (i + 0.5) / 1.5 - 0.5, cb = (i + 0.5) / 1.4 - 0.5;
+        ca = ca < 0 ? 0 : ca > 4 ? 4 : ca;
+        cb = cb < 0 ? 0 : cb > 4 ? 4 : cb;
+        assert_true(tu_close(ha[i], 10 * ca, 1e-12));
+        assert_true(tu_close(hb[i], 10 * cb, 1e-12));
+    }
+    free(ha), free(hb);
+    /* An output size equal to the input leaves the values as they are. */
+    dla_tensor *c = dla_resize(x, &(dla_resize_options){.output_size = {5}, .method = "linear"});
+    expect_vector(c, 5, (const double[]){0, 10, 20, 30, 40});
+    dla_scope_end();
+}
+
+static void test_output_size_nan_keeps_the_aspect_ratio(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(2, 5, 3, 2));
+    /* 2 -> 3 is 1.5; ceil(5 * 1.5) = 8. */
+    dla_tensor *y = dla_resize(x, &(dla_resize_options){.output_size = {3, NAN}});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(dla_tensor_dim(y, 1), 3);
+    assert_int_equal(dla_tensor_dim(y, 2), 8);
+    assert_int_equal(dla_tensor_dim(y, 3), 3);
+    assert_int_equal(dla_tensor_dim(y, 4), 2);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------ dims other than S */
+
+static void test_three_spatial_dims_and_the_others_untouched(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { N = 2, CH = 2, NB = 3 };
+    double v[N * N * N * CH * NB];
+    for (int i = 0; i < N * N * N * CH * NB; i++)
+        v[i] = i;
+    dla_tensor *x = dla_tensor_from_host(v, DLA_F64, "SSSCB", DLA_DIMS(N, N, N, CH, NB));
+    dla_tensor *y = dla_resize(x, &(dla_resize_options){.scale = {2}});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_string_equal(dla_tensor_format(y), "SSSCB");
+    const int64_t want_dims[5] = {4, 4, 4, CH, NB};
+    for (int d = 0; d < 5; d++)
+        assert_int_equal(dla_tensor_dim(y, d + 1), want_dims[d]);
+    /* half-pixel, round, by 2: output 0 1 2 3 takes input 0 0 1 1. */
+    static const int from[4] = {0, 0, 1, 1};
+    double *h = host(y);
+    for (int b = 0; b < NB; b++)
+        for (int c = 0; c < CH; c++)
+            for (int k = 0; k < 4; k++)
+                for (int j = 0; j < 4; j++)
+                    for (int i = 0; i < 4; i++) {
+                        const double got = h[i + 4 * (j + 4 * (k + 4 * (c + CH * b)))];
+                        const double want =
+                            v[from[i] + N * (from[j] + N * (from[k] + N * (c + CH * b)))];
+                        if (got != want)
+                            fail_msg("(%d %d %d %d %d): %g, want %g", i, j, k, c, b, got, want);
+                    }
+    free(h);
+    /* "S" with "T": only the S dim changes. */
+    dla_tensor *s = dla_zeros(DLA_F32, "SCBT", DLA_DIMS(3, 2, 2, 4));
+    dla_tensor *r = dla_resize(s, &(dla_resize_options){.scale = {2}, .method = "linear"});
+    const int64_t rd[4] = {6, 2, 2, 4};
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(dla_tensor_dim(r, d + 1), rd[d]);
+    assert_string_equal(dla_tensor_format(r), "SCBT");
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------ gradients */
+
+static dla_tensor *resize_fn(void *ctx, dla_tensor *const *in)
+{
+    return dla_resize(in[0], ctx);
+}
+
+static void test_gradients_match_finite_differences(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(41);
+    dla_tensor *in[1] = {dla_randn(DLA_F64, "SSCB", DLA_DIMS(3, 4, 2, 2))};
+    const int check[1] = {1};
+    dla_resize_options lin = {.scale = {1.5, 0.75}, .method = "linear"};
+    dla_resize_options near = {.output_size = {5, 2}};
+    dla_resize_options asym = {.scale = {2}, .method = "linear",
+                               .geometric_transform_mode = "asymmetric"};
+    gc_check(resize_fn, &lin, 1, in, check, 1e-6);
+    gc_check(resize_fn, &near, 1, in, check, 1e-6);
+    gc_check(resize_fn, &asym, 1, in, check, 1e-6);
+    gc_check2(resize_fn, &lin, 1, in, check, 1e-5);
+    dla_scope_end();
+}
+
+/* ---------------------------------------------------- accelerated: bits */
+
+static dla_status resize_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_sum(dla_square(dla_resize(in[0], ctx)), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void test_accelerated_it_replays_with_eager_bits(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(42);
+    dla_resize_options o = {.scale = {1.5, 2}, .method = "linear"};
+    dla_accel *af = dla_accelerate(resize_loss, NULL);
+    assert_non_null(af);
+    for (int call = 0; call < 3; call++) {
+        dla_tensor *in[1] = {dla_randn(DLA_F32, "SSCB", DLA_DIMS(5, 3, 2, 2))};
+        dla_tensor *acc[2], *eager[2];
+        assert_int_equal(dla_accel_feval(af, &o, 1, in, 2, acc), DLA_OK);
+        assert_int_equal(dla_feval(resize_loss, &o, 1, in, 2, eager), DLA_OK);
+        for (int i = 0; i < 2; i++) {
+            const int64_t n = dla_tensor_numel(eager[i]);
+            float *a = malloc(sizeof(float) * (size_t)n), *e = malloc(sizeof(float) * (size_t)n);
+            assert_int_equal(dla_tensor_to_host(acc[i], a, sizeof(float) * (size_t)n), DLA_OK);
+            assert_int_equal(dla_tensor_to_host(eager[i], e, sizeof(float) * (size_t)n), DLA_OK);
+            if (memcmp(a, e, sizeof(float) * (size_t)n))
+                fail_msg("call %d, output %d: the replay differs from eager", call, i);
+            free(a), free(e);
+        }
+    }
+    assert_float_equal(dla_accel_hit_rate(af), 100.0 * 2 / 3, 1e-9);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+/* --------------------------------------------------------------- errors */
+
+static void expect_error(dla_tensor *y, dla_status status, const char *text)
+{
+    assert_int_equal(dla_tensor_status(y), status);
+    if (!strstr(dla_tensor_error(y), text))
+        fail_msg("\"%s\" lacks \"%s\"", dla_tensor_error(y), text);
+}
+
+static void test_bad_arguments_are_named(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(4, 4, 3, 2));
+    expect_error(dla_resize(NULL, &(dla_resize_options){.scale = {2}}), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_resize: argument x is NULL");
+    expect_error(dla_resize(dla_zeros(DLA_F32, "", DLA_DIMS(4, 4)),
+                            &(dla_resize_options){.scale = {2}}),
+                 DLA_ERR_FORMAT, "dla_resize: argument x (4x4 \"\"): it needs a format with "
+                                 "spatial (\"S\") dims");
+    expect_error(dla_resize(dla_zeros(DLA_F32, "CB", DLA_DIMS(4, 2)),
+                            &(dla_resize_options){.scale = {2}}),
+                 DLA_ERR_FORMAT, "argument x (4x2 \"CB\")");
+    expect_error(dla_resize(x, NULL), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_resize: give exactly one of opts->scale and opts->output_size (neither "
+                 "given)");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2}, .output_size = {8, 8}}),
+                 DLA_ERR_INVALID_ARGUMENT, "(both given)");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {-2}}), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_resize: opts->scale[0] is -2; scales must be positive and finite");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2, INFINITY}}),
+                 DLA_ERR_INVALID_ARGUMENT, "opts->scale[1] is inf");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2, 0, 3}}), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_resize: opts->scale has 3 entries; x (4x4x3x2 \"SSCB\") has 2 spatial "
+                 "dims: give 1 or 2");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {0.1}}), DLA_ERR_INVALID_ARGUMENT,
+                 "scale 0.1 makes spatial dim 1 of x (4x4x3x2 \"SSCB\") 0 elements");
+    expect_error(dla_resize(x, &(dla_resize_options){.output_size = {8}}),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_resize: opts->output_size has 1 entry; x "
+                                           "(4x4x3x2 \"SSCB\") has 2 spatial dims");
+    expect_error(dla_resize(x, &(dla_resize_options){.output_size = {8, 2.5}}),
+                 DLA_ERR_INVALID_ARGUMENT, "opts->output_size[1] is 2.5; sizes must be whole");
+    expect_error(dla_resize(x, &(dla_resize_options){.output_size = {NAN, NAN}}),
+                 DLA_ERR_INVALID_ARGUMENT, "opts->output_size is all NaN");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2}, .method = "cubic"}),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_resize: method \"cubic\"; use \"nearest\" or "
+                                           "\"linear\"");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2},
+                                                     .geometric_transform_mode = "align-corners"}),
+                 DLA_ERR_INVALID_ARGUMENT, "geometric transform mode \"align-corners\"");
+    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2},
+                                                     .nearest_rounding_mode = "ceil"}),
+                 DLA_ERR_INVALID_ARGUMENT, "nearest rounding mode \"ceil\"");
+    expect_error(dla_resize(dla_zeros(DLA_F32, "SC", DLA_DIMS(0, 2)),
+                            &(dla_resize_options){.output_size = {3}}),
+                 DLA_ERR_SHAPE, "spatial dim 1 is empty");
+    dla_scope_end();
+}
+
+int main(void)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_nearest_upsampling_in_every_mode),
+        TU_TEST(test_nearest_downsampling_in_every_mode),
+        TU_TEST(test_linear_interpolates_and_clamps_at_the_edges),
+        TU_TEST(test_bilinear_two_dims),
+        TU_TEST(test_output_size_maps_by_its_own_ratio),
+        TU_TEST(test_output_size_nan_keeps_the_aspect_ratio),
+        TU_TEST(test_three_spatial_dims_and_the_others_untouched),
+        TU_TEST(test_gradients_match_finite_differences),
+        TU_TEST(test_accelerated_it_replays_with_eager_bits),
+        TU_TEST(test_bad_arguments_are_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
