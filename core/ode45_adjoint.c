@@ -228,6 +228,14 @@ static dla_status refuse_decode(const dla__attrs_io *io, const unsigned char *bu
                      OP);
 }
 
+/* Never reached: the decoder refuses first. Here too, nothing loaded is
+ * trusted. */
+static dla_status refuse_infer(const void *attrs, int nin, const dla__vshape *in, dla__vshape *out)
+{
+    (void)attrs, (void)nin, (void)in, (void)out;
+    return dla__fail(DLA_ERR_IO, "%s (adjoint): no trace file can hold this op", OP);
+}
+
 static const char *const adjoint_args[] = {"y0", "theta", NULL};
 
 static const dla__op adjoint_op = {
@@ -239,6 +247,7 @@ static const dla__op adjoint_op = {
     .arg_names = adjoint_args,
     .encode_attrs = refuse_encode,
     .decode_attrs = refuse_decode,
+    .infer = refuse_infer,
 };
 DLA__OP_REGISTER_AS(adjoint_op, "dla_ode45_adjoint", sizeof(adjoint_attrs));
 
