@@ -73,6 +73,7 @@ extern const bench_workload bench_replay_workloads[];    /* workloads_replay.c *
 extern const bench_workload bench_resnet_workloads[];    /* workloads_resnet.c */
 extern const bench_workload bench_higher_workloads[];    /* workloads_higher.c */
 extern const bench_workload bench_attention_workloads[]; /* workloads_attention.c */
+extern const bench_workload bench_ode_workloads[];       /* workloads_ode.c */
 /* The eager runs the replays are timed beside (workloads_replay.c). */
 extern const bench_workload bench_replay_reference_workloads[];
 /* The eager run the higher-derivative replay is timed beside
@@ -80,6 +81,9 @@ extern const bench_workload bench_replay_reference_workloads[];
 extern const bench_workload bench_higher_reference_workloads[];
 /* The eager run the attention replay is timed beside (workloads_attention.c). */
 extern const bench_workload bench_attention_reference_workloads[];
+/* The eager run the neural ODE's replay and adjoint are timed beside
+ * (workloads_ode.c). */
+extern const bench_workload bench_ode_reference_workloads[];
 /* The im2col + OpenBLAS references of the conv workloads (workloads_conv.c). */
 extern const bench_workload bench_conv_reference_workloads[];
 

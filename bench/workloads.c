@@ -19,6 +19,7 @@ const bench_workload *const bench_device_tables[] = {
     bench_resnet_workloads,
     bench_higher_workloads,
     bench_attention_workloads,
+    bench_ode_workloads,
     NULL,
 };
 
@@ -29,6 +30,7 @@ static const bench_workload *const reference_tables[] = {
     bench_replay_reference_workloads,
     bench_higher_reference_workloads,
     bench_attention_reference_workloads,
+    bench_ode_reference_workloads,
     NULL,
 };
 
