@@ -47,11 +47,15 @@ static dla_status setup(void **state, int accelerated)
         return DLA_ERR_OUT_OF_MEMORY;
     *state = a;
     dla_rng_seed(9);
-    a->in[0] = dla_randn(DLA_F32, "CBT", DLA_DIMS(ATT_C, ATT_B, ATT_T));
+    /* Made in a scope, so the scaled weights' sources go with it. */
+    dla_scope_begin();
+    a->in[0] = dla_keep(dla_randn(DLA_F32, "CBT", DLA_DIMS(ATT_C, ATT_B, ATT_T)));
     for (int k = 0; k < 4; k++) {
-        a->in[1 + 2 * k] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(ATT_C, ATT_C)), 0.125, 0);
-        a->in[2 + 2 * k] = dla_zeros(DLA_F32, "", DLA_DIMS(ATT_C, 1));
+        a->in[1 + 2 * k] =
+            dla_keep(dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(ATT_C, ATT_C)), 0.125, 0));
+        a->in[2 + 2 * k] = dla_keep(dla_zeros(DLA_F32, "", DLA_DIMS(ATT_C, 1)));
     }
+    dla_scope_end();
     for (int i = 0; i < 1 + ATT_NP; i++)
         if (dla_tensor_status(a->in[i]) != DLA_OK)
             return dla_tensor_status(a->in[i]);

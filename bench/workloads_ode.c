@@ -68,12 +68,15 @@ static dla_status setup(void **state, int accelerated, const char *mode)
         return DLA_ERR_OUT_OF_MEMORY;
     *state = b;
     dla_rng_seed(21);
-    b->in[0] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(ODE_H, 2)), 0.5, 0);
-    b->in[1] = dla_zeros(DLA_F32, "", DLA_DIMS(ODE_H, 1));
-    b->in[2] = dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(2, ODE_H)), 0.3, 0);
-    b->in[3] = dla_zeros(DLA_F32, "", DLA_DIMS(2, 1));
-    b->in[4] = dla_randn(DLA_F32, "CB", DLA_DIMS(2, ODE_B));
-    b->in[5] = dla_randn(DLA_F32, "CBT", DLA_DIMS(2, ODE_B, ODE_T));
+    /* Made in a scope, so the scaled weights' sources go with it. */
+    dla_scope_begin();
+    b->in[0] = dla_keep(dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(ODE_H, 2)), 0.5, 0));
+    b->in[1] = dla_keep(dla_zeros(DLA_F32, "", DLA_DIMS(ODE_H, 1)));
+    b->in[2] = dla_keep(dla_affine(dla_randn(DLA_F32, "", DLA_DIMS(2, ODE_H)), 0.3, 0));
+    b->in[3] = dla_keep(dla_zeros(DLA_F32, "", DLA_DIMS(2, 1)));
+    b->in[4] = dla_keep(dla_randn(DLA_F32, "CB", DLA_DIMS(2, ODE_B)));
+    b->in[5] = dla_keep(dla_randn(DLA_F32, "CBT", DLA_DIMS(2, ODE_B, ODE_T)));
+    dla_scope_end();
     for (int i = 0; i < ODE_NP + 2; i++)
         if (dla_tensor_status(b->in[i]) != DLA_OK)
             return dla_tensor_status(b->in[i]);

@@ -387,8 +387,10 @@ static void replay_gives_eager_bits(const char *mode)
         const int fd = mkstemp(path);
         assert_true(fd >= 0);
         close(fd);
-        assert_int_equal(dla_trace_save(dla_accel_trace(af, 0), path), DLA_ERR_UNSUPPORTED);
+        dla_trace *t = dla_accel_trace(af, 0);
+        assert_int_equal(dla_trace_save(t, path), DLA_ERR_UNSUPPORTED);
         assert_non_null(strstr(dla_last_error(), "cannot be saved"));
+        dla_trace_release(t);
         unlink(path);
     }
     dla_accel_free(af);
