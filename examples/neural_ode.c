@@ -66,42 +66,41 @@ static dla_tensor *ode_model(double t, dla_tensor *x, int n, dla_tensor *const *
 /* The sample times, t_k = k * 15 / 1999. */
 static double sample_time(int k) { return T_END * k / (SAMPLES - 1); }
 
-/* x' = A x solved from x0 (2 values) at the sample times 1..n-1 into
- * xs[2 * (n - 1)], column k - 1 the state at t_k. */
-static dla_status true_trajectory(const float *x0, int n, float *xs)
+/* y' = fn(t, y, theta) solved from x0 (2 values) at the sample times
+ * 1..n-1 into xs[2 * (n - 1)], column k - 1 the state at t_k. */
+static dla_status solve(dla_ode_function fn, int ntheta, dla_tensor *const *theta, double rtol,
+                        const float *x0, int n, float *xs)
 {
-    static const float a[4] = {-0.1f, 1, -1, -0.1f}; /* column-major A */
     double *ts = malloc(sizeof(double) * (size_t)n);
     if (!ts)
         return DLA_ERR_OUT_OF_MEMORY;
     for (int k = 0; k < n; k++)
         ts[k] = sample_time(k);
     dla_scope_begin();
-    dla_tensor *A = dla_tensor_from_host(a, DLA_F32, "", DLA_DIMS(2, 2));
     dla_tensor *y0 = dla_tensor_from_host(x0, DLA_F32, "CB", DLA_DIMS(2, 1));
-    dla_ode_options o = {.relative_tolerance = 1e-7};
-    dla_tensor *y = dla_ode45(true_model, NULL, n, ts, y0, 1, &A, &o);
+    dla_ode_options o = {.relative_tolerance = rtol};
+    dla_tensor *y = dla_ode45(fn, NULL, n, ts, y0, ntheta, theta, &o);
     dla_status st = dla_tensor_to_host(y, xs, sizeof(float) * 2 * (size_t)(n - 1));
     dla_scope_end();
     free(ts);
     return st;
 }
 
-/* The model solved from x0 at the sample times 1..n-1 (host floats). */
+/* The true system from x0, at relative tolerance 1e-7 (the page's). */
+static dla_status true_trajectory(const float *x0, int n, float *xs)
+{
+    static const float a[4] = {-0.1f, 1, -1, -0.1f}; /* column-major A */
+    dla_scope_begin();
+    dla_tensor *A = dla_tensor_from_host(a, DLA_F32, "", DLA_DIMS(2, 2));
+    dla_status st = solve(true_model, 1, &A, 1e-7, x0, n, xs);
+    dla_scope_end();
+    return st;
+}
+
+/* The model from x0, at the default tolerances. */
 static dla_status predict(dla_tensor *const *p, const float *x0, int n, float *xs)
 {
-    double *ts = malloc(sizeof(double) * (size_t)n);
-    if (!ts)
-        return DLA_ERR_OUT_OF_MEMORY;
-    for (int k = 0; k < n; k++)
-        ts[k] = sample_time(k);
-    dla_scope_begin();
-    dla_tensor *y0 = dla_tensor_from_host(x0, DLA_F32, "CB", DLA_DIMS(2, 1));
-    dla_tensor *y = dla_ode45(ode_model, NULL, n, ts, y0, NPARAMS, p, NULL);
-    dla_status st = dla_tensor_to_host(y, xs, sizeof(float) * 2 * (size_t)(n - 1));
-    dla_scope_end();
-    free(ts);
-    return st;
+    return solve(ode_model, NPARAMS, p, 0, x0, n, xs);
 }
 
 /* The page's modelLoss: in = {W1, b1, W2, b2, x0 (2 x 200 "CB"), targets

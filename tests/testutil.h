@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Not every suite uses every helper. */
 #define TU_UNUSED __attribute__((unused))
@@ -57,6 +58,22 @@ TU_UNUSED static int tu_close(double a, double b, double tol)
     if (isnan(a) || isnan(b))
         return isnan(a) && isnan(b);
     return fabs(a - b) <= tol * (1.0 + fabs(b));
+}
+
+/* Nonzero when a and b have one dtype and element count and the same
+ * bytes (read to the host): a replay against its eager call. */
+TU_UNUSED static int tu_same_bits(const dla_tensor *a, const dla_tensor *b)
+{
+    const int64_t n = dla_tensor_numel(a);
+    if (dla_tensor_dtype(a) != dla_tensor_dtype(b) || dla_tensor_numel(b) != n)
+        return 0;
+    const size_t bytes = dla_dtype_size(dla_tensor_dtype(a)) * (size_t)n;
+    unsigned char *x = malloc(bytes ? bytes : 1), *y = malloc(bytes ? bytes : 1);
+    const int same = x && y && dla_tensor_to_host(a, x, bytes) == DLA_OK &&
+                     dla_tensor_to_host(b, y, bytes) == DLA_OK && memcmp(x, y, bytes) == 0;
+    free(x);
+    free(y);
+    return same;
 }
 
 /* Each suite's tests run through TU_TEST, so that cmocka calls this after
