@@ -237,8 +237,9 @@ int main(int argc, char **argv)
            per_it * 1e3, accelerate ? "recording the trace" : "eager", first_call * 1e3,
            peak_rss_mib());
     printf("the solver, %s: %lld steps over the %d times, %lld rejected, %lld evaluations\n",
-           af && !adjoint ? "in the recorded call (every replay repeats its steps)"
-                          : "in the last iteration's forward solve",
+           !af        ? "in the last iteration's forward solve"
+           : !adjoint ? "in the recorded call (every replay repeats its steps)"
+                      : "in the recorded call (each replay's forward solve chooses its own)",
            (long long)stats.steps, HORIZON, (long long)stats.failed, (long long)stats.evaluations);
     if (af) {
         char buf[512];
