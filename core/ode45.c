@@ -112,8 +112,12 @@ static dla_tensor *slope(solver *s, double t, dla_tensor *y)
     if (dla_tensor_status(f) != DLA_OK)
         return f;
     char yb[DLA__DIMS_BUF], fb[DLA__DIMS_BUF];
-    int64_t yd[DLA_MAX_DIMS], fd[DLA_MAX_DIMS];
-    const int yn = dla_tensor_dims(y, yd), fnd = dla_tensor_dims(f, fd);
+    /* y's dims, trailing ones aside (a 5-vector's slope may be 5x1). */
+    int same = 1;
+    const int nd = dla_tensor_ndims(y) > dla_tensor_ndims(f) ? dla_tensor_ndims(y)
+                                                              : dla_tensor_ndims(f);
+    for (int d = 1; d <= nd; d++)
+        same &= dla_tensor_dim(y, d) == dla_tensor_dim(f, d);
     if (dla_tensor_dtype(f) != dla_tensor_dtype(y))
         return dla__error(DLA_ERR_DTYPE,
                           "%s: the function returned %s %s at t = %.17g, but y is %s %s: the "
@@ -122,7 +126,7 @@ static dla_tensor *slope(solver *s, double t, dla_tensor *y)
                           dla_dtype_name(dla_tensor_dtype(f)), t,
                           dla__tensor_dims_str(y, yb, sizeof yb),
                           dla_dtype_name(dla_tensor_dtype(y)));
-    if (yn != fnd || memcmp(yd, fd, sizeof(int64_t) * (size_t)yn) != 0)
+    if (!same)
         return dla__error(DLA_ERR_SHAPE,
                           "%s: the function returned %s at t = %.17g, but y is %s: the slope "
                           "must have y's dims",

@@ -141,6 +141,28 @@ static void test_rotation_keeps_the_format_and_adds_t(void **state)
     dla_scope_end();
 }
 
+/* y' = -y for a y of one dim, its slope returned as a column. */
+static dla_tensor *column_slope(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)n, (void)p, (void)ctx;
+    return dla_reshape(dla_neg(y), "", DLA_DIMS(dla_tensor_numel(y), 1));
+}
+
+/* Trailing ones do not make dims differ: a 5-vector's slope may be 5x1. */
+static void test_a_slope_with_a_trailing_one_is_accepted(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *y0 = dla_ones(DLA_F64, "", DLA_DIMS(5));
+    dla_tensor *y = dla_ode45(column_slope, NULL, 2, (const double[]){0, 1}, y0, 0, NULL,
+                              &(dla_ode_options){.relative_tolerance = 1e-8});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(dla_tensor_numel(y), 5);
+    for (int i = 0; i < 5; i++)
+        assert_true(tu_close(at(y, i), exp(-1), 1e-7));
+    dla_scope_end();
+}
+
 static void test_it_integrates_backwards_in_time(void **state)
 {
     (void)state;
@@ -526,6 +548,7 @@ int main(void)
         TU_TEST(test_tighter_tolerances_take_more_steps_for_less_error),
         TU_TEST(test_rotation_keeps_the_format_and_adds_t),
         TU_TEST(test_it_integrates_backwards_in_time),
+        TU_TEST(test_a_slope_with_a_trailing_one_is_accepted),
         TU_TEST(test_direct_gradients_match_the_closed_form),
         TU_TEST(test_adjoint_gradients_match_the_closed_form),
         TU_TEST(test_adjoint_refuses_higher_derivatives),
