@@ -29,8 +29,8 @@ tests/test_tensor tests/test_autodiff tests/test_accel tests/test_train tests/te
 tests/test_loss tests/test_nnops_act tests/test_nnops_fc tests/test_nnops_norm
 tests/test_nnops_pool tests/test_net tests/test_net_grad tests/test_optim tests/test_plan
 tests/test_fused_kernels tests/test_shape tests/test_data tests/test_spmd tests/test_higher
-tests/test_net_layers tests/test_null_args tests/test_derivatives examples/pinn
-examples/autoencoder"
+tests/test_net_layers tests/test_null_args tests/test_derivatives tests/test_attention
+tests/test_ode45 tests/test_resize examples/pinn examples/autoencoder examples/neural_ode"
 for x in $bins; do
     [ -e "$b/$x" ] && cp -L "$(real "$b/$x")" "$stage/bin/"
 done
@@ -71,7 +71,14 @@ grep -q cudagraph_mark_step_begin "$stage/peers/cnn_cuda.py" || { echo "gpu_pack
 # PyTorch's CUDA-graph figures that cnn_cuda.py cannot give (its
 # reduce-overhead training step fails under PyTorch 2.11 even so).
 cp "$root/bench/torch_cuda_graph.py" "$root/bench/torch_cuda_profile.py" "$root/bench/torch_pinn.py" \
+    "$root/bench/torch_neural_ode.py" \
     "$stage/peers/"
+# torchdiffeq (pure Python) for torch_neural_ode.py there, when an
+# interpreter here has it (pip install torchdiffeq); it wants scipy too.
+for py in "${T2PY:-/tmp/torch2/bin/python}" python3; do
+    d=$("$py" -c 'import os, torchdiffeq; print(os.path.dirname(torchdiffeq.__file__))' 2>/dev/null) &&
+        { cp -r "$d" "$stage/peers/"; break; }
+done
 # The launch floor (bench/cuda_launch_floor.cu): what one launch costs on
 # that machine, whatever library makes it.
 nvcc -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \

@@ -38,6 +38,10 @@
 #   higher     second derivatives: examples/pinn on cuda (its error, replay
 #              against eager), dlaccel-bench's pinn workloads on cuda:0 and
 #              bench/torch_pinn.py on the GPU, the same step in PyTorch
+#   ode        examples/neural_ode on cuda (300 iterations, direct and
+#              adjoint), dlaccel-bench's ode workloads on cuda:0, and
+#              bench/torch_neural_ode.py on the GPU when the carried
+#              torchdiffeq imports there
 #   floor      bench/cuda_launch_floor.cu (an empty kernel, one with 2 KiB of
 #              parameters, a one-node graph, 30 launches to a sync) beside
 #              the tiny MLP's replay, alternating, 3 rounds: the machine's
@@ -246,7 +250,8 @@ step_suites() {
     # name (its random graphs run below).
     for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm \
         test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim \
-        test_higher test_net_grad test_net_layers test_null_args test_derivatives; do
+        test_higher test_net_grad test_net_layers test_null_args test_derivatives \
+        test_attention test_ode45 test_resize; do
         [ -x "$s/bin/$t" ] || continue
         DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 timeout 25 "$s/bin/$t" \
             >"$out/suite_$t.log" 2>&1
@@ -313,6 +318,21 @@ step_higher() {
     grep -E 'pinn|error' "$out/higher_bench.log" | sed 's/^/higher: /' | tee -a "$summary"
     PYTHONUNBUFFERED=1 timeout 120 python3 "$s/peers/torch_pinn.py" --device cuda >"$out/higher_torch.log" 2>&1
     line "higher: torch_pinn.py on cuda: exit $?: $(tail -2 "$out/higher_torch.log" | tr '\n' ' ' | cut -c1-300)"
+}
+
+step_ode() {
+    local m
+    for m in "" --adjoint; do
+        DLACCEL_DEVICE=cuda timeout 150 "$s/bin/neural_ode" --iterations 300 $m >"$out/ode_run$m.log" 2>&1
+        line "ode: examples/neural_ode $m on cuda: exit $?: $(grep -E 'device|time per|solver|prediction from \[-2' "$out/ode_run$m.log" | tr '\n' ' ' | cut -c1-500)"
+    done
+    timeout 120 "$s/bin/dlaccel-bench" --device cuda:0 --workload ode >"$out/ode_bench.log" 2>&1
+    grep -E 'ode_|error' "$out/ode_bench.log" | sed 's/^/ode: /' | tee -a "$summary"
+    for m in "" --adjoint; do
+        PYTHONPATH="$s/peers" PYTHONUNBUFFERED=1 timeout 150 python3 "$s/peers/torch_neural_ode.py" \
+            --device cuda --iterations 300 $m >"$out/ode_torch$m.log" 2>&1
+        line "ode: torch_neural_ode.py $m on cuda: exit $?: $(grep -E 'time per|Error|error' "$out/ode_torch$m.log" | tail -2 | tr '\n' ' ' | cut -c1-300)"
+    done
 }
 
 # The main job's accuracy on cuda and on this machine's cpu device, seed
@@ -764,6 +784,7 @@ for step in $steps; do
     case $step in
     check) step_check ;;
     suites) step_suites ;;
+    ode) step_ode ;;
     bench) step_bench ;;
     torch128) torch_run torch128_eager --batches 128 --modes eager --rounds 5 --iters 30 ;;
     torch1024) torch_run torch1024 --batches 1024 --modes default --rounds 5 --iters 20 ;;
