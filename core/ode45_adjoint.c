@@ -168,9 +168,9 @@ static dla_status adjoint_backward(const dla__node *node, dla_tensor *const *gou
     const int n = a->nt - 1;
     dla_tensor *y = at_time(a, r, y0, n - 1), *adj = at_time(a, G, y0, n - 1);
     dla_tensor *acc[DLA__OP_MAX_IO];
+    /* Zeros on theta's own device (it may not be the current one). */
     for (int j = 0; j < m; j++)
-        acc[j] = dla_zeros(dla_tensor_dtype(node->in[1 + j]), "",
-                           DLA_DIMS(dla_tensor_numel(node->in[1 + j]), 1));
+        acc[j] = dla_affine(column(node->in[1 + j]), 0, 0);
     /* Each interval is solved on its own, but with the whole solve's
      * largest step (a tenth of it by default), not a tenth of the
      * interval: the adjoint system is as smooth as the forward one. */
