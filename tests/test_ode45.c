@@ -266,6 +266,74 @@ static void test_network_gradients_match_finite_differences(void **state)
     dla_scope_end();
 }
 
+/* ------------------------------------------------- a network as fn */
+
+/* featureInput 2, fc 5, tanh, fc 2 in double: the network fn of the
+ * tests above, its learnables set to p[0..3]. */
+static dla_net *network_net(dla_tensor *const *p)
+{
+    dla_layer *layers[4] = {dla_feature_input_layer(2, NULL), dla_fc_layer(5, NULL),
+                            dla_tanh_layer(NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(4, layers);
+    assert_non_null(net);
+    assert_int_equal(dla_net_learnable_count(net), 4);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_int_equal(dla_net_set_learnables(net, 4, p), DLA_OK);
+    return net;
+}
+
+typedef struct net_case {
+    dla_net *net;
+    const char *mode;
+} net_case;
+
+/* in = {x0, W1, b1, W2, b2, w}: the loss sum(y .* w) and its gradients
+ * with respect to the four parameters, through dla_ode45_net (net set)
+ * or dla_ode45 on the same function (net NULL). */
+static dla_status net_or_fn_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const net_case *c = ctx;
+    static const double tspan[3] = {0, 0.4, 1};
+    dla_ode_options o = {.relative_tolerance = 1e-10, .absolute_tolerance = 1e-12,
+                         .gradient_mode = c->mode};
+    dla_tensor *y = c->net ? dla_ode45_net(c->net, 3, tspan, in[0], &o)
+                           : dla_ode45(network, NULL, 3, tspan, in[0], 4, in + 1, &o);
+    out[0] = dla_sum(dla_mul(y, in[5]), 0, NULL);
+    return c->net ? dla_net_gradient(c->net, out[0], out + 1)
+                  : dla_gradient(out[0], 4, in + 1, out + 1);
+}
+
+/* MATLAB's dlode45(net, tspan, Y0): the same solution and gradients as
+ * the function it computes, in both gradient modes. */
+static void test_a_network_as_the_right_hand_side(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[6];
+    network_inputs(in);
+    in[5] = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 3, 2));
+    dla_net *net = network_net(in + 1);
+    const char *modes[2] = {"direct", "adjoint"};
+    for (int m = 0; m < 2; m++) {
+        dla_tensor *by_net[5], *by_fn[5];
+        assert_int_equal(dla_feval(net_or_fn_loss, &(net_case){net, modes[m]}, 6, in, 5, by_net),
+                         DLA_OK);
+        assert_int_equal(dla_feval(net_or_fn_loss, &(net_case){NULL, modes[m]}, 6, in, 5, by_fn),
+                         DLA_OK);
+        for (int i = 0; i < 5; i++)
+            for (int64_t e = 0; e < dla_tensor_numel(by_fn[i]); e++)
+                if (!tu_close(at(by_net[i], e), at(by_fn[i], e), 1e-9))
+                    fail_msg("%s, output %d, element %lld: network %.12g, function %.12g",
+                             modes[m], i, (long long)e, at(by_net[i], e), at(by_fn[i], e));
+    }
+    dla_tensor *bad = dla_ode45_net(NULL, 2, (const double[]){0, 1}, in[0], NULL);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* Second derivatives through the recorded stages (the steps stay
  * constants): d2/da2 of y0 e^(a T) is T^2 y0 e^(a T). */
 static dla_status second_derivative(void *ctx, int nin, dla_tensor *const *in, int nout,
@@ -553,6 +621,7 @@ int main(void)
         TU_TEST(test_adjoint_gradients_match_the_closed_form),
         TU_TEST(test_adjoint_refuses_higher_derivatives),
         TU_TEST(test_adjoint_of_a_slope_that_ignores_y),
+        TU_TEST(test_a_network_as_the_right_hand_side),
         TU_TEST(test_network_gradients_match_finite_differences),
         TU_TEST(test_second_derivatives_through_the_stages),
         TU_TEST(test_a_replay_on_the_same_values_gives_eager_bits),

@@ -108,6 +108,19 @@ DLA_API dla_tensor *dla_ode45(dla_ode_function fn, void *ctx, int nt, const doub
                               dla_tensor *y0, int ntheta, dla_tensor *const *theta,
                               const dla_ode_options *opts);
 
+typedef struct dla_net dla_net; /* <dlaccel/net.h> */
+
+/* MATLAB dlode45(net, tspan, Y0): dla_ode45 with the network's forward
+ * (training mode, with its learnables as theta) as fn. net has one input,
+ * formatted as y0 is (a featureInput's "CB"), and one output of y0's
+ * dims. In dla_feval, dla_net_gradient (or dla_gradient with respect to
+ * the learnables) reaches its learnables in either gradient mode; with
+ * "adjoint" the network may have at most 7 learnable tensors. State the
+ * forward updates (batch normalization) is dropped. The network must
+ * outlive the solve, and under "adjoint" the gradient and any replay. */
+DLA_API dla_tensor *dla_ode45_net(dla_net *net, int nt, const double *tspan, dla_tensor *y0,
+                                  const dla_ode_options *opts);
+
 #ifdef __cplusplus
 }
 #endif
