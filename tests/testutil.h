@@ -76,6 +76,23 @@ TU_UNUSED static int tu_same_bits(const dla_tensor *a, const dla_tensor *b)
     return same;
 }
 
+/* fn on in[0..nin-1] accelerated (af) and eagerly, nout (<= 16)
+ * outputs each: -1 when every output of the replay has eager's bits, the
+ * first output that differs, or -2 when a call failed (dla_last_error
+ * says why). */
+TU_UNUSED static int tu_replay_differs(dla_accel *af, dla_function fn, void *ctx, int nin,
+                                       dla_tensor *const *in, int nout)
+{
+    dla_tensor *acc[16], *eager[16];
+    if (nout > 16 || dla_accel_feval(af, ctx, nin, in, nout, acc) != DLA_OK ||
+        dla_feval(fn, ctx, nin, in, nout, eager) != DLA_OK)
+        return -2;
+    for (int i = 0; i < nout; i++)
+        if (!tu_same_bits(acc[i], eager[i]))
+            return i;
+    return -1;
+}
+
 /* Each suite's tests run through TU_TEST, so that cmocka calls this after
  * every test, passed or failed. A failed assertion leaves its test by a
  * long jump, with the test's scopes still open; an open scope keeps
