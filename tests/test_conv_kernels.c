@@ -671,6 +671,27 @@ static void winograd_case(conv_case *c, int64_t bmin, int64_t bmax)
     c->in[2] = c->out[2] = c->fs[2] = c->st[2] = c->dl[2] = 1;
 }
 
+/* Batches of 17-40 small images, whose backward filter stacks several
+ * images into one run, in runs and parts of the batch of uneven sizes:
+ * the direct kernels' stacked planes (conv_direct_body.h, bwf_stacking;
+ * a run shorter than the one before used to add the stale image after
+ * it) and Winograd's stacked tiles (conv_winograd.c). Against the
+ * reference loops on every device, and on the cpu plugin every way. */
+static void three_by_three_filter_gradients_of_stacked_small_images_match(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 8; i++) {
+        conv_case c;
+        winograd_case(&c, 17, 40);
+        for (int d = 0; d < 2; d++) {
+            c.in[d] = rnd_int(3, 10);
+            c.pb[d] = rnd_int(0, 1);
+            c.out[d] = c.in[d] + 2 * c.pb[d] - 2;
+        }
+        on_every_device(&c);
+    }
+}
+
 static void three_by_three_cases_match_and_take_another_path_than_direct(void **state)
 {
     (void)state;
@@ -888,6 +909,7 @@ int main(void)
         cmocka_unit_test(one_by_one_backward_filter_takes_im2col_with_avx2_unless_direct_is_asked),
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
+        cmocka_unit_test(three_by_three_filter_gradients_of_stacked_small_images_match),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),

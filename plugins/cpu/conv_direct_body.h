@@ -519,7 +519,13 @@ static dla_status bwf_by_image(const dla__cpu_conv *p, const wide *g, const int6
                         dy_wide(g, p, b + j, grp, f_lo, f_hi, yb[me] + j * st.istride,
                                 st.cstride);
                     }
-                    const int64_t nvec = ((n - 1) * st.istride + g->span_r) / VL;
+                    /* Up to the last image's last output, not its
+                     * whole strip: past that lie the next slot's image,
+                     * stale when this run is shorter than the one
+                     * before (runs differ by one), whose x and dY were
+                     * added in as well until 2026-11-28. Its own zeros
+                     * up to the vector's end are within its plane. */
+                    const int64_t nvec = ((n - 1) * st.istride + g->span + VL - 1) / VL;
                     FT *ag = acc[part] + grp * p->g.Fg * p->g.Cg * nt * VL;
                     for (int64_t it = it0; it < it1; it++) {
                         int64_t c, t0, tn, f0, fn;
