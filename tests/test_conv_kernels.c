@@ -713,8 +713,7 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
             winograd_case(&c, 2, 7);
         on_every_device(&c);
         /* The cpu plugin's pick against its direct kernels, bit for bit:
-         * forward and backward data go another way (Winograd), backward
-         * filter the same way. */
+         * all three directions go another way (Winograd). */
         uint64_t picked[3];
         const uint64_t replay = rng_state; /* the same data and junk twice */
         unsetenv("DLACCEL_CPU_CONV");
@@ -742,11 +741,10 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
         return;
     }
     /* Rounding differs in almost every case; a few tiny ones may agree. */
-    if (differ[0] < cases / 2 || differ[1] < cases / 2)
-        fail_msg("the cpu plugin's forward (%d of %d cases) and backward data (%d) gave the "
-                 "direct kernels' bits: the Winograd path was not taken",
-                 differ[0], cases, differ[1]);
-    assert_int_equal(differ[2], 0);
+    if (differ[0] < cases / 2 || differ[1] < cases / 2 || differ[2] < cases / 2)
+        fail_msg("the cpu plugin's forward (%d of %d cases), backward data (%d) and backward "
+                 "filter (%d) gave the direct kernels' bits: the Winograd path was not taken",
+                 differ[0], cases, differ[1], differ[2]);
 }
 
 static void the_digit_cnn_layers_match_at_batches_of_3_and_9(void **state)

@@ -12,8 +12,8 @@
  *   (conv_avx2_f64.c) on any CPU with AVX2 and FMA. On the small channel
  *   counts of image models they run 2-5x faster than the GEMMs of im2col
  *   (in double, a depthwise 3x3 layer 2.5-5.5x; docs/performance.md). The
- *   float AVX-512 forward and backward data hand 3x3 layers with 8+
- *   channels to Winograd F(2x2, 3x3) (conv_winograd.c), 14% faster again;
+ *   float AVX-512 forward, backward data and backward filter hand 3x3
+ *   layers with 8+ channels to Winograd F(2x2, 3x3) (conv_winograd.c);
  * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: strided
  *   convolutions, CPUs with neither (and valgrind).
  * DLACCEL_CPU_CONV=im2col forces the second, DLACCEL_CPU_CONV=direct keeps

@@ -5,7 +5,7 @@
  * Register blocks (32 zmm registers; docs/convolution.md has the
  * measurements): forward 4 vectors of outputs x 1-6 filters or 2 x 7-12;
  * backward filter up to 4 taps x 6 filters. The 3x3 layers with 8+
- * channels go to Winograd (conv_winograd.c).
+ * channels go to Winograd (conv_winograd.c), all three directions.
  *
  * Compiled for any x86-64: only these functions carry target("avx512f"),
  * and conv.c calls them after a runtime CPU check.
@@ -23,16 +23,15 @@ const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[FWD_MAX_NF + 1] = {
     fwd_2_7, fwd_2_8, fwd_2_9, fwd_2_10, fwd_2_11, fwd_2_12};
 #define FWD_FNS dla__cpu_conv_fwd_fns
 
-#define BWF_MAX_NT 4
-#define BWF_MAX_NF 6
 #define BWF_ROW(NT) VEC_BWF(NT, 1) VEC_BWF(NT, 2) VEC_BWF(NT, 3) VEC_BWF(NT, 4) VEC_BWF(NT, 5) VEC_BWF(NT, 6)
 BWF_ROW(1) BWF_ROW(2) BWF_ROW(3) BWF_ROW(4)
 #undef BWF_ROW
 #define BWF_ENTRY(NT) {NULL, bwf_##NT##_1, bwf_##NT##_2, bwf_##NT##_3, bwf_##NT##_4, bwf_##NT##_5, bwf_##NT##_6}
-static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
+const dla__cpu_conv_bwf_fn dla__cpu_conv_bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
     {NULL}, BWF_ENTRY(1), BWF_ENTRY(2), BWF_ENTRY(3), BWF_ENTRY(4),
 };
 #undef BWF_ENTRY
+#define bwf_fns dla__cpu_conv_bwf_fns
 
 /* Blocks of filters outermost, as on the AVX2 path: a block of dY rows
  * stays in L1 while the channels pass. On an Intel Xeon (2 MiB L2),
@@ -43,6 +42,7 @@ static const dla__cpu_conv_bwf_fn bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1] = {
 #define BWF_FILTERS_OUTER
 
 #define DIRECT_WINOGRAD(q, k) dla__cpu_conv_winograd(q, k)
+#define DIRECT_WINOGRAD_FILTER(p) dla__cpu_conv_winograd_filter(p)
 #define DIRECT_ENTRY dla__cpu_conv_direct_avx512
 #include "plugins/cpu/conv_direct_body.h"
 

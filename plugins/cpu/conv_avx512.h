@@ -1,7 +1,8 @@
 /*
  * conv_avx512.h - what the two AVX-512 convolution files share: the
  * vector kernels of conv_vec.h at 16 lanes (the forward register-blocked
- * micro-kernel, the row copy) and the forward kernels' table.
+ * micro-kernel, the row copy) and the forward and backward-filter
+ * kernels' tables.
  *
  * conv_avx512.c runs every stride-1 float32 convolution directly;
  * conv_winograd.c takes the 3x3 forward and backward-data passes with
@@ -27,6 +28,11 @@
 #define FWD_MAX_NF 12
 #define FWD_PV(n) ((n) > 6 ? 2 : 4)
 extern const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[FWD_MAX_NF + 1];
+/* The backward-filter micro-kernels for 1..4 taps x 1..6 filters; the
+ * Winograd backward filter runs them with input channels as the taps. */
+#define BWF_MAX_NT 4
+#define BWF_MAX_NF 6
+extern const dla__cpu_conv_bwf_fn dla__cpu_conv_bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1];
 
 #endif /* x86-64 */
 

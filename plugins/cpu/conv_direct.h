@@ -105,6 +105,9 @@ typedef struct dla__cpu_conv_taps {
  * DLACCEL_CPU_CONV=direct. Float only. */
 #if !DLA__CONV_F64
 dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k);
+/* Backward filter of the same 3x3 layers by F(2x2, 3x3) (conv_winograd.c),
+ * on the same conditions. */
+dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p);
 #endif
 
 #endif

@@ -35,7 +35,9 @@
  * FWD_FNS (its forward kernels by filter count, 1..FWD_MAX_NF), FWD_PV(n)
  * (vectors of outputs of kernel n: 1, 2 or 4), bwf_fns[tn][fn] (1..
  * BWF_MAX_NT taps x 1..BWF_MAX_NF filters), DIRECT_WINOGRAD(q, k) (its
- * Winograd pass, or DLA_ERR_UNSUPPORTED) and DIRECT_ENTRY (the name of
+ * Winograd pass, or DLA_ERR_UNSUPPORTED), optionally
+ * DIRECT_WINOGRAD_FILTER(p) (its Winograd backward filter, the same), and
+ * DIRECT_ENTRY (the name of
  * the entry point, declared in conv_impl.h); BWF_FILTERS_OUTER, if
  * defined, orders the backward-filter blocks filters first.
  */
@@ -611,6 +613,11 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
     const dla_plugin_host *h = dla__cpu_host;
     if (p->g.out_px == 0 || p->g.batch == 0)
         return DLA_ERR_UNSUPPORTED; /* dW = 0: left to im2col */
+#ifdef DIRECT_WINOGRAD_FILTER
+    const dla_status ws = DIRECT_WINOGRAD_FILTER(p);
+    if (ws != DLA_ERR_UNSUPPORTED)
+        return ws;
+#endif
     wide g;
     wide_init(&g, p->g.out, p->g.fs, p->g.dl);
     int64_t *toff = h->alloc((size_t)p->g.ntaps * sizeof(int64_t), 0);

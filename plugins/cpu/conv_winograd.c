@@ -1,6 +1,7 @@
 /*
- * conv_winograd.c - 3x3 float32 convolutions, forward and backward data,
- * by Winograd's minimal filtering F(2x2, 3x3) with AVX-512.
+ * conv_winograd.c - 3x3 float32 convolutions, forward, backward data and
+ * backward filter, by Winograd's minimal filtering F(2x2, 3x3) with
+ * AVX-512 (the backward filter at the end of the file).
  *
  * Why: the direct kernels (conv_avx512.c) already run the 3x3 layers of
  * the digit CNN near the FMA peak, so only fewer multiplications can make
@@ -137,14 +138,16 @@ typedef struct image_src {
 } image_src;
 
 /* Whether pack_planes can split the source rows themselves: dense rows of
- * whole vectors of 8, one column of padding before them ("same" padding), and
- * the whole row inside the padded one. Then each padded vector is two
- * source vectors shifted by one lane, in registers, and the first sweep
+ * whole vectors of 8, one column of padding before them ("same" padding)
+ * or none (the backward filter's dY), and the whole row inside the padded
+ * one. Then each padded vector is two source vectors (shifted by one lane
+ * for the padding), in registers, and the first sweep
  * (a row copy stored and loaded again) is not needed: ResNet-20's 32x32,
  * 16x16 and 8x8 layers, the digit CNN's 24x24. */
 static int pack_in_one_sweep(const geom *g, const image_src *is)
 {
-    return is->ss[0] == 1 && is->pb[0] == 1 && is->in[0] % 8 == 0 && is->in[0] <= 2 * g->L - 1;
+    return is->ss[0] == 1 && (is->pb[0] == 1 || is->pb[0] == 0) && is->in[0] % 8 == 0 &&
+           is->in[0] + is->pb[0] <= 2 * g->L;
 }
 
 /* Source vector k of a row of n floats (a multiple of 8): whole, its last
@@ -159,7 +162,8 @@ static TGT __m512i source_vector(const float *sr, int64_t k, int64_t n)
 }
 
 /* pack_planes for pack_in_one_sweep: padded column p is source column
- * p - 1, zero outside; the planes get what the two sweeps give them. */
+ * p - pb[0] (pb[0] 1 or 0: the backward filter's dY), zero outside; the
+ * planes get what the two sweeps give them. */
 static TGT void pack_rows_from_source(const geom *g, const image_src *is, float *planes)
 {
     const int64_t pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
@@ -188,8 +192,10 @@ static TGT void pack_rows_from_source(const geom *g, const image_src *is, float 
             for (int64_t v = 0; v < vecs; v++) {
                 const __m512i s0 = source_vector(sr, 2 * v, n);
                 const __m512i s1 = source_vector(sr, 2 * v + 1, n);
-                const __m512 a = _mm512_castsi512_ps(_mm512_alignr_epi32(s0, prev, 15));
-                const __m512 b = _mm512_castsi512_ps(_mm512_alignr_epi32(s1, s0, 15));
+                const __m512 a = is->pb[0] ? _mm512_castsi512_ps(_mm512_alignr_epi32(s0, prev, 15))
+                                           : _mm512_castsi512_ps(s0);
+                const __m512 b = is->pb[0] ? _mm512_castsi512_ps(_mm512_alignr_epi32(s1, s0, 15))
+                                           : _mm512_castsi512_ps(s1);
                 prev = s1;
                 _mm512_storeu_ps(e + 16 * v, _mm512_permutex2var_ps(a, even, b));
                 _mm512_storeu_ps(o + 16 * v, _mm512_permutex2var_ps(a, odd, b));
@@ -486,12 +492,427 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
     return DLA_OK;
 }
 
+
+/* ------------------------------------------------------ backward filter */
+
+/* dW of the same layers: with U = G g G^T and M = sum over channels of
+ * V .* U, the gradient of U is a sum over every tile of every image,
+ *
+ *     dU[pos][ci][co] = sum over tiles of V[pos][ci] * dM[pos][co],
+ *     dM = A dY A^T (4x4 from each 2x2 block of dY),
+ *     dW = G^T dU G,
+ *
+ * 16 products per pair of channels and tile where the direct sum takes 36
+ * per four outputs. The sums run on the direct backward filter's
+ * micro-kernels (dla__cpu_conv_bwf_fns), input channels standing in for
+ * its taps: VL-lane partial sums in memory, one set per part of the
+ * batch, the parts added in order at the end (the bits follow the shape,
+ * never the team). Tiles of several images are stacked into one run, so
+ * that a micro-kernel call has enough vectors to amortise loading and
+ * storing its sums (8x8 images give 16 tiles, one vector). */
+
+/* Tiles a run aims at, and the bytes of sums all parts may take. */
+#define FILTER_RUN_TILES 512
+#define FILTER_PARTS_BYTES ((int64_t)8 << 20)
+
+/* How the run transforms walk an image's tiles: vectors of 16 plane
+ * indices from src, whose lanes in mask are real tiles (tx < Tx), stored
+ * compressed from tile dst of the image. Whole vectors are stored, so
+ * the lanes past a vector's real tiles spill into the next ones, written
+ * after them; the last vector's into the next image's tiles or the run's
+ * slack. Either every tile row is walked on its own (a row of 16 or 32
+ * tiles fills whole vectors) or the plane is walked end to end and each
+ * vector compressed (rows of 4 or 8 tiles would leave most lanes idle):
+ * whichever takes fewer vectors. */
+typedef struct tile_walk {
+    int64_t n;
+    int64_t *src, *dst;
+    __mmask16 *mask;
+} tile_walk;
+
+static int64_t tile_walk_len(const geom *g)
+{
+    const int64_t by_rows = g->Ty * ((g->Tx + 15) / 16);
+    const int64_t by_plane = ((g->Ty - 1) * g->L + g->Tx + 15) / 16;
+    return by_rows < by_plane ? by_rows : by_plane;
+}
+
+/* Fills w (arrays of tile_walk_len(g) entries). */
+static void tile_walk_init(const geom *g, tile_walk *w)
+{
+    const int64_t by_rows = g->Ty * ((g->Tx + 15) / 16);
+    w->n = tile_walk_len(g);
+    if (w->n == by_rows) {
+        int64_t k = 0;
+        for (int64_t ty = 0; ty < g->Ty; ty++)
+            for (int64_t s = 0; s < g->Tx; s += 16, k++) {
+                w->src[k] = ty * g->L + s, w->dst[k] = ty * g->Tx + s;
+                const int64_t real = g->Tx - s < 16 ? g->Tx - s : 16;
+                w->mask[k] = (__mmask16)((1u << real) - 1);
+            }
+        return;
+    }
+    const int64_t ntiles = (g->Ty - 1) * g->L + g->Tx;
+    int64_t done = 0;
+    for (int64_t k = 0; k < w->n; k++) {
+        unsigned m = 0;
+        for (int l = 0; l < 16; l++) {
+            const int64_t p = 16 * k + l;
+            if (p < ntiles && p % g->L < g->Tx)
+                m |= 1u << l;
+        }
+        w->src[k] = 16 * k, w->dst[k] = done, w->mask[k] = (__mmask16)m;
+        done += __builtin_popcount(m);
+    }
+}
+
+/* x's lanes in m, packed to the low lanes (all of them: as it is). */
+static TGT __m512 tiles_of(__mmask16 m, __m512 x)
+{
+    return m == 0xFFFF ? x : _mm512_maskz_compress_ps(m, x);
+}
+
+/* Where a run transform writes: element pos of channel ch of an image in
+ * row pos * nch + ch of rows rs apart, from tile at. */
+typedef struct run_out {
+    float *dst;
+    int64_t rs, at;
+} run_out;
+
+/* V = B^T d B of one image's tiles, every input channel, into a run. */
+static TGT void transform_inputs_run(const geom *g, int64_t nci, const float *planes,
+                                     const tile_walk *w, const run_out *ro)
+{
+    int64_t off[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            off[i][j] = ((i & 1) * 2 + (j & 1)) * g->pl + (i >> 1) * g->L + (j >> 1);
+    const int64_t vs = nci * ro->rs;
+    for (int64_t ci = 0; ci < nci; ci++) {
+        const float *pl = planes + ci * 4 * g->pl;
+        float *vc = ro->dst + ci * ro->rs + ro->at;
+        for (int64_t k = 0; k < w->n; k++) {
+            const float *src = pl + w->src[k];
+            const __mmask16 m = w->mask[k];
+            __m512 r[4][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m512 d0 = _mm512_loadu_ps(src + off[0][j]),
+                             d1 = _mm512_loadu_ps(src + off[1][j]),
+                             d2 = _mm512_loadu_ps(src + off[2][j]),
+                             d3 = _mm512_loadu_ps(src + off[3][j]);
+                r[0][j] = _mm512_sub_ps(d0, d2);
+                r[1][j] = _mm512_add_ps(d1, d2);
+                r[2][j] = _mm512_sub_ps(d2, d1);
+                r[3][j] = _mm512_sub_ps(d1, d3);
+            }
+            float *o = vc + w->dst[k];
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                float *oi = o + 4 * i * vs;
+                _mm512_storeu_ps(oi, tiles_of(m, _mm512_sub_ps(r[i][0], r[i][2])));
+                _mm512_storeu_ps(oi + vs, tiles_of(m, _mm512_add_ps(r[i][1], r[i][2])));
+                _mm512_storeu_ps(oi + 2 * vs, tiles_of(m, _mm512_sub_ps(r[i][2], r[i][1])));
+                _mm512_storeu_ps(oi + 3 * vs, tiles_of(m, _mm512_sub_ps(r[i][1], r[i][3])));
+            }
+        }
+    }
+}
+
+/* dM = A dY A^T of one image's tiles, every output channel, into a run,
+ * from dY's polyphase planes: element (a, b) of tile p at p of plane
+ * a*2 + b. */
+static TGT void transform_grads_run(const geom *g, int64_t nco, const float *planes,
+                                    const tile_walk *w, const run_out *ro)
+{
+    const int64_t ms = nco * ro->rs;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t co = 0; co < nco; co++) {
+        const float *pl = planes + co * 4 * g->pl;
+        float *mc = ro->dst + co * ro->rs + ro->at;
+        for (int64_t k = 0; k < w->n; k++) {
+            const float *src = pl + w->src[k];
+            const __mmask16 m = w->mask[k];
+            __m512 t[4][2];
+#pragma GCC unroll 2
+            for (int b = 0; b < 2; b++) {
+                const __m512 y0 = _mm512_loadu_ps(src + b * g->pl),
+                             y1 = _mm512_loadu_ps(src + (2 + b) * g->pl);
+                t[0][b] = y0;
+                t[1][b] = _mm512_add_ps(y0, y1);
+                t[2][b] = _mm512_sub_ps(y0, y1);
+                t[3][b] = _mm512_sub_ps(zero, y1);
+            }
+            float *o = mc + w->dst[k];
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                float *oi = o + 4 * i * ms;
+                _mm512_storeu_ps(oi, tiles_of(m, t[i][0]));
+                _mm512_storeu_ps(oi + ms, tiles_of(m, _mm512_add_ps(t[i][0], t[i][1])));
+                _mm512_storeu_ps(oi + 2 * ms, tiles_of(m, _mm512_sub_ps(t[i][0], t[i][1])));
+                _mm512_storeu_ps(oi + 3 * ms, tiles_of(m, _mm512_sub_ps(zero, t[i][1])));
+            }
+        }
+    }
+}
+
+/* The parts of the batch: a power of two up to DLA__CONV_BATCH_PARTS, at
+ * most one per image, whose sums together take at most
+ * FILTER_PARTS_BYTES. */
+static int filter_parts(int64_t batch, int64_t acc_bytes)
+{
+    int parts = DLA__CONV_BATCH_PARTS;
+    while (parts > 1 && (parts > batch || parts * acc_bytes > FILTER_PARTS_BYTES))
+        parts /= 2;
+    return parts;
+}
+
+/* What a backward-filter call shares with its tasks. */
+typedef struct filter_call {
+    const dla__cpu_conv *p;
+    geom g;
+    int64_t T;      /* real tiles of an image */
+    int64_t K;      /* images of a run, at most */
+    int64_t rs;     /* floats per row of a run: K * T rounded up to a
+                     * vector, and a vector of slack for the last spill */
+    int parts, splits;
+    float **acc;    /* per part: [grp][pos][co][ci][16] */
+    tile_walk walk;
+} filter_call;
+
+/* One thread's buffers. */
+typedef struct filter_bufs {
+    float *xpad, *ypad, *xplanes, *yplanes, *v, *m;
+} filter_bufs;
+
+static int64_t filter_bufs_floats(const filter_call *c)
+{
+    const int64_t nci = c->p->g.Cg, nco = c->p->g.Fg;
+    return padded_floats(&c->g, nci) + padded_floats(&c->g, nco) + 4 * (nci + nco) * c->g.pl +
+           16 * (nci + nco) * c->rs;
+}
+
+static void filter_bufs_carve(filter_bufs *b, const filter_call *c, float *at)
+{
+    const int64_t nci = c->p->g.Cg, nco = c->p->g.Fg;
+    b->xpad = at, at += padded_floats(&c->g, nci);
+    b->ypad = at, at += padded_floats(&c->g, nco);
+    b->xplanes = at, at += 4 * nci * c->g.pl;
+    b->yplanes = at, at += 4 * nco * c->g.pl;
+    b->v = at, at += 16 * nci * c->rs;
+    b->m = at;
+}
+
+/* Images b..b+n-1 of group grp into a run: V and dM of their real tiles,
+ * image after image, zeros after the last. */
+static void filter_run_fill(const filter_call *c, int64_t b, int64_t n, int64_t grp,
+                            const filter_bufs *t)
+{
+    const dla__cpu_conv *p = c->p;
+    const geom *g = &c->g;
+    const int64_t nci = p->g.Cg, nco = p->g.Fg;
+    for (int64_t j = 0; j < n; j++) {
+        const image_src xs = {.src = (const float *)p->x + (b + j) * p->g.xb +
+                                     grp * nci * p->g.xc,
+                              .nch = nci,
+                              .in = {p->g.in[0], p->g.in[1]},
+                              .ss = {p->g.xs[0], p->g.xs[1]},
+                              .sc = p->g.xc,
+                              .pb = {p->g.pb[0], p->g.pb[1]}};
+        pack_planes(g, &xs, t->xplanes, t->xpad);
+        transform_inputs_run(g, nci, t->xplanes, &c->walk, &(run_out){t->v, c->rs, j * c->T});
+        /* dY as an unpadded image of the outputs' size: its planes hold
+         * each tile's 2x2 block at the tile's index. */
+        const image_src ys = {.src = (const float *)p->y + (b + j) * p->g.yb +
+                                     grp * nco * p->g.yf,
+                              .nch = nco,
+                              .in = {p->g.out[0], p->g.out[1]},
+                              .ss = {p->g.ys[0], p->g.ys[1]},
+                              .sc = p->g.yf,
+                              .pb = {0, 0}};
+        pack_planes(g, &ys, t->yplanes, t->ypad);
+        transform_grads_run(g, nco, t->yplanes, &c->walk, &(run_out){t->m, c->rs, j * c->T});
+    }
+    /* The run's tail up to its last vector adds nothing: dM is zero there
+     * (and V too, so that no stale infinity meets it). */
+    const int64_t used = n * c->T, tail = (used + 15) / 16 * 16 - used;
+    if (tail)
+        for (int64_t r = 0; r < 16 * nci; r++)
+            memset(t->v + r * c->rs + used, 0, (size_t)tail * sizeof(float));
+    if (tail)
+        for (int64_t r = 0; r < 16 * nco; r++)
+            memset(t->m + r * c->rs + used, 0, (size_t)tail * sizeof(float));
+}
+
+/* Task `task`: part task / splits, positions of split task % splits, all
+ * of the part's images in runs of at most K. */
+static void filter_task(const filter_call *c, int task, const filter_bufs *t)
+{
+    const dla__cpu_conv *p = c->p;
+    const int64_t nci = p->g.Cg, nco = p->g.Fg, batch = p->g.batch;
+    const int part = task / c->splits, split = task % c->splits;
+    const int pos0 = 16 * split / c->splits, pos1 = 16 * (split + 1) / c->splits;
+    const int64_t b0 = batch * part / c->parts, b1 = batch * (part + 1) / c->parts;
+    const int64_t runs = (b1 - b0 + c->K - 1) / c->K;
+    const int64_t nc = block_of(nci, BWF_MAX_NT), nf = block_of(nco, BWF_MAX_NF);
+    int64_t toff[BWF_MAX_NT];
+    for (int i = 0; i < BWF_MAX_NT; i++)
+        toff[i] = i * c->rs;
+    for (int64_t r = 0; r < runs; r++) {
+        const int64_t b = b0 + (b1 - b0) * r / runs, n = b0 + (b1 - b0) * (r + 1) / runs - b;
+        const int64_t nvec = (n * c->T + 15) / 16;
+        for (int64_t grp = 0; grp < p->g.G; grp++) {
+            filter_run_fill(c, b, n, grp, t);
+            float *ag = c->acc[part] + grp * 16 * nco * nci * 16;
+            for (int pos = pos0; pos < pos1; pos++)
+                for (int64_t f0 = 0; f0 < nco; f0 += nf) {
+                    const int64_t fn = f0 + nf <= nco ? nf : nco - f0;
+                    for (int64_t c0 = 0; c0 < nci; c0 += nc) {
+                        const int64_t cn = c0 + nc <= nci ? nc : nci - c0;
+                        dla__cpu_conv_bwf_fns[cn][fn](
+                            t->v + (pos * nci + c0) * c->rs, toff,
+                            t->m + (pos * nco + f0) * c->rs, c->rs, nvec,
+                            ag + ((pos * nco + f0) * nci + c0) * 16, nci);
+                    }
+                }
+        }
+    }
+}
+
+/* a[0..n-1] += b[0..n-1], n a multiple of 16, both aligned. */
+static TGT void add_sums(float *a, const float *b, int64_t n)
+{
+    for (int64_t e = 0; e < n; e += 16)
+        _mm512_store_ps(a + e, _mm512_add_ps(_mm512_load_ps(a + e), _mm512_load_ps(b + e)));
+}
+
+/* dW[k0, k1] = sum over i, j of G[i][k1] G[j][k0] dU[i][j] (i the row,
+ * as in transform_filters), in double, for one pair of channels. */
+static void filter_out(const dla__cpu_conv *p, int64_t grp, int64_t co, int64_t ci,
+                       const double du[16])
+{
+    double s[4][3];
+    for (int i = 0; i < 4; i++) {
+        const double *d = du + 4 * i;
+        s[i][0] = d[0] + (d[1] + d[2]) / 2;
+        s[i][1] = (d[1] - d[2]) / 2;
+        s[i][2] = (d[1] + d[2]) / 2 + d[3];
+    }
+    float *w = (float *)p->w + grp * p->g.wg + co * p->g.wf + ci * p->g.wc;
+    for (int k0 = 0; k0 < 3; k0++) {
+        const double w0 = s[0][k0] + (s[1][k0] + s[2][k0]) / 2,
+                     w1 = (s[1][k0] - s[2][k0]) / 2,
+                     w2 = (s[1][k0] + s[2][k0]) / 2 + s[3][k0];
+        w[k0 * p->g.ws[0]] = (float)w0;
+        w[k0 * p->g.ws[0] + p->g.ws[1]] = (float)w1;
+        w[k0 * p->g.ws[0] + 2 * p->g.ws[1]] = (float)w2;
+    }
+}
+
+dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
+{
+    const dla_plugin_host *h = dla__cpu_host;
+    const dla_kit_conv *k = &p->g;
+    if (p->dtype != DLA_F32 || k->fs[0] != 3 || k->fs[1] != 3 || k->fs[2] != 1 ||
+        k->dl[0] != 1 || k->dl[1] != 1 || k->in[2] != 1 || k->out[2] != 1 || k->pb[2] != 0 ||
+        k->out[0] < 1 || k->out[1] < 1 || k->Cg < MIN_CHANNELS || k->Fg < MIN_CHANNELS ||
+        k->batch < MIN_IMAGES || !enabled())
+        return DLA_ERR_UNSUPPORTED;
+    filter_call c = {.p = p};
+    geom_init(&c.g, k->out[0], k->out[1], 16);
+    /* The run transforms read whole vectors of plane indices, at most up
+     * to (Ty - 1) * L + up16(Tx) (a row at a time), at offsets up to L + 1. */
+    const int64_t reach = up16((c.g.Ty - 1) * c.g.L + up16(c.g.Tx) + c.g.L + 1);
+    c.g.pl = c.g.pl > reach ? c.g.pl : reach;
+    c.T = c.g.Tx * c.g.Ty;
+    c.K = (FILTER_RUN_TILES + c.T - 1) / c.T;
+    c.K = c.K > k->batch ? k->batch : c.K;
+    c.rs = up16(c.K * c.T) + 16;
+    while (c.K > 1 && filter_bufs_floats(&c) * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        c.K--, c.rs = up16(c.K * c.T) + 16;
+    const int64_t per = DLA__CONV_LINE(filter_bufs_floats(&c), sizeof(float));
+    if (per * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    /* 16 lanes of 16 sums per pair of channels: wide layers (256 to 256
+     * channels take 64 MiB a part) are left to the direct kernels. */
+    const int64_t nacc = k->G * 16 * k->Fg * k->Cg * 16;
+    if (nacc * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+        return DLA_ERR_UNSUPPORTED;
+    c.parts = filter_parts(k->batch, nacc * (int64_t)sizeof(float));
+    int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    /* A task a thread at least: splitting a part's positions packs and
+     * transforms its images again for each split (and changes no sum). */
+    const int want = team;
+    c.splits = want > c.parts ? (want + c.parts - 1) / c.parts : 1;
+    c.splits = c.splits > 16 ? 16 : c.splits;
+    const int tasks = c.parts * c.splits;
+    team = team < tasks ? team : tasks;
+    float *acc[DLA__CONV_BATCH_PARTS];
+    c.acc = acc;
+    const int64_t nw = tile_walk_len(&c.g);
+    c.walk.src = h->alloc((size_t)nw * (2 * sizeof(int64_t) + sizeof(__mmask16)), 0);
+    if (!c.walk.src)
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate a tile walk of %lld",
+                        (long long)nw);
+    c.walk.dst = c.walk.src + nw;
+    c.walk.mask = (__mmask16 *)(c.walk.dst + nw);
+    tile_walk_init(&c.g, &c.walk);
+    dla_mem mem = NULL;
+    float *scratch = dla__cpu_conv_scratch(
+        (size_t)(per * team + nacc * c.parts) * sizeof(float), &mem);
+    if (!scratch) {
+        h->free(c.walk.src);
+        return h->error(DLA_ERR_OUT_OF_MEMORY,
+                        "cpu conv: cannot allocate the Winograd backward-filter buffers of %d "
+                        "threads and the sums of %d parts of the batch",
+                        team, c.parts);
+    }
+    for (int i = 0; i < c.parts; i++)
+        acc[i] = scratch + per * team + i * nacc;
+    memset(acc[0], 0, (size_t)(nacc * c.parts) * sizeof(float));
+#pragma omp parallel num_threads(team)
+    {
+        filter_bufs t;
+        filter_bufs_carve(&t, &c, scratch + omp_get_thread_num() * per);
+        /* The padded rows' margins and the planes' tails stay zero from
+         * image to image; the rest is written before it is read. */
+        memset(t.xpad, 0, (size_t)(t.v - t.xpad) * sizeof(float));
+#pragma omp for schedule(dynamic, 1)
+        for (int task = 0; task < tasks; task++)
+            filter_task(&c, task, &t);
+    }
+    for (int i = 1; i < c.parts; i++)
+        add_sums(acc[0], acc[i], nacc);
+    for (int64_t grp = 0; grp < k->G; grp++)
+        for (int64_t co = 0; co < k->Fg; co++)
+            for (int64_t ci = 0; ci < k->Cg; ci++) {
+                double du[16];
+                for (int pos = 0; pos < 16; pos++) {
+                    const float *a = acc[0] + (((grp * 16 + pos) * k->Fg + co) * k->Cg + ci) * 16;
+                    double sum = 0;
+                    for (int l = 0; l < 16; l++)
+                        sum += a[l];
+                    du[pos] = sum;
+                }
+                filter_out(p, grp, co, ci, du);
+            }
+    dla__cpu_conv_scratch_free(mem);
+    h->free(c.walk.src);
+    return DLA_OK;
+}
+
 #else /* not x86-64 with GCC or Clang */
 
 dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
 {
     (void)q;
     (void)k;
+    return DLA_ERR_UNSUPPORTED;
+}
+
+dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
+{
+    (void)p;
     return DLA_ERR_UNSUPPORTED;
 }
 
