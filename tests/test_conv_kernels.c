@@ -671,6 +671,22 @@ static void winograd_case(conv_case *c, int64_t bmin, int64_t bmax)
     c->in[2] = c->out[2] = c->fs[2] = c->st[2] = c->dl[2] = 1;
 }
 
+/* Random stride-1 cases of every filter size, dilation, padding and
+ * group count at batches of 30-70: the direct backward filter sums such
+ * batches in parts, its small images stacked in runs of uneven length
+ * (the random cases above have 1-3 images), in float and double. Against
+ * the reference loops, the cpu plugin every way. */
+static void stride_one_cases_of_large_batches_match(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 16; i++) {
+        conv_case c;
+        random_case(&c, i % 2 ? DLA_F64 : DLA_F32, 1);
+        c.B = rnd_int(30, 70);
+        on_every_device(&c);
+    }
+}
+
 /* Batches of 17-40 small images, whose backward filter stacks several
  * images into one run, in runs and parts of the batch of uneven sizes:
  * the direct kernels' stacked planes (conv_direct_body.h, bwf_stacking;
@@ -908,6 +924,7 @@ int main(void)
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(three_by_three_filter_gradients_of_stacked_small_images_match),
+        cmocka_unit_test(stride_one_cases_of_large_batches_match),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),
