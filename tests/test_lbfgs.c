@@ -44,10 +44,10 @@ static dla_lbfgs_info info_of(const dla_lbfgs_state *s)
 }
 
 /* Calls of a loss function and where the first call of the latest update
- * was made (its first parameter's first element). */
+ * was made (its first parameter's first two elements, when it has two). */
 typedef struct counter {
     int calls;
-    double first_x;
+    double first_x, first_y;
     int mark; /* set to 1 before an update; the next call records first_x */
 } counter;
 
@@ -59,6 +59,7 @@ static void count_call(void *ctx, dla_tensor *const *p)
     c->calls++;
     if (c->mark) {
         c->first_x = item(p[0], 0);
+        c->first_y = dla_tensor_numel(p[0]) > 1 ? item(p[0], 1) : NAN;
         c->mark = 0;
     }
 }
@@ -242,6 +243,62 @@ static dla_status quadratic_loss(void *ctx, int n, dla_tensor *const *p, int nou
     return dla_feval(quadratic, ctx, n, p, nout, out);
 }
 
+typedef struct counted_quad {
+    quad q;
+    counter count;
+} counted_quad;
+
+static dla_status counted_quadratic_loss(void *ctx, int n, dla_tensor *const *p, int nout,
+                                         dla_tensor **out)
+{
+    counted_quad *c = ctx;
+    count_call(&c->count, p);
+    return dla_feval(quadratic, &c->q, n, p, nout, out);
+}
+
+/* f = (x^2 + 4 y^2)/2 from (1, 1), the whole first step allowed: -g =
+ * -(1, 4) overshoots at length 1, and the cubic through both ends (exact
+ * on a parabola) gives the line's minimum, a = 17/65. The second update
+ * tries length 1 along -H g first, H the BFGS matrix of that one pair,
+ * (I - rho s y') gamma (I - rho y s') + rho s s', gamma = s'y / y'y:
+ * written out here, not by two loops, its first call must be there. */
+static void the_direction_is_the_bfgs_matrix_of_the_pairs(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    counted_quad c = {.q = {dla_tensor_from_host((double[]){1, 0, 0, 4}, DLA_F64, "", DLA_DIMS(2, 2)),
+                            dla_zeros(DLA_F64, "", DLA_DIMS(2, 1))},
+                      .count = {0}};
+    dla_tensor *p[1] = {dla_tensor_retain(dla_tensor_from_host((double[]){1, 1}, DLA_F64, "",
+                                                               DLA_DIMS(2, 1)))};
+    dla_lbfgs_state *s = dla_lbfgs_state_create(&(dla_lbfgs_options){.initial_step_size = INFINITY});
+    assert_int_equal(dla_lbfgsupdate(1, p, counted_quadratic_loss, &c, s), DLA_OK);
+    const double a = 17.0 / 65, x1[2] = {1 - a, 1 - 4 * a};
+    assert_true(fabs(info_of(s).learn_rate - a) < 1e-12);
+    assert_true(fabs(item(p[0], 0) - x1[0]) < 1e-12 && fabs(item(p[0], 1) - x1[1]) < 1e-12);
+    const double sv[2] = {-a, -4 * a}, yv[2] = {sv[0], 4 * sv[1]}, g1[2] = {x1[0], 4 * x1[1]};
+    const double sy = sv[0] * yv[0] + sv[1] * yv[1], yy = yv[0] * yv[0] + yv[1] * yv[1];
+    const double rho = 1 / sy, gamma = sy / yy;
+    double v[2][2], h[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            v[i][j] = (i == j) - rho * yv[i] * sv[j]; /* V = I - rho y s' */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            h[i][j] = gamma * (v[0][i] * v[0][j] + v[1][i] * v[1][j]) + rho * sv[i] * sv[j];
+    const double want[2] = {x1[0] - (h[0][0] * g1[0] + h[0][1] * g1[1]),
+                            x1[1] - (h[1][0] * g1[0] + h[1][1] * g1[1])};
+    c.count.mark = 1;
+    assert_int_equal(dla_lbfgsupdate(1, p, counted_quadratic_loss, &c, s), DLA_OK);
+    if (!(fabs(c.count.first_x - want[0]) < 1e-12 && fabs(c.count.first_y - want[1]) < 1e-12))
+        fail_msg("the second update tried (%.15g, %.15g), want (%.15g, %.15g)", c.count.first_x,
+                 c.count.first_y, want[0], want[1]);
+    assert_int_equal(info_of(s).history_length, 2);
+    dla_lbfgs_state_free(s);
+    dla_optim_free(1, p);
+    dla_scope_end();
+}
+
 static void a_quadratic_converges_in_few_iterations_with_its_history(void **state)
 {
     (void)state;
@@ -407,6 +464,16 @@ static void a_failed_line_search_keeps_params_or_takes_the_lowest_loss_tried(voi
     assert_true(fabs(item(p[0], 0) + 0.95) < 1e-15);
     assert_true(fabs(in.loss - 0.45125) < 1e-15);
     assert_int_equal(in.history_length, 1); /* its s'y > 0 all the same */
+
+    /* With pairs stored, a search that finds no lower loss drops them:
+     * here the loss moved away (shift 50) after the state's was taken. */
+    q.shift = 50;
+    before = p[0];
+    assert_int_equal(dla_lbfgsupdate(1, p, isotropic_loss, &q, s), DLA_OK);
+    in = info_of(s);
+    assert_string_equal(in.line_search_status, "failed");
+    assert_ptr_equal(p[0], before);
+    assert_int_equal(in.history_length, 0);
     dla_lbfgs_state_free(s);
     dla_optim_free(1, p);
 }
@@ -1016,6 +1083,7 @@ int main(void)
         TU_TEST(rosenbrock_in_single_precision_as_one_tensor),
         TU_TEST(an_isotropic_quadratic_is_solved_by_the_second_step),
         TU_TEST(a_quadratic_converges_in_few_iterations_with_its_history),
+        TU_TEST(the_direction_is_the_bfgs_matrix_of_the_pairs),
         TU_TEST(the_first_step_is_bounded_by_initial_step_size),
         TU_TEST(weak_and_strong_wolfe_differ_on_an_overshoot),
         TU_TEST(a_pair_that_fails_the_curvature_condition_is_not_stored),
