@@ -1044,7 +1044,9 @@ static dla_status iterate_lbfgs(trainer *tr, int last, int *stop)
         snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason, "%s", reason);
         *stop = 1;
     }
-    return finish_iteration(tr, &s, last, stop);
+    /* A stop here is the last iteration: validated, so that the final
+     * validation figures are of the network returned. */
+    return finish_iteration(tr, &s, last || reason, stop);
 }
 
 /* Solver "lbfgs": all the data as one batch, MaxIterations updates at

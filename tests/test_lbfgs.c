@@ -974,9 +974,13 @@ static void trainnet_with_lbfgs_fits_a_regression_and_says_why_it_stopped(void *
     dla_training_info *info;
     tu_sink sink;
     assert_non_null(tu_sink_open(&sink));
+    dla_tensor *vx, *vt;
+    sine_data(30, &vx, &vt);
+    dla_train_data val = {.predictors = vx, .targets = vt};
     dla_training_options o = {.solver = "lbfgs", .max_iterations = 300, .gradient_tolerance = 1e-3,
                               .step_tolerance = -1, .verbose_frequency = 10, .output = sink.f,
-                              .metrics = "rmse"};
+                              .metrics = "rmse", .validation_data = &val,
+                              .validation_frequency = 1000};
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info),
                      DLA_OK);
     char *text = tu_sink_text(&sink);
@@ -996,11 +1000,16 @@ static void trainnet_with_lbfgs_fits_a_regression_and_says_why_it_stopped(void *
     assert_true(info->training_loss[n - 1] < 1e-3);
     assert_true(tu_close(info->training_rmse[n - 1], sqrt(info->training_loss[n - 1]), 1e-4));
     assert_int_equal(info->output_network_iteration, n);
+    /* Validated at the first iteration and at the stop (the network
+     * returned), not between. */
+    assert_int_equal(info->validations, 2);
+    assert_int_equal(info->validation_iteration[1], n);
+    assert_true(info->final_validation_loss < 2e-3);
     /* The table: the lbfgs columns, a row every 10 iterations and the last. */
-    assert_non_null(strstr(text, "|  Iteration  |  Time Elapsed  |   Training   |   Training   |"
-                                 "   Gradient   |     Step     |\n"
-                                 "|             |   (hh:mm:ss)   |     RMSE     |     Loss     |"
-                                 "     Norm     |     Norm     |\n"));
+    assert_non_null(strstr(text, "|  Iteration  |  Time Elapsed  |   Training   |  Validation  |"
+                                 "   Training   |  Validation  |   Gradient   |     Step     |\n"
+                                 "|             |   (hh:mm:ss)   |     RMSE     |     RMSE     |"
+                                 "     Loss     |     Loss     |     Norm     |     Norm     |\n"));
     assert_null(strstr(text, "Epoch"));
     assert_non_null(strstr(text, "Training finished: Gradient tolerance reached.\n"));
     assert_non_null(strstr(text, "|          10 |"));
