@@ -4,7 +4,8 @@
  * that together touch every path that allocates: tensors, a network made
  * and initialized, dla_feval with gradients, optimizer updates,
  * accelerated calls (record, planning replay, planned replay), trainnet
- * iterations, network save, load and copy, trace save, load and replay.
+ * iterations, L-BFGS (dla_lbfgsupdate and trainnet's "lbfgs"), network
+ * save, load and copy, trace save, load and replay.
  * Each run must end either in DLA_ERR_OUT_OF_MEMORY (never a crash, never
  * another status such as a format or shape error) or in DLA_OK with the
  * same answer as a run that was refused nothing, and leave exactly the
@@ -337,6 +338,87 @@ static dla_status trainnet(double *digest)
     return st;
 }
 
+/* L-BFGS: three dla_lbfgsupdate iterations of the small network (the
+ * state's lists, each update's working block, the pairs, the line
+ * search's points), the state read and freed. */
+typedef struct lbfgs_job {
+    dla_net *net;
+    dla_tensor *x, *t;
+} lbfgs_job;
+
+static dla_status lbfgs_loss(void *ctx, int n, dla_tensor *const *p, int nout, dla_tensor **out)
+{
+    (void)n, (void)p;
+    const lbfgs_job *j = ctx;
+    dla_tensor *all[1 + 6 + 2]; /* model_loss also gives the new state */
+    dla_status st = dla_feval(model_loss, j->net, 2, (dla_tensor *[]){j->x, j->t}, 9, all);
+    memcpy(out, all, sizeof *out * (size_t)nout);
+    return st;
+}
+
+static dla_status lbfgs(double *digest)
+{
+    dla_net *net = small_net();
+    if (!net)
+        return dla_last_status();
+    dla_lbfgs_state *s = dla_lbfgs_state_create(NULL);
+    dla_status st = s ? DLA_OK : dla_last_status();
+    dla_scope_begin();
+    lbfgs_job j = {net, dla_full(0.5, DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 2)),
+                   dla_full(0.25, DLA_F32, "CB", DLA_DIMS(3, 2))};
+    if (st == DLA_OK)
+        st = dla_net_init(net, 1, &j.x);
+    dla_tensor **params = st == DLA_OK ? dla_table_values(dla_net_learnables(net)) : NULL;
+    for (int it = 0; st == DLA_OK && it < 3; it++)
+        st = dla_lbfgsupdate(6, params, lbfgs_loss, &j, s);
+    dla_lbfgs_info in;
+    if (st == DLA_OK && (st = dla_lbfgs_state_info(s, &in)) == DLA_OK)
+        *digest += in.loss + in.step_norm + in.history_length + (double)in.evaluations;
+    for (int i = 0; st == DLA_OK && i < 6; i++)
+        st = digest_of(params[i], digest);
+    dla_scope_end();
+    dla_lbfgs_state_free(s);
+    dla_net_free(net);
+    return st;
+}
+
+/* trainnet with solver "lbfgs": the one batch, the updates, validation
+ * and the metrics. */
+static dla_status trainnet_lbfgs(double *digest)
+{
+    dla_rng_seed(7);
+    dla_layer *l[] = {dla_fc_layer(4, NULL), dla_tanh_layer(NULL), dla_fc_layer(2, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(4, l), *trained = NULL;
+    if (!net)
+        return dla_last_status();
+    dla_scope_begin();
+    float xs[3 * 16];
+    int32_t ts[16];
+    for (int i = 0; i < 16; i++) {
+        for (int c = 0; c < 3; c++)
+            xs[3 * i + c] = (float)((i * 7 + c * 3) % 5) - 2.0f;
+        ts[i] = xs[3 * i] > 0;
+    }
+    dla_train_data d = {.predictors = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(3, 16)),
+                        .targets = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(16, 1))};
+    dla_training_options o = {.solver = "lbfgs", .verbose = -1, .max_iterations = 3,
+                              .metrics = "accuracy", .validation_data = &d,
+                              .validation_frequency = 2};
+    dla_training_info *info = NULL;
+    dla_status st = dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                 &info);
+    for (int64_t i = 0; st == DLA_OK && i < info->iterations; i++)
+        *digest += info->training_loss[i] + info->training_accuracy[i] + info->step_norm[i];
+    if (st == DLA_OK)
+        *digest += info->final_validation_loss + info->final_validation_accuracy;
+    dla_training_info_free(info);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 /* The regressions below are short enough to refuse every allocation in
  * make check too. */
 
@@ -441,6 +523,8 @@ static const workflow workflows[] = {
     {"net_copy", net_copy, 1},
     {"input_statistics", input_statistics, 1},
     {"trainnet_step", trainnet_step, 1},
+    {"lbfgs", lbfgs, 1},
+    {"trainnet_lbfgs", trainnet_lbfgs, 0},
 };
 
 #define WORKFLOW_TEST(i, name)                                                                     \
@@ -461,6 +545,8 @@ WORKFLOW_TEST(8, trainnet)
 WORKFLOW_TEST(9, net_copy)
 WORKFLOW_TEST(10, input_statistics)
 WORKFLOW_TEST(11, trainnet_step)
+WORKFLOW_TEST(12, lbfgs)
+WORKFLOW_TEST(13, trainnet_lbfgs)
 
 static int write_fixed_network(void)
 {
@@ -512,6 +598,8 @@ int main(int argc, char **argv)
         TU_TEST(test_net_copy_survives_every_refused_allocation),
         TU_TEST(test_input_statistics_survives_every_refused_allocation),
         TU_TEST(test_trainnet_step_survives_every_refused_allocation),
+        TU_TEST(test_lbfgs_survives_every_refused_allocation),
+        TU_TEST(test_trainnet_lbfgs_survives_every_refused_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);
 }
