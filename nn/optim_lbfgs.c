@@ -542,6 +542,18 @@ static dla_status line_search(work *w, const dla_lbfgs_state *s, dla_tensor *con
     return DLA_OK;
 }
 
+/* What an update holds besides the state, released however it ends. */
+static void work_release(int n, point *start, point *cur, point *best, dla_tensor **d,
+                         dla_tensor **block, dla_tensor **alpha)
+{
+    point_release(n, start);
+    point_release(n, cur);
+    point_release(n, best);
+    dla_optim_free(n, d);
+    dla__nn_free(block);
+    dla__nn_free(alpha);
+}
+
 /* The state's lists, made by the first update (n entries, history_size
  * pairs), before anything is changed. */
 typedef struct lists {
@@ -706,12 +718,7 @@ DLA_API dla_status dla_lbfgsupdate(int n, dla_tensor **params, dla_function loss
             dla_optim_free(n, sv);
             dla_optim_free(n, yv);
         }
-        point_release(n, &start);
-        point_release(n, &cur);
-        point_release(n, &best);
-        dla_optim_free(n, d);
-        dla__nn_free(block);
-        dla__nn_free(alpha);
+        work_release(n, &start, &cur, &best, d, block, alpha);
         lists_free(&fresh);
         return st;
     }
@@ -749,11 +756,6 @@ DLA_API dla_status dla_lbfgsupdate(int n, dla_tensor **params, dla_function loss
     s->status = accepted || stationary ? "completed" : "failed";
     s->iterations++;
     s->evaluations += w.evaluations;
-    point_release(n, &start);
-    point_release(n, &cur);
-    point_release(n, &best);
-    dla_optim_free(n, d);
-    dla__nn_free(block);
-    dla__nn_free(alpha);
+    work_release(n, &start, &cur, &best, d, block, alpha);
     return DLA_OK;
 }

@@ -610,6 +610,16 @@ static dla_status checkpoint(trainer *tr)
     return st;
 }
 
+/* The checkpoint at the end of an epoch, when CheckpointFrequencyUnit is
+ * "epoch" and this is one of them. */
+static dla_status epoch_checkpoint(trainer *tr, int64_t epoch)
+{
+    if (tr->o.checkpoint_path && !strcmp(tr->o.checkpoint_frequency_unit, "epoch") &&
+        epoch % tr->o.checkpoint_frequency == 0)
+        return checkpoint(tr);
+    return DLA_OK;
+}
+
 /* ------------------------------------------------------------ the report */
 
 static void report_row(trainer *tr, const dla_training_state *s, int validated)
@@ -1092,10 +1102,8 @@ static dla_status run_lbfgs(trainer *tr)
     int stop = 0;
     for (int it = 1; st == DLA_OK && !stop && it <= tr->o.max_iterations; it++) {
         st = iterate_lbfgs(tr, it == tr->o.max_iterations, &stop);
-        if (st == DLA_OK && tr->o.checkpoint_path &&
-            !strcmp(tr->o.checkpoint_frequency_unit, "epoch") &&
-            tr->iteration % tr->o.checkpoint_frequency == 0)
-            st = checkpoint(tr);
+        if (st == DLA_OK)
+            st = epoch_checkpoint(tr, tr->iteration);
     }
     if (st == DLA_OK && tr->progress)
         st = write_chart(tr);
@@ -1133,10 +1141,8 @@ static dla_status run_epochs(trainer *tr)
             dla_scope_end();
             st = dla__train_par_end(&tr->par, st, &stop);
         }
-        if (st == DLA_OK && tr->o.checkpoint_path &&
-            !strcmp(tr->o.checkpoint_frequency_unit, "epoch") &&
-            tr->epoch % tr->o.checkpoint_frequency == 0)
-            st = checkpoint(tr);
+        if (st == DLA_OK)
+            st = epoch_checkpoint(tr, tr->epoch);
         if (st == DLA_OK && tr->progress)
             st = write_chart(tr);
         st = dla__train_par_agree(&tr->par, st, "the end of the epoch");

@@ -107,15 +107,27 @@ static dla_status not_for(const char *solver, const char *option)
                          "\"%s\"; leave it zero", option, solver);
 }
 
+/* An option and whether the caller set it. */
+typedef struct set_option {
+    const char *name;
+    int set;
+} set_option;
+
+/* The first of n options that is set, refused for solver. */
+static dla_status refuse_set(const char *solver, const set_option *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i].set)
+            return not_for(solver, list[i].name);
+    return DLA_OK;
+}
+
 /* Solver "lbfgs": the mini-batch options must be unset; its own get their
  * defaults. */
 static dla_status resolve_lbfgs(dla_training_options *o)
 {
     const dla_learn_rate_schedule *s = &o->learn_rate_schedule;
-    const struct {
-        const char *name;
-        int set;
-    } minibatch[] = {
+    const set_option minibatch[] = {
         {"MaxEpochs", o->max_epochs != 0},
         {"MiniBatchSize", o->mini_batch_size != 0},
         {"InitialLearnRate", o->initial_learn_rate != 0},
@@ -132,10 +144,10 @@ static dla_status resolve_lbfgs(dla_training_options *o)
         {"Shuffle", o->shuffle != NULL},
         {"PartialMiniBatch", o->partial_mini_batch != NULL},
     };
-    for (size_t i = 0; i < sizeof minibatch / sizeof minibatch[0]; i++)
-        if (minibatch[i].set)
-            return not_for("lbfgs", minibatch[i].name);
-    dla_status st = choose("LineSearchMethod", o->line_search_method, line_searches,
+    dla_status st = refuse_set("lbfgs", minibatch, sizeof minibatch / sizeof minibatch[0]);
+    if (st != DLA_OK)
+        return st;
+    st = choose("LineSearchMethod", o->line_search_method, line_searches,
                            &o->line_search_method);
     if (st != DLA_OK)
         return st;
@@ -170,10 +182,7 @@ static dla_status resolve_lbfgs(dla_training_options *o)
 /* The mini-batch solvers: the lbfgs options must be unset. */
 static dla_status resolve_minibatch(dla_training_options *o)
 {
-    const struct {
-        const char *name;
-        int set;
-    } lbfgs[] = {
+    const set_option lbfgs[] = {
         {"MaxIterations", o->max_iterations != 0},
         {"GradientTolerance", o->gradient_tolerance != 0},
         {"StepTolerance", o->step_tolerance != 0},
@@ -183,11 +192,10 @@ static dla_status resolve_minibatch(dla_training_options *o)
         {"InitialStepSize", o->initial_step_size != 0},
         {"MaxNumLineSearchIterations", o->max_num_line_search_iterations != 0},
     };
-    for (size_t i = 0; i < sizeof lbfgs / sizeof lbfgs[0]; i++)
-        if (lbfgs[i].set)
-            return not_for(o->solver, lbfgs[i].name);
+    dla_status st = refuse_set(o->solver, lbfgs, sizeof lbfgs / sizeof lbfgs[0]);
+    if (st != DLA_OK)
+        return st;
     int sgdm = !strcmp(o->solver, "sgdm"), adam = !strcmp(o->solver, "adam");
-    dla_status st;
     if (o->max_epochs < 0)
         return bad_number("MaxEpochs", o->max_epochs, "it must be a positive integer");
     if (o->mini_batch_size < 0)
