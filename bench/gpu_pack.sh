@@ -30,7 +30,7 @@ tests/test_loss tests/test_nnops_act tests/test_nnops_fc tests/test_nnops_norm
 tests/test_nnops_pool tests/test_net tests/test_net_grad tests/test_optim tests/test_plan
 tests/test_fused_kernels tests/test_shape tests/test_data tests/test_spmd tests/test_higher
 tests/test_net_layers tests/test_null_args tests/test_derivatives tests/test_attention
-tests/test_ode45 tests/test_resize examples/pinn examples/autoencoder examples/neural_ode"
+tests/test_ode45 tests/test_resize tests/test_lbfgs examples/pinn examples/autoencoder examples/neural_ode"
 for x in $bins; do
     [ -e "$b/$x" ] && cp -L "$(real "$b/$x")" "$stage/bin/"
 done

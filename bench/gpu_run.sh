@@ -36,7 +36,7 @@
 #              the cpu run it is compared with
 #   traincpu   the same on the cpu device
 #   higher     second derivatives: examples/pinn on cuda (its error, replay
-#              against eager), dlaccel-bench's pinn workloads on cuda:0 and
+#              against eager; and with --lbfgs), dlaccel-bench's pinn workloads on cuda:0 and
 #              bench/torch_pinn.py on the GPU, the same step in PyTorch
 #   ode        examples/neural_ode on cuda (300 iterations, direct and
 #              adjoint), dlaccel-bench's ode workloads on cuda:0, and
@@ -251,7 +251,7 @@ step_suites() {
     for t in test_tensor test_autodiff test_accel test_train test_conv test_nnops_norm \
         test_fused_kernels test_loss test_nnops_pool test_nnops_fc test_net test_optim \
         test_higher test_net_grad test_net_layers test_null_args test_derivatives \
-        test_attention test_ode45 test_resize; do
+        test_attention test_ode45 test_resize test_lbfgs; do
         [ -x "$s/bin/$t" ] || continue
         DLA_TEST_BUILDDIR=$s DLACCEL_DEVICE=cuda DLA_TEST_EXPECT_DEVICE_RUNS=1 timeout 25 "$s/bin/$t" \
             >"$out/suite_$t.log" 2>&1
@@ -314,6 +314,8 @@ step_floor() {
 step_higher() {
     DLACCEL_DEVICE=cuda timeout 120 "$s/bin/pinn" >"$out/higher_pinn.log" 2>&1
     line "higher: examples/pinn on cuda: exit $?: $(grep -iE 'device|error|eager|ms' "$out/higher_pinn.log" | tail -6 | tr '\n' ' ' | cut -c1-400)"
+    DLACCEL_DEVICE=cuda timeout 120 "$s/bin/pinn" --lbfgs >"$out/higher_pinn_lbfgs.log" 2>&1
+    line "higher: examples/pinn --lbfgs on cuda: exit $?: $(grep -E 'stopped|trained|L-BFGS:' "$out/higher_pinn_lbfgs.log" | tr '\n' ' ' | cut -c1-400)"
     timeout 90 "$s/bin/dlaccel-bench" --device cuda:0 --workload pinn >"$out/higher_bench.log" 2>&1
     grep -E 'pinn|error' "$out/higher_bench.log" | sed 's/^/higher: /' | tee -a "$summary"
     PYTHONUNBUFFERED=1 timeout 120 python3 "$s/peers/torch_pinn.py" --device cuda >"$out/higher_torch.log" 2>&1

@@ -18,7 +18,14 @@
  * times per iteration, and checks that a replay gives the eager call's
  * bits.
  *
- *     build/examples/pinn [--iterations N] [--dims D]     (D = 1 or 2)
+ * With --lbfgs it trains as MATLAB's PINN examples do with lbfgsupdate:
+ * one fixed set of collocation points (a full batch: the line search
+ * needs the same loss at every length it tries), dla_lbfgsupdate with the
+ * same accelerated loss as its loss function, until the line search fails
+ * or the gradient vanishes, and prints the iterations, the loss
+ * evaluations, the error and the time.
+ *
+ *     build/examples/pinn [--iterations N] [--dims D] [--lbfgs]     (D = 1 or 2)
  *
  * (On the cube, D = 3, this small network at 64 points an iteration
  * stayed 0.08-0.11 off after 3000-6000 iterations: not offered.)
@@ -43,6 +50,10 @@ static const double PI = 3.14159265358979323846;
 /* The problem's dimension (--dims). */
 static int D = 1;
 
+/* --lbfgs: the fixed collocation points, more than an Adam step's 64
+ * since they are all the interior L-BFGS ever sees. */
+#define LBFGS_POINTS 256
+
 /* The solution, prod_d sin(pi x_d). */
 static double solution(const float *x)
 {
@@ -61,10 +72,10 @@ static double uniform(void)
     return ((double)(rng >> 11) + 0.5) / 9007199254740992.0;
 }
 
-static void collocation(dla_tensor **x, dla_tensor **f)
+/* n of them, n <= LBFGS_POINTS. */
+static void collocation_n(int n, dla_tensor **x, dla_tensor **f)
 {
-    float xs[2 * POINTS], fs[POINTS];
-    const int n = POINTS;
+    float xs[2 * LBFGS_POINTS], fs[LBFGS_POINTS];
     for (int i = 0; i < n; i++) {
         for (int d = 0; d < D; d++)
             xs[D * i + d] = (float)uniform();
@@ -73,6 +84,8 @@ static void collocation(dla_tensor **x, dla_tensor **f)
     *x = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(D, n));
     *f = dla_tensor_from_host(fs, DLA_F32, "CB", DLA_DIMS(1, n));
 }
+
+static void collocation(dla_tensor **x, dla_tensor **f) { collocation_n(POINTS, x, f); }
 
 /* Boundary points: both ends (D = 1), or 16 points on each of the
  * square's 4 sides, drawn once. */
@@ -142,6 +155,7 @@ typedef struct trainer {
     dla_accel *af;
     dla_tensor *p[NPARAMS], *avg[NPARAMS], *avg_sq[NPARAMS], *x0;
     int iteration;
+    dla_tensor *x, *f; /* --lbfgs: the fixed collocation points */
 } trainer;
 
 static dla_status step(trainer *t, int accelerated, double lr, double *loss)
@@ -160,6 +174,50 @@ static dla_status step(trainer *t, int accelerated, double lr, double *loss)
     if (st == DLA_OK)
         *loss = dla_tensor_item(out[0], 0);
     dla_scope_end();
+    return st;
+}
+
+/* dla_lbfgsupdate's loss function: the accelerated modelLoss at the point
+ * it tries (p) on the fixed points; out[0] the loss, out[1..] the
+ * gradients, as dla_accel_feval gives them. */
+static dla_status lbfgs_loss(void *ctx, int n, dla_tensor *const *p, int nout, dla_tensor **out)
+{
+    const trainer *t = ctx;
+    dla_tensor *in[NPARAMS + 3];
+    memcpy(in, p, sizeof *in * (size_t)n);
+    in[NPARAMS] = t->x, in[NPARAMS + 1] = t->f, in[NPARAMS + 2] = t->x0;
+    return dla_accel_feval(t->af, NULL, NPARAMS + 3, in, nout, out);
+}
+
+/* --lbfgs: L-BFGS iterations (MATLAB's lbfgsState defaults) until the
+ * line search fails (the loss can go no lower in single precision) or the
+ * gradient vanishes, at most max; the iterations made in *its. */
+static dla_status train_lbfgs(trainer *t, int max, int *its, int64_t *evaluations)
+{
+    dla_lbfgs_state *s = dla_lbfgs_state_create(NULL);
+    if (!s)
+        return dla_last_status();
+    dla_status st = DLA_OK;
+    dla_lbfgs_info in = {0};
+    *its = 0;
+    for (int it = 1; it <= max && st == DLA_OK; it++) {
+        st = dla_lbfgsupdate(NPARAMS, t->p, lbfgs_loss, t, s);
+        if (st != DLA_OK)
+            break;
+        dla_lbfgs_state_info(s, &in);
+        *its = it;
+        int done = !strcmp(in.line_search_status, "failed") || in.gradients_norm < 1e-7;
+        if (it == 1 || it % 100 == 0 || it == max || done)
+            printf("iteration %d: loss %.6f, gradient norm %.2e, error %.4f\n", it, in.loss,
+                   in.gradients_norm, max_error(t->p));
+        if (done) {
+            printf("stopped: line search %s, gradient norm %.2e\n", in.line_search_status,
+                   in.gradients_norm);
+            break;
+        }
+    }
+    *evaluations = in.evaluations;
+    dla_lbfgs_state_free(s);
     return st;
 }
 
@@ -210,21 +268,26 @@ static double time_steps(trainer *t, int accelerated, int n)
 
 int main(int argc, char **argv)
 {
-    int iterations = 3000;
+    int iterations = 0, lbfgs = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
             iterations = atoi(argv[++i]);
+            if (iterations < 1) {
+                fprintf(stderr, "pinn: --iterations needs a positive count\n");
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
             D = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--lbfgs")) {
+            lbfgs = 1;
         } else {
-            fprintf(stderr, "usage: %s [--iterations N] [--dims D]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--iterations N] [--dims D] [--lbfgs]\n", argv[0]);
             return 2;
         }
     }
-    if (iterations < 1) {
-        fprintf(stderr, "pinn: --iterations needs a positive count\n");
-        return 2;
-    }
+    /* Adam: 3000 steps; L-BFGS: at most 2000 iterations (it stops by
+     * itself well before on the line). */
+    iterations = iterations ? iterations : lbfgs ? 2000 : 3000;
     if (D < 1 || D > 2) {
         fprintf(stderr, "pinn: --dims takes 1 or 2\n");
         return 2;
@@ -238,9 +301,14 @@ int main(int argc, char **argv)
     else
         printf("laplacian(u) = -%d pi^2 prod sin(pi x_d) on (0, 1)^%d, u = 0 on the boundary", D,
                D);
-    printf(": an MLP %d-%d-%d-1 with tanh, %d collocation points an iteration, Adam lr 0.01 "
-           "(0.001 for the last third)\n",
-           D, HIDDEN, HIDDEN, POINTS);
+    if (lbfgs)
+        printf(": an MLP %d-%d-%d-1 with tanh, %d fixed collocation points, L-BFGS (history 10, "
+               "weak Wolfe line search)\n",
+               D, HIDDEN, HIDDEN, LBFGS_POINTS);
+    else
+        printf(": an MLP %d-%d-%d-1 with tanh, %d collocation points an iteration, Adam lr 0.01 "
+               "(0.001 for the last third)\n",
+               D, HIDDEN, HIDDEN, POINTS);
 
     dla_rng_seed(7);
     trainer t = {0};
@@ -258,7 +326,15 @@ int main(int argc, char **argv)
     printf("error before training: %.4f (largest |u(x) - prod sin(pi x_d)| on a grid)\n",
            max_error(t.p));
     const double t0 = now();
-    for (int it = 1; it <= iterations; it++) {
+    int trained = iterations;
+    int64_t evaluations = 0;
+    if (lbfgs) {
+        collocation_n(LBFGS_POINTS, &t.x, &t.f);
+        t.x = dla_keep(t.x), t.f = dla_keep(t.f);
+        if (train_lbfgs(&t, iterations, &trained, &evaluations) != DLA_OK)
+            return fail("L-BFGS");
+    }
+    for (int it = 1; !lbfgs && it <= iterations; it++) {
         /* Adam's steps keep the loss jumping about at 0.01: the last
          * third at a tenth of it settles. */
         double loss, lr = it <= iterations - iterations / 3 ? 0.01 : 0.001;
@@ -270,21 +346,28 @@ int main(int argc, char **argv)
     const double elapsed = now() - t0;
     const double err = max_error(t.p);
     printf("trained %d iterations in %.2f s; largest error against the solution: %.4f\n",
-           iterations, elapsed, err);
+           trained, elapsed, err);
+    if (lbfgs)
+        printf("L-BFGS: %lld loss evaluations (%.2f an iteration), %.3f ms an iteration\n",
+               (long long)evaluations, (double)evaluations / trained, elapsed * 1e3 / trained);
     char desc[512];
     dla_accel_describe(t.af, desc, sizeof desc);
     printf("\naccfun =\n\n%s\n", desc);
     printf("replay equals the eager call, bit for bit: %s\n",
            replay_matches_eager(&t) ? "yes" : "NO");
-    const double acc = time_steps(&t, 1, 50), eager = time_steps(&t, 0, 50);
-    printf("time per iteration (median of 5 rounds of 50): accelerated %.3f ms, eager %.3f ms "
-           "(%.1fx)\n",
-           acc, eager, eager / acc);
+    if (!lbfgs) {
+        const double acc = time_steps(&t, 1, 50), eager = time_steps(&t, 0, 50);
+        printf("time per iteration (median of 5 rounds of 50): accelerated %.3f ms, eager %.3f ms "
+               "(%.1fx)\n",
+               acc, eager, eager / acc);
+    }
     dla_optim_free(NPARAMS, t.avg);
     dla_optim_free(NPARAMS, t.avg_sq);
     for (int i = 0; i < NPARAMS; i++)
         dla_tensor_release(t.p[i]);
     dla_tensor_release(t.x0);
+    dla_tensor_release(t.x);
+    dla_tensor_release(t.f);
     dla_accel_free(t.af);
     return err < 0.05 ? 0 : 1;
 }

@@ -5,14 +5,13 @@
  * error anywhere leaves every list as it was.
  */
 #include "nn/nn.h"
+#include "nn/optim_impl.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Fails naming entry i (1-based), the parameter's dims or dtype and
- * what's (its gradient, velocity...). */
-static dla_status mismatch(const char *fn, int i, const dla_tensor *p, const char *what,
-                           const dla_tensor *v)
+dla_status dla__optim_mismatch(const char *fn, int i, const dla_tensor *p, const char *what,
+                               const dla_tensor *v)
 {
     int64_t a[DLA_MAX_DIMS], b[DLA_MAX_DIMS];
     char sa[96], sb[96];
@@ -41,13 +40,13 @@ static dla_status check_state(const char *fn, int n, dla_tensor *const *params,
             return dla__nn_fail(dla_tensor_status(v), "%s: entry %d: the %s is %s", fn, i + 1, what,
                                 dla_tensor_error(v));
         if (!dla__same_dims(p, v) || dla_tensor_dtype(p) != dla_tensor_dtype(v))
-            return mismatch(fn, i + 1, p, what, v);
+            return dla__optim_mismatch(fn, i + 1, p, what, v);
     }
     return DLA_OK;
 }
 
-/* Checks the lists and the entries' dims; sets the message. */
-static dla_status check_lists(const char *fn, int n, dla_tensor **params, dla_tensor *const *grads)
+dla_status dla__optim_check_lists(const char *fn, int n, dla_tensor *const *params,
+                                  dla_tensor *const *grads)
 {
     if (n < 0 || (n && (!params || !grads)))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d entries with a NULL list", fn, n);
@@ -65,14 +64,12 @@ static dla_status check_lists(const char *fn, int n, dla_tensor **params, dla_te
         /* The same dims, not only the same count: a 4x3 gradient of a
          * 3x4 parameter reshaped would update the wrong elements. */
         if (!dla__same_dims(p, g) || dla_tensor_dtype(p) != dla_tensor_dtype(g))
-            return mismatch(fn, i + 1, p, "gradient", g);
+            return dla__optim_mismatch(fn, i + 1, p, "gradient", g);
     }
     return DLA_OK;
 }
 
-/* The gradient in the parameter's dims (gradients of views may carry other
- * labels or trailing singleton dims; check_lists refused any other). */
-static dla_tensor *like(dla_tensor *g, dla_tensor *p)
+dla_tensor *dla__optim_like(dla_tensor *g, dla_tensor *p)
 {
     int64_t dims[DLA_MAX_DIMS];
     int nd = dla_tensor_dims(p, dims);
@@ -124,7 +121,7 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
                                   dla_tensor **velocity, double learn_rate, double momentum)
 {
     static const char fn[] = "dla_sgdmupdate";
-    dla_status st = check_lists(fn, n, params, grads);
+    dla_status st = dla__optim_check_lists(fn, n, params, grads);
     if (st != DLA_OK)
         return st;
     if (n && !velocity)
@@ -139,7 +136,7 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
-        dla_tensor *g = like(grads[i], params[i]);
+        dla_tensor *g = dla__optim_like(grads[i], params[i]);
         dla_tensor *v = velocity[i] ? dla_sub(dla_affine(velocity[i], momentum, 0),
                                               dla_affine(g, learn_rate, 0))
                                     : dla_affine(g, -learn_rate, 0);
@@ -156,7 +153,7 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
                                   double epsilon)
 {
     static const char fn[] = "dla_adamupdate";
-    dla_status st = check_lists(fn, n, params, grads);
+    dla_status st = dla__optim_check_lists(fn, n, params, grads);
     if (st != DLA_OK)
         return st;
     if (n && (!avg_grad || !avg_sq_grad))
@@ -177,7 +174,7 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
-        dla_tensor *g = like(grads[i], params[i]);
+        dla_tensor *g = dla__optim_like(grads[i], params[i]);
         dla_tensor *m = dla_add(dla_affine(state_or_zeros(avg_grad[i], params[i]), grad_decay, 0),
                                 dla_affine(g, 1 - grad_decay, 0));
         dla_tensor *v = dla_add(dla_affine(state_or_zeros(avg_sq_grad[i], params[i]), sq_grad_decay, 0),
@@ -196,7 +193,7 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
                                      double sq_grad_decay, double epsilon)
 {
     static const char fn[] = "dla_rmspropupdate";
-    dla_status st = check_lists(fn, n, params, grads);
+    dla_status st = dla__optim_check_lists(fn, n, params, grads);
     if (st != DLA_OK)
         return st;
     if (n && !avg_sq_grad)
@@ -211,7 +208,7 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
-        dla_tensor *g = like(grads[i], params[i]);
+        dla_tensor *g = dla__optim_like(grads[i], params[i]);
         dla_tensor *v = dla_add(dla_affine(state_or_zeros(avg_sq_grad[i], params[i]), sq_grad_decay, 0),
                                 dla_affine(dla_square(g), 1 - sq_grad_decay, 0));
         dla_tensor *upd = dla_div(g, dla_affine(dla_sqrt(v), 1, epsilon));

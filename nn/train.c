@@ -60,6 +60,15 @@ typedef struct trainer {
     int64_t updated;             /* the last iteration whose update was applied */
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
+    struct {                     /* solver "lbfgs" */
+        dla_lbfgs_state *state;
+        dla_tensor *x, *t;       /* the one batch: all the data (+1) */
+        dla_tensor **out;        /* [2 + nl + ns] an evaluation's outputs */
+        /* The last evaluation: the point's first learnable (to tell that
+         * it is the point the update returned), Y and the new state (+1). */
+        const dla_tensor *at;
+        dla_tensor *y, **state_out;
+    } lb;
 } trainer;
 
 static double now(void)
@@ -230,7 +239,8 @@ static dla_status history_push(trainer *tr, const dla_training_state *s)
         if (e)
             in->epoch = e;
         double **arrays[] = {&in->time_elapsed, &in->learn_rate, &in->training_loss,
-                             &in->training_accuracy, &in->training_rmse};
+                             &in->training_accuracy, &in->training_rmse, &in->gradient_norm,
+                             &in->step_norm};
         int ok = e != NULL;
         for (size_t k = 0; ok && k < sizeof arrays / sizeof arrays[0]; k++) {
             double *p = dla_realloc(*arrays[k], d);
@@ -248,6 +258,8 @@ static dla_status history_push(trainer *tr, const dla_training_state *s)
     in->training_loss[h->n] = s->training_loss;
     in->training_accuracy[h->n] = s->training_accuracy;
     in->training_rmse[h->n] = s->training_rmse;
+    in->gradient_norm[h->n] = s->gradient_norm;
+    in->step_norm[h->n] = s->step_norm;
     in->iterations = ++h->n;
     return DLA_OK;
 }
@@ -290,6 +302,8 @@ DLA_API void dla_training_info_free(dla_training_info *info)
     dla_free(info->training_loss);
     dla_free(info->training_accuracy);
     dla_free(info->training_rmse);
+    dla_free(info->gradient_norm);
+    dla_free(info->step_norm);
     dla_free(info->validation_iteration);
     dla_free(info->validation_loss);
     dla_free(info->validation_accuracy);
@@ -596,6 +610,16 @@ static dla_status checkpoint(trainer *tr)
     return st;
 }
 
+/* The checkpoint at the end of an epoch, when CheckpointFrequencyUnit is
+ * "epoch" and this is one of them. */
+static dla_status epoch_checkpoint(trainer *tr, int64_t epoch)
+{
+    if (tr->o.checkpoint_path && !strcmp(tr->o.checkpoint_frequency_unit, "epoch") &&
+        epoch % tr->o.checkpoint_frequency == 0)
+        return checkpoint(tr);
+    return DLA_OK;
+}
+
 /* ------------------------------------------------------------ the report */
 
 static void report_row(trainer *tr, const dla_training_state *s, int validated)
@@ -609,12 +633,15 @@ static void progress_text(trainer *tr, const dla_training_state *s)
 {
     if (!tr->progress)
         return;
-    char text[200];
-    int n = isfinite(s->training_loss)
-                ? snprintf(text, sizeof text, "epoch %d/%d  loss %.4f", s->epoch, tr->o.max_epochs,
-                           s->training_loss)
-                : snprintf(text, sizeof text, "epoch %d/%d  loss %s", s->epoch, tr->o.max_epochs,
-                           isnan(s->training_loss) ? "NaN" : s->training_loss < 0 ? "-Inf" : "Inf");
+    char text[200], loss[32];
+    const int lbfgs = tr->lb.state != NULL;
+    if (isfinite(s->training_loss))
+        snprintf(loss, sizeof loss, "%.4f", s->training_loss);
+    else
+        snprintf(loss, sizeof loss, "%s", isnan(s->training_loss) ? "NaN" : s->training_loss < 0 ? "-Inf" : "Inf");
+    int n = snprintf(text, sizeof text, "%s %lld/%d  loss %s", lbfgs ? "iteration" : "epoch",
+                     lbfgs ? (long long)s->iteration : (long long)s->epoch,
+                     lbfgs ? tr->o.max_iterations : tr->o.max_epochs, loss);
     if (!isnan(s->training_accuracy) && n > 0 && (size_t)n < sizeof text)
         n += snprintf(text + n, sizeof text - (size_t)n, "  accuracy %.1f%%", s->training_accuracy);
     if (!isnan(tr->hist.info->final_validation_loss) && n > 0 && (size_t)n < sizeof text)
@@ -744,6 +771,8 @@ static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *
                          tr->epoch, (long long)tr->iteration, lower, loss, (long long)tr->updated);
 }
 
+static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last, int *stop);
+
 /* One iteration on x, t (the batch's targets as the queue gave them). Sets
  * *stop when an OutputFcn or ValidationPatience ends training. */
 static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, int *stop)
@@ -757,7 +786,7 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
     dla_training_state s = {.stage = "iteration", .epoch = tr->epoch, .iteration = tr->iteration,
                             .training_accuracy = NAN, .training_rmse = NAN,
                             .validation_loss = NAN, .validation_accuracy = NAN,
-                            .validation_rmse = NAN};
+                            .validation_rmse = NAN, .gradient_norm = NAN, .step_norm = NAN};
     s.learn_rate = dla_learn_rate_at(&tr->o.learn_rate_schedule, tr->o.initial_learn_rate,
                                      tr->epoch, (int)tr->iteration);
     dla_scope_begin();
@@ -826,7 +855,15 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
     }
     if (diverged)
         return stop_diverged(tr, &s, why, stop);
+    return finish_iteration(tr, &s, last, stop);
+}
 
+/* What follows an iteration's update for every solver: validation, the
+ * history, the chart, the table, the checkpoint and the OutputFcn. */
+static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last, int *stop)
+{
+    dla_training_state s = *sp;
+    dla_status st;
     int validated = 0;
     if (tr->val_q && (tr->iteration == 1 || tr->iteration % tr->o.validation_frequency == 0 || last)) {
         validated = 1;
@@ -925,6 +962,157 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
     return st;
 }
 
+/* ------------------------------------------------------ solver "lbfgs" */
+
+/* dla_lbfgsupdate's loss function: the iteration's dla_feval over the one
+ * batch. The learnables are the table's values, which the update has set
+ * to the point it tries (p is that list), so the forward computes there.
+ * Keeps Y and the new state of the latest point, for the metrics and the
+ * state once the update has chosen its point. */
+static dla_status lbfgs_loss(void *ctx, int n, dla_tensor *const *p, int nout, dla_tensor **out)
+{
+    (void)n;
+    (void)nout;
+    trainer *tr = ctx;
+    const int nl = tr->nl, ns = tr->ns;
+    dla_tensor **all = tr->lb.out;
+    dla_status st = dla_feval(step, tr, 2, (dla_tensor *[]){tr->lb.x, tr->lb.t}, 2 + nl + ns, all);
+    out[0] = all[0];
+    memcpy(out + 1, all + 2, sizeof *out * (size_t)nl);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor_release(tr->lb.y);
+    tr->lb.y = dla_tensor_retain(all[1]);
+    for (int i = 0; i < ns; i++) {
+        dla_tensor_release(tr->lb.state_out[i]);
+        tr->lb.state_out[i] = dla_tensor_retain(all[2 + nl + i]);
+    }
+    tr->lb.at = p[0];
+    return DLA_OK;
+}
+
+/* One L-BFGS iteration over all the data. */
+static dla_status iterate_lbfgs(trainer *tr, int last, int *stop)
+{
+    tr->iteration++;
+    tr->epoch = (int)tr->iteration;
+    dla_training_state s = {.stage = "iteration", .epoch = tr->epoch, .iteration = tr->iteration,
+                            .learn_rate = NAN, .training_accuracy = NAN, .training_rmse = NAN,
+                            .validation_loss = NAN, .validation_accuracy = NAN,
+                            .validation_rmse = NAN, .gradient_norm = NAN, .step_norm = NAN};
+    dla_status st = dla_lbfgsupdate(tr->nl, tr->params, lbfgs_loss, tr, tr->lb.state);
+    if (st == DLA_ERR_STATE) {
+        /* No finite loss or gradient where the update starts: evaluated
+         * once more, the check of the other solvers says which. */
+        char msg[1024], why[sizeof tr->hist.info->stop_reason] = "";
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_tensor **out = tr->lb.out;
+        dla_scope_begin();
+        dla_status rst = dla_feval(step, tr, 2, (dla_tensor *[]){tr->lb.x, tr->lb.t},
+                                   2 + tr->nl + tr->ns, out);
+        if (rst == DLA_OK)
+            rst = read_loss(tr, out[0], out + 2, &s.training_loss, why, sizeof why);
+        dla_scope_end();
+        if (rst == DLA_OK && *why)
+            return stop_diverged(tr, &s, why, stop);
+        dla_set_error(st, "%s", msg);
+    }
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(st, "dla_trainnet: iteration %lld: %s", (long long)tr->iteration, msg);
+    }
+    tr->updated = tr->iteration;
+    dla_lbfgs_info in;
+    dla_lbfgs_state_info(tr->lb.state, &in);
+    s.training_loss = in.loss;
+    s.learn_rate = in.learn_rate;
+    s.gradient_norm = in.gradients_norm;
+    s.step_norm = in.step_norm;
+    /* The latest evaluation is of the point returned unless the search
+     * failed and fell back to an earlier one: then the state waits. */
+    if (tr->lb.at == tr->params[0]) {
+        if (tr->ns && !tr->has_recurrent)
+            st = dla_net_set_state(tr->net, tr->ns, tr->lb.state_out);
+        if (st == DLA_OK) {
+            dla_scope_begin();
+            st = metrics_of(tr, tr->lb.y, tr->lb.t, &s.training_accuracy, &s.training_rmse);
+            dla_scope_end();
+        }
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            return dla_set_error(st, "dla_trainnet: iteration %lld: %s", (long long)tr->iteration,
+                                 msg);
+        }
+    }
+    const char *reason = !strcmp(in.line_search_status, "failed") ? "Line search failed"
+                         : in.gradients_norm <= tr->o.gradient_tolerance ? "Gradient tolerance reached"
+                         : in.step_norm <= tr->o.step_tolerance ? "Step tolerance reached"
+                                                                : NULL;
+    if (reason) {
+        snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason, "%s", reason);
+        *stop = 1;
+    }
+    /* A stop here is the last iteration: validated, so that the final
+     * validation figures are of the network returned. */
+    return finish_iteration(tr, &s, last || reason, stop);
+}
+
+/* Solver "lbfgs": all the data as one batch, MaxIterations updates at
+ * most. */
+static dla_status run_lbfgs(trainer *tr)
+{
+    const int nl = tr->nl, ns = tr->ns;
+    tr->lb.out = dla_malloc(sizeof *tr->lb.out * (size_t)(2 + nl + ns));
+    tr->lb.state_out = dla_malloc(sizeof *tr->lb.state_out * (size_t)(ns ? ns : 1));
+    if (!tr->lb.out || !tr->lb.state_out)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    memset(tr->lb.state_out, 0, sizeof *tr->lb.state_out * (size_t)(ns ? ns : 1));
+    tr->lb.state = dla_lbfgs_state_create(&(dla_lbfgs_options){
+        .history_size = tr->o.history_size,
+        .initial_inverse_hessian_factor = tr->o.initial_inverse_hessian_factor,
+        .initial_step_size = tr->o.initial_step_size,
+        .line_search_method = tr->o.line_search_method,
+        .max_num_line_search_iterations = tr->o.max_num_line_search_iterations});
+    if (!tr->lb.state)
+        return dla_last_status();
+    dla_status st;
+    dla_mbq_reset(tr->train_q);
+    dla_scope_begin();
+    dla_tensor *batch[2];
+    st = dla_mbq_next(tr->train_q, 2, batch);
+    if (st == DLA_OK) {
+        /* The targets as the loss sees them, once: one-hot for class
+         * numbers, in the predictors' dtype. */
+        dla_tensor *x = batch[0], *t = batch[1];
+        tr->lb.x = dla_tensor_retain(x);
+        tr->lb.t = dla_tensor_retain(tr->classify ? onehot(tr, t, dla_tensor_dtype(x))
+                                     : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
+                                                                                  : t);
+        st = dla_tensor_status(tr->lb.t);
+    } else {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_set_error(st, "dla_trainnet: reading the data: %s", msg);
+    }
+    dla_scope_end();
+    if (tr->progress)
+        dla_progress_mark_epoch(tr->progress, 1, 1);
+    int stop = 0;
+    for (int it = 1; st == DLA_OK && !stop && it <= tr->o.max_iterations; it++) {
+        st = iterate_lbfgs(tr, it == tr->o.max_iterations, &stop);
+        if (st == DLA_OK)
+            st = epoch_checkpoint(tr, tr->iteration);
+    }
+    if (st == DLA_OK && tr->progress)
+        st = write_chart(tr);
+    if (st == DLA_OK && !stop)
+        snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                 "Max iterations completed");
+    return st;
+}
+
 static dla_status run_epochs(trainer *tr)
 {
     int stop = 0;
@@ -953,10 +1141,8 @@ static dla_status run_epochs(trainer *tr)
             dla_scope_end();
             st = dla__train_par_end(&tr->par, st, &stop);
         }
-        if (st == DLA_OK && tr->o.checkpoint_path &&
-            !strcmp(tr->o.checkpoint_frequency_unit, "epoch") &&
-            tr->epoch % tr->o.checkpoint_frequency == 0)
-            st = checkpoint(tr);
+        if (st == DLA_OK)
+            st = epoch_checkpoint(tr, tr->epoch);
         if (st == DLA_OK && tr->progress)
             st = write_chart(tr);
         st = dla__train_par_agree(&tr->par, st, "the end of the epoch");
@@ -1080,6 +1266,15 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the data has no observation");
     tr->chunk = dla__train_parse_sequence_length(tr->o.sequence_length);
     tr->chunk = tr->chunk > 0 ? tr->chunk : 0;
+    if (!strcmp(tr->o.solver, "lbfgs")) {
+        /* Full batch: every observation in the one mini-batch. */
+        if (tr->chunk)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "dla_trainnet: solver \"lbfgs\" with SequenceLength \"%s\": a "
+                                 "full-batch solver trains whole sequences; use \"longest\" or "
+                                 "\"shortest\"", tr->o.sequence_length);
+        tr->o.mini_batch_size = n;
+    }
     if (tr->classify && (st = make_class_list(tr)) != DLA_OK)
         return st;
 
@@ -1122,6 +1317,14 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
 
 static void teardown(trainer *tr)
 {
+    dla_lbfgs_state_free(tr->lb.state);
+    dla_tensor_release(tr->lb.x);
+    dla_tensor_release(tr->lb.t);
+    dla_tensor_release(tr->lb.y);
+    if (tr->lb.state_out)
+        dla_optim_free(tr->ns, tr->lb.state_out);
+    dla_free(tr->lb.state_out);
+    dla_free(tr->lb.out);
     dla__train_par_free(&tr->par);
     dla_mbq_free(tr->train_q);
     dla_mbq_free(tr->val_q);
@@ -1241,6 +1444,11 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         dla_device_set_current(tr.dev);
         st = setup(&tr, data, net, &normalized);
     }
+    if (st == DLA_OK && tr.par.on && !strcmp(tr.o.solver, "lbfgs"))
+        st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                           "dla_trainnet: solver \"lbfgs\" with ExecutionEnvironment \"%s\": "
+                           "L-BFGS trains on one device (use \"auto\", \"cpu\" or \"gpu\")",
+                           tr.o.execution_environment);
     if (tr.par.on) {
         st = dla__train_par_agree(&tr.par, st, "set-up");
         if (st == DLA_OK && tr.chunk)
@@ -1255,10 +1463,13 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     }
     if (st == DLA_OK) {
         snprintf(tr.hist.info->device, sizeof tr.hist.info->device, "%s", dla_device_name(tr.dev));
+        const int lbfgs = !strcmp(tr.o.solver, "lbfgs");
         tr.table = (dla__train_table){tr.metrics & DLA__METRIC_ACCURACY,
-                                      (tr.metrics & DLA__METRIC_RMSE) != 0, tr.val_q != NULL};
+                                      (tr.metrics & DLA__METRIC_RMSE) != 0, tr.val_q != NULL, lbfgs};
         if (!strcmp(tr.o.plots, "training-progress")) {
-            int64_t total = tr.chunk ? 0 : tr.iterations_per_epoch * tr.o.max_epochs;
+            int64_t total = lbfgs     ? tr.o.max_iterations
+                            : tr.chunk ? 0
+                                       : tr.iterations_per_epoch * tr.o.max_epochs;
             tr.progress = dla_progress_create(&(dla_progress_options){
                 .stream = tr.o.output, .total = total, .title = "Training Progress"});
             if (!tr.progress)
@@ -1273,11 +1484,14 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
             dla_training_state s0 = {.stage = "start", .learn_rate = tr.o.initial_learn_rate,
                                      .training_loss = NAN, .training_accuracy = NAN,
                                      .training_rmse = NAN, .validation_loss = NAN,
-                                     .validation_accuracy = NAN, .validation_rmse = NAN};
+                                     .validation_accuracy = NAN, .validation_rmse = NAN,
+                                     .gradient_norm = NAN, .step_norm = NAN};
+            if (!strcmp(tr.o.solver, "lbfgs"))
+                s0.learn_rate = NAN;
             tr.o.output_fn(tr.o.output_ctx, &s0);
         }
         started = 1;
-        st = run_epochs(&tr);
+        st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
         /* After a failure too: the network returned holds no state of a
          * half-read sequence. */
         if (tr.has_recurrent && tr.ns) {
@@ -1318,7 +1532,9 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                                     .training_accuracy = NAN, .training_rmse = NAN,
                                     .validation_loss = in->final_validation_loss,
                                     .validation_accuracy = in->final_validation_accuracy,
-                                    .validation_rmse = in->final_validation_rmse};
+                                    .validation_rmse = in->final_validation_rmse,
+                                    .gradient_norm = in->iterations ? in->gradient_norm[in->iterations - 1] : NAN,
+                                    .step_norm = in->iterations ? in->step_norm[in->iterations - 1] : NAN};
             tr.o.output_fn(tr.o.output_ctx, &s);
         }
         in->seconds = now() - t0;

@@ -18,9 +18,11 @@ int dla__train_parse_metrics(const char *metrics);
  * for a number; -2 when it is none of these. NULL is "longest". */
 int64_t dla__train_parse_sequence_length(const char *s);
 
-/* The iteration table: which columns it has. */
+/* The iteration table: which columns it has. lbfgs: no epoch (each
+ * iteration is one), "Training Loss" for the whole batch, and the gradient
+ * and step norms instead of the learning rate. */
 typedef struct dla__train_table {
-    int accuracy, rmse, validation;
+    int accuracy, rmse, validation, lbfgs;
 } dla__train_table;
 
 /* Writes the table's header (with its top and middle rules) or its bottom

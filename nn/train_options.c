@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const solvers[] = {"sgdm", "adam", "rmsprop", NULL};
+static const char *const solvers[] = {"sgdm", "adam", "rmsprop", "lbfgs", NULL};
+static const char *const line_searches[] = {"weak-wolfe", "strong-wolfe", "backtracking", NULL};
 static const char *const shuffles[] = {"once", "every-epoch", "never", NULL};
 static const char *const partials[] = {"discard", "return", NULL};
 static const char *const directions[] = {"right", "left", NULL};
@@ -93,28 +94,120 @@ int64_t dla__train_parse_sequence_length(const char *s)
     return end != s && !*end && v > 0 && s[0] >= '0' && s[0] <= '9' ? (int64_t)v : -2;
 }
 
-DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts,
-                                                dla_training_options *out)
+/* An option of the other kind of solver, set. */
+static dla_status not_for(const char *solver, const char *option)
 {
-    if (!out)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options_resolve: out is NULL");
-    dla_training_options o = opts ? *opts : (dla_training_options){0};
-    dla_status st;
-    if ((st = choose("Solver", o.solver, solvers, &o.solver)) != DLA_OK)
-        return st;
-    int sgdm = !strcmp(o.solver, "sgdm"), adam = !strcmp(o.solver, "adam");
-    if (o.max_epochs < 0)
-        return bad_number("MaxEpochs", o.max_epochs, "it must be a positive integer");
-    if (o.mini_batch_size < 0)
-        return bad_number("MiniBatchSize", (double)o.mini_batch_size, "it must be a positive integer");
-    o.max_epochs = o.max_epochs ? o.max_epochs : 30;
-    o.mini_batch_size = o.mini_batch_size ? o.mini_batch_size : 128;
-    if (!(o.initial_learn_rate >= 0) || isinf(o.initial_learn_rate))
-        return bad_number("InitialLearnRate", o.initial_learn_rate, "it must be a positive number");
-    if (o.initial_learn_rate == 0)
-        o.initial_learn_rate = sgdm ? DLA_SGDM_LEARN_RATE : DLA_ADAM_LEARN_RATE;
+    if (!strcmp(solver, "lbfgs"))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_training_options: %s does not apply to solver \"lbfgs\", a "
+                             "full-batch solver (MATLAB's TrainingOptionsLBFGS has no %s); leave "
+                             "it zero", option, option);
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "dla_training_options: %s applies to solver \"lbfgs\" only, not to "
+                         "\"%s\"; leave it zero", option, solver);
+}
 
-    dla_learn_rate_schedule *s = &o.learn_rate_schedule;
+/* An option and whether the caller set it. */
+typedef struct set_option {
+    const char *name;
+    int set;
+} set_option;
+
+/* The first of n options that is set, refused for solver. */
+static dla_status refuse_set(const char *solver, const set_option *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i].set)
+            return not_for(solver, list[i].name);
+    return DLA_OK;
+}
+
+/* Solver "lbfgs": the mini-batch options must be unset; its own get their
+ * defaults. */
+static dla_status resolve_lbfgs(dla_training_options *o)
+{
+    const dla_learn_rate_schedule *s = &o->learn_rate_schedule;
+    const set_option minibatch[] = {
+        {"MaxEpochs", o->max_epochs != 0},
+        {"MiniBatchSize", o->mini_batch_size != 0},
+        {"InitialLearnRate", o->initial_learn_rate != 0},
+        {"LearnRateSchedule", (s->method && strcmp(s->method, "none")) || s->drop_factor != 0 ||
+                                  s->drop_period || s->warmup_iterations ||
+                                  s->warmup_start_factor != 0},
+        {"Momentum", o->momentum != 0},
+        {"GradientDecayFactor", o->gradient_decay_factor != 0},
+        {"SquaredGradientDecayFactor", o->squared_gradient_decay_factor != 0},
+        {"Epsilon", o->epsilon != 0},
+        {"L2Regularization", o->l2_regularization != 0},
+        {"GradientThreshold", o->gradient_threshold != 0},
+        {"GradientThresholdMethod", o->gradient_threshold_method != NULL},
+        {"Shuffle", o->shuffle != NULL},
+        {"PartialMiniBatch", o->partial_mini_batch != NULL},
+    };
+    dla_status st = refuse_set("lbfgs", minibatch, sizeof minibatch / sizeof minibatch[0]);
+    if (st != DLA_OK)
+        return st;
+    st = choose("LineSearchMethod", o->line_search_method, line_searches,
+                           &o->line_search_method);
+    if (st != DLA_OK)
+        return st;
+    if (o->max_iterations < 0 || o->history_size < 0 || o->max_num_line_search_iterations < 0)
+        return bad_number(o->max_iterations < 0 ? "MaxIterations"
+                          : o->history_size < 0 ? "HistorySize"
+                                                : "MaxNumLineSearchIterations",
+                          o->max_iterations < 0 ? o->max_iterations
+                          : o->history_size < 0 ? o->history_size
+                                                : o->max_num_line_search_iterations,
+                          "it must be a positive integer");
+    if (isnan(o->gradient_tolerance) || isnan(o->step_tolerance))
+        return bad_number(isnan(o->gradient_tolerance) ? "GradientTolerance" : "StepTolerance",
+                          NAN, "it must be a number (negative: 0)");
+    if (!(o->initial_inverse_hessian_factor >= 0) || isinf(o->initial_inverse_hessian_factor))
+        return bad_number("InitialInverseHessianFactor", o->initial_inverse_hessian_factor,
+                          "it must be a positive finite number");
+    if (!(o->initial_step_size >= 0))
+        return bad_number("InitialStepSize", o->initial_step_size,
+                          "it must be 0 (\"auto\"), a positive number or Inf");
+    o->max_iterations = o->max_iterations ? o->max_iterations : 1000;
+    o->gradient_tolerance = o->gradient_tolerance == 0 ? 1e-5 : fmax(o->gradient_tolerance, 0);
+    o->step_tolerance = o->step_tolerance == 0 ? 1e-5 : fmax(o->step_tolerance, 0);
+    o->history_size = o->history_size ? o->history_size : DLA_LBFGS_HISTORY_SIZE;
+    if (o->initial_inverse_hessian_factor == 0)
+        o->initial_inverse_hessian_factor = DLA_LBFGS_INITIAL_INVERSE_HESSIAN_FACTOR;
+    if (!o->max_num_line_search_iterations)
+        o->max_num_line_search_iterations = DLA_LBFGS_MAX_NUM_LINE_SEARCH_ITERATIONS;
+    return DLA_OK;
+}
+
+/* The mini-batch solvers: the lbfgs options must be unset. */
+static dla_status resolve_minibatch(dla_training_options *o)
+{
+    const set_option lbfgs[] = {
+        {"MaxIterations", o->max_iterations != 0},
+        {"GradientTolerance", o->gradient_tolerance != 0},
+        {"StepTolerance", o->step_tolerance != 0},
+        {"LineSearchMethod", o->line_search_method != NULL},
+        {"HistorySize", o->history_size != 0},
+        {"InitialInverseHessianFactor", o->initial_inverse_hessian_factor != 0},
+        {"InitialStepSize", o->initial_step_size != 0},
+        {"MaxNumLineSearchIterations", o->max_num_line_search_iterations != 0},
+    };
+    dla_status st = refuse_set(o->solver, lbfgs, sizeof lbfgs / sizeof lbfgs[0]);
+    if (st != DLA_OK)
+        return st;
+    int sgdm = !strcmp(o->solver, "sgdm"), adam = !strcmp(o->solver, "adam");
+    if (o->max_epochs < 0)
+        return bad_number("MaxEpochs", o->max_epochs, "it must be a positive integer");
+    if (o->mini_batch_size < 0)
+        return bad_number("MiniBatchSize", (double)o->mini_batch_size, "it must be a positive integer");
+    o->max_epochs = o->max_epochs ? o->max_epochs : 30;
+    o->mini_batch_size = o->mini_batch_size ? o->mini_batch_size : 128;
+    if (!(o->initial_learn_rate >= 0) || isinf(o->initial_learn_rate))
+        return bad_number("InitialLearnRate", o->initial_learn_rate, "it must be a positive number");
+    if (o->initial_learn_rate == 0)
+        o->initial_learn_rate = sgdm ? DLA_SGDM_LEARN_RATE : DLA_ADAM_LEARN_RATE;
+
+    dla_learn_rate_schedule *s = &o->learn_rate_schedule;
     if (s->method && strcmp(s->method, "none") && strcmp(s->method, "piecewise"))
         return bad_string("LearnRateSchedule", s->method, (const char *const[]){"none", "piecewise", NULL});
     s->method = s->method ? s->method : "none";
@@ -142,9 +235,9 @@ DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts
         double *v, def;
         int closed; /* 1: [0, 1]; 0: [0, 1) */
     } decays[] = {
-        {"Momentum", &o.momentum, DLA_SGDM_MOMENTUM, 1},
-        {"GradientDecayFactor", &o.gradient_decay_factor, DLA_ADAM_GRAD_DECAY, 0},
-        {"SquaredGradientDecayFactor", &o.squared_gradient_decay_factor,
+        {"Momentum", &o->momentum, DLA_SGDM_MOMENTUM, 1},
+        {"GradientDecayFactor", &o->gradient_decay_factor, DLA_ADAM_GRAD_DECAY, 0},
+        {"SquaredGradientDecayFactor", &o->squared_gradient_decay_factor,
          adam ? DLA_ADAM_SQ_GRAD_DECAY : DLA_RMSPROP_SQ_GRAD_DECAY, 0},
     };
     for (size_t i = 0; i < sizeof decays / sizeof decays[0]; i++) {
@@ -154,22 +247,35 @@ DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts
                                                                   : "it must be in [0, 1)");
         *decays[i].v = v == 0 ? decays[i].def : v < 0 ? 0 : v;
     }
-    if (!(o.epsilon >= 0))
-        return bad_number("Epsilon", o.epsilon, "it must be a positive number");
-    o.epsilon = o.epsilon ? o.epsilon : DLA_ADAM_EPSILON;
-    if (isnan(o.l2_regularization))
-        return bad_number("L2Regularization", o.l2_regularization, "it must be a number");
-    o.l2_regularization = o.l2_regularization == 0 ? 1e-4 : o.l2_regularization < 0 ? 0
-                                                                                   : o.l2_regularization;
-    if (!(o.gradient_threshold >= 0))
-        return bad_number("GradientThreshold", o.gradient_threshold, "it must be a positive number");
-    o.gradient_threshold = o.gradient_threshold ? o.gradient_threshold : INFINITY;
-    if ((st = choose("GradientThresholdMethod", o.gradient_threshold_method, clip_methods,
-                     &o.gradient_threshold_method)) != DLA_OK ||
-        (st = choose("Shuffle", o.shuffle, shuffles, &o.shuffle)) != DLA_OK ||
-        (st = choose("PartialMiniBatch", o.partial_mini_batch, partials, &o.partial_mini_batch)) !=
-            DLA_OK ||
-        (st = choose("SequencePaddingDirection", o.sequence_padding_direction, directions,
+    if (!(o->epsilon >= 0))
+        return bad_number("Epsilon", o->epsilon, "it must be a positive number");
+    o->epsilon = o->epsilon ? o->epsilon : DLA_ADAM_EPSILON;
+    if (isnan(o->l2_regularization))
+        return bad_number("L2Regularization", o->l2_regularization, "it must be a number");
+    o->l2_regularization = o->l2_regularization == 0 ? 1e-4 : o->l2_regularization < 0 ? 0
+                                                                                   : o->l2_regularization;
+    if (!(o->gradient_threshold >= 0))
+        return bad_number("GradientThreshold", o->gradient_threshold, "it must be a positive number");
+    o->gradient_threshold = o->gradient_threshold ? o->gradient_threshold : INFINITY;
+    if ((st = choose("GradientThresholdMethod", o->gradient_threshold_method, clip_methods,
+                     &o->gradient_threshold_method)) != DLA_OK ||
+        (st = choose("Shuffle", o->shuffle, shuffles, &o->shuffle)) != DLA_OK)
+        return st;
+    return choose("PartialMiniBatch", o->partial_mini_batch, partials, &o->partial_mini_batch);
+}
+
+DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts,
+                                                dla_training_options *out)
+{
+    if (!out)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options_resolve: out is NULL");
+    dla_training_options o = opts ? *opts : (dla_training_options){0};
+    dla_status st;
+    if ((st = choose("Solver", o.solver, solvers, &o.solver)) != DLA_OK)
+        return st;
+    if ((st = !strcmp(o.solver, "lbfgs") ? resolve_lbfgs(&o) : resolve_minibatch(&o)) != DLA_OK)
+        return st;
+    if ((st = choose("SequencePaddingDirection", o.sequence_padding_direction, directions,
                      &o.sequence_padding_direction)) != DLA_OK ||
         (st = choose("ExecutionEnvironment", o.execution_environment, environments,
                      &o.execution_environment)) != DLA_OK ||
@@ -263,26 +369,43 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
         buf[0] = '\0';
     if (dla_training_options_resolve(opts, &o) != DLA_OK)
         return snprintf(buf, w.size, "invalid options: %s\n", dla_last_error());
-    const char *cls = !strcmp(o.solver, "sgdm") ? "SGDM" : !strcmp(o.solver, "adam") ? "ADAM" : "RMSProp";
+    const int lbfgs = !strcmp(o.solver, "lbfgs");
+    const char *cls = !strcmp(o.solver, "sgdm") ? "SGDM" : !strcmp(o.solver, "adam") ? "ADAM"
+                      : lbfgs                   ? "LBFGS"
+                                                : "RMSProp";
     int n = snprintf(buf, w.size, "  TrainingOptions%s with properties:\n\n", cls);
     w.len = n > 0 ? (size_t)n : 0;
-    if (!strcmp(o.solver, "sgdm"))
-        put_num(&w, "Momentum", o.momentum);
-    if (!strcmp(o.solver, "adam"))
-        put_num(&w, "GradientDecayFactor", o.gradient_decay_factor);
-    if (strcmp(o.solver, "sgdm")) {
-        put_num(&w, "SquaredGradientDecayFactor", o.squared_gradient_decay_factor);
-        put_num(&w, "Epsilon", o.epsilon);
+    if (lbfgs) {
+        put_num(&w, "MaxIterations", o.max_iterations);
+        put(&w, "LineSearchMethod", "'%s'", o.line_search_method);
+        put_num(&w, "HistorySize", o.history_size);
+        put_num(&w, "InitialInverseHessianFactor", o.initial_inverse_hessian_factor);
+        if (o.initial_step_size == 0)
+            put(&w, "InitialStepSize", "'auto'");
+        else
+            put_num(&w, "InitialStepSize", o.initial_step_size);
+        put_num(&w, "MaxNumLineSearchIterations", o.max_num_line_search_iterations);
+        put_num(&w, "GradientTolerance", o.gradient_tolerance);
+        put_num(&w, "StepTolerance", o.step_tolerance);
+    } else {
+        if (!strcmp(o.solver, "sgdm"))
+            put_num(&w, "Momentum", o.momentum);
+        if (!strcmp(o.solver, "adam"))
+            put_num(&w, "GradientDecayFactor", o.gradient_decay_factor);
+        if (strcmp(o.solver, "sgdm")) {
+            put_num(&w, "SquaredGradientDecayFactor", o.squared_gradient_decay_factor);
+            put_num(&w, "Epsilon", o.epsilon);
+        }
+        put_num(&w, "InitialLearnRate", o.initial_learn_rate);
+        put_num(&w, "MaxEpochs", o.max_epochs);
+        put(&w, "LearnRateSchedule", "'%s'", o.learn_rate_schedule.method);
+        put_num(&w, "LearnRateDropFactor", o.learn_rate_schedule.drop_factor < 0 ? 0
+                                           : o.learn_rate_schedule.drop_factor);
+        put_num(&w, "LearnRateDropPeriod", o.learn_rate_schedule.drop_period);
+        put_num(&w, "MiniBatchSize", (double)o.mini_batch_size);
+        put(&w, "Shuffle", "'%s'", o.shuffle);
+        put(&w, "PartialMiniBatch", "'%s'", o.partial_mini_batch);
     }
-    put_num(&w, "InitialLearnRate", o.initial_learn_rate);
-    put_num(&w, "MaxEpochs", o.max_epochs);
-    put(&w, "LearnRateSchedule", "'%s'", o.learn_rate_schedule.method);
-    put_num(&w, "LearnRateDropFactor", o.learn_rate_schedule.drop_factor < 0 ? 0
-                                       : o.learn_rate_schedule.drop_factor);
-    put_num(&w, "LearnRateDropPeriod", o.learn_rate_schedule.drop_period);
-    put_num(&w, "MiniBatchSize", (double)o.mini_batch_size);
-    put(&w, "Shuffle", "'%s'", o.shuffle);
-    put(&w, "PartialMiniBatch", "'%s'", o.partial_mini_batch);
     put_num(&w, "CheckpointFrequency", o.checkpoint_frequency);
     put(&w, "CheckpointFrequencyUnit", "'%s'", o.checkpoint_frequency_unit);
     put(&w, "SequenceLength", "%s%s%s", dla__train_parse_sequence_length(o.sequence_length) > 0 ? "" : "'",
@@ -291,9 +414,11 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
     put(&w, "SequencePaddingDirection", "'%s'", o.sequence_padding_direction);
     put_num(&w, "DispatchInBackground", o.dispatch_in_background != 0);
     put_num(&w, "ResetInputNormalization", o.reset_input_normalization);
-    put_num(&w, "L2Regularization", o.l2_regularization);
-    put(&w, "GradientThresholdMethod", "'%s'", o.gradient_threshold_method);
-    put_num(&w, "GradientThreshold", o.gradient_threshold);
+    if (!lbfgs) {
+        put_num(&w, "L2Regularization", o.l2_regularization);
+        put(&w, "GradientThresholdMethod", "'%s'", o.gradient_threshold_method);
+        put_num(&w, "GradientThreshold", o.gradient_threshold);
+    }
     put_num(&w, "Verbose", o.verbose);
     put_num(&w, "VerboseFrequency", o.verbose_frequency);
     put(&w, "ValidationData", "%s", o.validation_data ? "[1x1 struct]" : "[]");

@@ -8,6 +8,15 @@
  *   |======================================================================================================================|
  *   |       1 |           1 |       00:00:00 |        9.38% |       10.05% |       2.5426 |       2.4190 |          0.0100 |
  *
+ * With solver "lbfgs" the layout is
+ *
+ *   |  Iteration  |  Time Elapsed  |  Training  |  Validation  |  Gradient  |    Step    |
+ *   |             |   (hh:mm:ss)   |    Loss    |     Loss     |    Norm    |    Norm    |
+ *
+ * (the whole data is each iteration's batch, so there is no epoch, and the
+ * norms say how near the tolerances it is; the metrics' columns come
+ * before the loss, as above).
+ *
  * Columns come and go with the metrics and the validation data; a
  * validation cell stays blank at iterations without a validation, and a
  * figure that was computed but is NaN reads "NaN" (MATLAB's table does the
@@ -22,6 +31,9 @@
 
 typedef enum kind { K_EPOCH, K_ITER, K_TIME, K_PERCENT, K_NUMBER } kind;
 
+/* The most columns a table has (of the 12 figures a row can show). */
+#define MAX_COLUMNS 10
+
 typedef struct column {
     const char *top, *bottom; /* header lines, centred in the width */
     int width;                /* between the bars */
@@ -32,23 +44,30 @@ typedef struct column {
 static int columns(const dla__train_table *t, column *c, int which[])
 {
     int n = 0;
-    c[n] = (column){"Epoch", "", 9, K_EPOCH}, which[n++] = 0;
+    const char *batch = t->lbfgs ? "Training" : "Mini-batch";
+    if (!t->lbfgs)
+        c[n] = (column){"Epoch", "", 9, K_EPOCH}, which[n++] = 0;
     c[n] = (column){"Iteration", "", 13, K_ITER}, which[n++] = 1;
     c[n] = (column){"Time Elapsed", "(hh:mm:ss)", 16, K_TIME}, which[n++] = 2;
     if (t->accuracy) {
-        c[n] = (column){"Mini-batch", "Accuracy", 14, K_PERCENT}, which[n++] = 3;
+        c[n] = (column){batch, "Accuracy", 14, K_PERCENT}, which[n++] = 3;
         if (t->validation)
             c[n] = (column){"Validation", "Accuracy", 14, K_PERCENT}, which[n++] = 4;
     }
     if (t->rmse) {
-        c[n] = (column){"Mini-batch", "RMSE", 14, K_NUMBER}, which[n++] = 5;
+        c[n] = (column){batch, "RMSE", 14, K_NUMBER}, which[n++] = 5;
         if (t->validation)
             c[n] = (column){"Validation", "RMSE", 14, K_NUMBER}, which[n++] = 6;
     }
-    c[n] = (column){"Mini-batch", "Loss", 14, K_NUMBER}, which[n++] = 7;
+    c[n] = (column){batch, "Loss", 14, K_NUMBER}, which[n++] = 7;
     if (t->validation)
         c[n] = (column){"Validation", "Loss", 14, K_NUMBER}, which[n++] = 8;
-    c[n] = (column){"Base Learning", "Rate", 17, K_NUMBER}, which[n++] = 9;
+    if (t->lbfgs) {
+        c[n] = (column){"Gradient", "Norm", 14, K_NUMBER}, which[n++] = 10;
+        c[n] = (column){"Step", "Norm", 14, K_NUMBER}, which[n++] = 11;
+    } else {
+        c[n] = (column){"Base Learning", "Rate", 17, K_NUMBER}, which[n++] = 9;
+    }
     return n;
 }
 
@@ -88,8 +107,8 @@ static int total_width(const column *c, int n)
 
 int dla__train_table_rule(const dla__train_table *t, char *buf, size_t size)
 {
-    column c[10];
-    int which[10], n = columns(t, c, which), w = total_width(c, n);
+    column c[MAX_COLUMNS];
+    int which[MAX_COLUMNS], n = columns(t, c, which), w = total_width(c, n);
     out o = {buf, buf ? size : 0, 0};
     add(&o, "|", 1);
     for (int i = 0; i < w - 2; i++)
@@ -100,8 +119,8 @@ int dla__train_table_rule(const dla__train_table *t, char *buf, size_t size)
 
 int dla__train_table_header(const dla__train_table *t, char *buf, size_t size)
 {
-    column c[10];
-    int which[10], n = columns(t, c, which);
+    column c[MAX_COLUMNS];
+    int which[MAX_COLUMNS], n = columns(t, c, which);
     out o = {buf, buf ? size : 0, 0};
     char rule[512];
     int rn = dla__train_table_rule(t, rule, sizeof rule);
@@ -121,11 +140,12 @@ int dla__train_table_header(const dla__train_table *t, char *buf, size_t size)
 int dla__train_table_row(const dla__train_table *t, const dla_training_state *s, int validated,
                          char *buf, size_t size)
 {
-    column c[10];
-    int which[10], n = columns(t, c, which);
-    double fig[10] = {s->epoch, (double)s->iteration, s->time_elapsed, s->training_accuracy,
+    column c[MAX_COLUMNS];
+    int which[MAX_COLUMNS], n = columns(t, c, which);
+    double fig[12] = {s->epoch, (double)s->iteration, s->time_elapsed, s->training_accuracy,
                       s->validation_accuracy, s->training_rmse, s->validation_rmse,
-                      s->training_loss, s->validation_loss, s->learn_rate};
+                      s->training_loss, s->validation_loss, s->learn_rate, s->gradient_norm,
+                      s->step_norm};
     out o = {buf, buf ? size : 0, 0};
     add(&o, "|", 1);
     for (int i = 0; i < n; i++) {

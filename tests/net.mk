@@ -21,3 +21,13 @@ tests_test_net_io_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_optim_SOURCES = tests/test_optim.c tests/testutil.h
 tests_test_optim_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_optim_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+
+# L-BFGS (lbfgsupdate, lbfgsState, trainnet's "lbfgs"): on the default
+# device, and again on testmem (memory the host cannot address: every
+# product the line search reads goes through the device's own transfers).
+check_PROGRAMS += tests/test_lbfgs
+tests_test_lbfgs_SOURCES = tests/test_lbfgs.c tests/testutil.h tests/sink.h
+tests_test_lbfgs_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_lbfgs_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+TESTS += tests/test_lbfgs tests/lbfgs_on_testmem.sh
+EXTRA_DIST += tests/lbfgs_on_testmem.sh

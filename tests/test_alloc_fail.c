@@ -4,7 +4,8 @@
  * that together touch every path that allocates: tensors, a network made
  * and initialized, dla_feval with gradients, optimizer updates,
  * accelerated calls (record, planning replay, planned replay), trainnet
- * iterations, network save, load and copy, trace save, load and replay.
+ * iterations (trainnet's "lbfgs" too), dla_lbfgsupdate, network save,
+ * load and copy, trace save, load and replay.
  * Each run must end either in DLA_ERR_OUT_OF_MEMORY (never a crash, never
  * another status such as a format or shape error) or in DLA_OK with the
  * same answer as a run that was refused nothing, and leave exactly the
@@ -296,12 +297,12 @@ static dla_status net_load(double *digest)
 
 /* trainnet: four iterations of a small classifier with the accuracy
  * metric, validation, L2 regularization and gradient clipping, with sgdm
- * and with adam. */
+ * and with adam; then three of lbfgs over the whole batch. */
 static dla_status trainnet(double *digest)
 {
-    static const char *solvers[] = {"sgdm", "adam"};
+    static const char *solvers[] = {"sgdm", "adam", "lbfgs"};
     dla_status st = DLA_OK;
-    for (int s = 0; s < 2 && st == DLA_OK; s++) {
+    for (int s = 0; s < 3 && st == DLA_OK; s++) {
         dla_rng_seed(7);
         dla_layer *l[] = {dla_fc_layer(4, NULL), dla_relu_layer(NULL), dla_fc_layer(2, NULL),
                           dla_softmax_layer(NULL)};
@@ -323,6 +324,10 @@ static dla_status trainnet(double *digest)
                                   .mini_batch_size = 8, .shuffle = "never",
                                   .metrics = "accuracy", .validation_data = &d,
                                   .validation_frequency = 2, .gradient_threshold = 1.0};
+        if (s == 2) /* full batch: 3 iterations, and none of the mini-batch options */
+            o = (dla_training_options){.solver = "lbfgs", .verbose = -1, .max_iterations = 3,
+                                       .metrics = "accuracy", .validation_data = &d,
+                                       .validation_frequency = 2};
         dla_training_info *info = NULL;
         st = dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info);
         for (int64_t i = 0; st == DLA_OK && i < info->iterations; i++)
@@ -334,6 +339,50 @@ static dla_status trainnet(double *digest)
         dla_net_free(trained);
         dla_net_free(net);
     }
+    return st;
+}
+
+/* L-BFGS: three dla_lbfgsupdate iterations of the small network (the
+ * state's lists, each update's working block, the pairs, the line
+ * search's points), the state read and freed. */
+typedef struct lbfgs_job {
+    dla_net *net;
+    dla_tensor *x, *t;
+} lbfgs_job;
+
+static dla_status lbfgs_loss(void *ctx, int n, dla_tensor *const *p, int nout, dla_tensor **out)
+{
+    (void)n, (void)p;
+    const lbfgs_job *j = ctx;
+    dla_tensor *all[1 + 6 + 2]; /* model_loss also gives the new state */
+    dla_status st = dla_feval(model_loss, j->net, 2, (dla_tensor *[]){j->x, j->t}, 9, all);
+    memcpy(out, all, sizeof *out * (size_t)nout);
+    return st;
+}
+
+static dla_status lbfgs(double *digest)
+{
+    dla_net *net = small_net();
+    if (!net)
+        return dla_last_status();
+    dla_lbfgs_state *s = dla_lbfgs_state_create(NULL);
+    dla_status st = s ? DLA_OK : dla_last_status();
+    dla_scope_begin();
+    lbfgs_job j = {net, dla_full(0.5, DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 2)),
+                   dla_full(0.25, DLA_F32, "CB", DLA_DIMS(3, 2))};
+    if (st == DLA_OK)
+        st = dla_net_init(net, 1, &j.x);
+    dla_tensor **params = st == DLA_OK ? dla_table_values(dla_net_learnables(net)) : NULL;
+    for (int it = 0; st == DLA_OK && it < 3; it++)
+        st = dla_lbfgsupdate(6, params, lbfgs_loss, &j, s);
+    dla_lbfgs_info in;
+    if (st == DLA_OK && (st = dla_lbfgs_state_info(s, &in)) == DLA_OK)
+        *digest += in.loss + in.step_norm + in.history_length + (double)in.evaluations;
+    for (int i = 0; st == DLA_OK && i < 6; i++)
+        st = digest_of(params[i], digest);
+    dla_scope_end();
+    dla_lbfgs_state_free(s);
+    dla_net_free(net);
     return st;
 }
 
@@ -441,6 +490,7 @@ static const workflow workflows[] = {
     {"net_copy", net_copy, 1},
     {"input_statistics", input_statistics, 1},
     {"trainnet_step", trainnet_step, 1},
+    {"lbfgs", lbfgs, 1},
 };
 
 #define WORKFLOW_TEST(i, name)                                                                     \
@@ -461,6 +511,7 @@ WORKFLOW_TEST(8, trainnet)
 WORKFLOW_TEST(9, net_copy)
 WORKFLOW_TEST(10, input_statistics)
 WORKFLOW_TEST(11, trainnet_step)
+WORKFLOW_TEST(12, lbfgs)
 
 static int write_fixed_network(void)
 {
@@ -512,6 +563,7 @@ int main(int argc, char **argv)
         TU_TEST(test_net_copy_survives_every_refused_allocation),
         TU_TEST(test_input_statistics_survives_every_refused_allocation),
         TU_TEST(test_trainnet_step_survives_every_refused_allocation),
+        TU_TEST(test_lbfgs_survives_every_refused_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);
 }

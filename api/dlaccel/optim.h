@@ -2,8 +2,9 @@
  * dlaccel/optim.h - included by dlaccel.h; do not include it directly.
  *
  * Optimizers and what trainnet does to gradients, with MATLAB's formulas
- * and defaults: sgdmupdate, adamupdate, rmspropupdate, dlupdate, L2
- * regularization, gradient clipping and learning-rate schedules.
+ * and defaults: sgdmupdate, adamupdate, rmspropupdate, dlupdate,
+ * lbfgsupdate with its lbfgsState, L2 regularization, gradient clipping
+ * and learning-rate schedules.
  *
  *     dla_tensor **vel = calloc(nl, sizeof *vel);           // MATLAB: vel = []
  *     for (...) {
@@ -94,6 +95,179 @@ DLA_API dla_status dla_dlupdate(dla_update_fn fn, void *ctx, int n, dla_tensor *
 /* Releases the n entries of an optimizer state list and sets them NULL
  * (the list itself is the caller's). */
 DLA_API void dla_optim_free(int n, dla_tensor **state);
+
+/* ------------------------------------------------------------------ L-BFGS */
+
+/* MATLAB [params, solverState] = lbfgsupdate(params, lossFcn, solverState):
+ * one iteration of limited-memory BFGS, a quasi-Newton method for small
+ * networks and data sets processed as one batch (full-batch training, as
+ * PINNs are). Unlike the updates above it calls the loss itself, several
+ * times an iteration if its line search needs to.
+ *
+ *     static dla_status lossFcn(void *ctx, int n, dla_tensor *const *p, int nout,
+ *                               dla_tensor **out)
+ *     {
+ *         return dla_feval(model_loss, ctx, n, p, nout, out);  // out[0] loss, out[1..n] gradients
+ *     }
+ *     ...
+ *     dla_lbfgs_state *s = dla_lbfgs_state_create(NULL);      // lbfgsState
+ *     for (int it = 0; it < max_iterations; it++) {
+ *         if (dla_lbfgsupdate(n, params, lossFcn, data, s) != DLA_OK)
+ *             break;                                          // dla_last_error() says why
+ *         dla_lbfgs_info in;
+ *         dla_lbfgs_state_info(s, &in);
+ *         if (in.gradients_norm < 1e-5 || in.step_norm < 1e-5 ||
+ *             !strcmp(in.line_search_status, "failed"))
+ *             break;
+ *     }
+ *     dla_lbfgs_state_free(s);
+ *
+ * For a network, params is its Learnables' values (dla_table_values) and
+ * the loss function runs the network (dla_feval of a model loss that calls
+ * dla_net_forward and dla_net_gradient): while the loss function runs,
+ * params holds the point being tried, so the network computes there. */
+
+/* MATLAB's defaults (lbfgsState, lbfgsupdate). */
+#define DLA_LBFGS_HISTORY_SIZE 10
+#define DLA_LBFGS_INITIAL_INVERSE_HESSIAN_FACTOR 1.0
+#define DLA_LBFGS_MAX_NUM_LINE_SEARCH_ITERATIONS 20
+/* The line search's constants: sufficient decrease (Armijo) and curvature
+ * (Wolfe), the usual ones for quasi-Newton methods. */
+#define DLA_LBFGS_C1 1e-4
+#define DLA_LBFGS_C2 0.9
+
+/* lbfgsState's properties and lbfgsupdate's options; zeroed means MATLAB's
+ * defaults, as elsewhere in dlaccel. */
+typedef struct dla_lbfgs_options {
+    /* HistorySize: the (step, gradient change) pairs kept, >= 1; 0: 10.
+     * Values between 3 and 20 suit most tasks (MATLAB). */
+    int history_size;
+    /* InitialInverseHessianFactor: the initial inverse Hessian is this
+     * times the identity while no pair is stored (the first iteration,
+     * and after a reset); > 0, 0: 1. Once pairs exist, the scale is
+     * s'y / y'y of the newest pair (s the step, y the gradients' change),
+     * not this factor. */
+    double initial_inverse_hessian_factor;
+    /* InitialStepSize: a bound on the largest absolute element of a step
+     * taken while no pair is stored, where the direction is the gradient
+     * scaled by the factor above and its length a guess. 0: "auto", the
+     * bound 0.5 * max|params| + 0.1 (so a small network takes a first step
+     * of its own scale, however steep the loss); a positive number: that
+     * bound; INFINITY: none. A step within the bound is not lengthened.
+     * (Recent MATLAB releases have InitialStepSize with "auto"; this is
+     * dlaccel's reading of it.) */
+    double initial_step_size;
+    /* LineSearchMethod (an lbfgsupdate option in MATLAB, kept here with the
+     * state): "weak-wolfe" (NULL, the default) or "strong-wolfe": a step
+     * length with sufficient decrease, f(x + a d) <= f(x) + c1 a g'd, and
+     * the curvature condition, g(x + a d)'d >= c2 g'd (weak) or |g(x +
+     * a d)'d| <= c2 |g'd| (strong), found by doubling a until the
+     * conditions are bracketed, then by cubic interpolation inside the
+     * bracket; both keep the inverse Hessian positive definite.
+     * "backtracking": sufficient decrease alone, halving a; a step that
+     * breaks the curvature condition gives a pair that is not stored. The
+     * first length tried is 1 (the quasi-Newton step), bounded as above
+     * while no pair is stored. */
+    const char *line_search_method;
+    /* MaxNumLineSearchIterations: the loss evaluations one line search may
+     * make, >= 1; 0: 20. */
+    int max_num_line_search_iterations;
+} dla_lbfgs_options;
+
+/* MATLAB's lbfgsState: the options above, the pairs, and the loss and
+ * gradients at the parameters the last update returned. Opaque; read it
+ * with dla_lbfgs_state_info and dla_lbfgs_state_gradient. */
+typedef struct dla_lbfgs_state dla_lbfgs_state;
+
+/* A new, empty state (opts NULL: every default). NULL with
+ * DLA_ERR_INVALID_ARGUMENT naming the option (MATLAB's name) for a
+ * negative size or count, a factor that is not a positive finite number, a
+ * negative or NaN step size, an unknown line search method; NULL with
+ * DLA_ERR_OUT_OF_MEMORY. */
+DLA_API dla_lbfgs_state *dla_lbfgs_state_create(const dla_lbfgs_options *opts);
+/* Releases the state's tensors and frees it; NULL does nothing. A state
+ * freed already, given here or to the calls below, is refused and logged
+ * (docs/checks.md). */
+DLA_API void dla_lbfgs_state_free(dla_lbfgs_state *state);
+
+/* One L-BFGS iteration on the n parameters (a plain list, as the updates
+ * above take; n >= 1, single or double, any dims, each entry may differ):
+ *
+ *  1. The loss f and gradients g at params: the state's, when params are
+ *     the tensors the last update returned (the usual loop), else a call
+ *     of loss_fn (the first update, or params replaced in between).
+ *  2. The direction d = -H g, H the inverse Hessian approximation of the
+ *     stored pairs by the two-loop recursion, scaled by s'y / y'y of the
+ *     newest pair (InitialInverseHessianFactor while none is stored).
+ *     When d is not a descent direction (g'd >= 0) the pairs are dropped
+ *     and d = -factor * g.
+ *  3. The line search along d (LineSearchMethod above), each length a
+ *     tried a call of loss_fn at params + a d.
+ *  4. params[i] replaced by a new +1 reference to the point found, the
+ *     old reference released (as the other updates do); the pair s = a d,
+ *     y = g(new) - g stored when s'y > 0, else skipped (curvature
+ *     condition failed: a pair with s'y <= 0 would make H indefinite),
+ *     the oldest pair dropped beyond HistorySize.
+ *
+ * loss_fn is called as loss_fn(ctx, n, params, 1 + n, out), with params
+ * holding the point to evaluate (the caller's list, its entries swapped
+ * for the call and put back after it: a network whose Learnables' values
+ * are params computes there). It sets out[0] to the loss, a real scalar
+ * (any dims of one element), and out[1 + i] to the gradient of entry i
+ * (its parameter's dims, trailing singletons and labels aside, and
+ * dtype), and returns DLA_OK; out[] belong to the scope dla_lbfgsupdate
+ * opens around the call, so what dla_feval hands back needs no release:
+ * a dla_feval (or dla_accel_feval) of a model loss is the whole function.
+ *
+ * The line search's outcome is not an error: the state's
+ * line_search_status says "completed" (the conditions were met) or
+ * "failed" (MaxNumLineSearchIterations evaluations without; then params
+ * move to the lowest loss tried when one was below f, else stay as they
+ * were and the pairs are dropped; a loop should stop, as MATLAB's
+ * examples do). A loss or gradient that is NaN or infinite at a tried
+ * point counts as a length too long. A gradient of zero takes no step
+ * ("completed", step norm 0).
+ *
+ * The dot products (and the loss) are read to the host, a few per
+ * iteration; everything else is ops on the tensors' device, in their
+ * dtype (dot products summed in double).
+ *
+ * All or nothing: on an error nothing is replaced and the state is as it
+ * was. Errors: DLA_ERR_INVALID_ARGUMENT (a NULL state, loss_fn or list,
+ * n < 1, a NULL or error entry, an out[] left unset); DLA_ERR_DTYPE (an
+ * entry that is not single or double, a gradient of another dtype);
+ * DLA_ERR_SHAPE (a gradient of other dims, a loss that is not a scalar,
+ * params of another count or dims than the state's pairs were made with:
+ * one state per parameter list); DLA_ERR_STATE (the loss or the gradient
+ * at params is not finite: there is nowhere to search from); loss_fn's
+ * own status. The message names dla_lbfgsupdate, the entry, the dims and
+ * what loss_fn said. */
+DLA_API dla_status dla_lbfgsupdate(int n, dla_tensor **params, dla_function loss_fn, void *ctx,
+                                   dla_lbfgs_state *state);
+
+/* lbfgsState's read-only properties, as of the last update. */
+typedef struct dla_lbfgs_info {
+    double loss;             /* Loss at the parameters returned; NaN before any update */
+    double gradients_norm;   /* GradientsNorm: the L2 norm of all gradients together */
+    double step_norm;        /* StepNorm: the L2 norm of the last step (0: none taken) */
+    /* The step length the line search chose: 1 is the full quasi-Newton
+     * step (trainnet's "learning rate" column); 0 when no step was taken. */
+    double learn_rate;
+    /* LineSearchStatus: "" before any update, "completed", "failed". */
+    const char *line_search_status;
+    int history_length;      /* the pairs stored, at most HistorySize */
+    int64_t iterations;      /* updates made */
+    int64_t evaluations;     /* calls of loss_fn, over all updates */
+    dla_lbfgs_options options; /* as created, every default filled in */
+} dla_lbfgs_info;
+
+/* Fills *out (DLA_ERR_INVALID_ARGUMENT for a NULL or freed state or out). */
+DLA_API dla_status dla_lbfgs_state_info(const dla_lbfgs_state *state, dla_lbfgs_info *out);
+/* Gradients: the gradient of entry i (0-based) at the parameters the last
+ * update returned, borrowed (valid until the next update or the free).
+ * NULL, with the last error set, before the first update or for i out of
+ * range. */
+DLA_API dla_tensor *dla_lbfgs_state_gradient(const dla_lbfgs_state *state, int i);
 
 /* ---------------------------------------------------- gradient treatment */
 

@@ -317,6 +317,11 @@ typedef struct dla_training_state {
     double validation_loss;
     double validation_accuracy;
     double validation_rmse;
+    /* Solver "lbfgs": the L2 norm of the gradients at the point returned
+     * and of the step taken (MATLAB's GradientNorm and StepNorm); NaN for
+     * the other solvers. */
+    double gradient_norm;
+    double step_norm;
 } dla_training_state;
 
 /* An OutputFcn: called at the start, after every iteration and at the end.
@@ -330,7 +335,16 @@ typedef int (*dla_training_output_fn)(void *ctx, const dla_training_state *state
  * gives the values a zeroed struct stands for. */
 typedef struct dla_training_options {
     /* -------------------------------------------------------------- solver */
-    /* "sgdm" (NULL), "adam", "rmsprop". */
+    /* "sgdm" (NULL), "adam", "rmsprop": mini-batch solvers, the options
+     * below; "lbfgs": full-batch L-BFGS (MATLAB's TrainingOptionsLBFGS),
+     * its options at the end of the struct. The options of one kind of
+     * solver must be left zero with the other (MATLAB's TrainingOptionsLBFGS
+     * has no MiniBatchSize, MaxEpochs, InitialLearnRate and schedule,
+     * Momentum, the decay factors and Epsilon, L2Regularization, the
+     * gradient threshold, Shuffle, PartialMiniBatch; the mini-batch
+     * solvers have no MaxIterations, tolerances or line search):
+     * dla_training_options_resolve names the first one set, so a
+     * mini-batch setting never goes silently unused. */
     const char *solver;
     int max_epochs;             /* MaxEpochs: 30 */
     int64_t mini_batch_size;    /* MiniBatchSize: 128 */
@@ -441,8 +455,33 @@ typedef struct dla_training_options {
      * NULL: none. */
     const char *checkpoint_path;
     int checkpoint_frequency;   /* CheckpointFrequency: 1 */
-    /* CheckpointFrequencyUnit: "epoch" (NULL), "iteration". */
+    /* CheckpointFrequencyUnit: "epoch" (NULL), "iteration" (the same for
+     * "lbfgs", whose every iteration is a pass over all the data). */
     const char *checkpoint_frequency_unit;
+
+    /* ----------------------------------------------- solver "lbfgs" alone */
+    /* The whole training set is one batch (MATLAB: "a full-batch
+     * solver"); every iteration is one dla_lbfgsupdate (optim.h) of the
+     * network's learnables, its loss function trainnet's forward, loss and
+     * gradients over all the data. */
+    int max_iterations;         /* MaxIterations: 1000 */
+    /* GradientTolerance: training stops when the L2 norm of the gradients
+     * (all learnables together) at the iteration's point is at most this
+     * (absolute, as the GradientsNorm of MATLAB's custom-loop examples);
+     * 0: 1e-5; negative: 0 (never). */
+    double gradient_tolerance;
+    /* StepTolerance: stops when the L2 norm of the iteration's step is at
+     * most this; 0: 1e-5; negative: 0 (never). */
+    double step_tolerance;
+    /* LineSearchMethod, HistorySize, InitialInverseHessianFactor,
+     * InitialStepSize, MaxNumLineSearchIterations: dla_lbfgs_options'
+     * fields (optim.h), zero meaning the same defaults ("weak-wolfe", 10,
+     * 1, "auto", 20). */
+    const char *line_search_method;
+    int history_size;
+    double initial_inverse_hessian_factor;
+    double initial_step_size;
+    int max_num_line_search_iterations;
 } dla_training_options;
 
 /* Writes into *out the options trainnet uses for opts (NULL: all
@@ -452,13 +491,16 @@ typedef struct dla_training_options {
  * (MATLAB's name) for an unknown string, a negative count, momentum or a
  * decay outside [0, 1], a drop factor above 1, a negative drop period or
  * warm-up start factor, a sequence length that is neither "longest",
- * "shortest" nor a positive number, "accuracy"/"rmse" misspelt. Pointers
- * are copied as they are (strings are not duplicated). */
+ * "shortest" nor a positive number, "accuracy"/"rmse" misspelt, an option
+ * of the other kind of solver set (see solver), the lbfgs options as
+ * dla_lbfgs_state_create checks them. The options that do not apply to
+ * the solver stay zero (NULL) in *out. Pointers are copied as they are
+ * (strings are not duplicated). */
 DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts,
                                                 dla_training_options *out);
-/* The options as MATLAB displays a TrainingOptionsSGDM (one "Name: value"
- * line per option, MATLAB's names) into buf, snprintf rules. opts NULL:
- * the defaults. */
+/* The options as MATLAB displays a TrainingOptionsSGDM (ADAM, RMSProp,
+ * LBFGS: one "Name: value" line per option of the solver, MATLAB's names)
+ * into buf, snprintf rules. opts NULL: the defaults. */
 DLA_API int dla_training_options_describe(const dla_training_options *opts, char *buf,
                                           size_t size);
 
@@ -485,6 +527,10 @@ typedef struct dla_training_info {
     double *training_loss;
     double *training_accuracy;  /* percent */
     double *training_rmse;
+    /* Solver "lbfgs": GradientNorm and StepNorm per iteration (NaN for the
+     * other solvers). */
+    double *gradient_norm;
+    double *step_norm;
     /* ValidationHistory: one entry per validation. */
     int64_t validations;
     int64_t *validation_iteration;
@@ -501,8 +547,12 @@ typedef struct dla_training_info {
     /* "Max epochs completed", "Stopped by OutputFcn", "Met validation
      * criterion" (ValidationPatience), "Training loss is NaN" (or Inf,
      * -Inf), "Gradient of <layer>/<parameter> is not finite" (these two
-     * with DLA_ERR_STATE, see dla_trainnet); room for names of about 100
-     * characters each, cut beyond. */
+     * with DLA_ERR_STATE, see dla_trainnet); with "lbfgs": "Max iterations
+     * completed", "Gradient tolerance reached", "Step tolerance reached",
+     * "Line search failed" (the line search found no length meeting its
+     * conditions in MaxNumLineSearchIterations evaluations; training ends
+     * there, as MATLAB's L-BFGS loops do, with DLA_OK); room for names of
+     * about 100 characters each, cut beyond. */
     char stop_reason[256];
     /* The device trained on ("cpu:0"). */
     char device[64];
@@ -542,6 +592,27 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  *
  * *info (may be NULL if not wanted) holds the history; free it with
  * dla_training_info_free.
+ *
+ * Solver "lbfgs" (MATLAB's trainingOptions("lbfgs")): the data is one
+ * batch of all observations, read once; each iteration is one
+ * dla_lbfgsupdate of the learnables (optim.h), whose loss function is the
+ * dla_feval above over that batch (called once or more by the line
+ * search), so the iteration count is MaxIterations at most and each
+ * iteration is also an epoch (info->epoch[i] is i + 1). The network's
+ * state (batch normalization statistics) is set from the evaluation at
+ * the point the update returns; a recurrent network's state is not
+ * carried between iterations (the loss must stay a function of the
+ * learnables alone for the line search). Training stops at MaxIterations,
+ * at GradientTolerance or StepTolerance, when the line search fails, or
+ * by ValidationPatience or OutputFcn. The table's columns are the
+ * iteration, the time, the metrics, the training (and validation) loss
+ * and the gradient and step norms; the history's learn_rate is the
+ * line search's step length (1: the quasi-Newton step). ExecutionEnvironment
+ * "parallel" and "multi-gpu" and SequenceLength as a number are refused
+ * with "lbfgs" (DLA_ERR_INVALID_ARGUMENT). A NaN or infinite loss or
+ * gradient at the starting point stops it as for the other solvers
+ * (DLA_ERR_STATE); at a point the line search tries it only shortens the
+ * step.
  *
  * Checked before the first iteration, so that a mistake fails at once:
  * the options, the data, the class numbers (0..K-1) and class count of the
