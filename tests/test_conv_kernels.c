@@ -798,6 +798,15 @@ static void same_padded_rows_of_whole_vectors_match(void **state)
                            .out = {w, w - 2 * s, 1}, .fs = {3, 3, 1}, .st = {1, 1, 1},
                            .dl = {1, 1, 1}, .pb = {1, 1, 0}, .strided = strided};
             on_every_device(&c);
+            /* Unpadded ("valid") rows of whole vectors, split the same way
+             * with no shift: the input of such a layer (w + 8 wide), or
+             * the backward filter's dY (its output, w + 8 wide from
+             * w + 10), dense. */
+            conv_case v = c;
+            v.in[0] = w + (strided ? 10 : 8), v.out[0] = v.in[0] - 2;
+            v.pb[0] = 0, v.pb[1] = 0, v.out[1] = v.in[1] - 2;
+            v.B = 9, v.strided = 0;
+            on_every_device(&v);
         }
 }
 
