@@ -167,6 +167,22 @@ static const dla__op clone_op = {
 };
 DLA__OP_REGISTER(clone_op, 0);
 
+/* z = a + g by the device's kernel, g read with z's dims (its own, or
+ * fewer trailing ones). */
+static dla_status add_kernel(dla_tensor *z, const dla_tensor *a, const dla_tensor *g)
+{
+    dla_binary_args b = {.struct_size = sizeof b, .op = DLA_BINARY_ADD};
+    dla__view_of(z, &b.z);
+    dla__view_of(a, &b.a);
+    dla__view_of(g, &b.b);
+    b.b.ndims = b.z.ndims;
+    for (int i = 0; i < b.z.ndims; i++) {
+        b.b.dims[i] = b.z.dims[i];
+        b.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
+    }
+    return dla__k_binary(z->storage->device, &b);
+}
+
 /* a + b into a new dense buffer of a's dims (b's dims those, or with
  * fewer trailing ones): the second gradient reaching a tensor whose first
  * is not the sweep's own (add's backward hands one tensor to both sides).
@@ -182,16 +198,7 @@ static dla_status grad_sum_forward(const void *attrs, dla_tensor *const *in, int
                                       a->ndims, a->dims);
     if (!z)
         return dla_last_status();
-    dla_binary_args b = {.struct_size = sizeof b, .op = DLA_BINARY_ADD};
-    dla__view_of(z, &b.z);
-    dla__view_of(a, &b.a);
-    dla__view_of(g, &b.b);
-    b.b.ndims = b.z.ndims;
-    for (int i = 0; i < b.z.ndims; i++) {
-        b.b.dims[i] = b.z.dims[i];
-        b.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
-    }
-    dla_status st = dla__k_binary(z->storage->device, &b);
+    dla_status st = add_kernel(z, a, g);
     if (st != DLA_OK) {
         dla_tensor_release(z);
         return st;
@@ -240,16 +247,7 @@ static dla_status accumulate_forward(const void *attrs, dla_tensor *const *in, i
     }
     if (st != DLA_OK)
         return st;
-    dla_binary_args b = {.struct_size = sizeof b, .op = DLA_BINARY_ADD};
-    dla__view_of(dst, &b.z);
-    dla__view_of(dst, &b.a);
-    dla__view_of(g, &b.b);
-    b.b.ndims = b.z.ndims;
-    for (int i = 0; i < b.z.ndims; i++) {
-        b.b.dims[i] = b.z.dims[i];
-        b.b.strides[i] = i < g->ndims ? g->strides[i] : 0;
-    }
-    st = dla__k_binary(dst->storage->device, &b);
+    st = add_kernel(dst, dst, g);
     dla__storage_written(dst->storage);
     dla_tensor_release(dst);
     if (st != DLA_OK)

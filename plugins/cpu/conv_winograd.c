@@ -252,43 +252,57 @@ static TGT void pack_planes(const geom *g, const image_src *is, float *planes, f
         }
 }
 
+/* Element (i, j) of tile p of a channel's planes at p + off[i][j]. */
+static void input_offsets(const geom *g, int64_t off[4][4])
+{
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            off[i][j] = ((i & 1) * 2 + (j & 1)) * g->pl + (i >> 1) * g->L + (j >> 1);
+}
+
+/* B^T d B of the 16 tiles from src: element pos = i*4 + j of each in
+ * v[pos]. B^T d a column at a time, then (B^T d) B a row at a time: 16 + 4
+ * registers live, no spills. */
+static inline __attribute__((always_inline)) TGT void input_tiles(const float *src,
+                                                                  const int64_t off[4][4],
+                                                                  __m512 v[16])
+{
+    __m512 r[4][4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m512 d0 = _mm512_loadu_ps(src + off[0][j]), d1 = _mm512_loadu_ps(src + off[1][j]),
+                     d2 = _mm512_loadu_ps(src + off[2][j]), d3 = _mm512_loadu_ps(src + off[3][j]);
+        r[0][j] = _mm512_sub_ps(d0, d2);
+        r[1][j] = _mm512_add_ps(d1, d2);
+        r[2][j] = _mm512_sub_ps(d2, d1);
+        r[3][j] = _mm512_sub_ps(d1, d3);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        v[4 * i] = _mm512_sub_ps(r[i][0], r[i][2]);
+        v[4 * i + 1] = _mm512_add_ps(r[i][1], r[i][2]);
+        v[4 * i + 2] = _mm512_sub_ps(r[i][2], r[i][1]);
+        v[4 * i + 3] = _mm512_sub_ps(r[i][1], r[i][3]);
+    }
+}
+
 /* V = B^T d B of tiles b0..b0+nb-1 of every channel: element pos of
  * channel ci at v + (pos * nci + ci) * tb. */
 static TGT void transform_inputs(const geom *g, int64_t nci, const float *planes, int64_t b0,
                                  int64_t nb, float *v)
 {
-    /* Element (i, j) of tile p at p + off[i][j] of the channel's planes. */
     int64_t off[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            off[i][j] = ((i & 1) * 2 + (j & 1)) * g->pl + (i >> 1) * g->L + (j >> 1);
+    input_offsets(g, off);
     const int64_t vs = nci * g->tb; /* between elements pos and pos + 1 of V */
     for (int64_t ci = 0; ci < nci; ci++) {
         const float *pl = planes + ci * 4 * g->pl + b0;
         float *vc = v + ci * g->tb;
         for (int64_t s = 0; s < nb; s += 16) {
-            /* B^T d, a column at a time, then (B^T d) B a row at a time:
-             * 16 + 4 registers live, no spills. */
-            __m512 r[4][4];
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                const __m512 d0 = _mm512_loadu_ps(pl + s + off[0][j]),
-                             d1 = _mm512_loadu_ps(pl + s + off[1][j]),
-                             d2 = _mm512_loadu_ps(pl + s + off[2][j]),
-                             d3 = _mm512_loadu_ps(pl + s + off[3][j]);
-                r[0][j] = _mm512_sub_ps(d0, d2);
-                r[1][j] = _mm512_add_ps(d1, d2);
-                r[2][j] = _mm512_sub_ps(d2, d1);
-                r[3][j] = _mm512_sub_ps(d1, d3);
-            }
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                float *o = vc + 4 * i * vs + s;
-                _mm512_store_ps(o, _mm512_sub_ps(r[i][0], r[i][2]));
-                _mm512_store_ps(o + vs, _mm512_add_ps(r[i][1], r[i][2]));
-                _mm512_store_ps(o + 2 * vs, _mm512_sub_ps(r[i][2], r[i][1]));
-                _mm512_store_ps(o + 3 * vs, _mm512_sub_ps(r[i][1], r[i][3]));
-            }
+            __m512 t[16];
+            input_tiles(pl + s, off, t);
+#pragma GCC unroll 16
+            for (int pos = 0; pos < 16; pos++)
+                _mm512_store_ps(vc + pos * vs + s, t[pos]);
         }
     }
 }
@@ -587,37 +601,18 @@ static TGT void transform_inputs_run(const geom *g, int64_t nci, const float *pl
                                      const tile_walk *w, const run_out *ro)
 {
     int64_t off[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            off[i][j] = ((i & 1) * 2 + (j & 1)) * g->pl + (i >> 1) * g->L + (j >> 1);
+    input_offsets(g, off);
     const int64_t vs = nci * ro->rs;
     for (int64_t ci = 0; ci < nci; ci++) {
         const float *pl = planes + ci * 4 * g->pl;
         float *vc = ro->dst + ci * ro->rs + ro->at;
         for (int64_t k = 0; k < w->n; k++) {
-            const float *src = pl + w->src[k];
-            const __mmask16 m = w->mask[k];
-            __m512 r[4][4];
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                const __m512 d0 = _mm512_loadu_ps(src + off[0][j]),
-                             d1 = _mm512_loadu_ps(src + off[1][j]),
-                             d2 = _mm512_loadu_ps(src + off[2][j]),
-                             d3 = _mm512_loadu_ps(src + off[3][j]);
-                r[0][j] = _mm512_sub_ps(d0, d2);
-                r[1][j] = _mm512_add_ps(d1, d2);
-                r[2][j] = _mm512_sub_ps(d2, d1);
-                r[3][j] = _mm512_sub_ps(d1, d3);
-            }
+            __m512 t[16];
+            input_tiles(pl + w->src[k], off, t);
             float *o = vc + w->dst[k];
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                float *oi = o + 4 * i * vs;
-                _mm512_storeu_ps(oi, tiles_of(m, _mm512_sub_ps(r[i][0], r[i][2])));
-                _mm512_storeu_ps(oi + vs, tiles_of(m, _mm512_add_ps(r[i][1], r[i][2])));
-                _mm512_storeu_ps(oi + 2 * vs, tiles_of(m, _mm512_sub_ps(r[i][2], r[i][1])));
-                _mm512_storeu_ps(oi + 3 * vs, tiles_of(m, _mm512_sub_ps(r[i][1], r[i][3])));
-            }
+#pragma GCC unroll 16
+            for (int pos = 0; pos < 16; pos++)
+                _mm512_storeu_ps(o + pos * vs, tiles_of(w->mask[k], t[pos]));
         }
     }
 }
