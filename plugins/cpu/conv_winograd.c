@@ -821,9 +821,13 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
         return DLA_ERR_UNSUPPORTED;
     filter_call c = {.p = p};
     geom_init(&c.g, k->out[0], k->out[1], 16);
-    /* The run transforms read whole vectors of plane indices, at most up
-     * to (Ty - 1) * L + up16(Tx) (a row at a time), at offsets up to L + 1. */
-    const int64_t reach = up16((c.g.Ty - 1) * c.g.L + up16(c.g.Tx) + c.g.L + 1);
+    /* The run transforms read whole vectors of plane indices, up to
+     * (Ty - 1) * L + up16(Tx) a row at a time, or up to the tiles' count
+     * rounded up across the plane, at offsets up to L + 1. */
+    const int64_t by_rows_end = (c.g.Ty - 1) * c.g.L + up16(c.g.Tx),
+                  by_plane_end = up16((c.g.Ty - 1) * c.g.L + c.g.Tx);
+    const int64_t reach =
+        up16((by_rows_end > by_plane_end ? by_rows_end : by_plane_end) + c.g.L + 1);
     c.g.pl = c.g.pl > reach ? c.g.pl : reach;
     c.T = c.g.Tx * c.g.Ty;
     c.K = (FILTER_RUN_TILES + c.T - 1) / c.T;
