@@ -8,7 +8,7 @@ tests_test_conv_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/test_conv_kernels
 
 check_PROGRAMS += tests/test_conv
-tests_test_conv_SOURCES = tests/test_conv.c tests/testutil.h tests/gradcheck.h
+tests_test_conv_SOURCES = tests/test_conv.c tests/testutil.h tests/gradcheck.h tests/tu_assert.h
 tests_test_conv_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_conv_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/test_conv

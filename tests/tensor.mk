@@ -61,7 +61,7 @@ EXTRA_DIST += tests/higher_on_testmem.sh
 # dla_jacobian, dla_divergence, dla_laplacian (also on testmem, and on
 # opencl in opencl.mk).
 check_PROGRAMS += tests/test_derivatives
-tests_test_derivatives_SOURCES = tests/test_derivatives.c tests/testutil.h tests/gradcheck.h
+tests_test_derivatives_SOURCES = tests/test_derivatives.c tests/testutil.h tests/gradcheck.h tests/tu_assert.h
 tests_test_derivatives_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_derivatives_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_derivatives tests/derivatives_on_testmem.sh
@@ -70,7 +70,7 @@ EXTRA_DIST += tests/derivatives_on_testmem.sh
 # dla_attention: multi-head attention against a host reference (also on
 # testmem, and on opencl in opencl.mk).
 check_PROGRAMS += tests/test_attention
-tests_test_attention_SOURCES = tests/test_attention.c tests/testutil.h tests/gradcheck.h
+tests_test_attention_SOURCES = tests/test_attention.c tests/testutil.h tests/gradcheck.h tests/tu_assert.h
 tests_test_attention_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_attention_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_attention tests/attention_on_testmem.sh
@@ -80,7 +80,7 @@ EXTRA_DIST += tests/attention_on_testmem.sh
 # mode, gradients, replays, errors (also on testmem, and on opencl in
 # opencl.mk).
 check_PROGRAMS += tests/test_resize
-tests_test_resize_SOURCES = tests/test_resize.c tests/testutil.h tests/gradcheck.h
+tests_test_resize_SOURCES = tests/test_resize.c tests/testutil.h tests/gradcheck.h tests/tu_assert.h
 tests_test_resize_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_resize_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_resize tests/resize_on_testmem.sh
@@ -95,7 +95,7 @@ tests_test_accel_LDADD = $(DLA_TEST_LIBS) -lpthread
 TESTS += tests/test_accel
 
 check_PROGRAMS += tests/test_ode45
-tests_test_ode45_SOURCES = tests/test_ode45.c tests/testutil.h tests/gradcheck.h
+tests_test_ode45_SOURCES = tests/test_ode45.c tests/testutil.h tests/gradcheck.h tests/tu_assert.h
 tests_test_ode45_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_ode45_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_ode45 tests/ode45_on_testmem.sh

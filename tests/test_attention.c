@@ -11,6 +11,7 @@
 
 #include "testutil.h"
 #include "gradcheck.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <dlaccel/nnops.h>
@@ -240,11 +241,7 @@ static void test_accelerated_it_replays_with_eager_bits(void **state)
         dla_tensor *in[3] = {dla_randn(DLA_F32, "CBT", DLA_DIMS(C, B, 4)),
                              dla_randn(DLA_F32, "CBT", DLA_DIMS(C, B, 4)),
                              dla_randn(DLA_F32, "CBT", DLA_DIMS(CV, B, 4))};
-        const int differs = tu_replay_differs(af, attend_loss, &causal, 3, in, 4);
-        if (differs == -2)
-            fail_msg("call %d: %s", call, dla_last_error());
-        if (differs >= 0)
-            fail_msg("call %d, output %d: the replay differs from eager", call, differs);
+        tu_expect_replay_bits(af, attend_loss, &causal, 3, in, 4, NULL, call);
     }
     assert_float_equal(dla_accel_hit_rate(af), 100.0 * 2 / 3, 1e-9);
     dla_accel_free(af);
@@ -253,13 +250,6 @@ static void test_accelerated_it_replays_with_eager_bits(void **state)
 
 /* --------------------------------------------------------------- errors */
 
-static void expect_error(dla_tensor *y, dla_status status, const char *text)
-{
-    assert_int_equal(dla_tensor_status(y), status);
-    if (!strstr(dla_tensor_error(y), text))
-        fail_msg("\"%s\" lacks \"%s\"", dla_tensor_error(y), text);
-}
-
 static void test_bad_arguments_are_named(void **state)
 {
     (void)state;
@@ -267,25 +257,25 @@ static void test_bad_arguments_are_named(void **state)
     dla_tensor *q = dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 2, 3));
     dla_tensor *k = dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 2, 5));
     dla_tensor *v = dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 5));
-    expect_error(dla_attention(q, k, v, 4, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_attention(q, k, v, 4, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "dla_attention: argument num_heads: 4; it must divide the channels of the "
                  "queries and keys (4) and of the values (6)");
-    expect_error(dla_attention(q, k, dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 4)), 2, NULL, NULL),
+    tu_expect_error(dla_attention(q, k, dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 4)), 2, NULL, NULL),
                  DLA_ERR_SHAPE, "dla_attention: queries 4x2x3, keys 4x2x5, values 6x2x4");
-    expect_error(dla_attention(q, k, v, 2, &(dla_attention_options){.attention_mask = "causal"},
+    tu_expect_error(dla_attention(q, k, v, 2, &(dla_attention_options){.attention_mask = "causal"},
                                NULL),
                  DLA_ERR_SHAPE, "a causal mask needs as many queries as keys (3 and 5");
-    expect_error(dla_attention(q, k, v, 2, &(dla_attention_options){.attention_mask = "future"},
+    tu_expect_error(dla_attention(q, k, v, 2, &(dla_attention_options){.attention_mask = "future"},
                                NULL),
                  DLA_ERR_INVALID_ARGUMENT, "attention mask \"future\"; use \"none\" or \"causal\"");
-    expect_error(dla_attention(dla_zeros(DLA_F32, "", DLA_DIMS(4, 2, 3)), k, v, 2, NULL, NULL),
+    tu_expect_error(dla_attention(dla_zeros(DLA_F32, "", DLA_DIMS(4, 2, 3)), k, v, 2, NULL, NULL),
                  DLA_ERR_FORMAT, "dla_attention: argument queries (4x2x3 \"\"): it needs a \"C\" dim");
-    expect_error(dla_attention(dla_zeros(DLA_F32, "SCBT", DLA_DIMS(2, 4, 2, 3)), k, v, 2, NULL,
+    tu_expect_error(dla_attention(dla_zeros(DLA_F32, "SCBT", DLA_DIMS(2, 4, 2, 3)), k, v, 2, NULL,
                                NULL),
                  DLA_ERR_FORMAT, "at most one sequence dim");
-    expect_error(dla_attention(q, dla_zeros(DLA_F32, "SCB", DLA_DIMS(5, 4, 2)), v, 2, NULL, NULL),
+    tu_expect_error(dla_attention(q, dla_zeros(DLA_F32, "SCB", DLA_DIMS(5, 4, 2)), v, 2, NULL, NULL),
                  DLA_ERR_FORMAT, "one format for the three");
-    expect_error(dla_attention(q, NULL, v, 2, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_attention(q, NULL, v, 2, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "dla_attention: argument keys is NULL");
     dla_scope_end();
 }

@@ -18,6 +18,7 @@
 
 #include "tests/testutil.h"
 #include "tests/gradcheck.h"
+#include "tests/tu_assert.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -569,45 +570,38 @@ static void gradients_flow_through_stacked_convolutions(void **state)
     dla_scope_end();
 }
 
-static void expect_error(dla_tensor *t, dla_status status, const char *message)
-{
-    assert_int_equal(dla_tensor_status(t), status);
-    if (!strstr(dla_tensor_error(t), message))
-        fail_msg("message \"%s\" lacks \"%s\"", dla_tensor_error(t), message);
-}
-
 static void errors_name_the_op_the_argument_and_the_shapes(void **state)
 {
     (void)state;
     dla_scope_begin();
     dla_tensor *x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 128));
     dla_tensor *w = dla_zeros(DLA_F32, "", DLA_DIMS(5, 5, 3, 20));
-    expect_error(dla_conv(x, w, NULL, NULL), DLA_ERR_SHAPE,
+    tu_expect_error(dla_conv(x, w, NULL, NULL), DLA_ERR_SHAPE,
                  "dla_conv: argument weights: 5x5x3x20 expects 3 channels per group x 1 group = "
                  "3 input channels, but x (28x28x1x128 SSCB) has 1");
     dla_tensor *wg = dla_zeros(DLA_F32, "", DLA_DIMS(3, 3, 2, 4, 3));
     dla_tensor *x4 = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(8, 8, 4, 2));
-    expect_error(dla_conv(x4, wg, NULL, NULL), DLA_ERR_SHAPE,
+    tu_expect_error(dla_conv(x4, wg, NULL, NULL), DLA_ERR_SHAPE,
                  "expects 2 channels per group x 3 groups = 6 input channels, but x (8x8x4x2 "
                  "SSCB) has 4");
     dla_tensor *w1 = dla_zeros(DLA_F32, "", DLA_DIMS(5, 5, 1, 20));
-    expect_error(dla_conv(dla_zeros(DLA_F32, "", DLA_DIMS(28, 28, 1, 2)), w1, NULL, NULL),
+    tu_expect_error(dla_conv(dla_zeros(DLA_F32, "", DLA_DIMS(28, 28, 1, 2)), w1, NULL, NULL),
                  DLA_ERR_FORMAT, "dla_conv: argument x (28x28x1x2 unformatted): label its dims");
-    expect_error(dla_conv(dla_zeros(DLA_F32, "SSCU", DLA_DIMS(28, 28, 1, 2)), w1, NULL, NULL),
+    tu_expect_error(dla_conv(dla_zeros(DLA_F32, "SSCU", DLA_DIMS(28, 28, 1, 2)), w1, NULL, NULL),
                  DLA_ERR_FORMAT, "label 'U'");
-    expect_error(dla_conv(x, w1, dla_zeros(DLA_F32, "", DLA_DIMS(19, 1)), NULL), DLA_ERR_SHAPE,
+    tu_expect_error(dla_conv(x, w1, dla_zeros(DLA_F32, "", DLA_DIMS(19, 1)), NULL), DLA_ERR_SHAPE,
                  "dla_conv: argument bias (19x1): expected 20 elements");
-    expect_error(dla_conv(dla_zeros(DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 1)), w1, NULL, NULL),
+    tu_expect_error(dla_conv(dla_zeros(DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 1)), w1, NULL, NULL),
                  DLA_ERR_SHAPE, "spatial dim 1: a filter spanning 5 elements does not fit");
-    expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.padding_mode = "full"}),
+    tu_expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.padding_mode = "full"}),
                  DLA_ERR_INVALID_ARGUMENT, "padding_mode \"full\"");
-    expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.stride = {-1, 1}}),
+    tu_expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.stride = {-1, 1}}),
                  DLA_ERR_INVALID_ARGUMENT, "dla_conv: spatial dim 1");
-    expect_error(dla_conv(x, dla_zeros(DLA_F64, "", DLA_DIMS(5, 5, 1, 20)), NULL, NULL),
+    tu_expect_error(dla_conv(x, dla_zeros(DLA_F64, "", DLA_DIMS(5, 5, 1, 20)), NULL, NULL),
                  DLA_ERR_DTYPE, "argument weights is double but x is single");
     /* dla_transpconv: weights are filters/G x channels/G. */
     dla_tensor *t = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(7, 7, 16, 2));
-    expect_error(dla_transpconv(t, dla_zeros(DLA_F32, "", DLA_DIMS(3, 3, 16, 8)), NULL, NULL),
+    tu_expect_error(dla_transpconv(t, dla_zeros(DLA_F32, "", DLA_DIMS(3, 3, 16, 8)), NULL, NULL),
                  DLA_ERR_SHAPE,
                  "dla_transpconv: argument weights: 3x3x16x8 expects 8 channels per group x 1 "
                  "group = 8 input channels, but x (7x7x16x2 SSCB) has 16");
@@ -617,7 +611,7 @@ static void errors_name_the_op_the_argument_and_the_shapes(void **state)
     assert_int_equal(dla_tensor_dim(ok, 1), 9);
     /* Sticky errors pass through unchanged. */
     dla_tensor *bad = dla_conv(x, w, NULL, NULL);
-    expect_error(dla_conv(bad, w1, NULL, NULL), DLA_ERR_SHAPE, "5x5x3x20 expects");
+    tu_expect_error(dla_conv(bad, w1, NULL, NULL), DLA_ERR_SHAPE, "5x5x3x20 expects");
     dla_scope_end();
 }
 

@@ -13,6 +13,7 @@
 
 #include "testutil.h"
 #include "gradcheck.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <math.h>
@@ -451,12 +452,8 @@ static void replay_gives_eager_bits(const char *mode)
     dla_accel *af = dla_accelerate(network_loss, NULL);
     assert_non_null(af);
     for (int call = 0; call < 2; call++) {
-        const int differs = tu_replay_differs(af, network_loss, (void *)mode, 5, in, 5);
-        if (differs == -2)
-            fail_msg("call %d: %s", call, dla_last_error());
-        if (differs >= 0)
-            fail_msg("%s, call %d, output %d: the replay differs from eager",
-                     mode ? mode : "direct", call, differs);
+        tu_expect_replay_bits(af, network_loss, (void *)mode, 5, in, 5, mode ? mode : "direct",
+                              call);
     }
     assert_float_equal(dla_accel_hit_rate(af), 50.0, 1e-9);
     FILE *f = tmpfile();
@@ -525,13 +522,6 @@ static dla_tensor *blows_up(double t, dla_tensor *y, int n, dla_tensor *const *p
     return dla_square(y);
 }
 
-static void expect_error(dla_tensor *y, dla_status status, const char *part)
-{
-    assert_int_equal(dla_tensor_status(y), status);
-    if (!strstr(dla_tensor_error(y), part))
-        fail_msg("message \"%s\" lacks \"%s\"", dla_tensor_error(y), part);
-}
-
 static void test_the_errors_say_what_is_wrong(void **state)
 {
     (void)state;
@@ -540,70 +530,70 @@ static void test_the_errors_say_what_is_wrong(void **state)
     dla_tensor *y0 = dla_ones(DLA_F64, "", 2, (int64_t[]){2, 1});
     dla_tensor *a = dla_full(-1, DLA_F64, "", 2, (int64_t[]){1, 1});
     dla_tensor *ys = dla_ones(DLA_F64, "CT", 2, (int64_t[]){2, 4});
-    expect_error(dla_ode45(NULL, NULL, 2, two, y0, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_ode45(NULL, NULL, 2, two, y0, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "argument fn is NULL");
-    expect_error(dla_ode45(scaled, NULL, 2, two, NULL, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, NULL, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "argument y0 is NULL");
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "argument theta");
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, (dla_tensor *[]){NULL}, NULL),
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, (dla_tensor *[]){NULL}, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "theta[0] is NULL");
-    expect_error(dla_ode45(scaled, NULL, 2, two, dla_cast(y0, DLA_I32), 1, &a, NULL),
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, dla_cast(y0, DLA_I32), 1, &a, NULL),
                  DLA_ERR_DTYPE, "single or double");
-    expect_error(dla_ode45(scaled, NULL, 1, two, y0, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_ode45(scaled, NULL, 1, two, y0, 1, &a, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "at least two");
-    expect_error(dla_ode45(scaled, NULL, 3, (const double[]){0, 2, 1}, y0, 1, &a, NULL),
+    tu_expect_error(dla_ode45(scaled, NULL, 3, (const double[]){0, 2, 1}, y0, 1, &a, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "strictly increasing or strictly decreasing");
-    expect_error(dla_ode45(scaled, NULL, 2, (const double[]){0, NAN}, y0, 1, &a, NULL),
+    tu_expect_error(dla_ode45(scaled, NULL, 2, (const double[]){0, NAN}, y0, 1, &a, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "tspan[1] is nan");
-    expect_error(dla_ode45(scaled, NULL, 3, three, ys, 1, &a, NULL), DLA_ERR_FORMAT,
+    tu_expect_error(dla_ode45(scaled, NULL, 3, three, ys, 1, &a, NULL), DLA_ERR_FORMAT,
                  "has a \"T\" dim");
     /* Two times with a "T" dim in y0 are fine: the result is y0's shape. */
     assert_int_equal(dla_tensor_status(dla_ode45(scaled, NULL, 2, two, ys, 1, &a, NULL)), DLA_OK);
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
                            &(dla_ode_options){.relative_tolerance = -1}),
                  DLA_ERR_INVALID_ARGUMENT, "option relative_tolerance is -1");
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
                            &(dla_ode_options){.max_step = INFINITY}),
                  DLA_ERR_INVALID_ARGUMENT, "option max_step is inf");
     dla_tensor *many[8] = {a, a, a, a, a, a, a, a};
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 8, many,
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 8, many,
                            &(dla_ode_options){.gradient_mode = "adjoint"}),
                  DLA_ERR_INVALID_ARGUMENT, "takes at most 7");
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, (dla_tensor *[]){dla_cast(a, DLA_F32)},
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, (dla_tensor *[]){dla_cast(a, DLA_F32)},
                            &(dla_ode_options){.gradient_mode = "adjoint"}),
                  DLA_ERR_DTYPE, "in one dtype");
     double times[300];
     for (int i = 0; i < 300; i++)
         times[i] = i;
-    expect_error(dla_ode45(scaled, NULL, 300, times, y0, 1, &a,
+    tu_expect_error(dla_ode45(scaled, NULL, 300, times, y0, 1, &a,
                            &(dla_ode_options){.gradient_mode = "adjoint"}),
                  DLA_ERR_INVALID_ARGUMENT, "takes at most 256");
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a,
                            &(dla_ode_options){.gradient_mode = "backwards"}),
                  DLA_ERR_INVALID_ARGUMENT, "gradient_mode \"backwards\"");
-    expect_error(dla_ode45(wrong_dims, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_SHAPE,
+    tu_expect_error(dla_ode45(wrong_dims, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_SHAPE,
                  "returned 4x1 at t = 0, but y is 2x1");
-    expect_error(dla_ode45(wrong_dtype, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_DTYPE,
+    tu_expect_error(dla_ode45(wrong_dtype, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_DTYPE,
                  "must have y's dtype");
-    expect_error(dla_ode45(null_slope, NULL, 2, two, y0, 0, NULL, NULL),
+    tu_expect_error(dla_ode45(null_slope, NULL, 2, two, y0, 0, NULL, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "returned NULL");
     int calls = 0;
     dla_ode_stats st;
-    expect_error(dla_ode45(fails_later, &calls, 2, two, y0, 0, NULL,
+    tu_expect_error(dla_ode45(fails_later, &calls, 2, two, y0, 0, NULL,
                            &(dla_ode_options){.stats = &st}),
                  DLA_ERR_SHAPE, "dla_reshape");
     assert_int_equal(calls, 3);
     assert_int_equal(st.evaluations, 3);
-    expect_error(dla_ode45(blows_up, NULL, 2, (const double[]){0, 2}, dla_ones(DLA_F64, "", 2,
+    tu_expect_error(dla_ode45(blows_up, NULL, 2, (const double[]){0, 2}, dla_ones(DLA_F64, "", 2,
                                                                               (int64_t[]){1, 1}),
                            0, NULL, NULL),
                  DLA_ERR_STATE, "without meeting the tolerances");
-    expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a, &(dla_ode_options){.max_steps = 2}),
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, y0, 1, &a, &(dla_ode_options){.max_steps = 2}),
                  DLA_ERR_STATE, "2 attempts (option max_steps)");
     /* Errors in, errors out: y0's own. */
     dla_tensor *bad = dla_reshape(y0, "", 1, (int64_t[]){5});
-    expect_error(dla_ode45(scaled, NULL, 2, two, bad, 1, &a, NULL), DLA_ERR_SHAPE, "dla_reshape");
+    tu_expect_error(dla_ode45(scaled, NULL, 2, two, bad, 1, &a, NULL), DLA_ERR_SHAPE, "dla_reshape");
     assert_int_equal(dla_scope_depth(), 1);
     dla_scope_end();
 }

@@ -12,6 +12,7 @@
 
 #include "testutil.h"
 #include "gradcheck.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <dlaccel/nnops.h>
@@ -288,11 +289,7 @@ static void test_accelerated_it_replays_with_eager_bits(void **state)
     assert_non_null(af);
     for (int call = 0; call < 3; call++) {
         dla_tensor *in[1] = {dla_randn(DLA_F32, "SSCB", DLA_DIMS(5, 3, 2, 2))};
-        const int differs = tu_replay_differs(af, resize_loss, &o, 1, in, 2);
-        if (differs == -2)
-            fail_msg("call %d: %s", call, dla_last_error());
-        if (differs >= 0)
-            fail_msg("call %d, output %d: the replay differs from eager", call, differs);
+        tu_expect_replay_bits(af, resize_loss, &o, 1, in, 2, NULL, call);
     }
     assert_float_equal(dla_accel_hit_rate(af), 100.0 * 2 / 3, 1e-9);
     dla_accel_free(af);
@@ -301,58 +298,51 @@ static void test_accelerated_it_replays_with_eager_bits(void **state)
 
 /* --------------------------------------------------------------- errors */
 
-static void expect_error(dla_tensor *y, dla_status status, const char *text)
-{
-    assert_int_equal(dla_tensor_status(y), status);
-    if (!strstr(dla_tensor_error(y), text))
-        fail_msg("\"%s\" lacks \"%s\"", dla_tensor_error(y), text);
-}
-
 static void test_bad_arguments_are_named(void **state)
 {
     (void)state;
     dla_scope_begin();
     dla_tensor *x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(4, 4, 3, 2));
-    expect_error(dla_resize(NULL, &(dla_resize_options){.scale = {2}}), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_resize(NULL, &(dla_resize_options){.scale = {2}}), DLA_ERR_INVALID_ARGUMENT,
                  "dla_resize: argument x is NULL");
-    expect_error(dla_resize(dla_zeros(DLA_F32, "", DLA_DIMS(4, 4)),
+    tu_expect_error(dla_resize(dla_zeros(DLA_F32, "", DLA_DIMS(4, 4)),
                             &(dla_resize_options){.scale = {2}}),
                  DLA_ERR_FORMAT, "dla_resize: argument x (4x4 \"\"): it needs a format with "
                                  "spatial (\"S\") dims");
-    expect_error(dla_resize(dla_zeros(DLA_F32, "CB", DLA_DIMS(4, 2)),
+    tu_expect_error(dla_resize(dla_zeros(DLA_F32, "CB", DLA_DIMS(4, 2)),
                             &(dla_resize_options){.scale = {2}}),
                  DLA_ERR_FORMAT, "argument x (4x2 \"CB\")");
-    expect_error(dla_resize(x, NULL), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_resize(x, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "dla_resize: give exactly one of opts->scale and opts->output_size (neither "
                  "given)");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2}, .output_size = {8, 8}}),
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {2}, .output_size = {8, 8}}),
                  DLA_ERR_INVALID_ARGUMENT, "(both given)");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {-2}}), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {-2}}), DLA_ERR_INVALID_ARGUMENT,
                  "dla_resize: opts->scale[0] is -2; scales must be positive and finite");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2, INFINITY}}),
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {2, INFINITY}}),
                  DLA_ERR_INVALID_ARGUMENT, "opts->scale[1] is inf");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2, 0, 3}}), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {2, 0, 3}}), DLA_ERR_INVALID_ARGUMENT,
                  "dla_resize: opts->scale has 3 entries; x (4x4x3x2 \"SSCB\") has 2 spatial "
                  "dims: give 1 or 2");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {0.1}}), DLA_ERR_INVALID_ARGUMENT,
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {0.1}}), DLA_ERR_INVALID_ARGUMENT,
                  "scale 0.1 makes spatial dim 1 of x (4x4x3x2 \"SSCB\") 0 elements");
-    expect_error(dla_resize(x, &(dla_resize_options){.output_size = {8}}),
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.output_size = {8}}),
                  DLA_ERR_INVALID_ARGUMENT, "dla_resize: opts->output_size has 1 entry; x "
                                            "(4x4x3x2 \"SSCB\") has 2 spatial dims");
-    expect_error(dla_resize(x, &(dla_resize_options){.output_size = {8, 2.5}}),
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.output_size = {8, 2.5}}),
                  DLA_ERR_INVALID_ARGUMENT, "opts->output_size[1] is 2.5; sizes must be whole");
-    expect_error(dla_resize(x, &(dla_resize_options){.output_size = {NAN, NAN}}),
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.output_size = {NAN, NAN}}),
                  DLA_ERR_INVALID_ARGUMENT, "opts->output_size is all NaN");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2}, .method = "cubic"}),
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {2}, .method = "cubic"}),
                  DLA_ERR_INVALID_ARGUMENT, "dla_resize: method \"cubic\"; use \"nearest\" or "
                                            "\"linear\"");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2},
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {2},
                                                      .geometric_transform_mode = "align-corners"}),
                  DLA_ERR_INVALID_ARGUMENT, "geometric transform mode \"align-corners\"");
-    expect_error(dla_resize(x, &(dla_resize_options){.scale = {2},
+    tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {2},
                                                      .nearest_rounding_mode = "ceil"}),
                  DLA_ERR_INVALID_ARGUMENT, "nearest rounding mode \"ceil\"");
-    expect_error(dla_resize(dla_zeros(DLA_F32, "SC", DLA_DIMS(0, 2)),
+    tu_expect_error(dla_resize(dla_zeros(DLA_F32, "SC", DLA_DIMS(0, 2)),
                             &(dla_resize_options){.output_size = {3}}),
                  DLA_ERR_SHAPE, "spatial dim 1 is empty");
     dla_scope_end();
