@@ -708,6 +708,28 @@ static void three_by_three_filter_gradients_of_stacked_small_images_match(void *
     }
 }
 
+/* 3x3 layers whose outputs have 256 tiles of 2x2 or more (32x32 and
+ * up), which the cpu plugin's Winograd forward and backward data take in
+ * chunks of an image's tiles rather than in runs of whole images: tile
+ * rows of whole vectors (64 wide; 32 in same_padded_rows_... below), rows
+ * walked across the plane (odd widths), chunks that end inside a vector,
+ * groups, views. */
+static void three_by_three_cases_of_large_images_match(void **state)
+{
+    (void)state;
+    static const int64_t outs[][2] = {{33, 40}, {64, 17}, {45, 50}, {20, 70}};
+    for (int i = 0; i < 4; i++) {
+        conv_case c;
+        winograd_case(&c, 8, 9);
+        for (int d = 0; d < 2; d++) {
+            c.pb[d] = rnd_int(0, 2);
+            c.out[d] = outs[i][d];
+            c.in[d] = c.out[d] + 2 - 2 * c.pb[d] + rnd_int(0, 1);
+        }
+        on_every_device(&c);
+    }
+}
+
 static void three_by_three_cases_match_and_take_another_path_than_direct(void **state)
 {
     (void)state;
@@ -933,6 +955,7 @@ int main(void)
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(three_by_three_filter_gradients_of_stacked_small_images_match),
+        cmocka_unit_test(three_by_three_cases_of_large_images_match),
         cmocka_unit_test(stride_one_cases_of_large_batches_match),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),

@@ -25,10 +25,12 @@
  * polyphase planes, plane (R&1)*2 + (C&1) holding P[R][C] at
  * (R>>1)*L + (C>>1), with L = Tx + 1. Then tile p = ty*L + tx finds its
  * element (i, j) at p + (i>>1)*L + (j>>1) of plane (i&1)*2 + (j&1): one
- * offset for every tile, so 16 tiles are one vector load per element. The
- * column tx = Tx is computed and dropped, as the wide layout's row tails
- * are. The outputs come back as four planes the same way and are
- * interleaved into rows.
+ * offset for every tile, so 16 tiles are one vector load per element.
+ * The column tx = Tx is not a tile: the transforms walk the plane in
+ * vectors of 16 indices and compress the real tiles' lanes into a run
+ * (tiles end to end, several small images' or a chunk of a large one's),
+ * on which the 16 GEMMs run; the products are expanded back along the
+ * same walk into four output planes, which are interleaved into rows.
  */
 #include "plugins/cpu/conv_avx512.h"
 
@@ -286,49 +288,164 @@ static inline __attribute__((always_inline)) TGT void input_tiles(const float *s
     }
 }
 
-/* V = B^T d B of tiles b0..b0+nb-1 of every channel: element pos of
- * channel ci at v + (pos * nci + ci) * tb. */
-static TGT void transform_inputs(const geom *g, int64_t nci, const float *planes, int64_t b0,
-                                 int64_t nb, float *v)
+
+/* How the run transforms walk an image's tiles: vectors of 16 plane
+ * indices from src, whose lanes in mask are real tiles (tx < Tx), stored
+ * compressed from tile dst of the image. Whole vectors are stored, so
+ * the lanes past a vector's real tiles spill into the next ones, written
+ * after them; the last vector's into the next image's tiles or the run's
+ * slack. Either every tile row is walked on its own (a row of 16 or 32
+ * tiles fills whole vectors) or the plane is walked end to end and each
+ * vector compressed (rows of 4 or 8 tiles would leave most lanes idle):
+ * whichever takes fewer vectors. */
+typedef struct tile_walk {
+    int64_t n;      /* vectors */
+    int64_t tiles;  /* real tiles, Tx * Ty */
+    int64_t *src, *dst;
+    __mmask16 *mask;
+} tile_walk;
+
+static int64_t tile_walk_len(const geom *g)
+{
+    const int64_t by_rows = g->Ty * ((g->Tx + 15) / 16);
+    const int64_t by_plane = ((g->Ty - 1) * g->L + g->Tx + 15) / 16;
+    return by_rows < by_plane ? by_rows : by_plane;
+}
+
+/* Fills w (arrays of tile_walk_len(g) entries). */
+static void tile_walk_init(const geom *g, tile_walk *w)
+{
+    const int64_t by_rows = g->Ty * ((g->Tx + 15) / 16);
+    w->n = tile_walk_len(g);
+    w->tiles = g->Tx * g->Ty;
+    if (w->n == by_rows) {
+        int64_t k = 0;
+        for (int64_t ty = 0; ty < g->Ty; ty++)
+            for (int64_t s = 0; s < g->Tx; s += 16, k++) {
+                w->src[k] = ty * g->L + s, w->dst[k] = ty * g->Tx + s;
+                const int64_t real = g->Tx - s < 16 ? g->Tx - s : 16;
+                w->mask[k] = (__mmask16)((1u << real) - 1);
+            }
+        return;
+    }
+    const int64_t ntiles = (g->Ty - 1) * g->L + g->Tx;
+    int64_t done = 0;
+    for (int64_t k = 0; k < w->n; k++) {
+        unsigned m = 0;
+        for (int l = 0; l < 16; l++) {
+            const int64_t p = 16 * k + l;
+            if (p < ntiles && p % g->L < g->Tx)
+                m |= 1u << l;
+        }
+        w->src[k] = 16 * k, w->dst[k] = done, w->mask[k] = (__mmask16)m;
+        done += __builtin_popcount(m);
+    }
+}
+
+/* The walk of g's tiles in one allocation (free w->src), or NULL. */
+static int64_t *tile_walk_new(const geom *g, tile_walk *w)
+{
+    const int64_t nw = tile_walk_len(g);
+    w->src = dla__cpu_host->alloc((size_t)nw * (2 * sizeof(int64_t) + sizeof(__mmask16)), 0);
+    if (!w->src)
+        return NULL;
+    w->dst = w->src + nw;
+    w->mask = (__mmask16 *)(w->dst + nw);
+    tile_walk_init(g, w);
+    return w->src;
+}
+
+/* Tiles of the walk before vector k (k = n: all of them). */
+static int64_t tile_walk_at(const tile_walk *w, int64_t k)
+{
+    return k < w->n ? w->dst[k] : w->tiles;
+}
+
+/* Planes long enough for a walk: it reads whole vectors of plane indices,
+ * up to (Ty - 1) * L + up16(Tx) a row at a time, or up to the tiles'
+ * count rounded up across the plane, at offsets up to L + 1; and the
+ * output planes take whole vectors at the same indices. */
+static void geom_fit_walk(geom *g)
+{
+    const int64_t by_rows_end = (g->Ty - 1) * g->L + up16(g->Tx),
+                  by_plane_end = up16((g->Ty - 1) * g->L + g->Tx);
+    const int64_t end = by_rows_end > by_plane_end ? by_rows_end : by_plane_end;
+    const int64_t reach = up16(end + g->L + 1);
+    g->pl = g->pl > reach ? g->pl : reach;
+    g->yl = g->yl > up16(end) ? g->yl : up16(end);
+}
+
+/* x's lanes in m, packed to the low lanes (all of them: as it is). */
+static TGT __m512 tiles_of(__mmask16 m, __m512 x)
+{
+    return m == 0xFFFF ? x : _mm512_maskz_compress_ps(m, x);
+}
+
+/* Where a run transform writes: element pos of channel ch of an image in
+ * row pos * nch + ch of rows rs apart, from tile at. */
+typedef struct run_out {
+    float *dst;
+    int64_t rs, at;
+} run_out;
+
+/* V = B^T d B of the tiles of walk vectors k0..k1-1 of one image, every
+ * input channel, into a run: the tile at walk position d goes to column
+ * at + d of the run's rows. */
+static TGT void transform_inputs_run(const geom *g, int64_t nci, const float *planes,
+                                     const tile_walk *w, int64_t k0, int64_t k1,
+                                     const run_out *ro)
 {
     int64_t off[4][4];
     input_offsets(g, off);
-    const int64_t vs = nci * g->tb; /* between elements pos and pos + 1 of V */
+    const int64_t vs = nci * ro->rs;
     for (int64_t ci = 0; ci < nci; ci++) {
-        const float *pl = planes + ci * 4 * g->pl + b0;
-        float *vc = v + ci * g->tb;
-        for (int64_t s = 0; s < nb; s += 16) {
+        const float *pl = planes + ci * 4 * g->pl;
+        for (int64_t k = k0; k < k1; k++) {
             __m512 t[16];
-            input_tiles(pl + s, off, t);
+            input_tiles(pl + w->src[k], off, t);
+            float *o = ro->dst + (ci * ro->rs + ro->at + w->dst[k]);
 #pragma GCC unroll 16
             for (int pos = 0; pos < 16; pos++)
-                _mm512_store_ps(vc + pos * vs + s, t[pos]);
+                _mm512_storeu_ps(o + pos * vs, tiles_of(w->mask[k], t[pos]));
         }
     }
 }
 
 /* ------------------------------------------------------------ outputs */
 
-/* Y = A^T M A of tiles b0..b0+nb-1 (M's element pos of output channel co
- * at m + (pos * nco + co) * tb) into the output planes: (a, b) of channel
- * co at yp + (co * 4 + a * 2 + b) * yl. */
-static TGT void transform_outputs(const geom *g, int64_t nco, const float *m, int64_t b0,
-                                  int64_t nb, float *yp)
+/* x from the low lanes of p spread to the lanes in m, zero elsewhere. */
+static TGT __m512 spread(__mmask16 m, const float *p)
 {
-    const int64_t tb = g->tb;
+    const __m512 x = _mm512_loadu_ps(p);
+    return m == 0xFFFF ? x : _mm512_maskz_expand_ps(m, x);
+}
+
+/* Y = A^T M A of the tiles of walk vectors k0..k1-1 of one image, from a
+ * run (element pos of output channel co in row pos * nco + co, rows rs
+ * apart, the tile at walk position d in column at + d), into the image's
+ * output planes: (a, b) of channel co at yp + (co * 4 + a * 2 + b) * yl,
+ * tile p at p. Whole vectors are stored along the walk: the dropped
+ * column gets zeros, and a row's spill into the next is written over
+ * after it, as in transform_inputs_run. */
+static TGT void transform_outputs_run(const geom *g, int64_t nco, const float *m, int64_t rs,
+                                      int64_t at, const tile_walk *w, int64_t k0, int64_t k1,
+                                      float *yp)
+{
+    const int64_t ms = nco * rs; /* between elements pos and pos + 1 */
     for (int64_t co = 0; co < nco; co++)
-        for (int64_t s = 0; s < nb; s += 16) {
+        for (int64_t k = k0; k < k1; k++) {
+            const float *mk = m + (co * rs + at + w->dst[k]);
+            const __mmask16 mask = w->mask[k];
             __m512 t[2][4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
-                const float *mj = m + (j * nco + co) * tb + s;
-                const __m512 m0 = _mm512_load_ps(mj), m1 = _mm512_load_ps(mj + 4 * nco * tb),
-                             m2 = _mm512_load_ps(mj + 8 * nco * tb),
-                             m3 = _mm512_load_ps(mj + 12 * nco * tb);
+                const __m512 m0 = spread(mask, mk + j * ms), m1 = spread(mask, mk + (4 + j) * ms),
+                             m2 = spread(mask, mk + (8 + j) * ms),
+                             m3 = spread(mask, mk + (12 + j) * ms);
                 t[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
                 t[1][j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
             }
-            float *y = yp + co * 4 * g->yl + b0 + s;
+            float *y = yp + co * 4 * g->yl + w->src[k];
 #pragma GCC unroll 2
             for (int a = 0; a < 2; a++) {
                 _mm512_storeu_ps(y + a * 2 * g->yl,
@@ -394,63 +511,148 @@ static TGT void unpack_planes(const pass *q, const geom *g, const float *yp, flo
 
 /* ---------------------------------------------------------------- a pass */
 
+/* Real tiles a run of the forward pass aims at. The images of a run are
+ * transformed into it one after another, their real tiles end to end, and
+ * its 16 products run over all of them at once; an image with more tiles
+ * goes in chunks of about this many. Before runs each image's plane was
+ * multiplied whole in blocks, dropped column and rounding included: on
+ * ResNet-20's 16x16 images 96 tile slots for 64 tiles, on its 8x8 ones
+ * 32 for 16. Each tile's sums are the same terms in the same order either
+ * way, so the bits are too. */
+#define RUN_TILES 128
+
+/* What a forward (or backward-data) call shares with its tasks. */
+typedef struct fwd_call {
+    const pass *q;
+    geom g;
+    tile_walk walk;
+    const float *u; /* the transformed filters */
+    int64_t K;      /* images a run, at most */
+    int64_t chunk;  /* walk vectors a chunk of an image (all of them when K > 1) */
+    int64_t step;   /* tiles the last block's micro-kernel takes a call
+                     * (32 or 64; the blocks before it take the same or 32) */
+    int64_t rs;     /* floats per row of a run */
+    int64_t runs;
+} fwd_call;
+
 /* One thread's buffers. */
 typedef struct bufs {
     float *padded, *planes, *v, *m, *yp, *tout;
 } bufs;
 
-static int64_t bufs_floats(const pass *q, const geom *g)
+static int64_t bufs_floats(const fwd_call *c)
 {
-    return padded_floats(g, q->nci) + q->nci * 4 * g->pl + 16 * (q->nci + q->nco) * g->tb +
+    const pass *q = c->q;
+    const geom *g = &c->g;
+    return padded_floats(g, q->nci) + q->nci * 4 * g->pl + 16 * (q->nci + q->nco) * c->rs +
            q->nco * 4 * g->yl + g->tl;
 }
 
-static void bufs_carve(bufs *b, const pass *q, const geom *g, float *at)
+static void bufs_carve(bufs *b, const fwd_call *c, float *at)
 {
+    const pass *q = c->q;
+    const geom *g = &c->g;
     b->padded = at, at += padded_floats(g, q->nci);
     b->planes = at, at += q->nci * 4 * g->pl;
-    b->v = at, at += 16 * q->nci * g->tb;
-    b->m = at, at += 16 * q->nco * g->tb;
+    b->v = at, at += 16 * q->nci * c->rs;
+    b->m = at, at += 16 * q->nco * c->rs;
     b->yp = at, at += q->nco * 4 * g->yl;
     b->tout = at;
 }
 
-/* The 16 GEMMs of one block: M[pos] = V[pos] x U[pos]. */
-static void multiply(const pass *q, const geom *g, const float *u, const float *v, float *m,
-                     int64_t nb)
+/* The 16 GEMMs of a run's first nb tiles (a multiple of the step): M[pos]
+ * = V[pos] x U[pos], rows rs floats apart. */
+static void multiply(const fwd_call *c, const float *u, const float *v, float *m, int64_t nb)
 {
     static const int64_t no_offset = 0;
+    const pass *q = c->q;
+    const int64_t nf = c->g.nf, rs = c->rs;
     for (int pos = 0; pos < 16; pos++)
-        for (int64_t f0 = 0; f0 < q->nco; f0 += g->nf) {
-            const int64_t n = f0 + g->nf <= q->nco ? g->nf : q->nco - f0;
+        for (int64_t f0 = 0; f0 < q->nco; f0 += nf) {
+            const int64_t n = f0 + nf <= q->nco ? nf : q->nco - f0;
             const int64_t step = n > 6 ? 32 : 64;
             const float *wp = u + pos * q->nci * q->nco + f0 * q->nci;
             for (int64_t s = 0; s < nb; s += step)
-                dla__cpu_conv_fwd_fns[n](v + pos * q->nci * g->tb + s, g->tb, q->nci, &no_offset,
-                                         1, wp, m + (pos * q->nco + f0) * g->tb + s, g->tb);
+                dla__cpu_conv_fwd_fns[n](v + pos * q->nci * rs + s, rs, q->nci, &no_offset, 1,
+                                         wp, m + (pos * q->nco + f0) * rs + s, rs);
         }
 }
 
-static void pass_image(const pass *q, const geom *g, const float *u, int64_t b, const bufs *t)
+static int64_t up_to(int64_t n, int64_t m)
 {
+    return (n + m - 1) / m * m;
+}
+
+/* Group grp of image b into planes. */
+static void pack_image(const pass *q, const geom *g, int64_t b, int64_t grp, const bufs *t)
+{
+    const image_src is = {.src = q->src + b * q->sb + grp * q->nci * q->sc,
+                          .nch = q->nci,
+                          .in = {q->in[0], q->in[1]},
+                          .ss = {q->ss[0], q->ss[1]},
+                          .sc = q->sc,
+                          .pb = {q->pb[0], q->pb[1]}};
+    pack_planes(g, &is, t->planes, t->padded);
+}
+
+/* Group grp of image b from the output planes. */
+static void unpack_image(const pass *q, const geom *g, int64_t b, int64_t grp, const bufs *t)
+{
+    unpack_planes(q, g, t->yp, q->dst + b * q->db + grp * q->nco * q->dc,
+                  q->bias ? q->bias + grp * q->nco * q->bs : NULL, t->tout);
+}
+
+/* Run r: its images whole, or its one image in chunks. */
+static void fwd_run(const fwd_call *c, int64_t r, const bufs *t)
+{
+    const pass *q = c->q;
+    const geom *g = &c->g;
+    const tile_walk *w = &c->walk;
+    const int64_t b0 = q->B * r / c->runs, n = q->B * (r + 1) / c->runs - b0;
     for (int64_t grp = 0; grp < q->G; grp++) {
-        const image_src is = {.src = q->src + b * q->sb + grp * q->nci * q->sc,
-                              .nch = q->nci,
-                              .in = {q->in[0], q->in[1]},
-                              .ss = {q->ss[0], q->ss[1]},
-                              .sc = q->sc,
-                              .pb = {q->pb[0], q->pb[1]}};
-        pack_planes(g, &is, t->planes, t->padded);
-        const float *ug = u + grp * 16 * q->nci * q->nco;
-        for (int64_t b0 = 0; b0 < g->ntr; b0 += g->tb) {
-            const int64_t nb = b0 + g->tb <= g->ntr ? g->tb : g->ntr - b0;
-            transform_inputs(g, q->nci, t->planes, b0, nb, t->v);
-            multiply(q, g, ug, t->v, t->m, nb);
-            transform_outputs(g, q->nco, t->m, b0, nb, t->yp);
+        const float *ug = c->u + grp * 16 * q->nci * q->nco;
+        if (c->chunk < w->n) {
+            pack_image(q, g, b0, grp, t);
+            for (int64_t k0 = 0; k0 < w->n; k0 += c->chunk) {
+                const int64_t k1 = k0 + c->chunk < w->n ? k0 + c->chunk : w->n;
+                const int64_t d0 = w->dst[k0], nt = tile_walk_at(w, k1) - d0;
+                transform_inputs_run(g, q->nci, t->planes, w, k0, k1,
+                                     &(run_out){t->v, c->rs, -d0});
+                multiply(c, ug, t->v, t->m, up_to(nt, c->step));
+                transform_outputs_run(g, q->nco, t->m, c->rs, -d0, w, k0, k1, t->yp);
+            }
+            unpack_image(q, g, b0, grp, t);
+            continue;
         }
-        unpack_planes(q, g, t->yp, q->dst + b * q->db + grp * q->nco * q->dc,
-                      q->bias ? q->bias + grp * q->nco * q->bs : NULL, t->tout);
+        for (int64_t j = 0; j < n; j++) {
+            pack_image(q, g, b0 + j, grp, t);
+            transform_inputs_run(g, q->nci, t->planes, w, 0, w->n,
+                                 &(run_out){t->v, c->rs, j * w->tiles});
+        }
+        multiply(c, ug, t->v, t->m, up_to(n * w->tiles, c->step));
+        for (int64_t j = 0; j < n; j++) {
+            transform_outputs_run(g, q->nco, t->m, c->rs, j * w->tiles, w, 0, w->n, t->yp);
+            unpack_image(q, g, b0 + j, grp, t);
+        }
     }
+}
+
+/* Runs of K images, or chunks of one, sized for RUN_TILES (a function of
+ * the shape: the bits do not depend on it, but the buffers do). */
+static void fwd_runs_init(fwd_call *c)
+{
+    const int64_t T = c->walk.tiles;
+    c->K = T >= RUN_TILES ? 1 : RUN_TILES / T;
+    c->K = c->K > c->q->B ? c->q->B : c->K;
+    int64_t max_tiles = c->K * T;
+    c->chunk = c->walk.n;
+    if (c->K == 1 && T >= 2 * RUN_TILES) {
+        const int64_t chunks = T / RUN_TILES;
+        c->chunk = (c->walk.n + chunks - 1) / chunks;
+        max_tiles = 16 * c->chunk;
+    }
+    c->rs = up_to(max_tiles, 64) + 16;
+    c->runs = (c->q->B + c->K - 1) / c->K;
 }
 
 static int enabled(void)
@@ -467,45 +669,56 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
         return DLA_ERR_UNSUPPORTED;
     if (q->B < MIN_IMAGES)
         return DLA_ERR_UNSUPPORTED;
-    int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
-    if (team > q->B)
-        team = (int)q->B;
-    geom g;
-    g.nf = block_of(q->nco, FWD_MAX_NF);
-    /* The micro-kernels for 1-6 filters take 4 vectors of tiles, 7-12 two. */
-    const int64_t last = q->nco - (q->nco - 1) / g.nf * g.nf;
-    geom_init(&g, q->out[0], q->out[1], last > 6 ? 32 : 64);
-    const int64_t per = bufs_floats(q, &g);
-    if (per * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+    fwd_call c = {.q = q};
+    c.g.nf = block_of(q->nco, FWD_MAX_NF);
+    /* The micro-kernels for 1-6 filters take 4 vectors of tiles, 7-12
+     * two; the blocks before the last are as large or one larger. */
+    const int64_t last = q->nco - (q->nco - 1) / c.g.nf * c.g.nf;
+    c.step = last > 6 ? 32 : 64;
+    geom_init(&c.g, q->out[0], q->out[1], c.step);
+    geom_fit_walk(&c.g);
+    if (!tile_walk_new(&c.g, &c.walk))
+        return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate a tile walk of %lld",
+                        (long long)tile_walk_len(&c.g));
+    fwd_runs_init(&c);
+    const int64_t per = bufs_floats(&c);
+    if (per * (int64_t)sizeof(float) > MAX_THREAD_BYTES) {
+        h->free(c.walk.src);
         return DLA_ERR_UNSUPPORTED;
+    }
+    int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+    if (team > c.runs)
+        team = (int)c.runs;
     const int64_t nu = q->G * 16 * q->nci * q->nco;
     float *u = h->alloc((size_t)nu * sizeof(float), DLA__CPU_ALIGN);
     dla_mem mem = NULL;
     float *scratch = u ? dla__cpu_conv_scratch((size_t)(per * team) * sizeof(float), &mem) : NULL;
     if (!scratch) {
         h->free(u);
+        h->free(c.walk.src);
         return h->error(DLA_ERR_OUT_OF_MEMORY,
                         "cpu conv: cannot allocate the Winograd buffers of %d threads", team);
     }
-    transform_filters(q, k, g.nf, u);
+    transform_filters(q, k, c.g.nf, u);
+    c.u = u;
 #pragma omp parallel num_threads(team)
     {
         bufs t;
-        bufs_carve(&t, q, &g, scratch + omp_get_thread_num() * per);
+        bufs_carve(&t, &c, scratch + omp_get_thread_num() * per);
         /* Zeros once: the row buffers' margins and the planes' tails,
          * which only the dropped tiles read, stay as they are from image
-         * to image. V and M are written before they are read. */
-        memset(t.padded, 0, (size_t)(t.v - t.padded) * sizeof(float));
-        memset(t.yp, 0, (size_t)(per - (t.yp - t.padded)) * sizeof(float));
+         * to image; so do the runs' slack columns, which only lanes
+         * nothing keeps read. */
+        memset(t.padded, 0, (size_t)per * sizeof(float));
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t b = 0; b < q->B; b++)
-            pass_image(q, &g, u, b, &t);
+        for (int64_t r = 0; r < c.runs; r++)
+            fwd_run(&c, r, &t);
     }
     dla__cpu_conv_scratch_free(mem);
     h->free(u);
+    h->free(c.walk.src);
     return DLA_OK;
 }
-
 
 /* ------------------------------------------------------ backward filter */
 
@@ -531,91 +744,6 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
  * ResNet-20 and the digit CNN took 0.86-0.96x the time. */
 #define FILTER_RUN_TILES 512
 #define FILTER_PARTS_BYTES ((int64_t)2 << 20)
-
-/* How the run transforms walk an image's tiles: vectors of 16 plane
- * indices from src, whose lanes in mask are real tiles (tx < Tx), stored
- * compressed from tile dst of the image. Whole vectors are stored, so
- * the lanes past a vector's real tiles spill into the next ones, written
- * after them; the last vector's into the next image's tiles or the run's
- * slack. Either every tile row is walked on its own (a row of 16 or 32
- * tiles fills whole vectors) or the plane is walked end to end and each
- * vector compressed (rows of 4 or 8 tiles would leave most lanes idle):
- * whichever takes fewer vectors. */
-typedef struct tile_walk {
-    int64_t n;
-    int64_t *src, *dst;
-    __mmask16 *mask;
-} tile_walk;
-
-static int64_t tile_walk_len(const geom *g)
-{
-    const int64_t by_rows = g->Ty * ((g->Tx + 15) / 16);
-    const int64_t by_plane = ((g->Ty - 1) * g->L + g->Tx + 15) / 16;
-    return by_rows < by_plane ? by_rows : by_plane;
-}
-
-/* Fills w (arrays of tile_walk_len(g) entries). */
-static void tile_walk_init(const geom *g, tile_walk *w)
-{
-    const int64_t by_rows = g->Ty * ((g->Tx + 15) / 16);
-    w->n = tile_walk_len(g);
-    if (w->n == by_rows) {
-        int64_t k = 0;
-        for (int64_t ty = 0; ty < g->Ty; ty++)
-            for (int64_t s = 0; s < g->Tx; s += 16, k++) {
-                w->src[k] = ty * g->L + s, w->dst[k] = ty * g->Tx + s;
-                const int64_t real = g->Tx - s < 16 ? g->Tx - s : 16;
-                w->mask[k] = (__mmask16)((1u << real) - 1);
-            }
-        return;
-    }
-    const int64_t ntiles = (g->Ty - 1) * g->L + g->Tx;
-    int64_t done = 0;
-    for (int64_t k = 0; k < w->n; k++) {
-        unsigned m = 0;
-        for (int l = 0; l < 16; l++) {
-            const int64_t p = 16 * k + l;
-            if (p < ntiles && p % g->L < g->Tx)
-                m |= 1u << l;
-        }
-        w->src[k] = 16 * k, w->dst[k] = done, w->mask[k] = (__mmask16)m;
-        done += __builtin_popcount(m);
-    }
-}
-
-/* x's lanes in m, packed to the low lanes (all of them: as it is). */
-static TGT __m512 tiles_of(__mmask16 m, __m512 x)
-{
-    return m == 0xFFFF ? x : _mm512_maskz_compress_ps(m, x);
-}
-
-/* Where a run transform writes: element pos of channel ch of an image in
- * row pos * nch + ch of rows rs apart, from tile at. */
-typedef struct run_out {
-    float *dst;
-    int64_t rs, at;
-} run_out;
-
-/* V = B^T d B of one image's tiles, every input channel, into a run. */
-static TGT void transform_inputs_run(const geom *g, int64_t nci, const float *planes,
-                                     const tile_walk *w, const run_out *ro)
-{
-    int64_t off[4][4];
-    input_offsets(g, off);
-    const int64_t vs = nci * ro->rs;
-    for (int64_t ci = 0; ci < nci; ci++) {
-        const float *pl = planes + ci * 4 * g->pl;
-        float *vc = ro->dst + ci * ro->rs + ro->at;
-        for (int64_t k = 0; k < w->n; k++) {
-            __m512 t[16];
-            input_tiles(pl + w->src[k], off, t);
-            float *o = vc + w->dst[k];
-#pragma GCC unroll 16
-            for (int pos = 0; pos < 16; pos++)
-                _mm512_storeu_ps(o + pos * vs, tiles_of(w->mask[k], t[pos]));
-        }
-    }
-}
 
 /* dM = A dY A^T of one image's tiles, every output channel, into a run,
  * from dY's polyphase planes: element (a, b) of tile p at p of plane
@@ -721,7 +849,8 @@ static void filter_run_fill(const filter_call *c, int64_t b, int64_t n, int64_t 
                               .sc = p->g.xc,
                               .pb = {p->g.pb[0], p->g.pb[1]}};
         pack_planes(g, &xs, t->xplanes, t->xpad);
-        transform_inputs_run(g, nci, t->xplanes, &c->walk, &(run_out){t->v, c->rs, j * c->T});
+        transform_inputs_run(g, nci, t->xplanes, &c->walk, 0, c->walk.n,
+                             &(run_out){t->v, c->rs, j * c->T});
         /* dY as an unpadded image of the outputs' size: its planes hold
          * each tile's 2x2 block at the tile's index. */
         const image_src ys = {.src = (const float *)p->y + (b + j) * p->g.yb +
@@ -821,14 +950,7 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
         return DLA_ERR_UNSUPPORTED;
     filter_call c = {.p = p};
     geom_init(&c.g, k->out[0], k->out[1], 16);
-    /* The run transforms read whole vectors of plane indices, up to
-     * (Ty - 1) * L + up16(Tx) a row at a time, or up to the tiles' count
-     * rounded up across the plane, at offsets up to L + 1. */
-    const int64_t by_rows_end = (c.g.Ty - 1) * c.g.L + up16(c.g.Tx),
-                  by_plane_end = up16((c.g.Ty - 1) * c.g.L + c.g.Tx);
-    const int64_t reach =
-        up16((by_rows_end > by_plane_end ? by_rows_end : by_plane_end) + c.g.L + 1);
-    c.g.pl = c.g.pl > reach ? c.g.pl : reach;
+    geom_fit_walk(&c.g);
     c.T = c.g.Tx * c.g.Ty;
     c.K = (FILTER_RUN_TILES + c.T - 1) / c.T;
     c.K = c.K > k->batch ? k->batch : c.K;
@@ -854,14 +976,9 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
     team = team < tasks ? team : tasks;
     float *acc[DLA__CONV_BATCH_PARTS];
     c.acc = acc;
-    const int64_t nw = tile_walk_len(&c.g);
-    c.walk.src = h->alloc((size_t)nw * (2 * sizeof(int64_t) + sizeof(__mmask16)), 0);
-    if (!c.walk.src)
+    if (!tile_walk_new(&c.g, &c.walk))
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate a tile walk of %lld",
-                        (long long)nw);
-    c.walk.dst = c.walk.src + nw;
-    c.walk.mask = (__mmask16 *)(c.walk.dst + nw);
-    tile_walk_init(&c.g, &c.walk);
+                        (long long)tile_walk_len(&c.g));
     dla_mem mem = NULL;
     float *scratch = dla__cpu_conv_scratch(
         (size_t)(per * team + nacc * c.parts) * sizeof(float), &mem);
