@@ -730,6 +730,28 @@ static void three_by_three_cases_of_large_images_match(void **state)
     }
 }
 
+/* Stride-2 layers with rows of 17 to 40 outputs: im2col copies such rows
+ * with a vector loop where the CPU has AVX-512 (whole vectors of 16 and a
+ * tail), reading up to the row's last needed element and no further. 3x3
+ * and 1x1 filters, padding on either side, dense and strided views, float
+ * and double (one element at a time). */
+static void stride_two_rows_of_many_outputs_match(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 8; i++) {
+        const int64_t f = i % 4 < 2 ? 3 : 1, pad = f == 3 ? i % 2 : 0;
+        const int64_t in0 = rnd_int(33, 80), in1 = rnd_int(2, 5);
+        conv_case c = {.dtype = i < 6 ? DLA_F32 : DLA_F64, .nsp = 2, .bias = i % 2, .B = 2,
+                       .C = rnd_int(1, 3), .F = rnd_int(1, 4), .G = 1, .strided = i % 3 == 0,
+                       .in = {in0, in1, 1}, .fs = {f, f, 1}, .st = {2, 2, 1}, .dl = {1, 1, 1},
+                       .pb = {pad, pad, 0}};
+        for (int d = 0; d < 2; d++)
+            c.out[d] = (c.in[d] + 2 * pad - f) / 2 + 1;
+        c.out[2] = 1;
+        on_every_device(&c);
+    }
+}
+
 static void three_by_three_cases_match_and_take_another_path_than_direct(void **state)
 {
     (void)state;
@@ -956,6 +978,7 @@ int main(void)
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(three_by_three_filter_gradients_of_stacked_small_images_match),
         cmocka_unit_test(three_by_three_cases_of_large_images_match),
+        cmocka_unit_test(stride_two_rows_of_many_outputs_match),
         cmocka_unit_test(stride_one_cases_of_large_batches_match),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),

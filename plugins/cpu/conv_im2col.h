@@ -81,6 +81,10 @@ static void CONV_FN(im2col_)(const dla__cpu_conv *p, int64_t b, int64_t g, int64
                  * from vectorizing it (20% of a ResNet-20 step). */
                 if (step == 1)
                     memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(CT));
+#ifdef CONV_EVERY_OTHER
+                else if (step == 2)
+                    CONV_EVERY_OTHER(dst + lo, src + 2 * lo, hi - lo);
+#endif
                 else
                     for (int64_t o = lo; o < hi; o++)
                         dst[o] = src[o * step];
