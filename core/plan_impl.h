@@ -262,5 +262,8 @@ int dla__plan_multi_allowed(void);
 /* Whether a convolution's bias may move into the chain after it
  * (DLACCEL_PLAN is not conv-bias-in). */
 int dla__plan_conv_bias_out_allowed(void);
+/* Whether an elementwise result may take the memory of an input it reads
+ * for the last time (DLACCEL_PLAN is not no-in-place). */
+int dla__plan_in_place_allowed(void);
 
 #endif

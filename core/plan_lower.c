@@ -1392,6 +1392,66 @@ static dla__slot lowered(const dla__capture *c, dla__slot s)
 }
 
 /* Lifetimes of the intermediates, then the arena. */
+/* ------------------------------------------------------ results in place */
+
+/* An elementwise step (unary, binary, fused) whose result z is a buffer
+ * it writes first, and which reads an intermediate y for the last time
+ * through exactly z's view (dtype, dims, strides, offset), lets z take
+ * y's memory: the ABI has those kernels write over an input they read
+ * exactly. Then z's lines are not loaded into the cache before they are
+ * written (the write-allocate: a pass over z fewer, out of three for a
+ * step such as inference's y + b, then batch normalization and relu), and
+ * the arena is smaller. Each step's values are the same, so the bits are
+ * too. root[b] is the buffer whose memory b takes (b itself: its own);
+ * the root's last use grows to the group's. DLACCEL_PLAN=no-in-place
+ * gives every result its own memory (for comparisons). */
+static void results_in_place(lowering *L, int *root)
+{
+    dla__capture *c = L->c;
+    for (int b = 0; b < c->nbufs; b++)
+        root[b] = b;
+    if (!dla__plan_in_place_allowed())
+        return;
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *cl = &c->launches[L->steps[s].index];
+        const int kind = cl->l.kind;
+        if (kind != DLA__LAUNCH_UNARY && kind != DLA__LAUNCH_BINARY && kind != DLA__LAUNCH_FUSED)
+            continue;
+        dla__field f[DLA__LAUNCH_MAX_FIELDS];
+        const int n = dla__launch_fields(&cl->l, f);
+        const dla__slot zs = cl->slot[0];
+        if (zs.kind != DLA__SLOT_BUFFER || f[0].reads || !f[0].view)
+            continue;
+        dla__cap_buffer *z = &c->bufs[zs.id];
+        if (invoke_buffer(c, zs.id) || z->fresh >= 0 || z->fixed || z->first != s)
+            continue;
+        for (int i = 1; i < n; i++) {
+            const dla__slot ys = cl->slot[i];
+            if (ys.kind != DLA__SLOT_BUFFER || ys.id == zs.id || !f[i].view)
+                continue;
+            const dla__cap_buffer *y = &c->bufs[ys.id];
+            const int r = root[ys.id]; /* roots point at themselves */
+            dla__cap_buffer *rb = &c->bufs[r];
+            if (invoke_buffer(c, ys.id) || y->fresh >= 0 || y->fixed || y->last != s ||
+                rb->fixed || rb->bytes < z->bytes || !same_view(f[i].view, f[0].view))
+                continue;
+            /* Every read of y by this step through that view. */
+            int exact = 1;
+            for (int j = 1; j < n; j++)
+                if (same_slot(cl->slot[j], ys) && (!f[j].view || !same_view(f[j].view, f[0].view)))
+                    exact = 0;
+            if (!exact)
+                continue;
+            root[zs.id] = r;
+            if (z->last > rb->last)
+                rb->last = z->last;
+            break;
+        }
+    }
+}
+
 static int lay_out(lowering *L, size_t *offset)
 {
     dla__capture *c = L->c;
@@ -1417,11 +1477,14 @@ static int lay_out(lowering *L, size_t *offset)
     }
     dla__interval *iv = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *iv);
     int *which = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *which);
-    if (!iv || !which) {
+    int *root = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), sizeof *root);
+    if (!iv || !which || !root) {
         dla__free(iv);
         dla__free(which);
+        dla__free(root);
         return fail(p, "%s", "out of memory while planning");
     }
+    results_in_place(L, root);
     int n = 0;
     for (int b = 0; b < c->nbufs; b++) {
         const dla__cap_buffer *buf = &c->bufs[b];
@@ -1429,6 +1492,8 @@ static int lay_out(lowering *L, size_t *offset)
             continue;
         p->ninter++;
         p->inter_bytes += buf->bytes;
+        if (root[b] != b)
+            continue; /* in the memory of an earlier buffer */
         if (buf->fixed) /* filled once, read on every run: a place of its own */
             iv[n] = (dla__interval){buf->bytes, 0, (long)L->nsteps, 0};
         else if (buf->first < 0)
@@ -1440,8 +1505,12 @@ static int lay_out(lowering *L, size_t *offset)
     dla_status st = dla__plan_memory(iv, n, &p->arena_bytes);
     for (int i = 0; st == DLA_OK && i < n; i++)
         offset[which[i]] = iv[i].offset;
+    for (int b = 0; st == DLA_OK && b < c->nbufs; b++)
+        if (root[b] != b)
+            offset[b] = offset[root[b]];
     dla__free(iv);
     dla__free(which);
+    dla__free(root);
     if (st != DLA_OK)
         return fail(p, "%s", "out of memory while planning");
     if (n) { /* even of 0 bytes: launches on empty intermediates name its memory */

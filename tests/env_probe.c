@@ -74,6 +74,29 @@ static int kept_several(dla_accel *af)
     return n;
 }
 
+/* exp between two products: the exp reads the first product for the
+ * last time, so its result may take that memory (DLACCEL_PLAN=no-in-place
+ * says no). */
+static dla_status exp_between(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_mtimes(in[2], dla_exp(dla_mtimes(in[0], in[1])));
+    return dla_tensor_status(out[0]);
+}
+
+/* "arena A bytes for N intermediates of B bytes" of af's plan; "none"
+ * when the print has no plan. */
+static void print_arena(dla_accel *af)
+{
+    char *text = trace_text(af);
+    const char *s = text ? strstr(text, "memory plan on cpu:0: ") : NULL;
+    if (s)
+        s = strstr(s, "arena ");
+    printf("probe: %.*s\n", s ? (int)strcspn(s, "(") : 4, s ? s : "none");
+    free(text);
+}
+
 /* The steps of af's plan that are convolutions adding their own bias;
  * -1 when the print has no plan. */
 static int own_bias(dla_accel *af)
@@ -137,6 +160,22 @@ int main(void)
     dla_accel_free(uf);
     for (int i = 0; i < 3; i++)
         dla_tensor_release(p[i]);
+    dla_accel *xf = dla_accelerate(exp_between, &(dla_accel_options){.name = "exp_between"});
+    dla_tensor *e[3] = {dla_rand(DLA_F32, "", 2, (const int64_t[]){64, 32}),
+                        dla_rand(DLA_F32, "", 2, (const int64_t[]){32, 1024}),
+                        dla_rand(DLA_F32, "", 2, (const int64_t[]){4, 64})};
+    bad = bad || !xf;
+    for (int call = 0; call < 3 && !bad; call++) {
+        dla_tensor *out;
+        bad = dla_accel_call(xf, NULL, 3, e, 1, &out) != DLA_OK;
+        if (!bad)
+            dla_tensor_release(out);
+    }
+    if (!bad)
+        print_arena(xf);
+    dla_accel_free(xf);
+    for (int i = 0; i < 3; i++)
+        dla_tensor_release(e[i]);
     /* A block the cpu plugin caches when freed (DLACCEL_CPU_CACHE_IDLE). */
     if (!bad) {
         dla_tensor *big = dla_zeros(DLA_F32, "", 1, (const int64_t[]){1 << 18});

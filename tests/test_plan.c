@@ -540,6 +540,61 @@ static int plan_lists(dla_accel *af, const char *text)
     return found;
 }
 
+/* A = W x (256 KiB), then exp(A) elementwise, then a product of that:
+ * the exp reads A for the last time, through the view it writes, so its
+ * result may take A's memory. ctx 1: A is also multiplied afterwards, so
+ * it stays alive beside the exp's result. */
+static dla_status exp_between_products(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out)
+{
+    const int keep = ctx && *(const int *)ctx;
+    dla_tensor *a = dla_mtimes(in[0], in[1]);
+    out[0] = dla_mtimes(in[2], dla_exp(a));
+    if (keep)
+        out[1] = dla_mtimes(in[2], a);
+    return dla_tensor_status(out[0]);
+}
+
+static void an_elementwise_result_takes_the_memory_of_an_input_it_reads_last(void **state)
+{
+    (void)state;
+    /* DLACCEL_PLAN=no-in-place (tests/tool_env.sh) gives each result its
+     * own memory; the rest of this test is the default's. */
+    const char *mode = getenv("DLACCEL_PLAN");
+    const int in_place = !mode || strcmp(mode, "no-in-place") != 0;
+    const size_t a_bytes = 64 * 1024 * sizeof(float);
+    for (int keep = 0; keep < 2; keep++) {
+        dla_scope_begin();
+        dla_rng_seed(70 + keep);
+        dla_tensor *in[3] = {dla_rand(DLA_F32, "", DLA_DIMS(64, 32)),
+                             dla_rand(DLA_F32, "", DLA_DIMS(32, 1024)),
+                             dla_rand(DLA_F32, "", DLA_DIMS(4, 64))};
+        dla_accel *af = dla_accelerate(exp_between_products, NULL);
+        const int nout = keep ? 2 : 1;
+        for (int call = 0; call < 4; call++) {
+            dla_tensor *got[2], *want[2];
+            in[1] = dla_affine(in[1], 0.5, 0.25);
+            assert_int_equal(dla_accel_call(af, &keep, 3, in, nout, got), DLA_OK);
+            assert_int_equal(dla_feval(exp_between_products, &keep, 3, in, nout, want), DLA_OK);
+            for (int i = 0; i < nout; i++)
+                assert_same_bits(got[i], want[i]);
+        }
+        plan_info pi = accel_plan(af, "cpu:0");
+        assert_true(pi.found);
+        assert_int_equal(pi.runs, 2);
+        /* The two intermediates, A and exp(A), of 256 KiB each: in one
+         * place when the exp writes over A, two when A is read again (or
+         * in-place results are off). */
+        assert_int_equal(pi.inter, 2 * a_bytes);
+        if (in_place && !keep)
+            assert_int_equal(pi.arena, a_bytes);
+        else
+            assert_int_equal(pi.arena, 2 * a_bytes);
+        dla_accel_free(af);
+        dla_scope_end();
+    }
+}
+
 static void a_convolutions_bias_joins_the_chain_that_alone_reads_its_result(void **state)
 {
     /* DLACCEL_PLAN=conv-bias-in (tests/tool_env.sh) keeps every bias in
@@ -1463,6 +1518,7 @@ int main(void)
         TU_TEST(fills_written_after_run_every_time),
         TU_TEST(a_parameter_update_is_one_launch_that_keeps_both_results),
         TU_TEST(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
+        TU_TEST(an_elementwise_result_takes_the_memory_of_an_input_it_reads_last),
         TU_TEST(random_elementwise_graphs_plan_to_eager_bits),
         TU_TEST(random_graphs_gradients_plan_to_eager_bits),
         TU_TEST(random_graphs_second_derivatives_plan_to_eager_bits),
