@@ -5,7 +5,8 @@
 check_PROGRAMS += tests/test_kernels
 TESTS += tests/test_kernels
 tests_test_kernels_SOURCES = tests/test_kernels.c
-tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(OPENMP_CFLAGS)
+tests_test_kernels_LDFLAGS = $(OPENMP_CFLAGS)
 tests_test_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm -ldl
 
 # The cpuwrap test plugins (tests/plugins/cpuwrap.c): the cpu plugin

@@ -12,7 +12,8 @@ if HAVE_OPENCL
 TESTS += tests/plan_on_opencl.sh
 endif
 tests_test_fused_kernels_SOURCES = tests/test_fused_kernels.c
-tests_test_fused_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_fused_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(OPENMP_CFLAGS)
+tests_test_fused_kernels_LDFLAGS = $(OPENMP_CFLAGS)
 tests_test_fused_kernels_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/test_fused_kernels
 

@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,6 +473,315 @@ static void malformed_programs_are_refused_with_a_message(void **state)
         skip();
 }
 
+/* ------------------------------------------------- fused_reduce, fused_multi */
+
+/* The elements of dims. */
+static int64_t count_of(int ndims, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndims; d++)
+        n *= dims[d];
+    return n;
+}
+
+/* random_view, or for an empty space a dense view (random_view's extent
+ * assumes no dim of 0). */
+static int64_t any_view(dla_view *v, dla_dtype t, int ndims, const int64_t *dims, int broadcast)
+{
+    if (count_of(ndims, dims) > 0)
+        return random_view(v, t, ndims, dims, broadcast);
+    *v = dense(NULL, t, ndims, dims);
+    return 1;
+}
+
+/* Element p (column-major over dims) of view v, as a double. */
+static double view_get(const dla_view *v, const void *h, int64_t p)
+{
+    int64_t off = v->offset;
+    for (int d = 0; d < v->ndims; d++) {
+        off += p % v->dims[d] * v->strides[d];
+        p /= v->dims[d];
+    }
+    return v->dtype == DLA_F32 ? ((const float *)h)[off] : ((const double *)h)[off];
+}
+
+/* The last register of program a (its first ninsns instructions) at every
+ * position of its space, by launches, as doubles in column-major order. */
+static double *registers_by_launches(dla_device *dev, const dla_fused_args *a, int ninsns)
+{
+    dla_fused_args b = *a;
+    b.ninsns = ninsns;
+    const int64_t n = count_of(a->y.ndims, a->y.dims);
+    dla_mem m = dalloc(dev, (size_t)n * esize(a->dtype));
+    b.y = dense(m, a->dtype, a->y.ndims, a->y.dims);
+    run_by_launches(dev, &b);
+    void *h = malloc((size_t)(n ? n : 1) * esize(a->dtype));
+    download(dev, h, m, (size_t)n * esize(a->dtype));
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t p = 0; p < n; p++)
+        v[p] = a->dtype == DLA_F32 ? ((float *)h)[p] : ((double *)h)[p];
+    free(h);
+    dla_device_table(dev)->mem_free(dla_device_context(dev), m);
+    return v;
+}
+
+/* Checks the sums of v (the space's values, column-major) over the dims
+ * where y's are 1 against y's memory h: the exact sum in double within
+ * the reordering of a double sum of n terms (and one rounding to float). */
+static void expect_sums(const dla_view *y, const void *h, int ndims, const int64_t *dims,
+                        const double *v, int mean, const char *which)
+{
+    const int64_t n = count_of(ndims, dims), ny = count_of(ndims, y->dims);
+    double *acc = calloc((size_t)(ny ? ny : 1), sizeof *acc);
+    double *mag = calloc((size_t)(ny ? ny : 1), sizeof *mag);
+    for (int64_t p = 0; p < n; p++) {
+        int64_t q = 0, qs = 1, rem = p;
+        for (int d = 0; d < ndims; d++) {
+            const int64_t i = rem % dims[d];
+            rem /= dims[d];
+            q += (y->dims[d] == 1 ? 0 : i) * qs;
+            qs *= y->dims[d];
+        }
+        acc[q] += v[p];
+        mag[q] += fabs(v[p]);
+    }
+    const double summed = ny ? (double)(n / ny) : 0;
+    for (int64_t q = 0; q < ny; q++) {
+        double want = acc[q], m = mag[q];
+        if (mean)
+            want /= summed, m /= summed;
+        const double got = view_get(y, h, q);
+        const double tol = 4.0 * (double)(n / (ny ? ny : 1) + 2) * 2.3e-16 * m +
+                           (y->dtype == DLA_F32 ? 1.2e-7 * fabs(want) : 0);
+        int ok;
+        if (isnan(want) || isnan(got))
+            ok = isnan(want) && isnan(got);
+        else if (isinf(want) || isinf(got))
+            ok = got == want;
+        else
+            ok = fabs(got - want) <= tol;
+        if (!ok)
+            fail_msg("%s: %s[%lld] is %.17g, the sum written out %.17g (tolerance %g)", what,
+                     which, (long long)q, got, want, tol);
+    }
+    free(acc);
+    free(mag);
+}
+
+/* fused_reduce of a random program over dims, summed where mask has a
+ * bit (dims of 1 too), with pair a second sum of a random register; y and
+ * y2 random views. Compared with the program written out by launches and
+ * summed in double. */
+static void sum_case(dla_device *dev, dla_dtype t, int ndims, const int64_t *dims, unsigned mask,
+                     int pair, int mean)
+{
+    dla_fused_reduce_args r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.op = mean ? DLA_REDUCE_MEAN : DLA_REDUCE_SUM;
+    dla_fused_args *a = &r.program;
+    a->struct_size = sizeof *a;
+    a->dtype = t;
+    a->ninputs = (int32_t)rnd_int(1, 4);
+    random_program(a, a->ninputs);
+    a->y = dense(NULL, t, ndims, dims);
+    dla_mem in_mem[DLA_FUSED_MAX_INPUTS];
+    for (int i = 0; i < a->ninputs; i++) {
+        const int64_t need = any_view(&a->inputs[i], t, ndims, dims, 1);
+        in_mem[i] = random_buffer(dev, t, need);
+        a->inputs[i].mem = in_mem[i];
+    }
+    int64_t ydims[DLA_MAX_DIMS];
+    for (int d = 0; d < ndims; d++)
+        ydims[d] = mask >> d & 1 ? 1 : dims[d];
+    dla_mem ym[2] = {NULL, NULL};
+    int64_t yn[2] = {0, 0};
+    dla_view *yv[2] = {&r.y, &r.y2};
+    for (int k = 0; k < 1 + pair; k++) {
+        yn[k] = any_view(yv[k], t, ndims, ydims, 0);
+        ym[k] = random_buffer(dev, t, yn[k]);
+        yv[k]->mem = ym[k];
+    }
+    if (pair)
+        r.reg2 = (int32_t)rnd_int(0, a->ninsns - 1);
+    char bd[64];
+    int len = 0;
+    bd[0] = 0;
+    for (int d = 0; d < ndims && len < 50; d++)
+        len += snprintf(bd + len, sizeof bd - (size_t)len, "%s%lld%s", d ? "x" : "",
+                        (long long)dims[d], mask >> d & 1 ? "*" : "");
+    snprintf(what, sizeof what,
+             "%s fused_reduce %s %s of %s (* summed), %d insns, %d inputs%s, %d threads",
+             dla_device_name(dev), dla_dtype_name(t), mean ? "mean" : "sum", bd, (int)a->ninsns,
+             (int)a->ninputs, pair ? ", pair" : "", omp_get_max_threads());
+    expect_ok(dla_device_table(dev)->fused_reduce(dla_device_context(dev), &r));
+    for (int k = 0; k < 1 + pair; k++) {
+        double *v = registers_by_launches(dev, a, k ? r.reg2 + 1 : a->ninsns);
+        void *h = malloc((size_t)yn[k] * esize(t));
+        download(dev, h, ym[k], (size_t)yn[k] * esize(t));
+        expect_sums(yv[k], h, ndims, dims, v, mean, k ? "y2" : "y");
+        free(h);
+        free(v);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), ym[k]);
+    }
+    for (int i = 0; i < a->ninputs; i++)
+        dla_device_table(dev)->mem_free(dla_device_context(dev), in_mem[i]);
+}
+
+static const int team_sizes[] = {1, 2, 3, 5};
+#define NTEAMS ((int)(sizeof team_sizes / sizeof team_sizes[0]))
+
+static void summed_programs_match_the_program_written_out_and_summed(void **state)
+{
+    int tested = 0;
+    /* Inner runs straddling the 512-element blocks (one block, a block of
+     * one row, pieces of one row, whole rows together), spaces on either
+     * side of the team threshold (2^15 elements), many outputs (fewer
+     * slots), batchnorm's channel layout. */
+    static const int64_t shapes[][4] = {
+        {7, 5, 3, 1},     {511, 64, 1, 1},  {513, 64, 1, 1},  {512, 65, 1, 1},
+        {255, 130, 1, 1}, {257, 129, 1, 1}, {1025, 33, 1, 1}, {5, 7, 9, 104},
+        {3, 40000, 1, 1}, {40000, 3, 1, 1}, {2000, 20, 1, 1}, {33, 17, 61, 1},
+        {100003, 1, 1, 1}, {6, 6, 16, 64},
+    };
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    const int saved = omp_get_max_threads();
+    for (int i = 0; i < dla_device_count(); i++) {
+        dla_device *dev = fused_device(i);
+        if (!dev || !dla_device_table(dev)->fused_reduce)
+            continue;
+        for (int s = 0; s < nshapes; s++)
+            for (int rep = 0; rep < 4; rep++) {
+                omp_set_num_threads(team_sizes[(s + rep) % NTEAMS]);
+                const dla_dtype t = rep & 1 ? DLA_F64 : DLA_F32;
+                unsigned mask = (unsigned)rnd_int(0, 15);
+                if (rep == 0)
+                    mask = 0xe; /* dim 0 kept: a channel per position of dim 0 */
+                if (rep == 1)
+                    mask = 0xb; /* dim 2 kept: batchnorm's channels */
+                sum_case(dev, t, 4, shapes[s], mask, rep >= 2, rep == 3);
+                tested++;
+            }
+        /* Small random spaces, every layout. */
+        for (int rep = 0; rep < 120; rep++) {
+            omp_set_num_threads(team_sizes[rep % NTEAMS]);
+            int64_t dims[DLA_MAX_DIMS];
+            const int nd = (int)rnd_int(0, 4);
+            for (int d = 0; d < nd; d++)
+                dims[d] = chance(20) ? 1 : chance(5) ? 0 : rnd_int(1, 9);
+            sum_case(dev, rep & 1 ? DLA_F64 : DLA_F32, nd, dims, (unsigned)rnd_int(0, 15),
+                     chance(50), chance(30));
+            tested++;
+        }
+    }
+    omp_set_num_threads(saved);
+    if (!tested)
+        skip();
+}
+
+/* Every element of view v (memory h) against the values want (column-major
+ * over its dims), bit for bit but for NaN's payload. */
+static void expect_values(const dla_view *v, const void *h, const double *want, const char *which)
+{
+    const int64_t n = count_of(v->ndims, v->dims);
+    for (int64_t p = 0; p < n; p++) {
+        const double got = view_get(v, h, p);
+        if (got == want[p] ? signbit(got) != signbit(want[p]) : !(isnan(got) && isnan(want[p])))
+            fail_msg("%s: %s element %lld is %.17g, the launches gave %.17g", what, which,
+                     (long long)p, got, want[p]);
+    }
+}
+
+/* fused_multi of a random program over dims: y and one to seven extra
+ * results as random views, each compared with its register launched step
+ * by step. */
+static void multi_case(dla_device *dev, dla_dtype t, int ndims, const int64_t *dims)
+{
+    dla_fused_multi_args m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    dla_fused_args *a = &m.program;
+    a->struct_size = sizeof *a;
+    a->dtype = t;
+    a->ninputs = (int32_t)rnd_int(1, 4);
+    do
+        random_program(a, a->ninputs);
+    while (a->ninsns < 2);
+    m.nextra = (int32_t)rnd_int(1, a->ninsns - 1 < DLA_FUSED_MAX_EXTRA ? a->ninsns - 1
+                                                                       : DLA_FUSED_MAX_EXTRA);
+    dla_mem in_mem[DLA_FUSED_MAX_INPUTS], out_mem[1 + DLA_FUSED_MAX_EXTRA];
+    int64_t out_n[1 + DLA_FUSED_MAX_EXTRA];
+    for (int i = 0; i < a->ninputs; i++) {
+        const int64_t need = any_view(&a->inputs[i], t, ndims, dims, 1);
+        in_mem[i] = random_buffer(dev, t, need);
+        a->inputs[i].mem = in_mem[i];
+    }
+    for (int k = 0; k <= m.nextra; k++) {
+        dla_view *v = k ? &m.extra[k - 1] : &a->y;
+        out_n[k] = any_view(v, t, ndims, dims, 0);
+        out_mem[k] = random_buffer(dev, t, out_n[k]);
+        v->mem = out_mem[k];
+        if (k)
+            m.extra_reg[k - 1] = (int32_t)rnd_int(0, a->ninsns - 2);
+    }
+    char bd[64];
+    int len = 0;
+    bd[0] = 0;
+    for (int d = 0; d < ndims && len < 50; d++)
+        len += snprintf(bd + len, sizeof bd - (size_t)len, "%s%lld", d ? "x" : "",
+                        (long long)dims[d]);
+    snprintf(what, sizeof what, "%s fused_multi %s over %s, %d insns, %d inputs, %d extra, "
+             "%d threads", dla_device_name(dev), dla_dtype_name(t), bd, (int)a->ninsns,
+             (int)a->ninputs, (int)m.nextra, omp_get_max_threads());
+    expect_ok(dla_device_table(dev)->fused_multi(dla_device_context(dev), &m));
+    for (int k = 0; k <= m.nextra; k++) {
+        const dla_view *v = k ? &m.extra[k - 1] : &a->y;
+        double *want = registers_by_launches(dev, a, k ? m.extra_reg[k - 1] + 1 : a->ninsns);
+        void *h = malloc((size_t)out_n[k] * esize(t));
+        download(dev, h, out_mem[k], (size_t)out_n[k] * esize(t));
+        char which[32];
+        snprintf(which, sizeof which, k ? "extra %d" : "y", k - 1);
+        expect_values(v, h, want, which);
+        free(h);
+        free(want);
+        dla_device_table(dev)->mem_free(dla_device_context(dev), out_mem[k]);
+    }
+    for (int i = 0; i < a->ninputs; i++)
+        dla_device_table(dev)->mem_free(dla_device_context(dev), in_mem[i]);
+}
+
+static void multi_result_programs_store_each_register_as_its_launch_would(void **state)
+{
+    int tested = 0;
+    static const int64_t shapes[][3] = {
+        {7, 5, 3}, {511, 64, 1}, {513, 64, 1}, {257, 129, 1}, {4, 128, 70}, {40000, 1, 1},
+    };
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    const int saved = omp_get_max_threads();
+    for (int i = 0; i < dla_device_count(); i++) {
+        dla_device *dev = fused_device(i);
+        if (!dev || !dla_device_table(dev)->fused_multi)
+            continue;
+        for (int s = 0; s < nshapes; s++)
+            for (int rep = 0; rep < 4; rep++) {
+                omp_set_num_threads(team_sizes[(s + rep) % NTEAMS]);
+                multi_case(dev, rep & 1 ? DLA_F64 : DLA_F32, 3, shapes[s]);
+                tested++;
+            }
+        for (int rep = 0; rep < 60; rep++) {
+            int64_t dims[DLA_MAX_DIMS];
+            const int nd = (int)rnd_int(0, 4);
+            for (int d = 0; d < nd; d++)
+                dims[d] = chance(20) ? 1 : rnd_int(1, 9);
+            multi_case(dev, rep & 1 ? DLA_F64 : DLA_F32, nd, dims);
+            tested++;
+        }
+    }
+    omp_set_num_threads(saved);
+    if (!tested)
+        skip();
+}
+
 static void the_cpu_plugin_has_the_fused_kernel(void **state)
 {
     int found = 0;
@@ -497,6 +807,8 @@ int main(void)
         cmocka_unit_test(a_chain_gives_the_values_written_out_by_hand),
         cmocka_unit_test(random_programs_give_the_bits_of_their_steps_launched_one_by_one),
         cmocka_unit_test(short_rows_against_a_long_batch_and_large_spaces_match_too),
+        cmocka_unit_test(summed_programs_match_the_program_written_out_and_summed),
+        cmocka_unit_test(multi_result_programs_store_each_register_as_its_launch_would),
         cmocka_unit_test(malformed_programs_are_refused_with_a_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

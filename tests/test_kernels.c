@@ -43,6 +43,7 @@
 #include <dlfcn.h>
 #include <malloc.h> /* malloc_usable_size: the test allocator's byte count */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1901,6 +1902,76 @@ static void scatter_add_sums_repeated_positions_without_races(void **state)
     }
 }
 
+/* ----------------------------------------------------------- team sizes */
+
+/* The paths a kernel picks by the team's size: pooling's backward by whole
+ * planes or by rows of x (planes fewer than threads), the strided walk's
+ * rows cut in pieces (rows fewer than four per thread), scatter_add's
+ * split by element or by position, GEMM's pages handed out in chunks, the
+ * thin products' blocks. The suite's other cases run with the machine's
+ * team; these run the large ones with teams of 1, 2, 3 and 5. */
+static void large_kernels_match_reference_with_teams_of_1_2_3_and_5(void **state)
+{
+    static const int teams[] = {1, 2, 3, 5};
+    const int saved = omp_get_max_threads();
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        if (strcmp(dla_device_plugin(dev), "cpu") != 0)
+            continue;
+        for (int k = 0; k < 4; k++) {
+            omp_set_num_threads(teams[k]);
+            for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+                /* Planes 1 to 6 against teams of 1 to 5: each way, and the
+                 * change of way at planes == threads. */
+                for (int64_t planes = 1; planes <= 6; planes++) {
+                    pool_shape p = {.n = 2, .in = {97, 61}, .win = {3, 2}, .stride = {2, 1},
+                                    .pad = {1, 0}, .pad_end = {1, 1}, .channels = planes % 3 + 1,
+                                    .batch = planes / 3 + 1};
+                    if (planes == 6)
+                        p.channels = 1, p.batch = 6;
+                    pool_out_sizes(&p);
+                    const int c = 2000 + 10 * k + (int)planes;
+                    pool_backward_case(dev, t, &p, DLA_POOL_MAX, 0, planes & 1, c);
+                    pool_backward_case(dev, t, &p, DLA_POOL_AVG, planes & 1, 0, c);
+                    pool_forward_case(dev, t, &p, planes & 1 ? DLA_POOL_MAX : DLA_POOL_AVG,
+                                      planes & 2, planes & 1, planes & 1, 1, c);
+                }
+                const int64_t vec[] = {1}, grid[] = {4, 1, 300}, run[] = {40000};
+                const int64_t wide[] = {300, 1}, rows[] = {7, 1, 5000};
+                index_case(dev, t, 1, 1, vec, 0, 100000, 1000, 1, 3000);
+                index_case(dev, t, 1, 3, grid, 1, 100, 10, 0, 3001);
+                index_case(dev, t, 1, 1, run, 1, 6, 2, 0, 3002);
+                index_case(dev, t, 1, 3, rows, 1, 9, 4, 0, 3003);
+                index_case(dev, t, 0, 2, wide, 1, 400, 37, 0, 3004);
+                index_case(dev, t, 0, 3, rows, 1, 9, 4, 0, 3005);
+                const int64_t tall[] = {3, 70001}, few[] = {17, 2100}, odd[] = {4099, 9};
+                binary_case(dev, t, DLA_BINARY_SUB, 2, tall, 0, 0, 1, 3010);
+                binary_case(dev, t, DLA_BINARY_MUL, 2, few, 0, 0, 2, 3011);
+                binary_case(dev, t, DLA_BINARY_ADD, 2, odd, 0, 1, 0, 3012);
+                where_case(dev, t, 2, few, W_BCAST, 3013);
+                const int64_t col_x[] = {5, 30011}, col_y[] = {5, 1}, lane_x[] = {300, 130},
+                              lane_y[] = {300, 1}, mid_x[] = {9, 4500, 3}, mid_y[] = {1, 4500, 1};
+                for (dla_reduce_op op = 0; op < DLA_REDUCE_COUNT; op++) {
+                    const int ex = op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN;
+                    reduce_case(dev, t, op, 2, col_x, col_y, 0, ex, ex ? 2 : 0, 3020);
+                    reduce_case(dev, t, op, 2, lane_x, lane_y, 0, ex, ex ? 1 : 0, 3021);
+                    reduce_case(dev, t, op, 3, mid_x, mid_y, 1, ex, ex ? 3 : 0, 3022);
+                }
+                const gemm_shape pages = {16, 12, 20, 37, 1, 0, 0, 1, -0.75, 0.5};
+                const gemm_shape thin_m = {13, 1030, 70, 1, 0, 1, 0, 0, 1.0, 0};
+                const gemm_shape thin_k = {1030, 70, 9, 1, 1, 0, 0, 0, 0.5, 1.0};
+                const gemm_shape tiles = {700, 1100, 40, 1, 0, 0, 0, 0, 1.0, 0};
+                gemm_case(dev, t, &pages, 3030);
+                gemm_case(dev, t, &thin_m, 3031);
+                gemm_case(dev, t, &thin_k, 3032);
+                gemm_case(dev, t, &tiles, 3033);
+            }
+        }
+    }
+    omp_set_num_threads(saved);
+}
+
 /* ------------------------------------------------------- bad arguments */
 
 static void new_kernels_reject_bad_arguments_with_a_status_and_a_message(void **state)
@@ -2383,6 +2454,7 @@ int main(void)
         cmocka_unit_test(pool_backward_adds_overlapping_windows_into_every_x_element),
         cmocka_unit_test(gather_copies_indexed_slices_in_every_dtype),
         cmocka_unit_test(scatter_add_sums_repeated_positions_without_races),
+        cmocka_unit_test(large_kernels_match_reference_with_teams_of_1_2_3_and_5),
         cmocka_unit_test(new_kernels_reject_bad_arguments_with_a_status_and_a_message),
         cmocka_unit_test(cpu_plugin_fills_only_the_table_members_the_host_has),
     };
