@@ -115,14 +115,33 @@ static void print_launch(FILE *f, dla__launch *l)
     }
 }
 
+/* Whether l writes its result over one of its inputs in the arena
+ * (plan_lower.c's results_in_place): the same memory and offset. */
+static int in_place(const dla__plan *p, dla__launch *l)
+{
+    dla__field fs[DLA__LAUNCH_MAX_FIELDS];
+    const int n = dla__launch_fields(l, fs);
+    if (!p->arena || n < 2 || !fs[0].written || !fs[0].view || *fs[0].mem != p->arena->mem)
+        return 0;
+    for (int i = 1; i < n; i++)
+        if (fs[i].view && !fs[i].written && *fs[i].mem == *fs[0].mem &&
+            *fs[i].eoff == *fs[0].eoff)
+            return 1;
+    return 0;
+}
+
 static void print_steps(const dla__plan *p, const dla__trace *t, FILE *f)
 {
     for (int s = 0; s < p->nsteps; s++) {
         fprintf(f, "    step %3d: ", s);
         if (p->steps[s].kind == DLA__STEP_INVOKE)
             fprintf(f, "op %s (runs as itself)", t->entries[p->steps[s].index].op->name);
-        else
-            print_launch(f, &p->launches[p->steps[s].index]);
+        else {
+            dla__launch *l = &p->launches[p->steps[s].index];
+            print_launch(f, l);
+            if (in_place(p, l))
+                fputs(" (in place)", f);
+        }
         fputc('\n', f);
     }
 }

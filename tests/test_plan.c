@@ -57,6 +57,7 @@ typedef struct plan_info {
     int fills;        /* steps that are fills */
     int reduces;      /* steps that are reduces */
     int gemms;        /* steps that are GEMMs */
+    int in_place;     /* steps listed "(in place)" */
     int fixed;        /* buffers of constants filled once, when the plan was made */
     long device_runs; /* runs the device made itself (plan_replay), -1: none offered */
     char why[512];
@@ -108,6 +109,8 @@ static plan_info plan_of(dla_trace *t, const char *dev)
         pi.fills++;
     for (const char *l = s ? strstr(s, ": reduce") : NULL; l; l = strstr(l + 1, ": reduce"))
         pi.reduces++;
+    for (const char *l = s ? strstr(s, " (in place)\n") : NULL; l; l = strstr(l + 1, " (in place)\n"))
+        pi.in_place++;
     for (const char *l = s ? strstr(s, ": gemm") : NULL; l; l = strstr(l + 1, ": gemm"))
         pi.gemms++;
     free(text);
@@ -126,18 +129,24 @@ static plan_info accel_plan(dla_accel *af, const char *dev)
 /* One call of fn through af and one eagerly (dla_feval): each of the nout
  * results the same bits. grad: fn takes gradients (dla_accel_feval, not
  * dla_accel_call). */
-static void results_match_eager(dla_accel *af, dla_function fn, int grad, int nin,
-                                dla_tensor *const *in, int nout)
+static void results_match_eager_ctx(dla_accel *af, dla_function fn, void *ctx, int grad, int nin,
+                                    dla_tensor *const *in, int nout)
 {
     dla_tensor *got[16], *want[16];
     assert_true(nout <= 16);
-    const dla_status st = grad ? dla_accel_feval(af, NULL, nin, in, nout, got)
-                               : dla_accel_call(af, NULL, nin, in, nout, got);
+    const dla_status st = grad ? dla_accel_feval(af, ctx, nin, in, nout, got)
+                               : dla_accel_call(af, ctx, nin, in, nout, got);
     if (st != DLA_OK)
         fail_msg("%s", dla_last_error());
-    assert_int_equal(dla_feval(fn, NULL, nin, in, nout, want), DLA_OK);
+    assert_int_equal(dla_feval(fn, ctx, nin, in, nout, want), DLA_OK);
     for (int i = 0; i < nout; i++)
         assert_same_bits(got[i], want[i]);
+}
+
+static void results_match_eager(dla_accel *af, dla_function fn, int grad, int nin,
+                                dla_tensor *const *in, int nout)
+{
+    results_match_eager_ctx(af, fn, NULL, grad, nin, in, nout);
 }
 
 static void call_matches_eager(dla_accel *af, dla_function fn, int nin, dla_tensor *const *in,
@@ -572,12 +581,8 @@ static void an_elementwise_result_takes_the_memory_of_an_input_it_reads_last(voi
         dla_accel *af = dla_accelerate(exp_between_products, NULL);
         const int nout = keep ? 2 : 1;
         for (int call = 0; call < 4; call++) {
-            dla_tensor *got[2], *want[2];
             in[1] = dla_affine(in[1], 0.5, 0.25);
-            assert_int_equal(dla_accel_call(af, &keep, 3, in, nout, got), DLA_OK);
-            assert_int_equal(dla_feval(exp_between_products, &keep, 3, in, nout, want), DLA_OK);
-            for (int i = 0; i < nout; i++)
-                assert_same_bits(got[i], want[i]);
+            results_match_eager_ctx(af, exp_between_products, &keep, 0, 3, in, nout);
         }
         plan_info pi = accel_plan(af, "cpu:0");
         assert_true(pi.found);
@@ -590,6 +595,8 @@ static void an_elementwise_result_takes_the_memory_of_an_input_it_reads_last(voi
             assert_int_equal(pi.arena, a_bytes);
         else
             assert_int_equal(pi.arena, 2 * a_bytes);
+        /* The listing marks the exp's step. */
+        assert_int_equal(pi.in_place, in_place && !keep);
         dla_accel_free(af);
         dla_scope_end();
     }
@@ -620,12 +627,8 @@ static void a_convolutions_bias_joins_the_chain_that_alone_reads_its_result(void
         dla_accel *af = dla_accelerate(conv_then, NULL);
         const int nout = which == 2 ? 2 : 1;
         for (int call = 0; call < 4; call++) {
-            dla_tensor *got[2], *want[2];
             in[4] = dla_randn(dt, "SSCB", DLA_DIMS(6, 5, 2, 3));
-            assert_int_equal(dla_accel_feval(af, &which, 7, in, nout, got), DLA_OK);
-            assert_int_equal(dla_feval(conv_then, &which, 7, in, nout, want), DLA_OK);
-            for (int i = 0; i < nout; i++)
-                assert_same_bits(got[i], want[i]);
+            results_match_eager_ctx(af, conv_then, &which, 1, 7, in, nout);
         }
         plan_info pi = accel_plan(af, "cpu:0");
         assert_true(pi.found);
