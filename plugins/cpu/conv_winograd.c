@@ -319,12 +319,12 @@ static int64_t up_to(int64_t n, int64_t m)
 
 /* Fills w (arrays of tile_walk_len(g) entries). gran: the forward's
  * tiles a micro-kernel call, for which a walk across the plane whose
- * packing would not shorten the products (the digit CNN's 24x24: 155
- * tile indices in 10 vectors, 144 tiles, 160 either way) takes every
- * lane, the dropped column's included, as the runs' tiles: no packing
- * and no spreading back, which made such layers 8% slower. 0: always
- * real tiles only (the backward filter, whose sums must not see the
- * dropped column). */
+ * packing would not shorten the products of an image (the digit CNN's
+ * 24x24: 155 tile indices in 10 vectors, 144 tiles, 160 either way)
+ * takes every lane, the dropped column's included, as the runs' tiles: no
+ * packing and no spreading back, which made such layers 8% slower. 0:
+ * always real tiles only (the backward filter, whose sums must not see
+ * the dropped column, and images that share a run). */
 static void tile_walk_init(const geom *g, tile_walk *w, int64_t gran)
 {
     const int64_t by_rows = g->Ty * ((g->Tx + 15) / 16);
@@ -690,7 +690,10 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
     c.step = last > 6 ? 32 : 64;
     geom_init(&c.g, q->out[0], q->out[1], c.step);
     geom_fit_walk(&c.g);
-    if (!tile_walk_new(&c.g, &c.walk, c.step))
+    /* Lanes of the dropped column may be taken as tiles only where an
+     * image fills a run alone: in a run of several images they would take
+     * room from the next image's tiles. */
+    if (!tile_walk_new(&c.g, &c.walk, c.g.Tx * c.g.Ty >= RUN_TILES ? c.step : 0))
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate a tile walk of %lld",
                         (long long)tile_walk_len(&c.g));
     fwd_runs_init(&c);
