@@ -1391,7 +1391,6 @@ static dla__slot lowered(const dla__capture *c, dla__slot s)
     return (dla__slot){DLA__SLOT_ARENA, s.id, 0};
 }
 
-/* Lifetimes of the intermediates, then the arena. */
 /* ------------------------------------------------------ results in place */
 
 /* An elementwise step (unary, binary, fused) whose result z is a buffer
@@ -1452,6 +1451,7 @@ static void results_in_place(lowering *L, int *root)
     }
 }
 
+/* Lifetimes of the intermediates, then the arena. */
 static int lay_out(lowering *L, size_t *offset)
 {
     dla__capture *c = L->c;
