@@ -55,12 +55,10 @@
 typedef struct geom {
     int64_t Tx, Ty;  /* tiles along dims 0 and 1 */
     int64_t L;       /* plane row length, Tx + 1 */
-    int64_t ntr;     /* tile indices computed: (Ty - 1) * L + Tx, rounded up */
-    int64_t nf;      /* filters per register block */
+    int64_t nf;      /* filters per register block (the forward) */
     int64_t pl;      /* floats per input plane */
     int64_t yl;      /* floats per output plane */
     int64_t tl;      /* floats per row buffer */
-    int64_t tb;      /* tiles per block (below) */
 } geom;
 
 static int64_t up16(int64_t n)
@@ -68,29 +66,24 @@ static int64_t up16(int64_t n)
     return (n + 15) / 16 * 16;
 }
 
-/* The tiles of out0 x out1 outputs, their index range rounded up to gran
- * (tiles per micro-kernel call: 16 x its vectors). */
-static void geom_init(geom *g, int64_t out0, int64_t out1, int64_t gran)
+/* The tiles of out0 x out1 outputs and the planes' lengths. The tile
+ * walks below read whole vectors of plane indices, up to (Ty - 1) * L +
+ * up16(Tx) a row at a time, or up to the tiles' count rounded up across
+ * the plane, at offsets up to L + 1, and store whole vectors of outputs
+ * at the same indices (the unpacking reads no further); the packing
+ * writes planes up to the last row's vector tail. */
+static void geom_init(geom *g, int64_t out0, int64_t out1)
 {
     g->Tx = (out0 + 1) / 2, g->Ty = (out1 + 1) / 2;
     g->L = g->Tx + 1;
-    const int64_t ntiles = (g->Ty - 1) * g->L + g->Tx;
-    g->ntr = (ntiles + gran - 1) / gran * gran;
     const int64_t row_vecs = (g->L + 15) / 16;
-    /* Planes: written up to the last row's vector tail, read up to tile
-     * ntr - 1 at offset L + 1. */
-    const int64_t written = g->Ty * g->L + 16 * row_vecs, read = g->ntr + g->L + 1;
+    const int64_t by_rows_end = (g->Ty - 1) * g->L + up16(g->Tx),
+                  by_plane_end = up16((g->Ty - 1) * g->L + g->Tx);
+    const int64_t end = by_rows_end > by_plane_end ? by_rows_end : by_plane_end;
+    const int64_t written = g->Ty * g->L + 16 * row_vecs, read = end + g->L + 1;
     g->pl = up16(written > read ? written : read);
-    const int64_t yread = (g->Ty - 1) * g->L + 16 * ((g->Tx + 15) / 16);
-    g->yl = up16(yread > g->ntr ? yread : g->ntr);
+    g->yl = up16(end);
     g->tl = 32 * row_vecs;
-    /* Tiles per block: one micro-kernel call's (gran), so that a block's
-     * transformed inputs and products (16 x channels x tb floats each)
-     * stay as near the core as they can. With 32 rather than 64 tiles a
-     * block, ResNet-20's 16-channel layers ran 9-12% faster on an Intel
-     * Xeon (docs/convolution.md); a sum's terms and their order are the
-     * same either way, so the bits are too. */
-    g->tb = gran;
 }
 
 /* Floats of the padded rows of nch channels (pack_planes). */
@@ -377,20 +370,6 @@ static int64_t *tile_walk_new(const geom *g, tile_walk *w, int64_t gran)
 static int64_t tile_walk_at(const tile_walk *w, int64_t k)
 {
     return k < w->n ? w->dst[k] : w->tiles;
-}
-
-/* Planes long enough for a walk: it reads whole vectors of plane indices,
- * up to (Ty - 1) * L + up16(Tx) a row at a time, or up to the tiles'
- * count rounded up across the plane, at offsets up to L + 1; and the
- * output planes take whole vectors at the same indices. */
-static void geom_fit_walk(geom *g)
-{
-    const int64_t by_rows_end = (g->Ty - 1) * g->L + up16(g->Tx),
-                  by_plane_end = up16((g->Ty - 1) * g->L + g->Tx);
-    const int64_t end = by_rows_end > by_plane_end ? by_rows_end : by_plane_end;
-    const int64_t reach = up16(end + g->L + 1);
-    g->pl = g->pl > reach ? g->pl : reach;
-    g->yl = g->yl > up16(end) ? g->yl : up16(end);
 }
 
 /* x's lanes in m, packed to the low lanes (all of them: as it is). */
@@ -688,8 +667,7 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
      * two; the blocks before the last are as large or one larger. */
     const int64_t last = q->nco - (q->nco - 1) / c.g.nf * c.g.nf;
     c.step = last > 6 ? 32 : 64;
-    geom_init(&c.g, q->out[0], q->out[1], c.step);
-    geom_fit_walk(&c.g);
+    geom_init(&c.g, q->out[0], q->out[1]);
     /* Lanes of the dropped column may be taken as tiles only where an
      * image fills a run alone: in a run of several images they would take
      * room from the next image's tiles. */
@@ -966,8 +944,7 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
         k->batch < MIN_IMAGES || !enabled())
         return DLA_ERR_UNSUPPORTED;
     filter_call c = {.p = p};
-    geom_init(&c.g, k->out[0], k->out[1], 16);
-    geom_fit_walk(&c.g);
+    geom_init(&c.g, k->out[0], k->out[1]);
     c.T = c.g.Tx * c.g.Ty;
     c.K = (FILTER_RUN_TILES + c.T - 1) / c.T;
     c.K = c.K > k->batch ? k->batch : c.K;
