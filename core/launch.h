@@ -40,6 +40,11 @@ dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args);
 /* ABI 1.3: a fused program summed over dims; native only, as fused. */
 dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *args);
 dla_status dla__k_fused_multi(dla_device *dev, const dla_fused_multi_args *args);
+/* ABI 1.9: a forward convolution and its epilogue. Where dev has no
+ * conv_forward_fused, or declines the call, the convolution and the
+ * program run as two launches (dla__k_conv, then dla__k_fused): the same
+ * bits. */
+dla_status dla__k_conv_fused(dla_device *dev, const dla_conv_fused_args *args);
 
 /* ABI 1.3: fills y from the random stream at (args->seed, args->counter)
  * with the device's random kernel, or, where it has none, draws on the
@@ -85,7 +90,8 @@ typedef enum dla__launch_kind {
     DLA__LAUNCH_FUSED,
     DLA__LAUNCH_FUSED_REDUCE,
     DLA__LAUNCH_RANDOM, /* a replay patches seed and counter from the stream */
-    DLA__LAUNCH_FUSED_MULTI /* made only by the planner */
+    DLA__LAUNCH_FUSED_MULTI, /* made only by the planner */
+    DLA__LAUNCH_CONV_FUSED   /* the same */
 } dla__launch_kind;
 
 /* One kernel call with its arguments, as dla__k_launch() makes it again. */
@@ -115,6 +121,7 @@ typedef struct dla__launch {
         dla_fused_args *fused; /* owned by whoever made the launch */
         dla_fused_reduce_args *fused_reduce; /* the same */
         dla_fused_multi_args *fused_multi;   /* the same */
+        dla_conv_fused_args *conv_fused;     /* the same */
         dla_random_args random;
     } u;
 } dla__launch;
@@ -135,15 +142,19 @@ static inline void *dla__launch_block(const dla__launch *l, size_t *bytes)
         *bytes = sizeof *l->u.fused_multi;
         return l->u.fused_multi;
     }
+    if (l->kind == DLA__LAUNCH_CONV_FUSED) {
+        *bytes = sizeof *l->u.conv_fused;
+        return l->u.conv_fused;
+    }
     *bytes = 0;
     return NULL;
 }
 
-/* A launch of a fused program (of any of the three kernels). */
+/* A launch of a fused program (of any of the four kernels that run one). */
 static inline int dla__launch_is_fused(const dla__launch *l)
 {
     return l->kind == DLA__LAUNCH_FUSED || l->kind == DLA__LAUNCH_FUSED_REDUCE ||
-           l->kind == DLA__LAUNCH_FUSED_MULTI;
+           l->kind == DLA__LAUNCH_FUSED_MULTI || l->kind == DLA__LAUNCH_CONV_FUSED;
 }
 
 /* Makes the call l describes on dev, through the dla__k_* function above

@@ -92,8 +92,10 @@ static void heard_launch(dla__observer *self, dla_device *dev, const dla__launch
             cl->l.u.fused = copy;
         else if (l->kind == DLA__LAUNCH_FUSED_REDUCE)
             cl->l.u.fused_reduce = copy;
-        else
+        else if (l->kind == DLA__LAUNCH_FUSED_MULTI)
             cl->l.u.fused_multi = copy;
+        else
+            cl->l.u.conv_fused = copy;
     }
     c->nlaunches++;
     c->drew |= l->kind == DLA__LAUNCH_RANDOM;

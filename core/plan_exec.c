@@ -37,17 +37,19 @@ static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
  * for single-result (plans whose fused launches each write one result, as
  * before ABI 1.8's fused_multi), 3 for conv-bias-in (every convolution
  * adds its own bias: plan_lower.c's conv_bias_out), 4 for no-in-place
- * (every result in memory of its own: plan_lower.c's results_in_place), 1
- * otherwise (on, 1, yes, unset); any other value is warned about once. */
+ * (every result in memory of its own: plan_lower.c's results_in_place), 5
+ * for no-epilogue (no convolution runs its epilogue: plan_lower.c's
+ * conv_epilogues), 1 otherwise (on, 1, yes, unset); any other value is warned about once. */
 static int plan_mode(void)
 {
     static const char *const values[] = {"on",           "1",           "yes", "off", "0", "no",
-                                         "single-result", "conv-bias-in", "no-in-place", NULL};
+                                         "single-result", "conv-bias-in", "no-in-place", "no-epilogue",
+                                         NULL};
     static atomic_int cached = -1, warned;
     int mode = atomic_load(&cached);
     if (mode < 0) {
         const int v = dla__env_choice("DLACCEL_PLAN", values, &warned, dla__log);
-        mode = v == 8 ? 4 : v == 7 ? 3 : v == 6 ? 2 : v >= 3 ? 0 : 1;
+        mode = v == 9 ? 5 : v == 8 ? 4 : v == 7 ? 3 : v == 6 ? 2 : v >= 3 ? 0 : 1;
         atomic_store(&cached, mode);
     }
     return mode;
@@ -60,6 +62,8 @@ int dla__plan_multi_allowed(void) { return plan_mode() != 2; }
 int dla__plan_conv_bias_out_allowed(void) { return plan_mode() != 3; }
 
 int dla__plan_in_place_allowed(void) { return plan_mode() != 4; }
+
+int dla__plan_epilogue_allowed(void) { return plan_mode() != 5; }
 
 static dla__plan *find(const dla__trace *t, dla_device *dev)
 {

@@ -39,8 +39,11 @@ typedef struct dla__slot {
 } dla__slot;
 
 /* The memory operands of a launch, in a fixed order per kind. */
-/* fused_multi: y, the extras, the inputs */
+/* fused_multi: y, the extras, the inputs; conv_forward_fused: x, w, y,
+ * bias, the epilogue's y, its inputs */
 #define DLA__LAUNCH_MAX_FIELDS (1 + DLA_FUSED_MAX_EXTRA + DLA_FUSED_MAX_INPUTS)
+_Static_assert(DLA__LAUNCH_MAX_FIELDS >= 5 + DLA_FUSED_MAX_INPUTS,
+               "conv_forward_fused's fields fit a launch's");
 
 typedef struct dla__field {
     dla_mem *mem;
@@ -220,6 +223,7 @@ typedef struct dla__plan {
     /* what lowering did */
     int ninvoke, ndead, nfused, fused_from;
     int nmulti; /* of nfused, launches of fused_multi */
+    int nepilogue; /* of nfused, convolutions that run the fused launch after them */
 
     /* scratch of a run (one run at a time) */
     dla_tensor **rt;         /* per value */
@@ -265,5 +269,8 @@ int dla__plan_conv_bias_out_allowed(void);
 /* Whether an elementwise result may take the memory of an input it reads
  * for the last time (DLACCEL_PLAN is not no-in-place). */
 int dla__plan_in_place_allowed(void);
+/* Whether plans may run a convolution and the fused program after it as
+ * one conv_forward_fused launch (DLACCEL_PLAN is not no-epilogue). */
+int dla__plan_epilogue_allowed(void);
 
 #endif

@@ -120,6 +120,19 @@ int dla__launch_fields(dla__launch *l, dla__field *f)
             f[n++] = view_field(&a->program.inputs[i], 0);
         return n;
     }
+    case DLA__LAUNCH_CONV_FUSED: {
+        /* The convolution's fields first, as a conv launch's; then the
+         * epilogue's y and inputs. */
+        dla_conv_fused_args *a = l->u.conv_fused;
+        f[0] = view_field(&a->conv.x, 0);
+        f[1] = view_field(&a->conv.w, 0);
+        f[2] = view_field(&a->conv.y, 1);
+        f[3] = view_field(&a->conv.bias, 0);
+        f[4] = view_field(&a->epilogue.y, 1);
+        for (int i = 0; i < a->epilogue.ninputs; i++)
+            f[5 + i] = view_field(&a->epilogue.inputs[i], 0);
+        return 5 + a->epilogue.ninputs;
+    }
     case DLA__LAUNCH_FUSED_REDUCE: {
         dla_fused_reduce_args *a = l->u.fused_reduce;
         int n = 0;
@@ -1202,6 +1215,92 @@ static void fuse(lowering *L)
     L->nsteps = n;
 }
 
+/* ------------------------------------------------ convolution epilogues */
+
+/* Nonzero when the fused launch fl can be the epilogue of the forward
+ * convolution cl (dla_conv_fused_args): of the convolution's dims, reading
+ * its result y only through y's very view (at least once: *at is the
+ * first such input), and writing a buffer of the replay that is none of
+ * the convolution's operands. Slots apart are memory apart in the plan:
+ * both launches' buffers are live at the one step they become. */
+static int epilogue_of(const lowering *L, const dla__cap_launch *cl, const dla__cap_launch *fl,
+                       int *at)
+{
+    const dla_conv_args *k = &cl->l.u.conv;
+    const dla_fused_args *a = fl->l.u.fused;
+    const dla__slot ys = cl->slot[2], zs = fl->slot[0];
+    if (a->dtype != k->dtype || k->y.ndims != k->nspatial + 2 || !same_dims(&a->y, &k->y) ||
+        ys.kind != DLA__SLOT_BUFFER || invoke_buffer(L->c, ys.id) ||
+        zs.kind != DLA__SLOT_BUFFER || invoke_buffer(L->c, zs.id))
+        return 0;
+    for (int i = 0; i < 4; i++)
+        if (same_slot(zs, cl->slot[i]) && i != 2)
+            return 0; /* the program would write what the convolution reads */
+    *at = -1;
+    for (int i = 0; i < a->ninputs; i++) {
+        if (!same_slot(fl->slot[1 + i], ys))
+            continue;
+        if (!same_view(&a->inputs[i], &k->y) || a->inputs[i].mem != k->y.mem)
+            return 0;
+        if (*at < 0)
+            *at = i;
+    }
+    return *at >= 0;
+}
+
+/* A forward convolution and the fused launch right after it that reads
+ * its result become one conv_forward_fused launch where the device has
+ * it: the device may then run the program over each image as the
+ * convolution writes it, while it is in cache, rather than in a pass of
+ * its own over the whole activation (ResNet-20's inference: a bias, a
+ * batch normalization's scale and shift, a residual and a relu after each
+ * convolution). The same operations on the same values: the same bits.
+ * DLACCEL_PLAN=no-epilogue leaves them two launches (for comparisons). */
+static void conv_epilogues(lowering *L)
+{
+    dla__capture *c = L->c;
+    if (!dla__plan_epilogue_allowed())
+        return;
+    for (int s = 0; s + 1 < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH || L->steps[s + 1].kind != DLA__STEP_LAUNCH)
+            continue;
+        const dla__cap_launch *cl = launch_at(L, s), *fl = launch_at(L, s + 1);
+        int at;
+        if (cl->l.kind != DLA__LAUNCH_CONV || cl->l.which != DLA_KERNEL_CONV_FORWARD ||
+            fl->l.kind != DLA__LAUNCH_FUSED || cl->dev != fl->dev ||
+            !dla__device_supports(L->p->dev, DLA_KERNEL_CONV_FORWARD_FUSED, cl->l.u.conv.dtype) ||
+            !epilogue_of(L, cl, fl, &at))
+            continue;
+        dla_conv_fused_args *a = dla__calloc(1, sizeof *a);
+        const int ci = L->steps[s].index, fi = L->steps[s + 1].index;
+        const int li = a ? new_launch(c) : -1;
+        if (li < 0) {
+            dla__free(a);
+            c->failed = 1;
+            return;
+        }
+        dla__cap_launch *conv = &c->launches[ci], *fused = &c->launches[fi], *n = &c->launches[li];
+        a->struct_size = sizeof *a;
+        a->conv = conv->l.u.conv;
+        a->epilogue = *fused->l.u.fused;
+        a->conv_input = at;
+        n->l.kind = DLA__LAUNCH_CONV_FUSED;
+        n->l.which = DLA_KERNEL_CONV_FORWARD_FUSED;
+        n->l.u.conv_fused = a;
+        n->dev = conv->dev;
+        n->entry = conv->entry;
+        for (int i = 0; i < 4; i++)
+            n->slot[i] = conv->slot[i];
+        for (int i = 0; i < 1 + a->epilogue.ninputs; i++)
+            n->slot[4 + i] = fused->slot[i];
+        conv->dropped = fused->dropped = 1;
+        L->steps[s].index = li;
+        memmove(&L->steps[s + 1], &L->steps[s + 2], (size_t)(L->nsteps - s - 2) * sizeof *L->steps);
+        L->nsteps--;
+        L->p->nepilogue++;
+    }
+}
+
 /* ------------------------------------------------ launches of inputs */
 
 /* A launch that reads only the plan's inputs and constants and writes at
@@ -1416,30 +1515,36 @@ static void results_in_place(lowering *L, int *root)
             continue;
         dla__cap_launch *cl = &c->launches[L->steps[s].index];
         const int kind = cl->l.kind;
-        if (kind != DLA__LAUNCH_UNARY && kind != DLA__LAUNCH_BINARY && kind != DLA__LAUNCH_FUSED)
+        if (kind != DLA__LAUNCH_UNARY && kind != DLA__LAUNCH_BINARY && kind != DLA__LAUNCH_FUSED &&
+            kind != DLA__LAUNCH_CONV_FUSED)
             continue;
         dla__field f[DLA__LAUNCH_MAX_FIELDS];
         const int n = dla__launch_fields(&cl->l, f);
-        const dla__slot zs = cl->slot[0];
-        if (zs.kind != DLA__SLOT_BUFFER || f[0].reads || !f[0].view)
+        /* A convolution's epilogue writes its y (field 4) over the
+         * convolution's result (field 2) only: over another input it could
+         * be the convolution's x, which dla_conv_fused_args forbids. */
+        const int zi = kind == DLA__LAUNCH_CONV_FUSED ? 4 : 0;
+        const dla__slot zs = cl->slot[zi];
+        if (zs.kind != DLA__SLOT_BUFFER || f[zi].reads || !f[zi].view)
             continue;
         dla__cap_buffer *z = &c->bufs[zs.id];
         if (invoke_buffer(c, zs.id) || z->fresh >= 0 || z->fixed || z->first != s)
             continue;
         for (int i = 1; i < n; i++) {
             const dla__slot ys = cl->slot[i];
-            if (ys.kind != DLA__SLOT_BUFFER || ys.id == zs.id || !f[i].view)
+            if (ys.kind != DLA__SLOT_BUFFER || ys.id == zs.id || !f[i].view ||
+                (zi && i != 2))
                 continue;
             const dla__cap_buffer *y = &c->bufs[ys.id];
             const int r = root[ys.id]; /* roots point at themselves */
             dla__cap_buffer *rb = &c->bufs[r];
             if (invoke_buffer(c, ys.id) || y->fresh >= 0 || y->fixed || y->last != s ||
-                rb->fixed || rb->bytes < z->bytes || !same_view(f[i].view, f[0].view))
+                rb->fixed || rb->bytes < z->bytes || !same_view(f[i].view, f[zi].view))
                 continue;
             /* Every read of y by this step through that view. */
             int exact = 1;
             for (int j = 1; j < n; j++)
-                if (same_slot(cl->slot[j], ys) && (!f[j].view || !same_view(f[j].view, f[0].view)))
+                if (same_slot(cl->slot[j], ys) && (!f[j].view || !same_view(f[j].view, f[zi].view)))
                     exact = 0;
             if (!exact)
                 continue;
@@ -1563,6 +1668,8 @@ static int finish_launches(lowering *L, const size_t *offset)
             cl->l.u.fused_reduce = NULL;
         else if (l->kind == DLA__LAUNCH_FUSED_MULTI)
             cl->l.u.fused_multi = NULL;
+        else if (l->kind == DLA__LAUNCH_CONV_FUSED)
+            cl->l.u.conv_fused = NULL;
         p->steps[s].index = nl;
         p->patch0[nl] = np;
         dla__field f[DLA__LAUNCH_MAX_FIELDS];
@@ -1659,6 +1766,7 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
         conv_bias_back(&L);
         hoist_input_only(&L);
         fixed_fills(&L);
+        conv_epilogues(&L);
         ok = !c->failed || fail(p, "%s", "out of memory while planning");
     }
     ok = ok && lay_out(&L, offset) && finish_launches(&L, offset) && finish_fixed(&L, offset) &&

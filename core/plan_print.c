@@ -29,6 +29,7 @@ const char *dla__launch_name(const dla__launch *l)
         [DLA__LAUNCH_INDEX] = "gather/scatter_add", [DLA__LAUNCH_COPY_BYTES] = "copy",
         [DLA__LAUNCH_FUSED] = "fused",     [DLA__LAUNCH_FUSED_REDUCE] = "fused_reduce",
         [DLA__LAUNCH_RANDOM] = "random",   [DLA__LAUNCH_FUSED_MULTI] = "fused_multi",
+        [DLA__LAUNCH_CONV_FUSED] = "conv_forward_fused",
     };
     return names[l->kind];
 }
@@ -81,6 +82,12 @@ static void print_launch(FILE *f, dla__launch *l)
     case DLA__LAUNCH_FUSED_MULTI:
         fprintf(f, "fused_multi (%d results) ", 1 + (int)l->u.fused_multi->nextra);
         print_program(f, &l->u.fused_multi->program);
+        break;
+    case DLA__LAUNCH_CONV_FUSED:
+        /* conv_forward_fused: the convolution, then its epilogue. */
+        fprintf(f, "conv_forward%s, then fused ",
+                l->u.conv_fused->conv.bias.mem ? " + bias" : "");
+        print_program(f, &l->u.conv_fused->epilogue);
         break;
     case DLA__LAUNCH_CONV:
         /* A forward's bias may be its own or moved into the chain after it
@@ -173,9 +180,10 @@ void dla__plan_print(const dla__trace *t, FILE *f)
                 p->nfresh, p->fresh_total, p->hoisted, p->hoisted_bytes, p->nfixed);
         fprintf(f, "  plan steps on %s: %d launches (%d fused, from %d), %d ops run as "
                 "themselves, %d dead ops left out; %ld runs, %ld fused launches; %d fused "
-                "launches keep several results\n",
+                "launches keep several results; %d run as a convolution's epilogue\n",
                 p->dev->name, p->nlaunches, p->nfused, p->fused_from, p->ninvoke, p->ndead,
-                atomic_load(&p->runs), atomic_load(&p->fused_launches), p->nmulti);
+                atomic_load(&p->runs), atomic_load(&p->fused_launches), p->nmulti,
+                p->nepilogue);
         if (p->replayable == 1)
             fprintf(f, "  plan runs on %s offered whole to the device (plan_replay): %ld run "
                     "by the device itself as one (the cuda plugin: a CUDA graph), the others "

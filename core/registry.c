@@ -411,6 +411,11 @@ static dla_status plugin_load(struct dla__plugin *p)
                sizeof p->table - offsetof(dla_plugin, fused_multi));
         size = offsetof(dla_plugin, fused_multi);
     }
+    if (p->abi_minor < 9 && size > offsetof(dla_plugin, conv_forward_fused)) {
+        memset((char *)&p->table + offsetof(dla_plugin, conv_forward_fused), 0,
+               sizeof p->table - offsetof(dla_plugin, conv_forward_fused));
+        size = offsetof(dla_plugin, conv_forward_fused);
+    }
     p->table.struct_size = size;
     const char *missing = missing_required_member(&p->table);
     if (missing)

@@ -5,7 +5,9 @@
  * an elementwise chain (DLACCEL_OPENCL_FUSED) and a layer normalization,
  * whose statistics are one summed pass (DLACCEL_OPENCL_FUSED_REDUCE), on
  * the default device (it prints how many of its convolutions add their
- * own bias: none, unless DLACCEL_PLAN=conv-bias-in); and a parameter
+ * own bias: none, unless DLACCEL_PLAN=conv-bias-in; and how many run the
+ * fused launch after them as their epilogue: one, where the device has
+ * conv_forward_fused, unless DLACCEL_PLAN=no-epilogue); and a parameter
  * update whose plan keeps two results from one fused launch where the
  * device has fused_multi, unless DLACCEL_PLAN=single-result (it prints
  * how many such launches); and what the OpenMP runtime and OpenBLAS were
@@ -97,6 +99,22 @@ static void print_arena(dla_accel *af)
     free(text);
 }
 
+/* The convolutions of af's plan that run the fused launch after them as
+ * their epilogue (conv_forward_fused); -1 when the print has no plan. */
+static int epilogues(dla_accel *af)
+{
+    char *text = trace_text(af);
+    const char *s = text ? strstr(text, " run as a convolution's epilogue") : NULL;
+    int n = -1;
+    if (s) {
+        while (s > text && s[-1] >= '0' && s[-1] <= '9')
+            s--;
+        n = atoi(s);
+    }
+    free(text);
+    return n;
+}
+
 /* The steps of af's plan that are convolutions adding their own bias;
  * -1 when the print has no plan. */
 static int own_bias(dla_accel *af)
@@ -144,6 +162,8 @@ int main(void)
     }
     if (!bad)
         printf("probe: convolutions adding their own bias: %d\n", own_bias(af));
+    if (!bad)
+        printf("probe: convolutions running their epilogue: %d\n", epilogues(af));
     dla_accel *uf = dla_accelerate(update, &(dla_accel_options){.name = "update"});
     dla_tensor *p[3] = {dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),
                         dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),

@@ -52,6 +52,7 @@ typedef struct plan_info {
     int ninter, launches, nfused, fused_from, invoked;
     long runs, fused_launches;
     int nmulti;       /* fused launches that keep several results */
+    int nepilogue;    /* fused launches run as a convolution's epilogue */
     int step_lines;   /* "    step N: ..." lines under the plan */
     int add_relu;     /* a step "fused [add relu]" is listed */
     int fills;        /* steps that are fills */
@@ -100,8 +101,9 @@ static plan_info plan_of(dla_trace *t, const char *dev)
     if (s)
         sscanf(s + strlen(key), "%d launches (%d fused, from %d), %d ops run as themselves, %*d "
                "dead ops left out; %ld runs, %ld fused launches; %d fused launches keep "
-               "several results", &pi.launches, &pi.nfused, &pi.fused_from, &pi.invoked,
-               &pi.runs, &pi.fused_launches, &pi.nmulti);
+               "several results; %d run as a convolution's epilogue", &pi.launches, &pi.nfused,
+               &pi.fused_from, &pi.invoked, &pi.runs, &pi.fused_launches, &pi.nmulti,
+               &pi.nepilogue);
     for (const char *l = s ? strstr(s, "\n    step ") : NULL; l; l = strstr(l + 1, "\n    step "))
         pi.step_lines++;
     pi.add_relu = s && strstr(s, ": fused [add relu] -> ") != NULL;
@@ -547,6 +549,74 @@ static int plan_lists(dla_accel *af, const char *text)
     free(all);
     dla_trace_release(t);
     return found;
+}
+
+/* Inference through three convolutions of a ResNet stage, each the cpu
+ * plugin's other path: 3 -> 16 channels (the direct kernels), 16 -> 16
+ * 3x3 at batch 9 (Winograd, runs of several images) with the first's
+ * result as a residual, and 16 -> 16 with stride 2 (im2col). After each a
+ * batch normalization with given statistics (a scale and a shift per
+ * channel) and a relu. */
+static dla_status stage_inference(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    const dla_conv_options pad1 = {.padding = {{1, 1}, {1, 1}}};
+    const dla_conv_options down = {.stride = {2, 2}, .padding = {{1, 1}, {1, 1}}};
+    dla_tensor *a = dla_relu(
+        dla_batchnorm(dla_conv(in[0], in[1], in[2], &pad1), in[3], in[4], in[5], in[6], NULL));
+    dla_tensor *b = dla_relu(dla_add(
+        dla_batchnorm(dla_conv(a, in[7], in[8], &pad1), in[3], in[4], in[5], in[6], NULL), a));
+    out[0] = dla_relu(
+        dla_batchnorm(dla_conv(b, in[9], in[10], &down), in[3], in[4], in[5], in[6], NULL));
+    return dla_tensor_status(out[0]);
+}
+
+/* Each convolution and the fused launch after it (bias, scale and shift,
+ * residual, relu) become one conv_forward_fused launch where the device
+ * has the kernel, with the bits of eager; DLACCEL_PLAN=no-epilogue
+ * (tests/tool_env.sh) keeps them two launches. In single and double. */
+static void a_convolution_runs_the_fused_launch_after_it_as_its_epilogue(void **state)
+{
+    (void)state;
+    const char *mode = getenv("DLACCEL_PLAN");
+    const int off = mode && strcmp(mode, "no-epilogue") == 0;
+    for (int c = 0; c < 2; c++) {
+        const dla_dtype dt = c ? DLA_F64 : DLA_F32;
+        dla_scope_begin();
+        dla_rng_seed(40 + c);
+        dla_tensor *in[11] = {
+            NULL,
+            dla_randn(dt, "", DLA_DIMS(3, 3, 3, 16)),
+            dla_randn(dt, "", DLA_DIMS(16, 1)),
+            dla_randn(dt, "", DLA_DIMS(16, 1)),
+            dla_randn(dt, "", DLA_DIMS(16, 1)),
+            dla_randn(dt, "", DLA_DIMS(16, 1)),
+            dla_rand(dt, "", DLA_DIMS(16, 1)),
+            dla_randn(dt, "", DLA_DIMS(3, 3, 16, 16)),
+            dla_randn(dt, "", DLA_DIMS(16, 1)),
+            dla_randn(dt, "", DLA_DIMS(3, 3, 16, 16)),
+            dla_randn(dt, "", DLA_DIMS(16, 1)),
+        };
+        dla_accel *af = dla_accelerate(stage_inference, NULL);
+        for (int call = 0; call < 4; call++) {
+            in[0] = dla_randn(dt, "SSCB", DLA_DIMS(10, 9, 3, 9));
+            results_match_eager(af, stage_inference, 0, 11, in, 1);
+        }
+        plan_info pi = accel_plan(af, "cpu:0");
+        assert_true(pi.found);
+        assert_int_equal(pi.runs, 2);
+        const int native = dla_device_runs_natively(dla_device_get("cpu:0"),
+                                                    DLA_KERNEL_CONV_FORWARD_FUSED, dt);
+        const int want = off || !native ? 0 : 3;
+        assert_int_equal(pi.nepilogue, want);
+        assert_int_equal(plan_lists(af, "conv_forward, then fused [add mul add add relu]") +
+                             plan_lists(af, "conv_forward + bias, then fused"),
+                         want > 0);
+        assert_int_equal(pi.step_lines, pi.launches + pi.invoked);
+        dla_accel_free(af);
+        dla_scope_end();
+    }
 }
 
 /* A = W x (256 KiB), then exp(A) elementwise, then a product of that:
@@ -1521,6 +1591,7 @@ int main(void)
         TU_TEST(fills_written_after_run_every_time),
         TU_TEST(a_parameter_update_is_one_launch_that_keeps_both_results),
         TU_TEST(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
+        TU_TEST(a_convolution_runs_the_fused_launch_after_it_as_its_epilogue),
         TU_TEST(an_elementwise_result_takes_the_memory_of_an_input_it_reads_last),
         TU_TEST(random_elementwise_graphs_plan_to_eager_bits),
         TU_TEST(random_graphs_gradients_plan_to_eager_bits),

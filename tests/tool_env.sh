@@ -19,7 +19,7 @@ if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" 
     opencl=yes
 fi
 
-echo "1..26"
+echo "1..28"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -43,7 +43,7 @@ verdict() {
 
 run DLACCEL_PLAN=of DLACCEL_CPU_CONV=Direct
 verdict "unknown DLACCEL_PLAN and DLACCEL_CPU_CONV values are named once with the accepted ones" \
-    "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no, single-result, conv-bias-in, no-in-place)" \
+    "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no, single-result, conv-bias-in, no-in-place, no-epilogue)" \
     "dlaccel[warn]: cpu: DLACCEL_CPU_CONV=Direct is not one of its values (im2col, direct)"
 
 run DLACCEL_LOG=verbose
@@ -135,6 +135,14 @@ verdict "an elementwise result takes the memory of the input it reads last" \
 run DLACCEL_PLAN=no-in-place
 verdict "DLACCEL_PLAN=no-in-place gives each intermediate memory of its own" \
     "probe: arena 524288 bytes for 2 intermediates of 524288 bytes"
+
+run
+verdict "a convolution runs the fused launch after it as its epilogue" \
+    "probe: convolutions running their epilogue: 1"
+
+run DLACCEL_PLAN=no-epilogue
+verdict "DLACCEL_PLAN=no-epilogue keeps the convolution and its fused launch apart" \
+    "probe: convolutions running their epilogue: 0"
 
 # Which kernels OpenBLAS runs (core/blas_defaults.c): the library sets
 # OPENBLAS_CORETYPE from the CPU's instruction set before the cpu plugin

@@ -3,6 +3,9 @@
  * convolution forward, backward data and backward filter; pooling forward
  * and backward; gather and scatter_add.
  *
+ * conv_forward_fused (ABI 1.9) is checked against the device's own
+ * conv_forward and fused, bit for bit (its promise).
+ *
  * Convolutions draw 1 to 3 spatial dims, stride, dilation, asymmetric and
  * negative padding, groups up to one channel each, bias, and dense or
  * strided views as the core sends them (a "CBT" input reaches a 1-d
@@ -78,6 +81,77 @@ static void random_conv(cf_case *c, conv_case *k)
 
 enum { FWD, BWD_DATA, BWD_FILTER };
 
+/* The arguments and buffers of convolution k in direction dir (bias only
+ * forward), views dense or strided as k says. 0 when a buffer could not be
+ * made (the case is failed). */
+typedef struct conv_bufs {
+    int64_t xd[5], wd[6], yd[5];
+    cf_buf *x, *w, *y, *b;
+} conv_bufs;
+
+static int conv_setup(cf_case *c, const conv_case *k, dla_dtype dt, int dir, dla_conv_args *a,
+                      conv_bufs *cb)
+{
+    const int n = k->nsp;
+    for (int i = 0; i < n; i++)
+        cb->xd[i] = k->in[i], cb->wd[i] = k->fs[i], cb->yd[i] = k->out[i];
+    cb->xd[n] = k->C, cb->xd[n + 1] = k->B;
+    cb->wd[n] = k->C / k->G, cb->wd[n + 1] = k->F / k->G, cb->wd[n + 2] = k->G;
+    cb->yd[n] = k->F, cb->yd[n + 1] = k->B;
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->dtype = dt;
+    a->nspatial = n;
+    a->batch = k->B, a->in_channels = k->C, a->out_channels = k->F, a->groups = k->G;
+    for (int i = 0; i < n; i++) {
+        a->in_size[i] = k->in[i], a->out_size[i] = k->out[i], a->filter_size[i] = k->fs[i];
+        a->stride[i] = k->st[i], a->dilation[i] = k->dl[i], a->pad_begin[i] = k->pb[i];
+    }
+    const int64_t nx = k->strided ? cf_view(c, &a->x, dt, n + 2, cb->xd, 0)
+                                  : cf_dense(&a->x, dt, n + 2, cb->xd);
+    const int64_t nw = k->strided ? cf_view(c, &a->w, dt, n + 3, cb->wd, 0)
+                                  : cf_dense(&a->w, dt, n + 3, cb->wd);
+    const int64_t ny = k->strided ? cf_view(c, &a->y, dt, n + 2, cb->yd, 0)
+                                  : cf_dense(&a->y, dt, n + 2, cb->yd);
+    cb->x = cf_buf_new(c, dt, nx, -1, 1, 0);
+    cb->w = cb->x ? cf_buf_new(c, dt, nw, -1, 1, 0) : NULL;
+    cb->y = cb->w ? cf_buf_new(c, dt, ny, -1, 1, 0) : NULL;
+    cb->b = NULL;
+    if (!cb->y)
+        return 0;
+    if (dir == FWD && k->bias) {
+        const int64_t fd[1] = {k->F};
+        if (!(cb->b = cf_buf_new(c, dt, k->strided ? cf_view(c, &a->bias, dt, 1, fd, 1)
+                                                    : cf_dense(&a->bias, dt, 1, fd), -1, 1, 0)))
+            return 0;
+    }
+    return 1;
+}
+
+/* a's views pointed at device d's memory of cb. */
+static dla_conv_args conv_on(const dla_conv_args *a, const conv_bufs *cb, int d)
+{
+    dla_conv_args b = *a;
+    b.x.mem = cb->x->mem[d], b.w.mem = cb->w->mem[d], b.y.mem = cb->y->mem[d];
+    b.bias.mem = cb->b ? cb->b->mem[d] : NULL;
+    return b;
+}
+
+static void conv_describe(cf_case *c, const char *name, const conv_case *k, const conv_bufs *cb,
+                          const dla_conv_args *a)
+{
+    const int n = k->nsp;
+    char s1[64], s2[64], s3[64];
+    cf_describe(c, "%s %s x %s w %s y %s groups %lld stride %lld,%lld,%lld dilation "
+                   "%lld,%lld,%lld pad_begin %lld,%lld,%lld%s%s",
+                name, dla_dtype_name(a->dtype), cf_dims_str(s1, sizeof s1, n + 2, cb->xd),
+                cf_dims_str(s2, sizeof s2, n + 3, cb->wd), cf_dims_str(s3, sizeof s3, n + 2, cb->yd),
+                (long long)k->G, (long long)a->stride[0], (long long)a->stride[1],
+                (long long)a->stride[2], (long long)a->dilation[0], (long long)a->dilation[1],
+                (long long)a->dilation[2], (long long)a->pad_begin[0], (long long)a->pad_begin[1],
+                (long long)a->pad_begin[2], cb->b ? " bias" : "", k->strided ? " strided views" : "");
+}
+
 static void conv_case_run(cf_case *c, int dir)
 {
     static const dla_kernel kernels[] = {DLA_KERNEL_CONV_FORWARD, DLA_KERNEL_CONV_BACKWARD_DATA,
@@ -96,60 +170,25 @@ static void conv_case_run(cf_case *c, int dir)
     conv_case k;
     random_conv(c, &k);
     const int n = k.nsp;
-    int64_t xd[5], wd[6], yd[5];
-    for (int i = 0; i < n; i++)
-        xd[i] = k.in[i], wd[i] = k.fs[i], yd[i] = k.out[i];
-    xd[n] = k.C, xd[n + 1] = k.B;
-    wd[n] = k.C / k.G, wd[n + 1] = k.F / k.G, wd[n + 2] = k.G;
-    yd[n] = k.F, yd[n + 1] = k.B;
-    dla_conv_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.dtype = (dla_dtype)t;
-    a.nspatial = n;
-    a.batch = k.B, a.in_channels = k.C, a.out_channels = k.F, a.groups = k.G;
-    for (int i = 0; i < n; i++) {
-        a.in_size[i] = k.in[i], a.out_size[i] = k.out[i], a.filter_size[i] = k.fs[i];
-        a.stride[i] = k.st[i], a.dilation[i] = k.dl[i], a.pad_begin[i] = k.pb[i];
-    }
     const dla_dtype dt = (dla_dtype)t;
-    const int64_t nx = k.strided ? cf_view(c, &a.x, dt, n + 2, xd, 0) : cf_dense(&a.x, dt, n + 2, xd);
-    const int64_t nw = k.strided ? cf_view(c, &a.w, dt, n + 3, wd, 0) : cf_dense(&a.w, dt, n + 3, wd);
-    const int64_t ny = k.strided ? cf_view(c, &a.y, dt, n + 2, yd, 0) : cf_dense(&a.y, dt, n + 2, yd);
-    cf_buf *bx = cf_buf_new(c, dt, nx, -1, 1, 0), *bw = bx ? cf_buf_new(c, dt, nw, -1, 1, 0) : NULL;
-    cf_buf *by = bw ? cf_buf_new(c, dt, ny, -1, 1, 0) : NULL, *bb = NULL;
-    if (!by)
+    dla_conv_args a;
+    conv_bufs cb;
+    if (!conv_setup(c, &k, dt, dir, &a, &cb))
         return;
-    const int bias = dir == FWD && k.bias;
-    if (bias) {
-        const int64_t fd[1] = {k.F};
-        if (!(bb = cf_buf_new(c, dt, k.strided ? cf_view(c, &a.bias, dt, 1, fd, 1)
-                                               : cf_dense(&a.bias, dt, 1, fd), -1, 1, 0)))
-            return;
-    }
-    char s1[64], s2[64], s3[64];
-    cf_describe(c, "%s %s x %s w %s y %s groups %lld stride %lld,%lld,%lld dilation "
-                   "%lld,%lld,%lld pad_begin %lld,%lld,%lld%s%s",
-                names[dir], dla_dtype_name(dt), cf_dims_str(s1, sizeof s1, n + 2, xd),
-                cf_dims_str(s2, sizeof s2, n + 3, wd), cf_dims_str(s3, sizeof s3, n + 2, yd),
-                (long long)k.G, (long long)a.stride[0], (long long)a.stride[1],
-                (long long)a.stride[2], (long long)a.dilation[0], (long long)a.dilation[1],
-                (long long)a.dilation[2], (long long)a.pad_begin[0], (long long)a.pad_begin[1],
-                (long long)a.pad_begin[2], bias ? " bias" : "", k.strided ? " strided views" : "");
-    cf_buf *out = dir == FWD ? by : dir == BWD_DATA ? bx : bw;
+    conv_describe(c, names[dir], &k, &cb, &a);
+    const int bias = cb.b != NULL;
+    cf_buf *out = dir == FWD ? cb.y : dir == BWD_DATA ? cb.x : cb.w;
     const dla_view *ov = dir == FWD ? &a.y : dir == BWD_DATA ? &a.x : &a.w;
     for (int d = 0; d < 2; d++) {
-        dla_conv_args b = a;
-        b.x.mem = bx->mem[d], b.w.mem = bw->mem[d], b.y.mem = by->mem[d];
-        b.bias.mem = bias ? bb->mem[d] : NULL;
+        const dla_conv_args b = conv_on(&a, &cb, d);
         cf_record(c, d, cf_call(c, d, kernels[dir], &b, 0));
     }
     if (!cf_agree(c))
         return;
     /* The magnitude: the same call on |operands| on the oracle. */
-    cf_buf *mx = cf_buf_abs(c, bx), *mw = mx ? cf_buf_abs(c, bw) : NULL;
-    cf_buf *my = mw ? cf_buf_abs(c, by) : NULL, *mb = NULL;
-    if (!my || (bias && !(mb = cf_buf_abs(c, bb))))
+    cf_buf *mx = cf_buf_abs(c, cb.x), *mw = mx ? cf_buf_abs(c, cb.w) : NULL;
+    cf_buf *my = mw ? cf_buf_abs(c, cb.y) : NULL, *mb = NULL;
+    if (!my || (bias && !(mb = cf_buf_abs(c, cb.b))))
         return;
     dla_conv_args m = a;
     m.x.mem = mx->mem[CF_ORACLE], m.w.mem = mw->mem[CF_ORACLE], m.y.mem = my->mem[CF_ORACLE];
@@ -182,6 +221,149 @@ void cf_case_conv_backward_data(cf_case *c)
 void cf_case_conv_backward_filter(cf_case *c)
 {
     conv_case_run(c, BWD_FILTER);
+}
+
+/* ------------------------------------------------- conv_forward_fused */
+
+/* A copy of buffer b, the same host image uploaded to both devices. */
+static cf_buf *buf_twin(cf_case *c, const cf_buf *b)
+{
+    cf_buf *t = cf_buf_new(c, b->dtype, b->n, 0, 0, 0);
+    if (!t)
+        return NULL;
+    memcpy(t->host, b->host, (size_t)b->n * dla_dtype_size(b->dtype));
+    return cf_buf_upload(c, t) ? t : NULL;
+}
+
+/* Whether b holds the same bytes on the device under test as twin does
+ * there; reports the first difference as what's. */
+static int same_on_dut(cf_case *c, const cf_buf *b, const cf_buf *twin, const char *what)
+{
+    void *g1 = NULL, *w1 = NULL, *g2 = NULL, *w2 = NULL;
+    int ok = cf_buf_download(c, b, &g1, &w1) && cf_buf_download(c, twin, &g2, &w2);
+    const size_t es = dla_dtype_size(b->dtype);
+    for (int64_t i = 0; ok && i < b->n; i++)
+        if (memcmp((char *)g1 + i * es, (char *)g2 + i * es, es)) {
+            cf_fail(c, "%s element %lld: %.9g, the two launches give %.9g", what, (long long)i,
+                    b->dtype == DLA_F64 ? ((double *)g1)[i] : (double)((float *)g1)[i],
+                    b->dtype == DLA_F64 ? ((double *)g2)[i] : (double)((float *)g2)[i]);
+            ok = 0;
+        }
+    free(g1), free(w1), free(g2), free(w2);
+    return ok;
+}
+
+/* The ABI 1.9 kernel's promise is the bits of conv_forward then fused on
+ * the same device, so that is the reference: the call on the device under
+ * test against its own two launches on twin buffers, byte for byte over
+ * the whole buffers of conv.y and epilogue.y; the oracle runs the same
+ * call and the two devices must agree on its status (how close their
+ * values are is conv_forward's and fused's cases' business). Epilogues are
+ * an inference layer's: the convolution's result (at a random input) with
+ * one or two per-channel vectors (stride 0 but along the channel dim)
+ * added, subtracted or multiplied, in a third of the cases a residual of
+ * y's dims, then a relu or an abs half the time. epilogue.y is conv.y's
+ * very view in two cases of five (in place, as plans lay them out), else
+ * a view of its own. */
+void cf_case_conv_forward_fused(cf_case *c)
+{
+    const int t = cf_float_dtype(c, DLA_KERNEL_CONV_FORWARD_FUSED);
+    if (t < 0 || !CF_TABLE(c, CF_DUT)->conv_forward_fused ||
+        c->suite->dev[CF_DUT]->abi_minor < 9) {
+        c->skipped = 1;
+        return;
+    }
+    const dla_dtype dt = (dla_dtype)t;
+    conv_case k;
+    random_conv(c, &k);
+    const int n = k.nsp;
+    dla_conv_fused_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    conv_bufs cb;
+    if (!conv_setup(c, &k, dt, FWD, &a.conv, &cb))
+        return;
+    dla_fused_args *e = &a.epilogue;
+    e->struct_size = sizeof *e;
+    e->dtype = dt;
+    const int nchan = (int)cf_int(c, 1, 2), residual = cf_chance(c, 33), act = cf_chance(c, 50);
+    e->ninputs = 1 + nchan + residual;
+    a.conv_input = (int32_t)cf_int(c, 0, e->ninputs - 1);
+    cf_buf *in[DLA_FUSED_MAX_INPUTS] = {0};
+    for (int i = 0, other = 0; i < e->ninputs; i++) {
+        if (i == a.conv_input) {
+            e->inputs[i] = a.conv.y;
+            in[i] = cb.y;
+            continue;
+        }
+        dla_view *v = &e->inputs[i];
+        if (other++ < nchan) { /* a per-channel vector, broadcast over the rest */
+            const int64_t fd[1] = {k.F};
+            dla_view vec;
+            if (!(in[i] = cf_buf_new(c, dt, cf_view(c, &vec, dt, 1, fd, 0), -2, 2, 0)))
+                return;
+            *v = a.conv.y;
+            v->offset = vec.offset;
+            for (int d = 0; d < n + 2; d++)
+                v->strides[d] = d == n ? vec.strides[0] : 0;
+        } else if (!(in[i] = cf_buf_new(c, dt, cf_view(c, v, dt, n + 2, cb.yd, 0), -1, 1, 0))) {
+            return;
+        }
+    }
+    /* r0 = conv (op) chan0; r1 = r0 (op) chan1; [+ residual]; [relu|abs]. */
+    static const dla_binary_op ops[] = {DLA_BINARY_ADD, DLA_BINARY_SUB, DLA_BINARY_MUL};
+    int32_t reg = -1 - a.conv_input, next = 0;
+    for (int i = 0; i < e->ninputs; i++) {
+        if (i == a.conv_input)
+            continue;
+        e->insns[next] = (dla_fused_insn){DLA_FUSED_BINARY, ops[cf_int(c, 0, 2)], {reg, -1 - i, 0},
+                                          0, 0};
+        reg = next++;
+    }
+    if (act)
+        e->insns[next++] = (dla_fused_insn){DLA_FUSED_UNARY,
+                                            cf_chance(c, 70) ? DLA_UNARY_RELU : DLA_UNARY_ABS,
+                                            {reg, 0, 0}, 0, 0};
+    e->ninsns = next;
+    const int in_place = cf_chance(c, 40);
+    cf_buf *bz = cb.y;
+    if (in_place)
+        e->y = a.conv.y;
+    else if (!(bz = cf_buf_new(c, dt, cf_view(c, &e->y, dt, n + 2, cb.yd, 0), -1, 1, 0)))
+        return;
+    conv_describe(c, "conv_forward_fused", &k, &cb, &a.conv);
+    cf_describe(c, "; epilogue of %d inputs (conv.y is %d), %d steps%s%s", (int)e->ninputs,
+                (int)a.conv_input, (int)e->ninsns, residual ? ", a residual" : "",
+                in_place ? ", y in place over conv.y" : "");
+    /* Twins of what the calls write, for the two launches. */
+    cf_buf *ty = buf_twin(c, cb.y), *tz = in_place ? ty : ty ? buf_twin(c, bz) : NULL;
+    if (!tz)
+        return;
+    for (int d = 0; d < 2; d++) {
+        dla_conv_fused_args b = a;
+        b.conv = conv_on(&a.conv, &cb, d);
+        b.epilogue.y.mem = bz->mem[d];
+        for (int i = 0; i < e->ninputs; i++)
+            b.epilogue.inputs[i].mem = in[i]->mem[d];
+        cf_record(c, d, cf_call(c, d, DLA_KERNEL_CONV_FORWARD_FUSED, &b, 0));
+    }
+    if (!cf_agree(c))
+        return;
+    dla_conv_args two = conv_on(&a.conv, &cb, CF_DUT);
+    two.y.mem = ty->mem[CF_DUT];
+    dla_fused_args prog = *e;
+    prog.y.mem = tz->mem[CF_DUT];
+    for (int i = 0; i < e->ninputs; i++)
+        prog.inputs[i].mem = i == a.conv_input ? ty->mem[CF_DUT] : in[i]->mem[CF_DUT];
+    dla_status st = cf_call(c, CF_DUT, DLA_KERNEL_CONV_FORWARD, &two, 0);
+    if (st == DLA_OK)
+        st = cf_call(c, CF_DUT, DLA_KERNEL_FUSED, &prog, 0);
+    if (st != DLA_OK) {
+        cf_fail(c, "conv_forward then fused on the device under test: %s", dla_last_error());
+        return;
+    }
+    if (same_on_dut(c, bz, tz, "epilogue.y's buffer") && !in_place)
+        same_on_dut(c, cb.y, ty, "conv.y's buffer");
 }
 
 /* ------------------------------------------------------------------ pool */

@@ -86,7 +86,7 @@ extern "C" {
  * (the host then holds back what is newer: see the top of this file) or
  * higher (the host ignores what it does not know). */
 #define DLA_PLUGIN_ABI_MAJOR 1
-#define DLA_PLUGIN_ABI_MINOR 8
+#define DLA_PLUGIN_ABI_MINOR 9
 
 #define DLA_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -182,7 +182,9 @@ typedef struct dla_plugin_device_info {
     /* ---- kernels above are ABI 1.3 ---- */                                  \
     X(DLA_KERNEL_FUSED_REDUCE_PAIR, "fused_reduce_pair", fused_reduce, 4)   \
     /* ---- kernels above are ABI 1.4 ---- */                                  \
-    X(DLA_KERNEL_FUSED_MULTI, "fused_multi", fused_multi, 8)
+    X(DLA_KERNEL_FUSED_MULTI, "fused_multi", fused_multi, 8)                   \
+    /* ---- kernels above are ABI 1.8 ---- */                                  \
+    X(DLA_KERNEL_CONV_FORWARD_FUSED, "conv_forward_fused", conv_forward_fused, 9)
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, ...) name,
@@ -641,6 +643,40 @@ typedef struct dla_fused_multi_args {
     /* ---- fields above are ABI 1.8 ---- */
 } dla_fused_multi_args;
 
+/* ---------------------------------------------------- ABI 1.9 arguments */
+
+/* A forward convolution whose result goes at once through a fused
+ * elementwise program, its epilogue:
+ *
+ *     conv.y     = conv(conv.x, conv.w) + conv.bias   (as conv_forward)
+ *     epilogue.y = the program of epilogue             (as fused)
+ *
+ * where epilogue.inputs[conv_input] is conv.y's very view (same mem,
+ * offset, dims and strides), so the program reads the convolution's
+ * result there. The planner of dla_accelerate makes it from a
+ * conv_forward launch and the fused launch right after it that reads its
+ * result: a bias, a batch normalization's scale and shift, a residual's
+ * addition, a relu. A plugin may run the program over each image as soon
+ * as the convolution has written it, while it is still in cache, instead
+ * of in a pass of its own over memory; the results must be the bits of
+ * the two launches one after the other.
+ *
+ * conv is as conv_forward's argument, with conv.y of nspatial + 2 dims.
+ * The epilogue is as fused's argument, with y and every input of conv.y's
+ * ndims and dims, so image b of each of its views is its slice b along the
+ * last dim. epilogue.y may alias conv.y or an epilogue input exactly (the
+ * first: conv.y holds the program's result after the call) and overlaps
+ * none of conv.x, conv.w and conv.bias; conv.y overlaps no epilogue input
+ * but those that are its very view. The program may read conv.x, conv.w or
+ * conv.bias. supports() is asked with dtype (float). */
+typedef struct dla_conv_fused_args {
+    size_t struct_size;
+    dla_conv_args conv;
+    dla_fused_args epilogue;
+    int32_t conv_input; /* 0 .. epilogue.ninputs - 1 */
+    /* ---- fields above are ABI 1.9 ---- */
+} dla_conv_fused_args;
+
 /* ---------------------------------------------------------- plugin table */
 
 /* The memory of one input or result of a planned replay's run (ABI 1.5
@@ -863,6 +899,14 @@ typedef struct dla_plugin {
      * chains whose intermediate results nothing else reads. */
     dla_status (*fused_multi)(void *dev, const dla_fused_multi_args *args);
     /* ---- fields above are ABI 1.8 ---- */
+
+    /* Runs a forward convolution and its epilogue (see
+     * dla_conv_fused_args). NULL: the host runs conv_forward and fused one
+     * after the other, and a plan keeps them two launches. A decline
+     * (DLA_ERR_UNSUPPORTED, before writing anything) does the same for
+     * that call. */
+    dla_status (*conv_forward_fused)(void *dev, const dla_conv_fused_args *args);
+    /* ---- fields above are ABI 1.9 ---- */
 } dla_plugin;
 
 /* The one symbol a plugin exports. host->abi_* is the host's highest ABI;

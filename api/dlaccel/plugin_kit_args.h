@@ -405,7 +405,9 @@ static inline dla_status dla_kit_check_fused_program(const dla_kit *kit, const c
                                                      const dla_fused_args *a)
 {
     const dla_plugin_host *h = kit->host;
-    const char *pre = strcmp(kernel, "fused") == 0 ? "" : "program.";
+    const char *pre = strcmp(kernel, "fused") == 0                ? ""
+                      : strcmp(kernel, "conv_forward_fused") == 0 ? "epilogue."
+                                                                 : "program.";
     for (int j = 0; j < a->ninsns; j++) {
         const dla_fused_insn *in = &a->insns[j];
         if (in->kind == DLA_FUSED_UNARY) {
@@ -435,6 +437,9 @@ static inline dla_status dla_kit_check_fused_program(const dla_kit *kit, const c
 }
 
 /* The names of a fused program's operands in messages. */
+/* in_program: 0 for fused's own arguments ("inputs[i]"), 1 for a program
+ * inside another kernel's argument ("program.inputs[i]"), 2 for
+ * conv_forward_fused's epilogue ("epilogue.inputs[i]"). */
 static inline const char *dla_kit_fused_input_name(int i, int in_program)
 {
     static const char *const plain[DLA_FUSED_MAX_INPUTS] = {
@@ -443,8 +448,11 @@ static inline const char *dla_kit_fused_input_name(int i, int in_program)
     static const char *const program[DLA_FUSED_MAX_INPUTS] = {
         "program.inputs[0]", "program.inputs[1]", "program.inputs[2]", "program.inputs[3]",
         "program.inputs[4]", "program.inputs[5]", "program.inputs[6]", "program.inputs[7]"};
+    static const char *const epilogue[DLA_FUSED_MAX_INPUTS] = {
+        "epilogue.inputs[0]", "epilogue.inputs[1]", "epilogue.inputs[2]", "epilogue.inputs[3]",
+        "epilogue.inputs[4]", "epilogue.inputs[5]", "epilogue.inputs[6]", "epilogue.inputs[7]"};
     DLA__KIT_STATIC_ASSERT(DLA_FUSED_MAX_INPUTS == 8, "a name per input");
-    return in_program ? program[i] : plain[i];
+    return in_program == 2 ? epilogue[i] : in_program ? program[i] : plain[i];
 }
 
 /* The counts and dtype of a program (in_program: its arguments are named
@@ -453,8 +461,9 @@ static inline const char *dla_kit_fused_input_name(int i, int in_program)
 static inline dla_status dla__kit_fused_counts(const dla_kit *kit, const char *kernel,
                                                int in_program, const dla_fused_args *a)
 {
-    dla_status s = dla_kit_check_float_dtype(kit, kernel, in_program ? "program.dtype" : "dtype",
-                                             a->dtype);
+    dla_status s = dla_kit_check_float_dtype(
+        kit, kernel,
+        in_program == 2 ? "epilogue.dtype" : in_program ? "program.dtype" : "dtype", a->dtype);
     if (s != DLA_OK)
         return s;
     if (a->ninputs < 0 || a->ninputs > DLA_FUSED_MAX_INPUTS || a->ninsns < 1 ||
@@ -475,7 +484,7 @@ static inline dla_status dla__kit_check_fused_views(const dla_kit *kit, const ch
                                                     int in_program, const dla_fused_args *a)
 {
     const dla_plugin_host *h = kit->host;
-    const char *yname = in_program ? "program.y" : "y";
+    const char *yname = in_program == 2 ? "epilogue.y" : in_program ? "program.y" : "y";
     char buf[DLA_KIT_DIMS_BUF];
     dla_status s;
     for (int op = 0; op < 1 + a->ninputs; op++) {

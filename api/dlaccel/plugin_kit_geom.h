@@ -216,6 +216,65 @@ static inline dla_status dla_kit_conv_prepare(const dla_kit *kit, const dla_conv
     return DLA_OK;
 }
 
+/* Checks conv_forward_fused's arguments (ABI 1.9) and fills p with its
+ * convolution's: the convolution as conv_forward's (its messages name
+ * conv_forward), conv.y of nspatial + 2 dims; the epilogue as fused's
+ * (its arguments named "epilogue.y", "epilogue.inputs[i]"), of conv.y's
+ * dims and dtype, input conv_input conv.y's very view, epilogue.y apart
+ * from conv.x, conv.w and conv.bias, and conv.y apart from every other
+ * input. */
+static inline dla_status dla_kit_conv_fused_prepare(const dla_kit *kit,
+                                                    const dla_conv_fused_args *a, dla_kit_conv *p)
+{
+    const dla_plugin_host *h = kit->host;
+    const char *k = "conv_forward_fused";
+    const dla_fused_args *e = &a->epilogue;
+    dla_status s = dla_kit_check_args_size(kit, k, a->struct_size, sizeof *a, "1.9");
+    if (s != DLA_OK || (s = dla_kit_conv_prepare(kit, &a->conv, DLA_KIT_CONV_FORWARD, p)) != DLA_OK ||
+        (s = dla__kit_fused_counts(kit, k, 2, e)) != DLA_OK ||
+        (s = dla__kit_check_fused_views(kit, k, 2, e)) != DLA_OK ||
+        (s = dla_kit_check_fused_program(kit, k, e)) != DLA_OK)
+        return s;
+    char b1[DLA_KIT_DIMS_BUF];
+    const dla_view *y = &a->conv.y;
+    if (y->ndims != a->conv.nspatial + 2)
+        return h->error(DLA_ERR_SHAPE,
+                        "%s %s: argument conv.y: dims %s; an epilogue needs all %d dims (spatial, "
+                        "channels, images)",
+                        kit->name, k, dla_kit_dims_str(b1, sizeof b1, y->ndims, y->dims),
+                        (int)a->conv.nspatial + 2);
+    if ((s = dla_kit_check_same_dims(kit, k, "epilogue.y", &e->y, "conv.y", y)) != DLA_OK)
+        return s;
+    if (e->dtype != a->conv.dtype)
+        return h->error(DLA_ERR_DTYPE, "%s %s: argument epilogue.dtype: %s, the convolution's is %s",
+                        kit->name, k, dla_kit_dtype_name(e->dtype),
+                        dla_kit_dtype_name(a->conv.dtype));
+    if (a->conv_input < 0 || a->conv_input >= e->ninputs ||
+        !dla_kit_same_view(&e->inputs[a->conv_input], y))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "%s %s: argument conv_input: %d is not an input of the epilogue (0..%d) "
+                        "that is conv.y's very view",
+                        kit->name, k, (int)a->conv_input, (int)e->ninputs - 1);
+    const char *hit = dla_kit_views_overlap(&e->y, &a->conv.x)   ? "conv.x"
+                      : dla_kit_views_overlap(&e->y, &a->conv.w) ? "conv.w"
+                      : a->conv.bias.mem && dla_kit_views_overlap(&e->y, &a->conv.bias)
+                          ? "conv.bias"
+                          : NULL;
+    if (hit)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "%s %s: argument epilogue.y (dims %s): overlaps %s, which the convolution "
+                        "reads",
+                        kit->name, k, dla_kit_dims_str(b1, sizeof b1, e->y.ndims, e->y.dims), hit);
+    for (int i = 0; i < e->ninputs; i++)
+        if (dla_kit_views_overlap(y, &e->inputs[i]) && !dla_kit_same_view(y, &e->inputs[i]))
+            return h->error(DLA_ERR_INVALID_ARGUMENT,
+                            "%s %s: argument conv.y (dims %s): overlaps %s without being the same "
+                            "view",
+                            kit->name, k, dla_kit_dims_str(b1, sizeof b1, y->ndims, y->dims),
+                            dla_kit_fused_input_name(i, 2));
+    return DLA_OK;
+}
+
 /* ----------------------------------------------------------- pooling */
 
 /* Logical dims of a pooling operand: s0 s1 s2 channels batch. */

@@ -103,13 +103,9 @@ dla_status dla__cpu_conv_im2col(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
     return p->dtype == DLA_F64 ? im2col_run_f64(p, dir) : im2col_run_f32(p, dir);
 }
 
-/* Checks a with the kit and fills p. */
-static dla_status prepare(const dla_conv_args *a, dla__cpu_conv_dir dir, dla__cpu_conv *p)
+/* p's pointers from a, once the kit has checked a into p->g. */
+static void point(const dla_conv_args *a, dla__cpu_conv *p)
 {
-    memset(p, 0, sizeof *p);
-    dla_status s = dla_kit_conv_prepare(&dla__cpu_kit, a, dir, &p->g);
-    if (s != DLA_OK)
-        return s;
     const int64_t size = (int64_t)dla_kit_dtype_size(a->dtype);
     p->dtype = a->dtype;
     p->x = (char *)a->x.mem + p->g.xoff * size;
@@ -117,7 +113,6 @@ static dla_status prepare(const dla_conv_args *a, dla__cpu_conv_dir dir, dla__cp
     p->y = (char *)a->y.mem + p->g.yoff * size;
     if (p->g.has_bias)
         p->bias = (const char *)a->bias.mem + p->g.boff * size;
-    return DLA_OK;
 }
 
 void *dla__cpu_conv_scratch(size_t bytes, dla_mem *mem)
@@ -176,25 +171,52 @@ static int direct_pays(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
     return 1;
 }
 
-static dla_status run(const dla_conv_args *a, dla__cpu_conv_dir dir)
+/* The checked convolution p in direction dir, by the first path that
+ * takes it. A path declines (DLA_ERR_UNSUPPORTED) before it writes y, so a
+ * forward's epilogue runs once, on the path that wrote the images. */
+static dla_status run_checked(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
-    dla__cpu_conv p;
-    dla_status s = prepare(a, dir, &p);
-    if (s != DLA_OK)
-        return s;
-    const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable(p.dtype);
-    if (direct && direct_pays(&p, dir, direct)) {
-        s = direct(&p, dir);
+    const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable(p->dtype);
+    if (direct && direct_pays(p, dir, direct)) {
+        const dla_status s = direct(p, dir);
         if (s != DLA_ERR_UNSUPPORTED)
             return s;
     }
-    return dla__cpu_conv_im2col(&p, dir);
+    return dla__cpu_conv_im2col(p, dir);
+}
+
+static dla_status run(const dla_conv_args *a, dla__cpu_conv_dir dir)
+{
+    dla__cpu_conv p;
+    memset(&p, 0, sizeof p);
+    const dla_status s = dla_kit_conv_prepare(&dla__cpu_kit, a, dir, &p.g);
+    if (s != DLA_OK)
+        return s;
+    point(a, &p);
+    return run_checked(&p, dir);
 }
 
 dla_status dla__cpu_conv_forward(void *dev, const dla_conv_args *args)
 {
     (void)dev;
     return run(args, DLA__CONV_FORWARD);
+}
+
+/* The forward pass with its epilogue (ABI 1.9): every path calls
+ * dla__cpu_conv_epilogue on the images it has just written, from the
+ * thread that wrote them, so the program reads them from that core's
+ * cache rather than in a pass of its own over memory. */
+dla_status dla__cpu_conv_forward_fused(void *dev, const dla_conv_fused_args *args)
+{
+    (void)dev;
+    dla__cpu_conv p;
+    memset(&p, 0, sizeof p);
+    const dla_status s = dla_kit_conv_fused_prepare(&dla__cpu_kit, args, &p.g);
+    if (s != DLA_OK)
+        return s;
+    point(&args->conv, &p);
+    p.epi = &args->epilogue;
+    return run_checked(&p, DLA__CONV_FORWARD);
 }
 
 dla_status dla__cpu_conv_backward_data(void *dev, const dla_conv_args *args)

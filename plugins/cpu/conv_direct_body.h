@@ -165,6 +165,7 @@ static void pass_image(const wide *g, const pass *q, const int64_t *toff, int64_
         unpack(g, y, g->span_r, q->nco, q->out, q->dst + b * q->db + grp * q->nco * q->dc, q->ds,
                q->dc, q->bias ? q->bias + grp * q->nco * q->bs : NULL, q->bs);
     }
+    dla__cpu_conv_epilogue(q->epi, b, 1);
 }
 
 static dla_status run_pass(const pass *q, int64_t ntaps)
@@ -269,6 +270,7 @@ static dla_status direct_forward(const dla__cpu_conv *p)
     q.src = (const FT *)p->x, q.sc = p->g.xc, q.sb = p->g.xb;
     q.dst = (FT *)p->y, q.dc = p->g.yf, q.db = p->g.yb;
     q.bias = (const FT *)p->bias, q.bs = p->g.bs;
+    q.epi = p->epi;
     q.nf = fwd_nf(p->g.Fg);
     const dla__cpu_conv_taps k = {.w = (const FT *)p->w, .sg = p->g.wg, .sci = p->g.wc,
                                   .sco = p->g.wf, .s0 = p->g.ws[0], .s1 = p->g.ws[1]};

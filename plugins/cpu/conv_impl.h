@@ -25,7 +25,18 @@ typedef struct dla__cpu_conv {
     /* Base pointers at each view's offset (bias NULL: none). */
     char *x, *w, *y;
     const char *bias;
+    /* A forward's epilogue (conv_forward_fused), or NULL: each path runs
+     * it on images it has written (dla__cpu_conv_epilogue). */
+    const dla_fused_args *epi;
 } dla__cpu_conv;
+
+/* The epilogue of images b0 .. b0 + nb - 1 once the convolution has
+ * written them, on the calling thread; nothing without one. */
+static inline void dla__cpu_conv_epilogue(const dla_fused_args *epi, int64_t b0, int64_t nb)
+{
+    if (epi)
+        dla__cpu_fused_images(epi, b0, nb);
+}
 
 /* The three directions, in the order of the ABI's kernels (the kit's). */
 typedef dla_kit_conv_dir dla__cpu_conv_dir;

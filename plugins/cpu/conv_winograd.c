@@ -627,6 +627,8 @@ static void fwd_run(const fwd_call *c, int64_t r, const bufs *t)
             unpack_image(q, g, b0 + j, grp, t);
         }
     }
+    /* Every group of the run's images is written. */
+    dla__cpu_conv_epilogue(q->epi, b0, n);
 }
 
 /* Runs of K images, or chunks of one, sized for RUN_TILES (a function of

@@ -2,7 +2,9 @@
  * fused.c - the fused elementwise kernel (ABI 1.2): a program of unary and
  * binary steps over several views of one shape, in one pass; and
  * fused_multi (ABI 1.8), the same program that also stores some of its
- * earlier registers into extra results.
+ * earlier registers into extra results; and a convolution's epilogue
+ * (ABI 1.9), the program over the images the convolution has just
+ * written, on the thread that wrote them (dla__cpu_fused_images).
  *
  * The views' dims are coalesced as strided.c does, and the space is cut in
  * blocks of up to BLOCK consecutive elements (column-major): pieces of one
@@ -486,15 +488,22 @@ typedef struct extras {
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
+    /* Every block on the calling thread. */                                                       \
+    static void run_serial_##sfx(const dla_fused_args *a, const extras *ex, const space *sp,       \
+                                 const int *how)                                                   \
+    {                                                                                              \
+        _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                           \
+        _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                         \
+        for (int64_t u = 0; u < sp->blocks; u++)                                                   \
+            block_##sfx(a, ex, sp, how, u, regs, stage);                                           \
+    }                                                                                              \
+                                                                                                   \
     static void run_##sfx(const dla_fused_args *a, const extras *ex, const space *sp,              \
                           const int *how)                                                          \
     {                                                                                              \
         const int64_t blocks = sp->blocks;                                                         \
         if (sp->numel < DLA__CPU_PAR_MIN) {                                                        \
-            _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \
-            _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                     \
-            for (int64_t u = 0; u < blocks; u++)                                                   \
-                block_##sfx(a, ex, sp, how, u, regs, stage);                                       \
+            run_serial_##sfx(a, ex, sp, how);                                                      \
             return;                                                                                \
         }                                                                                          \
         /* Eight chunks per thread, taken as threads come: a thread that                          \
@@ -648,6 +657,34 @@ dla_status dla__cpu_fused_multi(void *dev, const dla_fused_multi_args *args)
         return s;
     const extras ex = {args->nextra, args->extra_reg, args->extra};
     return run_program(&args->program, &ex);
+}
+
+/* The views of program a, cut to images b0 .. b0 + nb - 1 along their
+ * last dim, run on this thread: each image's slice of every operand is
+ * the same elements as in the whole, so the bits are the whole program's. */
+void dla__cpu_fused_images(const dla_fused_args *a, int64_t b0, int64_t nb)
+{
+    dla_fused_args cut = *a;
+    const int last = a->y.ndims - 1;
+    const dla_view *v[NOPS];
+    for (int op = 0; op < 1 + a->ninputs; op++) {
+        dla_view *w = op ? &cut.inputs[op - 1] : &cut.y;
+        w->offset += b0 * w->strides[last];
+        w->dims[last] = nb;
+        v[op] = w;
+    }
+    const int nops = 1 + a->ninputs;
+    space sp;
+    int how[NOPS];
+    coalesce(&sp, nops, v);
+    if (sp.numel == 0)
+        return;
+    classify(&sp, nops, how);
+    const extras none = {0, NULL, NULL};
+    if (a->dtype == DLA_F32)
+        run_serial_f32(&cut, &none, &sp, how);
+    else
+        run_serial_f64(&cut, &none, &sp, how);
 }
 
 /* Accumulators past this many doubles (all slots together) would cost
