@@ -66,7 +66,7 @@ with DLACCEL_DEVICE="nosuch,cpu" -- "a DLACCEL_DEVICE list falls back to its nex
 
 check "with DLACCEL_DEVICE unset the highest priority plugin is the default" 0 \
     "Default device: cpu:0" "why: highest priority (100)" "$plugins" "from DLACCEL_PLUGIN_PATH" \
-    "from installed" "ABI           declared 1.8, plugin speaks 1.8"
+    "from installed" "ABI           declared 1.9, plugin speaks 1.9"
 
 printf '{"file_format_version": "1.0.0", "plugin": {"name": "broken",,}}\n' >"$tmp/broken.json"
 with DLACCEL_PLUGIN_PATH="$tmp:$plugins" DLACCEL_LOG=debug -- \
