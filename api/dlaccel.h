@@ -302,7 +302,10 @@ DLA_API int dla_tensor_describe(const dla_tensor *t, char *buf, size_t size);
  * the device. Returns the tensor's status if it is an error tensor. */
 DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t bytes);
 /* Reads one element (0-based linear index, column-major) as a double. For
- * tests and printing, not for loops: each call is a device round trip. */
+ * tests and printing, not for loops: each call is a device round trip.
+ * NaN when there is no such element, with the reason as the last error
+ * (DLA_ERR_INVALID_ARGUMENT for an index outside 0..numel-1, any index of
+ * an empty tensor; an error tensor's own status and message). */
 DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index);
 
 /* A dense copy of t on dev (NULL: current device), same dtype and format.

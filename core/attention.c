@@ -173,6 +173,16 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
                           "same channels, the keys and values the same sequence length, and all "
                           "three the same observations",
                           op, qb, kb, vb);
+    /* A query facing no keys has weights over nothing: a softmax of no
+     * elements, with no mean of the values to give it (as a query the
+     * mask lets see no key gets). Say so here, naming the keys, rather
+     * than let the softmax inside fail or give 0. With no queries or no
+     * observations there is nothing to weigh: an empty result. */
+    if (l[1].L == 0 && l[0].L > 0 && l[0].B > 0)
+        return dla__error(DLA_ERR_SHAPE,
+                          "%s: argument keys (%s \"%s\"): a sequence of no keys, so the "
+                          "queries (%s, %lld along the sequence) have nothing to attend to",
+                          op, kb, dla_tensor_format(keys), qb, (long long)l[0].L);
     if (strcmp(dla_tensor_format(queries), dla_tensor_format(keys)) ||
         strcmp(dla_tensor_format(keys), dla_tensor_format(values)))
         return dla__error(DLA_ERR_FORMAT, "%s: queries \"%s\", keys \"%s\", values \"%s\": one "

@@ -205,8 +205,13 @@ static dla_status softmax_forward(const void *attrs, dla_tensor *const *in, int 
     dla_tensor *r = dla__tensor_alloc(op, dev, x->dtype, "", x->ndims, rdims);
     dla_tensor *e = NULL;
     dla_status st = y && r ? DLA_OK : dla_last_status();
+    /* An empty x has an empty result, as MATLAB's softmax gives. With no
+     * channels (C of 0) the channel maximum below would be a max over
+     * nothing, which the reduce kernel refuses; there is nothing to
+     * compute. */
+    const int empty = dla__numel(x->ndims, x->dims) == 0;
     dla_view vx = {0}, vy = {0}, vr = {0}, ve = {0}; /* expanded even on failure */
-    if (st == DLA_OK) {
+    if (st == DLA_OK && !empty) {
         dla__view_of(x, &vx);
         dla__view_of(y, &vy);
         dla__view_of(r, &vr);
@@ -214,15 +219,15 @@ static dla_status softmax_forward(const void *attrs, dla_tensor *const *in, int 
     }
     dla_view vrx = vr; /* r broadcast along C */
     dla__nn_expand(&vrx, x->dims);
-    if (st == DLA_OK) /* y = x - max */
+    if (st == DLA_OK && !empty) /* y = x - max */
         st = dla__nn_binary(dev, DLA_BINARY_SUB, &vy, &vx, &vrx);
-    if (st == DLA_OK && !a->log) {
+    if (st == DLA_OK && !empty && !a->log) {
         st = dla__nn_unary(dev, DLA_UNARY_EXP, 0.0, 0.0, &vy, &vy);
         if (st == DLA_OK)
             st = dla__nn_reduce(dev, DLA_REDUCE_SUM, &vr, &vy);
         if (st == DLA_OK)
             st = dla__nn_binary(dev, DLA_BINARY_DIV, &vy, &vy, &vrx);
-    } else if (st == DLA_OK) { /* y = (x - max) - log(sum(exp(x - max))) */
+    } else if (st == DLA_OK && !empty) { /* y = (x - max) - log(sum(exp(x - max))) */
         e = dla__tensor_alloc(op, dev, x->dtype, "", x->ndims, x->dims);
         if (!e)
             st = dla_last_status();

@@ -501,8 +501,12 @@ static void backward_per_channel(const dla__node *n, const norm_geom *g, dla_ten
     }
     if (n->need[1])
         gin[1] = like(dla_sum(sg, nother, other), n->in[1]);
+    /* An empty batch (N = 0) has no statistics: mu and istd are NaN, while
+     * sg and sgx are empty sums, 0. The scale's gradient, a sum over no
+     * elements, is then 0 (as the offset's is), not istd .* (sgx - mu .*
+     * sg) = NaN, which an optimizer would write into the scale. */
     if (n->need[2])
-        gin[2] = like(dla_sum(dla_mul(istd, dot), nother, other), n->in[2]);
+        gin[2] = like(dla_sum(g->n > 0 ? dla_mul(istd, dot) : sgx, nother, other), n->in[2]);
 }
 
 static dla_status stats_backward(const dla__node *n, dla_tensor *const *gout, dla_tensor **gin)

@@ -559,8 +559,19 @@ static dla_tensor *global(const char *op, int max, dla_tensor *x)
     /* One window over everything: the gradient goes to the first maximum,
      * as in windowed max pooling. */
     pool_attrs a = {.mode = DLA_POOL_MAX, .npool = n};
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         a.pool[i] = x->dims[tdim ? tdim - 1 : i];
+        /* An empty pooled dim has no maximum. Said here, in the caller's
+         * terms: the window of size 0 made from it was refused as
+         * "dla_maxpool: argument pool_size", neither of which the caller
+         * gave. (The average of nothing is NaN, as dla_mean's.) */
+        if (a.pool[i] == 0) {
+            char buf[DLA__DIMS_BUF];
+            return dla__error(DLA_ERR_SHAPE, "%s: argument x (%s %s): pooled dim %d is empty, "
+                              "so it has no maximum to take", op,
+                              dla__tensor_dims_str(x, buf, sizeof buf), x->format, i + 1);
+        }
+    }
     return pool_apply(&a, x);
 }
 

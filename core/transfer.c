@@ -74,8 +74,30 @@ DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t byt
 
 DLA_API double dla_tensor_item(const dla_tensor *t, int64_t index)
 {
-    if (!t || t->status != DLA_OK || index < 0 || index >= dla__numel(t->ndims, t->dims))
+    static const char op[] = "dla_tensor_item";
+    /* The NaN returned for no element is also a value an element may
+     * hold (the mean of an empty tensor): the last error says which,
+     * as dla_tensor_to_host's status does. */
+    if (!t) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument t is NULL", op);
         return 0.0 / 0.0;
+    }
+    if (t->status != DLA_OK) {
+        dla__fail(t->status, "%s", t->message);
+        return 0.0 / 0.0;
+    }
+    const int64_t n = dla__numel(t->ndims, t->dims);
+    if (index < 0 || index >= n) {
+        char buf[DLA__DIMS_BUF];
+        if (n == 0)
+            dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument index: %lld, but t (%s) has no "
+                      "elements", op, (long long)index, dla__tensor_dims_str(t, buf, sizeof buf));
+        else
+            dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument index: %lld is outside 0..%lld "
+                      "of t (%s)", op, (long long)index, (long long)(n - 1),
+                      dla__tensor_dims_str(t, buf, sizeof buf));
+        return 0.0 / 0.0;
+    }
     int64_t off = t->offset, rem = index;
     for (int i = 0; i < t->ndims; i++) {
         off += (rem % t->dims[i]) * t->strides[i];

@@ -277,6 +277,26 @@ static void test_bad_arguments_are_named(void **state)
                  DLA_ERR_FORMAT, "one format for the three");
     tu_expect_error(dla_attention(q, NULL, v, 2, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "dla_attention: argument keys is NULL");
+    /* Keys of no length leave the queries nothing to attend to: named
+     * here (it was the inner softmax's "dla_softmax: cpu reduce: argument
+     * x: dims 0x3x1x2 leave nothing to take the max of", a softmax of no
+     * channels is empty now, and the result would have been zeros). */
+    dla_tensor *k0 = dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 2, 0));
+    dla_tensor *v0 = dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 0));
+    tu_expect_error(dla_attention(q, k0, v0, 2, NULL, NULL), DLA_ERR_SHAPE,
+                 "dla_attention: argument keys (4x2x0 \"CBT\"): a sequence of no keys, so the "
+                 "queries (4x2x3, 3 along the sequence) have nothing to attend to");
+    /* No queries, or no observations: nothing to weigh, an empty result. */
+    dla_tensor *y = dla_attention(dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 2, 0)), k0, v0, 2, NULL,
+                                  NULL);
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(dla_tensor_dim(y, 1), 6);
+    assert_int_equal(dla_tensor_numel(y), 0);
+    y = dla_attention(dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 0, 3)),
+                      dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 0, 0)),
+                      dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 0, 0)), 2, NULL, NULL);
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(dla_tensor_numel(y), 0);
     dla_scope_end();
 }
 

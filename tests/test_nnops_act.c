@@ -128,6 +128,46 @@ static void test_softmax_stays_finite_for_large_inputs(void **state)
     dla_scope_end();
 }
 
+/* An x with no channels (C of 0) has an empty softmax, as MATLAB's
+ * softmax of an empty dlarray; the channel maximum, a max over nothing,
+ * made the reduce kernel refuse it ("dla_softmax: cpu reduce: argument x:
+ * dims 0x3 leave nothing to take the max of"), and dla_attention of keys
+ * of no length with it. Eagerly, replayed and through the gradient. */
+static dla_status empty_softmax_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = *(const int *)ctx ? dla_logsoftmax(in[0]) : dla_softmax(in[0]);
+    return dla_gradient(dla_sum(out[0], 0, NULL), 1, in, out + 1);
+}
+
+static void test_softmax_of_no_channels_is_empty(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    static const char *const fmt[3] = {"CB", "SSCB", "CBT"};
+    const int64_t dims[3][4] = {{0, 3}, {2, 2, 0, 2}, {0, 2, 3}};
+    const int nd[3] = {2, 4, 3};
+    for (int f = 0; f < 3; f++)
+        for (int log = 0; log < 2; log++) {
+            dla_tensor *x = dla_zeros(DLA_F32, fmt[f], nd[f], dims[f]);
+            nn_expect(log ? dla_logsoftmax(x) : dla_softmax(x), fmt[f], nd[f], dims[f], NULL, 0);
+            dla_accel *af = dla_accelerate(empty_softmax_loss, NULL);
+            for (int call = 0; call < 4; call++) {
+                dla_tensor *out[2];
+                dla_status st = call == 0 ? dla_feval(empty_softmax_loss, &log, 1, &x, 2, out)
+                                          : dla_accel_feval(af, &log, 1, &x, 2, out);
+                if (st != DLA_OK)
+                    fail_msg("%s log %d call %d: %s", fmt[f], log, call, dla_last_error());
+                assert_int_equal(dla_tensor_numel(out[0]), 0);
+                assert_string_equal(dla_tensor_format(out[0]), fmt[f]);
+                assert_int_equal(dla_tensor_numel(out[1]), 0);
+            }
+            dla_accel_free(af);
+        }
+    dla_scope_end();
+}
+
 /* --------------------------------------------------------------- gradients */
 
 typedef struct act_case {
@@ -211,6 +251,7 @@ int main(void)
         TU_TEST(test_gelu_uses_erf_by_default_and_tanh_on_request),
         TU_TEST(test_softmax_normalizes_over_the_channel_dim_of_each_format),
         TU_TEST(test_softmax_stays_finite_for_large_inputs),
+        TU_TEST(test_softmax_of_no_channels_is_empty),
         TU_TEST(test_activation_gradients_match_finite_differences),
         TU_TEST(test_activation_errors_name_the_op_and_argument),
     };

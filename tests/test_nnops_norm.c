@@ -221,6 +221,59 @@ static void test_norms_of_an_empty_batch_are_empty(void **state)
     dla_scope_end();
 }
 
+/* batchnorm in training mode on an empty batch (B or T of 0): the
+ * gradients of offset and scale are sums over no elements, 0. The scale's
+ * was NaN (istd .* (sum(g .* x) - mu .* sum(g)) with the NaN statistics
+ * of an empty batch), and an optimizer step wrote the NaN into the
+ * network's scale. In a replay too. */
+static dla_status empty_bn_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y;
+    dla_status st = dla_batchnorm_train(in[0], in[1], in[2], in[3], in[4], NULL, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, y), 0, NULL);
+    return dla_gradient(out[0], 2, in + 1, out + 1);
+}
+
+static void test_batchnorm_train_of_an_empty_batch_has_zero_gradients(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    static const char *const fmt[3] = {"SSCB", "CB", "CBT"};
+    const int64_t dims[3][4] = {{4, 4, 3, 0}, {3, 0}, {3, 2, 0}};
+    const int nd[3] = {4, 2, 3};
+    for (int f = 0; f < 3; f++)
+        for (int dt = 0; dt < 2; dt++) {
+            const dla_dtype type = dt ? DLA_F64 : DLA_F32;
+            dla_tensor *in[5] = {dla_zeros(type, fmt[f], nd[f], dims[f]),
+                                 dla_full(0.5, type, "", DLA_DIMS(3, 1)),
+                                 dla_full(2.0, type, "", DLA_DIMS(3, 1)),
+                                 dla_zeros(type, "", DLA_DIMS(3, 1)),
+                                 dla_ones(type, "", DLA_DIMS(3, 1))};
+            dla_accel *af = dla_accelerate(empty_bn_loss, NULL);
+            for (int call = 0; call < 4; call++) {
+                dla_tensor *out[3];
+                dla_status st = call == 0 ? dla_feval(empty_bn_loss, NULL, 5, in, 3, out)
+                                          : dla_accel_feval(af, NULL, 5, in, 3, out);
+                if (st != DLA_OK)
+                    fail_msg("%s %s call %d: %s", fmt[f], dla_dtype_name(type), call,
+                             dla_last_error());
+                assert_true(dla_tensor_item(out[0], 0) == 0.0);
+                for (int k = 1; k < 3; k++)
+                    for (int c = 0; c < 3; c++)
+                        if (dla_tensor_item(out[k], c) != 0.0)
+                            fail_msg("%s %s call %d: gradient %d, channel %d: %g, not 0",
+                                     fmt[f], dla_dtype_name(type), call, k, c,
+                                     dla_tensor_item(out[k], c));
+            }
+            dla_accel_free(af);
+        }
+    dla_scope_end();
+}
+
 /* The statistics and the gradients' sums are taken by the OpenMP team,
  * whose threads take the work as they come; the same call still gives
  * the same bits every time, because the sums add fixed runs of the data
@@ -533,6 +586,7 @@ int main(void)
         TU_TEST(test_running_statistics_carry_no_gradient),
         TU_TEST(test_normalization_errors_name_the_op_argument_and_shapes),
         TU_TEST(test_norms_of_an_empty_batch_are_empty),
+        TU_TEST(test_batchnorm_train_of_an_empty_batch_has_zero_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -384,6 +384,19 @@ static void test_pooling_errors_name_the_op_argument_and_shapes(void **state)
     dla_tensor *s4 = dla_ones(DLA_F64, "SSSSCB", DLA_DIMS(2, 2, 2, 2, 1, 1));
     nn_expect_error(dla_maxpool(s4, DLA_DIMS(2), NULL), DLA_ERR_FORMAT,
                     "dla_maxpool: argument x (2x2x2x2x1x1 SSSSCB) has 4 \"S\" dims");
+    /* Global max pooling of an empty pooled dim: no maximum, said in the
+     * caller's terms (it was "dla_maxpool: argument pool_size: 0 along
+     * pooled dim 1", an op and an argument the caller never named). The
+     * average of nothing is NaN, as dla_mean's. */
+    dla_tensor *e = dla_ones(DLA_F64, "SSCB", DLA_DIMS(0, 5, 2, 3));
+    nn_expect_error(dla_global_maxpool(e), DLA_ERR_SHAPE,
+                    "dla_global_maxpool: argument x (0x5x2x3 SSCB): pooled dim 1 is empty, so it "
+                    "has no maximum to take");
+    nn_expect_error(dla_global_maxpool(dla_ones(DLA_F32, "CBT", DLA_DIMS(2, 3, 0))), DLA_ERR_SHAPE,
+                    "dla_global_maxpool: argument x (2x3x0 CBT): pooled dim 1 is empty");
+    dla_tensor *m = dla_global_avgpool(e);
+    assert_int_equal(dla_tensor_numel(m), 6);
+    assert_true(isnan(dla_tensor_item(m, 0)));
     dla_scope_end();
 }
 

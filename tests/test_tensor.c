@@ -151,6 +151,37 @@ static void test_to_host_refuses_a_short_buffer(void **state)
     dla_tensor_release(t);
 }
 
+/* dla_tensor_item of no element: NaN, and the last error says so. It
+ * returned NaN with no error, which reads as a NaN element (the mean of
+ * an empty tensor is one) and left a stale message in dla_last_error. */
+static void test_item_of_no_element_says_why(void **state)
+{
+    (void)state;
+    dla_tensor *e = dla_zeros(DLA_F32, "", DLA_DIMS(0, 3));
+    dla_tensor *s = dla_full(2.5, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_clear_error();
+    assert_true(isnan(dla_tensor_item(e, 0)));
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(),
+                        "dla_tensor_item: argument index: 0, but t (0x3) has no elements");
+    dla_clear_error();
+    assert_true(isnan(dla_tensor_item(s, 1)));
+    assert_string_equal(dla_last_error(),
+                        "dla_tensor_item: argument index: 1 is outside 0..0 of t (1x1)");
+    dla_clear_error();
+    assert_true(isnan(dla_tensor_item(s, -1)));
+    assert_non_null(strstr(dla_last_error(), "argument index: -1 is outside 0..0"));
+    dla_clear_error();
+    assert_true(isnan(dla_tensor_item(NULL, 0)));
+    assert_string_equal(dla_last_error(), "dla_tensor_item: argument t is NULL");
+    /* an element is read without touching the last error */
+    dla_clear_error();
+    assert_true(dla_tensor_item(s, 0) == 2.5);
+    assert_int_equal(dla_last_status(), DLA_OK);
+    dla_tensor_release(e);
+    dla_tensor_release(s);
+}
+
 static void test_zeros_ones_full_fill_every_element(void **state)
 {
     double vals[3] = {0, 1, -3.5};
@@ -1069,6 +1100,7 @@ int main(void)
         TU_TEST(test_device_is_the_selected_one),
         TU_TEST(test_host_data_round_trips_in_every_dtype),
         TU_TEST(test_to_host_refuses_a_short_buffer),
+        TU_TEST(test_item_of_no_element_says_why),
         TU_TEST(test_zeros_ones_full_fill_every_element),
         TU_TEST(test_bad_dims_are_refused_with_the_argument_named),
         TU_TEST(test_rand_matches_the_philox_known_answer),

@@ -53,7 +53,8 @@ DLA_API dla_tensor *dla_gelu(dla_tensor *x, const char *approximation);
 /* MATLAB softmax(X): exp(x) / sum(exp(x)) over the "C" dim, separately for
  * every other index (each pixel of "SSCB", each step of "CBT"). Computed
  * with the channel maximum subtracted first, so large inputs do not
- * overflow. DLA_ERR_FORMAT when x has no "C" label. */
+ * overflow. An empty x (no channels, or no observations) gives an empty
+ * result. DLA_ERR_FORMAT when x has no "C" label. */
 DLA_API dla_tensor *dla_softmax(dla_tensor *x);
 
 /* log(softmax(x)) over "C", computed as x - max - log(sum(exp(x - max))),
@@ -95,7 +96,8 @@ typedef struct dla_attention_options {
  * Errors: DLA_ERR_FORMAT (a missing "C", two sequence dims, "U", formats
  * that differ), DLA_ERR_SHAPE (queries and keys of other channel counts;
  * keys and values of other lengths; other observation counts; a causal
- * mask over other lengths), DLA_ERR_INVALID_ARGUMENT (num_heads that does
+ * mask over other lengths; keys of no length for queries of some: weights
+ * over no keys), DLA_ERR_INVALID_ARGUMENT (num_heads that does
  * not divide the channels, an unknown mask, a scale that is not finite). */
 DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
                                   int64_t num_heads, const dla_attention_options *opts,
@@ -278,7 +280,9 @@ DLA_API dla_tensor *dla_avgpool(dla_tensor *x, int npool, const int64_t *pool_si
  * globalMaxPooling and globalAveragePooling layers): the max or mean over
  * all S dims, or over T for an x without S dims ("CBT" sequences). The
  * pooled dims stay with size 1 and keep their labels ("SSCB" 28x28x20x128
- * gives 1x1x20x128 "SSCB"). Max: the gradient goes to the first maximum. */
+ * gives 1x1x20x128 "SSCB"). Max: the gradient goes to the first maximum;
+ * an empty pooled dim is DLA_ERR_SHAPE (no maximum). Average: an empty
+ * pooled dim gives NaN, the mean of nothing, as dla_mean does. */
 DLA_API dla_tensor *dla_global_maxpool(dla_tensor *x);
 DLA_API dla_tensor *dla_global_avgpool(dla_tensor *x);
 
