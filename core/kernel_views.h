@@ -39,7 +39,7 @@ typedef union dla__kernel_args {
 
 #define DLA__MAX_KERNEL_VIEWS (DLA_FUSED_MAX_INPUTS + 1 + DLA_FUSED_MAX_EXTRA)
 _Static_assert(DLA__MAX_KERNEL_VIEWS >= 5 + DLA_FUSED_MAX_INPUTS,
-               "conv_forward_fused's views: x, w, y, bias, the epilogue's y and inputs");
+               "a convolution's with an epilogue: x, w, y, bias, the epilogue's y and inputs");
 
 typedef struct dla__view_list {
     dla_view *v[DLA__MAX_KERNEL_VIEWS];
@@ -48,13 +48,15 @@ typedef struct dla__view_list {
 } dla__view_list;
 
 /* Nonzero for the kernels whose declines the host rescues with dense
- * copies. conv_forward_fused's decline is rescued otherwise: its epilogue
- * reads conv.y through an alias that copies would break, so the host runs
- * conv_forward and fused one after the other (launch.c). */
+ * copies. A convolution with an epilogue is rescued otherwise: the
+ * epilogue reads the pass's result through an alias that copies would
+ * break, so the host runs the pass and fused one after the other
+ * (launch.c). */
 static inline int dla__kernel_retried(dla_kernel k)
 {
     return k != DLA_KERNEL_STRIDED_COPY && k != DLA_KERNEL_GEMM &&
-           k != DLA_KERNEL_CONV_FORWARD_FUSED && (unsigned)k < DLA_KERNEL_COUNT;
+           k != DLA_KERNEL_CONV_FORWARD_FUSED && k != DLA_KERNEL_CONV_BACKWARD_DATA_FUSED &&
+           (unsigned)k < DLA_KERNEL_COUNT;
 }
 
 static inline void dla__view_list_add(dla__view_list *l, dla_view *v, int written)
@@ -127,9 +129,10 @@ static inline void dla__kernel_views(dla_kernel k, dla__kernel_args *a, dla__vie
             ADD(&a->fused_multi.program.inputs[i], 0);
         break;
     case DLA_KERNEL_CONV_FORWARD_FUSED:
-        ADD(&a->conv_fused.conv.x, 0);
+    case DLA_KERNEL_CONV_BACKWARD_DATA_FUSED:
+        ADD(&a->conv_fused.conv.x, k == DLA_KERNEL_CONV_BACKWARD_DATA_FUSED);
         ADD(&a->conv_fused.conv.w, 0);
-        ADD(&a->conv_fused.conv.y, 1);
+        ADD(&a->conv_fused.conv.y, k == DLA_KERNEL_CONV_FORWARD_FUSED);
         ADD(&a->conv_fused.conv.bias, 0);
         ADD(&a->conv_fused.epilogue.y, 1);
         for (int i = 0; i < a->conv_fused.epilogue.ninputs && i < DLA_FUSED_MAX_INPUTS; i++)
@@ -208,6 +211,7 @@ static inline dla_status dla__kernel_call(const dla_plugin *t, void *ctx, dla_ke
     case DLA_KERNEL_RANDOM_NORMAL: CALL(random, &a->random);
     case DLA_KERNEL_FUSED_MULTI: CALL(fused_multi, &a->fused_multi);
     case DLA_KERNEL_CONV_FORWARD_FUSED: CALL(conv_forward_fused, &a->conv_fused);
+    case DLA_KERNEL_CONV_BACKWARD_DATA_FUSED: CALL(conv_backward_data_fused, &a->conv_fused);
     default: return DLA_ERR_UNSUPPORTED;
     }
 #undef CALL

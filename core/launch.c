@@ -512,20 +512,22 @@ dla_status dla__k_fused_multi(dla_device *dev, const dla_fused_multi_args *args)
                            dev->table->fused_multi(dev->ctx, args));
 }
 
-dla_status dla__k_conv_fused(dla_device *dev, const dla_conv_fused_args *args)
+dla_status dla__k_conv_fused(dla_device *dev, dla_kernel which, const dla_conv_fused_args *args)
 {
-    CAPTURE(DLA__LAUNCH_CONV_FUSED, DLA_KERNEL_CONV_FORWARD_FUSED, conv_fused,
-            (dla_conv_fused_args *)args);
-    if (dla__device_supports(dev, DLA_KERNEL_CONV_FORWARD_FUSED, args->conv.dtype)) {
-        const dla_status st = dev->table->conv_forward_fused(dev->ctx, args);
+    CAPTURE(DLA__LAUNCH_CONV_FUSED, which, conv_fused, (dla_conv_fused_args *)args);
+    const int fwd = which == DLA_KERNEL_CONV_FORWARD_FUSED;
+    if (dla__device_supports(dev, which, args->conv.dtype)) {
+        const dla_status st = fwd ? dev->table->conv_forward_fused(dev->ctx, args)
+                                  : dev->table->conv_backward_data_fused(dev->ctx, args);
         if (st != DLA_ERR_UNSUPPORTED)
             return st;
-        dla__log(DLA_LOG_DEBUG, "%s declined 'conv_forward_fused' (%s): the convolution and its "
-                 "epilogue run as two launches", dev->name, dla_last_error());
+        dla__log(DLA_LOG_DEBUG, "%s declined '%s' (%s): the convolution and its epilogue run as "
+                 "two launches", dev->name, dla__kernel_name(which), dla_last_error());
     }
     /* Two launches: their own captures would double the one above. */
     dla__observer *observers = dla__hooks_mute();
-    dla_status st = dla__k_conv(dev, DLA_KERNEL_CONV_FORWARD, &args->conv);
+    dla_status st = dla__k_conv(dev, fwd ? DLA_KERNEL_CONV_FORWARD : DLA_KERNEL_CONV_BACKWARD_DATA,
+                                &args->conv);
     if (st == DLA_OK)
         st = dla__k_fused(dev, &args->epilogue);
     dla__hooks_unmute(observers);
@@ -593,7 +595,7 @@ dla_status dla__k_launch(dla_device *dev, const dla__launch *l)
     case DLA__LAUNCH_FUSED_REDUCE: return dla__k_fused_reduce(dev, l->u.fused_reduce);
     case DLA__LAUNCH_RANDOM: return dla__k_random(dev, &l->u.random);
     case DLA__LAUNCH_FUSED_MULTI: return dla__k_fused_multi(dev, l->u.fused_multi);
-    case DLA__LAUNCH_CONV_FUSED: return dla__k_conv_fused(dev, l->u.conv_fused);
+    case DLA__LAUNCH_CONV_FUSED: return dla__k_conv_fused(dev, l->which, l->u.conv_fused);
     }
     DLA_ASSERT(!"a launch kind dla__k_launch does not know");
     return DLA_ERR_STATE;

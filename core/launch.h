@@ -40,11 +40,12 @@ dla_status dla__k_fused(dla_device *dev, const dla_fused_args *args);
 /* ABI 1.3: a fused program summed over dims; native only, as fused. */
 dla_status dla__k_fused_reduce(dla_device *dev, const dla_fused_reduce_args *args);
 dla_status dla__k_fused_multi(dla_device *dev, const dla_fused_multi_args *args);
-/* ABI 1.9: a forward convolution and its epilogue. Where dev has no
- * conv_forward_fused, or declines the call, the convolution and the
+/* ABI 1.9: a convolution pass and its epilogue, which is
+ * DLA_KERNEL_CONV_FORWARD_FUSED or DLA_KERNEL_CONV_BACKWARD_DATA_FUSED.
+ * Where dev has no such kernel, or declines the call, the pass and the
  * program run as two launches (dla__k_conv, then dla__k_fused): the same
  * bits. */
-dla_status dla__k_conv_fused(dla_device *dev, const dla_conv_fused_args *args);
+dla_status dla__k_conv_fused(dla_device *dev, dla_kernel which, const dla_conv_fused_args *args);
 
 /* ABI 1.3: fills y from the random stream at (args->seed, args->counter)
  * with the device's random kernel, or, where it has none, draws on the
@@ -97,7 +98,7 @@ typedef enum dla__launch_kind {
 /* One kernel call with its arguments, as dla__k_launch() makes it again. */
 typedef struct dla__launch {
     dla__launch_kind kind;
-    dla_kernel which; /* conv, pool and index: the kernel */
+    dla_kernel which; /* conv, pool, index and conv_fused: the kernel */
     union {
         struct {
             dla_view y;

@@ -39,11 +39,11 @@ typedef struct dla__slot {
 } dla__slot;
 
 /* The memory operands of a launch, in a fixed order per kind. */
-/* fused_multi: y, the extras, the inputs; conv_forward_fused: x, w, y,
- * bias, the epilogue's y, its inputs */
+/* fused_multi: y, the extras, the inputs; a convolution with an
+ * epilogue: x, w, y, bias, the epilogue's y, its inputs */
 #define DLA__LAUNCH_MAX_FIELDS (1 + DLA_FUSED_MAX_EXTRA + DLA_FUSED_MAX_INPUTS)
 _Static_assert(DLA__LAUNCH_MAX_FIELDS >= 5 + DLA_FUSED_MAX_INPUTS,
-               "conv_forward_fused's fields fit a launch's");
+               "a convolution's with an epilogue fit a launch's");
 
 typedef struct dla__field {
     dla_mem *mem;
@@ -270,7 +270,8 @@ int dla__plan_conv_bias_out_allowed(void);
  * for the last time (DLACCEL_PLAN is not no-in-place). */
 int dla__plan_in_place_allowed(void);
 /* Whether plans may run a convolution and the fused program after it as
- * one conv_forward_fused launch (DLACCEL_PLAN is not no-epilogue). */
+ * one launch (conv_forward_fused, conv_backward_data_fused; DLACCEL_PLAN is
+ * not no-epilogue). */
 int dla__plan_epilogue_allowed(void);
 
 #endif

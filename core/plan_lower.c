@@ -121,12 +121,13 @@ int dla__launch_fields(dla__launch *l, dla__field *f)
         return n;
     }
     case DLA__LAUNCH_CONV_FUSED: {
-        /* The convolution's fields first, as a conv launch's; then the
-         * epilogue's y and inputs. */
+        /* The convolution's fields first, as a conv launch's (x written
+         * backward, y forward); then the epilogue's y and inputs. */
         dla_conv_fused_args *a = l->u.conv_fused;
-        f[0] = view_field(&a->conv.x, 0);
+        const int bwd = l->which == DLA_KERNEL_CONV_BACKWARD_DATA_FUSED;
+        f[0] = view_field(&a->conv.x, bwd);
         f[1] = view_field(&a->conv.w, 0);
-        f[2] = view_field(&a->conv.y, 1);
+        f[2] = view_field(&a->conv.y, !bwd);
         f[3] = view_field(&a->conv.bias, 0);
         f[4] = view_field(&a->epilogue.y, 1);
         for (int i = 0; i < a->epilogue.ninputs; i++)
@@ -1217,30 +1218,39 @@ static void fuse(lowering *L)
 
 /* ------------------------------------------------ convolution epilogues */
 
-/* Nonzero when the fused launch fl can be the epilogue of the forward
- * convolution cl (dla_conv_fused_args): of the convolution's dims, reading
- * its result y only through y's very view (at least once: *at is the
- * first such input), and writing a buffer of the replay that is none of
- * the convolution's operands. Slots apart are memory apart in the plan:
- * both launches' buffers are live at the one step they become. */
+/* The field of a convolution launch (forward or backward data) that holds
+ * its result: y (2) forward, x (0) backward. */
+static int conv_result_field(dla_kernel which)
+{
+    return which == DLA_KERNEL_CONV_FORWARD || which == DLA_KERNEL_CONV_FORWARD_FUSED ? 2 : 0;
+}
+
+/* Nonzero when the fused launch fl can be the epilogue of the convolution
+ * pass cl (dla_conv_fused_args): of the dims of the pass's result R,
+ * reading R only through R's very view (at least once: *at is the first
+ * such input), and writing a buffer of the replay that is none of the
+ * pass's operands. Slots apart are memory apart in the plan: both
+ * launches' buffers are live at the one step they become. */
 static int epilogue_of(const lowering *L, const dla__cap_launch *cl, const dla__cap_launch *fl,
                        int *at)
 {
     const dla_conv_args *k = &cl->l.u.conv;
+    const int ri = conv_result_field(cl->l.which);
+    const dla_view *r = ri == 2 ? &k->y : &k->x;
     const dla_fused_args *a = fl->l.u.fused;
-    const dla__slot ys = cl->slot[2], zs = fl->slot[0];
-    if (a->dtype != k->dtype || k->y.ndims != k->nspatial + 2 || !same_dims(&a->y, &k->y) ||
-        ys.kind != DLA__SLOT_BUFFER || invoke_buffer(L->c, ys.id) ||
+    const dla__slot rs = cl->slot[ri], zs = fl->slot[0];
+    if (a->dtype != k->dtype || r->ndims != k->nspatial + 2 || !same_dims(&a->y, r) ||
+        rs.kind != DLA__SLOT_BUFFER || invoke_buffer(L->c, rs.id) ||
         zs.kind != DLA__SLOT_BUFFER || invoke_buffer(L->c, zs.id))
         return 0;
     for (int i = 0; i < 4; i++)
-        if (same_slot(zs, cl->slot[i]) && i != 2)
-            return 0; /* the program would write what the convolution reads */
+        if (same_slot(zs, cl->slot[i]) && i != ri)
+            return 0; /* the program would write what the pass reads */
     *at = -1;
     for (int i = 0; i < a->ninputs; i++) {
-        if (!same_slot(fl->slot[1 + i], ys))
+        if (!same_slot(fl->slot[1 + i], rs))
             continue;
-        if (!same_view(&a->inputs[i], &k->y) || a->inputs[i].mem != k->y.mem)
+        if (!same_view(&a->inputs[i], r) || a->inputs[i].mem != r->mem)
             return 0;
         if (*at < 0)
             *at = i;
@@ -1248,13 +1258,32 @@ static int epilogue_of(const lowering *L, const dla__cap_launch *cl, const dla__
     return *at >= 0;
 }
 
-/* A forward convolution and the fused launch right after it that reads
- * its result become one conv_forward_fused launch where the device has
- * it: the device may then run the program over each image as the
- * convolution writes it, while it is in cache, rather than in a pass of
- * its own over the whole activation (ResNet-20's inference: a bias, a
- * batch normalization's scale and shift, a residual and a relu after each
- * convolution). The same operations on the same values: the same bits.
+/* The step right after the convolution at step s, if it is a fused launch
+ * that reads the convolution's result; -1 otherwise. Only the next step:
+ * ResNet-20's training has a filter gradient and a bias's sum between
+ * each input gradient and its relu mask, and moving the mask up past them
+ * to run it as an epilogue measured no faster (285 ms against 298, 7
+ * alternating rounds): the pass after the mask, batch normalization's
+ * sums, then read the gradient from memory instead. */
+static int next_reader(lowering *L, int s)
+{
+    const dla__slot rs = launch_at(L, s)->slot[conv_result_field(launch_at(L, s)->l.which)];
+    const int e = s + 1;
+    if (L->steps[e].kind != DLA__STEP_LAUNCH || launch_at(L, e)->l.kind != DLA__LAUNCH_FUSED ||
+        !touches(L, e, rs, 0))
+        return -1;
+    return e;
+}
+
+/* A convolution pass (forward, or backward data) and the fused launch
+ * right after it that reads its result become one launch where the
+ * device has the ABI 1.9 kernel: the device may then run the program over
+ * each image as the pass writes it, while it is in cache, rather than in
+ * a pass of its own over the whole activation (ResNet-20's inference: a
+ * bias, a batch normalization's scale and shift, a residual and a relu
+ * after each convolution; the gradient of a loss with respect to a
+ * network's input alone: the relu's mask after each input gradient). The
+ * same operations on the same values: the same bits.
  * DLACCEL_PLAN=no-epilogue leaves them two launches (for comparisons). */
 static void conv_epilogues(lowering *L)
 {
@@ -1262,17 +1291,22 @@ static void conv_epilogues(lowering *L)
     if (!dla__plan_epilogue_allowed())
         return;
     for (int s = 0; s + 1 < L->nsteps; s++) {
-        if (L->steps[s].kind != DLA__STEP_LAUNCH || L->steps[s + 1].kind != DLA__STEP_LAUNCH)
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
             continue;
-        const dla__cap_launch *cl = launch_at(L, s), *fl = launch_at(L, s + 1);
+        const dla__cap_launch *cl = launch_at(L, s);
+        if (cl->l.kind != DLA__LAUNCH_CONV || (cl->l.which != DLA_KERNEL_CONV_FORWARD &&
+                                                cl->l.which != DLA_KERNEL_CONV_BACKWARD_DATA))
+            continue;
+        const dla_kernel which = cl->l.which == DLA_KERNEL_CONV_FORWARD
+                                     ? DLA_KERNEL_CONV_FORWARD_FUSED
+                                     : DLA_KERNEL_CONV_BACKWARD_DATA_FUSED;
         int at;
-        if (cl->l.kind != DLA__LAUNCH_CONV || cl->l.which != DLA_KERNEL_CONV_FORWARD ||
-            fl->l.kind != DLA__LAUNCH_FUSED || cl->dev != fl->dev ||
-            !dla__device_supports(L->p->dev, DLA_KERNEL_CONV_FORWARD_FUSED, cl->l.u.conv.dtype) ||
-            !epilogue_of(L, cl, fl, &at))
+        const int e = dla__device_supports(L->p->dev, which, cl->l.u.conv.dtype) ? next_reader(L, s)
+                                                                                : -1;
+        if (e < 0 || launch_at(L, e)->dev != cl->dev || !epilogue_of(L, cl, launch_at(L, e), &at))
             continue;
         dla_conv_fused_args *a = dla__calloc(1, sizeof *a);
-        const int ci = L->steps[s].index, fi = L->steps[s + 1].index;
+        const int ci = L->steps[s].index, fi = L->steps[e].index;
         const int li = a ? new_launch(c) : -1;
         if (li < 0) {
             dla__free(a);
@@ -1285,7 +1319,7 @@ static void conv_epilogues(lowering *L)
         a->epilogue = *fused->l.u.fused;
         a->conv_input = at;
         n->l.kind = DLA__LAUNCH_CONV_FUSED;
-        n->l.which = DLA_KERNEL_CONV_FORWARD_FUSED;
+        n->l.which = which;
         n->l.u.conv_fused = a;
         n->dev = conv->dev;
         n->entry = conv->entry;
@@ -1295,7 +1329,7 @@ static void conv_epilogues(lowering *L)
             n->slot[4 + i] = fused->slot[i];
         conv->dropped = fused->dropped = 1;
         L->steps[s].index = li;
-        memmove(&L->steps[s + 1], &L->steps[s + 2], (size_t)(L->nsteps - s - 2) * sizeof *L->steps);
+        memmove(&L->steps[e], &L->steps[e + 1], (size_t)(L->nsteps - e - 1) * sizeof *L->steps);
         L->nsteps--;
         L->p->nepilogue++;
     }
@@ -1520,20 +1554,21 @@ static void results_in_place(lowering *L, int *root)
             continue;
         dla__field f[DLA__LAUNCH_MAX_FIELDS];
         const int n = dla__launch_fields(&cl->l, f);
-        /* A convolution's epilogue writes its y (field 4) over the
-         * convolution's result (field 2) only: over another input it could
-         * be the convolution's x, which dla_conv_fused_args forbids. */
+        /* A convolution's epilogue writes its y (field 4) over the pass's
+         * result only (y forward, x backward: conv_result_field): over
+         * another input it could be what the pass reads, which
+         * dla_conv_fused_args forbids. */
         const int zi = kind == DLA__LAUNCH_CONV_FUSED ? 4 : 0;
+        const int ri = zi ? conv_result_field(cl->l.which) : -1;
         const dla__slot zs = cl->slot[zi];
         if (zs.kind != DLA__SLOT_BUFFER || f[zi].reads || !f[zi].view)
             continue;
         dla__cap_buffer *z = &c->bufs[zs.id];
         if (invoke_buffer(c, zs.id) || z->fresh >= 0 || z->fixed || z->first != s)
             continue;
-        for (int i = 1; i < n; i++) {
+        for (int i = zi ? ri : 1; i < n; i++) {
             const dla__slot ys = cl->slot[i];
-            if (ys.kind != DLA__SLOT_BUFFER || ys.id == zs.id || !f[i].view ||
-                (zi && i != 2))
+            if (ys.kind != DLA__SLOT_BUFFER || ys.id == zs.id || !f[i].view || (zi && i != ri))
                 continue;
             const dla__cap_buffer *y = &c->bufs[ys.id];
             const int r = root[ys.id]; /* roots point at themselves */
@@ -1543,8 +1578,9 @@ static void results_in_place(lowering *L, int *root)
                 continue;
             /* Every read of y by this step through that view. */
             int exact = 1;
-            for (int j = 1; j < n; j++)
-                if (same_slot(cl->slot[j], ys) && (!f[j].view || !same_view(f[j].view, f[zi].view)))
+            for (int j = 0; j < n; j++)
+                if (j != zi && same_slot(cl->slot[j], ys) &&
+                    (!f[j].view || !same_view(f[j].view, f[zi].view)))
                     exact = 0;
             if (!exact)
                 continue;

@@ -29,7 +29,7 @@ const char *dla__launch_name(const dla__launch *l)
         [DLA__LAUNCH_INDEX] = "gather/scatter_add", [DLA__LAUNCH_COPY_BYTES] = "copy",
         [DLA__LAUNCH_FUSED] = "fused",     [DLA__LAUNCH_FUSED_REDUCE] = "fused_reduce",
         [DLA__LAUNCH_RANDOM] = "random",   [DLA__LAUNCH_FUSED_MULTI] = "fused_multi",
-        [DLA__LAUNCH_CONV_FUSED] = "conv_forward_fused",
+        [DLA__LAUNCH_CONV_FUSED] = "conv_fused",
     };
     return names[l->kind];
 }
@@ -84,8 +84,9 @@ static void print_launch(FILE *f, dla__launch *l)
         print_program(f, &l->u.fused_multi->program);
         break;
     case DLA__LAUNCH_CONV_FUSED:
-        /* conv_forward_fused: the convolution, then its epilogue. */
-        fprintf(f, "conv_forward%s, then fused ",
+        /* The convolution pass, then its epilogue. */
+        fprintf(f, "%s%s, then fused ",
+                l->which == DLA_KERNEL_CONV_FORWARD_FUSED ? "conv_forward" : "conv_backward_data",
                 l->u.conv_fused->conv.bias.mem ? " + bias" : "");
         print_program(f, &l->u.conv_fused->epilogue);
         break;

@@ -207,28 +207,33 @@ static void sp_idx(int nsp, const int64_t *s, int64_t ch, int64_t b, int64_t *id
     idx[nsp] = ch, idx[nsp + 1] = b;
 }
 
-/* conv_forward_fused (ABI 1.9) on the case whose forward result the
- * device has just written (conv, of buffer n elements, a's y): with the
- * epilogue relu(y .* s + r) (s per channel, r a residual laid out as y),
- * written over y itself or (every other call) into a buffer of its own
- * laid out as y, the result must be that arithmetic on conv, rounded as
+/* conv_forward_fused or conv_backward_data_fused (ABI 1.9: bwd) on the
+ * case whose pass result R the device has just written (conv, the whole
+ * buffer by of a's y forward, x backward): with the epilogue relu(R .* s
+ * + r) (s per channel, r laid out as R: a residual, a relu's mask),
+ * written over R itself or (every other call) into a buffer of its own
+ * laid out as R, the result must be that arithmetic on conv, rounded as
  * the elementwise kernels round it, on every element of the view, and the
  * rest of the buffer as it was: the kernel's promise is the bits of the
- * convolution and then the program. Values come from a counter, not the
- * case stream, so the other tests draw what they drew before. */
-static void check_epilogue(dla_device *dev, const dla_conv_args *a, const dbuf *by,
+ * pass and then the program. Values come from a counter, not the case
+ * stream, so the other tests draw what they drew before. */
+static void check_epilogue(dla_device *dev, const dla_conv_args *a, int bwd, const dbuf *by,
                            const void *conv)
 {
     const dla_plugin *tb = dla_device_table(dev);
     void *ctx = dla_device_context(dev);
     const dla_dtype t = a->dtype;
-    if (!tb->conv_forward_fused || a->y.ndims != a->nspatial + 2 ||
-        (tb->supports && !tb->supports(ctx, DLA_KERNEL_CONV_FORWARD_FUSED, t)))
+    const dla_kernel kernel =
+        bwd ? DLA_KERNEL_CONV_BACKWARD_DATA_FUSED : DLA_KERNEL_CONV_FORWARD_FUSED;
+    dla_status (*fn)(void *, const dla_conv_fused_args *) =
+        bwd ? tb->conv_backward_data_fused : tb->conv_forward_fused;
+    const dla_view *res = bwd ? &a->x : &a->y;
+    if (!fn || res->ndims != a->nspatial + 2 || (tb->supports && !tb->supports(ctx, kernel, t)))
         return;
     static int calls;
     const int in_place = calls++ % 2 == 0;
     const int n = a->nspatial;
-    const int64_t F = a->out_channels, ny = by->n;
+    const int64_t F = bwd ? a->in_channels : a->out_channels, ny = by->n;
     /* s: F values; r and a separate y: buffers of y's size, its layout. */
     unsigned char *sv = malloc((size_t)F * dsize(t)), *rv = malloc((size_t)ny * dsize(t));
     unsigned char *zv = malloc((size_t)ny * dsize(t));
@@ -251,25 +256,26 @@ static void check_epilogue(dla_device *dev, const dla_conv_args *a, const dbuf *
     e->struct_size = sizeof *e;
     e->dtype = t;
     e->ninputs = 3;
-    e->inputs[0] = a->y;
-    e->inputs[1] = a->y;
+    e->inputs[0] = *res;
+    e->inputs[1] = *res;
     e->inputs[1].mem = ms;
     e->inputs[1].offset = 0;
     for (int d = 0; d < n + 2; d++)
         e->inputs[1].strides[d] = d == n ? 1 : 0;
-    e->inputs[2] = a->y;
+    e->inputs[2] = *res;
     e->inputs[2].mem = mr;
     e->insns[0] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_MUL, {-1, -2, 0}, 0, 0};
     e->insns[1] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_ADD, {0, -3, 0}, 0, 0};
     e->insns[2] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_RELU, {1, 0, 0}, 0, 0};
     e->ninsns = 3;
-    e->y = a->y;
+    e->y = *res;
     if (!in_place)
         e->y.mem = mz;
-    const dla_status st = tb->conv_forward_fused(ctx, &f);
+    const char *name = bwd ? "conv_backward_data_fused" : "conv_forward_fused";
+    const dla_status st = fn(ctx, &f);
     if (st != DLA_OK)
-        fail_msg("%s: conv_forward_fused (%s): status %d: %s", what,
-                 in_place ? "in place" : "its own y", (int)st, dla_last_error());
+        fail_msg("%s: %s (%s): status %d: %s", what, name, in_place ? "in place" : "its own y",
+                 (int)st, dla_last_error());
     dbuf out = *by;
     out.mem = in_place ? by->mem : mz;
     void *got = dbuf_download(&out);
@@ -280,12 +286,12 @@ static void check_epilogue(dla_device *dev, const dla_conv_args *a, const dbuf *
     memcpy(want, in_place ? conv : (const void *)zv, (size_t)ny * dsize(t));
     int64_t vn = 1;
     for (int d = 0; d < n + 2; d++)
-        vn *= a->y.dims[d];
+        vn *= res->dims[d];
     for (int64_t l = 0; l < vn; l++) {
         int64_t r = l, id[DLA_MAX_DIMS];
         for (int d = 0; d < n + 2; d++)
-            id[d] = r % a->y.dims[d], r /= a->y.dims[d];
-        const int64_t i = at(&a->y, id), ch = id[n];
+            id[d] = r % res->dims[d], r /= res->dims[d];
+        const int64_t i = at(res, id), ch = id[n];
         if (t == DLA_F64) {
             const double v = ((const double *)conv)[i] * ((const double *)sv)[ch] +
                              ((const double *)rv)[i];
@@ -299,9 +305,9 @@ static void check_epilogue(dla_device *dev, const dla_conv_args *a, const dbuf *
     for (int64_t i = 0; i < ny; i++)
         if (memcmp((const char *)got + i * (int64_t)dsize(t), want + i * (int64_t)dsize(t),
                    dsize(t)))
-            fail_msg("%s: conv_forward_fused (%s): element %lld is %.9g, the convolution and "
-                     "then the program give %.9g",
-                     what, in_place ? "in place" : "its own y", (long long)i, get(t, got, i),
+            fail_msg("%s: %s (%s): element %lld is %.9g, the pass and then the program give "
+                     "%.9g",
+                     what, name, in_place ? "in place" : "its own y", (long long)i, get(t, got, i),
                      get(t, want, i));
     free(got), free(want), free(sv), free(rv), free(zv);
     tb->mem_free(ctx, ms), tb->mem_free(ctx, mr), tb->mem_free(ctx, mz);
@@ -457,8 +463,8 @@ static void run_case(dla_device *dev, const conv_case *c)
         for (size_t i = 0; i < (size_t)ob->n * dsize(t); i++)
             h = (h ^ ((const unsigned char *)got)[i]) * 1099511628211ull;
         out_bits[d] = h;
-        if (d == 0)
-            check_epilogue(dev, &a, ob, got);
+        if (d < 2)
+            check_epilogue(dev, &a, d == 1, ob, got);
         free(covered);
         free(got);
         /* Restore the operand for the directions that read it. */

@@ -619,6 +619,56 @@ static void a_convolution_runs_the_fused_launch_after_it_as_its_epilogue(void **
     }
 }
 
+/* Two 3x3 convolutions of 16 channels at batch 9 (Winograd on the cpu
+ * plugin), each with a relu, and the loss's gradient with respect to x
+ * alone (the weights frozen: what an adversarial example or a saliency
+ * map takes). in: x, w1, b1, w2, b2. */
+static dla_status input_saliency(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    const dla_conv_options pad1 = {.padding = {{1, 1}, {1, 1}}};
+    dla_tensor *a = dla_relu(dla_conv(in[0], in[1], in[2], &pad1));
+    dla_tensor *b = dla_relu(dla_conv(a, in[3], in[4], &pad1));
+    out[0] = dla_sum(dla_square(b), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+/* The gradient with respect to the input: the relu's backward mask right
+ * after an input gradient runs as that conv_backward_data's epilogue
+ * (conv_backward_data_fused) where the device has the kernel, with the
+ * bits of eager; DLACCEL_PLAN=no-epilogue (tests/tool_env.sh) keeps them
+ * two launches. */
+static void an_input_gradient_runs_the_relu_mask_as_its_epilogue(void **state)
+{
+    (void)state;
+    const char *mode = getenv("DLACCEL_PLAN");
+    const int off = mode && strcmp(mode, "no-epilogue") == 0;
+    dla_scope_begin();
+    dla_rng_seed(44);
+    dla_tensor *in[5] = {
+        NULL,
+        dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 16, 16)),
+        dla_randn(DLA_F32, "", DLA_DIMS(16, 1)),
+        dla_randn(DLA_F32, "", DLA_DIMS(3, 3, 16, 16)),
+        dla_randn(DLA_F32, "", DLA_DIMS(16, 1)),
+    };
+    dla_accel *af = dla_accelerate(input_saliency, NULL);
+    for (int call = 0; call < 4; call++) {
+        in[0] = dla_randn(DLA_F32, "SSCB", DLA_DIMS(10, 9, 16, 9));
+        results_match_eager(af, input_saliency, 1, 5, in, 2);
+    }
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    assert_int_equal(pi.runs, 2);
+    const int native = dla_device_runs_natively(dla_device_get("cpu:0"),
+                                                DLA_KERNEL_CONV_BACKWARD_DATA_FUSED, DLA_F32);
+    assert_int_equal(plan_lists(af, "conv_backward_data, then fused"), !off && native);
+    assert_int_equal(pi.step_lines, pi.launches + pi.invoked);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* A = W x (256 KiB), then exp(A) elementwise, then a product of that:
  * the exp reads A for the last time, through the view it writes, so its
  * result may take A's memory. ctx 1: A is also multiplied afterwards, so
@@ -1592,6 +1642,7 @@ int main(void)
         TU_TEST(a_parameter_update_is_one_launch_that_keeps_both_results),
         TU_TEST(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
         TU_TEST(a_convolution_runs_the_fused_launch_after_it_as_its_epilogue),
+        TU_TEST(an_input_gradient_runs_the_relu_mask_as_its_epilogue),
         TU_TEST(an_elementwise_result_takes_the_memory_of_an_input_it_reads_last),
         TU_TEST(random_elementwise_graphs_plan_to_eager_bits),
         TU_TEST(random_graphs_gradients_plan_to_eager_bits),

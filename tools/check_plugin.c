@@ -50,9 +50,11 @@ const cf_kernel cf_kernels[] = {
     {"fused_reduce_pair", DLA_KERNEL_FUSED_REDUCE_PAIR, cf_case_fused_reduce_pair},
     {"fused_multi", DLA_KERNEL_FUSED_MULTI, cf_case_fused_multi},
     {"conv_forward_fused", DLA_KERNEL_CONV_FORWARD_FUSED, cf_case_conv_forward_fused},
+    {"conv_backward_data_fused", DLA_KERNEL_CONV_BACKWARD_DATA_FUSED,
+     cf_case_conv_backward_data_fused},
 };
 const int cf_kernel_count = (int)(sizeof cf_kernels / sizeof cf_kernels[0]);
-_Static_assert(DLA_KERNEL_COUNT == 22, "a new kernel of the ABI needs its cases here");
+_Static_assert(DLA_KERNEL_COUNT == 23, "a new kernel of the ABI needs its cases here");
 
 typedef struct options {
     const char *manifest;
@@ -177,6 +179,8 @@ static const char *not_native(const cf_kernel *k)
                ? "not offered (the host fuses only chains whose intermediates nothing reads)"
            : k->kernel == DLA_KERNEL_CONV_FORWARD_FUSED
                ? "not offered (the host runs conv_forward, then fused)"
+           : k->kernel == DLA_KERNEL_CONV_BACKWARD_DATA_FUSED
+               ? "not offered (the host runs conv_backward_data, then fused)"
            : k->kernel == DLA_KERNEL_RANDOM_UNIFORM
                ? "not offered (the host draws the numbers and copies them)"
                : "not native (it runs on the cpu plugin)";

@@ -233,6 +233,7 @@ void cf_case_scatter_add(cf_case *c);
 void cf_case_random(cf_case *c);
 void cf_case_fused_multi(cf_case *c);
 void cf_case_conv_forward_fused(cf_case *c);
+void cf_case_conv_backward_data_fused(cf_case *c);
 
 /* Frees the case's buffers on both devices. */
 void cf_case_end(cf_case *c);

@@ -44,7 +44,8 @@ static size_t args_size(dla_kernel k)
     case DLA_KERNEL_RANDOM_UNIFORM:
     case DLA_KERNEL_RANDOM_NORMAL: return sizeof(dla_random_args);
     case DLA_KERNEL_FUSED_MULTI: return sizeof(dla_fused_multi_args);
-    case DLA_KERNEL_CONV_FORWARD_FUSED: return sizeof(dla_conv_fused_args);
+    case DLA_KERNEL_CONV_FORWARD_FUSED:
+    case DLA_KERNEL_CONV_BACKWARD_DATA_FUSED: return sizeof(dla_conv_fused_args);
     default: return 0;
     }
 }
@@ -145,12 +146,16 @@ static dla_status retry(cf_case *c, dla_kernel kernel, const void *args, double 
 {
     const cf_device *dev = c->suite->dev[CF_DUT];
     const char *name = dla__kernel_name(kernel);
-    if (kernel == DLA_KERNEL_CONV_FORWARD_FUSED) {
+    if (kernel == DLA_KERNEL_CONV_FORWARD_FUSED || kernel == DLA_KERNEL_CONV_BACKWARD_DATA_FUSED) {
         /* The core runs the convolution and its epilogue as two launches
          * (core/launch.c): so does the suite. */
         const dla_conv_fused_args *f = args;
         c->retried = 1;
-        const dla_status s = cf_call(c, CF_DUT, DLA_KERNEL_CONV_FORWARD, &f->conv, 0);
+        const dla_status s = cf_call(c, CF_DUT,
+                                     kernel == DLA_KERNEL_CONV_FORWARD_FUSED
+                                         ? DLA_KERNEL_CONV_FORWARD
+                                         : DLA_KERNEL_CONV_BACKWARD_DATA,
+                                     &f->conv, 0);
         return s == DLA_OK ? cf_call(c, CF_DUT, DLA_KERNEL_FUSED, &f->epilogue, 0) : s;
     }
     if (!dla__kernel_retried(kernel)) {

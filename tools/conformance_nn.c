@@ -3,8 +3,8 @@
  * convolution forward, backward data and backward filter; pooling forward
  * and backward; gather and scatter_add.
  *
- * conv_forward_fused (ABI 1.9) is checked against the device's own
- * conv_forward and fused, bit for bit (its promise).
+ * conv_forward_fused and conv_backward_data_fused (ABI 1.9) are checked
+ * against the device's own pass and fused, bit for bit (their promise).
  *
  * Convolutions draw 1 to 3 spatial dims, stride, dilation, asymmetric and
  * negative padding, groups up to one channel each, bias, and dense or
@@ -253,22 +253,26 @@ static int same_on_dut(cf_case *c, const cf_buf *b, const cf_buf *twin, const ch
     return ok;
 }
 
-/* The ABI 1.9 kernel's promise is the bits of conv_forward then fused on
- * the same device, so that is the reference: the call on the device under
- * test against its own two launches on twin buffers, byte for byte over
- * the whole buffers of conv.y and epilogue.y; the oracle runs the same
- * call and the two devices must agree on its status (how close their
- * values are is conv_forward's and fused's cases' business). Epilogues are
- * an inference layer's: the convolution's result (at a random input) with
- * one or two per-channel vectors (stride 0 but along the channel dim)
- * added, subtracted or multiplied, in a third of the cases a residual of
- * y's dims, then a relu or an abs half the time. epilogue.y is conv.y's
- * very view in two cases of five (in place, as plans lay them out), else
- * a view of its own. */
-void cf_case_conv_forward_fused(cf_case *c)
+/* The ABI 1.9 kernels' promise is the bits of the pass (conv_forward, or
+ * conv_backward_data) and then fused on the same device, so that is the
+ * reference: the call on the device under test against its own two
+ * launches on twin buffers, byte for byte over the whole buffers of the
+ * pass's result R (conv.y forward, conv.x backward) and of epilogue.y;
+ * the oracle runs the same call and the two devices must agree on its
+ * status (how close their values are is the pass's and fused's cases'
+ * business). Epilogues are those the planner makes: R (at a random input)
+ * with one or two per-channel vectors (stride 0 but along the channel
+ * dim) added, subtracted or multiplied, in a third of the cases an input
+ * of R's dims (a residual, a relu's mask), then a relu or an abs half the
+ * time. epilogue.y is R's very view in two cases of five (in place, as
+ * plans lay them out), else a view of its own. */
+static void conv_fused_case(cf_case *c, int dir)
 {
-    const int t = cf_float_dtype(c, DLA_KERNEL_CONV_FORWARD_FUSED);
-    if (t < 0 || !CF_TABLE(c, CF_DUT)->conv_forward_fused ||
+    const dla_kernel kernel =
+        dir == FWD ? DLA_KERNEL_CONV_FORWARD_FUSED : DLA_KERNEL_CONV_BACKWARD_DATA_FUSED;
+    const dla_plugin *tb = CF_TABLE(c, CF_DUT);
+    const int t = cf_float_dtype(c, kernel);
+    if (t < 0 || !(dir == FWD ? tb->conv_forward_fused : tb->conv_backward_data_fused) ||
         c->suite->dev[CF_DUT]->abi_minor < 9) {
         c->skipped = 1;
         return;
@@ -281,8 +285,12 @@ void cf_case_conv_forward_fused(cf_case *c)
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
     conv_bufs cb;
-    if (!conv_setup(c, &k, dt, FWD, &a.conv, &cb))
+    if (!conv_setup(c, &k, dt, dir, &a.conv, &cb))
         return;
+    /* The pass's result: its view, buffer, dims and channel count. */
+    const dla_view *rv = dir == FWD ? &a.conv.y : &a.conv.x;
+    cf_buf *br = dir == FWD ? cb.y : cb.x;
+    const int64_t *rd = dir == FWD ? cb.yd : cb.xd, nch = dir == FWD ? k.F : k.C;
     dla_fused_args *e = &a.epilogue;
     e->struct_size = sizeof *e;
     e->dtype = dt;
@@ -292,25 +300,25 @@ void cf_case_conv_forward_fused(cf_case *c)
     cf_buf *in[DLA_FUSED_MAX_INPUTS] = {0};
     for (int i = 0, other = 0; i < e->ninputs; i++) {
         if (i == a.conv_input) {
-            e->inputs[i] = a.conv.y;
-            in[i] = cb.y;
+            e->inputs[i] = *rv;
+            in[i] = br;
             continue;
         }
         dla_view *v = &e->inputs[i];
         if (other++ < nchan) { /* a per-channel vector, broadcast over the rest */
-            const int64_t fd[1] = {k.F};
+            const int64_t fd[1] = {nch};
             dla_view vec;
             if (!(in[i] = cf_buf_new(c, dt, cf_view(c, &vec, dt, 1, fd, 0), -2, 2, 0)))
                 return;
-            *v = a.conv.y;
+            *v = *rv;
             v->offset = vec.offset;
             for (int d = 0; d < n + 2; d++)
                 v->strides[d] = d == n ? vec.strides[0] : 0;
-        } else if (!(in[i] = cf_buf_new(c, dt, cf_view(c, v, dt, n + 2, cb.yd, 0), -1, 1, 0))) {
+        } else if (!(in[i] = cf_buf_new(c, dt, cf_view(c, v, dt, n + 2, rd, 0), -1, 1, 0))) {
             return;
         }
     }
-    /* r0 = conv (op) chan0; r1 = r0 (op) chan1; [+ residual]; [relu|abs]. */
+    /* r0 = R (op) chan0; r1 = r0 (op) chan1; [(op) residual]; [relu|abs]. */
     static const dla_binary_op ops[] = {DLA_BINARY_ADD, DLA_BINARY_SUB, DLA_BINARY_MUL};
     int32_t reg = -1 - a.conv_input, next = 0;
     for (int i = 0; i < e->ninputs; i++) {
@@ -326,17 +334,18 @@ void cf_case_conv_forward_fused(cf_case *c)
                                             {reg, 0, 0}, 0, 0};
     e->ninsns = next;
     const int in_place = cf_chance(c, 40);
-    cf_buf *bz = cb.y;
+    cf_buf *bz = br;
     if (in_place)
-        e->y = a.conv.y;
-    else if (!(bz = cf_buf_new(c, dt, cf_view(c, &e->y, dt, n + 2, cb.yd, 0), -1, 1, 0)))
+        e->y = *rv;
+    else if (!(bz = cf_buf_new(c, dt, cf_view(c, &e->y, dt, n + 2, rd, 0), -1, 1, 0)))
         return;
-    conv_describe(c, "conv_forward_fused", &k, &cb, &a.conv);
-    cf_describe(c, "; epilogue of %d inputs (conv.y is %d), %d steps%s%s", (int)e->ninputs,
-                (int)a.conv_input, (int)e->ninsns, residual ? ", a residual" : "",
-                in_place ? ", y in place over conv.y" : "");
+    conv_describe(c, dir == FWD ? "conv_forward_fused" : "conv_backward_data_fused", &k, &cb,
+                  &a.conv);
+    cf_describe(c, "; epilogue of %d inputs (the result is %d), %d steps%s%s", (int)e->ninputs,
+                (int)a.conv_input, (int)e->ninsns, residual ? ", one of its dims" : "",
+                in_place ? ", y in place over the result" : "");
     /* Twins of what the calls write, for the two launches. */
-    cf_buf *ty = buf_twin(c, cb.y), *tz = in_place ? ty : ty ? buf_twin(c, bz) : NULL;
+    cf_buf *tr = buf_twin(c, br), *tz = in_place ? tr : tr ? buf_twin(c, bz) : NULL;
     if (!tz)
         return;
     for (int d = 0; d < 2; d++) {
@@ -345,25 +354,39 @@ void cf_case_conv_forward_fused(cf_case *c)
         b.epilogue.y.mem = bz->mem[d];
         for (int i = 0; i < e->ninputs; i++)
             b.epilogue.inputs[i].mem = in[i]->mem[d];
-        cf_record(c, d, cf_call(c, d, DLA_KERNEL_CONV_FORWARD_FUSED, &b, 0));
+        cf_record(c, d, cf_call(c, d, kernel, &b, 0));
     }
     if (!cf_agree(c))
         return;
     dla_conv_args two = conv_on(&a.conv, &cb, CF_DUT);
-    two.y.mem = ty->mem[CF_DUT];
+    if (dir == FWD)
+        two.y.mem = tr->mem[CF_DUT];
+    else
+        two.x.mem = tr->mem[CF_DUT];
     dla_fused_args prog = *e;
     prog.y.mem = tz->mem[CF_DUT];
     for (int i = 0; i < e->ninputs; i++)
-        prog.inputs[i].mem = i == a.conv_input ? ty->mem[CF_DUT] : in[i]->mem[CF_DUT];
-    dla_status st = cf_call(c, CF_DUT, DLA_KERNEL_CONV_FORWARD, &two, 0);
+        prog.inputs[i].mem = i == a.conv_input ? tr->mem[CF_DUT] : in[i]->mem[CF_DUT];
+    dla_status st = cf_call(c, CF_DUT,
+                            dir == FWD ? DLA_KERNEL_CONV_FORWARD : DLA_KERNEL_CONV_BACKWARD_DATA,
+                            &two, 0);
     if (st == DLA_OK)
         st = cf_call(c, CF_DUT, DLA_KERNEL_FUSED, &prog, 0);
     if (st != DLA_OK) {
-        cf_fail(c, "conv_forward then fused on the device under test: %s", dla_last_error());
+        cf_fail(c, "the pass then fused on the device under test: %s", dla_last_error());
         return;
     }
     if (same_on_dut(c, bz, tz, "epilogue.y's buffer") && !in_place)
-        same_on_dut(c, cb.y, ty, "conv.y's buffer");
+        same_on_dut(c, br, tr, dir == FWD ? "conv.y's buffer" : "conv.x's buffer");
+}
+
+void cf_case_conv_forward_fused(cf_case *c)
+{
+    conv_fused_case(c, FWD);
+}
+void cf_case_conv_backward_data_fused(cf_case *c)
+{
+    conv_fused_case(c, BWD_DATA);
 }
 
 /* ------------------------------------------------------------------ pool */

@@ -184,7 +184,9 @@ typedef struct dla_plugin_device_info {
     /* ---- kernels above are ABI 1.4 ---- */                                  \
     X(DLA_KERNEL_FUSED_MULTI, "fused_multi", fused_multi, 8)                   \
     /* ---- kernels above are ABI 1.8 ---- */                                  \
-    X(DLA_KERNEL_CONV_FORWARD_FUSED, "conv_forward_fused", conv_forward_fused, 9)
+    X(DLA_KERNEL_CONV_FORWARD_FUSED, "conv_forward_fused", conv_forward_fused, 9) \
+    X(DLA_KERNEL_CONV_BACKWARD_DATA_FUSED, "conv_backward_data_fused",          \
+      conv_backward_data_fused, 9)
 
 typedef enum dla_kernel {
 #define DLA__KERNEL_ENUM(name, ...) name,
@@ -645,30 +647,35 @@ typedef struct dla_fused_multi_args {
 
 /* ---------------------------------------------------- ABI 1.9 arguments */
 
-/* A forward convolution whose result goes at once through a fused
- * elementwise program, its epilogue:
+/* A convolution pass whose result goes at once through a fused
+ * elementwise program, its epilogue. The result R is conv.y for
+ * conv_forward_fused and conv.x (the input gradient) for
+ * conv_backward_data_fused:
  *
- *     conv.y     = conv(conv.x, conv.w) + conv.bias   (as conv_forward)
- *     epilogue.y = the program of epilogue             (as fused)
+ *     R          = the pass on conv          (as conv_forward, or
+ *                                             conv_backward_data)
+ *     epilogue.y = the program of epilogue   (as fused)
  *
- * where epilogue.inputs[conv_input] is conv.y's very view (same mem,
- * offset, dims and strides), so the program reads the convolution's
- * result there. The planner of dla_accelerate makes it from a
- * conv_forward launch and the fused launch right after it that reads its
- * result: a bias, a batch normalization's scale and shift, a residual's
- * addition, a relu. A plugin may run the program over each image as soon
- * as the convolution has written it, while it is still in cache, instead
- * of in a pass of its own over memory; the results must be the bits of
- * the two launches one after the other.
+ * where epilogue.inputs[conv_input] is R's very view (same mem, offset,
+ * dims and strides), so the program reads the pass's result there. The
+ * planner of dla_accelerate makes them from a convolution launch and the
+ * fused launch right after it that reads its result: in inference a bias,
+ * a batch normalization's scale and shift, a residual's addition, a relu;
+ * in a gradient with respect to a network's input the relu's backward
+ * mask on each input gradient. A plugin may run the program over
+ * each image as soon as the pass has written it, while it is still in
+ * cache, instead of in a pass of its own over memory; the results must be
+ * the bits of the two launches one after the other.
  *
- * conv is as conv_forward's argument, with conv.y of nspatial + 2 dims.
- * The epilogue is as fused's argument, with y and every input of conv.y's
- * ndims and dims, so image b of each of its views is its slice b along the
- * last dim. epilogue.y may alias conv.y or an epilogue input exactly (the
- * first: conv.y holds the program's result after the call) and overlaps
- * none of conv.x, conv.w and conv.bias; conv.y overlaps no epilogue input
- * but those that are its very view. The program may read conv.x, conv.w or
- * conv.bias. supports() is asked with dtype (float). */
+ * conv is as the pass's argument, with R of nspatial + 2 dims. The
+ * epilogue is as fused's argument, with y and every input of R's ndims and
+ * dims, so image b of each of its views is its slice b along the last
+ * dim. epilogue.y may alias R or an epilogue input exactly (the first: R
+ * holds the program's result after the call) and overlaps none of the
+ * views the pass reads (conv.x, conv.w, conv.bias forward; conv.y, conv.w
+ * backward); R overlaps no epilogue input but those that are its very
+ * view. The program may read what the pass reads. supports() is asked
+ * with dtype (float). */
 typedef struct dla_conv_fused_args {
     size_t struct_size;
     dla_conv_args conv;
@@ -900,12 +907,13 @@ typedef struct dla_plugin {
     dla_status (*fused_multi)(void *dev, const dla_fused_multi_args *args);
     /* ---- fields above are ABI 1.8 ---- */
 
-    /* Runs a forward convolution and its epilogue (see
-     * dla_conv_fused_args). NULL: the host runs conv_forward and fused one
-     * after the other, and a plan keeps them two launches. A decline
-     * (DLA_ERR_UNSUPPORTED, before writing anything) does the same for
-     * that call. */
+    /* Run a convolution pass and its epilogue (see dla_conv_fused_args).
+     * NULL: the host runs the pass (conv_forward or conv_backward_data) and
+     * fused one after the other, and a plan keeps them two launches. A
+     * decline (DLA_ERR_UNSUPPORTED, before writing anything) does the same
+     * for that call. */
     dla_status (*conv_forward_fused)(void *dev, const dla_conv_fused_args *args);
+    dla_status (*conv_backward_data_fused)(void *dev, const dla_conv_fused_args *args);
     /* ---- fields above are ABI 1.9 ---- */
 } dla_plugin;
 

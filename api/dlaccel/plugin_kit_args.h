@@ -406,7 +406,7 @@ static inline dla_status dla_kit_check_fused_program(const dla_kit *kit, const c
 {
     const dla_plugin_host *h = kit->host;
     const char *pre = strcmp(kernel, "fused") == 0                ? ""
-                      : strcmp(kernel, "conv_forward_fused") == 0 ? "epilogue."
+                      : strncmp(kernel, "conv_", 5) == 0     ? "epilogue."
                                                                  : "program.";
     for (int j = 0; j < a->ninsns; j++) {
         const dla_fused_insn *in = &a->insns[j];
@@ -439,7 +439,7 @@ static inline dla_status dla_kit_check_fused_program(const dla_kit *kit, const c
 /* The names of a fused program's operands in messages. */
 /* in_program: 0 for fused's own arguments ("inputs[i]"), 1 for a program
  * inside another kernel's argument ("program.inputs[i]"), 2 for
- * conv_forward_fused's epilogue ("epilogue.inputs[i]"). */
+ * a convolution's epilogue ("epilogue.inputs[i]", ABI 1.9). */
 static inline const char *dla_kit_fused_input_name(int i, int in_program)
 {
     static const char *const plain[DLA_FUSED_MAX_INPUTS] = {

@@ -216,48 +216,59 @@ static inline dla_status dla_kit_conv_prepare(const dla_kit *kit, const dla_conv
     return DLA_OK;
 }
 
-/* Checks conv_forward_fused's arguments (ABI 1.9) and fills p with its
- * convolution's: the convolution as conv_forward's (its messages name
- * conv_forward), conv.y of nspatial + 2 dims; the epilogue as fused's
- * (its arguments named "epilogue.y", "epilogue.inputs[i]"), of conv.y's
- * dims and dtype, input conv_input conv.y's very view, epilogue.y apart
- * from conv.x, conv.w and conv.bias, and conv.y apart from every other
- * input. */
+/* Checks the arguments of a convolution pass with an epilogue (ABI 1.9:
+ * conv_forward_fused with dir DLA_KIT_CONV_FORWARD, whose result R is
+ * conv.y, or conv_backward_data_fused with DLA_KIT_CONV_BACKWARD_DATA, R
+ * conv.x) and fills p with its convolution's: the convolution as the
+ * pass's (its messages name conv_forward or conv_backward_data), R of
+ * nspatial + 2 dims; the epilogue as fused's (its arguments named
+ * "epilogue.y", "epilogue.inputs[i]"), of R's dims and dtype, input
+ * conv_input R's very view, epilogue.y apart from what the pass reads, and
+ * R apart from every other input. */
 static inline dla_status dla_kit_conv_fused_prepare(const dla_kit *kit,
-                                                    const dla_conv_fused_args *a, dla_kit_conv *p)
+                                                    const dla_conv_fused_args *a,
+                                                    dla_kit_conv_dir dir, dla_kit_conv *p)
 {
     const dla_plugin_host *h = kit->host;
-    const char *k = "conv_forward_fused";
+    const int fwd = dir == DLA_KIT_CONV_FORWARD;
+    const char *k = fwd ? "conv_forward_fused" : "conv_backward_data_fused";
     const dla_fused_args *e = &a->epilogue;
     dla_status s = dla_kit_check_args_size(kit, k, a->struct_size, sizeof *a, "1.9");
-    if (s != DLA_OK || (s = dla_kit_conv_prepare(kit, &a->conv, DLA_KIT_CONV_FORWARD, p)) != DLA_OK ||
+    if (s != DLA_OK)
+        return s;
+    if (dir == DLA_KIT_CONV_BACKWARD_FILTER)
+        return h->error(DLA_ERR_INVALID_ARGUMENT, "%s %s: the filter gradient takes no epilogue",
+                        kit->name, k);
+    if ((s = dla_kit_conv_prepare(kit, &a->conv, dir, p)) != DLA_OK ||
         (s = dla__kit_fused_counts(kit, k, 2, e)) != DLA_OK ||
         (s = dla__kit_check_fused_views(kit, k, 2, e)) != DLA_OK ||
         (s = dla_kit_check_fused_program(kit, k, e)) != DLA_OK)
         return s;
     char b1[DLA_KIT_DIMS_BUF];
-    const dla_view *y = &a->conv.y;
-    if (y->ndims != a->conv.nspatial + 2)
+    const dla_view *r = fwd ? &a->conv.y : &a->conv.x;
+    const char *rname = fwd ? "conv.y" : "conv.x";
+    if (r->ndims != a->conv.nspatial + 2)
         return h->error(DLA_ERR_SHAPE,
-                        "%s %s: argument conv.y: dims %s; an epilogue needs all %d dims (spatial, "
+                        "%s %s: argument %s: dims %s; an epilogue needs all %d dims (spatial, "
                         "channels, images)",
-                        kit->name, k, dla_kit_dims_str(b1, sizeof b1, y->ndims, y->dims),
+                        kit->name, k, rname, dla_kit_dims_str(b1, sizeof b1, r->ndims, r->dims),
                         (int)a->conv.nspatial + 2);
-    if ((s = dla_kit_check_same_dims(kit, k, "epilogue.y", &e->y, "conv.y", y)) != DLA_OK)
+    if ((s = dla_kit_check_same_dims(kit, k, "epilogue.y", &e->y, rname, r)) != DLA_OK)
         return s;
     if (e->dtype != a->conv.dtype)
         return h->error(DLA_ERR_DTYPE, "%s %s: argument epilogue.dtype: %s, the convolution's is %s",
                         kit->name, k, dla_kit_dtype_name(e->dtype),
                         dla_kit_dtype_name(a->conv.dtype));
     if (a->conv_input < 0 || a->conv_input >= e->ninputs ||
-        !dla_kit_same_view(&e->inputs[a->conv_input], y))
+        !dla_kit_same_view(&e->inputs[a->conv_input], r))
         return h->error(DLA_ERR_INVALID_ARGUMENT,
                         "%s %s: argument conv_input: %d is not an input of the epilogue (0..%d) "
-                        "that is conv.y's very view",
-                        kit->name, k, (int)a->conv_input, (int)e->ninputs - 1);
-    const char *hit = dla_kit_views_overlap(&e->y, &a->conv.x)   ? "conv.x"
+                        "that is %s's very view",
+                        kit->name, k, (int)a->conv_input, (int)e->ninputs - 1, rname);
+    const dla_view *read1 = fwd ? &a->conv.x : &a->conv.y;
+    const char *hit = dla_kit_views_overlap(&e->y, read1)          ? (fwd ? "conv.x" : "conv.y")
                       : dla_kit_views_overlap(&e->y, &a->conv.w) ? "conv.w"
-                      : a->conv.bias.mem && dla_kit_views_overlap(&e->y, &a->conv.bias)
+                      : fwd && a->conv.bias.mem && dla_kit_views_overlap(&e->y, &a->conv.bias)
                           ? "conv.bias"
                           : NULL;
     if (hit)
@@ -266,11 +277,11 @@ static inline dla_status dla_kit_conv_fused_prepare(const dla_kit *kit,
                         "reads",
                         kit->name, k, dla_kit_dims_str(b1, sizeof b1, e->y.ndims, e->y.dims), hit);
     for (int i = 0; i < e->ninputs; i++)
-        if (dla_kit_views_overlap(y, &e->inputs[i]) && !dla_kit_same_view(y, &e->inputs[i]))
+        if (dla_kit_views_overlap(r, &e->inputs[i]) && !dla_kit_same_view(r, &e->inputs[i]))
             return h->error(DLA_ERR_INVALID_ARGUMENT,
-                            "%s %s: argument conv.y (dims %s): overlaps %s without being the same "
+                            "%s %s: argument %s (dims %s): overlaps %s without being the same "
                             "view",
-                            kit->name, k, dla_kit_dims_str(b1, sizeof b1, y->ndims, y->dims),
+                            kit->name, k, rname, dla_kit_dims_str(b1, sizeof b1, r->ndims, r->dims),
                             dla_kit_fused_input_name(i, 2));
     return DLA_OK;
 }

@@ -202,21 +202,32 @@ dla_status dla__cpu_conv_forward(void *dev, const dla_conv_args *args)
     return run(args, DLA__CONV_FORWARD);
 }
 
-/* The forward pass with its epilogue (ABI 1.9): every path calls
- * dla__cpu_conv_epilogue on the images it has just written, from the
- * thread that wrote them, so the program reads them from that core's
- * cache rather than in a pass of its own over memory. */
-dla_status dla__cpu_conv_forward_fused(void *dev, const dla_conv_fused_args *args)
+/* A pass with its epilogue (ABI 1.9): every path calls
+ * dla__cpu_conv_epilogue on the images of its result it has just written,
+ * from the thread that wrote them, so the program reads them from that
+ * core's cache rather than in a pass of its own over memory. */
+static dla_status run_fused(const dla_conv_fused_args *args, dla__cpu_conv_dir dir)
 {
-    (void)dev;
     dla__cpu_conv p;
     memset(&p, 0, sizeof p);
-    const dla_status s = dla_kit_conv_fused_prepare(&dla__cpu_kit, args, &p.g);
+    const dla_status s = dla_kit_conv_fused_prepare(&dla__cpu_kit, args, dir, &p.g);
     if (s != DLA_OK)
         return s;
     point(&args->conv, &p);
     p.epi = &args->epilogue;
-    return run_checked(&p, DLA__CONV_FORWARD);
+    return run_checked(&p, dir);
+}
+
+dla_status dla__cpu_conv_forward_fused(void *dev, const dla_conv_fused_args *args)
+{
+    (void)dev;
+    return run_fused(args, DLA__CONV_FORWARD);
+}
+
+dla_status dla__cpu_conv_backward_data_fused(void *dev, const dla_conv_fused_args *args)
+{
+    (void)dev;
+    return run_fused(args, DLA__CONV_BACKWARD_DATA);
 }
 
 dla_status dla__cpu_conv_backward_data(void *dev, const dla_conv_args *args)

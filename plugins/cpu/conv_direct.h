@@ -83,8 +83,8 @@ typedef struct pass {
     int64_t ds[3], dc, db;
     const FT *bias;
     int64_t bs;
-    /* A forward's epilogue (dla__cpu_conv.epi), run on each image once
-     * written; NULL: none (always for backward data). */
+    /* The pass's epilogue (dla__cpu_conv.epi), run on each image of dst
+     * once written; NULL: none. */
     const dla_fused_args *epi;
     /* Direct only: per group g, per block of nf filters from f0:
      * [c][t][nf] at wpack + g * nci * ntaps * nco + f0 * nci * ntaps. */

@@ -291,6 +291,7 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
     }
     q.src = (const FT *)p->y, q.sc = p->g.yf, q.sb = p->g.yb;
     q.dst = (FT *)p->x, q.dc = p->g.xc, q.db = p->g.xb;
+    q.epi = p->epi;
     q.nf = fwd_nf(p->g.Cg);
     if (p->g.in_px == 0 || p->g.batch == 0)
         return DLA_OK;

@@ -290,8 +290,7 @@ static dla_status CONV_FN(im2col_run_)(const dla__cpu_conv *p, dla__cpu_conv_dir
             for (int64_t b = 0; b < p->g.batch; b++) {
                 const int me = omp_get_thread_num();
                 CONV_FN(image_)(p, dir, b, wk, K, rows, nr, col[me], tmp[me], NULL);
-                if (dir == DLA__CONV_FORWARD)
-                    dla__cpu_conv_epilogue(p->epi, b, 1);
+                dla__cpu_conv_epilogue(p->epi, b, 1); /* y forward, dx backward */
             }
         }
         /* The parts' sums in order. */

@@ -25,8 +25,9 @@ typedef struct dla__cpu_conv {
     /* Base pointers at each view's offset (bias NULL: none). */
     char *x, *w, *y;
     const char *bias;
-    /* A forward's epilogue (conv_forward_fused), or NULL: each path runs
-     * it on images it has written (dla__cpu_conv_epilogue). */
+    /* The epilogue of a forward or backward-data pass (conv_forward_fused,
+     * conv_backward_data_fused), or NULL: each path runs it on images of
+     * its result it has written (dla__cpu_conv_epilogue). */
     const dla_fused_args *epi;
 } dla__cpu_conv;
 

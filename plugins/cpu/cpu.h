@@ -130,8 +130,9 @@ dla_status dla__cpu_fused_reduce(void *dev, const dla_fused_reduce_args *args);
 dla_status dla__cpu_fused_multi(void *dev, const dla_fused_multi_args *args);
 /* The checked program a over images b0 .. b0 + nb - 1 of its views (their
  * slices along the last dim), on the calling thread: a convolution's
- * epilogue (conv_forward_fused, ABI 1.9), called from inside the
- * convolution's parallel region for the images just written. */
+ * epilogue (conv_forward_fused, conv_backward_data_fused: ABI 1.9), called
+ * from inside the convolution's parallel region for the images just
+ * written. */
 void dla__cpu_fused_images(const dla_fused_args *a, int64_t b0, int64_t nb);
 /* y = sum (mean) of x over the dims where y is 1, x streamed in memory
  * order into an accumulator per output (the reduce kernel's checked
@@ -144,6 +145,7 @@ dla_status dla__cpu_random(void *dev, const dla_random_args *args);
 /* ---- conv.c ---- */
 dla_status dla__cpu_conv_forward(void *dev, const dla_conv_args *args);
 dla_status dla__cpu_conv_forward_fused(void *dev, const dla_conv_fused_args *args);
+dla_status dla__cpu_conv_backward_data_fused(void *dev, const dla_conv_fused_args *args);
 dla_status dla__cpu_conv_backward_data(void *dev, const dla_conv_args *args);
 dla_status dla__cpu_conv_backward_filter(void *dev, const dla_conv_args *args);
 

@@ -61,10 +61,10 @@
  *   registers asked for into their extra results block by block (copied
  *   where laid out as the space, else scattered), so each gets the bits of
  *   the steps launched one by one.
- * - ABI 1.9: conv_forward_fused runs the forward convolution's own paths
- *   (Winograd, direct, im2col), each calling the fused interpreter on the
- *   images it has just written, on the same thread, while they are in its
- *   cache (conv.c, dla__cpu_fused_images).
+ * - ABI 1.9: conv_forward_fused and conv_backward_data_fused run the
+ *   pass's own paths (Winograd, direct, im2col), each calling the fused
+ *   interpreter on the images it has just written, on the same thread,
+ *   while they are in its cache (conv.c, dla__cpu_fused_images).
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
@@ -227,6 +227,7 @@ static int supports(void *dev, dla_kernel kernel, dla_dtype dtype)
     case DLA_KERNEL_SCATTER_ADD:
     case DLA_KERNEL_CONV_FORWARD:
     case DLA_KERNEL_CONV_FORWARD_FUSED:
+    case DLA_KERNEL_CONV_BACKWARD_DATA_FUSED:
     case DLA_KERNEL_CONV_BACKWARD_DATA:
     case DLA_KERNEL_CONV_BACKWARD_FILTER:
     case DLA_KERNEL_FUSED:
@@ -275,6 +276,7 @@ CHECKED(fused_reduce, (void *dev, const dla_fused_reduce_args *a), (dev, a))
 CHECKED(random, (void *dev, const dla_random_args *a), (dev, a))
 CHECKED(fused_multi, (void *dev, const dla_fused_multi_args *a), (dev, a))
 CHECKED(conv_forward_fused, (void *dev, const dla_conv_fused_args *a), (dev, a))
+CHECKED(conv_backward_data_fused, (void *dev, const dla_conv_fused_args *a), (dev, a))
 #undef CHECKED
 
 /* OpenBLAS's kernels against the CPU's instruction set, once at load: a
@@ -356,6 +358,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         /* ABI 1.9: the epilogue of each image (or run of images) runs on
          * the thread that convolved it, as soon as it is written (conv.c). */
         .conv_forward_fused = checked_conv_forward_fused,
+        .conv_backward_data_fused = checked_conv_backward_data_fused,
     };
     /* Members past the host's struct_size are not there to be written. */
     memcpy(table, &mine, size);
