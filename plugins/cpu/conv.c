@@ -172,8 +172,8 @@ static int direct_pays(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
 }
 
 /* The checked convolution p in direction dir, by the first path that
- * takes it. A path declines (DLA_ERR_UNSUPPORTED) before it writes y, so a
- * forward's epilogue runs once, on the path that wrote the images. */
+ * takes it. A path declines (DLA_ERR_UNSUPPORTED) before it writes its
+ * result, so an epilogue runs once, on the path that wrote the images. */
 static dla_status run_checked(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
     const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable(p->dtype);
