@@ -11,7 +11,7 @@ wrap="$DLA_TEST_BUILDDIR/tests/cpuwrap.d"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-broken-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE
-echo "1..4"
+echo "1..5"
 n=0
 # expect STATUS PATTERN PLUGIN KERNEL: check-plugin on one kernel of a
 # wrapped plugin exits with STATUS and prints a line matching PATTERN.
@@ -33,3 +33,5 @@ expect 1 "^FAIL declineall:0 strided_copy case [0-9]* .*the core rescues no decl
 expect 1 "^FAIL badindex:0 gather case 1 .*index 1xN \[off 1 st 1,2\]" badindex gather
 expect 1 "^FAIL badindex:0 scatter_add case [0-9]* " badindex scatter_add
 expect 0 "^denseonly:0 conv_forward .*declined and passed on the dense retry" denseonly conv_forward
+expect 0 "^denseonly:0 conv_forward_fused .*declined and passed as the core runs them then, two launches" \
+    denseonly conv_forward_fused

@@ -4,8 +4,9 @@
  * kernel call with a view that is not dense, as plugin.h allows. Each op
  * below sends such a view (a CBT input of a 1-d convolution arrives with
  * x strides 6,1,3; a permuted operand; a permuted gather source; a replay
- * of dla_accelerate) and must give the cpu plugin's answer, bit for bit
- * (the wrapped kernels are the cpu plugin's own).
+ * of dla_accelerate, one with a convolution's epilogue that the device
+ * declines whole) and must give the cpu plugin's answer, bit for bit (the
+ * wrapped kernels are the cpu plugin's own).
  */
 #define _GNU_SOURCE /* setenv */
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <dlaccel.h>
 #include <dlaccel/accel.h>
 #include <dlaccel/conv.h>
+#include <dlaccel/device_table.h>
 #include <dlaccel/loss.h>
 
 #include "testutil.h"
@@ -235,6 +237,69 @@ static void test_accelerated_replay(void **state)
     same_on_both(replayed);
 }
 
+/* relu(conv(x, w) + b), replayed: its plan runs the convolution with the
+ * bias and relu as its epilogue (conv_forward_fused), which denseonly
+ * declines for the bias's broadcast view; the core then runs the two
+ * launches (core/launch.c), each retried dense on its own. */
+static dla_status conv_relu(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_relu(dla_conv(in[0], in[1], in[2], NULL));
+    return dla_tensor_status(out[0]);
+}
+
+static int epilogue_listed;
+
+static dla_tensor *conv_relu_replayed(void)
+{
+    dla_accel *af = dla_accelerate(conv_relu, NULL);
+    dla_tensor *x = seq(DLA_F32, "SSCB", 4, (const int64_t[]){6, 5, 2, 3});
+    dla_tensor *w = seq(DLA_F32, "", 4, (const int64_t[]){3, 3, 2, 4});
+    dla_tensor *b = seq(DLA_F32, "", 2, (const int64_t[]){4, 1});
+    dla_tensor *out = NULL;
+    for (int i = 0; i < 3; i++) {
+        dla_tensor_release(out);
+        out = NULL;
+        if (dla_accel_call(af, NULL, 3, (dla_tensor *[]){x, w, b}, 1, &out) != DLA_OK)
+            break;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    dla_accel_print_trace(af, 0, f);
+    fclose(f);
+    epilogue_listed += text && strstr(text, "conv_forward, then fused") != NULL;
+    free(text);
+    dla_tensor_release(x);
+    dla_tensor_release(w);
+    dla_tensor_release(b);
+    dla_accel_free(af);
+    return out;
+}
+
+static void test_a_declined_epilogue_runs_as_two_launches(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dla_declines_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("CPUWRAP_DECLINES", path, 1);
+    epilogue_listed = 0;
+    same_on_both(conv_relu_replayed);
+    const int declined = declines_of(path, "conv_forward_fused");
+    unsetenv("CPUWRAP_DECLINES");
+    unlink(path);
+    /* Both plans ran the convolution with its epilogue, where the plugins
+     * have the kernel (the cpu plugin's, which denseonly wraps), and
+     * denseonly declined it on each of the plan's runs. */
+    if (dla_device_runs_natively(cpu_dev, DLA_KERNEL_CONV_FORWARD_FUSED, DLA_F32)) {
+        assert_int_equal(epilogue_listed, 2);
+        assert_true(declined > 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +308,7 @@ int main(void)
         TU_TEST(test_binary_permuted),
         TU_TEST(test_gather_permuted),
         TU_TEST(test_accelerated_replay),
+        TU_TEST(test_a_declined_epilogue_runs_as_two_launches),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

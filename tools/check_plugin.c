@@ -252,8 +252,11 @@ static void describe_coverage(char *out, size_t size, const cf_suite *s, const c
             if (cov->ran[v][t])
                 PUT("%s%s%s %d", sep, random ? dist[v] : "", dla_dtype_name((dla_dtype)t),
                     cov->ran[v][t]);
+    const int two = k->kernel == DLA_KERNEL_CONV_FORWARD_FUSED ||
+                    k->kernel == DLA_KERNEL_CONV_BACKWARD_DATA_FUSED;
     if (cov->retried)
-        PUT("%s%d declined and passed on the dense retry", sep, cov->retried);
+        PUT("%s%d declined and passed %s", sep, cov->retried,
+            two ? "as the core runs them then, two launches" : "on the dense retry");
     if (cov->refused)
         PUT("%s%d refused with the oracle's status", sep, cov->refused);
     /* What the kernel takes (on either device) that no case ran, and why. */

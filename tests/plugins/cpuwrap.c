@@ -199,6 +199,23 @@ static dla_status fused_reduce(void *dev, const dla_fused_reduce_args *a)
     return inner.fused_reduce(dev, a);
 }
 
+/* A convolution with its epilogue (ABI 1.9): declined as a whole, which
+ * the core answers with the two launches (each retried dense on its own). */
+#define CONV_FUSED(member)                                                                         \
+    static dla_status member(void *dev, const dla_conv_fused_args *a)                             \
+    {                                                                                              \
+        CHECK(#member, &a->conv.x, "conv.x");                                                      \
+        CHECK(#member, &a->conv.w, "conv.w");                                                      \
+        CHECK(#member, &a->conv.y, "conv.y");                                                      \
+        CHECK(#member, &a->conv.bias, "conv.bias");                                                \
+        CHECK(#member, &a->epilogue.y, "epilogue.y");                                              \
+        for (int i = 0; i < a->epilogue.ninputs; i++)                                              \
+            CHECK(#member, &a->epilogue.inputs[i], "an epilogue input");                           \
+        return inner.member(dev, a);                                                               \
+    }
+CONV_FUSED(conv_forward_fused)
+CONV_FUSED(conv_backward_data_fused)
+
 static dla_status random_fill(void *dev, const dla_random_args *a)
 {
     CHECK("random", &a->y, "y");
@@ -261,6 +278,9 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_p
     mine.fused = fused;
     mine.fused_reduce = fused_reduce;
     mine.random = random_fill;
+    mine.conv_forward_fused = inner.conv_forward_fused ? conv_forward_fused : NULL;
+    mine.conv_backward_data_fused = inner.conv_backward_data_fused ? conv_backward_data_fused
+                                                                   : NULL;
 #else
     mine.gather = gather;
     mine.scatter_add = scatter_add;
