@@ -60,13 +60,13 @@ static char *trace_text(dla_accel *af)
     return text;
 }
 
-/* The number of fused launches keeping several results in af's plan, from
- * its printed trace; -1 when the print has no plan. */
-static int kept_several(dla_accel *af)
+/* The number printed just before phrase in af's printed trace (the plan's
+ * summary line); -1 when the print has no such line. */
+static int count_before(dla_accel *af, const char *phrase)
 {
     char *text = trace_text(af);
     int n = -1;
-    const char *s = text ? strstr(text, " fused launches keep several results") : NULL;
+    const char *s = text ? strstr(text, phrase) : NULL;
     if (s) {
         while (s > text && s[-1] >= '0' && s[-1] <= '9')
             s--;
@@ -74,6 +74,12 @@ static int kept_several(dla_accel *af)
     }
     free(text);
     return n;
+}
+
+/* The number of fused launches keeping several results in af's plan. */
+static int kept_several(dla_accel *af)
+{
+    return count_before(af, " fused launches keep several results");
 }
 
 /* exp between two products: the exp reads the first product for the
@@ -103,16 +109,7 @@ static void print_arena(dla_accel *af)
  * their epilogue (conv_forward_fused); -1 when the print has no plan. */
 static int epilogues(dla_accel *af)
 {
-    char *text = trace_text(af);
-    const char *s = text ? strstr(text, " run as a convolution's epilogue") : NULL;
-    int n = -1;
-    if (s) {
-        while (s > text && s[-1] >= '0' && s[-1] <= '9')
-            s--;
-        n = atoi(s);
-    }
-    free(text);
-    return n;
+    return count_before(af, " run as a convolution's epilogue");
 }
 
 /* The steps of af's plan that are convolutions adding their own bias;

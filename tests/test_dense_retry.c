@@ -123,6 +123,16 @@ static dla_tensor *add_permuted(void)
 }
 
 /* The lines the wrapper appended to path for calls of kernel. */
+/* Makes the file path (a mkstemp template) and has denseonly log its
+ * declines there (CPUWRAP_DECLINES). */
+static void log_declines(char *path)
+{
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("CPUWRAP_DECLINES", path, 1);
+}
+
 static int declines_of(const char *path, const char *kernel)
 {
     FILE *f = fopen(path, "r");
@@ -160,10 +170,7 @@ static void test_dense_conv_views_reach_the_device_dense(void **state)
 {
     (void)state;
     char path[] = "/tmp/dla_declines_XXXXXX";
-    const int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    setenv("CPUWRAP_DECLINES", path, 1);
+    log_declines(path);
     dla_scope_begin();
     same_on_both(conv_sscb_step);
     dla_scope_end();
@@ -282,10 +289,7 @@ static void test_a_declined_epilogue_runs_as_two_launches(void **state)
 {
     (void)state;
     char path[] = "/tmp/dla_declines_XXXXXX";
-    const int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    setenv("CPUWRAP_DECLINES", path, 1);
+    log_declines(path);
     epilogue_listed = 0;
     same_on_both(conv_relu_replayed);
     const int declined = declines_of(path, "conv_forward_fused");
