@@ -52,7 +52,20 @@ typedef struct plan_figures {
     size_t arena, inter;
     int ninter, launches, nfused, from;
     int nmulti; /* fused launches that keep several results (fused_multi) */
+    int nepi;   /* fused launches run as a convolution's epilogue (ABI 1.9) */
 } plan_figures;
+
+/* The number just before phrase in text, from its line start; 0 when the
+ * phrase is not there. */
+static int count_before(const char *text, const char *from, const char *phrase)
+{
+    const char *k = text && from ? strstr(from, phrase) : NULL;
+    if (!k)
+        return 0;
+    while (k > from && k[-1] >= '0' && k[-1] <= '9')
+        k--;
+    return atoi(k);
+}
 
 static int plan_of(dla_accel *af, plan_figures *pf)
 {
@@ -79,12 +92,8 @@ static int plan_of(dla_accel *af, plan_figures *pf)
             s--;
     if (ok && s)
         sscanf(s, "%d launches (%d fused, from %d)", &pf->launches, &pf->nfused, &pf->from);
-    const char *k = ok && s ? strstr(s, " fused launches keep several results") : NULL;
-    if (k) {
-        while (k > s && k[-1] >= '0' && k[-1] <= '9')
-            k--;
-        pf->nmulti = atoi(k);
-    }
+    pf->nmulti = ok ? count_before(text, s, " fused launches keep several results") : 0;
+    pf->nepi = ok ? count_before(text, s, " run as a convolution's epilogue") : 0;
     free(text);
     return ok;
 }
@@ -112,10 +121,10 @@ static void plan_note(dla_accel *af, char *buf, size_t size)
         return;
     }
     snprintf(buf, size, "planned intermediates %s of %s unplanned (%.1f%%); %d launches, %d fused "
-             "chains of %d (%d keeping several results)", bytes_str(a, sizeof a, pf.arena),
-             bytes_str(b, sizeof b, pf.inter),
+             "chains of %d (%d keeping several results, %d run as a convolution's epilogue)",
+             bytes_str(a, sizeof a, pf.arena), bytes_str(b, sizeof b, pf.inter),
              pf.inter ? 100.0 * (double)pf.arena / (double)pf.inter : 0.0, pf.launches, pf.nfused,
-             pf.from, pf.nmulti);
+             pf.from, pf.nmulti, pf.nepi);
 }
 
 /* ------------------------------------------------------------- tiny MLP */
@@ -504,6 +513,46 @@ static dla_status cnn_infer_run(void *state)
     return st;
 }
 
+/* The gradient of the inference loss with respect to the images alone,
+ * the network frozen (a saliency map, an adversarial step: MATLAB's
+ * dlgradient(loss, X)): cnn_forward, the cross-entropy, d loss / d x. Its
+ * plan runs each convolution with its batch normalization and relu as the
+ * forward pass's epilogue, and the relu's mask after each input gradient
+ * as the backward pass's (DLACCEL_PLAN=no-epilogue: without). in:
+ * cnn_forward's, then the targets; out: loss, d loss / d x. */
+#define SAL_NIN (INFER_NIN + 1)
+static dla_status cnn_saliency(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *y;
+    const dla_status st = cnn_forward(ctx, INFER_NIN, in, 1, &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_crossentropy(y, in[INFER_NIN], NULL);
+    return dla_gradient(out[0], 1, in + NLEARN, out + 1);
+}
+
+static dla_status cnn_saliency_setup(const bench_workload *w, void **state)
+{
+    return cnn_accel_setup(w, state, cnn_saliency, SAL_NIN, 2, "cnn_saliency");
+}
+
+static dla_status cnn_saliency_run(void *state)
+{
+    cnn *c = state;
+    dla_tensor *in[SAL_NIN], *out[2];
+    memcpy(in, c->in, (NLEARN + 1) * sizeof *in);
+    memcpy(in + NLEARN + 1, c->in + NLEARN + 2, 6 * sizeof *in);
+    in[INFER_NIN] = c->in[NLEARN + 1];
+    c->r.in = in;
+    dla_scope_begin();
+    dla_status st = run_once(&c->r, out);
+    dla_scope_end();
+    c->r.in = NULL;
+    return st;
+}
+
 static void cnn_note(void *state, double median_ms, char *buf, size_t size)
 {
     cnn *c = state;
@@ -550,6 +599,10 @@ const bench_workload bench_replay_workloads[] = {
     {.name = "cnn_inference_replay_b1024", .unit = BENCH_FLOPS, .work = 8 * 1.165e9, .size = 1024,
      .batch = 1024, .setup = cnn_infer_setup, .run = cnn_infer_run, .teardown = cnn_teardown,
      .label = "digit CNN inference (batch 1024), replayed", .note = cnn_note},
+    /* Forward and input gradient: about twice the forward's work. */
+    {.name = "cnn_input_gradient_replay", .unit = BENCH_FLOPS, .work = 2 * 1.165e9, .batch = 128,
+     .setup = cnn_saliency_setup, .run = cnn_saliency_run, .teardown = cnn_teardown,
+     .label = "digit CNN input gradient (batch 128), replayed", .note = cnn_note},
     {0},
 };
 
