@@ -334,16 +334,25 @@ static void conv_fused_case(cf_case *c, int dir)
                                             {reg, 0, 0}, 0, 0};
     e->ninsns = next;
     const int in_place = cf_chance(c, 40);
+    /* Else, half the time with an input of R's dims, y is that input's
+     * very view (a residual written over, as a plan may lay it out). */
+    const int over_input = !in_place && residual && cf_chance(c, 50);
     cf_buf *bz = br;
-    if (in_place)
+    if (in_place) {
         e->y = *rv;
-    else if (!(bz = cf_buf_new(c, dt, cf_view(c, &e->y, dt, n + 2, rd, 0), -1, 1, 0)))
+    } else if (over_input) {
+        e->y = e->inputs[e->ninputs - 1 == a.conv_input ? e->ninputs - 2 : e->ninputs - 1];
+        bz = in[e->ninputs - 1 == a.conv_input ? e->ninputs - 2 : e->ninputs - 1];
+    } else if (!(bz = cf_buf_new(c, dt, cf_view(c, &e->y, dt, n + 2, rd, 0), -1, 1, 0))) {
         return;
+    }
     conv_describe(c, dir == FWD ? "conv_forward_fused" : "conv_backward_data_fused", &k, &cb,
                   &a.conv);
     cf_describe(c, "; epilogue of %d inputs (the result is %d), %d steps%s%s", (int)e->ninputs,
                 (int)a.conv_input, (int)e->ninsns, residual ? ", one of its dims" : "",
-                in_place ? ", y in place over the result" : "");
+                in_place     ? ", y in place over the result"
+                : over_input ? ", y in place over that input"
+                             : "");
     /* Twins of what the calls write, for the two launches. */
     cf_buf *tr = buf_twin(c, br), *tz = in_place ? tr : tr ? buf_twin(c, bz) : NULL;
     if (!tz)
@@ -366,7 +375,9 @@ static void conv_fused_case(cf_case *c, int dir)
     dla_fused_args prog = *e;
     prog.y.mem = tz->mem[CF_DUT];
     for (int i = 0; i < e->ninputs; i++)
-        prog.inputs[i].mem = i == a.conv_input ? tr->mem[CF_DUT] : in[i]->mem[CF_DUT];
+        prog.inputs[i].mem = i == a.conv_input ? tr->mem[CF_DUT]
+                             : in[i] == bz    ? tz->mem[CF_DUT]
+                                              : in[i]->mem[CF_DUT];
     dla_status st = cf_call(c, CF_DUT,
                             dir == FWD ? DLA_KERNEL_CONV_FORWARD : DLA_KERNEL_CONV_BACKWARD_DATA,
                             &two, 0);
