@@ -357,6 +357,15 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
 {
     const char *what = validation ? "ValidationData" : "data";
     int64_t n = observations(d);
+    /* Empty validation data would validate nothing and report NaN losses
+     * as if the network had diverged. */
+    if (n < 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: %s has no observation (%lld along the %s); give "
+                             "data, or no %s", what, (long long)n,
+                             d->images ? "datastore's files" : d->sequences ? "sequence list"
+                                                                              : "predictors' observation dim",
+                             validation ? "ValidationData" : "training data");
     /* Labels and class counts, once per data set (train_check.c). */
     dla_status cst = tr->classify ? dla__train_check_classes(what, d->targets, tr->classes)
                                   : dla__train_check_channels(what, d->targets, tr->out_format,

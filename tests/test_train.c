@@ -518,6 +518,35 @@ static void validation_runs_at_its_frequency_and_the_end(void **state)
     dla_tensor_release(vt);
 }
 
+/* Validation data with no observation validated nothing and reported NaN
+ * validation losses, as if the network had diverged; it is refused before
+ * the first iteration. */
+static void empty_validation_data_is_refused(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(64, 6, &x, &t);
+    dla_tensor *vx = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 0));
+    dla_tensor *vt = dla_zeros(DLA_I32, "", DLA_DIMS(1, 0));
+    dla_net *net = mlp(), *trained = (dla_net *)&trained;
+    dla_training_info *info = (dla_training_info *)&info;
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 32;
+    o.validation_data = &v;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: ValidationData has no observation"));
+    assert_null(trained);
+    assert_null(info);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
 static void checkpoints_are_written_and_load_back(void **state)
 {
     (void)state;
@@ -1989,6 +2018,7 @@ int main(void)
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),
+        TU_TEST(empty_validation_data_is_refused),
         TU_TEST(checkpoints_are_written_and_load_back),
         TU_TEST(training_progress_writes_a_well_formed_svg_chart),
         TU_TEST(progress_bar_redraws_on_a_terminal_and_escapes_the_chart),

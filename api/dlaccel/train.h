@@ -417,7 +417,8 @@ typedef struct dla_training_options {
     /* ---------------------------------------------------------- validation */
     /* ValidationData: NULL: none. Evaluated in inference mode (predict) in
      * mini-batches of MiniBatchSize, at the first iteration, every
-     * validation_frequency iterations and at the end. */
+     * validation_frequency iterations and at the end. Data with no
+     * observation is DLA_ERR_INVALID_ARGUMENT (it would validate nothing). */
     const dla_train_data *validation_data;
     int validation_frequency;   /* ValidationFrequency: 50 (iterations) */
     /* ValidationPatience: 0: Inf. Training stops when the validation loss
