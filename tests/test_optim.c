@@ -240,6 +240,21 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     dla_learn_rate_schedule nw = {.warmup_iterations = 5, .warmup_start_factor = -3};
     assert_true(isnan(dla_learn_rate_at(&nw, 0.01, 1, 1)));
     assert_non_null(strstr(dla_last_error(), "warmup_start_factor -3"));
+    /* Before: a NaN drop factor gave the full rate until the first drop,
+     * then NaN with no error (a stale message); one above 1 grew the rate;
+     * an infinite start factor gave an infinite rate. */
+    dla_clear_error();
+    dla_learn_rate_schedule nd = {.method = "piecewise", .drop_factor = NAN, .drop_period = 1};
+    assert_true(isnan(dla_learn_rate_at(&nd, 0.01, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: drop_factor nan"));
+    dla_clear_error();
+    dla_learn_rate_schedule gd = {.method = "piecewise", .drop_factor = 2, .drop_period = 1};
+    assert_true(isnan(dla_learn_rate_at(&gd, 0.01, 3, 3)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: drop_factor 2"));
+    dla_clear_error();
+    dla_learn_rate_schedule iw = {.warmup_iterations = 5, .warmup_start_factor = INFINITY};
+    assert_true(isnan(dla_learn_rate_at(&iw, 0.01, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: warmup_start_factor inf"));
     /* A drop to 0 itself (MATLAB allows LearnRateDropFactor 0): negative,
      * since 0 is the default 0.1; resolve keeps it negative. */
     dla_learn_rate_schedule z = {.method = "piecewise", .drop_factor = -1, .drop_period = 2};

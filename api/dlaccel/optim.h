@@ -315,8 +315,9 @@ typedef struct dla_learn_rate_schedule {
  * over all epochs): initial * drop_factor^floor((epoch - 1) / drop_period)
  * for "piecewise", times the warm-up factor start + (1 - start) * iteration
  * / warmup_iterations while iteration < warmup_iterations. s may be NULL
- * (constant). An unknown method, a negative drop_period or a negative
- * warmup_start_factor gives NAN and sets dla_last_error(). */
+ * (constant). An unknown method, a negative drop_period, a
+ * warmup_start_factor negative or not finite, or for "piecewise" a
+ * drop_factor above 1 or NaN gives NAN and sets dla_last_error(). */
 DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
                                  int iteration);
 
