@@ -85,8 +85,12 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
     dla_tensor *global = NULL;
     if (m == 1 && isfinite(threshold)) {
         dla_tensor *sq = NULL;
+        /* Summed in double: the entries may mix single and double (adding
+         * them failed with a dtype error), and the squares of a large
+         * network's gradients lose digits in single. */
         for (int i = 0; i < n; i++) {
-            dla_tensor *s = dla_reshape(dla_sum(dla_square(grads[i]), 0, NULL), "", DLA_DIMS(1, 1));
+            dla_tensor *s = dla_reshape(dla_cast(dla_sum(dla_square(grads[i]), 0, NULL), DLA_F64),
+                                        "", DLA_DIMS(1, 1));
             sq = sq ? dla_add(sq, s) : s;
         }
         /* threshold / L, as threshold * L^-1 (inf when L is 0: no scaling). */
@@ -103,7 +107,7 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
             dla_tensor *norm = dla_sqrt(dla_sum(dla_square(g), 0, NULL));
             g = dla_mul(g, min1(dla_affine(dla_pows(norm, -1), threshold, 0)));
         } else if (m == 1) {
-            g = dla_mul(g, global);
+            g = dla_mul(g, dla_cast(global, dla_tensor_dtype(g)));
         } else {
             /* clamp to [-t, t]: g - relu(g - t) + relu(-g - t) */
             g = dla_add(dla_sub(g, dla_relu(dla_affine(g, 1, -threshold))),

@@ -154,6 +154,14 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     assert_vec(out[1], 3, (double[]){0.5 * s, 0.5 * s, 0.5 * s}, 1e-15);
     assert_int_equal(dla_clip_gradients(2, g, "global-l2norm", 100, out), DLA_OK);
     assert_vec(out[0], 2, (double[]){3, -4}, 0);
+    /* Before: entries of single and double (a network with a double
+     * learnable among single ones) failed with dla_add's dtype error. */
+    dla_tensor *mixed[2] = {dla_cast(g[0], DLA_F32), g[1]};
+    assert_int_equal(dla_clip_gradients(2, mixed, "global-l2norm", 2, out), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(out[0]), DLA_F32);
+    assert_int_equal(dla_tensor_dtype(out[1]), DLA_F64);
+    assert_vec(out[0], 2, (double[]){3 * s, -4 * s}, 1e-6);
+    assert_vec(out[1], 3, (double[]){0.5 * s, 0.5 * s, 0.5 * s}, 1e-15);
     /* By value. */
     assert_int_equal(dla_clip_gradients(2, g, "absolute-value", 3.5, out), DLA_OK);
     assert_vec(out[0], 2, (double[]){3, -3.5}, 0);

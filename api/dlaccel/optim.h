@@ -284,7 +284,8 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
  *   "l2norm" (NULL, MATLAB's default): each entry whose L2 norm exceeds
  *       threshold is scaled to norm threshold;
  *   "global-l2norm": when the L2 norm of all entries together, L, exceeds
- *       threshold, every entry is scaled by threshold / L;
+ *       threshold, every entry is scaled by threshold / L (L summed in
+ *       double; the entries may mix single and double);
  *   "absolute-value": each element is clamped to [-threshold, threshold].
  * Done with ops (no read on the host), so it can be recorded in a trace.
  * threshold > 0 (an infinite one copies the gradients). */
