@@ -1230,6 +1230,13 @@ static int stop_at_5(void *ctx, const dla_training_state *s)
     return s->iteration >= 5;
 }
 
+static int stop_at_start(void *ctx, const dla_training_state *s)
+{
+    int *calls = ctx;
+    calls[!strcmp(s->stage, "start") ? 0 : !strcmp(s->stage, "done") ? 2 : 1]++;
+    return !strcmp(s->stage, "start");
+}
+
 static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
 {
     (void)state;
@@ -1251,6 +1258,22 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     assert_int_equal(calls[0], 1);
     assert_int_equal(calls[1], 5);
     assert_int_equal(calls[2], 1);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* Before: a stop asked for at "start" was ignored and all 10 epochs
+     * ran. Now no iteration runs; the network comes back as given. */
+    memset(calls, 0, sizeof calls);
+    o.output_fn = stop_at_start;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 0);
+    assert_int_equal(info->output_network_iteration, 0);
+    assert_string_equal(info->stop_reason, "Stopped by OutputFcn");
+    assert_int_equal(calls[0], 1);
+    assert_int_equal(calls[1], 0);
+    assert_int_equal(calls[2], 1);
+    assert_true(dla_net_initialized(trained));
     dla_training_info_free(info);
     dla_net_free(trained);
 

@@ -326,7 +326,8 @@ typedef struct dla_training_state {
 
 /* An OutputFcn: called at the start, after every iteration and at the end.
  * Return nonzero to stop training (the stop reason is then "Stopped by
- * OutputFcn"). */
+ * OutputFcn"); at "start", before the first iteration (the network comes
+ * back untrained, with no history). */
 typedef int (*dla_training_output_fn)(void *ctx, const dla_training_state *state);
 
 /* MATLAB trainingOptions(solverName, Name=Value). A zero field means
