@@ -277,7 +277,9 @@ static dla_status decode_forward(const void *attrs, dla_tensor *const *in, int n
     dla_tensor *best = dla__tensor_alloc(op, dev, x->dtype, x->format, nd, dims);
     dla_tensor *idx = dla__tensor_alloc(op, dev, DLA_I32, x->format, nd, dims);
     dla_status st = best && idx ? DLA_OK : dla_last_status();
-    if (st == DLA_OK) {
+    /* An empty batch: nothing for the kernels to write. */
+    int empty = dla__numel(nd, dims) == 0;
+    if (st == DLA_OK && !empty) {
         dla_reduce_args r = {.struct_size = sizeof r, .op = DLA_REDUCE_MAX};
         dla__view_of(best, &r.y);
         dla__view_of(x, &r.x);
@@ -290,7 +292,7 @@ static dla_status decode_forward(const void *attrs, dla_tensor *const *in, int n
         st = dla__k_reduce(dev, &r);
     }
     dla_tensor_release(best);
-    if (st == DLA_OK && a->has_classes) {
+    if (st == DLA_OK && a->has_classes && !empty) {
         /* position -> class value: a gather from the list along its dim. */
         dla_tensor *vals = dla__tensor_alloc(op, dev, DLA_F64, "", 1,
                                              (const int64_t[]){dla__numel(nd, dims)});
@@ -339,9 +341,12 @@ static int64_t decode_check(const char *op, const dla_tensor *scores, int fd)
         return 0;
     }
     int64_t k = fd < scores->ndims ? scores->dims[fd] : 1;
-    if (k == 0 || dla_tensor_numel(scores) == 0) {
-        dla__fail(DLA_ERR_SHAPE, "%s: argument scores: %s has no elements to decode", op,
-                  dla__tensor_dims_str(scores, buf, sizeof buf));
+    /* No observations (3x0 scores, an empty batch) decode to no labels, as
+     * MATLAB's onehotdecode gives a 1x0 result; no classes to pick from is
+     * the one shape with no answer. */
+    if (k == 0) {
+        dla__fail(DLA_ERR_SHAPE, "%s: argument scores: %s has no classes along feature dim %d "
+                  "to decode", op, dla__tensor_dims_str(scores, buf, sizeof buf), fd + 1);
         return 0;
     }
     return k;

@@ -85,8 +85,12 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
     dla_tensor *global = NULL;
     if (m == 1 && isfinite(threshold)) {
         dla_tensor *sq = NULL;
+        /* Summed in double: the entries may mix single and double (adding
+         * them failed with a dtype error), and the squares of a large
+         * network's gradients lose digits in single. */
         for (int i = 0; i < n; i++) {
-            dla_tensor *s = dla_reshape(dla_sum(dla_square(grads[i]), 0, NULL), "", DLA_DIMS(1, 1));
+            dla_tensor *s = dla_reshape(dla_cast(dla_sum(dla_square(grads[i]), 0, NULL), DLA_F64),
+                                        "", DLA_DIMS(1, 1));
             sq = sq ? dla_add(sq, s) : s;
         }
         /* threshold / L, as threshold * L^-1 (inf when L is 0: no scaling). */
@@ -103,7 +107,7 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
             dla_tensor *norm = dla_sqrt(dla_sum(dla_square(g), 0, NULL));
             g = dla_mul(g, min1(dla_affine(dla_pows(norm, -1), threshold, 0)));
         } else if (m == 1) {
-            g = dla_mul(g, global);
+            g = dla_mul(g, dla_cast(global, dla_tensor_dtype(g)));
         } else {
             /* clamp to [-t, t]: g - relu(g - t) + relu(-g - t) */
             g = dla_add(dla_sub(g, dla_relu(dla_affine(g, 1, -threshold))),
@@ -127,6 +131,21 @@ DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initia
         dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: %s %g must not be negative",
                      s->drop_period < 0 ? "drop_period" : "warmup_start_factor",
                      s->drop_period < 0 ? (double)s->drop_period : s->warmup_start_factor);
+        return NAN;
+    }
+    /* A NaN or infinite start factor, or a drop factor NaN or above 1 (the
+     * rate would grow each period), gave NaN or a growing rate, with no
+     * error, from the first drop on: refused here as the other bad values. */
+    if (!isfinite(s->warmup_start_factor)) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                     "dla_learn_rate_at: warmup_start_factor %g must be a finite number >= 0",
+                     s->warmup_start_factor);
+        return NAN;
+    }
+    if (s->method && !strcmp(s->method, "piecewise") && !(s->drop_factor <= 1)) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                     "dla_learn_rate_at: drop_factor %g must be in [0, 1] (0: the default 0.1, "
+                     "negative: 0)", s->drop_factor);
         return NAN;
     }
     if (s->method && !strcmp(s->method, "piecewise")) {

@@ -357,6 +357,15 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
 {
     const char *what = validation ? "ValidationData" : "data";
     int64_t n = observations(d);
+    /* Empty validation data would validate nothing and report NaN losses
+     * as if the network had diverged. */
+    if (n < 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "dla_trainnet: %s has no observation (%lld along the %s); give "
+                             "data, or no %s", what, (long long)n,
+                             d->images ? "datastore's files" : d->sequences ? "sequence list"
+                                                                              : "predictors' observation dim",
+                             validation ? "ValidationData" : "training data");
     /* Labels and class counts, once per data set (train_check.c). */
     dla_status cst = tr->classify ? dla__train_check_classes(what, d->targets, tr->classes)
                                   : dla__train_check_channels(what, d->targets, tr->out_format,
@@ -1480,6 +1489,7 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         if (tr.o.verbose)
             print_start(&tr, normalized);
         tr.start = now();
+        int stop_now = 0;
         if (tr.o.output_fn) {
             dla_training_state s0 = {.stage = "start", .learn_rate = tr.o.initial_learn_rate,
                                      .training_loss = NAN, .training_accuracy = NAN,
@@ -1488,10 +1498,18 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                                      .gradient_norm = NAN, .step_norm = NAN};
             if (!strcmp(tr.o.solver, "lbfgs"))
                 s0.learn_rate = NAN;
-            tr.o.output_fn(tr.o.output_ctx, &s0);
+            stop_now = tr.o.output_fn(tr.o.output_ctx, &s0) != 0;
         }
         started = 1;
-        st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
+        /* MATLAB's OutputFcn stops training at any stage, "start" included;
+         * its answer there was dropped and every epoch ran. The ranks of a
+         * parallel training agree on it, as after an iteration. */
+        st = dla__train_par_end(&tr.par, DLA_OK, &stop_now);
+        if (st == DLA_OK && stop_now)
+            snprintf(tr.hist.info->stop_reason, sizeof tr.hist.info->stop_reason,
+                     "Stopped by OutputFcn");
+        else if (st == DLA_OK)
+            st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
         /* After a failure too: the network returned holds no state of a
          * half-read sequence. */
         if (tr.has_recurrent && tr.ns) {

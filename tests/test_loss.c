@@ -876,6 +876,34 @@ static void test_onehotdecode_takes_the_first_largest_and_round_trips(void **sta
     dla_scope_end();
 }
 
+/* MATLAB's onehotdecode of a C x 0 batch is an empty 1 x 0 result; the
+ * decode refused it, so classify/accuracy code failed on an empty batch. */
+static void test_onehotdecode_of_an_empty_batch_is_empty(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *d = dla_onehotdecode(dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 0)), NULL);
+    assert_int_equal(dla_tensor_status(d), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(d), DLA_I32);
+    assert_string_equal(dla_tensor_format(d), "CB");
+    assert_int_equal(dla_tensor_dim(d, 1), 1);
+    assert_int_equal(dla_tensor_dim(d, 2), 0);
+    const int32_t cls[3] = {7, 8, 9};
+    d = dla_onehotdecode(dla_zeros(DLA_F64, "", DLA_DIMS(3, 0)),
+                         &(dla_onehot_options){.classes = cls});
+    assert_int_equal(dla_tensor_status(d), DLA_OK);
+    assert_int_equal(dla_tensor_numel(d), 0);
+    /* The decode of an empty batch compares with empty labels. */
+    dla_tensor *hit = dla_eq(dla_onehotdecode(dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 0)), NULL),
+                             dla_zeros(DLA_I32, "CB", DLA_DIMS(1, 0)));
+    assert_int_equal(dla_tensor_status(hit), DLA_OK);
+    assert_int_equal(dla_tensor_numel(hit), 0);
+    /* No classes to choose from has no answer. */
+    assert_error_says(dla_onehotdecode(dla_zeros(DLA_F32, "CB", DLA_DIMS(0, 4)), NULL),
+                      DLA_ERR_SHAPE, "dla_onehotdecode: argument scores: 0x4 has no classes");
+    dla_scope_end();
+}
+
 /* --------------------------------------------------- comparisons, where */
 
 static void test_comparisons_broadcast_and_compare_any_dtypes(void **state)
@@ -973,6 +1001,7 @@ int main(void)
         TU_TEST(test_onehotencode_keeps_an_accelerated_trace_free_of_host_reads),
         TU_TEST(test_crossentropy_names_a_class_count_mismatch),
         TU_TEST(test_onehotdecode_takes_the_first_largest_and_round_trips),
+        TU_TEST(test_onehotdecode_of_an_empty_batch_is_empty),
         TU_TEST(test_comparisons_broadcast_and_compare_any_dtypes),
         TU_TEST(test_where_picks_and_passes_gradients_to_the_picked_side),
     };

@@ -154,6 +154,14 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     assert_vec(out[1], 3, (double[]){0.5 * s, 0.5 * s, 0.5 * s}, 1e-15);
     assert_int_equal(dla_clip_gradients(2, g, "global-l2norm", 100, out), DLA_OK);
     assert_vec(out[0], 2, (double[]){3, -4}, 0);
+    /* Before: entries of single and double (a network with a double
+     * learnable among single ones) failed with dla_add's dtype error. */
+    dla_tensor *mixed[2] = {dla_cast(g[0], DLA_F32), g[1]};
+    assert_int_equal(dla_clip_gradients(2, mixed, "global-l2norm", 2, out), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(out[0]), DLA_F32);
+    assert_int_equal(dla_tensor_dtype(out[1]), DLA_F64);
+    assert_vec(out[0], 2, (double[]){3 * s, -4 * s}, 1e-6);
+    assert_vec(out[1], 3, (double[]){0.5 * s, 0.5 * s, 0.5 * s}, 1e-15);
     /* By value. */
     assert_int_equal(dla_clip_gradients(2, g, "absolute-value", 3.5, out), DLA_OK);
     assert_vec(out[0], 2, (double[]){3, -3.5}, 0);
@@ -240,6 +248,21 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     dla_learn_rate_schedule nw = {.warmup_iterations = 5, .warmup_start_factor = -3};
     assert_true(isnan(dla_learn_rate_at(&nw, 0.01, 1, 1)));
     assert_non_null(strstr(dla_last_error(), "warmup_start_factor -3"));
+    /* Before: a NaN drop factor gave the full rate until the first drop,
+     * then NaN with no error (a stale message); one above 1 grew the rate;
+     * an infinite start factor gave an infinite rate. */
+    dla_clear_error();
+    dla_learn_rate_schedule nd = {.method = "piecewise", .drop_factor = NAN, .drop_period = 1};
+    assert_true(isnan(dla_learn_rate_at(&nd, 0.01, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: drop_factor nan"));
+    dla_clear_error();
+    dla_learn_rate_schedule gd = {.method = "piecewise", .drop_factor = 2, .drop_period = 1};
+    assert_true(isnan(dla_learn_rate_at(&gd, 0.01, 3, 3)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: drop_factor 2"));
+    dla_clear_error();
+    dla_learn_rate_schedule iw = {.warmup_iterations = 5, .warmup_start_factor = INFINITY};
+    assert_true(isnan(dla_learn_rate_at(&iw, 0.01, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: warmup_start_factor inf"));
     /* A drop to 0 itself (MATLAB allows LearnRateDropFactor 0): negative,
      * since 0 is the default 0.1; resolve keeps it negative. */
     dla_learn_rate_schedule z = {.method = "piecewise", .drop_factor = -1, .drop_period = 2};

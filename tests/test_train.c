@@ -518,6 +518,35 @@ static void validation_runs_at_its_frequency_and_the_end(void **state)
     dla_tensor_release(vt);
 }
 
+/* Validation data with no observation validated nothing and reported NaN
+ * validation losses, as if the network had diverged; it is refused before
+ * the first iteration. */
+static void empty_validation_data_is_refused(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(64, 6, &x, &t);
+    dla_tensor *vx = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 0));
+    dla_tensor *vt = dla_zeros(DLA_I32, "", DLA_DIMS(1, 0));
+    dla_net *net = mlp(), *trained = (dla_net *)&trained;
+    dla_training_info *info = (dla_training_info *)&info;
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 32;
+    o.validation_data = &v;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: ValidationData has no observation"));
+    assert_null(trained);
+    assert_null(info);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
 static void checkpoints_are_written_and_load_back(void **state)
 {
     (void)state;
@@ -1201,6 +1230,13 @@ static int stop_at_5(void *ctx, const dla_training_state *s)
     return s->iteration >= 5;
 }
 
+static int stop_at_start(void *ctx, const dla_training_state *s)
+{
+    int *calls = ctx;
+    calls[!strcmp(s->stage, "start") ? 0 : !strcmp(s->stage, "done") ? 2 : 1]++;
+    return !strcmp(s->stage, "start");
+}
+
 static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
 {
     (void)state;
@@ -1222,6 +1258,22 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     assert_int_equal(calls[0], 1);
     assert_int_equal(calls[1], 5);
     assert_int_equal(calls[2], 1);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* Before: a stop asked for at "start" was ignored and all 10 epochs
+     * ran. Now no iteration runs; the network comes back as given. */
+    memset(calls, 0, sizeof calls);
+    o.output_fn = stop_at_start;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 0);
+    assert_int_equal(info->output_network_iteration, 0);
+    assert_string_equal(info->stop_reason, "Stopped by OutputFcn");
+    assert_int_equal(calls[0], 1);
+    assert_int_equal(calls[1], 0);
+    assert_int_equal(calls[2], 1);
+    assert_true(dla_net_initialized(trained));
     dla_training_info_free(info);
     dla_net_free(trained);
 
@@ -1989,6 +2041,7 @@ int main(void)
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),
+        TU_TEST(empty_validation_data_is_refused),
         TU_TEST(checkpoints_are_written_and_load_back),
         TU_TEST(training_progress_writes_a_well_formed_svg_chart),
         TU_TEST(progress_bar_redraws_on_a_terminal_and_escapes_the_chart),

@@ -211,7 +211,9 @@ DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
  * dim (the first on ties; NaN wins), as int32: the 0-based position, or
  * classes[position] when opts->classes is given (it must then list one
  * value per element of the feature dim). The feature dim keeps size 1 and
- * every label. Not differentiable. opts->dtype is not read. */
+ * every label. Scores of no observations (C x 0) give an empty result
+ * (1 x 0), as MATLAB's; a feature dim of size 0 is DLA_ERR_SHAPE. Not
+ * differentiable. opts->dtype is not read. */
 DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_options *opts);
 
 /* ------------------------------------------------------------ reshaping */

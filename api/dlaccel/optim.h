@@ -284,7 +284,8 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
  *   "l2norm" (NULL, MATLAB's default): each entry whose L2 norm exceeds
  *       threshold is scaled to norm threshold;
  *   "global-l2norm": when the L2 norm of all entries together, L, exceeds
- *       threshold, every entry is scaled by threshold / L;
+ *       threshold, every entry is scaled by threshold / L (L summed in
+ *       double; the entries may mix single and double);
  *   "absolute-value": each element is clamped to [-threshold, threshold].
  * Done with ops (no read on the host), so it can be recorded in a trace.
  * threshold > 0 (an infinite one copies the gradients). */
@@ -315,8 +316,9 @@ typedef struct dla_learn_rate_schedule {
  * over all epochs): initial * drop_factor^floor((epoch - 1) / drop_period)
  * for "piecewise", times the warm-up factor start + (1 - start) * iteration
  * / warmup_iterations while iteration < warmup_iterations. s may be NULL
- * (constant). An unknown method, a negative drop_period or a negative
- * warmup_start_factor gives NAN and sets dla_last_error(). */
+ * (constant). An unknown method, a negative drop_period, a
+ * warmup_start_factor negative or not finite, or for "piecewise" a
+ * drop_factor above 1 or NaN gives NAN and sets dla_last_error(). */
 DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
                                  int iteration);
 

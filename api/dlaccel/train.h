@@ -326,7 +326,8 @@ typedef struct dla_training_state {
 
 /* An OutputFcn: called at the start, after every iteration and at the end.
  * Return nonzero to stop training (the stop reason is then "Stopped by
- * OutputFcn"). */
+ * OutputFcn"); at "start", before the first iteration (the network comes
+ * back untrained, with no history). */
 typedef int (*dla_training_output_fn)(void *ctx, const dla_training_state *state);
 
 /* MATLAB trainingOptions(solverName, Name=Value). A zero field means
@@ -417,7 +418,8 @@ typedef struct dla_training_options {
     /* ---------------------------------------------------------- validation */
     /* ValidationData: NULL: none. Evaluated in inference mode (predict) in
      * mini-batches of MiniBatchSize, at the first iteration, every
-     * validation_frequency iterations and at the end. */
+     * validation_frequency iterations and at the end. Data with no
+     * observation is DLA_ERR_INVALID_ARGUMENT (it would validate nothing). */
     const dla_train_data *validation_data;
     int validation_frequency;   /* ValidationFrequency: 50 (iterations) */
     /* ValidationPatience: 0: Inf. Training stops when the validation loss
