@@ -1262,9 +1262,9 @@ static int epilogue_of(const lowering *L, const dla__cap_launch *cl, const dla__
  * that reads the convolution's result; -1 otherwise. Only the next step:
  * ResNet-20's training has a filter gradient and a bias's sum between
  * each input gradient and its relu mask, and moving the mask up past them
- * to run it as an epilogue measured no faster (285 ms against 298, 7
- * alternating rounds): the pass after the mask, batch normalization's
- * sums, then read the gradient from memory instead. */
+ * to run it as an epilogue measured no faster (298 ms with it against 285
+ * without, 7 alternating rounds): the pass after the mask, batch
+ * normalization's sums, then read the gradient from memory instead. */
 static int next_reader(lowering *L, int s)
 {
     const dla__slot rs = launch_at(L, s)->slot[conv_result_field(launch_at(L, s)->l.which)];
