@@ -499,12 +499,15 @@ static dla_status cnn_infer_setup(const bench_workload *w, void **state)
     return cnn_accel_setup(w, state, cnn_forward, INFER_NIN, 1, "cnn_forward");
 }
 
-static dla_status cnn_infer_run(void *state)
+/* One call of the runner on cnn_forward's inputs (the learnables, x, the
+ * 6 statistics), then with targets the targets too (cnn_saliency's). */
+static dla_status forward_run(cnn *c, int targets)
 {
-    cnn *c = state;
-    dla_tensor *in[INFER_NIN], *out[1];
+    dla_tensor *in[INFER_NIN + 1], *out[2];
     memcpy(in, c->in, (NLEARN + 1) * sizeof *in);
     memcpy(in + NLEARN + 1, c->in + NLEARN + 2, 6 * sizeof *in);
+    if (targets)
+        in[INFER_NIN] = c->in[NLEARN + 1];
     c->r.in = in;
     dla_scope_begin();
     dla_status st = run_once(&c->r, out);
@@ -512,6 +515,8 @@ static dla_status cnn_infer_run(void *state)
     c->r.in = NULL;
     return st;
 }
+
+static dla_status cnn_infer_run(void *state) { return forward_run(state, 0); }
 
 /* The gradient of the inference loss with respect to the images alone,
  * the network frozen (a saliency map, an adversarial step: MATLAB's
@@ -538,20 +543,7 @@ static dla_status cnn_saliency_setup(const bench_workload *w, void **state)
     return cnn_accel_setup(w, state, cnn_saliency, SAL_NIN, 2, "cnn_saliency");
 }
 
-static dla_status cnn_saliency_run(void *state)
-{
-    cnn *c = state;
-    dla_tensor *in[SAL_NIN], *out[2];
-    memcpy(in, c->in, (NLEARN + 1) * sizeof *in);
-    memcpy(in + NLEARN + 1, c->in + NLEARN + 2, 6 * sizeof *in);
-    in[INFER_NIN] = c->in[NLEARN + 1];
-    c->r.in = in;
-    dla_scope_begin();
-    dla_status st = run_once(&c->r, out);
-    dla_scope_end();
-    c->r.in = NULL;
-    return st;
-}
+static dla_status cnn_saliency_run(void *state) { return forward_run(state, 1); }
 
 static void cnn_note(void *state, double median_ms, char *buf, size_t size)
 {
