@@ -39,7 +39,8 @@ static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
  * adds its own bias: plan_lower.c's conv_bias_out), 4 for no-in-place
  * (every result in memory of its own: plan_lower.c's results_in_place), 5
  * for no-epilogue (no convolution runs its epilogue: plan_lower.c's
- * conv_epilogues), 1 otherwise (on, 1, yes, unset); any other value is warned about once. */
+ * conv_epilogues), 1 otherwise (on, 1, yes, unset); any other value is
+ * warned about once. */
 static int plan_mode(void)
 {
     static const char *const values[] = {"on",           "1",           "yes", "off", "0", "no",
@@ -48,8 +49,12 @@ static int plan_mode(void)
     static atomic_int cached = -1, warned;
     int mode = atomic_load(&cached);
     if (mode < 0) {
+        /* The mode of each accepted value, in values' order. */
+        static const int modes[] = {1, 1, 1, 0, 0, 0, 2, 3, 4, 5};
+        _Static_assert(sizeof modes / sizeof modes[0] + 1 == sizeof values / sizeof values[0],
+                       "a mode per value of DLACCEL_PLAN");
         const int v = dla__env_choice("DLACCEL_PLAN", values, &warned, dla__log);
-        mode = v == 9 ? 5 : v == 8 ? 4 : v == 7 ? 3 : v == 6 ? 2 : v >= 3 ? 0 : 1;
+        mode = v < 0 ? 1 : modes[v];
         atomic_store(&cached, mode);
     }
     return mode;

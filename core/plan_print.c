@@ -124,16 +124,19 @@ static void print_launch(FILE *f, dla__launch *l)
 }
 
 /* Whether l writes its result over one of its inputs in the arena
- * (plan_lower.c's results_in_place): the same memory and offset. */
+ * (plan_lower.c's results_in_place): the same memory and offset. A
+ * convolution with an epilogue: the epilogue's y (field 4) over one of
+ * the epilogue's inputs (fields 5 on; the pass's own result is one). */
 static int in_place(const dla__plan *p, dla__launch *l)
 {
     dla__field fs[DLA__LAUNCH_MAX_FIELDS];
     const int n = dla__launch_fields(l, fs);
-    if (!p->arena || n < 2 || !fs[0].written || !fs[0].view || *fs[0].mem != p->arena->mem)
+    const int z = l->kind == DLA__LAUNCH_CONV_FUSED ? 4 : 0;
+    if (!p->arena || n < z + 2 || !fs[z].written || !fs[z].view || *fs[z].mem != p->arena->mem)
         return 0;
-    for (int i = 1; i < n; i++)
-        if (fs[i].view && !fs[i].written && *fs[i].mem == *fs[0].mem &&
-            *fs[i].eoff == *fs[0].eoff)
+    for (int i = z + 1; i < n; i++)
+        if (fs[i].view && !fs[i].written && *fs[i].mem == *fs[z].mem &&
+            *fs[i].eoff == *fs[z].eoff)
             return 1;
     return 0;
 }

@@ -133,22 +133,22 @@ DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initia
                      s->drop_period < 0 ? (double)s->drop_period : s->warmup_start_factor);
         return NAN;
     }
-    /* A NaN or infinite start factor, or a drop factor NaN or above 1 (the
-     * rate would grow each period), gave NaN or a growing rate, with no
-     * error, from the first drop on: refused here as the other bad values. */
+    /* An infinite start factor, or (below) a drop factor NaN or above 1
+     * (the rate would grow each period), gave NaN or a growing rate with no
+     * error: refused as the other bad values. */
     if (!isfinite(s->warmup_start_factor)) {
         dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
                      "dla_learn_rate_at: warmup_start_factor %g must be a finite number >= 0",
                      s->warmup_start_factor);
         return NAN;
     }
-    if (s->method && !strcmp(s->method, "piecewise") && !(s->drop_factor <= 1)) {
-        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
-                     "dla_learn_rate_at: drop_factor %g must be in [0, 1] (0: the default 0.1, "
-                     "negative: 0)", s->drop_factor);
-        return NAN;
-    }
     if (s->method && !strcmp(s->method, "piecewise")) {
+        if (!(s->drop_factor <= 1)) {
+            dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                         "dla_learn_rate_at: drop_factor %g must be in [0, 1] (0: the default "
+                         "0.1, negative: 0)", s->drop_factor);
+            return NAN;
+        }
         /* 0: the default 0.1; negative: 0 itself. */
         double drop = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? 0 : s->drop_factor;
         int period = s->drop_period ? s->drop_period : 10;
