@@ -53,9 +53,23 @@ static void usage(FILE *out)
           "                     PyTorch's references time theirs); default 1, each call\n"
           "                     timed to its sync (the latency of a step that is read)\n"
           "  --quick            few calls per workload, for smoke tests\n"
+          "  --print-plan       after each replayed workload, its trace and replay plan\n"
+          "                     on stderr (dla_accel_print_trace); with\n"
+          "                     DLACCEL_PLAN_PROFILE=1, each step's time\n"
           "  --list             list the workloads and exit\n"
           "  --help             this text\n",
           out);
+}
+
+/* --print-plan (bench_print_plan). */
+static int print_plans;
+
+void bench_print_plan(const dla_accel *af)
+{
+    if (!print_plans || !af || dla_accel_occupancy(af) < 1)
+        return;
+    if (dla_accel_print_trace(af, 0, stderr) != DLA_OK)
+        fprintf(stderr, "dlaccel-bench: --print-plan: %s\n", dla_last_error());
 }
 
 /* Parses argv into opt; returns 0, or 2 after printing why. */
@@ -67,6 +81,7 @@ static int parse_options(int argc, char **argv, options *opt)
         {"reps", required_argument, NULL, 'r'}, {"quick", no_argument, NULL, 'q'},
         {"batch", required_argument, NULL, 'b'}, {"pipeline", required_argument, NULL, 'p'},
         {"list", no_argument, NULL, 'l'},    {"help", no_argument, NULL, 'h'},
+        {"print-plan", no_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
     int reps = 0, quick = 0, pipeline = 1, c;
@@ -79,6 +94,7 @@ static int parse_options(int argc, char **argv, options *opt)
         case 'w': opt->workload = optarg; break;
         case 'q': quick = 1; break;
         case 'l': opt->list = 1; break;
+        case 'P': print_plans = 1; break;
         case 'r':
             reps = (int)strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || reps < 1 || reps > 1000000) {

@@ -61,6 +61,13 @@ struct bench_workload {
     void (*note)(void *state, double median_ms, char *buf, size_t size);
 };
 
+/* dlaccel-bench --print-plan: a workload's teardown hands each accelerated
+ * function it made to bench_print_plan, which writes its most recent
+ * trace and plans (dla_accel_print_trace) to stderr when the option was
+ * given (with DLACCEL_PLAN_PROFILE=1, each step's time), and does nothing
+ * otherwise. NULL af: nothing. */
+void bench_print_plan(const dla_accel *af);
+
 /* The tables. Each ends with an entry whose name is NULL. */
 extern const bench_workload bench_core_workloads[];      /* workloads_core.c */
 extern const bench_workload bench_reference_workloads[]; /* reference.c */

@@ -36,6 +36,7 @@ static void attention_teardown(void *state)
         return;
     for (int i = 0; i < 1 + ATT_NP; i++)
         dla_tensor_release(a->in[i]);
+    bench_print_plan(a->af);
     dla_accel_free(a->af);
     free(a);
 }

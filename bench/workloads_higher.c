@@ -25,6 +25,7 @@ static void pinn_teardown(void *state)
         return;
     for (int i = 0; i < PINN_NPARAMS + 3; i++)
         dla_tensor_release(p->in[i]);
+    bench_print_plan(p->af);
     dla_accel_free(p->af);
     free(p);
 }

@@ -47,6 +47,7 @@ static void ode_teardown(void *state)
         return;
     for (int i = 0; i < ODE_NP + 2; i++)
         dla_tensor_release(b->in[i]);
+    bench_print_plan(b->af);
     dla_accel_free(b->af);
     free(b);
 }

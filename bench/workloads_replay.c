@@ -151,6 +151,7 @@ static void mlp_teardown(void *state)
         return;
     for (int i = 0; i < 6; i++)
         dla_tensor_release(m->in[i]);
+    bench_print_plan(m->r.af);
     dla_accel_free(m->r.af);
     free(m);
 }
@@ -229,6 +230,7 @@ static void ce_teardown(void *state)
         return;
     for (int i = 0; i < 3; i++)
         dla_tensor_release(c->in[i]);
+    bench_print_plan(c->r.af);
     dla_accel_free(c->r.af);
     free(c);
 }
@@ -323,6 +325,7 @@ static void cnn_teardown(void *state)
         dla_tensor_release(c->in[i]);
     for (int i = 0; i < NLEARN; i++)
         dla_tensor_release(c->vel[i]);
+    bench_print_plan(c->r.af);
     dla_accel_free(c->r.af);
     free(c);
 }

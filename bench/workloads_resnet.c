@@ -42,6 +42,9 @@ static void resnet_teardown(void *state)
         dla_optim_free(r->nl, r->velocity);
     free(r->velocity);
     free(r->out);
+    bench_print_plan(r->loss);
+    if (r->net)
+        bench_print_plan(dla_net_accelerator(r->net)); /* inference's */
     dla_accel_free(r->loss);
     dla_net_free(r->net);
     dla_tensor_release(r->x);

@@ -335,6 +335,16 @@ dla_status dla__plan_capture(dla__plan *p, const dla__trace *t, dla_tensor *cons
     else if (c.failed)
         snprintf(p->why, sizeof p->why, "out of memory while planning");
     int ok = st == DLA_OK && !c.failed && dla__plan_lower(p, &c);
+    /* The profile's sums, made before the plan is published so that a
+     * listing never meets them half made. */
+    if (ok && p->profile) {
+        p->step_ns = dla__calloc((size_t)p->nsteps + 1, sizeof *p->step_ns);
+        p->run_ns = dla__calloc((size_t)p->nsteps + 1, sizeof *p->run_ns);
+        if (!p->step_ns || !p->run_ns) {
+            snprintf(p->why, sizeof p->why, "out of memory for the profile's sums");
+            ok = 0;
+        }
+    }
     atomic_store(&p->state, ok ? DLA__PLAN_READY : DLA__PLAN_FAILED);
     dla__capture_free_record(&c);
     return st;

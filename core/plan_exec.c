@@ -17,7 +17,7 @@
  * hooks the steps run between plan_begin and plan_end: one sequence the
  * plugin enqueues without waiting, and one wait at its end.
  */
-#define _GNU_SOURCE /* secure_getenv */
+#define _GNU_SOURCE /* secure_getenv, clock_gettime */
 #include "core/alloc.h"
 #include "core/env_choice.h"
 #include "core/error.h"
@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -70,6 +71,24 @@ int dla__plan_in_place_allowed(void) { return plan_mode() != 4; }
 
 int dla__plan_epilogue_allowed(void) { return plan_mode() != 5; }
 
+/* DLACCEL_PLAN_PROFILE: on (1, yes) times each step of the replays of
+ * plans made from now on; off (0, no, unset) does not; any other value is
+ * warned about once. Read per plan, not once per process, so a program
+ * (or a test) can profile one function and not the next. */
+static int profile_wanted(void)
+{
+    static const char *const values[] = {"off", "0", "no", "on", "1", "yes", NULL};
+    static atomic_int warned;
+    return dla__env_choice("DLACCEL_PLAN_PROFILE", values, &warned, dla__log) >= 3;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static dla__plan *find(const dla__trace *t, dla_device *dev)
 {
     for (dla__plan *p = __atomic_load_n(&t->plans, __ATOMIC_ACQUIRE); p; p = p->next)
@@ -107,6 +126,8 @@ void dla__plan_free(dla__plan *p)
     dla__free(p->rt);
     dla__free(p->fresh);
     dla__free(p->run_mems);
+    dla__free(p->step_ns);
+    dla__free(p->run_ns);
     dla__free(p);
 }
 
@@ -469,9 +490,12 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
     for (int f = 0; f < p->nfresh && st == DLA_OK; f++)
         if (!(p->fresh[f] = dla__storage_alloc("dla_accelerate", p->dev, p->fresh_bytes[f])))
             st = dla_last_status();
+    /* Profiled: no hooks, so that each step can be waited for on its own
+     * (the sums were made with the plan: plan_capture.c). */
+    const int profiled = p->profile && st == DLA_OK;
     int32_t ran = 0;
     int hooked = 0;
-    if (st == DLA_OK)
+    if (st == DLA_OK && !profiled)
         st = hook_begin(p, in, &ran, &hooked);
     long fused = 0;
     int launches = 0;
@@ -480,6 +504,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             fused += dla__launch_is_fused(&p->launches[i]);
     for (int s = 0; s < p->nsteps && st == DLA_OK && !ran; s++) {
         const dla__step *step = &p->steps[s];
+        const uint64_t t0 = profiled ? now_ns() : 0;
         if (step->kind == DLA__STEP_LAUNCH) {
             patch(p, in, step->index);
             dla__launch *l = &p->launches[step->index];
@@ -501,6 +526,16 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
                    "plan was made");
             return 0;
         }
+        if (profiled && st == DLA_OK) {
+            st = dla_device_sync(p->dev);
+            p->run_ns[s] = now_ns() - t0;
+        }
+    }
+    if (profiled && st == DLA_OK) {
+        /* Atomic only so that a listing on another thread reads whole sums. */
+        for (int s = 0; s < p->nsteps; s++)
+            __atomic_fetch_add(&p->step_ns[s], p->run_ns[s], __ATOMIC_RELAXED);
+        atomic_fetch_add(&p->profiled_runs, 1);
     }
     if (hooked)
         st = hook_end(p, st);
@@ -550,6 +585,7 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
         pthread_mutex_lock(&plans_lock);
         if (!(p = find(t, dev)) && (p = dla__calloc(1, sizeof *p)) != NULL) {
             p->dev = dev;
+            p->profile = profile_wanted();
             p->replayable = -1;
             atomic_init(&p->busy, 1);
             atomic_init(&p->state, DLA__PLAN_CAPTURING);

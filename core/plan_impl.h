@@ -237,6 +237,16 @@ typedef struct dla__plan {
     dla_plan_mem *run_mems;
 
     atomic_long runs, fused_launches, device_runs;
+
+    /* DLACCEL_PLAN_PROFILE (read when the plan is made): each run times its
+     * steps one by one, waiting for the device after each, and leaves the
+     * device's own whole-plan replay and hooks aside (a wait inside a
+     * capture would break it). step_ns: per step, the nanoseconds summed
+     * over the profiled runs (made with the plan); run_ns: the run now
+     * going (added only when it succeeds). */
+    int profile;
+    uint64_t *step_ns, *run_ns;
+    atomic_long profiled_runs;
 } dla__plan;
 
 /* Capture -> plan. On failure the plan's why says what could not be

@@ -7,6 +7,7 @@
  * It reads the launches' dims and kinds, which no run changes (a run
  * patches only their memory).
  */
+#include "core/alloc.h"
 #include "core/kernels.h"
 #include "core/op.h"
 #include "core/plan_impl.h"
@@ -141,10 +142,72 @@ static int in_place(const dla__plan *p, dla__launch *l)
     return 0;
 }
 
-static void print_steps(const dla__plan *p, const dla__trace *t, FILE *f)
+/* The kernel step s of p makes, for the profile's totals by kernel; an op
+ * run as itself by its name. */
+static const char *step_kernel(const dla__plan *p, const dla__trace *t, int s)
 {
+    if (p->steps[s].kind == DLA__STEP_INVOKE)
+        return t->entries[p->steps[s].index].op->name;
+    const dla__launch *l = &p->launches[p->steps[s].index];
+    switch (l->kind) {
+    case DLA__LAUNCH_CONV:
+    case DLA__LAUNCH_POOL:
+    case DLA__LAUNCH_INDEX:
+    case DLA__LAUNCH_CONV_FUSED: return dla__kernel_name(l->which);
+    default: return dla__launch_name(l);
+    }
+}
+
+/* DLACCEL_PLAN_PROFILE's totals: a run's time in its steps, and that
+ * time by kernel, largest first. */
+static void print_profile(const dla__plan *p, const dla__trace *t, FILE *f,
+                          const uint64_t *step_ns, long nruns)
+{
+    enum { MAX_KERNELS = 48 };
+    const char *name[MAX_KERNELS];
+    uint64_t ns[MAX_KERNELS], total = 0;
+    int n = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+        const char *k = step_kernel(p, t, s);
+        int i = 0;
+        while (i < n && strcmp(name[i], k))
+            i++;
+        if (i == n && n == MAX_KERNELS)
+            i = n - 1; /* more kinds than a listing can use: the last row takes the rest */
+        else if (i == n)
+            name[n] = k, ns[n++] = 0;
+        ns[i] += step_ns[s];
+        total += step_ns[s];
+    }
+    const double runs = (double)nruns;
+    fprintf(f, "  plan profile on %s (DLACCEL_PLAN_PROFILE): %ld runs timed step by step, "
+            "waiting for the device after each step; %.3f ms a run in its steps; by kernel:",
+            p->dev->name, nruns, (double)total / runs * 1e-6);
+    for (int printed = 0; printed < n; printed++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (name[i] && (best < 0 || ns[i] > ns[best]))
+                best = i;
+        fprintf(f, "%s %s %.3f ms (%.1f%%)", printed ? "," : "", name[best],
+                (double)ns[best] / runs * 1e-6,
+                total ? 100.0 * (double)ns[best] / (double)total : 0.0);
+        name[best] = NULL;
+    }
+    fputc('\n', f);
+}
+
+static void print_steps(const dla__plan *p, const dla__trace *t, FILE *f, const uint64_t *ns,
+                        long runs)
+{
+    /* Profiled (ns): each step's mean time a run and its share of the run. */
+    uint64_t total = 0;
+    for (int s = 0; ns && s < p->nsteps; s++)
+        total += ns[s];
     for (int s = 0; s < p->nsteps; s++) {
         fprintf(f, "    step %3d: ", s);
+        if (ns)
+            fprintf(f, "%9.3f ms %5.1f%%  ", (double)ns[s] / (double)runs * 1e-6,
+                    total ? 100.0 * (double)ns[s] / (double)total : 0.0);
         if (p->steps[s].kind == DLA__STEP_INVOKE)
             fprintf(f, "op %s (runs as itself)", t->entries[p->steps[s].index].op->name);
         else {
@@ -193,6 +256,20 @@ void dla__plan_print(const dla__trace *t, FILE *f)
                     "by the device itself as one (the cuda plugin: a CUDA graph), the others "
                     "launch by launch\n",
                     p->dev->name, atomic_load(&p->device_runs));
-        print_steps(p, t, f);
+        /* The sums read once (a run on another thread may be adding), so
+         * that the shares add up; without memory for them, no times. */
+        const long runs = p->step_ns ? atomic_load(&p->profiled_runs) : 0;
+        uint64_t *ns = runs > 0 ? dla__malloc((size_t)p->nsteps * sizeof *ns + 1) : NULL;
+        for (int s = 0; ns && s < p->nsteps; s++)
+            ns[s] = __atomic_load_n(&p->step_ns[s], __ATOMIC_RELAXED);
+        if (ns)
+            print_profile(p, t, f, ns, runs);
+        else if (p->profile)
+            fprintf(f, "  plan profile on %s (DLACCEL_PLAN_PROFILE): %s\n", p->dev->name,
+                    runs > 0 ? "out of memory for the listing's times"
+                             : "no run timed yet (the first call makes the plan; the calls "
+                               "after it are timed)");
+        print_steps(p, t, f, ns, runs);
+        dla__free(ns);
     }
 }

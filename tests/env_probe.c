@@ -10,7 +10,8 @@
  * conv_forward_fused, unless DLACCEL_PLAN=no-epilogue); and a parameter
  * update whose plan keeps two results from one fused launch where the
  * device has fused_multi, unless DLACCEL_PLAN=single-result (it prints
- * how many such launches); and what the OpenMP runtime and OpenBLAS were
+ * how many such launches); how many of its replays were timed step by
+ * step (DLACCEL_PLAN_PROFILE; -1: none); and what the OpenMP runtime and OpenBLAS were
  * given (env_probe_openblas links OpenBLAS itself). tests/tool_env.sh
  * runs it with values set and reads what the library says on stderr.
  * Prints "probe: ok" and exits 0 when every call succeeded.
@@ -161,6 +162,9 @@ int main(void)
         printf("probe: convolutions adding their own bias: %d\n", own_bias(af));
     if (!bad)
         printf("probe: convolutions running their epilogue: %d\n", epilogues(af));
+    if (!bad) /* DLACCEL_PLAN_PROFILE: the plan's one run after it was made, timed */
+        printf("probe: plan runs timed step by step: %d\n",
+               count_before(af, " runs timed step by step"));
     dla_accel *uf = dla_accelerate(update, &(dla_accel_options){.name = "update"});
     dla_tensor *p[3] = {dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),
                         dla_randn(DLA_F32, "", 1, (const int64_t[]){50}),

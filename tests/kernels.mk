@@ -96,11 +96,12 @@ $(DLA_GRAPHWRAP_MANIFEST): $(top_srcdir)/tests/plugins/graphwrap.json.in Makefil
 check_DATA += $(DLA_GRAPHWRAP_MANIFEST)
 CLEANFILES += $(DLA_GRAPHWRAP_MANIFEST)
 TESTS += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh tests/train_on_graphwrap.sh \
-	tests/plan_on_graphwrap.sh
+	tests/plan_on_graphwrap.sh tests/plan_profile_on_graphwrap.sh
 EXTRA_DIST += tests/accel_on_graphwrap.sh tests/accel_on_graphwrap_flush.sh \
-	tests/train_on_graphwrap.sh tests/plan_on_graphwrap.sh
+	tests/train_on_graphwrap.sh tests/plan_on_graphwrap.sh tests/plan_profile_on_graphwrap.sh
 tests/conformance.sh.log tests/accel_on_graphwrap.sh.log tests/accel_on_graphwrap_flush.sh.log \
-	tests/train_on_graphwrap.sh.log tests/plan_on_graphwrap.sh.log: \
+	tests/train_on_graphwrap.sh.log tests/plan_on_graphwrap.sh.log \
+	tests/plan_profile_on_graphwrap.sh.log: \
 	$(DLA_GRAPHWRAP_MANIFEST)
 
 # The cpu plugin's cache of freed blocks: its policy decision by decision

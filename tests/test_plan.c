@@ -1599,6 +1599,94 @@ static void threads_sharing_one_plan_each_get_their_own_results(void **state)
     dla_accel_free(af);
 }
 
+/* DLACCEL_PLAN_PROFILE=1 when a plan is made: its replays time each step
+ * (waiting for the device after it) and the listing gives each step's
+ * mean time and share, and the time by kernel; the results keep the bits
+ * of eager, and the device's own whole-plan replay (plan_replay: the
+ * graphwrap plugin, tests/plan_profile_on_graphwrap.sh) is left aside.
+ * A plan made with the variable unset has no profile. On the default
+ * device. */
+static void a_profiled_plan_times_each_step_and_keeps_the_bits(void **state)
+{
+    (void)state;
+    const char *dev = dla_device_name(dla_device_current());
+    for (int profiled = 1; profiled >= 0; profiled--) {
+        if (profiled)
+            setenv("DLACCEL_PLAN_PROFILE", "1", 1);
+        else
+            unsetenv("DLACCEL_PLAN_PROFILE");
+        dla_scope_begin();
+        dla_rng_seed(50);
+        dla_tensor *in[7];
+        cnn_inputs(in);
+        dla_accel *af = dla_accelerate(cnn_loss, NULL);
+        /* The first call records the trace, the second makes the plan. */
+        for (int call = 0; call < 2; call++)
+            results_match_eager(af, cnn_loss, 1, 7, in, 7);
+        dla_trace *t = dla_accel_trace(af, 0);
+        char *text = trace_text(t);
+        char key[160];
+        snprintf(key, sizeof key, "plan profile on %s (DLACCEL_PLAN_PROFILE): no run timed yet",
+                 dev);
+        assert_int_equal(strstr(text, key) != NULL, profiled);
+        free(text);
+        /* Five runs: graphwrap records the third and runs the rest itself
+         * when not profiled. */
+        for (int call = 0; call < 5; call++)
+            results_match_eager(af, cnn_loss, 1, 7, in, 7);
+        text = trace_text(t);
+        plan_info pi = plan_of(t, dev);
+        assert_true(pi.found);
+        assert_int_equal(pi.runs, 5);
+        if (profiled)
+            assert_true(pi.device_runs <= 0);
+        else if (getenv("DLA_TEST_EXPECT_DEVICE_RUNS"))
+            assert_true(pi.device_runs > 0);
+        snprintf(key, sizeof key, "plan profile on %s (DLACCEL_PLAN_PROFILE): ", dev);
+        const char *prof = strstr(text, key);
+        assert_int_equal(prof != NULL, profiled);
+        if (profiled) {
+            long runs = 0;
+            double total = -1;
+            assert_int_equal(sscanf(prof + strlen(key), "%ld runs timed step by step, waiting "
+                                    "for the device after each step; %lf ms a run in its steps",
+                                    &runs, &total), 2);
+            assert_int_equal(runs, 5);
+            assert_true(total > 0);
+            /* by kernel: the convolution's passes are there */
+            assert_non_null(strstr(prof, "by kernel: "));
+            assert_non_null(strstr(prof, " conv_forward "));
+            assert_non_null(strstr(prof, " conv_backward_filter "));
+        }
+        /* Each step line: its time and share when profiled; the shares
+         * and the times add up to the run's. */
+        double shares = 0, ms = 0;
+        int lines = 0;
+        for (const char *l = strstr(text, "\n    step "); l; l = strstr(l + 1, "\n    step ")) {
+            int step = -1;
+            double t_ms = -1, share = -1;
+            const int got = sscanf(l, "\n    step %d: %lf ms %lf%%", &step, &t_ms, &share);
+            assert_int_equal(step, lines);
+            assert_int_equal(got, profiled ? 3 : 1);
+            if (profiled) {
+                assert_true(t_ms >= 0 && share >= 0 && share <= 100);
+                shares += share;
+                ms += t_ms;
+            }
+            lines++;
+        }
+        assert_int_equal(lines, pi.launches + pi.invoked);
+        if (profiled) {
+            assert_true(shares > 99 && shares < 101);
+            assert_true(ms > 0);
+        }
+        free(text);
+        dla_trace_release(t);
+        dla_accel_free(af);
+        dla_scope_end();
+    }
+}
+
 static void a_trace_without_replays_says_it_has_no_plan_yet(void **state)
 {
     dla_scope_begin();
@@ -1656,6 +1744,7 @@ int main(void)
         TU_TEST(inputs_sharing_memory_wait_for_a_call_without_to_be_planned),
         TU_TEST(a_replay_inside_dla_feval_is_recorded_on_its_tape),
         TU_TEST(threads_sharing_one_plan_each_get_their_own_results),
+        TU_TEST(a_profiled_plan_times_each_step_and_keeps_the_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@ tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-env-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CPU_CONV \
-    DLACCEL_CPU_CACHE_IDLE \
+    DLACCEL_CPU_CACHE_IDLE DLACCEL_PLAN_PROFILE \
     DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE \
     OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN OPENBLAS_CORETYPE DLACCEL_OPENBLAS_CORE
 opencl=no
@@ -19,7 +19,7 @@ if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" 
     opencl=yes
 fi
 
-echo "1..28"
+echo "1..31"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -143,6 +143,21 @@ verdict "a convolution runs the fused launch after it as its epilogue" \
 run DLACCEL_PLAN=no-epilogue
 verdict "DLACCEL_PLAN=no-epilogue keeps the convolution and its fused launch apart" \
     "probe: convolutions running their epilogue: 0"
+
+# DLACCEL_PLAN_PROFILE (core/plan_exec.c): the probe's function is called
+# three times, so its plan (made on the second call) runs once.
+run
+verdict "a plan is not profiled by default" \
+    "probe: plan runs timed step by step: -1"
+
+run DLACCEL_PLAN_PROFILE=1
+verdict "DLACCEL_PLAN_PROFILE=1 times the plan's runs step by step" \
+    "probe: plan runs timed step by step: 1"
+
+run DLACCEL_PLAN_PROFILE=sometimes
+verdict "an unknown DLACCEL_PLAN_PROFILE value is named once, and the default (off) applies" \
+    "dlaccel[warn]: DLACCEL_PLAN_PROFILE=sometimes is not one of its values (off, 0, no, on, 1, yes)" \
+    "probe: plan runs timed step by step: -1"
 
 # Which kernels OpenBLAS runs (core/blas_defaults.c): the library sets
 # OPENBLAS_CORETYPE from the CPU's instruction set before the cpu plugin

@@ -180,7 +180,9 @@ DLA_API const char *dla_accel_last_check(const dla_accel *af);
  * (snprintf rules). */
 DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size);
 /* Writes trace i (0 .. occupancy-1, most recently used first) as text:
- * ops with shapes, RNG slots, constants, memory. DLA_ERR_INVALID_ARGUMENT
+ * ops with shapes, RNG slots, constants, memory, and per device its plan's
+ * steps (with each step's time when the plan was made under
+ * DLACCEL_PLAN_PROFILE=1: docs/environment.md). DLA_ERR_INVALID_ARGUMENT
  * when i is out of range. */
 DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f);
 
