@@ -485,6 +485,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
                dla_status *status)
 {
     dla_status st = DLA_OK;
+    const uint64_t run_t0 = p->profile ? now_ns() : 0;
     uint64_t seed, counter;
     dla_rng_get(&seed, &counter);
     for (int f = 0; f < p->nfresh && st == DLA_OK; f++)
@@ -531,12 +532,6 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             p->run_ns[s] = now_ns() - t0;
         }
     }
-    if (profiled && st == DLA_OK) {
-        /* Atomic only so that a listing on another thread reads whole sums. */
-        for (int s = 0; s < p->nsteps; s++)
-            __atomic_fetch_add(&p->step_ns[s], p->run_ns[s], __ATOMIC_RELAXED);
-        atomic_fetch_add(&p->profiled_runs, 1);
-    }
     if (hooked)
         st = hook_end(p, st);
     /* A run that failed stopped part way, perhaps for the host's own reason
@@ -556,6 +551,15 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             out[i] = NULL;
         }
     release_run(p, t);
+    if (profiled && st == DLA_OK) {
+        /* A whole run: its steps, and all of it (the host's own work too:
+         * making the output buffers, patching, wrapping the outputs).
+         * Atomic only so that a listing on another thread reads whole sums. */
+        for (int s = 0; s < p->nsteps; s++)
+            __atomic_fetch_add(&p->step_ns[s], p->run_ns[s], __ATOMIC_RELAXED);
+        __atomic_fetch_add(&p->run_total_ns, now_ns() - run_t0, __ATOMIC_RELAXED);
+        atomic_fetch_add(&p->profiled_runs, 1);
+    }
     atomic_fetch_add(&p->runs, 1);
     atomic_fetch_add(&p->device_runs, ran);
     atomic_fetch_add(&p->fused_launches, fused);

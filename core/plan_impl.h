@@ -246,6 +246,7 @@ typedef struct dla__plan {
      * going (added only when it succeeds). */
     int profile;
     uint64_t *step_ns, *run_ns;
+    uint64_t run_total_ns; /* the profiled runs' wall time, all of it */
     atomic_long profiled_runs;
 } dla__plan;
 
