@@ -222,12 +222,6 @@ static void print_steps(const dla__plan *p, const dla__trace *t, FILE *f, const 
     const int runs_in_us = runs > 0 && (double)total / (double)runs < 1e6;
     for (int s = 0; s < p->nsteps; s++) {
         fprintf(f, "    step %3d: ", s);
-        if (ns && runs_in_us)
-            fprintf(f, "%9.2f us %5.1f%%  ", (double)ns[s] / (double)runs * 1e-3,
-                    total ? 100.0 * (double)ns[s] / (double)total : 0.0);
-        else if (ns)
-            fprintf(f, "%9.3f ms %5.1f%%  ", (double)ns[s] / (double)runs * 1e-6,
-                    total ? 100.0 * (double)ns[s] / (double)total : 0.0);
         if (p->steps[s].kind == DLA__STEP_INVOKE)
             fprintf(f, "op %s (runs as itself)", t->entries[p->steps[s].index].op->name);
         else {
@@ -236,6 +230,14 @@ static void print_steps(const dla__plan *p, const dla__trace *t, FILE *f, const 
             if (in_place(p, l))
                 fputs(" (in place)", f);
         }
+        /* Profiled: the step's mean time a run and its share, after the
+         * step (the listing's lines keep their form). */
+        if (ns && runs_in_us)
+            fprintf(f, " | %.2f us %.1f%%", (double)ns[s] / (double)runs * 1e-3,
+                    total ? 100.0 * (double)ns[s] / (double)total : 0.0);
+        else if (ns)
+            fprintf(f, " | %.3f ms %.1f%%", (double)ns[s] / (double)runs * 1e-6,
+                    total ? 100.0 * (double)ns[s] / (double)total : 0.0);
         fputc('\n', f);
     }
 }
