@@ -114,7 +114,7 @@ static inline void dla__kernel_views(dla_kernel k, dla__kernel_args *a, dla__vie
     case DLA_KERNEL_FUSED_REDUCE_PAIR:
         /* program.y gives only the space: no memory. */
         ADD(&a->fused_reduce.y, 1);
-        if (a->fused_reduce.struct_size >= sizeof(dla_fused_reduce_args))
+        if (a->fused_reduce.struct_size >= offsetof(dla_fused_reduce_args, y2) + sizeof(dla_view))
             ADD(&a->fused_reduce.y2, 1);
         for (int i = 0; i < a->fused_reduce.program.ninputs && i < DLA_FUSED_MAX_INPUTS; i++)
             ADD(&a->fused_reduce.program.inputs[i], 0);

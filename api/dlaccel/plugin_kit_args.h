@@ -575,10 +575,12 @@ static inline dla_status dla_kit_check_fused_multi(const dla_kit *kit,
 }
 
 /* Whether a fused_reduce call asks for the pair (ABI 1.4): its struct
- * reaches y2 and y2.mem is set. */
+ * reaches y2's end and y2.mem is set. (y2's end, not the struct's: were
+ * fields added after y2, a host of an older minor would still ask.) */
 static inline int dla_kit_fused_reduce_pair(const dla_fused_reduce_args *r)
 {
-    return r->struct_size >= sizeof(dla_fused_reduce_args) && r->y2.mem != NULL;
+    return r->struct_size >= offsetof(dla_fused_reduce_args, y2) + sizeof(dla_view) &&
+           r->y2.mem != NULL;
 }
 
 /* The pair's y2 against y (checked) and the inputs: reg2 a register of
