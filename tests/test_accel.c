@@ -767,6 +767,52 @@ static void test_an_input_laid_out_otherwise_records_anew_and_equals_eager(void 
     dla_scope_end();
 }
 
+/* The first k elements of x, k read on the host from in[1]; and a
+ * logical mask, of host noise (baked) when ctx is set. */
+static dla_status first_k_and_mask(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    const int64_t k = (int64_t)dla_tensor_item(in[1], 0);
+    out[0] = dla_slice(dla_reshape(in[0], "", DLA_DIMS(dla_tensor_numel(in[0]), 1)), 1, 0, 1, k);
+    out[1] = ctx ? dla_gt(dla_rand(DLA_F32, "", DLA_DIMS(64, 1)),
+                          dla_full(0.5, DLA_F32, "", DLA_DIMS(1, 1)))
+                 : dla_gt(in[0], in[0]);
+    return DLA_OK;
+}
+
+/* An output of another size than the function's now (a trace frozen on
+ * a host read), and a logical output that differs: the check passed both
+ * in silence (it compared single and double outputs of one size only). */
+static void test_the_tolerance_check_sees_other_sizes_and_logical_outputs(void **state)
+{
+    dla_scope_begin();
+    static int noise = 1;
+    dla_tensor *x = ones(3, 3), *out[2];
+    dla_tensor *k2 = dla_full(2, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_tensor *k5 = dla_full(5, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_accel *af = dla_accelerate(first_k_and_mask, &(dla_accel_options){.name = "firstK"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, k2}, 2, out), DLA_OK);
+    assert_int_equal(dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, k5}, 2, out), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), ""); /* served by the trace */
+    assert_int_equal(dla_tensor_numel(out[0]), 2);
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 1: the trace gives 2x1 double, the function 5x1 double; the trace "
+                     "is data-dependent"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_accel_free(af);
+    /* One size and k the same: only the baked mask differs. */
+    af = dla_accelerate(first_k_and_mask, &(dla_accel_options){.name = "firstK"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 2; call++)
+        assert_int_equal(dla_accel_call(af, &noise, 2, (dla_tensor *[]){x, k2}, 2, out), DLA_OK);
+    msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 2: largest absolute difference 1"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* nout outputs, each x plus host noise (baked into the trace). */
 static dla_status many_noisy(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -1481,6 +1527,7 @@ int main(void)
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
+        TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
