@@ -57,9 +57,19 @@ dla_tensor *dla__recurrent_input(const dla__recurrent *r, int64_t t)
 dla_status dla__recurrent_keep_steps(const char *type, const dla__props *p, dla__call *c,
                                      dla__recurrent *r)
 {
-    if (strcmp(p->mode, "sequence"))
-        return DLA_OK;
-    r->steps = dla__nn_malloc(sizeof *r->steps * (size_t)r->nt);
+    if (strcmp(p->mode, "sequence")) {
+        if (r->nt > 0)
+            return DLA_OK;
+        /* No step, so no last one: the initial state (one column for a
+         * batch of many) would pass for an answer. */
+        dla__nn_fail(DLA_ERR_SHAPE, "%s: the input has no time steps (%lldx%lldx0 \"CBT\"); "
+                     "OutputMode \"last\" needs at least one", type,
+                     (long long)dla_tensor_dim(c->x[0], 1), (long long)r->nb);
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_SHAPE;
+    }
+    /* An empty sequence gives the empty sequence (dla__recurrent_end). */
+    r->steps = dla__nn_malloc(sizeof *r->steps * (size_t)(r->nt ? r->nt : 1));
     if (r->steps)
         return DLA_OK;
     dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %lld time steps", type, (long long)r->nt);
@@ -71,7 +81,12 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
                               int nstates, dla_tensor *const *states)
 {
     const int64_t h = p->count;
-    if (r->steps) {
+    if (r->steps && !r->nt) {
+        /* h x nb x 0 of the projection: its dtype and device. */
+        dla__nn_free(r->steps);
+        r->steps = NULL;
+        c->y = dla_reshape(dla_slice(r->wx, 1, 0, 1, h), "CBT", DLA_DIMS(h, r->nb, 0));
+    } else if (r->steps) {
         dla_tensor *y = dla_cat(3, (int)r->nt, r->steps);
         dla__nn_free(r->steps);
         r->steps = NULL;

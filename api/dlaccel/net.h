@@ -387,7 +387,10 @@ DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
  * dla_net_copy, re-initialization and dla_net_save/dla_net_load (as a
  * MATLAB network's State, saved or copied, keeps it), so trainnet's
  * checkpoints of LSTM networks load. OutputMode "sequence" gives "CBT"
- * H x N x T, "last" "CB" H x N. */
+ * H x N x T, "last" "CB" H x N. A sequence of no steps (T of 0, which only
+ * a network without a sequence input layer lets through) gives H x N x 0
+ * in "sequence" mode and DLA_ERR_SHAPE in "last" mode (there is no last
+ * step); the GRU alike. */
 typedef struct dla_lstm_layer_options {
     const char *name;
     const char *output_mode;  /* NULL: "sequence", or "last" */
