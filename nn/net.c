@@ -141,7 +141,6 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         }
     }
     int first = net->nlayers;
-    uninit(net);
     for (int i = 0; i < n && st == DLA_OK; i++) {
         st = name_layer(net, layers[i]);
         if (st == DLA_OK) {
@@ -150,13 +149,20 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         }
     }
     if (st != DLA_OK) {
-        /* Take back the ones added, and free every layer given. */
+        /* Take back the ones added, and free every layer given: the
+         * network is as it was, initialized still if it was (MATLAB's
+         * addLayers leaves it unchanged on an error). */
         for (int i = first; i < net->nlayers; i++)
             net->layers[i]->owned = 0;
         net->nlayers = first;
         free_given(n, layers);
         return st;
     }
+    /* Forget the initialization, over the layers it was made for. */
+    int added = net->nlayers;
+    net->nlayers = first;
+    uninit(net);
+    net->nlayers = added;
     /* In sequence among themselves. */
     for (int i = first + 1; i < net->nlayers && st == DLA_OK; i++) {
         if (net->layers[i]->kind->is_input)

@@ -107,6 +107,35 @@ static void bad_graphs_fail_naming_the_layer(void **state)
                         dla_relu_layer(&(dla_layer_options){.name = "a"})};
     assert_null(dla_net_create(2, dup));
     assert_non_null(strstr(dla_last_error(), "two layers are named 'a'"));
+    /* A failed dla_net_add_layers leaves an initialized network as it
+     * was: it became uninitialized, and predict failed until
+     * dla_net_init ran again. */
+    dla_layer *ok2[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                        dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *kept = dla_net_create(2, ok2);
+    assert_true(dla_net_initialized(kept));
+    dla_layer *again[] = {dla_relu_layer(&(dla_layer_options){.name = "r"}),
+                          dla_relu_layer(&(dla_layer_options){.name = "fc"})};
+    assert_int_equal(dla_net_add_layers(kept, 2, again), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "two layers are named 'fc'"));
+    dla_layer *broken[] = {dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "first"})};
+    assert_int_equal(dla_net_add_layers(kept, 1, broken), DLA_ERR_INVALID_ARGUMENT);
+    assert_true(dla_net_initialized(kept));
+    assert_int_equal(dla_net_layer_count(kept), 2);
+    assert_int_equal(dla_net_input_count(kept), 1);
+    assert_string_equal(dla_net_output_name(kept, 0), "fc");
+    dla_scope_begin();
+    dla_tensor *kx = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 2)), *ky;
+    assert_int_equal(dla_net_predict(kept, 1, &kx, 1, &ky, NULL), DLA_OK);
+    dla_scope_end();
+    /* A good call still makes it uninitialized. */
+    dla_layer *more[] = {dla_relu_layer(&(dla_layer_options){.name = "r"})};
+    assert_int_equal(dla_net_add_layers(kept, 1, more), DLA_OK);
+    assert_false(dla_net_initialized(kept));
+    assert_int_equal(dla_net_connect(kept, "fc", "r"), DLA_OK);
+    assert_int_equal(dla_net_init(kept, 0, NULL), DLA_OK);
+    assert_string_equal(dla_net_output_name(kept, 0), "r");
+    dla_net_free(kept);
     /* A size the layer cannot take names the layer. */
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "c2d"})};
