@@ -274,7 +274,9 @@ DLA_API dla_tensor *dla_lbfgs_state_gradient(const dla_lbfgs_state *state, int i
 /* L2 regularization (trainingOptions L2Regularization, MATLAB's default
  * 1e-4 in trainnet): out[i] = grads[i] + factor * l2_factors[i] *
  * params[i], where l2_factors (NULL: all 1) are per entry, as a Learnables
- * table's (dla_table_l2_factor: 0 for biases). out[i] follow dlaccel.h's
+ * table's (dla_table_l2_factor: 0 for biases). Each grads[i] needs
+ * params[i]'s dims and dtype (DLA_ERR_SHAPE, DLA_ERR_DTYPE naming the
+ * entry, as the optimizers). out[i] follow dlaccel.h's
  * ownership (+1, or the open scope's); grads and params are borrowed. */
 DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor *const *params,
                                      double factor, const double *l2_factors, dla_tensor **out);
