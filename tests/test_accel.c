@@ -1462,6 +1462,43 @@ static void test_a_tensor_viewed_and_retained_from_several_threads(void **state)
     dla_tensor_release(t);
 }
 
+static dla_status softmax_of_square(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    out[0] = dla_softmax(dla_mul(in[0], in[0]));
+    return DLA_OK;
+}
+
+/* The labels chose the dim the recorded softmax ran over: a replay of an
+ * input of the same dims labelled otherwise gave the recorded softmax
+ * (over the other dim) and the recorded labels, silently. */
+static void test_a_trace_replay_refuses_an_input_labelled_otherwise(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double v[12];
+    for (int i = 0; i < 12; i++)
+        v[i] = (double)(i * i % 7) / 3;
+    dla_tensor *x = dla_tensor_from_host(v, DLA_F64, "SCB", DLA_DIMS(2, 3, 2)), *y;
+    dla_accel *af = dla_accelerate(softmax_of_square, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    assert_int_equal(dla_trace_replay(t, 1, &x, 1, &y), DLA_OK);
+    dla_tensor *other = dla_tensor_from_host(v, DLA_F64, "CBT", DLA_DIMS(2, 3, 2));
+    assert_int_equal(dla_trace_replay(t, 1, &other, 1, &y), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "dla_trace_replay: input 1 is 2x3x2 \"CBT\"; the "
+                                             "trace was recorded with \"SCB\""));
+    assert_int_equal(dla_tensor_status(y), DLA_ERR_FORMAT);
+    /* Through the cache, the labels are part of the key: a new trace. */
+    assert_int_equal(dla_accel_call(af, NULL, 1, &other, 1, &y), DLA_OK);
+    assert_non_null(strstr(dla_accel_last_miss(af), "input 1 format \"SCB\" -> \"CBT\""));
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* ------------------------------------------------------------- devices */
 
 static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
@@ -1528,6 +1565,7 @@ int main(void)
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
+        TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),

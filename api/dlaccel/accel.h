@@ -199,9 +199,9 @@ DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i);
 DLA_API dla_trace *dla_trace_retain(dla_trace *t);
 DLA_API void dla_trace_release(dla_trace *t);
 /* Runs t on in[0..nin-1] (for a trace of an accelerated function with a
- * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes and dims the trace was
- * recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE otherwise, naming the
- * input), on any device: a trace recorded on one device replays on
+ * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes, dims and
+ * formats the trace was recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE /
+ * DLA_ERR_FORMAT otherwise, naming the input), on any device: a trace recorded on one device replays on
  * another. An input recorded as the same tensor as an earlier one (f(x,
  * x)) is read from that earlier one: it must be given the same tensor
  * again (DLA_ERR_INVALID_ARGUMENT otherwise, naming both). Outputs as
