@@ -543,6 +543,12 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
                           "dla_accel_call: the function left output %d unset", i + 1);
                 out[i] = dla__return(dla__error_tensor());
             }
+        /* An output that is an error fails the call, as dla_feval has it:
+         * a trace kept from such a run held the error tensor as a
+         * constant, and its replays crashed on it. */
+        for (int i = 0; st == DLA_OK && i < nout; i++)
+            if (out[i]->status != DLA_OK)
+                st = dla__fail(out[i]->status, "%s", out[i]->message ? out[i]->message : "");
     }
     for (int i = 0; i < nout; i++)
         dla_tensor_retain(out[i]);

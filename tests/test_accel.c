@@ -1462,6 +1462,41 @@ static void test_a_tensor_viewed_and_retained_from_several_threads(void **state)
     dla_tensor_release(t);
 }
 
+/* Returns DLA_OK with a failed op as its second output (a status not
+ * looked at). */
+static dla_status one_output_failed(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    out[0] = dla_add(in[0], in[0]);
+    out[1] = dla_mtimes(in[0], in[0]); /* 3x2 by 3x2 */
+    return DLA_OK;
+}
+
+/* dla_accel_call kept the trace of such a call, the error tensor as a
+ * constant output, and the next call's replay crashed on it (a NULL
+ * storage in the plan). Now the call fails as dla_feval's does, and
+ * nothing is kept. */
+static void test_a_call_with_an_error_output_fails_and_keeps_no_trace(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_accel *af = dla_accelerate(one_output_failed, NULL);
+    for (int call = 0; call < 3; call++) {
+        dla_tensor *x = dla_full(call + 1, DLA_F32, "", DLA_DIMS(3, 2)), *out[2];
+        for (int grad = 0; grad < 2; grad++) {
+            dla_status st = grad ? dla_accel_feval(af, NULL, 1, &x, 2, out)
+                                 : dla_accel_call(af, NULL, 1, &x, 2, out);
+            assert_int_equal(st, DLA_ERR_SHAPE);
+            assert_non_null(strstr(dla_last_error(), "dla_mtimes"));
+            assert_int_equal(dla_tensor_status(out[1]), DLA_ERR_SHAPE);
+            assert_true(dla_tensor_item(out[0], 0) == 2.0 * (call + 1));
+        }
+    }
+    assert_int_equal(dla_accel_occupancy(af), 0);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 static dla_status softmax_of_square(void *ctx, int nin, dla_tensor *const *in, int nout,
                                     dla_tensor **out)
 {
@@ -1566,6 +1601,7 @@ int main(void)
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
+        TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),

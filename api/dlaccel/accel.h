@@ -135,7 +135,9 @@ DLA_API void dla_accel_free(dla_accel *af);
 DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                    int nout, dla_tensor **out);
 /* MATLAB accfun(...): the same for a function that takes no gradients
- * (inference): fn runs in a scope, without a tape. */
+ * (inference): fn runs in a scope, without a tape. As with dla_feval, an
+ * output that is an error tensor fails the call with its status (the
+ * other outputs stand) and no trace is kept. */
 DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                   int nout, dla_tensor **out);
 
