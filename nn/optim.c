@@ -128,9 +128,11 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument velocity is NULL", fn);
     if ((st = check_state(fn, n, params, velocity, "velocity")) != DLA_OK)
         return st;
-    if (!(learn_rate >= 0) || !(momentum >= 0 && momentum <= 1))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be >= 0 and momentum "
-                            "%g in [0, 1]", fn, learn_rate, momentum);
+    /* An infinite rate (a schedule that divided by zero) made every
+     * parameter inf or NaN in silence. */
+    if (!(learn_rate >= 0) || isinf(learn_rate) || !(momentum >= 0 && momentum <= 1))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be finite and >= 0 "
+                            "and momentum %g in [0, 1]", fn, learn_rate, momentum);
     dla_tensor **next = dla__nn_calloc((size_t)(2 * n), sizeof *next);
     if (!next)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -162,11 +164,12 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
     if ((st = check_state(fn, n, params, avg_grad, "avg_grad")) != DLA_OK ||
         (st = check_state(fn, n, params, avg_sq_grad, "avg_sq_grad")) != DLA_OK)
         return st;
-    if (iteration < 1 || !(learn_rate >= 0) || !(grad_decay >= 0 && grad_decay < 1) ||
-        !(sq_grad_decay >= 0 && sq_grad_decay < 1) || !(epsilon > 0))
+    if (iteration < 1 || !(learn_rate >= 0) || isinf(learn_rate) ||
+        !(grad_decay >= 0 && grad_decay < 1) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) ||
+        !(epsilon > 0))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: iteration %d must be >= 1, learnRate %g "
-                            ">= 0, gradDecay %g and sqGradDecay %g in [0, 1), epsilon %g > 0", fn,
-                            iteration, learn_rate, grad_decay, sq_grad_decay, epsilon);
+                            "finite and >= 0, gradDecay %g and sqGradDecay %g in [0, 1), epsilon "
+                            "%g > 0", fn, iteration, learn_rate, grad_decay, sq_grad_decay, epsilon);
     double step = learn_rate * sqrt(1 - pow(sq_grad_decay, iteration)) /
                   (1 - pow(grad_decay, iteration));
     dla_tensor **next = dla__nn_calloc((size_t)(3 * n), sizeof *next);
@@ -200,9 +203,11 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument avg_sq_grad is NULL", fn);
     if ((st = check_state(fn, n, params, avg_sq_grad, "avg_sq_grad")) != DLA_OK)
         return st;
-    if (!(learn_rate >= 0) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) || !(epsilon > 0))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be >= 0, sqGradDecay "
-                            "%g in [0, 1), epsilon %g > 0", fn, learn_rate, sq_grad_decay, epsilon);
+    if (!(learn_rate >= 0) || isinf(learn_rate) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) ||
+        !(epsilon > 0))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be finite and >= 0, "
+                            "sqGradDecay %g in [0, 1), epsilon %g > 0", fn, learn_rate,
+                            sq_grad_decay, epsilon);
     dla_tensor **next = dla__nn_calloc((size_t)(2 * n), sizeof *next);
     if (!next)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);

@@ -317,6 +317,17 @@ static void a_network_trains_through_its_learnables_table(void **state)
     assert_int_equal(dla_sgdmupdate(2, values, (dla_tensor *[]){bad[0], dla_ones(DLA_F32, "", DLA_DIMS(2, 1))},
                                     vel, 0.5, 0.9), DLA_ERR_SHAPE);
     assert_int_equal(dla_sgdmupdate(2, values, g, vel, -1, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    /* An infinite learning rate (a schedule that divided by zero) made
+     * every parameter inf or NaN and returned DLA_OK. */
+    assert_int_equal(dla_sgdmupdate(2, values, g, vel, INFINITY, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "learnRate inf must be finite and >= 0"));
+    assert_true(values[0] == before);
+    dla_tensor *avg[2] = {NULL, NULL}, *avg2[2] = {NULL, NULL};
+    assert_int_equal(dla_adamupdate(2, values, g, avg, avg2, 1, INFINITY, 0.9, 0.999, 1e-8),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_rmspropupdate(2, values, g, avg2, INFINITY, 0.9, 1e-8),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_true(values[0] == before && !avg[0] && !avg2[0]);
     dla_scope_end();
     dla_optim_free(2, vel);
     dla_tensor_release(old);
