@@ -127,6 +127,13 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     dla_scope_begin();
     dla_tensor *kx = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 2)), *ky;
     assert_int_equal(dla_net_predict(kept, 1, &kx, 1, &ky, NULL), DLA_OK);
+    /* Room for two outputs of a network of one: the message read "1
+     * outputs asked for, room for 2", as if the caller had asked for one. */
+    dla_tensor *two[2];
+    assert_int_equal(dla_net_predict(kept, 1, &kx, 2, two, NULL), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "dla_net_predict: argument nout: 2; the network has 1 output "
+                                  "(fc)"))
+        fail_msg("%s", dla_last_error());
     dla_scope_end();
     /* A good call still makes it uninitialized. */
     dla_layer *more[] = {dla_relu_layer(&(dla_layer_options){.name = "r"})};
