@@ -145,14 +145,11 @@ static dla_status wire(dla_net *net, const char *fn)
         for (int p = -1; p < l->nin; p++) {
             if (p < 0 ? !l->kind->is_input : net->src[i][p] >= 0)
                 continue;
-            char name[300];
-            if (p < 0 || l->nin == 1)
-                snprintf(name, sizeof name, "%s", l->name);
-            else
-                snprintf(name, sizeof name, "%s/in%d", l->name, p + 1);
             net->inputs[net->ninputs].layer = i;
             net->inputs[net->ninputs].port = p;
-            if (!(net->input_names[net->ninputs++] = dla__nn_strdup(name)))
+            /* Allocated to its length: a name has no length limit. */
+            if (!(net->input_names[net->ninputs++] =
+                      dla__net_port_name(l->name, p < 0 ? 1 : l->nin, p)))
                 return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         }
         int read = 0;

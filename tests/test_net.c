@@ -143,6 +143,39 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     assert_int_equal(dla_net_init(kept, 0, NULL), DLA_OK);
     assert_string_equal(dla_net_output_name(kept, 0), "r");
     dla_net_free(kept);
+    /* Names have no length limit: a network with a 299-character name
+     * was refused ("dla_net_connect: source \"xxx...\" is not a layer
+     * name"), and its connections' and inputs' names were cut at 299. */
+    char longname[300], longer[300];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    memcpy(longer, longname, sizeof longer);
+    longer[0] = 'y';
+    dla_layer *lng[] = {dla_addition_layer(2, &(dla_layer_options){.name = longname}),
+                        dla_fc_layer(2, &(dla_fc_layer_options){.name = longer})};
+    dla_net *ln = dla_net_create(2, lng);
+    if (!ln)
+        fail_msg("%s", dla_last_error());
+    const char *src, *dst;
+    assert_int_equal(dla_net_connection(ln, 0, &src, &dst), DLA_OK);
+    assert_string_equal(src, longname);
+    assert_string_equal(dst, longer);
+    assert_int_equal(dla_net_disconnect(ln, longname, longer), DLA_OK);
+    assert_int_equal(dla_net_connect(ln, longer, longname), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "has 2 inputs; name one"));
+    char port[320];
+    snprintf(port, sizeof port, "%s/in2", longname);
+    assert_int_equal(dla_net_connect(ln, longer, port), DLA_OK);
+    assert_int_equal(dla_net_connection(ln, 0, &src, &dst), DLA_OK);
+    assert_string_equal(dst, port);
+    dla_scope_begin();
+    dla_tensor *lex[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1)), dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1))};
+    assert_int_equal(dla_net_init(ln, 2, lex), DLA_OK);
+    snprintf(port, sizeof port, "%s/in1", longname);
+    assert_string_equal(dla_net_input_name(ln, 0), port);
+    assert_string_equal(dla_net_input_name(ln, 1), longer);
+    dla_scope_end();
+    dla_net_free(ln);
     /* A size the layer cannot take names the layer. */
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "c2d"})};
