@@ -1569,6 +1569,35 @@ static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
     dla_accel_free(af);
 }
 
+/* A network moved to another device than the current one: its LSTM state,
+ * reset, was made on the current device, and predict failed ("dla_mtimes:
+ * arguments a and b are on testmem:0 and cpu:0"). */
+static void test_a_moved_network_resets_its_state_on_its_own_device(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *dev = dla_device_at(1);
+    dla_scope_begin();
+    dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "l"}),
+                      dla_gru_layer(2, &(dla_gru_layer_options){.name = "g"})};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+    dla_tensor *x = dla_tensor_to_device(dla_ones(DLA_F32, "CBT", DLA_DIMS(3, 2, 4)), dev), *y;
+    dla_tensor *st[3];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_int_equal(dla_net_set_state(net, 3, st), DLA_OK);
+    assert_int_equal(dla_net_reset_state(net), DLA_OK);
+    for (int i = 0; i < 3; i++)
+        assert_ptr_equal(dla_tensor_device(dla_table_value(dla_net_state(net), i)), dev);
+    if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_ptr_equal(dla_tensor_device(y), dev);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -1602,6 +1631,7 @@ int main(void)
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
+        TU_TEST(test_a_moved_network_resets_its_state_on_its_own_device),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
