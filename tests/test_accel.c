@@ -1571,8 +1571,9 @@ static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
 
 /* A network moved to another device than the current one: its LSTM state,
  * reset, was made on the current device, and predict failed ("dla_mtimes:
- * arguments a and b are on testmem:0 and cpu:0"). */
-static void test_a_moved_network_resets_its_state_on_its_own_device(void **state)
+ * arguments a and b are on testmem:0 and cpu:0"); grown and initialized
+ * again, it failed too. */
+static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(void **state)
 {
     (void)state;
     assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
@@ -1594,6 +1595,20 @@ static void test_a_moved_network_resets_its_state_on_its_own_device(void **state
     if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
         fail_msg("%s", dla_last_error());
     assert_ptr_equal(dla_tensor_device(y), dev);
+    /* Grown by a layer and initialized again, with another device
+     * current: the trial ran on zeros of the current device against the
+     * network's own weights ("dla_fullyconnect: argument weights is on
+     * testmem:0, x on cpu:0"). The new parameters join the old ones. */
+    dla_layer *more[] = {dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"})};
+    assert_int_equal(dla_net_add_layers(net, 1, more), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "g", "fc"), DLA_OK);
+    if (dla_net_init(net, 0, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_ptr_equal(dla_tensor_device(dla_net_get(net, "fc", "Weights")), dev);
+    assert_ptr_equal(dla_device_current(), dla_device_at(0));
+    if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_tensor_dim(y, 1), 3);
     dla_net_free(net);
     dla_scope_end();
 }
@@ -1631,7 +1646,7 @@ int main(void)
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
-        TU_TEST(test_a_moved_network_resets_its_state_on_its_own_device),
+        TU_TEST(test_a_moved_network_makes_new_state_and_parameters_on_its_device),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
