@@ -1613,6 +1613,36 @@ static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(vo
     dla_scope_end();
 }
 
+/* Position layers make their values themselves: on the current device,
+ * so a network moved with dla_net_to_device failed to add them to its
+ * input ("dla_add: arguments a and b are on cpu:0 and testmem:0"). */
+static void test_position_layers_of_a_moved_network_run_on_its_device(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *dev = dla_device_at(1);
+    dla_scope_begin();
+    for (int kind = 0; kind < 2; kind++) {
+        dla_layer *pe = kind ? dla_position_embedding_layer(4, 10, &(dla_position_embedding_layer_options){.name = "pe"})
+                             : dla_sinusoidal_position_encoding_layer(4, &(dla_layer_options){.name = "pe"});
+        dla_layer *l[] = {dla_sequence_input_layer(4, &(dla_sequence_input_options){.name = "in"}), pe,
+                          dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+        dla_net *net = dla_net_create(3, l);
+        assert_int_equal(dla_net_connect(net, "in", "add/in2"), DLA_OK);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        dla_tensor *x = dla_ones(DLA_F32, "CBT", DLA_DIMS(4, 2, 3)), *want, *y;
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &want, NULL), DLA_OK);
+        assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+        dla_tensor *xd = dla_tensor_to_device(x, dev);
+        if (dla_net_predict(net, 1, &xd, 1, &y, NULL) != DLA_OK)
+            fail_msg("%s: %s", kind ? "positionEmbedding" : "sinusoidal", dla_last_error());
+        assert_ptr_equal(dla_tensor_device(y), dev);
+        assert_same_bits(dla_tensor_to_device(y, dla_device_at(0)), want);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -1647,6 +1677,7 @@ int main(void)
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
         TU_TEST(test_a_moved_network_makes_new_state_and_parameters_on_its_device),
+        TU_TEST(test_position_layers_of_a_moved_network_run_on_its_device),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
