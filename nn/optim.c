@@ -81,14 +81,15 @@ dla_tensor *dla__optim_like(dla_tensor *g, dla_tensor *p)
     return dla_reshape(g, dla_tensor_format(p), nd, dims);
 }
 
-/* The state entry, or zeros like p when empty. */
-static dla_tensor *state_or_zeros(dla_tensor *s, dla_tensor *p)
+/* decay * s + (1 - decay) * x, where an empty state s is zeros: then
+ * (1 - decay) * x alone. Zeros made here would be on the current device,
+ * not the parameter's: a network's learnables moved with
+ * dla_net_to_device failed their first step ("dla_add: arguments a and b
+ * are on cpu:0 and testmem:0"). */
+static dla_tensor *decayed(dla_tensor *s, double decay, dla_tensor *x)
 {
-    if (s)
-        return s;
-    int64_t dims[DLA_MAX_DIMS];
-    int nd = dla_tensor_dims(p, dims);
-    return dla_zeros(dla_tensor_dtype(p), dla_tensor_format(p), nd, dims);
+    dla_tensor *fresh = dla_affine(x, 1 - decay, 0);
+    return s ? dla_add(dla_affine(s, decay, 0), fresh) : fresh;
 }
 
 /* Swaps k lists' new values in (or drops them on failure). */
@@ -178,10 +179,8 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
         dla_tensor *g = dla__optim_like(grads[i], params[i]);
-        dla_tensor *m = dla_add(dla_affine(state_or_zeros(avg_grad[i], params[i]), grad_decay, 0),
-                                dla_affine(g, 1 - grad_decay, 0));
-        dla_tensor *v = dla_add(dla_affine(state_or_zeros(avg_sq_grad[i], params[i]), sq_grad_decay, 0),
-                                dla_affine(dla_square(g), 1 - sq_grad_decay, 0));
+        dla_tensor *m = decayed(avg_grad[i], grad_decay, g);
+        dla_tensor *v = decayed(avg_sq_grad[i], sq_grad_decay, dla_square(g));
         dla_tensor *upd = dla_div(m, dla_affine(dla_sqrt(v), 1, epsilon));
         next[i] = dla_tensor_retain(dla_sub(params[i], dla_affine(upd, step, 0)));
         next[n + i] = dla_tensor_retain(m);
@@ -214,8 +213,7 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
         dla_tensor *g = dla__optim_like(grads[i], params[i]);
-        dla_tensor *v = dla_add(dla_affine(state_or_zeros(avg_sq_grad[i], params[i]), sq_grad_decay, 0),
-                                dla_affine(dla_square(g), 1 - sq_grad_decay, 0));
+        dla_tensor *v = decayed(avg_sq_grad[i], sq_grad_decay, dla_square(g));
         dla_tensor *upd = dla_div(g, dla_affine(dla_sqrt(v), 1, epsilon));
         next[i] = dla_tensor_retain(dla_sub(params[i], dla_affine(upd, learn_rate, 0)));
         next[n + i] = dla_tensor_retain(v);

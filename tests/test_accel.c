@@ -1643,6 +1643,42 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
     dla_scope_end();
 }
 
+/* A first adam or rmsprop step (no averages yet) of parameters on another
+ * device than the current one: the zeros standing for the averages were
+ * made on the current device ("dla_add: arguments a and b are on cpu:0
+ * and testmem:0"). */
+static void test_first_optimizer_steps_of_parameters_on_another_device(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *dev = dla_device_at(1);
+    dla_scope_begin();
+    double want[3];
+    for (int on = 0; on < 2; on++) {
+        dla_tensor *p0 = dla_tensor_from_host((double[]){1, -2, 3}, DLA_F64, "", DLA_DIMS(3, 1));
+        dla_tensor *g0 = dla_tensor_from_host((double[]){0.5, 0.25, -1}, DLA_F64, "", DLA_DIMS(3, 1));
+        dla_tensor *p[1] = {dla_tensor_retain(on ? dla_tensor_to_device(p0, dev) : p0)};
+        dla_tensor *g[1] = {on ? dla_tensor_to_device(g0, dev) : g0};
+        dla_tensor *m[1] = {NULL}, *v[1] = {NULL}, *r[1] = {NULL};
+        if (dla_adamupdate(1, p, g, m, v, 1, 0.1, 0.9, 0.999, 1e-8) != DLA_OK ||
+            dla_rmspropupdate(1, p, g, r, 0.1, 0.9, 1e-8) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        assert_ptr_equal(dla_tensor_device(p[0]), on ? dev : dla_device_at(0));
+        assert_ptr_equal(dla_tensor_device(m[0]), on ? dev : dla_device_at(0));
+        double got[3];
+        assert_int_equal(dla_tensor_to_host(p[0], got, sizeof got), DLA_OK);
+        if (!on)
+            memcpy(want, got, sizeof want);
+        else
+            assert_memory_equal(got, want, sizeof want);
+        dla_optim_free(1, p);
+        dla_optim_free(1, m);
+        dla_optim_free(1, v);
+        dla_optim_free(1, r);
+    }
+    dla_scope_end();
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -1678,6 +1714,7 @@ int main(void)
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
         TU_TEST(test_a_moved_network_makes_new_state_and_parameters_on_its_device),
         TU_TEST(test_position_layers_of_a_moved_network_run_on_its_device),
+        TU_TEST(test_first_optimizer_steps_of_parameters_on_another_device),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
