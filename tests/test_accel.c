@@ -1615,7 +1615,8 @@ static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(vo
 
 /* Position layers make their values themselves: on the current device,
  * so a network moved with dla_net_to_device failed to add them to its
- * input ("dla_add: arguments a and b are on cpu:0 and testmem:0"). */
+ * input ("dla_add: arguments a and b are on cpu:0 and testmem:0"). Input
+ * statistics set from data alike. */
 static void test_position_layers_of_a_moved_network_run_on_its_device(void **state)
 {
     (void)state;
@@ -1640,6 +1641,19 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
         assert_same_bits(dla_tensor_to_device(y, dla_device_at(0)), want);
         dla_net_free(net);
     }
+    /* Input statistics set from data, likewise: they were made on the
+     * current device and the input layer could not meet its input. */
+    dla_layer *z[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+                          .name = "in", .normalization = "zscore"}),
+                      dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, z);
+    assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+    dla_tensor *data = dla_tensor_to_device(dla_randn(DLA_F32, "CB", DLA_DIMS(3, 16)), dev), *y;
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &data), DLA_OK);
+    assert_ptr_equal(dla_tensor_device(dla_net_get(net, "in", "Mean")), dev);
+    if (dla_net_predict(net, 1, &data, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
     dla_scope_end();
 }
 
