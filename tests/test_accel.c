@@ -1569,6 +1569,17 @@ static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
     dla_accel_free(af);
 }
 
+/* A device other than the current one (the suite runs with cpu, testmem
+ * or a wrapped plugin current, testmem beside it). */
+static dla_device *other_device(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (dla_device_at(i) != dla_device_current())
+            return dla_device_at(i);
+    fail_msg("no device other than the current one");
+    return NULL;
+}
+
 /* A network moved to another device than the current one: its LSTM state,
  * reset, was made on the current device, and predict failed ("dla_mtimes:
  * arguments a and b are on testmem:0 and cpu:0"); grown and initialized
@@ -1577,7 +1588,7 @@ static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(vo
 {
     (void)state;
     assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
-    dla_device *dev = dla_device_at(1);
+    dla_device *dev = other_device(), *cur = dla_device_current();
     dla_scope_begin();
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "l"}),
@@ -1605,7 +1616,7 @@ static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(vo
     if (dla_net_init(net, 0, NULL) != DLA_OK)
         fail_msg("%s", dla_last_error());
     assert_ptr_equal(dla_tensor_device(dla_net_get(net, "fc", "Weights")), dev);
-    assert_ptr_equal(dla_device_current(), dla_device_at(0));
+    assert_ptr_equal(dla_device_current(), cur);
     if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
         fail_msg("%s", dla_last_error());
     assert_int_equal(dla_tensor_dim(y, 1), 3);
@@ -1621,7 +1632,7 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
 {
     (void)state;
     assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
-    dla_device *dev = dla_device_at(1);
+    dla_device *dev = other_device(), *cur = dla_device_current();
     dla_scope_begin();
     for (int kind = 0; kind < 2; kind++) {
         dla_layer *pe = kind ? dla_position_embedding_layer(4, 10, &(dla_position_embedding_layer_options){.name = "pe"})
@@ -1638,7 +1649,7 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
         if (dla_net_predict(net, 1, &xd, 1, &y, NULL) != DLA_OK)
             fail_msg("%s: %s", kind ? "positionEmbedding" : "sinusoidal", dla_last_error());
         assert_ptr_equal(dla_tensor_device(y), dev);
-        assert_same_bits(dla_tensor_to_device(y, dla_device_at(0)), want);
+        assert_same_bits(dla_tensor_to_device(y, cur), want);
         dla_net_free(net);
     }
     /* Input statistics set from data, likewise: they were made on the
@@ -1665,7 +1676,7 @@ static void test_first_optimizer_steps_of_parameters_on_another_device(void **st
 {
     (void)state;
     assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
-    dla_device *dev = dla_device_at(1);
+    dla_device *dev = other_device(), *cur = dla_device_current();
     dla_scope_begin();
     double want[3];
     for (int on = 0; on < 2; on++) {
@@ -1677,8 +1688,8 @@ static void test_first_optimizer_steps_of_parameters_on_another_device(void **st
         if (dla_adamupdate(1, p, g, m, v, 1, 0.1, 0.9, 0.999, 1e-8) != DLA_OK ||
             dla_rmspropupdate(1, p, g, r, 0.1, 0.9, 1e-8) != DLA_OK)
             fail_msg("%s", dla_last_error());
-        assert_ptr_equal(dla_tensor_device(p[0]), on ? dev : dla_device_at(0));
-        assert_ptr_equal(dla_tensor_device(m[0]), on ? dev : dla_device_at(0));
+        assert_ptr_equal(dla_tensor_device(p[0]), on ? dev : cur);
+        assert_ptr_equal(dla_tensor_device(m[0]), on ? dev : cur);
         double got[3];
         assert_int_equal(dla_tensor_to_host(p[0], got, sizeof got), DLA_OK);
         if (!on)
