@@ -21,6 +21,18 @@ dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int
         return DLA_ERR_FORMAT;
     }
     const int64_t ch = dla_tensor_dim(x, 1);
+    /* Said in the layer's terms: the product below would say "inner dims
+     * differ: a is 16x3, b is 5x6" of a reshaped input. */
+    if (ch != dla_tensor_dim(c->p[0], 2)) {
+        int64_t d[DLA_MAX_DIMS];
+        char dims[96];
+        dla__dims_text(dla_tensor_dims(x, d), d, dims, sizeof dims);
+        dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels (%s \"%s\"); the %s's "
+                     "InputWeights take %lld", (long long)ch, dims, f, type,
+                     (long long)dla_tensor_dim(c->p[0], 2));
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_SHAPE;
+    }
     r->nb = dla_tensor_dim(x, 2);
     r->nt = strchr(f, 'T') ? dla_tensor_dim(x, 3) : 1;
     for (int k = 0; k < nstates; k++) {

@@ -679,7 +679,7 @@ static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
  * so. They failed with "dla_cat: argument n: 0 tensors" and "cannot
  * reshape 4x1 (4 elements) to 4x5", and a batch of one gave "last" the
  * initial state as if it were an answer. */
-static void recurrent_layers_take_sequences_of_no_steps(void **state)
+static void recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch(void **state)
 {
     (void)state;
     dla_scope_begin();
@@ -700,6 +700,15 @@ static void recurrent_layers_take_sequences_of_no_steps(void **state)
             assert_int_equal(dla_tensor_dim(yf, 2), nb);
             assert_int_equal(dla_tensor_dim(yf, 3), 0);
         }
+        /* Another channel count than the weights take: it said "dla_mtimes:
+         * inner dims differ: a is 16x3, b is 5x6" of its reshaped input. */
+        dla_tensor *wide = dla_ones(DLA_F32, "CBT", DLA_DIMS(5, 2, 3)), *yw;
+        assert_int_equal(dla_net_predict(net, 1, &wide, 1, &yw, NULL), DLA_ERR_SHAPE);
+        char msg[160];
+        snprintf(msg, sizeof msg, "the input has 5 channels (5x2x3 \"CBT\"); the %s's "
+                 "InputWeights take 3", name);
+        if (!strstr(dla_last_error(), msg))
+            fail_msg("%s", dla_last_error());
         dla_net_free(net);
         seq = kind ? dla_gru_layer(4, &(dla_gru_layer_options){.output_mode = "last"})
                    : dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"});
@@ -929,7 +938,7 @@ int main(void)
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),
         TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
         TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
-        TU_TEST(recurrent_layers_take_sequences_of_no_steps),
+        TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),
         TU_TEST(position_layers_give_each_step_its_own_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
