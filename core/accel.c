@@ -451,17 +451,40 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
 
 /* ------------------------------------------------------------- checking */
 
+/* Nonzero when a and b have the same dims, trailing singletons aside. */
+static int same_size(const dla_tensor *a, const dla_tensor *b)
+{
+    int n = a->ndims > b->ndims ? a->ndims : b->ndims;
+    for (int d = 0; d < n; d++)
+        if ((d < a->ndims ? a->dims[d] : 1) != (d < b->ndims ? b->dims[d] : 1))
+            return 0;
+    return 1;
+}
+
 /* Compares replayed outputs with eager ones; warns when they differ. */
 static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tensor **got,
                           dla_tensor **want)
 {
     for (int i = 0; i < nout; i++) {
-        if (got[i]->status != DLA_OK || want[i]->status != DLA_OK ||
-            (got[i]->dtype != DLA_F32 && got[i]->dtype != DLA_F64))
+        if (got[i]->status != DLA_OK || want[i]->status != DLA_OK)
             continue;
+        /* A trace frozen on a value read on the host can give an output of
+         * another size or class than the function now does: that is the
+         * plainest difference of all, not one to pass over. */
+        if (got[i]->dtype != want[i]->dtype || !same_size(got[i], want[i])) {
+            char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+            snprintf(af->last_check, sizeof af->last_check,
+                     "Accelerated outputs differ from underlying function outputs: output %d: "
+                     "the trace gives %s %s, the function %s %s%s%s", i + 1,
+                     dla__dims_str(a, sizeof a, got[i]->ndims, got[i]->dims),
+                     dla_dtype_name(got[i]->dtype),
+                     dla__dims_str(b, sizeof b, want[i]->ndims, want[i]->dims),
+                     dla_dtype_name(want[i]->dtype), t->data_dependent ? "; the trace is "
+                     "data-dependent: " : "", t->data_dependent ? t->data_dependent_note : "");
+            dla__log(DLA_LOG_WARN, "dla_accelerate: %s: %s", af->name, af->last_check);
+            continue;
+        }
         int64_t n = dla_tensor_numel(got[i]);
-        if (n != dla_tensor_numel(want[i]))
-            continue;
         double *a = dla__malloc(sizeof(double) * (size_t)(n ? n : 1));
         double *b = dla__malloc(sizeof(double) * (size_t)(n ? n : 1));
         int ok = a && b;
@@ -520,6 +543,12 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
                           "dla_accel_call: the function left output %d unset", i + 1);
                 out[i] = dla__return(dla__error_tensor());
             }
+        /* An output that is an error fails the call, as dla_feval has it:
+         * a trace kept from such a run held the error tensor as a
+         * constant, and its replays crashed on it. */
+        for (int i = 0; st == DLA_OK && i < nout; i++)
+            if (out[i]->status != DLA_OK)
+                st = dla__fail(out[i]->status, "%s", out[i]->message ? out[i]->message : "");
     }
     for (int i = 0; i < nout; i++)
         dla_tensor_retain(out[i]);

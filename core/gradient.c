@@ -796,6 +796,16 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
                       wrt[i] ? "an error tensor" : "NULL");
             fail_grads(nwrt, grads);
             return DLA_ERR_INVALID_ARGUMENT;
+        } else if (wrt[i]->dtype != DLA_F32 && wrt[i]->dtype != DLA_F64) {
+            /* No op passes a gradient into integers or logicals (a cast
+             * from one is a constant to the sweep): "the loss does not
+             * depend on it" would be false of a loss computed from it. */
+            dla__fail(DLA_ERR_DTYPE, "%s: argument wrt[%d] (%s %s): gradients are taken with "
+                      "respect to single or double tensors; cast it to one before computing the "
+                      "loss from it", op, i, dla__tensor_dims_str(wrt[i], buf, sizeof buf),
+                      dla_dtype_name(wrt[i]->dtype));
+            fail_grads(nwrt, grads);
+            return DLA_ERR_DTYPE;
         }
     if (dla__trace_recording() && dla__trace_check_wrt(op, nwrt, wrt) != DLA_OK) {
         fail_grads(nwrt, grads);

@@ -120,6 +120,13 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
             st = dla__fail(DLA_ERR_SHAPE, "%s: input %d is %s; the trace was recorded with %s", op,
                            v->index + 1, dla__tensor_dims_str(x, a, sizeof a),
                            dla__dims_str(b, sizeof b, v->ndims, v->dims));
+        /* The labels decided what the ops did when they were recorded (the
+         * dim a softmax or a sum ran over): an input labelled otherwise
+         * would get the recorded computation and labels, silently. */
+        else if (strcmp(x->format, v->format))
+            st = dla__fail(DLA_ERR_FORMAT, "%s: input %d is %s \"%s\"; the trace was recorded "
+                           "with \"%s\"", op, v->index + 1, dla__tensor_dims_str(x, a, sizeof a),
+                           x->format, v->format);
     }
     if (st == DLA_OK) {
         dla_device *outer =

@@ -106,8 +106,15 @@ static dla_status sinusoidal_forward(const dla__props *p, dla__call *c)
             }
         }
     /* Made on the host each call (a trace keeps it as a constant: its
-     * sequence length is in the trace's key). */
+     * sequence length is in the trace's key), on the input's device: made
+     * on the current one, a network moved with dla_net_to_device could not
+     * add it to its input. */
+    dla_device *dev = dla_tensor_device(c->x[0]), *prev = dla_device_current();
+    if (dev && dev != prev)
+        dla_device_set_current(dev);
     c->y = dla_cast(dla_tensor_from_host(v, DLA_F64, "CBT", DLA_DIMS(d, nb, nt)), dtype);
+    if (dev && dev != prev)
+        dla_device_set_current(prev);
     dla__nn_free(v);
     return dla_tensor_status(c->y);
 }
@@ -140,7 +147,13 @@ static dla_status embedding_forward(const dla__props *p, dla__call *c)
     /* Columns 1..T as d x 1 x T, the same for every observation: added to
      * zeros of d x B x T (whose gradient sums the observations'). */
     dla_tensor *w = dla_reshape(dla_slice(c->p[0], 2, 0, 1, nt), "", DLA_DIMS(p->count, 1, nt));
+    /* The zeros on the weights' device, whichever device is current. */
+    dla_device *dev = dla_tensor_device(c->p[0]), *prev = dla_device_current();
+    if (dev && dev != prev)
+        dla_device_set_current(dev);
     dla_tensor *z = dla_zeros(dla_tensor_dtype(c->p[0]), "", DLA_DIMS(p->count, nb, nt));
+    if (dev && dev != prev)
+        dla_device_set_current(prev);
     c->y = dla_reshape(dla_add(w, z), "CBT", DLA_DIMS(p->count, nb, nt));
     return dla_tensor_status(c->y);
 }

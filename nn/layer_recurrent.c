@@ -21,6 +21,18 @@ dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int
         return DLA_ERR_FORMAT;
     }
     const int64_t ch = dla_tensor_dim(x, 1);
+    /* Said in the layer's terms: the product below would say "inner dims
+     * differ: a is 16x3, b is 5x6" of a reshaped input. */
+    if (ch != dla_tensor_dim(c->p[0], 2)) {
+        int64_t d[DLA_MAX_DIMS];
+        char dims[96];
+        dla__dims_text(dla_tensor_dims(x, d), d, dims, sizeof dims);
+        dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels (%s \"%s\"); the %s's "
+                     "InputWeights take %lld", (long long)ch, dims, f, type,
+                     (long long)dla_tensor_dim(c->p[0], 2));
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_SHAPE;
+    }
     r->nb = dla_tensor_dim(x, 2);
     r->nt = strchr(f, 'T') ? dla_tensor_dim(x, 3) : 1;
     for (int k = 0; k < nstates; k++) {
@@ -57,9 +69,19 @@ dla_tensor *dla__recurrent_input(const dla__recurrent *r, int64_t t)
 dla_status dla__recurrent_keep_steps(const char *type, const dla__props *p, dla__call *c,
                                      dla__recurrent *r)
 {
-    if (strcmp(p->mode, "sequence"))
-        return DLA_OK;
-    r->steps = dla__nn_malloc(sizeof *r->steps * (size_t)r->nt);
+    if (strcmp(p->mode, "sequence")) {
+        if (r->nt > 0)
+            return DLA_OK;
+        /* No step, so no last one: the initial state (one column for a
+         * batch of many) would pass for an answer. */
+        dla__nn_fail(DLA_ERR_SHAPE, "%s: the input has no time steps (%lldx%lldx0 \"CBT\"); "
+                     "OutputMode \"last\" needs at least one", type,
+                     (long long)dla_tensor_dim(c->x[0], 1), (long long)r->nb);
+        c->y = dla__nn_error_tensor();
+        return DLA_ERR_SHAPE;
+    }
+    /* An empty sequence gives the empty sequence (dla__recurrent_end). */
+    r->steps = dla__nn_malloc(sizeof *r->steps * (size_t)(r->nt ? r->nt : 1));
     if (r->steps)
         return DLA_OK;
     dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %lld time steps", type, (long long)r->nt);
@@ -71,7 +93,12 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
                               int nstates, dla_tensor *const *states)
 {
     const int64_t h = p->count;
-    if (r->steps) {
+    if (r->steps && !r->nt) {
+        /* h x nb x 0 of the projection: its dtype and device. */
+        dla__nn_free(r->steps);
+        r->steps = NULL;
+        c->y = dla_reshape(dla_slice(r->wx, 1, 0, 1, h), "CBT", DLA_DIMS(h, r->nb, 0));
+    } else if (r->steps) {
         dla_tensor *y = dla_cat(3, (int)r->nt, r->steps);
         dla__nn_free(r->steps);
         r->steps = NULL;
@@ -88,7 +115,16 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
 dla_tensor *dla__recurrent_initial_state(const dla__props *p, int k, dla_tensor *current)
 {
     (void)k;
-    return dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(p->count, 1));
+    /* On the state's own device: made on the current one, a network moved
+     * with dla_net_to_device got a state its weights could not multiply
+     * after dla_net_reset_state. */
+    dla_device *dev = dla_tensor_device(current), *prev = dla_device_current();
+    if (dev && dev != prev)
+        dla_device_set_current(dev);
+    dla_tensor *z = dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(p->count, 1));
+    if (dev && dev != prev)
+        dla_device_set_current(prev);
+    return z;
 }
 
 int dla__kind_is_recurrent(const dla__layer_kind *kind)

@@ -22,6 +22,29 @@ int dla__net_find(const dla_net *net, const char *name)
     return -1;
 }
 
+/* The layer named by the n characters at name (a name with "/in2" after
+ * it); -1 when none. No copy into a buffer: a name has no length limit. */
+static int find_n(const dla_net *net, const char *name, size_t n)
+{
+    for (int i = 0; i < net->nlayers; i++)
+        if (strlen(net->layers[i]->name) == n && !strncmp(net->layers[i]->name, name, n))
+            return i;
+    return -1;
+}
+
+char *dla__net_port_name(const char *layer, int nin, int port)
+{
+    size_t n = strlen(layer) + 16;
+    char *s = dla__nn_malloc(n);
+    if (!s)
+        return NULL;
+    if (nin > 1)
+        snprintf(s, n, "%s/in%d", layer, port + 1);
+    else
+        snprintf(s, n, "%s", layer);
+    return s;
+}
+
 /* Forgets what initialization worked out (the parameters stay). */
 static void uninit(dla_net *net)
 {
@@ -115,6 +138,8 @@ static dla_status check_given(dla_layer *const *layers, int i, const char *fn)
     return DLA_OK;
 }
 
+static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *fn);
+
 /* Takes the layers over (frees them all when it fails, except those
  * free_given leaves alone). */
 static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn)
@@ -141,7 +166,6 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         }
     }
     int first = net->nlayers;
-    uninit(net);
     for (int i = 0; i < n && st == DLA_OK; i++) {
         st = name_layer(net, layers[i]);
         if (st == DLA_OK) {
@@ -150,23 +174,25 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         }
     }
     if (st != DLA_OK) {
-        /* Take back the ones added, and free every layer given. */
+        /* Take back the ones added, and free every layer given: the
+         * network is as it was, initialized still if it was (MATLAB's
+         * addLayers leaves it unchanged on an error). */
         for (int i = first; i < net->nlayers; i++)
             net->layers[i]->owned = 0;
         net->nlayers = first;
         free_given(n, layers);
         return st;
     }
-    /* In sequence among themselves. */
-    for (int i = first + 1; i < net->nlayers && st == DLA_OK; i++) {
-        if (net->layers[i]->kind->is_input)
-            continue;
-        /* A layer with several inputs takes the previous one as in1. */
-        char dest[300];
-        snprintf(dest, sizeof dest, "%s%s", net->layers[i]->name,
-                 net->layers[i]->nin > 1 ? "/in1" : "");
-        st = dla_net_connect(net, net->layers[i - 1]->name, dest);
-    }
+    /* Forget the initialization, over the layers it was made for. */
+    int added = net->nlayers;
+    net->nlayers = first;
+    uninit(net);
+    net->nlayers = added;
+    /* In sequence among themselves; a layer with several inputs takes the
+     * previous one as in1. */
+    for (int i = first + 1; i < net->nlayers && st == DLA_OK; i++)
+        if (!net->layers[i]->kind->is_input)
+            st = connect_ports(net, i - 1, i, 0, "dla_net_connect");
     return st;
 }
 
@@ -267,18 +293,17 @@ DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *lay
 static dla_status parse_end(const dla_net *net, const char *s, int dest, int *layer, int *port,
                             const char *fn)
 {
-    char name[256];
     const char *slash = s ? strchr(s, '/') : NULL;
     size_t n = slash ? (size_t)(slash - s) : (s ? strlen(s) : 0);
-    if (!s || n >= sizeof name)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s \"%s\" is not a layer name", fn,
-                            dest ? "destination" : "source", s ? s : "(null)");
-    memcpy(name, s, n);
-    name[n] = '\0';
-    *layer = dla__net_find(net, name);
+    if (!s)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", fn,
+                            dest ? "destination" : "source");
+    *layer = find_n(net, s, n);
     if (*layer < 0)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%s'", fn, name);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%.*s'", fn,
+                            n > 1000 ? 1000 : (int)n, s);
     const dla_layer *l = net->layers[*layer];
+    const char *name = l->name;
     *port = 0;
     if (!dest) {
         if (slash && strcmp(slash, "/out"))
@@ -307,19 +332,9 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
     return DLA_OK;
 }
 
-DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination)
+/* Connects layer s to input dp of layer d (both checked). */
+static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *fn)
 {
-    static const char fn[] = "dla_net_connect";
-    if (!net)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
-    if (dla__net_check(net, fn) != DLA_OK)
-        return dla_last_status();
-    int s, sp, d, dp;
-    dla_status st = parse_end(net, source, 0, &s, &sp, fn);
-    if (st == DLA_OK)
-        st = parse_end(net, destination, 1, &d, &dp, fn);
-    if (st != DLA_OK)
-        return st;
     for (int k = 0; k < net->nconn; k++)
         if (net->conn[k].dst == d && net->conn[k].port == dp)
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: input %d of layer '%s' is already "
@@ -333,12 +348,8 @@ DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char 
         net->conn = grown;
         net->conn_cap = cap;
     }
-    char dtext[300];
-    if (net->layers[d]->nin > 1)
-        snprintf(dtext, sizeof dtext, "%s/in%d", net->layers[d]->name, dp + 1);
-    else
-        snprintf(dtext, sizeof dtext, "%s", net->layers[d]->name);
-    dla__conn c = {s, d, dp, {dla__nn_strdup(net->layers[s]->name), dla__nn_strdup(dtext)}};
+    dla__conn c = {s, d, dp, {dla__nn_strdup(net->layers[s]->name),
+                              dla__net_port_name(net->layers[d]->name, net->layers[d]->nin, dp)}};
     if (!c.text[0] || !c.text[1]) {
         dla__nn_free(c.text[0]);
         dla__nn_free(c.text[1]);
@@ -347,6 +358,20 @@ DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char 
     net->conn[net->nconn++] = c;
     uninit(net);
     return DLA_OK;
+}
+
+DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination)
+{
+    static const char fn[] = "dla_net_connect";
+    if (!net)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
+    if (dla__net_check(net, fn) != DLA_OK)
+        return dla_last_status();
+    int s, sp, d, dp;
+    dla_status st = parse_end(net, source, 0, &s, &sp, fn);
+    if (st == DLA_OK)
+        st = parse_end(net, destination, 1, &d, &dp, fn);
+    return st == DLA_OK ? connect_ports(net, s, d, dp, fn) : st;
 }
 
 DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination)

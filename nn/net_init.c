@@ -145,14 +145,11 @@ static dla_status wire(dla_net *net, const char *fn)
         for (int p = -1; p < l->nin; p++) {
             if (p < 0 ? !l->kind->is_input : net->src[i][p] >= 0)
                 continue;
-            char name[300];
-            if (p < 0 || l->nin == 1)
-                snprintf(name, sizeof name, "%s", l->name);
-            else
-                snprintf(name, sizeof name, "%s/in%d", l->name, p + 1);
             net->inputs[net->ninputs].layer = i;
             net->inputs[net->ninputs].port = p;
-            if (!(net->input_names[net->ninputs++] = dla__nn_strdup(name)))
+            /* Allocated to its length: a name has no length limit. */
+            if (!(net->input_names[net->ninputs++] =
+                      dla__net_port_name(l->name, p < 0 ? 1 : l->nin, p)))
                 return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         }
         int read = 0;
@@ -311,9 +308,22 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
         net->tables[k].owned_by_net = 1;
     }
     dla__param_sink sink = {net, NULL, dtype, lookup, ctx, old, 0};
+    /* On the device the kept values live on, whatever device is current:
+     * a network moved with dla_net_to_device and grown with layers ran its
+     * trial on zeros of the current device against its own weights, and
+     * failed; its new parameters go with the old ones. */
+    dla_device *prev = dla_device_current(), *home = NULL;
+    for (int k = 0; !home && k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; !home && r < old[k].count; r++)
+            if (old[k].values[r] && dla_tensor_status(old[k].values[r]) == DLA_OK)
+                home = dla_tensor_device(old[k].values[r]);
+    if (home && home != prev)
+        dla_device_set_current(home);
     dla_scope_begin();
     st = init_layers(net, nexamples, examples, &sink, fn);
     dla_scope_end();
+    if (home && home != prev)
+        dla_device_set_current(prev);
     dla_table *keep = st == DLA_OK ? old : net->tables;
     for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++) {
         keep[k].owned_by_net = 0;

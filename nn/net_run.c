@@ -198,9 +198,17 @@ static dla_status run_net(dla_net *net, int training, int nin, dla_tensor *const
     run_ctx ctx = {net, training, 0, {0}};
     if (st == DLA_OK) {
         int want = opts && opts->outputs ? nout : net->noutputs;
-        if (want > MAX_OUTPUTS || want != nout)
-            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d outputs asked for, room for %d", fn,
-                              want, nout);
+        /* Say which count is whose: "1 outputs asked for, room for 2"
+         * read as if the caller had asked for one. */
+        if (want > MAX_OUTPUTS)
+            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d outputs; at most %d are given "
+                              "in one call (name the ones wanted in opts->outputs)", fn, want,
+                              MAX_OUTPUTS);
+        else if (want != nout)
+            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument nout: %d; the network has %d "
+                              "output%s (%s%s)", fn, nout, want, want == 1 ? "" : "s",
+                              want ? dla_net_output_name(net, 0) : "none",
+                              want > 1 ? "..." : "");
         for (int i = 0; st == DLA_OK && i < want; i++) {
             ctx.outs[i] = opts && opts->outputs ? dla__net_find(net, opts->outputs[i]) : net->outputs[i];
             if (ctx.outs[i] < 0)

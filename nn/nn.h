@@ -336,6 +336,9 @@ void dla__layer_destroy(dla_layer *layer);
 
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
+/* "layer" (one input) or "layer/inK" (port K-1 of nin), allocated (free
+ * with dla__nn_free); NULL when out of memory. */
+char *dla__net_port_name(const char *layer, int nin, int port);
 
 /* Builds a network from its architecture JSON text (nn/net_arch.c). The
  * parameter sink of its initialization takes tensors from lookup. */

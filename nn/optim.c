@@ -81,14 +81,15 @@ dla_tensor *dla__optim_like(dla_tensor *g, dla_tensor *p)
     return dla_reshape(g, dla_tensor_format(p), nd, dims);
 }
 
-/* The state entry, or zeros like p when empty. */
-static dla_tensor *state_or_zeros(dla_tensor *s, dla_tensor *p)
+/* decay * s + (1 - decay) * x, where an empty state s is zeros: then
+ * (1 - decay) * x alone. Zeros made here would be on the current device,
+ * not the parameter's: a network's learnables moved with
+ * dla_net_to_device failed their first step ("dla_add: arguments a and b
+ * are on cpu:0 and testmem:0"). */
+static dla_tensor *decayed(dla_tensor *s, double decay, dla_tensor *x)
 {
-    if (s)
-        return s;
-    int64_t dims[DLA_MAX_DIMS];
-    int nd = dla_tensor_dims(p, dims);
-    return dla_zeros(dla_tensor_dtype(p), dla_tensor_format(p), nd, dims);
+    dla_tensor *fresh = dla_affine(x, 1 - decay, 0);
+    return s ? dla_add(dla_affine(s, decay, 0), fresh) : fresh;
 }
 
 /* Swaps k lists' new values in (or drops them on failure). */
@@ -128,9 +129,11 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument velocity is NULL", fn);
     if ((st = check_state(fn, n, params, velocity, "velocity")) != DLA_OK)
         return st;
-    if (!(learn_rate >= 0) || !(momentum >= 0 && momentum <= 1))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be >= 0 and momentum "
-                            "%g in [0, 1]", fn, learn_rate, momentum);
+    /* An infinite rate (a schedule that divided by zero) made every
+     * parameter inf or NaN in silence. */
+    if (!(learn_rate >= 0) || isinf(learn_rate) || !(momentum >= 0 && momentum <= 1))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be finite and >= 0 "
+                            "and momentum %g in [0, 1]", fn, learn_rate, momentum);
     dla_tensor **next = dla__nn_calloc((size_t)(2 * n), sizeof *next);
     if (!next)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -162,11 +165,12 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
     if ((st = check_state(fn, n, params, avg_grad, "avg_grad")) != DLA_OK ||
         (st = check_state(fn, n, params, avg_sq_grad, "avg_sq_grad")) != DLA_OK)
         return st;
-    if (iteration < 1 || !(learn_rate >= 0) || !(grad_decay >= 0 && grad_decay < 1) ||
-        !(sq_grad_decay >= 0 && sq_grad_decay < 1) || !(epsilon > 0))
+    if (iteration < 1 || !(learn_rate >= 0) || isinf(learn_rate) ||
+        !(grad_decay >= 0 && grad_decay < 1) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) ||
+        !(epsilon > 0))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: iteration %d must be >= 1, learnRate %g "
-                            ">= 0, gradDecay %g and sqGradDecay %g in [0, 1), epsilon %g > 0", fn,
-                            iteration, learn_rate, grad_decay, sq_grad_decay, epsilon);
+                            "finite and >= 0, gradDecay %g and sqGradDecay %g in [0, 1), epsilon "
+                            "%g > 0", fn, iteration, learn_rate, grad_decay, sq_grad_decay, epsilon);
     double step = learn_rate * sqrt(1 - pow(sq_grad_decay, iteration)) /
                   (1 - pow(grad_decay, iteration));
     dla_tensor **next = dla__nn_calloc((size_t)(3 * n), sizeof *next);
@@ -175,10 +179,8 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
         dla_tensor *g = dla__optim_like(grads[i], params[i]);
-        dla_tensor *m = dla_add(dla_affine(state_or_zeros(avg_grad[i], params[i]), grad_decay, 0),
-                                dla_affine(g, 1 - grad_decay, 0));
-        dla_tensor *v = dla_add(dla_affine(state_or_zeros(avg_sq_grad[i], params[i]), sq_grad_decay, 0),
-                                dla_affine(dla_square(g), 1 - sq_grad_decay, 0));
+        dla_tensor *m = decayed(avg_grad[i], grad_decay, g);
+        dla_tensor *v = decayed(avg_sq_grad[i], sq_grad_decay, dla_square(g));
         dla_tensor *upd = dla_div(m, dla_affine(dla_sqrt(v), 1, epsilon));
         next[i] = dla_tensor_retain(dla_sub(params[i], dla_affine(upd, step, 0)));
         next[n + i] = dla_tensor_retain(m);
@@ -200,17 +202,18 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument avg_sq_grad is NULL", fn);
     if ((st = check_state(fn, n, params, avg_sq_grad, "avg_sq_grad")) != DLA_OK)
         return st;
-    if (!(learn_rate >= 0) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) || !(epsilon > 0))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be >= 0, sqGradDecay "
-                            "%g in [0, 1), epsilon %g > 0", fn, learn_rate, sq_grad_decay, epsilon);
+    if (!(learn_rate >= 0) || isinf(learn_rate) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) ||
+        !(epsilon > 0))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be finite and >= 0, "
+                            "sqGradDecay %g in [0, 1), epsilon %g > 0", fn, learn_rate,
+                            sq_grad_decay, epsilon);
     dla_tensor **next = dla__nn_calloc((size_t)(2 * n), sizeof *next);
     if (!next)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
         dla_tensor *g = dla__optim_like(grads[i], params[i]);
-        dla_tensor *v = dla_add(dla_affine(state_or_zeros(avg_sq_grad[i], params[i]), sq_grad_decay, 0),
-                                dla_affine(dla_square(g), 1 - sq_grad_decay, 0));
+        dla_tensor *v = decayed(avg_sq_grad[i], sq_grad_decay, dla_square(g));
         dla_tensor *upd = dla_div(g, dla_affine(dla_sqrt(v), 1, epsilon));
         next[i] = dla_tensor_retain(dla_sub(params[i], dla_affine(upd, learn_rate, 0)));
         next[n + i] = dla_tensor_retain(v);

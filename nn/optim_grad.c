@@ -6,6 +6,7 @@
  * recorded trace stays valid for any gradient.
  */
 #include "nn/nn.h"
+#include "nn/optim_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -38,6 +39,15 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
         dla_status st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d entries, factor %g (>= 0)",
                                      fn, n, factor);
         for (int i = 0; out && i < n; i++)
+            out[i] = dla__nn_error_tensor();
+        return st;
+    }
+    /* Each gradient needs its parameter's dims, as the optimizers do: a
+     * 3x4 parameter reshaped onto a 4x3 gradient would add the wrong
+     * elements in silence. */
+    dla_status st = dla__optim_check_lists(fn, n, (dla_tensor *const *)params, grads);
+    if (st != DLA_OK) {
+        for (int i = 0; i < n; i++)
             out[i] = dla__nn_error_tensor();
         return st;
     }

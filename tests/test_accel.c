@@ -767,6 +767,52 @@ static void test_an_input_laid_out_otherwise_records_anew_and_equals_eager(void 
     dla_scope_end();
 }
 
+/* The first k elements of x, k read on the host from in[1]; and a
+ * logical mask, of host noise (baked) when ctx is set. */
+static dla_status first_k_and_mask(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    const int64_t k = (int64_t)dla_tensor_item(in[1], 0);
+    out[0] = dla_slice(dla_reshape(in[0], "", DLA_DIMS(dla_tensor_numel(in[0]), 1)), 1, 0, 1, k);
+    out[1] = ctx ? dla_gt(dla_rand(DLA_F32, "", DLA_DIMS(64, 1)),
+                          dla_full(0.5, DLA_F32, "", DLA_DIMS(1, 1)))
+                 : dla_gt(in[0], in[0]);
+    return DLA_OK;
+}
+
+/* An output of another size than the function's now (a trace frozen on
+ * a host read), and a logical output that differs: the check passed both
+ * in silence (it compared single and double outputs of one size only). */
+static void test_the_tolerance_check_sees_other_sizes_and_logical_outputs(void **state)
+{
+    dla_scope_begin();
+    static int noise = 1;
+    dla_tensor *x = ones(3, 3), *out[2];
+    dla_tensor *k2 = dla_full(2, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_tensor *k5 = dla_full(5, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_accel *af = dla_accelerate(first_k_and_mask, &(dla_accel_options){.name = "firstK"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, k2}, 2, out), DLA_OK);
+    assert_int_equal(dla_accel_call(af, NULL, 2, (dla_tensor *[]){x, k5}, 2, out), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), ""); /* served by the trace */
+    assert_int_equal(dla_tensor_numel(out[0]), 2);
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 1: the trace gives 2x1 double, the function 5x1 double; the trace "
+                     "is data-dependent"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_accel_free(af);
+    /* One size and k the same: only the baked mask differs. */
+    af = dla_accelerate(first_k_and_mask, &(dla_accel_options){.name = "firstK"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 2; call++)
+        assert_int_equal(dla_accel_call(af, &noise, 2, (dla_tensor *[]){x, k2}, 2, out), DLA_OK);
+    msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 2: largest absolute difference 1"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* nout outputs, each x plus host noise (baked into the trace). */
 static dla_status many_noisy(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -1416,6 +1462,78 @@ static void test_a_tensor_viewed_and_retained_from_several_threads(void **state)
     dla_tensor_release(t);
 }
 
+/* Returns DLA_OK with a failed op as its second output (a status not
+ * looked at). */
+static dla_status one_output_failed(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    out[0] = dla_add(in[0], in[0]);
+    out[1] = dla_mtimes(in[0], in[0]); /* 3x2 by 3x2 */
+    return DLA_OK;
+}
+
+/* dla_accel_call kept the trace of such a call, the error tensor as a
+ * constant output, and the next call's replay crashed on it (a NULL
+ * storage in the plan). Now the call fails as dla_feval's does, and
+ * nothing is kept. */
+static void test_a_call_with_an_error_output_fails_and_keeps_no_trace(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_accel *af = dla_accelerate(one_output_failed, NULL);
+    for (int call = 0; call < 3; call++) {
+        dla_tensor *x = dla_full(call + 1, DLA_F32, "", DLA_DIMS(3, 2)), *out[2];
+        for (int grad = 0; grad < 2; grad++) {
+            dla_status st = grad ? dla_accel_feval(af, NULL, 1, &x, 2, out)
+                                 : dla_accel_call(af, NULL, 1, &x, 2, out);
+            assert_int_equal(st, DLA_ERR_SHAPE);
+            assert_non_null(strstr(dla_last_error(), "dla_mtimes"));
+            assert_int_equal(dla_tensor_status(out[1]), DLA_ERR_SHAPE);
+            assert_true(dla_tensor_item(out[0], 0) == 2.0 * (call + 1));
+        }
+    }
+    assert_int_equal(dla_accel_occupancy(af), 0);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static dla_status softmax_of_square(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    out[0] = dla_softmax(dla_mul(in[0], in[0]));
+    return DLA_OK;
+}
+
+/* The labels chose the dim the recorded softmax ran over: a replay of an
+ * input of the same dims labelled otherwise gave the recorded softmax
+ * (over the other dim) and the recorded labels, silently. */
+static void test_a_trace_replay_refuses_an_input_labelled_otherwise(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double v[12];
+    for (int i = 0; i < 12; i++)
+        v[i] = (double)(i * i % 7) / 3;
+    dla_tensor *x = dla_tensor_from_host(v, DLA_F64, "SCB", DLA_DIMS(2, 3, 2)), *y;
+    dla_accel *af = dla_accelerate(softmax_of_square, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    assert_int_equal(dla_trace_replay(t, 1, &x, 1, &y), DLA_OK);
+    dla_tensor *other = dla_tensor_from_host(v, DLA_F64, "CBT", DLA_DIMS(2, 3, 2));
+    assert_int_equal(dla_trace_replay(t, 1, &other, 1, &y), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "dla_trace_replay: input 1 is 2x3x2 \"CBT\"; the "
+                                             "trace was recorded with \"SCB\""));
+    assert_int_equal(dla_tensor_status(y), DLA_ERR_FORMAT);
+    /* Through the cache, the labels are part of the key: a new trace. */
+    assert_int_equal(dla_accel_call(af, NULL, 1, &other, 1, &y), DLA_OK);
+    assert_non_null(strstr(dla_accel_last_miss(af), "input 1 format \"SCB\" -> \"CBT\""));
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* ------------------------------------------------------------- devices */
 
 static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
@@ -1451,6 +1569,141 @@ static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
     dla_accel_free(af);
 }
 
+/* A device other than the current one (the suite runs with cpu, testmem
+ * or a wrapped plugin current, testmem beside it). */
+static dla_device *other_device(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (dla_device_at(i) != dla_device_current())
+            return dla_device_at(i);
+    fail_msg("no device other than the current one");
+    return NULL;
+}
+
+/* A network moved to another device than the current one: its LSTM state,
+ * reset, was made on the current device, and predict failed ("dla_mtimes:
+ * arguments a and b are on testmem:0 and cpu:0"); grown and initialized
+ * again, it failed too. */
+static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_scope_begin();
+    dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "l"}),
+                      dla_gru_layer(2, &(dla_gru_layer_options){.name = "g"})};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+    dla_tensor *x = dla_tensor_to_device(dla_ones(DLA_F32, "CBT", DLA_DIMS(3, 2, 4)), dev), *y;
+    dla_tensor *st[3];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_int_equal(dla_net_set_state(net, 3, st), DLA_OK);
+    assert_int_equal(dla_net_reset_state(net), DLA_OK);
+    for (int i = 0; i < 3; i++)
+        assert_ptr_equal(dla_tensor_device(dla_table_value(dla_net_state(net), i)), dev);
+    if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_ptr_equal(dla_tensor_device(y), dev);
+    /* Grown by a layer and initialized again, with another device
+     * current: the trial ran on zeros of the current device against the
+     * network's own weights ("dla_fullyconnect: argument weights is on
+     * testmem:0, x on cpu:0"). The new parameters join the old ones. */
+    dla_layer *more[] = {dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"})};
+    assert_int_equal(dla_net_add_layers(net, 1, more), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "g", "fc"), DLA_OK);
+    if (dla_net_init(net, 0, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_ptr_equal(dla_tensor_device(dla_net_get(net, "fc", "Weights")), dev);
+    assert_ptr_equal(dla_device_current(), cur);
+    if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_tensor_dim(y, 1), 3);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* Position layers make their values themselves: on the current device,
+ * so a network moved with dla_net_to_device failed to add them to its
+ * input ("dla_add: arguments a and b are on cpu:0 and testmem:0"). Input
+ * statistics set from data alike. */
+static void test_position_layers_of_a_moved_network_run_on_its_device(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_scope_begin();
+    for (int kind = 0; kind < 2; kind++) {
+        dla_layer *pe = kind ? dla_position_embedding_layer(4, 10, &(dla_position_embedding_layer_options){.name = "pe"})
+                             : dla_sinusoidal_position_encoding_layer(4, &(dla_layer_options){.name = "pe"});
+        dla_layer *l[] = {dla_sequence_input_layer(4, &(dla_sequence_input_options){.name = "in"}), pe,
+                          dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+        dla_net *net = dla_net_create(3, l);
+        assert_int_equal(dla_net_connect(net, "in", "add/in2"), DLA_OK);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        dla_tensor *x = dla_ones(DLA_F32, "CBT", DLA_DIMS(4, 2, 3)), *want, *y;
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &want, NULL), DLA_OK);
+        assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+        dla_tensor *xd = dla_tensor_to_device(x, dev);
+        if (dla_net_predict(net, 1, &xd, 1, &y, NULL) != DLA_OK)
+            fail_msg("%s: %s", kind ? "positionEmbedding" : "sinusoidal", dla_last_error());
+        assert_ptr_equal(dla_tensor_device(y), dev);
+        assert_same_bits(dla_tensor_to_device(y, cur), want);
+        dla_net_free(net);
+    }
+    /* Input statistics set from data, likewise: they were made on the
+     * current device and the input layer could not meet its input. */
+    dla_layer *z[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+                          .name = "in", .normalization = "zscore"}),
+                      dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, z);
+    assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+    dla_tensor *data = dla_tensor_to_device(dla_randn(DLA_F32, "CB", DLA_DIMS(3, 16)), dev), *y;
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &data), DLA_OK);
+    assert_ptr_equal(dla_tensor_device(dla_net_get(net, "in", "Mean")), dev);
+    if (dla_net_predict(net, 1, &data, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* A first adam or rmsprop step (no averages yet) of parameters on another
+ * device than the current one: the zeros standing for the averages were
+ * made on the current device ("dla_add: arguments a and b are on cpu:0
+ * and testmem:0"). */
+static void test_first_optimizer_steps_of_parameters_on_another_device(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_scope_begin();
+    double want[3];
+    for (int on = 0; on < 2; on++) {
+        dla_tensor *p0 = dla_tensor_from_host((double[]){1, -2, 3}, DLA_F64, "", DLA_DIMS(3, 1));
+        dla_tensor *g0 = dla_tensor_from_host((double[]){0.5, 0.25, -1}, DLA_F64, "", DLA_DIMS(3, 1));
+        dla_tensor *p[1] = {dla_tensor_retain(on ? dla_tensor_to_device(p0, dev) : p0)};
+        dla_tensor *g[1] = {on ? dla_tensor_to_device(g0, dev) : g0};
+        dla_tensor *m[1] = {NULL}, *v[1] = {NULL}, *r[1] = {NULL};
+        if (dla_adamupdate(1, p, g, m, v, 1, 0.1, 0.9, 0.999, 1e-8) != DLA_OK ||
+            dla_rmspropupdate(1, p, g, r, 0.1, 0.9, 1e-8) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        assert_ptr_equal(dla_tensor_device(p[0]), on ? dev : cur);
+        assert_ptr_equal(dla_tensor_device(m[0]), on ? dev : cur);
+        double got[3];
+        assert_int_equal(dla_tensor_to_host(p[0], got, sizeof got), DLA_OK);
+        if (!on)
+            memcpy(want, got, sizeof want);
+        else
+            assert_memory_equal(got, want, sizeof want);
+        dla_optim_free(1, p);
+        dla_optim_free(1, m);
+        dla_optim_free(1, v);
+        dla_optim_free(1, r);
+    }
+    dla_scope_end();
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -1481,6 +1734,12 @@ int main(void)
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
+        TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
+        TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
+        TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
+        TU_TEST(test_a_moved_network_makes_new_state_and_parameters_on_its_device),
+        TU_TEST(test_position_layers_of_a_moved_network_run_on_its_device),
+        TU_TEST(test_first_optimizer_steps_of_parameters_on_another_device),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),

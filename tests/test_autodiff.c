@@ -101,6 +101,15 @@ static dla_status unrelated(void *ctx, int nin, dla_tensor *const *in, int nout,
     return dla_gradient(l, 2, in, out);
 }
 
+/* The loss of a single x and of an integer or logical tensor cast to x's
+ * class: it depends on both, but only x has a gradient. */
+static dla_status through_a_cast(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    dla_tensor *l = dla_sum(dla_mul(in[0], dla_cast(in[1], DLA_F32)), 0, NULL);
+    return dla_gradient(l, 2, in, out);
+}
+
 static void test_gradient_errors_say_what_is_wrong(void **state)
 {
     dla_scope_begin();
@@ -120,6 +129,20 @@ static void test_gradient_errors_say_what_is_wrong(void **state)
                      DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_tensor_error(out[1]),
                            "argument wrt[1] (4x5 double): the loss does not depend on it"));
+    /* With respect to an integer or a logical tensor the loss was computed
+     * from: it said "the loss does not depend on it", which was false. */
+    dla_tensor *w = dla_ones(DLA_F32, "", DLA_DIMS(3, 1));
+    dla_tensor *ints = dla_tensor_from_host((int32_t[]){1, 2, 3}, DLA_I32, "", DLA_DIMS(3, 1));
+    dla_tensor *mask = dla_tensor_from_host((uint8_t[]){1, 0, 1}, DLA_BOOL, "", DLA_DIMS(3, 1));
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(dla_feval(through_a_cast, NULL, 2, (dla_tensor *[]){w, k ? mask : ints},
+                                   2, out), DLA_ERR_DTYPE);
+        char want[160];
+        snprintf(want, sizeof want, "argument wrt[1] (3x1 %s): gradients are taken with respect "
+                 "to single or double tensors", k ? "logical" : "int32");
+        if (!strstr(dla_tensor_error(out[1]), want))
+            fail_msg("%s", dla_tensor_error(out[1]));
+    }
     dla_scope_end();
 }
 

@@ -107,6 +107,75 @@ static void bad_graphs_fail_naming_the_layer(void **state)
                         dla_relu_layer(&(dla_layer_options){.name = "a"})};
     assert_null(dla_net_create(2, dup));
     assert_non_null(strstr(dla_last_error(), "two layers are named 'a'"));
+    /* A failed dla_net_add_layers leaves an initialized network as it
+     * was: it became uninitialized, and predict failed until
+     * dla_net_init ran again. */
+    dla_layer *ok2[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                        dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *kept = dla_net_create(2, ok2);
+    assert_true(dla_net_initialized(kept));
+    dla_layer *again[] = {dla_relu_layer(&(dla_layer_options){.name = "r"}),
+                          dla_relu_layer(&(dla_layer_options){.name = "fc"})};
+    assert_int_equal(dla_net_add_layers(kept, 2, again), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "two layers are named 'fc'"));
+    dla_layer *broken[] = {dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "first"})};
+    assert_int_equal(dla_net_add_layers(kept, 1, broken), DLA_ERR_INVALID_ARGUMENT);
+    assert_true(dla_net_initialized(kept));
+    assert_int_equal(dla_net_layer_count(kept), 2);
+    assert_int_equal(dla_net_input_count(kept), 1);
+    assert_string_equal(dla_net_output_name(kept, 0), "fc");
+    dla_scope_begin();
+    dla_tensor *kx = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 2)), *ky;
+    assert_int_equal(dla_net_predict(kept, 1, &kx, 1, &ky, NULL), DLA_OK);
+    /* Room for two outputs of a network of one: the message read "1
+     * outputs asked for, room for 2", as if the caller had asked for one. */
+    dla_tensor *two[2];
+    assert_int_equal(dla_net_predict(kept, 1, &kx, 2, two, NULL), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "dla_net_predict: argument nout: 2; the network has 1 output "
+                                  "(fc)"))
+        fail_msg("%s", dla_last_error());
+    dla_scope_end();
+    /* A good call still makes it uninitialized. */
+    dla_layer *more[] = {dla_relu_layer(&(dla_layer_options){.name = "r"})};
+    assert_int_equal(dla_net_add_layers(kept, 1, more), DLA_OK);
+    assert_false(dla_net_initialized(kept));
+    assert_int_equal(dla_net_connect(kept, "fc", "r"), DLA_OK);
+    assert_int_equal(dla_net_init(kept, 0, NULL), DLA_OK);
+    assert_string_equal(dla_net_output_name(kept, 0), "r");
+    dla_net_free(kept);
+    /* Names have no length limit: a network with a 299-character name
+     * was refused ("dla_net_connect: source \"xxx...\" is not a layer
+     * name"), and its connections' and inputs' names were cut at 299. */
+    char longname[300], longer[300];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    memcpy(longer, longname, sizeof longer);
+    longer[0] = 'y';
+    dla_layer *lng[] = {dla_addition_layer(2, &(dla_layer_options){.name = longname}),
+                        dla_fc_layer(2, &(dla_fc_layer_options){.name = longer})};
+    dla_net *ln = dla_net_create(2, lng);
+    if (!ln)
+        fail_msg("%s", dla_last_error());
+    const char *src, *dst;
+    assert_int_equal(dla_net_connection(ln, 0, &src, &dst), DLA_OK);
+    assert_string_equal(src, longname);
+    assert_string_equal(dst, longer);
+    assert_int_equal(dla_net_disconnect(ln, longname, longer), DLA_OK);
+    assert_int_equal(dla_net_connect(ln, longer, longname), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "has 2 inputs; name one"));
+    char port[320];
+    snprintf(port, sizeof port, "%s/in2", longname);
+    assert_int_equal(dla_net_connect(ln, longer, port), DLA_OK);
+    assert_int_equal(dla_net_connection(ln, 0, &src, &dst), DLA_OK);
+    assert_string_equal(dst, port);
+    dla_scope_begin();
+    dla_tensor *lex[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1)), dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1))};
+    assert_int_equal(dla_net_init(ln, 2, lex), DLA_OK);
+    snprintf(port, sizeof port, "%s/in1", longname);
+    assert_string_equal(dla_net_input_name(ln, 0), port);
+    assert_string_equal(dla_net_input_name(ln, 1), longer);
+    dla_scope_end();
+    dla_net_free(ln);
     /* A size the layer cannot take names the layer. */
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "c2d"})};

@@ -673,6 +673,60 @@ static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
     dla_scope_end();
 }
 
+/* Sequences of no steps into a network without an input layer (nothing
+ * holds them back): OutputMode "sequence" gives the empty sequence
+ * H x B x 0 in both modes of running; "last" has no last step and says
+ * so. They failed with "dla_cat: argument n: 0 tensors" and "cannot
+ * reshape 4x1 (4 elements) to 4x5", and a batch of one gave "last" the
+ * initial state as if it were an answer. */
+static void recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *ex = dla_ones(DLA_F32, "CBT", DLA_DIMS(3, 1, 2));
+    for (int kind = 0; kind < 2; kind++) {
+        const char *name = kind ? "gru" : "lstm";
+        dla_layer *seq = kind ? dla_gru_layer(4, NULL) : dla_lstm_layer(4, NULL);
+        dla_net *net = one(seq, ex);
+        for (int nb = 0; nb <= 5; nb += 5) {
+            dla_tensor *x = dla_ones(DLA_F32, "CBT", DLA_DIMS(3, nb, 0));
+            dla_tensor *y = predict1(net, x);
+            assert_string_equal(dla_tensor_format(y), "CBT");
+            assert_int_equal(dla_tensor_dim(y, 1), 4);
+            assert_int_equal(dla_tensor_dim(y, 2), nb);
+            assert_int_equal(dla_tensor_dim(y, 3), 0);
+            assert_int_equal(dla_tensor_dtype(y), DLA_F32);
+            dla_tensor *yf = forward1(net, x);
+            assert_int_equal(dla_tensor_dim(yf, 2), nb);
+            assert_int_equal(dla_tensor_dim(yf, 3), 0);
+        }
+        /* Another channel count than the weights take: it said "dla_mtimes:
+         * inner dims differ: a is 16x3, b is 5x6" of its reshaped input. */
+        dla_tensor *wide = dla_ones(DLA_F32, "CBT", DLA_DIMS(5, 2, 3)), *yw;
+        assert_int_equal(dla_net_predict(net, 1, &wide, 1, &yw, NULL), DLA_ERR_SHAPE);
+        char msg[160];
+        snprintf(msg, sizeof msg, "the input has 5 channels (5x2x3 \"CBT\"); the %s's "
+                 "InputWeights take 3", name);
+        if (!strstr(dla_last_error(), msg))
+            fail_msg("%s", dla_last_error());
+        dla_net_free(net);
+        seq = kind ? dla_gru_layer(4, &(dla_gru_layer_options){.output_mode = "last"})
+                   : dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"});
+        net = one(seq, ex);
+        for (int nb = 1; nb <= 5; nb += 4) {
+            dla_tensor *x = dla_ones(DLA_F32, "CBT", DLA_DIMS(3, nb, 0)), *y;
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_ERR_SHAPE);
+            char want[128];
+            snprintf(want, sizeof want, "%s: the input has no time steps (3x%dx0 \"CBT\"); "
+                     "OutputMode \"last\" needs at least one", name, nb);
+            if (!strstr(dla_last_error(), want))
+                fail_msg("%s", dla_last_error());
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* The GRU written out in double: gates reset, update, candidate; mode 0
  * after-multiplication, 1 before, 2 recurrent bias after (b of 6h). */
 static void gru_reference(int mode, int64_t c, int64_t h, int64_t nb, int64_t nt, const double *x,
@@ -884,6 +938,7 @@ int main(void)
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),
         TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
         TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
+        TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),
         TU_TEST(position_layers_give_each_step_its_own_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,6 +143,17 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     assert_int_equal(dla_l2_regularize(2, g, w, 0.1, (double[]){1, 0}, out), DLA_OK);
     assert_vec(out[0], 2, (double[]){3.1, -3.8}, 1e-15);
     assert_vec(out[1], 3, (double[]){0.5, 0.5, 0.5}, 0);
+    /* A gradient of other dims than its parameter (the lists out of
+     * order): the parameter was reshaped onto it and the wrong elements
+     * added, silently; now refused as the optimizers refuse it. */
+    dla_tensor *wt = dla_tensor_from_host((double[]){1, 2, 3, 4, 5, 6}, DLA_F64, "", DLA_DIMS(2, 3));
+    dla_tensor *gt = dla_zeros(DLA_F64, "", DLA_DIMS(3, 2));
+    assert_int_equal(dla_l2_regularize(1, &gt, &wt, 0.1, NULL, out), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_l2_regularize: entry 1: the parameter is 2x3, "
+                                             "its gradient 3x2"));
+    assert_int_equal(dla_tensor_status(out[0]), DLA_ERR_SHAPE);
+    assert_int_equal(dla_l2_regularize(2, (dla_tensor *[]){g[0], NULL}, w, 0.1, NULL, out),
+                     DLA_ERR_INVALID_ARGUMENT);
     /* Per-entry norm: |g0| = 5 is scaled to 2; |g1| = 0.866 stays. */
     assert_int_equal(dla_clip_gradients(2, g, NULL, 2, out), DLA_OK);
     assert_vec(out[0], 2, (double[]){1.2, -1.6}, 1e-15);
@@ -306,6 +317,17 @@ static void a_network_trains_through_its_learnables_table(void **state)
     assert_int_equal(dla_sgdmupdate(2, values, (dla_tensor *[]){bad[0], dla_ones(DLA_F32, "", DLA_DIMS(2, 1))},
                                     vel, 0.5, 0.9), DLA_ERR_SHAPE);
     assert_int_equal(dla_sgdmupdate(2, values, g, vel, -1, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    /* An infinite learning rate (a schedule that divided by zero) made
+     * every parameter inf or NaN and returned DLA_OK. */
+    assert_int_equal(dla_sgdmupdate(2, values, g, vel, INFINITY, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "learnRate inf must be finite and >= 0"));
+    assert_true(values[0] == before);
+    dla_tensor *avg[2] = {NULL, NULL}, *avg2[2] = {NULL, NULL};
+    assert_int_equal(dla_adamupdate(2, values, g, avg, avg2, 1, INFINITY, 0.9, 0.999, 1e-8),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_rmspropupdate(2, values, g, avg2, INFINITY, 0.9, 1e-8),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_true(values[0] == before && !avg[0] && !avg2[0]);
     dla_scope_end();
     dla_optim_free(2, vel);
     dla_tensor_release(old);

@@ -135,7 +135,9 @@ DLA_API void dla_accel_free(dla_accel *af);
 DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                    int nout, dla_tensor **out);
 /* MATLAB accfun(...): the same for a function that takes no gradients
- * (inference): fn runs in a scope, without a tape. */
+ * (inference): fn runs in a scope, without a tape. As with dla_feval, an
+ * output that is an error tensor fails the call with its status (the
+ * other outputs stand) and no trace is kept. */
 DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                   int nout, dla_tensor **out);
 
@@ -159,7 +161,8 @@ DLA_API int dla_accel_occupancy(const dla_accel *af);
 /* "none" or "tolerance": with "tolerance", every call served by a trace
  * also runs fn and warns (DLACCEL_LOG warn) "Accelerated outputs differ
  * from underlying function outputs", naming the output and the largest
- * absolute and relative difference, when one exceeds CheckTolerance.
+ * absolute and relative difference, when one exceeds CheckTolerance, or
+ * the two sizes and classes when the output's dims or class differ.
  * DLA_ERR_INVALID_ARGUMENT for another mode. */
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode);
 DLA_API const char *dla_accel_check_mode(const dla_accel *af);
@@ -198,9 +201,9 @@ DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i);
 DLA_API dla_trace *dla_trace_retain(dla_trace *t);
 DLA_API void dla_trace_release(dla_trace *t);
 /* Runs t on in[0..nin-1] (for a trace of an accelerated function with a
- * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes and dims the trace was
- * recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE otherwise, naming the
- * input), on any device: a trace recorded on one device replays on
+ * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes, dims and
+ * formats the trace was recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE /
+ * DLA_ERR_FORMAT otherwise, naming the input), on any device: a trace recorded on one device replays on
  * another. An input recorded as the same tensor as an earlier one (f(x,
  * x)) is read from that earlier one: it must be given the same tensor
  * again (DLA_ERR_INVALID_ARGUMENT otherwise, naming both). Outputs as

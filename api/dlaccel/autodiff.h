@@ -57,7 +57,9 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
  * Errors (grads[i] are then error tensors): DLA_ERR_STATE outside dla_feval
  * ("dla_gradient: called outside dla_feval"); DLA_ERR_INVALID_ARGUMENT when
  * loss is not a scalar, or when the loss does not depend on wrt[i] (the
- * message names i and its dims). */
+ * message names i and its dims); DLA_ERR_DTYPE when wrt[i] is not single
+ * or double (an integer or logical tensor has no gradient: cast it first,
+ * and take the gradient with respect to the cast). */
 DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                 dla_tensor **grads);
 

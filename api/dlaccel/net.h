@@ -387,7 +387,10 @@ DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
  * dla_net_copy, re-initialization and dla_net_save/dla_net_load (as a
  * MATLAB network's State, saved or copied, keeps it), so trainnet's
  * checkpoints of LSTM networks load. OutputMode "sequence" gives "CBT"
- * H x N x T, "last" "CB" H x N. */
+ * H x N x T, "last" "CB" H x N. A sequence of no steps (T of 0, which only
+ * a network without a sequence input layer lets through) gives H x N x 0
+ * in "sequence" mode and DLA_ERR_SHAPE in "last" mode (there is no last
+ * step); the GRU alike. */
 typedef struct dla_lstm_layer_options {
     const char *name;
     const char *output_mode;  /* NULL: "sequence", or "last" */
@@ -664,7 +667,9 @@ DLA_API void dla_net_free(dla_net *net);
 
 /* MATLAB addLayers: adds the n layers, connected in sequence among
  * themselves (not to the existing ones), taking them over. The network
- * becomes uninitialized. */
+ * becomes uninitialized; a call that fails (a duplicate name, a layer in
+ * an error state...) frees the layers it could take and leaves the
+ * network as it was, initialized if it was. */
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers);
 /* MATLAB connectLayers(net, source, destination): source is a layer name;
  * destination a layer name (its only input) or "layer/inK". The
@@ -680,7 +685,9 @@ DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const ch
  * inputs take their sizes from input layers; a network whose inputs are
  * not input layers needs one example tensor per input (its dtype, dims
  * and format; values unused); with input layers, examples may be NULL.
- * Parameters are single unless the examples are double. Idempotent on an
+ * Parameters are single unless the examples are double; they are made on
+ * the device of the parameters the network has already (one moved with
+ * dla_net_to_device and grown), else on the current one. Idempotent on an
  * initialized network. Errors name the layer: a connection missing, a
  * cycle, a size the layer cannot take ("layer 'fc': ..."). */
 DLA_API dla_status dla_net_init(dla_net *net, int nexamples, dla_tensor *const *examples);

@@ -54,7 +54,8 @@ extern "C" {
  * momentum), for each of the n entries:
  *     vel    = momentum * vel - learnRate * grad
  *     params = params + vel
- * learn_rate >= 0, momentum in [0, 1] (DLA_ERR_INVALID_ARGUMENT otherwise). */
+ * learn_rate finite and >= 0, momentum in [0, 1] (DLA_ERR_INVALID_ARGUMENT
+ * otherwise). */
 DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                   dla_tensor **velocity, double learn_rate, double momentum);
 
@@ -64,7 +65,7 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
  *     avgSqG = sqGradDecay * avgSqG + (1 - sqGradDecay) * grad.^2
  *     params = params - learnRate * sqrt(1 - sqGradDecay^t) / (1 - gradDecay^t)
  *                       * avgG ./ (sqrt(avgSqG) + epsilon)
- * Decays in [0, 1), epsilon > 0, learn_rate >= 0. */
+ * Decays in [0, 1), epsilon > 0, learn_rate finite and >= 0. */
 DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                   dla_tensor **avg_grad, dla_tensor **avg_sq_grad, int iteration,
                                   double learn_rate, double grad_decay, double sq_grad_decay,
@@ -73,7 +74,8 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
 /* MATLAB [params, avgSqG] = rmspropupdate(params, grad, avgSqG, learnRate,
  * sqGradDecay, epsilon):
  *     avgSqG = sqGradDecay * avgSqG + (1 - sqGradDecay) * grad.^2
- *     params = params - learnRate * grad ./ (sqrt(avgSqG) + epsilon) */
+ *     params = params - learnRate * grad ./ (sqrt(avgSqG) + epsilon)
+ * sqGradDecay in [0, 1), epsilon > 0, learn_rate finite and >= 0. */
 DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                      dla_tensor **avg_sq_grad, double learn_rate,
                                      double sq_grad_decay, double epsilon);
@@ -274,7 +276,9 @@ DLA_API dla_tensor *dla_lbfgs_state_gradient(const dla_lbfgs_state *state, int i
 /* L2 regularization (trainingOptions L2Regularization, MATLAB's default
  * 1e-4 in trainnet): out[i] = grads[i] + factor * l2_factors[i] *
  * params[i], where l2_factors (NULL: all 1) are per entry, as a Learnables
- * table's (dla_table_l2_factor: 0 for biases). out[i] follow dlaccel.h's
+ * table's (dla_table_l2_factor: 0 for biases). Each grads[i] needs
+ * params[i]'s dims and dtype (DLA_ERR_SHAPE, DLA_ERR_DTYPE naming the
+ * entry, as the optimizers). out[i] follow dlaccel.h's
  * ownership (+1, or the open scope's); grads and params are borrowed. */
 DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor *const *params,
                                      double factor, const double *l2_factors, dla_tensor **out);
