@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -585,6 +586,27 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
     g = (dla_image_augmenter){.rand_scale = {2, 1}};
     assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, ds, &g, 1, &a), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "rand_scale"));
+    /* Ranges that are not finite, or whose width is not (hi - lo
+     * overflows): refused. They were taken, and a rotation drawn from
+     * [0, inf] gave images of NaN, a scale from [1, inf] images of one
+     * gray, without a word. */
+    const dla_image_augmenter unbounded[] = {
+        {.rand_rotation = {0, INFINITY}},
+        {.rand_rotation = {-INFINITY, 0}},
+        {.rand_scale = {1, INFINITY}},
+        {.rand_x_translation = {-1e308, 1e308}},
+        {.rand_y_translation = {NAN, NAN}},
+    };
+    const char *field[] = {"rand_rotation", "rand_rotation", "rand_scale", "rand_x_translation",
+                           "rand_y_translation"};
+    for (int i = 0; i < 5; i++) {
+        a = NULL;
+        assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, ds, &unbounded[i], 1, &a),
+                         DLA_ERR_INVALID_ARGUMENT);
+        assert_null(a);
+        assert_non_null(strstr(dla_last_error(), field[i]));
+        assert_non_null(strstr(dla_last_error(), "finite"));
+    }
     dla_imds_free(ds);
 }
 
