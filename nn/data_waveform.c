@@ -14,6 +14,7 @@
 #include "nn/data_util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static const char OP[] = "dla_waveform_generate";
@@ -54,6 +55,17 @@ static dla_status check(int64_t n, const dla_waveform_options *o, const double *
                               "1 and 1 <= min_length <= max_length <= 2^24",
                               OP, (long long)o->num_channels, (long long)o->min_length,
                               (long long)o->max_length);
+    /* The byte sizes of the labels (n x 4) and of one sequence (C x
+     * max_length x 4) must not wrap: they did, to a few bytes, and the
+     * first sequence was written past them. The queue and trainnet take at
+     * most 2^31-1 observations anyway. */
+    if (n > INT32_MAX)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument n: %lld sequences; at most 2^31-1", OP, (long long)n);
+    if (o->num_channels > (INT64_MAX / 4) / o->max_length)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument opts: %lld channels of up to %lld steps is too large "
+                              "to hold", OP, (long long)o->num_channels, (long long)o->max_length);
     if (!(o->min_frequency <= o->max_frequency) || !(o->min_amplitude <= o->max_amplitude) ||
         !isfinite(o->min_frequency) || !isfinite(o->max_frequency) ||
         !isfinite(o->min_amplitude) || !isfinite(o->max_amplitude) || !isfinite(o->noise))

@@ -1294,6 +1294,19 @@ static void test_waveform_class_proportions_shape_the_classes(void **state)
     assert_null(y);
     assert_non_null(strstr(dla_last_error(), "all 0"));
     assert_string_equal(dla_waveform_class_name(3), "triangle");
+    /* Counts whose buffers' byte sizes overflow: refused, naming them. The
+     * sizes wrapped to a few bytes, and the first sequence was written
+     * past them (a crash). */
+    assert_int_equal(dla_waveform_generate(2, 1,
+                                           &(dla_waveform_options){.num_channels = (int64_t)1 << 62},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "channels"));
+    assert_int_equal(dla_waveform_generate((int64_t)1 << 62, 1, NULL, &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "argument n"));
 }
 
 /* -------------------------------------------------------- refused memory */
