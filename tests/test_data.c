@@ -806,6 +806,14 @@ static void test_mbq_hands_out_batches_in_order_with_the_partial_last(void **sta
     assert_true(dla_mbq_hasdata(q));
     assert_int_equal(next_obs(q, obs), 4);
     assert_int_equal(obs[0], 0);
+    /* A batch size of INT64_MAX ("all at once"): one batch of all 10. The
+     * count was (n + size - 1) / size, which overflowed to 0, while the
+     * pass handed out one batch (trainnet then refused the data). */
+    assert_int_equal(dla_mbq_set_mini_batch_size(q, INT64_MAX), DLA_OK);
+    assert_int_equal(dla_mbq_num_batches(q), 1);
+    int64_t all[10];
+    assert_int_equal(next_obs(q, all), 10);
+    assert_false(dla_mbq_hasdata(q));
     dla_mbq_free(q);
 }
 
