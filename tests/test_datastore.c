@@ -267,6 +267,37 @@ static void test_files_are_sorted_with_labels_from_their_folders(void **state)
     dla_imds_free(ds);
 }
 
+/* A top folder named "." or ".." (or ending in one) labels its own files,
+ * with top_folder_only, by the folder's real name, as MATLAB's full paths
+ * do: they were labelled "." and "..", a class no folder is called. */
+static void test_a_dot_top_folder_labels_by_its_real_name(void **state)
+{
+    (void)state;
+    fresh("shoes");
+    write_png(path_of("shoes/s0.png"), 0, 4, 3, 1);
+    write_png(path_of("shoes/s1.png"), 1, 4, 3, 1);
+    mkdirs(path_of("shoes/sub"));
+    char here[1024];
+    assert_non_null(getcwd(here, sizeof here));
+    assert_int_equal(chdir(path_of("shoes")), 0);
+    const char *tops[] = {".", "./", "sub/..", "sub/../"};
+    for (int i = 0; i < 4; i++) {
+        dla_imds *ds;
+        assert_ok(dla_imds_create(tops[i], &(dla_imds_options){.top_folder_only = 1}, &ds));
+        assert_int_equal(dla_imds_num_files(ds), 2);
+        assert_int_equal(dla_imds_num_categories(ds), 1);
+        assert_string_equal(dla_imds_category(ds, 0), "shoes");
+        dla_imds_free(ds);
+    }
+    /* From below: ".." is shoes too. */
+    assert_int_equal(chdir("sub"), 0);
+    dla_imds *ds;
+    assert_ok(dla_imds_create("..", &(dla_imds_options){.top_folder_only = 1}, &ds));
+    assert_string_equal(dla_imds_category(ds, 0), "shoes");
+    dla_imds_free(ds);
+    assert_int_equal(chdir(here), 0);
+}
+
 static void test_read_gives_height_first_pixels_in_read_size_batches(void **state)
 {
     (void)state;
@@ -1289,6 +1320,7 @@ int main(void)
     dla_set_allocator(counting_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_files_are_sorted_with_labels_from_their_folders),
+        TU_TEST(test_a_dot_top_folder_labels_by_its_real_name),
         TU_TEST(test_read_gives_height_first_pixels_in_read_size_batches),
         TU_TEST(test_reads_in_a_scope_without_labels_release_nothing_twice),
         TU_TEST(test_readall_uint8_and_jpeg_and_rgb),

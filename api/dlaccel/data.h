@@ -243,7 +243,7 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * augmented datastore that resizes them (dla_augimds_create).
  *
  * Labels ("foldernames"): a file's class is the name of the folder that
- * holds it; the class list (MATLAB's categories) is the sorted set of those
+ * holds it (a top folder given as "." or ".." by its real name); the class list (MATLAB's categories) is the sorted set of those
  * names, and a label is the class's 0-based number in it.
  *
  * Bad input is an error naming the file or folder, never a crash or a
