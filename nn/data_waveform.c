@@ -86,6 +86,13 @@ static dla_status check(int64_t n, const dla_waveform_options *o, const double *
     if (!(total > 0))
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument opts: class_proportions are all 0", OP);
+    /* The draw compares cumulative sums over the total: an infinite total
+     * made every class but the last 0 / inf (1e308 four times drew class 3
+     * only). */
+    if (!isfinite(total))
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument opts: class_proportions add up to more than the "
+                              "largest double; scale them down", OP);
     return DLA_OK;
 }
 

@@ -1301,6 +1301,14 @@ static void test_waveform_class_proportions_shape_the_classes(void **state)
     assert_null(s);
     assert_null(y);
     assert_non_null(strstr(dla_last_error(), "all 0"));
+    /* Finite proportions whose sum is not: refused (every draw was the
+     * last class). */
+    const double huge[4] = {1e308, 1e308, 1e308, 1e308};
+    assert_int_equal(dla_waveform_generate(5, 1, &(dla_waveform_options){.class_proportions = huge},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "class_proportions add up"));
     assert_string_equal(dla_waveform_class_name(3), "triangle");
     /* Counts whose buffers' byte sizes overflow: refused, naming them. The
      * sizes wrapped to a few bytes, and the first sequence was written

@@ -565,7 +565,8 @@ typedef struct dla_waveform_options {
  * *labels (1xN "CB" int32 classes 0..3, on the current device; may be
  * NULL to skip). Errors (outputs NULL): DLA_ERR_INVALID_ARGUMENT (n < 1 or
  * above 2^31-1, a bad range, channels x max_length too large to hold, a
- * negative or all-zero proportion), DLA_ERR_OUT_OF_MEMORY, the
+ * negative or all-zero proportion, proportions whose sum is not finite),
+ * DLA_ERR_OUT_OF_MEMORY, the
  * tensor's creation errors. */
 DLA_API dla_status dla_waveform_generate(int64_t n, uint64_t seed, const dla_waveform_options *opts,
                                          dla_seqlist **sequences, dla_tensor **labels);
