@@ -227,6 +227,17 @@ static void test_idx_missing_file_names_the_path_and_the_reason(void **state)
                       "No such file or directory");
 }
 
+/* A folder given as the file: an IO error saying so. It read "corrupt gzip
+ * stream", which sent the user looking for a damaged download. */
+static void test_idx_a_folder_is_not_called_a_corrupt_stream(void **state)
+{
+    const char *p = tmp_path("a-folder.idx.gz");
+    assert_int_equal(mkdir(p, 0755), 0);
+    expect_read_error(p, DLA_ERR_IO, "cannot read it", "Is a directory");
+    assert_null(strstr(dla_last_error(), "corrupt"));
+    rmdir(p);
+}
+
 static void test_idx_truncated_data_says_how_much_is_missing(void **state)
 {
     unsigned char buf[256];
@@ -1523,6 +1534,7 @@ int main(void)
         TU_TEST(test_idx_round_trips_every_type_gzipped_and_plain),
         TU_TEST(test_idx_multibyte_elements_are_big_endian_on_disk),
         TU_TEST(test_idx_missing_file_names_the_path_and_the_reason),
+        TU_TEST(test_idx_a_folder_is_not_called_a_corrupt_stream),
         TU_TEST(test_idx_truncated_data_says_how_much_is_missing),
         TU_TEST(test_idx_truncated_header_is_an_io_error),
         TU_TEST(test_idx_gzip_cut_short_is_reported_with_zlib_words),
