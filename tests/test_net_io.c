@@ -632,6 +632,36 @@ static void a_header_length_past_the_file_is_refused_before_it_is_used(void **st
     }
 }
 
+/* The architecture a file holds is JSON text, which is UTF-8 only: a layer
+ * name in another encoding (Latin-1 "caf\xe9" from a source file in that
+ * encoding) is refused where the layer is made, naming it. It made
+ * dla_net_create fail with DLA_ERR_OUT_OF_MEMORY, "cannot describe the
+ * architecture". A name in UTF-8 with quotes and control characters
+ * goes through a file unchanged. */
+static void a_layer_name_that_is_not_utf8_is_refused_naming_it(void **state)
+{
+    (void)state;
+    const char *bad[] = {"caf\xe9", "\xc3(", "\xed\xa0\x80x" /* a surrogate */,
+                         "\xc0\xafx" /* an overlong '/' */};
+    for (int i = 0; i < 4; i++) {
+        dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                           dla_fc_layer(2, &(dla_fc_layer_options){.name = bad[i]})};
+        assert_null(dla_net_create(2, ls));
+        assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "UTF-8"));
+    }
+    const char *good = "\xc3\xa9t\xc3\xa9 \"q\"\t\xe2\x82\xac";
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = good})};
+    dla_net *net = dla_net_create(2, ls), *back;
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("utf8.safetensors")), DLA_OK);
+    assert_int_equal(dla_net_load(path("utf8.safetensors"), &back), DLA_OK);
+    assert_string_equal(dla_table_layer(dla_net_learnables(back), 0), good);
+    dla_net_free(back);
+    dla_net_free(net);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -658,6 +688,7 @@ int main(void)
         TU_TEST(broken_and_foreign_files_are_refused_with_the_reason),
         TU_TEST(truncated_and_flipped_files_never_crash_or_leak),
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
+        TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
