@@ -662,6 +662,36 @@ static void a_layer_name_that_is_not_utf8_is_refused_naming_it(void **state)
     dla_net_free(net);
 }
 
+/* Layer names of up to 255 bytes go through a file; a longer one is
+ * refused where the layer is made, saying so. It was taken, and
+ * dla_net_create then failed with "destination \"aaa...\" is not a layer
+ * name" (the connections read names into 256 bytes); the file's tensor
+ * names are built in 600. */
+static void a_layer_name_longer_than_255_bytes_is_refused_saying_so(void **state)
+{
+    (void)state;
+    char name[300];
+    memset(name, 'n', sizeof name);
+    name[255] = '\0';
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = name})};
+    dla_net *net = dla_net_create(2, ls), *back;
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("long.safetensors")), DLA_OK);
+    assert_int_equal(dla_net_load(path("long.safetensors"), &back), DLA_OK);
+    assert_string_equal(dla_table_layer(dla_net_learnables(back), 0), name);
+    dla_net_free(back);
+    dla_net_free(net);
+    name[255] = 'n';
+    name[256] = '\0';
+    dla_layer *ls2[] = {dla_feature_input_layer(3, NULL),
+                        dla_fc_layer(2, &(dla_fc_layer_options){.name = name})};
+    assert_null(dla_net_create(2, ls2));
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "256 bytes"));
+    assert_non_null(strstr(dla_last_error(), "at most 255"));
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -689,6 +719,7 @@ int main(void)
         TU_TEST(truncated_and_flipped_files_never_crash_or_leak),
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
         TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
+        TU_TEST(a_layer_name_longer_than_255_bytes_is_refused_saying_so),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
