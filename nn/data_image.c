@@ -603,6 +603,16 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
     *out = NULL;
     if (!live(ds, op))
         return dla_last_status();
+    /* One augmentation per datastore: a second replaced the first (its
+     * output size and transforms) without a word. MATLAB's
+     * augmentedImageDatastore takes an image datastore too. */
+    if (ds->augment)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument ds is an augmented datastore already (or a subset, "
+                              "partition or split of one): a second augmentation would replace "
+                              "its output size and transforms, not add to them; make one "
+                              "augmented datastore from the image datastore, with all of them",
+                              op);
     if (!output_size || output_size[0] < 1 || output_size[1] < 1 || output_size[0] > 65535 ||
         output_size[1] > 65535)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,

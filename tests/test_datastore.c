@@ -638,6 +638,23 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
         assert_non_null(strstr(dla_last_error(), field[i]));
         assert_non_null(strstr(dla_last_error(), "finite"));
     }
+    /* An augmented datastore of an augmented one: refused (MATLAB's
+     * augmentedImageDatastore takes an image datastore). It was taken and
+     * silently dropped the first one's resize and transforms: a 10x10
+     * resize then a reflection read 5x5 images, reflected only. */
+    dla_imds *a1;
+    assert_ok(dla_augimds_create((int64_t[]){10, 10}, ds, NULL, 1, &a1));
+    a = NULL;
+    g = (dla_image_augmenter){.rand_x_reflection = 1};
+    assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, a1, &g, 1, &a), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(a);
+    assert_non_null(strstr(dla_last_error(), "augmented datastore already"));
+    /* Its subsets and partitions are augmented too. */
+    dla_imds *part;
+    assert_ok(dla_imds_partition(a1, 1, 0, &part));
+    assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, part, &g, 1, &a), DLA_ERR_INVALID_ARGUMENT);
+    dla_imds_free(part);
+    dla_imds_free(a1);
     dla_imds_free(ds);
 }
 

@@ -382,8 +382,8 @@ typedef struct dla_image_augmenter {
  * order of the batches the queue hands out, so that its draws never depend
  * on timing (see dispatch_in_background). It shares ds's files and labels and
  * takes its options; ds may be freed after. Errors: DLA_ERR_INVALID_ARGUMENT
- * (a size below 1, a range with lo > hi or a bound that is not finite, a
- * scale <= 0). */
+ * (ds augmented already, a size below 1, a range with lo > hi or a bound
+ * that is not finite, a scale <= 0). */
 DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
                                       const dla_image_augmenter *aug, uint64_t seed,
                                       dla_imds **out);
