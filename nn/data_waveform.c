@@ -68,10 +68,13 @@ static dla_status check(int64_t n, const dla_waveform_options *o, const double *
                               "to hold", OP, (long long)o->num_channels, (long long)o->max_length);
     if (!(o->min_frequency <= o->max_frequency) || !(o->min_amplitude <= o->max_amplitude) ||
         !isfinite(o->min_frequency) || !isfinite(o->max_frequency) ||
-        !isfinite(o->min_amplitude) || !isfinite(o->max_amplitude) || !isfinite(o->noise))
+        !isfinite(o->min_amplitude) || !isfinite(o->max_amplitude) || !isfinite(o->noise) ||
+        /* a width that overflows draws inf or NaN (lo + (hi - lo) u) */
+        !isfinite(o->max_frequency - o->min_frequency) ||
+        !isfinite(o->max_amplitude - o->min_amplitude))
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument opts: frequency %g..%g, amplitude %g..%g, noise %g; "
-                              "finite, with min <= max",
+                              "finite, with min <= max and a finite max - min",
                               OP, o->min_frequency, o->max_frequency, o->min_amplitude,
                               o->max_amplitude, o->noise);
     double total = 0;

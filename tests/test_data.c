@@ -1320,6 +1320,20 @@ static void test_waveform_class_proportions_shape_the_classes(void **state)
                      DLA_ERR_INVALID_ARGUMENT);
     assert_null(s);
     assert_non_null(strstr(dla_last_error(), "class_proportions add up"));
+    /* Ranges whose width overflows: refused (the frequencies drawn were
+     * inf or NaN, and every value of every sequence NaN). */
+    assert_int_equal(dla_waveform_generate(5, 1,
+                                           &(dla_waveform_options){.min_frequency = -1e308,
+                                                                   .max_frequency = 1e308},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "frequency"));
+    assert_int_equal(dla_waveform_generate(5, 1,
+                                           &(dla_waveform_options){.min_amplitude = -1e308,
+                                                                   .max_amplitude = 1e308},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
     assert_string_equal(dla_waveform_class_name(3), "triangle");
     /* Counts whose buffers' byte sizes overflow: refused, naming them. The
      * sizes wrapped to a few bytes, and the first sequence was written
