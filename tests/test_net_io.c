@@ -16,6 +16,7 @@
 #include <dlaccel.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -692,6 +693,34 @@ static void a_layer_name_longer_than_255_bytes_is_refused_saying_so(void **state
     assert_non_null(strstr(dla_last_error(), "at most 255"));
 }
 
+/* A learnable replaced by hand with another dtype than the network's: the
+ * save is refused, naming it, and leaves the file that was there. It
+ * wrote a file that dla_net_load then refused ("the architecture is
+ * corrupt"), so the network was never to be had back from it. */
+static void a_parameter_of_another_dtype_is_refused_by_the_save(void **state)
+{
+    (void)state;
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, ls);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("mixed.safetensors")), DLA_OK);
+    struct stat before, after;
+    assert_int_equal(stat(path("mixed.safetensors"), &before), 0);
+    dla_tensor **v = dla_table_values(dla_net_learnables(net));
+    dla_tensor *old = v[0];
+    v[0] = dla_cast(old, DLA_F64);
+    dla_tensor_release(old);
+    assert_int_equal(dla_net_save(net, path("mixed.safetensors")), DLA_ERR_DTYPE);
+    assert_non_null(strstr(dla_last_error(), "learnables/fc_1/Weights is double in a single"));
+    assert_int_equal(stat(path("mixed.safetensors"), &after), 0);
+    assert_int_equal(before.st_size, after.st_size);
+    assert_int_equal(before.st_ino, after.st_ino);
+    dla_net *back;
+    assert_int_equal(dla_net_load(path("mixed.safetensors"), &back), DLA_OK);
+    dla_net_free(back);
+    dla_net_free(net);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -720,6 +749,7 @@ int main(void)
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
         TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
         TU_TEST(a_layer_name_longer_than_255_bytes_is_refused_saying_so),
+        TU_TEST(a_parameter_of_another_dtype_is_refused_by_the_save),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -852,7 +852,9 @@ DLA_API dla_status dla_net_print(const dla_net *net, FILE *f);
  * for the same bytes) and its data offsets, then the raw little-endian
  * data. Written to a temporary file renamed over path: a file replaced
  * keeps its permission bits, a new one gets 0666 less the umask. DLA_ERR_IO
- * with the path and the reason; DLA_ERR_STATE when not initialized. */
+ * with the path and the reason; DLA_ERR_STATE when not initialized;
+ * DLA_ERR_DTYPE, naming it, for a parameter whose dtype is not the
+ * network's (a value replaced by hand), which dla_net_load would refuse. */
 DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
 /* Loads a network saved by dla_net_save: *out is initialized, with the
  * saved values on the current device (NULL on failure). Everything is
