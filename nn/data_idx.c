@@ -81,7 +81,7 @@ static int64_t read_fully(gzFile f, void *buf, int64_t bytes, const char **why)
 /* The header's bytes into *data, which grows as they arrive (from 64 MiB,
  * doubling): a short file announcing terabytes is then reported as
  * truncated, not as out of memory, and costs no more memory than it
- * holds. Returns the bytes read, -1 with *why for a corrupt gzip stream,
+ * holds. Returns the bytes read, -1 with *why for a failed read (stream_fail says which),
  * -2 when out of memory; *data is NULL on -2 and freed by the caller
  * otherwise. */
 static int64_t read_growing(gzFile f, int64_t bytes, void **data, const char **why)
@@ -107,6 +107,22 @@ static int64_t read_growing(gzFile f, int64_t bytes, void **data, const char **w
         p = q;
         cap = next;
     }
+}
+
+/* A failed gzread as the user should read it: zlib's Z_ERRNO is the
+ * system refusing the read (a folder given as the file: "Is a
+ * directory"), which was reported as a corrupt gzip stream; other codes
+ * are the stream's. zlib's message starts with the path, which the
+ * message already names. */
+static dla_status stream_fail(const char *path, gzFile f, const char *why)
+{
+    int err = Z_OK;
+    gzerror(f, &err);
+    size_t n = strlen(path);
+    if (!strncmp(why, path, n) && !strncmp(why + n, ": ", 2))
+        why += n + 2;
+    return dla__data_fail(DLA_ERR_IO, "%s: %s: %s: %s", OP_READ, path,
+                          err == Z_ERRNO ? "cannot read it" : "corrupt gzip stream", why);
 }
 
 /* zlib's own word on a short read of a gzip file ("unexpected end of
@@ -148,7 +164,7 @@ static dla_status read_open(const char *path, dla_idx *out, gzFile f)
     unsigned char head[4 + 4 * 255];
     int64_t got = read_fully(f, head, 4, &why);
     if (got < 0)
-        return dla__data_fail(DLA_ERR_IO, "%s: %s: corrupt gzip stream: %s", OP_READ, path, why);
+        return stream_fail(path, f, why);
     if (got < 4)
         return dla__data_fail(DLA_ERR_IO,
                               "%s: %s: truncated: the file holds %lld bytes, an IDX header needs "
@@ -174,7 +190,7 @@ static dla_status read_open(const char *path, dla_idx *out, gzFile f)
                               OP_READ, path, ndims, DLA_MAX_DIMS);
     got = read_fully(f, head + 4, 4 * ndims, &why);
     if (got < 0)
-        return dla__data_fail(DLA_ERR_IO, "%s: %s: corrupt gzip stream: %s", OP_READ, path, why);
+        return stream_fail(path, f, why);
     if (got < 4 * ndims)
         return dla__data_fail(DLA_ERR_IO,
                               "%s: %s: truncated: %d dims need a %d-byte header, the file holds "
@@ -204,7 +220,7 @@ static dla_status read_open(const char *path, dla_idx *out, gzFile f)
                               OP_READ, path, dims_buf, dla_idx_type_name(type), (long long)bytes);
     if (got < 0) {
         dla__data_free(data);
-        return dla__data_fail(DLA_ERR_IO, "%s: %s: corrupt gzip stream: %s", OP_READ, path, why);
+        return stream_fail(path, f, why);
     }
     if (got < bytes) {
         const char *z = short_read_reason(f);
@@ -223,7 +239,7 @@ static dla_status read_open(const char *path, dla_idx *out, gzFile f)
         extra += n;
     if (n < 0) {
         dla__data_free(data);
-        return dla__data_fail(DLA_ERR_IO, "%s: %s: corrupt gzip stream: %s", OP_READ, path, why);
+        return stream_fail(path, f, why);
     }
     if (extra) {
         dla__data_free(data);

@@ -10,6 +10,7 @@
 #include "nn/data_image.h"
 #include "nn/data_util.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,7 +585,13 @@ DLA_API dla_status dla_imds_split_each_label(dla_imds *ds, int n, const double *
 
 /* ---------------------------------------------------------------- augmented */
 
-static int bad_range(const double r[2]) { return !(r[0] <= r[1]); }
+/* A range [lo, hi] the draws can use: lo <= hi, both finite and so is hi -
+ * lo (the draw is lo + (hi - lo) u). An infinite or NaN bound gave NaN
+ * angles (images of NaN) or an infinite scale (images of one gray). */
+static int bad_range(const double r[2])
+{
+    return !(r[0] <= r[1]) || !isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[1] - r[0]);
+}
 
 DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
                                       const dla_image_augmenter *aug, uint64_t seed,
@@ -596,6 +603,16 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
     *out = NULL;
     if (!live(ds, op))
         return dla_last_status();
+    /* One augmentation per datastore: a second replaced the first (its
+     * output size and transforms) without a word. MATLAB's
+     * augmentedImageDatastore takes an image datastore too. */
+    if (ds->augment)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument ds is an augmented datastore already (or a subset, "
+                              "partition or split of one): a second augmentation would replace "
+                              "its output size and transforms, not add to them; make one "
+                              "augmented datastore from the image datastore, with all of them",
+                              op);
     if (!output_size || output_size[0] < 1 || output_size[1] < 1 || output_size[0] > 65535 ||
         output_size[1] > 65535)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
@@ -610,7 +627,8 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
                           : NULL;
     if (bad)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                              "%s: argument aug: %s is not a range [lo, hi] with lo <= hi", op, bad);
+                              "%s: argument aug: %s is not a range [lo, hi] of finite values with lo "
+                              "<= hi (and a finite hi - lo)", op, bad);
     dla__imds_augment *a = dla__data_calloc(1, sizeof *a);
     pthread_mutex_t *lock = dla__data_malloc(sizeof *lock);
     if (!a || !lock || pthread_mutex_init(lock, NULL) != 0) {

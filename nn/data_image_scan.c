@@ -5,6 +5,7 @@
  * silently wrong (an empty folder, a class folder without images, an image
  * in the top folder itself).
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "nn/data_image.h"
 #include "nn/data_util.h"
 
@@ -134,6 +135,40 @@ static char *parent_name(const char *path)
     return p;
 }
 
+/* The real name of the folder holding path when its name as written says
+ * nothing ("." or "..", or "" for "/"): the top folder given so, whose
+ * files (top_folder_only) would be labelled "." or "..". The last part
+ * of its resolved path, copied; NULL with the error set. */
+static char *real_parent_name(const char *path, const char *op)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash > path ? (size_t)(slash - path) : 1; /* "//x.png": "/" */
+    char *dir = dla__data_malloc(n + 1);
+    if (!dir) {
+        dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+        return NULL;
+    }
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    char *real = realpath(dir, NULL); /* libc's malloc: freed with free */
+    if (!real) {
+        dla__data_fail(DLA_ERR_IO, "%s: cannot resolve folder %s for its name: %s", op, dir,
+                       strerror(errno));
+        dla__data_free(dir);
+        return NULL;
+    }
+    dla__data_free(dir);
+    const char *last = strrchr(real, '/');
+    last = last && last[1] ? last + 1 : real; /* "/" names itself */
+    char *name = dla__data_malloc(strlen(last) + 1);
+    if (name)
+        strcpy(name, last);
+    else
+        dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    free(real);
+    return name;
+}
+
 void dla__imds_catalog_release(dla__imds_catalog *c)
 {
     if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) > 0)
@@ -158,9 +193,27 @@ static dla_status label_files(dla__imds_catalog *c, const char *op)
     dla_status st = names && c->labels && c->classes
                         ? DLA_OK
                         : dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
-    for (int64_t i = 0; i < c->nfiles && st == DLA_OK; i++)
-        if (!(names[i] = parent_name(c->paths[i])))
+    /* Only the top folder can be named "." or ".." (the walk skips such
+     * entries), so its real name is looked up once. */
+    char *top_real = NULL;
+    for (int64_t i = 0; i < c->nfiles && st == DLA_OK; i++) {
+        if (!(names[i] = parent_name(c->paths[i]))) {
             st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+        } else if (!strcmp(names[i], ".") || !strcmp(names[i], "..") || !names[i][0]) {
+            if (!top_real && !(top_real = real_parent_name(c->paths[i], op))) {
+                st = dla_last_status();
+            } else {
+                char *copy = dla__data_malloc(strlen(top_real) + 1);
+                dla__data_free(names[i]);
+                names[i] = copy;
+                if (copy)
+                    strcpy(copy, top_real);
+                else
+                    st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+            }
+        }
+    }
+    dla__data_free(top_real);
     if (st == DLA_OK) {
         char **sorted = dla__data_malloc(sizeof *sorted * (size_t)c->nfiles);
         if (!sorted) {

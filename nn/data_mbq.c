@@ -832,7 +832,9 @@ DLA_API int64_t dla_mbq_num_batches(const dla_mbq *q)
 {
     if (!q || !mbq_live(q, "dla_mbq_num_batches"))
         return 0;
-    return q->discard ? q->n / q->mbs : (q->n + q->mbs - 1) / q->mbs;
+    /* Not (n + mbs - 1) / mbs: that overflows for a batch size near
+     * INT64_MAX ("all at once") and counted no batch. */
+    return q->n / q->mbs + (!q->discard && q->n % q->mbs != 0);
 }
 
 DLA_API dla_status dla_mbq_order(const dla_mbq *q, int64_t *order, int64_t count)

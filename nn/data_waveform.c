@@ -14,6 +14,7 @@
 #include "nn/data_util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static const char OP[] = "dla_waveform_generate";
@@ -54,12 +55,26 @@ static dla_status check(int64_t n, const dla_waveform_options *o, const double *
                               "1 and 1 <= min_length <= max_length <= 2^24",
                               OP, (long long)o->num_channels, (long long)o->min_length,
                               (long long)o->max_length);
+    /* The byte sizes of the labels (n x 4) and of one sequence (C x
+     * max_length x 4) must not wrap: they did, to a few bytes, and the
+     * first sequence was written past them. The queue and trainnet take at
+     * most 2^31-1 observations anyway. */
+    if (n > INT32_MAX)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument n: %lld sequences; at most 2^31-1", OP, (long long)n);
+    if (o->num_channels > (INT64_MAX / 4) / o->max_length)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument opts: %lld channels of up to %lld steps is too large "
+                              "to hold", OP, (long long)o->num_channels, (long long)o->max_length);
     if (!(o->min_frequency <= o->max_frequency) || !(o->min_amplitude <= o->max_amplitude) ||
         !isfinite(o->min_frequency) || !isfinite(o->max_frequency) ||
-        !isfinite(o->min_amplitude) || !isfinite(o->max_amplitude) || !isfinite(o->noise))
+        !isfinite(o->min_amplitude) || !isfinite(o->max_amplitude) || !isfinite(o->noise) ||
+        /* a width that overflows draws inf or NaN (lo + (hi - lo) u) */
+        !isfinite(o->max_frequency - o->min_frequency) ||
+        !isfinite(o->max_amplitude - o->min_amplitude))
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument opts: frequency %g..%g, amplitude %g..%g, noise %g; "
-                              "finite, with min <= max",
+                              "finite, with min <= max and a finite max - min",
                               OP, o->min_frequency, o->max_frequency, o->min_amplitude,
                               o->max_amplitude, o->noise);
     double total = 0;
@@ -74,6 +89,13 @@ static dla_status check(int64_t n, const dla_waveform_options *o, const double *
     if (!(total > 0))
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument opts: class_proportions are all 0", OP);
+    /* The draw compares cumulative sums over the total: an infinite total
+     * made every class but the last 0 / inf (1e308 four times drew class 3
+     * only). */
+    if (!isfinite(total))
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument opts: class_proportions add up to more than the "
+                              "largest double; scale them down", OP);
     return DLA_OK;
 }
 

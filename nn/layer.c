@@ -59,6 +59,36 @@ dla_status dla__layer_size(const char *type, const char *name, const char *prop,
     return DLA_OK;
 }
 
+/* Nonzero when s is UTF-8 (RFC 3629: no overlong forms, no surrogates,
+ * nothing above U+10FFFF). A network's architecture, in its files and its
+ * signature, is JSON text, which holds nothing else. */
+static int is_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p++, n, cp;
+        if (c < 0x80)
+            continue;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 1, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF)
+            n = 2, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4)
+            n = 3, cp = c & 0x07;
+        else
+            return 0;
+        for (unsigned i = 0; i < n; i++, p++) {
+            if ((*p & 0xC0) != 0x80)
+                return 0; /* also the terminating NUL */
+            cp = cp << 6 | (*p & 0x3F);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+    }
+    return 1;
+}
+
 dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin,
                           const dla__props *props, dla_status pre)
 {
@@ -80,6 +110,17 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': a layer name may not contain "
                           "'/' (it separates a layer from its input in connections)", kind->type,
                           l->name);
+    /* The connections read a name into 256 bytes and input names and the
+     * tensor names of a saved network are built from it in a few hundred:
+     * a longer name was taken, and failed later as "not a layer name". */
+    if (st == DLA_OK && strlen(l->name) > 255)
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%.40s...': the name is %zu bytes "
+                          "long; a layer name is at most 255", kind->type, l->name,
+                          strlen(l->name));
+    if (st == DLA_OK && !is_utf8(l->name))
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': the name is not UTF-8 text "
+                          "(a network's architecture, as saved, is JSON, which holds only UTF-8)",
+                          kind->type, l->name);
     if (st == DLA_OK)
         st = kind->check(&l->props, l->name);
     if (st != DLA_OK) {

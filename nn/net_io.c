@@ -109,6 +109,20 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
                             net ? "path" : "net");
     if (!net->initialized)
         return dla__nn_fail(DLA_ERR_STATE, "%s: the network is not initialized", fn);
+    /* dla_net_load refuses a parameter of another dtype than the network
+     * (its layers could not run it): such a file was written, and its
+     * network could then never be loaded. A value replaced by hand through
+     * dla_table_values is the way to get one. */
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; r < net->tables[k].count; r++) {
+            dla_dtype dt = dla_tensor_dtype(net->tables[k].values[r]);
+            if (dt != net->dtype)
+                return dla__nn_fail(DLA_ERR_DTYPE, "%s: %s/%s/%s is %s in a %s network (replaced "
+                                    "by hand?); dla_net_load would refuse the file", fn,
+                                    dla__param_kind_names[k], net->tables[k].layer[r],
+                                    net->tables[k].param[r], dla_dtype_name(dt),
+                                    dla_dtype_name(net->dtype));
+        }
     size_t alen = 0;
     char *arch = dla__net_architecture(net, 0, &alen);
     json_t *root = json_object(), *meta = json_object();

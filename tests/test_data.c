@@ -227,6 +227,17 @@ static void test_idx_missing_file_names_the_path_and_the_reason(void **state)
                       "No such file or directory");
 }
 
+/* A folder given as the file: an IO error saying so. It read "corrupt gzip
+ * stream", which sent the user looking for a damaged download. */
+static void test_idx_a_folder_is_not_called_a_corrupt_stream(void **state)
+{
+    const char *p = tmp_path("a-folder.idx.gz");
+    assert_int_equal(mkdir(p, 0755), 0);
+    expect_read_error(p, DLA_ERR_IO, "cannot read it", "Is a directory");
+    assert_null(strstr(dla_last_error(), "corrupt"));
+    rmdir(p);
+}
+
 static void test_idx_truncated_data_says_how_much_is_missing(void **state)
 {
     unsigned char buf[256];
@@ -806,6 +817,14 @@ static void test_mbq_hands_out_batches_in_order_with_the_partial_last(void **sta
     assert_true(dla_mbq_hasdata(q));
     assert_int_equal(next_obs(q, obs), 4);
     assert_int_equal(obs[0], 0);
+    /* A batch size of INT64_MAX ("all at once"): one batch of all 10. The
+     * count was (n + size - 1) / size, which overflowed to 0, while the
+     * pass handed out one batch (trainnet then refused the data). */
+    assert_int_equal(dla_mbq_set_mini_batch_size(q, INT64_MAX), DLA_OK);
+    assert_int_equal(dla_mbq_num_batches(q), 1);
+    int64_t all[10];
+    assert_int_equal(next_obs(q, all), 10);
+    assert_false(dla_mbq_hasdata(q));
     dla_mbq_free(q);
 }
 
@@ -1293,7 +1312,42 @@ static void test_waveform_class_proportions_shape_the_classes(void **state)
     assert_null(s);
     assert_null(y);
     assert_non_null(strstr(dla_last_error(), "all 0"));
+    /* Finite proportions whose sum is not: refused (every draw was the
+     * last class). */
+    const double huge[4] = {1e308, 1e308, 1e308, 1e308};
+    assert_int_equal(dla_waveform_generate(5, 1, &(dla_waveform_options){.class_proportions = huge},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "class_proportions add up"));
+    /* Ranges whose width overflows: refused (the frequencies drawn were
+     * inf or NaN, and every value of every sequence NaN). */
+    assert_int_equal(dla_waveform_generate(5, 1,
+                                           &(dla_waveform_options){.min_frequency = -1e308,
+                                                                   .max_frequency = 1e308},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "frequency"));
+    assert_int_equal(dla_waveform_generate(5, 1,
+                                           &(dla_waveform_options){.min_amplitude = -1e308,
+                                                                   .max_amplitude = 1e308},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
     assert_string_equal(dla_waveform_class_name(3), "triangle");
+    /* Counts whose buffers' byte sizes overflow: refused, naming them. The
+     * sizes wrapped to a few bytes, and the first sequence was written
+     * past them (a crash). */
+    assert_int_equal(dla_waveform_generate(2, 1,
+                                           &(dla_waveform_options){.num_channels = (int64_t)1 << 62},
+                                           &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "channels"));
+    assert_int_equal(dla_waveform_generate((int64_t)1 << 62, 1, NULL, &s, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(s);
+    assert_non_null(strstr(dla_last_error(), "argument n"));
 }
 
 /* -------------------------------------------------------- refused memory */
@@ -1494,6 +1548,7 @@ int main(void)
         TU_TEST(test_idx_round_trips_every_type_gzipped_and_plain),
         TU_TEST(test_idx_multibyte_elements_are_big_endian_on_disk),
         TU_TEST(test_idx_missing_file_names_the_path_and_the_reason),
+        TU_TEST(test_idx_a_folder_is_not_called_a_corrupt_stream),
         TU_TEST(test_idx_truncated_data_says_how_much_is_missing),
         TU_TEST(test_idx_truncated_header_is_an_io_error),
         TU_TEST(test_idx_gzip_cut_short_is_reported_with_zlib_words),

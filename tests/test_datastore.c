@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -264,6 +265,37 @@ static void test_files_are_sorted_with_labels_from_their_folders(void **state)
         assert_int_equal(l[i], want[i]);
     dla_tensor_release(lab);
     dla_imds_free(ds);
+}
+
+/* A top folder named "." or ".." (or ending in one) labels its own files,
+ * with top_folder_only, by the folder's real name, as MATLAB's full paths
+ * do: they were labelled "." and "..", a class no folder is called. */
+static void test_a_dot_top_folder_labels_by_its_real_name(void **state)
+{
+    (void)state;
+    fresh("shoes");
+    write_png(path_of("shoes/s0.png"), 0, 4, 3, 1);
+    write_png(path_of("shoes/s1.png"), 1, 4, 3, 1);
+    mkdirs(path_of("shoes/sub"));
+    char here[1024];
+    assert_non_null(getcwd(here, sizeof here));
+    assert_int_equal(chdir(path_of("shoes")), 0);
+    const char *tops[] = {".", "./", "sub/..", "sub/../"};
+    for (int i = 0; i < 4; i++) {
+        dla_imds *ds;
+        assert_ok(dla_imds_create(tops[i], &(dla_imds_options){.top_folder_only = 1}, &ds));
+        assert_int_equal(dla_imds_num_files(ds), 2);
+        assert_int_equal(dla_imds_num_categories(ds), 1);
+        assert_string_equal(dla_imds_category(ds, 0), "shoes");
+        dla_imds_free(ds);
+    }
+    /* From below: ".." is shoes too. */
+    assert_int_equal(chdir("sub"), 0);
+    dla_imds *ds;
+    assert_ok(dla_imds_create("..", &(dla_imds_options){.top_folder_only = 1}, &ds));
+    assert_string_equal(dla_imds_category(ds, 0), "shoes");
+    dla_imds_free(ds);
+    assert_int_equal(chdir(here), 0);
 }
 
 static void test_read_gives_height_first_pixels_in_read_size_batches(void **state)
@@ -585,6 +617,44 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
     g = (dla_image_augmenter){.rand_scale = {2, 1}};
     assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, ds, &g, 1, &a), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "rand_scale"));
+    /* Ranges that are not finite, or whose width is not (hi - lo
+     * overflows): refused. They were taken, and a rotation drawn from
+     * [0, inf] gave images of NaN, a scale from [1, inf] images of one
+     * gray, without a word. */
+    const dla_image_augmenter unbounded[] = {
+        {.rand_rotation = {0, INFINITY}},
+        {.rand_rotation = {-INFINITY, 0}},
+        {.rand_scale = {1, INFINITY}},
+        {.rand_x_translation = {-1e308, 1e308}},
+        {.rand_y_translation = {NAN, NAN}},
+    };
+    const char *field[] = {"rand_rotation", "rand_rotation", "rand_scale", "rand_x_translation",
+                           "rand_y_translation"};
+    for (int i = 0; i < 5; i++) {
+        a = NULL;
+        assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, ds, &unbounded[i], 1, &a),
+                         DLA_ERR_INVALID_ARGUMENT);
+        assert_null(a);
+        assert_non_null(strstr(dla_last_error(), field[i]));
+        assert_non_null(strstr(dla_last_error(), "finite"));
+    }
+    /* An augmented datastore of an augmented one: refused (MATLAB's
+     * augmentedImageDatastore takes an image datastore). It was taken and
+     * silently dropped the first one's resize and transforms: a 10x10
+     * resize then a reflection read 5x5 images, reflected only. */
+    dla_imds *a1;
+    assert_ok(dla_augimds_create((int64_t[]){10, 10}, ds, NULL, 1, &a1));
+    a = NULL;
+    g = (dla_image_augmenter){.rand_x_reflection = 1};
+    assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, a1, &g, 1, &a), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(a);
+    assert_non_null(strstr(dla_last_error(), "augmented datastore already"));
+    /* Its subsets and partitions are augmented too. */
+    dla_imds *part;
+    assert_ok(dla_imds_partition(a1, 1, 0, &part));
+    assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, part, &g, 1, &a), DLA_ERR_INVALID_ARGUMENT);
+    dla_imds_free(part);
+    dla_imds_free(a1);
     dla_imds_free(ds);
 }
 
@@ -1267,6 +1337,7 @@ int main(void)
     dla_set_allocator(counting_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_files_are_sorted_with_labels_from_their_folders),
+        TU_TEST(test_a_dot_top_folder_labels_by_its_real_name),
         TU_TEST(test_read_gives_height_first_pixels_in_read_size_batches),
         TU_TEST(test_reads_in_a_scope_without_labels_release_nothing_twice),
         TU_TEST(test_readall_uint8_and_jpeg_and_rgb),

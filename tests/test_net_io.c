@@ -16,6 +16,7 @@
 #include <dlaccel.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -632,6 +633,94 @@ static void a_header_length_past_the_file_is_refused_before_it_is_used(void **st
     }
 }
 
+/* The architecture a file holds is JSON text, which is UTF-8 only: a layer
+ * name in another encoding (Latin-1 "caf\xe9" from a source file in that
+ * encoding) is refused where the layer is made, naming it. It made
+ * dla_net_create fail with DLA_ERR_OUT_OF_MEMORY, "cannot describe the
+ * architecture". A name in UTF-8 with quotes and control characters
+ * goes through a file unchanged. */
+static void a_layer_name_that_is_not_utf8_is_refused_naming_it(void **state)
+{
+    (void)state;
+    const char *bad[] = {"caf\xe9", "\xc3(", "\xed\xa0\x80x" /* a surrogate */,
+                         "\xc0\xafx" /* an overlong '/' */};
+    for (int i = 0; i < 4; i++) {
+        dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                           dla_fc_layer(2, &(dla_fc_layer_options){.name = bad[i]})};
+        assert_null(dla_net_create(2, ls));
+        assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "UTF-8"));
+    }
+    const char *good = "\xc3\xa9t\xc3\xa9 \"q\"\t\xe2\x82\xac";
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = good})};
+    dla_net *net = dla_net_create(2, ls), *back;
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("utf8.safetensors")), DLA_OK);
+    assert_int_equal(dla_net_load(path("utf8.safetensors"), &back), DLA_OK);
+    assert_string_equal(dla_table_layer(dla_net_learnables(back), 0), good);
+    dla_net_free(back);
+    dla_net_free(net);
+}
+
+/* Layer names of up to 255 bytes go through a file; a longer one is
+ * refused where the layer is made, saying so. It was taken, and
+ * dla_net_create then failed with "destination \"aaa...\" is not a layer
+ * name" (the connections read names into 256 bytes); the file's tensor
+ * names are built in 600. */
+static void a_layer_name_longer_than_255_bytes_is_refused_saying_so(void **state)
+{
+    (void)state;
+    char name[300];
+    memset(name, 'n', sizeof name);
+    name[255] = '\0';
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = name})};
+    dla_net *net = dla_net_create(2, ls), *back;
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("long.safetensors")), DLA_OK);
+    assert_int_equal(dla_net_load(path("long.safetensors"), &back), DLA_OK);
+    assert_string_equal(dla_table_layer(dla_net_learnables(back), 0), name);
+    dla_net_free(back);
+    dla_net_free(net);
+    name[255] = 'n';
+    name[256] = '\0';
+    dla_layer *ls2[] = {dla_feature_input_layer(3, NULL),
+                        dla_fc_layer(2, &(dla_fc_layer_options){.name = name})};
+    assert_null(dla_net_create(2, ls2));
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "256 bytes"));
+    assert_non_null(strstr(dla_last_error(), "at most 255"));
+}
+
+/* A learnable replaced by hand with another dtype than the network's: the
+ * save is refused, naming it, and leaves the file that was there. It
+ * wrote a file that dla_net_load then refused ("the architecture is
+ * corrupt"), so the network was never to be had back from it. */
+static void a_parameter_of_another_dtype_is_refused_by_the_save(void **state)
+{
+    (void)state;
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, ls);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("mixed.safetensors")), DLA_OK);
+    struct stat before, after;
+    assert_int_equal(stat(path("mixed.safetensors"), &before), 0);
+    dla_tensor **v = dla_table_values(dla_net_learnables(net));
+    dla_tensor *old = v[0];
+    v[0] = dla_cast(old, DLA_F64);
+    dla_tensor_release(old);
+    assert_int_equal(dla_net_save(net, path("mixed.safetensors")), DLA_ERR_DTYPE);
+    assert_non_null(strstr(dla_last_error(), "learnables/fc_1/Weights is double in a single"));
+    assert_int_equal(stat(path("mixed.safetensors"), &after), 0);
+    assert_int_equal(before.st_size, after.st_size);
+    assert_int_equal(before.st_ino, after.st_ino);
+    dla_net *back;
+    assert_int_equal(dla_net_load(path("mixed.safetensors"), &back), DLA_OK);
+    dla_net_free(back);
+    dla_net_free(net);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -658,6 +747,9 @@ int main(void)
         TU_TEST(broken_and_foreign_files_are_refused_with_the_reason),
         TU_TEST(truncated_and_flipped_files_never_crash_or_leak),
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
+        TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
+        TU_TEST(a_layer_name_longer_than_255_bytes_is_refused_saying_so),
+        TU_TEST(a_parameter_of_another_dtype_is_refused_by_the_save),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

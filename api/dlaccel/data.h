@@ -243,7 +243,7 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * augmented datastore that resizes them (dla_augimds_create).
  *
  * Labels ("foldernames"): a file's class is the name of the folder that
- * holds it; the class list (MATLAB's categories) is the sorted set of those
+ * holds it (a top folder given as "." or ".." by its real name); the class list (MATLAB's categories) is the sorted set of those
  * names, and a label is the class's 0-based number in it.
  *
  * Bad input is an error naming the file or folder, never a crash or a
@@ -382,7 +382,8 @@ typedef struct dla_image_augmenter {
  * order of the batches the queue hands out, so that its draws never depend
  * on timing (see dispatch_in_background). It shares ds's files and labels and
  * takes its options; ds may be freed after. Errors: DLA_ERR_INVALID_ARGUMENT
- * (a size below 1, a range with lo > hi, a scale <= 0). */
+ * (ds augmented already, a size below 1, a range with lo > hi or a bound
+ * that is not finite, a scale <= 0). */
 DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
                                       const dla_image_augmenter *aug, uint64_t seed,
                                       dla_imds **out);
@@ -562,8 +563,10 @@ typedef struct dla_waveform_options {
  * its held-out set, value for value in single precision.
  * *sequences (a list of C x T sequences, freed with dla_seqlist_free) and
  * *labels (1xN "CB" int32 classes 0..3, on the current device; may be
- * NULL to skip). Errors (outputs NULL): DLA_ERR_INVALID_ARGUMENT (n < 1, a
- * bad range, a negative or all-zero proportion), DLA_ERR_OUT_OF_MEMORY, the
+ * NULL to skip). Errors (outputs NULL): DLA_ERR_INVALID_ARGUMENT (n < 1 or
+ * above 2^31-1, a bad range, channels x max_length too large to hold, a
+ * negative or all-zero proportion, proportions whose sum is not finite),
+ * DLA_ERR_OUT_OF_MEMORY, the
  * tensor's creation errors. */
 DLA_API dla_status dla_waveform_generate(int64_t n, uint64_t seed, const dla_waveform_options *opts,
                                          dla_seqlist **sequences, dla_tensor **labels);

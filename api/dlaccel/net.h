@@ -51,7 +51,8 @@
  * memory: bad options give a layer in an error state, and the network it is
  * added to fails with its message (as sticky tensors do). Layers belong to
  * the network they are given to; dla_layer_free frees one that never was.
- * Layer names: unique within a network, without '/'; an empty name gets
+ * Layer names: unique within a network, UTF-8 text of at most 255 bytes
+ * without '/' (the saved architecture is JSON); an empty name gets
  * MATLAB's default name with a number ("conv_1", "relu_2").
  *
  * Tensors of a network (learnables, state, statistics) are owned by it:
@@ -858,7 +859,9 @@ DLA_API dla_status dla_net_print(const dla_net *net, FILE *f);
  * for the same bytes) and its data offsets, then the raw little-endian
  * data. Written to a temporary file renamed over path: a file replaced
  * keeps its permission bits, a new one gets 0666 less the umask. DLA_ERR_IO
- * with the path and the reason; DLA_ERR_STATE when not initialized. */
+ * with the path and the reason; DLA_ERR_STATE when not initialized;
+ * DLA_ERR_DTYPE, naming it, for a parameter whose dtype is not the
+ * network's (a value replaced by hand), which dla_net_load would refuse. */
 DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
 /* Loads a network saved by dla_net_save: *out is initialized, with the
  * saved values on the current device (NULL on failure). Everything is
