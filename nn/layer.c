@@ -110,13 +110,6 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': a layer name may not contain "
                           "'/' (it separates a layer from its input in connections)", kind->type,
                           l->name);
-    /* The connections read a name into 256 bytes and input names and the
-     * tensor names of a saved network are built from it in a few hundred:
-     * a longer name was taken, and failed later as "not a layer name". */
-    if (st == DLA_OK && strlen(l->name) > 255)
-        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%.40s...': the name is %zu bytes "
-                          "long; a layer name is at most 255", kind->type, l->name,
-                          strlen(l->name));
     if (st == DLA_OK && !is_utf8(l->name))
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': the name is not UTF-8 text "
                           "(a network's architecture, as saved, is JSON, which holds only UTF-8)",

@@ -51,6 +51,20 @@ static void swap_elements(unsigned char *p, size_t n, size_t esize)
 
 static const char *st_dtype(dla_dtype d) { return d == DLA_F64 ? "F64" : "F32"; }
 
+/* "a/b/c" (c NULL: "a/b"), allocated to its length (a layer name has no
+ * length limit: built in a fixed buffer, two long names sharing their
+ * first few hundred bytes named the same tensor); NULL when out of memory. */
+static char *joined(const char *a, const char *b, const char *c)
+{
+    size_t n = strlen(a) + strlen(b) + (c ? strlen(c) + 1 : 0) + 2;
+    char *s = dla__nn_malloc(n);
+    if (s && c)
+        snprintf(s, n, "%s/%s/%s", a, b, c);
+    else if (s)
+        snprintf(s, n, "%s/%s", a, b);
+    return s;
+}
+
 /* The learnables' factors as JSON text: {"<layer>/<parameter>": [learn
  * rate, L2], ...} (NULL when out of memory). Jansson prints a double with
  * 17 digits, so the factors read back exactly. */
@@ -60,10 +74,12 @@ static char *factors_text(const dla_net *net)
     json_t *o = json_object();
     int ok = o != NULL;
     for (int r = 0; ok && r < t->count; r++) {
-        char name[600];
-        snprintf(name, sizeof name, "%s/%s", t->layer[r], t->param[r]);
+        char *name = joined(t->layer[r], t->param[r], NULL);
         json_t *pair = json_pack("[ff]", t->lr_factor[r], t->l2_factor[r]);
-        ok = pair && !json_object_set_new(o, name, pair);
+        ok = name && pair && !json_object_set_new(o, name, pair);
+        if (!name)
+            json_decref(pair);
+        dla__nn_free(name);
     }
     char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -157,13 +173,15 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
                 ok = !json_array_append_new(shape, json_integer(dims[i]));
             ok = ok && !json_array_append_new(offs, json_integer((json_int_t)offset));
             ok = ok && !json_array_append_new(offs, json_integer((json_int_t)(offset + bytes)));
-            char name[600];
-            snprintf(name, sizeof name, "%s/%s/%s", dla__param_kind_names[k],
-                     net->tables[k].layer[r], net->tables[k].param[r]);
-            if (ok)
+            char *name = joined(dla__param_kind_names[k], net->tables[k].layer[r],
+                                net->tables[k].param[r]);
+            if (ok && name)
                 ok = !json_object_set_new(root, name, t); /* takes t, even on failure */
-            else
+            else {
                 json_decref(t);
+                ok = 0;
+            }
+            dla__nn_free(name);
             if (!ok) {
                 st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
                 break;
@@ -287,11 +305,14 @@ static dla_tensor *lookup(void *ctxp, dla__param_kind kind, const char *layer, c
                           int ndims, const int64_t *dims)
 {
     loader *ld = ctxp;
-    char name[600];
-    snprintf(name, sizeof name, "%s/%s/%s", dla__param_kind_names[kind], layer, param);
+    const char *kn = dla__param_kind_names[kind];
+    size_t kl = strlen(kn), ll = strlen(layer);
     for (size_t i = 0; i < ld->n; i++) {
         entry *e = &ld->entries[i];
-        if (strcmp(e->name, name))
+        /* Matched in place: "<kind>/<layer>/<param>" */
+        const char *name = e->name;
+        if (strncmp(name, kn, kl) || name[kl] != '/' || strncmp(name + kl + 1, layer, ll) ||
+            name[kl + 1 + ll] != '/' || strcmp(name + kl + ll + 2, param))
             continue;
         int n = e->ndims > ndims ? e->ndims : ndims;
         for (int d = 0; d < n; d++)
@@ -321,7 +342,7 @@ static dla_tensor *lookup(void *ctxp, dla__param_kind kind, const char *layer, c
         dla__nn_free(copy);
         return t;
     }
-    corrupt(ld->path, "it has no tensor %s, which the architecture needs", name);
+    corrupt(ld->path, "it has no tensor %s/%s/%s, which the architecture needs", kn, layer, param);
     return NULL;
 }
 

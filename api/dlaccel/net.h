@@ -51,8 +51,8 @@
  * memory: bad options give a layer in an error state, and the network it is
  * added to fails with its message (as sticky tensors do). Layers belong to
  * the network they are given to; dla_layer_free frees one that never was.
- * Layer names: unique within a network, UTF-8 text of at most 255 bytes
- * without '/' (the saved architecture is JSON); an empty name gets
+ * Layer names: unique within a network, UTF-8 text of any length without
+ * '/' (the saved architecture is JSON); an empty name gets
  * MATLAB's default name with a number ("conv_1", "relu_2").
  *
  * Tensors of a network (learnables, state, statistics) are owned by it:
