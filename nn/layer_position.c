@@ -109,12 +109,9 @@ static dla_status sinusoidal_forward(const dla__props *p, dla__call *c)
      * sequence length is in the trace's key), on the input's device: made
      * on the current one, a network moved with dla_net_to_device could not
      * add it to its input. */
-    dla_device *dev = dla_tensor_device(c->x[0]), *prev = dla_device_current();
-    if (dev && dev != prev)
-        dla_device_set_current(dev);
+    dla_device *prev = dla__nn_device_use(dla_tensor_device(c->x[0]));
     c->y = dla_cast(dla_tensor_from_host(v, DLA_F64, "CBT", DLA_DIMS(d, nb, nt)), dtype);
-    if (dev && dev != prev)
-        dla_device_set_current(prev);
+    dla__nn_device_restore(prev);
     dla__nn_free(v);
     return dla_tensor_status(c->y);
 }
@@ -148,12 +145,9 @@ static dla_status embedding_forward(const dla__props *p, dla__call *c)
      * zeros of d x B x T (whose gradient sums the observations'). */
     dla_tensor *w = dla_reshape(dla_slice(c->p[0], 2, 0, 1, nt), "", DLA_DIMS(p->count, 1, nt));
     /* The zeros on the weights' device, whichever device is current. */
-    dla_device *dev = dla_tensor_device(c->p[0]), *prev = dla_device_current();
-    if (dev && dev != prev)
-        dla_device_set_current(dev);
+    dla_device *prev = dla__nn_device_use(dla_tensor_device(c->p[0]));
     dla_tensor *z = dla_zeros(dla_tensor_dtype(c->p[0]), "", DLA_DIMS(p->count, nb, nt));
-    if (dev && dev != prev)
-        dla_device_set_current(prev);
+    dla__nn_device_restore(prev);
     c->y = dla_reshape(dla_add(w, z), "CBT", DLA_DIMS(p->count, nb, nt));
     return dla_tensor_status(c->y);
 }

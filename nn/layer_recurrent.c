@@ -118,12 +118,9 @@ dla_tensor *dla__recurrent_initial_state(const dla__props *p, int k, dla_tensor 
     /* On the state's own device: made on the current one, a network moved
      * with dla_net_to_device got a state its weights could not multiply
      * after dla_net_reset_state. */
-    dla_device *dev = dla_tensor_device(current), *prev = dla_device_current();
-    if (dev && dev != prev)
-        dla_device_set_current(dev);
+    dla_device *prev = dla__nn_device_use(dla_tensor_device(current));
     dla_tensor *z = dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(p->count, 1));
-    if (dev && dev != prev)
-        dla_device_set_current(prev);
+    dla__nn_device_restore(prev);
     return z;
 }
 

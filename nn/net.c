@@ -360,31 +360,33 @@ static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *
     return DLA_OK;
 }
 
-DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination)
+/* The checked network and both ends of a connection named by the user:
+ * layer s (its output) and input dp of layer d. */
+static dla_status parse_ends(const dla_net *net, const char *source, const char *destination,
+                             int *s, int *d, int *dp, const char *fn)
 {
-    static const char fn[] = "dla_net_connect";
     if (!net)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
     if (dla__net_check(net, fn) != DLA_OK)
         return dla_last_status();
-    int s, sp, d, dp;
-    dla_status st = parse_end(net, source, 0, &s, &sp, fn);
-    if (st == DLA_OK)
-        st = parse_end(net, destination, 1, &d, &dp, fn);
+    int sp;
+    dla_status st = parse_end(net, source, 0, s, &sp, fn);
+    return st == DLA_OK ? parse_end(net, destination, 1, d, dp, fn) : st;
+}
+
+DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination)
+{
+    static const char fn[] = "dla_net_connect";
+    int s, d, dp;
+    dla_status st = parse_ends(net, source, destination, &s, &d, &dp, fn);
     return st == DLA_OK ? connect_ports(net, s, d, dp, fn) : st;
 }
 
 DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination)
 {
     static const char fn[] = "dla_net_disconnect";
-    if (!net)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
-    if (dla__net_check(net, fn) != DLA_OK)
-        return dla_last_status();
-    int s, sp, d, dp;
-    dla_status st = parse_end(net, source, 0, &s, &sp, fn);
-    if (st == DLA_OK)
-        st = parse_end(net, destination, 1, &d, &dp, fn);
+    int s, d, dp;
+    dla_status st = parse_ends(net, source, destination, &s, &d, &dp, fn);
     if (st != DLA_OK)
         return st;
     for (int k = 0; k < net->nconn; k++)

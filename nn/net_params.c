@@ -402,13 +402,10 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
             /* On the device of the value it replaces: made on the current
              * one, the statistics of a network moved with
              * dla_net_to_device could not meet its input. */
-            dla_device *dev = dla_tensor_device(t->values[r]), *prev = dla_device_current();
-            if (dev && dev != prev)
-                dla_device_set_current(dev);
+            dla_device *prev = dla__nn_device_use(dla_tensor_device(t->values[r]));
             dla_tensor *v = dla_cast(dla_tensor_from_host(k ? sq : sum, DLA_F64, "", nd, dims),
                                      dla_tensor_dtype(t->values[r]));
-            if (dev && dev != prev)
-                dla_device_set_current(prev);
+            dla__nn_device_restore(prev);
             st = dla_tensor_status(v);
             if (st == DLA_OK) {
                 dla_tensor_retain(v);

@@ -28,6 +28,14 @@ void *dla__nn_realloc(void *p, size_t size);
 void dla__nn_free(void *p);
 char *dla__nn_strdup(const char *s);
 
+/* Makes dev current (NULL: nothing changes) and returns the device to give
+ * back to dla__nn_device_restore. What a layer or a network makes beside
+ * values it has (zeros, a state, statistics) must be on their device:
+ * made on the current one, a network moved with dla_net_to_device failed
+ * its next op across devices. */
+dla_device *dla__nn_device_use(dla_device *dev);
+void dla__nn_device_restore(dla_device *prev);
+
 /* ------------------------------------------------------------------ shapes */
 
 typedef struct dla__shape {

@@ -47,6 +47,20 @@ void *dla__nn_calloc(size_t count, size_t size)
 void *dla__nn_realloc(void *p, size_t size) { return dla_realloc(p, size); }
 void dla__nn_free(void *p) { dla_free(p); }
 
+dla_device *dla__nn_device_use(dla_device *dev)
+{
+    dla_device *prev = dla_device_current();
+    if (dev && dev != prev)
+        dla_device_set_current(dev);
+    return prev;
+}
+
+void dla__nn_device_restore(dla_device *prev)
+{
+    if (prev && prev != dla_device_current())
+        dla_device_set_current(prev);
+}
+
 char *dla__nn_strdup(const char *s)
 {
     size_t n = strlen(s ? s : "") + 1;
