@@ -254,7 +254,10 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * image file, or an image right in the top folder where its label would be
  * the top folder's name). With skip_corrupt, corrupt files (not those of
  * another size) are left out of the batches they fall in, with a warning
- * on stderr naming each, once.
+ * on stderr naming each, once; a read or batch whose files are all corrupt
+ * has nothing to give and fails (DLA_ERR_FORMAT naming the first), which
+ * ends dla_trainnet: a mini-batch size of a few files over a folder with
+ * many corrupt ones can meet such a batch.
  *
  * Thread safety: a datastore may feed several mini-batch queues at once
  * (partitions read on their own threads); the calls below that change it
