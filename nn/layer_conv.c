@@ -77,13 +77,13 @@ static dla_status check(const dla__props *p, const char *name, int d, int t)
      * props keep 1 when made, 0 when loaded, both 1 to dla_transpconv). */
     for (int i = 0; i < d; i++) {
         if (t && (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1))
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize and Stride must be "
-                                "positive (dim %d: %lld, %lld)", type, name, i + 1,
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize must be in 1..2^20 "
+                                "and Stride positive (dim %d: %lld, %lld)", type, name, i + 1,
                                 (long long)p->size[i], (long long)p->stride[i]);
         if (!t && (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 ||
                    p->dilation[i] < 1))
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize, Stride and "
-                                "DilationFactor must be positive (dim %d: %lld, %lld, %lld)", type,
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize must be in 1..2^20, "
+                                "Stride and DilationFactor positive (dim %d: %lld, %lld, %lld)", type,
                                 name, i + 1, (long long)p->size[i], (long long)p->stride[i],
                                 (long long)p->dilation[i]);
     }
@@ -94,7 +94,7 @@ static dla_status check(const dla__props *p, const char *name, int d, int t)
         return st;
     for (int i = 0; i < 2 * d; i++)
         if (p->padding[i] < 0 || p->padding[i] > (1 << 20))
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s %lld must be >= 0", type,
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': %s %lld must be in 0..2^20", type,
                                 name, pad, (long long)p->padding[i]);
     const int causal = d == 1 && !t; /* "causal": 1-D convolution only */
     if (p->mode[0] && strcmp(p->mode, "same") && (!causal || strcmp(p->mode, "causal")))

@@ -25,7 +25,7 @@ static dla_status pool_check(const dla__props *p, const char *name)
     for (int i = 0; i < 2; i++)
         if (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 || p->stride[i] > (1 << 20))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "pooling '%s': PoolSize %lld and Stride "
-                                "%lld (dim %d) must be positive", name, (long long)p->size[i],
+                                "%lld (dim %d) must be in 1..2^20", name, (long long)p->size[i],
                                 (long long)p->stride[i], i + 1);
     for (int i = 0; i < 4; i++)
         if (p->padding[i] < 0 || p->padding[i] >= p->size[i / 2] || (p->mode[0] && p->padding[i]))

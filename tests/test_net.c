@@ -707,6 +707,23 @@ static void sizes_too_large_say_so(void **state)
     l = dla_lstm_layer((int64_t)1 << 40, NULL);
     assert_non_null(strstr(dla_layer_error(l), "NumHiddenUnits 1099511627776 is too large"));
     dla_layer_free(l);
+    /* Sizes above their bound say the bound: they said "must be positive"
+     * or "must be >= 0" of a positive number. */
+    l = dla_conv2d_layer((int64_t)1 << 31, 3, 4, NULL);
+    assert_non_null(strstr(dla_layer_error(l), "FilterSize must be in 1..2^20, Stride and "
+                                               "DilationFactor positive (dim 1: 2147483648, 1, 1)"));
+    dla_layer_free(l);
+    l = dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.padding = {(int64_t)1 << 40}});
+    assert_non_null(strstr(dla_layer_error(l), "Padding 1099511627776 must be in 0..2^20"));
+    dla_layer_free(l);
+    l = dla_transposed_conv2d_layer(3, 3, 4, &(dla_transposed_conv_layer_options){
+                                                 .cropping = {0, INT64_MAX}});
+    assert_non_null(strstr(dla_layer_error(l), "Cropping 9223372036854775807 must be in 0..2^20"));
+    dla_layer_free(l);
+    l = dla_maxpool2d_layer(INT64_MAX, 2, NULL);
+    assert_non_null(strstr(dla_layer_error(l), "PoolSize 9223372036854775807 and Stride 1 (dim 1) "
+                                               "must be in 1..2^20"));
+    dla_layer_free(l);
 }
 
 static void a_mini_batch_queue_freed_twice_or_used_after_is_refused(void **state)

@@ -136,8 +136,9 @@ static inline dla_status dla_kit_conv_prepare(const dla_kit *kit, const dla_conv
             a->dilation[i] > big || a->pad_begin[i] < -big || a->pad_begin[i] > big)
             return h->error(DLA_ERR_INVALID_ARGUMENT,
                             "%s %s: spatial dim %d: in_size %lld, out_size %lld, filter_size "
-                            "%lld, stride %lld, dilation %lld, pad_begin %lld: sizes must be >= 0, "
-                            "filter, stride and dilation >= 1",
+                            "%lld, stride %lld, dilation %lld, pad_begin %lld: sizes must be in "
+                            "0..2^31-1, filter, stride and dilation in 1..2^31-1 and pad_begin "
+                            "within 2^31-1 of 0",
                             kit->name, k, i + 1, (long long)a->in_size[i],
                             (long long)a->out_size[i], (long long)a->filter_size[i],
                             (long long)a->stride[i], (long long)a->dilation[i],
