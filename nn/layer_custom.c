@@ -469,6 +469,19 @@ DLA_API dla_status dla_layer_add_learnable(dla_layer_init *init, const char *nam
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: parameter %s: initializer \"%.40s\" "
                             "is unknown; use \"glorot\", \"he\", \"narrow-normal\", \"zeros\", "
                             "\"ones\" or \"orthogonal\"", fn, name, how);
+    /* A negative, NaN or infinite fan made the glorot bound sqrt(6 / 0)
+     * or NaN, and every weight inf or NaN in silence ("he": sqrt of a
+     * negative). */
+    if (!(fan_in >= 0) || !(fan_out >= 0) || isinf(fan_in) || isinf(fan_out))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: parameter %s: fan_in %g and fan_out %g "
+                            "must be finite and >= 0 (0: from the dims)", fn, name, fan_in,
+                            fan_out);
+    /* Said here, in the terms of this call: dla__init_tensor would call
+     * the initializer unknown. */
+    if (!strcmp(how, "orthogonal") && (ndims != 2 || dims[0] < dims[1]))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: parameter %s: initializer "
+                            "\"orthogonal\" takes two dims, rows >= columns (%d dims%s)", fn, name,
+                            ndims, ndims == 2 ? ", fewer rows" : "");
     if (!fan_in || !fan_out) {
         double in = 1, out = 1;
         if (ndims == 1) {

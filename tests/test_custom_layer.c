@@ -18,6 +18,7 @@
 #include "../examples/slice_diff_layer.h"
 
 #include <dlaccel.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -204,6 +205,28 @@ static dla_status ch_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor
 static const dla_layer_type ch_scale_type = {
     .type = "chScale", .initialize = ch_init, .predict = ch_predict, .backward = ch_backward};
 
+/* fans: its initialize tries fans and an initializer that do not fit,
+ * keeping what each call said, then declares a good learnable. */
+static dla_status fans_said[4];
+static char fans_msg[4][300];
+
+static dla_status fans_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
+{
+    (void)l, (void)nx, (void)x;
+    const double bad[3][2] = {{-2, 0}, {NAN, 1}, {3, INFINITY}};
+    for (int k = 0; k < 3; k++) {
+        fans_said[k] = dla_layer_add_learnable(init, "W", DLA_DIMS(2, 1), k ? "glorot" : "he",
+                                               bad[k][0], bad[k][1]);
+        snprintf(fans_msg[k], sizeof fans_msg[k], "%s", dla_last_error());
+    }
+    fans_said[3] = dla_layer_add_learnable(init, "W", DLA_DIMS(2, 2, 2), "orthogonal", 0, 0);
+    snprintf(fans_msg[3], sizeof fans_msg[3], "%s", dla_last_error());
+    return dla_layer_add_learnable(init, "W", DLA_DIMS(2, 1), "glorot", 0, 0);
+}
+
+static const dla_layer_type fans_type = {.type = "fans", .initialize = fans_init,
+                                         .predict = ch_predict};
+
 static int setup(void **state)
 {
     (void)state;
@@ -212,7 +235,8 @@ static int setup(void **state)
         return -1;
     const dla_layer_type *types[] = {&slice_diff_type, &scale_auto, &scale_own, &scale_wrong,
                                      &wsum_type, &rmean_type, &rmean_own_type,
-                                     &rmean_predict_only_type, &bad_state_type, &ch_scale_type};
+                                     &rmean_predict_only_type, &bad_state_type, &ch_scale_type,
+                                     &fans_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (dla_layer_type_register(types[i]) != DLA_OK)
             return -1;
@@ -355,6 +379,33 @@ static void errors_name_the_layer(void **state)
     assert_non_null(strstr(dla_last_error(), "dla_net_predict: layer 'sd'"));
     dla_net_free(net);
     dla_scope_end();
+}
+
+/* A fan that is negative, NaN or infinite is refused naming it (it made
+ * the "he" and glorot weights NaN or inf in silence), and "orthogonal"
+ * of three dims says what it takes (it was "unknown here"); the layer's
+ * good learnable then stands alone. */
+static void bad_fans_and_an_orthogonal_of_three_dims_are_refused(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {dla_feature_input_layer(2, NULL), dla_custom_layer("fans", NULL, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(fans_said[k], DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(fans_msg[0], "parameter W: fan_in -2 and fan_out 0 must be finite and "
+                                        ">= 0 (0: from the dims)"));
+    assert_non_null(strstr(fans_msg[1], "fan_in nan and fan_out 1"));
+    assert_non_null(strstr(fans_msg[2], "fan_in 3 and fan_out inf"));
+    assert_non_null(strstr(fans_msg[3], "initializer \"orthogonal\" takes two dims, rows >= "
+                                        "columns (3 dims)"));
+    const dla_table *t = dla_net_learnables(net);
+    assert_int_equal(dla_table_count(t), 1);
+    float w[2];
+    assert_int_equal(dla_tensor_to_host(dla_table_value(t, 0), w, sizeof w), DLA_OK);
+    assert_true(isfinite(w[0]) && isfinite(w[1]));
+    dla_net_free(net);
 }
 
 static void a_sequence_with_a_custom_layer_runs_and_has_its_learnables(void **state)
@@ -953,6 +1004,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(registering_checks_the_definition),
         TU_TEST(errors_name_the_layer),
+        TU_TEST(bad_fans_and_an_orthogonal_of_three_dims_are_refused),
         TU_TEST(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),
         TU_TEST(a_graph_with_a_two_input_custom_layer),
         TU_TEST(the_summary_shows_the_type_learnables_and_description),

@@ -629,7 +629,9 @@ DLA_API double dla_layer_property_value(const dla_layer *layer, const char *name
  * the names of the built-in layers' options), with fan_in and fan_out for
  * "glorot" and "he" (0: from dims, as convolution weights filter x
  * channels x filters: fan_in = prod(dims[0..n-2]), fan_out =
- * prod(dims[0..n-3]) x dims[n-1]; for two dims out x in, in and out). Its
+ * prod(dims[0..n-3]) x dims[n-1]; for two dims out x in, in and out;
+ * finite and >= 0, DLA_ERR_INVALID_ARGUMENT otherwise, as for
+ * "orthogonal" of other than two dims with rows >= columns). Its
  * learn-rate and L2 factors are 1 (dla_table_set_factors changes them). */
 DLA_API dla_status dla_layer_add_learnable(dla_layer_init *init, const char *name, int ndims,
                                            const int64_t *dims, const char *initializer,
