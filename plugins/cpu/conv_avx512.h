@@ -28,8 +28,7 @@
 #define FWD_MAX_NF 12
 #define FWD_PV(n) ((n) > 6 ? 2 : 4)
 extern const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[FWD_MAX_NF + 1];
-/* The backward-filter micro-kernels for 1..4 taps x 1..6 filters; the
- * Winograd backward filter runs them with input channels as the taps. */
+/* The backward-filter micro-kernels for 1..4 taps x 1..6 filters. */
 #define BWF_MAX_NT 4
 #define BWF_MAX_NF 6
 extern const dla__cpu_conv_bwf_fn dla__cpu_conv_bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1];

@@ -36,6 +36,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -722,25 +723,24 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
 /* dW of the same layers: with U = G g G^T and M = sum over channels of
  * V .* U, the gradient of U is a sum over every tile of every image,
  *
- *     dU[pos][ci][co] = sum over tiles of V[pos][ci] * dM[pos][co],
+ *     dU[pos][co][ci] = sum over tiles of dM[pos][co] * V[pos][ci],
  *     dM = A dY A^T (4x4 from each 2x2 block of dY),
  *     dW = G^T dU G,
  *
  * 16 products per pair of channels and tile where the direct sum takes 36
- * per four outputs. The sums run on the direct backward filter's
- * micro-kernels (dla__cpu_conv_bwf_fns), input channels standing in for
- * its taps: VL-lane partial sums in memory, one set per part of the
- * batch, the parts added in order at the end (the bits follow the shape,
- * never the team). Tiles of several images are stacked into one run, so
- * that a micro-kernel call has enough vectors to amortise loading and
- * storing its sums (8x8 images give 16 tiles, one vector). */
+ * per four outputs. Tiles of several images are stacked into a run, and
+ * each position's sums over a run are one product, dM[pos] (co x tiles)
+ * times V[pos]^T (tiles x ci), by OpenBLAS on the calling thread: its
+ * register blocking keeps the sums in registers over the run's tiles.
+ * (The direct backward filter's micro-kernels did these sums before, in
+ * 16-lane partial sums loaded and stored for every call: a part's 64 x 64
+ * channels had 4 MiB of them, and ResNet-20's 64-channel layer took 1.15x
+ * the time of the products, its 16-channel one 1.06x; docs/convolution.md.)
+ * Each part of the batch has sums of its own, added in part order at the
+ * end, so the bits follow the shape, never the team. */
 
-/* Tiles a run aims at, and the bytes of sums all parts may take: every
- * part's sums are zeroed, read and written by each run and added at the
- * end, and with 2 MiB rather than 8 the 16- to 32-channel layers of
- * ResNet-20 and the digit CNN took 0.86-0.96x the time. */
+/* Tiles a run aims at: the products' inner dim. */
 #define FILTER_RUN_TILES 512
-#define FILTER_PARTS_BYTES ((int64_t)2 << 20)
 
 /* dM = A dY A^T of one image's tiles, every output channel, into a run,
  * from dY's polyphase planes: element (a, b) of tile p at p of plane
@@ -779,16 +779,15 @@ static TGT void transform_grads_run(const geom *g, int64_t nco, const float *pla
     }
 }
 
-/* The parts of the batch: a power of two up to DLA__CONV_BATCH_PARTS, at
- * most one per image, whose sums together take at most
- * FILTER_PARTS_BYTES, but two at least: one part would have two threads
- * split its positions, each packing and transforming every image (on
- * ResNet-20's 64-channel layer 1.17x the time of two parts). A function
- * of the shape alone, as the bits must be. */
-static int filter_parts(int64_t batch, int64_t acc_bytes)
+/* The parts of the batch: a power of two up to DLA__CONV_BATCH_PARTS,
+ * two at least (one part would have two threads split its positions, each
+ * packing and transforming every image), and no more than whole runs of k
+ * images fill, so that the products keep their inner dim. A function of
+ * the shape alone, as the bits must be. */
+static int filter_parts(int64_t batch, int64_t k)
 {
     int parts = DLA__CONV_BATCH_PARTS;
-    while (parts > 2 && (parts > batch || parts * acc_bytes > FILTER_PARTS_BYTES))
+    while (parts > 2 && parts * k > batch)
         parts /= 2;
     return parts > batch ? (int)batch : parts;
 }
@@ -802,7 +801,7 @@ typedef struct filter_call {
     int64_t rs;     /* floats per row of a run: K * T rounded up to a
                      * vector, and a vector of slack for the last spill */
     int parts, splits;
-    float **acc;    /* per part: [grp][pos][co][ci][16] */
+    float **acc;    /* per part: [grp][pos][co][ci] */
     tile_walk walk;
 } filter_call;
 
@@ -830,7 +829,7 @@ static void filter_bufs_carve(filter_bufs *b, const filter_call *c, float *at)
 }
 
 /* Images b..b+n-1 of group grp into a run: V and dM of their real tiles,
- * image after image, zeros after the last. */
+ * image after image. */
 static void filter_run_fill(const filter_call *c, int64_t b, int64_t n, int64_t grp,
                             const filter_bufs *t)
 {
@@ -860,15 +859,6 @@ static void filter_run_fill(const filter_call *c, int64_t b, int64_t n, int64_t 
         pack_planes(g, &ys, t->yplanes, t->ypad);
         transform_grads_run(g, nco, t->yplanes, &c->walk, &(run_out){t->m, c->rs, j * c->T});
     }
-    /* The run's tail up to its last vector adds nothing: dM is zero there
-     * (and V too, so that no stale infinity meets it). */
-    const int64_t used = n * c->T, tail = (used + 15) / 16 * 16 - used;
-    if (tail)
-        for (int64_t r = 0; r < 16 * nci; r++)
-            memset(t->v + r * c->rs + used, 0, (size_t)tail * sizeof(float));
-    if (tail)
-        for (int64_t r = 0; r < 16 * nco; r++)
-            memset(t->m + r * c->rs + used, 0, (size_t)tail * sizeof(float));
 }
 
 /* Task `task`: part task / splits, positions of split task % splits, all
@@ -881,57 +871,35 @@ static void filter_task(const filter_call *c, int task, const filter_bufs *t)
     const int pos0 = 16 * split / c->splits, pos1 = 16 * (split + 1) / c->splits;
     const int64_t b0 = batch * part / c->parts, b1 = batch * (part + 1) / c->parts;
     const int64_t runs = (b1 - b0 + c->K - 1) / c->K;
-    const int64_t nc = block_of(nci, BWF_MAX_NT), nf = block_of(nco, BWF_MAX_NF);
-    int64_t toff[BWF_MAX_NT];
-    for (int i = 0; i < BWF_MAX_NT; i++)
-        toff[i] = i * c->rs;
-    /* The task's own sums start at zero, zeroed here, by the thread that
-     * adds into them next: on ResNet-20's 64-channel layer all parts'
-     * sums are 8 MiB, which one thread zeroing before the team started
-     * took 3% of the call over. */
-    for (int64_t grp = 0; grp < p->g.G; grp++)
-        memset(c->acc[part] + ((grp * 16 + pos0) * nco * nci) * 16, 0,
-               (size_t)((pos1 - pos0) * nco * nci * 16) * sizeof(float));
     for (int64_t r = 0; r < runs; r++) {
         const int64_t b = b0 + (b1 - b0) * r / runs, n = b0 + (b1 - b0) * (r + 1) / runs - b;
-        const int64_t nvec = (n * c->T + 15) / 16;
         for (int64_t grp = 0; grp < p->g.G; grp++) {
             filter_run_fill(c, b, n, grp, t);
-            float *ag = c->acc[part] + grp * 16 * nco * nci * 16;
+            /* dU[pos] (co x ci) = dM[pos] (co x tiles) V[pos]^T, onto the
+             * part's sums after its first run. Inside the team OpenBLAS
+             * stays on this thread. */
+            float *ag = c->acc[part] + grp * 16 * nco * nci;
             for (int pos = pos0; pos < pos1; pos++)
-                for (int64_t f0 = 0; f0 < nco; f0 += nf) {
-                    const int64_t fn = f0 + nf <= nco ? nf : nco - f0;
-                    for (int64_t c0 = 0; c0 < nci; c0 += nc) {
-                        const int64_t cn = c0 + nc <= nci ? nc : nci - c0;
-                        dla__cpu_conv_bwf_fns[cn][fn](
-                            t->v + (pos * nci + c0) * c->rs, toff,
-                            t->m + (pos * nco + f0) * c->rs, c->rs, nvec,
-                            ag + ((pos * nco + f0) * nci + c0) * 16, nci);
-                    }
-                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nco, (int)nci,
+                            (int)(n * c->T), 1.0f, t->m + pos * nco * c->rs, (int)c->rs,
+                            t->v + pos * nci * c->rs, (int)c->rs, r ? 1.0f : 0.0f,
+                            ag + pos * nco * nci, (int)nci);
         }
     }
 }
 
 /* du[ci * 16 + pos], for the channels ci of output channel co of group
- * grp at position pos: the parts' 16 lanes added in part order in single
- * precision, then the lanes in lane order in double (each pair's sum the
- * same whoever computes it, and whichever pairs a thread takes). */
-static TGT void filter_lane_sums(const filter_call *c, int64_t grp, int64_t co, int pos,
-                                 double *du)
+ * grp at position pos: the parts' sums added in part order (each pair's
+ * sum the same whoever computes it, and whichever pairs a thread takes). */
+static void filter_part_sums(const filter_call *c, int64_t grp, int64_t co, int pos, double *du)
 {
     const int64_t nci = c->p->g.Cg, nco = c->p->g.Fg;
-    const int64_t at = ((grp * 16 + pos) * nco + co) * nci * 16;
+    const int64_t at = ((grp * 16 + pos) * nco + co) * nci;
     for (int64_t ci = 0; ci < nci; ci++) {
-        __m512 v = _mm512_load_ps(c->acc[0] + at + ci * 16);
+        float v = c->acc[0][at + ci];
         for (int i = 1; i < c->parts; i++)
-            v = _mm512_add_ps(v, _mm512_load_ps(c->acc[i] + at + ci * 16));
-        _Alignas(64) float lane[16];
-        _mm512_store_ps(lane, v);
-        double sum = 0;
-        for (int l = 0; l < 16; l++)
-            sum += lane[l];
-        du[ci * 16 + pos] = sum;
+            v += c->acc[i][at + ci];
+        du[ci * 16 + pos] = v;
     }
 }
 
@@ -978,12 +946,13 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
     const int64_t per = DLA__CONV_LINE(filter_bufs_floats(&c), sizeof(float));
     if (per * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    /* 16 lanes of 16 sums per pair of channels: wide layers (256 to 256
-     * channels take 64 MiB a part) are left to the direct kernels. */
-    const int64_t nacc = k->G * 16 * k->Fg * k->Cg * 16;
-    if (nacc * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
+    /* 16 sums per pair of channels a part. The layers the lane sums took
+     * (up to 16 x 16 sums a pair in 64 MiB) and no wider: wider ones stay
+     * on the direct kernels, as measured then. */
+    const int64_t nacc = k->G * 16 * k->Fg * k->Cg;
+    if (16 * nacc * (int64_t)sizeof(float) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
-    c.parts = filter_parts(k->batch, nacc * (int64_t)sizeof(float));
+    c.parts = filter_parts(k->batch, c.K);
     int team = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
     /* A task a thread at least: splitting a part's positions packs and
      * transforms its images again for each split (and changes no sum). */
@@ -1037,7 +1006,7 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
         for (int64_t gc = 0; gc < k->G * k->Fg; gc++) {
             const int64_t grp = gc / k->Fg, co = gc % k->Fg;
             for (int pos = 0; pos < 16; pos++)
-                filter_lane_sums(&c, grp, co, pos, du);
+                filter_part_sums(&c, grp, co, pos, du);
             for (int64_t ci = 0; ci < k->Cg; ci++)
                 filter_out(p, grp, co, ci, du + ci * 16);
         }
