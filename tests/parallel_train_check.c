@@ -31,6 +31,11 @@
  *              as an accelerated function (a replay on the tape) too; and
  *              a rank whose loss fails at iteration 3 ends training on
  *              every rank with an error, not a hang.
+ *   refused    (2 ranks or more) the last rank refuses its own arguments
+ *              of a collective the others make (dla_spmd_combine with a
+ *              weight NaN, with an error tensor): every rank fails with
+ *              its reason, and a barrier after it passes (no rank left
+ *              waiting, none a collective out of step).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
@@ -626,6 +631,48 @@ static void mode_overlap(void)
     dla_net_free(init);
 }
 
+/* -------------------------------------------------------------- refused */
+
+/* After a call that one rank refused: every rank failed, the others with
+ * a message that carries the refusing rank's reason (they did not wait
+ * for it until the collective timeout, nor meet its next collective), and
+ * the world still works: a barrier passes. */
+static void refused_verdict(const char *what, dla_status st, const char *reason)
+{
+    char detail[1200];
+    snprintf(detail, sizeof detail, "status %d: %s", st, dla_last_error());
+    int named = st != DLA_OK && st != DLA_ERR_STATE && strstr(dla_last_error(), reason) != NULL;
+    check(named, what, detail);
+    st = dla_spmd_barrier();
+    snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
+    check(st == DLA_OK, "the next collective after it", detail);
+}
+
+static void mode_refused(void)
+{
+    if (size < 2)
+        die("refused: needs 2 ranks or more");
+    dla_net *net = mlp();
+    int nl = dla_net_learnable_count(net);
+    dla_tensor **lv = dla_table_values(dla_net_learnables(net)), *out[8];
+    const int last = rank == size - 1 && size > 1;
+    dla_scope_begin();
+    /* A weight that is not a share (a 0 / 0 of an empty part). */
+    dla_status st = dla_spmd_combine(nl, lv, last ? NAN : 0.5, out);
+    refused_verdict("dla_spmd_combine with one rank's weight NaN", st, "weight nan");
+    /* A gradient that failed on one rank. */
+    dla_tensor *x[8];
+    for (int i = 0; i < nl; i++)
+        x[i] = lv[i];
+    if (last)
+        x[1] = dla_error_tensor(DLA_ERR_DEVICE, "this rank's gradient failed");
+    st = dla_spmd_combine(nl, x, 0.5, out);
+    refused_verdict("dla_spmd_combine with one rank's gradient an error tensor", st,
+                    "this rank's gradient failed");
+    dla_scope_end();
+    dla_net_free(net);
+}
+
 /* The device each rank trains on under "parallel", one line a rank (the
  * script reads them). */
 static void mode_device(void)
@@ -658,9 +705,11 @@ int main(int argc, char **argv)
         mode_overlap();
     else if (!strcmp(mode, "device"))
         mode_device();
+    else if (!strcmp(mode, "refused"))
+        mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device\n");
+                        "resume DIR | overlap | device | refused\n");
         return 2;
     }
     fflush(stdout);

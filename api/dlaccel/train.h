@@ -191,7 +191,11 @@ DLA_API int64_t dla_spmd_share(int64_t global);
  * pointers are replaced, the caller's references are not released). A rank
  * with weight 0 contributes zeros whatever x holds (x then only gives the
  * shapes: a worker without observations passes the learnables
- * themselves). Every rank passes the same n, dtypes and dims. */
+ * themselves). Every rank passes the same n, dtypes and dims. A rank
+ * that refuses its own arguments (a weight outside [0, 1], an error
+ * tensor) still takes part in the reduction the others are in: every rank
+ * fails, the others naming it and its reason, and the next collective
+ * works. */
 DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out);
 
 /* MATLAB's aggregateState, done right: state[0..n-1] is the new State
