@@ -113,7 +113,7 @@ int dla__spmd_bucket_count(int n, dla_tensor *const *x, int first, size_t cap)
  * called another collective next, meeting that one out of step ("rank 1
  * called dla_spmd_barrier as its collective #1 where rank 0 called
  * dla_allreduce"), every later collective then one apart. */
-static dla_status take_part_failed(dla_status st)
+dla_status dla__spmd_take_part_failed(dla_status st)
 {
     if (dla_spmd_size() == 1)
         return st;
@@ -136,7 +136,7 @@ static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, 
     dla_tensor *bucket = dla__spmd_bucket_fill(count, x, weight);
     dla_status st = bucket ? dla_tensor_status(bucket) : dla_last_status();
     if (st != DLA_OK)
-        return take_part_failed(st);
+        return dla__spmd_take_part_failed(st);
     double t0 = clock_now();
     st = dla_allreduce(1, &bucket, DLA_REDUCE_SUM);
     reduce_seconds += clock_now() - t0;
@@ -174,14 +174,14 @@ static dla_status check_args(int n, dla_tensor *const *x, double weight, dla_ten
 DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out)
 {
     /* A refusal takes part in the first bucket's reduction, which the
-     * others are in (take_part_failed). */
+     * others are in (dla__spmd_take_part_failed). */
     dla_status st = check_args(n, x, weight, out);
     if (st != DLA_OK)
-        return take_part_failed(st);
+        return dla__spmd_take_part_failed(st);
     /* The inputs stay readable while out (which may be x) is filled. */
     dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1));
     if (!in)
-        return take_part_failed(
+        return dla__spmd_take_part_failed(
             dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"));
     memcpy(in, x, sizeof *in * (size_t)n);
     size_t cap = dla__spmd_bucket_bytes();
@@ -191,7 +191,7 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
         if (alone) {
             /* The others are in this bucket's reduction: one more, with
              * the failure, and every rank stops there. */
-            take_part_failed(st);
+            dla__spmd_take_part_failed(st);
             break;
         }
         st = reduce_bucket(count, in + first, weight, out + first, &alone);

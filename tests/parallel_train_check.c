@@ -33,7 +33,8 @@
  *              every rank with an error, not a hang.
  *   refused    (2 ranks or more) the last rank refuses its own arguments
  *              of a collective the others make (dla_spmd_combine with a
- *              weight NaN, with an error tensor): every rank fails with
+ *              weight NaN, with an error tensor; dla_spmd_combine_state
+ *              with a count past the global batch): every rank fails with
  *              its reason, and a barrier after it passes (no rank left
  *              waiting, none a collective out of step).
  */
@@ -669,6 +670,20 @@ static void mode_refused(void)
     st = dla_spmd_combine(nl, x, 0.5, out);
     refused_verdict("dla_spmd_combine with one rank's gradient an error tensor", st,
                     "this rank's gradient failed");
+    /* A count past the global batch on one rank (the others count 0, the
+     * network's own State their rows). */
+    dla_layer *layers[] = {dla_fc_layer(6, NULL), dla_batchnorm_layer(NULL),
+                           dla_fc_layer(CLASSES, NULL)};
+    dla_net *bn = dla_net_create(3, layers);
+    dla_tensor *ex = dla_zeros(DLA_F32, "CB", DLA_DIMS(FEATURES, 2));
+    if (!bn || dla_net_init(bn, 1, &ex) != DLA_OK)
+        die("refused: network");
+    int ns = dla_net_state_count(bn);
+    dla_tensor **sv = dla_table_values(dla_net_state(bn)), *comb[4];
+    st = dla_spmd_combine_state(bn, ns, sv, last ? GLOBAL + 1 : 0, GLOBAL, comb);
+    refused_verdict("dla_spmd_combine_state with one rank's count past the global batch", st,
+                    "count 38 of a global mini-batch of 37");
+    dla_net_free(bn);
     dla_scope_end();
     dla_net_free(net);
 }

@@ -221,7 +221,10 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
  * output as the network was initialized: for sequence data ("T" dims),
  * whose length varies by batch, use dla_spmd_combine_state_seq. Sums are
  * taken in double. A worker with count 0 passes any tensors of the rows'
- * dims (net's own State will do) and contributes nothing. */
+ * dims (net's own State will do) and contributes nothing. A rank that
+ * refuses its own arguments (a count past global, statistics that do not
+ * fit their rows) still takes part in the first reduction: every rank
+ * fails there, the others naming it and its reason. */
 DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const *state,
                                           int64_t count, int64_t global, dla_tensor **out);
 /* The same for a batch of sequences of seq_len steps (this worker's
