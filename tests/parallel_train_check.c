@@ -34,7 +34,9 @@
  *   refused    (2 ranks or more) the last rank refuses its own arguments
  *              of a collective the others make (dla_spmd_combine with a
  *              weight NaN, with an error tensor; dla_spmd_combine_state
- *              with a count past the global batch): every rank fails with
+ *              with a count past the global batch; dla_spmd_broadcast_net
+ *              of a network not initialized, of one without State where
+ *              the others have it): every rank fails with
  *              its reason, and a barrier after it passes (no rank left
  *              waiting, none a collective out of step).
  */
@@ -683,6 +685,27 @@ static void mode_refused(void)
     st = dla_spmd_combine_state(bn, ns, sv, last ? GLOBAL + 1 : 0, GLOBAL, comb);
     refused_verdict("dla_spmd_combine_state with one rank's count past the global batch", st,
                     "count 38 of a global mini-batch of 37");
+    /* A network not initialized on one rank. */
+    dla_layer *fresh_layers[] = {dla_fc_layer(6, NULL), dla_fc_layer(CLASSES, NULL)};
+    dla_net *fresh = dla_net_create(2, fresh_layers);
+    if (!fresh)
+        die("refused: network");
+    st = dla_spmd_broadcast_net(last ? fresh : net, 0);
+    refused_verdict("dla_spmd_broadcast_net of a network one rank did not initialize", st,
+                    "argument net is not initialized");
+    /* Learnables alike, State on all but one rank (a layer normalization
+     * where the others have a batch normalization): its empty State
+     * table is met too. */
+    dla_layer *ln_layers[] = {dla_fc_layer(6, NULL), dla_layernorm_layer(NULL),
+                              dla_fc_layer(CLASSES, NULL)};
+    dla_net *ln = dla_net_create(3, ln_layers);
+    if (!ln || dla_net_init(ln, 1, &ex) != DLA_OK)
+        die("refused: network");
+    st = dla_spmd_broadcast_net(last ? ln : bn, 0);
+    refused_verdict("dla_spmd_broadcast_net of networks whose State differs on one rank", st,
+                    "passed 0 tensor(s) where rank 0 passed 2");
+    dla_net_free(fresh);
+    dla_net_free(ln);
     dla_net_free(bn);
     dla_scope_end();
     dla_net_free(net);

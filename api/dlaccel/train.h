@@ -240,7 +240,10 @@ DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *c
  * normalization statistics) into net on every rank (the networks must
  * have the same layout), so that every worker starts from the same
  * weights. The network's values are replaced by new tensors: tensors
- * shared with another network are not written. */
+ * shared with another network are not written. A rank that refuses its
+ * own arguments (a network not initialized, a root out of range) or whose
+ * network has another number of rows in a table still takes part: every
+ * rank fails, the others naming it. */
 DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root);
 
 /* -------------------------------------------------------------- trainnet */
