@@ -214,8 +214,11 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
         for (int64_t j = 0; st == DLA_OK && j < c; j++)
             M[a + j] = count ? share * nm[a + j] : 0.0;
     }
-    *ct = (double)count * (double)seq_len;
-    for (int i = 0; i < n; i++) {
+    /* Not after a failure: a refused block is NULL here (the count and
+     * the flags were written through it). */
+    if (st == DLA_OK)
+        *ct = (double)count * (double)seq_len;
+    for (int i = 0; st == DLA_OK && i < n; i++) {
         int is_bn = 0;
         for (int k = 0; k < nbn; k++)
             is_bn |= bn[k].mean == i || bn[k].var == i;
