@@ -542,12 +542,15 @@ DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
     return dla_tensor_status(*out);
 }
 
-static dla_status flag_collective(const char *name, dla__coll_kind kind, bool flag, bool *result)
+/* arg: the result's name in the public signature ("all", "any"); the
+ * message said "argument result", which neither function has. */
+static dla_status flag_collective(const char *name, const char *arg, dla__coll_kind kind,
+                                  bool flag, bool *result)
 {
     dla__spmd *w = dla__spmd_get();
     dla__coll_desc mine = {.kind = kind, .value = flag ? 1 : 0};
     if (!result) {
-        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument result: NULL", name);
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s: NULL", name, arg);
         dla__coll_local_error(&mine);
     }
     /* The flags travel in the descriptors: one exchange is the whole
@@ -566,12 +569,12 @@ static dla_status flag_collective(const char *name, dla__coll_kind kind, bool fl
 
 DLA_API dla_status dla_spmd_all(bool flag, bool *all)
 {
-    return flag_collective("dla_spmd_all", DLA__COLL_ALL, flag, all);
+    return flag_collective("dla_spmd_all", "all", DLA__COLL_ALL, flag, all);
 }
 
 DLA_API dla_status dla_spmd_any(bool flag, bool *any)
 {
-    return flag_collective("dla_spmd_any", DLA__COLL_ANY, flag, any);
+    return flag_collective("dla_spmd_any", "any", DLA__COLL_ANY, flag, any);
 }
 
 DLA_API dla_status dla_spmd_barrier(void)

@@ -15,6 +15,7 @@
 
 #include "core/log.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,9 +79,15 @@ static void *watch(void *arg)
                          job.op, (unsigned long long)job.seq, job.rank, job.size, waited,
                          job.timeout);
             }
-            double next = warned ? job.since + job.fail_after : job.since + job.timeout;
-            if (job.fail_after <= 0 && warned)
-                next = now + 3600;
+            /* The earlier of the two deadlines still ahead: sleeping until
+             * the warning alone ended a transfer past a FAIL_AFTER shorter
+             * than the timeout only at the timeout (FAIL_AFTER=3 under the
+             * default 60 ended the ranks after 60 s). */
+            double next = now + 3600;
+            if (!warned)
+                next = fmin(next, job.since + job.timeout);
+            if (job.fail_after > 0)
+                next = fmin(next, job.since + job.fail_after);
             struct timespec ts = at(next);
             pthread_cond_timedwait(&cv, &mu, &ts);
         }

@@ -91,9 +91,11 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
     for (int i = 0; i < nout && out; i++)
         out[i] = NULL;
     char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+    /* in may be NULL when nin is 0: naming it by !in alone blamed in for
+     * a NULL out. */
     if (!t || (nin && !in) || (nout && !out))
         st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", op,
-                       !t ? "t" : !in ? "in" : "out");
+                       !t ? "t" : nin && !in ? "in" : "out");
     else if (!trace_live(handle, op))
         st = dla_last_status();
     else if (nin != t->nin || nout != t->nout)

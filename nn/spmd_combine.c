@@ -105,22 +105,50 @@ int dla__spmd_bucket_count(int n, dla_tensor *const *x, int first, size_t cap)
     return count;
 }
 
-/* Reduces x[first..first+count-1] (one dtype) as one bucket into out. */
-static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, dla_tensor **out)
+/* This rank failed with st (the last error says why) where the others
+ * reduce a bucket: it takes part in that reduction with an error tensor
+ * carrying its reason, so that the argument check fails on every rank,
+ * naming it. Returning at once left the others waiting in the reduction
+ * until DLACCEL_COLLECTIVE_FAIL_AFTER broke the world, or, when this rank
+ * called another collective next, meeting that one out of step ("rank 1
+ * called dla_spmd_barrier as its collective #1 where rank 0 called
+ * dla_allreduce"), every later collective then one apart. */
+dla_status dla__spmd_take_part_failed(dla_status st)
 {
+    if (dla_spmd_size() == 1)
+        return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    dla_scope_begin();
+    dla_tensor *e = dla_error_tensor(st, "%s", msg);
+    dla_allreduce(1, &e, DLA_REDUCE_SUM);
+    dla_scope_end();
+    return dla_set_error(st, "%s", msg);
+}
+
+/* Reduces x[first..first+count-1] (one dtype) as one bucket into out.
+ * *alone: the failure is this rank's own, after the reduction, which
+ * every rank made (the others go on to the next bucket). */
+static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, dla_tensor **out,
+                                int *alone)
+{
+    *alone = 0;
     dla_tensor *bucket = dla__spmd_bucket_fill(count, x, weight);
     dla_status st = bucket ? dla_tensor_status(bucket) : dla_last_status();
     if (st != DLA_OK)
-        return st;
+        return dla__spmd_take_part_failed(st);
     double t0 = clock_now();
     st = dla_allreduce(1, &bucket, DLA_REDUCE_SUM);
     reduce_seconds += clock_now() - t0;
     if (st != DLA_OK)
         return st;
-    return dla__spmd_bucket_unpack(bucket, count, x, out);
+    st = dla__spmd_bucket_unpack(bucket, count, x, out);
+    *alone = st != DLA_OK;
+    return st;
 }
 
-DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out)
+/* This rank's own arguments, before any reduction. */
+static dla_status check_args(int n, dla_tensor *const *x, double weight, dla_tensor **out)
 {
     if (n < 0 || (n > 0 && (!x || !out)))
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
@@ -140,21 +168,40 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
             return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                                  "dla_spmd_combine: x[%d] is not a floating-point tensor", i);
     }
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out)
+{
+    /* A refusal takes part in the first bucket's reduction, which the
+     * others are in (dla__spmd_take_part_failed). */
+    dla_status st = check_args(n, x, weight, out);
+    if (st != DLA_OK)
+        return dla__spmd_take_part_failed(st);
     /* The inputs stay readable while out (which may be x) is filled. */
     dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1));
     if (!in)
-        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory");
+        return dla__spmd_take_part_failed(
+            dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"));
     memcpy(in, x, sizeof *in * (size_t)n);
     size_t cap = dla__spmd_bucket_bytes();
-    dla_status st = DLA_OK;
-    for (int first = 0; st == DLA_OK && first < n;) {
+    int alone = 0;
+    for (int first = 0; first < n;) {
         int count = dla__spmd_bucket_count(n, in, first, cap);
-        st = reduce_bucket(count, in + first, weight, out + first);
+        if (alone) {
+            /* The others are in this bucket's reduction: one more, with
+             * the failure, and every rank stops there. */
+            dla__spmd_take_part_failed(st);
+            break;
+        }
+        st = reduce_bucket(count, in + first, weight, out + first, &alone);
         if (st != DLA_OK) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", dla_last_error());
             dla_set_error(st, "dla_spmd_combine: the bucket of x[%d..%d]: %s", first,
                           first + count - 1, msg);
+            if (!alone)
+                break;
         }
         first += count;
     }

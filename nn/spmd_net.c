@@ -12,14 +12,35 @@
 
 #include "nn/nn.h"
 
+/* This rank refused its own arguments (the last error says why) where the
+ * others broadcast their first table: it takes part in that broadcast
+ * with an error tensor carrying its reason, so that every rank fails
+ * there, naming it. Returning at once left the others waiting in the
+ * broadcast until DLACCEL_COLLECTIVE_FAIL_AFTER broke the world, or
+ * meeting this rank's next collective out of step. */
+static dla_status take_part_failed(dla_status st, int root)
+{
+    if (dla_spmd_size() == 1)
+        return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    dla_scope_begin();
+    dla_tensor *e = dla_error_tensor(st, "%s", msg);
+    dla_broadcast(1, &e, root);
+    dla_scope_end();
+    return dla__nn_fail(st, "%s", msg);
+}
+
 static dla_status broadcast_table(dla_table *t, int root, const char *what)
 {
     int n = t->count;
-    if (n == 0)
-        return DLA_OK;
-    dla_tensor **copy = dla__nn_calloc((size_t)n, sizeof *copy);
+    /* An empty table is broadcast too (a check of the counts alone): a
+     * rank whose network has rows where another's has none then fails
+     * with it instead of leaving it waiting. */
+    dla_tensor **copy = dla__nn_calloc((size_t)(n ? n : 1), sizeof *copy);
     if (!copy)
-        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_broadcast_net: out of memory");
+        return take_part_failed(
+            dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_broadcast_net: out of memory"), root);
     dla_scope_begin();
     dla_status st = DLA_OK;
     for (int i = 0; st == DLA_OK && i < n; i++) {
@@ -27,8 +48,9 @@ static dla_status broadcast_table(dla_table *t, int root, const char *what)
         copy[i] = dla_cat(1, 1, &t->values[i]);
         st = dla_tensor_status(copy[i]);
     }
-    if (st == DLA_OK)
-        st = dla_broadcast(n, copy, root);
+    /* A copy that failed is an error tensor: the broadcast refuses it,
+     * taking part, and every rank fails with this one. */
+    st = dla_broadcast(n, copy, root);
     for (int i = 0; st == DLA_OK && i < n; i++) {
         dla_tensor *old = t->values[i];
         t->values[i] = dla_tensor_retain(copy[i]);
@@ -47,12 +69,16 @@ static dla_status broadcast_table(dla_table *t, int root, const char *what)
 DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root)
 {
     if (!net || !dla_net_initialized(net))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_spmd_broadcast_net: argument net is %s",
-                            net ? "not initialized" : "NULL");
+        return take_part_failed(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                                             "dla_spmd_broadcast_net: argument net is %s",
+                                             net ? "not initialized" : "NULL"),
+                                root);
     int size = dla_spmd_size();
     if (root < 0 || root >= size)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
-                            "dla_spmd_broadcast_net: root %d is not a rank of 0..%d", root, size - 1);
+        return take_part_failed(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                                             "dla_spmd_broadcast_net: root %d is not a rank of "
+                                             "0..%d", root, size - 1),
+                                root);
     static const char *const what[DLA__PARAM_KIND_COUNT] = {"Learnables", "State", "fixed parameters"};
     dla_status st = DLA_OK;
     for (int k = 0; st == DLA_OK && k < DLA__PARAM_KIND_COUNT; k++)

@@ -38,7 +38,9 @@
 #include <dlaccel.h>
 
 #include "nn/nn.h"
+#include "nn/spmd_impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct bn_rows {
@@ -67,12 +69,17 @@ static dla_status allreduce_host(double *v, int64_t n)
 {
     dla_scope_begin();
     dla_tensor *t = dla_tensor_from_host(v, DLA_F64, "", DLA_DIMS(n));
-    dla_status st = dla_tensor_status(t);
-    if (st == DLA_OK)
-        st = dla_allreduce(1, &t, DLA_REDUCE_SUM);
+    /* An error tensor (no memory for it) still takes part, refused, so
+     * that the others fail here with this rank instead of waiting for it. */
+    dla_status st = dla_allreduce(1, &t, DLA_REDUCE_SUM);
     if (st == DLA_OK)
         st = dla_tensor_to_host(t, v, sizeof *v * (size_t)n);
     dla_scope_end();
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_set_error(st, "dla_spmd_combine_state: %s", msg);
+    }
     return st;
 }
 
@@ -146,10 +153,12 @@ DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const
     return dla_spmd_combine_state_seq(net, n, state, count, global, 0, out);
 }
 
-DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *const *state,
-                                              int64_t count, int64_t global, int64_t seq_len,
-                                              dla_tensor **out)
+/* The combination; *met: this rank took part in the first reduction (M),
+ * which every rank makes (nred is at least 1). */
+static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, int64_t count,
+                                int64_t global, int64_t seq_len, dla_tensor **out, int *met)
 {
+    *met = 0;
     if (!net || !dla_net_initialized(net))
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "dla_spmd_combine_state: argument net is %s",
@@ -205,8 +214,11 @@ DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *c
         for (int64_t j = 0; st == DLA_OK && j < c; j++)
             M[a + j] = count ? share * nm[a + j] : 0.0;
     }
-    *ct = (double)count * (double)seq_len;
-    for (int i = 0; i < n; i++) {
+    /* Not after a failure: a refused block is NULL here (the count and
+     * the flags were written through it). */
+    if (st == DLA_OK)
+        *ct = (double)count * (double)seq_len;
+    for (int i = 0; st == DLA_OK && i < n; i++) {
         int is_bn = 0;
         for (int k = 0; k < nbn; k++)
             is_bn |= bn[k].mean == i || bn[k].var == i;
@@ -214,8 +226,10 @@ DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *c
         flag[i] = !is_bn && (!count || combinable(old->values[i], in[i]));
         joint[i] = -is_bn; /* -1: batch normalization's */
     }
-    if (st == DLA_OK && nred)
+    if (st == DLA_OK) {
+        *met = 1;
         st = allreduce_host(M, nred);
+    }
     const int size = dla_spmd_size();
     /* N of a layer with a T dim: its space times the sum of count * T. */
     for (int k = 0; st == DLA_OK && k < nbn; k++) {
@@ -266,4 +280,19 @@ DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *c
     dla_free(in);
     dla_free(joint);
     return st;
+}
+
+DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *const *state,
+                                              int64_t count, int64_t global, int64_t seq_len,
+                                              dla_tensor **out)
+{
+    int met;
+    dla_status st = combine_state(net, n, state, count, global, seq_len, out, &met);
+    /* A rank that refused its own arguments (a count past the global
+     * batch, statistics that do not fit their rows) or failed reading them
+     * returned before the first reduction, and the others waited in it
+     * for the collective timeout: it takes part now, with its reason, and
+     * every rank fails there. After that reduction nothing fails alone
+     * before the next collective (dla_spmd_combine takes care of its own). */
+    return st != DLA_OK && !met ? dla__spmd_take_part_failed(st) : st;
 }

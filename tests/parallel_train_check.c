@@ -31,6 +31,14 @@
  *              as an accelerated function (a replay on the tape) too; and
  *              a rank whose loss fails at iteration 3 ends training on
  *              every rank with an error, not a hang.
+ *   refused    (2 ranks or more) the last rank refuses its own arguments
+ *              of a collective the others make (dla_spmd_combine with a
+ *              weight NaN, with an error tensor; dla_spmd_combine_state
+ *              with a count past the global batch; dla_spmd_broadcast_net
+ *              of a network not initialized, of one without State where
+ *              the others have it): every rank fails with
+ *              its reason, and a barrier after it passes (no rank left
+ *              waiting, none a collective out of step).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
@@ -626,6 +634,83 @@ static void mode_overlap(void)
     dla_net_free(init);
 }
 
+/* -------------------------------------------------------------- refused */
+
+/* After a call that one rank refused: every rank failed, the others with
+ * a message that carries the refusing rank's reason (they did not wait
+ * for it until the collective timeout, nor meet its next collective), and
+ * the world still works: a barrier passes. */
+static void refused_verdict(const char *what, dla_status st, const char *reason)
+{
+    char detail[1200];
+    snprintf(detail, sizeof detail, "status %d: %s", st, dla_last_error());
+    int named = st != DLA_OK && st != DLA_ERR_STATE && strstr(dla_last_error(), reason) != NULL;
+    check(named, what, detail);
+    st = dla_spmd_barrier();
+    snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
+    check(st == DLA_OK, "the next collective after it", detail);
+}
+
+static void mode_refused(void)
+{
+    if (size < 2)
+        die("refused: needs 2 ranks or more");
+    dla_net *net = mlp();
+    int nl = dla_net_learnable_count(net);
+    dla_tensor **lv = dla_table_values(dla_net_learnables(net)), *out[8];
+    const int last = rank == size - 1 && size > 1;
+    dla_scope_begin();
+    /* A weight that is not a share (a 0 / 0 of an empty part). */
+    dla_status st = dla_spmd_combine(nl, lv, last ? NAN : 0.5, out);
+    refused_verdict("dla_spmd_combine with one rank's weight NaN", st, "weight nan");
+    /* A gradient that failed on one rank. */
+    dla_tensor *x[8];
+    for (int i = 0; i < nl; i++)
+        x[i] = lv[i];
+    if (last)
+        x[1] = dla_error_tensor(DLA_ERR_DEVICE, "this rank's gradient failed");
+    st = dla_spmd_combine(nl, x, 0.5, out);
+    refused_verdict("dla_spmd_combine with one rank's gradient an error tensor", st,
+                    "this rank's gradient failed");
+    /* A count past the global batch on one rank (the others count 0, the
+     * network's own State their rows). */
+    dla_layer *layers[] = {dla_fc_layer(6, NULL), dla_batchnorm_layer(NULL),
+                           dla_fc_layer(CLASSES, NULL)};
+    dla_net *bn = dla_net_create(3, layers);
+    dla_tensor *ex = dla_zeros(DLA_F32, "CB", DLA_DIMS(FEATURES, 2));
+    if (!bn || dla_net_init(bn, 1, &ex) != DLA_OK)
+        die("refused: network");
+    int ns = dla_net_state_count(bn);
+    dla_tensor **sv = dla_table_values(dla_net_state(bn)), *comb[4];
+    st = dla_spmd_combine_state(bn, ns, sv, last ? GLOBAL + 1 : 0, GLOBAL, comb);
+    refused_verdict("dla_spmd_combine_state with one rank's count past the global batch", st,
+                    "count 38 of a global mini-batch of 37");
+    /* A network not initialized on one rank. */
+    dla_layer *fresh_layers[] = {dla_fc_layer(6, NULL), dla_fc_layer(CLASSES, NULL)};
+    dla_net *fresh = dla_net_create(2, fresh_layers);
+    if (!fresh)
+        die("refused: network");
+    st = dla_spmd_broadcast_net(last ? fresh : net, 0);
+    refused_verdict("dla_spmd_broadcast_net of a network one rank did not initialize", st,
+                    "argument net is not initialized");
+    /* Learnables alike, State on all but one rank (a layer normalization
+     * where the others have a batch normalization): its empty State
+     * table is met too. */
+    dla_layer *ln_layers[] = {dla_fc_layer(6, NULL), dla_layernorm_layer(NULL),
+                              dla_fc_layer(CLASSES, NULL)};
+    dla_net *ln = dla_net_create(3, ln_layers);
+    if (!ln || dla_net_init(ln, 1, &ex) != DLA_OK)
+        die("refused: network");
+    st = dla_spmd_broadcast_net(last ? ln : bn, 0);
+    refused_verdict("dla_spmd_broadcast_net of networks whose State differs on one rank", st,
+                    "passed 0 tensor(s) where rank 0 passed 2");
+    dla_net_free(fresh);
+    dla_net_free(ln);
+    dla_net_free(bn);
+    dla_scope_end();
+    dla_net_free(net);
+}
+
 /* The device each rank trains on under "parallel", one line a rank (the
  * script reads them). */
 static void mode_device(void)
@@ -658,9 +743,11 @@ int main(int argc, char **argv)
         mode_overlap();
     else if (!strcmp(mode, "device"))
         mode_device();
+    else if (!strcmp(mode, "refused"))
+        mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device\n");
+                        "resume DIR | overlap | device | refused\n");
         return 2;
     }
     fflush(stdout);

@@ -31,7 +31,7 @@ fi
 # without, and the world of one.
 cases_in() { echo "$1" | tr ',' ' ' | wc -w; }
 nbasic=$(($(cases_in $basic) * 4 + 6 + 4 + $(cases_in $basic,mismatch,async_mismatch) + 3))
-plan=$((nbasic + 6 + 1))
+plan=$((nbasic + 7 + 1))
 echo "1..$plan"
 n=0
 
@@ -147,8 +147,28 @@ if [ $mpi = yes ]; then
         sed 's/^/#   /' "$tmp/out"
         echo "not ok $n - a rank stopped inside a transfer: mpirun ended with status $status"
     fi
+    # The same with DLACCEL_COLLECTIVE_FAIL_AFTER shorter than the default
+    # timeout (60 s): the watchdog ends the others after it, not at the
+    # timeout (it slept until the warning first, and ended them after 60 s).
+    status=0
+    if [ "${DLA_TEST_SANITIZER:-none}" = none ]; then
+        DLACCEL_COLLECTIVE_FAIL_AFTER=3 \
+            run 30 3 -x LD_PRELOAD="$stall" -x DLA_TEST_STALL_RANK=2 -- stall
+        status=$?
+    fi
+    n=$((n + 1))
+    if [ "${DLA_TEST_SANITIZER:-none}" != none ]; then
+        echo "ok $n # SKIP no LD_PRELOAD under --enable-sanitizers=$DLA_TEST_SANITIZER"
+    elif [ $status -ne 0 ] && [ $status -ne 124 ] &&
+        grep -q "transfer has not completed after [0-9.]* s (DLACCEL_COLLECTIVE_FAIL_AFTER)" "$tmp/out" &&
+        ! grep -q "transfer has not completed after [1-9][0-9][0-9.]* s" "$tmp/out"; then
+        echo "ok $n - DLACCEL_COLLECTIVE_FAIL_AFTER=3 under the default timeout: the watchdog ends the others after it (status $status)"
+    else
+        sed 's/^/#   /' "$tmp/out"
+        echo "not ok $n - DLACCEL_COLLECTIVE_FAIL_AFTER=3 under the default timeout: mpirun ended with status $status"
+    fi
 else
-    skip 6
+    skip 7
 fi
 
 # A world of one: no mpirun, and no MPI loaded.

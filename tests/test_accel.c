@@ -1534,6 +1534,28 @@ static void test_a_trace_replay_refuses_an_input_labelled_otherwise(void **state
     dla_scope_end();
 }
 
+/* A NULL out with in NULL and no inputs (which in may then be) was
+ * reported as "argument in is NULL". */
+static void test_a_trace_replay_names_the_null_argument(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F64, "SCB", DLA_DIMS(2, 3, 2)), *y;
+    dla_accel *af = dla_accelerate(softmax_of_square, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    assert_int_equal(dla_trace_replay(t, 0, NULL, 1, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_trace_replay: argument out is NULL");
+    assert_int_equal(dla_trace_replay(t, 1, NULL, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_trace_replay: argument in is NULL");
+    assert_int_equal(dla_trace_replay(NULL, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_trace_replay: argument t is NULL");
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* ------------------------------------------------------------- devices */
 
 static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
@@ -1736,6 +1758,7 @@ int main(void)
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
+        TU_TEST(test_a_trace_replay_names_the_null_argument),
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
         TU_TEST(test_a_moved_network_makes_new_state_and_parameters_on_its_device),
         TU_TEST(test_position_layers_of_a_moved_network_run_on_its_device),

@@ -130,6 +130,42 @@ static void combined_state_of_the_whole_batch_is_its_own(void **state)
     dla_net_free(net);
 }
 
+/* Each of its allocations refused in turn: a failure, never a crash (a
+ * refused block of its sums was written through before: the flags and the
+ * count went into a NULL buffer). Not every refusal reads as out of
+ * memory: one inside dla_keep releases the result (core/scope.c). */
+static void combined_state_short_of_memory_fails_cleanly(void **state)
+{
+    (void)state;
+    dla_rng_seed(4);
+    dla_layer *layers[] = {dla_conv2d_layer(3, 3, 2, NULL), dla_batchnorm_layer(NULL),
+                           dla_relu_layer(NULL)};
+    dla_net *net = dla_net_create(3, layers);
+    dla_scope_begin();
+    dla_tensor *x = dla_affine(dla_randn(DLA_F32, "SSCB", DLA_DIMS(5, 5, 1, 9)), 2.0, 3.0);
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    dla_tensor *y, *s[2], *c[2];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, s, NULL), DLA_OK);
+    long before = tu_calls;
+    assert_int_equal(dla_spmd_combine_state(net, 2, s, 9, 9, c), DLA_OK);
+    long calls = tu_calls - before;
+    assert_true(calls > 4);
+    int oom = 0;
+    for (long k = 1; k <= calls; k++) {
+        dla_scope_begin();
+        tu_fail_at = tu_calls + k;
+        dla_status st = dla_spmd_combine_state(net, 2, s, 9, 9, c);
+        tu_fail_at = 0;
+        oom += st == DLA_ERR_OUT_OF_MEMORY;
+        if (st == DLA_OK)
+            assert_true(dla_tensor_status(c[0]) == DLA_OK && dla_tensor_status(c[1]) == DLA_OK);
+        dla_scope_end();
+    }
+    assert_true(oom > 0);
+    dla_scope_end();
+    dla_net_free(net);
+}
+
 static void trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu(void **state)
 {
     (void)state;
@@ -207,6 +243,7 @@ static void trainnet_parallel_in_a_world_of_one(void **state)
 
 int main(void)
 {
+    dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(shares_divide_with_the_remainder_to_the_first),
         TU_TEST(a_global_batch_smaller_than_the_workers_leaves_some_at_zero),
@@ -214,6 +251,7 @@ int main(void)
         TU_TEST(combine_in_a_world_of_one_scales_by_the_weight),
         TU_TEST(combine_splits_into_buckets_in_order),
         TU_TEST(combined_state_of_the_whole_batch_is_its_own),
+        TU_TEST(combined_state_short_of_memory_fails_cleanly),
         TU_TEST(trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu),
         TU_TEST(trainnet_parallel_in_a_world_of_one),
     };

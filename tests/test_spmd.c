@@ -409,7 +409,12 @@ static void case_args(void)
     st = dla_allreduce(1, rank_ == bad ? eset : set, DLA_REDUCE_SUM);
     CHECK(st == DLA_ERR_SHAPE && strstr(dla_last_error(), "made to fail"), "error tensor");
     bool r;
-    CHECK(dla_spmd_all(true, NULL) == DLA_ERR_INVALID_ARGUMENT, "all with NULL");
+    CHECK(dla_spmd_all(true, NULL) == DLA_ERR_INVALID_ARGUMENT &&
+              strstr(dla_last_error(), "dla_spmd_all: argument all: NULL"),
+          "all with NULL: %s", dla_last_error());
+    CHECK(dla_spmd_any(true, NULL) == DLA_ERR_INVALID_ARGUMENT &&
+              strstr(dla_last_error(), "dla_spmd_any: argument any: NULL"),
+          "any with NULL: %s", dla_last_error());
     /* After all that the world still agrees: a plain reduction works. */
     CHECK(dla_allreduce(1, set, DLA_REDUCE_SUM) == DLA_OK, "allreduce after the errors");
     check_reduced(t, DLA_REDUCE_SUM, "after errors");

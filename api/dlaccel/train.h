@@ -191,7 +191,11 @@ DLA_API int64_t dla_spmd_share(int64_t global);
  * pointers are replaced, the caller's references are not released). A rank
  * with weight 0 contributes zeros whatever x holds (x then only gives the
  * shapes: a worker without observations passes the learnables
- * themselves). Every rank passes the same n, dtypes and dims. */
+ * themselves). Every rank passes the same n, dtypes and dims. A rank
+ * that refuses its own arguments (a weight outside [0, 1], an error
+ * tensor) still takes part in the reduction the others are in: every rank
+ * fails, the others naming it and its reason, and the next collective
+ * works. */
 DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, dla_tensor **out);
 
 /* MATLAB's aggregateState, done right: state[0..n-1] is the new State
@@ -217,7 +221,10 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
  * output as the network was initialized: for sequence data ("T" dims),
  * whose length varies by batch, use dla_spmd_combine_state_seq. Sums are
  * taken in double. A worker with count 0 passes any tensors of the rows'
- * dims (net's own State will do) and contributes nothing. */
+ * dims (net's own State will do) and contributes nothing. A rank that
+ * refuses its own arguments (a count past global, statistics that do not
+ * fit their rows) still takes part in the first reduction: every rank
+ * fails there, the others naming it and its reason. */
 DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const *state,
                                           int64_t count, int64_t global, dla_tensor **out);
 /* The same for a batch of sequences of seq_len steps (this worker's
@@ -233,7 +240,10 @@ DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *c
  * normalization statistics) into net on every rank (the networks must
  * have the same layout), so that every worker starts from the same
  * weights. The network's values are replaced by new tensors: tensors
- * shared with another network are not written. */
+ * shared with another network are not written. A rank that refuses its
+ * own arguments (a network not initialized, a root out of range) or whose
+ * network has another number of rows in a table still takes part: every
+ * rank fails, the others naming it. */
 DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root);
 
 /* -------------------------------------------------------------- trainnet */
