@@ -7,7 +7,8 @@
  * A memory stream is no terminal, so the width comes from COLUMNS, the
  * fallback the display uses where TIOCGWINSZ does not answer (the bar is
  * forced with .bar = 1). tests/tool_progress_tty.sh checks a real
- * terminal (tmux) as well.
+ * terminal (tmux) as well. The chart of points too large for a double's
+ * + 1 is a file of finite size.
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <stdarg.h>
@@ -20,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -251,6 +255,66 @@ static void a_display_freed_twice_or_used_after_is_refused(void **state)
     free(buf);
 }
 
+/* Writes the chart of one point (x, value) to path in a child process
+ * that may write 4 MiB and run 20 s, so that a chart that never ends
+ * fails the test instead of filling the disk; returns the child's wait
+ * status. */
+static int chart_of_one_point(const char *path, int64_t x, double value)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim = {4 << 20, 4 << 20};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        alarm(20);
+        dla_progress *p = dla_progress_create(&(dla_progress_options){.bar = -2});
+        int ok = p && dla_progress_record(p, "TrainingLoss", x, value) == DLA_OK &&
+                 dla_progress_write_chart(p, path) == DLA_OK;
+        dla_progress_free(p);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* Before: a single point at an iteration past 2^53 (a timestamp in
+ * nanoseconds as x) or of a value past -2^53 left the axis with a range
+ * that x + 1 could not widen, and the grid's loop, v += step, never moved
+ * v: the chart was written without end (100 MB a second). */
+static void a_chart_of_huge_values_is_finite(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dla-progress-chart-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    const struct {
+        int64_t x;
+        double value;
+    } points[] = {{1700000000000000000LL, 0.5}, {1, -1e20}, {INT64_MAX, -1e300}, {3, 0.25}};
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+        int status = chart_of_one_point(path, points[i].x, points[i].value);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("the chart of (%lld, %g): %s %d", (long long)points[i].x, points[i].value,
+                     WIFSIGNALED(status) ? "killed by signal" : "exit status",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        struct stat sb;
+        assert_int_equal(stat(path, &sb), 0);
+        assert_true(sb.st_size > 1000 && sb.st_size < 100000);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        char text[100000];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        assert_non_null(strstr(text, "</svg>\n"));
+        assert_null(strstr(text, "nan"));
+        assert_null(strstr(text, "inf"));
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +323,7 @@ int main(void)
         TU_TEST(bar_follows_a_change_of_width),
         TU_TEST(pipe_gets_plain_lines_with_the_rate),
         TU_TEST(a_display_freed_twice_or_used_after_is_refused),
+        TU_TEST(a_chart_of_huge_values_is_finite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
