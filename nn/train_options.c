@@ -247,8 +247,10 @@ static dla_status resolve_minibatch(dla_training_options *o)
                                                                   : "it must be in [0, 1)");
         *decays[i].v = v == 0 ? decays[i].def : v < 0 ? 0 : v;
     }
-    if (!(o->epsilon >= 0))
-        return bad_number("Epsilon", o->epsilon, "it must be a positive number");
+    /* An infinite Epsilon divided every step of "adam" and "rmsprop" to
+     * 0: every epoch ran, no weight moved, and trainnet said DLA_OK. */
+    if (!(o->epsilon >= 0) || isinf(o->epsilon))
+        return bad_number("Epsilon", o->epsilon, "it must be a positive finite number");
     o->epsilon = o->epsilon ? o->epsilon : DLA_ADAM_EPSILON;
     if (isnan(o->l2_regularization))
         return bad_number("L2Regularization", o->l2_regularization, "it must be a number");

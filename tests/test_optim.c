@@ -328,6 +328,15 @@ static void a_network_trains_through_its_learnables_table(void **state)
     assert_int_equal(dla_rmspropupdate(2, values, g, avg2, INFINITY, 0.9, 1e-8),
                      DLA_ERR_INVALID_ARGUMENT);
     assert_true(values[0] == before && !avg[0] && !avg2[0]);
+    /* An infinite epsilon divided every step to 0: nothing moved, and the
+     * update returned DLA_OK. */
+    assert_int_equal(dla_adamupdate(2, values, g, avg, avg2, 1, 0.1, 0.9, 0.999, INFINITY),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "epsilon inf finite and > 0"));
+    assert_int_equal(dla_rmspropupdate(2, values, g, avg2, 0.1, 0.9, INFINITY),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "epsilon inf finite and > 0"));
+    assert_true(values[0] == before && !avg[0] && !avg2[0]);
     dla_scope_end();
     dla_optim_free(2, vel);
     dla_tensor_release(old);

@@ -335,6 +335,9 @@ static void every_option_value_is_checked(void **state)
         {{.learn_rate_schedule = {.method = "piecewise", .drop_period = -1}}, "LearnRateDropPeriod"},
         {{.learn_rate_schedule = {.method = "cosine"}}, "LearnRateSchedule \"cosine\""},
         {{.checkpoint_frequency_unit = "batch"}, "CheckpointFrequencyUnit"},
+        /* Before: accepted, and "adam" trained every epoch without moving
+         * a weight. */
+        {{.solver = "adam", .epsilon = INFINITY}, "Epsilon inf"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dla_training_options o;

@@ -65,7 +65,7 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
  *     avgSqG = sqGradDecay * avgSqG + (1 - sqGradDecay) * grad.^2
  *     params = params - learnRate * sqrt(1 - sqGradDecay^t) / (1 - gradDecay^t)
  *                       * avgG ./ (sqrt(avgSqG) + epsilon)
- * Decays in [0, 1), epsilon > 0, learn_rate finite and >= 0. */
+ * Decays in [0, 1), epsilon finite and > 0, learn_rate finite and >= 0. */
 DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                   dla_tensor **avg_grad, dla_tensor **avg_sq_grad, int iteration,
                                   double learn_rate, double grad_decay, double sq_grad_decay,
@@ -75,7 +75,7 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
  * sqGradDecay, epsilon):
  *     avgSqG = sqGradDecay * avgSqG + (1 - sqGradDecay) * grad.^2
  *     params = params - learnRate * grad ./ (sqrt(avgSqG) + epsilon)
- * sqGradDecay in [0, 1), epsilon > 0, learn_rate finite and >= 0. */
+ * sqGradDecay in [0, 1), epsilon finite and > 0, learn_rate finite and >= 0. */
 DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                      dla_tensor **avg_sq_grad, double learn_rate,
                                      double sq_grad_decay, double epsilon);
