@@ -252,8 +252,12 @@ static dla_status resolve_minibatch(dla_training_options *o)
     if (!(o->epsilon >= 0) || isinf(o->epsilon))
         return bad_number("Epsilon", o->epsilon, "it must be a positive finite number");
     o->epsilon = o->epsilon ? o->epsilon : DLA_ADAM_EPSILON;
-    if (isnan(o->l2_regularization))
-        return bad_number("L2Regularization", o->l2_regularization, "it must be a number");
+    /* An infinite factor made the first update's weights NaN; the next
+     * iteration then stopped at a NaN loss, blaming the data or the
+     * learning rate. -Inf is a negative number: none. */
+    if (isnan(o->l2_regularization) || o->l2_regularization == INFINITY)
+        return bad_number("L2Regularization", o->l2_regularization,
+                          "it must be a finite number (negative: none)");
     o->l2_regularization = o->l2_regularization == 0 ? 1e-4 : o->l2_regularization < 0 ? 0
                                                                                    : o->l2_regularization;
     if (!(o->gradient_threshold >= 0))

@@ -338,6 +338,8 @@ static void every_option_value_is_checked(void **state)
         /* Before: accepted, and "adam" trained every epoch without moving
          * a weight. */
         {{.solver = "adam", .epsilon = INFINITY}, "Epsilon inf"},
+        /* Before: accepted; the first update made every weight NaN. */
+        {{.l2_regularization = INFINITY}, "L2Regularization inf"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dla_training_options o;

@@ -363,7 +363,7 @@ typedef struct dla_training_options {
      * negative: 0. */
     double squared_gradient_decay_factor;
     double epsilon;             /* Epsilon: 1e-8; finite */
-    double l2_regularization;   /* L2Regularization: 1e-4; negative: none */
+    double l2_regularization;   /* L2Regularization: 1e-4; negative: none; finite */
     double gradient_threshold;  /* GradientThreshold: Inf (no clipping) */
     /* GradientThresholdMethod: "l2norm" (NULL), "global-l2norm",
      * "absolute-value". */
