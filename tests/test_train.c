@@ -322,6 +322,8 @@ static void every_option_value_is_checked(void **state)
         {{.partial_mini_batch = "keep"}, "PartialMiniBatch"},
         {{.sequence_length = "12x"}, "SequenceLength \"12x\""},
         {{.sequence_length = "0"}, "SequenceLength"},
+        /* Before: read as LLONG_MAX. */
+        {{.sequence_length = "99999999999999999999"}, "SequenceLength \"99999999999999999999\""},
         {{.sequence_padding_direction = "up"}, "SequencePaddingDirection"},
         {{.execution_environment = "tpu"}, "ExecutionEnvironment \"tpu\""},
         {{.plots = "yes"}, "Plots"},
@@ -1138,6 +1140,17 @@ static void sequences_train_with_each_sequence_length(void **state)
     dla_training_info_free(info_v);
     dla_net_free(trained_v);
     dla_training_info_free(info);
+    dla_net_free(trained);
+    /* A length near INT64_MAX overflowed the padding (steps + L - 1), which
+     * came out negative: "dla_pad: ... padding -12 after", naming neither
+     * trainnet nor the option. */
+    o.sequence_length = "9223372036854775807";
+    o.validation_data = NULL;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 1: SequenceLength "
+                                             "9223372036854775807: padding the mini-batch's"));
+    assert_non_null(strstr(dla_last_error(), "time steps to 9223372036854775807"));
     dla_net_free(trained);
     dla_net_free(net);
     dla_seqlist_free(seqs);

@@ -381,7 +381,9 @@ typedef struct dla_training_options {
      * smaller last mini-batch). */
     const char *partial_mini_batch;
     /* SequenceLength: "longest" (NULL), "shortest", or a number written
-     * out ("100"): each mini-batch is padded to a multiple of it and split
+     * out ("100", at most INT64_MAX; a batch shorter than it is padded to
+     * it, and a padding too large to make fails the iteration, naming
+     * SequenceLength): each mini-batch is padded to a multiple of it and split
      * into chunks of that many steps, trained one after the other (an
      * iteration each) with the network state (LSTM hidden and cell state)
      * carried from chunk to chunk and reset before each mini-batch
