@@ -59,6 +59,13 @@ dla_status dla__train_check_paths(const dla_training_options *o)
         return st;
     if (o->plots && !strcmp(o->plots, "training-progress") && o->plots_path) {
         const char *p = o->plots_path;
+        /* "" passed the check below (its folder is "."), and the first
+         * chart, after the first epoch, failed: "argument path is NULL or
+         * empty". */
+        if (!*p)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "dla_trainnet: Plots: plots_path is \"\"; give the chart's file "
+                                 "name, or NULL for training-progress.svg");
         struct stat sb;
         if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
             return dla_set_error(DLA_ERR_IO,

@@ -1625,6 +1625,14 @@ static void a_bad_output_path_fails_before_the_first_iteration(void **state)
                                              "file or directory (checked before training)"));
     assert_null(strstr(dla_last_error(), "tmp"));
 
+    /* An empty chart path: it passed the check, and the chart after the
+     * first epoch failed ("argument path is NULL or empty"). */
+    o.plots_path = "";
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, &info), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(iterations_run, 0);
+    assert_null(trained);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: Plots: plots_path is \"\""));
+
     /* A folder where the file should be. */
     char dir[] = "/tmp/dla-train-paths-XXXXXX";
     assert_non_null(mkdtemp(dir));

@@ -443,8 +443,8 @@ typedef struct dla_training_options {
      * end of every epoch and of training. */
     const char *plots;
     /* The chart's file; NULL: "training-progress.svg" in the current
-     * directory. Its folder must exist and be writable: checked before
-     * the first iteration (DLA_ERR_IO). */
+     * directory ("" is DLA_ERR_INVALID_ARGUMENT). Its folder must exist
+     * and be writable: checked before the first iteration (DLA_ERR_IO). */
     const char *plots_path;
     /* Where the table and the bar go; NULL: stdout. */
     FILE *output;
