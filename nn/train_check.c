@@ -116,7 +116,10 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
     dla_free(v);
     if (bad < 0)
         return DLA_OK;
-    int one_based = b == k || (lo >= 1 && hi <= k);
+    /* All in 1..K: MATLAB's numbering. A bad value of K alone said so too,
+     * of labels that hold a 0 as well (K + 1 classes in 0..K, not 1-based)
+     * and sent the user to subtract 1 from them. */
+    int one_based = lo >= 1 && hi <= k;
     return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                          "dla_trainnet: %s: targets[%lld] is %d, which is not a class number in "
                          "0..%lld (the network's output has %lld classes)%s",

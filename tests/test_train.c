@@ -1510,6 +1510,18 @@ static void class_numbers_outside_the_classes_are_refused(void **state)
                                              "(subtract 1)"));
     dla_tensor_release(bad);
 
+    /* 0..K: K + 1 classes, not MATLAB's numbering. Before: the K was taken
+     * for a 1-based label and the hint said to subtract 1. */
+    memcpy(v, good, sizeof v);
+    v[5] = 0;
+    v[9] = 4;
+    bad = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, N));
+    d.targets = bad;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "targets[9] is 4, which is not a class number in 0..3"));
+    assert_null(strstr(dla_last_error(), "1-based"));
+    dla_tensor_release(bad);
+
     /* One bad value deep in the data, and in the validation data. */
     memcpy(v, good, sizeof v);
     v[37] = -1;
