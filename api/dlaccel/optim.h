@@ -142,7 +142,8 @@ DLA_API void dla_optim_free(int n, dla_tensor **state);
  * defaults, as elsewhere in dlaccel. */
 typedef struct dla_lbfgs_options {
     /* HistorySize: the (step, gradient change) pairs kept, >= 1; 0: 10.
-     * Values between 3 and 20 suit most tasks (MATLAB). */
+     * Values between 3 and 20 suit most tasks (MATLAB). Memory is taken
+     * for the pairs stored, as they come, not for HistorySize of them. */
     int history_size;
     /* InitialInverseHessianFactor: the initial inverse Hessian is this
      * times the identity while no pair is stored (the first iteration,
