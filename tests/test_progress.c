@@ -7,8 +7,9 @@
  * A memory stream is no terminal, so the width comes from COLUMNS, the
  * fallback the display uses where TIOCGWINSZ does not answer (the bar is
  * forced with .bar = 1). tests/tool_progress_tty.sh checks a real
- * terminal (tmux) as well. The chart of points too large for a double's
- * + 1 is a file of finite size.
+ * terminal (tmux) as well. Counts far past the total keep a positive
+ * percentage; the chart of points too large for a double's + 1 is a file
+ * of finite size.
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <stdarg.h>
@@ -255,6 +256,35 @@ static void a_display_freed_twice_or_used_after_is_refused(void **state)
     free(buf);
 }
 
+/* A count far above the total (a total that was an estimate) or near
+ * INT64_MAX: before, the percentage past INT_MAX came out of an undefined
+ * conversion as "-2147483648%", and 10 * done overflowed. */
+static void counts_far_above_the_total_stay_positive(void **state)
+{
+    (void)state;
+    for (int bar = -1; bar <= 1; bar += 2) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        setenv("COLUMNS", "120", 1);
+        dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = f, .bar = bar,
+                                                                      .total = 10});
+        dla_progress_update(p, 5, "half");
+        dla_progress_update(p, INT64_MAX / 2, "far past");
+        dla_progress_update(p, INT64_MAX, "the end");
+        dla_progress_finish(p, NULL);
+        dla_progress_free(p);
+        unsetenv("COLUMNS");
+        fclose(f);
+        if (strstr(buf, "-2147483648") || strstr(buf, "-1000000000"))
+            fail_msg("bar %d: a negative percentage in \"%s\"", bar, buf);
+        assert_non_null(strstr(buf, " 50%"));
+        assert_non_null(strstr(buf, "1000000000%"));
+        free(buf);
+    }
+}
+
 /* Writes the chart of one point (x, value) to path in a child process
  * that may write 4 MiB and run 20 s, so that a chart that never ends
  * fails the test instead of filling the disk; returns the child's wait
@@ -324,6 +354,7 @@ int main(void)
         TU_TEST(pipe_gets_plain_lines_with_the_rate),
         TU_TEST(a_display_freed_twice_or_used_after_is_refused),
         TU_TEST(a_chart_of_huge_values_is_finite),
+        TU_TEST(counts_far_above_the_total_stay_positive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
