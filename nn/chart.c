@@ -33,9 +33,41 @@ static const palette colors[] = {
 };
 #define NCOLORS (int)(sizeof colors / sizeof colors[0])
 
+/* The length of the UTF-8 sequence at s that XML 1.0 takes as one
+ * character (1 to 4 bytes), or 0 when it is not one: a stray or
+ * truncated byte, an overlong form, a surrogate, U+FFFE or U+FFFF, or a
+ * code point past U+10FFFF. */
+static int utf8_char(const unsigned char *s)
+{
+    const unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+        (c == 0xF4 && s[1] > 0x8F) || (c == 0xEF && s[1] == 0xBF && s[2] >= 0xBE))
+        return 0;
+    return n;
+}
+
 static void put_escaped(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
+        /* The file says it is UTF-8: a title or metric name in Latin-1
+         * ("caf\xe9") was copied byte for byte, and browsers refused the
+         * whole chart as not well-formed. Such a byte becomes U+FFFD. */
+        const int n = utf8_char((const unsigned char *)s);
+        if (n == 0) {
+            fputs("\xEF\xBF\xBD", f);
+            continue;
+        }
+        if (n > 1) {
+            fwrite(s, 1, (size_t)n, f);
+            s += n - 1;
+            continue;
+        }
         switch (*s) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;

@@ -9,7 +9,7 @@
  * forced with .bar = 1). tests/tool_progress_tty.sh checks a real
  * terminal (tmux) as well. Counts far past the total keep a positive
  * percentage; the chart of points too large for a double's + 1 is a file
- * of finite size.
+ * of finite size, and UTF-8 whatever bytes its names hold.
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <stdarg.h>
@@ -256,6 +256,51 @@ static void a_display_freed_twice_or_used_after_is_refused(void **state)
     free(buf);
 }
 
+/* The chart says it is UTF-8: a title or metric name in Latin-1 was
+ * copied byte for byte, and browsers refused the whole file as not
+ * well-formed. Bytes that are no UTF-8 character become U+FFFD; UTF-8
+ * text stays as it is. */
+static void a_chart_is_utf8_whatever_its_names(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dla-progress-utf8-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    dla_progress *p = dla_progress_create(&(dla_progress_options){
+        .bar = -2, .title = "caf\xe9 \xc3\xa9t\xc3\xa9", .xlabel = "it\xff\xfe"});
+    assert_int_equal(dla_progress_record(p, "TrainingLoss \xed\xa0\x80 \xc3", 1, 0.5), DLA_OK);
+    assert_int_equal(dla_progress_record(p, "TrainingLoss \xed\xa0\x80 \xc3", 2, 0.25), DLA_OK);
+    assert_int_equal(dla_progress_write_chart(p, path), DLA_OK);
+    dla_progress_free(p);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[100000];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    unlink(path);
+    /* Every byte above 0x7f belongs to a UTF-8 sequence of the right
+     * length (the checks here are those of the replacement's text). */
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)text[i];
+        if (c < 0x80)
+            continue;
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+        if (!len || c > 0xF4)
+            fail_msg("byte %zu: 0x%02x starts no UTF-8 character", i, c);
+        for (size_t k = 1; k < len; k++)
+            if (i + k >= n || ((unsigned char)text[i + k] & 0xC0) != 0x80)
+                fail_msg("byte %zu: 0x%02x is not followed by %zu continuation bytes", i, c,
+                         len - 1);
+        assert_false(c == 0xED && (unsigned char)text[i + 1] >= 0xA0); /* a surrogate */
+        i += len - 1;
+    }
+    assert_non_null(strstr(text, "caf\xef\xbf\xbd \xc3\xa9t\xc3\xa9"));
+    assert_non_null(strstr(text, "it\xef\xbf\xbd\xef\xbf\xbd"));
+    assert_non_null(strstr(text, ">TrainingLoss \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd<"));
+}
+
 /* A count far above the total (a total that was an estimate) or near
  * INT64_MAX: before, the percentage past INT_MAX came out of an undefined
  * conversion as "-2147483648%", and 10 * done overflowed. */
@@ -355,6 +400,7 @@ int main(void)
         TU_TEST(a_display_freed_twice_or_used_after_is_refused),
         TU_TEST(a_chart_of_huge_values_is_finite),
         TU_TEST(counts_far_above_the_total_stay_positive),
+        TU_TEST(a_chart_is_utf8_whatever_its_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

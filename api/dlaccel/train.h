@@ -84,8 +84,10 @@ extern "C" {
  * A training series is drawn as a light line of the raw values with a
  * smoothed darker line over it, a validation series as black dashes with a
  * marker on each point; epoch boundaries (dla_progress_mark_epoch) are
- * dotted vertical lines. The file is plain SVG 1.1 text (no script, no
- * external reference), which any browser shows. */
+ * dotted vertical lines. The file is plain SVG 1.1 text in UTF-8 (no
+ * script, no external reference), which any browser shows: a byte of the
+ * title, the x label or a metric's name that is no UTF-8 character
+ * (Latin-1 text) is written as U+FFFD. */
 
 typedef struct dla_progress dla_progress;
 
