@@ -141,9 +141,15 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
         return DLA_OK;
     char d[256];
     dla_tensor_describe(targets, d, sizeof d);
+    /* One value per observation, not int32: class numbers given as double
+     * (or uint8, logical) were taken for one response each, and the
+     * message spoke of one class only. */
+    const int numbers = have == 1 && dla_tensor_dtype(targets) != DLA_I32;
     return dla_set_error(DLA_ERR_SHAPE,
                          "dla_trainnet: %s: targets (%s, read as \"%s\") have %lld classes along C "
                          "where the network's output (\"%s\") has %lld: the class counts of the "
-                         "targets and of the network differ",
-                         what, d, fmt, (long long)have, out_format, (long long)channels);
+                         "targets and of the network differ%s",
+                         what, d, fmt, (long long)have, out_format, (long long)channels,
+                         numbers ? "; if they are class numbers, give them as int32 (0..K-1): "
+                                   "other dtypes are responses" : "");
 }

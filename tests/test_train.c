@@ -1585,6 +1585,15 @@ static void one_hot_targets_of_another_class_count_are_named(void **state)
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   NULL), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_last_error(), "have 3 classes along C"));
+    assert_null(strstr(dla_last_error(), "int32"));
+    /* Class numbers as double are responses, one per observation: the
+     * message said "1 classes" and no more. */
+    d.targets = dla_cast(t, DLA_F64);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "have 1 classes along C"));
+    assert_non_null(strstr(dla_last_error(), "if they are class numbers, give them as int32 "
+                                             "(0..K-1): other dtypes are responses"));
     dla_scope_end();
     /* A custom loss that fails: its own message, not feval's. */
     d.targets = t;

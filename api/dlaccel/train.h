@@ -269,7 +269,9 @@ typedef struct dla_train_data {
      * one outside 0..K-1 is DLA_ERR_INVALID_ARGUMENT naming the first
      * (targets[i]), the range, and MATLAB's 1-based numbering when they
      * look 1-based; targets with a C dim (one-hot) of another size than K
-     * are DLA_ERR_SHAPE naming both counts. */
+     * are DLA_ERR_SHAPE naming both counts (and, for one value per
+     * observation of another dtype than int32, saying that class numbers
+     * are int32). */
     dla_tensor *targets;
 } dla_train_data;
 
