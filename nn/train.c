@@ -1559,7 +1559,12 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                                     .time_elapsed = now() - tr.start,
                                     .learn_rate = in->iterations ? in->learn_rate[in->iterations - 1] : NAN,
                                     .training_loss = in->iterations ? in->training_loss[in->iterations - 1] : NAN,
-                                    .training_accuracy = NAN, .training_rmse = NAN,
+                                    /* The last iteration's, as its loss:
+                                     * NaN here told an OutputFcn that
+                                     * read the final accuracy at "done"
+                                     * that none was computed. */
+                                    .training_accuracy = in->iterations ? in->training_accuracy[in->iterations - 1] : NAN,
+                                    .training_rmse = in->iterations ? in->training_rmse[in->iterations - 1] : NAN,
                                     .validation_loss = in->final_validation_loss,
                                     .validation_accuracy = in->final_validation_accuracy,
                                     .validation_rmse = in->final_validation_rmse,

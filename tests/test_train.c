@@ -1241,10 +1241,14 @@ static void sequence_to_sequence_targets_are_cut_into_chunks(void **state)
     dla_tensor_release(t);
 }
 
+static dla_training_state done_state; /* what the last "done" call was given */
+
 static int stop_at_5(void *ctx, const dla_training_state *s)
 {
     int *calls = ctx;
     calls[!strcmp(s->stage, "start") ? 0 : !strcmp(s->stage, "done") ? 2 : 1]++;
+    if (!strcmp(s->stage, "done"))
+        done_state = *s;
     return s->iteration >= 5;
 }
 
@@ -1269,6 +1273,7 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     o.mini_batch_size = 32;
     o.output_fn = stop_at_5;
     o.output_ctx = calls;
+    o.metrics = "accuracy,rmse";
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   &info), DLA_OK);
     assert_int_equal(info->iterations, 5);
@@ -1276,6 +1281,14 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     assert_int_equal(calls[0], 1);
     assert_int_equal(calls[1], 5);
     assert_int_equal(calls[2], 1);
+    /* "done" holds the last iteration's figures; its accuracy and RMSE
+     * were NaN, as if not computed. */
+    assert_int_equal(done_state.iteration, 5);
+    assert_true(done_state.training_loss == info->training_loss[4]);
+    assert_false(isnan(info->training_accuracy[4]) || isnan(info->training_rmse[4]));
+    assert_true(done_state.training_accuracy == info->training_accuracy[4]);
+    assert_true(done_state.training_rmse == info->training_rmse[4]);
+    o.metrics = NULL;
     dla_training_info_free(info);
     dla_net_free(trained);
 

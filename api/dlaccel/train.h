@@ -328,7 +328,8 @@ typedef struct dla_training_state {
     double step_norm;
 } dla_training_state;
 
-/* An OutputFcn: called at the start, after every iteration and at the end.
+/* An OutputFcn: called at the start, after every iteration and at the end
+ * ("done": the last iteration's figures and the last validation's).
  * Return nonzero to stop training (the stop reason is then "Stopped by
  * OutputFcn"); at "start", before the first iteration (the network comes
  * back untrained, with no history). */
