@@ -56,6 +56,7 @@ struct dla_progress {
     char text[TEXT_MAX + 1];
     char title[128], xlabel[64];
     int started, shown;   /* timer started; a bar line is on screen */
+    int finished;         /* dla_progress_finish ran; the next update starts anew */
     double start, last_draw;
     int last_tenth;
     metric metrics[MAX_METRICS];
@@ -448,6 +449,14 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
 {
     if (!LIVE(p, "dla_progress_update"))
         return;
+    /* A new bar after dla_progress_finish, as documented: the plain lines
+     * stayed at the tenth the finish set, so a second run printed none,
+     * and its rate and time left were counted from the first run's start. */
+    if (p->finished) {
+        p->finished = 0;
+        p->started = 0;
+        p->last_tenth = -1;
+    }
     if (!p->started) {
         p->started = 1;
         p->start = now();
@@ -510,6 +519,7 @@ DLA_API void dla_progress_finish(dla_progress *p, const char *line)
     }
     p->shown = 0;
     p->last_tenth = 10;
+    p->finished = 1;
     if (line)
         fprintf(p->stream, "%s\n", line);
     fflush(p->stream);

@@ -2,7 +2,8 @@
  * test_progress.c - the progress display's lines: on a terminal the bar
  * fits the terminal's width at every draw (no line that wraps and stays
  * behind as a stale line), follows a change of width, and shows the rate;
- * through a pipe it is plain lines with the rate.
+ * through a pipe it is plain lines with the rate; after a finish, a new
+ * run gets a new bar or new lines.
  *
  * A memory stream is no terminal, so the width comes from COLUMNS, the
  * fallback the display uses where TIOCGWINSZ does not answer (the bar is
@@ -29,6 +30,15 @@
 #include <unistd.h>
 
 #define LONG_TEXT "epoch 12/30  loss 0.4213  accuracy 85.2%  validation 0.3917  learn rate 0.01"
+
+/* Lines of text that end with what (a suffix with its newline). */
+static int count_lines_with(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
 
 static void pause_ms(int ms)
 {
@@ -256,6 +266,36 @@ static void a_display_freed_twice_or_used_after_is_refused(void **state)
     free(buf);
 }
 
+/* After dla_progress_finish, later updates start a new bar. Before: the
+ * plain lines stayed at the tenth the finish had set, and a second run
+ * printed none of its progress. */
+static void a_finished_display_starts_a_new_bar(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = f, .bar = -1,
+                                                                  .total = 10});
+    for (int phase = 1; phase <= 2; phase++) {
+        char text[32];
+        snprintf(text, sizeof text, "phase %d", phase);
+        for (int i = 1; i <= 10; i++)
+            dla_progress_update(p, i, text);
+        dla_progress_finish(p, phase == 1 ? "first run done" : "second run done");
+    }
+    dla_progress_free(p);
+    fclose(f);
+    assert_int_equal(count_lines_with(buf, "phase 1\n"), 10);
+    assert_int_equal(count_lines_with(buf, "phase 2\n"), 10);
+    const char *second = strstr(buf, "first run done\n");
+    assert_non_null(second);
+    assert_non_null(strstr(second, "[progress]  10%  1/10  00:00:00 elapsed  phase 2\n"));
+    assert_non_null(strstr(second, "[progress] 100%  10/10"));
+    free(buf);
+}
+
 /* The chart says it is UTF-8: a title or metric name in Latin-1 was
  * copied byte for byte, and browsers refused the whole file as not
  * well-formed. Bytes that are no UTF-8 character become U+FFFD; UTF-8
@@ -401,6 +441,7 @@ int main(void)
         TU_TEST(a_chart_of_huge_values_is_finite),
         TU_TEST(counts_far_above_the_total_stay_positive),
         TU_TEST(a_chart_is_utf8_whatever_its_names),
+        TU_TEST(a_finished_display_starts_a_new_bar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

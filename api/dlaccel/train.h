@@ -135,9 +135,10 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
 DLA_API void dla_progress_printf(dla_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Draws the bar one last time and ends its line, then writes line (NULL:
- * nothing) on a line of its own. Later updates start a new bar. */
+ * nothing) on a line of its own. Later updates start a new bar (or new
+ * plain lines), with its own time and rate. */
 DLA_API void dla_progress_finish(dla_progress *p, const char *line);
-/* Seconds since the first update (0 before it). */
+/* Seconds since the first update of the current bar (0 before it). */
 DLA_API double dla_progress_elapsed(const dla_progress *p);
 
 /* Writes the chart of every metric recorded so far to path as SVG (to a
