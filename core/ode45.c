@@ -198,6 +198,14 @@ static dla_tensor *check_args(dla_ode_function fn, int nt, const double *tspan, 
                               "the times must be strictly increasing or strictly decreasing",
                               OP, i, tspan[i], i - 1, tspan[i - 1]);
     }
+    /* Times more than DBL_MAX apart (-1e308 to 1e308) made the span
+     * infinite: every step was inf, rejected and halved to inf again, and
+     * the solve never returned. */
+    if (!isfinite(tspan[nt - 1] - tspan[0]))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: argument tspan: from %.17g to %.17g is further than the largest "
+                          "double; the solver cannot measure its steps",
+                          OP, tspan[0], tspan[nt - 1]);
     if (nt > 2 && dla_tensor_find_dim(y0, 'T'))
         return dla__error(DLA_ERR_FORMAT,
                           "%s: argument y0 (\"%s\") has a \"T\" dim, which the %d requested "
@@ -229,6 +237,15 @@ static dla_tensor *check_args(dla_ode_function fn, int nt, const double *tspan, 
                               "%s: option %s is %g; it must be positive and finite (0: the "
                               "default)",
                               OP, positive[i].name, positive[i].v);
+    /* A max_step below ode45's smallest step (16 eps(t)) did not move t
+     * at all (1e-300 from t = 1: t + h == t) and the solve never returned;
+     * the largest |t| has the largest smallest step. */
+    const double tmax = fmax(fabs(tspan[0]), fabs(tspan[nt - 1]));
+    if (o->max_step > 0 && o->max_step < min_step(tmax))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: option max_step is %g, below the smallest step the solver takes "
+                          "at t = %.17g (16 eps(t) = %g): it could not advance",
+                          OP, o->max_step, tmax, min_step(tmax));
     if (o->max_steps < 0)
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
                           "%s: option max_steps is %lld; 0 is no limit", OP,
@@ -311,7 +328,12 @@ static dla_tensor *integrate(solver *s, int nt, const double *tspan, dla_tensor 
     const double tf = tspan[nt - 1];
     for (int next = 1; next < nt && !bad;) {
         const double hmin = min_step(t);
-        absh = fmin(hmax, fmax(hmin, absh));
+        /* hmin wins over hmax: the default hmax, a tenth of the span, is
+         * below it when the times are a few units in the last place apart
+         * (1 and nextafter(1)), and a step of a tenth of an ulp left t
+         * where it was, forever. ode45 lets hmax win; its steps never end
+         * there either. */
+        absh = fmax(hmin, fmin(hmax, absh));
         int last = 0;
         if (1.1 * absh >= fabs(tf - t))
             absh = fabs(tf - t), last = 1;

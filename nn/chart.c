@@ -21,6 +21,7 @@
 #define PANEL_TOP 26.0
 #define PANEL_BOTTOM 44.0
 #define MAX_POINTS 3000
+#define MAX_TICKS 100 /* lines of a grid; a nice step gives about 10 */
 
 typedef struct palette {
     const char *dark, *light;
@@ -32,9 +33,41 @@ static const palette colors[] = {
 };
 #define NCOLORS (int)(sizeof colors / sizeof colors[0])
 
+/* The length of the UTF-8 sequence at s that XML 1.0 takes as one
+ * character (1 to 4 bytes), or 0 when it is not one: a stray or
+ * truncated byte, an overlong form, a surrogate, U+FFFE or U+FFFF, or a
+ * code point past U+10FFFF. */
+static int utf8_char(const unsigned char *s)
+{
+    const unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+        (c == 0xF4 && s[1] > 0x8F) || (c == 0xEF && s[1] == 0xBF && s[2] >= 0xBE))
+        return 0;
+    return n;
+}
+
 static void put_escaped(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
+        /* The file says it is UTF-8: a title or metric name in Latin-1
+         * ("caf\xe9") was copied byte for byte, and browsers refused the
+         * whole chart as not well-formed. Such a byte becomes U+FFFD. */
+        const int n = utf8_char((const unsigned char *)s);
+        if (n == 0) {
+            fputs("\xEF\xBF\xBD", f);
+            continue;
+        }
+        if (n > 1) {
+            fwrite(s, 1, (size_t)n, f);
+            s += n - 1;
+            continue;
+        }
         switch (*s) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
@@ -99,8 +132,14 @@ static void panel_range(const dla__chart_panel *p, double *lo, double *hi)
         return;
     }
     *lo = mn < 0 ? mn : 0;
+    /* Past 2^53 a double has no room for + 1: a lone value of -1e20 kept
+     * the range empty, and the grid below never got past its first line
+     * (the chart grew without end). The range then takes the value's own
+     * size. */
     if (mx <= *lo)
         mx = *lo + 1;
+    if (mx <= *lo)
+        mx = *lo + fabs(*lo);
     double step = nice_step(mx - *lo, 5);
     *lo = floor(*lo / step) * step;
     *hi = ceil(mx / step) * step;
@@ -181,9 +220,15 @@ static void draw_panel(FILE *f, const dla__chart *c, int k, double top, double x
                     sx(&fr, a) + 4, fr.py + 13, c->mark_epoch[e]);
     }
 
-    /* Grid and ticks. */
+    /* Grid and ticks, counted: v += step stops moving once the step is
+     * below half a unit in the last place of v (iterations near 2^63, or
+     * values past 2^53), and such a loop wrote lines until the disk was
+     * full. MAX_TICKS is far more than any nice step gives. */
     double ys = nice_step(fr.y1 - fr.y0, 5);
-    for (double v = fr.y0; v <= fr.y1 + ys * 1e-6; v += ys) {
+    for (int i = 0; i <= MAX_TICKS; i++) {
+        const double v = fr.y0 + i * ys;
+        if (!(v <= fr.y1 + ys * 1e-6))
+            break;
         fmt_num(num, sizeof num, v);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#DDDDDD\"/>\n",
                 fr.px, sy(&fr, v), fr.px + fr.pw, sy(&fr, v));
@@ -191,7 +236,10 @@ static void draw_panel(FILE *f, const dla__chart *c, int k, double top, double x
                 fr.px - 6, sy(&fr, v) + 4, num);
     }
     double xs = nice_step(xhi - xlo, 8);
-    for (double v = ceil(xlo / xs) * xs; v <= xhi + xs * 1e-6; v += xs) {
+    for (int i = 0; i <= MAX_TICKS; i++) {
+        const double v = ceil(xlo / xs) * xs + i * xs;
+        if (!(v <= xhi + xs * 1e-6))
+            break;
         fmt_num(num, sizeof num, v);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999999\"/>\n",
                 sx(&fr, v), fr.py + fr.ph, sx(&fr, v), fr.py + fr.ph + 4);
@@ -280,6 +328,8 @@ dla_status dla__chart_write_svg(FILE *f, const dla__chart *c)
         xlo = 0;
     if (xhi <= xlo)
         xhi = xlo + 1;
+    if (xhi <= xlo) /* one iteration past 2^53: see panel_range */
+        xhi = xlo + fabs(xlo);
     double height = TITLE_H + PANEL_H * c->npanels + 10;
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "

@@ -117,6 +117,29 @@ static int create_beside(const char *path, char *tmp, size_t size)
     return -1;
 }
 
+/* Asks the system to write the folder of path (its entry for the renamed
+ * file) to the disk. Best effort: a folder that cannot be opened or
+ * synced (a path of more than PATH_MAX bytes, a file system that does not
+ * sync folders) leaves the save as it was before, done but not durable. */
+static void sync_folder_of(const char *path)
+{
+    char folder[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(folder, sizeof folder, ".");
+    else if (slash == path)
+        snprintf(folder, sizeof folder, "/");
+    else if ((size_t)(slash - path) < sizeof folder)
+        snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
+    else
+        return;
+    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
 {
     static const char fn[] = "dla_net_save";
@@ -251,6 +274,21 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
             dla__nn_free(data);
         }
     int err = errno;
+    /* The data reaches the disk before the rename does: without it a
+     * power loss soon after the rename could leave an empty or partial
+     * file under path (ext4 and xfs may write the rename first), where a
+     * good network, a training's last checkpoint, was before. */
+    if (ok && st == DLA_OK && !in_place && fflush(f) != 0) {
+        ok = 0;
+        err = errno;
+    }
+    /* EINVAL, ENOTSUP: a file system with nothing to sync; the write
+     * itself went well. EIO, ENOSPC: the data did not reach the disk. */
+    if (ok && st == DLA_OK && !in_place && fsync(fileno(f)) != 0 && errno != EINVAL &&
+        errno != ENOTSUP) {
+        ok = 0;
+        err = errno;
+    }
     if (fclose(f) != 0 && ok) {
         ok = 0;
         err = errno;
@@ -260,6 +298,10 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
     if (st == DLA_OK && !in_place && rename(tmp, path) != 0)
         st = dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot rename the written file over it: %s", fn,
                           path, strerror(errno));
+    /* ... and the rename itself, so that path holds the new file after a
+     * power loss, not the old one (or none). */
+    if (st == DLA_OK && !in_place)
+        sync_folder_of(path);
     if (st != DLA_OK && !in_place)
         unlink(tmp);
     dla__nn_free(tmp);

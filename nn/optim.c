@@ -167,10 +167,11 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
         return st;
     if (iteration < 1 || !(learn_rate >= 0) || isinf(learn_rate) ||
         !(grad_decay >= 0 && grad_decay < 1) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) ||
-        !(epsilon > 0))
+        !(epsilon > 0) || isinf(epsilon))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: iteration %d must be >= 1, learnRate %g "
                             "finite and >= 0, gradDecay %g and sqGradDecay %g in [0, 1), epsilon "
-                            "%g > 0", fn, iteration, learn_rate, grad_decay, sq_grad_decay, epsilon);
+                            "%g finite and > 0", fn, iteration, learn_rate, grad_decay,
+                            sq_grad_decay, epsilon);
     double step = learn_rate * sqrt(1 - pow(sq_grad_decay, iteration)) /
                   (1 - pow(grad_decay, iteration));
     dla_tensor **next = dla__nn_calloc((size_t)(3 * n), sizeof *next);
@@ -202,10 +203,12 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument avg_sq_grad is NULL", fn);
     if ((st = check_state(fn, n, params, avg_sq_grad, "avg_sq_grad")) != DLA_OK)
         return st;
+    /* An infinite epsilon divided every step to 0: the parameters never
+     * moved, and the update said DLA_OK. */
     if (!(learn_rate >= 0) || isinf(learn_rate) || !(sq_grad_decay >= 0 && sq_grad_decay < 1) ||
-        !(epsilon > 0))
+        !(epsilon > 0) || isinf(epsilon))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be finite and >= 0, "
-                            "sqGradDecay %g in [0, 1), epsilon %g > 0", fn, learn_rate,
+                            "sqGradDecay %g in [0, 1), epsilon %g finite and > 0", fn, learn_rate,
                             sq_grad_decay, epsilon);
     dla_tensor **next = dla__nn_calloc((size_t)(2 * n), sizeof *next);
     if (!next)

@@ -35,9 +35,11 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
                                      double factor, const double *l2_factors, dla_tensor **out)
 {
     static const char fn[] = "dla_l2_regularize";
-    if (n < 0 || (n && (!grads || !params || !out)) || !(factor >= 0)) {
-        dla_status st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d entries, factor %g (>= 0)",
-                                     fn, n, factor);
+    /* An infinite factor made every gradient inf, and a bias's (its L2
+     * factor 0) NaN from inf * 0: the next update wrote NaN weights. */
+    if (n < 0 || (n && (!grads || !params || !out)) || !(factor >= 0) || isinf(factor)) {
+        dla_status st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                                     "%s: %d entries, factor %g (finite and >= 0)", fn, n, factor);
         for (int i = 0; out && i < n; i++)
             out[i] = dla__nn_error_tensor();
         return st;

@@ -39,8 +39,13 @@ struct dla_lbfgs_state {
     int64_t iterations, evaluations;
     /* The pairs, a ring of history_size slots; slot k holds s[k n .. k n +
      * n - 1], y likewise, and rho[k] = 1 / s'y. The oldest pair is in slot
-     * head; count pairs in all. */
-    int count, head;
+     * head; count pairs in all. Only cap slots are allocated, grown as
+     * pairs come: all history_size of them were allocated and cleared at
+     * the first update, and a HistorySize of 2^31 - 1 (a "keep them all")
+     * cleared tens of GB, which the system killed the process for. Until
+     * the ring is full (count < history_size) head is 0, so the slots in
+     * use are 0 .. count - 1 and growing keeps them where they are. */
+    int count, head, cap;
     dla_tensor **s, **y;
     double *rho;
     double gamma; /* s'y / y'y of the newest pair */
@@ -128,6 +133,31 @@ static void drop_pairs(dla_lbfgs_state *s)
         dla_optim_free(s->n, pair(s, s->y, j));
     }
     s->count = s->head = 0;
+}
+
+/* Makes room for cap pairs (cap <= history_size; the ring not full, so
+ * the pairs in use stay in slots 0 .. count - 1). The state is unchanged
+ * on failure: a block moved by a realloc that succeeded holds the same
+ * pairs. */
+static dla_status grow_pairs(dla_lbfgs_state *s, int cap)
+{
+    const size_t slots = (size_t)cap * (size_t)s->n;
+    if (slots > SIZE_MAX / sizeof *s->s)
+        return DLA_ERR_OUT_OF_MEMORY;
+    dla_tensor **ns = dla__nn_realloc(s->s, sizeof *ns * slots);
+    if (!ns)
+        return DLA_ERR_OUT_OF_MEMORY;
+    s->s = ns;
+    dla_tensor **ny = dla__nn_realloc(s->y, sizeof *ny * slots);
+    if (!ny)
+        return DLA_ERR_OUT_OF_MEMORY;
+    s->y = ny;
+    double *nr = dla__nn_realloc(s->rho, sizeof *nr * (size_t)cap);
+    if (!nr)
+        return DLA_ERR_OUT_OF_MEMORY;
+    s->rho = nr;
+    s->cap = cap;
+    return DLA_OK;
 }
 
 /* Stores the pair (its references taken), dropping the oldest when full. */
@@ -616,14 +646,15 @@ DLA_API dla_status dla_lbfgsupdate(int n, dla_tensor **params, dla_function loss
      * the current and the best point's x and g, the new pair's s and y;
      * and the recursion's coefficients. */
     dla_tensor **block = dla__nn_calloc((size_t)n * 12 + 1, sizeof *block);
-    dla_tensor **alpha = dla__nn_calloc((size_t)m, sizeof *alpha);
+    dla_tensor **alpha = dla__nn_calloc((size_t)(s->count ? s->count : 1), sizeof *alpha);
     lists fresh = {0};
+    const int cap0 = m < 4 ? m : 4;
     if (!s->n) {
         fresh.x = dla__nn_calloc((size_t)n, sizeof *fresh.x);
         fresh.g = dla__nn_calloc((size_t)n, sizeof *fresh.g);
-        fresh.s = dla__nn_calloc((size_t)m * (size_t)n, sizeof *fresh.s);
-        fresh.y = dla__nn_calloc((size_t)m * (size_t)n, sizeof *fresh.y);
-        fresh.rho = dla__nn_calloc((size_t)m, sizeof *fresh.rho);
+        fresh.s = dla__nn_calloc((size_t)cap0 * (size_t)n, sizeof *fresh.s);
+        fresh.y = dla__nn_calloc((size_t)cap0 * (size_t)n, sizeof *fresh.y);
+        fresh.rho = dla__nn_calloc((size_t)cap0, sizeof *fresh.rho);
     }
     if (!block || !alpha ||
         (!s->n && (!fresh.x || !fresh.g || !fresh.s || !fresh.y || !fresh.rho))) {
@@ -723,16 +754,29 @@ DLA_API dla_status dla_lbfgsupdate(int n, dla_tensor **params, dla_function loss
         return st;
     }
 
+    /* A failed search that found no lower loss leaves params, and drops
+     * the pairs that led it there. */
+    const int drop = reset || (!res && !stationary);
+    const int store = res && r[0] > 0 && r[1] > 0 && isfinite(r[0]) && isfinite(r[1]);
+    /* Room for the new pair, made here, where a failure still changes
+     * nothing (a larger block holding the same pairs is the same state). */
+    if (store && s->n && !drop && s->count == s->cap && s->cap < m &&
+        grow_pairs(s, s->cap > m / 2 ? m : 2 * s->cap) != DLA_OK) {
+        dla_optim_free(n, sv);
+        dla_optim_free(n, yv);
+        work_release(n, &start, &cur, &best, d, block, alpha);
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory (the history's pairs)", fn);
+    }
+
     /* Nothing below can fail. */
     if (!s->n) {
         s->n = n;
         s->x = fresh.x, s->g = fresh.g, s->s = fresh.s, s->y = fresh.y, s->rho = fresh.rho;
+        s->cap = cap0;
     }
-    /* A failed search that found no lower loss leaves params, and drops
-     * the pairs that led it there. */
-    if (reset || (!res && !stationary))
+    if (drop)
         drop_pairs(s);
-    if (res && r[0] > 0 && r[1] > 0 && isfinite(r[0]) && isfinite(r[1])) {
+    if (store) {
         push_pair(s, sv, yv, r[0], r[1]);
     } else if (res) {
         dla_optim_free(n, sv); /* curvature condition failed: not stored */

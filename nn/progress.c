@@ -56,6 +56,7 @@ struct dla_progress {
     char text[TEXT_MAX + 1];
     char title[128], xlabel[64];
     int started, shown;   /* timer started; a bar line is on screen */
+    int finished;         /* dla_progress_finish ran; the next update starts anew */
     double start, last_draw;
     int last_tenth;
     metric metrics[MAX_METRICS];
@@ -205,17 +206,32 @@ DLA_API dla_status dla_progress_mark_epoch(dla_progress *p, int epoch, int64_t x
     return DLA_OK;
 }
 
+/* v as an int, within +-1e9. A count far above the total (done 2^62 of
+ * 10) gave a percentage past INT_MAX, whose conversion is undefined: the
+ * line read "-2147483648%", and 10 * done overflowed before it. */
+static int clamp_int(double v)
+{
+    return isnan(v) ? 0 : v >= 1e9 ? 1000000000 : v <= -1e9 ? -1000000000 : (int)v;
+}
+
+/* Whole seconds of s, within 1e15 (a time left past LONG_MAX seconds, at a
+ * slow rate towards a total near INT64_MAX, overflowed the same way). */
+static long whole_seconds(double s)
+{
+    return s > 0 && isfinite(s) ? (long)(fmin(s, 1e15) + 0.5) : 0;
+}
+
 /* "01:02:03"; hours keep growing past 99. */
 static void hms(char *buf, size_t size, double s)
 {
-    long t = s > 0 && isfinite(s) ? (long)(s + 0.5) : 0;
+    long t = whole_seconds(s);
     snprintf(buf, size, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
 /* The bar's shorter form: "02:03" under an hour, "1:02:03" past it. */
 static void mss(char *buf, size_t size, double s)
 {
-    long t = s > 0 && isfinite(s) ? (long)(s + 0.5) : 0;
+    long t = whole_seconds(s);
     if (t < 3600)
         snprintf(buf, size, "%02ld:%02ld", t / 60, t % 60);
     else
@@ -270,7 +286,7 @@ static void line_fields(const dla_progress *p, char *buf, size_t size)
     rate_text(p, r, sizeof r);
     int n;
     if (p->total)
-        n = snprintf(buf, size, "%3d%%  %lld/%lld  %s elapsed", (int)(100.0 * (double)p->done / (double)p->total),
+        n = snprintf(buf, size, "%3d%%  %lld/%lld  %s elapsed", clamp_int(100.0 * (double)p->done / (double)p->total),
                      (long long)p->done, (long long)p->total, el);
     else
         n = snprintf(buf, size, "%lld  %s elapsed", (long long)p->done, el);
@@ -348,7 +364,7 @@ static void compose_bar(const dla_progress *p, int cols, char *out, size_t size)
 {
     char pct[16] = "", count[48], times[64] = "", r[32];
     if (p->total)
-        snprintf(pct, sizeof pct, "%3d%%", (int)(100.0 * (double)p->done / (double)p->total));
+        snprintf(pct, sizeof pct, "%3d%%", clamp_int(100.0 * (double)p->done / (double)p->total));
     if (p->total)
         snprintf(count, sizeof count, "%lld/%lld", (long long)p->done, (long long)p->total);
     else
@@ -394,7 +410,7 @@ static void compose_bar(const dla_progress *p, int cols, char *out, size_t size)
             bw = bw > BAR_WIDTH ? BAR_WIDTH : bw < 0 ? 0 : bw;
         }
         char bar[BAR_WIDTH + 1];
-        int filled = p->total ? (int)((double)bw * (double)p->done / (double)p->total) : 0;
+        int filled = p->total ? clamp_int((double)bw * (double)p->done / (double)p->total) : 0;
         filled = filled > bw ? bw : filled < 0 ? 0 : filled;
         for (int i = 0; i < bw; i++)
             bar[i] = i < filled ? '#' : '.';
@@ -433,6 +449,14 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
 {
     if (!LIVE(p, "dla_progress_update"))
         return;
+    /* A new bar after dla_progress_finish, as documented: the plain lines
+     * stayed at the tenth the finish set, so a second run printed none,
+     * and its rate and time left were counted from the first run's start. */
+    if (p->finished) {
+        p->finished = 0;
+        p->started = 0;
+        p->last_tenth = -1;
+    }
     if (!p->started) {
         p->started = 1;
         p->start = now();
@@ -451,7 +475,9 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
         if (end || !p->shown || now() - p->last_draw >= 0.1)
             draw_bar(p);
     } else if (p->mode == MODE_LINES && p->total) {
-        int tenth = (int)(10 * done / p->total);
+        int tenth = done > INT64_MAX / 10 || done < INT64_MIN / 10
+                        ? clamp_int(10.0 * (double)done / (double)p->total)
+                        : clamp_int((double)(10 * done / p->total));
         if (tenth > p->last_tenth && (tenth > 0 || done > 0)) {
             p->last_tenth = tenth;
             draw_line(p);
@@ -493,6 +519,7 @@ DLA_API void dla_progress_finish(dla_progress *p, const char *line)
     }
     p->shown = 0;
     p->last_tenth = 10;
+    p->finished = 1;
     if (line)
         fprintf(p->stream, "%s\n", line);
     fflush(p->stream);

@@ -931,7 +931,10 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
     int td = dla_tensor_find_dim(x, 'T');
     int tt = td && t ? dla_tensor_find_dim(t, 'T') : 0;
     int64_t steps = td ? dla_tensor_dim(x, td) : 1, L = tr->chunk;
-    int64_t padded = (steps + L - 1) / L * L;
+    /* steps + L - 1 overflowed for a SequenceLength near INT64_MAX: the
+     * padding came out negative ("dla_pad: ... padding -12 after"). Up to
+     * the next multiple, which is L itself for a batch shorter than L. */
+    int64_t padded = steps % L ? steps + (L - steps % L) : steps;
     if (tt && dla_tensor_dim(t, tt) != steps)
         return dla_set_error(DLA_ERR_SHAPE, "dla_trainnet: epoch %d: SequenceLength %lld: the "
                              "mini-batch's sequences have %lld time steps, its targets %lld; "
@@ -956,7 +959,16 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
     dla_status st = dla_tensor_status(x);
     if (st == DLA_OK && tt)
         st = dla_tensor_status(t);
-    for (int64_t c = 0; st == DLA_OK && c * L < padded && !*stop; c++) {
+    /* The padding's own message named dla_pad alone, not trainnet nor the
+     * option that asked for the length. */
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_set_error(st, "dla_trainnet: epoch %d: SequenceLength %lld: padding the mini-batch's "
+                      "%lld time steps to %lld: %s", tr->epoch, (long long)L, (long long)steps,
+                      (long long)padded, msg);
+    }
+    for (int64_t c = 0; st == DLA_OK && c < padded / L && !*stop; c++) {
         dla_scope_begin();
         dla_tensor *xc = td ? dla_contiguous(dla_slice(x, td, c * L, 1, (c + 1) * L)) : x;
         dla_tensor *tc = tt ? dla_contiguous(dla_slice(t, tt, c * L, 1, (c + 1) * L)) : t;
@@ -964,7 +976,7 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
         if (st == DLA_OK)
             st = dla_tensor_status(tc);
         if (st == DLA_OK)
-            st = iterate(tr, xc, tc, last_batch && (c + 1) * L >= padded, stop);
+            st = iterate(tr, xc, tc, last_batch && c + 1 == padded / L, stop);
         dla_scope_end();
     }
     dla_scope_end();
@@ -1547,7 +1559,12 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                                     .time_elapsed = now() - tr.start,
                                     .learn_rate = in->iterations ? in->learn_rate[in->iterations - 1] : NAN,
                                     .training_loss = in->iterations ? in->training_loss[in->iterations - 1] : NAN,
-                                    .training_accuracy = NAN, .training_rmse = NAN,
+                                    /* The last iteration's, as its loss:
+                                     * NaN here told an OutputFcn that
+                                     * read the final accuracy at "done"
+                                     * that none was computed. */
+                                    .training_accuracy = in->iterations ? in->training_accuracy[in->iterations - 1] : NAN,
+                                    .training_rmse = in->iterations ? in->training_rmse[in->iterations - 1] : NAN,
                                     .validation_loss = in->final_validation_loss,
                                     .validation_accuracy = in->final_validation_accuracy,
                                     .validation_rmse = in->final_validation_rmse,

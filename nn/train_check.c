@@ -59,6 +59,13 @@ dla_status dla__train_check_paths(const dla_training_options *o)
         return st;
     if (o->plots && !strcmp(o->plots, "training-progress") && o->plots_path) {
         const char *p = o->plots_path;
+        /* "" passed the check below (its folder is "."), and the first
+         * chart, after the first epoch, failed: "argument path is NULL or
+         * empty". */
+        if (!*p)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "dla_trainnet: Plots: plots_path is \"\"; give the chart's file "
+                                 "name, or NULL for training-progress.svg");
         struct stat sb;
         if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
             return dla_set_error(DLA_ERR_IO,
@@ -109,7 +116,10 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
     dla_free(v);
     if (bad < 0)
         return DLA_OK;
-    int one_based = b == k || (lo >= 1 && hi <= k);
+    /* All in 1..K: MATLAB's numbering. A bad value of K alone said so too,
+     * of labels that hold a 0 as well (K + 1 classes in 0..K, not 1-based)
+     * and sent the user to subtract 1 from them. */
+    int one_based = lo >= 1 && hi <= k;
     return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                          "dla_trainnet: %s: targets[%lld] is %d, which is not a class number in "
                          "0..%lld (the network's output has %lld classes)%s",
@@ -131,9 +141,15 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
         return DLA_OK;
     char d[256];
     dla_tensor_describe(targets, d, sizeof d);
+    /* One value per observation, not int32: class numbers given as double
+     * (or uint8, logical) were taken for one response each, and the
+     * message spoke of one class only. */
+    const int numbers = have == 1 && dla_tensor_dtype(targets) != DLA_I32;
     return dla_set_error(DLA_ERR_SHAPE,
                          "dla_trainnet: %s: targets (%s, read as \"%s\") have %lld classes along C "
                          "where the network's output (\"%s\") has %lld: the class counts of the "
-                         "targets and of the network differ",
-                         what, d, fmt, (long long)have, out_format, (long long)channels);
+                         "targets and of the network differ%s",
+                         what, d, fmt, (long long)have, out_format, (long long)channels,
+                         numbers ? "; if they are class numbers, give them as int32 (0..K-1): "
+                                   "other dtypes are responses" : "");
 }

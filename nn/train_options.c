@@ -12,6 +12,7 @@
 #include "nn/train_impl.h"
 #include "nn/train_parallel.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,8 +91,13 @@ int64_t dla__train_parse_sequence_length(const char *s)
     if (!strcmp(s, "shortest"))
         return -1;
     char *end;
+    /* A number past LLONG_MAX ("99999999999999999999") was read as
+     * LLONG_MAX, a length that overflowed the padding of every batch. */
+    errno = 0;
     long long v = strtoll(s, &end, 10);
-    return end != s && !*end && v > 0 && s[0] >= '0' && s[0] <= '9' ? (int64_t)v : -2;
+    return end != s && !*end && v > 0 && errno != ERANGE && s[0] >= '0' && s[0] <= '9'
+               ? (int64_t)v
+               : -2;
 }
 
 /* An option of the other kind of solver, set. */
@@ -247,11 +253,17 @@ static dla_status resolve_minibatch(dla_training_options *o)
                                                                   : "it must be in [0, 1)");
         *decays[i].v = v == 0 ? decays[i].def : v < 0 ? 0 : v;
     }
-    if (!(o->epsilon >= 0))
-        return bad_number("Epsilon", o->epsilon, "it must be a positive number");
+    /* An infinite Epsilon divided every step of "adam" and "rmsprop" to
+     * 0: every epoch ran, no weight moved, and trainnet said DLA_OK. */
+    if (!(o->epsilon >= 0) || isinf(o->epsilon))
+        return bad_number("Epsilon", o->epsilon, "it must be a positive finite number");
     o->epsilon = o->epsilon ? o->epsilon : DLA_ADAM_EPSILON;
-    if (isnan(o->l2_regularization))
-        return bad_number("L2Regularization", o->l2_regularization, "it must be a number");
+    /* An infinite factor made the first update's weights NaN; the next
+     * iteration then stopped at a NaN loss, blaming the data or the
+     * learning rate. -Inf is a negative number: none. */
+    if (isnan(o->l2_regularization) || o->l2_regularization == INFINITY)
+        return bad_number("L2Regularization", o->l2_regularization,
+                          "it must be a finite number (negative: none)");
     o->l2_regularization = o->l2_regularization == 0 ? 1e-4 : o->l2_regularization < 0 ? 0
                                                                                    : o->l2_regularization;
     if (!(o->gradient_threshold >= 0))
@@ -286,7 +298,8 @@ DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts
     if (dla__train_parse_sequence_length(o.sequence_length) == -2)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "dla_training_options: SequenceLength \"%s\" is not \"longest\", "
-                             "\"shortest\" or a positive whole number", o.sequence_length);
+                             "\"shortest\" or a positive whole number (at most 9223372036854775807)",
+                             o.sequence_length);
     o.sequence_length = o.sequence_length ? o.sequence_length : "longest";
     if (isnan(o.sequence_padding_value))
         return bad_number("SequencePaddingValue", o.sequence_padding_value, "it must be a number");

@@ -5,7 +5,8 @@
  * curvature is exact on an isotropic one), the line searches' own
  * behaviour on one-dimensional losses worked out by hand (the bounded
  * first step, weak against strong Wolfe, a pair of negative curvature not
- * stored, a failed search), the state's read-only properties, every error
+ * stored, a failed search), the state's read-only properties, a history
+ * size far above the pairs stored (only those allocated), every error
  * (nothing changed after one), a small network fitted better than by 200
  * Adam steps, and trainnet with "lbfgs": its options, its table and its
  * stop reasons.
@@ -533,6 +534,75 @@ static void the_history_keeps_history_size_pairs(void **state)
     assert_true(seen[3]);
     assert_int_equal(info_of(s).history_length, 3);
     assert_true(info_of(s).loss < 24.2 / 10); /* it made progress with 3 */
+    dla_lbfgs_state_free(s);
+    dla_optim_free(2, p);
+}
+
+/* A HistorySize far above the pairs a solve makes (2^31 - 1: "keep them
+ * all") takes the same steps as one of 20, and only the memory of the
+ * pairs stored. Before: every slot was allocated and cleared at the first
+ * update (48 GB here), and the system killed the process; main's
+ * allocator refuses blocks of 256 MiB and more, so that the old code
+ * fails this test with DLA_ERR_OUT_OF_MEMORY instead. */
+static void a_huge_history_size_allocates_only_the_pairs_stored(void **state)
+{
+    (void)state;
+    dla_tensor *p[2] = {scalar(-1.2, DLA_F64), scalar(1, DLA_F64)};
+    dla_tensor *q[2] = {scalar(-1.2, DLA_F64), scalar(1, DLA_F64)};
+    dla_lbfgs_state *huge = dla_lbfgs_state_create(&(dla_lbfgs_options){.history_size = INT32_MAX});
+    dla_lbfgs_state *some = dla_lbfgs_state_create(&(dla_lbfgs_options){.history_size = 20});
+    assert_non_null(huge);
+    assert_non_null(some);
+    for (int it = 0; it < 15; it++) {
+        if (dla_lbfgsupdate(2, p, rosenbrock_loss, NULL, huge) != DLA_OK)
+            fail_msg("update %d: %s", it + 1, dla_last_error());
+        assert_int_equal(dla_lbfgsupdate(2, q, rosenbrock_loss, NULL, some), DLA_OK);
+        assert_int_equal(info_of(huge).history_length, info_of(some).history_length);
+        assert_true(item(p[0], 0) == item(q[0], 0) && item(p[1], 0) == item(q[1], 0));
+    }
+    assert_true(info_of(huge).history_length > 4); /* past the first block of pairs */
+    assert_int_equal(info_of(huge).options.history_size, INT32_MAX);
+    dla_lbfgs_state_free(huge);
+    dla_lbfgs_state_free(some);
+    dla_optim_free(2, p);
+    dla_optim_free(2, q);
+}
+
+/* The update that grows the pairs' slots (the fifth pair) is all or
+ * nothing like any other: each of its allocations refused in turn leaves
+ * params and the state as they were, and the update then succeeds. */
+static void growing_the_history_is_all_or_nothing(void **state)
+{
+    (void)state;
+    dla_tensor *p[2] = {scalar(-1.2, DLA_F64), scalar(1, DLA_F64)};
+    dla_lbfgs_state *s = dla_lbfgs_state_create(&(dla_lbfgs_options){.history_size = 20});
+    for (int it = 0; it < 30 && info_of(s).history_length < 4; it++)
+        assert_int_equal(dla_lbfgsupdate(2, p, rosenbrock_loss, NULL, s), DLA_OK);
+    assert_int_equal(info_of(s).history_length, 4);
+    const dla_lbfgs_info before = info_of(s);
+    dla_tensor *p0 = p[0], *p1 = p[1];
+    const double x = item(p0, 0), y = item(p1, 0);
+    dla_status st = DLA_ERR_OUT_OF_MEMORY;
+    long refused = 0;
+    for (long k = 1; st != DLA_OK && k < 100000; k++) {
+        tu_calls = 0;
+        tu_fail_at = k;
+        st = dla_lbfgsupdate(2, p, rosenbrock_loss, NULL, s);
+        tu_fail_at = 0;
+        if (st == DLA_OK)
+            break;
+        refused++;
+        const dla_lbfgs_info now = info_of(s);
+        if (p[0] != p0 || p[1] != p1 || now.history_length != 4 ||
+            now.iterations != before.iterations || now.evaluations != before.evaluations)
+            fail_msg("allocation %ld refused (%s): params or the state changed", k,
+                     dla_last_error());
+        assert_true(item(p[0], 0) == x && item(p[1], 0) == y);
+    }
+    assert_int_equal(st, DLA_OK);
+    assert_true(refused > 0);
+    if (info_of(s).history_length != 5) /* the pair went into a grown block */
+        fail_msg("history %d after the update", info_of(s).history_length);
     dla_lbfgs_state_free(s);
     dla_optim_free(2, p);
 }
@@ -1085,8 +1155,18 @@ static void trainnet_with_lbfgs_stops_at_a_nan_loss(void **state)
     dla_scope_end();
 }
 
+/* No single block of 256 MiB or more: a test of this suite that asks for
+ * one is out of memory, not killed. */
+static void *capped_alloc(void *user, void *ptr, size_t size)
+{
+    if (size >= ((size_t)256 << 20))
+        return NULL;
+    return tu_alloc(user, ptr, size);
+}
+
 int main(void)
 {
+    dla_set_allocator(capped_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(rosenbrock_reaches_one_one_with_every_line_search),
         TU_TEST(rosenbrock_in_single_precision_as_one_tensor),
@@ -1099,6 +1179,8 @@ int main(void)
         TU_TEST(a_failed_line_search_keeps_params_or_takes_the_lowest_loss_tried),
         TU_TEST(the_state_describes_the_point_returned),
         TU_TEST(the_history_keeps_history_size_pairs),
+        TU_TEST(a_huge_history_size_allocates_only_the_pairs_stored),
+        TU_TEST(growing_the_history_is_all_or_nothing),
         TU_TEST(the_next_update_starts_from_the_state_unless_params_changed),
         TU_TEST(a_zero_gradient_takes_no_step),
         TU_TEST(every_error_leaves_params_and_state_as_they_were),

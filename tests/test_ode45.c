@@ -3,7 +3,7 @@
  * forms (decay, rotation, backwards in time), the error control meeting
  * its tolerances, formats of the result, direct gradients against closed
  * forms and finite differences, second derivatives, a replay with eager's
- * bits, and the errors.
+ * bits, solves that could not advance t (they end), and the errors.
  */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <stdarg.h>
@@ -176,6 +176,44 @@ static void test_it_integrates_backwards_in_time(void **state)
     assert_int_equal(dla_tensor_status(y), DLA_OK);
     assert_true(tu_close(at(y, 0), 3 * exp(-1), 1e-8));
     assert_true(tu_close(at(y, 1), 3 * exp(-2), 1e-8));
+    dla_scope_end();
+}
+
+/* Before: solves that could not advance t never returned. Two times a
+ * unit in the last place apart stepped by a tenth of their span, which
+ * t + h rounded away; a max_step below 16 eps(t) did the same; times more
+ * than DBL_MAX apart made every step inf. max_steps bounds the attempts
+ * here, so that the old behaviour fails instead of hanging. */
+static void test_solves_that_could_not_advance_end(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *y0 = dla_full(3, DLA_F64, "", 2, (int64_t[]){1, 1});
+    dla_tensor *a = dla_full(-1, DLA_F64, "", 2, (int64_t[]){1, 1});
+    const double starts[] = {1, 1e10, -0.5};
+    for (int i = 0; i < 3; i++)
+        for (int back = 0; back < 2; back++) {
+            const double t0 = starts[i], tspan[2] = {t0, nextafter(t0, back ? -INFINITY : INFINITY)};
+            dla_ode_stats st;
+            dla_tensor *y = dla_ode45(scaled, NULL, 2, tspan, y0, 1, &a,
+                                      &(dla_ode_options){.max_steps = 1000, .stats = &st});
+            if (dla_tensor_status(y) != DLA_OK)
+                fail_msg("from %.17g to %.17g: %s", tspan[0], tspan[1], dla_tensor_error(y));
+            assert_true(st.steps <= 2);
+            assert_true(tu_close(at(y, 0), 3 * exp(tspan[0] - tspan[1]), 1e-12));
+        }
+    dla_tensor *y = dla_ode45(scaled, NULL, 2, (const double[]){1, nextafter(1, 2)}, y0, 1, &a,
+                              &(dla_ode_options){.max_steps = 1000, .gradient_mode = "adjoint"});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    tu_expect_error(dla_ode45(scaled, NULL, 2, (const double[]){1, 2}, y0, 1, &a,
+                              &(dla_ode_options){.max_steps = 1000, .max_step = 1e-300}),
+                    DLA_ERR_INVALID_ARGUMENT, "option max_step is 1e-300, below the smallest step");
+    tu_expect_error(dla_ode45(scaled, NULL, 2, (const double[]){-1e308, 1e308}, y0, 1, &a,
+                              &(dla_ode_options){.max_steps = 1000}),
+                    DLA_ERR_INVALID_ARGUMENT, "further than the largest double");
+    assert_int_equal(dla_tensor_status(dla_ode45(scaled, NULL, 2, (const double[]){-1e308, 0}, y0,
+                                                 1, &a, &(dla_ode_options){.max_steps = 1000})),
+                     DLA_ERR_STATE);
     dla_scope_end();
 }
 
@@ -605,6 +643,7 @@ int main(void)
         TU_TEST(test_tighter_tolerances_take_more_steps_for_less_error),
         TU_TEST(test_rotation_keeps_the_format_and_adds_t),
         TU_TEST(test_it_integrates_backwards_in_time),
+        TU_TEST(test_solves_that_could_not_advance_end),
         TU_TEST(test_a_slope_with_a_trailing_one_is_accepted),
         TU_TEST(test_direct_gradients_match_the_closed_form),
         TU_TEST(test_adjoint_gradients_match_the_closed_form),

@@ -154,6 +154,12 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     assert_int_equal(dla_tensor_status(out[0]), DLA_ERR_SHAPE);
     assert_int_equal(dla_l2_regularize(2, (dla_tensor *[]){g[0], NULL}, w, 0.1, NULL, out),
                      DLA_ERR_INVALID_ARGUMENT);
+    /* An infinite factor made the gradients inf, and the bias's NaN
+     * (inf * 0). */
+    assert_int_equal(dla_l2_regularize(2, g, w, INFINITY, (double[]){1, 0}, out),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "factor inf (finite and >= 0)"));
+    assert_int_equal(dla_tensor_status(out[1]), DLA_ERR_INVALID_ARGUMENT);
     /* Per-entry norm: |g0| = 5 is scaled to 2; |g1| = 0.866 stays. */
     assert_int_equal(dla_clip_gradients(2, g, NULL, 2, out), DLA_OK);
     assert_vec(out[0], 2, (double[]){1.2, -1.6}, 1e-15);
@@ -327,6 +333,15 @@ static void a_network_trains_through_its_learnables_table(void **state)
                      DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_rmspropupdate(2, values, g, avg2, INFINITY, 0.9, 1e-8),
                      DLA_ERR_INVALID_ARGUMENT);
+    assert_true(values[0] == before && !avg[0] && !avg2[0]);
+    /* An infinite epsilon divided every step to 0: nothing moved, and the
+     * update returned DLA_OK. */
+    assert_int_equal(dla_adamupdate(2, values, g, avg, avg2, 1, 0.1, 0.9, 0.999, INFINITY),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "epsilon inf finite and > 0"));
+    assert_int_equal(dla_rmspropupdate(2, values, g, avg2, 0.1, 0.9, INFINITY),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "epsilon inf finite and > 0"));
     assert_true(values[0] == before && !avg[0] && !avg2[0]);
     dla_scope_end();
     dla_optim_free(2, vel);

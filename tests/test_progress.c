@@ -2,12 +2,15 @@
  * test_progress.c - the progress display's lines: on a terminal the bar
  * fits the terminal's width at every draw (no line that wraps and stays
  * behind as a stale line), follows a change of width, and shows the rate;
- * through a pipe it is plain lines with the rate.
+ * through a pipe it is plain lines with the rate; after a finish, a new
+ * run gets a new bar or new lines.
  *
  * A memory stream is no terminal, so the width comes from COLUMNS, the
  * fallback the display uses where TIOCGWINSZ does not answer (the bar is
  * forced with .bar = 1). tests/tool_progress_tty.sh checks a real
- * terminal (tmux) as well.
+ * terminal (tmux) as well. Counts far past the total keep a positive
+ * percentage; the chart of points too large for a double's + 1 is a file
+ * of finite size, and UTF-8 whatever bytes its names hold.
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <stdarg.h>
@@ -20,10 +23,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LONG_TEXT "epoch 12/30  loss 0.4213  accuracy 85.2%  validation 0.3917  learn rate 0.01"
+
+/* Lines of text that end with what (a suffix with its newline). */
+static int count_lines_with(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
 
 static void pause_ms(int ms)
 {
@@ -251,6 +266,170 @@ static void a_display_freed_twice_or_used_after_is_refused(void **state)
     free(buf);
 }
 
+/* After dla_progress_finish, later updates start a new bar. Before: the
+ * plain lines stayed at the tenth the finish had set, and a second run
+ * printed none of its progress. */
+static void a_finished_display_starts_a_new_bar(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = f, .bar = -1,
+                                                                  .total = 10});
+    for (int phase = 1; phase <= 2; phase++) {
+        char text[32];
+        snprintf(text, sizeof text, "phase %d", phase);
+        for (int i = 1; i <= 10; i++)
+            dla_progress_update(p, i, text);
+        dla_progress_finish(p, phase == 1 ? "first run done" : "second run done");
+    }
+    dla_progress_free(p);
+    fclose(f);
+    assert_int_equal(count_lines_with(buf, "phase 1\n"), 10);
+    assert_int_equal(count_lines_with(buf, "phase 2\n"), 10);
+    const char *second = strstr(buf, "first run done\n");
+    assert_non_null(second);
+    assert_non_null(strstr(second, "[progress]  10%  1/10  00:00:00 elapsed  phase 2\n"));
+    assert_non_null(strstr(second, "[progress] 100%  10/10"));
+    free(buf);
+}
+
+/* The chart says it is UTF-8: a title or metric name in Latin-1 was
+ * copied byte for byte, and browsers refused the whole file as not
+ * well-formed. Bytes that are no UTF-8 character become U+FFFD; UTF-8
+ * text stays as it is. */
+static void a_chart_is_utf8_whatever_its_names(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dla-progress-utf8-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    dla_progress *p = dla_progress_create(&(dla_progress_options){
+        .bar = -2, .title = "caf\xe9 \xc3\xa9t\xc3\xa9", .xlabel = "it\xff\xfe"});
+    assert_int_equal(dla_progress_record(p, "TrainingLoss \xed\xa0\x80 \xc3", 1, 0.5), DLA_OK);
+    assert_int_equal(dla_progress_record(p, "TrainingLoss \xed\xa0\x80 \xc3", 2, 0.25), DLA_OK);
+    assert_int_equal(dla_progress_write_chart(p, path), DLA_OK);
+    dla_progress_free(p);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[100000];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    unlink(path);
+    /* Every byte above 0x7f belongs to a UTF-8 sequence of the right
+     * length (the checks here are those of the replacement's text). */
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)text[i];
+        if (c < 0x80)
+            continue;
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+        if (!len || c > 0xF4)
+            fail_msg("byte %zu: 0x%02x starts no UTF-8 character", i, c);
+        for (size_t k = 1; k < len; k++)
+            if (i + k >= n || ((unsigned char)text[i + k] & 0xC0) != 0x80)
+                fail_msg("byte %zu: 0x%02x is not followed by %zu continuation bytes", i, c,
+                         len - 1);
+        assert_false(c == 0xED && (unsigned char)text[i + 1] >= 0xA0); /* a surrogate */
+        i += len - 1;
+    }
+    assert_non_null(strstr(text, "caf\xef\xbf\xbd \xc3\xa9t\xc3\xa9"));
+    assert_non_null(strstr(text, "it\xef\xbf\xbd\xef\xbf\xbd"));
+    assert_non_null(strstr(text, ">TrainingLoss \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd<"));
+}
+
+/* A count far above the total (a total that was an estimate) or near
+ * INT64_MAX: before, the percentage past INT_MAX came out of an undefined
+ * conversion as "-2147483648%", and 10 * done overflowed. */
+static void counts_far_above_the_total_stay_positive(void **state)
+{
+    (void)state;
+    for (int bar = -1; bar <= 1; bar += 2) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        setenv("COLUMNS", "120", 1);
+        dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = f, .bar = bar,
+                                                                      .total = 10});
+        dla_progress_update(p, 5, "half");
+        dla_progress_update(p, INT64_MAX / 2, "far past");
+        dla_progress_update(p, INT64_MAX, "the end");
+        dla_progress_finish(p, NULL);
+        dla_progress_free(p);
+        unsetenv("COLUMNS");
+        fclose(f);
+        if (strstr(buf, "-2147483648") || strstr(buf, "-1000000000"))
+            fail_msg("bar %d: a negative percentage in \"%s\"", bar, buf);
+        assert_non_null(strstr(buf, " 50%"));
+        assert_non_null(strstr(buf, "1000000000%"));
+        free(buf);
+    }
+}
+
+/* Writes the chart of one point (x, value) to path in a child process
+ * that may write 4 MiB and run 20 s, so that a chart that never ends
+ * fails the test instead of filling the disk; returns the child's wait
+ * status. */
+static int chart_of_one_point(const char *path, int64_t x, double value)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim = {4 << 20, 4 << 20};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        alarm(20);
+        dla_progress *p = dla_progress_create(&(dla_progress_options){.bar = -2});
+        int ok = p && dla_progress_record(p, "TrainingLoss", x, value) == DLA_OK &&
+                 dla_progress_write_chart(p, path) == DLA_OK;
+        dla_progress_free(p);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* Before: a single point at an iteration past 2^53 (a timestamp in
+ * nanoseconds as x) or of a value past -2^53 left the axis with a range
+ * that x + 1 could not widen, and the grid's loop, v += step, never moved
+ * v: the chart was written without end (100 MB a second). */
+static void a_chart_of_huge_values_is_finite(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dla-progress-chart-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    const struct {
+        int64_t x;
+        double value;
+    } points[] = {{1700000000000000000LL, 0.5}, {1, -1e20}, {INT64_MAX, -1e300}, {3, 0.25}};
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+        int status = chart_of_one_point(path, points[i].x, points[i].value);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("the chart of (%lld, %g): %s %d", (long long)points[i].x, points[i].value,
+                     WIFSIGNALED(status) ? "killed by signal" : "exit status",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        struct stat sb;
+        assert_int_equal(stat(path, &sb), 0);
+        assert_true(sb.st_size > 1000 && sb.st_size < 100000);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        char text[100000];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        assert_non_null(strstr(text, "</svg>\n"));
+        assert_null(strstr(text, "nan"));
+        assert_null(strstr(text, "inf"));
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +438,10 @@ int main(void)
         TU_TEST(bar_follows_a_change_of_width),
         TU_TEST(pipe_gets_plain_lines_with_the_rate),
         TU_TEST(a_display_freed_twice_or_used_after_is_refused),
+        TU_TEST(a_chart_of_huge_values_is_finite),
+        TU_TEST(counts_far_above_the_total_stay_positive),
+        TU_TEST(a_chart_is_utf8_whatever_its_names),
+        TU_TEST(a_finished_display_starts_a_new_bar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

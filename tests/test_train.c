@@ -322,6 +322,8 @@ static void every_option_value_is_checked(void **state)
         {{.partial_mini_batch = "keep"}, "PartialMiniBatch"},
         {{.sequence_length = "12x"}, "SequenceLength \"12x\""},
         {{.sequence_length = "0"}, "SequenceLength"},
+        /* Before: read as LLONG_MAX. */
+        {{.sequence_length = "99999999999999999999"}, "SequenceLength \"99999999999999999999\""},
         {{.sequence_padding_direction = "up"}, "SequencePaddingDirection"},
         {{.execution_environment = "tpu"}, "ExecutionEnvironment \"tpu\""},
         {{.plots = "yes"}, "Plots"},
@@ -335,6 +337,11 @@ static void every_option_value_is_checked(void **state)
         {{.learn_rate_schedule = {.method = "piecewise", .drop_period = -1}}, "LearnRateDropPeriod"},
         {{.learn_rate_schedule = {.method = "cosine"}}, "LearnRateSchedule \"cosine\""},
         {{.checkpoint_frequency_unit = "batch"}, "CheckpointFrequencyUnit"},
+        /* Before: accepted, and "adam" trained every epoch without moving
+         * a weight. */
+        {{.solver = "adam", .epsilon = INFINITY}, "Epsilon inf"},
+        /* Before: accepted; the first update made every weight NaN. */
+        {{.l2_regularization = INFINITY}, "L2Regularization inf"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dla_training_options o;
@@ -1134,6 +1141,17 @@ static void sequences_train_with_each_sequence_length(void **state)
     dla_net_free(trained_v);
     dla_training_info_free(info);
     dla_net_free(trained);
+    /* A length near INT64_MAX overflowed the padding (steps + L - 1), which
+     * came out negative: "dla_pad: ... padding -12 after", naming neither
+     * trainnet nor the option. */
+    o.sequence_length = "9223372036854775807";
+    o.validation_data = NULL;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: epoch 1: SequenceLength "
+                                             "9223372036854775807: padding the mini-batch's"));
+    assert_non_null(strstr(dla_last_error(), "time steps to 9223372036854775807"));
+    dla_net_free(trained);
     dla_net_free(net);
     dla_seqlist_free(seqs);
     dla_tensor_release(t);
@@ -1223,10 +1241,14 @@ static void sequence_to_sequence_targets_are_cut_into_chunks(void **state)
     dla_tensor_release(t);
 }
 
+static dla_training_state done_state; /* what the last "done" call was given */
+
 static int stop_at_5(void *ctx, const dla_training_state *s)
 {
     int *calls = ctx;
     calls[!strcmp(s->stage, "start") ? 0 : !strcmp(s->stage, "done") ? 2 : 1]++;
+    if (!strcmp(s->stage, "done"))
+        done_state = *s;
     return s->iteration >= 5;
 }
 
@@ -1251,6 +1273,7 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     o.mini_batch_size = 32;
     o.output_fn = stop_at_5;
     o.output_ctx = calls;
+    o.metrics = "accuracy,rmse";
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   &info), DLA_OK);
     assert_int_equal(info->iterations, 5);
@@ -1258,6 +1281,14 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     assert_int_equal(calls[0], 1);
     assert_int_equal(calls[1], 5);
     assert_int_equal(calls[2], 1);
+    /* "done" holds the last iteration's figures; its accuracy and RMSE
+     * were NaN, as if not computed. */
+    assert_int_equal(done_state.iteration, 5);
+    assert_true(done_state.training_loss == info->training_loss[4]);
+    assert_false(isnan(info->training_accuracy[4]) || isnan(info->training_rmse[4]));
+    assert_true(done_state.training_accuracy == info->training_accuracy[4]);
+    assert_true(done_state.training_rmse == info->training_rmse[4]);
+    o.metrics = NULL;
     dla_training_info_free(info);
     dla_net_free(trained);
 
@@ -1492,6 +1523,18 @@ static void class_numbers_outside_the_classes_are_refused(void **state)
                                              "(subtract 1)"));
     dla_tensor_release(bad);
 
+    /* 0..K: K + 1 classes, not MATLAB's numbering. Before: the K was taken
+     * for a 1-based label and the hint said to subtract 1. */
+    memcpy(v, good, sizeof v);
+    v[5] = 0;
+    v[9] = 4;
+    bad = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, N));
+    d.targets = bad;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "targets[9] is 4, which is not a class number in 0..3"));
+    assert_null(strstr(dla_last_error(), "1-based"));
+    dla_tensor_release(bad);
+
     /* One bad value deep in the data, and in the validation data. */
     memcpy(v, good, sizeof v);
     v[37] = -1;
@@ -1555,6 +1598,15 @@ static void one_hot_targets_of_another_class_count_are_named(void **state)
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   NULL), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_last_error(), "have 3 classes along C"));
+    assert_null(strstr(dla_last_error(), "int32"));
+    /* Class numbers as double are responses, one per observation: the
+     * message said "1 classes" and no more. */
+    d.targets = dla_cast(t, DLA_F64);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "have 1 classes along C"));
+    assert_non_null(strstr(dla_last_error(), "if they are class numbers, give them as int32 "
+                                             "(0..K-1): other dtypes are responses"));
     dla_scope_end();
     /* A custom loss that fails: its own message, not feval's. */
     d.targets = t;
@@ -1606,6 +1658,14 @@ static void a_bad_output_path_fails_before_the_first_iteration(void **state)
                                              "folder of /nonexistent-dla-folder/p.svg): No such "
                                              "file or directory (checked before training)"));
     assert_null(strstr(dla_last_error(), "tmp"));
+
+    /* An empty chart path: it passed the check, and the chart after the
+     * first epoch failed ("argument path is NULL or empty"). */
+    o.plots_path = "";
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, &info), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(iterations_run, 0);
+    assert_null(trained);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: Plots: plots_path is \"\""));
 
     /* A folder where the file should be. */
     char dir[] = "/tmp/dla-train-paths-XXXXXX";

@@ -859,8 +859,11 @@ DLA_API dla_status dla_net_print(const dla_net *net, FILE *f);
  * "fixed/input/Mean") with its dtype ("F32", "F64"), its shape (MATLAB's
  * dims reversed: the row-major shape numpy and safetensors readers use
  * for the same bytes) and its data offsets, then the raw little-endian
- * data. Written to a temporary file renamed over path: a file replaced
- * keeps its permission bits, a new one gets 0666 less the umask. DLA_ERR_IO
+ * data. Written to a temporary file, synced to the disk, then renamed
+ * over path (and the folder synced, where it can be), so that path holds
+ * the old file or the new one whole even after a power loss: a file
+ * replaced keeps its permission bits, a new one gets 0666 less the
+ * umask. DLA_ERR_IO
  * with the path and the reason; DLA_ERR_STATE when not initialized;
  * DLA_ERR_DTYPE, naming it, for a parameter whose dtype is not the
  * network's (a value replaced by hand), which dla_net_load would refuse. */

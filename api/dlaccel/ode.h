@@ -46,7 +46,9 @@ typedef struct dla_ode_options {
     double relative_tolerance; /* RelativeTolerance: 1e-3 (0: the default) */
     double absolute_tolerance; /* AbsoluteTolerance: 1e-6 (0: the default) */
     double initial_step;       /* InitialStep: 0 picks it from the slope at tspan[0] */
-    double max_step;           /* MaxStep: 0 is a tenth of the whole interval */
+    /* MaxStep: 0 is a tenth of the whole interval; else at least 16
+     * eps(t) of the largest |t| of tspan (a smaller step cannot move t). */
+    double max_step;
     /* GradientMode: NULL or "direct" (backpropagation through the
      * solver's operations) or "adjoint" (the adjoint system solved
      * backwards); see dla_ode45. */
@@ -59,7 +61,10 @@ typedef struct dla_ode_options {
  * theta) from tspan[0] with y(tspan[0]) = y0 by the Dormand-Prince (4,5)
  * pair with ode45's error control and step-size rules, and returns y at
  * tspan[1..nt-1]. nt >= 2 times, all finite, strictly increasing or
- * strictly decreasing. With nt == 2 the result has y0's dims and format;
+ * strictly decreasing, the first and last at most DBL_MAX apart. A step
+ * is never below 16 eps(t) (ode45's smallest), even where a tenth of the
+ * interval is: times a few units in the last place apart take a step or
+ * two. With nt == 2 the result has y0's dims and format;
  * with more, one dim more for the times: labeled "T" (placed before any
  * "U" labels) when y0 is formatted, so y0 must not have a "T" dim then,
  * and the last dim when it is not. Float dtypes.

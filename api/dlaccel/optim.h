@@ -65,7 +65,7 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
  *     avgSqG = sqGradDecay * avgSqG + (1 - sqGradDecay) * grad.^2
  *     params = params - learnRate * sqrt(1 - sqGradDecay^t) / (1 - gradDecay^t)
  *                       * avgG ./ (sqrt(avgSqG) + epsilon)
- * Decays in [0, 1), epsilon > 0, learn_rate finite and >= 0. */
+ * Decays in [0, 1), epsilon finite and > 0, learn_rate finite and >= 0. */
 DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                   dla_tensor **avg_grad, dla_tensor **avg_sq_grad, int iteration,
                                   double learn_rate, double grad_decay, double sq_grad_decay,
@@ -75,7 +75,7 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
  * sqGradDecay, epsilon):
  *     avgSqG = sqGradDecay * avgSqG + (1 - sqGradDecay) * grad.^2
  *     params = params - learnRate * grad ./ (sqrt(avgSqG) + epsilon)
- * sqGradDecay in [0, 1), epsilon > 0, learn_rate finite and >= 0. */
+ * sqGradDecay in [0, 1), epsilon finite and > 0, learn_rate finite and >= 0. */
 DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                      dla_tensor **avg_sq_grad, double learn_rate,
                                      double sq_grad_decay, double epsilon);
@@ -142,7 +142,8 @@ DLA_API void dla_optim_free(int n, dla_tensor **state);
  * defaults, as elsewhere in dlaccel. */
 typedef struct dla_lbfgs_options {
     /* HistorySize: the (step, gradient change) pairs kept, >= 1; 0: 10.
-     * Values between 3 and 20 suit most tasks (MATLAB). */
+     * Values between 3 and 20 suit most tasks (MATLAB). Memory is taken
+     * for the pairs stored, as they come, not for HistorySize of them. */
     int history_size;
     /* InitialInverseHessianFactor: the initial inverse Hessian is this
      * times the identity while no pair is stored (the first iteration,
@@ -275,7 +276,8 @@ DLA_API dla_tensor *dla_lbfgs_state_gradient(const dla_lbfgs_state *state, int i
 
 /* L2 regularization (trainingOptions L2Regularization, MATLAB's default
  * 1e-4 in trainnet): out[i] = grads[i] + factor * l2_factors[i] *
- * params[i], where l2_factors (NULL: all 1) are per entry, as a Learnables
+ * params[i], factor finite and >= 0 (DLA_ERR_INVALID_ARGUMENT otherwise),
+ * where l2_factors (NULL: all 1) are per entry, as a Learnables
  * table's (dla_table_l2_factor: 0 for biases). Each grads[i] needs
  * params[i]'s dims and dtype (DLA_ERR_SHAPE, DLA_ERR_DTYPE naming the
  * entry, as the optimizers). out[i] follow dlaccel.h's

@@ -84,8 +84,10 @@ extern "C" {
  * A training series is drawn as a light line of the raw values with a
  * smoothed darker line over it, a validation series as black dashes with a
  * marker on each point; epoch boundaries (dla_progress_mark_epoch) are
- * dotted vertical lines. The file is plain SVG 1.1 text (no script, no
- * external reference), which any browser shows. */
+ * dotted vertical lines. The file is plain SVG 1.1 text in UTF-8 (no
+ * script, no external reference), which any browser shows: a byte of the
+ * title, the x label or a metric's name that is no UTF-8 character
+ * (Latin-1 text) is written as U+FFFD. */
 
 typedef struct dla_progress dla_progress;
 
@@ -133,9 +135,10 @@ DLA_API void dla_progress_update(dla_progress *p, int64_t done, const char *text
 DLA_API void dla_progress_printf(dla_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Draws the bar one last time and ends its line, then writes line (NULL:
- * nothing) on a line of its own. Later updates start a new bar. */
+ * nothing) on a line of its own. Later updates start a new bar (or new
+ * plain lines), with its own time and rate. */
 DLA_API void dla_progress_finish(dla_progress *p, const char *line);
-/* Seconds since the first update (0 before it). */
+/* Seconds since the first update of the current bar (0 before it). */
 DLA_API double dla_progress_elapsed(const dla_progress *p);
 
 /* Writes the chart of every metric recorded so far to path as SVG (to a
@@ -277,7 +280,9 @@ typedef struct dla_train_data {
      * one outside 0..K-1 is DLA_ERR_INVALID_ARGUMENT naming the first
      * (targets[i]), the range, and MATLAB's 1-based numbering when they
      * look 1-based; targets with a C dim (one-hot) of another size than K
-     * are DLA_ERR_SHAPE naming both counts. */
+     * are DLA_ERR_SHAPE naming both counts (and, for one value per
+     * observation of another dtype than int32, saying that class numbers
+     * are int32). */
     dla_tensor *targets;
 } dla_train_data;
 
@@ -334,7 +339,8 @@ typedef struct dla_training_state {
     double step_norm;
 } dla_training_state;
 
-/* An OutputFcn: called at the start, after every iteration and at the end.
+/* An OutputFcn: called at the start, after every iteration and at the end
+ * ("done": the last iteration's figures and the last validation's).
  * Return nonzero to stop training (the stop reason is then "Stopped by
  * OutputFcn"); at "start", before the first iteration (the network comes
  * back untrained, with no history). */
@@ -372,8 +378,8 @@ typedef struct dla_training_options {
     /* SquaredGradientDecayFactor: 0.999 for "adam", 0.9 for "rmsprop";
      * negative: 0. */
     double squared_gradient_decay_factor;
-    double epsilon;             /* Epsilon: 1e-8 */
-    double l2_regularization;   /* L2Regularization: 1e-4; negative: none */
+    double epsilon;             /* Epsilon: 1e-8; finite */
+    double l2_regularization;   /* L2Regularization: 1e-4; negative: none; finite */
     double gradient_threshold;  /* GradientThreshold: Inf (no clipping) */
     /* GradientThresholdMethod: "l2norm" (NULL), "global-l2norm",
      * "absolute-value". */
@@ -391,7 +397,9 @@ typedef struct dla_training_options {
      * smaller last mini-batch). */
     const char *partial_mini_batch;
     /* SequenceLength: "longest" (NULL), "shortest", or a number written
-     * out ("100"): each mini-batch is padded to a multiple of it and split
+     * out ("100", at most INT64_MAX; a batch shorter than it is padded to
+     * it, and a padding too large to make fails the iteration, naming
+     * SequenceLength): each mini-batch is padded to a multiple of it and split
      * into chunks of that many steps, trained one after the other (an
      * iteration each) with the network state (LSTM hidden and cell state)
      * carried from chunk to chunk and reset before each mini-batch
@@ -451,8 +459,8 @@ typedef struct dla_training_options {
      * end of every epoch and of training. */
     const char *plots;
     /* The chart's file; NULL: "training-progress.svg" in the current
-     * directory. Its folder must exist and be writable: checked before
-     * the first iteration (DLA_ERR_IO). */
+     * directory ("" is DLA_ERR_INVALID_ARGUMENT). Its folder must exist
+     * and be writable: checked before the first iteration (DLA_ERR_IO). */
     const char *plots_path;
     /* Where the table and the bar go; NULL: stdout. */
     FILE *output;
