@@ -212,11 +212,20 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
         return dla__error(DLA_ERR_SHAPE, "%s: a causal mask needs as many queries as keys "
                           "(%lld and %lld along the sequence)",
                           op, (long long)l[0].L, (long long)l[1].L);
+    if (opts && opts->scale != 0 && !isfinite(opts->scale))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: option scale: %g is not finite", op,
+                          opts->scale);
+    /* Queries and keys of no channels have scores of 0 (sums of nothing),
+     * and the default scale 1/sqrt(0) is infinite: the error said "scale
+     * inf is not finite" of a scale the caller never gave. */
+    if (!(opts && opts->scale != 0) && l[0].C == 0)
+        return dla__error(DLA_ERR_SHAPE,
+                          "%s: queries %s and keys %s have no channels, so the default scale "
+                          "1/sqrt(channels per head) is infinite; give opts->scale",
+                          op, qb, kb);
     const double scale = opts && opts->scale != 0
                              ? opts->scale
                              : 1.0 / sqrt((double)(l[0].C / num_heads));
-    if (!isfinite(scale))
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: scale %g is not finite", op, scale);
 
     dla_tensor *q = to_heads(to_clb(queries, &l[0]), num_heads);
     dla_tensor *k = to_heads(to_clb(keys, &l[1]), num_heads);

@@ -277,6 +277,21 @@ static void test_bad_arguments_are_named(void **state)
                  DLA_ERR_FORMAT, "one format for the three");
     tu_expect_error(dla_attention(q, NULL, v, 2, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "dla_attention: argument keys is NULL");
+    tu_expect_error(dla_attention(q, q, dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 3)), 2,
+                                  &(dla_attention_options){.scale = INFINITY}, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_attention: option scale: inf is not finite");
+    /* Queries and keys of no channels: the default scale 1/sqrt(0) is
+     * what is wrong, and the message says so (it was "scale inf is not
+     * finite", of a scale never given). With a scale given, every score
+     * is 0 and each query gets the mean of the values. */
+    dla_tensor *q00 = dla_zeros(DLA_F32, "CBT", DLA_DIMS(0, 2, 3));
+    dla_tensor *v3 = dla_ones(DLA_F32, "CBT", DLA_DIMS(6, 2, 3));
+    tu_expect_error(dla_attention(q00, q00, v3, 2, NULL, NULL), DLA_ERR_SHAPE,
+                 "dla_attention: queries 0x2x3 and keys 0x2x3 have no channels, so the default "
+                 "scale 1/sqrt(channels per head) is infinite; give opts->scale");
+    dla_tensor *m = dla_attention(q00, q00, v3, 2, &(dla_attention_options){.scale = 1}, NULL);
+    assert_int_equal(dla_tensor_status(m), DLA_OK);
+    assert_true(dla_tensor_item(dla_sum(m, 0, NULL), 0) == 36);
     /* Keys of no length leave the queries nothing to attend to: named
      * here (it was the inner softmax's "dla_softmax: cpu reduce: argument
      * x: dims 0x3x1x2 leave nothing to take the max of", a softmax of no

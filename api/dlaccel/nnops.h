@@ -97,7 +97,8 @@ typedef struct dla_attention_options {
  * that differ), DLA_ERR_SHAPE (queries and keys of other channel counts;
  * keys and values of other lengths; other observation counts; a causal
  * mask over other lengths; keys of no length for queries of some: weights
- * over no keys), DLA_ERR_INVALID_ARGUMENT (num_heads that does
+ * over no keys; queries and keys of no channels without opts->scale: the
+ * default 1/sqrt(0) is infinite), DLA_ERR_INVALID_ARGUMENT (num_heads that does
  * not divide the channels, an unknown mask, a scale that is not finite). */
 DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
                                   int64_t num_heads, const dla_attention_options *opts,
