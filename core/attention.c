@@ -153,6 +153,17 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     for (int i = 0; i < 3; i++)
         if (!args[i] || args[i]->status != DLA_OK)
             return dla__pass_arg(op, names[i], args[i]);
+    /* One device for the three, and for the mask: the products and sums
+     * inside failed otherwise, naming themselves ("dla_pagemtimes:
+     * arguments a and b are on cpu:0 and opencl:0"). */
+    dla_device *dev = dla_tensor_device(queries);
+    for (int i = 1; i < 3; i++)
+        if (dla_tensor_device(args[i]) != dev)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument %s is on %s, but queries are on %s; move it with "
+                              "dla_tensor_to_device",
+                              op, names[i], dla_device_name(dla_tensor_device(args[i])),
+                              dla_device_name(dev));
     layout l[3];
     dla_tensor *err;
     for (int i = 0; i < 3; i++)
@@ -196,6 +207,11 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
         dla_tensor *m = opts->mask;
         if (m->status != DLA_OK)
             return dla__pass_arg(op, "opts->mask", m);
+        if (dla_tensor_device(m) != dev)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument opts->mask is on %s, but queries are on %s; move it "
+                              "with dla_tensor_to_device",
+                              op, dla_device_name(dla_tensor_device(m)), dla_device_name(dev));
         char mb[DLA__DIMS_BUF];
         const int per_obs = dla_tensor_ndims(m) > 2;
         if (dla_tensor_format(m)[0] || dla_tensor_ndims(m) > 4 ||
@@ -237,9 +253,11 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
                                    dla_tensor_device(queries)));
     if (opts && opts->mask) {
         /* 0 where allowed, a large negative number where not: (m - 1) 1e30
-         * of the mask as 0/1 in the scores' dtype. */
-        dla_tensor *m = dla_cast(dla_ne(opts->mask, dla_zeros(DLA_F32, "", 0, NULL)),
-                                 dla_tensor_dtype(queries));
+         * of the mask as 0/1 in the scores' dtype. The logical cast is
+         * mask ~= 0 on the mask's own device; a zero to compare it with
+         * was made on the current one, and a mask on another device
+         * failed ("dla_ne: arguments a and b are on opencl:0 and cpu:0"). */
+        dla_tensor *m = dla_cast(dla_cast(opts->mask, DLA_BOOL), dla_tensor_dtype(queries));
         s = dla_add(s, dla_affine(m, 1e30, -1e30));
     }
     const int64_t sd[4] = {l[1].L, l[0].L, num_heads, l[0].B};
