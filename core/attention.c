@@ -153,6 +153,19 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     for (int i = 0; i < 3; i++)
         if (!args[i] || args[i]->status != DLA_OK)
             return dla__pass_arg(op, names[i], args[i]);
+    /* One float dtype for the three: the products inside failed otherwise,
+     * naming their own arguments ("dla_pagemtimes: arguments a (double)
+     * and b (single)", a being the keys). */
+    const dla_dtype dt = dla_tensor_dtype(queries);
+    for (int i = 0; i < 3; i++) {
+        const dla_dtype d = dla_tensor_dtype(args[i]);
+        if (d != DLA_F32 && d != DLA_F64)
+            return dla__error(DLA_ERR_DTYPE, "%s: argument %s: %s; attention needs single or "
+                              "double", op, names[i], dla_dtype_name(d));
+        if (d != dt)
+            return dla__error(DLA_ERR_DTYPE, "%s: argument %s is %s, but queries are %s", op,
+                              names[i], dla_dtype_name(d), dla_dtype_name(dt));
+    }
     /* One device for the three, and for the mask: the products and sums
      * inside failed otherwise, naming themselves ("dla_pagemtimes:
      * arguments a and b are on cpu:0 and opencl:0"). */

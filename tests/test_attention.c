@@ -335,6 +335,15 @@ static void test_bad_arguments_are_named(void **state)
                  DLA_ERR_FORMAT, "one format for the three");
     tu_expect_error(dla_attention(q, NULL, v, 2, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "dla_attention: argument keys is NULL");
+    /* Dtypes are named here (they were dla_pagemtimes's "arguments a
+     * (double) and b (single)", a being the keys). */
+    tu_expect_error(dla_attention(q, dla_zeros(DLA_F64, "CBT", DLA_DIMS(4, 2, 5)), v, 2, NULL,
+                                  NULL),
+                 DLA_ERR_DTYPE, "dla_attention: argument keys is double, but queries are single");
+    tu_expect_error(dla_attention(dla_zeros(DLA_I32, "CBT", DLA_DIMS(4, 2, 3)), k, v, 2, NULL,
+                                  NULL),
+                 DLA_ERR_DTYPE, "dla_attention: argument queries: int32; attention needs single "
+                 "or double");
     tu_expect_error(dla_attention(q, q, dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 3)), 2,
                                   &(dla_attention_options){.scale = INFINITY}, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "dla_attention: option scale: inf is not finite");

@@ -101,7 +101,8 @@ typedef struct dla_attention_options {
  * over no keys; queries and keys of no channels without opts->scale: the
  * default 1/sqrt(0) is infinite), DLA_ERR_INVALID_ARGUMENT (num_heads that does
  * not divide the channels, an unknown mask, a scale that is not finite,
- * operands or a mask on another device than the queries). */
+ * operands or a mask on another device than the queries), DLA_ERR_DTYPE
+ * (the three not all single or all double). */
 DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
                                   int64_t num_heads, const dla_attention_options *opts,
                                   dla_tensor **weights);
