@@ -140,9 +140,14 @@ DLA__OP_REGISTER(cat_op, sizeof(cat_attrs));
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
 {
     static const char op[] = "dla_cat";
-    if (n < 1 || !tensors)
+    if (n < 1)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument n: %d tensors; at least 1 is needed",
                           op, n);
+    /* Named apart: a NULL array read "argument n: 2 tensors; at least 1
+     * is needed". */
+    if (!tensors)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument tensors is NULL, for n %d", op,
+                          n);
     for (int i = 0; i < n; i++)
         if (!tensors[i] || tensors[i]->status != DLA_OK) {
             char arg[32];
