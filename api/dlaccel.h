@@ -298,8 +298,9 @@ DLA_API int dla_tensor_is_contiguous(const dla_tensor *t);
 DLA_API int dla_tensor_describe(const dla_tensor *t, char *buf, size_t size);
 
 /* Copies the elements to host memory, column-major, dense. bytes must be at
- * least numel * dtype size (DLA_ERR_INVALID_ARGUMENT otherwise). Waits for
- * the device. Returns the tensor's status if it is an error tensor. */
+ * least numel * dtype size, and dst not NULL unless t is empty
+ * (DLA_ERR_INVALID_ARGUMENT otherwise). Waits for the device. Returns the
+ * tensor's status if it is an error tensor. */
 DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t bytes);
 /* Reads one element (0-based linear index, column-major) as a double. For
  * tests and printing, not for loops: each call is a device round trip.

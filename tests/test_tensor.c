@@ -148,6 +148,13 @@ static void test_to_host_refuses_a_short_buffer(void **state)
     float small[4];
     assert_int_equal(dla_tensor_to_host(t, small, sizeof small), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "64 bytes of 4x4 single"));
+    /* No buffer at all: named (it read "argument bytes: 64 is less than
+     * the 64 bytes of 4x4 single"). An empty tensor needs none. */
+    assert_int_equal(dla_tensor_to_host(t, NULL, 64), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_tensor_to_host: argument dst is NULL, for 64 bytes");
+    dla_tensor *e = dla_ones(DLA_F32, "", DLA_DIMS(0, 4));
+    assert_int_equal(dla_tensor_to_host(e, NULL, 0), DLA_OK);
+    dla_tensor_release(e);
     dla_tensor_release(t);
 }
 
