@@ -284,7 +284,8 @@ DLA_API dla_dtype dla_tensor_dtype(const dla_tensor *t);
 DLA_API int dla_tensor_ndims(const dla_tensor *t);
 /* Size of dim (1-based); 1 past ndims, as in MATLAB's size(X, d). */
 DLA_API int64_t dla_tensor_dim(const dla_tensor *t, int dim);
-/* Copies ndims dims into dims (DLA_MAX_DIMS room); returns ndims. */
+/* Copies ndims dims into dims (DLA_MAX_DIMS room); returns ndims. dims
+ * may be NULL: the count alone. */
 DLA_API int dla_tensor_dims(const dla_tensor *t, int64_t *dims);
 DLA_API int64_t dla_tensor_numel(const dla_tensor *t);
 /* The labels, "" when unformatted; valid as long as t. */

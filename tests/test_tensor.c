@@ -870,6 +870,19 @@ static void test_describe_names_dims_type_format_device(void **state)
     dla_tensor_release(t);
 }
 
+/* dla_tensor_dims with no buffer gives the count (it copied to NULL and
+ * crashed). */
+static void test_dims_into_no_buffer_is_the_count(void **state)
+{
+    (void)state;
+    dla_tensor *t = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 128));
+    assert_int_equal(dla_tensor_dims(t, NULL), 4);
+    int64_t dims[DLA_MAX_DIMS];
+    assert_int_equal(dla_tensor_dims(t, dims), 4);
+    assert_int_equal(dims[3], 128);
+    dla_tensor_release(t);
+}
+
 /* ------------------------------------------------- handle checks (issue 16) */
 
 static void test_releasing_a_tensor_twice_is_refused_and_logged(void **state)
@@ -1131,6 +1144,7 @@ int main(void)
         TU_TEST(test_scope_releases_temporaries_and_keep_moves_them_out),
         TU_TEST(test_tensors_move_between_every_pair_of_devices),
         TU_TEST(test_describe_names_dims_type_format_device),
+        TU_TEST(test_dims_into_no_buffer_is_the_count),
         TU_TEST(test_releasing_a_tensor_twice_is_refused_and_logged),
         TU_TEST(test_a_stale_tensor_is_caught_after_a_thousand_releases),
         TU_TEST(test_releasing_a_tensor_a_scope_owns_is_refused),
