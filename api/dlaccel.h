@@ -381,7 +381,8 @@ DLA_API void dla_rng_set(uint64_t seed, uint64_t counter);
 
 /* Elementwise, with MATLAB's implicit expansion: each dim of a and b is equal
  * or 1. Float dtypes; a and b must have the same dtype and device. The result
- * is dense; its format is the operands' (they must agree when both have one). */
+ * is dense; its format is the operands' (they must agree when both have one),
+ * and dims of 1 past its labels are trailing singletons, dropped. */
 DLA_API dla_tensor *dla_add(dla_tensor *a, dla_tensor *b);
 DLA_API dla_tensor *dla_sub(dla_tensor *a, dla_tensor *b);
 DLA_API dla_tensor *dla_mul(dla_tensor *a, dla_tensor *b);  /* .* */

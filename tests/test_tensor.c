@@ -551,6 +551,50 @@ static void test_mismatched_shapes_name_the_dims(void **state)
         dla_tensor_release(list[i]);
 }
 
+static dla_status add_and_gradients(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_add(in[0], in[1]);
+    return dla_gradient(dla_sum(dla_mul(out[0], out[0]), 0, NULL), 2, in, &out[1]);
+}
+
+/* Dims of 1 past a format's labels are trailing singletons, as in MATLAB:
+ * a sum over the last dim (3x2x1) met a "CB" 3x2 in dla_add, dla_gt and
+ * dla_where with "the result has 3 dims but format "CB" labels only 2". */
+static void test_trailing_singletons_meet_a_formatted_operand(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *f = dla_ones(DLA_F64, "CB", DLA_DIMS(3, 2));
+    dla_tensor *s = dla_sum(dla_ones(DLA_F64, "", DLA_DIMS(3, 2, 4)), DLA_DIMS(3));
+    assert_int_equal(dla_tensor_ndims(s), 3);
+    dla_tensor *z = dla_add(f, s);
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_string_equal(dla_tensor_format(z), "CB");
+    assert_int_equal(dla_tensor_ndims(z), 2);
+    assert_true(dla_tensor_item(z, 5) == 5);
+    z = dla_gt(dla_ones(DLA_F64, "", DLA_DIMS(3, 1, 1, 1)), f);
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_string_equal(dla_tensor_format(z), "CB");
+    z = dla_where(dla_gt(s, f), s, f);
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_true(dla_tensor_item(z, 0) == 4);
+    /* Each gradient keeps its operand's dims. */
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(add_and_gradients, NULL, 2, (dla_tensor *[]){f, s}, 3, out),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_ndims(out[2]), 3);
+    assert_true(dla_tensor_item(out[2], 0) == 10);
+    assert_string_equal(dla_tensor_format(out[1]), "CB");
+    /* A dim past the labels that is not 1 is still refused. */
+    z = dla_add(f, dla_ones(DLA_F64, "", DLA_DIMS(3, 2, 2)));
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_tensor_error(z), "the result has 3 dims but format \"CB\" labels "
+                                                "only 2"));
+    dla_scope_end();
+}
+
 static void test_unary_ops_match_libm(void **state)
 {
     int64_t n = 257;
@@ -1134,6 +1178,7 @@ int main(void)
         TU_TEST(test_binary_ops_broadcast_like_matlab),
         TU_TEST(test_binary_ops_read_strided_views),
         TU_TEST(test_mismatched_shapes_name_the_dims),
+        TU_TEST(test_trailing_singletons_meet_a_formatted_operand),
         TU_TEST(test_unary_ops_match_libm),
         TU_TEST(test_reductions_over_dim_sets),
         TU_TEST(test_mtimes_matches_a_naive_product),
