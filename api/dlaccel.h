@@ -419,7 +419,8 @@ DLA_API dla_tensor *dla_mean(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_max(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_min(dla_tensor *x, int ndims, const int64_t *dims);
 
-/* Matrix product of 2-D a (MxK) and b (KxN): MxN, unformatted. */
+/* Matrix product of 2-D a (MxK) and b (KxN; trailing dims of 1 allowed, as
+ * MATLAB's): MxN, unformatted. */
 DLA_API dla_tensor *dla_mtimes(dla_tensor *a, dla_tensor *b);
 /* Page-wise products over dims 3.. (MATLAB pagemtimes), with transposes
  * ("none" / "transpose") and implicit expansion of the page dims. */

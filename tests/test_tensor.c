@@ -735,6 +735,25 @@ static void test_mtimes_matches_a_naive_product(void **state)
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_tensor_error(bad), "inner dims differ"));
     dla_tensor_release(bad);
+    /* Trailing dims of 1 leave a matrix a matrix, as in MATLAB (a 7x3x1,
+     * the sum over dim 3 of a 7x3x2, was refused: "must be matrices"),
+     * and the product is 2-D; a real third dim is still refused. */
+    dla_tensor *b1 = dla_reshape(b, "", 4, (const int64_t[]){7, 3, 1, 1});
+    dla_tensor *c1 = dla_mtimes(a, b1);
+    assert_int_equal(dla_tensor_status(c1), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(c1), 2);
+    double *hc1 = fetch(c1);
+    for (int i = 0; i < 15; i++)
+        assert_true(tu_close(hc1[i], ref[i], 1e-12));
+    free(hc1);
+    dla_tensor_release(c1);
+    dla_tensor_release(b1);
+    dla_tensor *b2 = dla_cat(3, 2, (dla_tensor *[]){b, b});
+    bad = dla_mtimes(a, b2);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(bad), "must be matrices"));
+    dla_tensor_release(bad);
+    dla_tensor_release(b2);
     dla_tensor_release(ct);
     dla_tensor_release(at);
     dla_tensor_release(bt);
