@@ -226,10 +226,16 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
                               "with dla_tensor_to_device",
                               op, dla_device_name(dla_tensor_device(m)), dla_device_name(dev));
         char mb[DLA__DIMS_BUF];
-        const int per_obs = dla_tensor_ndims(m) > 2;
-        if (dla_tensor_format(m)[0] || dla_tensor_ndims(m) > 4 ||
-            dla_tensor_dim(m, 1) != l[1].L || dla_tensor_dim(m, 2) != l[0].L ||
-            dla_tensor_dim(m, 3) != 1 || (per_obs && dla_tensor_dim(m, 4) != l[0].B))
+        /* Dims of 1 after Lk x Lq are trailing singletons, as in MATLAB: a
+         * 3x3x1 mask for two observations (the 3x3 one, shared) and a
+         * 3x3x1x1x1 one were refused. */
+        int extra = 0;
+        for (int d = 5; d <= dla_tensor_ndims(m); d++)
+            extra |= dla_tensor_dim(m, d) != 1;
+        const int64_t mobs = dla_tensor_dim(m, 4);
+        if (dla_tensor_format(m)[0] || extra || dla_tensor_dim(m, 1) != l[1].L ||
+            dla_tensor_dim(m, 2) != l[0].L || dla_tensor_dim(m, 3) != 1 ||
+            (mobs != 1 && mobs != l[0].B))
             return dla__error(DLA_ERR_SHAPE,
                               "%s: argument opts->mask: %s \"%s\"; it must be unformatted "
                               "%lldx%lld (keys x queries) or %lldx%lldx1x%lld (per observation)",

@@ -143,6 +143,21 @@ static void test_a_mask_tensor_hides_the_keys_it_marks(void **state)
             assert_true(rw[i] == 0 ? hw[i] == 0.0 : tu_close(hw[i], rw[i], 1e-13));
         free(hq), free(hk), free(hv), free(hy), free(hw);
     }
+    /* One mask for every observation with trailing dims of 1 is the
+     * L x L one (3x3x1 for two observations, 3x3x1x1x1, were refused). */
+    double m0[L * L];
+    for (int i = 0; i < L * L; i++)
+        m0[i] = mh[i];
+    dla_tensor *shared = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_tensor_from_host(m0, DLA_F64, "", DLA_DIMS(L, L))}, NULL);
+    for (int nd = 3; nd <= 5; nd++) {
+        const int64_t md[5] = {L, L, 1, 1, 1};
+        dla_tensor *y = dla_attention(q, k, v, H, &(dla_attention_options){
+            .mask = dla_tensor_from_host(m0, DLA_F64, "", nd, md)}, NULL);
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("a %d-dim mask: %s", nd, dla_tensor_error(y));
+        assert_true(tu_same_bits(y, shared));
+    }
     dla_tensor *bad = dla_attention(q, k, v, H, &(dla_attention_options){
         .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, L, 1, 3))}, NULL);
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
