@@ -428,9 +428,16 @@ static dla_tensor *read_labels(const char *op, dla_tensor *x, const char *data_f
                           "opts->data_format (\"SSCB\")",
                           op, describe(x, NULL, xd, sizeof xd));
     const size_t L = strlen(fmt);
-    if (L > DLA_MAX_DIMS || (int)L < x->ndims)
-        return dla__error(DLA_ERR_FORMAT, "%s: argument x (%s): data_format \"%s\" has %zu labels",
-                          op, describe(x, NULL, xd, sizeof xd), fmt, L);
+    /* Dims of 1 past the labels are trailing singletons, as in MATLAB: an
+     * unformatted 3x3x1x1x1 with data_format "SSCB" was refused, saying
+     * only "data_format "SSCB" has 4 labels". */
+    int past = 0;
+    for (int i = (int)L; i < x->ndims; i++)
+        past |= x->dims[i] != 1;
+    if (L > DLA_MAX_DIMS || past)
+        return dla__error(DLA_ERR_FORMAT, "%s: argument x (%s): data_format \"%s\" has %zu labels "
+                          "for its %d dims (dims past the labels must be 1)",
+                          op, describe(x, NULL, xd, sizeof xd), fmt, L, x->ndims);
     int ns = 0, nc = 0, nb = 0, nt = 0, tpos = -1;
     g->bpos = -1;
     for (size_t i = 0; i < L; i++) {

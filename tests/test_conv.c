@@ -426,6 +426,17 @@ static void a_data_format_longer_than_x_gives_gradients_of_xs_dims(void **state)
              (int[]){1, 1}, 1e-6);
     gc_check2(conv_sscb, "transposed", 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 2, 3))},
               (int[]){1, 1}, 1e-6);
+    /* And shorter than x by dims of 1, trailing singletons (it was refused:
+     * "data_format "SSCB" has 4 labels"); a dim past them that is not 1
+     * still is, saying so. */
+    dla_tensor *x5 = rnd("", DLA_DIMS(5, 4, 3, 2, 1));
+    gc_check(conv_sscb, NULL, 2, (dla_tensor *[]){x5, rnd("", DLA_DIMS(2, 2, 3, 2))},
+             (int[]){1, 1}, 1e-6);
+    tu_expect_error(dla_conv(rnd("", DLA_DIMS(5, 4, 3, 2, 2)), rnd("", DLA_DIMS(2, 2, 3, 2)), NULL,
+                             &(dla_conv_options){.data_format = "SSCB"}),
+                    DLA_ERR_FORMAT,
+                    "dla_conv: argument x (5x4x3x2x2 unformatted): data_format \"SSCB\" has 4 "
+                    "labels for its 5 dims (dims past the labels must be 1)");
     dla_scope_end();
 }
 

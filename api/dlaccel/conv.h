@@ -50,8 +50,9 @@ typedef struct dla_conv_options {
      * output has in * stride elements, any odd one cropped after (MATLAB's
      * Cropping "same"). */
     const char *padding_mode;
-    /* The labels of an unformatted x, one per dim ("SSCB"), as MATLAB's
-     * DataFormat; the result is then unformatted too, in x's dim order.
+    /* The labels of an unformatted x, one per dim ("SSCB"; x's dims past
+     * them must be 1), as MATLAB's DataFormat; the result is then
+     * unformatted too, in x's dim order.
      * NULL or "" for a formatted x (which must not get a different one). */
     const char *data_format;
 } dla_conv_options;
