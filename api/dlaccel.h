@@ -284,7 +284,8 @@ DLA_API dla_dtype dla_tensor_dtype(const dla_tensor *t);
 DLA_API int dla_tensor_ndims(const dla_tensor *t);
 /* Size of dim (1-based); 1 past ndims, as in MATLAB's size(X, d). */
 DLA_API int64_t dla_tensor_dim(const dla_tensor *t, int dim);
-/* Copies ndims dims into dims (DLA_MAX_DIMS room); returns ndims. */
+/* Copies ndims dims into dims (DLA_MAX_DIMS room); returns ndims. dims
+ * may be NULL: the count alone. */
 DLA_API int dla_tensor_dims(const dla_tensor *t, int64_t *dims);
 DLA_API int64_t dla_tensor_numel(const dla_tensor *t);
 /* The labels, "" when unformatted; valid as long as t. */
@@ -298,8 +299,9 @@ DLA_API int dla_tensor_is_contiguous(const dla_tensor *t);
 DLA_API int dla_tensor_describe(const dla_tensor *t, char *buf, size_t size);
 
 /* Copies the elements to host memory, column-major, dense. bytes must be at
- * least numel * dtype size (DLA_ERR_INVALID_ARGUMENT otherwise). Waits for
- * the device. Returns the tensor's status if it is an error tensor. */
+ * least numel * dtype size, and dst not NULL unless t is empty
+ * (DLA_ERR_INVALID_ARGUMENT otherwise). Waits for the device. Returns the
+ * tensor's status if it is an error tensor. */
 DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t bytes);
 /* Reads one element (0-based linear index, column-major) as a double. For
  * tests and printing, not for loops: each call is a device round trip.
@@ -379,7 +381,8 @@ DLA_API void dla_rng_set(uint64_t seed, uint64_t counter);
 
 /* Elementwise, with MATLAB's implicit expansion: each dim of a and b is equal
  * or 1. Float dtypes; a and b must have the same dtype and device. The result
- * is dense; its format is the operands' (they must agree when both have one). */
+ * is dense; its format is the operands' (they must agree when both have one),
+ * and dims of 1 past its labels are trailing singletons, dropped. */
 DLA_API dla_tensor *dla_add(dla_tensor *a, dla_tensor *b);
 DLA_API dla_tensor *dla_sub(dla_tensor *a, dla_tensor *b);
 DLA_API dla_tensor *dla_mul(dla_tensor *a, dla_tensor *b);  /* .* */
@@ -416,7 +419,8 @@ DLA_API dla_tensor *dla_mean(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_max(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_min(dla_tensor *x, int ndims, const int64_t *dims);
 
-/* Matrix product of 2-D a (MxK) and b (KxN): MxN, unformatted. */
+/* Matrix product of 2-D a (MxK) and b (KxN; trailing dims of 1 allowed, as
+ * MATLAB's): MxN, unformatted. */
 DLA_API dla_tensor *dla_mtimes(dla_tensor *a, dla_tensor *b);
 /* Page-wise products over dims 3.. (MATLAB pagemtimes), with transposes
  * ("none" / "transpose") and implicit expansion of the page dims. */

@@ -153,6 +153,30 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     for (int i = 0; i < 3; i++)
         if (!args[i] || args[i]->status != DLA_OK)
             return dla__pass_arg(op, names[i], args[i]);
+    /* One float dtype for the three: the products inside failed otherwise,
+     * naming their own arguments ("dla_pagemtimes: arguments a (double)
+     * and b (single)", a being the keys). */
+    const dla_dtype dt = dla_tensor_dtype(queries);
+    for (int i = 0; i < 3; i++) {
+        const dla_dtype d = dla_tensor_dtype(args[i]);
+        if (d != DLA_F32 && d != DLA_F64)
+            return dla__error(DLA_ERR_DTYPE, "%s: argument %s: %s; attention needs single or "
+                              "double", op, names[i], dla_dtype_name(d));
+        if (d != dt)
+            return dla__error(DLA_ERR_DTYPE, "%s: argument %s is %s, but queries are %s", op,
+                              names[i], dla_dtype_name(d), dla_dtype_name(dt));
+    }
+    /* One device for the three, and for the mask: the products and sums
+     * inside failed otherwise, naming themselves ("dla_pagemtimes:
+     * arguments a and b are on cpu:0 and opencl:0"). */
+    dla_device *dev = dla_tensor_device(queries);
+    for (int i = 1; i < 3; i++)
+        if (dla_tensor_device(args[i]) != dev)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument %s is on %s, but queries are on %s; move it with "
+                              "dla_tensor_to_device",
+                              op, names[i], dla_device_name(dla_tensor_device(args[i])),
+                              dla_device_name(dev));
     layout l[3];
     dla_tensor *err;
     for (int i = 0; i < 3; i++)
@@ -196,11 +220,22 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
         dla_tensor *m = opts->mask;
         if (m->status != DLA_OK)
             return dla__pass_arg(op, "opts->mask", m);
+        if (dla_tensor_device(m) != dev)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument opts->mask is on %s, but queries are on %s; move it "
+                              "with dla_tensor_to_device",
+                              op, dla_device_name(dla_tensor_device(m)), dla_device_name(dev));
         char mb[DLA__DIMS_BUF];
-        const int per_obs = dla_tensor_ndims(m) > 2;
-        if (dla_tensor_format(m)[0] || dla_tensor_ndims(m) > 4 ||
-            dla_tensor_dim(m, 1) != l[1].L || dla_tensor_dim(m, 2) != l[0].L ||
-            dla_tensor_dim(m, 3) != 1 || (per_obs && dla_tensor_dim(m, 4) != l[0].B))
+        /* Dims of 1 after Lk x Lq are trailing singletons, as in MATLAB: a
+         * 3x3x1 mask for two observations (the 3x3 one, shared) and a
+         * 3x3x1x1x1 one were refused. */
+        int extra = 0;
+        for (int d = 5; d <= dla_tensor_ndims(m); d++)
+            extra |= dla_tensor_dim(m, d) != 1;
+        const int64_t mobs = dla_tensor_dim(m, 4);
+        if (dla_tensor_format(m)[0] || extra || dla_tensor_dim(m, 1) != l[1].L ||
+            dla_tensor_dim(m, 2) != l[0].L || dla_tensor_dim(m, 3) != 1 ||
+            (mobs != 1 && mobs != l[0].B))
             return dla__error(DLA_ERR_SHAPE,
                               "%s: argument opts->mask: %s \"%s\"; it must be unformatted "
                               "%lldx%lld (keys x queries) or %lldx%lldx1x%lld (per observation)",
@@ -212,11 +247,20 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
         return dla__error(DLA_ERR_SHAPE, "%s: a causal mask needs as many queries as keys "
                           "(%lld and %lld along the sequence)",
                           op, (long long)l[0].L, (long long)l[1].L);
+    if (opts && opts->scale != 0 && !isfinite(opts->scale))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: option scale: %g is not finite", op,
+                          opts->scale);
+    /* Queries and keys of no channels have scores of 0 (sums of nothing),
+     * and the default scale 1/sqrt(0) is infinite: the error said "scale
+     * inf is not finite" of a scale the caller never gave. */
+    if (!(opts && opts->scale != 0) && l[0].C == 0)
+        return dla__error(DLA_ERR_SHAPE,
+                          "%s: queries %s and keys %s have no channels, so the default scale "
+                          "1/sqrt(channels per head) is infinite; give opts->scale",
+                          op, qb, kb);
     const double scale = opts && opts->scale != 0
                              ? opts->scale
                              : 1.0 / sqrt((double)(l[0].C / num_heads));
-    if (!isfinite(scale))
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: scale %g is not finite", op, scale);
 
     dla_tensor *q = to_heads(to_clb(queries, &l[0]), num_heads);
     dla_tensor *k = to_heads(to_clb(keys, &l[1]), num_heads);
@@ -228,9 +272,11 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
                                    dla_tensor_device(queries)));
     if (opts && opts->mask) {
         /* 0 where allowed, a large negative number where not: (m - 1) 1e30
-         * of the mask as 0/1 in the scores' dtype. */
-        dla_tensor *m = dla_cast(dla_ne(opts->mask, dla_zeros(DLA_F32, "", 0, NULL)),
-                                 dla_tensor_dtype(queries));
+         * of the mask as 0/1 in the scores' dtype. The logical cast is
+         * mask ~= 0 on the mask's own device; a zero to compare it with
+         * was made on the current one, and a mask on another device
+         * failed ("dla_ne: arguments a and b are on opencl:0 and cpu:0"). */
+        dla_tensor *m = dla_cast(dla_cast(opts->mask, DLA_BOOL), dla_tensor_dtype(queries));
         s = dla_add(s, dla_affine(m, 1e30, -1e30));
     }
     const int64_t sd[4] = {l[1].L, l[0].L, num_heads, l[0].B};

@@ -47,9 +47,14 @@ static dla_tensor *make(const char *op, dla_dtype dtype, const char *format, int
         dla__fail(DLA_ERR_DTYPE, "%s: argument dtype: %d is not a dla_dtype", op, (int)dtype);
         return NULL;
     }
-    if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims)) {
+    if (ndims < 0 || ndims > DLA_MAX_DIMS) {
         dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op, ndims,
                   DLA_MAX_DIMS);
+        return NULL;
+    }
+    /* Named apart: a NULL dims read "argument ndims: 2 is outside 0..8". */
+    if (ndims && !dims) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims is NULL, for ndims %d", op, ndims);
         return NULL;
     }
     for (int i = 0; i < ndims; i++)

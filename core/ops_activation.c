@@ -77,17 +77,23 @@ static dla_status gelu_forward(const void *attrs, dla_tensor *const *in, int nin
         st = dla__nn_unary(dev, DLA_UNARY_AFFINE, SQRT1_2, 0.0, &vy, &vx);
         if (st == DLA_OK)
             st = dla__nn_unary(dev, DLA_UNARY_ERF, 0.0, 0.0, &vy, &vy);
-    } else { /* y = x * (tanh(c x (1 + k x^2))/2 + 1/2) */
+        if (st == DLA_OK)
+            st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 0.5, 0.5, &vy, &vy);
+    } else {
+        /* y = x * (1 + tanh(u))/2, u = c x (1 + k x^2), as x * sigmoid(2u):
+         * 1 + tanh(u) cancels where x is negative (single precision gave
+         * -2.98e-7 for -2.30e-7 at x = -5, and on a device whose tanh stops
+         * at -0.99999994, as PoCL's does, -3e-4 at x = -1e4), where the
+         * sigmoid keeps its tail. */
         st = dla__nn_unary(dev, DLA_UNARY_SQUARE, 0.0, 0.0, &vy, &vx);
         if (st == DLA_OK)
-            st = dla__nn_unary(dev, DLA_UNARY_AFFINE, SQRT_2_PI * GELU_K, SQRT_2_PI, &vy, &vy);
+            st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 2.0 * SQRT_2_PI * GELU_K, 2.0 * SQRT_2_PI,
+                               &vy, &vy);
         if (st == DLA_OK)
             st = dla__nn_binary(dev, DLA_BINARY_MUL, &vy, &vy, &vx);
         if (st == DLA_OK)
-            st = dla__nn_unary(dev, DLA_UNARY_TANH, 0.0, 0.0, &vy, &vy);
+            st = dla__nn_unary(dev, DLA_UNARY_SIGMOID, 0.0, 0.0, &vy, &vy);
     }
-    if (st == DLA_OK)
-        st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 0.5, 0.5, &vy, &vy);
     if (st == DLA_OK)
         st = dla__nn_binary(dev, DLA_BINARY_MUL, &vy, &vy, &vx);
     if (st != DLA_OK) {
@@ -108,13 +114,13 @@ static dla_status gelu_backward(const dla__node *n, dla_tensor *const *gout, dla
         dla_tensor *pdf = dla_affine(dla_exp(dla_affine(dla_square(x), -0.5, 0.0)), INV_SQRT_2PI, 0.0);
         d = dla_add(cdf, dla_mul(x, pdf));
     } else {
-        /* t = tanh(u), u = c (x + k x^3):
-         * (1 + t)/2 + x/2 (1 - t^2) c (1 + 3 k x^2) */
+        /* s = sigmoid(2u), u = c (x + k x^3), as forward (not 1 + tanh(u),
+         * which cancels): s + x s (1 - s) 2c (1 + 3 k x^2) */
         dla_tensor *x2 = dla_square(x);
-        dla_tensor *t = dla_tanh(dla_mul(x, dla_affine(x2, SQRT_2_PI * GELU_K, SQRT_2_PI)));
-        dla_tensor *du = dla_affine(x2, 1.5 * SQRT_2_PI * GELU_K, 0.5 * SQRT_2_PI);
-        d = dla_add(dla_affine(t, 0.5, 0.5),
-                    dla_mul(dla_mul(x, dla_affine(dla_square(t), -1.0, 1.0)), du));
+        dla_tensor *s = dla_sigmoid(
+            dla_mul(x, dla_affine(x2, 2.0 * SQRT_2_PI * GELU_K, 2.0 * SQRT_2_PI)));
+        dla_tensor *du2 = dla_affine(x2, 6.0 * SQRT_2_PI * GELU_K, 2.0 * SQRT_2_PI);
+        d = dla_add(s, dla_mul(dla_mul(x, dla_mul(s, dla_affine(s, -1.0, 1.0))), du2));
     }
     gin[0] = dla_mul(gout[0], d);
     return DLA_OK;

@@ -58,6 +58,12 @@ dla_status dla__broadcast(const char *op, int n, dla_tensor *const *t, const cha
         }
         dims[d] = size;
     }
+    /* Dims of 1 past the labels are trailing singletons, as in MATLAB (a
+     * 3x2x1 against a "CB" 3x2 was refused: "the result has 3 dims but
+     * format "CB" labels only 2"). */
+    if (f[0])
+        while (nd > (int)strlen(f) && dims[nd - 1] == 1)
+            nd--;
     if (f[0] && (int)strlen(f) < nd)
         return dla__fail(DLA_ERR_FORMAT, "%s: the result has %d dims but format \"%s\" labels only %zu",
                          op, nd, f, strlen(f));

@@ -428,9 +428,16 @@ static dla_tensor *read_labels(const char *op, dla_tensor *x, const char *data_f
                           "opts->data_format (\"SSCB\")",
                           op, describe(x, NULL, xd, sizeof xd));
     const size_t L = strlen(fmt);
-    if (L > DLA_MAX_DIMS || (int)L < x->ndims)
-        return dla__error(DLA_ERR_FORMAT, "%s: argument x (%s): data_format \"%s\" has %zu labels",
-                          op, describe(x, NULL, xd, sizeof xd), fmt, L);
+    /* Dims of 1 past the labels are trailing singletons, as in MATLAB: an
+     * unformatted 3x3x1x1x1 with data_format "SSCB" was refused, saying
+     * only "data_format "SSCB" has 4 labels". */
+    int past = 0;
+    for (int i = (int)L; i < x->ndims; i++)
+        past |= x->dims[i] != 1;
+    if (L > DLA_MAX_DIMS || past)
+        return dla__error(DLA_ERR_FORMAT, "%s: argument x (%s): data_format \"%s\" has %zu labels "
+                          "for its %d dims (dims past the labels must be 1)",
+                          op, describe(x, NULL, xd, sizeof xd), fmt, L, x->ndims);
     int ns = 0, nc = 0, nb = 0, nt = 0, tpos = -1;
     g->bpos = -1;
     for (size_t i = 0; i < L; i++) {
@@ -531,15 +538,26 @@ static dla_tensor *convolve(const char *op, int transposed, dla_tensor *x, dla_t
         const int64_t fs = tdim(w, i), s = opts->stride[i] ? opts->stride[i] : 1,
                       d = opts->dilation[i] ? opts->dilation[i] : 1;
         int64_t p0 = opts->padding[0][i], p1 = opts->padding[1][i];
-        if (fs < 1 || s < 1 || d < 1 || p0 < 0 || p1 < 0 || (same && (p0 || p1)))
+        /* At most 2^31-1 each, as the kernels take them: a stride of 2^31
+         * was refused by the plugin in words its value met ("stride ...
+         * must be >= 1"), and a dilation near 2^63 wrapped the span below
+         * to a negative size. */
+        const int64_t big = INT32_MAX;
+        if (fs < 1 || s < 1 || d < 1 || p0 < 0 || p1 < 0 || (same && (p0 || p1)) || fs > big ||
+            s > big || d > big || p0 > big || p1 > big)
             return dla__error(DLA_ERR_INVALID_ARGUMENT,
                               "%s: spatial dim %d: filter %lld, stride %lld, dilation %lld, %s "
-                              "%lld and %lld: filter, stride and dilation must be >= 1 and the "
-                              "%s >= 0 (zero with padding_mode \"same\")",
+                              "%lld and %lld: filter, stride and dilation must be 1 to 2^31-1 "
+                              "and the %s 0 to 2^31-1 (zero with padding_mode \"same\")",
                               op, i + 1, (long long)fs, (long long)s, (long long)d,
                               transposed ? "cropping" : "padding", (long long)p0, (long long)p1,
                               transposed ? "cropping" : "padding");
         const int64_t span = d * (fs - 1) + 1, in = g.xdims[g.sp[i]];
+        if (in > big)
+            return dla__error(DLA_ERR_SHAPE,
+                              "%s: argument x (%s): spatial dim %d has %lld elements; convolution "
+                              "takes at most 2^31-1 along a dim",
+                              op, xd, i + 1, (long long)in);
         int64_t out;
         if (!transposed) {
             if (same) {
@@ -574,6 +592,11 @@ static dla_tensor *convolve(const char *op, int transposed, dla_tensor *x, dla_t
                 out = 0;
             g.pb[i] = p0;
         }
+        if (out > big)
+            return dla__error(DLA_ERR_SHAPE,
+                              "%s: spatial dim %d: %lld elements of x (%s) give %lld; convolution "
+                              "takes at most 2^31-1 along a dim",
+                              op, i + 1, (long long)in, xd, (long long)out);
         g.fs[i] = fs, g.st[i] = s, g.dl[i] = d;
         if (transposed) {
             g.ydims[g.sp[i]] = in;

@@ -99,6 +99,12 @@ static dla_status binary_forward(const void *attrs, dla_tensor *const *in, int n
                              (long long)y);
         dims[i] = x == 1 ? y : x;
     }
+    /* Dims of 1 past a format's labels are trailing singletons, as in
+     * MATLAB: a 3x2x1 (a sum over dim 3) against a "CB" 3x2 was refused,
+     * "the result has 3 dims but format "CB" labels only 2". */
+    if (fnd)
+        while (nd > fnd && dims[nd - 1] == 1)
+            nd--;
     char fmt[DLA_MAX_DIMS + 1];
     dla_status st = result_format(op, a, b, nd, fmt);
     if (st != DLA_OK)
@@ -139,6 +145,10 @@ static dla_status binary_infer(const void *attrs, int nin, const dla__vshape *in
         int64_t x = i < a->ndims ? a->dims[i] : 1, y = i < b->ndims ? b->dims[i] : 1;
         out[0].dims[i] = x == 1 ? y : x;
     }
+    /* As binary_forward: dims of 1 past the labels are dropped. */
+    if (fnd)
+        while (out[0].ndims > fnd && out[0].dims[out[0].ndims - 1] == 1)
+            out[0].ndims--;
     return DLA_OK;
 }
 

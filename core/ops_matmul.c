@@ -100,6 +100,16 @@ typedef struct gemm_shape {
     int64_t pdims[DLA_MAX_DIMS];
 } gemm_shape;
 
+/* t's dims without the trailing ones (at least 2): MATLAB's matrix of
+ * mtimes is 2-D up to trailing singletons. */
+static int matrix_ndims(const dla_tensor *t)
+{
+    int n = t->ndims;
+    while (n > 2 && t->dims[n - 1] == 1)
+        n--;
+    return n;
+}
+
 static const char *gemm_name(const gemm_attrs *at)
 {
     return at->paged ? "dla_pagemtimes" : "dla_mtimes";
@@ -120,7 +130,9 @@ static dla_status gemm_check(const gemm_attrs *at, const dla_tensor *a, const dl
     if (a->dtype != b->dtype || (a->dtype != DLA_F32 && a->dtype != DLA_F64))
         return dla__fail(DLA_ERR_DTYPE, "%s: arguments a (%s) and b (%s) must both be single or "
                          "both double", op, dla_dtype_name(a->dtype), dla_dtype_name(b->dtype));
-    if (!at->paged && (a->ndims > 2 || b->ndims > 2))
+    /* A matrix may carry trailing dims of 1 (a sum over dim 3 of a
+     * 2x3x4 is 2x3x1): they were refused, "must be matrices". */
+    if (!at->paged && (matrix_ndims(a) > 2 || matrix_ndims(b) > 2))
         return dla__fail(DLA_ERR_SHAPE, "%s: arguments a (%s) and b (%s) must be matrices; use "
                          "dla_pagemtimes for pages", op, dla__tensor_dims_str(a, da, sizeof da),
                          dla__tensor_dims_str(b, db, sizeof db));
@@ -132,7 +144,7 @@ static dla_status gemm_check(const gemm_attrs *at, const dla_tensor *a, const dl
                          "against %lld)", op, ta ? "'" : "", dla__tensor_dims_str(a, da, sizeof da),
                          tb ? "'" : "", dla__tensor_dims_str(b, db, sizeof db), (long long)k,
                          (long long)kb);
-    int np = (a->ndims > b->ndims ? a->ndims : b->ndims) - 2;
+    int np = at->paged ? (a->ndims > b->ndims ? a->ndims : b->ndims) - 2 : 0;
     if (np < 0)
         np = 0;
     int64_t pdims[DLA_MAX_DIMS], batch = 1;

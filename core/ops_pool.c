@@ -501,9 +501,13 @@ static dla_tensor *pool(dla_pool_mode mode, dla_tensor *x, int npool, const int6
 {
     const char *op = pool_name(mode);
     pool_attrs a = {.mode = mode, .npool = npool};
-    if (npool < 1 || npool > 3 || !pool_size)
+    if (npool < 1 || npool > 3)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument pool_size: %d entries; give 1 "
                           "to 3", op, npool);
+    /* Named apart: a NULL pool_size read "1 entries; give 1 to 3". */
+    if (!pool_size)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument pool_size is NULL, for npool "
+                          "%d", op, npool);
     memcpy(a.pool, pool_size, (size_t)npool * sizeof *pool_size);
     if (opts) {
         memcpy(a.stride, opts->stride, sizeof a.stride);

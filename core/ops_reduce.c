@@ -113,8 +113,12 @@ static dla_tensor *reduce(const char *op, dla_reduce_op kop, dla_tensor *x, int 
 {
     if (!x || x->status != DLA_OK)
         return dla__pass_arg(op, "x", x);
-    if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims))
+    if (ndims < 0 || ndims > DLA_MAX_DIMS)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims: %d entries", op, ndims);
+    /* Named apart: a NULL dims read "argument dims: 2 entries". */
+    if (ndims && !dims)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims is NULL, for ndims %d", op,
+                          ndims);
     reduce_attrs a = {.op = kop, .ndims = ndims};
     for (int i = 0; i < ndims; i++) {
         if (dims[i] < 1)

@@ -115,6 +115,11 @@ static dla_status cat_infer(const void *attrs, int nin, const dla__vshape *in, d
     out[0].dims[a->dim] = 0;
     char ad[DLA__DIMS_BUF], bd[DLA__DIMS_BUF];
     for (int i = 0; i < nin; i++) {
+        const int64_t len = a->dim < in[i].ndims ? in[i].dims[a->dim] : 1;
+        if (len > INT64_MAX - out[0].dims[a->dim])
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_cat: argument %d (%s) makes attribute "
+                             "dim %d a size past 2^63", i + 1,
+                             dla__dims_str(bd, sizeof bd, in[i].ndims, in[i].dims), a->dim + 1);
         for (int d = 0; d < out[0].ndims; d++) {
             int64_t x = d < in[i].ndims ? in[i].dims[d] : 1;
             if (d != a->dim && x != out[0].dims[d])
@@ -123,7 +128,7 @@ static dla_status cat_infer(const void *attrs, int nin, const dla__vshape *in, d
                                  dla__dims_str(ad, sizeof ad, in[0].ndims, in[0].dims), i + 1,
                                  dla__dims_str(bd, sizeof bd, in[i].ndims, in[i].dims), a->dim + 1);
         }
-        out[0].dims[a->dim] += a->dim < in[i].ndims ? in[i].dims[a->dim] : 1;
+        out[0].dims[a->dim] += len;
     }
     return DLA_OK;
 }
@@ -135,9 +140,14 @@ DLA__OP_REGISTER(cat_op, sizeof(cat_attrs));
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
 {
     static const char op[] = "dla_cat";
-    if (n < 1 || !tensors)
+    if (n < 1)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument n: %d tensors; at least 1 is needed",
                           op, n);
+    /* Named apart: a NULL array read "argument n: 2 tensors; at least 1
+     * is needed". */
+    if (!tensors)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument tensors is NULL, for n %d", op,
+                          n);
     for (int i = 0; i < n; i++)
         if (!tensors[i] || tensors[i]->status != DLA_OK) {
             char arg[32];
@@ -154,8 +164,19 @@ DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
                           "%s: argument dim: %d is past the labels of tensor 1 (%s \"%s\"); a "
                           "formatted result needs a label there",
                           op, dim, dla__tensor_dims_str(t0, a, sizeof a), t0->format);
+    /* The joined dim must stay a size: inputs that are empty elsewhere
+     * (0 x 2^62) hold no elements, so their sizes along dim are bounded
+     * by nothing, and their sum wrapped to a negative dim (0x-2). */
+    int64_t along = dim <= t0->ndims ? t0->dims[dim - 1] : 1;
     for (int i = 1; i < n; i++) {
         const dla_tensor *t = tensors[i];
+        const int64_t len = dim <= t->ndims ? t->dims[dim - 1] : 1;
+        if (len > INT64_MAX - along)
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument tensors[%d] (%s): joined along dim %d to the %lld "
+                              "elements before it, it makes a size past 2^63",
+                              op, i, dla__tensor_dims_str(t, a, sizeof a), dim, (long long)along);
+        along += len;
         if (t->dtype != t0->dtype)
             return dla__error(DLA_ERR_DTYPE, "%s: argument tensors[%d]: %s, but tensors[0] is %s",
                               op, i, dla_dtype_name(t->dtype), dla_dtype_name(t0->dtype));

@@ -487,7 +487,9 @@ DLA_API int dla_tensor_dims(const dla_tensor *t, int64_t *dims)
 {
     if (!t || t->status != DLA_OK)
         return 0;
-    memcpy(dims, t->dims, (size_t)t->ndims * sizeof *dims);
+    /* A NULL dims asks the count alone; it was a memcpy to NULL, a crash. */
+    if (dims)
+        memcpy(dims, t->dims, (size_t)t->ndims * sizeof *dims);
     return t->ndims;
 }
 

@@ -52,7 +52,12 @@ DLA_API dla_status dla_tensor_to_host(const dla_tensor *t, void *dst, size_t byt
     if (t->status != DLA_OK)
         return dla__fail(t->status, "%s", t->message);
     size_t need = nbytes(t);
-    if (bytes < need || (need && !dst)) {
+    /* A NULL dst is named as such: it read "argument bytes: 64 is less
+     * than the 64 bytes of 4x4 single". */
+    if (need && !dst)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument dst is NULL, for %zu bytes", op,
+                         need);
+    if (bytes < need) {
         char buf[DLA__DIMS_BUF];
         return dla__fail(DLA_ERR_INVALID_ARGUMENT,
                          "%s: argument bytes: %zu is less than the %zu bytes of %s %s", op, bytes,

@@ -154,9 +154,13 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
     static const char op[] = "dla_reshape";
     if (!t || t->status != DLA_OK)
         return dla__pass_arg(op, "t", t);
-    if (ndims < 0 || ndims > DLA_MAX_DIMS || (ndims && !dims))
+    if (ndims < 0 || ndims > DLA_MAX_DIMS)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument ndims: %d is outside 0..%d", op,
                           ndims, DLA_MAX_DIMS);
+    /* Named apart: a NULL dims read "argument ndims: 2 is outside 0..8". */
+    if (ndims && !dims)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dims is NULL, for ndims %d", op,
+                          ndims);
     /* Zeroed whole, padding included: traces save attributes byte for byte. */
     reshape_attrs a;
     memset(&a, 0, sizeof a);
@@ -267,7 +271,12 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
     static const char op[] = "dla_permute";
     if (!t || t->status != DLA_OK)
         return dla__pass_arg(op, "t", t);
-    if (ndims < t->ndims || ndims > DLA_MAX_DIMS || (ndims && !order))
+    /* A NULL order is named as such: it read "argument order: 4 entries for
+     * a tensor with 4 dims", as if the count were wrong. */
+    if (ndims && !order)
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument order is NULL, for ndims %d",
+                          op, ndims);
+    if (ndims < t->ndims || ndims > DLA_MAX_DIMS)
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
                           "%s: argument order: %d entries for a tensor with %d dims", op, ndims,
                           t->ndims);

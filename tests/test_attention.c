@@ -4,6 +4,8 @@
  * causal mask, in every layout it takes, its first and second derivatives
  * against finite differences, a replay with eager's bits, and the errors.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -141,11 +143,82 @@ static void test_a_mask_tensor_hides_the_keys_it_marks(void **state)
             assert_true(rw[i] == 0 ? hw[i] == 0.0 : tu_close(hw[i], rw[i], 1e-13));
         free(hq), free(hk), free(hv), free(hy), free(hw);
     }
+    /* One mask for every observation with trailing dims of 1 is the
+     * L x L one (3x3x1 for two observations, 3x3x1x1x1, were refused). */
+    double m0[L * L];
+    for (int i = 0; i < L * L; i++)
+        m0[i] = mh[i];
+    dla_tensor *shared = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_tensor_from_host(m0, DLA_F64, "", DLA_DIMS(L, L))}, NULL);
+    for (int nd = 3; nd <= 5; nd++) {
+        const int64_t md[5] = {L, L, 1, 1, 1};
+        dla_tensor *y = dla_attention(q, k, v, H, &(dla_attention_options){
+            .mask = dla_tensor_from_host(m0, DLA_F64, "", nd, md)}, NULL);
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("a %d-dim mask: %s", nd, dla_tensor_error(y));
+        assert_true(tu_same_bits(y, shared));
+    }
     dla_tensor *bad = dla_attention(q, k, v, H, &(dla_attention_options){
         .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, L, 1, 3))}, NULL);
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_tensor_error(bad), "argument opts->mask: 4x4x1x3 \"\"; it must be "
                                                   "unformatted 4x4 (keys x queries) or 4x4x1x2"));
+    dla_scope_end();
+}
+
+/* A device other than the current one (main() adds the testmem plugin
+ * beside whichever the suite runs on). */
+static dla_device *other_device(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (dla_device_at(i) != dla_device_current())
+            return dla_device_at(i);
+    fail_msg("no device other than the current one");
+    return NULL;
+}
+
+/* Queries, keys, values and mask on another device than the current one
+ * give that device's result there: the mask was compared with a zero made
+ * on the current device ("dla_ne: arguments a and b are on testmem:0 and
+ * cpu:0"). Operands on two devices are named (it was dla_pagemtimes's
+ * "arguments a and b are on ..."). */
+static void test_a_mask_on_another_device_than_the_current_one(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(31);
+    enum { L = 4 };
+    dla_tensor *q = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, L));
+    dla_tensor *v = dla_randn(DLA_F64, "CBT", DLA_DIMS(CV, B, L));
+    double mh[L * L];
+    for (int i = 0; i < L * L; i++)
+        mh[i] = i % 3 != 1;
+    dla_tensor *m = dla_tensor_from_host(mh, DLA_F64, "", DLA_DIMS(L, L));
+    dla_tensor *want = dla_attention(q, q, v, H, &(dla_attention_options){.mask = m}, NULL);
+    assert_int_equal(dla_tensor_status(want), DLA_OK);
+    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_tensor *qd = dla_tensor_to_device(q, dev), *vd = dla_tensor_to_device(v, dev);
+    dla_tensor *md = dla_tensor_to_device(m, dev);
+    dla_tensor *y = dla_attention(qd, qd, vd, H, &(dla_attention_options){.mask = md}, NULL);
+    if (dla_tensor_status(y) != DLA_OK)
+        fail_msg("%s", dla_tensor_error(y));
+    assert_ptr_equal(dla_tensor_device(y), dev);
+    assert_ptr_equal(dla_device_current(), cur);
+    double *hy = host(y), *hw = host(want);
+    for (int i = 0; i < CV * B * L; i++)
+        if (!tu_close(hy[i], hw[i], 1e-13))
+            fail_msg("y[%d]: %.17g on %s, %.17g on %s", i, hy[i], dla_device_name(dev), hw[i],
+                     dla_device_name(cur));
+    free(hy), free(hw);
+    char want_msg[256];
+    snprintf(want_msg, sizeof want_msg, "dla_attention: argument opts->mask is on %s, but queries "
+             "are on %s; move it with dla_tensor_to_device", dla_device_name(cur),
+             dla_device_name(dev));
+    tu_expect_error(dla_attention(qd, qd, vd, H, &(dla_attention_options){.mask = m}, NULL),
+                    DLA_ERR_INVALID_ARGUMENT, want_msg);
+    snprintf(want_msg, sizeof want_msg, "dla_attention: argument values is on %s, but queries "
+             "are on %s", dla_device_name(cur), dla_device_name(dev));
+    tu_expect_error(dla_attention(qd, qd, v, H, NULL, NULL), DLA_ERR_INVALID_ARGUMENT, want_msg);
     dla_scope_end();
 }
 
@@ -277,6 +350,30 @@ static void test_bad_arguments_are_named(void **state)
                  DLA_ERR_FORMAT, "one format for the three");
     tu_expect_error(dla_attention(q, NULL, v, 2, NULL, NULL), DLA_ERR_INVALID_ARGUMENT,
                  "dla_attention: argument keys is NULL");
+    /* Dtypes are named here (they were dla_pagemtimes's "arguments a
+     * (double) and b (single)", a being the keys). */
+    tu_expect_error(dla_attention(q, dla_zeros(DLA_F64, "CBT", DLA_DIMS(4, 2, 5)), v, 2, NULL,
+                                  NULL),
+                 DLA_ERR_DTYPE, "dla_attention: argument keys is double, but queries are single");
+    tu_expect_error(dla_attention(dla_zeros(DLA_I32, "CBT", DLA_DIMS(4, 2, 3)), k, v, 2, NULL,
+                                  NULL),
+                 DLA_ERR_DTYPE, "dla_attention: argument queries: int32; attention needs single "
+                 "or double");
+    tu_expect_error(dla_attention(q, q, dla_zeros(DLA_F32, "CBT", DLA_DIMS(6, 2, 3)), 2,
+                                  &(dla_attention_options){.scale = INFINITY}, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_attention: option scale: inf is not finite");
+    /* Queries and keys of no channels: the default scale 1/sqrt(0) is
+     * what is wrong, and the message says so (it was "scale inf is not
+     * finite", of a scale never given). With a scale given, every score
+     * is 0 and each query gets the mean of the values. */
+    dla_tensor *q00 = dla_zeros(DLA_F32, "CBT", DLA_DIMS(0, 2, 3));
+    dla_tensor *v3 = dla_ones(DLA_F32, "CBT", DLA_DIMS(6, 2, 3));
+    tu_expect_error(dla_attention(q00, q00, v3, 2, NULL, NULL), DLA_ERR_SHAPE,
+                 "dla_attention: queries 0x2x3 and keys 0x2x3 have no channels, so the default "
+                 "scale 1/sqrt(channels per head) is infinite; give opts->scale");
+    dla_tensor *m = dla_attention(q00, q00, v3, 2, &(dla_attention_options){.scale = 1}, NULL);
+    assert_int_equal(dla_tensor_status(m), DLA_OK);
+    assert_true(dla_tensor_item(dla_sum(m, 0, NULL), 0) == 36);
     /* Keys of no length leave the queries nothing to attend to: named
      * here (it was the inner softmax's "dla_softmax: cpu reduce: argument
      * x: dims 0x3x1x2 leave nothing to take the max of", a softmax of no
@@ -302,11 +399,20 @@ static void test_bad_arguments_are_named(void **state)
 
 int main(void)
 {
+    /* A second device: the testmem plugin of the build tree, after the
+     * path the suite was given (its device stays the current one). */
+    const char *build = getenv("DLA_TEST_BUILDDIR"), *path = getenv("DLACCEL_PLUGIN_PATH");
+    if (build) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s%s%s/tests/plugins.d", path ? path : "", path ? ":" : "", build);
+        setenv("DLACCEL_PLUGIN_PATH", buf, 1);
+    }
     dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_multi_head_attention_matches_the_reference),
         TU_TEST(test_a_causal_mask_hides_later_keys),
         TU_TEST(test_a_mask_tensor_hides_the_keys_it_marks),
+        TU_TEST(test_a_mask_on_another_device_than_the_current_one),
         TU_TEST(test_every_layout_gives_the_same_numbers),
         TU_TEST(test_gradients_match_finite_differences),
         TU_TEST(test_accelerated_it_replays_with_eager_bits),

@@ -426,6 +426,17 @@ static void a_data_format_longer_than_x_gives_gradients_of_xs_dims(void **state)
              (int[]){1, 1}, 1e-6);
     gc_check2(conv_sscb, "transposed", 2, (dla_tensor *[]){x, rnd("", DLA_DIMS(2, 2, 2, 3))},
               (int[]){1, 1}, 1e-6);
+    /* And shorter than x by dims of 1, trailing singletons (it was refused:
+     * "data_format "SSCB" has 4 labels"); a dim past them that is not 1
+     * still is, saying so. */
+    dla_tensor *x5 = rnd("", DLA_DIMS(5, 4, 3, 2, 1));
+    gc_check(conv_sscb, NULL, 2, (dla_tensor *[]){x5, rnd("", DLA_DIMS(2, 2, 3, 2))},
+             (int[]){1, 1}, 1e-6);
+    tu_expect_error(dla_conv(rnd("", DLA_DIMS(5, 4, 3, 2, 2)), rnd("", DLA_DIMS(2, 2, 3, 2)), NULL,
+                             &(dla_conv_options){.data_format = "SSCB"}),
+                    DLA_ERR_FORMAT,
+                    "dla_conv: argument x (5x4x3x2x2 unformatted): data_format \"SSCB\" has 4 "
+                    "labels for its 5 dims (dims past the labels must be 1)");
     dla_scope_end();
 }
 
@@ -599,13 +610,40 @@ static void errors_name_the_op_the_argument_and_the_shapes(void **state)
                  DLA_ERR_INVALID_ARGUMENT, "dla_conv: spatial dim 1");
     tu_expect_error(dla_conv(x, dla_zeros(DLA_F64, "", DLA_DIMS(5, 5, 1, 20)), NULL, NULL),
                  DLA_ERR_DTYPE, "argument weights is double but x is single");
+    /* Past 2^31-1 the kernels refuse a size: a stride of 2^31 was refused
+     * by the plugin saying it "must be >= 1", and a dilation of 2^63-1
+     * wrapped the filter's span to -2^63. Up to 2^31-1 they run. */
+    tu_expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.stride = {1, (int64_t)1 << 31}}),
+                 DLA_ERR_INVALID_ARGUMENT,
+                 "dla_conv: spatial dim 2: filter 5, stride 2147483648, dilation 1, padding 0 and "
+                 "0: filter, stride and dilation must be 1 to 2^31-1 and the padding 0 to 2^31-1");
+    tu_expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.dilation = {INT64_MAX, 1}}),
+                 DLA_ERR_INVALID_ARGUMENT, "dilation 9223372036854775807");
+    tu_expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.padding = {{0, 0}, {0, INT64_MAX}}}),
+                 DLA_ERR_INVALID_ARGUMENT, "padding 0 and 9223372036854775807");
+    tu_expect_error(dla_conv(x, w1, NULL, &(dla_conv_options){.dilation = {INT32_MAX, 1}}),
+                 DLA_ERR_SHAPE, "a filter spanning 8589934589 elements does not fit");
+    dla_tensor *far = dla_conv(x, w1, NULL, &(dla_conv_options){.stride = {INT32_MAX, INT32_MAX}});
+    assert_int_equal(dla_tensor_status(far), DLA_OK);
+    assert_int_equal(dla_tensor_dim(far, 1), 1);
+    assert_int_equal(dla_tensor_dim(far, 2), 1);
     /* dla_transpconv: weights are filters/G x channels/G. */
     dla_tensor *t = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(7, 7, 16, 2));
     tu_expect_error(dla_transpconv(t, dla_zeros(DLA_F32, "", DLA_DIMS(3, 3, 16, 8)), NULL, NULL),
                  DLA_ERR_SHAPE,
                  "dla_transpconv: argument weights: 3x3x16x8 expects 8 channels per group x 1 "
                  "group = 8 input channels, but x (7x7x16x2 SSCB) has 16");
-    dla_tensor *ok = dla_transpconv(t, dla_zeros(DLA_F32, "", DLA_DIMS(3, 3, 8, 16)), NULL, NULL);
+    dla_tensor *w816 = dla_zeros(DLA_F32, "", DLA_DIMS(3, 3, 8, 16));
+    tu_expect_error(dla_transpconv(t, w816, NULL,
+                                   &(dla_conv_options){.stride = {((int64_t)1 << 62) + 1, 1}}),
+                 DLA_ERR_INVALID_ARGUMENT,
+                 "dla_transpconv: spatial dim 1: filter 3, stride 4611686018427387905");
+    /* 7 inputs at stride 2^30 make more than 2^31-1 outputs. */
+    tu_expect_error(dla_transpconv(t, w816, NULL, &(dla_conv_options){.stride = {1, 1 << 30}}),
+                 DLA_ERR_SHAPE,
+                 "dla_transpconv: spatial dim 2: 7 elements of x (7x7x16x2 SSCB) give 6442450947; "
+                 "convolution takes at most 2^31-1 along a dim");
+    dla_tensor *ok = dla_transpconv(t, w816, NULL, NULL);
     assert_int_equal(dla_tensor_status(ok), DLA_OK);
     assert_int_equal(dla_tensor_dim(ok, 3), 8);
     assert_int_equal(dla_tensor_dim(ok, 1), 9);

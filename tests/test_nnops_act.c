@@ -61,6 +61,40 @@ static void test_gelu_uses_erf_by_default_and_tanh_on_request(void **state)
     dla_scope_end();
 }
 
+static dla_status gelu_tanh_grad(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_sum(dla_gelu(in[0], "tanh"), 0, NULL);
+    return dla_gradient(out[0], 1, in, &out[1]);
+}
+
+/* Where x is negative, 1 + tanh(u) cancels: single precision gave
+ * -2.98e-7 for -2.30e-7 at x = -5 (and the gradient 30% off), and a
+ * device whose tanh stops at -0.99999994 (PoCL's) gave -3e-4 at x = -1e4
+ * and a gradient of -6380 there. The tail follows x * sigmoid(2u). */
+static void test_gelu_tanh_keeps_its_negative_tail_in_single(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    static const double tail[6] = {-1e4, -20.0, -9.0, -5.0, -3.0, 2.0};
+    const double c = sqrt(2.0 / 3.14159265358979323846), k = 0.044715;
+    dla_tensor *x = dla_cast(nn_from(tail, "CB", DLA_DIMS(3, 2)), DLA_F32);
+    dla_tensor *y = dla_gelu(x, "tanh"), *out[2];
+    assert_int_equal(dla_feval(gelu_tanh_grad, NULL, 1, &x, 2, out), DLA_OK);
+    for (int i = 0; i < 6; i++) {
+        const double v = (float)tail[i], u2 = 2.0 * c * v * (1.0 + k * v * v);
+        const double sg = 1.0 / (1.0 + exp(-u2));
+        const double want = v * sg, dwant = sg + v * sg * (1.0 - sg) * 2.0 * c * (1.0 + 3.0 * k * v * v);
+        const double got = dla_tensor_item(y, i), dgot = dla_tensor_item(out[1], i);
+        if (!(fabs(got - want) <= 1e-5 * fabs(want) + 1e-30))
+            fail_msg("gelu tanh(%g) is %.9g, want %.9g", v, got, want);
+        if (!(fabs(dgot - dwant) <= 1e-5 * fabs(dwant) + 1e-30))
+            fail_msg("its gradient at %g is %.9g, want %.9g", v, dgot, dwant);
+    }
+    dla_scope_end();
+}
+
 /* softmax over C on the host for x with dims (before C) x C x (after C). */
 static void host_softmax(const double *x, int64_t pre, int64_t c, int64_t post, int log_out,
                          double *y)
@@ -249,6 +283,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_leakyrelu_and_elu_follow_matlab),
         TU_TEST(test_gelu_uses_erf_by_default_and_tanh_on_request),
+        TU_TEST(test_gelu_tanh_keeps_its_negative_tail_in_single),
         TU_TEST(test_softmax_normalizes_over_the_channel_dim_of_each_format),
         TU_TEST(test_softmax_stays_finite_for_large_inputs),
         TU_TEST(test_softmax_of_no_channels_is_empty),

@@ -80,11 +80,36 @@ static void test_a_null_tensor_argument_names_the_function_and_the_argument(void
     dla_scope_end();
 }
 
+/* A NULL array beside a count that asks for entries is named as the
+ * array. These read as a bad count before: "dla_zeros: argument ndims: 2
+ * is outside 0..8", "dla_maxpool: argument pool_size: 1 entries; give 1
+ * to 3", "dla_cat: argument n: 2 tensors; at least 1 is needed". */
+static void test_a_null_array_with_a_count_names_the_array(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "SSCB", DLA_DIMS(4, 4, 2, 2));
+    EXPECT(dla_zeros(DLA_F32, "", 2, NULL), "dla_zeros: argument dims is NULL, for ndims 2");
+    EXPECT(dla_tensor_from_host((const float[]){1}, DLA_F32, "", 1, NULL),
+           "dla_tensor_from_host: argument dims is NULL, for ndims 1");
+    EXPECT(dla_reshape(x, "", 2, NULL), "dla_reshape: argument dims is NULL, for ndims 2");
+    EXPECT(dla_permute(x, 4, NULL), "dla_permute: argument order is NULL, for ndims 4");
+    EXPECT(dla_sum(x, 2, NULL), "dla_sum: argument dims is NULL, for ndims 2");
+    EXPECT(dla_maxpool(x, 1, NULL, NULL), "dla_maxpool: argument pool_size is NULL, for npool 1");
+    EXPECT(dla_avgpool(x, 2, NULL, NULL), "dla_avgpool: argument pool_size is NULL, for npool 2");
+    EXPECT(dla_cat(1, 2, NULL), "dla_cat: argument tensors is NULL, for n 2");
+    /* No entries asked for: NULL is no array, as before. */
+    assert_int_equal(dla_tensor_status(dla_zeros(DLA_F32, "", 0, NULL)), DLA_OK);
+    assert_int_equal(dla_tensor_status(dla_sum(x, 0, NULL)), DLA_OK);
+    dla_scope_end();
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_a_null_tensor_argument_names_the_function_and_the_argument),
+        TU_TEST(test_a_null_array_with_a_count_names_the_array),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,6 +224,15 @@ static void test_cat_errors_name_the_tensor_and_the_dims(void **state)
                       DLA_ERR_DTYPE, "argument tensors[1]: single, but tensors[0] is double");
     assert_error_says(dla_cat(3, 1, &a), DLA_ERR_FORMAT, "dim: 3 is past the labels");
     assert_error_says(dla_cat(1, 0, &a), DLA_ERR_INVALID_ARGUMENT, "at least 1");
+    /* Empty tensors may be as long as an int64 holds along another dim;
+     * two of them joined there made a tensor of dims 0x-2. */
+    dla_tensor *e = dla_zeros(DLA_F64, "", DLA_DIMS(0, INT64_MAX));
+    assert_error_says(dla_cat(2, 2, (dla_tensor *[]){e, e}), DLA_ERR_INVALID_ARGUMENT,
+                      "dla_cat: argument tensors[1] (0x9223372036854775807): joined along dim 2 "
+                      "to the 9223372036854775807 elements before it, it makes a size past 2^63");
+    dla_tensor *z = dla_cat(2, 2, (dla_tensor *[]){e, dla_zeros(DLA_F64, "", DLA_DIMS(0, 0))});
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_int_equal(dla_tensor_dim(z, 2), INT64_MAX);
     dla_scope_end();
 }
 

@@ -148,6 +148,13 @@ static void test_to_host_refuses_a_short_buffer(void **state)
     float small[4];
     assert_int_equal(dla_tensor_to_host(t, small, sizeof small), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "64 bytes of 4x4 single"));
+    /* No buffer at all: named (it read "argument bytes: 64 is less than
+     * the 64 bytes of 4x4 single"). An empty tensor needs none. */
+    assert_int_equal(dla_tensor_to_host(t, NULL, 64), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_tensor_to_host: argument dst is NULL, for 64 bytes");
+    dla_tensor *e = dla_ones(DLA_F32, "", DLA_DIMS(0, 4));
+    assert_int_equal(dla_tensor_to_host(e, NULL, 0), DLA_OK);
+    dla_tensor_release(e);
     dla_tensor_release(t);
 }
 
@@ -544,6 +551,50 @@ static void test_mismatched_shapes_name_the_dims(void **state)
         dla_tensor_release(list[i]);
 }
 
+static dla_status add_and_gradients(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_add(in[0], in[1]);
+    return dla_gradient(dla_sum(dla_mul(out[0], out[0]), 0, NULL), 2, in, &out[1]);
+}
+
+/* Dims of 1 past a format's labels are trailing singletons, as in MATLAB:
+ * a sum over the last dim (3x2x1) met a "CB" 3x2 in dla_add, dla_gt and
+ * dla_where with "the result has 3 dims but format "CB" labels only 2". */
+static void test_trailing_singletons_meet_a_formatted_operand(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *f = dla_ones(DLA_F64, "CB", DLA_DIMS(3, 2));
+    dla_tensor *s = dla_sum(dla_ones(DLA_F64, "", DLA_DIMS(3, 2, 4)), DLA_DIMS(3));
+    assert_int_equal(dla_tensor_ndims(s), 3);
+    dla_tensor *z = dla_add(f, s);
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_string_equal(dla_tensor_format(z), "CB");
+    assert_int_equal(dla_tensor_ndims(z), 2);
+    assert_true(dla_tensor_item(z, 5) == 5);
+    z = dla_gt(dla_ones(DLA_F64, "", DLA_DIMS(3, 1, 1, 1)), f);
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_string_equal(dla_tensor_format(z), "CB");
+    z = dla_where(dla_gt(s, f), s, f);
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_true(dla_tensor_item(z, 0) == 4);
+    /* Each gradient keeps its operand's dims. */
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(add_and_gradients, NULL, 2, (dla_tensor *[]){f, s}, 3, out),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_ndims(out[2]), 3);
+    assert_true(dla_tensor_item(out[2], 0) == 10);
+    assert_string_equal(dla_tensor_format(out[1]), "CB");
+    /* A dim past the labels that is not 1 is still refused. */
+    z = dla_add(f, dla_ones(DLA_F64, "", DLA_DIMS(3, 2, 2)));
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_tensor_error(z), "the result has 3 dims but format \"CB\" labels "
+                                                "only 2"));
+    dla_scope_end();
+}
+
 static void test_unary_ops_match_libm(void **state)
 {
     int64_t n = 257;
@@ -684,6 +735,25 @@ static void test_mtimes_matches_a_naive_product(void **state)
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_tensor_error(bad), "inner dims differ"));
     dla_tensor_release(bad);
+    /* Trailing dims of 1 leave a matrix a matrix, as in MATLAB (a 7x3x1,
+     * the sum over dim 3 of a 7x3x2, was refused: "must be matrices"),
+     * and the product is 2-D; a real third dim is still refused. */
+    dla_tensor *b1 = dla_reshape(b, "", 4, (const int64_t[]){7, 3, 1, 1});
+    dla_tensor *c1 = dla_mtimes(a, b1);
+    assert_int_equal(dla_tensor_status(c1), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(c1), 2);
+    double *hc1 = fetch(c1);
+    for (int i = 0; i < 15; i++)
+        assert_true(tu_close(hc1[i], ref[i], 1e-12));
+    free(hc1);
+    dla_tensor_release(c1);
+    dla_tensor_release(b1);
+    dla_tensor *b2 = dla_cat(3, 2, (dla_tensor *[]){b, b});
+    bad = dla_mtimes(a, b2);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(bad), "must be matrices"));
+    dla_tensor_release(bad);
+    dla_tensor_release(b2);
     dla_tensor_release(ct);
     dla_tensor_release(at);
     dla_tensor_release(bt);
@@ -860,6 +930,19 @@ static void test_describe_names_dims_type_format_device(void **state)
     dla_tensor_describe(t, buf, sizeof buf);
     snprintf(want, sizeof want, "28x28x1x128 single SSCB on %s", dla_device_name(dla_device_current()));
     assert_string_equal(buf, want);
+    dla_tensor_release(t);
+}
+
+/* dla_tensor_dims with no buffer gives the count (it copied to NULL and
+ * crashed). */
+static void test_dims_into_no_buffer_is_the_count(void **state)
+{
+    (void)state;
+    dla_tensor *t = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 128));
+    assert_int_equal(dla_tensor_dims(t, NULL), 4);
+    int64_t dims[DLA_MAX_DIMS];
+    assert_int_equal(dla_tensor_dims(t, dims), 4);
+    assert_int_equal(dims[3], 128);
     dla_tensor_release(t);
 }
 
@@ -1114,6 +1197,7 @@ int main(void)
         TU_TEST(test_binary_ops_broadcast_like_matlab),
         TU_TEST(test_binary_ops_read_strided_views),
         TU_TEST(test_mismatched_shapes_name_the_dims),
+        TU_TEST(test_trailing_singletons_meet_a_formatted_operand),
         TU_TEST(test_unary_ops_match_libm),
         TU_TEST(test_reductions_over_dim_sets),
         TU_TEST(test_mtimes_matches_a_naive_product),
@@ -1124,6 +1208,7 @@ int main(void)
         TU_TEST(test_scope_releases_temporaries_and_keep_moves_them_out),
         TU_TEST(test_tensors_move_between_every_pair_of_devices),
         TU_TEST(test_describe_names_dims_type_format_device),
+        TU_TEST(test_dims_into_no_buffer_is_the_count),
         TU_TEST(test_releasing_a_tensor_twice_is_refused_and_logged),
         TU_TEST(test_a_stale_tensor_is_caught_after_a_thousand_releases),
         TU_TEST(test_releasing_a_tensor_a_scope_owns_is_refused),

@@ -50,8 +50,9 @@ typedef struct dla_conv_options {
      * output has in * stride elements, any odd one cropped after (MATLAB's
      * Cropping "same"). */
     const char *padding_mode;
-    /* The labels of an unformatted x, one per dim ("SSCB"), as MATLAB's
-     * DataFormat; the result is then unformatted too, in x's dim order.
+    /* The labels of an unformatted x, one per dim ("SSCB"; x's dims past
+     * them must be 1), as MATLAB's DataFormat; the result is then
+     * unformatted too, in x's dim order.
      * NULL or "" for a formatted x (which must not get a different one). */
     const char *data_format;
 } dla_conv_options;
@@ -83,8 +84,10 @@ typedef struct dla_conv_options {
  * dim (the message names both: "dla_conv: argument weights: 5x5x3x20
  * expects 3 channels per group x 1 group = 3 input channels, but x
  * (28x28x1x128 SSCB) has 1"), when the bias has neither F elements nor one,
- * or when a filter does not fit in the padded input; DLA_ERR_INVALID_ARGUMENT
- * for a negative stride, dilation or padding, or an unknown padding_mode;
+ * when a filter does not fit in the padded input, or when a spatial dim of
+ * x or of the result has more than 2^31-1 elements; DLA_ERR_INVALID_ARGUMENT
+ * for a filter size, stride or dilation outside 1..2^31-1, a padding
+ * outside 0..2^31-1, or an unknown padding_mode;
  * DLA_ERR_DTYPE when the operands are not all single or all double. */
 DLA_API dla_tensor *dla_conv(dla_tensor *x, dla_tensor *weights, dla_tensor *bias,
                              const dla_conv_options *opts);

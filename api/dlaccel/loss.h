@@ -224,7 +224,9 @@ DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_option
  * same labels; along a new dim a formatted result needs a label there, so
  * stacking formatted tensors past their labels is DLA_ERR_FORMAT), and
  * every dim but dim agrees. The result is a dense copy. Differentiable:
- * each input's gradient is a slice of the result's. n >= 1. */
+ * each input's gradient is a slice of the result's. n >= 1. Sizes along
+ * dim that add up past INT64_MAX (empty inputs can be that long) are
+ * DLA_ERR_INVALID_ARGUMENT. */
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors);
 
 /* Pads x with value: before[i] elements ahead of and after[i] behind dim

@@ -73,9 +73,10 @@ typedef struct dla_attention_options {
     const char *attention_mask;
     /* Or NULL: which keys each query may see, nonzero where query j may
      * attend to key i: Lk x Lq for every observation, or Lk x Lq x 1 x B
-     * one per observation (unformatted; any real or logical dtype; a
-     * padding mask marks the padded keys 0). With "causal" both apply. A
-     * query that may see no key gets the mean of the values. Borrowed;
+     * one per observation (trailing dims of 1 allowed; unformatted; any
+     * real or logical dtype; a padding mask marks the padded keys 0).
+     * With "causal" both apply. A query that may see no key gets the mean
+     * of the values. Borrowed;
      * inside dla_accelerate give it as an input of the function (a
      * tensor reached any other way is a constant of the trace). */
     dla_tensor *mask;
@@ -92,13 +93,17 @@ typedef struct dla_attention_options {
  * dims with dv*h channels, the heads' outputs one after another along
  * "C". *weights (NULL: not wanted) gets the attention weights, Lk x Lq x h
  * x B unformatted. Made of differentiable ops: gradients (and higher
- * derivatives) with respect to all three, replays, every device.
+ * derivatives) with respect to all three, replays, every device: the
+ * three and the mask on one device (not necessarily the current one).
  * Errors: DLA_ERR_FORMAT (a missing "C", two sequence dims, "U", formats
  * that differ), DLA_ERR_SHAPE (queries and keys of other channel counts;
  * keys and values of other lengths; other observation counts; a causal
  * mask over other lengths; keys of no length for queries of some: weights
- * over no keys), DLA_ERR_INVALID_ARGUMENT (num_heads that does
- * not divide the channels, an unknown mask, a scale that is not finite). */
+ * over no keys; queries and keys of no channels without opts->scale: the
+ * default 1/sqrt(0) is infinite), DLA_ERR_INVALID_ARGUMENT (num_heads that does
+ * not divide the channels, an unknown mask, a scale that is not finite,
+ * operands or a mask on another device than the queries), DLA_ERR_DTYPE
+ * (the three not all single or all double). */
 DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
                                   int64_t num_heads, const dla_attention_options *opts,
                                   dla_tensor **weights);
