@@ -124,14 +124,7 @@ static int create_beside(const char *path, char *tmp, size_t size)
 static void sync_folder_of(const char *path)
 {
     char folder[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(folder, sizeof folder, ".");
-    else if (slash == path)
-        snprintf(folder, sizeof folder, "/");
-    else if ((size_t)(slash - path) < sizeof folder)
-        snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
-    else
+    if (!dla__nn_folder_of(path, folder, sizeof folder))
         return;
     int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {

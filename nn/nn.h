@@ -27,6 +27,9 @@ void *dla__nn_calloc(size_t count, size_t size);
 void *dla__nn_realloc(void *p, size_t size);
 void dla__nn_free(void *p);
 char *dla__nn_strdup(const char *s);
+/* The folder of path into buf: "." for a bare name, "/" for one in the
+ * root. 0 when it does not fit in size bytes. */
+int dla__nn_folder_of(const char *path, char *buf, size_t size);
 
 /* Makes dev current (NULL: nothing changes) and returns the device to give
  * back to dla__nn_device_restore. What a layer or a network makes beside

@@ -61,6 +61,16 @@ void dla__nn_device_restore(dla_device *prev)
         dla_device_set_current(prev);
 }
 
+int dla__nn_folder_of(const char *path, char *buf, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    const size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= size)
+        return 0;
+    snprintf(buf, size, "%.*s", (int)n, !slash ? "." : slash == path ? "/" : path);
+    return 1;
+}
+
 char *dla__nn_strdup(const char *s)
 {
     size_t n = strlen(s ? s : "") + 1;

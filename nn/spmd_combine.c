@@ -106,14 +106,15 @@ int dla__spmd_bucket_count(int n, dla_tensor *const *x, int first, size_t cap)
 }
 
 /* This rank failed with st (the last error says why) where the others
- * reduce a bucket: it takes part in that reduction with an error tensor
- * carrying its reason, so that the argument check fails on every rank,
- * naming it. Returning at once left the others waiting in the reduction
- * until DLACCEL_COLLECTIVE_FAIL_AFTER broke the world, or, when this rank
- * called another collective next, meeting that one out of step ("rank 1
- * called dla_spmd_barrier as its collective #1 where rank 0 called
- * dla_allreduce"), every later collective then one apart. */
-dla_status dla__spmd_take_part_failed(dla_status st)
+ * reduce (root < 0) or broadcast from root: it takes part in that
+ * collective with an error tensor carrying its reason, so that the
+ * argument check fails on every rank, naming it. Returning at once left
+ * the others waiting in the collective until DLACCEL_COLLECTIVE_FAIL_AFTER
+ * broke the world, or, when this rank called another collective next,
+ * meeting that one out of step ("rank 1 called dla_spmd_barrier as its
+ * collective #1 where rank 0 called dla_allreduce"), every later
+ * collective then one apart. */
+dla_status dla__spmd_take_part_failed(dla_status st, int root)
 {
     if (dla_spmd_size() == 1)
         return st;
@@ -121,7 +122,10 @@ dla_status dla__spmd_take_part_failed(dla_status st)
     snprintf(msg, sizeof msg, "%s", dla_last_error());
     dla_scope_begin();
     dla_tensor *e = dla_error_tensor(st, "%s", msg);
-    dla_allreduce(1, &e, DLA_REDUCE_SUM);
+    if (root < 0)
+        dla_allreduce(1, &e, DLA_REDUCE_SUM);
+    else
+        dla_broadcast(1, &e, root);
     dla_scope_end();
     return dla_set_error(st, "%s", msg);
 }
@@ -136,7 +140,7 @@ static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, 
     dla_tensor *bucket = dla__spmd_bucket_fill(count, x, weight);
     dla_status st = bucket ? dla_tensor_status(bucket) : dla_last_status();
     if (st != DLA_OK)
-        return dla__spmd_take_part_failed(st);
+        return dla__spmd_take_part_failed(st, -1);
     double t0 = clock_now();
     st = dla_allreduce(1, &bucket, DLA_REDUCE_SUM);
     reduce_seconds += clock_now() - t0;
@@ -177,12 +181,12 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
      * others are in (dla__spmd_take_part_failed). */
     dla_status st = check_args(n, x, weight, out);
     if (st != DLA_OK)
-        return dla__spmd_take_part_failed(st);
+        return dla__spmd_take_part_failed(st, -1);
     /* The inputs stay readable while out (which may be x) is filled. */
     dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1));
     if (!in)
         return dla__spmd_take_part_failed(
-            dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"));
+            dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"), -1);
     memcpy(in, x, sizeof *in * (size_t)n);
     size_t cap = dla__spmd_bucket_bytes();
     int alone = 0;
@@ -191,7 +195,7 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
         if (alone) {
             /* The others are in this bucket's reduction: one more, with
              * the failure, and every rank stops there. */
-            dla__spmd_take_part_failed(st);
+            dla__spmd_take_part_failed(st, -1);
             break;
         }
         st = reduce_bucket(count, in + first, weight, out + first, &alone);

@@ -15,12 +15,12 @@ size_t dla__spmd_bucket_bytes(void);
  * cost"). */
 double dla__spmd_reduce_seconds(void);
 
-/* This rank failed with st (the last error says why) before a reduction
- * the other ranks make: it takes part in one allreduce with an error
- * tensor carrying that reason, so that every rank fails there, naming this
- * one, instead of waiting for it. Returns st, the last error restored. The
- * identity in a world of one. */
-dla_status dla__spmd_take_part_failed(dla_status st);
+/* This rank failed with st (the last error says why) before a collective
+ * the other ranks make (an allreduce when root < 0, else a broadcast from
+ * root): it takes part in it with an error tensor carrying that reason, so
+ * that every rank fails there, naming this one, instead of waiting for it.
+ * Returns st, the last error restored. The identity in a world of one. */
+dla_status dla__spmd_take_part_failed(dla_status st, int root);
 
 /* The buckets of dla_spmd_combine, shared with trainnet's overlapped
  * reduction (spmd_overlap.c), so that both fill the same buckets with the

@@ -11,25 +11,7 @@
 #include <stdio.h>
 
 #include "nn/nn.h"
-
-/* This rank refused its own arguments (the last error says why) where the
- * others broadcast their first table: it takes part in that broadcast
- * with an error tensor carrying its reason, so that every rank fails
- * there, naming it. Returning at once left the others waiting in the
- * broadcast until DLACCEL_COLLECTIVE_FAIL_AFTER broke the world, or
- * meeting this rank's next collective out of step. */
-static dla_status take_part_failed(dla_status st, int root)
-{
-    if (dla_spmd_size() == 1)
-        return st;
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", dla_last_error());
-    dla_scope_begin();
-    dla_tensor *e = dla_error_tensor(st, "%s", msg);
-    dla_broadcast(1, &e, root);
-    dla_scope_end();
-    return dla__nn_fail(st, "%s", msg);
-}
+#include "nn/spmd_impl.h"
 
 static dla_status broadcast_table(dla_table *t, int root, const char *what)
 {
@@ -39,7 +21,7 @@ static dla_status broadcast_table(dla_table *t, int root, const char *what)
      * with it instead of leaving it waiting. */
     dla_tensor **copy = dla__nn_calloc((size_t)(n ? n : 1), sizeof *copy);
     if (!copy)
-        return take_part_failed(
+        return dla__spmd_take_part_failed(
             dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_broadcast_net: out of memory"), root);
     dla_scope_begin();
     dla_status st = DLA_OK;
@@ -69,13 +51,13 @@ static dla_status broadcast_table(dla_table *t, int root, const char *what)
 DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root)
 {
     if (!net || !dla_net_initialized(net))
-        return take_part_failed(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+        return dla__spmd_take_part_failed(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
                                              "dla_spmd_broadcast_net: argument net is %s",
                                              net ? "not initialized" : "NULL"),
                                 root);
     int size = dla_spmd_size();
     if (root < 0 || root >= size)
-        return take_part_failed(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+        return dla__spmd_take_part_failed(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
                                              "dla_spmd_broadcast_net: root %d is not a rank of "
                                              "0..%d", root, size - 1),
                                 root);

@@ -294,5 +294,5 @@ DLA_API dla_status dla_spmd_combine_state_seq(dla_net *net, int n, dla_tensor *c
      * for the collective timeout: it takes part now, with its reason, and
      * every rank fails there. After that reduction nothing fails alone
      * before the next collective (dla_spmd_combine takes care of its own). */
-    return st != DLA_OK && !met ? dla__spmd_take_part_failed(st) : st;
+    return st != DLA_OK && !met ? dla__spmd_take_part_failed(st, -1) : st;
 }

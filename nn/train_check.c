@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L /* access */
 #include <dlaccel.h>
 
+#include "nn/nn.h"
 #include "nn/train_impl.h"
 
 #include <errno.h>
@@ -72,13 +73,9 @@ dla_status dla__train_check_paths(const dla_training_options *o)
                                  "dla_trainnet: Plots: the chart's path %s is a folder; give a file "
                                  "name (%s/training-progress.svg)", p, p);
         char folder[4096];
-        const char *slash = strrchr(p, '/');
-        if (!slash)
-            snprintf(folder, sizeof folder, ".");
-        else if (slash == p)
-            snprintf(folder, sizeof folder, "/");
-        else
-            snprintf(folder, sizeof folder, "%.*s", (int)(slash - p), p);
+        if (!dla__nn_folder_of(p, folder, sizeof folder))
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: Plots: the chart's "
+                                 "path %.100s... is longer than 4095 bytes", p);
         if ((st = check_folder("Plots", p, folder)) != DLA_OK)
             return st;
     }
