@@ -1591,17 +1591,6 @@ static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
     dla_accel_free(af);
 }
 
-/* A device other than the current one (the suite runs with cpu, testmem
- * or a wrapped plugin current, testmem beside it). */
-static dla_device *other_device(void)
-{
-    for (int i = 0; i < dla_device_count(); i++)
-        if (dla_device_at(i) != dla_device_current())
-            return dla_device_at(i);
-    fail_msg("no device other than the current one");
-    return NULL;
-}
-
 /* A network moved to another device than the current one: its LSTM state,
  * reset, was made on the current device, and predict failed ("dla_mtimes:
  * arguments a and b are on testmem:0 and cpu:0"); grown and initialized
@@ -1610,7 +1599,8 @@ static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(vo
 {
     (void)state;
     assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
-    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_device *dev = tu_other_device(), *cur = dla_device_current();
+    assert_non_null(dev);
     dla_scope_begin();
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "l"}),
@@ -1654,7 +1644,8 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
 {
     (void)state;
     assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
-    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_device *dev = tu_other_device(), *cur = dla_device_current();
+    assert_non_null(dev);
     dla_scope_begin();
     for (int kind = 0; kind < 2; kind++) {
         dla_layer *pe = kind ? dla_position_embedding_layer(4, 10, &(dla_position_embedding_layer_options){.name = "pe"})
@@ -1698,7 +1689,8 @@ static void test_first_optimizer_steps_of_parameters_on_another_device(void **st
 {
     (void)state;
     assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
-    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_device *dev = tu_other_device(), *cur = dla_device_current();
+    assert_non_null(dev);
     dla_scope_begin();
     double want[3];
     for (int on = 0; on < 2; on++) {

@@ -166,17 +166,6 @@ static void test_a_mask_tensor_hides_the_keys_it_marks(void **state)
     dla_scope_end();
 }
 
-/* A device other than the current one (main() adds the testmem plugin
- * beside whichever the suite runs on). */
-static dla_device *other_device(void)
-{
-    for (int i = 0; i < dla_device_count(); i++)
-        if (dla_device_at(i) != dla_device_current())
-            return dla_device_at(i);
-    fail_msg("no device other than the current one");
-    return NULL;
-}
-
 /* Queries, keys, values and mask on another device than the current one
  * give that device's result there: the mask was compared with a zero made
  * on the current device ("dla_ne: arguments a and b are on testmem:0 and
@@ -196,7 +185,8 @@ static void test_a_mask_on_another_device_than_the_current_one(void **state)
     dla_tensor *m = dla_tensor_from_host(mh, DLA_F64, "", DLA_DIMS(L, L));
     dla_tensor *want = dla_attention(q, q, v, H, &(dla_attention_options){.mask = m}, NULL);
     assert_int_equal(dla_tensor_status(want), DLA_OK);
-    dla_device *dev = other_device(), *cur = dla_device_current();
+    dla_device *dev = tu_other_device(), *cur = dla_device_current();
+    assert_non_null(dev);
     dla_tensor *qd = dla_tensor_to_device(q, dev), *vd = dla_tensor_to_device(v, dev);
     dla_tensor *md = dla_tensor_to_device(m, dev);
     dla_tensor *y = dla_attention(qd, qd, vd, H, &(dla_attention_options){.mask = md}, NULL);

@@ -16,6 +16,16 @@
 /* Not every suite uses every helper. */
 #define TU_UNUSED __attribute__((unused))
 
+/* A device other than the current one (the device suites add the testmem
+ * plugin beside whichever they run on); NULL when there is none. */
+TU_UNUSED static dla_device *tu_other_device(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (dla_device_at(i) != dla_device_current())
+            return dla_device_at(i);
+    return NULL;
+}
+
 /* Live blocks, their highest count since a test last set tu_peak (to
  * tu_live, say), and the allocation that should fail (0: none). */
 TU_UNUSED static long tu_live;
