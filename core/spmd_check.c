@@ -126,9 +126,16 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
     return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: the ranks passed different tensors", op);
 }
 
+/* Taken by the next descriptor this thread prepares. */
+static _Thread_local uint64_t next_layout;
+
+void dla__spmd_note_layout(uint64_t layout) { next_layout = layout; }
+
 void dla__coll_prepare(dla__spmd *w, dla__coll_desc *mine, const dla__coll_rec *recs)
 {
     w->seq++;
+    mine->layout = next_layout;
+    next_layout = 0;
     mine->magic = DESC_MAGIC;
     mine->seq = w->seq;
     mine->digest = mine->local_error || !recs ? 0 : digest_of(recs, mine->count);
@@ -176,6 +183,12 @@ static dla_status compare(dla__spmd *w, const char *op, const dla__coll_desc *al
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
                            "%s: rank %d named root %d where rank 0 named root %d", op, r, d->root,
                            z->root);
+        else if (d->layout != z->layout)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: rank %d packed tensors of other sizes or in another order than "
+                           "rank 0 into this reduction, of the same total size (dla_spmd_combine "
+                           "and trainnet's gradients: every rank passes the same tensors, dtypes "
+                           "and sizes, in the same order)", op, r);
     }
     for (int r = 1; r < size && st == DLA_OK; r++)
         *differ |= all[r].digest != z->digest;

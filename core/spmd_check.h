@@ -55,9 +55,21 @@ typedef struct dla__coll_desc {
      * the collective (spmd_device.h), 0 for none; it is used when every
      * rank's is the same. */
     uint64_t device_path;
+    /* Compared: what a reduced bucket packs (dla__spmd_note_layout), 0
+     * for a plain collective. */
+    uint64_t layout;
     char why[200]; /* the local error's message, cut */
     dla__coll_rec recs[DLA__COLL_RECS]; /* the first count records */
 } dla__coll_desc;
+
+/* The next collective this thread enters carries layout (nonzero), a
+ * digest of the tensors packed into the one tensor it reduces (the
+ * buckets of dla_spmd_combine and trainnet's overlapped reduction): the
+ * bucket's own size is all its record says, so ranks that packed other
+ * tensors of the same total size (a 3- and a 7-vector against a 7 and a
+ * 3) would be summed element by element, and their results unpacked
+ * into the wrong tensors, in silence. */
+void dla__spmd_note_layout(uint64_t layout);
 
 /* A record of t (valid, live). */
 void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r);

@@ -672,6 +672,16 @@ static void mode_refused(void)
     st = dla_spmd_combine(nl, x, 0.5, out);
     refused_verdict("dla_spmd_combine with one rank's gradient an error tensor", st,
                     "this rank's gradient failed");
+    /* Two tensors of other sizes in another order on one rank: the
+     * bucket they make has the same size on every rank, which was all the
+     * reduction compared, and each rank's gradients were summed into the
+     * others' other tensor in silence. */
+    dla_tensor *swapped[2] = {last ? lv[1] : lv[0], last ? lv[0] : lv[1]};
+    if (dla_tensor_numel(lv[0]) == dla_tensor_numel(lv[1]))
+        die("refused: the first two learnables have one size");
+    st = dla_spmd_combine(2, swapped, 0.5, out);
+    refused_verdict("dla_spmd_combine with one rank's tensors in another order", st,
+                    "in another order than rank 0 into this reduction");
     /* A count past the global batch on one rank (the others count 0, the
      * network's own State their rows). */
     dla_layer *layers[] = {dla_fc_layer(6, NULL), dla_batchnorm_layer(NULL),
