@@ -451,16 +451,6 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
 
 /* ------------------------------------------------------------- checking */
 
-/* Nonzero when a and b have the same dims, trailing singletons aside. */
-static int same_size(const dla_tensor *a, const dla_tensor *b)
-{
-    int n = a->ndims > b->ndims ? a->ndims : b->ndims;
-    for (int d = 0; d < n; d++)
-        if ((d < a->ndims ? a->dims[d] : 1) != (d < b->ndims ? b->dims[d] : 1))
-            return 0;
-    return 1;
-}
-
 /* Compares replayed outputs with eager ones; warns when they differ. */
 static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tensor **got,
                           dla_tensor **want)
@@ -471,7 +461,7 @@ static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tens
         /* A trace frozen on a value read on the host can give an output of
          * another size or class than the function now does: that is the
          * plainest difference of all, not one to pass over. */
-        if (got[i]->dtype != want[i]->dtype || !same_size(got[i], want[i])) {
+        if (got[i]->dtype != want[i]->dtype || !dla__same_but_trailing_ones(got[i], want[i])) {
             char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
             snprintf(af->last_check, sizeof af->last_check,
                      "Accelerated outputs differ from underlying function outputs: output %d: "

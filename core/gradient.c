@@ -434,17 +434,6 @@ static int same_dims(const dla_tensor *a, const dla_tensor *b)
     return a->ndims == b->ndims && !memcmp(a->dims, b->dims, (size_t)a->ndims * sizeof *a->dims);
 }
 
-/* The same dims but for trailing ones (a rule for an input whose batch of
- * one has no dim of its own). */
-static int same_but_trailing_ones(const dla_tensor *a, const dla_tensor *b)
-{
-    const int n = a->ndims > b->ndims ? a->ndims : b->ndims;
-    for (int i = 0; i < n; i++)
-        if ((i < a->ndims ? a->dims[i] : 1) != (i < b->ndims ? b->dims[i] : 1))
-            return 0;
-    return 1;
-}
-
 /* The private gradient buffer of t: the gradient so far copied, or zeros. */
 static dla_tensor *buffer_for(gmap *m, size_t s, const dla_tensor *t)
 {
@@ -467,7 +456,7 @@ static dla_tensor *buffer_for(gmap *m, size_t s, const dla_tensor *t)
 static dla_status add_into(gmap *m, size_t s, const dla_tensor *t, dla_tensor *g,
                            const dla__node *const *chain, int n)
 {
-    if (n == 0 && m->grad[s] && !m->fresh[s] && same_but_trailing_ones(m->grad[s], g)) {
+    if (n == 0 && m->grad[s] && !m->fresh[s] && dla__same_but_trailing_ones(m->grad[s], g)) {
         dla_tensor *sum = run1(&grad_sum_op, NULL, 0, 2, (dla_tensor *[]){m->grad[s], g});
         if (!sum)
             return dla_last_status();
@@ -683,7 +672,7 @@ static dla_status sweep(gmap *m, const dla__tape *tape, size_t count, handover *
              * trailing one more or less, and a recorded sweep adds
              * gradients with dla_add, which compares formats. */
             for (int j = 0; j < n->nin && st == DLA_OK; j++)
-                if (gin[j] && n->need[j] && same_but_trailing_ones(gin[j], n->in[j]) &&
+                if (gin[j] && n->need[j] && dla__same_but_trailing_ones(gin[j], n->in[j]) &&
                     (!same_dims(gin[j], n->in[j]) || (recorded &&
                                                       strcmp(gin[j]->format, n->in[j]->format))))
                     gin[j] = dla_reshape(gin[j], n->in[j]->format, n->in[j]->ndims,

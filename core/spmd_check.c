@@ -60,14 +60,20 @@ void dla__coll_local_error(dla__coll_desc *mine)
     snprintf(mine->why, sizeof mine->why, "%s", dla_last_error());
 }
 
-/* FNV-1a over the records: equal records, equal digests. */
-static uint64_t digest_of(const dla__coll_rec *recs, int n)
+/* FNV-1a of bytes after h. */
+#define FNV_START 1469598103934665603ull
+static uint64_t fnv(uint64_t h, const void *bytes, size_t size)
 {
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char *p = (const unsigned char *)recs;
-    for (size_t i = 0; i < (size_t)n * sizeof *recs; i++)
+    const unsigned char *p = bytes;
+    for (size_t i = 0; i < size; i++)
         h = (h ^ p[i]) * 1099511628211ull;
     return h;
+}
+
+/* Over the records: equal records, equal digests. */
+static uint64_t digest_of(const dla__coll_rec *recs, int n)
+{
+    return fnv(FNV_START, recs, (size_t)n * sizeof *recs);
 }
 
 /* "single 1000x3" */
@@ -129,7 +135,16 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
 /* Taken by the next descriptor this thread prepares. */
 static _Thread_local uint64_t next_layout;
 
-void dla__spmd_note_layout(uint64_t layout) { next_layout = layout; }
+void dla__spmd_note_layout(int n, dla_tensor *const *x)
+{
+    uint64_t h = FNV_START;
+    for (int i = 0; i < n; i++) {
+        dla__coll_rec r;
+        dla__coll_rec_of(x[i], &r);
+        h = fnv(h, &r, sizeof r);
+    }
+    next_layout = h | 1; /* 0 is a plain collective's */
+}
 
 void dla__coll_prepare(dla__spmd *w, dla__coll_desc *mine, const dla__coll_rec *recs)
 {

@@ -62,14 +62,14 @@ typedef struct dla__coll_desc {
     dla__coll_rec recs[DLA__COLL_RECS]; /* the first count records */
 } dla__coll_desc;
 
-/* The next collective this thread enters carries layout (nonzero), a
- * digest of the tensors packed into the one tensor it reduces (the
+/* The next collective this thread enters carries a digest of the records
+ * of x[0..n-1], the tensors packed into the one tensor it reduces (the
  * buckets of dla_spmd_combine and trainnet's overlapped reduction): the
  * bucket's own size is all its record says, so ranks that packed other
  * tensors of the same total size (a 3- and a 7-vector against a 7 and a
  * 3) would be summed element by element, and their results unpacked
  * into the wrong tensors, in silence. */
-void dla__spmd_note_layout(uint64_t layout);
+void dla__spmd_note_layout(int n, dla_tensor *const *x);
 
 /* A record of t (valid, live). */
 void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r);

@@ -57,6 +57,17 @@ struct dla_tensor {
     uint64_t serial;
 };
 
+/* Nonzero when a and b have the same dims but for trailing ones (a 10x1
+ * and a 10 are the same data). */
+static inline int dla__same_but_trailing_ones(const dla_tensor *a, const dla_tensor *b)
+{
+    const int n = a->ndims > b->ndims ? a->ndims : b->ndims;
+    for (int i = 0; i < n; i++)
+        if ((i < a->ndims ? a->dims[i] : 1) != (i < b->ndims ? b->dims[i] : 1))
+            return 0;
+    return 1;
+}
+
 /* The serial the next tensor will get. */
 uint64_t dla__tensor_serial_next(void);
 

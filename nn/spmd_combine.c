@@ -73,18 +73,8 @@ dla_tensor *dla__spmd_bucket_fill(int count, dla_tensor *const *x, double weight
     dla_tensor *bucket = dla_cat(1, count, flat);
     dla_free(flat);
     /* What went in, for the reduction's agreement check: the bucket's
-     * record alone is its total size. FNV-1a over each tensor's dims. */
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < count; i++) {
-        int64_t dims[DLA_MAX_DIMS];
-        int nd = dla_tensor_dims(x[i], dims);
-        while (nd > 0 && dims[nd - 1] == 1)
-            nd--;
-        h = (h ^ (uint64_t)nd) * 1099511628211ull;
-        for (int d = 0; d < nd; d++)
-            h = (h ^ (uint64_t)dims[d]) * 1099511628211ull;
-    }
-    dla__spmd_note_layout(h | 1);
+     * record alone is its total size. */
+    dla__spmd_note_layout(count, x);
     return bucket;
 }
 
