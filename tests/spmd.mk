@@ -34,6 +34,17 @@ tests_plugins_mpi_abi10_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
 tests_plugins_mpi_abi10_la_LIBADD = $(MPI_LIBS)
 dla_spmd_deps += tests/plugins/mpi_abi10.la
 endif
+# The MPI plugin built to move at most 1 KiB a call: the core's buffers
+# then go as many parts (what a buffer over 2 GiB takes with the real
+# limit of 1 GiB), and every collective must still give the same results.
+if HAVE_MPI
+check_LTLIBRARIES += tests/plugins/mpi_parts.la
+tests_plugins_mpi_parts_la_SOURCES = plugins/mpi/mpi.c
+tests_plugins_mpi_parts_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS) -DDLA_MPI_PART_BYTES=1024
+tests_plugins_mpi_parts_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_mpi_parts_la_LIBADD = $(MPI_LIBS)
+dla_spmd_deps += tests/plugins/mpi_parts.la
+endif
 # testmem with collectives of its own over MPI (ABI 1.6 coll_*): the core's
 # device-collective path (core/spmd_device.c), as NCCL would take it on
 # GPUs. Its manifest has a folder of its own (tests/plugins.coll.d), so

@@ -30,7 +30,8 @@ fi
 # testmem, the ABI 1.0 plugin, the hang, the kill with recovery, the kill
 # without, and the world of one.
 cases_in() { echo "$1" | tr ',' ' ' | wc -w; }
-nbasic=$(($(cases_in $basic) * 4 + 6 + 4 + $(cases_in $basic,mismatch,async_mismatch) + 3))
+parts="allreduce,broadcast,allgather,async,layouts,mismatch"
+nbasic=$(($(cases_in $basic) * 4 + 6 + 4 + $(cases_in $basic,mismatch,async_mismatch) + 3 + $(cases_in $parts)))
 plan=$((nbasic + 7 + 1))
 echo "1..$plan"
 n=0
@@ -92,6 +93,13 @@ if [ $mpi = yes ]; then
     DLACCEL_PLUGIN_PATH="$tmp/abi10:$DLACCEL_PLUGIN_PATH" DLA_TEST_ABI10=1 \
         run 120 2 -x DLACCEL_PLUGIN_PATH -x DLA_TEST_ABI10 -- async,async_mismatch,allreduce
     report "mpirun -np 2, a communicator plugin of ABI 1.0" "$tmp/out" 2 async,async_mismatch,allreduce
+    # The MPI plugin that moves at most 1 KiB a call: every buffer over
+    # that goes in parts, as one over 2 GiB does with the real plugin.
+    mkdir -p "$tmp/parts/comm"
+    sed -e "s|\"library_path\": \"[^\"]*\"|\"library_path\": \"$DLA_TEST_BUILDDIR/tests/plugins/.libs/mpi_parts.so\"|" \
+        -e 's|"priority": [0-9]*|"priority": 200|' "$manifest" >"$tmp/parts/comm/mpi.json"
+    DLACCEL_PLUGIN_PATH="$tmp/parts:$DLACCEL_PLUGIN_PATH" run 120 3 -x DLACCEL_PLUGIN_PATH -- $parts
+    report "mpirun -np 3, MPI calls of at most 1 KiB" "$tmp/out" 3 $parts
 else
     skip $nbasic
 fi

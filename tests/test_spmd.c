@@ -321,6 +321,17 @@ static void case_allgather(void)
             CHECK(dla_tensor_item(out, r * 6 + i) == r * 100 + i, "out[%d]", r * 6 + i);
     dla_tensor_release(x);
     dla_tensor_release(out);
+    /* 4000 bytes a rank: several parts where the plugin moves 1 KiB a
+     * call (tests/spmd.sh), each of which must land in its rank's slot. */
+    dla_tensor *big = vec(DLA_F32, 1000, f_mix), *all = NULL;
+    CHECK(dla_allgather(big, &all) == DLA_OK, "allgather of 1000");
+    int wrong = 0;
+    for (int r = 0; all && r < size_; r++)
+        for (int64_t i = 0; i < 1000; i++)
+            wrong += dla_tensor_item(all, r * 1000 + i) != (float)f_mix(r, i);
+    CHECK(all && !wrong, "allgather of 1000: %d elements differ", wrong);
+    dla_tensor_release(big);
+    dla_tensor_release(all);
 }
 
 static void case_flags(void)

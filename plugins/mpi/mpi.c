@@ -29,8 +29,20 @@ typedef struct mpi_ctx {
     int initialized_here;
 } mpi_ctx;
 
+/* The most bytes one MPI call moves. MPI's counts are int, so a larger
+ * buffer (a gradient bucket or a broadcast network over 2 GiB) goes as
+ * several calls of at most this many bytes each, started one after the
+ * other on the same communicator, which MPI matches in order on every
+ * rank. A power of two, so that a part always holds whole elements. The
+ * tests build the plugin with a small one, to run the split on small
+ * tensors (tests/spmd.sh). */
+#ifndef DLA_MPI_PART_BYTES
+#define DLA_MPI_PART_BYTES ((size_t)1 << 30)
+#endif
+
 struct dla_comm_req_s {
-    MPI_Request r;
+    int n;
+    MPI_Request r[]; /* one a part */
 };
 
 /* "mpi <what>: <MPI's own words>" through the host. */
@@ -43,33 +55,69 @@ static dla_status mpi_fail(int rc, const char *what)
     return host->error(DLA_ERR_DEVICE, "mpi %s: %s", what, text);
 }
 
-static dla_status req_new(dla_comm_req *out)
+static size_t parts_of(size_t bytes)
 {
-    struct dla_comm_req_s *q = host->alloc(sizeof *q, 0);
+    return bytes > DLA_MPI_PART_BYTES ? (bytes - 1) / DLA_MPI_PART_BYTES + 1 : 1;
+}
+
+static dla_status req_new(dla_comm_req *out, size_t parts)
+{
+    /* parts is at most SIZE_MAX / 2^30 (a few billion on 64 bits): more
+     * request slots than memory allows is an allocation failure, reported. */
+    if (parts > (size_t)INT_MAX)
+        return host->error(DLA_ERR_OUT_OF_MEMORY, "mpi: %zu parts is too many for a request",
+                           parts);
+    struct dla_comm_req_s *q = host->alloc(sizeof *q + parts * sizeof q->r[0], 0);
     if (!q)
         return host->error(DLA_ERR_OUT_OF_MEMORY, "mpi: out of memory for a request");
-    q->r = MPI_REQUEST_NULL;
+    q->n = (int)parts;
+    for (size_t i = 0; i < parts; i++)
+        q->r[i] = MPI_REQUEST_NULL;
     *out = q;
     return DLA_OK;
 }
 
-/* Starts an operation into a new request; on failure frees it. A blocking
- * call leaves the request MPI_REQUEST_NULL, which tests as done. */
-#define START(what, call)                                                      \
+/* Ends a request whose part `failed` could not start: the parts started
+ * before it cannot be cancelled (MPI has no cancel for collectives), so it
+ * waits for them, which ends at once when every rank failed the same way
+ * (the core checked beforehand that all pass the same sizes). */
+static dla_status req_fail(dla_comm_req *req, int failed, int rc, const char *what)
+{
+    struct dla_comm_req_s *q = *req;
+    if (failed > 0)
+        MPI_Waitall(failed, q->r, MPI_STATUSES_IGNORE);
+    host->free(q);
+    *req = NULL;
+    return mpi_fail(rc, what);
+}
+
+/* Runs `call` once for each part of a buffer of `bytes`, with `off` the
+ * part's first byte, `len` its bytes (an int) and `r_` its request, into a
+ * new request; on failure ends it (req_fail). A blocking call leaves the
+ * request MPI_REQUEST_NULL, which tests as done. */
+#define FOR_PARTS(what, bytes, call)                                           \
     do {                                                                       \
-        dla_status st_ = req_new(req);                                         \
+        size_t total_ = (bytes), parts_ = parts_of(total_);                    \
+        dla_status st_ = req_new(req, parts_);                                 \
         if (st_ != DLA_OK)                                                     \
             return st_;                                                        \
-        MPI_Request *r_ = &(*req)->r;                                          \
-        (void)r_;                                                              \
-        int rc_ = (call);                                                      \
-        if (rc_ != MPI_SUCCESS) {                                              \
-            host->free(*req);                                                  \
-            *req = NULL;                                                       \
-            return mpi_fail(rc_, what);                                        \
+        for (size_t k_ = 0; k_ < parts_; k_++) {                               \
+            size_t off = k_ * DLA_MPI_PART_BYTES;                              \
+            int len = (int)(total_ - off < DLA_MPI_PART_BYTES                  \
+                                ? total_ - off : DLA_MPI_PART_BYTES);          \
+            MPI_Request *r_ = &(*req)->r[k_];                                  \
+            (void)off;                                                         \
+            (void)len;                                                         \
+            (void)r_;                                                          \
+            int rc_ = (call);                                                  \
+            if (rc_ != MPI_SUCCESS)                                            \
+                return req_fail(req, (int)k_, rc_, what);                      \
         }                                                                      \
         return DLA_OK;                                                         \
     } while (0)
+
+/* One operation that is never split (a barrier, a message). */
+#define START(what, call) FOR_PARTS(what, 0, call)
 
 static dla_status mpi_init(void **ctx_out, dla_comm_world *w)
 {
@@ -153,12 +201,13 @@ static void mpi_abort(void *ctx, int code)
     MPI_Abort(MPI_COMM_WORLD, code);
 }
 
-static int mpi_type(dla_dtype dtype, MPI_Datatype *t)
+/* The MPI type of dtype and its size in bytes; 0 when MPI has none here. */
+static size_t mpi_type(dla_dtype dtype, MPI_Datatype *t)
 {
     switch (dtype) {
-    case DLA_F32: *t = MPI_FLOAT; return 1;
-    case DLA_F64: *t = MPI_DOUBLE; return 1;
-    case DLA_I32: *t = MPI_INT32_T; return 1;
+    case DLA_F32: *t = MPI_FLOAT; return 4;
+    case DLA_F64: *t = MPI_DOUBLE; return 8;
+    case DLA_I32: *t = MPI_INT32_T; return 4;
     case DLA_U8:
     case DLA_BOOL: *t = MPI_UINT8_T; return 1;
     default: return 0;
@@ -170,50 +219,69 @@ static dla_status mpi_allreduce(void *ctx, void *buf, size_t count, dla_dtype dt
 {
     mpi_ctx *c = ctx;
     MPI_Datatype t;
-    if (!mpi_type(dtype, &t))
+    size_t size = mpi_type(dtype, &t);
+    if (!size)
         return host->error(DLA_ERR_DTYPE, "mpi allreduce: dtype %d is not supported", (int)dtype);
     MPI_Op o = op == DLA_REDUCE_SUM ? MPI_SUM : op == DLA_REDUCE_MAX ? MPI_MAX : MPI_MIN;
     if (dtype == DLA_BOOL)
         o = op == DLA_REDUCE_MIN ? MPI_LAND : MPI_LOR;
-    if (count > (size_t)INT_MAX)
-        return host->error(DLA_ERR_INVALID_ARGUMENT,
-                           "mpi allreduce: %zu elements is more than one call takes (%d)", count,
-                           INT_MAX);
+    char *p = buf;
+    /* Parts are whole elements: DLA_MPI_PART_BYTES is a multiple of 8. */
 #if DLA_MPI_ABI_MINOR >= 1
     if (flags & DLA_COMM_ASYNC)
-        START("allreduce", MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->async, r_));
+        FOR_PARTS("allreduce", count * size,
+                  MPI_Iallreduce(MPI_IN_PLACE, p + off, len / (int)size, t, o, c->async, r_));
 #endif
     if (flags & DLA_COMM_MAY_BLOCK)
-        START("allreduce", MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->coll));
-    START("allreduce", MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t, o, c->coll, r_));
+        FOR_PARTS("allreduce", count * size,
+                  MPI_Allreduce(MPI_IN_PLACE, p + off, len / (int)size, t, o, c->coll));
+    FOR_PARTS("allreduce", count * size,
+              MPI_Iallreduce(MPI_IN_PLACE, p + off, len / (int)size, t, o, c->coll, r_));
 }
 
 static dla_status mpi_broadcast(void *ctx, void *buf, size_t bytes, int root, uint32_t flags,
                                dla_comm_req *req)
 {
     mpi_ctx *c = ctx;
-    if (bytes > (size_t)INT_MAX)
-        return host->error(DLA_ERR_INVALID_ARGUMENT,
-                           "mpi broadcast: %zu bytes is more than one call takes (%d)", bytes,
-                           INT_MAX);
+    char *p = buf;
     if (flags & DLA_COMM_MAY_BLOCK)
-        START("broadcast", MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, c->coll));
-    START("broadcast", MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, c->coll, r_));
+        FOR_PARTS("broadcast", bytes, MPI_Bcast(p + off, len, MPI_BYTE, root, c->coll));
+    FOR_PARTS("broadcast", bytes, MPI_Ibcast(p + off, len, MPI_BYTE, root, c->coll, r_));
+}
+
+/* One part of an allgather: len bytes from send + off into recv + off +
+ * rank * bytes for every rank. The receive type is len bytes spread
+ * `bytes` apart (a contiguous block resized to that extent), so each
+ * rank's part lands in that rank's slot. MPI keeps a type that a started
+ * operation uses until the operation ends, so it is freed at once. */
+static int allgather_part(mpi_ctx *c, const char *send, size_t bytes, char *recv, size_t off,
+                          int len, MPI_Request *r)
+{
+    if (bytes <= DLA_MPI_PART_BYTES)
+        return r ? MPI_Iallgather(send, len, MPI_BYTE, recv, len, MPI_BYTE, c->coll, r)
+                 : MPI_Allgather(send, len, MPI_BYTE, recv, len, MPI_BYTE, c->coll);
+    MPI_Datatype block, spread;
+    int rc = MPI_Type_contiguous(len, MPI_BYTE, &block);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = MPI_Type_create_resized(block, 0, (MPI_Aint)bytes, &spread);
+    MPI_Type_free(&block);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_Type_commit(&spread)) == MPI_SUCCESS)
+        rc = r ? MPI_Iallgather(send + off, len, MPI_BYTE, recv + off, 1, spread, c->coll, r)
+               : MPI_Allgather(send + off, len, MPI_BYTE, recv + off, 1, spread, c->coll);
+    MPI_Type_free(&spread);
+    return rc;
 }
 
 static dla_status mpi_allgather(void *ctx, const void *send, size_t bytes, void *recv,
                                 uint32_t flags, dla_comm_req *req)
 {
     mpi_ctx *c = ctx;
-    if (bytes > (size_t)INT_MAX)
-        return host->error(DLA_ERR_INVALID_ARGUMENT,
-                           "mpi allgather: %zu bytes is more than one call takes (%d)", bytes,
-                           INT_MAX);
     if (flags & DLA_COMM_MAY_BLOCK)
-        START("allgather",
-              MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->coll));
-    START("allgather",
-          MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->coll, r_));
+        FOR_PARTS("allgather", bytes, allgather_part(c, send, bytes, recv, off, len, NULL));
+    FOR_PARTS("allgather", bytes, allgather_part(c, send, bytes, recv, off, len, r_));
 }
 
 static dla_status mpi_barrier(void *ctx, dla_comm_req *req)
@@ -226,7 +294,7 @@ static dla_status mpi_test(void *ctx, dla_comm_req req, int *done)
 {
     (void)ctx;
     int flag = 0;
-    int rc = MPI_Test(&req->r, &flag, MPI_STATUS_IGNORE);
+    int rc = MPI_Testall(req->n, req->r, &flag, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
         *done = 1;
         host->free(req);
