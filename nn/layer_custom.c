@@ -322,14 +322,14 @@ static dla_status custom_forward(const dla__props *p, dla__call *c)
     else if (st != DLA_OK && dla_last_status() == DLA_OK)
         dla__nn_fail(st, "its %s failed (%s)", fn == r->def.forward ? "forward" : "predict",
                      dla_status_str(st));
-    for (int k = 0; st == DLA_OK && c->training && k < io.nstate; k++)
+    for (int k = 0; st == DLA_OK && k < io.nstate; k++)
         if (io.new_state[k] && dla_tensor_status(io.new_state[k]) != DLA_OK)
             st = dla__nn_fail(dla_tensor_status(io.new_state[k]), "new state %d: %s", k + 1,
                               dla_tensor_error(io.new_state[k]));
     if (st != DLA_OK)
         return st;
     c->y = io.y;
-    for (int k = 0; c->training && k < io.nstate; k++)
+    for (int k = 0; k < io.nstate; k++)
         c->new_state[k] = io.new_state[k];
     return DLA_OK;
 }

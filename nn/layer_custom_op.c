@@ -70,7 +70,7 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
         st = dla_set_error(dla_tensor_status(io.y), "%s", dla_tensor_error(io.y));
     else if (st != DLA_OK && dla_last_status() == DLA_OK)
         dla_set_error(st, "%s: its %s failed (%s)", t->type, which, dla_status_str(st));
-    for (int k = 0; st == DLA_OK && a->training && k < a->ns; k++)
+    for (int k = 0; st == DLA_OK && k < a->ns; k++)
         if (io.new_state[k] && dla_tensor_status(io.new_state[k]) != DLA_OK)
             st = dla_set_error(dla_tensor_status(io.new_state[k]), "%s",
                                dla_tensor_error(io.new_state[k]));
@@ -78,7 +78,7 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
         out[0] = fresh(io.y, in, nin);
         /* State forward left alone passes through. */
         for (int k = 0; k < a->ns; k++)
-            out[1 + k] = fresh(a->training && io.new_state[k] ? io.new_state[k] : io.state[k],
+            out[1 + k] = fresh(io.new_state[k] ? io.new_state[k] : io.state[k],
                                in, nin);
         for (int k = 0; k <= a->ns; k++)
             if (!out[k] || dla_tensor_status(out[k]) != DLA_OK) {
@@ -244,7 +244,7 @@ dla_status dla__custom_op_run(const dla__custom_type *r, dla__call *c)
     if (st != DLA_OK)
         return st;
     c->y = out[0];
-    for (int k = 0; c->training && k < io.nstate; k++)
+    for (int k = 0; k < io.nstate; k++)
         c->new_state[k] = out[1 + k];
     return DLA_OK;
 }

@@ -106,9 +106,10 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
     } else {
         c->y = dla_reshape(states[0], "CB", DLA_DIMS(h, r->nb));
     }
-    if (c->training)
-        for (int k = 0; k < nstates; k++)
-            c->new_state[k] = states[k];
+    /* In inference too: dla_net_predict_state gives the state after the
+     * last step (the other calls do not ask for it). */
+    for (int k = 0; k < nstates; k++)
+        c->new_state[k] = states[k];
     return dla_tensor_status(c->y);
 }
 

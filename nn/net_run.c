@@ -7,7 +7,7 @@
  * every learnable, state and fixed parameter (so new values never make a
  * trace stale); its non-tensor key is the architecture text with the
  * mode and the outputs asked for. Its outputs are the outputs asked for,
- * then (forward) one new value per State row. Inside dla_feval a replay's
+ * then (forward, dla_net_predict_state) one new value per State row. Inside dla_feval a replay's
  * ops go on the tape, so dla_gradient reaches the learnables either way.
  */
 #include "nn/nn.h"
@@ -20,6 +20,9 @@
 typedef struct run_ctx {
     dla_net *net;
     int training;
+    /* The new state is an output: always in training, in inference only
+     * for dla_net_predict_state. */
+    int with_state;
     int nout;
     int outs[MAX_OUTPUTS];
 } run_ctx;
@@ -32,7 +35,7 @@ static dla_status layer_fail(const dla_layer *l, const char *fn, dla_status st)
 }
 
 /* The dla_function: in = [inputs, learnables, state, fixed]; out = [asked
- * outputs, new state (training)].
+ * outputs, new state (training, or predict with state)].
  *
  * Each layer runs in a scope of its own, and its result is held by this
  * function, not by a scope, until the last layer reading it has run: an
@@ -44,7 +47,9 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
     (void)nin;
     run_ctx *ctx = ctxp;
     dla_net *net = ctx->net;
-    const char *fn = ctx->training ? "dla_net_forward" : "dla_net_predict";
+    const char *fn = ctx->training     ? "dla_net_forward"
+                     : ctx->with_state ? "dla_net_predict_state"
+                                       : "dla_net_predict";
     int base[DLA__PARAM_KIND_COUNT];
     base[0] = net->ninputs;
     for (int k = 1; k < DLA__PARAM_KIND_COUNT; k++)
@@ -98,7 +103,7 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
             st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
         if (st == DLA_OK) {
             act[i] = dla_tensor_retain(c.y);
-            for (int j = 0, nst = 0; ctx->training && j < l->nparams; j++) {
+            for (int j = 0, nst = 0; ctx->with_state && j < l->nparams; j++) {
                 if (l->param[j].kind != DLA__STATE)
                     continue;
                 if (c.new_state[nst])
@@ -127,11 +132,11 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
     for (int i = 0; i < ctx->nout; i++)
         out[i] = st == DLA_OK ? dla_scope_adopt(dla_tensor_retain(act[ctx->outs[i]]))
                               : dla__nn_error_tensor();
-    for (int r = 0; ctx->training && r < nstate; r++)
+    for (int r = 0; ctx->with_state && r < nstate; r++)
         out[ctx->nout + r] = st != DLA_OK ? dla__nn_error_tensor()
                              : news[r]     ? dla_scope_adopt(dla_tensor_retain(news[r]))
                                            : in[base[DLA__STATE] + r];
-    for (int i = ctx->nout + (ctx->training ? nstate : 0); st != DLA_OK && i < nout; i++)
+    for (int i = ctx->nout + (ctx->with_state ? nstate : 0); st != DLA_OK && i < nout; i++)
         out[i] = dla__nn_error_tensor();
     for (int i = 0; i < net->nlayers; i++)
         dla_tensor_release(act[i]);
@@ -147,13 +152,14 @@ static size_t run_key(void *ctxp, void *buf, size_t size)
 {
     const run_ctx *ctx = ctxp;
     size_t sig = ctx->net->signature_len;
-    size_t need = sig + sizeof(int) * (size_t)(2 + ctx->nout);
+    size_t need = sig + sizeof(int) * (size_t)(3 + ctx->nout);
     if (need <= size) {
         unsigned char *b = buf;
         memcpy(b, ctx->net->signature, sig);
         memcpy(b + sig, &ctx->training, sizeof(int));
-        memcpy(b + sig + sizeof(int), &ctx->nout, sizeof(int));
-        memcpy(b + sig + 2 * sizeof(int), ctx->outs, sizeof(int) * (size_t)ctx->nout);
+        memcpy(b + sig + sizeof(int), &ctx->with_state, sizeof(int));
+        memcpy(b + sig + 2 * sizeof(int), &ctx->nout, sizeof(int));
+        memcpy(b + sig + 3 * sizeof(int), ctx->outs, sizeof(int) * (size_t)ctx->nout);
     }
     return need;
 }
@@ -173,10 +179,14 @@ static dla_status fail_outputs(int n, dla_tensor **y, dla_status st)
     return st;
 }
 
-static dla_status run_net(dla_net *net, int training, int nin, dla_tensor *const *x, int nout,
+/* fn: the public function, which says the mode: forward (training, the
+ * new state an output) or predict (inference; the new state an output
+ * for dla_net_predict_state only). */
+static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *const *x, int nout,
                           dla_tensor **y, dla_tensor **state, const dla_net_forward_options *opts)
 {
-    const char *fn = training ? "dla_net_forward" : "dla_net_predict";
+    const int training = !strcmp(fn, "dla_net_forward");
+    const int with_state = training || !strcmp(fn, "dla_net_predict_state");
     if (net && dla__net_check(net, fn) != DLA_OK) { /* freed: read nothing else of it */
         fail_outputs(nout, y, 0);
         return dla_last_status();
@@ -195,7 +205,7 @@ static dla_status run_net(dla_net *net, int training, int nin, dla_tensor *const
     else if (nin != net->ninputs)
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d inputs given; the network has %d", fn,
                           nin, net->ninputs);
-    run_ctx ctx = {net, training, 0, {0}};
+    run_ctx ctx = {net, training, with_state, 0, {0}};
     if (st == DLA_OK) {
         int want = opts && opts->outputs ? nout : net->noutputs;
         /* Say which count is whose: "1 outputs asked for, room for 2"
@@ -230,7 +240,7 @@ static dla_status run_net(dla_net *net, int training, int nin, dla_tensor *const
     int nparams = 0;
     for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
         nparams += net->tables[k].count;
-    int total_in = nin + nparams, total_out = nout + (training ? nstate : 0);
+    int total_in = nin + nparams, total_out = nout + (with_state ? nstate : 0);
     dla_tensor **in = dla__nn_malloc(sizeof *in * (size_t)total_in);
     dla_tensor **out = dla__nn_calloc((size_t)(total_out ? total_out : 1), sizeof *out);
     if (!in || !out) {
@@ -278,13 +288,20 @@ DLA_API dla_status dla_net_forward(dla_net *net, int nin, dla_tensor *const *x, 
                                    dla_tensor **y, dla_tensor **state,
                                    const dla_net_forward_options *opts)
 {
-    return run_net(net, 1, nin, x, nout, y, state, opts);
+    return run_net(net, "dla_net_forward", nin, x, nout, y, state, opts);
 }
 
 DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, int nout,
                                    dla_tensor **y, const dla_net_forward_options *opts)
 {
-    return run_net(net, 0, nin, x, nout, y, NULL, opts);
+    return run_net(net, "dla_net_predict", nin, x, nout, y, NULL, opts);
+}
+
+DLA_API dla_status dla_net_predict_state(dla_net *net, int nin, dla_tensor *const *x, int nout,
+                                         dla_tensor **y, dla_tensor **state,
+                                         const dla_net_forward_options *opts)
+{
+    return run_net(net, "dla_net_predict_state", nin, x, nout, y, state, opts);
 }
 
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads)

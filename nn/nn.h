@@ -177,7 +177,9 @@ typedef struct dla__layer_kind {
     dla_status (*check)(const dla__props *p, const char *name);
     /* Creates the parameters for these input shapes. */
     dla_status (*init)(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink);
-    /* Computes c->y (and c->new_state in training); sticky errors allowed. */
+    /* Computes c->y and c->new_state (in training; in inference a state
+     * inference changes, a recurrent layer's, for dla_net_predict_state);
+     * sticky errors allowed. */
     dla_status (*forward)(const dla__props *p, dla__call *c);
     /* MATLAB's description column, for these input shapes (may be NULL
      * before initialization). */

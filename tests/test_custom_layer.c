@@ -227,6 +227,40 @@ static dla_status fans_init(const dla_layer *l, dla_layer_init *init, int nx, dl
 static const dla_layer_type fans_type = {.type = "fans", .initialize = fans_init,
                                          .predict = ch_predict};
 
+/* counter: state Count (1x1); predict adds it to X and counts the call
+ * in its new state (MATLAB's [Z, state] = predict(layer, X)); the same
+ * with a backward of its own (the custom op path). */
+static dla_status counter_init(const dla_layer *l, dla_layer_init *init, int nx,
+                               dla_tensor *const *x)
+{
+    (void)l, (void)nx, (void)x;
+    return dla_layer_add_state(init, "Count", DLA_DIMS(1, 1), "zeros");
+}
+
+static dla_status counter_predict(dla_layer_io *io)
+{
+    io->new_state[0] = dla_affine(io->state[0], 1, 1);
+    io->y = dla_add(io->x[0], io->state[0]);
+    return dla_tensor_status(io->y);
+}
+
+static dla_status counter_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                   dla_tensor **dl)
+{
+    (void)io, (void)dl;
+    dx[0] = dy;
+    return DLA_OK;
+}
+
+static const dla_layer_type counter_type = {
+    .type = "counter", .initialize = counter_init, .predict = counter_predict,
+};
+
+static const dla_layer_type counter_own_type = {
+    .type = "counterOwn", .initialize = counter_init, .predict = counter_predict,
+    .backward = counter_backward,
+};
+
 static int setup(void **state)
 {
     (void)state;
@@ -236,7 +270,7 @@ static int setup(void **state)
     const dla_layer_type *types[] = {&slice_diff_type, &scale_auto, &scale_own, &scale_wrong,
                                      &wsum_type, &rmean_type, &rmean_own_type,
                                      &rmean_predict_only_type, &bad_state_type, &ch_scale_type,
-                                     &fans_type};
+                                     &fans_type, &counter_type, &counter_own_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (dla_layer_type_register(types[i]) != DLA_OK)
             return -1;
@@ -533,6 +567,35 @@ static void accelerated_predict_and_forward_equal_eager(void **state)
         assert_true(max_abs_diff(acc[i], eager) <= 1e-6);
     assert_true(max_abs_diff(acc_f, eager_f) <= 1e-6);
     dla_net_free(net);
+    dla_scope_end();
+}
+
+/* dla_net_predict_state hands back what predict set as the new state,
+ * eager and replayed, with and without a backward of the layer's own;
+ * dla_net_predict and the network's own state are left alone. */
+static void predict_state_gives_the_state_predict_set(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const char *types[] = {"counter", "counterOwn"};
+    for (int t = 0; t < 2; t++)
+        for (int accel = 0; accel < 2; accel++) {
+            dla_layer *l = dla_custom_layer(types[t], NULL, &(dla_layer_options){.name = "n"});
+            dla_net *net = dla_net_create(1, &l);
+            dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 3)), *y, *st[1];
+            assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+            dla_net_set_accelerate(net, accel);
+            for (int call = 0; call < 3; call++) {
+                assert_int_equal(dla_net_predict_state(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+                assert_true(dla_tensor_item(st[0], 0) == call + 1);
+                assert_true(dla_tensor_item(y, 5) == 1 + call);
+                assert_int_equal(dla_net_set_state(net, 1, st), DLA_OK);
+            }
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+            assert_true(dla_tensor_item(y, 0) == 4);
+            assert_true(dla_tensor_item(dla_net_get(net, "n", "Count"), 0) == 3);
+            dla_net_free(net);
+        }
     dla_scope_end();
 }
 
@@ -1009,6 +1072,7 @@ int main(void)
         TU_TEST(a_graph_with_a_two_input_custom_layer),
         TU_TEST(the_summary_shows_the_type_learnables_and_description),
         TU_TEST(accelerated_predict_and_forward_equal_eager),
+        TU_TEST(predict_state_gives_the_state_predict_set),
         TU_TEST(a_model_loss_accelerated_with_the_network_as_ctx),
         TU_TEST(the_page_layer_has_the_gradients_of_finite_differences),
         TU_TEST(a_backward_of_its_own_is_used_when_given),

@@ -673,6 +673,58 @@ static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
     dla_scope_end();
 }
 
+/* MATLAB [Y, state] = predict(net, X): an LSTM, dropout and a GRU in
+ * inference mode. A sequence predicted in two halves, the state of the
+ * first set before the second, gives the whole sequence's outputs and
+ * final state; no dropout; the network's own state is left alone; eager
+ * and replayed alike. Before, predict had no state to give (only
+ * forward, in training mode, with dropout on). */
+static void predict_state_carries_a_sequence_on_in_inference_mode(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { C = 3, H = 4, NB = 2, NT = 6 };
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(C, NB, NT), 0.3, -1);
+    dla_tensor *first = dla_slice(x, 3, 0, 1, 3), *second = dla_slice(x, 3, 3, 1, 6);
+    for (int accel = 0; accel < 2; accel++) {
+        dla_layer *l[] = {dla_lstm_layer(H, &(dla_lstm_layer_options){.name = "l"}),
+                          dla_dropout_layer(0.5, NULL),
+                          dla_gru_layer(H, &(dla_gru_layer_options){.name = "g"})};
+        dla_net *net = dla_net_create(3, l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+        assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+        set_ramp(net, "l", "InputWeights", 0.07, -0.3);
+        set_ramp(net, "l", "RecurrentWeights", 0.05, -0.2);
+        set_ramp(net, "g", "InputWeights", 0.04, -0.1);
+        dla_net_set_accelerate(net, accel);
+        assert_int_equal(dla_net_state_count(net), 3);
+        dla_tensor *y_all, *s_all[3], *y1, *s1[3], *y2, *s2[3];
+        for (int rep = 0; rep < 2; rep++) /* the second call replays */
+            assert_int_equal(dla_net_predict_state(net, 1, &x, 1, &y_all, s_all, NULL), DLA_OK);
+        /* No dropout: predict's outputs, bit for bit. */
+        assert_true(maxdiff(y_all, predict1(net, x)) == 0);
+        assert_int_equal(dla_net_predict_state(net, 1, &first, 1, &y1, s1, NULL), DLA_OK);
+        for (int r = 0; r < 3; r++) {
+            assert_int_equal(dla_tensor_dim(s1[r], 1), H);
+            assert_int_equal(dla_tensor_dim(s1[r], 2), NB);
+        }
+        /* The network's own state is still the initial H x 1 zeros. */
+        assert_int_equal(dla_tensor_dim(dla_net_get(net, "l", "HiddenState"), 2), 1);
+        assert_int_equal(dla_net_set_state(net, 3, s1), DLA_OK);
+        assert_int_equal(dla_net_predict_state(net, 1, &second, 1, &y2, s2, NULL), DLA_OK);
+        assert_true(maxdiff(y2, dla_slice(y_all, 3, 3, 1, 6)) < 1e-12);
+        assert_true(maxdiff(y1, dla_slice(y_all, 3, 0, 1, 3)) < 1e-12);
+        for (int r = 0; r < 3; r++)
+            assert_true(maxdiff(s2[r], s_all[r]) < 1e-12);
+        /* The state after the first half differs from the initial one,
+         * so the comparison above could fail. */
+        assert_true(maxdiff(s1[0], s_all[0]) > 1e-3);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* Sequences of no steps into a network without an input layer (nothing
  * holds them back): OutputMode "sequence" gives the empty sequence
  * H x B x 0 in both modes of running; "last" has no last step and says
@@ -937,6 +989,7 @@ int main(void)
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),
         TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
+        TU_TEST(predict_state_carries_a_sequence_on_in_inference_mode),
         TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
         TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),
         TU_TEST(position_layers_give_each_step_its_own_channels),

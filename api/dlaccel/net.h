@@ -383,8 +383,8 @@ DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
  * state of every sequence; an H x N state applies to batches of N). Per
  * time step: z = W x_t + R h + b, i = sigmoid, f = sigmoid, g = tanh,
  * o = sigmoid of the blocks, c = f .* c + i .* g, h = o .* tanh(c).
- * forward returns the state after the last step (H x N); predict leaves
- * the state alone. A network's H x N state is kept as it is by
+ * forward and dla_net_predict_state return the state after the last
+ * step (H x N); predict and both leave the network's own state alone. A network's H x N state is kept as it is by
  * dla_net_copy, re-initialization and dla_net_save/dla_net_load (as a
  * MATLAB network's State, saved or copied, keeps it), so trainnet's
  * checkpoints of LSTM networks load. OutputMode "sequence" gives "CBT"
@@ -549,8 +549,9 @@ typedef struct dla_layer_io {
     const double *properties;      /* the layer's, in the type's order */
     /* Set by predict/forward: the output Z. */
     dla_tensor *y;
-    /* forward may set the new value of state k (MATLAB's [Z, state] =
-     * forward(layer, X)); NULL: unchanged. */
+    /* forward and predict may set the new value of state k (MATLAB's
+     * [Z, state] = forward(layer, X) and = predict(layer, X)); NULL:
+     * unchanged. What predict sets reaches dla_net_predict_state only. */
     dla_tensor *new_state[DLA_LAYER_MAX_PARAMS];
 } dla_layer_io;
 
@@ -799,6 +800,18 @@ DLA_API dla_status dla_net_forward(dla_net *net, int nin, dla_tensor *const *x, 
  * dropout). As dla_net_forward otherwise. */
 DLA_API dla_status dla_net_predict(dla_net *net, int nin, dla_tensor *const *x, int nout,
                                    dla_tensor **y, const dla_net_forward_options *opts);
+/* MATLAB [Y1..YM, state] = predict(net, X1..XN): dla_net_predict that
+ * also gives the state after the call in state, one tensor per State row
+ * (NULL: as dla_net_predict): the hidden (and cell) states of LSTM and GRU
+ * layers after the last time step; the rows inference does not change
+ * (batch normalization's statistics) as they are. Setting it with
+ * dla_net_set_state carries a sequence on from one call to the next in
+ * inference mode (closed-loop forecasting: no dropout, stored
+ * statistics), which dla_net_forward would do in training mode. A custom
+ * layer's row is what its predict set in io->new_state, else unchanged. */
+DLA_API dla_status dla_net_predict_state(dla_net *net, int nin, dla_tensor *const *x, int nout,
+                                         dla_tensor **y, dla_tensor **state,
+                                         const dla_net_forward_options *opts);
 
 /* MATLAB dlgradient(loss, net.Learnables) inside dla_feval: grads[i] is
  * the gradient with respect to Learnables row i (dla_net_learnable_count
