@@ -26,6 +26,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
@@ -214,6 +215,47 @@ static const dla__op encode_op = {.name = "dla_onehotencode", .nin = 2, .nout = 
                                   .constant = 1};
 DLA__OP_REGISTER(encode_op, sizeof(encode_attrs));
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Fails when a class value repeats: a label equal to it would be hot at
+ * both positions, a column that sums to 2 and decodes to the first.
+ * Sorted copy, so a vocabulary of 50,000 classes costs no more than its
+ * labels' check. */
+static dla_status check_unique_classes(const char *op, const int32_t *classes, int64_t k)
+{
+    if (!classes || k < 2)
+        return DLA_OK;
+    int32_t *v = dla__malloc(sizeof *v * (size_t)k);
+    if (!v)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: no memory to check the %lld classes", op,
+                         (long long)k);
+    memcpy(v, classes, sizeof *v * (size_t)k);
+    qsort(v, (size_t)k, sizeof *v, cmp_i32);
+    int64_t dup = -1;
+    for (int64_t i = 1; i < k && dup < 0; i++)
+        if (v[i] == v[i - 1])
+            dup = i;
+    int32_t value = dup >= 0 ? v[dup] : 0;
+    dla__free(v);
+    if (dup < 0)
+        return DLA_OK;
+    int64_t first = -1, second = -1;
+    for (int64_t i = 0; i < k && second < 0; i++)
+        if (classes[i] == value) {
+            if (first < 0)
+                first = i;
+            else
+                second = i;
+        }
+    return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: option classes: classes[%lld] and "
+                     "classes[%lld] are both %d; each class value must appear once",
+                     op, (long long)first, (long long)second, (int)value);
+}
+
 DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
                                      const dla_onehot_options *opts)
 {
@@ -226,7 +268,8 @@ DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
     if (num_classes < 1)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument num_classes: %lld; it must be >= 1",
                           op, (long long)num_classes);
-    if (encode_dtype_check(o->dtype) != DLA_OK)
+    if (encode_dtype_check(o->dtype) != DLA_OK ||
+        check_unique_classes(op, o->classes, num_classes) != DLA_OK)
         return dla__return(dla__error_tensor());
     if (o->feature_dim == 0 && labels->format[0] && !strchr(labels->format, 'C'))
         return dla__error(DLA_ERR_INVALID_ARGUMENT,

@@ -784,6 +784,14 @@ static void test_onehotencode_refuses_labels_outside_the_classes(void **state)
     assert_error_says(e, DLA_ERR_INVALID_ARGUMENT,
                       "labels[3] is 99, which is not one of the 3 values of option classes");
     assert_null(strstr(dla_tensor_error(e), "1-based"));
+    /* A class value listed twice: 20 was hot at positions 1 and 3. */
+    const int32_t twice[4] = {10, 20, 30, 20};
+    l = dla_tensor_from_host((int32_t[]){20, 30}, DLA_I32, "", DLA_DIMS(1, 2));
+    assert_error_says(dla_onehotencode(l, 4, &(dla_onehot_options){.classes = twice}),
+                      DLA_ERR_INVALID_ARGUMENT,
+                      "dla_onehotencode: option classes: classes[1] and classes[3] are both 20");
+    assert_int_equal(dla_tensor_status(dla_onehotencode(l, 3, &(dla_onehot_options){.classes = twice})),
+                     DLA_OK);
     dla_scope_end();
 }
 

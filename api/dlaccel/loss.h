@@ -173,7 +173,8 @@ DLA_API dla_tensor *dla_huber(dla_tensor *y, dla_tensor *targets, const dla_hube
 typedef struct dla_onehot_options {
     /* The class values in order (MATLAB's classes): a label equal to
      * classes[k] encodes as position k, and decoding position k gives
-     * classes[k]. NULL: the classes are 0, 1, ..., num_classes - 1. */
+     * classes[k]; each value once (encoding refuses a repeated one).
+     * NULL: the classes are 0, 1, ..., num_classes - 1. */
     const int32_t *classes;
     /* The dim along which classes lie (1-based; MATLAB's featureDim).
      * 0: the C dim of a formatted tensor, else dim 1. */
@@ -201,8 +202,8 @@ typedef struct dla_onehot_options {
  * there a label that is none of the classes gives a column of zeros, so
  * check labels where they enter the program (dla_trainnet does, once per
  * data set).
- * Errors: DLA_ERR_INVALID_ARGUMENT (a label outside the classes,
- * num_classes < 1, a feature dim out of range or not of size 1, no C dim
+ * Errors: DLA_ERR_INVALID_ARGUMENT (a label outside the classes, a class
+ * value listed twice in opts->classes, num_classes < 1, a feature dim out of range or not of size 1, no C dim
  * to default to), DLA_ERR_DTYPE. */
 DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
                                      const dla_onehot_options *opts);
