@@ -265,14 +265,21 @@ static void point_release(int n, point *p)
     p->set = 0;
 }
 
-/* sum_i a[i] . b[i] as a 1 x 1 double on the device, in the open scope. */
+static dla_tensor *as_f64(dla_tensor *t)
+{
+    return dla_tensor_dtype(t) == DLA_F64 ? t : dla_cast(t, DLA_F64);
+}
+
+/* sum_i a[i] . b[i] as a 1 x 1 double on the device, in the open scope.
+ * Products and sums in double: in single, a gradient of finite entries
+ * around 1e20 gave g'd = -inf (|g|^2 past FLT_MAX), and the update
+ * failed saying the gradient was not finite. */
 static dla_tensor *dot(int n, dla_tensor *const *a, dla_tensor *const *b)
 {
     dla_tensor *acc = NULL;
     for (int i = 0; i < n; i++) {
-        dla_tensor *t = dla_reshape(dla_sum(dla_mul(a[i], b[i]), 0, NULL), "", DLA_DIMS(1, 1));
-        if (dla_tensor_dtype(t) != DLA_F64)
-            t = dla_cast(t, DLA_F64);
+        dla_tensor *t = dla_reshape(dla_sum(dla_mul(as_f64(a[i]), as_f64(b[i])), 0, NULL), "",
+                                    DLA_DIMS(1, 1));
         acc = acc ? dla_add(acc, t) : t;
     }
     return acc;

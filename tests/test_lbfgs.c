@@ -658,6 +658,33 @@ static void a_zero_gradient_takes_no_step(void **state)
     dla_optim_free(2, p);
 }
 
+/* f = 1e20 |x|^2 / 2 in single from x = (1, 1, 1, 1): every value is
+ * finite (f 2e20, g 1e20 each), but g'd = -4e40 is not a single. The
+ * update failed: "the gradient at params is not finite (g'd is -inf)".
+ * Now the dot products are taken in double: the bounded first step
+ * (0.5 max|x| + 0.1 = 0.6 along -g / max|g|) lands on x = 0.4. */
+static void a_huge_but_finite_gradient_in_single_takes_a_step(void **state)
+{
+    (void)state;
+    float one[4] = {1, 1, 1, 1}, huge[16] = {0};
+    for (int i = 0; i < 4; i++)
+        huge[i * 5] = 1e20f;
+    quad q = {dla_tensor_from_host(huge, DLA_F32, "", DLA_DIMS(4, 4)),
+              dla_zeros(DLA_F32, "", DLA_DIMS(4, 1))};
+    dla_tensor *p[1] = {dla_tensor_from_host(one, DLA_F32, "", DLA_DIMS(4, 1))};
+    dla_lbfgs_state *s = dla_lbfgs_state_create(NULL);
+    if (dla_lbfgsupdate(1, p, quadratic_loss, &q, s) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    for (int i = 0; i < 4; i++)
+        assert_true(fabs(item(p[0], i) - 0.4) < 1e-6);
+    dla_lbfgs_info in = info_of(s);
+    assert_true(in.loss < 2e20 && isfinite(in.gradients_norm));
+    dla_lbfgs_state_free(s);
+    dla_optim_free(1, p);
+    dla_tensor_release(q.a);
+    dla_tensor_release(q.b);
+}
+
 /* ------------------------------------------------------------------ errors */
 
 /* What a broken loss function does, by kind. */
@@ -1174,6 +1201,7 @@ int main(void)
         TU_TEST(a_quadratic_converges_in_few_iterations_with_its_history),
         TU_TEST(the_direction_is_the_bfgs_matrix_of_the_pairs),
         TU_TEST(the_first_step_is_bounded_by_initial_step_size),
+        TU_TEST(a_huge_but_finite_gradient_in_single_takes_a_step),
         TU_TEST(weak_and_strong_wolfe_differ_on_an_overshoot),
         TU_TEST(a_pair_that_fails_the_curvature_condition_is_not_stored),
         TU_TEST(a_failed_line_search_keeps_params_or_takes_the_lowest_loss_tried),
