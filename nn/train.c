@@ -608,8 +608,13 @@ static dla_status checkpoint(trainer *tr)
     struct tm tm;
     localtime_r(&t, &tm);
     strftime(stamp, sizeof stamp, "%Y_%m_%d__%H_%M_%S", &tm);
-    snprintf(path, sizeof path, "%s/net_checkpoint__%lld__%s.safetensors", tr->o.checkpoint_path,
-             (long long)tr->iteration, stamp);
+    int len = snprintf(path, sizeof path, "%s/net_checkpoint__%lld__%s.safetensors",
+                       tr->o.checkpoint_path, (long long)tr->iteration, stamp);
+    /* Checked before training (dla__train_check_paths); a cut name would
+     * save under another file name. */
+    if (len < 0 || (size_t)len >= sizeof path)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: CheckpointPath: the "
+                             "checkpoint's path is longer than %zu bytes", sizeof path - 1);
     dla_status st = dla_net_save(tr->net, path);
     if (st != DLA_OK) {
         char msg[1024];

@@ -3,8 +3,8 @@
  * a mistake fails at once instead of after an epoch, or never:
  *
  *   - the folders it will write in (the chart's, CheckpointPath) exist and
- *     are writable, so a typo does not cost the training done before the
- *     first write;
+ *     are writable, and the checkpoints' paths fit in 4095 bytes, so a typo
+ *     does not cost the training done before the first write;
  *   - class numbers lie in 0..K-1, K the network output's channels (an
  *     out-of-range label one-hot encodes as a column of zeros, whose loss
  *     is 0: training "succeeds" at 100% accuracy on nothing);
@@ -55,6 +55,16 @@ static dla_status check_folder(const char *option, const char *given, const char
 dla_status dla__train_check_paths(const dla_training_options *o)
 {
     dla_status st;
+    /* The longest name a checkpoint gets in the folder: "/net_checkpoint__"
+     * (17), the iteration (up to 19 digits), "__", the time stamp (20) and
+     * ".safetensors" (12). A longer folder failed at the first checkpoint,
+     * an epoch or more into training. */
+    const size_t name_max = 17 + 19 + 2 + 20 + 12;
+    if (o->checkpoint_path && strlen(o->checkpoint_path) + name_max > 4095)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: CheckpointPath: %.100s... "
+                             "is %zu bytes; with a checkpoint's file name (up to %zu more) the "
+                             "paths would pass 4095", o->checkpoint_path,
+                             strlen(o->checkpoint_path), name_max);
     if (o->checkpoint_path &&
         (st = check_folder("CheckpointPath", o->checkpoint_path, o->checkpoint_path)) != DLA_OK)
         return st;

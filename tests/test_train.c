@@ -22,6 +22,7 @@
 #include "sink.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <dlaccel.h>
 #include <math.h>
 #include <stdio.h>
@@ -1697,6 +1698,24 @@ static void a_bad_output_path_fails_before_the_first_iteration(void **state)
         assert_non_null(strstr(dla_last_error(), "cannot write in"));
         assert_int_equal(iterations_run, 0);
         rmdir(ro);
+    }
+    /* A folder so deep that a checkpoint's path passes 4095 bytes: it ran
+     * an epoch, then the first checkpoint's name was cut. */
+    char deep[4200];
+    int len = snprintf(deep, sizeof deep, "%s", dir);
+    while (len < 4000) {
+        len += snprintf(deep + len, sizeof deep - (size_t)len, "/%0200d", 0);
+        assert_true(mkdir(deep, 0700) == 0 || errno == EEXIST);
+    }
+    o.checkpoint_path = deep;
+    assert_int_equal(dla_trainnet(&d, net, &ce, &o, &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(iterations_run, 0);
+    assert_non_null(strstr(dla_last_error(), "with a checkpoint's file name (up to 70 more) the "
+                                             "paths would pass 4095"));
+    while (len > (int)strlen(dir)) {
+        rmdir(deep);
+        len -= 201;
+        deep[len] = '\0';
     }
     unlink(file);
     rmdir(dir);
