@@ -80,23 +80,27 @@ TESTS += examples/autoencoder_example.sh
 EXTRA_DIST += examples/autoencoder_example.sh
 # ---- end of examples/autoencoder --------------------------------------------
 
-# ---- examples/cnn_fmnist, waveform, slice_layer: training (issue 5) ------
+# ---- examples/cnn_fmnist, waveform, forecast, slice_layer: training ------
 # cnn_fmnist: the dlaccelerate page's custom training loop on Fashion-MNIST
 # (the README's main job, through tools/quickstart.sh); waveform: trainnet
 # with an accelerated weighted cross-entropy on imbalanced sequences;
+# forecast: an LSTM trained to predict the next step, forecasting in open
+# and closed loop with dla_net_predict_state;
 # slice_layer: the custom layer with reshape and channel-wise separable
 # convolutions, forward and backward. The smoke test runs each at small
 # size (--small) and checks what it prints.
-noinst_PROGRAMS += examples/cnn_fmnist examples/waveform examples/slice_layer
+noinst_PROGRAMS += examples/cnn_fmnist examples/waveform examples/forecast examples/slice_layer
 examples_cnn_fmnist_SOURCES = examples/cnn_fmnist.c
 examples_cnn_fmnist_LDADD = libdlaccel.la -lm
 examples_waveform_SOURCES = examples/waveform.c
 examples_waveform_LDADD = libdlaccel.la -lm
+examples_forecast_SOURCES = examples/forecast.c
+examples_forecast_LDADD = libdlaccel.la -lm
 examples_slice_layer_SOURCES = examples/slice_layer.c
 examples_slice_layer_LDADD = libdlaccel.la -lm
 TESTS += examples/training_examples.sh
 EXTRA_DIST += examples/training_examples.sh
-# ---- end of examples/cnn_fmnist, waveform, slice_layer ---------------------
+# ---- end of examples/cnn_fmnist, waveform, forecast, slice_layer -----------
 
 # ---- examples/parallel_training: the seed page's parallel loop (issue 15) --
 # mpirun -np 2 build/examples/parallel_training; tests/parallel_train.sh

@@ -13,11 +13,13 @@
 #   5 waveform --transformer: the same with a transformer encoder (a graph
 #     of position encoding, self-attention, residual additions, layer
 #     norms).
+#   6 forecast: the loss falls; forecasting in open loop beats closed loop,
+#     which beats repeating the last observed value.
 ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-training-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE DLA_EXAMPLE_SMALL
-echo "1..5"
+echo "1..6"
 
 # The number after a label on the first line that has it: num "HitRate:" file
 num() {
@@ -132,3 +134,19 @@ the tolerance check did not pass silently"
     ok_if $n "waveform --small --${variant%%:*}: no tolerance warning, HitRate $hit%, loss falls"
     n=$((n + 1))
 done
+
+# 6. forecast: an LSTM predicting the next step, forecasting 25 steps in
+# open and closed loop through dla_net_predict_state; both beat repeating
+# the last observed value.
+bad=
+"$ex/forecast" --small >"$tmp/out" 2>&1
+status=$?
+[ $status -eq 0 ] || bad="exit status $status"
+first=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\1/p' "$tmp/out")
+last=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\2/p' "$tmp/out")
+open=$(sed -n 's/^RMSE of steps .*: open loop \([0-9.]*\), closed loop \([0-9.]*\), repeating the last observed value \([0-9.]*\)$/\1/p' "$tmp/out")
+closed=$(sed -n 's/^RMSE of steps .*: open loop \([0-9.]*\), closed loop \([0-9.]*\), repeating the last observed value \([0-9.]*\)$/\2/p' "$tmp/out")
+naive=$(sed -n 's/^RMSE of steps .*: open loop \([0-9.]*\), closed loop \([0-9.]*\), repeating the last observed value \([0-9.]*\)$/\3/p' "$tmp/out")
+check "${first:-0} > 0 && ${last:-9} < 0.5 * ${first:-0}" "loss did not fall: $first -> $last"
+check "${open:-9} < ${closed:-0} && ${closed:-9} < 0.9 * ${naive:-0}" "RMSE open $open, closed $closed, naive $naive"
+ok_if 6 "forecast --small: loss falls, RMSE open loop $open < closed loop $closed < naive $naive"
