@@ -23,6 +23,7 @@ bench_dlaccel_bench_SOURCES = \
 	bench/workloads_higher.c examples/pinn_model.h \
 	bench/workloads_attention.c \
 	bench/workloads_ode.c \
+	bench/workloads_lstm.c \
 	bench/reference.c \
 	bench/timer.c bench/timer.h \
 	bench/report.c bench/report.h

@@ -20,6 +20,7 @@ const bench_workload *const bench_device_tables[] = {
     bench_higher_workloads,
     bench_attention_workloads,
     bench_ode_workloads,
+    bench_lstm_workloads,
     NULL,
 };
 

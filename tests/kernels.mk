@@ -113,3 +113,15 @@ tests_test_block_cache_SOURCES = tests/test_block_cache.c \
 	plugins/cpu/block_cache.c plugins/cpu/mem_avail.c
 tests_test_block_cache_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_block_cache_LDADD = $(CMOCKA_LIBS)
+
+# The cpu plugin's exp, log, tanh, sigmoid and erf through glibc's vector
+# functions (plugins/cpu/vmath.c): within 4 ulp of the scalar ones, the
+# same bits wherever an element sits; and, with DLACCEL_CPU_VMATH=off
+# (tests/cpu_vmath_off.sh), the scalar functions' bits.
+check_PROGRAMS += tests/test_cpu_vmath
+TESTS += tests/test_cpu_vmath tests/cpu_vmath_off.sh
+EXTRA_DIST += tests/cpu_vmath_off.sh
+tests_test_cpu_vmath_SOURCES = tests/test_cpu_vmath.c tests/testutil.h
+tests_test_cpu_vmath_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(OPENMP_CFLAGS)
+tests_test_cpu_vmath_LDFLAGS = $(OPENMP_CFLAGS)
+tests_test_cpu_vmath_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

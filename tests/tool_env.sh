@@ -10,7 +10,7 @@ tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-env-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CPU_CONV \
-    DLACCEL_CPU_CACHE_IDLE DLACCEL_PLAN_PROFILE \
+    DLACCEL_CPU_CACHE_IDLE DLACCEL_CPU_VMATH DLACCEL_PLAN_PROFILE \
     DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE \
     OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN OPENBLAS_CORETYPE DLACCEL_OPENBLAS_CORE
 opencl=no
@@ -41,10 +41,11 @@ verdict() {
         sed 's/^/#   /' "$tmp/out"; echo "not ok $n - $what"; fi
 }
 
-run DLACCEL_PLAN=of DLACCEL_CPU_CONV=Direct
-verdict "unknown DLACCEL_PLAN and DLACCEL_CPU_CONV values are named once with the accepted ones" \
+run DLACCEL_PLAN=of DLACCEL_CPU_CONV=Direct DLACCEL_CPU_VMATH=of
+verdict "unknown DLACCEL_PLAN, DLACCEL_CPU_CONV and DLACCEL_CPU_VMATH values are named once with the accepted ones" \
     "dlaccel[warn]: DLACCEL_PLAN=of is not one of its values (on, 1, yes, off, 0, no, single-result, conv-bias-in, no-in-place, no-epilogue)" \
-    "dlaccel[warn]: cpu: DLACCEL_CPU_CONV=Direct is not one of its values (im2col, direct)"
+    "dlaccel[warn]: cpu: DLACCEL_CPU_CONV=Direct is not one of its values (im2col, direct)" \
+    "dlaccel[warn]: cpu: DLACCEL_CPU_VMATH=of is not one of its values (on, off)"
 
 run DLACCEL_LOG=verbose
 verdict "an unknown DLACCEL_LOG value is named, and warn applies" \
@@ -54,7 +55,7 @@ run DLACCEL_CPU_CACHE_IDLE=soon
 verdict "an unknown DLACCEL_CPU_CACHE_IDLE value is named once, and the default applies" \
     "dlaccel[warn]: cpu: DLACCEL_CPU_CACHE_IDLE=soon is not a number of seconds (>= 0) or off; ignored, the default applies (10)"
 
-run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col DLACCEL_CPU_CACHE_IDLE=2.5
+run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col DLACCEL_CPU_CACHE_IDLE=2.5 DLACCEL_CPU_VMATH=off
 n=$((n + 1))
 if [ "$status" -eq 0 ] && ! grep -q "not one of its values" "$tmp/out"; then
     echo "ok $n - accepted values say nothing"

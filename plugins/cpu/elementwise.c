@@ -19,6 +19,7 @@
  */
 #include "plugins/cpu/elementwise_ops.h"
 #include "plugins/cpu/strided.h"
+#include "plugins/cpu/vmath.h"
 
 typedef struct unary_ctx {
     char *y;
@@ -77,6 +78,43 @@ static const dla__cpu_row_fn unary_row[][2] = {UNARY_OPS(UNARY_ROW_ENTRY)};
 _Static_assert(sizeof unary_row / sizeof unary_row[0] == DLA_UNARY_COUNT,
                "UNARY_OPS out of step with DLA_UNARY_LIST");
 
+/* exp, log, tanh, sigmoid and erf through the vector functions (vmath.c),
+ * as the fused programs run them. A dense run goes over the team in
+ * chunks; a chunk boundary changes no element's bits (vmath.c). */
+#define VM_CHUNK 4096
+
+typedef struct vm_ctx {
+    char *y;
+    const char *x;
+    dla__cpu_vmath_f32_fn f32;
+    dla__cpu_vmath_f64_fn f64;
+} vm_ctx;
+
+static void vm_flat(const vm_ctx *c, int64_t n)
+{
+    const int64_t chunks = (n + VM_CHUNK - 1) / VM_CHUNK;
+    const size_t es = c->f32 ? sizeof(float) : sizeof(double);
+#pragma omp parallel for schedule(static) if (n >= DLA__CPU_PAR_MIN)
+    for (int64_t k = 0; k < chunks; k++) {
+        const int64_t at = k * VM_CHUNK, len = n - at < VM_CHUNK ? n - at : VM_CHUNK;
+        char *y = c->y + (size_t)at * es;
+        const char *x = c->x + (size_t)at * es;
+        if (c->f32)
+            c->f32((float *)y, 1, (const float *)x, 1, len);
+        else
+            c->f64((double *)y, 1, (const double *)x, 1, len);
+    }
+}
+
+static void vm_row(void *ctx, int64_t n, const int64_t *off, const int64_t *step)
+{
+    const vm_ctx *c = ctx;
+    if (c->f32)
+        c->f32((float *)c->y + off[0], step[0], (const float *)c->x + off[1], step[1], n);
+    else
+        c->f64((double *)c->y + off[0], step[0], (const double *)c->x + off[1], step[1], n);
+}
+
 dla_status dla__cpu_unary(void *dev, const dla_unary_args *args)
 {
     const dla_view *y = &args->y, *x = &args->x;
@@ -89,6 +127,18 @@ dla_status dla__cpu_unary(void *dev, const dla_unary_args *args)
     dla__cpu_iter_init(&it, 2, views);
     if (it.numel == 0)
         return DLA_OK;
+    vm_ctx vm = {(char *)y->mem, (const char *)x->mem, t ? NULL : dla__cpu_vmath_f32(args->op),
+                 t ? dla__cpu_vmath_f64(args->op) : NULL};
+    if (vm.f32 || vm.f64) {
+        if (dla__cpu_iter_flat(&it)) {
+            vm.y = dla__cpu_at(y, it.offset[0]);
+            vm.x = dla__cpu_at(x, it.offset[1]);
+            vm_flat(&vm, it.numel);
+        } else {
+            dla__cpu_iter_run(&it, vm_row, &vm);
+        }
+        return DLA_OK;
+    }
     if (dla__cpu_iter_flat(&it)) {
         unary_flat[args->op][t](dla__cpu_at(y, it.offset[0]), dla__cpu_at(x, it.offset[1]),
                                 it.numel, args->alpha, args->beta);

@@ -5,6 +5,11 @@
  * expressions is what makes a fused program give the same bits as its
  * steps launched one by one.
  *
+ * exp, log, tanh, sigmoid and erf run through glibc's vector functions
+ * instead, where the plugin has them (vmath.c); their expressions here are
+ * what runs without (DLACCEL_CPU_VMATH=off, no libmvec, no AVX2) and what
+ * dlaccel/plugin_ops.h is checked against.
+ *
  * Each expression is written once for both float types: T is the element
  * type of the operands, and an expression's value is converted to T (or to
  * a logical byte for the comparisons) where it is stored.

@@ -28,11 +28,14 @@
  * with no extra result.
  *
  * Every register holds T and every step stores its result as T, exactly
- * as the one-op kernels store theirs, so a program and its steps launched
- * one by one give the same bits, for y and for every extra result.
+ * as the one-op kernels store theirs (exp, log, tanh, sigmoid and erf
+ * through the same vector functions, vmath.c), so a program and its steps
+ * launched one by one give the same bits, for y and for every extra
+ * result.
  */
 #include "plugins/cpu/elementwise_ops.h"
 #include "plugins/cpu/strided.h"
+#include "plugins/cpu/vmath.h"
 
 #include <omp.h>
 #include <stddef.h>
@@ -306,11 +309,18 @@ typedef struct extras {
             where_##sfx[form](o, v[0], v[1], v[2], n);                                             \
         } else if (in->kind == DLA_FUSED_UNARY) {                                                  \
             const T al = (T)in->alpha, be = (T)in->beta;                                           \
-            if (p[0]) {                                                                            \
+            /* exp, tanh...: the vector functions, as the one-op kernel's. */                      \
+            const dla__cpu_vmath_##sfx##_fn vm = dla__cpu_vmath_##sfx(in->op);                     \
+            if (p[0] && vm) {                                                                      \
+                vm(o, 1, p[0], 1, n);                                                              \
+            } else if (p[0]) {                                                                     \
                 unary_##sfx[in->op](o, p[0], n, al, be);                                           \
             } else {                                                                               \
                 T v;                                                                               \
-                unary_##sfx[in->op](&v, &s[0], 1, al, be);                                         \
+                if (vm)                                                                            \
+                    vm(&v, 1, &s[0], 1, 1);                                                        \
+                else                                                                               \
+                    unary_##sfx[in->op](&v, &s[0], 1, al, be);                                     \
                 for (int64_t i = 0; i < n; i++)                                                    \
                     o[i] = v;                                                                      \
             }                                                                                      \

@@ -1,7 +1,7 @@
 # plugins/cpu - the reference backend: OpenBLAS GEMM, OpenMP kernels.
 pkglib_LTLIBRARIES += plugins/cpu/libdlaccel-cpu.la
 DLA_PLUGINS += cpu
-plugins_cpu_libdlaccel_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
+plugins_cpu_libdlaccel_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(MVEC_CFLAGS)
 # No -march=native: the installed plugin must run on any x86-64 (and under
 # valgrind, which has no AVX-512); GEMM gets its SIMD from OpenBLAS's own
 # runtime dispatch, and the elementwise kernels are bound by memory.
@@ -9,7 +9,7 @@ plugins_cpu_libdlaccel_cpu_la_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS)
 # defined with every operation rounded once.
 plugins_cpu_libdlaccel_cpu_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) -O3 -ffp-contract=off
 plugins_cpu_libdlaccel_cpu_la_LDFLAGS = -module -avoid-version -shared -no-undefined $(OPENMP_CFLAGS)
-plugins_cpu_libdlaccel_cpu_la_LIBADD = $(OPENBLAS_LIBS) -lm
+plugins_cpu_libdlaccel_cpu_la_LIBADD = $(OPENBLAS_LIBS) $(MVEC_LIBS) -lm
 plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/cpu.h \
 	plugins/cpu/plugin.c plugins/cpu/threads.c plugins/cpu/peers.c \
@@ -18,6 +18,7 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/strided.c plugins/cpu/strided.h \
 	plugins/cpu/copy.c \
 	plugins/cpu/elementwise.c plugins/cpu/elementwise_ops.h \
+	plugins/cpu/vmath.c plugins/cpu/vmath.h \
 	plugins/cpu/fused.c \
 	plugins/cpu/random.c core/philox.c core/philox.h core/philox_stream.h \
 	plugins/cpu/reduce.c plugins/cpu/sum.c \

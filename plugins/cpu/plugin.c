@@ -68,6 +68,7 @@
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/vmath.h"
 
 #include "core/openblas_core.h"
 
@@ -182,9 +183,9 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
         blas[n] = '\0';
     }
     const char *core = openblas_get_corename();
-    snprintf(mine.properties, sizeof mine.properties, "simd=%s; blas=%s%s%s%s; threads=%d",
-             simd_name(), blas, core ? " (" : "", core ? core : "", core ? ")" : "",
-             omp_get_max_threads());
+    snprintf(mine.properties, sizeof mine.properties,
+             "simd=%s; blas=%s%s%s%s; threads=%d; vmath=%s", simd_name(), blas, core ? " (" : "",
+             core ? core : "", core ? ")" : "", omp_get_max_threads(), dla__cpu_vmath_name());
 
     /* Only what lies within the host's struct. */
     size_t size = info->struct_size < sizeof mine ? info->struct_size : sizeof mine;
