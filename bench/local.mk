@@ -30,7 +30,7 @@ bench_dlaccel_bench_SOURCES = \
 
 # A smoke test (TAP): it runs and its output parses; no speed is asserted.
 TESTS += bench/smoke.sh
-EXTRA_DIST += bench/smoke.sh bench/tap.sh bench/torch_pinn.py bench/torch_attention.py \
+EXTRA_DIST += bench/smoke.sh bench/tap.sh bench/torch_pinn.py bench/torch_attention.py bench/torch_lstm.py \
 	bench/torch_neural_ode.py
 # The batch sweep beside PyTorch (issue 19; minutes, not part of make
 # check) and its smoke test: dlaccel's side alone, a few seconds.

@@ -10,7 +10,7 @@ tmp=${TMPDIR:-/tmp}/dlaccel-bench-smoke.$$
 mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
-echo 1..17
+echo 1..18
 . "$(cd "$(dirname "$0")" && pwd)/tap.sh"
 
 "$bench" --quick --workload add >"$tmp/add.out" 2>"$tmp/add.err"
@@ -78,6 +78,13 @@ rc=$?
 check "--quick --workload resnet20_inference_b16 exits 0" "$tmp/res.out" test $rc -eq 0
 check "ResNet-20 has 273258 learnable elements in 86 learnables" "$tmp/res.out" \
     grep -q '273258 learnable elements (272474 + 784 conv biases) in 86 learnables' "$tmp/res.out"
+
+# The LSTM step (a recurrent network through trainnet's path: the network
+# in an accelerated model loss) builds and replays.
+"$bench" --quick --device cpu --workload =lstm_train_step >"$tmp/lstm.out" 2>&1
+rc=$?
+check "--quick --workload =lstm_train_step exits 0 and replays its model loss" "$tmp/lstm.out" \
+    sh -c "test $rc -eq 0 && grep -Eq 'HitRate [1-9][0-9]*% \(model loss\)' '$tmp/lstm.out'"
 
 # --batch N (issue 19's sweep): the workloads that take a batch run at N,
 # renamed NAME_bN, their work scaled with the batch; entries that differ
