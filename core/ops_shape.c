@@ -8,6 +8,7 @@
  * an op of its own (internal) whose gradient is dla_index again, so the
  * rules compose for higher derivatives.
  */
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/op.h"
@@ -203,18 +204,28 @@ DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
     cat_attrs at = {dim - 1};
     if (n <= DLA__OP_MAX_IO)
         return dla__apply(&cat_op, &at, sizeof at, n, tensors);
-    /* A node holds at most DLA__OP_MAX_IO inputs: join in runs, each one
-     * starting from the result so far. */
+    /* A node holds at most DLA__OP_MAX_IO inputs: join in a tree, groups
+     * of them, then groups of those, so each element is copied about
+     * log8(n) times. A chain, each run starting from the result so far,
+     * copied the growing front again and again: n^2/14 slices in all, an
+     * LSTM's 99 steps each copied 7 times on average, 1000 steps 71. */
+    dla_tensor **level = dla__malloc(sizeof *level * (size_t)n);
+    if (!level)
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: no memory for %d tensors", op, n);
+    memcpy(level, tensors, sizeof *level * (size_t)n);
     dla_scope_begin();
-    dla_tensor *acc = dla__apply(&cat_op, &at, sizeof at, DLA__OP_MAX_IO, tensors);
-    for (int i = DLA__OP_MAX_IO; i < n; i += DLA__OP_MAX_IO - 1) {
-        dla_tensor *run[DLA__OP_MAX_IO] = {acc};
-        int k = n - i < DLA__OP_MAX_IO - 1 ? n - i : DLA__OP_MAX_IO - 1;
-        memcpy(run + 1, tensors + i, sizeof *run * (size_t)k);
-        acc = dla__apply(&cat_op, &at, sizeof at, k + 1, run);
+    for (int m = n; m > 1;) {
+        int k = 0;
+        /* level[k] is written after level[i..] is read, and k <= i. */
+        for (int i = 0; i < m; i += DLA__OP_MAX_IO) {
+            int g = m - i < DLA__OP_MAX_IO ? m - i : DLA__OP_MAX_IO;
+            level[k++] = g == 1 ? level[i] : dla__apply(&cat_op, &at, sizeof at, g, level + i);
+        }
+        m = k;
     }
-    acc = dla_tensor_retain(acc);
+    dla_tensor *acc = dla_tensor_retain(level[0]);
     dla_scope_end();
+    dla__free(level);
     return dla__return(acc);
 }
 
