@@ -215,6 +215,9 @@ static dla_status train_lbfgs(trainer *t, int max, int *its, int64_t *evaluation
                    in.gradients_norm);
             break;
         }
+        if (it == max)
+            printf("stopped: at the limit of %d iterations, line search %s, gradient norm %.2e\n",
+                   max, in.line_search_status, in.gradients_norm);
     }
     *evaluations = in.evaluations;
     dla_lbfgs_state_free(s);
