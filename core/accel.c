@@ -806,7 +806,7 @@ DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor 
 
 DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled)
 {
-    if (af)
+    if (af && accel_live(af, "dla_accel_set_enabled"))
         __atomic_store_n(&af->enabled, enabled != 0, __ATOMIC_RELAXED);
 }
 
@@ -817,7 +817,11 @@ DLA_API int dla_accel_enabled(const dla_accel *af)
 
 DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size)
 {
-    if (!af || size < 1)
+    if (!af)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_set_cache_size: argument af is NULL");
+    if (!accel_live(af, "dla_accel_set_cache_size"))
+        return dla_last_status();
+    if (size < 1)
         return dla__fail(DLA_ERR_INVALID_ARGUMENT,
                          "dla_accel_set_cache_size: argument size: %d; it must be at least 1", size);
     pthread_mutex_lock(&af->lock);
@@ -863,7 +867,11 @@ DLA_API int dla_accel_occupancy(const dla_accel *af)
 
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode)
 {
-    if (af && mode && (!strcmp(mode, "none") || !strcmp(mode, "tolerance"))) {
+    if (!af)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_set_check_mode: argument af is NULL");
+    if (!accel_live(af, "dla_accel_set_check_mode"))
+        return dla_last_status();
+    if (mode && (!strcmp(mode, "none") || !strcmp(mode, "tolerance"))) {
         pthread_mutex_lock(&af->lock);
         af->check_tolerance_mode = !strcmp(mode, "tolerance");
         pthread_mutex_unlock(&af->lock);
@@ -880,7 +888,12 @@ DLA_API const char *dla_accel_check_mode(const dla_accel *af)
 
 DLA_API dla_status dla_accel_set_check_tolerance(dla_accel *af, double tolerance)
 {
-    if (!af || !(tolerance >= 0))
+    if (!af)
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                         "dla_accel_set_check_tolerance: argument af is NULL");
+    if (!accel_live(af, "dla_accel_set_check_tolerance"))
+        return dla_last_status();
+    if (!(tolerance >= 0))
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_set_check_tolerance: argument "
                          "tolerance: %g; it must be >= 0", tolerance);
     pthread_mutex_lock(&af->lock);
@@ -893,7 +906,7 @@ DLA_API double dla_accel_check_tolerance(const dla_accel *af) { return af ? af->
 
 DLA_API void dla_accel_clear(dla_accel *af)
 {
-    if (!af)
+    if (!af || !accel_live(af, "dla_accel_clear"))
         return;
     pthread_mutex_lock(&af->lock);
     drop_entries(af);
@@ -932,13 +945,17 @@ DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size)
 
 DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i)
 {
-    if (af)
-        pthread_mutex_lock(&af->lock);
-    if (!af || i < 0 || i >= af->nentries) {
+    if (!af) {
+        dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_trace: argument af is NULL");
+        return NULL;
+    }
+    if (!accel_live(af, "dla_accel_trace"))
+        return NULL;
+    pthread_mutex_lock(&af->lock);
+    if (i < 0 || i >= af->nentries) {
         dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_trace: argument i: %d is outside 0..%d", i,
-                  af ? af->nentries - 1 : -1);
-        if (af)
-            pthread_mutex_unlock(&af->lock);
+                  af->nentries - 1);
+        pthread_mutex_unlock(&af->lock);
         return NULL;
     }
     dla_trace *t = dla_trace_retain((dla_trace *)af->entries[i]->trace);
@@ -951,6 +968,8 @@ DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f)
     if (!af || !f)
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_print_trace: argument %s is NULL",
                          !af ? "af" : "f");
+    if (!accel_live(af, "dla_accel_print_trace"))
+        return dla_last_status();
     pthread_mutex_lock((pthread_mutex_t *)&af->lock);
     if (i < 0 || i >= af->nentries) {
         int last = af->nentries - 1;

@@ -106,6 +106,35 @@ static void test_defaults_and_the_matlab_property_display(void **state)
     dla_accel_free(af);
 }
 
+/* A NULL af is named as af, not as the setter's other argument (a good
+ * size, mode or tolerance was blamed: "argument mode: "none"; use "none"
+ * or "tolerance""). */
+static void test_a_null_af_is_named_by_the_setters(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_accel_set_cache_size(NULL, 5), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_accel_set_cache_size: argument af is NULL");
+    assert_int_equal(dla_accel_set_check_mode(NULL, "none"), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_accel_set_check_mode: argument af is NULL");
+    assert_int_equal(dla_accel_set_check_tolerance(NULL, 1e-3), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_accel_set_check_tolerance: argument af is NULL");
+    assert_null(dla_accel_trace(NULL, 0));
+    assert_string_equal(dla_last_error(), "dla_accel_trace: argument af is NULL");
+    /* A freed one is refused as dla_accel_call refuses it (docs/checks.md),
+     * not set (on a destroyed mutex) as if it were alive. */
+    dla_accel *af = dla_accelerate(my_unsupported_fun, NULL);
+    dla_accel_free(af);
+    assert_int_equal(dla_accel_set_cache_size(af, 5), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_accel_set_check_mode(af, "none"), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_accel_set_check_tolerance(af, 1e-3), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_accel_print_trace(af, 0, stderr), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    dla_clear_error();
+    dla_accel_clear(af);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+}
+
 static void test_second_call_hits_and_does_not_run_the_function(void **state)
 {
     counter c = {0, 2.0};
@@ -1730,6 +1759,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         TU_TEST(test_defaults_and_the_matlab_property_display),
+        TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),
         TU_TEST(test_disabled_runs_the_function_every_time),
         TU_TEST(test_every_key_component_misses_with_its_reason),

@@ -141,7 +141,10 @@ DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor
 DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                   int nout, dla_tensor **out);
 
-/* Properties, as AcceleratedFunction's. */
+/* Properties, as AcceleratedFunction's. The setters, dla_accel_clear,
+ * dla_accel_trace and dla_accel_print_trace refuse a NULL af ("argument af
+ * is NULL") and a freed one (docs/checks.md) with
+ * DLA_ERR_INVALID_ARGUMENT. */
 DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled); /* 0: every call runs fn */
 DLA_API int dla_accel_enabled(const dla_accel *af);
 /* Traces kept at most (>= 1; DLA_ERR_INVALID_ARGUMENT otherwise). Lowering
@@ -196,7 +199,7 @@ DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f);
 typedef struct dla_trace dla_trace;
 
 /* Trace i of af (0 .. occupancy-1, most recently used first), +1
- * reference; NULL when i is out of range. */
+ * reference; NULL when i is out of range or af is NULL or freed. */
 DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i);
 DLA_API dla_trace *dla_trace_retain(dla_trace *t);
 DLA_API void dla_trace_release(dla_trace *t);
