@@ -164,7 +164,7 @@ DLA_API int dla_accel_occupancy(const dla_accel *af);
 /* "none" or "tolerance": with "tolerance", every call served by a trace
  * also runs fn and warns (DLACCEL_LOG warn) "Accelerated outputs differ
  * from underlying function outputs", naming the output and the largest
- * absolute and relative difference, when one exceeds CheckTolerance, or
+ * absolute and relative difference, when both exceed CheckTolerance, or
  * the two sizes and classes when the output's dims or class differ.
  * DLA_ERR_INVALID_ARGUMENT for another mode. */
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode);
