@@ -842,6 +842,46 @@ static void test_the_tolerance_check_sees_other_sizes_and_logical_outputs(void *
     dla_accel_free(af);
 }
 
+/* x ./ a constant made inside from *ctx (baked: the ctx pointer is the
+ * key, not what it points to). */
+static dla_status divided_by_ctx(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    out[0] = dla_div(in[0], dla_full(*(const double *)ctx, DLA_F64, "", 0, NULL));
+    return DLA_OK;
+}
+
+/* An infinity on one side only: the relative difference inf / inf was
+ * NaN, which no comparison sees, so an eager inf against a replayed 2
+ * (and NaN against inf) passed the check in silence. */
+static void test_the_tolerance_check_sees_an_infinity_on_one_side(void **state)
+{
+    dla_scope_begin();
+    double divisor = 1.0;
+    dla_tensor *x = ones(2, 2), *y;
+    dla_accel *af = dla_accelerate(divided_by_ctx, &(dla_accel_options){.name = "dividedByCtx"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK); /* records x ./ 1 */
+    assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_check(af), "");
+    divisor = 0.0; /* eager: inf; the replay: 1 */
+    assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK);
+    assert_true(dla_tensor_item(y, 0) == 1.0);
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 1: largest absolute difference inf, largest relative difference inf"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_accel_free(af);
+    /* inf against inf of the same sign is no difference. */
+    af = dla_accelerate(divided_by_ctx, &(dla_accel_options){.name = "dividedByCtx"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 2; call++)
+        assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK);
+    assert_true(isinf(dla_tensor_item(y, 0)));
+    assert_string_equal(dla_accel_last_check(af), "");
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* nout outputs, each x plus host noise (baked into the trace). */
 static dla_status many_noisy(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -1777,6 +1817,7 @@ int main(void)
         TU_TEST(test_an_input_laid_out_otherwise_records_anew_and_equals_eager),
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
+        TU_TEST(test_the_tolerance_check_sees_an_infinity_on_one_side),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
