@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/handle.h"
 #include "core/log.h"
+#include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -696,7 +697,15 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
     if (hit) {
         uint64_t seed, before, after;
         dla_rng_get(&seed, &before);
+        /* dla_accel_feval is dla_feval: the function's ops are on a tape of
+         * its own, never on the caller's (an outer dla_feval), so nothing
+         * flows back through them; the replay's ops must not be there
+         * either, or a gradient the miss did not see appears on every hit. */
+        if (grad)
+            dla__recording_pause();
         st = dla__trace_replay(hit->trace, all, out);
+        if (grad)
+            dla__recording_resume();
         if (st == DLA_OK && check) {
             /* The eager run draws the same random numbers as the replay did
              * (RNG slots must agree), and the stream ends where one call

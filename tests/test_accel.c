@@ -882,6 +882,50 @@ static void test_the_tolerance_check_sees_an_infinity_on_one_side(void **state)
     dla_accel_free(af);
 }
 
+/* x .* x. */
+static dla_status squared(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_mul(in[0], in[0]);
+    return DLA_OK;
+}
+
+/* sum(f(x)) + sum(x) and its gradient, f through the accelerated function
+ * *ctx called as dla_accel_feval. */
+static dla_status around_an_accelerated_feval(void *ctx, int nin, dla_tensor *const *in,
+                                              int nout, dla_tensor **out)
+{
+    dla_tensor *y;
+    dla_status st = dla_accel_feval(ctx, NULL, 1, in, 1, &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_add(dla_sum(y, 0, NULL), dla_sum(in[0], 0, NULL));
+    return dla_gradient(out[0], 1, &in[0], &out[1]);
+}
+
+/* dla_accel_feval is dla_feval: inside an outer dla_feval its function's
+ * ops are on a tape of their own, so no gradient flows back through them
+ * (autodiff.h). The miss ran it so (d/dx = 1), but a hit replayed its ops
+ * onto the outer tape and the same call gave 1 + 2x. */
+static void test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_full(3.0, DLA_F64, "", DLA_DIMS(2, 2));
+    dla_accel *af = dla_accelerate(squared, &(dla_accel_options){.name = "squared"});
+    for (int enabled = 1; enabled >= 0; enabled--) {
+        dla_accel_set_enabled(af, enabled);
+        for (int call = 0; call < 3; call++) {
+            dla_tensor *out[2];
+            assert_int_equal(dla_feval(around_an_accelerated_feval, af, 1, &x, 2, out), DLA_OK);
+            if (dla_tensor_item(out[1], 0) != 1.0)
+                fail_msg("enabled %d, call %d: d/dx %g, where dla_feval gives 1", enabled, call,
+                         dla_tensor_item(out[1], 0));
+        }
+    }
+    assert_true(dla_accel_hit_rate(af) > 60.0);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* nout outputs, each x plus host noise (baked into the trace). */
 static dla_status many_noisy(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -1819,6 +1863,7 @@ int main(void)
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         TU_TEST(test_the_tolerance_check_sees_an_infinity_on_one_side),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
+        TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_trace_replay_names_the_null_argument),

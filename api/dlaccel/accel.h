@@ -131,7 +131,9 @@ DLA_API void dla_accel_free(dla_accel *af);
  * served from a trace when the key matches one. Outputs are +1 references
  * (or the current scope's). Returns the status; out[i] are error tensors
  * on failure. Safe from several threads at once; inside a recording (an
- * accelerated function calling another) the call is recorded inline. */
+ * accelerated function calling another) the call is recorded inline.
+ * Inside an outer dla_feval it is, hit or miss, a dla_feval of its own:
+ * no gradient of the outer function flows back through its ops. */
 DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                    int nout, dla_tensor **out);
 /* MATLAB accfun(...): the same for a function that takes no gradients
