@@ -1415,6 +1415,55 @@ static dla_status own_constant(void *ctx, int nin, dla_tensor *const *in, int no
     return DLA_OK;
 }
 
+/* x + c, c and a view of c, c made inside on the current device and x on
+ * another: a plan there reads c moved to x's device. */
+static dla_status own_constant_elsewhere(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                         dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *c = dla_tensor_from_host((const float[]){1, 2, 3, 4}, DLA_F32, "", DLA_DIMS(4));
+    out[0] = dla_add(in[0], dla_tensor_to_device(c, dla_tensor_device(in[0])));
+    out[1] = c;
+    out[2] = dla_reshape(c, "", DLA_DIMS(2, 2));
+    return DLA_OK;
+}
+
+/* The plan of a trace whose constant lives on another device than the
+ * inputs keeps the constant moved to theirs, and handed that copy (and
+ * views of it) out as the results of every planned replay: one memory
+ * for all calls, which the plan's own launches read too. */
+static void test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own(
+    void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device_set_current(dla_device_at(0));
+    dla_tensor *xh = dla_tensor_from_host((const float[]){10, 20, 30, 40}, DLA_F32, "", DLA_DIMS(4));
+    dla_tensor *x = dla_tensor_to_device(xh, dla_device_at(1));
+    dla_accel *af = dla_accelerate(own_constant_elsewhere, &(dla_accel_options){.name = "elsewhere"});
+    dla_tensor *out[4][3];
+    for (int call = 0; call < 4; call++) {
+        assert_int_equal(dla_accel_call(af, NULL, 1, &x, 3, out[call]), DLA_OK);
+        for (int i = 0; i < 4; i++) {
+            assert_float_equal(dla_tensor_item(out[call][0], i), 11.0 * (i + 1), 0);
+            assert_float_equal(dla_tensor_item(out[call][1], i), i + 1, 0);
+            assert_float_equal(dla_tensor_item(out[call][2], i), i + 1, 0);
+        }
+    }
+    assert_float_equal(dla_accel_hit_rate(af), 75.0, 1e-9); /* a plan made, then run twice */
+    for (int a = 0; a < 12; a++)
+        for (int b = a + 1; b < 12; b++)
+            if (out[a / 3][a % 3]->storage == out[b / 3][b % 3]->storage)
+                fail_msg("results %d of call %d and %d of call %d share their memory", a % 3 + 1,
+                         a / 3 + 1, b % 3 + 1, b / 3 + 1);
+    for (int a = 0; a < 12; a++)
+        dla_tensor_release(out[a / 3][a % 3]);
+    dla_tensor_release(x);
+    dla_tensor_release(xh);
+    dla_accel_free(af);
+    dla_device_set_current(NULL);
+}
+
 static void test_results_that_are_its_constants_are_the_callers_own(void **state)
 {
     /* The results of every call, recording and replays, are storage of
@@ -1881,6 +1930,7 @@ int main(void)
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),
+        TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),
         TU_TEST(test_statistics_read_while_other_threads_call),
         TU_TEST(test_a_tensor_viewed_and_retained_from_several_threads),
     };
