@@ -239,8 +239,10 @@ DLA_API dla_status dla_trace_save(const dla_trace *t, const char *path);
  * the device of the replay's first input; a move to a named device needs
  * that device here (DLA_ERR_NO_DEVICE otherwise). The file is checked
  * whole before anything is made; every failure names the file and the
- * problem: DLA_ERR_IO when it cannot be read, is not a trace file, is
- * truncated or corrupt (checksum, or contents that do not add up);
+ * problem: DLA_ERR_IO when it cannot be read, is not a regular file (a
+ * folder, a FIFO: refused at once, without waiting for a writer), is not
+ * a trace file, is truncated or corrupt (checksum, or contents that do
+ * not add up);
  * DLA_ERR_UNSUPPORTED when it is a trace this library cannot read (a newer
  * format major version, another byte order or data layout, an op this
  * library does not have). Never trusts a count or an id it has not checked,
