@@ -24,6 +24,7 @@
 #include "core/hooks.h"
 #include "core/log.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/philox.h"
 #include "core/plan_impl.h"
 
@@ -479,6 +480,34 @@ static dla_status hook_end(dla__plan *p, dla_status st)
     return end;
 }
 
+/* A result on a constant the plan moved to its device (prepare: the
+ * function's own constant returned, or a view of one) is the plan's
+ * memory, which every run reads and hands out: the caller gets a copy of
+ * its own, as dla__trace_unalias gives of the trace's constants, so that
+ * a write to it in place (a collective) changes neither later runs nor
+ * other results. On failure every result is released. */
+static dla_status unalias_moved(const dla__plan *p, const dla__trace *t, dla_tensor **out,
+                                dla_status st)
+{
+    for (int i = 0; st == DLA_OK && i < t->nout; i++)
+        for (int j = 0; j < p->nconsts; j++) {
+            const dla__storage *s = out[i]->storage;
+            if (p->consts[j]->storage != s || t->consts[j]->storage == s)
+                continue;
+            dla_tensor *c = dla__copy("a planned replay's result that is its constant", out[i]);
+            dla_tensor_release(out[i]);
+            if (!(out[i] = c))
+                st = dla_last_status();
+            break;
+        }
+    if (st != DLA_OK)
+        for (int i = 0; i < t->nout; i++) {
+            dla_tensor_release(out[i]);
+            out[i] = NULL;
+        }
+    return st;
+}
+
 /* 1: the plan ran (status in *status); 0: it stepped aside, leaving the
  * thread's random stream where it was. */
 static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
@@ -605,7 +634,7 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
         if (made) {
             int ok = prepare(p, t, in);
             if (ok)
-                *status = dla__plan_capture(p, t, in, out);
+                *status = unalias_moved(p, t, out, dla__plan_capture(p, t, in, out));
             atomic_store(&p->busy, 0);
             return ok;
         }
@@ -613,6 +642,8 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
     if (atomic_load(&p->state) != DLA__PLAN_READY || atomic_exchange(&p->busy, 1))
         return 0;
     int served = inputs_match(p, in) && run(p, t, in, out, status);
+    if (served)
+        *status = unalias_moved(p, t, out, *status);
     atomic_store(&p->busy, 0);
     return served;
 }

@@ -429,7 +429,10 @@ static dla_status read_file(const char *path, unsigned char **data, size_t *size
     static const char op[] = "dla_trace_load";
     *data = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO with no writer is refused below, not waited for
+     * in open (which blocked for ever); for the regular file it is turned
+     * off again. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return io_fail(op, path, "cannot open it");
     struct stat sb;
@@ -441,6 +444,12 @@ static dla_status read_file(const char *path, unsigned char **data, size_t *size
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
         return bad(DLA_ERR_IO, path, "not a regular file");
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        dla_status st = io_fail(op, path, "cannot read it");
+        close(fd);
+        return st;
     }
     if ((uint64_t)sb.st_size > SIZE_MAX - 1) {
         close(fd);

@@ -106,6 +106,35 @@ static void test_defaults_and_the_matlab_property_display(void **state)
     dla_accel_free(af);
 }
 
+/* A NULL af is named as af, not as the setter's other argument (a good
+ * size, mode or tolerance was blamed: "argument mode: "none"; use "none"
+ * or "tolerance""). */
+static void test_a_null_af_is_named_by_the_setters(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_accel_set_cache_size(NULL, 5), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_accel_set_cache_size: argument af is NULL");
+    assert_int_equal(dla_accel_set_check_mode(NULL, "none"), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_accel_set_check_mode: argument af is NULL");
+    assert_int_equal(dla_accel_set_check_tolerance(NULL, 1e-3), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_accel_set_check_tolerance: argument af is NULL");
+    assert_null(dla_accel_trace(NULL, 0));
+    assert_string_equal(dla_last_error(), "dla_accel_trace: argument af is NULL");
+    /* A freed one is refused as dla_accel_call refuses it (docs/checks.md),
+     * not set (on a destroyed mutex) as if it were alive. */
+    dla_accel *af = dla_accelerate(my_unsupported_fun, NULL);
+    dla_accel_free(af);
+    assert_int_equal(dla_accel_set_cache_size(af, 5), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_int_equal(dla_accel_set_check_mode(af, "none"), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_accel_set_check_tolerance(af, 1e-3), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_accel_print_trace(af, 0, stderr), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    dla_clear_error();
+    dla_accel_clear(af);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+}
+
 static void test_second_call_hits_and_does_not_run_the_function(void **state)
 {
     counter c = {0, 2.0};
@@ -813,6 +842,90 @@ static void test_the_tolerance_check_sees_other_sizes_and_logical_outputs(void *
     dla_accel_free(af);
 }
 
+/* x ./ a constant made inside from *ctx (baked: the ctx pointer is the
+ * key, not what it points to). */
+static dla_status divided_by_ctx(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    out[0] = dla_div(in[0], dla_full(*(const double *)ctx, DLA_F64, "", 0, NULL));
+    return DLA_OK;
+}
+
+/* An infinity on one side only: the relative difference inf / inf was
+ * NaN, which no comparison sees, so an eager inf against a replayed 2
+ * (and NaN against inf) passed the check in silence. */
+static void test_the_tolerance_check_sees_an_infinity_on_one_side(void **state)
+{
+    dla_scope_begin();
+    double divisor = 1.0;
+    dla_tensor *x = ones(2, 2), *y;
+    dla_accel *af = dla_accelerate(divided_by_ctx, &(dla_accel_options){.name = "dividedByCtx"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK); /* records x ./ 1 */
+    assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_check(af), "");
+    divisor = 0.0; /* eager: inf; the replay: 1 */
+    assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK);
+    assert_true(dla_tensor_item(y, 0) == 1.0);
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 1: largest absolute difference inf, largest relative difference inf"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_accel_free(af);
+    /* inf against inf of the same sign is no difference. */
+    af = dla_accelerate(divided_by_ctx, &(dla_accel_options){.name = "dividedByCtx"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 2; call++)
+        assert_int_equal(dla_accel_call(af, &divisor, 1, &x, 1, &y), DLA_OK);
+    assert_true(isinf(dla_tensor_item(y, 0)));
+    assert_string_equal(dla_accel_last_check(af), "");
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* x .* x. */
+static dla_status squared(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_mul(in[0], in[0]);
+    return DLA_OK;
+}
+
+/* sum(f(x)) + sum(x) and its gradient, f through the accelerated function
+ * *ctx called as dla_accel_feval. */
+static dla_status around_an_accelerated_feval(void *ctx, int nin, dla_tensor *const *in,
+                                              int nout, dla_tensor **out)
+{
+    dla_tensor *y;
+    dla_status st = dla_accel_feval(ctx, NULL, 1, in, 1, &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_add(dla_sum(y, 0, NULL), dla_sum(in[0], 0, NULL));
+    return dla_gradient(out[0], 1, &in[0], &out[1]);
+}
+
+/* dla_accel_feval is dla_feval: inside an outer dla_feval its function's
+ * ops are on a tape of their own, so no gradient flows back through them
+ * (autodiff.h). The miss ran it so (d/dx = 1), but a hit replayed its ops
+ * onto the outer tape and the same call gave 1 + 2x. */
+static void test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_full(3.0, DLA_F64, "", DLA_DIMS(2, 2));
+    dla_accel *af = dla_accelerate(squared, &(dla_accel_options){.name = "squared"});
+    for (int enabled = 1; enabled >= 0; enabled--) {
+        dla_accel_set_enabled(af, enabled);
+        for (int call = 0; call < 3; call++) {
+            dla_tensor *out[2];
+            assert_int_equal(dla_feval(around_an_accelerated_feval, af, 1, &x, 2, out), DLA_OK);
+            if (dla_tensor_item(out[1], 0) != 1.0)
+                fail_msg("enabled %d, call %d: d/dx %g, where dla_feval gives 1", enabled, call,
+                         dla_tensor_item(out[1], 0));
+        }
+    }
+    assert_true(dla_accel_hit_rate(af) > 60.0);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* nout outputs, each x plus host noise (baked into the trace). */
 static dla_status many_noisy(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -1302,6 +1415,55 @@ static dla_status own_constant(void *ctx, int nin, dla_tensor *const *in, int no
     return DLA_OK;
 }
 
+/* x + c, c and a view of c, c made inside on the current device and x on
+ * another: a plan there reads c moved to x's device. */
+static dla_status own_constant_elsewhere(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                         dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *c = dla_tensor_from_host((const float[]){1, 2, 3, 4}, DLA_F32, "", DLA_DIMS(4));
+    out[0] = dla_add(in[0], dla_tensor_to_device(c, dla_tensor_device(in[0])));
+    out[1] = c;
+    out[2] = dla_reshape(c, "", DLA_DIMS(2, 2));
+    return DLA_OK;
+}
+
+/* The plan of a trace whose constant lives on another device than the
+ * inputs keeps the constant moved to theirs, and handed that copy (and
+ * views of it) out as the results of every planned replay: one memory
+ * for all calls, which the plan's own launches read too. */
+static void test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own(
+    void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device_set_current(dla_device_at(0));
+    dla_tensor *xh = dla_tensor_from_host((const float[]){10, 20, 30, 40}, DLA_F32, "", DLA_DIMS(4));
+    dla_tensor *x = dla_tensor_to_device(xh, dla_device_at(1));
+    dla_accel *af = dla_accelerate(own_constant_elsewhere, &(dla_accel_options){.name = "elsewhere"});
+    dla_tensor *out[4][3];
+    for (int call = 0; call < 4; call++) {
+        assert_int_equal(dla_accel_call(af, NULL, 1, &x, 3, out[call]), DLA_OK);
+        for (int i = 0; i < 4; i++) {
+            assert_float_equal(dla_tensor_item(out[call][0], i), 11.0 * (i + 1), 0);
+            assert_float_equal(dla_tensor_item(out[call][1], i), i + 1, 0);
+            assert_float_equal(dla_tensor_item(out[call][2], i), i + 1, 0);
+        }
+    }
+    assert_float_equal(dla_accel_hit_rate(af), 75.0, 1e-9); /* a plan made, then run twice */
+    for (int a = 0; a < 12; a++)
+        for (int b = a + 1; b < 12; b++)
+            if (out[a / 3][a % 3]->storage == out[b / 3][b % 3]->storage)
+                fail_msg("results %d of call %d and %d of call %d share their memory", a % 3 + 1,
+                         a / 3 + 1, b % 3 + 1, b / 3 + 1);
+    for (int a = 0; a < 12; a++)
+        dla_tensor_release(out[a / 3][a % 3]);
+    dla_tensor_release(x);
+    dla_tensor_release(xh);
+    dla_accel_free(af);
+    dla_device_set_current(NULL);
+}
+
 static void test_results_that_are_its_constants_are_the_callers_own(void **state)
 {
     /* The results of every call, recording and replays, are storage of
@@ -1730,6 +1892,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         TU_TEST(test_defaults_and_the_matlab_property_display),
+        TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),
         TU_TEST(test_disabled_runs_the_function_every_time),
         TU_TEST(test_every_key_component_misses_with_its_reason),
@@ -1747,7 +1910,9 @@ int main(void)
         TU_TEST(test_an_input_laid_out_otherwise_records_anew_and_equals_eager),
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
+        TU_TEST(test_the_tolerance_check_sees_an_infinity_on_one_side),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
+        TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_trace_replay_names_the_null_argument),
@@ -1765,6 +1930,7 @@ int main(void)
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),
+        TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),
         TU_TEST(test_statistics_read_while_other_threads_call),
         TU_TEST(test_a_tensor_viewed_and_retained_from_several_threads),
     };

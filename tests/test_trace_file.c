@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -500,6 +501,31 @@ static void test_a_missing_empty_foreign_or_folder_path_is_a_clear_error(void **
     assert_int_equal(dla_trace_load(NULL, &t), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_trace_load(dir, NULL), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_trace_save(NULL, dir), DLA_ERR_INVALID_ARGUMENT);
+}
+
+/* A FIFO no one writes to: open waited for a writer for ever before the
+ * load could see that it is not a regular file. Loaded in a child that
+ * may run 10 s, so that a wait fails the test instead of hanging it. */
+static void test_a_fifo_without_a_writer_is_refused_at_once(void **state)
+{
+    (void)state;
+    const char *path = path_of("nowriter.fifo");
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(10);
+        dla_trace *t;
+        const dla_status st = dla_trace_load(path, &t);
+        _exit(st == DLA_ERR_IO && strstr(dla_last_error(), "not a regular file") ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    unlink(path);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the load %s", WIFSIGNALED(status) ? "waited until killed (10 s)"
+                                                    : "did not fail with \"not a regular file\"");
 }
 
 static void test_saving_where_no_file_can_be_made_names_the_path(void **state)
@@ -1231,6 +1257,7 @@ int main(void)
         TU_TEST(test_a_move_to_the_recording_device_follows_the_replay),
         TU_TEST(test_every_op_family_with_gradients_goes_through_a_file),
         TU_TEST(test_a_missing_empty_foreign_or_folder_path_is_a_clear_error),
+        TU_TEST(test_a_fifo_without_a_writer_is_refused_at_once),
         TU_TEST(test_saving_where_no_file_can_be_made_names_the_path),
         TU_TEST(test_every_truncation_is_an_error),
         TU_TEST(test_every_flipped_byte_is_an_error),

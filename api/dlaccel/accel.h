@@ -131,7 +131,9 @@ DLA_API void dla_accel_free(dla_accel *af);
  * served from a trace when the key matches one. Outputs are +1 references
  * (or the current scope's). Returns the status; out[i] are error tensors
  * on failure. Safe from several threads at once; inside a recording (an
- * accelerated function calling another) the call is recorded inline. */
+ * accelerated function calling another) the call is recorded inline.
+ * Inside an outer dla_feval it is, hit or miss, a dla_feval of its own:
+ * no gradient of the outer function flows back through its ops. */
 DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                    int nout, dla_tensor **out);
 /* MATLAB accfun(...): the same for a function that takes no gradients
@@ -141,7 +143,10 @@ DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor
 DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                   int nout, dla_tensor **out);
 
-/* Properties, as AcceleratedFunction's. */
+/* Properties, as AcceleratedFunction's. The setters, dla_accel_clear,
+ * dla_accel_trace and dla_accel_print_trace refuse a NULL af ("argument af
+ * is NULL") and a freed one (docs/checks.md) with
+ * DLA_ERR_INVALID_ARGUMENT. */
 DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled); /* 0: every call runs fn */
 DLA_API int dla_accel_enabled(const dla_accel *af);
 /* Traces kept at most (>= 1; DLA_ERR_INVALID_ARGUMENT otherwise). Lowering
@@ -161,7 +166,7 @@ DLA_API int dla_accel_occupancy(const dla_accel *af);
 /* "none" or "tolerance": with "tolerance", every call served by a trace
  * also runs fn and warns (DLACCEL_LOG warn) "Accelerated outputs differ
  * from underlying function outputs", naming the output and the largest
- * absolute and relative difference, when one exceeds CheckTolerance, or
+ * absolute and relative difference, when both exceed CheckTolerance, or
  * the two sizes and classes when the output's dims or class differ.
  * DLA_ERR_INVALID_ARGUMENT for another mode. */
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode);
@@ -196,7 +201,7 @@ DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f);
 typedef struct dla_trace dla_trace;
 
 /* Trace i of af (0 .. occupancy-1, most recently used first), +1
- * reference; NULL when i is out of range. */
+ * reference; NULL when i is out of range or af is NULL or freed. */
 DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i);
 DLA_API dla_trace *dla_trace_retain(dla_trace *t);
 DLA_API void dla_trace_release(dla_trace *t);
@@ -234,8 +239,10 @@ DLA_API dla_status dla_trace_save(const dla_trace *t, const char *path);
  * the device of the replay's first input; a move to a named device needs
  * that device here (DLA_ERR_NO_DEVICE otherwise). The file is checked
  * whole before anything is made; every failure names the file and the
- * problem: DLA_ERR_IO when it cannot be read, is not a trace file, is
- * truncated or corrupt (checksum, or contents that do not add up);
+ * problem: DLA_ERR_IO when it cannot be read, is not a regular file (a
+ * folder, a FIFO: refused at once, without waiting for a writer), is not
+ * a trace file, is truncated or corrupt (checksum, or contents that do
+ * not add up);
  * DLA_ERR_UNSUPPORTED when it is a trace this library cannot read (a newer
  * format major version, another byte order or data layout, an op this
  * library does not have). Never trusts a count or an id it has not checked,
