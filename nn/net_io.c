@@ -513,16 +513,26 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", fn,
                             out ? "path" : "out");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: a FIFO no one writes to is refused below, not waited
+     * for in open (for ever, as dla_trace_load did); a regular file is
+     * read blocking again. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot open: %s", fn, path, strerror(errno));
     /* A directory opens for reading on Linux, and its "size" from ftell
      * is LONG_MAX, which was then reported as an allocation refused. */
     struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fclose(f);
-        return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot read it: it is a directory, not a network "
-                            "file", fn, path);
+    if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot read it: it is %s, not a network file", fn,
+                            path, S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int err = errno;
+        close(fd);
+        return dla__nn_fail(DLA_ERR_IO, "%s: %s: cannot read it: %s", fn, path, strerror(err));
     }
     unsigned char *file = NULL;
     long size = -1;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[256];
@@ -513,6 +514,26 @@ static void broken_and_foreign_files_are_refused_with_the_reason(void **state)
     assert_null(out);
     assert_non_null(strstr(dla_last_error(), dir));
     assert_non_null(strstr(dla_last_error(), "is a directory"));
+    /* A FIFO no one writes to: open waited for a writer for ever. Loaded
+     * in a child that may run 10 s, so a wait fails instead of hanging. */
+    const char *fifo = path("nowriter.fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(10);
+        dla_net *n;
+        _exit(dla_net_load(fifo, &n) == DLA_ERR_IO &&
+                      strstr(dla_last_error(), "not a regular file, not a network file")
+                  ? 0
+                  : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    unlink(fifo);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the load %s", WIFSIGNALED(status) ? "waited until killed (10 s)"
+                                                    : "did not fail with \"not a regular file\"");
     spit(path("short"), "abc", 3);
     assert_int_equal(dla_net_load(path("short"), &out), DLA_ERR_IO);
     assert_non_null(strstr(dla_last_error(), "too short"));
