@@ -325,7 +325,8 @@ DLA_API dla_tensor *dla_cast(dla_tensor *t, dla_dtype dtype);
 /* Views share storage with t and never copy, except dla_reshape of a tensor
  * whose strides do not allow it (it copies then). */
 
-/* New dims with the same numel (one may be -1: inferred). format labels the
+/* New dims with the same numel (one may be -1: inferred; DLA_ERR_SHAPE when
+ * the other dims' product does not divide numel). format labels the
  * result ("" unformatted); MATLAB's reshape of a formatted array. */
 DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims,
                                 const int64_t *dims);

@@ -376,6 +376,11 @@ static dla_tensor *label_as(dla_tensor *t, const char *fmt)
             dims[d] = d < t->ndims ? t->dims[d] : 1;
         return dla_reshape(t, f.canon, nd, dims);
     }
+    /* Dims past the labels are 1 (checked above): drop them first, since
+     * a permute of nd entries cannot take a tensor of more dims (a 4x3x1
+     * labelled "BC" failed, and the loss blamed a "scalar" y). */
+    if (t->ndims > nd)
+        t = dla_reshape(t, "", nd, t->dims);
     int64_t order[DLA_MAX_DIMS];
     for (int k = 0; k < nd; k++)
         order[k] = f.perm[k] + 1;
@@ -623,6 +628,10 @@ static dla_tensor *loss_build(const loss_call *c)
         if (check_labels(op, "y", "data_format", y, c->dfmt) != DLA_OK)
             goto fail;
         y = label_as(y, c->dfmt);
+        if (y->status != DLA_OK) {
+            r = dla_tensor_retain(y);
+            goto done;
+        }
     }
     if ((a.kind == LOSS_EXCLUSIVE || a.kind == LOSS_INDEPENDENT) && find_label(y->format, 'C') < 0) {
         dla__fail(DLA_ERR_FORMAT, "%s: argument y: %s \"%s\" has no channel (C) dim", op,

@@ -16,6 +16,7 @@
 #include "core/op.h"
 #include "core/tensor.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Strides for new dims over t's elements in column-major order, when t's
@@ -187,6 +188,21 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
      * inferred dim counted as 1) before dividing by it. */
     if (dla__numel_checked(op, ndims, a.dims, t->dtype, &known) != DLA_OK)
         return dla__return(dla__error_tensor());
+    /* No size fits the -1 when the other dims do not divide the element
+     * count: the quotient rounded down was taken, and the error named dims
+     * never asked for ("cannot reshape 2x2 (4 elements) to 3x1"). */
+    if (infer >= 0 && (known ? numel % known != 0 : numel != 0)) {
+        char td[DLA__DIMS_BUF], ad[DLA__DIMS_BUF], why[96];
+        if (known)
+            snprintf(why, sizeof why, "the other dims' product, %lld, does not divide %lld",
+                     (long long)known, (long long)numel);
+        else
+            snprintf(why, sizeof why, "the other dims' product is 0");
+        return dla__error(DLA_ERR_SHAPE, "%s: cannot reshape %s (%lld elements) to %s: %s, so no "
+                          "size fits the -1 (dim %d)", op, dla__tensor_dims_str(t, td, sizeof td),
+                          (long long)numel, dla__dims_str(ad, sizeof ad, ndims, dims), why,
+                          infer + 1);
+    }
     if (infer >= 0)
         a.dims[infer] = known ? numel / known : 0;
     dla__format f;

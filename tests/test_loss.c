@@ -632,6 +632,42 @@ static void test_data_format_labels_an_unformatted_y_in_any_order(void **state)
     dla_scope_end();
 }
 
+static dla_tensor *ce_data_format_bc1(void *ctx, dla_tensor *const *in)
+{
+    (void)ctx;
+    return dla_crossentropy(in[0], in[1], &(dla_crossentropy_options){.data_format = "BC"});
+}
+
+/* A trailing dim of 1 past the labels (B x C x 1, as a sum over dim 3
+ * leaves it) is MATLAB's trailing singleton: it failed saying y was a
+ * "scalar" with no channel dim, since the reordering could not take the
+ * extra dim. */
+static void test_data_format_in_another_order_takes_trailing_singletons(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double *y = uniform(12, 0.05, 0.95), *t = uniform(12, 0, 1);
+    dla_tensor *uy = from(y, "", DLA_DIMS(3, 4, 1)), *ut = from(t, "", DLA_DIMS(3, 4, 1));
+    dla_tensor *ry = from(y, "", DLA_DIMS(3, 4)), *rt = from(t, "", DLA_DIMS(3, 4));
+    const dla_crossentropy_options bc = {.data_format = "BC"};
+    dla_tensor *a = dla_crossentropy(uy, ut, &bc), *b = dla_crossentropy(ry, rt, &bc);
+    assert_int_equal(dla_tensor_status(a), DLA_OK);
+    assert_true(tu_close(dla_tensor_item(a, 0), dla_tensor_item(b, 0), 1e-14));
+    dla_tensor *u = dla_l2loss(uy, ut, &(dla_regression_loss_options){.data_format = "BC",
+                                                                       .reduction = "none"});
+    assert_int_equal(dla_tensor_status(u), DLA_OK);
+    assert_int_equal(dla_tensor_dim(u, 1), 3);
+    assert_int_equal(dla_tensor_dim(u, 2), 4);
+    double *got = fetch(u);
+    for (int i = 0; i < 12; i++)
+        assert_true(tu_close(got[i], (y[i] - t[i]) * (y[i] - t[i]), 1e-14));
+    free(got);
+    gc_check(ce_data_format_bc1, NULL, 2, (dla_tensor *[]){uy, ut}, (const int[]){1, 1}, 1e-6);
+    free(y);
+    free(t);
+    dla_scope_end();
+}
+
 static void test_targets_of_another_dtype_are_converted(void **state)
 {
     (void)state;
@@ -1002,6 +1038,7 @@ int main(void)
         TU_TEST(test_every_loss_option_has_the_finite_difference_gradient),
         TU_TEST(test_loss_gradients_on_image_data_with_class_weights_and_mask),
         TU_TEST(test_data_format_labels_an_unformatted_y_in_any_order),
+        TU_TEST(test_data_format_in_another_order_takes_trailing_singletons),
         TU_TEST(test_targets_of_another_dtype_are_converted),
         TU_TEST(test_loss_errors_name_the_argument_and_the_shapes),
         TU_TEST(test_onehotencode_puts_each_label_on_its_class),

@@ -418,6 +418,19 @@ static void test_reshape_is_a_view_when_strides_allow(void **state)
     dla_tensor *bad = dla_reshape(t, "", DLA_DIMS(7, 7));
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_tensor_error(bad), "cannot reshape 4x6x5 (120 elements) to 7x7"));
+    /* A -1 that no whole size fits is named as such: the quotient rounded
+     * down was taken, and the message named a 7x17 never asked for. */
+    dla_tensor *badi = dla_reshape(t, "", DLA_DIMS(7, -1));
+    assert_int_equal(dla_tensor_status(badi), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(badi), "cannot reshape 4x6x5 (120 elements) to 7x-1: "
+                                                   "the other dims' product, 7, does not divide "
+                                                   "120, so no size fits the -1 (dim 2)"));
+    dla_tensor_release(badi);
+    badi = dla_reshape(t, "", DLA_DIMS(-1, 0));
+    assert_int_equal(dla_tensor_status(badi), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(badi), "the other dims' product is 0, so no size fits "
+                                                   "the -1 (dim 1)"));
+    dla_tensor_release(badi);
     dla_tensor *badf = dla_reshape(t, "CS", DLA_DIMS(12, 10));
     assert_int_equal(dla_tensor_status(badf), DLA_ERR_FORMAT);
     dla_tensor_release(badf);
