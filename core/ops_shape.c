@@ -427,6 +427,30 @@ static void index_shape(const dla__vshape *x, int dim, const dla__vshape *index,
     out->dims[dim] = dla__numel(index->ndims, index->dims);
 }
 
+/* The positions of a gather with an empty result (x empty along another
+ * dim): the kernel, which checks them, is not launched for no elements,
+ * and an index of 5 into 3 rows of a 3 x 0 x passed, where MATLAB's
+ * x(5, :) fails. Read on the host here; while a trace records, this is
+ * the recording call's check only (a replay runs no op code). */
+static dla_status index_check_on_host(const dla_tensor *x, int dim, dla_tensor *idx, int64_t npos)
+{
+    int32_t *v = dla__malloc(sizeof *v * (size_t)npos);
+    if (!v)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_index: no memory to check %lld positions",
+                         (long long)npos);
+    dla_status st = dla_tensor_to_host(idx, v, sizeof *v * (size_t)npos);
+    for (int64_t i = 0; st == DLA_OK && i < npos; i++)
+        if (v[i] < 0 || v[i] >= x->dims[dim]) {
+            char buf[DLA__DIMS_BUF];
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_index: argument index: element %lld is "
+                           "%d, outside 0..%lld (dim %d of x, %s)", (long long)i, (int)v[i],
+                           (long long)x->dims[dim] - 1, dim + 1,
+                           dla__tensor_dims_str(x, buf, sizeof buf));
+        }
+    dla__free(v);
+    return st;
+}
+
 static dla_status index_forward(const void *attrs, dla_tensor *const *in, int nin,
                                 dla_tensor **out, dla_tensor **saved)
 {
@@ -443,6 +467,9 @@ static dla_status index_forward(const void *attrs, dla_tensor *const *in, int ni
     dla_device *dev = x->storage->device;
     dla_tensor *z = dla__tensor_alloc("dla_index", dev, x->dtype, x->format, x->ndims, dims);
     dla_status st = z ? DLA_OK : dla_last_status();
+    const int64_t npos = dla__numel(idx->ndims, idx->dims);
+    if (st == DLA_OK && dla__numel(x->ndims, dims) == 0 && npos > 0)
+        st = index_check_on_host(x, a->dim, idx, npos);
     if (st == DLA_OK && dla__numel(x->ndims, dims) > 0) {
         dla_index_args g = {.struct_size = sizeof g, .dim = a->dim};
         dla__view_of(z, &g.y);

@@ -341,6 +341,17 @@ static void test_index_gathers_positions_with_repeats(void **state)
                       "dla_index: argument index: double; positions are int32");
     dla_tensor *far = dla_tensor_from_host((const int32_t[]){0, 7}, DLA_I32, "", DLA_DIMS(2));
     assert_int_equal(dla_tensor_status(dla_index(x, 2, far)), DLA_ERR_INVALID_ARGUMENT);
+    /* An empty result (x is 3 x 0): the positions are still checked, as
+     * MATLAB's x(5, :) fails; they were not (no kernel ran). */
+    dla_tensor *e = dla_zeros(DLA_F32, "", DLA_DIMS(3, 0));
+    dla_tensor *five = dla_tensor_from_host((const int32_t[]){2, 5}, DLA_I32, "", DLA_DIMS(2));
+    assert_error_says(dla_index(e, 1, five), DLA_ERR_INVALID_ARGUMENT,
+                      "dla_index: argument index: element 1 is 5, outside 0..2 (dim 1 of x, 3x0)");
+    dla_tensor *ok = dla_index(e, 1, dla_tensor_from_host((const int32_t[]){2, 0, 2}, DLA_I32, "",
+                                                          DLA_DIMS(3)));
+    assert_int_equal(dla_tensor_status(ok), DLA_OK);
+    assert_int_equal(dla_tensor_dim(ok, 1), 3);
+    assert_int_equal(dla_tensor_dim(ok, 2), 0);
     dla_scope_end();
 }
 

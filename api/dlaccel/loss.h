@@ -243,7 +243,7 @@ DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, con
  * column-major order form the list, repeats allowed). The result has x's
  * dims with numel(index) along dim, and x's format and dtype. A position
  * outside 0..size(x, dim)-1 is DLA_ERR_INVALID_ARGUMENT (reported by the
- * kernel). Differentiable in x: the gradient adds each element of the
+ * kernel; for an empty result, which launches none, read on the host). Differentiable in x: the gradient adds each element of the
  * result's gradient into the position it came from (repeats add up).
  * For a regular range use dla_slice, a view with a cheaper backward. */
 DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index);
