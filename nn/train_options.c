@@ -474,11 +474,13 @@ DLA_API dla_status dla_training_device(const char *environment, dla_device **out
                                     "dla_training_device: ExecutionEnvironment \"auto\": no device: %s",
                                     dla_last_error());
     }
-    int cpu = !strcmp(env, "cpu"), n = dla_device_count(), best = -1;
+    int cpu = !strcmp(env, "cpu"), n = dla_device_count(), best = 0;
     dla_device *pick_dev = NULL;
     char found[512] = "";
     for (int i = 0; i < n; i++) {
         dla_device *d = dla_device_at(i);
+        if (!d) /* it could not be opened: not one to train on */
+            continue;
         const char *type = dla_device_type(d);
         size_t len = strlen(found);
         snprintf(found + len, sizeof found - len, "%s%s (%s)", len ? ", " : "", dla_device_name(d),
@@ -488,8 +490,10 @@ DLA_API dla_status dla_training_device(const char *environment, dla_device **out
                 pick_dev = d;
             continue;
         }
+        /* Priorities may be negative (a manifest's integer): the first
+         * device that is not a cpu is taken whatever its priority. */
         int pr = priority_of(d);
-        if (strcmp(type, "cpu") && pr > best) {
+        if (strcmp(type, "cpu") && (!pick_dev || pr > best)) {
             best = pr;
             pick_dev = d;
         }
