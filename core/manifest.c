@@ -493,8 +493,14 @@ dla_status dla__manifest_read(const char *path, const char *folder, dla__manifes
     else if (st == DLA_OK && !json_is_object(plugin))
         st = field_problem(reason, reason_size, "plugin", "expected an object, found %s",
                            json_type_name(plugin));
+    /* A relative library path is joined to the folder made absolute now:
+     * the library is loaded later, when a device is needed, and a folder
+     * of DLACCEL_PLUGIN_PATH given relative ("plugins.d") would then be
+     * taken from whatever the working directory has become. */
+    char real_folder[PATH_MAX];
     if (st == DLA_OK)
-        st = read_plugin(plugin, folder, m, reason, reason_size);
+        st = read_plugin(plugin, realpath(folder, real_folder) ? real_folder : folder, m, reason,
+                         reason_size);
     json_decref(root);
     return st;
 }

@@ -49,7 +49,7 @@ typedef struct dla__manifest {
     char *path;        /* as found: folder/file.json */
     char *real_path;   /* realpath(path); identifies the file */
     char *name;        /* plugin.name */
-    char *library;     /* plugin.library_path, resolved against the folder */
+    char *library;     /* plugin.library_path, resolved against the folder (made absolute) */
     char *abi;         /* plugin.abi_version as written ("1.0") */
     int abi_major, abi_minor;
     char **device_types; /* plugin.device_types; optional, default none */

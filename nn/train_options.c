@@ -38,15 +38,22 @@ static const char *pick(const char *const *list, const char *s)
     return NULL;
 }
 
-static dla_status bad_string(const char *option, const char *value, const char *const *list)
+/* fn names the public function the value was given to. */
+static dla_status bad_string_in(const char *fn, const char *option, const char *value,
+                                const char *const *list)
 {
     char allowed[256] = "";
     for (int i = 0; list[i]; i++) {
         size_t n = strlen(allowed);
         snprintf(allowed + n, sizeof allowed - n, "%s\"%s\"", i ? ", " : "", list[i]);
     }
-    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                         "dla_training_options: %s \"%s\" is not one of %s", option, value, allowed);
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s \"%s\" is not one of %s", fn, option,
+                         value, allowed);
+}
+
+static dla_status bad_string(const char *option, const char *value, const char *const *list)
+{
+    return bad_string_in("dla_training_options", option, value, list);
 }
 
 /* s (NULL: the list's first, the default) checked against list. */
@@ -454,9 +461,10 @@ DLA_API dla_status dla_training_device(const char *environment, dla_device **out
     if (!out)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_device: out is NULL");
     *out = NULL;
-    const char *env;
-    if (choose("ExecutionEnvironment", environment, environments, &env) != DLA_OK)
-        return dla_last_status();
+    const char *env = environment ? pick(environments, environment) : environments[0];
+    if (!env)
+        return bad_string_in("dla_training_device", "ExecutionEnvironment", environment,
+                             environments);
     if (!strcmp(env, "parallel") || !strcmp(env, "multi-gpu"))
         return dla__train_par_device(env, out);
     if (!strcmp(env, "auto")) {
@@ -466,11 +474,13 @@ DLA_API dla_status dla_training_device(const char *environment, dla_device **out
                                     "dla_training_device: ExecutionEnvironment \"auto\": no device: %s",
                                     dla_last_error());
     }
-    int cpu = !strcmp(env, "cpu"), n = dla_device_count(), best = -1;
+    int cpu = !strcmp(env, "cpu"), n = dla_device_count(), best = 0;
     dla_device *pick_dev = NULL;
     char found[512] = "";
     for (int i = 0; i < n; i++) {
         dla_device *d = dla_device_at(i);
+        if (!d) /* it could not be opened: not one to train on */
+            continue;
         const char *type = dla_device_type(d);
         size_t len = strlen(found);
         snprintf(found + len, sizeof found - len, "%s%s (%s)", len ? ", " : "", dla_device_name(d),
@@ -480,8 +490,10 @@ DLA_API dla_status dla_training_device(const char *environment, dla_device **out
                 pick_dev = d;
             continue;
         }
+        /* Priorities may be negative (a manifest's integer): the first
+         * device that is not a cpu is taken whatever its priority. */
         int pr = priority_of(d);
-        if (strcmp(type, "cpu") && pr > best) {
+        if (strcmp(type, "cpu") && (!pick_dev || pr > best)) {
             best = pr;
             pick_dev = d;
         }

@@ -7,10 +7,12 @@
 # script puts it on the path; the rest of make check runs as before.
 EXTRA_DIST += tests/cuda_without_driver.sh tests/cuda_probe.c
 
-if HAVE_CUDA
+# The probe is built without the cuda plugin too: tests/device_priority.sh
+# asks it for dla_training_device's choice.
 check_PROGRAMS += tests/cuda_probe
 tests_cuda_probe_SOURCES = tests/cuda_probe.c
 tests_cuda_probe_LDADD = libdlaccel.la
+if HAVE_CUDA
 TESTS += tests/cuda_without_driver.sh
 dla_cuda_without_driver_log = tests/cuda_without_driver.sh.log
 $(dla_cuda_without_driver_log): tools/dlaccel tests/cuda_probe plugins/cuda/libdlaccel-cuda.la

@@ -3,7 +3,8 @@
  * and why, dla_device_get(argv[1]) when given, and the device
  * dla_training_device gives for "gpu" and "auto", each on one line with
  * the error when it fails. tests/cuda_without_driver.sh runs it with the
- * cuda plugin on the path of a machine without a driver.
+ * cuda plugin on the path of a machine without a driver, and
+ * tests/device_priority.sh with the testmem plugin at other priorities.
  */
 #include <dlaccel.h>
 #include <dlaccel/train.h>

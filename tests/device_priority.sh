@@ -18,7 +18,7 @@ manifest() {
     printf ' "priority": %s, "priority_by_type": %s}}\n' "$1" "$2" >>"$tmp/testmem.json"
 }
 
-echo "1..6"
+echo "1..8"
 n=0
 # check DESCRIPTION PATH PATTERN...: `dlaccel devices` with
 # DLACCEL_PLUGIN_PATH=PATH (exit status 0), each pattern grepped.
@@ -65,3 +65,22 @@ check "equal priorities go to the plugin found first (cpu)" "$plugins:$tmp" \
 manifest 1 '{"test": "high"}'
 check "a priority that is not an integer makes the manifest invalid, naming the field" "$tmp:$plugins" \
     "Default device: cpu:0" "field 'plugin.priority_by_type.test': expected an integer, found a string"
+
+# dla_training_device("gpu"): the best device that is not a cpu, whatever
+# the sign of its priority (a negative one was never taken: "no device
+# other than a cpu is loaded (found: testmem:0 (test), ...)").
+# probe DESCRIPTION PATTERN: tests/cuda_probe's output, the pattern grepped.
+probe() {
+    n=$((n + 1))
+    DLACCEL_PLUGIN_PATH="$tmp:$plugins" "$DLA_TEST_BUILDDIR/tests/cuda_probe" >"$tmp/out" 2>&1
+    if grep -qF -- "$2" "$tmp/out"; then
+        echo "ok $n - $1"
+    else
+        sed 's/^/#   /' "$tmp/out"
+        echo "not ok $n - $1"
+    fi
+}
+manifest -1 '{}'
+probe "ExecutionEnvironment gpu takes a device of a negative priority" "training gpu: testmem:0"
+manifest 1 '{"test": -2147483648}'
+probe "ExecutionEnvironment gpu takes a device of the least priority by type" "training gpu: testmem:0"

@@ -510,6 +510,33 @@ static void missing_library_fails_with_dlerror_and_resolved_path(void **state)
     assert_good_still_loads();
 }
 
+/* A folder of DLACCEL_PLUGIN_PATH given relative, with a relative
+ * library_path: the library is loaded later, after the program may have
+ * changed its working directory, and is still the one beside the manifest
+ * (it was looked for relative to the new working directory). */
+static void relative_library_in_a_relative_folder_survives_a_chdir(void **state)
+{
+    char lib[PATH_MAX], cwd[PATH_MAX];
+    strf(lib, sizeof lib, "%s/lib", dir);
+    assert_int_equal(mkdir(lib, 0700), 0);
+    assert_int_equal(symlink(fake("fake_good"), path_in(lib, "good.so")), 0);
+    plugin_manifest(dir, "good.json", "good", "lib/good.so", "1.0", 5);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir("/tmp"), 0);
+    setenv("DLACCEL_PLUGIN_PATH", dir + strlen("/tmp/"), 1); /* "dla-registry-..." */
+    dla__registry_reset();
+    assert_int_equal(dla_manifest_count(), 1); /* discovery, from /tmp */
+    assert_int_equal(chdir("/"), 0);
+    dla_device *dev = dla_device_get("good");
+    const char *err = dev ? "" : dla_last_error();
+    dla_manifest_info info = {.struct_size = sizeof info};
+    assert_int_equal(dla_manifest_get(0, &info), DLA_OK);
+    assert_int_equal(chdir(cwd), 0);
+    if (!dev)
+        fail_msg("the plugin did not load after a chdir: %s", err);
+    assert_string_equal(info.library, path_in(lib, "good.so"));
+}
+
 static void library_without_entry_symbol_fails(void **state)
 {
     good_manifest(dir);
@@ -926,6 +953,7 @@ int main(void)
         T(field_of_the_wrong_type_or_form_is_skipped_naming_it),
         T(unknown_file_format_major_is_skipped_and_newer_minor_read),
         T(missing_library_fails_with_dlerror_and_resolved_path),
+        T(relative_library_in_a_relative_folder_survives_a_chdir),
         T(library_without_entry_symbol_fails),
         T(abi_major_declared_in_manifest_is_refused_without_loading),
         T(abi_major_answered_by_plugin_is_refused),

@@ -783,6 +783,11 @@ static void execution_environment_maps_to_devices(void **state)
     assert_int_equal(dla_training_device("npu", &dev), DLA_ERR_INVALID_ARGUMENT);
     assert_null(dev);
     assert_non_null(strstr(dla_last_error(), "ExecutionEnvironment \"npu\""));
+    /* A device name is not an environment, and the message names the
+     * function that was called, not dla_training_options. */
+    assert_int_equal(dla_training_device("cpu:7", &dev), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(dev);
+    assert_non_null(strstr(dla_last_error(), "dla_training_device: ExecutionEnvironment \"cpu:7\""));
 
     dla_device *other = NULL;
     for (int i = 0; i < dla_device_count(); i++)

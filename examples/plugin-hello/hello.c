@@ -15,6 +15,7 @@
 #include <dlaccel/plugin.h>
 
 #include <stdalign.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,6 +86,10 @@ static dla_status hello_device_open(int index, void **dev)
 
 static dla_status hello_mem_alloc(void *dev, size_t bytes, dla_mem *out)
 {
+    /* The header's bytes are added to the size: past SIZE_MAX the sum
+     * would wrap to a small block that claims bytes it does not have. */
+    if (bytes > SIZE_MAX - sizeof(hello_block))
+        return host->error(DLA_ERR_OUT_OF_MEMORY, "hello: mem_alloc: %zu bytes refused", bytes);
     hello_block *b = host->alloc(sizeof *b + bytes, alignof(hello_block));
     if (!b)
         return host->error(DLA_ERR_OUT_OF_MEMORY, "hello: mem_alloc: %zu bytes refused", bytes);
