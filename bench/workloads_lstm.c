@@ -129,7 +129,8 @@ static void lstm_note(void *state, double median_ms, char *buf, size_t size)
 
 /* Per step and sequence, the gates' two products: 2 x 4H x (C + H); the
  * output layer 2 x C x H. A train step counts the forward and twice it. */
-#define LSTM_FWD ((double)LSTM_B * LSTM_T * (2.0 * 4 * LSTM_H * (LSTM_C + LSTM_H) + 2.0 * LSTM_C * LSTM_H))
+#define LSTM_FWD                                                                                   \
+    ((double)LSTM_B * LSTM_T * (2.0 * 4 * LSTM_H * (LSTM_C + LSTM_H) + 2.0 * LSTM_C * LSTM_H))
 
 const bench_workload bench_lstm_workloads[] = {
     {.name = "lstm_train_step", .unit = BENCH_FLOPS, .work = 3 * LSTM_FWD, .batch = 0,

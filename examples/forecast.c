@@ -115,7 +115,8 @@ static dla_status closed_loop(dla_net *net, dla_tensor *x, int64_t n, float *out
     /* The loop's tensors belong to this scope; each step's to its own. */
     dla_scope_begin();
     if (ns > 8 || dla_net_predict_state(net, 1, &x, 1, &y, state, NULL) != DLA_OK ||
-        dla_net_set_state(net, ns, state) != DLA_OK || take_step(y, OFFSET - 1, 0, n, out) != DLA_OK) {
+        dla_net_set_state(net, ns, state) != DLA_OK ||
+        take_step(y, OFFSET - 1, 0, n, out) != DLA_OK) {
         dla_scope_end();
         return fail("closed loop: the observed steps");
     }

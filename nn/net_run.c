@@ -7,8 +7,9 @@
  * every learnable, state and fixed parameter (so new values never make a
  * trace stale); its non-tensor key is the architecture text with the
  * mode and the outputs asked for. Its outputs are the outputs asked for,
- * then (forward, dla_net_predict_state) one new value per State row. Inside dla_feval a replay's
- * ops go on the tape, so dla_gradient reaches the learnables either way.
+ * then (forward, dla_net_predict_state) one new value per State row.
+ * Inside dla_feval a replay's ops go on the tape, so dla_gradient reaches
+ * the learnables either way.
  */
 #include "nn/nn.h"
 

@@ -203,8 +203,8 @@ typedef struct dla_onehot_options {
  * check labels where they enter the program (dla_trainnet does, once per
  * data set).
  * Errors: DLA_ERR_INVALID_ARGUMENT (a label outside the classes, a class
- * value listed twice in opts->classes, num_classes < 1, a feature dim out of range or not of size 1, no C dim
- * to default to), DLA_ERR_DTYPE. */
+ * value listed twice in opts->classes, num_classes < 1, a feature dim out
+ * of range or not of size 1, no C dim to default to), DLA_ERR_DTYPE. */
 DLA_API dla_tensor *dla_onehotencode(dla_tensor *labels, int64_t num_classes,
                                      const dla_onehot_options *opts);
 
@@ -243,8 +243,9 @@ DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, con
  * column-major order form the list, repeats allowed). The result has x's
  * dims with numel(index) along dim, and x's format and dtype. A position
  * outside 0..size(x, dim)-1 is DLA_ERR_INVALID_ARGUMENT (reported by the
- * kernel; for an empty result, which launches none, read on the host). Differentiable in x: the gradient adds each element of the
- * result's gradient into the position it came from (repeats add up).
+ * kernel; for an empty result, which launches none, read on the host).
+ * Differentiable in x: the gradient adds each element of the result's
+ * gradient into the position it came from (repeats add up).
  * For a regular range use dla_slice, a view with a cheaper backward. */
 DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index);
 

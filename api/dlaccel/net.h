@@ -384,8 +384,9 @@ DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
  * time step: z = W x_t + R h + b, i = sigmoid, f = sigmoid, g = tanh,
  * o = sigmoid of the blocks, c = f .* c + i .* g, h = o .* tanh(c).
  * forward and dla_net_predict_state return the state after the last
- * step (H x N); predict and both leave the network's own state alone. A network's H x N state is kept as it is by
- * dla_net_copy, re-initialization and dla_net_save/dla_net_load (as a
+ * step (H x N); predict and both leave the network's own state alone. A
+ * network's H x N state is kept as it is by dla_net_copy,
+ * re-initialization and dla_net_save/dla_net_load (as a
  * MATLAB network's State, saved or copied, keeps it), so trainnet's
  * checkpoints of LSTM networks load. OutputMode "sequence" gives "CBT"
  * H x N x T, "last" "CB" H x N. A sequence of no steps (T of 0, which only
