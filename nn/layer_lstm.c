@@ -94,14 +94,29 @@ static dla_status forward(const dla__props *p, dla__call *c)
     dla_tensor *r = c->p[1], *hs = c->p[3], *cs = c->p[4];
     const int64_t h = p->count;
     dla__recurrent run;
-    dla_status st = dla__recurrent_begin("lstm", c, 2, 4 * h, c->p[2], &run);
+    dla_status st = dla__recurrent_begin("lstm", c, 2, 0, NULL, &run);
     if (st == DLA_OK)
         st = dla__recurrent_keep_steps("lstm", p, c, &run);
     if (st != DLA_OK)
         return st;
+    /* z = W x_t + R h + b as one product a step, [W R b] times [x_t; h;
+     * 1]: the inputs' projection of every step at once was a product
+     * with an inner dim of C (3 for a waveform: 13 MB written for 64 x 99
+     * steps, then a pass for the bias and one addition a step). */
+    dla_tensor *x = c->x[0];
+    const int64_t ch = dla_tensor_dim(x, 1);
+    dla_device *dev = dla_tensor_device(x);
+    const dla_dtype dt = dla_tensor_dtype(c->p[0]);
+    dla_tensor *wrb = dla_cat(2, 3, (dla_tensor *[]){c->p[0], r, c->p[2]});
+    dla_tensor *xs = dla_reshape(x, "", DLA_DIMS(ch, run.nb, run.nt));
+    dla_tensor *ones = dla_tensor_to_device(dla_ones(dt, "", DLA_DIMS(1, run.nb)), dev);
     dla_tensor *ht = hs, *ct = cs;
+    /* A state of one column (the initial one) goes to every observation. */
+    if (dla_tensor_dim(ht, 2) != run.nb)
+        ht = dla_add(ht, dla_tensor_to_device(dla_zeros(dt, "", DLA_DIMS(h, run.nb)), dev));
     for (int64_t t = 0; t < run.nt; t++) {
-        dla_tensor *z = dla_add(dla__recurrent_input(&run, t), dla_mtimes(r, ht));
+        dla_tensor *xt = dla_reshape(dla_slice(xs, 3, t, 1, t + 1), "", DLA_DIMS(ch, run.nb));
+        dla_tensor *z = dla_mtimes(wrb, dla_cat(1, 3, (dla_tensor *[]){xt, ht, ones}));
         dla_tensor *ig = dla_sigmoid(dla__recurrent_gate(z, 0, h));
         dla_tensor *fg = dla_sigmoid(dla__recurrent_gate(z, 1, h));
         dla_tensor *gg = dla_tanh(dla__recurrent_gate(z, 2, h));

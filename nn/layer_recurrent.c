@@ -46,12 +46,17 @@ dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int
             return DLA_ERR_SHAPE;
         }
     }
+    r->rows = rows;
+    if (rows == 0) { /* the caller projects each step itself */
+        r->wx = NULL;
+        r->steps = NULL;
+        return DLA_OK;
+    }
     /* W x + b for every step at once: rows x (nb * nt), then rows x nb x nt. */
     dla_tensor *wx = dla_mtimes(c->p[0], dla_reshape(x, "", DLA_DIMS(ch, r->nb * r->nt)));
     if (bias)
         wx = dla_add(wx, bias);
     r->wx = dla_reshape(wx, "", DLA_DIMS(rows, r->nb, r->nt));
-    r->rows = rows;
     r->steps = NULL;
     return DLA_OK;
 }
@@ -97,7 +102,8 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
         /* h x nb x 0 of the projection: its dtype and device. */
         dla__nn_free(r->steps);
         r->steps = NULL;
-        c->y = dla_reshape(dla_slice(r->wx, 1, 0, 1, h), "CBT", DLA_DIMS(h, r->nb, 0));
+        dla_tensor *none = r->wx ? dla_slice(r->wx, 1, 0, 1, h) : dla_slice(c->p[0], 2, 0, 1, 0);
+        c->y = dla_reshape(none, "CBT", DLA_DIMS(h, r->nb, 0));
     } else if (r->steps) {
         dla_tensor *y = dla_cat(3, (int)r->nt, r->steps);
         dla__nn_free(r->steps);

@@ -255,7 +255,8 @@ typedef struct dla__recurrent {
 } dla__recurrent;
 /* Checks c's input ("CBT" or "CB") and its nstates states (c->p[3..]:
  * one column or one per observation), and computes c->p[0] x + bias
- * (NULL: none) for every step. On failure c->y is the error. */
+ * (NULL: none) for every step, unless rows is 0 (the caller projects each
+ * step itself; r->wx NULL). On failure c->y is the error. */
 dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int64_t rows,
                                 dla_tensor *bias, dla__recurrent *r);
 /* Rows [k*h, (k+1)*h) of z: gate k. */
@@ -266,7 +267,7 @@ dla_tensor *dla__recurrent_input(const dla__recurrent *r, int64_t t);
 dla_status dla__recurrent_keep_steps(const char *type, const dla__props *p, dla__call *c,
                                      dla__recurrent *r);
 /* c->y from the steps ("sequence", "CBT") or states[0] ("last", "CB");
- * in training the new states are states[0..nstates-1]. */
+ * the new states are states[0..nstates-1]. */
 dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent *r,
                               int nstates, dla_tensor *const *states);
 /* Zeros of p->count x 1: a recurrent layer's initial state. */
