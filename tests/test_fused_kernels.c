@@ -358,8 +358,11 @@ static void short_rows_against_a_long_batch_and_large_spaces_match_too(void **st
 {
     int tested = 0;
     /* 4 classes x 128 (broadcast weights, per-observation scalars), one
-     * long row, and a space large enough for the thread team. */
-    static const int64_t shapes[][3] = {{4, 128, 1}, {3, 1000, 1}, {257, 3, 1}, {200, 300, 3}};
+     * long row, a space large enough for the thread team, and rows of 64
+     * to 511 (blocks of one row each where an input is a padded view: an
+     * LSTM's gates, 128-row slices of a 512-row product). */
+    static const int64_t shapes[][3] = {{4, 128, 1}, {3, 1000, 1}, {257, 3, 1}, {200, 300, 3},
+                                        {128, 64, 1}, {64, 9, 5}};
     for (int i = 0; i < dla_device_count(); i++) {
         dla_device *dev = fused_device(i);
         if (!dev)
@@ -754,7 +757,7 @@ static void multi_result_programs_store_each_register_as_its_launch_would(void *
 {
     int tested = 0;
     static const int64_t shapes[][3] = {
-        {7, 5, 3}, {511, 64, 1}, {513, 64, 1}, {257, 129, 1}, {4, 128, 70}, {40000, 1, 1},
+        {7, 5, 3}, {511, 64, 1}, {513, 64, 1}, {257, 129, 1}, {4, 128, 70}, {40000, 1, 1}, {128, 64, 1},
     };
     const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
     const int saved = omp_get_max_threads();

@@ -216,18 +216,15 @@ _Static_assert(sizeof vv_f32s / sizeof vv_f32s[0] == DLA_BINARY_COUNT,
  * everywhere), or through a copy walked along its strides. */
 enum { AT_DENSE, AT_SCALAR, AT_WALK };
 
-static void classify(space *sp, int nops, int *how)
+/* Runs of dim 0 at least this long are blocks of their own when an input
+ * would otherwise be walked: a block inside one run reads such an input
+ * in place. */
+#define ROW_BLOCK_MIN 64
+
+static void classify(space *sp, int nops, int ninputs, int *how)
 {
     const int64_t d0 = sp->dims[0], rows = sp->numel / d0;
-    if (d0 >= BLOCK) {
-        sp->per_row = (d0 + BLOCK - 1) / BLOCK;
-        sp->rows_per = 0;
-        sp->blocks = rows * sp->per_row;
-    } else {
-        sp->per_row = 0;
-        sp->rows_per = BLOCK / d0;
-        sp->blocks = (rows + sp->rows_per - 1) / sp->rows_per;
-    }
+    int in_place = 0;
     for (int op = 0; op < nops; op++) {
         int dense = 1, zero = 1;
         int64_t ds = 1;
@@ -237,12 +234,50 @@ static void classify(space *sp, int nops, int *how)
             ds *= sp->dims[d];
         }
         how[op] = dense ? AT_DENSE : zero ? AT_SCALAR : AT_WALK;
+        in_place |= op >= 1 && op <= ninputs && how[op] == AT_WALK &&
+                    (sp->strides[op][0] == 1 || sp->strides[op][0] == 0);
+    }
+    /* An LSTM's gates are 128-row slices of its 512-row product, each
+     * column a unit-stride run: blocks of 4 runs gathered them (on one
+     * thread, a quarter of the gate program's time), blocks of one run
+     * read them where they are. */
+    if (d0 >= BLOCK || (in_place && d0 >= ROW_BLOCK_MIN)) {
+        sp->per_row = (d0 + BLOCK - 1) / BLOCK;
+        sp->rows_per = 0;
+        sp->blocks = rows * sp->per_row;
+    } else {
+        sp->per_row = 0;
+        sp->rows_per = BLOCK / d0;
+        sp->blocks = (rows + sp->rows_per - 1) / sp->rows_per;
     }
 }
 
 static int operands(const dla_fused_insn *in)
 {
     return in->kind == DLA_FUSED_WHERE ? 3 : in->kind == DLA_FUSED_BINARY ? 2 : 1;
+}
+
+/* A program's work an element, in one-op kernels' elements (their
+ * threshold is DLA__CPU_PAR_MIN): each step one, a transcendental four (a
+ * vector exp or tanh takes about four times a multiplication's time). By
+ * its element count alone, an LSTM's gate program (three sigmoids, two
+ * tanh and four products on 128 x 64) ran on one thread, 34 us a step;
+ * shared out, LSTM inference took 0.70x the time and its train step
+ * 0.82x. */
+static int64_t program_cost(const dla_fused_args *a)
+{
+    int64_t cost = 0;
+    for (int j = 0; j < a->ninsns; j++) {
+        const dla_fused_insn *in = &a->insns[j];
+        const int heavy = in->kind == DLA_FUSED_UNARY &&
+                          (in->op == DLA_UNARY_EXP || in->op == DLA_UNARY_LOG ||
+                           in->op == DLA_UNARY_TANH || in->op == DLA_UNARY_SIGMOID ||
+                           in->op == DLA_UNARY_ERF || in->op == DLA_UNARY_SIN ||
+                           in->op == DLA_UNARY_COS || in->op == DLA_UNARY_POWS ||
+                           in->op == DLA_UNARY_ELU);
+        cost += heavy ? 4 : 1;
+    }
+    return cost > 0 ? cost : 1;
 }
 
 /* Blocks per grab of a dynamic schedule: about eight grabs per thread. */
@@ -512,7 +547,7 @@ typedef struct extras {
                           const int *how)                                                          \
     {                                                                                              \
         const int64_t blocks = sp->blocks;                                                         \
-        if (sp->numel < DLA__CPU_PAR_MIN) {                                                        \
+        if (sp->numel * program_cost(a) < DLA__CPU_PAR_MIN) {                                      \
             run_serial_##sfx(a, ex, sp, how);                                                      \
             return;                                                                                \
         }                                                                                          \
@@ -643,7 +678,7 @@ static dla_status run_program(const dla_fused_args *a, const extras *ex)
     coalesce(&sp, nops, v);
     if (sp.numel == 0)
         return DLA_OK;
-    classify(&sp, nops, how);
+    classify(&sp, nops, a->ninputs, how);
     if (a->dtype == DLA_F32)
         run_f32(a, ex, &sp, how);
     else
@@ -689,7 +724,7 @@ void dla__cpu_fused_images(const dla_fused_args *a, int64_t b0, int64_t nb)
     coalesce(&sp, nops, v);
     if (sp.numel == 0)
         return;
-    classify(&sp, nops, how);
+    classify(&sp, nops, a->ninputs, how);
     const extras none = {0, NULL, NULL};
     if (a->dtype == DLA_F32)
         run_serial_f32(&cut, &none, &sp, how);
@@ -783,7 +818,9 @@ static dla_status sum_program(const dla_fused_reduce_args *args, int pair)
     double *acc2 = pair ? acc + ny * nslots : NULL;
     const int reg2 = pair ? args->reg2 : -1;
     if (sp.numel > 0) {
-        classify(&sp, 1 + a->ninputs, how);
+        /* Blocks as before whatever the inputs (ninputs 0 here): where
+         * they start and end is the order of the double sums. */
+        classify(&sp, 1 + a->ninputs, 0, how);
         if (a->dtype == DLA_F32)
             sum_run_f32(a, &sp, how, acc, reg2, acc2, ny, nslots, nthreads);
         else
