@@ -348,6 +348,25 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
                               want);
             break;
         }
+        /* The sizes the layer takes, not only their product: a transposed
+         * image or a sequence of other channels would give statistics of
+         * the right count and the wrong data. */
+        int64_t d1 = dla_tensor_dim(x, 1), d2 = dla_tensor_dim(x, 2), d3 = dla_tensor_dim(x, 3);
+        if (image ? d1 != p->size[0] || d2 != p->size[1] || d3 != p->size[2] : d1 != p->count) {
+            char have[96];
+            int64_t dims[DLA_MAX_DIMS];
+            dla__dims_text(dla_tensor_dims(x, dims), dims, have, sizeof have);
+            if (image)
+                st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d is %s \"%s\"; layer '%s' takes "
+                                  "%lldx%lldx%lld images", fn, k + 1, have, want, layer,
+                                  (long long)p->size[0], (long long)p->size[1],
+                                  (long long)p->size[2]);
+            else
+                st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d is %s \"%s\"; layer '%s' takes "
+                                  "%lld channels", fn, k + 1, have, want, layer,
+                                  (long long)p->count);
+            break;
+        }
         int64_t per = dla_tensor_numel(x) / (m ? m : 1);
         dla_scope_begin();
         dla_tensor *xd = dla_cast(x, DLA_F64);

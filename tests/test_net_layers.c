@@ -148,6 +148,36 @@ static void input_statistics_come_from_data(void **state)
     dla_scope_end();
 }
 
+/* Data for the statistics must have the layer's sizes, not only as many
+ * values per statistic: an image transposed, or sequences of other
+ * channels, would give statistics of the wrong data. */
+static void input_statistics_refuse_data_of_other_sizes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *il[] = {dla_image_input_layer(4, 6, 1, &(dla_image_input_options){
+        .normalization = "zscore", .normalization_dimension = "element", .name = "in"})};
+    dla_net *net = dla_net_create(1, il);
+    assert_non_null(net);
+    dla_tensor *t = ramp(DLA_F32, "SSCB", DLA_DIMS(6, 4, 1, 3), 1, 0);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &t), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "6x4x1x3 \"SSCB\"; layer 'in' takes 4x6x1 images"));
+    dla_tensor *ok = ramp(DLA_F32, "SSCB", DLA_DIMS(4, 6, 1, 3), 1, 0);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 2, (dla_tensor *[]){ok, t}),
+                     DLA_ERR_SHAPE);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &ok), DLA_OK);
+    dla_net_free(net);
+    dla_layer *sl[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+        .normalization = "zscore", .normalization_dimension = "all", .name = "in"})};
+    net = dla_net_create(1, sl);
+    assert_non_null(net);
+    dla_tensor *s3 = ramp(DLA_F32, "CBT", DLA_DIMS(3, 2, 4), 1, 0);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &s3), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'in' takes 2 channels"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* featureInputLayer: "CB" data, zscore with given statistics, statistics
  * set from data, and any other data refused naming the layer. */
 static void feature_input_normalizes_and_takes_statistics_from_data(void **state)
@@ -974,6 +1004,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(image_input_zscore_subtracts_mean_and_divides_by_std),
         TU_TEST(input_statistics_come_from_data),
+        TU_TEST(input_statistics_refuse_data_of_other_sizes),
         TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(transposed_conv_layers_match_dla_transpconv),

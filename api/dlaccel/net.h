@@ -763,10 +763,12 @@ DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *para
 /* Sets the statistics of an input layer from data, as trainnet does before
  * training: the mean and the standard deviation (dividing by the count of
  * values, not one less) over every observation and time step of the n
- * tensors (each formatted as the layer's input: "SSCB", "CBT", "CB", any batch
- * size and length), per channel, per element or over all, by the layer's
- * NormalizationDimension. Sums are taken in double. DLA_ERR_INVALID_ARGUMENT
- * when the layer is not an input layer or its normalization is "none". */
+ * tensors (each formatted as the layer's input: "SSCB", "CBT", "CB", with
+ * its sizes, any batch size and length), per channel, per element or over
+ * all, by the layer's NormalizationDimension. Sums are taken in double.
+ * DLA_ERR_INVALID_ARGUMENT when the layer is not an input layer or its
+ * normalization is "none"; DLA_ERR_SHAPE, naming the layer and both sizes,
+ * for data of other sizes (a transposed image, other channels). */
 DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer, int n,
                                                 dla_tensor *const *data);
 
