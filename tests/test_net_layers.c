@@ -178,6 +178,31 @@ static void input_statistics_refuse_data_of_other_sizes(void **state)
     dla_scope_end();
 }
 
+/* A small spread on a large offset (sensor readings, timestamps): the
+ * standard deviation of 1e5 + {0, 2, 4, 6} * 1e-3, split over two tensors
+ * of other counts, is sqrt(5e-6), not what the sum of squares less the
+ * squared mean leaves of it. */
+static void input_statistics_keep_a_small_spread_on_a_large_offset(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(1, &(dla_feature_input_options){
+        .normalization = "zscore", .name = "in"})};
+    dla_net *net = dla_net_create(1, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    dla_tensor *a = dla_tensor_from_host((double[]){1e5, 1e5 + 0.002, 1e5 + 0.004}, DLA_F64,
+                                         "CB", DLA_DIMS(1, 3));
+    dla_tensor *b = dla_tensor_from_host((double[]){1e5 + 0.006}, DLA_F64, "CB", DLA_DIMS(1, 1));
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 2, (dla_tensor *[]){a, b}), DLA_OK);
+    double mean = dla_tensor_item(dla_net_get(net, "in", "Mean"), 0);
+    double sd = dla_tensor_item(dla_net_get(net, "in", "StandardDeviation"), 0);
+    assert_true(fabs(mean - (1e5 + 0.003)) < 1e-9);
+    assert_true(fabs(sd / sqrt(5e-6) - 1) < 1e-6);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* featureInputLayer: "CB" data, zscore with given statistics, statistics
  * set from data, and any other data refused naming the layer. */
 static void feature_input_normalizes_and_takes_statistics_from_data(void **state)
@@ -1005,6 +1030,7 @@ int main(void)
         TU_TEST(image_input_zscore_subtracts_mean_and_divides_by_std),
         TU_TEST(input_statistics_come_from_data),
         TU_TEST(input_statistics_refuse_data_of_other_sizes),
+        TU_TEST(input_statistics_keep_a_small_spread_on_a_large_offset),
         TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(transposed_conv_layers_match_dla_transpconv),
