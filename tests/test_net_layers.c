@@ -516,6 +516,17 @@ static void per_observation_normalizations_match_their_ops(void **state)
     assert_int_not_equal(dla_net_init(bad, 1, &x), DLA_OK);
     assert_non_null(strstr(dla_last_error(), "NumGroups 3 does not divide the input's 4 channels"));
     dla_net_free(bad);
+    /* Instance normalization of "CB" data has nothing to normalize over:
+     * each value was its own mean, every output Offset; refused. */
+    dla_layer *inorm = dla_instancenorm_layer(&(dla_norm_layer_options){.name = "in"});
+    bad = dla_net_create(1, &inorm);
+    assert_non_null(bad);
+    dla_tensor *cb = ramp(DLA_F64, "CB", DLA_DIMS(4, 3), 1, -2);
+    assert_int_equal(dla_net_init(bad, 1, &cb), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "layer 'in' (Instance Normalization): the input is "
+                                             "\"CB\"; instance normalization needs an \"S\" or "
+                                             "\"T\" dim"));
+    dla_net_free(bad);
     dla_layer *lbad = dla_layernorm_layer(&(dla_norm_layer_options){.operation_dimension = "all"});
     assert_int_equal(dla_layer_status(lbad), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "OperationDimension \"all\""));

@@ -287,8 +287,9 @@ DLA_API dla_layer *dla_batchnorm_layer(const dla_batchnorm_layer_options *opts);
  * predict alike (dla_layernorm, dla_groupnorm, dla_instancenorm): over
  * the dims operation_dimension names for layer normalization, the
  * channels of each group and the S and T dims for group normalization,
- * the S and T dims of each channel for instance normalization. num_groups
- * must divide the input's channels (checked when the network is made). */
+ * the S and T dims of each channel for instance normalization (an input
+ * without them, "CB", is DLA_ERR_FORMAT). num_groups must divide the
+ * input's channels (both checked when the network is made). */
 typedef struct dla_norm_layer_options {
     const char *name;
     double epsilon;       /* 0: 1e-5 */
