@@ -75,16 +75,21 @@ static dla_status check(const dla__props *p, const char *name, int d, int t)
     const char *type = type_of(d, t), *pad = t ? "Cropping" : "Padding";
     /* A transposed layer has no DilationFactor (MATLAB's has none; its
      * props keep 1 when made, 0 when loaded, both 1 to dla_transpconv). */
+    /* Stride and DilationFactor up to what dla_conv takes (2^31 - 1): a
+     * larger one overflowed "causal"'s (FilterSize - 1) x DilationFactor
+     * padding into a negative number. */
+    const int64_t most = ((int64_t)1 << 31) - 1;
     for (int i = 0; i < d; i++) {
-        if (t && (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1))
+        if (t && (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 ||
+                  p->stride[i] > most))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize must be in 1..2^20 "
-                                "and Stride positive (dim %d: %lld, %lld)", type, name, i + 1,
+                                "and Stride in 1..2^31-1 (dim %d: %lld, %lld)", type, name, i + 1,
                                 (long long)p->size[i], (long long)p->stride[i]);
         if (!t && (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 ||
-                   p->dilation[i] < 1))
+                   p->stride[i] > most || p->dilation[i] < 1 || p->dilation[i] > most))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': FilterSize must be in 1..2^20, "
-                                "Stride and DilationFactor positive (dim %d: %lld, %lld, %lld)", type,
-                                name, i + 1, (long long)p->size[i], (long long)p->stride[i],
+                                "Stride and DilationFactor in 1..2^31-1 (dim %d: %lld, %lld, %lld)",
+                                type, name, i + 1, (long long)p->size[i], (long long)p->stride[i],
                                 (long long)p->dilation[i]);
     }
     dla_status st = dla__layer_size(type, name, "NumFilters", p->count, 1, 1 << 24);

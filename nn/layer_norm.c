@@ -74,6 +74,13 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     if (l->kind == &dla__kind_groupnorm && c % groups != 0)
         return dla__nn_fail(DLA_ERR_SHAPE, "NumGroups %lld does not divide the input's %lld "
                             "channels", (long long)groups, (long long)c);
+    /* Each channel of each observation is normalized over its S and T
+     * dims: without any, every value is its own mean and the output is
+     * Offset whatever the input (MATLAB's layer takes no "CB" data). */
+    if (l->kind == &dla__kind_instancenorm && c &&
+        dla__shape_count(in, 'S') + dla__shape_count(in, 'T') == 0)
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; instance normalization needs "
+                            "an \"S\" or \"T\" dim to normalize over", in->format);
     int64_t dims[4];
     int nd;
     return dla__norm_offset_scale(l, l->kind->display, in, sink, dims, &nd);

@@ -348,7 +348,28 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
                               want);
             break;
         }
+        /* The sizes the layer takes, not only their product: a transposed
+         * image or a sequence of other channels would give statistics of
+         * the right count and the wrong data. */
+        int64_t d1 = dla_tensor_dim(x, 1), d2 = dla_tensor_dim(x, 2), d3 = dla_tensor_dim(x, 3);
+        if (image ? d1 != p->size[0] || d2 != p->size[1] || d3 != p->size[2] : d1 != p->count) {
+            char have[96];
+            int64_t dims[DLA_MAX_DIMS];
+            dla__dims_text(dla_tensor_dims(x, dims), dims, have, sizeof have);
+            if (image)
+                st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d is %s \"%s\"; layer '%s' takes "
+                                  "%lldx%lldx%lld images", fn, k + 1, have, want, layer,
+                                  (long long)p->size[0], (long long)p->size[1],
+                                  (long long)p->size[2]);
+            else
+                st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d is %s \"%s\"; layer '%s' takes "
+                                  "%lld channels", fn, k + 1, have, want, layer,
+                                  (long long)p->count);
+            break;
+        }
         int64_t per = dla_tensor_numel(x) / (m ? m : 1);
+        if (per == 0)
+            continue;
         dla_scope_begin();
         dla_tensor *xd = dla_cast(x, DLA_F64);
         int64_t red[4];
@@ -368,7 +389,13 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
             if (!feature)
                 red[nr++] = 3;
         }
-        dla_tensor *s1 = dla_sum(xd, nr, red), *s2 = dla_sum(dla_square(xd), nr, red);
+        /* Each tensor's mean and sum of squared deviations from it (M2),
+         * merged into the running ones below (Chan et al.): the sum of
+         * squares less the squared mean loses every digit of a small
+         * spread on a large offset (1e5 + 0.002k gave a std 13% off). */
+        dla_tensor *s1 = dla_sum(xd, nr, red);
+        dla_tensor *s2 = dla_sum(dla_square(dla_sub(xd, dla_affine(s1, 1.0 / (double)per, 0))),
+                                 nr, red);
         /* A sum refused memory is out of memory, not the wrong size. */
         if ((st = dla_tensor_status(s1)) != DLA_OK || (st = dla_tensor_status(s2)) != DLA_OK)
             dla__nn_fail(st, "%s: data %d: %s", fn, k + 1,
@@ -376,22 +403,26 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
         else if (dla_tensor_numel(s1) != m)
             st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d does not have the layer's input size", fn,
                               k + 1);
-        if (st == DLA_OK && (st = dla_tensor_to_host(s1, host, sizeof *host * (size_t)m)) == DLA_OK)
-            for (int64_t j = 0; j < m; j++)
-                sum[j] += host[j];
+        /* sum[] holds the running means, sq[] the running M2. */
+        const double nb = (double)per, total = count + nb;
         if (st == DLA_OK && (st = dla_tensor_to_host(s2, host, sizeof *host * (size_t)m)) == DLA_OK)
             for (int64_t j = 0; j < m; j++)
                 sq[j] += host[j];
+        if (st == DLA_OK && (st = dla_tensor_to_host(s1, host, sizeof *host * (size_t)m)) == DLA_OK)
+            for (int64_t j = 0; j < m; j++) {
+                const double delta = host[j] / nb - sum[j];
+                sum[j] += delta * nb / total;
+                sq[j] += delta * delta * count * nb / total;
+            }
         dla_scope_end();
-        count += (double)per;
+        count = total;
     }
     if (st == DLA_OK && count <= 0)
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the data is empty", fn);
     if (st == DLA_OK) {
         dla_scope_begin();
         for (int64_t j = 0; j < m; j++) {
-            double mean = sum[j] / count, var = sq[j] / count - mean * mean;
-            sum[j] = mean;
+            const double var = sq[j] / count;
             sq[j] = sqrt(var > 0 ? var : 0);
         }
         for (int k = 0; k < l->nparams && st == DLA_OK; k++) {

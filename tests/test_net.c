@@ -711,7 +711,27 @@ static void sizes_too_large_say_so(void **state)
      * or "must be >= 0" of a positive number. */
     l = dla_conv2d_layer((int64_t)1 << 31, 3, 4, NULL);
     assert_non_null(strstr(dla_layer_error(l), "FilterSize must be in 1..2^20, Stride and "
-                                               "DilationFactor positive (dim 1: 2147483648, 1, 1)"));
+                                               "DilationFactor in 1..2^31-1 (dim 1: 2147483648, "
+                                               "1, 1)"));
+    dla_layer_free(l);
+    /* A "causal" convolution pads (FilterSize - 1) x DilationFactor: a
+     * DilationFactor of 2^62 overflowed it into a negative padding, and a
+     * layer with a stride dla_conv refuses was made; both are refused when
+     * made now, naming the layer. */
+    l = dla_conv1d_layer(3, 2, &(dla_conv_layer_options){.name = "c", .dilation = {(int64_t)1 << 62},
+                                                         .padding_mode = "causal"});
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_layer_error(l), "convolution1d 'c': FilterSize must be in 1..2^20, "
+                                               "Stride and DilationFactor in 1..2^31-1 (dim 1: 3, 1, "
+                                               "4611686018427387904)"));
+    dla_layer_free(l);
+    l = dla_transposed_conv2d_layer(3, 3, 4, &(dla_transposed_conv_layer_options){
+                                                 .stride = {1, (int64_t)1 << 40}});
+    assert_non_null(strstr(dla_layer_error(l), "Stride in 1..2^31-1 (dim 2: 3, 1099511627776)"));
+    dla_layer_free(l);
+    l = dla_conv1d_layer(3, 2, &(dla_conv_layer_options){.dilation = {((int64_t)1 << 31) - 1},
+                                                         .padding_mode = "causal"});
+    assert_int_equal(dla_layer_status(l), DLA_OK);
     dla_layer_free(l);
     l = dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.padding = {(int64_t)1 << 40}});
     assert_non_null(strstr(dla_layer_error(l), "Padding 1099511627776 must be in 0..2^20"));

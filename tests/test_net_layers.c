@@ -148,6 +148,61 @@ static void input_statistics_come_from_data(void **state)
     dla_scope_end();
 }
 
+/* Data for the statistics must have the layer's sizes, not only as many
+ * values per statistic: an image transposed, or sequences of other
+ * channels, would give statistics of the wrong data. */
+static void input_statistics_refuse_data_of_other_sizes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *il[] = {dla_image_input_layer(4, 6, 1, &(dla_image_input_options){
+        .normalization = "zscore", .normalization_dimension = "element", .name = "in"})};
+    dla_net *net = dla_net_create(1, il);
+    assert_non_null(net);
+    dla_tensor *t = ramp(DLA_F32, "SSCB", DLA_DIMS(6, 4, 1, 3), 1, 0);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &t), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "6x4x1x3 \"SSCB\"; layer 'in' takes 4x6x1 images"));
+    dla_tensor *ok = ramp(DLA_F32, "SSCB", DLA_DIMS(4, 6, 1, 3), 1, 0);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 2, (dla_tensor *[]){ok, t}),
+                     DLA_ERR_SHAPE);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &ok), DLA_OK);
+    dla_net_free(net);
+    dla_layer *sl[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+        .normalization = "zscore", .normalization_dimension = "all", .name = "in"})};
+    net = dla_net_create(1, sl);
+    assert_non_null(net);
+    dla_tensor *s3 = ramp(DLA_F32, "CBT", DLA_DIMS(3, 2, 4), 1, 0);
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &s3), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'in' takes 2 channels"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* A small spread on a large offset (sensor readings, timestamps): the
+ * standard deviation of 1e5 + {0, 2, 4, 6} * 1e-3, split over two tensors
+ * of other counts, is sqrt(5e-6), not what the sum of squares less the
+ * squared mean leaves of it. */
+static void input_statistics_keep_a_small_spread_on_a_large_offset(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(1, &(dla_feature_input_options){
+        .normalization = "zscore", .name = "in"})};
+    dla_net *net = dla_net_create(1, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    dla_tensor *a = dla_tensor_from_host((double[]){1e5, 1e5 + 0.002, 1e5 + 0.004}, DLA_F64,
+                                         "CB", DLA_DIMS(1, 3));
+    dla_tensor *b = dla_tensor_from_host((double[]){1e5 + 0.006}, DLA_F64, "CB", DLA_DIMS(1, 1));
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 2, (dla_tensor *[]){a, b}), DLA_OK);
+    double mean = dla_tensor_item(dla_net_get(net, "in", "Mean"), 0);
+    double sd = dla_tensor_item(dla_net_get(net, "in", "StandardDeviation"), 0);
+    assert_true(fabs(mean - (1e5 + 0.003)) < 1e-9);
+    assert_true(fabs(sd / sqrt(5e-6) - 1) < 1e-6);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* featureInputLayer: "CB" data, zscore with given statistics, statistics
  * set from data, and any other data refused naming the layer. */
 static void feature_input_normalizes_and_takes_statistics_from_data(void **state)
@@ -460,6 +515,17 @@ static void per_observation_normalizations_match_their_ops(void **state)
     assert_non_null(bad);
     assert_int_not_equal(dla_net_init(bad, 1, &x), DLA_OK);
     assert_non_null(strstr(dla_last_error(), "NumGroups 3 does not divide the input's 4 channels"));
+    dla_net_free(bad);
+    /* Instance normalization of "CB" data has nothing to normalize over:
+     * each value was its own mean, every output Offset; refused. */
+    dla_layer *inorm = dla_instancenorm_layer(&(dla_norm_layer_options){.name = "in"});
+    bad = dla_net_create(1, &inorm);
+    assert_non_null(bad);
+    dla_tensor *cb = ramp(DLA_F64, "CB", DLA_DIMS(4, 3), 1, -2);
+    assert_int_equal(dla_net_init(bad, 1, &cb), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "layer 'in' (Instance Normalization): the input is "
+                                             "\"CB\"; instance normalization needs an \"S\" or "
+                                             "\"T\" dim"));
     dla_net_free(bad);
     dla_layer *lbad = dla_layernorm_layer(&(dla_norm_layer_options){.operation_dimension = "all"});
     assert_int_equal(dla_layer_status(lbad), DLA_ERR_INVALID_ARGUMENT);
@@ -974,6 +1040,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(image_input_zscore_subtracts_mean_and_divides_by_std),
         TU_TEST(input_statistics_come_from_data),
+        TU_TEST(input_statistics_refuse_data_of_other_sizes),
+        TU_TEST(input_statistics_keep_a_small_spread_on_a_large_offset),
         TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(transposed_conv_layers_match_dla_transpconv),

@@ -287,8 +287,9 @@ DLA_API dla_layer *dla_batchnorm_layer(const dla_batchnorm_layer_options *opts);
  * predict alike (dla_layernorm, dla_groupnorm, dla_instancenorm): over
  * the dims operation_dimension names for layer normalization, the
  * channels of each group and the S and T dims for group normalization,
- * the S and T dims of each channel for instance normalization. num_groups
- * must divide the input's channels (checked when the network is made). */
+ * the S and T dims of each channel for instance normalization (an input
+ * without them, "CB", is DLA_ERR_FORMAT). num_groups must divide the
+ * input's channels (both checked when the network is made). */
 typedef struct dla_norm_layer_options {
     const char *name;
     double epsilon;       /* 0: 1e-5 */
@@ -763,10 +764,12 @@ DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *para
 /* Sets the statistics of an input layer from data, as trainnet does before
  * training: the mean and the standard deviation (dividing by the count of
  * values, not one less) over every observation and time step of the n
- * tensors (each formatted as the layer's input: "SSCB", "CBT", "CB", any batch
- * size and length), per channel, per element or over all, by the layer's
- * NormalizationDimension. Sums are taken in double. DLA_ERR_INVALID_ARGUMENT
- * when the layer is not an input layer or its normalization is "none". */
+ * tensors (each formatted as the layer's input: "SSCB", "CBT", "CB", with
+ * its sizes, any batch size and length), per channel, per element or over
+ * all, by the layer's NormalizationDimension. Sums are taken in double.
+ * DLA_ERR_INVALID_ARGUMENT when the layer is not an input layer or its
+ * normalization is "none"; DLA_ERR_SHAPE, naming the layer and both sizes,
+ * for data of other sizes (a transposed image, other channels). */
 DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer, int n,
                                                 dla_tensor *const *data);
 
