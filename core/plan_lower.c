@@ -914,6 +914,212 @@ static void fold_fills(lowering *L, double *value, char *known)
     }
 }
 
+/* Nonzero when views a and b of one buffer reach no element in common,
+ * known for translates only: the same coalesced dims and strides, the
+ * offsets apart by delta. They share one when delta is sum(i_d * s_d)
+ * with |i_d| < dims_d; the search takes the largest stride first and
+ * only the i_d whose rest the smaller dims can still reach. */
+static int share_search(int nd, const int64_t *dims, const int64_t *st, int64_t delta, int *budget)
+{
+    if (nd == 0)
+        return delta == 0;
+    if (--*budget < 0)
+        return 1; /* too long a search: assume they share */
+    int top = 0;
+    for (int d = 1; d < nd; d++)
+        if (st[d] > st[top])
+            top = d;
+    int64_t rd[DLA_MAX_DIMS], rs[DLA_MAX_DIMS], reach = 0;
+    int m = 0;
+    for (int d = 0; d < nd; d++)
+        if (d != top) {
+            rd[m] = dims[d];
+            rs[m] = st[d];
+            reach += st[d] * (dims[d] - 1);
+            m++;
+        }
+    const int64_t s = st[top], lo = delta - reach, hi = delta + reach;
+    /* i * s in [lo, hi], |i| < dims[top] */
+    int64_t i0 = s ? (lo >= 0 ? (lo + s - 1) / s : -((-lo) / s)) : -(dims[top] - 1);
+    int64_t i1 = s ? (hi >= 0 ? hi / s : -((-hi + s - 1) / s)) : dims[top] - 1;
+    if (i0 < -(dims[top] - 1))
+        i0 = -(dims[top] - 1);
+    if (i1 > dims[top] - 1)
+        i1 = dims[top] - 1;
+    for (int64_t i = i0; i <= i1; i++)
+        if (share_search(m, rd, rs, delta - i * s, budget))
+            return 1;
+    return 0;
+}
+
+static int disjoint_translates(const dla_view *a, const dla_view *b)
+{
+    int na, nb;
+    int64_t da[DLA_MAX_DIMS], sa[DLA_MAX_DIMS], db[DLA_MAX_DIMS], sb[DLA_MAX_DIMS];
+    if (a->dtype != b->dtype)
+        return 0;
+    coalesced(a, &na, da, sa);
+    coalesced(b, &nb, db, sb);
+    if (na != nb || memcmp(da, db, (size_t)na * sizeof *da) ||
+        memcmp(sa, sb, (size_t)na * sizeof *sa))
+        return 0;
+    for (int d = 0; d < na; d++)
+        if (sa[d] <= 0)
+            return 0;
+    int budget = 4096;
+    return !share_search(na, da, sa, b->offset - a->offset, &budget);
+}
+
+/* Nonzero when no two positions of v reach one element, as far as a
+ * simple test tells: its strides, smallest first, each at least the span
+ * of the ones before. Written parts are counted by their elements. */
+static int injective(const dla_view *v)
+{
+    int nd;
+    int64_t dims[DLA_MAX_DIMS], st[DLA_MAX_DIMS];
+    coalesced(v, &nd, dims, st);
+    for (int i = 1; i < nd; i++) /* by stride: insertion */
+        for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
+            int64_t t = st[j];
+            st[j] = st[j - 1], st[j - 1] = t;
+            t = dims[j];
+            dims[j] = dims[j - 1], dims[j - 1] = t;
+        }
+    int64_t span = 1;
+    for (int d = 0; d < nd; d++) {
+        if (st[d] < span)
+            return 0;
+        span = st[d] * dims[d];
+    }
+    return 1;
+}
+
+static int64_t view_numel(const dla_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->ndims; d++)
+        n *= v->dims[d];
+    return n;
+}
+
+/* Nonzero when view r reaches no element of the parts part[0..n-1] (of
+ * the same buffer), as far as disjoint_translates knows. */
+static int unwritten(const dla_view *part, int n, const dla_view *r)
+{
+    for (int k = 0; k < n; k++)
+        if (!disjoint_translates(&part[k], r))
+            return 0;
+    return 1;
+}
+
+/* Regions of a filled buffer written after its fill that partial_fills
+ * follows: translates of one another, pairwise apart (a gate's slice of
+ * an LSTM's 4H x N gradient, 4 of them). */
+#define PARTS_MOST 16
+
+/* The rest of a fill after some of its buffer has been written: the
+ * gradient of a slice is zeros with the slice's gradient added in
+ * (accumulate), and an LSTM's four gate slices of its product each add
+ * into the zeros of one buffer. fold_fills folds the first add only (the
+ * buffer is known no longer once written in part), so three read zeros
+ * and the fill ran on every step (8% of the LSTM's train step). Here, for
+ * a fill of a whole buffer, the writes after it are followed while they
+ * are translates apart from one another: an add that reads a part not
+ * written yet reads the fill's value and is folded as fold_fills folds
+ * (the same bits), and a fill whose parts cover the buffer before
+ * anything reads what it wrote goes. */
+static void partial_fills(lowering *L)
+{
+    dla__capture *c = L->c;
+    int dropped = 0;
+    for (int s = 0; s < L->nsteps; s++) {
+        if (L->steps[s].kind != DLA__STEP_LAUNCH)
+            continue;
+        dla__cap_launch *fl = launch_at(L, s);
+        if (fl->l.kind != DLA__LAUNCH_FILL || fl->slot[0].kind != DLA__SLOT_BUFFER)
+            continue;
+        const dla_view fv = fl->l.u.fill.y;
+        const dla__slot b = fl->slot[0];
+        if ((fv.dtype != DLA_F32 && fv.dtype != DLA_F64) || !isfinite(fl->l.u.fill.value) ||
+            !whole_buffer(L, b, &fv) || invoke_buffer(c, b.id))
+            continue;
+        const double v = fv.dtype == DLA_F32 ? (double)(float)fl->l.u.fill.value
+                                             : fl->l.u.fill.value;
+        dla_view part[PARTS_MOST];
+        int nparts = 0, needed = 0, covered = 0;
+        int64_t left = view_numel(&fv);
+        for (int t = s + 1; t < L->nsteps && !needed && !covered; t++) {
+            /* An op run as itself may write anything (as fold_fills
+             * assumes): the fill stays, and nothing after it is folded. */
+            if (L->steps[t].kind == DLA__STEP_INVOKE) {
+                needed = 1;
+                break;
+            }
+            if (L->steps[t].index < 0)
+                continue;
+            dla__cap_launch *cl = launch_at(L, t);
+            dla__launch *l = &cl->l;
+            if (l->kind == DLA__LAUNCH_BINARY && l->u.binary.z.dtype == fv.dtype) {
+                const int ka = same_slot(cl->slot[1], b), kb = same_slot(cl->slot[2], b);
+                const dla_binary_op op = l->u.binary.op;
+                const dla_view *r = ka ? &l->u.binary.a : &l->u.binary.b;
+                if (ka != kb && r->dtype == fv.dtype &&
+                    (op == DLA_BINARY_ADD || op == DLA_BINARY_SUB || op == DLA_BINARY_MUL) &&
+                    unwritten(part, nparts, r)) {
+                    const dla_binary_args ba = l->u.binary;
+                    const dla__slot zs = cl->slot[0], xs = cl->slot[ka ? 2 : 1];
+                    dla_unary_args u = {sizeof u, DLA_UNARY_AFFINE, 1.0, v, ba.z, ka ? ba.b : ba.a};
+                    if (op == DLA_BINARY_MUL)
+                        u.alpha = v, u.beta = -0.0;
+                    else if (op == DLA_BINARY_SUB && kb)
+                        u.beta = -v;
+                    else if (op == DLA_BINARY_SUB)
+                        u.alpha = -1.0;
+                    l->kind = DLA__LAUNCH_UNARY;
+                    l->u.unary = u;
+                    memset(cl->slot, 0, sizeof cl->slot);
+                    cl->slot[0] = zs;
+                    cl->slot[1] = xs;
+                }
+            }
+            dla__field f[DLA__LAUNCH_MAX_FIELDS];
+            const int n = dla__launch_fields(l, f);
+            /* Reads first: an operand updated in place is read before it
+             * is written. What reads the fill's value or a part keeps the
+             * fill (a part alone would not need it: not worth knowing). */
+            for (int i = 0; i < n && !needed; i++)
+                if (same_slot(cl->slot[i], b) && (!f[i].written || f[i].reads))
+                    needed = 1;
+            for (int i = 0; i < n && !needed; i++) {
+                if (!same_slot(cl->slot[i], b) || !f[i].written)
+                    continue;
+                const dla_view *w = f[i].view;
+                if (!w || nparts == PARTS_MOST || w->dtype != fv.dtype ||
+                    !unwritten(part, nparts, w) ||
+                    (nparts == 0 && !injective(w))) {
+                    needed = 1; /* a write it cannot follow */
+                    break;
+                }
+                part[nparts++] = *w;
+                left -= view_numel(w);
+                covered = left == 0;
+            }
+        }
+        if (covered && !needed) {
+            fl->dropped = 1;
+            L->steps[s].index = -1;
+            dropped = 1;
+        }
+    }
+    if (!dropped)
+        return;
+    int n = 0;
+    for (int s = 0; s < L->nsteps; s++)
+        if (L->steps[s].kind != DLA__STEP_LAUNCH || L->steps[s].index >= 0)
+            L->steps[n++] = L->steps[s];
+    L->nsteps = n;
+}
+
 /* Drops fills and copies whose result nothing reads any more (latest
  * first, so a copy's going frees its fill) and the steps they leave. */
 static void dead_fills(lowering *L)
@@ -1792,6 +1998,7 @@ int dla__plan_lower(dla__plan *p, dla__capture *c)
         char *known = dla__calloc((size_t)(c->nbufs ? c->nbufs : 1), 1);
         if (value && known) { /* without them, the fills stay: nothing else changes */
             fold_fills(&L, value, known);
+            partial_fills(&L);
             dead_fills(&L);
         }
         dla__free(value);

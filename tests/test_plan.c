@@ -520,6 +520,77 @@ static void fills_written_after_run_every_time(void **state)
     dla_scope_end();
 }
 
+/* A loss of slices of x along ctx's dim (1 or 2) of 8, as an LSTM's gates
+ * are slices of its product: each slice's gradient is added into a buffer
+ * of zeros. ctx: {dim, layout}: layout 0 four slices of 2 that cover x, 1
+ * two that overlap (0-3 and 2-5), 2 two that leave 4-7 alone, 3 two of
+ * every other one (0, 2, 4 and 1, 3, 5; 6 and 7 left alone). */
+static dla_status gate_slices(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const int *c = ctx, dim = c[0], layout = c[1];
+    dla_tensor *x = in[0], *p[4];
+    int np = 2;
+    if (layout == 0) {
+        np = 4;
+        for (int k = 0; k < 4; k++)
+            p[k] = dla_slice(x, dim, 2 * k, 1, 2 * k + 2);
+    } else if (layout == 1) {
+        p[0] = dla_slice(x, dim, 0, 1, 4);
+        p[1] = dla_slice(x, dim, 2, 1, 6);
+    } else if (layout == 2) {
+        p[0] = dla_slice(x, dim, 0, 1, 2);
+        p[1] = dla_slice(x, dim, 2, 1, 4);
+    } else {
+        p[0] = dla_slice(x, dim, 0, 2, 6);
+        p[1] = dla_slice(x, dim, 1, 2, 6);
+    }
+    dla_tensor *h = dla_mul(dla_sigmoid(p[0]), dla_tanh(p[1]));
+    if (np == 4)
+        h = dla_add(dla_mul(dla_sigmoid(p[2]), h), dla_square(p[3]));
+    out[0] = dla_sum(dla_mul(h, in[1]), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+/* The buffer of zeros is filled on every run only while something reads
+ * its zeros: four slices that cover it each write their part (their adds
+ * of zeros folded), and the fill goes; overlapping slices, or slices that
+ * leave some of it, keep the fill. With the bits of eager either way. */
+static void a_fill_that_slices_cover_goes_and_the_rest_keep_theirs(void **state)
+{
+    (void)state;
+    static const int cases[][3] = {
+        /* dim, layout, fills expected */
+        {1, 0, 0}, {2, 0, 0}, {1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {2, 2, 1}, {1, 3, 1}, {2, 3, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int dt = 0; dt < 2; dt++) {
+            dla_scope_begin();
+            dla_rng_seed(31 + (unsigned)k);
+            const dla_dtype t = dt ? DLA_F64 : DLA_F32;
+            const int ctx[2] = {cases[k][0], cases[k][1]};
+            const int64_t rows = ctx[0] == 1 ? 8 : 5, cols = ctx[0] == 1 ? 5 : 8;
+            const int64_t part = ctx[1] == 1 ? 4 : ctx[1] == 3 ? 3 : 2;
+            const int64_t prow = ctx[0] == 1 ? part : rows, pcol = ctx[0] == 2 ? part : cols;
+            dla_accel *af = dla_accelerate(gate_slices, NULL);
+            for (int call = 0; call < 5; call++) {
+                dla_tensor *x = dla_randn(t, "", DLA_DIMS(rows, cols));
+                dla_tensor *w = dla_randn(t, "", DLA_DIMS(prow, pcol));
+                results_match_eager_ctx(af, gate_slices, (void *)ctx, 1, 2,
+                                        (dla_tensor *[]){x, w}, 2);
+            }
+            plan_info pi = accel_plan(af, "cpu:0");
+            if (!pi.found)
+                fail_msg("dim %d layout %d: no plan: %s", ctx[0], ctx[1], pi.why);
+            assert_int_equal(pi.runs, 3);
+            if (pi.fills != cases[k][2])
+                fail_msg("dim %d layout %d %s: %d fills, want %d", ctx[0], ctx[1],
+                         dt ? "double" : "single", pi.fills, cases[k][2]);
+            dla_accel_free(af);
+            dla_scope_end();
+        }
+}
+
 /* A convolution with a bias and what reads its result (ctx: which): 0
  * inference's batchnorm and a relu, 1 a relu, 2 a relu and the result
  * itself (an output), 3 a comparison. in: cnn_inputs' but in[5], in[6]
@@ -1741,6 +1812,7 @@ int main(void)
         TU_TEST(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         TU_TEST(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         TU_TEST(fills_written_after_run_every_time),
+        TU_TEST(a_fill_that_slices_cover_goes_and_the_rest_keep_theirs),
         TU_TEST(a_parameter_update_is_one_launch_that_keeps_both_results),
         TU_TEST(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
         TU_TEST(a_convolution_runs_the_fused_launch_after_it_as_its_epilogue),
