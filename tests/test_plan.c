@@ -591,6 +591,86 @@ static void a_fill_that_slices_cover_goes_and_the_rest_keep_theirs(void **state)
         }
 }
 
+/* Slices drawn at random (ctx: a slice_set): each slice's gradient is
+ * added into the zeros of x's, as partial_fills follows. */
+/* xorshift64: the draws of random_slices_gradients_plan_to_eager_bits. */
+static uint64_t next_rand(unsigned long long *r)
+{
+    *r ^= *r << 13;
+    *r ^= *r >> 7;
+    *r ^= *r << 17;
+    return *r;
+}
+
+typedef struct slice_set {
+    int n;
+    int dim[4];
+    int64_t start[4], step[4], stop[4];
+} slice_set;
+
+static dla_status random_slices_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const slice_set *s = ctx;
+    dla_tensor *loss = NULL;
+    for (int k = 0; k < s->n; k++) {
+        dla_tensor *p = dla_slice(in[0], s->dim[k], s->start[k], s->step[k], s->stop[k]);
+        dla_tensor *term = dla_sum(k % 2 ? dla_tanh(p) : dla_square(p), 0, NULL);
+        loss = loss ? dla_add(loss, term) : term;
+    }
+    out[0] = loss;
+    return dla_gradient(loss, 1, in, out + 1);
+}
+
+/* Random slices (along either dim, any start, step and stop, apart,
+ * overlapping, covering x or not) replay with the bits of eager, whether
+ * the fill of their gradient stays or goes. */
+static void random_slices_gradients_plan_to_eager_bits(void **state)
+{
+    (void)state;
+    unsigned long long r = 0x5eed5eedULL;
+    int gone = 0, kept = 0;
+    for (int round = 0; round < 60; round++) {
+        dla_scope_begin();
+        dla_rng_seed(100 + (unsigned)round);
+        const int64_t dims[2] = {1 + (int64_t)(next_rand(&r) % 9), 1 + (int64_t)(next_rand(&r) % 7)};
+        slice_set s = {.n = 1 + (int)(next_rand(&r) % 4)};
+        for (int k = 0; k < s.n; k++) {
+            s.dim[k] = 1 + (int)(next_rand(&r) % 2);
+            const int64_t len = dims[s.dim[k] - 1];
+            s.start[k] = (int64_t)(next_rand(&r) % (uint64_t)len);
+            s.step[k] = 1 + (int64_t)(next_rand(&r) % 3);
+            s.stop[k] = s.start[k] + 1 + (int64_t)(next_rand(&r) % (uint64_t)(len - s.start[k]));
+        }
+        /* Every other round, slices that tile dim 1 in equal parts. */
+        if (round % 2 && dims[0] % 2 == 0) {
+            s.n = 2;
+            for (int k = 0; k < 2; k++) {
+                s.dim[k] = 1;
+                s.start[k] = k * dims[0] / 2;
+                s.step[k] = 1;
+                s.stop[k] = (k + 1) * dims[0] / 2;
+            }
+        }
+        dla_accel *af = dla_accelerate(random_slices_loss, NULL);
+        for (int call = 0; call < 5; call++) {
+            dla_tensor *x = dla_randn(DLA_F32, "", DLA_DIMS(dims[0], dims[1]));
+            results_match_eager_ctx(af, random_slices_loss, &s, 1, 1, (dla_tensor *[]){x}, 2);
+        }
+        plan_info pi = accel_plan(af, "cpu:0");
+        if (pi.found) {
+            gone += pi.fills == 0;
+            kept += pi.fills > 0;
+        }
+        dla_accel_free(af);
+        dla_scope_end();
+    }
+    /* Both ways were taken. */
+    assert_true(gone > 0);
+    assert_true(kept > 0);
+}
+
 /* A convolution with a bias and what reads its result (ctx: which): 0
  * inference's batchnorm and a relu, 1 a relu, 2 a relu and the result
  * itself (an output), 3 a comparison. in: cnn_inputs' but in[5], in[6]
@@ -1813,6 +1893,7 @@ int main(void)
         TU_TEST(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         TU_TEST(fills_written_after_run_every_time),
         TU_TEST(a_fill_that_slices_cover_goes_and_the_rest_keep_theirs),
+        TU_TEST(random_slices_gradients_plan_to_eager_bits),
         TU_TEST(a_parameter_update_is_one_launch_that_keeps_both_results),
         TU_TEST(a_convolutions_bias_joins_the_chain_that_alone_reads_its_result),
         TU_TEST(a_convolution_runs_the_fused_launch_after_it_as_its_epilogue),
