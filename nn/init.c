@@ -81,8 +81,12 @@ dla_tensor *dla__init_tensor(const char *init, const dla__param_sink *sink, int 
         return dla_affine(dla_randn(dt, "", ndims, dims), sqrt(2.0 / fan_in), 0);
     if (!strcmp(init, "narrow-normal"))
         return dla_affine(dla_randn(dt, "", ndims, dims), 0.01, 0);
+    /* A wide matrix (an LSTM's input weights 4H x C with C > 4H) has
+     * orthonormal rows: the transpose of a tall one's Q. */
     if (!strcmp(init, "orthogonal") && ndims == 2 && dims[0] >= dims[1])
         return orthogonal(dt, dims[0], dims[1]);
+    if (!strcmp(init, "orthogonal") && ndims == 2)
+        return dla_permute(orthogonal(dt, dims[1], dims[0]), 2, (const int64_t[]){2, 1});
     dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "initializer \"%s\" is unknown here", init);
     return dla__nn_error_tensor();
 }

@@ -478,10 +478,9 @@ DLA_API dla_status dla_layer_add_learnable(dla_layer_init *init, const char *nam
                             fan_out);
     /* Said here, in the terms of this call: dla__init_tensor would call
      * the initializer unknown. */
-    if (!strcmp(how, "orthogonal") && (ndims != 2 || dims[0] < dims[1]))
+    if (!strcmp(how, "orthogonal") && ndims != 2)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: parameter %s: initializer "
-                            "\"orthogonal\" takes two dims, rows >= columns (%d dims%s)", fn, name,
-                            ndims, ndims == 2 ? ", fewer rows" : "");
+                            "\"orthogonal\" takes two dims (%d dims)", fn, name, ndims);
     if (!fan_in || !fan_out) {
         double in = 1, out = 1;
         if (ndims == 1) {

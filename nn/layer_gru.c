@@ -57,7 +57,7 @@ static dla_status check(const dla__props *p, const char *name)
     static const char *const what[3] = {"InputWeightsInitializer", "RecurrentWeightsInitializer",
                                         "BiasInitializer"};
     for (int k = 0; k < 3; k++)
-        if (!dla__init_known(p->init[k], 0) && !(k == 1 && !strcmp(p->init[k], "orthogonal")))
+        if (!dla__init_known(p->init[k], 0) && !(k < 2 && !strcmp(p->init[k], "orthogonal")))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "gru '%s': %s \"%s\" is unknown", name,
                                 what[k], p->init[k]);
     return DLA_OK;

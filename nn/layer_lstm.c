@@ -38,7 +38,7 @@ static dla_status check(const dla__props *p, const char *name)
                                         "BiasInitializer"};
     for (int k = 0; k < 3; k++) {
         int ok = dla__init_known(p->init[k], 0) ||
-                 (k == 1 && !strcmp(p->init[k], "orthogonal")) ||
+                 (k < 2 && !strcmp(p->init[k], "orthogonal")) ||
                  (k == 2 && !strcmp(p->init[k], "unit-forget-gate"));
         if (!ok)
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "lstm '%s': %s \"%s\" is unknown", name,

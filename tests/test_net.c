@@ -284,6 +284,34 @@ static void initializers_have_matlabs_statistics(void **state)
     for (int i = 0; i < 24; i++)
         assert_true(dla_tensor_item(b, i) == (i >= 6 && i < 12));
     dla_net_free(net);
+    /* Orthogonal input weights, as MATLAB offers them (they were
+     * "unknown"): 4H x C tall (orthonormal columns) for C = 5 < 8, wide
+     * (orthonormal rows) for C = 11 > 8; the GRU's 3H x C too. */
+    static const int64_t in_ch[] = {5, 11, 7};
+    for (int k = 0; k < 3; k++) {
+        dla_layer *rec = k < 2 ? dla_lstm_layer(2, &(dla_lstm_layer_options){
+                                     .name = "l", .input_weights_initializer = "orthogonal"})
+                               : dla_gru_layer(2, &(dla_gru_layer_options){
+                                     .name = "l", .input_weights_initializer = "orthogonal"});
+        dla_layer *q[] = {dla_sequence_input_layer(in_ch[k], NULL), rec};
+        net = dla_net_create(2, q);
+        if (!net)
+            fail_msg("%s", dla_last_error());
+        dla_tensor *w = dla_net_get(net, "l", "InputWeights");
+        const int64_t rows = dla_tensor_dim(w, 1), cols = dla_tensor_dim(w, 2);
+        assert_int_equal(rows, k < 2 ? 8 : 6);
+        assert_int_equal(cols, in_ch[k]);
+        const int tall = rows >= cols;
+        const int64_t n = tall ? cols : rows;
+        dla_tensor *g = tall ? dla_pagemtimes(w, "transpose", w, "none")
+                             : dla_pagemtimes(w, "none", w, "transpose");
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++)
+                if (fabs(dla_tensor_item(g, i + n * j) - (i == j)) > 1e-5)
+                    fail_msg("case %d: (W'W or WW')(%lld, %lld) = %g", k, (long long)i,
+                             (long long)j, dla_tensor_item(g, i + n * j));
+        dla_net_free(net);
+    }
     dla_scope_end();
 }
 

@@ -140,9 +140,11 @@ typedef struct dla_layer_options {
 /* Initializer names for the *_initializer fields below (MATLAB's):
  * "glorot" uniform in +-sqrt(6 / (fanIn + fanOut)); "he" normal with
  * standard deviation sqrt(2 / fanIn); "narrow-normal" normal with standard
- * deviation 0.01; "zeros"; "ones"; for lstm also "orthogonal" (the Q of a
- * QR decomposition of a standard normal matrix) and "unit-forget-gate"
- * (ones for the forget gate's bias, zeros elsewhere). fanIn and fanOut are
+ * deviation 0.01; "zeros"; "ones"; for lstm and gru weights also
+ * "orthogonal" (the Q of a QR decomposition of a standard normal matrix,
+ * R's diagonal positive; a wide matrix the transpose of a tall one's: its
+ * rows orthonormal) and for lstm "unit-forget-gate" (ones for the forget
+ * gate's bias, zeros elsewhere). fanIn and fanOut are
  * MATLAB's: filter size x channels and filter size x filters for
  * convolutions, InputSize and OutputSize for fullyConnected, InputSize and
  * 4 x NumHiddenUnits for lstm input weights. Random initializers draw from
@@ -634,7 +636,7 @@ DLA_API double dla_layer_property_value(const dla_layer *layer, const char *name
  * channels x filters: fan_in = prod(dims[0..n-2]), fan_out =
  * prod(dims[0..n-3]) x dims[n-1]; for two dims out x in, in and out;
  * finite and >= 0, DLA_ERR_INVALID_ARGUMENT otherwise, as for
- * "orthogonal" of other than two dims with rows >= columns). Its
+ * "orthogonal" of other than two dims). Its
  * learn-rate and L2 factors are 1 (dla_table_set_factors changes them). */
 DLA_API dla_status dla_layer_add_learnable(dla_layer_init *init, const char *name, int ndims,
                                            const int64_t *dims, const char *initializer,
