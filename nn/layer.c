@@ -21,7 +21,7 @@ static const dla__layer_kind *const kinds[] = {
     &dla__kind_layernorm, &dla__kind_groupnorm, &dla__kind_instancenorm,
     &dla__kind_feature_input, &dla__kind_tconv1d, &dla__kind_tconv2d,
     &dla__kind_self_attention, &dla__kind_gru, &dla__kind_sinusoidal,
-    &dla__kind_position_embedding, &dla__kind_resize2d,
+    &dla__kind_position_embedding, &dla__kind_resize2d, &dla__kind_bilstm,
 };
 
 const dla__layer_kind *dla__layer_kind_find(const char *type)

@@ -121,12 +121,13 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
 
 dla_tensor *dla__recurrent_initial_state(const dla__props *p, int k, dla_tensor *current)
 {
-    (void)k;
+    (void)k, (void)p;
     /* On the state's own device: made on the current one, a network moved
      * with dla_net_to_device got a state its weights could not multiply
      * after dla_net_reset_state. */
     dla_device *prev = dla__nn_device_use(dla_tensor_device(current));
-    dla_tensor *z = dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(p->count, 1));
+    /* Its rows: H, or 2H for a bilstm's two directions. */
+    dla_tensor *z = dla_zeros(dla_tensor_dtype(current), "", DLA_DIMS(dla_tensor_dim(current, 1), 1));
     dla__nn_device_restore(prev);
     return z;
 }

@@ -270,7 +270,18 @@ dla_status dla__recurrent_keep_steps(const char *type, const dla__props *p, dla_
  * the new states are states[0..nstates-1]. */
 dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent *r,
                               int nstates, dla_tensor *const *states);
-/* Zeros of p->count x 1: a recurrent layer's initial state. */
+/* lstmLayer's options, checks, parameters and run, for one direction
+ * (lstm) or two (bilstm: 8H rows, the backward direction's after the
+ * forward one's, a 2H state and output). */
+extern const dla__field dla__lstm_fields[];
+dla_status dla__lstm_check(const char *type, const dla__props *p, const char *name);
+dla_status dla__lstm_init(const char *type, int dirs, const dla_layer *l, const dla__shape *in,
+                          dla__param_sink *sink);
+dla_status dla__lstm_forward(const char *type, int dirs, const dla__props *p, dla__call *c);
+dla_layer *dla__lstm_new(const dla__layer_kind *kind, int64_t num_hidden_units,
+                         const dla_lstm_layer_options *opts);
+/* Zeros of the current state's rows x 1: a recurrent layer's initial
+ * state. */
 dla_tensor *dla__recurrent_initial_state(const dla__props *p, int k, dla_tensor *current);
 /* Nonzero for a recurrent kind (its state's columns follow the batch,
  * and trainnet resets it between batches). */
@@ -285,7 +296,7 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_sigmoid, dla__kind_swish, dla__kind_elu, dla__kind_gelu, dla__kind_layernorm,
     dla__kind_groupnorm, dla__kind_instancenorm, dla__kind_feature_input, dla__kind_tconv1d,
     dla__kind_tconv2d, dla__kind_self_attention, dla__kind_gru, dla__kind_sinusoidal,
-    dla__kind_position_embedding, dla__kind_resize2d;
+    dla__kind_position_embedding, dla__kind_resize2d, dla__kind_bilstm;
 
 /* ------------------------------------------------------------ initializers */
 

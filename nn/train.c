@@ -1267,7 +1267,8 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the network has no learnables");
     for (int i = 0; i < dla_net_layer_count(tr->net); i++)
         tr->has_recurrent |= !strcmp(dla_net_layer_type(tr->net, i), "lstm") ||
-                        !strcmp(dla_net_layer_type(tr->net, i), "gru");
+                             !strcmp(dla_net_layer_type(tr->net, i), "bilstm") ||
+                             !strcmp(dla_net_layer_type(tr->net, i), "gru");
     int64_t odims[DLA_MAX_DIMS];
     int ond = dla_net_activation(tr->net, dla_net_output_name(tr->net, 0), odims, tr->out_format);
     int cdim = 0;

@@ -270,15 +270,19 @@ static void normalization_and_smooth_layers_differentiate(void **state)
     dla_scope_end();
 }
 
+/* The LSTM's, and the bilstm's (both directions, each step's joined
+ * output or the last one). */
 static void lstm_gradients_match_finite_differences_in_both_output_modes(void **state)
 {
     (void)state;
     dla_scope_begin();
-    for (int last = 0; last < 2; last++) {
-        dla_rng_seed(6 + (uint64_t)last);
+    for (int k = 0; k < 4; k++) {
+        const int last = k & 1, bi = k >> 1;
+        dla_rng_seed(6 + (uint64_t)k);
+        const dla_lstm_layer_options o = {.output_mode = last ? "last" : "sequence"};
         dla_layer *l[] = {
             dla_sequence_input_layer(3, NULL),
-            dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = last ? "last" : "sequence"}),
+            bi ? dla_bilstm_layer(3, &o) : dla_lstm_layer(4, &o),
             dla_fc_layer(2, NULL),
         };
         dla_net *net = dla_net_create(3, l);

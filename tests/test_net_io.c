@@ -172,6 +172,27 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* A bilstm (8H-row learnables, a 2H state) between two LSTMs. */
+    dla_layer *bl[] = {dla_sequence_input_layer(3, NULL),
+                       dla_bilstm_layer(4, &(dla_lstm_layer_options){.name = "bi"}),
+                       dla_bilstm_layer(2, &(dla_lstm_layer_options){.output_mode = "last",
+                                                                     .bias_initializer = "narrow-normal"}),
+                       dla_fc_layer(2, NULL)};
+    net = dla_net_create(4, bl);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("bilstm.safetensors")), DLA_OK);
+    if (dla_net_load(path("bilstm.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    assert_same_values(dla_net_state(net), dla_net_state(back));
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "BiLSTM with 4 hidden units (OutputMode 'sequence')"));
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 5));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* The normalization and smooth layers with their options. */
     dla_layer *m[] = {
         dla_image_input_layer(6, 6, 4, &(dla_image_input_options){.normalization = "none"}),

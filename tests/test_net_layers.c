@@ -739,6 +739,98 @@ static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
     dla_scope_end();
 }
 
+/* bilstmLayer against two LSTMs written out: the forward one over x with
+ * rows 0..4H-1 of the learnables, the backward one over x reversed in
+ * time with rows 4H..8H-1; joined per step, [h_f(t); h_b(t)]. OutputMode
+ * "last" is the last step of that, and the state each direction's after
+ * its last step. Eager and replayed, sequence and last. */
+static void bilstm_matches_two_loops_written_out_in_both_output_modes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { C = 3, H = 2, NB = 2, NT = 4 };
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(C, NB, NT), 0.3, -1);
+    dla_net *net = one(dla_bilstm_layer(H, &(dla_lstm_layer_options){.name = "b"}), x);
+    assert_int_equal(dla_tensor_dim(dla_net_get(net, "b", "InputWeights"), 1), 8 * H);
+    assert_int_equal(dla_tensor_dim(dla_net_get(net, "b", "HiddenState"), 1), 2 * H);
+    /* unit-forget-gate in both directions */
+    dla_tensor *b0 = dla_net_get(net, "b", "Bias");
+    for (int i = 0; i < 8 * H; i++)
+        assert_true(dla_tensor_item(b0, i) == ((i >= H && i < 2 * H) || (i >= 5 * H && i < 6 * H)));
+    dla_tensor *w = set_ramp(net, "b", "InputWeights", 0.07, -0.3);
+    dla_tensor *r = set_ramp(net, "b", "RecurrentWeights", 0.05, -0.2);
+    dla_tensor *b = set_ramp(net, "b", "Bias", 0.1, -0.25);
+    double xh[C * NB * NT], xr[C * NB * NT], wh[8 * H * C], rh[8 * H * H], bh[8 * H];
+    dla_tensor_to_host(x, xh, sizeof xh);
+    dla_tensor_to_host(w, wh, sizeof wh);
+    dla_tensor_to_host(r, rh, sizeof rh);
+    dla_tensor_to_host(b, bh, sizeof bh);
+    double wd[2][4 * H * C], rd[2][4 * H * H], bd[2][4 * H];
+    for (int d = 0; d < 2; d++)
+        for (int row = 0; row < 4 * H; row++) {
+            for (int k = 0; k < C; k++)
+                wd[d][row + 4 * H * k] = wh[d * 4 * H + row + 8 * H * k];
+            for (int k = 0; k < H; k++)
+                rd[d][row + 4 * H * k] = rh[d * 4 * H + row + 8 * H * k];
+            bd[d][row] = bh[d * 4 * H + row];
+        }
+    for (int t = 0; t < NT; t++)
+        memcpy(xr + C * NB * t, xh + C * NB * (NT - 1 - t), sizeof *xr * C * NB);
+    double hf[H * NB] = {0}, cf[H * NB] = {0}, yf[H * NB * NT];
+    double hb[H * NB] = {0}, cb[H * NB] = {0}, yb[H * NB * NT];
+    lstm_reference(C, H, NB, NT, xh, wd[0], rd[0], bd[0], hf, cf, yf);
+    lstm_reference(C, H, NB, NT, xr, wd[1], rd[1], bd[1], hb, cb, yb);
+    double want_y[2 * H * NB * NT], want_last[2 * H * NB], want_h[2 * H * NB], want_c[2 * H * NB];
+    for (int t = 0; t < NT; t++)
+        for (int n = 0; n < NB; n++)
+            for (int u = 0; u < H; u++) {
+                want_y[u + 2 * H * (n + NB * t)] = yf[u + H * (n + NB * t)];
+                want_y[H + u + 2 * H * (n + NB * t)] = yb[u + H * (n + NB * (NT - 1 - t))];
+            }
+    for (int n = 0; n < NB; n++)
+        for (int u = 0; u < H; u++) {
+            want_last[u + 2 * H * n] = yf[u + H * (n + NB * (NT - 1))];
+            want_last[H + u + 2 * H * n] = yb[u + H * n]; /* its first step: x_T */
+            want_h[u + 2 * H * n] = hf[u + H * n];
+            want_h[H + u + 2 * H * n] = hb[u + H * n];
+            want_c[u + 2 * H * n] = cf[u + H * n];
+            want_c[H + u + 2 * H * n] = cb[u + H * n];
+        }
+    dla_tensor *want = dla_tensor_from_host(want_y, DLA_F64, "CBT", DLA_DIMS(2 * H, NB, NT));
+    dla_tensor *y, *st[2];
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_same(y, want);
+    assert_same(predict1(net, x), want);
+    assert_true(maxdiff(st[0], dla_tensor_from_host(want_h, DLA_F64, "", DLA_DIMS(2 * H, NB))) < 1e-12);
+    assert_true(maxdiff(st[1], dla_tensor_from_host(want_c, DLA_F64, "", DLA_DIMS(2 * H, NB))) < 1e-12);
+    /* Accelerated by default: the later calls replay its plan. */
+    for (int call = 0; call < 3; call++)
+        assert_same(predict1(net, x), want);
+    dla_net_set_accelerate(net, 0);
+    assert_same(predict1(net, x), want);
+    dla_net_free(net);
+    dla_net *last = one(dla_bilstm_layer(H, &(dla_lstm_layer_options){.name = "b",
+                                                                     .output_mode = "last"}), x);
+    dla_net_set(last, "b", "InputWeights", w);
+    dla_net_set(last, "b", "RecurrentWeights", r);
+    dla_net_set(last, "b", "Bias", b);
+    assert_int_equal(dla_net_forward(last, 1, &x, 1, &y, st, NULL), DLA_OK);
+    assert_string_equal(dla_tensor_format(y), "CB");
+    assert_true(maxdiff(y, dla_tensor_from_host(want_last, DLA_F64, "CB", DLA_DIMS(2 * H, NB))) < 1e-12);
+    assert_true(maxdiff(st[0], dla_tensor_from_host(want_h, DLA_F64, "", DLA_DIMS(2 * H, NB))) < 1e-12);
+    char buf[4096];
+    assert_true(dla_net_summary(last, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "BiLSTM with 2 hidden units (OutputMode 'last')"));
+    dla_net_free(last);
+    /* Its options are checked as the LSTM's, in its own name. */
+    dla_layer *bad = dla_bilstm_layer(H, &(dla_lstm_layer_options){.output_mode = "first"});
+    assert_non_null(dla_layer_error(bad));
+    if (!strstr(dla_layer_error(bad), "bilstm '': OutputMode \"first\""))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    dla_scope_end();
+}
+
 /* MATLAB [Y, state] = predict(net, X): an LSTM, dropout and a GRU in
  * inference mode. A sequence predicted in two halves, the state of the
  * first set before the second, gives the whole sequence's outputs and
@@ -1057,6 +1149,7 @@ int main(void)
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),
         TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
+        TU_TEST(bilstm_matches_two_loops_written_out_in_both_output_modes),
         TU_TEST(predict_state_carries_a_sequence_on_in_inference_mode),
         TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
         TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),

@@ -1082,6 +1082,34 @@ static void a_gru_network_trains_on_sequences(void **state)
     dla_tensor_release(t);
 }
 
+/* A bilstm network too (a backward direction over padded sequences):
+ * the loss falls, and its 2H-row state is back at one column. */
+static void a_bilstm_network_trains_on_sequences(void **state)
+{
+    (void)state;
+    dla_tensor *t;
+    dla_seqlist *seqs = drifts(96, &t);
+    dla_rng_seed(5);
+    dla_net *net = drift_classifier(dla_bilstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"}));
+    dla_net *trained;
+    dla_training_info *info;
+    dla_train_data d = {.sequences = seqs, .targets = t};
+    dla_training_options o = drift_options();
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) !=
+        DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(info->iterations, 36);
+    assert_true(info->training_loss[35] < 0.5 * info->training_loss[0]);
+    dla_tensor *hs = dla_net_get(trained, "bilstm_1", "HiddenState");
+    assert_int_equal(dla_tensor_dim(hs, 1), 8);
+    assert_int_equal(dla_tensor_dim(hs, 2), 1);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(seqs);
+    dla_tensor_release(t);
+}
+
 static void sequences_train_with_each_sequence_length(void **state)
 {
     (void)state;
@@ -2147,6 +2175,7 @@ int main(void)
         TU_TEST(learn_rate_factors_freeze_layers_in_trainnet),
         TU_TEST(checkpoints_of_an_lstm_network_load_back),
         TU_TEST(a_gru_network_trains_on_sequences),
+        TU_TEST(a_bilstm_network_trains_on_sequences),
         TU_TEST(sequence_to_sequence_targets_are_cut_into_chunks),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
     };

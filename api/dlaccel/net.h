@@ -406,6 +406,20 @@ typedef struct dla_lstm_layer_options {
 } dla_lstm_layer_options;
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
 
+/* MATLAB bilstmLayer(numHiddenUnits): an LSTM forward in time and one
+ * backward over the same "CBT" sequence, their hidden states joined, 2H
+ * channels: [h_f(t); h_b(t)] at each step. Learnables InputWeights 8H x
+ * InputSize, RecurrentWeights 8H x H and Bias 8H x 1, the forward
+ * direction's four gates' rows (as the LSTM's) then the backward one's;
+ * state HiddenState and CellState 2H x 1 (2H x N after a batch of N),
+ * the forward direction's then the backward one's, each after its last
+ * step (the backward one's after step 1). OutputMode "sequence" gives
+ * 2H x N x T; "last" the last time step of that sequence, 2H x N:
+ * [h_f(T); h_b(T)], where h_b(T) has seen x_T only. Options and
+ * initializers as the LSTM's ("glorot" and "orthogonal" weights with fan
+ * out 8H, "unit-forget-gate" in both directions). */
+DLA_API dla_layer *dla_bilstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
+
 /* MATLAB gruLayer(numHiddenUnits) on "CBT" sequences: learnables
  * InputWeights 3H x InputSize, RecurrentWeights 3H x H (reset, update,
  * candidate rows), Bias 3H x 1 (6H x 1 with ResetGateMode
