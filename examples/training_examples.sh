@@ -15,11 +15,12 @@
 #     norms).
 #   6 forecast: the loss falls; forecasting in open loop beats closed loop,
 #     which beats repeating the last observed value.
+#   7 waveform --bilstm: the same as 4 with a bilstm layer.
 ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-training-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE DLA_EXAMPLE_SMALL
-echo "1..6"
+echo "1..7"
 
 # The number after a label on the first line that has it: num "HitRate:" file
 num() {
@@ -115,9 +116,12 @@ grep -q "^accelerated: forward + backward .* Occupancy 1$" "$tmp/out" || bad="$b
 the accelerated layer did not replay one trace"
 ok_if 3 "slice_layer --small: forward, backward and accelerated; gradients match finite differences"
 
-# 4, 5. waveform with a self-attention layer, and with a transformer encoder
+# 4, 5, 7. waveform with a self-attention layer, with a transformer
+# encoder, and with a bilstm layer (7: after forecast, which was 6 first)
 n=4
-for variant in "attention:a selfAttentionLayer" "transformer:a transformer encoder"; do
+for variant in "attention:a selfAttentionLayer" "transformer:a transformer encoder" \
+               "bilstm:a bilstmLayer"; do
+    [ $n -eq 6 ] && n=7
     bad=
     "$ex/waveform" --small --${variant%%:*} >"$tmp/out" 2>&1
     status=$?

@@ -23,7 +23,8 @@
  * shortest sequence (SequenceLength "shortest"), shuffled every epoch in
  * the peer's order (numpy's default_rng(0)), 10 epochs.
  *
- *     waveform [--small] [--epochs N] [--chart PATH] [--seed N] [--attention | --transformer]
+ *     waveform [--small] [--epochs N] [--chart PATH] [--seed N]
+ *              [--attention | --transformer | --bilstm]
  *
  * --small (or DLA_EXAMPLE_SMALL=1): fewer epochs, for `make check`.
  * --attention: a selfAttentionLayer (2 heads, 16 key channels, causal)
@@ -33,6 +34,9 @@
  * self-attention (4 heads) and a feed-forward block, each added to its
  * input and layer-normalized, then the page's pooling and classifier;
  * 30 epochs unless --epochs says otherwise (10 left it near 55%).
+ * --bilstm: the network of MATLAB's "Sequence Classification Using Deep
+ * Learning" instead: a bilstmLayer (32 hidden units, OutputMode "last"),
+ * then the classifier.
  * --seed: the random stream's seed (default 0), which draws the initial
  * weights and the dropout masks; 70 iterations leave the accuracy
  * depending on it by several points either way, on both sides.
@@ -58,7 +62,7 @@ static dla_status weighted_ce(void *ctx, int nin, dla_tensor *const *in, int nou
     return dla_tensor_status(out[0]);
 }
 
-enum { PLAIN, ATTENTION, TRANSFORMER };
+enum { PLAIN, ATTENTION, TRANSFORMER, BILSTM };
 
 /* The page's network, with self-attention after the relu, or a
  * transformer encoder (a graph: its residual connections are made after
@@ -70,6 +74,12 @@ static dla_net *make_net(int variant)
     l[n++] = dla_sequence_input_layer(3, &(dla_sequence_input_options){
                                              .normalization = "zscore", .min_length = 10,
                                              .name = "in"});
+    if (variant == BILSTM) {
+        l[n++] = dla_bilstm_layer(32, &(dla_lstm_layer_options){.output_mode = "last"});
+        l[n++] = dla_fc_layer(CLASSES, NULL);
+        l[n++] = dla_softmax_layer(NULL);
+        return dla_net_create(n, l);
+    }
     if (variant == TRANSFORMER) {
         l[n++] = dla_fc_layer(32, &(dla_fc_layer_options){.name = "embed"});
         l[n++] = dla_sinusoidal_position_encoding_layer(32, NULL);
@@ -167,9 +177,11 @@ int main(int argc, char **argv)
             variant = ATTENTION;
         else if (!strcmp(argv[i], "--transformer"))
             variant = TRANSFORMER;
+        else if (!strcmp(argv[i], "--bilstm"))
+            variant = BILSTM;
         else {
             fprintf(stderr, "usage: %s [--small] [--epochs N] [--chart PATH] [--seed N] "
-                    "[--attention | --transformer]\n",
+                    "[--attention | --transformer | --bilstm]\n",
                     argv[0]);
             return 2;
         }
@@ -216,6 +228,9 @@ int main(int argc, char **argv)
     if (variant == ATTENTION)
         printf("network: the page's, with a selfAttentionLayer (2 heads, 16 key channels, "
                "causal) after the relu\n");
+    if (variant == BILSTM)
+        printf("network: a bilstmLayer (32 hidden units, OutputMode 'last'), then the "
+               "classifier\n");
     if (variant == TRANSFORMER)
         printf("network: a transformer encoder (32 channels, sinusoidal positions, 4 heads, "
                "feed-forward 64), then the page's pooling and classifier\n");

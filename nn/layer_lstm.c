@@ -160,12 +160,13 @@ dla_status dla__lstm_forward(const char *type, int dirs, const dla__props *p, dl
     const dla_dtype dt = dla_tensor_dtype(c->p[0]);
     dla_tensor *xs = dla_reshape(x, "", DLA_DIMS(ch, run.nb, run.nt));
     dla_tensor *ones = dla_tensor_to_device(dla_ones(dt, "", DLA_DIMS(1, run.nb)), dev);
-    /* A bilstm's steps of each direction, joined at the end; its output
-     * in "last" mode is the last step's, [h_f(T); h_b(T)], where h_b(T)
-     * is the backward direction's first step (MATLAB: "the last time step
-     * of the sequence"). */
+    /* A bilstm's steps of each direction, joined at the end. Its output
+     * in "last" mode is its state, as the LSTM's: each direction's final
+     * hidden state, [h_f(T); h_b(1)], both having seen the whole sequence
+     * (the last step of the joined sequence would give h_b(T), which has
+     * seen x_T alone). */
     dla_tensor **both = NULL;
-    if (dirs == 2) {
+    if (dirs == 2 && run.steps) {
         both = dla__nn_malloc(sizeof *both * (size_t)(2 * run.nt + 1));
         if (!both) {
             dla__nn_free(run.steps);
@@ -184,29 +185,21 @@ dla_status dla__lstm_forward(const char *type, int dirs, const dla__props *p, dl
         if (dla_tensor_dim(ht, 2) != run.nb)
             ht = dla_add(ht, dla_tensor_to_device(dla_zeros(dt, "", DLA_DIMS(h, run.nb)), dev));
         run_direction(wrb, xs, ones, h, run.nt, d == 1, &ht, &ct,
-                      dirs == 1 ? run.steps : both + d * run.nt);
+                      dirs == 1 ? run.steps : both ? both + d * run.nt : NULL);
         fin[d][0] = ht;
         fin[d][1] = ct;
     }
     if (dirs == 1)
         return dla__recurrent_end(p, c, &run, 2, (dla_tensor *[]){fin[0][0], fin[0][1]});
-    for (int64_t t = 0; run.steps && t < run.nt; t++)
+    for (int64_t t = 0; both && t < run.nt; t++)
         run.steps[t] = dla_cat(1, 2, (dla_tensor *[]){both[t], both[run.nt + t]});
-    dla_tensor *last = run.nt ? dla_cat(1, 2, (dla_tensor *[]){both[run.nt - 1],
-                                                               both[2 * run.nt - 1]})
-                              : NULL;
     dla__nn_free(both);
     dla_tensor *states[2];
     for (int k = 0; k < 2; k++)
         states[k] = dla_cat(1, 2, (dla_tensor *[]){fin[0][k], fin[1][k]});
     dla__props two = *p;
     two.count = 2 * h;
-    st = dla__recurrent_end(&two, c, &run, 2, states);
-    if (st == DLA_OK && strcmp(p->mode, "sequence")) {
-        c->y = dla_reshape(last, "CB", DLA_DIMS(2 * h, run.nb));
-        st = dla_tensor_status(c->y);
-    }
-    return st;
+    return dla__recurrent_end(&two, c, &run, 2, states);
 }
 
 static dla_status forward(const dla__props *p, dla__call *c)

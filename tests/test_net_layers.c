@@ -742,8 +742,8 @@ static void lstm_matches_a_loop_written_out_in_both_output_modes(void **state)
 /* bilstmLayer against two LSTMs written out: the forward one over x with
  * rows 0..4H-1 of the learnables, the backward one over x reversed in
  * time with rows 4H..8H-1; joined per step, [h_f(t); h_b(t)]. OutputMode
- * "last" is the last step of that, and the state each direction's after
- * its last step. Eager and replayed, sequence and last. */
+ * "last" and the state are each direction's after its last step,
+ * [h_f(T); h_b(1)]. Eager and replayed, sequence and last. */
 static void bilstm_matches_two_loops_written_out_in_both_output_modes(void **state)
 {
     (void)state;
@@ -790,7 +790,7 @@ static void bilstm_matches_two_loops_written_out_in_both_output_modes(void **sta
     for (int n = 0; n < NB; n++)
         for (int u = 0; u < H; u++) {
             want_last[u + 2 * H * n] = yf[u + H * (n + NB * (NT - 1))];
-            want_last[H + u + 2 * H * n] = yb[u + H * n]; /* its first step: x_T */
+            want_last[H + u + 2 * H * n] = hb[u + H * n]; /* after x_1: its last step */
             want_h[u + 2 * H * n] = hf[u + H * n];
             want_h[H + u + 2 * H * n] = hb[u + H * n];
             want_c[u + 2 * H * n] = cf[u + H * n];

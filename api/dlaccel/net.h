@@ -414,8 +414,10 @@ DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer
  * state HiddenState and CellState 2H x 1 (2H x N after a batch of N),
  * the forward direction's then the backward one's, each after its last
  * step (the backward one's after step 1). OutputMode "sequence" gives
- * 2H x N x T; "last" the last time step of that sequence, 2H x N:
- * [h_f(T); h_b(T)], where h_b(T) has seen x_T only. Options and
+ * 2H x N x T; "last" 2H x N, that state's hidden part [h_f(T); h_b(1)]
+ * (each direction's final hidden state, as the LSTM's "last" is its
+ * final hidden state; the sequence's last step would give h_b(T), which
+ * has seen x_T alone). Options and
  * initializers as the LSTM's ("glorot" and "orthogonal" weights with fan
  * out 8H, "unit-forget-gate" in both directions). */
 DLA_API dla_layer *dla_bilstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
