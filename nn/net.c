@@ -319,7 +319,9 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
         long k = 0;
         if (!strcmp(slash, "/in") && l->nin == 1)
             k = 1;
-        else if (!strncmp(slash, "/in", 3) && slash[3])
+        /* Digits from 1 on: strtol alone took "in01", "in+1" and "in 1"
+         * for in1, names MATLAB refuses. */
+        else if (!strncmp(slash, "/in", 3) && slash[3] >= '1' && slash[3] <= '9')
             k = strtol(slash + 3, &end, 10);
         if (k < 1 || k > l->nin || (end && *end))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' has "

@@ -191,6 +191,17 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     assert_int_equal(dla_net_connect(net, "r2", "add/in2"), DLA_OK);
     assert_int_equal(dla_net_connect(net, "r2", "add/in2"), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_net_connect(net, "r2", "add/in3"), DLA_ERR_INVALID_ARGUMENT);
+    /* Only in1, in2: not in02, in+2 or in 2 for in2 (free in this one). */
+    dla_layer *c2[] = {dla_relu_layer(&(dla_layer_options){.name = "r1"}),
+                       dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+    dla_net *pair_net = dla_net_create(2, c2);
+    assert_non_null(pair_net);
+    static const char *const odd[] = {"add/in02", "add/in+2", "add/in 2", "add/in0", "add/in-2"};
+    for (int k = 0; k < 5; k++)
+        if (dla_net_connect(pair_net, "r1", odd[k]) != DLA_ERR_INVALID_ARGUMENT)
+            fail_msg("%s taken", odd[k]);
+    assert_int_equal(dla_net_connect(pair_net, "r1", "add/in2"), DLA_OK);
+    dla_net_free(pair_net);
     assert_int_equal(dla_net_connect(net, "nope", "r1"), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "cycle"));
