@@ -26,3 +26,13 @@ tests_test_hooks_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -pthread
 tests_test_hooks_LDADD = $(CMOCKA_LIBS) -lpthread
 TESTS += tests/test_hooks tests/core_arrows.sh
 EXTRA_DIST += tests/core_arrows.sh
+
+# Random functions of three dims (reductions, views, results that are
+# inputs or views, two shapes in one cache, results kept across calls),
+# planned against eager; plan_variants.sh runs it under each DLACCEL_PLAN.
+check_PROGRAMS += tests/test_plan_differential
+tests_test_plan_differential_SOURCES = tests/test_plan_differential.c tests/testutil.h
+tests_test_plan_differential_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_plan_differential_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+TESTS += tests/test_plan_differential tests/plan_variants.sh
+EXTRA_DIST += tests/plan_variants.sh
