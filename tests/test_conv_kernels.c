@@ -91,6 +91,9 @@ static void put(dla_dtype t, void *p, int64_t i, double v)
         ((float *)p)[i] = (float)v;
 }
 
+/* What dbuf_init's values in -1..1 are multiplied by. */
+static double value_scale = 1.0;
+
 /* A device buffer of n elements with its host image. */
 typedef struct dbuf {
     dla_device *dev;
@@ -106,7 +109,7 @@ static void dbuf_init(dbuf *b, dla_device *dev, dla_dtype t, int64_t n)
     b->host = calloc((size_t)b->n, dsize(t));
     assert_non_null(b->host);
     for (int64_t i = 0; i < b->n; i++)
-        put(t, b->host, i, rnd_unif(-1, 1));
+        put(t, b->host, i, value_scale * rnd_unif(-1, 1));
     if (dla_device_table(dev)->mem_alloc(dla_device_context(dev), (size_t)b->n * dsize(t),
                                          &b->mem) != DLA_OK)
         fail_msg("%s: mem_alloc: %s", dla_device_name(dev), dla_last_error());
@@ -180,6 +183,12 @@ typedef struct conv_case {
     int nsp, bias, strided;
     int64_t B, C, F, G;
     int64_t in[3], out[3], fs[3], st[3], dl[3], pb[3];
+    /* The magnitude of x, w and y (dY) values; 0: 1. */
+    double scale[3];
+    /* Elements of x, w and y (dY) made +Inf, -Inf, NaN in turn. */
+    int poison[3];
+    /* Directions to run (bit d: forward, backward data, filter); 0: all. */
+    int dirs;
 } conv_case;
 
 static void describe(const dla_device *dev, const char *kernel, const conv_case *c)
@@ -313,6 +322,23 @@ static void check_epilogue(dla_device *dev, const dla_conv_args *a, int bwd, con
     tb->mem_free(ctx, ms), tb->mem_free(ctx, mr), tb->mem_free(ctx, mz);
 }
 
+/* n elements of the view v of b at random places made +Inf, -Inf, NaN in
+ * turn, on the host and the device. */
+static void poison_view(dbuf *b, const dla_view *v, int n)
+{
+    static const double vals[3] = {INFINITY, -INFINITY, NAN};
+    for (int k = 0; k < n; k++) {
+        int64_t id[DLA_MAX_DIMS];
+        for (int d = 0; d < v->ndims; d++)
+            id[d] = rnd_int(0, v->dims[d] - 1);
+        put(b->dtype, b->host, at(v, id), vals[k % 3]);
+    }
+    if (n > 0 &&
+        dla_device_table(b->dev)->copy_to_device(dla_device_context(b->dev), b->mem, 0, b->host,
+                                                 (size_t)b->n * dsize(b->dtype)) != DLA_OK)
+        fail_msg("%s: copy_to_device: %s", dla_device_name(b->dev), dla_last_error());
+}
+
 /* Runs one case of every direction on dev and compares with the loops. */
 static void run_case(dla_device *dev, const conv_case *c)
 {
@@ -333,9 +359,16 @@ static void run_case(dla_device *dev, const conv_case *c)
         a.stride[i] = c->st[i], a.dilation[i] = c->dl[i], a.pad_begin[i] = c->pb[i];
     }
     dbuf bx, bw, by, bb;
+    value_scale = c->scale[0] ? c->scale[0] : 1.0;
     dbuf_init(&bx, dev, t, make_view(&a.x, t, n + 2, xd, c->strided));
+    value_scale = c->scale[1] ? c->scale[1] : 1.0;
     dbuf_init(&bw, dev, t, make_view(&a.w, t, n + 3, wd, c->strided));
+    value_scale = c->scale[2] ? c->scale[2] : 1.0;
     dbuf_init(&by, dev, t, make_view(&a.y, t, n + 2, yd, c->strided));
+    value_scale = 1.0;
+    poison_view(&bx, &a.x, c->poison[0]);
+    poison_view(&bw, &a.w, c->poison[1]);
+    poison_view(&by, &a.y, c->poison[2]);
     const int64_t bd[2] = {1, c->F};
     dbuf_init(&bb, dev, t, make_view(&a.bias, t, 2, bd, c->strided));
     a.x.mem = bx.mem, a.w.mem = bw.mem, a.y.mem = by.mem, a.bias.mem = c->bias ? bb.mem : NULL;
@@ -403,6 +436,8 @@ static void run_case(dla_device *dev, const conv_case *c)
     const int64_t terms[3] = {terms_y, terms_x, terms_w};
     const dla_view *views[3] = {&a.y, &a.x, &a.w};
     for (int d = 0; d < 3; d++) {
+        if (c->dirs && !(c->dirs >> d & 1))
+            continue;
         if (!fns[d] || (dla_device_table(dev)->supports &&
                         !dla_device_table(dev)->supports(dla_device_context(dev), kernels[d], t)))
             continue;
@@ -448,14 +483,16 @@ static void run_case(dla_device *dev, const conv_case *c)
         const double eps = t == DLA_F64 ? 2.3e-16 : 1.2e-7;
         double big = 0;
         for (int64_t i = 0; normwise && i < ob->n; i++)
-            if (covered[i] && mags[d][i] > big)
+            if (covered[i] && mags[d][i] > big && isfinite(mags[d][i]))
                 big = mags[d][i];
         for (int64_t i = 0; i < ob->n; i++) {
             const double g = get(t, got, i);
             const double want = covered[i] ? refs[d][i] : get(t, junk, i);
             const double tol =
                 covered[i] ? 4.0 * (double)(terms[d] + 4) * eps * (mags[d][i] + big) + 1e-300 : 0;
-            if (!(fabs(g - want) <= tol))
+            /* Inf and NaN inputs: the same Inf, or NaN, where the sums
+             * meet them; elsewhere the finite sums. */
+            if (isnan(want) ? !isnan(g) : isinf(want) ? g != want : !(fabs(g - want) <= tol))
                 fail_msg("%s: element %lld is %.9g, expected %.9g (%s)", what, (long long)i, g,
                          want, covered[i] ? "in the view" : "outside the view: must not change");
         }
@@ -915,6 +952,58 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
                  differ[0], cases, differ[1], differ[2]);
 }
 
+/* 3x3 layers Winograd would take, with inputs near FLT_MAX: x (forward
+ * and filter gradient) or dY (input and filter gradient) of magnitudes up
+ * to 3e38 against weights and the other operand of 1e-6, so that every
+ * direct sum stays finite (1e35 at most). Winograd's transforms add
+ * inputs before they multiply (two neighbours of 3e38 make Inf, then Inf
+ * - Inf NaN): the cpu plugin gave Inf and NaN there. Also the largest
+ * magnitudes that still take Winograd (just under its bound of FLT_MAX /
+ * 8 on x, against weights of 1e-30), which must not overflow either, and
+ * weights of 1e37 (every image past the bound on x: direct sums). */
+static void three_by_three_layers_with_inputs_near_flt_max_stay_finite(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 8; i++) {
+        conv_case c;
+        winograd_case(&c, 8, 9);
+        c.G = 1, c.C = 8, c.F = 9, c.strided = i % 2;
+        for (int d = 0; d < 2; d++) {
+            c.in[d] = rnd_int(4, 9), c.pb[d] = 1;
+            c.out[d] = c.in[d];
+        }
+        c.scale[0] = i < 2 ? 3e38 : i < 4 ? 1e-6 : i < 6 ? 4.2e37 : 1;
+        c.scale[1] = i < 4 ? 1e-6 : i < 6 ? 1e-30 : 1e37;
+        c.scale[2] = i < 2 ? 1e-6 : i < 4 ? 3e38 : i < 6 ? 4.2e37 : 1;
+        /* x and dY both 4.2e37: their products overflow any dW sum. */
+        c.dirs = i >= 4 && i < 6 ? 3 : 0;
+        on_every_device(&c);
+    }
+}
+
+/* The same layers with a few elements of x (forward) or dY (backward
+ * data) +Inf, -Inf or NaN: the direct sums give Inf or NaN in the outputs
+ * whose windows hold them and finite values elsewhere. Winograd's
+ * transforms spread each over its whole 4x4 input tile (0 times Inf, Inf
+ * - Inf): the cpu plugin gave NaN in outputs whose sums never meet them,
+ * and NaN for an Inf. With the epilogue too (run_case). */
+static void three_by_three_layers_with_inf_and_nan_inputs_match_the_direct_sums(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 8; i++) {
+        conv_case c;
+        winograd_case(&c, 8, 12);
+        c.G = 1, c.strided = i % 2;
+        for (int d = 0; d < 2; d++) {
+            c.in[d] = rnd_int(4, 12), c.pb[d] = 1;
+            c.out[d] = c.in[d];
+        }
+        c.dirs = i < 4 ? 1 : 2;
+        c.poison[i < 4 ? 0 : 2] = i % 4 == 3 ? 1 : 3;
+        on_every_device(&c);
+    }
+}
+
 static void the_digit_cnn_layers_match_at_batches_of_3_and_9(void **state)
 {
     (void)state;
@@ -1088,6 +1177,8 @@ int main(void)
         cmocka_unit_test(three_by_three_cases_of_large_images_match),
         cmocka_unit_test(stride_two_rows_of_many_outputs_match),
         cmocka_unit_test(stride_one_cases_of_large_batches_match),
+        cmocka_unit_test(three_by_three_layers_with_inputs_near_flt_max_stay_finite),
+        cmocka_unit_test(three_by_three_layers_with_inf_and_nan_inputs_match_the_direct_sums),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),

@@ -104,12 +104,17 @@ typedef struct dla__cpu_conv_taps {
 /* The pass by Winograd's F(2x2, 3x3) with AVX-512 (conv_winograd.c).
  * DLA_ERR_UNSUPPORTED (without a message) when it does not apply or would
  * not pay: filters other than 3x3 with dilation 1 over 2 spatial dims,
- * fewer than 8 channels in or out, fewer images than threads, or
- * DLACCEL_CPU_CONV=direct. Float only. */
+ * fewer than 8 channels in or out, fewer than 8 images, filters large
+ * enough to overflow its transforms (Inf or NaN among them), or
+ * DLACCEL_CPU_CONV=direct. Images whose inputs could overflow the
+ * transforms get their outputs from direct sums (conv_winograd.c's range
+ * section). Float only. */
 #if !DLA__CONV_F64
 dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k);
 /* Backward filter of the same 3x3 layers by F(2x2, 3x3) (conv_winograd.c),
- * on the same conditions. */
+ * on the same conditions; also DLA_ERR_UNSUPPORTED, dW written but to be
+ * written again, when its sums hold Inf or NaN (Inf or NaN in x or dY, or
+ * values near FLT_MAX that overflowed). */
 dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p);
 #endif
 

@@ -37,6 +37,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #include <cblas.h>
+#include <float.h>
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,170 @@ static void geom_init(geom *g, int64_t out0, int64_t out1)
 static int64_t padded_floats(const geom *g, int64_t nch)
 {
     return nch * 2 * (g->Ty + 1) * g->tl;
+}
+
+/* ---------------------------------------------------------------- range
+ *
+ * Winograd adds inputs before it multiplies, so inputs near FLT_MAX
+ * overflow its transforms where the direct sums do not (two neighbours of
+ * 3e38 in x made Inf, then Inf - Inf = NaN, in outputs whose direct sums
+ * were 1e32), and an Inf or NaN spreads over its whole tile (0 times it is
+ * NaN), where the direct sums put it only in the outputs whose windows
+ * hold it. So each image's inputs are checked as they are packed (their
+ * largest magnitude, magnitude_bits) against a bound that keeps every
+ * intermediate finite, and the images past it get their outputs from
+ * direct sums (direct_image, in place of unpack_image) before their
+ * epilogue: checking the outputs afterwards and redoing them would not
+ * do, as an epilogue may write over the convolution's input. The filters
+ * are checked once a call, and filters past their bound leave the call to
+ * the direct kernels.
+ *
+ * The bounds, from the transform matrices' largest row sums of absolute
+ * values: B^T's is 2, so |B^T d| <= 2 X and |V| <= 4 X (X: the image's
+ * largest magnitude); G's is 1.5, so |U| <= 2.25 W; a product sum over nci
+ * channels |M| <= 9 nci X W; A^T's is 3, so the output transform's
+ * intermediates and results are at most 3 and 9 |M|, 81 nci X W. Each
+ * bound is held to FLT_MAX / 2: the roundings of a chain of a few dozen
+ * operations add far less than a factor of 2 to the exact bound. A
+ * network's activations and gradients are dozens of orders of magnitude
+ * below, so only such inputs pay for the direct sums.
+ *
+ * The backward filter needs no bound: it has no epilogue and writes only
+ * dW, so it checks its sums dU instead (an overflow anywhere leaves Inf
+ * or NaN in them) and leaves the call to the direct kernels where one is
+ * not finite; its packing (x and dY both) then takes no magnitudes,
+ * which cost 2% of ResNet-20's 16-channel layer. */
+
+/* Magnitude bits of the largest float at most b (b >= 0). */
+static uint32_t bits_at_most(double b)
+{
+    float f = b >= (double)FLT_MAX ? FLT_MAX : (float)b;
+    if ((double)f > b)
+        f = nextafterf(f, 0.0f);
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+#define RANGE_MOST ((double)FLT_MAX / 2)
+
+/* The forward's bound on an image's magnitude bits, for filters of largest
+ * magnitude bits wbits (finite: filters_fit): 4 X and 81 nci X W at most
+ * RANGE_MOST. */
+static uint32_t forward_input_bound(uint32_t wbits, int64_t nci)
+{
+    const double w = (double)bits_float(wbits);
+    double b = RANGE_MOST / 4;
+    if (w > 0 && RANGE_MOST / (81.0 * (double)nci * w) < b)
+        b = RANGE_MOST / (81.0 * (double)nci * w);
+    return bits_at_most(b);
+}
+
+/* Whether filters of largest magnitude bits wbits transform finitely:
+ * 2.25 W at most RANGE_MOST (no Inf or NaN). */
+static int filters_fit(uint32_t wbits)
+{
+    return wbits < 0x7F800000u && 2.25 * (double)bits_float(wbits) <= RANGE_MOST;
+}
+
+/* The largest magnitude bits of n floats from p, 16 at a time. */
+static TGT uint32_t magnitude_of_block(const float *p, int64_t n)
+{
+    __m512i most = _mm512_setzero_si512();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        most = _mm512_max_epu32(most, _mm512_and_si512(_mm512_loadu_si512(p + i),
+                                                       _mm512_set1_epi32(0x7FFFFFFF)));
+    uint32_t m = _mm512_reduce_max_epu32(most);
+    for (; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, p + i, sizeof b);
+        b &= 0x7FFFFFFFu;
+        m = b > m ? b : m;
+    }
+    return m;
+}
+
+/* The largest magnitude bits among the pass's 3x3 taps. Where they fill
+ * a block of memory (the usual dense filters, either order of the taps,
+ * flipped or not), one vector sweep over it; else tap by tap. A loop of
+ * scalar loads over ResNet-20's 64 x 64 x 9 taps cost 0.5-1% of its
+ * 8x8 layer's call. */
+static TGT uint32_t filter_magnitude(const pass *q, const dla__cpu_conv_taps *k)
+{
+    int64_t st[5] = {k->s0 < 0 ? -k->s0 : k->s0, k->s1 < 0 ? -k->s1 : k->s1, k->sci, k->sco,
+                     k->sg};
+    int64_t sz[5] = {3, 3, q->nci, q->nco, q->G};
+    /* Sort by stride; dense when each stride is the sizes before it. */
+    for (int i = 1; i < 5; i++)
+        for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
+            const int64_t a = st[j], b = sz[j];
+            st[j] = st[j - 1], sz[j] = sz[j - 1], st[j - 1] = a, sz[j - 1] = b;
+        }
+    int64_t span = 1;
+    int dense = 1;
+    for (int i = 0; i < 5; i++) {
+        if (sz[i] > 1 && st[i] != span)
+            dense = 0;
+        span *= sz[i];
+    }
+    /* The block starts at the smallest offset: the taps' least (w points
+     * at the last tap when s0, s1 are negative). */
+    const float *base = k->w + (k->s0 < 0 ? 2 * k->s0 : 0) + (k->s1 < 0 ? 2 * k->s1 : 0);
+    if (dense && k->sci >= 0 && k->sco >= 0 && k->sg >= 0)
+        return magnitude_of_block(base, span);
+    uint32_t most = 0;
+    for (int64_t grp = 0; grp < q->G; grp++)
+        for (int64_t ci = 0; ci < q->nci; ci++)
+            for (int64_t co = 0; co < q->nco; co++) {
+                const float *w = k->w + grp * k->sg + ci * k->sci + co * k->sco;
+                for (int t = 0; t < 9; t++) {
+                    uint32_t b;
+                    memcpy(&b, &w[t % 3 * k->s0 + t / 3 * k->s1], sizeof b);
+                    b &= 0x7FFFFFFFu;
+                    most = b > most ? b : most;
+                }
+            }
+    return most;
+}
+
+/* The outputs of group grp of image b by the direct sums, in double and
+ * rounded once, plus the bias: the images whose inputs are past
+ * forward_input_bound. Scalar loops: only inputs near FLT_MAX, Inf or NaN
+ * come here. */
+static void direct_image(const pass *q, const dla__cpu_conv_taps *k, int64_t b, int64_t grp)
+{
+    const float *x = q->src + b * q->sb + grp * q->nci * q->sc;
+    float *y = q->dst + b * q->db + grp * q->nco * q->dc;
+    const float *w = k->w + grp * k->sg;
+    for (int64_t co = 0; co < q->nco; co++) {
+        const float bias = q->bias ? q->bias[(grp * q->nco + co) * q->bs] : 0.0f;
+        for (int64_t o1 = 0; o1 < q->out[1]; o1++)
+            for (int64_t o0 = 0; o0 < q->out[0]; o0++) {
+                double s = 0;
+                for (int64_t ci = 0; ci < q->nci; ci++)
+                    for (int64_t t1 = 0; t1 < 3; t1++) {
+                        const int64_t r = o1 + t1 - q->pb[1];
+                        if (r < 0 || r >= q->in[1])
+                            continue;
+                        for (int64_t t0 = 0; t0 < 3; t0++) {
+                            const int64_t c = o0 + t0 - q->pb[0];
+                            if (c < 0 || c >= q->in[0])
+                                continue;
+                            s += (double)x[ci * q->sc + r * q->ss[1] + c * q->ss[0]] *
+                                 (double)w[ci * k->sci + co * k->sco + t0 * k->s0 + t1 * k->s1];
+                        }
+                    }
+                y[co * q->dc + o1 * q->ds[1] + o0 * q->ds[0]] = (float)s + bias;
+            }
+    }
 }
 
 /* ------------------------------------------------------------ filters */
@@ -157,10 +323,21 @@ static TGT __m512i source_vector(const float *sr, int64_t k, int64_t n)
     return _mm512_setzero_si512();
 }
 
+/* The magnitudes of x's 16 floats as integers: the bits without the
+ * sign, whose order as integers is the magnitudes' order, Inf above every
+ * finite value and NaN above Inf. */
+static TGT __m512i magnitude_bits(__m512i x)
+{
+    return _mm512_and_si512(x, _mm512_set1_epi32(0x7FFFFFFF));
+}
+
 /* pack_planes for pack_in_one_sweep: padded column p is source column
  * p - pb[0] (pb[0] 1 or 0: the backward filter's dY), zero outside; the
- * planes get what the two sweeps give them. */
-static TGT void pack_rows_from_source(const geom *g, const image_src *is, float *planes)
+ * planes get what the two sweeps give them. Returns the largest magnitude
+ * bits (magnitude_bits) of what it read when `check` (a constant: no
+ * cost without), else 0. */
+static inline __attribute__((always_inline)) TGT uint32_t
+pack_rows_from_source(const geom *g, const image_src *is, float *planes, const int check)
 {
     const int64_t pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
     const int64_t r0 = pb1 < 0 ? -pb1 : 0, r1 = rows - pb1 < is->in[1] ? rows - pb1 : is->in[1];
@@ -170,6 +347,7 @@ static TGT void pack_rows_from_source(const geom *g, const image_src *is, float 
     const __m512i odd =
         _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     const __m512i zero = _mm512_setzero_si512();
+    __m512i most = zero;
     for (int64_t ci = 0; ci < is->nch; ci++)
         for (int64_t R = 0; R < rows; R++) {
             float *e = planes + (ci * 4 + (R & 1) * 2) * g->pl + (R >> 1) * g->L, *o = e + g->pl;
@@ -188,6 +366,10 @@ static TGT void pack_rows_from_source(const geom *g, const image_src *is, float 
             for (int64_t v = 0; v < vecs; v++) {
                 const __m512i s0 = source_vector(sr, 2 * v, n);
                 const __m512i s1 = source_vector(sr, 2 * v + 1, n);
+                /* One max on the chain through `most` a vector. */
+                if (check)
+                    most = _mm512_max_epu32(
+                        most, _mm512_max_epu32(magnitude_bits(s0), magnitude_bits(s1)));
                 const __m512 a = is->pb[0] ? _mm512_castsi512_ps(_mm512_alignr_epi32(s0, prev, 15))
                                            : _mm512_castsi512_ps(s0);
                 const __m512 b = is->pb[0] ? _mm512_castsi512_ps(_mm512_alignr_epi32(s1, s0, 15))
@@ -197,6 +379,7 @@ static TGT void pack_rows_from_source(const geom *g, const image_src *is, float 
                 _mm512_storeu_ps(o + 16 * v, _mm512_permutex2var_ps(a, odd, b));
             }
         }
+    return _mm512_reduce_max_epu32(most);
 }
 
 /* The channels of an image into planes (4 per channel, pl floats each),
@@ -208,14 +391,18 @@ static TGT void pack_rows_from_source(const geom *g, const image_src *is, float 
  * rows are not read with masked loads, which would spare the first sweep:
  * on this AMD CPU they made the packing twice as slow in the train step.
  * Plane rows are written in order with whole vectors: a row's tail spills
- * into the next row, which is written after it. */
-static TGT void pack_planes(const geom *g, const image_src *is, float *planes, float *padded)
+ * into the next row, which is written after it. Returns the largest
+ * magnitude bits (magnitude_bits) of the image when `check` (a
+ * constant), else 0: taken from the vectors the packing holds in
+ * registers anyway, two integer operations a vector, where a pass of its
+ * own over x cost 5% of a train step (the range section). */
+static inline __attribute__((always_inline)) TGT uint32_t
+pack_planes_body(const geom *g, const image_src *is, float *planes, float *padded,
+                 const int check)
 {
     const int64_t pb0 = is->pb[0], pb1 = is->pb[1], rows = 2 * (g->Ty + 1);
-    if (pack_in_one_sweep(g, is)) {
-        pack_rows_from_source(g, is, planes);
-        return;
-    }
+    if (pack_in_one_sweep(g, is))
+        return pack_rows_from_source(g, is, planes, check);
     const int64_t lo = pb0 < 0 ? -pb0 : 0;
     const int64_t hi = 2 * g->L - pb0 < is->in[0] ? 2 * g->L - pb0 : is->in[0];
     const int64_t r0 = pb1 < 0 ? -pb1 : 0, r1 = rows - pb1 < is->in[1] ? rows - pb1 : is->in[1];
@@ -235,6 +422,7 @@ static TGT void pack_planes(const geom *g, const image_src *is, float *planes, f
     const __m512i odd =
         _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     const int64_t vecs = (g->L + 15) / 16;
+    __m512i most = _mm512_setzero_si512();
     for (int64_t ci = 0; ci < is->nch; ci++)
         for (int64_t R = 0; R < rows; R++) {
             const float *row = padded + (ci * rows + R) * g->tl;
@@ -242,10 +430,28 @@ static TGT void pack_planes(const geom *g, const image_src *is, float *planes, f
             for (int64_t v = 0; v < vecs; v++) {
                 const __m512 a = _mm512_load_ps(row + 32 * v);
                 const __m512 b = _mm512_load_ps(row + 32 * v + 16);
+                if (check)
+                    most = _mm512_max_epu32(
+                        most, _mm512_max_epu32(magnitude_bits(_mm512_castps_si512(a)),
+                                               magnitude_bits(_mm512_castps_si512(b))));
                 _mm512_storeu_ps(e + 16 * v, _mm512_permutex2var_ps(a, even, b));
                 _mm512_storeu_ps(o + 16 * v, _mm512_permutex2var_ps(a, odd, b));
             }
         }
+    return _mm512_reduce_max_epu32(most);
+}
+
+/* pack_planes_body with the magnitude (the forward and backward data). */
+static TGT uint32_t pack_planes_checked(const geom *g, const image_src *is, float *planes,
+                                        float *padded)
+{
+    return pack_planes_body(g, is, planes, padded, 1);
+}
+
+/* pack_planes_body without (the backward filter checks its sums). */
+static TGT void pack_planes(const geom *g, const image_src *is, float *planes, float *padded)
+{
+    pack_planes_body(g, is, planes, padded, 0);
 }
 
 /* Element (i, j) of tile p of a channel's planes at p + off[i][j]. */
@@ -522,6 +728,8 @@ static TGT void unpack_planes(const pass *q, const geom *g, const float *yp, flo
 /* What a forward (or backward-data) call shares with its tasks. */
 typedef struct fwd_call {
     const pass *q;
+    const dla__cpu_conv_taps *k;
+    uint32_t xlim;  /* forward_input_bound: images past it go direct_image */
     geom g;
     tile_walk walk;
     const float *u; /* the transformed filters */
@@ -576,16 +784,18 @@ static void multiply(const fwd_call *c, const float *u, const float *v, float *m
         }
 }
 
-/* Group grp of image b into planes. */
-static void pack_image(const pass *q, const geom *g, int64_t b, int64_t grp, const bufs *t)
+/* Group grp of image b into planes; whether its inputs are past c's bound
+ * (then direct_image writes its outputs in place of unpack_image). */
+static int pack_image(const fwd_call *c, int64_t b, int64_t grp, const bufs *t)
 {
+    const pass *q = c->q;
     const image_src is = {.src = q->src + b * q->sb + grp * q->nci * q->sc,
                           .nch = q->nci,
                           .in = {q->in[0], q->in[1]},
                           .ss = {q->ss[0], q->ss[1]},
                           .sc = q->sc,
                           .pb = {q->pb[0], q->pb[1]}};
-    pack_planes(g, &is, t->planes, t->padded);
+    return pack_planes_checked(&c->g, &is, t->planes, t->padded) > c->xlim;
 }
 
 /* Group grp of image b from the output planes. */
@@ -605,7 +815,7 @@ static void fwd_run(const fwd_call *c, int64_t r, const bufs *t)
     for (int64_t grp = 0; grp < q->G; grp++) {
         const float *ug = c->u + grp * 16 * q->nci * q->nco;
         if (c->chunk < w->n) {
-            pack_image(q, g, b0, grp, t);
+            const int wide = pack_image(c, b0, grp, t);
             for (int64_t k0 = 0; k0 < w->n; k0 += c->chunk) {
                 const int64_t k1 = k0 + c->chunk < w->n ? k0 + c->chunk : w->n;
                 const int64_t d0 = w->dst[k0], nt = tile_walk_at(w, k1) - d0;
@@ -614,18 +824,26 @@ static void fwd_run(const fwd_call *c, int64_t r, const bufs *t)
                 multiply(c, ug, t->v, t->m, up_to(nt, c->step));
                 transform_outputs_run(g, q->nco, t->m, c->rs, -d0, w, k0, k1, t->yp);
             }
-            unpack_image(q, g, b0, grp, t);
+            if (wide)
+                direct_image(q, c->k, b0, grp);
+            else
+                unpack_image(q, g, b0, grp, t);
             continue;
         }
+        /* n <= K <= RUN_TILES */
+        unsigned char wide[RUN_TILES];
         for (int64_t j = 0; j < n; j++) {
-            pack_image(q, g, b0 + j, grp, t);
+            wide[j] = (unsigned char)pack_image(c, b0 + j, grp, t);
             transform_inputs_run(g, q->nci, t->planes, w, 0, w->n,
                                  &(run_out){t->v, c->rs, j * w->tiles});
         }
         multiply(c, ug, t->v, t->m, up_to(n * w->tiles, c->step));
         for (int64_t j = 0; j < n; j++) {
             transform_outputs_run(g, q->nco, t->m, c->rs, j * w->tiles, w, 0, w->n, t->yp);
-            unpack_image(q, g, b0 + j, grp, t);
+            if (wide[j])
+                direct_image(q, c->k, b0 + j, grp);
+            else
+                unpack_image(q, g, b0 + j, grp, t);
         }
     }
     /* Every group of the run's images is written. */
@@ -664,7 +882,10 @@ dla_status dla__cpu_conv_winograd(const pass *q, const dla__cpu_conv_taps *k)
         return DLA_ERR_UNSUPPORTED;
     if (q->B < MIN_IMAGES)
         return DLA_ERR_UNSUPPORTED;
-    fwd_call c = {.q = q};
+    const uint32_t wbits = filter_magnitude(q, k);
+    if (!filters_fit(wbits))
+        return DLA_ERR_UNSUPPORTED;
+    fwd_call c = {.q = q, .k = k, .xlim = forward_input_bound(wbits, q->nci)};
     c.g.nf = block_of(q->nco, FWD_MAX_NF);
     /* The micro-kernels for 1-6 filters take 4 vectors of tiles, 7-12
      * two; the blocks before the last are as large or one larger. */
@@ -891,16 +1112,19 @@ static void filter_task(const filter_call *c, int task, const filter_bufs *t)
 /* du[ci * 16 + pos], for the channels ci of output channel co of group
  * grp at position pos: the parts' sums added in part order (each pair's
  * sum the same whoever computes it, and whichever pairs a thread takes). */
-static void filter_part_sums(const filter_call *c, int64_t grp, int64_t co, int pos, double *du)
+static int filter_part_sums(const filter_call *c, int64_t grp, int64_t co, int pos, double *du)
 {
     const int64_t nci = c->p->g.Cg, nco = c->p->g.Fg;
     const int64_t at = ((grp * 16 + pos) * nco + co) * nci;
+    int inf_or_nan = 0;
     for (int64_t ci = 0; ci < nci; ci++) {
         float v = c->acc[0][at + ci];
         for (int i = 1; i < c->parts; i++)
             v += c->acc[i][at + ci];
+        inf_or_nan |= !isfinite(v);
         du[ci * 16 + pos] = v;
     }
+    return inf_or_nan;
 }
 
 /* dW[k0, k1] = sum over i, j of G[i][k1] G[j][k0] dU[i][j] (i the row,
@@ -987,6 +1211,7 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
         return h->error(DLA_ERR_OUT_OF_MEMORY, "cpu conv: cannot allocate the Winograd "
                         "backward-filter sums of %d threads", team);
     }
+    int inf_or_nan = 0;
 #pragma omp parallel num_threads(team)
     {
         filter_bufs t;
@@ -1000,13 +1225,13 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
         /* The parts' sums into dW, output channel by output channel
          * across the team (one thread took 12% of the 64-channel layer's
          * call over them); position by position, each reads its
-         * channels' sums in a row. */
+         * channels' sums in a row. Whether any is Inf or NaN. */
         double *du = du_all + omp_get_thread_num() * du_doubles;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) reduction(| : inf_or_nan)
         for (int64_t gc = 0; gc < k->G * k->Fg; gc++) {
             const int64_t grp = gc / k->Fg, co = gc % k->Fg;
             for (int pos = 0; pos < 16; pos++)
-                filter_part_sums(&c, grp, co, pos, du);
+                inf_or_nan |= filter_part_sums(&c, grp, co, pos, du);
             for (int64_t ci = 0; ci < k->Cg; ci++)
                 filter_out(p, grp, co, ci, du + ci * 16);
         }
@@ -1014,7 +1239,13 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
     h->free(du_all);
     dla__cpu_conv_scratch_free(mem);
     h->free(c.walk.src);
-    return DLA_OK;
+    /* An Inf or NaN among the sums dU: x or dY held Inf or NaN, or values
+     * near FLT_MAX overflowed a transform or a sum (an Inf stays Inf or
+     * NaN through every later add and product, and every V and dM element
+     * meets every channel's in the products, so it reaches the sums).
+     * The direct kernels take the call and write dW over ours: there is
+     * no epilogue, and x and dY are as they were. */
+    return inf_or_nan ? DLA_ERR_UNSUPPORTED : DLA_OK;
 }
 
 #else /* not x86-64 with GCC or Clang */
