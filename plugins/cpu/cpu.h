@@ -54,6 +54,15 @@ static inline void dla__cpu_threads_check(void)
         dla__cpu_threads_apply();
 }
 
+/* Whether the team is likely still spinning: a parallel region of the
+ * plugin (a GEMM's tiles, a fused program) ended within a few
+ * microseconds. Waking a sleeping team costs tens of microseconds (a
+ * futex a thread), more than a small program saves by sharing; a
+ * spinning one joins at once. Only the choice of serial or shared rides
+ * on it, never the bits. */
+void dla__cpu_team_used(void);
+int dla__cpu_team_awake(void);
+
 /* ---- peers.c: the dlaccel processes of this user on this machine ---- */
 /* Registers this process; the count of them (itself included), or 0 when
  * that cannot be known (no /dev/shm). */

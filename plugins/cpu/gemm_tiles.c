@@ -109,6 +109,8 @@ static void tiles_of(int64_t m, int64_t n, int64_t k, int64_t *tm, int64_t *tn)
                        a + (trans_a ? r0 * lda : r0), (int)lda, b + (trans_b ? c0 : c0 * ldb),     \
                        (int)ldb, beta, c + r0 + c0 * ldc, (int)ldc);                               \
         }                                                                                          \
+        if (team > 1)                                                                              \
+            dla__cpu_team_used();                                                                  \
     }
 DEFINE_TILED(float, f32, cblas_sgemm)
 DEFINE_TILED(double, f64, cblas_dgemm)

@@ -183,3 +183,28 @@ void dla__cpu_threads_poll(void)
                                          "each",
                            n, n == 1 ? "" : "es", share_of(n), share_of(n) == 1 ? "" : "s");
 }
+
+/* A team that left a region this recently still spins: libgomp's threads
+ * spin GOMP_SPINCOUNT rounds (1000 by default here, core/omp_defaults.c:
+ * 10 to 30 us) before they sleep; the gap between two launches of a
+ * replay is a microsecond or two. */
+#define AWAKE_NS 8000
+
+static _Atomic long long team_left_ns;
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+void dla__cpu_team_used(void)
+{
+    atomic_store_explicit(&team_left_ns, now_ns(), memory_order_relaxed);
+}
+
+int dla__cpu_team_awake(void)
+{
+    return now_ns() - atomic_load_explicit(&team_left_ns, memory_order_relaxed) < AWAKE_NS;
+}
