@@ -785,6 +785,72 @@ static void multi_result_programs_store_each_register_as_its_launch_would(void *
         skip();
 }
 
+/* An LSTM's cell update: its gates are 128-row slices of a 512 x 64
+ * product (unit stride along a column, 512 between columns) and its cell
+ * state here a slice too, four inputs read in place in blocks of one
+ * column each; the bits of its steps launched one by one, with one
+ * thread and two. */
+static void an_lstm_gate_program_on_slices_gives_its_steps_bits(void **state)
+{
+    (void)state;
+    int tested = 0;
+    enum { H = 128, N = 64 };
+    const int saved = omp_get_max_threads();
+    for (int i = 0; i < dla_device_count(); i++) {
+        dla_device *dev = fused_device(i);
+        if (!dev)
+            continue;
+        float *z = malloc(sizeof *z * 4 * H * N), *c = malloc(sizeof *c * 2 * H * N);
+        float *got = malloc(sizeof *got * H * N), *want = malloc(sizeof *want * H * N);
+        for (int k = 0; k < 4 * H * N; k++)
+            z[k] = (float)(((k * 37) % 101) - 50) / 17.0f;
+        for (int k = 0; k < 2 * H * N; k++)
+            c[k] = (float)(((k * 13) % 29) - 14) / 7.0f;
+        dla_mem mz = dalloc(dev, sizeof *z * 4 * H * N), mc = dalloc(dev, sizeof *c * 2 * H * N),
+                my = dalloc(dev, sizeof *got * H * N);
+        upload(dev, mz, z, sizeof *z * 4 * H * N);
+        upload(dev, mc, c, sizeof *c * 2 * H * N);
+        const int64_t dims[2] = {H, N};
+        dla_fused_args a = {.struct_size = sizeof a, .dtype = DLA_F32, .ninputs = 4, .ninsns = 7};
+        a.y = dense(my, DLA_F32, 2, dims);
+        for (int g = 0; g < 3; g++) {
+            a.inputs[g] = dense(mz, DLA_F32, 2, dims);
+            a.inputs[g].offset = g * H;
+            a.inputs[g].strides[1] = 4 * H;
+        }
+        a.inputs[3] = dense(mc, DLA_F32, 2, dims);
+        a.inputs[3].offset = H;
+        a.inputs[3].strides[1] = 2 * H;
+        /* i f g; tanh(f c + i g) */
+        a.insns[0] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_SIGMOID, {-1, 0, 0}, 0, 0};
+        a.insns[1] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_SIGMOID, {-2, 0, 0}, 0, 0};
+        a.insns[2] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_TANH, {-3, 0, 0}, 0, 0};
+        a.insns[3] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_MUL, {1, -4, 0}, 0, 0};
+        a.insns[4] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_MUL, {0, 2, 0}, 0, 0};
+        a.insns[5] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_ADD, {3, 4, 0}, 0, 0};
+        a.insns[6] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_TANH, {5, 0, 0}, 0, 0};
+        snprintf(what, sizeof what, "%s LSTM gates", dla_device_name(dev));
+        run_by_launches(dev, &a);
+        download(dev, want, my, sizeof *want * H * N);
+        for (int t = 1; t <= 2; t++) {
+            omp_set_num_threads(t);
+            memset(got, 0xff, sizeof *got * H * N);
+            upload(dev, my, got, sizeof *got * H * N);
+            expect_ok(dla_device_table(dev)->fused(dla_device_context(dev), &a));
+            download(dev, got, my, sizeof *got * H * N);
+            assert_memory_equal(got, want, sizeof *got * H * N);
+        }
+        dla_mem all[] = {mz, mc, my};
+        for (int k = 0; k < 3; k++)
+            dla_device_table(dev)->mem_free(dla_device_context(dev), all[k]);
+        free(z), free(c), free(got), free(want);
+        tested++;
+    }
+    omp_set_num_threads(saved);
+    if (!tested)
+        skip();
+}
+
 static void the_cpu_plugin_has_the_fused_kernel(void **state)
 {
     int found = 0;
@@ -812,6 +878,7 @@ int main(void)
         cmocka_unit_test(short_rows_against_a_long_batch_and_large_spaces_match_too),
         cmocka_unit_test(summed_programs_match_the_program_written_out_and_summed),
         cmocka_unit_test(multi_result_programs_store_each_register_as_its_launch_would),
+        cmocka_unit_test(an_lstm_gate_program_on_slices_gives_its_steps_bits),
         cmocka_unit_test(malformed_programs_are_refused_with_a_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -216,15 +216,17 @@ _Static_assert(sizeof vv_f32s / sizeof vv_f32s[0] == DLA_BINARY_COUNT,
  * everywhere), or through a copy walked along its strides. */
 enum { AT_DENSE, AT_SCALAR, AT_WALK };
 
-/* Runs of dim 0 at least this long are blocks of their own when an input
- * would otherwise be walked: a block inside one run reads such an input
- * in place. */
-#define ROW_BLOCK_MIN 64
+/* Runs of dim 0 at least this long are blocks of their own when inputs
+ * would otherwise be walked, a block's worth of them a run: a block
+ * inside one run reads such an input in place. Shorter blocks cost their
+ * steps' calls more often: attention's 64-long runs of one walked input
+ * took 1.05x the time as blocks of their own. */
+#define ROW_BLOCK_MIN 128
 
 static void classify(space *sp, int nops, int ninputs, int *how)
 {
     const int64_t d0 = sp->dims[0], rows = sp->numel / d0;
-    int in_place = 0;
+    int64_t in_place = 0; /* inputs readable in place within a run */
     for (int op = 0; op < nops; op++) {
         int dense = 1, zero = 1;
         int64_t ds = 1;
@@ -234,14 +236,14 @@ static void classify(space *sp, int nops, int ninputs, int *how)
             ds *= sp->dims[d];
         }
         how[op] = dense ? AT_DENSE : zero ? AT_SCALAR : AT_WALK;
-        in_place |= op >= 1 && op <= ninputs && how[op] == AT_WALK &&
+        in_place += op >= 1 && op <= ninputs && how[op] == AT_WALK &&
                     (sp->strides[op][0] == 1 || sp->strides[op][0] == 0);
     }
     /* An LSTM's gates are 128-row slices of its 512-row product, each
      * column a unit-stride run: blocks of 4 runs gathered them (on one
      * thread, a quarter of the gate program's time), blocks of one run
      * read them where they are. */
-    if (d0 >= BLOCK || (in_place && d0 >= ROW_BLOCK_MIN)) {
+    if (d0 >= BLOCK || (d0 >= ROW_BLOCK_MIN && in_place * d0 >= BLOCK)) {
         sp->per_row = (d0 + BLOCK - 1) / BLOCK;
         sp->rows_per = 0;
         sp->blocks = rows * sp->per_row;
