@@ -839,6 +839,27 @@ static void outer_products(lowering *L)
  * alpha + beta, rounded once as the plugin rounds 1 * alpha + beta (the
  * loss's seed scaled by 1/N). value[b]/known[b]: buffer b holds value
  * everywhere (as its dtype). */
+/* The binary launch cl, an add, subtract or multiply whose operand a (ka)
+ * or else b holds c everywhere, as an affine of the other operand. */
+static void fold_binary(dla__cap_launch *cl, int ka, double c)
+{
+    dla__launch *l = &cl->l;
+    const dla_binary_args b = l->u.binary;
+    const dla__slot zs = cl->slot[0], xs = cl->slot[ka ? 2 : 1];
+    dla_unary_args u = {sizeof u, DLA_UNARY_AFFINE, 1.0, c, b.z, ka ? b.b : b.a};
+    if (b.op == DLA_BINARY_MUL)
+        u.alpha = c, u.beta = -0.0;
+    else if (b.op == DLA_BINARY_SUB && !ka)
+        u.beta = -c;
+    else if (b.op == DLA_BINARY_SUB)
+        u.alpha = -1.0;
+    l->kind = DLA__LAUNCH_UNARY;
+    l->u.unary = u;
+    memset(cl->slot, 0, sizeof cl->slot);
+    cl->slot[0] = zs;
+    cl->slot[1] = xs;
+}
+
 static void fold_fills(lowering *L, double *value, char *known)
 {
     for (int s = 0; s < L->nsteps; s++) {
@@ -854,23 +875,8 @@ static void fold_fills(lowering *L, double *value, char *known)
             const int ka = cl->slot[1].kind == DLA__SLOT_BUFFER && known[cl->slot[1].id];
             const int kb = cl->slot[2].kind == DLA__SLOT_BUFFER && known[cl->slot[2].id];
             const dla_binary_op op = l->u.binary.op;
-            if (ka != kb && (op == DLA_BINARY_ADD || op == DLA_BINARY_SUB || op == DLA_BINARY_MUL)) {
-                const double c = value[cl->slot[ka ? 1 : 2].id];
-                const dla_binary_args b = l->u.binary;
-                const dla__slot zs = cl->slot[0], xs = cl->slot[ka ? 2 : 1];
-                dla_unary_args u = {sizeof u, DLA_UNARY_AFFINE, 1.0, c, b.z, ka ? b.b : b.a};
-                if (op == DLA_BINARY_MUL)
-                    u.alpha = c, u.beta = -0.0;
-                else if (op == DLA_BINARY_SUB && kb)
-                    u.beta = -c;
-                else if (op == DLA_BINARY_SUB)
-                    u.alpha = -1.0;
-                l->kind = DLA__LAUNCH_UNARY;
-                l->u.unary = u;
-                memset(cl->slot, 0, sizeof cl->slot);
-                cl->slot[0] = zs;
-                cl->slot[1] = xs;
-            }
+            if (ka != kb && (op == DLA_BINARY_ADD || op == DLA_BINARY_SUB || op == DLA_BINARY_MUL))
+                fold_binary(cl, ka, value[cl->slot[ka ? 1 : 2].id]);
         }
         if (l->kind == DLA__LAUNCH_UNARY && l->u.unary.op == DLA_UNARY_AFFINE &&
             cl->slot[1].kind == DLA__SLOT_BUFFER && known[cl->slot[1].id] &&
@@ -1065,22 +1071,8 @@ static void partial_fills(lowering *L)
                 const dla_view *r = ka ? &l->u.binary.a : &l->u.binary.b;
                 if (ka != kb && r->dtype == fv.dtype &&
                     (op == DLA_BINARY_ADD || op == DLA_BINARY_SUB || op == DLA_BINARY_MUL) &&
-                    unwritten(part, nparts, r)) {
-                    const dla_binary_args ba = l->u.binary;
-                    const dla__slot zs = cl->slot[0], xs = cl->slot[ka ? 2 : 1];
-                    dla_unary_args u = {sizeof u, DLA_UNARY_AFFINE, 1.0, v, ba.z, ka ? ba.b : ba.a};
-                    if (op == DLA_BINARY_MUL)
-                        u.alpha = v, u.beta = -0.0;
-                    else if (op == DLA_BINARY_SUB && kb)
-                        u.beta = -v;
-                    else if (op == DLA_BINARY_SUB)
-                        u.alpha = -1.0;
-                    l->kind = DLA__LAUNCH_UNARY;
-                    l->u.unary = u;
-                    memset(cl->slot, 0, sizeof cl->slot);
-                    cl->slot[0] = zs;
-                    cl->slot[1] = xs;
-                }
+                    unwritten(part, nparts, r))
+                    fold_binary(cl, ka, v);
             }
             dla__field f[DLA__LAUNCH_MAX_FIELDS];
             const int n = dla__launch_fields(l, f);
