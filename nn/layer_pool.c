@@ -1,6 +1,8 @@
 /*
- * layer_pool.c - maxPooling2dLayer, averagePooling2dLayer and the global
- * pooling layers (1-D over "T" or one "S" dim, 2-D over two "S" dims).
+ * layer_pool.c - maxPooling1dLayer, averagePooling1dLayer (over one "S"
+ * dim, or "T" without one), maxPooling2dLayer, averagePooling2dLayer (two
+ * "S" dims) and the global pooling layers (1-D over "T" or one "S" dim,
+ * 2-D over two "S" dims).
  */
 #include "nn/nn.h"
 
@@ -18,16 +20,28 @@ static const dla__field pool_fields[] = {
     F("PaddingValue", DLA__F_STRING, option, 1),
     {NULL, 0, 0, 0},
 };
+/* A 1-D layer's: its pool and stride in size[0] and stride[0], Padding
+ * [left right] in padding[0..1] (MATLAB's order). */
+static const dla__field pool1d_fields[] = {
+    F("PoolSize", DLA__F_INT, size, 1),
+    F("Stride", DLA__F_INT, stride, 1),
+    F("Padding", DLA__F_INT, padding, 2),
+    F("PaddingMode", DLA__F_STRING, mode, 1),
+    F("PaddingValue", DLA__F_STRING, option, 1),
+    {NULL, 0, 0, 0},
+};
 static const dla__field no_fields[] = {{NULL, 0, 0, 0}};
 
-static dla_status pool_check(const dla__props *p, const char *name)
+/* The pool, stride and padding of a layer that pools over n dims (its
+ * padding before and after dim i in padding[2i], padding[2i + 1]). */
+static dla_status check_n(const dla__props *p, const char *name, int n)
 {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < n; i++)
         if (p->size[i] < 1 || p->size[i] > (1 << 20) || p->stride[i] < 1 || p->stride[i] > (1 << 20))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "pooling '%s': PoolSize %lld and Stride "
                                 "%lld (dim %d) must be in 1..2^20", name, (long long)p->size[i],
                                 (long long)p->stride[i], i + 1);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 2 * n; i++)
         if (p->padding[i] < 0 || p->padding[i] >= p->size[i / 2] || (p->mode[0] && p->padding[i]))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "pooling '%s': Padding %lld must be >= 0, "
                                 "smaller than the pool and not given with a padding mode", name,
@@ -41,6 +55,13 @@ static dla_status pool_check(const dla__props *p, const char *name)
     return DLA_OK;
 }
 
+static dla_status pool_check(const dla__props *p, const char *name) { return check_n(p, name, 2); }
+
+static dla_status pool1d_check(const dla__props *p, const char *name)
+{
+    return check_n(p, name, 1);
+}
+
 static dla_status check_2s(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)l;
@@ -52,10 +73,26 @@ static dla_status check_2s(const dla_layer *l, int nin, const dla__shape *in, dl
     return DLA_OK;
 }
 
-static dla_pool_options pool_opts(const dla__props *p)
+/* MATLAB's 1-D pooling layers pool over the "S" dim of "SCB" and "SCBT"
+ * data (every time step alone) and over "T" of "CBT" sequences, as
+ * dla_maxpool and dla_avgpool do. */
+static dla_status check_1p(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)l;
+    (void)nin;
+    (void)sink;
+    const int ns = dla__shape_count(in, 'S'), nt = dla__shape_count(in, 'T');
+    if (!(ns == 1 || (ns == 0 && nt == 1)))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 1-D pooling needs one \"S\" "
+                            "dim, or a \"T\" dim and no \"S\" dim", in->format);
+    return DLA_OK;
+}
+
+/* The op's options for a layer that pools over n dims. */
+static dla_pool_options pool_opts(const dla__props *p, int n)
 {
     dla_pool_options o = {0};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < n; i++) {
         o.stride[i] = p->stride[i];
         o.padding[0][i] = p->padding[2 * i];
         o.padding[1][i] = p->padding[2 * i + 1];
@@ -65,20 +102,25 @@ static dla_pool_options pool_opts(const dla__props *p)
     return o;
 }
 
-static dla_status max_forward(const dla__props *p, dla__call *c)
+static dla_status max_forward_n(const dla__props *p, dla__call *c, int n)
 {
-    dla_pool_options o = pool_opts(p);
+    dla_pool_options o = pool_opts(p, n);
     o.padding_value = NULL;
-    c->y = dla_maxpool(c->x[0], DLA_DIMS(p->size[0], p->size[1]), &o);
+    c->y = dla_maxpool(c->x[0], n, p->size, &o);
     return dla_tensor_status(c->y);
 }
 
-static dla_status avg_forward(const dla__props *p, dla__call *c)
+static dla_status avg_forward_n(const dla__props *p, dla__call *c, int n)
 {
-    dla_pool_options o = pool_opts(p);
-    c->y = dla_avgpool(c->x[0], DLA_DIMS(p->size[0], p->size[1]), &o);
+    dla_pool_options o = pool_opts(p, n);
+    c->y = dla_avgpool(c->x[0], n, p->size, &o);
     return dla_tensor_status(c->y);
 }
+
+static dla_status max_forward(const dla__props *p, dla__call *c) { return max_forward_n(p, c, 2); }
+static dla_status avg_forward(const dla__props *p, dla__call *c) { return avg_forward_n(p, c, 2); }
+static dla_status max1d_forward(const dla__props *p, dla__call *c) { return max_forward_n(p, c, 1); }
+static dla_status avg1d_forward(const dla__props *p, dla__call *c) { return avg_forward_n(p, c, 1); }
 
 static void describe(const char *what, const dla__props *p, char *buf, size_t size)
 {
@@ -93,6 +135,18 @@ static void describe(const char *what, const dla__props *p, char *buf, size_t si
              (long long)p->stride[1], pad);
 }
 
+static void describe_1d(const char *what, const dla__props *p, char *buf, size_t size)
+{
+    char pad[64];
+    if (p->mode[0])
+        snprintf(pad, sizeof pad, "'%s'", p->mode);
+    else
+        snprintf(pad, sizeof pad, "[%lld %lld]", (long long)p->padding[0],
+                 (long long)p->padding[1]);
+    snprintf(buf, size, "1-D %s pooling with pool size %lld, stride %lld and padding %s", what,
+             (long long)p->size[0], (long long)p->stride[0], pad);
+}
+
 static void max_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
@@ -104,6 +158,30 @@ static void avg_describe(const dla__props *p, const dla__shape *in, char *buf, s
     (void)in;
     describe("average", p, buf, size);
 }
+
+static void max1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    describe_1d("max", p, buf, size);
+}
+
+static void avg1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    describe_1d("average", p, buf, size);
+}
+
+const dla__layer_kind dla__kind_maxpool1d = {
+    .type = "maxPooling1d", .display = "1-D Max Pooling", .default_name = "maxpool1d",
+    .fields = pool1d_fields, .check = pool1d_check, .init = check_1p, .forward = max1d_forward,
+    .describe = max1d_describe,
+};
+
+const dla__layer_kind dla__kind_avgpool1d = {
+    .type = "averagePooling1d", .display = "1-D Average Pooling", .default_name = "avgpool1d",
+    .fields = pool1d_fields, .check = pool1d_check, .init = check_1p, .forward = avg1d_forward,
+    .describe = avg1d_describe,
+};
 
 const dla__layer_kind dla__kind_maxpool2d = {
     .type = "maxPooling2d", .display = "2-D Max Pooling", .default_name = "maxpool",
@@ -117,35 +195,65 @@ const dla__layer_kind dla__kind_avgpool2d = {
     .describe = avg_describe,
 };
 
-static dla_layer *make_pool(const dla__layer_kind *kind, int64_t ph, int64_t pw,
-                            const dla_pool_layer_options *opts, int avg)
+/* A pooling layer of kind over n dims (1 or 2): pool size[i], stride[i]
+ * (0: 1, MATLAB's default), padding before and after dim i in
+ * padding[2i], padding[2i + 1]. */
+static dla_layer *make_pool(const dla__layer_kind *kind, int n, const int64_t *size,
+                            const int64_t *stride, const int64_t *padding, const char *name,
+                            const char *padding_mode, const char *padding_value, int avg)
+{
+    dla__props p = {0};
+    for (int i = 0; i < n; i++) {
+        p.size[i] = size[i];
+        p.stride[i] = stride[i] ? stride[i] : 1;
+        p.padding[2 * i] = padding[2 * i];
+        p.padding[2 * i + 1] = padding[2 * i + 1];
+    }
+    dla_status st = dla__props_string(p.mode, padding_mode, "", "pooling: PaddingMode");
+    if (st == DLA_OK && !avg && padding_value)
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: PaddingValue is for average pooling",
+                          kind->type);
+    if (st == DLA_OK)
+        st = dla__props_string(p.option, padding_value, "zero", "pooling: PaddingValue");
+    return dla__layer_new(kind, name, 1, &p, st);
+}
+
+static dla_layer *make_pool2d(const dla__layer_kind *kind, int64_t ph, int64_t pw,
+                              const dla_pool_layer_options *opts, int avg)
 {
     dla_pool_layer_options o = opts ? *opts : (dla_pool_layer_options){0};
-    dla__props p = {0};
-    p.size[0] = ph;
-    p.size[1] = pw;
-    for (int i = 0; i < 2; i++)
-        p.stride[i] = o.stride[i] ? o.stride[i] : 1;
-    memcpy(p.padding, o.padding, sizeof p.padding);
-    dla_status st = dla__props_string(p.mode, o.padding_mode, "", "pooling: PaddingMode");
-    if (st == DLA_OK && !avg && o.padding_value)
-        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "maxPooling2d: PaddingValue is for average "
-                          "pooling");
-    if (st == DLA_OK)
-        st = dla__props_string(p.option, o.padding_value, "zero", "pooling: PaddingValue");
-    return dla__layer_new(kind, o.name, 1, &p, st);
+    return make_pool(kind, 2, (const int64_t[]){ph, pw}, o.stride, o.padding, o.name,
+                     o.padding_mode, o.padding_value, avg);
+}
+
+static dla_layer *make_pool1d(const dla__layer_kind *kind, int64_t pool_size,
+                              const dla_pool1d_layer_options *opts, int avg)
+{
+    dla_pool1d_layer_options o = opts ? *opts : (dla_pool1d_layer_options){0};
+    return make_pool(kind, 1, &pool_size, &o.stride, o.padding, o.name, o.padding_mode,
+                     o.padding_value, avg);
+}
+
+DLA_API dla_layer *dla_maxpool1d_layer(int64_t pool_size, const dla_pool1d_layer_options *opts)
+{
+    return make_pool1d(&dla__kind_maxpool1d, pool_size, opts, 0);
+}
+
+DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer_options *opts)
+{
+    return make_pool1d(&dla__kind_avgpool1d, pool_size, opts, 1);
 }
 
 DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts)
 {
-    return make_pool(&dla__kind_maxpool2d, pool_height, pool_width, opts, 0);
+    return make_pool2d(&dla__kind_maxpool2d, pool_height, pool_width, opts, 0);
 }
 
 DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts)
 {
-    return make_pool(&dla__kind_avgpool2d, pool_height, pool_width, opts, 1);
+    return make_pool2d(&dla__kind_avgpool2d, pool_height, pool_width, opts, 1);
 }
 
 /* ---------------------------------------------------------------- global */

@@ -167,6 +167,40 @@ static void conv1d_and_global_pooling_over_time_differentiate(void **state)
     dla_scope_end();
 }
 
+/* The 1-D pooling layers over "T" (windows that overlap, padding) and
+ * over the "S" dim of 1-D images. */
+static void one_d_pooling_layers_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    dla_layer *l[] = {
+        dla_sequence_input_layer(3, NULL),
+        dla_conv1d_layer(2, 3, &(dla_conv_layer_options){.padding_mode = "same"}),
+        dla_maxpool1d_layer(3, &(dla_pool1d_layer_options){.stride = 2, .padding = {1, 1}}),
+        dla_avgpool1d_layer(2, &(dla_pool1d_layer_options){.padding_mode = "same",
+                                                           .padding_value = "mean"}),
+        dla_fc_layer(2, NULL),
+    };
+    dla_net *net = dla_net_create(5, l);
+    assert_non_null(net);
+    check_net(net, dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 8)), 1);
+    dla_net_free(net);
+    dla_layer *s[] = {
+        dla_conv1d_layer(3, 2, &(dla_conv_layer_options){.name = "c"}),
+        dla_avgpool1d_layer(3, &(dla_pool1d_layer_options){.stride = 2, .padding = {0, 2}}),
+        dla_maxpool1d_layer(2, NULL),
+        dla_fc_layer(2, NULL),
+    };
+    net = dla_net_create(4, s);
+    assert_non_null(net);
+    dla_tensor *x = dla_randn(DLA_F64, "SCB", DLA_DIMS(9, 2, 3));
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* The per-observation normalizations and the smooth activations, on
  * images and on sequences (first and second derivatives, check_net). */
 static void normalization_and_smooth_layers_differentiate(void **state)
@@ -354,6 +388,7 @@ int main(void)
         TU_TEST(cnn_with_batchnorm_has_the_gradients_of_finite_differences),
         TU_TEST(graph_with_addition_and_concatenation_differentiates_every_branch),
         TU_TEST(conv1d_and_global_pooling_over_time_differentiate),
+        TU_TEST(one_d_pooling_layers_differentiate),
         TU_TEST(normalization_and_smooth_layers_differentiate),
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
         TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),

@@ -239,6 +239,29 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* 1-D pooling with its options, over "T". */
+    dla_layer *p1[] = {
+        dla_sequence_input_layer(3, NULL),
+        dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.padding_mode = "same"}),
+        dla_maxpool1d_layer(3, &(dla_pool1d_layer_options){.stride = 2, .padding = {1, 2}}),
+        dla_avgpool1d_layer(2, &(dla_pool1d_layer_options){.padding_mode = "same",
+                                                           .padding_value = "mean",
+                                                           .name = "avg"}),
+        dla_fc_layer(2, NULL)};
+    net = dla_net_create(5, p1);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("pool1d.safetensors")), DLA_OK);
+    if (dla_net_load(path("pool1d.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "1-D max pooling with pool size 3, stride 2 and padding [1 2]"));
+    assert_non_null(strstr(b, "1-D average pooling with pool size 2, stride 1 and padding 'same'"));
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 9));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* A GRU with a 6H bias, and its state. */
     dla_layer *gr[] = {dla_sequence_input_layer(3, NULL),
                        dla_gru_layer(4, &(dla_gru_layer_options){

@@ -563,6 +563,72 @@ static void pooling_layers_match_their_ops(void **state)
     dla_scope_end();
 }
 
+/* maxPooling1dLayer and averagePooling1dLayer: over "T" of "CBT" data,
+ * over "S" of "SCB" and "SCBT" data (each time step alone), the op's bits
+ * each time; 2-D data and bad options refused by name. */
+static void one_d_pooling_layers_match_their_ops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *s = ramp(DLA_F64, "CBT", DLA_DIMS(3, 2, 9), 0.7, -3);
+    dla_net *mt = one(dla_maxpool1d_layer(3, &(dla_pool1d_layer_options){
+        .stride = 2, .padding = {1, 0}}), s);
+    dla_tensor *y = predict1(mt, s);
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    assert_int_equal(dla_tensor_dim(y, 3), 4); /* floor((9 + 1 - 3) / 2) + 1 */
+    assert_same(y, dla_maxpool(s, DLA_DIMS(3), &(dla_pool_options){
+        .stride = {2}, .padding = {{1}, {0}}}));
+    dla_tensor *x = ramp(DLA_F64, "SCB", DLA_DIMS(7, 2, 3), 0.3, -1);
+    dla_net *as = one(dla_avgpool1d_layer(2, &(dla_pool1d_layer_options){
+        .stride = 2, .padding_mode = "same", .padding_value = "mean"}), x);
+    y = forward1(as, x);
+    assert_int_equal(dla_tensor_dim(y, 1), 4); /* ceil(7 / 2) */
+    assert_same(y, dla_avgpool(x, DLA_DIMS(2), &(dla_pool_options){
+        .stride = {2}, .padding_mode = "same", .padding_value = "mean"}));
+    /* "SCBT": S pooled, every time step alone. */
+    dla_tensor *st = ramp(DLA_F64, "SCBT", DLA_DIMS(6, 2, 2, 3), 0.9, -5);
+    dla_net *mst = one(dla_maxpool1d_layer(2, &(dla_pool1d_layer_options){.stride = 2}), st);
+    y = predict1(mst, st);
+    assert_string_equal(dla_tensor_format(y), "SCBT");
+    assert_int_equal(dla_tensor_dim(y, 1), 3);
+    assert_int_equal(dla_tensor_dim(y, 4), 3);
+    assert_same(y, dla_maxpool(st, DLA_DIMS(2), &(dla_pool_options){.stride = {2}}));
+    /* Images with two "S" dims and features without "S" or "T". */
+    dla_layer *l = dla_maxpool1d_layer(2, &(dla_pool1d_layer_options){.name = "p"});
+    dla_net *bad = dla_net_create(1, &l);
+    dla_tensor *img = ramp(DLA_F64, "SSCB", DLA_DIMS(4, 4, 1, 1), 1, 0);
+    assert_int_equal(dla_net_init(bad, 1, &img), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "layer 'p' (1-D Max Pooling): the input is "
+                                             "\"SSCB\"; 1-D pooling needs one \"S\" dim, or a "
+                                             "\"T\" dim and no \"S\" dim"));
+    dla_net_free(bad);
+    l = dla_avgpool1d_layer(2, NULL);
+    bad = dla_net_create(1, &l);
+    dla_tensor *cb = ramp(DLA_F64, "CB", DLA_DIMS(4, 3), 1, 0);
+    assert_int_equal(dla_net_init(bad, 1, &cb), DLA_ERR_FORMAT);
+    dla_net_free(bad);
+    l = dla_maxpool1d_layer(2, &(dla_pool1d_layer_options){.padding = {0, 2}});
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "Padding 2 must be >= 0, smaller than the pool"));
+    dla_layer_free(l);
+    l = dla_maxpool1d_layer(0, NULL);
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "PoolSize 0 and Stride 1 (dim 1) must be in 1..2^20"));
+    dla_layer_free(l);
+    l = dla_maxpool1d_layer(2, &(dla_pool1d_layer_options){.padding_value = "mean"});
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "maxPooling1d: PaddingValue is for average pooling"));
+    dla_layer_free(l);
+    l = dla_avgpool1d_layer(2, &(dla_pool1d_layer_options){.padding_mode = "causal"});
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "padding mode \"causal\"; use \"same\" or numbers"));
+    dla_layer_free(l);
+    dla_net *nets[] = {mt, as, mst};
+    for (int i = 0; i < 3; i++)
+        dla_net_free(nets[i]);
+    dla_scope_end();
+}
+
 static void fully_connected_and_flatten_match_their_ops(void **state)
 {
     (void)state;
@@ -1145,6 +1211,7 @@ int main(void)
         TU_TEST(smooth_activations_match_their_ops),
         TU_TEST(per_observation_normalizations_match_their_ops),
         TU_TEST(pooling_layers_match_their_ops),
+        TU_TEST(one_d_pooling_layers_match_their_ops),
         TU_TEST(fully_connected_and_flatten_match_their_ops),
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),

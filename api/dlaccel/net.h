@@ -348,6 +348,22 @@ DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
 DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts);
 
+/* Options of the 1-D pooling layers. */
+typedef struct dla_pool1d_layer_options {
+    const char *name;
+    int64_t stride;           /* 0: 1 (MATLAB's default) */
+    int64_t padding[2];       /* [left right]; MATLAB's scalar p is {p, p} */
+    const char *padding_mode; /* NULL or "same" */
+    const char *padding_value; /* averagePooling1d: NULL/"zero" or "mean" */
+} dla_pool1d_layer_options;
+/* MATLAB maxPooling1dLayer(poolSize) and averagePooling1dLayer(poolSize):
+ * over the "S" dim of "SCB" and "SCBT" data (each time step alone), or
+ * over "T" of "CBT" sequences, as dla_maxpool and dla_avgpool with one
+ * pooled dim (the pooled dim keeps its label). Each padding entry must be
+ * smaller than the pool; "same" gives ceil(length / stride) outputs. */
+DLA_API dla_layer *dla_maxpool1d_layer(int64_t pool_size, const dla_pool1d_layer_options *opts);
+DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer_options *opts);
+
 /* MATLAB globalMaxPooling1dLayer and globalAveragePooling1dLayer: over
  * "T" for "CBT" sequences, whose "T" dim is then dropped ("CB" out), or
  * over the "S" dim of "SCB" data (kept with size 1). globalMaxPooling2d
