@@ -4,7 +4,9 @@
  * per filter, padding by numbers, "same" or (1-D) "causal"; and their
  * transposed kinds (transposedConv1dLayer, transposedConv2dLayer) on
  * dla_transpconv: weights filter size x filters x channels, cropping by
- * numbers or "same". One code for the four: d spatial dims, t transposed.
+ * numbers or "same"; and groupedConvolution2dLayer, dla_conv with groups
+ * (channel-wise: one group per channel). One code for the five: d spatial
+ * dims, t transposed, g grouped.
  */
 #include "nn/nn.h"
 
@@ -64,15 +66,33 @@ static const dla__field tconv1d_fields[] = {
     {NULL, 0, 0, 0},
 };
 
-static const char *type_of(int d, int t)
+/* groupedConvolution2dLayer: NumFiltersPerGroup in count,
+ * NumChannelsPerGroup in channels (0: from the input), NumGroups in dim
+ * (DLA_CHANNEL_WISE: as many as the input has channels). */
+static const dla__field gconv2d_fields[] = {
+    F("FilterSize", DLA__F_INT, size, 2),
+    F("NumFiltersPerGroup", DLA__F_INT, count, 1),
+    F("NumChannelsPerGroup", DLA__F_INT, channels, 1),
+    F("NumGroups", DLA__F_INT, dim, 1),
+    F("Stride", DLA__F_INT, stride, 2),
+    F("DilationFactor", DLA__F_INT, dilation, 2),
+    F("Padding", DLA__F_INT, padding, 4),
+    F("PaddingMode", DLA__F_STRING, mode, 1),
+    F("WeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("BiasInitializer", DLA__F_STRING, init[1], 1),
+    {NULL, 0, 0, 0},
+};
+
+static const char *type_of(int d, int t, int g)
 {
-    return t ? (d == 2 ? "transposedConvolution2d" : "transposedConvolution1d")
-             : (d == 2 ? "convolution2d" : "convolution1d");
+    return g ? "groupedConvolution2d"
+           : t ? (d == 2 ? "transposedConvolution2d" : "transposedConvolution1d")
+               : (d == 2 ? "convolution2d" : "convolution1d");
 }
 
-static dla_status check(const dla__props *p, const char *name, int d, int t)
+static dla_status check_g(const dla__props *p, const char *name, int d, int t, int g)
 {
-    const char *type = type_of(d, t), *pad = t ? "Cropping" : "Padding";
+    const char *type = type_of(d, t, g), *pad = t ? "Cropping" : "Padding";
     /* A transposed layer has no DilationFactor (MATLAB's has none; its
      * props keep 1 when made, 0 when loaded, both 1 to dla_transpconv). */
     /* Stride and DilationFactor up to what dla_conv takes (2^31 - 1): a
@@ -92,9 +112,13 @@ static dla_status check(const dla__props *p, const char *name, int d, int t)
                                 type, name, i + 1, (long long)p->size[i], (long long)p->stride[i],
                                 (long long)p->dilation[i]);
     }
-    dla_status st = dla__layer_size(type, name, "NumFilters", p->count, 1, 1 << 24);
+    dla_status st = dla__layer_size(type, name, g ? "NumFiltersPerGroup" : "NumFilters",
+                                    p->count, 1, 1 << 24);
     if (st == DLA_OK)
-        st = dla__layer_size(type, name, "NumChannels", p->channels, 0, 1 << 24);
+        st = dla__layer_size(type, name, g ? "NumChannelsPerGroup" : "NumChannels", p->channels,
+                             0, 1 << 24);
+    if (st == DLA_OK && g && p->dim != DLA_CHANNEL_WISE)
+        st = dla__layer_size(type, name, "NumGroups", p->dim, 1, 1 << 24);
     if (st != DLA_OK)
         return st;
     for (int i = 0; i < 2 * d; i++)
@@ -120,12 +144,22 @@ static dla_status check(const dla__props *p, const char *name, int d, int t)
     return DLA_OK;
 }
 
+static dla_status check(const dla__props *p, const char *name, int d, int t)
+{
+    return check_g(p, name, d, t, 0);
+}
+
 static dla_status conv2d_check(const dla__props *p, const char *name) { return check(p, name, 2, 0); }
+static dla_status gconv2d_check(const dla__props *p, const char *name)
+{
+    return check_g(p, name, 2, 0, 1);
+}
 static dla_status conv1d_check(const dla__props *p, const char *name) { return check(p, name, 1, 0); }
 static dla_status tconv2d_check(const dla__props *p, const char *name) { return check(p, name, 2, 1); }
 static dla_status tconv1d_check(const dla__props *p, const char *name) { return check(p, name, 1, 1); }
 
-static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink *sink, int d, int t)
+static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_sink *sink, int d,
+                         int t, int g)
 {
     const dla__props *p = &l->props;
     int ns = dla__shape_count(in, 'S');
@@ -133,12 +167,23 @@ static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink
     int64_t c = dla__shape_dim(in, 'C');
     if (!ok || !c)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
-                            in->format, type_of(d, t),
+                            in->format, type_of(d, t, g),
                             d == 2 ? "two \"S\" dims" : "one \"S\" or \"T\" dim");
-    if (p->channels && p->channels != c)
-        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
-                            (long long)c, (long long)p->channels);
-    int64_t wd[4], bd[3];
+    /* Grouped: c in groups of c / G channels, each with its own
+     * NumFiltersPerGroup filters. */
+    const int64_t groups = !g ? 1 : p->dim == DLA_CHANNEL_WISE ? c : p->dim;
+    if (c % groups)
+        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, which %lld groups do "
+                            "not divide", (long long)c, (long long)groups);
+    if (g && p->count > ((int64_t)1 << 24) / groups)
+        return dla__nn_fail(DLA_ERR_SHAPE, "%lld groups of %lld filters are more than 2^24 "
+                            "filters", (long long)groups, (long long)p->count);
+    const int64_t cg = c / groups;
+    if (p->channels && p->channels != cg)
+        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels%s, %s is %lld",
+                            (long long)c, g ? " in groups of that many" : "",
+                            g ? "NumChannelsPerGroup" : "NumChannels", (long long)p->channels);
+    int64_t wd[5], bd[4];
     int nw = 0, nb = 0;
     double area = 1;
     for (int i = 0; i < d; i++) {
@@ -147,10 +192,18 @@ static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink
         bd[nb++] = 1;
     }
     /* Transposed: filters before channels, and the fans swapped (MATLAB's
-     * Glorot and He read filter area x NumFilters as the fan-in). */
-    wd[nw++] = t ? p->count : c;
+     * Glorot and He read filter area x NumFilters as the fan-in).
+     * Grouped: MATLAB's filter size x channels per group x filters per
+     * group x groups, the bias 1x1 x filters per group x groups, the fans
+     * those of one group. */
+    wd[nw++] = t ? p->count : cg;
     wd[nw++] = t ? c : p->count;
     bd[nb++] = p->count;
+    if (g) {
+        wd[nw++] = groups;
+        bd[nb++] = groups;
+    }
+    c = cg;
     const double fan_in = area * (double)(t ? p->count : c);
     const double fan_out = area * (double)(t ? c : p->count);
     dla_tensor *w = dla__init_tensor(p->init[0], sink, nw, wd, fan_in, fan_out);
@@ -159,6 +212,18 @@ static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink
         return st;
     dla_tensor *b = dla__init_tensor(p->init[1], sink, nb, bd, fan_in, fan_out);
     return dla__param_add(sink, "Bias", DLA__LEARNABLE, b, nb, bd, 0);
+}
+
+static dla_status init(const dla_layer *l, const dla__shape *in, dla__param_sink *sink, int d, int t)
+{
+    return init_g(l, in, sink, d, t, 0);
+}
+
+static dla_status gconv2d_init(const dla_layer *l, int nin, const dla__shape *in,
+                               dla__param_sink *sink)
+{
+    (void)nin;
+    return init_g(l, in, sink, 2, 0, 1);
 }
 
 static dla_status conv2d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
@@ -203,6 +268,8 @@ static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
 }
 
 static dla_status conv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 0); }
+/* The groups are in the weights' last dim, which dla_conv reads. */
+static dla_status gconv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 0); }
 static dla_status conv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1, 0); }
 static dla_status tconv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 1); }
 static dla_status tconv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1, 1); }
@@ -242,6 +309,23 @@ static void conv2d_describe(const dla__props *p, const dla__shape *in, char *buf
     describe(p, in, buf, size, 2, 0);
 }
 
+/* "4 groups of 8 3x3x2 convolutions with ...", as MATLAB's summary says
+ * it; "channel-wise groups of" before the input is known. */
+static void gconv2d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    const int64_t c = in ? dla__shape_dim(in, 'C') : 0;
+    const int64_t groups = p->dim != DLA_CHANNEL_WISE ? p->dim : c;
+    dla__props one = *p;
+    if (!one.channels && c && groups && c % groups == 0)
+        one.channels = c / groups;
+    char rest[192];
+    describe(&one, NULL, rest, sizeof rest, 2, 0);
+    if (groups)
+        snprintf(buf, size, "%lld groups of %s", (long long)groups, rest);
+    else
+        snprintf(buf, size, "channel-wise groups of %s", rest);
+}
+
 static void conv1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     describe(p, in, buf, size, 1, 0);
@@ -263,6 +347,12 @@ const dla__layer_kind dla__kind_conv2d = {
     .forward = conv2d_forward, .describe = conv2d_describe,
 };
 
+const dla__layer_kind dla__kind_gconv2d = {
+    .type = "groupedConvolution2d", .display = "2-D Grouped Convolution",
+    .default_name = "groupconv", .fields = gconv2d_fields, .check = gconv2d_check,
+    .init = gconv2d_init, .forward = gconv2d_forward, .describe = gconv2d_describe,
+};
+
 const dla__layer_kind dla__kind_conv1d = {
     .type = "convolution1d", .display = "1-D Convolution", .default_name = "conv1d",
     .fields = conv1d_fields, .check = conv1d_check, .init = conv1d_init,
@@ -281,8 +371,8 @@ const dla__layer_kind dla__kind_tconv1d = {
     .init = tconv1d_init, .forward = tconv1d_forward, .describe = tconv1d_describe,
 };
 
-static dla_layer *make(const dla__layer_kind *kind, int d, const int64_t *filter, int64_t filters,
-                       const dla_conv_layer_options *opts)
+static dla_layer *make_g(const dla__layer_kind *kind, int d, const int64_t *filter,
+                         int64_t filters, int64_t groups, const dla_conv_layer_options *opts)
 {
     dla_conv_layer_options o = opts ? *opts : (dla_conv_layer_options){0};
     dla__props p = {0};
@@ -295,6 +385,7 @@ static dla_layer *make(const dla__layer_kind *kind, int d, const int64_t *filter
     }
     p.count = filters;
     p.channels = o.num_channels;
+    p.dim = groups;
     dla_status st = dla__props_string(p.mode, o.padding_mode, "", "convolution: PaddingMode");
     if (st == DLA_OK)
         st = dla__props_string(p.init[0], o.weights_initializer, "glorot", "convolution: WeightsInitializer");
@@ -302,6 +393,20 @@ static dla_layer *make(const dla__layer_kind *kind, int d, const int64_t *filter
         st = dla__props_string(p.init[1], o.bias_initializer, "zeros", "convolution: BiasInitializer");
     dla_layer *l = dla__layer_new(kind, o.name, 1, &p, st);
     return l;
+}
+
+static dla_layer *make(const dla__layer_kind *kind, int d, const int64_t *filter, int64_t filters,
+                       const dla_conv_layer_options *opts)
+{
+    return make_g(kind, d, filter, filters, 0, opts);
+}
+
+DLA_API dla_layer *dla_grouped_conv2d_layer(int64_t filter_height, int64_t filter_width,
+                                            int64_t num_filters_per_group, int64_t num_groups,
+                                            const dla_conv_layer_options *opts)
+{
+    return make_g(&dla__kind_gconv2d, 2, (const int64_t[]){filter_height, filter_width},
+                  num_filters_per_group, num_groups, opts);
 }
 
 DLA_API dla_layer *dla_conv2d_layer(int64_t filter_height, int64_t filter_width, int64_t num_filters,

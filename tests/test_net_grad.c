@@ -201,6 +201,29 @@ static void one_d_pooling_layers_differentiate(void **state)
     dla_scope_end();
 }
 
+/* A depthwise separable block: channel-wise grouped convolution, then a
+ * 1x1 convolution; and two groups of two filters. */
+static void grouped_convolutions_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(10);
+    dla_layer *l[] = {
+        dla_image_input_layer(5, 5, 4, &(dla_image_input_options){.normalization = "none"}),
+        dla_grouped_conv2d_layer(3, 3, 1, DLA_CHANNEL_WISE,
+                                 &(dla_conv_layer_options){.padding_mode = "same"}),
+        dla_conv2d_layer(1, 1, 4, NULL),
+        dla_relu_layer(NULL),
+        dla_grouped_conv2d_layer(2, 2, 2, 2, &(dla_conv_layer_options){.stride = {2, 2}}),
+        dla_fc_layer(2, NULL),
+    };
+    dla_net *net = dla_net_create(6, l);
+    assert_non_null(net);
+    check_net(net, dla_randn(DLA_F64, "SSCB", DLA_DIMS(5, 5, 4, 2)), 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* The per-observation normalizations and the smooth activations, on
  * images and on sequences (first and second derivatives, check_net). */
 static void normalization_and_smooth_layers_differentiate(void **state)
@@ -389,6 +412,7 @@ int main(void)
         TU_TEST(graph_with_addition_and_concatenation_differentiates_every_branch),
         TU_TEST(conv1d_and_global_pooling_over_time_differentiate),
         TU_TEST(one_d_pooling_layers_differentiate),
+        TU_TEST(grouped_convolutions_differentiate),
         TU_TEST(normalization_and_smooth_layers_differentiate),
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
         TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),

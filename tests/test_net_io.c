@@ -262,6 +262,27 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Grouped and channel-wise convolutions. */
+    dla_layer *gc[] = {
+        dla_image_input_layer(6, 6, 4, &(dla_image_input_options){.normalization = "none"}),
+        dla_grouped_conv2d_layer(3, 3, 2, DLA_CHANNEL_WISE, &(dla_conv_layer_options){
+            .padding_mode = "same", .name = "dw"}),
+        dla_grouped_conv2d_layer(1, 1, 3, 2, &(dla_conv_layer_options){.name = "pw"})};
+    net = dla_net_create(3, gc);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("grouped.safetensors")), DLA_OK);
+    if (dla_net_load(path("grouped.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "4 groups of 2 3x3x1 convolutions"));
+    assert_non_null(strstr(b, "2 groups of 3 1x1x4 convolutions"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(6, 6, 4, 2));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* A GRU with a 6H bias, and its state. */
     dla_layer *gr[] = {dla_sequence_input_layer(3, NULL),
                        dla_gru_layer(4, &(dla_gru_layer_options){

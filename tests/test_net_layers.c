@@ -629,6 +629,70 @@ static void one_d_pooling_layers_match_their_ops(void **state)
     dla_scope_end();
 }
 
+/* groupedConvolution2dLayer: MATLAB's weight and bias layouts, dla_conv's
+ * bits with groups and channel-wise (one filter or two per channel), the
+ * summary, and inputs the groups do not fit refused by name. */
+static void grouped_convolution_layer_is_dla_conv_with_groups(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(6, 5, 4, 2), 0.3, -2);
+    dla_net *g2 = one(dla_grouped_conv2d_layer(3, 3, 3, 2, &(dla_conv_layer_options){
+        .padding_mode = "same", .name = "g"}), x);
+    dla_tensor *w = set_ramp(g2, "g", "Weights", 0.05, -0.7), *b = set_ramp(g2, "g", "Bias", 1, 0);
+    int64_t d[DLA_MAX_DIMS];
+    assert_int_equal(dla_tensor_dims(w, d), 5);
+    assert_int_equal(d[2], 2); /* channels per group */
+    assert_int_equal(d[3], 3); /* filters per group */
+    assert_int_equal(d[4], 2); /* groups */
+    assert_int_equal(dla_tensor_dims(b, d), 4);
+    assert_int_equal(d[2] * d[3], 6);
+    dla_tensor *y = predict1(g2, x);
+    assert_int_equal(dla_tensor_dim(y, 3), 6);
+    assert_same(y, dla_conv(x, w, b, &(dla_conv_options){.padding_mode = "same"}));
+    char sum[2048];
+    dla_net_summary(g2, sum, sizeof sum);
+    assert_non_null(strstr(sum, "2-D Grouped Convolution"));
+    assert_non_null(strstr(sum, "2 groups of 3 3x3x2 convolutions with stride [1 1] and padding "
+                                "'same'"));
+    /* Channel-wise with a multiplier of 2, strided: 8 channels out. */
+    dla_net *cw = one(dla_grouped_conv2d_layer(2, 3, 2, DLA_CHANNEL_WISE, &(dla_conv_layer_options){
+        .stride = {2, 1}, .name = "dw"}), x);
+    w = set_ramp(cw, "dw", "Weights", -0.1, 0.4);
+    b = set_ramp(cw, "dw", "Bias", 0.5, -1);
+    assert_int_equal(dla_tensor_dims(w, d), 5);
+    assert_int_equal(d[2], 1);
+    assert_int_equal(d[4], 4);
+    y = forward1(cw, x);
+    assert_int_equal(dla_tensor_dim(y, 3), 8);
+    assert_same(y, dla_conv(x, w, b, &(dla_conv_options){.stride = {2, 1}}));
+    dla_net_summary(cw, sum, sizeof sum);
+    assert_non_null(strstr(sum, "4 groups of 2 2x3x1 convolutions"));
+    /* Groups that do not divide the channels, a NumChannelsPerGroup that
+     * is not C / G, and NumGroups 0. */
+    dla_layer *l = dla_grouped_conv2d_layer(3, 3, 1, 3, &(dla_conv_layer_options){.name = "g3"});
+    dla_net *bad = dla_net_create(1, &l);
+    assert_int_equal(dla_net_init(bad, 1, &x), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'g3' (2-D Grouped Convolution): the input has "
+                                             "4 channels, which 3 groups do not divide"));
+    dla_net_free(bad);
+    l = dla_grouped_conv2d_layer(3, 3, 1, 2, &(dla_conv_layer_options){.num_channels = 4});
+    bad = dla_net_create(1, &l);
+    assert_int_equal(dla_net_init(bad, 1, &x), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "NumChannelsPerGroup is 4"));
+    dla_net_free(bad);
+    l = dla_grouped_conv2d_layer(3, 3, 1, 0, NULL);
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "NumGroups 0 must be positive"));
+    dla_layer_free(l);
+    l = dla_grouped_conv2d_layer(3, 3, 1, -2, NULL);
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    dla_layer_free(l);
+    dla_net_free(g2);
+    dla_net_free(cw);
+    dla_scope_end();
+}
+
 static void fully_connected_and_flatten_match_their_ops(void **state)
 {
     (void)state;
@@ -1212,6 +1276,7 @@ int main(void)
         TU_TEST(per_observation_normalizations_match_their_ops),
         TU_TEST(pooling_layers_match_their_ops),
         TU_TEST(one_d_pooling_layers_match_their_ops),
+        TU_TEST(grouped_convolution_layer_is_dla_conv_with_groups),
         TU_TEST(fully_connected_and_flatten_match_their_ops),
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),

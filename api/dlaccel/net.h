@@ -235,6 +235,23 @@ DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
 DLA_API dla_layer *dla_conv2d_layer(int64_t filter_height, int64_t filter_width,
                                     int64_t num_filters, const dla_conv_layer_options *opts);
 
+/* MATLAB groupedConvolution2dLayer([fh fw], numFiltersPerGroup,
+ * numGroups) on "SSCB" images: the input's C channels in num_groups groups
+ * of C / num_groups, each convolved with its own num_filters_per_group
+ * filters (dla_conv with groups); num_groups DLA_CHANNEL_WISE is MATLAB's
+ * "channel-wise", one group per channel (depthwise convolution; with a 1x1
+ * dla_conv2d_layer after it, depthwise separable). Weights fh x fw x
+ * C/G x num_filters_per_group x G, Bias 1x1 x num_filters_per_group x G;
+ * the output has num_filters_per_group x G channels. opts->num_channels is
+ * NumChannelsPerGroup (0: C / G from the input); the initializers' fans
+ * are one group's (fh*fw*C/G in, fh*fw*num_filters_per_group out), as
+ * MATLAB's. An input whose channels the groups do not divide is
+ * DLA_ERR_SHAPE at initialization. */
+#define DLA_CHANNEL_WISE (-1)
+DLA_API dla_layer *dla_grouped_conv2d_layer(int64_t filter_height, int64_t filter_width,
+                                            int64_t num_filters_per_group, int64_t num_groups,
+                                            const dla_conv_layer_options *opts);
+
 /* Options of the transposed convolution layers (upsampling: decoders,
  * generators). Weights have MATLAB's transposed layout (conv.h,
  * dla_transpconv): filterSize x filters x channels; the bias 1x1xF (2-D)
