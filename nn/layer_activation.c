@@ -1,6 +1,6 @@
 /*
  * layer_activation.c - layers without learnables that map one input to
- * one output: relu, leakyRelu, dropout, softmax and flatten.
+ * one output: relu, leakyRelu, clippedRelu, dropout, softmax and flatten.
  */
 #include "nn/nn.h"
 
@@ -93,6 +93,49 @@ const dla__layer_kind dla__kind_leakyrelu = {
 DLA_API dla_layer *dla_leakyrelu_layer(double scale, const dla_layer_options *opts)
 {
     return plain(&dla__kind_leakyrelu, &(dla__props){.scale = scale}, opts);
+}
+
+/* ------------------------------------------------------------ clippedRelu */
+
+static const dla__field ceiling_fields[] = {F("Ceiling", DLA__F_DOUBLE, scale, 1),
+                                            {NULL, 0, 0, 0}};
+
+static dla_status clipped_check(const dla__props *p, const char *name)
+{
+    if (!(p->scale > 0) || isinf(p->scale))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "clippedRelu '%s': Ceiling %g must be "
+                            "positive and finite", name, p->scale);
+    return DLA_OK;
+}
+
+/* min(relu(x), Ceiling): MATLAB's clippedReluLayer. The gradient is 1
+ * strictly between 0 and the ceiling and 0 beyond either (dla_min2 gives
+ * a tie at the ceiling to its first operand, relu's 1: MATLAB's derivative
+ * there is not documented). */
+static dla_status clipped_forward(const dla__props *p, dla__call *c)
+{
+    dla_tensor *x = c->x[0];
+    dla_tensor *ceil_t = dla_tensor_to_device(
+        dla_full(p->scale, dla_tensor_dtype(x), "", DLA_DIMS(1)), dla_tensor_device(x));
+    c->y = dla_min2(dla_relu(x), ceil_t);
+    return dla_tensor_status(c->y);
+}
+
+static void clipped_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    snprintf(buf, size, "Clipped ReLU with ceiling %g", p->scale);
+}
+
+const dla__layer_kind dla__kind_clipped_relu = {
+    .type = "clippedRelu", .display = "Clipped ReLU", .default_name = "clippedrelu",
+    .fields = ceiling_fields, .check = clipped_check, .init = init_none,
+    .forward = clipped_forward, .describe = clipped_describe,
+};
+
+DLA_API dla_layer *dla_clipped_relu_layer(double ceiling, const dla_layer_options *opts)
+{
+    return plain(&dla__kind_clipped_relu, &(dla__props){.scale = ceiling}, opts);
 }
 
 /* ---------------------------------------------------------------- dropout */

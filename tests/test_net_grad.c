@@ -224,6 +224,34 @@ static void grouped_convolutions_differentiate(void **state)
     dla_scope_end();
 }
 
+/* A squeeze-and-excitation gate (a multiplication that broadcasts
+ * 1x1xCxB over the activation), a clipped ReLU and a depth
+ * concatenation. */
+static void gates_clipping_and_depth_concatenation_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(11);
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(3, 3, 3, &(dla_conv_layer_options){.padding_mode = "same", .name = "c"}),
+        dla_clipped_relu_layer(0.8, &(dla_layer_options){.name = "cr"}),
+        dla_global_avgpool2d_layer(NULL),
+        dla_sigmoid_layer(NULL),
+        dla_multiplication_layer(2, &(dla_layer_options){.name = "gate"}),
+        dla_depth_concatenation_layer(2, &(dla_layer_options){.name = "cat"}),
+        dla_fc_layer(2, NULL),
+    };
+    dla_net *net = dla_net_create(8, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "cr", "gate/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "c", "cat/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    check_net(net, dla_randn(DLA_F64, "SSCB", DLA_DIMS(4, 4, 2, 2)), 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* The per-observation normalizations and the smooth activations, on
  * images and on sequences (first and second derivatives, check_net). */
 static void normalization_and_smooth_layers_differentiate(void **state)
@@ -413,6 +441,7 @@ int main(void)
         TU_TEST(conv1d_and_global_pooling_over_time_differentiate),
         TU_TEST(one_d_pooling_layers_differentiate),
         TU_TEST(grouped_convolutions_differentiate),
+        TU_TEST(gates_clipping_and_depth_concatenation_differentiate),
         TU_TEST(normalization_and_smooth_layers_differentiate),
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
         TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),

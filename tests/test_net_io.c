@@ -283,6 +283,31 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* A gate, a clipped ReLU and a depth concatenation. */
+    dla_layer *sg[] = {
+        dla_image_input_layer(5, 5, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(3, 3, 3, &(dla_conv_layer_options){.name = "c"}),
+        dla_clipped_relu_layer(0.75, &(dla_layer_options){.name = "cr"}),
+        dla_global_avgpool2d_layer(NULL),
+        dla_multiplication_layer(2, &(dla_layer_options){.name = "gate"}),
+        dla_depth_concatenation_layer(2, &(dla_layer_options){.name = "cat"})};
+    net = dla_net_create(6, sg);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "cr", "gate/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "c", "cat/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_save(net, path("gate.safetensors")), DLA_OK);
+    if (dla_net_load(path("gate.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "Clipped ReLU with ceiling 0.75"));
+    assert_non_null(strstr(b, "Depth concatenation of 2 inputs"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(5, 5, 2, 2));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* A GRU with a 6H bias, and its state. */
     dla_layer *gr[] = {dla_sequence_input_layer(3, NULL),
                        dla_gru_layer(4, &(dla_gru_layer_options){

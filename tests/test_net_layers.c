@@ -747,6 +747,142 @@ static void addition_and_concatenation_join_named_inputs(void **state)
     dla_scope_end();
 }
 
+/* multiplicationLayer (a squeeze-and-excitation gate: 1x1xCxB times the
+ * activation), depthConcatenationLayer on images and on sequences, and
+ * their refusals by name. */
+static void multiplication_and_depth_concatenation_join_named_inputs(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* in -> r -> gap -> sig -> mul/in2; r -> mul/in1 */
+    dla_layer *seq[] = {
+        dla_image_input_layer(4, 3, 2, &(dla_image_input_options){.normalization = "none", .name = "in"}),
+        dla_relu_layer(&(dla_layer_options){.name = "r"}),
+        dla_global_avgpool2d_layer(NULL),
+        dla_sigmoid_layer(NULL),
+        dla_multiplication_layer(2, &(dla_layer_options){.name = "mul"}),
+    };
+    dla_net *net = dla_net_create(5, seq);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "r", "mul/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_tensor *x = ramp(DLA_F32, "SSCB", DLA_DIMS(4, 3, 2, 2), 0.5, -3);
+    dla_tensor *r = dla_relu(x);
+    assert_same(predict1(net, x), dla_mul(dla_sigmoid(dla_global_avgpool(r)), r));
+    char sum[2048];
+    dla_net_summary(net, sum, sizeof sum);
+    assert_non_null(strstr(sum, "Element-wise multiplication of 2 inputs"));
+    dla_net_free(net);
+    /* Sizes that neither agree nor broadcast. */
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 2, &(dla_image_input_options){.name = "in", .normalization = "none"}),
+        dla_conv2d_layer(1, 1, 3, &(dla_conv_layer_options){.name = "c3"}),
+        dla_multiplication_layer(2, &(dla_layer_options){.name = "m"}),
+    };
+    net = dla_net_create(3, l);
+    assert_non_null(net);
+    dla_layer *c2 = dla_conv2d_layer(2, 2, 3, &(dla_conv_layer_options){.name = "c2"});
+    assert_int_equal(dla_net_add_layers(net, 1, &c2), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "c2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "c2", "m/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'm' (Multiplication): the inputs of a "
+                                             "multiplication must have one format and sizes that "
+                                             "agree or are 1 in each dim: in1 is 4(S) x 4(S) x "
+                                             "3(C) x 1(B), in2 3(S) x 3(S) x 3(C) x 1(B)"));
+    dla_net_free(net);
+
+    /* Depth concatenation: along dim 3 of images, dim 1 of sequences. */
+    dla_layer *d[] = {
+        dla_image_input_layer(4, 3, 2, &(dla_image_input_options){.normalization = "none", .name = "in"}),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same", .name = "a"}),
+        dla_depth_concatenation_layer(2, &(dla_layer_options){.name = "cat"}),
+    };
+    net = dla_net_create(3, d);
+    assert_non_null(net);
+    dla_layer *b = dla_conv2d_layer(1, 1, 3, &(dla_conv_layer_options){.name = "b"});
+    assert_int_equal(dla_net_add_layers(net, 1, &b), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "b"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "b", "cat/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_tensor *ya, *yb, *y;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &ya, &(dla_net_forward_options){
+        .outputs = (const char *[]){"a"}}), DLA_OK);
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &yb, &(dla_net_forward_options){
+        .outputs = (const char *[]){"b"}}), DLA_OK);
+    y = predict1(net, x);
+    assert_int_equal(dla_tensor_dim(y, 3), 5);
+    assert_same(y, dla_cat(3, 2, (dla_tensor *[]){ya, yb}));
+    dla_net_free(net);
+    dla_layer *ds[] = {
+        dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "in"}),
+        dla_fc_layer(2, &(dla_fc_layer_options){.name = "f2"}),
+        dla_depth_concatenation_layer(2, &(dla_layer_options){.name = "cat"}),
+    };
+    net = dla_net_create(3, ds);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "in", "cat/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_tensor *s = ramp(DLA_F32, "CBT", DLA_DIMS(3, 2, 4), 0.25, -1);
+    assert_int_equal(dla_net_predict(net, 1, &s, 1, &ya, &(dla_net_forward_options){
+        .outputs = (const char *[]){"f2"}}), DLA_OK);
+    y = predict1(net, s);
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    assert_same(y, dla_cat(1, 2, (dla_tensor *[]){ya, s}));
+    dla_net_free(net);
+    /* Inputs of two formats. */
+    dla_layer *dc = dla_depth_concatenation_layer(2, &(dla_layer_options){.name = "dc"});
+    net = dla_net_create(1, &dc);
+    assert_non_null(net);
+    dla_tensor *cb = ramp(DLA_F32, "CB", DLA_DIMS(3, 2), 1, 0);
+    dla_tensor *two[2] = {cb, s};
+    assert_int_equal(dla_net_init(net, 2, two), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "depth concatenation needs inputs of one format with "
+                                             "a \"C\" dim: in1 is 3(C) x 2(B), in2 3(C) x 2(B) x "
+                                             "4(T)"));
+    dla_net_free(net);
+    dla_layer *m0 = dla_multiplication_layer(0, NULL);
+    assert_int_equal(dla_layer_status(m0), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "NumInputs 0 must be in 1..64"));
+    dla_layer_free(m0);
+    dla_scope_end();
+}
+
+/* clippedReluLayer: min(max(x, 0), Ceiling) element by element; a
+ * Ceiling that is not positive and finite refused by name. */
+static void clipped_relu_layer_clips_at_zero_and_the_ceiling(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(5, 4, 1, 2), 1, -4);
+    dla_net *net = one(dla_clipped_relu_layer(3, NULL), x);
+    dla_tensor *y = predict1(net, x);
+    assert_string_equal(dla_tensor_format(y), "SSCB");
+    double hx[40], hy[40];
+    assert_int_equal(dla_tensor_to_host(x, hx, sizeof hx), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(y, hy, sizeof hy), DLA_OK);
+    int clipped = 0, zeroed = 0;
+    for (int i = 0; i < 40; i++) {
+        const double want = hx[i] < 0 ? 0 : hx[i] > 3 ? 3 : hx[i];
+        assert_true(hy[i] == want);
+        clipped += hx[i] > 3;
+        zeroed += hx[i] < 0;
+    }
+    assert_true(clipped > 0 && zeroed > 0); /* both ends reached */
+    char sum[1024];
+    dla_net_summary(net, sum, sizeof sum);
+    assert_non_null(strstr(sum, "Clipped ReLU with ceiling 3"));
+    dla_net_free(net);
+    const double bad[] = {0, -1, INFINITY, NAN};
+    for (int i = 0; i < 4; i++) {
+        dla_layer *l = dla_clipped_relu_layer(bad[i], &(dla_layer_options){.name = "cr"});
+        assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "clippedRelu 'cr': Ceiling"));
+        dla_layer_free(l);
+    }
+    dla_scope_end();
+}
+
 /* Before: an addition broadcast its inputs (4x4x3 + 1x1x1 was one number
  * added everywhere); MATLAB's additionLayer needs inputs of one size. */
 static void an_addition_of_inputs_of_other_sizes_is_refused(void **state)
@@ -1277,6 +1413,8 @@ int main(void)
         TU_TEST(pooling_layers_match_their_ops),
         TU_TEST(one_d_pooling_layers_match_their_ops),
         TU_TEST(grouped_convolution_layer_is_dla_conv_with_groups),
+        TU_TEST(multiplication_and_depth_concatenation_join_named_inputs),
+        TU_TEST(clipped_relu_layer_clips_at_zero_and_the_ceiling),
         TU_TEST(fully_connected_and_flatten_match_their_ops),
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),

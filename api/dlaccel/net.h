@@ -347,6 +347,10 @@ DLA_API dla_layer *dla_swish_layer(const dla_layer_options *opts);
 DLA_API dla_layer *dla_elu_layer(double alpha, const dla_layer_options *opts);
 DLA_API dla_layer *dla_gelu_layer(const char *approximation, const dla_layer_options *opts);
 
+/* MATLAB clippedReluLayer(ceiling): min(max(x, 0), ceiling), ceiling
+ * positive and finite. */
+DLA_API dla_layer *dla_clipped_relu_layer(double ceiling, const dla_layer_options *opts);
+
 /* MATLAB dropoutLayer(probability) (DLA_DROPOUT_PROB is MATLAB's 0.5):
  * dla_dropout in forward, the identity in predict. */
 DLA_API dla_layer *dla_dropout_layer(double probability, const dla_layer_options *opts);
@@ -407,6 +411,15 @@ DLA_API dla_layer *dla_fc_layer(int64_t output_size, const dla_fc_layer_options 
  * (DLA_ERR_SHAPE naming the layer and both sizes, at initialization or
  * in forward/predict). */
 DLA_API dla_layer *dla_addition_layer(int num_inputs, const dla_layer_options *opts);
+/* MATLAB multiplicationLayer(numInputs): the elementwise product of its
+ * inputs "in1".."inN", which must have one format and, in each dim, the
+ * same size or 1 (broadcast: a 1x1xCxB gate times an HxWxCxB activation);
+ * otherwise DLA_ERR_SHAPE naming both sizes. */
+DLA_API dla_layer *dla_multiplication_layer(int num_inputs, const dla_layer_options *opts);
+/* MATLAB depthConcatenationLayer(numInputs): dla_cat along the "C" dim
+ * of inputs "in1".."inN" of one format (any with a "C" dim: "SSCB",
+ * "CBT"...); otherwise DLA_ERR_FORMAT. */
+DLA_API dla_layer *dla_depth_concatenation_layer(int num_inputs, const dla_layer_options *opts);
 /* MATLAB concatenationLayer(dim, numInputs): dla_cat along dim (1-based,
  * as MATLAB's: 3 is "C" for "SSCB" data, 1 for "CB"). Inputs "in1".."inN". */
 DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
