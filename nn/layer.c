@@ -23,7 +23,7 @@ static const dla__layer_kind *const kinds[] = {
     &dla__kind_self_attention, &dla__kind_gru, &dla__kind_sinusoidal,
     &dla__kind_position_embedding, &dla__kind_resize2d, &dla__kind_bilstm,
     &dla__kind_maxpool1d, &dla__kind_avgpool1d, &dla__kind_gconv2d, &dla__kind_multiplication,
-    &dla__kind_depth_concatenation, &dla__kind_clipped_relu,
+    &dla__kind_depth_concatenation, &dla__kind_clipped_relu, &dla__kind_spatial_dropout,
 };
 
 const dla__layer_kind *dla__layer_kind_find(const char *type)

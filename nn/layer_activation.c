@@ -1,6 +1,7 @@
 /*
  * layer_activation.c - layers without learnables that map one input to
- * one output: relu, leakyRelu, clippedRelu, dropout, softmax and flatten.
+ * one output: relu, leakyRelu, clippedRelu, dropout, spatialDropout,
+ * softmax and flatten.
  */
 #include "nn/nn.h"
 
@@ -140,12 +141,17 @@ DLA_API dla_layer *dla_clipped_relu_layer(double ceiling, const dla_layer_option
 
 /* ---------------------------------------------------------------- dropout */
 
-static dla_status dropout_check(const dla__props *p, const char *name)
+static dla_status probability_check(const char *type, const dla__props *p, const char *name)
 {
     if (!(p->scale >= 0 && p->scale < 1))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dropout '%s': Probability %g must be in "
-                            "[0, 1)", name, p->scale);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': Probability %g must be in "
+                            "[0, 1)", type, name, p->scale);
     return DLA_OK;
+}
+
+static dla_status dropout_check(const dla__props *p, const char *name)
+{
+    return probability_check("dropout", p, name);
 }
 
 static dla_status dropout_forward(const dla__props *p, dla__call *c)
@@ -169,6 +175,72 @@ const dla__layer_kind dla__kind_dropout = {
 DLA_API dla_layer *dla_dropout_layer(double probability, const dla_layer_options *opts)
 {
     return plain(&dla__kind_dropout, &(dla__props){.scale = probability}, opts);
+}
+
+/* --------------------------------------------------------- spatialDropout */
+
+static dla_status spatial_check(const dla__props *p, const char *name)
+{
+    return probability_check("spatialDropout", p, name);
+}
+
+/* MATLAB's spatialDropoutLayer needs the channels to drop. */
+static dla_status spatial_init(const dla_layer *l, int nin, const dla__shape *in,
+                               dla__param_sink *sink)
+{
+    (void)l;
+    (void)nin;
+    (void)sink;
+    if (!dla__shape_count(in, 'C'))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; spatial dropout drops "
+                            "channels, and it has no \"C\" dim", in->format);
+    return DLA_OK;
+}
+
+/* In training, whole channels of each observation dropped: MATLAB draws
+ * the mask as rand of x's size with every dim but "C" and "B" 1 and drops
+ * where it is below Probability, which is dla_dropout of ones of that
+ * size (the same draw, the kept ones scaled by 1 / (1 - Probability)),
+ * broadcast over the rest. The gradient is multiplied by the same mask. */
+static dla_status spatial_forward(const dla__props *p, dla__call *c)
+{
+    dla_tensor *x = c->x[0];
+    if (!c->training) {
+        c->y = x;
+        return DLA_OK;
+    }
+    int64_t dims[DLA_MAX_DIMS];
+    const int nd = dla_tensor_dims(x, dims);
+    const char *f = dla_tensor_format(x);
+    if (!strchr(f, 'C')) {
+        c->y = dla__nn_error_tensor();
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; spatial dropout drops "
+                            "channels, and it has no \"C\" dim", f);
+    }
+    for (int d = 0; d < nd; d++)
+        if (f[d] != 'C' && f[d] != 'B')
+            dims[d] = 1;
+    dla_tensor *ones = dla_tensor_to_device(dla_ones(dla_tensor_dtype(x), f, nd, dims),
+                                            dla_tensor_device(x));
+    c->y = dla_mul(x, dla_dropout(ones, p->scale));
+    return dla_tensor_status(c->y);
+}
+
+static void spatial_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    snprintf(buf, size, "%g%% spatial dropout", 100 * p->scale);
+}
+
+const dla__layer_kind dla__kind_spatial_dropout = {
+    .type = "spatialDropout", .display = "Spatial Dropout", .default_name = "spatialdrop",
+    .fields = prob_fields, .check = spatial_check, .init = spatial_init,
+    .forward = spatial_forward, .describe = spatial_describe,
+};
+
+DLA_API dla_layer *dla_spatial_dropout_layer(double probability, const dla_layer_options *opts)
+{
+    return plain(&dla__kind_spatial_dropout, &(dla__props){.scale = probability}, opts);
 }
 
 /* ---------------------------------------------------------------- softmax */

@@ -292,7 +292,7 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_conv2d, dla__kind_batchnorm, dla__kind_relu, dla__kind_leakyrelu, dla__kind_dropout,
     dla__kind_softmax, dla__kind_flatten, dla__kind_maxpool2d, dla__kind_avgpool2d,
     dla__kind_maxpool1d, dla__kind_avgpool1d, dla__kind_gconv2d, dla__kind_multiplication,
-    dla__kind_depth_concatenation, dla__kind_clipped_relu,
+    dla__kind_depth_concatenation, dla__kind_clipped_relu, dla__kind_spatial_dropout,
     dla__kind_gmaxpool1d, dla__kind_gavgpool1d, dla__kind_gmaxpool2d, dla__kind_gavgpool2d,
     dla__kind_fc, dla__kind_addition, dla__kind_concatenation, dla__kind_lstm, dla__kind_tanh,
     dla__kind_sigmoid, dla__kind_swish, dla__kind_elu, dla__kind_gelu, dla__kind_layernorm,

@@ -290,8 +290,9 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
         dla_clipped_relu_layer(0.75, &(dla_layer_options){.name = "cr"}),
         dla_global_avgpool2d_layer(NULL),
         dla_multiplication_layer(2, &(dla_layer_options){.name = "gate"}),
-        dla_depth_concatenation_layer(2, &(dla_layer_options){.name = "cat"})};
-    net = dla_net_create(6, sg);
+        dla_depth_concatenation_layer(2, &(dla_layer_options){.name = "cat"}),
+        dla_spatial_dropout_layer(0.25, NULL)};
+    net = dla_net_create(7, sg);
     assert_non_null(net);
     assert_int_equal(dla_net_connect(net, "cr", "gate/in2"), DLA_OK);
     assert_int_equal(dla_net_connect(net, "c", "cat/in2"), DLA_OK);
@@ -304,6 +305,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_string_equal(a, b);
     assert_non_null(strstr(b, "Clipped ReLU with ceiling 0.75"));
     assert_non_null(strstr(b, "Depth concatenation of 2 inputs"));
+    assert_non_null(strstr(b, "25% spatial dropout"));
     predict_alike(net, back, "SSCB", DLA_DIMS(5, 5, 2, 2));
     dla_net_free(back);
     dla_net_free(net);

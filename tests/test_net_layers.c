@@ -883,6 +883,68 @@ static void clipped_relu_layer_clips_at_zero_and_the_ceiling(void **state)
     dla_scope_end();
 }
 
+/* spatialDropoutLayer: in forward, each channel of each observation kept
+ * whole (scaled by 1 / (1 - p)) or zeroed whole, where MATLAB's
+ * rand([1 1 C B]) < p says, from the same draw; predict is the identity. */
+static void spatial_dropout_drops_whole_channels(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { H = 3, W = 4, C = 5, B = 6 };
+    const double p = 0.4;
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(H, W, C, B), 1, 0.5); /* all positive */
+    dla_net *net = one(dla_spatial_dropout_layer(p, &(dla_layer_options){.name = "sd"}), x);
+    assert_same(predict1(net, x), x);
+    dla_rng_seed(42);
+    dla_tensor *y = forward1(net, x);
+    dla_rng_seed(42);
+    dla_tensor *r = dla_rand(DLA_F64, "", DLA_DIMS(1, 1, C, B));
+    double hx[H * W * C * B], hy[H * W * C * B], hr[C * B];
+    assert_int_equal(dla_tensor_to_host(x, hx, sizeof hx), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(y, hy, sizeof hy), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(r, hr, sizeof hr), DLA_OK);
+    int dropped = 0;
+    for (int cb = 0; cb < C * B; cb++) {
+        const int drop = hr[cb] < p;
+        dropped += drop;
+        for (int s = 0; s < H * W; s++) {
+            const int i = cb * H * W + s;
+            assert_true(hy[i] == (drop ? 0.0 : hx[i] * (1 / (1 - p))));
+        }
+    }
+    assert_true(dropped > 0 && dropped < C * B);
+    /* Sequences: a channel of an observation goes for every step. */
+    dla_tensor *sq = ramp(DLA_F64, "CBT", DLA_DIMS(3, 4, 5), 1, 0.5);
+    dla_net *ns = one(dla_spatial_dropout_layer(0.5, NULL), sq);
+    dla_tensor *ys = forward1(ns, sq);
+    double hs[60];
+    assert_int_equal(dla_tensor_to_host(ys, hs, sizeof hs), DLA_OK);
+    int zero_rows = 0;
+    for (int cb = 0; cb < 12; cb++) {
+        const int z = hs[cb] == 0;
+        zero_rows += z;
+        for (int t = 1; t < 5; t++)
+            assert_int_equal(hs[cb + 12 * t] == 0, z);
+    }
+    assert_true(zero_rows > 0 && zero_rows < 12);
+    char sum[1024];
+    dla_net_summary(net, sum, sizeof sum);
+    assert_non_null(strstr(sum, "40% spatial dropout"));
+    dla_net_free(net);
+    dla_net_free(ns);
+    dla_layer *l = dla_spatial_dropout_layer(1, &(dla_layer_options){.name = "sd1"});
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "spatialDropout 'sd1': Probability 1 must be in [0, 1)"));
+    dla_layer_free(l);
+    l = dla_spatial_dropout_layer(0.5, &(dla_layer_options){.name = "sd2"});
+    dla_net *bad = dla_net_create(1, &l);
+    dla_tensor *sb = ramp(DLA_F64, "SB", DLA_DIMS(4, 3), 1, 0);
+    assert_int_equal(dla_net_init(bad, 1, &sb), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "spatial dropout drops channels, and it has no \"C\" dim"));
+    dla_net_free(bad);
+    dla_scope_end();
+}
+
 /* Before: an addition broadcast its inputs (4x4x3 + 1x1x1 was one number
  * added everywhere); MATLAB's additionLayer needs inputs of one size. */
 static void an_addition_of_inputs_of_other_sizes_is_refused(void **state)
@@ -1415,6 +1477,7 @@ int main(void)
         TU_TEST(grouped_convolution_layer_is_dla_conv_with_groups),
         TU_TEST(multiplication_and_depth_concatenation_join_named_inputs),
         TU_TEST(clipped_relu_layer_clips_at_zero_and_the_ceiling),
+        TU_TEST(spatial_dropout_drops_whole_channels),
         TU_TEST(fully_connected_and_flatten_match_their_ops),
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),

@@ -354,6 +354,14 @@ DLA_API dla_layer *dla_clipped_relu_layer(double ceiling, const dla_layer_option
 /* MATLAB dropoutLayer(probability) (DLA_DROPOUT_PROB is MATLAB's 0.5):
  * dla_dropout in forward, the identity in predict. */
 DLA_API dla_layer *dla_dropout_layer(double probability, const dla_layer_options *opts);
+/* MATLAB spatialDropoutLayer(Probability=p): in forward (training), each
+ * channel of each observation zeroed whole with probability p, for every
+ * "S" and "T" position at once, the others scaled by 1/(1 - p); the
+ * identity in predict. The mask is dla_dropout of ones with x's dims but
+ * 1 everywhere except "C" and "B", so it draws rand of that size from the
+ * thread's stream as MATLAB's rand([1,...,C,B,...,1]) does. An input
+ * without a "C" dim is DLA_ERR_FORMAT; 0 <= p < 1. */
+DLA_API dla_layer *dla_spatial_dropout_layer(double probability, const dla_layer_options *opts);
 
 /* Options of the 2-D pooling layers. */
 typedef struct dla_pool_layer_options {
