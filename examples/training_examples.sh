@@ -16,11 +16,14 @@
 #   6 waveform --bilstm: the same with a bilstm layer.
 #   7 forecast: the loss falls; forecasting in open loop beats closed loop,
 #     which beats repeating the last observed value.
+#   8 cnn_fmnist --mobile: the MobileNet-style network (depthwise separable
+#     convolutions, ReLU6, a squeeze-and-excitation gate, spatial dropout)
+#     trains as test 1's does; skipped without Fashion-MNIST.
 ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-training-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE DLA_EXAMPLE_SMALL
-echo "1..7"
+echo "1..8"
 
 # The number after a label on the first line that has it: num "HitRate:" file
 num() {
@@ -153,3 +156,21 @@ naive=$(sed -n 's/^RMSE of steps .*: open loop \([0-9.]*\), closed loop \([0-9.]
 check "${first:-0} > 0 && ${last:-9} < 0.5 * ${first:-0}" "loss did not fall: $first -> $last"
 check "${open:-9} < ${closed:-0} && ${closed:-9} < 0.9 * ${naive:-0}" "RMSE open $open, closed $closed, naive $naive"
 ok_if 7 "forecast --small: loss falls, RMSE open loop $open < closed loop $closed < naive $naive"
+
+# 8. cnn_fmnist --mobile
+bad=
+(cd "$tmp" && "$ex/cnn_fmnist" --small --mobile --chart "$tmp/mobile.svg") >"$tmp/out" 2>&1
+status=$?
+if [ $status -eq 77 ]; then
+    echo "ok 8 # SKIP cnn_fmnist --mobile: Fashion-MNIST is not installed ($(head -n 1 "$tmp/out"))"
+else
+    [ $status -eq 0 ] || bad="exit status $status"
+    first=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\1/p' "$tmp/out")
+    last=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\2/p' "$tmp/out")
+    acc=$(num "test accuracy:" "$tmp/out")
+    hit=$(num "HitRate:" "$tmp/out")
+    check "${first:-0} > 0 && ${last:-9} < 0.6 * ${first:-0}" "loss did not fall: $first -> $last"
+    check "${acc:-0} > 40" "test accuracy $acc% (chance is 10%)"
+    check "${hit:-0} > 90" "HitRate $hit%"
+    ok_if 8 "cnn_fmnist --small --mobile: loss falls, test accuracy $acc%, HitRate $hit%"
+fi
