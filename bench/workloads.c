@@ -21,6 +21,7 @@ const bench_workload *const bench_device_tables[] = {
     bench_attention_workloads,
     bench_ode_workloads,
     bench_lstm_workloads,
+    bench_mobile_workloads,
     NULL,
 };
 

@@ -11,6 +11,10 @@
  *   conv5: 16x16x32 -> 16x16x32, the same                 } three stages'
  *   conv6: 8x8x64 -> 8x8x64, the same                     } convolutions,
  *                                                           batch 128
+ *   conv7: 28x28x16 -> 14x14x16 depthwise, 3x3, stride 2,  } the stride-2
+ *          padding "same" (0 before, 1 after)              } depthwise layers
+ *   conv8: 14x14x32 -> 7x7x32, the same                    } of cnn_fmnist
+ *                                                            --mobile, batch 128
  * in single precision, and conv3 in double too (conv3_*_f64: that layer
  * runs in double in MATLAB; issue 19).
  *
@@ -31,18 +35,20 @@
 #include <string.h>
 
 /* The layers by number: input size (square), channels, filters, groups,
- * filter size (square), padding, images. */
+ * filter size (square), padding before and after, images, stride. */
 typedef struct conv_layer {
-    int64_t in, C, F, G, fs, pad, batch;
+    int64_t in, C, F, G, fs, pad, pad_after, batch, stride;
 } conv_layer;
 static const conv_layer layers[] = {
     {0},
-    {28, 1, 20, 1, 5, 0, 128},
-    {24, 20, 20, 1, 3, 1, 128},
-    {256, 64, 64, 64, 3, 1, 10},
-    {32, 16, 16, 1, 3, 1, 128},
-    {16, 32, 32, 1, 3, 1, 128},
-    {8, 64, 64, 1, 3, 1, 128},
+    {28, 1, 20, 1, 5, 0, 0, 128, 1},
+    {24, 20, 20, 1, 3, 1, 1, 128, 1},
+    {256, 64, 64, 64, 3, 1, 1, 10, 1},
+    {32, 16, 16, 1, 3, 1, 1, 128, 1},
+    {16, 32, 32, 1, 3, 1, 1, 128, 1},
+    {8, 64, 64, 1, 3, 1, 1, 128, 1},
+    {28, 16, 16, 16, 3, 0, 1, 128, 2},
+    {14, 32, 32, 32, 3, 0, 1, 128, 2},
 };
 
 typedef struct conv_bench {
@@ -107,7 +113,7 @@ static dla_status conv_setup_on(const bench_workload *w, void **state, dla_devic
     const conv_layer *l = &layers[layer];
     const int64_t in = l->in, C = l->C, F = l->F, G = l->G, fs = l->fs, pad = l->pad,
                   B = l->batch;
-    const int64_t out = in + 2 * pad - fs + 1;
+    const int64_t out = (in + pad + l->pad_after - fs) / l->stride + 1;
     const int64_t xd[4] = {in, in, C, B}, wd[5] = {fs, fs, C / G, F / G, G},
                   yd[4] = {out, out, F, B}, bd[1] = {F};
     const int64_t n[4] = {in * in * C * B, fs * fs * (C / G) * F, out * out * F * B, F};
@@ -138,7 +144,7 @@ static dla_status conv_setup_on(const bench_workload *w, void **state, dla_devic
     a->batch = B, a->in_channels = C, a->out_channels = F, a->groups = G;
     for (int i = 0; i < 2; i++) {
         a->in_size[i] = in, a->out_size[i] = out, a->filter_size[i] = fs;
-        a->stride[i] = 1, a->dilation[i] = 1, a->pad_begin[i] = pad;
+        a->stride[i] = l->stride, a->dilation[i] = 1, a->pad_begin[i] = pad;
     }
     dense(&a->x, s->mem[0], dt, 4, xd);
     dense(&a->w, s->mem[1], dt, 5, wd);
@@ -214,17 +220,20 @@ static dla_status conv_run(void *state)
 #define C4 FLOPS(128, 32, 16, 16, 3, 1)
 #define C5 FLOPS(128, 16, 32, 32, 3, 1)
 #define C6 FLOPS(128, 8, 64, 64, 3, 1)
+/* Stride 2: a quarter of the stride-1 count of the padded input. */
+#define C7 (2.0 * 128 * 16 * 9 * 14 * 14)
+#define C8 (2.0 * 128 * 32 * 9 * 7 * 7)
 
 const bench_workload bench_conv_workloads[] = {
     DIRS(CONV, 1, "", 0, C1), DIRS(CONV, 2, "", 0, C2), DIRS(CONV, 3, "", 0, C3),
     DIRS(CONV, 3, "_f64", 100, C3), DIRS(CONV, 4, "", 0, C4), DIRS(CONV, 5, "", 0, C5),
-    DIRS(CONV, 6, "", 0, C6),
+    DIRS(CONV, 6, "", 0, C6), DIRS(CONV, 7, "", 0, C7), DIRS(CONV, 8, "", 0, C8),
     {.name = NULL},
 };
 
 const bench_workload bench_conv_reference_workloads[] = {
     DIRS(REF, 1, "", 0, C1), DIRS(REF, 2, "", 0, C2), DIRS(REF, 3, "", 0, C3),
     DIRS(REF, 3, "_f64", 100, C3), DIRS(REF, 4, "", 0, C4), DIRS(REF, 5, "", 0, C5),
-    DIRS(REF, 6, "", 0, C6),
+    DIRS(REF, 6, "", 0, C6), DIRS(REF, 7, "", 0, C7), DIRS(REF, 8, "", 0, C8),
     {.name = NULL},
 };

@@ -90,7 +90,7 @@ EXTRA_DIST += examples/autoencoder_example.sh
 # convolutions, forward and backward. The smoke test runs each at small
 # size (--small) and checks what it prints.
 noinst_PROGRAMS += examples/cnn_fmnist examples/waveform examples/forecast examples/slice_layer
-examples_cnn_fmnist_SOURCES = examples/cnn_fmnist.c
+examples_cnn_fmnist_SOURCES = examples/cnn_fmnist.c examples/mobile_net.h
 examples_cnn_fmnist_LDADD = libdlaccel.la -lm
 examples_waveform_SOURCES = examples/waveform.c
 examples_waveform_LDADD = libdlaccel.la -lm

@@ -734,6 +734,67 @@ static void direct_kernels_run_where_the_cpu_has_them(dla_dtype t)
                  t == DLA_F64 ? "double" : "single", differ[0], cases, differ[1], differ[2]);
 }
 
+/* A random depthwise case (one channel and one filter a group) with a
+ * stride above 1 along some dim: plugins/cpu/conv_depthwise.c's calls. */
+static void strided_depthwise_case(conv_case *c, dla_dtype t)
+{
+    random_case(c, t, 0);
+    c->nsp = (int)rnd_int(1, 2);
+    c->C = c->F = c->G = rnd_int(1, 6);
+    c->B = rnd_int(1, 4);
+    for (int i = 0; i < 3; i++) {
+        if (i >= c->nsp) {
+            c->in[i] = c->out[i] = c->fs[i] = c->st[i] = c->dl[i] = 1, c->pb[i] = 0;
+            continue;
+        }
+        c->st[i] = i == 0 || chance(50) ? rnd_int(2, 3) : 1;
+        c->fs[i] = rnd_int(1, 4);
+        c->dl[i] = chance(70) ? 1 : 2;
+        const int64_t span = c->dl[i] * (c->fs[i] - 1) + 1;
+        c->in[i] = rnd_int(span > 2 ? span : 2, c->nsp == 2 ? 20 : 40);
+        c->pb[i] = chance(15) ? -1 : rnd_int(0, span - 1);
+        const int64_t pe = chance(15) ? -1 : rnd_int(0, span - 1);
+        const int64_t num = c->in[i] + c->pb[i] + pe - span;
+        c->out[i] = num >= 0 ? num / c->st[i] + 1 : 1;
+    }
+}
+
+/* Strided depthwise calls, float and double, any padding (cropping too),
+ * dilation, strided views: the naive loops' values on every device, and
+ * on the cpu plugin other bits than im2col's in some cases (its own path
+ * ran: it adds the bias first, then the taps with fused multiply-adds). */
+static void strided_depthwise_cases_take_their_own_path_and_match(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 120; i++) {
+        conv_case c;
+        strided_depthwise_case(&c, i % 2 ? DLA_F64 : DLA_F32);
+        c.strided = chance(30);
+        on_every_device(&c);
+    }
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    int differ[3] = {0, 0, 0};
+    for (int i = 0; i < 30; i++) {
+        conv_case c;
+        strided_depthwise_case(&c, DLA_F32);
+        c.B = 3, c.bias = 1;
+        for (int d = 0; d < c.nsp; d++)
+            c.fs[d] = 3, c.dl[d] = 1, c.pb[d] = 1, c.in[d] = 12 + 2 * d,
+            c.out[d] = (c.in[d] + 2 - 3) / c.st[d] + 1;
+        uint64_t own[3], im2col[3];
+        const uint64_t replay = rng_state;
+        bits_with(cpu, &c, NULL, replay, own);
+        bits_with(cpu, &c, "im2col", replay, im2col);
+        for (int d = 0; d < 3; d++)
+            differ[d] += own[d] != im2col[d];
+    }
+    if (!differ[0] || !differ[1] || !differ[2])
+        fail_msg("strided depthwise calls gave im2col's bits in every case of some direction "
+                 "(forward %d, backward data %d, filter %d of 30 differ): their own path did "
+                 "not run", differ[0], differ[1], differ[2]);
+}
+
 static void stride_one_cases_run_the_direct_kernels_where_the_cpu_has_them(void **state)
 {
     (void)state;
@@ -1182,6 +1243,7 @@ int main(void)
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),
+        cmocka_unit_test(strided_depthwise_cases_take_their_own_path_and_match),
         cmocka_unit_test(empty_batches_and_outputs_give_zero_gradients),
         cmocka_unit_test(cpu_conv_rejects_bad_arguments_with_a_status_and_a_message),
     };

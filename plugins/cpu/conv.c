@@ -14,6 +14,8 @@
  *   (in double, a depthwise 3x3 layer 2.5-5.5x; docs/performance.md). The
  *   float AVX-512 forward, backward data and backward filter hand 3x3
  *   layers with 8+ channels to Winograd F(2x2, 3x3) (conv_winograd.c);
+ * - depthwise kernels (conv_depthwise.c) for strided depthwise layers
+ *   (one channel and one filter a group: a MobileNet's);
  * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: strided
  *   convolutions, CPUs with neither (and valgrind).
  * DLACCEL_CPU_CONV=im2col forces the second, DLACCEL_CPU_CONV=direct keeps
@@ -176,6 +178,8 @@ static int direct_pays(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
  * result, so an epilogue runs once, on the path that wrote the images. */
 static dla_status run_checked(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
+    if (dla__cpu_conv_depthwise_takes(p))
+        return dla__cpu_conv_depthwise(p, dir);
     const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable(p->dtype);
     if (direct && direct_pays(p, dir, direct)) {
         const dla_status s = direct(p, dir);

@@ -58,6 +58,14 @@ dla_status dla__cpu_conv_direct_avx512(const dla__cpu_conv *p, dla__cpu_conv_dir
 dla_status dla__cpu_conv_direct_avx2(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 dla_status dla__cpu_conv_direct_avx2_f64(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
+/* Depthwise convolutions (conv_depthwise.c): one channel and one filter a
+ * group, one or two spatial dims, any stride, dilation and padding, float
+ * and double. takes: whether this path runs p (a depthwise call with a
+ * stride above 1, and DLACCEL_CPU_CONV unset: its im2col and direct values
+ * keep those paths, for comparisons). */
+int dla__cpu_conv_depthwise_takes(const dla__cpu_conv *p);
+dla_status dla__cpu_conv_depthwise(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
+
 /* Scratch memory for one call (64-byte aligned), from the plugin's device
  * memory, whose cache keeps blocks of 1 MiB and more for the next request
  * of their size: a fresh block from the host costs a page fault per 4 KiB

@@ -1,0 +1,146 @@
+/*
+ * workloads_mobile.c - the MobileNet-style network of `cnn_fmnist --mobile`
+ * (examples/mobile_net.h: depthwise separable convolutions, ReLU6, a
+ * squeeze-and-excitation gate, spatial dropout) on a batch of 128 28x28x1
+ * images, single: its train step as the example runs it (an accelerated
+ * model loss taking the network, cross-entropy, the gradients and the
+ * batch norm state, SGDM 0.01 / 0.9) and its inference (dla_net_predict).
+ * bench/torch_mobile.py times the same network's step in PyTorch.
+ */
+#include "bench/workload.h"
+#include "examples/mobile_net.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { MOBILE_CLASSES = 10, MOBILE_B = 128 };
+
+typedef struct mobile_bench {
+    dla_net *net;
+    dla_accel *loss;
+    dla_tensor *x, *t;
+    dla_tensor **vel, **out;
+    int nl, ns;
+} mobile_bench;
+
+static void mobile_teardown(void *state)
+{
+    mobile_bench *r = state;
+    if (!r)
+        return;
+    if (r->vel)
+        dla_optim_free(r->nl, r->vel);
+    free(r->vel);
+    free(r->out);
+    bench_print_plan(r->loss);
+    if (r->net)
+        bench_print_plan(dla_net_accelerator(r->net));
+    dla_accel_free(r->loss);
+    dla_net_free(r->net);
+    dla_tensor_release(r->x);
+    dla_tensor_release(r->t);
+    free(r);
+}
+
+/* [loss, gradients, state] = modelLoss(net, X, T). */
+static dla_status mobile_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    int nl = dla_net_learnable_count(net);
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 1 + nl, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_crossentropy(y, in[1], NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+static dla_status mobile_setup(const bench_workload *w, void **state)
+{
+    const int64_t batch = w->size ? w->size : MOBILE_B;
+    mobile_bench *r = calloc(1, sizeof *r);
+    if (!r)
+        return DLA_ERR_OUT_OF_MEMORY;
+    *state = r;
+    dla_rng_seed(0);
+    if (!(r->net = mobile_net_make(MOBILE_CLASSES)))
+        return dla_last_status();
+    r->nl = dla_net_learnable_count(r->net);
+    r->ns = dla_net_state_count(r->net);
+    r->vel = calloc((size_t)r->nl, sizeof *r->vel);
+    r->out = calloc((size_t)(1 + r->nl + r->ns), sizeof *r->out);
+    r->loss = dla_accelerate(mobile_loss, &(dla_accel_options){.name = "mobileLoss",
+                                                               .ctx_kind = dla_net_accel_kind()});
+    if (!r->vel || !r->out || !r->loss)
+        return DLA_ERR_OUT_OF_MEMORY;
+    r->x = dla_rand(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, batch));
+    /* One-hot targets: class b % 10 for observation b. */
+    float *t = calloc((size_t)(MOBILE_CLASSES * batch), sizeof *t);
+    if (!t)
+        return DLA_ERR_OUT_OF_MEMORY;
+    for (int64_t b = 0; b < batch; b++)
+        t[b * MOBILE_CLASSES + b % MOBILE_CLASSES] = 1;
+    r->t = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(MOBILE_CLASSES, batch));
+    free(t);
+    if (dla_tensor_status(r->x) != DLA_OK)
+        return dla_tensor_status(r->x);
+    return dla_tensor_status(r->t);
+}
+
+static dla_status mobile_train_run(void *state)
+{
+    mobile_bench *r = state;
+    dla_scope_begin();
+    dla_tensor *in[2] = {r->x, r->t};
+    dla_status st = dla_accel_feval(r->loss, r->net, 2, in, 1 + r->nl + r->ns, r->out);
+    if (st == DLA_OK)
+        st = dla_net_set_state(r->net, r->ns, r->out + 1 + r->nl);
+    if (st == DLA_OK)
+        st = dla_sgdmupdate(r->nl, dla_table_values(dla_net_learnables(r->net)), r->out + 1, r->vel,
+                            0.01, 0.9);
+    if (st == DLA_OK)
+        (void)dla_tensor_item(r->out[0], 0); /* the step is done when its loss is read */
+    dla_scope_end();
+    return st;
+}
+
+static dla_status mobile_infer_run(void *state)
+{
+    mobile_bench *r = state;
+    dla_scope_begin();
+    dla_tensor *y;
+    dla_status st = dla_net_predict(r->net, 1, &r->x, 1, &y, NULL);
+    if (st == DLA_OK)
+        dla_device_sync(dla_tensor_device(y));
+    dla_scope_end();
+    return st;
+}
+
+static void mobile_note(void *state, double median_ms, char *buf, size_t size)
+{
+    mobile_bench *r = state;
+    (void)median_ms;
+    dla_accel *predict = dla_net_accelerator(r->net);
+    snprintf(buf, size, "HitRate %.0f%% (model loss), %.0f%% (predict)",
+             dla_accel_hit_rate(r->loss), predict ? dla_accel_hit_rate(predict) : 0.0);
+}
+
+/* Multiply-adds of one image's forward pass, x 2: conv1 28*28*16*9, dw2
+ * 14*14*16*9, pw2 14*14*32*16, dw3 7*7*32*9, pw3 7*7*64*32, the gate
+ * 64*16*2, fc 3136*10. A train step counts the forward and twice it. */
+#define MOBILE_FWD                                                                                 \
+    (2.0 * MOBILE_B *                                                                              \
+     (28 * 28 * 16 * 9 + 14 * 14 * 16 * 9 + 14 * 14 * 32 * 16 + 7 * 7 * 32 * 9 +                  \
+      7 * 7 * 64 * 32 + 64 * 16 * 2 + 3136 * 10))
+
+const bench_workload bench_mobile_workloads[] = {
+    {.name = "mobile_train_step", .unit = BENCH_FLOPS, .work = 3 * MOBILE_FWD, .batch = 0,
+     .setup = mobile_setup, .run = mobile_train_run, .teardown = mobile_teardown,
+     .label = "MobileNet-style train step (cnn_fmnist --mobile, batch 128, SGDM)",
+     .note = mobile_note},
+    {.name = "mobile_inference", .unit = BENCH_FLOPS, .work = MOBILE_FWD, .batch = 0,
+     .setup = mobile_setup, .run = mobile_infer_run, .teardown = mobile_teardown,
+     .label = "MobileNet-style inference (cnn_fmnist --mobile, batch 128)", .note = mobile_note},
+    {0},
+};
