@@ -71,6 +71,13 @@ static void uninit(dla_net *net)
     dla__nn_free(net->signature);
     net->signature = NULL;
     net->signature_len = 0;
+    for (int i = 0; i < net->graph_ninputs; i++)
+        dla__nn_free(net->graph_inputs[i]);
+    dla__nn_free(net->graph_inputs);
+    dla__nn_free(net->graph_outputs);
+    net->graph_inputs = NULL;
+    net->graph_outputs = NULL;
+    net->graph_ninputs = net->graph_noutputs = net->graph_valid = 0;
 }
 
 void dla__net_uninit(dla_net *net) { uninit(net); }
@@ -418,18 +425,100 @@ DLA_API const char *dla_net_layer_type(const dla_net *net, int i)
     return net && i >= 0 && i < net->nlayers ? net->layers[i]->kind->type : NULL;
 }
 
-DLA_API int dla_net_input_count(const dla_net *net) { return net ? net->ninputs : 0; }
+/* The inputs and outputs of an uninitialized network, in the order
+ * initialization gives them (layers in the order added; an input layer,
+ * then each free port of a layer), into net's graph_* cache. Returns 0
+ * when out of memory (the cache then stays empty). The handle is const
+ * to callers: the cache is what they would see anyway, worked out once. */
+static int graph_ports(dla_net *net)
+{
+    if (net->graph_valid)
+        return 1;
+    int nin = 0, nout = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dla_layer *l = net->layers[i];
+        nin += l->kind->is_input;
+        for (int p = 0; p < l->nin; p++) {
+            int fed = 0;
+            for (int k = 0; k < net->nconn && !fed; k++)
+                fed = net->conn[k].dst == i && net->conn[k].port == p;
+            nin += !fed;
+        }
+    }
+    net->graph_inputs = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->graph_inputs);
+    net->graph_outputs = dla__nn_calloc((size_t)(net->nlayers ? net->nlayers : 1),
+                                        sizeof *net->graph_outputs);
+    int ok = net->graph_inputs && net->graph_outputs;
+    for (int i = 0; ok && i < net->nlayers; i++) {
+        const dla_layer *l = net->layers[i];
+        for (int p = -1; ok && p < l->nin; p++) {
+            int fed = p < 0 ? !l->kind->is_input : 0;
+            for (int k = 0; k < net->nconn && !fed && p >= 0; k++)
+                fed = net->conn[k].dst == i && net->conn[k].port == p;
+            if (fed)
+                continue;
+            char *name = dla__net_port_name(l->name, p < 0 ? 1 : l->nin, p);
+            ok = name != NULL;
+            if (ok)
+                net->graph_inputs[net->graph_ninputs++] = name;
+        }
+        int read = 0;
+        for (int k = 0; k < net->nconn && !read; k++)
+            read = net->conn[k].src == i;
+        if (!read)
+            net->graph_outputs[nout++] = i;
+    }
+    net->graph_noutputs = nout;
+    if (!ok) {
+        for (int i = 0; i < net->graph_ninputs; i++)
+            dla__nn_free(net->graph_inputs[i]);
+        dla__nn_free(net->graph_inputs);
+        dla__nn_free(net->graph_outputs);
+        net->graph_inputs = NULL;
+        net->graph_outputs = NULL;
+        net->graph_ninputs = net->graph_noutputs = 0;
+        return 0;
+    }
+    net->graph_valid = 1;
+    return 1;
+}
+
+DLA_API int dla_net_input_count(const dla_net *net)
+{
+    if (!net)
+        return 0;
+    if (net->initialized)
+        return net->ninputs;
+    return graph_ports((dla_net *)net) ? net->graph_ninputs : 0;
+}
 
 DLA_API const char *dla_net_input_name(const dla_net *net, int i)
 {
-    return net && i >= 0 && i < net->ninputs ? net->input_names[i] : NULL;
+    if (!net || i < 0)
+        return NULL;
+    if (net->initialized)
+        return i < net->ninputs ? net->input_names[i] : NULL;
+    return graph_ports((dla_net *)net) && i < net->graph_ninputs ? net->graph_inputs[i] : NULL;
 }
 
-DLA_API int dla_net_output_count(const dla_net *net) { return net ? net->noutputs : 0; }
+DLA_API int dla_net_output_count(const dla_net *net)
+{
+    if (!net)
+        return 0;
+    if (net->initialized)
+        return net->noutputs;
+    return graph_ports((dla_net *)net) ? net->graph_noutputs : 0;
+}
 
 DLA_API const char *dla_net_output_name(const dla_net *net, int i)
 {
-    return net && i >= 0 && i < net->noutputs ? net->layers[net->outputs[i]]->name : NULL;
+    if (!net || i < 0)
+        return NULL;
+    if (net->initialized)
+        return i < net->noutputs ? net->layers[net->outputs[i]]->name : NULL;
+    return graph_ports((dla_net *)net) && i < net->graph_noutputs
+               ? net->layers[net->graph_outputs[i]]->name
+               : NULL;
 }
 
 DLA_API int dla_net_connection_count(const dla_net *net) { return net ? net->nconn : 0; }

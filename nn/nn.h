@@ -338,6 +338,13 @@ struct dla_net {
     dla__shape *input_shapes; /* one observation of each input */
     int noutputs;
     int *outputs;
+    /* The inputs and outputs of a network not yet initialized, as the
+     * graph has them now (dla_net_input_name before dla_net_init, to know
+     * which examples to give it): worked out when asked, forgotten with
+     * initialization's (uninit). graph_valid 0: not worked out. */
+    int graph_valid, graph_ninputs, graph_noutputs;
+    char **graph_inputs;
+    int *graph_outputs;
     dla_table tables[DLA__PARAM_KIND_COUNT];
     dla_dtype dtype;
     char *signature; /* architecture JSON: the acceleration key */

@@ -208,6 +208,20 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     assert_int_equal(dla_net_disconnect(net, "r2", "add/in2"), DLA_OK);
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "example"));
+    /* Before: an uninitialized network had no inputs or outputs to name,
+     * though dla_net_init wants its examples in their order. */
+    assert_false(dla_net_initialized(net));
+    assert_int_equal(dla_net_input_count(net), 2);
+    assert_string_equal(dla_net_input_name(net, 0), "r1");
+    assert_string_equal(dla_net_input_name(net, 1), "add/in2");
+    assert_null(dla_net_input_name(net, 2));
+    assert_int_equal(dla_net_output_count(net), 1);
+    assert_string_equal(dla_net_output_name(net, 0), "r2");
+    assert_int_equal(dla_net_connect(net, "r1", "add/in2"), DLA_OK); /* the graph changes */
+    assert_int_equal(dla_net_input_count(net), 1);
+    assert_null(dla_net_input_name(net, 1));
+    assert_int_equal(dla_net_disconnect(net, "r1", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_input_count(net), 2);
     dla_scope_begin();
     dla_tensor *ex[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1)), dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1))};
     assert_int_equal(dla_net_init(net, 2, ex), DLA_OK);

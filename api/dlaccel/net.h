@@ -790,10 +790,13 @@ DLA_API int dla_net_layer_count(const dla_net *net);
 DLA_API const char *dla_net_layer_name(const dla_net *net, int i);
 DLA_API const char *dla_net_layer_type(const dla_net *net, int i);
 /* The network's inputs: input layers ("input"), or free layer inputs
- * ("conv1", "add/in2") of a network without them. */
+ * ("conv1", "add/in2") of a network without them, in the order
+ * dla_net_init takes its examples; before initialization too, as the
+ * graph has them then (a name stays valid until the graph changes or the
+ * network is initialized or freed). */
 DLA_API int dla_net_input_count(const dla_net *net);
 DLA_API const char *dla_net_input_name(const dla_net *net, int i);
-/* The layers whose outputs nothing reads. */
+/* The layers whose outputs nothing reads (before initialization too). */
 DLA_API int dla_net_output_count(const dla_net *net);
 DLA_API const char *dla_net_output_name(const dla_net *net, int i);
 /* Connection i as source and destination ("add/in2"); DLA_ERR_INVALID_ARGUMENT
