@@ -242,8 +242,8 @@ static int fusible(const lowering *L, const dla__cap_launch *cl)
 
 static dla_view *out_view(dla__cap_launch *cl)
 {
-    return cl->l.kind == DLA__LAUNCH_FILL     ? &cl->l.u.fill.y
-           : cl->l.kind == DLA__LAUNCH_COPY   ? &cl->l.u.pair.y
+    return cl->l.kind == DLA__LAUNCH_FILL                                      ? &cl->l.u.fill.y
+           : cl->l.kind == DLA__LAUNCH_COPY || cl->l.kind == DLA__LAUNCH_CAST ? &cl->l.u.pair.y
            : cl->l.kind == DLA__LAUNCH_UNARY  ? &cl->l.u.unary.y
            : cl->l.kind == DLA__LAUNCH_BINARY ? &cl->l.u.binary.z
            : cl->l.kind == DLA__LAUNCH_FUSED  ? &cl->l.u.fused->y
@@ -507,6 +507,20 @@ static int join_program(chain *ch, const dla__cap_launch *cl, const dla_view *v,
     return ch->a.ninsns - 1;
 }
 
+/* A cast of a comparison's logical result to the chain's dtype, right
+ * after that comparison: in a program the comparison's register already
+ * holds 1 or 0 in the dtype (the ABI's fused program), so the cast is that
+ * register, no instruction of its own. A max or min's gradient masks
+ * (cast(a >= b) times the gradient) and clippedRelu's were a comparison
+ * launch, a cast launch and the chain after them; now one program. */
+static int comparison_cast(lowering *L, const chain *ch, const dla__cap_launch *cl)
+{
+    return cl->l.kind == DLA__LAUNCH_CAST && ch->n > 0 && ch->n < DLA_FUSED_MAX_INSNS &&
+           cl->l.u.pair.x.dtype == DLA_BOOL && cl->l.u.pair.y.dtype == ch->a.dtype &&
+           is_comparison(launch_at(L, ch->step[ch->n - 1])) &&
+           ch->reg[ch->n - 1] == ch->a.ninsns - 1;
+}
+
 /* Appends the launch at step s to the chain as its next instruction; 0
  * when it does not fit (the chain is then left as it was). */
 static int link(lowering *L, chain *ch, int s)
@@ -535,8 +549,17 @@ static int link(lowering *L, chain *ch, int s)
             return 0;
     }
     int reads_prev = 0;
-    const int j = cl->l.kind == DLA__LAUNCH_FUSED ? join_program(ch, cl, v, &reads_prev)
-                                                  : join_insn(ch, cl, v, &reads_prev);
+    int j;
+    if (comparison_cast(L, ch, cl)) {
+        /* It reads the comparison's result as written, or it is no alias. */
+        if (!same_slot(cl->slot[1], ch->yslot[ch->n - 1]) || !same_view(&v[1], &ch->ys[ch->n - 1]))
+            return 0;
+        j = ch->reg[ch->n - 1];
+        reads_prev = 1;
+    } else {
+        j = cl->l.kind == DLA__LAUNCH_FUSED ? join_program(ch, cl, v, &reads_prev)
+                                            : join_insn(ch, cl, v, &reads_prev);
+    }
     if (j < 0) {
         *ch = save;
         return 0;
@@ -618,8 +641,11 @@ static int can_follow(lowering *L, const chain *ch, int s)
     if (L->steps[s].kind != DLA__STEP_LAUNCH)
         return 0;
     dla__cap_launch *prev = launch_at(L, ch->step[ch->n - 1]), *next = launch_at(L, s);
-    if (ch->a.ninsns == DLA_FUSED_MAX_INSNS || !fusible(L, next) ||
-        program_dtype(next) != ch->a.dtype)
+    if (ch->n == DLA_FUSED_MAX_INSNS)
+        return 0;
+    if (!comparison_cast(L, ch, next) &&
+        (ch->a.ninsns == DLA_FUSED_MAX_INSNS || !fusible(L, next) ||
+         program_dtype(next) != ch->a.dtype))
         return 0;
     dla__slot b = prev->slot[0];
     return b.kind == DLA__SLOT_BUFFER && !invoke_buffer(L->c, b.id);

@@ -58,6 +58,7 @@ typedef struct plan_info {
     int fills;        /* steps that are fills */
     int reduces;      /* steps that are reduces */
     int gemms;        /* steps that are GEMMs */
+    int casts;        /* steps that are casts */
     int in_place;     /* steps listed "(in place)" */
     int fixed;        /* buffers of constants filled once, when the plan was made */
     long device_runs; /* runs the device made itself (plan_replay), -1: none offered */
@@ -116,6 +117,8 @@ static plan_info plan_of(dla_trace *t, const char *dev)
         pi.in_place += l[11] == '\n' || l[11] == ' ';
     for (const char *l = s ? strstr(s, ": gemm") : NULL; l; l = strstr(l + 1, ": gemm"))
         pi.gemms++;
+    for (const char *l = s ? strstr(s, ": cast") : NULL; l; l = strstr(l + 1, ": cast"))
+        pi.casts++;
     free(text);
     return pi;
 }
@@ -428,6 +431,42 @@ static void constants_of_one_value_join_the_chain_with_the_bits_of_eager(void **
         dla_accel_free(af);
     }
     dla_scope_end();
+}
+
+/* cast(a <= b) .* c, and min(a, b) and its gradients (cast(a <= b) +
+ * cast(b ~= b), times the gradient): a comparison and its cast to float. */
+static dla_status masked(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_mul(dla_cast(dla_le(in[0], in[1]), DLA_F32), in[2]);
+    dla_tensor *loss = dla_sum(dla_mul(dla_min2(in[0], in[1]), in[2]), 0, NULL);
+    return dla_gradient(loss, 2, in, out + 1);
+}
+
+/* Before: a comparison's cast to float was a launch of its own (fused
+ * programs do not hold casts), after the comparison's own launch; a
+ * comparison's register already holds 1 or 0 in the program's dtype, so
+ * the cast is that register, and the three are one program. */
+static void a_comparison_cast_to_float_is_its_register_in_the_chain(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const float a[8] = {1, -0.0f, NAN, INFINITY, 2, 3, -INFINITY, 5};
+    const float b[8] = {1, 0.0f, 1, INFINITY, NAN, -3, 4, NAN};
+    const float c[8] = {2, 3, 4, 5, 6, 7, 8, 9};
+    dla_tensor *in[3] = {dla_tensor_from_host(a, DLA_F32, "", DLA_DIMS(8, 1)),
+                         dla_tensor_from_host(b, DLA_F32, "", DLA_DIMS(8, 1)),
+                         dla_tensor_from_host(c, DLA_F32, "", DLA_DIMS(8, 1))};
+    dla_accel *af = dla_accelerate(masked, NULL);
+    for (int call = 0; call < 4; call++)
+        results_match_eager(af, masked, 1, 3, in, 3);
+    plan_info pi = accel_plan(af, "cpu:0");
+    assert_true(pi.found);
+    /* No cast runs as a launch of its own. */
+    assert_int_equal(pi.casts, 0);
+    assert_true(pi.nfused >= 2);
+    dla_scope_end();
+    dla_accel_free(af);
 }
 
 static void a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients(void **state)
@@ -1889,6 +1928,7 @@ int main(void)
         TU_TEST(a_sum_of_one_element_each_joins_its_chain_with_the_bits_of_eager),
         TU_TEST(outer_products_run_elementwise_with_the_bits_of_the_gemm),
         TU_TEST(constants_of_one_value_join_the_chain_with_the_bits_of_eager),
+        TU_TEST(a_comparison_cast_to_float_is_its_register_in_the_chain),
         TU_TEST(a_planned_conv_batchnorm_relu_chain_equals_eager_with_its_gradients),
         TU_TEST(in_place_chains_comparisons_and_wheres_fuse_and_keep_eager_bits),
         TU_TEST(fills_written_after_run_every_time),
