@@ -116,8 +116,12 @@ static dla_status clipped_check(const dla__props *p, const char *name)
 static dla_status clipped_forward(const dla__props *p, dla__call *c)
 {
     dla_tensor *x = c->x[0];
-    dla_tensor *ceil_t = dla_tensor_to_device(
-        dla_full(p->scale, dla_tensor_dtype(x), "", DLA_DIMS(1)), dla_tensor_device(x));
+    /* A fill on x's device, which a replay's plan folds into the program
+     * as one value (a copy to the device was a launch of its own, and the
+     * min could not join the relu's program past it). */
+    dla_tensor *ceil_t = dla_full(p->scale, dla_tensor_dtype(x), "", DLA_DIMS(1));
+    if (dla_tensor_device(ceil_t) != dla_tensor_device(x))
+        ceil_t = dla_tensor_to_device(ceil_t, dla_tensor_device(x));
     c->y = dla_min2(dla_relu(x), ceil_t);
     return dla_tensor_status(c->y);
 }
