@@ -741,7 +741,7 @@ static void strided_depthwise_case(conv_case *c, dla_dtype t)
     random_case(c, t, 0);
     c->nsp = (int)rnd_int(1, 2);
     c->C = c->F = c->G = rnd_int(1, 6);
-    c->B = rnd_int(1, 4);
+    c->B = chance(8) ? 0 : rnd_int(1, 4); /* no images: zero gradients */
     for (int i = 0; i < 3; i++) {
         if (i >= c->nsp) {
             c->in[i] = c->out[i] = c->fs[i] = c->st[i] = c->dl[i] = 1, c->pb[i] = 0;
@@ -756,6 +756,8 @@ static void strided_depthwise_case(conv_case *c, dla_dtype t)
         const int64_t pe = chance(15) ? -1 : rnd_int(0, span - 1);
         const int64_t num = c->in[i] + c->pb[i] + pe - span;
         c->out[i] = num >= 0 ? num / c->st[i] + 1 : 1;
+        if (chance(4))
+            c->out[i] = 0; /* no outputs along this dim */
     }
 }
 

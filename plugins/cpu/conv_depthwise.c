@@ -500,7 +500,11 @@ static dla_status pass(const dla__cpu_conv *p, dla__cpu_conv_dir dir, const plan
  * against 60-80 in single). */
 int dla__cpu_conv_depthwise_takes(const dla__cpu_conv *p)
 {
-    return depthwise(&p->g) && (p->g.st[0] > 1 || p->g.st[1] > 1) && dla__cpu_conv_env() < 0;
+    /* Empty outputs or batches (zero gradients) stay with im2col, whose
+     * zeroing handles them. */
+    const dla_kit_conv *g = &p->g;
+    return depthwise(g) && (g->st[0] > 1 || g->st[1] > 1) && g->out[0] > 0 && g->out[1] > 0 &&
+           g->batch > 0 && dla__cpu_conv_env() < 0;
 }
 
 dla_status dla__cpu_conv_depthwise(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
