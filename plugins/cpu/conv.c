@@ -71,7 +71,7 @@ __attribute__((target("avx512f"))) static void every_other_avx512(float *dst, co
         _mm512_mask_storeu_ps(dst + o, (__mmask16)((1u << m) - 1), x);
 }
 
-static void every_other_f32(float *dst, const float *src, int64_t n)
+void dla__cpu_every_other_f32(float *dst, const float *src, int64_t n)
 {
     if (__builtin_cpu_supports("avx512f")) { /* a flag libgcc has set up by now */
         every_other_avx512(dst, src, n);
@@ -80,7 +80,13 @@ static void every_other_f32(float *dst, const float *src, int64_t n)
     for (int64_t o = 0; o < n; o++)
         dst[o] = src[2 * o];
 }
-#define CONV_EVERY_OTHER every_other_f32
+#define CONV_EVERY_OTHER dla__cpu_every_other_f32
+#else
+void dla__cpu_every_other_f32(float *dst, const float *src, int64_t n)
+{
+    for (int64_t o = 0; o < n; o++)
+        dst[o] = src[2 * o];
+}
 #endif
 
 #define CT float

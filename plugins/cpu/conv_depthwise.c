@@ -160,25 +160,12 @@ SCALAR_PRIMS(double, f64, fma)
 AVX512_PRIMS(float, f32_avx512, __m512, 16, __mmask16, ps)
 AVX512_PRIMS(double, f64_avx512, __m512d, 8, __mmask8, pd)
 
-/* y[i] = x[2 i], i < n (a stride-2 layer's phases): whole vectors loaded,
- * the even lanes picked; the last vector reads up to x[2 n - 2] and no
- * further (masks). */
+/* y[i] = x[2 i], i < n (a stride-2 layer's phases): conv.c's for floats;
+ * for doubles whole vectors loaded and the even lanes picked, the last
+ * vector under masks, reading up to x[2 n - 2] and no further. */
 AVX512 static inline void every2_f32_avx512(int64_t n, const float *x, float *y)
 {
-    const __m512i even =
-        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_permutex2var_ps(_mm512_loadu_ps(x + 2 * i), even,
-                                                       _mm512_loadu_ps(x + 2 * i + 16)));
-    const int64_t m = n - i, need = 2 * m - 1;
-    if (m <= 0)
-        return;
-    const __mmask16 lo = (__mmask16)(need >= 16 ? 0xFFFF : (1u << need) - 1);
-    const __mmask16 hi = (__mmask16)(need > 16 ? (1u << (need - 16)) - 1 : 0);
-    _mm512_mask_storeu_ps(y + i, (__mmask16)((1u << m) - 1),
-                          _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, x + 2 * i), even,
-                                                 _mm512_maskz_loadu_ps(hi, x + 2 * i + 16)));
+    dla__cpu_every_other_f32(y, x, n);
 }
 
 AVX512 static inline void every2_f64_avx512(int64_t n, const double *x, double *y)

@@ -58,6 +58,11 @@ dla_status dla__cpu_conv_direct_avx512(const dla__cpu_conv *p, dla__cpu_conv_dir
 dla_status dla__cpu_conv_direct_avx2(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 dla_status dla__cpu_conv_direct_avx2_f64(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
+/* dst[o] = src[2 o] for o < n (conv.c): AVX-512 where the CPU has it,
+ * reading src up to src[2 n - 2] and no further. The rows of stride-2
+ * layers, for im2col and the depthwise path's phases. */
+void dla__cpu_every_other_f32(float *dst, const float *src, int64_t n);
+
 /* Depthwise convolutions (conv_depthwise.c): one channel and one filter a
  * group, one or two spatial dims, any stride, dilation and padding, float
  * and double. takes: whether this path runs p (a depthwise call with a
