@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..14"
+echo "1..15"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -116,3 +116,25 @@ for bad in "--seed -1" "--seed 99999999999999999999999" "--case 2147483647" "--c
     check "check-plugin $bad exits 2 with the reason" 2 "dlaccel check-plugin: "
 done
 
+
+# The kernels of the suite, as an unknown --kernel lists them from the
+# table the suite runs, are each named by `dlaccel help check-plugin` and
+# by docs/plugins.md's list of options (the help text lacked the two ABI
+# 1.9 kernels, conv_forward_fused and conv_backward_data_fused).
+n=$((n + 1))
+"$tool" check-plugin --kernel nosuch "$plugins/cpu.json" >"$tmp/out" 2>&1
+got=$?
+kernels=$(sed -n "s/.*'nosuch' is not a kernel of the suite (\([a-z_, ]*\);.*/\1/p" "$tmp/out" | tr -d ,)
+"$tool" help check-plugin | tr -s ' \n' '  ' >"$tmp/help"
+tr -s ' \n' '  ' <"${srcdir:-.}/docs/plugins.md" >"$tmp/doc"
+missing=
+for k in $kernels; do
+    grep -qE "[ (]$k[,)]" "$tmp/help" || missing="$missing help:$k"
+    grep -qE "[ (]$k[,)]" "$tmp/doc" || missing="$missing docs/plugins.md:$k"
+done
+if [ $got -eq 2 ] && [ "$(echo $kernels | wc -w)" -ge 23 ] && [ -z "$missing" ]; then
+    echo "ok $n - check-plugin --kernel nosuch lists the suite's $(echo $kernels | wc -w) kernels; help and docs/plugins.md name each"
+else
+    sed 's/^/#   /' "$tmp/out"
+    echo "not ok $n - the suite's kernels (exit $got; got: $kernels) named in help and docs:$missing"
+fi

@@ -19,7 +19,7 @@ if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" 
     opencl=yes
 fi
 
-echo "1..31"
+echo "1..32"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -239,3 +239,21 @@ run DLACCEL_LOG=info
 verdict "a program that links OpenMP itself is told the library could not choose" \
     "OpenMP wait policy: the OpenMP runtime's own: it was loaded before dlaccel's first plugin" \
     "probe: GOMP_SPINCOUNT=(unset)"
+
+# Every variable the code checks against a fixed set of values (the
+# dla__env_choice calls) is in docs/environment.md's list of them, which
+# lacked DLACCEL_COMM, DLACCEL_OPENBLAS_CORE and DLACCEL_CUDA_FUSED_COMPILE.
+src="${srcdir:-.}"
+n=$((n + 1))
+vars=$(cat "$src"/core/*.c "$src"/core/*.h "$src"/nn/*.c "$src"/plugins/*/*.c 2>/dev/null |
+    sed -n 's/.*dla__env_choice("\(DLACCEL_[A-Z0-9_]*\)".*/\1/p' | sort -u)
+listed=$(sed -n '/^## Values outside the set/,/^## /p' "$src/docs/environment.md" | tr -s ' \n' '  ')
+missing=
+for v in $vars; do
+    case "$listed" in *"\`$v\`"*) ;; *) missing="$missing $v" ;; esac
+done
+if [ "$(echo $vars | wc -w)" -ge 10 ] && [ -z "$missing" ]; then
+    echo "ok $n - docs/environment.md lists the $(echo $vars | wc -w) variables checked against a set of values"
+else
+    echo "not ok $n - docs/environment.md's 'Values outside the set' lacks:$missing (found: $(echo $vars))"
+fi

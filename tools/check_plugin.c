@@ -114,8 +114,16 @@ static int parse(int argc, char **argv, options *o)
         int known = 0;
         for (int k = 0; k < cf_kernel_count; k++)
             known |= strcmp(cf_kernels[k].name, o->kernel) == 0;
-        if (!known)
-            return usage("--kernel: not a kernel of the suite");
+        if (!known) {
+            /* The list comes from the table the suite runs, so the message
+             * cannot fall behind a kernel the ABI adds (help text can). */
+            fprintf(stderr, "dlaccel check-plugin: --kernel: '%s' is not a kernel of the suite (",
+                    o->kernel);
+            for (int k = 0; k < cf_kernel_count; k++)
+                fprintf(stderr, "%s%s", k ? ", " : "", cf_kernels[k].name);
+            fprintf(stderr, "; see dlaccel help check-plugin)\n");
+            return DLA_TOOL_USAGE;
+        }
     }
     if (o->only_case >= 0 && o->cases <= o->only_case)
         o->cases = o->only_case + 1;

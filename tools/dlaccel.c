@@ -53,7 +53,8 @@ static const dla_tool_command commands[] = {
      "Options: --kernel NAME (memory, fill, strided_copy, cast, unary, binary,\n"
      "ternary, reduce, gemm, conv_forward, conv_backward_data,\n"
      "conv_backward_filter, pool_forward, pool_backward, gather, scatter_add,\n"
-     "fused, fused_reduce, random, fused_reduce_pair, fused_multi), --cases N\n"
+     "fused, fused_reduce, random, fused_reduce_pair, fused_multi,\n"
+     "conv_forward_fused, conv_backward_data_fused), --cases N\n"
      "(per kernel, default 25), --case I (only case I), --seed S (default 1),\n"
      "--device I (only device I of the plugin), --tap.",
      dla_tool_check_plugin},

@@ -6,7 +6,8 @@
 # PKG_CONFIG_SYSROOT_DIR), its `make check` running the installed
 # `dlaccel check-plugin`, its `make install` putting the plugin where
 # dlaccel.pc says and the installed library finds it. Also: every manifest
-# declares the ABI its plugin answers. TAP; skipped only without
+# declares the ABI its plugin answers, and README.md's first program
+# builds against the installed dlaccel and runs. TAP; skipped only without
 # pkg-config.
 here=$(cd "$(dirname "$0")" && pwd)
 build=$DLA_TEST_BUILDDIR
@@ -85,6 +86,26 @@ elif ! grep -q "installed folder $manifestsdir," "$tmp/devices.log"; then
     not_ok "the installed library searches manifestsdir $manifestsdir" "$tmp/devices.log"
 else
     ok "dlaccel.pc: pluginsdir $pluginsdir and manifestsdir $manifestsdir, where make install put the cpu plugin and the library searches"
+fi
+
+# 2b. README.md's first program, as a user builds it against an installed
+# dlaccel (`cc first.c $(pkg-config --cflags --libs dlaccel)`), warnings as
+# errors, and run: the softmax's columns sum to 1. Taken from the README
+# itself, so the page cannot drift from the API.
+mkdir -p "$tmp/first"
+awk '/^## A first program/ { f = 1 } f && /^```c/ { g = 1; next } g && /^```/ { exit } g' \
+    "$here/../../README.md" >"$tmp/first/first.c"
+# shellcheck disable=SC2046
+if [ -s "$tmp/first/first.c" ] &&
+    $limit ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$tmp/first/first.c" -o "$tmp/first/first" \
+        $("$PKG_CONFIG" --cflags --libs dlaccel) >"$tmp/first.log" 2>&1 &&
+    $limit "$tmp/first/first" >>"$tmp/first.log" 2>&1 &&
+    grep -q "sums to 1.0000 on [a-z0-9_-]*:[0-9]" "$tmp/first.log"; then
+    ok "README.md's first program builds with pkg-config --cflags --libs against the installed dlaccel and runs"
+else
+    cat "$tmp/first/first.c" >>"$tmp/first.log"
+    not_ok "README.md's first program builds with pkg-config --cflags --libs against the installed dlaccel and runs" \
+        "$tmp/first.log"
 fi
 
 # 3. Built in a folder of its own, with pkg-config alone.
