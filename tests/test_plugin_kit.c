@@ -109,6 +109,18 @@ static void a_view_past_its_memory_is_refused_with_the_plugin_name(void **state)
     v.strides[1] = -1;
     expect_error(dla_kit_check_view(&kit, "unary", "x", &v), DLA_ERR_INVALID_ARGUMENT,
                  "stride -1 of dim 2 is negative");
+    /* Dims of stride 0 need no memory: 2^32 x 2^32 of one value is 2^64
+     * elements, which no count holds (the cpu reduce summed them to 0 and
+     * averaged them to NaN); an empty view's dims may overflow together. */
+    dla_view big = view(&m, DLA_F32, 2, (int64_t[]){(int64_t)1 << 32, (int64_t)1 << 32});
+    big.strides[0] = big.strides[1] = 0;
+    expect_error(dla_kit_check_view(&kit, "reduce", "x", &big), DLA_ERR_INVALID_ARGUMENT,
+                 "test reduce: argument x (dims 4294967296x4294967296): more elements than an "
+                 "int64 counts");
+    big.dims[1] = ((int64_t)1 << 31) - 1; /* 2^63 - 2^32: counted */
+    assert_int_equal(dla_kit_check_view(&kit, "reduce", "x", &big), DLA_OK);
+    big.ndims = 3, big.dims[1] = (int64_t)1 << 32, big.dims[2] = 0, big.strides[2] = 0;
+    assert_int_equal(dla_kit_check_view(&kit, "reduce", "x", &big), DLA_OK);
     /* Empty views need no memory; equal dims and float dtypes. */
     dla_view e = view(NULL, DLA_F32, 2, (int64_t[]){0, 3});
     assert_int_equal(dla_kit_check_view(&kit, "unary", "y", &e), DLA_OK);
