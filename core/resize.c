@@ -22,7 +22,8 @@
 
 static const char op[] = "dla_resize";
 
-/* Far beyond any image, and every position fits an int32 index. */
+/* Far beyond any image, and every output count fits an int32 index (the
+ * positions themselves may lie past 2^31: gather_at). */
 #define MAX_OUT ((int64_t)1 << 30)
 
 /* How many leading entries of v[DLA_MAX_DIMS] are given: up to the last
@@ -95,14 +96,56 @@ static dla_tensor *on_device(const void *host, dla_dtype dtype, const char *fmt,
     return t;
 }
 
+/* dla_index of y along dim d (1-based) at the positions pos[0..n-1].
+ * dla_index takes int32 positions, and a dim past 2^31 elements (a long
+ * 1-D signal) has positions beyond them: those go in runs whose positions
+ * lie within INT32_MAX of the run's smallest, each a gather from a slice
+ * of y starting there, joined along d. A dim within int32 (every image) is
+ * one gather from y itself, as before. */
+static dla_tensor *gather_at(dla_tensor *y, int d, const int64_t *pos, int64_t n, int32_t *rel)
+{
+    dla_device *dev = dla_tensor_device(y);
+    if (dla_tensor_dim(y, d) - 1 <= INT32_MAX) {
+        for (int64_t i = 0; i < n; i++)
+            rel[i] = (int32_t)pos[i];
+        return dla_index(y, d, on_device(rel, DLA_I32, "", 1, (const int64_t[]){n}, dev));
+    }
+    dla_tensor *parts[64];
+    int nparts = 0;
+    for (int64_t i0 = 0; i0 < n;) {
+        int64_t lo = pos[i0], hi = pos[i0], i1 = i0 + 1;
+        for (; i1 < n; i1++) {
+            const int64_t l = pos[i1] < lo ? pos[i1] : lo, h = pos[i1] > hi ? pos[i1] : hi;
+            if (h - l > INT32_MAX)
+                break;
+            lo = l, hi = h;
+        }
+        if (nparts == (int)(sizeof parts / sizeof *parts)) {
+            /* The positions are monotone, so a run ends only after 2^31
+             * elements of y: 64 runs would take a dim of 2^37. Join what
+             * there is and go on. */
+            parts[0] = dla_cat(d, nparts, parts);
+            nparts = 1;
+        }
+        for (int64_t i = i0; i < i1; i++)
+            rel[i] = (int32_t)(pos[i] - lo);
+        parts[nparts++] = dla_index(dla_slice(y, d, lo, 1, hi + 1), d,
+                                    on_device(rel + i0, DLA_I32, "", 1,
+                                              (const int64_t[]){i1 - i0}, dev));
+        i0 = i1;
+    }
+    return nparts == 1 ? parts[0] : dla_cat(d, nparts, parts);
+}
+
 /* y resized along its dim d (1-based) from in to out elements, scale s. */
 static dla_tensor *resize_dim(dla_tensor *y, int d, int64_t in, int64_t out, double s,
                               const plan *p)
 {
-    int32_t *lo = malloc(sizeof *lo * (size_t)out), *hi = malloc(sizeof *hi * (size_t)out);
+    int64_t *lo = malloc(sizeof *lo * (size_t)out), *hi = malloc(sizeof *hi * (size_t)out);
+    int32_t *rel = malloc(sizeof *rel * (size_t)out);
     double *w = malloc(sizeof *w * (size_t)out);
-    if (!lo || !hi || !w) {
-        free(lo), free(hi), free(w);
+    if (!lo || !hi || !rel || !w) {
+        free(lo), free(hi), free(rel), free(w);
         return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld positions", op,
                           (long long)out);
     }
@@ -110,15 +153,15 @@ static dla_tensor *resize_dim(dla_tensor *y, int d, int64_t in, int64_t out, dou
     for (int64_t i = 0; i < out; i++) {
         const double x = source_coord(p, i, s);
         if (p->method == NEAREST) {
-            lo[i] = hi[i] = (int32_t)nearest(p, x, s, in);
+            lo[i] = hi[i] = nearest(p, x, s, in);
             w[i] = 0;
         } else {
             /* Linear: the coordinate is kept inside the input, so the
              * edges repeat the outermost element. */
             const double c = x < 0 ? 0 : x > (double)(in - 1) ? (double)(in - 1) : x;
             const int64_t l = clamp((int64_t)floor(c), 0, in - 1);
-            lo[i] = (int32_t)l;
-            hi[i] = (int32_t)(l + 1 < in ? l + 1 : l);
+            lo[i] = l;
+            hi[i] = l + 1 < in ? l + 1 : l;
             w[i] = c - (double)l;
         }
         identity &= lo[i] == i && w[i] == 0;
@@ -127,8 +170,7 @@ static dla_tensor *resize_dim(dla_tensor *y, int d, int64_t in, int64_t out, dou
     dla_tensor *r = y;
     if (!identity) {
         dla_device *dev = dla_tensor_device(y);
-        const int64_t n1[1] = {out};
-        dla_tensor *a = dla_index(y, d, on_device(lo, DLA_I32, "", 1, n1, dev));
+        dla_tensor *a = gather_at(y, d, lo, out, rel);
         if (!weighted) {
             r = a;
         } else {
@@ -140,11 +182,11 @@ static dla_tensor *resize_dim(dla_tensor *y, int d, int64_t in, int64_t out, dou
                 wd[k] = k == d - 1 ? out : 1;
             const dla_dtype dt = dla_tensor_dtype(y);
             dla_tensor *wt = dla_cast(on_device(w, DLA_F64, fmt, nd, wd, dev), dt);
-            dla_tensor *b = dla_index(y, d, on_device(hi, DLA_I32, "", 1, n1, dev));
+            dla_tensor *b = gather_at(y, d, hi, out, rel);
             r = dla_add(dla_mul(dla_affine(wt, -1.0, 1.0), a), dla_mul(wt, b));
         }
     }
-    free(lo), free(hi), free(w);
+    free(lo), free(hi), free(rel), free(w);
     return r;
 }
 

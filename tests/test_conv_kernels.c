@@ -1226,6 +1226,47 @@ static void cpu_conv_rejects_bad_arguments_with_a_status_and_a_message(void **st
     err_call_free(&e);
 }
 
+/* The unfolded input of im2col has C/G x taps rows, a dimension and a
+ * leading dimension of OpenBLAS's GEMM, which are int; each size is within
+ * int32 but their product need not be. 2^30 + 1 channels of a 2-tap
+ * filter (2^31 + 2 rows) was cast to a negative int (OpenBLAS refused the
+ * call and left Y unwritten; past 2^32 the cast wraps to a small product
+ * over the wrong rows), after an 8 GiB copy of the weights. It is refused
+ * first now, by name. x and w are one value each here (stride 0), so the
+ * call costs nothing. */
+static void im2col_refuses_more_unfolded_rows_than_a_gemm_dimension_holds(void **state)
+{
+    (void)state;
+    dla_device *dev = dla_device_get("cpu");
+    assert_non_null(dev);
+    const int64_t C = ((int64_t)1 << 30) + 1;
+    for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+        dbuf x, w, y;
+        dbuf_init(&x, dev, t, 1);
+        dbuf_init(&w, dev, t, 1);
+        dbuf_init(&y, dev, t, 1);
+        dla_conv_args a = {.struct_size = sizeof a, .dtype = t, .nspatial = 1, .batch = 1,
+                           .in_channels = C, .out_channels = 1, .groups = 1, .in_size = {2},
+                           .out_size = {1}, .filter_size = {2}, .stride = {1}, .dilation = {1}};
+        const dla_view one = {.struct_size = sizeof one, .dtype = t};
+        a.x = one, a.x.mem = x.mem, a.x.ndims = 3;
+        memcpy(a.x.dims, (int64_t[]){2, C, 1}, 3 * sizeof(int64_t));
+        a.w = one, a.w.mem = w.mem, a.w.ndims = 4;
+        memcpy(a.w.dims, (int64_t[]){2, C, 1, 1}, 4 * sizeof(int64_t));
+        a.y = one, a.y.mem = y.mem, a.y.ndims = 3;
+        memcpy(a.y.dims, (int64_t[]){1, 1, 1}, 3 * sizeof(int64_t));
+        setenv("DLACCEL_CPU_CONV", "im2col", 1);
+        expect_error(dev, &a, DLA_ERR_UNSUPPORTED,
+                     "cpu conv_forward: 1073741825 channels per group x 2 filter taps = "
+                     "2147483650 rows of the unfolded input, more than the 2147483647 a GEMM "
+                     "dimension of OpenBLAS holds");
+        unsetenv("DLACCEL_CPU_CONV");
+        dbuf_free(&x);
+        dbuf_free(&w);
+        dbuf_free(&y);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1248,6 +1289,7 @@ int main(void)
         cmocka_unit_test(strided_depthwise_cases_take_their_own_path_and_match),
         cmocka_unit_test(empty_batches_and_outputs_give_zero_gradients),
         cmocka_unit_test(cpu_conv_rejects_bad_arguments_with_a_status_and_a_message),
+        cmocka_unit_test(im2col_refuses_more_unfolded_rows_than_a_gemm_dimension_holds),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -64,6 +64,15 @@ static dla_view view(fake_mem *m, dla_dtype dtype, int ndims, const int64_t *dim
     return v;
 }
 
+/* A view of one value repeated over dims (every stride 0). */
+static dla_view one_value(fake_mem *m, dla_dtype dtype, int ndims, const int64_t *dims)
+{
+    dla_view v = {.struct_size = sizeof v, .mem = (dla_mem)m, .dtype = dtype, .ndims = ndims};
+    for (int d = 0; d < ndims; d++)
+        v.dims[d] = dims[d];
+    return v;
+}
+
 static void expect_error(dla_status got, dla_status want, const char *words)
 {
     if (got != want || !strstr(last_msg, words))
@@ -109,6 +118,17 @@ static void a_view_past_its_memory_is_refused_with_the_plugin_name(void **state)
     v.strides[1] = -1;
     expect_error(dla_kit_check_view(&kit, "unary", "x", &v), DLA_ERR_INVALID_ARGUMENT,
                  "stride -1 of dim 2 is negative");
+    /* Dims of stride 0 need no memory: 2^32 x 2^32 of one value is 2^64
+     * elements, which no count holds (the cpu reduce summed them to 0 and
+     * averaged them to NaN); an empty view's dims may overflow together. */
+    dla_view big = one_value(&m, DLA_F32, 2, (int64_t[]){(int64_t)1 << 32, (int64_t)1 << 32});
+    expect_error(dla_kit_check_view(&kit, "reduce", "x", &big), DLA_ERR_INVALID_ARGUMENT,
+                 "test reduce: argument x (dims 4294967296x4294967296): more elements than an "
+                 "int64 counts");
+    big.dims[1] = ((int64_t)1 << 31) - 1; /* 2^63 - 2^32: counted */
+    assert_int_equal(dla_kit_check_view(&kit, "reduce", "x", &big), DLA_OK);
+    big.ndims = 3, big.dims[1] = (int64_t)1 << 32, big.dims[2] = 0, big.strides[2] = 0;
+    assert_int_equal(dla_kit_check_view(&kit, "reduce", "x", &big), DLA_OK);
     /* Empty views need no memory; equal dims and float dtypes. */
     dla_view e = view(NULL, DLA_F32, 2, (int64_t[]){0, 3});
     assert_int_equal(dla_kit_check_view(&kit, "unary", "y", &e), DLA_OK);
@@ -161,6 +181,26 @@ static void convolution_geometry_has_sizes_and_strides(void **state)
     assert_int_equal(g.wg, 36);
     assert_int_equal(g.yf, 12);
     assert_int_equal(g.has_bias, 0);
+    /* Sizes within int32 each whose products are not (three dims of
+     * 2^31 - 1): refused by the views' checks, before the products of
+     * the filter taps and the pixels are taken (taken first, they
+     * overflowed an int64: undefined, UBSan's report). */
+    dla_conv_args huge = a;
+    const int64_t m31 = INT32_MAX;
+    huge.nspatial = 3;
+    for (int i = 0; i < 3; i++) {
+        huge.in_size[i] = huge.filter_size[i] = m31;
+        huge.out_size[i] = 1;
+        huge.stride[i] = huge.dilation[i] = 1;
+        huge.pad_begin[i] = 0;
+    }
+    huge.x = one_value(&mx, DLA_F32, 5, (int64_t[]){m31, m31, m31, 4, 3});
+    huge.w = one_value(&mw, DLA_F32, 6, (int64_t[]){m31, m31, m31, 2, 3, 2});
+    huge.y = view(&my, DLA_F32, 5, (int64_t[]){1, 1, 1, 6, 3});
+    expect_error(dla_kit_conv_prepare(&kit, &huge, DLA_KIT_CONV_FORWARD, &g),
+                 DLA_ERR_INVALID_ARGUMENT,
+                 "test conv_forward: argument x (dims 2147483647x2147483647x2147483647x4x3): "
+                 "more elements than an int64 counts");
     dla_conv_args bad = a;
     bad.groups = 3;
     expect_error(dla_kit_conv_prepare(&kit, &bad, DLA_KIT_CONV_FORWARD, &g),
@@ -203,6 +243,21 @@ static void pooling_geometry_maps_views_to_five_dims(void **state)
     a.y = view(&my, DLA_F64, 2, (int64_t[]){3, 2});
     expect_error(dla_kit_pool_prepare(&kit, "pool_backward", &a, 1, &g),
                  DLA_ERR_INVALID_ARGUMENT, "a max pool's backward needs the forward's index");
+    /* An average window of 2^32 x 2^32 over one element: its size wrapped
+     * to 0 and the cpu plugin's mean came out 0 (4 / 2^64 is 2.2e-19). */
+    dla_pool_args avg = {.struct_size = sizeof avg, .mode = DLA_POOL_AVG, .dtype = DLA_F64,
+                         .nspatial = 2, .channels = 1, .batch = 1, .in_size = {1, 1},
+                         .out_size = {1, 1}, .window = {(int64_t)1 << 32, (int64_t)1 << 32},
+                         .stride = {1, 1}};
+    avg.x = view(&mx, DLA_F64, 2, (int64_t[]){1, 1});
+    avg.y = view(&my, DLA_F64, 2, (int64_t[]){1, 1});
+    expect_error(dla_kit_pool_prepare(&kit, "pool_forward", &avg, 0, &g),
+                 DLA_ERR_INVALID_ARGUMENT,
+                 "test pool_forward: windows of 4294967296x4294967296x1 over 1 channels x 1 "
+                 "images: more elements than an int64 counts");
+    avg.window[1] = ((int64_t)1 << 31) - 1; /* 2^63 - 2^32: counted */
+    assert_int_equal(dla_kit_pool_prepare(&kit, "pool_forward", &avg, 0, &g), DLA_OK);
+    assert_int_equal(g.full, (((int64_t)1 << 31) - 1) << 32);
 }
 
 static void index_geometry_takes_strided_indices_and_short_views(void **state)

@@ -296,6 +296,62 @@ static void test_accelerated_it_replays_with_eager_bits(void **state)
     dla_scope_end();
 }
 
+/* ------------------------------------------------- dims past 2^31 */
+
+/* dla_index takes int32 positions, and a spatial dim of more than 2^31
+ * elements (a long 1-D signal) has positions past them: they were cast to
+ * int32 and came back negative (dla_index refused "element 3 is
+ * -1946157056", a position the caller never gave) or wrapped onto another
+ * element. An empty batch keeps this cheap: no data, but the positions
+ * are made and checked all the same. */
+static void test_a_dim_past_int32_resizes_its_empty_batch(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t in = ((int64_t)1 << 31) + ((int64_t)1 << 29);
+    dla_tensor *x = dla_zeros(DLA_F32, "SB", DLA_DIMS(in, 0));
+    const char *methods[] = {"nearest", "linear"};
+    for (int m = 0; m < 2; m++) {
+        dla_tensor *y = dla_resize(x, &(dla_resize_options){.output_size = {7},
+                                                            .method = methods[m]});
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("%s: %s", methods[m], dla_tensor_error(y));
+        assert_int_equal(dla_tensor_dim(y, 1), 7);
+        assert_int_equal(dla_tensor_dim(y, 2), 0);
+        assert_string_equal(dla_tensor_format(y), "SB");
+    }
+    dla_scope_end();
+}
+
+/* The same with data: 2^32 + 2^26 bytes, ones in the last 2^26, resized to
+ * 64 by "nearest". Position p of output 63 is past 2^32, where a cast to
+ * int32 wraps it into the zeros. 4 GiB, so it is in the suite only with
+ * DLA_TEST_LARGE=1 (main; make check does not list it: cmocka's skip
+ * reads as a failure to automake's TAP driver). */
+static void test_a_dim_past_int32_keeps_its_far_elements(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t ones = (int64_t)1 << 26, zeros = (int64_t)1 << 32, in = zeros + ones;
+    dla_tensor *x = dla_pad(dla_ones(DLA_U8, "SB", DLA_DIMS(ones, 1)), 1,
+                            (const int64_t[]){zeros}, NULL, 0);
+    assert_int_equal(dla_tensor_status(x), DLA_OK);
+    const int out = 64;
+    dla_tensor *y = dla_resize(x, &(dla_resize_options){.output_size = {out}});
+    if (dla_tensor_status(y) != DLA_OK)
+        fail_msg("%s", dla_tensor_error(y));
+    double want[64];
+    for (int i = 0; i < out; i++) {
+        /* half-pixel, round: the documented map */
+        const double c = ((double)i + 0.5) * (double)in / out - 0.5;
+        const int64_t p = (int64_t)floor(c + 0.5);
+        want[i] = p >= zeros ? 1 : 0;
+    }
+    assert_true(want[out - 1] == 1 && want[0] == 0);
+    expect_vector(y, out, want);
+    dla_scope_end();
+}
+
 /* --------------------------------------------------------------- errors */
 
 static void test_bad_arguments_are_named(void **state)
@@ -361,7 +417,17 @@ int main(void)
         TU_TEST(test_three_spatial_dims_and_the_others_untouched),
         TU_TEST(test_gradients_match_finite_differences),
         TU_TEST(test_accelerated_it_replays_with_eager_bits),
+        TU_TEST(test_a_dim_past_int32_resizes_its_empty_batch),
         TU_TEST(test_bad_arguments_are_named),
     };
+    /* The 4 GiB case joins the list only with DLA_TEST_LARGE=1 (the
+     * function the cmocka_run_group_tests macro calls takes a count). */
+    const int n = (int)(sizeof tests / sizeof tests[0]);
+    struct CMUnitTest with_large[sizeof tests / sizeof tests[0] + 1];
+    memcpy(with_large, tests, sizeof tests);
+    with_large[n] = (struct CMUnitTest)TU_TEST(test_a_dim_past_int32_keeps_its_far_elements);
+    const char *want_large = getenv("DLA_TEST_LARGE");
+    if (want_large && strcmp(want_large, "1") == 0)
+        return _cmocka_run_group_tests("test_resize", with_large, (size_t)n + 1, NULL, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

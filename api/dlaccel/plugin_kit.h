@@ -118,7 +118,8 @@ static inline const char *dla_kit_dims_str(char *buf, size_t size, int ndims,
     return buf;
 }
 
-/* Elements of a view whose dims are checked (>= 0). A zero dim is looked
+/* Elements of a view whose dims are checked (>= 0, and their product
+ * within int64 unless one is 0: dla_kit_check_view). A zero dim is looked
  * for first: an empty view's other dims may overflow together
  * (2^32 x 2^32 x 0). */
 static inline int64_t dla_kit_numel(const dla_view *v)
@@ -143,7 +144,8 @@ static inline int64_t dla_kit_stride(const dla_view *v, int i)
 }
 
 /* Checks view argument arg of kernel: struct_size, ndims, dtype, dims and
- * strides >= 0, offset >= 0, and, when it has elements, a memory handle
+ * strides >= 0, offset >= 0, at most INT64_MAX elements (empty views
+ * aside), and, when it has elements, a memory handle
  * and its last element inside the handle's bytes (kit->mem_bytes).
  * DLA_ERR_INVALID_ARGUMENT (DLA_ERR_DTYPE for an unknown dtype). */
 static inline dla_status dla_kit_check_view(const dla_kit *kit, const char *kernel,
@@ -175,6 +177,20 @@ static inline dla_status dla_kit_check_view(const dla_kit *kit, const char *kern
     if (v->offset < 0)
         return h->error(DLA_ERR_INVALID_ARGUMENT, "%s %s: argument %s: negative offset %lld", p,
                         kernel, arg, (long long)v->offset);
+    /* Dims of stride 0 take no memory, so a view may have more elements
+     * than an int64 counts (2^32 x 2^32 of one value): every count taken
+     * from its dims would wrap (a sum of 2^64 ones came out 0, its mean
+     * NaN). An empty view's other dims may overflow together. */
+    int64_t count = 1;
+    int empty = 0, past = 0;
+    for (int d = 0; d < v->ndims; d++) {
+        empty |= v->dims[d] == 0;
+        past |= __builtin_mul_overflow(count, v->dims[d], &count);
+    }
+    if (past && !empty)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "%s %s: argument %s (dims %s): more elements than an int64 counts", p,
+                        kernel, arg, dla_kit_dims_str(buf, sizeof buf, v->ndims, v->dims));
     if (dla_kit_numel(v) == 0)
         return DLA_OK;
     if (v->mem == NULL)

@@ -146,9 +146,6 @@ static inline dla_status dla_kit_conv_prepare(const dla_kit *kit, const dla_conv
         p->in[i] = a->in_size[i], p->out[i] = a->out_size[i], p->fs[i] = a->filter_size[i];
         p->st[i] = a->stride[i], p->dl[i] = a->dilation[i], p->pb[i] = a->pad_begin[i];
     }
-    p->ntaps = p->fs[0] * p->fs[1] * p->fs[2];
-    p->in_px = p->in[0] * p->in[1] * p->in[2];
-    p->out_px = p->out[0] * p->out[1] * p->out[2];
     int64_t want[6];
     if ((s = dla__kit_operand(kit, k, "x", &a->x, a->dtype)) != DLA_OK ||
         (s = dla__kit_operand(kit, k, "w", &a->w, a->dtype)) != DLA_OK ||
@@ -172,6 +169,12 @@ static inline dla_status dla_kit_conv_prepare(const dla_kit *kit, const dla_conv
     if ((s = dla_kit_check_layout(kit, k, "y", &a->y, n + 2, want, "out_size x F x batch")) !=
         DLA_OK)
         return s;
+    /* Only now: x, w and y have these dims and each view's element count
+     * fits an int64, so these products do (three sizes of 2^31 - 1 do
+     * not). */
+    p->ntaps = p->fs[0] * p->fs[1] * p->fs[2];
+    p->in_px = p->in[0] * p->in[1] * p->in[2];
+    p->out_px = p->out[0] * p->out[1] * p->out[2];
     /* The written operand shares memory with neither of the others. */
     const dla_view *out = dir == DLA_KIT_CONV_FORWARD         ? &a->y
                           : dir == DLA_KIT_CONV_BACKWARD_DATA ? &a->x
@@ -386,8 +389,17 @@ static inline dla_status dla_kit_pool_prepare(const dla_kit *kit, const char *ke
                             (long long)g->win[d], (long long)g->stride[d], (long long)g->pad[d]);
     }
     g->channels = a->channels;
-    g->planes = a->channels * a->batch;
-    g->full = g->win[0] * g->win[1] * g->win[2];
+    /* Windows and planes past an int64 count (2^32 x 2^32 windows need no
+     * memory): a wrapped window size made an average 0. */
+    int64_t w01;
+    if (__builtin_mul_overflow(g->win[0], g->win[1], &w01) ||
+        __builtin_mul_overflow(w01, g->win[2], &g->full) ||
+        __builtin_mul_overflow(a->channels, a->batch, &g->planes))
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "%s %s: windows of %lldx%lldx%lld over %lld channels x %lld images: more "
+                        "elements than an int64 counts",
+                        p, kernel, (long long)g->win[0], (long long)g->win[1],
+                        (long long)g->win[2], (long long)a->channels, (long long)a->batch);
     g->exclude_pad = a->avg_exclude_pad != 0;
 
     const dla_view *x = &a->x, *y = &a->y, *ix = &a->index;

@@ -30,6 +30,7 @@
 #include "plugins/cpu/strided.h"
 
 #include <cblas.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,21 @@ void dla__cpu_every_other_f32(float *dst, const float *src, int64_t n)
 
 dla_status dla__cpu_conv_im2col(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
+    /* The unfolded input has K = C/G x taps rows, and K goes to OpenBLAS
+     * as a dimension and a leading dimension, which are int: each size is
+     * within int32 (the kit checks), their product need not be (2^30 + 1
+     * channels of a 2-tap filter), and a K cast to int came out negative
+     * (OpenBLAS refused the call and left Y unwritten) or, past 2^32,
+     * small (a product over the wrong rows). Refused before the weights'
+     * copy of K x F elements is allocated. */
+    const int64_t K = p->g.Cg * p->g.ntaps;
+    if (K > INT_MAX)
+        return dla__cpu_host->error(
+            DLA_ERR_UNSUPPORTED,
+            "cpu %s: %lld channels per group x %lld filter taps = %lld rows of the unfolded "
+            "input, more than the %d a GEMM dimension of OpenBLAS holds",
+            dla_kit_conv_name(dir), (long long)p->g.Cg, (long long)p->g.ntaps, (long long)K,
+            INT_MAX);
     return p->dtype == DLA_F64 ? im2col_run_f64(p, dir) : im2col_run_f32(p, dir);
 }
 
