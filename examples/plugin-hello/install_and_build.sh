@@ -95,9 +95,16 @@ fi
 mkdir -p "$tmp/first"
 awk '/^## A first program/ { f = 1 } f && /^```c/ { g = 1; next } g && /^```/ { exit } g' \
     "$here/../../README.md" >"$tmp/first/first.c"
-# shellcheck disable=SC2046
+# A library built with the sanitizers (.ci/sanitize) needs their runtime in
+# the program too, first of its libraries.
+san=
+case "${DLA_TEST_SANITIZER:-none}" in
+address) san="-fsanitize=address,undefined" ;;
+thread) san="-fsanitize=thread" ;;
+esac
+# shellcheck disable=SC2046,SC2086
 if [ -s "$tmp/first/first.c" ] &&
-    $limit ${CC:-cc} -std=c11 -Wall -Wextra -Werror "$tmp/first/first.c" -o "$tmp/first/first" \
+    $limit ${CC:-cc} -std=c11 -Wall -Wextra -Werror $san "$tmp/first/first.c" -o "$tmp/first/first" \
         $("$PKG_CONFIG" --cflags --libs dlaccel) >"$tmp/first.log" 2>&1 &&
     $limit "$tmp/first/first" >>"$tmp/first.log" 2>&1 &&
     grep -q "sums to 1.0000 on [a-z0-9_-]*:[0-9]" "$tmp/first.log"; then
