@@ -179,10 +179,13 @@ static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_si
         return dla__nn_fail(DLA_ERR_SHAPE, "%lld groups of %lld filters are more than 2^24 "
                             "filters", (long long)groups, (long long)p->count);
     const int64_t cg = c / groups;
+    if (p->channels && p->channels != cg && !g)
+        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
+                            (long long)c, (long long)p->channels);
     if (p->channels && p->channels != cg)
-        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels%s, %s is %lld",
-                            (long long)c, g ? " in groups of that many" : "",
-                            g ? "NumChannelsPerGroup" : "NumChannels", (long long)p->channels);
+        return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, %lld in each of %lld "
+                            "groups; NumChannelsPerGroup is %lld", (long long)c, (long long)cg,
+                            (long long)groups, (long long)p->channels);
     int64_t wd[5], bd[4];
     int nw = 0, nb = 0;
     double area = 1;
