@@ -1,11 +1,11 @@
 /*
- * layer_conv.c - convolution1dLayer and convolution2dLayer on dla_conv:
- * weights in MATLAB's layout (filter size x channels x filters), a bias
- * per filter, padding by numbers, "same" or (1-D) "causal"; and their
- * transposed kinds (transposedConv1dLayer, transposedConv2dLayer) on
+ * layer_conv.c - convolution1dLayer, convolution2dLayer and
+ * convolution3dLayer on dla_conv: weights in MATLAB's layout (filter size
+ * x channels x filters), a bias per filter, padding by numbers, "same" or
+ * (1-D) "causal"; their transposed kinds (transposedConv1dLayer, 2d, 3d) on
  * dla_transpconv: weights filter size x filters x channels, cropping by
  * numbers or "same"; and groupedConvolution2dLayer, dla_conv with groups
- * (channel-wise: one group per channel). One code for the five: d spatial
+ * (channel-wise: one group per channel). One code for the seven: d spatial
  * dims, t transposed, g grouped.
  */
 #include "nn/nn.h"
@@ -23,6 +23,19 @@ static const dla__field conv2d_fields[] = {
     F("Stride", DLA__F_INT, stride, 2),
     F("DilationFactor", DLA__F_INT, dilation, 2),
     F("Padding", DLA__F_INT, padding, 4),
+    F("PaddingMode", DLA__F_STRING, mode, 1),
+    F("WeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("BiasInitializer", DLA__F_STRING, init[1], 1),
+    {NULL, 0, 0, 0},
+};
+
+static const dla__field conv3d_fields[] = {
+    F("FilterSize", DLA__F_INT, size, 3),
+    F("NumFilters", DLA__F_INT, count, 1),
+    F("NumChannels", DLA__F_INT, channels, 1),
+    F("Stride", DLA__F_INT, stride, 3),
+    F("DilationFactor", DLA__F_INT, dilation, 3),
+    F("Padding", DLA__F_INT, padding, 6),
     F("PaddingMode", DLA__F_STRING, mode, 1),
     F("WeightsInitializer", DLA__F_STRING, init[0], 1),
     F("BiasInitializer", DLA__F_STRING, init[1], 1),
@@ -48,6 +61,18 @@ static const dla__field tconv2d_fields[] = {
     F("NumChannels", DLA__F_INT, channels, 1),
     F("Stride", DLA__F_INT, stride, 2),
     F("Cropping", DLA__F_INT, padding, 4),
+    F("CroppingMode", DLA__F_STRING, mode, 1),
+    F("WeightsInitializer", DLA__F_STRING, init[0], 1),
+    F("BiasInitializer", DLA__F_STRING, init[1], 1),
+    {NULL, 0, 0, 0},
+};
+
+static const dla__field tconv3d_fields[] = {
+    F("FilterSize", DLA__F_INT, size, 3),
+    F("NumFilters", DLA__F_INT, count, 1),
+    F("NumChannels", DLA__F_INT, channels, 1),
+    F("Stride", DLA__F_INT, stride, 3),
+    F("Cropping", DLA__F_INT, padding, 6),
     F("CroppingMode", DLA__F_STRING, mode, 1),
     F("WeightsInitializer", DLA__F_STRING, init[0], 1),
     F("BiasInitializer", DLA__F_STRING, init[1], 1),
@@ -85,9 +110,11 @@ static const dla__field gconv2d_fields[] = {
 
 static const char *type_of(int d, int t, int g)
 {
-    return g ? "groupedConvolution2d"
-           : t ? (d == 2 ? "transposedConvolution2d" : "transposedConvolution1d")
-               : (d == 2 ? "convolution2d" : "convolution1d");
+    static const char *const plain[3] = {"convolution1d", "convolution2d", "convolution3d"};
+    static const char *const transposed[3] = {"transposedConvolution1d",
+                                              "transposedConvolution2d",
+                                              "transposedConvolution3d"};
+    return g ? "groupedConvolution2d" : t ? transposed[d - 1] : plain[d - 1];
 }
 
 static dla_status check_g(const dla__props *p, const char *name, int d, int t, int g)
@@ -154,6 +181,8 @@ static dla_status gconv2d_check(const dla__props *p, const char *name)
 {
     return check_g(p, name, 2, 0, 1);
 }
+static dla_status conv3d_check(const dla__props *p, const char *name) { return check(p, name, 3, 0); }
+static dla_status tconv3d_check(const dla__props *p, const char *name) { return check(p, name, 3, 1); }
 static dla_status conv1d_check(const dla__props *p, const char *name) { return check(p, name, 1, 0); }
 static dla_status tconv2d_check(const dla__props *p, const char *name) { return check(p, name, 2, 1); }
 static dla_status tconv1d_check(const dla__props *p, const char *name) { return check(p, name, 1, 1); }
@@ -163,12 +192,13 @@ static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_si
 {
     const dla__props *p = &l->props;
     int ns = dla__shape_count(in, 'S');
-    int ok = d == 2 ? ns == 2 : (ns == 1 || (ns == 0 && dla__shape_count(in, 'T') == 1));
+    int ok = d > 1 ? ns == d : (ns == 1 || (ns == 0 && dla__shape_count(in, 'T') == 1));
     int64_t c = dla__shape_dim(in, 'C');
     if (!ok || !c)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
                             in->format, type_of(d, t, g),
-                            d == 2 ? "two \"S\" dims" : "one \"S\" or \"T\" dim");
+                            d == 3 ? "three \"S\" dims" : d == 2 ? "two \"S\" dims"
+                                                               : "one \"S\" or \"T\" dim");
     /* Grouped: c in groups of c / G channels, each with its own
      * NumFiltersPerGroup filters. */
     const int64_t groups = !g ? 1 : p->dim == DLA_CHANNEL_WISE ? c : p->dim;
@@ -186,7 +216,7 @@ static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_si
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, %lld in each of %lld "
                             "groups; NumChannelsPerGroup is %lld", (long long)c, (long long)cg,
                             (long long)groups, (long long)p->channels);
-    int64_t wd[5], bd[4];
+    int64_t wd[6], bd[5];
     int nw = 0, nb = 0;
     double area = 1;
     for (int i = 0; i < d; i++) {
@@ -235,6 +265,18 @@ static dla_status conv2d_init(const dla_layer *l, int nin, const dla__shape *in,
     return init(l, in, sink, 2, 0);
 }
 
+static dla_status conv3d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    return init(l, in, sink, 3, 0);
+}
+
+static dla_status tconv3d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)nin;
+    return init(l, in, sink, 3, 1);
+}
+
 static dla_status conv1d_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)nin;
@@ -273,38 +315,44 @@ static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
 static dla_status conv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 0); }
 /* The groups are in the weights' last dim, which dla_conv reads. */
 static dla_status gconv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 0); }
+static dla_status conv3d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 3, 0); }
+static dla_status tconv3d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 3, 1); }
 static dla_status conv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1, 0); }
 static dla_status tconv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 1); }
 static dla_status tconv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1, 1); }
+
+/* "a x b x c" of n numbers (sep "x"), or "[a b c]" (sep " ", bracketed
+ * when n > 1): the summary's sizes. */
+static void numbers(const int64_t *v, int n, const char *sep, int bracket, char *buf, size_t size)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    if (bracket && k < size)
+        k += (size_t)snprintf(buf + k, size - k, "[");
+    for (int i = 0; i < n && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? sep : "", (long long)v[i]);
+    if (bracket && k < size)
+        snprintf(buf + k, size - k, "]");
+}
 
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size, int d,
                      int t)
 {
     int64_t c = p->channels ? p->channels : in ? dla__shape_dim(in, 'C') : 0;
-    char filt[64], pad[64];
-    if (d == 2)
-        snprintf(filt, sizeof filt, "%lldx%lld", (long long)p->size[0], (long long)p->size[1]);
-    else
-        snprintf(filt, sizeof filt, "%lld", (long long)p->size[0]);
+    char filt[96], pad[128], stride[64];
+    numbers(p->size, d, "x", 0, filt, sizeof filt);
     if (c) {
         size_t n = strlen(filt);
         snprintf(filt + n, sizeof filt - n, "x%lld", (long long)c);
     }
     if (p->mode[0])
         snprintf(pad, sizeof pad, "'%s'", p->mode);
-    else if (d == 2)
-        snprintf(pad, sizeof pad, "[%lld %lld %lld %lld]", (long long)p->padding[0],
-                 (long long)p->padding[1], (long long)p->padding[2], (long long)p->padding[3]);
     else
-        snprintf(pad, sizeof pad, "[%lld %lld]", (long long)p->padding[0], (long long)p->padding[1]);
-    const char *what = t ? "transposed convolutions" : "convolutions";
-    const char *how = t ? "cropping" : "padding";
-    if (d == 2)
-        snprintf(buf, size, "%lld %s %s with stride [%lld %lld] and %s %s", (long long)p->count,
-                 filt, what, (long long)p->stride[0], (long long)p->stride[1], how, pad);
-    else
-        snprintf(buf, size, "%lld %s %s with stride %lld and %s %s", (long long)p->count, filt,
-                 what, (long long)p->stride[0], how, pad);
+        numbers(p->padding, 2 * d, " ", 1, pad, sizeof pad);
+    numbers(p->stride, d, " ", d > 1, stride, sizeof stride);
+    snprintf(buf, size, "%lld %s %s with stride %s and %s %s", (long long)p->count, filt,
+             t ? "transposed convolutions" : "convolutions", stride, t ? "cropping" : "padding",
+             pad);
 }
 
 static void conv2d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
@@ -327,6 +375,16 @@ static void gconv2d_describe(const dla__props *p, const dla__shape *in, char *bu
         snprintf(buf, size, "%lld groups of %s", (long long)groups, rest);
     else
         snprintf(buf, size, "channel-wise groups of %s", rest);
+}
+
+static void conv3d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    describe(p, in, buf, size, 3, 0);
+}
+
+static void tconv3d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    describe(p, in, buf, size, 3, 1);
 }
 
 static void conv1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
@@ -354,6 +412,18 @@ const dla__layer_kind dla__kind_gconv2d = {
     .type = "groupedConvolution2d", .display = "2-D Grouped Convolution",
     .default_name = "groupconv", .fields = gconv2d_fields, .check = gconv2d_check,
     .init = gconv2d_init, .forward = gconv2d_forward, .describe = gconv2d_describe,
+};
+
+const dla__layer_kind dla__kind_conv3d = {
+    .type = "convolution3d", .display = "3-D Convolution", .default_name = "conv3d",
+    .fields = conv3d_fields, .check = conv3d_check, .init = conv3d_init,
+    .forward = conv3d_forward, .describe = conv3d_describe,
+};
+
+const dla__layer_kind dla__kind_tconv3d = {
+    .type = "transposedConvolution3d", .display = "3-D Transposed Convolution",
+    .default_name = "transconv3d", .fields = tconv3d_fields, .check = tconv3d_check,
+    .init = tconv3d_init, .forward = tconv3d_forward, .describe = tconv3d_describe,
 };
 
 const dla__layer_kind dla__kind_conv1d = {
@@ -419,6 +489,14 @@ DLA_API dla_layer *dla_conv2d_layer(int64_t filter_height, int64_t filter_width,
                 opts);
 }
 
+DLA_API dla_layer *dla_conv3d_layer(int64_t filter_height, int64_t filter_width,
+                                    int64_t filter_depth, int64_t num_filters,
+                                    const dla_conv_layer_options *opts)
+{
+    return make(&dla__kind_conv3d, 3,
+                (const int64_t[]){filter_height, filter_width, filter_depth}, num_filters, opts);
+}
+
 DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
                                     const dla_conv_layer_options *opts)
 {
@@ -462,4 +540,13 @@ DLA_API dla_layer *dla_transposed_conv1d_layer(int64_t filter_size, int64_t num_
 {
     return make_transposed(&dla__kind_tconv1d, 1, (const int64_t[]){filter_size}, num_filters,
                            opts);
+}
+
+DLA_API dla_layer *dla_transposed_conv3d_layer(int64_t filter_height, int64_t filter_width,
+                                               int64_t filter_depth, int64_t num_filters,
+                                               const dla_transposed_conv_layer_options *opts)
+{
+    return make_transposed(&dla__kind_tconv3d, 3,
+                           (const int64_t[]){filter_height, filter_width, filter_depth},
+                           num_filters, opts);
 }

@@ -1,6 +1,6 @@
 /*
- * layer_input.c - imageInputLayer, sequenceInputLayer and
- * featureInputLayer: the network's entry points. They check what comes in
+ * layer_input.c - imageInputLayer, image3dInputLayer, sequenceInputLayer
+ * and featureInputLayer: the network's entry points. They check what comes in
  * against their input size and apply the input normalization with the
  * statistics held as fixed parameters (Mean, StandardDeviation), which the
  * network passes to its accelerated function as tensor inputs like every
@@ -30,32 +30,34 @@ static dla_status check_norm(const dla__props *p, const char *name, const char *
     return DLA_OK;
 }
 
-/* The statistics' dims for the layer's NormalizationDimension. */
-static int stat_dims(const dla__props *p, int image, int64_t *dims)
+/* The statistics' dims for the layer's NormalizationDimension; ns is an
+ * image input's spatial dims (2 or 3; InputSize is those and then the
+ * channels), 0 for sequences and features. */
+static int stat_dims(const dla__props *p, int ns, int64_t *dims)
 {
     if (!strcmp(p->option2, "all")) {
         dims[0] = dims[1] = 1;
         return 2;
     }
-    if (image) {
+    if (ns) {
         int element = !strcmp(p->option2, "element");
-        dims[0] = element ? p->size[0] : 1;
-        dims[1] = element ? p->size[1] : 1;
-        dims[2] = p->size[2];
-        return 3;
+        for (int i = 0; i < ns; i++)
+            dims[i] = element ? p->size[i] : 1;
+        dims[ns] = p->size[ns];
+        return ns + 1;
     }
     dims[0] = p->count;
     dims[1] = 1;
     return 2;
 }
 
-static dla_status init_stats(const dla_layer *l, dla__param_sink *sink, int image)
+static dla_status init_stats(const dla_layer *l, dla__param_sink *sink, int ns)
 {
     const dla__props *p = &l->props;
     if (!strcmp(p->option, "none"))
         return DLA_OK;
-    int64_t dims[3];
-    int nd = stat_dims(p, image, dims);
+    int64_t dims[4];
+    int nd = stat_dims(p, ns, dims);
     static const char *const names[2] = {"Mean", "StandardDeviation"};
     for (int k = 0; k < (strcmp(p->option, "zscore") ? 1 : 2); k++) {
         dla_tensor *v = NULL;
@@ -99,50 +101,85 @@ static const dla__field image_fields[] = {
     {NULL, 0, 0, 0},
 };
 
-static dla_status image_check(const dla__props *p, const char *name)
+static const dla__field image3d_fields[] = {
+    F("InputSize", DLA__F_INT, size, 4),
+    F("Normalization", DLA__F_STRING, option, 1),
+    F("NormalizationDimension", DLA__F_STRING, option2, 1),
+    {NULL, 0, 0, 0},
+};
+
+static const char *image_type(int ns) { return ns == 3 ? "image3dInput" : "imageInput"; }
+
+static dla_status image_check_n(const dla__props *p, const char *name, int ns)
 {
-    for (int i = 0; i < 3; i++)
+    char text[128];
+    dla__dims_text(ns + 1, p->size, text, sizeof text);
+    int64_t numel = 1;
+    for (int i = 0; i <= ns; i++) {
         if (p->size[i] < 1 || p->size[i] > (1 << 24))
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "imageInput '%s': InputSize %lldx%lldx%lld "
-                                "%s", name, (long long)p->size[0], (long long)p->size[1],
-                                (long long)p->size[2], p->size[i] < 1 ? "must be positive"
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': InputSize %s %s",
+                                image_type(ns), name, text, p->size[i] < 1 ? "must be positive"
                                 : "is too large (at most 16777216 per dim)");
-    if (p->size[0] * p->size[1] * p->size[2] > ((int64_t)1 << 30))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "imageInput '%s': InputSize %lldx%lldx%lld "
-                            "is larger than 2^30 elements", name, (long long)p->size[0],
-                            (long long)p->size[1], (long long)p->size[2]);
-    return check_norm(p, name, "imageInput", 1);
+        numel = numel > ((int64_t)1 << 30) ? numel : numel * p->size[i];
+    }
+    if (numel > ((int64_t)1 << 30))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': InputSize %s is larger than 2^30 "
+                            "elements", image_type(ns), name, text);
+    return check_norm(p, name, image_type(ns), 1);
 }
 
-static void image_example(const dla__props *p, dla__shape *s)
+static dla_status image_check(const dla__props *p, const char *name)
+{
+    return image_check_n(p, name, 2);
+}
+
+static dla_status image3d_check(const dla__props *p, const char *name)
+{
+    return image_check_n(p, name, 3);
+}
+
+static void image_example_n(const dla__props *p, dla__shape *s, int ns)
 {
     memset(s, 0, sizeof *s);
-    s->ndims = 4;
-    s->dims[0] = p->size[0];
-    s->dims[1] = p->size[1];
-    s->dims[2] = p->size[2];
-    s->dims[3] = 1;
-    snprintf(s->format, sizeof s->format, "SSCB");
+    s->ndims = ns + 2;
+    for (int i = 0; i <= ns; i++)
+        s->dims[i] = p->size[i];
+    s->dims[ns + 1] = 1;
+    snprintf(s->format, sizeof s->format, "%s", ns == 3 ? "SSSCB" : "SSCB");
 }
+
+static void image_example(const dla__props *p, dla__shape *s) { image_example_n(p, s, 2); }
+static void image3d_example(const dla__props *p, dla__shape *s) { image_example_n(p, s, 3); }
 
 static dla_status image_init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)nin;
     (void)in;
-    return init_stats(l, sink, 1);
+    return init_stats(l, sink, 2);
 }
 
-static dla_status image_forward(const dla__props *p, dla__call *c)
+static dla_status image3d_init(const dla_layer *l, int nin, const dla__shape *in,
+                               dla__param_sink *sink)
+{
+    (void)nin;
+    (void)in;
+    return init_stats(l, sink, 3);
+}
+
+static dla_status image_forward_n(const dla__props *p, dla__call *c, int ns)
 {
     dla_tensor *x = c->x[0];
-    if (strcmp(dla_tensor_format(x), "SSCB") || dla_tensor_dim(x, 1) != p->size[0] ||
-        dla_tensor_dim(x, 2) != p->size[1] || dla_tensor_dim(x, 3) != p->size[2]) {
-        char d[96];
+    const char *format = ns == 3 ? "SSSCB" : "SSCB";
+    int ok = !strcmp(dla_tensor_format(x), format);
+    for (int i = 0; i <= ns && ok; i++)
+        ok = dla_tensor_dim(x, i + 1) == p->size[i];
+    if (!ok) {
+        char d[96], want[128];
         int64_t dims[DLA_MAX_DIMS];
         dla__dims_text(dla_tensor_dims(x, dims), dims, d, sizeof d);
-        dla__nn_fail(DLA_ERR_SHAPE, "the input is %s \"%s\"; the layer takes \"SSCB\" images of "
-                     "%lldx%lldx%lld", d, dla_tensor_format(x), (long long)p->size[0],
-                     (long long)p->size[1], (long long)p->size[2]);
+        dla__dims_text(ns + 1, p->size, want, sizeof want);
+        dla__nn_fail(DLA_ERR_SHAPE, "the input is %s \"%s\"; the layer takes \"%s\" %s of %s", d,
+                     dla_tensor_format(x), format, ns == 3 ? "volumes" : "images", want);
         c->y = dla__nn_error_tensor();
         return DLA_ERR_SHAPE;
     }
@@ -150,19 +187,46 @@ static dla_status image_forward(const dla__props *p, dla__call *c)
     return dla_tensor_status(c->y);
 }
 
+static dla_status image_forward(const dla__props *p, dla__call *c)
+{
+    return image_forward_n(p, c, 2);
+}
+
+static dla_status image3d_forward(const dla__props *p, dla__call *c)
+{
+    return image_forward_n(p, c, 3);
+}
+
+static void image_describe_n(const dla__props *p, char *buf, size_t size, int ns)
+{
+    char n[64], text[128];
+    describe_norm(p, n, sizeof n);
+    dla__dims_text(ns + 1, p->size, text, sizeof text);
+    snprintf(buf, size, "%s %s%s", text, ns == 3 ? "volumes" : "images", n);
+}
+
 static void image_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
-    char n[64];
-    describe_norm(p, n, sizeof n);
-    snprintf(buf, size, "%lldx%lldx%lld images%s", (long long)p->size[0], (long long)p->size[1],
-             (long long)p->size[2], n);
+    image_describe_n(p, buf, size, 2);
+}
+
+static void image3d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    image_describe_n(p, buf, size, 3);
 }
 
 const dla__layer_kind dla__kind_image_input = {
     .type = "imageInput", .display = "Image Input", .default_name = "imageinput",
     .fields = image_fields, .is_input = 1, .check = image_check, .init = image_init,
     .forward = image_forward, .describe = image_describe, .example = image_example,
+};
+
+const dla__layer_kind dla__kind_image3d_input = {
+    .type = "image3dInput", .display = "3-D Image Input", .default_name = "image3dinput",
+    .fields = image3d_fields, .is_input = 1, .check = image3d_check, .init = image3d_init,
+    .forward = image3d_forward, .describe = image3d_describe, .example = image3d_example,
 };
 
 /* Keeps the statistics given in the options (the caller calls this inside
@@ -182,26 +246,40 @@ static dla_status set_stats(dla_layer *l, dla_tensor *mean, dla_tensor *std)
     return l->status;
 }
 
-DLA_API dla_layer *dla_image_input_layer(int64_t height, int64_t width, int64_t channels,
-                                         const dla_image_input_options *opts)
+static dla_layer *image_new(const dla__layer_kind *kind, int ns, const int64_t *size,
+                            const dla_image_input_options *opts)
 {
     dla_image_input_options o = opts ? *opts : (dla_image_input_options){0};
     dla__props p = {0};
-    p.size[0] = height;
-    p.size[1] = width;
-    p.size[2] = channels;
-    dla_status st = dla__props_string(p.option, o.normalization, "zerocenter", "imageInput: Normalization");
+    for (int i = 0; i <= ns; i++)
+        p.size[i] = size[i];
+    char what[64];
+    snprintf(what, sizeof what, "%s: Normalization", kind->type);
+    dla_status st = dla__props_string(p.option, o.normalization, "zerocenter", what);
+    snprintf(what, sizeof what, "%s: NormalizationDimension", kind->type);
     if (st == DLA_OK)
         st = dla__props_string(p.option2, o.normalization_dimension && strcmp(o.normalization_dimension, "auto")
-                               ? o.normalization_dimension : NULL, "channel",
-                               "imageInput: NormalizationDimension");
-    dla_layer *l = dla__layer_new(&dla__kind_image_input, o.name, 0, &p, st);
+                               ? o.normalization_dimension : NULL, "channel", what);
+    dla_layer *l = dla__layer_new(kind, o.name, 0, &p, st);
     if (l) {
         dla_scope_begin();
         set_stats(l, o.mean, o.standard_deviation);
         dla_scope_end();
     }
     return l;
+}
+
+DLA_API dla_layer *dla_image_input_layer(int64_t height, int64_t width, int64_t channels,
+                                         const dla_image_input_options *opts)
+{
+    return image_new(&dla__kind_image_input, 2, (const int64_t[]){height, width, channels}, opts);
+}
+
+DLA_API dla_layer *dla_image3d_input_layer(int64_t height, int64_t width, int64_t depth,
+                                           int64_t channels, const dla_image_input_options *opts)
+{
+    return image_new(&dla__kind_image3d_input, 3,
+                     (const int64_t[]){height, width, depth, channels}, opts);
 }
 
 /* ---------------------------------------------------------- sequenceInput */

@@ -1,8 +1,9 @@
 /*
  * layer_pool.c - maxPooling1dLayer, averagePooling1dLayer (over one "S"
  * dim, or "T" without one), maxPooling2dLayer, averagePooling2dLayer (two
- * "S" dims) and the global pooling layers (1-D over "T" or one "S" dim,
- * 2-D over two "S" dims).
+ * "S" dims), maxPooling3dLayer, averagePooling3dLayer (three) and the
+ * global pooling layers (1-D over "T" or one "S" dim, 2-D over two "S"
+ * dims, 3-D over three).
  */
 #include "nn/nn.h"
 
@@ -16,6 +17,14 @@ static const dla__field pool_fields[] = {
     F("PoolSize", DLA__F_INT, size, 2),
     F("Stride", DLA__F_INT, stride, 2),
     F("Padding", DLA__F_INT, padding, 4),
+    F("PaddingMode", DLA__F_STRING, mode, 1),
+    F("PaddingValue", DLA__F_STRING, option, 1),
+    {NULL, 0, 0, 0},
+};
+static const dla__field pool3d_fields[] = {
+    F("PoolSize", DLA__F_INT, size, 3),
+    F("Stride", DLA__F_INT, stride, 3),
+    F("Padding", DLA__F_INT, padding, 6),
     F("PaddingMode", DLA__F_STRING, mode, 1),
     F("PaddingValue", DLA__F_STRING, option, 1),
     {NULL, 0, 0, 0},
@@ -57,6 +66,8 @@ static dla_status check_n(const dla__props *p, const char *name, int n)
 
 static dla_status pool_check(const dla__props *p, const char *name) { return check_n(p, name, 2); }
 
+static dla_status pool3d_check(const dla__props *p, const char *name) { return check_n(p, name, 3); }
+
 static dla_status pool1d_check(const dla__props *p, const char *name)
 {
     return check_n(p, name, 1);
@@ -70,6 +81,17 @@ static dla_status check_2s(const dla_layer *l, int nin, const dla__shape *in, dl
     if (dla__shape_count(in, 'S') != 2)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 2-D pooling needs two \"S\" dims",
                             in->format);
+    return DLA_OK;
+}
+
+static dla_status check_3s(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)l;
+    (void)nin;
+    (void)sink;
+    if (dla__shape_count(in, 'S') != 3)
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 3-D pooling needs three \"S\" "
+                            "dims", in->format);
     return DLA_OK;
 }
 
@@ -119,6 +141,8 @@ static dla_status avg_forward_n(const dla__props *p, dla__call *c, int n)
 
 static dla_status max_forward(const dla__props *p, dla__call *c) { return max_forward_n(p, c, 2); }
 static dla_status avg_forward(const dla__props *p, dla__call *c) { return avg_forward_n(p, c, 2); }
+static dla_status max3d_forward(const dla__props *p, dla__call *c) { return max_forward_n(p, c, 3); }
+static dla_status avg3d_forward(const dla__props *p, dla__call *c) { return avg_forward_n(p, c, 3); }
 static dla_status max1d_forward(const dla__props *p, dla__call *c) { return max_forward_n(p, c, 1); }
 static dla_status avg1d_forward(const dla__props *p, dla__call *c) { return avg_forward_n(p, c, 1); }
 
@@ -133,6 +157,20 @@ static void describe(const char *what, const dla__props *p, char *buf, size_t si
     snprintf(buf, size, "%lldx%lld %s pooling with stride [%lld %lld] and padding %s",
              (long long)p->size[0], (long long)p->size[1], what, (long long)p->stride[0],
              (long long)p->stride[1], pad);
+}
+
+static void describe_3d(const char *what, const dla__props *p, char *buf, size_t size)
+{
+    char pad[128];
+    if (p->mode[0])
+        snprintf(pad, sizeof pad, "'%s'", p->mode);
+    else
+        snprintf(pad, sizeof pad, "[%lld %lld %lld %lld %lld %lld]", (long long)p->padding[0],
+                 (long long)p->padding[1], (long long)p->padding[2], (long long)p->padding[3],
+                 (long long)p->padding[4], (long long)p->padding[5]);
+    snprintf(buf, size, "%lldx%lldx%lld %s pooling with stride [%lld %lld %lld] and padding %s",
+             (long long)p->size[0], (long long)p->size[1], (long long)p->size[2], what,
+             (long long)p->stride[0], (long long)p->stride[1], (long long)p->stride[2], pad);
 }
 
 static void describe_1d(const char *what, const dla__props *p, char *buf, size_t size)
@@ -157,6 +195,18 @@ static void avg_describe(const dla__props *p, const dla__shape *in, char *buf, s
 {
     (void)in;
     describe("average", p, buf, size);
+}
+
+static void max3d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    describe_3d("max", p, buf, size);
+}
+
+static void avg3d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
+{
+    (void)in;
+    describe_3d("average", p, buf, size);
 }
 
 static void max1d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
@@ -195,7 +245,19 @@ const dla__layer_kind dla__kind_avgpool2d = {
     .describe = avg_describe,
 };
 
-/* A pooling layer of kind over n dims (1 or 2): pool size[i], stride[i]
+const dla__layer_kind dla__kind_maxpool3d = {
+    .type = "maxPooling3d", .display = "3-D Max Pooling", .default_name = "maxpool3d",
+    .fields = pool3d_fields, .check = pool3d_check, .init = check_3s, .forward = max3d_forward,
+    .describe = max3d_describe,
+};
+
+const dla__layer_kind dla__kind_avgpool3d = {
+    .type = "averagePooling3d", .display = "3-D Average Pooling", .default_name = "avgpool3d",
+    .fields = pool3d_fields, .check = pool3d_check, .init = check_3s, .forward = avg3d_forward,
+    .describe = avg3d_describe,
+};
+
+/* A pooling layer of kind over n dims (1, 2 or 3): pool size[i], stride[i]
  * (0: 1, MATLAB's default), padding before and after dim i in
  * padding[2i], padding[2i + 1]. */
 static dla_layer *make_pool(const dla__layer_kind *kind, int n, const int64_t *size,
@@ -226,6 +288,14 @@ static dla_layer *make_pool2d(const dla__layer_kind *kind, int64_t ph, int64_t p
                      o.padding_mode, o.padding_value, avg);
 }
 
+static dla_layer *make_pool3d(const dla__layer_kind *kind, const int64_t size[3],
+                              const dla_pool_layer_options *opts, int avg)
+{
+    dla_pool_layer_options o = opts ? *opts : (dla_pool_layer_options){0};
+    return make_pool(kind, 3, size, o.stride, o.padding, o.name, o.padding_mode,
+                     o.padding_value, avg);
+}
+
 static dla_layer *make_pool1d(const dla__layer_kind *kind, int64_t pool_size,
                               const dla_pool1d_layer_options *opts, int avg)
 {
@@ -254,6 +324,20 @@ DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts)
 {
     return make_pool2d(&dla__kind_avgpool2d, pool_height, pool_width, opts, 1);
+}
+
+DLA_API dla_layer *dla_maxpool3d_layer(int64_t pool_height, int64_t pool_width,
+                                       int64_t pool_depth, const dla_pool_layer_options *opts)
+{
+    return make_pool3d(&dla__kind_maxpool3d, (const int64_t[]){pool_height, pool_width, pool_depth},
+                       opts, 0);
+}
+
+DLA_API dla_layer *dla_avgpool3d_layer(int64_t pool_height, int64_t pool_width,
+                                       int64_t pool_depth, const dla_pool_layer_options *opts)
+{
+    return make_pool3d(&dla__kind_avgpool3d, (const int64_t[]){pool_height, pool_width, pool_depth},
+                       opts, 1);
 }
 
 /* ---------------------------------------------------------------- global */
@@ -348,6 +432,18 @@ const dla__layer_kind dla__kind_gavgpool2d = {
     .default_name = "gapool", .fields = no_fields, .check = check_none, .init = check_2s,
     .forward = gavg2_forward, .describe = gavg_describe,
 };
+/* dla_global_maxpool and dla_global_avgpool pool every "S" dim: the 3-D
+ * layers differ from the 2-D ones only in the input they take. */
+const dla__layer_kind dla__kind_gmaxpool3d = {
+    .type = "globalMaxPooling3d", .display = "3-D Global Max Pooling", .default_name = "gmpool3d",
+    .fields = no_fields, .check = check_none, .init = check_3s, .forward = gmax2_forward,
+    .describe = gmax_describe,
+};
+const dla__layer_kind dla__kind_gavgpool3d = {
+    .type = "globalAveragePooling3d", .display = "3-D Global Average Pooling",
+    .default_name = "gapool3d", .fields = no_fields, .check = check_none, .init = check_3s,
+    .forward = gavg2_forward, .describe = gavg_describe,
+};
 
 static dla_layer *make_global(const dla__layer_kind *kind, const dla_layer_options *opts)
 {
@@ -369,4 +465,12 @@ DLA_API dla_layer *dla_global_maxpool2d_layer(const dla_layer_options *opts)
 DLA_API dla_layer *dla_global_avgpool2d_layer(const dla_layer_options *opts)
 {
     return make_global(&dla__kind_gavgpool2d, opts);
+}
+DLA_API dla_layer *dla_global_maxpool3d_layer(const dla_layer_options *opts)
+{
+    return make_global(&dla__kind_gmaxpool3d, opts);
+}
+DLA_API dla_layer *dla_global_avgpool3d_layer(const dla_layer_options *opts)
+{
+    return make_global(&dla__kind_gavgpool3d, opts);
 }

@@ -324,18 +324,24 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
                                               : "not an input layer");
     if (n < 1 || !data)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no data", fn);
-    int image = l->kind == &dla__kind_image_input, feature = l->kind == &dla__kind_feature_input;
+    /* ns: an image input's spatial dims (InputSize is those and then the
+     * channels). */
+    const int ns = l->kind == &dla__kind_image_input ? 2 : l->kind == &dla__kind_image3d_input ? 3 : 0;
+    int image = ns > 0, feature = l->kind == &dla__kind_feature_input;
     int all = !strcmp(p->option2, "all"), element = !strcmp(p->option2, "element");
     /* Reduced over batch (and time) always, and over space unless per
      * element, and over channels too for "all". */
-    int64_t m = all ? 1 : element ? p->size[0] * p->size[1] * p->size[2] : image ? p->size[2] : p->count;
+    int64_t per_element = 1;
+    for (int i = 0; i <= ns; i++)
+        per_element *= p->size[i];
+    int64_t m = all ? 1 : element ? per_element : image ? p->size[ns] : p->count;
     double *sum = dla__nn_calloc((size_t)m, sizeof *sum), *sq = dla__nn_calloc((size_t)m, sizeof *sq);
     double *host = dla__nn_malloc(sizeof *host * (size_t)m);
     double count = 0;
     dla_status st = sum && sq && host ? DLA_OK : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     for (int k = 0; k < n && st == DLA_OK; k++) {
         dla_tensor *x = data[k];
-        const char *want = image ? "SSCB" : feature ? "CB" : "CBT";
+        const char *want = ns == 3 ? "SSSCB" : image ? "SSCB" : feature ? "CB" : "CBT";
         if (x && dla_tensor_status(x) != DLA_OK) { /* an error tensor keeps its status */
             st = dla__nn_fail(dla_tensor_status(x), "%s: data %d: %s", fn, k + 1,
                               dla_tensor_error(x));
@@ -351,16 +357,18 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
         /* The sizes the layer takes, not only their product: a transposed
          * image or a sequence of other channels would give statistics of
          * the right count and the wrong data. */
-        int64_t d1 = dla_tensor_dim(x, 1), d2 = dla_tensor_dim(x, 2), d3 = dla_tensor_dim(x, 3);
-        if (image ? d1 != p->size[0] || d2 != p->size[1] || d3 != p->size[2] : d1 != p->count) {
-            char have[96];
+        int same = image || dla_tensor_dim(x, 1) == p->count;
+        for (int d = 0; image && d <= ns; d++)
+            same = same && dla_tensor_dim(x, d + 1) == p->size[d];
+        if (!same) {
+            char have[96], size[96];
             int64_t dims[DLA_MAX_DIMS];
             dla__dims_text(dla_tensor_dims(x, dims), dims, have, sizeof have);
+            dla__dims_text(ns + 1, p->size, size, sizeof size);
             if (image)
                 st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d is %s \"%s\"; layer '%s' takes "
-                                  "%lldx%lldx%lld images", fn, k + 1, have, want, layer,
-                                  (long long)p->size[0], (long long)p->size[1],
-                                  (long long)p->size[2]);
+                                  "%s %s", fn, k + 1, have, want, layer, size,
+                                  ns == 3 ? "volumes" : "images");
             else
                 st = dla__nn_fail(DLA_ERR_SHAPE, "%s: data %d is %s \"%s\"; layer '%s' takes "
                                   "%lld channels", fn, k + 1, have, want, layer,
@@ -372,16 +380,14 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
             continue;
         dla_scope_begin();
         dla_tensor *xd = dla_cast(x, DLA_F64);
-        int64_t red[4];
+        int64_t red[5];
         int nr = 0;
         if (image) {
-            if (!element) {
-                red[nr++] = 1;
-                red[nr++] = 2;
-            }
+            for (int d = 1; d <= ns && !element; d++)
+                red[nr++] = d;
             if (all)
-                red[nr++] = 3;
-            red[nr++] = 4;
+                red[nr++] = ns + 1;
+            red[nr++] = ns + 2;
         } else {
             if (all)
                 red[nr++] = 1;

@@ -94,12 +94,12 @@ typedef struct dla__custom_type dla__custom_type;
  * reads and writes through one table of fields per kind (nn/layer_kinds.c). */
 #define DLA__STR 40 /* the longest: "recurrent-bias-after-multiplication" */
 typedef struct dla__props {
-    int64_t size[3];     /* FilterSize, PoolSize, InputSize [h w c], resize OutputSize */
+    int64_t size[4];     /* FilterSize, PoolSize, InputSize [h w c] or [h w d c], resize OutputSize */
     int64_t count;       /* NumFilters, OutputSize, NumHiddenUnits, NumInputs, InputSize */
     int64_t channels;    /* NumChannels, InputSize of fc/lstm (0: auto) */
-    int64_t stride[2];
-    int64_t dilation[2];
-    int64_t padding[4];
+    int64_t stride[3];
+    int64_t dilation[3];
+    int64_t padding[6];  /* before and after dim i in [2i], [2i + 1] */
     int64_t dim;         /* concatenation Dim, MinLength */
     double scale;        /* leakyRelu Scale, dropout Probability, BN Epsilon */
     double decay[2];     /* BN MeanDecay, VarianceDecay; resize2dLayer Scale */
@@ -298,7 +298,9 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_sigmoid, dla__kind_swish, dla__kind_elu, dla__kind_gelu, dla__kind_layernorm,
     dla__kind_groupnorm, dla__kind_instancenorm, dla__kind_feature_input, dla__kind_tconv1d,
     dla__kind_tconv2d, dla__kind_self_attention, dla__kind_gru, dla__kind_sinusoidal,
-    dla__kind_position_embedding, dla__kind_resize2d, dla__kind_bilstm;
+    dla__kind_position_embedding, dla__kind_resize2d, dla__kind_bilstm, dla__kind_image3d_input,
+    dla__kind_conv3d, dla__kind_tconv3d, dla__kind_maxpool3d, dla__kind_avgpool3d,
+    dla__kind_gmaxpool3d, dla__kind_gavgpool3d;
 
 /* ------------------------------------------------------------ initializers */
 

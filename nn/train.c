@@ -439,7 +439,8 @@ static int input_layer(const dla_net *net, const char *name)
     for (int i = 0; i < dla_net_layer_count(net); i++)
         if (strcmp(dla_net_layer_name(net, i), name) == 0) {
             const char *type = dla_net_layer_type(net, i);
-            return !strcmp(type, "imageInput") || !strcmp(type, "sequenceInput") ||
+            return !strcmp(type, "imageInput") || !strcmp(type, "image3dInput") ||
+                   !strcmp(type, "sequenceInput") ||
                    !strcmp(type, "featureInput");
         }
     return 0;

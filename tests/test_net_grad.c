@@ -224,6 +224,33 @@ static void grouped_convolutions_differentiate(void **state)
     dla_scope_end();
 }
 
+/* A volumetric network: 3-D convolution with stride and padding, batch
+ * normalization, 3-D max and average pooling, a transposed 3-D
+ * convolution and global 3-D pooling, every learnable against finite
+ * differences. */
+static void three_d_layers_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(12);
+    dla_layer *l[] = {
+        dla_image3d_input_layer(5, 4, 4, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv3d_layer(3, 2, 2, 3, &(dla_conv_layer_options){.padding = {1, 1, 0, 1, 1, 0}}),
+        dla_batchnorm_layer(NULL),
+        dla_maxpool3d_layer(2, 2, 2, &(dla_pool_layer_options){.stride = {1, 2, 1}}),
+        dla_transposed_conv3d_layer(2, 2, 1, 2, &(dla_transposed_conv_layer_options){
+            .stride = {2, 1, 1}, .cropping = {1, 0, 0, 0, 0, 0}}),
+        dla_avgpool3d_layer(2, 1, 2, &(dla_pool_layer_options){.padding_mode = "same"}),
+        dla_global_avgpool3d_layer(NULL),
+        dla_fc_layer(2, NULL),
+    };
+    dla_net *net = dla_net_create(8, l);
+    assert_non_null(net);
+    check_net(net, dla_randn(DLA_F64, "SSSCB", DLA_DIMS(5, 4, 4, 2, 2)), 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* A squeeze-and-excitation gate (a multiplication that broadcasts
  * 1x1xCxB over the activation), a clipped ReLU and a depth
  * concatenation. */
@@ -441,6 +468,7 @@ int main(void)
         TU_TEST(conv1d_and_global_pooling_over_time_differentiate),
         TU_TEST(one_d_pooling_layers_differentiate),
         TU_TEST(grouped_convolutions_differentiate),
+        TU_TEST(three_d_layers_differentiate),
         TU_TEST(gates_clipping_and_depth_concatenation_differentiate),
         TU_TEST(normalization_and_smooth_layers_differentiate),
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),

@@ -262,6 +262,39 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Volumes: every 3-D layer keeps its options and values. */
+    dla_layer *v3[] = {
+        dla_image3d_input_layer(6, 5, 4, 2, &(dla_image_input_options){
+            .normalization = "zscore", .normalization_dimension = "element"}),
+        dla_conv3d_layer(3, 2, 2, 3, &(dla_conv_layer_options){
+            .stride = {1, 2, 1}, .dilation = {1, 1, 2}, .padding = {1, 1, 0, 1, 2, 0}}),
+        dla_maxpool3d_layer(2, 2, 1, &(dla_pool_layer_options){.padding = {0, 1, 0, 0, 0, 0}}),
+        dla_transposed_conv3d_layer(2, 1, 2, 2, &(dla_transposed_conv_layer_options){
+            .stride = {2, 1, 2}, .cropping_mode = "same"}),
+        dla_avgpool3d_layer(2, 2, 2, &(dla_pool_layer_options){
+            .stride = {2, 2, 2}, .padding_mode = "same", .padding_value = "mean"}),
+        dla_global_maxpool3d_layer(NULL), dla_fc_layer(3, NULL)};
+    net = dla_net_create(7, v3);
+    assert_non_null(net);
+    /* Statistics that are not zeros and ones, so that loading them counts. */
+    dla_tensor *vx = dla_randn(DLA_F32, "SSSCB", DLA_DIMS(6, 5, 4, 2, 3));
+    assert_int_equal(dla_net_set_input_statistics(net, "image3dinput_1", 1, &vx), DLA_OK);
+    assert_int_equal(dla_net_save(net, path("volume.safetensors")), DLA_OK);
+    if (dla_net_load(path("volume.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "6x5x4x2 volumes with 'zscore' normalization"));
+    assert_non_null(strstr(b, "3 3x2x2x2 convolutions with stride [1 2 1] and padding "
+                              "[1 1 0 1 2 0]"));
+    assert_non_null(strstr(b, "transposed convolutions with stride [2 1 2] and cropping 'same'"));
+    assert_non_null(strstr(b, "2x2x2 average pooling with stride [2 2 2] and padding 'same'"));
+    predict_alike(net, back, "SSSCB", DLA_DIMS(6, 5, 4, 2, 2));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* Grouped and channel-wise convolutions. */
     dla_layer *gc[] = {
         dla_image_input_layer(6, 6, 4, &(dla_image_input_options){.normalization = "none"}),

@@ -1455,6 +1455,128 @@ static void resize2d_layer_is_dla_resize(void **state)
     dla_scope_end();
 }
 
+/* The 3-D layers (image3dInputLayer, convolution3dLayer,
+ * transposedConv3dLayer, the 3-D pooling layers) on "SSSCB" volumes give
+ * the bits of the ops they are built on with every option; their
+ * summaries, statistics from data, and refusals of 2-D data name them. */
+static void three_d_layers_match_their_ops(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSSCB", DLA_DIMS(6, 5, 4, 3, 2), 0.3, -1);
+    /* The input: zscore per channel, 1x1x1xC statistics. */
+    dla_tensor *mean = dla_tensor_from_host((double[]){1, -2, 0.5}, DLA_F64, "",
+                                            DLA_DIMS(1, 1, 1, 3));
+    dla_tensor *sd = dla_tensor_from_host((double[]){2, 4, 0.5}, DLA_F64, "",
+                                          DLA_DIMS(1, 1, 1, 3));
+    dla_layer *il[] = {dla_image3d_input_layer(6, 5, 4, 3, &(dla_image_input_options){
+        .normalization = "zscore", .mean = mean, .standard_deviation = sd})};
+    dla_net *in = dla_net_create(1, il);
+    assert_non_null(in);
+    assert_int_equal(dla_net_cast(in, DLA_F64), DLA_OK);
+    assert_same(predict1(in, x), dla_div(dla_sub(x, mean), sd));
+    dla_tensor *flat = dla_zeros(DLA_F64, "SSCB", DLA_DIMS(6, 5, 3, 1)), *y;
+    assert_int_equal(dla_net_predict(in, 1, &flat, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "the layer takes \"SSSCB\" volumes of 6x5x4x3"));
+    /* Statistics from data: per channel over space and batch. */
+    assert_int_equal(dla_net_set_input_statistics(in, "image3dinput_1", 1, &x), DLA_OK);
+    dla_tensor *m = dla_net_get(in, "image3dinput_1", "Mean");
+    assert_int_equal(dla_tensor_ndims(m), 4);
+    assert_int_equal(dla_tensor_dim(m, 4), 3);
+    assert_true(maxdiff(m, dla_mean(x, DLA_DIMS(1, 2, 3, 5))) < 1e-12);
+    assert_int_equal(dla_net_set_input_statistics(in, "image3dinput_1", 1, &flat),
+                     DLA_ERR_FORMAT);
+    dla_net_free(in);
+
+    /* convolution3d: stride, dilation and padding along each of three
+     * dims, MATLAB's weights (fh x fw x fd x C x F) and bias 1x1x1xF. */
+    dla_net *cv = one(dla_conv3d_layer(3, 2, 2, 4, &(dla_conv_layer_options){
+        .stride = {2, 1, 1}, .dilation = {1, 2, 1}, .padding = {1, 0, 2, 1, 0, 1},
+        .name = "c"}), x);
+    dla_tensor *w = set_ramp(cv, "c", "Weights", 0.1, -0.5), *b = set_ramp(cv, "c", "Bias", 1, -2);
+    assert_int_equal(dla_tensor_ndims(w), 5);
+    assert_int_equal(dla_tensor_dim(w, 3), 2);
+    assert_int_equal(dla_tensor_dim(w, 4), 3);
+    assert_int_equal(dla_tensor_dim(w, 5), 4);
+    assert_int_equal(dla_tensor_ndims(b), 4);
+    assert_int_equal(dla_tensor_dim(b, 4), 4);
+    dla_tensor *want = dla_conv(x, w, b, &(dla_conv_options){
+        .stride = {2, 1, 1}, .dilation = {1, 2, 1}, .padding = {{1, 2, 0}, {0, 1, 1}}});
+    assert_same(predict1(cv, x), want);
+    assert_same(forward1(cv, x), want);
+    char summary[4096];
+    dla_net_summary(cv, summary, sizeof summary);
+    assert_non_null(strstr(summary, "4 3x2x2x3 convolutions with stride [2 1 1] and padding "
+                                    "[1 0 2 1 0 1]"));
+    dla_net_free(cv);
+    dla_net *same = one(dla_conv3d_layer(3, 3, 3, 2, &(dla_conv_layer_options){
+        .stride = {2, 2, 3}, .padding_mode = "same"}), x);
+    y = predict1(same, x);
+    assert_int_equal(dla_tensor_dim(y, 1), 3);
+    assert_int_equal(dla_tensor_dim(y, 2), 3);
+    assert_int_equal(dla_tensor_dim(y, 3), 2);
+    dla_net_free(same);
+
+    /* transposedConv3d: filters before channels, cropping per dim. */
+    dla_net *tc = one(dla_transposed_conv3d_layer(2, 3, 2, 5, &(dla_transposed_conv_layer_options){
+        .stride = {2, 1, 3}, .cropping = {1, 0, 0, 1, 1, 1}, .name = "t"}), x);
+    w = set_ramp(tc, "t", "Weights", 0.1, -0.5), b = set_ramp(tc, "t", "Bias", 1, -2);
+    assert_int_equal(dla_tensor_dim(w, 4), 5); /* filters */
+    assert_int_equal(dla_tensor_dim(w, 5), 3); /* channels */
+    want = dla_transpconv(x, w, b, &(dla_conv_options){
+        .stride = {2, 1, 3}, .padding = {{1, 0, 1}, {0, 1, 1}}});
+    y = predict1(tc, x);
+    assert_same(y, want);
+    assert_int_equal(dla_tensor_dim(y, 3), (4 - 1) * 3 + 2 - 2);
+    dla_net_free(tc);
+
+    /* Pooling, with stride and padding along each dim. */
+    dla_net *mp = one(dla_maxpool3d_layer(2, 3, 2, &(dla_pool_layer_options){
+        .stride = {2, 1, 2}, .padding = {0, 1, 1, 0, 1, 1}}), x);
+    assert_same(predict1(mp, x), dla_maxpool(x, DLA_DIMS(2, 3, 2), &(dla_pool_options){
+        .stride = {2, 1, 2}, .padding = {{0, 1, 1}, {1, 0, 1}}}));
+    dla_net_summary(mp, summary, sizeof summary);
+    assert_non_null(strstr(summary, "2x3x2 max pooling with stride [2 1 2] and padding "
+                                    "[0 1 1 0 1 1]"));
+    dla_net *ap = one(dla_avgpool3d_layer(3, 3, 3, &(dla_pool_layer_options){
+        .stride = {2, 2, 2}, .padding_mode = "same", .padding_value = "mean"}), x);
+    assert_same(forward1(ap, x), dla_avgpool(x, DLA_DIMS(3, 3, 3), &(dla_pool_options){
+        .stride = {2, 2, 2}, .padding_mode = "same", .padding_value = "mean"}));
+    dla_net *gm = one(dla_global_maxpool3d_layer(NULL), x);
+    y = predict1(gm, x);
+    assert_string_equal(dla_tensor_format(y), "SSSCB");
+    assert_true(maxdiff(y, dla_max(x, DLA_DIMS(1, 2, 3))) == 0);
+    dla_net *ga = one(dla_global_avgpool3d_layer(NULL), x);
+    assert_true(maxdiff(predict1(ga, x), dla_mean(x, DLA_DIMS(1, 2, 3))) < 1e-12);
+    dla_net *nets[] = {mp, ap, gm, ga};
+    for (int i = 0; i < 4; i++)
+        dla_net_free(nets[i]);
+
+    /* 2-D data is refused by each 3-D layer, naming what it needs. */
+    dla_tensor *img = ramp(DLA_F64, "SSCB", DLA_DIMS(6, 5, 3, 2), 0.3, -1);
+    dla_layer *refused[] = {
+        dla_conv3d_layer(2, 2, 2, 3, NULL), dla_transposed_conv3d_layer(2, 2, 2, 3, NULL),
+        dla_maxpool3d_layer(2, 2, 2, NULL), dla_global_avgpool3d_layer(NULL),
+    };
+    const char *says[] = {"convolution3d needs three \"S\" dims",
+                          "transposedConvolution3d needs three \"S\" dims",
+                          "3-D pooling needs three \"S\" dims", "3-D pooling needs three \"S\" dims"};
+    for (int i = 0; i < 4; i++) {
+        dla_net *n = dla_net_create(1, &refused[i]);
+        assert_non_null(n);
+        assert_int_equal(dla_net_init(n, 1, &img), DLA_ERR_FORMAT);
+        if (!strstr(dla_last_error(), says[i]))
+            fail_msg("layer %d: %s", i, dla_last_error());
+        dla_net_free(n);
+    }
+    /* A refused option names the layer and the dim. */
+    dla_layer *bad = dla_conv3d_layer(3, 3, 0, 2, &(dla_conv_layer_options){.name = "v"});
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "convolution3d 'v': FilterSize must be in 1..2^20"));
+    assert_non_null(strstr(dla_last_error(), "(dim 3: 0,"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1475,6 +1597,7 @@ int main(void)
         TU_TEST(pooling_layers_match_their_ops),
         TU_TEST(one_d_pooling_layers_match_their_ops),
         TU_TEST(grouped_convolution_layer_is_dla_conv_with_groups),
+        TU_TEST(three_d_layers_match_their_ops),
         TU_TEST(multiplication_and_depth_concatenation_join_named_inputs),
         TU_TEST(clipped_relu_layer_clips_at_zero_and_the_ceiling),
         TU_TEST(spatial_dropout_drops_whole_channels),

@@ -171,6 +171,11 @@ typedef struct dla_image_input_options {
 } dla_image_input_options;
 DLA_API dla_layer *dla_image_input_layer(int64_t height, int64_t width, int64_t channels,
                                          const dla_image_input_options *opts);
+/* MATLAB image3dInputLayer([h w d c]): 3-D images (volumes), "SSSCB"
+ * inputs of h x w x d x c x N, with the image input's options: statistics
+ * 1x1x1xc ("channel"), h x w x d x c ("element") or 1x1 ("all"). */
+DLA_API dla_layer *dla_image3d_input_layer(int64_t height, int64_t width, int64_t depth,
+                                           int64_t channels, const dla_image_input_options *opts);
 
 /* MATLAB sequenceInputLayer(numChannels): vector sequences, "CBT" inputs
  * of c x N x T. Normalization as imageInput, with statistics of c x 1
@@ -208,15 +213,19 @@ DLA_API dla_layer *dla_feature_input_layer(int64_t num_features,
                                            const dla_feature_input_options *opts);
 
 /* Options of the convolution layers. Weights have MATLAB's layout (conv.h):
- * filterSize x channels x filters; the bias is 1x1xF (2-D) or 1xF (1-D). */
+ * filterSize x channels x filters; the bias is 1x1x1xF (3-D), 1x1xF (2-D)
+ * or 1xF (1-D). A layer over d spatial dims reads the first d entries of
+ * stride and dilation and the first 2d of padding. */
 typedef struct dla_conv_layer_options {
     const char *name;
     /* 0: 1 along every dim. */
-    int64_t stride[2];
-    int64_t dilation[2];
-    /* convolution2d: [top bottom left right]; convolution1d: [left right]
-     * (the first two). Zero by default. */
-    int64_t padding[4];
+    int64_t stride[3];
+    int64_t dilation[3];
+    /* Before and after each spatial dim: convolution3d [top bottom left
+     * right front back] (MATLAB's 2x3 [t l f; b r k] read by columns);
+     * convolution2d [top bottom left right]; convolution1d [left right].
+     * Zero by default. */
+    int64_t padding[6];
     /* NULL: the numbers above; "same" (output size ceil(in / stride));
      * "causal" (convolution1d only: (filter - 1) x dilation before, none
      * after). */
@@ -234,6 +243,11 @@ DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
 /* MATLAB convolution2dLayer([fh fw], numFilters) on "SSCB" images. */
 DLA_API dla_layer *dla_conv2d_layer(int64_t filter_height, int64_t filter_width,
                                     int64_t num_filters, const dla_conv_layer_options *opts);
+/* MATLAB convolution3dLayer([fh fw fd], numFilters) on "SSSCB" volumes
+ * (height x width x depth x channels x observations). */
+DLA_API dla_layer *dla_conv3d_layer(int64_t filter_height, int64_t filter_width,
+                                    int64_t filter_depth, int64_t num_filters,
+                                    const dla_conv_layer_options *opts);
 
 /* MATLAB groupedConvolution2dLayer([fh fw], numFiltersPerGroup,
  * numGroups) on "SSCB" images: the input's C channels in num_groups groups
@@ -260,10 +274,11 @@ DLA_API dla_layer *dla_grouped_conv2d_layer(int64_t filter_height, int64_t filte
 typedef struct dla_transposed_conv_layer_options {
     const char *name;
     /* 0: 1 along every dim. */
-    int64_t stride[2];
-    /* Elements cropped from the output: 2-D [top bottom left right], 1-D
-     * [left right] (the first two). Zero by default. */
-    int64_t cropping[4];
+    int64_t stride[3];
+    /* Elements cropped from the output: 3-D [top bottom left right front
+     * back], 2-D [top bottom left right], 1-D [left right] (the first
+     * two). Zero by default. */
+    int64_t cropping[6];
     /* NULL: the numbers above; "same": the output has in * stride
      * elements (MATLAB's Cropping "same"). */
     const char *cropping_mode;
@@ -281,6 +296,11 @@ DLA_API dla_layer *dla_transposed_conv2d_layer(int64_t filter_height, int64_t fi
 /* MATLAB transposedConv1dLayer(filterSize, numFilters): along the "T" dim
  * of "CBT" sequences, or the "S" dim of "SCB" data. */
 DLA_API dla_layer *dla_transposed_conv1d_layer(int64_t filter_size, int64_t num_filters,
+                                               const dla_transposed_conv_layer_options *opts);
+/* MATLAB transposedConv3dLayer([fh fw fd], numFilters) on "SSSCB"
+ * volumes; the bias is 1x1x1xF. */
+DLA_API dla_layer *dla_transposed_conv3d_layer(int64_t filter_height, int64_t filter_width,
+                                               int64_t filter_depth, int64_t num_filters,
                                                const dla_transposed_conv_layer_options *opts);
 
 /* MATLAB batchNormalizationLayer: learnables Offset and Scale, state
@@ -363,11 +383,13 @@ DLA_API dla_layer *dla_dropout_layer(double probability, const dla_layer_options
  * without a "C" dim is DLA_ERR_FORMAT; 0 <= p < 1. */
 DLA_API dla_layer *dla_spatial_dropout_layer(double probability, const dla_layer_options *opts);
 
-/* Options of the 2-D pooling layers. */
+/* Options of the 2-D and 3-D pooling layers. */
 typedef struct dla_pool_layer_options {
     const char *name;
-    int64_t stride[2];       /* 0: 1 (MATLAB's default) */
-    int64_t padding[4];      /* [top bottom left right] */
+    int64_t stride[3];       /* 0: 1 (MATLAB's default); 2-D reads two */
+    /* 2-D [top bottom left right]; 3-D [top bottom left right front back]
+     * (MATLAB's 2x3 [t l f; b r k] read by columns). */
+    int64_t padding[6];
     const char *padding_mode; /* NULL or "same" */
     const char *padding_value; /* averagePooling2d: NULL/"zero" or "mean" */
 } dla_pool_layer_options;
@@ -376,6 +398,12 @@ DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts);
 DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts);
+/* MATLAB maxPooling3dLayer([ph pw pd]) and averagePooling3dLayer([ph pw
+ * pd]) on "SSSCB" volumes. */
+DLA_API dla_layer *dla_maxpool3d_layer(int64_t pool_height, int64_t pool_width,
+                                       int64_t pool_depth, const dla_pool_layer_options *opts);
+DLA_API dla_layer *dla_avgpool3d_layer(int64_t pool_height, int64_t pool_width,
+                                       int64_t pool_depth, const dla_pool_layer_options *opts);
 
 /* Options of the 1-D pooling layers. */
 typedef struct dla_pool1d_layer_options {
@@ -402,6 +430,10 @@ DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_layer_options *opts);
 DLA_API dla_layer *dla_global_avgpool1d_layer(const dla_layer_options *opts);
 DLA_API dla_layer *dla_global_maxpool2d_layer(const dla_layer_options *opts);
 DLA_API dla_layer *dla_global_avgpool2d_layer(const dla_layer_options *opts);
+/* MATLAB globalMaxPooling3dLayer and globalAveragePooling3dLayer: over
+ * the three "S" dims of "SSSCB" volumes (1x1x1xCxN out). */
+DLA_API dla_layer *dla_global_maxpool3d_layer(const dla_layer_options *opts);
+DLA_API dla_layer *dla_global_avgpool3d_layer(const dla_layer_options *opts);
 
 /* MATLAB fullyConnectedLayer(outputSize): dla_fullyconnect, Weights
  * outputSize x inputSize, Bias outputSize x 1. */
