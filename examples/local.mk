@@ -80,6 +80,16 @@ TESTS += examples/autoencoder_example.sh
 EXTRA_DIST += examples/autoencoder_example.sh
 # ---- end of examples/autoencoder --------------------------------------------
 
+# ---- examples/volumes: 3-D layers with trainnet ----------------------------
+# A 3-D convolutional network classifies synthetic 16^3 volumes (ball,
+# shell, cube); the smoke test trains it briefly and checks its accuracy.
+noinst_PROGRAMS += examples/volumes
+examples_volumes_SOURCES = examples/volumes.c
+examples_volumes_LDADD = libdlaccel.la -lm
+TESTS += examples/volumes_example.sh
+EXTRA_DIST += examples/volumes_example.sh
+# ---- end of examples/volumes -------------------------------------------------
+
 # ---- examples/cnn_fmnist, waveform, forecast, slice_layer: training ------
 # cnn_fmnist: the dlaccelerate page's custom training loop on Fashion-MNIST
 # (the README's main job, through tools/quickstart.sh); waveform: trainnet

@@ -457,3 +457,24 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
     dla__nn_free(host);
     return st;
 }
+
+int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out)
+{
+    int n = 0;
+    for (int i = 0; net && net->initialized && i < net->nlayers; i++) {
+        const dla_layer *l = net->layers[i];
+        if (l->kind != &dla__kind_batchnorm)
+            continue;
+        /* Its State rows are its only ones, TrainedMean before
+         * TrainedVariance (layer_batchnorm.c). */
+        int rows[2], k = 0;
+        for (int j = 0; j < l->nparams && k < 2; j++)
+            if (l->param[j].kind == DLA__STATE)
+                rows[k++] = l->param[j].row;
+        const int src = net->src[i][0];
+        if (k == 2 && n < max)
+            out[n] = (dla__bn_rows){rows[0], rows[1], src >= 0 ? net->layers[src]->name : NULL};
+        n += k == 2;
+    }
+    return n;
+}

@@ -372,6 +372,16 @@ void dla__layer_destroy(dla_layer *layer);
 
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
+/* A batch normalization layer's State rows (TrainedMean, TrainedVariance)
+ * and its input. */
+typedef struct dla__bn_rows {
+    int mean_row, var_row;
+    /* The layer whose output it normalizes; NULL: the network's input. */
+    const char *source;
+} dla__bn_rows;
+/* The batch normalization layers of an initialized network, at most max
+ * into out; returns how many there are. */
+int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out);
 /* "layer" (one input) or "layer/inK" (port K-1 of nin), allocated (free
  * with dla__nn_free); NULL when out of memory. */
 char *dla__net_port_name(const char *layer, int nin, int port);

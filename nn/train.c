@@ -69,6 +69,9 @@ typedef struct trainer {
         const dla_tensor *at;
         dla_tensor *y, **state_out;
     } lb;
+    /* Lines printed after "Training finished" (the population statistics
+     * and the final validation with them). */
+    char finish_note[768];
 } trainer;
 
 static double now(void)
@@ -1181,6 +1184,44 @@ static dla_status run_epochs(trainer *tr)
     return st;
 }
 
+/* BatchNormalizationStatistics "population": the statistics from one more
+ * pass over the training data (train_population.c); then the validation
+ * data once more, so that the final validation figures are those of the
+ * network returned. */
+static dla_status finalize_batchnorm(trainer *tr)
+{
+    int computed = 0;
+    dla_status st = dla__train_population_statistics(tr->net, tr->train_q,
+                                                     tr->par.on && tr->par.size > 1, &computed);
+    st = dla__train_par_agree(&tr->par, st, "the batch normalization statistics");
+    if (st != DLA_OK || !computed)
+        return st;
+    dla_training_info *in = tr->hist.info;
+    char line[512];
+    if (tr->val_q) {
+        double loss, acc, rmse;
+        st = validate(tr, &loss, &acc, &rmse);
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            return dla_set_error(st, "dla_trainnet: the final validation: %s", msg);
+        }
+        in->final_validation_loss = loss;
+        in->final_validation_accuracy = acc;
+        in->final_validation_rmse = rmse;
+        int n = snprintf(line, sizeof line, "Final validation (population statistics): loss %.4f",
+                         loss);
+        if (!isnan(acc) && n > 0 && (size_t)n < sizeof line)
+            n += snprintf(line + n, sizeof line - (size_t)n, ", accuracy %.2f%%", acc);
+        if (!isnan(rmse) && n > 0 && (size_t)n < sizeof line)
+            snprintf(line + n, sizeof line - (size_t)n, ", RMSE %.4f", rmse);
+    }
+    snprintf(tr->finish_note, sizeof tr->finish_note, "Batch normalization statistics computed "
+             "from the training data (BatchNormalizationStatistics \"population\").\n%s%s",
+             tr->val_q ? line : "", tr->val_q ? ".\n" : "");
+    return DLA_OK;
+}
+
 /* --------------------------------------------------------------- set-up */
 
 static dla_status check_loss(const dla_train_loss *l)
@@ -1535,6 +1576,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
             dla_status rs = dla_net_reset_state(tr.net);
             st = st == DLA_OK ? rs : st;
         }
+        if (st == DLA_OK && !strcmp(tr.o.batch_normalization_statistics, "population"))
+            st = finalize_batchnorm(&tr);
     }
     if (started) {
         /* The report's collectives clear the thread's error: a failure's
@@ -1555,6 +1598,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
             say(&tr, rule);
             snprintf(line, sizeof line, "Training finished: %s.\n", in->stop_reason);
             say(&tr, line);
+            if (tr.finish_note[0])
+                say(&tr, tr.finish_note);
         }
         if (tr.progress) {
             char line[4200];

@@ -49,4 +49,14 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
 dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
                                      int64_t channels);
 
+/* BatchNormalizationStatistics "population" (train_population.c): one
+ * pass over q (the training data, this rank's part with parallel set,
+ * then summed over the ranks; collective) in training mode, and each
+ * batch normalization layer's TrainedMean and TrainedVariance set to its
+ * input's pooled statistics. *computed: 1 when the network has such
+ * layers and they were set. */
+struct dla_mbq;
+dla_status dla__train_population_statistics(dla_net *net, struct dla_mbq *q, int parallel,
+                                            int *computed);
+
 #endif

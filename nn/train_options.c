@@ -28,6 +28,7 @@ static const char *const environments[] = {"auto", "cpu", "gpu", "parallel", "mu
 static const char *const plots[] = {"none", "training-progress", NULL};
 static const char *const clip_methods[] = {"l2norm", "global-l2norm", "absolute-value", NULL};
 static const char *const units[] = {"epoch", "iteration", NULL};
+static const char *const bn_statistics[] = {"population", "moving", NULL};
 
 /* The entry of list equal to s (the list's own string), NULL when none. */
 static const char *pick(const char *const *list, const char *s)
@@ -300,7 +301,9 @@ DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts
                      &o.execution_environment)) != DLA_OK ||
         (st = choose("Plots", o.plots, plots, &o.plots)) != DLA_OK ||
         (st = choose("CheckpointFrequencyUnit", o.checkpoint_frequency_unit, units,
-                     &o.checkpoint_frequency_unit)) != DLA_OK)
+                     &o.checkpoint_frequency_unit)) != DLA_OK ||
+        (st = choose("BatchNormalizationStatistics", o.batch_normalization_statistics,
+                     bn_statistics, &o.batch_normalization_statistics)) != DLA_OK)
         return st;
     if (dla__train_parse_sequence_length(o.sequence_length) == -2)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
@@ -434,6 +437,7 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
     put(&w, "SequencePaddingDirection", "'%s'", o.sequence_padding_direction);
     put_num(&w, "DispatchInBackground", o.dispatch_in_background != 0);
     put_num(&w, "ResetInputNormalization", o.reset_input_normalization);
+    put(&w, "BatchNormalizationStatistics", "'%s'", o.batch_normalization_statistics);
     if (!lbfgs) {
         put_num(&w, "L2Regularization", o.l2_regularization);
         put(&w, "GradientThresholdMethod", "'%s'", o.gradient_threshold_method);

@@ -305,6 +305,110 @@ static void zeroed_options_are_matlab_defaults(void **state)
     assert_null(strstr(buf, "Momentum"));
 }
 
+/* BatchNormalizationStatistics: "population" (the default, MATLAB's)
+ * gives each batch normalization layer the statistics of its input over
+ * the whole training data after training; "moving" keeps the running
+ * estimates. The first layer's input (an fc of the features) does not
+ * depend on the statistics, so the test computes them itself from the
+ * trained network. */
+static void batch_normalization_statistics_come_from_the_whole_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(96, 21, &x, &t);
+    blobs(40, 22, &vx, &vt);
+    /* Features far from zero mean and unit variance, so that the running
+     * estimates (from 0 and 1, three iterations at decay 0.1) stay far
+     * from them. */
+    x = dla_affine(x, 3.0, 5.0);
+    vx = dla_affine(vx, 3.0, 5.0);
+    dla_net *trained[2];
+    dla_training_info *info[2];
+    char *text[2];
+    const char *mode[2] = {NULL, "moving"};
+    for (int k = 0; k < 2; k++) {
+        dla_rng_seed(8);
+        dla_layer *l[] = {dla_fc_layer(5, NULL), dla_batchnorm_layer(NULL), dla_relu_layer(NULL),
+                          dla_batchnorm_layer(NULL), dla_fc_layer(CLASSES, NULL),
+                          dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(6, l);
+        assert_non_null(net);
+        tu_sink s;
+        assert_non_null(tu_sink_open(&s));
+        dla_train_data d = {.predictors = x, .targets = t};
+        dla_train_data v = {.predictors = vx, .targets = vt};
+        dla_training_options o = {.max_epochs = 1, .mini_batch_size = 32, .solver = "adam",
+                                  .initial_learn_rate = 0.05, .metrics = "accuracy",
+                                  .validation_data = &v, .output = s.f,
+                                  .batch_normalization_statistics = mode[k]};
+        if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained[k],
+                         &info[k]) != DLA_OK)
+            fail_msg("trainnet: %s", dla_last_error());
+        text[k] = tu_sink_text(&s);
+        dla_net_free(net);
+    }
+    /* The first layer's input over all 96 observations. */
+    const char *fc[] = {"fc_1"};
+    dla_tensor *z;
+    assert_int_equal(dla_net_predict(trained[0], 1, &x, 1, &z,
+                                     &(dla_net_forward_options){.outputs = fc}), DLA_OK);
+    const int64_t c = dla_tensor_dim(z, 1), n = dla_tensor_dim(z, 2);
+    assert_int_equal(c, 5);
+    dla_tensor *mean = dla_mean(z, DLA_DIMS(2));
+    dla_tensor *var = dla_mean(dla_square(dla_sub(z, mean)), DLA_DIMS(2));
+    dla_tensor *m = dla_net_get(trained[0], "batchnorm_1", "TrainedMean");
+    dla_tensor *sv = dla_net_get(trained[0], "batchnorm_1", "TrainedVariance");
+    for (int64_t j = 0; j < c; j++) {
+        const double want_m = dla_tensor_item(mean, j), want_v = dla_tensor_item(var, j);
+        /* The whole data's mean and unbiased variance (the moving
+         * estimate's kind), not the batches' pooled as if each were the
+         * whole (3% more at 32 a batch). */
+        const double got_m = dla_tensor_item(m, j), got_v = dla_tensor_item(sv, j);
+        const double unbiased = want_v * (double)n / (double)(n - 1);
+        if (fabs(got_m - want_m) > 1e-5 * fmax(1, fabs(want_m)) ||
+            fabs(got_v - unbiased) > 1e-5 * unbiased)
+            fail_msg("channel %lld: mean %.9g variance %.9g; the data's %.9g and %.9g",
+                     (long long)j, got_m, got_v, want_m, unbiased);
+    }
+    /* The moving estimates are far from them. */
+    dla_tensor *mm = dla_net_get(trained[1], "batchnorm_1", "TrainedMean");
+    double far = 0;
+    for (int64_t j = 0; j < c; j++)
+        far = fmax(far, fabs(dla_tensor_item(mm, j) - dla_tensor_item(m, j)));
+    assert_true(far > 0.1);
+    /* The final validation is the returned network's: predict's accuracy
+     * on the validation data. */
+    dla_tensor *vy;
+    assert_int_equal(dla_net_predict(trained[0], 1, &vx, 1, &vy, NULL), DLA_OK);
+    dla_tensor *hit = dla_eq(dla_onehotdecode(vy, NULL), vt);
+    const double acc = 100.0 * dla_tensor_item(dla_mean(dla_cast(hit, DLA_F64), 0, NULL), 0);
+    assert_true(fabs(info[0]->final_validation_accuracy - acc) < 1e-9);
+    assert_non_null(strstr(text[0], "Training finished: Max epochs completed.\n"
+                                    "Batch normalization statistics computed from the training "
+                                    "data (BatchNormalizationStatistics \"population\").\n"
+                                    "Final validation (population statistics): loss "));
+    assert_null(strstr(text[1], "Batch normalization statistics"));
+    for (int k = 0; k < 2; k++) {
+        free(text[k]);
+        dla_training_info_free(info[k]);
+        dla_net_free(trained[k]);
+    }
+    /* The option: its values, and its place in MATLAB's display. */
+    dla_training_options o;
+    assert_int_equal(dla_training_options_resolve(NULL, &o), DLA_OK);
+    assert_string_equal(o.batch_normalization_statistics, "population");
+    assert_int_equal(dla_training_options_resolve(&(dla_training_options){
+                         .batch_normalization_statistics = "running"}, &o),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "BatchNormalizationStatistics \"running\""));
+    char buf[4096];
+    dla_training_options_describe(&(dla_training_options){.batch_normalization_statistics =
+                                                              "moving"}, buf, sizeof buf);
+    assert_non_null(strstr(buf, "BatchNormalizationStatistics: 'moving'\n"));
+    dla_scope_end();
+}
+
 static void every_option_value_is_checked(void **state)
 {
     (void)state;
@@ -2150,6 +2254,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(trainnet_learns_four_blobs),
         TU_TEST(zeroed_options_are_matlab_defaults),
+        TU_TEST(batch_normalization_statistics_come_from_the_whole_data),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),

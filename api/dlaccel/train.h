@@ -436,6 +436,18 @@ typedef struct dla_training_options {
      * layer that normalizes are computed from the training data before
      * training (MATLAB's true); negative: the network's are kept. */
     int reset_input_normalization;
+    /* BatchNormalizationStatistics: "population" (NULL, MATLAB's
+     * default): after training, one more pass over the training data in
+     * order, in training mode, gives each batch normalization layer's
+     * TrainedMean and TrainedVariance the statistics of its input over the
+     * whole data (the mini-batches' means and variances pooled, weighted
+     * by their observations; with "parallel", over every worker's part);
+     * "moving": the running estimates updated every iteration (MeanDecay,
+     * VarianceDecay) are kept. The moving ones lag weights that were still
+     * moving fast at the end: a short training could predict one class
+     * for everything. A network without batch normalization layers is
+     * not passed over again. */
+    const char *batch_normalization_statistics;
 
     /* ---------------------------------------------------------- validation */
     /* ValidationData: NULL: none. Evaluated in inference mode (predict) in
@@ -613,6 +625,13 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * VerboseFrequency iterations, at validations and at the last iteration,
  * then "Training finished: <stop reason>."; with Plots, the bar and the
  * chart (dla_progress).
+ *
+ * After the last iteration, with BatchNormalizationStatistics
+ * "population" (the default) and batch normalization layers in the
+ * network: one more pass over the training data sets their statistics
+ * (see the option), the validation data is evaluated again with them
+ * (info->final_validation_*), and two lines say so after "Training
+ * finished".
  *
  * *info (may be NULL if not wanted) holds the history; free it with
  * dla_training_info_free.

@@ -1,0 +1,208 @@
+/*
+ * volumes.c - a 3-D convolutional network classifies volumes (MATLAB's
+ * image3dInputLayer, convolution3dLayer, maxPooling3dLayer and
+ * globalAveragePooling3dLayer, trained with trainnet). The volumes are
+ * made here, 16x16x16 voxels in one channel with noise: a solid ball, a
+ * hollow ball (a shell), or a solid cube, each of random size and place.
+ * A ball and a shell look alike in most single slices, so the network has
+ * to see the third dim. Prints the network, trainnet's progress with the
+ * validation accuracy, and the test accuracy per class.
+ *
+ *     build/examples/volumes [--epochs N] [--count N] [--seed S]
+ *
+ * --count makes N training volumes (1536 by default) and a quarter as many
+ * test volumes. Exits 1 unless the test accuracy is above 90%.
+ */
+#include <dlaccel.h>
+#include <dlaccel/net.h>
+#include <dlaccel/train.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIDE 16
+#define CLASSES 3
+static const char *const class_names[CLASSES] = {"ball", "shell", "cube"};
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "volumes: %s: %s\n", what, dla_last_error());
+    return 1;
+}
+
+/* The example's own stream (splitmix64), so that the data does not depend
+ * on what else draws from the library's. */
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *s, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next(s) >> 11) / 9007199254740992.0;
+}
+
+/* Volume n of class k into v (SIDE^3, column-major: x fastest, then y,
+ * then z, as "SSSCB" holds it): the shape at 0.8 to 1.0, the background
+ * at 0 to 0.2, plus noise. */
+static void make_volume(uint64_t *s, int k, float *v)
+{
+    const double r = uniform(s, 3.5, 5.5);
+    double c[3];
+    for (int d = 0; d < 3; d++)
+        c[d] = uniform(s, r + 0.5, SIDE - r - 1.5);
+    const double level = uniform(s, 0.8, 1.0);
+    for (int z = 0; z < SIDE; z++)
+        for (int y = 0; y < SIDE; y++)
+            for (int x = 0; x < SIDE; x++) {
+                const double dx = x - c[0], dy = y - c[1], dz = z - c[2];
+                const double dist = sqrt(dx * dx + dy * dy + dz * dz);
+                const double box = fmax(fabs(dx), fmax(fabs(dy), fabs(dz)));
+                int in = k == 0 ? dist <= r : k == 1 ? dist <= r && dist >= r - 1.5
+                                                     : box <= 0.8 * r;
+                v[x + SIDE * (y + SIDE * z)] =
+                    (float)((in ? level : uniform(s, 0, 0.2)) + uniform(s, -0.15, 0.15));
+            }
+}
+
+/* n volumes, "SSSCB" 16x16x16x1xn, and their classes 0..2 (int32). */
+static dla_status make_set(uint64_t *s, int64_t n, dla_tensor **x, dla_tensor **t)
+{
+    const size_t per = (size_t)SIDE * SIDE * SIDE;
+    float *v = malloc(sizeof *v * per * (size_t)n);
+    int32_t *k = malloc(sizeof *k * (size_t)n);
+    if (!v || !k) {
+        free(v);
+        free(k);
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "volumes: %lld volumes", (long long)n);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        k[i] = (int32_t)(next(s) % CLASSES);
+        make_volume(s, k[i], v + per * (size_t)i);
+    }
+    *x = dla_tensor_from_host(v, DLA_F32, "SSSCB", DLA_DIMS(SIDE, SIDE, SIDE, 1, n));
+    *t = dla_tensor_from_host(k, DLA_I32, "", DLA_DIMS(n, 1));
+    free(v);
+    free(k);
+    dla_status st = dla_tensor_status(*x);
+    return st != DLA_OK ? st : dla_tensor_status(*t);
+}
+
+static int run(int epochs, int64_t count, uint64_t seed);
+
+int main(int argc, char **argv)
+{
+    int epochs = 4;
+    int64_t count = 1536;
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
+            epochs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--count") && i + 1 < argc)
+            count = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else {
+            fprintf(stderr, "usage: %s [--epochs N] [--count N] [--seed S]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (epochs < 1 || count < 64) {
+        fprintf(stderr, "volumes: --epochs needs a positive count and --count at least 64\n");
+        return 2;
+    }
+    /* Every tensor below belongs to this scope, released at its end. */
+    dla_scope_begin();
+    const int rc = run(epochs, count, seed);
+    dla_scope_end();
+    return rc;
+}
+
+static int run(int epochs, int64_t count, uint64_t seed)
+{
+    uint64_t stream = seed;
+    dla_tensor *xtrain, *ttrain, *xtest, *ttest;
+    if (make_set(&stream, count, &xtrain, &ttrain) != DLA_OK ||
+        make_set(&stream, count / 4, &xtest, &ttest) != DLA_OK)
+        return fail("data");
+    printf("device: %s; %lld training volumes and %lld test volumes of %dx%dx%d voxels\n",
+           dla_device_name(dla_device_current()), (long long)count, (long long)(count / 4), SIDE,
+           SIDE, SIDE);
+
+    dla_rng_seed(seed);
+    const dla_conv_layer_options same = {.padding_mode = "same"};
+    const dla_pool_layer_options halve = {.stride = {2, 2, 2}};
+    dla_layer *layers[] = {
+        dla_image3d_input_layer(SIDE, SIDE, SIDE, 1, NULL),
+        dla_conv3d_layer(3, 3, 3, 8, &same),
+        dla_batchnorm_layer(NULL),
+        dla_relu_layer(NULL),
+        dla_maxpool3d_layer(2, 2, 2, &halve),
+        dla_conv3d_layer(3, 3, 3, 16, &same),
+        dla_batchnorm_layer(NULL),
+        dla_relu_layer(NULL),
+        dla_maxpool3d_layer(2, 2, 2, &halve),
+        dla_conv3d_layer(3, 3, 3, 32, &same),
+        dla_relu_layer(NULL),
+        dla_global_avgpool3d_layer(NULL),
+        dla_fc_layer(CLASSES, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(sizeof layers / sizeof layers[0], layers);
+    if (!net || dla_net_init(net, 0, NULL) != DLA_OK)
+        return fail("network");
+    char summary[8192];
+    dla_net_summary(net, summary, sizeof summary);
+    printf("%s\n", summary);
+
+    dla_train_data validation = {.predictors = xtest, .targets = ttest};
+    dla_training_options o = {.solver = "adam", .max_epochs = epochs, .mini_batch_size = 32,
+                              .initial_learn_rate = 0.003, .shuffle = "every-epoch",
+                              .metrics = "accuracy", .validation_data = &validation,
+                              .validation_frequency = 24, .verbose_frequency = 24};
+    dla_net *trained = NULL;
+    dla_training_info *info = NULL;
+    dla_tensor *y = NULL;
+    int rc = 0;
+    if (dla_trainnet(&(dla_train_data){.predictors = xtrain, .targets = ttrain}, net,
+                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) != DLA_OK)
+        rc = fail("trainnet");
+    else if (dla_net_predict(trained, 1, &xtest, 1, &y, NULL) != DLA_OK)
+        rc = fail("predict");
+    double accuracy = 0;
+    if (!rc) {
+        /* Per class: how many of its test volumes were named right. */
+        const int64_t n = dla_tensor_numel(ttest);
+        int32_t *want = malloc(sizeof *want * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
+        if (!want || !got ||
+            dla_tensor_to_host(ttest, want, sizeof *want * (size_t)n) != DLA_OK ||
+            dla_tensor_to_host(dla_cast(dla_onehotdecode(y, NULL), DLA_I32), got,
+                               sizeof *got * (size_t)n) != DLA_OK)
+            rc = fail("accuracy");
+        int64_t right[CLASSES] = {0}, all[CLASSES] = {0}, total = 0;
+        for (int64_t i = 0; !rc && i < n; i++) {
+            all[want[i]]++;
+            right[want[i]] += got[i] == want[i];
+            total += got[i] == want[i];
+        }
+        if (!rc) {
+            accuracy = 100.0 * (double)total / (double)n;
+            printf("\ntest accuracy: %.2f%% of %lld volumes (", accuracy, (long long)n);
+            for (int k = 0; k < CLASSES; k++)
+                printf("%s%s %lld/%lld", k ? ", " : "", class_names[k], (long long)right[k],
+                       (long long)all[k]);
+            printf(")\n");
+        }
+        free(want);
+        free(got);
+    }
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    return rc ? rc : accuracy > 90 ? 0 : 1;
+}
