@@ -64,7 +64,7 @@ def timed(step, rounds, steps):
     return statistics.median(times), times
 
 
-def main():
+def arguments():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=10)
@@ -73,13 +73,18 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    x = torch.rand(128, 1, 28, 28)
-    t = torch.arange(128) % 10
+    return a
+
+
+def run_network(make, x, t, what, a):
+    """Times make()'s train step (SGDM 0.01 / 0.9, cross-entropy) and
+    inference on x, t, eager and (--compile) compiled; what names it in the
+    lines printed. Shared with torch_volume.py."""
     variants = [("eager", lambda m: m)]
     if a.compile:
         variants.append(("torch.compile", torch.compile))
     for label, wrap in variants:
-        model = network()
+        model = make()
         run = wrap(model)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -98,9 +103,16 @@ def main():
 
         for name, step in (("train step", train), ("inference", infer)):
             med, times = timed(step, a.rounds, a.steps)
-            print("torch %s %s: MobileNet-style %s (batch 128), %.3f ms (median of %d rounds of "
-                  "%d; rounds %s)" % (torch.__version__, label, name, med, a.rounds, a.steps,
-                                      " ".join("%.2f" % v for v in times)))
+            print("torch %s %s: %s %s (batch %d), %.3f ms (median of %d rounds of %d; rounds %s)"
+                  % (torch.__version__, label, what, name, x.shape[0], med, a.rounds, a.steps,
+                     " ".join("%.2f" % v for v in times)))
+
+
+def main():
+    a = arguments()
+    x = torch.rand(128, 1, 28, 28)
+    t = torch.arange(128) % 10
+    run_network(network, x, t, "MobileNet-style", a)
 
 
 if __name__ == "__main__":

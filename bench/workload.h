@@ -82,7 +82,7 @@ extern const bench_workload bench_higher_workloads[];    /* workloads_higher.c *
 extern const bench_workload bench_attention_workloads[]; /* workloads_attention.c */
 extern const bench_workload bench_ode_workloads[];       /* workloads_ode.c */
 extern const bench_workload bench_lstm_workloads[];      /* workloads_lstm.c */
-extern const bench_workload bench_mobile_workloads[];    /* workloads_mobile.c */
+extern const bench_workload bench_mobile_workloads[];    /* workloads_netstep.c */
 /* The eager runs the replays are timed beside (workloads_replay.c). */
 extern const bench_workload bench_replay_reference_workloads[];
 /* The eager run the higher-derivative replay is timed beside

@@ -84,7 +84,7 @@ EXTRA_DIST += examples/autoencoder_example.sh
 # A 3-D convolutional network classifies synthetic 16^3 volumes (ball,
 # shell, cube); the smoke test trains it briefly and checks its accuracy.
 noinst_PROGRAMS += examples/volumes
-examples_volumes_SOURCES = examples/volumes.c
+examples_volumes_SOURCES = examples/volumes.c examples/volume_net.h
 examples_volumes_LDADD = libdlaccel.la -lm
 TESTS += examples/volumes_example.sh
 EXTRA_DIST += examples/volumes_example.sh

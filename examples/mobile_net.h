@@ -1,6 +1,6 @@
 /*
  * mobile_net.h - the MobileNet-style network of `cnn_fmnist --mobile`,
- * shared with the benchmark (bench/workloads_mobile.c), which times its
+ * shared with the benchmark (bench/workloads_netstep.c), which times its
  * train step and inference beside bench/torch_mobile.py. 28x28x1 images
  * ("zerocenter" input normalization, its Mean set by the caller), depthwise
  * separable blocks (a channel-wise grouped convolution, then a 1x1 one),

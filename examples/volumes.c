@@ -1,7 +1,7 @@
 /*
- * volumes.c - a 3-D convolutional network classifies volumes (MATLAB's
+ * volumes.c - a 3-D convolutional network (volume_net.h: MATLAB's
  * image3dInputLayer, convolution3dLayer, maxPooling3dLayer and
- * globalAveragePooling3dLayer, trained with trainnet). The volumes are
+ * globalAveragePooling3dLayer) classifies volumes, trained with trainnet. The volumes are
  * made here, 16x16x16 voxels in one channel with noise: a solid ball, a
  * hollow ball (a shell), or a solid cube, each of random size and place.
  * A ball and a shell look alike in most single slices, so the network has
@@ -13,6 +13,7 @@
  * --count makes N training volumes (1536 by default) and a quarter as many
  * test volumes. Exits 1 unless the test accuracy is above 90%.
  */
+#include "volume_net.h"
 #include <dlaccel.h>
 #include <dlaccel/net.h>
 #include <dlaccel/train.h>
@@ -135,26 +136,8 @@ static int run(int epochs, int64_t count, uint64_t seed)
            SIDE, SIDE);
 
     dla_rng_seed(seed);
-    const dla_conv_layer_options same = {.padding_mode = "same"};
-    const dla_pool_layer_options halve = {.stride = {2, 2, 2}};
-    dla_layer *layers[] = {
-        dla_image3d_input_layer(SIDE, SIDE, SIDE, 1, NULL),
-        dla_conv3d_layer(3, 3, 3, 8, &same),
-        dla_batchnorm_layer(NULL),
-        dla_relu_layer(NULL),
-        dla_maxpool3d_layer(2, 2, 2, &halve),
-        dla_conv3d_layer(3, 3, 3, 16, &same),
-        dla_batchnorm_layer(NULL),
-        dla_relu_layer(NULL),
-        dla_maxpool3d_layer(2, 2, 2, &halve),
-        dla_conv3d_layer(3, 3, 3, 32, &same),
-        dla_relu_layer(NULL),
-        dla_global_avgpool3d_layer(NULL),
-        dla_fc_layer(CLASSES, NULL),
-        dla_softmax_layer(NULL),
-    };
-    dla_net *net = dla_net_create(sizeof layers / sizeof layers[0], layers);
-    if (!net || dla_net_init(net, 0, NULL) != DLA_OK)
+    dla_net *net = volume_net_make(SIDE, CLASSES);
+    if (!net)
         return fail("network");
     char summary[8192];
     dla_net_summary(net, summary, sizeof summary);

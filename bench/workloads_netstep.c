@@ -1,19 +1,43 @@
 /*
- * workloads_mobile.c - the MobileNet-style network of `cnn_fmnist --mobile`
- * (examples/mobile_net.h: depthwise separable convolutions, ReLU6, a
- * squeeze-and-excitation gate, spatial dropout) on a batch of 128 28x28x1
- * images, single: its train step as the example runs it (an accelerated
- * model loss taking the network, cross-entropy, the gradients and the
- * batch norm state, SGDM 0.01 / 0.9) and its inference (dla_net_predict).
- * bench/torch_mobile.py times the same network's step in PyTorch.
+ * workloads_netstep.c - a whole network's train step as the examples run
+ * it (an accelerated model loss taking the network, cross-entropy, the
+ * gradients and the batch norm state, SGDM 0.01 / 0.9) and its inference
+ * (dla_net_predict), single, for two networks:
+ *
+ * - the MobileNet-style network of `cnn_fmnist --mobile`
+ *   (examples/mobile_net.h: depthwise separable convolutions, ReLU6, a
+ *   squeeze-and-excitation gate, spatial dropout) on a batch of 128
+ *   28x28x1 images; bench/torch_mobile.py times it in PyTorch;
+ * - the 3-D network of examples/volumes (examples/volume_net.h: three 3-D
+ *   convolutions, batch normalization, 3-D pooling) on a batch of 32
+ *   16x16x16x1 volumes; bench/torch_volume.py times it in PyTorch.
  */
 #include "bench/workload.h"
 #include "examples/mobile_net.h"
+#include "examples/volume_net.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { MOBILE_CLASSES = 10, MOBILE_B = 128 };
+enum { MOBILE_CLASSES = 10, MOBILE_B = 128, VOLUME_SIDE = 16, VOLUME_CLASSES = 3, VOLUME_B = 32 };
+
+/* What differs between the networks. */
+typedef struct net_config {
+    dla_net *(*make)(void);
+    const char *format;  /* the input's, with its batch dim last */
+    int ndims;           /* of the input, batch included */
+    int64_t dims[5];     /* one observation's (the batch's entry is set) */
+    int64_t classes, batch;
+} net_config;
+
+static dla_net *make_mobile(void) { return mobile_net_make(MOBILE_CLASSES); }
+static dla_net *make_volume(void) { return volume_net_make(VOLUME_SIDE, VOLUME_CLASSES); }
+
+static const net_config mobile_config = {make_mobile, "SSCB", 4, {28, 28, 1, 0},
+                                         MOBILE_CLASSES, MOBILE_B};
+static const net_config volume_config = {make_volume, "SSSCB", 5,
+                                         {VOLUME_SIDE, VOLUME_SIDE, VOLUME_SIDE, 1, 0},
+                                         VOLUME_CLASSES, VOLUME_B};
 
 typedef struct mobile_bench {
     dla_net *net;
@@ -56,36 +80,50 @@ static dla_status mobile_loss(void *ctx, int nin, dla_tensor *const *in, int nou
     return dla_net_gradient(net, out[0], out + 1);
 }
 
-static dla_status mobile_setup(const bench_workload *w, void **state)
+static dla_status net_setup(const bench_workload *w, void **state, const net_config *cfg)
 {
-    const int64_t batch = w->size ? w->size : MOBILE_B;
+    const int64_t batch = w->size ? w->size : cfg->batch;
     mobile_bench *r = calloc(1, sizeof *r);
     if (!r)
         return DLA_ERR_OUT_OF_MEMORY;
     *state = r;
     dla_rng_seed(0);
-    if (!(r->net = mobile_net_make(MOBILE_CLASSES)))
+    if (!(r->net = cfg->make()))
         return dla_last_status();
     r->nl = dla_net_learnable_count(r->net);
     r->ns = dla_net_state_count(r->net);
     r->vel = calloc((size_t)r->nl, sizeof *r->vel);
     r->out = calloc((size_t)(1 + r->nl + r->ns), sizeof *r->out);
-    r->loss = dla_accelerate(mobile_loss, &(dla_accel_options){.name = "mobileLoss",
+    r->loss = dla_accelerate(mobile_loss, &(dla_accel_options){.name = "modelLoss",
                                                                .ctx_kind = dla_net_accel_kind()});
     if (!r->vel || !r->out || !r->loss)
         return DLA_ERR_OUT_OF_MEMORY;
-    r->x = dla_rand(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, batch));
-    /* One-hot targets: class b % 10 for observation b. */
-    float *t = calloc((size_t)(MOBILE_CLASSES * batch), sizeof *t);
+    int64_t dims[5];
+    for (int i = 0; i < cfg->ndims; i++)
+        dims[i] = cfg->dims[i];
+    dims[cfg->ndims - 1] = batch;
+    r->x = dla_rand(DLA_F32, cfg->format, cfg->ndims, dims);
+    /* One-hot targets: class b % classes for observation b. */
+    float *t = calloc((size_t)(cfg->classes * batch), sizeof *t);
     if (!t)
         return DLA_ERR_OUT_OF_MEMORY;
     for (int64_t b = 0; b < batch; b++)
-        t[b * MOBILE_CLASSES + b % MOBILE_CLASSES] = 1;
-    r->t = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(MOBILE_CLASSES, batch));
+        t[b * cfg->classes + b % cfg->classes] = 1;
+    r->t = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(cfg->classes, batch));
     free(t);
     if (dla_tensor_status(r->x) != DLA_OK)
         return dla_tensor_status(r->x);
     return dla_tensor_status(r->t);
+}
+
+static dla_status mobile_setup(const bench_workload *w, void **state)
+{
+    return net_setup(w, state, &mobile_config);
+}
+
+static dla_status volume_setup(const bench_workload *w, void **state)
+{
+    return net_setup(w, state, &volume_config);
 }
 
 static dla_status mobile_train_run(void *state)
@@ -134,6 +172,12 @@ static void mobile_note(void *state, double median_ms, char *buf, size_t size)
      (28 * 28 * 16 * 9 + 14 * 14 * 16 * 9 + 14 * 14 * 32 * 16 + 7 * 7 * 32 * 9 +                  \
       7 * 7 * 64 * 32 + 64 * 16 * 2 + 3136 * 10))
 
+/* Multiply-adds of one volume's forward pass, x 2: conv1 16^3*8*27,
+ * conv2 8^3*16*27*8, conv3 4^3*32*27*16, fc 32*3. */
+#define VOLUME_FWD                                                                                 \
+    (2.0 * VOLUME_B *                                                                              \
+     (16 * 16 * 16 * 8 * 27 + 8 * 8 * 8 * 16 * 27 * 8 + 4 * 4 * 4 * 32 * 27 * 16 + 32 * 3))
+
 const bench_workload bench_mobile_workloads[] = {
     {.name = "mobile_train_step", .unit = BENCH_FLOPS, .work = 3 * MOBILE_FWD, .batch = 0,
      .setup = mobile_setup, .run = mobile_train_run, .teardown = mobile_teardown,
@@ -142,5 +186,12 @@ const bench_workload bench_mobile_workloads[] = {
     {.name = "mobile_inference", .unit = BENCH_FLOPS, .work = MOBILE_FWD, .batch = 0,
      .setup = mobile_setup, .run = mobile_infer_run, .teardown = mobile_teardown,
      .label = "MobileNet-style inference (cnn_fmnist --mobile, batch 128)", .note = mobile_note},
+    {.name = "volume_train_step", .unit = BENCH_FLOPS, .work = 3 * VOLUME_FWD, .batch = 0,
+     .setup = volume_setup, .run = mobile_train_run, .teardown = mobile_teardown,
+     .label = "3-D CNN train step (examples/volumes, 32 volumes of 16^3, SGDM)",
+     .note = mobile_note},
+    {.name = "volume_inference", .unit = BENCH_FLOPS, .work = VOLUME_FWD, .batch = 0,
+     .setup = volume_setup, .run = mobile_infer_run, .teardown = mobile_teardown,
+     .label = "3-D CNN inference (examples/volumes, 32 volumes of 16^3)", .note = mobile_note},
     {0},
 };
