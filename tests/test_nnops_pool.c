@@ -154,6 +154,9 @@ static const pool_case cases2d[] = {
     {{3, 2}, {2, 3}, {{0}, {0}}, "same", NULL},       /* "same" with odd totals */
     {{2, 3}, {2, 2}, {{0}, {0}}, "same", "mean"},
     {{5, 6}, {1, 1}, {{0}, {0}}, NULL, NULL},         /* one window covers all */
+    /* Pairs along dim 0 with padding along dim 1, in and out of the mean. */
+    {{2, 3}, {2, 1}, {{0, 1}, {0, 1}}, NULL, "mean"},
+    {{2, 3}, {2, 2}, {{0, 2}, {0, 1}}, NULL, NULL},
 };
 
 static void test_two_dim_pooling_matches_naive_loops(void **state)
@@ -191,8 +194,9 @@ static void test_one_and_three_dim_and_time_pooling_match_naive_loops(void **sta
     x = nn_from(xv, "SSSCB", DLA_DIMS(4, 5, 3, 2, 2));
     pool_case c3[] = {{{2, 2, 2}, {2, 2, 1}, {{0}, {0}}, NULL, NULL},
                       {{3, 2, 2}, {1, 2, 2}, {{1, 0, 1}, {1, 1, 0}}, NULL, "mean"},
-                      {{2, 3, 2}, {2, 2, 2}, {{0}, {0}}, "same", NULL}};
-    for (int k = 0; k < 3; k++)
+                      {{2, 3, 2}, {2, 2, 2}, {{0}, {0}}, "same", NULL},
+                      {{2, 2, 2}, {2, 2, 2}, {{0, 1, 1}, {0, 0, 0}}, NULL, "mean"}};
+    for (int k = 0; k < 4; k++)
         check_case(x, xv, 3, 4, &c3[k]);
     free(xv);
     /* time: "CBT" 3x2x7 pools over T; the reference sees T first */
@@ -333,10 +337,36 @@ static dla_status global_tie_loss(void *ctx, int nin, dla_tensor *const *in, int
     return dla_gradient(l, 1, in, out + 1);
 }
 
+static dla_status square_tie_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y = dla_maxpool(in[0], DLA_DIMS(2, 2), &(dla_pool_options){.stride = {2, 2}});
+    dla_tensor *l = dla_sum(y, 0, NULL);
+    out[0] = l;
+    out[2] = y;
+    return dla_gradient(l, 1, in, out + 1);
+}
+
 static void test_max_pool_gradient_goes_to_the_first_maximum(void **state)
 {
     (void)state;
     dla_scope_begin();
+    /* 2x2 windows with stride 2 (the cpu plugin's pair path): the first
+     * maximum in column-major order across the window's rows, and the
+     * first NaN over any number. Window 1 is x(1:2, 1:2) = {3 1; 3 3}
+     * (column-major 3, 1, 3, 3), window 2 is {5 NaN; NaN 7}. */
+    dla_tensor *sq = nn_from((double[]){3, 1, 5, NAN, 3, 3, NAN, 7}, "SSCB",
+                             DLA_DIMS(4, 2, 1, 1));
+    dla_tensor *sout[3];
+    assert_int_equal(dla_feval(square_tie_loss, NULL, 1, &sq, 3, sout), DLA_OK);
+    nn_expect(sout[1], "SSCB", DLA_DIMS(4, 2, 1, 1), (double[]){1, 0, 0, 1, 0, 0, 0, 0}, 0);
+    assert_true(dla_tensor_item(sout[2], 0) == 3 && isnan(dla_tensor_item(sout[2], 1)));
+    /* A NaN in the window's second row after a number in its first. */
+    sq = nn_from((double[]){1, 2, 0, 0, NAN, 9, 0, 0}, "SSCB", DLA_DIMS(4, 2, 1, 1));
+    assert_int_equal(dla_feval(square_tie_loss, NULL, 1, &sq, 3, sout), DLA_OK);
+    nn_expect(sout[1], "SSCB", DLA_DIMS(4, 2, 1, 1), (double[]){0, 0, 1, 0, 1, 0, 0, 0}, 0);
+    assert_true(isnan(dla_tensor_item(sout[2], 0)));
     dla_tensor *x = nn_from((double[]){2, 2, 1, 3, 3, 3}, "SCB", DLA_DIMS(6, 1, 1));
     dla_tensor *out[2];
     assert_int_equal(dla_feval(tie_loss, NULL, 1, &x, 2, out), DLA_OK);

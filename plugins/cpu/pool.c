@@ -125,6 +125,99 @@ static inline void decode(const pool_geom *g, int64_t v, int64_t *i0, int64_t *i
 DEFINE_POOL_FORWARD(float, f32)
 DEFINE_POOL_FORWARD(double, f64)
 
+/* Windows of 2 with stride 2 along a dense dim 0 and no padding there
+ * (maxPooling 2x2 and 2x2x2, the common layers): a row of outputs takes
+ * its windows' rows of x one after the other, each a loop over pairs of
+ * elements that vectorizes, where the general kernel walked each output's
+ * few elements alone (2.4 ms for the 16^3 x 8 x 32 volumes of
+ * examples/volumes, 0.4 GB/s). The same elements in the same order per
+ * output (rows of the window in column-major order, then the pair), and
+ * the same rule (larger, or NaN over a number, replaces), give the same
+ * maximum and index; averages add in the same order in double. */
+#define POOL_PAIR_CHUNK 256
+
+static int pairs_along_dim0(const pool_geom *g)
+{
+    return g->xs[0] == 1 && g->ys[0] == 1 && g->win[0] == 2 && g->stride[0] == 2 &&
+           g->pad[0] == 0 && 2 * g->out[0] <= g->in[0];
+}
+
+#define DEFINE_POOL_FORWARD_PAIRS(T, sfx)                                                          \
+    static void pool_forward_pairs_##sfx(const pool_geom *g, int mode, T *xm, T *ym,              \
+                                         int32_t *im)                                              \
+    {                                                                                              \
+        const int64_t rows = g->planes * g->out[1] * g->out[2];                                    \
+        const double work = (double)rows * (double)g->out[0] * (double)g->full;                    \
+        _Pragma("omp parallel for schedule(static) if(work >= (double)DLA__CPU_PAR_MIN)")          \
+        for (int64_t r = 0; r < rows; r++) {                                                       \
+            const int64_t o1 = r % g->out[1], o2 = r / g->out[1] % g->out[2];                      \
+            const int64_t p = r / (g->out[1] * g->out[2]);                                         \
+            const T *x = xm + g->xoff + plane_off(g, g->xs, p);                                    \
+            T *y = ym + g->yoff + plane_off(g, g->ys, p) + o1 * g->ys[1] + o2 * g->ys[2];          \
+            int32_t *ix = im ? im + g->ioff + plane_off(g, g->is, p) + o1 * g->is[1] +             \
+                                   o2 * g->is[2]                                                   \
+                             : NULL;                                                               \
+            int64_t lo1, hi1, lo2, hi2;                                                            \
+            window_range(g, 1, o1, &lo1, &hi1);                                                    \
+            window_range(g, 2, o2, &lo2, &hi2);                                                    \
+            const int64_t n = g->out[0];                                                           \
+            for (int64_t c0 = 0; c0 < n; c0 += POOL_PAIR_CHUNK) {                                  \
+                const int64_t m = n - c0 < POOL_PAIR_CHUNK ? n - c0 : POOL_PAIR_CHUNK;             \
+                T best[POOL_PAIR_CHUNK];                                                           \
+                int32_t pos[POOL_PAIR_CHUNK];                                                      \
+                double sum[POOL_PAIR_CHUNK];                                                       \
+                int first = 1;                                                                     \
+                for (int64_t i2 = lo2; i2 < hi2; i2++)                                             \
+                    for (int64_t i1 = lo1; i1 < hi1; i1++) {                                       \
+                        const T *xr = x + i2 * g->xs[2] + i1 * g->xs[1] + 2 * c0;                  \
+                        const int32_t base = (int32_t)((i2 * g->in[1] + i1) * g->in[0] + 2 * c0);  \
+                        if (mode != DLA_POOL_MAX) {                                                \
+                            if (first)                                                             \
+                                for (int64_t k = 0; k < m; k++)                                    \
+                                    sum[k] = (double)xr[2 * k] + (double)xr[2 * k + 1];            \
+                            else                                                                   \
+                                for (int64_t k = 0; k < m; k++)                                    \
+                                    sum[k] = sum[k] + (double)xr[2 * k] + (double)xr[2 * k + 1];   \
+                        } else if (first) {                                                        \
+                            for (int64_t k = 0; k < m; k++) {                                      \
+                                const T a = xr[2 * k], b = xr[2 * k + 1];                          \
+                                const int take = (b > a) | ((b != b) & (a == a));                  \
+                                best[k] = take ? b : a;                                            \
+                                pos[k] = base + 2 * (int32_t)k + take;                             \
+                            }                                                                      \
+                        } else {                                                                   \
+                            for (int64_t k = 0; k < m; k++) {                                      \
+                                const T a = xr[2 * k], b = xr[2 * k + 1];                          \
+                                T v = best[k];                                                     \
+                                int32_t q = pos[k];                                                \
+                                int take = (a > v) | ((a != a) & (v == v));                        \
+                                v = take ? a : v;                                                  \
+                                q = take ? base + 2 * (int32_t)k : q;                              \
+                                take = (b > v) | ((b != b) & (v == v));                            \
+                                best[k] = take ? b : v;                                            \
+                                pos[k] = take ? base + 2 * (int32_t)k + 1 : q;                     \
+                            }                                                                      \
+                        }                                                                          \
+                        first = 0;                                                                 \
+                    }                                                                              \
+                if (mode == DLA_POOL_MAX) {                                                        \
+                    for (int64_t k = 0; k < m; k++)                                                \
+                        y[c0 + k] = best[k];                                                       \
+                    for (int64_t k = 0; ix && k < m; k++)                                          \
+                        ix[(c0 + k) * g->is[0]] = pos[k];                                          \
+                } else {                                                                           \
+                    /* Padding along dims 1 and 2 only: dim 0's windows are whole. */              \
+                    const double count = g->exclude_pad ? (double)(2 * (hi1 - lo1) * (hi2 - lo2))  \
+                                                        : (double)g->full;                         \
+                    for (int64_t k = 0; k < m; k++)                                                \
+                        y[c0 + k] = (T)(count > 0 ? sum[k] / count : 0);                           \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEFINE_POOL_FORWARD_PAIRS(float, f32)
+DEFINE_POOL_FORWARD_PAIRS(double, f64)
+
 dla_status dla__cpu_pool_forward(void *dev, const dla_pool_args *args)
 {
     pool_geom g;
@@ -134,6 +227,17 @@ dla_status dla__cpu_pool_forward(void *dev, const dla_pool_args *args)
     if (g.planes == 0 || any_zero(g.out))
         return DLA_OK;
     int32_t *im = args->index.mem ? (int32_t *)args->index.mem : NULL;
+    /* An empty window row (padding past x along dim 1 or 2) has no
+     * first element to start from: the general kernel takes those. */
+    const int whole = g.pad[1] < g.win[1] && g.pad[2] < g.win[2];
+    if (pairs_along_dim0(&g) && whole) {
+        if (args->dtype == DLA_F32)
+            pool_forward_pairs_f32(&g, args->mode, (float *)args->x.mem, (float *)args->y.mem, im);
+        else
+            pool_forward_pairs_f64(&g, args->mode, (double *)args->x.mem, (double *)args->y.mem,
+                                   im);
+        return DLA_OK;
+    }
     if (args->dtype == DLA_F32)
         pool_forward_f32(&g, args->mode, (float *)args->x.mem, (float *)args->y.mem, im);
     else
