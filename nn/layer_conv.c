@@ -321,26 +321,12 @@ static dla_status conv1d_forward(const dla__props *p, dla__call *c) { return for
 static dla_status tconv2d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 2, 1); }
 static dla_status tconv1d_forward(const dla__props *p, dla__call *c) { return forward(p, c, 1, 1); }
 
-/* "a x b x c" of n numbers (sep "x"), or "[a b c]" (sep " ", bracketed
- * when n > 1): the summary's sizes. */
-static void numbers(const int64_t *v, int n, const char *sep, int bracket, char *buf, size_t size)
-{
-    size_t k = 0;
-    buf[0] = '\0';
-    if (bracket && k < size)
-        k += (size_t)snprintf(buf + k, size - k, "[");
-    for (int i = 0; i < n && k < size; i++)
-        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? sep : "", (long long)v[i]);
-    if (bracket && k < size)
-        snprintf(buf + k, size - k, "]");
-}
-
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size, int d,
                      int t)
 {
     int64_t c = p->channels ? p->channels : in ? dla__shape_dim(in, 'C') : 0;
     char filt[96], pad[128], stride[64];
-    numbers(p->size, d, "x", 0, filt, sizeof filt);
+    dla__dims_text(d, p->size, filt, sizeof filt);
     if (c) {
         size_t n = strlen(filt);
         snprintf(filt + n, sizeof filt - n, "x%lld", (long long)c);
@@ -348,8 +334,8 @@ static void describe(const dla__props *p, const dla__shape *in, char *buf, size_
     if (p->mode[0])
         snprintf(pad, sizeof pad, "'%s'", p->mode);
     else
-        numbers(p->padding, 2 * d, " ", 1, pad, sizeof pad);
-    numbers(p->stride, d, " ", d > 1, stride, sizeof stride);
+        dla__list_text(2 * d, p->padding, 1, pad, sizeof pad);
+    dla__list_text(d, p->stride, d > 1, stride, sizeof stride);
     snprintf(buf, size, "%lld %s %s with stride %s and %s %s", (long long)p->count, filt,
              t ? "transposed convolutions" : "convolutions", stride, t ? "cropping" : "padding",
              pad);

@@ -146,31 +146,27 @@ static dla_status avg3d_forward(const dla__props *p, dla__call *c) { return avg_
 static dla_status max1d_forward(const dla__props *p, dla__call *c) { return max_forward_n(p, c, 1); }
 static dla_status avg1d_forward(const dla__props *p, dla__call *c) { return avg_forward_n(p, c, 1); }
 
-static void describe(const char *what, const dla__props *p, char *buf, size_t size)
+/* "2x2 max pooling with stride [2 2] and padding [0 0 0 0]" (n dims). */
+static void describe_n(const char *what, const dla__props *p, int n, char *buf, size_t size)
 {
-    char pad[64];
+    char pool[96], stride[96], pad[160];
+    dla__dims_text(n, p->size, pool, sizeof pool);
+    dla__list_text(n, p->stride, 1, stride, sizeof stride);
     if (p->mode[0])
         snprintf(pad, sizeof pad, "'%s'", p->mode);
     else
-        snprintf(pad, sizeof pad, "[%lld %lld %lld %lld]", (long long)p->padding[0],
-                 (long long)p->padding[1], (long long)p->padding[2], (long long)p->padding[3]);
-    snprintf(buf, size, "%lldx%lld %s pooling with stride [%lld %lld] and padding %s",
-             (long long)p->size[0], (long long)p->size[1], what, (long long)p->stride[0],
-             (long long)p->stride[1], pad);
+        dla__list_text(2 * n, p->padding, 1, pad, sizeof pad);
+    snprintf(buf, size, "%s %s pooling with stride %s and padding %s", pool, what, stride, pad);
+}
+
+static void describe(const char *what, const dla__props *p, char *buf, size_t size)
+{
+    describe_n(what, p, 2, buf, size);
 }
 
 static void describe_3d(const char *what, const dla__props *p, char *buf, size_t size)
 {
-    char pad[128];
-    if (p->mode[0])
-        snprintf(pad, sizeof pad, "'%s'", p->mode);
-    else
-        snprintf(pad, sizeof pad, "[%lld %lld %lld %lld %lld %lld]", (long long)p->padding[0],
-                 (long long)p->padding[1], (long long)p->padding[2], (long long)p->padding[3],
-                 (long long)p->padding[4], (long long)p->padding[5]);
-    snprintf(buf, size, "%lldx%lldx%lld %s pooling with stride [%lld %lld %lld] and padding %s",
-             (long long)p->size[0], (long long)p->size[1], (long long)p->size[2], what,
-             (long long)p->stride[0], (long long)p->stride[1], (long long)p->stride[2], pad);
+    describe_n(what, p, 3, buf, size);
 }
 
 static void describe_1d(const char *what, const dla__props *p, char *buf, size_t size)

@@ -60,6 +60,9 @@ void dla__shape_str(const dla__shape *s, char *buf, size_t size);
 int dla__same_dims(const dla_tensor *a, const dla_tensor *b);
 /* "5x5x1x20" into buf. */
 void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size);
+/* "[a b c]" (bracket) or "a b c": the n numbers of v, as a layer's
+ * summary shows its stride and padding. */
+void dla__list_text(int n, const int64_t *v, int bracket, char *buf, size_t size);
 
 /* ------------------------------------------------------------------ tables */
 

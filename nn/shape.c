@@ -66,6 +66,22 @@ void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size)
     }
 }
 
+void dla__list_text(int n, const int64_t *v, int bracket, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    int k = bracket ? snprintf(buf, size, "[") : 0;
+    at = k > 0 ? (size_t)k : 0;
+    for (int i = 0; i < n && at < size; i++) {
+        k = snprintf(buf + at, size - at, "%s%lld", i ? " " : "", (long long)v[i]);
+        if (k < 0)
+            return;
+        at += (size_t)k;
+    }
+    if (bracket && at < size)
+        snprintf(buf + at, size - at, "]");
+}
+
 int dla__same_dims(const dla_tensor *a, const dla_tensor *b)
 {
     int n = dla_tensor_ndims(a) > dla_tensor_ndims(b) ? dla_tensor_ndims(a) : dla_tensor_ndims(b);
