@@ -302,7 +302,13 @@ DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts
         (st = choose("Plots", o.plots, plots, &o.plots)) != DLA_OK ||
         (st = choose("CheckpointFrequencyUnit", o.checkpoint_frequency_unit, units,
                      &o.checkpoint_frequency_unit)) != DLA_OK ||
-        (st = choose("BatchNormalizationStatistics", o.batch_normalization_statistics,
+        (st = choose("BatchNormalizationStatistics",
+                     /* MATLAB's display shows "auto" for the default: read
+                      * as "population", its earlier releases' default. */
+                     o.batch_normalization_statistics &&
+                             !strcmp(o.batch_normalization_statistics, "auto")
+                         ? NULL
+                         : o.batch_normalization_statistics,
                      bn_statistics, &o.batch_normalization_statistics)) != DLA_OK)
         return st;
     if (dla__train_parse_sequence_length(o.sequence_length) == -2)

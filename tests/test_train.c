@@ -399,6 +399,9 @@ static void batch_normalization_statistics_come_from_the_whole_data(void **state
     assert_int_equal(dla_training_options_resolve(NULL, &o), DLA_OK);
     assert_string_equal(o.batch_normalization_statistics, "population");
     assert_int_equal(dla_training_options_resolve(&(dla_training_options){
+                         .batch_normalization_statistics = "auto"}, &o), DLA_OK);
+    assert_string_equal(o.batch_normalization_statistics, "population");
+    assert_int_equal(dla_training_options_resolve(&(dla_training_options){
                          .batch_normalization_statistics = "running"}, &o),
                      DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "BatchNormalizationStatistics \"running\""));

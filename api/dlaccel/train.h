@@ -436,8 +436,9 @@ typedef struct dla_training_options {
      * layer that normalizes are computed from the training data before
      * training (MATLAB's true); negative: the network's are kept. */
     int reset_input_normalization;
-    /* BatchNormalizationStatistics: "population" (NULL, MATLAB's
-     * default): after training, one more pass over the training data in
+    /* BatchNormalizationStatistics: "population" (NULL or "auto";
+     * MATLAB's default, shown as "auto" in its later releases, which we
+     * read as "population"): after training, one more pass over the training data in
      * order, in training mode, gives each batch normalization layer's
      * TrainedMean and TrainedVariance the statistics of its input over the
      * whole data (the mini-batches' means and variances pooled, weighted
