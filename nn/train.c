@@ -72,6 +72,12 @@ typedef struct trainer {
     /* Lines printed after "Training finished" (the population statistics
      * and the final validation with them). */
     char finish_note[768];
+    /* OutputNetwork "best-validation": the network at the best validation
+     * so far (a copy sharing its values, which never change in place), its
+     * iteration and figures. */
+    dla_net *best_net;
+    int64_t best_iteration;
+    double best_figures[3];
 } trainer;
 
 static double now(void)
@@ -898,6 +904,17 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
         if (s.validation_loss < tr->best_val_loss) {
             tr->best_val_loss = s.validation_loss;
             tr->val_bad = 0;
+            if (!strcmp(tr->o.output_network, "best-validation")) {
+                dla_net_free(tr->best_net);
+                tr->best_net = dla_net_copy(tr->net);
+                if (!tr->best_net)
+                    return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: OutputNetwork "
+                                         "\"best-validation\": out of memory copying the network");
+                tr->best_iteration = tr->iteration;
+                tr->best_figures[0] = s.validation_loss;
+                tr->best_figures[1] = s.validation_accuracy;
+                tr->best_figures[2] = s.validation_rmse;
+            }
         } else if (tr->o.validation_patience && ++tr->val_bad >= tr->o.validation_patience) {
             snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
                      "Met validation criterion");
@@ -1184,6 +1201,23 @@ static dla_status run_epochs(trainer *tr)
     return st;
 }
 
+/* OutputNetwork "best-validation": the network of the best validation in
+ * place of the last one, with that validation's figures as the final
+ * ones. */
+static void use_best_network(trainer *tr)
+{
+    dla_net_free(tr->net);
+    tr->net = tr->best_net;
+    tr->best_net = NULL;
+    dla_training_info *in = tr->hist.info;
+    in->final_validation_loss = tr->best_figures[0];
+    in->final_validation_accuracy = tr->best_figures[1];
+    in->final_validation_rmse = tr->best_figures[2];
+    snprintf(tr->finish_note, sizeof tr->finish_note, "Output network: iteration %lld, the best "
+             "validation loss (%.4f) (OutputNetwork \"best-validation\").\n",
+             (long long)tr->best_iteration, tr->best_figures[0]);
+}
+
 /* BatchNormalizationStatistics "population": the statistics from one more
  * pass over the training data (train_population.c); then the validation
  * data once more, so that the final validation figures are those of the
@@ -1216,8 +1250,9 @@ static dla_status finalize_batchnorm(trainer *tr)
         if (!isnan(rmse) && n > 0 && (size_t)n < sizeof line)
             snprintf(line + n, sizeof line - (size_t)n, ", RMSE %.4f", rmse);
     }
-    snprintf(tr->finish_note, sizeof tr->finish_note, "Batch normalization statistics computed "
-             "from the training data (BatchNormalizationStatistics \"population\").\n%s%s",
+    const size_t at = strlen(tr->finish_note);
+    snprintf(tr->finish_note + at, sizeof tr->finish_note - at, "Batch normalization statistics "
+             "computed from the training data (BatchNormalizationStatistics \"population\").\n%s%s",
              tr->val_q ? line : "", tr->val_q ? ".\n" : "");
     return DLA_OK;
 }
@@ -1386,6 +1421,8 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
 
 static void teardown(trainer *tr)
 {
+    dla_net_free(tr->best_net); /* not taken: training failed */
+    tr->best_net = NULL;
     dla_lbfgs_state_free(tr->lb.state);
     dla_tensor_release(tr->lb.x);
     dla_tensor_release(tr->lb.t);
@@ -1576,6 +1613,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
             dla_status rs = dla_net_reset_state(tr.net);
             st = st == DLA_OK ? rs : st;
         }
+        if (st == DLA_OK && tr.best_net)
+            use_best_network(&tr);
         if (st == DLA_OK && !strcmp(tr.o.batch_normalization_statistics, "population"))
             st = finalize_batchnorm(&tr);
     }
@@ -1591,7 +1630,7 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     }
     if (st == DLA_OK) {
         dla_training_info *in = tr.hist.info;
-        in->output_network_iteration = tr.iteration;
+        in->output_network_iteration = tr.best_iteration ? tr.best_iteration : tr.iteration;
         if (tr.o.verbose) {
             char rule[512], line[sizeof in->stop_reason + 32];
             dla__train_table_rule(&tr.table, rule, sizeof rule);

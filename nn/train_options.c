@@ -29,6 +29,7 @@ static const char *const plots[] = {"none", "training-progress", NULL};
 static const char *const clip_methods[] = {"l2norm", "global-l2norm", "absolute-value", NULL};
 static const char *const units[] = {"epoch", "iteration", NULL};
 static const char *const bn_statistics[] = {"population", "moving", NULL};
+static const char *const output_networks[] = {"last-iteration", "best-validation", NULL};
 
 /* The entry of list equal to s (the list's own string), NULL when none. */
 static const char *pick(const char *const *list, const char *s)
@@ -309,8 +310,13 @@ DLA_API dla_status dla_training_options_resolve(const dla_training_options *opts
                              !strcmp(o.batch_normalization_statistics, "auto")
                          ? NULL
                          : o.batch_normalization_statistics,
-                     bn_statistics, &o.batch_normalization_statistics)) != DLA_OK)
+                     bn_statistics, &o.batch_normalization_statistics)) != DLA_OK ||
+        (st = choose("OutputNetwork", o.output_network, output_networks, &o.output_network)) !=
+            DLA_OK)
         return st;
+    if (!strcmp(o.output_network, "best-validation") && !o.validation_data)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options: OutputNetwork "
+                             "\"best-validation\" needs ValidationData (none given)");
     if (dla__train_parse_sequence_length(o.sequence_length) == -2)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "dla_training_options: SequenceLength \"%s\" is not \"longest\", "
@@ -444,6 +450,7 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
     put_num(&w, "DispatchInBackground", o.dispatch_in_background != 0);
     put_num(&w, "ResetInputNormalization", o.reset_input_normalization);
     put(&w, "BatchNormalizationStatistics", "'%s'", o.batch_normalization_statistics);
+    put(&w, "OutputNetwork", "'%s'", o.output_network);
     if (!lbfgs) {
         put_num(&w, "L2Regularization", o.l2_regularization);
         put(&w, "GradientThresholdMethod", "'%s'", o.gradient_threshold_method);

@@ -412,6 +412,69 @@ static void batch_normalization_statistics_come_from_the_whole_data(void **state
     dla_scope_end();
 }
 
+/* OutputNetwork "best-validation": the network of the validation with the
+ * lowest loss, not the last one; its iteration and figures in info; and
+ * refused without validation data. */
+static void output_network_best_validation_returns_that_validations_network(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(128, 31, &x, &t);
+    blobs(60, 32, &vx, &vt);
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    dla_net *trained[2];
+    dla_training_info *info[2];
+    const char *mode[2] = {"best-validation", NULL};
+    for (int k = 0; k < 2; k++) {
+        dla_net *net = mlp();
+        /* A rate high enough that the validation loss goes up again. */
+        dla_training_options o = quiet();
+        o.max_epochs = 6;
+        o.mini_batch_size = 16;
+        o.initial_learn_rate = 0.5;
+        o.validation_data = &v;
+        o.validation_frequency = 3;
+        o.output_network = mode[k];
+        if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained[k],
+                         &info[k]) != DLA_OK)
+            fail_msg("trainnet: %s", dla_last_error());
+        dla_net_free(net);
+    }
+    /* The first lowest validation loss of the history. */
+    const dla_training_info *in = info[0];
+    int64_t best = 0;
+    for (int64_t i = 1; i < in->validations; i++)
+        if (in->validation_loss[i] < in->validation_loss[best])
+            best = i;
+    assert_true(in->validation_iteration[best] < in->iterations); /* not the last: a real test */
+    assert_int_equal(in->output_network_iteration, in->validation_iteration[best]);
+    assert_true(in->final_validation_loss == in->validation_loss[best]);
+    assert_int_equal(info[1]->output_network_iteration, info[1]->iterations);
+    /* The returned network gives that loss on the validation data. */
+    dla_tensor *y;
+    assert_int_equal(dla_net_predict(trained[0], 1, &vx, 1, &y, NULL), DLA_OK);
+    dla_tensor *onehot = dla_onehotencode(dla_reshape(vt, "CB", DLA_DIMS(1, 60)), CLASSES, NULL);
+    const double loss = dla_tensor_item(dla_crossentropy(y, onehot, NULL), 0);
+    if (fabs(loss - in->validation_loss[best]) > 1e-5 * fmax(1, loss))
+        fail_msg("the returned network's loss %.9g, the best validation's %.9g", loss,
+                 in->validation_loss[best]);
+    for (int k = 0; k < 2; k++) {
+        dla_training_info_free(info[k]);
+        dla_net_free(trained[k]);
+    }
+    /* Without validation data it has nothing to choose from. */
+    dla_training_options o;
+    assert_int_equal(dla_training_options_resolve(&(dla_training_options){
+                         .output_network = "best-validation"}, &o),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "OutputNetwork \"best-validation\" needs "
+                                             "ValidationData"));
+    assert_int_equal(dla_training_options_resolve(NULL, &o), DLA_OK);
+    assert_string_equal(o.output_network, "last-iteration");
+    dla_scope_end();
+}
+
 static void every_option_value_is_checked(void **state)
 {
     (void)state;
@@ -2258,6 +2321,7 @@ int main(void)
         TU_TEST(trainnet_learns_four_blobs),
         TU_TEST(zeroed_options_are_matlab_defaults),
         TU_TEST(batch_normalization_statistics_come_from_the_whole_data),
+        TU_TEST(output_network_best_validation_returns_that_validations_network),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),

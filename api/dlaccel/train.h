@@ -460,6 +460,13 @@ typedef struct dla_training_options {
     /* ValidationPatience: 0: Inf. Training stops when the validation loss
      * has not been below its lowest value this many validations in a row. */
     int validation_patience;
+    /* OutputNetwork: "last-iteration" (NULL): the network as the last
+     * iteration left it; "best-validation": the network of the validation
+     * with the lowest loss (MATLAB's ObjectiveMetricName "loss"), its
+     * iteration in info->output_network_iteration and its figures the
+     * final validation ones; it needs validation_data. A tie keeps the
+     * earlier one. */
+    const char *output_network;
 
     /* ---------------------------------------------------------- monitoring */
     /* Metrics: NULL (none), "accuracy" (percent of observations whose
@@ -627,7 +634,9 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * then "Training finished: <stop reason>."; with Plots, the bar and the
  * chart (dla_progress).
  *
- * After the last iteration, with BatchNormalizationStatistics
+ * After the last iteration, with OutputNetwork "best-validation", the
+ * network of the best validation takes the last one's place. Then, with
+ * BatchNormalizationStatistics
  * "population" (the default) and batch normalization layers in the
  * network: one more pass over the training data sets their statistics
  * (see the option), the validation data is evaluated again with them
