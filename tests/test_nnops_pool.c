@@ -348,6 +348,77 @@ static dla_status square_tie_loss(void *ctx, int nin, dla_tensor *const *in, int
     return dla_gradient(l, 1, in, out + 1);
 }
 
+static dla_status wide_pool_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y = dla_maxpool(in[0], DLA_DIMS(2, 2, 2), &(dla_pool_options){.stride = {2, 2, 2}});
+    out[0] = dla_sum(y, 0, NULL);
+    out[2] = y;
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+/* 2x2x2 windows with stride 2 over rows of 35 windows (vectors of 16, a
+ * part of one), single and double, values from {0, 1, 2} and NaN, so that
+ * ties and NaNs fall in every lane: each window's first maximum in
+ * column-major order (NaN over a number, the first NaN) against a loop
+ * written out here, in value and in where the gradient goes. */
+static void test_max_pool_first_maximum_in_wide_rows(void **state)
+{
+    (void)state;
+    enum { N0 = 70, N1 = 4, N2 = 2, P = 3, O0 = 35, O1 = 2 };
+    const int64_t n = (int64_t)N0 * N1 * N2 * P;
+    double *xv = malloc(sizeof *xv * (size_t)n), *want_y = malloc(sizeof *want_y * O0 * O1 * P);
+    double *want_dx = calloc((size_t)n, sizeof *want_dx);
+    uint64_t r = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        const unsigned v = (unsigned)(r >> 59) % 7; /* 0..6: 0, 1, 2 thrice, NaN once */
+        xv[i] = v == 6 ? NAN : (double)(v % 3);
+    }
+    for (int p = 0; p < P; p++)
+        for (int o1 = 0; o1 < O1; o1++)
+            for (int o0 = 0; o0 < O0; o0++) {
+                int64_t at = -1;
+                double best = 0;
+                for (int k2 = 0; k2 < 2; k2++)
+                    for (int k1 = 0; k1 < 2; k1++)
+                        for (int k0 = 0; k0 < 2; k0++) {
+                            const int64_t i = 2 * o0 + k0 + N0 * (2 * o1 + k1 + N1 * (k2 + N2 * p));
+                            const double v = xv[i];
+                            if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
+                                best = v;
+                                at = i;
+                            }
+                        }
+                want_y[o0 + O0 * (o1 + O1 * p)] = best;
+                want_dx[at] = 1;
+            }
+    for (int dbl = 0; dbl < 2; dbl++) {
+        dla_scope_begin();
+        dla_tensor *x = dla_tensor_from_host(xv, DLA_F64, "SSSCB", DLA_DIMS(N0, N1, N2, 1, P));
+        if (!dbl)
+            x = dla_cast(x, DLA_F32);
+        dla_tensor *out[3];
+        assert_int_equal(dla_feval(wide_pool_loss, NULL, 1, &x, 3, out), DLA_OK);
+        double *y = nn_fetch(out[2]), *dx = nn_fetch(out[1]);
+        for (int64_t i = 0; i < O0 * O1 * P; i++)
+            if (!(y[i] == want_y[i] || (isnan(y[i]) && isnan(want_y[i]))))
+                fail_msg("%s: y[%lld] = %g, want %g", dbl ? "double" : "single", (long long)i,
+                         y[i], want_y[i]);
+        for (int64_t i = 0; i < n; i++)
+            if (dx[i] != want_dx[i])
+                fail_msg("%s: dx[%lld] = %g, want %g", dbl ? "double" : "single", (long long)i,
+                         dx[i], want_dx[i]);
+        free(y);
+        free(dx);
+        dla_scope_end();
+    }
+    free(xv);
+    free(want_y);
+    free(want_dx);
+}
+
 static void test_max_pool_gradient_goes_to_the_first_maximum(void **state)
 {
     (void)state;
@@ -439,6 +510,7 @@ int main(void)
         TU_TEST(test_global_pooling_reduces_space_or_time),
         TU_TEST(test_pooling_gradients_match_finite_differences),
         TU_TEST(test_max_pool_gradient_goes_to_the_first_maximum),
+        TU_TEST(test_max_pool_first_maximum_in_wide_rows),
         TU_TEST(test_pooling_errors_name_the_op_argument_and_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

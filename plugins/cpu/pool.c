@@ -142,12 +142,72 @@ static int pairs_along_dim0(const pool_geom *g)
            g->pad[0] == 0 && 2 * g->out[0] <= g->in[0];
 }
 
+/* One row of x for up to POOL_PAIR_CHUNK single-precision max windows
+ * (the pairs kernel's f32 inner loops) in AVX-512: sixteen windows a
+ * vector, their pairs split by two permutes, the selects by masks. The
+ * rows of the 16^3 volumes hold 8 windows, fewer than the compiler's vector
+ * loops take, so those loops ran scalar. The rule and order are the scalar
+ * loops' (the first element, or a larger one, or NaN over a number). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static void max_pairs_row_avx512(const float *xr, int32_t base,
+                                                                     int64_t m, int first,
+                                                                     float *best, int32_t *pos)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int64_t k = 0; k < m; k += 16) {
+        const int64_t r = m - k < 16 ? m - k : 16, need = 2 * r;
+        const __mmask16 mk = (__mmask16)(r == 16 ? 0xFFFF : (1u << r) - 1);
+        const __mmask16 lo = (__mmask16)(need >= 16 ? 0xFFFF : (1u << need) - 1);
+        const __mmask16 hi = (__mmask16)(need > 16 ? (1u << (need - 16)) - 1 : 0);
+        const __m512 v0 = _mm512_maskz_loadu_ps(lo, xr + 2 * k);
+        const __m512 v1 = _mm512_maskz_loadu_ps(hi, xr + 2 * k + 16);
+        const __m512 a = _mm512_permutex2var_ps(v0, even, v1);
+        const __m512 b = _mm512_permutex2var_ps(v0, odd, v1);
+        const __m512i ia = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * (int32_t)k), even);
+        __m512 bv = a;
+        __m512i bp = ia;
+        if (!first) {
+            bv = _mm512_maskz_loadu_ps(mk, best + k);
+            bp = _mm512_maskz_loadu_epi32(mk, pos + k);
+            const __mmask16 take = _mm512_cmp_ps_mask(a, bv, _CMP_GT_OQ) |
+                                   (_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) &
+                                    _mm512_cmp_ps_mask(bv, bv, _CMP_ORD_Q));
+            bv = _mm512_mask_blend_ps(take, bv, a);
+            bp = _mm512_mask_blend_epi32(take, bp, ia);
+        }
+        const __mmask16 take = _mm512_cmp_ps_mask(b, bv, _CMP_GT_OQ) |
+                               (_mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q) &
+                                _mm512_cmp_ps_mask(bv, bv, _CMP_ORD_Q));
+        bv = _mm512_mask_blend_ps(take, bv, b);
+        bp = _mm512_mask_blend_epi32(take, bp, _mm512_add_epi32(ia, _mm512_set1_epi32(1)));
+        _mm512_mask_storeu_ps(best + k, mk, bv);
+        _mm512_mask_storeu_epi32(pos + k, mk, bp);
+    }
+}
+
+static int pool_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+#else
+static void max_pairs_row_avx512(const float *xr, int32_t base, int64_t m, int first, float *best,
+                                 int32_t *pos)
+{
+    (void)xr, (void)base, (void)m, (void)first, (void)best, (void)pos;
+}
+static int pool_avx512(void) { return 0; }
+#endif
+
 #define DEFINE_POOL_FORWARD_PAIRS(T, sfx)                                                          \
     static void pool_forward_pairs_##sfx(const pool_geom *g, int mode, T *xm, T *ym,              \
                                          int32_t *im)                                              \
     {                                                                                              \
         const int64_t rows = g->planes * g->out[1] * g->out[2];                                    \
         const double work = (double)rows * (double)g->out[0] * (double)g->full;                    \
+        const int wide = sizeof(T) == sizeof(float) && mode == DLA_POOL_MAX && pool_avx512();      \
         _Pragma("omp parallel for schedule(static) if(work >= (double)DLA__CPU_PAR_MIN)")          \
         for (int64_t r = 0; r < rows; r++) {                                                       \
             const int64_t o1 = r % g->out[1], o2 = r / g->out[1] % g->out[2];                      \
@@ -171,7 +231,10 @@ static int pairs_along_dim0(const pool_geom *g)
                     for (int64_t i1 = lo1; i1 < hi1; i1++) {                                       \
                         const T *xr = x + i2 * g->xs[2] + i1 * g->xs[1] + 2 * c0;                  \
                         const int32_t base = (int32_t)((i2 * g->in[1] + i1) * g->in[0] + 2 * c0);  \
-                        if (mode != DLA_POOL_MAX) {                                                \
+                        if (wide) {                                                                \
+                            max_pairs_row_avx512((const float *)(const void *)xr, base, m, first,  \
+                                                 (float *)(void *)best, pos);                      \
+                        } else if (mode != DLA_POOL_MAX) {                                         \
                             if (first)                                                             \
                                 for (int64_t k = 0; k < m; k++)                                    \
                                     sum[k] = (double)xr[2 * k] + (double)xr[2 * k + 1];            \
