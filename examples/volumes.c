@@ -6,7 +6,8 @@
  * hollow ball (a shell), or a solid cube, each of random size and place.
  * A ball and a shell look alike in most single slices, so the network has
  * to see the third dim. Prints the network, trainnet's progress with the
- * validation accuracy, and the test accuracy per class.
+ * validation accuracy, the test accuracy per class (dla_minibatchpredict's
+ * scores) and testnet's accuracy and cross-entropy.
  *
  *     build/examples/volumes [--epochs N] [--count N] [--seed S]
  *
@@ -155,8 +156,9 @@ static int run(int epochs, int64_t count, uint64_t seed)
     if (dla_trainnet(&(dla_train_data){.predictors = xtrain, .targets = ttrain}, net,
                      &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) != DLA_OK)
         rc = fail("trainnet");
-    else if (dla_net_predict(trained, 1, &xtest, 1, &y, NULL) != DLA_OK)
-        rc = fail("predict");
+    else if (dla_minibatchpredict(trained, &(dla_train_data){.predictors = xtest}, NULL, &y) !=
+             DLA_OK)
+        rc = fail("minibatchpredict");
     double accuracy = 0;
     if (!rc) {
         /* Per class: how many of its test volumes were named right. */
@@ -180,6 +182,12 @@ static int run(int epochs, int64_t count, uint64_t seed)
                 printf("%s%s %lld/%lld", k ? ", " : "", class_names[k], (long long)right[k],
                        (long long)all[k]);
             printf(")\n");
+            /* MATLAB's testnet(net, XTest, TTest, ["accuracy" "crossentropy"]). */
+            double m[2];
+            if (dla_testnet(trained, &validation, "accuracy,crossentropy", NULL, m) != DLA_OK)
+                rc = fail("testnet");
+            else
+                printf("testnet: accuracy %.2f%%, cross-entropy %.4f\n", m[0], m[1]);
         }
         free(want);
         free(got);

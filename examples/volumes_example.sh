@@ -15,7 +15,7 @@ ok=yes
 [ "$status" -eq 0 ] || { echo "# exit status $status (1: test accuracy not above 90%)"; ok=no; }
 for pattern in "3-D Image Input" "3-D Convolution" "3-D Max Pooling" \
     "3-D Global Average Pooling" "16x16x16x1 volumes with 'zerocenter' normalization" \
-    "Training finished: Max epochs completed." "test accuracy:"; do
+    "Training finished: Max epochs completed." "test accuracy:" "testnet: accuracy"; do
     grep -qF -- "$pattern" "$tmp/out" || { echo "# output lacks: $pattern"; ok=no; }
 done
 what="volumes: a 3-D network trained by trainnet classifies the test volumes"

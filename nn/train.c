@@ -31,6 +31,8 @@ typedef struct history {
 } history;
 
 typedef struct trainer {
+    /* The public function messages name: dla_trainnet or dla_testnet. */
+    const char *fn;
     dla_training_options o;
     const dla_train_loss *loss;
     dla_net *net;
@@ -322,23 +324,23 @@ DLA_API void dla_training_info_free(dla_training_info *info)
 
 /* ------------------------------------------------------------------- data */
 
-static dla_status check_data(const char *what, const dla_train_data *d)
+static dla_status check_data(const char *fn, const char *what, const dla_train_data *d)
 {
     if (!d)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %s is NULL", what);
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
     int sources = !!d->predictors + !!d->sequences + !!d->images;
     if (sources != 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: %s: set exactly one of predictors, sequences and images "
-                             "(%s)", what,
+                             "%s: %s: set exactly one of predictors, sequences and images "
+                             "(%s)", fn, what,
                              sources == 2 ? "both are set" : sources ? "all three are set" : "none is set");
     if (!d->targets)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %s: targets is NULL", what);
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s: targets is NULL", fn, what);
     dla_tensor *bad = d->predictors && dla_tensor_status(d->predictors) != DLA_OK ? d->predictors
                       : dla_tensor_status(d->targets) != DLA_OK                  ? d->targets
                                                                                  : NULL;
     if (bad)
-        return dla_set_error(dla_tensor_status(bad), "dla_trainnet: %s: %s: %s", what,
+        return dla_set_error(dla_tensor_status(bad), "%s: %s: %s: %s", fn, what,
                              bad == d->targets ? "targets" : "predictors", dla_tensor_error(bad));
     return DLA_OK;
 }
@@ -370,8 +372,8 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
      * as if the network had diverged. */
     if (n < 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: %s has no observation (%lld along the %s); give "
-                             "data, or no %s", what, (long long)n,
+                             "%s: %s has no observation (%lld along the %s); give "
+                             "data, or no %s", tr->fn, what, (long long)n,
                              d->images ? "datastore's files" : d->sequences ? "sequence list"
                                                                               : "predictors' observation dim",
                              validation ? "ValidationData" : "training data");
@@ -389,15 +391,15 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         dla_scope_end();
     } else if (tr->classify) {
         return dla_set_error(DLA_ERR_SHAPE,
-                             "dla_trainnet: %s: targets hold %lld values; class numbers need one "
-                             "int32 per observation (%lld)", what,
+                             "%s: %s: targets hold %lld values; class numbers need one "
+                             "int32 per observation (%lld)", tr->fn, what,
                              (long long)dla_tensor_numel(d->targets), (long long)n);
     } else {
         int od = obs_dim(d->targets);
         if (dla_tensor_dim(d->targets, od) != n)
             return dla_set_error(DLA_ERR_SHAPE,
-                                 "dla_trainnet: %s: %lld targets along dim %d for %lld observations",
-                                 what, (long long)dla_tensor_dim(d->targets, od), od, (long long)n);
+                                 "%s: %s: %lld targets along dim %d for %lld observations",
+                                 tr->fn, what, (long long)dla_tensor_dim(d->targets, od), od, (long long)n);
         *targets = dla_tensor_retain(d->targets);
     }
     if (dla_tensor_status(*targets) != DLA_OK) {
@@ -433,7 +435,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     if (st != DLA_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
-        dla_set_error(st, "dla_trainnet: %s: %s", what, msg);
+        dla_set_error(st, "%s: %s: %s", tr->fn, what, msg);
         dla_tensor_release(*targets);
         *targets = NULL;
     }
@@ -1323,25 +1325,18 @@ static dla_status make_class_list(trainer *tr)
     return dla_tensor_status(tr->class_list);
 }
 
-static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, int *normalized)
+/* What trainnet and testnet read from the network: one input and one
+ * output, its counts, whether it is recurrent, its output's format and
+ * classes, and whether the targets are class numbers for it. */
+static dla_status read_network(trainer *tr, const dla_train_data *data)
 {
-    dla_status st;
-    tr->net = dla_net_copy(net);
-    if (!tr->net)
-        return dla_last_status() != DLA_OK ? dla_last_status()
-                                           : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
-    if ((st = init_from_data(tr->net, data)) != DLA_OK ||
-        (st = dla_net_to_device(tr->net, tr->dev)) != DLA_OK)
-        return st;
     if (dla_net_input_count(tr->net) != 1 || dla_net_output_count(tr->net) != 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: the network has %d inputs and %d outputs; trainnet "
-                             "takes one of each", dla_net_input_count(tr->net),
-                             dla_net_output_count(tr->net));
+                             "%s: the network has %d inputs and %d outputs; %s takes one of each",
+                             tr->fn, dla_net_input_count(tr->net), dla_net_output_count(tr->net),
+                             tr->fn + 4);
     tr->nl = dla_net_learnable_count(tr->net);
     tr->ns = dla_net_state_count(tr->net);
-    if (tr->nl < 1)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the network has no learnables");
     for (int i = 0; i < dla_net_layer_count(tr->net); i++)
         tr->has_recurrent |= !strcmp(dla_net_layer_type(tr->net, i), "lstm") ||
                              !strcmp(dla_net_layer_type(tr->net, i), "bilstm") ||
@@ -1359,15 +1354,32 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
     tr->classes = cdim ? odims[cdim - 1] : 0;
     if (tr->classify && !cdim)
         return dla_set_error(DLA_ERR_SHAPE,
-                             "dla_trainnet: the targets are class numbers but the network's output "
-                             "(%s) has no C dim", tr->out_format);
+                             "%s: the targets are class numbers but the network's output "
+                             "(%s) has no C dim", tr->fn, tr->out_format);
     if (tr->classify && strchr(tr->out_format, 'T'))
         return dla_set_error(DLA_ERR_SHAPE,
-                             "dla_trainnet: the targets are one class per observation but the "
+                             "%s: the targets are one class per observation but the "
                              "network's output \"%s\" is a sequence: end it with OutputMode \"last\" "
-                             "or a global pooling layer", tr->out_format);
+                             "or a global pooling layer", tr->fn, tr->out_format);
     if (n < 1)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the data has no observation");
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: the data has no observation", tr->fn);
+    return DLA_OK;
+}
+
+static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, int *normalized)
+{
+    dla_status st;
+    tr->net = dla_net_copy(net);
+    if (!tr->net)
+        return dla_last_status() != DLA_OK ? dla_last_status()
+                                           : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    if ((st = init_from_data(tr->net, data)) != DLA_OK ||
+        (st = dla_net_to_device(tr->net, tr->dev)) != DLA_OK)
+        return st;
+    if ((st = read_network(tr, data)) != DLA_OK)
+        return st;
+    if (tr->nl < 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: the network has no learnables");
     tr->chunk = dla__train_parse_sequence_length(tr->o.sequence_length);
     tr->chunk = tr->chunk > 0 ? tr->chunk : 0;
     if (!strcmp(tr->o.solver, "lbfgs")) {
@@ -1377,7 +1389,7 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
                                  "dla_trainnet: solver \"lbfgs\" with SequenceLength \"%s\": a "
                                  "full-batch solver trains whole sequences; use \"longest\" or "
                                  "\"shortest\"", tr->o.sequence_length);
-        tr->o.mini_batch_size = n;
+        tr->o.mini_batch_size = observations(data);
     }
     if (tr->classify && (st = make_class_list(tr)) != DLA_OK)
         return st;
@@ -1410,7 +1422,7 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
     if (dla_mbq_num_batches(tr->train_q) < 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "dla_trainnet: %lld observations make no full mini-batch of %lld "
-                             "(PartialMiniBatch \"discard\")", (long long)n,
+                             "(PartialMiniBatch \"discard\")", (long long)observations(data),
                              (long long)tr->o.mini_batch_size);
     if (tr->o.validation_data && (st = make_queue(tr, tr->o.validation_data, 1, &tr->val_q,
                                                   &tr->val_targets)) != DLA_OK)
@@ -1485,6 +1497,7 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: argument net is NULL");
     trainer tr;
     memset(&tr, 0, sizeof tr);
+    tr.fn = "dla_trainnet";
     /* A datastore without targets: its labels are the targets. */
     dla_train_data own[2];
     dla_tensor *labels[2] = {NULL, NULL};
@@ -1522,8 +1535,9 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     dla_status st;
     trainer tr = *trp;
     if ((st = check_loss(loss)) != DLA_OK ||
-        (st = check_data("data", data)) != DLA_OK ||
-        (tr.o.validation_data && (st = check_data("ValidationData", tr.o.validation_data)) != DLA_OK))
+        (st = check_data(tr.fn, "data", data)) != DLA_OK ||
+        (tr.o.validation_data &&
+         (st = check_data(tr.fn, "ValidationData", tr.o.validation_data)) != DLA_OK))
         return st;
     /* "parallel", "multi-gpu": only rank 0 writes, so only it checks
      * where; every rank learns whether that went well. */
@@ -1693,5 +1707,122 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         dla_training_info_free(tr.hist.info);
     if (st != DLA_OK)
         dla_set_error(st, "%s", msg);
+    return st;
+}
+
+/* ---------------------------------------------------------------- testnet */
+
+enum { TEST_MAX_METRICS = 8 };
+
+/* The metrics of testnet's list: which is a loss (its name), accuracy or
+ * RMSE, in order. */
+static dla_status parse_test_metrics(const char *metrics, char names[][32], int *n)
+{
+    *n = 0;
+    const char *p = metrics;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        size_t len = strcspn(p, ", ");
+        if (*n == TEST_MAX_METRICS || len >= 32)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_testnet: metrics \"%s\": %s",
+                                 metrics, len >= 32 ? "a name is too long" : "more than 8");
+        memcpy(names[*n], p, len);
+        names[*n][len] = '\0';
+        if (strcmp(names[*n], "accuracy") && strcmp(names[*n], "rmse") && !builtin_known(names[*n]))
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_testnet: metric \"%s\": use "
+                                 "\"accuracy\", \"rmse\" or a loss (\"crossentropy\", "
+                                 "\"binary-crossentropy\", \"mse\", \"l1loss\", \"huber\")",
+                                 names[*n]);
+        (*n)++;
+        p += len;
+    }
+    if (*n == 0)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_testnet: no metric named (\"%s\")",
+                             metrics);
+    return DLA_OK;
+}
+
+DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const char *metrics,
+                               const dla_predict_options *opts, double *values)
+{
+    static const char fn[] = "dla_testnet";
+    if (!net || !metrics || !values)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", fn,
+                             !net ? "net" : !metrics ? "metrics" : "values");
+    if (!dla_net_initialized(net))
+        return dla_set_error(DLA_ERR_STATE, "%s: the network is not initialized", fn);
+    char names[TEST_MAX_METRICS][32];
+    int n = 0;
+    dla_status st = parse_test_metrics(metrics, names, &n);
+    if (st == DLA_OK)
+        st = check_data(fn, "data", data);
+    if (st != DLA_OK)
+        return st;
+    const dla_predict_options p = opts ? *opts : (dla_predict_options){0};
+    if (dla__train_parse_sequence_length(p.sequence_length) > 0)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: SequenceLength \"%s\": a prediction "
+                             "reads whole sequences; use \"longest\" or \"shortest\"", fn,
+                             p.sequence_length);
+    trainer tr;
+    memset(&tr, 0, sizeof tr);
+    tr.fn = fn;
+    if ((st = dla_training_options_resolve(&(dla_training_options){
+                                               .mini_batch_size = p.mini_batch_size,
+                                               .sequence_length = p.sequence_length,
+                                               .sequence_padding_value = p.sequence_padding_value,
+                                               .sequence_padding_direction =
+                                                   p.sequence_padding_direction},
+                                           &tr.o)) != DLA_OK)
+        return st;
+    tr.net = net;
+    dla_tensor *first = dla_net_learnable_count(net) > 0
+                            ? dla_table_value(dla_net_learnables(net), 0) : NULL;
+    tr.dev = first ? dla_tensor_device(first) : dla_device_current();
+    for (int i = 0; i < n; i++)
+        tr.metrics |= !strcmp(names[i], "accuracy") ? DLA__METRIC_ACCURACY
+                      : !strcmp(names[i], "rmse")   ? DLA__METRIC_RMSE
+                                                    : 0;
+    dla_device *prev = dla_device_current();
+    dla_device_set_current(tr.dev);
+    st = read_network(&tr, data);
+    if (st == DLA_OK && tr.classify)
+        st = make_class_list(&tr);
+    if (st == DLA_OK)
+        st = make_queue(&tr, data, 1, &tr.val_q, &tr.val_targets);
+    /* One pass per loss asked for; accuracy and RMSE come with any (a
+     * pass needs a loss: the classification's or the regression's). */
+    int passes = 0, any_loss = 0;
+    for (int i = 0; i < n; i++)
+        any_loss |= builtin_known(names[i]);
+    for (int i = 0; i < n && st == DLA_OK; i++) {
+        const int is_loss = builtin_known(names[i]);
+        if (!is_loss && (any_loss || passes))
+            continue;
+        dla_train_loss loss = {.name = is_loss ? names[i] : tr.classify ? "crossentropy" : "mse"};
+        tr.loss = &loss;
+        double l, acc, rmse;
+        st = validate(&tr, &l, &acc, &rmse);
+        passes++;
+        for (int k = 0; k < n && st == DLA_OK; k++) {
+            if (!strcmp(names[k], "accuracy"))
+                values[k] = acc;
+            else if (!strcmp(names[k], "rmse"))
+                values[k] = rmse;
+            else if (!strcmp(names[k], loss.name))
+                values[k] = l;
+        }
+    }
+    if (st != DLA_OK && strncmp(dla_last_error(), fn, sizeof fn - 1)) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla_set_error(st, "%s: %s", fn, msg);
+    }
+    dla_device_set_current(prev);
+    dla_mbq_free(tr.val_q);
+    dla_tensor_release(tr.val_targets);
+    dla_tensor_release(tr.class_list);
     return st;
 }

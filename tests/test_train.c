@@ -475,6 +475,70 @@ static void output_network_best_validation_returns_that_validations_network(void
     dla_scope_end();
 }
 
+/* minibatchpredict: the predictions of the whole data, made a mini-batch
+ * at a time (a partial last one too); testnet: accuracy and
+ * cross-entropy over the whole data as computed from those predictions;
+ * and their refusals. */
+static void minibatchpredict_and_testnet_cover_the_whole_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(160, 41, &x, &t);
+    blobs(53, 42, &vx, &vt);
+    dla_net *net = mlp(), *trained;
+    dla_training_options o = quiet();
+    o.solver = "adam";
+    o.initial_learn_rate = 0.02;
+    o.max_epochs = 4;
+    o.mini_batch_size = 32;
+    assert_int_equal(dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                                  &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                     DLA_OK);
+    dla_tensor *whole, *scores;
+    assert_int_equal(dla_net_predict(trained, 1, &vx, 1, &whole, NULL), DLA_OK);
+    dla_train_data v = {.predictors = vx, .targets = vt};
+    assert_int_equal(dla_minibatchpredict(trained, &v, &(dla_predict_options){
+                                              .mini_batch_size = 10}, &scores), DLA_OK);
+    assert_string_equal(dla_tensor_format(scores), "CB");
+    assert_int_equal(dla_tensor_dim(scores, 1), CLASSES);
+    assert_int_equal(dla_tensor_dim(scores, 2), 53);
+    assert_true(dla_tensor_item(dla_max(dla_abs(dla_sub(scores, whole)), 0, NULL), 0) < 1e-6);
+    /* testnet's figures are those of the whole predictions. */
+    double values[3];
+    assert_int_equal(dla_testnet(trained, &v, "accuracy, crossentropy,rmse",
+                                 &(dla_predict_options){.mini_batch_size = 10}, values),
+                     DLA_OK);
+    dla_tensor *hit = dla_eq(dla_onehotdecode(whole, NULL), vt);
+    const double acc = 100.0 * dla_tensor_item(dla_mean(dla_cast(hit, DLA_F64), 0, NULL), 0);
+    dla_tensor *onehot = dla_onehotencode(dla_reshape(vt, "CB", DLA_DIMS(1, 53)), CLASSES, NULL);
+    const double ce = dla_tensor_item(dla_crossentropy(whole, onehot, NULL), 0);
+    const double rmse = sqrt(dla_tensor_item(
+        dla_mean(dla_square(dla_sub(dla_cast(whole, DLA_F64), dla_cast(onehot, DLA_F64))), 0,
+                 NULL), 0));
+    if (fabs(values[0] - acc) > 1e-9 || fabs(values[1] - ce) > 1e-5 * ce ||
+        fabs(values[2] - rmse) > 1e-5 * rmse)
+        fail_msg("testnet %g %g %g; from the predictions %g %g %g", values[0], values[1],
+                 values[2], acc, ce, rmse);
+    if (!(acc > 90)) /* the blobs are separable: a trained network's figures */
+        fail_msg("accuracy %g", acc);
+    /* Refusals name the function and what is wrong. */
+    assert_int_equal(dla_testnet(trained, &v, "precision", NULL, values), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_testnet: metric \"precision\""));
+    assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx}, "accuracy", NULL,
+                                 values), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_testnet: data: targets is NULL"));
+    dla_net *fresh = mlp();
+    assert_int_equal(dla_minibatchpredict(fresh, &v, NULL, &scores), DLA_ERR_STATE);
+    assert_non_null(strstr(dla_last_error(), "dla_minibatchpredict: the network is not "
+                                             "initialized"));
+    assert_null(scores);
+    dla_net_free(fresh);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void every_option_value_is_checked(void **state)
 {
     (void)state;
@@ -2322,6 +2386,7 @@ int main(void)
         TU_TEST(zeroed_options_are_matlab_defaults),
         TU_TEST(batch_normalization_statistics_come_from_the_whole_data),
         TU_TEST(output_network_best_validation_returns_that_validations_network),
+        TU_TEST(minibatchpredict_and_testnet_cover_the_whole_data),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),

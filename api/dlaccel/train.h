@@ -603,6 +603,46 @@ typedef struct dla_training_info {
     double seconds;              /* the whole call */
 } dla_training_info;
 
+/* Options of dla_testnet and dla_minibatchpredict (MATLAB's name-value
+ * arguments of testnet and minibatchpredict). */
+typedef struct dla_predict_options {
+    int64_t mini_batch_size;   /* MiniBatchSize: 0: 128 */
+    /* Sequences: each mini-batch padded to its longest ("longest", NULL)
+     * or cut to its shortest ("shortest"), SequencePaddingValue and
+     * SequencePaddingDirection as trainnet's. */
+    const char *sequence_length;
+    double sequence_padding_value;
+    const char *sequence_padding_direction;
+} dla_predict_options;
+
+/* MATLAB metricValues = testnet(net, data, metrics): the network in
+ * inference mode (predict) over data (predictors, sequences or an image
+ * datastore, and targets, as trainnet takes them: class numbers or
+ * responses), in mini-batches, each metric over the whole data.
+ * metrics names them, comma-separated: "accuracy" (percent), "rmse", or a
+ * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
+ * "mse", "l1loss", "huber" and their other names), normalized as trainnet
+ * normalizes it; values[i] receives the i-th (at most 8). The network is
+ * not changed (a recurrent one's state is restored). Errors:
+ * DLA_ERR_INVALID_ARGUMENT (an unknown metric, data or targets missing),
+ * DLA_ERR_STATE (a network not initialized), and the data's own, each
+ * naming dla_testnet. */
+DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const char *metrics,
+                               const dla_predict_options *opts, double *values);
+
+/* MATLAB scores = minibatchpredict(net, data): the network in inference
+ * mode (dla_net_predict) over data's predictors, sequences or image
+ * datastore (targets are not read and may be NULL), a mini-batch at a
+ * time, so that only one mini-batch's activations are in memory; the
+ * outputs joined along their "B" dim (an unformatted output's last) into
+ * *scores (ownership as dlaccel.h's results). Classes from the scores:
+ * dla_onehotdecode (MATLAB's scores2label). Sequence-to-sequence outputs
+ * of mini-batches padded to different lengths cannot be joined
+ * (DLA_ERR_SHAPE from the join, naming dla_minibatchpredict): predict
+ * those per mini-batch. Errors name dla_minibatchpredict. */
+DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data,
+                                        const dla_predict_options *opts, dla_tensor **scores);
+
 /* Frees an info returned by dla_trainnet; NULL does nothing. */
 DLA_API void dla_training_info_free(dla_training_info *info);
 
