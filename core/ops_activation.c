@@ -207,15 +207,16 @@ static dla_status softmax_forward(const void *attrs, dla_tensor *const *in, int 
     int64_t rdims[DLA_MAX_DIMS];
     memcpy(rdims, x->dims, sizeof rdims);
     rdims[c - 1] = 1;
-    dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, x->dims);
-    dla_tensor *r = dla__tensor_alloc(op, dev, x->dtype, "", x->ndims, rdims);
-    dla_tensor *e = NULL;
-    dla_status st = y && r ? DLA_OK : dla_last_status();
     /* An empty x has an empty result, as MATLAB's softmax gives. With no
      * channels (C of 0) the channel maximum below would be a max over
      * nothing, which the reduce kernel refuses; there is nothing to
-     * compute. */
+     * compute, and no per-column sums to hold (0 x 2^40 asked for 4 TiB
+     * of them). */
     const int empty = dla__numel(x->ndims, x->dims) == 0;
+    dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, x->dims);
+    dla_tensor *r = y && !empty ? dla__tensor_alloc(op, dev, x->dtype, "", x->ndims, rdims) : NULL;
+    dla_tensor *e = NULL;
+    dla_status st = y && (r || empty) ? DLA_OK : dla_last_status();
     dla_view vx = {0}, vy = {0}, vr = {0}, ve = {0}; /* expanded even on failure */
     if (st == DLA_OK && !empty) {
         dla__view_of(x, &vx);
@@ -263,6 +264,10 @@ static dla_status softmax_backward(const dla__node *n, dla_tensor *const *gout, 
     const softmax_attrs *a = n->attrs;
     dla_tensor *y = n->out[0], *g = gout[0];
     int64_t c = dla_tensor_find_dim(y, 'C');
+    if (dla_tensor_numel(y) == 0) { /* empty too: no sums over C to take */
+        gin[0] = dla_mul(y, g);
+        return DLA_OK;
+    }
     if (!a->log) /* y .* (g - sum(g .* y)) */
         gin[0] = dla_mul(y, dla_sub(g, dla_sum(dla_mul(g, y), 1, &c)));
     else /* g - exp(y) .* sum(g) */

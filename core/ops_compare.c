@@ -3,8 +3,10 @@
  *
  * Comparisons go to the binary kernel, which reads two float operands and
  * writes logical bytes; operands of other dtypes (int32 labels, logical
- * masks) are widened to double first, which is exact for all of them, so
- * dla_eq(onehotdecode(y), labels) just works. where goes to the ternary
+ * masks, uint8 images) are converted to a float dtype that holds every
+ * value of both exactly (compare_dtype), so dla_eq(onehotdecode(y), labels)
+ * just works, and an operand larger than COMPARE_CHUNK elements is
+ * converted a chunk of the result at a time. where goes to the ternary
  * kernel. Broadcasting is resolved here as in ops_elementwise.c: every
  * operand reaches the kernel with the result's dims and stride 0 along its
  * expanded dims.
@@ -116,6 +118,108 @@ typedef struct compare_attrs {
     dla_binary_op kop;
 } compare_attrs;
 
+/* The float dtype a and b are compared in: theirs when they share one;
+ * otherwise single when both are single, uint8 or logical (every uint8 is
+ * exact in single's 24 bits), else double, exact for int32 too (single
+ * would make 2^31 - 1 and 2^31 - 2 equal). Each operand's values are held
+ * exactly, so the result is the comparison of the values themselves, and
+ * the same in either dtype. */
+static dla_dtype compare_dtype(dla_dtype a, dla_dtype b)
+{
+    if (a == b && is_float(a))
+        return a;
+    int narrow_a = a == DLA_F32 || a == DLA_U8 || a == DLA_BOOL;
+    int narrow_b = b == DLA_F32 || b == DLA_U8 || b == DLA_BOOL;
+    return narrow_a && narrow_b ? DLA_F32 : DLA_F64;
+}
+
+/* Elements of the result compared per launch when an operand larger than
+ * this must be converted: the converted copies are then at most this many
+ * elements each, not the whole operand (a 2 GiB uint8 image against
+ * another one took two 16 GiB double copies, 22 GiB in all). */
+#define COMPARE_CHUNK ((int64_t)1 << 22)
+
+typedef struct compare_job {
+    dla_device *dev;
+    dla_binary_op kop;
+    dla_dtype want;
+} compare_job;
+
+/* v (with z's dims, stride 0 along its expanded dims) in j->want, as a
+ * dense copy of the elements v actually holds, expanded again: tmp gets the
+ * copy, *out the view of it to compare. */
+static dla_status convert_view(const compare_job *j, const dla_view *v, dla_tensor **tmp,
+                               dla_view *out)
+{
+    dla_view c = *v;
+    for (int i = 0; i < c.ndims; i++)
+        if (c.strides[i] == 0)
+            c.dims[i] = 1;
+    dla_tensor *t = dla__tensor_alloc("compare", j->dev, j->want, "", c.ndims, c.dims);
+    if (!t)
+        return dla_last_status();
+    dla_view y;
+    dla__view_of(t, &y);
+    dla_status st = dla__k_cast(j->dev, &y, &c);
+    if (st != DLA_OK) {
+        dla_tensor_release(t);
+        return st;
+    }
+    for (int i = 0; i < y.ndims; i++)
+        if (y.dims[i] != v->dims[i]) {
+            y.dims[i] = v->dims[i];
+            y.strides[i] = 0;
+        }
+    *tmp = t;
+    *out = y;
+    return DLA_OK;
+}
+
+static dla_status compare_chunk(const compare_job *j, const dla_view *z, const dla_view *a,
+                                const dla_view *b)
+{
+    dla_binary_args args = {.struct_size = sizeof args, .op = j->kop, .z = *z, .a = *a, .b = *b};
+    dla_tensor *ta = NULL, *tb = NULL;
+    dla_status st = DLA_OK;
+    if (a->dtype != j->want)
+        st = convert_view(j, a, &ta, &args.a);
+    if (st == DLA_OK && b->dtype != j->want)
+        st = convert_view(j, b, &tb, &args.b);
+    if (st == DLA_OK)
+        st = dla__k_binary(j->dev, &args);
+    dla_tensor_release(ta);
+    dla_tensor_release(tb);
+    return st;
+}
+
+/* z = a kop b over views of one shape, COMPARE_CHUNK elements of z or
+ * fewer per launch: runs of the outermost dim longer than 1, each split
+ * again along the next one when a single index of it is still too large. */
+static dla_status compare_chunks(const compare_job *j, dla_view z, dla_view a, dla_view b)
+{
+    int64_t n = dla__numel(z.ndims, z.dims);
+    if (n <= COMPARE_CHUNK)
+        return n ? compare_chunk(j, &z, &a, &b) : DLA_OK;
+    int d = z.ndims - 1;
+    while (z.dims[d] == 1)
+        d--;
+    int64_t size = z.dims[d], inner = n / size;
+    int64_t step = inner >= COMPARE_CHUNK ? 1 : COMPARE_CHUNK / inner;
+    for (int64_t i = 0; i < size; i += step) {
+        int64_t k = step < size - i ? step : size - i;
+        dla_view zs = z, as = a, bs = b;
+        dla_view *v[3] = {&zs, &as, &bs};
+        for (int m = 0; m < 3; m++) {
+            v[m]->offset += i * v[m]->strides[d];
+            v[m]->dims[d] = k;
+        }
+        dla_status st = compare_chunks(j, zs, as, bs);
+        if (st != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
 static dla_status compare_forward(const void *attrs, dla_tensor *const *in, int nin,
                                   dla_tensor **out, dla_tensor **saved)
 {
@@ -129,25 +233,36 @@ static dla_status compare_forward(const void *attrs, dla_tensor *const *in, int 
     dla_status st = dla__broadcast("compare", 2, in, names, &nd, dims, fmt);
     if (st != DLA_OK)
         return st;
-    /* Both float of one dtype compare as they are; anything else as double. */
-    dla_dtype want = in[0]->dtype == in[1]->dtype && is_float(in[0]->dtype) ? in[0]->dtype : DLA_F64;
-    dla_tensor *a = converted(in[0], want), *b = converted(in[1], want);
+    compare_job j = {in[0]->storage->device, at->kop, compare_dtype(in[0]->dtype, in[1]->dtype)};
+    /* An operand of at most COMPARE_CHUNK elements is converted whole (a
+     * scalar once, not once per chunk); a larger one chunk by chunk. */
+    dla_tensor *a = dla__numel(in[0]->ndims, in[0]->dims) <= COMPARE_CHUNK
+                        ? converted(in[0], j.want)
+                        : dla_tensor_retain(in[0]);
+    dla_tensor *b = dla__numel(in[1]->ndims, in[1]->dims) <= COMPARE_CHUNK
+                        ? converted(in[1], j.want)
+                        : dla_tensor_retain(in[1]);
     dla_tensor *z = NULL;
     if (a->status != DLA_OK || b->status != DLA_OK) {
         st = a->status != DLA_OK ? a->status : b->status;
         goto done;
     }
-    dla_device *dev = a->storage->device;
-    z = dla__tensor_alloc("compare", dev, DLA_BOOL, fmt, nd, dims);
+    z = dla__tensor_alloc("compare", j.dev, DLA_BOOL, fmt, nd, dims);
     if (!z) {
         st = dla_last_status();
         goto done;
     }
-    dla_binary_args args = {.struct_size = sizeof args, .op = at->kop};
-    dla__view_of(z, &args.z);
-    expand_view(a, nd, dims, &args.a);
-    expand_view(b, nd, dims, &args.b);
-    st = dla__k_binary(dev, &args);
+    dla_view zv, av, bv;
+    dla__view_of(z, &zv);
+    expand_view(a, nd, dims, &av);
+    expand_view(b, nd, dims, &bv);
+    if (a->dtype == j.want && b->dtype == j.want) {
+        /* Nothing to convert: one launch, whatever the size. */
+        dla_binary_args args = {.struct_size = sizeof args, .op = at->kop, .z = zv, .a = av, .b = bv};
+        st = dla__k_binary(j.dev, &args);
+    } else {
+        st = compare_chunks(&j, zv, av, bv);
+    }
     if (st != DLA_OK) {
         dla_tensor_release(z);
         z = NULL;

@@ -34,8 +34,10 @@ dla_tensor *dla__error_tensor(void)
     dla_status st = dla_last_status();
     if (st == DLA_OK)
         st = DLA_ERR_STATE;
-    if (st == DLA_ERR_OUT_OF_MEMORY)
-        return &oom_tensor;
+    /* Out of memory too carries its message (the op, the bytes, the dims)
+     * when the few bytes for it can be had: the refused request is as a
+     * rule a large one (a 4 TiB result), and the tensor said only "out of
+     * memory". The static tensor is for when they cannot. */
     dla_tensor *t = dla__calloc(1, sizeof *t);
     char *msg = t ? dla__strdup(dla_last_error()) : NULL;
     if (!msg) {

@@ -19,11 +19,17 @@
 #   8 cnn_fmnist --mobile: the MobileNet-style network (depthwise separable
 #     convolutions, ReLU6, a squeeze-and-excitation gate, spatial dropout)
 #     trains as test 1's does; skipped without Fashion-MNIST.
+#   9 none of them left a file in the folder make check runs in: each runs
+#     in the temporary folder, with its chart there (the waveform variants
+#     wrote waveform-training.svg into the build folder).
 ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-training-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE DLA_EXAMPLE_SMALL
-echo "1..8"
+echo "1..9"
+# Files of the runs below, if any, in the folder make check runs in are
+# newer than this.
+: >"$tmp/stamp"
 
 # The number after a label on the first line that has it: num "HitRate:" file
 num() {
@@ -108,7 +114,7 @@ ok_if 2 "waveform --small: no tolerance warning, HitRate $hit%, loss falls, accu
 
 # 3. slice_layer
 bad=
-"$ex/slice_layer" --small >"$tmp/out" 2>&1
+(cd "$tmp" && "$ex/slice_layer" --small) >"$tmp/out" 2>&1
 status=$?
 [ $status -eq 0 ] || bad="exit status $status"
 grep -q "^gradients: dX 16x16x4x6 single SSCB" "$tmp/out" || bad="$bad
@@ -125,7 +131,8 @@ n=4
 for variant in "attention:a selfAttentionLayer" "transformer:a transformer encoder" \
                "bilstm:a bilstmLayer"; do
     bad=
-    "$ex/waveform" --small --${variant%%:*} >"$tmp/out" 2>&1
+    (cd "$tmp" && "$ex/waveform" --small --${variant%%:*} --chart "$tmp/wave-${variant%%:*}.svg") \
+        >"$tmp/out" 2>&1
     status=$?
     [ $status -eq 0 ] || bad="exit status $status"
     grep -q "^network: .*${variant#*:}" "$tmp/out" || bad="$bad
@@ -145,7 +152,7 @@ done
 # open and closed loop through dla_net_predict_state; both beat repeating
 # the last observed value.
 bad=
-"$ex/forecast" --small >"$tmp/out" 2>&1
+(cd "$tmp" && "$ex/forecast" --small) >"$tmp/out" 2>&1
 status=$?
 [ $status -eq 0 ] || bad="exit status $status"
 first=$(sed -n 's/^loss: \([0-9.]*\) at iteration 1, \([0-9.]*\) at.*/\1/p' "$tmp/out")
@@ -173,4 +180,16 @@ else
     check "${acc:-0} > 40" "test accuracy $acc% (chance is 10%)"
     check "${hit:-0} > 90" "HitRate $hit%"
     ok_if 8 "cnn_fmnist --small --mobile: loss falls, test accuracy $acc%, HitRate $hit%"
+fi
+
+# 9. Nothing left behind where make check runs (the build folder): a
+# chart, a trace or a network file of the runs above would be newer than
+# the stamp.
+left=$(find . -maxdepth 1 -type f -newer "$tmp/stamp" \( -name '*.svg' -o -name '*.dlt' \
+    -o -name '*.st' -o -name '*.safetensors' \) 2>/dev/null)
+if [ -z "$left" ]; then
+    echo "ok 9 - the examples left no file in $(pwd)"
+else
+    printf '%s\n' "$left" | sed 's/^/# left: /'
+    echo "not ok 9 - the examples left files in $(pwd)"
 fi

@@ -214,6 +214,16 @@ static int clamp_int(double v)
     return isnan(v) ? 0 : v >= 1e9 ? 1000000000 : v <= -1e9 ? -1000000000 : (int)v;
 }
 
+/* done of total as a whole percent, rounded to the nearest as the
+ * display's other numbers are (the times to whole seconds, the accuracy to
+ * its digit): 2 of 3 is 67%, it read 66%. A count short of the total never
+ * reads 100% (999 of 1000 is 99%). */
+static int percent(const dla_progress *p)
+{
+    int r = clamp_int(floor(100.0 * (double)p->done / (double)p->total + 0.5));
+    return r >= 100 && p->done < p->total ? 99 : r;
+}
+
 /* Whole seconds of s, within 1e15 (a time left past LONG_MAX seconds, at a
  * slow rate towards a total near INT64_MAX, overflowed the same way). */
 static long whole_seconds(double s)
@@ -286,7 +296,7 @@ static void line_fields(const dla_progress *p, char *buf, size_t size)
     rate_text(p, r, sizeof r);
     int n;
     if (p->total)
-        n = snprintf(buf, size, "%3d%%  %lld/%lld  %s elapsed", clamp_int(100.0 * (double)p->done / (double)p->total),
+        n = snprintf(buf, size, "%3d%%  %lld/%lld  %s elapsed", percent(p),
                      (long long)p->done, (long long)p->total, el);
     else
         n = snprintf(buf, size, "%lld  %s elapsed", (long long)p->done, el);
@@ -364,7 +374,7 @@ static void compose_bar(const dla_progress *p, int cols, char *out, size_t size)
 {
     char pct[16] = "", count[48], times[64] = "", r[32];
     if (p->total)
-        snprintf(pct, sizeof pct, "%3d%%", clamp_int(100.0 * (double)p->done / (double)p->total));
+        snprintf(pct, sizeof pct, "%3d%%", percent(p));
     if (p->total)
         snprintf(count, sizeof count, "%lld/%lld", (long long)p->done, (long long)p->total);
     else

@@ -13,6 +13,7 @@
 #include "testutil.h"
 
 #include <float.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -983,6 +984,106 @@ static void test_comparisons_broadcast_and_compare_any_dtypes(void **state)
     dla_scope_end();
 }
 
+/* Bytes in blocks of 1 MiB or more that the library holds, and their
+ * highest count since a test last set big_peak; counted on top of
+ * tu_alloc, which still counts the blocks. */
+static long long big_live, big_peak;
+
+static void *bytes_alloc(void *user, void *ptr, size_t size)
+{
+    const size_t mib = (size_t)1 << 20;
+    size_t old = ptr ? malloc_usable_size(ptr) : 0;
+    void *p = tu_alloc(user, ptr, size);
+    if (!size || p) {
+        size_t now = p ? malloc_usable_size(p) : 0;
+        big_live += (now >= mib ? (long long)now : 0) - (old >= mib ? (long long)old : 0);
+        if (big_live > big_peak)
+            big_peak = big_live;
+    }
+    return p;
+}
+
+/* Integer operands are compared exactly, and in memory of their own size:
+ * every operand was widened to double first, so two uint8 images of N
+ * bytes took 16N more (a 2 GiB image compared with another peaked near
+ * 22 GiB). Now a large operand is converted a chunk at a time; the results
+ * are the comparisons of the values, as before, through broadcasting,
+ * views and chunks of the result that split a dim. */
+static void test_comparisons_of_integers_are_exact_and_take_no_widened_copies(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* Exact at the ends of int32, which single cannot hold apart. */
+    const int32_t ia[4] = {INT32_MAX, INT32_MAX - 1, INT32_MIN, 16777217};
+    const int32_t ib[4] = {INT32_MAX - 1, INT32_MAX - 1, INT32_MIN + 1, 16777216};
+    dla_tensor *ta = dla_tensor_from_host(ia, DLA_I32, "", DLA_DIMS(4));
+    dla_tensor *tb = dla_tensor_from_host(ib, DLA_I32, "", DLA_DIMS(4));
+    dla_tensor *z = dla_eq(ta, tb);
+    assert_true(dla_tensor_item(z, 0) == 0 && dla_tensor_item(z, 1) == 1 &&
+                dla_tensor_item(z, 2) == 0 && dla_tensor_item(z, 3) == 0);
+    z = dla_gt(ta, tb);
+    assert_true(dla_tensor_item(z, 0) == 1 && dla_tensor_item(z, 2) == 0 &&
+                dla_tensor_item(z, 3) == 1);
+    /* int32 against single: 16777217 is no single, and must not become one. */
+    z = dla_ne(ta, dla_tensor_from_host((const float[]){2147483648.0f, 0, 0, 16777216.0f},
+                                         DLA_F32, "", DLA_DIMS(4)));
+    assert_true(dla_tensor_item(z, 0) == 1 && dla_tensor_item(z, 3) == 1);
+    /* uint8 against single: 255 < 255.5. */
+    z = dla_lt(dla_tensor_from_host((const uint8_t[]){255, 0}, DLA_U8, "", DLA_DIMS(2)),
+               dla_tensor_from_host((const float[]){255.5f, -0.5f}, DLA_F32, "", DLA_DIMS(2)));
+    assert_true(dla_tensor_item(z, 0) == 1 && dla_tensor_item(z, 1) == 0);
+
+    /* Two uint8 images of 64 MiB: the result's 64 MiB, and chunks. */
+    const int64_t n = (int64_t)1 << 26;
+    uint8_t *ua = malloc((size_t)n), *ub = malloc((size_t)n), *got = malloc((size_t)n);
+    assert_true(ua && ub && got);
+    for (int64_t i = 0; i < n; i++) {
+        ua[i] = (uint8_t)(i * 7 + (i >> 12));
+        ub[i] = (uint8_t)(i * 3);
+    }
+    dla_tensor *a = dla_tensor_from_host(ua, DLA_U8, "SSCB", DLA_DIMS(1 << 12, 1 << 10, 4, 4));
+    dla_tensor *b = dla_tensor_from_host(ub, DLA_U8, "SSCB", DLA_DIMS(1 << 12, 1 << 10, 4, 4));
+    dla_set_allocator(bytes_alloc, NULL);
+    big_live = big_peak = 0;
+    z = dla_le(a, b);
+    long long grown = big_peak;
+    dla_set_allocator(tu_alloc, NULL);
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    /* The result's n bytes and chunks of a few MiB (staged on the host as
+     * well where the kernels run through the cpu fallback, as on testmem);
+     * the two double copies alone were 16n. */
+    if (grown > 3 * n)
+        fail_msg("uint8 <= uint8 of %lld elements took %lld MiB more than its operands", (long long)n,
+                 grown >> 20);
+    assert_int_equal(dla_tensor_to_host(z, got, (size_t)n), DLA_OK);
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != (ua[i] <= ub[i]))
+            fail_msg("uint8 <= uint8: element %lld: %d <= %d gave %d", (long long)i, ua[i], ub[i],
+                     got[i]);
+
+    /* A chunk of the result smaller than one column: dim 0 of 2^22 + 3
+     * against an int32 row (double), the uint8 operand read through a
+     * permuted view. */
+    const int64_t rows = ((int64_t)1 << 22) + 3;
+    dla_tensor *col = dla_permute(dla_reshape(dla_slice(dla_reshape(a, "", DLA_DIMS(n)), 1, 0, 1, 3 * rows),
+                                              "", DLA_DIMS(3, rows)),
+                                  DLA_DIMS(2, 1)); /* element (r, c) is ua[3r + c] */
+    const int32_t row[3] = {100, -1, 300};
+    z = dla_ge(col, dla_tensor_from_host(row, DLA_I32, "", DLA_DIMS(1, 3)));
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_int_equal(dla_tensor_dim(z, 1), rows);
+    assert_int_equal(dla_tensor_to_host(z, got, (size_t)(3 * rows)), DLA_OK);
+    for (int64_t c = 0; c < 3; c++)
+        for (int64_t r = 0; r < rows; r++)
+            if (got[c * rows + r] != (ua[3 * r + c] >= row[c]))
+                fail_msg("permuted uint8 >= int32 row: element (%lld, %lld) gave %d",
+                         (long long)r, (long long)c, got[c * rows + r]);
+    free(ua);
+    free(ub);
+    free(got);
+    dla_scope_end();
+}
+
 static dla_tensor *where_fn(void *ctx, dla_tensor *const *in)
 {
     return dla_where((dla_tensor *)ctx, in[0], in[1]);
@@ -1042,6 +1143,7 @@ int main(void)
         TU_TEST(test_onehotdecode_takes_the_first_largest_and_round_trips),
         TU_TEST(test_onehotdecode_of_an_empty_batch_is_empty),
         TU_TEST(test_comparisons_broadcast_and_compare_any_dtypes),
+        TU_TEST(test_comparisons_of_integers_are_exact_and_take_no_widened_copies),
         TU_TEST(test_where_picks_and_passes_gradients_to_the_picked_side),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

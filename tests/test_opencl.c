@@ -15,7 +15,8 @@
  * (a second register into y2), whose y2 is checked as y is; a network
  * step (conv,
  * batchnorm, relu, maxpool, fully connected, softmax, cross-entropy, with
- * gradients) agrees with the cpu plugin's.
+ * gradients) agrees with the cpu plugin's; scatter_add refuses an index of
+ * more than INT32_MAX positions by name.
  *
  * tests/opencl.mk runs it with the build tree's opencl manifest on the
  * path; without an OpenCL device every test is skipped, and says why.
@@ -441,6 +442,70 @@ static void scatter_add_into_a_long_table_agrees_with_the_cpu_plugin(void **stat
         dla_device_set_current(NULL);
         dla_scope_end();
     }
+}
+
+/* Host memory, with any request of 1 GiB or more refused: a call that
+ * would copy a huge index to the host fails at once instead of paging in
+ * gigabytes. */
+static void *no_gigabytes(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size >= ((size_t)1 << 30))
+        return NULL;
+    if (size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, size);
+}
+
+/* scatter_add's groups hold positions along the index as int32: an index
+ * of 2^31 positions went on to a host copy of 8 GiB and, had that been
+ * had, positions that wrapped negative (the kernel reading before x). It
+ * is refused by name before anything is copied, as the cuda plugin does.
+ * Index and x are one element each through stride 0: no memory needed. */
+static void scatter_add_refuses_an_index_longer_than_int32(void **state)
+{
+    need_devices();
+    const dla_plugin *t = dla_device_table(ocl);
+    void *ctx = dla_device_context(ocl);
+    dla_mem im, xm, ym;
+    assert_int_equal(t->mem_alloc(ctx, sizeof(int32_t), &im), DLA_OK);
+    assert_int_equal(t->mem_alloc(ctx, sizeof(float), &xm), DLA_OK);
+    assert_int_equal(t->mem_alloc(ctx, sizeof(float), &ym), DLA_OK);
+    const int32_t zero = 0;
+    const float one = 1, five = 5;
+    assert_int_equal(t->copy_to_device(ctx, im, 0, &zero, sizeof zero), DLA_OK);
+    assert_int_equal(t->copy_to_device(ctx, xm, 0, &one, sizeof one), DLA_OK);
+    assert_int_equal(t->copy_to_device(ctx, ym, 0, &five, sizeof five), DLA_OK);
+    const int64_t len = (int64_t)INT32_MAX + 1;
+    dla_index_args a = {.struct_size = sizeof a, .dim = 0};
+    a.y = (dla_view){.struct_size = sizeof(dla_view), .mem = ym, .dtype = DLA_F32, .ndims = 1,
+                     .dims = {1}, .strides = {1}};
+    a.x = (dla_view){.struct_size = sizeof(dla_view), .mem = xm, .dtype = DLA_F32, .ndims = 1,
+                     .dims = {len}, .strides = {0}};
+    a.index = (dla_view){.struct_size = sizeof(dla_view), .mem = im, .dtype = DLA_I32,
+                         .ndims = 1, .dims = {len}, .strides = {0}};
+    dla_set_allocator(no_gigabytes, NULL);
+    dla_clear_error();
+    dla_status st = t->scatter_add(ctx, &a);
+    char said[512];
+    snprintf(said, sizeof said, "%s", dla_last_error());
+    dla_set_allocator(NULL, NULL);
+    if (st != DLA_ERR_INVALID_ARGUMENT || !strstr(said, "scatter_add") ||
+        !strstr(said, "argument index: 2147483648 positions exceed int32"))
+        fail_msg("scatter_add of 2^31 positions: status %d, \"%s\"", (int)st, said);
+    /* y untouched; the same call one position shorter still works. */
+    float y;
+    assert_int_equal(t->copy_to_host(ctx, &y, ym, 0, sizeof y), DLA_OK);
+    assert_true(y == 5);
+    a.x.dims[0] = a.index.dims[0] = 3;
+    assert_int_equal(t->scatter_add(ctx, &a), DLA_OK);
+    assert_int_equal(t->copy_to_host(ctx, &y, ym, 0, sizeof y), DLA_OK);
+    assert_true(y == 8);
+    t->mem_free(ctx, im);
+    t->mem_free(ctx, xm);
+    t->mem_free(ctx, ym);
 }
 
 /* Program prog of 0..5 into a's eight instructions: every kind of step,
@@ -953,6 +1018,7 @@ int main(void)
         TU_TEST(a_fused_program_pair_with_a_bad_y2_fails_naming_it),
         TU_TEST(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
         TU_TEST(scatter_add_into_a_long_table_agrees_with_the_cpu_plugin),
+        TU_TEST(scatter_add_refuses_an_index_longer_than_int32),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -341,6 +341,41 @@ static void a_chart_is_utf8_whatever_its_names(void **state)
     assert_non_null(strstr(text, ">TrainingLoss \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd<"));
 }
 
+/* The percentage is rounded to the nearest, as the times and the accuracy
+ * beside it are: 2 of 3 read 66%. Short of the total it stays below 100%. */
+static void the_percentage_is_rounded_and_short_of_the_total_below_100(void **state)
+{
+    (void)state;
+    for (int bar = -1; bar <= 1; bar += 2) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        setenv("COLUMNS", "120", 1);
+        dla_progress *p = dla_progress_create(&(dla_progress_options){.stream = f, .bar = bar,
+                                                                      .total = 3});
+        dla_progress_update(p, 1, "one");
+        dla_progress_update(p, 2, "two");
+        dla_progress_finish(p, NULL); /* the bar draws its last count */
+        dla_progress_free(p);
+        p = dla_progress_create(&(dla_progress_options){.stream = f, .bar = bar, .total = 1000});
+        dla_progress_update(p, 5, "five");
+        dla_progress_update(p, 999, "almost");
+        dla_progress_finish(p, NULL);
+        dla_progress_free(p);
+        unsetenv("COLUMNS");
+        fclose(f);
+        static const char *const want[] = {" 67%  2/3", " 99%  999/1000", " 33%  1/3",
+                                           "  1%  5/1000"};
+        for (int i = 0; i < (bar > 0 ? 2 : 4); i++) /* the bar may skip the first draws */
+            if (!strstr(buf, want[i]))
+                fail_msg("bar %d: no \"%s\" in \"%s\"", bar, want[i], buf);
+        if (strstr(buf, "100%"))
+            fail_msg("bar %d: 100%% short of the total in \"%s\"", bar, buf);
+        free(buf);
+    }
+}
+
 /* A count far above the total (a total that was an estimate) or near
  * INT64_MAX: before, the percentage past INT_MAX came out of an undefined
  * conversion as "-2147483648%", and 10 * done overflowed. */
@@ -440,6 +475,7 @@ int main(void)
         TU_TEST(a_display_freed_twice_or_used_after_is_refused),
         TU_TEST(a_chart_of_huge_values_is_finite),
         TU_TEST(counts_far_above_the_total_stay_positive),
+        TU_TEST(the_percentage_is_rounded_and_short_of_the_total_below_100),
         TU_TEST(a_chart_is_utf8_whatever_its_names),
         TU_TEST(a_finished_display_starts_a_new_bar),
     };

@@ -1189,6 +1189,49 @@ static void test_logical_data_from_the_host_is_zero_or_one(void **state)
     dla_scope_end();
 }
 
+/* Host memory with any request of 1 GiB or more refused (a sanitizer
+ * would abort on the terabytes asked for below rather than refuse). */
+static void *no_gigabytes(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size >= ((size_t)1 << 30))
+        return NULL;
+    if (size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, size);
+}
+
+/* A result the device cannot hold is an error tensor that names the op,
+ * the bytes and the dims, like any other error: out of memory alone was
+ * the one shared tensor saying "out of memory" (dla_sum over the channels
+ * of a 0 x 2^40 "CB", whose result is 1 x 2^40). */
+static void test_out_of_memory_names_the_op_and_the_dims(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_zeros(DLA_F32, "CB", DLA_DIMS(0, (int64_t)1 << 40));
+    assert_int_equal(dla_tensor_status(x), DLA_OK);
+    dla_set_allocator(no_gigabytes, NULL);
+    dla_tensor *s = dla_sum(x, 1, (const int64_t[]){1});
+    dla_tensor *z = dla_zeros(DLA_F64, "", DLA_DIMS(3, (int64_t)1 << 40));
+    dla_set_allocator(NULL, NULL);
+    assert_int_equal(dla_tensor_status(s), DLA_ERR_OUT_OF_MEMORY);
+    if (!strstr(dla_tensor_error(s), "dla_sum: cannot allocate 4398046511104 bytes for "
+                                     "1x1099511627776 single"))
+        fail_msg("dla_sum: \"%s\"", dla_tensor_error(s));
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_OUT_OF_MEMORY);
+    if (!strstr(dla_tensor_error(z), "dla_zeros: cannot allocate 26388279066624 bytes for "
+                                     "3x1099511627776 double"))
+        fail_msg("dla_zeros: \"%s\"", dla_tensor_error(z));
+    /* The error passes on through later ops, message and all. */
+    dla_tensor *e = dla_exp(s);
+    assert_int_equal(dla_tensor_status(e), DLA_ERR_OUT_OF_MEMORY);
+    assert_non_null(strstr(dla_tensor_error(e), "dla_sum: cannot allocate"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1232,6 +1275,7 @@ int main(void)
         TU_TEST(test_an_accelerated_function_freed_twice_or_used_after_is_refused),
         TU_TEST(test_a_trace_released_twice_or_used_after_is_refused),
         TU_TEST(test_logical_data_from_the_host_is_zero_or_one),
+        TU_TEST(test_out_of_memory_names_the_op_and_the_dims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

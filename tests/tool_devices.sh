@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..15"
+echo "1..22"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -90,6 +90,17 @@ fi
 
 args=version
 check "dlaccel version prints the library and ABI versions" 0 "dlaccel " "(plugin ABI 1."
+
+# --help (or -h) after any command prints that command's help, as
+# `dlaccel help COMMAND` does, and exits 0: each command took it for one
+# of its own arguments (check-plugin: "unknown option or missing value").
+for cmd in devices trace check-plugin export-images version help; do
+    args="$cmd --help"
+    check "dlaccel $cmd --help prints its usage and exits 0" 0 "usage: dlaccel $cmd"
+done
+args="check-plugin --kernel fill -h"
+check "-h among a command's options prints its help too" 0 \
+    "usage: dlaccel check-plugin [options] MANIFEST" "Options: --kernel NAME"
 
 args=frobnicate
 check "an unknown command exits 2 with the list of commands" 2 \

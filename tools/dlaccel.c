@@ -91,8 +91,14 @@ static void print_usage(FILE *out)
         snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].usage);
         fprintf(out, "  %-18s %s\n", head, commands[i].summary);
     }
+    fprintf(out, "\n`dlaccel help <command>` or `dlaccel <command> --help` explains one.\n");
     fprintf(out, "\nEnvironment: DLACCEL_PLUGIN_PATH, DLACCEL_DEVICE, DLACCEL_PLUGINS_DISABLE,\n"
                  "DLACCEL_LOG (see docs/environment.md).\n");
+}
+
+static void print_command_help(const dla_tool_command *c)
+{
+    printf("usage: dlaccel %s%s%s\n\n%s\n", c->name, c->usage[0] ? " " : "", c->usage, c->help);
 }
 
 static int cmd_help(int argc, char **argv)
@@ -107,8 +113,19 @@ static int cmd_help(int argc, char **argv)
                 argc == 2 ? "no such command" : "takes at most one command name");
         return DLA_TOOL_USAGE;
     }
-    printf("usage: dlaccel %s%s%s\n\n%s\n", c->name, c->usage[0] ? " " : "", c->usage, c->help);
+    print_command_help(c);
     return DLA_TOOL_OK;
+}
+
+/* Whether a subcommand's arguments ask for its help (--help or -h
+ * anywhere among them): each subcommand read them as its own, and
+ * `dlaccel check-plugin --help` said "unknown option". */
+static int asks_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
 }
 
 static int cmd_version(int argc, char **argv)
@@ -139,7 +156,13 @@ int main(int argc, char **argv)
         print_usage(stderr);
         return DLA_TOOL_USAGE;
     }
-    int rc = c->run(argc - 1, argv + 1);
+    int rc;
+    if (asks_help(argc - 1, argv + 1)) {
+        print_command_help(c);
+        rc = DLA_TOOL_OK;
+    } else {
+        rc = c->run(argc - 1, argv + 1);
+    }
     /* Output that never reached its file (a full disk, a closed pipe) is
      * a failure, whatever the command thought of its own work. */
     errno = 0;

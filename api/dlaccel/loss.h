@@ -254,8 +254,10 @@ DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index);
 /* Elementwise a == b, a ~= b, a < b, a <= b, a > b, a >= b with MATLAB's
  * implicit expansion: logical (DLA_BOOL) results with the broadcast dims
  * and the operands' format (formatted operands must agree). Any dtypes may
- * be compared (both are compared as double, exactly for int32, uint8 and
- * logical); NaN compares false except in ne. Not differentiable: no
+ * be compared, by their values, exactly (operands of different dtypes, or
+ * integer ones, go through single or double, whichever holds both exactly,
+ * a few million elements at a time: no copy of a whole large operand is
+ * made); NaN compares false except in ne. Not differentiable: no
  * gradient flows through a comparison. Errors as dla_add's. */
 DLA_API dla_tensor *dla_eq(dla_tensor *a, dla_tensor *b);
 DLA_API dla_tensor *dla_ne(dla_tensor *a, dla_tensor *b);

@@ -30,6 +30,15 @@ static dla_status setup(dla__ocl_device *d, const char *kernel, const dla_index_
         return s;
     /* The index, read back: the span it covers, then its elements. */
     const int64_t len = p->k.len, istep = p->k.istep;
+    /* scatter_add's groups list positions along the index as int32 (the
+     * kernel's start and list): past INT32_MAX they would wrap negative
+     * and the kernel read before x. Refused before the host copy, as the
+     * cuda plugin refuses it (gather's positions along the index are
+     * work-item ids, of any size). */
+    if (scatter && len > INT32_MAX)
+        return h->error(DLA_ERR_INVALID_ARGUMENT,
+                        "opencl %s: argument index: %lld positions exceed int32", kernel,
+                        (long long)len);
     const size_t span = (size_t)((len - 1) * istep + 1);
     int32_t *raw = h->alloc(span * sizeof *raw, 0);
     p->host = h->alloc((size_t)len * sizeof *p->host, 0);
