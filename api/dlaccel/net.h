@@ -795,7 +795,8 @@ DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const ch
  * inputs take their sizes from input layers; a network whose inputs are
  * not input layers needs one example tensor per input (its dtype, dims
  * and format; values unused); with input layers, examples may be NULL.
- * Parameters are single unless the examples are double; they are made on
+ * Parameters are single unless the examples are double (those the network
+ * has already are kept, converted to the examples' dtype); they are made on
  * the device of the parameters the network has already (one moved with
  * dla_net_to_device and grown), else on the current one. Idempotent on an
  * initialized network. Errors name the layer: a connection missing, a
