@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <math.h>
@@ -590,6 +591,34 @@ static void initializing_with_the_other_dtype_keeps_the_values(void **state)
     dla_scope_end();
 }
 
+/* Double data (MATLAB's default class) into a single network (dlaccel's
+ * default) fails naming the input, both dtypes and the remedy; it read
+ * "dla_net_predict: layer 'input' (Feature Input): dla_sub: arguments a
+ * (double) and b (single) differ in type". */
+static void an_input_of_another_dtype_than_the_network_is_named(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "input",
+                                                                             .normalization = "zscore"}),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_tensor *xd = dla_ones(DLA_F64, "CB", DLA_DIMS(3, 2)), *y;
+    assert_int_equal(dla_net_predict(net, 1, &xd, 1, &y, NULL), DLA_ERR_DTYPE);
+    tu_expect_error(y, DLA_ERR_DTYPE, "dla_net_predict: input 1 is double but the network is "
+                                      "single: cast the input (dla_cast) or the network "
+                                      "(dla_net_cast); layer 'input' (Feature Input): dla_sub");
+    dla_tensor *xs = dla_cast(xd, DLA_F32), *st[1];
+    assert_int_equal(dla_net_forward(net, 1, &xs, 1, &y, NULL, NULL), DLA_OK);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_int_equal(dla_net_forward(net, 1, &xs, 1, &y, st, NULL), DLA_ERR_DTYPE);
+    tu_expect_error(y, DLA_ERR_DTYPE, "dla_net_forward: input 1 is single but the network is double");
+    assert_int_equal(dla_net_predict(net, 1, &xd, 1, &y, NULL), DLA_OK);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 
 /* Everything a training step touches, on a small network: creation,
  * forward with gradients in dla_feval, the state, an optimizer step,
@@ -908,6 +937,7 @@ int main(void)
         TU_TEST(an_accelerated_model_loss_takes_the_learnables_as_inputs),
         TU_TEST(copies_casts_and_sets_keep_tables_consistent),
         TU_TEST(initializing_with_the_other_dtype_keeps_the_values),
+        TU_TEST(an_input_of_another_dtype_than_the_network_is_named),
         TU_TEST(every_refused_allocation_fails_cleanly),
         TU_TEST(eager_predict_holds_only_the_activations_still_to_be_read),
         TU_TEST(freeing_a_network_twice_is_refused_and_logged),

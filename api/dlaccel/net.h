@@ -898,7 +898,10 @@ typedef struct dla_net_forward_options {
 /* MATLAB [Y1..YM, state] = forward(net, X1..XN): training mode (batch
  * normalization with the batch's statistics, dropout active). x[i] feeds
  * input i with the format of its input layer ("SSCB", "CBT", "CB"), any batch
- * size. y[0..nout-1] receive the outputs (nout must equal the outputs
+ * size, and the network's dtype (an input of another that a layer refuses
+ * is DLA_ERR_DTYPE naming the input and both dtypes: cast the data with
+ * dla_cast, or the network with dla_net_cast: inputs are not converted).
+ * y[0..nout-1] receive the outputs (nout must equal the outputs
  * asked for). state, when not NULL, receives one tensor per State row:
  * the updated statistics of batch normalization layers, the last hidden
  * and cell states of LSTMs. The network itself is not changed (set the
