@@ -255,6 +255,10 @@ DLA_API dla_tensor *dla_tensor_from_host(const void *data, dla_dtype dtype, cons
                                          int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_zeros(dla_dtype dtype, const char *format, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_ones(dla_dtype dtype, const char *format, int ndims, const int64_t *dims);
+/* value is converted as dla_cast converts a double: to int32 and uint8
+ * truncated toward zero and saturated, NaN to 0 (MATLAB's int32(2.7) is 3,
+ * dlaccel's 2); to logical value != 0, so NaN gives true (MATLAB's
+ * logical(NaN) is an error). */
 DLA_API dla_tensor *dla_full(double value, dla_dtype dtype, const char *format, int ndims,
                              const int64_t *dims);
 /* Uniform in [0, 1) and standard normal, from the thread's Philox4x32-10

@@ -25,9 +25,11 @@ static dla_status reduce_forward(const void *attrs, dla_tensor *const *in, int n
     const reduce_attrs *a = attrs;
     const char *op = reduce_names[a->op];
     dla_tensor *x = in[0];
+    /* MATLAB sums a logical array to a double (sum(x > 0), an accuracy's
+     * mean(pred == labels)): say how to get that here. */
     if (x->dtype != DLA_F32 && x->dtype != DLA_F64)
-        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; reductions need single or double", op,
-                         dla_dtype_name(x->dtype));
+        return dla__fail(DLA_ERR_DTYPE, "%s: argument x: %s; reductions need single or double: "
+                         "cast x first (dla_cast(x, DLA_F64))", op, dla_dtype_name(x->dtype));
     int64_t dims[DLA_MAX_DIMS];
     for (int i = 0; i < x->ndims; i++)
         dims[i] = a->ndims ? x->dims[i] : 1;

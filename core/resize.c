@@ -214,6 +214,14 @@ DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts)
     if (!pick(o->method, methods, 2, &p.method))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: method \"%s\"; use \"nearest\" or "
                           "\"linear\"", op, o->method);
+    /* Linear mixes neighbours with fractional weights, which an integer
+     * or logical x cannot hold: the failure came from an op inside
+     * ("dla_affine: argument x: int32"), and only when some weight was
+     * fractional. */
+    if (p.method == LINEAR && x->dtype != DLA_F32 && x->dtype != DLA_F64)
+        return dla__error(DLA_ERR_DTYPE, "%s: argument x (%s %s): method \"linear\" mixes "
+                          "elements with fractional weights and needs single or double; cast "
+                          "x, or use \"nearest\"", op, xb, dla_dtype_name(x->dtype));
     if (!pick(o->geometric_transform_mode, transforms, 2, &p.transform))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: geometric transform mode \"%s\"; use "
                           "\"half-pixel\" or \"asymmetric\"", op, o->geometric_transform_mode);

@@ -64,8 +64,13 @@ dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_ki
     } else {
         int r = dla_table_find(&sink->old[kind], l->name, name);
         dla_tensor *o = r >= 0 ? sink->old[kind].values[r] : NULL;
-        if (o && same_dims(o, ndims, dims) && dla_tensor_dtype(o) == sink->dtype)
-            v = o;
+        /* A kept value of the other float dtype is converted, never
+         * replaced: the examples' dtype is the network's, and a single
+         * network grown by a layer and initialized with double examples
+         * (trainnet's double predictors do that) got fresh random values
+         * for every layer it had, its trained weights gone in silence. */
+        if (o && same_dims(o, ndims, dims))
+            v = dla_tensor_dtype(o) == sink->dtype ? o : dla_cast(o, sink->dtype);
         /* The factors are the layer's settings (MATLAB's
          * WeightLearnRateFactor...), not the value's: they stay whatever
          * the dims now are. A copy or a trainnet run that re-added them as

@@ -271,6 +271,24 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
     dla_scope_begin();
     if (st == DLA_OK)
         st = dla_accel_call(net->accel, &ctx, total_in, in, total_out, out);
+    /* Double data into a single network (MATLAB's default class into
+     * dlaccel's default) failed deep inside, "layer 'input': dla_sub:
+     * arguments a (double) and b (single) differ in type": say which
+     * input and what to do. Only on failure: a custom layer may take
+     * another dtype and cast it itself. */
+    for (int i = 0; st == DLA_ERR_DTYPE && i < nin; i++)
+        if (dla_tensor_dtype(x[i]) != net->dtype) {
+            char msg[1024];
+            const char *why = dla_last_error();
+            const size_t n = strlen(fn);
+            if (!strncmp(why, fn, n) && !strncmp(why + n, ": ", 2))
+                why += n + 2; /* "fn: layer ..." once */
+            snprintf(msg, sizeof msg, "%s", why);
+            dla__nn_fail(st, "%s: input %d is %s but the network is %s: cast the input "
+                         "(dla_cast) or the network (dla_net_cast); %s", fn, i + 1,
+                         dla_dtype_name(dla_tensor_dtype(x[i])), dla_dtype_name(net->dtype), msg);
+            break;
+        }
     for (int i = 0; i < nout; i++)
         y[i] = st == DLA_OK ? dla_keep(out[i]) : NULL;
     for (int i = 0; state && i < nstate; i++)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <math.h>
@@ -541,6 +542,83 @@ static void copies_casts_and_sets_keep_tables_consistent(void **state)
     dla_scope_end();
 }
 
+/* A network grown by a layer and initialized again with examples of the
+ * other float dtype keeps every value it had, converted to the examples'
+ * dtype (trainnet initializes a grown network with its predictors, double
+ * ones too): the values used to be drawn again from the initializers, a
+ * trained network's weights gone without a word. */
+static void initializing_with_the_other_dtype_keeps_the_values(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"}),
+                      dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 1, (dla_tensor *[]){dla_ones(DLA_F32, "CB", DLA_DIMS(4, 2))}),
+                     DLA_OK);
+    /* Values no initializer gives: a trained network's. */
+    dla_tensor *w = dla_affine(dla_rand(DLA_F32, "", DLA_DIMS(3, 4)), 1.0, 5.0);
+    dla_tensor *mean = dla_full(0.1, DLA_F32, "", DLA_DIMS(3, 1));
+    assert_int_equal(dla_net_set(net, "fc", "Weights", w), DLA_OK);
+    assert_int_equal(dla_net_set(net, "bn", "TrainedMean", mean), DLA_OK);
+    dla_layer *more[] = {dla_relu_layer(&(dla_layer_options){.name = "relu"})};
+    assert_int_equal(dla_net_add_layers(net, 1, more), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "bn", "relu"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 1, (dla_tensor *[]){dla_ones(DLA_F64, "CB", DLA_DIMS(4, 2))}),
+                     DLA_OK);
+    dla_tensor *w64 = dla_net_get(net, "fc", "Weights"), *m64 = dla_net_get(net, "bn", "TrainedMean");
+    assert_int_equal(dla_tensor_dtype(w64), DLA_F64);
+    assert_int_equal(dla_tensor_dtype(m64), DLA_F64);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(net, "fc", "Bias")), DLA_F64);
+    for (int64_t i = 0; i < 12; i++)
+        assert_true(dla_tensor_item(w64, i) == dla_tensor_item(w, i));
+    assert_true(dla_tensor_item(m64, 2) == (double)0.1f);
+    /* And back: double values rounded to single, not drawn again. */
+    assert_int_equal(dla_net_set(net, "fc", "Weights", dla_full(1 + 0x1p-40, DLA_F64, "", DLA_DIMS(3, 4))),
+                     DLA_OK);
+    dla_layer *last[] = {dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc2"})};
+    assert_int_equal(dla_net_add_layers(net, 1, last), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "relu", "fc2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 1, (dla_tensor *[]){dla_ones(DLA_F32, "CB", DLA_DIMS(4, 2))}),
+                     DLA_OK);
+    dla_tensor *w32 = dla_net_get(net, "fc", "Weights");
+    assert_int_equal(dla_tensor_dtype(w32), DLA_F32);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(net, "fc2", "Weights")), DLA_F32);
+    assert_true(dla_tensor_item(w32, 11) == 1.0);
+    assert_true(dla_tensor_item(dla_net_get(net, "bn", "TrainedMean"), 0) == (double)0.1f);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* Double data (MATLAB's default class) into a single network (dlaccel's
+ * default) fails naming the input, both dtypes and the remedy; it read
+ * "dla_net_predict: layer 'input' (Feature Input): dla_sub: arguments a
+ * (double) and b (single) differ in type". */
+static void an_input_of_another_dtype_than_the_network_is_named(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "input",
+                                                                             .normalization = "zscore"}),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_tensor *xd = dla_ones(DLA_F64, "CB", DLA_DIMS(3, 2)), *y;
+    assert_int_equal(dla_net_predict(net, 1, &xd, 1, &y, NULL), DLA_ERR_DTYPE);
+    tu_expect_error(y, DLA_ERR_DTYPE, "dla_net_predict: input 1 is double but the network is "
+                                      "single: cast the input (dla_cast) or the network "
+                                      "(dla_net_cast); layer 'input' (Feature Input): dla_sub");
+    dla_tensor *xs = dla_cast(xd, DLA_F32), *st[1];
+    assert_int_equal(dla_net_forward(net, 1, &xs, 1, &y, NULL, NULL), DLA_OK);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_int_equal(dla_net_forward(net, 1, &xs, 1, &y, st, NULL), DLA_ERR_DTYPE);
+    tu_expect_error(y, DLA_ERR_DTYPE, "dla_net_forward: input 1 is single but the network is double");
+    assert_int_equal(dla_net_predict(net, 1, &xd, 1, &y, NULL), DLA_OK);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 
 /* Everything a training step touches, on a small network: creation,
  * forward with gradients in dla_feval, the state, an optimizer step,
@@ -858,6 +936,8 @@ int main(void)
         TU_TEST(forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs),
         TU_TEST(an_accelerated_model_loss_takes_the_learnables_as_inputs),
         TU_TEST(copies_casts_and_sets_keep_tables_consistent),
+        TU_TEST(initializing_with_the_other_dtype_keeps_the_values),
+        TU_TEST(an_input_of_another_dtype_than_the_network_is_named),
         TU_TEST(every_refused_allocation_fails_cleanly),
         TU_TEST(eager_predict_holds_only_the_activations_still_to_be_read),
         TU_TEST(freeing_a_network_twice_is_refused_and_logged),

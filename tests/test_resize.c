@@ -398,6 +398,19 @@ static void test_bad_arguments_are_named(void **state)
     tu_expect_error(dla_resize(x, &(dla_resize_options){.scale = {2},
                                                      .nearest_rounding_mode = "ceil"}),
                  DLA_ERR_INVALID_ARGUMENT, "nearest rounding mode \"ceil\"");
+    /* Linear on an integer x is a dtype error of dla_resize's own (it came
+     * from an op inside, "dla_affine: argument x: int32"); nearest moves
+     * elements and takes any dtype. */
+    dla_tensor *xi = dla_tensor_from_host((int32_t[]){1, -2, 7, 5}, DLA_I32, "SCB", DLA_DIMS(4, 1, 1));
+    tu_expect_error(dla_resize(xi, &(dla_resize_options){.scale = {2}, .method = "linear"}),
+                 DLA_ERR_DTYPE, "dla_resize: argument x (4x1x1 int32): method \"linear\" mixes "
+                                "elements with fractional weights and needs single or double");
+    tu_expect_error(dla_resize(dla_cast(xi, DLA_BOOL), &(dla_resize_options){.output_size = {4},
+                                                                           .method = "linear"}),
+                 DLA_ERR_DTYPE, "(4x1x1 logical): method \"linear\"");
+    dla_tensor *yi = dla_resize(xi, &(dla_resize_options){.scale = {2}});
+    assert_int_equal(dla_tensor_dtype(yi), DLA_I32);
+    expect_vector(yi, 8, (const double[]){1, 1, -2, -2, 7, 7, 5, 5});
     tu_expect_error(dla_resize(dla_zeros(DLA_F32, "SC", DLA_DIMS(0, 2)),
                             &(dla_resize_options){.output_size = {3}}),
                  DLA_ERR_SHAPE, "spatial dim 1 is empty");

@@ -174,7 +174,9 @@ DLA_API void dla_seqlist_free(dla_seqlist *s);
  * DLA_ERR_INVALID_ARGUMENT, DLA_ERR_OUT_OF_MEMORY. */
 DLA_API dla_status dla_seqlist_append(dla_seqlist *s, const float *data, int64_t length);
 /* Appends a copy of x, a C-by-T tensor: formatted "CT" or unformatted 2-D
- * (C rows, T columns), of any real dtype, on any device. Errors: those of
+ * (C rows, T columns), of any real dtype (rounded to single, as the list
+ * holds its values: a double network trained on the list sees single
+ * precision data), on any device. Errors: those of
  * dla_seqlist_append, x's own error, DLA_ERR_SHAPE (not C-by-T with the
  * list's C). */
 DLA_API dla_status dla_seqlist_append_tensor(dla_seqlist *s, dla_tensor *x);

@@ -233,7 +233,8 @@ DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors);
 /* Pads x with value: before[i] elements ahead of and after[i] behind dim
  * i+1, for i < ndims (ndims may exceed x's dims: those count as size 1,
  * and the result has that many dims). before/after >= 0; NULL means all 0.
- * Format and dtype are kept. The result is a dense copy. Differentiable in
+ * Format and dtype are kept (value converted to it as dla_full converts
+ * it). The result is a dense copy. Differentiable in
  * x: the gradient is the interior slice of the result's gradient. */
 DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, const int64_t *after,
                             double value);

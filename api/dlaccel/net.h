@@ -795,7 +795,8 @@ DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const ch
  * inputs take their sizes from input layers; a network whose inputs are
  * not input layers needs one example tensor per input (its dtype, dims
  * and format; values unused); with input layers, examples may be NULL.
- * Parameters are single unless the examples are double; they are made on
+ * Parameters are single unless the examples are double (those the network
+ * has already are kept, converted to the examples' dtype); they are made on
  * the device of the parameters the network has already (one moved with
  * dla_net_to_device and grown), else on the current one. Idempotent on an
  * initialized network. Errors name the layer: a connection missing, a
@@ -897,7 +898,10 @@ typedef struct dla_net_forward_options {
 /* MATLAB [Y1..YM, state] = forward(net, X1..XN): training mode (batch
  * normalization with the batch's statistics, dropout active). x[i] feeds
  * input i with the format of its input layer ("SSCB", "CBT", "CB"), any batch
- * size. y[0..nout-1] receive the outputs (nout must equal the outputs
+ * size, and the network's dtype (an input of another that a layer refuses
+ * is DLA_ERR_DTYPE naming the input and both dtypes: cast the data with
+ * dla_cast, or the network with dla_net_cast: inputs are not converted).
+ * y[0..nout-1] receive the outputs (nout must equal the outputs
  * asked for). state, when not NULL, receives one tensor per State row:
  * the updated statistics of batch normalization layers, the last hidden
  * and cell states of LSTMs. The network itself is not changed (set the

@@ -150,8 +150,10 @@ typedef struct dla_resize_options {
  * count other than 1 or the number of S dims (output_size: exactly that
  * number), a scale that is not positive and finite or makes a dim of no
  * elements, a size that is not a whole positive number, an unknown
- * string), DLA_ERR_SHAPE (an empty S dim). Messages name dla_resize, the
- * option and x's dims. opts may be NULL only to get that error. */
+ * string), DLA_ERR_SHAPE (an empty S dim), DLA_ERR_DTYPE ("linear" on an x
+ * that is not single or double; "nearest" takes any dtype). Messages name
+ * dla_resize, the option and x's dims. opts may be NULL only to get that
+ * error. */
 DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts);
 
 /* ---------------------------------------------------------- normalization */

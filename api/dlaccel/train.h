@@ -263,7 +263,9 @@ typedef struct dla_train_data {
      * imageInput network, "CB" features, or an unformatted array read in
      * the network input's format with observations along the last dim.
      * Any real dtype (uint8 images take a quarter of single's memory);
-     * each mini-batch is cast to single. */
+     * each mini-batch is cast to single (double for a double network;
+     * an uninitialized network initialized from double predictors is
+     * double). */
     dla_tensor *predictors;
     /* Or one C x T sequence per observation for a sequenceInput network
      * (MATLAB's cell array of sequences); padded or truncated per batch by
@@ -655,7 +657,7 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * ResetInputNormalization, the statistics of each normalizing input layer
  * are computed from data (dla_net_set_input_statistics, in chunks).
  *
- * Every iteration: the next mini-batch X, T (cast to single, targets
+ * Every iteration: the next mini-batch X, T (cast to the network's dtype, targets
  * one-hot encoded for class numbers); inside dla_feval, Y and the new state
  * from dla_net_forward (accelerated by the network itself), the loss of Y
  * and T, and the gradients with respect to every learnable; the state is
