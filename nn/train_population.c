@@ -184,6 +184,9 @@ dla_status dla__train_population_statistics(dla_net *net, dla_mbq *q, int parall
     dla_status st = run && mean && m2 && z
                         ? DLA_OK
                         : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "out of memory");
+    /* What the merge across ranks and the new statistics make belongs to
+     * this scope (the network keeps its own references to the latter). */
+    dla_scope_begin();
     dla_mbq_reset(q);
     while (st == DLA_OK && dla_mbq_hasdata(q)) {
         dla_scope_begin();
@@ -212,6 +215,7 @@ dla_status dla__train_population_statistics(dla_net *net, dla_mbq *q, int parall
         dla_set_error(st, "dla_trainnet: batch normalization statistics (\"population\"): %s",
                       msg);
     }
+    dla_scope_end();
     free(run);
     free(mean);
     free(m2);

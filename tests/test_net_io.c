@@ -292,6 +292,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_non_null(strstr(b, "transposed convolutions with stride [2 1 2] and cropping 'same'"));
     assert_non_null(strstr(b, "2x2x2 average pooling with stride [2 2 2] and padding 'same'"));
     predict_alike(net, back, "SSSCB", DLA_DIMS(6, 5, 4, 2, 2));
+    dla_tensor_release(vx);
     dla_net_free(back);
     dla_net_free(net);
 
