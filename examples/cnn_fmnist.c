@@ -79,6 +79,7 @@
  * dataset is not installed at all: none of its four files in the folder.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "digit_net.h"
 #include "mobile_net.h"
 #include <dlaccel.h>
 #include <math.h>
@@ -122,27 +123,6 @@ static dla_status preprocess(void *ctx, int n, dla_tensor **b)
     b[0] = dla_affine(b[0], 1.0 / 255.0, 0.0);
     b[1] = dla_onehotencode(b[1], CLASSES, NULL);
     return dla_tensor_status(b[0]) != DLA_OK ? dla_tensor_status(b[0]) : dla_tensor_status(b[1]);
-}
-
-static dla_net *make_net(void)
-{
-    dla_layer *layers[] = {
-        dla_image_input_layer(28, 28, 1, &(dla_image_input_options){
-                                             .name = "input", .normalization = "zerocenter",
-                                             .normalization_dimension = "element"}),
-        dla_conv2d_layer(5, 5, 20, &(dla_conv_layer_options){.name = "conv1"}),
-        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn1"}),
-        dla_relu_layer(&(dla_layer_options){.name = "relu1"}),
-        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.name = "conv2", .padding = {1, 1, 1, 1}}),
-        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn2"}),
-        dla_relu_layer(&(dla_layer_options){.name = "relu2"}),
-        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.name = "conv3", .padding = {1, 1, 1, 1}}),
-        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn3"}),
-        dla_relu_layer(&(dla_layer_options){.name = "relu3"}),
-        dla_fc_layer(CLASSES, &(dla_fc_layer_options){.name = "fc"}),
-        dla_softmax_layer(&(dla_layer_options){.name = "softmax"}),
-    };
-    return dla_net_create((int)(sizeof layers / sizeof layers[0]), layers);
 }
 
 /* The test set of --parallel is already single in [0, 1]. */
@@ -470,7 +450,7 @@ int main(int argc, char **argv)
     }
 
     dla_rng_seed(seed);
-    net = mobile ? mobile_net_make(CLASSES) : make_net();
+    net = mobile ? mobile_net_make(CLASSES) : digit_net(CLASSES);
     if (parallel) {
         rc = net ? train_in_parallel(net, xtrain, ttrain, xtest, ttest, epochs, seed, chart,
                                      parallel == 2 ? "multi-gpu" : "parallel")

@@ -90,6 +90,18 @@ TESTS += examples/volumes_example.sh
 EXTRA_DIST += examples/volumes_example.sh
 # ---- end of examples/volumes -------------------------------------------------
 
+# ---- examples/transfer: transfer learning ------------------------------------
+# The digit CNN trained on five Fashion-MNIST classes, saved and loaded, its
+# classifier replaced (dla_net_replace_layer) and its convolutions frozen,
+# then trained on a few images of the other five, beside the same network
+# from scratch; the smoke test checks the transferred one is the better.
+noinst_PROGRAMS += examples/transfer
+examples_transfer_SOURCES = examples/transfer.c examples/digit_net.h
+examples_transfer_LDADD = libdlaccel.la -lm
+TESTS += examples/transfer_example.sh
+EXTRA_DIST += examples/transfer_example.sh
+# ---- end of examples/transfer ------------------------------------------------
+
 # ---- examples/cnn_fmnist, waveform, forecast, slice_layer: training ------
 # cnn_fmnist: the dlaccelerate page's custom training loop on Fashion-MNIST
 # (the README's main job, through tools/quickstart.sh); waveform: trainnet
@@ -100,7 +112,7 @@ EXTRA_DIST += examples/volumes_example.sh
 # convolutions, forward and backward. The smoke test runs each at small
 # size (--small) and checks what it prints.
 noinst_PROGRAMS += examples/cnn_fmnist examples/waveform examples/forecast examples/slice_layer
-examples_cnn_fmnist_SOURCES = examples/cnn_fmnist.c examples/mobile_net.h
+examples_cnn_fmnist_SOURCES = examples/cnn_fmnist.c examples/digit_net.h examples/mobile_net.h
 examples_cnn_fmnist_LDADD = libdlaccel.la -lm
 examples_waveform_SOURCES = examples/waveform.c
 examples_waveform_LDADD = libdlaccel.la -lm

@@ -149,7 +149,7 @@ static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *
 
 /* Takes the layers over (frees them all when it fails, except those
  * free_given leaves alone). */
-static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn)
+dla_status dla__net_check_given(int n, dla_layer *const *layers, const char *fn)
 {
     dla_status st = DLA_OK;
     for (int i = 0; i < n && st == DLA_OK; i++) {
@@ -162,6 +162,14 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
             st = dla__nn_fail(layers[i]->status, "%s: layer %d: %s", fn, i + 1,
                               layers[i]->message ? layers[i]->message : "");
     }
+    return st;
+}
+
+void dla__net_free_given(int n, dla_layer *const *layers) { free_given(n, layers); }
+
+static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn)
+{
+    dla_status st = dla__net_check_given(n, layers, fn);
     if (st == DLA_OK && net->nlayers + n > net->cap) {
         int cap = net->nlayers + n + 8;
         dla_layer **grown = dla__nn_realloc(net->layers, (size_t)cap * sizeof *grown);
@@ -282,6 +290,16 @@ DLA_API void dla_net_free(dla_net *net)
     net->conn = NULL;
     net->accel = NULL;
     dla__quarantine(DLA__RING_OBJECTS, net);
+}
+
+dla_status dla__net_add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn)
+{
+    return add_layers(net, n, layers, fn);
+}
+
+dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char *fn)
+{
+    return connect_ports(net, s, d, dp, fn);
 }
 
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers)

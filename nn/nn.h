@@ -87,6 +87,8 @@ void dla__table_clear(dla_table *t);
 dla_status dla__table_check(const char *fn, const dla_table *t, int i, const dla_tensor *v);
 /* Copies src's rows into an empty dst (values retained). */
 dla_status dla__table_copy(dla_table *dst, const dla_table *src);
+/* Removes (and releases) every row of layer, keeping the others' order. */
+void dla__table_drop_layer(dla_table *t, const char *layer);
 
 /* A registered custom layer type (nn/layer_custom.c). */
 typedef struct dla__custom_type dla__custom_type;
@@ -373,6 +375,18 @@ int dla__layer_live(const dla_layer *layer);
  * teardown); dla_layer_free refuses an owned one. */
 void dla__layer_destroy(dla_layer *layer);
 
+/* Checks the n layers given to a call that takes them over (none NULL,
+ * freed, another network's, given twice or in an error state), naming fn
+ * and the first bad one. */
+dla_status dla__net_check_given(int n, dla_layer *const *layers, const char *fn);
+/* Frees the layers given to a call that failed (not those it must leave
+ * alone: freed, another network's, a second mention). */
+void dla__net_free_given(int n, dla_layer *const *layers);
+/* dla_net_add_layers with fn in its messages: appends the layers, in
+ * sequence among themselves; on failure frees them and leaves net as it was. */
+dla_status dla__net_add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn);
+/* Connects layer s's output to input dp of layer d (free, checked). */
+dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char *fn);
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
 /* A batch normalization layer's State rows (TrainedMean, TrainedVariance)

@@ -72,6 +72,26 @@ void dla__table_clear(dla_table *t)
     t->magic = magic;
 }
 
+void dla__table_drop_layer(dla_table *t, const char *layer)
+{
+    int kept = 0;
+    for (int i = 0; i < t->count; i++) {
+        if (!strcmp(t->layer[i], layer)) {
+            dla__nn_free(t->layer[i]);
+            dla__nn_free(t->param[i]);
+            dla_tensor_release(t->values[i]);
+            continue;
+        }
+        t->layer[kept] = t->layer[i];
+        t->param[kept] = t->param[i];
+        t->values[kept] = t->values[i];
+        t->lr_factor[kept] = t->lr_factor[i];
+        t->l2_factor[kept] = t->l2_factor[i];
+        kept++;
+    }
+    t->count = kept;
+}
+
 dla_status dla__table_copy(dla_table *dst, const dla_table *src)
 {
     for (int i = 0; i < src->count; i++)

@@ -3,7 +3,7 @@
 # gradients against finite differences, save/load with fuzzing, and the
 # optimizers against hand-computed steps. One binary (one cmocka group) each.
 DLA_NET_TESTS = tests/test_net tests/test_net_layers tests/test_net_grad tests/test_net_io \
-	tests/test_optim
+	tests/test_net_edit tests/test_optim
 check_PROGRAMS += $(DLA_NET_TESTS)
 TESTS += $(DLA_NET_TESTS)
 tests_test_net_SOURCES = tests/test_net.c tests/testutil.h
@@ -18,6 +18,9 @@ tests_test_net_grad_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_net_io_SOURCES = tests/test_net_io.c tests/testutil.h
 tests_test_net_io_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_net_io_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_net_edit_SOURCES = tests/test_net_edit.c tests/testutil.h
+tests_test_net_edit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_net_edit_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_optim_SOURCES = tests/test_optim.c tests/testutil.h
 tests_test_optim_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_optim_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

@@ -787,6 +787,30 @@ DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *lay
 DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination);
 /* MATLAB disconnectLayers. DLA_ERR_INVALID_ARGUMENT when not connected. */
 DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination);
+/* MATLAB removeLayers(net, layerNames): removes the n named layers with
+ * every connection into or out of them, and their learnables, state and
+ * statistics (a layer added later under one of their names starts from
+ * its initializers). The network becomes uninitialized; ports left free
+ * become its inputs at the next dla_net_init. A name that is no layer's
+ * (or NULL) is DLA_ERR_INVALID_ARGUMENT and removes nothing; a name given
+ * twice is removed once. */
+DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const *names);
+/* MATLAB replaceLayer(net, layerName, larray): the n layers, connected in
+ * sequence among themselves (as dla_net_add_layers connects them), take
+ * the place of the layer named name, taking them over. What fed input K
+ * of the old layer feeds input K of the first new layer (MATLAB's
+ * ReconnectBy "order"); every layer the old one fed is fed by the last new
+ * layer. The old layer is freed with its learnables, state and statistics:
+ * a new layer may have its name and still starts from its initializers,
+ * while every other layer keeps its values (transfer learning: replace
+ * the last fully connected layer of a trained network, dla_net_init, and
+ * train; docs/networks.md, "Transfer learning"). The network becomes
+ * uninitialized. Errors (the network unchanged, the new layers freed):
+ * no layer named name; a new layer that dla_net_add_layers would refuse;
+ * a new layer with the name of another layer of the network; a connected
+ * input K of the old layer where the first new layer has fewer inputs. */
+DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
+                                         dla_layer *const *layers);
 
 /* MATLAB initialize(net, X1, ..., XN): checks the graph (every layer
  * input connected or an input of the network, no cycles), works out every
@@ -849,6 +873,25 @@ DLA_API int dla_net_input_activation(const dla_net *net, int i, int64_t *dims, c
  * network. NULL before initialization. */
 DLA_API dla_table *dla_net_learnables(dla_net *net);
 DLA_API dla_table *dla_net_state(dla_net *net);
+/* MATLAB setLearnRateFactor(net, layerName, parameterName, factor) and
+ * setL2Factor: sets the factor of a learnable by its layer's and its own
+ * name ("fc", "Weights"); parameter NULL sets every learnable of the
+ * layer (learn-rate factor 0 freezes the layer: trainnet and the solvers
+ * leave it as it is). The factors are kept by dla_net_copy, a
+ * re-initialization, dla_net_replace_layer of other layers, trainnet and
+ * dla_net_save; the row must exist: a network initialized once (the
+ * layers added since have none until dla_net_init). DLA_ERR_INVALID_ARGUMENT
+ * for no such layer or learnable (the message lists the layer's), or a
+ * factor that is negative or not finite. */
+DLA_API dla_status dla_net_set_learn_rate_factor(dla_net *net, const char *layer,
+                                                 const char *parameter, double factor);
+DLA_API dla_status dla_net_set_l2_factor(dla_net *net, const char *layer, const char *parameter,
+                                         double factor);
+/* MATLAB getLearnRateFactor, getL2Factor; NaN (dla_last_error says why)
+ * when there is no such learnable. */
+DLA_API double dla_net_learn_rate_factor(const dla_net *net, const char *layer,
+                                         const char *parameter);
+DLA_API double dla_net_l2_factor(const dla_net *net, const char *layer, const char *parameter);
 DLA_API int dla_net_learnable_count(const dla_net *net);
 DLA_API int dla_net_state_count(const dla_net *net);
 /* net.Learnables = values / net.State = values: n must be the table's

@@ -1,0 +1,360 @@
+/*
+ * test_net_edit.c - changing a built network (dla_net_remove_layers,
+ * dla_net_replace_layer) and its factors by name (dla_net_set_learn_rate_
+ * factor and the rest): the graph, the layers' order, which values stay and
+ * which start afresh, the refusals that leave the network as it was, and a
+ * frozen layer that trainnet leaves alone.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "tu_assert.h"
+
+#include <dlaccel.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A small image classifier: input, conv, bn, relu, fc, softmax. */
+static dla_net *small_cnn(int classes)
+{
+    dla_layer *l[] = {
+        dla_image_input_layer(8, 8, 1, &(dla_image_input_options){.normalization = "none",
+                                                                  .name = "input"}),
+        dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.name = "conv"}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"}),
+        dla_relu_layer(&(dla_layer_options){.name = "relu"}),
+        dla_fc_layer(classes, &(dla_fc_layer_options){.name = "fc"}),
+        dla_softmax_layer(&(dla_layer_options){.name = "softmax"}),
+    };
+    dla_net *net = dla_net_create(6, l);
+    if (!net)
+        fail_msg("dla_net_create: %s", dla_last_error());
+    return net;
+}
+
+static dla_tensor *value(dla_net *net, const char *layer, const char *param)
+{
+    dla_table *t = dla_net_learnables(net);
+    assert_non_null(t);
+    int r = dla_table_find(t, layer, param);
+    assert_true(r >= 0);
+    return dla_table_value(t, r);
+}
+
+/* The layer names in order, joined by spaces. */
+static const char *layer_list(const dla_net *net)
+{
+    static char buf[512];
+    buf[0] = 0;
+    for (int i = 0; i < dla_net_layer_count(net); i++) {
+        strcat(buf, i ? " " : "");
+        strcat(buf, dla_net_layer_name(net, i));
+    }
+    return buf;
+}
+
+/* The connections as "src>dst" joined by spaces, in the network's order. */
+static const char *connection_list(const dla_net *net)
+{
+    static char buf[1024];
+    buf[0] = 0;
+    for (int i = 0; i < dla_net_connection_count(net); i++) {
+        const char *s, *d;
+        assert_int_equal(dla_net_connection(net, i, &s, &d), DLA_OK);
+        strcat(buf, i ? " " : "");
+        strcat(buf, s);
+        strcat(buf, ">");
+        strcat(buf, d);
+    }
+    return buf;
+}
+
+/* n random 8x8 single-channel images (inside the caller's scope). */
+static dla_tensor *images(int n, uint64_t seed)
+{
+    dla_rng_seed(seed);
+    return dla_randn(DLA_F32, "SSCB", DLA_DIMS(8, 8, 1, n));
+}
+
+static void replaced_layer_starts_afresh_and_the_others_keep_their_values(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = small_cnn(3);
+    dla_tensor *conv_w = value(net, "conv", "Weights"), *fc_w = value(net, "fc", "Weights");
+    dla_tensor *bn_offset = value(net, "bn", "Offset");
+    /* A new fc of the same size and name: its dims fit the old rows, and
+     * it must still not inherit them. */
+    dla_layer *fc = dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"});
+    assert_int_equal(dla_net_replace_layer(net, "fc", 1, &fc), DLA_OK);
+    assert_false(dla_net_initialized(net));
+    assert_string_equal(layer_list(net), "input conv bn relu fc softmax");
+    assert_string_equal(connection_list(net), "input>conv conv>bn bn>relu relu>fc fc>softmax");
+    /* The replaced layer's learnables are gone before initialization. */
+    assert_int_equal(dla_net_learnable_count(net), 4);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_learnable_count(net), 6);
+    assert_ptr_equal(value(net, "conv", "Weights"), conv_w);
+    assert_ptr_equal(value(net, "bn", "Offset"), bn_offset);
+    dla_tensor *new_w = value(net, "fc", "Weights");
+    assert_ptr_not_equal(new_w, fc_w);
+    assert_false(tu_same_bits(new_w, fc_w));
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_net_predict(net, 1, (dla_tensor *[]){images(5, 1)}, 1, &y, NULL), DLA_OK);
+    assert_int_equal(dla_tensor_dim(y, 1), 3);
+    assert_int_equal(dla_tensor_dim(y, 2), 5);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* Replacing one layer by two in the middle gives the network that was
+ * built with them, value for value. */
+static void replacing_with_several_layers_is_the_network_built_with_them(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = small_cnn(3);
+    dla_layer *two[] = {
+        dla_leakyrelu_layer(0.1, &(dla_layer_options){.name = "leaky"}),
+        dla_dropout_layer(0.5, &(dla_layer_options){.name = "drop"}),
+    };
+    assert_int_equal(dla_net_replace_layer(net, "relu", 2, two), DLA_OK);
+    assert_string_equal(layer_list(net), "input conv bn leaky drop fc softmax");
+    assert_string_equal(connection_list(net),
+                        "input>conv conv>bn fc>softmax leaky>drop bn>leaky drop>fc");
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_layer *l[] = {
+        dla_image_input_layer(8, 8, 1, &(dla_image_input_options){.normalization = "none",
+                                                                  .name = "input"}),
+        dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.name = "conv"}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"}),
+        dla_leakyrelu_layer(0.1, &(dla_layer_options){.name = "leaky"}),
+        dla_dropout_layer(0.5, &(dla_layer_options){.name = "drop"}),
+        dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"}),
+        dla_softmax_layer(&(dla_layer_options){.name = "softmax"}),
+    };
+    dla_net *built = dla_net_create(7, l);
+    assert_non_null(built);
+    int nl = dla_net_learnable_count(net);
+    assert_int_equal(dla_net_learnable_count(built), nl);
+    assert_int_equal(dla_net_set_learnables(built, nl, dla_table_values(dla_net_learnables(net))),
+                     DLA_OK);
+    dla_tensor *x = images(4, 2), *a = NULL, *b = NULL;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &a, NULL), DLA_OK);
+    assert_int_equal(dla_net_predict(built, 1, &x, 1, &b, NULL), DLA_OK);
+    assert_true(tu_same_bits(a, b));
+    dla_net_free(built);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* A layer with two inputs keeps both by order; a first new layer with
+ * fewer inputs than are connected is refused, the network unchanged. */
+static void inputs_are_reconnected_by_order(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {
+        dla_feature_input_layer(4, &(dla_feature_input_options){.name = "in"}),
+        dla_fc_layer(4, &(dla_fc_layer_options){.name = "a"}),
+        dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+        dla_fc_layer(2, &(dla_fc_layer_options){.name = "out"}),
+    };
+    dla_net *net = dla_net_create(4, l); /* add/in2 is free: not initialized yet */
+    assert_non_null(net);
+    dla_layer *b = dla_fc_layer(4, &(dla_fc_layer_options){.name = "b"});
+    assert_int_equal(dla_net_add_layers(net, 1, &b), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "b"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "b", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    /* A first new layer of one input cannot take in2: refused, and the
+     * network is still the initialized one it was. */
+    dla_layer *relu = dla_relu_layer(NULL);
+    assert_int_equal(dla_net_replace_layer(net, "add", 1, &relu), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "input 2 of 'add' is connected (from 'b')"));
+    assert_true(dla_net_initialized(net));
+    /* A product of the same two inputs takes them in order. */
+    dla_layer *mul = dla_multiplication_layer(2, &(dla_layer_options){.name = "mul"});
+    assert_int_equal(dla_net_replace_layer(net, "add", 1, &mul), DLA_OK);
+    assert_string_equal(layer_list(net), "in a mul out b");
+    assert_string_equal(connection_list(net), "in>a in>b a>mul/in1 b>mul/in2 mul>out");
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_tensor *x = dla_randn(DLA_F32, "CB", DLA_DIMS(4, 3)), *y = NULL;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    /* out(a(x) .* b(x)), by the ops. */
+    dla_tensor *ya = dla_fullyconnect(x, value(net, "a", "Weights"), value(net, "a", "Bias"));
+    dla_tensor *yb = dla_fullyconnect(x, value(net, "b", "Weights"), value(net, "b", "Bias"));
+    dla_tensor *want = dla_fullyconnect(dla_mul(ya, yb), value(net, "out", "Weights"),
+                              value(net, "out", "Bias"));
+    assert_true(tu_same_bits(y, want));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void refusals_leave_the_network_as_it_was(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = small_cnn(3);
+    const char *before = strdup(connection_list(net));
+    /* No such layer: the new layers are freed (the leak check sees it). */
+    dla_layer *fc = dla_fc_layer(3, NULL);
+    assert_int_equal(dla_net_replace_layer(net, "nope", 1, &fc), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no layer is named 'nope'"));
+    /* A name another layer has. */
+    fc = dla_fc_layer(3, &(dla_fc_layer_options){.name = "conv"});
+    assert_int_equal(dla_net_replace_layer(net, "fc", 1, &fc), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "named 'conv'"));
+    /* Two new layers of one name. */
+    dla_layer *two[] = {dla_relu_layer(&(dla_layer_options){.name = "r"}),
+                        dla_relu_layer(&(dla_layer_options){.name = "r"})};
+    assert_int_equal(dla_net_replace_layer(net, "relu", 2, two), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "both named 'r'"));
+    /* An input layer where the old layer had its input connected. */
+    dla_layer *in = dla_feature_input_layer(4, NULL);
+    assert_int_equal(dla_net_replace_layer(net, "relu", 1, &in), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "input 1 of 'relu' is connected (from 'bn')"));
+    /* Nothing new. */
+    assert_int_equal(dla_net_replace_layer(net, "relu", 0, NULL), DLA_ERR_INVALID_ARGUMENT);
+    /* Removal names an unknown layer among known ones: nothing removed. */
+    assert_int_equal(dla_net_remove_layers(net, 2, (const char *[]){"relu", "nope"}),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no layer is named 'nope'"));
+    assert_true(dla_net_initialized(net));
+    assert_string_equal(layer_list(net), "input conv bn relu fc softmax");
+    assert_string_equal(connection_list(net), before);
+    assert_int_equal(dla_net_learnable_count(net), 6);
+    free((void *)before);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void removed_layers_take_their_connections_and_values(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = small_cnn(3);
+    dla_tensor *conv_w = value(net, "conv", "Weights");
+    assert_int_equal(dla_net_remove_layers(net, 2, (const char *[]){"bn", "bn"}), DLA_OK);
+    assert_false(dla_net_initialized(net));
+    assert_string_equal(layer_list(net), "input conv relu fc softmax");
+    assert_string_equal(connection_list(net), "input>conv relu>fc fc>softmax");
+    assert_int_equal(dla_net_learnable_count(net), 4);
+    assert_int_equal(dla_net_state_count(net), 0);
+    assert_int_equal(dla_net_connect(net, "conv", "relu"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_ptr_equal(value(net, "conv", "Weights"), conv_w);
+    /* A layer added again under the removed name starts afresh. */
+    dla_layer *bn = dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"});
+    assert_int_equal(dla_net_remove_layers(net, 1, (const char *[]){"softmax"}), DLA_OK);
+    assert_int_equal(dla_net_add_layers(net, 1, &bn), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "fc", "bn"), DLA_OK);
+    /* An fc output is CB data: batch norm takes it. */
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_state_count(net), 2);
+    assert_string_equal(dla_net_output_name(net, 0), "bn");
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void factors_by_name_freeze_layers_and_survive_replacement(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = small_cnn(3);
+    assert_true(dla_net_learn_rate_factor(net, "conv", "Weights") == 1);
+    assert_true(dla_net_l2_factor(net, "conv", "Bias") == 0);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "conv", NULL, 0), DLA_OK);
+    assert_int_equal(dla_net_set_l2_factor(net, "bn", "Scale", 2.5), DLA_OK);
+    assert_true(dla_net_learn_rate_factor(net, "conv", "Weights") == 0);
+    assert_true(dla_net_learn_rate_factor(net, "conv", "Bias") == 0);
+    assert_true(dla_net_learn_rate_factor(net, "bn", "Scale") == 1);
+    assert_true(dla_net_l2_factor(net, "bn", "Scale") == 2.5);
+    /* The table says the same. */
+    dla_table *t = dla_net_learnables(net);
+    assert_true(dla_table_learn_rate_factor(t, dla_table_find(t, "conv", "Bias")) == 0);
+    /* Refusals, with the reason. */
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "conv", "Weight", 1),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no learnable 'Weight' (its learnables: Weights, Bias)"));
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "relu", NULL, 1), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "layer 'relu' has no learnables"));
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "nope", NULL, 1), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_set_l2_factor(net, "conv", NULL, -1), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_set_l2_factor(net, "conv", NULL, INFINITY), DLA_ERR_INVALID_ARGUMENT);
+    assert_true(isnan(dla_net_learn_rate_factor(net, "conv", "nope")));
+    assert_true(isnan(dla_net_l2_factor(net, "conv", NULL)));
+    /* Replacing fc keeps the others' factors; the new fc has the defaults
+     * once initialized, and none before. */
+    dla_layer *fc = dla_fc_layer(5, &(dla_fc_layer_options){.name = "fc"});
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "fc", NULL, 3), DLA_OK);
+    assert_int_equal(dla_net_replace_layer(net, "fc", 1, &fc), DLA_OK);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "fc", NULL, 1), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no learnables yet"));
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_true(dla_net_learn_rate_factor(net, "conv", "Weights") == 0);
+    assert_true(dla_net_l2_factor(net, "bn", "Scale") == 2.5);
+    assert_true(dla_net_learn_rate_factor(net, "fc", "Weights") == 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* Transfer learning in small: a trained network's classifier replaced for
+ * a task of another number of classes, the convolution frozen; trainnet
+ * leaves the frozen values bit for bit and trains the new layer. */
+static void trainnet_leaves_a_frozen_layer_alone(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = small_cnn(3);
+    dla_layer *fc = dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc_new"});
+    assert_int_equal(dla_net_replace_layer(net, "fc", 1, &fc), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "conv", NULL, 0), DLA_OK);
+    dla_tensor *conv_w = dla_tensor_retain(value(net, "conv", "Weights"));
+    dla_tensor *conv_b = dla_tensor_retain(value(net, "conv", "Bias"));
+    dla_tensor *fc_w = dla_tensor_retain(value(net, "fc_new", "Weights"));
+    int n = 64;
+    dla_tensor *x = images(n, 3);
+    /* Class 1 where the image's mean is positive. */
+    int32_t cls[64];
+    for (int i = 0; i < n; i++)
+        cls[i] = i % 2;
+    dla_tensor *t = dla_tensor_from_host(cls, DLA_I32, "", DLA_DIMS(1, n));
+    dla_train_data data = {.predictors = x, .targets = t};
+    dla_training_options o = {.solver = "adam", .max_epochs = 2, .mini_batch_size = 16,
+                              .verbose = -1, .l2_regularization = 1e-2};
+    dla_net *trained = NULL;
+    assert_int_equal(dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_OK);
+    assert_true(tu_same_bits(value(trained, "conv", "Weights"), conv_w));
+    assert_true(tu_same_bits(value(trained, "conv", "Bias"), conv_b));
+    assert_false(tu_same_bits(value(trained, "fc_new", "Weights"), fc_w));
+    assert_true(dla_net_learn_rate_factor(trained, "conv", "Weights") == 0);
+    dla_tensor_release(conv_w);
+    dla_tensor_release(conv_b);
+    dla_tensor_release(fc_w);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+int main(void)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    const struct CMUnitTest tests[] = {
+        TU_TEST(replaced_layer_starts_afresh_and_the_others_keep_their_values),
+        TU_TEST(replacing_with_several_layers_is_the_network_built_with_them),
+        TU_TEST(inputs_are_reconnected_by_order),
+        TU_TEST(refusals_leave_the_network_as_it_was),
+        TU_TEST(removed_layers_take_their_connections_and_values),
+        TU_TEST(factors_by_name_freeze_layers_and_survive_replacement),
+        TU_TEST(trainnet_leaves_a_frozen_layer_alone),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
