@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
@@ -242,6 +243,31 @@ static dla_status set_stats(dla_layer *l, dla_tensor *mean, dla_tensor *std)
             l->status = dla_tensor_status(l->given[k]);
             l->message = dla__nn_strdup(dla_tensor_error(l->given[k]));
         }
+    }
+    /* A divisor of 0, a negative or a non-finite one makes every output of
+     * the element NaN or Inf, and the whole network with it: refused here,
+     * where the user gave it. */
+    if (l->status == DLA_OK && std && !strcmp(l->props.option, "zscore")) {
+        const int64_t n = dla_tensor_numel(l->given[1]);
+        double *v = dla__nn_malloc(sizeof *v * (size_t)(n ? n : 1));
+        dla_status st = v ? dla_tensor_to_host(dla_cast(l->given[1], DLA_F64), v, sizeof *v * (size_t)n)
+                          : DLA_ERR_OUT_OF_MEMORY;
+        int64_t bad = -1;
+        for (int64_t i = 0; st == DLA_OK && i < n && bad < 0; i++)
+            if (!(v[i] > 0) || !isfinite(v[i]))
+                bad = i;
+        if (st != DLA_OK || bad >= 0) {
+            char msg[256];
+            if (st != DLA_OK)
+                snprintf(msg, sizeof msg, "%s: StandardDeviation could not be read", l->kind->type);
+            else
+                snprintf(msg, sizeof msg, "%s: StandardDeviation(%lld) is %g: each must be positive "
+                         "and finite (it divides the input)", l->kind->type, (long long)bad + 1,
+                         v[bad]);
+            l->status = st != DLA_OK ? st : DLA_ERR_INVALID_ARGUMENT;
+            l->message = dla__nn_strdup(msg);
+        }
+        dla__nn_free(v);
     }
     return l->status;
 }

@@ -4,6 +4,7 @@
  * network, and input normalization statistics computed from data.
  */
 #include "core/tensor.h" /* dla__tensor_view: a header of the copy's own */
+#include "core/log.h"    /* the warning for constant statistics */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -427,10 +428,24 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the data is empty", fn);
     if (st == DLA_OK) {
         dla_scope_begin();
+        /* An element (channel...) constant over the data has no spread to
+         * divide by: (x - Mean) ./ 0 is NaN on the data and +-Inf off it,
+         * and one such pixel (the blank border of digit images, per
+         * element) makes every output NaN. It is divided by 1 instead, so
+         * it stays x - Mean; the log says how many. */
+        int64_t constant = 0;
         for (int64_t j = 0; j < m; j++) {
             const double var = sq[j] / count;
             sq[j] = sqrt(var > 0 ? var : 0);
+            if (!(sq[j] > 0) && !strcmp(p->option, "zscore")) {
+                sq[j] = 1;
+                constant++;
+            }
         }
+        if (constant)
+            dla__log(DLA_LOG_WARN, "%s: layer '%s': %lld of %lld statistics have a standard "
+                     "deviation of 0 in the data (constant there); StandardDeviation is 1 for "
+                     "them", fn, layer, (long long)constant, (long long)m);
         for (int k = 0; k < l->nparams && st == DLA_OK; k++) {
             dla_table *t = &net->tables[l->param[k].kind];
             int r = l->param[k].row;

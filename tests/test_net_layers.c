@@ -130,7 +130,7 @@ static void input_statistics_come_from_data(void **state)
         .normalization = "zscore", .min_length = 2})};
     dla_net *net = dla_net_create(1, l);
     assert_non_null(net);
-    /* channel 1: 1..6 (mean 3.5), channel 2: all 5 (std 0) over two tensors */
+    /* channel 1: 1..6 (mean 3.5), channel 2: all 5 (no spread: std 1) over two tensors */
     dla_tensor *a = dla_tensor_from_host((double[]){1, 5, 2, 5, 3, 5}, DLA_F64, "CBT", DLA_DIMS(2, 1, 3));
     dla_tensor *b = dla_tensor_from_host((double[]){4, 5, 5, 5, 6, 5}, DLA_F64, "CBT", DLA_DIMS(2, 3, 1));
     assert_int_equal(dla_net_set_input_statistics(net, "sequenceinput_1", 2, (dla_tensor *[]){a, b}), DLA_OK);
@@ -139,7 +139,7 @@ static void input_statistics_come_from_data(void **state)
     assert_true(fabs(dla_tensor_item(m, 0) - 3.5) < 1e-6);
     assert_true(fabs(dla_tensor_item(m, 1) - 5) < 1e-6);
     assert_true(fabs(dla_tensor_item(s, 0) - sqrt(17.5 / 6)) < 1e-5);
-    assert_true(fabs(dla_tensor_item(s, 1)) < 1e-6);
+    assert_true(dla_tensor_item(s, 1) == 1);
     /* A sequence shorter than MinLength is refused. */
     dla_tensor *shrt = dla_zeros(DLA_F32, "CBT", DLA_DIMS(2, 1, 1)), *y;
     assert_int_equal(dla_net_predict(net, 1, &shrt, 1, &y, NULL), DLA_ERR_SHAPE);
@@ -203,6 +203,50 @@ static void input_statistics_keep_a_small_spread_on_a_large_offset(void **state)
     dla_scope_end();
 }
 
+/* A statistic constant over the data (a blank border pixel, per element)
+ * has no spread: its StandardDeviation becomes 1, not 0, so the network's
+ * output is finite, and the others keep theirs. A StandardDeviation given
+ * with a zero, a negative or a NaN in it is refused at the layer. */
+static void zscore_of_a_constant_element_divides_by_one(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_image_input_layer(2, 1, 1, &(dla_image_input_options){
+        .normalization = "zscore", .normalization_dimension = "element", .name = "in"})};
+    dla_net *net = dla_net_create(1, l);
+    assert_non_null(net);
+    /* Element 1 is 0 in every image; element 2 is 1, 3. */
+    dla_tensor *x = dla_tensor_from_host((float[]){0, 1, 0, 3}, DLA_F32, "SSCB", DLA_DIMS(2, 1, 1, 2));
+    assert_int_equal(dla_net_set_input_statistics(net, "in", 1, &x), DLA_OK);
+    dla_tensor *sd = dla_net_get(net, "in", "StandardDeviation");
+    assert_true(dla_tensor_item(sd, 0) == 1);
+    assert_true(dla_tensor_item(sd, 1) == 1); /* std of {1, 3}, population */
+    dla_tensor *y = NULL;
+    dla_tensor *t = dla_tensor_from_host((float[]){0.5f, 5}, DLA_F32, "SSCB", DLA_DIMS(2, 1, 1, 1));
+    assert_int_equal(dla_net_predict(net, 1, &t, 1, &y, NULL), DLA_OK);
+    assert_true(dla_tensor_item(y, 0) == 0.5);
+    assert_true(dla_tensor_item(y, 1) == 3); /* (5 - 2) / 1 */
+    dla_net_free(net);
+    const float bad[][2] = {{1, 0}, {1, -2}, {NAN, 1}, {1, INFINITY}};
+    for (int k = 0; k < 4; k++) {
+        dla_tensor *given = dla_tensor_from_host(bad[k], DLA_F32, "", DLA_DIMS(2, 1, 1));
+        dla_layer *b = dla_image_input_layer(2, 1, 1, &(dla_image_input_options){
+            .normalization = "zscore", .normalization_dimension = "element", .standard_deviation = given});
+        assert_non_null(b);
+        assert_int_equal(dla_layer_status(b), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_layer_error(b), "imageInput: StandardDeviation("));
+        assert_non_null(strstr(dla_layer_error(b), "each must be positive and finite"));
+        dla_layer_free(b);
+    }
+    /* zerocenter does not divide: its unused StandardDeviation is not checked. */
+    dla_tensor *zero = dla_tensor_from_host((float[]){0}, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_layer *z = dla_feature_input_layer(1, &(dla_feature_input_options){
+        .normalization = "zerocenter", .standard_deviation = zero});
+    assert_int_equal(dla_layer_status(z), DLA_OK);
+    dla_layer_free(z);
+    dla_scope_end();
+}
+
 /* featureInputLayer: "CB" data, zscore with given statistics, statistics
  * set from data, and any other data refused naming the layer. */
 static void feature_input_normalizes_and_takes_statistics_from_data(void **state)
@@ -238,7 +282,8 @@ static void feature_input_normalizes_and_takes_statistics_from_data(void **state
     assert_true(fabs(dla_tensor_item(m, 0) - 3.5) < 1e-6);
     assert_true(fabs(dla_tensor_item(m, 1) - 5) < 1e-6);
     assert_true(fabs(dla_tensor_item(s, 0) - sqrt(17.5 / 6)) < 1e-5);
-    assert_true(fabs(dla_tensor_item(s, 1)) < 1e-6);
+    /* Constant: 1, so that it is divided by something (a 0 gave NaN). */
+    assert_true(dla_tensor_item(s, 1) == 1);
     dla_net_free(net);
     dla_scope_end();
 }
@@ -1584,6 +1629,7 @@ int main(void)
         TU_TEST(input_statistics_come_from_data),
         TU_TEST(input_statistics_refuse_data_of_other_sizes),
         TU_TEST(input_statistics_keep_a_small_spread_on_a_large_offset),
+        TU_TEST(zscore_of_a_constant_element_divides_by_one),
         TU_TEST(feature_input_normalizes_and_takes_statistics_from_data),
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(transposed_conv_layers_match_dla_transpconv),

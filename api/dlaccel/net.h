@@ -156,7 +156,12 @@ typedef struct dla_layer_options {
  * The statistics (fixed parameters Mean and StandardDeviation, not
  * learnables) are zeros and ones until set: by the options below, by
  * dla_net_set, or from data by dla_net_set_input_statistics (what trainnet
- * does, as MATLAB's ResetInputNormalization). */
+ * does, as MATLAB's ResetInputNormalization). A StandardDeviation given
+ * in the options must be positive and finite (the layer is in an error
+ * state otherwise, DLA_ERR_INVALID_ARGUMENT naming the first bad element);
+ * one computed from data where the data is constant (a blank border pixel
+ * with "element") is 1, not 0, with a warning in the log: dividing by 0
+ * made every output NaN. */
 typedef struct dla_image_input_options {
     const char *name;
     /* NULL: "zerocenter" (MATLAB's default), "zscore", "none". */
