@@ -2,7 +2,7 @@
 # fullyconnect and dropout; one binary (one cmocka group) per family.
 EXTRA_DIST += tests/test_nnops.h
 DLA_NNOPS_TESTS = tests/test_nnops_act tests/test_nnops_norm tests/test_nnops_pool \
-	tests/test_nnops_fc tests/test_nnops_dropout tests/test_nnops_allocfail
+	tests/test_nnops_fc tests/test_nnops_dropout tests/test_nnops_allocfail tests/test_embed
 check_PROGRAMS += $(DLA_NNOPS_TESTS)
 TESTS += $(DLA_NNOPS_TESTS) tests/nnops_on_testmem.sh
 EXTRA_DIST += tests/nnops_on_testmem.sh
@@ -21,6 +21,9 @@ tests_test_nnops_fc_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_nnops_dropout_SOURCES = tests/test_nnops_dropout.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h
 tests_test_nnops_dropout_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_nnops_dropout_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_embed_SOURCES = tests/test_embed.c tests/gradcheck.h tests/testutil.h
+tests_test_embed_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_embed_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_nnops_allocfail_SOURCES = tests/test_nnops_allocfail.c tests/testutil.h tests/allocfail.h
 tests_test_nnops_allocfail_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_nnops_allocfail_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

@@ -570,6 +570,21 @@ typedef struct dla_position_embedding_layer_options {
 } dla_position_embedding_layer_options;
 DLA_API dla_layer *dla_position_embedding_layer(int64_t output_size, int64_t max_position,
                                                 const dla_position_embedding_layer_options *opts);
+/* MATLAB wordEmbeddingLayer(dimension, numWords) (Text Analytics
+ * Toolbox): each token index of the input becomes a learned vector of
+ * dimension channels (dla_embed). Weights are dimension x (numWords + 1):
+ * words 1..numWords have their columns, and every other value (0, the
+ * padding MATLAB's doc2sequence adds, NaN, a number past numWords) the
+ * last one (OOVMode "map-to-last", the only mode here). The input has a
+ * "C" of 1: "CBT" token sequences from dla_sequence_input_layer(1, ...)
+ * give dimension x B x T "CBT"; "CB" from dla_feature_input_layer(1, ...)
+ * gives dimension x B. Another input is DLA_ERR_SHAPE at initialization. */
+typedef struct dla_word_embedding_layer_options {
+    const char *name;
+    const char *weights_initializer; /* NULL: "narrow-normal" (MATLAB's) */
+} dla_word_embedding_layer_options;
+DLA_API dla_layer *dla_word_embedding_layer(int64_t dimension, int64_t num_words,
+                                            const dla_word_embedding_layer_options *opts);
 
 /* MATLAB resize2dLayer("Scale", s | "OutputSize", [h w], "Method", ...,
  * "GeometricTransformMode", ..., "NearestRoundingMode", ...): resizes the

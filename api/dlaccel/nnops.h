@@ -323,6 +323,22 @@ DLA_API dla_tensor *dla_dropout(dla_tensor *x, double prob);
  * bias do not match (the message names both shapes). */
 DLA_API dla_tensor *dla_fullyconnect(dla_tensor *x, dla_tensor *weights, dla_tensor *bias);
 
+/* MATLAB Y = embed(X, weights): the columns of weights (embedding dimension
+ * D x V, single or double, unformatted) that the numeric indices of X pick.
+ * X is formatted ("BT" or "CBT" token sequences, "CB" or "B" one index an
+ * observation...) with a "C" of 1 or none; any numeric dtype. Y has X's
+ * labels with "C" of D (inserted after the "S" dims when X has none:
+ * "BT" gives "CBT"), weights' dtype. As MATLAB's: indices are 1-based, and
+ * every value that is not a whole number in 1..V (0, doc2sequence's
+ * padding, NaN, a fraction, past V) picks column V, the out-of-vocabulary
+ * vector. Differentiable in weights (a column picked several times gets
+ * their gradients' sum); no host read, so it records and replays.
+ * Errors: DLA_ERR_FORMAT for an unformatted X, DLA_ERR_SHAPE for a "C" of
+ * X other than 1 or weights that are not a matrix, DLA_ERR_DTYPE for
+ * logical X or integer weights, DLA_ERR_INVALID_ARGUMENT for operands on
+ * different devices. */
+DLA_API dla_tensor *dla_embed(dla_tensor *x, dla_tensor *weights);
+
 #ifdef __cplusplus
 }
 #endif
