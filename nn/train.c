@@ -18,6 +18,7 @@
 #include <dlaccel.h>
 
 #include "nn/train_impl.h"
+#include "nn/data_mbq.h"
 #include "nn/train_parallel.h"
 
 #include <math.h>
@@ -1184,6 +1185,10 @@ static dla_status run_epochs(trainer *tr)
                 dla_set_error(st, "dla_trainnet: epoch %d: %s", tr->epoch, msg);
             } else {
                 b++;
+                /* In parallel, a batch of fewer observations than workers
+                 * leaves some without a share: they run on a placeholder
+                 * and weigh 0. */
+                tr->par.empty = dla__mbq_last_empty(tr->train_q);
                 st = train_batch(tr, batch[0], batch[1], tr->epoch == tr->o.max_epochs && b == nb,
                                  &stop);
             }
