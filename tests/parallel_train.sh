@@ -2,7 +2,7 @@
 # Parallel training under mpirun (issue 15): N workers against 1, the same
 # bits on every rank after every step, two runs alike (1 to 4 ranks); the
 # batch-normalization state combined against the whole batch's; trainnet
-# "parallel" with parts of uneven batch counts ending together, only rank 0
+# "parallel" on "auto"'s mini-batches, with uneven shares, only rank 0
 # printing, its gradient reductions overlapped with the backward pass (the
 # blocking path's result; a rank that fails stops them all), and a resume
 # from its checkpoint with another number of workers; the two examples on 2 ranks (--small); the cpu plugin's
@@ -48,7 +48,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..27"
+echo "1..30"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -61,10 +61,17 @@ for n in 1 2 3; do
     run "$n" state
     verdict "$n worker(s): state of sequences' batch normalization and of a custom layer combined equals the whole batch's"
 done
+# trainnet "parallel" against "auto": the workers' shares of an iteration
+# are one process's mini-batch (the partial last one, fewer observations
+# than workers, sequences padded to the whole batch's length).
+for n in 2 3 4; do
+    run "$n" global
+    verdict "trainnet \"parallel\" on $n workers trains on \"auto\"'s mini-batches"
+done
 for n in 2 3 4; do
     rm -f "$tmp"/ckpt/*; mkdir -p "$tmp/ckpt"
     run "$n" trainnet "$tmp/ckpt"
-    verdict "trainnet \"parallel\" on $n workers with uneven batch counts ends together"
+    verdict "trainnet \"parallel\" on $n workers with uneven shares ends together"
 done
 # The last run's output: rank 0's lines only (the table, the verdicts).
 t=$((t + 1))
