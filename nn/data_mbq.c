@@ -218,10 +218,10 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
             images = dla__imds_batch(q->in[q->imds_input].imds, obs, count,
                                      q->has_aug ? &q->aug_rng : NULL, q->device, kept, &nkept,
                                      "dla_mbq_next");
-        if (q->has_aug)
-            dla__imds_augment_skip(q->in[q->imds_input].imds, &q->aug_rng, after);
         else
             dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "dla_mbq_next: out of memory");
+        if (q->has_aug)
+            dla__imds_augment_skip(q->in[q->imds_input].imds, &q->aug_rng, after);
         if (images) {
             held[nheld++] = images;
             for (int64_t k = 0; k < nkept; k++)
