@@ -1183,6 +1183,9 @@ static dla_status run_epochs(trainer *tr)
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", dla_last_error());
                 dla_set_error(st, "dla_trainnet: epoch %d: %s", tr->epoch, msg);
+                /* Only this worker may have failed (a corrupt file in its
+                 * share): it meets the others where their step does. */
+                st = dla__train_par_failed_batch(&tr->par, st);
             } else {
                 b++;
                 /* In parallel, a batch of fewer observations than workers

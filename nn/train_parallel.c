@@ -397,6 +397,24 @@ dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t coun
     return DLA_OK;
 }
 
+dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st)
+{
+    if (!p->on || p->size == 1)
+        return st;
+    /* The meetings of an iteration (dla__train_par_prestep, _step and
+     * _metrics), each with this rank's failure: the others learn of it
+     * where they meet it, in the same collectives. */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    dla__train_par_prestep(p, st, NULL, 0, 0);
+    dla_set_error(st, "%s", msg);
+    dla__train_par_step(p, st, NULL, 0, 0, 0, 0, NULL);
+    dla_set_error(st, "%s", msg);
+    double nan = NAN, nan2 = NAN;
+    dla__train_par_metrics(p, st, 0, &nan, &nan2);
+    return dla_set_error(st, "%s", msg);
+}
+
 dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop)
 {
     if (!p->on || p->size == 1)

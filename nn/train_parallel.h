@@ -68,6 +68,11 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
  * count observations made whole-batch, with st agreed. */
 dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t count, double *acc,
                                   double *rmse);
+/* A rank whose batch could not be made (st, the last error saying why)
+ * takes part in the iteration's meetings as iterate's step does with a
+ * failure, so that every rank fails there with "rank r failed" instead of
+ * meeting other collectives out of step. Returns st. */
+dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st);
 /* The end of an iteration: st agreed, and *stop set on every rank when set
  * on any (an OutputFcn). */
 dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop);

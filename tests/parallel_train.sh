@@ -48,7 +48,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..30"
+echo "1..32"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -60,6 +60,18 @@ done
 for n in 1 2 3; do
     run "$n" state
     verdict "$n worker(s): state of sequences' batch normalization and of a custom layer combined equals the whole batch's"
+done
+# A corrupt image in one worker's share: only that worker reads it, and
+# every worker must fail at the same meeting (the one naming the file, the
+# others "rank r failed"), the world still in step after it.
+mkdir -p "$tmp/bad/k0" "$tmp/bad/k1"
+for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+    cp "${srcdir:-.}/fuzz/seeds/image/gray28.png" "$tmp/bad/k$((i % 2))/$i.png"
+done
+head -c 40 "${srcdir:-.}/fuzz/seeds/image/gray28.png" >"$tmp/bad/k1/bad.png"
+for n in 2 3; do
+    DLACCEL_COLLECTIVE_TIMEOUT=2 DLACCEL_COLLECTIVE_FAIL_AFTER=6 run "$n" badfile "$tmp/bad"
+    verdict "$n workers: a batch one worker cannot read fails every worker at once"
 done
 # trainnet "parallel" against "auto": the workers' shares of an iteration
 # are one process's mini-batch (the partial last one, fewer observations

@@ -41,6 +41,11 @@
  *              of an iteration are "auto"'s mini-batch (some workers
  *              without a share where a batch has fewer observations than
  *              workers).
+ *   badfile DIR
+ *              trainnet "parallel" on the image datastore DIR, one of whose
+ *              files is corrupt and read by one worker only (its share):
+ *              every worker fails, the world still in step (a barrier
+ *              passes), with the blocking and the overlapped reductions.
  *   refused    (2 ranks or more) the last rank refuses its own arguments
  *              of a collective the others make (dla_spmd_combine with a
  *              weight NaN, with an error tensor; dla_spmd_combine_state
@@ -895,6 +900,44 @@ static void mode_global(void)
     }
 }
 
+/* trainnet "parallel" on an image datastore (DIR) one of whose files is
+ * corrupt: only the worker whose share holds it reads it, and every
+ * worker must fail with an error (that worker naming the file, the others
+ * naming it as failed), none left waiting. */
+static void mode_badfile(const char *dir)
+{
+    dla_imds *ds = NULL;
+    if (dla_imds_create(dir, NULL, &ds) != DLA_OK)
+        die("badfile: dla_imds_create");
+    dla_rng_seed(3);
+    /* No input normalization: its statistics would read every file on
+     * every worker. */
+    dla_layer *layers[] = {dla_image_input_layer(28, 28, 1, &(dla_image_input_options){
+                                                            .normalization = "none"}),
+                           dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(3, layers), *trained = NULL;
+    for (int overlap = 0; overlap < 2; overlap++) {
+        setenv("DLACCEL_OVERLAP", overlap ? "1" : "0", 1);
+        dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .verbose = -1,
+                                  .plots = "none", .execution_environment = "parallel"};
+        dla_status st = dla_trainnet(&(dla_train_data){.images = ds}, net,
+                                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL);
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        const int named = strstr(msg, "bad.png") != NULL, other = strstr(msg, "failed") != NULL;
+        char what[128];
+        snprintf(what, sizeof what, "a corrupt file in one worker's share (%s): every worker fails",
+                 overlap ? "overlapped" : "blocking");
+        check(st != DLA_OK && (named || other), what, msg);
+        dla_net_free(trained);
+        trained = NULL;
+        /* The world is still in step: a barrier passes. */
+        check(dla_spmd_barrier() == DLA_OK, "  the workers meet again after it", "");
+    }
+    dla_net_free(net);
+    dla_imds_free(ds);
+}
+
 int main(int argc, char **argv)
 {
     rank = dla_spmd_rank();
@@ -916,11 +959,13 @@ int main(int argc, char **argv)
         mode_device();
     else if (!strcmp(mode, "global"))
         mode_global();
+    else if (!strcmp(mode, "badfile") && argc > 2)
+        mode_badfile(argv[2]);
     else if (!strcmp(mode, "refused"))
         mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device | refused | global\n");
+                        "resume DIR | overlap | device | refused | global | badfile DIR\n");
         return 2;
     }
     fflush(stdout);
