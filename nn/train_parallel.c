@@ -2,10 +2,10 @@
  * train_parallel.c - trainnet's workers: ExecutionEnvironment "parallel"
  * and "multi-gpu" (docs/parallel.md, "Training").
  *
- * Every rank runs trainnet's loop on its part of the data and its share
- * of each mini-batch; where the loop would use a figure of the whole
- * batch (the loss, the gradients, the batch-normalization state, the
- * metrics) the workers combine theirs, so that each applies the same
+ * Every rank runs trainnet's loop on its share of each mini-batch (of
+ * the mini-batches one process trains on); where the loop would use a
+ * figure of the whole batch (the loss, the gradients, the
+ * batch-normalization state, the metrics) the workers combine theirs, so that each applies the same
  * update to the same network and takes the same decisions (stop, diverged,
  * validation). The workers also agree on every failure: a rank that fails
  * alone would otherwise leave the others waiting in the next collective
