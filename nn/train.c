@@ -1582,8 +1582,9 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         if (st == DLA_OK && tr.chunk)
             st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                                "dla_trainnet: ExecutionEnvironment \"%s\" with SequenceLength "
-                               "\"%s\": chunks of sequences are not trained in parallel (the "
-                               "workers' chunk counts differ); use \"longest\" or \"shortest\"",
+                               "\"%s\": chunks of sequences are not trained in parallel (a "
+                               "stop within a batch's chunks is not agreed among the workers); "
+                               "use \"longest\" or \"shortest\"",
                                tr.o.execution_environment, tr.o.sequence_length);
         if (st == DLA_OK)
             st = dla__train_par_setup(&tr.par, tr.net, &tr.train_q, &tr.o, &tr.iterations_per_epoch);
