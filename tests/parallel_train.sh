@@ -48,7 +48,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..32"
+echo "1..34"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -72,6 +72,16 @@ head -c 40 "${srcdir:-.}/fuzz/seeds/image/gray28.png" >"$tmp/bad/k1/bad.png"
 for n in 2 3; do
     DLACCEL_COLLECTIVE_TIMEOUT=2 DLACCEL_COLLECTIVE_FAIL_AFTER=6 run "$n" badfile "$tmp/bad"
     verdict "$n workers: a batch one worker cannot read fails every worker at once"
+done
+# An augmented datastore: each worker draws the whole batch's transforms
+# and keeps its share's, so each image is transformed as in one process.
+mkdir -p "$tmp/aug/k0" "$tmp/aug/k1"
+for i in 0 1 2 3 4 5 6 7 8 9 10 11 12; do
+    cp "${srcdir:-.}/fuzz/seeds/image/gray28.png" "$tmp/aug/k$((i % 2))/$i.png"
+done
+for n in 2 3; do
+    run "$n" augment "$tmp/aug"
+    verdict "$n workers: an augmented datastore's images transformed as in one process"
 done
 # trainnet "parallel" against "auto": the workers' shares of an iteration
 # are one process's mini-batch (the partial last one, fewer observations

@@ -46,6 +46,11 @@
  *              files is corrupt and read by one worker only (its share):
  *              every worker fails, the world still in step (a barrier
  *              passes), with the blocking and the overlapped reductions.
+ *   augment DIR
+ *              trainnet "parallel" against "auto" on an augmented datastore
+ *              over DIR (copies of one image, told apart by their random
+ *              transforms only): the losses within 1e-5, each image
+ *              transformed as in one process.
  *   refused    (2 ranks or more) the last rank refuses its own arguments
  *              of a collective the others make (dla_spmd_combine with a
  *              weight NaN, with an error tensor; dla_spmd_combine_state
@@ -938,6 +943,53 @@ static void mode_badfile(const char *dir)
     dla_imds_free(ds);
 }
 
+/* trainnet "parallel" against "auto" on an augmented datastore over DIR
+ * (copies of one image: only the transforms tell them apart): each image
+ * must get the transform it gets in one process, so the losses agree. */
+static void mode_augment(const char *dir)
+{
+    dla_imds *ds = NULL, *aug = NULL;
+    const int64_t size2[2] = {28, 28};
+    if (dla_imds_create(dir, NULL, &ds) != DLA_OK ||
+        dla_augimds_create(size2, ds, &(dla_image_augmenter){.rand_x_reflection = 1,
+                                                             .rand_x_translation = {-3, 3},
+                                                             .rand_rotation = {-20, 20}},
+                           9, &aug) != DLA_OK)
+        die("augment: the datastore");
+    double *loss[2] = {NULL, NULL};
+    int64_t its[2] = {0, 0};
+    for (int par = 0; par < 2; par++) {
+        dla_rng_seed(3);
+        dla_layer *layers[] = {dla_image_input_layer(28, 28, 1, &(dla_image_input_options){
+                                                                .normalization = "none"}),
+                               dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(3, layers), *trained = NULL;
+        dla_training_info *info = NULL;
+        dla_training_options o = {.max_epochs = 2, .mini_batch_size = 5, .verbose = -1,
+                                  .plots = "none", .partial_mini_batch = "return",
+                                  .shuffle = "every-epoch", .initial_learn_rate = 0.01,
+                                  .execution_environment = par ? "parallel" : "auto"};
+        if (dla_trainnet(&(dla_train_data){.images = aug}, net,
+                         &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) != DLA_OK)
+            die("augment: trainnet");
+        its[par] = info->iterations;
+        loss[par] = malloc(sizeof *loss[par] * (size_t)info->iterations);
+        memcpy(loss[par], info->training_loss, sizeof *loss[par] * (size_t)info->iterations);
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    double w = its[0] == its[1] ? worst(loss[1], loss[0], its[0]) : INFINITY;
+    char detail[128];
+    snprintf(detail, sizeof detail, "%lld and %lld iterations, the loss within %.1e",
+             (long long)its[1], (long long)its[0], w);
+    check(w < 1e-5, "an augmented datastore: each image transformed as in one process", detail);
+    free(loss[0]);
+    free(loss[1]);
+    dla_imds_free(aug);
+    dla_imds_free(ds);
+}
+
 int main(int argc, char **argv)
 {
     rank = dla_spmd_rank();
@@ -961,11 +1013,13 @@ int main(int argc, char **argv)
         mode_global();
     else if (!strcmp(mode, "badfile") && argc > 2)
         mode_badfile(argv[2]);
+    else if (!strcmp(mode, "augment") && argc > 2)
+        mode_augment(argv[2]);
     else if (!strcmp(mode, "refused"))
         mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device | refused | global | badfile DIR\n");
+                        "resume DIR | overlap | device | refused | global | badfile DIR | augment DIR\n");
         return 2;
     }
     fflush(stdout);
