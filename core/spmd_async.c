@@ -116,8 +116,11 @@ static void enqueue(dla__spmd *w, dla_spmd_request *r)
 /* r's tensors, buffers and r itself (not linked in the world's list). */
 static void free_request(dla_spmd_request *r)
 {
-    for (int k = 0; k < r->n; k++)
+    for (int k = 0; k < r->n; k++) {
         dla_tensor_release(r->t[k]);
+        if (r->s)
+            dla__free(r->s[k].wide);
+    }
     dla__free_aligned(r->stage);
     dla__free(r->all);
     dla__free(r->pay);
@@ -163,8 +166,13 @@ static void post(dla__spmd *w, dla_spmd_request *r)
     for (int k = 0; k < r->n && st == DLA_OK; k++) {
         if (r->s[k].bytes == 0)
             continue;
-        st = w->p->allreduce(w->ctx, r->s[k].host, r->s[k].bytes / dla_dtype_size(r->t[k]->dtype),
-                             r->t[k]->dtype, wire, DLA_COMM_ASYNC, &r->pay[r->npay]);
+        if (dla__coll_wide(r->op, r->t[k]->dtype))
+            st = dla__coll_widen(name, &r->s[k], r->t[k]->dtype);
+        if (st == DLA_OK)
+            st = w->p->allreduce(w->ctx, dla__coll_wire_buf(&r->s[k]),
+                                 dla__coll_wire_count(&r->s[k], r->t[k]->dtype),
+                                 dla__coll_wire_dtype(&r->s[k], r->t[k]->dtype), wire,
+                                 DLA_COMM_ASYNC, &r->pay[r->npay]);
         r->npay += st == DLA_OK;
     }
     if (st != DLA_OK) {
@@ -184,6 +192,7 @@ static void reduced(dla__spmd *w, dla_spmd_request *r)
 {
     dla_status st = DLA_OK;
     for (int k = 0; k < r->n && st == DLA_OK; k++) {
+        dla__coll_narrow(&r->s[k], r->t[k]->dtype);
         if (r->op == DLA_REDUCE_MEAN)
             dla__coll_divide(r->s[k].host, r->s[k].bytes, r->t[k]->dtype, w->world.size);
         if (r->s[k].direct)
@@ -336,7 +345,11 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
         r->t[k] = dla_tensor_retain(t[k]);
         r->n = k + 1;
     }
-    if (st == DLA_OK)
+    /* An integer sum is widened on the host (dla__coll_widen). */
+    int wide = 0;
+    for (int k = 0; k < n && st == DLA_OK; k++)
+        wide |= dla__coll_wide(op, t[k]->dtype);
+    if (st == DLA_OK && !wide)
         r->mine.device_path = dla__spmd_device_path(w, n, t);
     if (st == DLA_OK && !r->mine.device_path)
         st = dla__coll_lay_out(name, n, t, r->s, 1, &r->stage);

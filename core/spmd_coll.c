@@ -216,6 +216,53 @@ dla_status dla__coll_check_reduce(const char *name, int n, dla_tensor *const *t,
     return st;
 }
 
+int dla__coll_wide(dla_reduce_op op, dla_dtype dtype)
+{
+    return op == DLA_REDUCE_SUM && (dtype == DLA_I32 || dtype == DLA_U8);
+}
+
+dla_status dla__coll_widen(const char *op, dla__coll_slot *s, dla_dtype dtype)
+{
+    const size_t n = s->bytes / dla_dtype_size(dtype);
+    s->wide = dla__malloc(sizeof *s->wide * (n ? n : 1));
+    if (!s->wide)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu sums", op, n);
+    for (size_t i = 0; i < n; i++)
+        s->wide[i] = dtype == DLA_I32 ? (double)((const int32_t *)s->host)[i]
+                                      : (double)((const uint8_t *)s->host)[i];
+    return DLA_OK;
+}
+
+void dla__coll_narrow(dla__coll_slot *s, dla_dtype dtype)
+{
+    if (!s->wide)
+        return;
+    const size_t n = s->bytes / dla_dtype_size(dtype);
+    const double lo = dtype == DLA_I32 ? (double)INT32_MIN : 0.0;
+    const double hi = dtype == DLA_I32 ? (double)INT32_MAX : 255.0;
+    for (size_t i = 0; i < n; i++) {
+        const double v = s->wide[i] < lo ? lo : s->wide[i] > hi ? hi : s->wide[i];
+        if (dtype == DLA_I32)
+            ((int32_t *)s->host)[i] = (int32_t)v;
+        else
+            ((uint8_t *)s->host)[i] = (uint8_t)v;
+    }
+    dla__free(s->wide);
+    s->wide = NULL;
+}
+
+void *dla__coll_wire_buf(const dla__coll_slot *s) { return s->wide ? (void *)s->wide : s->host; }
+
+size_t dla__coll_wire_count(const dla__coll_slot *s, dla_dtype dtype)
+{
+    return s->bytes / dla_dtype_size(dtype);
+}
+
+dla_dtype dla__coll_wire_dtype(const dla__coll_slot *s, dla_dtype dtype)
+{
+    return s->wide ? DLA_F64 : dtype;
+}
+
 void dla__coll_divide(void *host, size_t bytes, dla_dtype dtype, int size)
 {
     if (dtype == DLA_F32) {
@@ -287,7 +334,11 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
         dla__coll_rec_of(t[k], &recs[k]);
-    mine.device_path = st == DLA_OK ? dla__spmd_device_path(w, n, t) : 0;
+    /* An integer sum is widened on the host (dla__coll_widen). */
+    int wide = 0;
+    for (int k = 0; k < n && st == DLA_OK; k++)
+        wide |= dla__coll_wide(op, t[k]->dtype);
+    mine.device_path = st == DLA_OK && !wide ? dla__spmd_device_path(w, n, t) : 0;
     if (st == DLA_OK && size > 1 && !mine.device_path)
         st = dla__coll_lay_out(name, n, t, s, 1, &stage);
     if (st != DLA_OK)
@@ -323,8 +374,13 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     for (int k = 0; k < n && st == DLA_OK; k++) {
         if (s[k].bytes == 0)
             continue;
-        st = w->p->allreduce(w->ctx, s[k].host, s[k].bytes / dla_dtype_size(t[k]->dtype),
-                             t[k]->dtype, wire, DLA_COMM_MAY_BLOCK, &reqs[nreq]);
+        if (dla__coll_wide(op, t[k]->dtype))
+            st = dla__coll_widen(name, &s[k], t[k]->dtype);
+        if (st == DLA_OK)
+            st = w->p->allreduce(w->ctx, dla__coll_wire_buf(&s[k]),
+                                 dla__coll_wire_count(&s[k], t[k]->dtype),
+                                 dla__coll_wire_dtype(&s[k], t[k]->dtype), wire,
+                                 DLA_COMM_MAY_BLOCK, &reqs[nreq]);
         nreq += st == DLA_OK;
     }
     if (st != DLA_OK) {
@@ -337,6 +393,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     }
     dla__spmd_watch_end();
     for (int k = 0; k < n && st == DLA_OK; k++) {
+        dla__coll_narrow(&s[k], t[k]->dtype);
         if (op == DLA_REDUCE_MEAN)
             dla__coll_divide(s[k].host, s[k].bytes, t[k]->dtype, size);
         if (s[k].direct)
@@ -346,6 +403,10 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
     }
 done:
     stage_free(w, stage);
+    /* Widened sums left by a failure; kept, as the stage, when the world
+     * broke (a transfer given up may still write them). */
+    for (int k = 0; s && k < n && !w->broken; k++)
+        dla__free(s[k].wide);
     dla__free(reqs);
     dla__free(recs);
     dla__free(s);

@@ -101,6 +101,12 @@ struct dla_imds {
 dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count,
                                dla__data_rng *aug_rng, void **buf, int32_t *labels,
                                int64_t *kept, int64_t *nkept, const char *op);
+/* Draws and drops the transforms of count images from *aug_rng, as
+ * dla__imds_read_host would draw them (nothing for a datastore without
+ * augmentation): a worker's share of a mini-batch (trainnet "parallel")
+ * skips the other workers' draws, so that each image gets the transform
+ * it gets in one process. */
+void dla__imds_augment_skip(dla_imds *ds, dla__data_rng *aug_rng, int64_t count);
 /* The H, W, C of ds's images. */
 void dla__imds_out_size(const dla_imds *ds, int *h, int *w, int *c);
 

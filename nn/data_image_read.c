@@ -224,6 +224,16 @@ static void draw(dla__imds_augment *a, dla__data_rng *rng, int64_t count, xform 
         pthread_mutex_unlock((pthread_mutex_t *)a->lock);
 }
 
+void dla__imds_augment_skip(dla_imds *ds, dla__data_rng *aug_rng, int64_t count)
+{
+    xform scratch[64];
+    while (ds->augment && aug_rng && count > 0) {
+        const int64_t n = count < 64 ? count : 64;
+        draw(ds->augment, aug_rng, n, scratch);
+        count -= n;
+    }
+}
+
 dla_status dla__imds_read_host(dla_imds *ds, const int64_t *obs, int64_t count,
                                dla__data_rng *aug_rng, void **bufp, int32_t *labels, int64_t *kept, int64_t *nkept, const char *op)
 {

@@ -29,6 +29,7 @@
  */
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "nn/data_image.h"
+#include "nn/data_mbq.h"
 #include "core/omp_defaults.h"
 #include "nn/data_rng.h"
 #include "nn/data_seq.h"
@@ -56,7 +57,8 @@ typedef struct mbq_input {
 
 typedef struct batch {
     dla_tensor *out[MAX_OUTPUTS]; /* held */
-    int64_t count;                /* observations in it */
+    int64_t count;                /* observations of the pass it takes */
+    int empty;                    /* a worker's placeholder (dla__mbq_last_empty) */
     dla__data_rng aug_after;      /* the augmentation stream after its draws */
     dla_status status;
     char message[1024];
@@ -80,6 +82,10 @@ struct dla_mbq {
     int nseed_words;
     dla__data_rng rng;
     int64_t pos;                /* observations handed out in this pass */
+    /* A worker's view (dla__mbq_set_worker): of each batch of the pass,
+     * worker's share among workers; 1 and 0 for a plain queue. */
+    int workers, worker;
+    int last_empty;             /* the last batch handed out was a placeholder */
     /* An augmented datastore input's stream: seeded from the augmentation's
      * seed (and a partition's indices), drawn by whoever makes batches;
      * aug_at_pos is its state after the last batch handed out. */
@@ -117,6 +123,7 @@ static void batch_clear(batch *b)
         b->out[i] = NULL;
     }
     b->count = 0;
+    b->empty = 0;
     b->status = DLA_OK;
     b->message[0] = '\0';
 }
@@ -168,12 +175,28 @@ static int first_error(batch *b, dla_tensor **out, int nout)
 }
 
 /* Makes the batch of observations order[start..start+count) into b, held,
- * with q's device current on the calling thread meanwhile. */
+ * with q's device current on the calling thread meanwhile; a worker's view
+ * makes its share of them (dla__mbq_set_worker). */
 static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
 {
     batch_clear(b);
     b->count = count;
-    const int64_t *obs = q->order + start;
+    const int64_t *obs = q->order + start, *whole = obs;
+    const int64_t whole_count = count;
+    /* A worker's share: shares differ by one, the first workers taking
+     * the remainder (dla_spmd_shares), each a run of the batch in rank
+     * order; with none, the batch's first observation, for the shapes. */
+    int64_t before = 0, after = 0;
+    if (q->workers > 1) {
+        const int64_t base = count / q->workers, extra = count % q->workers;
+        const int64_t mine = base + (q->worker < extra);
+        const int64_t off = q->worker * base + (q->worker < extra ? q->worker : extra);
+        b->empty = mine == 0;
+        before = mine ? off : 0;
+        after = count - before - (mine ? mine : 1);
+        obs += before;
+        count = mine ? mine : 1;
+    }
     dla_device *was = dla_device_current();
     dla_device_set_current(q->device);
     dla_tensor *out[MAX_OUTPUTS] = {0}, *held[MAX_OUTPUTS];
@@ -187,12 +210,18 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         int64_t *kept = dla__data_malloc(sizeof *kept * (size_t)count);
         kept_obs = dla__data_malloc(sizeof *kept_obs * (size_t)count);
         int64_t nkept = 0;
+        /* A worker draws the other workers' transforms too, and drops
+         * them: every image gets the draws it gets in one process. */
+        if (q->has_aug)
+            dla__imds_augment_skip(q->in[q->imds_input].imds, &q->aug_rng, before);
         if (kept && kept_obs)
             images = dla__imds_batch(q->in[q->imds_input].imds, obs, count,
                                      q->has_aug ? &q->aug_rng : NULL, q->device, kept, &nkept,
                                      "dla_mbq_next");
         else
             dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "dla_mbq_next: out of memory");
+        if (q->has_aug)
+            dla__imds_augment_skip(q->in[q->imds_input].imds, &q->aug_rng, after);
         if (images) {
             held[nheld++] = images;
             for (int64_t k = 0; k < nkept; k++)
@@ -207,6 +236,14 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     for (int i = 0; i < q->nin; i++) {
         const mbq_input *in = &q->in[i];
         dla_tensor *t = NULL, *m = NULL;
+        /* A worker pads (or truncates) its sequences to the length the
+         * rule gives the whole batch, so that its rows are those of the
+         * batch one process makes. */
+        dla__seq_rule rule = q->rule;
+        if (in->seqs && q->workers > 1 && rule.mode != DLA__SEQ_FIXED) {
+            rule.fixed = dla__seq_steps(in->seqs, whole_count, whole, &q->rule);
+            rule.mode = DLA__SEQ_FIXED;
+        }
         if (in->imds) {
             t = images;
         } else if (q->imds_input >= 0 && !images) {
@@ -215,7 +252,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
             t = gather(in->tensor, in->bdim, obs, count);
             if (t && dla_tensor_device(t) != q->device)
                 t = dla_tensor_to_device(t, q->device);
-        } else if (dla__seq_pad(in->seqs, count, obs, &q->rule, q->device, "dla_mbq_next", &t,
+        } else if (dla__seq_pad(in->seqs, count, obs, &rule, q->device, "dla_mbq_next", &t,
                                 in->mask ? &m : NULL) == DLA_OK) {
             /* Held, not in this scope: dropped after the outputs are held. */
             held[nheld++] = t;
@@ -737,6 +774,7 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         make_batch(q, q->pos, batch_size_at(q, q->pos), &b);
         q->pos += b.count;
         q->aug_at_pos = b.aug_after;
+        q->last_empty = b.empty;
     } else {
         pthread_mutex_lock(&q->lock);
         if (q->pos >= end_of_pass(q)) {
@@ -754,6 +792,7 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         q->count--;
         q->pos += b.count;
         q->aug_at_pos = b.aug_after;
+        q->last_empty = b.empty;
         pthread_cond_broadcast(&q->cond);
         pthread_mutex_unlock(&q->lock);
     }
@@ -804,6 +843,31 @@ DLA_API void dla_mbq_shuffle(dla_mbq *q)
 {
     if (q && mbq_live(q, "dla_mbq_shuffle"))
         with_dispatch_idle(q, change_shuffle, 0);
+}
+
+static void change_worker(dla_mbq *q, int64_t arg)
+{
+    q->workers = (int)(arg >> 32);
+    q->worker = (int)(arg & 0xffffffff);
+    q->pos = 0;
+}
+
+dla_status dla__mbq_set_worker(dla_mbq *q, int workers, int worker)
+{
+    static const char op[] = "dla__mbq_set_worker";
+    if (!q || !mbq_live(q, op))
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument q", op);
+    if (workers < 1 || worker < 0 || worker >= workers)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: worker %d of %d; workers >= 1, worker in 0..workers-1", op,
+                              worker, workers);
+    with_dispatch_idle(q, change_worker, ((int64_t)workers << 32) | (int64_t)worker);
+    return DLA_OK;
+}
+
+int dla__mbq_last_empty(const dla_mbq *q)
+{
+    return q && q->magic == DLA__HANDLE_MBQ && q->last_empty;
 }
 
 DLA_API dla_status dla_mbq_set_mini_batch_size(dla_mbq *q, int64_t size)

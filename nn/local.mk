@@ -19,7 +19,7 @@ libdlaccel_la_SOURCES += nn/layer_custom.h nn/layer_custom.c nn/layer_custom_op.
 # Data: IDX files (zlib), Fashion-MNIST, sequences and padding, the
 # mini-batch queue, synthetic waveforms.
 libdlaccel_la_SOURCES += nn/data_util.c nn/data_util.h nn/data_rng.c nn/data_rng.h \
-	nn/data_idx.c nn/data_fmnist.c nn/data_seq.c nn/data_seq.h nn/data_mbq.c \
+	nn/data_idx.c nn/data_fmnist.c nn/data_seq.c nn/data_seq.h nn/data_mbq.c nn/data_mbq.h \
 	nn/data_waveform.c
 libdlaccel_la_CPPFLAGS += $(ZLIB_CFLAGS)
 libdlaccel_la_LIBADD += $(ZLIB_LIBS)

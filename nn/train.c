@@ -18,6 +18,7 @@
 #include <dlaccel.h>
 
 #include "nn/train_impl.h"
+#include "nn/data_mbq.h"
 #include "nn/train_parallel.h"
 
 #include <math.h>
@@ -1182,8 +1183,15 @@ static dla_status run_epochs(trainer *tr)
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", dla_last_error());
                 dla_set_error(st, "dla_trainnet: epoch %d: %s", tr->epoch, msg);
+                /* Only this worker may have failed (a corrupt file in its
+                 * share): it meets the others where their step does. */
+                st = dla__train_par_failed_batch(&tr->par, st);
             } else {
                 b++;
+                /* In parallel, a batch of fewer observations than workers
+                 * leaves some without a share: they run on a placeholder
+                 * and weigh 0. */
+                tr->par.empty = dla__mbq_last_empty(tr->train_q);
                 st = train_batch(tr, batch[0], batch[1], tr->epoch == tr->o.max_epochs && b == nb,
                                  &stop);
             }
@@ -1574,8 +1582,9 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         if (st == DLA_OK && tr.chunk)
             st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                                "dla_trainnet: ExecutionEnvironment \"%s\" with SequenceLength "
-                               "\"%s\": chunks of sequences are not trained in parallel (the "
-                               "workers' chunk counts differ); use \"longest\" or \"shortest\"",
+                               "\"%s\": chunks of sequences are not trained in parallel (a "
+                               "stop within a batch's chunks is not agreed among the workers); "
+                               "use \"longest\" or \"shortest\"",
                                tr.o.execution_environment, tr.o.sequence_length);
         if (st == DLA_OK)
             st = dla__train_par_setup(&tr.par, tr.net, &tr.train_q, &tr.o, &tr.iterations_per_epoch);

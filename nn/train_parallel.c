@@ -2,10 +2,10 @@
  * train_parallel.c - trainnet's workers: ExecutionEnvironment "parallel"
  * and "multi-gpu" (docs/parallel.md, "Training").
  *
- * Every rank runs trainnet's loop on its part of the data and its share
- * of each mini-batch; where the loop would use a figure of the whole
- * batch (the loss, the gradients, the batch-normalization state, the
- * metrics) the workers combine theirs, so that each applies the same
+ * Every rank runs trainnet's loop on its share of each mini-batch (of
+ * the mini-batches one process trains on); where the loop would use a
+ * figure of the whole batch (the loss, the gradients, the
+ * batch-normalization state, the metrics) the workers combine theirs, so that each applies the same
  * update to the same network and takes the same decisions (stop, diverged,
  * validation). The workers also agree on every failure: a rank that fails
  * alone would otherwise leave the others waiting in the next collective
@@ -16,6 +16,7 @@
 
 #include "core/log.h"
 #include "core/registry.h"
+#include "nn/data_mbq.h"
 #include "nn/spmd_impl.h"
 #include "nn/train_impl.h"
 #include "nn/train_parallel.h"
@@ -203,51 +204,22 @@ dla_status dla__train_par_setup(dla__train_par *p, dla_net *net, dla_mbq **q,
     dla_status st = dla_spmd_broadcast_net(net, 0);
     if (st != DLA_OK)
         return st;
-    int64_t n = dla_mbq_num_observations(*q);
-    if (n < p->size)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: %lld observations for %d workers: each worker needs "
-                             "at least one", (long long)n, p->size);
     p->global = o->mini_batch_size;
     p->share = dla_spmd_share(p->global);
-    /* The parts are contiguous runs of the whole queue's order: shuffled
-     * first (the same order on every rank: the same seed), so that no
-     * worker gets one end of sorted data. */
-    if (strcmp(o->shuffle, "never"))
-        dla_mbq_shuffle(*q);
-    dla_mbq *part = NULL;
-    st = dla_mbq_partition(*q, p->size, p->rank, &part);
-    /* A worker without a share still runs its forward on one observation
-     * (the shapes of every collective must agree) and weighs 0. */
-    if (st == DLA_OK)
-        st = dla_mbq_set_mini_batch_size(part, p->share ? p->share : 1);
-    if (st != DLA_OK) {
-        dla_mbq_free(part);
-        return st;
-    }
-    /* The whole queue is not read again: freed now, or its dispatch thread
-     * would go on reading batches beside the part's (decoding images for
-     * nothing, and running the mini-batch function on a third thread). */
-    dla_mbq_free(*q);
-    p->whole = NULL;
-    *q = part;
-    double mine = (double)dla_mbq_num_batches(part), all[1024 * 2];
-    if (p->size > 1024)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: %d workers: at most 1024",
-                             p->size);
-    st = agree_with(p, DLA_OK, "set-up", 1, &mine, all);
+    /* Every worker passes over the whole data in the order one process
+     * would (the same queue, the same seed, the same shuffles) and takes
+     * its share of each mini-batch: the workers' shares of an iteration
+     * make the mini-batch one process trains on, the partial last one
+     * included, and every worker has one process's number of iterations.
+     * (Until 2026-11-29 the data were shuffled once more and cut into one
+     * contiguous part per worker, reshuffled with a stream of its own: no
+     * iteration was one process's mini-batch, a world of one trained on
+     * another order than "auto", and the epoch ended with the part that
+     * had the fewest batches.) */
+    st = dla__mbq_set_worker(*q, p->size, p->rank);
     if (st != DLA_OK)
         return st;
-    /* The epoch ends with the first part that runs out (gop(@and, hasdata)). */
-    double fewest = all[1];
-    for (int r = 1; r < p->size; r++)
-        fewest = all[2 * r + 1] < fewest ? all[2 * r + 1] : fewest;
-    *iterations = (int64_t)fewest;
-    if (*iterations < 1)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: a worker's part makes no full mini-batch of its share "
-                             "(global mini-batch %lld among %d workers, PartialMiniBatch \"%s\")",
-                             (long long)p->global, p->size, o->partial_mini_batch);
+    *iterations = dla_mbq_num_batches(*q);
     return DLA_OK;
 }
 
@@ -277,7 +249,7 @@ dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net
 {
     if (!p->overlap)
         return st;
-    double mine = p->share ? (double)count : 0.0, all[1024 * 2];
+    double mine = p->empty ? 0.0 : (double)count, all[1024 * 2];
     st = agree_with(p, st, "the batch", 1, &mine, all);
     if (st != DLA_OK)
         return st;
@@ -364,13 +336,13 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
     if (p->ov) {
         st = overlapped_step(p, st, nl, out);
         if (st == DLA_OK && ns)
-            st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)(p->share ? count : 0),
+            st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)(p->empty ? 0 : count),
                                             (int64_t)p->step_global, seq_len, out + 2 + nl);
         p->step_seconds += clock_now() - t0;
         return st;
     }
     /* A worker without a share ran on one observation it must not count. */
-    double mine = p->share ? (double)count : 0.0, all[1024 * 2];
+    double mine = p->empty ? 0.0 : (double)count, all[1024 * 2];
     st = agree_with(p, st, "the step", 1, &mine, all);
     if (st != DLA_OK)
         return st;
@@ -404,7 +376,7 @@ dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t coun
 {
     if (!p->on || p->size == 1)
         return st;
-    double w = p->share ? (double)count : 0.0;
+    double w = p->empty ? 0.0 : (double)count;
     /* Accuracy is a mean over observations, RMSE the root of a mean over
      * elements (observations times the same dims on every worker). */
     double mine[3] = {w, isnan(*acc) ? 0 : w * *acc, isnan(*rmse) ? 0 : w * *rmse * *rmse};
@@ -423,6 +395,24 @@ dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t coun
     if (!isnan(*rmse))
         *rmse = sqrt(r / n);
     return DLA_OK;
+}
+
+dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st)
+{
+    if (!p->on || p->size == 1)
+        return st;
+    /* The meetings of an iteration (dla__train_par_prestep, _step and
+     * _metrics), each with this rank's failure: the others learn of it
+     * where they meet it, in the same collectives. */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    dla__train_par_prestep(p, st, NULL, 0, 0);
+    dla_set_error(st, "%s", msg);
+    dla__train_par_step(p, st, NULL, 0, 0, 0, 0, NULL);
+    dla_set_error(st, "%s", msg);
+    double nan = NAN, nan2 = NAN;
+    dla__train_par_metrics(p, st, 0, &nan, &nan2);
+    return dla_set_error(st, "%s", msg);
 }
 
 dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop)

@@ -14,7 +14,8 @@ typedef struct dla__train_par {
     int rank, size;
     int64_t global;     /* MiniBatchSize: the global mini-batch */
     int64_t share;      /* this rank's share of it */
-    dla_mbq *whole;     /* unused: the whole queue is freed once partitioned */
+    dla_mbq *whole;     /* unused */
+    int empty;          /* this iteration's batch is a placeholder: no share of it */
     int64_t batches;    /* this rank's mini-batches so far */
     double step_seconds, reduce_seconds; /* of them: in the step, in reductions */
     /* Reductions overlapped with the backward pass (DLACCEL_OVERLAP, on by
@@ -43,8 +44,8 @@ void dla__train_par_begin(dla__train_par *p, dla_training_options *o);
  * naming the ranks that failed (a rank's own message kept). */
 dla_status dla__train_par_agree(const dla__train_par *p, dla_status st, const char *when);
 /* After set-up: rank 0's network to every rank, and *q (the whole data)
- * replaced by this rank's part, with its share as mini-batch size;
- * *iterations becomes the epoch's length (the fewest batches of a part). */
+ * made this rank's view: its share of each mini-batch (dla__mbq_set_worker);
+ * *iterations is the epoch's length, one process's. */
 dla_status dla__train_par_setup(dla__train_par *p, dla_net *net, dla_mbq **q,
                                 const dla_training_options *o, int64_t *iterations);
 /* gop(@and, hasdata) of the part queues; 0 on a collective's failure (*st). */
@@ -67,6 +68,11 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
  * count observations made whole-batch, with st agreed. */
 dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t count, double *acc,
                                   double *rmse);
+/* A rank whose batch could not be made (st, the last error saying why)
+ * takes part in the iteration's meetings as iterate's step does with a
+ * failure, so that every rank fails there with "rank r failed" instead of
+ * meeting other collectives out of step. Returns st. */
+dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st);
 /* The end of an iteration: st agreed, and *stop set on every rank when set
  * on any (an OutputFcn). */
 dla_status dla__train_par_end(dla__train_par *p, dla_status st, int *stop);

@@ -19,6 +19,7 @@
  * variance is the unbiased one, M2 / (n - 1), as the moving estimate's.
  */
 #include "nn/nn.h"
+#include "nn/data_mbq.h"
 #include "nn/train_impl.h"
 
 #include <dlaccel/data.h>
@@ -192,6 +193,12 @@ dla_status dla__train_population_statistics(dla_net *net, dla_mbq *q, int parall
         dla_scope_begin();
         dla_tensor *batch[2];
         st = dla_mbq_next(q, 2, batch);
+        /* A worker's placeholder (trainnet "parallel", a batch of fewer
+         * observations than workers) holds another worker's observation. */
+        if (st == DLA_OK && dla__mbq_last_empty(q)) {
+            dla_scope_end();
+            continue;
+        }
         if (st == DLA_OK && nout)
             st = dla_net_forward(net, 1, &batch[0], nout, z, NULL,
                                  &(dla_net_forward_options){.outputs = names});

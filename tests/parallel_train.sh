@@ -2,7 +2,7 @@
 # Parallel training under mpirun (issue 15): N workers against 1, the same
 # bits on every rank after every step, two runs alike (1 to 4 ranks); the
 # batch-normalization state combined against the whole batch's; trainnet
-# "parallel" with parts of uneven batch counts ending together, only rank 0
+# "parallel" on "auto"'s mini-batches, with uneven shares, only rank 0
 # printing, its gradient reductions overlapped with the backward pass (the
 # blocking path's result; a rank that fails stops them all), and a resume
 # from its checkpoint with another number of workers; the two examples on 2 ranks (--small); the cpu plugin's
@@ -48,7 +48,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..27"
+echo "1..34"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -61,10 +61,39 @@ for n in 1 2 3; do
     run "$n" state
     verdict "$n worker(s): state of sequences' batch normalization and of a custom layer combined equals the whole batch's"
 done
+# A corrupt image in one worker's share: only that worker reads it, and
+# every worker must fail at the same meeting (the one naming the file, the
+# others "rank r failed"), the world still in step after it.
+mkdir -p "$tmp/bad/k0" "$tmp/bad/k1"
+for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+    cp "${srcdir:-.}/fuzz/seeds/image/gray28.png" "$tmp/bad/k$((i % 2))/$i.png"
+done
+head -c 40 "${srcdir:-.}/fuzz/seeds/image/gray28.png" >"$tmp/bad/k1/bad.png"
+for n in 2 3; do
+    DLACCEL_COLLECTIVE_TIMEOUT=2 DLACCEL_COLLECTIVE_FAIL_AFTER=6 run "$n" badfile "$tmp/bad"
+    verdict "$n workers: a batch one worker cannot read fails every worker at once"
+done
+# An augmented datastore: each worker draws the whole batch's transforms
+# and keeps its share's, so each image is transformed as in one process.
+mkdir -p "$tmp/aug/k0" "$tmp/aug/k1"
+for i in 0 1 2 3 4 5 6 7 8 9 10 11 12; do
+    cp "${srcdir:-.}/fuzz/seeds/image/gray28.png" "$tmp/aug/k$((i % 2))/$i.png"
+done
+for n in 2 3; do
+    run "$n" augment "$tmp/aug"
+    verdict "$n workers: an augmented datastore's images transformed as in one process"
+done
+# trainnet "parallel" against "auto": the workers' shares of an iteration
+# are one process's mini-batch (the partial last one, fewer observations
+# than workers, sequences padded to the whole batch's length).
+for n in 2 3 4; do
+    run "$n" global
+    verdict "trainnet \"parallel\" on $n workers trains on \"auto\"'s mini-batches"
+done
 for n in 2 3 4; do
     rm -f "$tmp"/ckpt/*; mkdir -p "$tmp/ckpt"
     run "$n" trainnet "$tmp/ckpt"
-    verdict "trainnet \"parallel\" on $n workers with uneven batch counts ends together"
+    verdict "trainnet \"parallel\" on $n workers with uneven shares ends together"
 done
 # The last run's output: rank 0's lines only (the table, the verdicts).
 t=$((t + 1))

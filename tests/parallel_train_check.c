@@ -14,8 +14,8 @@
  *              relative (decays 1: the batch's own statistics; and the
  *              default 0.1); the plain weighted average does not.
  *   trainnet DIR [EPOCHS]
- *              trainnet with ExecutionEnvironment "parallel" on parts
- *              whose batch counts differ (they must end together), a
+ *              trainnet with ExecutionEnvironment "parallel" with uneven
+ *              shares (they must end together), a
  *              checkpoint in DIR at rank 0, the same network on every
  *              rank; verbose on stdout (rank 0 alone may print).
  *   resume DIR trainnet again from the newest checkpoint in DIR, with
@@ -31,6 +31,26 @@
  *              as an accelerated function (a replay on the tape) too; and
  *              a rank whose loss fails at iteration 3 ends training on
  *              every rank with an error, not a hang.
+ *   global     trainnet "parallel" against "auto" in the same process, on 23
+ *              observations (images; sequences of 3 to 9 steps) with
+ *              mini-batches of 5, 3 and 2, the partial last one returned
+ *              or discarded: the same number of iterations, the loss and
+ *              the validation loss within 1e-4, the accuracy the same,
+ *              the learnables and the batch-normalization state (its
+ *              population statistics) within 1e-3: the workers' shares
+ *              of an iteration are "auto"'s mini-batch (some workers
+ *              without a share where a batch has fewer observations than
+ *              workers).
+ *   badfile DIR
+ *              trainnet "parallel" on the image datastore DIR, one of whose
+ *              files is corrupt and read by one worker only (its share):
+ *              every worker fails, the world still in step (a barrier
+ *              passes), with the blocking and the overlapped reductions.
+ *   augment DIR
+ *              trainnet "parallel" against "auto" on an augmented datastore
+ *              over DIR (copies of one image, told apart by their random
+ *              transforms only): the losses within 1e-5, each image
+ *              transformed as in one process.
  *   refused    (2 ranks or more) the last rank refuses its own arguments
  *              of a collective the others make (dla_spmd_combine with a
  *              weight NaN, with an error tensor; dla_spmd_combine_state
@@ -439,9 +459,9 @@ static int run_trainnet(dla_net *net, const char *dir, int epochs, dla_net **tra
     dla_train_data data = {
         .predictors = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N)),
         .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
-    /* 23 observations in parts of 12 + 11 (2 workers), 8 + 8 + 7, ...;
-     * a global mini-batch of 5 shared 3 + 2, 2 + 2 + 1, 2 + 1 + 1 + 1:
-     * the parts' batch counts differ (4 and 5; 4, 4 and 7; ...). */
+    /* 23 observations, a global mini-batch of 5 shared 3 + 2, 2 + 2 + 1,
+     * 2 + 1 + 1 + 1, the last (3 observations) 2 + 1, 1 + 1 + 1 and
+     * 1 + 1 + 1 + 0 (the fourth worker without a share). */
     dla_training_options o = {.max_epochs = epochs, .mini_batch_size = 5, .initial_learn_rate = 0.05,
                               .execution_environment = "parallel", .verbose_frequency = 1,
                               .metrics = "accuracy", .shuffle = "every-epoch",
@@ -734,6 +754,242 @@ static void mode_device(void)
     printf("rank %d: parallel on %s\n", rank, dla_device_name(d));
 }
 
+/* trainnet on 23 observations (images, or sequences of 3 to 9 steps),
+ * 3 epochs of mini-batches of mbs, validation and accuracy, with
+ * ExecutionEnvironment env. With bn (BatchNormalizationStatistics), a
+ * batch normalization layer and no learning: each worker normalizes with
+ * its own share's statistics in training (as MATLAB's workers do, and
+ * unlike one process), so only the state is compared, on a network that
+ * does not change (a learning rate of 1e-20: 0 is the default). */
+static dla_status global_train(const char *env, int seq, int64_t mbs, const char *partial,
+                               const char *bn, dla_net **trained, dla_training_info **info)
+{
+    enum { N = 23, V = 7 };
+    dla_rng_seed(5);
+    dla_net *net;
+    if (seq) {
+        dla_layer *layers[] = {dla_sequence_input_layer(2, NULL),
+                               dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"}),
+                               dla_batchnorm_layer(NULL), dla_fc_layer(3, NULL),
+                               dla_softmax_layer(NULL)};
+        if (!bn)
+            dla_layer_free(layers[2]);
+        net = dla_net_create(bn ? 5 : 4, bn ? layers : (dla_layer *[]){layers[0], layers[1],
+                                                                      layers[3], layers[4]});
+    } else {
+        dla_layer *layers[] = {dla_image_input_layer(6, 6, 1, NULL), dla_conv2d_layer(3, 3, 4, NULL),
+                               dla_batchnorm_layer(NULL), dla_relu_layer(NULL), dla_fc_layer(3, NULL),
+                               dla_softmax_layer(NULL)};
+        if (!bn)
+            dla_layer_free(layers[2]);
+        net = dla_net_create(bn ? 6 : 5, bn ? layers : (dla_layer *[]){layers[0], layers[1],
+                                                                      layers[3], layers[4],
+                                                                      layers[5]});
+    }
+    if (!net)
+        die("global: the network");
+    static float img[36 * (N + V)];
+    static int32_t lab[N + V];
+    dla_seqlist *seqs = dla_seqlist_create(2), *vseqs = dla_seqlist_create(2);
+    for (int j = 0; j < N + V; j++) {
+        lab[j] = (j * 5 + j / 3) % 3;
+        for (int e = 0; e < 36; e++)
+            img[36 * j + e] = (float)((e % 3 == lab[j] ? 1.0 : 0.0) + 0.05 * ((j * 7 + e) % 11));
+        float x[2 * 9];
+        const int len = 3 + (j * 5) % 7;
+        for (int k = 0; k < 2 * len; k++)
+            x[k] = (float)(0.3 * lab[j] + 0.1 * ((k * 3 + j) % 5) - 0.2);
+        if (dla_seqlist_append(j < N ? seqs : vseqs, x, len) != DLA_OK)
+            die("global: the sequences");
+    }
+    dla_scope_begin();
+    dla_train_data data = {.targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
+    dla_train_data val = {.targets = dla_tensor_from_host(lab + N, DLA_I32, "", DLA_DIMS(1, V))};
+    if (seq) {
+        data.sequences = seqs;
+        val.sequences = vseqs;
+    } else {
+        data.predictors = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N));
+        val.predictors = dla_tensor_from_host(img + 36 * N, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, V));
+    }
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = mbs,
+                              .initial_learn_rate = bn ? 1e-20 : 0.05,
+                              .execution_environment = env, .verbose = -1,
+                              .shuffle = "every-epoch", .partial_mini_batch = partial,
+                              .metrics = "accuracy", .validation_data = &val,
+                              .validation_frequency = 4, .shuffle_seed = 7,
+                              .batch_normalization_statistics = bn};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                 trained, info);
+    dla_scope_end();
+    dla_seqlist_free(seqs);
+    dla_seqlist_free(vseqs);
+    dla_net_free(net);
+    return st;
+}
+
+/* The largest |a - b| / (1 + |b|) over n. */
+static double worst(const double *a, const double *b, int64_t n)
+{
+    double w = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]) / (1 + fabs(b[i]));
+        w = d > w || isnan(d) ? d : w;
+    }
+    return w;
+}
+
+static void mode_global(void)
+{
+    static const struct {
+        int seq;
+        int64_t mbs;
+        const char *partial, *bn;
+    } cases[] = {{0, 5, "return", NULL},         {0, 5, "discard", NULL},
+                 {0, 2, "return", NULL},         {1, 5, "return", NULL},
+                 {1, 3, "return", NULL},         {0, 5, "return", "population"},
+                 {0, 3, "discard", "moving"},    {1, 5, "return", "population"},
+                 {1, 3, "return", "moving"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        dla_net *na = NULL, *np = NULL;
+        dla_training_info *ia = NULL, *ip = NULL;
+        const char *bn = cases[c].bn;
+        if (global_train("auto", cases[c].seq, cases[c].mbs, cases[c].partial, bn, &na, &ia) !=
+            DLA_OK)
+            die("global: auto");
+        if (global_train("parallel", cases[c].seq, cases[c].mbs, cases[c].partial, bn, &np, &ip) !=
+            DLA_OK)
+            die("global: parallel");
+        char what[200], detail[256];
+        snprintf(what, sizeof what, "%s, mini-batch %lld, PartialMiniBatch \"%s\"%s%s%s: "
+                 "\"parallel\" trains on \"auto\"'s mini-batches", cases[c].seq ? "sequences"
+                 : "images", (long long)cases[c].mbs, cases[c].partial, bn ? ", batch norm \"" : "",
+                 bn ? bn : "", bn ? "\"" : "");
+        double wl = worst(ip->training_loss, ia->training_loss, ia->iterations);
+        double wa = worst(ip->training_accuracy, ia->training_accuracy, ia->iterations);
+        double wv = ip->validations == ia->validations
+                        ? worst(ip->validation_loss, ia->validation_loss, ia->validations)
+                        : INFINITY;
+        double ww = 0;
+        for (int k = 0; k < 2; k++) {
+            dla_table *ta = k ? dla_net_state(na) : dla_net_learnables(na);
+            dla_table *tp = k ? dla_net_state(np) : dla_net_learnables(np);
+            for (int i = 0; i < dla_table_count(ta); i++) {
+                dla_tensor *a = dla_table_value(ta, i), *b = dla_table_value(tp, i);
+                int64_t n = dla_tensor_numel(a);
+                double *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+                dla_scope_begin();
+                if (!x || !y || dla_tensor_numel(b) != n ||
+                    dla_tensor_to_host(dla_cast(a, DLA_F64), x, sizeof *x * (size_t)n) != DLA_OK ||
+                    dla_tensor_to_host(dla_cast(b, DLA_F64), y, sizeof *y * (size_t)n) != DLA_OK)
+                    die("global: the weights");
+                dla_scope_end();
+                double w = worst(y, x, n);
+                ww = w > ww ? w : ww;
+                free(x);
+                free(y);
+            }
+        }
+        snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, accuracy "
+                 "%.1e, validation loss %.1e, learnables and state %.1e",
+                 (long long)ip->iterations, (long long)ia->iterations, wl, wa, wv, ww);
+        /* With batch normalization the workers' losses are their own
+         * shares' (normalized by their own statistics): only the state. */
+        check(ip->iterations == ia->iterations && ww < (bn ? 1e-5 : 1e-3) &&
+                  (bn || (wl < 1e-4 && wa < 1e-9 && wv < 1e-4)), what, detail);
+        check(same_everywhere(digest(np)), "  the same network on every rank", "");
+        dla_training_info_free(ia);
+        dla_training_info_free(ip);
+        dla_net_free(na);
+        dla_net_free(np);
+    }
+}
+
+/* trainnet "parallel" on an image datastore (DIR) one of whose files is
+ * corrupt: only the worker whose share holds it reads it, and every
+ * worker must fail with an error (that worker naming the file, the others
+ * naming it as failed), none left waiting. */
+static void mode_badfile(const char *dir)
+{
+    dla_imds *ds = NULL;
+    if (dla_imds_create(dir, NULL, &ds) != DLA_OK)
+        die("badfile: dla_imds_create");
+    dla_rng_seed(3);
+    /* No input normalization: its statistics would read every file on
+     * every worker. */
+    dla_layer *layers[] = {dla_image_input_layer(28, 28, 1, &(dla_image_input_options){
+                                                            .normalization = "none"}),
+                           dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(3, layers), *trained = NULL;
+    for (int overlap = 0; overlap < 2; overlap++) {
+        setenv("DLACCEL_OVERLAP", overlap ? "1" : "0", 1);
+        dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .verbose = -1,
+                                  .plots = "none", .execution_environment = "parallel"};
+        dla_status st = dla_trainnet(&(dla_train_data){.images = ds}, net,
+                                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL);
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        const int named = strstr(msg, "bad.png") != NULL, other = strstr(msg, "failed") != NULL;
+        char what[128];
+        snprintf(what, sizeof what, "a corrupt file in one worker's share (%s): every worker fails",
+                 overlap ? "overlapped" : "blocking");
+        check(st != DLA_OK && (named || other), what, msg);
+        dla_net_free(trained);
+        trained = NULL;
+        /* The world is still in step: a barrier passes. */
+        check(dla_spmd_barrier() == DLA_OK, "  the workers meet again after it", "");
+    }
+    dla_net_free(net);
+    dla_imds_free(ds);
+}
+
+/* trainnet "parallel" against "auto" on an augmented datastore over DIR
+ * (copies of one image: only the transforms tell them apart): each image
+ * must get the transform it gets in one process, so the losses agree. */
+static void mode_augment(const char *dir)
+{
+    dla_imds *ds = NULL, *aug = NULL;
+    const int64_t size2[2] = {28, 28};
+    if (dla_imds_create(dir, NULL, &ds) != DLA_OK ||
+        dla_augimds_create(size2, ds, &(dla_image_augmenter){.rand_x_reflection = 1,
+                                                             .rand_x_translation = {-3, 3},
+                                                             .rand_rotation = {-20, 20}},
+                           9, &aug) != DLA_OK)
+        die("augment: the datastore");
+    double *loss[2] = {NULL, NULL};
+    int64_t its[2] = {0, 0};
+    for (int par = 0; par < 2; par++) {
+        dla_rng_seed(3);
+        dla_layer *layers[] = {dla_image_input_layer(28, 28, 1, &(dla_image_input_options){
+                                                                .normalization = "none"}),
+                               dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(3, layers), *trained = NULL;
+        dla_training_info *info = NULL;
+        dla_training_options o = {.max_epochs = 2, .mini_batch_size = 5, .verbose = -1,
+                                  .plots = "none", .partial_mini_batch = "return",
+                                  .shuffle = "every-epoch", .initial_learn_rate = 0.01,
+                                  .execution_environment = par ? "parallel" : "auto"};
+        if (dla_trainnet(&(dla_train_data){.images = aug}, net,
+                         &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) != DLA_OK)
+            die("augment: trainnet");
+        its[par] = info->iterations;
+        loss[par] = malloc(sizeof *loss[par] * (size_t)info->iterations);
+        memcpy(loss[par], info->training_loss, sizeof *loss[par] * (size_t)info->iterations);
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    double w = its[0] == its[1] ? worst(loss[1], loss[0], its[0]) : INFINITY;
+    char detail[128];
+    snprintf(detail, sizeof detail, "%lld and %lld iterations, the loss within %.1e",
+             (long long)its[1], (long long)its[0], w);
+    check(w < 1e-5, "an augmented datastore: each image transformed as in one process", detail);
+    free(loss[0]);
+    free(loss[1]);
+    dla_imds_free(aug);
+    dla_imds_free(ds);
+}
+
 int main(int argc, char **argv)
 {
     rank = dla_spmd_rank();
@@ -753,11 +1009,17 @@ int main(int argc, char **argv)
         mode_overlap();
     else if (!strcmp(mode, "device"))
         mode_device();
+    else if (!strcmp(mode, "global"))
+        mode_global();
+    else if (!strcmp(mode, "badfile") && argc > 2)
+        mode_badfile(argv[2]);
+    else if (!strcmp(mode, "augment") && argc > 2)
+        mode_augment(argv[2]);
     else if (!strcmp(mode, "refused"))
         mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device | refused\n");
+                        "resume DIR | overlap | device | refused | global | badfile DIR | augment DIR\n");
         return 2;
     }
     fflush(stdout);

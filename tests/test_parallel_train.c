@@ -243,6 +243,115 @@ static void trainnet_parallel_in_a_world_of_one(void **state)
     }
 }
 
+/* The same training "auto" and "parallel" give in a world of one: the
+ * same mini-batches (one shuffle stream, the partial last batch returned,
+ * as many iterations), so the same bits in the loss, the metrics, the
+ * validation, the batch-normalization state (population statistics
+ * included) and the learnables. "parallel" used to shuffle the data once
+ * more and reshuffle its part with a stream of its own: another order,
+ * another loss history. env "auto" or "parallel"; seq: sequence data. */
+static dla_status train_as(const char *env, int seq, dla_net **trained, dla_training_info **info)
+{
+    enum { N = 23, V = 7 };
+    dla_rng_seed(5);
+    dla_net *net;
+    if (seq) {
+        dla_layer *layers[] = {dla_sequence_input_layer(2, NULL),
+                               dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"}),
+                               dla_batchnorm_layer(NULL), dla_fc_layer(3, NULL),
+                               dla_softmax_layer(NULL)};
+        net = dla_net_create(5, layers);
+    } else {
+        dla_layer *layers[] = {dla_image_input_layer(6, 6, 1, NULL), dla_conv2d_layer(3, 3, 4, NULL),
+                               dla_batchnorm_layer(NULL), dla_relu_layer(NULL), dla_fc_layer(3, NULL),
+                               dla_softmax_layer(NULL)};
+        net = dla_net_create(6, layers);
+    }
+    assert_non_null(net);
+    static float img[36 * (N + V)];
+    static int32_t lab[N + V];
+    dla_seqlist *seqs = dla_seqlist_create(2), *vseqs = dla_seqlist_create(2);
+    for (int j = 0; j < N + V; j++) {
+        lab[j] = (j * 5 + j / 3) % 3;
+        for (int e = 0; e < 36; e++)
+            img[36 * j + e] = (float)((e % 3 == lab[j] ? 1.0 : 0.0) + 0.05 * ((j * 7 + e) % 11));
+        /* Sequences of 3 to 9 steps: a batch's padding depends on which
+         * sequences it holds. */
+        float x[2 * 9];
+        const int len = 3 + (j * 5) % 7;
+        for (int k = 0; k < 2 * len; k++)
+            x[k] = (float)(0.3 * lab[j] + 0.1 * ((k * 3 + j) % 5) - 0.2);
+        assert_int_equal(dla_seqlist_append(j < N ? seqs : vseqs, x, len), DLA_OK);
+    }
+    dla_scope_begin();
+    dla_train_data data = {.targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
+    dla_train_data val = {.targets = dla_tensor_from_host(lab + N, DLA_I32, "", DLA_DIMS(1, V))};
+    if (seq) {
+        data.sequences = seqs;
+        val.sequences = vseqs;
+    } else {
+        data.predictors = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N));
+        val.predictors = dla_tensor_from_host(img + 36 * N, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, V));
+    }
+    /* 23 observations in mini-batches of 5: the last has 3. */
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = 5, .initial_learn_rate = 0.05,
+                              .execution_environment = env, .verbose = -1,
+                              .shuffle = "every-epoch", .partial_mini_batch = "return",
+                              .metrics = "accuracy", .validation_data = &val,
+                              .validation_frequency = 4, .shuffle_seed = 7,
+                              .batch_normalization_statistics = "population"};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                 trained, info);
+    dla_scope_end();
+    dla_seqlist_free(seqs);
+    dla_seqlist_free(vseqs);
+    dla_net_free(net);
+    return st;
+}
+
+static void same_bits_of(const char *what, const double *a, const double *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof *a) != 0)
+            fail_msg("%s[%lld]: \"parallel\" %.17g, \"auto\" %.17g", what, (long long)i, a[i], b[i]);
+}
+
+static void trainnet_parallel_in_a_world_of_one_is_auto(void **state)
+{
+    (void)state;
+    for (int seq = 0; seq <= 1; seq++) {
+        dla_net *na = NULL, *np = NULL;
+        dla_training_info *ia = NULL, *ip = NULL;
+        if (train_as("auto", seq, &na, &ia) != DLA_OK)
+            fail_msg("auto: %s", dla_last_error());
+        if (train_as("parallel", seq, &np, &ip) != DLA_OK)
+            fail_msg("parallel: %s", dla_last_error());
+        /* 5 mini-batches an epoch, the last of 3. */
+        assert_int_equal(ia->iterations, 15);
+        assert_int_equal(ip->iterations, ia->iterations);
+        same_bits_of("training_loss", ip->training_loss, ia->training_loss, ia->iterations);
+        same_bits_of("training_accuracy", ip->training_accuracy, ia->training_accuracy,
+                     ia->iterations);
+        assert_int_equal(ip->validations, ia->validations);
+        same_bits_of("validation_loss", ip->validation_loss, ia->validation_loss, ia->validations);
+        same_bits_of("final_validation_loss", &ip->final_validation_loss,
+                     &ia->final_validation_loss, 1);
+        for (int k = 0; k < 2; k++) {
+            dla_table *ta = k ? dla_net_state(na) : dla_net_learnables(na);
+            dla_table *tp = k ? dla_net_state(np) : dla_net_learnables(np);
+            assert_int_equal(dla_table_count(tp), dla_table_count(ta));
+            for (int i = 0; i < dla_table_count(ta); i++)
+                if (!tu_same_bits(dla_table_value(tp, i), dla_table_value(ta, i)))
+                    fail_msg("%s, %s %d differs from \"auto\"", seq ? "sequences" : "images",
+                             k ? "state" : "learnable", i);
+        }
+        dla_training_info_free(ia);
+        dla_training_info_free(ip);
+        dla_net_free(na);
+        dla_net_free(np);
+    }
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -256,6 +365,7 @@ int main(void)
         TU_TEST(combined_state_short_of_memory_fails_cleanly),
         TU_TEST(trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu),
         TU_TEST(trainnet_parallel_in_a_world_of_one),
+        TU_TEST(trainnet_parallel_in_a_world_of_one_is_auto),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

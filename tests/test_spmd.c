@@ -19,6 +19,7 @@
 #include <dlaccel.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,49 @@ static void case_allreduce(void)
     check_reduced(m, DLA_REDUCE_MEAN, "mean");
     /* No tensors at all is a collective that does nothing. */
     CHECK(dla_allreduce(0, NULL, DLA_REDUCE_SUM) == DLA_OK, "n = 0");
+    /* Integer sums saturate, as MATLAB's gplus of int32 and uint8 does:
+     * summed in the dtype on the wire, they wrapped (2147483647 +
+     * 2147483647 gave -2, 200 + 200 gave 144) with DLA_OK. The sum is the
+     * whole sum's, saturated once (INT32_MAX twice and INT32_MIN once is
+     * INT32_MAX - 1, not INT32_MAX + INT32_MIN); blocking and not. */
+    for (int async = 0; async < 2; async++) {
+        int32_t iv[4] = {INT32_MAX - rank_, INT32_MIN + rank_,
+                         (rank_ % 2 ? -1 : 1) * 2000000000, rank_ == 2 ? INT32_MIN : INT32_MAX};
+        uint8_t uv[2] = {200, 7};
+        dla_tensor *it = dla_tensor_from_host(iv, DLA_I32, "", DLA_DIMS(4));
+        dla_tensor *ut = dla_tensor_from_host(uv, DLA_U8, "", DLA_DIMS(2));
+        dla_tensor *pair[] = {it, ut};
+        dla_status st;
+        if (async) {
+            dla_spmd_request *req = NULL;
+            st = dla_allreduce_start(2, pair, DLA_REDUCE_SUM, &req);
+            if (st == DLA_OK)
+                st = dla_spmd_wait(req);
+        } else {
+            st = dla_allreduce(2, pair, DLA_REDUCE_SUM);
+        }
+        CHECK(st == DLA_OK, "integer sums (%s): %s", async ? "start" : "blocking", dla_last_error());
+        int32_t gi[4];
+        uint8_t gu[2];
+        CHECK(dla_tensor_to_host(it, gi, sizeof gi) == DLA_OK &&
+                  dla_tensor_to_host(ut, gu, sizeof gu) == DLA_OK, "integer sums read");
+        for (int i = 0; i < 6; i++) {
+            double want = 0;
+            for (int r = 0; r < size_; r++) {
+                const int32_t rv[4] = {INT32_MAX - r, INT32_MIN + r, (r % 2 ? -1 : 1) * 2000000000,
+                                       r == 2 ? INT32_MIN : INT32_MAX};
+                want += i < 4 ? (double)rv[i] : i == 4 ? 200.0 : 7.0;
+            }
+            const double lo = i < 4 ? (double)INT32_MIN : 0, hi = i < 4 ? (double)INT32_MAX : 255;
+            want = want < lo ? lo : want > hi ? hi : want;
+            const double got = i < 4 ? (double)gi[i] : (double)gu[i - 4];
+            CHECK(got == want, "%s sum %d (%s): %.0f, expected %.0f (saturated)",
+                  i < 4 ? "int32" : "uint8", i < 4 ? i : i - 4, async ? "start" : "blocking", got,
+                  want);
+        }
+        dla_tensor_release(it);
+        dla_tensor_release(ut);
+    }
     dla_tensor_release(a);
     dla_tensor_release(b);
     dla_tensor_release(c);

@@ -81,7 +81,9 @@ DLA_API const char *dla_spmd_backend(void);
  * others through a host copy); no two may share memory, nor a view repeat
  * elements (stride 0). SUM, MAX and MIN take single, double, int32 and
  * uint8 (logical: MAX is or, MIN is and); MEAN single and double
- * (DLA_ERR_DTYPE otherwise). */
+ * (DLA_ERR_DTYPE otherwise). A SUM of int32 or uint8 saturates, as
+ * MATLAB's gplus does: the whole sum, clamped to the dtype's range once
+ * (it goes over the wire as doubles, through the host). */
 DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op);
 /* Copies each of the n tensors of rank root into the same tensors of every
  * other rank (whose sizes and dtypes must agree). */

@@ -428,7 +428,11 @@ typedef struct dla_training_options {
      * dla_training_device). The network is trained there; the returned
      * network lives there. "parallel": every MPI rank (parallel.h; a
      * program run without mpirun is one worker) trains on its share of
-     * each mini-batch, on the device "auto" gives it; "multi-gpu": the
+     * each mini-batch, on the device "auto" gives it: the mini-batches
+     * are those "auto" trains on (the same shuffles, iterations and last
+     * partial batch; a world of one trains as "auto", bit for bit), each
+     * divided among the workers as dla_spmd_shares divides it, and the
+     * gradients are averaged weighted by share; "multi-gpu": the
      * same with one rank per GPU of each machine, rank mapped to GPU by
      * its local rank. Every rank calls trainnet with the same arguments
      * and gets the same trained network; only rank 0 prints, draws the
@@ -444,7 +448,7 @@ typedef struct dla_training_options {
      * order, in training mode, gives each batch normalization layer's
      * TrainedMean and TrainedVariance the statistics of its input over the
      * whole data (the mini-batches' means and variances pooled, weighted
-     * by their observations; with "parallel", over every worker's part);
+     * by their observations; with "parallel", over every worker's share);
      * "moving": the running estimates updated every iteration (MeanDecay,
      * VarianceDecay) are kept. The moving ones lag weights that were still
      * moving fast at the end: a short training could predict one class

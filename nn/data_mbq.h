@@ -1,0 +1,29 @@
+/*
+ * data_mbq.h - what trainnet "parallel" asks of the mini-batch queue
+ * beyond its public API (nn/data_mbq.c).
+ */
+#ifndef DLA_NN_DATA_MBQ_H
+#define DLA_NN_DATA_MBQ_H
+
+#include <dlaccel.h>
+
+/* Makes q a worker's view, and goes back to the start of the data: q
+ * passes over all its observations in its mini-batches, in its order, as
+ * before (every worker's queue has the same order: the same seed), but
+ * dla_mbq_next hands out only this worker's share of each batch: the
+ * batch's observations divided among workers as dla_spmd_shares divides
+ * them (the first workers take the remainder), a contiguous run each, in
+ * rank order. So the workers' shares of an iteration are one process's
+ * mini-batch, the partial last one included, and every worker has as many
+ * batches as one process. A worker whose share of a batch is empty (fewer
+ * observations than workers) gets the batch's first observation, for the
+ * shapes, and dla__mbq_last_empty says so. Sequences are padded or
+ * truncated to the length the whole batch's rule gives; an augmented
+ * datastore's transforms are drawn for the whole batch, each image getting
+ * those of one process. workers 1 is the plain queue. */
+dla_status dla__mbq_set_worker(dla_mbq *q, int workers, int worker);
+/* 1 when the last batch dla_mbq_next handed out was a worker's
+ * placeholder, holding no observation of its own (it weighs 0). */
+int dla__mbq_last_empty(const dla_mbq *q);
+
+#endif
