@@ -128,7 +128,7 @@ EXTRA_DIST += examples/training_examples.sh
 # mpirun -np 2 build/examples/parallel_training; tests/parallel_train.sh
 # runs it with --small.
 noinst_PROGRAMS += examples/parallel_training
-examples_parallel_training_SOURCES = examples/parallel_training.c
+examples_parallel_training_SOURCES = examples/parallel_training.c examples/digit_net.h
 examples_parallel_training_LDADD = libdlaccel.la -lm
 # ---- end of examples/parallel_training -------------------------------------
 # ---- examples/custom_layer: a layer type of the user's own (issue 18) -----

@@ -41,6 +41,7 @@
  * Fashion-MNIST is not installed.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "digit_net.h"
 #include <dlaccel.h>
 
 #include <math.h>
@@ -86,25 +87,6 @@ static dla_status preprocess(void *ctx, int n, dla_tensor **b)
     b[0] = dla_affine(b[0], 1.0 / 255.0, 0.0);
     b[1] = dla_onehotencode(b[1], CLASSES, NULL);
     return dla_tensor_status(b[0]) != DLA_OK ? dla_tensor_status(b[0]) : dla_tensor_status(b[1]);
-}
-
-static dla_net *make_net(void)
-{
-    dla_layer *layers[] = {
-        dla_image_input_layer(28, 28, 1, &(dla_image_input_options){.name = "input",
-                                                                   .normalization = "none"}),
-        dla_conv2d_layer(5, 5, 20, &(dla_conv_layer_options){.name = "conv1"}),
-        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn1"}),
-        dla_relu_layer(&(dla_layer_options){.name = "relu1"}),
-        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.name = "conv2", .padding = {1, 1, 1, 1}}),
-        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn2"}),
-        dla_relu_layer(&(dla_layer_options){.name = "relu2"}),
-        dla_conv2d_layer(3, 3, 20, &(dla_conv_layer_options){.name = "conv3", .padding = {1, 1, 1, 1}}),
-        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn3"}),
-        dla_relu_layer(&(dla_layer_options){.name = "relu3"}),
-        dla_fc_layer(CLASSES, &(dla_fc_layer_options){.name = "fc"}),
-    };
-    return dla_net_create((int)(sizeof layers / sizeof layers[0]), layers);
 }
 
 /* What each worker sends rank 0 at the end of an epoch. */
@@ -233,7 +215,7 @@ int main(int argc, char **argv)
     /* dlnet = dlnetwork(lgraph): initialized here, then rank 0's weights
      * everywhere, so every worker starts the same. */
     dla_rng_seed(0);
-    dla_net *net = make_net();
+    dla_net *net = digit_net_with(CLASSES, "none", 0);
     dla_scope_begin();
     dla_tensor *example = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(28, 28, 1, 1));
     if (!net || dla_net_init(net, 1, &example) != DLA_OK || dla_spmd_broadcast_net(net, 0) != DLA_OK)
