@@ -230,6 +230,23 @@ const dla__layer_kind dla__kind_image3d_input = {
     .forward = image3d_forward, .describe = image3d_describe, .example = image3d_example,
 };
 
+dla_status dla__input_std_check(const char *who, dla_tensor *std)
+{
+    const int64_t n = dla_tensor_numel(std);
+    double *v = dla__nn_malloc(sizeof *v * (size_t)(n ? n : 1));
+    dla_status st = v ? dla_tensor_to_host(dla_cast(std, DLA_F64), v, sizeof *v * (size_t)n)
+                      : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: StandardDeviation: out of memory", who);
+    if (st != DLA_OK && v)
+        dla__nn_fail(st, "%s: StandardDeviation could not be read: %s", who, dla_last_error());
+    for (int64_t i = 0; st == DLA_OK && i < n; i++)
+        if (!(v[i] > 0) || !isfinite(v[i]))
+            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: StandardDeviation(%lld) is %g: each "
+                              "must be positive and finite (it divides the input)", who,
+                              (long long)i + 1, v[i]);
+    dla__nn_free(v);
+    return st;
+}
+
 /* Keeps the statistics given in the options (the caller calls this inside
  * a scope: retaining there leaves the layer its own reference). */
 static dla_status set_stats(dla_layer *l, dla_tensor *mean, dla_tensor *std)
@@ -247,27 +264,10 @@ static dla_status set_stats(dla_layer *l, dla_tensor *mean, dla_tensor *std)
     /* A divisor of 0, a negative or a non-finite one makes every output of
      * the element NaN or Inf, and the whole network with it: refused here,
      * where the user gave it. */
-    if (l->status == DLA_OK && std && !strcmp(l->props.option, "zscore")) {
-        const int64_t n = dla_tensor_numel(l->given[1]);
-        double *v = dla__nn_malloc(sizeof *v * (size_t)(n ? n : 1));
-        dla_status st = v ? dla_tensor_to_host(dla_cast(l->given[1], DLA_F64), v, sizeof *v * (size_t)n)
-                          : DLA_ERR_OUT_OF_MEMORY;
-        int64_t bad = -1;
-        for (int64_t i = 0; st == DLA_OK && i < n && bad < 0; i++)
-            if (!(v[i] > 0) || !isfinite(v[i]))
-                bad = i;
-        if (st != DLA_OK || bad >= 0) {
-            char msg[256];
-            if (st != DLA_OK)
-                snprintf(msg, sizeof msg, "%s: StandardDeviation could not be read", l->kind->type);
-            else
-                snprintf(msg, sizeof msg, "%s: StandardDeviation(%lld) is %g: each must be positive "
-                         "and finite (it divides the input)", l->kind->type, (long long)bad + 1,
-                         v[bad]);
-            l->status = st != DLA_OK ? st : DLA_ERR_INVALID_ARGUMENT;
-            l->message = dla__nn_strdup(msg);
-        }
-        dla__nn_free(v);
+    if (l->status == DLA_OK && std && !strcmp(l->props.option, "zscore") &&
+        dla__input_std_check(l->kind->type, l->given[1]) != DLA_OK) {
+        l->status = dla_last_status();
+        l->message = dla__nn_strdup(dla_last_error());
     }
     return l->status;
 }

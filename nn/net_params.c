@@ -150,6 +150,13 @@ DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *para
     dla_status st = dla__table_check("dla_net_set", t, r, value);
     if (st != DLA_OK)
         return st;
+    /* An input layer's divisor, as its options are checked. */
+    if (kind == DLA__FIXED && !strcmp(parameter, "StandardDeviation")) {
+        char who[300];
+        snprintf(who, sizeof who, "dla_net_set: layer '%.200s'", layer);
+        if ((st = dla__input_std_check(who, value)) != DLA_OK)
+            return st;
+    }
     dla_tensor_retain(value);
     dla_tensor_release(t->values[r]);
     t->values[r] = value;

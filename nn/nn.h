@@ -387,6 +387,10 @@ void dla__net_free_given(int n, dla_layer *const *layers);
 dla_status dla__net_add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn);
 /* Connects layer s's output to input dp of layer d (free, checked). */
 dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char *fn);
+/* DLA_OK when every element of a zscore StandardDeviation is positive and
+ * finite; else DLA_ERR_INVALID_ARGUMENT naming who and the first bad one
+ * (1-based). Reads std to the host. */
+dla_status dla__input_std_check(const char *who, dla_tensor *std);
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
 /* A batch normalization layer's State rows (TrainedMean, TrainedVariance)

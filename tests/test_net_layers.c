@@ -226,6 +226,11 @@ static void zscore_of_a_constant_element_divides_by_one(void **state)
     assert_int_equal(dla_net_predict(net, 1, &t, 1, &y, NULL), DLA_OK);
     assert_true(dla_tensor_item(y, 0) == 0.5);
     assert_true(dla_tensor_item(y, 1) == 3); /* (5 - 2) / 1 */
+    /* dla_net_set checks a StandardDeviation as the options are. */
+    dla_tensor *sd0 = dla_tensor_from_host((float[]){2, 0}, DLA_F32, "", DLA_DIMS(2, 1, 1));
+    assert_int_equal(dla_net_set(net, "in", "StandardDeviation", sd0), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_net_set: layer 'in': StandardDeviation(2) is 0"));
+    assert_true(dla_tensor_item(dla_net_get(net, "in", "StandardDeviation"), 1) == 1);
     dla_net_free(net);
     const float bad[][2] = {{1, 0}, {1, -2}, {NAN, 1}, {1, INFINITY}};
     for (int k = 0; k < 4; k++) {

@@ -157,8 +157,9 @@ typedef struct dla_layer_options {
  * learnables) are zeros and ones until set: by the options below, by
  * dla_net_set, or from data by dla_net_set_input_statistics (what trainnet
  * does, as MATLAB's ResetInputNormalization). A StandardDeviation given
- * in the options must be positive and finite (the layer is in an error
- * state otherwise, DLA_ERR_INVALID_ARGUMENT naming the first bad element);
+ * in the options or by dla_net_set must be positive and finite (the layer
+ * is in an error state otherwise, or dla_net_set fails, with
+ * DLA_ERR_INVALID_ARGUMENT naming the first bad element);
  * one computed from data where the data is constant (a blank border pixel
  * with "element") is 1, not 0, with a warning in the log: dividing by 0
  * made every output NaN. */
