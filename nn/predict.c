@@ -40,6 +40,34 @@ static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_pr
     return dla_mbq_create(1, &in, &o, q);
 }
 
+/* Sequence-to-sequence outputs of mini-batches padded to different
+ * lengths: each padded along "T" to the longest, with the options'
+ * SequencePaddingValue on the side SequencePaddingDirection says (the
+ * inputs' padding, so a step keeps its place), into parts (the caller's
+ * scope holds them). */
+static dla_status pad_steps(dla_tensor **parts, int64_t n, const dla_predict_options *p)
+{
+    const int t = dla_tensor_find_dim(parts[0], 'T');
+    if (t <= 0)
+        return DLA_OK;
+    int64_t longest = 0;
+    for (int64_t i = 0; i < n; i++)
+        longest = dla_tensor_dim(parts[i], t) > longest ? dla_tensor_dim(parts[i], t) : longest;
+    const int left = p->sequence_padding_direction && !strcmp(p->sequence_padding_direction, "left");
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t missing = longest - dla_tensor_dim(parts[i], t);
+        if (missing == 0)
+            continue;
+        int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
+        (left ? before : after)[t - 1] = missing;
+        parts[i] = dla_pad(parts[i], dla_tensor_ndims(parts[i]), before, after,
+                           p->sequence_padding_value);
+        if (dla_tensor_status(parts[i]) != DLA_OK)
+            return dla_tensor_status(parts[i]);
+    }
+    return DLA_OK;
+}
+
 DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data,
                                         const dla_predict_options *opts, dla_tensor **scores)
 {
@@ -84,6 +112,8 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     }
     if (st == DLA_OK && made == 0)
         st = dla_set_error(DLA_ERR_INVALID_ARGUMENT, "the data has no observation");
+    if (st == DLA_OK && made > 1)
+        st = pad_steps(parts, made, &p);
     if (st == DLA_OK) {
         /* Joined along the observations ("B"; the last dim unformatted). */
         const int b = dla_tensor_find_dim(parts[0], 'B');

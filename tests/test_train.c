@@ -475,6 +475,62 @@ static void output_network_best_validation_returns_that_validations_network(void
     dla_scope_end();
 }
 
+/* Sequence-to-sequence outputs of mini-batches padded to different
+ * lengths are padded to the longest when joined: each observation's own
+ * steps are what predicting it alone gives, the steps its mini-batch
+ * padded are the network's output on the input padding, and the steps
+ * added at the join hold SequencePaddingValue, on the side
+ * SequencePaddingDirection says. */
+static void minibatchpredict_pads_sequence_outputs_to_the_longest(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(4);
+    dla_layer *l[] = {dla_sequence_input_layer(1, NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    const int64_t len[3] = {2, 3, 5};
+    const float steps[5] = {0.5f, -1, 2, 0.25f, 3};
+    dla_seqlist *seq = dla_seqlist_create(1);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(dla_seqlist_append(seq, steps, len[i]), DLA_OK);
+    for (int left = 0; left < 2; left++) {
+        dla_predict_options po = {.mini_batch_size = 2, .sequence_padding_value = -7,
+                                  .sequence_padding_direction = left ? "left" : "right"};
+        dla_tensor *y = NULL;
+        assert_int_equal(dla_minibatchpredict(net, &(dla_train_data){.sequences = seq}, &po, &y),
+                         DLA_OK);
+        assert_string_equal(dla_tensor_format(y), "CBT");
+        assert_int_equal(dla_tensor_dim(y, 2), 3);
+        assert_int_equal(dla_tensor_dim(y, 3), 5);
+        const int64_t batch_len[3] = {3, 3, 5};
+        for (int i = 0; i < 3; i++) {
+            dla_tensor *alone, *x = dla_tensor_from_host(steps, DLA_F32, "CBT", DLA_DIMS(1, 1, len[i]));
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &alone, NULL), DLA_OK);
+            for (int64_t t = 0; t < 5; t++) {
+                /* Step t of observation i in y: its own steps start where
+                 * the padding before them ends. */
+                const int64_t own = left ? t - (5 - len[i]) : t;
+                const int64_t joined_pad = 5 - batch_len[i];
+                for (int c = 0; c < 2; c++) {
+                    const double got = dla_tensor_item(y, c + 2 * (i + 3 * t));
+                    if (own >= 0 && own < len[i]) {
+                        if (got != dla_tensor_item(alone, c + 2 * own))
+                            fail_msg("left %d obs %d step %lld: %g", left, i, (long long)t, got);
+                    } else if (left ? t < joined_pad : t >= 5 - joined_pad) {
+                        if (got != -7)
+                            fail_msg("left %d obs %d step %lld: %g, not the padding", left, i,
+                                     (long long)t, got);
+                    }
+                }
+            }
+        }
+    }
+    dla_seqlist_free(seq);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* minibatchpredict: the predictions of the whole data, made a mini-batch
  * at a time (a partial last one too); testnet: accuracy and
  * cross-entropy over the whole data as computed from those predictions;
@@ -2387,6 +2443,7 @@ int main(void)
         TU_TEST(batch_normalization_statistics_come_from_the_whole_data),
         TU_TEST(output_network_best_validation_returns_that_validations_network),
         TU_TEST(minibatchpredict_and_testnet_cover_the_whole_data),
+        TU_TEST(minibatchpredict_pads_sequence_outputs_to_the_longest),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),

@@ -643,9 +643,11 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
  * outputs joined along their "B" dim (an unformatted output's last) into
  * *scores (ownership as dlaccel.h's results). Classes from the scores:
  * dla_onehotdecode (MATLAB's scores2label). Sequence-to-sequence outputs
- * of mini-batches padded to different lengths cannot be joined
- * (DLA_ERR_SHAPE from the join, naming dla_minibatchpredict): predict
- * those per mini-batch. Errors name dla_minibatchpredict. */
+ * of mini-batches padded to different lengths are padded along "T" to the
+ * longest before they are joined, with SequencePaddingValue, on the side
+ * SequencePaddingDirection gives (MATLAB's UniformOutput true): each
+ * observation's steps keep their places, its padded steps are padding.
+ * Errors name dla_minibatchpredict. */
 DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data,
                                         const dla_predict_options *opts, dla_tensor **scores);
 
