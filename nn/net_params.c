@@ -21,6 +21,20 @@ DLA_API dla_table *dla_net_state(dla_net *net)
     return net && net->initialized ? &net->tables[DLA__STATE] : NULL;
 }
 
+dla_device *dla__net_device(dla_net *net)
+{
+    dla_tensor *first = net && net->tables[DLA__LEARNABLE].count > 0
+                            ? net->tables[DLA__LEARNABLE].values[0] : NULL;
+    return first ? dla_tensor_device(first) : dla_device_current();
+}
+
+const char *dla__net_cast_name(dla_net *net)
+{
+    dla_tensor *first = net && net->tables[DLA__LEARNABLE].count > 0
+                            ? net->tables[DLA__LEARNABLE].values[0] : NULL;
+    return first && dla_tensor_dtype(first) == DLA_F64 ? "double" : "single";
+}
+
 DLA_API int dla_net_learnable_count(const dla_net *net)
 {
     return net ? net->tables[DLA__LEARNABLE].count : 0;

@@ -391,6 +391,11 @@ dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char
  * finite; else DLA_ERR_INVALID_ARGUMENT naming who and the first bad one
  * (1-based). Reads std to the host. */
 dla_status dla__input_std_check(const char *who, dla_tensor *std);
+/* Where a network's values live (its first learnable's device; the
+ * current device when it has none), and the dla_mbq cast its data takes
+ * ("double" for a double network, else "single"). */
+dla_device *dla__net_device(dla_net *net);
+const char *dla__net_cast_name(dla_net *net);
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
 /* A batch normalization layer's State rows (TrainedMean, TrainedVariance)

@@ -19,15 +19,13 @@ static const char fn[] = "dla_minibatchpredict";
 static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_predict_options *p,
                              dla_device *dev, dla_mbq **q)
 {
-    dla_tensor *first = dla_net_learnable_count(net) > 0
-                            ? dla_table_value(dla_net_learnables(net), 0) : NULL;
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     int64_t dims[DLA_MAX_DIMS];
     if (d->predictors && !*dla_tensor_format(d->predictors))
         dla_net_input_activation(net, 0, dims, in_fmt);
     dla_mbq_input in = {
         .tensor = d->predictors, .sequences = d->sequences, .images = d->images,
-        .cast = first && dla_tensor_dtype(first) == DLA_F64 ? "double" : "single",
+        .cast = dla__net_cast_name(net),
         .format = *in_fmt ? in_fmt : NULL};
     dla_mbq_options o = {
         .mini_batch_size = p->mini_batch_size ? p->mini_batch_size : 128,
@@ -91,9 +89,7 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     if (p.mini_batch_size < 0)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: MiniBatchSize %lld must be positive",
                              fn, (long long)p.mini_batch_size);
-    dla_tensor *first = dla_net_learnable_count(net) > 0
-                            ? dla_table_value(dla_net_learnables(net), 0) : NULL;
-    dla_device *dev = first ? dla_tensor_device(first) : dla_device_current();
+    dla_device *dev = dla__net_device(net);
     dla_mbq *q = NULL;
     dla_status st = make_queue(net, data, &p, dev, &q);
     const int64_t nb = st == DLA_OK ? dla_mbq_num_batches(q) : 0;

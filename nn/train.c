@@ -17,6 +17,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, localtime_r */
 #include <dlaccel.h>
 
+#include "nn/nn.h" /* dla__net_device, dla__net_cast_name */
 #include "nn/train_impl.h"
 #include "nn/data_mbq.h"
 #include "nn/train_parallel.h"
@@ -409,8 +410,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         *targets = NULL;
         return st;
     }
-    dla_tensor *p0 = dla_table_value(dla_net_learnables(tr->net), 0);
-    const char *cast = p0 && dla_tensor_dtype(p0) == DLA_F64 ? "double" : "single";
+    const char *cast = dla__net_cast_name(tr->net);
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     int64_t dims[DLA_MAX_DIMS];
     if (d->predictors && !*dla_tensor_format(d->predictors))
@@ -1787,9 +1787,7 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
                                            &tr.o)) != DLA_OK)
         return st;
     tr.net = net;
-    dla_tensor *first = dla_net_learnable_count(net) > 0
-                            ? dla_table_value(dla_net_learnables(net), 0) : NULL;
-    tr.dev = first ? dla_tensor_device(first) : dla_device_current();
+    tr.dev = dla__net_device(net);
     for (int i = 0; i < n; i++)
         tr.metrics |= !strcmp(names[i], "accuracy") ? DLA__METRIC_ACCURACY
                       : !strcmp(names[i], "rmse")   ? DLA__METRIC_RMSE
