@@ -7,6 +7,7 @@
  * scratch on the same few images is the comparison.
  *
  *     build/examples/transfer [--few N] [--base-epochs N] [--epochs N] [--seed S]
+ *                             [--save PATH]
  *
  * The base task: the digit CNN (digit_net.h) trained by trainnet on the
  * 30000 Fashion-MNIST training images of T-shirt/top, Trouser, Pullover,
@@ -17,7 +18,8 @@
  * the new classes. Exits 1 unless the frozen convolutions came out of
  * training bit for bit as they went in and the transferred network
  * classifies more than 75% of the test images right; 2 on bad arguments
- * or a missing data set.
+ * or a missing data set. --save PATH saves the transferred network
+ * (dla_net_save; `dlaccel net PATH` shows it, its frozen layers marked).
  */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "digit_net.h"
@@ -103,7 +105,7 @@ static dla_status train(dla_net *net, dla_tensor *x, dla_tensor *t, int epochs, 
                         &(dla_train_loss){.name = "crossentropy"}, &o, trained, NULL);
 }
 
-static int run(int64_t few, int base_epochs, int epochs, uint64_t seed)
+static int run(int64_t few, int base_epochs, int epochs, uint64_t seed, const char *save)
 {
     dla_tensor *train_x, *train_t, *test_x, *test_t;
     if (dla_fashion_mnist_load(NULL, "train", NULL, &train_x, &train_t) != DLA_OK ||
@@ -196,6 +198,10 @@ static int run(int64_t few, int base_epochs, int epochs, uint64_t seed)
     }
     printf("conv1, conv2, conv3 after training: %s\n",
            frozen ? "unchanged, bit for bit" : "CHANGED (the learn-rate factor 0 was not applied)");
+    if (save && dla_net_save(transferred, save) != DLA_OK)
+        frozen = !fail("--save");
+    else if (save)
+        printf("saved the transferred network to %s\n", save);
     dla_net_free(loaded);
     dla_net_free(fresh);
     dla_net_free(transferred);
@@ -208,6 +214,7 @@ int main(int argc, char **argv)
     int64_t few = 10;
     int base_epochs = 1, epochs = 30;
     uint64_t seed = 1;
+    const char *save = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--few") && i + 1 < argc)
             few = atoll(argv[++i]);
@@ -217,9 +224,11 @@ int main(int argc, char **argv)
             epochs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--save") && i + 1 < argc)
+            save = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--few N] [--base-epochs N] [--epochs N] [--seed S]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--few N] [--base-epochs N] [--epochs N] [--seed S] "
+                    "[--save PATH]\n", argv[0]);
             return 2;
         }
     }
@@ -229,7 +238,7 @@ int main(int argc, char **argv)
     }
     /* Every tensor below belongs to this scope, released at its end. */
     dla_scope_begin();
-    const int rc = run(few, base_epochs, epochs, seed);
+    const int rc = run(few, base_epochs, epochs, seed, save);
     dla_scope_end();
     return rc;
 }

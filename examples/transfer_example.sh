@@ -9,9 +9,9 @@ ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-transfer-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE
-echo "1..2"
+echo "1..3"
 
-"$ex/transfer" >"$tmp/out" 2>&1
+"$ex/transfer" --save "$tmp/net.safetensors" >"$tmp/out" 2>&1
 status=$?
 what="transfer: a new classifier on a frozen trained network"
 if [ "$status" -eq 2 ] && grep -qF "dataset-fashion-mnist" "$tmp/out"; then
@@ -30,10 +30,31 @@ else
     else sed 's/^/# /' "$tmp/out" | tail -n 40; echo "not ok 1 - $what"; fi
 fi
 
+# `dlaccel net` shows the saved network with its frozen layers.
+tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
+what="dlaccel net shows the transferred network, its convolutions frozen"
+if [ -f "$tmp/net.safetensors" ]; then
+    "$tool" net "$tmp/net.safetensors" >"$tmp/net" 2>&1
+    status=$?
+    ok=yes
+    [ "$status" -eq 0 ] || { echo "# exit status $status"; ok=no; }
+    for pattern in "dla_net with 12 layers" "fc_new" "Learnables (14)" "State (6)" \
+        "conv1/Weights" "bn3/TrainedVariance"; do
+        grep -qF -- "$pattern" "$tmp/net" || { echo "# output lacks: $pattern"; ok=no; }
+    done
+    # the three convolutions' weights and biases, and nothing else
+    frozen=$(grep -c ' frozen$' "$tmp/net")
+    [ "$frozen" -eq 6 ] || { echo "# $frozen rows marked frozen, expected 6"; ok=no; }
+    grep -q '^  conv2/Bias .* frozen$' "$tmp/net" || { echo "# conv2/Bias not frozen"; ok=no; }
+    if [ $ok = yes ]; then echo "ok 2 - $what"; else sed 's/^/# /' "$tmp/net" | tail -n 40; echo "not ok 2 - $what"; fi
+else
+    echo "ok 2 - # SKIP no saved network (test 1 did not run)"
+fi
+
 "$ex/transfer" --few 0 >"$tmp/out" 2>&1
 status=$?
 if [ "$status" -eq 2 ] && grep -qF -- "need positive counts" "$tmp/out"; then
-    echo "ok 2 - transfer --few 0 is refused with a message"
+    echo "ok 3 - transfer --few 0 is refused with a message"
 else
-    sed 's/^/# /' "$tmp/out"; echo "not ok 2 - transfer --few 0 is refused with a message"
+    sed 's/^/# /' "$tmp/out"; echo "not ok 3 - transfer --few 0 is refused with a message"
 fi

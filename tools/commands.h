@@ -28,6 +28,9 @@ typedef struct dla_tool_command {
 int dla_tool_devices(int argc, char **argv);
 /* `dlaccel trace FILE`: a saved trace as text; `--ops`: the op names. */
 int dla_tool_trace(int argc, char **argv);
+/* `dlaccel net FILE`: a saved network's layers, learnables with their
+ * factors, and state (net.c). */
+int dla_tool_net(int argc, char **argv);
 /* `dlaccel check-plugin MANIFEST`: the conformance suite against the cpu
  * plugin on every device of that manifest's plugin. */
 int dla_tool_check_plugin(int argc, char **argv);

@@ -35,6 +35,15 @@ static const dla_tool_command commands[] = {
      "constants are made on the default device, as a load does (see\n"
      "DLACCEL_DEVICE). With --ops, lists the op names a trace file may use.",
      dla_tool_trace},
+    {"net", "FILE", "print a saved network: layers, learnables with their factors, state",
+     "Loads FILE, a network saved with dla_net_save (a trainnet checkpoint,\n"
+     "examples/transfer --save), and prints its summary as dla_net_print does,\n"
+     "then each learnable (layer/parameter) with its dims, dtype, learn-rate\n"
+     "and L2 factors (\"frozen\" where the learn-rate factor is 0), then each\n"
+     "state. A file that cannot be loaded (missing, not a network, truncated,\n"
+     "corrupt) is reported with the reason and exit status 1. The values are\n"
+     "made on the default device, as a load does (see DLACCEL_DEVICE).",
+     dla_tool_net},
     {"check-plugin", "[options] MANIFEST",
      "run the conformance suite on a plugin, against the cpu plugin",
      "Loads the plugin of MANIFEST (its folder put first on DLACCEL_PLUGIN_PATH)\n"

@@ -6,6 +6,7 @@ tools_dlaccel_SOURCES = \
 	tools/commands.h \
 	tools/devices.c \
 	tools/trace.c \
+	tools/net.c \
 	tools/check_plugin.c \
 	tools/conformance.h tools/conformance.c tools/conformance_call.c \
 	tools/conformance_copy.c \
