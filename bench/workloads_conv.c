@@ -15,6 +15,11 @@
  *          padding "same" (0 before, 1 after)              } depthwise layers
  *   conv8: 14x14x32 -> 7x7x32, the same                    } of cnn_fmnist
  *                                                            --mobile, batch 128
+ *   conv9:  32x32x16 -> 16x16x32, 3x3, stride 2, padding 1 } ResNet-20's
+ *   conv10: 16x16x32 -> 8x8x64, the same                   } downsampling
+ *   conv11: 32x32x16 -> 16x16x32, 1x1, stride 2            } convolutions and
+ *   conv12: 16x16x32 -> 8x8x64, the same                   } their shortcuts,
+ *                                                            batch 128
  * in single precision, and conv3 in double too (conv3_*_f64: that layer
  * runs in double in MATLAB; issue 19).
  *
@@ -49,6 +54,10 @@ static const conv_layer layers[] = {
     {8, 64, 64, 1, 3, 1, 1, 128, 1},
     {28, 16, 16, 16, 3, 0, 1, 128, 2},
     {14, 32, 32, 32, 3, 0, 1, 128, 2},
+    {32, 16, 32, 1, 3, 1, 1, 128, 2},
+    {16, 32, 64, 1, 3, 1, 1, 128, 2},
+    {32, 16, 32, 1, 1, 0, 0, 128, 2},
+    {16, 32, 64, 1, 1, 0, 0, 128, 2},
 };
 
 typedef struct conv_bench {
@@ -86,8 +95,8 @@ static void dense(dla_view *v, dla_mem mem, dla_dtype dt, int nd, const int64_t 
     }
 }
 
-/* w->size encodes the case: layer (1..3) * 10 + direction (0..2), plus
- * 100 for double. */
+/* w->size encodes the case: layer (1..12) * 10 + direction (0..2), plus
+ * 1000 for double. */
 static dla_status conv_setup_on(const bench_workload *w, void **state, dla_device *dev, int im2col)
 {
     conv_bench *s = calloc(1, sizeof *s);
@@ -100,8 +109,8 @@ static dla_status conv_setup_on(const bench_workload *w, void **state, dla_devic
         return DLA_ERR_NO_DEVICE;
     static const dla_kernel kernels[3] = {DLA_KERNEL_CONV_FORWARD, DLA_KERNEL_CONV_BACKWARD_DATA,
                                           DLA_KERNEL_CONV_BACKWARD_FILTER};
-    const int layer = (int)(w->size % 100 / 10), dir = (int)(w->size % 10);
-    const dla_dtype dt = w->size >= 100 ? DLA_F64 : DLA_F32;
+    const int layer = (int)(w->size % 1000 / 10), dir = (int)(w->size % 10);
+    const dla_dtype dt = w->size >= 1000 ? DLA_F64 : DLA_F32;
     const size_t esize = dt == DLA_F64 ? sizeof(double) : sizeof(float);
     s->which = kernels[dir];
     const dla_plugin *t = dla_device_table(dev);
@@ -199,7 +208,7 @@ static dla_status conv_run(void *state)
 #define FLOPS(batch, in, Cg, F, fs, pad)                                                           \
     (2.0 * (batch) * (F) * (Cg) * (fs) * (fs) * ((in) + 2 * (pad) - (fs) + 1) *                  \
      ((in) + 2 * (pad) - (fs) + 1))
-/* sfx: "" or "_f64", with dt 0 or 100 (the size's dtype part). */
+/* sfx: "" or "_f64", with dt 0 or 1000 (the size's dtype part). */
 #define CONV(layer, dir, dname, sfx, dt, flops)                                                    \
     {.name = "conv" #layer "_" dname sfx, .unit = BENCH_FLOPS, .work = (flops),                    \
      .size = (dt) + (layer) * 10 + (dir), .setup = conv_setup, .run = conv_run,                    \
@@ -223,17 +232,25 @@ static dla_status conv_run(void *state)
 /* Stride 2: a quarter of the stride-1 count of the padded input. */
 #define C7 (2.0 * 128 * 16 * 9 * 14 * 14)
 #define C8 (2.0 * 128 * 32 * 9 * 7 * 7)
+#define C9 (2.0 * 128 * 32 * 16 * 9 * 16 * 16)
+#define C10 (2.0 * 128 * 64 * 32 * 9 * 8 * 8)
+#define C11 (2.0 * 128 * 32 * 16 * 16 * 16)
+#define C12 (2.0 * 128 * 64 * 32 * 8 * 8)
 
 const bench_workload bench_conv_workloads[] = {
     DIRS(CONV, 1, "", 0, C1), DIRS(CONV, 2, "", 0, C2), DIRS(CONV, 3, "", 0, C3),
-    DIRS(CONV, 3, "_f64", 100, C3), DIRS(CONV, 4, "", 0, C4), DIRS(CONV, 5, "", 0, C5),
+    DIRS(CONV, 3, "_f64", 1000, C3), DIRS(CONV, 4, "", 0, C4), DIRS(CONV, 5, "", 0, C5),
     DIRS(CONV, 6, "", 0, C6), DIRS(CONV, 7, "", 0, C7), DIRS(CONV, 8, "", 0, C8),
+    DIRS(CONV, 9, "", 0, C9), DIRS(CONV, 10, "", 0, C10), DIRS(CONV, 11, "", 0, C11),
+    DIRS(CONV, 12, "", 0, C12),
     {.name = NULL},
 };
 
 const bench_workload bench_conv_reference_workloads[] = {
     DIRS(REF, 1, "", 0, C1), DIRS(REF, 2, "", 0, C2), DIRS(REF, 3, "", 0, C3),
-    DIRS(REF, 3, "_f64", 100, C3), DIRS(REF, 4, "", 0, C4), DIRS(REF, 5, "", 0, C5),
+    DIRS(REF, 3, "_f64", 1000, C3), DIRS(REF, 4, "", 0, C4), DIRS(REF, 5, "", 0, C5),
     DIRS(REF, 6, "", 0, C6), DIRS(REF, 7, "", 0, C7), DIRS(REF, 8, "", 0, C8),
+    DIRS(REF, 9, "", 0, C9), DIRS(REF, 10, "", 0, C10), DIRS(REF, 11, "", 0, C11),
+    DIRS(REF, 12, "", 0, C12),
     {.name = NULL},
 };

@@ -960,6 +960,76 @@ static void stride_two_rows_of_many_outputs_match(void **state)
     }
 }
 
+/* A random strided case with dilation 1: a stride of 2 or 3 along some
+ * dim, filters of 1-5 (fewer taps than the stride too), padding and
+ * cropping, groups, 1-3 spatial dims; the cpu plugin's forward takes its
+ * phase planes (conv_direct_body.h, pack_phased) where it has AVX-512. */
+static void strided_forward_case(conv_case *c, dla_dtype t)
+{
+    random_case(c, t, 0);
+    c->B = rnd_int(1, 4);
+    for (int i = 0; i < 3; i++) {
+        if (i >= c->nsp) {
+            c->in[i] = c->out[i] = c->fs[i] = c->st[i] = c->dl[i] = 1, c->pb[i] = 0;
+            continue;
+        }
+        c->st[i] = i == 0 || chance(60) ? rnd_int(2, 3) : 1;
+        c->fs[i] = rnd_int(1, c->nsp == 3 ? 3 : 5);
+        c->dl[i] = 1;
+        c->in[i] = rnd_int(c->fs[i], c->nsp == 3 ? 8 : c->nsp == 2 ? 20 : 60);
+        c->pb[i] = chance(15) ? -rnd_int(1, 2) : rnd_int(0, c->fs[i]);
+        const int64_t pe = chance(15) ? -rnd_int(0, 2) : rnd_int(0, c->fs[i]);
+        const int64_t num = c->in[i] + c->pb[i] + pe - c->fs[i];
+        c->out[i] = num >= 0 ? num / c->st[i] + 1 : rnd_int(1, 2);
+    }
+}
+
+/* Strided forward passes, float and double: the naive loops' values on
+ * every device (the cpu plugin all three ways, epilogues included), and
+ * ResNet-20's downsampling shapes (3x3 and 1x1, stride 2, 16 -> 32
+ * channels) with one image (its strips over the team) and several. With
+ * AVX-512 the cpu plugin's pick gives other bits than im2col's in some
+ * float cases: its phase planes ran. */
+static void strided_forward_cases_take_phase_planes_and_match(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 160; i++) {
+        conv_case c;
+        strided_forward_case(&c, i % 2 ? DLA_F64 : DLA_F32);
+        c.strided = chance(30);
+        c.dirs = 1;
+        on_every_device(&c);
+    }
+    for (int i = 0; i < 4; i++) {
+        const int64_t f = i % 2 ? 1 : 3, pad = f == 3;
+        conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = 1, .B = i < 2 ? 1 : 3, .C = 16,
+                       .F = 32, .G = 1, .strided = i == 3, .in = {16, 16, 1}, .fs = {f, f, 1},
+                       .st = {2, 2, 1}, .dl = {1, 1, 1}, .pb = {pad, pad, 0}, .dirs = 1};
+        for (int d = 0; d < 2; d++)
+            c.out[d] = (c.in[d] + 2 * pad - f) / 2 + 1;
+        c.out[2] = 1;
+        on_every_device(&c);
+    }
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    int differ = 0;
+    const int cases = 30;
+    for (int i = 0; i < cases; i++) {
+        conv_case c;
+        strided_forward_case(&c, DLA_F32);
+        c.G = 1, c.C = rnd_int(4, 9), c.F = rnd_int(4, 13), c.strided = 0, c.dirs = 1;
+        uint64_t picked[3], im2col[3];
+        const uint64_t replay = rng_state;
+        bits_with(cpu, &c, NULL, replay, picked);
+        bits_with(cpu, &c, "im2col", replay, im2col);
+        differ += picked[0] != im2col[0];
+    }
+    const int phases = strstr(dla_device_properties(cpu), "simd=avx512f") != NULL;
+    if (phases ? differ == 0 : differ != 0)
+        fail_msg("strided forward passes: %d of %d cases differ from im2col's bits; expected %s",
+                 differ, cases, phases ? "some (the phase planes ran)" : "none (no AVX-512)");
+}
+
 static void three_by_three_cases_match_and_take_another_path_than_direct(void **state)
 {
     (void)state;
@@ -1280,6 +1350,7 @@ int main(void)
         cmocka_unit_test(three_by_three_filter_gradients_of_stacked_small_images_match),
         cmocka_unit_test(three_by_three_cases_of_large_images_match),
         cmocka_unit_test(stride_two_rows_of_many_outputs_match),
+        cmocka_unit_test(strided_forward_cases_take_phase_planes_and_match),
         cmocka_unit_test(stride_one_cases_of_large_batches_match),
         cmocka_unit_test(three_by_three_layers_with_inputs_near_flt_max_stay_finite),
         cmocka_unit_test(three_by_three_layers_with_inf_and_nan_inputs_match_the_direct_sums),

@@ -6,7 +6,8 @@
  * Here the arguments are checked and reduced to a dla__cpu_conv; then one
  * of two algorithms runs (docs/convolution.md has the measurements behind
  * the choice):
- * - direct kernels (conv_direct_body.h) with every stride 1: for float32
+ * - direct kernels (conv_direct_body.h) with every stride 1 (and, with
+ *   AVX-512, the forward pass of strided ones, on phase planes): for float32
  *   AVX-512 (conv_avx512.c) on a CPU that has AVX-512F, else AVX2
  *   (conv_avx2.c) on one with AVX2 and FMA; for float64 AVX2
  *   (conv_avx2_f64.c) on any CPU with AVX2 and FMA. On the small channel
@@ -17,7 +18,8 @@
  * - depthwise kernels (conv_depthwise.c) for strided depthwise layers
  *   (one channel and one filter a group: a MobileNet's);
  * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: strided
- *   convolutions, CPUs with neither (and valgrind).
+ *   convolutions' backward passes (and forward ones without AVX-512 or
+ *   with dilation), CPUs with neither (and valgrind).
  * DLACCEL_CPU_CONV=im2col forces the second, DLACCEL_CPU_CONV=direct keeps
  * the first without Winograd, for comparisons and tests.
  *

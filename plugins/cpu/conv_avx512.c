@@ -41,6 +41,11 @@ const dla__cpu_conv_bwf_fn dla__cpu_conv_bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1]
  * changes no sum: each block's sums are its own). */
 #define BWF_FILTERS_OUTER
 
+/* Strided forward passes on phase planes: ResNet-20's downsampling
+ * layers at batch 128 (dlaccel-bench conv9-conv12) took 0.30-0.61x the
+ * time of im2col + OpenBLAS (docs/convolution.md). The AVX2 kernels were
+ * not measured on them and keep im2col. */
+#define DIRECT_STRIDED
 #define DIRECT_WINOGRAD(q, k) dla__cpu_conv_winograd(q, k)
 #define DIRECT_WINOGRAD_FILTER(p) dla__cpu_conv_winograd_filter(p)
 #define DIRECT_ENTRY dla__cpu_conv_direct_avx512

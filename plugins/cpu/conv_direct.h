@@ -77,6 +77,9 @@ typedef void (*dla__cpu_conv_bwf_fn)(const FT *xc, const int64_t *toff, const FT
 typedef struct pass {
     int64_t B, G, nci, nco; /* images, groups, channels per group in and out */
     int64_t in[3], out[3], fs[3], dl[3], pb[3];
+    /* Strides (0 or 1: none); a strided pass has dilation 1 and runs on
+     * phase planes (conv_direct_body.h, pack_phased). */
+    int64_t st[3];
     const FT *src;
     int64_t ss[3], sc, sb;
     FT *dst;

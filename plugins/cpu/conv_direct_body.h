@@ -55,6 +55,9 @@ typedef struct wide {
     int64_t span;    /* outputs computed: up to the last real one */
     int64_t span_r;  /* span rounded up to a whole strip */
     int64_t cs;      /* elements per channel buffer */
+    /* Strided forward passes only (wide_init_phased): each channel buffer
+     * holds ph[0] x ph[1] x ph[2] phase planes of `plane` elements. */
+    int64_t ph[3], plane;
 } wide;
 
 static void wide_init(wide *g, const int64_t *out, const int64_t *fs, const int64_t *dl)
@@ -79,6 +82,55 @@ static void tap_offsets(const wide *g, const int64_t *fs, const int64_t *dl, int
                 toff[t] = t0 * dl[0] + t1 * dl[1] * g->w1 + t2 * dl[2] * g->w2;
 }
 
+/* A strided pass (stride st[d] > 1 somewhere, dilation 1) as a stride-1
+ * one: padded input index s o + k of dim d (output o, tap k) is element
+ * o + k / s of phase plane k % s, the plane of the padded indices
+ * congruent to k % s. Each channel buffer holds the phase planes the taps
+ * use (min(s, fs) a dim) one after another, each Pb[d] = out[d] +
+ * (fs[d] - 1) / s long, so every tap is again one constant offset for
+ * all outputs: the forward kernels run unchanged, with as many products
+ * as the convolution has (im2col + OpenBLAS took 1.5-2x the time on
+ * ResNet-20's downsampling layers; docs/convolution.md). */
+static int pass_phased(const pass *q)
+{
+    return q->st[0] > 1 || q->st[1] > 1 || q->st[2] > 1;
+}
+
+static int64_t stride_of(const int64_t *st, int d)
+{
+    return st[d] > 1 ? st[d] : 1;
+}
+
+static void wide_init_phased(wide *g, const int64_t *out, const int64_t *fs, const int64_t *st)
+{
+    int64_t nph = 1;
+    for (int d = 0; d < 3; d++) {
+        const int64_t s = stride_of(st, d);
+        g->Pb[d] = out[d] + (fs[d] - 1) / s;
+        g->ph[d] = fs[d] < s ? fs[d] : s;
+        nph *= g->ph[d];
+    }
+    g->w1 = g->Pb[0], g->w2 = g->Pb[0] * g->Pb[1];
+    g->plane = g->Pb[0] * g->Pb[1] * g->Pb[2];
+    g->span = (out[0] - 1) + (out[1] - 1) * g->w1 + (out[2] - 1) * g->w2 + 1;
+    g->span_r = (g->span + STRIP - 1) / STRIP * STRIP;
+    /* The last strip of the last plane reads up to span_r - span past it;
+     * those of the others read into the next plane (dropped columns). */
+    g->cs = DLA__CONV_LINE(nph * g->plane + (g->span_r - g->span), sizeof(FT));
+}
+
+static void tap_offsets_phased(const wide *g, const int64_t *fs, const int64_t *st, int64_t *toff)
+{
+    const int64_t s0 = stride_of(st, 0), s1 = stride_of(st, 1), s2 = stride_of(st, 2);
+    int64_t t = 0;
+    for (int64_t t2 = 0; t2 < fs[2]; t2++)
+        for (int64_t t1 = 0; t1 < fs[1]; t1++)
+            for (int64_t t0 = 0; t0 < fs[0]; t0++, t++) {
+                const int64_t phase = t0 % s0 + g->ph[0] * (t1 % s1 + g->ph[1] * (t2 % s2));
+                toff[t] = phase * g->plane + t0 / s0 + t1 / s1 * g->w1 + t2 / s2 * g->w2;
+            }
+}
+
 /* Copies nch channels of a source image (strides ss[3], channel sc) into
  * channel buffers buf[ch * cs], source index i at buffer index i + pb;
  * what falls outside the buffer is cropped. */
@@ -99,9 +151,41 @@ static TGT void pack(const wide *g, const FT *src, const int64_t *in, const int6
                 FT *b = buf + ch * g->cs + pb[0] + (i1 + pb[1]) * g->w1 + (i2 + pb[2]) * g->w2;
                 if (ss[0] == 1)
                     row_copy(b + lo[0], s + lo[0], hi[0] - lo[0], 0);
+                else if (ss[0] == 2 && sizeof(FT) == sizeof(float))
+                    /* A stride-2 pass's phase planes (vector permutes; GCC
+                     * keeps the loop below scalar). */
+                    dla__cpu_every_other_f32((float *)(b + lo[0]), (const float *)(s + 2 * lo[0]),
+                                             hi[0] - lo[0]);
                 else
                     for (int64_t i0 = lo[0]; i0 < hi[0]; i0++)
                         b[i0] = s[i0 * ss[0]];
+            }
+}
+
+/* pack for a strided pass (stride st): each phase plane of each channel
+ * is the source seen with stride s from its first index of the phase's
+ * congruence class, packed by pack into its plane. */
+static TGT void pack_phased(const wide *g, const FT *src, const int64_t *in, const int64_t *ss,
+                            int64_t sc, int64_t nch, const int64_t *pb, const int64_t *st,
+                            FT *buf)
+{
+    for (int64_t r2 = 0; r2 < g->ph[2]; r2++)
+        for (int64_t r1 = 0; r1 < g->ph[1]; r1++)
+            for (int64_t r0 = 0; r0 < g->ph[0]; r0++) {
+                const int64_t r[3] = {r0, r1, r2};
+                int64_t pin[3], pss[3], ppb[3], first = 0;
+                for (int d = 0; d < 3; d++) {
+                    const int64_t s = stride_of(st, d);
+                    /* The first source index i >= 0 with i + pb = r (mod s),
+                     * at plane index (i + pb - r) / s. */
+                    const int64_t i0 = ((r[d] - pb[d]) % s + s) % s;
+                    pin[d] = in[d] > i0 ? (in[d] - i0 + s - 1) / s : 0;
+                    pss[d] = ss[d] * s;
+                    ppb[d] = (i0 + pb[d] - r[d]) / s;
+                    first += i0 * ss[d];
+                }
+                const int64_t phase = r0 + g->ph[0] * (r1 + g->ph[1] * r2);
+                pack(g, src + first, pin, pss, sc, nch, ppb, buf + phase * g->plane);
             }
 }
 
@@ -153,7 +237,11 @@ static void pass_image(const wide *g, const pass *q, const int64_t *toff, int64_
 {
     const int64_t nstrips = g->span_r / STRIP;
     for (int64_t grp = 0; grp < q->G; grp++) {
-        pack(g, q->src + b * q->sb + grp * q->nci * q->sc, q->in, q->ss, q->sc, q->nci, q->pb, x);
+        const FT *src = q->src + b * q->sb + grp * q->nci * q->sc;
+        if (pass_phased(q))
+            pack_phased(g, src, q->in, q->ss, q->sc, q->nci, q->pb, q->st, x);
+        else
+            pack(g, src, q->in, q->ss, q->sc, q->nci, q->pb, x);
         const FT *wg = q->wpack + grp * q->nci * ntaps * q->nco;
         if (team > 1) {
 #pragma omp parallel for num_threads(team) schedule(dynamic, 1)
@@ -174,7 +262,10 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
     if (q->out[0] * q->out[1] * q->out[2] == 0 || q->B == 0)
         return DLA_OK;
     wide g;
-    wide_init(&g, q->out, q->fs, q->dl);
+    if (pass_phased(q))
+        wide_init_phased(&g, q->out, q->fs, q->st);
+    else
+        wide_init(&g, q->out, q->fs, q->dl);
     const int64_t xelems = q->nci * g.cs, yelems = q->nco * g.span_r;
     if ((xelems + yelems) * (int64_t)sizeof(FT) > MAX_THREAD_BYTES)
         return DLA_ERR_UNSUPPORTED;
@@ -196,7 +287,10 @@ static dla_status run_pass(const pass *q, int64_t ntaps)
         memset(xb[i], 0, (size_t)xelems * sizeof(FT));
     }
     if (!failed) {
-        tap_offsets(&g, q->fs, q->dl, toff);
+        if (pass_phased(q))
+            tap_offsets_phased(&g, q->fs, q->st, toff);
+        else
+            tap_offsets(&g, q->fs, q->dl, toff);
         if (!by_strip) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
             for (int64_t b = 0; b < q->B; b++) {
@@ -264,7 +358,7 @@ static dla_status direct_forward(const dla__cpu_conv *p)
     pass q = {.B = p->g.batch, .G = p->g.G, .nci = p->g.Cg, .nco = p->g.Fg};
     for (int d = 0; d < 3; d++) {
         q.in[d] = p->g.in[d], q.out[d] = p->g.out[d], q.fs[d] = p->g.fs[d];
-        q.dl[d] = p->g.dl[d], q.pb[d] = p->g.pb[d];
+        q.dl[d] = p->g.dl[d], q.pb[d] = p->g.pb[d], q.st[d] = p->g.st[d];
         q.ss[d] = p->g.xs[d], q.ds[d] = p->g.ys[d];
     }
     q.src = (const FT *)p->x, q.sc = p->g.xc, q.sb = p->g.xb;
@@ -274,7 +368,7 @@ static dla_status direct_forward(const dla__cpu_conv *p)
     q.nf = fwd_nf(p->g.Fg);
     const dla__cpu_conv_taps k = {.w = (const FT *)p->w, .sg = p->g.wg, .sci = p->g.wc,
                                   .sco = p->g.wf, .s0 = p->g.ws[0], .s1 = p->g.ws[1]};
-    dla_status ws = DIRECT_WINOGRAD(&q, &k);
+    dla_status ws = pass_phased(&q) ? DLA_ERR_UNSUPPORTED : DIRECT_WINOGRAD(&q, &k);
     if (ws != DLA_ERR_UNSUPPORTED)
         return ws;
     return pack_and_run(p, &q, p->g.wc, p->g.wf, 0);
@@ -302,7 +396,7 @@ static dla_status direct_backward_data(const dla__cpu_conv *p)
                         (p->g.fs[1] - 1) * p->g.ws[1] + (p->g.fs[2] - 1) * p->g.ws[2];
     const dla__cpu_conv_taps k = {.w = last, .sg = p->g.wg, .sci = p->g.wf, .sco = p->g.wc,
                                   .s0 = -p->g.ws[0], .s1 = -p->g.ws[1]};
-    dla_status ws = DIRECT_WINOGRAD(&q, &k);
+    dla_status ws = pass_phased(&q) ? DLA_ERR_UNSUPPORTED : DIRECT_WINOGRAD(&q, &k);
     if (ws != DLA_ERR_UNSUPPORTED)
         return ws;
     return pack_and_run(p, &q, p->g.wf, p->g.wc, 1);
@@ -642,8 +736,17 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
 
 dla_status DIRECT_ENTRY(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
 {
-    if (p->dtype != FT_DTYPE || p->g.st[0] != 1 || p->g.st[1] != 1 || p->g.st[2] != 1)
+    if (p->dtype != FT_DTYPE)
         return DLA_ERR_UNSUPPORTED;
+    if (p->g.st[0] != 1 || p->g.st[1] != 1 || p->g.st[2] != 1) {
+        /* Strides: the forward pass by phase planes (pack_phased), where
+         * the includer measured it faster than im2col, with dilation 1. */
+#ifdef DIRECT_STRIDED
+        if (dir == DLA__CONV_FORWARD && p->g.dl[0] == 1 && p->g.dl[1] == 1 && p->g.dl[2] == 1)
+            return direct_forward(p);
+#endif
+        return DLA_ERR_UNSUPPORTED;
+    }
     switch (dir) {
     case DLA__CONV_FORWARD: return direct_forward(p);
     case DLA__CONV_BACKWARD_DATA: return direct_backward_data(p);

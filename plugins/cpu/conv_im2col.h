@@ -6,7 +6,8 @@
  * arguments without the order) defined. It handles every
  * option of the ABI (1-3 spatial dims, stride, dilation, any padding,
  * groups, bias, strided views), so it is the oracle path and the one for
- * double precision and strided convolutions.
+ * double precision and strided convolutions (but for the forward pass
+ * with AVX-512, dilation 1: the direct kernels' phase planes).
  *
  * Per image and group, a chunk of output rows (runs along spatial dim 0)
  * is unfolded into col, a pc x K column-major matrix (K = taps x C/G, the

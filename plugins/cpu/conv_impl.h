@@ -49,10 +49,11 @@ typedef dla_kit_conv_dir dla__cpu_conv_dir;
  * plugin supports and every option. */
 dla_status dla__cpu_conv_im2col(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
-/* The direct algorithm (conv_direct_body.h), every stride 1: float32
- * with AVX-512 on a CPU with AVX-512F (conv_avx512.c), with AVX2 on one
- * with AVX2 and FMA (conv_avx2.c); float64 with AVX2 and FMA
- * (conv_avx2_f64.c); x86-64 only. Returns DLA_ERR_UNSUPPORTED (without a
+/* The direct algorithm (conv_direct_body.h), every stride 1, and the
+ * forward pass of strided convolutions with dilation 1 in the AVX-512
+ * kernels (on phase planes): float32 with AVX-512 on a CPU with AVX-512F
+ * (conv_avx512.c), with AVX2 on one with AVX2 and FMA (conv_avx2.c);
+ * float64 with AVX2 and FMA (conv_avx2_f64.c); x86-64 only. Returns DLA_ERR_UNSUPPORTED (without a
  * message) when it does not apply, so the caller takes im2col. */
 dla_status dla__cpu_conv_direct_avx512(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 dla_status dla__cpu_conv_direct_avx2(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
@@ -60,7 +61,8 @@ dla_status dla__cpu_conv_direct_avx2_f64(const dla__cpu_conv *p, dla__cpu_conv_d
 
 /* dst[o] = src[2 o] for o < n (conv.c): AVX-512 where the CPU has it,
  * reading src up to src[2 n - 2] and no further. The rows of stride-2
- * layers, for im2col and the depthwise path's phases. */
+ * layers, for im2col, the depthwise path's phases and the direct
+ * kernels' phase planes. */
 void dla__cpu_every_other_f32(float *dst, const float *src, int64_t n);
 
 /* Depthwise convolutions (conv_depthwise.c): one channel and one filter a
