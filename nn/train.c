@@ -1621,14 +1621,15 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                      "Stopped by OutputFcn");
         else if (st == DLA_OK)
             st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
+        if (st == DLA_OK && tr.best_net)
+            use_best_network(&tr);
         /* After a failure too: the network returned holds no state of a
-         * half-read sequence. */
+         * half-read sequence. The best validation's network too: it was
+         * copied with the state of the training batch of its iteration. */
         if (tr.has_recurrent && tr.ns) {
             dla_status rs = dla_net_reset_state(tr.net);
             st = st == DLA_OK ? rs : st;
         }
-        if (st == DLA_OK && tr.best_net)
-            use_best_network(&tr);
         if (st == DLA_OK && !strcmp(tr.o.batch_normalization_statistics, "population"))
             st = finalize_batchnorm(&tr);
     }

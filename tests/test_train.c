@@ -1344,6 +1344,45 @@ static void a_bilstm_network_trains_on_sequences(void **state)
     dla_tensor_release(t);
 }
 
+/* OutputNetwork "best-validation" on a recurrent network: the copy
+ * taken at the best validation held the LSTM state of the training
+ * batch then (one column per sequence of it), which the returned
+ * network started its predictions from; it comes back at the initial
+ * state, as the last iteration's network does. */
+static void the_best_validation_network_has_the_initial_recurrent_state(void **state)
+{
+    (void)state;
+    dla_tensor *t;
+    dla_seqlist *seqs = drifts(96, &t);
+    dla_rng_seed(3);
+    dla_net *net = drift_classifier(dla_lstm_layer(6, &(dla_lstm_layer_options){.output_mode = "last"}));
+    dla_net *trained;
+    dla_training_info *info;
+    dla_train_data d = {.sequences = seqs, .targets = t};
+    dla_training_options o = drift_options();
+    o.max_epochs = 2;
+    o.validation_data = &d;
+    o.validation_frequency = 1;
+    o.output_network = "best-validation";
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    const char *rows[] = {"HiddenState", "CellState"};
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *h = dla_net_get(trained, "lstm_1", rows[k]);
+        assert_non_null(h);
+        assert_int_equal(dla_tensor_dim(h, 2), 1);
+        for (int64_t i = 0; i < dla_tensor_numel(h); i++)
+            if (dla_tensor_item(h, i) != 0)
+                fail_msg("%s(%lld) is %g after training, not the initial 0", rows[k],
+                         (long long)i + 1, dla_tensor_item(h, i));
+    }
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(seqs);
+    dla_tensor_release(t);
+}
+
 static void sequences_train_with_each_sequence_length(void **state)
 {
     (void)state;
@@ -2386,6 +2425,7 @@ int main(void)
         TU_TEST(zeroed_options_are_matlab_defaults),
         TU_TEST(batch_normalization_statistics_come_from_the_whole_data),
         TU_TEST(output_network_best_validation_returns_that_validations_network),
+        TU_TEST(the_best_validation_network_has_the_initial_recurrent_state),
         TU_TEST(minibatchpredict_and_testnet_cover_the_whole_data),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
