@@ -5,6 +5,7 @@
  * trainnet, the outputs joined along their observation dim.
  */
 #include "nn/nn.h"
+#include "nn/train_impl.h"
 
 #include <dlaccel/data.h>
 #include <dlaccel/train.h>
@@ -63,6 +64,12 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     if (p.mini_batch_size < 0)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: MiniBatchSize %lld must be positive",
                              fn, (long long)p.mini_batch_size);
+    /* A number padded or cut every sequence to it: longer ones were
+     * predicted from their first steps alone, without a word. */
+    if (dla__train_parse_sequence_length(p.sequence_length) > 0)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: SequenceLength \"%s\": a prediction "
+                             "reads whole sequences; use \"longest\" or \"shortest\"", fn,
+                             p.sequence_length);
     dla_tensor *first = dla_net_learnable_count(net) > 0
                             ? dla_table_value(dla_net_learnables(net), 0) : NULL;
     dla_device *dev = first ? dla_tensor_device(first) : dla_device_current();
@@ -84,6 +91,18 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     }
     if (st == DLA_OK && made == 0)
         st = dla_set_error(DLA_ERR_INVALID_ARGUMENT, "the data has no observation");
+    /* Sequence outputs of mini-batches padded to other lengths: say so in
+     * the user's terms (dla_cat's message named tensors[1] and dims). */
+    const int t = st == DLA_OK ? dla_tensor_find_dim(parts[0], 'T') : 0;
+    for (int64_t i = 1; t > 0 && i < made && st == DLA_OK; i++)
+        if (dla_tensor_dim(parts[i], t) != dla_tensor_dim(parts[0], t))
+            st = dla_set_error(DLA_ERR_SHAPE, "the outputs are sequences, and those of "
+                               "mini-batches 1 and %lld have %lld and %lld time steps (each "
+                               "mini-batch is padded to its own longest sequence): they cannot "
+                               "be joined; give a MiniBatchSize of all the sequences "
+                               "or predict each mini-batch (dla_net_predict)", (long long)i + 1,
+                               (long long)dla_tensor_dim(parts[0], t),
+                               (long long)dla_tensor_dim(parts[i], t));
     if (st == DLA_OK) {
         /* Joined along the observations ("B"; the last dim unformatted). */
         const int b = dla_tensor_find_dim(parts[0], 'B');

@@ -1385,6 +1385,48 @@ static void the_best_validation_network_has_the_initial_recurrent_state(void **s
     dla_tensor_release(t);
 }
 
+/* minibatchpredict of sequences: a SequenceLength number cut every longer
+ * sequence to it (a sequence-to-sequence network's 3- to 5-step outputs
+ * came back 2 steps long, a classifier saw the first steps alone, with
+ * DLA_OK); it is refused, as testnet refuses it. Sequence outputs of
+ * mini-batches padded to other lengths name the mini-batches and their
+ * lengths (dla_cat's "tensors[1]: 1x1x4 against 1x2x5" did not). */
+static void minibatchpredict_reads_whole_sequences(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_sequence_input_layer(2, NULL), dla_lstm_layer(3, NULL),
+                      dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    dla_seqlist *s = dla_seqlist_create(2);
+    float v[10];
+    for (int i = 0; i < 10; i++)
+        v[i] = (float)i / 10;
+    assert_int_equal(dla_seqlist_append(s, v, 3), DLA_OK);
+    assert_int_equal(dla_seqlist_append(s, v, 5), DLA_OK);
+    assert_int_equal(dla_seqlist_append(s, v, 4), DLA_OK);
+    dla_train_data d = {.sequences = s};
+    dla_tensor *y;
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){
+                         .mini_batch_size = 2, .sequence_length = "2"}, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(y);
+    assert_non_null(strstr(dla_last_error(), "dla_minibatchpredict: SequenceLength \"2\": a "
+                                             "prediction reads whole sequences"));
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){.mini_batch_size = 2},
+                                          &y), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "dla_minibatchpredict: the outputs are sequences, and those "
+                                  "of mini-batches 1 and 2 have 5 and 4 time steps"))
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){.mini_batch_size = 3},
+                                          &y), DLA_OK);
+    assert_int_equal(dla_tensor_dim(y, 3), 5);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_scope_end();
+}
+
 static void sequences_train_with_each_sequence_length(void **state)
 {
     (void)state;
@@ -2429,6 +2471,7 @@ int main(void)
         TU_TEST(output_network_best_validation_returns_that_validations_network),
         TU_TEST(the_best_validation_network_has_the_initial_recurrent_state),
         TU_TEST(minibatchpredict_and_testnet_cover_the_whole_data),
+        TU_TEST(minibatchpredict_reads_whole_sequences),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),

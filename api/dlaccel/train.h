@@ -613,7 +613,9 @@ typedef struct dla_predict_options {
     int64_t mini_batch_size;   /* MiniBatchSize: 0: 128 */
     /* Sequences: each mini-batch padded to its longest ("longest", NULL)
      * or cut to its shortest ("shortest"), SequencePaddingValue and
-     * SequencePaddingDirection as trainnet's. */
+     * SequencePaddingDirection as trainnet's. A number (trainnet's
+     * chunks) is DLA_ERR_INVALID_ARGUMENT: predictions read whole
+     * sequences. */
     const char *sequence_length;
     double sequence_padding_value;
     const char *sequence_padding_direction;
@@ -642,8 +644,8 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
  * *scores (ownership as dlaccel.h's results). Classes from the scores:
  * dla_onehotdecode (MATLAB's scores2label). Sequence-to-sequence outputs
  * of mini-batches padded to different lengths cannot be joined
- * (DLA_ERR_SHAPE from the join, naming dla_minibatchpredict): predict
- * those per mini-batch. Errors name dla_minibatchpredict. */
+ * (DLA_ERR_SHAPE naming the mini-batches and their lengths): predict
+ * those per mini-batch, or in one. Errors name dla_minibatchpredict. */
 DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data,
                                         const dla_predict_options *opts, dla_tensor **scores);
 
