@@ -1776,8 +1776,14 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
                                                .sequence_padding_value = p.sequence_padding_value,
                                                .sequence_padding_direction =
                                                    p.sequence_padding_direction},
-                                           &tr.o)) != DLA_OK)
-        return st;
+                                           &tr.o)) != DLA_OK) {
+        /* The options are testnet's own: its name, not the resolver's. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        const char *own = "dla_training_options: ";
+        return dla_set_error(st, "%s: %s", fn,
+                             strncmp(msg, own, strlen(own)) ? msg : msg + strlen(own));
+    }
     tr.net = net;
     dla_tensor *first = dla_net_learnable_count(net) > 0
                             ? dla_table_value(dla_net_learnables(net), 0) : NULL;

@@ -530,6 +530,11 @@ static void minibatchpredict_and_testnet_cover_the_whole_data(void **state)
     assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx}, "accuracy", NULL,
                                  values), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "dla_testnet: data: targets is NULL"));
+    /* testnet's options are its own (they were named "dla_training_options"). */
+    assert_int_equal(dla_testnet(trained, &v, "accuracy", &(dla_predict_options){
+                                     .mini_batch_size = -1}, values), DLA_ERR_INVALID_ARGUMENT);
+    if (strncmp(dla_last_error(), "dla_testnet: MiniBatchSize -1", 29))
+        fail_msg("%s", dla_last_error());
     dla_net *fresh = mlp();
     assert_int_equal(dla_minibatchpredict(fresh, &v, NULL, &scores), DLA_ERR_STATE);
     assert_non_null(strstr(dla_last_error(), "dla_minibatchpredict: the network is not "
