@@ -5,6 +5,7 @@
  */
 #include "core/tensor.h" /* dla__tensor_view: a header of the copy's own */
 #include "nn/nn.h"
+#include "nn/train_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -125,6 +126,15 @@ static int find_param(const dla_net *net, const char *layer, const char *param, 
         }
     }
     return -1;
+}
+
+dla_tensor *dla__net_first_value(const dla_net *net)
+{
+    for (int k = 0; net && k < DLA__PARAM_KIND_COUNT; k++)
+        for (int i = 0; i < net->tables[k].count; i++)
+            if (net->tables[k].values[i] && dla_tensor_status(net->tables[k].values[i]) == DLA_OK)
+                return net->tables[k].values[i];
+    return NULL;
 }
 
 DLA_API dla_tensor *dla_net_get(const dla_net *net, const char *layer, const char *parameter)

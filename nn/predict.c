@@ -20,8 +20,9 @@ static const char fn[] = "dla_minibatchpredict";
 static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_predict_options *p,
                              dla_device *dev, dla_mbq **q)
 {
-    dla_tensor *first = dla_net_learnable_count(net) > 0
-                            ? dla_table_value(dla_net_learnables(net), 0) : NULL;
+    /* Any value of the network: one without learnables (an input's
+     * statistics and a softmax) is double too once cast. */
+    dla_tensor *first = dla__net_first_value(net);
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     int64_t dims[DLA_MAX_DIMS];
     if (d->predictors && !*dla_tensor_format(d->predictors))
@@ -70,8 +71,7 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: SequenceLength \"%s\": a prediction "
                              "reads whole sequences; use \"longest\" or \"shortest\"", fn,
                              p.sequence_length);
-    dla_tensor *first = dla_net_learnable_count(net) > 0
-                            ? dla_table_value(dla_net_learnables(net), 0) : NULL;
+    dla_tensor *first = dla__net_first_value(net);
     dla_device *dev = first ? dla_tensor_device(first) : dla_device_current();
     dla_mbq *q = NULL;
     dla_status st = make_queue(net, data, &p, dev, &q);

@@ -408,7 +408,8 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         *targets = NULL;
         return st;
     }
-    dla_tensor *p0 = dla_table_value(dla_net_learnables(tr->net), 0);
+    /* Any value: testnet's network may have no learnables. */
+    dla_tensor *p0 = dla__net_first_value(tr->net);
     const char *cast = p0 && dla_tensor_dtype(p0) == DLA_F64 ? "double" : "single";
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     int64_t dims[DLA_MAX_DIMS];
@@ -1785,8 +1786,7 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
                              strncmp(msg, own, strlen(own)) ? msg : msg + strlen(own));
     }
     tr.net = net;
-    dla_tensor *first = dla_net_learnable_count(net) > 0
-                            ? dla_table_value(dla_net_learnables(net), 0) : NULL;
+    dla_tensor *first = dla__net_first_value(net);
     tr.dev = first ? dla_tensor_device(first) : dla_device_current();
     for (int i = 0; i < n; i++)
         tr.metrics |= !strcmp(names[i], "accuracy") ? DLA__METRIC_ACCURACY

@@ -60,6 +60,10 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
 struct dla_mbq;
 dla_status dla__train_population_statistics(dla_net *net, struct dla_mbq *q, int parallel,
                                             int *computed);
+/* The first value of the network's tables (learnables, then state, then
+ * fixed parameters such as input statistics), or NULL: its dtype and
+ * device are the network's, with or without learnables (net_params.c). */
+dla_tensor *dla__net_first_value(const dla_net *net);
 /* Whether q's passes drop their last partial mini-batch (data_mbq.c);
  * starts a new pass and returns the previous setting. */
 int dla__mbq_set_discard(struct dla_mbq *q, int discard);

@@ -1432,6 +1432,39 @@ static void minibatchpredict_reads_whole_sequences(void **state)
     dla_scope_end();
 }
 
+/* A double network without learnables (an input's statistics and a
+ * softmax): minibatchpredict and testnet took the network's dtype from
+ * its first learnable, found none, cast the double data to single and
+ * failed ("input 1 is single but the network is double"); any value of
+ * the network gives its dtype now. */
+static void a_double_network_without_learnables_predicts_double_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *m = dla_tensor_from_host((double[]){1, 2, 3}, DLA_F64, "", DLA_DIMS(3, 1));
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+                          .normalization = "zerocenter", .mean = m}),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_int_equal(dla_net_learnable_count(net), 0);
+    dla_tensor *x = dla_randn(DLA_F64, "CB", DLA_DIMS(3, 5)), *whole, *y;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &whole, NULL), DLA_OK);
+    const int32_t lab[5] = {0, 1, 2, 0, 1};
+    dla_train_data d = {.predictors = x,
+                        .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(5))};
+    if (dla_minibatchpredict(net, &d, &(dla_predict_options){.mini_batch_size = 2}, &y) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_tensor_dtype(y), DLA_F64);
+    assert_true(dla_tensor_item(dla_max(dla_abs(dla_sub(y, whole)), 0, NULL), 0) == 0);
+    double v[1];
+    if (dla_testnet(net, &d, "crossentropy", NULL, v) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void sequences_train_with_each_sequence_length(void **state)
 {
     (void)state;
@@ -2477,6 +2510,7 @@ int main(void)
         TU_TEST(the_best_validation_network_has_the_initial_recurrent_state),
         TU_TEST(minibatchpredict_and_testnet_cover_the_whole_data),
         TU_TEST(minibatchpredict_reads_whole_sequences),
+        TU_TEST(a_double_network_without_learnables_predicts_double_data),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),
