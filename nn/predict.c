@@ -67,10 +67,12 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
                              fn, (long long)p.mini_batch_size);
     /* A number padded or cut every sequence to it: longer ones were
      * predicted from their first steps alone, without a word. */
-    if (dla__train_parse_sequence_length(p.sequence_length) > 0)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: SequenceLength \"%s\": a prediction "
-                             "reads whole sequences; use \"longest\" or \"shortest\"", fn,
-                             p.sequence_length);
+    const char *len = p.sequence_length;
+    if (len && *len && strcmp(len, "longest") && strcmp(len, "shortest"))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: SequenceLength \"%s\": %suse "
+                             "\"longest\" or \"shortest\"", fn, len,
+                             dla__train_parse_sequence_length(len) > 0
+                                 ? "a prediction reads whole sequences; " : "");
     dla_tensor *first = dla__net_first_value(net);
     dla_device *dev = first ? dla_tensor_device(first) : dla_device_current();
     dla_mbq *q = NULL;

@@ -1419,6 +1419,12 @@ static void minibatchpredict_reads_whole_sequences(void **state)
     assert_null(y);
     assert_non_null(strstr(dla_last_error(), "dla_minibatchpredict: SequenceLength \"2\": a "
                                              "prediction reads whole sequences"));
+    /* Another word is refused by name, with the two values it may be
+     * (the queue's message offered "a positive whole number" too). */
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){
+                         .sequence_length = "longestt"}, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_minibatchpredict: SequenceLength \"longestt\": "
+                                          "use \"longest\" or \"shortest\"");
     assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){.mini_batch_size = 2},
                                           &y), DLA_ERR_SHAPE);
     if (!strstr(dla_last_error(), "dla_minibatchpredict: the outputs are sequences, and those "
