@@ -791,6 +791,29 @@ static void multiplication_and_depth_concatenation_join_named_inputs(void **stat
                                              "agree or are 1 in each dim: in1 is 4(S) x 4(S) x "
                                              "3(C) x 1(B), in2 3(S) x 3(S) x 3(C) x 1(B)"));
     dla_net_free(net);
+    /* Three inputs: each against the product of those before it. 4x1
+     * and 3x1 each broadcast against 1x5, not against each other (the
+     * refusal was dla_mul's, naming its arguments a and b); 4x1 and 1x1
+     * do. */
+    dla_tensor *g5 = ramp(DLA_F64, "SSCB", DLA_DIMS(1, 5, 2, 1), 0.1, 1);
+    dla_tensor *g4 = ramp(DLA_F64, "SSCB", DLA_DIMS(4, 1, 2, 1), 0.2, -1);
+    dla_tensor *g3 = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 1, 2, 1), 0.3, 2);
+    dla_tensor *g1 = ramp(DLA_F64, "SSCB", DLA_DIMS(1, 1, 2, 1), 0.4, 0.5);
+    dla_layer *m3 = dla_multiplication_layer(3, &(dla_layer_options){.name = "m3"});
+    net = dla_net_create(1, &m3);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 3, (dla_tensor *[]){g5, g4, g3}), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "layer 'm3' (Multiplication): the inputs of a multiplication "
+                                  "must have one format and sizes that agree or are 1 in each "
+                                  "dim: in1..in2 broadcast to 4(S) x 5(S) x 2(C) x 1(B), in3 "
+                                  "3(S) x 1(S) x 2(C) x 1(B)"))
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_net_init(net, 3, (dla_tensor *[]){g5, g4, g1}), DLA_OK);
+    dla_tensor *prod;
+    assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){g5, g4, g1}, 1, &prod, NULL),
+                     DLA_OK);
+    assert_same(prod, dla_mul(dla_mul(g5, g4), g1));
+    dla_net_free(net);
 
     /* Depth concatenation: along dim 3 of images, dim 1 of sequences. */
     dla_layer *d[] = {
