@@ -831,6 +831,22 @@ static void change_batch_size(dla_mbq *q, int64_t size)
     q->pos = 0;
 }
 
+static void change_discard(dla_mbq *q, int64_t discard)
+{
+    q->discard = (int)discard;
+    q->pos = 0;
+}
+
+/* Sets whether a pass drops the last partial mini-batch (trainnet's
+ * population statistics read every observation of a queue made with
+ * "discard") and starts a new pass; returns the previous setting. */
+int dla__mbq_set_discard(dla_mbq *q, int discard)
+{
+    const int was = q->discard;
+    with_dispatch_idle(q, change_discard, discard != 0);
+    return was;
+}
+
 /* The calls below check the handle as next and hasdata do: on a freed
  * queue they wrote (reset, shuffle: its freed order) or read freed memory. */
 DLA_API void dla_mbq_reset(dla_mbq *q)

@@ -64,6 +64,17 @@ static dla_status init_stats(const dla_layer *l, dla__param_sink *sink, int ns)
         dla_tensor *v = NULL;
         if (!dla__param_loading(sink)) {
             dla_dtype dt = dla__param_dtype(sink);
+            int64_t want = 1;
+            for (int i = 0; i < nd; i++)
+                want *= dims[i];
+            if (l->given[k] && dla_tensor_numel(l->given[k]) != want) {
+                char got[96], shape[96];
+                int64_t gd[DLA_MAX_DIMS];
+                dla__dims_text(dla_tensor_dims(l->given[k], gd), gd, got, sizeof got);
+                dla__dims_text(nd, dims, shape, sizeof shape);
+                return dla__nn_fail(DLA_ERR_SHAPE, "%s is %s; NormalizationDimension \"%s\" "
+                                    "takes %s", names[k], got, p->option2, shape);
+            }
             if (l->given[k])
                 v = dla_cast(dla_reshape(l->given[k], "", nd, dims), dt);
             else
@@ -91,6 +102,23 @@ static void describe_norm(const dla__props *p, char *buf, size_t size)
         buf[0] = '\0';
     else
         snprintf(buf, size, " with '%s' normalization", p->option);
+}
+
+/* NormalizationDimension "auto" (or none given), as MATLAB reads it: with
+ * statistics given, the dims they match (one value: "all"; one per
+ * channel: "channel"; one per element of an image: "element"); else
+ * "channel". per_element is 0 for sequences and features. */
+static const char *auto_dimension(const char *given, dla_tensor *mean, dla_tensor *std,
+                                  int64_t channels, int64_t per_element)
+{
+    if (given && strcmp(given, "auto"))
+        return given;
+    dla_tensor *stat = mean ? mean : std;
+    if (!stat || dla_tensor_status(stat) != DLA_OK)
+        return NULL;
+    const int64_t n = dla_tensor_numel(stat);
+    return n == 1 && channels != 1 ? "all" : n == channels ? NULL
+           : per_element && n == per_element ? "element" : NULL;
 }
 
 /* ------------------------------------------------------------- imageInput */
@@ -283,9 +311,14 @@ static dla_layer *image_new(const dla__layer_kind *kind, int ns, const int64_t *
     snprintf(what, sizeof what, "%s: Normalization", kind->type);
     dla_status st = dla__props_string(p.option, o.normalization, "zerocenter", what);
     snprintf(what, sizeof what, "%s: NormalizationDimension", kind->type);
+    int64_t per_element = 1;
+    for (int i = 0; i <= ns; i++)
+        per_element *= size[i] > 0 ? size[i] : 1;
     if (st == DLA_OK)
-        st = dla__props_string(p.option2, o.normalization_dimension && strcmp(o.normalization_dimension, "auto")
-                               ? o.normalization_dimension : NULL, "channel", what);
+        st = dla__props_string(p.option2, auto_dimension(o.normalization_dimension, o.mean,
+                                                         o.standard_deviation, size[ns],
+                                                         per_element),
+                               "channel", what);
     dla_layer *l = dla__layer_new(kind, o.name, 0, &p, st);
     if (l) {
         dla_scope_begin();
@@ -389,9 +422,9 @@ DLA_API dla_layer *dla_sequence_input_layer(int64_t channels, const dla_sequence
     p.dim = o.min_length ? o.min_length : 1;
     dla_status st = dla__props_string(p.option, o.normalization, "none", "sequenceInput: Normalization");
     if (st == DLA_OK)
-        st = dla__props_string(p.option2, o.normalization_dimension && strcmp(o.normalization_dimension, "auto")
-                               ? o.normalization_dimension : NULL, "channel",
-                               "sequenceInput: NormalizationDimension");
+        st = dla__props_string(p.option2, auto_dimension(o.normalization_dimension, o.mean,
+                                                         o.standard_deviation, channels, 0),
+                               "channel", "sequenceInput: NormalizationDimension");
     dla_layer *l = dla__layer_new(&dla__kind_sequence_input, o.name, 0, &p, st);
     if (l) {
         dla_scope_begin();
@@ -464,10 +497,8 @@ DLA_API dla_layer *dla_feature_input_layer(int64_t num_features,
     dla_status st = dla__props_string(p.option, o.normalization, "none",
                                       "featureInput: Normalization");
     if (st == DLA_OK)
-        st = dla__props_string(p.option2, o.normalization_dimension &&
-                                              strcmp(o.normalization_dimension, "auto")
-                                          ? o.normalization_dimension
-                                          : NULL,
+        st = dla__props_string(p.option2, auto_dimension(o.normalization_dimension, o.mean,
+                                                         o.standard_deviation, num_features, 0),
                                "channel", "featureInput: NormalizationDimension");
     dla_layer *l = dla__layer_new(&dla__kind_feature_input, o.name, 0, &p, st);
     if (l) {

@@ -94,25 +94,36 @@ static dla_status add_same_sizes(int n, const dla__shape *in)
 
 /* MATLAB's multiplicationLayer: inputs of one format whose sizes agree
  * dim by dim or are 1 there (a gate of 1 x 1 x C x B on an H x W x C x B
- * activation). */
+ * activation). Each input is checked against the product of those before
+ * it: in2 and in3 may each broadcast against in1 (4x1 and 3x1 against
+ * 1x5) and not against each other, which dla_mul then refused in its own
+ * words. */
 static dla_status mul_sizes(int n, const dla__shape *in)
 {
+    dla__shape acc = in[0];
     for (int i = 1; i < n; i++) {
-        int ok = !strcmp(in[0].format, in[i].format);
-        const int nd = in[0].ndims > in[i].ndims ? in[0].ndims : in[i].ndims;
+        int ok = !strcmp(acc.format, in[i].format);
+        const int nd = acc.ndims > in[i].ndims ? acc.ndims : in[i].ndims;
         for (int d = 0; ok && d < nd; d++) {
-            const int64_t a = d < in[0].ndims ? in[0].dims[d] : 1;
+            const int64_t a = d < acc.ndims ? acc.dims[d] : 1;
             const int64_t b = d < in[i].ndims ? in[i].dims[d] : 1;
             ok = a == b || a == 1 || b == 1;
         }
         if (!ok) {
-            char a[160], b[160];
-            dla__shape_str(&in[0], a, sizeof a);
+            char a[160], b[160], what[48];
+            dla__shape_str(&acc, a, sizeof a);
             dla__shape_str(&in[i], b, sizeof b);
+            snprintf(what, sizeof what, i == 1 ? "in1 is" : "in1..in%d broadcast to", i);
             return dla__nn_fail(DLA_ERR_SHAPE, "the inputs of a multiplication must have one "
-                                "format and sizes that agree or are 1 in each dim: in1 is %s, "
-                                "in%d %s", a, i + 1, b);
+                                "format and sizes that agree or are 1 in each dim: %s %s, "
+                                "in%d %s", what, a, i + 1, b);
         }
+        for (int d = 0; d < nd; d++) {
+            const int64_t a = d < acc.ndims ? acc.dims[d] : 1;
+            const int64_t b = d < in[i].ndims ? in[i].dims[d] : 1;
+            acc.dims[d] = a == 1 ? b : a;
+        }
+        acc.ndims = nd;
     }
     return DLA_OK;
 }

@@ -23,15 +23,13 @@ DLA_API dla_table *dla_net_state(dla_net *net)
 
 dla_device *dla__net_device(dla_net *net)
 {
-    dla_tensor *first = net && net->tables[DLA__LEARNABLE].count > 0
-                            ? net->tables[DLA__LEARNABLE].values[0] : NULL;
+    dla_tensor *first = dla__net_first_value(net);
     return first ? dla_tensor_device(first) : dla_device_current();
 }
 
 const char *dla__net_cast_name(dla_net *net)
 {
-    dla_tensor *first = net && net->tables[DLA__LEARNABLE].count > 0
-                            ? net->tables[DLA__LEARNABLE].values[0] : NULL;
+    dla_tensor *first = dla__net_first_value(net);
     return first && dla_tensor_dtype(first) == DLA_F64 ? "double" : "single";
 }
 
@@ -140,6 +138,15 @@ static int find_param(const dla_net *net, const char *layer, const char *param, 
         }
     }
     return -1;
+}
+
+dla_tensor *dla__net_first_value(const dla_net *net)
+{
+    for (int k = 0; net && k < DLA__PARAM_KIND_COUNT; k++)
+        for (int i = 0; i < net->tables[k].count; i++)
+            if (net->tables[k].values[i] && dla_tensor_status(net->tables[k].values[i]) == DLA_OK)
+                return net->tables[k].values[i];
+    return NULL;
 }
 
 DLA_API dla_tensor *dla_net_get(const dla_net *net, const char *layer, const char *parameter)

@@ -391,7 +391,11 @@ dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char
  * finite; else DLA_ERR_INVALID_ARGUMENT naming who and the first bad one
  * (1-based). Reads std to the host. */
 dla_status dla__input_std_check(const char *who, dla_tensor *std);
-/* Where a network's values live (its first learnable's device; the
+/* The first value of the network's tables (learnables, then state, then
+ * fixed parameters such as input statistics), or NULL: its dtype and
+ * device are the network's, with or without learnables (net_params.c). */
+dla_tensor *dla__net_first_value(const dla_net *net);
+/* Where a network's values live (dla__net_first_value's device; the
  * current device when it has none), and the dla_mbq cast its data takes
  * ("double" for a double network, else "single"). */
 dla_device *dla__net_device(dla_net *net);

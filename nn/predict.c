@@ -5,6 +5,7 @@
  * trainnet, the outputs joined along their observation dim.
  */
 #include "nn/nn.h"
+#include "nn/train_impl.h"
 
 #include <dlaccel/data.h>
 #include <dlaccel/train.h>
@@ -89,6 +90,14 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     if (p.mini_batch_size < 0)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: MiniBatchSize %lld must be positive",
                              fn, (long long)p.mini_batch_size);
+    /* A number padded or cut every sequence to it: longer ones were
+     * predicted from their first steps alone, without a word. */
+    const char *len = p.sequence_length;
+    if (len && *len && strcmp(len, "longest") && strcmp(len, "shortest"))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: SequenceLength \"%s\": %suse "
+                             "\"longest\" or \"shortest\"", fn, len,
+                             dla__train_parse_sequence_length(len) > 0
+                                 ? "a prediction reads whole sequences; " : "");
     dla_device *dev = dla__net_device(net);
     dla_mbq *q = NULL;
     dla_status st = make_queue(net, data, &p, dev, &q);

@@ -1630,14 +1630,15 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                      "Stopped by OutputFcn");
         else if (st == DLA_OK)
             st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
+        if (st == DLA_OK && tr.best_net)
+            use_best_network(&tr);
         /* After a failure too: the network returned holds no state of a
-         * half-read sequence. */
+         * half-read sequence. The best validation's network too: it was
+         * copied with the state of the training batch of its iteration. */
         if (tr.has_recurrent && tr.ns) {
             dla_status rs = dla_net_reset_state(tr.net);
             st = st == DLA_OK ? rs : st;
         }
-        if (st == DLA_OK && tr.best_net)
-            use_best_network(&tr);
         if (st == DLA_OK && !strcmp(tr.o.batch_normalization_statistics, "population"))
             st = finalize_batchnorm(&tr);
     }
@@ -1784,8 +1785,14 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
                                                .sequence_padding_value = p.sequence_padding_value,
                                                .sequence_padding_direction =
                                                    p.sequence_padding_direction},
-                                           &tr.o)) != DLA_OK)
-        return st;
+                                           &tr.o)) != DLA_OK) {
+        /* The options are testnet's own: its name, not the resolver's. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        const char *own = "dla_training_options: ";
+        return dla_set_error(st, "%s: %s", fn,
+                             strncmp(msg, own, strlen(own)) ? msg : msg + strlen(own));
+    }
     tr.net = net;
     tr.dev = dla__net_device(net);
     for (int i = 0; i < n; i++)

@@ -51,12 +51,17 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
 
 /* BatchNormalizationStatistics "population" (train_population.c): one
  * pass over q (the training data, this rank's part with parallel set,
- * then summed over the ranks; collective) in training mode, and each
+ * then summed over the ranks; collective) in training mode, every
+ * observation (a partial last mini-batch too, whatever PartialMiniBatch
+ * says), and each
  * batch normalization layer's TrainedMean and TrainedVariance set to its
  * input's pooled statistics. *computed: 1 when the network has such
  * layers and they were set. */
 struct dla_mbq;
 dla_status dla__train_population_statistics(dla_net *net, struct dla_mbq *q, int parallel,
                                             int *computed);
+/* Whether q's passes drop their last partial mini-batch (data_mbq.c);
+ * starts a new pass and returns the previous setting. */
+int dla__mbq_set_discard(struct dla_mbq *q, int discard);
 
 #endif

@@ -797,6 +797,29 @@ static void strided_depthwise_cases_take_their_own_path_and_match(void **state)
                  "not run", differ[0], differ[1], differ[2]);
 }
 
+/* A strided depthwise call over three spatial dims whose third is one
+ * element with padding before it and a stride past the padding: its one
+ * output along that dim reads only padding, so y is the bias and the
+ * gradients of x and w are zero. The depthwise path, which convolves
+ * planes of two dims, gave the convolution of the plane there (dla_conv
+ * of a 6x3x1 volume, padding [1 1] along dim 3, stride 3: values off by
+ * up to 0.8); such calls are im2col's now. */
+static void a_depthwise_third_dim_of_padding_alone_reads_zeros(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 24; i++) {
+        conv_case c;
+        strided_depthwise_case(&c, i % 2 ? DLA_F64 : DLA_F32);
+        c.nsp = 3, c.B = rnd_int(1, 3), c.bias = 1;
+        c.in[2] = c.fs[2] = c.out[2] = c.dl[2] = 1;
+        c.st[2] = rnd_int(2, 3), c.pb[2] = rnd_int(1, c.st[2] - 1);
+        for (int d = 0; d < 2; d++)
+            if (c.out[d] == 0)
+                c.out[d] = 1;
+        on_every_device(&c);
+    }
+}
+
 static void stride_one_cases_run_the_direct_kernels_where_the_cpu_has_them(void **state)
 {
     (void)state;
@@ -1358,6 +1381,7 @@ int main(void)
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),
         cmocka_unit_test(strided_depthwise_cases_take_their_own_path_and_match),
+        cmocka_unit_test(a_depthwise_third_dim_of_padding_alone_reads_zeros),
         cmocka_unit_test(empty_batches_and_outputs_give_zero_gradients),
         cmocka_unit_test(cpu_conv_rejects_bad_arguments_with_a_status_and_a_message),
         cmocka_unit_test(im2col_refuses_more_unfolded_rows_than_a_gemm_dimension_holds),

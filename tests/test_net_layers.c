@@ -841,6 +841,29 @@ static void multiplication_and_depth_concatenation_join_named_inputs(void **stat
                                              "agree or are 1 in each dim: in1 is 4(S) x 4(S) x "
                                              "3(C) x 1(B), in2 3(S) x 3(S) x 3(C) x 1(B)"));
     dla_net_free(net);
+    /* Three inputs: each against the product of those before it. 4x1
+     * and 3x1 each broadcast against 1x5, not against each other (the
+     * refusal was dla_mul's, naming its arguments a and b); 4x1 and 1x1
+     * do. */
+    dla_tensor *g5 = ramp(DLA_F64, "SSCB", DLA_DIMS(1, 5, 2, 1), 0.1, 1);
+    dla_tensor *g4 = ramp(DLA_F64, "SSCB", DLA_DIMS(4, 1, 2, 1), 0.2, -1);
+    dla_tensor *g3 = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 1, 2, 1), 0.3, 2);
+    dla_tensor *g1 = ramp(DLA_F64, "SSCB", DLA_DIMS(1, 1, 2, 1), 0.4, 0.5);
+    dla_layer *m3 = dla_multiplication_layer(3, &(dla_layer_options){.name = "m3"});
+    net = dla_net_create(1, &m3);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 3, (dla_tensor *[]){g5, g4, g3}), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "layer 'm3' (Multiplication): the inputs of a multiplication "
+                                  "must have one format and sizes that agree or are 1 in each "
+                                  "dim: in1..in2 broadcast to 4(S) x 5(S) x 2(C) x 1(B), in3 "
+                                  "3(S) x 1(S) x 2(C) x 1(B)"))
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_net_init(net, 3, (dla_tensor *[]){g5, g4, g1}), DLA_OK);
+    dla_tensor *prod;
+    assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){g5, g4, g1}, 1, &prod, NULL),
+                     DLA_OK);
+    assert_same(prod, dla_mul(dla_mul(g5, g4), g1));
+    dla_net_free(net);
 
     /* Depth concatenation: along dim 3 of images, dim 1 of sequences. */
     dla_layer *d[] = {
@@ -1627,6 +1650,54 @@ static void three_d_layers_match_their_ops(void **state)
     dla_scope_end();
 }
 
+/* NormalizationDimension "auto" (the default) with statistics given
+ * takes the dims they match, as MATLAB's does: an average volume of
+ * h x w x d x c (per element), one value ("all"), one per channel. An
+ * element-sized Mean failed dla_net_init with "dla_reshape: cannot
+ * reshape 3x4x2x2 (48 elements) to 1x1x1x2"; statistics that match no
+ * shape now say which shape the dimension takes. */
+static void auto_normalization_dimension_follows_the_statistics_given(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSSCB", DLA_DIMS(3, 4, 2, 2, 2), 0.3, -1);
+    dla_tensor *avg = ramp(DLA_F64, "", DLA_DIMS(3, 4, 2, 2), 0.2, 0.5);
+    dla_tensor *sd = dla_full(4, DLA_F64, "", DLA_DIMS(1));
+    dla_tensor *sde = ramp(DLA_F64, "", DLA_DIMS(3, 4, 2, 2), 0.1, 1);
+    dla_layer *l[] = {dla_image3d_input_layer(3, 4, 2, 2, &(dla_image_input_options){
+        .normalization = "zscore", .mean = avg, .standard_deviation = sde})};
+    dla_net *net = dla_net_create(1, l);
+    assert_non_null(net);
+    if (dla_net_cast(net, DLA_F64) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_same(predict1(net, x), dla_div(dla_sub(x, dla_reshape(avg, "", DLA_DIMS(3, 4, 2, 2, 1))),
+                                          dla_reshape(sde, "", DLA_DIMS(3, 4, 2, 2, 1))));
+    dla_net_free(net);
+    /* One value: "all", in a 2-D image input and a feature input. */
+    dla_tensor *img = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 4, 2, 2), 0.3, -1);
+    dla_layer *i2[] = {dla_image_input_layer(3, 4, 2, &(dla_image_input_options){.mean = sd})};
+    net = dla_net_create(1, i2);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_same(predict1(net, img), dla_affine(img, 1, -4));
+    dla_net_free(net);
+    dla_tensor *f = ramp(DLA_F64, "CB", DLA_DIMS(3, 2), 0.3, -1);
+    dla_layer *fl[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+        .normalization = "zerocenter", .mean = sd})};
+    net = dla_net_create(1, fl);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_same(predict1(net, f), dla_affine(f, 1, -4));
+    dla_net_free(net);
+    /* Statistics of no shape of the layer's. */
+    dla_tensor *five = dla_zeros(DLA_F64, "", DLA_DIMS(5, 1));
+    dla_layer *bad[] = {dla_image3d_input_layer(3, 4, 2, 2, &(dla_image_input_options){
+        .mean = five})};
+    assert_null(dla_net_create(1, bad));
+    if (!strstr(dla_last_error(), "Mean is 5x1; NormalizationDimension \"channel\" takes "
+                                  "1x1x1x2"))
+        fail_msg("%s", dla_last_error());
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1649,6 +1720,7 @@ int main(void)
         TU_TEST(one_d_pooling_layers_match_their_ops),
         TU_TEST(grouped_convolution_layer_is_dla_conv_with_groups),
         TU_TEST(three_d_layers_match_their_ops),
+        TU_TEST(auto_normalization_dimension_follows_the_statistics_given),
         TU_TEST(multiplication_and_depth_concatenation_join_named_inputs),
         TU_TEST(clipped_relu_layer_clips_at_zero_and_the_ceiling),
         TU_TEST(spatial_dropout_drops_whole_channels),

@@ -316,7 +316,9 @@ static void batch_normalization_statistics_come_from_the_whole_data(void **state
     (void)state;
     dla_scope_begin();
     dla_tensor *x, *t, *vx, *vt;
-    blobs(96, 21, &x, &t);
+    /* 100 observations: a partial last mini-batch, which PartialMiniBatch
+     * "discard" leaves out of training but not of the statistics. */
+    blobs(100, 21, &x, &t);
     blobs(40, 22, &vx, &vt);
     /* Features far from zero mean and unit variance, so that the running
      * estimates (from 0 and 1, three iterations at decay 0.1) stay far
@@ -348,7 +350,7 @@ static void batch_normalization_statistics_come_from_the_whole_data(void **state
         text[k] = tu_sink_text(&s);
         dla_net_free(net);
     }
-    /* The first layer's input over all 96 observations. */
+    /* The first layer's input over all 100 observations. */
     const char *fc[] = {"fc_1"};
     dla_tensor *z;
     assert_int_equal(dla_net_predict(trained[0], 1, &x, 1, &z,
@@ -584,6 +586,11 @@ static void minibatchpredict_and_testnet_cover_the_whole_data(void **state)
     assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx}, "accuracy", NULL,
                                  values), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "dla_testnet: data: targets is NULL"));
+    /* testnet's options are its own (they were named "dla_training_options"). */
+    assert_int_equal(dla_testnet(trained, &v, "accuracy", &(dla_predict_options){
+                                     .mini_batch_size = -1}, values), DLA_ERR_INVALID_ARGUMENT);
+    if (strncmp(dla_last_error(), "dla_testnet: MiniBatchSize -1", 29))
+        fail_msg("%s", dla_last_error());
     dla_net *fresh = mlp();
     assert_int_equal(dla_minibatchpredict(fresh, &v, NULL, &scores), DLA_ERR_STATE);
     assert_non_null(strstr(dla_last_error(), "dla_minibatchpredict: the network is not "
@@ -1398,6 +1405,127 @@ static void a_bilstm_network_trains_on_sequences(void **state)
     dla_net_free(net);
     dla_seqlist_free(seqs);
     dla_tensor_release(t);
+}
+
+/* OutputNetwork "best-validation" on a recurrent network: the copy
+ * taken at the best validation held the LSTM state of the training
+ * batch then (one column per sequence of it), which the returned
+ * network started its predictions from; it comes back at the initial
+ * state, as the last iteration's network does. */
+static void the_best_validation_network_has_the_initial_recurrent_state(void **state)
+{
+    (void)state;
+    dla_tensor *t;
+    dla_seqlist *seqs = drifts(96, &t);
+    dla_rng_seed(3);
+    dla_net *net = drift_classifier(dla_lstm_layer(6, &(dla_lstm_layer_options){.output_mode = "last"}));
+    dla_net *trained;
+    dla_training_info *info;
+    dla_train_data d = {.sequences = seqs, .targets = t};
+    dla_training_options o = drift_options();
+    o.max_epochs = 2;
+    o.validation_data = &d;
+    o.validation_frequency = 1;
+    o.output_network = "best-validation";
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    const char *rows[] = {"HiddenState", "CellState"};
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *h = dla_net_get(trained, "lstm_1", rows[k]);
+        assert_non_null(h);
+        assert_int_equal(dla_tensor_dim(h, 2), 1);
+        for (int64_t i = 0; i < dla_tensor_numel(h); i++)
+            if (dla_tensor_item(h, i) != 0)
+                fail_msg("%s(%lld) is %g after training, not the initial 0", rows[k],
+                         (long long)i + 1, dla_tensor_item(h, i));
+    }
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(seqs);
+    dla_tensor_release(t);
+}
+
+/* minibatchpredict of sequences: a SequenceLength number cut every longer
+ * sequence to it (a sequence-to-sequence network's 3- to 5-step outputs
+ * came back 2 steps long, a classifier saw the first steps alone, with
+ * DLA_OK); it is refused, as testnet refuses it. Sequence outputs of
+ * mini-batches padded to other lengths name the mini-batches and their
+ * lengths (dla_cat's "tensors[1]: 1x1x4 against 1x2x5" did not). */
+static void minibatchpredict_reads_whole_sequences(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_sequence_input_layer(2, NULL), dla_lstm_layer(3, NULL),
+                      dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    dla_seqlist *s = dla_seqlist_create(2);
+    float v[10];
+    for (int i = 0; i < 10; i++)
+        v[i] = (float)i / 10;
+    assert_int_equal(dla_seqlist_append(s, v, 3), DLA_OK);
+    assert_int_equal(dla_seqlist_append(s, v, 5), DLA_OK);
+    assert_int_equal(dla_seqlist_append(s, v, 4), DLA_OK);
+    dla_train_data d = {.sequences = s};
+    dla_tensor *y;
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){
+                         .mini_batch_size = 2, .sequence_length = "2"}, &y),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(y);
+    assert_non_null(strstr(dla_last_error(), "dla_minibatchpredict: SequenceLength \"2\": a "
+                                             "prediction reads whole sequences"));
+    /* Another word is refused by name, with the two values it may be
+     * (the queue's message offered "a positive whole number" too). */
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){
+                         .sequence_length = "longestt"}, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_minibatchpredict: SequenceLength \"longestt\": "
+                                          "use \"longest\" or \"shortest\"");
+    /* Mini-batches of 5 and 4 steps: joined padded to 5
+     * (minibatchpredict_pads_sequence_outputs_to_the_longest). */
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){.mini_batch_size = 2},
+                                          &y), DLA_OK);
+    assert_int_equal(dla_tensor_dim(y, 2), 3);
+    assert_int_equal(dla_tensor_dim(y, 3), 5);
+    assert_int_equal(dla_minibatchpredict(net, &d, &(dla_predict_options){.mini_batch_size = 3},
+                                          &y), DLA_OK);
+    assert_int_equal(dla_tensor_dim(y, 3), 5);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_scope_end();
+}
+
+/* A double network without learnables (an input's statistics and a
+ * softmax): minibatchpredict and testnet took the network's dtype from
+ * its first learnable, found none, cast the double data to single and
+ * failed ("input 1 is single but the network is double"); any value of
+ * the network gives its dtype now. */
+static void a_double_network_without_learnables_predicts_double_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *m = dla_tensor_from_host((double[]){1, 2, 3}, DLA_F64, "", DLA_DIMS(3, 1));
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+                          .normalization = "zerocenter", .mean = m}),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    assert_int_equal(dla_net_learnable_count(net), 0);
+    dla_tensor *x = dla_randn(DLA_F64, "CB", DLA_DIMS(3, 5)), *whole, *y;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &whole, NULL), DLA_OK);
+    const int32_t lab[5] = {0, 1, 2, 0, 1};
+    dla_train_data d = {.predictors = x,
+                        .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(5))};
+    if (dla_minibatchpredict(net, &d, &(dla_predict_options){.mini_batch_size = 2}, &y) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_tensor_dtype(y), DLA_F64);
+    assert_true(dla_tensor_item(dla_max(dla_abs(dla_sub(y, whole)), 0, NULL), 0) == 0);
+    double v[1];
+    if (dla_testnet(net, &d, "crossentropy", NULL, v) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    dla_scope_end();
 }
 
 static void sequences_train_with_each_sequence_length(void **state)
@@ -2442,8 +2570,11 @@ int main(void)
         TU_TEST(zeroed_options_are_matlab_defaults),
         TU_TEST(batch_normalization_statistics_come_from_the_whole_data),
         TU_TEST(output_network_best_validation_returns_that_validations_network),
+        TU_TEST(the_best_validation_network_has_the_initial_recurrent_state),
         TU_TEST(minibatchpredict_and_testnet_cover_the_whole_data),
         TU_TEST(minibatchpredict_pads_sequence_outputs_to_the_longest),
+        TU_TEST(minibatchpredict_reads_whole_sequences),
+        TU_TEST(a_double_network_without_learnables_predicts_double_data),
         TU_TEST(every_option_value_is_checked),
         TU_TEST(verbose_prints_matlabs_iteration_table),
         TU_TEST(validation_runs_at_its_frequency_and_the_end),

@@ -167,9 +167,12 @@ typedef struct dla_image_input_options {
     const char *name;
     /* NULL: "zerocenter" (MATLAB's default), "zscore", "none". */
     const char *normalization;
-    /* The statistics' shape: NULL or "auto" or "channel": one per channel
-     * (1x1xc); "element": one per element (h x w x c); "all": one
-     * (1x1). */
+    /* The statistics' shape: "channel": one per channel (1x1xc);
+     * "element": one per element (h x w x c); "all": one (1x1). NULL or
+     * "auto" (MATLAB's): the shape of the statistics given below (one
+     * value: "all", one per element: "element"), else "channel"; the
+     * layer keeps that shape, so trainnet's ResetInputNormalization
+     * recomputes them in it (MATLAB's "auto" recomputes per channel). */
     const char *normalization_dimension;
     /* Statistics of that shape, or NULL (see above). Copied. */
     dla_tensor *mean;
@@ -191,7 +194,8 @@ typedef struct dla_sequence_input_options {
     const char *name;
     /* NULL: "none" (MATLAB's default), "zerocenter", "zscore". */
     const char *normalization;
-    /* NULL or "auto" or "channel", "all". */
+    /* "channel", "all"; NULL or "auto": "all" when one value is given
+     * below, else "channel". */
     const char *normalization_dimension;
     /* The fewest time steps an input may have; 0: 1. The summary and the
      * network's initialization use sequences of this length. */
@@ -211,7 +215,9 @@ DLA_API dla_layer *dla_sequence_input_layer(int64_t channels,
 typedef struct dla_feature_input_options {
     const char *name;
     const char *normalization;           /* NULL: "none" */
-    const char *normalization_dimension; /* NULL or "auto" or "channel", "all" */
+    /* "channel", "all"; NULL or "auto": "all" when one value is given
+     * below, else "channel". */
+    const char *normalization_dimension;
     dla_tensor *mean;
     dla_tensor *standard_deviation;
 } dla_feature_input_options;

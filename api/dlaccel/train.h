@@ -444,10 +444,12 @@ typedef struct dla_training_options {
     int reset_input_normalization;
     /* BatchNormalizationStatistics: "population" (NULL or "auto";
      * MATLAB's default, shown as "auto" in its later releases, which we
-     * read as "population"): after training, one more pass over the training data in
-     * order, in training mode, gives each batch normalization layer's
-     * TrainedMean and TrainedVariance the statistics of its input over the
-     * whole data (the mini-batches' means and variances pooled, weighted
+     * read as "population"): after training, one more pass over the
+     * training data in the last epoch's order, in training mode, gives
+     * each batch normalization layer's TrainedMean and TrainedVariance the
+     * statistics of its input over the whole data (a partial last
+     * mini-batch too, which PartialMiniBatch "discard" leaves out of
+     * training; the mini-batches' means and variances pooled, weighted
      * by their observations; with "parallel", over every worker's share);
      * "moving": the running estimates updated every iteration (MeanDecay,
      * VarianceDecay) are kept. The moving ones lag weights that were still
@@ -615,7 +617,9 @@ typedef struct dla_predict_options {
     int64_t mini_batch_size;   /* MiniBatchSize: 0: 128 */
     /* Sequences: each mini-batch padded to its longest ("longest", NULL)
      * or cut to its shortest ("shortest"), SequencePaddingValue and
-     * SequencePaddingDirection as trainnet's. */
+     * SequencePaddingDirection as trainnet's. A number (trainnet's
+     * chunks) is DLA_ERR_INVALID_ARGUMENT: predictions read whole
+     * sequences. */
     const char *sequence_length;
     double sequence_padding_value;
     const char *sequence_padding_direction;

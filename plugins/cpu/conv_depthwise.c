@@ -66,10 +66,13 @@ static inline void phase_range(int64_t s, int64_t x0, int64_t n, int64_t len, in
 }
 
 /* A depthwise call this file takes: one channel and one filter a group, at
- * most two spatial dims. */
+ * most two spatial dims. A third dim of one element with padding before
+ * it (a stride past the padding keeps one output) reads only padding
+ * there, zeros, which the planes here never see: im2col takes it. */
 static int depthwise(const dla_kit_conv *g)
 {
-    return g->Cg == 1 && g->Fg == 1 && g->in[2] == 1 && g->out[2] == 1 && g->fs[2] == 1;
+    return g->Cg == 1 && g->Fg == 1 && g->in[2] == 1 && g->out[2] == 1 && g->fs[2] == 1 &&
+           g->pb[2] == 0;
 }
 
 /* The plane functions of one element type and instruction set. */
