@@ -58,7 +58,10 @@ static dla_status pad_steps(dla_tensor **parts, int64_t n, const dla_predict_opt
         if (missing == 0)
             continue;
         int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
-        (left ? before : after)[t - 1] = missing;
+        if (left)
+            before[t - 1] = missing;
+        else
+            after[t - 1] = missing;
         parts[i] = dla_pad(parts[i], dla_tensor_ndims(parts[i]), before, after,
                            p->sequence_padding_value);
         if (dla_tensor_status(parts[i]) != DLA_OK)
