@@ -19,7 +19,7 @@
  *     build/examples/tokens [--epochs N] [--count N] [--seed S]
  *
  * --count makes N training sequences (2048 by default) and a quarter as
- * many test sequences. Exits 1 unless the test accuracy is above 90%.
+ * many test sequences. Exits 1 unless the test accuracy is above 95%.
  */
 #include "token_net.h"
 #include <dlaccel.h>
@@ -177,6 +177,10 @@ static int run(int epochs, int64_t count, uint64_t seed)
     dla_train_data validation = {.sequences = xtest, .targets = ttest};
     dla_training_options o = {.solver = "adam", .max_epochs = epochs, .mini_batch_size = 32,
                               .initial_learn_rate = 0.003, .shuffle = "every-epoch",
+                              /* A tenth of the rate for the last two epochs: at a
+                               * constant rate the accuracy moved by a few points
+                               * from one validation to the next. */
+                              .learn_rate_schedule = {.method = "piecewise", .drop_period = 6},
                               .metrics = "accuracy", .validation_data = &validation,
                               .validation_frequency = 64, .verbose_frequency = 64};
     dla_net *trained = NULL;
@@ -205,5 +209,5 @@ static int run(int epochs, int64_t count, uint64_t seed)
     dla_net_free(net);
     dla_seqlist_free(xtrain);
     dla_seqlist_free(xtest);
-    return rc ? rc : accuracy > 90 ? 0 : 1;
+    return rc ? rc : accuracy > 95 ? 0 : 1;
 }
