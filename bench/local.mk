@@ -24,7 +24,7 @@ bench_dlaccel_bench_SOURCES = \
 	bench/workloads_attention.c \
 	bench/workloads_ode.c \
 	bench/workloads_lstm.c \
-	bench/workloads_netstep.c examples/mobile_net.h examples/volume_net.h \
+	bench/workloads_netstep.c examples/mobile_net.h examples/volume_net.h examples/token_net.h \
 	bench/reference.c \
 	bench/timer.c bench/timer.h \
 	bench/report.c bench/report.h
@@ -32,7 +32,8 @@ bench_dlaccel_bench_SOURCES = \
 # A smoke test (TAP): it runs and its output parses; no speed is asserted.
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh bench/tap.sh bench/torch_pinn.py bench/torch_attention.py bench/torch_lstm.py \
-	bench/torch_neural_ode.py bench/torch_mobile.py bench/torch_volume.py
+	bench/torch_neural_ode.py bench/torch_mobile.py bench/torch_volume.py \
+	bench/torch_tokens.py
 # The batch sweep beside PyTorch (issue 19; minutes, not part of make
 # check) and its smoke test: dlaccel's side alone, a few seconds.
 TESTS += bench/batch_sweep_smoke.sh

@@ -10,16 +10,25 @@
  *   28x28x1 images; bench/torch_mobile.py times it in PyTorch;
  * - the 3-D network of examples/volumes (examples/volume_net.h: three 3-D
  *   convolutions, batch normalization, 3-D pooling) on a batch of 32
- *   16x16x16x1 volumes; bench/torch_volume.py times it in PyTorch.
+ *   16x16x16x1 volumes; bench/torch_volume.py times it in PyTorch;
+ * - the transformer encoder of examples/tokens (examples/token_net.h: word
+ *   and position embeddings, 4-head self-attention, layer normalization,
+ *   a GELU feed-forward block, global max pooling) on a batch of 32 token
+ *   sequences of 24 steps; bench/torch_tokens.py times it in PyTorch.
  */
 #include "bench/workload.h"
 #include "examples/mobile_net.h"
+#include "examples/token_net.h"
 #include "examples/volume_net.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 enum { MOBILE_CLASSES = 10, MOBILE_B = 128, VOLUME_SIDE = 16, VOLUME_CLASSES = 3, VOLUME_B = 32 };
+/* examples/tokens' network and mini-batch: tokens 1..50, 24 steps, 32
+ * channels, 4 heads, 2 classes, 32 sequences. */
+enum { TOKEN_VOCAB = 50, TOKEN_T = 24, TOKEN_D = 32, TOKEN_HEADS = 4, TOKEN_CLASSES = 2,
+       TOKEN_B = 32 };
 
 /* What differs between the networks. */
 typedef struct net_config {
@@ -28,16 +37,40 @@ typedef struct net_config {
     int ndims;           /* of the input, batch included */
     int64_t dims[5];     /* one observation's (the batch's entry is set) */
     int64_t classes, batch;
+    /* The input of a batch of n; NULL: uniform random numbers. */
+    dla_tensor *(*make_x)(int64_t n);
 } net_config;
 
 static dla_net *make_mobile(void) { return mobile_net_make(MOBILE_CLASSES); }
 static dla_net *make_volume(void) { return volume_net_make(VOLUME_SIDE, VOLUME_CLASSES); }
+static dla_net *make_token(void)
+{
+    return token_net_make(TOKEN_VOCAB, TOKEN_T, TOKEN_D, TOKEN_HEADS, TOKEN_CLASSES);
+}
+
+/* 1 x n x TOKEN_T "CBT" tokens: sequence b holds 8 + (b % 17) tokens
+ * drawn from 1..TOKEN_VOCAB, then padding 0 (the shape of the example's
+ * padded mini-batches; bench/torch_tokens.py makes the same). */
+static dla_tensor *make_tokens(int64_t n)
+{
+    float *x = calloc((size_t)(n * TOKEN_T), sizeof *x);
+    if (!x)
+        return dla_tensor_from_host(NULL, DLA_F32, "CBT", DLA_DIMS(1, n, TOKEN_T));
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t t = 0; t < 8 + b % 17; t++)
+            x[b + n * t] = (float)(1 + (b * 7 + t * 13) % TOKEN_VOCAB);
+    dla_tensor *r = dla_tensor_from_host(x, DLA_F32, "CBT", DLA_DIMS(1, n, TOKEN_T));
+    free(x);
+    return r;
+}
 
 static const net_config mobile_config = {make_mobile, "SSCB", 4, {28, 28, 1, 0},
-                                         MOBILE_CLASSES, MOBILE_B};
+                                         MOBILE_CLASSES, MOBILE_B, NULL};
 static const net_config volume_config = {make_volume, "SSSCB", 5,
                                          {VOLUME_SIDE, VOLUME_SIDE, VOLUME_SIDE, 1, 0},
-                                         VOLUME_CLASSES, VOLUME_B};
+                                         VOLUME_CLASSES, VOLUME_B, NULL};
+static const net_config token_config = {make_token, "CBT", 3, {1, 0, TOKEN_T},
+                                        TOKEN_CLASSES, TOKEN_B, make_tokens};
 
 typedef struct mobile_bench {
     dla_net *net;
@@ -102,7 +135,7 @@ static dla_status net_setup(const bench_workload *w, void **state, const net_con
     for (int i = 0; i < cfg->ndims; i++)
         dims[i] = cfg->dims[i];
     dims[cfg->ndims - 1] = batch;
-    r->x = dla_rand(DLA_F32, cfg->format, cfg->ndims, dims);
+    r->x = cfg->make_x ? cfg->make_x(batch) : dla_rand(DLA_F32, cfg->format, cfg->ndims, dims);
     /* One-hot targets: class b % classes for observation b. */
     float *t = calloc((size_t)(cfg->classes * batch), sizeof *t);
     if (!t)
@@ -124,6 +157,11 @@ static dla_status mobile_setup(const bench_workload *w, void **state)
 static dla_status volume_setup(const bench_workload *w, void **state)
 {
     return net_setup(w, state, &volume_config);
+}
+
+static dla_status token_setup(const bench_workload *w, void **state)
+{
+    return net_setup(w, state, &token_config);
 }
 
 static dla_status mobile_train_run(void *state)
@@ -178,6 +216,14 @@ static void mobile_note(void *state, double median_ms, char *buf, size_t size)
     (2.0 * VOLUME_B *                                                                              \
      (16 * 16 * 16 * 8 * 27 + 8 * 8 * 8 * 16 * 27 * 8 + 4 * 4 * 4 * 32 * 27 * 16 + 32 * 3))
 
+/* Multiply-adds of one sequence's forward pass, x 2: per step the four
+ * projections 4*D*D, the scores and the weighted sum 2*T*D, the
+ * feed-forward block 2*D*2D; then fc D*classes. */
+#define TOKEN_FWD                                                                                  \
+    (2.0 * TOKEN_B *                                                                               \
+     (TOKEN_T * (4 * TOKEN_D * TOKEN_D + 2 * TOKEN_T * TOKEN_D + 4 * TOKEN_D * TOKEN_D) +          \
+      TOKEN_D * TOKEN_CLASSES))
+
 const bench_workload bench_mobile_workloads[] = {
     {.name = "mobile_train_step", .unit = BENCH_FLOPS, .work = 3 * MOBILE_FWD, .batch = 0,
      .setup = mobile_setup, .run = mobile_train_run, .teardown = mobile_teardown,
@@ -193,5 +239,13 @@ const bench_workload bench_mobile_workloads[] = {
     {.name = "volume_inference", .unit = BENCH_FLOPS, .work = VOLUME_FWD, .batch = 0,
      .setup = volume_setup, .run = mobile_infer_run, .teardown = mobile_teardown,
      .label = "3-D CNN inference (examples/volumes, 32 volumes of 16^3)", .note = mobile_note},
+    {.name = "token_train_step", .unit = BENCH_FLOPS, .work = 3 * TOKEN_FWD, .batch = 0,
+     .setup = token_setup, .run = mobile_train_run, .teardown = mobile_teardown,
+     .label = "transformer encoder train step (examples/tokens, 32 sequences of 24, SGDM)",
+     .note = mobile_note},
+    {.name = "token_inference", .unit = BENCH_FLOPS, .work = TOKEN_FWD, .batch = 0,
+     .setup = token_setup, .run = mobile_infer_run, .teardown = mobile_teardown,
+     .label = "transformer encoder inference (examples/tokens, 32 sequences of 24)",
+     .note = mobile_note},
     {0},
 };

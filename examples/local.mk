@@ -90,6 +90,18 @@ TESTS += examples/volumes_example.sh
 EXTRA_DIST += examples/volumes_example.sh
 # ---- end of examples/volumes -------------------------------------------------
 
+# ---- examples/tokens: a transformer encoder on token sequences ------------
+# Word and position embeddings, self-attention, a feed-forward block and
+# global max pooling classify synthetic token sequences of varying length
+# by the order of two tokens; the smoke test trains it and checks its
+# accuracy.
+noinst_PROGRAMS += examples/tokens
+examples_tokens_SOURCES = examples/tokens.c examples/token_net.h
+examples_tokens_LDADD = libdlaccel.la -lm
+TESTS += examples/tokens_example.sh
+EXTRA_DIST += examples/tokens_example.sh
+# ---- end of examples/tokens --------------------------------------------------
+
 # ---- examples/transfer: transfer learning ------------------------------------
 # The digit CNN trained on five Fashion-MNIST classes, saved and loaded, its
 # classifier replaced (dla_net_replace_layer) and its convolutions frozen,

@@ -2,8 +2,8 @@
  * test_nnops_pool.c - max and average pooling, windowed and global: values
  * against hand-worked cases and a naive host loop (strides, overlapping
  * windows, asymmetric and "same" padding, padding in or out of the mean,
- * 1-D, 2-D, 3-D and time pooling), finite-difference gradients of each,
- * and error messages.
+ * 1-D, 2-D, 3-D and time pooling, time pooling of many planes with ties
+ * and a NaN), finite-difference gradients of each, and error messages.
  */
 #include "testutil.h"
 
@@ -449,6 +449,105 @@ static void test_max_pool_gradient_goes_to_the_first_maximum(void **state)
     dla_scope_end();
 }
 
+/* ------------------------------------------- time pooling of many planes */
+
+/* Pooling over the "T" of "CBT" sequences with many channels x batch
+ * (the cpu plugin takes a block of planes along each window there):
+ * values, the first maximum (ties and a NaN), and gradients against a host
+ * loop, for a global max and for windows of 3, stride 2, padding 1, in
+ * double and single. x holds small integers, so ties are many. */
+enum { TP_C = 4, TP_B = 5, TP_T = 9, TP_Q = TP_C * TP_B };
+
+typedef struct tp_case {
+    int max, global;
+    dla_dtype dt;
+} tp_case;
+
+static dla_status tp_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const tp_case *c = ctx;
+    dla_pool_options o = {.stride = {2}, .padding = {{1}, {1}}};
+    dla_tensor *y = c->global ? dla_global_maxpool(in[0])
+                    : c->max  ? dla_maxpool(in[0], DLA_DIMS(3), &o)
+                              : dla_avgpool(in[0], DLA_DIMS(3), &o);
+    out[0] = y;
+    /* sum(y .* w), w = 1, 2, 3... over y's elements */
+    const int64_t n = dla_tensor_numel(y);
+    double w[TP_Q * TP_T];
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (double)(i + 1);
+    dla_tensor *wt = dla_cast(dla_tensor_from_host(w, DLA_F64, dla_tensor_format(y), 3,
+                                                   (int64_t[]){dla_tensor_dim(y, 1),
+                                                               dla_tensor_dim(y, 2),
+                                                               dla_tensor_dim(y, 3)}),
+                              c->dt);
+    dla_tensor *l = dla_sum(dla_mul(y, wt), 0, NULL);
+    return dla_gradient(l, 1, in, out + 1);
+}
+
+static void test_time_pooling_of_many_planes_matches_host_loops(void **state)
+{
+    (void)state;
+    double xv[TP_Q * TP_T];
+    for (int i = 0; i < TP_Q * TP_T; i++)
+        xv[i] = (double)((i * 7 + i / 5) % 4);
+    xv[3 + TP_Q * 2] = NAN; /* plane 3, step 3: wins every window it is in */
+    /* Steps 2 and 6 of planes 0 and 1 lie in two windows each and are
+     * their maximum in both: their gradients add. */
+    xv[0 + TP_Q * 1] = 5;
+    xv[1 + TP_Q * 5] = 5;
+    const tp_case cases[] = {{1, 1, DLA_F64}, {1, 0, DLA_F64}, {0, 0, DLA_F64},
+                             {1, 1, DLA_F32}, {1, 0, DLA_F32}, {0, 0, DLA_F32}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const tp_case *c = &cases[k];
+        dla_scope_begin();
+        dla_tensor *x = dla_cast(nn_from(xv, "CBT", DLA_DIMS(TP_C, TP_B, TP_T)), c->dt);
+        dla_tensor *out[2];
+        assert_int_equal(dla_feval(tp_loss, (void *)c, 1, &x, 2, out), DLA_OK);
+        /* The host loop: windows [o*2-1, o*2+2) clipped, or all T. */
+        const int nout = c->global ? 1 : 5;
+        double want_y[TP_Q * 5], want_g[TP_Q * TP_T] = {0};
+        for (int q = 0; q < TP_Q; q++)
+            for (int o = 0; o < nout; o++) {
+                const int lo = c->global ? 0 : (o * 2 - 1 < 0 ? 0 : o * 2 - 1);
+                const int hi = c->global ? TP_T : (o * 2 + 2 > TP_T ? TP_T : o * 2 + 2);
+                const double w = (double)(q + TP_Q * o + 1);
+                double best = 0, sum = 0;
+                int at = -1;
+                for (int t = lo; t < hi; t++) {
+                    const double v = xv[q + TP_Q * t];
+                    if (at < 0 || v > best || (isnan(v) && !isnan(best)))
+                        best = v, at = t;
+                    sum += v;
+                }
+                if (c->max) {
+                    want_y[q + TP_Q * o] = best;
+                    want_g[q + TP_Q * at] += w;
+                } else {
+                    want_y[q + TP_Q * o] = sum / 3; /* padding counts: MATLAB's default */
+                    for (int t = lo; t < hi; t++)
+                        want_g[q + TP_Q * t] += w / 3;
+                }
+            }
+        const double tol = c->dt == DLA_F32 ? 1e-5 : 1e-13;
+        for (int i = 0; i < TP_Q * nout; i++) {
+            const double got = dla_tensor_item(out[0], i);
+            if (isnan(want_y[i]))
+                assert_true(isnan(got));
+            else
+                assert_true(fabs(got - want_y[i]) <= tol * fmax(1, fabs(want_y[i])));
+        }
+        for (int i = 0; i < TP_Q * TP_T; i++)
+            if (fabs(dla_tensor_item(out[1], i) - want_g[i]) > tol * fmax(1, fabs(want_g[i]))) {
+                fprintf(stderr, "case %zu: gradient %d is %g, want %g\n", k, i,
+                        dla_tensor_item(out[1], i), want_g[i]);
+                fail();
+            }
+        dla_scope_end();
+    }
+}
+
 /* ------------------------------------------------------------------ errors */
 
 static void test_pooling_errors_name_the_op_argument_and_shapes(void **state)
@@ -511,6 +610,7 @@ int main(void)
         TU_TEST(test_pooling_gradients_match_finite_differences),
         TU_TEST(test_max_pool_gradient_goes_to_the_first_maximum),
         TU_TEST(test_max_pool_first_maximum_in_wide_rows),
+        TU_TEST(test_time_pooling_of_many_planes_matches_host_loops),
         TU_TEST(test_pooling_errors_name_the_op_argument_and_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
