@@ -295,10 +295,11 @@ static void test_products_have_the_same_bits_with_any_thread_count(void **state)
 {
     (void)state;
     /* An LSTM step's [W R b] [x_t; h; 1]; rows cut past a whole 48 and
-     * 16, columns past a whole 8; a transposed B. */
-    static const int64_t shapes[4][4] = {
-        {512, 64, 132, 0}, {1000, 3, 200, 0}, {130, 9, 700, 0}, {200, 40, 300, 1}};
-    for (int s = 0; s < 4; s++) {
+     * 16, columns past a whole 8; a transposed B; columns shared out (48
+     * rows), rows and columns both (64 rows with 5 threads). */
+    static const int64_t shapes[6][4] = {{512, 64, 132, 0}, {1000, 3, 200, 0}, {130, 9, 700, 0},
+                                         {200, 40, 300, 1}, {48, 500, 100, 0}, {64, 300, 200, 1}};
+    for (int s = 0; s < 6; s++) {
         run first = {0}, r = {0};
         for (int k = 0; k < NTEAMS; k++) {
             omp_set_num_threads(team_sizes[k]);

@@ -135,12 +135,12 @@ static TGT void block(const direct_args *d, int64_t rows, int nc, int64_t i0, in
     }
 }
 
-/* Rows r0 .. r1 - 1 of C, all its columns: for each 8 columns (B's in L1),
- * the rows 48 at a time (A's from L2). */
-static void rows_of(const direct_args *d, int64_t n, int64_t r0, int64_t r1)
+/* Rows r0 .. r1 - 1 of C's columns c0 .. c1 - 1: for each 8 columns (B's
+ * in L1), the rows 48 at a time (A's from L2). */
+static void part_of(const direct_args *d, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
 {
-    for (int64_t j0 = 0; j0 < n; j0 += NR) {
-        const int nc = (int)(n - j0 < NR ? n - j0 : NR);
+    for (int64_t j0 = c0; j0 < c1; j0 += NR) {
+        const int nc = (int)(c1 - j0 < NR ? c1 - j0 : NR);
         for (int64_t i0 = r0; i0 < r1; i0 += MR)
             block(d, r1 - i0 < MR ? r1 - i0 : MR, nc, i0, j0);
     }
@@ -180,20 +180,28 @@ int dla__cpu_gemm_direct(const dla_gemm_args *g, dla_status *status)
         .alpha = (float)g->alpha,
         .beta = (float)g->beta,
     };
-    /* Each thread a run of whole 16-row vectors, at least 48 rows; where
-     * the rows are cut changes which tile computes an element, never its
-     * sum. */
-    const int64_t vecs = (g->m + 15) / 16, n = g->n, m = g->m;
-    int64_t team = omp_get_max_threads();
-    if (team > (vecs + 2) / 3)
-        team = (vecs + 2) / 3;
+    /* One part a thread: runs of whole 16-row vectors, at least 48 rows
+     * each, and when the rows run out first, runs of whole 8 columns (an
+     * A of 48 rows by a long B). Where C is cut changes which tile
+     * computes an element, never its sum. */
+    const int64_t vecs = (g->m + 15) / 16, cols = (g->n + NR - 1) / NR, n = g->n, m = g->m;
+    const int64_t threads = omp_get_max_threads();
+    int64_t rt = threads < (vecs + 2) / 3 ? threads : (vecs + 2) / 3;
+    if (rt < 1)
+        rt = 1;
+    int64_t ct = threads / rt < cols ? threads / rt : cols;
+    if (ct < 1)
+        ct = 1;
+    const int64_t team = rt * ct;
     if ((double)g->m * (double)g->n * (double)g->k <= SHARE_MIN || team < 2) {
-        rows_of(&d, n, 0, m);
+        part_of(&d, 0, m, 0, n);
     } else {
 #pragma omp parallel for schedule(static, 1) num_threads((int)team)
         for (int64_t t = 0; t < team; t++) {
-            const int64_t r0 = 16 * (vecs * t / team), r1 = 16 * (vecs * (t + 1) / team);
-            rows_of(&d, n, r0, r1 < m ? r1 : m);
+            const int64_t i = t % rt, j = t / rt;
+            const int64_t r0 = 16 * (vecs * i / rt), r1 = 16 * (vecs * (i + 1) / rt);
+            const int64_t c0 = NR * (cols * j / ct), c1 = NR * (cols * (j + 1) / ct);
+            part_of(&d, r0, r1 < m ? r1 : m, c0, c1 < n ? c1 : n);
         }
         dla__cpu_team_used();
     }
