@@ -1174,7 +1174,9 @@ static void gemm_case(dla_device *dev, dla_dtype t, const gemm_shape *s, int c)
     g.c.batch_stride = g.c.ld * s->n + rnd_int(0, 2);
     const int64_t na = g.a.offset + g.a.batch_stride * (s->batch - 1) + g.a.ld * ac;
     const int64_t nb = g.b.offset + g.b.batch_stride * (s->batch - 1) + g.b.ld * bc;
-    const int64_t nc = g.c.offset + g.c.batch_stride * (s->batch - 1) + g.c.ld * s->n;
+    /* Eight columns more than C's, which must keep their values: a kernel
+     * that writes whole blocks of 8 columns past n writes there. */
+    const int64_t nc = g.c.offset + g.c.batch_stride * (s->batch - 1) + g.c.ld * (s->n + 8);
     dbuf ba, bb, bc_;
     dbuf_init(&ba, dev, t, na);
     dbuf_init(&bb, dev, t, nb);
@@ -1288,6 +1290,28 @@ static void gemm_matches_reference_for_every_transpose_and_batch_layout(void **s
                 s.alpha = rnd_unif(-1.5, 1.5);
                 s.beta = c % 3 == 0 ? 0 : c % 3 == 1 ? 1 : rnd_unif(-1, 1);
                 gemm_case(dev, t, &s, 120 + c);
+            }
+            /* Products the cpu plugin runs by its AVX-512 tiles on such a
+             * CPU (plugins/cpu/gemm_direct.c: A not transposed, at most
+             * 1 MiB): an LSTM step's, 48 rows by many columns (the threads
+             * share the columns), rows past a whole 48 and 16, columns
+             * past a whole 8, B either way, alpha and beta; then random
+             * ones. */
+            const gemm_shape direct[6] = {{512, 64, 132, 1, 0, 0, 0, 0, 1.0, 0},
+                                          {48, 4099, 64, 1, 0, 0, 0, 0, 1.0, 0},
+                                          {47, 13, 700, 1, 0, 1, 0, 0, -0.5, 1.0},
+                                          {1000, 3, 200, 1, 0, 0, 0, 0, 1.0, 0.25},
+                                          {17, 1000, 33, 1, 0, 1, 0, 0, 2.0, 0},
+                                          {130, 9, 2000, 1, 0, 0, 0, 0, 0.75, -1.0}};
+            for (int f = 0; f < 6; f++)
+                gemm_case(dev, t, &direct[f], 150 + f);
+            for (int c = 0; c < 24; c++) {
+                gemm_shape s = {0};
+                s.tb = c & 1, s.batch = 1;
+                s.m = rnd_int(17, 200), s.n = rnd_int(1, 40), s.k = rnd_int(60, 300);
+                s.alpha = rnd_unif(-1.5, 1.5);
+                s.beta = c % 3 == 0 ? 0 : c % 3 == 1 ? 1 : rnd_unif(-1, 1);
+                gemm_case(dev, t, &s, 160 + c);
             }
         }
     }

@@ -21,7 +21,10 @@
  *   through dla_feval and replayed by the network's accelerated forward
  *   (fused programs and their sums);
  * - a 256-channel layer's filter gradient, whose batch parts are bounded
- *   by their memory.
+ *   by their memory;
+ * - products the cpu plugin runs by its AVX-512 tiles on such a CPU
+ *   (gemm_direct.c: rows cut by the thread count), an LSTM step's among
+ *   them.
  *
  * tests/thread_bits_im2col.sh runs it again with DLACCEL_CPU_CONV=im2col,
  * the convolutions through im2col and OpenBLAS.
@@ -275,6 +278,44 @@ static void test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread
     }
 }
 
+/* ------------------------------------------------------------- products */
+
+/* A (m x k) times B (k x n), B transposed as stored when tb. */
+static void product(run *r, int64_t m, int64_t n, int64_t k, int tb)
+{
+    dla_scope_begin();
+    dla_rng_seed(13);
+    dla_tensor *a = dla_randn(DLA_F32, "", DLA_DIMS(m, k));
+    dla_tensor *b = dla_randn(DLA_F32, "", 2, (int64_t[]){tb ? n : k, tb ? k : n});
+    keep(r, dla_pagemtimes(a, "none", b, tb ? "transpose" : "none"));
+    dla_scope_end();
+}
+
+static void test_products_have_the_same_bits_with_any_thread_count(void **state)
+{
+    (void)state;
+    /* An LSTM step's [W R b] [x_t; h; 1]; rows cut past a whole 48 and
+     * 16, columns past a whole 8; a transposed B; columns shared out (48
+     * rows), rows and columns both (64 rows with 5 threads). */
+    static const int64_t shapes[6][4] = {{512, 64, 132, 0}, {1000, 3, 200, 0}, {130, 9, 700, 0},
+                                         {200, 40, 300, 1}, {48, 500, 100, 0}, {64, 300, 200, 1}};
+    for (int s = 0; s < 6; s++) {
+        run first = {0}, r = {0};
+        for (int k = 0; k < NTEAMS; k++) {
+            omp_set_num_threads(team_sizes[k]);
+            product(k ? &r : &first, shapes[s][0], shapes[s][1], shapes[s][2], (int)shapes[s][3]);
+            if (k) {
+                char what[64];
+                snprintf(what, sizeof what, "%lldx%lldx%lld product", (long long)shapes[s][0],
+                         (long long)shapes[s][1], (long long)shapes[s][2]);
+                same_as(&first, &r, team_sizes[k], what);
+                drop(&r);
+            }
+        }
+        drop(&first);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +324,7 @@ int main(void)
         TU_TEST(test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count),
         TU_TEST(
             test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread_count),
+        TU_TEST(test_products_have_the_same_bits_with_any_thread_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

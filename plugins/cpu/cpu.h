@@ -113,6 +113,9 @@ dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *args);
 /* gemm_thin.c: runs a checked single-precision product with m or k at most
  * 16 when it should (returns 1, *status set); 0: OpenBLAS's turn. */
 int dla__cpu_gemm_thin(const dla_gemm_args *args, dla_status *status);
+/* gemm_direct.c: the same for a product whose A (not transposed) is at
+ * most 1 MiB, on a CPU with AVX-512 (DLACCEL_CPU_GEMM_DIRECT=off: never). */
+int dla__cpu_gemm_direct(const dla_gemm_args *args, dla_status *status);
 /* One column-major product through OpenBLAS, shared out in tiles that
  * follow the shape, never the thread count: the same bits with any
  * OMP_NUM_THREADS (gemm_tiles.c). Arguments as cblas_?gemm's. */

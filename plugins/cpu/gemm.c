@@ -1,7 +1,9 @@
 /*
  * gemm.c - batched, column-major GEMM through OpenBLAS (cblas_sgemm and
  * cblas_dgemm), except single products with m or k at most 16, which
- * gemm_thin.c runs (OpenBLAS reaches a tenth of peak on those).
+ * gemm_thin.c runs (OpenBLAS reaches a tenth of peak on those), and, on a
+ * CPU with AVX-512, single products with an A of at most 1 MiB, which
+ * gemm_direct.c runs (an LSTM's step).
  *
  * One page is shared out over the threads in tiles of C that follow its
  * shape (gemm_tiles.c: OpenBLAS's own threading gives other bits with
@@ -51,7 +53,7 @@ dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *g)
         return s;
     if (g->m == 0 || g->n == 0 || g->batch == 0)
         return DLA_OK;
-    if (dla__cpu_gemm_thin(g, &s))
+    if (dla__cpu_gemm_thin(g, &s) || dla__cpu_gemm_direct(g, &s))
         return s;
     void (*page)(const dla_gemm_args *, int64_t) = g->dtype == DLA_F64 ? page_f64 : page_f32;
     if (g->batch == 1) {

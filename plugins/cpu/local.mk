@@ -23,6 +23,7 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/random.c core/philox.c core/philox.h core/philox_stream.h \
 	plugins/cpu/reduce.c plugins/cpu/sum.c \
 	plugins/cpu/gemm.c plugins/cpu/gemm_thin.c plugins/cpu/gemm_tiles.c \
+	plugins/cpu/gemm_direct.c \
 	plugins/cpu/pool.c \
 	plugins/cpu/index.c \
 	plugins/cpu/conv.c plugins/cpu/conv_impl.h plugins/cpu/conv_im2col.h \
