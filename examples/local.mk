@@ -84,7 +84,7 @@ EXTRA_DIST += examples/autoencoder_example.sh
 # A 3-D convolutional network classifies synthetic 16^3 volumes (ball,
 # shell, cube); the smoke test trains it briefly and checks its accuracy.
 noinst_PROGRAMS += examples/volumes
-examples_volumes_SOURCES = examples/volumes.c examples/volume_net.h
+examples_volumes_SOURCES = examples/volumes.c examples/volume_net.h examples/example_cli.h
 examples_volumes_LDADD = libdlaccel.la -lm
 TESTS += examples/volumes_example.sh
 EXTRA_DIST += examples/volumes_example.sh
@@ -96,7 +96,7 @@ EXTRA_DIST += examples/volumes_example.sh
 # by the order of two tokens; the smoke test trains it and checks its
 # accuracy.
 noinst_PROGRAMS += examples/tokens
-examples_tokens_SOURCES = examples/tokens.c examples/token_net.h
+examples_tokens_SOURCES = examples/tokens.c examples/token_net.h examples/example_cli.h
 examples_tokens_LDADD = libdlaccel.la -lm
 TESTS += examples/tokens_example.sh
 EXTRA_DIST += examples/tokens_example.sh

@@ -21,6 +21,7 @@
  * --count makes N training sequences (2048 by default) and a quarter as
  * many test sequences. Exits 1 unless the test accuracy is above 95%.
  */
+#include "example_cli.h"
 #include "token_net.h"
 #include <dlaccel.h>
 #include <dlaccel/data.h>
@@ -93,58 +94,7 @@ static int run(int epochs, int64_t count, uint64_t seed);
 
 int main(int argc, char **argv)
 {
-    int epochs = 8;
-    int64_t count = 2048;
-    uint64_t seed = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--count") && i + 1 < argc)
-            count = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else {
-            fprintf(stderr, "usage: %s [--epochs N] [--count N] [--seed S]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (epochs < 1 || count < 64) {
-        fprintf(stderr, "tokens: --epochs needs a positive count and --count at least 64\n");
-        return 2;
-    }
-    /* Every tensor below belongs to this scope, released at its end. */
-    dla_scope_begin();
-    const int rc = run(epochs, count, seed);
-    dla_scope_end();
-    return rc;
-}
-
-/* Per class: how many of its test sequences were named right; prints
- * them and returns the overall percentage (negative on an error). */
-static double per_class(dla_tensor *targets, dla_tensor *scores)
-{
-    const int64_t n = dla_tensor_numel(targets);
-    int32_t *want = malloc(sizeof *want * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
-    double accuracy = -1;
-    if (want && got && dla_tensor_to_host(targets, want, sizeof *want * (size_t)n) == DLA_OK &&
-        dla_tensor_to_host(dla_cast(dla_onehotdecode(scores, NULL), DLA_I32), got,
-                           sizeof *got * (size_t)n) == DLA_OK) {
-        int64_t right[CLASSES] = {0}, all[CLASSES] = {0}, total = 0;
-        for (int64_t i = 0; i < n; i++) {
-            all[want[i]]++;
-            right[want[i]] += got[i] == want[i];
-            total += got[i] == want[i];
-        }
-        accuracy = 100.0 * (double)total / (double)n;
-        printf("\ntest accuracy: %.2f%% of %lld sequences (", accuracy, (long long)n);
-        for (int k = 0; k < CLASSES; k++)
-            printf("%s%s %lld/%lld", k ? ", " : "", class_names[k], (long long)right[k],
-                   (long long)all[k]);
-        printf(")\n");
-    }
-    free(want);
-    free(got);
-    return accuracy;
+    return example_main(argc, argv, "tokens", 8, 2048, run);
 }
 
 static int run(int epochs, int64_t count, uint64_t seed)
@@ -194,7 +144,7 @@ static int run(int epochs, int64_t count, uint64_t seed)
              DLA_OK)
         rc = fail("minibatchpredict");
     double accuracy = 0;
-    if (!rc && (accuracy = per_class(ttest, y)) < 0)
+    if (!rc && (accuracy = example_per_class(ttest, y, CLASSES, class_names, "sequences")) < 0)
         rc = fail("accuracy");
     if (!rc) {
         /* MATLAB's testnet(net, XTest, TTest, ["accuracy" "crossentropy"]). */

@@ -14,6 +14,7 @@
  * --count makes N training volumes (1536 by default) and a quarter as many
  * test volumes. Exits 1 unless the test accuracy is above 90%.
  */
+#include "example_cli.h"
 #include "volume_net.h"
 #include <dlaccel.h>
 #include <dlaccel/net.h>
@@ -99,30 +100,7 @@ static int run(int epochs, int64_t count, uint64_t seed);
 
 int main(int argc, char **argv)
 {
-    int epochs = 4;
-    int64_t count = 1536;
-    uint64_t seed = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--count") && i + 1 < argc)
-            count = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else {
-            fprintf(stderr, "usage: %s [--epochs N] [--count N] [--seed S]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (epochs < 1 || count < 64) {
-        fprintf(stderr, "volumes: --epochs needs a positive count and --count at least 64\n");
-        return 2;
-    }
-    /* Every tensor below belongs to this scope, released at its end. */
-    dla_scope_begin();
-    const int rc = run(epochs, count, seed);
-    dla_scope_end();
-    return rc;
+    return example_main(argc, argv, "volumes", 4, 1536, run);
 }
 
 static int run(int epochs, int64_t count, uint64_t seed)
@@ -160,37 +138,15 @@ static int run(int epochs, int64_t count, uint64_t seed)
              DLA_OK)
         rc = fail("minibatchpredict");
     double accuracy = 0;
+    if (!rc && (accuracy = example_per_class(ttest, y, CLASSES, class_names, "volumes")) < 0)
+        rc = fail("accuracy");
     if (!rc) {
-        /* Per class: how many of its test volumes were named right. */
-        const int64_t n = dla_tensor_numel(ttest);
-        int32_t *want = malloc(sizeof *want * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
-        if (!want || !got ||
-            dla_tensor_to_host(ttest, want, sizeof *want * (size_t)n) != DLA_OK ||
-            dla_tensor_to_host(dla_cast(dla_onehotdecode(y, NULL), DLA_I32), got,
-                               sizeof *got * (size_t)n) != DLA_OK)
-            rc = fail("accuracy");
-        int64_t right[CLASSES] = {0}, all[CLASSES] = {0}, total = 0;
-        for (int64_t i = 0; !rc && i < n; i++) {
-            all[want[i]]++;
-            right[want[i]] += got[i] == want[i];
-            total += got[i] == want[i];
-        }
-        if (!rc) {
-            accuracy = 100.0 * (double)total / (double)n;
-            printf("\ntest accuracy: %.2f%% of %lld volumes (", accuracy, (long long)n);
-            for (int k = 0; k < CLASSES; k++)
-                printf("%s%s %lld/%lld", k ? ", " : "", class_names[k], (long long)right[k],
-                       (long long)all[k]);
-            printf(")\n");
-            /* MATLAB's testnet(net, XTest, TTest, ["accuracy" "crossentropy"]). */
-            double m[2];
-            if (dla_testnet(trained, &validation, "accuracy,crossentropy", NULL, m) != DLA_OK)
-                rc = fail("testnet");
-            else
-                printf("testnet: accuracy %.2f%%, cross-entropy %.4f\n", m[0], m[1]);
-        }
-        free(want);
-        free(got);
+        /* MATLAB's testnet(net, XTest, TTest, ["accuracy" "crossentropy"]). */
+        double m[2];
+        if (dla_testnet(trained, &validation, "accuracy,crossentropy", NULL, m) != DLA_OK)
+            rc = fail("testnet");
+        else
+            printf("testnet: accuracy %.2f%%, cross-entropy %.4f\n", m[0], m[1]);
     }
     dla_training_info_free(info);
     dla_net_free(trained);
