@@ -8,6 +8,8 @@
 
 #include <dlaccel.h>
 #include <dlaccel/loss.h>
+#include <dlaccel/net.h>
+#include <dlaccel/train.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,41 @@ static inline double example_per_class(dla_tensor *targets, dla_tensor *scores, 
     free(right);
     free(all);
     return accuracy;
+}
+
+/* trainnet's cross-entropy on train with o (whose validation data is
+ * test), then the test accuracy per class from dla_minibatchpredict's
+ * scores (example_per_class) and testnet's accuracy and cross-entropy.
+ * Returns 0 with the accuracy in *accuracy, or 1 after a message naming
+ * the example and the step that failed. */
+static inline int example_train_and_test(const char *name, dla_net *net,
+                                         const dla_train_data *train, const dla_train_data *test,
+                                         const dla_training_options *o, int classes,
+                                         const char *const *names, const char *what,
+                                         double *accuracy)
+{
+    dla_net *trained = NULL;
+    dla_training_info *info = NULL;
+    dla_tensor *y = NULL;
+    const char *failed = NULL;
+    double m[2];
+    if (dla_trainnet(train, net, &(dla_train_loss){.name = "crossentropy"}, o, &trained, &info) !=
+        DLA_OK)
+        failed = "trainnet";
+    else if (dla_minibatchpredict(trained, test, NULL, &y) != DLA_OK)
+        failed = "minibatchpredict";
+    else if ((*accuracy = example_per_class(test->targets, y, classes, names, what)) < 0)
+        failed = "accuracy";
+    /* MATLAB's testnet(net, XTest, TTest, ["accuracy" "crossentropy"]). */
+    else if (dla_testnet(trained, test, "accuracy,crossentropy", NULL, m) != DLA_OK)
+        failed = "testnet";
+    else
+        printf("testnet: accuracy %.2f%%, cross-entropy %.4f\n", m[0], m[1]);
+    if (failed)
+        fprintf(stderr, "%s: %s: %s\n", name, failed, dla_last_error());
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    return failed ? 1 : 0;
 }
 
 #endif

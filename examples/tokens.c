@@ -133,29 +133,10 @@ static int run(int epochs, int64_t count, uint64_t seed)
                               .learn_rate_schedule = {.method = "piecewise", .drop_period = 6},
                               .metrics = "accuracy", .validation_data = &validation,
                               .validation_frequency = 64, .verbose_frequency = 64};
-    dla_net *trained = NULL;
-    dla_training_info *info = NULL;
-    dla_tensor *y = NULL;
-    int rc = 0;
-    if (dla_trainnet(&(dla_train_data){.sequences = xtrain, .targets = ttrain}, net,
-                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) != DLA_OK)
-        rc = fail("trainnet");
-    else if (dla_minibatchpredict(trained, &(dla_train_data){.sequences = xtest}, NULL, &y) !=
-             DLA_OK)
-        rc = fail("minibatchpredict");
     double accuracy = 0;
-    if (!rc && (accuracy = example_per_class(ttest, y, CLASSES, class_names, "sequences")) < 0)
-        rc = fail("accuracy");
-    if (!rc) {
-        /* MATLAB's testnet(net, XTest, TTest, ["accuracy" "crossentropy"]). */
-        double m[2];
-        if (dla_testnet(trained, &validation, "accuracy,crossentropy", NULL, m) != DLA_OK)
-            rc = fail("testnet");
-        else
-            printf("testnet: accuracy %.2f%%, cross-entropy %.4f\n", m[0], m[1]);
-    }
-    dla_training_info_free(info);
-    dla_net_free(trained);
+    dla_train_data train = {.sequences = xtrain, .targets = ttrain};
+    int rc = example_train_and_test("tokens", net, &train, &validation, &o, CLASSES, class_names,
+                                    "sequences", &accuracy);
     dla_net_free(net);
     dla_seqlist_free(xtrain);
     dla_seqlist_free(xtest);

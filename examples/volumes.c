@@ -127,29 +127,10 @@ static int run(int epochs, int64_t count, uint64_t seed)
                               .initial_learn_rate = 0.003, .shuffle = "every-epoch",
                               .metrics = "accuracy", .validation_data = &validation,
                               .validation_frequency = 24, .verbose_frequency = 24};
-    dla_net *trained = NULL;
-    dla_training_info *info = NULL;
-    dla_tensor *y = NULL;
-    int rc = 0;
-    if (dla_trainnet(&(dla_train_data){.predictors = xtrain, .targets = ttrain}, net,
-                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) != DLA_OK)
-        rc = fail("trainnet");
-    else if (dla_minibatchpredict(trained, &(dla_train_data){.predictors = xtest}, NULL, &y) !=
-             DLA_OK)
-        rc = fail("minibatchpredict");
     double accuracy = 0;
-    if (!rc && (accuracy = example_per_class(ttest, y, CLASSES, class_names, "volumes")) < 0)
-        rc = fail("accuracy");
-    if (!rc) {
-        /* MATLAB's testnet(net, XTest, TTest, ["accuracy" "crossentropy"]). */
-        double m[2];
-        if (dla_testnet(trained, &validation, "accuracy,crossentropy", NULL, m) != DLA_OK)
-            rc = fail("testnet");
-        else
-            printf("testnet: accuracy %.2f%%, cross-entropy %.4f\n", m[0], m[1]);
-    }
-    dla_training_info_free(info);
-    dla_net_free(trained);
+    dla_train_data train = {.predictors = xtrain, .targets = ttrain};
+    int rc = example_train_and_test("volumes", net, &train, &validation, &o, CLASSES, class_names,
+                                    "volumes", &accuracy);
     dla_net_free(net);
     return rc ? rc : accuracy > 90 ? 0 : 1;
 }
