@@ -90,6 +90,8 @@ DLA_API dla_tensor *dla_embed(dla_tensor *x, dla_tensor *weights)
                   op, x->ndims, DLA_MAX_DIMS);
         return dla__return(dla__error_tensor());
     }
+    /* flat: d, then x's dims but its "C" of 1 (the gather's layout). */
+    int nflat = 1;
     flat[0] = d;
     for (int i = 0; i < x->ndims; i++) {
         if (i == ns && !has_c) {
@@ -98,7 +100,8 @@ DLA_API dla_tensor *dla_embed(dla_tensor *x, dla_tensor *weights)
         }
         format[nd] = x->format[i];
         dims[nd++] = x->format[i] == 'C' ? d : x->dims[i];
-        flat[i + 1] = x->format[i] == 'C' ? 1 : x->dims[i];
+        if (x->format[i] != 'C')
+            flat[nflat++] = x->dims[i];
     }
     if (!has_c && ns == x->ndims) {
         format[nd] = 'C';
@@ -119,15 +122,15 @@ DLA_API dla_tensor *dla_embed(dla_tensor *x, dla_tensor *weights)
                                  dla_reshape(pos, "", 2, (const int64_t[]){1, dla_tensor_numel(x)}));
     /* d x (x's elements), x's order: the embedding moves after the "S"
      * dims, where the labels keep it. */
-    dla_tensor *y = dla_reshape(cols, "", x->ndims + 1, flat);
+    dla_tensor *y = dla_reshape(cols, "", nflat, flat);
     if (ns > 0) {
         int64_t order[DLA_MAX_DIMS + 1];
         int k = 0;
-        for (int i = 1; i <= ns; i++)
-            order[k++] = i + 1;
+        for (int i = 2; i <= ns + 1; i++)
+            order[k++] = i;
         order[k++] = 1;
-        for (int i = ns + 1; i <= x->ndims; i++)
-            order[k++] = i + 1;
+        for (int i = ns + 2; i <= nflat; i++)
+            order[k++] = i;
         y = dla_permute(y, k, order);
     }
     dla_tensor *r = dla_tensor_retain(dla_reshape(y, format, nd, dims));

@@ -76,6 +76,11 @@ static void embed_picks_columns_as_matlab_does(void **state)
         for (int r = 0; r < 3; r++)
             for (int b = 0; b < 2; b++)
                 assert_true(dla_tensor_item(y, s + 2 * (r + 3 * b)) == 10 * (s + 1 + 2 * b) + r + 1);
+    /* "SCB" with a "C" of 1: the same, the "C" taking the embedding. */
+    dla_tensor *ys = dla_embed(dla_tensor_from_host((float[]){1, 2, 3, 4}, DLA_F32, "SCB",
+                                                    DLA_DIMS(2, 1, 2)), w);
+    assert_string_equal(dla_tensor_format(ys), "SCB");
+    assert_true(tu_same_bits(ys, y));
     dla_scope_end();
 }
 
