@@ -262,10 +262,16 @@ dla_status dla__input_std_check(const char *who, dla_tensor *std)
 {
     const int64_t n = dla_tensor_numel(std);
     double *v = dla__nn_malloc(sizeof *v * (size_t)(n ? n : 1));
+    /* In a scope of its own: dla_net_set's caller may have none open. */
+    dla_scope_begin();
     dla_status st = v ? dla_tensor_to_host(dla_cast(std, DLA_F64), v, sizeof *v * (size_t)n)
                       : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: StandardDeviation: out of memory", who);
-    if (st != DLA_OK && v)
-        dla__nn_fail(st, "%s: StandardDeviation could not be read: %s", who, dla_last_error());
+    dla_scope_end();
+    if (st != DLA_OK && v) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        dla__nn_fail(st, "%s: StandardDeviation could not be read: %s", who, msg);
+    }
     for (int64_t i = 0; st == DLA_OK && i < n; i++)
         if (!(v[i] > 0) || !isfinite(v[i]))
             st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: StandardDeviation(%lld) is %g: each "
