@@ -409,6 +409,14 @@ DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char 
     return st == DLA_OK ? connect_ports(net, s, d, dp, fn) : st;
 }
 
+void dla__net_drop_connection(dla_net *net, int k)
+{
+    dla__nn_free(net->conn[k].text[0]);
+    dla__nn_free(net->conn[k].text[1]);
+    memmove(&net->conn[k], &net->conn[k + 1], (size_t)(net->nconn - k - 1) * sizeof *net->conn);
+    net->nconn--;
+}
+
 DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination)
 {
     static const char fn[] = "dla_net_disconnect";
@@ -418,10 +426,7 @@ DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const ch
         return st;
     for (int k = 0; k < net->nconn; k++)
         if (net->conn[k].src == s && net->conn[k].dst == d && net->conn[k].port == dp) {
-            dla__nn_free(net->conn[k].text[0]);
-            dla__nn_free(net->conn[k].text[1]);
-            memmove(&net->conn[k], &net->conn[k + 1], (size_t)(net->nconn - k - 1) * sizeof *net->conn);
-            net->nconn--;
+            dla__net_drop_connection(net, k);
             uninit(net);
             return DLA_OK;
         }

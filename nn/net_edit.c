@@ -26,15 +26,6 @@ static void shift_connections(dla_net *net, int lo, int hi, int by)
     }
 }
 
-/* Drops connection k (its texts freed). */
-static void drop_connection(dla_net *net, int k)
-{
-    dla__nn_free(net->conn[k].text[0]);
-    dla__nn_free(net->conn[k].text[1]);
-    memmove(&net->conn[k], &net->conn[k + 1], (size_t)(net->nconn - k - 1) * sizeof *net->conn);
-    net->nconn--;
-}
-
 /* Takes layer i out of the array (not freed, its connections and rows
  * untouched): the layers after it move down one. */
 static dla_layer *take_out(dla_net *net, int i)
@@ -94,7 +85,7 @@ DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const 
             continue; /* named twice: gone already */
         for (int k = net->nconn - 1; k >= 0; k--)
             if (net->conn[k].src == r || net->conn[k].dst == r)
-                drop_connection(net, k);
+                dla__net_drop_connection(net, k);
         destroy_removed(net, take_out(net, r));
     }
     return DLA_OK;
@@ -186,7 +177,7 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
                 dst[2 * o + 1] = net->conn[k].port;
                 o++;
             }
-            drop_connection(net, k);
+            dla__net_drop_connection(net, k);
         }
     /* Indices as they are once the old layer is out. */
     for (int p = 0; p < nin; p++)

@@ -385,6 +385,9 @@ void dla__net_free_given(int n, dla_layer *const *layers);
 /* dla_net_add_layers with fn in its messages: appends the layers, in
  * sequence among themselves; on failure frees them and leaves net as it was. */
 dla_status dla__net_add_layers(dla_net *net, int n, dla_layer *const *layers, const char *fn);
+/* Drops connection k (its texts freed, the later ones moved down); the
+ * caller forgets the initialization. */
+void dla__net_drop_connection(dla_net *net, int k);
 /* Connects layer s's output to input dp of layer d (free, checked). */
 dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char *fn);
 /* DLA_OK when every element of a zscore StandardDeviation is positive and
