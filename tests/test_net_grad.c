@@ -167,6 +167,39 @@ static void conv1d_and_global_pooling_over_time_differentiate(void **state)
     dla_scope_end();
 }
 
+/* PReLU's Alpha (one a channel over time, one for all over images) and
+ * 1-D indexing of a sequence's last step and an image's first index. */
+static void prelu_and_indexing1d_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    dla_layer *l[] = {
+        dla_sequence_input_layer(3, NULL),
+        dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.padding_mode = "causal"}),
+        dla_prelu_layer(0.3, &(dla_prelu_layer_options){.per_channel = 1}),
+        dla_indexing1d_layer("last", NULL),
+        dla_fc_layer(2, NULL),
+    };
+    dla_net *net = dla_net_create(5, l);
+    assert_non_null(net);
+    check_net(net, dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 3, 5)), 1);
+    dla_net_free(net);
+    dla_layer *m[] = {
+        dla_conv1d_layer(3, 2, NULL),
+        dla_prelu_layer(DLA_PRELU_ALPHA, NULL),
+        dla_indexing1d_layer(NULL, NULL),
+        dla_fc_layer(2, NULL),
+    };
+    net = dla_net_create(4, m);
+    assert_non_null(net);
+    dla_tensor *x = dla_randn(DLA_F64, "SCB", DLA_DIMS(6, 2, 3));
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* The 1-D pooling layers over "T" (windows that overlap, padding) and
  * over the "S" dim of 1-D images. */
 static void one_d_pooling_layers_differentiate(void **state)
@@ -467,6 +500,7 @@ int main(void)
         TU_TEST(graph_with_addition_and_concatenation_differentiates_every_branch),
         TU_TEST(conv1d_and_global_pooling_over_time_differentiate),
         TU_TEST(one_d_pooling_layers_differentiate),
+        TU_TEST(prelu_and_indexing1d_differentiate),
         TU_TEST(grouped_convolutions_differentiate),
         TU_TEST(three_d_layers_differentiate),
         TU_TEST(gates_clipping_and_depth_concatenation_differentiate),

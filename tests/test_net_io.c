@@ -317,6 +317,34 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* A PReLU with an Alpha a channel (set away from its initial value)
+     * and 1-D indexing of the last step. */
+    dla_layer *pi[] = {
+        dla_sequence_input_layer(3, &(dla_sequence_input_options){.min_length = 2}),
+        dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.name = "c"}),
+        dla_prelu_layer(0.2, &(dla_prelu_layer_options){.name = "pr", .per_channel = 1}),
+        dla_indexing1d_layer("last", &(dla_layer_options){.name = "ix"}),
+        dla_fc_layer(2, NULL)};
+    net = dla_net_create(5, pi);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_set(net, "pr", "Alpha",
+                                 dla_tensor_from_host((float[]){0.1f, -0.2f, 0.3f, 0.4f}, DLA_F32,
+                                                      "", DLA_DIMS(4, 1))),
+                     DLA_OK);
+    assert_int_equal(dla_net_save(net, path("prelu.safetensors")), DLA_OK);
+    if (dla_net_load(path("prelu.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "PReLU with an Alpha for each of 4 channels"));
+    assert_non_null(strstr(b, "1-D indexing of the last index"));
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 5));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* A gate, a clipped ReLU and a depth concatenation. */
     dla_layer *sg[] = {
         dla_image_input_layer(5, 5, 2, &(dla_image_input_options){.normalization = "none"}),

@@ -956,6 +956,118 @@ static void clipped_relu_layer_clips_at_zero_and_the_ceiling(void **state)
     dla_scope_end();
 }
 
+/* preluLayer: max(x, 0) + Alpha .* min(x, 0); MATLAB's one Alpha of 0.25
+ * by default, or one a channel in batch normalization's dims, each
+ * channel scaled by its own; an Alpha that is not finite refused. */
+static void prelu_layer_scales_the_negative_part_by_alpha(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 2, 3, 2), 1, -5);
+    dla_net *net = one(dla_prelu_layer(DLA_PRELU_ALPHA, NULL), x);
+    dla_tensor *alpha = dla_net_get(net, "prelu_1", "Alpha");
+    assert_int_equal(dla_tensor_numel(alpha), 1);
+    assert_same(predict1(net, x), dla_add(dla_relu(x), dla_mul(dla_full(0.25, DLA_F64, "", 0,
+                                                                          NULL),
+                                                                dla_min2(x, dla_zeros(DLA_F64, "",
+                                                                                      0, NULL)))));
+    char sum[1024];
+    dla_net_summary(net, sum, sizeof sum);
+    assert_non_null(strstr(sum, "PReLU"));
+    dla_net_free(net);
+
+    /* One Alpha a channel: 1x1x3 for "SSCB", set to 0.1, 0.2, 0.3. */
+    net = one(dla_prelu_layer(0.5, &(dla_prelu_layer_options){.name = "p", .per_channel = 1}), x);
+    alpha = dla_net_get(net, "p", "Alpha");
+    assert_int_equal(dla_tensor_ndims(alpha), 3);
+    assert_int_equal(dla_tensor_dim(alpha, 3), 3);
+    double a[3];
+    assert_int_equal(dla_tensor_to_host(alpha, a, sizeof a), DLA_OK);
+    assert_true(a[0] == 0.5 && a[1] == 0.5 && a[2] == 0.5);
+    dla_tensor *per = dla_tensor_from_host((double[]){0.1, 0.2, 0.3}, DLA_F64, "",
+                                           DLA_DIMS(1, 1, 3));
+    assert_int_equal(dla_net_set(net, "p", "Alpha", per), DLA_OK);
+    double hx[36], hy[36];
+    assert_int_equal(dla_tensor_to_host(x, hx, sizeof hx), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(predict1(net, x), hy, sizeof hy), DLA_OK);
+    int negative = 0;
+    for (int i = 0; i < 36; i++) {
+        const int channel = (i / 6) % 3; /* 3 x 2 planes, channel inside batch */
+        const double want = hx[i] > 0 ? hx[i] : (0.1 * (channel + 1)) * hx[i];
+        assert_true(fabs(hy[i] - want) <= 1e-15);
+        negative += hx[i] < 0;
+    }
+    assert_true(negative > 6);
+    dla_net_summary(net, sum, sizeof sum);
+    assert_non_null(strstr(sum, "PReLU with an Alpha for each of 3 channels"));
+    dla_net_free(net);
+
+    /* Sequences: Alpha is C x 1 and broadcasts over B and T. */
+    dla_tensor *s = ramp(DLA_F32, "CBT", DLA_DIMS(4, 2, 3), 1, -5);
+    net = one(dla_prelu_layer(0.5, &(dla_prelu_layer_options){.per_channel = 1}), s);
+    alpha = dla_net_get(net, "prelu_1", "Alpha");
+    assert_int_equal(dla_tensor_dim(alpha, 1), 4);
+    assert_int_equal(dla_tensor_dim(alpha, 2), 1);
+    assert_string_equal(dla_tensor_format(predict1(net, s)), "CBT");
+    dla_net_free(net);
+
+    const double bad[] = {INFINITY, -INFINITY, NAN};
+    for (int i = 0; i < 3; i++) {
+        dla_layer *l = dla_prelu_layer(bad[i], &(dla_prelu_layer_options){.name = "p"});
+        assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "prelu 'p': Alpha"));
+        dla_layer_free(l);
+    }
+    dla_layer *l = dla_prelu_layer(0.25, &(dla_prelu_layer_options){.name = "p", .per_channel = 2});
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "PerChannel"));
+    dla_layer_free(l);
+    dla_scope_end();
+}
+
+/* indexing1dLayer: the first or last step of "CBT" sequences (or index
+ * of the "S" dim of "SCB" 1-D images) as "CB"; other data refused. */
+static void indexing1d_layer_takes_the_first_or_last_index(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *s = ramp(DLA_F64, "CBT", DLA_DIMS(3, 2, 5), 1, -2);
+    for (int last = 0; last < 2; last++) {
+        dla_net *net = one(dla_indexing1d_layer(last ? "last" : NULL, NULL), s);
+        dla_tensor *y = predict1(net, s);
+        assert_string_equal(dla_tensor_format(y), "CB");
+        assert_int_equal(dla_tensor_dim(y, 1), 3);
+        assert_int_equal(dla_tensor_dim(y, 2), 2);
+        dla_tensor *want = dla_reshape(dla_slice(s, 3, last ? 4 : 0, 1, last ? 5 : 1), "CB",
+                                       DLA_DIMS(3, 2));
+        assert_true(maxdiff(y, want) == 0);
+        char sum[1024];
+        dla_net_summary(net, sum, sizeof sum);
+        assert_non_null(strstr(sum, last ? "1-D indexing of the last index"
+                                         : "1-D indexing of the first index"));
+        dla_net_free(net);
+    }
+    dla_tensor *img = ramp(DLA_F64, "SCB", DLA_DIMS(6, 3, 2), 1, 0);
+    dla_net *net = one(dla_indexing1d_layer("last", NULL), img);
+    dla_tensor *y = predict1(net, img);
+    assert_string_equal(dla_tensor_format(y), "CB");
+    assert_true(maxdiff(y, dla_reshape(dla_slice(img, 1, 5, 1, 6), "CB", DLA_DIMS(3, 2))) == 0);
+    dla_net_free(net);
+
+    dla_layer *l = dla_indexing1d_layer("middle", &(dla_layer_options){.name = "ix"});
+    assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "indexing1d 'ix': Index \"middle\""));
+    dla_layer_free(l);
+    l = dla_indexing1d_layer(NULL, NULL);
+    net = dla_net_create(1, &l);
+    assert_non_null(net);
+    dla_tensor *im2 = ramp(DLA_F64, "SSCB", DLA_DIMS(2, 2, 3, 2), 1, 0);
+    assert_int_equal(dla_net_init(net, 1, &im2), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "the input is \"SSCB\"; 1-D indexing takes"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* spatialDropoutLayer: in forward, each channel of each observation kept
  * whole (scaled by 1 / (1 - p)) or zeroed whole, where MATLAB's
  * rand([1 1 C B]) < p says, from the same draw; predict is the identity. */
@@ -1724,6 +1836,8 @@ int main(void)
         TU_TEST(multiplication_and_depth_concatenation_join_named_inputs),
         TU_TEST(clipped_relu_layer_clips_at_zero_and_the_ceiling),
         TU_TEST(spatial_dropout_drops_whole_channels),
+        TU_TEST(prelu_layer_scales_the_negative_part_by_alpha),
+        TU_TEST(indexing1d_layer_takes_the_first_or_last_index),
         TU_TEST(fully_connected_and_flatten_match_their_ops),
         TU_TEST(addition_and_concatenation_join_named_inputs),
         TU_TEST(an_addition_of_inputs_of_other_sizes_is_refused),

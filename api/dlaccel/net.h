@@ -383,6 +383,18 @@ DLA_API dla_layer *dla_gelu_layer(const char *approximation, const dla_layer_opt
  * positive and finite. */
 DLA_API dla_layer *dla_clipped_relu_layer(double ceiling, const dla_layer_options *opts);
 
+/* MATLAB preluLayer(Alpha=alpha): max(x, 0) + Alpha .* min(x, 0) with
+ * Alpha a learnable, initially alpha (DLA_PRELU_ALPHA is MATLAB's 0.25;
+ * finite). One scalar Alpha for every value, as MATLAB's default, or with
+ * per_channel one a channel of the input, in the dims batch
+ * normalization's Offset has (1x1xC for "SSCB", Cx1 for "CB" and "CBT"). */
+#define DLA_PRELU_ALPHA 0.25
+typedef struct dla_prelu_layer_options {
+    const char *name;
+    int per_channel; /* 0: one Alpha; 1: one a channel */
+} dla_prelu_layer_options;
+DLA_API dla_layer *dla_prelu_layer(double alpha, const dla_prelu_layer_options *opts);
+
 /* MATLAB dropoutLayer(probability) (DLA_DROPOUT_PROB is MATLAB's 0.5):
  * dla_dropout in forward, the identity in predict. */
 DLA_API dla_layer *dla_dropout_layer(double probability, const dla_layer_options *opts);
@@ -558,6 +570,14 @@ typedef struct dla_self_attention_layer_options {
 } dla_self_attention_layer_options;
 DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_channels,
                                             const dla_self_attention_layer_options *opts);
+
+/* MATLAB indexing1dLayer(index): the data at the "first" (NULL, MATLAB's
+ * default) or "last" index of the one "T" dim of "CBT" sequences, or of
+ * the one "S" dim of "SCB" 1-D images; the result is "CB". "last" is the
+ * mini-batch's last step, padding included: train with
+ * SequencePaddingDirection "left" so that it is every sequence's own
+ * last step. */
+DLA_API dla_layer *dla_indexing1d_layer(const char *index, const dla_layer_options *opts);
 
 /* Where each step is, for self-attention (which sees the steps as a set
  * otherwise): both take "CBT" sequences, ignore their values, and give
