@@ -148,7 +148,8 @@ static dla_status resolve_lbfgs(dla_training_options *o)
         {"InitialLearnRate", o->initial_learn_rate != 0},
         {"LearnRateSchedule", (s->method && strcmp(s->method, "none")) || s->drop_factor != 0 ||
                                   s->drop_period || s->warmup_iterations ||
-                                  s->warmup_start_factor != 0},
+                                  s->warmup_start_factor != 0 || s->final_factor != 0 ||
+                                  s->period || s->power != 0},
         {"Momentum", o->momentum != 0},
         {"GradientDecayFactor", o->gradient_decay_factor != 0},
         {"SquaredGradientDecayFactor", o->squared_gradient_decay_factor != 0},
@@ -223,9 +224,20 @@ static dla_status resolve_minibatch(dla_training_options *o)
         o->initial_learn_rate = sgdm ? DLA_SGDM_LEARN_RATE : DLA_ADAM_LEARN_RATE;
 
     dla_learn_rate_schedule *s = &o->learn_rate_schedule;
-    if (s->method && strcmp(s->method, "none") && strcmp(s->method, "piecewise"))
-        return bad_string("LearnRateSchedule", s->method, (const char *const[]){"none", "piecewise", NULL});
+    static const char *const schedules[] = {"none", "piecewise", "exponential", "cosine",
+                                            "polynomial", NULL};
+    int known = !s->method;
+    for (int i = 0; schedules[i] && !known; i++)
+        known = !strcmp(s->method, schedules[i]);
+    if (!known)
+        return bad_string("LearnRateSchedule", s->method, schedules);
     s->method = s->method ? s->method : "none";
+    if (s->period < 0)
+        return bad_number("learn-rate period", s->period, "it must not be negative (0: MaxEpochs)");
+    if (!(s->final_factor >= 0 && s->final_factor <= 1))
+        return bad_number("learn-rate final factor", s->final_factor, "it must be in [0, 1]");
+    if (!(s->power >= 0) || isinf(s->power))
+        return bad_number("learn-rate power", s->power, "it must be a finite number >= 0 (0: 1)");
     /* A negative drop factor asks for 0 itself (MATLAB allows 0), as a
      * negative momentum does; it stays negative here, since 0 in a
      * schedule means the default 0.1 to dla_learn_rate_at too. */
@@ -243,6 +255,10 @@ static dla_status resolve_minibatch(dla_training_options *o)
                           "it must be a finite number >= 0");
     s->drop_factor = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? -1 : s->drop_factor;
     s->drop_period = s->drop_period ? s->drop_period : 10;
+    /* "cosine" and "polynomial" over the whole training unless told: the
+     * MaxEpochs resolved above. */
+    s->period = s->period ? s->period : o->max_epochs;
+    s->power = s->power ? s->power : 1;
 
     /* Zero means the default; a negative value asks for zero itself. */
     struct {
@@ -437,6 +453,14 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
         put_num(&w, "LearnRateDropFactor", o.learn_rate_schedule.drop_factor < 0 ? 0
                                            : o.learn_rate_schedule.drop_factor);
         put_num(&w, "LearnRateDropPeriod", o.learn_rate_schedule.drop_period);
+        /* The schedule objects' parameters, where the schedule reads them. */
+        const int cosine = !strcmp(o.learn_rate_schedule.method, "cosine");
+        if (cosine || !strcmp(o.learn_rate_schedule.method, "polynomial")) {
+            put_num(&w, cosine ? "Period" : "NumSteps", o.learn_rate_schedule.period);
+            put_num(&w, "FinalFactor", o.learn_rate_schedule.final_factor);
+            if (!cosine)
+                put_num(&w, "Power", o.learn_rate_schedule.power);
+        }
         put_num(&w, "MiniBatchSize", (double)o.mini_batch_size);
         put(&w, "Shuffle", "'%s'", o.shuffle);
         put(&w, "PartialMiniBatch", "'%s'", o.partial_mini_batch);

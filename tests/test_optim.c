@@ -256,7 +256,9 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     assert_true(fabs(dla_learn_rate_at(&w, 1, 1, 2) - 0.6) < 1e-15);
     assert_true(dla_learn_rate_at(&w, 1, 1, 4) == 1);
     assert_true(dla_learn_rate_at(NULL, 0.3, 7, 7) == 0.3);
-    assert_true(isnan(dla_learn_rate_at(&(dla_learn_rate_schedule){.method = "cosine"}, 1, 1, 1)));
+    assert_true(isnan(dla_learn_rate_at(&(dla_learn_rate_schedule){.method = "cosin"}, 1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "method \"cosin\"; use \"none\", \"piecewise\", "
+                                             "\"exponential\", \"cosine\" or \"polynomial\""));
     /* Before: a negative period grew the rate (0.5^-3 at epoch 4), and a
      * negative start factor gave a negative rate. */
     dla_learn_rate_schedule np = {.method = "piecewise", .drop_factor = 0.5, .drop_period = -1};
@@ -294,6 +296,86 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     o.learn_rate_schedule.drop_factor = 0;
     assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
     assert_true(r.learn_rate_schedule.drop_factor == 0.1);
+}
+
+/* "exponential", "cosine" and "polynomial" against their formulas written
+ * out; their parameters refused where they would divide by 0 or grow the
+ * rate; trainnet's options fill in a period of MaxEpochs. */
+static void decaying_schedules_follow_their_formulas(void **state)
+{
+    (void)state;
+    const double pi = 3.14159265358979323846;
+    dla_learn_rate_schedule ex = {.method = "exponential", .drop_factor = 0.5, .drop_period = 4};
+    for (int e = 1; e <= 9; e++)
+        assert_true(fabs(dla_learn_rate_at(&ex, 0.2, e, 7 * e) - 0.2 * pow(0.5, (e - 1) / 4.0)) <
+                    1e-15);
+    /* Between piecewise's drops: epoch 3 of a period of 4 is 0.5^(2/4). */
+    assert_true(dla_learn_rate_at(&ex, 1, 3, 1) < 1 && dla_learn_rate_at(&ex, 1, 3, 1) > 0.5);
+    dla_learn_rate_schedule co = {.method = "cosine", .period = 5, .final_factor = 0.1};
+    for (int e = 1; e <= 12; e++) {
+        const double t = ((e - 1) % 5) / 5.0;
+        const double want = 0.3 * (0.1 + 0.9 * 0.5 * (1 + cos(pi * t)));
+        assert_true(fabs(dla_learn_rate_at(&co, 0.3, e, e) - want) < 1e-15);
+    }
+    assert_true(dla_learn_rate_at(&co, 0.3, 1, 1) == 0.3);
+    assert_true(dla_learn_rate_at(&co, 0.3, 6, 1) == 0.3); /* the warm restart */
+    assert_true(dla_learn_rate_at(&co, 0.3, 5, 1) < 0.3 * 0.2);
+    dla_learn_rate_schedule po = {.method = "polynomial", .period = 4, .power = 2};
+    const double pw[] = {1, 0.5625, 0.25, 0.0625, 0, 0};
+    for (int e = 1; e <= 6; e++)
+        assert_true(fabs(dla_learn_rate_at(&po, 1, e, e) - pw[e - 1]) < 1e-15);
+    po.power = 0; /* linear */
+    po.final_factor = 0.2;
+    assert_true(fabs(dla_learn_rate_at(&po, 1, 2, 2) - (0.2 + 0.8 * 0.75)) < 1e-15);
+    assert_true(fabs(dla_learn_rate_at(&po, 1, 9, 9) - 0.2) < 1e-15);
+    /* With a warm-up: the two factors multiply. */
+    co.warmup_iterations = 10;
+    co.warmup_start_factor = 0.5;
+    assert_true(fabs(dla_learn_rate_at(&co, 1, 1, 5) - 0.75) < 1e-15);
+
+    const struct {
+        dla_learn_rate_schedule s;
+        const char *msg;
+    } bad[] = {
+        {{.method = "cosine"}, "dla_learn_rate_at: period 0: \"cosine\" and \"polynomial\" need"},
+        {{.method = "polynomial", .period = -2}, "period -2"},
+        {{.method = "cosine", .period = 3, .final_factor = 1.5}, "final_factor 1.5: it must be in"},
+        {{.method = "cosine", .period = 3, .final_factor = NAN}, "final_factor nan"},
+        {{.method = "polynomial", .period = 3, .power = -1}, "power -1"},
+        {{.method = "polynomial", .period = 3, .power = INFINITY}, "power inf"},
+        {{.method = "exponential", .drop_factor = 3}, "drop_factor 3"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dla_clear_error();
+        assert_true(isnan(dla_learn_rate_at(&bad[i].s, 0.1, 2, 2)));
+        if (!strstr(dla_last_error(), bad[i].msg))
+            fail_msg("case %zu: %s", i, dla_last_error());
+    }
+
+    /* trainingOptions: "cosine" over MaxEpochs by default; bad values
+     * refused by name; the description shows the object's parameters. */
+    dla_training_options o = {.max_epochs = 8,
+                              .learn_rate_schedule = {.method = "cosine", .final_factor = 0.05}};
+    dla_training_options r;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    assert_int_equal(r.learn_rate_schedule.period, 8);
+    char text[4096];
+    assert_true(dla_training_options_describe(&o, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "Period: 8\n"));
+    assert_non_null(strstr(text, "FinalFactor: 0.0500\n"));
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "polynomial", .power = -1};
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "learn-rate power -1"));
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "cosine", .final_factor = 2};
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "learn-rate final factor 2"));
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "step"};
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "\"polynomial\""));
+    /* L-BFGS has no schedule: a period given with it is named. */
+    dla_training_options lb = {.solver = "lbfgs", .learn_rate_schedule = {.period = 3}};
+    assert_int_equal(dla_training_options_resolve(&lb, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "LearnRateSchedule"));
 }
 
 static void a_network_trains_through_its_learnables_table(void **state)
@@ -359,6 +441,7 @@ int main(void)
         TU_TEST(l2_and_clipping_treat_gradients_as_trainnet_does),
         TU_TEST(gradients_and_states_of_other_dims_are_refused),
         TU_TEST(schedules_drop_piecewise_and_warm_up),
+        TU_TEST(decaying_schedules_follow_their_formulas),
         TU_TEST(a_network_trains_through_its_learnables_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -633,7 +633,8 @@ static void every_option_value_is_checked(void **state)
          "warm-up start factor -3"},
         {{.learn_rate_schedule = {.method = "piecewise", .drop_factor = 1.5}}, "LearnRateDropFactor"},
         {{.learn_rate_schedule = {.method = "piecewise", .drop_period = -1}}, "LearnRateDropPeriod"},
-        {{.learn_rate_schedule = {.method = "cosine"}}, "LearnRateSchedule \"cosine\""},
+        {{.learn_rate_schedule = {.method = "cosin"}}, "LearnRateSchedule \"cosin\""},
+        {{.learn_rate_schedule = {.method = "cosine", .period = -1}}, "learn-rate period -1"},
         {{.checkpoint_frequency_unit = "batch"}, "CheckpointFrequencyUnit"},
         /* Before: accepted, and "adam" trained every epoch without moving
          * a weight. */
@@ -1769,6 +1770,19 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     double want[] = {0.01, 0.01, 0.001, 0.001, 0.0001};
     for (int64_t i = 0; i < info->iterations; i++)
         assert_true(tu_close(info->learn_rate[i], want[info->epoch[i] - 1], 1e-12));
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* Cosine over the training (the period MaxEpochs, 5): half a cosine
+     * from 0.01 toward 0, one value an epoch. */
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "cosine"};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    for (int64_t i = 0; i < info->iterations; i++) {
+        const double c = 0.01 * 0.5 * (1 + cos(3.14159265358979323846 * (info->epoch[i] - 1) / 5));
+        assert_true(tu_close(info->learn_rate[i], c, 1e-12));
+    }
+    assert_true(info->learn_rate[info->iterations - 1] < 0.001);
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);

@@ -302,8 +302,19 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
 
 /* trainingOptions LearnRateSchedule and its parameters. */
 typedef struct dla_learn_rate_schedule {
-    /* NULL or "none": constant; "piecewise": multiplied by drop_factor
-     * every drop_period epochs (MATLAB's piecewiseLearnRate). */
+    /* NULL or "none": constant;
+     * "piecewise": multiplied by drop_factor every drop_period epochs
+     *     (MATLAB's piecewiseLearnRate);
+     * "exponential": the same drop, spread smoothly over the epochs:
+     *     drop_factor^((epoch - 1) / drop_period);
+     * "cosine": from the full rate toward final_factor times it along half
+     *     a cosine over period epochs, restarting after each period (MATLAB's
+     *     cosineLearnRate, warm restarts; LearnRateSchedule "cosine" is one
+     *     period over the whole training);
+     * "polynomial": final_factor + (1 - final_factor) * (1 - (epoch - 1) /
+     *     period)^power, then final_factor past the period (MATLAB's
+     *     polynomialLearnRate).
+     * Each holds for a whole epoch (MATLAB's FrequencyUnit "epoch"). */
     const char *method;
     /* LearnRateDropFactor in [0, 1]: 0 means the default 0.1 (zeroed
      * structs keep meaning MATLAB's defaults), so a drop to 0 itself is
@@ -316,15 +327,26 @@ typedef struct dla_learn_rate_schedule {
      * to the full rate (MATLAB's warmupLearnRate, counted in iterations). */
     int warmup_iterations;
     double warmup_start_factor;
+    /* "cosine" and "polynomial": the factor of the rate they tend to, in
+     * [0, 1] (0 by default); the epochs of one period, >= 0 (0: trainnet's
+     * MaxEpochs, filled in by dla_training_options_resolve; dla_learn_rate_at
+     * needs it set); "polynomial"'s power, > 0 (0: 1, linear). */
+    double final_factor;
+    int period;
+    double power;
 } dla_learn_rate_schedule;
 
 /* The learning rate for epoch (1-based) and iteration (1-based, counted
- * over all epochs): initial * drop_factor^floor((epoch - 1) / drop_period)
- * for "piecewise", times the warm-up factor start + (1 - start) * iteration
- * / warmup_iterations while iteration < warmup_iterations. s may be NULL
+ * over all epochs): initial times the method's factor for the epoch
+ * (above; "piecewise": drop_factor^floor((epoch - 1) / drop_period)),
+ * times the warm-up factor start + (1 - start) * iteration /
+ * warmup_iterations while iteration < warmup_iterations. s may be NULL
  * (constant). An unknown method, a negative drop_period, a
- * warmup_start_factor negative or not finite, or for "piecewise" a
- * drop_factor above 1 or NaN gives NAN and sets dla_last_error(). */
+ * warmup_start_factor negative or not finite, for "piecewise" and
+ * "exponential" a drop_factor above 1 or NaN, for "cosine" and
+ * "polynomial" a period not positive or a final_factor outside [0, 1],
+ * for "polynomial" a power negative or not finite gives NAN and sets
+ * dla_last_error(). */
 DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
                                  int iteration);
 
