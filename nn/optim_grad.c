@@ -137,7 +137,16 @@ static double epoch_factor(const dla_learn_rate_schedule *s, int epoch)
 {
     const char *m = s->method && *s->method ? s->method : "none";
     const int e = epoch > 1 ? epoch - 1 : 0; /* epochs done */
-    if (!strcmp(m, "none"))
+    if (s->fn && strcmp(m, "none") && strcmp(m, "custom")) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: method \"%s\" and a schedule "
+                     "function: give one (method \"custom\" or NULL with fn)", m);
+        return NAN;
+    }
+    if (!strcmp(m, "custom") && !s->fn) {
+        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: method \"custom\" needs fn");
+        return NAN;
+    }
+    if (!strcmp(m, "none") || !strcmp(m, "custom"))
         return 1;
     if (!strcmp(m, "piecewise") || !strcmp(m, "exponential")) {
         if (!(s->drop_factor <= 1)) {
@@ -209,6 +218,17 @@ DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initia
     if (isnan(factor))
         return NAN;
     rate *= factor;
+    if (s->fn) {
+        rate = s->fn(s->fn_ctx, initial, epoch, iteration);
+        /* A NaN or negative rate would be taken by the solver at once and
+         * spoil every weight: refused here, naming where. */
+        if (!(rate >= 0) || isinf(rate)) {
+            dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: the schedule function gave "
+                         "%g at epoch %d, iteration %d; a rate must be a finite number >= 0", rate,
+                         epoch, iteration);
+            return NAN;
+        }
+    }
     if (s->warmup_iterations > 0 && iteration < s->warmup_iterations) {
         double start = s->warmup_start_factor;
         rate *= start + (1 - start) * (double)(iteration > 0 ? iteration : 0) / s->warmup_iterations;

@@ -816,6 +816,14 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
                             .validation_rmse = NAN, .gradient_norm = NAN, .step_norm = NAN};
     s.learn_rate = dla_learn_rate_at(&tr->o.learn_rate_schedule, tr->o.initial_learn_rate,
                                      tr->epoch, (int)tr->iteration);
+    /* Only a schedule function can refuse here (the options were checked):
+     * training stops before this iteration's update, the work kept. */
+    if (isnan(s.learn_rate)) {
+        dla_free(out);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s", tr->fn, msg);
+    }
     dla_scope_begin();
     /* The targets the loss sees: one-hot for class numbers, in Y's dtype
      * (single unless the network is double). */

@@ -149,7 +149,7 @@ static dla_status resolve_lbfgs(dla_training_options *o)
         {"LearnRateSchedule", (s->method && strcmp(s->method, "none")) || s->drop_factor != 0 ||
                                   s->drop_period || s->warmup_iterations ||
                                   s->warmup_start_factor != 0 || s->final_factor != 0 ||
-                                  s->period || s->power != 0},
+                                  s->period || s->power != 0 || s->fn},
         {"Momentum", o->momentum != 0},
         {"GradientDecayFactor", o->gradient_decay_factor != 0},
         {"SquaredGradientDecayFactor", o->squared_gradient_decay_factor != 0},
@@ -225,13 +225,19 @@ static dla_status resolve_minibatch(dla_training_options *o)
 
     dla_learn_rate_schedule *s = &o->learn_rate_schedule;
     static const char *const schedules[] = {"none", "piecewise", "exponential", "cosine",
-                                            "polynomial", NULL};
+                                            "polynomial", "custom", NULL};
     int known = !s->method;
     for (int i = 0; schedules[i] && !known; i++)
         known = !strcmp(s->method, schedules[i]);
     if (!known)
         return bad_string("LearnRateSchedule", s->method, schedules);
-    s->method = s->method ? s->method : "none";
+    if (s->fn && s->method && strcmp(s->method, "none") && strcmp(s->method, "custom"))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options: LearnRateSchedule "
+                             "\"%s\" and a schedule function: give one", s->method);
+    if (s->method && !strcmp(s->method, "custom") && !s->fn)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options: LearnRateSchedule "
+                             "\"custom\" needs its function (learn_rate_schedule.fn)");
+    s->method = s->method ? s->method : s->fn ? "custom" : "none";
     if (s->period < 0)
         return bad_number("learn-rate period", s->period, "it must not be negative (0: MaxEpochs)");
     if (!(s->final_factor >= 0 && s->final_factor <= 1))

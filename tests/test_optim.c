@@ -298,6 +298,46 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     assert_true(r.learn_rate_schedule.drop_factor == 0.1);
 }
 
+/* A one-cycle schedule of one's own: up for two epochs, then down; NaN
+ * from epoch ctx on. */
+static double one_cycle(void *ctx, double initial, int epoch, int iteration)
+{
+    (void)iteration;
+    if (epoch >= *(int *)ctx)
+        return NAN;
+    return epoch <= 2 ? initial * epoch : initial * 2 / (epoch - 1);
+}
+
+static void a_schedule_function_gives_the_rate(void **state)
+{
+    (void)state;
+    int nan_from = 100;
+    dla_learn_rate_schedule f = {.fn = one_cycle, .fn_ctx = &nan_from};
+    assert_true(dla_learn_rate_at(&f, 0.1, 1, 1) == 0.1);
+    assert_true(dla_learn_rate_at(&f, 0.1, 2, 9) == 0.2);
+    assert_true(dla_learn_rate_at(&f, 0.1, 5, 30) == 0.05);
+    f.warmup_iterations = 4; /* the warm-up multiplies it */
+    assert_true(fabs(dla_learn_rate_at(&f, 0.1, 1, 2) - 0.05) < 1e-15);
+    f.warmup_iterations = 0;
+    nan_from = 3;
+    assert_true(isnan(dla_learn_rate_at(&f, 0.1, 3, 12)));
+    assert_non_null(strstr(dla_last_error(), "the schedule function gave nan at epoch 3, "
+                                             "iteration 12"));
+    f.method = "cosine";
+    f.period = 4;
+    assert_true(isnan(dla_learn_rate_at(&f, 0.1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "method \"cosine\" and a schedule function"));
+    dla_learn_rate_schedule c = {.method = "custom"};
+    assert_true(isnan(dla_learn_rate_at(&c, 0.1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "method \"custom\" needs fn"));
+    dla_training_options o = {.learn_rate_schedule = c}, r;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "\"custom\" needs its function"));
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.fn = one_cycle, .fn_ctx = &nan_from};
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    assert_string_equal(r.learn_rate_schedule.method, "custom");
+}
+
 /* "exponential", "cosine" and "polynomial" against their formulas written
  * out; their parameters refused where they would divide by 0 or grow the
  * rate; trainnet's options fill in a period of MaxEpochs. */
@@ -442,6 +482,7 @@ int main(void)
         TU_TEST(gradients_and_states_of_other_dims_are_refused),
         TU_TEST(schedules_drop_piecewise_and_warm_up),
         TU_TEST(decaying_schedules_follow_their_formulas),
+        TU_TEST(a_schedule_function_gives_the_rate),
         TU_TEST(a_network_trains_through_its_learnables_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

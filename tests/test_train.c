@@ -1712,6 +1712,13 @@ static int stop_at_start(void *ctx, const dla_training_state *s)
     return !strcmp(s->stage, "start");
 }
 
+/* Halves the rate every epoch; NaN from epoch ctx on. */
+static double halving(void *ctx, double initial, int epoch, int iteration)
+{
+    (void)iteration;
+    return epoch >= *(int *)ctx ? NAN : initial / (1 << (epoch - 1));
+}
+
 static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
 {
     (void)state;
@@ -1783,6 +1790,26 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
         assert_true(tu_close(info->learn_rate[i], c, 1e-12));
     }
     assert_true(info->learn_rate[info->iterations - 1] < 0.001);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* A schedule function: its rates in the history; a NaN from it stops
+     * training with the error and the network trained so far. */
+    int nan_epoch = 100;
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.fn = halving, .fn_ctx = &nan_epoch};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    for (int64_t i = 0; i < info->iterations; i++)
+        assert_true(info->learn_rate[i] == 0.01 / (1 << (info->epoch[i] - 1)));
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    nan_epoch = 3;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: dla_learn_rate_at: the schedule "
+                                             "function gave nan at epoch 3"));
+    assert_non_null(trained);
+    assert_true(info->epoch[info->iterations - 1] == 2);
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);

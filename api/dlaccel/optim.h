@@ -334,6 +334,13 @@ typedef struct dla_learn_rate_schedule {
     double final_factor;
     int period;
     double power;
+    /* A schedule of one's own (MATLAB's function handle schedule): with
+     * method NULL, "none" or "custom", fn(ctx, initial, epoch, iteration)
+     * gives the rate (the warm-up still multiplies it). A value negative or
+     * not finite is refused: dla_learn_rate_at gives NAN, and trainnet
+     * stops with the error. */
+    double (*fn)(void *ctx, double initial, int epoch, int iteration);
+    void *fn_ctx;
 } dla_learn_rate_schedule;
 
 /* The learning rate for epoch (1-based) and iteration (1-based, counted
