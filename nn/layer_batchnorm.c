@@ -41,6 +41,18 @@ static dla_status check(const dla__props *p, const char *name)
     return DLA_OK;
 }
 
+int dla__channel_param_dims(const dla__shape *in, int64_t c, int64_t *dims)
+{
+    /* MATLAB's shapes: 1x1xC after two S dims, Cx1 without S dims. */
+    int n = 0, ns = dla__shape_count(in, 'S');
+    for (int i = 0; i < ns && n < 3; i++)
+        dims[n++] = 1;
+    dims[n++] = c;
+    if (n == 1)
+        dims[n++] = 1;
+    return n;
+}
+
 dla_status dla__norm_offset_scale(const dla_layer *l, const char *what, const dla__shape *in,
                                   dla__param_sink *sink, int64_t *dims, int *nd)
 {
@@ -52,13 +64,7 @@ dla_status dla__norm_offset_scale(const dla_layer *l, const char *what, const dl
     if (p->channels && p->channels != c)
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, NumChannels is %lld",
                             (long long)c, (long long)p->channels);
-    /* MATLAB's shapes: 1x1xC after two S dims, Cx1 without S dims. */
-    int n = 0, ns = dla__shape_count(in, 'S');
-    for (int i = 0; i < ns && n < 3; i++)
-        dims[n++] = 1;
-    dims[n++] = c;
-    if (n == 1)
-        dims[n++] = 1;
+    const int n = dla__channel_param_dims(in, c, dims);
     *nd = n;
     static const char *const names[2] = {"Offset", "Scale"};
     for (int k = 0; k < 2; k++) {

@@ -43,12 +43,7 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
         if (!c)
             return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; an Alpha per channel "
                                 "needs a \"C\" dim", in->format);
-        n = 0;
-        for (int i = 0; i < dla__shape_count(in, 'S') && n < 3; i++)
-            dims[n++] = 1;
-        dims[n++] = c;
-        if (n == 1)
-            dims[n++] = 1;
+        n = dla__channel_param_dims(in, c, dims);
     }
     dla_tensor *alpha = dla__param_loading(sink)
                             ? NULL

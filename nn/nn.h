@@ -239,6 +239,11 @@ int dla__kind_inputs(const dla__layer_kind *kind, const dla__props *p);
 /* Copies s into a props string field, checking its length. */
 dla_status dla__props_string(char *dst, const char *s, const char *fallback, const char *what);
 
+/* The dims of a parameter with one value a channel of input shape in (c
+ * channels), as MATLAB gives batch normalization's Offset: a 1 for each
+ * "S" dim, then c (1x1xC for "SSCB"), Cx1 without "S" dims; returns the
+ * count (at most 4). */
+int dla__channel_param_dims(const dla__shape *in, int64_t c, int64_t *dims);
 /* A normalization layer's learnables Offset and Scale, one per channel of
  * input shape in (its NumChannels checked against it), with its
  * initializers, in the dims MATLAB gives them: 1x1xC after two S dims, 1xC
