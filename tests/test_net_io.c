@@ -328,10 +328,10 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     net = dla_net_create(5, pi);
     assert_non_null(net);
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
-    assert_int_equal(dla_net_set(net, "pr", "Alpha",
-                                 dla_tensor_from_host((float[]){0.1f, -0.2f, 0.3f, 0.4f}, DLA_F32,
-                                                      "", DLA_DIMS(4, 1))),
-                     DLA_OK);
+    dla_tensor *alpha = dla_tensor_from_host((float[]){0.1f, -0.2f, 0.3f, 0.4f}, DLA_F32, "",
+                                             DLA_DIMS(4, 1));
+    assert_int_equal(dla_net_set(net, "pr", "Alpha", alpha), DLA_OK);
+    dla_tensor_release(alpha);
     assert_int_equal(dla_net_save(net, path("prelu.safetensors")), DLA_OK);
     if (dla_net_load(path("prelu.safetensors"), &back) != DLA_OK)
         fail_msg("load: %s", dla_last_error());
