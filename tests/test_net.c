@@ -375,6 +375,48 @@ static void the_summary_lists_layers_activations_and_learnables(void **state)
     dla_net_free(net);
 }
 
+/* The summary's and the tables' columns are padded by display columns:
+ * layer names are any UTF-8 text, and padding by bytes pulled a row with
+ * an accented letter one column to the left of the others. */
+static int columns_to(const char *from, const char *to)
+{
+    int c = 0;
+    for (; from < to; from++)
+        c += ((unsigned char)*from & 0xC0) != 0x80;
+    return c;
+}
+
+static void summary_and_tables_align_accented_names(void **state)
+{
+    (void)state;
+    dla_layer *ls[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "d\xc3\xa9j\xc3\xa0"}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "plain"})};
+    dla_net *net = dla_net_create(3, ls);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    char buf[4096];
+    dla_net_summary(net, buf, sizeof buf);
+    const char *r1 = strstr(buf, "    2  d\xc3\xa9j\xc3\xa0"), *r2 = strstr(buf, "    3  plain");
+    assert_non_null(r1);
+    assert_non_null(r2);
+    const char *t1 = strstr(r1, "Fully Connected"), *t2 = strstr(r2, "Fully Connected");
+    if (columns_to(r1, t1) != columns_to(r2, t2))
+        fail_msg("the type column is at %d in the accented row, %d in the other:\n%s",
+                 columns_to(r1, t1), columns_to(r2, t2), buf);
+    dla_table_describe(dla_net_learnables(net), buf, sizeof buf);
+    r1 = strstr(buf, "    d\xc3\xa9j\xc3\xa0");
+    r2 = strstr(buf, "    plain");
+    assert_non_null(r1);
+    assert_non_null(r2);
+    t1 = strstr(r1, "Weights");
+    t2 = strstr(r2, "Weights");
+    if (columns_to(r1, t1) != columns_to(r2, t2))
+        fail_msg("the parameter column is at %d in the accented row, %d in the other:\n%s",
+                 columns_to(r1, t1), columns_to(r2, t2), buf);
+    dla_net_free(net);
+}
+
 typedef struct loss_ctx {
     dla_net *net;
 } loss_ctx;
@@ -933,6 +975,7 @@ int main(void)
         TU_TEST(bad_graphs_fail_naming_the_layer),
         TU_TEST(initializers_have_matlabs_statistics),
         TU_TEST(the_summary_lists_layers_activations_and_learnables),
+        TU_TEST(summary_and_tables_align_accented_names),
         TU_TEST(forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs),
         TU_TEST(an_accelerated_model_loss_takes_the_learnables_as_inputs),
         TU_TEST(copies_casts_and_sets_keep_tables_consistent),
