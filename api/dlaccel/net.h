@@ -970,7 +970,9 @@ typedef struct dla_net_forward_options {
  * input i with the format of its input layer ("SSCB", "CBT", "CB"), any batch
  * size, and the network's dtype (an input of another that a layer refuses
  * is DLA_ERR_DTYPE naming the input and both dtypes: cast the data with
- * dla_cast, or the network with dla_net_cast: inputs are not converted).
+ * dla_cast, or the network with dla_net_cast: inputs are not converted),
+ * on the network's device (data on another is DLA_ERR_INVALID_ARGUMENT
+ * naming the input and both devices: inputs are not moved either).
  * y[0..nout-1] receive the outputs (nout must equal the outputs
  * asked for). state, when not NULL, receives one tensor per State row:
  * the updated statistics of batch normalization layers, the last hidden
