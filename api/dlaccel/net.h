@@ -490,7 +490,9 @@ DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
  * re-initialization and dla_net_save/dla_net_load (as a
  * MATLAB network's State, saved or copied, keeps it), so trainnet's
  * checkpoints of LSTM networks load. OutputMode "sequence" gives "CBT"
- * H x N x T, "last" "CB" H x N. A sequence of no steps (T of 0, which only
+ * H x N x T, "last" "CB" H x N; "CB" data (a feature input: one step
+ * without a "T" dim) gives "CB" H x N in both, as MATLAB's layers do (the
+ * GRU and BiLSTM alike). A sequence of no steps (T of 0, which only
  * a network without a sequence input layer lets through) gives H x N x 0
  * in "sequence" mode and DLA_ERR_SHAPE in "last" mode (there is no last
  * step); the GRU alike. */
