@@ -424,18 +424,27 @@ static dla_status stats_forward(const void *attrs, dla_tensor *const *in, int ni
             }
             double unbias = g.n > 1 ? (double)g.n / (double)(g.n - 1) : 1.0;
             double md = at->mean_decay, vd = at->var_decay;
-            if (st == DLA_OK)
+            /* A batch of no elements has no statistics (its mean is NaN):
+             * mixed in, even with weight 0, they made the running ones NaN
+             * for good, and every later predict NaN; it leaves them as
+             * they are. */
+            if (st == DLA_OK && g.n == 0) {
+                st = dla__k_copy(dev, &vsm, &vrm);
+                if (st == DLA_OK)
+                    st = dla__k_copy(dev, &vsv, &vrv);
+            } else if (st == DLA_OK) {
                 st = dla__nn_unary(dev, DLA_UNARY_AFFINE, md, 0.0, &vsm, &vm1);
-            if (st == DLA_OK)
-                st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 1.0 - md, 0.0, &vt, &vrm);
-            if (st == DLA_OK)
-                st = dla__nn_binary(dev, DLA_BINARY_ADD, &vsm, &vsm, &vt);
-            if (st == DLA_OK)
-                st = dla__nn_unary(dev, DLA_UNARY_AFFINE, vd * unbias, 0.0, &vsv, &vv1);
-            if (st == DLA_OK)
-                st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 1.0 - vd, 0.0, &vt, &vrv);
-            if (st == DLA_OK)
-                st = dla__nn_binary(dev, DLA_BINARY_ADD, &vsv, &vsv, &vt);
+                if (st == DLA_OK)
+                    st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 1.0 - md, 0.0, &vt, &vrm);
+                if (st == DLA_OK)
+                    st = dla__nn_binary(dev, DLA_BINARY_ADD, &vsm, &vsm, &vt);
+                if (st == DLA_OK)
+                    st = dla__nn_unary(dev, DLA_UNARY_AFFINE, vd * unbias, 0.0, &vsv, &vv1);
+                if (st == DLA_OK)
+                    st = dla__nn_unary(dev, DLA_UNARY_AFFINE, 1.0 - vd, 0.0, &vt, &vrv);
+                if (st == DLA_OK)
+                    st = dla__nn_binary(dev, DLA_BINARY_ADD, &vsv, &vsv, &vt);
+            }
         }
     }
     work_free(&w);

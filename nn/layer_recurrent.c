@@ -108,7 +108,14 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
         dla_tensor *y = dla_cat(3, (int)r->nt, r->steps);
         dla__nn_free(r->steps);
         r->steps = NULL;
-        c->y = dla_reshape(y, "CBT", DLA_DIMS(h, r->nb, r->nt));
+        /* "CB" data is one step without a "T" dim, and so is its output
+         * (MATLAB's CB in, CB out): an H x N x 1 "CBT" made a network of
+         * a feature input, an LSTM and a fully connected layer refuse its
+         * "CB" targets ("format CB differs from y's CBT"). */
+        if (strchr(dla_tensor_format(c->x[0]), 'T'))
+            c->y = dla_reshape(y, "CBT", DLA_DIMS(h, r->nb, r->nt));
+        else
+            c->y = dla_reshape(y, "CB", DLA_DIMS(h, r->nb));
     } else {
         c->y = dla_reshape(states[0], "CB", DLA_DIMS(h, r->nb));
     }

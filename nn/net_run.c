@@ -289,6 +289,24 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
                          dla_dtype_name(dla_tensor_dtype(x[i])), dla_dtype_name(net->dtype), msg);
             break;
         }
+    /* Data on another device than the network's failed alike, "layer
+     * 'input': dla_sub: arguments a and b are on cpu:0 and opencl:0", of
+     * an op the caller never called: say which input and what to do. */
+    const dla_tensor *first = st == DLA_ERR_INVALID_ARGUMENT ? dla__net_first_value(net) : NULL;
+    for (int i = 0; first && i < nin; i++)
+        if (dla_tensor_device(x[i]) != dla_tensor_device(first)) {
+            char msg[1024];
+            const char *why = dla_last_error();
+            const size_t n = strlen(fn);
+            if (!strncmp(why, fn, n) && !strncmp(why + n, ": ", 2))
+                why += n + 2;
+            snprintf(msg, sizeof msg, "%s", why);
+            dla__nn_fail(st, "%s: input %d is on %s but the network is on %s: move the input "
+                         "(dla_tensor_to_device) or the network (dla_net_to_device); %s", fn,
+                         i + 1, dla_device_name(dla_tensor_device(x[i])),
+                         dla_device_name(dla_tensor_device(first)), msg);
+            break;
+        }
     for (int i = 0; i < nout; i++)
         y[i] = st == DLA_OK ? dla_keep(out[i]) : NULL;
     for (int i = 0; state && i < nstate; i++)

@@ -28,6 +28,15 @@ static void emit(out_buf *o, const char *fmt, ...)
     }
 }
 
+/* s left-aligned in width display columns, then sep: printf's %-*s
+ * counts bytes, and a name with an accented letter (layer names are any
+ * UTF-8 text) pushed its row's columns one to the left. */
+static void cell(out_buf *o, const char *s, int width, const char *sep)
+{
+    int pad = width - dla__text_columns(s, strlen(s));
+    emit(o, "%s%*s%s", s, pad > 0 ? pad : 0, "", sep);
+}
+
 /* "17,310" */
 static void thousands(long long v, char *buf, size_t size)
 {
@@ -129,18 +138,23 @@ DLA_API int dla_net_summary(const dla_net *net, char *buf, size_t size)
             snprintf(r->learn, sizeof r->learn, "-");
         }
         l->kind->describe(&l->props, in, r->desc, sizeof r->desc);
-        int a = (int)strlen(l->name), b = (int)strlen(l->kind->display);
-        int c = (int)strlen(r->act), d = (int)strlen(r->learn);
+        int a = dla__text_columns(l->name, strlen(l->name));
+        int b = dla__text_columns(l->kind->display, strlen(l->kind->display));
+        int c = dla__text_columns(r->act, strlen(r->act));
+        int d = dla__text_columns(r->learn, strlen(r->learn));
         wn = a > wn ? a : wn;
         wt = b > wt ? b : wt;
         wa = c > wa ? c : wa;
         wl = d > wl ? d : wl;
     }
-    emit(&o, "  %3s  %-*s  %-*s  %-*s  %-*s  %s\n", "#", wn, "Name", wt, "Type", wa, "Activations",
-         wl, "Learnables", "Description");
-    for (int i = 0; i < net->nlayers; i++)
-        emit(&o, "  %3s  %-*s  %-*s  %-*s  %-*s  %s\n", rows[i].num, wn, net->layers[i]->name, wt,
-             net->layers[i]->kind->display, wa, rows[i].act, wl, rows[i].learn, rows[i].desc);
+    for (int i = -1; i < net->nlayers; i++) {
+        emit(&o, "  %3s  ", i < 0 ? "#" : rows[i].num);
+        cell(&o, i < 0 ? "Name" : net->layers[i]->name, wn, "  ");
+        cell(&o, i < 0 ? "Type" : net->layers[i]->kind->display, wt, "  ");
+        cell(&o, i < 0 ? "Activations" : rows[i].act, wa, "  ");
+        cell(&o, i < 0 ? "Learnables" : rows[i].learn, wl, "  ");
+        emit(&o, "%s\n", i < 0 ? "Description" : rows[i].desc);
+    }
     dla__nn_free(rows);
     if (!is_sequence(net) && net->nconn) {
         emit(&o, "\n  Connections:\n");

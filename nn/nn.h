@@ -63,6 +63,9 @@ void dla__dims_text(int ndims, const int64_t *dims, char *buf, size_t size);
 /* "[a b c]" (bracket) or "a b c": the n numbers of v, as a layer's
  * summary shows its stride and padding. */
 void dla__list_text(int n, const int64_t *v, int bracket, char *buf, size_t size);
+/* Display columns of s's first n bytes: UTF-8 continuation bytes take
+ * none (a table padded by bytes lost a column per accented letter). */
+int dla__text_columns(const char *s, size_t n);
 
 /* ------------------------------------------------------------------ tables */
 

@@ -22,6 +22,7 @@
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "core/file_special.h"
 #include "nn/chart.h"
+#include "nn/nn.h" /* dla__text_columns */
 
 #include <errno.h>
 #include <math.h>
@@ -326,23 +327,13 @@ static int stream_columns(FILE *f)
     return 80;
 }
 
-/* Display columns of s's first n bytes (UTF-8: continuation bytes take
- * none). */
-static int columns_of(const char *s, size_t n)
-{
-    int c = 0;
-    for (size_t i = 0; i < n; i++)
-        c += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return c;
-}
-
 /* Bytes of text that fit in cols columns: all of it, else up to the last
  * field separator ("  ") that fits, else up to the last word that fits,
  * else a cut between characters. */
 static size_t fit_text(const char *text, int cols)
 {
     size_t n = strlen(text);
-    if (columns_of(text, n) <= cols)
+    if (dla__text_columns(text, n) <= cols)
         return n;
     size_t cut = 0;
     for (int c = 0; text[cut] && (c < cols || ((unsigned char)text[cut] & 0xC0) == 0x80); cut++)
@@ -402,7 +393,7 @@ static void compose_bar(const dla_progress *p, int cols, char *out, size_t size)
         for (int i = 0; i < 3; i++)
             if (*parts[i] && n >= 0 && (size_t)n < sizeof fixed)
                 n += snprintf(fixed + n, sizeof fixed - (size_t)n, "%s%s", n ? "  " : "", parts[i]);
-        int flen = columns_of(fixed, strlen(fixed));
+        int flen = dla__text_columns(fixed, strlen(fixed));
         int need = flen + (with_bar ? 3 + BAR_MIN : 0);
         if (need > avail && level < 4)
             continue;
@@ -410,7 +401,7 @@ static void compose_bar(const dla_progress *p, int cols, char *out, size_t size)
         size_t tlen = 0;
         if (*p->text && room >= 2 + TEXT_MIN)
             tlen = fit_text(p->text, room - 2);
-        int tcols = tlen ? columns_of(p->text, tlen) + 2 : 0;
+        int tcols = tlen ? dla__text_columns(p->text, tlen) + 2 : 0;
         int bw = 0;
         if (with_bar) {
             bw = BAR_MIN + (room - tcols);

@@ -90,3 +90,11 @@ int dla__same_dims(const dla_tensor *a, const dla_tensor *b)
             return 0;
     return 1;
 }
+
+int dla__text_columns(const char *s, size_t n)
+{
+    int c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}

@@ -275,7 +275,8 @@ DLA_API int dla_table_describe(const dla_table *t, char *buf, size_t size)
         return snprintf(buf, size, "(a freed table)\n");
     int wl = 5, wp = 9;
     for (int i = 0; i < t->count; i++) {
-        int a = (int)strlen(t->layer[i]), b = (int)strlen(t->param[i]);
+        int a = dla__text_columns(t->layer[i], strlen(t->layer[i]));
+        int b = dla__text_columns(t->param[i], strlen(t->param[i]));
         wl = a > wl ? a : wl;
         wp = b > wp ? b : wp;
     }
@@ -297,7 +298,11 @@ DLA_API int dla_table_describe(const dla_table *t, char *buf, size_t size)
             dla__dims_text(dla_tensor_dims(t->values[i], dims), dims, d, sizeof d);
         else
             snprintf(d, sizeof d, "[]");
-        EMIT("    %-*s  %-*s  {%s %s}\n", wl, t->layer[i], wp, t->param[i], d,
+        /* Padded by display columns (%-*s counts bytes: a layer name with
+         * an accented letter pushed its row one to the left). */
+        int pl = wl - dla__text_columns(t->layer[i], strlen(t->layer[i]));
+        int pp = wp - dla__text_columns(t->param[i], strlen(t->param[i]));
+        EMIT("    %s%*s  %s%*s  {%s %s}\n", t->layer[i], pl, "", t->param[i], pp, "", d,
              t->values[i] ? dla_dtype_name(dla_tensor_dtype(t->values[i])) : "");
     }
 #undef EMIT

@@ -17,6 +17,7 @@
 #include <dlaccel.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -375,6 +376,48 @@ static void the_summary_lists_layers_activations_and_learnables(void **state)
     dla_net_free(net);
 }
 
+/* The summary's and the tables' columns are padded by display columns:
+ * layer names are any UTF-8 text, and padding by bytes pulled a row with
+ * an accented letter one column to the left of the others. */
+static int columns_to(const char *from, const char *to)
+{
+    int c = 0;
+    for (; from < to; from++)
+        c += ((unsigned char)*from & 0xC0) != 0x80;
+    return c;
+}
+
+static void summary_and_tables_align_accented_names(void **state)
+{
+    (void)state;
+    dla_layer *ls[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "d\xc3\xa9j\xc3\xa0"}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "plain"})};
+    dla_net *net = dla_net_create(3, ls);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    char buf[4096];
+    dla_net_summary(net, buf, sizeof buf);
+    const char *r1 = strstr(buf, "    2  d\xc3\xa9j\xc3\xa0"), *r2 = strstr(buf, "    3  plain");
+    assert_non_null(r1);
+    assert_non_null(r2);
+    const char *t1 = strstr(r1, "Fully Connected"), *t2 = strstr(r2, "Fully Connected");
+    if (columns_to(r1, t1) != columns_to(r2, t2))
+        fail_msg("the type column is at %d in the accented row, %d in the other:\n%s",
+                 columns_to(r1, t1), columns_to(r2, t2), buf);
+    dla_table_describe(dla_net_learnables(net), buf, sizeof buf);
+    r1 = strstr(buf, "    d\xc3\xa9j\xc3\xa0");
+    r2 = strstr(buf, "    plain");
+    assert_non_null(r1);
+    assert_non_null(r2);
+    t1 = strstr(r1, "Weights");
+    t2 = strstr(r2, "Weights");
+    if (columns_to(r1, t1) != columns_to(r2, t2))
+        fail_msg("the parameter column is at %d in the accented row, %d in the other:\n%s",
+                 columns_to(r1, t1), columns_to(r2, t2), buf);
+    dla_net_free(net);
+}
+
 typedef struct loss_ctx {
     dla_net *net;
 } loss_ctx;
@@ -619,6 +662,43 @@ static void an_input_of_another_dtype_than_the_network_is_named(void **state)
     dla_scope_end();
 }
 
+
+/* Data on another device than the network's fails naming the input, both
+ * devices and the remedy; it read "dla_net_predict: layer 'input' (Feature
+ * Input): dla_sub: arguments a and b are on cpu:0 and testmem:0", of an op
+ * the caller never called. testmem is the second device when the build's
+ * test plugins are found (main adds them after the cpu). */
+static void an_input_on_another_device_than_the_network_is_named(void **state)
+{
+    (void)state;
+    dla_device *other = NULL;
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            other = dla_device_at(i);
+    if (!other)
+        skip();
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "input",
+                                                                             .normalization = "zscore"}),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_to_device(net, other), DLA_OK);
+    dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 2)), *y;
+    char want[256];
+    snprintf(want, sizeof want, "dla_net_predict: input 1 is on %s but the network is on %s: "
+             "move the input (dla_tensor_to_device) or the network (dla_net_to_device); layer "
+             "'input' (Feature Input)", dla_device_name(dla_tensor_device(x)),
+             dla_device_name(other));
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_ERR_INVALID_ARGUMENT);
+    tu_expect_error(y, DLA_ERR_INVALID_ARGUMENT, want);
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, NULL, NULL), DLA_ERR_INVALID_ARGUMENT);
+    tu_expect_error(y, DLA_ERR_INVALID_ARGUMENT, "dla_net_forward: input 1 is on ");
+    dla_tensor *xo = dla_tensor_to_device(x, other);
+    assert_int_equal(dla_net_predict(net, 1, &xo, 1, &y, NULL), DLA_OK);
+    dla_net_free(net);
+    dla_scope_end();
+}
 
 /* Everything a training step touches, on a small network: creation,
  * forward with gradients in dla_feval, the state, an optimizer step,
@@ -928,16 +1008,25 @@ static void a_table_freed_twice_or_used_after_is_refused(void **state)
 
 int main(void)
 {
+    /* testmem as the second device, after the cpu. */
+    const char *build = getenv("DLA_TEST_BUILDDIR"), *path = getenv("DLACCEL_PLUGIN_PATH");
+    if (build) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s%s%s/tests/plugins.d", path ? path : "", path ? ":" : "", build);
+        setenv("DLACCEL_PLUGIN_PATH", buf, 1);
+    }
     const struct CMUnitTest tests[] = {
         TU_TEST(a_sequence_has_matlabs_tables_and_names),
         TU_TEST(bad_graphs_fail_naming_the_layer),
         TU_TEST(initializers_have_matlabs_statistics),
         TU_TEST(the_summary_lists_layers_activations_and_learnables),
+        TU_TEST(summary_and_tables_align_accented_names),
         TU_TEST(forward_inside_dla_feval_replays_a_trace_and_hit_rate_climbs),
         TU_TEST(an_accelerated_model_loss_takes_the_learnables_as_inputs),
         TU_TEST(copies_casts_and_sets_keep_tables_consistent),
         TU_TEST(initializing_with_the_other_dtype_keeps_the_values),
         TU_TEST(an_input_of_another_dtype_than_the_network_is_named),
+        TU_TEST(an_input_on_another_device_than_the_network_is_named),
         TU_TEST(every_refused_allocation_fails_cleanly),
         TU_TEST(eager_predict_holds_only_the_activations_still_to_be_read),
         TU_TEST(freeing_a_network_twice_is_refused_and_logged),

@@ -15,6 +15,7 @@
 
 #include <dlaccel.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -873,6 +874,75 @@ static void long_layer_names_go_through_a_file_each_with_its_tensors(void **stat
     dla_net_free(net);
 }
 
+/* `dlaccel net FILE` shows every "layer/parameter" whole, its dims
+ * column aligned by display columns. It cut the name to 159 bytes, so two
+ * long layer names sharing their start, and each one's Weights and Bias,
+ * printed as one name four times; and it padded by bytes, so an accented
+ * letter pulled its row's columns one to the left. */
+static const char *column_after(const char *line, const char *text)
+{
+    const char *at = strstr(line, text);
+    return at ? at + strlen(text) : NULL;
+}
+
+static int display_columns(const char *from, const char *to)
+{
+    int c = 0;
+    for (; from < to; from++)
+        c += ((unsigned char)*from & 0xC0) != 0x80;
+    return c;
+}
+
+static void dlaccel_net_shows_long_and_accented_names_whole_and_aligned(void **state)
+{
+    (void)state;
+    const char *build = getenv("DLA_TEST_BUILDDIR");
+    if (!build)
+        skip();
+    char a[301], b[301];
+    memset(a, 'n', 300);
+    a[300] = '\0';
+    memcpy(b, a, sizeof b);
+    a[299] = 'a';
+    b[299] = 'b';
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(4, &(dla_fc_layer_options){.name = a}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = b}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "d\xc3\xa9nse"}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "dense"})};
+    dla_net *net = dla_net_create(5, ls);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_net_save(net, path("names.safetensors")), DLA_OK);
+    dla_net_free(net);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s/tools/dlaccel' net '%s' 2>&1", build, path("names.safetensors"));
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    char want[400];
+    for (int k = 0; k < 2; k++)
+        for (int w = 0; w < 2; w++) {
+            snprintf(want, sizeof want, "  %s/%s ", k ? b : a, w ? "Bias" : "Weights");
+            if (!strstr(out, want))
+                fail_msg("the output lacks the row of %s/%s whole:\n%s", k ? "b" : "a",
+                         w ? "Bias" : "Weights", out);
+        }
+    /* The dims column starts at one display column in every row. */
+    const char *l1 = strstr(out, "\n  d\xc3\xa9nse/Weights"), *l2 = strstr(out, "\n  dense/Weights");
+    assert_non_null(l1);
+    assert_non_null(l2);
+    const char *d1 = column_after(l1, "2x2"), *d2 = column_after(l2, "2x2");
+    assert_non_null(d1);
+    assert_non_null(d2);
+    if (display_columns(l1, d1) != display_columns(l2, d2))
+        fail_msg("the dims of d\xc3\xa9nse/Weights end at column %d, of dense/Weights at %d:\n%s",
+                 display_columns(l1, d1), display_columns(l2, d2), out);
+}
+
 /* A learnable replaced by hand with another dtype than the network's: the
  * save is refused, naming it, and leaves the file that was there. It
  * wrote a file that dla_net_load then refused ("the architecture is
@@ -929,6 +999,7 @@ int main(void)
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
         TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
         TU_TEST(long_layer_names_go_through_a_file_each_with_its_tensors),
+        TU_TEST(dlaccel_net_shows_long_and_accented_names_whole_and_aligned),
         TU_TEST(a_parameter_of_another_dtype_is_refused_by_the_save),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

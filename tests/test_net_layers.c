@@ -1450,6 +1450,56 @@ static void recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_misma
     dla_scope_end();
 }
 
+/* "CB" data (a feature input) into a recurrent layer is one time step,
+ * and "sequence" mode gives it back as "CB", H x N, as MATLAB's layers do,
+ * with the values of that one step as "CBT": it gave H x N x 1 "CBT", so a
+ * feature input, an LSTM and a fully connected layer could not be trained
+ * against "CB" targets ("format CB differs from y's CBT"). */
+static void recurrent_layers_give_cb_data_back_as_cb(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *ex = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 1));
+    dla_tensor *x = dla_randn(DLA_F32, "CB", DLA_DIMS(3, 5));
+    dla_tensor *xt = dla_reshape(x, "CBT", DLA_DIMS(3, 5, 1));
+    for (int kind = 0; kind < 3; kind++) {
+        dla_layer *l = kind == 0 ? dla_lstm_layer(4, NULL)
+                     : kind == 1 ? dla_gru_layer(4, NULL)
+                                 : dla_bilstm_layer(2, NULL);
+        dla_net *net = one(l, ex);
+        const dla_tensor *outs[2] = {predict1(net, x), forward1(net, x)};
+        for (int k = 0; k < 2; k++) {
+            if (strcmp(dla_tensor_format(outs[k]), "CB"))
+                fail_msg("%s %s: \"%s\", not \"CB\"", dla_net_layer_type(net, 0),
+                         k ? "forward" : "predict", dla_tensor_format(outs[k]));
+            assert_int_equal(dla_tensor_ndims(outs[k]), 2);
+            assert_int_equal(dla_tensor_dim(outs[k], 1), 4);
+            assert_int_equal(dla_tensor_dim(outs[k], 2), 5);
+        }
+        dla_tensor *yt = predict1(net, xt);
+        assert_string_equal(dla_tensor_format(yt), "CBT");
+        for (int64_t i = 0; i < 20; i++)
+            assert_true(dla_tensor_item(yt, i) == dla_tensor_item(outs[0], i));
+        dla_net_free(net);
+    }
+    /* And trained against "CB" targets. */
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL), dla_lstm_layer(4, NULL),
+                       dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(3, ls), *trained = NULL;
+    assert_non_null(net);
+    dla_training_info *info = NULL;
+    dla_tensor *xs = dla_randn(DLA_F32, "CB", DLA_DIMS(3, 8)), *t = dla_randn(DLA_F32, "CB", DLA_DIMS(2, 8));
+    if (dla_trainnet(&(dla_train_data){.predictors = xs, .targets = t}, net,
+                     &(dla_train_loss){.name = "mse"},
+                     &(dla_training_options){.max_epochs = 1, .mini_batch_size = 4, .verbose = -1},
+                     &trained, &info) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* The GRU written out in double: gates reset, update, candidate; mode 0
  * after-multiplication, 1 before, 2 recurrent bias after (b of 6h). */
 static void gru_reference(int mode, int64_t c, int64_t h, int64_t nb, int64_t nt, const double *x,
@@ -1846,6 +1896,7 @@ int main(void)
         TU_TEST(predict_state_carries_a_sequence_on_in_inference_mode),
         TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
         TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),
+        TU_TEST(recurrent_layers_give_cb_data_back_as_cb),
         TU_TEST(position_layers_give_each_step_its_own_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -274,6 +274,62 @@ static void test_batchnorm_train_of_an_empty_batch_has_zero_gradients(void **sta
     dla_scope_end();
 }
 
+/* batchnorm in training mode on an empty batch: the running statistics
+ * come back as they went in. They were NaN (the decay times the NaN mean
+ * of no elements), and a network whose state was set from them predicted
+ * NaN from then on. In a replay too; without running statistics the
+ * batch's own statistics of no elements stay NaN, as MATLAB's mean of
+ * nothing is. */
+static dla_status empty_bn_stats(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    return dla_batchnorm_train(in[0], in[1], in[2], in[3], in[4],
+                               &(dla_batchnorm_options){.mean_decay = 0.3, .variance_decay = 0.6},
+                               &out[0], &out[1], &out[2]);
+}
+
+static void test_batchnorm_train_of_an_empty_batch_keeps_the_running_statistics(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    static const char *const fmt[3] = {"SSCB", "CB", "CBT"};
+    const int64_t dims[3][4] = {{4, 4, 3, 0}, {3, 0}, {3, 2, 0}};
+    const int nd[3] = {4, 2, 3};
+    const double mean[3] = {0.25, -1.5, 3.0}, var[3] = {0.5, 2.0, 7.0};
+    for (int f = 0; f < 3; f++)
+        for (int dt = 0; dt < 2; dt++) {
+            const dla_dtype type = dt ? DLA_F64 : DLA_F32;
+            dla_tensor *in[5] = {dla_zeros(type, fmt[f], nd[f], dims[f]),
+                                 dla_zeros(type, "", DLA_DIMS(3, 1)),
+                                 dla_ones(type, "", DLA_DIMS(3, 1)),
+                                 dla_cast(dla_tensor_from_host(mean, DLA_F64, "", DLA_DIMS(3, 1)), type),
+                                 dla_cast(dla_tensor_from_host(var, DLA_F64, "", DLA_DIMS(3, 1)), type)};
+            dla_accel *af = dla_accelerate(empty_bn_stats, NULL);
+            for (int call = 0; call < 3; call++) {
+                dla_tensor *out[3];
+                dla_status st = call == 0 ? dla_feval(empty_bn_stats, NULL, 5, in, 3, out)
+                                          : dla_accel_feval(af, NULL, 5, in, 3, out);
+                if (st != DLA_OK)
+                    fail_msg("%s %s call %d: %s", fmt[f], dla_dtype_name(type), call,
+                             dla_last_error());
+                assert_int_equal(dla_tensor_numel(out[0]), 0);
+                for (int c = 0; c < 3; c++)
+                    if (dla_tensor_item(out[1], c) != mean[c] || dla_tensor_item(out[2], c) != var[c])
+                        fail_msg("%s %s call %d: channel %d: running mean %g and variance %g, "
+                                 "not %g and %g", fmt[f], dla_dtype_name(type), call, c,
+                                 dla_tensor_item(out[1], c), dla_tensor_item(out[2], c),
+                                 mean[c], var[c]);
+            }
+            dla_accel_free(af);
+            dla_tensor *y, *m, *v;
+            assert_int_equal(dla_batchnorm_train(in[0], in[1], in[2], NULL, NULL, NULL, &y, &m, &v),
+                             DLA_OK);
+            assert_true(isnan(dla_tensor_item(m, 0)) && isnan(dla_tensor_item(v, 0)));
+        }
+    dla_scope_end();
+}
+
 /* The statistics and the gradients' sums are taken by the OpenMP team,
  * whose threads take the work as they come; the same call still gives
  * the same bits every time, because the sums add fixed runs of the data
@@ -587,6 +643,7 @@ int main(void)
         TU_TEST(test_normalization_errors_name_the_op_argument_and_shapes),
         TU_TEST(test_norms_of_an_empty_batch_are_empty),
         TU_TEST(test_batchnorm_train_of_an_empty_batch_has_zero_gradients),
+        TU_TEST(test_batchnorm_train_of_an_empty_batch_keeps_the_running_statistics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -502,7 +502,9 @@ DLA_API dla_layer *dla_concatenation_layer(int dim, int num_inputs,
  * re-initialization and dla_net_save/dla_net_load (as a
  * MATLAB network's State, saved or copied, keeps it), so trainnet's
  * checkpoints of LSTM networks load. OutputMode "sequence" gives "CBT"
- * H x N x T, "last" "CB" H x N. A sequence of no steps (T of 0, which only
+ * H x N x T, "last" "CB" H x N; "CB" data (a feature input: one step
+ * without a "T" dim) gives "CB" H x N in both, as MATLAB's layers do (the
+ * GRU and BiLSTM alike). A sequence of no steps (T of 0, which only
  * a network without a sequence input layer lets through) gives H x N x 0
  * in "sequence" mode and DLA_ERR_SHAPE in "last" mode (there is no last
  * step); the GRU alike. */
@@ -990,7 +992,9 @@ typedef struct dla_net_forward_options {
  * input i with the format of its input layer ("SSCB", "CBT", "CB"), any batch
  * size, and the network's dtype (an input of another that a layer refuses
  * is DLA_ERR_DTYPE naming the input and both dtypes: cast the data with
- * dla_cast, or the network with dla_net_cast: inputs are not converted).
+ * dla_cast, or the network with dla_net_cast: inputs are not converted),
+ * on the network's device (data on another is DLA_ERR_INVALID_ARGUMENT
+ * naming the input and both devices: inputs are not moved either).
  * y[0..nout-1] receive the outputs (nout must equal the outputs
  * asked for). state, when not NULL, receives one tensor per State row:
  * the updated statistics of batch normalization layers, the last hidden

@@ -195,7 +195,8 @@ DLA_API dla_tensor *dla_batchnorm(dla_tensor *x, dla_tensor *offset, dla_tensor 
  *   new_var  = variance_decay * sigma2 * N/(N-1) + (1 - variance_decay) * running_var,
  * the running variance taking the unbiased batch variance (N/(N-1); 1 when
  * N is 1), as MATLAB's batchnorm and PyTorch's BatchNorm do. They have the
- * dims and format of running_mean and running_var.
+ * dims and format of running_mean and running_var. A batch of no elements
+ * (B or T of 0) leaves them as they are (its statistics are NaN).
  * running_mean and running_var may both be NULL: *new_mean and *new_var
  * then receive the batch statistics themselves, mu and the biased sigma2
  * (MATLAB's [Y, mu, sigmaSq] = batchnorm(X, offset, scaleFactor)), with
