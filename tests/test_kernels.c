@@ -1150,6 +1150,113 @@ static void reduce_max_keeps_the_first_of_ties_and_lets_nan_win(void **state)
     }
 }
 
+/* The cpu plugin's sum of a run of n (stride s) in the order its kernels
+ * keep: one by one from 0 in double (seq), or sum.c's 16 partial sums over
+ * whole blocks of 16, added in order, then the rest. */
+static double sum_in_order(dla_dtype t, const void *x, int64_t o, int64_t s, int64_t n, int seq)
+{
+    double total = 0;
+    const int64_t whole = seq ? 0 : n / 16 * 16;
+    if (whole > 0)
+        for (int64_t k = 0; k < 16; k++) {
+            double part = 0;
+            for (int64_t b = 0; b < whole; b += 16)
+                part += get(t, x, o + (b + k) * s);
+            total += part;
+        }
+    for (int64_t j = whole; j < n; j++)
+        total += get(t, x, o + j * s);
+    return total;
+}
+
+/* Whether a max (min) in the cpu plugin's order gives bits: the first of
+ * ties, a NaN once seen. */
+static double extreme_in_order(dla_dtype t, const void *x, int64_t o, int64_t s, int64_t n,
+                               int is_max)
+{
+    double b = get(t, x, o);
+    for (int64_t j = 1; j < n; j++) {
+        const double v = get(t, x, o + j * s);
+        if ((is_max ? v > b : v < b) || (isnan(v) && !isnan(b)))
+            b = v;
+    }
+    return b;
+}
+
+/* The cpu plugin's reductions of short runs side by side
+ * (plugins/cpu/reduce_lanes.c): a softmax's max and sum over the keys
+ * (n x w, reduced along dim 1, outputs n apart), a layer normalization's
+ * sums over 32 channels (runs of 32 or more: sum.c's order), and lanes
+ * along a contiguous kept dim (w x n reduced along dim 2). Each must give
+ * the bits of the order the generic loops keep: every output checked
+ * exactly, in single and double, with ragged blocks of 16 and 256
+ * outputs, signed zeros and NaN. */
+static void cpu_reductions_of_short_runs_keep_the_bits_of_their_order(void **state)
+{
+    have_devices();
+    for (int i = 0; i < n_devices; i++) {
+        dla_device *dev = devices[i];
+        if (strcmp(dla_device_plugin(dev), "cpu") != 0)
+            continue;
+        const int64_t ns[] = {1, 2, 7, 16, 24, 31, 32, 33, 47, 100, 1024};
+        const int64_t ws[] = {1, 15, 16, 17, 300, 3072};
+        for (dla_dtype t = DLA_F32; t <= DLA_F64; t++)
+            for (int c = 0; c < 40; c++) {
+                const int64_t n = ns[rnd_int(0, 10)], w = ws[rnd_int(0, 5)];
+                const int along_runs = c % 2 == 0; /* x n x w reduced along dim 1 */
+                const dla_reduce_op op = (dla_reduce_op)(c / 2 % 4);
+                if (n * w > 400000)
+                    continue;
+                dla_reduce_args args = {.struct_size = sizeof args, .op = op};
+                const int64_t xd[2] = {along_runs ? n : w, along_runs ? w : n};
+                const int64_t yd[2] = {along_runs ? 1 : w, along_runs ? w : 1};
+                dbuf bx, by;
+                dbuf_init(&bx, dev, t, dense_view(&args.x, t, 2, xd));
+                dbuf_init(&by, dev, t, dense_view(&args.y, t, 2, yd));
+                dbuf_random(&bx, -2, 2, 5);
+                for (int64_t k = 0; k < bx.n; k++) {
+                    if (chance(3))
+                        put(t, bx.host, k, -0.0);
+                    if ((op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN) && chance(1))
+                        put(t, bx.host, k, NAN);
+                }
+                dbuf_upload(&bx);
+                args.x.mem = bx.mem, args.y.mem = by.mem;
+                snprintf(what, sizeof what, "%s reduce %s op %d of %lld x %lld along dim %d",
+                         dla_device_name(dev), dname(t), (int)op, (long long)xd[0],
+                         (long long)xd[1], along_runs ? 1 : 2);
+                expect_ok(dla_device_table(dev)->reduce(dla_device_context(dev), &args));
+                void *y = dbuf_download(&by);
+                /* reduce.c takes runs of 32 or more one output a time
+                 * (sums: sum.c's order), shorter ones and lanes along a
+                 * contiguous dim position by position. */
+                const int seq = !along_runs || n < 32;
+                const int64_t so = along_runs ? n : 1, sj = along_runs ? 1 : w;
+                for (int64_t o = 0; o < w; o++) {
+                    double want;
+                    if (op == DLA_REDUCE_MAX || op == DLA_REDUCE_MIN)
+                        want = extreme_in_order(t, bx.host, o * so, sj, n, op == DLA_REDUCE_MAX);
+                    else
+                        want = sum_in_order(t, bx.host, o * so, sj, n, seq);
+                    if (op == DLA_REDUCE_MEAN)
+                        want /= (double)n;
+                    want = t == DLA_F32 ? (double)(float)want : want;
+                    const double got = get(t, y, o);
+                    /* Runs of 32 or more take their max by blocks, whose
+                     * +0 and -0 may tie either way. */
+                    const int zeros_either = !seq && got == 0 && want == 0;
+                    if (!(isnan(got) && isnan(want)) && !zeros_either &&
+                        (got != want || signbit(got) != signbit(want)))
+                        fail_msg("%s: output %lld is %.17g, expected %.17g", what, (long long)o,
+                                 got, want);
+                }
+                free(y);
+                dbuf_free(&bx);
+                dbuf_free(&by);
+            }
+    }
+}
+
 /* ----------------------------------------------------------------- gemm */
 
 typedef struct gemm_shape {
@@ -1313,6 +1420,39 @@ static void gemm_matches_reference_for_every_transpose_and_batch_layout(void **s
                 s.beta = c % 3 == 0 ? 0 : c % 3 == 1 ? 1 : rnd_unif(-1, 1);
                 gemm_case(dev, t, &s, 160 + c);
             }
+            /* Batches of small pages (the cpu plugin's AVX-512 tiles for
+             * each page, over the threads when C's pages are apart): an
+             * attention's 4 heads x 32 observations of 24 x 24 scores
+             * (K' Q, k = 8), weighted values (V P, m = 8) and their
+             * gradients (B transposed), then random pages with every
+             * transpose, A or B shared, ragged rows and columns; then
+             * single products with a small A transposed (W' dY, packed
+             * once; one of 5,000 floats stays with OpenBLAS). */
+            const gemm_shape paged[6] = {{24, 24, 8, 128, 1, 0, 0, 0, 0.35, 0},
+                                         {8, 24, 24, 128, 0, 0, 0, 0, 1.0, 0},
+                                         {8, 24, 24, 128, 0, 1, 0, 0, 1.0, 1.0},
+                                         {24, 24, 8, 128, 1, 1, 0, 0, -1.0, 0.5},
+                                         {33, 5, 40, 60, 1, 0, 1, 0, 1.0, 0},
+                                         {50, 17, 90, 30, 0, 1, 0, 1, 0.5, -0.25}};
+            for (int f = 0; f < 6; f++)
+                gemm_case(dev, t, &paged[f], 190 + f);
+            for (int c = 0; c < 24; c++) {
+                gemm_shape s = {0};
+                s.ta = c & 1, s.tb = (c >> 1) & 1;
+                s.m = rnd_int(1, 40), s.n = rnd_int(1, 40), s.k = rnd_int(1, 40);
+                s.batch = rnd_int(2, 80);
+                s.a_shared = chance(20);
+                s.b_shared = !s.a_shared && chance(20);
+                s.alpha = rnd_unif(-1.5, 1.5);
+                s.beta = c % 3 == 0 ? 0 : c % 3 == 1 ? 1 : rnd_unif(-1, 1);
+                gemm_case(dev, t, &s, 200 + c);
+            }
+            const gemm_shape packed[4] = {{32, 768, 32, 1, 1, 0, 0, 0, 1.0, 0},
+                                          {64, 200, 64, 1, 1, 1, 0, 0, -0.5, 1.0},
+                                          {17, 301, 33, 1, 1, 0, 0, 0, 1.0, 0.25},
+                                          {50, 100, 100, 1, 1, 0, 0, 0, 1.0, 0}};
+            for (int f = 0; f < 4; f++)
+                gemm_case(dev, t, &packed[f], 230 + f);
         }
     }
 }
@@ -2467,6 +2607,7 @@ int main(void)
         cmocka_unit_test(reductions_match_reference_over_random_dims),
         cmocka_unit_test(reductions_of_large_tensors_use_every_layout_correctly),
         cmocka_unit_test(reduce_max_keeps_the_first_of_ties_and_lets_nan_win),
+        cmocka_unit_test(cpu_reductions_of_short_runs_keep_the_bits_of_their_order),
         cmocka_unit_test(gemm_matches_reference_for_every_transpose_and_batch_layout),
         cmocka_unit_test(kernels_reject_mismatched_shapes_with_a_status_and_a_message),
         cmocka_unit_test(cpu_kernels_reject_views_that_reach_past_their_memory),

@@ -280,14 +280,15 @@ static void test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread
 
 /* ------------------------------------------------------------- products */
 
-/* A (m x k) times B (k x n), B transposed as stored when tb. */
-static void product(run *r, int64_t m, int64_t n, int64_t k, int tb)
+/* Pages of op(A) (m x k) times op(B) (k x n), A transposed as stored when
+ * ta, B when tb. */
+static void product(run *r, int64_t m, int64_t n, int64_t k, int tb, int ta, int64_t pages)
 {
     dla_scope_begin();
     dla_rng_seed(13);
-    dla_tensor *a = dla_randn(DLA_F32, "", DLA_DIMS(m, k));
-    dla_tensor *b = dla_randn(DLA_F32, "", 2, (int64_t[]){tb ? n : k, tb ? k : n});
-    keep(r, dla_pagemtimes(a, "none", b, tb ? "transpose" : "none"));
+    dla_tensor *a = dla_randn(DLA_F32, "", 3, (int64_t[]){ta ? k : m, ta ? m : k, pages});
+    dla_tensor *b = dla_randn(DLA_F32, "", 3, (int64_t[]){tb ? n : k, tb ? k : n, pages});
+    keep(r, dla_pagemtimes(a, ta ? "transpose" : "none", b, tb ? "transpose" : "none"));
     dla_scope_end();
 }
 
@@ -296,18 +297,24 @@ static void test_products_have_the_same_bits_with_any_thread_count(void **state)
     (void)state;
     /* An LSTM step's [W R b] [x_t; h; 1]; rows cut past a whole 48 and
      * 16, columns past a whole 8; a transposed B; columns shared out (48
-     * rows), rows and columns both (64 rows with 5 threads). */
-    static const int64_t shapes[6][4] = {{512, 64, 132, 0}, {1000, 3, 200, 0}, {130, 9, 700, 0},
-                                         {200, 40, 300, 1}, {48, 500, 100, 0}, {64, 300, 200, 1}};
-    for (int s = 0; s < 6; s++) {
+     * rows), rows and columns both (64 rows with 5 threads); a small
+     * transposed A (packed once); an attention's 128 pages of scores
+     * (K' Q) and weighted values (V P), shared out by pages. */
+    static const int64_t shapes[9][6] = {
+        {512, 64, 132, 0, 0, 1}, {1000, 3, 200, 0, 0, 1}, {130, 9, 700, 0, 0, 1},
+        {200, 40, 300, 1, 0, 1}, {48, 500, 100, 0, 0, 1}, {64, 300, 200, 1, 0, 1},
+        {32, 768, 32, 0, 1, 1},  {24, 24, 8, 0, 1, 128},  {8, 24, 24, 0, 0, 128}};
+    for (int s = 0; s < 9; s++) {
         run first = {0}, r = {0};
         for (int k = 0; k < NTEAMS; k++) {
             omp_set_num_threads(team_sizes[k]);
-            product(k ? &r : &first, shapes[s][0], shapes[s][1], shapes[s][2], (int)shapes[s][3]);
+            product(k ? &r : &first, shapes[s][0], shapes[s][1], shapes[s][2], (int)shapes[s][3],
+                    (int)shapes[s][4], shapes[s][5]);
             if (k) {
-                char what[64];
-                snprintf(what, sizeof what, "%lldx%lldx%lld product", (long long)shapes[s][0],
-                         (long long)shapes[s][1], (long long)shapes[s][2]);
+                char what[80];
+                snprintf(what, sizeof what, "%lldx%lldx%lld product (%lld pages)",
+                         (long long)shapes[s][0], (long long)shapes[s][1],
+                         (long long)shapes[s][2], (long long)shapes[s][5]);
                 same_as(&first, &r, team_sizes[k], what);
                 drop(&r);
             }

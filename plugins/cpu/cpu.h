@@ -108,13 +108,27 @@ double dla__cpu_sum_f64(const double *x, int64_t n);
 /* ---- reduce.c ---- */
 dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args);
 
+/* ---- reduce_lanes.c: reduce.c's outputs side by side, in its order ---- */
+/* w outputs x[i * sl], each the sum (mean: the sum), max or min of n
+ * positions sr apart, into val[i]: position by position, as reduce.c's
+ * lanes. */
+void dla__cpu_reduce_lanes_f32(const float *x, int64_t w, int64_t sl, int64_t n, int64_t sr,
+                               dla_reduce_op op, double *val);
+void dla__cpu_reduce_lanes_f64(const double *x, int64_t w, int64_t sl, int64_t n, int64_t sr,
+                               dla_reduce_op op, double *val);
+/* w outputs x[i * sl], each the sum of its n contiguous elements, into
+ * val[i]: in dla__cpu_sum_*'s order, with its bits. */
+void dla__cpu_reduce_runs_f32(const float *x, int64_t w, int64_t sl, int64_t n, double *val);
+void dla__cpu_reduce_runs_f64(const double *x, int64_t w, int64_t sl, int64_t n, double *val);
+
 /* ---- gemm.c ---- */
 dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *args);
 /* gemm_thin.c: runs a checked single-precision product with m or k at most
  * 16 when it should (returns 1, *status set); 0: OpenBLAS's turn. */
 int dla__cpu_gemm_thin(const dla_gemm_args *args, dla_status *status);
-/* gemm_direct.c: the same for a product whose A (not transposed) is at
- * most 1 MiB, on a CPU with AVX-512 (DLACCEL_CPU_GEMM_DIRECT=off: never). */
+/* gemm_direct.c: the same for a product whose A is at most 1 MiB (16 KiB
+ * when transposed) or a batch of small pages, on a CPU with AVX-512
+ * (DLACCEL_CPU_GEMM_DIRECT=off: never). */
 int dla__cpu_gemm_direct(const dla_gemm_args *args, dla_status *status);
 /* One column-major product through OpenBLAS, shared out in tiles that
  * follow the shape, never the thread count: the same bits with any

@@ -2,8 +2,9 @@
  * gemm.c - batched, column-major GEMM through OpenBLAS (cblas_sgemm and
  * cblas_dgemm), except single products with m or k at most 16, which
  * gemm_thin.c runs (OpenBLAS reaches a tenth of peak on those), and, on a
- * CPU with AVX-512, single products with an A of at most 1 MiB, which
- * gemm_direct.c runs (an LSTM's step).
+ * CPU with AVX-512, single products with an A of at most 1 MiB (16 KiB when
+ * transposed) and batches of small pages, which gemm_direct.c runs (an
+ * LSTM's step, a fully connected layer's products, an attention's heads).
  *
  * One page is shared out over the threads in tiles of C that follow its
  * shape (gemm_tiles.c: OpenBLAS's own threading gives other bits with

@@ -19,6 +19,12 @@
  * same as OpenBLAS's SkylakeX kernels give (they sum in that order too).
  * Built for AVX-512 only (the caller checks the CPU once); other CPUs and
  * other shapes stay with OpenBLAS (gemm_tiles.c) or gemm_thin.c.
+ *
+ * A transposed A of at most 4,096 floats (a fully connected layer's W' dY)
+ * is packed once into A's layout; batches of small pages (an attention's
+ * 24 x 24 x 8 heads, which OpenBLAS took 1-2 us a page to call and pack)
+ * run page by page through the same tiles, shared out over the threads by
+ * pages. DLACCEL_CPU_GEMM_DIRECT=off sends all of these back to OpenBLAS.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "plugins/cpu/cpu.h"
@@ -161,17 +167,104 @@ static void choose(void)
     use_direct = __builtin_cpu_supports("avx512f") != 0;
 }
 
+/* Pages of at most this many floats of op(A) are packed when A is
+ * transposed (on the stack: 16 KiB). */
+#define PAGE_A_MAX 4096
+/* Pages of at most this many multiply-adds go through pages() (gemm.c's
+ * SMALL_PAGE: larger ones are shared out one at a time), at least
+ * PAGES_MIN in the whole batch. */
+#define PAGE_WORK_MAX ((int64_t)1 << 21)
+#define PAGES_MIN ((int64_t)1 << 15)
+/* Multiply-adds a thread takes at once from the batch (gemm.c's). */
+#define PAGES_CHUNK_WORK 262144.0
+
+/* Page p of a batch: op(A) packed column-major (m x k, leading dim m)
+ * when A is transposed, then the tiles as for a single product. */
+static TGT void page_of(const dla_gemm_args *g, int64_t p)
+{
+    const float *a = (const float *)g->a.mem + g->a.offset + p * g->a.batch_stride;
+    float packed[PAGE_A_MAX];
+    int64_t lda = g->a.ld;
+    if (g->trans_a) {
+        for (int64_t l = 0; l < g->k; l++)
+            for (int64_t i = 0; i < g->m; i++)
+                packed[i + l * g->m] = a[l + i * g->a.ld];
+        a = packed, lda = g->m;
+    }
+    direct_args d = {
+        .k = g->k,
+        .a = a,
+        .lda = lda,
+        .b = (const float *)g->b.mem + g->b.offset + p * g->b.batch_stride,
+        .bl = g->trans_b ? g->b.ld : 1,
+        .bj = g->trans_b ? 1 : g->b.ld,
+        .c = (float *)g->c.mem + g->c.offset + p * g->c.batch_stride,
+        .ldc = g->c.ld,
+        .alpha = (float)g->alpha,
+        .beta = (float)g->beta,
+    };
+    part_of(&d, 0, g->m, 0, g->n);
+}
+
+/* A batch of small pages (an attention's scores and weighted values, 24 x
+ * 24 x 8 a head): OpenBLAS took 1-2 us a page in its calls and packing,
+ * 5-10x the page's arithmetic. Each element is the same one sum as for a
+ * single product, so the bits do not depend on the thread count or on
+ * which thread ran the page. */
+static void pages(const dla_gemm_args *g)
+{
+    const int64_t batch = g->batch;
+    const double work = (double)g->m * (double)g->n * (double)g->k;
+    const int64_t c_extent = (g->n - 1) * g->c.ld + g->m;
+    const int disjoint = g->c.batch_stride >= c_extent;
+    const int threads = omp_get_max_threads();
+    if (!disjoint || threads < 2 || work * (double)batch <= SHARE_MIN) {
+        for (int64_t p = 0; p < batch; p++)
+            page_of(g, p);
+        return;
+    }
+    int64_t chunk = (int64_t)(PAGES_CHUNK_WORK / work);
+    if (chunk > batch / (2 * threads))
+        chunk = batch / (2 * threads);
+    if (chunk < 1)
+        chunk = 1;
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
+    for (int64_t p = 0; p < batch; p++)
+        page_of(g, p);
+    dla__cpu_team_used();
+}
+
 int dla__cpu_gemm_direct(const dla_gemm_args *g, dla_status *status)
 {
-    if (g->dtype != DLA_F32 || g->batch != 1 || g->trans_a || g->alpha == 0.0 || g->k == 0 ||
-        g->m < 16 || (double)g->m * (double)g->k > (double)A_MAX ||
+    if (g->dtype == DLA_F32 && g->batch > 1 && g->alpha != 0.0 && g->k > 0 &&
+        (double)g->m * (double)g->k <= (g->trans_a ? (double)PAGE_A_MAX : (double)A_MAX) &&
+        (double)g->m * (double)g->n * (double)g->k <= (double)PAGE_WORK_MAX &&
+        (double)g->m * (double)g->n * (double)g->k * (double)g->batch >= (double)PAGES_MIN &&
+        (pthread_once(&once, choose), use_direct)) {
+        pages(g);
+        *status = DLA_OK;
+        return 1;
+    }
+    if (g->dtype != DLA_F32 || g->batch != 1 || g->alpha == 0.0 || g->k == 0 || g->m < 16 ||
+        (double)g->m * (double)g->k > (g->trans_a ? (double)PAGE_A_MAX : (double)A_MAX) ||
         (double)g->m * (double)g->n * (double)g->k < (double)DIRECT_MIN ||
         (pthread_once(&once, choose), !use_direct))
         return 0;
+    /* A small transposed A (a fully connected layer's W' dY) packed once,
+     * read by every thread's tiles. */
+    float packed[PAGE_A_MAX];
+    const float *a = (const float *)g->a.mem + g->a.offset;
+    int64_t lda = g->a.ld;
+    if (g->trans_a) {
+        for (int64_t l = 0; l < g->k; l++)
+            for (int64_t i = 0; i < g->m; i++)
+                packed[i + l * g->m] = a[l + i * g->a.ld];
+        a = packed, lda = g->m;
+    }
     direct_args d = {
         .k = g->k,
-        .a = (const float *)g->a.mem + g->a.offset,
-        .lda = g->a.ld,
+        .a = a,
+        .lda = lda,
         .b = (const float *)g->b.mem + g->b.offset,
         .bl = g->trans_b ? g->b.ld : 1,
         .bj = g->trans_b ? 1 : g->b.ld,

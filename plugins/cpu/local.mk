@@ -21,7 +21,7 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/vmath.c plugins/cpu/vmath.h \
 	plugins/cpu/fused.c \
 	plugins/cpu/random.c core/philox.c core/philox.h core/philox_stream.h \
-	plugins/cpu/reduce.c plugins/cpu/sum.c \
+	plugins/cpu/reduce.c plugins/cpu/reduce_lanes.c plugins/cpu/sum.c \
 	plugins/cpu/gemm.c plugins/cpu/gemm_thin.c plugins/cpu/gemm_tiles.c \
 	plugins/cpu/gemm_direct.c \
 	plugins/cpu/pool.c \

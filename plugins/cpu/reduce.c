@@ -11,6 +11,9 @@
  * - lanes: a kept dim is more contiguous (or the runs would be short), so a
  *   group is up to LANES outputs side by side along that dim, each reduced
  *   position updates all of them in one vector loop.
+ * With one reduced dim and no positions wanted, lanes (and sums over runs
+ * of at most BLOCK, one kept dim) go to reduce_lanes.c's vector loops,
+ * which keep this file's order of operations and so its bits.
  * Groups go over the OpenMP team; when there are few groups (fewer than
  * PARTS_MAX: a full sum), each group's reduced range is cut into parts
  * whose partial results are combined in order, so ties still go to the
@@ -236,6 +239,13 @@ static void combine(dla_reduce_op op, double *v0, int64_t *i0, double v1, int64_
         int64_t idx[DLA_MAX_DIMS];                                                                 \
         int64_t off = reduced_at(p, lo, idx);                                                      \
         const int64_t sl = p->kx[0];                                                               \
+        /* One reduced dim, no positions wanted: reduce_lanes.c's vector                           \
+         * loops (the same order and bits; outputs apart in memory too). */                        \
+        if (p->nr == 1 && !p->want_index &&                                                        \
+            (hi - lo <= BLOCK || (p->op != DLA_REDUCE_SUM && p->op != DLA_REDUCE_MEAN))) {         \
+            dla__cpu_reduce_lanes_##sfx(x + off, w, sl, hi - lo, p->rx[0], p->op, val);            \
+            return;                                                                                \
+        }                                                                                          \
         if (p->op == DLA_REDUCE_SUM || p->op == DLA_REDUCE_MEAN) {                                 \
             double part[LANES];                                                                    \
             for (int64_t pos = lo; pos < hi;) {                                                    \
@@ -365,6 +375,29 @@ static int64_t make_plan(plan *p, const dla_reduce_args *a)
     return outputs;
 }
 
+/* Sums over short contiguous runs, one coalesced kept dim (reduce_lanes.c),
+ * LANES outputs a chunk. */
+static void short_runs_chunk(const plan *p, int64_t c, int f64)
+{
+    double val[LANES];
+    const int64_t i0 = c * LANES, w = p->kdims[0] - i0 < LANES ? p->kdims[0] - i0 : LANES;
+    const int64_t xo = p->xoff + i0 * p->kx[0];
+    if (f64)
+        dla__cpu_reduce_runs_f64((const double *)p->x + xo, w, p->kx[0], p->nred, val);
+    else
+        dla__cpu_reduce_runs_f32((const float *)p->x + xo, w, p->kx[0], p->nred, val);
+    const double nred = (double)p->nred;
+    for (int64_t i = 0; i < w; i++) {
+        /* A divide, as group_write's. */
+        const double v = p->op == DLA_REDUCE_MEAN ? val[i] / nred : val[i];
+        const int64_t yo = p->yoff + (i0 + i) * p->ky[0];
+        if (f64)
+            ((double *)p->y)[yo] = v;
+        else
+            ((float *)p->y)[yo] = (float)v;
+    }
+}
+
 /* Group g reduced over its whole range and written. */
 static void whole_group(const plan *p, int64_t g, int f64)
 {
@@ -411,6 +444,21 @@ dla_status dla__cpu_reduce(void *dev, const dla_reduce_args *args)
     const int f64 = args->x.dtype == DLA_F64;
     const int64_t total = outputs * p.nred;
     const int threads = total >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
+    /* Sums of short contiguous runs, one kept dim: side by side
+     * (reduce_lanes.c), with the bits of whole_group's one at a time. */
+    if ((p.op == DLA_REDUCE_SUM || p.op == DLA_REDUCE_MEAN) && !p.want_index && !p.lanes &&
+        p.nr == 1 && p.nk == 1 && p.rx[0] == 1 && p.nred <= BLOCK) {
+        const int64_t chunks = (p.kdims[0] + LANES - 1) / LANES;
+        if (threads > 1 && chunks > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+            for (int64_t c = 0; c < chunks; c++)
+                short_runs_chunk(&p, c, f64);
+        } else {
+            for (int64_t c = 0; c < chunks; c++)
+                short_runs_chunk(&p, c, f64);
+        }
+        return DLA_OK;
+    }
 
     /* Few groups, long ranges: each group cut in parts of at least 4,096
      * elements, at most PARTS_MAX. The parts follow the work alone, not

@@ -71,6 +71,38 @@ static void walk(const dla__cpu_iter *it, int64_t pieces, int64_t piece_len, int
             row_off[op] += idx[d] * it->strides[op][d];
     }
     const int64_t inner = it->dims[0];
+    if (pieces == 1 && it->ndims >= 2) {
+        /* Whole rows: along dim 1 in a loop of its own, the odometer once
+         * per dim 1's run. Short rows (a permute's 8 channels, a bias
+         * broadcast's 32) spent more in the walk than in their rows. */
+        const int64_t n1 = it->dims[1];
+        int64_t u = u0;
+        while (u < u1) {
+            const int64_t run = n1 - idx[1] < u1 - u ? n1 - idx[1] : u1 - u;
+            for (int64_t r = 0; r < run; r++) {
+                fn(ctx, inner, row_off, step);
+                for (int op = 0; op < nops; op++)
+                    row_off[op] += it->strides[op][1];
+            }
+            u += run;
+            idx[1] += run;
+            if (idx[1] < n1)
+                break; /* u == u1 */
+            for (int op = 0; op < nops; op++)
+                row_off[op] -= n1 * it->strides[op][1];
+            idx[1] = 0;
+            for (int d = 2; d < it->ndims; d++) {
+                for (int op = 0; op < nops; op++)
+                    row_off[op] += it->strides[op][d];
+                if (++idx[d] < it->dims[d])
+                    break;
+                for (int op = 0; op < nops; op++)
+                    row_off[op] -= idx[d] * it->strides[op][d];
+                idx[d] = 0;
+            }
+        }
+        return;
+    }
     for (int64_t u = u0; u < u1; u++) {
         int64_t col = piece * piece_len;
         int64_t n = inner - col < piece_len ? inner - col : piece_len;
