@@ -7,9 +7,14 @@ the benchmark's), float32.
 
     embedding (51 x 32: tokens 1..50, anything else the last row, as
     MATLAB's wordEmbeddingLayer) + learned position embedding (24 x 32)
-    -> MultiheadAttention(32, 4 heads) + residual -> LayerNorm
+    -> MultiheadAttention(32, 4 heads, key_padding_mask: the padded
+       steps) + residual -> LayerNorm
     -> Linear(32, 64) -> GELU -> Linear(64, 32) + residual -> LayerNorm
-    -> max over the steps -> Linear(32, 2) -> cross-entropy
+    -> max over the data steps -> Linear(32, 2) -> cross-entropy
+
+The padding mask is token_net.h's: the tokens themselves (0 is padding),
+given to the attention (selfAttentionLayer's HasPaddingMaskInput) and to
+the max (padded steps set to -1e30, as the masked globalMaxPooling1d).
 
 The step and the timing are bench/torch_mobile.py's (SGD with momentum
 0.9 at 0.01; inference in eval mode under torch.no_grad).
@@ -40,8 +45,11 @@ class TokenNet(nn.Module):
         inside = (tokens >= 1) & (tokens <= VOCAB)
         x = self.words(torch.where(inside, tokens - 1, VOCAB))
         x = x + self.positions[: tokens.shape[1]]
-        x = self.norm1(x + self.attention(x, x, x, need_weights=False)[0])
+        padded = tokens == 0
+        x = self.norm1(x + self.attention(x, x, x, key_padding_mask=padded,
+                                          need_weights=False)[0])
         x = self.norm2(x + self.ff(x))
+        x = x.masked_fill(padded.unsqueeze(-1), -1e30)
         return self.fc(x.amax(1))
 
 

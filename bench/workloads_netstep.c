@@ -13,7 +13,8 @@
  *   16x16x16x1 volumes; bench/torch_volume.py times it in PyTorch;
  * - the transformer encoder of examples/tokens (examples/token_net.h: word
  *   and position embeddings, 4-head self-attention, layer normalization,
- *   a GELU feed-forward block, global max pooling) on a batch of 32 token
+ *   a GELU feed-forward block, global max pooling, the attention and the
+ *   pooling masked to the data steps) on a batch of 32 token
  *   sequences of 24 steps; bench/torch_tokens.py times it in PyTorch.
  */
 #include "bench/workload.h"

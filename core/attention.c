@@ -233,12 +233,16 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
         for (int d = 5; d <= dla_tensor_ndims(m); d++)
             extra |= dla_tensor_dim(m, d) != 1;
         const int64_t mobs = dla_tensor_dim(m, 4);
+        /* A second dim of 1 is the same keys for every query (a padding
+         * mask, selfAttentionLayer's HasPaddingMaskInput). */
+        const int64_t mq = dla_tensor_dim(m, 2);
         if (dla_tensor_format(m)[0] || extra || dla_tensor_dim(m, 1) != l[1].L ||
-            dla_tensor_dim(m, 2) != l[0].L || dla_tensor_dim(m, 3) != 1 ||
+            (mq != l[0].L && mq != 1) || dla_tensor_dim(m, 3) != 1 ||
             (mobs != 1 && mobs != l[0].B))
             return dla__error(DLA_ERR_SHAPE,
                               "%s: argument opts->mask: %s \"%s\"; it must be unformatted "
-                              "%lldx%lld (keys x queries) or %lldx%lldx1x%lld (per observation)",
+                              "%lldx%lld (keys x queries; x1: the same keys for every query) "
+                              "or %lldx%lldx1x%lld (per observation)",
                               op, dla__tensor_dims_str(m, mb, sizeof mb), dla_tensor_format(m),
                               (long long)l[1].L, (long long)l[0].L, (long long)l[1].L,
                               (long long)l[0].L, (long long)l[0].B);

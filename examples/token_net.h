@@ -6,15 +6,22 @@
  *
  *   input -> word embedding (dim) ----------------+
  *         -> position embedding (dim, max_length) -> add "pos"
- *         -> self-attention (heads, dim key channels) + "pos" -> layer norm "norm1"
+ *         -> self-attention "attn" (heads, dim key channels) + "pos" -> layer norm "norm1"
  *         -> fc (2 dim) -> gelu -> fc (dim)       + "norm1" -> layer norm
- *         -> global max pooling over T -> fc (classes) -> softmax
+ *         -> global max pooling "pool" over T -> fc (classes) -> softmax
+ *   input -> "attn/mask", "pool/mask"
  *
  * The residual connections make it a graph: the layers are listed in
- * order and each addition's second input connected after. Global max
- * pooling rather than average: a padded step (the padding token's
- * vector, map-to-last) then dilutes nothing, where an average over the
- * padded length would depend on how much padding the mini-batch holds.
+ * order and each addition's second input connected after. Padding: a
+ * mini-batch is padded with token 0 to its longest sequence, and the
+ * tokens themselves are the padding mask (HasPaddingMaskInput: nonzero a
+ * data step, 0 a padded one), so the attention gives padded steps no
+ * weight and the pooling leaves them out. Every other layer works step
+ * by step, so a sequence's prediction does not depend on how much
+ * padding its mini-batch holds (tests/test_net_mask.c checks it). Without
+ * the masks, padded steps were keys of every query and their features
+ * could win the max, so the prediction of a sequence changed with its
+ * neighbours' lengths.
  */
 #ifndef DLA_EXAMPLES_TOKEN_NET_H
 #define DLA_EXAMPLES_TOKEN_NET_H
@@ -33,7 +40,9 @@ static inline dla_net *token_net_make(int64_t vocab, int64_t max_length, int64_t
         dla_word_embedding_layer(dim, vocab, &(dla_word_embedding_layer_options){.name = "emb"}),
         dla_position_embedding_layer(dim, max_length, NULL),
         dla_addition_layer(2, &(dla_layer_options){.name = "pos"}),
-        dla_self_attention_layer(heads, dim, NULL),
+        dla_self_attention_layer(heads, dim,
+                                 &(dla_self_attention_layer_options){
+                                     .name = "attn", .has_padding_mask_input = 1}),
         dla_addition_layer(2, &(dla_layer_options){.name = "res1"}),
         dla_layernorm_layer(&(dla_norm_layer_options){.name = "norm1"}),
         dla_fc_layer(2 * dim, NULL),
@@ -41,14 +50,17 @@ static inline dla_net *token_net_make(int64_t vocab, int64_t max_length, int64_t
         dla_fc_layer(dim, NULL),
         dla_addition_layer(2, &(dla_layer_options){.name = "res2"}),
         dla_layernorm_layer(NULL),
-        dla_global_maxpool1d_layer(NULL),
+        dla_global_maxpool1d_layer(
+            &(dla_global_pool1d_layer_options){.name = "pool", .has_padding_mask_input = 1}),
         dla_fc_layer(classes, NULL),
         dla_softmax_layer(NULL),
     };
     dla_net *net = dla_net_create(sizeof layers / sizeof layers[0], layers);
     if (!net)
         return NULL;
-    if (dla_net_connect(net, "emb", "pos/in2") != DLA_OK ||
+    if (dla_net_connect(net, "tokens", "attn/mask") != DLA_OK ||
+        dla_net_connect(net, "tokens", "pool/mask") != DLA_OK ||
+        dla_net_connect(net, "emb", "pos/in2") != DLA_OK ||
         dla_net_connect(net, "pos", "res1/in2") != DLA_OK ||
         dla_net_connect(net, "norm1", "res2/in2") != DLA_OK || dla_net_init(net, 0, NULL) != DLA_OK) {
         dla_net_free(net);

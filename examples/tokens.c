@@ -5,6 +5,8 @@
  * classifies token sequences, trained with trainnet on sequences of
  * varying length (a dla_seqlist, MATLAB's cell array of sequences), each
  * mini-batch padded with 0 to its longest (SequenceLength "longest").
+ * The attention and the pooling take the tokens as their padding mask
+ * (HasPaddingMaskInput), so padded steps change no prediction.
  *
  * The sequences are made here: tokens 1..50 (the vocabulary), 8 to 24 of
  * them. Each holds token 1 ("A") once and token 2 ("B") once at random

@@ -6,7 +6,10 @@
  * Learnables in MATLAB's names and dims: QueryWeights numKeyChannels x
  * InputSize, QueryBias numKeyChannels x 1, KeyWeights/KeyBias alike,
  * ValueWeights numValueChannels x InputSize, ValueBias, OutputWeights
- * OutputSize x numValueChannels, OutputBias.
+ * OutputSize x numValueChannels, OutputBias. HasPaddingMaskInput adds a
+ * second input, "mask" (nn/layer_mask.c): padded steps are no key of any
+ * query (their own outputs are made and are for later layers to leave
+ * out, as the masked global poolings do).
  */
 #include "nn/nn.h"
 
@@ -18,7 +21,8 @@
 #define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
 
 /* count: NumHeads; size: NumKeyChannels, NumValueChannels, OutputSize
- * (0: NumKeyChannels, and the input's channels); channels: InputSize. */
+ * (0: NumKeyChannels, and the input's channels); channels: InputSize;
+ * dim: HasPaddingMaskInput. */
 static const dla__field fields[] = {
     F("NumHeads", DLA__F_INT, count, 1),
     F("NumKeyChannels", DLA__F_INT, size[0], 1),
@@ -26,6 +30,7 @@ static const dla__field fields[] = {
     F("OutputSize", DLA__F_INT, size[2], 1),
     F("InputSize", DLA__F_INT, channels, 1),
     F("AttentionMask", DLA__F_STRING, mode, 1),
+    {"HasPaddingMaskInput", DLA__F_INT, offsetof(dla__props, dim), 1},
     F("WeightsInitializer", DLA__F_STRING, init[0], 1),
     F("BiasInitializer", DLA__F_STRING, init[1], 1),
     {NULL, 0, 0, 0},
@@ -46,6 +51,8 @@ static dla_status check(const dla__props *p, const char *name)
         st = dla__layer_size(TYPE, name, "OutputSize", p->size[2], 0, 1 << 24);
     if (st == DLA_OK)
         st = dla__layer_size(TYPE, name, "InputSize", p->channels, 0, 1 << 24);
+    if (st == DLA_OK)
+        st = dla__layer_size(TYPE, name, "HasPaddingMaskInput", p->dim, 0, 1);
     if (st != DLA_OK)
         return st;
     if (p->size[0] % p->count || value_channels(p) % p->count)
@@ -74,6 +81,9 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     if (p->channels && p->channels != c)
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, InputSize is %lld",
                             (long long)c, (long long)p->channels);
+    dla_status mst = dla__mask_check_init(l, in);
+    if (mst != DLA_OK)
+        return mst;
     const int64_t dk = p->size[0], dv = value_channels(p), out = p->size[2] ? p->size[2] : c;
     /* rows x columns of each projection: queries, keys, values, output */
     const int64_t shape[4][2] = {{dk, c}, {dk, c}, {dv, c}, {out, dv}};
@@ -105,11 +115,23 @@ static dla_status forward(const dla__props *p, dla__call *c)
         c->y = dla__nn_error_tensor();
         return DLA_ERR_FORMAT;
     }
+    dla_tensor *keys = NULL; /* Lk x 1 x 1 x B: the same keys for every query */
+    if (c->nx > 1) {
+        dla_tensor *m = dla__mask_steps(c);
+        if (dla_tensor_status(m) != DLA_OK) {
+            c->y = m;
+            return dla_tensor_status(m);
+        }
+        const int64_t b = dla_tensor_dim(m, 2), t = strcmp(f, "CB") ? dla_tensor_dim(m, 3) : 1;
+        keys = dla_reshape(dla_permute(dla_reshape(m, "", DLA_DIMS(1, b, t)), 3,
+                                       (const int64_t[]){3, 1, 2}),
+                           "", DLA_DIMS(t, 1, 1, b));
+    }
     dla_tensor *q = dla_fullyconnect(x, c->p[0], c->p[1]);
     dla_tensor *k = dla_fullyconnect(x, c->p[2], c->p[3]);
     dla_tensor *v = dla_fullyconnect(x, c->p[4], c->p[5]);
-    dla_tensor *y = dla_attention(q, k, v, p->count,
-                                  &(dla_attention_options){.attention_mask = p->mode}, NULL);
+    dla_tensor *y = dla_attention(
+        q, k, v, p->count, &(dla_attention_options){.attention_mask = p->mode, .mask = keys}, NULL);
     c->y = dla_fullyconnect(y, c->p[6], c->p[7]);
     return dla_tensor_status(c->y);
 }
@@ -117,14 +139,15 @@ static dla_status forward(const dla__props *p, dla__call *c)
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
-    snprintf(buf, size, "%lld heads, %lld key and %lld value channels%s", (long long)p->count,
+    snprintf(buf, size, "%lld heads, %lld key and %lld value channels%s%s", (long long)p->count,
              (long long)p->size[0], (long long)value_channels(p),
-             strcmp(p->mode, "causal") ? "" : ", causal");
+             strcmp(p->mode, "causal") ? "" : ", causal", p->dim ? ", padding mask" : "");
 }
 
 const dla__layer_kind dla__kind_self_attention = {
     .type = TYPE, .display = "Self-Attention", .default_name = "selfattention",
     .fields = fields, .check = check, .init = init, .forward = forward, .describe = describe,
+    .mask_port = 1,
 };
 
 DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_channels,
@@ -137,6 +160,7 @@ DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_c
     p.size[1] = o.num_value_channels;
     p.size[2] = o.output_size;
     p.channels = o.input_size;
+    p.dim = o.has_padding_mask_input;
     dla_status st = dla__props_string(p.mode, o.attention_mask, "none",
                                       "selfAttention: AttentionMask");
     if (st == DLA_OK)
@@ -145,5 +169,5 @@ DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_c
     if (st == DLA_OK)
         st = dla__props_string(p.init[1], o.bias_initializer, "zeros",
                                "selfAttention: BiasInitializer");
-    return dla__layer_new(&dla__kind_self_attention, o.name, 1, &p, st);
+    return dla__layer_new(&dla__kind_self_attention, o.name, p.dim ? 2 : 1, &p, st);
 }

@@ -367,6 +367,8 @@ int dla__kind_inputs(const dla__layer_kind *kind, const dla__props *p)
         return kind->custom->def.num_inputs;
     if (kind->multi_input)
         return (int)(p->count >= 1 && p->count <= 64 ? p->count : 1);
+    if (kind->mask_port)
+        return p->dim ? 2 : 1;
     return 1;
 }
 

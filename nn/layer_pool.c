@@ -345,16 +345,27 @@ static dla_status check_none(const dla__props *p, const char *name)
     return DLA_OK;
 }
 
+/* The 1-D global poolings' HasPaddingMaskInput (dim; optional in files
+ * written before it existed). */
+static const dla__field fields_1d[] = {
+    {"HasPaddingMaskInput", DLA__F_INT, offsetof(dla__props, dim), 1},
+    {NULL, 0, 0, 0},
+};
+
+static dla_status check_1d_props(const dla__props *p, const char *name)
+{
+    return dla__layer_size("globalPooling1d", name, "HasPaddingMaskInput", p->dim, 0, 1);
+}
+
 static dla_status check_1d(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
-    (void)l;
     (void)nin;
     (void)sink;
     int ns = dla__shape_count(in, 'S'), nt = dla__shape_count(in, 'T');
     if (!((ns == 1 && nt == 0) || (ns == 0 && nt == 1)))
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 1-D global pooling needs one "
                             "\"S\" or one \"T\" dim", in->format);
-    return DLA_OK;
+    return dla__mask_check_init(l, in);
 }
 
 /* Drops the "T" dim (size 1 after pooling) of a "CBT" result. */
@@ -366,17 +377,36 @@ static dla_tensor *drop_t(dla_tensor *y)
     return dla_reshape(y, "CB", DLA_DIMS(dla_tensor_dim(y, 1), dla_tensor_dim(y, 2)));
 }
 
+/* With a padding mask m (0/1 a step): the max over the data steps, x
+ * where m is 1 and x - 1e30 where it is 0 (x + 0 is x to the bit, and a
+ * sequence has at least one data step, whose value wins). */
 static dla_status gmax1_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
-    c->y = drop_t(dla_global_maxpool(c->x[0]));
+    dla_tensor *x = c->x[0];
+    if (c->nx > 1) {
+        dla_tensor *m = dla__mask_steps(c);
+        x = dla_tensor_status(m) == DLA_OK ? dla_add(x, dla_affine(m, 1e30, -1e30)) : m;
+    }
+    c->y = drop_t(dla_global_maxpool(x));
     return dla_tensor_status(c->y);
 }
 
+/* With a padding mask m: the mean over the data steps, mean(x m) /
+ * mean(m). An observation with no data step gets 0/0, NaN: there is
+ * nothing to average. */
 static dla_status gavg1_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
-    c->y = drop_t(dla_global_avgpool(c->x[0]));
+    dla_tensor *x = c->x[0];
+    if (c->nx > 1) {
+        dla_tensor *m = dla__mask_steps(c);
+        c->y = dla_tensor_status(m) == DLA_OK
+                   ? drop_t(dla_div(dla_global_avgpool(dla_mul(x, m)), dla_global_avgpool(m)))
+                   : m;
+        return dla_tensor_status(c->y);
+    }
+    c->y = drop_t(dla_global_avgpool(x));
     return dla_tensor_status(c->y);
 }
 
@@ -398,25 +428,26 @@ static void gmax_describe(const dla__props *p, const dla__shape *in, char *buf, 
 {
     (void)p;
     (void)in;
-    snprintf(buf, size, "Global max pooling");
+    snprintf(buf, size, "Global max pooling%s", p->dim ? " of the data steps (padding mask)" : "");
 }
 
 static void gavg_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)p;
     (void)in;
-    snprintf(buf, size, "Global average pooling");
+    snprintf(buf, size, "Global average pooling%s",
+             p->dim ? " of the data steps (padding mask)" : "");
 }
 
 const dla__layer_kind dla__kind_gmaxpool1d = {
     .type = "globalMaxPooling1d", .display = "1-D Global Max Pooling", .default_name = "gmpool1d",
-    .fields = no_fields, .check = check_none, .init = check_1d, .forward = gmax1_forward,
-    .describe = gmax_describe,
+    .fields = fields_1d, .check = check_1d_props, .init = check_1d, .forward = gmax1_forward,
+    .describe = gmax_describe, .mask_port = 1,
 };
 const dla__layer_kind dla__kind_gavgpool1d = {
     .type = "globalAveragePooling1d", .display = "1-D Global Average Pooling",
-    .default_name = "gapool1d", .fields = no_fields, .check = check_none, .init = check_1d,
-    .forward = gavg1_forward, .describe = gavg_describe,
+    .default_name = "gapool1d", .fields = fields_1d, .check = check_1d_props, .init = check_1d,
+    .forward = gavg1_forward, .describe = gavg_describe, .mask_port = 1,
 };
 const dla__layer_kind dla__kind_gmaxpool2d = {
     .type = "globalMaxPooling2d", .display = "2-D Global Max Pooling", .default_name = "gmpool",
@@ -446,13 +477,20 @@ static dla_layer *make_global(const dla__layer_kind *kind, const dla_layer_optio
     return dla__layer_new(kind, opts ? opts->name : NULL, 1, &(dla__props){0}, DLA_OK);
 }
 
-DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_layer_options *opts)
+static dla_layer *make_global_1d(const dla__layer_kind *kind,
+                                 const dla_global_pool1d_layer_options *opts)
 {
-    return make_global(&dla__kind_gmaxpool1d, opts);
+    dla__props p = {0};
+    p.dim = opts ? opts->has_padding_mask_input : 0;
+    return dla__layer_new(kind, opts ? opts->name : NULL, p.dim ? 2 : 1, &p, DLA_OK);
 }
-DLA_API dla_layer *dla_global_avgpool1d_layer(const dla_layer_options *opts)
+DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_global_pool1d_layer_options *opts)
 {
-    return make_global(&dla__kind_gavgpool1d, opts);
+    return make_global_1d(&dla__kind_gmaxpool1d, opts);
+}
+DLA_API dla_layer *dla_global_avgpool1d_layer(const dla_global_pool1d_layer_options *opts)
+{
+    return make_global_1d(&dla__kind_gavgpool1d, opts);
 }
 DLA_API dla_layer *dla_global_maxpool2d_layer(const dla_layer_options *opts)
 {

@@ -32,16 +32,18 @@ static int find_n(const dla_net *net, const char *name, size_t n)
     return -1;
 }
 
-char *dla__net_port_name(const char *layer, int nin, int port)
+char *dla__net_port_name(const dla_layer *l, int port)
 {
-    size_t n = strlen(layer) + 16;
+    size_t n = strlen(l->name) + 16;
     char *s = dla__nn_malloc(n);
     if (!s)
         return NULL;
-    if (nin > 1)
-        snprintf(s, n, "%s/in%d", layer, port + 1);
+    if (port >= 0 && l->kind->mask_port && l->nin == 2)
+        snprintf(s, n, "%s/%s", l->name, port ? "mask" : "in");
+    else if (port >= 0 && l->nin > 1)
+        snprintf(s, n, "%s/in%d", l->name, port + 1);
     else
-        snprintf(s, n, "%s", layer);
+        snprintf(s, n, "%s", l->name);
     return s;
 }
 
@@ -339,6 +341,15 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
     if (l->nin == 0)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: layer '%s' is an input layer: nothing "
                             "connects into it", fn, name);
+    if (l->kind->mask_port && l->nin == 2) {
+        /* HasPaddingMaskInput: MATLAB's "in" and "mask". */
+        if (!slash || (strcmp(slash, "/in") && strcmp(slash, "/mask")))
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' "
+                                "has inputs \"in\" and \"mask\"; name one (\"%s/in\")", fn, s,
+                                name, name);
+        *port = !strcmp(slash, "/mask");
+        return DLA_OK;
+    }
     if (slash) {
         char *end = NULL;
         long k = 0;
@@ -376,7 +387,7 @@ static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *
         net->conn_cap = cap;
     }
     dla__conn c = {s, d, dp, {dla__nn_strdup(net->layers[s]->name),
-                              dla__net_port_name(net->layers[d]->name, net->layers[d]->nin, dp)}};
+                              dla__net_port_name(net->layers[d], dp)}};
     if (!c.text[0] || !c.text[1]) {
         dla__nn_free(c.text[0]);
         dla__nn_free(c.text[1]);
@@ -480,7 +491,7 @@ static int graph_ports(dla_net *net)
                 fed = net->conn[k].dst == i && net->conn[k].port == p;
             if (fed)
                 continue;
-            char *name = dla__net_port_name(l->name, p < 0 ? 1 : l->nin, p);
+            char *name = dla__net_port_name(l, p);
             ok = name != NULL;
             if (ok)
                 net->graph_inputs[net->graph_ninputs++] = name;

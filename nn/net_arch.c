@@ -150,6 +150,13 @@ char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
     return text;
 }
 
+/* Options added after network files were first written: a file that
+ * lacks one was written before it existed, and reads it as 0. */
+static int added_later(const char *key)
+{
+    return !strcmp(key, "HasPaddingMaskInput");
+}
+
 /* --------------------------------------------------------------- reading */
 
 static dla_status bad(const char *what, const char *fmt, const char *a, const char *b)
@@ -184,6 +191,10 @@ static dla_status read_layer(const json_t *o, const char *what, dla_layer **out)
     for (const dla__field *f = kind->fields; f->key; f++, nfields++) {
         const json_t *v = json_object_get(o, f->key);
         char *at = (char *)&p + f->offset;
+        if (!v && added_later(f->key)) {
+            nfields--;
+            continue;
+        }
         int ok = v != NULL;
         if (ok && f->type == DLA__F_INT && f->count == 1)
             ok = get_int(v, (int64_t *)at);

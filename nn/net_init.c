@@ -154,7 +154,7 @@ static dla_status wire(dla_net *net, const char *fn)
             net->inputs[net->ninputs].port = p;
             /* Allocated to its length: a name has no length limit. */
             if (!(net->input_names[net->ninputs++] =
-                      dla__net_port_name(l->name, p < 0 ? 1 : l->nin, p)))
+                      dla__net_port_name(l, p)))
                 return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         }
         int read = 0;

@@ -181,6 +181,9 @@ typedef struct dla__layer_kind {
     const dla__field *fields; /* ends with key NULL */
     int is_input;             /* no input ports: feeds a network input */
     int multi_input;          /* props.count input ports ("in1".."inN") */
+    /* With props.dim 1 (HasPaddingMaskInput) a second port, "mask", after
+     * "in" (nn/layer_mask.c). */
+    int mask_port;
     /* Validates the options; sets the message and returns the status. */
     dla_status (*check)(const dla__props *p, const char *name);
     /* Creates the parameters for these input shapes. */
@@ -424,9 +427,28 @@ typedef struct dla__bn_rows {
 /* The batch normalization layers of an initialized network, at most max
  * into out; returns how many there are. */
 int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out);
-/* "layer" (one input) or "layer/inK" (port K-1 of nin), allocated (free
- * with dla__nn_free); NULL when out of memory. */
-char *dla__net_port_name(const char *layer, int nin, int port);
+/* Port `port` of layer l: "layer" (one input; port -1, an input layer's
+ * own), "layer/inK" (port K-1 of several), "layer/in" and "layer/mask"
+ * (a padding mask port), allocated (free with dla__nn_free); NULL when out
+ * of memory. */
+char *dla__net_port_name(const dla_layer *l, int port);
+
+/* ------------------------------------------------------ padding masks */
+
+/* HasPaddingMaskInput layers (nn/layer_mask.c). At initialization: the
+ * mask's shape (in[1]) against the input's (in[0]): the same format, with
+ * a "C" dim (any number of channels; the first is read); the other dims
+ * are checked at each run. */
+dla_status dla__mask_check_init(const dla_layer *l, const dla__shape *in);
+/* At a run: which steps of c->x[0] are data, from c->x[1]'s first channel
+ * (nonzero: data), as 1 x B x T "CBT" (1 x B "CB") 0/1 in x's dtype; an
+ * error tensor (message naming the layer, the ports and both shapes) when
+ * the mask does not fit the input. */
+dla_tensor *dla__mask_steps(const dla__call *c);
+/* For the message of a function that feeds a network one input (trainnet,
+ * testnet, minibatchpredict): when one of net's inputs is a padding mask
+ * port left unconnected, a clause naming it and what to do; "" otherwise. */
+void dla__mask_unfed_hint(const dla_net *net, char *buf, size_t size);
 
 /* Builds a network from its architecture JSON text (nn/net_arch.c). The
  * parameter sink of its initialization takes tensors from lookup. */

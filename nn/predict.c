@@ -85,10 +85,13 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
                              sources ? "more than one is set" : "none is set");
     if (!dla_net_initialized(net))
         return dla_set_error(DLA_ERR_STATE, "%s: the network is not initialized", fn);
-    if (dla_net_input_count(net) != 1 || dla_net_output_count(net) != 1)
+    if (dla_net_input_count(net) != 1 || dla_net_output_count(net) != 1) {
+        char hint[512];
+        dla__mask_unfed_hint(net, hint, sizeof hint);
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: the network has %d inputs and %d "
-                             "outputs; minibatchpredict takes one of each", fn,
-                             dla_net_input_count(net), dla_net_output_count(net));
+                             "outputs; minibatchpredict takes one of each%s", fn,
+                             dla_net_input_count(net), dla_net_output_count(net), hint);
+    }
     const dla_predict_options p = opts ? *opts : (dla_predict_options){0};
     if (p.mini_batch_size < 0)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: MiniBatchSize %lld must be positive",

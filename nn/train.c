@@ -1346,11 +1346,14 @@ static dla_status make_class_list(trainer *tr)
  * classes, and whether the targets are class numbers for it. */
 static dla_status read_network(trainer *tr, const dla_train_data *data)
 {
-    if (dla_net_input_count(tr->net) != 1 || dla_net_output_count(tr->net) != 1)
+    if (dla_net_input_count(tr->net) != 1 || dla_net_output_count(tr->net) != 1) {
+        char hint[512];
+        dla__mask_unfed_hint(tr->net, hint, sizeof hint);
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "%s: the network has %d inputs and %d outputs; %s takes one of each",
+                             "%s: the network has %d inputs and %d outputs; %s takes one of each%s",
                              tr->fn, dla_net_input_count(tr->net), dla_net_output_count(tr->net),
-                             tr->fn + 4);
+                             tr->fn + 4, hint);
+    }
     tr->nl = dla_net_learnable_count(tr->net);
     tr->ns = dla_net_state_count(tr->net);
     for (int i = 0; i < dla_net_layer_count(tr->net); i++)

@@ -10,7 +10,8 @@
 EXTRA_DIST += tests/conformance.sh tests/opencl_env.sh tests/tensor_on_opencl.sh \
 	tests/autodiff_on_opencl.sh tests/higher_on_opencl.sh tests/derivatives_on_opencl.sh \
 	tests/attention_on_opencl.sh tests/resize_on_opencl.sh tests/opencl_examples.sh \
-	tests/opencl_without_platform.sh tests/test_opencl.c tests/test_opencl_plan.c
+	tests/opencl_without_platform.sh tests/test_opencl.c tests/test_opencl_plan.c \
+	tests/net_mask_on_opencl.sh
 
 # The conformance suite of every plugin in the build tree (cpu, testmem,
 # opencl when built) through `dlaccel check-plugin --tap`.
@@ -31,6 +32,6 @@ TESTS += tests/opencl_test.sh tests/opencl_plan_test.sh tests/tensor_on_opencl.s
 	tests/higher_on_opencl.sh tests/derivatives_on_opencl.sh tests/attention_on_opencl.sh \
 	tests/resize_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh
 EXTRA_DIST += tests/opencl_test.sh tests/opencl_plan_test.sh
-TESTS += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh
+TESTS += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh tests/net_mask_on_opencl.sh
 endif
 EXTRA_DIST += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh

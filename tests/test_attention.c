@@ -158,11 +158,27 @@ static void test_a_mask_tensor_hides_the_keys_it_marks(void **state)
             fail_msg("a %d-dim mask: %s", nd, dla_tensor_error(y));
         assert_true(tu_same_bits(y, shared));
     }
+    /* mh is a padding mask (the same keys for every query): given as one
+     * column per observation, Lk x 1 x 1 x B, it is the same mask. */
+    double col[L * B];
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++)
+            col[i + L * b] = mh[i + L * L * b];
+    dla_tensor *full = dla_attention(q, k, v, H, &(dla_attention_options){.mask = m}, NULL);
+    dla_tensor *padding = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_tensor_from_host(col, DLA_F64, "", DLA_DIMS(L, 1, 1, B))}, NULL);
+    if (dla_tensor_status(padding) != DLA_OK)
+        fail_msg("a padding mask: %s", dla_tensor_error(padding));
+    assert_true(tu_same_bits(padding, full));
     dla_tensor *bad = dla_attention(q, k, v, H, &(dla_attention_options){
         .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, L, 1, 3))}, NULL);
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_tensor_error(bad), "argument opts->mask: 4x4x1x3 \"\"; it must be "
-                                                  "unformatted 4x4 (keys x queries) or 4x4x1x2"));
+                                                  "unformatted 4x4 (keys x queries; x1: the same "
+                                                  "keys for every query) or 4x4x1x2"));
+    bad = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, 2, 1, B))}, NULL);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     dla_scope_end();
 }
 

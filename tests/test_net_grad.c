@@ -404,6 +404,29 @@ static void normalization_and_smooth_layers_differentiate(void **state)
     x = dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 4));
     check_net(net, x, 1);
     dla_net_free(net);
+    /* Padding masks (HasPaddingMaskInput): the input is its own mask,
+     * observation 2's last two steps padded (channel 1 is 0 there), into
+     * the attention and a global pooling over the data steps. */
+    for (int avg = 0; avg < 2; avg++) {
+        const dla_global_pool1d_layer_options po = {.name = "pool", .has_padding_mask_input = 1};
+        dla_layer *m[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "x"}),
+                          dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
+                              .name = "attn", .output_size = 2, .has_padding_mask_input = 1}),
+                          avg ? dla_global_avgpool1d_layer(&po) : dla_global_maxpool1d_layer(&po)};
+        net = dla_net_create(3, m);
+        assert_non_null(net);
+        assert_int_equal(dla_net_connect(net, "x", "attn/mask"), DLA_OK);
+        assert_int_equal(dla_net_connect(net, "x", "pool/mask"), DLA_OK);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        double xh[3 * 2 * 4];
+        dla_tensor_to_host(dla_randn(DLA_F64, "CBT", DLA_DIMS(3, 2, 4)), xh, sizeof xh);
+        for (int t = 0; t < 4; t++)
+            xh[3 * (0 + 2 * t)] += xh[3 * (0 + 2 * t)] >= 0 ? 1 : -1; /* data, not 0 */
+        xh[3 * (1 + 2 * 2)] = xh[3 * (1 + 2 * 3)] = 0;
+        x = dla_tensor_from_host(xh, DLA_F64, "CBT", DLA_DIMS(3, 2, 4));
+        check_net(net, x, 1);
+        dla_net_free(net);
+    }
     /* A physics-informed network's shape: features through tanh layers. */
     dla_layer *f[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(6, NULL), dla_tanh_layer(NULL),
                       dla_fc_layer(6, NULL), dla_tanh_layer(NULL), dla_fc_layer(1, NULL)};

@@ -449,9 +449,20 @@ DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer
  * "T" for "CBT" sequences, whose "T" dim is then dropped ("CB" out), or
  * over the "S" dim of "SCB" data (kept with size 1). globalMaxPooling2d
  * and globalAveragePooling2dLayer: over the two "S" dims of "SSCB" data
- * (1x1xCxN out). */
-DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_layer_options *opts);
-DLA_API dla_layer *dla_global_avgpool1d_layer(const dla_layer_options *opts);
+ * (1x1xCxN out). The 1-D ones take has_padding_mask_input (not an option
+ * of MATLAB's; its selfAttentionLayer's HasPaddingMaskInput): a second
+ * input, "mask", as dla_self_attention_layer's (the input's format,
+ * observations and steps, any channels, the first nonzero at data steps),
+ * and pool over the data steps only: max pooling leaves padded steps
+ * out, average pooling divides by the number of data steps (NaN for an
+ * observation with none), so an observation's result does not depend on
+ * how much padding its mini-batch holds. */
+typedef struct dla_global_pool1d_layer_options {
+    const char *name;           /* NULL or "": MATLAB's default name, numbered */
+    int has_padding_mask_input; /* 0 or 1: a second input, "mask" */
+} dla_global_pool1d_layer_options;
+DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_global_pool1d_layer_options *opts);
+DLA_API dla_layer *dla_global_avgpool1d_layer(const dla_global_pool1d_layer_options *opts);
 DLA_API dla_layer *dla_global_maxpool2d_layer(const dla_layer_options *opts);
 DLA_API dla_layer *dla_global_avgpool2d_layer(const dla_layer_options *opts);
 /* MATLAB globalMaxPooling3dLayer and globalAveragePooling3dLayer: over
@@ -560,7 +571,16 @@ DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_o
  * OutputSize channels. Learnables QueryWeights, QueryBias, KeyWeights,
  * KeyBias, ValueWeights, ValueBias, OutputWeights, OutputBias (weights
  * rows x InputSize, biases rows x 1). numHeads must divide both channel
- * counts. */
+ * counts. has_padding_mask_input (MATLAB's HasPaddingMaskInput) gives the
+ * layer two inputs, "in" and "mask": the mask has the input's format,
+ * observations and steps, any number of channels; its first channel is
+ * nonzero at data steps and 0 at padded ones, and padded steps get no
+ * attention weight from any query (their own outputs are still made:
+ * leave them out later, e.g. with a global pooling that has the mask
+ * too). Connect a layer to "name/mask" (dla_net_connect): for token
+ * sequences padded with 0 (word embeddings) the sequence input layer
+ * itself is the mask; docs/networks.md, "Padding masks", for other data.
+ * A mask port left unconnected is a network input. */
 typedef struct dla_self_attention_layer_options {
     const char *name;
     int64_t num_value_channels; /* 0: numKeyChannels */
@@ -569,6 +589,7 @@ typedef struct dla_self_attention_layer_options {
     const char *attention_mask; /* NULL: "none", or "causal" */
     const char *weights_initializer; /* NULL: "glorot" */
     const char *bias_initializer;    /* NULL: "zeros" */
+    int has_padding_mask_input;      /* 0 or 1: a second input, "mask" */
 } dla_self_attention_layer_options;
 DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_channels,
                                             const dla_self_attention_layer_options *opts);

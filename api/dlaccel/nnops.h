@@ -73,8 +73,9 @@ typedef struct dla_attention_options {
     const char *attention_mask;
     /* Or NULL: which keys each query may see, nonzero where query j may
      * attend to key i: Lk x Lq for every observation, or Lk x Lq x 1 x B
-     * one per observation (trailing dims of 1 allowed; unformatted; any
-     * real or logical dtype; a padding mask marks the padded keys 0).
+     * one per observation; Lq may be 1: the same keys for every query (a
+     * padding mask, Lk x 1 x 1 x B, 0 at the padded keys). Trailing dims
+     * of 1 allowed; unformatted; any real or logical dtype.
      * With "causal" both apply. A query that may see no key gets the mean
      * of the values. Borrowed;
      * inside dla_accelerate give it as an input of the function (a

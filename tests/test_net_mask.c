@@ -1,0 +1,255 @@
+/*
+ * test_net_mask.c - HasPaddingMaskInput (selfAttention and the 1-D global
+ * poolings): a sequence's prediction alone equals its prediction in a
+ * mini-batch padded to a longer neighbour (the tokens example's network,
+ * through minibatchpredict, testnet, dla_net_predict eager and
+ * accelerated, a copy and a saved and loaded network), and masks that do
+ * not fit, unconnected mask ports and bad options are refused naming the
+ * layer, the port and the shapes.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "examples/token_net.h"
+
+#include <dlaccel.h>
+#include <dlaccel/data.h>
+#include <dlaccel/net.h>
+#include <dlaccel/train.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static double maxdiff(dla_tensor *a, dla_tensor *b)
+{
+    assert_int_equal(dla_tensor_numel(a), dla_tensor_numel(b));
+    const int64_t n = dla_tensor_numel(a);
+    double *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_int_equal(dla_tensor_to_host(dla_cast(a, DLA_F64), x, sizeof *x * (size_t)n), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(dla_cast(b, DLA_F64), y, sizeof *y * (size_t)n), DLA_OK);
+    double d = 0;
+    for (int64_t i = 0; i < n; i++)
+        d = fmax(d, fabs(x[i] - y[i]));
+    free(x);
+    free(y);
+    return d;
+}
+
+/* Sequences of the given lengths, tokens 1..50 (0 is the padding). */
+static dla_seqlist *tokens(int n, const int *len)
+{
+    dla_seqlist *s = dla_seqlist_create(1);
+    assert_non_null(s);
+    for (int i = 0; i < n; i++) {
+        float t[32];
+        for (int j = 0; j < len[i]; j++)
+            t[j] = (float)(1 + (7 * i + 13 * j) % 50);
+        assert_int_equal(dla_seqlist_append(s, t, len[i]), DLA_OK);
+    }
+    return s;
+}
+
+static dla_tensor *first_column(dla_tensor *y)
+{
+    return dla_slice(y, 2, 0, 1, 1);
+}
+
+static void a_prediction_does_not_depend_on_the_padding_of_its_mini_batch(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(11);
+    dla_net *net = token_net_make(50, 24, 16, 2, 2);
+    assert_non_null(net);
+    dla_seqlist *alone = tokens(1, (const int[]){6});
+    dla_seqlist *both = tokens(2, (const int[]){6, 20});
+    dla_tensor *y1, *y2;
+    if (dla_minibatchpredict(net, &(dla_train_data){.sequences = alone}, NULL, &y1) != DLA_OK ||
+        dla_minibatchpredict(net, &(dla_train_data){.sequences = both}, NULL, &y2) != DLA_OK)
+        fail_msg("minibatchpredict: %s", dla_last_error());
+    assert_int_equal(dla_tensor_dim(y2, 2), 2);
+    double d = maxdiff(y1, first_column(y2));
+    if (d > 1e-5)
+        fail_msg("the 6-step sequence's scores differ by %g beside a 20-step one", d);
+    /* dla_net_predict of the padded batch, accelerated and eager. */
+    dla_tensor *x;
+    assert_int_equal(dla_padsequences(both, 2, NULL, NULL, &x, NULL), DLA_OK);
+    for (int accel = 1; accel >= 0; accel--) {
+        dla_net_set_accelerate(net, accel);
+        for (int rep = 0; rep < 2; rep++) { /* the second accelerated call replays */
+            dla_tensor *y;
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+            assert_true(maxdiff(y1, first_column(y)) <= 1e-5);
+        }
+    }
+    dla_net_set_accelerate(net, 1);
+    /* testnet: the same scores give the same cross-entropy. */
+    dla_tensor *t1 = dla_tensor_from_host((int32_t[]){1}, DLA_I32, "", DLA_DIMS(1, 1));
+    double ce1, ce2;
+    assert_int_equal(dla_testnet(net, &(dla_train_data){.sequences = alone, .targets = t1},
+                                 "crossentropy", NULL, &ce1), DLA_OK);
+    dla_tensor *y;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    float p[4];
+    assert_int_equal(dla_tensor_to_host(dla_cast(y, DLA_F32), p, sizeof p), DLA_OK);
+    ce2 = -log(p[1]);
+    assert_true(fabs(ce1 - ce2) <= 1e-5);
+    /* A copy, and the network saved and loaded, keep the masks. */
+    dla_net *copy = dla_net_copy(net);
+    assert_non_null(copy);
+    char path[256];
+    snprintf(path, sizeof path, "%s/test_net_mask.%ld.safetensors",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    assert_int_equal(dla_net_save(net, path), DLA_OK);
+    dla_net *back = NULL;
+    if (dla_net_load(path, &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    remove(path);
+    char summary[8192];
+    dla_net_summary(back, summary, sizeof summary);
+    assert_non_null(strstr(summary, "padding mask"));
+    assert_non_null(strstr(summary, "tokens -> attn/mask"));
+    assert_non_null(strstr(summary, "tokens -> pool/mask"));
+    dla_net *others[2] = {copy, back};
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *z;
+        assert_int_equal(dla_net_predict(others[k], 1, &x, 1, &z, NULL), DLA_OK);
+        assert_true(maxdiff(y, z) <= 1e-6);
+        dla_net_free(others[k]);
+    }
+    dla_seqlist_free(alone);
+    dla_seqlist_free(both);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* A masked global average is the mean over the data steps, and the
+ * masked max the max over them, however much padding follows. */
+static void masked_global_pooling_reads_the_data_steps_only(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int avg = 0; avg < 2; avg++) {
+        const dla_global_pool1d_layer_options o = {.name = "pool", .has_padding_mask_input = 1};
+        dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.name = "x"}),
+                          avg ? dla_global_avgpool1d_layer(&o) : dla_global_maxpool1d_layer(&o)};
+        dla_net *net = dla_net_create(2, l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_connect(net, "x", "pool/mask"), DLA_OK);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        /* 2 channels x 1 observation x 4 steps: two data steps, then two
+         * padded ones (channel 1 is 0) whose channel 2 is larger. */
+        const float v[8] = {1, -3, 2, -5, 0, 9, 0, 7};
+        dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CBT", DLA_DIMS(2, 1, 4)), *y;
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+        float r[2];
+        assert_int_equal(dla_tensor_to_host(y, r, sizeof r), DLA_OK);
+        assert_float_equal(r[0], avg ? 1.5f : 2.0f, 1e-6);
+        assert_float_equal(r[1], avg ? -4.0f : -3.0f, 1e-6);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
+/* seqinput "x" (3 channels) -> selfAttention "attn" with its mask port
+ * unconnected: a network of two inputs, x and attn/mask. */
+static dla_net *unfed_attention(void)
+{
+    dla_layer *l[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "x"}),
+                      dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
+                                                         .name = "attn",
+                                                         .has_padding_mask_input = 1})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    return net;
+}
+
+static void masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = unfed_attention();
+    assert_int_equal(dla_net_input_count(net), 2);
+    assert_string_equal(dla_net_input_name(net, 1), "attn/mask");
+    /* Examples for both inputs: the input layer's one observation of one
+     * step (MinLength), so the mask's example has those dims too. */
+    dla_tensor *ex[2] = {dla_zeros(DLA_F32, "CBT", DLA_DIMS(3, 1, 1)),
+                         dla_zeros(DLA_F32, "CBT", DLA_DIMS(1, 1, 1))};
+    if (dla_net_init(net, 2, ex) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    /* Fed by hand (a custom loop): a mask with the input's dims works... */
+    dla_tensor *x = dla_randn(DLA_F32, "CBT", DLA_DIMS(3, 2, 5)), *y;
+    dla_tensor *in[2] = {x, dla_ones(DLA_F32, "CBT", DLA_DIMS(2, 2, 5))};
+    assert_int_equal(dla_net_predict(net, 2, in, 1, &y, NULL), DLA_OK);
+    /* ...one of other steps does not. */
+    in[1] = dla_ones(DLA_F32, "CBT", DLA_DIMS(1, 2, 4));
+    assert_int_equal(dla_net_predict(net, 2, in, 1, &y, NULL), DLA_ERR_SHAPE);
+    const char *e = dla_last_error();
+    assert_non_null(strstr(e, "'attn'"));
+    assert_non_null(strstr(e, "input \"mask\" is 1(C) x 2(B) x 4(T) \"CBT\", input \"in\" "
+                              "3(C) x 2(B) x 5(T) \"CBT\""));
+    /* Nor one of another format. */
+    in[1] = dla_ones(DLA_F32, "CB", DLA_DIMS(1, 2));
+    assert_int_equal(dla_net_predict(net, 2, in, 1, &y, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "input \"mask\" is 1(C) x 2(B) \"CB\""));
+    /* The functions that feed one input name the port to connect. */
+    dla_seqlist *s = dla_seqlist_create(3);
+    assert_non_null(s);
+    assert_int_equal(dla_seqlist_append(s, (float[]){1, 2, 3, 4, 5, 6}, 2), DLA_OK);
+    dla_tensor *scores = NULL;
+    assert_int_equal(dla_minibatchpredict(net, &(dla_train_data){.sequences = s}, NULL, &scores),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "the padding mask input \"attn/mask\" is not "
+                                             "connected"));
+    dla_tensor *t = dla_zeros(DLA_F32, "CBT", DLA_DIMS(4, 1, 2));
+    dla_net *trained = NULL;
+    assert_int_equal(dla_trainnet(&(dla_train_data){.sequences = s, .targets = t}, net,
+                                  &(dla_train_loss){.name = "mse"},
+                                  &(dla_training_options){.max_epochs = 1}, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet"));
+    assert_non_null(strstr(dla_last_error(), "\"attn/mask\" is not connected"));
+    dla_seqlist_free(s);
+    /* The ports are "in" and "mask". */
+    assert_int_equal(dla_net_connect(net, "x", "attn"), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "layer 'attn' has inputs \"in\" and \"mask\""));
+    assert_int_equal(dla_net_connect(net, "x", "attn/in2"), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_connect(net, "x", "attn/mask"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "x", "attn/mask"), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_input_count(net), 1);
+    dla_net_free(net);
+    /* A mask of another layout at initialization names both shapes. */
+    dla_layer *p[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "x"}),
+                      dla_global_maxpool1d_layer(&(dla_global_pool1d_layer_options){
+                          .name = "pool", .has_padding_mask_input = 1})};
+    net = dla_net_create(2, p);
+    assert_non_null(net);
+    ex[1] = dla_zeros(DLA_F32, "CB", DLA_DIMS(1, 1));
+    assert_int_equal(dla_net_init(net, 2, ex), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "pool"));
+    assert_non_null(strstr(dla_last_error(), "input \"mask\" is 1(C) x 1(B) \"CB\""));
+    dla_net_free(net);
+    /* HasPaddingMaskInput is 0 or 1. */
+    dla_layer *bad = dla_self_attention_layer(
+        2, 4, &(dla_self_attention_layer_options){.name = "h", .has_padding_mask_input = 2});
+    assert_null(dla_net_create(1, &bad));
+    assert_non_null(strstr(dla_last_error(), "selfAttention 'h': HasPaddingMaskInput"));
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(a_prediction_does_not_depend_on_the_padding_of_its_mini_batch),
+        TU_TEST(masked_global_pooling_reads_the_data_steps_only),
+        TU_TEST(masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
