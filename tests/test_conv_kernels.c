@@ -1109,6 +1109,26 @@ static void strided_backward_cases_take_phases_and_match(void **state)
     }
     dla_device *cpu = dla_device_get("cpu");
     assert_non_null(cpu);
+    /* 5x5 filters with stride 2: phase 0's taps are 3x3, and with 8+
+     * images and channels that phase goes to Winograd (both passes), held
+     * to its norm-wise tolerance as in the 3x3 tests; then the direct
+     * kernels alone and im2col. */
+    for (int i = 0; i < 2; i++) {
+        conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = 0, .B = 8, .C = 8, .F = 9, .G = 1,
+                       .in = {13 + i, 14, 1}, .fs = {5, 5, 1}, .st = {2, 2, 1},
+                       .dl = {1, 1, 1}, .pb = {2, 1 + i, 0}, .dirs = 6};
+        for (int d = 0; d < 2; d++)
+            c.out[d] = (c.in[d] + 2 * 2 - 5) / 2 + 1;
+        c.out[2] = 1;
+        normwise = 1;
+        run_case(cpu, &c);
+        normwise = 0;
+        setenv("DLACCEL_CPU_CONV", "direct", 1);
+        run_case(cpu, &c);
+        setenv("DLACCEL_CPU_CONV", "im2col", 1);
+        run_case(cpu, &c);
+        unsetenv("DLACCEL_CPU_CONV");
+    }
     for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
         int differ[3] = {0, 0, 0}, off_differ = 0;
         const int cases = 30;
