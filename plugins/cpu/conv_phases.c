@@ -51,7 +51,7 @@ static int64_t stride_of(const dla__cpu_conv *p, int d)
     return p->g.st[d] > 1 ? p->g.st[d] : 1;
 }
 
-/* The phases of p along each dim: min(s, fs), or 0 when fs is 0. */
+/* The phases of p with taps along each dim: min(s, fs). */
 static void phase_counts(const dla__cpu_conv *p, int64_t *ph)
 {
     for (int d = 0; d < 3; d++) {
@@ -127,26 +127,24 @@ dla_status dla__cpu_conv_phases(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
         return DLA_ERR_UNSUPPORTED;
     int64_t ph[3];
     phase_counts(p, ph);
-    const int64_t s0 = stride_of(p, 0), s1 = stride_of(p, 1), s2 = stride_of(p, 2);
-    if (dir == DLA__CONV_BACKWARD_DATA && ph[0] * ph[1] * ph[2] < s0 * s1 * s2)
+    /* Phases past the filter's taps (r >= fs along some dim: a 1x1
+     * filter's odd rows and columns) hold no tap of dW and zeros of dX. */
+    if (dir == DLA__CONV_BACKWARD_DATA &&
+        ph[0] * ph[1] * ph[2] < stride_of(p, 0) * stride_of(p, 1) * stride_of(p, 2))
         zero_dx(p);
-    /* The phases with taps (r < fs along each dim). A sub-call that
-     * declines (buffers past the direct kernels' limit) sends the whole
-     * call to im2col, which writes all of dX or dW again. */
-    for (int64_t r2 = 0; r2 < s2; r2++)
-        for (int64_t r1 = 0; r1 < s1; r1++)
-            for (int64_t r0 = 0; r0 < s0; r0++) {
+    /* The phases with taps. A sub-call that declines (buffers past the
+     * direct kernels' limit) sends the whole call to im2col, which writes
+     * all of dX or dW again. */
+    for (int64_t r2 = 0; r2 < ph[2]; r2++)
+        for (int64_t r1 = 0; r1 < ph[1]; r1++)
+            for (int64_t r0 = 0; r0 < ph[0]; r0++) {
                 const int64_t r[3] = {r0, r1, r2};
-                const int taps = r0 < ph[0] && r1 < ph[1] && r2 < ph[2];
-                if (!taps)
-                    continue; /* no tap of dW, dX's zeros written above */
                 dla__cpu_conv sub;
-                const int any = phase_of(p, r, &sub);
-                if (!any) {
+                if (!phase_of(p, r, &sub)) {
                     if (dir == DLA__CONV_BACKWARD_DATA)
                         continue; /* no element of dX in this phase */
-                    /* dW's taps of this phase see no input: 0. The
-                     * direct kernels leave empty inputs to im2col. */
+                    /* dW's taps of this phase see no input (0): left to
+                     * im2col, as the direct kernels leave empty sums. */
                     return DLA_ERR_UNSUPPORTED;
                 }
                 const dla_status s = direct(&sub, dir);
