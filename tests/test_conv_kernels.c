@@ -1074,8 +1074,8 @@ static void bits_with_phases(dla_device *cpu, const conv_case *c, const char *en
  * off), strides 2 and 3 with odd sizes, filters with fewer taps than the
  * stride, padding and cropping, groups, 1-3 spatial dims, strided views,
  * the backward-data epilogue; ResNet-20's downsampling shapes at even and
- * odd sizes, one image and several, and a batch of 40 (the direct
- * backward filter's parts of the batch). With AVX-512 the cpu plugin's
+ * odd sizes, one image and several (and with Inf and NaN in dY), and a
+ * batch of 40 (the direct backward filter's parts of the batch). With AVX-512 the cpu plugin's
  * pick gives other bits than with DLACCEL_CPU_CONV_PHASES=off in some
  * float cases of each direction: its phases ran (conv_phases.c); in
  * double, and with =off, it gives im2col's bits. */
@@ -1106,6 +1106,12 @@ static void strided_backward_cases_take_phases_and_match(void **state)
             c.out[d] = (c.in[d] + 2 * pad - f) / 2 + 1;
         c.out[2] = 1;
         on_every_device(&c);
+        if (i < 4) {
+            /* dY with +Inf, -Inf or NaN: Inf or NaN in the elements of dX
+             * whose sums meet them, finite values elsewhere. */
+            c.poison[2] = i % 2 ? 1 : 3, c.dirs = 2;
+            on_every_device(&c);
+        }
     }
     dla_device *cpu = dla_device_get("cpu");
     assert_non_null(cpu);
