@@ -203,7 +203,7 @@ static int direct_pays(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
 
 /* Whether strided backward passes go to dla__cpu_conv_phases with these
  * direct kernels: the float AVX-512 ones, which took 0.3-0.6x im2col's
- * time for backward data and 0.75-0.9x for backward filter on ResNet-20's
+ * time for backward data and 0.5-0.96x for backward filter on ResNet-20's
  * downsampling layers (docs/performance.md). The double AVX2 kernels took
  * as long as im2col for backward data and up to 2x for backward filter
  * (dlaccel-bench conv9_*_f64, conv11_*_f64), and the float AVX2 ones were
