@@ -21,7 +21,8 @@
  *   conv12: 16x16x32 -> 8x8x64, the same                   } their shortcuts,
  *                                                            batch 128
  * in single precision, and conv3 in double too (conv3_*_f64: that layer
- * runs in double in MATLAB; issue 19).
+ * runs in double in MATLAB; issue 19), and conv9 and conv11 (conv9_*_f64,
+ * conv11_*_f64: the strided backward passes' phases in double).
  *
  * These time the plugin's kernels themselves (dla_conv_args through the
  * device's table, as the core calls them), because backward filter has no
@@ -242,7 +243,7 @@ const bench_workload bench_conv_workloads[] = {
     DIRS(CONV, 3, "_f64", 1000, C3), DIRS(CONV, 4, "", 0, C4), DIRS(CONV, 5, "", 0, C5),
     DIRS(CONV, 6, "", 0, C6), DIRS(CONV, 7, "", 0, C7), DIRS(CONV, 8, "", 0, C8),
     DIRS(CONV, 9, "", 0, C9), DIRS(CONV, 10, "", 0, C10), DIRS(CONV, 11, "", 0, C11),
-    DIRS(CONV, 12, "", 0, C12),
+    DIRS(CONV, 12, "", 0, C12), DIRS(CONV, 9, "_f64", 1000, C9), DIRS(CONV, 11, "_f64", 1000, C11),
     {.name = NULL},
 };
 
@@ -251,6 +252,6 @@ const bench_workload bench_conv_reference_workloads[] = {
     DIRS(REF, 3, "_f64", 1000, C3), DIRS(REF, 4, "", 0, C4), DIRS(REF, 5, "", 0, C5),
     DIRS(REF, 6, "", 0, C6), DIRS(REF, 7, "", 0, C7), DIRS(REF, 8, "", 0, C8),
     DIRS(REF, 9, "", 0, C9), DIRS(REF, 10, "", 0, C10), DIRS(REF, 11, "", 0, C11),
-    DIRS(REF, 12, "", 0, C12),
+    DIRS(REF, 12, "", 0, C12), DIRS(REF, 9, "_f64", 1000, C9), DIRS(REF, 11, "_f64", 1000, C11),
     {.name = NULL},
 };

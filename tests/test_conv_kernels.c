@@ -1053,6 +1053,117 @@ static void strided_forward_cases_take_phase_planes_and_match(void **state)
                  differ, cases, phases ? "some (the phase planes ran)" : "none (no AVX-512)");
 }
 
+/* out_bits of c with DLACCEL_CPU_CONV_PHASES set to env (NULL: unset),
+ * on the data of rng state `replay`. */
+static void bits_with_phases(dla_device *cpu, const conv_case *c, const char *env,
+                             uint64_t replay, uint64_t *bits)
+{
+    rng_state = replay;
+    if (env)
+        setenv("DLACCEL_CPU_CONV_PHASES", env, 1);
+    else
+        unsetenv("DLACCEL_CPU_CONV_PHASES");
+    run_case(cpu, c);
+    unsetenv("DLACCEL_CPU_CONV_PHASES");
+    memcpy(bits, out_bits, sizeof out_bits);
+}
+
+/* Strided backward passes (data and filter), float and double: the naive
+ * loops' values on every device (the cpu plugin its own way, with
+ * DLACCEL_CPU_CONV=direct and =im2col, and with DLACCEL_CPU_CONV_PHASES=
+ * off), strides 2 and 3 with odd sizes, filters with fewer taps than the
+ * stride, padding and cropping, groups, 1-3 spatial dims, strided views,
+ * the backward-data epilogue; ResNet-20's downsampling shapes at even and
+ * odd sizes, one image and several (and with Inf and NaN in dY), and a
+ * batch of 40 (the direct backward filter's parts of the batch). With AVX-512 the cpu plugin's
+ * pick gives other bits than with DLACCEL_CPU_CONV_PHASES=off in some
+ * float cases of each direction: its phases ran (conv_phases.c); in
+ * double, and with =off, it gives im2col's bits. */
+static void strided_backward_cases_take_phases_and_match(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 200; i++) {
+        conv_case c;
+        strided_forward_case(&c, i % 2 ? DLA_F64 : DLA_F32);
+        c.strided = chance(30);
+        c.dirs = 6;
+        on_every_device(&c);
+        if (i % 4 == 0) {
+            setenv("DLACCEL_CPU_CONV_PHASES", "off", 1);
+            run_case(devices[0], &c);
+            unsetenv("DLACCEL_CPU_CONV_PHASES");
+        }
+    }
+    for (int i = 0; i < 12; i++) {
+        const int64_t f = i % 2 ? 1 : 3, pad = f == 3, odd = i / 2 % 2;
+        conv_case c = {.dtype = i / 4 % 2 ? DLA_F64 : DLA_F32, .nsp = 2, .bias = 0,
+                       .B = i < 4 ? 1 : i < 8 ? 3 : 40, .C = 16, .F = 32, .G = 1,
+                       .strided = i == 5, .in = {16 - odd, 16 + odd, 1}, .fs = {f, f, 1},
+                       .st = {2, 2, 1}, .dl = {1, 1, 1}, .pb = {pad, pad, 0}, .dirs = 6};
+        if (c.B == 40)
+            c.C = 8, c.F = 8;
+        for (int d = 0; d < 2; d++)
+            c.out[d] = (c.in[d] + 2 * pad - f) / 2 + 1;
+        c.out[2] = 1;
+        on_every_device(&c);
+        if (i < 4) {
+            /* dY with +Inf, -Inf or NaN: Inf or NaN in the elements of dX
+             * whose sums meet them, finite values elsewhere. */
+            c.poison[2] = i % 2 ? 1 : 3, c.dirs = 2;
+            on_every_device(&c);
+        }
+    }
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    /* 5x5 filters with stride 2: phase 0's taps are 3x3, and with 8+
+     * images and channels that phase goes to Winograd (both passes), held
+     * to its norm-wise tolerance as in the 3x3 tests; then the direct
+     * kernels alone and im2col. */
+    for (int i = 0; i < 2; i++) {
+        conv_case c = {.dtype = DLA_F32, .nsp = 2, .bias = 0, .B = 8, .C = 8, .F = 9, .G = 1,
+                       .in = {13 + i, 14, 1}, .fs = {5, 5, 1}, .st = {2, 2, 1},
+                       .dl = {1, 1, 1}, .pb = {2, 1 + i, 0}, .dirs = 6};
+        for (int d = 0; d < 2; d++)
+            c.out[d] = (c.in[d] + 2 * 2 - 5) / 2 + 1;
+        c.out[2] = 1;
+        normwise = 1;
+        run_case(cpu, &c);
+        normwise = 0;
+        setenv("DLACCEL_CPU_CONV", "direct", 1);
+        run_case(cpu, &c);
+        setenv("DLACCEL_CPU_CONV", "im2col", 1);
+        run_case(cpu, &c);
+        unsetenv("DLACCEL_CPU_CONV");
+    }
+    for (dla_dtype t = DLA_F32; t <= DLA_F64; t++) {
+        int differ[3] = {0, 0, 0}, off_differ = 0;
+        const int cases = 30;
+        for (int i = 0; i < cases; i++) {
+            conv_case c;
+            strided_forward_case(&c, t);
+            c.G = 1, c.C = rnd_int(4, 9), c.F = rnd_int(4, 13), c.strided = 0, c.dirs = 6;
+            uint64_t picked[3], off[3], im2col[3];
+            const uint64_t replay = rng_state;
+            bits_with_phases(cpu, &c, NULL, replay, picked);
+            bits_with_phases(cpu, &c, "off", replay, off);
+            bits_with(cpu, &c, "im2col", replay, im2col);
+            for (int d = 1; d < 3; d++) {
+                differ[d] += picked[d] != off[d];
+                off_differ += off[d] != im2col[d];
+            }
+        }
+        const int phases =
+            t == DLA_F32 && strstr(dla_device_properties(cpu), "simd=avx512f") != NULL;
+        if (off_differ != 0 || (phases ? differ[1] == 0 || differ[2] == 0
+                                       : differ[1] + differ[2] != 0))
+            fail_msg("%s strided backward passes: %d (data) and %d (filter) of %d cases differ "
+                     "from DLACCEL_CPU_CONV_PHASES=off's bits, expected %s; =off differs from "
+                     "im2col in %d",
+                     t == DLA_F64 ? "double" : "single", differ[1], differ[2], cases,
+                     phases ? "some of each (the phases ran)" : "none", off_differ);
+    }
+}
+
 static void three_by_three_cases_match_and_take_another_path_than_direct(void **state)
 {
     (void)state;
@@ -1374,6 +1485,7 @@ int main(void)
         cmocka_unit_test(three_by_three_cases_of_large_images_match),
         cmocka_unit_test(stride_two_rows_of_many_outputs_match),
         cmocka_unit_test(strided_forward_cases_take_phase_planes_and_match),
+        cmocka_unit_test(strided_backward_cases_take_phases_and_match),
         cmocka_unit_test(stride_one_cases_of_large_batches_match),
         cmocka_unit_test(three_by_three_layers_with_inputs_near_flt_max_stay_finite),
         cmocka_unit_test(three_by_three_layers_with_inf_and_nan_inputs_match_the_direct_sums),

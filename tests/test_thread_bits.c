@@ -22,6 +22,8 @@
  *   (fused programs and their sums);
  * - a 256-channel layer's filter gradient, whose batch parts are bounded
  *   by their memory;
+ * - a stride-2 layer's input and filter gradients (3x3 and 1x1), which
+ *   the cpu plugin runs phase by phase with AVX-512;
  * - products the cpu plugin runs by its AVX-512 tiles on such a CPU
  *   (gemm_direct.c: rows cut by the thread count), an LSTM step's among
  *   them.
@@ -278,6 +280,64 @@ static void test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread
     }
 }
 
+/* ------------------------------------------- a strided layer's gradients */
+
+/* The gradients of sum(conv(x, w)^2) for x and w, a 3x3 (ctx: 1x1)
+ * filter with stride 2: with AVX-512 the cpu plugin runs both backward
+ * passes phase by phase (conv_phases.c), each phase a stride-1 call of
+ * the direct kernels. */
+static dla_status strided_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)nin;
+    (void)nout;
+    const int one = ctx != NULL;
+    dla_tensor *y =
+        dla_conv(in[0], in[1], NULL,
+                 &(dla_conv_options){.stride = {2, 2, 1},
+                                     .padding = {{one ? 0 : 1, one ? 0 : 1, 0}, {1, 0, 0}}});
+    out[0] = dla_sum(dla_square(y), 0, NULL);
+    return dla_gradient(out[0], 2, in, out + 1);
+}
+
+static void strided_layer(run *r, int64_t size, int64_t batch, int one)
+{
+    dla_scope_begin();
+    dla_rng_seed(11);
+    dla_tensor *x = dla_randn(DLA_F32, "SSCB", 4, (int64_t[]){size, size, 16, batch});
+    dla_tensor *w = dla_randn(DLA_F32, "", 4, (int64_t[]){one ? 1 : 3, one ? 1 : 3, 16, 32});
+    dla_tensor *out[3];
+    assert_int_equal(
+        dla_feval(strided_loss, one ? (void *)1 : NULL, 2, (dla_tensor *[]){x, w}, 3, out),
+        DLA_OK);
+    for (int i = 0; i < 3; i++)
+        keep(r, out[i]);
+    dla_scope_end();
+}
+
+/* ResNet-20's downsampling layers (3x3 and 1x1, stride 2, 16 -> 32
+ * channels) on 15x15 images: 40 of them (the filter gradient in parts of
+ * the batch) and 3 (fewer images than threads). */
+static void test_a_strided_layers_gradients_have_the_same_bits_with_any_thread_count(
+    void **state)
+{
+    (void)state;
+    static const int64_t batches[2] = {40, 3};
+    for (int shape = 0; shape < 4; shape++) {
+        run first = {0}, r = {0};
+        for (int k = 0; k < NTEAMS; k++) {
+            omp_set_num_threads(team_sizes[k]);
+            strided_layer(k ? &r : &first, 15, batches[shape / 2], shape % 2);
+            if (k) {
+                same_as(&first, &r, team_sizes[k],
+                        shape % 2 ? "1x1 stride-2 layer" : "3x3 stride-2 layer");
+                drop(&r);
+            }
+        }
+        drop(&first);
+    }
+}
+
 /* ------------------------------------------------------------- products */
 
 /* Pages of op(A) (m x k) times op(B) (k x n), A transposed as stored when
@@ -331,6 +391,8 @@ int main(void)
         TU_TEST(test_cnn_step_of_few_images_has_the_same_bits_with_any_thread_count),
         TU_TEST(
             test_a_wide_layers_filter_gradient_has_the_same_bits_with_any_thread_count),
+        TU_TEST(
+            test_a_strided_layers_gradients_have_the_same_bits_with_any_thread_count),
         TU_TEST(test_products_have_the_same_bits_with_any_thread_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,11 +17,15 @@
  *   layers with 8+ channels to Winograd F(2x2, 3x3) (conv_winograd.c);
  * - depthwise kernels (conv_depthwise.c) for strided depthwise layers
  *   (one channel and one filter a group: a MobileNet's);
+ * - the backward passes of strided convolutions with dilation 1 as one
+ *   stride-1 call of the float AVX-512 direct kernels per phase
+ *   (conv_phases.c);
  * - im2col + OpenBLAS GEMM (conv_im2col.h) for everything else: strided
- *   convolutions' backward passes (and forward ones without AVX-512 or
- *   with dilation), CPUs with neither (and valgrind).
- * DLACCEL_CPU_CONV=im2col forces the second, DLACCEL_CPU_CONV=direct keeps
- * the first without Winograd, for comparisons and tests.
+ *   convolutions with dilation, and any strided ones without AVX-512
+ *   (double included), CPUs with neither (and valgrind).
+ * DLACCEL_CPU_CONV=im2col forces im2col, DLACCEL_CPU_CONV=direct keeps
+ * the direct kernels without Winograd, and DLACCEL_CPU_CONV_PHASES=off
+ * keeps im2col for strided backward passes, for comparisons and tests.
  *
  * Padding may be asymmetric and even negative (cropping): an input index
  * outside x reads as zero, and out_size is taken as given.
@@ -197,6 +201,23 @@ static int direct_pays(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
     return 1;
 }
 
+/* Whether strided backward passes go to dla__cpu_conv_phases with these
+ * direct kernels: the float AVX-512 ones, which took 0.3-0.6x im2col's
+ * time for backward data and 0.5-0.96x for backward filter on ResNet-20's
+ * downsampling layers (docs/performance.md). The double AVX2 kernels took
+ * as long as im2col for backward data and up to 2x for backward filter
+ * (dlaccel-bench conv9_*_f64, conv11_*_f64), and the float AVX2 ones were
+ * not measured: both keep im2col, as for the strided forward. */
+static int phases_pay(dla__cpu_conv_direct_fn direct)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return direct == dla__cpu_conv_direct_avx512;
+#else
+    (void)direct;
+    return 0;
+#endif
+}
+
 /* The checked convolution p in direction dir, by the first path that
  * takes it. A path declines (DLA_ERR_UNSUPPORTED) before it writes its
  * result, so an epilogue runs once, on the path that wrote the images. */
@@ -206,9 +227,14 @@ static dla_status run_checked(const dla__cpu_conv *p, dla__cpu_conv_dir dir)
         return dla__cpu_conv_depthwise(p, dir);
     const dla__cpu_conv_direct_fn direct = dla__cpu_conv_direct_usable(p->dtype);
     if (direct && direct_pays(p, dir, direct)) {
-        const dla_status s = direct(p, dir);
+        dla_status s = direct(p, dir);
         if (s != DLA_ERR_UNSUPPORTED)
             return s;
+        if (phases_pay(direct)) {
+            s = dla__cpu_conv_phases(p, dir, direct);
+            if (s != DLA_ERR_UNSUPPORTED)
+                return s;
+        }
     }
     return dla__cpu_conv_im2col(p, dir);
 }

@@ -59,6 +59,14 @@ dla_status dla__cpu_conv_direct_avx512(const dla__cpu_conv *p, dla__cpu_conv_dir
 dla_status dla__cpu_conv_direct_avx2(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 dla_status dla__cpu_conv_direct_avx2_f64(const dla__cpu_conv *p, dla__cpu_conv_dir dir);
 
+/* The backward data or backward filter of a strided convolution with
+ * dilation 1 as stride-1 calls of direct, one per phase (conv_phases.c).
+ * DLA_ERR_UNSUPPORTED (without a message, perhaps after writing part of
+ * the result, which the caller's im2col writes again) where it does not
+ * apply, a phase's call declines, or DLACCEL_CPU_CONV_PHASES=off. */
+dla_status dla__cpu_conv_phases(const dla__cpu_conv *p, dla__cpu_conv_dir dir,
+                                dla_status (*direct)(const dla__cpu_conv *, dla__cpu_conv_dir));
+
 /* dst[o] = src[2 o] for o < n (conv.c): AVX-512 where the CPU has it,
  * reading src up to src[2 n - 2] and no further. The rows of stride-2
  * layers, for im2col, the depthwise path's phases and the direct
