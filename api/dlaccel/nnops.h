@@ -75,8 +75,9 @@ typedef struct dla_attention_options {
      * attend to key i: Lk x Lq for every observation, or Lk x Lq x 1 x B
      * one per observation (trailing dims of 1 allowed; unformatted; any
      * real or logical dtype; a padding mask marks the padded keys 0).
-     * With "causal" both apply. A query that may see no key gets the mean
-     * of the values. Borrowed;
+     * With "causal" both apply. A query that may see no key (under the
+     * two together too) gets the mean of the values, and no gradient
+     * into the queries and keys. Borrowed;
      * inside dla_accelerate give it as an input of the function (a
      * tensor reached any other way is a constant of the trace). */
     dla_tensor *mask;
