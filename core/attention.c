@@ -115,10 +115,12 @@ static dla_tensor *from_heads(dla_tensor *y, dla_tensor *queries, const layout *
     return dla_reshape(p, dla_tensor_format(queries), nd, dims);
 }
 
-/* An additive mask for the scores (Lk x Lq): 0 where query j may see key
- * i (i <= j), a large negative number after it, so that softmax gives
- * those keys weight 0 exactly. */
-static dla_tensor *causal_mask(dla_dtype dtype, int64_t lk, int64_t lq, dla_device *dev)
+/* The causal mask (Lk x Lq): seen where query j may see key i (i <= j),
+ * hidden after it. As an additive mask for the scores, 0 and a large
+ * negative number, so that softmax gives those keys weight 0 exactly; as
+ * a mask to multiply, 1 and 0. */
+static dla_tensor *causal_mask(dla_dtype dtype, int64_t lk, int64_t lq, dla_device *dev,
+                               double seen, double hidden)
 {
     const size_t n = (size_t)(lk * lq), es = dtype == DLA_F64 ? 8 : 4;
     unsigned char *host = malloc(n ? n * es : 1);
@@ -127,7 +129,7 @@ static dla_tensor *causal_mask(dla_dtype dtype, int64_t lk, int64_t lq, dla_devi
                           "mask", (long long)lk, (long long)lq);
     for (int64_t j = 0; j < lq; j++)
         for (int64_t i = 0; i < lk; i++) {
-            const double v = i <= j ? 0.0 : -1e30;
+            const double v = i <= j ? seen : hidden;
             if (dtype == DLA_F64)
                 ((double *)host)[i + lk * j] = v;
             else
@@ -271,17 +273,32 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     dla_tensor *v = to_heads(to_clb(values, &l[2]), num_heads);
     /* scores(i, j, head, b) = scale * key i . query j */
     dla_tensor *s = dla_affine(dla_pagemtimes(k, "transpose", q, "none"), scale, 0.0);
-    if (!strcmp(mask, "causal"))
-        s = dla_add(s, causal_mask(dla_tensor_dtype(queries), l[1].L, l[0].L,
-                                   dla_tensor_device(queries)));
     if (opts && opts->mask) {
-        /* 0 where allowed, a large negative number where not: (m - 1) 1e30
-         * of the mask as 0/1 in the scores' dtype. The logical cast is
-         * mask ~= 0 on the mask's own device; a zero to compare it with
-         * was made on the current one, and a mask on another device
-         * failed ("dla_ne: arguments a and b are on opencl:0 and cpu:0"). */
+        /* The scores where a key may be seen, -1e30 where not: s .* m +
+         * (m - 1) 1e30 of the mask as 0/1 in the scores' dtype, the causal
+         * mask multiplied in. One offset for every hidden key, and none
+         * of the score left there: a query that may see no key then has
+         * equal scores, weights 1/Lk and the mean of the values, with no
+         * gradient into the queries and keys. Adding the two masks' -1e30
+         * each gave -2e30 where both hid a key, so such a query weighed
+         * only the keys one of them let through (the mean of those
+         * values); and adding s to -1e30 rounds s away in the forward
+         * while its backward still sent the softmax's gradient into the
+         * queries and keys.
+         * The logical cast is mask ~= 0 on the mask's own device; a zero
+         * to compare it with was made on the current one, and a mask on
+         * another device failed ("dla_ne: arguments a and b are on
+         * opencl:0 and cpu:0"). */
         dla_tensor *m = dla_cast(dla_cast(opts->mask, DLA_BOOL), dla_tensor_dtype(queries));
-        s = dla_add(s, dla_affine(m, 1e30, -1e30));
+        if (!strcmp(mask, "causal"))
+            m = dla_mul(m, causal_mask(dla_tensor_dtype(queries), l[1].L, l[0].L,
+                                       dla_tensor_device(queries), 1.0, 0.0));
+        s = dla_add(dla_mul(s, m), dla_affine(m, 1e30, -1e30));
+    } else if (!strcmp(mask, "causal")) {
+        /* Every query sees key 1 at least: the hidden keys' weights are 0
+         * exactly, and so is the gradient through them. */
+        s = dla_add(s, causal_mask(dla_tensor_dtype(queries), l[1].L, l[0].L,
+                                   dla_tensor_device(queries), 0.0, -1e30));
     }
     const int64_t sd[4] = {l[1].L, l[0].L, num_heads, l[0].B};
     dla_tensor *a = dla_reshape(dla_softmax(dla_reshape(s, "CUUU", 4, sd)), "", 4, sd);

@@ -511,6 +511,13 @@ static dla_tensor *convolve(const char *op, int transposed, dla_tensor *x, dla_t
                           (long long)(per_in * g.G), xd, (long long)xc);
     if (per_out < 1)
         return dla__error(DLA_ERR_SHAPE, "%s: argument weights (%s): no filters", op, wd);
+    /* Refused here, as no filters is: the kernels refused it in their own
+     * words ("cpu conv_forward: arguments batch=2 in_channels=0
+     * out_channels=2 groups=1: channels must be positive multiples of
+     * groups"), naming neither argument. */
+    if (xc < 1)
+        return dla__error(DLA_ERR_SHAPE, "%s: argument x (%s): no channels (a C dim of 0)", op,
+                          xd);
     /* In the geometry, x-space is dla_conv's input, or dla_transpconv's output. */
     g.C = transposed ? per_out * g.G : xc;
     g.F = transposed ? xc : per_out * g.G;

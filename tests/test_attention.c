@@ -182,6 +182,68 @@ static void test_a_mask_tensor_hides_the_keys_it_marks(void **state)
     dla_scope_end();
 }
 
+/* A query the masks leave no key gets the mean of the values, with no
+ * gradient into the queries and keys, the causal mask and a mask tensor
+ * together too. Each mask added its own -1e30: where both hid a key its
+ * score was -2e30, so query 1 below, whose only causal key the mask
+ * hides, weighed keys 1 and 2 (each hidden by one mask) and not key 3
+ * (hidden by both): the mean of two values; and the scores under -1e30
+ * were rounded away in the forward while the backward sent gradients
+ * into them (analytic -0.12 where the numeric derivative is 0). */
+static dla_tensor *attend_masked(void *ctx, dla_tensor *const *in)
+{
+    dla_tensor *m = ctx;
+    return dla_attention(in[0], in[1], in[2], H,
+                         &(dla_attention_options){.attention_mask = "causal", .mask = m}, NULL);
+}
+
+static void test_a_query_the_masks_leave_no_key_gets_the_mean_of_the_values(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(27);
+    enum { L = 3 };
+    dla_tensor *q = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, L));
+    dla_tensor *k = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, L));
+    dla_tensor *v = dla_randn(DLA_F64, "CBT", DLA_DIMS(CV, B, L));
+    /* Query 1 may see key 1 alone (causal), which the mask hides; the
+     * mask lets it see key 2, which the causal mask hides, and hides key
+     * 3, as the causal mask does. Queries 2 and 3 see key 1. */
+    double mh[L * L];
+    for (int j = 0; j < L; j++)
+        for (int i = 0; i < L; i++)
+            mh[i + L * j] = j == 0 ? i == 1 : i == 0;
+    dla_tensor *m = dla_tensor_from_host(mh, DLA_F64, "", DLA_DIMS(L, L));
+    dla_tensor *w = NULL;
+    dla_tensor *y = attend_masked(m, (dla_tensor *[]){q, k, v});
+    dla_attention(q, k, v, H, &(dla_attention_options){.attention_mask = "causal", .mask = m}, &w);
+    if (dla_tensor_status(y) != DLA_OK)
+        fail_msg("%s", dla_tensor_error(y));
+    double *hy = host(y), *hv = host(v), *hw = host(w);
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < CV; c++) {
+            double mean = 0;
+            for (int i = 0; i < L; i++)
+                mean += hv[c + CV * (b + B * i)] / L;
+            if (!tu_close(hy[c + CV * b], mean, 1e-14))
+                fail_msg("y(%d, %d, 1): %.17g, the mean of the values %.17g", c + 1, b + 1,
+                         hy[c + CV * b], mean);
+        }
+    for (int hb = 0; hb < H * B; hb++)
+        for (int i = 0; i < L; i++)
+            assert_true(hw[i + L * L * hb] == 1.0 / L);
+    free(hy), free(hv), free(hw);
+    const int check[3] = {1, 1, 1};
+    gc_check(attend_masked, m, 3, (dla_tensor *[]){q, k, v}, check, 1e-6);
+    /* The mask alone hiding every key from query 1. */
+    for (int i = 0; i < L; i++)
+        mh[i] = 0;
+    dla_tensor *m2 = dla_tensor_from_host(mh, DLA_F64, "", DLA_DIMS(L, L));
+    gc_check(attend_masked, m2, 3, (dla_tensor *[]){q, k, v}, check, 1e-6);
+    gc_check2(attend_masked, m2, 3, (dla_tensor *[]){q, k, v}, check, 1e-5);
+    dla_scope_end();
+}
+
 /* Queries, keys, values and mask on another device than the current one
  * give that device's result there: the mask was compared with a zero made
  * on the current device ("dla_ne: arguments a and b are on testmem:0 and
@@ -418,6 +480,7 @@ int main(void)
         TU_TEST(test_multi_head_attention_matches_the_reference),
         TU_TEST(test_a_causal_mask_hides_later_keys),
         TU_TEST(test_a_mask_tensor_hides_the_keys_it_marks),
+        TU_TEST(test_a_query_the_masks_leave_no_key_gets_the_mean_of_the_values),
         TU_TEST(test_a_mask_on_another_device_than_the_current_one),
         TU_TEST(test_every_layout_gives_the_same_numbers),
         TU_TEST(test_gradients_match_finite_differences),

@@ -633,6 +633,16 @@ static void errors_name_the_op_the_argument_and_the_shapes(void **state)
                  DLA_ERR_SHAPE,
                  "dla_transpconv: argument weights: 3x3x16x8 expects 8 channels per group x 1 "
                  "group = 8 input channels, but x (7x7x16x2 SSCB) has 16");
+    /* An x of no channels is named (the kernels refused it: "cpu
+     * conv_forward: arguments batch=2 in_channels=0 ... channels must be
+     * positive multiples of groups"). */
+    tu_expect_error(dla_conv(dla_zeros(DLA_F32, "SSCB", DLA_DIMS(5, 4, 0, 2)),
+                             dla_zeros(DLA_F32, "", DLA_DIMS(2, 3, 0, 2)), NULL, NULL),
+                 DLA_ERR_SHAPE, "dla_conv: argument x (5x4x0x2 SSCB): no channels (a C dim of 0)");
+    tu_expect_error(dla_transpconv(dla_zeros(DLA_F32, "SSCB", DLA_DIMS(5, 4, 0, 2)),
+                                   dla_zeros(DLA_F32, "", DLA_DIMS(2, 3, 2, 0)), NULL, NULL),
+                 DLA_ERR_SHAPE,
+                 "dla_transpconv: argument x (5x4x0x2 SSCB): no channels (a C dim of 0)");
     dla_tensor *w816 = dla_zeros(DLA_F32, "", DLA_DIMS(3, 3, 8, 16));
     tu_expect_error(dla_transpconv(t, w816, NULL,
                                    &(dla_conv_options){.stride = {((int64_t)1 << 62) + 1, 1}}),

@@ -83,7 +83,8 @@ typedef struct dla_conv_options {
  * DLA_ERR_SHAPE when the weights' channels x groups do not match x's "C"
  * dim (the message names both: "dla_conv: argument weights: 5x5x3x20
  * expects 3 channels per group x 1 group = 3 input channels, but x
- * (28x28x1x128 SSCB) has 1"), when the bias has neither F elements nor one,
+ * (28x28x1x128 SSCB) has 1"), when x has no channels or the weights no
+ * filters, when the bias has neither F elements nor one,
  * when a filter does not fit in the padded input, or when a spatial dim of
  * x or of the result has more than 2^31-1 elements; DLA_ERR_INVALID_ARGUMENT
  * for a filter size, stride or dilation outside 1..2^31-1, a padding

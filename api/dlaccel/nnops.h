@@ -76,8 +76,9 @@ typedef struct dla_attention_options {
      * one per observation; Lq may be 1: the same keys for every query (a
      * padding mask, Lk x 1 x 1 x B, 0 at the padded keys). Trailing dims
      * of 1 allowed; unformatted; any real or logical dtype.
-     * With "causal" both apply. A query that may see no key gets the mean
-     * of the values. Borrowed;
+     * With "causal" both apply. A query that may see no key (under the
+     * two together too) gets the mean of the values, and no gradient
+     * into the queries and keys. Borrowed;
      * inside dla_accelerate give it as an input of the function (a
      * tensor reached any other way is a constant of the trace). */
     dla_tensor *mask;
