@@ -5,30 +5,36 @@
  * sequence-to-label network's summary of each sequence, after a
  * self-attention or a convolution over time.
  *
- * "last" is the last index of the mini-batch, padding included: with
- * sequences padded on the right ("right", the default) it is the longest
- * sequence's last step for every observation, so a network that reads
- * "last" trains with SequencePaddingDirection "left", as MATLAB's
- * examples do with recurrent layers' OutputMode "last".
+ * Without a mask "last" is the last index of the mini-batch, padding
+ * included: with sequences padded on the right ("right", the default) it
+ * is the longest sequence's last step for every observation, so such a
+ * network trains with SequencePaddingDirection "left", as MATLAB's
+ * examples do with recurrent layers' OutputMode "last". With
+ * HasPaddingMaskInput (MATLAB's; layer_mask.c) each observation's own
+ * first or last data step is taken, wherever the padding is.
  */
 #include "nn/nn.h"
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
 
 static const char type[] = "indexing1d";
 
-static const dla__field fields[] = {F("Index", DLA__F_STRING, mode, 1), {NULL, 0, 0, 0}};
+/* dim: HasPaddingMaskInput, as the other layers with a mask port. */
+static const dla__field fields[] = {F("Index", DLA__F_STRING, mode, 1),
+                                    F("HasPaddingMaskInput", DLA__F_INT, dim, 1),
+                                    {NULL, 0, 0, 0}};
 
 static dla_status check(const dla__props *p, const char *name)
 {
     if (strcmp(p->mode, "first") && strcmp(p->mode, "last"))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': Index \"%s\"; use \"first\" or "
                             "\"last\"", type, name, p->mode);
-    return DLA_OK;
+    return dla__layer_size(type, name, "HasPaddingMaskInput", p->dim, 0, 1);
 }
 
 /* The one dim indexed: "T", or the one "S" of data without "T". */
@@ -53,7 +59,37 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 1-D indexing takes \"CBT\" "
                             "sequences or \"SCB\" 1-D images (one \"T\" or one \"S\" dim)",
                             in->format);
-    return DLA_OK;
+    return dla__mask_check_init(l, in);
+}
+
+/* With a padding mask: the weights w (1 at each observation's first or
+ * last data step, 0 elsewhere; as m, 1 x B x T or T x 1 x B) and the
+ * sum of x .* w over the steps. The step numbers (1..n for "last",
+ * n..1 for "first") times m peak at that step; an observation with no
+ * data step has no weight and gives 0. */
+static dla_tensor *masked_pick(const dla__props *p, dla__call *c, int d, int64_t n)
+{
+    dla_tensor *x = c->x[0], *m = dla__mask_steps(c);
+    if (dla_tensor_status(m) != DLA_OK)
+        return m;
+    double *steps = dla__nn_malloc(sizeof *steps * (size_t)n);
+    if (!steps)
+        return dla__nn_error_tensor();
+    const int last = !strcmp(p->mode, "last");
+    for (int64_t i = 0; i < n; i++)
+        steps[i] = (double)(last ? i + 1 : n - i);
+    int64_t dims[DLA_MAX_DIMS];
+    for (int i = 0; i < d; i++)
+        dims[i] = 1;
+    dims[d] = n;
+    dla_tensor *k = dla_cast(dla_tensor_from_host(steps, DLA_F64, "", d + 1, dims),
+                             dla_tensor_dtype(x));
+    free(steps);
+    dla_tensor *score = dla_mul(m, k);
+    const int64_t along = d + 1;
+    dla_tensor *top = dla_max(score, 1, &along);
+    dla_tensor *w = dla_mul(dla_cast(dla_eq(score, top), dla_tensor_dtype(x)), m);
+    return dla_sum(dla_mul(x, w), 1, &along);
 }
 
 static dla_status forward(const dla__props *p, dla__call *c)
@@ -71,7 +107,7 @@ static dla_status forward(const dla__props *p, dla__call *c)
     const int64_t at = strcmp(p->mode, "last") ? 0 : n - 1;
     /* "CBT" -> C x B x 1, "SCB" -> 1 x C x B: the remaining two dims, in
      * order, are the result's "C" and "B". */
-    dla_tensor *one = dla_slice(x, d + 1, at, 1, at + 1);
+    dla_tensor *one = c->nx > 1 ? masked_pick(p, c, d, n) : dla_slice(x, d + 1, at, 1, at + 1);
     const int64_t ch = dla_tensor_dim(x, (int)(strchr(f, 'C') - f) + 1);
     const int64_t b = dla_tensor_dim(x, (int)(strchr(f, 'B') - f) + 1);
     c->y = dla_reshape(one, "CB", DLA_DIMS(ch, b));
@@ -81,17 +117,20 @@ static dla_status forward(const dla__props *p, dla__call *c)
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
-    snprintf(buf, size, "1-D indexing of the %s index", p->mode);
+    snprintf(buf, size, "1-D indexing of the %s %s", p->mode,
+             p->dim ? "data step (padding mask)" : "index");
 }
 
 const dla__layer_kind dla__kind_indexing1d = {
     .type = "indexing1d", .display = "1-D Indexing", .default_name = "index1d",
     .fields = fields, .check = check, .init = init, .forward = forward, .describe = describe,
+    .mask_port = 1,
 };
 
-DLA_API dla_layer *dla_indexing1d_layer(const char *index, const dla_layer_options *opts)
+DLA_API dla_layer *dla_indexing1d_layer(const char *index, const dla_indexing1d_layer_options *opts)
 {
     dla__props p = {0};
     dla_status st = dla__props_string(p.mode, index, "first", "indexing1d: Index");
-    return dla__layer_new(&dla__kind_indexing1d, opts ? opts->name : NULL, 1, &p, st);
+    p.dim = opts ? opts->has_padding_mask_input : 0;
+    return dla__layer_new(&dla__kind_indexing1d, opts ? opts->name : NULL, p.dim ? 2 : 1, &p, st);
 }

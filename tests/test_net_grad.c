@@ -427,6 +427,19 @@ static void normalization_and_smooth_layers_differentiate(void **state)
         check_net(net, x, 1);
         dla_net_free(net);
     }
+    /* 1-D indexing of each observation's last data step (the same
+     * input, observation 2 padded at its last two steps), then an fc. */
+    dla_layer *ix[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "x"}),
+                       dla_fc_layer(3, NULL),
+                       dla_indexing1d_layer("last", &(dla_indexing1d_layer_options){
+                           .name = "ix", .has_padding_mask_input = 1}),
+                       dla_fc_layer(2, NULL)};
+    net = dla_net_create(4, ix);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "x", "ix/mask"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    check_net(net, x, 1);
+    dla_net_free(net);
     /* A physics-informed network's shape: features through tanh layers. */
     dla_layer *f[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(6, NULL), dla_tanh_layer(NULL),
                       dla_fc_layer(6, NULL), dla_tanh_layer(NULL), dla_fc_layer(1, NULL)};

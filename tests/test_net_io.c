@@ -324,7 +324,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
         dla_sequence_input_layer(3, &(dla_sequence_input_options){.min_length = 2}),
         dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.name = "c"}),
         dla_prelu_layer(0.2, &(dla_prelu_layer_options){.name = "pr", .per_channel = 1}),
-        dla_indexing1d_layer("last", &(dla_layer_options){.name = "ix"}),
+        dla_indexing1d_layer("last", &(dla_indexing1d_layer_options){.name = "ix"}),
         dla_fc_layer(2, NULL)};
     net = dla_net_create(5, pi);
     assert_non_null(net);

@@ -1054,7 +1054,7 @@ static void indexing1d_layer_takes_the_first_or_last_index(void **state)
     assert_true(maxdiff(y, dla_reshape(dla_slice(img, 1, 5, 1, 6), "CB", DLA_DIMS(3, 2))) == 0);
     dla_net_free(net);
 
-    dla_layer *l = dla_indexing1d_layer("middle", &(dla_layer_options){.name = "ix"});
+    dla_layer *l = dla_indexing1d_layer("middle", &(dla_indexing1d_layer_options){.name = "ix"});
     assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "indexing1d 'ix': Index \"middle\""));
     dla_layer_free(l);

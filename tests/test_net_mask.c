@@ -158,6 +158,58 @@ static void masked_global_pooling_reads_the_data_steps_only(void **state)
     dla_scope_end();
 }
 
+/* indexing1dLayer with a mask: each observation's own first or last
+ * data step, whether its padding is on the right (observation 1) or on
+ * the left (observation 2); one with no data step gives 0. */
+static void masked_indexing_takes_each_observations_own_step(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int last = 0; last < 2; last++) {
+        const dla_indexing1d_layer_options o = {.name = "ix", .has_padding_mask_input = 1};
+        dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.name = "x"}),
+                          dla_indexing1d_layer(last ? "last" : "first", &o)};
+        dla_net *net = dla_net_create(2, l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_connect(net, "x", "ix/mask"), DLA_OK);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        /* 2 channels x 3 observations x 5 steps, channel 1 the mask:
+         * observation 1 has data at steps 1-3, observation 2 at 3-5,
+         * observation 3 none. Channel 2 holds 10 * observation + step. */
+        float v[2 * 3 * 5];
+        for (int t = 0; t < 5; t++)
+            for (int b = 0; b < 3; b++) {
+                const int data = (b == 0 && t < 3) || (b == 1 && t >= 2);
+                v[2 * (b + 3 * t)] = data ? 1.0f : 0.0f;
+                v[2 * (b + 3 * t) + 1] = (float)(10 * (b + 1) + t + 1);
+            }
+        dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CBT", DLA_DIMS(2, 3, 5)), *y;
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            for (int round = 0; round < 2; round++) {
+                assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+                assert_string_equal(dla_tensor_format(y), "CB");
+                float r[6];
+                assert_int_equal(dla_tensor_to_host(y, r, sizeof r), DLA_OK);
+                assert_true(r[0] == 1 && r[2] == 1 && r[4] == 0 && r[5] == 0);
+                assert_true(r[1] == (last ? 13.0f : 11.0f));
+                assert_true(r[3] == (last ? 25.0f : 23.0f));
+            }
+        }
+        char sum[2048];
+        dla_net_summary(net, sum, sizeof sum);
+        assert_non_null(strstr(sum, last ? "1-D indexing of the last data step (padding mask)"
+                                         : "1-D indexing of the first data step (padding mask)"));
+        dla_net_free(net);
+    }
+    dla_layer *bad = dla_indexing1d_layer(NULL, &(dla_indexing1d_layer_options){
+        .name = "ix", .has_padding_mask_input = 3});
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "indexing1d 'ix': HasPaddingMaskInput"));
+    dla_layer_free(bad);
+    dla_scope_end();
+}
+
 /* seqinput "x" (3 channels) -> selfAttention "attn" with its mask port
  * unconnected: a network of two inputs, x and attn/mask. */
 static dla_net *unfed_attention(void)
@@ -249,6 +301,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(a_prediction_does_not_depend_on_the_padding_of_its_mini_batch),
         TU_TEST(masked_global_pooling_reads_the_data_steps_only),
+        TU_TEST(masked_indexing_takes_each_observations_own_step),
         TU_TEST(masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -596,11 +596,19 @@ DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_c
 
 /* MATLAB indexing1dLayer(index): the data at the "first" (NULL, MATLAB's
  * default) or "last" index of the one "T" dim of "CBT" sequences, or of
- * the one "S" dim of "SCB" 1-D images; the result is "CB". "last" is the
- * mini-batch's last step, padding included: train with
- * SequencePaddingDirection "left" so that it is every sequence's own
- * last step. */
-DLA_API dla_layer *dla_indexing1d_layer(const char *index, const dla_layer_options *opts);
+ * the one "S" dim of "SCB" 1-D images; the result is "CB". Without a
+ * mask "last" is the mini-batch's last step, padding included: train
+ * with SequencePaddingDirection "left" so that it is every sequence's own
+ * last step. With has_padding_mask_input (MATLAB's HasPaddingMaskInput)
+ * the layer has inputs "in" and "mask" (dla_self_attention_layer's
+ * padding mask) and takes each observation's own first or last data
+ * step, padding on either side (0 for an observation with none). */
+typedef struct dla_indexing1d_layer_options {
+    const char *name;
+    int has_padding_mask_input; /* 0 or 1: a second input, "mask" */
+} dla_indexing1d_layer_options;
+DLA_API dla_layer *dla_indexing1d_layer(const char *index,
+                                        const dla_indexing1d_layer_options *opts);
 
 /* Where each step is, for self-attention (which sees the steps as a set
  * otherwise): both take "CBT" sequences, ignore their values, and give
