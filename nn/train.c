@@ -49,6 +49,11 @@ typedef struct trainer {
     int64_t classes;
     int has_recurrent;
     int64_t chunk;               /* SequenceLength as a number, else 0 */
+    /* The current batch's padding mask (1 x B x T "CBT" in the data's
+     * dtype, borrowed from the batch's scope) when some of its steps are
+     * padding, else NULL; and its count of valid steps. */
+    dla_tensor *mask;
+    double mask_steps;
     char out_format[DLA_MAX_DIMS + 1];
     dla_mbq *train_q, *val_q;
     dla_tensor *train_targets, *val_targets; /* views relabeled "CB" (class numbers) */
@@ -67,6 +72,7 @@ typedef struct trainer {
     struct {                     /* solver "lbfgs" */
         dla_lbfgs_state *state;
         dla_tensor *x, *t;       /* the one batch: all the data (+1) */
+        dla_tensor *mask;        /* its padding mask or NULL (+1) */
         dla_tensor **out;        /* [2 + nl + ns] an evaluation's outputs */
         /* The last evaluation: the point's first learnable (to tell that
          * it is the point the update returned), Y and the new state (+1). */
@@ -113,9 +119,35 @@ static void say_ctx(void *ctx, const char *text)
  * "crossentropy" by the output's non-channel elements (N, or N x T for
  * sequences, N x H x W for images), the others by all its elements (N x
  * responses). The losses' own default, the batch size, made "mse" of R
- * responses R times MATLAB's and a sequence's cross-entropy T times. */
-static dla_tensor *builtin_loss(const char *name, dla_tensor *y, dla_tensor *t)
+ * responses R times MATLAB's and a sequence's cross-entropy T times.
+ * With a padding mask m (1 x B x T, steps valid of y's B x T), padded steps
+ * add nothing and the count is of the valid steps' elements alone, so
+ * the loss is the mean over the unpadded steps (MATLAB masks them). */
+static dla_tensor *builtin_loss(const char *name, dla_tensor *y, dla_tensor *t, dla_tensor *m,
+                                double steps)
 {
+    if (m) {
+        const int c = dla_tensor_find_dim(y, 'C');
+        const int ce = !strcmp(name, "crossentropy");
+        /* Elements of y per step: channels (and any S dims) of each. */
+        double count = steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m);
+        if (ce && c)
+            count /= (double)dla_tensor_dim(y, c);
+        dla_tensor *sum;
+        if (ce || !strcmp(name, "binary-crossentropy")) {
+            const dla_crossentropy_options o = {.mask = m, .normalization_factor = "none"};
+            sum = ce ? dla_crossentropy(y, t, &o) : dla_binary_crossentropy(y, t, &o);
+        } else if (!strcmp(name, "huber")) {
+            sum = dla_huber(y, t, &(dla_huber_options){.mask = m, .normalization_factor = "none"});
+        } else {
+            const dla_regression_loss_options o = {.mask = m, .normalization_factor = "none"};
+            sum = !strcmp(name, "mse") || !strcmp(name, "mean-squared-error") ||
+                          !strcmp(name, "l2loss")
+                      ? dla_l2loss(y, t, &o)
+                      : dla_l1loss(y, t, &o);
+        }
+        return count > 0 ? dla_affine(sum, 1.0 / count, 0.0) : sum;
+    }
     if (!strcmp(name, "crossentropy")) {
         const int c = dla_tensor_find_dim(y, 'C');
         const int64_t channels = c ? dla_tensor_dim(y, c) : 1, n = dla_tensor_numel(y);
@@ -145,6 +177,22 @@ static int builtin_known(const char *name)
     return 0;
 }
 
+/* Whether y is a sequence of the steps of m, the input's padding mask
+ * (sequence-to-sequence); not for any other output (sequence-to-label,
+ * or a layer that changed the number of steps: nothing to match). */
+static int steps_of(dla_tensor *y, dla_tensor *m)
+{
+    const int td = dla_tensor_find_dim(y, 'T'), bd = dla_tensor_find_dim(y, 'B');
+    return m && td && bd && dla_tensor_dim(y, td) == dla_tensor_dim(m, 3) &&
+           dla_tensor_dim(y, bd) == dla_tensor_dim(m, 2);
+}
+
+/* The batch's padding mask for y, or NULL (no padding, or not y's steps). */
+static dla_tensor *mask_for(const trainer *tr, dla_tensor *y)
+{
+    return steps_of(y, tr->mask) ? tr->mask : NULL;
+}
+
 /* The loss of y against t, a scalar; owned by the current scope. */
 static dla_status loss_of(const trainer *tr, dla_tensor *y, dla_tensor *t, dla_tensor **loss)
 {
@@ -152,7 +200,7 @@ static dla_status loss_of(const trainer *tr, dla_tensor *y, dla_tensor *t, dla_t
     dla_status st;
     *loss = NULL;
     if (l->name) {
-        *loss = builtin_loss(l->name, y, t);
+        *loss = builtin_loss(l->name, y, t, mask_for(tr, y), tr->mask_steps);
         st = dla_tensor_status(*loss);
     } else if (l->accel) {
         st = dla_accel_call(l->accel, l->ctx, 2, (dla_tensor *[]){y, t}, 1, loss);
@@ -201,24 +249,68 @@ static dla_status scalar_of(dla_tensor *t, double *v)
     return st;
 }
 
+/* The mean of x (cast to double) over every element, or, with a padding
+ * mask m, over the valid steps' elements alone (count of them). */
+static dla_status mean_of(dla_tensor *x, dla_tensor *m, double count, double *v)
+{
+    x = dla_cast(x, DLA_F64);
+    if (!m)
+        return scalar_of(dla_mean(x, 0, NULL), v);
+    dla_status st = scalar_of(dla_sum(dla_mul(x, dla_cast(m, DLA_F64)), 0, NULL), v);
+    *v /= count;
+    return st;
+}
+
 /* Percent of observations (and time steps) whose largest output is the
- * target's; the root mean squared error over every element. */
+ * target's; the root mean squared error over every element. Padded steps
+ * (the batch's mask) count in neither. */
 static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, double *acc,
                              double *rmse)
 {
     *acc = *rmse = NAN;
     dla_status st = DLA_OK;
+    dla_tensor *m = mask_for(tr, y);
     if (tr->metrics & DLA__METRIC_ACCURACY) {
         dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(t, NULL));
-        st = scalar_of(dla_mean(dla_cast(hit, DLA_F64), 0, NULL), acc);
+        st = mean_of(hit, m, tr->mask_steps, acc);
         *acc *= 100.0;
     }
     if (st == DLA_OK && (tr->metrics & DLA__METRIC_RMSE)) {
         dla_tensor *d = dla_sub(y, dla_cast(t, dla_tensor_dtype(y)));
-        st = scalar_of(dla_mean(dla_cast(dla_square(d), DLA_F64), 0, NULL), rmse);
+        const double per = m ? (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m) : 1;
+        st = mean_of(dla_square(d), m, tr->mask_steps * per, rmse);
         *rmse = sqrt(*rmse);
     }
     return st;
+}
+
+/* The queue's next batch: x, its padding mask (NULL unless the queue
+ * makes one: sequence data) and t. */
+static dla_status next_batch(dla_mbq *q, dla_tensor **x, dla_tensor **m, dla_tensor **t)
+{
+    dla_tensor *b[3] = {NULL, NULL, NULL};
+    const int n = dla_mbq_num_outputs(q);
+    dla_status st = dla_mbq_next(q, n, b);
+    *x = b[0];
+    *m = n == 3 ? b[1] : NULL;
+    *t = b[n - 1];
+    return st;
+}
+
+/* Sets tr->mask to m in dtype when some step of it is padding (NULL when
+ * every step is valid: the loss and metrics stay as they are unmasked),
+ * tr->mask_steps to its count of valid steps either way. */
+static dla_status use_mask(trainer *tr, dla_tensor *m, dla_dtype dtype)
+{
+    tr->mask = NULL;
+    tr->mask_steps = 0;
+    if (!m)
+        return DLA_OK;
+    dla_status st = scalar_of(dla_sum(dla_cast(m, DLA_F64), 0, NULL), &tr->mask_steps);
+    if (st != DLA_OK || tr->mask_steps == (double)dla_tensor_numel(m))
+        return st;
+    tr->mask = dla_cast(m, dtype);
+    return dla_tensor_status(tr->mask);
 }
 
 /* Class numbers one-hot in dtype: a comparison with the list 0..K-1, as
@@ -417,8 +509,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         dla_net_input_activation(tr->net, 0, dims, in_fmt);
     const char *tfmt = !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format : NULL;
     dla_mbq_input in[2] = {
+        /* Sequences come with their padding mask (the second output),
+         * for the loss and metrics of sequence-to-sequence targets. */
         {.tensor = d->predictors, .sequences = d->sequences, .images = d->images, .cast = cast,
-         .format = *in_fmt ? in_fmt : NULL},
+         .format = *in_fmt ? in_fmt : NULL, .mask = d->sequences != NULL},
         {.tensor = *targets, .format = tfmt && *tfmt ? tfmt : NULL},
     };
     /* Chunked sequences are padded to the longest here and cut later. */
@@ -542,11 +636,16 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
         st = dla_net_reset_state(tr->net);
     }
     double sl = 0, sa = 0, sr = 0, count = 0, elems = 0;
+    /* The training batch's mask (L-BFGS keeps its one) comes back after. */
+    dla_tensor *train_mask = tr->mask;
+    const double train_steps = tr->mask_steps;
     dla_mbq_reset(tr->val_q);
     while (st == DLA_OK && dla_mbq_hasdata(tr->val_q)) {
         dla_scope_begin();
-        dla_tensor *b[2], *y, *l;
-        st = dla_mbq_next(tr->val_q, 2, b);
+        dla_tensor *b[2], *m, *y, *l;
+        st = next_batch(tr->val_q, &b[0], &m, &b[1]);
+        if (st == DLA_OK)
+            st = use_mask(tr, m, dla_tensor_dtype(b[0]));
         if (st == DLA_OK)
             st = dla_net_predict(tr->net, 1, &b[0], 1, &y, NULL);
         dla_tensor *t = st == DLA_OK ? targets_for_loss(tr, b[1], y) : NULL;
@@ -558,16 +657,24 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
         if (st == DLA_OK)
             st = metrics_of(tr, y, t, &a, &r);
         if (st == DLA_OK) {
-            double nb = (double)dla_tensor_dim(y, obs_dim(y));
+            /* A sequence-to-sequence batch weighs its valid steps (its
+             * figures are means over them), so that the whole is a mean
+             * over every valid step; any other its observations. */
+            const int seq = steps_of(y, m);
+            double nb = seq ? tr->mask_steps : (double)dla_tensor_dim(y, obs_dim(y));
             sl += lv * nb;
             sa += a * nb;
-            double ne = (double)dla_tensor_numel(y);
+            double ne = seq ? tr->mask_steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m)
+                            : (double)dla_tensor_numel(y);
             sr += r * r * ne;
             count += nb;
             elems += ne;
         }
+        tr->mask = NULL;
         dla_scope_end();
     }
+    tr->mask = train_mask;
+    tr->mask_steps = train_steps;
     if (saved) {
         dla_status rs = dla_net_set_state(tr->net, tr->ns, saved);
         st = st == DLA_OK ? rs : st;
@@ -800,9 +907,11 @@ static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *
 
 static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last, int *stop);
 
-/* One iteration on x, t (the batch's targets as the queue gave them). Sets
- * *stop when an OutputFcn or ValidationPatience ends training. */
-static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, int *stop)
+/* One iteration on x, t (the batch's targets as the queue gave them) and
+ * m (x's padding mask, or NULL). Sets *stop when an OutputFcn or
+ * ValidationPatience ends training. */
+static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor *t, int last,
+                          int *stop)
 {
     int nl = tr->nl, ns = tr->ns;
     dla_status st = DLA_OK;
@@ -831,6 +940,8 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
                                   : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
                                                                                : t;
     st = dla_tensor_status(tl);
+    if (st == DLA_OK)
+        st = use_mask(tr, m, dla_tensor_dtype(x));
     /* In parallel with overlapped reductions, the workers agree on the
      * batch's sizes first: the weights go into the buckets as they start. */
     st = dla__train_par_prestep(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)), nl);
@@ -879,6 +990,7 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *t, int last, i
         st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
     st = dla__train_par_metrics(&tr->par, st, dla_tensor_dim(x, obs_dim(x)), &s.training_accuracy,
                                 &s.training_rmse);
+    tr->mask = NULL;
     dla_scope_end();
     dla_free(treated);
     dla_free(out);
@@ -956,7 +1068,8 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
  * dim (sequence-to-sequence) are padded and cut with the predictors, each
  * chunk its own steps' targets (every chunk was given all of them, which
  * the loss refused). */
-static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int last_batch, int *stop)
+static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor *t,
+                              int last_batch, int *stop)
 {
     if (tr->has_recurrent && tr->ns) {
         dla_status st = dla_net_reset_state(tr->net);
@@ -964,7 +1077,7 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
             return st;
     }
     if (!tr->chunk)
-        return iterate(tr, x, t, last_batch, stop);
+        return iterate(tr, x, m, t, last_batch, stop);
     int td = dla_tensor_find_dim(x, 'T');
     int tt = td && t ? dla_tensor_find_dim(t, 'T') : 0;
     int64_t steps = td ? dla_tensor_dim(x, td) : 1, L = tr->chunk;
@@ -992,10 +1105,16 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
             t = dla_pad(t, dla_tensor_ndims(t), left ? tpad : none, left ? none : tpad,
                         tr->o.sequence_padding_value);
         }
+        /* The chunks' padding is padding too: 0 in the mask (1 x B x T). */
+        if (m)
+            m = dla_pad(dla_cast(m, dla_tensor_dtype(x)), dla_tensor_ndims(m), left ? xpad : none,
+                        left ? none : xpad, 0.0);
     }
     dla_status st = dla_tensor_status(x);
     if (st == DLA_OK && tt)
         st = dla_tensor_status(t);
+    if (st == DLA_OK && m)
+        st = dla_tensor_status(m);
     /* The padding's own message named dla_pad alone, not trainnet nor the
      * option that asked for the length. */
     if (st != DLA_OK) {
@@ -1009,11 +1128,14 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *t, int las
         dla_scope_begin();
         dla_tensor *xc = td ? dla_contiguous(dla_slice(x, td, c * L, 1, (c + 1) * L)) : x;
         dla_tensor *tc = tt ? dla_contiguous(dla_slice(t, tt, c * L, 1, (c + 1) * L)) : t;
+        dla_tensor *mc = td && m ? dla_contiguous(dla_slice(m, 3, c * L, 1, (c + 1) * L)) : m;
         st = dla_tensor_status(xc);
         if (st == DLA_OK)
             st = dla_tensor_status(tc);
+        if (st == DLA_OK && mc)
+            st = dla_tensor_status(mc);
         if (st == DLA_OK)
-            st = iterate(tr, xc, tc, last_batch && c + 1 == padded / L, stop);
+            st = iterate(tr, xc, mc, tc, last_batch && c + 1 == padded / L, stop);
         dla_scope_end();
     }
     dla_scope_end();
@@ -1138,12 +1260,16 @@ static dla_status run_lbfgs(trainer *tr)
     dla_status st;
     dla_mbq_reset(tr->train_q);
     dla_scope_begin();
-    dla_tensor *batch[2];
-    st = dla_mbq_next(tr->train_q, 2, batch);
+    dla_tensor *batch[2], *m;
+    st = next_batch(tr->train_q, &batch[0], &m, &batch[1]);
+    if (st == DLA_OK)
+        st = use_mask(tr, m, dla_tensor_dtype(batch[0]));
     if (st == DLA_OK) {
         /* The targets as the loss sees them, once: one-hot for class
-         * numbers, in the predictors' dtype. */
+         * numbers, in the predictors' dtype; the padding mask kept for
+         * every evaluation. */
         dla_tensor *x = batch[0], *t = batch[1];
+        tr->lb.mask = tr->mask = dla_tensor_retain(tr->mask);
         tr->lb.x = dla_tensor_retain(x);
         tr->lb.t = dla_tensor_retain(tr->classify ? onehot(tr, t, dla_tensor_dtype(x))
                                      : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
@@ -1185,8 +1311,8 @@ static dla_status run_epochs(trainer *tr)
         int64_t b = 0, nb = tr->par.on ? tr->iterations_per_epoch : dla_mbq_num_batches(tr->train_q);
         while (st == DLA_OK && !stop && dla__train_par_hasdata(&tr->par, tr->train_q, &st)) {
             dla_scope_begin();
-            dla_tensor *batch[2];
-            st = dla_mbq_next(tr->train_q, 2, batch);
+            dla_tensor *batch[2], *m;
+            st = next_batch(tr->train_q, &batch[0], &m, &batch[1]);
             if (st != DLA_OK) {
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -1200,8 +1326,8 @@ static dla_status run_epochs(trainer *tr)
                  * leaves some without a share: they run on a placeholder
                  * and weigh 0. */
                 tr->par.empty = dla__mbq_last_empty(tr->train_q);
-                st = train_batch(tr, batch[0], batch[1], tr->epoch == tr->o.max_epochs && b == nb,
-                                 &stop);
+                st = train_batch(tr, batch[0], m, batch[1],
+                                 tr->epoch == tr->o.max_epochs && b == nb, &stop);
             }
             dla_scope_end();
             st = dla__train_par_end(&tr->par, st, &stop);
@@ -1456,6 +1582,7 @@ static void teardown(trainer *tr)
     tr->best_net = NULL;
     dla_lbfgs_state_free(tr->lb.state);
     dla_tensor_release(tr->lb.x);
+    dla_tensor_release(tr->lb.mask);
     dla_tensor_release(tr->lb.t);
     dla_tensor_release(tr->lb.y);
     if (tr->lb.state_out)

@@ -193,8 +193,8 @@ dla_status dla__train_population_statistics(dla_net *net, dla_mbq *q, int parall
     const int discard = dla__mbq_set_discard(q, 0);
     while (st == DLA_OK && dla_mbq_hasdata(q)) {
         dla_scope_begin();
-        dla_tensor *batch[2];
-        st = dla_mbq_next(q, 2, batch);
+        dla_tensor *batch[3]; /* x, (its padding mask,) t: x alone is read */
+        st = dla_mbq_next(q, dla_mbq_num_outputs(q), batch);
         /* A worker's placeholder (trainnet "parallel", a batch of fewer
          * observations than workers) holds another worker's observation. */
         if (st == DLA_OK && dla__mbq_last_empty(q)) {

@@ -1694,6 +1694,156 @@ static void sequence_to_sequence_targets_are_cut_into_chunks(void **state)
     dla_tensor_release(t);
 }
 
+/* Sequence-to-sequence data of a short (2 steps) and a long (4 steps)
+ * sequence in one mini-batch: the short one's 2 padded steps counted in
+ * the loss, the accuracy and the RMSE trainnet and testnet report (the
+ * loss divided by 8 steps, not 6; padded steps "right" or "wrong" by
+ * their padding). Now they are means over the 6 valid steps. */
+static dla_seqlist *short_and_long(void)
+{
+    dla_seqlist *s = dla_seqlist_create(1);
+    assert_int_equal(dla_seqlist_append(s, (float[]){0.5f, -1.0f}, 2), DLA_OK);
+    assert_int_equal(dla_seqlist_append(s, (float[]){1.0f, 2.0f, -0.5f, 1.5f}, 4), DLA_OK);
+    return s;
+}
+
+static void padded_steps_count_in_no_loss_nor_metric(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_seqlist *s = short_and_long();
+    const int valid[8] = {1, 1, 1, 1, 0, 1, 0, 1}; /* n + 2 * k */
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 2;
+    o.shuffle = "never";
+    dla_predict_options po = {.mini_batch_size = 2};
+    dla_training_info *info = NULL;
+    dla_net *trained = NULL;
+
+    /* Regression: 1 x 2 x 4 "CBT" targets, padded steps 7 (any value). */
+    dla_rng_seed(11);
+    dla_layer *l[] = {dla_sequence_input_layer(1, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    const float tv[8] = {1, 0.5f, -2, 1, 7, -1, 7, 2};
+    dla_tensor *t = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(1, 2, 4));
+    dla_train_data d = {.sequences = s, .targets = t};
+    dla_tensor *y;
+    assert_int_equal(dla_minibatchpredict(net, &d, &po, &y), DLA_OK);
+    float yv[8];
+    assert_int_equal(dla_tensor_to_host(y, yv, sizeof yv), DLA_OK);
+    double se = 0;
+    for (int i = 0; i < 8; i++)
+        se += valid[i] ? ((double)yv[i] - tv[i]) * ((double)yv[i] - tv[i]) : 0;
+    const double mse = se / 6;
+    o.metrics = "rmse";
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    assert_float_equal(info->training_loss[0], mse, 1e-5 * (1 + mse));
+    assert_float_equal(info->training_rmse[0], sqrt(mse), 1e-5 * (1 + mse));
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    double v[2];
+    assert_int_equal(dla_testnet(net, &d, "mse,rmse", &po, v), DLA_OK);
+    assert_float_equal(v[0], mse, 1e-5 * (1 + mse));
+    assert_float_equal(v[1], sqrt(mse), 1e-5 * (1 + mse));
+    dla_net_free(net);
+
+    /* Classification: one-hot 2 x 2 x 4 targets, padded steps all 0 (the
+     * padding value: decoded as class 0). */
+    dla_rng_seed(12);
+    dla_layer *lc[] = {dla_sequence_input_layer(1, NULL), dla_fc_layer(2, NULL),
+                       dla_softmax_layer(NULL)};
+    net = dla_net_create(3, lc);
+    assert_non_null(net);
+    const int cls[8] = {1, 0, 0, 1, -1, 1, -1, 0};
+    float tc[16] = {0};
+    for (int i = 0; i < 8; i++)
+        if (cls[i] >= 0)
+            tc[cls[i] + 2 * i] = 1;
+    t = dla_tensor_from_host(tc, DLA_F32, "CBT", DLA_DIMS(2, 2, 4));
+    d.targets = t;
+    assert_int_equal(dla_minibatchpredict(net, &d, &po, &y), DLA_OK);
+    float pc[16];
+    assert_int_equal(dla_tensor_to_host(y, pc, sizeof pc), DLA_OK);
+    double ce = 0, hits = 0, se2 = 0;
+    for (int i = 0; i < 8; i++)
+        if (valid[i]) {
+            se2 += ((double)pc[2 * i] - tc[2 * i]) * ((double)pc[2 * i] - tc[2 * i]) +
+                   ((double)pc[1 + 2 * i] - tc[1 + 2 * i]) * ((double)pc[1 + 2 * i] - tc[1 + 2 * i]);
+            ce -= log(pc[cls[i] + 2 * i]);
+            hits += (pc[1 + 2 * i] > pc[2 * i]) == (cls[i] == 1);
+        }
+    ce /= 6;
+    const double acc = 100 * hits / 6, rmse = sqrt(se2 / 12); /* 2 responses a step */
+    o.metrics = "accuracy,rmse";
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) !=
+        DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    assert_float_equal(info->training_loss[0], ce, 1e-5 * (1 + ce));
+    assert_float_equal(info->training_accuracy[0], acc, 1e-9);
+    assert_float_equal(info->training_rmse[0], rmse, 1e-5);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    double w[3];
+    assert_int_equal(dla_testnet(net, &d, "crossentropy,accuracy,rmse", &po, w), DLA_OK);
+    assert_float_equal(w[0], ce, 1e-5 * (1 + ce));
+    assert_float_equal(w[1], acc, 1e-9);
+    assert_float_equal(w[2], rmse, 1e-5);
+    /* Trained in chunks of 3 steps (4 padded to 6: that padding masked
+     * too), validated on the same data: the final figures are testnet's
+     * with the trained network. */
+    o.validation_data = &d;
+    o.sequence_length = "3";
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) !=
+        DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    assert_int_equal(dla_testnet(trained, &d, "crossentropy,accuracy", &po, v), DLA_OK);
+    assert_float_equal(info->final_validation_loss, v[0], 1e-5 * (1 + v[0]));
+    assert_float_equal(info->final_validation_accuracy, v[1], 1e-9);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_scope_end();
+}
+
+/* Training on padded sequence-to-sequence data learned the padding: the
+ * targets are 5 at every valid step, the short sequence's 3 padded steps
+ * (predictor 0, target 0) pulled the fitted line toward 0 there, and the
+ * predictions at the valid steps missed 5. Masked, they reach it. */
+static void training_does_not_learn_the_padding(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_seqlist *s = dla_seqlist_create(1);
+    assert_int_equal(dla_seqlist_append(s, (float[]){1}, 1), DLA_OK);
+    assert_int_equal(dla_seqlist_append(s, (float[]){2, 1, 2, 1}, 4), DLA_OK);
+    const float tv[8] = {5, 5, 0, 5, 0, 5, 0, 5};
+    dla_train_data d = {.sequences = s,
+                        .targets = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(1, 2, 4))};
+    dla_rng_seed(5);
+    dla_layer *l[] = {dla_sequence_input_layer(1, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, l), *trained = NULL;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.solver = "adam";
+    o.initial_learn_rate = 0.1;
+    o.max_epochs = 600;
+    o.mini_batch_size = 2;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL) != DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    double v;
+    assert_int_equal(dla_testnet(trained, &d, "rmse", NULL, &v), DLA_OK);
+    if (!(v < 0.05))
+        fail_msg("RMSE over the valid steps %g after training: the padding was learned", v);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_scope_end();
+}
+
 static dla_training_state done_state; /* what the last "done" call was given */
 
 static int stop_at_5(void *ctx, const dla_training_state *s)
@@ -2643,6 +2793,8 @@ int main(void)
         TU_TEST(a_gru_network_trains_on_sequences),
         TU_TEST(a_bilstm_network_trains_on_sequences),
         TU_TEST(sequence_to_sequence_targets_are_cut_into_chunks),
+        TU_TEST(padded_steps_count_in_no_loss_nor_metric),
+        TU_TEST(training_does_not_learn_the_padding),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

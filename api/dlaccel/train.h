@@ -302,11 +302,15 @@ typedef struct dla_train_data {
  *         non-channel elements (the batch size for N x C outputs, N x T
  *         for sequences), the others by the output's number of elements
  *         (so "mse" is the mean of the squared errors over every
- *         response). Padded time steps are not masked out (MATLAB masks
- *         them): they count in the loss and in the accuracy.
+ *         response). With sequence-to-sequence outputs of padded
+ *         sequences, padded time steps are masked out, as MATLAB's: the
+ *         loss is the mean over the valid steps (their elements), and the
+ *         accuracy and RMSE are over them too (docs/training.md).
  *   fn:   a custom loss: called as fn(ctx, 2, {Y, T}, 1, &loss) with the
  *         network's output Y and the mini-batch's targets T (one-hot for
- *         class targets); it sets out[0] to a scalar loss made with ops
+ *         class targets), padded steps included (no mask is passed: a
+ *         loss over padded sequences must mask them itself, e.g. where T
+ *         holds its padding); it sets out[0] to a scalar loss made with ops
  *         (inside trainnet's dla_feval: no release needed). Its ops are
  *         differentiated through, so it must be written with differentiable
  *         ops, as any model loss.
@@ -413,8 +417,9 @@ typedef struct dla_training_options {
      * predicted whole). Sequence-to-sequence targets (with a T dim, one
      * step per input step, else DLA_ERR_SHAPE) are padded and cut the same
      * way, each chunk given its own steps; padded steps hold
-     * SequencePaddingValue in the targets too and count in the loss (no
-     * mask, unlike MATLAB). SequencePaddingValue and
+     * SequencePaddingValue in the targets too. Padded steps (of any
+     * SequenceLength) count in neither the built-in loss nor the metrics,
+     * as MATLAB masks them (dla_train_loss). SequencePaddingValue and
      * SequencePaddingDirection as data.h's dla_sequence_options. */
     const char *sequence_length;
     double sequence_padding_value;
@@ -632,8 +637,10 @@ typedef struct dla_predict_options {
  * metrics names them, comma-separated: "accuracy" (percent), "rmse", or a
  * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
  * "mse", "l1loss", "huber" and their other names), normalized as trainnet
- * normalizes it; values[i] receives the i-th (at most 8). The network is
- * not changed (a recurrent one's state is restored). Errors:
+ * normalizes it (padded steps of sequence-to-sequence data masked out:
+ * each a mean over the valid steps); values[i] receives the i-th (at most
+ * 8). The network is not changed (a recurrent one's state is restored).
+ * Errors:
  * DLA_ERR_INVALID_ARGUMENT (an unknown metric, data or targets missing),
  * DLA_ERR_STATE (a network not initialized), and the data's own, each
  * naming dla_testnet. */
