@@ -1839,6 +1839,22 @@ static void training_does_not_learn_the_padding(void **state)
     if (!(v < 0.05))
         fail_msg("RMSE over the valid steps %g after training: the padding was learned", v);
     dla_net_free(trained);
+    /* L-BFGS's one batch of all the data is masked the same, in every
+     * evaluation (validated on the same data between them). */
+    o = (dla_training_options){.verbose = -1, .solver = "lbfgs"};
+    o.max_iterations = 50;
+    o.validation_data = &d;
+    o.validation_frequency = 1;
+    o.metrics = "rmse";
+    dla_training_info *info = NULL;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+        fail_msg("trainnet lbfgs: %s", dla_last_error());
+    assert_int_equal(dla_testnet(trained, &d, "rmse", NULL, &v), DLA_OK);
+    if (!(v < 0.05))
+        fail_msg("L-BFGS: RMSE over the valid steps %g after training: the padding was learned", v);
+    assert_float_equal(info->training_rmse[info->iterations - 1], v, 1e-4);
+    dla_training_info_free(info);
+    dla_net_free(trained);
     dla_net_free(net);
     dla_seqlist_free(s);
     dla_scope_end();
