@@ -1219,6 +1219,75 @@ static void three_by_three_cases_match_and_take_another_path_than_direct(void **
                  differ[0], cases, differ[1], differ[2]);
 }
 
+/* c on the cpu plugin with DLACCEL_CPU_WINOGRAD_GEMM set to env (NULL:
+ * unset), on the data of rng state `replay`, held to the reference loops
+ * (norm-wise where Winograd may run); its results' bits into bits. */
+static void bits_with_winograd_gemm(dla_device *cpu, const conv_case *c, const char *env,
+                                    uint64_t replay, uint64_t *bits)
+{
+    rng_state = replay;
+    if (env)
+        setenv("DLACCEL_CPU_WINOGRAD_GEMM", env, 1);
+    else
+        unsetenv("DLACCEL_CPU_WINOGRAD_GEMM");
+    normwise = c->dtype == DLA_F32;
+    run_case(cpu, c);
+    normwise = 0;
+    unsetenv("DLACCEL_CPU_WINOGRAD_GEMM");
+    memcpy(bits, out_bits, sizeof out_bits);
+}
+
+/* The Winograd filter gradient's products by the plugin's own AVX-512
+ * kernel (conv_winograd_nt.c) and, with DLACCEL_CPU_WINOGRAD_GEMM=
+ * openblas, by OpenBLAS: both the reference loops' values, on random
+ * 3x3 cases (8-14 channels: blocks of 4 and the edges one by one; runs
+ * of tiles that end inside a vector), ResNet-20's three stride-1 shapes
+ * at 8 images and odd sizes, and in double (which Winograd never takes:
+ * the same bits either way). With AVX-512 the filter gradients' bits
+ * differ in most float cases (the own kernel ran); the forward and
+ * backward-data passes, which do not use it, keep theirs. */
+static void winograd_filter_products_match_with_own_kernel_and_openblas(void **state)
+{
+    (void)state;
+    dla_device *cpu = dla_device_get("cpu");
+    assert_non_null(cpu);
+    const int winograd = strstr(dla_device_properties(cpu), "simd=avx512f") != NULL;
+    int filter_differ = 0, other_differ = 0, f64_differ = 0, f32_cases = 0;
+    for (int i = 0; i < 18; i++) {
+        conv_case c;
+        winograd_case(&c, 8, 10);
+        if (i >= 12) {
+            /* 32x32x16, 16x16x32 and 8x8x64, then the same one smaller. */
+            const int64_t side = 32 >> (i - 12) % 3, ch = 16 << (i - 12) % 3;
+            const int64_t odd = i >= 15;
+            c.G = 1, c.C = c.F = ch, c.B = 8, c.strided = 0;
+            for (int d = 0; d < 2; d++)
+                c.in[d] = c.out[d] = side - odd * (d + 1), c.pb[d] = 1;
+        }
+        if (i % 6 == 5)
+            c.dtype = DLA_F64;
+        uint64_t own[3], blas[3];
+        const uint64_t replay = rng_state;
+        bits_with_winograd_gemm(cpu, &c, NULL, replay, own);
+        bits_with_winograd_gemm(cpu, &c, "openblas", replay, blas);
+        if (c.dtype == DLA_F64) {
+            f64_differ += own[0] != blas[0] || own[1] != blas[1] || own[2] != blas[2];
+            continue;
+        }
+        f32_cases++;
+        filter_differ += own[2] != blas[2];
+        other_differ += own[0] != blas[0] || own[1] != blas[1];
+    }
+    if (f64_differ || other_differ)
+        fail_msg("DLACCEL_CPU_WINOGRAD_GEMM changed %d double cases and %d forward or "
+                 "backward-data results: it steers the float filter gradient only",
+                 f64_differ, other_differ);
+    if (winograd ? filter_differ < f32_cases / 2 : filter_differ != 0)
+        fail_msg("%d of %d float filter gradients differ from OpenBLAS's products' bits; "
+                 "expected %s",
+                 filter_differ, f32_cases, winograd ? "most (the own kernel ran)" : "none");
+}
+
 /* 3x3 layers Winograd would take, with inputs near FLT_MAX: x (forward
  * and filter gradient) or dY (input and filter gradient) of magnitudes up
  * to 3e38 against weights and the other operand of 1e-6, so that every
@@ -1482,6 +1551,7 @@ int main(void)
         cmocka_unit_test(strided_views_with_gaps_and_offsets_are_read_and_written_in_place),
         cmocka_unit_test(three_by_three_cases_match_and_take_another_path_than_direct),
         cmocka_unit_test(three_by_three_filter_gradients_of_stacked_small_images_match),
+        cmocka_unit_test(winograd_filter_products_match_with_own_kernel_and_openblas),
         cmocka_unit_test(three_by_three_cases_of_large_images_match),
         cmocka_unit_test(stride_two_rows_of_many_outputs_match),
         cmocka_unit_test(strided_forward_cases_take_phase_planes_and_match),

@@ -33,6 +33,14 @@ extern const dla__cpu_conv_fwd_fn dla__cpu_conv_fwd_fns[FWD_MAX_NF + 1];
 #define BWF_MAX_NF 6
 extern const dla__cpu_conv_bwf_fn dla__cpu_conv_bwf_fns[BWF_MAX_NT + 1][BWF_MAX_NF + 1];
 
+/* The Winograd backward filter's products (conv_winograd_nt.c): C (m x n,
+ * rows ldc apart) = A B^T, or C + A B^T with add, A m x k and B n x k with
+ * rows lda and ldb apart, each contiguous along k. Whether they run there
+ * (DLACCEL_CPU_WINOGRAD_GEMM unset or own) or by OpenBLAS (openblas). */
+void dla__cpu_winograd_nt(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
+                          const float *B, int64_t ldb, int add, float *C, int64_t ldc);
+int dla__cpu_winograd_nt_on(void);
+
 #endif /* x86-64 */
 
 #endif

@@ -1024,6 +1024,7 @@ typedef struct filter_call {
     int parts, splits;
     float **acc;    /* per part: [grp][pos][co][ci] */
     tile_walk walk;
+    int own_nt;     /* the products by dla__cpu_winograd_nt, not OpenBLAS */
 } filter_call;
 
 /* One thread's buffers. */
@@ -1100,7 +1101,11 @@ static void filter_task(const filter_call *c, int task, const filter_bufs *t)
              * part's sums after its first run. Inside the team OpenBLAS
              * stays on this thread. */
             float *ag = c->acc[part] + grp * 16 * nco * nci;
-            for (int pos = pos0; pos < pos1; pos++)
+            for (int pos = pos0; pos < pos1 && c->own_nt; pos++)
+                dla__cpu_winograd_nt(nco, nci, n * c->T, t->m + pos * nco * c->rs, c->rs,
+                                     t->v + pos * nci * c->rs, c->rs, r != 0,
+                                     ag + pos * nco * nci, nci);
+            for (int pos = pos0; pos < pos1 && !c->own_nt; pos++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nco, (int)nci,
                             (int)(n * c->T), 1.0f, t->m + pos * nco * c->rs, (int)c->rs,
                             t->v + pos * nci * c->rs, (int)c->rs, r ? 1.0f : 0.0f,
@@ -1159,7 +1164,7 @@ dla_status dla__cpu_conv_winograd_filter(const dla__cpu_conv *p)
         k->out[0] < 1 || k->out[1] < 1 || k->Cg < MIN_CHANNELS || k->Fg < MIN_CHANNELS ||
         k->batch < MIN_IMAGES || !enabled())
         return DLA_ERR_UNSUPPORTED;
-    filter_call c = {.p = p};
+    filter_call c = {.p = p, .own_nt = dla__cpu_winograd_nt_on()};
     geom_init(&c.g, k->out[0], k->out[1]);
     c.T = c.g.Tx * c.g.Ty;
     c.K = (FILTER_RUN_TILES + c.T - 1) / c.T;

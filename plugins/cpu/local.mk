@@ -27,7 +27,7 @@ plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/pool.c \
 	plugins/cpu/index.c \
 	plugins/cpu/conv.c plugins/cpu/conv_impl.h plugins/cpu/conv_im2col.h \
-	plugins/cpu/conv_avx512.c plugins/cpu/conv_avx512.h plugins/cpu/conv_winograd.c \
+	plugins/cpu/conv_avx512.c plugins/cpu/conv_avx512.h plugins/cpu/conv_winograd.c plugins/cpu/conv_winograd_nt.c \
 	plugins/cpu/conv_avx2.c plugins/cpu/conv_avx2_f64.c \
 	plugins/cpu/conv_direct.h plugins/cpu/conv_direct_body.h plugins/cpu/conv_depthwise.c plugins/cpu/conv_phases.c \
 	plugins/cpu/conv_vec.h
