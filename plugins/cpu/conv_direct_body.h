@@ -26,7 +26,8 @@
  *                  dY copied into the wide layout with zeros in the
  *                  dropped columns; VL-lane partial sums per thread in
  *                  memory, added up in a fixed order at the end (or, for
- *                  a few images, per register block across all of them).
+ *                  a few images, per register block across all of them);
+ *                  a dW with Inf or NaN goes to im2col (dw_finite).
  * Register blocks: forward PV vectors of outputs x NF filters, backward
  * filter NT taps x NF filters; the shapes are the includer's, chosen by
  * measurement (docs/convolution.md).
