@@ -51,6 +51,8 @@ static dla_status set_all(dla_net *net, dla__param_kind kind, int n, dla_tensor 
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d values for %d rows", fn, n, t->count);
     for (int i = 0; i < n; i++) {
         dla_status st = dla__table_check(fn, t, i, values[i]);
+        if (st == DLA_OK)
+            st = dla__table_check_device(fn, t, i, values[i]);
         if (st != DLA_OK)
             return st;
     }
@@ -89,6 +91,8 @@ DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *val
                         dla_tensor_dtype(values[i]) == dla_tensor_dtype(t->values[i]) &&
                         dla_tensor_dim(values[i], 1) == dla_tensor_dim(t->values[i], 1);
         if (!lstm_cols && (st = dla__table_check(fn, t, i, values[i])) != DLA_OK)
+            return st;
+        if ((st = dla__table_check_device(fn, t, i, values[i])) != DLA_OK)
             return st;
     }
     for (int i = 0; i < n; i++) {
@@ -169,6 +173,8 @@ DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *para
                             "%s/%s", layer ? layer : "(null)", parameter ? parameter : "(null)");
     dla_table *t = &net->tables[kind];
     dla_status st = dla__table_check("dla_net_set", t, r, value);
+    if (st == DLA_OK)
+        st = dla__table_check_device("dla_net_set", t, r, value);
     if (st != DLA_OK)
         return st;
     /* An input layer's divisor, as its options are checked. */
