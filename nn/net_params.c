@@ -48,7 +48,8 @@ static dla_status set_all(dla_net *net, dla__param_kind kind, int n, dla_tensor 
                             net ? "the network is not initialized" : "argument net is NULL");
     dla_table *t = &net->tables[kind];
     if (n != t->count || (n && !values))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d values for %d rows", fn, n, t->count);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d value%s for %d row%s", fn, n,
+                            n == 1 ? "" : "s", t->count, t->count == 1 ? "" : "s");
     for (int i = 0; i < n; i++) {
         dla_status st = dla__table_check(fn, t, i, values[i]);
         if (st == DLA_OK)
@@ -79,7 +80,8 @@ DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *val
                             net ? "the network is not initialized" : "argument net is NULL");
     dla_table *t = &net->tables[DLA__STATE];
     if (n != t->count || (n && !values))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d values for %d rows", fn, n, t->count);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d value%s for %d row%s", fn, n,
+                            n == 1 ? "" : "s", t->count, t->count == 1 ? "" : "s");
     for (int i = 0; i < n; i++) {
         dla_status st = values[i] ? dla_tensor_status(values[i]) : DLA_ERR_INVALID_ARGUMENT;
         if (st != DLA_OK)

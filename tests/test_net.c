@@ -745,6 +745,25 @@ static void a_value_on_another_device_than_the_network_is_refused(void **state)
     dla_scope_end();
 }
 
+/* Counts of one in the singular: the summary read "1 connections" and
+ * dla_net_set_learnables "1 values for 2 rows". */
+static void counts_of_one_read_in_the_singular(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(3, NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    char buf[4096];
+    assert_true(dla_net_summary(net, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "dla_net with 2 layers, 1 connection, 2 learnables, 0 states\n"));
+    dla_tensor *w = dla_net_get(net, "fc", "Weights");
+    assert_int_equal(dla_net_set_learnables(net, 1, &w), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_net_set_learnables: 1 value for 2 rows");
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* Everything a training step touches, on a small network: creation,
  * forward with gradients in dla_feval, the state, an optimizer step,
  * predict, the summary, save and (with load) load. Loading is left out
@@ -1073,6 +1092,7 @@ int main(void)
         TU_TEST(an_input_of_another_dtype_than_the_network_is_named),
         TU_TEST(an_input_on_another_device_than_the_network_is_named),
         TU_TEST(a_value_on_another_device_than_the_network_is_refused),
+        TU_TEST(counts_of_one_read_in_the_singular),
         TU_TEST(every_refused_allocation_fails_cleanly),
         TU_TEST(eager_predict_holds_only_the_activations_still_to_be_read),
         TU_TEST(freeing_a_network_twice_is_refused_and_logged),
