@@ -745,6 +745,28 @@ static void a_value_on_another_device_than_the_network_is_refused(void **state)
     dla_scope_end();
 }
 
+/* A dilated convolution's description gives its dilation factor, as
+ * MATLAB's does; it read as a plain convolution. Dilation 1 stays out
+ * (the_summary_lists_layers_activations_and_learnables). */
+static void the_summary_gives_a_convolution_s_dilation(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {
+        dla_image_input_layer(12, 12, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.dilation = {2, 3},
+                                                           .padding_mode = "same"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    char buf[8192];
+    assert_true(dla_net_summary(net, buf, sizeof buf) > 0);
+    if (!strstr(buf, "4 3x3x2 convolutions with stride [1 1], dilation factor [2 3] and padding "
+                     "'same'\n"))
+        fail_msg("summary lacks the dilation:\n%s", buf);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* Counts of one in the singular: the summary read "1 connections" and
  * dla_net_set_learnables "1 values for 2 rows". */
 static void counts_of_one_read_in_the_singular(void **state)
@@ -1093,6 +1115,7 @@ int main(void)
         TU_TEST(an_input_on_another_device_than_the_network_is_named),
         TU_TEST(a_value_on_another_device_than_the_network_is_refused),
         TU_TEST(counts_of_one_read_in_the_singular),
+        TU_TEST(the_summary_gives_a_convolution_s_dilation),
         TU_TEST(every_refused_allocation_fails_cleanly),
         TU_TEST(eager_predict_holds_only_the_activations_still_to_be_read),
         TU_TEST(freeing_a_network_twice_is_refused_and_logged),
