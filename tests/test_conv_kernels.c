@@ -1284,7 +1284,8 @@ static void three_by_three_layers_with_inf_and_nan_inputs_match_the_direct_sums(
  * dY is 0 and whose x reaches the next row's first elements: 0 times Inf
  * made NaN in taps whose true sums never meet that x (dW NaN where im2col
  * and the loops give finite values), also through the strided layers'
- * phases. dY poisoned without padding only: the loops leave out the
+ * phases (the depthwise path sums the real outputs only). dY poisoned
+ * without padding only: the loops leave out the
  * padded taps, where 0 times Inf is NaN in every kernel. */
 static void inf_and_nan_at_the_edges_of_x_and_dy_match_in_every_direction(void **state)
 {
@@ -1307,6 +1308,8 @@ static void inf_and_nan_at_the_edges_of_x_and_dy_match_in_every_direction(void *
             c.pb[d] = pad_x && !on_dy ? 1 : 0;
             c.out[d] = (c.in[d] + 2 * c.pb[d] - (c.fs[d] - 1) * c.dl[d] - 1) / c.st[d] + 1;
         }
+        if (i % 8 >= 6) /* channel-wise: strided, the depthwise path's */
+            c.G = c.F = c.C;
         c.poison_edges = 1;
         c.poison[on_dy ? 2 : 0] = 3 + i % 3;
         c.dirs = on_dy ? 6 : 5;
