@@ -734,7 +734,8 @@ static void a_value_on_another_device_than_the_network_is_refused(void **state)
     dla_table *lt = dla_net_learnables(net);
     dla_tensor *vals[2] = {wo, dla_table_values(lt)[1]};
     assert_int_equal(dla_net_set_learnables(net, 2, vals), DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_last_error(), "dla_net_set_learnables: fc/Weights: the value is on "));
+    assert_non_null(
+        strstr(dla_last_error(), "dla_net_set_learnables: fc/Weights: the value is on "));
     assert_int_equal(dla_table_set_value(lt, 0, wo), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "dla_table_set_value: fc/Weights: the value is on "));
     dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 2)), *y;
