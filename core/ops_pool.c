@@ -83,9 +83,10 @@ static dla_status geometry(const pool_attrs *a, const dla_tensor *x, pool_geom *
     if (!n)
         return dla_last_status();
     if (a->npool != 1 && a->npool != n)
-        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument pool_size: %d entries for the %d "
-                         "pooled dims of x (%s %s); give one per dim or one for all", op, a->npool,
-                         n, dla__tensor_dims_str(x, buf, sizeof buf), x->format);
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument pool_size: %d entr%s for the %d "
+                         "pooled dim%s of x (%s %s); give one per dim or one for all", op,
+                         a->npool, a->npool == 1 ? "y" : "ies", n, n == 1 ? "" : "s",
+                         dla__tensor_dims_str(x, buf, sizeof buf), x->format);
     g->mode = a->mode;
     g->exclude_pad = a->exclude_pad;
     g->nsp = n;

@@ -99,8 +99,9 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
     else if (!trace_live(handle, op))
         st = dla_last_status();
     else if (nin != t->nin || nout != t->nout)
-        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d inputs and %d outputs; the trace has %d "
-                       "and %d", op, nin, nout, t->nin, t->nout);
+        st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d input%s and %d output%s; the trace has %d "
+                       "and %d", op, nin, nin == 1 ? "" : "s", nout, nout == 1 ? "" : "s", t->nin,
+                       t->nout);
     /* Every slot, the ones the trace reads and the aliases it does not. */
     for (int i = 0; st == DLA_OK && i < t->nin; i++) {
         const dla_tensor *x = in[i];

@@ -757,8 +757,8 @@ static dla_status parse_entries(const char *path, rbuf *r, dla__trace *t)
             st = bad(st, path, "op %d (%s): %s", k, name, why);
         } else if (op->nin < 0 && (op->takes ? !op->takes(e->attrs, (int)nin) : nin < 1)) {
             /* Its forward would read inputs it was not given. */
-            st = bad(DLA_ERR_IO, path, "corrupt: op %d (%s): %u inputs, which its attributes do "
-                     "not take", k, name, nin);
+            st = bad(DLA_ERR_IO, path, "corrupt: op %d (%s): %u input%s, which its attributes "
+                     "do not take", k, name, nin, nin == 1 ? "" : "s");
         }
         if (op->random)
             t->rng_entries++;

@@ -762,7 +762,8 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         return dla_last_status();
     if (n != q->nout)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                              "%s: argument n: %d, but the queue has %d outputs", op, n, q->nout);
+                              "%s: argument n: %d, but the queue has %d output%s", op, n,
+                              q->nout, q->nout == 1 ? "" : "s");
     batch b;
     memset(&b, 0, sizeof b);
     if (!q->background) {

@@ -336,9 +336,21 @@ static void describe(const dla__props *p, const dla__shape *in, char *buf, size_
     else
         dla__list_text(2 * d, p->padding, 1, pad, sizeof pad);
     dla__list_text(d, p->stride, d > 1, stride, sizeof stride);
-    snprintf(buf, size, "%lld %s %s with stride %s and %s %s", (long long)p->count, filt,
-             t ? "transposed convolutions" : "convolutions", stride, t ? "cropping" : "padding",
-             pad);
+    /* The dilation where it is not 1, as MATLAB's description gives it
+     * ("with stride [1 1], dilation factor [2 2] and padding 'same'"): a
+     * dilated layer read as a plain one in dla_net_summary. */
+    char dil[96] = "";
+    int dilated = 0;
+    for (int i = 0; i < d; i++)
+        dilated |= p->dilation[i] > 1;
+    if (dilated) {
+        char list[64];
+        dla__list_text(d, p->dilation, d > 1, list, sizeof list);
+        snprintf(dil, sizeof dil, ", dilation factor %s", list);
+    }
+    snprintf(buf, size, "%lld %s %s with stride %s%s and %s %s", (long long)p->count, filt,
+             t ? "transposed convolutions" : "convolutions", stride, dil,
+             t ? "cropping" : "padding", pad);
 }
 
 static void conv2d_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
@@ -355,7 +367,7 @@ static void gconv2d_describe(const dla__props *p, const dla__shape *in, char *bu
     dla__props one = *p;
     if (!one.channels && c && groups && c % groups == 0)
         one.channels = c / groups;
-    char rest[192];
+    char rest[256];
     describe(&one, NULL, rest, sizeof rest, 2, 0);
     if (groups)
         snprintf(buf, size, "%lld groups of %s", (long long)groups, rest);

@@ -280,8 +280,9 @@ static dla_status custom_init(const dla_layer *l, int nin, const dla__shape *in,
         }
         if (nin + nl + ns > DLA__CUSTOM_OP_MAX_IN || ns > DLA__CUSTOM_OP_MAX_STATE)
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "a layer with a backward of its own "
-                                "runs as one op: %d inputs, %d learnables and %d state are more "
-                                "than it takes (%d in all, at most %d state)", nin, nl, ns,
+                                "runs as one op: %d input%s, %d learnable%s and %d state are "
+                                "more than it takes (%d in all, at most %d state)", nin,
+                                nin == 1 ? "" : "s", nl, nl == 1 ? "" : "s", ns,
                                 DLA__CUSTOM_OP_MAX_IN, DLA__CUSTOM_OP_MAX_STATE);
     }
     return DLA_OK;

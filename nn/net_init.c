@@ -224,8 +224,8 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
             dla__shape_of(examples[k], s);
         if (net->inputs[k].port >= 0 && k >= nexamples) {
             st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: input '%s' is not an input layer; "
-                              "pass an example tensor for each of the %d inputs", fn,
-                              net->input_names[k], net->ninputs);
+                              "pass an example tensor for each of the %d input%s", fn,
+                              net->input_names[k], net->ninputs, net->ninputs == 1 ? "" : "s");
             break;
         }
         xin[k] = dla_zeros(sink->dtype, s->format, s->ndims, s->dims);
@@ -287,8 +287,9 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
     dla__net_uninit(net);
     dla_status st = wire(net, fn);
     if (st == DLA_OK && nexamples && nexamples != net->ninputs)
-        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d example tensors for %d inputs", fn,
-                          nexamples, net->ninputs);
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d example tensor%s for %d input%s",
+                          fn, nexamples, nexamples == 1 ? "" : "s", net->ninputs,
+                          net->ninputs == 1 ? "" : "s");
     for (int k = 0; st == DLA_OK && k < nexamples; k++) {
         dla_status es = examples[k] ? dla_tensor_status(examples[k]) : DLA_ERR_INVALID_ARGUMENT;
         if (es != DLA_OK)

@@ -48,9 +48,12 @@ static dla_status set_all(dla_net *net, dla__param_kind kind, int n, dla_tensor 
                             net ? "the network is not initialized" : "argument net is NULL");
     dla_table *t = &net->tables[kind];
     if (n != t->count || (n && !values))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d values for %d rows", fn, n, t->count);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d value%s for %d row%s", fn, n,
+                            n == 1 ? "" : "s", t->count, t->count == 1 ? "" : "s");
     for (int i = 0; i < n; i++) {
         dla_status st = dla__table_check(fn, t, i, values[i]);
+        if (st == DLA_OK)
+            st = dla__table_check_device(fn, t, i, values[i]);
         if (st != DLA_OK)
             return st;
     }
@@ -77,7 +80,8 @@ DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *val
                             net ? "the network is not initialized" : "argument net is NULL");
     dla_table *t = &net->tables[DLA__STATE];
     if (n != t->count || (n && !values))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d values for %d rows", fn, n, t->count);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d value%s for %d row%s", fn, n,
+                            n == 1 ? "" : "s", t->count, t->count == 1 ? "" : "s");
     for (int i = 0; i < n; i++) {
         dla_status st = values[i] ? dla_tensor_status(values[i]) : DLA_ERR_INVALID_ARGUMENT;
         if (st != DLA_OK)
@@ -89,6 +93,8 @@ DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *val
                         dla_tensor_dtype(values[i]) == dla_tensor_dtype(t->values[i]) &&
                         dla_tensor_dim(values[i], 1) == dla_tensor_dim(t->values[i], 1);
         if (!lstm_cols && (st = dla__table_check(fn, t, i, values[i])) != DLA_OK)
+            return st;
+        if ((st = dla__table_check_device(fn, t, i, values[i])) != DLA_OK)
             return st;
     }
     for (int i = 0; i < n; i++) {
@@ -169,6 +175,8 @@ DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *para
                             "%s/%s", layer ? layer : "(null)", parameter ? parameter : "(null)");
     dla_table *t = &net->tables[kind];
     dla_status st = dla__table_check("dla_net_set", t, r, value);
+    if (st == DLA_OK)
+        st = dla__table_check_device("dla_net_set", t, r, value);
     if (st != DLA_OK)
         return st;
     /* An input layer's divisor, as its options are checked. */

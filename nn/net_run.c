@@ -204,8 +204,8 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
     if (!net->initialized)
         st = dla__nn_fail(DLA_ERR_STATE, "%s: the network is not initialized (dla_net_init)", fn);
     else if (nin != net->ninputs)
-        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d inputs given; the network has %d", fn,
-                          nin, net->ninputs);
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d input%s given; the network has %d",
+                          fn, nin, nin == 1 ? "" : "s", net->ninputs);
     run_ctx ctx = {net, training, with_state, 0, {0}};
     if (st == DLA_OK) {
         int want = opts && opts->outputs ? nout : net->noutputs;

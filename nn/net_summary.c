@@ -75,8 +75,9 @@ DLA_API int dla_net_summary(const dla_net *net, char *buf, size_t size)
         return o.total;
     }
     const dla_table *lt = &net->tables[DLA__LEARNABLE], *stt = &net->tables[DLA__STATE];
-    emit(&o, "  dla_net with %d layers, %d connections, %d learnables, %d states%s\n",
-         net->nlayers, net->nconn, lt->count, stt->count,
+    emit(&o, "  dla_net with %d layer%s, %d connection%s, %d learnable%s, %d state%s%s\n",
+         net->nlayers, net->nlayers == 1 ? "" : "s", net->nconn, net->nconn == 1 ? "" : "s",
+         lt->count, lt->count == 1 ? "" : "s", stt->count, stt->count == 1 ? "" : "s",
          net->initialized ? "" : " (not initialized)");
     if (net->initialized) {
         emit(&o, "  Inputs:");

@@ -88,6 +88,10 @@ int dla__table_add(dla_table *t, const char *layer, const char *param, dla_tenso
 void dla__table_clear(dla_table *t);
 /* Checks that v could replace row i (dims, dtype); fn names the caller. */
 dla_status dla__table_check(const char *fn, const dla_table *t, int i, const dla_tensor *v);
+/* DLA_ERR_INVALID_ARGUMENT, naming fn, the row and both devices, when v
+ * is on another device than row i's value. */
+dla_status dla__table_check_device(const char *fn, const dla_table *t, int i,
+                                   const dla_tensor *v);
 /* Copies src's rows into an empty dst (values retained). */
 dla_status dla__table_copy(dla_table *dst, const dla_table *src);
 /* Removes (and releases) every row of layer, keeping the others' order. */

@@ -29,10 +29,12 @@ DLA_API dla_tensor *dla_ode45_net(dla_net *net, int nt, const double *tspan, dla
         return dla_error_tensor(DLA_ERR_INVALID_ARGUMENT, "dla_ode45_net: argument net is NULL");
     if (dla_net_input_count(net) != 1 || dla_net_output_count(net) != 1)
         return dla_error_tensor(DLA_ERR_INVALID_ARGUMENT,
-                                "dla_ode45_net: the network has %d inputs and %d outputs; the "
-                                "right-hand side of an ODE takes y and gives its slope (one of "
-                                "each)",
-                                dla_net_input_count(net), dla_net_output_count(net));
+                                "dla_ode45_net: the network has %d input%s and %d output%s; "
+                                "the right-hand side of an ODE takes y and gives its slope (one "
+                                "of each)",
+                                dla_net_input_count(net), dla_net_input_count(net) == 1 ? "" : "s",
+                                dla_net_output_count(net),
+                                dla_net_output_count(net) == 1 ? "" : "s");
     dla_table *l = dla_net_learnables(net);
     return dla_ode45(net_slope, net, nt, tspan, y0, dla_table_count(l), dla_table_values(l),
                      opts);

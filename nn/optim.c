@@ -49,7 +49,8 @@ dla_status dla__optim_check_lists(const char *fn, int n, dla_tensor *const *para
                                   dla_tensor *const *grads)
 {
     if (n < 0 || (n && (!params || !grads)))
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d entries with a NULL list", fn, n);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d entr%s with a NULL list", fn, n,
+                            n == 1 ? "y" : "ies");
     for (int i = 0; i < n; i++) {
         const dla_tensor *p = params[i], *g = grads[i];
         if (!p || !g || dla_tensor_status(p) != DLA_OK || dla_tensor_status(g) != DLA_OK)

@@ -39,7 +39,8 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
      * factor 0) NaN from inf * 0: the next update wrote NaN weights. */
     if (n < 0 || (n && (!grads || !params || !out)) || !(factor >= 0) || isinf(factor)) {
         dla_status st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
-                                     "%s: %d entries, factor %g (finite and >= 0)", fn, n, factor);
+                                     "%s: %d entr%s, factor %g (finite and >= 0)", fn, n,
+                                     n == 1 ? "y" : "ies", factor);
         for (int i = 0; out && i < n; i++)
             out[i] = dla__nn_error_tensor();
         return st;

@@ -632,8 +632,9 @@ static dla_status check_args(const char *fn, int n, dla_tensor **params, dla_fun
                                 dla_dtype_name(dla_tensor_dtype(p)));
     }
     if (s->n && s->n != n)
-        return dla__nn_fail(DLA_ERR_SHAPE, "%s: the state's pairs were made with %d entries, "
-                            "params has %d (use one state per parameter list)", fn, s->n, n);
+        return dla__nn_fail(DLA_ERR_SHAPE, "%s: the state's pairs were made with %d entr%s, "
+                            "params has %d (use one state per parameter list)", fn, s->n,
+                            s->n == 1 ? "y" : "ies", n);
     for (int i = 0; i < s->n; i++)
         if (!dla__same_dims(params[i], s->x[i]) ||
             dla_tensor_dtype(params[i]) != dla_tensor_dtype(s->x[i]))

@@ -88,9 +88,11 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     if (dla_net_input_count(net) != 1 || dla_net_output_count(net) != 1) {
         char hint[512];
         dla__mask_unfed_hint(net, hint, sizeof hint);
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: the network has %d inputs and %d "
-                             "outputs; minibatchpredict takes one of each%s", fn,
-                             dla_net_input_count(net), dla_net_output_count(net), hint);
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: the network has %d input%s and %d "
+                             "output%s; minibatchpredict takes one of each%s", fn,
+                             dla_net_input_count(net), dla_net_input_count(net) == 1 ? "" : "s",
+                             dla_net_output_count(net), dla_net_output_count(net) == 1 ? "" : "s",
+                             hint);
     }
     const dla_predict_options p = opts ? *opts : (dla_predict_options){0};
     if (p.mini_batch_size < 0)

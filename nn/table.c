@@ -182,6 +182,24 @@ dla_status dla__table_check(const char *fn, const dla_table *t, int i, const dla
     return check_like(fn, t->values[i], v, t->layer[i], t->param[i]);
 }
 
+/* A value on another device than the one it replaces was taken, and the
+ * network's next call failed inside an op ("layer 'fc' (Fully Connected):
+ * dla_fc: arguments x and weights are on cpu:0 and testmem:0"). Refused,
+ * not copied: the table holds the caller's tensor itself (retained), as
+ * dla_net_forward refuses inputs on another device. */
+dla_status dla__table_check_device(const char *fn, const dla_table *t, int i, const dla_tensor *v)
+{
+    const dla_tensor *old = t->values[i];
+    if (!old || !v || dla_tensor_status(old) != DLA_OK || dla_tensor_status(v) != DLA_OK ||
+        dla_tensor_device(old) == dla_tensor_device(v))
+        return DLA_OK;
+    return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                        "%s: %s/%s: the value is on %s but the network is on %s: move the value "
+                        "(dla_tensor_to_device) or the network (dla_net_to_device)",
+                        fn, t->layer[i], t->param[i], dla_device_name(dla_tensor_device(v)),
+                        dla_device_name(dla_tensor_device(old)));
+}
+
 DLA_API dla_status dla_table_set_value(dla_table *t, int i, dla_tensor *v)
 {
     if (t && !table_live(t, "dla_table_set_value"))
@@ -190,6 +208,8 @@ DLA_API dla_status dla_table_set_value(dla_table *t, int i, dla_tensor *v)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_table_set_value: argument i: %d is "
                             "outside 0..%d", i, t ? t->count - 1 : -1);
     dla_status st = dla__table_check("dla_table_set_value", t, i, v);
+    if (st == DLA_OK)
+        st = dla__table_check_device("dla_table_set_value", t, i, v);
     if (st != DLA_OK)
         return st;
     dla_tensor_retain(v);

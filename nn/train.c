@@ -1476,9 +1476,11 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
         char hint[512];
         dla__mask_unfed_hint(tr->net, hint, sizeof hint);
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "%s: the network has %d inputs and %d outputs; %s takes one of each%s",
-                             tr->fn, dla_net_input_count(tr->net), dla_net_output_count(tr->net),
-                             tr->fn + 4, hint);
+                             "%s: the network has %d input%s and %d output%s; %s takes one of "
+                             "each%s", tr->fn, dla_net_input_count(tr->net),
+                             dla_net_input_count(tr->net) == 1 ? "" : "s",
+                             dla_net_output_count(tr->net),
+                             dla_net_output_count(tr->net) == 1 ? "" : "s", tr->fn + 4, hint);
     }
     tr->nl = dla_net_learnable_count(tr->net);
     tr->ns = dla_net_state_count(tr->net);

@@ -187,6 +187,10 @@ typedef struct conv_case {
     double scale[3];
     /* Elements of x, w and y (dY) made +Inf, -Inf, NaN in turn. */
     int poison[3];
+    /* Those elements at the ends of the rows (index 0 or the last of the
+     * first spatial dim, often of the others too), where the direct
+     * kernels' discarded columns read. */
+    int poison_edges;
     /* Directions to run (bit d: forward, backward data, filter); 0: all. */
     int dirs;
 } conv_case;
@@ -324,13 +328,14 @@ static void check_epilogue(dla_device *dev, const dla_conv_args *a, int bwd, con
 
 /* n elements of the view v of b at random places made +Inf, -Inf, NaN in
  * turn, on the host and the device. */
-static void poison_view(dbuf *b, const dla_view *v, int n)
+static void poison_view(dbuf *b, const dla_view *v, int n, int edges_of)
 {
     static const double vals[3] = {INFINITY, -INFINITY, NAN};
     for (int k = 0; k < n; k++) {
         int64_t id[DLA_MAX_DIMS];
         for (int d = 0; d < v->ndims; d++)
-            id[d] = rnd_int(0, v->dims[d] - 1);
+            id[d] = d < edges_of && (d == 0 || chance(50)) ? (chance(50) ? 0 : v->dims[d] - 1)
+                                                           : rnd_int(0, v->dims[d] - 1);
         put(b->dtype, b->host, at(v, id), vals[k % 3]);
     }
     if (n > 0 &&
@@ -366,9 +371,10 @@ static void run_case(dla_device *dev, const conv_case *c)
     value_scale = c->scale[2] ? c->scale[2] : 1.0;
     dbuf_init(&by, dev, t, make_view(&a.y, t, n + 2, yd, c->strided));
     value_scale = 1.0;
-    poison_view(&bx, &a.x, c->poison[0]);
-    poison_view(&bw, &a.w, c->poison[1]);
-    poison_view(&by, &a.y, c->poison[2]);
+    const int edges_of = c->poison_edges ? n : 0;
+    poison_view(&bx, &a.x, c->poison[0], edges_of);
+    poison_view(&bw, &a.w, c->poison[1], 0);
+    poison_view(&by, &a.y, c->poison[2], edges_of);
     const int64_t bd[2] = {1, c->F};
     dbuf_init(&bb, dev, t, make_view(&a.bias, t, 2, bd, c->strided));
     a.x.mem = bx.mem, a.w.mem = bw.mem, a.y.mem = by.mem, a.bias.mem = c->bias ? bb.mem : NULL;
@@ -1340,6 +1346,46 @@ static void three_by_three_layers_with_inf_and_nan_inputs_match_the_direct_sums(
     }
 }
 
+/* Inf and NaN at the ends of x's rows (and of dY's) in every direction,
+ * stride 1 and 2, with and without padding and dilation: the outputs whose
+ * sums meet them are Inf or NaN, the rest finite. The direct backward
+ * filter sums every column of its wide rows, the discarded ones too, whose
+ * dY is 0 and whose x reaches the next row's first elements: 0 times Inf
+ * made NaN in taps whose true sums never meet that x (dW NaN where im2col
+ * and the loops give finite values), also through the strided layers'
+ * phases (the depthwise path sums the real outputs only). dY poisoned
+ * without padding only: the loops leave out the
+ * padded taps, where 0 times Inf is NaN in every kernel. */
+static void inf_and_nan_at_the_edges_of_x_and_dy_match_in_every_direction(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 64; i++) {
+        const int strided = i / 4 % 2;
+        /* 33 images: the direct backward filter's parts of the batch. */
+        conv_case c = {.dtype = i % 2 ? DLA_F64 : DLA_F32, .nsp = 1 + i / 2 % 2,
+                       .B = i % 7 == 5 ? 33 : 1 + i % 3,
+                       .C = rnd_int(2, 5), .F = rnd_int(2, 7), .G = 1, .strided = chance(30)};
+        const int pad_x = i / 8 % 2, on_dy = i / 16 % 2, dil = !strided && i / 32;
+        /* (i / 32: dilation 2 where the stride is 1) */
+        for (int d = 0; d < 3; d++) {
+            if (d >= c.nsp) {
+                c.in[d] = c.out[d] = c.fs[d] = c.st[d] = c.dl[d] = 1, c.pb[d] = 0;
+                continue;
+            }
+            c.fs[d] = rnd_int(2, 3), c.st[d] = strided ? 2 : 1, c.dl[d] = dil ? 2 : 1;
+            c.in[d] = rnd_int(6, c.nsp == 1 ? 40 : 12);
+            c.pb[d] = pad_x && !on_dy ? 1 : 0;
+            c.out[d] = (c.in[d] + 2 * c.pb[d] - (c.fs[d] - 1) * c.dl[d] - 1) / c.st[d] + 1;
+        }
+        if (i % 8 >= 6) /* channel-wise: strided, the depthwise path's */
+            c.G = c.F = c.C;
+        c.poison_edges = 1;
+        c.poison[on_dy ? 2 : 0] = 3 + i % 3;
+        c.dirs = on_dy ? 6 : 5;
+        on_every_device(&c);
+    }
+}
+
 static void the_digit_cnn_layers_match_at_batches_of_3_and_9(void **state)
 {
     (void)state;
@@ -1559,6 +1605,7 @@ int main(void)
         cmocka_unit_test(stride_one_cases_of_large_batches_match),
         cmocka_unit_test(three_by_three_layers_with_inputs_near_flt_max_stay_finite),
         cmocka_unit_test(three_by_three_layers_with_inf_and_nan_inputs_match_the_direct_sums),
+        cmocka_unit_test(inf_and_nan_at_the_edges_of_x_and_dy_match_in_every_direction),
         cmocka_unit_test(the_digit_cnn_layers_match_at_batches_of_3_and_9),
         cmocka_unit_test(same_padded_rows_of_whole_vectors_match),
         cmocka_unit_test(channel_wise_separable_convolution_matches_with_same_padding),

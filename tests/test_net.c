@@ -700,6 +700,93 @@ static void an_input_on_another_device_than_the_network_is_named(void **state)
     dla_scope_end();
 }
 
+/* A parameter value on another device than the network's was taken by
+ * dla_net_set (and dla_net_set_learnables, dla_table_set_value), and the
+ * next predict failed inside the layer's op: refused, naming the layer,
+ * the parameter, both devices and the remedy; the network keeps its value
+ * and still runs. */
+static void a_value_on_another_device_than_the_network_is_refused(void **state)
+{
+    (void)state;
+    dla_device *other = NULL;
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            other = dla_device_at(i);
+    if (!other)
+        skip();
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "input"}),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_tensor *w = dla_net_get(net, "fc", "Weights");
+    assert_non_null(w);
+    dla_device *home = dla_tensor_device(w);
+    dla_tensor *wo = dla_tensor_to_device(w, other);
+    assert_int_equal(dla_tensor_status(wo), DLA_OK);
+    char want[256];
+    snprintf(want, sizeof want, "dla_net_set: fc/Weights: the value is on %s but the network is "
+             "on %s: move the value (dla_tensor_to_device) or the network (dla_net_to_device)",
+             dla_device_name(other), dla_device_name(home));
+    assert_int_equal(dla_net_set(net, "fc", "Weights", wo), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), want);
+    assert_ptr_equal(dla_net_get(net, "fc", "Weights"), w);
+    dla_table *lt = dla_net_learnables(net);
+    dla_tensor *vals[2] = {wo, dla_table_values(lt)[1]};
+    assert_int_equal(dla_net_set_learnables(net, 2, vals), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(
+        strstr(dla_last_error(), "dla_net_set_learnables: fc/Weights: the value is on "));
+    assert_int_equal(dla_table_set_value(lt, 0, wo), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_table_set_value: fc/Weights: the value is on "));
+    dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 2)), *y;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    /* The value moved back is taken. */
+    assert_int_equal(dla_net_set(net, "fc", "Weights", dla_tensor_to_device(wo, home)), DLA_OK);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* A dilated convolution's description gives its dilation factor, as
+ * MATLAB's does; it read as a plain convolution. Dilation 1 stays out
+ * (the_summary_lists_layers_activations_and_learnables). */
+static void the_summary_gives_a_convolution_s_dilation(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {
+        dla_image_input_layer(12, 12, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.dilation = {2, 3},
+                                                           .padding_mode = "same"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    char buf[8192];
+    assert_true(dla_net_summary(net, buf, sizeof buf) > 0);
+    if (!strstr(buf, "4 3x3x2 convolutions with stride [1 1], dilation factor [2 3] and padding "
+                     "'same'\n"))
+        fail_msg("summary lacks the dilation:\n%s", buf);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* Counts of one in the singular: the summary read "1 connections" and
+ * dla_net_set_learnables "1 values for 2 rows". */
+static void counts_of_one_read_in_the_singular(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(3, NULL), dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    char buf[4096];
+    assert_true(dla_net_summary(net, buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "dla_net with 2 layers, 1 connection, 2 learnables, 0 states\n"));
+    dla_tensor *w = dla_net_get(net, "fc", "Weights");
+    assert_int_equal(dla_net_set_learnables(net, 1, &w), DLA_ERR_INVALID_ARGUMENT);
+    assert_string_equal(dla_last_error(), "dla_net_set_learnables: 1 value for 2 rows");
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* Everything a training step touches, on a small network: creation,
  * forward with gradients in dla_feval, the state, an optimizer step,
  * predict, the summary, save and (with load) load. Loading is left out
@@ -1027,6 +1114,9 @@ int main(void)
         TU_TEST(initializing_with_the_other_dtype_keeps_the_values),
         TU_TEST(an_input_of_another_dtype_than_the_network_is_named),
         TU_TEST(an_input_on_another_device_than_the_network_is_named),
+        TU_TEST(a_value_on_another_device_than_the_network_is_refused),
+        TU_TEST(counts_of_one_read_in_the_singular),
+        TU_TEST(the_summary_gives_a_convolution_s_dilation),
         TU_TEST(every_refused_allocation_fails_cleanly),
         TU_TEST(eager_predict_holds_only_the_activations_still_to_be_read),
         TU_TEST(freeing_a_network_twice_is_refused_and_logged),

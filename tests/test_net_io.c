@@ -288,8 +288,8 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_summary(back, b, sizeof b);
     assert_string_equal(a, b);
     assert_non_null(strstr(b, "6x5x4x2 volumes with 'zscore' normalization"));
-    assert_non_null(strstr(b, "3 3x2x2x2 convolutions with stride [1 2 1] and padding "
-                              "[1 1 0 1 2 0]"));
+    assert_non_null(strstr(b, "3 3x2x2x2 convolutions with stride [1 2 1], dilation factor "
+                              "[1 1 2] and padding [1 1 0 1 2 0]"));
     assert_non_null(strstr(b, "transposed convolutions with stride [2 1 2] and cropping 'same'"));
     assert_non_null(strstr(b, "2x2x2 average pooling with stride [2 2 2] and padding 'same'"));
     predict_alike(net, back, "SSSCB", DLA_DIMS(6, 5, 4, 2, 2));

@@ -1741,8 +1741,8 @@ static void three_d_layers_match_their_ops(void **state)
     assert_same(forward1(cv, x), want);
     char summary[4096];
     dla_net_summary(cv, summary, sizeof summary);
-    assert_non_null(strstr(summary, "4 3x2x2x3 convolutions with stride [2 1 1] and padding "
-                                    "[1 0 2 1 0 1]"));
+    assert_non_null(strstr(summary, "4 3x2x2x3 convolutions with stride [2 1 1], dilation "
+                                    "factor [1 2 1] and padding [1 0 2 1 0 1]"));
     dla_net_free(cv);
     dla_net *same = one(dla_conv3d_layer(3, 3, 3, 2, &(dla_conv_layer_options){
         .stride = {2, 2, 3}, .padding_mode = "same"}), x);

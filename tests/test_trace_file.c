@@ -805,7 +805,7 @@ static void test_an_op_given_fewer_inputs_than_its_attributes_take_is_refused(vo
     free(q);
     free(p);
     expect_load_error(path_of("conv1.dlt"), DLA_ERR_IO,
-                      "op 0 (dla_conv): 1 inputs, which its attributes do not take");
+                      "op 0 (dla_conv): 1 input, which its attributes do not take");
     dla_scope_end();
 }
 

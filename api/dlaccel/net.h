@@ -103,8 +103,9 @@ DLA_API dla_tensor **dla_table_values(dla_table *t);
 /* The row of (layer, parameter); -1 when there is none. */
 DLA_API int dla_table_find(const dla_table *t, const char *layer, const char *parameter);
 /* Replaces row i's value with v (retained). DLA_ERR_INVALID_ARGUMENT when
- * i is out of range or v is an error tensor; DLA_ERR_SHAPE / DLA_ERR_DTYPE
- * when v's dims or dtype differ from the old value's. */
+ * i is out of range, v is an error tensor or v is on another device than
+ * the old value (move it with dla_tensor_to_device); DLA_ERR_SHAPE /
+ * DLA_ERR_DTYPE when v's dims or dtype differ from the old value's. */
 DLA_API dla_status dla_table_set_value(dla_table *t, int i, dla_tensor *v);
 /* The factors of row i (0 when i is out of range), and setting them
  * (DLA_ERR_INVALID_ARGUMENT for a negative or non-finite factor or a bad
@@ -973,8 +974,8 @@ DLA_API double dla_net_l2_factor(const dla_net *net, const char *layer, const ch
 DLA_API int dla_net_learnable_count(const dla_net *net);
 DLA_API int dla_net_state_count(const dla_net *net);
 /* net.Learnables = values / net.State = values: n must be the table's
- * count; each value must have its row's dims and dtype (checked before any
- * is set). Values are retained. */
+ * count; each value must have its row's dims and dtype and be on the
+ * network's device (checked before any is set). Values are retained. */
 DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const *values);
 DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values);
 /* MATLAB resetState: every state back to its initial value (LSTM hidden
@@ -985,7 +986,9 @@ DLA_API dla_status dla_net_reset_state(dla_net *net);
 /* Any parameter by layer and name: a learnable, a state, or a fixed
  * parameter (an input layer's Mean and StandardDeviation). Borrowed; NULL
  * when there is none (dla_last_error says so). dla_net_set replaces it
- * (retained) and needs the same dims and dtype. */
+ * (retained) and needs the same dims and dtype, on the network's device
+ * (DLA_ERR_INVALID_ARGUMENT, naming the layer, the parameter and both
+ * devices, otherwise: it is not copied). */
 DLA_API dla_tensor *dla_net_get(const dla_net *net, const char *layer, const char *parameter);
 DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *parameter,
                                dla_tensor *value);

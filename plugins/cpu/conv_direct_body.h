@@ -26,7 +26,8 @@
  *                  dY copied into the wide layout with zeros in the
  *                  dropped columns; VL-lane partial sums per thread in
  *                  memory, added up in a fixed order at the end (or, for
- *                  a few images, per register block across all of them).
+ *                  a few images, per register block across all of them);
+ *                  a dW with Inf or NaN goes to im2col (dw_finite).
  * Register blocks: forward PV vectors of outputs x NF filters, backward
  * filter NT taps x NF filters; the shapes are the includer's, chosen by
  * measurement (docs/convolution.md).
@@ -705,6 +706,30 @@ static dla_status bwf_by_block(const dla__cpu_conv *p, const wide *g, const int6
     return DLA_OK;
 }
 
+/* Whether every element of dW is finite. The sums run over every column
+ * of the wide rows, the discarded ones too, whose dY is 0 but whose x
+ * reads reach into the next row (or past the last output): an Inf or NaN
+ * there adds 0 * Inf = NaN to taps whose true sums never meet it, while
+ * an added 0 * finite changes nothing. So a finite dW is exact, and a
+ * non-finite one is left to im2col, which sums the real outputs only (a
+ * scan of dW, not of x: nothing on the common path). */
+static int dw_finite(const dla__cpu_conv *p)
+{
+    const FT *w = (const FT *)p->w;
+    int ok = 1;
+    for (int64_t grp = 0; grp < p->g.G; grp++)
+        for (int64_t f = 0; f < p->g.Fg; f++)
+            for (int64_t c = 0; c < p->g.Cg; c++)
+                for (int64_t t2 = 0; t2 < p->g.fs[2]; t2++)
+                    for (int64_t t1 = 0; t1 < p->g.fs[1]; t1++)
+                        for (int64_t t0 = 0; t0 < p->g.fs[0]; t0++) {
+                            const FT v = w[grp * p->g.wg + f * p->g.wf + c * p->g.wc +
+                                           t0 * p->g.ws[0] + t1 * p->g.ws[1] + t2 * p->g.ws[2]];
+                            ok &= v - v == 0; /* false for Inf and NaN */
+                        }
+    return ok;
+}
+
 static dla_status direct_backward_filter(const dla__cpu_conv *p)
 {
     const dla_plugin_host *h = dla__cpu_host;
@@ -731,6 +756,9 @@ static dla_status direct_backward_filter(const dla__cpu_conv *p)
     if (s == DLA_ERR_UNSUPPORTED && few)
         s = bwf_by_image(p, &g, toff, team);
     h->free(toff);
+    /* Written, to be written again by im2col (dw_finite). */
+    if (s == DLA_OK && !dw_finite(p))
+        return DLA_ERR_UNSUPPORTED;
     return s;
 }
 
