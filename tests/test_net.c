@@ -663,6 +663,17 @@ static void an_input_of_another_dtype_than_the_network_is_named(void **state)
 }
 
 
+/* The testmem device, a second device when the build's test plugins are
+ * found (main adds them after the cpu); skips the test otherwise. */
+static dla_device *testmem_or_skip(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            return dla_device_at(i);
+    skip();
+    return NULL;
+}
+
 /* Data on another device than the network's fails naming the input, both
  * devices and the remedy; it read "dla_net_predict: layer 'input' (Feature
  * Input): dla_sub: arguments a and b are on cpu:0 and testmem:0", of an op
@@ -671,12 +682,7 @@ static void an_input_of_another_dtype_than_the_network_is_named(void **state)
 static void an_input_on_another_device_than_the_network_is_named(void **state)
 {
     (void)state;
-    dla_device *other = NULL;
-    for (int i = 0; i < dla_device_count(); i++)
-        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
-            other = dla_device_at(i);
-    if (!other)
-        skip();
+    dla_device *other = testmem_or_skip();
     dla_scope_begin();
     dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "input",
                                                                              .normalization = "zscore"}),
@@ -708,12 +714,7 @@ static void an_input_on_another_device_than_the_network_is_named(void **state)
 static void a_value_on_another_device_than_the_network_is_refused(void **state)
 {
     (void)state;
-    dla_device *other = NULL;
-    for (int i = 0; i < dla_device_count(); i++)
-        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
-            other = dla_device_at(i);
-    if (!other)
-        skip();
+    dla_device *other = testmem_or_skip();
     dla_scope_begin();
     dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "input"}),
                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc"})};

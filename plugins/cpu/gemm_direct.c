@@ -180,17 +180,26 @@ static void choose(void)
 
 /* Page p of a batch: op(A) packed column-major (m x k, leading dim m)
  * when A is transposed, then the tiles as for a single product. */
+/* A as the tiles read it: a itself (leading dim *lda), or a transposed A
+ * (at most PAGE_A_MAX floats) packed into packed, m x k. */
+static const float *a_of(const dla_gemm_args *g, const float *a, float *packed, int64_t *lda)
+{
+    *lda = g->a.ld;
+    if (!g->trans_a)
+        return a;
+    for (int64_t l = 0; l < g->k; l++)
+        for (int64_t i = 0; i < g->m; i++)
+            packed[i + l * g->m] = a[l + i * g->a.ld];
+    *lda = g->m;
+    return packed;
+}
+
 static TGT void page_of(const dla_gemm_args *g, int64_t p)
 {
-    const float *a = (const float *)g->a.mem + g->a.offset + p * g->a.batch_stride;
     float packed[PAGE_A_MAX];
-    int64_t lda = g->a.ld;
-    if (g->trans_a) {
-        for (int64_t l = 0; l < g->k; l++)
-            for (int64_t i = 0; i < g->m; i++)
-                packed[i + l * g->m] = a[l + i * g->a.ld];
-        a = packed, lda = g->m;
-    }
+    int64_t lda;
+    const float *a = a_of(g, (const float *)g->a.mem + g->a.offset + p * g->a.batch_stride,
+                          packed, &lda);
     direct_args d = {
         .k = g->k,
         .a = a,
@@ -253,14 +262,8 @@ int dla__cpu_gemm_direct(const dla_gemm_args *g, dla_status *status)
     /* A small transposed A (a fully connected layer's W' dY) packed once,
      * read by every thread's tiles. */
     float packed[PAGE_A_MAX];
-    const float *a = (const float *)g->a.mem + g->a.offset;
-    int64_t lda = g->a.ld;
-    if (g->trans_a) {
-        for (int64_t l = 0; l < g->k; l++)
-            for (int64_t i = 0; i < g->m; i++)
-                packed[i + l * g->m] = a[l + i * g->a.ld];
-        a = packed, lda = g->m;
-    }
+    int64_t lda;
+    const float *a = a_of(g, (const float *)g->a.mem + g->a.offset, packed, &lda);
     direct_args d = {
         .k = g->k,
         .a = a,

@@ -52,6 +52,21 @@ void dla__cpu_iter_init(dla__cpu_iter *it, int nops, const dla_view *const *view
 }
 
 /* Walks units [u0, u1) where unit u is piece u % pieces of row u / pieces. */
+/* The odometer over dims from.. of it: the next index and each operand's
+ * row offset with it. */
+static inline void advance(const dla__cpu_iter *it, int from, int64_t *idx, int64_t *row_off)
+{
+    for (int d = from; d < it->ndims; d++) {
+        for (int op = 0; op < it->nops; op++)
+            row_off[op] += it->strides[op][d];
+        if (++idx[d] < it->dims[d])
+            return;
+        for (int op = 0; op < it->nops; op++)
+            row_off[op] -= idx[d] * it->strides[op][d];
+        idx[d] = 0;
+    }
+}
+
 static void walk(const dla__cpu_iter *it, int64_t pieces, int64_t piece_len, int64_t u0, int64_t u1,
                  dla__cpu_row_fn fn, void *ctx)
 {
@@ -91,15 +106,7 @@ static void walk(const dla__cpu_iter *it, int64_t pieces, int64_t piece_len, int
             for (int op = 0; op < nops; op++)
                 row_off[op] -= n1 * it->strides[op][1];
             idx[1] = 0;
-            for (int d = 2; d < it->ndims; d++) {
-                for (int op = 0; op < nops; op++)
-                    row_off[op] += it->strides[op][d];
-                if (++idx[d] < it->dims[d])
-                    break;
-                for (int op = 0; op < nops; op++)
-                    row_off[op] -= idx[d] * it->strides[op][d];
-                idx[d] = 0;
-            }
+            advance(it, 2, idx, row_off);
         }
         return;
     }
@@ -113,15 +120,7 @@ static void walk(const dla__cpu_iter *it, int64_t pieces, int64_t piece_len, int
         if (++piece < pieces)
             continue;
         piece = 0;
-        for (int d = 1; d < it->ndims; d++) { /* odometer over the outer dims */
-            for (int op = 0; op < nops; op++)
-                row_off[op] += it->strides[op][d];
-            if (++idx[d] < it->dims[d])
-                break;
-            for (int op = 0; op < nops; op++)
-                row_off[op] -= idx[d] * it->strides[op][d];
-            idx[d] = 0;
-        }
+        advance(it, 1, idx, row_off);
     }
 }
 
