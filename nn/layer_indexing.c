@@ -62,11 +62,12 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     return dla__mask_check_init(l, in);
 }
 
-/* With a padding mask: the weights w (1 at each observation's first or
- * last data step, 0 elsewhere; as m, 1 x B x T or T x 1 x B) and the
- * sum of x .* w over the steps. The step numbers (1..n for "last",
- * n..1 for "first") times m peak at that step; an observation with no
- * data step has no weight and gives 0. */
+/* With a padding mask: w, 1 at each observation's first or last data
+ * step and 0 elsewhere (laid out as m: 1 x B x T, or S x 1 x B), and the
+ * sum over the steps of x where w is 1, 0 elsewhere (a select, not x .*
+ * w: a NaN or Inf at another step, padding included, must not reach the
+ * sum as 0 * Inf). The step numbers (1..n for "last", n..1 for "first")
+ * times m peak at that step; an observation with no data step gives 0. */
 static dla_tensor *masked_pick(const dla__props *p, dla__call *c, int d, int64_t n)
 {
     dla_tensor *x = c->x[0], *m = dla__mask_steps(c);
@@ -89,7 +90,8 @@ static dla_tensor *masked_pick(const dla__props *p, dla__call *c, int d, int64_t
     const int64_t along = d + 1;
     dla_tensor *top = dla_max(score, 1, &along);
     dla_tensor *w = dla_mul(dla_cast(dla_eq(score, top), dla_tensor_dtype(x)), m);
-    return dla_sum(dla_mul(x, w), 1, &along);
+    dla_tensor *zero = dla_zeros(dla_tensor_dtype(x), "", 0, NULL);
+    return dla_sum(dla_where(w, x, zero), 1, &along);
 }
 
 static dla_status forward(const dla__props *p, dla__call *c)

@@ -7,6 +7,8 @@
  */
 #include "nn/nn.h"
 
+#include <math.h>
+
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -377,24 +379,27 @@ static dla_tensor *drop_t(dla_tensor *y)
     return dla_reshape(y, "CB", DLA_DIMS(dla_tensor_dim(y, 1), dla_tensor_dim(y, 2)));
 }
 
-/* With a padding mask m (0/1 a step): the max over the data steps, x
- * where m is 1 and x - 1e30 where it is 0 (x + 0 is x to the bit, and a
- * sequence has at least one data step, whose value wins). */
+/* With a padding mask m (0/1 a step): the max over the data steps, of x
+ * where m is 1 and -Inf where it is 0 (a select: a NaN held at a padded
+ * step stays out; an observation with no data step gives -Inf). */
 static dla_status gmax1_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
     dla_tensor *x = c->x[0];
     if (c->nx > 1) {
         dla_tensor *m = dla__mask_steps(c);
-        x = dla_tensor_status(m) == DLA_OK ? dla_add(x, dla_affine(m, 1e30, -1e30)) : m;
+        x = dla_tensor_status(m) == DLA_OK
+                ? dla_where(m, x, dla_full(-INFINITY, dla_tensor_dtype(x), "", 0, NULL))
+                : m;
     }
     c->y = drop_t(dla_global_maxpool(x));
     return dla_tensor_status(c->y);
 }
 
-/* With a padding mask m: the mean over the data steps, mean(x m) /
- * mean(m). An observation with no data step gets 0/0, NaN: there is
- * nothing to average. */
+/* With a padding mask m: the mean over the data steps, mean of x where
+ * m is 1 and 0 elsewhere (a select, not x .* m, so that a NaN or Inf held
+ * at a padded step stays out) / mean(m). An observation with no data
+ * step gets 0/0, NaN: there is nothing to average. */
 static dla_status gavg1_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
@@ -402,7 +407,9 @@ static dla_status gavg1_forward(const dla__props *p, dla__call *c)
     if (c->nx > 1) {
         dla_tensor *m = dla__mask_steps(c);
         c->y = dla_tensor_status(m) == DLA_OK
-                   ? drop_t(dla_div(dla_global_avgpool(dla_mul(x, m)), dla_global_avgpool(m)))
+                   ? drop_t(dla_div(dla_global_avgpool(dla_where(
+                                        m, x, dla_zeros(dla_tensor_dtype(x), "", 0, NULL))),
+                                    dla_global_avgpool(m)))
                    : m;
         return dla_tensor_status(c->y);
     }

@@ -153,6 +153,18 @@ static void masked_global_pooling_reads_the_data_steps_only(void **state)
         assert_int_equal(dla_tensor_to_host(y, r, sizeof r), DLA_OK);
         assert_float_equal(r[0], avg ? 1.5f : 2.0f, 1e-6);
         assert_float_equal(r[1], avg ? -4.0f : -3.0f, 1e-6);
+        /* A NaN and an Inf held at the padded steps stay out (they did
+         * not as x .* m, 0 * Inf, or x - 1e30 with x NaN). */
+        const float w[8] = {1, -3, 2, -5, 0, NAN, 0, INFINITY};
+        x = dla_tensor_from_host(w, DLA_F32, "CBT", DLA_DIMS(2, 1, 4));
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+            assert_int_equal(dla_tensor_to_host(y, r, sizeof r), DLA_OK);
+            /* Not assert_float_equal: it takes a NaN for any value. */
+            assert_true(fabsf(r[0] - (avg ? 1.5f : 2.0f)) <= 1e-6f);
+            assert_true(fabsf(r[1] - (avg ? -4.0f : -3.0f)) <= 1e-6f);
+        }
         dla_net_free(net);
     }
     dla_scope_end();
@@ -183,6 +195,11 @@ static void masked_indexing_takes_each_observations_own_step(void **state)
                 v[2 * (b + 3 * t)] = data ? 1.0f : 0.0f;
                 v[2 * (b + 3 * t) + 1] = (float)(10 * (b + 1) + t + 1);
             }
+        /* Non-finite values at steps not taken, padded (observation 1's
+         * step 5) and data (observation 2's step 4), stay out of the
+         * result (as x .* w, 0 * Inf made it NaN). */
+        v[2 * (0 + 3 * 4) + 1] = NAN;
+        v[2 * (1 + 3 * 3) + 1] = INFINITY;
         dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CBT", DLA_DIMS(2, 3, 5)), *y;
         for (int accel = 0; accel < 2; accel++) {
             dla_net_set_accelerate(net, accel);
