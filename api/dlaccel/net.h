@@ -455,9 +455,10 @@ DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer
  * input, "mask", as dla_self_attention_layer's (the input's format,
  * observations and steps, any channels, the first nonzero at data steps),
  * and pool over the data steps only: max pooling leaves padded steps
- * out, average pooling divides by the number of data steps (NaN for an
- * observation with none), so an observation's result does not depend on
- * how much padding its mini-batch holds. */
+ * out (-Inf for an observation with none), average pooling divides by
+ * the number of data steps (NaN for an observation with none), so an
+ * observation's result does not depend on how much padding its
+ * mini-batch holds, nor on what values the padded steps hold. */
 typedef struct dla_global_pool1d_layer_options {
     const char *name;           /* NULL or "": MATLAB's default name, numbered */
     int has_padding_mask_input; /* 0 or 1: a second input, "mask" */
