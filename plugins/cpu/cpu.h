@@ -130,6 +130,16 @@ int dla__cpu_gemm_thin(const dla_gemm_args *args, dla_status *status);
  * when transposed) or a batch of small pages, on a CPU with AVX-512
  * (DLACCEL_CPU_GEMM_DIRECT=off: never). */
 int dla__cpu_gemm_direct(const dla_gemm_args *args, dla_status *status);
+/* How many pages of work multiply-adds each a thread takes at once from a
+ * batch shared out among threads (gemm.c, gemm_direct.c): about 262,144
+ * multiply-adds, at least two chunks per thread, at least one page. */
+static inline int64_t dla__cpu_page_chunk(double work, int64_t batch, int threads)
+{
+    int64_t chunk = (int64_t)(262144.0 / work);
+    if (chunk > batch / (2 * threads))
+        chunk = batch / (2 * threads);
+    return chunk < 1 ? 1 : chunk;
+}
 /* One column-major product through OpenBLAS, shared out in tiles that
  * follow the shape, never the thread count: the same bits with any
  * OMP_NUM_THREADS (gemm_tiles.c). Arguments as cblas_?gemm's. */

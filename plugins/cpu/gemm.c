@@ -24,8 +24,6 @@
 
 /* Pages of at most this many multiply-adds (m*n*k) run one per thread. */
 #define SMALL_PAGE ((int64_t)1 << 21)
-/* Multiply-adds a thread takes at once from the batch. */
-#define CHUNK_WORK 262144.0
 
 #define DEFINE_PAGE(T, sfx)                                                            \
     /* Page p; C = beta * C alone when op(A) op(B) contributes nothing. */                         \
@@ -68,13 +66,8 @@ dla_status dla__cpu_gemm(void *dev, const dla_gemm_args *g)
     const int threads = omp_get_max_threads();
     if (disjoint && small && threads > 1) {
         const int64_t batch = g->batch;
-        /* Chunks of about CHUNK_WORK multiply-adds, at least two per thread. */
         const double work = (double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1);
-        int64_t chunk = (int64_t)(CHUNK_WORK / work);
-        if (chunk > batch / (2 * threads))
-            chunk = batch / (2 * threads);
-        if (chunk < 1)
-            chunk = 1;
+        const int64_t chunk = dla__cpu_page_chunk(work, batch, threads);
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
         for (int64_t p = 0; p < batch; p++)
             page(g, p);

@@ -175,8 +175,6 @@ static void choose(void)
  * PAGES_MIN in the whole batch. */
 #define PAGE_WORK_MAX ((int64_t)1 << 21)
 #define PAGES_MIN ((int64_t)1 << 15)
-/* Multiply-adds a thread takes at once from the batch (gemm.c's). */
-#define PAGES_CHUNK_WORK 262144.0
 
 /* Page p of a batch: op(A) packed column-major (m x k, leading dim m)
  * when A is transposed, then the tiles as for a single product. */
@@ -232,11 +230,7 @@ static void pages(const dla_gemm_args *g)
             page_of(g, p);
         return;
     }
-    int64_t chunk = (int64_t)(PAGES_CHUNK_WORK / work);
-    if (chunk > batch / (2 * threads))
-        chunk = batch / (2 * threads);
-    if (chunk < 1)
-        chunk = 1;
+    const int64_t chunk = dla__cpu_page_chunk(work, batch, threads);
 #pragma omp parallel for schedule(dynamic, chunk) num_threads(threads)
     for (int64_t p = 0; p < batch; p++)
         page_of(g, p);
