@@ -69,6 +69,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
+
 #define GLOBAL 37
 #define FEATURES 8
 #define CLASSES 4
@@ -257,7 +259,7 @@ static void mode_steps(void)
     double worst = 0;
     for (int64_t i = 0; i < n1 && i < nn; i++) {
         double bound = 1e-5 * fmax(1.0, fabs(w1[i]));
-        worst = fmax(worst, fabs(wn[i] - w1[i]) / bound);
+        worst = tu_worse(worst, fabs(wn[i] - w1[i]) / bound);
     }
     char detail[128];
     snprintf(detail, sizeof detail, "max |w_N - w_1| / (1e-5 max(1, |w|)) = %.3g (limit 1)", worst);
@@ -330,10 +332,10 @@ static void mode_bn(void)
         for (int k = 0; k < 2; k++)
             for (int c = 0; c < 4; c++) {
                 double want = dla_tensor_item(whole[k], c), got = dla_tensor_item(comb[k], c);
-                worst[k] = fmax(worst[k], fabs(got - want) / fmax(fabs(want), 1e-30));
+                worst[k] = tu_worse(worst[k], fabs(got - want) / fmax(fabs(want), 1e-30));
                 if (k == 1)
-                    naive_off = fmax(naive_off, fabs(dla_tensor_item(naive[k], c) - want) /
-                                                    fmax(fabs(want), 1e-30));
+                    naive_off = tu_worse(naive_off, fabs(dla_tensor_item(naive[k], c) - want) /
+                                                        fmax(fabs(want), 1e-30));
             }
         char what[128], detail[128];
         for (int k = 0; k < 2; k++) {
@@ -422,7 +424,7 @@ static void mode_state(void)
         double worst = 0;
         for (int64_t c = 0; c < dla_tensor_numel(whole[k]); c++) {
             double want = dla_tensor_item(whole[k], c), got = dla_tensor_item(comb[k], c);
-            worst = fmax(worst, fabs(got - want) / fmax(fabs(want), 1e-30));
+            worst = tu_worse(worst, fabs(got - want) / fmax(fabs(want), 1e-30));
         }
         char detail[128];
         snprintf(detail, sizeof detail, "relative error %.3g (limit 1e-9)", worst);
@@ -614,7 +616,7 @@ static void mode_overlap(void)
         double worst = 0;
         int64_t differ = 0;
         for (int64_t i = 0; i < n0 && i < n1; i++) {
-            worst = fmax(worst, fabs(w1[i] - w0[i]) / fmax(1.0, fabs(w0[i])));
+            worst = tu_worse(worst, fabs(w1[i] - w0[i]) / fmax(1.0, fabs(w0[i])));
             differ += memcmp(&w0[i], &w1[i], sizeof w0[i]) != 0;
         }
         unsigned long long d0 = digest(blocking), d1 = digest(overlapped);

@@ -283,15 +283,15 @@ static void a_one_d_convolution_matches_the_hand_computed_values(void **state)
     assert_int_equal(dla_tensor_status(y), DLA_OK);
     assert_int_equal(dla_tensor_dim(y, 1), 3);
     for (int i = 0; i < 3; i++)
-        assert_float_equal(dla_tensor_item(y, i), -1.5, 1e-15);
+        tu_assert_near(dla_tensor_item(y, i), -1.5, 1e-15);
     /* Stride 2, padding 1 on both sides: windows over 0 1 2 3 4 5 0 at
      * 0, 2, 4: 0 - 2, 2 - 4, 4 - 0. */
     y = dla_conv(x, w, NULL,
                  &(dla_conv_options){.stride = {2}, .padding = {{1}, {1}}});
     assert_int_equal(dla_tensor_dim(y, 1), 3);
-    assert_float_equal(dla_tensor_item(y, 0), -2, 1e-15);
-    assert_float_equal(dla_tensor_item(y, 1), -2, 1e-15);
-    assert_float_equal(dla_tensor_item(y, 2), 4, 1e-15);
+    tu_assert_near(dla_tensor_item(y, 0), -2, 1e-15);
+    tu_assert_near(dla_tensor_item(y, 1), -2, 1e-15);
+    tu_assert_near(dla_tensor_item(y, 2), 4, 1e-15);
     dla_scope_end();
 }
 
@@ -308,13 +308,13 @@ static void a_transposed_convolution_spreads_each_input_over_the_filter(void **s
     assert_int_equal(dla_tensor_dim(y, 1), 5);
     const double want[5] = {1, 10, 102, 20, 200};
     for (int i = 0; i < 5; i++)
-        assert_float_equal(dla_tensor_item(y, i), want[i], 1e-13);
+        tu_assert_near(dla_tensor_item(y, i), want[i], 1e-13);
     /* Cropping "same" keeps in * stride = 4 elements, the odd one cropped
      * at the end: 1 10 102 20. */
     y = dla_transpconv(x, w, NULL, &(dla_conv_options){.stride = {2}, .padding_mode = "same"});
     assert_int_equal(dla_tensor_dim(y, 1), 4);
     for (int i = 0; i < 4; i++)
-        assert_float_equal(dla_tensor_item(y, i), want[i], 1e-13);
+        tu_assert_near(dla_tensor_item(y, i), want[i], 1e-13);
     dla_scope_end();
 }
 
@@ -380,7 +380,7 @@ static void a_cbt_sequence_is_convolved_along_time(void **state)
     ys = dla_reshape(ys, "", DLA_DIMS(3, 5, 2));
     double *a = host(dla_contiguous(dla_permute(ys, DLA_DIMS(2, 3, 1)))), *b = host(y);
     for (int i = 0; i < 5 * 2 * 3; i++)
-        assert_float_equal(a[i], b[i], 1e-13);
+        tu_assert_near(a[i], b[i], 1e-13);
     free(a), free(b);
     dla_scope_end();
 }
@@ -400,7 +400,7 @@ static void an_unformatted_x_takes_its_labels_from_data_format(void **state)
     dla_tensor *xf = dla_reshape(x, "SSCB", DLA_DIMS(6, 5, 2, 3));
     double *a = host(y), *b = host(dla_conv(xf, w, NULL, NULL));
     for (int i = 0; i < 4 * 4 * 4 * 3; i++)
-        assert_float_equal(a[i], b[i], 1e-13);
+        tu_assert_near(a[i], b[i], 1e-13);
     free(a), free(b);
     dla_scope_end();
 }
@@ -457,7 +457,7 @@ static void a_bias_in_several_dims_is_read_in_column_major_order(void **state)
         assert_int_equal(dla_tensor_status(y), DLA_OK);
         double *got = host(y);
         for (int i = 0; i < 4 * 3 * 10 * 3; i++)
-            assert_float_equal(got[i], want[i], 1e-13);
+            tu_assert_near(got[i], want[i], 1e-13);
         free(got);
     }
     free(want);
@@ -476,7 +476,7 @@ static void single_precision_agrees_with_double_on_the_fast_path(void **state)
     dla_tensor *ys = dla_conv(dla_cast(x, DLA_F32), dla_cast(w, DLA_F32), dla_cast(b, DLA_F32), &o);
     double *s = host(dla_cast(ys, DLA_F64));
     for (int i = 0; i < 12 * 10 * 6 * 5; i++)
-        assert_float_equal(s[i], d[i], 1e-4);
+        tu_assert_near(s[i], d[i], 1e-4);
     free(d), free(s);
     dla_scope_end();
 }
@@ -499,7 +499,7 @@ static void a_strided_view_of_x_gives_the_result_of_its_dense_copy(void **state)
         double *a = host(y);
         double *b = host(dla_cast(dla_conv(dla_contiguous(x), ww, NULL, &o), DLA_F64));
         for (int i = 0; i < 9 * 6 * 4 * 3; i++)
-            assert_float_equal(a[i], b[i], single ? 1e-5 : 1e-14);
+            tu_assert_near(a[i], b[i], single ? 1e-5 : 1e-14);
         free(a), free(b);
     }
     dla_scope_end();

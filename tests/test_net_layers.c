@@ -40,7 +40,7 @@ static double maxdiff(dla_tensor *a, dla_tensor *b)
     assert_int_equal(dla_tensor_to_host(dla_cast(b, DLA_F64), y, sizeof *y * (size_t)n), DLA_OK);
     double m = 0;
     for (int64_t i = 0; i < n; i++)
-        m = fmax(m, fabs(x[i] - y[i]));
+        m = tu_worse(m, fabs(x[i] - y[i]));
     free(x);
     free(y);
     return m;

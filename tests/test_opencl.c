@@ -761,7 +761,7 @@ static void a_fused_program_sums_as_the_cpu_plugin_interpreted_and_compiled(void
             for (int o = 0; o < N0; o++) {
                 const double want = got[1][0][o];
                 assert_true(want > 0);
-                if (fabs(got[0][0][o] - want) > 1e-6 * want)
+                if (!(fabs(got[0][0][o] - want) <= 1e-6 * want))
                     fail_msg("%s %s in %s, output %d: opencl %.17g, cpu %.17g",
                              f64 ? "double" : "single", op ? "mean" : "sum",
                              layout ? "lanes" : "runs", o, got[0][0][o], want);
@@ -903,7 +903,7 @@ static void a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin(void *
                 const double mag[2] = {got[1][0][0][o], got[1][2][0][o]};
                 for (int w = 0; w < 2; w++) {
                     assert_true(mag[w] > 0);
-                    if (fabs(got[0][w][0][o] - got[1][w][0][o]) > 1e-6 * mag[w])
+                    if (!(fabs(got[0][w][0][o] - got[1][w][0][o]) <= 1e-6 * mag[w]))
                         fail_msg("%s of the pair, %s %s in %s, output %d: opencl %.17g, cpu "
                                  "%.17g",
                                  w ? "y2" : "y", f64 ? "double" : "single",

@@ -100,7 +100,7 @@ static void check_reduced(dla_tensor *t, dla_reduce_op op, const char *what)
         if (op == DLA_REDUCE_MEAN)
             want /= size_;
         double got = dla_tensor_item(t, i);
-        if (fabs(got - want) > 1e-5 * fmax(1, fabs(want))) {
+        if (!(fabs(got - want) <= 1e-5 * fmax(1, fabs(want)))) {
             CHECK(0, "%s element %lld: %g, expected %g", what, (long long)i, got, want);
             return;
         }

@@ -18,6 +18,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "tu_assert.h"
+
 #include "testutil.h"
 #include "sink.h"
 
@@ -368,8 +370,8 @@ static void batch_normalization_statistics_come_from_the_whole_data(void **state
          * whole (3% more at 32 a batch). */
         const double got_m = dla_tensor_item(m, j), got_v = dla_tensor_item(sv, j);
         const double unbiased = want_v * (double)n / (double)(n - 1);
-        if (fabs(got_m - want_m) > 1e-5 * fmax(1, fabs(want_m)) ||
-            fabs(got_v - unbiased) > 1e-5 * unbiased)
+        if (!(fabs(got_m - want_m) <= 1e-5 * fmax(1, fabs(want_m))) ||
+            !(fabs(got_v - unbiased) <= 1e-5 * unbiased))
             fail_msg("channel %lld: mean %.9g variance %.9g; the data's %.9g and %.9g",
                      (long long)j, got_m, got_v, want_m, unbiased);
     }
@@ -377,7 +379,7 @@ static void batch_normalization_statistics_come_from_the_whole_data(void **state
     dla_tensor *mm = dla_net_get(trained[1], "batchnorm_1", "TrainedMean");
     double far = 0;
     for (int64_t j = 0; j < c; j++)
-        far = fmax(far, fabs(dla_tensor_item(mm, j) - dla_tensor_item(m, j)));
+        far = tu_worse(far, fabs(dla_tensor_item(mm, j) - dla_tensor_item(m, j)));
     assert_true(far > 0.1);
     /* The final validation is the returned network's: predict's accuracy
      * on the validation data. */
@@ -458,7 +460,7 @@ static void output_network_best_validation_returns_that_validations_network(void
     assert_int_equal(dla_net_predict(trained[0], 1, &vx, 1, &y, NULL), DLA_OK);
     dla_tensor *onehot = dla_onehotencode(dla_reshape(vt, "CB", DLA_DIMS(1, 60)), CLASSES, NULL);
     const double loss = dla_tensor_item(dla_crossentropy(y, onehot, NULL), 0);
-    if (fabs(loss - in->validation_loss[best]) > 1e-5 * fmax(1, loss))
+    if (!(fabs(loss - in->validation_loss[best]) <= 1e-5 * fmax(1, loss)))
         fail_msg("the returned network's loss %.9g, the best validation's %.9g", loss,
                  in->validation_loss[best]);
     for (int k = 0; k < 2; k++) {
@@ -574,8 +576,8 @@ static void minibatchpredict_and_testnet_cover_the_whole_data(void **state)
     const double rmse = sqrt(dla_tensor_item(
         dla_mean(dla_square(dla_sub(dla_cast(whole, DLA_F64), dla_cast(onehot, DLA_F64))), 0,
                  NULL), 0));
-    if (fabs(values[0] - acc) > 1e-9 || fabs(values[1] - ce) > 1e-5 * ce ||
-        fabs(values[2] - rmse) > 1e-5 * rmse)
+    if (!(fabs(values[0] - acc) <= 1e-9) || !(fabs(values[1] - ce) <= 1e-5 * ce) ||
+        !(fabs(values[2] - rmse) <= 1e-5 * rmse))
         fail_msg("testnet %g %g %g; from the predictions %g %g %g", values[0], values[1],
                  values[2], acc, ce, rmse);
     if (!(acc > 90)) /* the blobs are separable: a trained network's figures */
@@ -1740,14 +1742,14 @@ static void padded_steps_count_in_no_loss_nor_metric(void **state)
     o.metrics = "rmse";
     if (dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
         fail_msg("trainnet: %s", dla_last_error());
-    assert_float_equal(info->training_loss[0], mse, 1e-5 * (1 + mse));
-    assert_float_equal(info->training_rmse[0], sqrt(mse), 1e-5 * (1 + mse));
+    tu_assert_near(info->training_loss[0], mse, 1e-5 * (1 + mse));
+    tu_assert_near(info->training_rmse[0], sqrt(mse), 1e-5 * (1 + mse));
     dla_training_info_free(info);
     dla_net_free(trained);
     double v[2];
     assert_int_equal(dla_testnet(net, &d, "mse,rmse", &po, v), DLA_OK);
-    assert_float_equal(v[0], mse, 1e-5 * (1 + mse));
-    assert_float_equal(v[1], sqrt(mse), 1e-5 * (1 + mse));
+    tu_assert_near(v[0], mse, 1e-5 * (1 + mse));
+    tu_assert_near(v[1], sqrt(mse), 1e-5 * (1 + mse));
     dla_net_free(net);
 
     /* Classification: one-hot 2 x 2 x 4 targets, padded steps all 0 (the
@@ -1781,16 +1783,16 @@ static void padded_steps_count_in_no_loss_nor_metric(void **state)
     if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) !=
         DLA_OK)
         fail_msg("trainnet: %s", dla_last_error());
-    assert_float_equal(info->training_loss[0], ce, 1e-5 * (1 + ce));
-    assert_float_equal(info->training_accuracy[0], acc, 1e-9);
-    assert_float_equal(info->training_rmse[0], rmse, 1e-5);
+    tu_assert_near(info->training_loss[0], ce, 1e-5 * (1 + ce));
+    tu_assert_near(info->training_accuracy[0], acc, 1e-9);
+    tu_assert_near(info->training_rmse[0], rmse, 1e-5);
     dla_training_info_free(info);
     dla_net_free(trained);
     double w[3];
     assert_int_equal(dla_testnet(net, &d, "crossentropy,accuracy,rmse", &po, w), DLA_OK);
-    assert_float_equal(w[0], ce, 1e-5 * (1 + ce));
-    assert_float_equal(w[1], acc, 1e-9);
-    assert_float_equal(w[2], rmse, 1e-5);
+    tu_assert_near(w[0], ce, 1e-5 * (1 + ce));
+    tu_assert_near(w[1], acc, 1e-9);
+    tu_assert_near(w[2], rmse, 1e-5);
     /* Trained in chunks of 3 steps (4 padded to 6: that padding masked
      * too), validated on the same data: the final figures are testnet's
      * with the trained network. */
@@ -1800,8 +1802,8 @@ static void padded_steps_count_in_no_loss_nor_metric(void **state)
         DLA_OK)
         fail_msg("trainnet: %s", dla_last_error());
     assert_int_equal(dla_testnet(trained, &d, "crossentropy,accuracy", &po, v), DLA_OK);
-    assert_float_equal(info->final_validation_loss, v[0], 1e-5 * (1 + v[0]));
-    assert_float_equal(info->final_validation_accuracy, v[1], 1e-9);
+    tu_assert_near(info->final_validation_loss, v[0], 1e-5 * (1 + v[0]));
+    tu_assert_near(info->final_validation_accuracy, v[1], 1e-9);
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);
@@ -1852,7 +1854,7 @@ static void training_does_not_learn_the_padding(void **state)
     assert_int_equal(dla_testnet(trained, &d, "rmse", NULL, &v), DLA_OK);
     if (!(v < 0.05))
         fail_msg("L-BFGS: RMSE over the valid steps %g after training: the padding was learned", v);
-    assert_float_equal(info->training_rmse[info->iterations - 1], v, 1e-4);
+    tu_assert_near(info->training_rmse[info->iterations - 1], v, 1e-4);
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);

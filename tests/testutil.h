@@ -63,6 +63,15 @@ TU_UNUSED static uint64_t tu_next(void)
 TU_UNUSED static int64_t tu_int(int64_t lo, int64_t hi) { return lo + (int64_t)(tu_next() % (uint64_t)(hi - lo + 1)); }
 TU_UNUSED static double tu_unit(void) { return (double)(tu_next() >> 11) / 9007199254740992.0; }
 
+/* The larger of a running worst difference and d, NaN once either is:
+ * fmax(worst, NaN) is worst, which would let a NaN result pass. */
+TU_UNUSED static double tu_worse(double worst, double d)
+{
+    if (isnan(worst))
+        return worst;
+    return isnan(d) || d > worst ? d : worst;
+}
+
 TU_UNUSED static int tu_close(double a, double b, double tol)
 {
     if (isnan(a) || isnan(b))

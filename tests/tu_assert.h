@@ -31,4 +31,15 @@ TU_UNUSED static void tu_expect_replay_bits(dla_accel *af, dla_function fn, void
                  call, differs);
 }
 
+/* |a - b| <= eps in double, a NaN on either side failing. For cmocka's
+ * assert_float_equal a NaN equals anything (its test is fabs(a - b) > eps,
+ * false for a NaN), and it compares in float. */
+#define tu_assert_near(a, b, eps) tu_assert_near_at((a), (b), (eps), #a, __FILE__, __LINE__)
+TU_UNUSED static void tu_assert_near_at(double a, double b, double eps, const char *what,
+                                        const char *file, int line)
+{
+    if (!(fabs(a - b) <= eps))
+        fail_msg("%s:%d: %s is %.17g, want %.17g within %g", file, line, what, a, b, eps);
+}
+
 #endif
