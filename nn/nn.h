@@ -321,7 +321,7 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_position_embedding, dla__kind_resize2d, dla__kind_bilstm, dla__kind_image3d_input,
     dla__kind_conv3d, dla__kind_tconv3d, dla__kind_maxpool3d, dla__kind_avgpool3d,
     dla__kind_gmaxpool3d, dla__kind_gavgpool3d, dla__kind_word_embedding, dla__kind_prelu,
-    dla__kind_indexing1d;
+    dla__kind_indexing1d, dla__kind_crosschannel;
 
 /* ------------------------------------------------------------ initializers */
 

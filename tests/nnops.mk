@@ -1,7 +1,7 @@
 # tests/nnops.mk - the nn op suites: activations, normalization, pooling,
 # fullyconnect and dropout; one binary (one cmocka group) per family.
 EXTRA_DIST += tests/test_nnops.h
-DLA_NNOPS_TESTS = tests/test_nnops_act tests/test_nnops_norm tests/test_nnops_pool \
+DLA_NNOPS_TESTS = tests/test_nnops_act tests/test_nnops_norm tests/test_nnops_crossnorm tests/test_nnops_pool \
 	tests/test_nnops_fc tests/test_nnops_dropout tests/test_nnops_allocfail tests/test_embed
 check_PROGRAMS += $(DLA_NNOPS_TESTS)
 TESTS += $(DLA_NNOPS_TESTS) tests/nnops_on_testmem.sh
@@ -27,3 +27,6 @@ tests_test_embed_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_nnops_allocfail_SOURCES = tests/test_nnops_allocfail.c tests/testutil.h tests/allocfail.h
 tests_test_nnops_allocfail_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_nnops_allocfail_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_nnops_crossnorm_SOURCES = tests/test_nnops_crossnorm.c tests/test_nnops.h tests/gradcheck.h tests/testutil.h tests/tu_assert.h
+tests_test_nnops_crossnorm_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_nnops_crossnorm_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

@@ -4,8 +4,8 @@
 # with copies), and under valgrind on the default device (no invalid access,
 # no definite leak; skipped where valgrind is not installed). One TAP line
 # per suite and run, so a failure names both.
-suites="act norm pool fc dropout"
-echo "1..10"
+suites="act norm crossnorm pool fc dropout"
+echo "1..12"
 n=0
 log=$(mktemp)
 for s in $suites; do

@@ -346,6 +346,26 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Cross-channel normalization with its options away from MATLAB's
+     * defaults: they are saved (the loaded network predicts the same). */
+    dla_layer *cn[] = {
+        dla_image_input_layer(4, 4, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(3, 3, 6, &(dla_conv_layer_options){.name = "c", .padding_mode = "same"}),
+        dla_crosschannelnorm_layer(4, &(dla_crosschannelnorm_layer_options){
+            .name = "lrn", .alpha = 3, .beta = 1.5, .k = 0.5})};
+    net = dla_net_create(3, cn);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("crossnorm.safetensors")), DLA_OK);
+    if (dla_net_load(path("crossnorm.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "cross channel normalization with 4 channels per element"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(4, 4, 2, 2));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* A gate, a clipped ReLU and a depth concatenation. */
     dla_layer *sg[] = {
         dla_image_input_layer(5, 5, 2, &(dla_image_input_options){.normalization = "none"}),

@@ -1025,6 +1025,69 @@ static void prelu_layer_scales_the_negative_part_by_alpha(void **state)
     dla_scope_end();
 }
 
+/* crossChannelNormalizationLayer: dla_crosschannelnorm with the layer's
+ * options, MATLAB's defaults when left 0; MATLAB's bounds refused; an
+ * input without "C" refused when the network is made. */
+static void crosschannel_layer_is_crosschannelnorm_with_its_options(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 2, 6, 2), 7, -40);
+    dla_net *net = one(dla_crosschannelnorm_layer(5, NULL), x);
+    assert_same(predict1(net, x), dla_crosschannelnorm(x, 5, NULL));
+    char sum[1024];
+    dla_net_summary(net, sum, sizeof sum);
+    assert_non_null(strstr(sum, "cross channel normalization with 5 channels per element"));
+    dla_net_free(net);
+    const dla_crosschannelnorm_options o = {.alpha = 0.5, .beta = 1.25, .k = 0.75};
+    net = one(dla_crosschannelnorm_layer(
+                  4, &(dla_crosschannelnorm_layer_options){.name = "n", .alpha = 0.5, .beta = 1.25,
+                                                           .k = 0.75}),
+              x);
+    dla_tensor *y = predict1(net, x);
+    assert_same(y, dla_crosschannelnorm(x, 4, &o));
+    /* The options reach the op: the defaults give other values. */
+    assert_true(maxdiff(y, dla_crosschannelnorm(x, 4, NULL)) > 1e-3);
+    dla_net_free(net);
+    /* Sequences: C is the first dim. */
+    dla_tensor *s = ramp(DLA_F32, "CBT", DLA_DIMS(4, 2, 3), 3, -9);
+    net = one(dla_crosschannelnorm_layer(3, NULL), s);
+    assert_same(predict1(net, s), dla_crosschannelnorm(s, 3, NULL));
+    dla_net_free(net);
+
+    const int64_t bad_w[] = {0, 17};
+    for (int i = 0; i < 2; i++) {
+        dla_layer *l = dla_crosschannelnorm_layer(
+            bad_w[i], &(dla_crosschannelnorm_layer_options){.name = "n"});
+        assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "crossChannelNormalization 'n': WindowChannelSize"));
+        dla_layer_free(l);
+    }
+    const dla_crosschannelnorm_layer_options bad[] = {
+        {.name = "n", .alpha = NAN}, {.name = "n", .beta = 0.005}, {.name = "n", .k = -2}};
+    const char *what[] = {"Alpha", "Beta", "K"};
+    for (int i = 0; i < 3; i++) {
+        dla_layer *l = dla_crosschannelnorm_layer(5, &bad[i]);
+        assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), what[i]));
+        dla_layer_free(l);
+    }
+    dla_layer *f[] = {dla_feature_input_layer(4, NULL), dla_fc_layer(3, NULL),
+                      dla_crosschannelnorm_layer(3, NULL)};
+    net = dla_net_create(3, f);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK); /* "CB" has C */
+    dla_net_free(net);
+    dla_layer *l = dla_crosschannelnorm_layer(3, NULL);
+    net = dla_net_create(1, &l);
+    assert_non_null(net);
+    dla_tensor *nochan = ramp(DLA_F64, "SSB", DLA_DIMS(3, 2, 2), 1, 0);
+    assert_int_equal(dla_net_init(net, 1, &nochan), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "cross-channel normalization needs a \"C\" dim"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* indexing1dLayer: the first or last step of "CBT" sequences (or index
  * of the "S" dim of "SCB" 1-D images) as "CB"; other data refused. */
 static void indexing1d_layer_takes_the_first_or_last_index(void **state)
@@ -1887,6 +1950,7 @@ int main(void)
         TU_TEST(clipped_relu_layer_clips_at_zero_and_the_ceiling),
         TU_TEST(spatial_dropout_drops_whole_channels),
         TU_TEST(prelu_layer_scales_the_negative_part_by_alpha),
+        TU_TEST(crosschannel_layer_is_crosschannelnorm_with_its_options),
         TU_TEST(indexing1d_layer_takes_the_first_or_last_index),
         TU_TEST(fully_connected_and_flatten_match_their_ops),
         TU_TEST(addition_and_concatenation_join_named_inputs),

@@ -396,6 +396,18 @@ typedef struct dla_prelu_layer_options {
 } dla_prelu_layer_options;
 DLA_API dla_layer *dla_prelu_layer(double alpha, const dla_prelu_layer_options *opts);
 
+/* MATLAB crossChannelNormalizationLayer(windowChannelSize, Alpha=, Beta=,
+ * K=): dla_crosschannelnorm over the input's "C" dim (nnops.h has the
+ * formula and the window). window_channel_size 1 to 16, as MATLAB's; an
+ * option left 0 takes MATLAB's default (DLA_CROSSCHANNELNORM_ALPHA 1e-4,
+ * _BETA 0.75, _K 2). No parameters. */
+typedef struct dla_crosschannelnorm_layer_options {
+    const char *name;
+    double alpha, beta, k;
+} dla_crosschannelnorm_layer_options;
+DLA_API dla_layer *dla_crosschannelnorm_layer(int64_t window_channel_size,
+                                              const dla_crosschannelnorm_layer_options *opts);
+
 /* MATLAB dropoutLayer(probability) (DLA_DROPOUT_PROB is MATLAB's 0.5):
  * dla_dropout in forward, the identity in predict. */
 DLA_API dla_layer *dla_dropout_layer(double probability, const dla_layer_options *opts);

@@ -244,6 +244,35 @@ DLA_API dla_tensor *dla_groupnorm(dla_tensor *x, int64_t num_groups, dla_tensor 
 DLA_API dla_tensor *dla_instancenorm(dla_tensor *x, dla_tensor *offset, dla_tensor *scale,
                                      const dla_norm_options *opts);
 
+typedef struct dla_crosschannelnorm_options {
+    /* MATLAB's Alpha, the multiplier of the window's mean square; 0: 1e-4
+     * (DLA_CROSSCHANNELNORM_ALPHA). Finite. */
+    double alpha;
+    /* MATLAB's Beta, the exponent; 0: 0.75. At least 0.01, as MATLAB's. */
+    double beta;
+    /* MATLAB's K, added before the power; 0: 2. At least 1e-5, as MATLAB's. */
+    double k;
+    /* The labels of an unformatted x (MATLAB's DataFormat, "SSCB" and the
+     * like, with a "C"); the result is unformatted too. NULL for a
+     * formatted x. */
+    const char *data_format;
+} dla_crosschannelnorm_options;
+
+#define DLA_CROSSCHANNELNORM_ALPHA 1e-4
+#define DLA_CROSSCHANNELNORM_BETA 0.75
+#define DLA_CROSSCHANNELNORM_K 2.0
+
+/* MATLAB crosschannelnorm(X, windowSize) (local response normalization,
+ * as in AlexNet): each element divided by its neighbours' energy along C,
+ *   y = x ./ (K + Alpha * ss / window) .^ Beta,
+ * ss the sum of the squares of x at the same position in the channels
+ * c - floor((window - 1) / 2) .. c + floor(window / 2) (MATLAB's window:
+ * an even one looks one channel further ahead than back); channels past
+ * either end count as 0. window >= 1; x single or double with a "C" dim.
+ * Differentiable in x, made of elementwise ops, pad and slices. */
+DLA_API dla_tensor *dla_crosschannelnorm(dla_tensor *x, int64_t window,
+                                         const dla_crosschannelnorm_options *opts);
+
 /* ---------------------------------------------------------------- pooling */
 
 /* Pooling runs over the "S" dims of x (1 to 3 of them); an x with no "S"
