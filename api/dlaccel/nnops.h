@@ -273,6 +273,45 @@ typedef struct dla_crosschannelnorm_options {
 DLA_API dla_tensor *dla_crosschannelnorm(dla_tensor *x, int64_t window,
                                          const dla_crosschannelnorm_options *opts);
 
+/* ---------------------------------------------------------------- recurrent */
+
+typedef struct dla_recurrent_options {
+    /* The labels of an unformatted x: "CBT", or "CB" for one step
+     * (MATLAB's DataFormat); y is unformatted then too. NULL for a
+     * formatted x. */
+    const char *data_format;
+    /* dla_gru only (MATLAB's ResetGateMode): NULL or "after-multiplication"
+     * (r .* (R_n h)), "before-multiplication" (R_n (r .* h)),
+     * "recurrent-bias-after-multiplication" (bias 6H: the input's, then
+     * the recurrent product's, inside r .* ( )). */
+    const char *reset_gate_mode;
+} dla_recurrent_options;
+
+/* MATLAB [Y, hiddenState, cellState] = lstm(X, H0, C0, weights,
+ * recurrentWeights, bias): an LSTM over x's steps ("CBT"; "CB" is one
+ * step), tanh as the state and sigmoid as the gate activation. weights is
+ * 4H x C, recurrent_weights 4H x H, bias 4H elements, their rows MATLAB's
+ * gates in order (input, forget, cell candidate, output); h0 and c0 H x 1
+ * (every observation starts from it) or H x B; labels on any of them are
+ * ignored. *y is H x B x T with x's format; *hidden_state and *cell_state
+ * (each may be NULL) are H x B, after the last step (the initial ones, as
+ * given, for T of 0). The same computation as dla_lstm_layer's (the same
+ * bits), differentiable in every argument. Returns the status; the outputs
+ * are error tensors on failure. */
+DLA_API dla_status dla_lstm(dla_tensor *x, dla_tensor *h0, dla_tensor *c0, dla_tensor *weights,
+                            dla_tensor *recurrent_weights, dla_tensor *bias,
+                            const dla_recurrent_options *opts, dla_tensor **y,
+                            dla_tensor **hidden_state, dla_tensor **cell_state);
+
+/* MATLAB [Y, hiddenState] = gru(X, H0, weights, recurrentWeights, bias):
+ * a GRU as dla_gru_layer's (net.h: reset, update and candidate rows, 3H x
+ * C, 3H x H, bias 3H or 6H by opts->reset_gate_mode), otherwise as
+ * dla_lstm. */
+DLA_API dla_status dla_gru(dla_tensor *x, dla_tensor *h0, dla_tensor *weights,
+                           dla_tensor *recurrent_weights, dla_tensor *bias,
+                           const dla_recurrent_options *opts, dla_tensor **y,
+                           dla_tensor **hidden_state);
+
 /* ---------------------------------------------------------------- pooling */
 
 /* Pooling runs over the "S" dims of x (1 to 3 of them); an x with no "S"
