@@ -199,7 +199,9 @@ typedef struct dla_sequence_input_options {
      * below, else "channel". */
     const char *normalization_dimension;
     /* The fewest time steps an input may have; 0: 1. The summary and the
-     * network's initialization use sequences of this length. */
+     * network's initialization use sequences of this length, so a 1-D
+     * convolution or pooling along "T" with a window longer than it fails
+     * initialization (DLA_ERR_SHAPE, the message naming this option). */
     int64_t min_length;
     dla_tensor *mean;
     dla_tensor *standard_deviation;
