@@ -116,6 +116,36 @@ static dla_status layer_fail(const char *fn, const dla_layer *l, dla_status st)
     return dla__nn_fail(st, "%s: layer '%s' (%s): %s", fn, l->name, l->kind->display, msg);
 }
 
+/* A trial run that failed on sequences as short as a sequence input
+ * layer's MinLength (dla_conv's "a filter spanning 3 elements does not
+ * fit in 0 + 1 + 0", a pooling window longer than the steps) said nothing
+ * of the option that sets that length: the hint names it. */
+static dla_status min_length_fail(const dla_net *net, const char *fn, const dla_layer *l,
+                                  int nx, const dla__shape *in, dla_status st)
+{
+    st = layer_fail(fn, l, st);
+    /* Only the layers that slide a window along "T". */
+    if (st != DLA_ERR_SHAPE || (l->kind != &dla__kind_conv1d && l->kind != &dla__kind_maxpool1d &&
+                                l->kind != &dla__kind_avgpool1d))
+        return st;
+    for (int k = 0; k < net->ninputs; k++) {
+        const dla_layer *s = net->layers[net->inputs[k].layer];
+        if (s->kind != &dla__kind_sequence_input)
+            continue;
+        for (int p = 0; p < nx; p++)
+            if (!dla__shape_count(&in[p], 'S') && dla__shape_dim(&in[p], 'T') == s->props.dim) {
+                char msg[1536];
+                snprintf(msg, sizeof msg, "%s", dla_last_error());
+                return dla__nn_fail(st, "%s (initialization tries sequences of MinLength %lld "
+                                    "step%s from '%s': set dla_sequence_input_options.min_length "
+                                    "to the fewest steps the network takes)", msg,
+                                    (long long)s->props.dim, s->props.dim == 1 ? "" : "s",
+                                    s->name);
+            }
+    }
+    return st;
+}
+
 /* Sources of every port, the inputs and the outputs. */
 static dla_status wire(dla_net *net, const char *fn)
 {
@@ -265,7 +295,7 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
             st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
         if (st != DLA_OK) {
-            st = layer_fail(fn, l, st);
+            st = min_length_fail(net, fn, l, nx, in, st);
             break;
         }
         act[i] = c.y;

@@ -78,6 +78,12 @@ typedef struct trainer {
          * it is the point the update returned), Y and the new state (+1). */
         const dla_tensor *at;
         dla_tensor *y, **state_out;
+        /* The rows it updates: those whose learn-rate factor is not 0
+         * (frozen ones keep their values), rows[0..n); their values as
+         * the update's list (p), and the table's own while a point is
+         * tried (own). */
+        int *rows, n;
+        dla_tensor **p, **own;
     } lb;
     /* Lines printed after "Training finished" (the population statistics
      * and the final validation with them). */
@@ -1145,8 +1151,9 @@ static dla_status train_batch(trainer *tr, dla_tensor *x, dla_tensor *m, dla_ten
 /* ------------------------------------------------------ solver "lbfgs" */
 
 /* dla_lbfgsupdate's loss function: the iteration's dla_feval over the one
- * batch. The learnables are the table's values, which the update has set
- * to the point it tries (p is that list), so the forward computes there.
+ * batch. p is the point tried for the rows it updates (tr->lb.rows, the
+ * frozen ones left out), set in the table for the forward; the gradients
+ * given back are those rows'.
  * Keeps Y and the new state of the latest point, for the metrics and the
  * state once the update has chosen its point. */
 static dla_status lbfgs_loss(void *ctx, int n, dla_tensor *const *p, int nout, dla_tensor **out)
@@ -1156,9 +1163,16 @@ static dla_status lbfgs_loss(void *ctx, int n, dla_tensor *const *p, int nout, d
     trainer *tr = ctx;
     const int nl = tr->nl, ns = tr->ns;
     dla_tensor **all = tr->lb.out;
+    /* The point tried, in the table for the forward; the table's own
+     * values back afterwards (the point's tensors are the update's). */
+    for (int k = 0; k < tr->lb.n; k++)
+        tr->params[tr->lb.rows[k]] = p[k];
     dla_status st = dla_feval(step, tr, 2, (dla_tensor *[]){tr->lb.x, tr->lb.t}, 2 + nl + ns, all);
+    for (int k = 0; k < tr->lb.n; k++)
+        tr->params[tr->lb.rows[k]] = tr->lb.own[k];
     out[0] = all[0];
-    memcpy(out + 1, all + 2, sizeof *out * (size_t)nl);
+    for (int k = 0; k < tr->lb.n; k++)
+        out[1 + k] = all[2 + tr->lb.rows[k]];
     if (st != DLA_OK)
         return st;
     dla_tensor_release(tr->lb.y);
@@ -1180,7 +1194,13 @@ static dla_status iterate_lbfgs(trainer *tr, int last, int *stop)
                             .learn_rate = NAN, .training_accuracy = NAN, .training_rmse = NAN,
                             .validation_loss = NAN, .validation_accuracy = NAN,
                             .validation_rmse = NAN, .gradient_norm = NAN, .step_norm = NAN};
-    dla_status st = dla_lbfgsupdate(tr->nl, tr->params, lbfgs_loss, tr, tr->lb.state);
+    /* The update's list holds the table's references: a point it accepts
+     * replaces them there. */
+    for (int k = 0; k < tr->lb.n; k++)
+        tr->lb.p[k] = tr->lb.own[k] = tr->params[tr->lb.rows[k]];
+    dla_status st = dla_lbfgsupdate(tr->lb.n, tr->lb.p, lbfgs_loss, tr, tr->lb.state);
+    for (int k = 0; k < tr->lb.n; k++)
+        tr->params[tr->lb.rows[k]] = tr->lb.p[k];
     if (st == DLA_ERR_STATE) {
         /* No finite loss or gradient where the update starts: evaluated
          * once more, the check of the other solvers says which. */
@@ -1211,7 +1231,7 @@ static dla_status iterate_lbfgs(trainer *tr, int last, int *stop)
     s.step_norm = in.step_norm;
     /* The latest evaluation is of the point returned unless the search
      * failed and fell back to an earlier one: then the state waits. */
-    if (tr->lb.at == tr->params[0]) {
+    if (tr->lb.at == tr->params[tr->lb.rows[0]]) {
         if (tr->ns && !tr->has_recurrent)
             st = dla_net_set_state(tr->net, tr->ns, tr->lb.state_out);
         if (st == DLA_OK) {
@@ -1249,6 +1269,17 @@ static dla_status run_lbfgs(trainer *tr)
     if (!tr->lb.out || !tr->lb.state_out)
         return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
     memset(tr->lb.state_out, 0, sizeof *tr->lb.state_out * (size_t)(ns ? ns : 1));
+    /* L-BFGS has no learning rate for a factor to multiply; a factor of 0
+     * still freezes its row (set-up refused any other than 0 and 1). */
+    tr->lb.rows = dla_malloc(sizeof *tr->lb.rows * (size_t)nl);
+    tr->lb.p = dla_malloc(sizeof *tr->lb.p * (size_t)nl);
+    tr->lb.own = dla_malloc(sizeof *tr->lb.own * (size_t)nl);
+    if (!tr->lb.rows || !tr->lb.p || !tr->lb.own)
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+    tr->lb.n = 0;
+    for (int i = 0; i < nl; i++)
+        if (tr->lr_factor[i] != 0)
+            tr->lb.rows[tr->lb.n++] = i;
     tr->lb.state = dla_lbfgs_state_create(&(dla_lbfgs_options){
         .history_size = tr->o.history_size,
         .initial_inverse_hessian_factor = tr->o.initial_inverse_hessian_factor,
@@ -1561,6 +1592,24 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
         tr->l2_factor[i] = dla_table_l2_factor(lt, i);
         tr->uniform_lr &= tr->lr_factor[i] == 1.0;
     }
+    if (!strcmp(tr->o.solver, "lbfgs")) {
+        /* Without a learning rate a factor of 2 or 0.1 would be ignored
+         * in silence; 0 freezes the row, as with the other solvers. */
+        int trained = 0;
+        for (int i = 0; i < tr->nl; i++) {
+            if (tr->lr_factor[i] != 0 && tr->lr_factor[i] != 1)
+                return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                     "dla_trainnet: solver \"lbfgs\" has no learning rate: "
+                                     "%s/%s has learn-rate factor %g; use 0 (frozen) or 1",
+                                     dla_table_layer(lt, i), dla_table_parameter(lt, i),
+                                     tr->lr_factor[i]);
+            trained += tr->lr_factor[i] != 0;
+        }
+        if (!trained)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "dla_trainnet: solver \"lbfgs\": every learnable has "
+                                 "learn-rate factor 0 (frozen); nothing to train");
+    }
 
     if (tr->o.reset_input_normalization && (st = input_statistics(tr, data, normalized)) != DLA_OK)
         return st;
@@ -1591,6 +1640,9 @@ static void teardown(trainer *tr)
         dla_optim_free(tr->ns, tr->lb.state_out);
     dla_free(tr->lb.state_out);
     dla_free(tr->lb.out);
+    dla_free(tr->lb.rows);
+    dla_free(tr->lb.p);
+    dla_free(tr->lb.own);
     dla__train_par_free(&tr->par);
     dla_mbq_free(tr->train_q);
     dla_mbq_free(tr->val_q);

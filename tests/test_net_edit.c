@@ -327,19 +327,38 @@ static void trainnet_leaves_a_frozen_layer_alone(void **state)
         cls[i] = i % 2;
     dla_tensor *t = dla_tensor_from_host(cls, DLA_I32, "", DLA_DIMS(1, n));
     dla_train_data data = {.predictors = x, .targets = t};
-    dla_training_options o = {.solver = "adam", .max_epochs = 2, .mini_batch_size = 16,
-                              .verbose = -1, .l2_regularization = 1e-2};
+    /* A mini-batch solver, and L-BFGS, which has no learning rate to
+     * multiply: it trained the frozen layer with the others. */
+    const dla_training_options opts[2] = {
+        {.solver = "adam", .max_epochs = 2, .mini_batch_size = 16, .verbose = -1,
+         .l2_regularization = 1e-2},
+        {.solver = "lbfgs", .max_iterations = 3, .verbose = -1}};
+    for (int k = 0; k < 2; k++) {
+        dla_net *trained = NULL;
+        if (dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &opts[k],
+                         &trained, NULL) != DLA_OK)
+            fail_msg("%s: %s", opts[k].solver, dla_last_error());
+        assert_true(tu_same_bits(value(trained, "conv", "Weights"), conv_w));
+        assert_true(tu_same_bits(value(trained, "conv", "Bias"), conv_b));
+        assert_false(tu_same_bits(value(trained, "fc_new", "Weights"), fc_w));
+        assert_true(dla_net_learn_rate_factor(trained, "conv", "Weights") == 0);
+        dla_net_free(trained);
+    }
+    /* A factor L-BFGS cannot apply, and nothing left to train, refused. */
     dla_net *trained = NULL;
-    assert_int_equal(dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
-                                  &trained, NULL), DLA_OK);
-    assert_true(tu_same_bits(value(trained, "conv", "Weights"), conv_w));
-    assert_true(tu_same_bits(value(trained, "conv", "Bias"), conv_b));
-    assert_false(tu_same_bits(value(trained, "fc_new", "Weights"), fc_w));
-    assert_true(dla_net_learn_rate_factor(trained, "conv", "Weights") == 0);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "fc_new", "Weights", 2), DLA_OK);
+    assert_int_equal(dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"},
+                                  &opts[1], &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "fc_new/Weights has learn-rate factor 2"));
+    assert_null(trained);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "bn", NULL, 0), DLA_OK);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "fc_new", NULL, 0), DLA_OK);
+    assert_int_equal(dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"},
+                                  &opts[1], &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "nothing to train"));
     dla_tensor_release(conv_w);
     dla_tensor_release(conv_b);
     dla_tensor_release(fc_w);
-    dla_net_free(trained);
     dla_net_free(net);
     dla_scope_end();
 }

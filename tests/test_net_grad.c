@@ -529,6 +529,45 @@ static void a_copy_used_beside_its_network_adds_nothing_to_its_gradient(void **s
     dla_scope_end();
 }
 
+/* Options at their edges that no other case here combines: an even filter
+ * dilated and strided with "same" padding, a bilinear resize by scales
+ * that are not whole, a transposed convolution whose filter is smaller
+ * than its stride with "same" cropping (the output padded, not cropped);
+ * and a word embedding of tokens with out-of-vocabulary ones (0 and past
+ * NumWords, the last column) into a GRU's last step. */
+static void edge_options_and_embeddings_differentiate(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    dla_layer *u[] = {
+        dla_image_input_layer(7, 6, 2, &(dla_image_input_options){.normalization = "none"}),
+        dla_conv2d_layer(2, 4, 3, &(dla_conv_layer_options){
+            .stride = {2, 3}, .dilation = {2, 1}, .padding_mode = "same"}),
+        dla_tanh_layer(NULL),
+        dla_resize2d_layer(&(dla_resize2d_layer_options){.scale = {1.5, 2.5}, .method = "bilinear"}),
+        dla_transposed_conv2d_layer(1, 2, 2, &(dla_transposed_conv_layer_options){
+            .stride = {2, 3}, .cropping_mode = "same"}),
+        dla_sigmoid_layer(NULL),
+    };
+    dla_net *net = dla_net_create(6, u);
+    assert_non_null(net);
+    dla_tensor *x = dla_randn(DLA_F64, "SSCB", DLA_DIMS(7, 6, 2, 2));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_layer *e[] = {dla_sequence_input_layer(1, NULL),
+                      dla_word_embedding_layer(3, 4, NULL),
+                      dla_gru_layer(2, &(dla_gru_layer_options){.output_mode = "last"}),
+                      dla_fc_layer(2, NULL)};
+    net = dla_net_create(4, e);
+    assert_non_null(net);
+    double tok[] = {1, 2, 0, 4, 5, 3, 3, 1};
+    x = dla_tensor_from_host(tok, DLA_F64, "CBT", DLA_DIMS(1, 2, 4));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +582,7 @@ int main(void)
         TU_TEST(normalization_and_smooth_layers_differentiate),
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
         TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),
+        TU_TEST(edge_options_and_embeddings_differentiate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

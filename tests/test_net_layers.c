@@ -145,6 +145,24 @@ static void input_statistics_come_from_data(void **state)
     assert_int_equal(dla_net_predict(net, 1, &shrt, 1, &y, NULL), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_last_error(), "MinLength 2"));
     dla_net_free(net);
+    /* A network whose windows along "T" are longer than MinLength fails
+     * its initialization, which tries sequences that short: the message
+     * names the option (it said only "a filter spanning 3 elements does
+     * not fit in 0 + 1 + 0"). A longer MinLength makes it. */
+    for (int pool = 0; pool < 2; pool++) {
+        dla_layer *w[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+                              .name = "seq"}),
+                          pool ? dla_maxpool1d_layer(3, NULL) : dla_conv1d_layer(3, 2, NULL)};
+        assert_null(dla_net_create(2, w));
+        assert_non_null(strstr(dla_last_error(), "MinLength 1 step from 'seq': set "
+                                                 "dla_sequence_input_options.min_length"));
+        dla_layer *ok[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+                               .min_length = 3}),
+                           pool ? dla_maxpool1d_layer(3, NULL) : dla_conv1d_layer(3, 2, NULL)};
+        net = dla_net_create(2, ok);
+        assert_non_null(net);
+        dla_net_free(net);
+    }
     dla_scope_end();
 }
 

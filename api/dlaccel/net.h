@@ -199,7 +199,9 @@ typedef struct dla_sequence_input_options {
      * below, else "channel". */
     const char *normalization_dimension;
     /* The fewest time steps an input may have; 0: 1. The summary and the
-     * network's initialization use sequences of this length. */
+     * network's initialization use sequences of this length, so a 1-D
+     * convolution or pooling along "T" with a window longer than it fails
+     * initialization (DLA_ERR_SHAPE, the message naming this option). */
     int64_t min_length;
     dla_tensor *mean;
     dla_tensor *standard_deviation;
@@ -968,8 +970,9 @@ DLA_API dla_table *dla_net_state(dla_net *net);
 /* MATLAB setLearnRateFactor(net, layerName, parameterName, factor) and
  * setL2Factor: sets the factor of a learnable by its layer's and its own
  * name ("fc", "Weights"); parameter NULL sets every learnable of the
- * layer (learn-rate factor 0 freezes the layer: trainnet and the solvers
- * leave it as it is). The factors are kept by dla_net_copy, a
+ * layer (learn-rate factor 0 freezes the layer: trainnet leaves it as it
+ * is, with any solver; dla_sgdmupdate and the other update functions take
+ * plain lists and know no factors). The factors are kept by dla_net_copy, a
  * re-initialization, dla_net_replace_layer of other layers, trainnet and
  * dla_net_save; the row must exist: a network initialized once (the
  * layers added since have none until dla_net_init). DLA_ERR_INVALID_ARGUMENT

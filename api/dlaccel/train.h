@@ -520,10 +520,14 @@ typedef struct dla_training_options {
     /* The whole training set is one batch (MATLAB: "a full-batch
      * solver"); every iteration is one dla_lbfgsupdate (optim.h) of the
      * network's learnables, its loss function trainnet's forward, loss and
-     * gradients over all the data. */
+     * gradients over all the data. Learnables of learn-rate factor 0 stay
+     * out of the update (frozen); L-BFGS has no learning rate for another
+     * factor to multiply, so a factor other than 0 and 1 is refused
+     * (DLA_ERR_INVALID_ARGUMENT naming the row), as is a network with
+     * every learnable frozen. */
     int max_iterations;         /* MaxIterations: 1000 */
     /* GradientTolerance: training stops when the L2 norm of the gradients
-     * (all learnables together) at the iteration's point is at most this
+     * (all learnables not frozen together) at the iteration's point is at most this
      * (absolute, as the GradientsNorm of MATLAB's custom-loop examples);
      * 0: 1e-5; negative: 0 (never). */
     double gradient_tolerance;
