@@ -269,6 +269,35 @@ static void test_a_full_cache_evicts_and_keeps_what_is_hit(void **state)
     dla_accel_free(af);
 }
 
+/* The eviction score's "calls since its last use" counts from the call
+ * that last used a trace, hit or recorded alike. A trace hit once and then
+ * left for one call scores (n + 1) x 2 / 3, one recorded after it and not
+ * hit (n + 1) x 1 / 2, so a new third trace evicts the second. Until
+ * 2026-11-29 a hit was stamped with the call before it, the first scored
+ * (n + 1) x 2 / 4 and tied, and the older one went: the next call of the
+ * first pattern missed (HitRate 20, not 40). */
+static void test_eviction_counts_a_hit_as_a_use_in_its_own_call(void **state)
+{
+    counter c = {0, 1.0};
+    dla_accel *af = dla_accelerate(scaled_sum, NULL);
+    assert_int_equal(dla_accel_set_cache_size(af, 2), DLA_OK);
+    dla_scope_begin();
+    dla_tensor *a = ones(2, 2), *b = ones(3, 3), *d = ones(4, 4), *y;
+    dla_accel_call(af, &c, 1, &a, 1, &y); /* call 1: records a */
+    dla_accel_call(af, &c, 1, &a, 1, &y); /* call 2: hits a */
+    dla_accel_call(af, &c, 1, &b, 1, &y); /* call 3: records b */
+    dla_accel_call(af, &c, 1, &d, 1, &y); /* call 4: records d, evicts b */
+    assert_int_equal(c.calls, 3);
+    dla_accel_call(af, &c, 1, &a, 1, &y);
+    assert_int_equal(c.calls, 3); /* a is still cached */
+    assert_string_equal(dla_accel_last_miss(af), "");
+    assert_true(dla_accel_hit_rate(af) == 40.0);
+    dla_accel_call(af, &c, 1, &b, 1, &y);
+    assert_int_equal(c.calls, 4);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* Runs fn with stderr sent to a file; returns what was written (malloc'd). */
 static char *stderr_of(void (*fn)(void *), void *arg)
 {
@@ -1900,6 +1929,7 @@ int main(void)
         TU_TEST(test_every_key_component_misses_with_its_reason),
         TU_TEST(test_without_a_key_function_the_ctx_pointer_is_the_key),
         TU_TEST(test_a_full_cache_evicts_and_keeps_what_is_hit),
+        TU_TEST(test_eviction_counts_a_hit_as_a_use_in_its_own_call),
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         TU_TEST(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         TU_TEST(test_a_batch_of_ones_gradients_replay_with_eager_bits),
