@@ -462,15 +462,25 @@ static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tens
         /* A trace frozen on a value read on the host can give an output of
          * another size or class than the function now does: that is the
          * plainest difference of all, not one to pass over. */
-        if (got[i]->dtype != want[i]->dtype || !dla__same_but_trailing_ones(got[i], want[i])) {
-            char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+        /* The labels too: a trace frozen on a host read can label its
+         * result "CB" where the function now says "SB", values equal, and
+         * what reads it next (a loss, a layer) finds the channels apart. */
+        const int relabelled = strcmp(got[i]->format, want[i]->format) != 0;
+        if (got[i]->dtype != want[i]->dtype || !dla__same_but_trailing_ones(got[i], want[i]) ||
+            relabelled) {
+            char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF], fa[DLA_MAX_DIMS + 4] = "",
+                 fb[DLA_MAX_DIMS + 4] = "";
+            if (relabelled) {
+                snprintf(fa, sizeof fa, " \"%s\"", got[i]->format);
+                snprintf(fb, sizeof fb, " \"%s\"", want[i]->format);
+            }
             snprintf(af->last_check, sizeof af->last_check,
                      "Accelerated outputs differ from underlying function outputs: output %d: "
-                     "the trace gives %s %s, the function %s %s%s%s", i + 1,
+                     "the trace gives %s %s%s, the function %s %s%s%s%s", i + 1,
                      dla__dims_str(a, sizeof a, got[i]->ndims, got[i]->dims),
-                     dla_dtype_name(got[i]->dtype),
+                     dla_dtype_name(got[i]->dtype), fa,
                      dla__dims_str(b, sizeof b, want[i]->ndims, want[i]->dims),
-                     dla_dtype_name(want[i]->dtype), t->data_dependent ? "; the trace is "
+                     dla_dtype_name(want[i]->dtype), fb, t->data_dependent ? "; the trace is "
                      "data-dependent: " : "", t->data_dependent ? t->data_dependent_note : "");
             dla__log(DLA_LOG_WARN, "dla_accelerate: %s: %s", af->name, af->last_check);
             continue;

@@ -873,6 +873,40 @@ static void test_the_tolerance_check_sees_other_sizes_and_logical_outputs(void *
     dla_accel_free(af);
 }
 
+/* x labelled "CB" or "SB" by the sign of its sum, read on the host. */
+static dla_status labelled_by_sign(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    const double s = dla_tensor_item(dla_sum(in[0], 0, NULL), 0);
+    out[0] = dla_reshape(in[0], s > 0 ? "CB" : "SB", DLA_DIMS(2, 3));
+    return DLA_OK;
+}
+
+/* A trace frozen on a host read gives the recorded labels, the function
+ * others, values and dims equal: until 2026-11-29 the check compared
+ * dims, class and values only, and passed a "CB" result the function
+ * now labels "SB" in silence. */
+static void test_the_tolerance_check_sees_other_format_labels(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *pos = dla_ones(DLA_F32, "", DLA_DIMS(2, 3));
+    dla_tensor *neg = dla_full(-1, DLA_F32, "", DLA_DIMS(2, 3)), *y;
+    dla_accel *af = dla_accelerate(labelled_by_sign, &(dla_accel_options){.name = "relabel"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, NULL, 1, &pos, 1, &y), DLA_OK);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &pos, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_check(af), ""); /* the same labels pass */
+    assert_int_equal(dla_accel_call(af, NULL, 1, &neg, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), ""); /* served by the trace */
+    assert_string_equal(dla_tensor_format(y), "CB");
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 1: the trace gives 2x3 single \"CB\", the function 2x3 single "
+                     "\"SB\"; the trace is data-dependent"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* x ./ a constant made inside from *ctx (baked: the ctx pointer is the
  * key, not what it points to). */
 static dla_status divided_by_ctx(void *ctx, int nin, dla_tensor *const *in, int nout,
@@ -1946,6 +1980,7 @@ int main(void)
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
+        TU_TEST(test_the_tolerance_check_sees_other_format_labels),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_trace_replay_names_the_null_argument),
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
