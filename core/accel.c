@@ -394,13 +394,15 @@ static double keep_score(const dla_accel *af, const entry *e)
            (double)(af->calls - e->last_used + 1);
 }
 
-static void evict_to(dla_accel *af, int size)
+/* first: the first entry that may go; 1 during a call, whose trace (the
+ * one just made, entry 0) must stay, 0 when CacheSize is lowered between
+ * calls, which has no current trace to keep. */
+static void evict_to(dla_accel *af, int size, int first)
 {
     while (af->nentries > size) {
-        /* Never the trace just used or made (entry 0); the least recently
-         * used among equal scores. */
+        /* The least recently used among equal scores. */
         int worst = af->nentries - 1;
-        for (int i = af->nentries - 1; i >= 1; i--)
+        for (int i = af->nentries - 1; i >= first; i--)
             if (keep_score(af, af->entries[i]) < keep_score(af, af->entries[worst]))
                 worst = i;
         entry *e = af->entries[worst];
@@ -795,7 +797,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                 af->nentries++;
                 e->last_used = af->calls;
                 key_copy(&af->last_key, &k);
-                evict_to(af, af->cache_size);
+                evict_to(af, af->cache_size, 1);
                 e = NULL;
             }
             pthread_mutex_unlock(&af->lock);
@@ -854,7 +856,10 @@ DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size)
                          "dla_accel_set_cache_size: argument size: %d; it must be at least 1", size);
     pthread_mutex_lock(&af->lock);
     af->cache_size = size;
-    evict_to(af, size);
+    /* Until 2026-11-29 the most recently used trace was kept here as in a
+     * call: lowered to 1, a cache kept a trace just made and dropped one
+     * hit thirty times, against the score. */
+    evict_to(af, size, 0);
     pthread_mutex_unlock(&af->lock);
     return DLA_OK;
 }

@@ -298,6 +298,33 @@ static void test_eviction_counts_a_hit_as_a_use_in_its_own_call(void **state)
     dla_accel_free(af);
 }
 
+/* Lowering CacheSize between calls keeps the highest scores: no call is
+ * running whose trace must stay. a is hit 29 times, b is recorded after
+ * it and never hit; down to 1, a stays. Until 2026-11-29 the most
+ * recently used trace was kept as during a call, and a's next call
+ * missed. */
+static void test_lowering_the_cache_size_keeps_the_highest_score(void **state)
+{
+    counter c = {0, 1.0};
+    dla_accel *af = dla_accelerate(scaled_sum, NULL);
+    dla_scope_begin();
+    dla_tensor *a = ones(2, 2), *b = ones(3, 3), *y;
+    for (int i = 0; i < 30; i++)
+        dla_accel_call(af, &c, 1, &a, 1, &y);
+    dla_accel_call(af, &c, 1, &b, 1, &y);
+    assert_int_equal(c.calls, 2);
+    assert_int_equal(dla_accel_set_cache_size(af, 1), DLA_OK);
+    assert_int_equal(dla_accel_occupancy(af), 1);
+    dla_accel_call(af, &c, 1, &a, 1, &y);
+    assert_int_equal(c.calls, 2); /* a is still cached */
+    assert_string_equal(dla_accel_last_miss(af), "");
+    dla_accel_call(af, &c, 1, &b, 1, &y);
+    assert_int_equal(c.calls, 3);
+    assert_string_equal(dla_accel_last_miss(af), "input 1 dims 2x2 -> 3x3");
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* Runs fn with stderr sent to a file; returns what was written (malloc'd). */
 static char *stderr_of(void (*fn)(void *), void *arg)
 {
@@ -1964,6 +1991,7 @@ int main(void)
         TU_TEST(test_without_a_key_function_the_ctx_pointer_is_the_key),
         TU_TEST(test_a_full_cache_evicts_and_keeps_what_is_hit),
         TU_TEST(test_eviction_counts_a_hit_as_a_use_in_its_own_call),
+        TU_TEST(test_lowering_the_cache_size_keeps_the_highest_score),
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         TU_TEST(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         TU_TEST(test_a_batch_of_ones_gradients_replay_with_eager_bits),
