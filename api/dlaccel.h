@@ -420,7 +420,10 @@ DLA_API dla_tensor *dla_affine(dla_tensor *x, double scale, double shift);
 DLA_API dla_tensor *dla_sum(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_mean(dla_tensor *x, int ndims, const int64_t *dims);
 /* max and min: a NaN among the reduced elements makes the result NaN
- * (MATLAB's max skips NaN by default; dla_max2 of two tensors does). */
+ * (MATLAB's max skips NaN by default; dla_max2 of two tensors does). The
+ * gradient is shared evenly among the elements that attain the result
+ * (two tied maxima get half each), and is NaN throughout a slice whose
+ * result is NaN. */
 DLA_API dla_tensor *dla_max(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_min(dla_tensor *x, int ndims, const int64_t *dims);
 

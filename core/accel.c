@@ -394,13 +394,15 @@ static double keep_score(const dla_accel *af, const entry *e)
            (double)(af->calls - e->last_used + 1);
 }
 
-static void evict_to(dla_accel *af, int size)
+/* first: the first entry that may go; 1 during a call, whose trace (the
+ * one just made, entry 0) must stay, 0 when CacheSize is lowered between
+ * calls, which has no current trace to keep. */
+static void evict_to(dla_accel *af, int size, int first)
 {
     while (af->nentries > size) {
-        /* Never the trace just used or made (entry 0); the least recently
-         * used among equal scores. */
+        /* The least recently used among equal scores. */
         int worst = af->nentries - 1;
-        for (int i = af->nentries - 1; i >= 1; i--)
+        for (int i = af->nentries - 1; i >= first; i--)
             if (keep_score(af, af->entries[i]) < keep_score(af, af->entries[worst]))
                 worst = i;
         entry *e = af->entries[worst];
@@ -462,15 +464,25 @@ static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tens
         /* A trace frozen on a value read on the host can give an output of
          * another size or class than the function now does: that is the
          * plainest difference of all, not one to pass over. */
-        if (got[i]->dtype != want[i]->dtype || !dla__same_but_trailing_ones(got[i], want[i])) {
-            char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
+        /* The labels too: a trace frozen on a host read can label its
+         * result "CB" where the function now says "SB", values equal, and
+         * what reads it next (a loss, a layer) finds the channels apart. */
+        const int relabelled = strcmp(got[i]->format, want[i]->format) != 0;
+        if (got[i]->dtype != want[i]->dtype || !dla__same_but_trailing_ones(got[i], want[i]) ||
+            relabelled) {
+            char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF], fa[DLA_MAX_DIMS + 4] = "",
+                 fb[DLA_MAX_DIMS + 4] = "";
+            if (relabelled) {
+                snprintf(fa, sizeof fa, " \"%s\"", got[i]->format);
+                snprintf(fb, sizeof fb, " \"%s\"", want[i]->format);
+            }
             snprintf(af->last_check, sizeof af->last_check,
                      "Accelerated outputs differ from underlying function outputs: output %d: "
-                     "the trace gives %s %s, the function %s %s%s%s", i + 1,
+                     "the trace gives %s %s%s, the function %s %s%s%s%s", i + 1,
                      dla__dims_str(a, sizeof a, got[i]->ndims, got[i]->dims),
-                     dla_dtype_name(got[i]->dtype),
+                     dla_dtype_name(got[i]->dtype), fa,
                      dla__dims_str(b, sizeof b, want[i]->ndims, want[i]->dims),
-                     dla_dtype_name(want[i]->dtype), t->data_dependent ? "; the trace is "
+                     dla_dtype_name(want[i]->dtype), fb, t->data_dependent ? "; the trace is "
                      "data-dependent: " : "", t->data_dependent ? t->data_dependent_note : "");
             dla__log(DLA_LOG_WARN, "dla_accelerate: %s: %s", af->name, af->last_check);
             continue;
@@ -647,6 +659,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         return st;
     }
     entry *hit = NULL;
+    int hit_at = 0;
     char stale[400] = "";
     pthread_mutex_lock(&af->lock);
     for (int i = 0; i < af->nentries; i++)
@@ -660,13 +673,18 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             hit = af->entries[i];
             hit->refs++;
             hit->hits++;
-            touch(af, i);
+            hit_at = i;
             break;
         }
     int check = af->check_tolerance_mode;
     if (hit) {
         af->last_miss[0] = '\0';
         note_call(af, 0, MISS_COUNT);
+        /* After note_call has counted this call: a trace made by a miss
+         * is stamped with it, and a hit stamped with the call before
+         * looked a call older than it was, so a full cache evicted it
+         * against the score docs/accelerate.md gives. */
+        touch(af, hit_at);
         key_copy(&af->last_key, &k);
     } else {
         miss_kind kind = MISS_FIRST;
@@ -779,7 +797,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                 af->nentries++;
                 e->last_used = af->calls;
                 key_copy(&af->last_key, &k);
-                evict_to(af, af->cache_size);
+                evict_to(af, af->cache_size, 1);
                 e = NULL;
             }
             pthread_mutex_unlock(&af->lock);
@@ -838,7 +856,10 @@ DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size)
                          "dla_accel_set_cache_size: argument size: %d; it must be at least 1", size);
     pthread_mutex_lock(&af->lock);
     af->cache_size = size;
-    evict_to(af, size);
+    /* Until 2026-11-29 the most recently used trace was kept here as in a
+     * call: lowered to 1, a cache kept a trace just made and dropped one
+     * hit thirty times, against the score. */
+    evict_to(af, size, 0);
     pthread_mutex_unlock(&af->lock);
     return DLA_OK;
 }

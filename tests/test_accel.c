@@ -269,6 +269,62 @@ static void test_a_full_cache_evicts_and_keeps_what_is_hit(void **state)
     dla_accel_free(af);
 }
 
+/* The eviction score's "calls since its last use" counts from the call
+ * that last used a trace, hit or recorded alike. A trace hit once and then
+ * left for one call scores (n + 1) x 2 / 3, one recorded after it and not
+ * hit (n + 1) x 1 / 2, so a new third trace evicts the second. Until
+ * 2026-11-29 a hit was stamped with the call before it, the first scored
+ * (n + 1) x 2 / 4 and tied, and the older one went: the next call of the
+ * first pattern missed (HitRate 20, not 40). */
+static void test_eviction_counts_a_hit_as_a_use_in_its_own_call(void **state)
+{
+    counter c = {0, 1.0};
+    dla_accel *af = dla_accelerate(scaled_sum, NULL);
+    assert_int_equal(dla_accel_set_cache_size(af, 2), DLA_OK);
+    dla_scope_begin();
+    dla_tensor *a = ones(2, 2), *b = ones(3, 3), *d = ones(4, 4), *y;
+    dla_accel_call(af, &c, 1, &a, 1, &y); /* call 1: records a */
+    dla_accel_call(af, &c, 1, &a, 1, &y); /* call 2: hits a */
+    dla_accel_call(af, &c, 1, &b, 1, &y); /* call 3: records b */
+    dla_accel_call(af, &c, 1, &d, 1, &y); /* call 4: records d, evicts b */
+    assert_int_equal(c.calls, 3);
+    dla_accel_call(af, &c, 1, &a, 1, &y);
+    assert_int_equal(c.calls, 3); /* a is still cached */
+    assert_string_equal(dla_accel_last_miss(af), "");
+    assert_true(dla_accel_hit_rate(af) == 40.0);
+    dla_accel_call(af, &c, 1, &b, 1, &y);
+    assert_int_equal(c.calls, 4);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* Lowering CacheSize between calls keeps the highest scores: no call is
+ * running whose trace must stay. a is hit 29 times, b is recorded after
+ * it and never hit; down to 1, a stays. Until 2026-11-29 the most
+ * recently used trace was kept as during a call, and a's next call
+ * missed. */
+static void test_lowering_the_cache_size_keeps_the_highest_score(void **state)
+{
+    counter c = {0, 1.0};
+    dla_accel *af = dla_accelerate(scaled_sum, NULL);
+    dla_scope_begin();
+    dla_tensor *a = ones(2, 2), *b = ones(3, 3), *y;
+    for (int i = 0; i < 30; i++)
+        dla_accel_call(af, &c, 1, &a, 1, &y);
+    dla_accel_call(af, &c, 1, &b, 1, &y);
+    assert_int_equal(c.calls, 2);
+    assert_int_equal(dla_accel_set_cache_size(af, 1), DLA_OK);
+    assert_int_equal(dla_accel_occupancy(af), 1);
+    dla_accel_call(af, &c, 1, &a, 1, &y);
+    assert_int_equal(c.calls, 2); /* a is still cached */
+    assert_string_equal(dla_accel_last_miss(af), "");
+    dla_accel_call(af, &c, 1, &b, 1, &y);
+    assert_int_equal(c.calls, 3);
+    assert_string_equal(dla_accel_last_miss(af), "input 1 dims 2x2 -> 3x3");
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* Runs fn with stderr sent to a file; returns what was written (malloc'd). */
 static char *stderr_of(void (*fn)(void *), void *arg)
 {
@@ -842,6 +898,40 @@ static void test_the_tolerance_check_sees_other_sizes_and_logical_outputs(void *
         fail_msg("last check: \"%s\"", msg);
     dla_scope_end();
     dla_accel_free(af);
+}
+
+/* x labelled "CB" or "SB" by the sign of its sum, read on the host. */
+static dla_status labelled_by_sign(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    const double s = dla_tensor_item(dla_sum(in[0], 0, NULL), 0);
+    out[0] = dla_reshape(in[0], s > 0 ? "CB" : "SB", DLA_DIMS(2, 3));
+    return DLA_OK;
+}
+
+/* A trace frozen on a host read gives the recorded labels, the function
+ * others, values and dims equal: until 2026-11-29 the check compared
+ * dims, class and values only, and passed a "CB" result the function
+ * now labels "SB" in silence. */
+static void test_the_tolerance_check_sees_other_format_labels(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *pos = dla_ones(DLA_F32, "", DLA_DIMS(2, 3));
+    dla_tensor *neg = dla_full(-1, DLA_F32, "", DLA_DIMS(2, 3)), *y;
+    dla_accel *af = dla_accelerate(labelled_by_sign, &(dla_accel_options){.name = "relabel"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, NULL, 1, &pos, 1, &y), DLA_OK);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &pos, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_check(af), ""); /* the same labels pass */
+    assert_int_equal(dla_accel_call(af, NULL, 1, &neg, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), ""); /* served by the trace */
+    assert_string_equal(dla_tensor_format(y), "CB");
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "output 1: the trace gives 2x3 single \"CB\", the function 2x3 single "
+                     "\"SB\"; the trace is data-dependent"))
+        fail_msg("last check: \"%s\"", msg);
+    dla_accel_free(af);
+    dla_scope_end();
 }
 
 /* x ./ a constant made inside from *ctx (baked: the ctx pointer is the
@@ -1900,6 +1990,8 @@ int main(void)
         TU_TEST(test_every_key_component_misses_with_its_reason),
         TU_TEST(test_without_a_key_function_the_ctx_pointer_is_the_key),
         TU_TEST(test_a_full_cache_evicts_and_keeps_what_is_hit),
+        TU_TEST(test_eviction_counts_a_hit_as_a_use_in_its_own_call),
+        TU_TEST(test_lowering_the_cache_size_keeps_the_highest_score),
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         TU_TEST(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         TU_TEST(test_a_batch_of_ones_gradients_replay_with_eager_bits),
@@ -1916,6 +2008,7 @@ int main(void)
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
         TU_TEST(test_the_tolerance_check_sees_other_sizes_and_logical_outputs),
+        TU_TEST(test_the_tolerance_check_sees_other_format_labels),
         TU_TEST(test_a_trace_replay_refuses_an_input_labelled_otherwise),
         TU_TEST(test_a_trace_replay_names_the_null_argument),
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),

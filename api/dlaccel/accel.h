@@ -167,7 +167,8 @@ DLA_API int dla_accel_occupancy(const dla_accel *af);
  * also runs fn and warns (DLACCEL_LOG warn) "Accelerated outputs differ
  * from underlying function outputs", naming the output and the largest
  * absolute and relative difference, when both exceed CheckTolerance, or
- * the two sizes and classes when the output's dims or class differ.
+ * the two sizes and classes (and labels) when the output's dims, class or
+ * format labels differ.
  * DLA_ERR_INVALID_ARGUMENT for another mode. */
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode);
 DLA_API const char *dla_accel_check_mode(const dla_accel *af);
