@@ -1318,6 +1318,56 @@ static void test_trainnet_names_a_corrupt_file(void **state)
     dla_imds_free(ds);
 }
 
+/* minibatchpredict gives one score per file, in the files' order. A file
+ * skipped as corrupt shifted the scores of every file after it one column
+ * left, and the scores came back short, without a word: it is refused,
+ * naming the file. */
+static void test_minibatchpredict_refuses_a_skipped_file(void **state)
+{
+    (void)state;
+    const char *top = fresh("predskip");
+    for (int i = 0; i < 10; i++) {
+        mkdirs(path_of("predskip/k%d", i % 2));
+        write_png(path_of("predskip/k%d/%02d.png", i % 2, i), i, 4, 3, 1);
+    }
+    truncate_to(path_of("predskip/k0/04.png"), 50);
+    dla_layer *layers[] = {
+        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+        dla_fc_layer(2, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(3, layers);
+    assert_true(dla_net_initialized(net));
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.skip_corrupt = 1}, &ds));
+    for (int mbs = 3; mbs <= 16; mbs += 13) {
+        dla_tensor *scores = (dla_tensor *)1;
+        assert_int_equal(dla_minibatchpredict(net, &(dla_train_data){.images = ds},
+                                              &(dla_predict_options){.mini_batch_size = mbs},
+                                              &scores),
+                         DLA_ERR_FORMAT);
+        assert_null(scores);
+        if (!strstr(dla_last_error(), "predskip/k0/04.png") ||
+            !strstr(dla_last_error(), "dla_minibatchpredict"))
+            fail_msg("message \"%s\" does not name the skipped file", dla_last_error());
+    }
+    /* Without the corrupt file, one score per file. */
+    dla_imds *good;
+    int64_t keep[9];
+    for (int i = 0, k = 0; i < 10; i++)
+        if (strcmp(dla_imds_file(ds, i), path_of("predskip/k0/04.png")))
+            keep[k++] = i;
+    assert_ok(dla_imds_subset(ds, 9, keep, &good));
+    dla_tensor *scores;
+    assert_ok(dla_minibatchpredict(net, &(dla_train_data){.images = good},
+                                   &(dla_predict_options){.mini_batch_size = 4}, &scores));
+    assert_int_equal(dla_tensor_dim(scores, 2), 9);
+    dla_tensor_release(scores);
+    dla_imds_free(good);
+    dla_imds_free(ds);
+    dla_net_free(net);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1358,6 +1408,7 @@ int main(void)
         TU_TEST(test_export_with_a_small_limit_makes_no_empty_folder),
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
         TU_TEST(test_trainnet_names_a_corrupt_file),
+        TU_TEST(test_minibatchpredict_refuses_a_skipped_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

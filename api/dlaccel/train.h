@@ -658,6 +658,10 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
  * longest before they are joined, with SequencePaddingValue, on the side
  * SequencePaddingDirection gives (MATLAB's UniformOutput true): each
  * observation's steps keep their places, its padded steps are padding.
+ * The scores are one per observation, in order: over a datastore with
+ * skip_corrupt, a file skipped as corrupt would shift every later score
+ * into another file's place, so it is an error (DLA_ERR_FORMAT naming the
+ * file; predict over a dla_imds_subset without it).
  * Errors name dla_minibatchpredict. */
 DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data,
                                         const dla_predict_options *opts, dla_tensor **scores);
