@@ -1318,6 +1318,86 @@ static void test_trainnet_names_a_corrupt_file(void **state)
     dla_imds_free(ds);
 }
 
+/* Validation images from a folder of their own, whose class list is not
+ * the training folder's (a class missing): their labels are matched to
+ * the training classes by name. They were the positions in the
+ * validation folder's own list, so class "c" (2 in training) was
+ * validated as class 1 ("b"), without a word. A validation class the
+ * training data does not have is an error naming it. */
+static void test_trainnet_validates_a_datastore_by_class_name(void **state)
+{
+    (void)state;
+    const char *ttop = fresh("vtrain");
+    static const char *cls[] = {"a", "b", "c"};
+    for (int i = 0; i < 12; i++) {
+        mkdirs(path_of("vtrain/%s", cls[i / 4]));
+        write_png(path_of("vtrain/%s/%02d.png", cls[i / 4], i), 60 * (i / 4) + i, 4, 3, 1);
+    }
+    const char *vtop = fresh("vval");
+    mkdirs(path_of("vval/a"));
+    mkdirs(path_of("vval/c"));
+    write_png(path_of("vval/a/0.png"), 1, 4, 3, 1);
+    write_png(path_of("vval/a/1.png"), 2, 4, 3, 1);
+    write_png(path_of("vval/c/2.png"), 121, 4, 3, 1);
+    write_png(path_of("vval/c/3.png"), 122, 4, 3, 1);
+    dla_imds *tds, *vds;
+    assert_ok(dla_imds_create(ttop, NULL, &tds));
+    assert_ok(dla_imds_create(vtop, NULL, &vds));
+    dla_tensor *vx, *vt;
+    assert_ok(dla_imds_readall(vds, &vx, NULL));
+    vt = dla_tensor_from_host((int32_t[]){0, 0, 2, 2}, DLA_I32, "CB", DLA_DIMS(1, 4));
+    double vloss[2];
+    for (int run = 0; run < 2; run++) {
+        dla_rng_seed(5);
+        dla_layer *layers[] = {
+            dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+            dla_fc_layer(3, NULL),
+            dla_softmax_layer(NULL),
+        };
+        dla_net *net = dla_net_create(3, layers), *trained;
+        dla_training_info *info;
+        dla_train_data val = run ? (dla_train_data){.images = vds}
+                                 : (dla_train_data){.predictors = vx, .targets = vt};
+        dla_training_options o = {.solver = "sgdm", .max_epochs = 1, .mini_batch_size = 4,
+                                  .verbose = -1, .plots = "none", .shuffle = "never",
+                                  .validation_data = &val, .validation_frequency = 1};
+        assert_ok(dla_trainnet(&(dla_train_data){.images = tds}, net,
+                               &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info));
+        vloss[run] = info->final_validation_loss;
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    if (!(vloss[0] == vloss[1]) || isnan(vloss[0]))
+        fail_msg("validation loss %.9g from the folder, %.9g from the training class numbers",
+                 vloss[1], vloss[0]);
+    /* A class the training data lacks: refused, named. */
+    mkdirs(path_of("vval/zebra"));
+    write_png(path_of("vval/zebra/4.png"), 3, 4, 3, 1);
+    dla_imds *vz;
+    assert_ok(dla_imds_create(vtop, NULL, &vz));
+    dla_layer *layers[] = {
+        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+        dla_fc_layer(3, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(3, layers), *trained = NULL;
+    dla_training_options o = {.max_epochs = 1, .mini_batch_size = 4, .verbose = -1,
+                              .plots = "none", .validation_data = &(dla_train_data){.images = vz}};
+    assert_int_equal(dla_trainnet(&(dla_train_data){.images = tds}, net,
+                                  &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(trained);
+    if (!strstr(dla_last_error(), "zebra") || !strstr(dla_last_error(), "ValidationData"))
+        fail_msg("message \"%s\" does not name the class", dla_last_error());
+    dla_net_free(net);
+    dla_imds_free(vz);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+    dla_imds_free(vds);
+    dla_imds_free(tds);
+}
+
 /* minibatchpredict gives one score per file, in the files' order. A file
  * skipped as corrupt shifted the scores of every file after it one column
  * left, and the scores came back short, without a word: it is refused,
@@ -1409,6 +1489,7 @@ int main(void)
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
         TU_TEST(test_trainnet_names_a_corrupt_file),
         TU_TEST(test_minibatchpredict_refuses_a_skipped_file),
+        TU_TEST(test_trainnet_validates_a_datastore_by_class_name),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

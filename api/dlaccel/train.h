@@ -276,7 +276,12 @@ typedef struct dla_train_data {
      * background thread (DispatchInBackground is implied), so only the
      * batches read ahead are in memory. targets may then be NULL: the
      * datastore's labels (dla_imds_labels) are the targets. Skipped
-     * corrupt files drop out of their batch with their labels. */
+     * corrupt files drop out of their batch with their labels. A
+     * validation datastore's labels, when the training data is a datastore
+     * too, are matched to its classes by name (MATLAB's categorical labels:
+     * a validation folder may lack a class); a validation class that the
+     * training datastore does not have is DLA_ERR_INVALID_ARGUMENT naming
+     * it. */
     dla_imds *images;
     /* Targets, one per observation: int32 class numbers 0..K-1 (any dims
      * of N elements, MATLAB's categorical targets), one-hot encoded per
