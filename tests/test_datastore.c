@@ -1028,6 +1028,60 @@ static void test_corrupt_truncated_and_foreign_files_are_named(void **state)
     expect_create_error(top, NULL, DLA_ERR_FORMAT, "bad/c/0.png", "PNG");
 }
 
+/* A JPEG whose header claims 20000 x 20000 pixels (one 16 x 16 image's
+ * data behind it): refused as too large before decoding. A progressive
+ * one was not: jpeg_start_decompress allocated the whole image's
+ * coefficients first (800 MB here, for a 400-byte file), and the file then
+ * failed as truncated, or as "Insufficient memory" under a memory limit,
+ * never as the forged size it is. Baseline and progressive alike now. */
+static void test_a_forged_jpeg_size_is_refused_before_decoding(void **state)
+{
+    (void)state;
+    for (int progressive = 0; progressive < 2; progressive++) {
+        const char *top = fresh("forged");
+        mkdirs(path_of("forged/c"));
+        unsigned char *mem = NULL;
+        unsigned long size = 0;
+        struct jpeg_compress_struct j;
+        struct jpeg_error_mgr e;
+        j.err = jpeg_std_error(&e);
+        jpeg_create_compress(&j);
+        jpeg_mem_dest(&j, &mem, &size);
+        j.image_width = 16;
+        j.image_height = 16;
+        j.input_components = 1;
+        j.in_color_space = JCS_GRAYSCALE;
+        jpeg_set_defaults(&j);
+        if (progressive)
+            jpeg_simple_progression(&j);
+        jpeg_start_compress(&j, TRUE);
+        unsigned char row[16];
+        memset(row, 90, sizeof row);
+        while (j.next_scanline < j.image_height) {
+            JSAMPROW rp = row;
+            jpeg_write_scanlines(&j, &rp, 1);
+        }
+        jpeg_finish_compress(&j);
+        jpeg_destroy_compress(&j);
+        /* The frame header (SOF0 or SOF2): FF Cx, length, precision, then
+         * the height and the width, big-endian. */
+        int patched = 0;
+        for (unsigned long i = 0; i + 8 < size && !patched; i++)
+            if (mem[i] == 0xFF && (mem[i + 1] == 0xC0 || mem[i + 1] == 0xC2)) {
+                mem[i + 5] = mem[i + 7] = 20000 >> 8;
+                mem[i + 6] = mem[i + 8] = 20000 & 0xFF;
+                patched = 1;
+            }
+        assert_true(patched);
+        FILE *f = fopen(path_of("forged/c/a.jpg"), "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(mem, 1, size, f), size);
+        fclose(f);
+        free(mem);
+        expect_create_error(top, NULL, DLA_ERR_FORMAT, "forged/c/a.jpg", "more than the");
+    }
+}
+
 static void test_mixed_sizes_need_a_resize(void **state)
 {
     (void)state;
@@ -1481,6 +1535,7 @@ int main(void)
         TU_TEST(test_background_dispatch_keeps_the_augmentation),
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),
         TU_TEST(test_corrupt_truncated_and_foreign_files_are_named),
+        TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
         TU_TEST(test_mixed_sizes_need_a_resize),
         TU_TEST(test_skip_corrupt_warns_once_and_keeps_labels_paired),
         TU_TEST(test_misuse_is_refused),
