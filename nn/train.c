@@ -19,6 +19,7 @@
 
 #include "nn/nn.h" /* dla__net_device, dla__net_cast_name */
 #include "nn/train_impl.h"
+#include "nn/data_image.h" /* dla__imds_first_skipped */
 #include "nn/data_mbq.h"
 #include "nn/train_parallel.h"
 
@@ -1431,8 +1432,21 @@ static dla_status init_from_data(dla_net *net, const dla_train_data *d)
     if (d->sequences) {
         dla_padsequences(d->sequences, 1, NULL, NULL, &ex, NULL);
     } else if (d->images) {
-        dla_imds_read_files(d->images, 1, (int64_t[]){0}, &ex, NULL);
-        if (ex && dla_tensor_dtype(ex) != DLA_F64)
+        /* The first file that reads: one skipped as corrupt (skip_corrupt)
+         * is passed over here as the batches pass over it. */
+        const int64_t n = dla_imds_num_files(d->images);
+        for (int64_t i = 0; i < n; i++)
+            if (dla_imds_read_files(d->images, 1, &i, &ex, NULL) == DLA_OK ||
+                !dla__imds_first_skipped(d->images, i, 1))
+                break;
+        if (!ex) { /* the read's error (the file's), or no file at all */
+            dla_scope_end();
+            return n ? dla_last_status()
+                     : dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                     "dla_trainnet: the datastore has no file to initialize "
+                                     "the network from");
+        }
+        if (dla_tensor_dtype(ex) != DLA_F64)
             ex = dla_cast(ex, DLA_F32);
     } else {
         dla_tensor *x = d->predictors;

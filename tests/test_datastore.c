@@ -1452,6 +1452,34 @@ static void test_trainnet_validates_a_datastore_by_class_name(void **state)
     dla_imds_free(tds);
 }
 
+/* A network without an input layer is initialized from the first image.
+ * With skip_corrupt, a corrupt first file is skipped there as in the
+ * batches: trainnet failed on it, though the batches would have left it
+ * out. */
+static void test_trainnet_initializes_past_a_skipped_first_file(void **state)
+{
+    (void)state;
+    const char *top = fresh("initskip");
+    for (int i = 0; i < 8; i++) {
+        mkdirs(path_of("initskip/k%d", i % 2));
+        write_png(path_of("initskip/k%d/%02d.png", i % 2, i), i, 4, 3, 1);
+    }
+    truncate_to(path_of("initskip/k0/00.png"), 50); /* the first file */
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.skip_corrupt = 1}, &ds));
+    dla_layer *layers[] = {dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    assert_false(dla_net_initialized(net));
+    dla_training_options o = {.max_epochs = 1, .mini_batch_size = 4, .verbose = -1,
+                              .plots = "none"};
+    assert_ok(dla_trainnet(&(dla_train_data){.images = ds}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL));
+    assert_true(dla_net_initialized(trained));
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_imds_free(ds);
+}
+
 /* minibatchpredict gives one score per file, in the files' order. A file
  * skipped as corrupt shifted the scores of every file after it one column
  * left, and the scores came back short, without a word: it is refused,
@@ -1544,6 +1572,7 @@ int main(void)
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
         TU_TEST(test_trainnet_names_a_corrupt_file),
         TU_TEST(test_minibatchpredict_refuses_a_skipped_file),
+        TU_TEST(test_trainnet_initializes_past_a_skipped_first_file),
         TU_TEST(test_trainnet_validates_a_datastore_by_class_name),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

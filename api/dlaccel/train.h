@@ -276,7 +276,9 @@ typedef struct dla_train_data {
      * background thread (DispatchInBackground is implied), so only the
      * batches read ahead are in memory. targets may then be NULL: the
      * datastore's labels (dla_imds_labels) are the targets. Skipped
-     * corrupt files drop out of their batch with their labels. A
+     * corrupt files drop out of their batch with their labels (and a
+     * network without input layers is initialized from the first file
+     * that is not skipped). A
      * validation datastore's labels, when the training data is a datastore
      * too, are matched to its classes by name (MATLAB's categorical labels:
      * a validation folder may lack a class); a validation class that the
