@@ -1716,9 +1716,11 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
         if (!d || !d->images || d->targets)
             continue;
         dla_scope_begin();
-        const dla_train_data *t = *sets[0];
-        labels[k] = dla_tensor_retain(k && t->images ? labels_by_name(d->images, t->images)
-                                                     : dla_imds_labels(d->images));
+        /* Validation labels by the names of the training datastore's
+         * classes, when its labels are the training targets. */
+        labels[k] = dla_tensor_retain(k && labels[0]
+                                          ? labels_by_name(d->images, (*sets[0])->images)
+                                          : dla_imds_labels(d->images));
         dla_scope_end();
         if (!labels[k]) {
             char msg[1024];

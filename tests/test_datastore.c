@@ -1444,6 +1444,11 @@ static void test_trainnet_validates_a_datastore_by_class_name(void **state)
     assert_null(trained);
     if (!strstr(dla_last_error(), "zebra") || !strstr(dla_last_error(), "ValidationData"))
         fail_msg("message \"%s\" does not name the class", dla_last_error());
+    /* No training data: an error, whatever the validation data. */
+    assert_int_equal(dla_trainnet(NULL, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(trained);
     dla_net_free(net);
     dla_imds_free(vz);
     dla_tensor_release(vx);
