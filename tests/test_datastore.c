@@ -1026,6 +1026,12 @@ static void test_corrupt_truncated_and_foreign_files_are_named(void **state)
     /* The first file corrupt: the datastore cannot learn its size. */
     write_text(path_of("bad/c/0.png"), "\x89PNG\r\n\x1a\n truncated");
     expect_create_error(top, NULL, DLA_ERR_FORMAT, "bad/c/0.png", "PNG");
+    /* With skip_corrupt, every file corrupt: said so, not as if the last
+     * file tried were the only bad one (its words alone were the message). */
+    write_text(path_of("bad/c/1.png"), "\x89PNG\r\n\x1a\n truncated");
+    write_text(path_of("bad/c/2.png"), "\x89PNG\r\n\x1a\n truncated");
+    expect_create_error(top, &(dla_imds_options){.skip_corrupt = 1}, DLA_ERR_FORMAT,
+                        "bad/c/2.png", "none of the 3 files decodes");
 }
 
 /* A JPEG whose header claims 20000 x 20000 pixels (one 16 x 16 image's
