@@ -94,6 +94,14 @@ dla_imds *dla__imds_snapshot(dla_imds *ds, const char *op)
 
 int64_t dla__imds_count(const dla_imds *ds) { return ds->n; }
 
+const char *dla__imds_first_skipped(const dla_imds *ds, int64_t from, int64_t count)
+{
+    for (int64_t i = from < 0 ? 0 : from; i < from + count && i < ds->n; i++)
+        if (__atomic_load_n(&ds->cat->skipped[ds->idx[i]], __ATOMIC_RELAXED))
+            return ds->cat->paths[ds->idx[i]];
+    return NULL;
+}
+
 DLA_API dla_status dla_imds_create(const char *folder, const dla_imds_options *opts, dla_imds **out)
 {
     static const char op[] = "dla_imds_create";
@@ -143,7 +151,15 @@ DLA_API dla_status dla_imds_create(const char *folder, const dla_imds_options *o
             break;
     }
     if (st != DLA_OK) {
+        /* With skip_corrupt every file was tried: the last one's words
+         * alone read as if that one file were the trouble. */
+        const int all = o.skip_corrupt && st == DLA_ERR_FORMAT;
+        const int64_t nfiles = cat->nfiles;
         dla__imds_catalog_release(cat);
+        if (all)
+            return dla__data_fail(st, "%s: none of the %lld files decodes (skip_corrupt would "
+                                  "skip them all), so the datastore has no image size; the "
+                                  "last: %s", op, (long long)nfiles, err);
         return dla__data_fail(st, "%s: %s", op, err);
     }
     dla_imds proto = {.cat = cat, .read_size = o.read_size ? o.read_size : 1,

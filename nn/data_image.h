@@ -130,5 +130,9 @@ dla_tensor *dla__imds_batch(dla_imds *ds, const int64_t *obs, int64_t count,
                             dla__data_rng *aug_rng, dla_device *dev, int64_t *kept,
                             int64_t *nkept, const char *op);
 int64_t dla__imds_count(const dla_imds *ds);
+/* The first of positions from..from+count-1 of ds's order whose file
+ * was skipped as corrupt (skip_corrupt), or NULL: minibatchpredict names
+ * the file that a short batch left out. */
+const char *dla__imds_first_skipped(const dla_imds *ds, int64_t from, int64_t count);
 
 #endif

@@ -58,14 +58,23 @@ static dla_status fail(decode_ctx *c, dla_status st, const char *fmt, ...)
     return st;
 }
 
-/* Pixels of h x w x ch, refused above the cap (a forged header). */
-static dla_status alloc_pixels(decode_ctx *c, uint32_t h, uint32_t w, int ch)
+/* An image of h x w x ch is refused above the cap (a forged header). */
+static dla_status check_size(decode_ctx *c, uint32_t h, uint32_t w, int ch)
 {
     if (!h || !w)
         return fail(c, DLA_ERR_FORMAT, "an image of %ux%u pixels", (unsigned)h, (unsigned)w);
     if ((uint64_t)h * w * (uint64_t)ch > DLA__IMAGE_MAX_BYTES)
         return fail(c, DLA_ERR_FORMAT, "%ux%u pixels of %d channels is more than the %zu bytes "
                     "an image may take", (unsigned)h, (unsigned)w, ch, DLA__IMAGE_MAX_BYTES);
+    return DLA_OK;
+}
+
+/* Pixels of h x w x ch, refused above the cap. */
+static dla_status alloc_pixels(decode_ctx *c, uint32_t h, uint32_t w, int ch)
+{
+    dla_status st = check_size(c, h, w, ch);
+    if (st != DLA_OK)
+        return st;
     c->px = dla__data_malloc((size_t)h * w * (size_t)ch);
     if (!c->px)
         return fail(c, DLA_ERR_OUT_OF_MEMORY, "cannot hold %ux%ux%d pixels", (unsigned)h,
@@ -190,6 +199,13 @@ static dla_status decode_jpeg(decode_ctx *c, dla__image *img)
         longjmp(c->jmp, 1);
     }
     jp->out_color_space = jp->num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    /* Before jpeg_start_decompress: for a progressive file it allocates
+     * the whole image's coefficients (twice the pixels' bytes), so a
+     * forged header asked for gigabytes there, and failed, if at all, as
+     * "Insufficient memory" or a truncated file, not as too large. */
+    if (check_size(c, jp->image_height, jp->image_width, jp->num_components == 1 ? 1 : 3) !=
+        DLA_OK)
+        longjmp(c->jmp, 1);
     jpeg_start_decompress(jp);
     int ch = jp->output_components;
     if (alloc_pixels(c, jp->output_height, jp->output_width, ch) != DLA_OK)

@@ -5,6 +5,7 @@
  * trainnet, the outputs joined along their observation dim.
  */
 #include "nn/nn.h"
+#include "nn/data_image.h"
 #include "nn/train_impl.h"
 
 #include <dlaccel/data.h>
@@ -14,6 +15,12 @@
 #include <string.h>
 
 static const char fn[] = "dla_minibatchpredict";
+
+/* MiniBatchSize: 128 when 0. */
+static int64_t mbs_of(const dla_predict_options *p)
+{
+    return p->mini_batch_size ? p->mini_batch_size : 128;
+}
 
 /* The queue of the data's predictors, in the network input's format and
  * dtype, on dev. */
@@ -29,7 +36,7 @@ static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_pr
         .cast = dla__net_cast_name(net),
         .format = *in_fmt ? in_fmt : NULL};
     dla_mbq_options o = {
-        .mini_batch_size = p->mini_batch_size ? p->mini_batch_size : 128,
+        .mini_batch_size = mbs_of(p),
         .partial_mini_batch = "return",
         .dispatch_in_background = d->images != NULL,
         .device = dev,
@@ -68,6 +75,29 @@ static dla_status pad_steps(dla_tensor **parts, int64_t n, const dla_predict_opt
             return dla_tensor_status(parts[i]);
     }
     return DLA_OK;
+}
+
+/* The scores are one per file, in the files' order: a file that the
+ * datastore skips as corrupt (skip_corrupt) would take its column out and
+ * shift the scores of every file after it, so a batch that came back
+ * short is refused, naming the file. (trainnet and testnet keep images
+ * and targets paired, so they may skip.) x is the batch of the files from
+ * first on. */
+static dla_status check_none_skipped(const dla_imds *ds, dla_tensor *x, int64_t first,
+                                     int64_t mbs, int64_t n)
+{
+    const int64_t want = n - first < mbs ? n - first : mbs;
+    const int b = dla_tensor_find_dim(x, 'B');
+    const int64_t got = dla_tensor_dim(x, b > 0 ? b : dla_tensor_ndims(x));
+    if (got == want)
+        return DLA_OK;
+    const char *bad = dla__imds_first_skipped(ds, first, want);
+    return dla_set_error(DLA_ERR_FORMAT,
+                         "a mini-batch of %lld files came back with %lld: the datastore skips "
+                         "corrupt files (skip_corrupt), starting with %s, and the scores are one "
+                         "per file, so every later score would move to another file's place; "
+                         "predict over a datastore without them (dla_imds_subset)",
+                         (long long)want, (long long)got, bad ? bad : "one of them");
 }
 
 DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data,
@@ -116,9 +146,12 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     int64_t made = 0;
     dla_tensor *out = NULL;
     dla_scope_begin();
+    const int64_t nobs = st == DLA_OK ? dla_mbq_num_observations(q) : 0;
     while (st == DLA_OK && made < nb && dla_mbq_hasdata(q)) {
         dla_tensor *x;
         st = dla_mbq_next(q, 1, &x);
+        if (st == DLA_OK && data->images)
+            st = check_none_skipped(data->images, x, made * mbs_of(&p), mbs_of(&p), nobs);
         if (st == DLA_OK)
             st = dla_net_predict(net, 1, &x, 1, &parts[made], NULL);
         made += st == DLA_OK;

@@ -19,6 +19,7 @@
 
 #include "nn/nn.h" /* dla__net_device, dla__net_cast_name */
 #include "nn/train_impl.h"
+#include "nn/data_image.h" /* dla__imds_first_skipped */
 #include "nn/data_mbq.h"
 #include "nn/train_parallel.h"
 
@@ -1462,8 +1463,21 @@ static dla_status init_from_data(dla_net *net, const dla_train_data *d)
     if (d->sequences) {
         dla_padsequences(d->sequences, 1, NULL, NULL, &ex, NULL);
     } else if (d->images) {
-        dla_imds_read_files(d->images, 1, (int64_t[]){0}, &ex, NULL);
-        if (ex && dla_tensor_dtype(ex) != DLA_F64)
+        /* The first file that reads: one skipped as corrupt (skip_corrupt)
+         * is passed over here as the batches pass over it. */
+        const int64_t n = dla_imds_num_files(d->images);
+        for (int64_t i = 0; i < n; i++)
+            if (dla_imds_read_files(d->images, 1, &i, &ex, NULL) == DLA_OK ||
+                !dla__imds_first_skipped(d->images, i, 1))
+                break;
+        if (!ex) { /* the read's error (the file's), or no file at all */
+            dla_scope_end();
+            return n ? dla_last_status()
+                     : dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                     "dla_trainnet: the datastore has no file to initialize "
+                                     "the network from");
+        }
+        if (dla_tensor_dtype(ex) != DLA_F64)
             ex = dla_cast(ex, DLA_F32);
     } else {
         dla_tensor *x = d->predictors;
@@ -1676,6 +1690,51 @@ static void print_start(trainer *tr, int normalized)
     say(tr, header);
 }
 
+/* The labels of validation datastore val as class numbers of training
+ * datastore train, matched by name (MATLAB's categorical labels): two
+ * folders read apart number their classes each in its own sorted list, so
+ * a validation folder without one of the classes gave the classes after
+ * it the numbers of their neighbours, without a word. NULL with the error
+ * set when val has a class that train lacks. */
+static dla_tensor *labels_by_name(const dla_imds *val, const dla_imds *train)
+{
+    const int nv = dla_imds_num_categories(val), nt = dla_imds_num_categories(train);
+    const int64_t n = dla_imds_num_files(val);
+    int32_t *to = dla_malloc(sizeof *to * (size_t)(nv ? nv : 1));
+    int32_t *v = dla_malloc(sizeof *v * (size_t)(n ? n : 1));
+    dla_tensor *out = NULL;
+    if (!to || !v) {
+        dla_set_error(DLA_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (int c = 0; c < nv; c++) {
+        to[c] = -1;
+        for (int k = 0; k < nt && to[c] < 0; k++)
+            if (!strcmp(dla_imds_category(val, c), dla_imds_category(train, k)))
+                to[c] = k;
+        if (to[c] < 0) {
+            dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                          "the datastore has class \"%s\", which the training datastore's %d "
+                          "classes (\"%s\" ...) do not have",
+                          dla_imds_category(val, c), nt, nt ? dla_imds_category(train, 0) : "");
+            goto done;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int c = dla_imds_label(val, i);
+        if (c < 0) { /* a datastore without labels: dla_imds_labels says so */
+            out = dla_imds_labels(val);
+            goto done;
+        }
+        v[i] = to[c];
+    }
+    out = dla_tensor_from_host(v, DLA_I32, "CB", DLA_DIMS(1, n));
+done:
+    dla_free(to);
+    dla_free(v);
+    return out;
+}
+
 /* dla_trainnet once the data's targets are in place. */
 static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                                    const dla_train_loss *loss, trainer *trp, dla_net **trained,
@@ -1709,7 +1768,11 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
         if (!d || !d->images || d->targets)
             continue;
         dla_scope_begin();
-        labels[k] = dla_tensor_retain(dla_imds_labels(d->images));
+        /* Validation labels by the names of the training datastore's
+         * classes, when its labels are the training targets. */
+        labels[k] = dla_tensor_retain(k && labels[0]
+                                          ? labels_by_name(d->images, (*sets[0])->images)
+                                          : dla_imds_labels(d->images));
         dla_scope_end();
         if (!labels[k]) {
             char msg[1024];

@@ -1026,6 +1026,66 @@ static void test_corrupt_truncated_and_foreign_files_are_named(void **state)
     /* The first file corrupt: the datastore cannot learn its size. */
     write_text(path_of("bad/c/0.png"), "\x89PNG\r\n\x1a\n truncated");
     expect_create_error(top, NULL, DLA_ERR_FORMAT, "bad/c/0.png", "PNG");
+    /* With skip_corrupt, every file corrupt: said so, not as if the last
+     * file tried were the only bad one (its words alone were the message). */
+    write_text(path_of("bad/c/1.png"), "\x89PNG\r\n\x1a\n truncated");
+    write_text(path_of("bad/c/2.png"), "\x89PNG\r\n\x1a\n truncated");
+    expect_create_error(top, &(dla_imds_options){.skip_corrupt = 1}, DLA_ERR_FORMAT,
+                        "bad/c/2.png", "none of the 3 files decodes");
+}
+
+/* A JPEG whose header claims 20000 x 20000 pixels (one 16 x 16 image's
+ * data behind it): refused as too large before decoding. A progressive
+ * one was not: jpeg_start_decompress allocated the whole image's
+ * coefficients first (800 MB here, for a 400-byte file), and the file then
+ * failed as truncated, or as "Insufficient memory" under a memory limit,
+ * never as the forged size it is. Baseline and progressive alike now. */
+static void test_a_forged_jpeg_size_is_refused_before_decoding(void **state)
+{
+    (void)state;
+    for (int progressive = 0; progressive < 2; progressive++) {
+        const char *top = fresh("forged");
+        mkdirs(path_of("forged/c"));
+        unsigned char *mem = NULL;
+        unsigned long size = 0;
+        struct jpeg_compress_struct j;
+        struct jpeg_error_mgr e;
+        j.err = jpeg_std_error(&e);
+        jpeg_create_compress(&j);
+        jpeg_mem_dest(&j, &mem, &size);
+        j.image_width = 16;
+        j.image_height = 16;
+        j.input_components = 1;
+        j.in_color_space = JCS_GRAYSCALE;
+        jpeg_set_defaults(&j);
+        if (progressive)
+            jpeg_simple_progression(&j);
+        jpeg_start_compress(&j, TRUE);
+        unsigned char row[16];
+        memset(row, 90, sizeof row);
+        while (j.next_scanline < j.image_height) {
+            JSAMPROW rp = row;
+            jpeg_write_scanlines(&j, &rp, 1);
+        }
+        jpeg_finish_compress(&j);
+        jpeg_destroy_compress(&j);
+        /* The frame header (SOF0 or SOF2): FF Cx, length, precision, then
+         * the height and the width, big-endian. */
+        int patched = 0;
+        for (unsigned long i = 0; i + 8 < size && !patched; i++)
+            if (mem[i] == 0xFF && (mem[i + 1] == 0xC0 || mem[i + 1] == 0xC2)) {
+                mem[i + 5] = mem[i + 7] = 20000 >> 8;
+                mem[i + 6] = mem[i + 8] = 20000 & 0xFF;
+                patched = 1;
+            }
+        assert_true(patched);
+        FILE *f = fopen(path_of("forged/c/a.jpg"), "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(mem, 1, size, f), size);
+        fclose(f);
+        free(mem);
+        expect_create_error(top, NULL, DLA_ERR_FORMAT, "forged/c/a.jpg", "more than the");
+    }
 }
 
 static void test_mixed_sizes_need_a_resize(void **state)
@@ -1318,6 +1378,169 @@ static void test_trainnet_names_a_corrupt_file(void **state)
     dla_imds_free(ds);
 }
 
+/* Validation images from a folder of their own, whose class list is not
+ * the training folder's (a class missing): their labels are matched to
+ * the training classes by name. They were the positions in the
+ * validation folder's own list, so class "c" (2 in training) was
+ * validated as class 1 ("b"), without a word. A validation class the
+ * training data does not have is an error naming it. */
+static void test_trainnet_validates_a_datastore_by_class_name(void **state)
+{
+    (void)state;
+    const char *ttop = fresh("vtrain");
+    static const char *cls[] = {"a", "b", "c"};
+    for (int i = 0; i < 12; i++) {
+        mkdirs(path_of("vtrain/%s", cls[i / 4]));
+        write_png(path_of("vtrain/%s/%02d.png", cls[i / 4], i), 60 * (i / 4) + i, 4, 3, 1);
+    }
+    const char *vtop = fresh("vval");
+    mkdirs(path_of("vval/a"));
+    mkdirs(path_of("vval/c"));
+    write_png(path_of("vval/a/0.png"), 1, 4, 3, 1);
+    write_png(path_of("vval/a/1.png"), 2, 4, 3, 1);
+    write_png(path_of("vval/c/2.png"), 121, 4, 3, 1);
+    write_png(path_of("vval/c/3.png"), 122, 4, 3, 1);
+    dla_imds *tds, *vds;
+    assert_ok(dla_imds_create(ttop, NULL, &tds));
+    assert_ok(dla_imds_create(vtop, NULL, &vds));
+    dla_tensor *vx, *vt;
+    assert_ok(dla_imds_readall(vds, &vx, NULL));
+    vt = dla_tensor_from_host((int32_t[]){0, 0, 2, 2}, DLA_I32, "CB", DLA_DIMS(1, 4));
+    double vloss[2];
+    for (int run = 0; run < 2; run++) {
+        dla_rng_seed(5);
+        dla_layer *layers[] = {
+            dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+            dla_fc_layer(3, NULL),
+            dla_softmax_layer(NULL),
+        };
+        dla_net *net = dla_net_create(3, layers), *trained;
+        dla_training_info *info;
+        dla_train_data val = run ? (dla_train_data){.images = vds}
+                                 : (dla_train_data){.predictors = vx, .targets = vt};
+        dla_training_options o = {.solver = "sgdm", .max_epochs = 1, .mini_batch_size = 4,
+                                  .verbose = -1, .plots = "none", .shuffle = "never",
+                                  .validation_data = &val, .validation_frequency = 1};
+        assert_ok(dla_trainnet(&(dla_train_data){.images = tds}, net,
+                               &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info));
+        vloss[run] = info->final_validation_loss;
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    if (!(vloss[0] == vloss[1]) || isnan(vloss[0]))
+        fail_msg("validation loss %.9g from the folder, %.9g from the training class numbers",
+                 vloss[1], vloss[0]);
+    /* A class the training data lacks: refused, named. */
+    mkdirs(path_of("vval/zebra"));
+    write_png(path_of("vval/zebra/4.png"), 3, 4, 3, 1);
+    dla_imds *vz;
+    assert_ok(dla_imds_create(vtop, NULL, &vz));
+    dla_layer *layers[] = {
+        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+        dla_fc_layer(3, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(3, layers), *trained = NULL;
+    dla_training_options o = {.max_epochs = 1, .mini_batch_size = 4, .verbose = -1,
+                              .plots = "none", .validation_data = &(dla_train_data){.images = vz}};
+    assert_int_equal(dla_trainnet(&(dla_train_data){.images = tds}, net,
+                                  &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(trained);
+    if (!strstr(dla_last_error(), "zebra") || !strstr(dla_last_error(), "ValidationData"))
+        fail_msg("message \"%s\" does not name the class", dla_last_error());
+    /* No training data: an error, whatever the validation data. */
+    assert_int_equal(dla_trainnet(NULL, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(trained);
+    dla_net_free(net);
+    dla_imds_free(vz);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+    dla_imds_free(vds);
+    dla_imds_free(tds);
+}
+
+/* A network without an input layer is initialized from the first image.
+ * With skip_corrupt, a corrupt first file is skipped there as in the
+ * batches: trainnet failed on it, though the batches would have left it
+ * out. */
+static void test_trainnet_initializes_past_a_skipped_first_file(void **state)
+{
+    (void)state;
+    const char *top = fresh("initskip");
+    for (int i = 0; i < 8; i++) {
+        mkdirs(path_of("initskip/k%d", i % 2));
+        write_png(path_of("initskip/k%d/%02d.png", i % 2, i), i, 4, 3, 1);
+    }
+    truncate_to(path_of("initskip/k0/00.png"), 50); /* the first file */
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.skip_corrupt = 1}, &ds));
+    dla_layer *layers[] = {dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    assert_false(dla_net_initialized(net));
+    dla_training_options o = {.max_epochs = 1, .mini_batch_size = 4, .verbose = -1,
+                              .plots = "none"};
+    assert_ok(dla_trainnet(&(dla_train_data){.images = ds}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL));
+    assert_true(dla_net_initialized(trained));
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_imds_free(ds);
+}
+
+/* minibatchpredict gives one score per file, in the files' order. A file
+ * skipped as corrupt shifted the scores of every file after it one column
+ * left, and the scores came back short, without a word: it is refused,
+ * naming the file. */
+static void test_minibatchpredict_refuses_a_skipped_file(void **state)
+{
+    (void)state;
+    const char *top = fresh("predskip");
+    for (int i = 0; i < 10; i++) {
+        mkdirs(path_of("predskip/k%d", i % 2));
+        write_png(path_of("predskip/k%d/%02d.png", i % 2, i), i, 4, 3, 1);
+    }
+    truncate_to(path_of("predskip/k0/04.png"), 50);
+    dla_layer *layers[] = {
+        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+        dla_fc_layer(2, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(3, layers);
+    assert_true(dla_net_initialized(net));
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.skip_corrupt = 1}, &ds));
+    for (int mbs = 3; mbs <= 16; mbs += 13) {
+        dla_tensor *scores = (dla_tensor *)1;
+        assert_int_equal(dla_minibatchpredict(net, &(dla_train_data){.images = ds},
+                                              &(dla_predict_options){.mini_batch_size = mbs},
+                                              &scores),
+                         DLA_ERR_FORMAT);
+        assert_null(scores);
+        if (!strstr(dla_last_error(), "predskip/k0/04.png") ||
+            !strstr(dla_last_error(), "dla_minibatchpredict"))
+            fail_msg("message \"%s\" does not name the skipped file", dla_last_error());
+    }
+    /* Without the corrupt file, one score per file. */
+    dla_imds *good;
+    int64_t keep[9];
+    for (int i = 0, k = 0; i < 10; i++)
+        if (strcmp(dla_imds_file(ds, i), path_of("predskip/k0/04.png")))
+            keep[k++] = i;
+    assert_ok(dla_imds_subset(ds, 9, keep, &good));
+    dla_tensor *scores;
+    assert_ok(dla_minibatchpredict(net, &(dla_train_data){.images = good},
+                                   &(dla_predict_options){.mini_batch_size = 4}, &scores));
+    assert_int_equal(dla_tensor_dim(scores, 2), 9);
+    dla_tensor_release(scores);
+    dla_imds_free(good);
+    dla_imds_free(ds);
+    dla_net_free(net);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1351,6 +1574,7 @@ int main(void)
         TU_TEST(test_background_dispatch_keeps_the_augmentation),
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),
         TU_TEST(test_corrupt_truncated_and_foreign_files_are_named),
+        TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
         TU_TEST(test_mixed_sizes_need_a_resize),
         TU_TEST(test_skip_corrupt_warns_once_and_keeps_labels_paired),
         TU_TEST(test_misuse_is_refused),
@@ -1358,6 +1582,9 @@ int main(void)
         TU_TEST(test_export_with_a_small_limit_makes_no_empty_folder),
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
         TU_TEST(test_trainnet_names_a_corrupt_file),
+        TU_TEST(test_minibatchpredict_refuses_a_skipped_file),
+        TU_TEST(test_trainnet_initializes_past_a_skipped_first_file),
+        TU_TEST(test_trainnet_validates_a_datastore_by_class_name),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

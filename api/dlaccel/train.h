@@ -276,7 +276,14 @@ typedef struct dla_train_data {
      * background thread (DispatchInBackground is implied), so only the
      * batches read ahead are in memory. targets may then be NULL: the
      * datastore's labels (dla_imds_labels) are the targets. Skipped
-     * corrupt files drop out of their batch with their labels. */
+     * corrupt files drop out of their batch with their labels (and a
+     * network without input layers is initialized from the first file
+     * that is not skipped). A
+     * validation datastore's labels, when the training data is a datastore
+     * too, are matched to its classes by name (MATLAB's categorical labels:
+     * a validation folder may lack a class); a validation class that the
+     * training datastore does not have is DLA_ERR_INVALID_ARGUMENT naming
+     * it. */
     dla_imds *images;
     /* Targets, one per observation: int32 class numbers 0..K-1 (any dims
      * of N elements, MATLAB's categorical targets), one-hot encoded per
@@ -662,6 +669,10 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
  * longest before they are joined, with SequencePaddingValue, on the side
  * SequencePaddingDirection gives (MATLAB's UniformOutput true): each
  * observation's steps keep their places, its padded steps are padding.
+ * The scores are one per observation, in order: over a datastore with
+ * skip_corrupt, a file skipped as corrupt would shift every later score
+ * into another file's place, so it is an error (DLA_ERR_FORMAT naming the
+ * file; predict over a dla_imds_subset without it).
  * Errors name dla_minibatchpredict. */
 DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data,
                                         const dla_predict_options *opts, dla_tensor **scores);
