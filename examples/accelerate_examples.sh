@@ -5,7 +5,7 @@ ex="$DLA_TEST_BUILDDIR/examples"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-examples-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_LOG DLACCEL_DEVICE
-echo "1..3"
+echo "1..4"
 
 # check N DESCRIPTION PATTERN...: the last run's status and output.
 check() {
@@ -40,3 +40,8 @@ check 3 "accelerate_net: modelLoss(net, X, T) with the network as ctx trains as 
     "iteration 200: loss" "Function: @modelLoss" "HitRate: 99.5" "Occupancy: 1" \
     "without the ctx kind: invalid argument" "dla_gradient: argument wrt[0] (16x2 single)" \
     "Pass it as a tensor input"
+
+"$ex/lstm_function" 200 >"$tmp/out" 2>&1
+status=$?
+check 4 "lstm_function: a model function of dla_lstm learns the frequency from one trace" \
+    "iteration 200: loss" "after 200 iterations: RMSE" "modelLoss: HitRate 99.5%, Occupancy 1"

@@ -46,8 +46,13 @@ examples_quickstart_LDADD = libdlaccel.la -lm
 # CheckMode "tolerance" (myUnsupportedFun, mySupportedFun); accelerate_loss:
 # a model loss with gradients in a training loop, its trace saved, loaded
 # and printed; accelerate_net: modelLoss(net, X, T) with the network as a
-# ctx kind. The smoke test runs them and checks what they print.
-noinst_PROGRAMS += examples/accelerate_check examples/accelerate_loss examples/accelerate_net
+# ctx kind; lstm_function: a recurrent model function (dla_lstm, then
+# fullyconnect and mse) accelerated and trained with adamupdate. The smoke
+# test runs them and checks what they print.
+noinst_PROGRAMS += examples/accelerate_check examples/accelerate_loss examples/accelerate_net \
+	examples/lstm_function
+examples_lstm_function_SOURCES = examples/lstm_function.c
+examples_lstm_function_LDADD = libdlaccel.la -lm
 examples_accelerate_net_SOURCES = examples/accelerate_net.c
 examples_accelerate_net_LDADD = libdlaccel.la -lm
 examples_accelerate_check_SOURCES = examples/accelerate_check.c
