@@ -674,9 +674,15 @@ static dla_tensor *loss_build(const loss_call *c)
             } else {
                 w = in_y_layout(op, "weights", w, &lc);
             }
-        } else if (!str_unset(c->wfmt)) {
+        } else if (!str_unset(c->wfmt) && strcmp(c->wfmt, w->format) != 0) {
+            /* weights_format labels unformatted weights; on formatted ones
+             * it can only repeat their labels (a snippet written for
+             * unformatted weights then works with formatted ones too), and
+             * labels that differ are a contradiction, not a relabelling. */
             dla__fail(DLA_ERR_FORMAT,
-                      "%s: option weights_format: \"%s\" given, but weights are formatted \"%s\"",
+                      "%s: option weights_format: \"%s\" differs from the weights' own format "
+                      "\"%s\" (weights_format labels unformatted weights; leave it unset for "
+                      "formatted ones)",
                       op, c->wfmt, w->format);
             goto fail;
         }

@@ -35,7 +35,7 @@ dla_hello_install_log = examples/plugin-hello/install_and_build.sh.log
 $(dla_hello_install_log): tests/plugins.d/testmem.json
 # ---- end of examples/plugin-hello ----------------------------------------
 
-# ---- examples/quickstart: the README's main job (until training lands) ----
+# ---- examples/quickstart: devices, then a timed product on the default one --
 noinst_PROGRAMS += examples/quickstart
 examples_quickstart_SOURCES = examples/quickstart.c
 examples_quickstart_LDADD = libdlaccel.la -lm

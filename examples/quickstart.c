@@ -2,8 +2,10 @@
  * quickstart.c - the first thing a new user runs: which devices dlaccel
  * found, then a matrix product on the default device, checked and timed.
  *
- * Until training lands (the networks issue), this is the README's main job.
- * Everything in it is public API; it reads as the user's own code would.
+ * The README's main job is now tools/quickstart.sh (examples/cnn_fmnist);
+ * this stays as the smallest check that a device computes (the OpenCL
+ * tests run it). Everything in it is public API; it reads as the user's
+ * own code would.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>

@@ -721,6 +721,38 @@ static void test_loss_errors_name_the_argument_and_the_shapes(void **state)
     dla_scope_end();
 }
 
+/* The docs' accelerated loss sets weights_format "C" on its class weights;
+ * given weights already formatted "C" it must take them as they are, not
+ * refuse them with a message that their format is the one asked for. A
+ * weights_format that differs from the weights' own labels is refused,
+ * naming both. */
+static void test_weights_format_may_repeat_the_weights_own_format(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(3);
+    dla_tensor *y = dla_softmax(dla_randn(DLA_F64, "CB", DLA_DIMS(4, 5)));
+    dla_tensor *t = dla_onehotencode(
+        dla_tensor_from_host((int32_t[]){0, 1, 2, 3, 1}, DLA_I32, "CB", DLA_DIMS(1, 5)), 4, NULL);
+    const double w[4] = {1, 2, 3, 4};
+    dla_tensor *wu = dla_tensor_from_host(w, DLA_F64, "", DLA_DIMS(4));
+    dla_tensor *wc = dla_tensor_from_host(w, DLA_F64, "C", DLA_DIMS(4));
+    dla_tensor *ref = dla_crossentropy(y, t, &(dla_crossentropy_options){.weights = wu,
+                                                                         .weights_format = "C"});
+    dla_tensor *same = dla_crossentropy(y, t, &(dla_crossentropy_options){.weights = wc,
+                                                                          .weights_format = "C"});
+    assert_int_equal(dla_tensor_status(ref), DLA_OK);
+    assert_int_equal(dla_tensor_status(same), DLA_OK);
+    assert_true(dla_tensor_item(ref, 0) == dla_tensor_item(same, 0));
+    dla_tensor *wcb = dla_tensor_from_host(w, DLA_F64, "CB", DLA_DIMS(4, 1));
+    assert_error_says(dla_l2loss(y, y, &(dla_regression_loss_options){.weights = wcb,
+                                                                      .weights_format = "BC"}),
+                      DLA_ERR_FORMAT,
+                      "dla_l2loss: option weights_format: \"BC\" differs from the weights' own "
+                      "format \"CB\"");
+    dla_scope_end();
+}
+
 /* ------------------------------------------------------------- one-hot */
 
 static void test_onehotencode_puts_each_label_on_its_class(void **state)
@@ -1136,6 +1168,7 @@ int main(void)
         TU_TEST(test_data_format_in_another_order_takes_trailing_singletons),
         TU_TEST(test_targets_of_another_dtype_are_converted),
         TU_TEST(test_loss_errors_name_the_argument_and_the_shapes),
+        TU_TEST(test_weights_format_may_repeat_the_weights_own_format),
         TU_TEST(test_onehotencode_puts_each_label_on_its_class),
         TU_TEST(test_onehotencode_refuses_labels_outside_the_classes),
         TU_TEST(test_onehotencode_keeps_an_accelerated_trace_free_of_host_reads),

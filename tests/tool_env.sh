@@ -19,7 +19,7 @@ if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" 
     opencl=yes
 fi
 
-echo "1..32"
+echo "1..33"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -256,4 +256,29 @@ if [ "$(echo $vars | wc -w)" -ge 10 ] && [ -z "$missing" ]; then
     echo "ok $n - docs/environment.md lists the $(echo $vars | wc -w) variables checked against a set of values"
 else
     echo "not ok $n - docs/environment.md's 'Values outside the set' lacks:$missing (found: $(echo $vars))"
+fi
+
+# Every variable the sources read is named in docs/environment.md: the
+# names given to getenv and secure_getenv, and every "DLACCEL_..." string
+# (the cuda plugin's env_flag, the collectives' env_seconds and the like
+# take the name as an argument). The page lacked DLA_EXAMPLE_SMALL,
+# DLACCEL_BENCH_SLICE_FULL, DLACCEL_BENCH_REEXEC and COLUMNS. HOME is
+# the system's own (the breadcrumb's ~/.cache).
+n=$((n + 1))
+read_vars=$( (cat "$src"/core/*.c "$src"/core/*.h "$src"/nn/*.c "$src"/plugins/*/*.c \
+        "$src"/plugins/*/*.h "$src"/tools/*.c "$src"/bench/*.c "$src"/examples/*.c \
+        "$src"/examples/*.h 2>/dev/null |
+        sed -n 's/.*getenv("\([A-Z_][A-Z0-9_]*\)").*/\1/p'
+    cat "$src"/core/*.c "$src"/core/*.h "$src"/nn/*.c "$src"/plugins/*/*.c "$src"/plugins/*/*.h \
+        "$src"/plugins/*/*.cu "$src"/tools/*.c "$src"/bench/*.c "$src"/examples/*.c 2>/dev/null |
+        grep -o '"DLACCEL_[A-Z0-9_]*"' | tr -d '"') | sort -u | grep -vx 'HOME')
+documented=$(tr -s ' \n' '  ' <"$src/docs/environment.md")
+missing=
+for v in $read_vars; do
+    case "$documented" in *"\`$v\`"* | *"\`$v="*) ;; *) missing="$missing $v" ;; esac
+done
+if [ "$(echo $read_vars | wc -w)" -ge 30 ] && [ -z "$missing" ]; then
+    echo "ok $n - docs/environment.md names the $(echo $read_vars | wc -w) variables the sources read"
+else
+    echo "not ok $n - docs/environment.md does not name:$missing"
 fi

@@ -38,7 +38,8 @@ extern "C" {
  * Weights and mask. Both broadcast against Y by label. A formatted weights
  * or mask tensor is matched label by label (its k-th S dim to Y's k-th S
  * dim); each of its dims must equal Y's or be 1, and every label it has
- * must be one of Y's. An unformatted one takes weights_format when given
+ * must be one of Y's (weights_format may repeat its format; other labels
+ * there are refused). An unformatted one takes weights_format when given
  * (MATLAB's WeightsFormat); otherwise a weights vector with as many
  * elements as Y has channels is a class-weight vector ("C"), and anything
  * else is read in Y's own layout with implicit expansion. The mask may be

@@ -605,7 +605,8 @@ typedef struct dla_training_info {
     double *validation_loss;
     double *validation_accuracy;
     double *validation_rmse;
-    /* The last validation's figures (NaN without validation data). */
+    /* The last validation's figures (NaN without validation data, and for
+     * a metric not in .metrics: accuracy without "accuracy"). */
     double final_validation_loss;
     double final_validation_accuracy;
     double final_validation_rmse;
