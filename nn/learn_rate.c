@@ -191,13 +191,29 @@ static double factor_at(const dla_learn_rate_schedule *s, long long k, long long
         if (growth == 1) {
             t = (double)(k % period) / period;
         } else {
-            /* Periods of period * growth^i steps, one after another. */
-            double left = (double)k, len = (double)period;
-            while (left >= len) {
-                left -= len;
+            /* Periods of period * growth^i steps, one after another: the
+             * first i periods end at period * (growth^i - 1) / (growth - 1).
+             * i in closed form (a loop over the periods would take k /
+             * period turns for a growth just above 1), then set right where
+             * rounding put it one off. */
+            /* growth - 1 is exact for a growth in [1, 2]; log1p and expm1
+             * keep the digits a growth just above 1 would lose. */
+            const double pp = (double)period, kk = (double)k, gm1 = growth - 1;
+            const double lg = log1p(gm1);
+            double i = floor(log1p(kk * gm1 / pp) / lg);
+            if (i < 0)
+                i = 0;
+            double start = pp * expm1(i * lg) / gm1, len = pp * exp(i * lg);
+            for (int fix = 0; fix < 4 && kk < start && i > 0; fix++) {
+                i -= 1;
+                len = pp * exp(i * lg);
+                start -= len;
+            }
+            for (int fix = 0; fix < 4 && kk >= start + len; fix++) {
+                start += len;
                 len *= growth;
             }
-            t = left / len;
+            t = (kk - start) / len;
         }
         return f + (g0 - f) * 0.5 * (1 + cos(pi * t));
     }

@@ -507,6 +507,26 @@ static void schedules_step_by_iteration_and_take_matlabs_factors(void **state)
     for (int e = 1; e <= 8; e++)
         assert_true(fabs(dla_learn_rate_at(&co, 1, e, 100) -
                          (0.5 + 1.5 * 0.5 * (1 + cos(pi * t[e - 1])))) < 1e-15);
+    /* Far into the training and with a growth just above 1 (a period at a
+     * time would be slow there), the same periods, added up one by one. */
+    const double growths[] = {1.5, 1 + 1e-9, 3};
+    for (size_t g = 0; g < sizeof growths / sizeof growths[0]; g++) {
+        dla_learn_rate_schedule cg = {.method = "cosine", .period = 7,
+                                      .period_growth_factor = growths[g],
+                                      .frequency_unit = "iteration"};
+        const int at[] = {1, 7, 8, 18, 19, 100, 4321, 100000};
+        for (size_t j = 0; j < sizeof at / sizeof at[0]; j++) {
+            double left = at[j] - 1, len = 7;
+            while (left >= len) {
+                left -= len;
+                len *= growths[g];
+            }
+            const double want = 0.5 * (1 + cos(pi * left / len));
+            if (fabs(dla_learn_rate_at(&cg, 1, 1, at[j]) - want) > 1e-9)
+                fail_msg("growth %g, iteration %d: %.17g, not %.17g", growths[g], at[j],
+                         dla_learn_rate_at(&cg, 1, 1, at[j]), want);
+        }
+    }
     /* A growth factor below 1 would shrink the periods toward none. */
     co.period_growth_factor = 0.5;
     assert_true(isnan(dla_learn_rate_at(&co, 1, 1, 1)));
