@@ -195,9 +195,9 @@ static double factor_at(const dla_learn_rate_schedule *s, long long k, long long
              * first i periods end at period * (growth^i - 1) / (growth - 1).
              * i in closed form (a loop over the periods would take k /
              * period turns for a growth just above 1), then set right where
-             * rounding put it one off. */
-            /* growth - 1 is exact for a growth in [1, 2]; log1p and expm1
-             * keep the digits a growth just above 1 would lose. */
+             * rounding put it one off. growth - 1 is exact for a growth in
+             * [1, 2]; log1p and expm1 keep the digits a growth just above 1
+             * would lose. */
             const double pp = (double)period, kk = (double)k, gm1 = growth - 1;
             const double lg = log1p(gm1);
             double i = floor(log1p(kk * gm1 / pp) / lg);
@@ -213,7 +213,7 @@ static double factor_at(const dla_learn_rate_schedule *s, long long k, long long
                 start += len;
                 len *= growth;
             }
-            t = (kk - start) / len;
+            t = fmin(fmax((kk - start) / len, 0), 1);
         }
         return f + (g0 - f) * 0.5 * (1 + cos(pi * t));
     }
