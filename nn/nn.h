@@ -21,6 +21,11 @@ dla_tensor *dla__nn_error_tensor(void);
 /* Hands a +1 reference to the caller as ops do (to the open scope, if any). */
 dla_tensor *dla__nn_return(dla_tensor *t);
 
+/* DLA_OK when every schedule of the list s is valid (learn_rate.c);
+ * otherwise the error, for trainingOptions' checks. max_epochs: the whole
+ * training of a period of 0 (0: unknown). */
+dla_status dla__learn_rate_check(const dla_learn_rate_schedule *s, int max_epochs);
+
 /* Host memory of nn/, through the library's allocation hook. */
 void *dla__nn_malloc(size_t size);
 void *dla__nn_calloc(size_t count, size_t size);

@@ -1,7 +1,7 @@
 /*
  * optim_grad.c - what trainnet does to gradients before a step (L2
- * regularization, clipping by norm or by value) and the learning-rate
- * schedules. Clipping is written in ops only: a norm above the threshold
+ * regularization, clipping by norm or by value; the learning-rate
+ * schedules are in learn_rate.c). Clipping is written in ops only: a norm above the threshold
  * scales by min(1, threshold / norm) computed on the device, so a
  * recorded trace stays valid for any gradient.
  */
@@ -130,109 +130,4 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
     }
     dla_scope_end();
     return out_all(n, out, next, DLA_OK);
-}
-
-/* The schedule method's factor for epoch (1-based); NAN with the error
- * set for a bad method or parameter. */
-static double epoch_factor(const dla_learn_rate_schedule *s, int epoch)
-{
-    const char *m = s->method && *s->method ? s->method : "none";
-    const int e = epoch > 1 ? epoch - 1 : 0; /* epochs done */
-    if (s->fn && strcmp(m, "none") && strcmp(m, "custom")) {
-        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: method \"%s\" and a schedule "
-                     "function: give one (method \"custom\" or NULL with fn)", m);
-        return NAN;
-    }
-    if (!strcmp(m, "custom") && !s->fn) {
-        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: method \"custom\" needs fn");
-        return NAN;
-    }
-    if (!strcmp(m, "none") || !strcmp(m, "custom"))
-        return 1;
-    if (!strcmp(m, "piecewise") || !strcmp(m, "exponential")) {
-        if (!(s->drop_factor <= 1)) {
-            dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
-                         "dla_learn_rate_at: drop_factor %g must be in [0, 1] (0: the default "
-                         "0.1, negative: 0)", s->drop_factor);
-            return NAN;
-        }
-        /* 0: the default 0.1; negative: 0 itself. */
-        const double drop = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? 0 : s->drop_factor;
-        const int period = s->drop_period ? s->drop_period : 10;
-        /* pow(0, 0) is 1: a drop to 0 leaves the first epoch whole. */
-        return pow(drop, !strcmp(m, "piecewise") ? (double)(e / period) : (double)e / period);
-    }
-    if (strcmp(m, "cosine") && strcmp(m, "polynomial")) {
-        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: method \"%s\"; use \"none\", "
-                     "\"piecewise\", \"exponential\", \"cosine\" or \"polynomial\"", m);
-        return NAN;
-    }
-    /* Refused rather than read: a period of 0 divides by 0 (trainnet fills
-     * in MaxEpochs), a final factor above 1 would make the schedule grow. */
-    if (s->period <= 0 || !(s->final_factor >= 0 && s->final_factor <= 1) ||
-        !(s->power >= 0 && isfinite(s->power))) {
-        const int bad_period = s->period <= 0;
-        const int bad_final = !bad_period && !(s->final_factor >= 0 && s->final_factor <= 1);
-        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: %s %g: %s", bad_period ? "period"
-                     : bad_final ? "final_factor" : "power",
-                     bad_period ? (double)s->period : bad_final ? s->final_factor : s->power,
-                     bad_period ? "\"cosine\" and \"polynomial\" need the epochs of a period "
-                                  "(positive; trainnet's 0 is MaxEpochs)"
-                     : bad_final ? "it must be in [0, 1]"
-                                 : "it must be a finite number >= 0 (0: 1)");
-        return NAN;
-    }
-    const double f = s->final_factor;
-    if (!strcmp(m, "cosine")) {
-        const double t = (double)(e % s->period) / s->period;
-        return f + (1 - f) * 0.5 * (1 + cos(3.14159265358979323846 * t));
-    }
-    const double power = s->power ? s->power : 1;
-    const double left = e >= s->period ? 0 : 1 - (double)e / s->period;
-    return f + (1 - f) * pow(left, power);
-}
-
-DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
-                                 int iteration)
-{
-    if (!s)
-        return initial;
-    double rate = initial;
-    /* A negative period made the exponent negative (the rate grew), and a
-     * negative start factor a negative rate: NaN, as for a bad method. */
-    if (s->drop_period < 0 || !(s->warmup_start_factor >= 0)) {
-        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: %s %g must not be negative",
-                     s->drop_period < 0 ? "drop_period" : "warmup_start_factor",
-                     s->drop_period < 0 ? (double)s->drop_period : s->warmup_start_factor);
-        return NAN;
-    }
-    /* An infinite start factor, or (below) a drop factor NaN or above 1
-     * (the rate would grow each period), gave NaN or a growing rate with no
-     * error: refused as the other bad values. */
-    if (!isfinite(s->warmup_start_factor)) {
-        dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
-                     "dla_learn_rate_at: warmup_start_factor %g must be a finite number >= 0",
-                     s->warmup_start_factor);
-        return NAN;
-    }
-    const double factor = epoch_factor(s, epoch);
-    if (isnan(factor))
-        return NAN;
-    rate *= factor;
-    if (s->fn) {
-        rate = s->fn(s->fn_ctx, initial, epoch, iteration);
-        /* A NaN or negative rate would be taken by the solver at once and
-         * spoil every weight: refused here, naming where. */
-        if (!(rate >= 0) || isinf(rate)) {
-            dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_learn_rate_at: the schedule function gave "
-                         "%g at epoch %d, iteration %d; a rate must be a finite number >= 0", rate,
-                         epoch, iteration);
-            return NAN;
-        }
-    }
-    if (s->warmup_iterations > 0 && iteration < s->warmup_iterations) {
-        double start = s->warmup_start_factor;
-        rate *= start + (1 - start) * (double)(iteration > 0 ? iteration : 0) / s->warmup_iterations;
-    }
-    return rate;
 }

@@ -930,9 +930,16 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
                             .training_accuracy = NAN, .training_rmse = NAN,
                             .validation_loss = NAN, .validation_accuracy = NAN,
                             .validation_rmse = NAN, .gradient_norm = NAN, .step_norm = NAN};
-    s.learn_rate = dla_learn_rate_at(&tr->o.learn_rate_schedule, tr->o.initial_learn_rate,
-                                     tr->epoch, (int)tr->iteration);
-    /* Only a schedule function can refuse here (the options were checked):
+    /* The iterations of an epoch place the schedules of a list that change
+     * unit, and make a whole-training period in iterations; with chunks of
+     * sequences an epoch has no fixed count (0: unknown). */
+    s.learn_rate = dla_learn_rate_in_training(&tr->o.learn_rate_schedule,
+                                              tr->o.initial_learn_rate, tr->epoch,
+                                              (int)tr->iteration,
+                                              tr->chunk ? 0 : tr->iterations_per_epoch,
+                                              tr->o.max_epochs);
+    /* Only a schedule function, or a list that changes unit with chunked
+     * epochs, can refuse here (the options were checked):
      * training stops before this iteration's update, the work kept. */
     if (isnan(s.learn_rate)) {
         dla_free(out);

@@ -9,6 +9,7 @@
 #include <dlaccel.h>
 
 #include "core/registry.h"
+#include "nn/nn.h"
 #include "nn/train_impl.h"
 #include "nn/train_parallel.h"
 
@@ -149,7 +150,9 @@ static dla_status resolve_lbfgs(dla_training_options *o)
         {"LearnRateSchedule", (s->method && strcmp(s->method, "none")) || s->drop_factor != 0 ||
                                   s->drop_period || s->warmup_iterations ||
                                   s->warmup_start_factor != 0 || s->final_factor != 0 ||
-                                  s->period || s->power != 0 || s->fn},
+                                  s->period || s->power != 0 || s->fn || s->frequency_unit ||
+                                  s->initial_factor != 0 || s->period_growth_factor != 0 ||
+                                  s->max_factor != 0 || s->step_ratio != 0 || s->next},
         {"Momentum", o->momentum != 0},
         {"GradientDecayFactor", o->gradient_decay_factor != 0},
         {"SquaredGradientDecayFactor", o->squared_gradient_decay_factor != 0},
@@ -225,7 +228,7 @@ static dla_status resolve_minibatch(dla_training_options *o)
 
     dla_learn_rate_schedule *s = &o->learn_rate_schedule;
     static const char *const schedules[] = {"none", "piecewise", "exponential", "cosine",
-                                            "polynomial", "custom", NULL};
+                                            "polynomial", "cyclical", "warmup", "custom", NULL};
     int known = !s->method;
     for (int i = 0; schedules[i] && !known; i++)
         known = !strcmp(s->method, schedules[i]);
@@ -240,8 +243,11 @@ static dla_status resolve_minibatch(dla_training_options *o)
     s->method = s->method ? s->method : s->fn ? "custom" : "none";
     if (s->period < 0)
         return bad_number("learn-rate period", s->period, "it must not be negative (0: MaxEpochs)");
-    if (!(s->final_factor >= 0 && s->final_factor <= 1))
-        return bad_number("learn-rate final factor", s->final_factor, "it must be in [0, 1]");
+    /* MATLAB's FinalFactor is any positive scalar (a schedule may end
+     * above where it starts). */
+    if (!(s->final_factor >= 0) || isinf(s->final_factor))
+        return bad_number("learn-rate final factor", s->final_factor,
+                          "it must be a finite number >= 0");
     if (!(s->power >= 0) || isinf(s->power))
         return bad_number("learn-rate power", s->power, "it must be a finite number >= 0 (0: 1)");
     /* A negative drop factor asks for 0 itself (MATLAB allows 0), as a
@@ -259,12 +265,35 @@ static dla_status resolve_minibatch(dla_training_options *o)
     if (!(s->warmup_start_factor >= 0) || isinf(s->warmup_start_factor))
         return bad_number("warm-up start factor", s->warmup_start_factor,
                           "it must be a finite number >= 0");
+    /* The rest (FrequencyUnit, the factors of "cosine" and "cyclical", a
+     * list of schedules) as dla_learn_rate_at reads them. */
+    if (dla__learn_rate_check(s, o->max_epochs) != DLA_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options: %s", msg);
+    }
     s->drop_factor = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? -1 : s->drop_factor;
     s->drop_period = s->drop_period ? s->drop_period : 10;
-    /* "cosine" and "polynomial" over the whole training unless told: the
-     * MaxEpochs resolved above. */
-    s->period = s->period ? s->period : o->max_epochs;
+    const int cyclical = !strcmp(s->method, "cyclical"), warmup = !strcmp(s->method, "warmup");
+    const int by_iter = s->frequency_unit ? !strcmp(s->frequency_unit, "iteration") : warmup;
+    s->frequency_unit = by_iter ? "iteration" : "epoch";
+    /* MATLAB's defaults: "cyclical" a period of 10 steps, "warmup" 5;
+     * "cosine" and "polynomial" over the whole training unless told: the
+     * MaxEpochs resolved above (counted in iterations, the trainer's
+     * iterations per epoch are needed: left 0 for it). */
+    if (!s->period)
+        s->period = cyclical ? 10 : warmup ? 5 : by_iter ? 0 : o->max_epochs;
     s->power = s->power ? s->power : 1;
+    if (!strcmp(s->method, "cosine") || !strcmp(s->method, "polynomial")) {
+        s->initial_factor = s->initial_factor ? s->initial_factor : 1;
+        s->period_growth_factor = s->period_growth_factor ? s->period_growth_factor : 1;
+    }
+    if (warmup)
+        s->final_factor = s->final_factor ? s->final_factor : 1;
+    if (cyclical) {
+        s->max_factor = s->max_factor ? s->max_factor : 5;
+        s->step_ratio = s->step_ratio ? s->step_ratio : 0.5;
+    }
 
     /* Zero means the default; a negative value asks for zero itself. */
     struct {
@@ -460,13 +489,32 @@ DLA_API int dla_training_options_describe(const dla_training_options *opts, char
                                            : o.learn_rate_schedule.drop_factor);
         put_num(&w, "LearnRateDropPeriod", o.learn_rate_schedule.drop_period);
         /* The schedule objects' parameters, where the schedule reads them. */
-        const int cosine = !strcmp(o.learn_rate_schedule.method, "cosine");
-        if (cosine || !strcmp(o.learn_rate_schedule.method, "polynomial")) {
-            put_num(&w, cosine ? "Period" : "NumSteps", o.learn_rate_schedule.period);
-            put_num(&w, "FinalFactor", o.learn_rate_schedule.final_factor);
-            if (!cosine)
-                put_num(&w, "Power", o.learn_rate_schedule.power);
+        const dla_learn_rate_schedule *ls = &o.learn_rate_schedule;
+        const int cosine = !strcmp(ls->method, "cosine");
+        const int cyclical = !strcmp(ls->method, "cyclical"), warmup = !strcmp(ls->method, "warmup");
+        if (cosine || warmup || !strcmp(ls->method, "polynomial")) {
+            if (!warmup)
+                put_num(&w, "InitialFactor", ls->initial_factor);
+            else
+                put_num(&w, "InitialFactor", ls->warmup_start_factor);
+            put_num(&w, "FinalFactor", ls->final_factor);
         }
+        if (cosine || cyclical)
+            put_num(&w, "Period", ls->period);
+        if (cosine)
+            put_num(&w, "PeriodGrowthFactor", ls->period_growth_factor);
+        if (!cosine && !cyclical && (warmup || !strcmp(ls->method, "polynomial")))
+            put_num(&w, "NumSteps", ls->period);
+        if (!strcmp(ls->method, "polynomial"))
+            put_num(&w, "Power", ls->power);
+        if (cyclical) {
+            put_num(&w, "MaxFactor", ls->max_factor);
+            put_num(&w, "StepRatio", ls->step_ratio);
+        }
+        if (strcmp(ls->method, "none") && strcmp(ls->method, "custom"))
+            put(&w, "FrequencyUnit", "'%s'", ls->frequency_unit);
+        if (ls->next)
+            put(&w, "LearnRateSchedule list", "%s", "(more schedules follow; see `next`)");
         put_num(&w, "MiniBatchSize", (double)o.mini_batch_size);
         put(&w, "Shuffle", "'%s'", o.shuffle);
         put(&w, "PartialMiniBatch", "'%s'", o.partial_mini_batch);

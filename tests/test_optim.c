@@ -258,7 +258,8 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     assert_true(dla_learn_rate_at(NULL, 0.3, 7, 7) == 0.3);
     assert_true(isnan(dla_learn_rate_at(&(dla_learn_rate_schedule){.method = "cosin"}, 1, 1, 1)));
     assert_non_null(strstr(dla_last_error(), "method \"cosin\"; use \"none\", \"piecewise\", "
-                                             "\"exponential\", \"cosine\" or \"polynomial\""));
+                                             "\"exponential\", \"cosine\", \"polynomial\", "
+                                             "\"cyclical\", \"warmup\" or \"custom\""));
     /* Before: a negative period grew the rate (0.5^-3 at epoch 4), and a
      * negative start factor gave a negative rate. */
     dla_learn_rate_schedule np = {.method = "piecewise", .drop_factor = 0.5, .drop_period = -1};
@@ -379,7 +380,8 @@ static void decaying_schedules_follow_their_formulas(void **state)
     } bad[] = {
         {{.method = "cosine"}, "dla_learn_rate_at: period 0: \"cosine\" and \"polynomial\" need"},
         {{.method = "polynomial", .period = -2}, "period -2"},
-        {{.method = "cosine", .period = 3, .final_factor = 1.5}, "final_factor 1.5: it must be in"},
+        {{.method = "cosine", .period = 3, .final_factor = -0.5}, "final_factor -0.5: it must be"},
+        {{.method = "cosine", .period = 3, .final_factor = INFINITY}, "final_factor inf"},
         {{.method = "cosine", .period = 3, .final_factor = NAN}, "final_factor nan"},
         {{.method = "polynomial", .period = 3, .power = -1}, "power -1"},
         {{.method = "polynomial", .period = 3, .power = INFINITY}, "power inf"},
@@ -406,14 +408,241 @@ static void decaying_schedules_follow_their_formulas(void **state)
     o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "polynomial", .power = -1};
     assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "learn-rate power -1"));
-    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "cosine", .final_factor = 2};
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "cosine", .final_factor = -2};
     assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_last_error(), "learn-rate final factor 2"));
+    assert_non_null(strstr(dla_last_error(), "learn-rate final factor -2"));
     o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "step"};
     assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "\"polynomial\""));
     /* L-BFGS has no schedule: a period given with it is named. */
     dla_training_options lb = {.solver = "lbfgs", .learn_rate_schedule = {.period = 3}};
+    assert_int_equal(dla_training_options_resolve(&lb, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "LearnRateSchedule"));
+}
+
+/* MATLAB's cyclicalLearnRate (R2024b): from the base rate up to MaxFactor
+ * times it over StepRatio of a Period, back down over the rest, again each
+ * period; its defaults MaxFactor 5, Period 10, StepRatio 0.5, a step an
+ * epoch. The triangle written out, k the steps done. */
+static double triangle(double top, int period, double ratio, int k)
+{
+    const double up = ratio * period, p = k % period;
+    return p < up ? 1 + (top - 1) * p / up : top - (top - 1) * (p - up) / (period - up);
+}
+
+static void cyclical_rises_and_falls_each_period(void **state)
+{
+    (void)state;
+    dla_learn_rate_schedule d = {.method = "cyclical"};
+    for (int e = 1; e <= 25; e++)
+        assert_true(fabs(dla_learn_rate_at(&d, 0.01, e, 3 * e) - 0.01 * triangle(5, 10, 0.5, e - 1)) <
+                    1e-15);
+    assert_true(dla_learn_rate_at(&d, 1, 1, 1) == 1);  /* the base rate first */
+    assert_true(dla_learn_rate_at(&d, 1, 6, 1) == 5);  /* MaxFactor half way */
+    assert_true(dla_learn_rate_at(&d, 1, 11, 1) == 1); /* and again */
+    /* Counted in iterations, the epoch does not matter. */
+    dla_learn_rate_schedule it = {.method = "cyclical", .max_factor = 3, .period = 4,
+                                  .step_ratio = 0.25, .frequency_unit = "iteration"};
+    const double want[] = {1, 3, 3 - 2.0 / 3, 3 - 4.0 / 3, 1, 3};
+    for (int i = 1; i <= 6; i++) {
+        assert_true(fabs(dla_learn_rate_at(&it, 0.1, 1, i) - 0.1 * want[i - 1]) < 1e-15);
+        assert_true(dla_learn_rate_at(&it, 0.1, 1, i) == dla_learn_rate_at(&it, 0.1, 7, i));
+    }
+    const struct {
+        dla_learn_rate_schedule s;
+        const char *msg;
+    } bad[] = {
+        {{.method = "cyclical", .max_factor = -1}, "max_factor -1"},
+        {{.method = "cyclical", .max_factor = INFINITY}, "max_factor inf"},
+        {{.method = "cyclical", .step_ratio = 1}, "step_ratio 1: it must be in (0, 1)"},
+        {{.method = "cyclical", .step_ratio = NAN}, "step_ratio nan"},
+        {{.method = "cyclical", .frequency_unit = "epochs"}, "frequency_unit \"epochs\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dla_clear_error();
+        assert_true(isnan(dla_learn_rate_at(&bad[i].s, 0.1, 2, 2)));
+        if (!strstr(dla_last_error(), bad[i].msg))
+            fail_msg("case %zu: %s", i, dla_last_error());
+    }
+    /* trainingOptions "cyclical": the defaults filled in and shown. */
+    dla_training_options o = {.learn_rate_schedule = {.method = "cyclical"}}, r;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    assert_int_equal(r.learn_rate_schedule.period, 10);
+    assert_true(r.learn_rate_schedule.max_factor == 5 && r.learn_rate_schedule.step_ratio == 0.5);
+    assert_string_equal(r.learn_rate_schedule.frequency_unit, "epoch");
+    char text[4096];
+    assert_true(dla_training_options_describe(&o, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "MaxFactor: 5\n"));
+    assert_non_null(strstr(text, "StepRatio: 0.5000\n"));
+    o.learn_rate_schedule.step_ratio = 2;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_training_options: LearnRateSchedule: step_ratio 2"));
+}
+
+/* FrequencyUnit "iteration": every schedule steps each iteration, k the
+ * iterations done; the cosine and polynomial InitialFactor and the cosine
+ * PeriodGrowthFactor, against their formulas written out. */
+static void schedules_step_by_iteration_and_take_matlabs_factors(void **state)
+{
+    (void)state;
+    const double pi = 3.14159265358979323846;
+    dla_learn_rate_schedule pw = {.method = "piecewise", .drop_factor = 0.5, .drop_period = 3,
+                                  .frequency_unit = "iteration"};
+    dla_learn_rate_schedule ex = {.method = "exponential", .drop_factor = 0.5, .drop_period = 3,
+                                  .frequency_unit = "iteration"};
+    for (int i = 1; i <= 10; i++) {
+        assert_true(dla_learn_rate_at(&pw, 1, 1, i) == pow(0.5, (i - 1) / 3));
+        assert_true(dla_learn_rate_at(&ex, 1, 1, i) == pow(0.5, (i - 1) / 3.0));
+    }
+    /* Periods of 2, 4, 8 steps: a restart at k = 2 and at k = 6. */
+    dla_learn_rate_schedule co = {.method = "cosine", .period = 2, .period_growth_factor = 2,
+                                  .initial_factor = 2, .final_factor = 0.5,
+                                  .frequency_unit = "iteration"};
+    const double t[] = {0, 0.5, 0, 0.25, 0.5, 0.75, 0, 0.125};
+    for (int i = 1; i <= 8; i++) {
+        const double want = 0.5 + (2 - 0.5) * 0.5 * (1 + cos(pi * t[i - 1]));
+        assert_true(fabs(dla_learn_rate_at(&co, 1, 9, i) - want) < 1e-15);
+    }
+    co.frequency_unit = NULL; /* the same by epoch */
+    for (int e = 1; e <= 8; e++)
+        assert_true(fabs(dla_learn_rate_at(&co, 1, e, 100) -
+                         (0.5 + 1.5 * 0.5 * (1 + cos(pi * t[e - 1])))) < 1e-15);
+    /* Far into the training and with a growth just above 1 (a period at a
+     * time would be slow there), the same periods, added up one by one. */
+    const double growths[] = {1.5, 1 + 1e-9, 3};
+    for (size_t g = 0; g < sizeof growths / sizeof growths[0]; g++) {
+        dla_learn_rate_schedule cg = {.method = "cosine", .period = 7,
+                                      .period_growth_factor = growths[g],
+                                      .frequency_unit = "iteration"};
+        const int at[] = {1, 7, 8, 18, 19, 100, 4321, 100000};
+        for (size_t j = 0; j < sizeof at / sizeof at[0]; j++) {
+            double left = at[j] - 1, len = 7;
+            while (left >= len) {
+                left -= len;
+                len *= growths[g];
+            }
+            const double want = 0.5 * (1 + cos(pi * left / len));
+            if (fabs(dla_learn_rate_at(&cg, 1, 1, at[j]) - want) > 1e-9)
+                fail_msg("growth %g, iteration %d: %.17g, not %.17g", growths[g], at[j],
+                         dla_learn_rate_at(&cg, 1, 1, at[j]), want);
+        }
+    }
+    /* A growth factor below 1 would shrink the periods toward none. */
+    co.period_growth_factor = 0.5;
+    assert_true(isnan(dla_learn_rate_at(&co, 1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "period_growth_factor 0.5"));
+    /* Polynomial from InitialFactor to a FinalFactor above it (MATLAB's
+     * factors are any positive numbers). */
+    dla_learn_rate_schedule po = {.method = "polynomial", .period = 4, .power = 2,
+                                  .initial_factor = 0.5, .final_factor = 1.5,
+                                  .frequency_unit = "iteration"};
+    for (int i = 1; i <= 6; i++) {
+        const double left = i - 1 >= 4 ? 0 : 1 - (i - 1) / 4.0;
+        assert_true(fabs(dla_learn_rate_at(&po, 2, 3, i) - 2 * (1.5 + (0.5 - 1.5) * left * left)) <
+                    1e-15);
+    }
+    /* A period of 0 counted in iterations is the whole training: with the
+     * iterations of an epoch and MaxEpochs, MaxEpochs x those. */
+    dla_learn_rate_schedule whole = {.method = "polynomial", .frequency_unit = "iteration"};
+    assert_true(isnan(dla_learn_rate_at(&whole, 1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "needs the iterations of an epoch"));
+    assert_true(dla_learn_rate_in_training(&whole, 1, 2, 16, 5, 6) == 1 - 15 / 30.0);
+}
+
+/* MATLAB's warmupLearnRate ("warmup": 5 iterations from 0 to the full rate)
+ * and lists of schedules, {s1, s2, ...}: a schedule that ends (warmup,
+ * polynomial) hands over to the next, which counts its own steps from
+ * there (polynomialLearnRate's page: with {"warmup", schedule}, training
+ * iteration 15 is the schedule's 10th). */
+static void warmup_and_lists_of_schedules_run_in_turn(void **state)
+{
+    (void)state;
+    dla_learn_rate_schedule w = {.method = "warmup"};
+    const double ramp[] = {0.2, 0.4, 0.6, 0.8, 1, 1, 1};
+    for (int i = 1; i <= 7; i++)
+        assert_true(fabs(dla_learn_rate_at(&w, 0.1, 1, i) - 0.1 * ramp[i - 1]) < 1e-15);
+    /* The same bits as dlaccel's multiplying warm-up of 5 iterations. */
+    dla_learn_rate_schedule old = {.warmup_iterations = 5};
+    for (int i = 1; i <= 7; i++)
+        assert_true(dla_learn_rate_at(&w, 0.1, 1, i) == dla_learn_rate_at(&old, 0.1, 1, i));
+    dla_learn_rate_schedule wf = {.method = "warmup", .warmup_start_factor = 0.5,
+                                  .final_factor = 2, .period = 2};
+    assert_true(dla_learn_rate_at(&wf, 1, 1, 1) == 0.5 + 1.5 * 0.5);
+    assert_true(dla_learn_rate_at(&wf, 1, 1, 2) == 2 && dla_learn_rate_at(&wf, 1, 1, 9) == 2);
+
+    /* {"warmup", polynomial by iteration}: iteration 15 is k = 9, the 10th. */
+    dla_learn_rate_schedule po = {.method = "polynomial", .period = 20,
+                                  .frequency_unit = "iteration"};
+    dla_learn_rate_schedule list = {.method = "warmup", .next = &po};
+    assert_true(fabs(dla_learn_rate_at(&list, 1, 1, 5) - 1) < 1e-15);
+    assert_true(dla_learn_rate_at(&list, 1, 1, 6) == 1);
+    assert_true(dla_learn_rate_at(&list, 1, 2, 15) == 1 - 9 / 20.0);
+    assert_true(dla_learn_rate_at(&list, 1, 9, 40) == 0); /* the last holds its end */
+    /* By epoch: {warmupLearnRate(FrequencyUnit="epoch"), polynomial}:
+     * epoch 15 is the polynomial's 10th. */
+    dla_learn_rate_schedule pe = {.method = "polynomial", .period = 20};
+    dla_learn_rate_schedule we = {.method = "warmup", .frequency_unit = "epoch", .next = &pe};
+    assert_true(dla_learn_rate_at(&we, 1, 3, 100) == 0.6);
+    assert_true(dla_learn_rate_at(&we, 1, 15, 1) == 1 - 9 / 20.0);
+    /* A polynomial hands over too: {polynomial 2 epochs, cyclical}. */
+    dla_learn_rate_schedule cy = {.method = "cyclical", .period = 2, .max_factor = 3};
+    dla_learn_rate_schedule pc = {.method = "polynomial", .period = 2, .final_factor = 0.5,
+                                  .next = &cy};
+    const double pcw[] = {1, 0.75, 1, 3, 1, 3};
+    for (int e = 1; e <= 6; e++)
+        assert_true(dla_learn_rate_at(&pc, 1, e, e) == pcw[e - 1]);
+
+    /* Units that change: {"warmup" (iterations), piecewise by epoch} with 4
+     * iterations an epoch: the warm-up ends at iteration 5, in epoch 2,
+     * which the piecewise schedule counts as its first. */
+    dla_learn_rate_schedule pw = {.method = "piecewise", .drop_factor = 0.5, .drop_period = 1};
+    dla_learn_rate_schedule wp = {.method = "warmup", .next = &pw};
+    assert_true(dla_learn_rate_in_training(&wp, 1, 2, 5, 4, 0) == 1);
+    assert_true(dla_learn_rate_in_training(&wp, 1, 2, 8, 4, 0) == 1);
+    assert_true(dla_learn_rate_in_training(&wp, 1, 3, 9, 4, 0) == 0.5);
+    assert_true(dla_learn_rate_in_training(&wp, 1, 5, 17, 4, 0) == 0.125);
+    /* Without the iterations of an epoch, that is refused, not guessed. */
+    assert_true(dla_learn_rate_at(&wp, 1, 1, 2) == 0.4); /* still the warm-up's turn */
+    assert_true(isnan(dla_learn_rate_at(&wp, 1, 3, 9)));
+    assert_non_null(strstr(dla_last_error(), "from counting iterations to counting epochs needs "
+                                             "the iterations of an epoch"));
+
+    /* Bad lists: a loop, a later schedule's multiplying warm-up, a bad
+     * schedule anywhere in the list. */
+    dla_learn_rate_schedule loop = {.method = "warmup"};
+    loop.next = &loop;
+    assert_true(isnan(dla_learn_rate_at(&loop, 1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "a list of more than 64 schedules"));
+    dla_learn_rate_schedule late = {.method = "none", .warmup_iterations = 3};
+    dla_learn_rate_schedule head = {.method = "warmup", .next = &late};
+    assert_true(isnan(dla_learn_rate_at(&head, 1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "schedule 2 of the list has warmup_iterations 3"));
+    dla_learn_rate_schedule twice = {.method = "warmup", .warmup_iterations = 3};
+    assert_true(isnan(dla_learn_rate_at(&twice, 1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "give one warm-up"));
+    dla_learn_rate_schedule badlast = {.method = "exponential", .drop_factor = 4};
+    head.next = &badlast;
+    assert_true(isnan(dla_learn_rate_at(&head, 1, 1, 1)));
+    assert_non_null(strstr(dla_last_error(), "drop_factor 4"));
+
+    /* trainingOptions: "warmup" resolves to 5 iterations up to 1; a list is
+     * checked whole, its bad schedule named. */
+    dla_training_options o = {.learn_rate_schedule = {.method = "warmup"}}, r;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    assert_int_equal(r.learn_rate_schedule.period, 5);
+    assert_true(r.learn_rate_schedule.final_factor == 1);
+    assert_string_equal(r.learn_rate_schedule.frequency_unit, "iteration");
+    char text[4096];
+    assert_true(dla_training_options_describe(&o, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "NumSteps: 5\n"));
+    assert_non_null(strstr(text, "FrequencyUnit: 'iteration'\n"));
+    for (int i = 1; i <= 6; i++)
+        assert_true(dla_learn_rate_at(&r.learn_rate_schedule, 0.1, 1, i) ==
+                    dla_learn_rate_at(&w, 0.1, 1, i));
+    o.learn_rate_schedule = head;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_training_options: LearnRateSchedule: drop_factor 4"));
+    dla_training_options lb = {.solver = "lbfgs", .learn_rate_schedule = {.next = &pw}};
     assert_int_equal(dla_training_options_resolve(&lb, &r), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "LearnRateSchedule"));
 }
@@ -483,6 +712,9 @@ int main(void)
         TU_TEST(schedules_drop_piecewise_and_warm_up),
         TU_TEST(decaying_schedules_follow_their_formulas),
         TU_TEST(a_schedule_function_gives_the_rate),
+        TU_TEST(cyclical_rises_and_falls_each_period),
+        TU_TEST(schedules_step_by_iteration_and_take_matlabs_factors),
+        TU_TEST(warmup_and_lists_of_schedules_run_in_turn),
         TU_TEST(a_network_trains_through_its_learnables_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

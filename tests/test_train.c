@@ -1985,6 +1985,61 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     dla_tensor_release(t);
 }
 
+/* MATLAB's {"warmup", schedule} and FrequencyUnit "iteration" in trainnet:
+ * the history's rates against the formulas written out. 128 observations
+ * in batches of 32: 4 iterations an epoch. */
+static void trainnet_runs_a_list_of_schedules_in_turn(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(128, 14, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 4;
+    o.mini_batch_size = 32;
+    /* The warm-up's 5 iterations end in epoch 2, which the piecewise
+     * schedule (halving each epoch) counts as its first. */
+    dla_learn_rate_schedule pw = {.method = "piecewise", .drop_factor = 0.5, .drop_period = 1};
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "warmup", .next = &pw};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 16);
+    const double want[] = {0.2, 0.4, 0.6, 0.8, 1, 1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25};
+    for (int64_t i = 0; i < info->iterations; i++)
+        if (!tu_close(info->learn_rate[i], 0.01 * want[i], 1e-12))
+            fail_msg("iteration %lld: %g", (long long)i + 1, info->learn_rate[i]);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* Cosine by iteration over the whole training (a period of 0: 4 epochs
+     * of 4 iterations), one value an iteration. */
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "cosine",
+                                                      .frequency_unit = "iteration"};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    for (int64_t i = 0; i < info->iterations; i++) {
+        const double c = 0.01 * 0.5 * (1 + cos(3.14159265358979323846 * (double)i / 16));
+        if (!tu_close(info->learn_rate[i], c, 1e-12))
+            fail_msg("iteration %lld: %g, not %g", (long long)i + 1, info->learn_rate[i], c);
+    }
+    dla_training_info_free(info);
+    dla_net_free(trained);
+
+    /* "cyclical": its defaults, a step an epoch (5x at epoch 6 of 10). */
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "cyclical"};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    for (int64_t i = 0; i < info->iterations; i++)
+        assert_true(tu_close(info->learn_rate[i], 0.01 * (1 + 0.8 * (info->epoch[i] - 1)), 1e-12));
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
 static void input_normalization_is_reset_from_uint8_images(void **state)
 {
     (void)state;
@@ -2796,6 +2851,7 @@ int main(void)
         TU_TEST(an_accelerated_custom_loss_is_replayed_and_trains),
         TU_TEST(sequences_train_with_each_sequence_length),
         TU_TEST(output_fn_stops_training_and_schedules_drop_the_rate),
+        TU_TEST(trainnet_runs_a_list_of_schedules_in_turn),
         TU_TEST(input_normalization_is_reset_from_uint8_images),
         TU_TEST(a_feature_input_network_is_normalized_and_fits_a_regression),
         TU_TEST(a_training_leaves_nothing_allocated),

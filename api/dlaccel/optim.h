@@ -300,37 +300,54 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
 
 /* ------------------------------------------------ learning-rate schedules */
 
-/* trainingOptions LearnRateSchedule and its parameters. */
+/* trainingOptions LearnRateSchedule and its parameters: MATLAB's (R2024b)
+ * learning-rate schedule objects. Each schedule counts its own steps k = 0,
+ * 1, ... in its frequency_unit, from where it starts (the start of training,
+ * or where the schedule before it in a list ended); its factor times the
+ * initial rate is the rate. */
 typedef struct dla_learn_rate_schedule {
     /* NULL or "none": constant;
-     * "piecewise": multiplied by drop_factor every drop_period epochs
-     *     (MATLAB's piecewiseLearnRate);
-     * "exponential": the same drop, spread smoothly over the epochs:
-     *     drop_factor^((epoch - 1) / drop_period);
-     * "cosine": from the full rate toward final_factor times it along half
-     *     a cosine over period epochs, restarting after each period (MATLAB's
-     *     cosineLearnRate, warm restarts; LearnRateSchedule "cosine" is one
-     *     period over the whole training);
-     * "polynomial": final_factor + (1 - final_factor) * (1 - (epoch - 1) /
-     *     period)^power, then final_factor past the period (MATLAB's
-     *     polynomialLearnRate).
-     * Each holds for a whole epoch (MATLAB's FrequencyUnit "epoch"). */
+     * "piecewise": drop_factor^floor(k / drop_period) (piecewiseLearnRate);
+     * "exponential": drop_factor^(k / drop_period), the same drop spread
+     *     smoothly over the steps (exponentialLearnRate);
+     * "cosine": final + (initial - final) * (1 + cos(pi * t)) / 2, t the
+     *     fraction of the current period done; a period of `period` steps,
+     *     each next one period_growth_factor times longer, restarting at the
+     *     initial factor (cosineLearnRate, warm restarts; LearnRateSchedule
+     *     "cosine" is one period over the whole training);
+     * "polynomial": final + (initial - final) * (1 - k / period)^power for
+     *     k < period, then final (polynomialLearnRate; it ends after period
+     *     steps);
+     * "cyclical": from 1 up to max_factor in a straight line over the first
+     *     step_ratio of a period of `period` steps, back down toward 1 over
+     *     the rest, again each period (cyclicalLearnRate);
+     * "warmup": initial + (final - initial) * min(k + 1, period) / period,
+     *     so the last of its `period` steps has the final factor
+     *     (warmupLearnRate; it ends after period steps);
+     * "custom": fn below. */
     const char *method;
     /* LearnRateDropFactor in [0, 1]: 0 means the default 0.1 (zeroed
      * structs keep meaning MATLAB's defaults), so a drop to 0 itself is
      * asked for with a negative number, as trainingOptions' other "zero
      * is also a value" fields (train.h). */
     double drop_factor;
-    int drop_period;    /* epochs; 0: 10 (LearnRateDropPeriod); >= 0 */
-    /* Linear warm-up over the first warmup_iterations iterations (0:
-     * none), from warmup_start_factor (0 by default, >= 0) times the rate
-     * to the full rate (MATLAB's warmupLearnRate, counted in iterations). */
+    int drop_period;    /* steps; 0: 10 (LearnRateDropPeriod, Period); >= 0 */
+    /* A linear warm-up over the first warmup_iterations iterations of
+     * training (0: none), from warmup_start_factor (0 by default, >= 0)
+     * times the rate to the full rate, MULTIPLYING the schedule of the
+     * epoch (dlaccel's form, kept). MATLAB's form is a list,
+     * {"warmup", schedule}: method "warmup" with `next` below. For method
+     * "warmup", warmup_start_factor is its InitialFactor. */
     int warmup_iterations;
     double warmup_start_factor;
-    /* "cosine" and "polynomial": the factor of the rate they tend to, in
-     * [0, 1] (0 by default); the epochs of one period, >= 0 (0: trainnet's
-     * MaxEpochs, filled in by dla_training_options_resolve; dla_learn_rate_at
-     * needs it set); "polynomial"'s power, > 0 (0: 1, linear). */
+    /* FinalFactor: "cosine", "polynomial" (>= 0, 0 by default) and
+     * "warmup" (> 0; 0: 1). period: the steps of one period ("cosine",
+     * "cyclical": Period) or of the whole schedule ("polynomial",
+     * "warmup": NumSteps); >= 0; 0: for "cosine" and "polynomial" the whole
+     * training (MaxEpochs epochs, or MaxEpochs times the iterations of an
+     * epoch; dla_training_options_resolve fills in MaxEpochs for the epoch
+     * unit), for "cyclical" 10, for "warmup" 5. power: "polynomial"'s
+     * Power, > 0 (0: 1, linear). */
     double final_factor;
     int period;
     double power;
@@ -341,21 +358,50 @@ typedef struct dla_learn_rate_schedule {
      * stops with the error. */
     double (*fn)(void *ctx, double initial, int epoch, int iteration);
     void *fn_ctx;
+    /* FrequencyUnit: NULL, "epoch" (each iteration of an epoch has the same
+     * rate; the default, but for "warmup", whose default is "iteration") or
+     * "iteration" (a step every iteration). */
+    const char *frequency_unit;
+    /* InitialFactor of "cosine" and "polynomial": finite, >= 0 (0: 1). */
+    double initial_factor;
+    /* "cosine"'s PeriodGrowthFactor: finite, >= 1 (0: 1, periods alike). */
+    double period_growth_factor;
+    /* "cyclical": MaxFactor, finite and > 0 (0: 5), and StepRatio, the
+     * share of a period spent rising, in (0, 1) (0: 0.5). */
+    double max_factor;
+    double step_ratio;
+    /* The schedule that takes over when this one ends (MATLAB's cell array
+     * of schedules, {s1, s2, ...}): only "warmup" and "polynomial" end;
+     * NULL: this one's last value holds. It starts counting its own steps
+     * at the step after this one's last; a schedule counted in epochs that
+     * takes over within an epoch counts that epoch as its first. At most
+     * 64 schedules in a list. */
+    const struct dla_learn_rate_schedule *next;
 } dla_learn_rate_schedule;
 
 /* The learning rate for epoch (1-based) and iteration (1-based, counted
- * over all epochs): initial times the method's factor for the epoch
- * (above; "piecewise": drop_factor^floor((epoch - 1) / drop_period)),
- * times the warm-up factor start + (1 - start) * iteration /
- * warmup_iterations while iteration < warmup_iterations. s may be NULL
- * (constant). An unknown method, a negative drop_period, a
- * warmup_start_factor negative or not finite, for "piecewise" and
- * "exponential" a drop_factor above 1 or NaN, for "cosine" and
- * "polynomial" a period not positive or a final_factor outside [0, 1],
- * for "polynomial" a power negative or not finite gives NAN and sets
- * dla_last_error(). */
+ * over all epochs): initial times the factor of the schedule of the list s
+ * whose turn it is (above), times dlaccel's warm-up factor start + (1 -
+ * start) * iteration / warmup_iterations while iteration <
+ * warmup_iterations. s may be NULL (constant). An unknown method or
+ * frequency_unit, a negative drop_period or period, a warmup_start_factor
+ * negative or not finite, for "piecewise" and "exponential" a drop_factor
+ * above 1 or NaN, for "cosine" and "polynomial" a period of 0 (unknown
+ * here: see dla_learn_rate_in_training) or a factor negative or not
+ * finite, for "polynomial" a power negative or not finite, for "cosine" a
+ * period_growth_factor below 1, for "cyclical" a max_factor not positive
+ * or a step_ratio outside (0, 1), gives NAN and sets dla_last_error(); so
+ * does a list that needs the iterations of an epoch (an "iteration"
+ * schedule after an "epoch" one that ended, or the reverse). */
 DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
                                  int iteration);
+/* dla_learn_rate_at as trainnet sees it: iterations_per_epoch (0:
+ * unknown) places the start of a schedule of a list counted in the other
+ * unit, and max_epochs (0: unknown) is the whole training of a "cosine" or
+ * "polynomial" period of 0. */
+DLA_API double dla_learn_rate_in_training(const dla_learn_rate_schedule *s, double initial,
+                                          int epoch, int iteration,
+                                          long long iterations_per_epoch, int max_epochs);
 
 #ifdef __cplusplus
 }

@@ -385,10 +385,13 @@ typedef struct dla_training_options {
     /* InitialLearnRate: 0.01 for "sgdm", 0.001 for "adam" and "rmsprop". */
     double initial_learn_rate;
     /* LearnRateSchedule, LearnRateDropFactor, LearnRateDropPeriod and a
-     * warm-up (optim.h); zeroed: constant. drop_factor 0: 0.1; negative:
-     * 0 (resolved as -1, which dla_learn_rate_at reads as 0, since a
-     * schedule's 0 is the default there too). warmup_start_factor must
-     * be finite and >= 0. */
+     * warm-up, or a list of schedules through its `next` (optim.h);
+     * zeroed: constant. drop_factor 0: 0.1; negative: 0 (resolved as -1,
+     * which dla_learn_rate_at reads as 0, since a schedule's 0 is the
+     * default there too). warmup_start_factor must be finite and >= 0.
+     * Resolving fills in the first schedule's defaults (its period,
+     * frequency_unit and factors); the list's others are read as given
+     * (their zeros are defaults to dla_learn_rate_at too) and checked. */
     dla_learn_rate_schedule learn_rate_schedule;
     double momentum;            /* "sgdm" Momentum: 0.9; negative: 0 */
     double gradient_decay_factor;         /* "adam": 0.9; negative: 0 */
