@@ -1008,7 +1008,8 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
         tr->updated = tr->iteration;
     if (st == DLA_OK)
         st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
-    st = dla__train_par_metrics(&tr->par, st, st == DLA_OK && metrics_by_steps(tr, out[1]),
+    st = dla__train_par_metrics(&tr->par, st, tr->metrics,
+                                st == DLA_OK && metrics_by_steps(tr, out[1]),
                                 &s.training_accuracy, &s.training_rmse);
     tr->mask = tr->batch_mask = NULL;
     dla_scope_end();

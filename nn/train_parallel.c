@@ -394,16 +394,20 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
     return st;
 }
 
-dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int by_steps, double *acc,
-                                  double *rmse)
+dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
+                                  double *acc, double *rmse)
 {
     if (!p->on || p->size == 1)
         return st;
     double w = by_steps ? p->mine_steps : p->mine_count;
     /* Accuracy is a mean over observations (or valid steps), RMSE the
      * root of a mean over elements (observations or valid steps times
-     * the same dims on every worker). */
-    double mine[3] = {w, isnan(*acc) ? 0 : w * *acc, isnan(*rmse) ? 0 : w * *rmse * *rmse};
+     * the same dims on every worker). A NaN of a worker with a share makes
+     * the whole batch's NaN, as in one process (its figure was left out,
+     * and the other workers reported their own shares' as the batch's); a
+     * worker without one adds nothing, whatever its placeholder gave. */
+    const int a_on = (metrics & DLA__METRIC_ACCURACY) != 0, r_on = (metrics & DLA__METRIC_RMSE) != 0;
+    double mine[3] = {w, a_on && w > 0 ? w * *acc : 0, r_on && w > 0 ? w * *rmse * *rmse : 0};
     double all[1024 * 4];
     st = agree_with(p, st, "the metrics", 3, mine, all);
     if (st != DLA_OK)
@@ -414,10 +418,8 @@ dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int by_steps
         a += all[4 * k + 2];
         r += all[4 * k + 3];
     }
-    if (!isnan(*acc))
-        *acc = a / n;
-    if (!isnan(*rmse))
-        *rmse = sqrt(r / n);
+    *acc = a_on ? a / n : NAN;
+    *rmse = r_on ? sqrt(r / n) : NAN;
     return DLA_OK;
 }
 
@@ -435,7 +437,7 @@ dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st)
     dla__train_par_step(p, st, NULL, 0, 0, 0, 0, NULL);
     dla_set_error(st, "%s", msg);
     double nan = NAN, nan2 = NAN;
-    dla__train_par_metrics(p, st, 0, &nan, &nan2);
+    dla__train_par_metrics(p, st, 0, 0, &nan, &nan2);
     return dla_set_error(st, "%s", msg);
 }
 

@@ -74,11 +74,12 @@ const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor 
  * observations. */
 dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int by_steps,
                                int64_t seq_len, int nl, int ns, dla_tensor **out);
-/* The mini-batch metrics (NaN when not computed) of this rank's batch
- * made whole-batch, weighted by its valid steps when by_steps (metrics
- * over them), else by its observations; with st agreed. */
-dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int by_steps, double *acc,
-                                  double *rmse);
+/* The mini-batch metrics of this rank's batch (metrics: the
+ * DLA__METRIC_* bits computed; NaN the others) made whole-batch, weighted
+ * by its valid steps when by_steps (metrics over them), else by its
+ * observations; with st agreed. */
+dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
+                                  double *acc, double *rmse);
 /* A rank whose batch could not be made (st, the last error saying why)
  * takes part in the iteration's meetings as iterate's step does with a
  * failure, so that every rank fails there with "rank r failed" instead of

@@ -49,7 +49,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..36"
+echo "1..38"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -97,6 +97,12 @@ done
 for n in 2 3; do
     run "$n" seq2seq
     verdict "trainnet \"parallel\" on $n workers: sequence-to-sequence losses and metrics over valid steps are \"auto\"'s"
+done
+# A NaN in one worker's share makes the whole batch's figures NaN on
+# every rank, as in one process.
+for n in 2 3; do
+    run "$n" nan
+    verdict "trainnet \"parallel\" on $n workers: a NaN target in one share stops training as \"auto\" does, the batch's RMSE NaN on every rank"
 done
 for n in 2 3 4; do
     rm -f "$tmp"/ckpt/*; mkdir -p "$tmp/ckpt"

@@ -50,6 +50,10 @@
  *              overlapped reductions; every figure and the learnables
  *              within 1e-6 (float rounding; each was off by up to 1e-2
  *              when the shares were weighted by observations).
+ *   nan        a NaN target in the first worker's share of the first
+ *              mini-batch: "parallel" stops there as "auto" does ("Training
+ *              loss is NaN"), and the batch's RMSE is NaN on every rank
+ *              (the other workers' finite figures alone were reported).
  *   badfile DIR
  *              trainnet "parallel" on the image datastore DIR, one of whose
  *              files is corrupt and read by one worker only (its share):
@@ -1051,6 +1055,55 @@ static void mode_seq2seq(void)
     }
 }
 
+/* A NaN target in one worker's share: the loss is NaN and training stops
+ * at the first iteration, as in one process, whose RMSE of that batch is
+ * NaN too; on every rank, not only on the rank whose share held it. */
+static dla_status nan_train(const char *env, dla_training_info **info)
+{
+    enum { N = 8 };
+    float x[2 * N], t[N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = (float)(0.1 * j);
+        x[2 * j + 1] = (float)(1 - 0.2 * j);
+        t[j] = j == 0 ? NAN : (float)(0.5 * j);
+    }
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    if (!net)
+        die("nan: the network");
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 1, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = env, .verbose = -1, .metrics = "rmse"};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, info);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
+static void mode_nan(void)
+{
+    dla_training_info *ia = NULL, *ip = NULL;
+    dla_status sa = nan_train("auto", &ia), sp = nan_train("parallel", &ip);
+    if (!ia || !ip)
+        die("nan: no training info");
+    char detail[512];
+    snprintf(detail, sizeof detail, "status %d and %d, %lld and %lld iterations, RMSE %g and %g, "
+             "\"%s\"", (int)sp, (int)sa, (long long)ip->iterations, (long long)ia->iterations,
+             ip->iterations ? ip->training_rmse[0] : 0.0,
+             ia->iterations ? ia->training_rmse[0] : 0.0, ip->stop_reason);
+    check(sa == DLA_ERR_STATE && sp == sa && ia->iterations == 1 && ip->iterations == 1 &&
+              isnan(ia->training_rmse[0]) && isnan(ip->training_rmse[0]) &&
+              !strcmp(ip->stop_reason, ia->stop_reason),
+          "a NaN target in one share: \"parallel\" stops as \"auto\", the batch's RMSE NaN",
+          detail);
+    dla_training_info_free(ia);
+    dla_training_info_free(ip);
+}
+
 /* trainnet "parallel" on an image datastore (DIR) one of whose files is
  * corrupt: only the worker whose share holds it reads it, and every
  * worker must fail with an error (that worker naming the file, the others
@@ -1159,6 +1212,8 @@ int main(int argc, char **argv)
         mode_global();
     else if (!strcmp(mode, "seq2seq"))
         mode_seq2seq();
+    else if (!strcmp(mode, "nan"))
+        mode_nan();
     else if (!strcmp(mode, "badfile") && argc > 2)
         mode_badfile(argv[2]);
     else if (!strcmp(mode, "augment") && argc > 2)
@@ -1167,7 +1222,7 @@ int main(int argc, char **argv)
         mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device | refused | global | seq2seq | badfile DIR | "
+                        "resume DIR | overlap | device | refused | global | seq2seq | nan | badfile DIR | "
                         "augment DIR\n");
         return 2;
     }
