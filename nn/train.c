@@ -965,8 +965,16 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
      * batch's sizes first: the weights go into the buckets as they start. */
     st = dla__train_par_prestep(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)),
                                 tr->mask_steps, nl);
+    /* In parallel, the share's place in the batch, so that its random
+     * draws (dropout) are one process's. */
+    if (tr->par.on && tr->par.size > 1) {
+        dla__batch_share bs = {.mine = dla_tensor_dim(x, obs_dim(x))};
+        dla__mbq_last_share(tr->train_q, &bs.before, &bs.whole);
+        dla__batch_share_set(&bs);
+    }
     if (st == DLA_OK)
         st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
+    dla__batch_share_set(NULL);
     /* In parallel, the whole batch's loss, gradients and state. */
     const int tdim = dla_tensor_find_dim(x, 'T');
     st = dla__train_par_step(&tr->par, st, tr->net, st == DLA_OK && loss_by_steps(tr, out[1]),

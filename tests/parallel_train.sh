@@ -49,7 +49,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..38"
+echo "1..40"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -97,6 +97,11 @@ done
 for n in 2 3; do
     run "$n" seq2seq
     verdict "trainnet \"parallel\" on $n workers: sequence-to-sequence losses and metrics over valid steps are \"auto\"'s"
+done
+# Dropout masks drawn for the whole batch, each worker keeping its rows.
+for n in 2 3; do
+    run "$n" dropout
+    verdict "trainnet \"parallel\" on $n workers: dropout and spatial dropout drop what \"auto\" drops"
 done
 # A NaN in one worker's share makes the whole batch's figures NaN on
 # every rank, as in one process.

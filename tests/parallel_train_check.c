@@ -54,6 +54,12 @@
  *              mini-batch: "parallel" stops there as "auto" does ("Training
  *              loss is NaN"), and the batch's RMSE is NaN on every rank
  *              (the other workers' finite figures alone were reported).
+ *   dropout    trainnet "parallel" against "auto" with a dropout (and a
+ *              spatial dropout) layer, 13 observations in mini-batches of
+ *              5 and 4: the loss and the learnables within 1e-6 (every
+ *              worker drew the same masks for its share before); a
+ *              dropout before a batch normalization: its population
+ *              statistics within 1e-6.
  *   badfile DIR
  *              trainnet "parallel" on the image datastore DIR, one of whose
  *              files is corrupt and read by one worker only (its share):
@@ -986,11 +992,13 @@ static dla_status seq2seq_train(const char *env, int mse, int64_t mbs, dla_net *
     return st;
 }
 
-/* The largest worst() over the learnables of two networks. */
-static double worst_learnables(dla_net *a, dla_net *b)
+/* The largest worst() over the learnables (state: the State) of two
+ * networks. */
+static double worst_values(dla_net *a, dla_net *b, int state)
 {
     double ww = 0;
-    dla_table *ta = dla_net_learnables(a), *tb = dla_net_learnables(b);
+    dla_table *ta = state ? dla_net_state(a) : dla_net_learnables(a);
+    dla_table *tb = state ? dla_net_state(b) : dla_net_learnables(b);
     for (int i = 0; i < dla_table_count(ta); i++) {
         dla_tensor *x = dla_table_value(ta, i), *y = dla_table_value(tb, i);
         const int64_t n = dla_tensor_numel(x);
@@ -1035,7 +1043,7 @@ static void mode_seq2seq(void)
         double wv = same_n ? worst(ip->validation_loss, ia->validation_loss, ia->validations)
                            : INFINITY;
         double wvm = same_n ? worst(vp, va, ia->validations) : INFINITY;
-        double ww = worst_learnables(na, np);
+        double ww = worst_values(na, np, 0);
         char what[200], detail[256];
         snprintf(what, sizeof what, "sequence-to-sequence \"%s\", sequences of 1 to 12 steps, "
                  "mini-batch %lld (overlap %s): \"parallel\" gives \"auto\"'s figures",
@@ -1102,6 +1110,85 @@ static void mode_nan(void)
           detail);
     dla_training_info_free(ia);
     dla_training_info_free(ip);
+}
+
+/* Dropout (and spatial dropout) in training: each worker's masks are the
+ * rows one process draws for its observations, and the stream moves on
+ * alike, so "parallel" trains as "auto" (the same learnables). */
+static dla_status dropout_train(const char *env, int spatial, int bn, int64_t mbs,
+                                dla_net **trained, dla_training_info **info)
+{
+    enum { N = 13, F = 6 };
+    static float x[F * N];
+    static int32_t lab[N];
+    for (int j = 0; j < N; j++) {
+        lab[j] = j % 3;
+        for (int c = 0; c < F; c++)
+            x[F * j + c] = (float)((c % 3 == lab[j]) + 0.1 * ((j * 5 + c) % 7));
+    }
+    dla_rng_seed(11);
+    /* With a batch normalization after the dropout, no learning (each
+     * worker normalizes with its share's statistics in training): its
+     * population statistics are compared. */
+    dla_layer *layers[] = {dla_feature_input_layer(F, NULL), dla_fc_layer(10, NULL),
+                           spatial ? dla_spatial_dropout_layer(0.4, NULL)
+                                   : dla_dropout_layer(0.5, NULL),
+                           dla_batchnorm_layer(NULL), dla_fc_layer(3, NULL),
+                           dla_softmax_layer(NULL)};
+    if (!bn)
+        dla_layer_free(layers[3]);
+    dla_net *net = dla_net_create(bn ? 6 : 5, bn ? layers : (dla_layer *[]){layers[0], layers[1],
+                                                                          layers[2], layers[4],
+                                                                          layers[5]});
+    if (!net)
+        die("dropout: the network");
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(F, N)),
+                           .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = mbs,
+                              .initial_learn_rate = bn ? 1e-20 : 0.1,
+                              .execution_environment = env, .verbose = -1,
+                              .shuffle = "every-epoch", .shuffle_seed = 4, .metrics = "accuracy",
+                              .batch_normalization_statistics = bn ? "population" : NULL};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                 trained, info);
+    dla_scope_end();
+    dla_net_free(net);
+    return st;
+}
+
+static void mode_dropout(void)
+{
+    static const struct {
+        int spatial, bn;
+        int64_t mbs;
+    } cases[] = {{0, 0, 5}, {0, 0, 4}, {1, 0, 5}, {0, 1, 5}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        dla_net *na = NULL, *np = NULL;
+        dla_training_info *ia = NULL, *ip = NULL;
+        const int bn = cases[c].bn;
+        if (dropout_train("auto", cases[c].spatial, bn, cases[c].mbs, &na, &ia) != DLA_OK)
+            die("dropout: auto");
+        if (dropout_train("parallel", cases[c].spatial, bn, cases[c].mbs, &np, &ip) != DLA_OK)
+            die("dropout: parallel");
+        const int same_n = ip->iterations == ia->iterations;
+        double wl = same_n ? worst(ip->training_loss, ia->training_loss, ia->iterations) : INFINITY;
+        double ww = worst_values(na, np, bn);
+        char what[200], detail[256];
+        snprintf(what, sizeof what, "%s, mini-batch %lld%s: \"parallel\" drops what \"auto\" drops",
+                 cases[c].spatial ? "spatial dropout" : "dropout", (long long)cases[c].mbs,
+                 bn ? ", then a batch normalization's population statistics" : "");
+        snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, %s %.1e",
+                 (long long)ip->iterations, (long long)ia->iterations, wl,
+                 bn ? "state" : "learnables", ww);
+        /* With batch normalization the losses are the shares' own. */
+        check(same_n && (bn || wl < 1e-6) && ww < 1e-6, what, detail);
+        check(same_everywhere(digest(np)), "  the same network on every rank", "");
+        dla_training_info_free(ia);
+        dla_training_info_free(ip);
+        dla_net_free(na);
+        dla_net_free(np);
+    }
 }
 
 /* trainnet "parallel" on an image datastore (DIR) one of whose files is
@@ -1214,6 +1301,8 @@ int main(int argc, char **argv)
         mode_seq2seq();
     else if (!strcmp(mode, "nan"))
         mode_nan();
+    else if (!strcmp(mode, "dropout"))
+        mode_dropout();
     else if (!strcmp(mode, "badfile") && argc > 2)
         mode_badfile(argv[2]);
     else if (!strcmp(mode, "augment") && argc > 2)
@@ -1222,7 +1311,8 @@ int main(int argc, char **argv)
         mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device | refused | global | seq2seq | nan | badfile DIR | "
+                        "resume DIR | overlap | device | refused | global | seq2seq | nan | dropout | "
+                        "badfile DIR | "
                         "augment DIR\n");
         return 2;
     }
