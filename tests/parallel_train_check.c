@@ -59,7 +59,8 @@
  *              5 and 4: the loss and the learnables within 1e-6 (every
  *              worker drew the same masks for its share before); a
  *              dropout before a batch normalization: its population
- *              statistics within 1e-6.
+ *              statistics within 1e-6; the random stream at the end where
+ *              one process's is, on every rank.
  *   badfile DIR
  *              trainnet "parallel" on the image datastore DIR, one of whose
  *              files is corrupt and read by one worker only (its share):
@@ -1162,15 +1163,18 @@ static void mode_dropout(void)
     static const struct {
         int spatial, bn;
         int64_t mbs;
-    } cases[] = {{0, 0, 5}, {0, 0, 4}, {1, 0, 5}, {0, 1, 5}};
+    } cases[] = {{0, 0, 5}, {0, 0, 4}, {1, 0, 5}, {0, 1, 5}, {0, 1, 4}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         dla_net *na = NULL, *np = NULL;
         dla_training_info *ia = NULL, *ip = NULL;
         const int bn = cases[c].bn;
+        uint64_t seed, counter_a, counter_p;
         if (dropout_train("auto", cases[c].spatial, bn, cases[c].mbs, &na, &ia) != DLA_OK)
             die("dropout: auto");
+        dla_rng_get(&seed, &counter_a);
         if (dropout_train("parallel", cases[c].spatial, bn, cases[c].mbs, &np, &ip) != DLA_OK)
             die("dropout: parallel");
+        dla_rng_get(&seed, &counter_p);
         const int same_n = ip->iterations == ia->iterations;
         double wl = same_n ? worst(ip->training_loss, ia->training_loss, ia->iterations) : INFINITY;
         double ww = worst_values(na, np, bn);
@@ -1178,11 +1182,15 @@ static void mode_dropout(void)
         snprintf(what, sizeof what, "%s, mini-batch %lld%s: \"parallel\" drops what \"auto\" drops",
                  cases[c].spatial ? "spatial dropout" : "dropout", (long long)cases[c].mbs,
                  bn ? ", then a batch normalization's population statistics" : "");
-        snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, %s %.1e",
-                 (long long)ip->iterations, (long long)ia->iterations, wl,
-                 bn ? "state" : "learnables", ww);
-        /* With batch normalization the losses are the shares' own. */
-        check(same_n && (bn || wl < 1e-6) && ww < 1e-6, what, detail);
+        snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, %s %.1e; "
+                 "the stream at %llu and %llu", (long long)ip->iterations,
+                 (long long)ia->iterations, wl, bn ? "state" : "learnables", ww,
+                 (unsigned long long)counter_p, (unsigned long long)counter_a);
+        /* With batch normalization the losses are the shares' own. The
+         * stream ends where one process's does, on every rank (a worker
+         * without a share in the population pass's last batch drew
+         * nothing there). */
+        check(same_n && (bn || wl < 1e-6) && ww < 1e-6 && counter_p == counter_a, what, detail);
         check(same_everywhere(digest(np)), "  the same network on every rank", "");
         dla_training_info_free(ia);
         dla_training_info_free(ip);
