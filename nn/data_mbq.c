@@ -59,6 +59,7 @@ typedef struct batch {
     dla_tensor *out[MAX_OUTPUTS]; /* held */
     int64_t count;                /* observations of the pass it takes */
     int empty;                    /* a worker's placeholder (dla__mbq_last_empty) */
+    int64_t before, whole;        /* a worker's: observations before its share, the batch's */
     dla__data_rng aug_after;      /* the augmentation stream after its draws */
     dla_status status;
     char message[1024];
@@ -86,6 +87,7 @@ struct dla_mbq {
      * worker's share among workers; 1 and 0 for a plain queue. */
     int workers, worker;
     int last_empty;             /* the last batch handed out was a placeholder */
+    int64_t last_before, last_whole; /* its place in the whole batch (dla__mbq_last_share) */
     /* An augmented datastore input's stream: seeded from the augmentation's
      * seed (and a partition's indices), drawn by whoever makes batches;
      * aug_at_pos is its state after the last batch handed out. */
@@ -124,6 +126,7 @@ static void batch_clear(batch *b)
     }
     b->count = 0;
     b->empty = 0;
+    b->before = b->whole = 0;
     b->status = DLA_OK;
     b->message[0] = '\0';
 }
@@ -197,6 +200,8 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         obs += before;
         count = mine ? mine : 1;
     }
+    b->before = before;
+    b->whole = whole_count;
     dla_device *was = dla_device_current();
     dla_device_set_current(q->device);
     dla_tensor *out[MAX_OUTPUTS] = {0}, *held[MAX_OUTPUTS];
@@ -776,6 +781,8 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         q->pos += b.count;
         q->aug_at_pos = b.aug_after;
         q->last_empty = b.empty;
+        q->last_before = b.before;
+        q->last_whole = b.whole;
     } else {
         pthread_mutex_lock(&q->lock);
         if (q->pos >= end_of_pass(q)) {
@@ -794,6 +801,8 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         q->pos += b.count;
         q->aug_at_pos = b.aug_after;
         q->last_empty = b.empty;
+        q->last_before = b.before;
+        q->last_whole = b.whole;
         pthread_cond_broadcast(&q->cond);
         pthread_mutex_unlock(&q->lock);
     }
@@ -885,6 +894,13 @@ dla_status dla__mbq_set_worker(dla_mbq *q, int workers, int worker)
 int dla__mbq_last_empty(const dla_mbq *q)
 {
     return q && q->magic == DLA__HANDLE_MBQ && q->last_empty;
+}
+
+void dla__mbq_last_share(const dla_mbq *q, int64_t *before, int64_t *whole)
+{
+    const int ok = q && q->magic == DLA__HANDLE_MBQ;
+    *before = ok ? q->last_before : 0;
+    *whole = ok ? q->last_whole : 0;
 }
 
 DLA_API dla_status dla_mbq_set_mini_batch_size(dla_mbq *q, int64_t size)

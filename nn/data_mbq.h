@@ -25,5 +25,9 @@ dla_status dla__mbq_set_worker(dla_mbq *q, int workers, int worker);
 /* 1 when the last batch dla_mbq_next handed out was a worker's
  * placeholder, holding no observation of its own (it weighs 0). */
 int dla__mbq_last_empty(const dla_mbq *q);
+/* Where the last batch handed out lies in the whole batch: *before
+ * observations of it come before this worker's share (0 for a
+ * placeholder: the batch's first), of *whole. */
+void dla__mbq_last_share(const dla_mbq *q, int64_t *before, int64_t *whole);
 
 #endif

@@ -160,7 +160,7 @@ static dla_status dropout_check(const dla__props *p, const char *name)
 
 static dla_status dropout_forward(const dla__props *p, dla__call *c)
 {
-    c->y = c->training ? dla_dropout(c->x[0], p->scale) : c->x[0];
+    c->y = c->training ? dla__share_dropout(c->x[0], p->scale) : c->x[0];
     return dla_tensor_status(c->y);
 }
 
@@ -226,7 +226,7 @@ static dla_status spatial_forward(const dla__props *p, dla__call *c)
             dims[d] = 1;
     dla_tensor *ones = dla_tensor_to_device(dla_ones(dla_tensor_dtype(x), f, nd, dims),
                                             dla_tensor_device(x));
-    c->y = dla_mul(x, dla_dropout(ones, p->scale));
+    c->y = dla_mul(x, dla__share_dropout(ones, p->scale));
     return dla_tensor_status(c->y);
 }
 

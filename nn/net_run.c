@@ -153,7 +153,11 @@ static size_t run_key(void *ctxp, void *buf, size_t size)
 {
     const run_ctx *ctx = ctxp;
     size_t sig = ctx->net->signature_len;
-    size_t need = sig + sizeof(int) * (size_t)(3 + ctx->nout);
+    /* A worker's share of the batch (trainnet "parallel") is in the trace:
+     * its dropout masks are sliced from the whole batch's. */
+    const dla__batch_share *bs = dla__batch_share_get();
+    const dla__batch_share share = bs && ctx->training ? *bs : (dla__batch_share){0, 0, 0};
+    size_t need = sig + sizeof(int) * (size_t)(3 + ctx->nout) + sizeof share;
     if (need <= size) {
         unsigned char *b = buf;
         memcpy(b, ctx->net->signature, sig);
@@ -161,6 +165,7 @@ static size_t run_key(void *ctxp, void *buf, size_t size)
         memcpy(b + sig + sizeof(int), &ctx->with_state, sizeof(int));
         memcpy(b + sig + 2 * sizeof(int), &ctx->nout, sizeof(int));
         memcpy(b + sig + 3 * sizeof(int), ctx->outs, sizeof(int) * (size_t)ctx->nout);
+        memcpy(b + sig + sizeof(int) * (size_t)(3 + ctx->nout), &share, sizeof share);
     }
     return need;
 }

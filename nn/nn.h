@@ -36,6 +36,19 @@ char *dla__nn_strdup(const char *s);
  * root. 0 when it does not fit in size bytes. */
 int dla__nn_folder_of(const char *path, char *buf, size_t size);
 
+/* A worker's share of the whole mini-batch (batch_share.c): mine
+ * observations of whole, before of them ahead of it. Set on the calling
+ * thread by trainnet "parallel" around its step (NULL clears; get gives
+ * NULL when none is set); dla__share_dropout is dla_dropout of x, its
+ * mask drawn as for the whole batch when x is the share (its B dim mine
+ * long), so a worker drops what one process would. */
+typedef struct dla__batch_share {
+    int64_t before, mine, whole;
+} dla__batch_share;
+void dla__batch_share_set(const dla__batch_share *s);
+const dla__batch_share *dla__batch_share_get(void);
+dla_tensor *dla__share_dropout(dla_tensor *x, double prob);
+
 /* Makes dev current (NULL: nothing changes) and returns the device to give
  * back to dla__nn_device_restore. What a layer or a network makes beside
  * values it has (zeros, a state, statistics) must be on their device:

@@ -53,6 +53,9 @@ typedef struct dla__overlap_times {
     int buckets, started_early; /* of them: started during the backward */
 } dla__overlap_times;
 dla__overlap *dla__overlap_begin(int n, dla_tensor *const *like, double weight);
+/* The weight of this rank's tensors, until the first is handed over (the
+ * loss tells whether it is a mean over valid steps or observations). */
+void dla__overlap_set_weight(dla__overlap *o, double weight);
 void dla__overlap_ready(dla__overlap *o, int i, dla_tensor *g);
 void dla__overlap_tick(dla__overlap *o);
 void dla__overlap_flush(dla__overlap *o, dla_status st, dla_tensor *const *x);

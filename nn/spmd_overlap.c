@@ -131,6 +131,11 @@ dla__overlap *dla__overlap_begin(int n, dla_tensor *const *like, double weight)
     return o;
 }
 
+void dla__overlap_set_weight(dla__overlap *o, double weight)
+{
+    o->weight = weight;
+}
+
 /* Bucket b's request ended with st (its message the last error). */
 static void ended(dla__overlap *o, int b, dla_status st)
 {

@@ -55,6 +55,7 @@ typedef struct trainer {
      * padding, else NULL; and its count of valid steps. */
     dla_tensor *mask;
     double mask_steps;
+    dla_tensor *batch_mask;      /* the batch's mask as it came (padding or not), or NULL */
     char out_format[DLA_MAX_DIMS + 1];
     dla_mbq *train_q, *val_q;
     dla_tensor *train_targets, *val_targets; /* views relabeled "CB" (class numbers) */
@@ -200,6 +201,22 @@ static dla_tensor *mask_for(const trainer *tr, dla_tensor *y)
     return steps_of(y, tr->mask) ? tr->mask : NULL;
 }
 
+/* Whether the batch's figures of y are means over its valid steps (the
+ * metrics), and its loss too (a built-in loss: a custom one's
+ * normalization is its own): weighted by them where batches are combined
+ * ("parallel"), else by their observations. Sequence-to-sequence outputs,
+ * padded or not (unpadded, a mean over B x T is one over the valid
+ * steps). */
+static int metrics_by_steps(const trainer *tr, dla_tensor *y)
+{
+    return steps_of(y, tr->batch_mask);
+}
+
+static int loss_by_steps(const trainer *tr, dla_tensor *y)
+{
+    return tr->loss->name && metrics_by_steps(tr, y);
+}
+
 /* The loss of y against t, a scalar; owned by the current scope. */
 static dla_status loss_of(const trainer *tr, dla_tensor *y, dla_tensor *t, dla_tensor **loss)
 {
@@ -241,7 +258,8 @@ static dla_status step(void *ctx, int nin, dla_tensor *const *in, int nout, dla_
      * sweep finishes it (NULL hooks otherwise). */
     if (st == DLA_OK)
         st = dla_net_gradient_hooked(tr->net, out[0], out + 2,
-                                     dla__train_par_backward(&tr->par, out[0]));
+                                     dla__train_par_backward(&tr->par, out[0],
+                                                             loss_by_steps(tr, out[1])));
     return st;
 }
 
@@ -311,6 +329,7 @@ static dla_status use_mask(trainer *tr, dla_tensor *m, dla_dtype dtype)
 {
     tr->mask = NULL;
     tr->mask_steps = 0;
+    tr->batch_mask = m;
     if (!m)
         return DLA_OK;
     dla_status st = scalar_of(dla_sum(dla_cast(m, DLA_F64), 0, NULL), &tr->mask_steps);
@@ -677,7 +696,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             count += nb;
             elems += ne;
         }
-        tr->mask = NULL;
+        tr->mask = tr->batch_mask = NULL;
         dla_scope_end();
     }
     tr->mask = train_mask;
@@ -958,12 +977,21 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
         st = use_mask(tr, m, dla_tensor_dtype(x));
     /* In parallel with overlapped reductions, the workers agree on the
      * batch's sizes first: the weights go into the buckets as they start. */
-    st = dla__train_par_prestep(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)), nl);
+    st = dla__train_par_prestep(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)),
+                                tr->mask_steps, nl);
+    /* In parallel, the share's place in the batch, so that its random
+     * draws (dropout) are one process's. */
+    if (tr->par.on && tr->par.size > 1) {
+        dla__batch_share bs = {.mine = dla_tensor_dim(x, obs_dim(x))};
+        dla__mbq_last_share(tr->train_q, &bs.before, &bs.whole);
+        dla__batch_share_set(&bs);
+    }
     if (st == DLA_OK)
         st = dla_feval(step, tr, 2, (dla_tensor *[]){x, tl}, 2 + nl + ns, out);
+    dla__batch_share_set(NULL);
     /* In parallel, the whole batch's loss, gradients and state. */
     const int tdim = dla_tensor_find_dim(x, 'T');
-    st = dla__train_par_step(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)),
+    st = dla__train_par_step(&tr->par, st, tr->net, st == DLA_OK && loss_by_steps(tr, out[1]),
                              tdim ? dla_tensor_dim(x, tdim) : 0, nl, ns, out);
     /* The loss and the gradients are checked before the new state and the
      * update are applied: a non-finite one stops training with the
@@ -1002,9 +1030,10 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
         tr->updated = tr->iteration;
     if (st == DLA_OK)
         st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
-    st = dla__train_par_metrics(&tr->par, st, dla_tensor_dim(x, obs_dim(x)), &s.training_accuracy,
-                                &s.training_rmse);
-    tr->mask = NULL;
+    st = dla__train_par_metrics(&tr->par, st, tr->metrics,
+                                st == DLA_OK && metrics_by_steps(tr, out[1]),
+                                &s.training_accuracy, &s.training_rmse);
+    tr->mask = tr->batch_mask = NULL;
     dla_scope_end();
     dla_free(treated);
     dla_free(out);
@@ -1309,6 +1338,7 @@ static dla_status run_lbfgs(trainer *tr)
          * every evaluation. */
         dla_tensor *x = batch[0], *t = batch[1];
         tr->lb.mask = tr->mask = dla_tensor_retain(tr->mask);
+        tr->batch_mask = NULL; /* this scope's; L-BFGS combines no batches */
         tr->lb.x = dla_tensor_retain(x);
         tr->lb.t = dla_tensor_retain(tr->classify ? onehot(tr, t, dla_tensor_dtype(x))
                                      : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))

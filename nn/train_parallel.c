@@ -244,20 +244,45 @@ static void hook_between(void *ctx)
     dla__overlap_tick(p->ov);
 }
 
-dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
-                                  int nl)
+/* The share of the whole batch's figures this rank's are: of its valid
+ * steps when by_steps (a mean over them), else of its observations. */
+static double share_of(const dla__train_par *p, int by_steps)
 {
-    if (!p->overlap)
-        return st;
-    double mine = p->empty ? 0.0 : (double)count, all[1024 * 2];
-    st = agree_with(p, st, "the batch", 1, &mine, all);
+    const double mine = by_steps ? p->mine_steps : p->mine_count;
+    const double global = by_steps ? p->steps_global : p->step_global;
+    /* No valid step anywhere: every loss is a sum of nothing, 0. */
+    return global > 0 ? mine / global : 0.0;
+}
+
+/* Every rank's observations and valid steps of this batch, summed. */
+static dla_status agree_batch(dla__train_par *p, dla_status st, const char *when)
+{
+    double mine[2] = {p->mine_count, p->mine_steps}, all[1024 * 3];
+    st = agree_with(p, st, when, 2, mine, all);
     if (st != DLA_OK)
         return st;
-    double global = 0;
-    for (int r = 0; r < p->size; r++)
-        global += all[2 * r + 1];
-    p->weight = mine / global;
-    p->step_global = global;
+    p->step_global = p->steps_global = 0;
+    for (int r = 0; r < p->size; r++) {
+        p->step_global += all[3 * r + 1];
+        p->steps_global += all[3 * r + 2];
+    }
+    return DLA_OK;
+}
+
+dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
+                                  double steps, int nl)
+{
+    /* A worker without a share ran on one observation it must not count. */
+    p->mine_count = p->empty ? 0.0 : (double)count;
+    p->mine_steps = p->empty ? 0.0 : steps;
+    if (!p->overlap)
+        return st;
+    st = agree_batch(p, st, "the batch");
+    if (st != DLA_OK)
+        return st;
+    /* By observations until the loss says otherwise
+     * (dla__train_par_backward). */
+    p->weight = share_of(p, 0);
     /* The buckets of {loss, gradients}, as dla__train_par_step's blocking
      * path fills them: the loss a scalar of the learnables' dtype. */
     dla_tensor **like = dla_malloc(sizeof *like * (size_t)(nl + 1));
@@ -275,10 +300,13 @@ dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net
     return p->ov ? DLA_OK : dla_last_status();
 }
 
-const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor *loss)
+const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor *loss,
+                                                 int by_steps)
 {
     if (!p->ov)
         return NULL;
+    p->weight = share_of(p, by_steps);
+    dla__overlap_set_weight(p->ov, p->weight);
     dla__overlap_ready(p->ov, 0, loss);
     return &p->hooks;
 }
@@ -326,7 +354,7 @@ static dla_status overlapped_step(dla__train_par *p, dla_status st, int nl, dla_
     return st;
 }
 
-dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
+dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int by_steps,
                                int64_t seq_len, int nl, int ns, dla_tensor **out)
 {
     if (!p->on)
@@ -336,26 +364,21 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
     if (p->ov) {
         st = overlapped_step(p, st, nl, out);
         if (st == DLA_OK && ns)
-            st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)(p->empty ? 0 : count),
+            st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)p->mine_count,
                                             (int64_t)p->step_global, seq_len, out + 2 + nl);
         p->step_seconds += clock_now() - t0;
         return st;
     }
-    /* A worker without a share ran on one observation it must not count. */
-    double mine = p->empty ? 0.0 : (double)count, all[1024 * 2];
-    st = agree_with(p, st, "the step", 1, &mine, all);
+    st = agree_batch(p, st, "the step");
     if (st != DLA_OK)
         return st;
-    double global = 0;
-    for (int r = 0; r < p->size; r++)
-        global += all[2 * r + 1];
     /* The loss and the gradients in one combination: out[0] and out[2..]. */
     dla_tensor **lg = dla_malloc(sizeof *lg * (size_t)(nl + 1));
     if (!lg)
         return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
     lg[0] = out[0];
     memcpy(lg + 1, out + 2, sizeof *lg * (size_t)nl);
-    st = dla_spmd_combine(nl + 1, lg, mine / global, lg);
+    st = dla_spmd_combine(nl + 1, lg, share_of(p, by_steps), lg);
     if (st == DLA_OK) {
         out[0] = lg[0];
         memcpy(out + 2, lg + 1, sizeof *lg * (size_t)nl);
@@ -364,22 +387,27 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
     p->step_after = clock_now() - t0;
     p->after_seconds += p->step_after;
     if (st == DLA_OK && ns)
-        st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)mine, (int64_t)global,
-                                        seq_len, out + 2 + nl);
+        st = dla_spmd_combine_state_seq(net, ns, out + 2 + nl, (int64_t)p->mine_count,
+                                        (int64_t)p->step_global, seq_len, out + 2 + nl);
     p->reduce_seconds += dla__spmd_reduce_seconds() - r0;
     p->step_seconds += clock_now() - t0;
     return st;
 }
 
-dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t count, double *acc,
-                                  double *rmse)
+dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
+                                  double *acc, double *rmse)
 {
     if (!p->on || p->size == 1)
         return st;
-    double w = p->empty ? 0.0 : (double)count;
-    /* Accuracy is a mean over observations, RMSE the root of a mean over
-     * elements (observations times the same dims on every worker). */
-    double mine[3] = {w, isnan(*acc) ? 0 : w * *acc, isnan(*rmse) ? 0 : w * *rmse * *rmse};
+    double w = by_steps ? p->mine_steps : p->mine_count;
+    /* Accuracy is a mean over observations (or valid steps), RMSE the
+     * root of a mean over elements (observations or valid steps times
+     * the same dims on every worker). A NaN of a worker with a share makes
+     * the whole batch's NaN, as in one process (its figure was left out,
+     * and the other workers reported their own shares' as the batch's); a
+     * worker without one adds nothing, whatever its placeholder gave. */
+    const int a_on = (metrics & DLA__METRIC_ACCURACY) != 0, r_on = (metrics & DLA__METRIC_RMSE) != 0;
+    double mine[3] = {w, a_on && w > 0 ? w * *acc : 0, r_on && w > 0 ? w * *rmse * *rmse : 0};
     double all[1024 * 4];
     st = agree_with(p, st, "the metrics", 3, mine, all);
     if (st != DLA_OK)
@@ -390,10 +418,8 @@ dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t coun
         a += all[4 * k + 2];
         r += all[4 * k + 3];
     }
-    if (!isnan(*acc))
-        *acc = a / n;
-    if (!isnan(*rmse))
-        *rmse = sqrt(r / n);
+    *acc = a_on ? a / n : NAN;
+    *rmse = r_on ? sqrt(r / n) : NAN;
     return DLA_OK;
 }
 
@@ -406,12 +432,12 @@ dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st)
      * where they meet it, in the same collectives. */
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", dla_last_error());
-    dla__train_par_prestep(p, st, NULL, 0, 0);
+    dla__train_par_prestep(p, st, NULL, 0, 0, 0);
     dla_set_error(st, "%s", msg);
     dla__train_par_step(p, st, NULL, 0, 0, 0, 0, NULL);
     dla_set_error(st, "%s", msg);
     double nan = NAN, nan2 = NAN;
-    dla__train_par_metrics(p, st, 0, &nan, &nan2);
+    dla__train_par_metrics(p, st, 0, 0, &nan, &nan2);
     return dla_set_error(st, "%s", msg);
 }
 

@@ -24,7 +24,10 @@ typedef struct dla__train_par {
     int overlap;
     struct dla__overlap *ov;
     dla_gradient_hooks hooks;
-    double weight, step_global; /* this step's share of the batch, and the batch */
+    /* This batch's observations and valid steps (0: not sequences; both 0
+     * without a share), and the whole batch's; this step's share of it. */
+    double mine_count, mine_steps, step_global, steps_global;
+    double weight;
     /* after: from the backward's end until the gradients are combined
      * (both paths; with the step's agreement, without the state's). */
     double flight_seconds, after_seconds;
@@ -51,23 +54,32 @@ dla_status dla__train_par_setup(dla__train_par *p, dla_net *net, dla_mbq **q,
 /* gop(@and, hasdata) of the part queues; 0 on a collective's failure (*st). */
 int dla__train_par_hasdata(dla__train_par *p, dla_mbq *q, dla_status *st);
 /* Before the step's dla_feval (status st so far) on a batch of count
- * observations, with overlapped reductions: the workers agree on st and
- * the counts, and the step's buckets are planned. */
+ * observations holding steps valid time steps (its padding mask's sum; 0
+ * without one): both kept for the step, and with overlapped reductions
+ * the workers agree on st and the counts, and the step's buckets are
+ * planned. Called for every batch. */
 dla_status dla__train_par_prestep(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
-                                  int nl);
+                                  double steps, int nl);
 /* Inside the step, the loss computed: hands it over and gives the hooks of
- * the gradient sweep (NULL without overlapped reductions). */
-const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor *loss);
-/* After one rank's dla_feval (status st) on its batch of count
- * observations (sequences of seq_len steps; 0: not sequences): out =
- * {loss, Y, grads[nl], state[ns]} made whole-batch: loss and gradients
- * weighted and summed, state combined. */
-dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int64_t count,
+ * the gradient sweep (NULL without overlapped reductions). by_steps: the
+ * loss is a mean over the batch's valid steps (masked), so it and the
+ * gradients are weighted by them; else by the observations. The same on
+ * every rank (the same network on the same padded length). */
+const dla_gradient_hooks *dla__train_par_backward(dla__train_par *p, dla_tensor *loss,
+                                                 int by_steps);
+/* After one rank's dla_feval (status st) on its batch (prestep's;
+ * sequences of seq_len steps; 0: not sequences): out = {loss, Y,
+ * grads[nl], state[ns]} made whole-batch: loss and gradients weighted
+ * (by_steps as for _backward) and summed, state combined by
+ * observations. */
+dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, int by_steps,
                                int64_t seq_len, int nl, int ns, dla_tensor **out);
-/* The mini-batch metrics (NaN when not computed) of this rank's batch of
- * count observations made whole-batch, with st agreed. */
-dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int64_t count, double *acc,
-                                  double *rmse);
+/* The mini-batch metrics of this rank's batch (metrics: the
+ * DLA__METRIC_* bits computed; NaN the others) made whole-batch, weighted
+ * by its valid steps when by_steps (metrics over them), else by its
+ * observations; with st agreed. */
+dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
+                                  double *acc, double *rmse);
 /* A rank whose batch could not be made (st, the last error saying why)
  * takes part in the iteration's meetings as iterate's step does with a
  * failure, so that every rank fails there with "rank r failed" instead of

@@ -196,15 +196,23 @@ dla_status dla__train_population_statistics(dla_net *net, dla_mbq *q, int parall
         dla_tensor *batch[3]; /* x, (its padding mask,) t: x alone is read */
         st = dla_mbq_next(q, dla_mbq_num_outputs(q), batch);
         /* A worker's placeholder (trainnet "parallel", a batch of fewer
-         * observations than workers) holds another worker's observation. */
-        if (st == DLA_OK && dla__mbq_last_empty(q)) {
-            dla_scope_end();
-            continue;
+         * observations than workers) holds another worker's observation:
+         * not counted, but run, so that its random draws (the whole
+         * batch's) move this rank's stream on as the others'. */
+        const int placeholder = st == DLA_OK && dla__mbq_last_empty(q);
+        /* In parallel, the share's place in the batch: a dropout before a
+         * batch normalization drops what one process would. */
+        if (parallel) {
+            const int b = st == DLA_OK ? dla_tensor_find_dim(batch[0], 'B') : 0;
+            dla__batch_share bs = {.mine = b ? dla_tensor_dim(batch[0], b) : 0};
+            dla__mbq_last_share(q, &bs.before, &bs.whole);
+            dla__batch_share_set(&bs);
         }
         if (st == DLA_OK && nout)
             st = dla_net_forward(net, 1, &batch[0], nout, z, NULL,
                                  &(dla_net_forward_options){.outputs = names});
-        for (int k = 0; k < nbn && st == DLA_OK; k++) {
+        dla__batch_share_set(NULL);
+        for (int k = 0; k < nbn && st == DLA_OK && !placeholder; k++) {
             double n = 0;
             st = batch_figures(out_of[k] < 0 ? batch[0] : z[out_of[k]], channels[k], &n, mean, m2);
             if (st == DLA_OK)

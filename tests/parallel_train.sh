@@ -2,7 +2,8 @@
 # Parallel training under mpirun (issue 15): N workers against 1, the same
 # bits on every rank after every step, two runs alike (1 to 4 ranks); the
 # batch-normalization state combined against the whole batch's; trainnet
-# "parallel" on "auto"'s mini-batches, with uneven shares, only rank 0
+# "parallel" on "auto"'s mini-batches (sequence-to-sequence ones whose
+# shares hold different numbers of valid steps too), with uneven shares, only rank 0
 # printing, its gradient reductions overlapped with the backward pass (the
 # blocking path's result; a rank that fails stops them all), and a resume
 # from its checkpoint with another number of workers; the two examples on 2 ranks (--small); the cpu plugin's
@@ -48,7 +49,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..34"
+echo "1..40"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -89,6 +90,24 @@ done
 for n in 2 3 4; do
     run "$n" global
     verdict "trainnet \"parallel\" on $n workers trains on \"auto\"'s mini-batches"
+done
+# Sequence-to-sequence data, sequences of 1 to 12 steps: the workers'
+# shares hold different numbers of valid steps, and their masked losses
+# and metrics are combined weighted by them, as one process's means.
+for n in 2 3; do
+    run "$n" seq2seq
+    verdict "trainnet \"parallel\" on $n workers: sequence-to-sequence losses and metrics over valid steps are \"auto\"'s"
+done
+# Dropout masks drawn for the whole batch, each worker keeping its rows.
+for n in 2 3; do
+    run "$n" dropout
+    verdict "trainnet \"parallel\" on $n workers: dropout and spatial dropout drop what \"auto\" drops"
+done
+# A NaN in one worker's share makes the whole batch's figures NaN on
+# every rank, as in one process.
+for n in 2 3; do
+    run "$n" nan
+    verdict "trainnet \"parallel\" on $n workers: a NaN target in one share stops training as \"auto\" does, the batch's RMSE NaN on every rank"
 done
 for n in 2 3 4; do
     rm -f "$tmp"/ckpt/*; mkdir -p "$tmp/ckpt"

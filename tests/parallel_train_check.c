@@ -41,6 +41,26 @@
  *              of an iteration are "auto"'s mini-batch (some workers
  *              without a share where a batch has fewer observations than
  *              workers).
+ *   seq2seq    trainnet "parallel" against "auto" on sequence-to-sequence
+ *              data, sequences of 1 to 12 steps (13 observations, 7 to
+ *              validate) padded per mini-batch of 3, 4 and 5, so that the
+ *              workers' shares hold different numbers of valid steps (and
+ *              some none, in a last batch of one): loss "crossentropy"
+ *              with accuracy and "mse" with RMSE, the blocking and the
+ *              overlapped reductions; every figure and the learnables
+ *              within 1e-6 (float rounding; each was off by up to 1e-2
+ *              when the shares were weighted by observations).
+ *   nan        a NaN target in the first worker's share of the first
+ *              mini-batch: "parallel" stops there as "auto" does ("Training
+ *              loss is NaN"), and the batch's RMSE is NaN on every rank
+ *              (the other workers' finite figures alone were reported).
+ *   dropout    trainnet "parallel" against "auto" with a dropout (and a
+ *              spatial dropout) layer, 13 observations in mini-batches of
+ *              5 and 4: the loss and the learnables within 1e-6 (every
+ *              worker drew the same masks for its share before); a
+ *              dropout before a batch normalization: its population
+ *              statistics within 1e-6; the random stream at the end where
+ *              one process's is, on every rank.
  *   badfile DIR
  *              trainnet "parallel" on the image datastore DIR, one of whose
  *              files is corrupt and read by one worker only (its share):
@@ -907,6 +927,280 @@ static void mode_global(void)
     }
 }
 
+/* Sequence-to-sequence training on sequences of very different lengths
+ * (1 to 12 steps), padded per mini-batch: each worker's share holds
+ * another number of valid steps, and its loss and metrics are means over
+ * its own. Loss "crossentropy" (one-hot targets, accuracy) or "mse"
+ * (three responses, RMSE), with validation. */
+static dla_status seq2seq_train(const char *env, int mse, int64_t mbs, dla_net **trained,
+                                dla_training_info **info)
+{
+    enum { N = 13, V = 7, T = 12, C = 3 };
+    /* The targets are one C x N x T array: trainnet pads the predictors
+     * of a mini-batch to its longest sequence and needs the targets' T
+     * to match, so every mini-batch (unshuffled, of 3, 4 or 5) holds a
+     * sequence of 12 steps (the even ones), the others 1 to 5. */
+    static int len[N + V];
+    for (int j = 0; j < N + V; j++) {
+        const int b = j < N ? j : j - N;
+        len[j] = b % 2 ? 1 + (b * 3) % 5 : T;
+    }
+    dla_rng_seed(9);
+    dla_layer *layers[] = {dla_sequence_input_layer(2, NULL), dla_lstm_layer(5, NULL),
+                           dla_fc_layer(C, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(mse ? 3 : 4, layers);
+    if (mse)
+        dla_layer_free(layers[3]);
+    if (!net)
+        die("seq2seq: the network");
+    /* Targets C x B x T "CBT" of each set; steps past a sequence's end
+     * hold values the mask must leave out. */
+    static float tv[C * N * T], vv[C * V * T];
+    dla_seqlist *seqs = dla_seqlist_create(2), *vseqs = dla_seqlist_create(2);
+    for (int j = 0; j < N + V; j++) {
+        float x[2 * T];
+        const int n = j < N ? N : V, b = j < N ? j : j - N;
+        float *t = j < N ? tv : vv;
+        for (int k = 0; k < T; k++) {
+            const int cls = (j + k / 2) % C;
+            if (k < len[j]) {
+                x[2 * k] = (float)(0.5 * cls + 0.1 * ((j + 3 * k) % 4) - 0.3);
+                x[2 * k + 1] = (float)(0.2 * ((j * k) % 5) - 0.4);
+            }
+            for (int c = 0; c < C; c++)
+                t[c + C * (b + n * k)] =
+                    k < len[j] ? (mse ? (float)(0.3 * c - 0.2 * cls + 0.05 * k) : c == cls)
+                               : 7.0f;
+        }
+        if (dla_seqlist_append(j < N ? seqs : vseqs, x, len[j]) != DLA_OK)
+            die("seq2seq: the sequences");
+    }
+    dla_scope_begin();
+    dla_train_data data = {.sequences = seqs,
+                           .targets = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(C, N, T))};
+    dla_train_data val = {.sequences = vseqs,
+                          .targets = dla_tensor_from_host(vv, DLA_F32, "CBT", DLA_DIMS(C, V, T))};
+    dla_training_options o = {.max_epochs = 4, .mini_batch_size = mbs, .initial_learn_rate = 0.05,
+                              .execution_environment = env, .verbose = -1,
+                              .shuffle = "never",
+                              .metrics = mse ? "rmse" : "accuracy", .validation_data = &val,
+                              .validation_frequency = 3};
+    dla_status st = dla_trainnet(&data, net,
+                                 &(dla_train_loss){.name = mse ? "mse" : "crossentropy"}, &o,
+                                 trained, info);
+    dla_scope_end();
+    dla_seqlist_free(seqs);
+    dla_seqlist_free(vseqs);
+    dla_net_free(net);
+    return st;
+}
+
+/* The largest worst() over the learnables (state: the State) of two
+ * networks. */
+static double worst_values(dla_net *a, dla_net *b, int state)
+{
+    double ww = 0;
+    dla_table *ta = state ? dla_net_state(a) : dla_net_learnables(a);
+    dla_table *tb = state ? dla_net_state(b) : dla_net_learnables(b);
+    for (int i = 0; i < dla_table_count(ta); i++) {
+        dla_tensor *x = dla_table_value(ta, i), *y = dla_table_value(tb, i);
+        const int64_t n = dla_tensor_numel(x);
+        double *hx = malloc(sizeof *hx * (size_t)n), *hy = malloc(sizeof *hy * (size_t)n);
+        dla_scope_begin();
+        if (!hx || !hy || dla_tensor_numel(y) != n ||
+            dla_tensor_to_host(dla_cast(x, DLA_F64), hx, sizeof *hx * (size_t)n) != DLA_OK ||
+            dla_tensor_to_host(dla_cast(y, DLA_F64), hy, sizeof *hy * (size_t)n) != DLA_OK)
+            die("seq2seq: the weights");
+        dla_scope_end();
+        double w = worst(hy, hx, n);
+        ww = w > ww ? w : ww;
+        free(hx);
+        free(hy);
+    }
+    return ww;
+}
+
+static void mode_seq2seq(void)
+{
+    static const struct {
+        int mse;
+        int64_t mbs;
+        const char *overlap;
+    } cases[] = {{0, 4, "1"}, {0, 5, "0"}, {1, 4, "0"}, {1, 5, "1"}, {0, 3, "1"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        dla_net *na = NULL, *np = NULL;
+        dla_training_info *ia = NULL, *ip = NULL;
+        if (seq2seq_train("auto", cases[c].mse, cases[c].mbs, &na, &ia) != DLA_OK)
+            die("seq2seq: auto");
+        setenv("DLACCEL_OVERLAP", cases[c].overlap, 1);
+        if (seq2seq_train("parallel", cases[c].mse, cases[c].mbs, &np, &ip) != DLA_OK)
+            die("seq2seq: parallel");
+        unsetenv("DLACCEL_OVERLAP");
+        const double *ma = cases[c].mse ? ia->training_rmse : ia->training_accuracy;
+        const double *mp = cases[c].mse ? ip->training_rmse : ip->training_accuracy;
+        const double *va = cases[c].mse ? ia->validation_rmse : ia->validation_accuracy;
+        const double *vp = cases[c].mse ? ip->validation_rmse : ip->validation_accuracy;
+        const int same_n = ip->iterations == ia->iterations && ip->validations == ia->validations;
+        double wl = same_n ? worst(ip->training_loss, ia->training_loss, ia->iterations) : INFINITY;
+        double wm = same_n ? worst(mp, ma, ia->iterations) : INFINITY;
+        double wv = same_n ? worst(ip->validation_loss, ia->validation_loss, ia->validations)
+                           : INFINITY;
+        double wvm = same_n ? worst(vp, va, ia->validations) : INFINITY;
+        double ww = worst_values(na, np, 0);
+        char what[200], detail[256];
+        snprintf(what, sizeof what, "sequence-to-sequence \"%s\", sequences of 1 to 12 steps, "
+                 "mini-batch %lld (overlap %s): \"parallel\" gives \"auto\"'s figures",
+                 cases[c].mse ? "mse" : "crossentropy", (long long)cases[c].mbs, cases[c].overlap);
+        snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, %s %.1e, "
+                 "validation loss %.1e and %s %.1e, learnables %.1e",
+                 (long long)ip->iterations, (long long)ia->iterations, wl,
+                 cases[c].mse ? "RMSE" : "accuracy", wm, wv, cases[c].mse ? "RMSE" : "accuracy",
+                 wvm, ww);
+        check(same_n && wl < 1e-6 && wm < 1e-6 && wv < 1e-6 && wvm < 1e-6 && ww < 1e-6, what,
+              detail);
+        check(same_everywhere(digest(np)), "  the same network on every rank", "");
+        dla_training_info_free(ia);
+        dla_training_info_free(ip);
+        dla_net_free(na);
+        dla_net_free(np);
+    }
+}
+
+/* A NaN target in one worker's share: the loss is NaN and training stops
+ * at the first iteration, as in one process, whose RMSE of that batch is
+ * NaN too; on every rank, not only on the rank whose share held it. */
+static dla_status nan_train(const char *env, dla_training_info **info)
+{
+    enum { N = 8 };
+    float x[2 * N], t[N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = (float)(0.1 * j);
+        x[2 * j + 1] = (float)(1 - 0.2 * j);
+        t[j] = j == 0 ? NAN : (float)(0.5 * j);
+    }
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    if (!net)
+        die("nan: the network");
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 1, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = env, .verbose = -1, .metrics = "rmse"};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, info);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
+static void mode_nan(void)
+{
+    dla_training_info *ia = NULL, *ip = NULL;
+    dla_status sa = nan_train("auto", &ia), sp = nan_train("parallel", &ip);
+    if (!ia || !ip)
+        die("nan: no training info");
+    char detail[512];
+    snprintf(detail, sizeof detail, "status %d and %d, %lld and %lld iterations, RMSE %g and %g, "
+             "\"%s\"", (int)sp, (int)sa, (long long)ip->iterations, (long long)ia->iterations,
+             ip->iterations ? ip->training_rmse[0] : 0.0,
+             ia->iterations ? ia->training_rmse[0] : 0.0, ip->stop_reason);
+    check(sa == DLA_ERR_STATE && sp == sa && ia->iterations == 1 && ip->iterations == 1 &&
+              isnan(ia->training_rmse[0]) && isnan(ip->training_rmse[0]) &&
+              !strcmp(ip->stop_reason, ia->stop_reason),
+          "a NaN target in one share: \"parallel\" stops as \"auto\", the batch's RMSE NaN",
+          detail);
+    dla_training_info_free(ia);
+    dla_training_info_free(ip);
+}
+
+/* Dropout (and spatial dropout) in training: each worker's masks are the
+ * rows one process draws for its observations, and the stream moves on
+ * alike, so "parallel" trains as "auto" (the same learnables). */
+static dla_status dropout_train(const char *env, int spatial, int bn, int64_t mbs,
+                                dla_net **trained, dla_training_info **info)
+{
+    enum { N = 13, F = 6 };
+    static float x[F * N];
+    static int32_t lab[N];
+    for (int j = 0; j < N; j++) {
+        lab[j] = j % 3;
+        for (int c = 0; c < F; c++)
+            x[F * j + c] = (float)((c % 3 == lab[j]) + 0.1 * ((j * 5 + c) % 7));
+    }
+    dla_rng_seed(11);
+    /* With a batch normalization after the dropout, no learning (each
+     * worker normalizes with its share's statistics in training): its
+     * population statistics are compared. */
+    dla_layer *layers[] = {dla_feature_input_layer(F, NULL), dla_fc_layer(10, NULL),
+                           spatial ? dla_spatial_dropout_layer(0.4, NULL)
+                                   : dla_dropout_layer(0.5, NULL),
+                           dla_batchnorm_layer(NULL), dla_fc_layer(3, NULL),
+                           dla_softmax_layer(NULL)};
+    if (!bn)
+        dla_layer_free(layers[3]);
+    dla_net *net = dla_net_create(bn ? 6 : 5, bn ? layers : (dla_layer *[]){layers[0], layers[1],
+                                                                          layers[2], layers[4],
+                                                                          layers[5]});
+    if (!net)
+        die("dropout: the network");
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(F, N)),
+                           .targets = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = mbs,
+                              .initial_learn_rate = bn ? 1e-20 : 0.1,
+                              .execution_environment = env, .verbose = -1,
+                              .shuffle = "every-epoch", .shuffle_seed = 4, .metrics = "accuracy",
+                              .batch_normalization_statistics = bn ? "population" : NULL};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                 trained, info);
+    dla_scope_end();
+    dla_net_free(net);
+    return st;
+}
+
+static void mode_dropout(void)
+{
+    static const struct {
+        int spatial, bn;
+        int64_t mbs;
+    } cases[] = {{0, 0, 5}, {0, 0, 4}, {1, 0, 5}, {0, 1, 5}, {0, 1, 4}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        dla_net *na = NULL, *np = NULL;
+        dla_training_info *ia = NULL, *ip = NULL;
+        const int bn = cases[c].bn;
+        uint64_t seed, counter_a, counter_p;
+        if (dropout_train("auto", cases[c].spatial, bn, cases[c].mbs, &na, &ia) != DLA_OK)
+            die("dropout: auto");
+        dla_rng_get(&seed, &counter_a);
+        if (dropout_train("parallel", cases[c].spatial, bn, cases[c].mbs, &np, &ip) != DLA_OK)
+            die("dropout: parallel");
+        dla_rng_get(&seed, &counter_p);
+        const int same_n = ip->iterations == ia->iterations;
+        double wl = same_n ? worst(ip->training_loss, ia->training_loss, ia->iterations) : INFINITY;
+        double ww = worst_values(na, np, bn);
+        char what[200], detail[256];
+        snprintf(what, sizeof what, "%s, mini-batch %lld%s: \"parallel\" drops what \"auto\" drops",
+                 cases[c].spatial ? "spatial dropout" : "dropout", (long long)cases[c].mbs,
+                 bn ? ", then a batch normalization's population statistics" : "");
+        snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, %s %.1e; "
+                 "the stream at %llu and %llu", (long long)ip->iterations,
+                 (long long)ia->iterations, wl, bn ? "state" : "learnables", ww,
+                 (unsigned long long)counter_p, (unsigned long long)counter_a);
+        /* With batch normalization the losses are the shares' own. The
+         * stream ends where one process's does, on every rank (a worker
+         * without a share in the population pass's last batch drew
+         * nothing there). */
+        check(same_n && (bn || wl < 1e-6) && ww < 1e-6 && counter_p == counter_a, what, detail);
+        check(same_everywhere(digest(np)), "  the same network on every rank", "");
+        dla_training_info_free(ia);
+        dla_training_info_free(ip);
+        dla_net_free(na);
+        dla_net_free(np);
+    }
+}
+
 /* trainnet "parallel" on an image datastore (DIR) one of whose files is
  * corrupt: only the worker whose share holds it reads it, and every
  * worker must fail with an error (that worker naming the file, the others
@@ -1013,6 +1307,12 @@ int main(int argc, char **argv)
         mode_device();
     else if (!strcmp(mode, "global"))
         mode_global();
+    else if (!strcmp(mode, "seq2seq"))
+        mode_seq2seq();
+    else if (!strcmp(mode, "nan"))
+        mode_nan();
+    else if (!strcmp(mode, "dropout"))
+        mode_dropout();
     else if (!strcmp(mode, "badfile") && argc > 2)
         mode_badfile(argv[2]);
     else if (!strcmp(mode, "augment") && argc > 2)
@@ -1021,7 +1321,9 @@ int main(int argc, char **argv)
         mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device | refused | global | badfile DIR | augment DIR\n");
+                        "resume DIR | overlap | device | refused | global | seq2seq | nan | dropout | "
+                        "badfile DIR | "
+                        "augment DIR\n");
         return 2;
     }
     fflush(stdout);
