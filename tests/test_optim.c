@@ -522,7 +522,7 @@ static void schedules_step_by_iteration_and_take_matlabs_factors(void **state)
                 len *= growths[g];
             }
             const double want = 0.5 * (1 + cos(pi * left / len));
-            if (fabs(dla_learn_rate_at(&cg, 1, 1, at[j]) - want) > 1e-9)
+            if (!(fabs(dla_learn_rate_at(&cg, 1, 1, at[j]) - want) <= 1e-9))
                 fail_msg("growth %g, iteration %d: %.17g, not %.17g", growths[g], at[j],
                          dla_learn_rate_at(&cg, 1, 1, at[j]), want);
         }
