@@ -227,6 +227,30 @@ static dla_tensor *iota(int64_t n, int dim)
     return t;
 }
 
+/* 1 where target (b, s) breaks what check_targets checks, B x S: an
+ * included target that is not a whole number in 0..C-1 or is the blank,
+ * or an included target after an excluded one (a hole in the mask). The
+ * same checks as the host's, made on the device so that a replayed trace,
+ * which reads nothing back, has them too. tin is the mask as 0/1. */
+static dla_tensor *bad_targets(dla_tensor *tf, dla_tensor *tin, int64_t nc, dla_tensor *blank_d)
+{
+    dla_tensor *zero = dla_zeros(DLA_F64, "", 2, (const int64_t[]){1, 1});
+    dla_tensor *ok = dla_mul(dla_cast(dla_ge(tf, zero), DLA_F64),
+                             dla_cast(dla_le(tf, dla_full((double)(nc - 1), DLA_F64, "", 2,
+                                                          (const int64_t[]){1, 1})), DLA_F64));
+    ok = dla_mul(ok, dla_cast(dla_eq(dla_cast(dla_cast(tf, DLA_I32), DLA_F64), tf), DLA_F64));
+    ok = dla_mul(ok, dla_cast(dla_ne(tf, blank_d), DLA_F64));
+    /* bad = tin .* (1 - ok), plus tin(s) .* (1 - tin(s - 1)) for s > 0. */
+    dla_tensor *bad = dla_mul(tin, dla_affine(ok, -1, 1));
+    const int64_t ns = tin->dims[1];
+    if (ns > 1) {
+        dla_tensor *before = dla_pad(dla_slice(tin, 2, 0, 1, ns - 1), 2, (const int64_t[]){0, 1},
+                                     NULL, 1.0);
+        bad = dla_add(bad, dla_mul(tin, dla_affine(before, -1, 1)));
+    }
+    return bad;
+}
+
 /* The loss of each observation, 1 x B: the steps of the recursion. */
 static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym, dla_tensor *tm,
                                    int64_t blank)
@@ -248,7 +272,12 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
     dla_tensor *tf = dla_cast(tg, DLA_F64);
     dla_tensor *tmask = tm ? dla_ne(tm, dla_zeros(tm->dtype, "", 2, (const int64_t[]){1, 1}))
                            : dla_ones(DLA_F64, "", 2, (const int64_t[]){nb, ns});
-    dla_tensor *labels = dla_permute(dla_where(tmask, tf, blank_d), 2, (const int64_t[]){2, 1});
+    dla_tensor *tin = dla_cast(tmask, DLA_F64);
+    dla_tensor *bad = bad_targets(tf, tin, nc, blank_d);
+    dla_tensor *use = dla_mul(tin, dla_cast(dla_eq(bad, dla_zeros(DLA_F64, "", 2,
+                                                                  (const int64_t[]){1, 1})),
+                                            DLA_F64));
+    dla_tensor *labels = dla_permute(dla_where(use, tf, blank_d), 2, (const int64_t[]){2, 1});
     dla_tensor *pairs = dla_cat(1, 2, (dla_tensor *[]){
         dla_full((double)blank, DLA_F64, "", 3, (const int64_t[]){1, ns, nb}),
         dla_reshape(labels, "", 3, (const int64_t[]){1, ns, nb})});
@@ -289,14 +318,20 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
 
     /* The sequence ends in its last label or the blank after it: states
      * 2n - 1 and 2n (0-based) for n included targets. */
-    dla_tensor *n2 = dla_affine(dla_reshape(dla_sum(dla_cast(tmask, DLA_F64), 1,
+    dla_tensor *n2 = dla_affine(dla_reshape(dla_sum(tin, 1,
                                                     (const int64_t[]){2}), "", 2,
                                             (const int64_t[]){1, nb}), 2, 0);
     dla_tensor *s = iota(nl, 1);
     dla_tensor *ends = dla_add(dla_cast(dla_eq(s, n2), DLA_F64),
                                dla_cast(dla_eq(dla_affine(s, 1, 1), n2), DLA_F64));
     dla_tensor *last = dla_where(ends, alpha, ninf);
-    return dla_neg(logsumexp(last, NULL, NULL, 1, ninf, zero, one));
+    dla_tensor *loss = dla_neg(logsumexp(last, NULL, NULL, 1, ninf, zero, one));
+    /* Targets the host did not check (a trace's replay) that are not
+     * labels of Y make their observation's loss NaN, never a loss of
+     * some other sequence. */
+    dla_tensor *nan = dla_full(NAN, dt, "", 2, (const int64_t[]){1, 1});
+    return dla_where(dla_reshape(dla_sum(bad, 1, (const int64_t[]){2}), "", 2,
+                                 (const int64_t[]){1, nb}), nan, loss);
 }
 
 DLA_API dla_tensor *dla_ctc(dla_tensor *y, dla_tensor *targets, dla_tensor *y_mask,

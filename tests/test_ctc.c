@@ -284,6 +284,50 @@ static void test_a_replay_gives_eager_bits(void **state)
     dla_accel_free(af);
 }
 
+static dla_status ctc_none(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_ctc(in[0], in[1], in[2], in[3], &(dla_ctc_options){.reduction = "none"});
+    return dla_tensor_status(out[0]);
+}
+
+/* A replay reads nothing back, so the host's target checks do not run:
+ * targets that are not labels (out of range, the blank, a fraction, a
+ * hole in the mask) give their observation NaN, and the others their
+ * losses. */
+static void test_a_replay_with_bad_targets_gives_nan_not_a_wrong_loss(void **state)
+{
+    (void)state;
+    problem p = {.c = 3, .b = 4, .t = 5, .s = 2, .blank = 0};
+    random_y(&p);
+    for (int b = 0; b < 4; b++)
+        set_obs(&p, b, (const int[]){1, 2}, 2, 5);
+    dla_accel *af = dla_accelerate(ctc_none, NULL);
+    dla_scope_begin();
+    dla_tensor *out;
+    dla_tensor *in[4] = {y_of(&p), tg_of(&p), ym_of(&p), tm_of(&p)};
+    assert_int_equal(dla_accel_feval(af, NULL, 4, in, 1, &out), DLA_OK);
+    p.tg[0 + 4 * 1] = 3;   /* observation 0: past C - 1 (row 3 is observation 1's) */
+    p.tg[1 + 4 * 0] = 0;   /* observation 1: the blank */
+    p.tg[2 + 4 * 1] = 1.5; /* observation 2: a fraction */
+    dla_tensor *in2[4] = {y_of(&p), tg_of(&p), ym_of(&p), tm_of(&p)};
+    assert_int_equal(dla_accel_feval(af, NULL, 4, in2, 1, &out), DLA_OK);
+    assert_true(dla_accel_hit_rate(af) > 0);
+    double *got = nn_fetch(out);
+    for (int b = 0; b < 3; b++)
+        if (!isnan(got[b]))
+            fail_msg("observation %d: %g, want NaN", b, got[b]);
+    tu_assert_near(got[3], brute_force(&p, 3), 1e-12);
+    free(got);
+    /* A hole in the targets mask of observation 3. */
+    p.tm[3 + 4 * 0] = 0;
+    dla_tensor *in3[4] = {y_of(&p), tg_of(&p), ym_of(&p), tm_of(&p)};
+    assert_int_equal(dla_accel_feval(af, NULL, 4, in3, 1, &out), DLA_OK);
+    assert_true(isnan(dla_tensor_item(out, 3)));
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 static void test_single_precision_and_data_format(void **state)
 {
     (void)state;
@@ -374,6 +418,7 @@ int main(void)
         TU_TEST(test_a_target_too_long_for_its_steps_is_inf),
         TU_TEST(test_gradients_match_finite_differences),
         TU_TEST(test_a_replay_gives_eager_bits),
+        TU_TEST(test_a_replay_with_bad_targets_gives_nan_not_a_wrong_loss),
         TU_TEST(test_single_precision_and_data_format),
         TU_TEST(test_refusals_name_the_argument),
     };

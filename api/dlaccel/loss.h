@@ -233,10 +233,11 @@ typedef struct dla_ctc_options {
  * plans and every plugin run it.
  *
  * The targets and targetsMask are checked on the host (one read each per
- * call), except while dla_accelerate records a trace; there an index
- * out of range fails in the gather, but a target equal to the blank or a
- * mask with a hole gives a wrong loss silently, so check targets where
- * they enter the program.
+ * call), except while dla_accelerate records a trace (a host read would
+ * freeze one call's control flow into it). The same checks run on the
+ * device too: in a replay, an observation whose targets are not labels
+ * of Y (outside 0..C-1, a fraction, the blank, a hole in its mask) gets
+ * a NaN loss (and the mean is NaN), never the loss of another sequence.
  *
  * Errors: DLA_ERR_FORMAT (Y unformatted without data_format, Y's labels
  * not exactly C, B and T, targets or masks labelled other than "BT"),
