@@ -238,17 +238,13 @@ static void test_gradients_match_finite_differences(void **state)
     const int check[1] = {1};
     static const char *const reductions[2] = {"none", "mean"};
     for (int r = 0; r < 2; r++) {
-        gc_case c = {dla_keep(tg_of(&p)), dla_keep(ym_of(&p)), dla_keep(tm_of(&p)),
-                     {.reduction = reductions[r]}};
-        dla_tensor *x = nn_rand("CBT", DLA_DIMS(3, 3, 5));
+        dla_scope_begin();
+        gc_case c = {tg_of(&p), ym_of(&p), tm_of(&p), {.reduction = reductions[r]}};
+        dla_tensor *x = dla_scope_adopt(nn_rand("CBT", DLA_DIMS(3, 3, 5)));
         gc_check(ctc_of_scores, &c, 1, &x, check, 1e-6);
-        dla_tensor *y = dla_keep(y_of(&p));
+        dla_tensor *y = y_of(&p);
         gc_check(ctc_of_probs, &c, 1, &y, check, 1e-6);
-        dla_tensor_release(x);
-        dla_tensor_release(y);
-        dla_tensor_release(c.tg);
-        dla_tensor_release(c.ym);
-        dla_tensor_release(c.tm);
+        dla_scope_end();
     }
 }
 
