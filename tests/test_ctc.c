@@ -6,7 +6,8 @@
  * in the padding, Reduction "none" and "mean"; a target too long for its
  * steps (Inf, finite gradients); finite-difference gradients; a replay of
  * an accelerated loss and gradient against eager, bit for bit; single
- * precision; and the refusals.
+ * precision; targets and masks labelled "BT"; targets of no steps; and
+ * the refusals.
  */
 #include "testutil.h"
 
@@ -344,6 +345,13 @@ static void test_single_precision_and_data_format(void **state)
     assert_string_equal(dla_tensor_format(l), "");
     tu_assert_near(dla_tensor_item(l, 0), brute_force(&p, 0), 1e-12);
     tu_assert_near(dla_tensor_item(l, 1), brute_force(&p, 1), 1e-12);
+    /* Targets and masks labelled "BT", the masks int32. */
+    dla_tensor *bt = dla_ctc(y_of(&p), dla_tensor_from_host(p.tg, DLA_F64, "BT", DLA_DIMS(2, 2)),
+                             dla_cast(dla_tensor_from_host(p.ym, DLA_F64, "BT", DLA_DIMS(2, 4)),
+                                      DLA_I32),
+                             dla_cast(dla_tensor_from_host(p.tm, DLA_F64, "BT", DLA_DIMS(2, 2)),
+                                      DLA_I32), NULL);
+    tu_assert_near(dla_tensor_item(bt, 0), (brute_force(&p, 0) + brute_force(&p, 1)) / 2, 1e-12);
     /* No masks: every step and every target counts. */
     problem q = p;
     set_obs(&q, 0, (const int[]){1, 2}, 2, 4);
@@ -351,6 +359,24 @@ static void test_single_precision_and_data_format(void **state)
     dla_tensor *all = dla_ctc(y_of(&q), tg_of(&q), NULL, NULL, &(dla_ctc_options){.reduction = "none"});
     tu_assert_near(dla_tensor_item(all, 0), brute_force(&q, 0), 1e-12);
     tu_assert_near(dla_tensor_item(all, 1), brute_force(&q, 1), 1e-12);
+    dla_scope_end();
+}
+
+/* Targets of no steps (B x 0): every step must be the blank. */
+static void test_no_targets_at_all(void **state)
+{
+    (void)state;
+    problem p = {.c = 3, .b = 2, .t = 4, .s = 0, .blank = 2};
+    random_y(&p);
+    dla_scope_begin();
+    dla_tensor *l = dla_ctc(y_of(&p), dla_zeros(DLA_I32, "", DLA_DIMS(2, 0)), NULL, NULL,
+                            &(dla_ctc_options){.blank_index = "last", .reduction = "none"});
+    for (int b = 0; b < 2; b++) {
+        double want = 0;
+        for (int t = 0; t < 4; t++)
+            want -= log(p.y[2 + 3 * (b + 2 * t)]);
+        tu_assert_near(dla_tensor_item(l, b), want, 1e-12);
+    }
     dla_scope_end();
 }
 
@@ -416,6 +442,7 @@ int main(void)
         TU_TEST(test_a_replay_gives_eager_bits),
         TU_TEST(test_a_replay_with_bad_targets_gives_nan_not_a_wrong_loss),
         TU_TEST(test_single_precision_and_data_format),
+        TU_TEST(test_no_targets_at_all),
         TU_TEST(test_refusals_name_the_argument),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
