@@ -251,6 +251,25 @@ static dla_tensor *bad_targets(dla_tensor *tf, dla_tensor *tin, int64_t nc, dla_
     return bad;
 }
 
+/* The steps t0 .. t0+n-1 of x (L x B x n) as L x B tensors, by halving.
+ * The backward of a slice fills a gradient of its whole source, so T
+ * slices of the L x B x T scores would fill T of them, T^2 L B elements
+ * (at T = 100 the fills were half of a replay's time); slices of halves
+ * fill 2 L B T a level, 2 L B T log2(T) in all. */
+static void split_steps(dla_tensor *x, int64_t t0, int64_t n, dla_tensor **steps)
+{
+    const int64_t nl = x->dims[0], nb = x->dims[1];
+    if (n <= 2) {
+        for (int64_t t = 0; t < n; t++)
+            steps[t0 + t] = dla_reshape(n == 1 ? x : dla_slice(x, 3, t, 1, t + 1), "", 2,
+                                        (const int64_t[]){nl, nb});
+        return;
+    }
+    const int64_t h = n / 2;
+    split_steps(dla_slice(x, 3, 0, 1, h), t0, h, steps);
+    split_steps(dla_slice(x, 3, h, 1, n), t0 + h, n - h, steps);
+}
+
 /* The loss of each observation, 1 x B: the steps of the recursion. */
 static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym, dla_tensor *tm,
                                    int64_t blank)
@@ -304,9 +323,13 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
                                 (const int64_t[]){nl - 1, 0}, -INFINITY);
     dla_tensor *ymask = ym ? dla_ne(ym, dla_zeros(ym->dtype, "", 2, (const int64_t[]){1, 1}))
                            : NULL;
+    dla_tensor **steps = dla__malloc(sizeof *steps * (size_t)(nt ? nt : 1));
+    if (!steps)
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: no memory for %lld time steps", op,
+                          (long long)nt);
+    split_steps(scores, 0, nt, steps);
     for (int64_t t = 0; t < nt; t++) {
-        dla_tensor *st = dla_reshape(dla_slice(scores, 3, t, 1, t + 1), "", 2,
-                                     (const int64_t[]){nl, nb});
+        dla_tensor *st = steps[t];
         dla_tensor *from = logsumexp(alpha, shift_down(alpha, 1, nl),
                                      dla_add(shift_down(alpha, 2, nl), skip), 0, ninf, zero, one);
         dla_tensor *next = dla_add(st, from);
@@ -325,6 +348,7 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
     dla_tensor *ends = dla_add(dla_cast(dla_eq(s, n2), DLA_F64),
                                dla_cast(dla_eq(dla_affine(s, 1, 1), n2), DLA_F64));
     dla_tensor *last = dla_where(ends, alpha, ninf);
+    dla__free(steps);
     dla_tensor *loss = dla_neg(logsumexp(last, NULL, NULL, 1, ninf, zero, one));
     /* Targets the host did not check (a trace's replay) that are not
      * labels of Y make their observation's loss NaN, never a loss of
