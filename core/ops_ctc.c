@@ -8,7 +8,15 @@
  * and the forward (alpha) recursion over T in log space, one step of
  * slices, pads, max2, exp, log and where per time step. Its cost is T
  * small steps over an (2S+1) x B state, which is what a CTC kernel does
- * too, in more launches.
+ * too, in more launches. The per-step scores are cut from the L x B x T
+ * gather by halving (split_steps), so their backward stays O(T log T).
+ *
+ * MATLAB's page (https://mathworks.com/help/deeplearning/ref/
+ * dlarray.ctc.html) could be read only in its opening: ctc of a formatted
+ * Y of predictions, targets, YMask and targetsMask, DataFormat, and the
+ * loss reduced by "taking the mean across the batch dimension". What it
+ * does not say there is chosen as PyTorch's CTCLoss does: see
+ * api/dlaccel/loss.h.
  *
  * The log-sum-exp of the recursion never makes a NaN, in the value or in
  * the gradient: an unreachable state holds -Inf, its sum of exponentials
