@@ -349,9 +349,9 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
 
     /* The sequence ends in its last label or the blank after it: states
      * 2n - 1 and 2n (0-based) for n included targets. */
-    dla_tensor *n2 = dla_affine(dla_reshape(dla_sum(tin, 1,
-                                                    (const int64_t[]){2}), "", 2,
-                                            (const int64_t[]){1, nb}), 2, 0);
+    dla_tensor *n = dla_reshape(dla_sum(tin, 1, (const int64_t[]){2}), "", 2,
+                                (const int64_t[]){1, nb});
+    dla_tensor *n2 = dla_affine(n, 2, 0);
     dla_tensor *s = iota(nl, 1);
     dla_tensor *ends = dla_add(dla_cast(dla_eq(s, n2), DLA_F64),
                                dla_cast(dla_eq(dla_affine(s, 1, 1), n2), DLA_F64));
