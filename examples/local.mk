@@ -173,3 +173,14 @@ examples_neural_ode_LDADD = libdlaccel.la -lm
 TESTS += examples/neural_ode_example.sh
 EXTRA_DIST += examples/neural_ode_example.sh
 # ---- end of examples/neural_ode ---------------------------------------------
+
+# ---- examples/ctc_sequences: a recurrent network trained with dla_ctc -----
+# Label sequences not aligned with the input steps, learned through the CTC
+# loss in an accelerated custom loop; the smoke test trains it and checks
+# that greedy decoding gets the label sequences of a fresh batch.
+noinst_PROGRAMS += examples/ctc_sequences
+examples_ctc_sequences_SOURCES = examples/ctc_sequences.c
+examples_ctc_sequences_LDADD = libdlaccel.la -lm
+TESTS += examples/ctc_example.sh
+EXTRA_DIST += examples/ctc_example.sh
+# ---- end of examples/ctc_sequences ------------------------------------------

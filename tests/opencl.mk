@@ -32,6 +32,6 @@ TESTS += tests/opencl_test.sh tests/opencl_plan_test.sh tests/tensor_on_opencl.s
 	tests/higher_on_opencl.sh tests/derivatives_on_opencl.sh tests/attention_on_opencl.sh \
 	tests/resize_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh
 EXTRA_DIST += tests/opencl_test.sh tests/opencl_plan_test.sh
-TESTS += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh tests/net_mask_on_opencl.sh
+TESTS += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh tests/net_mask_on_opencl.sh tests/ctc_on_opencl.sh
 endif
-EXTRA_DIST += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh
+EXTRA_DIST += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh tests/ctc_on_opencl.sh

@@ -1,9 +1,9 @@
 /*
  * dlaccel/loss.h - included by dlaccel.h; do not include it directly.
  *
- * Losses (crossentropy, binary cross-entropy, mse, l1loss, l2loss, huber),
- * one-hot encoding and decoding, concatenation, padding, indexing, and the
- * comparisons and where that masks and accuracies are made of.
+ * Losses (crossentropy, binary cross-entropy, mse, l1loss, l2loss, huber,
+ * ctc), one-hot encoding and decoding, concatenation, padding, indexing,
+ * and the comparisons and where that masks and accuracies are made of.
  *
  *     // MATLAB: loss = crossentropy(Y, T, classWeights, WeightsFormat="C");
  *     dla_tensor *loss = dla_crossentropy(y, t, &(dla_crossentropy_options){
@@ -168,6 +168,87 @@ typedef struct dla_huber_options {
  * DLA_ERR_INVALID_ARGUMENT for a transition point that is negative, NaN
  * or infinite. */
 DLA_API dla_tensor *dla_huber(dla_tensor *y, dla_tensor *targets, const dla_huber_options *opts);
+
+/* ---------------------------------------------------------------------- ctc */
+
+/* Options of dla_ctc. */
+typedef struct dla_ctc_options {
+    /* Which channel of Y is the blank: "first" (default; channel 0) or
+     * "last" (channel C-1). */
+    const char *blank_index;
+    /* "mean" (default): the mean over the observations of their losses,
+     * a 1x1 tensor; "none": each observation's loss, 1 x B (formatted
+     * "CB" when Y is formatted, unformatted with data_format). */
+    const char *reduction;
+    /* Labels of an unformatted Y: "CBT" in any order ("TBC"...). */
+    const char *data_format;
+} dla_ctc_options;
+
+/* MATLAB ctc(Y, targets, YMask, targetsMask, Name=Value) (since R2021a):
+ * the connectionist temporal classification loss between unaligned
+ * sequences (Graves et al., 2006), for sequence labelling without a
+ * per-step alignment (speech, handwriting). Of each observation b,
+ *     loss(b) = -log( sum over the alignments p of the targets of
+ *                     prod over the steps t of Y(p(t), b, t) )
+ * where an alignment is a sequence of T channels that gives the target
+ * sequence once repeats are merged and blanks removed (so a repeated
+ * label needs a blank between its copies). Computed by the forward
+ * (alpha) recursion in log space.
+ *
+ * What MATLAB's page says (https://mathworks.com/help/deeplearning/ref/
+ * dlarray.ctc.html, the part of it that could be read): ctc "computes the
+ * connectionist temporal classification (CTC) loss between unaligned
+ * sequences"; Y is a formatted dlarray of predictions (DataFormat for an
+ * unformatted one), targets the target values, YMask and targetsMask the
+ * prediction and target masks, and "the function reduces the loss values
+ * by taking the mean across the batch dimension". The rest below (what Y
+ * holds, the layouts, the masks, BlankIndex, Reduction "none", a target
+ * the input is too short for) is chosen as PyTorch's CTCLoss does, where
+ * that was not readable.
+ *
+ * y: probabilities (a softmax over C already applied, as MATLAB's
+ *    examples pass softmax(X)), C x B x T: formatted with exactly the
+ *    labels C, B and T, or unformatted with data_format. C counts the
+ *    blank. Values are kept at realmin and above inside the log, as the
+ *    other losses here do. Single or double.
+ * targets: B x S class indices of Y's channels, 0-based as everywhere in
+ *    dlaccel (MATLAB's are 1-based), never the blank; int32, uint8, single
+ *    or double whole numbers; unformatted or labelled "BT". Padding
+ *    (targetsMask 0) may hold any value.
+ * y_mask: B x T (unformatted or "BT"), logical or numeric, or NULL (all
+ *    steps). A step with 0 is skipped, as if it were not there: padding
+ *    after a shorter sequence (PyTorch's input_lengths) leaves that
+ *    observation's loss as it is without the padding.
+ * targets_mask: B x S, or NULL (all targets). Each row is ones (the
+ *    observation's targets) then zeros (padding): PyTorch's
+ *    target_lengths. A row with a hole is refused.
+ *
+ * "mean" divides the sum of the observations' losses by B, as MATLAB's
+ * page says (PyTorch's "mean" first divides each by its target length;
+ * dlaccel does not). A target sequence that the unmasked steps cannot
+ * emit (fewer steps than its labels plus the blanks its repeats need)
+ * has probability 0: its loss is Inf, as PyTorch's (without
+ * zero_infinity), and its gradient is 0, not NaN, so the other
+ * observations' gradients stay usable. Differentiable with respect to Y
+ * (not the targets or the masks); written with public ops, so replay
+ * plans and every plugin run it.
+ *
+ * The targets and targetsMask are checked on the host (one read each per
+ * call), except while dla_accelerate records a trace (a host read would
+ * freeze one call's control flow into it). The same checks run on the
+ * device too: in a replay, an observation whose targets are not labels
+ * of Y (outside 0..C-1, a fraction, the blank, a hole in its mask) gets
+ * a NaN loss (and the mean is NaN), never the loss of another sequence.
+ *
+ * Errors: DLA_ERR_FORMAT (Y unformatted without data_format, Y's labels
+ * not exactly C, B and T, targets or masks labelled other than "BT"),
+ * DLA_ERR_SHAPE (targets or masks whose rows are not Y's observations,
+ * YMask not B x T, targetsMask not of targets' size), DLA_ERR_DTYPE (Y not
+ * single or double, logical targets), DLA_ERR_INVALID_ARGUMENT (a target
+ * outside 0..C-1 or equal to the blank, a targetsMask row with a hole, an
+ * unknown option value, tensors on different devices). opts may be NULL. */
+DLA_API dla_tensor *dla_ctc(dla_tensor *y, dla_tensor *targets, dla_tensor *y_mask,
+                            dla_tensor *targets_mask, const dla_ctc_options *opts);
 
 /* ----------------------------------------------------------------- one-hot */
 
