@@ -67,3 +67,9 @@ noinst_PROGRAMS += bench/imds-bench
 bench_imds_bench_SOURCES = bench/imds_bench.c
 bench_imds_bench_LDADD = libdlaccel.la
 EXTRA_DIST += bench/datastore.sh
+
+# dla_ctc's values for bench/torch_ctc.py (PyTorch's ctc_loss beside it).
+noinst_PROGRAMS += bench/ctc_values
+bench_ctc_values_SOURCES = bench/ctc_values.c
+bench_ctc_values_LDADD = libdlaccel.la -lm
+EXTRA_DIST += bench/torch_ctc.py
