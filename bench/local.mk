@@ -73,3 +73,10 @@ noinst_PROGRAMS += bench/ctc_values
 bench_ctc_values_SOURCES = bench/ctc_values.c
 bench_ctc_values_LDADD = libdlaccel.la -lm
 EXTRA_DIST += bench/torch_ctc.py
+
+# dla_lstm, dla_gru and dla_crosschannelnorm's values for
+# bench/torch_rnn_lrn.py (PyTorch's LSTM, GRU and local_response_norm).
+noinst_PROGRAMS += bench/rnn_lrn_values
+bench_rnn_lrn_values_SOURCES = bench/rnn_lrn_values.c
+bench_rnn_lrn_values_LDADD = libdlaccel.la -lm
+EXTRA_DIST += bench/torch_rnn_lrn.py
