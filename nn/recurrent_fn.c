@@ -81,7 +81,7 @@ static dla_status rnn_run(rnn_call *c, dla_tensor **out)
     dla_tensor *args[4] = {c->x, c->w, c->r, c->b};
     dla_status st = DLA_OK;
     for (int i = 0; i < 4 && st == DLA_OK; i++)
-        st = i == 0 || args[0] ? check_arg(c, names[i], args[i]) : DLA_OK;
+        st = check_arg(c, names[i], args[i]); /* x first: the others' dtypes are x's */
     for (int k = 0; k < c->nstates && st == DLA_OK; k++)
         st = check_arg(c, c->state_name[k], c->s[k]);
     if (st != DLA_OK)
