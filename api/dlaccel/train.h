@@ -295,8 +295,34 @@ typedef struct dla_train_data {
      * look 1-based; targets with a C dim (one-hot) of another size than K
      * are DLA_ERR_SHAPE naming both counts (and, for one value per
      * observation of another dtype than int32, saying that class numbers
-     * are int32). */
+     * are int32). Sequence-to-sequence targets as one C x N x T array
+     * ("CBT") are padded to the longest sequence of the whole data: a
+     * mini-batch whose sequences are shorter (padded to its own longest,
+     * or cut to its shortest) is given the targets' first steps, as many
+     * as its sequences have, which line up with them when the padding is
+     * on the right (SequencePaddingDirection "right", the default). With
+     * "left" the array cannot say on which side each observation's steps
+     * were padded, so such a batch is DLA_ERR_SHAPE, pointing to
+     * target_sequences. */
     dla_tensor *targets;
+    /* Or, with sequences, sequence-to-sequence targets as one sequence per
+     * observation (MATLAB's cell array of sequence responses or of
+     * categorical sequences), each as long as its predictor sequence,
+     * padded, cut and chunked with the predictors (the same
+     * SequenceLength, SequencePaddingValue and SequencePaddingDirection),
+     * so every mini-batch's targets have its steps. Each sequence is
+     * K x T_i responses, K the network output's channels, or, for an
+     * output of K > 1 channels, 1 x T_i class numbers 0..K-1 (whole
+     * numbers, held as the list's single values), one-hot encoded per
+     * step; padded steps of one-hot targets are all 0. The network's
+     * output must be a sequence ("CBT"). Checked once, before training:
+     * set with targets, or without sequences, is DLA_ERR_INVALID_ARGUMENT;
+     * a count of sequences or a sequence's length other than the
+     * predictors', or a channel count neither K nor 1, is DLA_ERR_SHAPE
+     * naming the first; a class number not a whole number in 0..K-1 is
+     * DLA_ERR_INVALID_ARGUMENT naming the sequence and step. Borrowed as
+     * sequences is. */
+    const dla_seqlist *target_sequences;
 } dla_train_data;
 
 /* The loss trainnet minimizes (MATLAB's lossFcn): exactly one of name, fn
