@@ -323,7 +323,7 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
 static dla_status align_targets(const trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor **t)
 {
     const int xt = dla_tensor_find_dim(x, 'T'), tt = *t ? dla_tensor_find_dim(*t, 'T') : 0;
-    if (!m || tr->seq_targets || !xt || !tt)
+    if (!m || !xt || !tt)
         return DLA_OK;
     const int64_t steps = dla_tensor_dim(x, xt), have = dla_tensor_dim(*t, tt);
     if (have <= steps)

@@ -1929,29 +1929,35 @@ static dla_net *seq_fc(int classify, uint64_t seed)
 }
 
 /* The loss of net over steps [0, steps) of observations 0..nb-1 (each up
- * to its own length: the others are padding), by hand from each sequence
- * predicted alone: "mse" (the mean of the squared errors of the valid
- * steps' responses) or "crossentropy" (the mean over the valid steps of
- * -log of the target class's score). */
+ * to its own length: the others are padding), by hand from the scores of
+ * the whole data in one batch (the fc layer scores each step alone):
+ * "mse" (the mean of the squared errors of the valid steps' responses) or
+ * "crossentropy" (the mean over the valid steps of -log of the target
+ * class's score). */
 static double seq_hand_loss(dla_net *net, const seq_set *d, int classify, int nb, int steps)
 {
+    const int K = classify ? 3 : 2;
     double sum = 0, count = 0;
     dla_scope_begin();
-    for (int64_t i = 0; i < nb; i++) {
-        dla_tensor *x, *y;
-        assert_int_equal(dla_padsequences(d->x, 1, &i, NULL, &x, NULL), DLA_OK);
-        assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
-        float yv[3 * SQT];
-        assert_int_equal(dla_tensor_to_host(y, yv, sizeof(float) * (size_t)dla_tensor_numel(y)),
-                         DLA_OK);
+    dla_tensor *y;
+    assert_int_equal(dla_minibatchpredict(net, &(dla_train_data){.sequences = d->x},
+                                          &(dla_predict_options){.mini_batch_size = SQN}, &y),
+                     DLA_OK);
+    static float yv[3 * SQN * SQT];
+    assert_int_equal(dla_tensor_numel(y), K * SQN * SQT);
+    assert_int_equal(dla_tensor_to_host(y, yv, sizeof(float) * (size_t)(K * SQN * SQT)), DLA_OK);
+    for (int i = 0; i < nb; i++) {
         const float *r = dla_seqlist_data(d->resp, i), *c = dla_seqlist_data(d->cls, i);
+        const float *yi = yv + K * i; /* step s at yi[K * SQN * s] */
         for (int s = 0; s < steps && s < sq_len[i]; s++) {
             if (classify) {
-                sum -= log(yv[(int)c[s] + 3 * s]);
+                sum -= log(yi[(int)c[s] + K * SQN * s]);
                 count += 1;
             } else {
-                for (int k = 0; k < 2; k++)
-                    sum += ((double)yv[k + 2 * s] - r[k + 2 * s]) * ((double)yv[k + 2 * s] - r[k + 2 * s]);
+                for (int k = 0; k < 2; k++) {
+                    const double e = (double)yi[k + K * SQN * s] - r[k + 2 * s];
+                    sum += e * e;
+                }
                 count += 2;
             }
         }
@@ -2082,7 +2088,8 @@ static void seq2seq_classification_first_loss_is_the_masked_loss_by_hand(void **
 }
 
 /* Trained on shuffled batches (most without the longest sequence),
- * validated on the same data in batches of 4: the loss falls well below
+ * validated on the same data in batches of 4 (a regression's given in
+ * the other form): the loss falls well below
  * the initial network's, the same with either form of targets, and the
  * final validation is testnet's. */
 static void seq2seq_training_reduces_the_loss_with_either_form(void **state)
@@ -2108,7 +2115,16 @@ static void seq2seq_training_reduces_the_loss_with_either_form(void **state)
             o.mini_batch_size = 4;
             o.shuffle = "every-epoch";
             o.partial_mini_batch = "return";
-            o.validation_data = &td;
+            /* Regression validated on the other form (class numbers per
+             * step come only as sequences, one-hot only as the array). */
+            dla_train_data vd = {.sequences = d.x};
+            if (classify)
+                vd = td;
+            else if (form == 0)
+                vd.targets = d.resp_dense;
+            else
+                vd.target_sequences = d.resp;
+            o.validation_data = &vd;
             dla_net *trained = NULL;
             dla_training_info *info = NULL;
             if (dla_trainnet(&td, net, &loss, &o, &trained, &info) != DLA_OK)
@@ -2119,7 +2135,7 @@ static void seq2seq_training_reduces_the_loss_with_either_form(void **state)
                 fail_msg("%s, %s targets: validation loss %g after training, %g before",
                          loss.name, form ? "array" : "sequence", final[form], before);
             double v;
-            assert_int_equal(dla_testnet(trained, &td, loss.name,
+            assert_int_equal(dla_testnet(trained, &vd, loss.name,
                                          &(dla_predict_options){.mini_batch_size = 4}, &v),
                              DLA_OK);
             tu_assert_near(v, final[form], 1e-5 * (1 + v));
