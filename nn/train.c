@@ -48,6 +48,9 @@ typedef struct trainer {
     int metrics;                 /* DLA__METRIC_* */
     int classify;                /* targets are class numbers */
     int seq_targets;             /* the data's targets are target_sequences */
+    /* The longest sequence of the training data [0] and of the validation
+     * (or testnet's) data [1]: 0 for other data (align_targets). */
+    int64_t longest[2];
     int64_t classes;
     int has_recurrent;
     int64_t chunk;               /* SequenceLength as a number, else 0 */
@@ -318,15 +321,20 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
  * steps. With left padding they are not any one range: the array's own
  * padding side is unknown (a C array is usually filled from step 0, its
  * end padded, while the batch aligns the sequences' ends), and guessing
- * would train on shifted targets, so the batch is refused. Fewer target
- * steps than x's are left to the loss, whose error names both shapes. */
-static dla_status align_targets(const trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor **t)
+ * would train on shifted targets, so the batch is refused. Targets of
+ * another number of steps than the data's longest sequence or the
+ * training data's (validation targets padded as the training ones) are
+ * left to the loss, whose error names both shapes: a network whose output
+ * has more steps than its input has such targets. longest: the data's
+ * longest sequence. */
+static dla_status align_targets(const trainer *tr, int64_t longest, dla_tensor *x, dla_tensor *m,
+                                dla_tensor **t)
 {
     const int xt = dla_tensor_find_dim(x, 'T'), tt = *t ? dla_tensor_find_dim(*t, 'T') : 0;
     if (!m || !xt || !tt)
         return DLA_OK;
     const int64_t steps = dla_tensor_dim(x, xt), have = dla_tensor_dim(*t, tt);
-    if (have <= steps)
+    if (have <= steps || (have != longest && have != tr->longest[0]))
         return DLA_OK;
     if (!strcmp(tr->o.sequence_padding_direction, "left"))
         return dla_set_error(DLA_ERR_SHAPE,
@@ -342,17 +350,19 @@ static dla_status align_targets(const trainer *tr, dla_tensor *x, dla_tensor *m,
 }
 
 /* The queue's next batch: x, its padding mask (NULL unless the queue
- * makes one: sequence data) and t, its steps x's (align_targets). */
+ * makes one: sequence data) and t, its steps x's (align_targets; q is
+ * the training queue or the validation one). */
 static dla_status next_batch(const trainer *tr, dla_mbq *q, dla_tensor **x, dla_tensor **m,
                              dla_tensor **t)
 {
+    const int64_t longest = tr->longest[q == tr->train_q ? 0 : 1];
     dla_tensor *b[3] = {NULL, NULL, NULL};
     const int n = dla_mbq_num_outputs(q);
     dla_status st = dla_mbq_next(q, n, b);
     *x = b[0];
     *m = n == 3 ? b[1] : NULL;
     *t = b[n - 1];
-    return st == DLA_OK ? align_targets(tr, *x, *m, t) : st;
+    return st == DLA_OK ? align_targets(tr, longest, *x, *m, t) : st;
 }
 
 /* Sets tr->mask to m in dtype when some step of it is padding (NULL when
@@ -545,6 +555,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                              d->images ? "datastore's files" : d->sequences ? "sequence list"
                                                                               : "predictors' observation dim",
                              validation ? "ValidationData" : "training data");
+    tr->longest[validation] = 0;
+    for (int64_t i = 0; d->sequences && i < n; i++)
+        if (dla_seqlist_length(d->sequences, i) > tr->longest[validation])
+            tr->longest[validation] = dla_seqlist_length(d->sequences, i);
     /* Sequence targets: padded by the queue with the predictors, checked
      * once here (train_seqtarget.c). */
     if (d->target_sequences) {

@@ -2249,6 +2249,37 @@ static void target_sequences_that_do_not_fit_are_refused(void **state)
     dla_scope_end();
 }
 
+/* Targets with more steps than the data's longest sequence are a
+ * network's whose output has more steps than its input (a transposed
+ * convolution along T: 4 steps in, 6 out): not cut to the batch's 4 steps
+ * as an array padded to the longest sequence would be. */
+static void targets_longer_than_every_sequence_are_not_cut(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_seqlist *s = dla_seqlist_create(1);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(dla_seqlist_append(s, (float[]){(float)i, 1, -1, 0.5f}, 4), DLA_OK);
+    float tv[4 * 6];
+    for (int k = 0; k < 24; k++)
+        tv[k] = (float)(k % 5) * 0.25f;
+    dla_train_data d = {.sequences = s,
+                        .targets = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(1, 4, 6))};
+    dla_rng_seed(8);
+    dla_layer *l[] = {dla_sequence_input_layer(1, NULL), dla_transposed_conv1d_layer(3, 1, NULL)};
+    dla_net *net = dla_net_create(2, l), *trained = NULL;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 2;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL) != DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_scope_end();
+}
+
 static dla_training_state done_state; /* what the last "done" call was given */
 
 static int stop_at_5(void *ctx, const dla_training_state *s)
@@ -3260,6 +3291,7 @@ int main(void)
         TU_TEST(seq2seq_classification_first_loss_is_the_masked_loss_by_hand),
         TU_TEST(seq2seq_training_reduces_the_loss_with_either_form),
         TU_TEST(target_sequences_that_do_not_fit_are_refused),
+        TU_TEST(targets_longer_than_every_sequence_are_not_cut),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,7 +296,8 @@ typedef struct dla_train_data {
      * are DLA_ERR_SHAPE naming both counts (and, for one value per
      * observation of another dtype than int32, saying that class numbers
      * are int32). Sequence-to-sequence targets as one C x N x T array
-     * ("CBT") are padded to the longest sequence of the whole data: a
+     * ("CBT") are padded to the longest sequence of the whole data
+     * (validation targets: of theirs or of the training data's): a
      * mini-batch whose sequences are shorter (padded to its own longest,
      * or cut to its shortest) is given the targets' first steps, as many
      * as its sequences have, which line up with them when the padding is
@@ -673,8 +674,9 @@ typedef struct dla_predict_options {
 
 /* MATLAB metricValues = testnet(net, data, metrics): the network in
  * inference mode (predict) over data (predictors, sequences or an image
- * datastore, and targets, as trainnet takes them: class numbers or
- * responses), in mini-batches, each metric over the whole data.
+ * datastore, and targets or target_sequences, as trainnet takes them:
+ * class numbers or responses), in mini-batches, each metric over the
+ * whole data.
  * metrics names them, comma-separated: "accuracy" (percent), "rmse", or a
  * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
  * "mse", "l1loss", "huber" and their other names), normalized as trainnet
@@ -690,7 +692,8 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
 
 /* MATLAB scores = minibatchpredict(net, data): the network in inference
  * mode (dla_net_predict) over data's predictors, sequences or image
- * datastore (targets are not read and may be NULL), a mini-batch at a
+ * datastore (targets and target_sequences are not read; targets may be
+ * NULL), a mini-batch at a
  * time, so that only one mini-batch's activations are in memory; the
  * outputs joined along their "B" dim (an unformatted output's last) into
  * *scores (ownership as dlaccel.h's results). Classes from the scores:
