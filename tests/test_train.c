@@ -5,8 +5,9 @@
  * frequency and patience, checkpoints written and loaded back, the SVG
  * chart (well-formed XML), ExecutionEnvironment's mapping, partial
  * mini-batches, an accelerated custom loss, sequences (shortest, chunks of
- * a SequenceLength number through an LSTM), the OutputFcn and the progress
- * display on its own.
+ * a SequenceLength number through an LSTM; sequence-to-sequence targets of
+ * sequences of different lengths, as target_sequences or as one padded
+ * array), the OutputFcn and the progress display on its own.
  *
  * When a device other than a cpu is loaded (tests/train_on_testmem.sh adds
  * the testmem plugin), ExecutionEnvironment "gpu" must pick it and train
@@ -1922,7 +1923,7 @@ static dla_net *seq_fc(int classify, uint64_t seed)
 {
     dla_rng_seed(seed);
     dla_layer *l[] = {dla_sequence_input_layer(2, NULL), dla_fc_layer(classify ? 3 : 2, NULL),
-                      dla_softmax_layer(NULL)};
+                      classify ? dla_softmax_layer(NULL) : NULL};
     dla_net *net = dla_net_create(classify ? 3 : 2, l);
     assert_non_null(net);
     return net;
