@@ -35,7 +35,7 @@ libdlaccel_la_LIBADD += $(PNG_LIBS) $(JPEG_LIBS)
 libdlaccel_la_SOURCES += nn/train_impl.h nn/train.c nn/train_options.c nn/train_table.c \
 	nn/progress.c nn/chart.h nn/chart.c
 # What trainnet checks before its first iteration (paths, class numbers).
-libdlaccel_la_SOURCES += nn/train_check.c nn/train_population.c nn/predict.c
+libdlaccel_la_SOURCES += nn/train_check.c nn/train_seqtarget.c nn/train_population.c nn/predict.c
 # Training in parallel (docs/parallel.md, "Training"): shares of the global
 # mini-batch, the weighted combination of gradients and state, the
 # broadcast of the initial network, and trainnet's workers.

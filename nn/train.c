@@ -47,6 +47,10 @@ typedef struct trainer {
     int uniform_lr;              /* every learn-rate factor is 1 */
     int metrics;                 /* DLA__METRIC_* */
     int classify;                /* targets are class numbers */
+    int seq_targets;             /* the data's targets are target_sequences */
+    /* The longest sequence of the training data [0] and of the validation
+     * (or testnet's) data [1]: 0 for other data (align_targets). */
+    int64_t longest[2];
     int64_t classes;
     int has_recurrent;
     int64_t chunk;               /* SequenceLength as a number, else 0 */
@@ -309,17 +313,56 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
     return st;
 }
 
-/* The queue's next batch: x, its padding mask (NULL unless the queue
- * makes one: sequence data) and t. */
-static dla_status next_batch(dla_mbq *q, dla_tensor **x, dla_tensor **m, dla_tensor **t)
+/* Sequence-to-sequence targets given as one array, padded to the longest
+ * sequence of the whole data, for a batch x whose sequences are shorter
+ * (padded to the batch's longest, or cut to its shortest): the targets'
+ * steps that line up with x's. With right padding (and cutting at the
+ * end) observation i's step s is at s in both, so they are the first
+ * steps. With left padding they are not any one range: the array's own
+ * padding side is unknown (a C array is usually filled from step 0, its
+ * end padded, while the batch aligns the sequences' ends), and guessing
+ * would train on shifted targets, so the batch is refused. Targets of
+ * another number of steps than the data's longest sequence or the
+ * training data's (validation targets padded as the training ones) are
+ * left to the loss, whose error names both shapes: a network whose output
+ * has more steps than its input has such targets. longest: the data's
+ * longest sequence. */
+static dla_status align_targets(const trainer *tr, int64_t longest, dla_tensor *x, dla_tensor *m,
+                                dla_tensor **t)
 {
+    const int xt = dla_tensor_find_dim(x, 'T'), tt = *t ? dla_tensor_find_dim(*t, 'T') : 0;
+    if (!m || !xt || !tt)
+        return DLA_OK;
+    const int64_t steps = dla_tensor_dim(x, xt), have = dla_tensor_dim(*t, tt);
+    if (have <= steps || (have != longest && have != tr->longest[0]))
+        return DLA_OK;
+    if (!strcmp(tr->o.sequence_padding_direction, "left"))
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "the mini-batch's sequences have %lld time steps, its targets %lld "
+                             "(padded to the longest sequence of the data): with "
+                             "SequencePaddingDirection \"left\" the steps of such targets that "
+                             "line up with the batch's are not known; give them as "
+                             "target_sequences, one per observation, padded with the "
+                             "predictors, or use \"right\"",
+                             (long long)steps, (long long)have);
+    *t = dla_slice(*t, tt, 0, 1, steps);
+    return dla_tensor_status(*t);
+}
+
+/* The queue's next batch: x, its padding mask (NULL unless the queue
+ * makes one: sequence data) and t, its steps x's (align_targets; q is
+ * the training queue or the validation one). */
+static dla_status next_batch(const trainer *tr, dla_mbq *q, dla_tensor **x, dla_tensor **m,
+                             dla_tensor **t)
+{
+    const int64_t longest = tr->longest[q == tr->train_q ? 0 : 1];
     dla_tensor *b[3] = {NULL, NULL, NULL};
     const int n = dla_mbq_num_outputs(q);
     dla_status st = dla_mbq_next(q, n, b);
     *x = b[0];
     *m = n == 3 ? b[1] : NULL;
     *t = b[n - 1];
-    return st;
+    return st == DLA_OK ? align_targets(tr, longest, *x, *m, t) : st;
 }
 
 /* Sets tr->mask to m in dtype when some step of it is padding (NULL when
@@ -342,16 +385,22 @@ static dla_status use_mask(trainer *tr, dla_tensor *m, dla_dtype dtype)
 /* Class numbers one-hot in dtype: a comparison with the list 0..K-1, as
  * dla_onehotencode makes it, but without its check of the labels (set-up
  * checked every class number once) and its upload of the list per call. */
-static dla_tensor *onehot(const trainer *tr, dla_tensor *t, dla_dtype dtype)
+static dla_tensor *onehot(const trainer *tr, dla_tensor *t, dla_tensor *m, dla_dtype dtype)
 {
-    return dla_cast(dla_eq(t, tr->class_list), dtype);
+    dla_tensor *h = dla_cast(dla_eq(t, tr->class_list), dtype);
+    /* Class numbers per step (target_sequences): a padded step holds the
+     * padding value, which may be a class number; it one-hots as zeros,
+     * so that a custom loss sees no class there (m, the padding mask). */
+    if (tr->seq_targets && m && steps_of(h, m))
+        h = dla_mul(h, dla_cast(m, dtype));
+    return h;
 }
 
 /* Targets of a batch as the loss wants them: class numbers one-hot. */
 static dla_tensor *targets_for_loss(const trainer *tr, dla_tensor *t, dla_tensor *y)
 {
     if (tr->classify)
-        return onehot(tr, t, dla_tensor_dtype(y));
+        return onehot(tr, t, tr->mask, dla_tensor_dtype(y));
     if (dla_tensor_dtype(t) != dla_tensor_dtype(y))
         return dla_cast(t, dla_tensor_dtype(y));
     return t;
@@ -454,10 +503,19 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
                              "%s: %s: set exactly one of predictors, sequences and images "
                              "(%s)", fn, what,
                              sources == 2 ? "both are set" : sources ? "all three are set" : "none is set");
-    if (!d->targets)
+    if (d->target_sequences && d->targets)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: %s: set one of targets and target_sequences (both are set)", fn,
+                             what);
+    if (d->target_sequences && !d->sequences)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: %s: target_sequences are sequence-to-sequence targets, one per "
+                             "predictor sequence: they need sequences (the predictors are %s)",
+                             fn, what, d->images ? "an image datastore" : "an array");
+    if (!d->targets && !d->target_sequences)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s: targets is NULL", fn, what);
     dla_tensor *bad = d->predictors && dla_tensor_status(d->predictors) != DLA_OK ? d->predictors
-                      : dla_tensor_status(d->targets) != DLA_OK                  ? d->targets
+                      : d->targets && dla_tensor_status(d->targets) != DLA_OK    ? d->targets
                                                                                  : NULL;
     if (bad)
         return dla_set_error(dla_tensor_status(bad), "%s: %s: %s: %s", fn, what,
@@ -497,13 +555,43 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                              d->images ? "datastore's files" : d->sequences ? "sequence list"
                                                                               : "predictors' observation dim",
                              validation ? "ValidationData" : "training data");
+    tr->longest[validation] = 0;
+    for (int64_t i = 0; d->sequences && i < n; i++)
+        if (dla_seqlist_length(d->sequences, i) > tr->longest[validation])
+            tr->longest[validation] = dla_seqlist_length(d->sequences, i);
+    /* Sequence targets: padded by the queue with the predictors, checked
+     * once here (train_seqtarget.c). */
+    if (d->target_sequences) {
+        dla_status sst = dla__train_check_target_sequences(tr->fn, what, d->sequences,
+                                                           d->target_sequences, tr->out_format,
+                                                           tr->classes);
+        if (sst == DLA_OK &&
+            dla__train_seq_targets_are_classes(d->target_sequences, tr->classes) != tr->classify)
+            sst = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                "%s: %s: target_sequences are %s where the training data's are %s",
+                                tr->fn, what, tr->classify ? "responses" : "class numbers",
+                                tr->classify ? "class numbers" : "responses");
+        if (sst != DLA_OK)
+            return sst;
+        *targets = NULL;
+    } else if (tr->seq_targets && tr->classify) {
+        /* Class numbers per step come only as sequences. */
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: %s: the training data's target_sequences are class numbers; "
+                             "give these targets as target_sequences of class numbers too",
+                             tr->fn, what);
+    }
     /* Labels and class counts, once per data set (train_check.c). */
-    dla_status cst = tr->classify ? dla__train_check_classes(what, d->targets, tr->classes)
-                                  : dla__train_check_channels(what, d->targets, tr->out_format,
-                                                              tr->classes);
+    dla_status cst = d->target_sequences ? DLA_OK
+                     : tr->classify && !tr->seq_targets
+                         ? dla__train_check_classes(what, d->targets, tr->classes)
+                         : dla__train_check_channels(what, d->targets, tr->out_format,
+                                                     tr->classes);
     if (cst != DLA_OK)
         return cst;
-    if (dla_tensor_numel(d->targets) == n && dla_tensor_dtype(d->targets) == DLA_I32 &&
+    if (d->target_sequences) {
+        /* padded by the queue below */
+    } else if (dla_tensor_numel(d->targets) == n && dla_tensor_dtype(d->targets) == DLA_I32 &&
         tr->classify) {
         /* A reference of our own even when the caller has a scope open. */
         dla_scope_begin();
@@ -522,7 +610,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                                  tr->fn, what, (long long)dla_tensor_dim(d->targets, od), od, (long long)n);
         *targets = dla_tensor_retain(d->targets);
     }
-    if (dla_tensor_status(*targets) != DLA_OK) {
+    if (*targets && dla_tensor_status(*targets) != DLA_OK) {
         dla_status st = dla_tensor_status(*targets);
         dla_tensor_release(*targets);
         *targets = NULL;
@@ -533,13 +621,14 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     int64_t dims[DLA_MAX_DIMS];
     if (d->predictors && !*dla_tensor_format(d->predictors))
         dla_net_input_activation(tr->net, 0, dims, in_fmt);
-    const char *tfmt = !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format : NULL;
+    const char *tfmt = *targets && !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format
+                                                                                : NULL;
     dla_mbq_input in[2] = {
         /* Sequences come with their padding mask (the second output),
          * for the loss and metrics of sequence-to-sequence targets. */
         {.tensor = d->predictors, .sequences = d->sequences, .images = d->images, .cast = cast,
          .format = *in_fmt ? in_fmt : NULL, .mask = d->sequences != NULL},
-        {.tensor = *targets, .format = tfmt && *tfmt ? tfmt : NULL},
+        {.tensor = *targets, .sequences = d->target_sequences, .format = tfmt && *tfmt ? tfmt : NULL},
     };
     /* Chunked sequences are padded to the longest here and cut later. */
     const char *len = tr->chunk ? "longest" : tr->o.sequence_length;
@@ -669,7 +758,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
     while (st == DLA_OK && dla_mbq_hasdata(tr->val_q)) {
         dla_scope_begin();
         dla_tensor *b[2], *m, *y, *l;
-        st = next_batch(tr->val_q, &b[0], &m, &b[1]);
+        st = next_batch(tr, tr->val_q, &b[0], &m, &b[1]);
         if (st == DLA_OK)
             st = use_mask(tr, m, dla_tensor_dtype(b[0]));
         if (st == DLA_OK)
@@ -969,7 +1058,7 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
     dla_scope_begin();
     /* The targets the loss sees: one-hot for class numbers, in Y's dtype
      * (single unless the network is double). */
-    dla_tensor *tl = tr->classify ? onehot(tr, t, dla_tensor_dtype(x))
+    dla_tensor *tl = tr->classify ? onehot(tr, t, m, dla_tensor_dtype(x))
                                   : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
                                                                                : t;
     st = dla_tensor_status(tl);
@@ -1329,7 +1418,7 @@ static dla_status run_lbfgs(trainer *tr)
     dla_mbq_reset(tr->train_q);
     dla_scope_begin();
     dla_tensor *batch[2], *m;
-    st = next_batch(tr->train_q, &batch[0], &m, &batch[1]);
+    st = next_batch(tr, tr->train_q, &batch[0], &m, &batch[1]);
     if (st == DLA_OK)
         st = use_mask(tr, m, dla_tensor_dtype(batch[0]));
     if (st == DLA_OK) {
@@ -1340,7 +1429,7 @@ static dla_status run_lbfgs(trainer *tr)
         tr->lb.mask = tr->mask = dla_tensor_retain(tr->mask);
         tr->batch_mask = NULL; /* this scope's; L-BFGS combines no batches */
         tr->lb.x = dla_tensor_retain(x);
-        tr->lb.t = dla_tensor_retain(tr->classify ? onehot(tr, t, dla_tensor_dtype(x))
+        tr->lb.t = dla_tensor_retain(tr->classify ? onehot(tr, t, tr->mask, dla_tensor_dtype(x))
                                      : dla_tensor_dtype(t) != dla_tensor_dtype(x) ? dla_cast(t, dla_tensor_dtype(x))
                                                                                   : t);
         st = dla_tensor_status(tr->lb.t);
@@ -1381,7 +1470,7 @@ static dla_status run_epochs(trainer *tr)
         while (st == DLA_OK && !stop && dla__train_par_hasdata(&tr->par, tr->train_q, &st)) {
             dla_scope_begin();
             dla_tensor *batch[2], *m;
-            st = next_batch(tr->train_q, &batch[0], &m, &batch[1]);
+            st = next_batch(tr, tr->train_q, &batch[0], &m, &batch[1]);
             if (st != DLA_OK) {
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -1579,13 +1668,17 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     /* Class numbers: int32 targets, one per observation, for an output
      * with channels. */
     int64_t n = observations(data);
-    tr->classify = dla_tensor_dtype(data->targets) == DLA_I32 && dla_tensor_numel(data->targets) == n;
     tr->classes = cdim ? odims[cdim - 1] : 0;
+    tr->seq_targets = data->target_sequences != NULL;
+    tr->classify = tr->seq_targets
+                       ? dla__train_seq_targets_are_classes(data->target_sequences, tr->classes)
+                       : dla_tensor_dtype(data->targets) == DLA_I32 &&
+                             dla_tensor_numel(data->targets) == n;
     if (tr->classify && !cdim)
         return dla_set_error(DLA_ERR_SHAPE,
                              "%s: the targets are class numbers but the network's output "
                              "(%s) has no C dim", tr->fn, tr->out_format);
-    if (tr->classify && strchr(tr->out_format, 'T'))
+    if (tr->classify && !tr->seq_targets && strchr(tr->out_format, 'T'))
         return dla_set_error(DLA_ERR_SHAPE,
                              "%s: the targets are one class per observation but the "
                              "network's output \"%s\" is a sequence: end it with OutputMode \"last\" "

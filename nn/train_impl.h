@@ -48,6 +48,15 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
  * network output's channel count: DLA_ERR_SHAPE naming both counts. */
 dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
                                      int64_t channels);
+/* Sequence targets (train_seqtarget.c): whether t holds class numbers for
+ * an output of k channels (one channel, k > 1); and the check of t against
+ * the predictor sequences x: their count, each length, the channels (k or
+ * class numbers), an output with T and C, class numbers whole and in
+ * 0..k-1. Errors name fn and what ("data", "ValidationData"). */
+int dla__train_seq_targets_are_classes(const dla_seqlist *t, int64_t k);
+dla_status dla__train_check_target_sequences(const char *fn, const char *what, const dla_seqlist *x,
+                                             const dla_seqlist *t, const char *out_format,
+                                             int64_t k);
 
 /* BatchNormalizationStatistics "population" (train_population.c): one
  * pass over q (the training data, this rank's part with parallel set,

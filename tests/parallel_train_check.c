@@ -49,7 +49,9 @@
  *              with accuracy and "mse" with RMSE, the blocking and the
  *              overlapped reductions; every figure and the learnables
  *              within 1e-6 (float rounding; each was off by up to 1e-2
- *              when the shares were weighted by observations).
+ *              when the shares were weighted by observations). Also with
+ *              mini-batches lacking a sequence of 12 steps, the targets
+ *              as target_sequences and as the array padded to 12.
  *   nan        a NaN target in the first worker's share of the first
  *              mini-batch: "parallel" stops there as "auto" does ("Training
  *              loss is NaN"), and the batch's RMSE is NaN on every rank
@@ -932,18 +934,20 @@ static void mode_global(void)
  * another number of valid steps, and its loss and metrics are means over
  * its own. Loss "crossentropy" (one-hot targets, accuracy) or "mse"
  * (three responses, RMSE), with validation. */
-static dla_status seq2seq_train(const char *env, int mse, int64_t mbs, dla_net **trained,
-                                dla_training_info **info)
+static dla_status seq2seq_train(const char *env, int mse, int64_t mbs, int seqt,
+                                dla_net **trained, dla_training_info **info)
 {
     enum { N = 13, V = 7, T = 12, C = 3 };
-    /* The targets are one C x N x T array: trainnet pads the predictors
-     * of a mini-batch to its longest sequence and needs the targets' T
-     * to match, so every mini-batch (unshuffled, of 3, 4 or 5) holds a
-     * sequence of 12 steps (the even ones), the others 1 to 5. */
+    /* The targets are one C x N x T array, every mini-batch (unshuffled,
+     * of 3, 4 or 5) holding a sequence of 12 steps (the even ones), the
+     * others 1 to 5; or (seqt 1) target_sequences, one per observation
+     * (class numbers for "crossentropy"), of 1 to 12 steps in an order
+     * where most mini-batches lack one of 12; or (seqt 2) those lengths
+     * with the targets as the array (a batch takes its first steps). */
     static int len[N + V];
     for (int j = 0; j < N + V; j++) {
         const int b = j < N ? j : j - N;
-        len[j] = b % 2 ? 1 + (b * 3) % 5 : T;
+        len[j] = seqt ? 1 + (b * 5 + 2) % 12 : b % 2 ? 1 + (b * 3) % 5 : T;
     }
     dla_rng_seed(9);
     dla_layer *layers[] = {dla_sequence_input_layer(2, NULL), dla_lstm_layer(5, NULL),
@@ -957,6 +961,7 @@ static dla_status seq2seq_train(const char *env, int mse, int64_t mbs, dla_net *
      * hold values the mask must leave out. */
     static float tv[C * N * T], vv[C * V * T];
     dla_seqlist *seqs = dla_seqlist_create(2), *vseqs = dla_seqlist_create(2);
+    dla_seqlist *tseqs = dla_seqlist_create(mse ? C : 1), *vtseqs = dla_seqlist_create(mse ? C : 1);
     for (int j = 0; j < N + V; j++) {
         float x[2 * T];
         const int n = j < N ? N : V, b = j < N ? j : j - N;
@@ -974,12 +979,22 @@ static dla_status seq2seq_train(const char *env, int mse, int64_t mbs, dla_net *
         }
         if (dla_seqlist_append(j < N ? seqs : vseqs, x, len[j]) != DLA_OK)
             die("seq2seq: the sequences");
+        float ts[C * T];
+        for (int k = 0; k < len[j]; k++)
+            for (int c = 0; c < (mse ? C : 1); c++)
+                ts[c + (mse ? C : 1) * k] = mse ? t[c + C * (b + n * k)] : (float)((j + k / 2) % C);
+        if (dla_seqlist_append(j < N ? tseqs : vtseqs, ts, len[j]) != DLA_OK)
+            die("seq2seq: the target sequences");
     }
     dla_scope_begin();
-    dla_train_data data = {.sequences = seqs,
-                           .targets = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(C, N, T))};
-    dla_train_data val = {.sequences = vseqs,
-                          .targets = dla_tensor_from_host(vv, DLA_F32, "CBT", DLA_DIMS(C, V, T))};
+    dla_train_data data = {.sequences = seqs}, val = {.sequences = vseqs};
+    if (seqt == 1) {
+        data.target_sequences = tseqs;
+        val.target_sequences = vtseqs;
+    } else {
+        data.targets = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(C, N, T));
+        val.targets = dla_tensor_from_host(vv, DLA_F32, "CBT", DLA_DIMS(C, V, T));
+    }
     dla_training_options o = {.max_epochs = 4, .mini_batch_size = mbs, .initial_learn_rate = 0.05,
                               .execution_environment = env, .verbose = -1,
                               .shuffle = "never",
@@ -991,6 +1006,8 @@ static dla_status seq2seq_train(const char *env, int mse, int64_t mbs, dla_net *
     dla_scope_end();
     dla_seqlist_free(seqs);
     dla_seqlist_free(vseqs);
+    dla_seqlist_free(tseqs);
+    dla_seqlist_free(vtseqs);
     dla_net_free(net);
     return st;
 }
@@ -1026,14 +1043,16 @@ static void mode_seq2seq(void)
         int mse;
         int64_t mbs;
         const char *overlap;
-    } cases[] = {{0, 4, "1"}, {0, 5, "0"}, {1, 4, "0"}, {1, 5, "1"}, {0, 3, "1"}};
+        int seqt;
+    } cases[] = {{0, 4, "1", 0}, {0, 5, "0", 0}, {1, 4, "0", 0}, {1, 5, "1", 0}, {0, 3, "1", 0},
+                 {0, 4, "1", 1}, {1, 5, "0", 1}, {1, 4, "1", 2}, {0, 5, "0", 2}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         dla_net *na = NULL, *np = NULL;
         dla_training_info *ia = NULL, *ip = NULL;
-        if (seq2seq_train("auto", cases[c].mse, cases[c].mbs, &na, &ia) != DLA_OK)
+        if (seq2seq_train("auto", cases[c].mse, cases[c].mbs, cases[c].seqt, &na, &ia) != DLA_OK)
             die("seq2seq: auto");
         setenv("DLACCEL_OVERLAP", cases[c].overlap, 1);
-        if (seq2seq_train("parallel", cases[c].mse, cases[c].mbs, &np, &ip) != DLA_OK)
+        if (seq2seq_train("parallel", cases[c].mse, cases[c].mbs, cases[c].seqt, &np, &ip) != DLA_OK)
             die("seq2seq: parallel");
         unsetenv("DLACCEL_OVERLAP");
         const double *ma = cases[c].mse ? ia->training_rmse : ia->training_accuracy;
@@ -1049,8 +1068,11 @@ static void mode_seq2seq(void)
         double ww = worst_values(na, np, 0);
         char what[200], detail[256];
         snprintf(what, sizeof what, "sequence-to-sequence \"%s\", sequences of 1 to 12 steps, "
-                 "mini-batch %lld (overlap %s): \"parallel\" gives \"auto\"'s figures",
-                 cases[c].mse ? "mse" : "crossentropy", (long long)cases[c].mbs, cases[c].overlap);
+                 "mini-batch %lld (overlap %s)%s: \"parallel\" gives \"auto\"'s figures",
+                 cases[c].mse ? "mse" : "crossentropy", (long long)cases[c].mbs, cases[c].overlap,
+                 cases[c].seqt == 1   ? ", target_sequences"
+                 : cases[c].seqt == 2 ? ", batches without the longest"
+                                      : "");
         snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, %s %.1e, "
                  "validation loss %.1e and %s %.1e, learnables %.1e",
                  (long long)ip->iterations, (long long)ia->iterations, wl,

@@ -5,8 +5,9 @@
  * frequency and patience, checkpoints written and loaded back, the SVG
  * chart (well-formed XML), ExecutionEnvironment's mapping, partial
  * mini-batches, an accelerated custom loss, sequences (shortest, chunks of
- * a SequenceLength number through an LSTM), the OutputFcn and the progress
- * display on its own.
+ * a SequenceLength number through an LSTM; sequence-to-sequence targets of
+ * sequences of different lengths, as target_sequences or as one padded
+ * array), the OutputFcn and the progress display on its own.
  *
  * When a device other than a cpu is loaded (tests/train_on_testmem.sh adds
  * the testmem plugin), ExecutionEnvironment "gpu" must pick it and train
@@ -1862,6 +1863,424 @@ static void training_does_not_learn_the_padding(void **state)
     dla_scope_end();
 }
 
+/* ------------------------------------------- sequence-to-sequence targets */
+
+/* Ten sequences of 3..12 steps, in an order whose first mini-batches of 4
+ * lack the longest (12): 2 x T_i predictors; regression targets 2 x T_i
+ * (x0 + x1, x0 - x1 / 2: an fc layer fits them); class numbers 1 x T_i
+ * (0 where x0 < -0.4, 2 where x0 > 0.4, else 1); and both as one array
+ * padded on the right to 12 steps ("CBT"; one-hot for the classes),
+ * padded steps 0. */
+enum { SQN = 10, SQT = 12 };
+static const int sq_len[SQN] = {5, 3, 8, 6, 12, 4, 10, 7, 9, 11};
+
+typedef struct seq_set {
+    dla_seqlist *x, *resp, *cls;
+    dla_tensor *resp_dense, *onehot_dense;
+} seq_set;
+
+static seq_set seq_set_make(void)
+{
+    seq_set d = {dla_seqlist_create(2), dla_seqlist_create(2), dla_seqlist_create(1), NULL, NULL};
+    static float rd[2 * SQN * SQT], od[3 * SQN * SQT];
+    memset(rd, 0, sizeof rd);
+    memset(od, 0, sizeof od);
+    for (int i = 0; i < SQN; i++) {
+        float x[2 * SQT], r[2 * SQT], c[SQT];
+        for (int s = 0; s < sq_len[i]; s++) {
+            x[2 * s] = (float)sin(0.7 * (13 * i + s));
+            x[2 * s + 1] = (float)cos(1.3 * (i + 2 * s));
+            r[2 * s] = x[2 * s] + x[2 * s + 1];
+            r[2 * s + 1] = x[2 * s] - 0.5f * x[2 * s + 1];
+            c[s] = x[2 * s] < -0.4f ? 0.0f : x[2 * s] > 0.4f ? 2.0f : 1.0f;
+            rd[0 + 2 * (i + SQN * s)] = r[2 * s];
+            rd[1 + 2 * (i + SQN * s)] = r[2 * s + 1];
+            od[(int)c[s] + 3 * (i + SQN * s)] = 1;
+        }
+        assert_int_equal(dla_seqlist_append(d.x, x, sq_len[i]), DLA_OK);
+        assert_int_equal(dla_seqlist_append(d.resp, r, sq_len[i]), DLA_OK);
+        assert_int_equal(dla_seqlist_append(d.cls, c, sq_len[i]), DLA_OK);
+    }
+    d.resp_dense = dla_tensor_from_host(rd, DLA_F32, "CBT", DLA_DIMS(2, SQN, SQT));
+    d.onehot_dense = dla_tensor_from_host(od, DLA_F32, "CBT", DLA_DIMS(3, SQN, SQT));
+    assert_non_null(d.x);
+    assert_non_null(d.resp_dense);
+    assert_non_null(d.onehot_dense);
+    return d;
+}
+
+/* Frees the lists; the arrays go with the scope the test opened. */
+static void seq_set_free(seq_set *d)
+{
+    dla_seqlist_free(d->x);
+    dla_seqlist_free(d->resp);
+    dla_seqlist_free(d->cls); /* (the arrays are the caller's scope's) */
+}
+
+/* An fc network over each step (no state: a step's output is its own
+ * input's alone, so a batch's outputs are each sequence's own). */
+static dla_net *seq_fc(int classify, uint64_t seed)
+{
+    dla_rng_seed(seed);
+    dla_layer *l[] = {dla_sequence_input_layer(2, NULL), dla_fc_layer(classify ? 3 : 2, NULL),
+                      classify ? dla_softmax_layer(NULL) : NULL};
+    dla_net *net = dla_net_create(classify ? 3 : 2, l);
+    assert_non_null(net);
+    return net;
+}
+
+/* The loss of net over steps [0, steps) of observations 0..nb-1 (each up
+ * to its own length: the others are padding), by hand from the scores of
+ * the whole data in one batch (the fc layer scores each step alone):
+ * "mse" (the mean of the squared errors of the valid steps' responses) or
+ * "crossentropy" (the mean over the valid steps of -log of the target
+ * class's score). */
+static double seq_hand_loss(dla_net *net, const seq_set *d, int classify, int nb, int steps)
+{
+    const int K = classify ? 3 : 2;
+    double sum = 0, count = 0;
+    dla_scope_begin();
+    dla_tensor *y;
+    assert_int_equal(dla_minibatchpredict(net, &(dla_train_data){.sequences = d->x},
+                                          &(dla_predict_options){.mini_batch_size = SQN}, &y),
+                     DLA_OK);
+    static float yv[3 * SQN * SQT];
+    assert_int_equal(dla_tensor_numel(y), K * SQN * SQT);
+    assert_int_equal(dla_tensor_to_host(y, yv, sizeof(float) * (size_t)(K * SQN * SQT)), DLA_OK);
+    for (int i = 0; i < nb; i++) {
+        const float *r = dla_seqlist_data(d->resp, i), *c = dla_seqlist_data(d->cls, i);
+        const float *yi = yv + K * i; /* step s at yi[K * SQN * s] */
+        for (int s = 0; s < steps && s < sq_len[i]; s++) {
+            if (classify) {
+                sum -= log(yi[(int)c[s] + K * SQN * s]);
+                count += 1;
+            } else {
+                for (int k = 0; k < 2; k++) {
+                    const double e = (double)yi[k + K * SQN * s] - r[k + 2 * s];
+                    sum += e * e;
+                }
+                count += 2;
+            }
+        }
+    }
+    dla_scope_end();
+    return sum / count;
+}
+
+static double first_target_sum = -1; /* of the first call's T */
+
+static dla_status summing_ce(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    if (first_target_sum < 0)
+        dla_tensor_to_host(dla_sum(dla_cast(in[1], DLA_F64), 0, NULL), &first_target_sum,
+                           sizeof first_target_sum);
+    out[0] = dla_crossentropy(in[0], in[1], NULL);
+    return dla_tensor_status(out[0]);
+}
+
+/* Before: sequence-to-sequence targets were one C x N x T array padded to
+ * the longest sequence of the data, and a mini-batch without it (padded
+ * to its own longest, or cut to its shortest) stopped training
+ * ("dla_crossentropy: argument targets: 3x4x12 does not match y's
+ * 3x4x8"). Now targets come as target_sequences, padded with the
+ * predictors, or as that array, whose first steps a shorter batch takes:
+ * the first iteration's loss is the masked loss of the first batch's
+ * steps by hand, in every SequenceLength (its first chunk for a number),
+ * and the same with either form. */
+static void seq2seq_first_loss_is_the_masked_loss_by_hand(int classify)
+{
+    dla_scope_begin();
+    seq_set d = seq_set_make();
+    dla_net *net = seq_fc(classify, 21 + (uint64_t)classify);
+    const dla_train_loss loss = {.name = classify ? "crossentropy" : "mse"};
+    const struct {
+        const char *length, *direction;
+        int steps; /* of the first iteration: batch {5, 3, 8, 6} */
+    } modes[] = {{"longest", "right", 8}, {"shortest", "right", 3}, {"4", "right", 4},
+                 {"longest", "left", 8}};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        const double want = seq_hand_loss(net, &d, classify, 4, modes[m].steps);
+        dla_training_options o = quiet();
+        o.max_epochs = 1;
+        o.mini_batch_size = 4;
+        o.shuffle = "never";
+        o.sequence_length = modes[m].length;
+        o.sequence_padding_direction = modes[m].direction;
+        o.sequence_padding_value = 3; /* a class number: padded steps must not count */
+        for (int form = 0; form < 2; form++) {
+            dla_train_data td = {.sequences = d.x};
+            if (form == 0)
+                td.target_sequences = classify ? d.cls : d.resp;
+            else
+                td.targets = classify ? d.onehot_dense : d.resp_dense;
+            dla_net *trained = NULL;
+            dla_training_info *info = NULL;
+            dla_status st = dla_trainnet(&td, net, &loss, &o, &trained, &info);
+            if (form == 1 && !strcmp(modes[m].direction, "left")) {
+                /* An array padded to the data's longest cannot say where a
+                 * left-padded batch's steps are. */
+                assert_int_equal(st, DLA_ERR_SHAPE);
+                assert_non_null(strstr(dla_last_error(), "SequencePaddingDirection \"left\""));
+                assert_non_null(strstr(dla_last_error(), "target_sequences"));
+                /* (the network so far, untrained: the first batch failed) */
+                dla_training_info_free(info);
+                dla_net_free(trained);
+                continue;
+            }
+            if (st != DLA_OK)
+                fail_msg("%s, SequenceLength %s %s, %s targets: %s", loss.name, modes[m].length,
+                         modes[m].direction, form ? "array" : "sequence", dla_last_error());
+            tu_assert_near(info->training_loss[0], want, 1e-5 * (1 + want));
+            dla_training_info_free(info);
+            dla_net_free(trained);
+        }
+    }
+    /* A custom loss sees one-hot class targets whose padded steps are all
+     * 0, though the padding value (2) is a class number: the first batch's
+     * targets add up to its 5 + 3 + 8 + 6 valid steps. */
+    if (classify) {
+        dla_training_options o = quiet();
+        o.max_epochs = 1;
+        o.mini_batch_size = 4;
+        o.shuffle = "never";
+        o.sequence_padding_value = 2;
+        dla_net *trained = NULL;
+        first_target_sum = -1;
+        if (dla_trainnet(&(dla_train_data){.sequences = d.x, .target_sequences = d.cls}, net,
+                         &(dla_train_loss){.fn = summing_ce}, &o, &trained, NULL) != DLA_OK)
+            fail_msg("custom loss: %s", dla_last_error());
+        tu_assert_near(first_target_sum, 22, 1e-9);
+        dla_net_free(trained);
+    }
+    /* testnet in batches of 3 (the first {5, 3, 8}): the whole data's
+     * masked loss, from either form. */
+    const double whole = seq_hand_loss(net, &d, classify, SQN, SQT);
+    dla_predict_options po = {.mini_batch_size = 3};
+    double v[2];
+    const char *metric = classify ? "crossentropy" : "mse";
+    assert_int_equal(dla_testnet(net,
+                                 &(dla_train_data){.sequences = d.x,
+                                                   .target_sequences = classify ? d.cls : d.resp},
+                                 metric, &po, &v[0]),
+                     DLA_OK);
+    if (dla_testnet(net,
+                    &(dla_train_data){.sequences = d.x,
+                                      .targets = classify ? d.onehot_dense : d.resp_dense},
+                    metric, &po, &v[1]) != DLA_OK)
+        fail_msg("testnet, array targets: %s", dla_last_error());
+    tu_assert_near(v[0], whole, 1e-5 * (1 + whole));
+    tu_assert_near(v[1], whole, 1e-5 * (1 + whole));
+    dla_net_free(net);
+    seq_set_free(&d);
+    dla_scope_end();
+}
+
+static void seq2seq_regression_first_loss_is_the_masked_loss_by_hand(void **state)
+{
+    (void)state;
+    seq2seq_first_loss_is_the_masked_loss_by_hand(0);
+}
+
+static void seq2seq_classification_first_loss_is_the_masked_loss_by_hand(void **state)
+{
+    (void)state;
+    seq2seq_first_loss_is_the_masked_loss_by_hand(1);
+}
+
+/* Trained on shuffled batches (most without the longest sequence),
+ * validated on the same data in batches of 4 (a regression's given in
+ * the other form): the loss falls well below
+ * the initial network's, the same with either form of targets, and the
+ * final validation is testnet's. */
+static void seq2seq_training_reduces_the_loss_with_either_form(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    seq_set d = seq_set_make();
+    for (int classify = 0; classify < 2; classify++) {
+        dla_net *net = seq_fc(classify, 31 + (uint64_t)classify);
+        const dla_train_loss loss = {.name = classify ? "crossentropy" : "mse"};
+        const double before = seq_hand_loss(net, &d, classify, SQN, SQT);
+        double final[2];
+        for (int form = 0; form < 2; form++) {
+            dla_train_data td = {.sequences = d.x};
+            if (form == 0)
+                td.target_sequences = classify ? d.cls : d.resp;
+            else
+                td.targets = classify ? d.onehot_dense : d.resp_dense;
+            dla_training_options o = quiet();
+            o.solver = "adam";
+            o.initial_learn_rate = 0.05;
+            o.max_epochs = 60;
+            o.mini_batch_size = 4;
+            o.shuffle = "every-epoch";
+            o.partial_mini_batch = "return";
+            /* Regression validated on the other form (class numbers per
+             * step come only as sequences, one-hot only as the array). */
+            dla_train_data vd = {.sequences = d.x};
+            if (classify)
+                vd = td;
+            else if (form == 0)
+                vd.targets = d.resp_dense;
+            else
+                vd.target_sequences = d.resp;
+            o.validation_data = &vd;
+            dla_net *trained = NULL;
+            dla_training_info *info = NULL;
+            if (dla_trainnet(&td, net, &loss, &o, &trained, &info) != DLA_OK)
+                fail_msg("%s, %s targets: %s", loss.name, form ? "array" : "sequence",
+                         dla_last_error());
+            final[form] = info->final_validation_loss;
+            if (!(final[form] < 0.3 * before))
+                fail_msg("%s, %s targets: validation loss %g after training, %g before",
+                         loss.name, form ? "array" : "sequence", final[form], before);
+            double v;
+            assert_int_equal(dla_testnet(trained, &vd, loss.name,
+                                         &(dla_predict_options){.mini_batch_size = 4}, &v),
+                             DLA_OK);
+            tu_assert_near(v, final[form], 1e-5 * (1 + v));
+            dla_training_info_free(info);
+            dla_net_free(trained);
+        }
+        /* The same batches, the same steps, the same masked losses. */
+        tu_assert_near(final[1], final[0], 1e-4 * (1 + final[0]));
+        dla_net_free(net);
+    }
+    seq_set_free(&d);
+    dla_scope_end();
+}
+
+/* Sequence targets that do not fit are refused before training, naming
+ * the first mistake. */
+static void target_sequences_that_do_not_fit_are_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    seq_set d = seq_set_make();
+    dla_net *reg = seq_fc(0, 41), *cls = seq_fc(1, 42), *trained = NULL;
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 4;
+    const dla_train_loss mse = {.name = "mse"}, ce = {.name = "crossentropy"};
+    typedef struct {
+        dla_seqlist *t;
+        dla_net *net;
+        dla_status st;
+        const char *says;
+    } refusal;
+    refusal cases[6];
+    int nc = 0;
+    /* One sequence fewer. */
+    dla_seqlist *nine = dla_seqlist_create(2);
+    for (int i = 0; i < SQN - 1; i++)
+        assert_int_equal(dla_seqlist_append(nine, dla_seqlist_data(d.resp, i), sq_len[i]), DLA_OK);
+    cases[nc++] = (refusal){nine, reg, DLA_ERR_SHAPE,
+                                     "target_sequences holds 9 sequences for 10 predictor sequences"};
+    /* Sequence 2 a step short. */
+    dla_seqlist *short2 = dla_seqlist_create(2);
+    for (int i = 0; i < SQN; i++)
+        assert_int_equal(dla_seqlist_append(short2, dla_seqlist_data(d.resp, i),
+                                            sq_len[i] - (i == 2)),
+                         DLA_OK);
+    cases[nc++] = (refusal){short2, reg, DLA_ERR_SHAPE,
+                                     "target_sequences[2] has 7 time steps, its predictor sequence 8"};
+    /* Class numbers out of range, and 1-based. */
+    dla_seqlist *bad = dla_seqlist_create(1), *one = dla_seqlist_create(1);
+    for (int i = 0; i < SQN; i++) {
+        float c[SQT];
+        for (int s = 0; s < sq_len[i]; s++)
+            c[s] = dla_seqlist_data(d.cls, i)[s] + 1;
+        assert_int_equal(dla_seqlist_append(one, c, sq_len[i]), DLA_OK);
+        if (i == 3)
+            c[4] = 2.5f;
+        assert_int_equal(dla_seqlist_append(bad, c, sq_len[i]), DLA_OK);
+    }
+    cases[nc++] = (refusal){one, cls, DLA_ERR_INVALID_ARGUMENT, "look 1-based"};
+    cases[nc++] = (refusal){bad, cls, DLA_ERR_INVALID_ARGUMENT, "is not a class number in 0..2"};
+    /* Responses of another channel count than the output's. */
+    dla_seqlist *three = dla_seqlist_create(3);
+    for (int i = 0; i < SQN; i++) {
+        float r[3 * SQT] = {0};
+        assert_int_equal(dla_seqlist_append(three, r, sq_len[i]), DLA_OK);
+    }
+    cases[nc++] = (refusal){three, reg, DLA_ERR_SHAPE, "target_sequences have 3 channels"};
+    for (int k = 0; k < nc; k++) {
+        trained = (dla_net *)1;
+        dla_status st = dla_trainnet(&(dla_train_data){.sequences = d.x, .target_sequences = cases[k].t},
+                                     cases[k].net, cases[k].net == cls ? &ce : &mse, &o, &trained, NULL);
+        if (st != cases[k].st || !strstr(dla_last_error(), cases[k].says))
+            fail_msg("case %d: %d %s; want %d and \"%s\"", k, st, dla_last_error(), cases[k].st,
+                     cases[k].says);
+        assert_null(trained);
+        double v;
+        assert_int_equal(dla_testnet(cases[k].net,
+                                     &(dla_train_data){.sequences = d.x, .target_sequences = cases[k].t},
+                                     "rmse", NULL, &v),
+                         cases[k].st);
+        assert_non_null(strstr(dla_last_error(), "dla_testnet"));
+    }
+    /* Both forms at once, sequence targets of array predictors, and
+     * validation class numbers given as an array. */
+    trained = (dla_net *)1;
+    assert_int_equal(dla_trainnet(&(dla_train_data){.sequences = d.x, .targets = d.resp_dense,
+                                                    .target_sequences = d.resp},
+                                  reg, &mse, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "set one of targets and target_sequences"));
+    dla_tensor *flat = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, SQN));
+    assert_int_equal(dla_trainnet(&(dla_train_data){.predictors = flat, .target_sequences = d.resp},
+                                  reg, &mse, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "they need sequences"));
+    o.validation_data = &(dla_train_data){.sequences = d.x, .targets = d.onehot_dense};
+    assert_int_equal(dla_trainnet(&(dla_train_data){.sequences = d.x, .target_sequences = d.cls},
+                                  cls, &ce, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "ValidationData"));
+    assert_true(trained == (dla_net *)1 || trained == NULL);
+    dla_seqlist_free(nine);
+    dla_seqlist_free(short2);
+    dla_seqlist_free(bad);
+    dla_seqlist_free(one);
+    dla_seqlist_free(three);
+    dla_net_free(reg);
+    dla_net_free(cls);
+    seq_set_free(&d);
+    dla_scope_end();
+}
+
+/* Targets with more steps than the data's longest sequence are a
+ * network's whose output has more steps than its input (a transposed
+ * convolution along T: 4 steps in, 6 out): not cut to the batch's 4 steps
+ * as an array padded to the longest sequence would be. */
+static void targets_longer_than_every_sequence_are_not_cut(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_seqlist *s = dla_seqlist_create(1);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(dla_seqlist_append(s, (float[]){(float)i, 1, -1, 0.5f}, 4), DLA_OK);
+    float tv[4 * 6];
+    for (int k = 0; k < 24; k++)
+        tv[k] = (float)(k % 5) * 0.25f;
+    dla_train_data d = {.sequences = s,
+                        .targets = dla_tensor_from_host(tv, DLA_F32, "CBT", DLA_DIMS(1, 4, 6))};
+    dla_rng_seed(8);
+    dla_layer *l[] = {dla_sequence_input_layer(1, NULL), dla_transposed_conv1d_layer(3, 1, NULL)};
+    dla_net *net = dla_net_create(2, l), *trained = NULL;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.max_epochs = 2;
+    o.mini_batch_size = 2;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL) != DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_scope_end();
+}
+
 static dla_training_state done_state; /* what the last "done" call was given */
 
 static int stop_at_5(void *ctx, const dla_training_state *s)
@@ -2869,6 +3288,11 @@ int main(void)
         TU_TEST(sequence_to_sequence_targets_are_cut_into_chunks),
         TU_TEST(padded_steps_count_in_no_loss_nor_metric),
         TU_TEST(training_does_not_learn_the_padding),
+        TU_TEST(seq2seq_regression_first_loss_is_the_masked_loss_by_hand),
+        TU_TEST(seq2seq_classification_first_loss_is_the_masked_loss_by_hand),
+        TU_TEST(seq2seq_training_reduces_the_loss_with_either_form),
+        TU_TEST(target_sequences_that_do_not_fit_are_refused),
+        TU_TEST(targets_longer_than_every_sequence_are_not_cut),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

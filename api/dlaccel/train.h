@@ -295,8 +295,35 @@ typedef struct dla_train_data {
      * look 1-based; targets with a C dim (one-hot) of another size than K
      * are DLA_ERR_SHAPE naming both counts (and, for one value per
      * observation of another dtype than int32, saying that class numbers
-     * are int32). */
+     * are int32). Sequence-to-sequence targets as one C x N x T array
+     * ("CBT") are padded to the longest sequence of the whole data
+     * (validation targets: of theirs or of the training data's): a
+     * mini-batch whose sequences are shorter (padded to its own longest,
+     * or cut to its shortest) is given the targets' first steps, as many
+     * as its sequences have, which line up with them when the padding is
+     * on the right (SequencePaddingDirection "right", the default). With
+     * "left" the array cannot say on which side each observation's steps
+     * were padded, so such a batch is DLA_ERR_SHAPE, pointing to
+     * target_sequences. */
     dla_tensor *targets;
+    /* Or, with sequences, sequence-to-sequence targets as one sequence per
+     * observation (MATLAB's cell array of sequence responses or of
+     * categorical sequences), each as long as its predictor sequence,
+     * padded, cut and chunked with the predictors (the same
+     * SequenceLength, SequencePaddingValue and SequencePaddingDirection),
+     * so every mini-batch's targets have its steps. Each sequence is
+     * K x T_i responses, K the network output's channels, or, for an
+     * output of K > 1 channels, 1 x T_i class numbers 0..K-1 (whole
+     * numbers, held as the list's single values), one-hot encoded per
+     * step; padded steps of one-hot targets are all 0. The network's
+     * output must be a sequence ("CBT"). Checked once, before training:
+     * set with targets, or without sequences, is DLA_ERR_INVALID_ARGUMENT;
+     * a count of sequences or a sequence's length other than the
+     * predictors', or a channel count neither K nor 1, is DLA_ERR_SHAPE
+     * naming the first; a class number not a whole number in 0..K-1 is
+     * DLA_ERR_INVALID_ARGUMENT naming the sequence and step. Borrowed as
+     * sequences is. */
+    const dla_seqlist *target_sequences;
 } dla_train_data;
 
 /* The loss trainnet minimizes (MATLAB's lossFcn): exactly one of name, fn
@@ -647,8 +674,9 @@ typedef struct dla_predict_options {
 
 /* MATLAB metricValues = testnet(net, data, metrics): the network in
  * inference mode (predict) over data (predictors, sequences or an image
- * datastore, and targets, as trainnet takes them: class numbers or
- * responses), in mini-batches, each metric over the whole data.
+ * datastore, and targets or target_sequences, as trainnet takes them:
+ * class numbers or responses), in mini-batches, each metric over the
+ * whole data.
  * metrics names them, comma-separated: "accuracy" (percent), "rmse", or a
  * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
  * "mse", "l1loss", "huber" and their other names), normalized as trainnet
@@ -664,7 +692,8 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
 
 /* MATLAB scores = minibatchpredict(net, data): the network in inference
  * mode (dla_net_predict) over data's predictors, sequences or image
- * datastore (targets are not read and may be NULL), a mini-batch at a
+ * datastore (targets and target_sequences are not read; targets may be
+ * NULL), a mini-batch at a
  * time, so that only one mini-batch's activations are in memory; the
  * outputs joined along their "B" dim (an unformatted output's last) into
  * *scores (ownership as dlaccel.h's results). Classes from the scores:
