@@ -192,7 +192,8 @@ DLA_API dla_status dla_lstm(dla_tensor *x, dla_tensor *h0, dla_tensor *c0, dla_t
                             dla_tensor **hidden_state, dla_tensor **cell_state)
 {
     if (!y)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is NULL");
+        return fail_outputs(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is "
+                                         "NULL"), NULL, hidden_state, cell_state);
     if (opts && opts->reset_gate_mode)
         return fail_outputs(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_lstm: option "
                                          "reset_gate_mode is dla_gru's"),
@@ -215,7 +216,8 @@ DLA_API dla_status dla_gru(dla_tensor *x, dla_tensor *h0, dla_tensor *weights,
                            dla_tensor **hidden_state)
 {
     if (!y)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_gru: argument y is NULL");
+        return fail_outputs(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_gru: argument y is "
+                                         "NULL"), NULL, hidden_state, NULL);
     const char *mode = opts && opts->reset_gate_mode ? opts->reset_gate_mode
                                                      : "after-multiplication";
     int bias_rows = 3;

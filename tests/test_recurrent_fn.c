@@ -307,6 +307,18 @@ static void test_refusals_name_the_function_and_the_argument(void **state)
     expect_refused(dla_lstm(x, h, NULL, w, r, b, NULL, &y, &hs, &cs), y, DLA_ERR_INVALID_ARGUMENT,
                    "dla_lstm: argument c0 is NULL");
     assert_int_equal(dla_tensor_status(cs), DLA_ERR_INVALID_ARGUMENT);
+    /* Without y, the states asked for are error tensors too (they were
+     * left as they were: NULL here, garbage in a caller's locals). */
+    hs = cs = NULL;
+    assert_int_equal(dla_lstm(x, h, h, w, r, b, NULL, NULL, &hs, &cs), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(hs);
+    assert_non_null(cs);
+    nn_expect_error(hs, DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is NULL");
+    nn_expect_error(cs, DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is NULL");
+    hs = NULL;
+    assert_int_equal(dla_gru(x, h, w, r, b, NULL, NULL, &hs), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(hs);
+    nn_expect_error(hs, DLA_ERR_INVALID_ARGUMENT, "dla_gru: argument y is NULL");
     expect_refused(dla_lstm(x, h, h, dla_ones(DLA_F64, "", DLA_DIMS(20, 4)), r, b, NULL, &y, NULL, NULL),
                    y, DLA_ERR_SHAPE, "dla_lstm: argument weights: 20x4; want 20x3");
     expect_refused(dla_lstm(x, h, h, w, dla_ones(DLA_F64, "", DLA_DIMS(16, 5)), b, NULL, &y, NULL, NULL),
