@@ -6,8 +6,8 @@
  * in the padding, Reduction "none" and "mean"; a target too long for its
  * steps (Inf, finite gradients); finite-difference gradients; a replay of
  * an accelerated loss and gradient against eager, bit for bit; single
- * precision; targets and masks labelled "BT"; targets of no steps; and
- * the refusals.
+ * precision; targets and masks labelled "BT"; targets of no steps; a NaN
+ * in Y; and the refusals.
  */
 #include "testutil.h"
 

@@ -4,7 +4,7 @@
  * every reset-gate mode, formats ("CBT", "CB", unformatted with
  * data_format), initial states of one column or one per observation, the
  * same bits as the layers, finite-difference gradients in every argument,
- * and the refusals.
+ * sequences of no steps, and the refusals.
  */
 #include "testutil.h"
 
