@@ -18,10 +18,12 @@
  * does not say there is chosen as PyTorch's CTCLoss does: see
  * api/dlaccel/loss.h.
  *
- * The log-sum-exp of the recursion never makes a NaN, in the value or in
- * the gradient: an unreachable state holds -Inf, its sum of exponentials
- * is 0 and is replaced by 1 before the log (the where picks -Inf), so the
- * backward sees 0 * finite, never 0 * Inf.
+ * The log-sum-exp of the recursion never makes a NaN of its own, in the
+ * value or in the gradient: an unreachable state holds -Inf, its sum of
+ * exponentials is 0 and is replaced by 1 before the log (the where picks
+ * -Inf), so the backward sees 0 * finite, never 0 * Inf. A NaN in Y is
+ * carried through (its observation's loss is NaN), never taken for a
+ * probability of realmin or for an unreachable state.
  *
  * Data checks (targets in range and not the blank, targetsMask ones then
  * zeros) read the targets and the mask to the host, as dla_onehotencode
@@ -209,8 +211,10 @@ static dla_tensor *logsumexp(dla_tensor *a, dla_tensor *b, dla_tensor *c, int di
         s = dla_sum(s, 1, (const int64_t[]){dim});
     else
         s = dla_add(dla_add(s, dla_exp(dla_sub(b, ms))), dla_exp(dla_sub(c, ms)));
-    dla_tensor *pos = dla_gt(s, zero);
-    return dla_where(pos, dla_add(ms, dla_log(dla_where(pos, s, one))), ninf);
+    /* s == 0, not !(s > 0): a NaN sum (a NaN in Y) stays NaN rather than
+     * passing for an unreachable state. */
+    dla_tensor *none = dla_eq(s, zero);
+    return dla_where(none, ninf, dla_add(ms, dla_log(dla_where(none, one, s))));
 }
 
 /* x shifted by k rows down along dim 1 (rows 0..k-1 -Inf): the states a
@@ -291,8 +295,11 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
     dla_tensor *one = dla_ones(dt, "", 2, (const int64_t[]){1, 1});
     dla_tensor *blank_d = dla_full((double)blank, DLA_F64, "", 2, (const int64_t[]){1, 1});
 
-    /* log of the probabilities, kept away from 0 as the other losses do. */
-    dla_tensor *logp = dla_log(dla_max2(y, dla_full(tiny, dt, "", 2, (const int64_t[]){1, 1})));
+    /* log of the probabilities, kept away from 0 as the other losses do;
+     * by where, not max2, which would take realmin for a NaN and give a
+     * broken Y a finite loss. */
+    dla_tensor *floor_t = dla_full(tiny, dt, "", 2, (const int64_t[]){1, 1});
+    dla_tensor *logp = dla_log(dla_where(dla_lt(y, floor_t), floor_t, y));
 
     /* The extended labels, L x B: blank, t1, blank, t2, ..., blank; a
      * masked target is a blank (its value may be anything). */

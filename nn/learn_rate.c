@@ -56,8 +56,8 @@ static long long length_of(const dla_learn_rate_schedule *s, long long ipe, int 
     return is(s, "warmup") || is(s, "polynomial") ? period_of(s, ipe, max_epochs) : 0;
 }
 
-/* DLA_OK when s's own fields are valid; otherwise the error, named as
- * dla_learn_rate_at's arguments. */
+/* DLA_OK when s's own fields are valid; otherwise the error, naming fn
+ * (the public function called, or trainingOptions' LearnRateSchedule). */
 static dla_status check_one(const dla_learn_rate_schedule *s, long long ipe, int max_epochs,
                             const char *fn, int options)
 {
@@ -237,11 +237,10 @@ static double factor_at(const dla_learn_rate_schedule *s, long long k, long long
     return 1; /* "none", "custom" */
 }
 
-DLA_API double dla_learn_rate_in_training(const dla_learn_rate_schedule *s, double initial,
-                                          int epoch, int iteration,
-                                          long long iterations_per_epoch, int max_epochs)
+double dla__learn_rate_named(const char *fn, const dla_learn_rate_schedule *s, double initial,
+                             int epoch, int iteration, long long iterations_per_epoch,
+                             int max_epochs)
 {
-    const char *fn = "dla_learn_rate_at";
     if (!s)
         return initial;
     const long long ipe = iterations_per_epoch > 0 ? iterations_per_epoch : 0;
@@ -296,8 +295,16 @@ DLA_API double dla_learn_rate_in_training(const dla_learn_rate_schedule *s, doub
     return rate;
 }
 
+DLA_API double dla_learn_rate_in_training(const dla_learn_rate_schedule *s, double initial,
+                                          int epoch, int iteration,
+                                          long long iterations_per_epoch, int max_epochs)
+{
+    return dla__learn_rate_named("dla_learn_rate_in_training", s, initial, epoch, iteration,
+                                 iterations_per_epoch, max_epochs);
+}
+
 DLA_API double dla_learn_rate_at(const dla_learn_rate_schedule *s, double initial, int epoch,
                                  int iteration)
 {
-    return dla_learn_rate_in_training(s, initial, epoch, iteration, 0, 0);
+    return dla__learn_rate_named("dla_learn_rate_at", s, initial, epoch, iteration, 0, 0);
 }

@@ -25,6 +25,11 @@ dla_tensor *dla__nn_return(dla_tensor *t);
  * otherwise the error, for trainingOptions' checks. max_epochs: the whole
  * training of a period of 0 (0: unknown). */
 dla_status dla__learn_rate_check(const dla_learn_rate_schedule *s, int max_epochs);
+/* dla_learn_rate_in_training with its errors naming fn: trainnet's say
+ * "LearnRateSchedule", not a function its caller never called. */
+double dla__learn_rate_named(const char *fn, const dla_learn_rate_schedule *s, double initial,
+                             int epoch, int iteration, long long iterations_per_epoch,
+                             int max_epochs);
 
 /* Host memory of nn/, through the library's allocation hook. */
 void *dla__nn_malloc(size_t size);

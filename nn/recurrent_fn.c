@@ -140,8 +140,16 @@ static dla_status rnn_run(rnn_call *c, dla_tensor **out)
         int64_t yd[DLA_MAX_DIMS];
         const int ynd = dla_tensor_dims(call.y, yd);
         out[0] = fmt[0] ? call.y : dla_reshape(call.y, "", ynd, yd);
-        for (int k = 0; k < c->nstates; k++)
+        for (int k = 0; k < c->nstates; k++) {
             out[1 + k] = call.new_state[k];
+            /* With no step, a state of one column comes back as given (the
+             * LSTM layer widens its hidden state, not its cell state):
+             * H x B, as after a step, for every observation. */
+            if (dla_tensor_dim(out[1 + k], 2) != nb)
+                out[1 + k] = dla_add(out[1 + k], dla_tensor_to_device(
+                    dla_zeros(dla_tensor_dtype(out[1 + k]), "", DLA_DIMS(h, nb)),
+                    dla_tensor_device(out[1 + k])));
+        }
         for (int k = 0; k <= c->nstates && st == DLA_OK; k++)
             st = dla_tensor_status(out[k]);
     }
@@ -184,7 +192,8 @@ DLA_API dla_status dla_lstm(dla_tensor *x, dla_tensor *h0, dla_tensor *c0, dla_t
                             dla_tensor **hidden_state, dla_tensor **cell_state)
 {
     if (!y)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is NULL");
+        return fail_outputs(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is "
+                                         "NULL"), NULL, hidden_state, cell_state);
     if (opts && opts->reset_gate_mode)
         return fail_outputs(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_lstm: option "
                                          "reset_gate_mode is dla_gru's"),
@@ -207,7 +216,8 @@ DLA_API dla_status dla_gru(dla_tensor *x, dla_tensor *h0, dla_tensor *weights,
                            dla_tensor **hidden_state)
 {
     if (!y)
-        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_gru: argument y is NULL");
+        return fail_outputs(dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_gru: argument y is "
+                                         "NULL"), NULL, hidden_state, NULL);
     const char *mode = opts && opts->reset_gate_mode ? opts->reset_gate_mode
                                                      : "after-multiplication";
     int bias_rows = 3;

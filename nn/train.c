@@ -1041,11 +1041,10 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
     /* The iterations of an epoch place the schedules of a list that change
      * unit, and make a whole-training period in iterations; with chunks of
      * sequences an epoch has no fixed count (0: unknown). */
-    s.learn_rate = dla_learn_rate_in_training(&tr->o.learn_rate_schedule,
-                                              tr->o.initial_learn_rate, tr->epoch,
-                                              (int)tr->iteration,
-                                              tr->chunk ? 0 : tr->iterations_per_epoch,
-                                              tr->o.max_epochs);
+    s.learn_rate = dla__learn_rate_named("LearnRateSchedule", &tr->o.learn_rate_schedule,
+                                         tr->o.initial_learn_rate, tr->epoch, (int)tr->iteration,
+                                         tr->chunk ? 0 : tr->iterations_per_epoch,
+                                         tr->o.max_epochs);
     /* Only a schedule function, or a list that changes unit with chunked
      * epochs, can refuse here (the options were checked):
      * training stops before this iteration's update, the work kept. */

@@ -6,8 +6,8 @@
  * in the padding, Reduction "none" and "mean"; a target too long for its
  * steps (Inf, finite gradients); finite-difference gradients; a replay of
  * an accelerated loss and gradient against eager, bit for bit; single
- * precision; targets and masks labelled "BT"; targets of no steps; and
- * the refusals.
+ * precision; targets and masks labelled "BT"; targets of no steps; a NaN
+ * in Y; and the refusals.
  */
 #include "testutil.h"
 
@@ -380,6 +380,34 @@ static void test_no_targets_at_all(void **state)
     dla_scope_end();
 }
 
+/* A NaN in Y on an alignment's path makes its observation's loss NaN
+ * (as crossentropy's), in double and single, "none" and "mean": it was
+ * taken for a probability of realmin (max2 drops a NaN), or its state for
+ * an unreachable one, and the loss came out finite. The other
+ * observation keeps its exact loss. */
+static void test_a_nan_in_y_gives_a_nan_loss(void **state)
+{
+    (void)state;
+    problem p = {.c = 3, .b = 2, .t = 4, .s = 1, .blank = 0};
+    random_y(&p);
+    set_obs(&p, 0, (const int[]){1}, 1, 4);
+    set_obs(&p, 1, (const int[]){2}, 1, 4);
+    const double want1 = brute_force(&p, 1);
+    /* Observation 0, class 1 at step 1: neither the first step nor the
+     * last, so the recursion itself must carry it. */
+    p.y[1 + p.c * (0 + p.b * 1)] = NAN;
+    dla_scope_begin();
+    for (int single = 0; single < 2; single++) {
+        dla_tensor *y = single ? dla_cast(y_of(&p), DLA_F32) : y_of(&p);
+        dla_tensor *l = dla_ctc(y, tg_of(&p), NULL, NULL,
+                                &(dla_ctc_options){.reduction = "none"});
+        assert_true(isnan(dla_tensor_item(l, 0)));
+        tu_assert_near(dla_tensor_item(l, 1), want1, single ? 1e-5 * want1 : 1e-12);
+        assert_true(isnan(dla_tensor_item(dla_ctc(y, tg_of(&p), NULL, NULL, NULL), 0)));
+    }
+    dla_scope_end();
+}
+
 static void test_refusals_name_the_argument(void **state)
 {
     (void)state;
@@ -443,6 +471,7 @@ int main(void)
         TU_TEST(test_a_replay_with_bad_targets_gives_nan_not_a_wrong_loss),
         TU_TEST(test_single_precision_and_data_format),
         TU_TEST(test_no_targets_at_all),
+        TU_TEST(test_a_nan_in_y_gives_a_nan_loss),
         TU_TEST(test_refusals_name_the_argument),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -606,6 +606,12 @@ static void warmup_and_lists_of_schedules_run_in_turn(void **state)
     assert_true(isnan(dla_learn_rate_at(&wp, 1, 3, 9)));
     assert_non_null(strstr(dla_last_error(), "from counting iterations to counting epochs needs "
                                              "the iterations of an epoch"));
+    /* Each function's errors name it (dla_learn_rate_in_training's said
+     * "dla_learn_rate_at"). */
+    assert_true(isnan(dla_learn_rate_in_training(&wp, 1, 3, 9, 0, 0)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_in_training: a list of schedules"));
+    assert_true(isnan(dla_learn_rate_at(&wp, 1, 3, 9)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: a list of schedules"));
 
     /* Bad lists: a loop, a later schedule's multiplying warm-up, a bad
      * schedule anywhere in the list. */

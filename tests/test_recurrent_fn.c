@@ -4,7 +4,7 @@
  * every reset-gate mode, formats ("CBT", "CB", unformatted with
  * data_format), initial states of one column or one per observation, the
  * same bits as the layers, finite-difference gradients in every argument,
- * and the refusals.
+ * sequences of no steps, and the refusals.
  */
 #include "testutil.h"
 
@@ -256,6 +256,38 @@ static void test_gradients_match_finite_differences(void **state)
     }
 }
 
+/* A sequence of no steps: y is H x B x 0 and the states are the initial
+ * ones, H x B like after a step even from an H x 1 one (the LSTM gave its
+ * hidden state H x B and its cell state H x 1, the GRU H x 1). */
+static void test_no_steps_give_the_initial_states_for_every_observation(void **state)
+{
+    (void)state;
+    const int64_t nc = 3, nb = 2, nh = 4;
+    double *w = vals(4 * nh * nc), *r = vals(4 * nh * nh), *b = vals(6 * nh), *h0 = vals(nh),
+           *c0 = vals(nh), hw[8], cw[8];
+    for (int64_t j = 0; j < nb; j++)
+        for (int64_t u = 0; u < nh; u++)
+            hw[u + nh * j] = h0[u], cw[u + nh * j] = c0[u];
+    dla_scope_begin();
+    dla_tensor *x = dla_zeros(DLA_F64, "CBT", DLA_DIMS(nc, nb, 0)), *y, *h, *c;
+    assert_int_equal(dla_lstm(x, nn_from(h0, "", DLA_DIMS(nh, 1)), nn_from(c0, "", DLA_DIMS(nh, 1)),
+                              nn_from(w, "", DLA_DIMS(4 * nh, nc)), nn_from(r, "", DLA_DIMS(4 * nh, nh)),
+                              nn_from(b, "", DLA_DIMS(4 * nh, 1)), NULL, &y, &h, &c),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_numel(y), 0);
+    assert_int_equal(dla_tensor_dim(y, 1), nh);
+    nn_expect(h, "", DLA_DIMS(nh, nb), hw, 0);
+    nn_expect(c, "", DLA_DIMS(nh, nb), cw, 0);
+    assert_int_equal(dla_gru(x, nn_from(h0, "", DLA_DIMS(nh, 1)), nn_from(w, "", DLA_DIMS(3 * nh, nc)),
+                             nn_from(r, "", DLA_DIMS(3 * nh, nh)), nn_from(b, "", DLA_DIMS(3 * nh, 1)),
+                             NULL, &y, &h),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_numel(y), 0);
+    nn_expect(h, "", DLA_DIMS(nh, nb), hw, 0);
+    dla_scope_end();
+    free(w), free(r), free(b), free(h0), free(c0);
+}
+
 /* The call's status and *y (read after the call: an argument list would
  * read y before it, in an order C leaves open). */
 #define expect_refused(call, y, want, text)                                                        \
@@ -275,6 +307,18 @@ static void test_refusals_name_the_function_and_the_argument(void **state)
     expect_refused(dla_lstm(x, h, NULL, w, r, b, NULL, &y, &hs, &cs), y, DLA_ERR_INVALID_ARGUMENT,
                    "dla_lstm: argument c0 is NULL");
     assert_int_equal(dla_tensor_status(cs), DLA_ERR_INVALID_ARGUMENT);
+    /* Without y, the states asked for are error tensors too (they were
+     * left as they were: NULL here, garbage in a caller's locals). */
+    hs = cs = NULL;
+    assert_int_equal(dla_lstm(x, h, h, w, r, b, NULL, NULL, &hs, &cs), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(hs);
+    assert_non_null(cs);
+    nn_expect_error(hs, DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is NULL");
+    nn_expect_error(cs, DLA_ERR_INVALID_ARGUMENT, "dla_lstm: argument y is NULL");
+    hs = NULL;
+    assert_int_equal(dla_gru(x, h, w, r, b, NULL, NULL, &hs), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(hs);
+    nn_expect_error(hs, DLA_ERR_INVALID_ARGUMENT, "dla_gru: argument y is NULL");
     expect_refused(dla_lstm(x, h, h, dla_ones(DLA_F64, "", DLA_DIMS(20, 4)), r, b, NULL, &y, NULL, NULL),
                    y, DLA_ERR_SHAPE, "dla_lstm: argument weights: 20x4; want 20x3");
     expect_refused(dla_lstm(x, h, h, w, dla_ones(DLA_F64, "", DLA_DIMS(16, 5)), b, NULL, &y, NULL, NULL),
@@ -314,6 +358,7 @@ int main(void)
         TU_TEST(test_gru_follows_the_equations_in_every_mode),
         TU_TEST(test_the_functions_give_the_layers_bits),
         TU_TEST(test_gradients_match_finite_differences),
+        TU_TEST(test_no_steps_give_the_initial_states_for_every_observation),
         TU_TEST(test_refusals_name_the_function_and_the_argument),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

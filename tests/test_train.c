@@ -2393,7 +2393,7 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     nan_epoch = 3;
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   &info), DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_last_error(), "dla_trainnet: dla_learn_rate_at: the schedule "
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: LearnRateSchedule: the schedule "
                                              "function gave nan at epoch 3"));
     assert_non_null(trained);
     assert_true(info->epoch[info->iterations - 1] == 2);

@@ -210,7 +210,8 @@ typedef struct dla_ctc_options {
  *    examples pass softmax(X)), C x B x T: formatted with exactly the
  *    labels C, B and T, or unformatted with data_format. C counts the
  *    blank. Values are kept at realmin and above inside the log, as the
- *    other losses here do. Single or double.
+ *    other losses here do; a NaN stays NaN (the loss of an observation
+ *    whose alignments pass through it is NaN). Single or double.
  * targets: B x S class indices of Y's channels, 0-based as everywhere in
  *    dlaccel (MATLAB's are 1-based), never the blank; int32, uint8, single
  *    or double whole numbers; unformatted or labelled "BT". Padding

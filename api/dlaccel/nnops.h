@@ -294,10 +294,10 @@ typedef struct dla_recurrent_options {
  * gates in order (input, forget, cell candidate, output); h0 and c0 H x 1
  * (every observation starts from it) or H x B; labels on any of them are
  * ignored. *y is H x B x T with x's format; *hidden_state and *cell_state
- * (each may be NULL) are H x B, after the last step (the initial ones, as
- * given, for T of 0). The same computation as dla_lstm_layer's (the same
- * bits), differentiable in every argument. Returns the status; the outputs
- * are error tensors on failure. */
+ * (each may be NULL) are H x B, after the last step (the initial ones for
+ * T of 0, an H x 1 one repeated for every observation). The same
+ * computation as dla_lstm_layer's (the same bits), differentiable in every
+ * argument. Returns the status; the outputs are error tensors on failure. */
 DLA_API dla_status dla_lstm(dla_tensor *x, dla_tensor *h0, dla_tensor *c0, dla_tensor *weights,
                             dla_tensor *recurrent_weights, dla_tensor *bias,
                             const dla_recurrent_options *opts, dla_tensor **y,
