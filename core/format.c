@@ -8,7 +8,9 @@
 #include "core/format.h"
 
 #include "core/error.h"
+#include "core/tensor.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int label_rank(char c)
@@ -82,4 +84,42 @@ dla_status dla__format_parse(const char *op, const char *fmt, int ndims, const i
     out->nlabels = (int)n;
     *out_ndims = (int)n;
     return DLA_OK;
+}
+
+dla_status dla__format_check_labels(const char *op, const char *arg, const char *optname,
+                                    const dla_tensor *t, const char *fmt)
+{
+    dla__format f;
+    int nd;
+    if (dla__format_parse(op, fmt, t->ndims, t->dims, &f, &nd) != DLA_OK) {
+        char ts[DLA__DIMS_BUF];
+        /* Say which option the labels came from, and for what. */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla__fail(dla_last_status(), "%s (argument %s: %s, labelled by %s)", msg, arg,
+                         dla__tensor_dims_str(t, ts, sizeof ts), optname);
+    }
+    return DLA_OK;
+}
+
+const char *dla__format_of_arg(const char *op, const char *arg, const dla_tensor *t,
+                               const char *data_format, const char *hint)
+{
+    char ts[DLA__DIMS_BUF];
+    const int given = data_format && data_format[0];
+    if (t->format[0] && given) {
+        dla__fail(DLA_ERR_FORMAT, "%s: option data_format: \"%s\" given, but %s (%s) is "
+                  "formatted \"%s\"", op, data_format, arg,
+                  dla__tensor_dims_str(t, ts, sizeof ts), t->format);
+        return NULL;
+    }
+    if (t->format[0])
+        return t->format;
+    if (!given) {
+        dla__fail(DLA_ERR_FORMAT, "%s: argument %s: %s is unformatted; give it labels or set "
+                  "data_format (%s)", op, arg, dla__tensor_dims_str(t, ts, sizeof ts), hint);
+        return NULL;
+    }
+    return dla__format_check_labels(op, arg, "data_format", t, data_format) == DLA_OK ? data_format
+                                                                                     : NULL;
 }

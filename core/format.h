@@ -22,6 +22,18 @@ typedef struct dla__format {
 dla_status dla__format_parse(const char *op, const char *fmt, int ndims, const int64_t *dims,
                              dla__format *out, int *out_ndims);
 
+/* fmt as the labels of the unformatted argument arg (t) of op, named by
+ * option optname: dla__format_parse against t's dims, its message saying
+ * which argument and option. */
+dla_status dla__format_check_labels(const char *op, const char *arg, const char *optname,
+                                    const dla_tensor *t, const char *fmt);
+/* The labels op reads argument arg (t) by, MATLAB's DataFormat rule: t's
+ * own, or for an unformatted t the option data_format, checked against its
+ * dims. Both given, or neither, is DLA_ERR_FORMAT (hint lists the formats
+ * the op takes, for the message); NULL then, with the error set. */
+const char *dla__format_of_arg(const char *op, const char *arg, const dla_tensor *t,
+                               const char *data_format, const char *hint);
+
 /* Nonzero when labels (length n) are in canonical order. */
 int dla__format_is_canonical(const char *labels, int n);
 

@@ -22,28 +22,12 @@ static const char op[] = "dla_crosschannelnorm";
  * x's dims (a trailing singleton of data_format) is returned as such. */
 static int channel_dim(dla_tensor *x, const char *data_format)
 {
-    char xs[DLA__DIMS_BUF];
-    const int formatted = x->format[0] != 0, given = data_format && data_format[0];
-    if (formatted && given) {
-        dla__fail(DLA_ERR_FORMAT, "%s: option data_format: \"%s\" given, but x (%s) is "
-                  "formatted \"%s\"", op, data_format, dla__tensor_dims_str(x, xs, sizeof xs),
-                  x->format);
+    const char *fmt = dla__format_of_arg(op, "x", x, data_format, "\"SSCB\", \"CB\"...");
+    if (!fmt)
         return -1;
-    }
-    if (!formatted && !given) {
-        dla__fail(DLA_ERR_FORMAT, "%s: argument x: %s is unformatted; give it labels or set "
-                  "data_format (\"SSCB\", \"CB\"...)", op, dla__tensor_dims_str(x, xs, sizeof xs));
-        return -1;
-    }
-    const char *fmt = formatted ? x->format : data_format;
-    if (!formatted) {
-        dla__format f;
-        int nd;
-        if (dla__format_parse(op, fmt, x->ndims, x->dims, &f, &nd) != DLA_OK)
-            return -1;
-    }
     const char *c = strchr(fmt, 'C');
     if (!c) {
+        char xs[DLA__DIMS_BUF];
         dla__fail(DLA_ERR_FORMAT, "%s: argument x: %s \"%s\" has no channel (C) dim", op,
                   dla__tensor_dims_str(x, xs, sizeof xs), fmt);
         return -1;

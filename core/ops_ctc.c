@@ -32,6 +32,7 @@
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/format.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -58,28 +59,15 @@ static dla_tensor *y_cbt(dla_tensor *y, const char *data_format)
 {
     char ys[DLA__DIMS_BUF];
     dla__tensor_dims_str(y, ys, sizeof ys);
-    const int formatted = y->format[0] != 0, given = !str_unset(data_format);
-    if (formatted && given) {
-        dla__fail(DLA_ERR_FORMAT, "%s: option data_format: \"%s\" given, but Y (%s) is formatted "
-                  "\"%s\"", op, data_format, ys, y->format);
+    const int formatted = y->format[0] != 0;
+    const char *fmt = dla__format_of_arg(op, "Y", y, data_format, "\"CBT\" in any order");
+    if (!fmt)
         return NULL;
-    }
-    if (!formatted && !given) {
-        dla__fail(DLA_ERR_FORMAT, "%s: argument Y: %s is unformatted; give it labels (\"CBT\") or "
-                  "set data_format", op, ys);
-        return NULL;
-    }
-    const char *fmt = formatted ? y->format : data_format;
     const char *c = strchr(fmt, 'C'), *b = strchr(fmt, 'B'), *t = strchr(fmt, 'T');
     if (strlen(fmt) != 3 || !c || !b || !t) {
         dla__fail(DLA_ERR_FORMAT, "%s: argument Y: %s \"%s\": it must have exactly the labels C "
                   "(classes, the blank among them), B (observations) and T (time steps)",
                   op, ys, fmt);
-        return NULL;
-    }
-    if (!formatted && y->ndims > 3) {
-        dla__fail(DLA_ERR_FORMAT, "%s: argument Y: %s has more dims than data_format \"%s\" "
-                  "labels", op, ys, fmt);
         return NULL;
     }
     const int ic = (int)(c - fmt), ib = (int)(b - fmt), it = (int)(t - fmt);

@@ -456,23 +456,6 @@ static dla_tensor *align_to(const char *op, const char *arg, dla_tensor *x, cons
     return dla_reshape(x, y->format, y->ndims, dims);
 }
 
-/* Validates fmt as the labels of the unformatted argument t. */
-static dla_status check_labels(const char *op, const char *arg, const char *optname,
-                               const dla_tensor *t, const char *fmt)
-{
-    dla__format f;
-    int nd;
-    if (dla__format_parse(op, fmt, t->ndims, t->dims, &f, &nd) != DLA_OK) {
-        char ts[DLA__DIMS_BUF];
-        /* Say which option the labels came from, and for what. */
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", dla_last_error());
-        return dla__fail(dla_last_status(), "%s (argument %s: %s, labelled by %s)", msg, arg,
-                         dla__tensor_dims_str(t, ts, sizeof ts), optname);
-    }
-    return DLA_OK;
-}
-
 static int64_t count_non_singleton(const dla_tensor *t)
 {
     int64_t n = 0;
@@ -576,7 +559,7 @@ static dla_status parse_options(const loss_call *c, loss_attrs *a)
 static dla_tensor *in_y_layout(const char *op, const char *arg, dla_tensor *x, const loss_call *c)
 {
     const char *fmt = c->dfmt ? c->dfmt : c->y->format;
-    if (check_labels(op, arg, c->dfmt ? "data_format" : "y's format", x, fmt) != DLA_OK)
+    if (dla__format_check_labels(op, arg, c->dfmt ? "data_format" : "y's format", x, fmt) != DLA_OK)
         return dla__return(dla__error_tensor());
     return label_as(x, fmt);
 }
@@ -609,24 +592,11 @@ static dla_tensor *loss_build(const loss_call *c)
     dla_tensor *r = NULL;
     loss_call lc = *c;
     /* Y, labelled. */
+    if (!dla__format_of_arg(op, "y", y, c->dfmt, "\"CB\", \"SSCB\", \"CBT\"..."))
+        goto fail;
     if (y->format[0]) {
-        if (!str_unset(c->dfmt)) {
-            dla__fail(DLA_ERR_FORMAT,
-                      "%s: option data_format: \"%s\" given, but y (%s) is formatted \"%s\"", op,
-                      c->dfmt, dla__tensor_dims_str(y, ys, sizeof ys), y->format);
-            goto fail;
-        }
         lc.dfmt = NULL;
     } else {
-        if (str_unset(c->dfmt)) {
-            dla__fail(DLA_ERR_FORMAT,
-                      "%s: argument y: %s is unformatted; give it labels or set data_format "
-                      "(\"CB\", \"SSCB\", \"CBT\"...)",
-                      op, dla__tensor_dims_str(y, ys, sizeof ys));
-            goto fail;
-        }
-        if (check_labels(op, "y", "data_format", y, c->dfmt) != DLA_OK)
-            goto fail;
         y = label_as(y, c->dfmt);
         if (y->status != DLA_OK) {
             r = dla_tensor_retain(y);
@@ -665,7 +635,7 @@ static dla_tensor *loss_build(const loss_call *c)
         int cdim = find_label(y->format, 'C');
         if (!w->format[0]) {
             if (!str_unset(c->wfmt)) {
-                if (check_labels(op, "weights", "weights_format", w, c->wfmt) != DLA_OK)
+                if (dla__format_check_labels(op, "weights", "weights_format", w, c->wfmt) != DLA_OK)
                     goto fail;
                 w = label_as(w, c->wfmt);
             } else if (cdim >= 0 && count_non_singleton(w) <= 1 &&
