@@ -13,6 +13,7 @@
  * --count trains on the first N training images (all 60000 by default).
  * Exits 1 unless the reconstruction error is below half the baseline's.
  */
+#include "example_args.h"
 #include <dlaccel.h>
 #include <dlaccel/data.h>
 #include <dlaccel/net.h>
@@ -67,20 +68,18 @@ int main(int argc, char **argv)
     int64_t count = 0;
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--count") && i + 1 < argc)
-            count = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+        long long n;
+        if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
+            if (!example_int32("autoencoder", "--epochs", argv[++i], 1, 1000000, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+            if (!example_int("autoencoder", "--count", argv[++i], 0, INT64_MAX, &n))
+                return 2;
+            count = n;
+        } else if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--epochs N] [--count N] [--data DIR]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (epochs < 1 || count < 0) {
-        fprintf(stderr, "autoencoder: --epochs needs a positive count and --count one >= 0\n");
-        return 2;
+        else
+            return example_usage(argv[0], "[--epochs N] [--count N] [--data DIR]", argv[i]);
     }
     /* Every tensor below belongs to this scope, released at its end. */
     dla_scope_begin();

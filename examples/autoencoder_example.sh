@@ -29,7 +29,7 @@ fi
 
 "$ex/autoencoder" --epochs 0 >"$tmp/out" 2>&1
 status=$?
-if [ "$status" -eq 2 ] && grep -qF -- "--epochs needs a positive count" "$tmp/out"; then
+if [ "$status" -eq 2 ] && grep -qF -- "--epochs wants a whole number in [1, 1000000], not '0'" "$tmp/out"; then
     echo "ok 2 - autoencoder --epochs 0 is refused with a message"
 else
     sed 's/^/# /' "$tmp/out"; echo "not ok 2 - autoencoder --epochs 0 is refused with a message"

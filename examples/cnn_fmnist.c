@@ -79,6 +79,7 @@
  * dataset is not installed at all: none of its four files in the folder.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "example_args.h"
 #include "digit_net.h"
 #include "mobile_net.h"
 #include <dlaccel.h>
@@ -345,6 +346,7 @@ int main(int argc, char **argv)
     int read_threads = 1;
     long first_losses = 0;
     int parallel = 0, print_trace = 0, mobile = 0;
+    long long fl;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             small = 1;
@@ -354,32 +356,34 @@ int main(int argc, char **argv)
             parallel = 1;
         else if (!strcmp(argv[i], "--multi-gpu"))
             parallel = 2;
-        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--chart") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
+            if (!example_int32("cnn_fmnist", "--epochs", argv[++i], 1, 1000000, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!example_seed("cnn_fmnist", argv[++i], &seed))
+                return 2;
+        } else if (!strcmp(argv[i], "--chart") && i + 1 < argc)
             chart = argv[++i];
         else if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--save-initial") && i + 1 < argc)
             save_initial = argv[++i];
-        else if (!strcmp(argv[i], "--first-losses") && i + 1 < argc)
-            first_losses = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--folder") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--first-losses") && i + 1 < argc) {
+            if (!example_int("cnn_fmnist", "--first-losses", argv[++i], 1, 1000000000, &fl))
+                return 2;
+            first_losses = (long)fl;
+        } else if (!strcmp(argv[i], "--folder") && i + 1 < argc)
             folder = argv[++i];
-        else if (!strcmp(argv[i], "--read-threads") && i + 1 < argc)
-            read_threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--print-trace"))
+        else if (!strcmp(argv[i], "--read-threads") && i + 1 < argc) {
+            if (!example_int32("cnn_fmnist", "--read-threads", argv[++i], 1, 1024, &read_threads))
+                return 2;
+        } else if (!strcmp(argv[i], "--print-trace"))
             print_trace = 1;
-        else {
-            fprintf(stderr, "usage: %s [--small] [--epochs N] [--seed S] [--chart PATH] [--data DIR]"
-                    " [--save-initial PATH] [--first-losses N] [--print-trace] [--mobile]\n"
-                    "       [--parallel | --multi-gpu]\n"
-                    "       [--folder DIR [--read-threads N]]\n",
-                    argv[0]);
-            return 2;
-        }
+        else
+            return example_usage(argv[0], "[--small] [--epochs N] [--seed S] [--chart PATH]"
+                                 " [--data DIR] [--save-initial PATH] [--first-losses N]"
+                                 " [--print-trace] [--mobile] [--parallel | --multi-gpu]"
+                                 " [--folder DIR [--read-threads N]]", argv[i]);
     }
     if (epochs <= 0)
         epochs = small ? 1 : 3;

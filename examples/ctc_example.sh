@@ -19,7 +19,7 @@ fi
 
 "$ex/ctc_sequences" zero >"$tmp/out" 2>&1
 status=$?
-if [ "$status" -eq 2 ] && grep -qF "give a positive number" "$tmp/out"; then
+if [ "$status" -eq 2 ] && grep -qF "ITERATIONS wants a whole number in [1, 100000000], not 'zero'" "$tmp/out"; then
     echo "ok 2 - ctc_sequences zero is refused with a message"
 else
     sed 's/^/# /' "$tmp/out"; echo "not ok 2 - ctc_sequences zero is refused with a message"

@@ -22,6 +22,7 @@
  *
  *     build/examples/ctc_sequences [iterations]   (default 300)
  */
+#include "example_args.h"
 #include <dlaccel.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,11 +129,14 @@ static int fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    const int iterations = argc > 1 ? atoi(argv[1]) : 300;
-    if (iterations < 1) {
-        fprintf(stderr, "ctc_sequences: iterations: \"%s\"; give a positive number\n", argv[1]);
+    int iterations = 300;
+    if (argc > 2)
+        return example_usage(argv[0], "[ITERATIONS]", argv[2]);
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+        return example_usage(argv[0], "[ITERATIONS]", argv[1]);
+    if (argc == 2 &&
+        !example_int32("ctc_sequences", "ITERATIONS", argv[1], 1, 100000000, &iterations))
         return 2;
-    }
     dla_rng_seed(1);
     dla_layer *layers[] = {dla_sequence_input_layer(CLASSES, NULL), dla_lstm_layer(32, NULL),
                            dla_fc_layer(CLASSES, NULL), dla_softmax_layer(NULL)};

@@ -32,6 +32,7 @@
  * process: run each mode in a process of its own to compare memory.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, mkdtemp */
+#include "example_args.h"
 #include "slice_diff_layer.h"
 
 #include <dlaccel.h>
@@ -271,13 +272,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--bench") && i + 1 < argc)
             bench_mode = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
-        else {
-            fprintf(stderr, "usage: %s [--small] [--full]\n"
-                    "       %s --bench custom|free [--double] [--full] [--reps N]\n", argv[0],
-                    argv[0]);
-            return 2;
-        }
+        {
+            if (!example_int32("custom_layer", "--reps", argv[++i], 1, 1000000000, &reps))
+                return 2;
+        } else
+            return example_usage(argv[0],
+                                 "[--small] [--full] | --bench custom|free [--double] [--full]"
+                                 " [--reps N]",
+                                 argv[i]);
     }
     /* MATLAB keeps a custom layer's class on its path; here the type is
      * registered once, before any network of it is made or loaded. */

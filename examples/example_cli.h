@@ -6,6 +6,8 @@
 #ifndef DLACCEL_EXAMPLES_EXAMPLE_CLI_H
 #define DLACCEL_EXAMPLES_EXAMPLE_CLI_H
 
+#include "example_args.h"
+
 #include <dlaccel.h>
 #include <dlaccel/loss.h>
 #include <dlaccel/net.h>
@@ -20,26 +22,26 @@ typedef int (*example_run_fn)(int epochs, int64_t count, uint64_t seed);
 /* Reads --epochs, --count (training examples; at least 64) and --seed
  * over the defaults given, then runs run inside a scope (every tensor it
  * makes is released at its end) and returns its status; 2 on bad
- * arguments, with a message naming the example. */
+ * arguments, with a message naming the example (example_args.h); 0
+ * after the usage for --help. */
 static inline int example_main(int argc, char **argv, const char *name, int epochs, int64_t count,
                                example_run_fn run)
 {
-    uint64_t seed = 1;
+    unsigned long long seed = 1;
+    long long n;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--count") && i + 1 < argc)
-            count = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else {
-            fprintf(stderr, "usage: %s [--epochs N] [--count N] [--seed S]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (epochs < 1 || count < 64) {
-        fprintf(stderr, "%s: --epochs needs a positive count and --count at least 64\n", name);
-        return 2;
+        if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
+            if (!example_int32(name, "--epochs", argv[++i], 1, 1000000, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+            if (!example_int(name, "--count", argv[++i], 64, INT64_MAX, &n))
+                return 2;
+            count = n;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!example_seed(name, argv[++i], &seed))
+                return 2;
+        } else
+            return example_usage(argv[0], "[--epochs N] [--count N] [--seed S]", argv[i]);
     }
     dla_scope_begin();
     const int rc = run(epochs, count, seed);

@@ -28,6 +28,7 @@
  * --small (or DLA_EXAMPLE_SMALL=1): 64 hidden units and fewer epochs, for
  * `make check`.
  */
+#include "example_args.h"
 #include <dlaccel.h>
 #include <math.h>
 #include <stdio.h>
@@ -186,14 +187,14 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             small = 1;
-        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--hidden") && i + 1 < argc)
-            hidden = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: %s [--small] [--epochs N] [--hidden N]\n", argv[0]);
-            return 2;
-        }
+        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
+            if (!example_int32("forecast", "--epochs", argv[++i], 1, 1000000, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--hidden") && i + 1 < argc) {
+            if (!example_int32("forecast", "--hidden", argv[++i], 1, 65536, &hidden))
+                return 2;
+        } else
+            return example_usage(argv[0], "[--small] [--epochs N] [--hidden N]", argv[i]);
     }
     if (epochs <= 0)
         epochs = small ? 15 : 60;

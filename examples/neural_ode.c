@@ -32,6 +32,7 @@
  * Exits 1 when the mean error of the predictions is above 0.2.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "example_args.h"
 #include <dlaccel.h>
 #include <math.h>
 #include <stdio.h>
@@ -167,19 +168,14 @@ int main(int argc, char **argv)
     int iterations = 1200, accelerate = 0, adjoint = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
-            iterations = atoi(argv[++i]);
+            if (!example_int32("neural_ode", "--iterations", argv[++i], 1, 100000000, &iterations))
+                return 2;
         } else if (!strcmp(argv[i], "--accelerate")) {
             accelerate = 1;
         } else if (!strcmp(argv[i], "--adjoint")) {
             adjoint = 1;
-        } else {
-            fprintf(stderr, "usage: %s [--iterations N] [--accelerate] [--adjoint]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (iterations < 1) {
-        fprintf(stderr, "neural_ode: --iterations needs a positive count\n");
-        return 2;
+        } else
+            return example_usage(argv[0], "[--iterations N] [--accelerate] [--adjoint]", argv[i]);
     }
     dla_device *dev = dla_device_current();
     printf("device: %s (%s)\n", dev ? dla_device_name(dev) : "none",

@@ -31,7 +31,7 @@ done
 
 "$ex/neural_ode" --iterations 0 >"$tmp/out" 2>&1
 status=$?
-if [ "$status" -eq 2 ] && grep -qF -- "--iterations needs a positive count" "$tmp/out"; then
+if [ "$status" -eq 2 ] && grep -qF -- "--iterations wants a whole number in [1, 100000000], not '0'" "$tmp/out"; then
     echo "ok $n - neural_ode --iterations 0 is refused with a message"
 else
     sed 's/^/# /' "$tmp/out"; echo "not ok $n - neural_ode --iterations 0 is refused with a message"

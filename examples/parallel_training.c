@@ -41,6 +41,7 @@
  * Fashion-MNIST is not installed.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "example_args.h"
 #include "digit_net.h"
 #include <dlaccel.h>
 
@@ -162,17 +163,16 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             small = 1;
-        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
+            if (!example_int32("parallel_training", "--epochs", argv[++i], 1, 1000000, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--chart") && i + 1 < argc)
             chart = argv[++i];
-        else {
-            fprintf(stderr, "usage: mpirun -np N %s [--small] [--epochs N] [--data DIR] "
-                    "[--chart PATH]\n", argv[0]);
-            return 2;
-        }
+        else
+            return example_usage(argv[0], "[--small] [--epochs N] [--data DIR] [--chart PATH]"
+                                 " (under mpirun -np N)", argv[i]);
     }
     epochs = epochs > 0 ? epochs : small ? 1 : 2;
 

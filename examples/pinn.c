@@ -31,6 +31,7 @@
  * stayed 0.08-0.11 off after 3000-6000 iterations: not offered.)
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "example_args.h"
 #include <dlaccel.h>
 #include <dlaccel/nnops.h>
 #include <math.h>
@@ -278,27 +279,19 @@ int main(int argc, char **argv)
     int iterations = 0, lbfgs = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
-            iterations = atoi(argv[++i]);
-            if (iterations < 1) {
-                fprintf(stderr, "pinn: --iterations needs a positive count\n");
+            if (!example_int32("pinn", "--iterations", argv[++i], 1, 100000000, &iterations))
                 return 2;
-            }
         } else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
-            D = atoi(argv[++i]);
+            if (!example_int32("pinn", "--dims", argv[++i], 1, 2, &D))
+                return 2;
         } else if (!strcmp(argv[i], "--lbfgs")) {
             lbfgs = 1;
-        } else {
-            fprintf(stderr, "usage: %s [--iterations N] [--dims D] [--lbfgs]\n", argv[0]);
-            return 2;
-        }
+        } else
+            return example_usage(argv[0], "[--iterations N] [--dims D] [--lbfgs]", argv[i]);
     }
     /* Adam: 3000 steps; L-BFGS: at most 2000 iterations (it stops by
      * itself well before on the line). */
     iterations = iterations ? iterations : lbfgs ? 2000 : 3000;
-    if (D < 1 || D > 2) {
-        fprintf(stderr, "pinn: --dims takes 1 or 2\n");
-        return 2;
-    }
     dla_device *dev = dla_device_current();
     if (!dev)
         return fail("device");

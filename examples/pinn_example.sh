@@ -49,7 +49,8 @@ for case in "1 1500 - 0.05" "2 3000 - 0.05" "1 - --lbfgs 0.001" "2 - --lbfgs 0.0
     n=$((n + 1))
 done
 
-for bad in "--iterations 0:--iterations needs a positive count" "--dims 3:--dims takes 1 or 2"; do
+for bad in "--iterations 0:--iterations wants a whole number in [1, 100000000], not '0'" \
+    "--dims 3:--dims wants a whole number in [1, 2], not '3'"; do
     "$ex/pinn" ${bad%%:*} >"$tmp/out" 2>&1
     status=$?
     if [ "$status" -eq 2 ] && grep -qF -- "${bad#*:}" "$tmp/out"; then

@@ -28,6 +28,7 @@
  * --small (or DLA_EXAMPLE_SMALL=1): 16x16x4x6, for `make check`.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "example_args.h"
 #include <dlaccel.h>
 #include <math.h>
 #include <stdio.h>
@@ -152,10 +153,8 @@ int main(int argc, char **argv)
             small = 1;
         else if (!strcmp(argv[i], "--full"))
             full = 1;
-        else {
-            fprintf(stderr, "usage: %s [--small] [--full]\n", argv[0]);
-            return 2;
-        }
+        else
+            return example_usage(argv[0], "[--small] [--full]", argv[i]);
     }
     layer_size s = full ? (layer_size){256, 256, 64, 30}
                    : small ? (layer_size){16, 16, 4, 6}

@@ -22,6 +22,7 @@
  * (dla_net_save; `dlaccel net PATH` shows it, its frozen layers marked).
  */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
+#include "example_args.h"
 #include "digit_net.h"
 #include <dlaccel.h>
 #include <dlaccel/data.h>
@@ -216,25 +217,27 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     const char *save = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--few") && i + 1 < argc)
-            few = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--base-epochs") && i + 1 < argc)
-            base_epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--save") && i + 1 < argc)
+        long long n;
+        unsigned long long s;
+        if (!strcmp(argv[i], "--few") && i + 1 < argc) {
+            if (!example_int("transfer", "--few", argv[++i], 1, INT64_MAX, &n))
+                return 2;
+            few = n;
+        } else if (!strcmp(argv[i], "--base-epochs") && i + 1 < argc) {
+            if (!example_int32("transfer", "--base-epochs", argv[++i], 1, 1000000, &base_epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
+            if (!example_int32("transfer", "--epochs", argv[++i], 1, 1000000, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!example_seed("transfer", argv[++i], &s))
+                return 2;
+            seed = s;
+        } else if (!strcmp(argv[i], "--save") && i + 1 < argc)
             save = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--few N] [--base-epochs N] [--epochs N] [--seed S] "
-                    "[--save PATH]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (few < 1 || base_epochs < 1 || epochs < 1) {
-        fprintf(stderr, "transfer: --few, --base-epochs and --epochs need positive counts\n");
-        return 2;
+        else
+            return example_usage(argv[0], "[--few N] [--base-epochs N] [--epochs N] [--seed S]"
+                                 " [--save PATH]", argv[i]);
     }
     /* Every tensor below belongs to this scope, released at its end. */
     dla_scope_begin();

@@ -53,7 +53,7 @@ fi
 
 "$ex/transfer" --few 0 >"$tmp/out" 2>&1
 status=$?
-if [ "$status" -eq 2 ] && grep -qF -- "need positive counts" "$tmp/out"; then
+if [ "$status" -eq 2 ] && grep -qF -- "--few wants a whole number in [1," "$tmp/out"; then
     echo "ok 3 - transfer --few 0 is refused with a message"
 else
     sed 's/^/# /' "$tmp/out"; echo "not ok 3 - transfer --few 0 is refused with a message"

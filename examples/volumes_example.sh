@@ -24,7 +24,7 @@ else sed 's/^/# /' "$tmp/out" | tail -n 40; echo "not ok 1 - $what"; fi
 
 "$ex/volumes" --count 10 >"$tmp/out" 2>&1
 status=$?
-if [ "$status" -eq 2 ] && grep -qF -- "--count at least 64" "$tmp/out"; then
+if [ "$status" -eq 2 ] && grep -qF -- "--count wants a whole number in [64," "$tmp/out"; then
     echo "ok 2 - volumes --count 10 is refused with a message"
 else
     sed 's/^/# /' "$tmp/out"; echo "not ok 2 - volumes --count 10 is refused with a message"

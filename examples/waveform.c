@@ -43,6 +43,7 @@
  * Accuracy is measured as the peer measures it: each sequence at its full
  * length, in inference mode.
  */
+#include "example_args.h"
 #include <dlaccel.h>
 #include <math.h>
 #include <stdio.h>
@@ -167,24 +168,23 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             small = 1;
-        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
-            epochs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--chart") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) {
+            if (!example_int32("waveform", "--epochs", argv[++i], 1, 1000000, &epochs))
+                return 2;
+        } else if (!strcmp(argv[i], "--chart") && i + 1 < argc)
             chart = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--attention"))
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!example_seed("waveform", argv[++i], &seed))
+                return 2;
+        } else if (!strcmp(argv[i], "--attention"))
             variant = ATTENTION;
         else if (!strcmp(argv[i], "--transformer"))
             variant = TRANSFORMER;
         else if (!strcmp(argv[i], "--bilstm"))
             variant = BILSTM;
-        else {
-            fprintf(stderr, "usage: %s [--small] [--epochs N] [--chart PATH] [--seed N] "
-                    "[--attention | --transformer | --bilstm]\n",
-                    argv[0]);
-            return 2;
-        }
+        else
+            return example_usage(argv[0], "[--small] [--epochs N] [--chart PATH] [--seed N]"
+                                 " [--attention | --transformer | --bilstm]", argv[i]);
     }
     if (epochs <= 0)
         epochs = small ? 3 : variant == TRANSFORMER ? 30 : 10; /* it learns slower */

@@ -121,8 +121,18 @@ dla_status dla__recurrent_end(const dla__props *p, dla__call *c, dla__recurrent 
     }
     /* In inference too: dla_net_predict_state gives the state after the
      * last step (the other calls do not ask for it). */
-    for (int k = 0; k < nstates; k++)
-        c->new_state[k] = states[k];
+    for (int k = 0; k < nstates; k++) {
+        dla_tensor *s = states[k];
+        /* With no step, a state of one column (the initial one) comes
+         * through untouched: H x B for every observation, as after a step
+         * (the LSTM's cell state and the GRU's state stayed H x 1 beside
+         * the LSTM's H x B hidden state). */
+        if (dla_tensor_dim(s, 2) != r->nb)
+            s = dla_add(s, dla_tensor_to_device(dla_zeros(dla_tensor_dtype(s), "",
+                                                          DLA_DIMS(dla_tensor_dim(s, 1), r->nb)),
+                                                dla_tensor_device(s)));
+        c->new_state[k] = s;
+    }
     return dla_tensor_status(c->y);
 }
 

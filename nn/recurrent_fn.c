@@ -140,16 +140,9 @@ static dla_status rnn_run(rnn_call *c, dla_tensor **out)
         int64_t yd[DLA_MAX_DIMS];
         const int ynd = dla_tensor_dims(call.y, yd);
         out[0] = fmt[0] ? call.y : dla_reshape(call.y, "", ynd, yd);
-        for (int k = 0; k < c->nstates; k++) {
+        /* H x B, even with no step (dla__recurrent_end widens them). */
+        for (int k = 0; k < c->nstates; k++)
             out[1 + k] = call.new_state[k];
-            /* With no step, a state of one column comes back as given (the
-             * LSTM layer widens its hidden state, not its cell state):
-             * H x B, as after a step, for every observation. */
-            if (dla_tensor_dim(out[1 + k], 2) != nb)
-                out[1 + k] = dla_add(out[1 + k], dla_tensor_to_device(
-                    dla_zeros(dla_tensor_dtype(out[1 + k]), "", DLA_DIMS(h, nb)),
-                    dla_tensor_device(out[1 + k])));
-        }
         for (int k = 0; k <= c->nstates && st == DLA_OK; k++)
             st = dla_tensor_status(out[k]);
     }

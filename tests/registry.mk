@@ -79,11 +79,11 @@ check_PROGRAMS += tests/env_probe_openblas
 tests_env_probe_openblas_SOURCES = tests/env_probe.c
 tests_env_probe_openblas_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) -DPROBE_LINKS_OPENBLAS
 tests_env_probe_openblas_LDADD = libdlaccel.la $(OPENBLAS_LIBS)
-TESTS += tests/tool_env.sh tests/tool_clean_output.sh tests/share_cores.sh
+TESTS += tests/tool_env.sh tests/tool_clean_output.sh tests/share_cores.sh tests/example_args.sh
 
 # A plugin that crashes in its init is named at the next start.
 TESTS += tests/tool_plugin_crash.sh
-EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh tests/share_cores.sh tests/tool_plugin_crash.sh
+EXTRA_DIST += tests/tool_env.sh tests/tool_clean_output.sh tests/share_cores.sh tests/example_args.sh tests/tool_plugin_crash.sh
 
 # The rows of DLA_KERNEL_LIST against the core's lookups and the kernel
 # table of docs/plugins.md.

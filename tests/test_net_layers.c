@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <math.h>
@@ -1482,7 +1483,7 @@ static void predict_state_carries_a_sequence_on_in_inference_mode(void **state)
  * H x B x 0 in both modes of running; "last" has no last step and says
  * so. They failed with "dla_cat: argument n: 0 tensors" and "cannot
  * reshape 4x1 (4 elements) to 4x5", and a batch of one gave "last" the
- * initial state as if it were an answer. */
+ * initial state as if it were an answer. Their states come out H x B. */
 static void recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch(void **state)
 {
     (void)state;
@@ -1503,6 +1504,20 @@ static void recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_misma
             dla_tensor *yf = forward1(net, x);
             assert_int_equal(dla_tensor_dim(yf, 2), nb);
             assert_int_equal(dla_tensor_dim(yf, 3), 0);
+            /* The state after no step: the initial one for every
+             * observation, H x B like the hidden state (the LSTM's cell
+             * state and the GRU's state stayed H x 1). */
+            dla_tensor *st[2] = {NULL, NULL};
+            assert_int_equal(dla_net_predict_state(net, 1, &x, 1, &y, st, NULL), DLA_OK);
+            for (int k = 0; k < dla_net_state_count(net); k++) {
+                assert_int_equal(dla_tensor_dim(st[k], 1), 4);
+                assert_int_equal(dla_tensor_dim(st[k], 2), nb);
+                double v[20];
+                assert_int_equal(dla_tensor_to_host(dla_cast(st[k], DLA_F64), v,
+                                                    sizeof(double) * (size_t)(4 * nb)), DLA_OK);
+                for (int i = 0; i < 4 * nb; i++)
+                    tu_assert_near(v[i], 0, 0);
+            }
         }
         /* Another channel count than the weights take: it said "dla_mtimes:
          * inner dims differ: a is 16x3, b is 5x6" of its reshaped input. */

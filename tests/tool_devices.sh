@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..22"
+echo "1..23"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -105,6 +105,9 @@ check "-h among a command's options prints its help too" 0 \
 args=frobnicate
 check "an unknown command exits 2 with the list of commands" 2 \
     "unknown command 'frobnicate'" "devices" "version"
+args="help frobnicate"
+check "dlaccel help with an unknown command names it and exits 2" 2 \
+    "dlaccel help: no command 'frobnicate'"
 
 # Output that cannot be written (a full disk) is a failure, not exit 0.
 n=$((n + 1))

@@ -118,8 +118,10 @@ static int cmd_help(int argc, char **argv)
     }
     const dla_tool_command *c = argc == 2 ? find_command(argv[1]) : NULL;
     if (!c) {
-        fprintf(stderr, "dlaccel help: %s\n",
-                argc == 2 ? "no such command" : "takes at most one command name");
+        if (argc == 2)
+            fprintf(stderr, "dlaccel help: no command '%s' (`dlaccel help` lists them)\n", argv[1]);
+        else
+            fprintf(stderr, "dlaccel help: takes at most one command name\n");
         return DLA_TOOL_USAGE;
     }
     print_command_help(c);

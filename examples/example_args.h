@@ -1,0 +1,79 @@
+/*
+ * example_args.h - the examples' command-line numbers and usage, read the
+ * same way everywhere: a number that is not a whole decimal number in its
+ * range is an error naming the option (atoi turned `--seed abc` into seed
+ * 0 and `--epochs 3x` into 3 without a word), and `--help` or `-h`
+ * prints the usage on stdout and succeeds, as a user trying the option
+ * expects, where any other unknown argument prints it on stderr and fails.
+ */
+#ifndef DLACCEL_EXAMPLES_EXAMPLE_ARGS_H
+#define DLACCEL_EXAMPLES_EXAMPLE_ARGS_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reads s as a whole decimal integer in [min, max] into *out; returns 1,
+ * or 0 after "PROG: OPT wants a whole number in [min, max], not 'S'" on
+ * stderr. */
+static inline int example_int(const char *prog, const char *opt, const char *s, long long min,
+                              long long max, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < min || v > max) {
+        fprintf(stderr, "%s: %s wants a whole number in [%lld, %lld], not '%s'\n", prog, opt, min,
+                max, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* The same for an int option. */
+static inline int example_int32(const char *prog, const char *opt, const char *s, int min, int max,
+                                int *out)
+{
+    long long v;
+    if (!example_int(prog, opt, s, min, max, &v))
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* A seed: any whole number from 0 to 2^64 - 1 (strtoull alone takes
+ * "-1" as 2^64 - 1 and "abc" as 0). */
+static inline int example_seed(const char *prog, const char *s, unsigned long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *s == '-' || *s == '+' || *end || errno) {
+        fprintf(stderr, "%s: --seed wants a whole number from 0 to 2^64 - 1, not '%s'\n", prog, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* For an argument no option took: with --help or -h prints "usage: PROG
+ * USAGE" on stdout (PROG: argv[0]'s last component) and returns 0; otherwise names the argument and prints
+ * the usage on stderr, returning 2 (the examples' exit code for bad
+ * arguments). An option given last without its value lands here too. */
+static inline int example_usage(const char *prog, const char *usage, const char *arg)
+{
+    /* The program's name, not the path libtool's wrapper runs it by. */
+    const char *slash = strrchr(prog, '/');
+    prog = slash ? slash + 1 : prog;
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+        printf("usage: %s %s\n", prog, usage);
+        return 0;
+    }
+    fprintf(stderr, "%s: unknown argument or missing value: '%s'\nusage: %s %s\n", prog, arg, prog,
+            usage);
+    return 2;
+}
+
+#endif
