@@ -161,7 +161,7 @@ examples_custom_layer_LDADD = libdlaccel.la -lm
 TESTS += examples/custom_layer_example.sh
 EXTRA_DIST += examples/custom_layer_example.sh
 # ---- end of examples/custom_layer ------------------------------------------
-EXTRA_DIST += examples/example_clock.h
+EXTRA_DIST += examples/example_clock.h examples/example_args.h
 
 # ---- examples/neural_ode: a neural ODE fitted to a trajectory --------------
 # MATLAB's "Dynamical System Modeling Using Neural ODE": dla_ode45 makes the
