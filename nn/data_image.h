@@ -1,6 +1,6 @@
 /*
  * data_image.h - what the image datastore's files share: decoding one PNG
- * or JPEG file into 8-bit pixels (data_image_decode.c), and the batch
+ * or JPEG file into 8- or 16-bit pixels (data_image_decode.c), and the batch
  * reader the mini-batch queue calls (data_image.c).
  *
  * The decoder runs on the datastore's reading threads, so it never touches
@@ -17,11 +17,22 @@
 #include <stdint.h>
 
 /* A decoded image: h rows of w pixels of c channels (1 gray, 3 RGB),
- * row-major and interleaved as the files hold them (px[(y*w + x)*c + k]). */
+ * row-major and interleaved as the files hold them (sample (y*w + x)*c + k),
+ * each sample depth bytes: 1, or 2 for a 16-bit PNG (least significant
+ * byte first; dla__image_sample reads either). */
 typedef struct dla__image {
-    int h, w, c;
+    int h, w, c, depth;
     uint8_t *px; /* dla__data_malloc'd; dla__image_free */
 } dla__image;
+
+/* Sample i of im in 8-bit units: the byte, or a 16-bit sample / 257 (its
+ * full range onto 0..255, as MATLAB's im2uint8 and im2single scale). */
+static inline double dla__image_sample(const dla__image *im, size_t i)
+{
+    if (im->depth == 1)
+        return im->px[i];
+    return (double)(im->px[2 * i] | (unsigned)im->px[2 * i + 1] << 8) / 257.0;
+}
 
 /* The largest image the decoder takes (pixels times channels), so that a
  * forged header cannot ask for gigabytes. */
@@ -29,7 +40,7 @@ typedef struct dla__image {
 
 /* Decodes path (PNG or JPEG, told apart by their signatures, not the file
  * name) into *img. Alpha is dropped (tRNS transparency too), palettes
- * expanded to RGB, 16-bit samples cut to 8, gray below 8 bits widened. On failure *img is zeroed
+ * expanded to RGB, 16-bit samples kept (depth 2), gray below 8 bits widened. On failure *img is zeroed
  * and err holds "<path>: <why>": DLA_ERR_IO (cannot open or read it),
  * DLA_ERR_FORMAT (neither PNG nor JPEG, an unsupported colour space, an
  * image over DLA__IMAGE_MAX_BYTES, or a corrupt or truncated file, with the

@@ -1,6 +1,6 @@
 /*
  * data_image_decode.c - one PNG (libpng) or JPEG (libjpeg-turbo) file into
- * 8-bit pixels, for the image datastore.
+ * 8-bit pixels (16-bit for a 16-bit PNG), for the image datastore.
  *
  * Both libraries report errors by jumping: libpng longjmps to the jmp_buf
  * of its read struct after calling our error function, libjpeg calls the
@@ -58,24 +58,26 @@ static dla_status fail(decode_ctx *c, dla_status st, const char *fmt, ...)
     return st;
 }
 
-/* An image of h x w x ch is refused above the cap (a forged header). */
-static dla_status check_size(decode_ctx *c, uint32_t h, uint32_t w, int ch)
+/* An image of h x w x ch samples of depth bytes is refused above the cap
+ * (a forged header). */
+static dla_status check_size(decode_ctx *c, uint32_t h, uint32_t w, int ch, int depth)
 {
     if (!h || !w)
         return fail(c, DLA_ERR_FORMAT, "an image of %ux%u pixels", (unsigned)h, (unsigned)w);
-    if ((uint64_t)h * w * (uint64_t)ch > DLA__IMAGE_MAX_BYTES)
-        return fail(c, DLA_ERR_FORMAT, "%ux%u pixels of %d channels is more than the %zu bytes "
-                    "an image may take", (unsigned)h, (unsigned)w, ch, DLA__IMAGE_MAX_BYTES);
+    if ((uint64_t)h * w * (uint64_t)ch * (uint64_t)depth > DLA__IMAGE_MAX_BYTES)
+        return fail(c, DLA_ERR_FORMAT, "%ux%u pixels of %d channels of %d bits is more than the "
+                    "%zu bytes an image may take", (unsigned)h, (unsigned)w, ch, 8 * depth,
+                    DLA__IMAGE_MAX_BYTES);
     return DLA_OK;
 }
 
-/* Pixels of h x w x ch, refused above the cap. */
-static dla_status alloc_pixels(decode_ctx *c, uint32_t h, uint32_t w, int ch)
+/* Pixels of h x w x ch samples of depth bytes, refused above the cap. */
+static dla_status alloc_pixels(decode_ctx *c, uint32_t h, uint32_t w, int ch, int depth)
 {
-    dla_status st = check_size(c, h, w, ch);
+    dla_status st = check_size(c, h, w, ch, depth);
     if (st != DLA_OK)
         return st;
-    c->px = dla__data_malloc((size_t)h * w * (size_t)ch);
+    c->px = dla__data_malloc((size_t)h * w * (size_t)ch * (size_t)depth);
     if (!c->px)
         return fail(c, DLA_ERR_OUT_OF_MEMORY, "cannot hold %ux%ux%d pixels", (unsigned)h,
                     (unsigned)w, ch);
@@ -117,8 +119,12 @@ static dla_status decode_png(decode_ctx *c, dla__image *img)
     png_set_user_limits(png, 1u << 20, 1u << 20);
     png_read_info(png, info);
     int type = png_get_color_type(png, info);
-    if (png_get_bit_depth(png, info) == 16)
-        png_set_strip_16(png);
+    /* 16-bit samples are kept (cut to their high byte, a 16-bit scan lost
+     * its low 8 bits before it reached a network), least significant byte
+     * first whatever the host (PNG stores them most significant first). */
+    const int depth = png_get_bit_depth(png, info) == 16 ? 2 : 1;
+    if (depth == 2)
+        png_set_swap(png);
     if (type == PNG_COLOR_TYPE_PALETTE)
         png_set_palette_to_rgb(png);
     if (type == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) < 8)
@@ -138,8 +144,8 @@ static dla_status decode_png(decode_ctx *c, dla__image *img)
                         : fail(c, DLA_ERR_FORMAT, "a PNG image of %d channels after dropping "
                                "alpha; 1 (gray) or 3 (RGB) are read", ch);
     if (st == DLA_OK)
-        st = alloc_pixels(c, h, w, ch);
-    if (st == DLA_OK && png_get_rowbytes(png, info) != (size_t)w * (size_t)ch)
+        st = alloc_pixels(c, h, w, ch, depth);
+    if (st == DLA_OK && png_get_rowbytes(png, info) != (size_t)w * (size_t)ch * (size_t)depth)
         st = fail(c, DLA_ERR_FORMAT, "unexpected PNG row size");
     if (st == DLA_OK && !(c->rows = dla__data_malloc(sizeof *c->rows * h)))
         st = fail(c, DLA_ERR_OUT_OF_MEMORY, "cannot hold %u row pointers", (unsigned)h);
@@ -148,12 +154,12 @@ static dla_status decode_png(decode_ctx *c, dla__image *img)
         return st;
     }
     for (uint32_t y = 0; y < h; y++)
-        c->rows[y] = c->px + (size_t)y * w * (size_t)ch;
+        c->rows[y] = c->px + (size_t)y * w * (size_t)ch * (size_t)depth;
     png_read_image(png, c->rows);
     /* Up to IEND: a file cut after its last pixel row is still truncated. */
     png_read_end(png, NULL);
     png_destroy_read_struct(&png, &info, NULL);
-    *img = (dla__image){.h = (int)h, .w = (int)w, .c = ch, .px = c->px};
+    *img = (dla__image){.h = (int)h, .w = (int)w, .c = ch, .depth = depth, .px = c->px};
     c->px = NULL;
     return DLA_OK;
 }
@@ -203,12 +209,12 @@ static dla_status decode_jpeg(decode_ctx *c, dla__image *img)
      * the whole image's coefficients (twice the pixels' bytes), so a
      * forged header asked for gigabytes there, and failed, if at all, as
      * "Insufficient memory" or a truncated file, not as too large. */
-    if (check_size(c, jp->image_height, jp->image_width, jp->num_components == 1 ? 1 : 3) !=
+    if (check_size(c, jp->image_height, jp->image_width, jp->num_components == 1 ? 1 : 3, 1) !=
         DLA_OK)
         longjmp(c->jmp, 1);
     jpeg_start_decompress(jp);
     int ch = jp->output_components;
-    if (alloc_pixels(c, jp->output_height, jp->output_width, ch) != DLA_OK)
+    if (alloc_pixels(c, jp->output_height, jp->output_width, ch, 1) != DLA_OK)
         longjmp(c->jmp, 1);
     size_t stride = (size_t)jp->output_width * (size_t)ch;
     while (jp->output_scanline < jp->output_height) {
@@ -217,7 +223,7 @@ static dla_status decode_jpeg(decode_ctx *c, dla__image *img)
     }
     jpeg_finish_decompress(jp);
     *img = (dla__image){.h = (int)jp->output_height, .w = (int)jp->output_width, .c = ch,
-                        .px = c->px};
+                        .depth = 1, .px = c->px};
     c->px = NULL;
     jpeg_destroy_decompress(jp);
     return DLA_OK;

@@ -65,7 +65,14 @@ static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
 {
     size_t h = (size_t)im->h, w = (size_t)im->w, c = (size_t)im->c, hw = h * w;
     const unsigned char *px = im->px;
-    if (jb->ds->dtype == DLA_U8) {
+    if (im->depth != 1) {
+        /* 16-bit samples: through put(), as the warp's (rare enough not
+         * to want loops of their own). */
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t k = 0; k < c; k++)
+                    put(jb, dst, y + h * x + hw * k, dla__image_sample(im, (y * w + x) * c + k));
+    } else if (jb->ds->dtype == DLA_U8) {
         for (size_t y = 0; y < h; y++)
             for (size_t x = 0; x < w; x++)
                 for (size_t k = 0; k < c; k++)
@@ -122,8 +129,8 @@ static void warp(const job *jb, const dla__image *im, const xform *t, unsigned c
                     double wgt = ((j & 1) ? fx : 1 - fx) * ((j >> 1) ? fy : 1 - fy);
                     if (wgt == 0 || px < 0 || py < 0 || px >= im->w || py >= im->h)
                         continue;
-                    acc += wgt * im->px[((size_t)py * (size_t)im->w + (size_t)px) * (size_t)im->c +
-                                        (size_t)k];
+                    acc += wgt * dla__image_sample(im, ((size_t)py * (size_t)im->w + (size_t)px) *
+                                                           (size_t)im->c + (size_t)k);
                 }
                 put(jb, dst, (size_t)yo + (size_t)jb->h * (size_t)xo + hw * (size_t)k, acc);
             }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "tu_assert.h"
 #include <jpeglib.h>
 #include <png.h>
 
@@ -770,6 +771,76 @@ static void test_png_transparency_is_dropped(void **state)
         dla_tensor_release(x);
         dla_imds_free(ds);
     }
+}
+
+/* 16-bit PNGs keep their 16 bits: a sample v reads as v / 65535 in single
+ * and double, and as round(v / 257) in bytes (MATLAB's im2uint8), through
+ * the plain copy and through an augmented datastore's resize. They were
+ * cut to their high byte: 0x12FF read as 18/255 = 0.0706 instead of
+ * 0.0742, and 65280 + 255 and 65280 alike as 1. */
+static void test_png_16_bit_samples_keep_their_precision(void **state)
+{
+    (void)state;
+    const unsigned v[4] = {0, 0x12FF, 0xFF00, 0xFFFF};
+    unsigned char g16[8], rgb16[24];
+    for (int i = 0; i < 4; i++) {
+        g16[2 * i] = (unsigned char)(v[i] >> 8), g16[2 * i + 1] = (unsigned char)(v[i] & 255);
+        for (int k = 0; k < 3; k++) {
+            const unsigned u = v[(i + k) % 4];
+            rgb16[6 * i + 2 * k] = (unsigned char)(u >> 8);
+            rgb16[6 * i + 2 * k + 1] = (unsigned char)(u & 255);
+        }
+    }
+    for (int colour = 0; colour < 2; colour++) {
+        const int ch = colour ? 3 : 1;
+        const char *dir = fresh("png16");
+        mkdirs(path_of("png16/c"));
+        write_png_raw(path_of("png16/c/a.png"), 2, 2, 16,
+                      colour ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY, colour ? rgb16 : g16,
+                      colour ? 12 : 4, NULL, 0, NULL, 0, NULL);
+        for (int d = 0; d < 3; d++) {
+            const dla_dtype dt = d == 0 ? DLA_F32 : d == 1 ? DLA_F64 : DLA_U8;
+            dla_imds *ds;
+            assert_ok(dla_imds_create(dir, &(dla_imds_options){.dtype = dt}, &ds));
+            dla_tensor *x;
+            assert_ok(dla_imds_readall(ds, &x, NULL));
+            assert_int_equal(dla_tensor_dim(x, 3), ch);
+            double got[12];
+            to_host(dla_cast(x, DLA_F64), got, sizeof(double) * (size_t)(4 * ch));
+            /* H x W x C: pixel (r, c) of channel k at r + 2c + 4k, file
+             * pixel i = 2r + c holding v[(i + k) % 4]. */
+            for (int r = 0; r < 2; r++)
+                for (int c = 0; c < 2; c++)
+                    for (int k = 0; k < ch; k++) {
+                        const unsigned u = v[(2 * r + c + k) % 4];
+                        const double want = dt == DLA_U8 ? floor(u / 257.0 + 0.5) : u / 65535.0;
+                        tu_assert_near(got[r + 2 * c + 4 * k], want, dt == DLA_F32 ? 1e-7 : 1e-15);
+                    }
+            dla_tensor_release(x);
+            dla_imds_free(ds);
+        }
+    }
+    /* A constant 16-bit image resized by an augmented datastore: the
+     * bilinear resize of a constant is that constant, 0x12FF / 65535. */
+    const char *dir = fresh("png16a");
+    mkdirs(path_of("png16a/c"));
+    unsigned char flat[8];
+    for (int i = 0; i < 4; i++)
+        flat[2 * i] = 0x12, flat[2 * i + 1] = 0xFF;
+    write_png_raw(path_of("png16a/c/a.png"), 2, 2, 16, PNG_COLOR_TYPE_GRAY, flat, 4, NULL, 0, NULL,
+                  0, NULL);
+    dla_imds *ds, *aug;
+    assert_ok(dla_imds_create(dir, &(dla_imds_options){.dtype = DLA_F64}, &ds));
+    assert_ok(dla_augimds_create((int64_t[]){4, 4}, ds, NULL, 1, &aug));
+    dla_tensor *x;
+    assert_ok(dla_imds_readall(aug, &x, NULL));
+    double got[16];
+    to_host(x, got, sizeof got);
+    for (int i = 0; i < 16; i++)
+        tu_assert_near(got[i], 0x12FF / 65535.0, 1e-15);
+    dla_tensor_release(x);
+    dla_imds_free(aug);
+    dla_imds_free(ds);
 }
 
 /* ------------------------------------------------------------ queues */
@@ -1570,6 +1641,7 @@ int main(void)
         TU_TEST(test_augmented_datastore_resizes_reflects_rotates_and_translates),
         TU_TEST(test_augmented_resize_replicates_the_edge),
         TU_TEST(test_png_transparency_is_dropped),
+        TU_TEST(test_png_16_bit_samples_keep_their_precision),
         TU_TEST(test_a_queue_reads_the_datastore_on_its_threads_in_order),
         TU_TEST(test_background_dispatch_keeps_the_augmentation),
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),

@@ -241,7 +241,9 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  *
  * An image is read as H x W x C (H rows first, as MATLAB), C = 1 for gray
  * and 3 for colour (alpha dropped, a tRNS chunk's transparency too,
- * palettes expanded, 16-bit samples cut to 8). Images of a datastore must all have its size, except through an
+ * palettes expanded; a 16-bit PNG's samples v read as v / 65535 in single
+ * or double, round(v / 257) as DLA_U8). Images of a datastore must all
+ * have its size, except through an
  * augmented datastore that resizes them (dla_augimds_create).
  *
  * Labels ("foldernames"): a file's class is the name of the folder that
