@@ -130,13 +130,9 @@ static int fail(const char *what)
 int main(int argc, char **argv)
 {
     int iterations = 300;
-    if (argc > 2)
-        return example_usage(argv[0], "[ITERATIONS]", argv[2]);
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-        return example_usage(argv[0], "[ITERATIONS]", argv[1]);
-    if (argc == 2 &&
-        !example_int32("ctc_sequences", "ITERATIONS", argv[1], 1, 100000000, &iterations))
-        return 2;
+    const int rc = example_iterations_arg(argc, argv, "ctc_sequences", &iterations);
+    if (rc >= 0)
+        return rc;
     dla_rng_seed(1);
     dla_layer *layers[] = {dla_sequence_input_layer(CLASSES, NULL), dla_lstm_layer(32, NULL),
                            dla_fc_layer(CLASSES, NULL), dla_softmax_layer(NULL)};

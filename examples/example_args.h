@@ -76,4 +76,18 @@ static inline int example_usage(const char *prog, const char *usage, const char 
     return 2;
 }
 
+/* For the examples whose one optional argument is a count of iterations:
+ * reads argv[1], when there is one, into *iterations; returns -1 to go
+ * on, or the exit code to end with (0 after --help, 2 on a bad argument). */
+static inline int example_iterations_arg(int argc, char **argv, const char *name, int *iterations)
+{
+    if (argc > 2)
+        return example_usage(argv[0], "[ITERATIONS]", argv[2]);
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+        return example_usage(argv[0], "[ITERATIONS]", argv[1]);
+    if (argc == 2 && !example_int32(name, "ITERATIONS", argv[1], 1, 100000000, iterations))
+        return 2;
+    return -1;
+}
+
 #endif

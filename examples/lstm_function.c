@@ -105,13 +105,9 @@ static double evaluate(dla_tensor *const *params, double *base)
 int main(int argc, char **argv)
 {
     int iterations = 300;
-    if (argc > 2)
-        return example_usage(argv[0], "[ITERATIONS]", argv[2]);
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-        return example_usage(argv[0], "[ITERATIONS]", argv[1]);
-    if (argc == 2 &&
-        !example_int32("lstm_function", "ITERATIONS", argv[1], 1, 100000000, &iterations))
-        return 2;
+    const int rc = example_iterations_arg(argc, argv, "lstm_function", &iterations);
+    if (rc >= 0)
+        return rc;
     dla_rng_seed(7);
     /* Glorot-like uniform weights, the LSTM's forget-gate bias at 1. */
     dla_tensor *params[NPARAMS], *avg[NPARAMS] = {NULL}, *avg_sq[NPARAMS] = {NULL};
