@@ -123,6 +123,37 @@ static void test_elu_gradient_is_one_at_positive_infinity(void **state)
     }
 }
 
+static dla_status gelu_grad(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_sum(dla_gelu(in[0], ctx), 0, NULL);
+    return dla_gradient(out[0], 1, in, &out[1]);
+}
+
+/* Far out gelu's slope is 1 (x > 0) or 0: with "tanh" the backward's
+ * x s (1 - s) (2c + 6ck x^2) read 0 * Inf, NaN, once x^2 overflowed (|x|
+ * past 1.8e19 in single, 1.3e154 in double), at finite x. */
+static void test_gelu_gradient_is_finite_far_out(void **state)
+{
+    (void)state;
+    static const double v[2][4] = {{1e20, -1e20, 3e38, -2.0}, {1e200, -1e200, 1e300, -2.0}};
+    const char *approx[2] = {"tanh", "none"};
+    for (int t = 0; t < 2; t++)
+        for (int a = 0; a < 2; a++) {
+            dla_scope_begin();
+            dla_tensor *x = dla_cast(nn_from(v[t], "CB", DLA_DIMS(2, 2)), t ? DLA_F64 : DLA_F32);
+            dla_tensor *out[2];
+            assert_int_equal(dla_feval(gelu_grad, (void *)approx[a], 1, &x, 2, out), DLA_OK);
+            for (int i = 0; i < 3; i++)
+                if (!(dla_tensor_item(out[1], i) == (v[t][i] > 0 ? 1.0 : 0.0)))
+                    fail_msg("%s gelu %s: gradient at %g is %g, want %g", t ? "double" : "single",
+                             approx[a], v[t][i], dla_tensor_item(out[1], i), v[t][i] > 0 ? 1.0 : 0.0);
+            /* and as before near 0: Phi(x) + x phi(x) at -2, within the approximation */
+            tu_assert_near(dla_tensor_item(out[1], 3), -0.0853, 2e-3);
+            dla_scope_end();
+        }
+}
+
 /* softmax over C on the host for x with dims (before C) x C x (after C). */
 static void host_softmax(const double *x, int64_t pre, int64_t c, int64_t post, int log_out,
                          double *y)
@@ -315,6 +346,7 @@ int main(void)
         TU_TEST(test_gelu_uses_erf_by_default_and_tanh_on_request),
         TU_TEST(test_gelu_tanh_keeps_its_negative_tail_in_single),
         TU_TEST(test_elu_gradient_is_one_at_positive_infinity),
+        TU_TEST(test_gelu_gradient_is_finite_far_out),
         TU_TEST(test_softmax_normalizes_over_the_channel_dim_of_each_format),
         TU_TEST(test_softmax_stays_finite_for_large_inputs),
         TU_TEST(test_softmax_of_no_channels_is_empty),
