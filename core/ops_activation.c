@@ -121,6 +121,11 @@ static dla_status gelu_backward(const dla__node *n, dla_tensor *const *gout, dla
             dla_mul(x, dla_affine(x2, 2.0 * SQRT_2_PI * GELU_K, 2.0 * SQRT_2_PI)));
         dla_tensor *du2 = dla_affine(x2, 6.0 * SQRT_2_PI * GELU_K, 2.0 * SQRT_2_PI);
         d = dla_add(s, dla_mul(dla_mul(x, dla_mul(s, dla_affine(s, -1.0, 1.0))), du2));
+        /* Past |x| = 1e15 s (1 - s) is 0 in either type, and once x^2
+         * overflows (|x| past 1.8e19 in single) du2 is Inf: 0 * Inf made
+         * the slope NaN at finite x. There it is step(x), 1 or 0. */
+        d = dla_where(dla__unary(DLA_UNARY_STEP, x2, 1e30, 0.0),
+                      dla__unary(DLA_UNARY_STEP, x, 0.0, 0.0), d);
     }
     gin[0] = dla_mul(gout[0], d);
     return DLA_OK;

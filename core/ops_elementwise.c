@@ -396,12 +396,12 @@ static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dl
     case DLA_UNARY_LEAKY_RELU: /* slope 1 above 0, alpha below */
         gin[0] = dla_mul(g, dla_affine(unary(DLA_UNARY_STEP, x, 0.0, 0.0), 1.0 - u->alpha, u->alpha));
         break;
-    case DLA_UNARY_ELU: { /* x > 0: 1; else y + alpha */
-        dla_tensor *pos = unary(DLA_UNARY_STEP, x, 0.0, 0.0);
-        dla_tensor *neg = dla_mul(dla_affine(pos, -1.0, 1.0), dla_affine(y, 1.0, u->alpha));
-        gin[0] = dla_mul(g, dla_add(pos, neg));
+    case DLA_UNARY_ELU: /* x > 0: 1; else y + alpha. Picked, not blended as
+                         * step + (1 - step) .* (y + alpha): at x = +Inf that
+                         * was 1 + 0 * Inf, NaN. */
+        gin[0] = dla_where(unary(DLA_UNARY_STEP, x, 0.0, 0.0), g,
+                           dla_mul(g, dla_affine(y, 1.0, u->alpha)));
         break;
-    }
     default: /* sign and step are piecewise constant: zero almost everywhere */
         gin[0] = dla_affine(g, 0.0, 0.0);
         break;

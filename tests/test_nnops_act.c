@@ -13,6 +13,7 @@
 
 #include "gradcheck.h"
 #include "test_nnops.h"
+#include "tu_assert.h"
 
 static const double xs[8] = {-3.0, -1.0, -0.25, 0.0, 0.5, 1.0, 2.0, 4.0};
 
@@ -93,6 +94,64 @@ static void test_gelu_tanh_keeps_its_negative_tail_in_single(void **state)
             fail_msg("its gradient at %g is %.9g, want %.9g", v, dgot, dwant);
     }
     dla_scope_end();
+}
+
+static dla_status elu_grad(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_sum(dla_elu(in[0], *(const double *)ctx), 0, NULL);
+    return dla_gradient(out[0], 1, in, &out[1]);
+}
+
+/* elu's slope is 1 wherever x > 0, +Inf included: the backward blended
+ * the two pieces as step(x) + (1 - step(x)) .* (y + alpha), and at
+ * x = +Inf that is 1 + 0 * Inf, NaN. */
+static void test_elu_gradient_is_one_at_positive_infinity(void **state)
+{
+    (void)state;
+    static const double v[6] = {INFINITY, 3.0, 0.0, -1.0, -INFINITY, 1e30};
+    for (int t = 0; t < 2; t++) {
+        dla_scope_begin();
+        double alpha = 0.7;
+        dla_tensor *x = dla_cast(nn_from(v, "CB", DLA_DIMS(2, 3)), t ? DLA_F64 : DLA_F32), *out[2];
+        assert_int_equal(dla_feval(elu_grad, &alpha, 1, &x, 2, out), DLA_OK);
+        for (int i = 0; i < 6; i++) {
+            const double want = v[i] > 0 ? 1.0 : alpha * exp(v[i]);
+            tu_assert_near(dla_tensor_item(out[1], i), want, 1e-6);
+        }
+        dla_scope_end();
+    }
+}
+
+static dla_status gelu_grad(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_sum(dla_gelu(in[0], ctx), 0, NULL);
+    return dla_gradient(out[0], 1, in, &out[1]);
+}
+
+/* Far out gelu's slope is 1 (x > 0) or 0: with "tanh" the backward's
+ * x s (1 - s) (2c + 6ck x^2) read 0 * Inf, NaN, once x^2 overflowed (|x|
+ * past 1.8e19 in single, 1.3e154 in double), at finite x. */
+static void test_gelu_gradient_is_finite_far_out(void **state)
+{
+    (void)state;
+    static const double v[2][4] = {{1e20, -1e20, 3e38, -2.0}, {1e200, -1e200, 1e300, -2.0}};
+    const char *approx[2] = {"tanh", "none"};
+    for (int t = 0; t < 2; t++)
+        for (int a = 0; a < 2; a++) {
+            dla_scope_begin();
+            dla_tensor *x = dla_cast(nn_from(v[t], "CB", DLA_DIMS(2, 2)), t ? DLA_F64 : DLA_F32);
+            dla_tensor *out[2];
+            assert_int_equal(dla_feval(gelu_grad, (void *)approx[a], 1, &x, 2, out), DLA_OK);
+            for (int i = 0; i < 3; i++)
+                if (!(dla_tensor_item(out[1], i) == (v[t][i] > 0 ? 1.0 : 0.0)))
+                    fail_msg("%s gelu %s: gradient at %g is %g, want %g", t ? "double" : "single",
+                             approx[a], v[t][i], dla_tensor_item(out[1], i), v[t][i] > 0 ? 1.0 : 0.0);
+            /* and as before near 0: Phi(x) + x phi(x) at -2, within the approximation */
+            tu_assert_near(dla_tensor_item(out[1], 3), -0.0853, 2e-3);
+            dla_scope_end();
+        }
 }
 
 /* softmax over C on the host for x with dims (before C) x C x (after C). */
@@ -286,6 +345,8 @@ int main(void)
         TU_TEST(test_leakyrelu_and_elu_follow_matlab),
         TU_TEST(test_gelu_uses_erf_by_default_and_tanh_on_request),
         TU_TEST(test_gelu_tanh_keeps_its_negative_tail_in_single),
+        TU_TEST(test_elu_gradient_is_one_at_positive_infinity),
+        TU_TEST(test_gelu_gradient_is_finite_far_out),
         TU_TEST(test_softmax_normalizes_over_the_channel_dim_of_each_format),
         TU_TEST(test_softmax_stays_finite_for_large_inputs),
         TU_TEST(test_softmax_of_no_channels_is_empty),

@@ -35,6 +35,8 @@
 
 #include <cmocka.h>
 
+#include "tu_assert.h"
+
 static dla_device *ocl, *cpu;
 
 static int group_setup(void **state)
@@ -398,6 +400,47 @@ static void a_network_step_on_opencl_agrees_with_the_cpu_plugin(void **state)
     }
     dla_device_set_current(NULL);
     dla_scope_end();
+}
+
+/* d/dx sum(tanh(x)), with tanh(x) itself. */
+static dla_status tanh_grad(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    out[0] = dla_tanh(in[0]);
+    return dla_gradient(dla_sum(out[0], 0, NULL), 1, in, out + 1);
+}
+
+/* Past |x| of about 9 (single) or 19 (double) tanh rounds to +-1, and
+ * tanh(+-Inf) is +-1 (OpenCL's edge cases, as C's). PoCL's single tanh
+ * stops at 0.99999994, Inf included, which left tanh's derivative
+ * 1 - tanh^2 at 1.2e-7 on saturated units where the cpu plugin's is 0. */
+static void tanh_saturates_at_one_as_on_the_cpu_plugin(void **state)
+{
+    need_devices();
+    const double x[] = {9.5, 20.0, 88.8, 1e30, INFINITY, -INFINITY, -25.0, -9.5, 0.5, NAN};
+    const int n = (int)(sizeof x / sizeof *x);
+    for (int t = 0; t < 2; t++) {
+        const dla_dtype dt = t ? DLA_F64 : DLA_F32;
+        dla_scope_begin();
+        dla_device_set_current(ocl);
+        dla_tensor *xd = dla_cast(dla_tensor_from_host(x, DLA_F64, "", DLA_DIMS(n)), dt), *out[2];
+        assert_int_equal(dla_feval(tanh_grad, NULL, 1, &xd, 2, out), DLA_OK);
+        for (int i = 0; i < n; i++) {
+            const double y = dla_tensor_item(out[0], i), g = dla_tensor_item(out[1], i);
+            const int saturated = fabs(x[i]) > (t ? 19.5 : 9.1);
+            if (isnan(x[i])) {
+                assert_true(isnan(y) && isnan(g));
+            } else if (saturated) {
+                if (y != (x[i] > 0 ? 1.0 : -1.0) || g != 0.0)
+                    fail_msg("%s tanh(%g) on opencl: %.9g, derivative %g; want %g and 0",
+                             dla_dtype_name(dt), x[i], y, g, x[i] > 0 ? 1.0 : -1.0);
+            } else {
+                tu_assert_near(y, tanh(x[i]), 1e-6);
+                tu_assert_near(g, 1.0 - tanh(x[i]) * tanh(x[i]), 1e-6);
+            }
+        }
+        dla_device_set_current(NULL);
+        dla_scope_end();
+    }
 }
 
 /* The gradient of rows picked from a table: scatter_add of the picked
@@ -1017,6 +1060,7 @@ int main(void)
         TU_TEST(a_fused_program_pair_sums_a_second_register_as_the_cpu_plugin),
         TU_TEST(a_fused_program_pair_with_a_bad_y2_fails_naming_it),
         TU_TEST(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
+        TU_TEST(tanh_saturates_at_one_as_on_the_cpu_plugin),
         TU_TEST(scatter_add_into_a_long_table_agrees_with_the_cpu_plugin),
         TU_TEST(scatter_add_refuses_an_index_longer_than_int32),
     };
