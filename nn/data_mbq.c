@@ -585,9 +585,7 @@ static int datastore_output(mbq_input *in, int i, int j, const dla_mbq_input *sr
         in->has_format = 1;
         /* B's dim once the labels are in their canonical order (S..., C,
          * B, T, U), as the relabeling puts them. */
-        in->at = 1;
-        for (const char *c = format; *c; c++)
-            in->at += *c == 'S' || *c == 'C';
+        in->at = dla__ds_format_b_dim(format);
     }
     return 0;
 }

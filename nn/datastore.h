@@ -96,6 +96,10 @@ typedef dla_status (*dla__ds_call)(void *ctx, void *arg, int nout, dla_tensor **
 dla_status dla__ds_call_user(dla__ds_call fn, void *ctx, void *arg, int nout, dla_tensor **out,
                              const char *op, const char *what);
 
+/* The dim a format's B lands on once its labels are in canonical order
+ * (S..., C, B, T, U): 1 + its S and C labels. */
+int dla__ds_format_b_dim(const char *format);
+
 /* Releases out[0..n-1] and sets them NULL. */
 void dla__ds_drop(int n, dla_tensor **out);
 

@@ -159,3 +159,11 @@ dla_status dla__ds_gather(dla_datastore *ds, int64_t n, const int64_t *idx, cons
     dla__data_free(obs);
     return st;
 }
+
+int dla__ds_format_b_dim(const char *format)
+{
+    int at = 1;
+    for (const char *c = format; *c; c++)
+        at += *c == 'S' || *c == 'C';
+    return at;
+}

@@ -823,6 +823,120 @@ static void test_queue_format_puts_the_observation_dim(void **state)
     dla_scope_end();
 }
 
+/* ----------------------------------------------------------- trainnet */
+
+static dla_status identity(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
+/* 4 classes of 2 features, 96 observations: 2 x 96 "CB" and 1 x 96 int32. */
+static void four_classes(dla_tensor **x, dla_tensor **t)
+{
+    float xs[192];
+    int32_t ts[96];
+    tu_state = 0x5eed;
+    for (int j = 0; j < 96; j++) {
+        ts[j] = (int32_t)tu_int(0, 3);
+        xs[2 * j] = (float)((ts[j] & 1 ? 2.0 : -2.0) + tu_unit() - 0.5);
+        xs[2 * j + 1] = (float)((ts[j] & 2 ? 2.0 : -2.0) + tu_unit() - 0.5);
+    }
+    *x = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(2, 96));
+    *t = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, 96));
+}
+
+/* normalized: a featureInput layer with "zscore" (statistics read from
+ * the data); else no input layer (initialized from the first observation). */
+static dla_net *classifier(int normalized)
+{
+    dla_rng_seed(11);
+    dla_layer *l[] = {dla_feature_input_layer(2, &(dla_feature_input_options){
+                          .normalization = "zscore"}),
+                      dla_fc_layer(8, NULL), dla_relu_layer(NULL), dla_fc_layer(4, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = normalized ? dla_net_create(5, l) : dla_net_create(4, l + 1);
+    if (!normalized)
+        dla_layer_free(l[0]);
+    assert_non_null(net);
+    return net;
+}
+
+static void test_trainnet_over_a_datastore_trains_as_over_the_array(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t;
+    four_classes(&x, &t);
+    dla_datastore *ds = NULL;
+    for (int normalized = 0; normalized <= 1; normalized++) {
+        /* Behind a transform, formatted for the network initialized from
+         * its first observation, else unformatted: the queue labels the
+         * batches with the input's format and joins them along its B. */
+        dla_datastore *a;
+        dla_datastore_free(ds);
+        assert_ok(dla_array_datastore(normalized ? dla_reshape(x, "", DLA_DIMS(2, 96)) : x, NULL,
+                                      &a));
+        assert_ok(dla_transform(a, 0, identity, NULL, &ds));
+        dla_datastore_free(a);
+        dla_net *net = classifier(normalized), *from_x, *from_ds;
+        dla_training_options o = {.verbose = -1, .solver = "sgdm", .max_epochs = 3,
+                                  .mini_batch_size = 32, .shuffle = "every-epoch"};
+        dla_train_data vx = {.predictors = x, .targets = t}, vds = {.datastore = ds, .targets = t};
+        dla_training_info *ix, *ids;
+        o.validation_data = &vx;
+        dla_rng_seed(5); /* the same initial weights for both */
+        assert_ok(dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                               &(dla_train_loss){.name = "crossentropy"}, &o, &from_x, &ix));
+        o.validation_data = &vds;
+        dla_rng_seed(5);
+        assert_ok(dla_trainnet(&(dla_train_data){.datastore = ds, .targets = t}, net,
+                               &(dla_train_loss){.name = "crossentropy"}, &o, &from_ds, &ids));
+        assert_int_equal(ix->iterations, ids->iterations);
+        assert_int_equal(ix->iterations, 9);
+        for (int64_t i = 0; i < ix->iterations; i++)
+            tu_assert_near(ids->training_loss[i], ix->training_loss[i], 0);
+        tu_assert_near(ids->final_validation_loss, ix->final_validation_loss, 0);
+        /* minibatchpredict over it too. */
+        dla_tensor *px, *pds;
+        assert_ok(dla_minibatchpredict(from_x, &vx, &(dla_predict_options){.mini_batch_size = 40},
+                                       &px));
+        assert_ok(dla_minibatchpredict(from_x, &(dla_train_data){.datastore = ds},
+                                       &(dla_predict_options){.mini_batch_size = 40}, &pds));
+        assert_true(tu_same_bits(px, pds));
+        dla_training_info_free(ix);
+        dla_training_info_free(ids);
+        dla_net_free(from_x);
+        dla_net_free(from_ds);
+        dla_net_free(net);
+    }
+    /* What it does not take, said. */
+    dla_net *net = classifier(1), *trained;
+    dla_training_options o = {.verbose = -1, .max_epochs = 1};
+    dla_datastore *xs, *two;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, xs}, &two));
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = two, .targets = t}, net,
+                              &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "2 outputs", "predictors alone", NULL);
+    counter c = {.n = 96, .fail_at = -1};
+    dla_datastore *in_order = counter_ds(&c, 0, 1);
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = in_order, .targets = t}, net,
+                              &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "read in order", NULL);
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = xs, .predictors = x, .targets = t},
+                              net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "exactly one of predictors, sequences, images and "
+                 "datastore", NULL);
+    dla_datastore_free(in_order);
+    dla_datastore_free(two);
+    dla_datastore_free(xs);
+    dla_datastore_free(ds);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -839,6 +953,7 @@ int main(void)
         TU_TEST(test_queue_over_combined_array_and_files),
         TU_TEST(test_queue_over_a_datastore_read_in_order),
         TU_TEST(test_queue_format_puts_the_observation_dim),
+        TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
     };
     return cmocka_run_group_tests(tests, setup_files, teardown_files);
 }

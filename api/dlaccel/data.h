@@ -443,8 +443,10 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  * that read and what it read ("dla_mbq_next: read_fn on \"a/3.txt\": ...").
  * An indexed source's callbacks may be called from several threads at once
  * (queues, their partitions and background dispatch read on their own
- * threads): they must be safe to call so. A read that fails leaves the
- * position where it was.
+ * threads): they must be safe to call so. A read of an indexed datastore
+ * that fails leaves its position where it was; one of a datastore read in
+ * order has read what it read (the failed observation counted: the
+ * callback's position is its own), and the next read goes on after it.
  *
  * Handles: a datastore holds references to the datastores it is made of,
  * and a queue to its datastore, so each may be freed (once) whenever the
@@ -556,7 +558,10 @@ typedef dla_status (*dla_transform_fn)(void *ctx, int nin, dla_tensor *const *in
  * to ds's observation i, with noutputs outputs (0: as many as ds has).
  * MATLAB calls fn with what read returns (ReadSize observations at once);
  * here fn sees one observation, so its results join like any other's
- * (with ReadSize 1, a file datastore's, the two agree). Indexed when ds is.
+ * (with ReadSize 1, a file datastore's, the two agree). With as many
+ * outputs as ds, output j is joined as ds's output j is (an array's along
+ * its iteration dimension); with another count, by the rule above. Indexed
+ * when ds is; one read in order is reset, to be read from its start.
  * Errors: DLA_ERR_INVALID_ARGUMENT (NULL ds, fn or out, a freed ds,
  * noutputs outside 0..DLA_DATASTORE_MAX_OUTPUTS). */
 DLA_API dla_status dla_transform(dla_datastore *ds, int noutputs, dla_transform_fn fn, void *ctx,
@@ -564,7 +569,9 @@ DLA_API dla_status dla_transform(dla_datastore *ds, int noutputs, dla_transform_
 
 /* MATLAB combine(ds[0], ..., ds[n-1]): observation i is the outputs of
  * every ds[k]'s observation i, side by side (ds[0]'s first), read in step.
- * Indexed when all are. Errors: DLA_ERR_INVALID_ARGUMENT (n < 1, a NULL or
+ * Indexed when all are; otherwise each is reset, to be read in step from
+ * its start, and the combination has data while every one has. Its count
+ * is known when every one's is. Errors: DLA_ERR_INVALID_ARGUMENT (n < 1, a NULL or
  * freed datastore, more than DLA_DATASTORE_MAX_OUTPUTS outputs in all),
  * DLA_ERR_SHAPE (two with known, different observation counts, naming
  * both). */
