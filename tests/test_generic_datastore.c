@@ -937,8 +937,81 @@ static void test_trainnet_over_a_datastore_trains_as_over_the_array(void **state
     dla_scope_end();
 }
 
+/* ------------------------------------------------ refused allocations */
+
+/* combine(array, transform(files)) through a queue, shuffled, and a
+ * subset read: the first failure's status. */
+static dla_status pipeline_once(void)
+{
+    dla_scope_begin();
+    dla_datastore *xs = NULL, *fs = NULL, *ts = NULL, *both = NULL, *sub = NULL;
+    dla_mbq *q = NULL;
+    dla_status st = dla_array_datastore(columns(6, "CB"), NULL, &xs);
+    if (st == DLA_OK)
+        st = dla_file_datastore(1, (const char *[]){at_root("labels")},
+                                (const char *[]){".txt", NULL}, 1, read_number, NULL, &fs);
+    if (st == DLA_OK)
+        st = dla_transform(fs, 0, twice_and_sum, NULL, &ts);
+    if (st == DLA_OK)
+        st = dla_combine(2, (dla_datastore *[]){xs, ts}, &both);
+    if (st == DLA_OK)
+        st = dla_mbq_create(1, (dla_mbq_input[]){{.datastore = both}},
+                            &(dla_mbq_options){.mini_batch_size = 4}, &q);
+    for (int pass = 0; pass < 2 && st == DLA_OK; pass++) {
+        dla_mbq_shuffle(q);
+        while (st == DLA_OK && dla_mbq_hasdata(q)) {
+            dla_tensor *b[2];
+            st = dla_mbq_next(q, 2, b);
+        }
+    }
+    if (st == DLA_OK)
+        st = dla_datastore_subset(both, 2, (int64_t[]){5, 1}, &sub);
+    if (st == DLA_OK) {
+        dla_tensor *o[2];
+        st = dla_datastore_readall(sub, 2, o);
+    }
+    dla_mbq_free(q);
+    dla_datastore_free(sub);
+    dla_datastore_free(both);
+    dla_datastore_free(ts);
+    dla_datastore_free(fs);
+    dla_datastore_free(xs);
+    dla_scope_end();
+    return st;
+}
+
+static void test_every_refused_allocation_fails_cleanly(void **state)
+{
+    (void)state;
+    assert_ok(pipeline_once()); /* devices loaded, caches warm */
+    assert_ok(pipeline_once());
+    const long live = tu_live;
+    int refused = 0;
+    for (long n = 1; n < 20000; n++) {
+        tu_calls = 0;
+        tu_fail_at = n;
+        dla_status st = pipeline_once();
+        const long calls = tu_calls;
+        tu_fail_at = 0;
+        if (tu_live != live)
+            fail_msg("allocation %ld refused: %ld blocks live, %ld before (%s)", n, tu_live, live,
+                     dla_last_error());
+        if (calls < n) {
+            assert_int_equal(st, DLA_OK); /* every allocation was granted */
+            break;
+        }
+        if (st == DLA_OK)
+            continue; /* a refusal the library recovers from (a cache) */
+        refused++;
+        assert_true(dla_last_error()[0] != '\0');
+    }
+    fprintf(stderr, "# %d refused allocations failed cleanly\n", refused);
+    assert_true(refused > 10);
+}
+
 int main(void)
 {
+    dla_set_allocator(tu_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_array_reads_read_size_observations_along_the_last_dim),
         TU_TEST(test_array_iteration_dimension_and_formats),
@@ -954,6 +1027,7 @@ int main(void)
         TU_TEST(test_queue_over_a_datastore_read_in_order),
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
+        TU_TEST(test_every_refused_allocation_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, setup_files, teardown_files);
 }
