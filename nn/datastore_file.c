@@ -134,7 +134,7 @@ static dla_status add_location(scan *s, const char *loc, int i)
     const int64_t before = s->f->count;
     dla_status st = walk(s, loc, 0);
     /* The folder's files in path order, the same on every machine. */
-    if (st == DLA_OK)
+    if (st == DLA_OK && s->f->count - before > 1) /* (an empty list may have no array yet) */
         qsort(s->f->paths + before, (size_t)(s->f->count - before), sizeof *s->f->paths, by_path);
     return st;
 }
