@@ -643,6 +643,14 @@ static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const
  * the error). */
 static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const char *op)
 {
+    /* A datastore's outputs fill the slots 16 inputs with masks would. */
+    if (q->nout + 1 + (src->mask != 0) > MAX_OUTPUTS) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: more than %d outputs in all (the datastores' "
+                       "outputs and masks counted)",
+                       op, i, MAX_OUTPUTS);
+        return -1;
+    }
     mbq_input *in = &q->in[q->nin++];
     if ((src->tensor != NULL) + (src->sequences != NULL) + (src->images != NULL) +
             (src->datastore != NULL) !=

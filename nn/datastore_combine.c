@@ -95,6 +95,13 @@ DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **
             return dla_last_status();
         nout += ds[k]->nout;
         indexed &= dla__ds_indexed(ds[k]);
+        /* Read in order, one datastore twice would be read twice a step. */
+        for (int j = 0; j < k && !dla__ds_indexed(ds[k]); j++)
+            if (ds[j] == ds[k])
+                return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                                      "%s: argument ds[%d] is ds[%d], a %s read in order: it "
+                                      "would be read twice a step",
+                                      op, k, j, ds[k]->kind->name);
         if (ds[k]->count < 0)
             continue;
         if (first_known >= 0 && ds[k]->count != count)

@@ -529,6 +529,8 @@ static void test_custom_datastores_indexed_and_in_order(void **state)
     assert_ok(dla_combine(2, (dla_datastore *[]){ia, t}, &both));
     assert_false(dla_datastore_is_indexed(both));
     assert_int_equal(dla_datastore_num_observations(both), -1);
+    expect_error(dla_combine(2, (dla_datastore *[]){t, t}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "ds[1] is ds[0]", "read twice a step", NULL);
     dla_tensor *o[2];
     assert_ok(dla_datastore_readall(both, 2, o));
     values(o[1], w, 10);
@@ -818,6 +820,19 @@ static void test_queue_format_puts_the_observation_dim(void **state)
                  DLA_ERR_FORMAT, "inputs[0]", "\"SXB\"", NULL);
     expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .tensor = b}}, NULL, &q),
                  DLA_ERR_INVALID_ARGUMENT, "exactly one", NULL);
+    /* Outputs past what a queue holds: two datastores of 16, and one more
+     * (the batches' arrays hold 32). */
+    dla_datastore *wide;
+    dla_datastore *many[16];
+    for (int k = 0; k < 16; k++)
+        many[k] = ds;
+    assert_ok(dla_combine(16, many, &wide));
+    expect_error(dla_mbq_create(3, (dla_mbq_input[]){{.datastore = wide}, {.datastore = wide},
+                                                     {.tensor = b}},
+                                NULL, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "inputs[2]", "more than 32 outputs", NULL);
+    assert_null(q);
+    dla_datastore_free(wide);
     dla_datastore_free(t);
     dla_datastore_free(ds);
     dla_scope_end();

@@ -704,13 +704,18 @@ typedef struct dla_mbq_options {
     void *mini_batch_ctx;
 } dla_mbq_options;
 
-/* Makes a queue over inputs[0..ninputs-1] (1..16 of them). opts may be
+/* Makes a queue over inputs[0..ninputs-1] (1..16 of them, with at most 32
+ * outputs in all, masks and datastores' outputs counted). opts may be
  * NULL. *out is freed with dla_mbq_free. Errors (*out NULL):
- * DLA_ERR_INVALID_ARGUMENT (no input, an input with neither or both
+ * DLA_ERR_INVALID_ARGUMENT (no input, an input with none or several
  * sources, an error tensor, a negative mini_batch_size or prefetch, an
- * unknown option value or cast), DLA_ERR_SHAPE (inputs with different
+ * unknown option value or cast, a freed datastore or one whose count is
+ * not known, formats or casts on an input that is not a datastore, a
+ * datastore read in order beside an image datastore, more than 32
+ * outputs), DLA_ERR_SHAPE (inputs with different
  * observation counts), DLA_ERR_FORMAT (a format that does not fit the
- * output's dims), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
+ * output's dims; a datastore output's format: labels other than S, C, B,
+ * T, U or no B, checked here, its fit checked per batch), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
  * (the dispatch thread could not start). */
 DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                   const dla_mbq_options *opts, dla_mbq **out);
