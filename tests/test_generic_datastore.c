@@ -211,6 +211,10 @@ static void test_subset_shuffle_and_partition(void **state)
     expect_error(dla_datastore_subset(ds, 1, (int64_t[]){10}, &bad), DLA_ERR_INVALID_ARGUMENT,
                  "idx[0]: 10, outside 0..9", NULL);
     dla_datastore_free(ds); /* the subsets hold it */
+    dla_clear_error();
+    dla_datastore_free(ds); /* the caller's handle is gone: refused, logged */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
     assert_ok(dla_datastore_readall(sub, 1, &x));
     for (int p = 0; p < 3; p++)
         dla_datastore_free(part[p]);
