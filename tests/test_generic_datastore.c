@@ -20,8 +20,32 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <stdatomic.h>
 
 #include "tu_assert.h"
+
+/* testutil's counting allocator, with atomic counts: queues make batches on
+ * their own threads. */
+static atomic_long live_blocks, alloc_calls, refuse_at;
+
+static void *counting_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size == 0) {
+        if (ptr)
+            atomic_fetch_sub(&live_blocks, 1);
+        free(ptr);
+        return NULL;
+    }
+    const long call = atomic_fetch_add(&alloc_calls, 1) + 1;
+    const long refuse = atomic_load(&refuse_at);
+    if (refuse && call == refuse)
+        return NULL;
+    void *p = realloc(ptr, size);
+    if (p && !ptr)
+        atomic_fetch_add(&live_blocks, 1);
+    return p;
+}
 
 #define assert_ok(call)                                                                            \
     do {                                                                                           \
@@ -1004,17 +1028,17 @@ static void test_every_refused_allocation_fails_cleanly(void **state)
     (void)state;
     assert_ok(pipeline_once()); /* devices loaded, caches warm */
     assert_ok(pipeline_once());
-    const long live = tu_live;
+    const long live = atomic_load(&live_blocks);
     int refused = 0;
     for (long n = 1; n < 20000; n++) {
-        tu_calls = 0;
-        tu_fail_at = n;
+        atomic_store(&alloc_calls, 0);
+        atomic_store(&refuse_at, n);
         dla_status st = pipeline_once();
-        const long calls = tu_calls;
-        tu_fail_at = 0;
-        if (tu_live != live)
-            fail_msg("allocation %ld refused: %ld blocks live, %ld before (%s)", n, tu_live, live,
-                     dla_last_error());
+        const long calls = atomic_load(&alloc_calls);
+        atomic_store(&refuse_at, 0);
+        if (atomic_load(&live_blocks) != live)
+            fail_msg("allocation %ld refused: %ld blocks live, %ld before (%s)", n,
+                     atomic_load(&live_blocks), live, dla_last_error());
         if (calls < n) {
             assert_int_equal(st, DLA_OK); /* every allocation was granted */
             break;
@@ -1030,7 +1054,7 @@ static void test_every_refused_allocation_fails_cleanly(void **state)
 
 int main(void)
 {
-    dla_set_allocator(tu_alloc, NULL);
+    dla_set_allocator(counting_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_array_reads_read_size_observations_along_the_last_dim),
         TU_TEST(test_array_iteration_dimension_and_formats),
