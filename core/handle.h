@@ -30,6 +30,7 @@ enum {
     DLA__HANDLE_SEQLIST = 0x7a3e5008u,
     DLA__HANDLE_PROGRESS = 0x7a3e5009u,
     DLA__HANDLE_LBFGS = 0x7a3e500au,
+    DLA__HANDLE_DATASTORE = 0x7a3e500bu,
     DLA__HANDLE_DEAD = 0x0dead7a3u,
 };
 

@@ -34,6 +34,7 @@
 #include "nn/data_rng.h"
 #include "nn/data_seq.h"
 #include "nn/data_util.h"
+#include "nn/datastore.h"
 
 #include <pthread.h>
 
@@ -49,6 +50,13 @@ typedef struct mbq_input {
     int bdim;                   /* 1-based observation dim of tensor */
     const dla_seqlist *seqs;
     dla_imds *imds;             /* a frozen copy of the datastore, held */
+    /* A generic datastore's output ds_out (held by every input it feeds);
+     * the first of them reads the batch. A datastore read in order is at
+     * observation ds_pos (INT64_MAX: unknown, after a failed read). */
+    dla_datastore *ds;
+    int ds_out;
+    int64_t ds_pos;
+    int at;                     /* the dim its format puts B at; 0: none */
     char format[DLA_MAX_DIMS + 1];
     int has_format;
     int cast;                   /* a dla_dtype, or -1 */
@@ -68,11 +76,12 @@ typedef struct batch {
 struct dla_mbq {
     uint32_t magic; /* DLA__HANDLE_MBQ; DEAD once freed (docs/checks.md) */
     int nin, nout;
-    mbq_input in[MAX_INPUTS];
+    mbq_input in[MAX_OUTPUTS];  /* a datastore input takes one per output */
     int64_t n;                  /* observations of this queue */
     int64_t *base;              /* its n observation numbers, as made */
     int64_t *order;             /* the same in the current order */
     int imds_input;             /* the datastore input, or -1 */
+    int in_order;               /* a generic datastore input is read in order */
     int64_t mbs;
     int discard;
     dla__seq_rule rule;
@@ -177,6 +186,66 @@ static int first_error(batch *b, dla_tensor **out, int nout)
     return 0;
 }
 
+/* A datastore read in order brought to observation to: read on, or reset
+ * and read from the start, dropping what is read. */
+static dla_status seek_in_order(mbq_input *in, int64_t to, const char *op)
+{
+    if (to < in->ds_pos) {
+        dla__ds_rewind(in->ds);
+        in->ds_pos = 0;
+    }
+    dla_tensor *skip[DLA_DATASTORE_MAX_OUTPUTS];
+    while (in->ds_pos < to) {
+        dla_status st = dla__ds_next_obs(in->ds, skip, op);
+        if (st != DLA_OK)
+            return st;
+        dla__ds_drop(in->ds->nout, skip);
+        in->ds_pos++;
+    }
+    return DLA_OK;
+}
+
+/* The batch of the datastore whose first output is input i, observations
+ * obs[0..count-1], into out[0..nout-1] (held); a failure is b's. */
+static void read_datastore(dla_mbq *q, int i, const int64_t *obs, int64_t count, dla_tensor **out,
+                           batch *b)
+{
+    static const char op[] = "dla_mbq_next";
+    mbq_input *in = &q->in[i];
+    int at[DLA_DATASTORE_MAX_OUTPUTS];
+    for (int j = 0; j < in->ds->nout; j++)
+        at[j] = q->in[i + j].at;
+    dla_status st;
+    if (dla__ds_indexed(in->ds)) {
+        st = dla__ds_gather(in->ds, count, obs, at, out, op);
+    } else {
+        /* In order, the batch's numbers run in a row (a queue over a
+         * datastore read in order is never shuffled nor partitioned). */
+        int64_t got = 0;
+        st = seek_in_order(in, obs[0], op);
+        if (st == DLA_OK) {
+            st = dla__ds_read_next_n(in->ds, count, at, out, &got, op);
+            /* A batch that failed is passed over as the batches of an
+             * indexed datastore are: the next one reads on after it. */
+            in->ds_pos += got;
+        } else {
+            in->ds_pos = INT64_MAX; /* where the skipping stopped is unknown: start again */
+        }
+        if (st == DLA_OK && got < count) {
+            dla__ds_drop(in->ds->nout, out);
+            st = dla__data_fail(DLA_ERR_STATE,
+                                "%s: inputs: the %s ran out of data after %lld observations, but "
+                                "its count is %lld",
+                                op, in->ds->kind->name, (long long)in->ds_pos,
+                                (long long)in->ds->count);
+        }
+    }
+    if (st != DLA_OK) {
+        b->status = st;
+        snprintf(b->message, sizeof b->message, "%s", dla_last_error());
+    }
+}
+
 /* Makes the batch of observations order[start..start+count) into b, held,
  * with q's device current on the calling thread meanwhile; a worker's view
  * makes its share of them (dla__mbq_set_worker). */
@@ -204,7 +273,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     b->whole = whole_count;
     dla_device *was = dla_device_current();
     dla_device_set_current(q->device);
-    dla_tensor *out[MAX_OUTPUTS] = {0}, *held[MAX_OUTPUTS];
+    dla_tensor *out[MAX_OUTPUTS] = {0}, *held[2 * MAX_OUTPUTS + 1];
     int nheld = 0;
     /* The datastore's images first: the files it skips as corrupt leave
      * their observations out of every other input too, so that images and
@@ -236,6 +305,14 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         }
         dla__data_free(kept);
     }
+    /* Each generic datastore's outputs, read once by its first input. */
+    dla_tensor *from_ds[MAX_OUTPUTS] = {0};
+    for (int i = 0; i < q->nin && b->status == DLA_OK; i++)
+        if (q->in[i].ds && q->in[i].ds_out == 0 && (q->imds_input < 0 || images) && count > 0)
+            read_datastore(q, i, obs, count, from_ds + i, b);
+    for (int i = 0; i < q->nin; i++)
+        if (from_ds[i])
+            held[nheld++] = from_ds[i];
     dla_scope_begin();
     int o = 0;
     for (int i = 0; i < q->nin; i++) {
@@ -251,6 +328,8 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         }
         if (in->imds) {
             t = images;
+        } else if (in->ds) {
+            t = from_ds[i];
         } else if (q->imds_input >= 0 && !images) {
             t = NULL; /* the images failed: their error is the batch's */
         } else if (in->tensor) {
@@ -275,7 +354,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         if (in->mask)
             out[o++] = m;
     }
-    if (!first_error(b, out, o) && q->fn) {
+    if (b->status == DLA_OK && !first_error(b, out, o) && q->fn) {
         /* A stale message must not be taken for the function's. */
         dla_clear_error();
         dla_status st = q->fn(q->fn_ctx, o, out);
@@ -385,6 +464,7 @@ static void queue_free(dla_mbq *q)
     for (int i = 0; i < q->nin; i++) {
         dla_tensor_release(q->in[i].tensor);
         dla__imds_release(q->in[i].imds);
+        dla__ds_release(q->in[i].ds);
     }
     dla__data_free(q->ring);
     dla__data_free(q->base);
@@ -477,15 +557,116 @@ static dla_status check_format(const mbq_input *in, int i, const char *op)
     return st;
 }
 
-/* Reads and checks inputs[i] into q->in[i]; returns its observation count
- * (or -1 after setting the error). */
+/* The output cast and format of a datastore's output j: casts[j] and
+ * formats[j] when given, else cast and format. */
+static int datastore_output(mbq_input *in, int i, int j, const dla_mbq_input *src,
+                            const char *op)
+{
+    const char *cast = src->casts && src->casts[j] ? src->casts[j] : src->cast;
+    const char *format = src->formats && src->formats[j] ? src->formats[j] : src->format;
+    in->cast = -1;
+    if (cast && cast[0] && (in->cast = dla__data_dtype_by_name(cast)) < 0) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: cast \"%s\" of output %d; \"single\", "
+                       "\"double\", \"int32\", \"uint8\" or \"logical\"",
+                       op, i, cast, j + 1);
+        return -1;
+    }
+    if (format) {
+        if (strlen(format) > DLA_MAX_DIMS || strspn(format, "SCBTU") != strlen(format) ||
+            !strchr(format, 'B')) {
+            dla__data_fail(DLA_ERR_FORMAT,
+                           "%s: argument inputs[%d]: format \"%s\" of output %d; labels S, C, B, "
+                           "T, U with a B for the observations",
+                           op, i, format, j + 1);
+            return -1;
+        }
+        snprintf(in->format, sizeof in->format, "%s", format);
+        in->has_format = 1;
+        /* B's dim once the labels are in their canonical order (S..., C,
+         * B, T, U), as the relabeling puts them. */
+        in->at = dla__ds_format_b_dim(format);
+    }
+    return 0;
+}
+
+/* A generic datastore input: one queue input per output, the first of
+ * them q->in[q->nin - 1]; returns its observation count or -1. */
+static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const char *op)
+{
+    char arg[40];
+    snprintf(arg, sizeof arg, "inputs[%d].datastore", i);
+    if (!dla__ds_live(src->datastore, op, arg))
+        return -1;
+    dla_datastore *ds = src->datastore;
+    if (src->mask) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: mask is for sequence inputs", op, i);
+        return -1;
+    }
+    if (ds->count < 0) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: a %s whose number of observations is not known; "
+                       "a queue needs it (give a custom datastore num_observations)",
+                       op, i, ds->kind->name);
+        return -1;
+    }
+    /* Inputs before it have at least an output each: this bounds both. */
+    if (q->nout + ds->nout > MAX_OUTPUTS) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: %d more outputs; a queue has at most %d", op, i,
+                       ds->nout, MAX_OUTPUTS);
+        return -1;
+    }
+    const int first = q->nin - 1;
+    q->nin += ds->nout - 1;
+    for (int j = 0; j < ds->nout; j++) {
+        mbq_input *in = &q->in[first + j];
+        in->ds = dla__ds_retain(ds);
+        in->ds_out = j;
+        in->ds_pos = INT64_MAX;
+        if (datastore_output(in, i, j, src, op) < 0)
+            return -1;
+    }
+    if (!dla__ds_indexed(ds)) {
+        q->in_order = 1;
+        /* Read by the queue from its start. */
+        dla__ds_rewind(ds);
+        q->in[first].ds_pos = 0;
+    }
+    q->nout += ds->nout;
+    return ds->count;
+}
+
+/* Reads and checks inputs[i] into q->in[q->nin] (a datastore's into one
+ * each of its outputs); returns its observation count (or -1 after setting
+ * the error). */
 static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const char *op)
 {
-    mbq_input *in = &q->in[i];
-    if ((src->tensor != NULL) + (src->sequences != NULL) + (src->images != NULL) != 1) {
+    /* A datastore's outputs fill the slots 16 inputs with masks would. */
+    if (q->nout + 1 + (src->mask != 0) > MAX_OUTPUTS) {
         dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                       "%s: argument inputs[%d]: set exactly one of tensor, sequences and images",
+                       "%s: argument inputs[%d]: more than %d outputs in all (the datastores' "
+                       "outputs and masks counted)",
+                       op, i, MAX_OUTPUTS);
+        return -1;
+    }
+    mbq_input *in = &q->in[q->nin++];
+    if ((src->tensor != NULL) + (src->sequences != NULL) + (src->images != NULL) +
+            (src->datastore != NULL) !=
+        1) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: set exactly one of tensor, sequences, images and "
+                       "datastore",
                        op, i);
+        return -1;
+    }
+    if (src->datastore)
+        return take_datastore(q, i, src, op);
+    if (src->formats || src->casts) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: formats and casts are for datastore inputs", op,
+                       i);
         return -1;
     }
     in->cast = -1;
@@ -565,6 +746,7 @@ static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const cha
     }
     if (check_format(in, i, op) != DLA_OK)
         return -1;
+    q->nout += 1 + in->mask;
     return count;
 }
 
@@ -635,7 +817,6 @@ DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
     q->imds_input = -1;
     dla_status st = parse_options(q, opts, op);
     for (int i = 0; i < ninputs && st == DLA_OK; i++) {
-        q->nin = i + 1;
         int64_t count = take_input(q, i, &inputs[i], op);
         if (count < 0) {
             st = dla_last_status();
@@ -646,9 +827,13 @@ DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                 op, i, (long long)count, (long long)q->n);
         } else {
             q->n = count;
-            q->nout += 1 + q->in[i].mask;
         }
     }
+    if (st == DLA_OK && q->in_order && q->imds_input >= 0)
+        st = dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                            "%s: argument inputs: a datastore read in order beside an image "
+                            "datastore (whose skipped files would break the order)",
+                            op);
     if (st == DLA_OK && q->n > INT32_MAX)
         st = dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %lld observations; at most 2^31-1", op,
                             (long long)q->n);
@@ -691,6 +876,11 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument %s: %d; parts n >= 1, index in 0..n-1", op,
                               n < 1 ? "n" : "index", n < 1 ? n : index);
+    if (q->in_order)
+        return dla__data_fail(DLA_ERR_STATE,
+                              "%s: argument q: its datastore is read in order and cannot be "
+                              "partitioned (a custom datastore with read_at can)",
+                              op);
     dla_mbq *p = dla__data_calloc(1, sizeof *p);
     if (!p)
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
@@ -702,6 +892,7 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
         dla_tensor_retain(p->in[i].tensor);
         if (p->in[i].imds)
             dla__imds_retain(p->in[i].imds);
+        dla__ds_retain(p->in[i].ds);
     }
     p->imds_input = q->imds_input;
     p->mbs = q->mbs;
@@ -867,8 +1058,15 @@ DLA_API void dla_mbq_reset(dla_mbq *q)
 
 DLA_API void dla_mbq_shuffle(dla_mbq *q)
 {
-    if (q && mbq_live(q, "dla_mbq_shuffle"))
-        with_dispatch_idle(q, change_shuffle, 0);
+    if (!q || !mbq_live(q, "dla_mbq_shuffle"))
+        return;
+    if (q->in_order) {
+        dla__data_fail(DLA_ERR_STATE,
+                       "dla_mbq_shuffle: argument q: its datastore is read in order and cannot "
+                       "be shuffled (a custom datastore with read_at can); the order is kept");
+        return;
+    }
+    with_dispatch_idle(q, change_shuffle, 0);
 }
 
 static void change_worker(dla_mbq *q, int64_t arg)

@@ -23,6 +23,11 @@ libdlaccel_la_SOURCES += nn/data_util.c nn/data_util.h nn/data_rng.c nn/data_rng
 	nn/data_waveform.c
 libdlaccel_la_CPPFLAGS += $(ZLIB_CFLAGS)
 libdlaccel_la_LIBADD += $(ZLIB_LIBS)
+# Generic datastores (arrayDatastore, fileDatastore, transform, combine,
+# custom, subsets) and the joining of their observations.
+libdlaccel_la_SOURCES += nn/datastore.h nn/datastore.c nn/datastore_join.c \
+	nn/datastore_subset.c nn/datastore_array.c nn/datastore_file.c \
+	nn/datastore_transform.c nn/datastore_combine.c nn/datastore_custom.c
 # Image datastores: folder trees of PNG (libpng) and JPEG (libjpeg-turbo)
 # files, decoded on reading threads, with augmentation.
 libdlaccel_la_SOURCES += nn/data_image.h nn/data_image.c nn/data_image_scan.c \

@@ -29,16 +29,19 @@ static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_pr
 {
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     int64_t dims[DLA_MAX_DIMS];
-    if (d->predictors && !*dla_tensor_format(d->predictors))
+    /* A datastore's batches always take the input's labels: its B dim
+     * says which dim observations are joined along. */
+    if ((d->predictors && !*dla_tensor_format(d->predictors)) || d->datastore)
         dla_net_input_activation(net, 0, dims, in_fmt);
     dla_mbq_input in = {
         .tensor = d->predictors, .sequences = d->sequences, .images = d->images,
+        .datastore = d->datastore,
         .cast = dla__net_cast_name(net),
         .format = *in_fmt ? in_fmt : NULL};
     dla_mbq_options o = {
         .mini_batch_size = mbs_of(p),
         .partial_mini_batch = "return",
-        .dispatch_in_background = d->images != NULL,
+        .dispatch_in_background = d->images != NULL || d->datastore != NULL,
         .device = dev,
         .sequence = {.length = p->sequence_length, .padding_value = p->sequence_padding_value,
                      .padding_direction = p->sequence_padding_direction},
@@ -108,11 +111,17 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     if (!net || !data || !scores)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", fn,
                              !net ? "net" : !data ? "data" : "scores");
-    const int sources = !!data->predictors + !!data->sequences + !!data->images;
+    const int sources = !!data->predictors + !!data->sequences + !!data->images +
+                        !!data->datastore;
     if (sources != 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: data: set exactly one of predictors, "
-                             "sequences and images (%s)", fn,
+                             "sequences, images and datastore (%s)", fn,
                              sources ? "more than one is set" : "none is set");
+    if (data->datastore && dla_datastore_num_outputs(data->datastore) != 1)
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: data: a datastore of %d outputs; minibatchpredict takes one of "
+                             "the predictors alone",
+                             fn, dla_datastore_num_outputs(data->datastore));
     if (!dla_net_initialized(net))
         return dla_set_error(DLA_ERR_STATE, "%s: the network is not initialized", fn);
     if (dla_net_input_count(net) != 1 || dla_net_output_count(net) != 1) {

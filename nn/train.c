@@ -21,6 +21,8 @@
 #include "nn/train_impl.h"
 #include "nn/data_image.h" /* dla__imds_first_skipped */
 #include "nn/data_mbq.h"
+#include "nn/data_util.h" /* dla__data_deliver */
+#include "nn/datastore.h" /* dla__ds_gather, dla__ds_live */
 #include "nn/train_parallel.h"
 
 #include <math.h>
@@ -497,12 +499,30 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
 {
     if (!d)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
-    int sources = !!d->predictors + !!d->sequences + !!d->images;
+    int sources = !!d->predictors + !!d->sequences + !!d->images + !!d->datastore;
     if (sources != 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "%s: %s: set exactly one of predictors, sequences and images "
-                             "(%s)", fn, what,
-                             sources == 2 ? "both are set" : sources ? "all three are set" : "none is set");
+                             "%s: %s: set exactly one of predictors, sequences, images and "
+                             "datastore (%s)", fn, what,
+                             sources == 2 ? "both are set" : sources ? "more than two are set" : "none is set");
+    if (d->datastore) {
+        char arg[64];
+        snprintf(arg, sizeof arg, "%s.datastore", what);
+        if (!dla__ds_live(d->datastore, fn, arg))
+            return dla_last_status();
+        if (!dla_datastore_is_indexed(d->datastore))
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "%s: %s: the %s is read in order; training shuffles and shares "
+                                 "out its observations, which needs one read by number (a custom "
+                                 "datastore with read_at)",
+                                 fn, what, d->datastore->kind->name);
+        if (dla_datastore_num_outputs(d->datastore) != 1)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "%s: %s: the %s has %d outputs; trainnet takes a datastore of the "
+                                 "predictors alone (one output), with the targets in targets",
+                                 fn, what, d->datastore->kind->name,
+                                 dla_datastore_num_outputs(d->datastore));
+    }
     if (d->target_sequences && d->targets)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "%s: %s: set one of targets and target_sequences (both are set)", fn,
@@ -511,7 +531,8 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "%s: %s: target_sequences are sequence-to-sequence targets, one per "
                              "predictor sequence: they need sequences (the predictors are %s)",
-                             fn, what, d->images ? "an image datastore" : "an array");
+                             fn, what, d->images ? "an image datastore"
+                                       : d->datastore ? "a datastore" : "an array");
     if (!d->targets && !d->target_sequences)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s: targets is NULL", fn, what);
     dla_tensor *bad = d->predictors && dla_tensor_status(d->predictors) != DLA_OK ? d->predictors
@@ -534,6 +555,8 @@ static int64_t observations(const dla_train_data *d)
 {
     if (d->images)
         return dla_imds_num_files(d->images);
+    if (d->datastore)
+        return dla_datastore_num_observations(d->datastore);
     return d->sequences ? dla_seqlist_count(d->sequences)
                         : dla_tensor_dim(d->predictors, obs_dim(d->predictors));
 }
@@ -552,8 +575,9 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "%s: %s has no observation (%lld along the %s); give "
                              "data, or no %s", tr->fn, what, (long long)n,
-                             d->images ? "datastore's files" : d->sequences ? "sequence list"
-                                                                              : "predictors' observation dim",
+                             d->images ? "datastore's files" : d->datastore ? "datastore"
+                                         : d->sequences ? "sequence list"
+                                                        : "predictors' observation dim",
                              validation ? "ValidationData" : "training data");
     tr->longest[validation] = 0;
     for (int64_t i = 0; d->sequences && i < n; i++)
@@ -619,15 +643,18 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     const char *cast = dla__net_cast_name(tr->net);
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     int64_t dims[DLA_MAX_DIMS];
-    if (d->predictors && !*dla_tensor_format(d->predictors))
+    /* A datastore's batches always take the input's labels: its B dim
+     * says which dim observations are joined along. */
+    if ((d->predictors && !*dla_tensor_format(d->predictors)) || d->datastore)
         dla_net_input_activation(tr->net, 0, dims, in_fmt);
     const char *tfmt = *targets && !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format
                                                                                 : NULL;
     dla_mbq_input in[2] = {
         /* Sequences come with their padding mask (the second output),
          * for the loss and metrics of sequence-to-sequence targets. */
-        {.tensor = d->predictors, .sequences = d->sequences, .images = d->images, .cast = cast,
-         .format = *in_fmt ? in_fmt : NULL, .mask = d->sequences != NULL},
+        {.tensor = d->predictors, .sequences = d->sequences, .images = d->images,
+         .datastore = d->datastore, .cast = cast, .format = *in_fmt ? in_fmt : NULL,
+         .mask = d->sequences != NULL},
         {.tensor = *targets, .sequences = d->target_sequences, .format = tfmt && *tfmt ? tfmt : NULL},
     };
     /* Chunked sequences are padded to the longest here and cut later. */
@@ -636,7 +663,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         .mini_batch_size = tr->o.mini_batch_size,
         .partial_mini_batch = validation ? "return" : tr->o.partial_mini_batch,
         .seed = tr->o.shuffle_seed,
-        .dispatch_in_background = tr->o.dispatch_in_background || d->images,
+        .dispatch_in_background = tr->o.dispatch_in_background || d->images || d->datastore,
         .device = tr->dev,
         .sequence = {.length = len, .padding_value = tr->o.sequence_padding_value,
                      .padding_direction = tr->o.sequence_padding_direction},
@@ -702,6 +729,20 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
                 for (int64_t k = 0; k < m; k++)
                     idx[k] = (int64_t)c * 1024 + k;
                 rst = dla_imds_read_files(d->images, m, idx, &chunks[c], NULL);
+                continue;
+            }
+            if (d->datastore) { /* the same, a chunk of observations at a time */
+                int64_t idx[1024], m = n - (int64_t)c * 1024 < 1024 ? n - (int64_t)c * 1024 : 1024;
+                for (int64_t k = 0; k < m; k++)
+                    idx[k] = (int64_t)c * 1024 + k;
+                const int at = dla__ds_format_b_dim(fmt);
+                dla_tensor *x = NULL;
+                rst = dla__ds_gather(d->datastore, m, idx, &at, &x, "dla_trainnet");
+                if (rst == DLA_OK) {
+                    int64_t xd[DLA_MAX_DIMS];
+                    int nd = dla_tensor_dims(x, xd);
+                    chunks[c] = dla_reshape(dla__data_deliver(x), fmt, nd, xd);
+                }
                 continue;
             }
             dla_tensor *x = d->predictors;
@@ -1602,6 +1643,23 @@ static dla_status init_from_data(dla_net *net, const dla_train_data *d)
                                      "dla_trainnet: the datastore has no file to initialize "
                                      "the network from");
         }
+        if (dla_tensor_dtype(ex) != DLA_F64)
+            ex = dla_cast(ex, DLA_F32);
+    } else if (d->datastore) {
+        /* The first observation, as the queue would batch it alone. */
+        dla_tensor *first = NULL;
+        if (dla_datastore_num_observations(d->datastore) < 1) {
+            dla_scope_end();
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "dla_trainnet: the datastore has no observation to initialize "
+                                 "the network from");
+        }
+        const int64_t zero = 0;
+        if (dla__ds_gather(d->datastore, 1, &zero, NULL, &first, "dla_trainnet") != DLA_OK) {
+            dla_scope_end();
+            return dla_last_status();
+        }
+        ex = dla__data_deliver(first);
         if (dla_tensor_dtype(ex) != DLA_F64)
             ex = dla_cast(ex, DLA_F32);
     } else {

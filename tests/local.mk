@@ -10,6 +10,7 @@ include tests/plan.mk
 include tests/trace.mk
 include tests/data.mk
 include tests/datastore.mk
+include tests/generic_datastore.mk
 include tests/net.mk
 include tests/custom_layer.mk
 include tests/train.mk

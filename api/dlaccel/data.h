@@ -395,6 +395,219 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
                                       const dla_image_augmenter *aug, uint64_t seed,
                                       dla_imds **out);
 
+/* ---------------------------------------------------------- datastores */
+
+/* MATLAB's generic datastores: arrayDatastore, fileDatastore with a
+ * ReadFcn, transform, combine and custom datastores (a matlab.io.Datastore
+ * subclass), for data that is not images in a folder. A datastore hands
+ * out observations, each one or more tensors (its outputs, at most
+ * DLA_DATASTORE_MAX_OUTPUTS); a mini-batch queue takes one as an input
+ * ({.datastore = ds}), one queue output per datastore output.
+ *
+ *     // ds = combine(arrayDatastore(X, 'IterationDimension', 4),
+ *     //              transform(fileDatastore(folder, 'ReadFcn', @readLabel), @f));
+ *     dla_datastore *xs, *files, *ts, *both;
+ *     dla_array_datastore(x, NULL, &xs);                 // x: 28x28x1xN "SSCB"
+ *     dla_file_datastore(1, (const char *[]){"labels"}, (const char *[]){".txt", NULL},
+ *                        1, read_label, NULL, &files);
+ *     dla_transform(files, 0, to_onehot, NULL, &ts);
+ *     dla_combine(2, (dla_datastore *[]){xs, ts}, &both);
+ *     dla_datastore_free(xs); dla_datastore_free(files); dla_datastore_free(ts);
+ *     dla_mbq_create(1, (dla_mbq_input[]){{.datastore = both}}, &opts, &mbq); // 2 outputs
+ *
+ * Observations. An observation's outputs are tensors; a read (and a
+ * mini-batch) joins several observations along each output's observation
+ * dim: an array datastore's iteration dimension, else the output's B dim
+ * when it is formatted with one, else the dim after its last (MATLAB's
+ * cat(ndims + 1, ...)); a mini-batch queue input's format (MiniBatchFormat)
+ * puts it at the format's B dim instead. An observation is 1 along that
+ * dim; every observation of an output has one dtype and the same dims
+ * (otherwise DLA_ERR_SHAPE, naming the function, the output, the
+ * observation and both shapes). A formatted output without a B label is
+ * joined unformatted (give the queue input a format to label it).
+ *
+ * Two kinds of source. Indexed ones (array, file, custom with read_at,
+ * and transforms and combinations of indexed ones) read any observation
+ * by its number: they have a known count, and can be shuffled, subset and
+ * partitioned; a mini-batch queue shuffles and partitions over them. Ones
+ * read in order (a custom datastore with read/hasdata/reset, and what is
+ * made of one) can only be read from the start: shuffle, subset and
+ * partition fail with DLA_ERR_STATE saying so, and a queue over one hands
+ * out its observations in order (dla_mbq_shuffle leaves the order and
+ * sets DLA_ERR_STATE; dla_mbq_partition fails). A queue needs the count:
+ * give such a custom datastore num_observations.
+ *
+ * Callbacks (a file datastore's read function, a transform's function, a
+ * custom datastore's calls) run inside a scope of the datastore's own, so
+ * they need no releases; outputs they leave NULL, error tensors and a
+ * status other than DLA_OK fail the read with the callback's message
+ * (DLA_ERR_INVALID_ARGUMENT when it gave none), prefixed by the function
+ * that read and what it read ("dla_mbq_next: read_fn on \"a/3.txt\": ...").
+ * An indexed source's callbacks may be called from several threads at once
+ * (queues, their partitions and background dispatch read on their own
+ * threads): they must be safe to call so. A read of an indexed datastore
+ * that fails leaves its position where it was; one of a datastore read in
+ * order has read what it read (the failed observation counted: the
+ * callback's position is its own), and the next read goes on after it.
+ *
+ * Handles: a datastore holds references to the datastores it is made of,
+ * and a queue to its datastore, so each may be freed (once) whenever the
+ * caller is done with it. A freed datastore given to any call is refused
+ * and logged (docs/checks.md).
+ */
+typedef struct dla_datastore dla_datastore;
+
+#define DLA_DATASTORE_MAX_OUTPUTS 16
+
+/* Drops the caller's handle; the datastore lives on while a transform,
+ * combination or queue made from it does. NULL-safe. */
+DLA_API void dla_datastore_free(dla_datastore *ds);
+/* The outputs of an observation; 0 for NULL or a freed handle. */
+DLA_API int dla_datastore_num_outputs(const dla_datastore *ds);
+/* MATLAB numobservations; -1 when the source does not know it (a custom
+ * datastore without num_observations, and what is made of one). */
+DLA_API int64_t dla_datastore_num_observations(const dla_datastore *ds);
+/* 1 when the datastore reads any observation by its number (shuffle,
+ * subset, partition work): MATLAB's isShuffleable and isPartitionable. */
+DLA_API int dla_datastore_is_indexed(const dla_datastore *ds);
+/* MATLAB hasdata and reset. */
+DLA_API int dla_datastore_hasdata(dla_datastore *ds);
+DLA_API void dla_datastore_reset(dla_datastore *ds);
+/* ReadSize: observations a read joins (>= 1). An array datastore's is its
+ * option's; a file datastore reads one file a read, as MATLAB's; 1 for
+ * the others. DLA_ERR_INVALID_ARGUMENT for size < 1. */
+DLA_API dla_status dla_datastore_set_read_size(dla_datastore *ds, int64_t size);
+
+/* MATLAB read: the next ReadSize observations (fewer at the end), joined,
+ * as n outputs (n must be dla_datastore_num_outputs), made on the current
+ * device, owned as dlaccel.h says. Errors (outputs all NULL): DLA_ERR_STATE
+ * when no data is left (dla_datastore_reset), DLA_ERR_INVALID_ARGUMENT for
+ * a wrong n, DLA_ERR_SHAPE for observations of different shapes, a
+ * callback's error. */
+DLA_API dla_status dla_datastore_read(dla_datastore *ds, int n, dla_tensor **outputs);
+/* MATLAB readall: every observation, joined, without moving the position
+ * of an indexed datastore (one read in order is reset, read to its end and
+ * reset again). Mind the memory: this is the call whose size is the data's. */
+DLA_API dla_status dla_datastore_readall(dla_datastore *ds, int n, dla_tensor **outputs);
+
+/* MATLAB shuffle(ds): a new datastore over ds's observations in a random
+ * order, np.random.default_rng(seed).permutation(count)'s. */
+DLA_API dla_status dla_datastore_shuffle(dla_datastore *ds, uint64_t seed, dla_datastore **out);
+/* MATLAB subset(ds, indices), 0-based: a new datastore over observations
+ * idx[0..n-1] of ds (n >= 0; repeats allowed). */
+DLA_API dla_status dla_datastore_subset(dla_datastore *ds, int64_t n, const int64_t *idx,
+                                        dla_datastore **out);
+/* MATLAB partition(ds, n, index), 0-based index: part index of n
+ * contiguous parts, sizes differing by at most one (the first parts take
+ * the remainder). Shuffle, subset and partition fail with DLA_ERR_STATE
+ * for a datastore read in order, DLA_ERR_INVALID_ARGUMENT for bad
+ * arguments (an index out of range names it and the count). */
+DLA_API dla_status dla_datastore_partition(dla_datastore *ds, int n, int index,
+                                           dla_datastore **out);
+
+typedef struct dla_array_datastore_options {
+    /* IterationDimension, 1-based: the dim observations lie along. 0: the
+     * array's B dim when it is formatted (the only one a formatted array
+     * takes), else its last dim (MATLAB's default is 1; a C array's
+     * observations are usually its last dim). */
+    int iteration_dimension;
+    /* ReadSize: observations a read joins; 1 when 0. */
+    int64_t read_size;
+} dla_array_datastore_options;
+
+/* MATLAB arrayDatastore(data): one output, observation i the slice i of
+ * data along the iteration dimension (1 along it, the other dims and the
+ * format kept; MATLAB's OutputType "same"). data is retained (it must not
+ * be changed in place meanwhile). opts may be NULL. Errors:
+ * DLA_ERR_INVALID_ARGUMENT (NULL data or out, an error tensor, a scalar,
+ * an iteration dimension outside 1..ndims or other than a formatted
+ * array's B, a negative read_size). */
+DLA_API dla_status dla_array_datastore(dla_tensor *data, const dla_array_datastore_options *opts,
+                                       dla_datastore **out);
+
+/* A file datastore's ReadFcn: reads the file at path into outputs[0..n-1]
+ * (tensors it makes; they are the observation's outputs). */
+typedef dla_status (*dla_file_read_fn)(void *ctx, const char *path, int n,
+                                       dla_tensor **outputs);
+
+/* MATLAB fileDatastore(locations, 'ReadFcn', read_fn, 'FileExtensions',
+ * extensions, 'IncludeSubfolders', true): one observation per file, read
+ * by read_fn(ctx, path, noutputs, outputs) when asked for. locations[0..
+ * nlocations-1] are files (taken whatever their extension) and folders
+ * (every regular file of the tree whose name ends in one of extensions,
+ * any case; hidden names, starting with a dot, left out); extensions is a
+ * NULL-terminated list (".csv") or NULL for every file. A folder's files
+ * are sorted by path (byte order); locations keep their order. Errors:
+ * DLA_ERR_INVALID_ARGUMENT (no location, noutputs outside
+ * 1..DLA_DATASTORE_MAX_OUTPUTS, NULL read_fn, no file found, naming the
+ * locations), DLA_ERR_IO (a location that cannot be read, with the
+ * system's reason), DLA_ERR_OUT_OF_MEMORY. */
+DLA_API dla_status dla_file_datastore(int nlocations, const char *const *locations,
+                                      const char *const *extensions, int noutputs,
+                                      dla_file_read_fn read_fn, void *ctx, dla_datastore **out);
+/* The file of observation i of a file datastore (or of the file datastore
+ * a subset, shuffle or partition of one was made from, in its order);
+ * NULL for another kind or i out of range. Valid while ds is. */
+DLA_API const char *dla_file_datastore_path(const dla_datastore *ds, int64_t i);
+
+/* A transform's function: the nin outputs of one observation of the
+ * underlying datastore in in[], the nout outputs of the transformed one
+ * to set in out[]. */
+typedef dla_status (*dla_transform_fn)(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out);
+
+/* MATLAB transform(ds, fn): a datastore whose observation i is fn applied
+ * to ds's observation i, with noutputs outputs (0: as many as ds has).
+ * MATLAB calls fn with what read returns (ReadSize observations at once);
+ * here fn sees one observation, so its results join like any other's
+ * (with ReadSize 1, a file datastore's, the two agree). With as many
+ * outputs as ds, output j is joined as ds's output j is (an array's along
+ * its iteration dimension); with another count, by the rule above. Indexed
+ * when ds is; one read in order is reset, to be read from its start.
+ * Errors: DLA_ERR_INVALID_ARGUMENT (NULL ds, fn or out, a freed ds,
+ * noutputs outside 0..DLA_DATASTORE_MAX_OUTPUTS). */
+DLA_API dla_status dla_transform(dla_datastore *ds, int noutputs, dla_transform_fn fn, void *ctx,
+                                 dla_datastore **out);
+
+/* MATLAB combine(ds[0], ..., ds[n-1]): observation i is the outputs of
+ * every ds[k]'s observation i, side by side (ds[0]'s first), read in step.
+ * Indexed when all are; otherwise each is reset, to be read in step from
+ * its start, and the combination has data while every one has. Its count
+ * is known when every one's is. Errors: DLA_ERR_INVALID_ARGUMENT (n < 1, a NULL or
+ * freed datastore, more than DLA_DATASTORE_MAX_OUTPUTS outputs in all),
+ * DLA_ERR_SHAPE (two with known, different observation counts, naming
+ * both). */
+DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **out);
+
+/* A custom datastore (MATLAB's matlab.io.Datastore subclass, with
+ * matlab.io.datastore.Shuffleable and Partitionable when read_at is
+ * given). Either read_at (indexed), or read with hasdata and reset (read
+ * in order). */
+typedef struct dla_custom_datastore {
+    int num_outputs;                  /* 1..DLA_DATASTORE_MAX_OUTPUTS */
+    /* Observations: >= 0, or -1 when unknown (read in order only; a queue
+     * cannot take it). Required with read_at. */
+    int64_t num_observations;
+    /* Observation i (0..num_observations-1) into out[0..n-1]. */
+    dla_status (*read_at)(void *ctx, int64_t i, int n, dla_tensor **out);
+    /* The next observation into out[0..n-1]; called only while hasdata
+     * answers nonzero. */
+    dla_status (*read)(void *ctx, int n, dla_tensor **out);
+    int (*hasdata)(void *ctx);
+    void (*reset)(void *ctx);
+    /* Called once with ctx when the datastore goes (not when its creation
+     * fails); may be NULL. */
+    void (*free)(void *ctx);
+    void *ctx;
+} dla_custom_datastore;
+
+/* Makes a custom datastore from def's callbacks (copied). Errors:
+ * DLA_ERR_INVALID_ARGUMENT (NULL def or out, num_outputs out of range,
+ * neither read_at nor read/hasdata/reset complete, read_at without a
+ * count, num_observations below -1). */
+DLA_API dla_status dla_custom_datastore_create(const dla_custom_datastore *def,
+                                               dla_datastore **out);
+
 /* -------------------------------------------------------- mini-batch queue */
 
 /* MATLAB minibatchqueue over data in memory: it hands out mini-batches of
@@ -403,8 +616,9 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  * asks for its mask). */
 typedef struct dla_mbq dla_mbq;
 
-/* One source of observations; exactly one of tensor, sequences and images
- * is set, and every input of a queue has the same number of observations. */
+/* One source of observations; exactly one of tensor, sequences, images and
+ * datastore is set, and every input of a queue has the same number of
+ * observations. */
 typedef struct dla_mbq_input {
     /* Observations along its B dim (an unformatted tensor: along its last
      * dim). Retained by the queue. Batches are gathered on its device and
@@ -423,6 +637,23 @@ typedef struct dla_mbq_input {
      * images and labels stay paired. At most one datastore input per
      * queue. The queue holds a reference: ds may be freed before it. */
     dla_imds *images;
+    /* Or: a generic datastore (arrayDatastore, fileDatastore, transform,
+     * combine, custom; see "datastores" above) with a known observation
+     * count: each of its outputs is an output of the queue, in order, its
+     * observations joined along the observation dim (the format's B dim
+     * when a format is given). An indexed datastore is read by observation
+     * number, so the queue shuffles and partitions over it (and background
+     * dispatch reads ahead); one read in order is reset when the queue is
+     * made and read from its start by the queue alone (do not read it
+     * meanwhile), in order: shuffling it is an error (DLA_ERR_STATE as the
+     * last error, the order kept), and so is partitioning the queue. The
+     * queue holds a reference: ds may be freed before it. format and cast
+     * apply to every output of the datastore, formats[k] and casts[k]
+     * (arrays of its output count, when given; NULL entries fall back)
+     * to output k. */
+    dla_datastore *datastore;
+    const char *const *formats;
+    const char *const *casts;
     /* MiniBatchFormat of this output: labels given to the batch (a
      * relabeling with the same dims, e.g. "SSCB" for an unformatted image
      * array), with B on the observation dim. NULL keeps the source's format
@@ -475,13 +706,18 @@ typedef struct dla_mbq_options {
     void *mini_batch_ctx;
 } dla_mbq_options;
 
-/* Makes a queue over inputs[0..ninputs-1] (1..16 of them). opts may be
+/* Makes a queue over inputs[0..ninputs-1] (1..16 of them, with at most 32
+ * outputs in all, masks and datastores' outputs counted). opts may be
  * NULL. *out is freed with dla_mbq_free. Errors (*out NULL):
- * DLA_ERR_INVALID_ARGUMENT (no input, an input with neither or both
+ * DLA_ERR_INVALID_ARGUMENT (no input, an input with none or several
  * sources, an error tensor, a negative mini_batch_size or prefetch, an
- * unknown option value or cast), DLA_ERR_SHAPE (inputs with different
+ * unknown option value or cast, a freed datastore or one whose count is
+ * not known, formats or casts on an input that is not a datastore, a
+ * datastore read in order beside an image datastore, more than 32
+ * outputs), DLA_ERR_SHAPE (inputs with different
  * observation counts), DLA_ERR_FORMAT (a format that does not fit the
- * output's dims), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
+ * output's dims; a datastore output's format: labels other than S, C, B,
+ * T, U or no B, checked here, its fit checked per batch), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
  * (the dispatch thread could not start). */
 DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                   const dla_mbq_options *opts, dla_mbq **out);

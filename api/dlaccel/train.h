@@ -256,7 +256,8 @@ DLA_API dla_status dla_spmd_broadcast_net(dla_net *net, int root);
 /* -------------------------------------------------------------- trainnet */
 
 /* The data trainnet reads (MATLAB's XTrain/TTrain arguments, or its
- * ValidationData). Exactly one of predictors, sequences and images is set.
+ * ValidationData). Exactly one of predictors, sequences, images and
+ * datastore is set.
  * Borrowed: it must stay valid and unchanged while trainnet runs. */
 typedef struct dla_train_data {
     /* Observations along the B dim: "SSCB" images (h x w x c x N) for an
@@ -285,6 +286,17 @@ typedef struct dla_train_data {
      * training datastore does not have is DLA_ERR_INVALID_ARGUMENT naming
      * it. */
     dla_imds *images;
+    /* Or a generic datastore of the predictors (api/dlaccel/data.h,
+     * "datastores": arrayDatastore, fileDatastore, transform, combine,
+     * custom), one output, indexed (so that it can be shuffled and shared
+     * among workers; one read in order is DLA_ERR_INVALID_ARGUMENT), read
+     * a mini-batch at a time on a background thread, each batch labeled
+     * with the network input's format (its B dim the one observations are
+     * joined along). targets are given as for predictors (in memory: class
+     * numbers or responses). MATLAB's trainnet(ds) with the targets as the
+     * datastore's second output is not taken: a datastore of two outputs
+     * is DLA_ERR_INVALID_ARGUMENT saying so. */
+    dla_datastore *datastore;
     /* Targets, one per observation: int32 class numbers 0..K-1 (any dims
      * of N elements, MATLAB's categorical targets), one-hot encoded per
      * mini-batch as K x N "CB" single, K the network output's channels; or

@@ -1,0 +1,169 @@
+/*
+ * datastore_join.c - observations joined into a read or a mini-batch:
+ * each output's observations checked against the first (dtype, format,
+ * dims, 1 along the joining dim) and concatenated along its dim.
+ */
+#include "nn/data_util.h"
+#include "nn/datastore.h"
+
+#include <string.h>
+
+/* The dim output j of ds is joined along, for its first observation t. */
+static int join_dim(const dla_datastore *ds, int j, const int *at, const dla_tensor *t)
+{
+    if (at && at[j] > 0)
+        return at[j];
+    if (ds->obs_dim[j] > 0)
+        return ds->obs_dim[j];
+    int b = dla_tensor_find_dim(t, 'B');
+    return b ? b : dla_tensor_ndims(t) + 1;
+}
+
+/* dims padded with 1s to DLA_MAX_DIMS; returns the count before padding. */
+static int dims_of(const dla_tensor *t, int64_t *dims)
+{
+    int nd = dla_tensor_dims(t, dims);
+    for (int d = nd; d < DLA_MAX_DIMS; d++)
+        dims[d] = 1;
+    return nd;
+}
+
+/* Output j's observations obs[k * nout + j] joined into *out (held). */
+static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor **obs,
+                           const int64_t *nums, const int *at, dla_tensor **out, const char *op)
+{
+    const int nout = ds->nout;
+    const dla_tensor *t0 = obs[j];
+    const int dim = join_dim(ds, j, at, t0);
+    char b0[DLA__DATA_DIMS_BUF], b1[DLA__DATA_DIMS_BUF];
+    int64_t d0[DLA_MAX_DIMS], dk[DLA_MAX_DIMS];
+    const int nd0 = dims_of(t0, d0);
+    if (dim > DLA_MAX_DIMS)
+        return dla__data_fail(DLA_ERR_SHAPE,
+                              "%s: output %d of the %s: observations of %s (%d dims) would be "
+                              "joined along dim %d; at most %d dims",
+                              op, j + 1, ds->kind->name, dla__data_dims_str(b0, nd0, d0), nd0, dim,
+                              DLA_MAX_DIMS);
+    if (d0[dim - 1] != 1)
+        return dla__data_fail(DLA_ERR_SHAPE,
+                              "%s: output %d of observation %lld of the %s is %s: %lld along dim "
+                              "%d, which observations are joined along; an observation is 1 there",
+                              op, j + 1, (long long)(nums ? nums[0] : 0), ds->kind->name,
+                              dla__data_dims_str(b0, nd0, d0), (long long)d0[dim - 1], dim);
+    const char *fmt0 = dla_tensor_format(t0);
+    for (int64_t k = 1; k < n; k++) {
+        const dla_tensor *t = obs[k * nout + j];
+        const int ndk = dims_of(t, dk);
+        const int same = memcmp(d0, dk, sizeof d0) == 0;
+        if (!same || dla_tensor_dtype(t) != dla_tensor_dtype(t0) ||
+            strcmp(dla_tensor_format(t), fmt0) != 0)
+            return dla__data_fail(
+                DLA_ERR_SHAPE,
+                "%s: output %d of observation %lld of the %s is %s %s \"%s\", but observation "
+                "%lld's is %s %s \"%s\"; every observation of an output has one shape, dtype and "
+                "format",
+                op, j + 1, (long long)(nums ? nums[k] : k), ds->kind->name,
+                dla__data_dims_str(b1, ndk, dk), dla_dtype_name(dla_tensor_dtype(t)),
+                dla_tensor_format(t), (long long)(nums ? nums[0] : 0), dla__data_dims_str(b0, nd0, d0),
+                dla_dtype_name(dla_tensor_dtype(t0)), fmt0);
+    }
+    /* Joined unformatted: a format without B has no label for the new
+     * dim; one with B gets its labels back when the dim is B's. */
+    const int keep_format = fmt0[0] && dla_tensor_find_dim(t0, 'B') == dim;
+    char fmt[DLA_MAX_DIMS + 1];
+    snprintf(fmt, sizeof fmt, "%s", keep_format ? fmt0 : "");
+    dla_tensor **parts = dla__data_malloc((size_t)n * sizeof *parts);
+    if (!parts)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    dla_device *dev = dla_device_current();
+    dla_scope_begin();
+    for (int64_t k = 0; k < n; k++) {
+        dla_tensor *t = obs[k * nout + j];
+        if (dla_tensor_device(t) != dev)
+            t = dla_tensor_to_device(t, dev);
+        parts[k] = fmt0[0] ? dla_reshape(t, "", nd0, d0) : t;
+    }
+    dla_tensor *r = n == 1 ? parts[0] : dla_cat(dim, (int)n, parts);
+    if (keep_format && dla_tensor_status(r) == DLA_OK) {
+        int64_t dr[DLA_MAX_DIMS];
+        int ndr = dla_tensor_dims(r, dr);
+        r = dla_reshape(r, fmt, ndr, dr);
+    }
+    dla_status st = dla_tensor_status(r);
+    if (st != DLA_OK)
+        st = dla__data_fail(st, "%s: output %d of the %s: %s", op, j + 1, ds->kind->name,
+                            dla_tensor_error(r));
+    else
+        *out = dla__data_hold(r);
+    dla_scope_end();
+    dla__data_free(parts);
+    return st;
+}
+
+dla_status dla__ds_join(const dla_datastore *ds, int64_t n, dla_tensor **obs,
+                        const int64_t *nums, const int *at, dla_tensor **out, const char *op)
+{
+    for (int j = 0; j < ds->nout; j++)
+        out[j] = NULL;
+    if (n > INT32_MAX)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %lld observations in one read; at "
+                              "most 2^31-1", op, (long long)n);
+    dla_status st = DLA_OK;
+    for (int j = 0; j < ds->nout && st == DLA_OK; j++)
+        st = join_one(ds, j, n, obs, nums, at, &out[j], op);
+    if (st != DLA_OK)
+        dla__ds_drop(ds->nout, out);
+    return st;
+}
+
+dla_status dla__ds_gather(dla_datastore *ds, int64_t n, const int64_t *idx, const int *at,
+                          dla_tensor **out, const char *op)
+{
+    for (int j = 0; j < ds->nout; j++)
+        out[j] = NULL;
+    /* The kind's own batch when every output is joined along its dim. */
+    int own = ds->kind->read_batch != NULL;
+    for (int j = 0; j < ds->nout && own && at; j++)
+        own = at[j] <= 0 || at[j] == ds->obs_dim[j];
+    if (own) {
+        dla_device *dev = dla_device_current();
+        dla_status st = ds->kind->read_batch(ds, n, idx, out, op);
+        for (int j = 0; j < ds->nout && st == DLA_OK; j++) {
+            if (dla_tensor_device(out[j]) == dev)
+                continue;
+            dla_scope_begin();
+            dla_tensor *moved = dla_tensor_to_device(out[j], dev);
+            st = dla_tensor_status(moved);
+            if (st != DLA_OK)
+                dla__data_fail(st, "%s: %s", op, dla_tensor_error(moved));
+            dla_tensor_release(out[j]);
+            out[j] = st == DLA_OK ? dla__data_hold(moved) : NULL;
+            dla_scope_end();
+        }
+        if (st != DLA_OK)
+            dla__ds_drop(ds->nout, out);
+        return st;
+    }
+    dla_tensor **obs = dla__data_calloc((size_t)(n * ds->nout), sizeof *obs);
+    if (!obs)
+        return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld observations", op,
+                              (long long)n);
+    dla_status st = DLA_OK;
+    int64_t k = 0;
+    for (; k < n && st == DLA_OK; k++)
+        st = dla__ds_obs(ds, idx[k], obs + k * ds->nout, op);
+    if (st == DLA_OK)
+        st = dla__ds_join(ds, n, obs, idx, at, out, op);
+    for (int64_t i = 0; i < k * ds->nout; i++)
+        dla_tensor_release(obs[i]);
+    dla__data_free(obs);
+    return st;
+}
+
+int dla__ds_format_b_dim(const char *format)
+{
+    int at = 1;
+    for (const char *c = format; *c; c++)
+        at += *c == 'S' || *c == 'C';
+    return at;
+}

@@ -1,0 +1,1076 @@
+/*
+ * test_generic_datastore.c - MATLAB's generic datastores: arrayDatastore,
+ * fileDatastore with a read function, transform, combine and custom
+ * datastores (indexed and read in order); reads, ReadSize, readall,
+ * subset, shuffle, partition; the mini-batch queue over each (shuffled,
+ * partitioned, in the background); and the errors: shapes that differ
+ * across observations, lengths that differ in a combine, callbacks that
+ * fail halfway, misuse of handles.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <stdatomic.h>
+
+#include "tu_assert.h"
+
+/* testutil's counting allocator, with atomic counts: queues make batches on
+ * their own threads. */
+static atomic_long live_blocks, alloc_calls, refuse_at;
+
+static void *counting_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size == 0) {
+        if (ptr)
+            atomic_fetch_sub(&live_blocks, 1);
+        free(ptr);
+        return NULL;
+    }
+    const long call = atomic_fetch_add(&alloc_calls, 1) + 1;
+    const long refuse = atomic_load(&refuse_at);
+    if (refuse && call == refuse)
+        return NULL;
+    void *p = realloc(ptr, size);
+    if (p && !ptr)
+        atomic_fetch_add(&live_blocks, 1);
+    return p;
+}
+
+#define assert_ok(call)                                                                            \
+    do {                                                                                           \
+        dla_status st_ = (call);                                                                   \
+        if (st_ != DLA_OK)                                                                         \
+            fail_msg("%s: %s: %s", #call, dla_status_str(st_), dla_last_error());                 \
+    } while (0)
+
+/* The last error has this status and mentions every one of the texts. */
+static void expect_error(dla_status got, dla_status want, ...)
+{
+    if (got != want)
+        fail_msg("status %s, wanted %s: %s", dla_status_str(got), dla_status_str(want),
+                 dla_last_error());
+    va_list ap;
+    va_start(ap, want);
+    for (const char *t; (t = va_arg(ap, const char *));)
+        if (!strstr(dla_last_error(), t)) {
+            va_end(ap);
+            fail_msg("message \"%s\" lacks \"%s\"", dla_last_error(), t);
+        }
+    va_end(ap);
+}
+
+/* t's elements as doubles (n of them), and its dims as a string. */
+static void values(dla_tensor *t, double *v, int64_t n)
+{
+    assert_int_equal(dla_tensor_status(t), DLA_OK);
+    assert_int_equal(dla_tensor_numel(t), n);
+    dla_scope_begin();
+    dla_tensor *d = dla_cast(t, DLA_F64);
+    assert_ok(dla_tensor_to_host(d, v, (size_t)n * sizeof *v));
+    dla_scope_end();
+}
+
+static const char *dims_of(dla_tensor *t)
+{
+    static char buf[128];
+    int64_t d[DLA_MAX_DIMS];
+    int nd = dla_tensor_dims(t, d);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < nd; i++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%lld", i ? "x" : "", (long long)d[i]);
+    return buf;
+}
+
+/* A 3 x n single array: column k holds k, 100 + k, 200 + k. */
+static dla_tensor *columns(int64_t n, const char *format)
+{
+    float *v = malloc((size_t)(3 * n) * sizeof *v);
+    for (int64_t k = 0; k < n; k++)
+        for (int r = 0; r < 3; r++)
+            v[3 * k + r] = (float)(100 * r + k);
+    dla_tensor *t = dla_tensor_from_host(v, DLA_F32, format, DLA_DIMS(3, n));
+    free(v);
+    return t;
+}
+
+/* ------------------------------------------------------------ array */
+
+static void test_array_reads_read_size_observations_along_the_last_dim(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_datastore *ds;
+    assert_ok(dla_array_datastore(columns(10, ""), &(dla_array_datastore_options){.read_size = 4},
+                                  &ds));
+    assert_int_equal(dla_datastore_num_outputs(ds), 1);
+    assert_int_equal(dla_datastore_num_observations(ds), 10);
+    assert_true(dla_datastore_is_indexed(ds));
+    const int64_t sizes[] = {4, 4, 2};
+    int64_t first = 0;
+    for (int r = 0; r < 3; r++) {
+        assert_true(dla_datastore_hasdata(ds));
+        dla_tensor *x;
+        assert_ok(dla_datastore_read(ds, 1, &x));
+        assert_int_equal(dla_tensor_dim(x, 1), 3);
+        assert_int_equal(dla_tensor_dim(x, 2), sizes[r]);
+        double v[12];
+        values(x, v, 3 * sizes[r]);
+        for (int64_t k = 0; k < sizes[r]; k++)
+            tu_assert_near(v[3 * k + 1], 100.0 + (double)(first + k), 0);
+        first += sizes[r];
+    }
+    assert_false(dla_datastore_hasdata(ds));
+    dla_tensor *x;
+    expect_error(dla_datastore_read(ds, 1, &x), DLA_ERR_STATE, "dla_datastore_read",
+                 "dla_datastore_reset", NULL);
+    assert_null(x);
+    /* readall: everything, whatever the position; reset starts again. */
+    assert_ok(dla_datastore_readall(ds, 1, &x));
+    assert_string_equal(dims_of(x), "3x10");
+    dla_datastore_reset(ds);
+    assert_true(dla_datastore_hasdata(ds));
+    assert_ok(dla_datastore_set_read_size(ds, 1));
+    assert_ok(dla_datastore_read(ds, 1, &x));
+    assert_string_equal(dims_of(x), "3x1");
+    dla_datastore_free(ds);
+    dla_scope_end();
+}
+
+static void test_array_iteration_dimension_and_formats(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_datastore *ds;
+    /* Rows: MATLAB's default IterationDimension 1. */
+    assert_ok(dla_array_datastore(columns(5, ""),
+                                  &(dla_array_datastore_options){.iteration_dimension = 1,
+                                                                 .read_size = 2},
+                                  &ds));
+    assert_int_equal(dla_datastore_num_observations(ds), 3);
+    dla_tensor *x;
+    assert_ok(dla_datastore_read(ds, 1, &x));
+    assert_string_equal(dims_of(x), "2x5");
+    double v[10];
+    values(x, v, 10);
+    tu_assert_near(v[1], 100, 0); /* row 2, column 1 */
+    dla_datastore_free(ds);
+    /* A formatted array: along B, the format kept. */
+    assert_ok(dla_array_datastore(columns(5, "CB"), NULL, &ds));
+    assert_ok(dla_datastore_readall(ds, 1, &x));
+    assert_string_equal(dla_tensor_format(x), "CB");
+    assert_string_equal(dims_of(x), "3x5");
+    dla_datastore_free(ds);
+    expect_error(dla_array_datastore(columns(5, "CB"),
+                                     &(dla_array_datastore_options){.iteration_dimension = 1}, &ds),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_array_datastore", "iteration_dimension 1", "\"CB\"",
+                 NULL);
+    assert_null(ds);
+    expect_error(dla_array_datastore(columns(5, ""),
+                                     &(dla_array_datastore_options){.iteration_dimension = 3}, &ds),
+                 DLA_ERR_INVALID_ARGUMENT, "iteration_dimension 3 outside 1..2", NULL);
+    expect_error(dla_array_datastore(NULL, NULL, &ds), DLA_ERR_INVALID_ARGUMENT, "data is NULL",
+                 NULL);
+    dla_scope_end();
+}
+
+static void test_subset_shuffle_and_partition(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_datastore *ds, *sub, *sh, *sh2, *part[3];
+    assert_ok(dla_array_datastore(columns(10, ""), NULL, &ds));
+    assert_ok(dla_datastore_subset(ds, 3, (int64_t[]){7, 2, 7}, &sub));
+    dla_tensor *x;
+    assert_ok(dla_datastore_readall(sub, 1, &x));
+    double v[30];
+    values(x, v, 9);
+    tu_assert_near(v[0], 7, 0);
+    tu_assert_near(v[3], 2, 0);
+    tu_assert_near(v[6], 7, 0);
+    /* A shuffle is a permutation, the same for the same seed. */
+    assert_ok(dla_datastore_shuffle(ds, 5, &sh));
+    assert_ok(dla_datastore_shuffle(ds, 5, &sh2));
+    double w[30];
+    assert_ok(dla_datastore_readall(sh, 1, &x));
+    values(x, v, 30);
+    assert_ok(dla_datastore_readall(sh2, 1, &x));
+    values(x, w, 30);
+    int seen[10] = {0}, moved = 0;
+    for (int k = 0; k < 10; k++) {
+        tu_assert_near(v[3 * k], w[3 * k], 0);
+        seen[(int)v[3 * k]]++;
+        moved += (int)v[3 * k] != k;
+    }
+    for (int k = 0; k < 10; k++)
+        assert_int_equal(seen[k], 1);
+    assert_true(moved > 0);
+    /* Parts of 4, 3, 3 that cover every observation once, of the shuffled
+     * order (a subset of a subset). */
+    int64_t total = 0;
+    for (int p = 0; p < 3; p++) {
+        assert_ok(dla_datastore_partition(sh, 3, p, &part[p]));
+        assert_int_equal(dla_datastore_num_observations(part[p]), p == 0 ? 4 : 3);
+        assert_ok(dla_datastore_readall(part[p], 1, &x));
+        values(x, w, 3 * dla_datastore_num_observations(part[p]));
+        for (int64_t k = 0; k < dla_datastore_num_observations(part[p]); k++)
+            tu_assert_near(w[3 * k], v[3 * (total + k)], 0);
+        total += dla_datastore_num_observations(part[p]);
+    }
+    assert_int_equal(total, 10);
+    dla_datastore *bad;
+    expect_error(dla_datastore_partition(ds, 3, 3, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_datastore_partition", "index", NULL);
+    expect_error(dla_datastore_subset(ds, 1, (int64_t[]){10}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "idx[0]: 10, outside 0..9", NULL);
+    dla_datastore_free(ds); /* the subsets hold it */
+    dla_clear_error();
+    dla_datastore_free(ds); /* the caller's handle is gone: refused, logged */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "freed already"));
+    assert_ok(dla_datastore_readall(sub, 1, &x));
+    for (int p = 0; p < 3; p++)
+        dla_datastore_free(part[p]);
+    dla_datastore_free(sub);
+    dla_datastore_free(sh);
+    dla_datastore_free(sh2);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------- files */
+
+static char root[128];
+
+static const char *at_root(const char *name)
+{
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", root, name);
+    return buf[k];
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Folder "labels": one number a file, 0.txt .. 5.txt (with a subfolder),
+ * and files the extension leaves out. */
+static int setup_files(void **state)
+{
+    (void)state;
+    snprintf(root, sizeof root, "/tmp/dla_gds_%d", (int)getpid());
+    mkdir(root, 0700);
+    mkdir(at_root("labels"), 0700);
+    mkdir(at_root("labels/sub"), 0700);
+    char name[64], text[16];
+    for (int k = 0; k < 6; k++) {
+        snprintf(name, sizeof name, k < 4 ? "labels/%d.txt" : "labels/sub/%d.TXT", k);
+        snprintf(text, sizeof text, "%d\n", 10 * k);
+        write_text(at_root(name), text);
+    }
+    write_text(at_root("labels/notes.md"), "not data\n");
+    write_text(at_root("labels/.hidden.txt"), "1\n");
+    write_text(at_root("odd.txt"), "7\n");
+    write_text(at_root("bad.txt"), "oops\n");
+    return 0;
+}
+
+static int teardown_files(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+typedef struct read_ctx {
+    int wide;      /* the value as 1 x 1 x 2 instead of 1 x 1 */
+    int calls;
+} read_ctx;
+
+/* ReadFcn: the number in the file as a 1 x 1 "CB" single (with ctx->wide,
+ * the file named "odd.txt" as 2 x 1, a shape the others do not have). */
+static dla_status read_number(void *ctx, const char *path, int n, dla_tensor **out)
+{
+    read_ctx *c = ctx;
+    if (c)
+        __atomic_fetch_add(&c->calls, 1, __ATOMIC_RELAXED);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return DLA_ERR_IO;
+    float v;
+    int ok = fscanf(f, "%f", &v) == 1;
+    fclose(f);
+    if (!ok) {
+        dla_error_tensor(DLA_ERR_FORMAT, "no number in %s", path);
+        return DLA_ERR_FORMAT;
+    }
+    const int odd = c && c->wide && strstr(path, "odd.txt");
+    out[0] = dla_tensor_from_host((float[]){v, v}, DLA_F32, "CB", DLA_DIMS(odd ? 2 : 1, 1));
+    if (n > 1)
+        out[1] = dla_tensor_from_host((int32_t[]){(int32_t)v}, DLA_I32, "", DLA_DIMS(1));
+    return DLA_OK;
+}
+
+static void test_file_datastore_reads_one_file_a_read_in_path_order(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_datastore *ds;
+    read_ctx c = {0};
+    assert_ok(dla_file_datastore(1, (const char *[]){at_root("labels")},
+                                 (const char *[]){".txt", NULL}, 2, read_number, &c, &ds));
+    assert_int_equal(dla_datastore_num_observations(ds), 6);
+    assert_int_equal(c.calls, 0); /* files are read when asked for */
+    /* Path order: labels/0.txt .. 3.txt, then labels/sub/4.TXT, 5.TXT. */
+    assert_non_null(strstr(dla_file_datastore_path(ds, 4), "labels/sub/4.TXT"));
+    assert_null(dla_file_datastore_path(ds, 6));
+    for (int k = 0; k < 6; k++) {
+        dla_tensor *o[2];
+        assert_ok(dla_datastore_read(ds, 2, o));
+        assert_string_equal(dims_of(o[0]), "1x1");
+        assert_string_equal(dla_tensor_format(o[0]), "CB");
+        double v;
+        values(o[0], &v, 1);
+        tu_assert_near(v, 10.0 * k, 0);
+        assert_int_equal(dla_tensor_dtype(o[1]), DLA_I32);
+    }
+    assert_false(dla_datastore_hasdata(ds));
+    /* readall joins them along B (the "CB" outputs), and along dim 2 the
+     * unformatted 1-element vectors (the dim after their last). */
+    dla_tensor *all[2];
+    assert_ok(dla_datastore_readall(ds, 2, all));
+    assert_string_equal(dims_of(all[0]), "1x6");
+    assert_string_equal(dla_tensor_format(all[0]), "CB");
+    assert_string_equal(dims_of(all[1]), "1x6");
+    /* A shuffled file datastore names its files in its order. */
+    dla_datastore *sh;
+    assert_ok(dla_datastore_shuffle(ds, 1, &sh));
+    assert_ok(dla_datastore_read(sh, 2, all));
+    double v;
+    values(all[0], &v, 1);
+    char want[16];
+    snprintf(want, sizeof want, "%d.", (int)v / 10);
+    assert_non_null(strstr(dla_file_datastore_path(sh, 0), want));
+    dla_datastore_free(sh);
+    dla_datastore_free(ds);
+    /* Files listed one by one, any extension; all files of a folder. */
+    assert_ok(dla_file_datastore(2, (const char *[]){at_root("odd.txt"), at_root("labels")}, NULL,
+                                 1, read_number, NULL, &ds));
+    assert_int_equal(dla_datastore_num_observations(ds), 8); /* notes.md too, not .hidden */
+    assert_non_null(strstr(dla_file_datastore_path(ds, 0), "odd.txt"));
+    dla_datastore_free(ds);
+    expect_error(dla_file_datastore(1, (const char *[]){at_root("labels")},
+                                    (const char *[]){".csv", NULL}, 1, read_number, NULL, &ds),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_file_datastore", "no file", NULL);
+    assert_null(ds);
+    expect_error(dla_file_datastore(1, (const char *[]){at_root("missing")}, NULL, 1, read_number,
+                                    NULL, &ds),
+                 DLA_ERR_IO, "locations[0]", "missing", NULL);
+    expect_error(dla_file_datastore(1, (const char *[]){at_root("labels")}, NULL, 0, read_number,
+                                    NULL, &ds),
+                 DLA_ERR_INVALID_ARGUMENT, "noutputs", NULL);
+    dla_scope_end();
+}
+
+/* ---------------------------------------------------- transform, combine */
+
+static dla_status twice_and_sum(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx;
+    assert_int_equal(nin, 1);
+    out[0] = dla_affine(in[0], 2.0, 0.0);
+    if (nout > 1)
+        out[1] = dla_sum(in[0], 1, (int64_t[]){1});
+    return DLA_OK;
+}
+
+static void test_transform_applies_the_function_per_observation(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_datastore *ds, *t1, *t2;
+    assert_ok(dla_array_datastore(columns(6, ""), &(dla_array_datastore_options){.read_size = 4},
+                                  &ds));
+    assert_ok(dla_transform(ds, 0, twice_and_sum, NULL, &t1));
+    assert_ok(dla_transform(ds, 2, twice_and_sum, NULL, &t2));
+    dla_datastore_free(ds);
+    assert_int_equal(dla_datastore_num_outputs(t2), 2);
+    assert_true(dla_datastore_is_indexed(t1));
+    dla_tensor *x, *o[2];
+    assert_ok(dla_datastore_set_read_size(t1, 4));
+    assert_ok(dla_datastore_read(t1, 1, &x));
+    /* As many outputs: joined as the array's slices are, along dim 2. */
+    assert_string_equal(dims_of(x), "3x4");
+    double v[12];
+    values(x, v, 12);
+    tu_assert_near(v[3 * 3 + 2], 2.0 * 203, 0);
+    /* Other outputs: joined by the general rule, after their last dim
+     * (as MATLAB's minibatchqueue joins a transform's cells). */
+    assert_ok(dla_datastore_readall(t2, 2, o));
+    assert_string_equal(dims_of(o[0]), "3x1x6");
+    assert_string_equal(dims_of(o[1]), "1x1x6");
+    values(o[1], v, 6);
+    tu_assert_near(v[5], 5.0 + 105 + 205, 0);
+    dla_datastore_free(t1);
+    dla_datastore_free(t2);
+    dla_scope_end();
+}
+
+static void test_combine_reads_in_step_and_refuses_other_lengths(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_datastore *xs, *fs, *both, *bad;
+    assert_ok(dla_array_datastore(columns(6, "CB"), NULL, &xs));
+    assert_ok(dla_file_datastore(1, (const char *[]){at_root("labels")},
+                                 (const char *[]){".txt", NULL}, 1, read_number, NULL, &fs));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, fs}, &both));
+    assert_int_equal(dla_datastore_num_outputs(both), 2);
+    assert_int_equal(dla_datastore_num_observations(both), 6);
+    dla_tensor *o[2];
+    assert_ok(dla_datastore_set_read_size(both, 4));
+    assert_ok(dla_datastore_read(both, 2, o));
+    assert_string_equal(dims_of(o[0]), "3x4");
+    assert_string_equal(dims_of(o[1]), "1x4");
+    double v[4];
+    values(o[1], v, 4);
+    tu_assert_near(v[3], 30, 0);
+    dla_datastore *x7;
+    assert_ok(dla_array_datastore(columns(7, ""), NULL, &x7));
+    expect_error(dla_combine(2, (dla_datastore *[]){xs, x7}, &bad), DLA_ERR_SHAPE, "dla_combine",
+                 "ds[1]: 7 observations", "ds[0] has 6", NULL);
+    assert_null(bad);
+    expect_error(dla_combine(2, (dla_datastore *[]){xs, NULL}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "ds[1] is NULL", NULL);
+    dla_datastore_free(x7);
+    dla_datastore_free(xs);
+    dla_datastore_free(fs);
+    dla_datastore_free(both);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------ custom */
+
+typedef struct counter {
+    int64_t n, at;   /* observations; the next one read in order */
+    int fail_at;     /* the read of this observation fails (-1: none) */
+    int freed;
+} counter;
+
+static dla_status counter_make(counter *c, int64_t i, dla_tensor **out)
+{
+    if (i == c->fail_at) {
+        dla_error_tensor(DLA_ERR_IO, "sensor %lld unreadable", (long long)i);
+        return DLA_ERR_IO;
+    }
+    out[0] = dla_tensor_from_host((float[]){(float)i, (float)-i}, DLA_F32, "", DLA_DIMS(2));
+    return DLA_OK;
+}
+
+static dla_status counter_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)n;
+    return counter_make(ctx, i, out);
+}
+
+static dla_status counter_read(void *ctx, int n, dla_tensor **out)
+{
+    (void)n;
+    counter *c = ctx;
+    return counter_make(c, c->at++, out);
+}
+
+static int counter_hasdata(void *ctx)
+{
+    counter *c = ctx;
+    return c->at < c->n;
+}
+
+static void counter_reset(void *ctx) { ((counter *)ctx)->at = 0; }
+static void counter_free(void *ctx) { ((counter *)ctx)->freed++; }
+
+static dla_datastore *counter_ds(counter *c, int indexed, int known)
+{
+    dla_custom_datastore def = {
+        .num_outputs = 1,
+        .num_observations = known ? c->n : -1,
+        .ctx = c,
+        .free = counter_free,
+    };
+    if (indexed)
+        def.read_at = counter_read_at;
+    else
+        def.read = counter_read, def.hasdata = counter_hasdata, def.reset = counter_reset;
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(&def, &ds));
+    return ds;
+}
+
+static void test_custom_datastores_indexed_and_in_order(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    counter a = {.n = 5, .fail_at = -1}, b = {.n = 5, .fail_at = -1};
+    dla_datastore *ia = counter_ds(&a, 1, 1), *ib = counter_ds(&b, 0, 0);
+    assert_true(dla_datastore_is_indexed(ia));
+    assert_false(dla_datastore_is_indexed(ib));
+    assert_int_equal(dla_datastore_num_observations(ib), -1);
+    dla_tensor *x, *y;
+    assert_ok(dla_datastore_set_read_size(ib, 2));
+    assert_ok(dla_datastore_read(ib, 1, &x));
+    assert_string_equal(dims_of(x), "2x2"); /* 2-vectors joined along dim 2 */
+    assert_ok(dla_datastore_readall(ia, 1, &x));
+    assert_ok(dla_datastore_readall(ib, 1, &y));
+    assert_string_equal(dims_of(y), "2x5");
+    double v[10], w[10];
+    values(x, v, 10);
+    values(y, w, 10);
+    for (int k = 0; k < 10; k++)
+        tu_assert_near(v[k], w[k], 0);
+    /* Read in order: neither shuffled, subset nor partitioned. */
+    dla_datastore *bad;
+    expect_error(dla_datastore_shuffle(ib, 1, &bad), DLA_ERR_STATE, "dla_datastore_shuffle",
+                 "read in order", NULL);
+    expect_error(dla_datastore_partition(ib, 2, 0, &bad), DLA_ERR_STATE, "partition", NULL);
+    /* A transform and a combine of one read in order are read in order. */
+    dla_datastore *t, *both;
+    assert_ok(dla_transform(ib, 0, twice_and_sum, NULL, &t));
+    assert_false(dla_datastore_is_indexed(t));
+    assert_ok(dla_combine(2, (dla_datastore *[]){ia, t}, &both));
+    assert_false(dla_datastore_is_indexed(both));
+    assert_int_equal(dla_datastore_num_observations(both), -1);
+    expect_error(dla_combine(2, (dla_datastore *[]){t, t}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "ds[1] is ds[0]", "read twice a step", NULL);
+    dla_tensor *o[2];
+    assert_ok(dla_datastore_readall(both, 2, o));
+    values(o[1], w, 10);
+    tu_assert_near(w[8], 8, 0);
+    tu_assert_near(w[9], -8, 0);
+    dla_datastore_free(t);
+    dla_datastore_free(both);
+    assert_int_equal(b.freed, 0);
+    dla_datastore_free(ib);
+    assert_int_equal(b.freed, 1); /* the callbacks' free, once, with the last holder */
+    dla_datastore_free(ia);
+    assert_int_equal(a.freed, 1);
+    /* Definitions that cannot work. */
+    expect_error(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 1,
+                                                                      .num_observations = 3},
+                                             &bad),
+                 DLA_ERR_INVALID_ARGUMENT, "neither read_at nor", NULL);
+    expect_error(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 1,
+                                                                      .num_observations = -1,
+                                                                      .read_at = counter_read_at},
+                                             &bad),
+                 DLA_ERR_INVALID_ARGUMENT, "read_at needs num_observations", NULL);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------ errors */
+
+static void test_shapes_that_differ_across_observations_are_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    read_ctx c = {.wide = 1};
+    dla_datastore *ds;
+    assert_ok(dla_file_datastore(2, (const char *[]){at_root("labels/0.txt"), at_root("odd.txt")},
+                                 NULL, 1, read_number, &c, &ds));
+    assert_ok(dla_datastore_set_read_size(ds, 2));
+    dla_tensor *x;
+    expect_error(dla_datastore_read(ds, 1, &x), DLA_ERR_SHAPE, "dla_datastore_read", "output 1",
+                 "observation 1", "2x1", "observation 0's is 1x1", NULL);
+    assert_null(x);
+    /* A failed read of an indexed datastore leaves its position. */
+    assert_ok(dla_datastore_set_read_size(ds, 1));
+    assert_ok(dla_datastore_read(ds, 1, &x));
+    assert_string_equal(dims_of(x), "1x1");
+    /* So does a queue. */
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds}},
+                             &(dla_mbq_options){.mini_batch_size = 2}, &q));
+    dla_tensor *b;
+    expect_error(dla_mbq_next(q, 1, &b), DLA_ERR_SHAPE, "dla_mbq_next", "2x1", NULL);
+    dla_mbq_free(q);
+    dla_datastore_free(ds);
+    dla_scope_end();
+}
+
+static void test_a_callback_failing_halfway_names_itself(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int background = 0; background <= 1; background++) {
+        for (int indexed = 0; indexed <= 1; indexed++) {
+            counter c = {.n = 8, .fail_at = 5};
+            dla_datastore *ds = counter_ds(&c, indexed, 1);
+            dla_mbq *q;
+            assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds}},
+                                     &(dla_mbq_options){.mini_batch_size = 3,
+                                                        .dispatch_in_background = background},
+                                     &q));
+            dla_datastore_free(ds);
+            dla_tensor *b;
+            assert_ok(dla_mbq_next(q, 1, &b));
+            assert_string_equal(dims_of(b), "2x3");
+            expect_error(dla_mbq_next(q, 1, &b), DLA_ERR_IO, "dla_mbq_next",
+                         indexed ? "read_at(5)" : "read of observation 5",
+                         "sensor 5 unreadable", NULL);
+            assert_null(b);
+            /* The last batch is still there, and a new pass reads again. */
+            assert_ok(dla_mbq_next(q, 1, &b));
+            assert_string_equal(dims_of(b), "2x2");
+            dla_mbq_reset(q);
+            assert_ok(dla_mbq_next(q, 1, &b));
+            double v[6];
+            values(b, v, 6);
+            tu_assert_near(v[4], 2, 0);
+            dla_mbq_free(q);
+            assert_int_equal(c.freed, 1);
+        }
+    }
+    /* A file read function's failure, through a transform. */
+    dla_datastore *ds, *t;
+    assert_ok(dla_file_datastore(2, (const char *[]){at_root("odd.txt"), at_root("bad.txt")}, NULL,
+                                 1, read_number, NULL, &ds));
+    assert_ok(dla_transform(ds, 0, twice_and_sum, NULL, &t));
+    dla_tensor *x;
+    assert_ok(dla_datastore_read(t, 1, &x));
+    expect_error(dla_datastore_read(t, 1, &x), DLA_ERR_FORMAT, "dla_datastore_read",
+                 "read_fn on", "bad.txt", "no number in", NULL);
+    dla_datastore_free(t);
+    dla_datastore_free(ds);
+    dla_scope_end();
+}
+
+static dla_status leaves_null(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)in, (void)nout, (void)out;
+    return DLA_OK;
+}
+
+static void test_misuse_is_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_datastore *ds, *t, *bad;
+    assert_ok(dla_array_datastore(columns(4, ""), NULL, &ds));
+    dla_tensor *o[2];
+    expect_error(dla_datastore_read(ds, 2, o), DLA_ERR_INVALID_ARGUMENT,
+                 "argument n: 2, but the arrayDatastore has 1 output", NULL);
+    assert_ok(dla_transform(ds, 0, leaves_null, NULL, &t));
+    expect_error(dla_datastore_read(t, 1, o), DLA_ERR_INVALID_ARGUMENT,
+                 "transform function on observation 0", "output 1 left NULL", NULL);
+    dla_datastore_free(t);
+    dla_datastore_free(ds);
+    /* Freed: refused, not read. */
+    expect_error(dla_transform(ds, 0, twice_and_sum, NULL, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "freed already", NULL);
+    assert_int_equal(dla_datastore_num_outputs(ds), 0);
+    /* A queue needs a count. */
+    counter c = {.n = 3, .fail_at = -1};
+    dla_datastore *u = counter_ds(&c, 0, 0);
+    dla_mbq *q;
+    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = u}}, NULL, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "inputs[0]", "not known", NULL);
+    assert_null(q);
+    dla_datastore_free(u);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------------------ queues */
+
+/* The label file k holds 10 k: a queue of combine(array, files) pairs
+ * column k (k, 100 + k, 200 + k) with label 10 k in every batch. */
+static void check_pairs(dla_tensor *x, dla_tensor *y, int64_t *seen)
+{
+    int64_t n = dla_tensor_dim(x, 2);
+    assert_int_equal(dla_tensor_dim(y, 2), n);
+    double v[3 * 6], w[6];
+    values(x, v, 3 * n);
+    values(y, w, n);
+    for (int64_t k = 0; k < n; k++) {
+        tu_assert_near(w[k], 10 * v[3 * k], 0);
+        tu_assert_near(v[3 * k + 2], 200 + v[3 * k], 0);
+        seen[(int)v[3 * k]]++;
+    }
+}
+
+static void test_queue_over_combined_array_and_files(void **state)
+{
+    (void)state;
+    for (int background = 0; background <= 1; background++) {
+        dla_scope_begin();
+        dla_datastore *xs, *fs, *both;
+        assert_ok(dla_array_datastore(columns(6, ""), NULL, &xs));
+        assert_ok(dla_file_datastore(1, (const char *[]){at_root("labels")},
+                                     (const char *[]){".txt", NULL}, 1, read_number, NULL, &fs));
+        assert_ok(dla_combine(2, (dla_datastore *[]){xs, fs}, &both));
+        dla_datastore_free(xs);
+        dla_datastore_free(fs);
+        dla_mbq *q;
+        assert_ok(dla_mbq_create(1,
+                                 (dla_mbq_input[]){{.datastore = both,
+                                                    .formats = (const char *[]){"CB", NULL},
+                                                    .casts = (const char *[]){NULL, "double"}}},
+                                 &(dla_mbq_options){.mini_batch_size = 4, .seed = 3,
+                                                    .dispatch_in_background = background},
+                                 &q));
+        dla_datastore_free(both); /* the queue holds it */
+        assert_int_equal(dla_mbq_num_outputs(q), 2);
+        assert_int_equal(dla_mbq_num_observations(q), 6);
+        for (int epoch = 0; epoch < 3; epoch++) {
+            if (epoch)
+                dla_mbq_shuffle(q);
+            int64_t seen[6] = {0};
+            int batches = 0;
+            while (dla_mbq_hasdata(q)) {
+                dla_tensor *b[2];
+                assert_ok(dla_mbq_next(q, 2, b));
+                assert_string_equal(dla_tensor_format(b[0]), "CB");
+                assert_int_equal(dla_tensor_dtype(b[1]), DLA_F64);
+                check_pairs(b[0], b[1], seen);
+                batches++;
+            }
+            assert_int_equal(batches, 2);
+            for (int k = 0; k < 6; k++)
+                assert_int_equal(seen[k], 1);
+        }
+        /* Partitions cover every observation once, shuffled too. */
+        int64_t seen[6] = {0};
+        for (int p = 0; p < 2; p++) {
+            dla_mbq *part;
+            assert_ok(dla_mbq_partition(q, 2, p, &part));
+            dla_mbq_shuffle(part);
+            while (dla_mbq_hasdata(part)) {
+                dla_tensor *b[2];
+                assert_ok(dla_mbq_next(part, 2, b));
+                check_pairs(b[0], b[1], seen);
+            }
+            dla_mbq_free(part);
+        }
+        for (int k = 0; k < 6; k++)
+            assert_int_equal(seen[k], 1);
+        dla_mbq_free(q);
+        dla_scope_end();
+    }
+}
+
+static void test_queue_over_a_datastore_read_in_order(void **state)
+{
+    (void)state;
+    for (int background = 0; background <= 1; background++) {
+        dla_scope_begin();
+        counter c = {.n = 7, .fail_at = -1};
+        dla_datastore *ds = counter_ds(&c, 0, 1);
+        dla_tensor *labels = columns(7, "CB");
+        dla_mbq *q, *part;
+        assert_ok(dla_mbq_create(2, (dla_mbq_input[]){{.datastore = ds, .format = "CB"},
+                                                      {.tensor = labels}},
+                                 &(dla_mbq_options){.mini_batch_size = 3,
+                                                    .dispatch_in_background = background},
+                                 &q));
+        for (int pass = 0; pass < 2; pass++) {
+            int64_t k = 0;
+            while (dla_mbq_hasdata(q)) {
+                dla_tensor *b[2];
+                assert_ok(dla_mbq_next(q, 2, b));
+                assert_string_equal(dla_tensor_format(b[0]), "CB");
+                int64_t n = dla_tensor_dim(b[0], 2);
+                double v[6], w[9];
+                values(b[0], v, 2 * n);
+                values(b[1], w, 3 * n);
+                for (int64_t j = 0; j < n; j++) {
+                    tu_assert_near(v[2 * j], (double)(k + j), 0);
+                    tu_assert_near(w[3 * j], (double)(k + j), 0);
+                }
+                k += n;
+                if (pass == 1 && k == 3) {
+                    assert_ok(dla_mbq_set_mini_batch_size(q, 2)); /* starts again */
+                    k = 0;
+                }
+            }
+            assert_int_equal(k, 7);
+            /* Shuffling it is an error that keeps the order. */
+            dla_mbq_shuffle(q);
+            assert_int_equal(dla_last_status(), DLA_ERR_STATE);
+            assert_non_null(strstr(dla_last_error(), "read in order"));
+            dla_mbq_reset(q);
+        }
+        expect_error(dla_mbq_partition(q, 2, 0, &part), DLA_ERR_STATE, "dla_mbq_partition",
+                     "read in order", NULL);
+        dla_mbq_free(q);
+        dla_datastore_free(ds);
+        assert_int_equal(c.freed, 1);
+        dla_scope_end();
+    }
+}
+
+static void test_queue_format_puts_the_observation_dim(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* 2 x 2 observations (a custom datastore's), as "SSCB" batches: the
+     * format's B is dim 4, where they are joined. */
+    dla_datastore *ds;
+    assert_ok(dla_array_datastore(dla_rand(DLA_F32, "", DLA_DIMS(2, 2, 5)),
+                                  &(dla_array_datastore_options){.iteration_dimension = 3}, &ds));
+    dla_datastore *t;
+    assert_ok(dla_transform(ds, 0, twice_and_sum, NULL, &t));
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .format = "SSCB"}},
+                             &(dla_mbq_options){.mini_batch_size = 5}, &q));
+    dla_tensor *b;
+    assert_ok(dla_mbq_next(q, 1, &b));
+    assert_string_equal(dims_of(b), "2x2x1x5");
+    assert_string_equal(dla_tensor_format(b), "SSCB");
+    dla_mbq_free(q);
+    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .format = "SXB"}}, NULL, &q),
+                 DLA_ERR_FORMAT, "inputs[0]", "\"SXB\"", NULL);
+    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .tensor = b}}, NULL, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "exactly one", NULL);
+    /* Outputs past what a queue holds: two datastores of 16, and one more
+     * (the batches' arrays hold 32). */
+    dla_datastore *wide;
+    dla_datastore *many[16];
+    for (int k = 0; k < 16; k++)
+        many[k] = ds;
+    assert_ok(dla_combine(16, many, &wide));
+    expect_error(dla_mbq_create(3, (dla_mbq_input[]){{.datastore = wide}, {.datastore = wide},
+                                                     {.tensor = b}},
+                                NULL, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "inputs[2]", "more than 32 outputs", NULL);
+    assert_null(q);
+    dla_datastore_free(wide);
+    dla_datastore_free(t);
+    dla_datastore_free(ds);
+    dla_scope_end();
+}
+
+/* ----------------------------------------------------------- trainnet */
+
+static dla_status identity(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
+/* 4 classes of 2 features, 96 observations: 2 x 96 "CB" and 1 x 96 int32. */
+static void four_classes(dla_tensor **x, dla_tensor **t)
+{
+    float xs[192];
+    int32_t ts[96];
+    tu_state = 0x5eed;
+    for (int j = 0; j < 96; j++) {
+        ts[j] = (int32_t)tu_int(0, 3);
+        xs[2 * j] = (float)((ts[j] & 1 ? 2.0 : -2.0) + tu_unit() - 0.5);
+        xs[2 * j + 1] = (float)((ts[j] & 2 ? 2.0 : -2.0) + tu_unit() - 0.5);
+    }
+    *x = dla_tensor_from_host(xs, DLA_F32, "CB", DLA_DIMS(2, 96));
+    *t = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, 96));
+}
+
+/* normalized: a featureInput layer with "zscore" (statistics read from
+ * the data); else no input layer (initialized from the first observation). */
+static dla_net *classifier(int normalized)
+{
+    dla_rng_seed(11);
+    dla_layer *l[] = {dla_feature_input_layer(2, &(dla_feature_input_options){
+                          .normalization = "zscore"}),
+                      dla_fc_layer(8, NULL), dla_relu_layer(NULL), dla_fc_layer(4, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = normalized ? dla_net_create(5, l) : dla_net_create(4, l + 1);
+    if (!normalized)
+        dla_layer_free(l[0]);
+    assert_non_null(net);
+    return net;
+}
+
+static void test_trainnet_over_a_datastore_trains_as_over_the_array(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t;
+    four_classes(&x, &t);
+    dla_datastore *ds = NULL;
+    for (int normalized = 0; normalized <= 1; normalized++) {
+        /* Behind a transform, formatted for the network initialized from
+         * its first observation, else unformatted: the queue labels the
+         * batches with the input's format and joins them along its B. */
+        dla_datastore *a;
+        dla_datastore_free(ds);
+        assert_ok(dla_array_datastore(normalized ? dla_reshape(x, "", DLA_DIMS(2, 96)) : x, NULL,
+                                      &a));
+        assert_ok(dla_transform(a, 0, identity, NULL, &ds));
+        dla_datastore_free(a);
+        dla_net *net = classifier(normalized), *from_x, *from_ds;
+        dla_training_options o = {.verbose = -1, .solver = "sgdm", .max_epochs = 3,
+                                  .mini_batch_size = 32, .shuffle = "every-epoch"};
+        dla_train_data vx = {.predictors = x, .targets = t}, vds = {.datastore = ds, .targets = t};
+        dla_training_info *ix, *ids;
+        o.validation_data = &vx;
+        dla_rng_seed(5); /* the same initial weights for both */
+        assert_ok(dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                               &(dla_train_loss){.name = "crossentropy"}, &o, &from_x, &ix));
+        o.validation_data = &vds;
+        dla_rng_seed(5);
+        assert_ok(dla_trainnet(&(dla_train_data){.datastore = ds, .targets = t}, net,
+                               &(dla_train_loss){.name = "crossentropy"}, &o, &from_ds, &ids));
+        assert_int_equal(ix->iterations, ids->iterations);
+        assert_int_equal(ix->iterations, 9);
+        for (int64_t i = 0; i < ix->iterations; i++)
+            tu_assert_near(ids->training_loss[i], ix->training_loss[i], 0);
+        tu_assert_near(ids->final_validation_loss, ix->final_validation_loss, 0);
+        /* minibatchpredict over it too. */
+        dla_tensor *px, *pds;
+        assert_ok(dla_minibatchpredict(from_x, &vx, &(dla_predict_options){.mini_batch_size = 40},
+                                       &px));
+        assert_ok(dla_minibatchpredict(from_x, &(dla_train_data){.datastore = ds},
+                                       &(dla_predict_options){.mini_batch_size = 40}, &pds));
+        assert_true(tu_same_bits(px, pds));
+        dla_training_info_free(ix);
+        dla_training_info_free(ids);
+        dla_net_free(from_x);
+        dla_net_free(from_ds);
+        dla_net_free(net);
+    }
+    /* What it does not take, said. */
+    dla_net *net = classifier(1), *trained;
+    dla_training_options o = {.verbose = -1, .max_epochs = 1};
+    dla_datastore *xs, *two;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, xs}, &two));
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = two, .targets = t}, net,
+                              &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "2 outputs", "predictors alone", NULL);
+    counter c = {.n = 96, .fail_at = -1};
+    dla_datastore *in_order = counter_ds(&c, 0, 1);
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = in_order, .targets = t}, net,
+                              &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "read in order", NULL);
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = xs, .predictors = x, .targets = t},
+                              net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "exactly one of predictors, sequences, images and "
+                 "datastore", NULL);
+    dla_datastore_free(in_order);
+    dla_datastore_free(two);
+    dla_datastore_free(xs);
+    dla_datastore_free(ds);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* ------------------------------------------------ refused allocations */
+
+/* combine(array, transform(files)) through a queue, shuffled, and a
+ * subset read: the first failure's status. */
+static dla_status pipeline_once(void)
+{
+    dla_scope_begin();
+    dla_datastore *xs = NULL, *fs = NULL, *ts = NULL, *both = NULL, *sub = NULL;
+    dla_mbq *q = NULL;
+    dla_status st = dla_array_datastore(columns(6, "CB"), NULL, &xs);
+    if (st == DLA_OK)
+        st = dla_file_datastore(1, (const char *[]){at_root("labels")},
+                                (const char *[]){".txt", NULL}, 1, read_number, NULL, &fs);
+    if (st == DLA_OK)
+        st = dla_transform(fs, 0, twice_and_sum, NULL, &ts);
+    if (st == DLA_OK)
+        st = dla_combine(2, (dla_datastore *[]){xs, ts}, &both);
+    if (st == DLA_OK)
+        st = dla_mbq_create(1, (dla_mbq_input[]){{.datastore = both}},
+                            &(dla_mbq_options){.mini_batch_size = 4}, &q);
+    for (int pass = 0; pass < 2 && st == DLA_OK; pass++) {
+        dla_mbq_shuffle(q);
+        while (st == DLA_OK && dla_mbq_hasdata(q)) {
+            dla_tensor *b[2];
+            st = dla_mbq_next(q, 2, b);
+        }
+    }
+    if (st == DLA_OK)
+        st = dla_datastore_subset(both, 2, (int64_t[]){5, 1}, &sub);
+    if (st == DLA_OK) {
+        dla_tensor *o[2];
+        st = dla_datastore_readall(sub, 2, o);
+    }
+    dla_mbq_free(q);
+    dla_datastore_free(sub);
+    dla_datastore_free(both);
+    dla_datastore_free(ts);
+    dla_datastore_free(fs);
+    dla_datastore_free(xs);
+    dla_scope_end();
+    return st;
+}
+
+static void test_every_refused_allocation_fails_cleanly(void **state)
+{
+    (void)state;
+    assert_ok(pipeline_once()); /* devices loaded, caches warm */
+    assert_ok(pipeline_once());
+    const long live = atomic_load(&live_blocks);
+    int refused = 0;
+    for (long n = 1; n < 20000; n++) {
+        atomic_store(&alloc_calls, 0);
+        atomic_store(&refuse_at, n);
+        dla_status st = pipeline_once();
+        const long calls = atomic_load(&alloc_calls);
+        atomic_store(&refuse_at, 0);
+        if (atomic_load(&live_blocks) != live)
+            fail_msg("allocation %ld refused: %ld blocks live, %ld before (%s)", n,
+                     atomic_load(&live_blocks), live, dla_last_error());
+        if (calls < n) {
+            assert_int_equal(st, DLA_OK); /* every allocation was granted */
+            break;
+        }
+        if (st == DLA_OK)
+            continue; /* a refusal the library recovers from (a cache) */
+        refused++;
+        assert_true(dla_last_error()[0] != '\0');
+    }
+    fprintf(stderr, "# %d refused allocations failed cleanly\n", refused);
+    assert_true(refused > 10);
+}
+
+int main(void)
+{
+    dla_set_allocator(counting_alloc, NULL);
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_array_reads_read_size_observations_along_the_last_dim),
+        TU_TEST(test_array_iteration_dimension_and_formats),
+        TU_TEST(test_subset_shuffle_and_partition),
+        TU_TEST(test_file_datastore_reads_one_file_a_read_in_path_order),
+        TU_TEST(test_transform_applies_the_function_per_observation),
+        TU_TEST(test_combine_reads_in_step_and_refuses_other_lengths),
+        TU_TEST(test_custom_datastores_indexed_and_in_order),
+        TU_TEST(test_shapes_that_differ_across_observations_are_refused),
+        TU_TEST(test_a_callback_failing_halfway_names_itself),
+        TU_TEST(test_misuse_is_refused),
+        TU_TEST(test_queue_over_combined_array_and_files),
+        TU_TEST(test_queue_over_a_datastore_read_in_order),
+        TU_TEST(test_queue_format_puts_the_observation_dim),
+        TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
+        TU_TEST(test_every_refused_allocation_fails_cleanly),
+    };
+    return cmocka_run_group_tests(tests, setup_files, teardown_files);
+}
