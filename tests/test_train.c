@@ -3245,6 +3245,55 @@ static void named_losses_are_normalized_as_matlabs_trainnet(void **state)
     dla_scope_end();
 }
 
+/* Metrics "accuracy" of a one-channel output (binary classification: a
+ * sigmoid's probability of class 1 and 0/1 targets) counts a hit where
+ * output and target are on the same side of 0.5. The largest of one
+ * channel is always channel 0, so every observation was a hit: 100% in
+ * training, validation and testnet, however wrong the network. */
+static void accuracy_of_one_channel_thresholds_at_a_half(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { N = 8 };
+    const double x1[N] = {-2, -1, 1, 2, -3, 3, 0.5, -0.5}, tv[N] = {0, 1, 1, 0, 0, 1, 1, 1};
+    double x[2 * N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = x1[j];
+        x[2 * j + 1] = cos(j);
+    }
+    /* y = sigmoid(x1): class 1 where x1 > 0; hits 0, 2, 4, 5, 6 of 8. */
+    dla_train_data d = {.predictors = dla_tensor_from_host(x, DLA_F64, "CB", DLA_DIMS(2, N)),
+                        .targets = dla_tensor_from_host(tv, DLA_F64, "CB", DLA_DIMS(1, N))};
+    dla_layer *l[] = {dla_fc_layer(1, NULL), dla_sigmoid_layer(NULL)};
+    dla_net *net = dla_net_create(2, l), *trained;
+    assert_int_equal(dla_net_init(net, 1, &d.predictors), DLA_OK);
+    const double w[2] = {1, 0};
+    assert_int_equal(dla_net_set(net, "fc_1", "Weights",
+                                 dla_tensor_from_host(w, DLA_F64, "", DLA_DIMS(1, 2))), DLA_OK);
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = N;
+    o.shuffle = "never";
+    o.metrics = "accuracy";
+    o.initial_learn_rate = 1e-12;
+    o.validation_data = &d;
+    dla_training_info *info;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "binary-crossentropy"}, &o, &trained,
+                     &info) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    double acc;
+    /* Batches of 3, 3 and 2: each weighs its observations. */
+    assert_int_equal(dla_testnet(trained, &d, "accuracy", &(dla_predict_options){.mini_batch_size = 3},
+                                 &acc), DLA_OK);
+    tu_assert_near(info->training_accuracy[0], 62.5, 1e-9);
+    tu_assert_near(info->final_validation_accuracy, 62.5, 1e-9);
+    tu_assert_near(acc, 62.5, 1e-9);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -3294,6 +3343,7 @@ int main(void)
         TU_TEST(target_sequences_that_do_not_fit_are_refused),
         TU_TEST(targets_longer_than_every_sequence_are_not_cut),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
+        TU_TEST(accuracy_of_one_channel_thresholds_at_a_half),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -520,7 +520,10 @@ typedef struct dla_training_options {
 
     /* ---------------------------------------------------------- monitoring */
     /* Metrics: NULL (none), "accuracy" (percent of observations whose
-     * largest output is the target's class), "rmse" (the root of the mean
+     * largest output is the target's class; for an output of one channel,
+     * binary classification with a sigmoid and "binary-crossentropy",
+     * whose output and target are on the same side of 0.5: both >= 0.5,
+     * or both below), "rmse" (the root of the mean
      * squared error over all elements), or both: "accuracy,rmse". */
     const char *metrics;
     /* Verbose: 0 or 1: the iteration table is printed (MATLAB's true);
@@ -677,7 +680,8 @@ typedef struct dla_predict_options {
  * datastore, and targets or target_sequences, as trainnet takes them:
  * class numbers or responses), in mini-batches, each metric over the
  * whole data.
- * metrics names them, comma-separated: "accuracy" (percent), "rmse", or a
+ * metrics names them, comma-separated: "accuracy" (percent, as Metrics
+ * "accuracy" counts it: a one-channel output thresholded at 0.5), "rmse", or a
  * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
  * "mse", "l1loss", "huber" and their other names), normalized as trainnet
  * normalizes it (padded steps of sequence-to-sequence data masked out:
