@@ -282,6 +282,8 @@ static void zeroed_options_are_matlab_defaults(void **state)
                 o.squared_gradient_decay_factor == 0.999 && o.epsilon == 1e-8);
     assert_int_equal(dla_training_options_resolve(&(dla_training_options){.solver = "rmsprop"}, &o), DLA_OK);
     assert_true(o.initial_learn_rate == 0.001 && o.squared_gradient_decay_factor == 0.9);
+    /* What does not apply to the solver stays zero. */
+    assert_true(o.momentum == 0 && o.gradient_decay_factor == 0 && o.epsilon == 1e-8);
     assert_int_equal(dla_training_options_resolve(&(dla_training_options){
                          .momentum = -1, .l2_regularization = -1, .verbose = -1,
                          .reset_input_normalization = -1}, &o), DLA_OK);
@@ -618,7 +620,15 @@ static void every_option_value_is_checked(void **state)
         {{.initial_learn_rate = -0.1}, "InitialLearnRate"},
         {{.momentum = 1.5}, "Momentum"},
         {{.solver = "adam", .gradient_decay_factor = 1}, "GradientDecayFactor"},
-        {{.squared_gradient_decay_factor = 1.0}, "SquaredGradientDecayFactor"},
+        {{.solver = "rmsprop", .squared_gradient_decay_factor = 1.0}, "SquaredGradientDecayFactor"},
+        /* Before: accepted and unused (each solver trained with its own
+         * options and defaults). */
+        {{.solver = "adam", .momentum = 0.5}, "Momentum does not apply to solver \"adam\""},
+        {{.solver = "rmsprop", .momentum = -1}, "Momentum does not apply"},
+        {{.solver = "rmsprop", .gradient_decay_factor = 0.8}, "GradientDecayFactor does not apply"},
+        {{.gradient_decay_factor = 0.8}, "GradientDecayFactor does not apply to solver \"sgdm\""},
+        {{.squared_gradient_decay_factor = 0.99}, "SquaredGradientDecayFactor does not apply"},
+        {{.solver = "sgdm", .epsilon = 1e-6}, "Epsilon does not apply"},
         {{.shuffle = "always"}, "Shuffle \"always\""},
         {{.partial_mini_batch = "keep"}, "PartialMiniBatch"},
         {{.sequence_length = "12x"}, "SequenceLength \"12x\""},

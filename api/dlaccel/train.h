@@ -405,7 +405,10 @@ typedef struct dla_training_options {
      * gradient threshold, Shuffle, PartialMiniBatch; the mini-batch
      * solvers have no MaxIterations, tolerances or line search):
      * dla_training_options_resolve names the first one set, so a
-     * mini-batch setting never goes silently unused. */
+     * mini-batch setting never goes silently unused. So do the mini-batch
+     * solvers' own options set for another of them: Momentum is "sgdm"'s,
+     * GradientDecayFactor "adam"'s, SquaredGradientDecayFactor and
+     * Epsilon "adam"'s and "rmsprop"'s. */
     const char *solver;
     int max_epochs;             /* MaxEpochs: 30 */
     int64_t mini_batch_size;    /* MiniBatchSize: 128 */
@@ -425,7 +428,7 @@ typedef struct dla_training_options {
     /* SquaredGradientDecayFactor: 0.999 for "adam", 0.9 for "rmsprop";
      * negative: 0. */
     double squared_gradient_decay_factor;
-    double epsilon;             /* Epsilon: 1e-8; finite */
+    double epsilon;             /* "adam", "rmsprop" Epsilon: 1e-8; finite */
     double l2_regularization;   /* L2Regularization: 1e-4; negative: none; finite */
     double gradient_threshold;  /* GradientThreshold: Inf (no clipping) */
     /* GradientThresholdMethod: "l2norm" (NULL), "global-l2norm",
@@ -593,7 +596,8 @@ typedef struct dla_training_options {
  * decay outside [0, 1], a drop factor above 1, a negative drop period or
  * warm-up start factor, a sequence length that is neither "longest",
  * "shortest" nor a positive number, "accuracy"/"rmse" misspelt, an option
- * of the other kind of solver set (see solver), the lbfgs options as
+ * of the other kind of solver or of another mini-batch solver set (see
+ * solver), the lbfgs options as
  * dla_lbfgs_state_create checks them. The options that do not apply to
  * the solver stay zero (NULL) in *out. Pointers are copied as they are
  * (strings are not duplicated). */
