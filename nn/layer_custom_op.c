@@ -97,6 +97,18 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
     return st;
 }
 
+/* Zeros of t's dims, format and dtype on t's device. */
+static dla_tensor *zeros_like(dla_tensor *t)
+{
+    int64_t d[DLA_MAX_DIMS];
+    const int nd = dla_tensor_dims(t, d);
+    dla_device *prev = dla_device_current();
+    dla_device_set_current(dla_tensor_device(t));
+    dla_tensor *z = dla_zeros(dla_tensor_dtype(t), dla_tensor_format(t), nd, d);
+    dla_device_set_current(prev);
+    return z;
+}
+
 static dla_status op_backward(const dla__node *node, dla_tensor *const *gout, dla_tensor **gin)
 {
     const custom_attrs *a = node->attrs;
@@ -115,8 +127,19 @@ static dla_status op_backward(const dla__node *node, dla_tensor *const *gout, dl
                    : dla_set_error(st, "%s: its backward failed (%s)", t->type, dla_status_str(st));
     for (int i = 0; i < a->nx + a->nl; i++) {
         dla_tensor *g = i < a->nx ? dx[i] : dl[i - a->nx];
-        if (!g)
-            continue;
+        /* NULL is a zero gradient (dla_layer_type.backward): left NULL,
+         * the sweep took it for no path at all, and dla_net_gradient (so
+         * trainnet) failed with "the loss does not depend on" a learnable
+         * the layer used, or on every learnable before the layer. */
+        if (!g) {
+            const dla_dtype dt = dla_tensor_dtype(node->in[i]);
+            if (dt != DLA_F32 && dt != DLA_F64)
+                continue;
+            g = zeros_like(node->in[i]);
+            if (dla_tensor_status(g) != DLA_OK)
+                return dla_set_error(dla_tensor_status(g), "%s: zeros for a NULL gradient: %s",
+                                     t->type, dla_tensor_error(g));
+        }
         char what[32];
         if (i < a->nx)
             snprintf(what, sizeof what, "dX%d", i + 1);

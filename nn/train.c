@@ -302,7 +302,23 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
     dla_status st = DLA_OK;
     dla_tensor *m = mask_for(tr, y);
     if (tr->metrics & DLA__METRIC_ACCURACY) {
-        dla_tensor *hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(t, NULL));
+        const int c = dla_tensor_find_dim(y, 'C');
+        dla_tensor *hit;
+        if (c && dla_tensor_dim(y, c) == 1) {
+            /* One channel: binary classification, the output the
+             * probability of class 1 (a sigmoid's, "binary-crossentropy"),
+             * a hit where output and target are on the same side of 0.5.
+             * The largest of one channel is always channel 0: every
+             * observation was a hit, 100% for a network that had learnt
+             * nothing. */
+            const double half = 0.5;
+            dla_tensor *h = dla_tensor_to_device(dla_tensor_from_host(&half, DLA_F64, "",
+                                                                      DLA_DIMS(1, 1)),
+                                                 dla_tensor_device(y));
+            hit = dla_eq(dla_ge(y, h), dla_ge(t, h));
+        } else {
+            hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(t, NULL));
+        }
         st = mean_of(hit, m, tr->mask_steps, acc);
         *acc *= 100.0;
     }

@@ -215,6 +215,24 @@ static dla_status resolve_minibatch(dla_training_options *o)
     if (st != DLA_OK)
         return st;
     int sgdm = !strcmp(o->solver, "sgdm"), adam = !strcmp(o->solver, "adam");
+    /* Each mini-batch solver's own options (MATLAB's TrainingOptionsSGDM
+     * has Momentum; ADAM GradientDecayFactor, SquaredGradientDecayFactor
+     * and Epsilon; RMSProp the last two). Set for another solver they
+     * went unused without a word: Momentum 0.5 with "adam" trained as if
+     * it were not set. */
+    const set_option own[] = {
+        {"Momentum", !sgdm && o->momentum != 0},
+        {"GradientDecayFactor", !adam && o->gradient_decay_factor != 0},
+        {"SquaredGradientDecayFactor", sgdm && o->squared_gradient_decay_factor != 0},
+        {"Epsilon", sgdm && o->epsilon != 0},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (own[i].set)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "dla_training_options: %s does not apply to solver \"%s\" "
+                                 "(MATLAB's TrainingOptions%s has no %s); leave it zero",
+                                 own[i].name, o->solver, sgdm ? "SGDM" : adam ? "ADAM" : "RMSProp",
+                                 own[i].name);
     if (o->max_epochs < 0)
         return bad_number("MaxEpochs", o->max_epochs, "it must be a positive integer");
     if (o->mini_batch_size < 0)
@@ -318,6 +336,13 @@ static dla_status resolve_minibatch(dla_training_options *o)
     if (!(o->epsilon >= 0) || isinf(o->epsilon))
         return bad_number("Epsilon", o->epsilon, "it must be a positive finite number");
     o->epsilon = o->epsilon ? o->epsilon : DLA_ADAM_EPSILON;
+    /* What does not apply to the solver stays zero (train.h). */
+    if (!sgdm)
+        o->momentum = 0;
+    if (!adam)
+        o->gradient_decay_factor = 0;
+    if (sgdm)
+        o->squared_gradient_decay_factor = o->epsilon = 0;
     /* An infinite factor made the first update's weights NaN; the next
      * iteration then stopped at a NaN loss, blaming the data or the
      * learning rate. -Inf is a negative number: none. */

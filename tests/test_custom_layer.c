@@ -88,6 +88,24 @@ static const dla_layer_type scale_wrong = {
     .backward = scale_backward_wrong,
 };
 
+/* scaleNull: y = x .* Scale, whose own backward gives Scale a zero
+ * gradient as NULL (dla_layer_type.backward), and the input one too
+ * when its property StopInput is nonzero. */
+static const dla_layer_property scale_null_props[] = {{"StopInput", 0}};
+
+static dla_status scale_null_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                      dla_tensor **dl)
+{
+    dx[0] = io->properties[0] ? NULL : dla_mul(dy, io->learnables[0]);
+    dl[0] = NULL;
+    return DLA_OK;
+}
+
+static const dla_layer_type scale_null = {
+    .type = "scaleNull", .nproperties = 1, .properties = scale_null_props,
+    .initialize = scale_init, .predict = scale_predict, .backward = scale_null_backward,
+};
+
 /* weightedSum: two inputs, y = Alpha .* x1 + x2 (a learnable per channel
  * of x1's "C" dim, shaped like batch normalization's 1x1xC). */
 static dla_status wsum_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
@@ -268,6 +286,7 @@ static int setup(void **state)
     if (!mkdtemp(dir))
         return -1;
     const dla_layer_type *types[] = {&slice_diff_type, &scale_auto, &scale_own, &scale_wrong,
+                                     &scale_null,
                                      &wsum_type, &rmean_type, &rmean_own_type,
                                      &rmean_predict_only_type, &bad_state_type, &ch_scale_type,
                                      &fans_type, &counter_type, &counter_own_type};
@@ -1061,6 +1080,63 @@ static void trainnet_trains_a_network_with_a_custom_layer(void **state)
     dla_scope_end();
 }
 
+/* A NULL gradient from a backward of its own is a zero gradient, as
+ * dla_layer_type documents: dla_net_gradient gave an error ("the loss
+ * does not depend on it") for the layer's learnable, and with the input's
+ * NULL for every learnable before it, so trainnet could not train such a
+ * network at all. */
+static dla_status null_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(ctx, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[1]), 0, NULL);
+    return dla_net_gradient(ctx, out[0], out + 1);
+}
+
+static void a_null_gradient_from_a_backward_is_zeros(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    dla_tensor *x = dla_randn(DLA_F64, "CB", DLA_DIMS(3, 8)), *r = dla_randn(DLA_F64, "CB", DLA_DIMS(2, 8));
+    for (int stop = 0; stop < 2; stop++) {
+        const double props[] = {stop};
+        dla_layer *l[] = {dla_fc_layer(3, NULL),
+                          dla_custom_layer("scaleNull", props, &(dla_layer_options){.name = "s"}),
+                          dla_fc_layer(2, NULL)};
+        dla_net *net = dla_net_create(3, l), *trained;
+        assert_non_null(net);
+        assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+        /* Rows: fc_1 Weights, Bias; s Scale; fc_2 Weights, Bias. */
+        dla_tensor *g[6];
+        if (dla_feval(null_loss, net, 2, (dla_tensor *[]){x, r}, 6, g) != DLA_OK)
+            fail_msg("stop %d: %s", stop, dla_last_error());
+        for (int i = 0; i < 5; i++) {
+            const double m = max_abs_diff(g[1 + i], dla_affine(g[1 + i], 0, 0));
+            if ((m == 0) != (i == 2 || (stop && i < 2)))
+                fail_msg("stop %d, row %d: max |gradient| %g", stop, i, m);
+        }
+        /* trainnet trains the rows with a gradient and keeps the others. */
+        dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .verbose = -1,
+                                  .l2_regularization = -1};
+        if (dla_trainnet(&(dla_train_data){.predictors = x, .targets = r}, net,
+                         &(dla_train_loss){.name = "mse"}, &o, &trained, NULL) != DLA_OK)
+            fail_msg("stop %d: %s", stop, dla_last_error());
+        dla_table *a = dla_net_learnables(net), *b = dla_net_learnables(trained);
+        for (int i = 0; i < 5; i++) {
+            const double m = max_abs_diff(dla_table_value(a, i), dla_table_value(b, i));
+            if ((m == 0) != (i == 2 || (stop && i < 2)))
+                fail_msg("stop %d, row %d: moved by %g", stop, i, m);
+        }
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1081,6 +1157,7 @@ int main(void)
         TU_TEST(save_and_load_keep_the_type_and_its_properties),
         TU_TEST(loading_an_unregistered_type_is_an_error_naming_it),
         TU_TEST(trainnet_trains_a_network_with_a_custom_layer),
+        TU_TEST(a_null_gradient_from_a_backward_is_zeros),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -282,6 +282,8 @@ static void zeroed_options_are_matlab_defaults(void **state)
                 o.squared_gradient_decay_factor == 0.999 && o.epsilon == 1e-8);
     assert_int_equal(dla_training_options_resolve(&(dla_training_options){.solver = "rmsprop"}, &o), DLA_OK);
     assert_true(o.initial_learn_rate == 0.001 && o.squared_gradient_decay_factor == 0.9);
+    /* What does not apply to the solver stays zero. */
+    assert_true(o.momentum == 0 && o.gradient_decay_factor == 0 && o.epsilon == 1e-8);
     assert_int_equal(dla_training_options_resolve(&(dla_training_options){
                          .momentum = -1, .l2_regularization = -1, .verbose = -1,
                          .reset_input_normalization = -1}, &o), DLA_OK);
@@ -618,7 +620,15 @@ static void every_option_value_is_checked(void **state)
         {{.initial_learn_rate = -0.1}, "InitialLearnRate"},
         {{.momentum = 1.5}, "Momentum"},
         {{.solver = "adam", .gradient_decay_factor = 1}, "GradientDecayFactor"},
-        {{.squared_gradient_decay_factor = 1.0}, "SquaredGradientDecayFactor"},
+        {{.solver = "rmsprop", .squared_gradient_decay_factor = 1.0}, "SquaredGradientDecayFactor"},
+        /* Before: accepted and unused (each solver trained with its own
+         * options and defaults). */
+        {{.solver = "adam", .momentum = 0.5}, "Momentum does not apply to solver \"adam\""},
+        {{.solver = "rmsprop", .momentum = -1}, "Momentum does not apply"},
+        {{.solver = "rmsprop", .gradient_decay_factor = 0.8}, "GradientDecayFactor does not apply"},
+        {{.gradient_decay_factor = 0.8}, "GradientDecayFactor does not apply to solver \"sgdm\""},
+        {{.squared_gradient_decay_factor = 0.99}, "SquaredGradientDecayFactor does not apply"},
+        {{.solver = "sgdm", .epsilon = 1e-6}, "Epsilon does not apply"},
         {{.shuffle = "always"}, "Shuffle \"always\""},
         {{.partial_mini_batch = "keep"}, "PartialMiniBatch"},
         {{.sequence_length = "12x"}, "SequenceLength \"12x\""},
@@ -3245,6 +3255,200 @@ static void named_losses_are_normalized_as_matlabs_trainnet(void **state)
     dla_scope_end();
 }
 
+/* Metrics "accuracy" of a one-channel output (binary classification: a
+ * sigmoid's probability of class 1 and 0/1 targets) counts a hit where
+ * output and target are on the same side of 0.5. The largest of one
+ * channel is always channel 0, so every observation was a hit: 100% in
+ * training, validation and testnet, however wrong the network. */
+static void accuracy_of_one_channel_thresholds_at_a_half(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { N = 8 };
+    const double x1[N] = {-2, -1, 1, 2, -3, 3, 0.5, -0.5}, tv[N] = {0, 1, 1, 0, 0, 1, 1, 1};
+    double x[2 * N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = x1[j];
+        x[2 * j + 1] = cos(j);
+    }
+    /* y = sigmoid(x1): class 1 where x1 > 0; hits 0, 2, 4, 5, 6 of 8. */
+    dla_train_data d = {.predictors = dla_tensor_from_host(x, DLA_F64, "CB", DLA_DIMS(2, N)),
+                        .targets = dla_tensor_from_host(tv, DLA_F64, "CB", DLA_DIMS(1, N))};
+    dla_layer *l[] = {dla_fc_layer(1, NULL), dla_sigmoid_layer(NULL)};
+    dla_net *net = dla_net_create(2, l), *trained;
+    assert_int_equal(dla_net_init(net, 1, &d.predictors), DLA_OK);
+    const double w[2] = {1, 0};
+    assert_int_equal(dla_net_set(net, "fc_1", "Weights",
+                                 dla_tensor_from_host(w, DLA_F64, "", DLA_DIMS(1, 2))), DLA_OK);
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = N;
+    o.shuffle = "never";
+    o.metrics = "accuracy";
+    o.initial_learn_rate = 1e-12;
+    o.validation_data = &d;
+    dla_training_info *info;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "binary-crossentropy"}, &o, &trained,
+                     &info) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    double acc;
+    /* Batches of 3, 3 and 2: each weighs its observations. */
+    assert_int_equal(dla_testnet(trained, &d, "accuracy", &(dla_predict_options){.mini_batch_size = 3},
+                                 &acc), DLA_OK);
+    tu_assert_near(info->training_accuracy[0], 62.5, 1e-9);
+    tu_assert_near(info->final_validation_accuracy, 62.5, 1e-9);
+    tu_assert_near(acc, 62.5, 1e-9);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* trainnet's updates against MATLAB's formulas written out in double:
+ * fc(3) - fc(2) on 7 observations, mini-batches of 3 with the partial
+ * last one returned, "mse" (the mean of the squared errors), L2
+ * regularization added to the gradient with each row's L2 factor, then
+ * each GradientThresholdMethod ("l2norm" per learnable, "global-l2norm"
+ * over all, "absolute-value" per element), then the solver's step with
+ * each row's learn-rate factor (0 freezes a row), Adam's iteration
+ * counting from 1 over the epochs. */
+enum { HC = 4, HH = 3, HR = 2, HN = 7 };
+typedef struct hand_params {
+    double w1[HH * HC], b1[HH], w2[HR * HH], b2[HR];
+} hand_params;
+
+static double *hand_row(hand_params *p, int i)
+{
+    return i == 0 ? p->w1 : i == 1 ? p->b1 : i == 2 ? p->w2 : p->b2;
+}
+
+static const int hand_numel[4] = {HH * HC, HH, HR * HH, HR};
+
+/* The loss of observations first..first+b-1 and its gradients into g. */
+static double hand_step(hand_params *p, const double *x, const double *t, int first, int b,
+                        hand_params *g)
+{
+    memset(g, 0, sizeof *g);
+    double loss = 0;
+    for (int j = first; j < first + b; j++) {
+        double h[HH], dy[HR];
+        for (int a = 0; a < HH; a++) {
+            h[a] = p->b1[a];
+            for (int c = 0; c < HC; c++)
+                h[a] += p->w1[a + HH * c] * x[c + HC * j];
+        }
+        for (int r = 0; r < HR; r++) {
+            double y = p->b2[r];
+            for (int a = 0; a < HH; a++)
+                y += p->w2[r + HR * a] * h[a];
+            const double e = y - t[r + HR * j];
+            loss += e * e / (HR * b);
+            dy[r] = 2 * e / (HR * b);
+            g->b2[r] += dy[r];
+            for (int a = 0; a < HH; a++)
+                g->w2[r + HR * a] += dy[r] * h[a];
+        }
+        for (int a = 0; a < HH; a++) {
+            double dh = 0;
+            for (int r = 0; r < HR; r++)
+                dh += p->w2[r + HR * a] * dy[r];
+            g->b1[a] += dh;
+            for (int c = 0; c < HC; c++)
+                g->w1[a + HH * c] += dh * x[c + HC * j];
+        }
+    }
+    return loss;
+}
+
+static void trainnet_updates_are_matlabs_formulas_by_hand(void **state)
+{
+    (void)state;
+    static const char *const solvers[] = {"sgdm", "adam", "rmsprop"};
+    static const char *const methods[] = {"l2norm", "global-l2norm", "absolute-value"};
+    const double lrf[4] = {2, 0.5, 0, 3}, l2f[4] = {1, 2, 3, 0.5}, l2 = 0.01, thr = 0.05;
+    double x[HC * HN], t[HR * HN];
+    for (int i = 0; i < HC * HN; i++)
+        x[i] = 2 * sin(1.3 * i + 0.2);
+    for (int i = 0; i < HR * HN; i++)
+        t[i] = 3 * cos(0.7 * i);
+    for (int s = 0; s < 3; s++)
+        for (int m = 0; m < 3; m++) {
+            dla_scope_begin();
+            dla_train_data d = {.predictors = dla_tensor_from_host(x, DLA_F64, "CB", DLA_DIMS(HC, HN)),
+                                .targets = dla_tensor_from_host(t, DLA_F64, "CB", DLA_DIMS(HR, HN))};
+            dla_rng_seed(3);
+            dla_layer *l[] = {dla_fc_layer(HH, NULL), dla_fc_layer(HR, NULL)};
+            dla_net *net = dla_net_create(2, l), *trained;
+            assert_int_equal(dla_net_init(net, 1, &d.predictors), DLA_OK);
+            dla_table *lt = dla_net_learnables(net);
+            hand_params p, g, s1 = {0}, s2 = {0};
+            for (int i = 0; i < 4; i++) {
+                assert_int_equal(dla_table_set_factors(lt, i, lrf[i], l2f[i]), DLA_OK);
+                assert_int_equal(dla_tensor_to_host(dla_table_value(lt, i), hand_row(&p, i),
+                                                    sizeof(double) * (size_t)hand_numel[i]), DLA_OK);
+            }
+            dla_training_options o = {.verbose = -1, .solver = solvers[s], .max_epochs = 2,
+                                      .mini_batch_size = 3, .shuffle = "never",
+                                      .partial_mini_batch = "return", .l2_regularization = l2,
+                                      .gradient_threshold = thr,
+                                      .gradient_threshold_method = methods[m]};
+            dla_training_info *info;
+            if (dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+                fail_msg("%s %s: %s", solvers[s], methods[m], dla_last_error());
+            assert_int_equal(info->iterations, 6);
+            const double lr0 = s ? 0.001 : 0.01;
+            for (int it = 1; it <= 6; it++) {
+                const int first = (it - 1) % 3 * 3, b = first + 3 > HN ? HN - first : 3;
+                const double loss = hand_step(&p, x, t, first, b, &g);
+                tu_assert_near(info->training_loss[it - 1], loss, 1e-12 * loss);
+                double all = 0;
+                for (int i = 0; i < 4; i++)
+                    for (int k = 0; k < hand_numel[i]; k++) {
+                        hand_row(&g, i)[k] += l2 * l2f[i] * hand_row(&p, i)[k];
+                        all += hand_row(&g, i)[k] * hand_row(&g, i)[k];
+                    }
+                for (int i = 0; i < 4; i++) {
+                    double *gi = hand_row(&g, i), *pi = hand_row(&p, i), own = 0;
+                    double *v1 = hand_row(&s1, i), *v2 = hand_row(&s2, i);
+                    for (int k = 0; k < hand_numel[i]; k++)
+                        own += gi[k] * gi[k];
+                    const double norm = m == 0 ? sqrt(own) : sqrt(all);
+                    for (int k = 0; k < hand_numel[i]; k++) {
+                        if (m < 2 && norm > thr)
+                            gi[k] *= thr / norm;
+                        else if (m == 2)
+                            gi[k] = fmax(-thr, fmin(thr, gi[k]));
+                        const double lr = lr0 * lrf[i];
+                        if (s == 0) {
+                            v1[k] = 0.9 * v1[k] - lr * gi[k];
+                            pi[k] += v1[k];
+                        } else if (s == 1) {
+                            v1[k] = 0.9 * v1[k] + 0.1 * gi[k];
+                            v2[k] = 0.999 * v2[k] + 0.001 * gi[k] * gi[k];
+                            pi[k] -= lr * sqrt(1 - pow(0.999, it)) / (1 - pow(0.9, it)) * v1[k] /
+                                     (sqrt(v2[k]) + 1e-8);
+                        } else {
+                            v2[k] = 0.9 * v2[k] + 0.1 * gi[k] * gi[k];
+                            pi[k] -= lr * gi[k] / (sqrt(v2[k]) + 1e-8);
+                        }
+                    }
+                }
+            }
+            dla_table *tt = dla_net_learnables(trained);
+            for (int i = 0; i < 4; i++)
+                for (int k = 0; k < hand_numel[i]; k++) {
+                    const double got = dla_tensor_item(dla_table_value(tt, i), k);
+                    if (!(fabs(got - hand_row(&p, i)[k]) <= 1e-12))
+                        fail_msg("%s %s: row %d element %d: %.17g, by hand %.17g", solvers[s],
+                                 methods[m], i, k, got, hand_row(&p, i)[k]);
+                }
+            dla_training_info_free(info);
+            dla_net_free(trained);
+            dla_net_free(net);
+            dla_scope_end();
+        }
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -3294,6 +3498,8 @@ int main(void)
         TU_TEST(target_sequences_that_do_not_fit_are_refused),
         TU_TEST(targets_longer_than_every_sequence_are_not_cut),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
+        TU_TEST(accuracy_of_one_channel_thresholds_at_a_half),
+        TU_TEST(trainnet_updates_are_matlabs_formulas_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

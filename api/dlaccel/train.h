@@ -417,7 +417,10 @@ typedef struct dla_training_options {
      * gradient threshold, Shuffle, PartialMiniBatch; the mini-batch
      * solvers have no MaxIterations, tolerances or line search):
      * dla_training_options_resolve names the first one set, so a
-     * mini-batch setting never goes silently unused. */
+     * mini-batch setting never goes silently unused. So do the mini-batch
+     * solvers' own options set for another of them: Momentum is "sgdm"'s,
+     * GradientDecayFactor "adam"'s, SquaredGradientDecayFactor and
+     * Epsilon "adam"'s and "rmsprop"'s. */
     const char *solver;
     int max_epochs;             /* MaxEpochs: 30 */
     int64_t mini_batch_size;    /* MiniBatchSize: 128 */
@@ -437,7 +440,7 @@ typedef struct dla_training_options {
     /* SquaredGradientDecayFactor: 0.999 for "adam", 0.9 for "rmsprop";
      * negative: 0. */
     double squared_gradient_decay_factor;
-    double epsilon;             /* Epsilon: 1e-8; finite */
+    double epsilon;             /* "adam", "rmsprop" Epsilon: 1e-8; finite */
     double l2_regularization;   /* L2Regularization: 1e-4; negative: none; finite */
     double gradient_threshold;  /* GradientThreshold: Inf (no clipping) */
     /* GradientThresholdMethod: "l2norm" (NULL), "global-l2norm",
@@ -532,7 +535,10 @@ typedef struct dla_training_options {
 
     /* ---------------------------------------------------------- monitoring */
     /* Metrics: NULL (none), "accuracy" (percent of observations whose
-     * largest output is the target's class), "rmse" (the root of the mean
+     * largest output is the target's class; for an output of one channel,
+     * binary classification with a sigmoid and "binary-crossentropy",
+     * whose output and target are on the same side of 0.5: both >= 0.5,
+     * or both below), "rmse" (the root of the mean
      * squared error over all elements), or both: "accuracy,rmse". */
     const char *metrics;
     /* Verbose: 0 or 1: the iteration table is printed (MATLAB's true);
@@ -602,7 +608,8 @@ typedef struct dla_training_options {
  * decay outside [0, 1], a drop factor above 1, a negative drop period or
  * warm-up start factor, a sequence length that is neither "longest",
  * "shortest" nor a positive number, "accuracy"/"rmse" misspelt, an option
- * of the other kind of solver set (see solver), the lbfgs options as
+ * of the other kind of solver or of another mini-batch solver set (see
+ * solver), the lbfgs options as
  * dla_lbfgs_state_create checks them. The options that do not apply to
  * the solver stay zero (NULL) in *out. Pointers are copied as they are
  * (strings are not duplicated). */
@@ -689,7 +696,8 @@ typedef struct dla_predict_options {
  * datastore, and targets or target_sequences, as trainnet takes them:
  * class numbers or responses), in mini-batches, each metric over the
  * whole data.
- * metrics names them, comma-separated: "accuracy" (percent), "rmse", or a
+ * metrics names them, comma-separated: "accuracy" (percent, as Metrics
+ * "accuracy" counts it: a one-channel output thresholded at 0.5), "rmse", or a
  * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
  * "mse", "l1loss", "huber" and their other names), normalized as trainnet
  * normalizes it (padded steps of sequence-to-sequence data masked out:
