@@ -682,6 +682,148 @@ static void summed_programs_match_the_program_written_out_and_summed(void **stat
         skip();
 }
 
+/* The sum of n floats at x in the cpu plugin's order (plugins/cpu/sum.c):
+ * 16 partial sums in double over whole blocks of 16, added in order from
+ * 0, then the rest one by one. */
+static double sum_in_order(const float *x, int64_t n)
+{
+    const int64_t whole = n / 16 * 16;
+    double part[16] = {0}, total = 0;
+    for (int64_t b = 0; b < whole; b += 16)
+        for (int k = 0; k < 16; k++)
+            part[k] += (double)x[b + k];
+    for (int k = 0; k < 16; k++)
+        total += part[k];
+    for (int64_t j = whole; j < n; j++)
+        total += (double)x[j];
+    return total;
+}
+
+/* A batchnorm's statistics as the cpu plugin sums them: x of d0 x C x B,
+ * d = x - shift[c] and d .* d (float), each channel's sum of d .* d into y
+ * and of d into y2 (the pair) in the plugin's order: blocks of 512
+ * elements (pieces of a run of 512 or more, else whole runs together),
+ * each run's sum in sum.c's order added to its slot's double accumulator,
+ * 64 slots of consecutive blocks (8 past 2^16 accumulators, 1 under 2^15
+ * elements), the slots added in order from 0. Every output is held to
+ * that order bit for bit, with 1, 2 and 3 threads, so that a faster way
+ * of summing (runs side by side, fewer divisions a block: tried, see
+ * docs/performance.md) must keep every run's own bits and the order the
+ * runs reach their slot's accumulator. */
+static void batchnorm_sums_keep_the_bits_of_their_order(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][3] = {
+        {64, 64, 128}, {256, 32, 16}, {1024, 16, 8}, {24, 5, 300},
+        {100, 3, 200}, {7, 9, 700},   {600, 4, 20},  {16, 40, 60},
+    };
+    int tested = 0;
+    const int saved = omp_get_max_threads();
+    for (int i = 0; i < dla_device_count(); i++) {
+        dla_device *dev = fused_device(i);
+        if (!dev || !dla_device_table(dev)->fused_reduce)
+            continue;
+        for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++) {
+            const int64_t d0 = shapes[s][0], C = shapes[s][1], B = shapes[s][2], n = d0 * C * B;
+            float *x = malloc((size_t)n * sizeof *x), *sh = malloc((size_t)C * sizeof *sh);
+            float *d = malloc((size_t)n * sizeof *d), *q = malloc((size_t)n * sizeof *q);
+            /* Each run holds pairs +H, -H in different parts (or in its
+             * tail), so that every order of the double additions leaves
+             * its own rounding in the small sum that is left, visible in
+             * float: a fold out of order fails. The shift is 0 (d = x). */
+            const float H = 1099511627776.0f; /* 2^40 */
+            for (int64_t k = 0; k < n; k++)
+                x[k] = (float)rnd_unif(-3, 5);
+            for (int64_t row = 0; row < n / d0; row++) {
+                float *xr = x + row * d0;
+                if (d0 < 22) {
+                    xr[1] = H, xr[d0 - 2] = -H;
+                    continue;
+                }
+                for (int64_t j = 3; j + 18 < d0; j += 32)
+                    xr[j] = H, xr[j + 18] = -H;
+            }
+            for (int64_t c = 0; c < C; c++)
+                sh[c] = 0;
+            for (int64_t k = 0; k < n; k++) {
+                d[k] = x[k] - sh[k / d0 % C];
+                q[k] = d[k] * d[k];
+            }
+            /* The order written out. */
+            const int64_t blk = 512, rows = C * B;
+            const int64_t per_row = d0 >= blk ? (d0 + blk - 1) / blk : 0,
+                          rows_per = d0 >= blk ? 0 : blk / d0;
+            const int64_t blocks = per_row ? rows * per_row : (rows + rows_per - 1) / rows_per;
+            const int nslots = n < ((int64_t)1 << 15) ? 1 : 2 * C * 64 <= ((int64_t)1 << 16) ? 64 : 8;
+            double *acc = calloc((size_t)(2 * C * nslots), sizeof *acc);
+            for (int t = 0; t < nslots; t++)
+                for (int64_t u = blocks * t / nslots; u < blocks * (t + 1) / nslots; u++) {
+                    int64_t r0, r1, lo, len;
+                    if (per_row)
+                        r0 = u / per_row, r1 = r0 + 1, lo = u % per_row * blk;
+                    else
+                        r0 = u * rows_per, r1 = r0 + rows_per < rows ? r0 + rows_per : rows, lo = 0;
+                    for (int64_t r = r0; r < r1; r++) {
+                        len = per_row ? (d0 - lo < blk ? d0 - lo : blk) : d0;
+                        const int64_t c = r % C, at = r * d0 + lo;
+                        acc[(0 * nslots + t) * C + c] += sum_in_order(q + at, len);
+                        acc[(1 * nslots + t) * C + c] += sum_in_order(d + at, len);
+                    }
+                }
+            dla_mem mx = dalloc(dev, (size_t)n * sizeof *x), ms = dalloc(dev, (size_t)C * 4);
+            dla_mem my = dalloc(dev, (size_t)C * 4), my2 = dalloc(dev, (size_t)C * 4);
+            upload(dev, mx, x, (size_t)n * sizeof *x);
+            upload(dev, ms, sh, (size_t)C * sizeof *sh);
+            for (int team = 1; team <= 3; team++) {
+                omp_set_num_threads(team);
+                dla_fused_reduce_args r;
+                memset(&r, 0, sizeof r);
+                r.struct_size = sizeof r;
+                r.op = DLA_REDUCE_SUM;
+                dla_fused_args *a = &r.program;
+                a->struct_size = sizeof *a;
+                a->dtype = DLA_F32;
+                a->ninputs = 2;
+                a->ninsns = 2;
+                const int64_t dims[3] = {d0, C, B}, cdims[3] = {1, C, 1};
+                a->inputs[0] = dense(mx, DLA_F32, 3, dims);
+                a->inputs[1] = dense(ms, DLA_F32, 3, cdims);
+                a->inputs[1].dims[0] = d0, a->inputs[1].strides[0] = 0;
+                a->inputs[1].dims[2] = B, a->inputs[1].strides[2] = 0;
+                a->insns[0] = (dla_fused_insn){DLA_FUSED_BINARY, DLA_BINARY_SUB, {-1, -2, 0}, 0, 0};
+                a->insns[1] = (dla_fused_insn){DLA_FUSED_UNARY, DLA_UNARY_SQUARE, {0, 0, 0}, 0, 0};
+                a->y = dense(NULL, DLA_F32, 3, dims);
+                r.y = dense(my, DLA_F32, 3, cdims);
+                r.y2 = dense(my2, DLA_F32, 3, cdims);
+                r.reg2 = 0;
+                snprintf(what, sizeof what, "%s batchnorm sums of %lldx%lldx%lld, %d threads",
+                         dla_device_name(dev), (long long)d0, (long long)C, (long long)B, team);
+                expect_ok(dla_device_table(dev)->fused_reduce(dla_device_context(dev), &r));
+                float got[2][64];
+                download(dev, got[0], my, (size_t)C * 4);
+                download(dev, got[1], my2, (size_t)C * 4);
+                for (int k = 0; k < 2; k++)
+                    for (int64_t c = 0; c < C; c++) {
+                        double want = 0;
+                        for (int t = 0; t < nslots; t++)
+                            want += acc[(k * nslots + t) * C + c];
+                        if (got[k][c] != (float)want)
+                            fail_msg("%s: %s[%lld] is %.9g, in the plugin's order %.9g", what,
+                                     k ? "y2" : "y", (long long)c, got[k][c], (float)want);
+                    }
+                tested++;
+            }
+            const dla_mem ms_[] = {mx, ms, my, my2};
+            for (int k = 0; k < 4; k++)
+                dla_device_table(dev)->mem_free(dla_device_context(dev), ms_[k]);
+            free(x), free(sh), free(d), free(q), free(acc);
+        }
+    }
+    omp_set_num_threads(saved);
+    if (!tested)
+        skip();
+}
+
 /* Every element of view v (memory h) against the values want (column-major
  * over its dims), bit for bit but for NaN's payload. */
 static void expect_values(const dla_view *v, const void *h, const double *want, const char *which)
@@ -877,6 +1019,7 @@ int main(void)
         cmocka_unit_test(random_programs_give_the_bits_of_their_steps_launched_one_by_one),
         cmocka_unit_test(short_rows_against_a_long_batch_and_large_spaces_match_too),
         cmocka_unit_test(summed_programs_match_the_program_written_out_and_summed),
+        cmocka_unit_test(batchnorm_sums_keep_the_bits_of_their_order),
         cmocka_unit_test(multi_result_programs_store_each_register_as_its_launch_would),
         cmocka_unit_test(an_lstm_gate_program_on_slices_gives_its_steps_bits),
         cmocka_unit_test(malformed_programs_are_refused_with_a_message),
