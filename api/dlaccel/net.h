@@ -918,7 +918,10 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
  * the device of the parameters the network has already (one moved with
  * dla_net_to_device and grown), else on the current one. Idempotent on an
  * initialized network. Errors name the layer: a connection missing, a
- * cycle, a size the layer cannot take ("layer 'fc': ..."). */
+ * cycle, a size the layer cannot take ("layer 'fc': ..."), a learnable
+ * the layer has already whose dims the examples no longer fit
+ * (DLA_ERR_SHAPE, both sizes named; the values are kept, not made afresh:
+ * replace or remove the layer to start it from its initializers). */
 DLA_API dla_status dla_net_init(dla_net *net, int nexamples, dla_tensor *const *examples);
 DLA_API int dla_net_initialized(const dla_net *net);
 
