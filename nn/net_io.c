@@ -72,7 +72,12 @@ static char *joined(const char *a, const char *b, const char *c)
 
 /* The learnables' factors as JSON text: {"<layer>/<parameter>": [learn
  * rate, L2], ...} (NULL when out of memory). Jansson prints a double with
- * 17 digits, so the factors read back exactly. */
+ * 17 digits, so the factors read back exactly. Dumped into a buffer of the
+ * size it needs, as the architecture is, not with json_dumps: Jansson's
+ * dump does not check the append of an object's key, and json_dumps grows
+ * its buffer as it goes, so a growth refused there dropped the key's bytes
+ * and the save went on with a broken text ("':' expected after an object
+ * key"), a file dla_net_load then refused. */
 static char *factors_text(const dla_net *net)
 {
     const dla_table *t = &net->tables[DLA__LEARNABLE];
@@ -86,7 +91,14 @@ static char *factors_text(const dla_net *net)
             json_decref(pair);
         dla__nn_free(name);
     }
-    char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
+    size_t n = ok ? json_dumpb(o, NULL, 0, JSON_COMPACT) : 0;
+    char *text = n ? dla__nn_malloc(n + 1) : NULL;
+    if (text && json_dumpb(o, text, n, JSON_COMPACT) == n) {
+        text[n] = '\0';
+    } else {
+        dla__nn_free(text);
+        text = NULL;
+    }
     json_decref(o);
     return text;
 }
@@ -210,7 +222,7 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
             snprintf(sum, sizeof sum, CHECKSUM_PREFIX "%08x",
                      (unsigned)file_checksum(arch, alen, factors, strlen(factors), data_crc));
         ok = factors && !json_object_set_new(meta, "checksum", json_string(sum)) && ok;
-        dla__nn_free(factors); /* json_dumps allocates through the hook (core/alloc.c) */
+        dla__nn_free(factors);
         ok = !json_object_set_new(meta, "dims_order", json_string("shape is MATLAB's column-major "
                                                                   "dims reversed (row-major)")) && ok;
         ok = !json_object_set_new(root, "__metadata__", meta) && ok;
