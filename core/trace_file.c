@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "core/alloc.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "core/format.h"
 #include "core/handle.h"
@@ -26,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,31 +47,6 @@ static const unsigned char magic[8] = {0x89, 'D', 'L', 'T', '\r', '\n', 0x1a, '\
 /* The data layout raw attributes depend on (docs/trace-format.md). */
 static const unsigned char layout[4] = {sizeof(int), sizeof(size_t), _Alignof(int64_t),
                                         _Alignof(double)};
-
-/* ------------------------------------------------------------ checksum */
-
-/* CRC-32C (Castagnoli), reflected, initial and final value 0xFFFFFFFF. */
-static uint32_t crc_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[i] = c;
-    }
-}
-
-static uint32_t crc32c(const unsigned char *p, size_t n)
-{
-    pthread_once(&crc_once, crc_init);
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++)
-        c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
 
 /* ---------------------------------------------------------------- writing */
 
@@ -275,7 +250,7 @@ static dla_status serialize(const dla__trace *t, const char *path, wbuf *b)
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: %s: cannot build the file in memory", op, path);
     uint64_t size = b->len + 8;
     memcpy(b->p + 24, &size, 8);
-    put_u32(b, crc32c(b->p, b->len));
+    put_u32(b, dla__crc32c(0, b->p, b->len));
     put_u32(b, 0);
     return DLA_OK;
 }
@@ -522,7 +497,7 @@ static dla_status check_envelope(const char *path, const unsigned char *p, size_
                    n - (size_t)size);
     if (n < HEADER_BYTES + END_BYTES || memcmp(p + n - END_BYTES, "END", 4) != 0)
         return bad(DLA_ERR_IO, path, "corrupt: it does not end with the END section");
-    uint32_t stored, computed = crc32c(p, n - 8), reserved;
+    uint32_t stored, computed = dla__crc32c(0, p, n - 8), reserved;
     memcpy(&stored, p + n - 8, 4);
     memcpy(&reserved, p + n - 4, 4);
     uint64_t end_len;

@@ -17,10 +17,11 @@ DLA_FUZZERS = fuzz/fuzz_net fuzz/fuzz_net_arch fuzz/fuzz_trace fuzz/fuzz_idx fuz
 	fuzz/fuzz_image
 noinst_PROGRAMS += $(DLA_FUZZERS)
 
-fuzz_fuzz_net_SOURCES = fuzz/fuzz_net.c fuzz/fuzz_file.h
-fuzz_fuzz_net_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS)
+# The checksum is internal (hidden): built in, for the mending mode.
+fuzz_fuzz_net_SOURCES = fuzz/fuzz_net.c fuzz/fuzz_file.h core/crc32c.c core/crc32c.h
+fuzz_fuzz_net_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS) $(JANSSON_CFLAGS)
 fuzz_fuzz_net_CFLAGS = $(DLA_FUZZ_CFLAGS)
-fuzz_fuzz_net_LDADD = libdlaccel.la
+fuzz_fuzz_net_LDADD = libdlaccel.la $(JANSSON_LIBS)
 
 fuzz_fuzz_net_arch_SOURCES = fuzz/fuzz_net_arch.c fuzz/fuzz_file.h
 fuzz_fuzz_net_arch_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS) $(JANSSON_CFLAGS)
@@ -56,9 +57,10 @@ TESTS += tests/fuzz_seeds.sh
 dla_fuzz_seeds_log = tests/fuzz_seeds.sh.log
 $(dla_fuzz_seeds_log): $(DLA_REPLAYS) fuzz/make_seeds
 
-fuzz_replay_net_SOURCES = fuzz/replay_main.c fuzz/fuzz_net.c fuzz/fuzz_file.h
-fuzz_replay_net_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS)
-fuzz_replay_net_LDADD = libdlaccel.la
+fuzz_replay_net_SOURCES = fuzz/replay_main.c fuzz/fuzz_net.c fuzz/fuzz_file.h \
+	core/crc32c.c core/crc32c.h
+fuzz_replay_net_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS) $(JANSSON_CFLAGS)
+fuzz_replay_net_LDADD = libdlaccel.la $(JANSSON_LIBS)
 
 fuzz_replay_net_arch_SOURCES = fuzz/replay_main.c fuzz/fuzz_net_arch.c fuzz/fuzz_file.h
 fuzz_replay_net_arch_CPPFLAGS = $(DLA_FUZZ_CPPFLAGS) $(JANSSON_CFLAGS)

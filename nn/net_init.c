@@ -18,7 +18,9 @@ struct dla__param_sink {
     dla_dtype dtype;
     dla__param_lookup lookup;
     void *ctx;
-    dla_table *old; /* values from before, kept where their dims still fit */
+    /* Values from before: a learnable is kept (refused when its dims no
+     * longer fit), a state kept where its dims still fit. */
+    dla_table *old;
     int batched;    /* the parameter being added takes any number of columns */
 };
 
@@ -71,6 +73,23 @@ dla_status dla__param_add(dla__param_sink *sink, const char *name, dla__param_ki
          * for every layer it had, its trained weights gone in silence. */
         if (o && same_dims(o, ndims, dims))
             v = dla_tensor_dtype(o) == sink->dtype ? o : dla_cast(o, sink->dtype);
+        /* A learnable the layer has, of other dims than its input now
+         * makes (examples of another size after an edit): refused, as
+         * MATLAB's initialize refuses a set Weights that does not fit.
+         * Made afresh, the trained (even frozen) values were gone in
+         * silence, the layer kept its factors, and training went on from
+         * random weights. A state is made afresh: its dims follow the
+         * batch (a recurrent layer's) and it has an initial value. */
+        else if (o && kind == DLA__LEARNABLE) {
+            char a[96], b[96];
+            int64_t od[DLA_MAX_DIMS];
+            dla__dims_text(dla_tensor_dims(o, od), od, a, sizeof a);
+            dla__dims_text(ndims, dims, b, sizeof b);
+            return dla__nn_fail(DLA_ERR_SHAPE, "learnable %s is %s, but the layer's input now "
+                                "makes it %s: give examples of the size the network was "
+                                "initialized for, or replace the layer (dla_net_replace_layer) "
+                                "or remove it to start it afresh", name, a, b);
+        }
         /* The factors are the layer's settings (MATLAB's
          * WeightLearnRateFactor...), not the value's: they stay whatever
          * the dims now are. A copy or a trainnet run that re-added them as

@@ -4,7 +4,8 @@
  * raw little-endian bytes back to back. The header's "__metadata__" (text
  * values only, as safetensors wants) holds the format name, its version,
  * the architecture as JSON text and (since 1.1) the learnables' learn-rate
- * and L2 factors as JSON text; each other entry is a tensor,
+ * and L2 factors as JSON text, and (since 1.2) a CRC-32C checksum of the
+ * architecture, the factors and the data; each other entry is a tensor,
  * "learnables/<layer>/<parameter>", with dtype, shape (MATLAB's dims
  * reversed: the row-major shape of the same bytes) and data_offsets into
  * the data. Loading trusts nothing it has not checked: the length against
@@ -13,6 +14,7 @@
  * network's parameters.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "core/crc32c.h"
 #include "core/json_read.h"
 #include "core/file_special.h"
 #include "nn/nn.h"
@@ -28,8 +30,11 @@
 
 #define FORMAT_NAME "dlaccel-net"
 /* 1.1 added the "factors" metadata; a 1.0 file (none) loads with the
- * layers' default factors, and a 1.0 reader ignores the entry. */
-#define FORMAT_VERSION "1.1"
+ * layers' default factors, and a 1.0 reader ignores the entry. 1.2 added
+ * the "checksum" metadata, which a 1.2 file must have; 1.0 and 1.1 files
+ * (none) load unchecked, and older readers ignore the entry. */
+#define FORMAT_VERSION "1.2"
+#define CHECKSUM_PREFIX "crc32c:"
 #define MAX_HEADER ((uint64_t)100 << 20)
 
 static int host_is_little(void)
@@ -67,7 +72,12 @@ static char *joined(const char *a, const char *b, const char *c)
 
 /* The learnables' factors as JSON text: {"<layer>/<parameter>": [learn
  * rate, L2], ...} (NULL when out of memory). Jansson prints a double with
- * 17 digits, so the factors read back exactly. */
+ * 17 digits, so the factors read back exactly. Dumped into a buffer of the
+ * size it needs, as the architecture is, not with json_dumps: Jansson's
+ * dump does not check the append of an object's key, and json_dumps grows
+ * its buffer as it goes, so a growth refused there dropped the key's bytes
+ * and the save went on with a broken text ("':' expected after an object
+ * key"), a file dla_net_load then refused. */
 static char *factors_text(const dla_net *net)
 {
     const dla_table *t = &net->tables[DLA__LEARNABLE];
@@ -81,9 +91,31 @@ static char *factors_text(const dla_net *net)
             json_decref(pair);
         dla__nn_free(name);
     }
-    char *text = ok ? json_dumps(o, JSON_COMPACT) : NULL;
+    size_t n = ok ? json_dumpb(o, NULL, 0, JSON_COMPACT) : 0;
+    char *text = n ? dla__nn_malloc(n + 1) : NULL;
+    if (text && json_dumpb(o, text, n, JSON_COMPACT) == n) {
+        text[n] = '\0';
+    } else {
+        dla__nn_free(text);
+        text = NULL;
+    }
     json_decref(o);
     return text;
+}
+
+/* The checksum of a file: CRC-32C over the architecture text, the
+ * factors text and the data, each what the file holds. Without it a
+ * flipped bit in a weight, or in a digit of an option or a factor,
+ * loaded as a network that computes something else, in silence. The
+ * tensors' entries need none: their names, dtypes, shapes and offsets are
+ * checked against the architecture and each other. */
+static uint32_t file_checksum(const char *arch, size_t alen, const char *factors, size_t flen,
+                              uint32_t data_crc)
+{
+    /* The data's CRC is taken first (save computes it before the header
+     * exists): the texts continue it. */
+    uint32_t c = dla__crc32c(data_crc, arch, alen);
+    return dla__crc32c(c, factors, flen);
 }
 
 /* ------------------------------------------------------------------ save */
@@ -155,6 +187,26 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
                                     net->tables[k].param[r], dla_dtype_name(dt),
                                     dla_dtype_name(net->dtype));
         }
+    /* The data's checksum first: the header carries it. Values never
+     * change in place, so the second pass below writes the same bytes. */
+    uint32_t data_crc = 0;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; r < net->tables[k].count; r++) {
+            const dla_tensor *v = net->tables[k].values[r];
+            size_t esize = dla_dtype_size(dla_tensor_dtype(v));
+            size_t n = (size_t)dla_tensor_numel(v), bytes = n * esize;
+            unsigned char *data = dla__nn_malloc(bytes ? bytes : 1);
+            if (!data)
+                return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes", fn, bytes);
+            dla_status ts = dla_tensor_to_host(v, data, bytes);
+            if (ts == DLA_OK && !host_is_little())
+                swap_elements(data, n, esize);
+            if (ts == DLA_OK)
+                data_crc = dla__crc32c(data_crc, data, bytes);
+            dla__nn_free(data);
+            if (ts != DLA_OK)
+                return ts;
+        }
     size_t alen = 0;
     char *arch = dla__net_architecture(net, 0, &alen);
     json_t *root = json_object(), *meta = json_object();
@@ -165,7 +217,12 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
         ok = !json_object_set_new(meta, "architecture", json_string(arch)) && ok;
         char *factors = factors_text(net);
         ok = factors && !json_object_set_new(meta, "factors", json_string(factors)) && ok;
-        dla__nn_free(factors); /* json_dumps allocates through the hook (core/alloc.c) */
+        char sum[32];
+        if (factors)
+            snprintf(sum, sizeof sum, CHECKSUM_PREFIX "%08x",
+                     (unsigned)file_checksum(arch, alen, factors, strlen(factors), data_crc));
+        ok = factors && !json_object_set_new(meta, "checksum", json_string(sum)) && ok;
+        dla__nn_free(factors);
         ok = !json_object_set_new(meta, "dims_order", json_string("shape is MATLAB's column-major "
                                                                   "dims reversed (row-major)")) && ok;
         ok = !json_object_set_new(root, "__metadata__", meta) && ok;
@@ -455,6 +512,49 @@ static dla_status read_entries(loader *ld, json_t *root, uint64_t datasize)
     return st;
 }
 
+/* Checks the "checksum" metadata (1.2) against the file's architecture,
+ * factors and data (file_checksum). A 1.0 or 1.1 file has none and is
+ * taken unchecked; a later one without it lost it (a flipped bit in its
+ * name) and is refused. */
+static dla_status check_checksum(const char *path, const json_t *meta, const json_t *arch,
+                                 const unsigned char *data, uint64_t datasize)
+{
+    const json_t *sum = json_object_get(meta, "checksum");
+    const json_t *ver = json_object_get(meta, "format_version");
+    if (!sum) {
+        const char *v = json_string_value(ver); /* "1." checked by the caller */
+        char *end;
+        long minor = strtol(v + 2, &end, 10);
+        if (end != v + 2 && !*end && minor >= 0 && minor < 2)
+            return DLA_OK;
+        return corrupt(path, "__metadata__ has no checksum, which a format %s file has", v);
+    }
+    const char *text = json_string_value(sum);
+    const size_t pl = strlen(CHECKSUM_PREFIX);
+    unsigned long stored = 0;
+    int ok = text && json_string_length(sum) == pl + 8 && !strncmp(text, CHECKSUM_PREFIX, pl);
+    for (size_t i = pl; ok && i < pl + 8; i++) {
+        const char ch = text[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        ok = d >= 0;
+        stored = stored << 4 | (unsigned long)(d & 15);
+    }
+    if (!ok)
+        return corrupt(path, "__metadata__ checksum is not \"" CHECKSUM_PREFIX "\" and 8 hex "
+                       "digits");
+    const json_t *factors = json_object_get(meta, "factors");
+    const char *ftext = json_is_string(factors) ? json_string_value(factors) : "";
+    const size_t flen = json_is_string(factors) ? json_string_length(factors) : 0;
+    uint32_t data_crc = dla__crc32c(0, data, (size_t)datasize);
+    uint32_t computed = file_checksum(json_string_value(arch), json_string_length(arch), ftext,
+                                      flen, data_crc);
+    if (computed != (uint32_t)stored)
+        return corrupt(path, "the checksum of its architecture, factors and data is %08x, not "
+                       "the %08lx it was saved with: the file is damaged", (unsigned)computed,
+                       stored);
+    return DLA_OK;
+}
+
 /* Sets the learnables' factors from the "factors" metadata (1.1); a file
  * without it (1.0) keeps the layers' defaults. Every entry must name a
  * learnable and hold two factors >= 0, and every learnable must have one. */
@@ -587,6 +687,8 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
     loader ld = {path, st == DLA_OK ? file + 8 + hlen : NULL, NULL, 0};
     if (st == DLA_OK)
         st = read_entries(&ld, root, (uint64_t)size - 8 - hlen);
+    if (st == DLA_OK)
+        st = check_checksum(path, meta, arch, ld.data, (uint64_t)size - 8 - hlen);
     dla_net *net = NULL;
     if (st == DLA_OK) {
         char what[600];

@@ -18,3 +18,11 @@ tests_test_json_read_SOURCES = tests/test_json_read.c tests/testutil.h core/json
 tests_test_json_read_CFLAGS = $(DLA_TEST_CFLAGS) $(JANSSON_CFLAGS)
 tests_test_json_read_LDADD = $(DLA_TEST_LIBS) $(JANSSON_LIBS)
 TESTS += tests/test_json_read
+
+# The checksum of trace and network files, its source compiled in (the
+# table path and the CPU test are static).
+check_PROGRAMS += tests/test_crc32c
+tests_test_crc32c_SOURCES = tests/test_crc32c.c tests/testutil.h
+tests_test_crc32c_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_crc32c_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_crc32c

@@ -262,6 +262,42 @@ static void removed_layers_take_their_connections_and_values(void **state)
     dla_scope_end();
 }
 
+/* The input layer of a trained network removed and the network initialized
+ * again with examples of another size (a transposed image, another channel
+ * count): the conv layer's Weights no longer fit. They were made afresh in
+ * silence, the layer kept its factors (a frozen layer frozen at random
+ * values) and training went on from random weights. The init is refused
+ * now, naming the layer and both sizes, and the network keeps its values;
+ * examples of the trained size then initialize it with them. */
+static void an_init_whose_examples_do_not_fit_the_trained_weights_is_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_net *net = small_cnn(3);
+    dla_tensor *conv_w = value(net, "conv", "Weights"), *fc_w = value(net, "fc", "Weights");
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "conv", NULL, 0), DLA_OK);
+    assert_int_equal(dla_net_remove_layers(net, 1, (const char *[]){"input"}), DLA_OK);
+    /* Two channels where the conv was trained on one. */
+    dla_tensor *two = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(8, 8, 2, 1));
+    assert_int_equal(dla_net_init(net, 1, &two), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'conv'"));
+    assert_non_null(strstr(dla_last_error(), "learnable Weights is 3x3x1x4"));
+    assert_non_null(strstr(dla_last_error(), "makes it 3x3x2x4"));
+    assert_false(dla_net_initialized(net));
+    /* 9x9 images: the conv fits, the fc after it no longer does. */
+    dla_tensor *big = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(9, 9, 1, 1));
+    assert_int_equal(dla_net_init(net, 1, &big), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "layer 'fc'"));
+    /* The trained size: every value kept, the freeze too. */
+    dla_tensor *one = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(8, 8, 1, 1));
+    assert_int_equal(dla_net_init(net, 1, &one), DLA_OK);
+    assert_ptr_equal(value(net, "conv", "Weights"), conv_w);
+    assert_ptr_equal(value(net, "fc", "Weights"), fc_w);
+    assert_true(dla_net_learn_rate_factor(net, "conv", "Weights") == 0);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void factors_by_name_freeze_layers_and_survive_replacement(void **state)
 {
     (void)state;
@@ -372,6 +408,7 @@ int main(void)
         TU_TEST(inputs_are_reconnected_by_order),
         TU_TEST(refusals_leave_the_network_as_it_was),
         TU_TEST(removed_layers_take_their_connections_and_values),
+        TU_TEST(an_init_whose_examples_do_not_fit_the_trained_weights_is_refused),
         TU_TEST(factors_by_name_freeze_layers_and_survive_replacement),
         TU_TEST(trainnet_leaves_a_frozen_layer_alone),
     };

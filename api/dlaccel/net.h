@@ -918,7 +918,10 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
  * the device of the parameters the network has already (one moved with
  * dla_net_to_device and grown), else on the current one. Idempotent on an
  * initialized network. Errors name the layer: a connection missing, a
- * cycle, a size the layer cannot take ("layer 'fc': ..."). */
+ * cycle, a size the layer cannot take ("layer 'fc': ..."), a learnable
+ * the layer has already whose dims the examples no longer fit
+ * (DLA_ERR_SHAPE, both sizes named; the values are kept, not made afresh:
+ * replace or remove the layer to start it from its initializers). */
 DLA_API dla_status dla_net_init(dla_net *net, int nexamples, dla_tensor *const *examples);
 DLA_API int dla_net_initialized(const dla_net *net);
 
@@ -1123,8 +1126,9 @@ DLA_API dla_status dla_net_print(const dla_net *net, FILE *f);
 /* Saves an initialized network to path as a safetensors file
  * (docs/networks.md): an 8-byte little-endian header length, a JSON header
  * with a "__metadata__" entry holding the architecture and the
- * learnables' learn-rate and L2 factors as JSON text (format
- * "dlaccel-net" 1.1) and one entry per tensor
+ * learnables' learn-rate and L2 factors as JSON text and a checksum
+ * (CRC-32C of the data, the architecture and the factors; format
+ * "dlaccel-net" 1.2) and one entry per tensor
  * ("learnables/conv1/Weights", "state/bn1/TrainedMean",
  * "fixed/input/Mean") with its dtype ("F32", "F64"), its shape (MATLAB's
  * dims reversed: the row-major shape numpy and safetensors readers use
@@ -1142,7 +1146,8 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
  * saved values on the current device (NULL on failure). Everything is
  * checked before it is used: the header length against the file size,
  * the JSON, every tensor's dtype, shape and offsets (in the data, not
- * overlapping, covering it), the architecture (known layer types, valid
+ * overlapping, covering it), the checksum (a 1.0 or 1.1 file, which has
+ * none, is taken unchecked), the architecture (known layer types, valid
  * options, connections), and that the tensors are exactly the network's
  * parameters with their dims (an LSTM state's columns, the observations
  * of the last batch, are any number). The factors are the saved ones (a 1.0
