@@ -2,8 +2,10 @@
  * net_init.c - initializing a network (MATLAB's initialize): the graph's
  * inputs, outputs and topological order, then each layer in that order
  * makes its parameters for the shapes that reach it and runs once in
- * inference mode on zeros of one observation, which gives the next
- * layer's shapes and catches a size a layer cannot take, naming it.
+ * inference mode on zeros (one observation of an input layer's size, or
+ * an example's whole dims for an input given by example), which gives
+ * the next layer's shapes and catches a size a layer cannot take, naming
+ * it.
  */
 #include "nn/nn.h"
 
@@ -303,9 +305,10 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
         dla_tensor *p[DLA__MAX_PARAMS];
         for (int j = 0, k = 0; j < l->nparams; j++) {
             p[j] = net->tables[l->param[j].kind].values[l->param[j].row];
-            /* The trial run is on one observation: a state kept from a
-             * batch of N (an LSTM's H x N) would not fit it, so the run
-             * takes the initial state; the table keeps the kept one. */
+            /* The trial run's batch is not the last call's: a state kept
+             * from a batch of N (an LSTM's H x N) would not fit it, so
+             * the run takes the initial state; the table keeps the kept
+             * one. */
             if (l->param[j].kind == DLA__STATE && l->kind->initial_state)
                 p[j] = l->kind->initial_state(&l->props, k++, p[j]);
         }

@@ -778,8 +778,9 @@ typedef struct dla_layer_type {
      * type and name are put in front). NULL: any values. */
     dla_status (*validate)(const double *properties);
     /* MATLAB's initialize(layer, layout): declares the learnables and the
-     * state for the inputs x (zeros of one observation, with the format
-     * and dtype the network will give) with dla_layer_add_learnable /
+     * state for the inputs x (zeros with the format and dtype the network
+     * will give: one observation behind an input layer, the example's
+     * whole dims behind an input given by example) with dla_layer_add_learnable /
      * dla_layer_add_state. Runs at every (re)initialization and at load,
      * where the saved values are taken instead. NULL: no parameters. */
     dla_status (*initialize)(const dla_layer *layer, dla_layer_init *init, int nx,
@@ -958,7 +959,9 @@ DLA_API const char *dla_net_output_name(const dla_net *net, int i);
 DLA_API int dla_net_connection_count(const dla_net *net);
 DLA_API dla_status dla_net_connection(const dla_net *net, int i, const char **source,
                                       const char **destination);
-/* The activation a layer (by name) or input i gives for one observation:
+/* The activation a layer (by name) or input i gives in the initializing
+ * run (one observation behind an input layer; an input given by example
+ * has the example's dims, its batch included):
  * its dims into dims (DLA_MAX_DIMS room) and its labels into format
  * (DLA_MAX_DIMS + 1 bytes); returns ndims, or -1 when there is no such
  * layer or the network is not initialized. Sequences have MinLength steps. */
