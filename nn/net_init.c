@@ -343,6 +343,11 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
                           fn, nexamples, nexamples == 1 ? "" : "s", net->ninputs,
                           net->ninputs == 1 ? "" : "s");
     for (int k = 0; st == DLA_OK && k < nexamples; k++) {
+        /* An input layer's input takes the layer's size: its example may
+         * be NULL, as the whole list may for a network of input layers
+         * (one with a free input too needs the list, and refused it). */
+        if (!examples[k] && net->inputs[k].port < 0)
+            continue;
         dla_status es = examples[k] ? dla_tensor_status(examples[k]) : DLA_ERR_INVALID_ARGUMENT;
         if (es != DLA_OK)
             st = dla__nn_fail(es, "%s: example %d: %s", fn, k + 1,
@@ -355,8 +360,11 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
         dla__net_uninit(net);
         return st;
     }
-    if (nexamples)
-        dtype = dla_tensor_dtype(examples[0]);
+    for (int k = 0; k < nexamples; k++)
+        if (examples[k]) {
+            dtype = dla_tensor_dtype(examples[k]);
+            break;
+        }
     /* The old values wait in the sink; the tables fill anew in layer order. */
     dla_table old[DLA__PARAM_KIND_COUNT];
     memcpy(old, net->tables, sizeof old);

@@ -178,6 +178,38 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     assert_string_equal(dla_net_input_name(ln, 1), longer);
     dla_scope_end();
     dla_net_free(ln);
+    /* An input layer beside a free input: the input layer's example may
+     * be NULL (it was refused as "example 1: NULL"), in either place,
+     * and the dtype comes from the example given. */
+    for (int order = 0; order < 2; order++) {
+        dla_layer *mix[] = {dla_feature_input_layer(2, &(dla_feature_input_options){.name = "in"}),
+                            dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+        dla_net *mn = dla_net_create(2, mix);
+        assert_non_null(mn);
+        if (order) {
+            assert_int_equal(dla_net_disconnect(mn, "in", "add/in1"), DLA_OK);
+            assert_int_equal(dla_net_connect(mn, "in", "add/in2"), DLA_OK);
+        }
+        dla_scope_begin();
+        /* The free input is add/in2 (order 0) or add/in1 (order 1);
+         * the input layer comes first among the inputs in layer order. */
+        dla_tensor *ex[2] = {NULL, dla_zeros(DLA_F64, "CB", DLA_DIMS(2, 1))};
+        if (dla_net_init(mn, 2, ex) != DLA_OK)
+            fail_msg("order %d: %s", order, dla_last_error());
+        dla_tensor *w = dla_ones(DLA_F64, "CB", DLA_DIMS(2, 3)), *y;
+        assert_int_equal(dla_net_predict(mn, 2, (dla_tensor *[]){w, w}, 1, &y, NULL), DLA_OK);
+        assert_int_equal(dla_tensor_dtype(y), DLA_F64);
+        assert_int_equal(dla_tensor_dim(y, 2), 3);
+        /* The free input's own example may not be NULL. */
+        dla_net_free(mn);
+        dla_layer *mix2[] = {dla_feature_input_layer(2, &(dla_feature_input_options){.name = "in"}),
+                             dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+        mn = dla_net_create(2, mix2);
+        assert_int_equal(dla_net_init(mn, 2, (dla_tensor *[]){ex[1], NULL}), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "example 2: NULL"));
+        dla_scope_end();
+        dla_net_free(mn);
+    }
     /* A size the layer cannot take names the layer. */
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "c2d"})};

@@ -913,7 +913,9 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
  * statistics that do not exist yet with the initializers. The network's
  * inputs take their sizes from input layers; a network whose inputs are
  * not input layers needs one example tensor per input (its dtype, dims
- * and format; values unused); with input layers, examples may be NULL.
+ * and format; values unused); with input layers, examples may be NULL,
+ * and so may an input layer's entry in a list that also names a free
+ * input's example.
  * Parameters are single unless the examples are double (those the network
  * has already are kept, converted to the examples' dtype); they are made on
  * the device of the parameters the network has already (one moved with
