@@ -1055,6 +1055,48 @@ static void train_both_ways(dla_net *net, dla_tensor *x, dla_tensor *t, const ch
     dla_datastore_free(both);
 }
 
+static dla_status pass_both(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    out[1] = in[1];
+    return DLA_OK;
+}
+
+/* L-BFGS (the whole data one batch) over a transform that returns both
+ * outputs, as over the tensors. */
+static void lbfgs_both_ways(dla_tensor *x, dla_tensor *t)
+{
+    dla_datastore *xs, *ts, *both, *tr;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_array_datastore(t, NULL, &ts));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, ts}, &both));
+    assert_ok(dla_transform(both, 2, pass_both, NULL, &tr));
+    dla_datastore_free(xs);
+    dla_datastore_free(ts);
+    dla_datastore_free(both);
+    dla_net *net = classifier(1), *from_t, *from_ds;
+    dla_training_options o = {.verbose = -1, .solver = "lbfgs", .max_iterations = 4};
+    dla_training_info *it, *ids;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_t, &it));
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.datastore = tr}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_ds, &ids));
+    assert_int_equal(ids->iterations, it->iterations);
+    assert_true(it->iterations >= 1);
+    for (int64_t i = 0; i < it->iterations; i++)
+        tu_assert_near(ids->training_loss[i], it->training_loss[i], 0);
+    assert_same_learnables(from_t, from_ds);
+    dla_training_info_free(it);
+    dla_training_info_free(ids);
+    dla_net_free(from_t);
+    dla_net_free(from_ds);
+    dla_net_free(net);
+    dla_datastore_free(tr);
+}
+
 static void test_trainnet_takes_the_targets_from_the_datastore(void **state)
 {
     (void)state;
@@ -1069,6 +1111,7 @@ static void test_trainnet_takes_the_targets_from_the_datastore(void **state)
         train_both_ways(net, x, t, "crossentropy", "accuracy", 9);
         dla_net_free(net);
     }
+    lbfgs_both_ways(x, t);
     /* Responses: 3 x 96 unformatted, labeled as the network's output. */
     float r[3 * 96];
     for (int j = 0; j < 96; j++)
