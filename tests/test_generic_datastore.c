@@ -1097,6 +1097,61 @@ static void lbfgs_both_ways(dla_tensor *x, dla_tensor *t)
     dla_datastore_free(tr);
 }
 
+/* Images through a batch normalization layer (its statistics a pass over
+ * the data after training), ExecutionEnvironment "parallel" in a world of
+ * one (the queue shared out among workers). */
+static void parallel_images_both_ways(void)
+{
+    enum { N = 30 };
+    float img[36 * N];
+    int32_t lab[N];
+    for (int j = 0; j < N; j++) {
+        lab[j] = j % 3;
+        for (int e = 0; e < 36; e++)
+            img[36 * j + e] = (float)((e % 3 == lab[j] ? 1.0 : 0.0) + 0.01 * ((j * 7 + e) % 11));
+    }
+    dla_tensor *x = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N));
+    dla_tensor *t = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N));
+    dla_datastore *xs, *ts, *both;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_array_datastore(t, NULL, &ts));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, ts}, &both));
+    dla_datastore_free(xs);
+    dla_datastore_free(ts);
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_image_input_layer(6, 6, 1, NULL), dla_conv2d_layer(3, 3, 4, NULL),
+                           dla_batchnorm_layer(NULL), dla_relu_layer(NULL), dla_fc_layer(3, NULL),
+                           dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(6, layers), *from_t, *from_ds;
+    assert_non_null(net);
+    dla_training_options o = {.max_epochs = 2, .mini_batch_size = 6, .initial_learn_rate = 0.05,
+                              .execution_environment = "parallel", .verbose = -1,
+                              .shuffle = "every-epoch"};
+    dla_training_info *it, *ids;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_t, &it));
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.datastore = both}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_ds, &ids));
+    assert_int_equal(ids->iterations, it->iterations);
+    assert_int_equal(it->iterations, 10);
+    for (int64_t i = 0; i < it->iterations; i++)
+        tu_assert_near(ids->training_loss[i], it->training_loss[i], 0);
+    assert_same_learnables(from_t, from_ds);
+    /* The batch normalization statistics of the pass over the data too. */
+    dla_table *st = dla_net_state(from_t), *sd = dla_net_state(from_ds);
+    assert_int_equal(dla_table_count(st), dla_table_count(sd));
+    for (int i = 0; i < dla_table_count(st); i++)
+        assert_true(tu_same_bits(dla_table_value(st, i), dla_table_value(sd, i)));
+    dla_training_info_free(it);
+    dla_training_info_free(ids);
+    dla_net_free(from_t);
+    dla_net_free(from_ds);
+    dla_net_free(net);
+    dla_datastore_free(both);
+}
+
 static void test_trainnet_takes_the_targets_from_the_datastore(void **state)
 {
     (void)state;
@@ -1112,6 +1167,7 @@ static void test_trainnet_takes_the_targets_from_the_datastore(void **state)
         dla_net_free(net);
     }
     lbfgs_both_ways(x, t);
+    parallel_images_both_ways();
     /* Responses: 3 x 96 unformatted, labeled as the network's output. */
     float r[3 * 96];
     for (int j = 0; j < 96; j++)
