@@ -1031,6 +1031,17 @@ static void train_both_ways(dla_net *net, dla_tensor *x, dla_tensor *t, const ch
         tu_assert_near(ids->validation_loss[i], it->validation_loss[i], 0);
     tu_assert_near(ids->final_validation_loss, it->final_validation_loss, 0);
     assert_same_learnables(from_t, from_ds);
+    /* Tensors trained on, the datastore validated on. */
+    dla_net *mixed;
+    dla_training_info *im;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&tensors, net, &(dla_train_loss){.name = loss}, &o, &mixed, &im));
+    assert_int_equal(im->validations, it->validations);
+    for (int64_t i = 0; i < it->validations; i++)
+        tu_assert_near(im->validation_loss[i], it->validation_loss[i], 0);
+    assert_same_learnables(from_t, mixed);
+    dla_training_info_free(im);
+    dla_net_free(mixed);
     /* testnet and minibatchpredict over it, as over the tensors. */
     char names[64];
     snprintf(names, sizeof names, "%s,%s", loss, metrics);
