@@ -6,6 +6,7 @@
  */
 #include "nn/nn.h"
 #include "nn/data_image.h"
+#include "nn/datastore.h" /* dla__ds_live */
 #include "nn/train_impl.h"
 
 #include <dlaccel/data.h>
@@ -33,11 +34,16 @@ static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_pr
      * says which dim observations are joined along. */
     if ((d->predictors && !*dla_tensor_format(d->predictors)) || d->datastore)
         dla_net_input_activation(net, 0, dims, in_fmt);
+    /* The predictors' format and cast; a datastore's targets as they come. */
+    const char *fmts[2] = {*in_fmt ? in_fmt : NULL, NULL};
+    const char *casts[2] = {dla__net_cast_name(net), NULL};
     dla_mbq_input in = {
         .tensor = d->predictors, .sequences = d->sequences, .images = d->images,
         .datastore = d->datastore,
-        .cast = dla__net_cast_name(net),
-        .format = *in_fmt ? in_fmt : NULL};
+        .cast = d->datastore ? NULL : casts[0],
+        .format = d->datastore ? NULL : fmts[0],
+        .formats = d->datastore ? fmts : NULL,
+        .casts = d->datastore ? casts : NULL};
     dla_mbq_options o = {
         .mini_batch_size = mbs_of(p),
         .partial_mini_batch = "return",
@@ -117,10 +123,15 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: data: set exactly one of predictors, "
                              "sequences, images and datastore (%s)", fn,
                              sources ? "more than one is set" : "none is set");
-    if (data->datastore && dla_datastore_num_outputs(data->datastore) != 1)
+    /* A second output is the targets (trainnet's {predictors, targets}
+     * datastore), read and not used. */
+    if (data->datastore && !dla__ds_live(data->datastore, fn, "data.datastore"))
+        return dla_last_status();
+    if (data->datastore && dla_datastore_num_outputs(data->datastore) > 2)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "%s: data: a datastore of %d outputs; minibatchpredict takes one of "
-                             "the predictors alone",
+                             "the predictors alone, or of the predictors and the targets (two: "
+                             "the network has one input)",
                              fn, dla_datastore_num_outputs(data->datastore));
     if (!dla_net_initialized(net))
         return dla_set_error(DLA_ERR_STATE, "%s: the network is not initialized", fn);
@@ -157,8 +168,9 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
     dla_scope_begin();
     const int64_t nobs = st == DLA_OK ? dla_mbq_num_observations(q) : 0;
     while (st == DLA_OK && made < nb && dla_mbq_hasdata(q)) {
-        dla_tensor *x;
-        st = dla_mbq_next(q, 1, &x);
+        dla_tensor *b[2] = {NULL, NULL};
+        st = dla_mbq_next(q, dla_mbq_num_outputs(q), b);
+        dla_tensor *x = b[0];
         if (st == DLA_OK && data->images)
             st = check_none_skipped(data->images, x, made * mbs_of(&p), mbs_of(&p), nobs);
         if (st == DLA_OK)

@@ -65,6 +65,9 @@ typedef struct trainer {
     char out_format[DLA_MAX_DIMS + 1];
     dla_mbq *train_q, *val_q;
     dla_tensor *train_targets, *val_targets; /* views relabeled "CB" (class numbers) */
+    /* The training [0] and validation (testnet's) [1] queues' targets come
+     * from their datastore's second output: checked per batch. */
+    int ds_targets[2];
     dla_progress *progress;
     dla__train_table table;
     double start;
@@ -370,16 +373,22 @@ static dla_status align_targets(const trainer *tr, int64_t longest, dla_tensor *
 /* The queue's next batch: x, its padding mask (NULL unless the queue
  * makes one: sequence data) and t, its steps x's (align_targets; q is
  * the training queue or the validation one). */
-static dla_status next_batch(const trainer *tr, dla_mbq *q, dla_tensor **x, dla_tensor **m,
-                             dla_tensor **t)
+static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_tensor *x,
+                                 dla_tensor *t);
+
+static dla_status next_batch(const trainer *tr, dla_mbq *q, int64_t index, dla_tensor **x,
+                             dla_tensor **m, dla_tensor **t)
 {
-    const int64_t longest = tr->longest[q == tr->train_q ? 0 : 1];
+    const int val = q != tr->train_q;
+    const int64_t longest = tr->longest[val];
     dla_tensor *b[3] = {NULL, NULL, NULL};
     const int n = dla_mbq_num_outputs(q);
     dla_status st = dla_mbq_next(q, n, b);
     *x = b[0];
     *m = n == 3 ? b[1] : NULL;
     *t = b[n - 1];
+    if (st == DLA_OK && tr->ds_targets[val])
+        st = check_ds_batch(tr, val, index, *x, *t);
     return st == DLA_OK ? align_targets(tr, longest, *x, *m, t) : st;
 }
 
@@ -511,6 +520,15 @@ DLA_API void dla_training_info_free(dla_training_info *info)
 
 /* ------------------------------------------------------------------- data */
 
+/* Nonzero when d's targets are its datastore's second output (two
+ * outputs, no targets given; d passed check_data, which saw the
+ * datastore alive and refuses the other cases). */
+static int ds_targets(const dla_train_data *d)
+{
+    return d->datastore && !d->targets && !d->target_sequences &&
+           dla_datastore_num_outputs(d->datastore) == 2;
+}
+
 static dla_status check_data(const char *fn, const char *what, const dla_train_data *d)
 {
     if (!d)
@@ -532,12 +550,17 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
                                  "out its observations, which needs one read by number (a custom "
                                  "datastore with read_at)",
                                  fn, what, d->datastore->kind->name);
-        if (dla_datastore_num_outputs(d->datastore) != 1)
+        /* MATLAB's {predictors, targets} reads: the network has one input
+         * and one output, so a second output is the targets. */
+        const int nout = dla_datastore_num_outputs(d->datastore);
+        if (nout > 2 || (nout == 2 && (d->targets || d->target_sequences)))
             return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                                 "%s: %s: the %s has %d outputs; trainnet takes a datastore of the "
-                                 "predictors alone (one output), with the targets in targets",
-                                 fn, what, d->datastore->kind->name,
-                                 dla_datastore_num_outputs(d->datastore));
+                                 "%s: %s: the %s has %d outputs%s; %s takes a datastore of the "
+                                 "predictors alone (one output, the targets in targets) or of the "
+                                 "predictors and the targets (two outputs, targets NULL: the "
+                                 "network has one input and one output)",
+                                 fn, what, d->datastore->kind->name, nout,
+                                 nout == 2 ? " and targets are given too" : "", fn + 4);
     }
     if (d->target_sequences && d->targets)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
@@ -549,8 +572,10 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
                              "predictor sequence: they need sequences (the predictors are %s)",
                              fn, what, d->images ? "an image datastore"
                                        : d->datastore ? "a datastore" : "an array");
-    if (!d->targets && !d->target_sequences)
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s: targets is NULL", fn, what);
+    if (!d->targets && !d->target_sequences && !ds_targets(d))
+        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s: targets is NULL%s", fn, what,
+                             d->datastore ? " (or give a datastore whose second output is the "
+                                            "targets)" : "");
     dla_tensor *bad = d->predictors && dla_tensor_status(d->predictors) != DLA_OK ? d->predictors
                       : d->targets && dla_tensor_status(d->targets) != DLA_OK    ? d->targets
                                                                                  : NULL;
@@ -577,13 +602,92 @@ static int64_t observations(const dla_train_data *d)
                         : dla_tensor_dim(d->predictors, obs_dim(d->predictors));
 }
 
+/* The last error's message (train_check.c's, which start "dla_trainnet: ")
+ * named by fn instead, or by nothing when fn is NULL (a batch's, which its
+ * caller prefixes with the function and the epoch or validation). */
+static dla_status renamed(dla_status st, const char *fn)
+{
+    if (st == DLA_OK)
+        return st;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", dla_last_error());
+    static const char own[] = "dla_trainnet: ";
+    const char *body = strncmp(msg, own, sizeof own - 1) ? msg : msg + sizeof own - 1;
+    return dla_set_error(st, "%s%s%s", fn ? fn : "", fn ? ": " : "", body);
+}
+
+/* The targets of the datastore's first observation (its second output):
+ * class numbers when one int32, else responses (the tensor path's rule,
+ * per observation); with check, checked against tr->classify (the
+ * training data's kind) and the network's output as the tensor path
+ * checks all its targets before training (the rest are checked per
+ * batch: check_ds_batch). *formatted: whether they carry
+ * labels. */
+static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, const char *what,
+                                   int check, int *classify, int *formatted)
+{
+    dla_tensor *o[DLA__DS_MAX] = {NULL};
+    dla_status st = dla__ds_obs(d->datastore, 0, o, tr->fn);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(st, "%s: %s: the datastore's observation 0: %s", tr->fn, what, msg);
+    }
+    dla_tensor *t = o[1];
+    *classify = dla_tensor_dtype(t) == DLA_I32 && dla_tensor_numel(t) == 1;
+    *formatted = *dla_tensor_format(t) != '\0';
+    char w[192];
+    snprintf(w, sizeof w, "%s: the datastore's observation 0", what);
+    if (check && *classify != tr->classify)
+        st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: %s: the datastore's targets are %s where the training data's are "
+                           "%s", tr->fn, what,
+                           tr->classify ? "responses" : "class numbers (one int32 per observation)",
+                           tr->classify ? "class numbers" : "responses");
+    else if (check)
+        st = renamed(*classify ? dla__train_check_classes(w, t, tr->classes)
+                               : dla__train_check_channels(w, t, tr->out_format, tr->classes),
+                     tr->fn);
+    dla__ds_drop(d->datastore->nout, o);
+    return st;
+}
+
+/* A batch of a datastore's targets, checked as the tensor path checks all
+ * its targets before training: one int32 class number in 0..K-1 per
+ * observation when the first observation's were such (tr->classify), else
+ * responses with the network's channels. val: the validation (testnet's)
+ * queue; index: the batch's number in its pass, from 1. The message names
+ * the data and the batch; the caller prefixes the function and the epoch
+ * (or the validation's iteration). */
+static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_tensor *x,
+                                 dla_tensor *t)
+{
+    char what[192];
+    snprintf(what, sizeof what, "%s: the datastore's mini-batch %lld",
+             val && strcmp(tr->fn, "dla_testnet") ? "ValidationData" : "data", (long long)index);
+    const int xb = dla_tensor_find_dim(x, 'B');
+    const int64_t n = xb ? dla_tensor_dim(x, xb) : dla_tensor_dim(x, dla_tensor_ndims(x));
+    if (tr->classify && (dla_tensor_dtype(t) != DLA_I32 || dla_tensor_numel(t) != n)) {
+        char d[256];
+        dla_tensor_describe(t, d, sizeof d);
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "%s: targets (%s) are not one int32 class number per observation "
+                             "(%lld), as the datastore's observation 0 gave", what, d,
+                             (long long)n);
+    }
+    return renamed(tr->classify ? dla__train_check_classes(what, t, tr->classes)
+                                : dla__train_check_channels(what, t, tr->out_format, tr->classes),
+                   NULL);
+}
+
 /* A mini-batch queue over d: predictors cast to the network's dtype (in
  * its input's format when unformatted), targets as they come (class
  * numbers relabeled 1 x N "CB" so that one-hot encoding finds C). */
 static dla_status make_queue(trainer *tr, const dla_train_data *d, int validation, dla_mbq **q,
                              dla_tensor **targets)
 {
-    const char *what = validation ? "ValidationData" : "data";
+    /* testnet's data is its only data, read as validation data is. */
+    const char *what = validation && strcmp(tr->fn, "dla_testnet") ? "ValidationData" : "data";
     int64_t n = observations(d);
     /* Empty validation data would validate nothing and report NaN losses
      * as if the network had diverged. */
@@ -621,16 +725,27 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                              "give these targets as target_sequences of class numbers too",
                              tr->fn, what);
     }
+    /* Targets in the datastore: its first observation's checked here,
+     * every batch's as it comes (check_ds_batch). */
+    const int dst = ds_targets(d);
+    int ds_classify = 0, ds_formatted = 0;
+    if (dst) {
+        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, &ds_formatted);
+        if (fst != DLA_OK)
+            return fst;
+    }
+    tr->ds_targets[validation] = dst;
     /* Labels and class counts, once per data set (train_check.c). */
-    dla_status cst = d->target_sequences ? DLA_OK
+    dla_status cst = d->target_sequences || dst ? DLA_OK
                      : tr->classify && !tr->seq_targets
                          ? dla__train_check_classes(what, d->targets, tr->classes)
                          : dla__train_check_channels(what, d->targets, tr->out_format,
                                                      tr->classes);
     if (cst != DLA_OK)
         return cst;
-    if (d->target_sequences) {
-        /* padded by the queue below */
+    if (d->target_sequences || dst) {
+        /* padded by the queue below; or the datastore's */
+        *targets = NULL;
     } else if (dla_tensor_numel(d->targets) == n && dla_tensor_dtype(d->targets) == DLA_I32 &&
         tr->classify) {
         /* A reference of our own even when the caller has a scope open. */
@@ -665,12 +780,19 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         dla_net_input_activation(tr->net, 0, dims, in_fmt);
     const char *tfmt = *targets && !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format
                                                                                 : NULL;
+    /* A datastore's targets: class numbers 1 x B "CB" (one-hot finds C),
+     * unformatted responses labeled and joined as the network's output. */
+    const char *ds_fmts[2] = {*in_fmt ? in_fmt : NULL,
+                              ds_classify ? "CB" : !ds_formatted && *tr->out_format ? tr->out_format
+                                                                                     : NULL};
+    const char *ds_casts[2] = {cast, NULL};
     dla_mbq_input in[2] = {
         /* Sequences come with their padding mask (the second output),
          * for the loss and metrics of sequence-to-sequence targets. */
         {.tensor = d->predictors, .sequences = d->sequences, .images = d->images,
-         .datastore = d->datastore, .cast = cast, .format = *in_fmt ? in_fmt : NULL,
-         .mask = d->sequences != NULL},
+         .datastore = d->datastore, .cast = dst ? NULL : cast,
+         .format = *in_fmt && !dst ? in_fmt : NULL, .formats = dst ? ds_fmts : NULL,
+         .casts = dst ? ds_casts : NULL, .mask = d->sequences != NULL},
         {.tensor = *targets, .sequences = d->target_sequences, .format = tfmt && *tfmt ? tfmt : NULL},
     };
     /* Chunked sequences are padded to the longest here and cut later. */
@@ -684,7 +806,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         .sequence = {.length = len, .padding_value = tr->o.sequence_padding_value,
                      .padding_direction = tr->o.sequence_padding_direction},
     };
-    dla_status st = dla_mbq_create(2, in, &mo, q);
+    dla_status st = dla_mbq_create(dst ? 1 : 2, in, &mo, q);
     if (st != DLA_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -751,9 +873,11 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
                 int64_t idx[1024], m = n - (int64_t)c * 1024 < 1024 ? n - (int64_t)c * 1024 : 1024;
                 for (int64_t k = 0; k < m; k++)
                     idx[k] = (int64_t)c * 1024 + k;
-                const int at = dla__ds_format_b_dim(fmt);
-                dla_tensor *x = NULL;
-                rst = dla__ds_gather(d->datastore, m, idx, &at, &x, "dla_trainnet");
+                const int at[DLA__DS_MAX] = {dla__ds_format_b_dim(fmt)};
+                dla_tensor *outs[DLA__DS_MAX] = {NULL};
+                rst = dla__ds_gather(d->datastore, m, idx, at, outs, "dla_trainnet");
+                dla_tensor *x = outs[0];
+                dla__ds_drop(d->datastore->nout - 1, outs + 1); /* the targets, when there */
                 if (rst == DLA_OK) {
                     int64_t xd[DLA_MAX_DIMS];
                     int nd = dla_tensor_dims(x, xd);
@@ -812,10 +936,11 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
     dla_tensor *train_mask = tr->mask;
     const double train_steps = tr->mask_steps;
     dla_mbq_reset(tr->val_q);
+    int64_t vb = 0; /* the batch's number, for messages */
     while (st == DLA_OK && dla_mbq_hasdata(tr->val_q)) {
         dla_scope_begin();
         dla_tensor *b[2], *m, *y, *l;
-        st = next_batch(tr, tr->val_q, &b[0], &m, &b[1]);
+        st = next_batch(tr, tr->val_q, ++vb, &b[0], &m, &b[1]);
         if (st == DLA_OK)
             st = use_mask(tr, m, dla_tensor_dtype(b[0]));
         if (st == DLA_OK)
@@ -1474,7 +1599,7 @@ static dla_status run_lbfgs(trainer *tr)
     dla_mbq_reset(tr->train_q);
     dla_scope_begin();
     dla_tensor *batch[2], *m;
-    st = next_batch(tr, tr->train_q, &batch[0], &m, &batch[1]);
+    st = next_batch(tr, tr->train_q, 1, &batch[0], &m, &batch[1]);
     if (st == DLA_OK)
         st = use_mask(tr, m, dla_tensor_dtype(batch[0]));
     if (st == DLA_OK) {
@@ -1526,7 +1651,7 @@ static dla_status run_epochs(trainer *tr)
         while (st == DLA_OK && !stop && dla__train_par_hasdata(&tr->par, tr->train_q, &st)) {
             dla_scope_begin();
             dla_tensor *batch[2], *m;
-            st = next_batch(tr, tr->train_q, &batch[0], &m, &batch[1]);
+            st = next_batch(tr, tr->train_q, b + 1, &batch[0], &m, &batch[1]);
             if (st != DLA_OK) {
                 char msg[1024];
                 snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -1671,10 +1796,13 @@ static dla_status init_from_data(dla_net *net, const dla_train_data *d)
                                  "the network from");
         }
         const int64_t zero = 0;
-        if (dla__ds_gather(d->datastore, 1, &zero, NULL, &first, "dla_trainnet") != DLA_OK) {
+        dla_tensor *outs[DLA__DS_MAX] = {NULL};
+        if (dla__ds_gather(d->datastore, 1, &zero, NULL, outs, "dla_trainnet") != DLA_OK) {
             dla_scope_end();
             return dla_last_status();
         }
+        first = outs[0];
+        dla__ds_drop(d->datastore->nout - 1, outs + 1); /* the targets, when there */
         ex = dla__data_deliver(first);
         if (dla_tensor_dtype(ex) != DLA_F64)
             ex = dla_cast(ex, DLA_F32);
@@ -1743,10 +1871,17 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     int64_t n = observations(data);
     tr->classes = cdim ? odims[cdim - 1] : 0;
     tr->seq_targets = data->target_sequences != NULL;
-    tr->classify = tr->seq_targets
-                       ? dla__train_seq_targets_are_classes(data->target_sequences, tr->classes)
-                       : dla_tensor_dtype(data->targets) == DLA_I32 &&
-                             dla_tensor_numel(data->targets) == n;
+    if (ds_targets(data)) {
+        int formatted;
+        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, &formatted);
+        if (st != DLA_OK)
+            return st;
+    } else {
+        tr->classify = tr->seq_targets
+                           ? dla__train_seq_targets_are_classes(data->target_sequences, tr->classes)
+                           : dla_tensor_dtype(data->targets) == DLA_I32 &&
+                                 dla_tensor_numel(data->targets) == n;
+    }
     if (tr->classify && !cdim)
         return dla_set_error(DLA_ERR_SHAPE,
                              "%s: the targets are class numbers but the network's output "

@@ -3,9 +3,12 @@
  * fileDatastore with a read function, transform, combine and custom
  * datastores (indexed and read in order); reads, ReadSize, readall,
  * subset, shuffle, partition; the mini-batch queue over each (shuffled,
- * partitioned, in the background); and the errors: shapes that differ
- * across observations, lengths that differ in a combine, callbacks that
- * fail halfway, misuse of handles.
+ * partitioned, in the background); trainnet, testnet and
+ * minibatchpredict over a datastore of the predictors, or of the
+ * predictors and the targets (as over the tensors, bit for bit); and the
+ * errors: shapes that differ across observations, lengths that differ in
+ * a combine, callbacks that fail halfway, misuse of handles, targets that
+ * do not fit the network (from the first observation, per mini-batch).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
@@ -962,7 +965,8 @@ static void test_trainnet_over_a_datastore_trains_as_over_the_array(void **state
     assert_ok(dla_combine(2, (dla_datastore *[]){xs, xs}, &two));
     expect_error(dla_trainnet(&(dla_train_data){.datastore = two, .targets = t}, net,
                               &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
-                 DLA_ERR_INVALID_ARGUMENT, "2 outputs", "predictors alone", NULL);
+                 DLA_ERR_INVALID_ARGUMENT, "2 outputs and targets are given too",
+                 "predictors alone", NULL);
     counter c = {.n = 96, .fail_at = -1};
     dla_datastore *in_order = counter_ds(&c, 0, 1);
     expect_error(dla_trainnet(&(dla_train_data){.datastore = in_order, .targets = t}, net,
@@ -976,6 +980,301 @@ static void test_trainnet_over_a_datastore_trains_as_over_the_array(void **state
     dla_datastore_free(two);
     dla_datastore_free(xs);
     dla_datastore_free(ds);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* Both networks' learnables, bit for bit. */
+static void assert_same_learnables(dla_net *a, dla_net *b)
+{
+    dla_table *la = dla_net_learnables(a), *lb = dla_net_learnables(b);
+    assert_int_equal(dla_table_count(la), dla_table_count(lb));
+    for (int i = 0; i < dla_table_count(la); i++)
+        assert_true(tu_same_bits(dla_table_values(la)[i], dla_table_values(lb)[i]));
+}
+
+/* combine(arrayDatastore(X), arrayDatastore(T)) trained on as X and T: the
+ * same losses, metrics, validation and learnables, bit for bit. */
+static void train_both_ways(dla_net *net, dla_tensor *x, dla_tensor *t, const char *loss,
+                            const char *metrics, int64_t iterations)
+{
+    dla_datastore *xs, *ts, *both;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_array_datastore(t, NULL, &ts));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, ts}, &both));
+    dla_datastore_free(xs);
+    dla_datastore_free(ts);
+    dla_train_data tensors = {.predictors = x, .targets = t}, ds = {.datastore = both};
+    dla_training_options o = {.verbose = -1, .solver = "adam", .max_epochs = 3,
+                              .mini_batch_size = 32, .shuffle = "every-epoch",
+                              .metrics = metrics, .validation_frequency = 2};
+    dla_net *from_t, *from_ds;
+    dla_training_info *it, *ids;
+    o.validation_data = &tensors;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&tensors, net, &(dla_train_loss){.name = loss}, &o, &from_t, &it));
+    o.validation_data = &ds;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&ds, net, &(dla_train_loss){.name = loss}, &o, &from_ds, &ids));
+    assert_int_equal(it->iterations, iterations);
+    assert_int_equal(ids->iterations, iterations);
+    for (int64_t i = 0; i < it->iterations; i++) {
+        tu_assert_near(ids->training_loss[i], it->training_loss[i], 0);
+        if (!strcmp(metrics, "accuracy"))
+            tu_assert_near(ids->training_accuracy[i], it->training_accuracy[i], 0);
+        else
+            tu_assert_near(ids->training_rmse[i], it->training_rmse[i], 0);
+    }
+    assert_int_equal(ids->validations, it->validations);
+    assert_true(it->validations >= 2);
+    for (int64_t i = 0; i < it->validations; i++)
+        tu_assert_near(ids->validation_loss[i], it->validation_loss[i], 0);
+    tu_assert_near(ids->final_validation_loss, it->final_validation_loss, 0);
+    assert_same_learnables(from_t, from_ds);
+    /* Tensors trained on, the datastore validated on. */
+    dla_net *mixed;
+    dla_training_info *im;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&tensors, net, &(dla_train_loss){.name = loss}, &o, &mixed, &im));
+    assert_int_equal(im->validations, it->validations);
+    for (int64_t i = 0; i < it->validations; i++)
+        tu_assert_near(im->validation_loss[i], it->validation_loss[i], 0);
+    assert_same_learnables(from_t, mixed);
+    dla_training_info_free(im);
+    dla_net_free(mixed);
+    /* testnet and minibatchpredict over it, as over the tensors. */
+    char names[64];
+    snprintf(names, sizeof names, "%s,%s", loss, metrics);
+    double vt[2], vds[2];
+    assert_ok(dla_testnet(from_t, &tensors, names, &(dla_predict_options){.mini_batch_size = 40},
+                          vt));
+    assert_ok(dla_testnet(from_t, &ds, names, &(dla_predict_options){.mini_batch_size = 40}, vds));
+    tu_assert_near(vds[0], vt[0], 0);
+    tu_assert_near(vds[1], vt[1], 0);
+    dla_scope_begin();
+    dla_tensor *pt, *pds;
+    assert_ok(dla_minibatchpredict(from_t, &tensors, &(dla_predict_options){.mini_batch_size = 40},
+                                   &pt));
+    assert_ok(dla_minibatchpredict(from_t, &ds, &(dla_predict_options){.mini_batch_size = 40},
+                                   &pds));
+    assert_true(tu_same_bits(pt, pds));
+    dla_scope_end();
+    dla_training_info_free(it);
+    dla_training_info_free(ids);
+    dla_net_free(from_t);
+    dla_net_free(from_ds);
+    dla_datastore_free(both);
+}
+
+static dla_status pass_both(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    out[1] = in[1];
+    return DLA_OK;
+}
+
+/* L-BFGS (the whole data one batch) over a transform that returns both
+ * outputs, as over the tensors. */
+static void lbfgs_both_ways(dla_tensor *x, dla_tensor *t)
+{
+    dla_datastore *xs, *ts, *both, *tr;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_array_datastore(t, NULL, &ts));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, ts}, &both));
+    assert_ok(dla_transform(both, 2, pass_both, NULL, &tr));
+    dla_datastore_free(xs);
+    dla_datastore_free(ts);
+    dla_datastore_free(both);
+    dla_net *net = classifier(1), *from_t, *from_ds;
+    dla_training_options o = {.verbose = -1, .solver = "lbfgs", .max_iterations = 4};
+    dla_training_info *it, *ids;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_t, &it));
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.datastore = tr}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_ds, &ids));
+    assert_int_equal(ids->iterations, it->iterations);
+    assert_true(it->iterations >= 1);
+    for (int64_t i = 0; i < it->iterations; i++)
+        tu_assert_near(ids->training_loss[i], it->training_loss[i], 0);
+    assert_same_learnables(from_t, from_ds);
+    dla_training_info_free(it);
+    dla_training_info_free(ids);
+    dla_net_free(from_t);
+    dla_net_free(from_ds);
+    dla_net_free(net);
+    dla_datastore_free(tr);
+}
+
+/* Images through a batch normalization layer (its statistics a pass over
+ * the data after training), ExecutionEnvironment "parallel" in a world of
+ * one (the queue shared out among workers). */
+static void parallel_images_both_ways(void)
+{
+    enum { N = 30 };
+    float img[36 * N];
+    int32_t lab[N];
+    for (int j = 0; j < N; j++) {
+        lab[j] = j % 3;
+        for (int e = 0; e < 36; e++)
+            img[36 * j + e] = (float)((e % 3 == lab[j] ? 1.0 : 0.0) + 0.01 * ((j * 7 + e) % 11));
+    }
+    dla_tensor *x = dla_tensor_from_host(img, DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, N));
+    dla_tensor *t = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, N));
+    dla_datastore *xs, *ts, *both;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_array_datastore(t, NULL, &ts));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, ts}, &both));
+    dla_datastore_free(xs);
+    dla_datastore_free(ts);
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_image_input_layer(6, 6, 1, NULL), dla_conv2d_layer(3, 3, 4, NULL),
+                           dla_batchnorm_layer(NULL), dla_relu_layer(NULL), dla_fc_layer(3, NULL),
+                           dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(6, layers), *from_t, *from_ds;
+    assert_non_null(net);
+    dla_training_options o = {.max_epochs = 2, .mini_batch_size = 6, .initial_learn_rate = 0.05,
+                              .execution_environment = "parallel", .verbose = -1,
+                              .shuffle = "every-epoch"};
+    dla_training_info *it, *ids;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.predictors = x, .targets = t}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_t, &it));
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&(dla_train_data){.datastore = both}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &from_ds, &ids));
+    assert_int_equal(ids->iterations, it->iterations);
+    assert_int_equal(it->iterations, 10);
+    for (int64_t i = 0; i < it->iterations; i++)
+        tu_assert_near(ids->training_loss[i], it->training_loss[i], 0);
+    assert_same_learnables(from_t, from_ds);
+    /* The batch normalization statistics of the pass over the data too. */
+    dla_table *st = dla_net_state(from_t), *sd = dla_net_state(from_ds);
+    assert_int_equal(dla_table_count(st), dla_table_count(sd));
+    for (int i = 0; i < dla_table_count(st); i++)
+        assert_true(tu_same_bits(dla_table_value(st, i), dla_table_value(sd, i)));
+    dla_training_info_free(it);
+    dla_training_info_free(ids);
+    dla_net_free(from_t);
+    dla_net_free(from_ds);
+    dla_net_free(net);
+    dla_datastore_free(both);
+}
+
+static void test_trainnet_takes_the_targets_from_the_datastore(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t;
+    four_classes(&x, &t);
+    /* Class numbers: int32, one per observation; with a normalizing input
+     * layer (statistics read from the datastore) and without one (the
+     * network initialized from its first observation). */
+    for (int normalized = 0; normalized <= 1; normalized++) {
+        dla_net *net = classifier(normalized);
+        train_both_ways(net, x, t, "crossentropy", "accuracy", 9);
+        dla_net_free(net);
+    }
+    lbfgs_both_ways(x, t);
+    parallel_images_both_ways();
+    /* Responses: 3 x 96 unformatted, labeled as the network's output. */
+    float r[3 * 96];
+    for (int j = 0; j < 96; j++)
+        for (int c = 0; c < 3; c++)
+            r[3 * j + c] = (float)(0.5 * c + 0.25 * j / 96.0);
+    dla_tensor *resp = dla_tensor_from_host(r, DLA_F32, "", DLA_DIMS(3, 96));
+    dla_rng_seed(11);
+    dla_layer *l[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(8, NULL),
+                      dla_relu_layer(NULL), dla_fc_layer(3, NULL)};
+    dla_net *reg = dla_net_create(4, l);
+    assert_non_null(reg);
+    train_both_ways(reg, x, resp, "mse", "rmse", 9);
+    dla_net_free(reg);
+    dla_scope_end();
+}
+
+static void test_trainnet_refuses_datastore_targets_that_do_not_fit(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t;
+    four_classes(&x, &t);
+    dla_net *net = classifier(1), *trained = NULL;
+    dla_training_options o = {.verbose = -1, .max_epochs = 1, .mini_batch_size = 32};
+    const dla_train_loss ce = {.name = "crossentropy"};
+    dla_datastore *xs, *ts, *both, *three, *wrong, *bad, *resp_ds;
+    assert_ok(dla_array_datastore(x, NULL, &xs));
+    assert_ok(dla_array_datastore(t, NULL, &ts));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, ts}, &both));
+    /* Responses of 2 channels for a network of 4 classes: refused from the
+     * first observation, before training. */
+    assert_ok(dla_array_datastore(dla_cast(x, DLA_F32), NULL, &resp_ds));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, resp_ds}, &wrong));
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = wrong}, net, &ce, &o, &trained, NULL),
+                 DLA_ERR_SHAPE, "dla_trainnet", "observation 0", "2 classes along C", NULL);
+    assert_null(trained);
+    /* A class number out of range in observation 50: the second mini-batch
+     * (no shuffling), its 19th target, named. */
+    int32_t tv[96];
+    assert_ok(dla_tensor_to_host(t, tv, sizeof tv));
+    tv[50] = 7;
+    dla_datastore *tbad;
+    assert_ok(dla_array_datastore(dla_tensor_from_host(tv, DLA_I32, "", DLA_DIMS(1, 96)), NULL,
+                                  &tbad));
+    assert_ok(dla_combine(2, (dla_datastore *[]){xs, tbad}, &bad));
+    o.shuffle = "never";
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = bad}, net, &ce, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_trainnet: epoch 1: data: the datastore's "
+                 "mini-batch 2: targets[18] is 7", NULL);
+    /* Training had started: the network as the first batch left it. */
+    assert_non_null(trained);
+    dla_net_free(trained);
+    trained = NULL;
+    /* And in the validation data: named as such. */
+    o.validation_data = &(dla_train_data){.datastore = bad};
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = both}, net, &ce, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "validation at iteration 1: ValidationData: the "
+                 "datastore's mini-batch 2: targets[18] is 7", NULL);
+    dla_net_free(trained); /* the first validation comes after training started */
+    trained = NULL;
+    /* Validation targets of another kind than the training ones. */
+    o.validation_data = &(dla_train_data){.datastore = wrong};
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = both}, net, &ce, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "ValidationData", "responses where the training data's "
+                 "are class numbers", NULL);
+    o.validation_data = NULL;
+    /* testnet checks the same. */
+    double v;
+    expect_error(dla_testnet(net, &(dla_train_data){.datastore = wrong}, "accuracy", NULL, &v),
+                 DLA_ERR_SHAPE, "dla_testnet: data: the datastore's observation 0", NULL);
+    /* and every batch: testnet over the validation data above. */
+    expect_error(dla_testnet(net, &(dla_train_data){.datastore = bad}, "accuracy", NULL, &v),
+                 DLA_ERR_INVALID_ARGUMENT, "dla_testnet: data: the datastore's mini-batch 1: "
+                 "targets[50] is 7", NULL);
+    /* Three outputs for a network of one input and one output; two with
+     * targets given as well. */
+    assert_ok(dla_combine(3, (dla_datastore *[]){xs, ts, ts}, &three));
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = three}, net, &ce, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "3 outputs", "one input and one output", NULL);
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = both, .targets = t}, net, &ce, &o,
+                              &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "2 outputs and targets are given too", NULL);
+    expect_error(dla_minibatchpredict(net, &(dla_train_data){.datastore = three}, NULL,
+                                      &(dla_tensor *){NULL}),
+                 DLA_ERR_INVALID_ARGUMENT, "3 outputs", NULL);
+    /* One output and no targets. */
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = xs}, net, &ce, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "targets is NULL", "second output", NULL);
+    dla_datastore_free(xs);
+    dla_datastore_free(ts);
+    dla_datastore_free(both);
+    dla_datastore_free(three);
+    dla_datastore_free(wrong);
+    dla_datastore_free(tbad);
+    dla_datastore_free(bad);
+    dla_datastore_free(resp_ds);
     dla_net_free(net);
     dla_scope_end();
 }
@@ -1070,6 +1369,8 @@ int main(void)
         TU_TEST(test_queue_over_a_datastore_read_in_order),
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
+        TU_TEST(test_trainnet_takes_the_targets_from_the_datastore),
+        TU_TEST(test_trainnet_refuses_datastore_targets_that_do_not_fit),
         TU_TEST(test_every_refused_allocation_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, setup_files, teardown_files);

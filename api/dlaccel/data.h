@@ -415,6 +415,11 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  *     dla_datastore_free(xs); dla_datastore_free(files); dla_datastore_free(ts);
  *     dla_mbq_create(1, (dla_mbq_input[]){{.datastore = both}}, &opts, &mbq); // 2 outputs
  *
+ * trainnet, testnet and ValidationData take such a datastore of
+ * {predictors, targets} as it is (MATLAB's trainnet(ds, net, ...)):
+ * dla_train_data.datastore with targets NULL (api/dlaccel/train.h);
+ * minibatchpredict reads its predictors and leaves the targets.
+ *
  * Observations. An observation's outputs are tensors; a read (and a
  * mini-batch) joins several observations along each output's observation
  * dim: an array datastore's iteration dimension, else the output's B dim

@@ -286,16 +286,29 @@ typedef struct dla_train_data {
      * training datastore does not have is DLA_ERR_INVALID_ARGUMENT naming
      * it. */
     dla_imds *images;
-    /* Or a generic datastore of the predictors (api/dlaccel/data.h,
-     * "datastores": arrayDatastore, fileDatastore, transform, combine,
-     * custom), one output, indexed (so that it can be shuffled and shared
-     * among workers; one read in order is DLA_ERR_INVALID_ARGUMENT), read
-     * a mini-batch at a time on a background thread, each batch labeled
-     * with the network input's format (its B dim the one observations are
-     * joined along). targets are given as for predictors (in memory: class
-     * numbers or responses). MATLAB's trainnet(ds) with the targets as the
-     * datastore's second output is not taken: a datastore of two outputs
-     * is DLA_ERR_INVALID_ARGUMENT saying so. */
+    /* Or a generic datastore (api/dlaccel/data.h, "datastores":
+     * arrayDatastore, fileDatastore, transform, combine, custom), indexed
+     * (so that it can be shuffled and shared among workers; one read in
+     * order is DLA_ERR_INVALID_ARGUMENT), read a mini-batch at a time on a
+     * background thread, each batch of predictors labeled with the network
+     * input's format (its B dim the one observations are joined along).
+     * Either one output, the predictors, with targets given as for
+     * predictors (in memory); or two, MATLAB's trainnet(ds) whose reads
+     * give {predictors, targets} (combine(arrayDatastore(X),
+     * arrayDatastore(T)), a transform returning both), targets and
+     * target_sequences NULL. The targets' kind comes from the first
+     * observation: one int32 value is a class number (joined 1 x B "CB"),
+     * anything else responses (joined as the network output's format when
+     * unformatted). What the tensor targets are checked for before
+     * training is checked of the first observation before training and of
+     * every mini-batch as it is read (training, validation, testnet): a
+     * class number outside 0..K-1 is DLA_ERR_INVALID_ARGUMENT and a class
+     * count or kind that does not fit DLA_ERR_SHAPE (or
+     * DLA_ERR_INVALID_ARGUMENT for validation targets of another kind than
+     * the training ones), naming the observation or the mini-batch (its
+     * number in the pass, from 1) and targets[i] within it. More than two
+     * outputs, or two with targets given, are DLA_ERR_INVALID_ARGUMENT
+     * (the network has one input and one output). */
     dla_datastore *datastore;
     /* Targets, one per observation: int32 class numbers 0..K-1 (any dims
      * of N elements, MATLAB's categorical targets), one-hot encoded per
@@ -692,8 +705,9 @@ typedef struct dla_predict_options {
 } dla_predict_options;
 
 /* MATLAB metricValues = testnet(net, data, metrics): the network in
- * inference mode (predict) over data (predictors, sequences or an image
- * datastore, and targets or target_sequences, as trainnet takes them:
+ * inference mode (predict) over data (predictors, sequences, an image
+ * datastore or a datastore, and targets or target_sequences or a
+ * datastore's second output, as trainnet takes them:
  * class numbers or responses), in mini-batches, each metric over the
  * whole data.
  * metrics names them, comma-separated: "accuracy" (percent, as Metrics
@@ -711,9 +725,10 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
                                const dla_predict_options *opts, double *values);
 
 /* MATLAB scores = minibatchpredict(net, data): the network in inference
- * mode (dla_net_predict) over data's predictors, sequences or image
- * datastore (targets and target_sequences are not read; targets may be
- * NULL), a mini-batch at a
+ * mode (dla_net_predict) over data's predictors, sequences, image
+ * datastore or datastore (targets and target_sequences are not read;
+ * targets may be NULL; a datastore's second output, trainnet's targets,
+ * is read and not used), a mini-batch at a
  * time, so that only one mini-batch's activations are in memory; the
  * outputs joined along their "B" dim (an unformatted output's last) into
  * *scores (ownership as dlaccel.h's results). Classes from the scores:
