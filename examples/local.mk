@@ -95,6 +95,17 @@ TESTS += examples/volumes_example.sh
 EXTRA_DIST += examples/volumes_example.sh
 # ---- end of examples/volumes -------------------------------------------------
 
+# ---- examples/datastores: trainnet over generic datastores -----------------
+# CSV files read by a file datastore's read function, normalized by a
+# transform, combined with an array datastore of labels, shuffled, split by
+# subset, and trained on with trainnet; the smoke test checks its accuracy.
+noinst_PROGRAMS += examples/datastores
+examples_datastores_SOURCES = examples/datastores.c examples/example_cli.h
+examples_datastores_LDADD = libdlaccel.la -lm
+TESTS += examples/datastores_example.sh
+EXTRA_DIST += examples/datastores_example.sh
+# ---- end of examples/datastores ---------------------------------------------
+
 # ---- examples/tokens: a transformer encoder on token sequences ------------
 # Word and position embeddings, self-attention, a feed-forward block and
 # global max pooling classify synthetic token sequences of varying length

@@ -1,0 +1,240 @@
+/*
+ * datastores.c - training from files through MATLAB's generic datastores:
+ *
+ *     files  = fileDatastore(folder, 'ReadFcn', @readRecording, 'FileExtensions', '.csv');
+ *     xs     = transform(files, @normalize);
+ *     ts     = arrayDatastore(labels);
+ *     ds     = combine(xs, ts);
+ *     ds     = shuffle(ds);
+ *     dsTrain = subset(ds, 1:480);   dsTest = subset(ds, 481:600);
+ *     net    = trainnet(dsTrain, net, "crossentropy", options);
+ *     testnet(net, dsTest, "accuracy")
+ *
+ * It writes its own data first: one CSV file per recording of a sensor,
+ * 32 readings of a noisy oscillation whose frequency tells its class
+ * (slow, medium, fast), with an offset and a gain of its own, and the
+ * classes in a separate list, as a labelling tool would give them. The
+ * file datastore reads a file per observation with a read function that
+ * parses the numbers; the transform takes each recording's offset and
+ * gain out; the array datastore hands out the labels; combine pairs them,
+ * and trainnet reads {predictors, targets} from the combination.
+ *
+ *     build/examples/datastores [--epochs N] [--count N] [--seed S]
+ */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include "example_cli.h"
+
+#include <dlaccel.h>
+#include <dlaccel/data.h>
+#include <dlaccel/net.h>
+#include <dlaccel/train.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READINGS 32
+#define CLASSES 3
+static const char *const class_names[CLASSES] = {"slow", "medium", "fast"};
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "datastores: %s: %s\n", what, dla_last_error());
+    return 1;
+}
+
+/* The example's own stream (splitmix64), so that the data does not depend
+ * on what else draws from the library's. */
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *s, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next(s) >> 11) / 9007199254740992.0;
+}
+
+/* Writes count recordings as dir/rec00000.csv ... and their classes into
+ * labels. Returns 0, or 1 after a message. */
+static int write_recordings(const char *dir, int64_t count, uint64_t *s, int32_t *labels)
+{
+    static const double cycles[CLASSES][2] = {{1.0, 2.5}, {2.5, 4.0}, {4.0, 6.0}};
+    for (int64_t i = 0; i < count; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rec%05lld.csv", dir, (long long)i);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            perror(path);
+            return 1;
+        }
+        const int k = (int)(next(s) % CLASSES);
+        const double freq = uniform(s, cycles[k][0], cycles[k][1]), phase = uniform(s, 0, 6.3);
+        const double offset = uniform(s, -5, 5), gain = uniform(s, 0.5, 3);
+        for (int t = 0; t < READINGS; t++)
+            fprintf(f, "%s%.6f", t ? "," : "",
+                    offset + gain * (sin(6.283185307179586 * freq * t / READINGS + phase) +
+                                     uniform(s, -1.0, 1.0)));
+        fprintf(f, "\n");
+        labels[i] = k;
+        if (fclose(f)) {
+            perror(path);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* fileDatastore's ReadFcn: one file's readings as a READINGS x 1 "CB"
+ * single tensor. A file that does not hold READINGS numbers is an error
+ * naming what was wrong (the datastore puts the function and the file in
+ * front of the message). */
+static dla_status read_recording(void *ctx, const char *path, int n, dla_tensor **outputs)
+{
+    (void)ctx, (void)n;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return dla_set_error(DLA_ERR_IO, "cannot open it");
+    float v[READINGS];
+    int got = 0;
+    while (got < READINGS && fscanf(f, got ? " ,%f" : "%f", &v[got]) == 1)
+        got++;
+    fclose(f);
+    if (got != READINGS)
+        return dla_set_error(DLA_ERR_FORMAT, "%d numbers where %d were expected", got, READINGS);
+    outputs[0] = dla_tensor_from_host(v, DLA_F32, "CB", DLA_DIMS(READINGS, 1));
+    return dla_tensor_status(outputs[0]);
+}
+
+/* transform's function: a recording less its mean, over its standard
+ * deviation, so that the network sees the oscillation, not the sensor's
+ * offset and gain. */
+static dla_status normalize(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *centred = dla_sub(in[0], dla_mean(in[0], 1, (int64_t[]){1}));
+    dla_tensor *sd = dla_sqrt(dla_mean(dla_mul(centred, centred), 1, (int64_t[]){1}));
+    out[0] = dla_div(centred, dla_affine(sd, 1, 1e-6));
+    return dla_tensor_status(out[0]);
+}
+
+static int run(int epochs, int64_t count, uint64_t seed);
+
+int main(int argc, char **argv)
+{
+    return example_main(argc, argv, "datastores", 15, 600, run);
+}
+
+/* Removes the recordings and their folder. */
+static void remove_recordings(const char *dir, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rec%05lld.csv", dir, (long long)i);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+static int run(int epochs, int64_t count, uint64_t seed)
+{
+    char dir[] = "/tmp/dlaccel-datastores-XXXXXX";
+    int32_t *labels = malloc(sizeof *labels * (size_t)count);
+    if (!labels || !mkdtemp(dir)) {
+        free(labels);
+        perror("datastores: a folder for the recordings");
+        return 1;
+    }
+    uint64_t stream = seed;
+    int rc = write_recordings(dir, count, &stream, labels);
+    printf("wrote %lld recordings of %d readings as CSV files in %s\n", (long long)count,
+           READINGS, dir);
+
+    dla_datastore *files = NULL, *xs = NULL, *ts = NULL, *both = NULL, *mixed = NULL;
+    dla_datastore *train = NULL, *test = NULL;
+    dla_net *net = NULL;
+    const char *step = NULL;
+    int64_t ntrain = count * 4 / 5, *idx = malloc(sizeof *idx * (size_t)count);
+    if (rc || !idx)
+        step = "data";
+    else if (dla_file_datastore(1, (const char *const[]){dir}, (const char *const[]){".csv", NULL},
+                                1, read_recording, NULL, &files) != DLA_OK)
+        step = "fileDatastore";
+    else if (dla_transform(files, 0, normalize, NULL, &xs) != DLA_OK)
+        step = "transform";
+    else if (dla_array_datastore(dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, count)),
+                                 NULL, &ts) != DLA_OK)
+        step = "arrayDatastore";
+    else if (dla_combine(2, (dla_datastore *const[]){xs, ts}, &both) != DLA_OK)
+        step = "combine";
+    else if (dla_datastore_shuffle(both, seed, &mixed) != DLA_OK)
+        step = "shuffle";
+    if (!step) {
+        for (int64_t i = 0; i < count; i++)
+            idx[i] = i;
+        if (dla_datastore_subset(mixed, ntrain, idx, &train) != DLA_OK ||
+            dla_datastore_subset(mixed, count - ntrain, idx + ntrain, &test) != DLA_OK)
+            step = "subset";
+    }
+    if (step) {
+        rc = fail(step);
+        goto done;
+    }
+    printf("combine(transform(fileDatastore), arrayDatastore): %lld observations of %d outputs, "
+           "%lld to train on and %lld to test\n",
+           (long long)dla_datastore_num_observations(both), dla_datastore_num_outputs(both),
+           (long long)ntrain, (long long)(count - ntrain));
+
+    dla_rng_seed(seed);
+    dla_layer *layers[] = {dla_feature_input_layer(READINGS, NULL), dla_fc_layer(64, NULL),
+                           dla_relu_layer(NULL), dla_fc_layer(CLASSES, NULL),
+                           dla_softmax_layer(NULL)};
+    net = dla_net_create(5, layers);
+    if (!net || dla_net_init(net, 0, NULL) != DLA_OK) {
+        rc = fail("network");
+        goto done;
+    }
+    /* trainnet(dsTrain, net, "crossentropy", options): the datastore's
+     * second output is the targets (class numbers, one-hot encoded per
+     * batch). */
+    dla_train_data validation = {.datastore = test};
+    dla_training_options o = {.solver = "adam", .max_epochs = epochs, .mini_batch_size = 32,
+                              .initial_learn_rate = 0.003, .shuffle = "every-epoch",
+                              .metrics = "accuracy", .validation_data = &validation,
+                              .validation_frequency = 60, .verbose_frequency = 60};
+    dla_net *trained = NULL;
+    dla_training_info *info = NULL;
+    double m[2];
+    if (dla_trainnet(&(dla_train_data){.datastore = train}, net,
+                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info) != DLA_OK)
+        rc = fail("trainnet");
+    else if (dla_testnet(trained, &validation, "accuracy,crossentropy", NULL, m) != DLA_OK)
+        rc = fail("testnet");
+    else {
+        printf("testnet on the %lld held-out recordings (%s, %s, %s): accuracy %.2f%%, "
+               "cross-entropy %.4f\n",
+               (long long)(count - ntrain), class_names[0], class_names[1], class_names[2], m[0],
+               m[1]);
+        rc = m[0] > 90 ? 0 : 1;
+    }
+    dla_training_info_free(info);
+    dla_net_free(trained);
+done:
+    dla_net_free(net);
+    dla_datastore_free(train);
+    dla_datastore_free(test);
+    dla_datastore_free(mixed);
+    dla_datastore_free(both);
+    dla_datastore_free(ts);
+    dla_datastore_free(xs);
+    dla_datastore_free(files);
+    remove_recordings(dir, count);
+    free(labels);
+    free(idx);
+    return rc;
+}
