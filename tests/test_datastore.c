@@ -806,7 +806,9 @@ static void test_png_16_bit_samples_keep_their_precision(void **state)
             assert_ok(dla_imds_readall(ds, &x, NULL));
             assert_int_equal(dla_tensor_dim(x, 3), ch);
             double got[12];
-            to_host(dla_cast(x, DLA_F64), got, sizeof(double) * (size_t)(4 * ch));
+            dla_tensor *x64 = dla_cast(x, DLA_F64);
+            to_host(x64, got, sizeof(double) * (size_t)(4 * ch));
+            dla_tensor_release(x64);
             /* H x W x C: pixel (r, c) of channel k at r + 2c + 4k, file
              * pixel i = 2r + c holding v[(i + k) % 4]. */
             for (int r = 0; r < 2; r++)
