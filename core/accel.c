@@ -562,6 +562,96 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
     return st;
 }
 
+/* Fresh handles for the function's tensor inputs, made where this
+ * accelerated function calls it for real (a recording, the tolerance
+ * check): the recorder binds them to the input slots, so a caller's handle
+ * the function also reaches through an opaque ctx or a global is a
+ * constant of the trace like any tensor made before the call, not the
+ * input (a trace of f(mu) for f(x) = x - mu recorded x - x, and f(a)
+ * replayed a - a). Each is a full dla_slice, an exact view (dims, strides,
+ * offset, format) made by a recorded op: a tape open around a
+ * dla_accel_call takes the gradient through it to the caller's tensor. A
+ * tensor in two places gets one handle (the function sees the sameness it
+ * was given, and the key's same-tensor component keeps its meaning), and
+ * one the ctx kind also lists keeps the caller's: the kind's tensors are
+ * inputs of the trace too, so the recorder sees both places and the key
+ * tells such calls apart. Nothing is made on a replay, which does not call
+ * the function. *ali is in itself when nothing needs a handle, else room
+ * (cap entries) or a new block; alias_release undoes it. */
+static dla_status alias_inputs(int grad, int nin, dla_tensor *const *in, int nall,
+                               dla_tensor *const *all, dla_tensor **room, int cap,
+                               dla_tensor *const **ali)
+{
+    *ali = in;
+    if (!nin)
+        return DLA_OK;
+    dla_tensor **a = nin <= cap ? room : dla__malloc(sizeof *a * (size_t)nin);
+    if (!a)
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot hold %d input handles",
+                         nin);
+    /* dla_accel_feval's function records on a tape of its own: the views
+     * belong on no enclosing one. */
+    if (grad)
+        dla__recording_pause();
+    dla_status st = DLA_OK;
+    dla_scope_begin();
+    for (int i = 0; i < nin; i++) {
+        a[i] = NULL;
+        int j = 0;
+        while (j < i && in[j] != in[i])
+            j++;
+        int listed = 0;
+        for (int k = nin; k < nall && !listed; k++)
+            listed = all[k] == in[i];
+        if (j < i)
+            a[i] = dla_tensor_retain(a[j]);
+        else if (listed)
+            a[i] = dla_tensor_retain(in[i]);
+        else {
+            dla_tensor *v = in[i]->ndims ? dla_slice(in[i], 1, 0, 1, DLA_END)
+                                         : dla_reshape(in[i], in[i]->format, 0, NULL);
+            if (v->status != DLA_OK) {
+                st = v->status;
+                break;
+            }
+            a[i] = dla_tensor_retain(v);
+        }
+    }
+    dla_scope_end();
+    if (grad)
+        dla__recording_resume();
+    if (st != DLA_OK) {
+        for (int i = 0; i < nin && a[i]; i++)
+            dla_tensor_release(a[i]);
+        if (a != room)
+            dla__free(a);
+        return st;
+    }
+    *ali = a;
+    return DLA_OK;
+}
+
+/* The caller's handle where the function returned the fresh one it was
+ * given for an input unchanged (a replay returns the caller's there too),
+ * then the fresh handles released. */
+static void alias_release(int nin, dla_tensor *const *in, dla_tensor *const *ali, dla_tensor **room,
+                          int nout, dla_tensor **out)
+{
+    if (ali == in)
+        return;
+    for (int i = 0; i < nout; i++)
+        for (int j = 0; out[i] && j < nin; j++)
+            if (out[i] == ali[j] && ali[j] != in[j]) {
+                dla_tensor_release(out[i]);
+                out[i] = dla_tensor_retain(in[j]);
+                break;
+            }
+    for (int i = 0; i < nin; i++)
+        dla_tensor_release(ali[i]);
+    if (ali != room)
+        dla__free((void *)ali);
+}
+
 /* The call's traced tensors: in[0..nin-1], then those the ctx kind lists.
  * *all is in itself without a kind, else room (cap entries) or a new block
  * (the caller frees it when it is neither). */
@@ -736,9 +826,15 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                                     : dla__calloc((size_t)nout, sizeof *want);
             dla_rng_get(&seed, &after);
             dla_rng_set(seed, before);
-            dla_status es = want ? run_eager(af, ctx, grad, nin, in, nout, want)
-                                 : dla__fail(DLA_ERR_OUT_OF_MEMORY,
-                                             "no memory to hold the eager run's %d outputs", nout);
+            dla_tensor *room_ali[16];
+            dla_tensor *const *ali = in;
+            dla_status es = !want ? dla__fail(DLA_ERR_OUT_OF_MEMORY,
+                                              "no memory to hold the eager run's %d outputs", nout)
+                                  : alias_inputs(grad, nin, in, nall, all, room_ali, 16, &ali);
+            if (es == DLA_OK) {
+                es = run_eager(af, ctx, grad, nin, ali, nout, want);
+                alias_release(nin, in, ali, room_ali, nout, want);
+            }
             dla_rng_set(seed, after);
             if (es == DLA_OK) {
                 pthread_mutex_lock(&af->lock);
@@ -762,21 +858,40 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         pthread_mutex_unlock(&af->lock);
         key_free(&k);
     } else {
-        /* Record while running eagerly: the function gets in[] and ctx as
-         * given; the ctx kind's tensors are inputs of the trace. */
+        /* Record while running eagerly: the function gets fresh handles
+         * for in[] (alias_inputs) and ctx as given; the ctx kind's tensors
+         * are inputs of the trace. */
         dla__trace *trace = NULL;
+        dla_tensor *room_ali[16], *room_rec[64];
+        dla_tensor *const *ali = in, *const *rec = all;
+        st = alias_inputs(grad, nin, in, nall, all, room_ali, 16, &ali);
+        /* The recorder's inputs: the fresh handles, then the kind's. */
+        if (st == DLA_OK && ali != in) {
+            dla_tensor **r = nall <= 64 ? room_rec : dla__malloc(sizeof *r * (size_t)nall);
+            if (r) {
+                memcpy(r, ali, sizeof *r * (size_t)nin);
+                memcpy(r + nin, all + nin, sizeof *r * (size_t)(nall - nin));
+                rec = r;
+            } else
+                st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot list %d traced inputs", op, nall);
+        }
         /* When recording cannot start (memory), the call still runs. */
-        int recording = dla__trace_begin(nall, all) == DLA_OK;
-        st = run_eager(af, ctx, grad, nin, in, nout, out);
+        int recording = st == DLA_OK && dla__trace_begin(nall, rec) == DLA_OK;
+        if (st == DLA_OK) /* else out[] stays NULL: error tensors below */
+            st = run_eager(af, ctx, grad, nin, ali, nout, out);
         if (recording) {
             dla_status rs = dla__trace_end(st == DLA_OK, nout, out, &trace);
             if (rs != DLA_OK)
                 dla__log(DLA_LOG_WARN, "dla_accelerate: %s: the trace could not be kept: %s",
                          af->name, dla_last_error());
-            /* The results the caller gets must not be the trace's storage. */
-            if (trace)
-                st = dla__trace_unalias(trace, nout, out);
         }
+        if (ali != in)
+            alias_release(nin, in, ali, room_ali, nout, out);
+        if (rec != all && rec != room_rec)
+            dla__free((void *)rec);
+        /* The results the caller gets must not be the trace's storage. */
+        if (trace)
+            st = dla__trace_unalias(trace, nout, out);
         entry *e = trace ? dla__calloc(1, sizeof *e) : NULL;
         if (trace && !e)
             dla__trace_free(trace);

@@ -317,6 +317,23 @@ static void host_read(dla__observer *self, const dla_tensor *x)
     t->data_dependent++;
 }
 
+/* The input slot whose tensor is a view of x's very elements (the fresh
+ * handle dla_accelerate gave the function for the caller's x), or -1.
+ * Inputs are alive while recording: their holders outlive it. */
+static int passed_as(const recorder *r, const dla_tensor *x)
+{
+    for (size_t i = 0; i < r->cap; i++) {
+        const dla_tensor *k = r->keys[i];
+        if (!k || r->t->values[r->ids[i]].kind != DLA__VALUE_INPUT || k->serial != r->serials[i] ||
+            k->storage != x->storage || k->offset != x->offset || k->ndims != x->ndims ||
+            memcmp(k->dims, x->dims, (size_t)x->ndims * sizeof *x->dims) ||
+            memcmp(k->strides, x->strides, (size_t)x->ndims * sizeof *x->strides))
+            continue;
+        return r->t->values[r->ids[i]].index;
+    }
+    return -1;
+}
+
 dla_status dla__trace_check_wrt(const char *op, int n, dla_tensor *const *wrt)
 {
     recorder *r = active;
@@ -329,15 +346,21 @@ dla_status dla__trace_check_wrt(const char *op, int n, dla_tensor *const *wrt)
         if (x->serial >= r->t->serial_start ||
             (id >= 0 && r->t->values[id].kind != DLA__VALUE_CONST))
             continue;
-        char buf[DLA__DIMS_BUF];
+        char buf[DLA__DIMS_BUF], given[200] = "";
+        int slot = passed_as(r, x);
+        if (slot >= 0)
+            snprintf(given, sizeof given, " (it is also passed as input %d, for which the "
+                     "function is given a handle of its own, in[%d]: take the gradient with "
+                     "respect to that)", slot + 1, slot);
         return dla__fail(DLA_ERR_INVALID_ARGUMENT,
                          "%s: argument wrt[%d] (%s %s) is a constant of the trace dla_accelerate "
                          "is recording: it was made before the accelerated call and is not one "
                          "of its tensor inputs (reached through ctx or a global), so every "
                          "replay would use its value of now and the gradient would never see an "
-                         "update. Pass it as a tensor input, or pass the network as ctx with "
+                         "update. Pass it as a tensor input%s, or pass the network as ctx with "
                          "dla_accel_options.ctx_kind = dla_net_accel_kind()",
-                         op, i, dla__tensor_dims_str(x, buf, sizeof buf), dla_dtype_name(x->dtype));
+                         op, i, dla__tensor_dims_str(x, buf, sizeof buf), dla_dtype_name(x->dtype),
+                         given);
     }
     return DLA_OK;
 }

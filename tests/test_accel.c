@@ -1377,6 +1377,141 @@ static void test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value(
     dla_net_free(s.net);
 }
 
+/* x - *ctx: mu reached through an opaque ctx. */
+static dla_status minus_ctx(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_sub(in[0], *(dla_tensor **)ctx);
+    return DLA_OK;
+}
+
+/* A tensor passed as an input and also reached through ctx was, to the
+ * recorder, the input in both places: the trace of f(mu) was x - x, and
+ * f(a) replayed a - a = 0 where the function gives a - mu, with no miss
+ * and no warning. The function now gets fresh handles for its inputs, so
+ * mu through ctx is a constant of the trace: f(a) replays a - mu. */
+static void test_a_tensor_passed_in_and_read_through_ctx_is_a_constant_there(void **state)
+{
+    dla_scope_begin();
+    dla_rng_seed(41);
+    dla_tensor *mu = dla_randn(DLA_F32, "", DLA_DIMS(3, 4));
+    dla_tensor *a = dla_randn(DLA_F32, "", DLA_DIMS(3, 4));
+    dla_accel *af = dla_accelerate(minus_ctx, &(dla_accel_options){.name = "minusMu"});
+    dla_accel_set_check_mode(af, "tolerance");
+    dla_tensor *y, *want;
+    assert_int_equal(dla_accel_call(af, &mu, 1, &mu, 1, &y), DLA_OK);
+    for (int64_t i = 0; i < 12; i++)
+        tu_assert_near(dla_tensor_item(y, i), 0.0, 0);
+    /* Replays, planned ones too, on a and on mu itself (the input's
+     * storage is then the constant's). */
+    for (int call = 0; call < 6; call++) {
+        dla_tensor *x = call % 3 == 2 ? mu : a;
+        assert_int_equal(dla_accel_call(af, &mu, 1, &x, 1, &y), DLA_OK);
+        assert_string_equal(dla_accel_last_miss(af), ""); /* replayed */
+        assert_string_equal(dla_accel_last_check(af), "");
+        assert_int_equal(minus_ctx(&mu, 1, &x, 1, &want), DLA_OK);
+        assert_same_bits(y, want);
+    }
+    tu_assert_near(dla_accel_hit_rate(af), 100.0 * 6 / 7, 1e-9);
+    assert_int_equal(dla_accel_occupancy(af), 1);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* sum(x .* mu), its gradient taken with respect to mu read through ctx. */
+static dla_status grad_of_ctx(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor **mu = ctx;
+    out[0] = dla_sum(dla_mul(in[0], *mu), 0, NULL);
+    return dla_gradient(out[0], 1, mu, out + 1);
+}
+
+/* With mu also passed in, the handle read through ctx is still a constant
+ * of the trace: the gradient with respect to it is refused while
+ * recording, and the message points at in[0]. */
+static void test_a_gradient_of_an_input_read_through_ctx_points_at_its_handle(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *mu = ones(2, 2), *out[2];
+    dla_accel *af = dla_accelerate(grad_of_ctx, &(dla_accel_options){.name = "gradOfCtx"});
+    assert_int_equal(dla_accel_feval(af, &mu, 1, &mu, 2, out), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "is a constant of the trace"));
+    assert_non_null(strstr(dla_last_error(), "it is also passed as input 1, for which the function "
+                                             "is given a handle of its own, in[0]"));
+    assert_int_equal(dla_accel_occupancy(af), 0);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static dla_status identity_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
+/* A function that returns its input unchanged hands the caller its own
+ * tensor back, on the recording call as on a replay, not the fresh
+ * handle it was given. */
+static void test_an_input_returned_unchanged_is_the_callers_tensor(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = ones(2, 3);
+    dla_accel *af = dla_accelerate(identity_fn, &(dla_accel_options){.name = "identity"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 2; call++) {
+        dla_tensor *y;
+        assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+        assert_ptr_equal(y, x);
+    }
+    assert_string_equal(dla_accel_last_check(af), "");
+    tu_assert_near(dla_accel_hit_rate(af), 50.0, 1e-9);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+static dla_status sum_of_accelerated_square(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                            dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *y;
+    dla_status st = dla_accel_call(ctx, NULL, 1, in, 1, &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[0], 1, &in[0], &out[1]);
+}
+
+static dla_status square_fn(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_mul(in[0], in[0]);
+    return DLA_OK;
+}
+
+/* dla_accel_call inside dla_feval: the gradient flows through it to the
+ * caller's tensor on the recording call too, where the function ran on
+ * fresh handles for its inputs (views made by a recorded op). */
+static void test_a_gradient_flows_through_an_accelerated_call_that_records(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_full(3.0, DLA_F64, "", DLA_DIMS(2, 2));
+    dla_accel *af = dla_accelerate(square_fn, &(dla_accel_options){.name = "square"});
+    for (int call = 0; call < 2; call++) {
+        dla_tensor *out[2];
+        if (dla_feval(sum_of_accelerated_square, af, 1, &x, 2, out) != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        for (int64_t i = 0; i < 4; i++)
+            tu_assert_near(dla_tensor_item(out[1], i), 6.0, 0);
+    }
+    tu_assert_near(dla_accel_hit_rate(af), 50.0, 1e-9);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 /* The trap of issue 16: weights reached through ctx, not passed in. */
 typedef struct weights_ctx {
     dla_tensor *w;
@@ -2023,6 +2158,10 @@ int main(void)
         TU_TEST(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
         TU_TEST(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
+        TU_TEST(test_a_tensor_passed_in_and_read_through_ctx_is_a_constant_there),
+        TU_TEST(test_an_input_returned_unchanged_is_the_callers_tensor),
+        TU_TEST(test_a_gradient_of_an_input_read_through_ctx_points_at_its_handle),
+        TU_TEST(test_a_gradient_flows_through_an_accelerated_call_that_records),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),
         TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),
