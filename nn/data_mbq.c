@@ -604,6 +604,20 @@ static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const
                        "%s: argument inputs[%d]: mask is for sequence inputs", op, i);
         return -1;
     }
+    /* Each input read in order is read by the position of what it reads:
+     * two that move one (one datastore twice, or a datastore and a
+     * transform of it) would take each other's observations. */
+    for (int k = 0; k < q->nin - 1 && !dla__ds_indexed(ds); k++)
+        if (q->in[k].ds && q->in[k].ds_out == 0 && !dla__ds_indexed(q->in[k].ds) &&
+            dla__ds_share_position(q->in[k].ds, ds)) {
+            dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument inputs[%d].datastore reads, in order, a datastore an "
+                           "input before it reads too (the same one, or one made of the other): "
+                           "each would take the other's observations; give one datastore of both "
+                           "outputs (a transform with two), or one read by number",
+                           op, i);
+            return -1;
+        }
     if (ds->count < 0) {
         dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                        "%s: argument inputs[%d]: a %s whose number of observations is not known; "

@@ -558,7 +558,7 @@ static void test_custom_datastores_indexed_and_in_order(void **state)
     assert_false(dla_datastore_is_indexed(both));
     assert_int_equal(dla_datastore_num_observations(both), -1);
     expect_error(dla_combine(2, (dla_datastore *[]){t, t}, &bad), DLA_ERR_INVALID_ARGUMENT,
-                 "ds[1] is ds[0]", "read twice a step", NULL);
+                 "ds[0] and ds[1]", "read twice a step", NULL);
     dla_tensor *o[2];
     assert_ok(dla_datastore_readall(both, 2, o));
     values(o[1], w, 10);
@@ -825,6 +825,59 @@ static void test_queue_over_a_datastore_read_in_order(void **state)
     }
 }
 
+/* Two readers of one position, read side by side: a combine, or a queue's
+ * inputs, over a datastore read in order and a transform of it (or itself
+ * twice, or an indexed one twice inside a combine read in order) read it
+ * twice a step, each taking the other's observations: observation i of
+ * one was paired with i + 1 of the other without a word. */
+static void test_one_position_read_twice_side_by_side_is_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    counter c = {.n = 6, .fail_at = -1}, a = {.n = 6, .fail_at = -1};
+    dla_datastore *ds = counter_ds(&c, 0, 1), *ia = counter_ds(&a, 1, 1), *t, *t2, *bad;
+    assert_ok(dla_transform(ds, 0, twice_and_sum, NULL, &t));
+    assert_ok(dla_transform(t, 0, twice_and_sum, NULL, &t2));
+    expect_error(dla_combine(2, (dla_datastore *[]){ds, t}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_combine", "ds[0] and ds[1]", "read twice a step", NULL);
+    expect_error(dla_combine(3, (dla_datastore *[]){ia, t2, ds}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "ds[1] and ds[2]", NULL);
+    /* An indexed one read by its position inside a combine read in order. */
+    expect_error(dla_combine(3, (dla_datastore *[]){ia, ds, ia}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "ds[0] and ds[2]", NULL);
+    dla_mbq *q;
+    const dla_mbq_options o = {.mini_batch_size = 3};
+    expect_error(dla_mbq_create(2, (dla_mbq_input[]){{.datastore = ds}, {.datastore = t}}, &o, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "inputs[1].datastore", "the other's observations",
+                 NULL);
+    expect_error(dla_mbq_create(2, (dla_mbq_input[]){{.datastore = t2}, {.datastore = t2}}, &o, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "inputs[1].datastore", NULL);
+    /* What reads apart still works: an indexed one beside its transform in
+     * a queue (each read by number), a combine of one read in order with
+     * an indexed one, and a transform of both outputs. */
+    dla_datastore *ta, *both;
+    assert_ok(dla_transform(ia, 0, twice_and_sum, NULL, &ta));
+    assert_ok(dla_mbq_create(3, (dla_mbq_input[]){{.datastore = ia}, {.datastore = ta},
+                                                  {.datastore = ds}},
+                             &o, &q));
+    dla_tensor *b[3];
+    assert_ok(dla_mbq_next(q, 3, b));
+    double v[6], w[6];
+    values(b[0], v, 6);
+    values(b[2], w, 6);
+    for (int k = 0; k < 6; k++)
+        tu_assert_near(v[k], w[k], 0);
+    dla_mbq_free(q);
+    assert_ok(dla_combine(2, (dla_datastore *[]){ia, ds}, &both));
+    dla_datastore_free(both);
+    dla_datastore_free(ta);
+    dla_datastore_free(t2);
+    dla_datastore_free(t);
+    dla_datastore_free(ia);
+    dla_datastore_free(ds);
+    dla_scope_end();
+}
+
 static void test_queue_format_puts_the_observation_dim(void **state)
 {
     (void)state;
@@ -1068,6 +1121,7 @@ int main(void)
         TU_TEST(test_misuse_is_refused),
         TU_TEST(test_queue_over_combined_array_and_files),
         TU_TEST(test_queue_over_a_datastore_read_in_order),
+        TU_TEST(test_one_position_read_twice_side_by_side_is_refused),
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
         TU_TEST(test_every_refused_allocation_fails_cleanly),

@@ -574,7 +574,10 @@ DLA_API dla_status dla_transform(dla_datastore *ds, int noutputs, dla_transform_
  * Indexed when all are; otherwise each is reset, to be read in step from
  * its start, and the combination has data while every one has. Its count
  * is known when every one's is. Errors: DLA_ERR_INVALID_ARGUMENT (n < 1, a NULL or
- * freed datastore, more than DLA_DATASTORE_MAX_OUTPUTS outputs in all),
+ * freed datastore, more than DLA_DATASTORE_MAX_OUTPUTS outputs in all;
+ * read in order, two that read one position: the same datastore twice, or
+ * a datastore and a transform of it, which would pair observation i of
+ * one with i + 1 of the other; a transform with both outputs reads once),
  * DLA_ERR_SHAPE (two with known, different observation counts, naming
  * both). */
 DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **out);
@@ -646,7 +649,10 @@ typedef struct dla_mbq_input {
      * dispatch reads ahead); one read in order is reset when the queue is
      * made and read from its start by the queue alone (do not read it
      * meanwhile), in order: shuffling it is an error (DLA_ERR_STATE as the
-     * last error, the order kept), and so is partitioning the queue. The
+     * last error, the order kept), and so is partitioning the queue; two
+     * inputs read in order must not read one datastore (the same one, or
+     * one and a transform of it: refused, they would take each other's
+     * observations). The
      * queue holds a reference: ds may be freed before it. format and cast
      * apply to every output of the datastore, formats[k] and casts[k]
      * (arrays of its output count, when given; NULL entries fall back)
@@ -712,7 +718,8 @@ typedef struct dla_mbq_options {
  * DLA_ERR_INVALID_ARGUMENT (no input, an input with none or several
  * sources, an error tensor, a negative mini_batch_size or prefetch, an
  * unknown option value or cast, a freed datastore or one whose count is
- * not known, formats or casts on an input that is not a datastore, a
+ * not known, formats or casts on an input that is not a datastore, two
+ * datastores read in order that read one position, a
  * datastore read in order beside an image datastore, more than 32
  * outputs), DLA_ERR_SHAPE (inputs with different
  * observation counts), DLA_ERR_FORMAT (a format that does not fit the
