@@ -80,7 +80,8 @@ struct dla_mbq {
     int64_t n;                  /* observations of this queue */
     int64_t *base;              /* its n observation numbers, as made */
     int64_t *order;             /* the same in the current order */
-    int imds_input;             /* the datastore input, or -1 */
+    int imds_input;             /* the image datastore's slot in in[], or -1 */
+    int imds_arg;               /* its number among dla_mbq_create's inputs */
     int in_order;               /* a generic datastore input is read in order */
     int64_t mbs;
     int discard;
@@ -710,7 +711,7 @@ static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const cha
             dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                            "%s: argument inputs[%d]: a second datastore input (inputs[%d] is one); "
                            "a queue reads one datastore",
-                           op, i, q->imds_input);
+                           op, i, q->imds_arg);
             return -1;
         }
         if (in->mask) {
@@ -720,7 +721,9 @@ static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const cha
         }
         if (!(in->imds = dla__imds_snapshot(src->images, op)))
             return -1;
-        q->imds_input = i;
+        /* Its slot: a generic datastore before it took one per output. */
+        q->imds_input = (int)(in - q->in);
+        q->imds_arg = i;
         in->bdim = 4;
         count = dla__imds_count(in->imds);
     } else if (src->sequences) {
@@ -909,6 +912,7 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
         dla__ds_retain(p->in[i].ds);
     }
     p->imds_input = q->imds_input;
+    p->imds_arg = q->imds_arg;
     p->mbs = q->mbs;
     p->discard = q->discard;
     p->rule = q->rule;
