@@ -27,6 +27,7 @@
  * Batches are held references (data_util.h), not owned by any scope, until
  * dla_mbq_next delivers them to the caller (into the caller's open scope).
  */
+#include "core/format.h" /* dla__format_parse */
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "nn/data_image.h"
 #include "nn/data_mbq.h"
@@ -582,10 +583,27 @@ static int datastore_output(mbq_input *in, int i, int j, const dla_mbq_input *sr
                            op, i, format, j + 1);
             return -1;
         }
+        /* Its labels' order is checked here (the fit of its dims is a
+         * batch's): a relabeling cannot reorder, so "BC" failed every batch. */
+        const int64_t ones[DLA_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
+        dla__format f;
+        int nd;
+        char why[512];
+        if (dla__format_parse(op, format, (int)strlen(format), ones, &f, &nd) != DLA_OK)
+            snprintf(why, sizeof why, "%s", dla_last_error());
+        else if (!f.is_canonical)
+            snprintf(why, sizeof why, "not in canonical order (S, C, B, T, U); a relabeling "
+                                      "cannot reorder data");
+        else
+            why[0] = '\0';
+        if (why[0]) {
+            dla__data_fail(DLA_ERR_FORMAT, "%s: argument inputs[%d]: format \"%s\" of output %d: %s",
+                           op, i, format, j + 1, why);
+            return -1;
+        }
         snprintf(in->format, sizeof in->format, "%s", format);
         in->has_format = 1;
-        /* B's dim once the labels are in their canonical order (S..., C,
-         * B, T, U), as the relabeling puts them. */
+        /* B's dim: the labels are in canonical order (S..., C, B, T, U). */
         in->at = dla__ds_format_b_dim(format);
     }
     return 0;

@@ -899,6 +899,16 @@ static void test_queue_format_puts_the_observation_dim(void **state)
     dla_mbq_free(q);
     expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .format = "SXB"}}, NULL, &q),
                  DLA_ERR_FORMAT, "inputs[0]", "\"SXB\"", NULL);
+    /* Labels out of canonical order, or twice, are refused when the queue
+     * is made, as a tensor input's are (a relabeling cannot reorder: "BC"
+     * failed every batch instead). */
+    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .format = "SSBC"}}, NULL,
+                                &q),
+                 DLA_ERR_FORMAT, "inputs[0]", "\"SSBC\" of output 1", "canonical order", NULL);
+    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds,
+                                                       .formats = (const char *[]){"CBB"}}},
+                                NULL, &q),
+                 DLA_ERR_FORMAT, "\"CBB\" of output 1", NULL);
     expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .tensor = b}}, NULL, &q),
                  DLA_ERR_INVALID_ARGUMENT, "exactly one", NULL);
     /* Outputs past what a queue holds: two datastores of 16, and one more

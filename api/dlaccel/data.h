@@ -724,7 +724,8 @@ typedef struct dla_mbq_options {
  * outputs), DLA_ERR_SHAPE (inputs with different
  * observation counts), DLA_ERR_FORMAT (a format that does not fit the
  * output's dims; a datastore output's format: labels other than S, C, B,
- * T, U or no B, checked here, its fit checked per batch), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
+ * T, U, no B or labels out of canonical order, checked here, its fit
+ * checked per batch), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
  * (the dispatch thread could not start). */
 DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                   const dla_mbq_options *opts, dla_mbq **out);
