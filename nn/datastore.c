@@ -130,10 +130,11 @@ dla_status dla__ds_next_obs(dla_datastore *ds, dla_tensor **out, const char *op)
                               ds->kind->name);
     if (!dla__ds_indexed(ds))
         return ds->kind->read_next(ds, out, op);
-    dla_status st = ds->kind->read_at(ds, ds->pos, out, op);
-    if (st == DLA_OK)
-        ds->pos++;
-    return st;
+    /* Read in order (inside a combination or transform read in order),
+     * a failed observation is passed over as a source read in order passes
+     * over it: kept, the indexed one read it again beside the others'
+     * next observations, out of step with them. */
+    return ds->kind->read_at(ds, ds->pos++, out, op);
 }
 
 dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const int *at, dla_tensor **out,

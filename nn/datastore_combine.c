@@ -18,13 +18,25 @@ static dla_status combine_read(dla_datastore *ds, int64_t i, int next, dla_tenso
 {
     const combine_ds *c = ds->state;
     dla_status st = DLA_OK;
+    char msg[1024] = "";
     int o = 0;
-    for (int k = 0; k < c->n && st == DLA_OK; k++) {
-        st = next ? dla__ds_next_obs(c->in[k], out + o, op) : dla__ds_obs(c->in[k], i, out + o, op);
+    /* Read in order, every input reads its next observation even after
+     * one failed: each moved past it, and stopping left the later ones a
+     * step behind, pairing observation i of one with i - 1 of another
+     * from then on. The first failure is the read's. */
+    for (int k = 0; k < c->n && (next || st == DLA_OK); k++) {
+        dla_status sk = next ? dla__ds_next_obs(c->in[k], out + o, op)
+                             : dla__ds_obs(c->in[k], i, out + o, op);
+        if (sk != DLA_OK && st == DLA_OK) {
+            st = sk;
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+        }
         o += c->in[k]->nout;
     }
-    if (st != DLA_OK)
+    if (st != DLA_OK) {
         dla__ds_drop(ds->nout, out);
+        dla__data_fail(st, "%s", msg);
+    }
     return st;
 }
 

@@ -878,6 +878,47 @@ static void test_one_position_read_twice_side_by_side_is_refused(void **state)
     dla_scope_end();
 }
 
+/* A combination read in order whose input fails an observation: every
+ * input moves past it, so the next read pairs them again. One input that
+ * failed stopped the read of the later ones (a step behind from then on:
+ * observation i of one beside i - 1 of another), and an indexed input
+ * that failed read the same observation again beside the others' next. */
+static void test_a_failed_read_keeps_a_combination_in_step(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int which = 0; which < 3; which++) {
+        counter a = {.n = 6, .fail_at = -1}, b = {.n = 6, .fail_at = -1};
+        /* 0: the first (read in order) fails; 1: the second; 2: the
+         * second, indexed, fails. */
+        (which == 0 ? &a : &b)->fail_at = 2;
+        dla_datastore *da = counter_ds(&a, 0, 1), *db = counter_ds(&b, which == 2, 1), *c;
+        assert_ok(dla_combine(2, (dla_datastore *[]){da, db}, &c));
+        int64_t got = 0;
+        for (int r = 0; r < 6; r++) {
+            dla_tensor *o[2];
+            dla_status st = dla_datastore_read(c, 2, o);
+            if (r == 2) {
+                expect_error(st, DLA_ERR_IO, "unreadable", NULL);
+                continue;
+            }
+            assert_ok(st);
+            double v[2], w[2];
+            values(o[0], v, 2);
+            values(o[1], w, 2);
+            tu_assert_near(v[0], (double)r, 0);
+            tu_assert_near(w[0], (double)r, 0);
+            got++;
+        }
+        assert_int_equal(got, 5);
+        assert_false(dla_datastore_hasdata(c));
+        dla_datastore_free(c);
+        dla_datastore_free(da);
+        dla_datastore_free(db);
+    }
+    dla_scope_end();
+}
+
 static void test_queue_format_puts_the_observation_dim(void **state)
 {
     (void)state;
@@ -1132,6 +1173,7 @@ int main(void)
         TU_TEST(test_queue_over_combined_array_and_files),
         TU_TEST(test_queue_over_a_datastore_read_in_order),
         TU_TEST(test_one_position_read_twice_side_by_side_is_refused),
+        TU_TEST(test_a_failed_read_keeps_a_combination_in_step),
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
         TU_TEST(test_every_refused_allocation_fails_cleanly),

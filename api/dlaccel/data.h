@@ -448,7 +448,10 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  * threads): they must be safe to call so. A read of an indexed datastore
  * that fails leaves its position where it was; one of a datastore read in
  * order has read what it read (the failed observation counted: the
- * callback's position is its own), and the next read goes on after it.
+ * callback's position is its own), and the next read goes on after it;
+ * a combination read in order reads every input's observation even when
+ * one fails, each moving past it (an indexed input too), so that they
+ * stay in step.
  *
  * Handles: a datastore holds references to the datastores it is made of,
  * and a queue to its datastore, so each may be freed (once) whenever the
