@@ -198,10 +198,18 @@ static dla_status seek_in_order(mbq_input *in, int64_t to, const char *op)
     }
     dla_tensor *skip[DLA_DATASTORE_MAX_OUTPUTS];
     while (in->ds_pos < to) {
-        dla_status st = dla__ds_next_obs(in->ds, skip, op);
-        if (st != DLA_OK)
-            return st;
-        dla__ds_drop(in->ds->nout, skip);
+        /* What is skipped belongs to batches before: its failure is not
+         * this batch's (the source moved past it all the same). Stopping
+         * here failed this batch with an observation outside it, and
+         * every later batch of the pass, reading from the start, again. */
+        if (!dla__ds_has_next(in->ds))
+            return dla__data_fail(DLA_ERR_STATE,
+                                  "%s: inputs: the %s ran out of data after %lld observations, "
+                                  "but its count is %lld",
+                                  op, in->ds->kind->name, (long long)in->ds_pos,
+                                  (long long)in->ds->count);
+        if (dla__ds_next_obs(in->ds, skip, op) == DLA_OK)
+            dla__ds_drop(in->ds->nout, skip);
         in->ds_pos++;
     }
     return DLA_OK;

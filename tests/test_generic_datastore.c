@@ -472,12 +472,13 @@ static void test_combine_reads_in_step_and_refuses_other_lengths(void **state)
 typedef struct counter {
     int64_t n, at;   /* observations; the next one read in order */
     int fail_at;     /* the read of this observation fails (-1: none) */
+    int fail_to;     /* above fail_at: the reads up to this one fail too */
     int freed;
 } counter;
 
 static dla_status counter_make(counter *c, int64_t i, dla_tensor **out)
 {
-    if (i == c->fail_at) {
+    if (i == c->fail_at || (c->fail_at >= 0 && i > c->fail_at && i <= c->fail_to)) {
         dla_error_tensor(DLA_ERR_IO, "sensor %lld unreadable", (long long)i);
         return DLA_ERR_IO;
     }
@@ -919,6 +920,47 @@ static void test_a_failed_read_keeps_a_combination_in_step(void **state)
     dla_scope_end();
 }
 
+/* A batch of a queue over a datastore read in order that fails at two
+ * observations: the next batch skips the rest of it, a failure there
+ * included, and reads its own. Stopping at that failure failed the next
+ * batch with an observation outside it, and every later batch of the pass
+ * (read again from the start, through the first failure). */
+static void test_a_queue_skips_past_a_failed_batch_read_in_order(void **state)
+{
+    (void)state;
+    for (int background = 0; background <= 1; background++) {
+        dla_scope_begin();
+        counter c = {.n = 12, .fail_at = 3, .fail_to = 4};
+        dla_datastore *ds = counter_ds(&c, 0, 1);
+        dla_mbq *q;
+        assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds}},
+                                 &(dla_mbq_options){.mini_batch_size = 3,
+                                                    .dispatch_in_background = background},
+                                 &q));
+        for (int pass = 0; pass < 2; pass++) {
+            for (int64_t k = 0; k < 12; k += 3) {
+                assert_true(dla_mbq_hasdata(q));
+                dla_tensor *b;
+                dla_status st = dla_mbq_next(q, 1, &b);
+                if (k == 3) {
+                    expect_error(st, DLA_ERR_IO, "sensor 3 unreadable", NULL);
+                    continue;
+                }
+                assert_ok(st);
+                double v[6];
+                values(b, v, 6);
+                for (int j = 0; j < 3; j++)
+                    tu_assert_near(v[2 * j], (double)(k + j), 0);
+            }
+            assert_false(dla_mbq_hasdata(q));
+            dla_mbq_reset(q);
+        }
+        dla_mbq_free(q);
+        dla_datastore_free(ds);
+        dla_scope_end();
+    }
+}
+
 static void test_queue_format_puts_the_observation_dim(void **state)
 {
     (void)state;
@@ -1174,6 +1216,7 @@ int main(void)
         TU_TEST(test_queue_over_a_datastore_read_in_order),
         TU_TEST(test_one_position_read_twice_side_by_side_is_refused),
         TU_TEST(test_a_failed_read_keeps_a_combination_in_step),
+        TU_TEST(test_a_queue_skips_past_a_failed_batch_read_in_order),
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
         TU_TEST(test_every_refused_allocation_fails_cleanly),
