@@ -44,13 +44,14 @@ static inline int example_int32(const char *prog, const char *opt, const char *s
 }
 
 /* A seed: any whole number from 0 to 2^64 - 1 (strtoull alone takes
- * "-1" as 2^64 - 1 and "abc" as 0). */
+ * "-1", and " -1" past its leading blanks, as 2^64 - 1 and "abc" as 0):
+ * digits only. */
 static inline int example_seed(const char *prog, const char *s, unsigned long long *out)
 {
     char *end = NULL;
     errno = 0;
     const unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *s == '-' || *s == '+' || *end || errno) {
+    if (*s < '0' || *s > '9' || *end || errno) {
         fprintf(stderr, "%s: --seed wants a whole number from 0 to 2^64 - 1, not '%s'\n", prog, s);
         return 0;
     }

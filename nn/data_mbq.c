@@ -27,6 +27,7 @@
  * Batches are held references (data_util.h), not owned by any scope, until
  * dla_mbq_next delivers them to the caller (into the caller's open scope).
  */
+#include "core/format.h" /* dla__format_parse */
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
 #include "nn/data_image.h"
 #include "nn/data_mbq.h"
@@ -80,7 +81,8 @@ struct dla_mbq {
     int64_t n;                  /* observations of this queue */
     int64_t *base;              /* its n observation numbers, as made */
     int64_t *order;             /* the same in the current order */
-    int imds_input;             /* the datastore input, or -1 */
+    int imds_input;             /* the image datastore's slot in in[], or -1 */
+    int imds_arg;               /* its number among dla_mbq_create's inputs */
     int in_order;               /* a generic datastore input is read in order */
     int64_t mbs;
     int discard;
@@ -196,10 +198,18 @@ static dla_status seek_in_order(mbq_input *in, int64_t to, const char *op)
     }
     dla_tensor *skip[DLA_DATASTORE_MAX_OUTPUTS];
     while (in->ds_pos < to) {
-        dla_status st = dla__ds_next_obs(in->ds, skip, op);
-        if (st != DLA_OK)
-            return st;
-        dla__ds_drop(in->ds->nout, skip);
+        /* What is skipped belongs to batches before: its failure is not
+         * this batch's (the source moved past it all the same). Stopping
+         * here failed this batch with an observation outside it, and
+         * every later batch of the pass, reading from the start, again. */
+        if (!dla__ds_has_next(in->ds))
+            return dla__data_fail(DLA_ERR_STATE,
+                                  "%s: inputs: the %s ran out of data after %lld observations, "
+                                  "but its count is %lld",
+                                  op, in->ds->kind->name, (long long)in->ds_pos,
+                                  (long long)in->ds->count);
+        if (dla__ds_next_obs(in->ds, skip, op) == DLA_OK)
+            dla__ds_drop(in->ds->nout, skip);
         in->ds_pos++;
     }
     return DLA_OK;
@@ -581,10 +591,27 @@ static int datastore_output(mbq_input *in, int i, int j, const dla_mbq_input *sr
                            op, i, format, j + 1);
             return -1;
         }
+        /* Its labels' order is checked here (the fit of its dims is a
+         * batch's): a relabeling cannot reorder, so "BC" failed every batch. */
+        const int64_t ones[DLA_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
+        dla__format f;
+        int nd;
+        char why[512];
+        if (dla__format_parse(op, format, (int)strlen(format), ones, &f, &nd) != DLA_OK)
+            snprintf(why, sizeof why, "%s", dla_last_error());
+        else if (!f.is_canonical)
+            snprintf(why, sizeof why, "not in canonical order (S, C, B, T, U); a relabeling "
+                                      "cannot reorder data");
+        else
+            why[0] = '\0';
+        if (why[0]) {
+            dla__data_fail(DLA_ERR_FORMAT, "%s: argument inputs[%d]: format \"%s\" of output %d: %s",
+                           op, i, format, j + 1, why);
+            return -1;
+        }
         snprintf(in->format, sizeof in->format, "%s", format);
         in->has_format = 1;
-        /* B's dim once the labels are in their canonical order (S..., C,
-         * B, T, U), as the relabeling puts them. */
+        /* B's dim: the labels are in canonical order (S..., C, B, T, U). */
         in->at = dla__ds_format_b_dim(format);
     }
     return 0;
@@ -604,6 +631,20 @@ static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const
                        "%s: argument inputs[%d]: mask is for sequence inputs", op, i);
         return -1;
     }
+    /* Each input read in order is read by the position of what it reads:
+     * two that move one (one datastore twice, or a datastore and a
+     * transform of it) would take each other's observations. */
+    for (int k = 0; k < q->nin - 1 && !dla__ds_indexed(ds); k++)
+        if (q->in[k].ds && q->in[k].ds_out == 0 && !dla__ds_indexed(q->in[k].ds) &&
+            dla__ds_share_position(q->in[k].ds, ds)) {
+            dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument inputs[%d].datastore reads, in order, a datastore an "
+                           "input before it reads too (the same one, or one made of the other): "
+                           "each would take the other's observations; give one datastore of both "
+                           "outputs (a transform with two), or one read by number",
+                           op, i);
+            return -1;
+        }
     if (ds->count < 0) {
         dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                        "%s: argument inputs[%d]: a %s whose number of observations is not known; "
@@ -696,7 +737,7 @@ static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const cha
             dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                            "%s: argument inputs[%d]: a second datastore input (inputs[%d] is one); "
                            "a queue reads one datastore",
-                           op, i, q->imds_input);
+                           op, i, q->imds_arg);
             return -1;
         }
         if (in->mask) {
@@ -706,7 +747,9 @@ static int64_t take_input(dla_mbq *q, int i, const dla_mbq_input *src, const cha
         }
         if (!(in->imds = dla__imds_snapshot(src->images, op)))
             return -1;
-        q->imds_input = i;
+        /* Its slot: a generic datastore before it took one per output. */
+        q->imds_input = (int)(in - q->in);
+        q->imds_arg = i;
         in->bdim = 4;
         count = dla__imds_count(in->imds);
     } else if (src->sequences) {
@@ -895,6 +938,7 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
         dla__ds_retain(p->in[i].ds);
     }
     p->imds_input = q->imds_input;
+    p->imds_arg = q->imds_arg;
     p->mbs = q->mbs;
     p->discard = q->discard;
     p->rule = q->rule;

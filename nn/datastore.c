@@ -130,10 +130,11 @@ dla_status dla__ds_next_obs(dla_datastore *ds, dla_tensor **out, const char *op)
                               ds->kind->name);
     if (!dla__ds_indexed(ds))
         return ds->kind->read_next(ds, out, op);
-    dla_status st = ds->kind->read_at(ds, ds->pos, out, op);
-    if (st == DLA_OK)
-        ds->pos++;
-    return st;
+    /* Read in order (inside a combination or transform read in order),
+     * a failed observation is passed over as a source read in order passes
+     * over it: kept, the indexed one read it again beside the others'
+     * next observations, out of step with them. */
+    return ds->kind->read_at(ds, ds->pos++, out, op);
 }
 
 dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const int *at, dla_tensor **out,
@@ -181,6 +182,33 @@ dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const int *at, dla_
      * goes on after it. */
     *got = k + (st != DLA_OK && read_failed);
     return st;
+}
+
+/* Whether ds, read in order, moves leaf's position: an indexed datastore
+ * or a kind read in order with no inputs moves its own; a transform or
+ * combination read in order moves its inputs'. */
+static int moves(const dla_datastore *ds, const dla_datastore *leaf)
+{
+    dla_datastore *in[DLA__DS_MAX];
+    const int n = dla__ds_indexed(ds) || !ds->kind->inputs ? 0 : ds->kind->inputs(ds, in);
+    if (n == 0)
+        return ds == leaf;
+    for (int k = 0; k < n; k++)
+        if (moves(in[k], leaf))
+            return 1;
+    return 0;
+}
+
+int dla__ds_share_position(const dla_datastore *a, const dla_datastore *b)
+{
+    dla_datastore *in[DLA__DS_MAX];
+    const int n = dla__ds_indexed(a) || !a->kind->inputs ? 0 : a->kind->inputs(a, in);
+    if (n == 0)
+        return moves(b, a);
+    for (int k = 0; k < n; k++)
+        if (dla__ds_share_position(in[k], b))
+            return 1;
+    return 0;
 }
 
 /* ------------------------------------------------------------- reading */

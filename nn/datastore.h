@@ -37,6 +37,9 @@ typedef struct dla__ds_kind {
     void (*reset)(dla_datastore *ds);
     /* Frees the kind's state (and drops what it holds). */
     void (*destroy)(dla_datastore *ds);
+    /* Optional: the datastores it reads (a transform's, a combination's)
+     * into in[0..DLA__DS_MAX-1]; returns their count. */
+    int (*inputs)(const dla_datastore *ds, dla_datastore **in);
 } dla__ds_kind;
 
 struct dla_datastore {
@@ -95,6 +98,14 @@ dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const int *at, dla_
 typedef dla_status (*dla__ds_call)(void *ctx, void *arg, int nout, dla_tensor **out);
 dla_status dla__ds_call_user(dla__ds_call fn, void *ctx, void *arg, int nout, dla_tensor **out,
                              const char *op, const char *what);
+
+/* Nonzero when a and b, both read in order, would move one position: a
+ * source read in order (a custom datastore's, or an indexed datastore's
+ * own position, read through a kind read in order) that both read. Two
+ * such datastores read side by side (combine, a queue's inputs) would
+ * each take the other's observations, pairing observation i of one with
+ * i + 1 of the other. */
+int dla__ds_share_position(const dla_datastore *a, const dla_datastore *b);
 
 /* The dim a format's B lands on once its labels are in canonical order
  * (S..., C, B, T, U): 1 + its S and C labels. */

@@ -18,13 +18,25 @@ static dla_status combine_read(dla_datastore *ds, int64_t i, int next, dla_tenso
 {
     const combine_ds *c = ds->state;
     dla_status st = DLA_OK;
+    char msg[1024] = "";
     int o = 0;
-    for (int k = 0; k < c->n && st == DLA_OK; k++) {
-        st = next ? dla__ds_next_obs(c->in[k], out + o, op) : dla__ds_obs(c->in[k], i, out + o, op);
+    /* Read in order, every input reads its next observation even after
+     * one failed: each moved past it, and stopping left the later ones a
+     * step behind, pairing observation i of one with i - 1 of another
+     * from then on. The first failure is the read's. */
+    for (int k = 0; k < c->n && (next || st == DLA_OK); k++) {
+        dla_status sk = next ? dla__ds_next_obs(c->in[k], out + o, op)
+                             : dla__ds_obs(c->in[k], i, out + o, op);
+        if (sk != DLA_OK && st == DLA_OK) {
+            st = sk;
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+        }
         o += c->in[k]->nout;
     }
-    if (st != DLA_OK)
+    if (st != DLA_OK) {
         dla__ds_drop(ds->nout, out);
+        dla__data_fail(st, "%s", msg);
+    }
     return st;
 }
 
@@ -63,10 +75,19 @@ static void combine_destroy(dla_datastore *ds)
     dla__data_free(c);
 }
 
+static int combine_inputs(const dla_datastore *ds, dla_datastore **in)
+{
+    const combine_ds *c = ds->state;
+    for (int k = 0; k < c->n; k++)
+        in[k] = c->in[k];
+    return c->n;
+}
+
 static const dla__ds_kind combine_indexed = {
     .name = "combined datastore",
     .read_at = combine_read_at,
     .destroy = combine_destroy,
+    .inputs = combine_inputs,
 };
 
 static const dla__ds_kind combine_in_order = {
@@ -75,6 +96,7 @@ static const dla__ds_kind combine_in_order = {
     .hasdata = combine_hasdata,
     .reset = combine_reset,
     .destroy = combine_destroy,
+    .inputs = combine_inputs,
 };
 
 DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **out)
@@ -95,13 +117,6 @@ DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **
             return dla_last_status();
         nout += ds[k]->nout;
         indexed &= dla__ds_indexed(ds[k]);
-        /* Read in order, one datastore twice would be read twice a step. */
-        for (int j = 0; j < k && !dla__ds_indexed(ds[k]); j++)
-            if (ds[j] == ds[k])
-                return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                                      "%s: argument ds[%d] is ds[%d], a %s read in order: it "
-                                      "would be read twice a step",
-                                      op, k, j, ds[k]->kind->name);
         if (ds[k]->count < 0)
             continue;
         if (first_known >= 0 && ds[k]->count != count)
@@ -115,6 +130,20 @@ DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **
     if (nout > DLA__DS_MAX)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d outputs in all; at most %d", op,
                               nout, DLA__DS_MAX);
+    /* Read in order, each input is read by its position: two that move
+     * one (one datastore twice, or a datastore and a transform of it)
+     * would each take the other's observations, pairing observation i
+     * with i + 1. */
+    for (int k = 0; k < n && !indexed; k++)
+        for (int j = 0; j < k; j++)
+            if (dla__ds_share_position(ds[j], ds[k]))
+                return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                                      "%s: argument ds[%d] and ds[%d] read one datastore by its "
+                                      "position (the same datastore, or one made of the other), "
+                                      "read in order: it would be read twice a step, pairing "
+                                      "observation i with i + 1 (a transform with both outputs "
+                                      "reads it once)",
+                                      op, j, k);
     /* A count is known when every input knows it. */
     for (int k = 0; k < n; k++)
         if (ds[k]->count < 0)

@@ -73,10 +73,17 @@ static void transform_destroy(dla_datastore *ds)
     dla__data_free(t);
 }
 
+static int transform_inputs(const dla_datastore *ds, dla_datastore **in)
+{
+    in[0] = ((const transform_ds *)ds->state)->in;
+    return 1;
+}
+
 static const dla__ds_kind transform_indexed = {
     .name = "transformed datastore",
     .read_at = transform_read_at,
     .destroy = transform_destroy,
+    .inputs = transform_inputs,
 };
 
 static const dla__ds_kind transform_in_order = {
@@ -85,6 +92,7 @@ static const dla__ds_kind transform_in_order = {
     .hasdata = transform_hasdata,
     .reset = transform_reset,
     .destroy = transform_destroy,
+    .inputs = transform_inputs,
 };
 
 DLA_API dla_status dla_transform(dla_datastore *ds, int noutputs, dla_transform_fn fn, void *ctx,

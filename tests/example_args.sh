@@ -29,7 +29,7 @@ check() {
         echo "not ok $n - $prog$args: exit $want, '$pattern'"
     fi
 }
-echo "1..28"
+echo "1..29"
 for prog in cnn_fmnist waveform forecast pinn neural_ode transfer autoencoder volumes tokens datastores \
     custom_layer slice_layer ctc_sequences lstm_function; do
     check 0 $prog --help -- "usage: $prog "
@@ -48,3 +48,14 @@ check 2 custom_layer --reps 99999999999 -- "custom_layer: --reps wants a whole n
 check 2 ctc_sequences abc -- "ctc_sequences: ITERATIONS wants a whole number in [1, 100000000], not 'abc'"
 check 2 lstm_function 10 20 -- "unknown argument or missing value: '20'"
 check 2 neural_ode --iterations 0 -- "neural_ode: --iterations wants a whole number in [1, 100000000], not '0'"
+# A value with a leading blank (check splits its arguments on blanks):
+# strtoull skips the blank and reads " -1" as 2^64 - 1.
+n=$((n + 1))
+if timeout 60 "$ex/waveform" --seed " -1" >"$tmp/out" 2>"$tmp/err"; then got=0; else got=$?; fi
+if [ "$got" -eq 2 ] && grep -qF -- "--seed wants a whole number from 0 to 2^64 - 1, not ' -1'" "$tmp/err"; then
+    echo "ok $n - waveform --seed ' -1': exit 2"
+else
+    echo "# exit status $got (expected 2); stderr:"
+    sed 's/^/#   /' "$tmp/err"
+    echo "not ok $n - waveform --seed ' -1': exit 2"
+fi

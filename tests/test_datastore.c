@@ -993,6 +993,71 @@ static void test_a_queue_reads_the_datastore_on_its_threads_in_order(void **stat
     }
 }
 
+/* A generic datastore of two outputs before the images: its outputs take
+ * two of the queue's slots, so the image input is the third slot, not the
+ * second input's. Taken for the second, the queue read a datastore slot as
+ * the images (dla_mbq_create crashed on a NULL image datastore). */
+static void test_a_generic_datastore_before_the_images_stays_paired(void **state)
+{
+    (void)state;
+    const char *top = fresh("gen");
+    for (int i = 0; i < 9; i++) {
+        mkdirs(path_of("gen/k%d", i % 2));
+        write_png(path_of("gen/k%d/%02d.png", i % 2, i), i, 4, 3, 1);
+    }
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    dla_tensor *all;
+    assert_ok(dla_imds_readall(ds, &all, NULL));
+    float ref[9 * 12], ids[9];
+    to_host(all, ref, sizeof ref);
+    for (int k = 0; k < 9; k++)
+        ids[k] = (float)id_of(ref + 12 * k);
+    dla_tensor *idt = dla_tensor_from_host(ids, DLA_F32, "CB", DLA_DIMS(1, 9));
+    dla_datastore *a, *both;
+    assert_ok(dla_array_datastore(idt, NULL, &a));
+    assert_ok(dla_combine(2, (dla_datastore *[]){a, a}, &both));
+    for (int background = 0; background <= 1; background++) {
+        dla_mbq *q;
+        assert_ok(dla_mbq_create(2, (dla_mbq_input[]){{.datastore = both}, {.images = ds}},
+                                 &(dla_mbq_options){.mini_batch_size = 4, .seed = 3,
+                                                    .dispatch_in_background = background},
+                                 &q));
+        dla_mbq_shuffle(q);
+        int total = 0;
+        while (dla_mbq_hasdata(q)) {
+            dla_tensor *b[3];
+            assert_ok(dla_mbq_next(q, 3, b));
+            const int64_t n = dla_tensor_dim(b[2], 4);
+            float px[4 * 12], i0[4], i1[4];
+            to_host(b[0], i0, sizeof(float) * (size_t)n);
+            to_host(b[1], i1, sizeof(float) * (size_t)n);
+            to_host(b[2], px, sizeof(float) * 12 * (size_t)n);
+            for (int64_t k = 0; k < n; k++) {
+                tu_assert_near(i0[k], id_of(px + 12 * k), 0);
+                tu_assert_near(i1[k], id_of(px + 12 * k), 0);
+            }
+            total += (int)n;
+            for (int j = 0; j < 3; j++)
+                dla_tensor_release(b[j]);
+        }
+        assert_int_equal(total, 9);
+        dla_mbq_free(q);
+    }
+    /* The second image input is named by its number among the inputs. */
+    dla_mbq *q;
+    assert_int_equal(dla_mbq_create(3, (dla_mbq_input[]){{.datastore = both}, {.images = ds},
+                                                         {.images = ds}},
+                                    NULL, &q),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "inputs[2]: a second datastore input (inputs[1]"));
+    dla_datastore_free(both);
+    dla_datastore_free(a);
+    dla_tensor_release(idt);
+    dla_tensor_release(all);
+    dla_imds_free(ds);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static void expect_create_error(const char *top, const dla_imds_options *o, dla_status st,
@@ -1651,6 +1716,7 @@ int main(void)
         TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
         TU_TEST(test_mixed_sizes_need_a_resize),
         TU_TEST(test_skip_corrupt_warns_once_and_keeps_labels_paired),
+        TU_TEST(test_a_generic_datastore_before_the_images_stays_paired),
         TU_TEST(test_misuse_is_refused),
         TU_TEST(test_exported_fashion_mnist_reads_back_as_the_idx_files),
         TU_TEST(test_export_with_a_small_limit_makes_no_empty_folder),

@@ -475,12 +475,13 @@ static void test_combine_reads_in_step_and_refuses_other_lengths(void **state)
 typedef struct counter {
     int64_t n, at;   /* observations; the next one read in order */
     int fail_at;     /* the read of this observation fails (-1: none) */
+    int fail_to;     /* above fail_at: the reads up to this one fail too */
     int freed;
 } counter;
 
 static dla_status counter_make(counter *c, int64_t i, dla_tensor **out)
 {
-    if (i == c->fail_at) {
+    if (i == c->fail_at || (c->fail_at >= 0 && i > c->fail_at && i <= c->fail_to)) {
         dla_error_tensor(DLA_ERR_IO, "sensor %lld unreadable", (long long)i);
         return DLA_ERR_IO;
     }
@@ -561,7 +562,7 @@ static void test_custom_datastores_indexed_and_in_order(void **state)
     assert_false(dla_datastore_is_indexed(both));
     assert_int_equal(dla_datastore_num_observations(both), -1);
     expect_error(dla_combine(2, (dla_datastore *[]){t, t}, &bad), DLA_ERR_INVALID_ARGUMENT,
-                 "ds[1] is ds[0]", "read twice a step", NULL);
+                 "ds[0] and ds[1]", "read twice a step", NULL);
     dla_tensor *o[2];
     assert_ok(dla_datastore_readall(both, 2, o));
     values(o[1], w, 10);
@@ -828,6 +829,141 @@ static void test_queue_over_a_datastore_read_in_order(void **state)
     }
 }
 
+/* Two readers of one position, read side by side: a combine, or a queue's
+ * inputs, over a datastore read in order and a transform of it (or itself
+ * twice, or an indexed one twice inside a combine read in order) read it
+ * twice a step, each taking the other's observations: observation i of
+ * one was paired with i + 1 of the other without a word. */
+static void test_one_position_read_twice_side_by_side_is_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    counter c = {.n = 6, .fail_at = -1}, a = {.n = 6, .fail_at = -1};
+    dla_datastore *ds = counter_ds(&c, 0, 1), *ia = counter_ds(&a, 1, 1), *t, *t2, *bad;
+    assert_ok(dla_transform(ds, 0, twice_and_sum, NULL, &t));
+    assert_ok(dla_transform(t, 0, twice_and_sum, NULL, &t2));
+    expect_error(dla_combine(2, (dla_datastore *[]){ds, t}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "dla_combine", "ds[0] and ds[1]", "read twice a step", NULL);
+    expect_error(dla_combine(3, (dla_datastore *[]){ia, t2, ds}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "ds[1] and ds[2]", NULL);
+    /* An indexed one read by its position inside a combine read in order. */
+    expect_error(dla_combine(3, (dla_datastore *[]){ia, ds, ia}, &bad), DLA_ERR_INVALID_ARGUMENT,
+                 "ds[0] and ds[2]", NULL);
+    dla_mbq *q;
+    const dla_mbq_options o = {.mini_batch_size = 3};
+    expect_error(dla_mbq_create(2, (dla_mbq_input[]){{.datastore = ds}, {.datastore = t}}, &o, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "inputs[1].datastore", "the other's observations",
+                 NULL);
+    expect_error(dla_mbq_create(2, (dla_mbq_input[]){{.datastore = t2}, {.datastore = t2}}, &o, &q),
+                 DLA_ERR_INVALID_ARGUMENT, "inputs[1].datastore", NULL);
+    /* What reads apart still works: an indexed one beside its transform in
+     * a queue (each read by number), a combine of one read in order with
+     * an indexed one, and a transform of both outputs. */
+    dla_datastore *ta, *both;
+    assert_ok(dla_transform(ia, 0, twice_and_sum, NULL, &ta));
+    assert_ok(dla_mbq_create(3, (dla_mbq_input[]){{.datastore = ia}, {.datastore = ta},
+                                                  {.datastore = ds}},
+                             &o, &q));
+    dla_tensor *b[3];
+    assert_ok(dla_mbq_next(q, 3, b));
+    double v[6], w[6];
+    values(b[0], v, 6);
+    values(b[2], w, 6);
+    for (int k = 0; k < 6; k++)
+        tu_assert_near(v[k], w[k], 0);
+    dla_mbq_free(q);
+    assert_ok(dla_combine(2, (dla_datastore *[]){ia, ds}, &both));
+    dla_datastore_free(both);
+    dla_datastore_free(ta);
+    dla_datastore_free(t2);
+    dla_datastore_free(t);
+    dla_datastore_free(ia);
+    dla_datastore_free(ds);
+    dla_scope_end();
+}
+
+/* A combination read in order whose input fails an observation: every
+ * input moves past it, so the next read pairs them again. One input that
+ * failed stopped the read of the later ones (a step behind from then on:
+ * observation i of one beside i - 1 of another), and an indexed input
+ * that failed read the same observation again beside the others' next. */
+static void test_a_failed_read_keeps_a_combination_in_step(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int which = 0; which < 3; which++) {
+        counter a = {.n = 6, .fail_at = -1}, b = {.n = 6, .fail_at = -1};
+        /* 0: the first (read in order) fails; 1: the second; 2: the
+         * second, indexed, fails. */
+        (which == 0 ? &a : &b)->fail_at = 2;
+        dla_datastore *da = counter_ds(&a, 0, 1), *db = counter_ds(&b, which == 2, 1), *c;
+        assert_ok(dla_combine(2, (dla_datastore *[]){da, db}, &c));
+        int64_t got = 0;
+        for (int r = 0; r < 6; r++) {
+            dla_tensor *o[2];
+            dla_status st = dla_datastore_read(c, 2, o);
+            if (r == 2) {
+                expect_error(st, DLA_ERR_IO, "unreadable", NULL);
+                continue;
+            }
+            assert_ok(st);
+            double v[2], w[2];
+            values(o[0], v, 2);
+            values(o[1], w, 2);
+            tu_assert_near(v[0], (double)r, 0);
+            tu_assert_near(w[0], (double)r, 0);
+            got++;
+        }
+        assert_int_equal(got, 5);
+        assert_false(dla_datastore_hasdata(c));
+        dla_datastore_free(c);
+        dla_datastore_free(da);
+        dla_datastore_free(db);
+    }
+    dla_scope_end();
+}
+
+/* A batch of a queue over a datastore read in order that fails at two
+ * observations: the next batch skips the rest of it, a failure there
+ * included, and reads its own. Stopping at that failure failed the next
+ * batch with an observation outside it, and every later batch of the pass
+ * (read again from the start, through the first failure). */
+static void test_a_queue_skips_past_a_failed_batch_read_in_order(void **state)
+{
+    (void)state;
+    for (int background = 0; background <= 1; background++) {
+        dla_scope_begin();
+        counter c = {.n = 12, .fail_at = 3, .fail_to = 4};
+        dla_datastore *ds = counter_ds(&c, 0, 1);
+        dla_mbq *q;
+        assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds}},
+                                 &(dla_mbq_options){.mini_batch_size = 3,
+                                                    .dispatch_in_background = background},
+                                 &q));
+        for (int pass = 0; pass < 2; pass++) {
+            for (int64_t k = 0; k < 12; k += 3) {
+                assert_true(dla_mbq_hasdata(q));
+                dla_tensor *b;
+                dla_status st = dla_mbq_next(q, 1, &b);
+                if (k == 3) {
+                    expect_error(st, DLA_ERR_IO, "sensor 3 unreadable", NULL);
+                    continue;
+                }
+                assert_ok(st);
+                double v[6];
+                values(b, v, 6);
+                for (int j = 0; j < 3; j++)
+                    tu_assert_near(v[2 * j], (double)(k + j), 0);
+            }
+            assert_false(dla_mbq_hasdata(q));
+            dla_mbq_reset(q);
+        }
+        dla_mbq_free(q);
+        dla_datastore_free(ds);
+        dla_scope_end();
+    }
+}
+
 static void test_queue_format_puts_the_observation_dim(void **state)
 {
     (void)state;
@@ -849,6 +985,16 @@ static void test_queue_format_puts_the_observation_dim(void **state)
     dla_mbq_free(q);
     expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .format = "SXB"}}, NULL, &q),
                  DLA_ERR_FORMAT, "inputs[0]", "\"SXB\"", NULL);
+    /* Labels out of canonical order, or twice, are refused when the queue
+     * is made, as a tensor input's are (a relabeling cannot reorder: "BC"
+     * failed every batch instead). */
+    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .format = "SSBC"}}, NULL,
+                                &q),
+                 DLA_ERR_FORMAT, "inputs[0]", "\"SSBC\" of output 1", "canonical order", NULL);
+    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds,
+                                                       .formats = (const char *[]){"CBB"}}},
+                                NULL, &q),
+                 DLA_ERR_FORMAT, "\"CBB\" of output 1", NULL);
     expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds, .tensor = b}}, NULL, &q),
                  DLA_ERR_INVALID_ARGUMENT, "exactly one", NULL);
     /* Outputs past what a queue holds: two datastores of 16, and one more
@@ -1367,6 +1513,9 @@ int main(void)
         TU_TEST(test_misuse_is_refused),
         TU_TEST(test_queue_over_combined_array_and_files),
         TU_TEST(test_queue_over_a_datastore_read_in_order),
+        TU_TEST(test_one_position_read_twice_side_by_side_is_refused),
+        TU_TEST(test_a_failed_read_keeps_a_combination_in_step),
+        TU_TEST(test_a_queue_skips_past_a_failed_batch_read_in_order),
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
         TU_TEST(test_trainnet_takes_the_targets_from_the_datastore),

@@ -453,7 +453,10 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  * threads): they must be safe to call so. A read of an indexed datastore
  * that fails leaves its position where it was; one of a datastore read in
  * order has read what it read (the failed observation counted: the
- * callback's position is its own), and the next read goes on after it.
+ * callback's position is its own), and the next read goes on after it;
+ * a combination read in order reads every input's observation even when
+ * one fails, each moving past it (an indexed input too), so that they
+ * stay in step.
  *
  * Handles: a datastore holds references to the datastores it is made of,
  * and a queue to its datastore, so each may be freed (once) whenever the
@@ -579,7 +582,10 @@ DLA_API dla_status dla_transform(dla_datastore *ds, int noutputs, dla_transform_
  * Indexed when all are; otherwise each is reset, to be read in step from
  * its start, and the combination has data while every one has. Its count
  * is known when every one's is. Errors: DLA_ERR_INVALID_ARGUMENT (n < 1, a NULL or
- * freed datastore, more than DLA_DATASTORE_MAX_OUTPUTS outputs in all),
+ * freed datastore, more than DLA_DATASTORE_MAX_OUTPUTS outputs in all;
+ * read in order, two that read one position: the same datastore twice, or
+ * a datastore and a transform of it, which would pair observation i of
+ * one with i + 1 of the other; a transform with both outputs reads once),
  * DLA_ERR_SHAPE (two with known, different observation counts, naming
  * both). */
 DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **out);
@@ -651,7 +657,10 @@ typedef struct dla_mbq_input {
      * dispatch reads ahead); one read in order is reset when the queue is
      * made and read from its start by the queue alone (do not read it
      * meanwhile), in order: shuffling it is an error (DLA_ERR_STATE as the
-     * last error, the order kept), and so is partitioning the queue. The
+     * last error, the order kept), and so is partitioning the queue; two
+     * inputs read in order must not read one datastore (the same one, or
+     * one and a transform of it: refused, they would take each other's
+     * observations). The
      * queue holds a reference: ds may be freed before it. format and cast
      * apply to every output of the datastore, formats[k] and casts[k]
      * (arrays of its output count, when given; NULL entries fall back)
@@ -717,12 +726,14 @@ typedef struct dla_mbq_options {
  * DLA_ERR_INVALID_ARGUMENT (no input, an input with none or several
  * sources, an error tensor, a negative mini_batch_size or prefetch, an
  * unknown option value or cast, a freed datastore or one whose count is
- * not known, formats or casts on an input that is not a datastore, a
+ * not known, formats or casts on an input that is not a datastore, two
+ * datastores read in order that read one position, a
  * datastore read in order beside an image datastore, more than 32
  * outputs), DLA_ERR_SHAPE (inputs with different
  * observation counts), DLA_ERR_FORMAT (a format that does not fit the
  * output's dims; a datastore output's format: labels other than S, C, B,
- * T, U or no B, checked here, its fit checked per batch), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
+ * T, U, no B or labels out of canonical order, checked here, its fit
+ * checked per batch), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
  * (the dispatch thread could not start). */
 DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                   const dla_mbq_options *opts, dla_mbq **out);
