@@ -45,21 +45,6 @@ static int fail(const char *what)
     return 1;
 }
 
-/* The example's own stream (splitmix64), so that the data does not depend
- * on what else draws from the library's. */
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s, double lo, double hi)
-{
-    return lo + (hi - lo) * (double)(next(s) >> 11) / 9007199254740992.0;
-}
-
 /* Writes count recordings as dir/rec00000.csv ... and their classes into
  * labels. Returns 0, or 1 after a message. */
 static int write_recordings(const char *dir, int64_t count, uint64_t *s, int32_t *labels)
@@ -73,13 +58,13 @@ static int write_recordings(const char *dir, int64_t count, uint64_t *s, int32_t
             perror(path);
             return 1;
         }
-        const int k = (int)(next(s) % CLASSES);
-        const double freq = uniform(s, cycles[k][0], cycles[k][1]), phase = uniform(s, 0, 6.3);
-        const double offset = uniform(s, -5, 5), gain = uniform(s, 0.5, 3);
+        const int k = (int)(example_next(s) % CLASSES);
+        const double freq = example_uniform(s, cycles[k][0], cycles[k][1]), phase = example_uniform(s, 0, 6.3);
+        const double offset = example_uniform(s, -5, 5), gain = example_uniform(s, 0.5, 3);
         for (int t = 0; t < READINGS; t++)
             fprintf(f, "%s%.6f", t ? "," : "",
                     offset + gain * (sin(6.283185307179586 * freq * t / READINGS + phase) +
-                                     uniform(s, -1.0, 1.0)));
+                                     example_uniform(s, -1.0, 1.0)));
         fprintf(f, "\n");
         labels[i] = k;
         if (fclose(f)) {

@@ -19,6 +19,22 @@
 
 typedef int (*example_run_fn)(int epochs, int64_t count, uint64_t seed);
 
+/* The examples' own stream (splitmix64), so that the data they make does
+ * not depend on what else draws from the library's. */
+static inline uint64_t example_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi) from that stream. */
+static inline double example_uniform(uint64_t *s, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(example_next(s) >> 11) / 9007199254740992.0;
+}
+
 /* Reads --epochs, --count (training examples; at least 64) and --seed
  * over the defaults given, then runs run inside a scope (every tensor it
  * makes is released at its end) and returns its status; 2 on bad

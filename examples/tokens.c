@@ -48,16 +48,6 @@ static int fail(const char *what)
     return 1;
 }
 
-/* The example's own stream (splitmix64), so that the data does not depend
- * on what else draws from the library's. */
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
 /* n sequences and their classes 0..1 (int32, 1 x n). */
 static dla_status make_set(uint64_t *s, int64_t n, dla_seqlist **x, dla_tensor **t)
 {
@@ -73,11 +63,11 @@ static dla_status make_set(uint64_t *s, int64_t n, dla_seqlist **x, dla_tensor *
     dla_status st = DLA_OK;
     for (int64_t i = 0; i < n && st == DLA_OK; i++) {
         float tok[MAX_LENGTH];
-        const int len = MIN_LENGTH + (int)(next(s) % (MAX_LENGTH - MIN_LENGTH + 1));
+        const int len = MIN_LENGTH + (int)(example_next(s) % (MAX_LENGTH - MIN_LENGTH + 1));
         for (int j = 0; j < len; j++)
-            tok[j] = (float)(3 + next(s) % (VOCAB - 2));
-        const int a = (int)(next(s) % (uint64_t)len);
-        int b = (int)(next(s) % (uint64_t)(len - 1));
+            tok[j] = (float)(3 + example_next(s) % (VOCAB - 2));
+        const int a = (int)(example_next(s) % (uint64_t)len);
+        int b = (int)(example_next(s) % (uint64_t)(len - 1));
         b += b >= a; /* another place than a's */
         tok[a] = TOKEN_A;
         tok[b] = TOKEN_B;

@@ -35,31 +35,16 @@ static int fail(const char *what)
     return 1;
 }
 
-/* The example's own stream (splitmix64), so that the data does not depend
- * on what else draws from the library's. */
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s, double lo, double hi)
-{
-    return lo + (hi - lo) * (double)(next(s) >> 11) / 9007199254740992.0;
-}
-
 /* Volume n of class k into v (SIDE^3, column-major: x fastest, then y,
  * then z, as "SSSCB" holds it): the shape at 0.8 to 1.0, the background
  * at 0 to 0.2, plus noise. */
 static void make_volume(uint64_t *s, int k, float *v)
 {
-    const double r = uniform(s, 3.5, 5.5);
+    const double r = example_uniform(s, 3.5, 5.5);
     double c[3];
     for (int d = 0; d < 3; d++)
-        c[d] = uniform(s, r + 0.5, SIDE - r - 1.5);
-    const double level = uniform(s, 0.8, 1.0);
+        c[d] = example_uniform(s, r + 0.5, SIDE - r - 1.5);
+    const double level = example_uniform(s, 0.8, 1.0);
     for (int z = 0; z < SIDE; z++)
         for (int y = 0; y < SIDE; y++)
             for (int x = 0; x < SIDE; x++) {
@@ -69,7 +54,7 @@ static void make_volume(uint64_t *s, int k, float *v)
                 int in = k == 0 ? dist <= r : k == 1 ? dist <= r && dist >= r - 1.5
                                                      : box <= 0.8 * r;
                 v[x + SIDE * (y + SIDE * z)] =
-                    (float)((in ? level : uniform(s, 0, 0.2)) + uniform(s, -0.15, 0.15));
+                    (float)((in ? level : example_uniform(s, 0, 0.2)) + example_uniform(s, -0.15, 0.15));
             }
 }
 
@@ -85,7 +70,7 @@ static dla_status make_set(uint64_t *s, int64_t n, dla_tensor **x, dla_tensor **
         return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "volumes: %lld volumes", (long long)n);
     }
     for (int64_t i = 0; i < n; i++) {
-        k[i] = (int32_t)(next(s) % CLASSES);
+        k[i] = (int32_t)(example_next(s) % CLASSES);
         make_volume(s, k[i], v + per * (size_t)i);
     }
     *x = dla_tensor_from_host(v, DLA_F32, "SSSCB", DLA_DIMS(SIDE, SIDE, SIDE, 1, n));

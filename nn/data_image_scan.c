@@ -48,18 +48,6 @@ static dla_status push(scan *s, char *path)
     return DLA_OK;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = dla__data_malloc(a + b + 2);
-    if (p) {
-        memcpy(p, dir, a);
-        p[a] = '/';
-        memcpy(p + a + 1, name, b + 1);
-    }
-    return p;
-}
-
 /* Adds the images under dir (depth 0: the top folder). */
 static dla_status walk(scan *s, const char *dir, int depth, int recurse)
 {
@@ -77,7 +65,7 @@ static dla_status walk(scan *s, const char *dir, int depth, int recurse)
     while (st == DLA_OK && (errno = 0, e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue; /* ., .., and hidden files (.DS_Store, editors' swap files) */
-        char *path = join(dir, e->d_name);
+        char *path = dla__data_path_join(dir, e->d_name);
         if (!path) {
             st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", s->op);
             break;
@@ -111,11 +99,6 @@ static dla_status walk(scan *s, const char *dir, int depth, int recurse)
                             "%s: folder %s holds no PNG or JPEG file (a class with no files?)",
                             s->op, dir);
     return st;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* The name of the folder holding path (the text between the last two
@@ -220,14 +203,14 @@ static dla_status label_files(dla__imds_catalog *c, const char *op)
             st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
         } else {
             memcpy(sorted, names, sizeof *sorted * (size_t)c->nfiles);
-            qsort(sorted, (size_t)c->nfiles, sizeof *sorted, cmp_str);
+            qsort(sorted, (size_t)c->nfiles, sizeof *sorted, dla__data_path_cmp);
             for (int64_t i = 0; i < c->nfiles; i++)
                 if (!c->nclasses || strcmp(sorted[i], c->classes[c->nclasses - 1]))
                     c->classes[c->nclasses++] = sorted[i];
             dla__data_free(sorted);
             for (int64_t i = 0; i < c->nfiles; i++) {
                 char **hit = bsearch(&names[i], c->classes, (size_t)c->nclasses,
-                                     sizeof *c->classes, cmp_str);
+                                     sizeof *c->classes, dla__data_path_cmp);
                 c->labels[i] = (int32_t)(hit - c->classes);
             }
             /* The class list now owns the names it points at. */
@@ -270,7 +253,7 @@ dla_status dla__imds_scan(const char *folder, int recurse, int labels, dla__imds
                             "%s: folder %s holds no PNG or JPEG file (.png, .jpg, .jpeg)%s", op,
                             top, recurse ? " in it or its subfolders" : "");
     if (st == DLA_OK)
-        qsort(s.paths, (size_t)s.n, sizeof *s.paths, cmp_str);
+        qsort(s.paths, (size_t)s.n, sizeof *s.paths, dla__data_path_cmp);
     /* An image right in the top folder would take the top folder's name as
      * its label, beside the class folders: refused (MATLAB labels it so). */
     for (int64_t i = 0; st == DLA_OK && labels && recurse && i < s.n; i++) {

@@ -50,4 +50,10 @@ dla_tensor *dla__data_from_host(dla_device *dev, const void *data, dla_dtype dty
 /* The dtype named by MATLAB's class name ("single"); -1 when none is. */
 int dla__data_dtype_by_name(const char *name);
 
+/* The folder walkers' pieces (image and file datastores): "dir/name" in
+ * a dla__data_malloc'd string (NULL when out of memory), and the order
+ * their paths are sorted in, byte order of char * elements (qsort). */
+char *dla__data_path_join(const char *dir, const char *name);
+int dla__data_path_cmp(const void *a, const void *b);
+
 #endif

@@ -47,18 +47,6 @@ static dla_status push(scan *s, char *path)
     return DLA_OK;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = dla__data_malloc(a + b + 2);
-    if (p) {
-        memcpy(p, dir, a);
-        p[a] = '/';
-        memcpy(p + a + 1, name, b + 1);
-    }
-    return p;
-}
-
 static int wanted(const scan *s, const char *name)
 {
     if (!s->ext)
@@ -70,11 +58,6 @@ static int wanted(const scan *s, const char *name)
             return 1;
     }
     return 0;
-}
-
-static int by_path(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Adds the wanted files of the tree under dir. */
@@ -93,7 +76,7 @@ static dla_status walk(scan *s, const char *dir, int depth)
     while (st == DLA_OK && (errno = 0, e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue; /* ., .., and hidden files */
-        char *path = join(dir, e->d_name);
+        char *path = dla__data_path_join(dir, e->d_name);
         struct stat sb;
         if (!path) {
             st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", s->op);
@@ -135,7 +118,7 @@ static dla_status add_location(scan *s, const char *loc, int i)
     dla_status st = walk(s, loc, 0);
     /* The folder's files in path order, the same on every machine. */
     if (st == DLA_OK && s->f->count - before > 1) /* (an empty list may have no array yet) */
-        qsort(s->f->paths + before, (size_t)(s->f->count - before), sizeof *s->f->paths, by_path);
+        qsort(s->f->paths + before, (size_t)(s->f->count - before), sizeof *s->f->paths, dla__data_path_cmp);
     return st;
 }
 
