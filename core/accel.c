@@ -824,6 +824,11 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             dla_tensor **want = nout <= (int)(sizeof room_want / sizeof room_want[0])
                                     ? room_want
                                     : dla__calloc((size_t)nout, sizeof *want);
+            /* Empty until run_eager fills them: when the fresh handles
+             * cannot be made it does not run, and the release below must
+             * not see the stack's garbage. */
+            for (int i = 0; want && i < nout; i++)
+                want[i] = NULL;
             dla_rng_get(&seed, &after);
             dla_rng_set(seed, before);
             dla_tensor *room_ali[16];
@@ -846,7 +851,8 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                 dla__log(DLA_LOG_WARN, "dla_accelerate: %s: CheckMode \"tolerance\": the "
                          "check of this call was not made: %s", af->name, dla_last_error());
             }
-            /* run_eager fills every output, failed or not (error tensors). */
+            /* run_eager fills every output, failed or not (error tensors); NULL
+             * where it did not run. */
             for (int i = 0; want && i < nout; i++)
                 if (want[i])
                     dla_tensor_release(want[i]);

@@ -165,6 +165,33 @@ static void sync_folder_of(const char *path)
     }
 }
 
+/* CRC-32C of the data a save writes, every tensor read from its device
+ * in the file's order. Only for a file written in place (a FIFO), where
+ * the header cannot be patched after the data: a save to a regular file
+ * takes the CRC as it writes and reads each tensor once. */
+static dla_status data_checksum(const char *fn, const dla_net *net, uint32_t *crc)
+{
+    *crc = 0;
+    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
+        for (int r = 0; r < net->tables[k].count; r++) {
+            const dla_tensor *v = net->tables[k].values[r];
+            size_t esize = dla_dtype_size(dla_tensor_dtype(v));
+            size_t n = (size_t)dla_tensor_numel(v), bytes = n * esize;
+            unsigned char *data = dla__nn_malloc(bytes ? bytes : 1);
+            if (!data)
+                return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes", fn, bytes);
+            dla_status ts = dla_tensor_to_host(v, data, bytes);
+            if (ts == DLA_OK && !host_is_little())
+                swap_elements(data, n, esize);
+            if (ts == DLA_OK)
+                *crc = dla__crc32c(*crc, data, bytes);
+            dla__nn_free(data);
+            if (ts != DLA_OK)
+                return ts;
+        }
+    return DLA_OK;
+}
+
 DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
 {
     static const char fn[] = "dla_net_save";
@@ -187,42 +214,36 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
                                     net->tables[k].param[r], dla_dtype_name(dt),
                                     dla_dtype_name(net->dtype));
         }
-    /* The data's checksum first: the header carries it. Values never
-     * change in place, so the second pass below writes the same bytes. */
+    /* /dev/null, a FIFO: written in place, never renamed over. */
+    const int in_place = dla__path_is_special(path);
+    /* The header carries the checksum of the data after it. A regular
+     * file gets a placeholder of the same length, patched once the data
+     * is written (each tensor read from its device once: the reads are
+     * most of a big network's save); a file written in place cannot be
+     * patched, and its data is read twice. */
     uint32_t data_crc = 0;
-    for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
-        for (int r = 0; r < net->tables[k].count; r++) {
-            const dla_tensor *v = net->tables[k].values[r];
-            size_t esize = dla_dtype_size(dla_tensor_dtype(v));
-            size_t n = (size_t)dla_tensor_numel(v), bytes = n * esize;
-            unsigned char *data = dla__nn_malloc(bytes ? bytes : 1);
-            if (!data)
-                return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: %zu bytes", fn, bytes);
-            dla_status ts = dla_tensor_to_host(v, data, bytes);
-            if (ts == DLA_OK && !host_is_little())
-                swap_elements(data, n, esize);
-            if (ts == DLA_OK)
-                data_crc = dla__crc32c(data_crc, data, bytes);
-            dla__nn_free(data);
-            if (ts != DLA_OK)
-                return ts;
-        }
+    if (in_place) {
+        dla_status cs = data_checksum(fn, net, &data_crc);
+        if (cs != DLA_OK)
+            return cs;
+    }
     size_t alen = 0;
-    char *arch = dla__net_architecture(net, 0, &alen);
+    char *arch = dla__net_architecture(net, 0, &alen), *factors = NULL;
     json_t *root = json_object(), *meta = json_object();
     dla_status st = arch && root && meta ? DLA_OK : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     if (st == DLA_OK) {
         int ok = !json_object_set_new(meta, "format", json_string(FORMAT_NAME));
         ok = !json_object_set_new(meta, "format_version", json_string(FORMAT_VERSION)) && ok;
         ok = !json_object_set_new(meta, "architecture", json_string(arch)) && ok;
-        char *factors = factors_text(net);
+        factors = factors_text(net);
         ok = factors && !json_object_set_new(meta, "factors", json_string(factors)) && ok;
         char sum[32];
         if (factors)
             snprintf(sum, sizeof sum, CHECKSUM_PREFIX "%08x",
-                     (unsigned)file_checksum(arch, alen, factors, strlen(factors), data_crc));
+                     in_place ? (unsigned)file_checksum(arch, alen, factors, strlen(factors),
+                                                        data_crc)
+                              : 0u);
         ok = factors && !json_object_set_new(meta, "checksum", json_string(sum)) && ok;
-        dla__nn_free(factors);
         ok = !json_object_set_new(meta, "dims_order", json_string("shape is MATLAB's column-major "
                                                                   "dims reversed (row-major)")) && ok;
         ok = !json_object_set_new(root, "__metadata__", meta) && ok;
@@ -268,16 +289,28 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
         st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
     if (st == DLA_OK && json_dumpb(root, (char *)head + 8, hlen, JSON_COMPACT) != hlen)
         st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot write the header", fn);
+    /* Where the placeholder's 8 hex digits are in the file. The key
+     * occurs once unescaped: inside a JSON string (a layer name, the
+     * architecture) its quotes are written \". */
+    size_t sum_at = 0;
     if (st == DLA_OK) {
         memset(head + 8 + hlen, ' ', padded - hlen);
         for (int i = 0; i < 8; i++)
             head[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+        static const char key[] = "\"checksum\":\"" CHECKSUM_PREFIX;
+        const size_t klen = sizeof key - 1;
+        for (size_t i = 8; !sum_at && i + klen + 8 <= 8 + hlen; i++)
+            if (!memcmp(head + i, key, klen))
+                sum_at = i + klen;
+        if (!sum_at) /* cannot happen: the header was made above */
+            st = dla__nn_fail(DLA_ERR_STATE, "%s: no checksum in the header", fn);
     }
     json_decref(root);
     json_decref(meta);
-    dla__nn_free(arch);
     if (st != DLA_OK) {
         dla__nn_free(head);
+        dla__nn_free(arch);
+        dla__nn_free(factors);
         return st;
     }
     /* A temporary file beside path, renamed over it when whole. */
@@ -285,10 +318,10 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
     char *tmp = dla__nn_malloc(plen);
     if (!tmp) {
         dla__nn_free(head);
+        dla__nn_free(arch);
+        dla__nn_free(factors);
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s", fn);
     }
-    /* /dev/null, a FIFO: written in place, never renamed over. */
-    const int in_place = dla__path_is_special(path);
     int fd = in_place ? open(path, O_WRONLY | O_CLOEXEC) : create_beside(path, tmp, plen);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
@@ -301,6 +334,8 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
         }
         dla__nn_free(head);
         dla__nn_free(tmp);
+        dla__nn_free(arch);
+        dla__nn_free(factors);
         return st;
     }
     int ok = fwrite(head, 1, 8 + padded, f) == 8 + padded;
@@ -319,11 +354,24 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
             if (st == DLA_OK) {
                 if (!host_is_little())
                     swap_elements(data, n, esize);
+                if (!in_place)
+                    data_crc = dla__crc32c(data_crc, data, bytes);
                 ok = fwrite(data, 1, bytes, f) == bytes;
             }
             dla__nn_free(data);
         }
     int err = errno;
+    if (ok && st == DLA_OK && !in_place) {
+        char hex[9];
+        snprintf(hex, sizeof hex, "%08x",
+                 (unsigned)file_checksum(arch, alen, factors, strlen(factors), data_crc));
+        if (fflush(f) != 0 || pwrite(fileno(f), hex, 8, (off_t)sum_at) != 8) {
+            ok = 0;
+            err = errno;
+        }
+    }
+    dla__nn_free(arch);
+    dla__nn_free(factors);
     /* The data reaches the disk before the rename does: without it a
      * power loss soon after the rename could leave an empty or partial
      * file under path (ext4 and xfs may write the rename first), where a

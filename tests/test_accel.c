@@ -1512,6 +1512,76 @@ static void test_a_gradient_flows_through_an_accelerated_call_that_records(void 
     dla_accel_free(af);
 }
 
+static dla_status sum_of_product(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_sum(dla_mul(in[0], in[1]), 0, NULL);
+    return DLA_OK;
+}
+
+typedef struct refusing_run {
+    dla_accel *af;
+    dla_tensor **in;
+    double want;
+    long refused, ok;
+} refusing_run;
+
+/* Every allocation of a hit with its check refused in turn, until a call
+ * is refused nothing: each call fails with DLA_ERR_OUT_OF_MEMORY or gives
+ * the replay's answer. */
+static void refuse_each_allocation_of_a_checked_hit(void *arg)
+{
+    refusing_run *r = arg;
+    for (long k = 1; k < 100000; k++) {
+        dla_scope_begin();
+        tu_calls = 0;
+        tu_fail_at = k;
+        dla_tensor *y;
+        dla_status st = dla_accel_call(r->af, NULL, 2, r->in, 1, &y);
+        tu_fail_at = 0;
+        const int none_refused = tu_calls < k;
+        if (st == DLA_OK) {
+            tu_assert_near(dla_tensor_item(y, 0), r->want, 0);
+            r->ok++;
+        } else {
+            assert_int_equal(st, DLA_ERR_OUT_OF_MEMORY);
+            r->refused++;
+        }
+        dla_scope_end();
+        if (none_refused)
+            break;
+    }
+}
+
+/* CheckMode "tolerance" on a hit whose eager run could not get its fresh
+ * input handles (memory refused for a view): the check's output slots,
+ * never filled, were released as they stood, stack garbage (a tensor of
+ * an earlier call released again, or a live one released). The log says
+ * the check was not made, and nothing else. */
+static void test_a_tolerance_check_refused_its_input_handles_keeps_the_replay(void **state)
+{
+    dla_set_allocator(tu_alloc, NULL);
+    dla_scope_begin();
+    dla_rng_seed(3);
+    dla_tensor *in[2] = {dla_randn(DLA_F64, "", DLA_DIMS(3, 2)), dla_randn(DLA_F64, "", DLA_DIMS(3, 2))};
+    dla_accel *af = dla_accelerate(sum_of_product, &(dla_accel_options){.name = "sumOfProduct"});
+    dla_accel_set_check_mode(af, "tolerance");
+    dla_tensor *y;
+    assert_int_equal(dla_accel_call(af, NULL, 2, in, 1, &y), DLA_OK);
+    refusing_run r = {.af = af, .in = in, .want = dla_tensor_item(y, 0)};
+    char *log = stderr_of(refuse_each_allocation_of_a_checked_hit, &r);
+    assert_true(r.refused > 0);
+    assert_true(r.ok > 1);
+    assert_non_null(strstr(log, "the check of this call was not made: dla_slice"));
+    if (strstr(log, "dla_tensor_release"))
+        fail_msg("a release of what the check never made: %s", strstr(log, "dla_tensor_release"));
+    free(log);
+    dla_scope_end();
+    dla_accel_free(af);
+    dla_set_allocator(NULL, NULL);
+}
+
 /* The trap of issue 16: weights reached through ctx, not passed in. */
 typedef struct weights_ctx {
     dla_tensor *w;
@@ -2162,6 +2232,7 @@ int main(void)
         TU_TEST(test_an_input_returned_unchanged_is_the_callers_tensor),
         TU_TEST(test_a_gradient_of_an_input_read_through_ctx_points_at_its_handle),
         TU_TEST(test_a_gradient_flows_through_an_accelerated_call_that_records),
+        TU_TEST(test_a_tolerance_check_refused_its_input_handles_keeps_the_replay),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),
         TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),

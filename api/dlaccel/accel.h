@@ -61,7 +61,8 @@
  * tensor the ctx kind also lists), so a caller's tensor the function
  * reaches through an opaque ctx or a global is such a constant even when
  * it is also passed in: f(x) = x - mu recorded on f(mu) replays a - mu on
- * f(a). An input returned unchanged is handed back as the caller's tensor. Two checks catch the mistake (docs/accelerate.md): while
+ * f(a). An input returned unchanged is handed back as the caller's
+ * tensor. Two checks catch the mistake (docs/accelerate.md): while
  * recording, dla_gradient with respect to a tensor made before the call
  * that is not an input fails (DLA_ERR_INVALID_ARGUMENT, naming it); and a
  * replay whose trace baked such a tensor is a miss, re-recorded, when the
