@@ -295,6 +295,28 @@ static dla_status net_load(double *digest)
     return st;
 }
 
+/* The network a workflow works on without counting its making: made and
+ * initialized once, outside the loop's count, into *net (the workflow's
+ * static), and freed by the cleanup call (digest NULL). DLA_OK with *net
+ * set to work on, or NULL after the cleanup; else the making's status. */
+static dla_status held_small_net(dla_net **net, const double *digest)
+{
+    if (!*net) {
+        *net = small_net();
+        dla_scope_begin();
+        dla_tensor *x = dla_full(0.5, DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 2));
+        dla_status st = *net ? dla_net_init(*net, 1, &x) : DLA_ERR_OUT_OF_MEMORY;
+        dla_scope_end();
+        if (st != DLA_OK)
+            return st;
+    }
+    if (!digest) {
+        dla_net_free(*net);
+        *net = NULL;
+    }
+    return DLA_OK;
+}
+
 /* Saving alone, every allocation of it refused in turn (net_file samples
  * them), then the file loaded: a save that says DLA_OK wrote a file that
  * loads. A refused growth of the buffer Jansson's json_dumps wrote the
@@ -304,20 +326,9 @@ static dla_status net_load(double *digest)
 static dla_status net_save(double *digest)
 {
     static dla_net *net;
-    if (!net) { /* made once, outside the loop's count: freed by cleanup */
-        net = small_net();
-        dla_scope_begin();
-        dla_tensor *x = dla_full(0.5, DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 2));
-        dla_status st = net ? dla_net_init(net, 1, &x) : DLA_ERR_OUT_OF_MEMORY;
-        dla_scope_end();
-        if (st != DLA_OK)
-            return st;
-    }
-    if (!digest) { /* cleanup */
-        dla_net_free(net);
-        net = NULL;
-        return DLA_OK;
-    }
+    dla_status held = held_small_net(&net, digest);
+    if (held != DLA_OK || !digest)
+        return held;
     dla_status st = dla_net_save(net, path_of("s.safetensors"));
     if (st != DLA_OK)
         return st;
@@ -434,20 +445,9 @@ static dla_status lbfgs(double *digest)
 static dla_status net_copy(double *digest)
 {
     static dla_net *net;
-    if (!net) { /* made once, outside the loop's count: freed by cleanup */
-        net = small_net();
-        dla_scope_begin();
-        dla_tensor *x = dla_full(0.5, DLA_F32, "SSCB", DLA_DIMS(4, 4, 1, 2));
-        dla_status st = net ? dla_net_init(net, 1, &x) : DLA_ERR_OUT_OF_MEMORY;
-        dla_scope_end();
-        if (st != DLA_OK)
-            return st;
-    }
-    if (!digest) { /* cleanup */
-        dla_net_free(net);
-        net = NULL;
-        return DLA_OK;
-    }
+    dla_status held = held_small_net(&net, digest);
+    if (held != DLA_OK || !digest)
+        return held;
     dla_net *c = dla_net_copy(net);
     if (!c)
         return dla_last_status();
