@@ -135,4 +135,22 @@ TU_UNUSED static int tu_teardown(void **state)
 }
 #define TU_TEST(f) cmocka_unit_test_teardown(f, tu_teardown)
 
+/* Makes a network file's bytes f (its header NUL-terminated) one as a
+ * library before format 1.2 wrote it: the checksum entry blanked to
+ * spaces (JSON whitespace: the header keeps its length), the version 1.1.
+ * A file edited by a test after that is taken unchecked, as old files
+ * are; edited without it, it is refused as damaged. Returns 0 when the
+ * header lacks either entry. */
+TU_UNUSED static int tu_net_file_as_version_1_1(unsigned char *f)
+{
+    char *v = strstr((char *)f + 8, "\"format_version\":\"1.2\"");
+    char *c = strstr((char *)f + 8, "\"checksum\":\"crc32c:");
+    if (!v || !c)
+        return 0;
+    v[strlen("\"format_version\":\"1.")] = '1';
+    /* "checksum":"crc32c:xxxxxxxx" and the comma after it. */
+    memset(c, ' ', strlen("\"checksum\":\"crc32c:xxxxxxxx\","));
+    return 1;
+}
+
 #endif
