@@ -58,6 +58,7 @@ typedef struct mbq_input {
     int ds_out;
     int64_t ds_pos;
     int at;                     /* the dim its format puts B at; 0: none */
+    int tdim;                   /* a datastore's: the dim its format puts T at; 0: none */
     char format[DLA_MAX_DIMS + 1];
     int has_format;
     int cast;                   /* a dla_dtype, or -1 */
@@ -216,25 +217,33 @@ static dla_status seek_in_order(mbq_input *in, int64_t to, const char *op)
 }
 
 /* The batch of the datastore whose first output is input i, observations
- * obs[0..count-1], into out[0..nout-1] (held); a failure is b's. */
-static void read_datastore(dla_mbq *q, int i, const int64_t *obs, int64_t count, dla_tensor **out,
-                           batch *b)
+ * obs[0..count-1], into out[0..nout-1] (held), the masks of its sequence
+ * outputs that ask for one into masks; a failure is b's. Of a worker's
+ * share (lo..hi-1 of the whole batch obs[0..count-1]; hi 0: not one) only
+ * that share is joined, its sequences padded as the whole batch's are. */
+static void read_datastore(dla_mbq *q, int i, const int64_t *obs, int64_t count, int64_t lo,
+                           int64_t hi, dla_tensor **out, dla_tensor **masks, batch *b)
 {
     static const char op[] = "dla_mbq_next";
     mbq_input *in = &q->in[i];
-    int at[DLA_DATASTORE_MAX_OUTPUTS];
-    for (int j = 0; j < in->ds->nout; j++)
-        at[j] = q->in[i + j].at;
+    dla__ds_how how = {.lo = lo, .hi = hi};
+    for (int j = 0; j < in->ds->nout; j++) {
+        how.at[j] = q->in[i + j].at;
+        how.tdim[j] = q->in[i + j].tdim;
+        how.masks[j] = q->in[i + j].mask ? masks + j : NULL;
+        if (how.tdim[j])
+            how.rule = &q->rule;
+    }
     dla_status st;
     if (dla__ds_indexed(in->ds)) {
-        st = dla__ds_gather(in->ds, count, obs, at, out, op);
+        st = dla__ds_gather(in->ds, count, obs, &how, out, op);
     } else {
         /* In order, the batch's numbers run in a row (a queue over a
          * datastore read in order is never shuffled nor partitioned). */
         int64_t got = 0;
         st = seek_in_order(in, obs[0], op);
         if (st == DLA_OK) {
-            st = dla__ds_read_next_n(in->ds, count, at, out, &got, op);
+            st = dla__ds_read_next_n(in->ds, count, &how, out, &got, op);
             /* A batch that failed is passed over as the batches of an
              * indexed datastore are: the next one reads on after it. */
             in->ds_pos += got;
@@ -243,6 +252,7 @@ static void read_datastore(dla_mbq *q, int i, const int64_t *obs, int64_t count,
         }
         if (st == DLA_OK && got < count) {
             dla__ds_drop(in->ds->nout, out);
+            dla__ds_drop(in->ds->nout, masks);
             st = dla__data_fail(DLA_ERR_STATE,
                                 "%s: inputs: the %s ran out of data after %lld observations, but "
                                 "its count is %lld",
@@ -283,7 +293,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     b->whole = whole_count;
     dla_device *was = dla_device_current();
     dla_device_set_current(q->device);
-    dla_tensor *out[MAX_OUTPUTS] = {0}, *held[2 * MAX_OUTPUTS + 1];
+    dla_tensor *out[MAX_OUTPUTS] = {0}, *held[3 * MAX_OUTPUTS + 1];
     int nheld = 0;
     /* The datastore's images first: the files it skips as corrupt leave
      * their observations out of every other input too, so that images and
@@ -315,14 +325,32 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         }
         dla__data_free(kept);
     }
-    /* Each generic datastore's outputs, read once by its first input. */
-    dla_tensor *from_ds[MAX_OUTPUTS] = {0};
-    for (int i = 0; i < q->nin && b->status == DLA_OK; i++)
-        if (q->in[i].ds && q->in[i].ds_out == 0 && (q->imds_input < 0 || images) && count > 0)
-            read_datastore(q, i, obs, count, from_ds + i, b);
-    for (int i = 0; i < q->nin; i++)
+    /* Each generic datastore's outputs, read once by its first input. A
+     * worker's sequences are padded to the length the rule gives the
+     * whole batch (as a sequence list's are below): it reads the whole
+     * batch and joins its share (without images, which may leave some
+     * out, the only way a worker's queue is made). */
+    dla_tensor *from_ds[MAX_OUTPUTS] = {0}, *ds_mask[MAX_OUTPUTS] = {0};
+    for (int i = 0; i < q->nin && b->status == DLA_OK; i++) {
+        if (!q->in[i].ds || q->in[i].ds_out != 0 || (q->imds_input >= 0 && !images) || count < 1)
+            continue;
+        int sequences = 0;
+        for (int j = 0; j < q->in[i].ds->nout; j++)
+            sequences |= q->in[i + j].tdim != 0;
+        const int whole_read = sequences && q->workers > 1 && q->rule.mode != DLA__SEQ_FIXED &&
+                               q->imds_input < 0;
+        if (whole_read)
+            read_datastore(q, i, whole, whole_count, before, before + count, from_ds + i,
+                           ds_mask + i, b);
+        else
+            read_datastore(q, i, obs, count, 0, 0, from_ds + i, ds_mask + i, b);
+    }
+    for (int i = 0; i < q->nin; i++) {
         if (from_ds[i])
             held[nheld++] = from_ds[i];
+        if (ds_mask[i])
+            held[nheld++] = ds_mask[i];
+    }
     dla_scope_begin();
     int o = 0;
     for (int i = 0; i < q->nin; i++) {
@@ -340,6 +368,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
             t = images;
         } else if (in->ds) {
             t = from_ds[i];
+            m = ds_mask[i];
         } else if (q->imds_input >= 0 && !images) {
             t = NULL; /* the images failed: their error is the batch's */
         } else if (in->tensor) {
@@ -611,8 +640,11 @@ static int datastore_output(mbq_input *in, int i, int j, const dla_mbq_input *sr
         }
         snprintf(in->format, sizeof in->format, "%s", format);
         in->has_format = 1;
-        /* B's dim: the labels are in canonical order (S..., C, B, T, U). */
+        /* B's dim: the labels are in canonical order (S..., C, B, T, U),
+         * and so is T's: the steps of sequences, padded per batch. */
         in->at = dla__ds_format_b_dim(format);
+        const char *steps = strchr(format, 'T');
+        in->tdim = steps ? (int)(steps - format) + 1 : 0;
     }
     return 0;
 }
@@ -626,11 +658,6 @@ static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const
     if (!dla__ds_live(src->datastore, op, arg))
         return -1;
     dla_datastore *ds = src->datastore;
-    if (src->mask) {
-        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                       "%s: argument inputs[%d]: mask is for sequence inputs", op, i);
-        return -1;
-    }
     /* Each input read in order is read by the position of what it reads:
      * two that move one (one datastore twice, or a datastore and a
      * transform of it) would take each other's observations. */
@@ -669,13 +696,31 @@ static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const
         if (datastore_output(in, i, j, src, op) < 0)
             return -1;
     }
+    /* The mask of its first sequence output follows that output. */
+    int masked = 0;
+    for (int j = 0; j < ds->nout && src->mask && !masked; j++)
+        masked = q->in[first + j].mask = q->in[first + j].tdim != 0;
+    if (src->mask && !masked) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: mask, but no output of the %s is a sequence "
+                       "(give it a format with a T label: formats)",
+                       op, i, ds->kind->name);
+        return -1;
+    }
+    if (q->nout + ds->nout + masked > MAX_OUTPUTS) {
+        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                       "%s: argument inputs[%d]: %d more outputs, its mask counted; a queue has "
+                       "at most %d",
+                       op, i, ds->nout + masked, MAX_OUTPUTS);
+        return -1;
+    }
     if (!dla__ds_indexed(ds)) {
         q->in_order = 1;
         /* Read by the queue from its start. */
         dla__ds_rewind(ds);
         q->in[first].ds_pos = 0;
     }
-    q->nout += ds->nout;
+    q->nout += ds->nout + masked;
     return ds->count;
 }
 

@@ -137,8 +137,8 @@ dla_status dla__ds_next_obs(dla_datastore *ds, dla_tensor **out, const char *op)
     return ds->kind->read_at(ds, ds->pos++, out, op);
 }
 
-dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const int *at, dla_tensor **out,
-                               int64_t *got, const char *op)
+dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const dla__ds_how *how,
+                               dla_tensor **out, int64_t *got, const char *op)
 {
     *got = 0;
     for (int j = 0; j < ds->nout; j++)
@@ -173,7 +173,7 @@ dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const int *at, dla_
         k++;
     }
     if (st == DLA_OK)
-        st = dla__ds_join(ds, k, obs, NULL, at, out, op);
+        st = dla__ds_join(ds, k, obs, NULL, how, out, op);
     for (int64_t i = 0; i < k * ds->nout; i++)
         dla_tensor_release(obs[i]);
     dla__data_free(obs);

@@ -19,6 +19,8 @@
 
 #include <dlaccel.h>
 
+#include "nn/data_seq.h"
+
 #include <stdatomic.h>
 
 #define DLA__DS_MAX DLA_DATASTORE_MAX_OUTPUTS
@@ -76,21 +78,42 @@ dla_status dla__ds_next_obs(dla_datastore *ds, dla_tensor **out, const char *op)
 int dla__ds_has_next(dla_datastore *ds);
 void dla__ds_rewind(dla_datastore *ds);
 
+/* How a mini-batch queue joins a batch's observations; NULL: each output
+ * along the datastore's rule, every observation of one shape. */
+typedef struct dla__ds_how {
+    /* The dim a queue's format asks output j's observations to be joined
+     * along (0: the datastore's rule). */
+    int at[DLA__DS_MAX];
+    /* Nonzero for an output of sequences: the dim of their time steps,
+     * along which observations may differ, each padded or truncated by
+     * rule to the batch's length (data_seq.h) before they are joined. */
+    int tdim[DLA__DS_MAX];
+    const dla__seq_rule *rule;
+    /* Where masks[j] is not NULL (masks itself may be), *masks[j] gets
+     * sequence output j's 1 x b x T logical "CBT" mask of the steps that
+     * hold data (held), b the observations joined. */
+    dla_tensor **masks[DLA__DS_MAX];
+    /* Only observations lo..hi-1 of those read are joined (hi 0: all),
+     * padded to the length the rule gives all of them: a worker's share
+     * of a batch, padded as the whole batch is in one process. */
+    int64_t lo, hi;
+} dla__ds_how;
+
 /* Observations idx[0..n-1] of an indexed ds joined, n >= 1, held, on the
- * current device. at[j] (NULL: all 0) is the dim a queue's format asks
- * output j's observations to be joined along (0: the datastore's rule). */
-dla_status dla__ds_gather(dla_datastore *ds, int64_t n, const int64_t *idx, const int *at,
-                          dla_tensor **out, const char *op);
+ * current device, as how says (NULL: the datastore's rule). */
+dla_status dla__ds_gather(dla_datastore *ds, int64_t n, const int64_t *idx,
+                          const dla__ds_how *how, dla_tensor **out, const char *op);
 /* Joins n observations (obs[k * nout + j]: observation k's output j, held)
  * along each output's dim, into out (held, on the current device). nums
  * (NULL: 0..n-1) are their numbers, for messages. Does not consume obs. */
 dla_status dla__ds_join(const dla_datastore *ds, int64_t n, dla_tensor **obs,
-                        const int64_t *nums, const int *at, dla_tensor **out, const char *op);
+                        const int64_t *nums, const dla__ds_how *how, dla_tensor **out,
+                        const char *op);
 /* Up to n next observations of ds (in order) joined; *got is how many
  * were read (0 with no data left: DLA_ERR_STATE), on failure too, a read
  * that failed counted among them (the source moved past it). */
-dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const int *at, dla_tensor **out,
-                               int64_t *got, const char *op);
+dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const dla__ds_how *how,
+                               dla_tensor **out, int64_t *got, const char *op);
 
 /* Calls a user's callback: fn(ctx, arg) in a scope of its own, its nout
  * outputs checked (set, not error tensors) and held into out; a failure's

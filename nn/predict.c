@@ -23,11 +23,34 @@ static int64_t mbs_of(const dla_predict_options *p)
     return p->mini_batch_size ? p->mini_batch_size : 128;
 }
 
+/* A datastore of {predictors, targets}'s predictors alone. */
+static dla_status predictors_only(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
 /* The queue of the data's predictors, in the network input's format and
  * dtype, on dev. */
 static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_predict_options *p,
                              dla_device *dev, dla_mbq **q)
 {
+    /* The targets of a datastore of two outputs are not read into batches:
+     * they need not join (sequence responses of different lengths do not,
+     * unlabeled), and joining them is work for nothing. */
+    if (d->datastore && dla_datastore_num_outputs(d->datastore) > 1) {
+        dla_datastore *x;
+        dla_status st = dla_transform(d->datastore, 1, predictors_only, NULL, &x);
+        if (st != DLA_OK)
+            return st;
+        dla_train_data only = *d;
+        only.datastore = x;
+        st = make_queue(net, &only, p, dev, q);
+        dla_datastore_free(x); /* the queue holds it */
+        return st;
+    }
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     int64_t dims[DLA_MAX_DIMS];
     /* A datastore's batches always take the input's labels: its B dim
@@ -124,7 +147,7 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
                              "sequences, images and datastore (%s)", fn,
                              sources ? "more than one is set" : "none is set");
     /* A second output is the targets (trainnet's {predictors, targets}
-     * datastore), read and not used. */
+     * datastore), read with the observation and dropped (make_queue). */
     if (data->datastore && !dla__ds_live(data->datastore, fn, "data.datastore"))
         return dla_last_status();
     if (data->datastore && dla_datastore_num_outputs(data->datastore) > 2)

@@ -792,7 +792,8 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         {.tensor = d->predictors, .sequences = d->sequences, .images = d->images,
          .datastore = d->datastore, .cast = dst ? NULL : cast,
          .format = *in_fmt && !dst ? in_fmt : NULL, .formats = dst ? ds_fmts : NULL,
-         .casts = dst ? ds_casts : NULL, .mask = d->sequences != NULL},
+         .casts = dst ? ds_casts : NULL,
+         .mask = d->sequences != NULL || (d->datastore && strchr(in_fmt, 'T'))},
         {.tensor = *targets, .sequences = d->target_sequences, .format = tfmt && *tfmt ? tfmt : NULL},
     };
     /* Chunked sequences are padded to the longest here and cut later. */
@@ -847,14 +848,16 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
             continue; /* "none": nothing to compute */
         }
         int64_t n = observations(d);
-        int nchunks = d->sequences ? (int)n : (int)((n + 1023) / 1024);
+        char fmt[DLA_MAX_DIMS + 1] = "";
+        int64_t dims[DLA_MAX_DIMS];
+        dla_net_input_activation(tr->net, i, dims, fmt);
+        /* A datastore's sequences may differ in length: one at a time. */
+        const int64_t per = d->sequences || (d->datastore && strchr(fmt, 'T')) ? 1 : 1024;
+        int nchunks = (int)((n + per - 1) / per);
         dla_tensor **chunks = dla_malloc(sizeof *chunks * (size_t)(nchunks ? nchunks : 1));
         if (!chunks)
             return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
         dla_scope_begin();
-        char fmt[DLA_MAX_DIMS + 1] = "";
-        int64_t dims[DLA_MAX_DIMS];
-        dla_net_input_activation(tr->net, i, dims, fmt);
         dla_status rst = DLA_OK; /* a datastore's read, whose message names the file */
         for (int c = 0; c < nchunks && rst == DLA_OK; c++) {
             if (d->sequences) {
@@ -870,12 +873,12 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
                 continue;
             }
             if (d->datastore) { /* the same, a chunk of observations at a time */
-                int64_t idx[1024], m = n - (int64_t)c * 1024 < 1024 ? n - (int64_t)c * 1024 : 1024;
+                int64_t idx[1024], m = n - (int64_t)c * per < per ? n - (int64_t)c * per : per;
                 for (int64_t k = 0; k < m; k++)
-                    idx[k] = (int64_t)c * 1024 + k;
-                const int at[DLA__DS_MAX] = {dla__ds_format_b_dim(fmt)};
+                    idx[k] = (int64_t)c * per + k;
+                const dla__ds_how how = {.at = {dla__ds_format_b_dim(fmt)}};
                 dla_tensor *outs[DLA__DS_MAX] = {NULL};
-                rst = dla__ds_gather(d->datastore, m, idx, at, outs, "dla_trainnet");
+                rst = dla__ds_gather(d->datastore, m, idx, &how, outs, "dla_trainnet");
                 dla_tensor *x = outs[0];
                 dla__ds_drop(d->datastore->nout - 1, outs + 1); /* the targets, when there */
                 if (rst == DLA_OK) {

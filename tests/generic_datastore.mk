@@ -7,3 +7,11 @@ tests_test_generic_datastore_SOURCES = tests/test_generic_datastore.c tests/test
 tests_test_generic_datastore_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_generic_datastore_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_generic_datastore
+
+# Sequences of different lengths through a datastore: padded per batch.
+check_PROGRAMS += tests/test_datastore_sequences
+tests_test_datastore_sequences_SOURCES = tests/test_datastore_sequences.c tests/testutil.h \
+	tests/tu_assert.h
+tests_test_datastore_sequences_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_datastore_sequences_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_datastore_sequences

@@ -49,7 +49,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..40"
+echo "1..42"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -97,6 +97,12 @@ done
 for n in 2 3; do
     run "$n" seq2seq
     verdict "trainnet \"parallel\" on $n workers: sequence-to-sequence losses and metrics over valid steps are \"auto\"'s"
+done
+# Sequences of different lengths through a datastore: each worker pads its
+# share to the whole batch's length, as a sequence list's shares are.
+for n in 2 3; do
+    run "$n" dsseq
+    verdict "trainnet \"parallel\" on $n workers over a datastore's sequences trains as over the list"
 done
 # Dropout masks drawn for the whole batch, each worker keeping its rows.
 for n in 2 3; do

@@ -52,6 +52,10 @@
  *              when the shares were weighted by observations). Also with
  *              mini-batches lacking a sequence of 12 steps, the targets
  *              as target_sequences and as the array padded to 12.
+ *   dsseq      trainnet "parallel" over sequences of 2 to 11 steps read
+ *              through a custom datastore, against the same sequences as
+ *              a sequence list: the same bits (each worker pads its share
+ *              to the whole batch's length), padding on either side.
  *   nan        a NaN target in the first worker's share of the first
  *              mini-batch: "parallel" stops there as "auto" does ("Training
  *              loss is NaN"), and the batch's RMSE is NaN on every rank
@@ -1088,6 +1092,85 @@ static void mode_seq2seq(void)
     }
 }
 
+/* Sequences of 2 to 11 steps read through a custom datastore (C x 1 x T
+ * each, with its class) against the same sequence list, both "parallel":
+ * each worker pads its share to the length of the whole batch, as a
+ * list's shares are, so the two train alike, bit for bit. */
+static dla_seqlist *dsseq_list;
+static int32_t dsseq_labels[19];
+
+static dla_status dsseq_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)ctx, (void)n;
+    out[0] = dla_tensor_from_host(dla_seqlist_data(dsseq_list, i), DLA_F32, "",
+                                  DLA_DIMS(2, 1, dla_seqlist_length(dsseq_list, i)));
+    out[1] = dla_tensor_from_host(&dsseq_labels[i], DLA_I32, "", DLA_DIMS(1, 1));
+    return DLA_OK;
+}
+
+static void mode_dsseq(void)
+{
+    enum { N = 19 };
+    dsseq_list = dla_seqlist_create(2);
+    for (int j = 0; j < N; j++) {
+        dsseq_labels[j] = (j * 5 + j / 3) % 3;
+        float x[2 * 11];
+        const int len = 2 + (j * 7) % 10;
+        for (int k = 0; k < 2 * len; k++)
+            x[k] = (float)(0.3 * dsseq_labels[j] + 0.1 * ((k * 3 + j) % 5) - 0.2);
+        if (dla_seqlist_append(dsseq_list, x, len) != DLA_OK)
+            die("dsseq: the sequences");
+    }
+    dla_datastore *ds;
+    if (dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
+                                                            .num_observations = N,
+                                                            .read_at = dsseq_read_at},
+                                    &ds) != DLA_OK)
+        die("dsseq: the datastore");
+    static const char *const directions[2] = {"right", "left"};
+    for (int d = 0; d < 2; d++) {
+        unsigned long long h[2];
+        double loss[2] = {0, 0};
+        for (int from_ds = 0; from_ds < 2; from_ds++) {
+            dla_rng_seed(5);
+            dla_layer *layers[] = {
+                dla_sequence_input_layer(2, NULL),
+                dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"}),
+                dla_fc_layer(3, NULL), dla_softmax_layer(NULL)};
+            dla_net *net = dla_net_create(4, layers), *trained = NULL;
+            dla_training_info *info = NULL;
+            if (!net)
+                die("dsseq: the network");
+            dla_scope_begin();
+            dla_train_data data = {.datastore = ds};
+            if (!from_ds)
+                data = (dla_train_data){
+                    .sequences = dsseq_list,
+                    .targets = dla_tensor_from_host(dsseq_labels, DLA_I32, "", DLA_DIMS(1, N))};
+            dla_training_options o = {.max_epochs = 2, .mini_batch_size = 5,
+                                      .execution_environment = "parallel", .verbose = -1,
+                                      .shuffle = "every-epoch", .shuffle_seed = 3,
+                                      .sequence_padding_direction = directions[d]};
+            if (dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                             &info) != DLA_OK)
+                die("dsseq: trainnet");
+            dla_scope_end();
+            h[from_ds] = digest(trained);
+            loss[from_ds] = info->training_loss[info->iterations - 1];
+            dla_training_info_free(info);
+            dla_net_free(trained);
+            dla_net_free(net);
+        }
+        char what[160], detail[160];
+        snprintf(what, sizeof what, "sequences of 2 to 11 steps through a datastore, padding "
+                 "\"%s\": \"parallel\" trains as over the sequence list", directions[d]);
+        snprintf(detail, sizeof detail, "last losses %.9g and %.9g", loss[1], loss[0]);
+        check(h[0] == h[1], what, detail);
+    }
+    dla_datastore_free(ds);
+    dla_seqlist_free(dsseq_list);
+}
+
 /* A NaN target in one worker's share: the loss is NaN and training stops
  * at the first iteration, as in one process, whose RMSE of that batch is
  * NaN too; on every rank, not only on the rank whose share held it. */
@@ -1333,6 +1416,8 @@ int main(int argc, char **argv)
         mode_seq2seq();
     else if (!strcmp(mode, "nan"))
         mode_nan();
+    else if (!strcmp(mode, "dsseq"))
+        mode_dsseq();
     else if (!strcmp(mode, "dropout"))
         mode_dropout();
     else if (!strcmp(mode, "badfile") && argc > 2)
@@ -1343,7 +1428,8 @@ int main(int argc, char **argv)
         mode_refused();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
-                        "resume DIR | overlap | device | refused | global | seq2seq | nan | dropout | "
+                        "resume DIR | overlap | device | refused | global | seq2seq | dsseq | nan | "
+                        "dropout | "
                         "badfile DIR | "
                         "augment DIR\n");
         return 2;

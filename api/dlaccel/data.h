@@ -428,7 +428,9 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  * puts it at the format's B dim instead. An observation is 1 along that
  * dim; every observation of an output has one dtype and the same dims
  * (otherwise DLA_ERR_SHAPE, naming the function, the output, the
- * observation and both shapes). A formatted output without a B label is
+ * observation and both shapes), but for the steps of a queue's output of
+ * sequences (a format with T: see dla_mbq_input), padded per batch. A
+ * formatted output without a B label is
  * joined unformatted (give the queue input a format to label it).
  *
  * Two kinds of source. Indexed ones (array, file, custom with read_at,
@@ -664,7 +666,13 @@ typedef struct dla_mbq_input {
      * queue holds a reference: ds may be freed before it. format and cast
      * apply to every output of the datastore, formats[k] and casts[k]
      * (arrays of its output count, when given; NULL entries fall back)
-     * to output k. */
+     * to output k. An output whose format has a T label ("CBT") is one of
+     * sequences: its observations (C x 1 x T_i, any dtype) may differ in
+     * their steps alone, and each batch is padded or truncated by the
+     * queue's sequence options as dla_padsequences pads a list (the same
+     * values); with mask, the 1 x B x T logical mask of the first such
+     * output follows it (DLA_ERR_INVALID_ARGUMENT when no format has a
+     * T). */
     dla_datastore *datastore;
     const char *const *formats;
     const char *const *casts;
@@ -677,8 +685,9 @@ typedef struct dla_mbq_input {
      * keeps the source's dtype (MATLAB casts to single by default; C data
      * such as int32 labels usually wants to stay as it is). */
     const char *cast;
-    /* Sequences only: the 1 x B x T logical mask of valid steps is the
-     * next output, right after the batch (see dla_padsequences). */
+    /* Sequences (and a datastore's first output of sequences): the
+     * 1 x B x T logical mask of valid steps is the next output, right
+     * after the batch (see dla_padsequences). */
     int mask;
 } dla_mbq_input;
 

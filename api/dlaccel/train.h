@@ -728,7 +728,8 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
  * mode (dla_net_predict) over data's predictors, sequences, image
  * datastore or datastore (targets and target_sequences are not read;
  * targets may be NULL; a datastore's second output, trainnet's targets,
- * is read and not used), a mini-batch at a
+ * is read with each observation, as its read gives it, but not joined
+ * into batches nor used), a mini-batch at a
  * time, so that only one mini-batch's activations are in memory; the
  * outputs joined along their "B" dim (an unformatted output's last) into
  * *scores (ownership as dlaccel.h's results). Classes from the scores:

@@ -1,0 +1,357 @@
+/*
+ * test_datastore_sequences.c - sequences of different lengths through a
+ * generic datastore: the mini-batch queue pads (or truncates) each batch
+ * of an output whose format has a T label by the sequence options, as
+ * dla_padsequences pads a sequence list, with its mask; and trainnet,
+ * testnet and minibatchpredict over such a datastore train and predict as
+ * over the sequence list (bit for bit), in one process and "parallel".
+ */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tu_assert.h"
+
+#define assert_ok(call)                                                                            \
+    do {                                                                                           \
+        dla_status st_ = (call);                                                                   \
+        if (st_ != DLA_OK)                                                                         \
+            fail_msg("%s: %s: %s", #call, dla_status_str(st_), dla_last_error());                 \
+    } while (0)
+
+/* The datastore over a sequence list: observation i is sequence i as a
+ * C x 1 x T single array (unformatted: the queue's format labels it),
+ * with its class number (1 x 1 int32), or (with steps) a one-channel
+ * response per step, 1 x 1 x T, from steps' sequence i. */
+typedef struct list_ds {
+    const dla_seqlist *seqs, *steps;
+    const int32_t *labels;
+} list_ds;
+
+static dla_tensor *sequence_of(const dla_seqlist *s, int64_t i)
+{
+    return dla_tensor_from_host(dla_seqlist_data(s, i), DLA_F32, "",
+                                DLA_DIMS(dla_seqlist_channels(s), 1, dla_seqlist_length(s, i)));
+}
+
+static dla_status list_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    const list_ds *l = ctx;
+    (void)n;
+    out[0] = sequence_of(l->seqs, i);
+    out[1] = l->steps ? sequence_of(l->steps, i)
+                      : dla_tensor_from_host(&l->labels[i], DLA_I32, "", DLA_DIMS(1, 1));
+    return DLA_OK;
+}
+
+static dla_datastore *list_datastore(list_ds *l)
+{
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 2, .num_observations = dla_seqlist_count(l->seqs),
+                                .read_at = list_read_at, .ctx = l},
+        &ds));
+    return ds;
+}
+
+/* n waveforms of 2 channels and 5..12 steps, and their classes (host). */
+static dla_seqlist *waveforms(int64_t n, int32_t *labels)
+{
+    dla_seqlist *s;
+    dla_tensor *lab;
+    dla_scope_begin();
+    assert_ok(dla_waveform_generate(
+        n, 3, &(dla_waveform_options){.num_channels = 2, .min_length = 5, .max_length = 12}, &s,
+        &lab));
+    assert_ok(dla_tensor_to_host(lab, labels, (size_t)n * sizeof *labels));
+    dla_scope_end();
+    return s;
+}
+
+/* ------------------------------------------------------------ the queue */
+
+static void queue_pads_as_padsequences(const dla_sequence_options *so, int background)
+{
+    enum { N = 23, MBS = 5 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    list_ds l = {.seqs = s, .labels = labels};
+    dla_datastore *ds = list_datastore(&l);
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(
+        1, &(dla_mbq_input){.datastore = ds, .formats = (const char *[]){"CBT", "CB"}, .mask = 1},
+        &(dla_mbq_options){.mini_batch_size = MBS, .sequence = *so, .seed = 4,
+                           .dispatch_in_background = background},
+        &q));
+    dla_datastore_free(ds);
+    assert_int_equal(dla_mbq_num_outputs(q), 3);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            dla_mbq_shuffle(q); /* the batches follow the new order */
+        int64_t order[N];
+        assert_ok(dla_mbq_order(q, order, N));
+        for (int64_t start = 0; dla_mbq_hasdata(q); start += MBS) {
+            dla_scope_begin();
+            dla_tensor *b[3], *x, *m;
+            assert_ok(dla_mbq_next(q, 3, b));
+            const int64_t n = N - start < MBS ? N - start : MBS;
+            assert_ok(dla_padsequences(s, n, order + start, so, &x, &m));
+            assert_string_equal(dla_tensor_format(b[0]), "CBT");
+            assert_string_equal(dla_tensor_format(b[1]), "CBT");
+            assert_true(tu_same_bits(b[0], x));
+            assert_true(tu_same_bits(b[1], m));
+            int32_t got[MBS];
+            assert_int_equal(dla_tensor_numel(b[2]), n);
+            assert_ok(dla_tensor_to_host(b[2], got, sizeof got[0] * (size_t)n));
+            for (int64_t k = 0; k < n; k++)
+                assert_int_equal(got[k], labels[order[start + k]]);
+            dla_scope_end();
+        }
+    }
+    dla_mbq_free(q);
+    dla_seqlist_free(s);
+}
+
+static void test_queue_pads_each_batch_as_padsequences(void **state)
+{
+    (void)state;
+    const dla_sequence_options rules[] = {
+        {0},
+        {.length = "shortest", .padding_direction = "left"},
+        {.length = "7", .padding_value = -1},
+        {.length = "9", .padding_direction = "left", .padding_value = 2.5},
+    };
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
+        for (int background = 0; background < 2; background++)
+            queue_pads_as_padsequences(&rules[r], background);
+}
+
+/* Observation i: a 1 x 1 x (4 - 2i) sequence 1, 2, ... and (ctx set) a
+ * (1 + i) x 1 x 2 one, whose channels differ. */
+static dla_status two_seqs_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)n;
+    const float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    out[0] = dla_tensor_from_host(v, DLA_F32, "", DLA_DIMS(1, 1, 4 - 2 * i));
+    out[1] = dla_tensor_from_host(v, DLA_F32, "", DLA_DIMS(ctx ? 1 + i : 1, 1, 2 + i));
+    return DLA_OK;
+}
+
+static void test_sequence_outputs_that_do_not_fit_are_refused(void **state)
+{
+    (void)state;
+    enum { N = 6 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    list_ds l = {.seqs = s, .labels = labels};
+    dla_datastore *ds = list_datastore(&l);
+    dla_mbq *q;
+    dla_tensor *b[3];
+    /* No T in any format: nothing is a sequence to mask. */
+    assert_int_equal(dla_mbq_create(1, &(dla_mbq_input){.datastore = ds, .mask = 1}, NULL, &q),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(q);
+    assert_non_null(strstr(dla_last_error(), "a format with a T label"));
+    /* Without a T label, sequences of two lengths are not joined. */
+    assert_ok(dla_mbq_create(1, &(dla_mbq_input){.datastore = ds}, NULL, &q));
+    assert_int_equal(dla_mbq_next(q, 2, b), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "every observation of an output has one shape,"));
+    dla_mbq_free(q);
+    dla_datastore_free(ds);
+    dla_seqlist_free(s);
+
+    /* Two outputs of sequences, each padded to its own longest; the mask
+     * is the first one's. */
+    dla_custom_datastore def = {.num_outputs = 2, .num_observations = 2,
+                                .read_at = two_seqs_read_at};
+    assert_ok(dla_custom_datastore_create(&def, &ds));
+    assert_ok(dla_mbq_create(1, &(dla_mbq_input){.datastore = ds, .format = "CBT", .mask = 1},
+                             NULL, &q));
+    dla_datastore_free(ds);
+    assert_int_equal(dla_mbq_num_outputs(q), 3);
+    dla_scope_begin();
+    assert_ok(dla_mbq_next(q, 3, b));
+    assert_string_equal(dla_tensor_format(b[2]), "CBT");
+    int64_t d[3];
+    assert_int_equal(dla_tensor_dims(b[0], d), 3);
+    assert_true(d[0] == 1 && d[1] == 2 && d[2] == 4);
+    assert_int_equal(dla_tensor_dims(b[1], d), 3);
+    assert_true(d[0] == 1 && d[1] == 2 && d[2] == 4);
+    assert_int_equal(dla_tensor_dims(b[2], d), 3);
+    assert_true(d[0] == 1 && d[1] == 2 && d[2] == 3);
+    float x[8], y[6];
+    unsigned char m[8];
+    assert_ok(dla_tensor_to_host(b[0], x, sizeof x));
+    assert_ok(dla_tensor_to_host(b[1], m, sizeof m));
+    assert_ok(dla_tensor_to_host(b[2], y, sizeof y));
+    /* Step by step (C x B x T), padded with 0 on the right. */
+    const float want_x[8] = {1, 1, 2, 2, 3, 0, 4, 0}, want_y[6] = {1, 1, 2, 2, 0, 3};
+    const unsigned char want_m[8] = {1, 1, 1, 1, 1, 0, 1, 0};
+    for (int k = 0; k < 8; k++) {
+        tu_assert_near(x[k], want_x[k], 0);
+        assert_int_equal(m[k], want_m[k]);
+    }
+    for (int k = 0; k < 6; k++)
+        tu_assert_near(y[k], want_y[k], 0);
+    dla_scope_end();
+    dla_mbq_free(q);
+
+    /* The steps may differ, the channels may not. */
+    def.ctx = &def;
+    assert_ok(dla_custom_datastore_create(&def, &ds));
+    assert_ok(dla_mbq_create(1, &(dla_mbq_input){.datastore = ds, .format = "CBT"}, NULL, &q));
+    dla_datastore_free(ds);
+    assert_int_equal(dla_mbq_next(q, 2, b), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "output 2 of observation 1"));
+    assert_non_null(strstr(dla_last_error(), "is 2x1x3 single"));
+    assert_non_null(strstr(dla_last_error(), "one shape but for its time steps"));
+    dla_mbq_free(q);
+}
+
+/* ------------------------------------------------------------- trainnet */
+
+static void assert_same_learnables(dla_net *a, dla_net *b)
+{
+    dla_table *la = dla_net_learnables(a), *lb = dla_net_learnables(b);
+    assert_int_equal(dla_table_count(la), dla_table_count(lb));
+    for (int i = 0; i < dla_table_count(la); i++)
+        assert_true(tu_same_bits(dla_table_values(la)[i], dla_table_values(lb)[i]));
+}
+
+/* A sequence classifier (LSTM, last step) or, with K response channels
+ * per step, a sequence-to-sequence regression, over 2-channel input. */
+static dla_net *sequence_net(int per_step)
+{
+    dla_rng_seed(7);
+    dla_layer *l[] = {
+        dla_sequence_input_layer(2, &(dla_sequence_input_options){.name = "in",
+                                                                  .normalization = "zscore"}),
+        dla_lstm_layer(6, &(dla_lstm_layer_options){.output_mode = per_step ? NULL : "last"}),
+        dla_fc_layer(per_step ? 1 : 4, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(per_step ? 3 : 4, l);
+    if (per_step)
+        dla_layer_free(l[3]);
+    assert_non_null(net);
+    return net;
+}
+
+/* trainnet over the datastore and over the sequence list: the same
+ * losses, validation losses and learnables, bit for bit; then testnet and
+ * minibatchpredict over each. */
+static void train_both_ways(int per_step, const char *environment, const char *length,
+                            const char *direction)
+{
+    enum { N = 26 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels), *resp = NULL;
+    if (per_step) { /* a response per step: the first channel, halved */
+        resp = dla_seqlist_create(1);
+        for (int64_t i = 0; i < N; i++) {
+            const int64_t len = dla_seqlist_length(s, i);
+            float r[16];
+            for (int64_t t = 0; t < len; t++)
+                r[t] = 0.5f * dla_seqlist_data(s, i)[2 * t];
+            assert_ok(dla_seqlist_append(resp, r, len));
+        }
+    }
+    list_ds l = {.seqs = s, .labels = labels, .steps = resp};
+    dla_datastore *ds = list_datastore(&l);
+    dla_scope_begin();
+    dla_tensor *lab = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, N));
+    dla_train_data from_list = {.sequences = s, .targets = per_step ? NULL : lab,
+                                .target_sequences = resp},
+                   from_ds = {.datastore = ds};
+    dla_training_options o = {.verbose = -1, .solver = "adam", .max_epochs = 3,
+                              .mini_batch_size = 6, .shuffle = "every-epoch",
+                              .sequence_length = length, .sequence_padding_direction = direction,
+                              .sequence_padding_value = 0.25, .validation_frequency = 2,
+                              .execution_environment = environment};
+    dla_net *net = sequence_net(per_step), *a, *b;
+    dla_training_info *ia, *ib;
+    const char *loss = per_step ? "mse" : "crossentropy";
+    o.validation_data = &from_list;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_list, net, &(dla_train_loss){.name = loss}, &o, &a, &ia));
+    o.validation_data = &from_ds;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = loss}, &o, &b, &ib));
+    assert_int_equal(ib->iterations, ia->iterations);
+    assert_true(ia->iterations >= 12);
+    for (int64_t i = 0; i < ia->iterations; i++)
+        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
+    assert_int_equal(ib->validations, ia->validations);
+    for (int64_t i = 0; i < ia->validations; i++)
+        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
+    assert_same_learnables(a, b);
+    /* The input layer's statistics, taken from the datastore's sequences. */
+    dla_tensor *mean = dla_net_get(a, "in", "StandardDeviation");
+    assert_non_null(mean);
+    assert_true(tu_same_bits(mean, dla_net_get(b, "in", "StandardDeviation")));
+    /* A prediction reads whole sequences: no number there. */
+    const int chunked = length && length[0] >= '0' && length[0] <= '9';
+    const dla_predict_options po = {.mini_batch_size = 4,
+                                    .sequence_length = chunked ? NULL : length,
+                                    .sequence_padding_direction = direction};
+    double va, vb;
+    assert_ok(dla_testnet(a, &from_list, loss, &po, &va));
+    assert_ok(dla_testnet(a, &from_ds, loss, &po, &vb));
+    tu_assert_near(vb, va, 0);
+    dla_tensor *pa, *pb;
+    assert_ok(dla_minibatchpredict(a, &from_list, &po, &pa));
+    assert_ok(dla_minibatchpredict(a, &from_ds, &po, &pb));
+    assert_true(tu_same_bits(pa, pb));
+    dla_scope_end();
+    dla_training_info_free(ia);
+    dla_training_info_free(ib);
+    dla_net_free(a);
+    dla_net_free(b);
+    dla_net_free(net);
+    dla_datastore_free(ds);
+    dla_seqlist_free(resp);
+    dla_seqlist_free(s);
+}
+
+static void test_trainnet_over_sequences_of_a_datastore(void **state)
+{
+    (void)state;
+    train_both_ways(0, NULL, NULL, NULL);
+    train_both_ways(0, NULL, "shortest", "left");
+    train_both_ways(0, NULL, "longest", "left");
+}
+
+static void test_trainnet_sequence_to_sequence_from_a_datastore(void **state)
+{
+    (void)state;
+    /* Padded steps are masked out of the loss as a list's are. */
+    train_both_ways(1, NULL, NULL, NULL);
+    train_both_ways(1, NULL, "longest", "left");
+    /* A number: each mini-batch split into chunks of so many steps. */
+    train_both_ways(1, NULL, "4", NULL);
+}
+
+static void test_trainnet_parallel_over_sequences_of_a_datastore(void **state)
+{
+    (void)state;
+    /* Each worker pads its share to the length of the whole batch. */
+    train_both_ways(0, "parallel", "longest", "left");
+    train_both_ways(1, "parallel", NULL, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_queue_pads_each_batch_as_padsequences),
+        TU_TEST(test_sequence_outputs_that_do_not_fit_are_refused),
+        TU_TEST(test_trainnet_over_sequences_of_a_datastore),
+        TU_TEST(test_trainnet_sequence_to_sequence_from_a_datastore),
+        TU_TEST(test_trainnet_parallel_over_sequences_of_a_datastore),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
