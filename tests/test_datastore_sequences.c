@@ -4,7 +4,8 @@
  * of an output whose format has a T label by the sequence options, as
  * dla_padsequences pads a sequence list, with its mask; and trainnet,
  * testnet and minibatchpredict over such a datastore train and predict as
- * over the sequence list (bit for bit), in one process and "parallel".
+ * over the sequence list (bit for bit), in one process and "parallel";
+ * every allocation of a padded batch refused in turn fails cleanly.
  */
 #include "testutil.h"
 
@@ -16,8 +17,32 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <stdatomic.h>
 
 #include "tu_assert.h"
+
+/* A counting allocator that can refuse its n-th call (atomic counts:
+ * kernels may allocate on their threads). */
+static atomic_long live_blocks, alloc_calls, refuse_at;
+
+static void *counting_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size == 0) {
+        if (ptr)
+            atomic_fetch_sub(&live_blocks, 1);
+        free(ptr);
+        return NULL;
+    }
+    const long call = atomic_fetch_add(&alloc_calls, 1) + 1;
+    const long refuse = atomic_load(&refuse_at);
+    if (refuse && call == refuse)
+        return NULL;
+    void *p = realloc(ptr, size);
+    if (p && !ptr)
+        atomic_fetch_add(&live_blocks, 1);
+    return p;
+}
 
 #define assert_ok(call)                                                                            \
     do {                                                                                           \
@@ -215,6 +240,72 @@ static void test_sequence_outputs_that_do_not_fit_are_refused(void **state)
     dla_mbq_free(q);
 }
 
+/* One pass of a queue padding a datastore's sequences, with its mask, on
+ * either side, a worker's share of the whole batch's length included. */
+static dla_status padded_pass(const dla_seqlist *s, const int32_t *labels)
+{
+    list_ds l = {.seqs = s, .labels = labels};
+    dla_datastore *ds = NULL;
+    dla_mbq *q = NULL;
+    dla_scope_begin();
+    dla_status st = dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 2, .num_observations = dla_seqlist_count(s),
+                                .read_at = list_read_at, .ctx = &l},
+        &ds);
+    for (int left = 0; left < 2 && st == DLA_OK; left++) {
+        st = dla_mbq_create(
+            1, &(dla_mbq_input){.datastore = ds, .formats = (const char *[]){"CBT", "CB"},
+                                .mask = 1},
+            &(dla_mbq_options){.mini_batch_size = 3,
+                               .sequence = {.padding_direction = left ? "left" : "right"}},
+            &q);
+        while (st == DLA_OK && dla_mbq_hasdata(q)) {
+            dla_tensor *b[3];
+            st = dla_mbq_next(q, 3, b);
+        }
+        dla_mbq_free(q);
+        q = NULL;
+    }
+    dla_datastore_free(ds);
+    dla_scope_end();
+    return st;
+}
+
+static void test_every_refused_allocation_of_a_padded_batch_fails_cleanly(void **state)
+{
+    (void)state;
+    enum { N = 7 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    dla_set_allocator(counting_alloc, NULL);
+    assert_ok(padded_pass(s, labels)); /* devices loaded, caches warm */
+    assert_ok(padded_pass(s, labels));
+    const long live = atomic_load(&live_blocks);
+    int refused = 0;
+    for (long n = 1; n < 20000; n++) {
+        atomic_store(&alloc_calls, 0);
+        atomic_store(&refuse_at, n);
+        dla_status st = padded_pass(s, labels);
+        const long calls = atomic_load(&alloc_calls);
+        atomic_store(&refuse_at, 0);
+        if (atomic_load(&live_blocks) != live)
+            fail_msg("allocation %ld refused: %ld blocks live, %ld before (%s)", n,
+                     atomic_load(&live_blocks), live, dla_last_error());
+        if (calls < n) {
+            assert_int_equal(st, DLA_OK); /* every allocation was granted */
+            break;
+        }
+        if (st == DLA_OK)
+            continue; /* a refusal the library recovers from (a cache) */
+        refused++;
+        assert_true(dla_last_error()[0] != '\0');
+    }
+    dla_set_allocator(NULL, NULL);
+    fprintf(stderr, "# %d refused allocations failed cleanly\n", refused);
+    assert_true(refused > 10);
+    dla_seqlist_free(s);
+}
+
 /* ------------------------------------------------------------- trainnet */
 
 static void assert_same_learnables(dla_net *a, dla_net *b)
@@ -349,6 +440,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_queue_pads_each_batch_as_padsequences),
         TU_TEST(test_sequence_outputs_that_do_not_fit_are_refused),
+        TU_TEST(test_every_refused_allocation_of_a_padded_batch_fails_cleanly),
         TU_TEST(test_trainnet_over_sequences_of_a_datastore),
         TU_TEST(test_trainnet_sequence_to_sequence_from_a_datastore),
         TU_TEST(test_trainnet_parallel_over_sequences_of_a_datastore),
