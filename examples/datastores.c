@@ -22,7 +22,7 @@
  *     build/examples/datastores [--epochs N] [--count N] [--seed S]
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
-#include "example_cli.h"
+#include "recordings.h"
 
 #include <dlaccel.h>
 #include <dlaccel/data.h>
@@ -35,44 +35,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define READINGS 32
-#define CLASSES 3
-static const char *const class_names[CLASSES] = {"slow", "medium", "fast"};
+#define READINGS RECORDING_PERIOD
+#define CLASSES RECORDING_CLASSES
+static const char *const *const class_names = recording_class_names;
 
 static int fail(const char *what)
 {
     fprintf(stderr, "datastores: %s: %s\n", what, dla_last_error());
     return 1;
-}
-
-/* Writes count recordings as dir/rec00000.csv ... and their classes into
- * labels. Returns 0, or 1 after a message. */
-static int write_recordings(const char *dir, int64_t count, uint64_t *s, int32_t *labels)
-{
-    static const double cycles[CLASSES][2] = {{1.0, 2.5}, {2.5, 4.0}, {4.0, 6.0}};
-    for (int64_t i = 0; i < count; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/rec%05lld.csv", dir, (long long)i);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            perror(path);
-            return 1;
-        }
-        const int k = (int)(example_next(s) % CLASSES);
-        const double freq = example_uniform(s, cycles[k][0], cycles[k][1]), phase = example_uniform(s, 0, 6.3);
-        const double offset = example_uniform(s, -5, 5), gain = example_uniform(s, 0.5, 3);
-        for (int t = 0; t < READINGS; t++)
-            fprintf(f, "%s%.6f", t ? "," : "",
-                    offset + gain * (sin(6.283185307179586 * freq * t / READINGS + phase) +
-                                     example_uniform(s, -1.0, 1.0)));
-        fprintf(f, "\n");
-        labels[i] = k;
-        if (fclose(f)) {
-            perror(path);
-            return 1;
-        }
-    }
-    return 0;
 }
 
 /* fileDatastore's ReadFcn: one file's readings as a READINGS x 1 "CB"
@@ -82,14 +52,10 @@ static int write_recordings(const char *dir, int64_t count, uint64_t *s, int32_t
 static dla_status read_recording(void *ctx, const char *path, int n, dla_tensor **outputs)
 {
     (void)ctx, (void)n;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return dla_set_error(DLA_ERR_IO, "cannot open it");
     float v[READINGS];
     int got = 0;
-    while (got < READINGS && fscanf(f, got ? " ,%f" : "%f", &v[got]) == 1)
-        got++;
-    fclose(f);
+    if (recordings_read(path, v, READINGS, &got))
+        return dla_set_error(DLA_ERR_IO, "cannot open it");
     if (got != READINGS)
         return dla_set_error(DLA_ERR_FORMAT, "%d numbers where %d were expected", got, READINGS);
     outputs[0] = dla_tensor_from_host(v, DLA_F32, "CB", DLA_DIMS(READINGS, 1));
@@ -115,17 +81,6 @@ int main(int argc, char **argv)
     return example_main(argc, argv, "datastores", 15, 600, run);
 }
 
-/* Removes the recordings and their folder. */
-static void remove_recordings(const char *dir, int64_t count)
-{
-    for (int64_t i = 0; i < count; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/rec%05lld.csv", dir, (long long)i);
-        unlink(path);
-    }
-    rmdir(dir);
-}
-
 static int run(int epochs, int64_t count, uint64_t seed)
 {
     char dir[] = "/tmp/dlaccel-datastores-XXXXXX";
@@ -136,7 +91,7 @@ static int run(int epochs, int64_t count, uint64_t seed)
         return 1;
     }
     uint64_t stream = seed;
-    int rc = write_recordings(dir, count, &stream, labels);
+    int rc = recordings_write(dir, count, &stream, labels, READINGS, READINGS);
     printf("wrote %lld recordings of %d readings as CSV files in %s\n", (long long)count,
            READINGS, dir);
 
@@ -218,7 +173,7 @@ done:
     dla_datastore_free(ts);
     dla_datastore_free(xs);
     dla_datastore_free(files);
-    remove_recordings(dir, count);
+    recordings_remove(dir, count);
     free(labels);
     free(idx);
     return rc;

@@ -100,10 +100,18 @@ EXTRA_DIST += examples/volumes_example.sh
 # transform, combined with an array datastore of labels, shuffled, split by
 # subset, and trained on with trainnet; the smoke test checks its accuracy.
 noinst_PROGRAMS += examples/datastores
-examples_datastores_SOURCES = examples/datastores.c examples/example_cli.h
+examples_datastores_SOURCES = examples/datastores.c examples/example_cli.h examples/recordings.h
 examples_datastores_LDADD = libdlaccel.la -lm
 TESTS += examples/datastores_example.sh
 EXTRA_DIST += examples/datastores_example.sh
+# examples/sequence_datastore: the same recordings of different lengths, one
+# CSV file each, padded per mini-batch by trainnet and classified by an LSTM.
+noinst_PROGRAMS += examples/sequence_datastore
+examples_sequence_datastore_SOURCES = examples/sequence_datastore.c examples/example_cli.h \
+	examples/recordings.h
+examples_sequence_datastore_LDADD = libdlaccel.la -lm
+TESTS += examples/sequence_datastore_example.sh
+EXTRA_DIST += examples/sequence_datastore_example.sh
 # ---- end of examples/datastores ---------------------------------------------
 
 # ---- examples/tokens: a transformer encoder on token sequences ------------

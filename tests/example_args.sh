@@ -29,8 +29,8 @@ check() {
         echo "not ok $n - $prog$args: exit $want, '$pattern'"
     fi
 }
-echo "1..29"
-for prog in cnn_fmnist waveform forecast pinn neural_ode transfer autoencoder volumes tokens datastores \
+echo "1..30"
+for prog in cnn_fmnist waveform forecast pinn neural_ode transfer autoencoder volumes tokens datastores sequence_datastore \
     custom_layer slice_layer ctc_sequences lstm_function; do
     check 0 $prog --help -- "usage: $prog "
 done
