@@ -76,6 +76,26 @@ static dla_status list_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
     return DLA_OK;
 }
 
+/* The same list read in order (read/hasdata/reset, a known count). */
+typedef struct list_reader {
+    list_ds l;
+    int64_t at;
+} list_reader;
+
+static dla_status reader_read(void *ctx, int n, dla_tensor **out)
+{
+    list_reader *r = ctx;
+    return list_read_at(&r->l, r->at++, n, out);
+}
+
+static int reader_hasdata(void *ctx)
+{
+    const list_reader *r = ctx;
+    return r->at < dla_seqlist_count(r->l.seqs);
+}
+
+static void reader_reset(void *ctx) { ((list_reader *)ctx)->at = 0; }
+
 static dla_datastore *list_datastore(list_ds *l)
 {
     dla_datastore *ds;
@@ -137,6 +157,44 @@ static void queue_pads_as_padsequences(const dla_sequence_options *so, int backg
             assert_ok(dla_tensor_to_host(b[2], got, sizeof got[0] * (size_t)n));
             for (int64_t k = 0; k < n; k++)
                 assert_int_equal(got[k], labels[order[start + k]]);
+            dla_scope_end();
+        }
+    }
+    dla_mbq_free(q);
+    dla_seqlist_free(s);
+}
+
+static void test_a_datastore_read_in_order_is_padded_alike(void **state)
+{
+    (void)state;
+    enum { N = 11, MBS = 4 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    list_reader r = {.l = {.seqs = s, .labels = labels}};
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 2, .num_observations = N, .read = reader_read,
+                                .hasdata = reader_hasdata, .reset = reader_reset, .ctx = &r},
+        &ds));
+    const dla_sequence_options so = {.padding_direction = "left", .padding_value = 9};
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(
+        1, &(dla_mbq_input){.datastore = ds, .formats = (const char *[]){"CBT", NULL}, .mask = 1},
+        &(dla_mbq_options){.mini_batch_size = MBS, .sequence = so}, &q));
+    dla_datastore_free(ds);
+    for (int pass = 0; pass < 2; pass++) {
+        dla_mbq_reset(q);
+        for (int64_t start = 0; dla_mbq_hasdata(q); start += MBS) {
+            dla_scope_begin();
+            dla_tensor *b[3], *x, *m;
+            assert_ok(dla_mbq_next(q, 3, b));
+            const int64_t n = N - start < MBS ? N - start : MBS;
+            int64_t idx[MBS];
+            for (int64_t k = 0; k < n; k++)
+                idx[k] = start + k;
+            assert_ok(dla_padsequences(s, n, idx, &so, &x, &m));
+            assert_true(tu_same_bits(b[0], x));
+            assert_true(tu_same_bits(b[1], m));
             dla_scope_end();
         }
     }
@@ -439,6 +497,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TU_TEST(test_queue_pads_each_batch_as_padsequences),
+        TU_TEST(test_a_datastore_read_in_order_is_padded_alike),
         TU_TEST(test_sequence_outputs_that_do_not_fit_are_refused),
         TU_TEST(test_every_refused_allocation_of_a_padded_batch_fails_cleanly),
         TU_TEST(test_trainnet_over_sequences_of_a_datastore),
