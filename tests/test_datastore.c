@@ -25,23 +25,6 @@
 #include <jpeglib.h>
 #include <png.h>
 
-static atomic_long live_blocks;
-
-static void *counting_alloc(void *user, void *ptr, size_t size)
-{
-    (void)user;
-    if (size == 0) {
-        if (ptr)
-            atomic_fetch_sub(&live_blocks, 1);
-        free(ptr);
-        return NULL;
-    }
-    void *p = realloc(ptr, size);
-    if (p && !ptr)
-        atomic_fetch_add(&live_blocks, 1);
-    return p;
-}
-
 /* A call that must succeed; on failure the library's message says why. */
 #define assert_ok(call)                                                                            \
     do {                                                                                           \
@@ -1695,7 +1678,7 @@ static int teardown(void **state)
 
 int main(void)
 {
-    dla_set_allocator(counting_alloc, NULL);
+    dla_set_allocator(tu_atomic_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_files_are_sorted_with_labels_from_their_folders),
         TU_TEST(test_a_dot_top_folder_labels_by_its_real_name),

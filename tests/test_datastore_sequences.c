@@ -17,32 +17,8 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <stdatomic.h>
 
 #include "tu_assert.h"
-
-/* A counting allocator that can refuse its n-th call (atomic counts:
- * kernels may allocate on their threads). */
-static atomic_long live_blocks, alloc_calls, refuse_at;
-
-static void *counting_alloc(void *user, void *ptr, size_t size)
-{
-    (void)user;
-    if (size == 0) {
-        if (ptr)
-            atomic_fetch_sub(&live_blocks, 1);
-        free(ptr);
-        return NULL;
-    }
-    const long call = atomic_fetch_add(&alloc_calls, 1) + 1;
-    const long refuse = atomic_load(&refuse_at);
-    if (refuse && call == refuse)
-        return NULL;
-    void *p = realloc(ptr, size);
-    if (p && !ptr)
-        atomic_fetch_add(&live_blocks, 1);
-    return p;
-}
 
 #define assert_ok(call)                                                                            \
     do {                                                                                           \
@@ -329,36 +305,30 @@ static dla_status padded_pass(const dla_seqlist *s, const int32_t *labels)
     return st;
 }
 
+typedef struct padded_data {
+    const dla_seqlist *s;
+    const int32_t *labels;
+} padded_data;
+
+static dla_status padded_once(void *ctx)
+{
+    const padded_data *d = ctx;
+    return padded_pass(d->s, d->labels);
+}
+
 static void test_every_refused_allocation_of_a_padded_batch_fails_cleanly(void **state)
 {
     (void)state;
     enum { N = 7 };
     int32_t labels[N];
     dla_seqlist *s = waveforms(N, labels);
-    dla_set_allocator(counting_alloc, NULL);
-    assert_ok(padded_pass(s, labels)); /* devices loaded, caches warm */
-    assert_ok(padded_pass(s, labels));
-    const long live = atomic_load(&live_blocks);
-    int refused = 0;
-    for (long n = 1; n < 20000; n++) {
-        atomic_store(&alloc_calls, 0);
-        atomic_store(&refuse_at, n);
-        dla_status st = padded_pass(s, labels);
-        const long calls = atomic_load(&alloc_calls);
-        atomic_store(&refuse_at, 0);
-        if (atomic_load(&live_blocks) != live)
-            fail_msg("allocation %ld refused: %ld blocks live, %ld before (%s)", n,
-                     atomic_load(&live_blocks), live, dla_last_error());
-        if (calls < n) {
-            assert_int_equal(st, DLA_OK); /* every allocation was granted */
-            break;
-        }
-        if (st == DLA_OK)
-            continue; /* a refusal the library recovers from (a cache) */
-        refused++;
-        assert_true(dla_last_error()[0] != '\0');
-    }
+    padded_data d = {s, labels};
+    char why[1024];
+    dla_set_allocator(tu_atomic_alloc, NULL);
+    const int refused = tu_refuse_each(padded_once, &d, why, sizeof why);
     dla_set_allocator(NULL, NULL);
+    if (refused < 0)
+        fail_msg("%s", why);
     fprintf(stderr, "# %d refused allocations failed cleanly\n", refused);
     assert_true(refused > 10);
     dla_seqlist_free(s);

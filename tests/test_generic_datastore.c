@@ -27,29 +27,6 @@
 
 #include "tu_assert.h"
 
-/* testutil's counting allocator, with atomic counts: queues make batches on
- * their own threads. */
-static atomic_long live_blocks, alloc_calls, refuse_at;
-
-static void *counting_alloc(void *user, void *ptr, size_t size)
-{
-    (void)user;
-    if (size == 0) {
-        if (ptr)
-            atomic_fetch_sub(&live_blocks, 1);
-        free(ptr);
-        return NULL;
-    }
-    const long call = atomic_fetch_add(&alloc_calls, 1) + 1;
-    const long refuse = atomic_load(&refuse_at);
-    if (refuse && call == refuse)
-        return NULL;
-    void *p = realloc(ptr, size);
-    if (p && !ptr)
-        atomic_fetch_add(&live_blocks, 1);
-    return p;
-}
-
 #define assert_ok(call)                                                                            \
     do {                                                                                           \
         dla_status st_ = (call);                                                                   \
@@ -1429,8 +1406,9 @@ static void test_trainnet_refuses_datastore_targets_that_do_not_fit(void **state
 
 /* combine(array, transform(files)) through a queue, shuffled, and a
  * subset read: the first failure's status. */
-static dla_status pipeline_once(void)
+static dla_status pipeline_once(void *ctx)
 {
+    (void)ctx;
     dla_scope_begin();
     dla_datastore *xs = NULL, *fs = NULL, *ts = NULL, *both = NULL, *sub = NULL;
     dla_mbq *q = NULL;
@@ -1471,35 +1449,17 @@ static dla_status pipeline_once(void)
 static void test_every_refused_allocation_fails_cleanly(void **state)
 {
     (void)state;
-    assert_ok(pipeline_once()); /* devices loaded, caches warm */
-    assert_ok(pipeline_once());
-    const long live = atomic_load(&live_blocks);
-    int refused = 0;
-    for (long n = 1; n < 20000; n++) {
-        atomic_store(&alloc_calls, 0);
-        atomic_store(&refuse_at, n);
-        dla_status st = pipeline_once();
-        const long calls = atomic_load(&alloc_calls);
-        atomic_store(&refuse_at, 0);
-        if (atomic_load(&live_blocks) != live)
-            fail_msg("allocation %ld refused: %ld blocks live, %ld before (%s)", n,
-                     atomic_load(&live_blocks), live, dla_last_error());
-        if (calls < n) {
-            assert_int_equal(st, DLA_OK); /* every allocation was granted */
-            break;
-        }
-        if (st == DLA_OK)
-            continue; /* a refusal the library recovers from (a cache) */
-        refused++;
-        assert_true(dla_last_error()[0] != '\0');
-    }
+    char why[1024];
+    const int refused = tu_refuse_each(pipeline_once, NULL, why, sizeof why);
+    if (refused < 0)
+        fail_msg("%s", why);
     fprintf(stderr, "# %d refused allocations failed cleanly\n", refused);
     assert_true(refused > 10);
 }
 
 int main(void)
 {
-    dla_set_allocator(counting_alloc, NULL);
+    dla_set_allocator(tu_atomic_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_array_reads_read_size_observations_along_the_last_dim),
         TU_TEST(test_array_iteration_dimension_and_formats),

@@ -8,6 +8,7 @@
 
 #include <dlaccel.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,75 @@ TU_UNUSED static void *tu_alloc(void *user, void *ptr, size_t size)
     if (p && !ptr && ++tu_live > tu_peak)
         tu_peak = tu_live;
     return p;
+}
+
+/* The same with atomic counts, for suites whose calls allocate on several
+ * threads (a queue's dispatch thread, a datastore read on a kernel's);
+ * tu_atomic_refuse is the call to refuse (0: none). */
+TU_UNUSED static atomic_long tu_atomic_live, tu_atomic_calls, tu_atomic_refuse;
+
+TU_UNUSED static void *tu_atomic_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    if (size == 0) {
+        if (ptr)
+            atomic_fetch_sub(&tu_atomic_live, 1);
+        free(ptr);
+        return NULL;
+    }
+    const long call = atomic_fetch_add(&tu_atomic_calls, 1) + 1;
+    const long refuse = atomic_load(&tu_atomic_refuse);
+    if (refuse && call == refuse)
+        return NULL;
+    void *p = realloc(ptr, size);
+    if (p && !ptr)
+        atomic_fetch_add(&tu_atomic_live, 1);
+    return p;
+}
+
+/* Runs once(ctx) (the caller has installed tu_atomic_alloc), twice as it is (devices
+ * loaded, caches warm), then with each of its allocations refused in turn
+ * until a run makes fewer: every refused run must leave no block behind,
+ * and one that fails must say why. Returns how many runs failed, or -1
+ * with why[] saying what went wrong. */
+TU_UNUSED static int tu_refuse_each(dla_status (*once)(void *), void *ctx, char *why,
+                                    size_t why_size)
+{
+    int refused = 0;
+    dla_status st = once(ctx);
+    if (st == DLA_OK)
+        st = once(ctx);
+    if (st != DLA_OK) {
+        snprintf(why, why_size, "a run with nothing refused failed: %s", dla_last_error());
+        refused = -1;
+    }
+    const long live = atomic_load(&tu_atomic_live);
+    for (long n = 1; refused >= 0 && n < 100000; n++) {
+        atomic_store(&tu_atomic_calls, 0);
+        atomic_store(&tu_atomic_refuse, n);
+        st = once(ctx);
+        const long calls = atomic_load(&tu_atomic_calls);
+        atomic_store(&tu_atomic_refuse, 0);
+        if (atomic_load(&tu_atomic_live) != live) {
+            snprintf(why, why_size, "allocation %ld refused: %ld blocks live, %ld before (%s)", n,
+                     atomic_load(&tu_atomic_live), live, dla_last_error());
+            refused = -1;
+        } else if (calls < n) { /* every allocation was granted */
+            if (st != DLA_OK) {
+                snprintf(why, why_size, "a run with nothing refused failed: %s",
+                         dla_last_error());
+                refused = -1;
+            }
+            break;
+        } else if (st != DLA_OK) { /* else a refusal the library recovers from (a cache) */
+            refused++;
+            if (!dla_last_error()[0]) {
+                snprintf(why, why_size, "allocation %ld refused: failed without a message", n);
+                refused = -1;
+            }
+        }
+    }
+    return refused;
 }
 
 TU_UNUSED static uint64_t tu_state = 0x9E3779B97F4A7C15ull;
