@@ -253,19 +253,48 @@ static dla_status read_args(dla_datastore *ds, int n, dla_tensor **outputs, cons
     return DLA_OK;
 }
 
-/* Observations first..first+n-1 of an indexed ds, joined. */
-static dla_status read_range(dla_datastore *ds, int64_t first, int64_t n, dla_tensor **out,
-                             const char *op)
+dla_status dla__ds_read_span(dla_datastore *ds, int64_t first, int64_t n, const dla__ds_how *how,
+                             dla_tensor **out, const char *op)
 {
+    if (!dla__ds_indexed(ds)) {
+        for (int j = 0; j < ds->nout; j++)
+            out[j] = NULL;
+        if (first == 0)
+            dla__ds_rewind(ds);
+        int64_t got = 0;
+        dla_status st = dla__ds_read_next_n(ds, n, how, out, &got, op);
+        if (st == DLA_OK && got < n) {
+            dla__ds_drop(ds->nout, out);
+            st = dla__data_fail(DLA_ERR_STATE,
+                                "%s: the %s ran out of data after %lld observations, but its "
+                                "count is %lld",
+                                op, ds->kind->name, (long long)(first + got),
+                                (long long)ds->count);
+        }
+        return st;
+    }
     int64_t *idx = dla__data_malloc((size_t)n * sizeof *idx);
     if (!idx)
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot hold %lld indices", op,
                               (long long)n);
     for (int64_t k = 0; k < n; k++)
         idx[k] = first + k;
-    dla_status st = dla__ds_gather(ds, n, idx, NULL, out, op);
+    dla_status st = dla__ds_gather(ds, n, idx, how, out, op);
     dla__data_free(idx);
     return st;
+}
+
+dla_status dla__ds_first_obs(dla_datastore *ds, dla_tensor **out, const char *op)
+{
+    if (dla__ds_indexed(ds))
+        return dla__ds_obs(ds, 0, out, op);
+    for (int j = 0; j < ds->nout; j++)
+        out[j] = NULL;
+    dla__ds_rewind(ds);
+    if (!dla__ds_has_next(ds))
+        return dla__data_fail(DLA_ERR_STATE, "%s: the %s holds no observation", op,
+                              ds->kind->name);
+    return dla__ds_next_obs(ds, out, op);
 }
 
 DLA_API dla_status dla_datastore_read(dla_datastore *ds, int n, dla_tensor **outputs)
@@ -281,7 +310,7 @@ DLA_API dla_status dla_datastore_read(dla_datastore *ds, int n, dla_tensor **out
                                   "dla_datastore_reset",
                                   op, ds->kind->name, (long long)ds->count);
         int64_t m = ds->count - ds->pos < ds->read_size ? ds->count - ds->pos : ds->read_size;
-        st = read_range(ds, ds->pos, m, outputs, op);
+        st = dla__ds_read_span(ds, ds->pos, m, NULL, outputs, op);
         if (st == DLA_OK)
             ds->pos += m;
     } else {
@@ -301,7 +330,7 @@ DLA_API dla_status dla_datastore_readall(dla_datastore *ds, int n, dla_tensor **
         if (ds->count == 0)
             return dla__data_fail(DLA_ERR_STATE, "%s: the %s holds no observation", op,
                                   ds->kind->name);
-        st = read_range(ds, 0, ds->count, outputs, op);
+        st = dla__ds_read_span(ds, 0, ds->count, NULL, outputs, op);
     } else {
         int64_t got;
         ds->kind->reset(ds);

@@ -115,6 +115,16 @@ dla_status dla__ds_join(const dla_datastore *ds, int64_t n, dla_tensor **obs,
 dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const dla__ds_how *how,
                                dla_tensor **out, int64_t *got, const char *op);
 
+/* Observations first..first+n-1 of ds joined as how says (n >= 1): by
+ * number from an indexed ds; from one read in order, from its start when
+ * first is 0, else on from where it is, so that a loop over consecutive
+ * spans reads it once, in order (DLA_ERR_STATE when it runs out). */
+dla_status dla__ds_read_span(dla_datastore *ds, int64_t first, int64_t n, const dla__ds_how *how,
+                             dla_tensor **out, const char *op);
+/* Observation 0 as the datastore gives it (held): one read in order is
+ * read from its start (and left after it). */
+dla_status dla__ds_first_obs(dla_datastore *ds, dla_tensor **out, const char *op);
+
 /* Calls a user's callback: fn(ctx, arg) in a scope of its own, its nout
  * outputs checked (set, not error tensors) and held into out; a failure's
  * message is prefixed with op and what ("read_fn on \"x.txt\""). */

@@ -544,12 +544,12 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
         snprintf(arg, sizeof arg, "%s.datastore", what);
         if (!dla__ds_live(d->datastore, fn, arg))
             return dla_last_status();
-        if (!dla_datastore_is_indexed(d->datastore))
+        if (dla_datastore_num_observations(d->datastore) < 0)
             return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                                 "%s: %s: the %s is read in order; training shuffles and shares "
-                                 "out its observations, which needs one read by number (a custom "
-                                 "datastore with read_at)",
-                                 fn, what, d->datastore->kind->name);
+                                 "%s: %s: the %s is read in order and its number of observations "
+                                 "is not known; %s needs it (give the custom datastore "
+                                 "num_observations)",
+                                 fn, what, d->datastore->kind->name, fn + 4);
         /* MATLAB's {predictors, targets} reads: the network has one input
          * and one output, so a second output is the targets. */
         const int nout = dla_datastore_num_outputs(d->datastore);
@@ -582,6 +582,39 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
     if (bad)
         return dla_set_error(dla_tensor_status(bad), "%s: %s: %s: %s", fn, what,
                              bad == d->targets ? "targets" : "predictors", dla_tensor_error(bad));
+    return DLA_OK;
+}
+
+/* A datastore read in order (MATLAB's datastore that is neither
+ * shuffleable nor partitionable) is trained on in its order, by one
+ * process: Shuffle "never", no "parallel", and no validation data that
+ * reads its position (the two queues would take each other's
+ * observations). */
+static dla_status check_in_order(const trainer *tr, const dla_train_data *d)
+{
+    const dla_train_data *v = tr->o.validation_data;
+    dla_datastore *ds = d->datastore;
+    if (ds && !dla_datastore_is_indexed(ds)) {
+        if (strcmp(tr->o.shuffle, "never") != 0)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "%s: data: the %s is read in order, so it cannot be shuffled; "
+                                 "use Shuffle \"never\" (it is \"%s\"), or a datastore read by "
+                                 "number (a custom datastore with read_at)",
+                                 tr->fn, ds->kind->name, tr->o.shuffle);
+        if (tr->par.on)
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "%s: data: the %s is read in order, so it cannot be shared out "
+                                 "among workers (ExecutionEnvironment \"%s\"); use a datastore "
+                                 "read by number (a custom datastore with read_at)",
+                                 tr->fn, ds->kind->name, tr->o.execution_environment);
+        if (v && v->datastore && !dla_datastore_is_indexed(v->datastore) &&
+            dla__ds_share_position(ds, v->datastore))
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "%s: ValidationData reads, in order, the datastore the training "
+                                 "data reads (the same one, or one made of the other): each would "
+                                 "take the other's observations",
+                                 tr->fn);
+    }
     return DLA_OK;
 }
 
@@ -627,7 +660,7 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
                                    int check, int *classify, int *formatted)
 {
     dla_tensor *o[DLA__DS_MAX] = {NULL};
-    dla_status st = dla__ds_obs(d->datastore, 0, o, tr->fn);
+    dla_status st = dla__ds_first_obs(d->datastore, o, tr->fn);
     if (st != DLA_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -872,13 +905,12 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
                 rst = dla_imds_read_files(d->images, m, idx, &chunks[c], NULL);
                 continue;
             }
-            if (d->datastore) { /* the same, a chunk of observations at a time */
-                int64_t idx[1024], m = n - (int64_t)c * per < per ? n - (int64_t)c * per : per;
-                for (int64_t k = 0; k < m; k++)
-                    idx[k] = (int64_t)c * per + k;
+            if (d->datastore) { /* the same, a chunk of observations at a time, in order */
+                const int64_t m = n - (int64_t)c * per < per ? n - (int64_t)c * per : per;
                 const dla__ds_how how = {.at = {dla__ds_format_b_dim(fmt)}};
                 dla_tensor *outs[DLA__DS_MAX] = {NULL};
-                rst = dla__ds_gather(d->datastore, m, idx, &how, outs, "dla_trainnet");
+                rst = dla__ds_read_span(d->datastore, (int64_t)c * per, m, &how, outs,
+                                        "dla_trainnet");
                 dla_tensor *x = outs[0];
                 dla__ds_drop(d->datastore->nout - 1, outs + 1); /* the targets, when there */
                 if (rst == DLA_OK) {
@@ -1798,9 +1830,8 @@ static dla_status init_from_data(dla_net *net, const dla_train_data *d)
                                  "dla_trainnet: the datastore has no observation to initialize "
                                  "the network from");
         }
-        const int64_t zero = 0;
         dla_tensor *outs[DLA__DS_MAX] = {NULL};
-        if (dla__ds_gather(d->datastore, 1, &zero, NULL, outs, "dla_trainnet") != DLA_OK) {
+        if (dla__ds_read_span(d->datastore, 0, 1, NULL, outs, "dla_trainnet") != DLA_OK) {
             dla_scope_end();
             return dla_last_status();
         }
@@ -2146,6 +2177,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     /* "parallel", "multi-gpu": only rank 0 writes, so only it checks
      * where; every rank learns whether that went well. */
     dla__train_par_begin(&tr.par, &tr.o);
+    if ((st = check_in_order(&tr, data)) != DLA_OK)
+        return st;
     st = dla__train_par_agree(&tr.par, dla__train_check_paths(&tr.o), "checking the options");
     if (st != DLA_OK)
         return st;

@@ -1107,6 +1107,119 @@ static void test_trainnet_over_a_datastore_trains_as_over_the_array(void **state
     dla_scope_end();
 }
 
+static void assert_same_learnables(dla_net *a, dla_net *b);
+
+/* The four classes read in order: observation `at` of x (2 x 96) and t. */
+typedef struct class_reader {
+    float x[192];
+    int32_t t[96];
+    int64_t at;
+} class_reader;
+
+static dla_status class_read(void *ctx, int n, dla_tensor **out)
+{
+    (void)n;
+    class_reader *r = ctx;
+    out[0] = dla_tensor_from_host(r->x + 2 * r->at, DLA_F32, "", DLA_DIMS(2, 1));
+    out[1] = dla_tensor_from_host(r->t + r->at, DLA_I32, "", DLA_DIMS(1, 1));
+    r->at++;
+    return DLA_OK;
+}
+
+static int class_hasdata(void *ctx) { return ((class_reader *)ctx)->at < 96; }
+static void class_reset(void *ctx) { ((class_reader *)ctx)->at = 0; }
+
+static dla_datastore *class_ds(class_reader *r, dla_tensor *x, dla_tensor *t, int known)
+{
+    assert_ok(dla_tensor_to_host(x, r->x, sizeof r->x));
+    assert_ok(dla_tensor_to_host(t, r->t, sizeof r->t));
+    r->at = 0;
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 2, .num_observations = known ? 96 : -1,
+                                .read = class_read, .hasdata = class_hasdata,
+                                .reset = class_reset, .ctx = r},
+        &ds));
+    return ds;
+}
+
+/* MATLAB trains on a datastore that is neither shuffleable nor
+ * partitionable in its order (Shuffle "never"): as on the arrays. */
+static void test_trainnet_over_a_datastore_read_in_order(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t;
+    four_classes(&x, &t);
+    class_reader rt, rv;
+    dla_datastore *train = class_ds(&rt, x, t, 1), *val = class_ds(&rv, x, t, 1);
+    dla_net *net = classifier(1), *from_x, *from_ds;
+    dla_training_options o = {.verbose = -1, .solver = "adam", .max_epochs = 3,
+                              .mini_batch_size = 20, .shuffle = "never",
+                              .validation_frequency = 4, .dispatch_in_background = 1};
+    dla_train_data tx = {.predictors = x, .targets = t}, tds = {.datastore = train},
+                   vds = {.datastore = val};
+    dla_training_info *ix, *ids;
+    o.validation_data = &tx;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&tx, net, &(dla_train_loss){.name = "crossentropy"}, &o, &from_x,
+                           &ix));
+    o.validation_data = &vds;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&tds, net, &(dla_train_loss){.name = "crossentropy"}, &o, &from_ds,
+                           &ids));
+    assert_int_equal(ids->iterations, ix->iterations);
+    assert_int_equal(ix->iterations, 12); /* the partial batch discarded */
+    for (int64_t i = 0; i < ix->iterations; i++)
+        tu_assert_near(ids->training_loss[i], ix->training_loss[i], 0);
+    assert_int_equal(ids->validations, ix->validations);
+    for (int64_t i = 0; i < ix->validations; i++)
+        tu_assert_near(ids->validation_loss[i], ix->validation_loss[i], 0);
+    assert_same_learnables(from_x, from_ds);
+    double mx, mds;
+    assert_ok(dla_testnet(from_x, &tx, "accuracy", NULL, &mx));
+    assert_ok(dla_testnet(from_x, &tds, "accuracy", NULL, &mds));
+    tu_assert_near(mds, mx, 0);
+    dla_tensor *px, *pds;
+    assert_ok(dla_minibatchpredict(from_x, &tx, NULL, &px));
+    assert_ok(dla_minibatchpredict(from_x, &tds, NULL, &pds));
+    assert_true(tu_same_bits(px, pds));
+    dla_training_info_free(ix);
+    dla_training_info_free(ids);
+    dla_net_free(from_x);
+    dla_net_free(from_ds);
+
+    /* What it cannot do, said. */
+    dla_net *trained;
+    dla_training_options bad = o;
+    bad.shuffle = "once";
+    expect_error(dla_trainnet(&tds, net, &(dla_train_loss){.name = "crossentropy"}, &bad,
+                              &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "read in order, so it cannot be shuffled",
+                 "Shuffle \"never\" (it is \"once\")", NULL);
+    bad = o;
+    bad.execution_environment = "parallel";
+    expect_error(dla_trainnet(&tds, net, &(dla_train_loss){.name = "crossentropy"}, &bad,
+                              &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "cannot be shared out among workers", NULL);
+    bad = o;
+    bad.validation_data = &tds;
+    expect_error(dla_trainnet(&tds, net, &(dla_train_loss){.name = "crossentropy"}, &bad,
+                              &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "ValidationData reads, in order", NULL);
+    class_reader ru;
+    dla_datastore *unknown = class_ds(&ru, x, t, 0);
+    expect_error(dla_trainnet(&(dla_train_data){.datastore = unknown}, net,
+                              &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
+                 DLA_ERR_INVALID_ARGUMENT, "number of observations is not known",
+                 "num_observations", NULL);
+    dla_datastore_free(unknown);
+    dla_datastore_free(train);
+    dla_datastore_free(val);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* Both networks' learnables, bit for bit. */
 static void assert_same_learnables(dla_net *a, dla_net *b)
 {
@@ -1478,6 +1591,7 @@ int main(void)
         TU_TEST(test_a_queue_skips_past_a_failed_batch_read_in_order),
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
+        TU_TEST(test_trainnet_over_a_datastore_read_in_order),
         TU_TEST(test_trainnet_takes_the_targets_from_the_datastore),
         TU_TEST(test_trainnet_refuses_datastore_targets_that_do_not_fit),
         TU_TEST(test_every_refused_allocation_fails_cleanly),

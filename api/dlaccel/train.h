@@ -288,8 +288,12 @@ typedef struct dla_train_data {
     dla_imds *images;
     /* Or a generic datastore (api/dlaccel/data.h, "datastores":
      * arrayDatastore, fileDatastore, transform, combine, custom), indexed
-     * (so that it can be shuffled and shared among workers; one read in
-     * order is DLA_ERR_INVALID_ARGUMENT), read a mini-batch at a time on a
+     * (shuffled and shared among workers), or read in order with a known
+     * count (MATLAB's datastore neither shuffleable nor partitionable:
+     * trained on in its order, so Shuffle must be "never", not with
+     * "parallel" or "multi-gpu", and ValidationData must not read its
+     * position: DLA_ERR_INVALID_ARGUMENT otherwise, as for an unknown
+     * count), read a mini-batch at a time on a
      * background thread, each batch of predictors labeled with the network
      * input's format (its B dim the one observations are joined along).
      * Either one output, the predictors, with targets given as for
