@@ -15,3 +15,5 @@ tests_test_datastore_sequences_SOURCES = tests/test_datastore_sequences.c tests/
 tests_test_datastore_sequences_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_datastore_sequences_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_datastore_sequences
+TESTS += tests/datastore_sequences_on_testmem.sh
+EXTRA_DIST += tests/datastore_sequences_on_testmem.sh
