@@ -63,7 +63,10 @@ static dla_tensor *fit_steps(dla_tensor *t, int tdim, int64_t steps, const dla__
     if (keep == steps)
         return t;
     int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
-    (rule->left ? before : after)[tdim - 1] = steps - keep;
+    if (rule->left)
+        before[tdim - 1] = steps - keep;
+    else
+        after[tdim - 1] = steps - keep;
     return dla_pad(t, tdim, before, after, rule->padding_value);
 }
 
