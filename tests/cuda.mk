@@ -65,6 +65,7 @@ TESTS += tests/cuda_fastdiv
 # earlier queued work). Needs a C++ compiler (configure's HAVE_CXX); not
 # built without one.
 EXTRA_DIST += tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h tests/cuda_fused_emu_shim.h \
+	tests/cuda_kernels_emu.cpp tests/cuda_kern_emu_launch.h \
 	tests/cuda_fused_emu_write.c
 if HAVE_CUDA
 if HAVE_CXX
@@ -77,13 +78,16 @@ tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h \
 	plugins/cuda/fused_source.c tests/cuda_onekern_emu.cpp plugins/cuda/gemm.c \
 	plugins/cuda/reduce.c plugins/cuda/onekern.c plugins/cuda/onekern_source.c \
 	plugins/cuda/elementwise.c plugins/cuda/copy.c \
-	plugins/cuda/fused_reduce.c plugins/cuda/segment.c tests/cuda_segment_emu.cpp
-nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp
+	plugins/cuda/fused_reduce.c plugins/cuda/segment.c tests/cuda_segment_emu.cpp \
+	tests/cuda_kernels_emu.cpp tests/cuda_kern_emu_launch.h plugins/cuda/pool.c \
+	plugins/cuda/index.c plugins/cuda/random.c
+nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp $(dla_emu_kernel_copies)
 # The host compiler and the include paths the chain test builds the
 # compiled one kernel's source with (tests/cuda_onekern_emu.cpp); the
 # object it loads finds the harness's threadIdx and barrier (-rdynamic).
 tests_cuda_fused_emu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DDLA_EMU_CXX='"$(CXX)"' \
-	-DDLA_EMU_CPPFLAGS='"$(CUDA_CPPFLAGS) -I$(abs_top_srcdir) -I$(abs_top_srcdir)/api -I$(abs_top_builddir)"'
+	-DDLA_EMU_CPPFLAGS='"$(CUDA_CPPFLAGS) -I$(abs_top_srcdir) -I$(abs_top_srcdir)/api -I$(abs_top_builddir)"' \
+	-DDLA_EMU_CPU_PLUGIN='"$(abs_top_builddir)/plugins/cpu/.libs/libdlaccel-cpu.so"'
 tests_cuda_fused_emu_LDFLAGS = -rdynamic
 # No contraction on either side (the kernels and the reference); the
 # interpreter's `#pragma unroll` is nvcc's, unknown to g++; the written
@@ -94,8 +98,20 @@ tests_cuda_fused_emu_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-par
 	$(SANITIZER_CFLAGS) $(FUZZ_CFLAGS)
 tests_cuda_fused_emu_LDADD = -lm -lpthread -ldl
 TESTS += tests/cuda_fused_emu
-CLEANFILES += tests/cuda_fused_emu_progs.cpp
+CLEANFILES += tests/cuda_fused_emu_progs.cpp $(dla_emu_kernel_copies)
 tests/cuda_fused_emu_progs.cpp: tests/cuda_fused_emu_write$(EXEEXT)
 	$(AM_V_GEN)$(MKDIR_P) tests && ./tests/cuda_fused_emu_write$(EXEEXT) > $@-t && mv $@-t $@
+# The kernel files of tests/cuda_kernels_emu.cpp, each copied with its
+# launches written for the host (tests/cuda_kern_emu_launch.h says how).
+dla_emu_kernel_copies = tests/cuda_emu_copy_kernels.cpp tests/cuda_emu_elementwise_kernels.cpp \
+	tests/cuda_emu_pool_kernels.cpp tests/cuda_emu_index_kernels.cpp \
+	tests/cuda_emu_random_kernels.cpp
+tests/cuda_emu_%_kernels.cpp: $(top_srcdir)/plugins/cuda/%_kernels.cu
+	$(AM_V_GEN)$(MKDIR_P) tests && { echo '#include "tests/cuda_kern_emu_launch.h"'; \
+		echo '#line 1 "$<"'; sed -e 's/<<</ | emu_cfg(/g' -e 's/>>>(/) | emu_args(/g' $<; } \
+		> $@-t && mv $@-t $@
+# The cpu plugin is the reference (tests/cuda_kernels_emu.cpp loads it).
+dla_cuda_fused_emu_log = tests/cuda_fused_emu.log
+$(dla_cuda_fused_emu_log): plugins/cpu/libdlaccel-cpu.la
 endif
 endif

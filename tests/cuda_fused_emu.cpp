@@ -1187,6 +1187,7 @@ int main(void)
             wide_case(wide, mode);
     emu_onekern_cases(result);
     emu_segment_cases(result);
+    emu_kernel_cases(result);
     error_cases();
     emu_team_close();
     printf("1..%d\n", ntests);

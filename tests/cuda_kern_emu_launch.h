@@ -1,0 +1,93 @@
+/*
+ * cuda_kern_emu_launch.h - the plugin's kernel files (plugins/cuda/
+ * *_kernels.cu) compiled by the host's C++ compiler, launches and all
+ * (tests/cuda_kernels_emu.cpp says which and why). nvcc's launch
+ * `k<<<grid, threads, smem, stream>>>(args)` is no C++; tests/cuda.mk
+ * copies each such file with the launch written as
+ *
+ *     k | emu_cfg(grid, threads, smem, stream) | emu_args(args)
+ *
+ * (a sed of `<<<` and `>>>(`, every launch having them on one line), and
+ * the two operators here run it: k called as every thread of every block
+ * in turn, blockIdx and threadIdx set (cuda_fused_emu_shim.h), the
+ * arguments converted to k's parameters as the launch converts them. So
+ * the kernels' bodies and their launchers' choices (which instance, what
+ * grid, what is skipped) are the plugin's own text. A kernel with
+ * barriers cannot run thread by thread: no file with one is copied
+ * (conv_kernels.cu's filter gradient has one), and the existing
+ * emulations run those (reduce_dev.cuh, fused_kern.h) on a team of host
+ * threads instead. This header comes first in each copied file.
+ */
+#ifndef DLA_TESTS_CUDA_KERN_EMU_LAUNCH_H
+#define DLA_TESTS_CUDA_KERN_EMU_LAUNCH_H
+
+#include <cuda_runtime.h>
+
+#include "tests/cuda_fused_emu_shim.h"
+
+#include <cmath>
+#include <cstddef>
+#include <tuple>
+
+using std::isnan;
+
+/* The launches run since the program started, and the last one's grid
+ * and block (tests/cuda_kernels_emu.cpp checks that a case launched). */
+extern "C" long emu_kern_launches;
+extern "C" unsigned emu_kern_grid, emu_kern_threads;
+
+/* <<<grid, threads, smem, stream>>> */
+struct emu_cfg {
+    dim3 grid;
+    unsigned threads;
+    emu_cfg(dim3 g, unsigned t, size_t smem = 0, cudaStream_t stream = 0)
+        : grid(g), threads(t)
+    {
+        (void)smem, (void)stream;
+    }
+};
+
+template <typename... P> struct emu_bound {
+    void (*k)(P...);
+    emu_cfg c;
+};
+
+/* k's parameters come from the kernel's declaration (a template kernel
+ * is named with all its arguments at every launch). */
+template <typename... P> emu_bound<P...> operator|(void (*k)(P...), const emu_cfg &c)
+{
+    return emu_bound<P...>{k, c};
+}
+
+template <typename... A> struct emu_pack {
+    std::tuple<A...> t;
+};
+
+template <typename... A> emu_pack<A...> emu_args(A... a)
+{
+    return emu_pack<A...>{std::tuple<A...>(a...)};
+}
+
+/* The launch: blocks in order (rows of blocks, then blocks), each
+ * block's threads in order. */
+template <typename... P, typename... A>
+void operator|(const emu_bound<P...> &b, const emu_pack<A...> &a)
+{
+    emu_kern_launches++;
+    emu_kern_grid = b.c.grid.x * b.c.grid.y;
+    emu_kern_threads = b.c.threads;
+    gridDim.x = b.c.grid.x;
+    gridDim.y = b.c.grid.y;
+    blockDim.x = b.c.threads;
+    for (unsigned y = 0; y < b.c.grid.y; y++)
+        for (unsigned x = 0; x < b.c.grid.x; x++)
+            for (unsigned t = 0; t < b.c.threads; t++) {
+                blockIdx.x = x;
+                blockIdx.y = y;
+                threadIdx.x = t;
+                std::apply([&](const A &...v) { b.k(v...); }, a.t);
+            }
+    gridDim.y = blockIdx.y = 0;
+}
+
+#endif
