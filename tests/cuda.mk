@@ -80,7 +80,7 @@ tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h \
 	plugins/cuda/elementwise.c plugins/cuda/copy.c \
 	plugins/cuda/fused_reduce.c plugins/cuda/segment.c tests/cuda_segment_emu.cpp \
 	tests/cuda_kernels_emu.cpp tests/cuda_kern_emu_launch.h plugins/cuda/pool.c \
-	plugins/cuda/index.c plugins/cuda/random.c
+	plugins/cuda/index.c plugins/cuda/random.c plugins/cuda/conv.c
 nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp $(dla_emu_kernel_copies)
 # The host compiler and the include paths the chain test builds the
 # compiled one kernel's source with (tests/cuda_onekern_emu.cpp); the
@@ -105,9 +105,11 @@ tests/cuda_fused_emu_progs.cpp: tests/cuda_fused_emu_write$(EXEEXT)
 # launches written for the host (tests/cuda_kern_emu_launch.h says how).
 dla_emu_kernel_copies = tests/cuda_emu_copy_kernels.cpp tests/cuda_emu_elementwise_kernels.cpp \
 	tests/cuda_emu_pool_kernels.cpp tests/cuda_emu_index_kernels.cpp \
-	tests/cuda_emu_random_kernels.cpp
+	tests/cuda_emu_random_kernels.cpp tests/cuda_emu_conv_kernels.cpp
 tests/cuda_emu_%_kernels.cpp: $(top_srcdir)/plugins/cuda/%_kernels.cu
-	$(AM_V_GEN)$(MKDIR_P) tests && { echo '#include "tests/cuda_kern_emu_launch.h"'; \
+	$(AM_V_GEN)$(MKDIR_P) tests && { \
+		if grep -q __syncthreads $<; then echo '#define DLA_EMU_AT_ONCE 1'; fi; \
+		echo '#include "tests/cuda_kern_emu_launch.h"'; \
 		echo '#line 1 "$<"'; sed -e 's/<<</ | emu_cfg(/g' -e 's/>>>(/) | emu_args(/g' $<; } \
 		> $@-t && mv $@-t $@
 # The cpu plugin is the reference (tests/cuda_kernels_emu.cpp loads it).

@@ -13,10 +13,14 @@
  * arguments converted to k's parameters as the launch converts them. So
  * the kernels' bodies and their launchers' choices (which instance, what
  * grid, what is skipped) are the plugin's own text. A kernel with
- * barriers cannot run thread by thread: no file with one is copied
- * (conv_kernels.cu's filter gradient has one), and the existing
- * emulations run those (reduce_dev.cuh, fused_kern.h) on a team of host
- * threads instead. This header comes first in each copied file.
+ * barriers cannot run thread by thread: a file that calls __syncthreads
+ * (conv_kernels.cu: the filter gradient's sum over a block) is copied
+ * with DLA_EMU_AT_ONCE defined, and its launches run each block's
+ * threads at once, one host thread each (emu_run_at_once), meeting at
+ * the barriers. A block's __shared__ array is one static array of the
+ * kernel's, which its threads share (blocks run one after another). This
+ * header comes first in each copied file; its operators are the file's
+ * own (an unnamed namespace), so the two ways of running never meet.
  */
 #ifndef DLA_TESTS_CUDA_KERN_EMU_LAUNCH_H
 #define DLA_TESTS_CUDA_KERN_EMU_LAUNCH_H
@@ -27,7 +31,11 @@
 
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <tuple>
+
+#undef __shared__
+#define __shared__ static
 
 using std::isnan;
 
@@ -35,6 +43,12 @@ using std::isnan;
  * and block (tests/cuda_kernels_emu.cpp checks that a case launched). */
 extern "C" long emu_kern_launches;
 extern "C" unsigned emu_kern_grid, emu_kern_threads;
+
+/* Blocks gx x gy of threads threads: each block's threads at once
+ * (tests/cuda_kernels_emu.cpp). */
+void emu_run_at_once(unsigned gx, unsigned gy, unsigned threads, const std::function<void()> &one);
+
+namespace {
 
 /* <<<grid, threads, smem, stream>>> */
 struct emu_cfg {
@@ -76,6 +90,11 @@ void operator|(const emu_bound<P...> &b, const emu_pack<A...> &a)
     emu_kern_launches++;
     emu_kern_grid = b.c.grid.x * b.c.grid.y;
     emu_kern_threads = b.c.threads;
+#ifdef DLA_EMU_AT_ONCE
+    emu_run_at_once(b.c.grid.x, b.c.grid.y, b.c.threads,
+                    [&] { std::apply([&](const A &...v) { b.k(v...); }, a.t); });
+    return;
+#endif
     gridDim.x = b.c.grid.x;
     gridDim.y = b.c.grid.y;
     blockDim.x = b.c.threads;
@@ -89,5 +108,7 @@ void operator|(const emu_bound<P...> &b, const emu_pack<A...> &a)
             }
     gridDim.y = blockIdx.y = 0;
 }
+
+} // namespace
 
 #endif

@@ -33,9 +33,12 @@
  * kernel has barriers over 256 threads); the kernels of plan.c's copies
  * in and out are the one kernel's (cuda_onekern_emu.cpp).
  */
+#include "plugins/cuda/conv_engine.h"
 #include "plugins/cuda/cu.h"
+#include "plugins/cuda/libs.h"
 
 #include "tests/cuda_fused_emu.h"
+#include "tests/cuda_fused_emu_shim.h"
 
 #include <cmath>
 #include <cstdarg>
@@ -43,8 +46,49 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <string>
+#include <thread>
 #include <vector>
+
+extern "C" long emu_kern_launches;
+extern "C" unsigned emu_kern_grid, emu_kern_threads;
+/* cuda_fused_emu.cpp: the barrier __syncthreads meets at. */
+void emu_set_barrier(pthread_barrier_t *b);
+
+/* cuda_kern_emu_launch.h's launch of a kernel with barriers: a host
+ * thread for each of the block's threads, the blocks in turn (thread 0
+ * moves blockIdx on between two meetings). */
+void emu_run_at_once(unsigned gx, unsigned gy, unsigned threads, const std::function<void()> &one)
+{
+    emu_kern_launches++;
+    emu_kern_grid = gx * gy;
+    emu_kern_threads = threads;
+    gridDim.x = gx;
+    gridDim.y = gy;
+    blockDim.x = threads;
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, nullptr, threads);
+    emu_set_barrier(&bar);
+    std::vector<std::thread> th;
+    for (unsigned t = 0; t < threads; t++)
+        th.emplace_back([&, t] {
+            threadIdx.x = t;
+            for (unsigned y = 0; y < gy; y++)
+                for (unsigned x = 0; x < gx; x++) {
+                    if (t == 0)
+                        blockIdx.x = x, blockIdx.y = y;
+                    pthread_barrier_wait(&bar);
+                    one();
+                    pthread_barrier_wait(&bar);
+                }
+        });
+    for (auto &x : th)
+        x.join();
+    emu_set_barrier(nullptr);
+    pthread_barrier_destroy(&bar);
+    gridDim.y = blockIdx.y = 0;
+}
 
 extern "C" {
 
@@ -67,6 +111,84 @@ dla_status dla__cu_copy_to_device(void *dev, dla_mem dst, size_t offset_bytes, c
     (void)dev;
     memcpy(((dla__cu_mem *)dst)->ptr + offset_bytes, src, bytes);
     return DLA_OK;
+}
+
+/* conv.c without cuDNN: every convolution on the plugin's own kernels
+ * (as where cuDNN is missing, or cannot express the call). */
+cudnnHandle_t dla__cu_dnn_of(dla__cu_device *d)
+{
+    (void)d;
+    return NULL;
+}
+
+const dla__cu_dnn *dla__cu_dnn_lib(const char **why)
+{
+    *why = "no cuDNN in the emulation";
+    return NULL;
+}
+
+const char *dla__cu_dnn_msg(cudnnStatus_t st)
+{
+    (void)st;
+    return "no cuDNN in the emulation";
+}
+
+dla_status dla__cu_plan_flush(dla__cu_device *d, const char *why)
+{
+    (void)d, (void)why;
+    return DLA_OK; /* no capture here */
+}
+
+void dla__cu_conv_engine_find(const dla__cu_dnn *L, cudnnHandle_t h, cudaStream_t stream, int dir,
+                              dla_dtype dtype, const dla__cu_conv_shape *g, int tf32, char *x,
+                              char *w, char *y, void *ws, size_t ws_bytes, float beat_ms,
+                              int device, dla__cu_conv_plan **best, float *best_ms)
+{
+    abort(); /* not reached without cuDNN */
+}
+
+int dla__cu_conv_engine_fits(const dla__cu_conv_plan *pl, const char *x, const char *w,
+                             const char *y)
+{
+    abort();
+}
+
+cudnnStatus_t dla__cu_conv_engine_run(const dla__cu_dnn *L, cudnnHandle_t h,
+                                      const dla__cu_conv_plan *pl, char *x, char *w, char *y,
+                                      void *ws)
+{
+    abort();
+}
+
+void dla__cu_conv_engine_free(const dla__cu_dnn *L, dla__cu_conv_plan *pl)
+{
+    (void)L, (void)pl;
+}
+
+/* conv.c's timing of cuDNN's algorithms: not reached either. */
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    abort();
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    abort();
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    abort();
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    abort();
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    abort();
 }
 
 } // extern "C"
@@ -142,6 +264,30 @@ struct twin {
         if (cpu.mem_alloc(cpu_dev, n + 8, &c) != DLA_OK)
             abort();
         cpu.copy_to_device(cpu_dev, c, 0, cub.data(), n + 8);
+    }
+    /* Every element of dtype dt the same value on both sides (-0 and +0
+     * equal, NaN equal to NaN). */
+    bool same_values(dla_dtype dt, std::string *why) const
+    {
+        std::vector<unsigned char> h(bytes + 8);
+        cpu.copy_to_host(cpu_dev, h.data(), c, 0, bytes + 8);
+        const size_t es = dla_kit_dtype_size(dt);
+        for (size_t i = 0; i + es <= bytes; i += es) {
+            double u, v;
+            if (es == 4) {
+                float a, b;
+                memcpy(&a, &cub[i], 4), memcpy(&b, &h[i], 4);
+                u = a, v = b;
+            } else
+                memcpy(&u, &cub[i], 8), memcpy(&v, &h[i], 8);
+            if (!(u == v || (std::isnan(u) && std::isnan(v)))) {
+                char b[160];
+                snprintf(b, sizeof b, "element %zu: cuda %.17g, cpu %.17g", i / es, u, v);
+                *why = b;
+                return false;
+            }
+        }
+        return true;
     }
     /* Every byte the same on both sides. */
     bool same(std::string *why) const
@@ -710,12 +856,132 @@ void reduce_cases()
             }
 }
 
+/* --------------------------------------------------------- convolutions */
+
+struct conv_geom {
+    int ns;
+    int64_t batch, C, F, G;
+    int64_t in[3], fs[3], st[3], dl[3], pb[3], pe[3];
+    const char *name;
+};
+const conv_geom convs[] = {
+    {1, 2, 3, 4, 1, {9}, {3}, {2}, {1}, {1}, {1}, "1-d 9, 3 taps, stride 2, pad 1"},
+    {2, 2, 4, 6, 2, {7, 6}, {3, 2}, {1, 2}, {2, 1}, {2, 0}, {1, 1},
+     "2-d 7x6, 2 groups, dilation 2x1, asymmetric padding"},
+    {3, 1, 2, 2, 1, {4, 5, 3}, {2, 3, 2}, {1, 2, 1}, {1, 1, 1}, {1, 1, 0}, {0, 1, 1}, "3-d 4x5x3"},
+    {1, 2, 2, 3, 1, {10}, {3}, {1}, {1}, {-1}, {-2}, "1-d negative padding"},
+    {2, 1, 4, 4, 4, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, "2-d depthwise, stride 2"},
+    {2, 6, 2, 2, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1},
+     "2-d 40x40, batch 6 (the grid wraps; 9,600 terms a filter element)"},
+    {2, 0, 2, 2, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, "batch 0"},
+    {1, 3, 2, 2, 1, {8}, {1}, {3}, {1}, {0}, {0}, "1-d 1 tap, stride 3 (inputs no output reads)"},
+};
+
+/* dir: 0 forward (bias too when bias), 1 backward data, 2 backward
+ * filter. perm: x channel-fastest (a CBT input's strides), y padded. */
+void conv_case(const conv_geom &c, int dir, int bias, dla_dtype dt, int perm)
+{
+    dla_conv_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.dtype = dt;
+    a.nspatial = c.ns;
+    a.batch = c.batch, a.in_channels = c.C, a.out_channels = c.F, a.groups = c.G;
+    int64_t xd[5], wd[6], yd[5];
+    for (int d = 0; d < 3; d++) {
+        const bool on_ = d < c.ns;
+        a.in_size[d] = on_ ? c.in[d] : 1;
+        a.filter_size[d] = on_ ? c.fs[d] : 1;
+        a.stride[d] = on_ ? c.st[d] : 1;
+        a.dilation[d] = on_ ? c.dl[d] : 1;
+        a.pad_begin[d] = on_ ? c.pb[d] : 0;
+        const int64_t pe = on_ ? c.pe[d] : 0;
+        a.out_size[d] = (a.in_size[d] + a.pad_begin[d] + pe - a.dilation[d] * (a.filter_size[d] - 1) -
+                         1) / a.stride[d] + 1;
+    }
+    for (int d = 0; d < c.ns; d++)
+        xd[d] = a.in_size[d], yd[d] = a.out_size[d], wd[d] = a.filter_size[d];
+    xd[c.ns] = c.C, xd[c.ns + 1] = c.batch;
+    yd[c.ns] = c.F, yd[c.ns + 1] = c.batch;
+    wd[c.ns] = c.C / c.G, wd[c.ns + 1] = c.F / c.G, wd[c.ns + 2] = c.G;
+    const int nx = c.ns + 2, nw = c.ns + 3;
+    int64_t xs[5], ys[5], run = 1;
+    if (perm) { /* channel, batch, then the spatial dims */
+        xs[c.ns] = 1, xs[c.ns + 1] = c.C, run = c.C * c.batch;
+        for (int d = 0; d < c.ns; d++)
+            xs[d] = run, run *= xd[d];
+        run = 1;
+        for (int d = 0; d < nx; d++)
+            ys[d] = run, run = run * yd[d] + 1;
+    }
+    const dla_view x = view(dt, nx, xd, perm ? xs : NULL, perm ? 1 : 0);
+    const dla_view y = view(dt, nx, yd, perm ? ys : NULL, perm ? 2 : 0);
+    const dla_view w = view(dt, nw, wd, NULL, 0);
+    const int64_t bst = 2;
+    const dla_view bv = view(dt, 1, &c.F, &bst, 1);
+    twin tx, tw, ty, tb;
+    fill_values(tx, dt, span(x), dir == 1 ? 3 : 0);
+    fill_values(tw, dt, span(w), dir == 2 ? 3 : 0);
+    fill_values(ty, dt, span(y), dir == 0 ? 3 : 0);
+    fill_values(tb, dt, span(bv), 0);
+    dla_conv_args ac = a;
+    a.x = on(x, tx, 0), a.w = on(w, tw, 0), a.y = on(y, ty, 0);
+    ac.x = on(x, tx, 1), ac.w = on(w, tw, 1), ac.y = on(y, ty, 1);
+    if (bias && dir == 0)
+        a.bias = on(bv, tb, 0), ac.bias = on(bv, tb, 1);
+    const long before = emu_kern_launches;
+    dla_status sa, sb;
+    const twin *out;
+    dla_dtype odt = dt;
+    if (dir == 0)
+        sa = dla__cu_conv_forward(&cu, &a), sb = cpu.conv_forward(cpu_dev, &ac), out = &ty;
+    else if (dir == 1)
+        sa = dla__cu_conv_backward_data(&cu, &a), sb = cpu.conv_backward_data(cpu_dev, &ac),
+        out = &tx;
+    else
+        sa = dla__cu_conv_backward_filter(&cu, &a), sb = cpu.conv_backward_filter(cpu_dev, &ac),
+        out = &tw;
+    static const char *dirs[] = {"forward", "backward data", "backward filter"};
+    std::string why;
+    bool ok = sa == sb;
+    if (!ok)
+        why = "status cuda " + std::to_string((int)sa) + ", cpu " + std::to_string((int)sb) +
+              " (" + g_cpu_error + ")";
+    if (ok && !out->same_values(odt, &why))
+        ok = false;
+    const int64_t work = dir == 0 ? c.batch * c.F : dir == 1 ? c.batch * c.C : c.F;
+    if (ok && work > 0 && emu_kern_launches == before)
+        ok = false, why = "no kernel launched";
+    g_result(ok, "cuda kernels on the CPU against the cpu plugin: conv %s%s %s %s%s%s%s",
+             dirs[dir], bias && dir == 0 ? " with bias" : "", dtname(dt), c.name,
+             perm ? ", x channel-fastest and y padded" : "", ok ? "" : ": ", why.c_str());
+}
+
+void conv_cases()
+{
+    for (const conv_geom &c : convs)
+        for (dla_dtype dt : floats)
+            for (int perm = 0; perm < 2; perm++) {
+                conv_case(c, 0, 0, dt, perm);
+                conv_case(c, 0, 1, dt, perm);
+                conv_case(c, 1, 0, dt, perm);
+                /* The filter gradient's blocks run 256 host threads
+                 * meeting at 10 barriers an element (about half a second a
+                 * case on two cores): its views permuted in one dtype. */
+                if (!perm || dt == DLA_F32)
+                    conv_case(c, 2, 0, dt, perm);
+            }
+}
+
 } // namespace
 
 void emu_kernel_cases(void (*result)(int ok, const char *fmt, ...))
 {
     g_result = result;
     setenv("DLACCEL_CPU_VMATH", "off", 1);
+    /* im2col and OpenBLAS: sums of products of small integers, exact in
+     * any order (Winograd's transforms would round them). */
+    setenv("DLACCEL_CPU_CONV", "im2col", 1);
     void *lib = dlopen(DLA_EMU_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
     dla_plugin_init_fn init = lib ? (dla_plugin_init_fn)dlsym(lib, "dlaccel_plugin_init") : NULL;
     memset(&cpu, 0, sizeof cpu);
@@ -737,6 +1003,7 @@ void emu_kernel_cases(void (*result)(int ok, const char *fmt, ...))
     pool_cases();
     index_cases();
     reduce_cases();
+    conv_cases();
     emu_alloc_allowed = 0;
     cpu.device_close(cpu_dev);
     if (cpu.shutdown)

@@ -218,12 +218,6 @@ const char *dla__cu_blas_msg(cublasStatus_t st)
     return "no cuBLAS in the emulation";
 }
 
-void dla__cu_gemm_scale_launch(cudaStream_t s, unsigned blocks, int f64, void *c, int64_t m,
-                               int64_t n, int64_t ldc, double beta)
-{
-    (void)s, (void)blocks, (void)f64, (void)c, (void)m, (void)n, (void)ldc, (void)beta;
-    abort();
-}
 
 } // extern "C"
 
