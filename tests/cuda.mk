@@ -62,8 +62,18 @@ TESTS += tests/cuda_fastdiv
 # onekern.c recording a chain of launches, onekern_kernels.cu compiled
 # for the host replaying it), and space.c's CUDA errors as messages (a
 # kernel's failure while running, and a wait's error, note that it may be
-# earlier queued work). Needs a C++ compiler (configure's HAVE_CXX); not
-# built without one.
+# earlier queued work). The plugin's other kernels run in it too, against
+# the cpu plugin (tests/cuda_kernels_emu.cpp, loading plugins/cpu/.libs):
+# copy_kernels.cu (fill, strided copy, cast), elementwise_kernels.cu,
+# random_kernels.cu, pool_kernels.cu, index_kernels.cu and conv_kernels.cu,
+# each copied here with its launches written for the host compiler (a sed:
+# tests/cuda_kern_emu_launch.h), behind copy.c, elementwise.c, random.c,
+# pool.c, index.c, conv.c (no cuDNN: its own kernels) and gemm.c; reduce.c
+# with positions on ties and NaN. Bit for bit but for the convolutions and
+# GEMMs, whose integer operands make every sum exact and whose values are
+# compared (either zero's sign). Not emulated: what cuBLAS and cuDNN do.
+# Needs a C++ compiler (configure's HAVE_CXX); not built without one, and
+# none of this without the toolkit (HAVE_CUDA).
 EXTRA_DIST += tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h tests/cuda_fused_emu_shim.h \
 	tests/cuda_kernels_emu.cpp tests/cuda_kern_emu_launch.h \
 	tests/cuda_fused_emu_write.c

@@ -5,33 +5,42 @@
  * needed).
  *
  * What runs is the plugin's own code: its members (copy.c, elementwise.c,
- * random.c, pool.c, index.c, reduce.c) as they check the arguments,
- * coalesce the views and choose a launch, and the kernel files
+ * random.c, pool.c, index.c, conv.c, gemm.c, reduce.c) as they check the
+ * arguments, coalesce the views and choose a launch, and the kernel files
  * copy_kernels.cu, elementwise_kernels.cu, random_kernels.cu,
- * pool_kernels.cu and index_kernels.cu compiled by the host's compiler
- * with their launchers (tests/cuda_kern_emu_launch.h: every thread of
- * every block in turn, the grid the member chose; d.sms of 2 caps it at
- * 64 blocks of 256, so sizes above 16,384 elements wrap the grid-stride
- * loops). reduce.c's kernels are reduce_dev.cuh's, run as
- * cuda_onekern_emu.cpp runs them.
+ * pool_kernels.cu, index_kernels.cu and conv_kernels.cu compiled by the
+ * host's compiler with their launchers (tests/cuda_kern_emu_launch.h:
+ * every thread of every block in turn, the grid the member chose, the
+ * convolution filter gradient's 256 threads a block at once; d.sms of 2
+ * caps a grid at 64 blocks of 256, so sizes above 16,384 elements wrap
+ * the grid-stride loops). reduce.c's kernels are reduce_dev.cuh's, run
+ * as cuda_onekern_emu.cpp runs them; conv.c finds no cuDNN here, so
+ * every convolution runs on the plugin's direct kernels, as it does where
+ * cuDNN is missing or cannot express the call.
  *
  * The reference is the cpu plugin itself (plugins/cpu/.libs, loaded with
  * dlopen and initialised with a host table of this file's), given the
  * same arguments over copies of the same bytes; every case compares the
- * status and then every byte of every buffer written (the parts of a
- * buffer outside the view too). Bit for bit everywhere: the arithmetic
- * is the host's on both sides (the kernels' plugin_ops.h and
- * plugin_philox.h, the cpu plugin's scalar math with its vector math off,
- * DLACCEL_CPU_VMATH=off), and the order of every sum is the cpu plugin's
- * (pool's backward, scatter_add's repeated positions) or exact (the sums
- * of reduce here are of small integers, whose order cannot show). What
- * the GPU's own arithmetic gives (its exp, its rounding of a double sum
- * to float) is check-plugin's business on a GPU.
+ * status and then the buffers written, the parts outside the views too.
+ * Bit for bit, every byte, wherever both sides do the same host
+ * arithmetic in the same order: the kernels' plugin_ops.h and
+ * plugin_philox.h against the cpu plugin's scalar math (its vector math
+ * off, DLACCEL_CPU_VMATH=off), pooling's and scatter_add's sums in the
+ * cpu plugin's order, reduce's sums of small integers (exact in any
+ * order). The convolutions and the GEMMs sum in other orders than the
+ * cpu plugin's (im2col and OpenBLAS, DLACCEL_CPU_CONV=im2col), so their
+ * operands are small integers, every sum exact, and their results are
+ * compared as values, equal with no tolerance: -0 and +0 count as equal
+ * there (a sum of no terms or of -0 products may take either sign with
+ * another order), and NaN as NaN. What the GPU's own arithmetic gives
+ * (its exp, its rounding of a double sum to float) is check-plugin's
+ * business on a GPU.
  *
- * Not run here: conv_kernels.cu (the direct convolutions take over from
- * cuDNN, which the emulation has not got, and the filter gradient's
- * kernel has barriers over 256 threads); the kernels of plan.c's copies
- * in and out are the one kernel's (cuda_onekern_emu.cpp).
+ * Not run here: cuDNN's and cuBLAS's calls (the emulation has neither:
+ * a product of C's overlapping pages, which gemm.c sends to cuBLAS page
+ * by page, is left out); plan.c's copies in and out of a graph's
+ * regions (copies_k is compiled, but the one kernel's copies are what
+ * cuda_onekern_emu.cpp runs). The pooling ABI has no dilation.
  */
 #include "plugins/cuda/conv_engine.h"
 #include "plugins/cuda/cu.h"
@@ -390,7 +399,7 @@ void check(const char *what, dla_status scu, dla_status scpu, std::initializer_l
     bool ok = scu == scpu;
     if (!ok)
         why = "status cuda " + std::to_string((int)scu) + ", cpu " + std::to_string((int)scpu) +
-              " (" + g_cpu_error + ")";
+              (scpu != DLA_OK ? std::string(" (cpu: ") + g_cpu_error + ")" : std::string());
     for (const twin *t : outs)
         if (ok && !t->same(&why))
             ok = false;
@@ -741,17 +750,22 @@ void index_case(int scatter, dla_dtype dt, int dim, int64_t len, int64_t target,
     /* x and y 5 x 4 x 3 with dim's size len (gather's y, scatter's x) or
      * target; the index len positions, two apart at offset 1 when
      * strided, repeated. */
-    int64_t yd[3] = {5, 4, 3}, xd[3] = {5, 4, 3};
+    int64_t yd[4] = {5, 4, 3, 1}, xd[4] = {5, 4, 3, 1};
     (scatter ? xd : yd)[dim] = len;
     (scatter ? yd : xd)[dim] = target;
-    int64_t xs[3], ys[3], rx = 1, ry = 1;
-    for (int d = 0; d < 3; d++) {
+    int64_t xs[4], ys[4], rx = 1, ry = 1;
+    for (int d = 0; d < 4; d++) {
         xs[d] = rx, ys[d] = ry;
         rx = rx * xd[d] + (strided ? 2 : 0);
         ry = ry * yd[d] + (strided && d == 0 ? 1 : 0);
     }
-    const dla_view x = view(dt, 3, xd, xs, strided ? 2 : 0);
-    const dla_view y = view(dt, 3, yd, ys, strided ? 1 : 0);
+    if (strided == 2)
+        xs[0] = 0; /* x broadcast along dim 0 */
+    /* Along dim 3 the operand whose dim is 1 (target 1) is sent with 3
+     * dims, as the core sends a gather from x 1x3 into y 1x3x2. */
+    const int xnd = xd[3] != 1 ? 4 : 3, ynd = yd[3] != 1 ? 4 : 3;
+    const dla_view x = view(dt, xnd, xd, xs, strided ? 2 : 0);
+    const dla_view y = view(dt, ynd, yd, ys, strided ? 1 : 0);
     const int64_t idims[2] = {1, len}, ist[2] = {1, strided ? 2 : 1};
     const dla_view iv = view(DLA_I32, 2, idims, ist, strided ? 1 : 0);
     std::vector<int32_t> pos(span(iv), -7);
@@ -778,7 +792,9 @@ void index_case(int scatter, dla_dtype dt, int dim, int64_t len, int64_t target,
     snprintf(what, sizeof what, "%s %s along dim %d, %lld positions (repeated) into %lld%s%s",
              scatter ? "scatter_add" : "gather", dtname(dt), dim, (long long)len,
              (long long)target, bad ? (bad > 0 ? ", one past the end" : ", one negative") : "",
-             strided ? ", strided views and index" : "");
+             strided == 2 ? ", x broadcast along dim 0, strided index"
+             : strided  ? ", strided views and index"
+                        : "");
     check(what, sa, sb, {&ty}, before, !bad && len > 0 && target > 0);
 }
 
@@ -797,6 +813,8 @@ void index_cases()
                     index_case(scatter, dt, dim, 5, 4, -1, strided);
                 }
             index_case(scatter, dt, 1, 3000, 5, 0, 0); /* above a block */
+            index_case(scatter, dt, 3, 4, 1, 0, 0);    /* past the other one's dims */
+            index_case(scatter, dt, 1, 6, 4, 0, 2);    /* x broadcast along dim 0 */
         }
 }
 
@@ -854,6 +872,63 @@ void reduce_cases()
                 reduce_case(op, dt, 3, d3, k0, kind, wi, "6x0x2 over dim 0 (empty)");
                 reduce_case(op, dt, 3, d3, k1, kind, wi, "6x0x2 over dim 1 (an empty block)");
             }
+}
+
+/* ------------------------------------------ gemm: C = beta C, the small one */
+
+/* k 0 or alpha 0 (conv_kernels.cu's gemm_scale, page by page), else the
+ * small kernel (onekern_kernels.cu); C's pages apart or overlapping
+ * (scaled in turn). Integers: every sum exact in any order. */
+void gemm_case(dla_dtype dt, int64_t k, double alpha, double beta, int overlap, int ta)
+{
+    dla_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.struct_size = sizeof g;
+    g.dtype = dt;
+    g.m = 5, g.n = 3, g.k = k, g.batch = 3;
+    g.trans_a = ta;
+    g.alpha = alpha, g.beta = beta;
+    const int64_t ra = ta ? k : g.m, ca = ta ? g.m : k;
+    g.a.ld = (ra > 0 ? ra : 1) + 2, g.b.ld = (k > 0 ? k : 1) + 1, g.c.ld = g.m + 3;
+    g.a.batch_stride = g.a.ld * ca + 1, g.b.batch_stride = 0;
+    g.c.batch_stride = overlap ? 4 : g.c.ld * g.n + 2;
+    g.a.offset = 1, g.b.offset = 2, g.c.offset = 3;
+    const size_t es = dla_kit_dtype_size(dt);
+    (void)es;
+    twin ta_, tb, tc;
+    fill_values(ta_, dt, (size_t)(g.a.offset + g.a.batch_stride * 3 + g.a.ld * (ca + 1)), 0);
+    fill_values(tb, dt, (size_t)(g.b.offset + g.b.ld * (g.n + 1)), 0);
+    fill_values(tc, dt, (size_t)(g.c.offset + g.c.batch_stride * 2 + g.c.ld * g.n), beta == 0 ? 1 : 0);
+    dla_gemm_args gc = g;
+    g.a.mem = (dla_mem)&ta_.m, g.b.mem = (dla_mem)&tb.m, g.c.mem = (dla_mem)&tc.m;
+    gc.a.mem = ta_.c, gc.b.mem = tb.c, gc.c.mem = tc.c;
+    const long before = emu_kern_launches;
+    const dla_status sa = dla__cu_gemm(&cu, &g);
+    const dla_status sb = cpu.gemm(cpu_dev, &gc);
+    std::string why;
+    bool ok = sa == sb;
+    if (!ok)
+        why = "status cuda " + std::to_string((int)sa) + ", cpu " + std::to_string((int)sb) +
+              (sb != DLA_OK ? std::string(" (cpu: ") + g_cpu_error + ")" : std::string());
+    if (ok && !tc.same_values(dt, &why))
+        ok = false;
+    if (ok && (k == 0 || alpha == 0) && emu_kern_launches == before)
+        ok = false, why = "no kernel launched";
+    g_result(ok, "cuda kernels on the CPU against the cpu plugin: gemm %s k %lld alpha %g beta %g%s%s%s%s",
+             dtname(dt), (long long)k, alpha, beta, overlap ? ", C's pages overlapping" : "",
+             ta ? ", A transposed" : "", ok ? "" : ": ", why.c_str());
+}
+
+void gemm_cases()
+{
+    for (dla_dtype dt : floats)
+        for (int64_t k : {0, 7})
+            for (double alpha : {0.0, 0.75})
+                for (double beta : {0.0, -1.5, 1.0})
+                    /* (overlapping pages of a product go to cuBLAS page by
+                     * page, which the emulation has not got) */
+                    for (int overlap = 0; overlap < (k == 0 || alpha == 0 ? 2 : 1); overlap++)
+                        gemm_case(dt, k, alpha, beta, overlap, k == 7 && alpha != 0);
 }
 
 /* --------------------------------------------------------- convolutions */
@@ -946,7 +1021,7 @@ void conv_case(const conv_geom &c, int dir, int bias, dla_dtype dt, int perm)
     bool ok = sa == sb;
     if (!ok)
         why = "status cuda " + std::to_string((int)sa) + ", cpu " + std::to_string((int)sb) +
-              " (" + g_cpu_error + ")";
+              (sb != DLA_OK ? std::string(" (cpu: ") + g_cpu_error + ")" : std::string());
     if (ok && !out->same_values(odt, &why))
         ok = false;
     const int64_t work = dir == 0 ? c.batch * c.F : dir == 1 ? c.batch * c.C : c.F;
@@ -1004,6 +1079,7 @@ void emu_kernel_cases(void (*result)(int ok, const char *fmt, ...))
     index_cases();
     reduce_cases();
     conv_cases();
+    gemm_cases();
     emu_alloc_allowed = 0;
     cpu.device_close(cpu_dev);
     if (cpu.shutdown)
