@@ -36,13 +36,15 @@
  * (its exp, its rounding of a double sum to float) is check-plugin's
  * business on a GPU.
  *
+ * plan.c's copies of a graph's regions in and out (copies_k) run too,
+ * against memcpy.
+ *
  * Not run here: cuDNN's and cuBLAS's calls (the emulation has neither:
  * a product of C's overlapping pages, which gemm.c sends to cuBLAS page
- * by page, is left out); plan.c's copies in and out of a graph's
- * regions (copies_k is compiled, but the one kernel's copies are what
- * cuda_onekern_emu.cpp runs). The pooling ABI has no dilation.
+ * by page, is left out). The pooling ABI has no dilation.
  */
 #include "plugins/cuda/conv_engine.h"
+#include "plugins/cuda/copy_kern.h"
 #include "plugins/cuda/cu.h"
 #include "plugins/cuda/libs.h"
 
@@ -820,18 +822,25 @@ void index_cases()
 
 /* ------------------------------------------------ reduce with positions */
 
+/* ystrided: y padded, the index transposed (last dim fastest). */
 void reduce_case(int op, dla_dtype dt, int nd, const int64_t *xd, const int *keep, int kind,
-                 int with_index, const char *name)
+                 int with_index, const char *name, int ystrided = 0)
 {
     int64_t yd[4];
     for (int d = 0; d < nd; d++)
         yd[d] = keep[d] ? xd[d] : 1;
-    int64_t xs[4], run = 1;
+    int64_t xs[4], ys[4], is[4], run = 1;
     for (int d = 0; d < nd; d++)
         xs[d] = run, run = run * xd[d] + 1;
+    run = 1;
+    for (int d = 0; d < nd; d++)
+        ys[d] = run, run = run * yd[d] + 2;
+    run = 1;
+    for (int d = nd - 1; d >= 0; d--)
+        is[d] = run, run *= yd[d];
     const dla_view x = view(dt, nd, xd, xs, 2);
-    const dla_view y = view(dt, nd, yd, NULL, 1);
-    const dla_view iv = view(DLA_I32, nd, yd, NULL, 3);
+    const dla_view y = view(dt, nd, yd, ystrided ? ys : NULL, 1);
+    const dla_view iv = view(DLA_I32, nd, yd, ystrided ? is : NULL, 3);
     twin tx, ty, ti;
     fill_values(tx, dt, span(x), kind);
     fill_values(ty, dt, span(y), 3);
@@ -849,8 +858,10 @@ void reduce_case(int op, dla_dtype dt, int nd, const int64_t *xd, const int *kee
     const dla_status sb = cpu.reduce(cpu_dev, &ac);
     static const char *ops[] = {"sum", "mean", "max", "min", "count"};
     char what[200];
-    snprintf(what, sizeof what, "reduce %s%s %s %s%s", ops[op], with_index ? " with positions" : "",
-             dtname(dt), name, kind == 1 ? " (ties, NaN)" : "");
+    snprintf(what, sizeof what, "reduce %s%s %s %s%s%s", ops[op],
+             with_index ? " with positions" : "", dtname(dt), name,
+             kind == 1 ? " (ties, NaN)" : "",
+             ystrided ? ", y padded, the positions transposed" : "");
     check(what, sa, sb, {&ty, &ti}, emu_kern_launches, 0);
 }
 
@@ -871,6 +882,9 @@ void reduce_cases()
                 reduce_case(op, dt, 4, d4, k02, kind, wi, "4x3x5x2 over dims 0 and 2");
                 reduce_case(op, dt, 3, d3, k0, kind, wi, "6x0x2 over dim 0 (empty)");
                 reduce_case(op, dt, 3, d3, k1, kind, wi, "6x0x2 over dim 1 (an empty block)");
+                reduce_case(op, dt, 3, d1, k1, kind, wi, "37x5x3 over dim 1", 1);
+                reduce_case(op, dt, 4, d4, k02, kind, wi, "4x3x5x2 over dims 0 and 2", 1);
+                reduce_case(op, dt, 3, d2, k1, kind, wi, "3x700x2 over dim 1 (parts)", 1);
             }
 }
 
@@ -929,6 +943,46 @@ void gemm_cases()
                      * page, which the emulation has not got) */
                     for (int overlap = 0; overlap < (k == 0 || alpha == 0 ? 2 : 1); overlap++)
                         gemm_case(dt, k, alpha, beta, overlap, k == 7 && alpha != 0);
+}
+
+/* ----------------------------------- plan.c's copies of a graph's regions */
+
+/* copy_kernels.cu's copies_k: regions of every size and alignment (16-,
+ * 4- and 1-byte units), a row of blocks each, against memcpy. */
+void copies_cases()
+{
+    static const int64_t sizes[] = {0, 1, 3, 4, 16, 17, 48, 4101, 100000, 64, 12, 7};
+    static const int offs[] = {0, 1, 4, 16, 3, 8, 12, 2, 0, 5, 4, 16};
+    const int n = (int)(sizeof sizes / sizeof *sizes);
+    for (int blocks = 1; blocks <= 5; blocks += 4) {
+        std::vector<std::vector<unsigned char>> src(n), dst(n), want(n);
+        dla__cu_copies c;
+        memset(&c, 0, sizeof c);
+        c.n = n;
+        for (int r = 0; r < n; r++) {
+            const size_t room = (size_t)sizes[r] + 32;
+            src[r].resize(room), dst[r].resize(room);
+            for (size_t i = 0; i < room; i++)
+                src[r][i] = (unsigned char)rnd_u(), dst[r][i] = (unsigned char)rnd_u();
+            /* 16-aligned bases (vector storage is), the offsets unalign them */
+            want[r] = dst[r];
+            memcpy(&want[r][(size_t)offs[(r + 3) % n]], &src[r][(size_t)offs[r]],
+                   (size_t)sizes[r]);
+            c.src[r] = (const char *)&src[r][(size_t)offs[r]];
+            c.dst[r] = (char *)&dst[r][(size_t)offs[(r + 3) % n]];
+            c.bytes[r] = sizes[r];
+        }
+        const long before = emu_kern_launches;
+        const cudaError_t e = dla__cu_launch_copies(NULL, (unsigned)blocks, &c);
+        int bad = -1;
+        for (int r = 0; r < n && bad < 0; r++)
+            if (dst[r] != want[r])
+                bad = r;
+        g_result(e == cudaSuccess && bad < 0 && emu_kern_launches == before + 1,
+                 "cuda kernels on the CPU: plan.c's copies of %d regions (0 to 100,000 bytes, "
+                 "every alignment) in rows of %d blocks, against memcpy%s",
+                 n, blocks, bad >= 0 ? (": region " + std::to_string(bad) + " differs").c_str() : "");
+    }
 }
 
 /* --------------------------------------------------------- convolutions */
@@ -1080,6 +1134,7 @@ void emu_kernel_cases(void (*result)(int ok, const char *fmt, ...))
     reduce_cases();
     conv_cases();
     gemm_cases();
+    copies_cases();
     emu_alloc_allowed = 0;
     cpu.device_close(cpu_dev);
     if (cpu.shutdown)
