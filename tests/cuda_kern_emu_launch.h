@@ -43,6 +43,9 @@ using std::isnan;
  * and block (tests/cuda_kernels_emu.cpp checks that a case launched). */
 extern "C" long emu_kern_launches;
 extern "C" unsigned emu_kern_grid, emu_kern_threads;
+/* Nonzero: a launch runs its threads in reverse order (the last block's
+ * last thread first), which no kernel's result may depend on. */
+extern "C" int emu_kern_reverse;
 
 /* Blocks gx x gy of threads threads: each block's threads at once
  * (tests/cuda_kernels_emu.cpp). */
@@ -83,7 +86,7 @@ template <typename... A> emu_pack<A...> emu_args(A... a)
 }
 
 /* The launch: blocks in order (rows of blocks, then blocks), each
- * block's threads in order. */
+ * block's threads in order; or all of that reversed. */
 template <typename... P, typename... A>
 void operator|(const emu_bound<P...> &b, const emu_pack<A...> &a)
 {
@@ -98,14 +101,15 @@ void operator|(const emu_bound<P...> &b, const emu_pack<A...> &a)
     gridDim.x = b.c.grid.x;
     gridDim.y = b.c.grid.y;
     blockDim.x = b.c.threads;
-    for (unsigned y = 0; y < b.c.grid.y; y++)
-        for (unsigned x = 0; x < b.c.grid.x; x++)
-            for (unsigned t = 0; t < b.c.threads; t++) {
-                blockIdx.x = x;
-                blockIdx.y = y;
-                threadIdx.x = t;
-                std::apply([&](const A &...v) { b.k(v...); }, a.t);
-            }
+    const unsigned long long per_row = (unsigned long long)b.c.grid.x * b.c.threads,
+                             all = per_row * b.c.grid.y;
+    for (unsigned long long j = 0; j < all; j++) {
+        const unsigned long long i = emu_kern_reverse ? all - 1 - j : j;
+        blockIdx.y = (unsigned)(i / per_row);
+        blockIdx.x = (unsigned)(i % per_row / b.c.threads);
+        threadIdx.x = (unsigned)(i % b.c.threads);
+        std::apply([&](const A &...v) { b.k(v...); }, a.t);
+    }
     gridDim.y = blockIdx.y = 0;
 }
 

@@ -105,6 +105,7 @@ extern "C" {
 
 long emu_kern_launches;
 unsigned emu_kern_grid, emu_kern_threads;
+int emu_kern_reverse;
 
 /* memory.c's copies (index.c reads its index back and uploads groups):
  * the "device" is host memory. */
@@ -208,6 +209,8 @@ namespace {
 
 typedef void (*result_fn)(int ok, const char *fmt, ...);
 result_fn g_result;
+/* The run's thread order, for its lines. */
+const char *g_order = "";
 
 /* ------------------------------------------------------- the cpu plugin */
 
@@ -409,7 +412,7 @@ void check(const char *what, dla_status scu, dla_status scpu, std::initializer_l
         ok = false;
         why = "no kernel launched";
     }
-    g_result(ok, "cuda kernels on the CPU against the cpu plugin: %s%s%s", what,
+    g_result(ok, "cuda kernels on the CPU against the cpu plugin%s: %s%s%s", g_order, what,
              ok ? "" : ": ", why.c_str());
 }
 
@@ -928,8 +931,8 @@ void gemm_case(dla_dtype dt, int64_t k, double alpha, double beta, int overlap, 
         ok = false;
     if (ok && (k == 0 || alpha == 0) && emu_kern_launches == before)
         ok = false, why = "no kernel launched";
-    g_result(ok, "cuda kernels on the CPU against the cpu plugin: gemm %s k %lld alpha %g beta %g%s%s%s%s",
-             dtname(dt), (long long)k, alpha, beta, overlap ? ", C's pages overlapping" : "",
+    g_result(ok, "cuda kernels on the CPU against the cpu plugin%s: gemm %s k %lld alpha %g beta %g%s%s%s%s",
+             g_order, dtname(dt), (long long)k, alpha, beta, overlap ? ", C's pages overlapping" : "",
              ta ? ", A transposed" : "", ok ? "" : ": ", why.c_str());
 }
 
@@ -979,9 +982,9 @@ void copies_cases()
             if (dst[r] != want[r])
                 bad = r;
         g_result(e == cudaSuccess && bad < 0 && emu_kern_launches == before + 1,
-                 "cuda kernels on the CPU: plan.c's copies of %d regions (0 to 100,000 bytes, "
+                 "cuda kernels on the CPU%s: plan.c's copies of %d regions (0 to 100,000 bytes, "
                  "every alignment) in rows of %d blocks, against memcpy%s",
-                 n, blocks, bad >= 0 ? (": region " + std::to_string(bad) + " differs").c_str() : "");
+                 g_order, n, blocks, bad >= 0 ? (": region " + std::to_string(bad) + " differs").c_str() : "");
     }
 }
 
@@ -1126,15 +1129,25 @@ void emu_kernel_cases(void (*result)(int ok, const char *fmt, ...))
     cu.kit.mem_bytes = dla__cu_mem_bytes;
     cu.sms = 2;
     emu_alloc_allowed = 1;
-    copy_cases();
-    elementwise_cases();
-    random_cases();
-    pool_cases();
-    index_cases();
+    /* Twice: the launches' threads in order, then in reverse (the last
+     * block's last thread first). A GPU runs them in no order, so a
+     * result that depends on it (a thread reading what another writes)
+     * would differ between the two. (The convolution filter gradient's
+     * threads run at once, in whatever order the host gives them.) */
+    for (emu_kern_reverse = 0; emu_kern_reverse < 2; emu_kern_reverse++) {
+        g_order = emu_kern_reverse ? " (threads in reverse order)" : "";
+        copy_cases();
+        elementwise_cases();
+        random_cases();
+        pool_cases();
+        index_cases();
+        gemm_cases();
+        copies_cases();
+    }
+    emu_kern_reverse = 0;
+    g_order = "";
     reduce_cases();
     conv_cases();
-    gemm_cases();
-    copies_cases();
     emu_alloc_allowed = 0;
     cpu.device_close(cpu_dev);
     if (cpu.shutdown)
