@@ -588,7 +588,7 @@ void elementwise_cases()
             const dla_view cv = shaped(DLA_BOOL, s, 0), av = shaped(dt, s, -1),
                            bv = shaped(dt, s, s.nd - 1), zv = view(dt, s.nd, s.dims, NULL, 0);
             twin tc, ta, tb, tz;
-            fill_values(tc, DLA_BOOL, span(cv), 0);
+            fill_values(tc, DLA_U8, span(cv), 0); /* any byte: nonzero is true */
             fill_values(ta, dt, span(av), 1);
             fill_values(tb, dt, span(bv), 3);
             fill_values(tz, dt, span(zv), 3);
@@ -600,7 +600,7 @@ void elementwise_cases()
             const dla_status a = dla__cu_ternary(&cu, &w);
             const dla_status b = cpu.ternary(cpu_dev, &wc);
             char what[160];
-            snprintf(what, sizeof what, "where %s %s, cond and b broadcast", dtname(dt), s.name);
+            snprintf(what, sizeof what, "where %s %s, cond (bytes 0-255) and b broadcast", dtname(dt), s.name);
             check(what, a, b, {&tz}, before, 1);
         }
     }
