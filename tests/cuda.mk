@@ -62,9 +62,20 @@ TESTS += tests/cuda_fastdiv
 # onekern.c recording a chain of launches, onekern_kernels.cu compiled
 # for the host replaying it), and space.c's CUDA errors as messages (a
 # kernel's failure while running, and a wait's error, note that it may be
-# earlier queued work). Needs a C++ compiler (configure's HAVE_CXX); not
-# built without one.
+# earlier queued work). The plugin's other kernels run in it too, against
+# the cpu plugin (tests/cuda_kernels_emu.cpp, loading plugins/cpu/.libs):
+# copy_kernels.cu (fill, strided copy, cast), elementwise_kernels.cu,
+# random_kernels.cu, pool_kernels.cu, index_kernels.cu and conv_kernels.cu,
+# each copied here with its launches written for the host compiler (a sed:
+# tests/cuda_kern_emu_launch.h), behind copy.c, elementwise.c, random.c,
+# pool.c, index.c, conv.c (no cuDNN: its own kernels) and gemm.c; reduce.c
+# with positions on ties and NaN. Bit for bit but for the convolutions and
+# GEMMs, whose integer operands make every sum exact and whose values are
+# compared (either zero's sign). Not emulated: what cuBLAS and cuDNN do.
+# Needs a C++ compiler (configure's HAVE_CXX); not built without one, and
+# none of this without the toolkit (HAVE_CUDA).
 EXTRA_DIST += tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h tests/cuda_fused_emu_shim.h \
+	tests/cuda_kernels_emu.cpp tests/cuda_kern_emu_launch.h \
 	tests/cuda_fused_emu_write.c
 if HAVE_CUDA
 if HAVE_CXX
@@ -77,13 +88,16 @@ tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu.cpp tests/cuda_fused_emu.h \
 	plugins/cuda/fused_source.c tests/cuda_onekern_emu.cpp plugins/cuda/gemm.c \
 	plugins/cuda/reduce.c plugins/cuda/onekern.c plugins/cuda/onekern_source.c \
 	plugins/cuda/elementwise.c plugins/cuda/copy.c \
-	plugins/cuda/fused_reduce.c plugins/cuda/segment.c tests/cuda_segment_emu.cpp
-nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp
+	plugins/cuda/fused_reduce.c plugins/cuda/segment.c tests/cuda_segment_emu.cpp \
+	tests/cuda_kernels_emu.cpp tests/cuda_kern_emu_launch.h plugins/cuda/pool.c \
+	plugins/cuda/index.c plugins/cuda/random.c plugins/cuda/conv.c
+nodist_tests_cuda_fused_emu_SOURCES = tests/cuda_fused_emu_progs.cpp $(dla_emu_kernel_copies)
 # The host compiler and the include paths the chain test builds the
 # compiled one kernel's source with (tests/cuda_onekern_emu.cpp); the
 # object it loads finds the harness's threadIdx and barrier (-rdynamic).
 tests_cuda_fused_emu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DDLA_EMU_CXX='"$(CXX)"' \
-	-DDLA_EMU_CPPFLAGS='"$(CUDA_CPPFLAGS) -I$(abs_top_srcdir) -I$(abs_top_srcdir)/api -I$(abs_top_builddir)"'
+	-DDLA_EMU_CPPFLAGS='"$(CUDA_CPPFLAGS) -I$(abs_top_srcdir) -I$(abs_top_srcdir)/api -I$(abs_top_builddir)"' \
+	-DDLA_EMU_CPU_PLUGIN='"$(abs_top_builddir)/plugins/cpu/.libs/libdlaccel-cpu.so"'
 tests_cuda_fused_emu_LDFLAGS = -rdynamic
 # No contraction on either side (the kernels and the reference); the
 # interpreter's `#pragma unroll` is nvcc's, unknown to g++; the written
@@ -94,8 +108,22 @@ tests_cuda_fused_emu_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-par
 	$(SANITIZER_CFLAGS) $(FUZZ_CFLAGS)
 tests_cuda_fused_emu_LDADD = -lm -lpthread -ldl
 TESTS += tests/cuda_fused_emu
-CLEANFILES += tests/cuda_fused_emu_progs.cpp
+CLEANFILES += tests/cuda_fused_emu_progs.cpp $(dla_emu_kernel_copies)
 tests/cuda_fused_emu_progs.cpp: tests/cuda_fused_emu_write$(EXEEXT)
 	$(AM_V_GEN)$(MKDIR_P) tests && ./tests/cuda_fused_emu_write$(EXEEXT) > $@-t && mv $@-t $@
+# The kernel files of tests/cuda_kernels_emu.cpp, each copied with its
+# launches written for the host (tests/cuda_kern_emu_launch.h says how).
+dla_emu_kernel_copies = tests/cuda_emu_copy_kernels.cpp tests/cuda_emu_elementwise_kernels.cpp \
+	tests/cuda_emu_pool_kernels.cpp tests/cuda_emu_index_kernels.cpp \
+	tests/cuda_emu_random_kernels.cpp tests/cuda_emu_conv_kernels.cpp
+tests/cuda_emu_%_kernels.cpp: $(top_srcdir)/plugins/cuda/%_kernels.cu
+	$(AM_V_GEN)$(MKDIR_P) tests && { \
+		if grep -q __syncthreads $<; then echo '#define DLA_EMU_AT_ONCE 1'; fi; \
+		echo '#include "tests/cuda_kern_emu_launch.h"'; \
+		echo '#line 1 "$<"'; sed -e 's/<<</ | emu_cfg(/g' -e 's/>>>(/) | emu_args(/g' $<; } \
+		> $@-t && mv $@-t $@
+# The cpu plugin is the reference (tests/cuda_kernels_emu.cpp loads it).
+dla_cuda_fused_emu_log = tests/cuda_fused_emu.log
+$(dla_cuda_fused_emu_log): plugins/cpu/libdlaccel-cpu.la
 endif
 endif

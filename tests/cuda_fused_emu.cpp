@@ -209,6 +209,12 @@ const dla_plugin_host host = {sizeof(dla_plugin_host), DLA_PLUGIN_ABI_MAJOR, DLA
 
 } // namespace
 
+/* tests/cuda_kernels_emu.cpp's blocks whose threads run at once. */
+void emu_set_barrier(pthread_barrier_t *b)
+{
+    g_barrier = b;
+}
+
 void __syncthreads(void)
 {
     if (g_barrier)
@@ -1187,6 +1193,7 @@ int main(void)
             wide_case(wide, mode);
     emu_onekern_cases(result);
     emu_segment_cases(result);
+    emu_kernel_cases(result);
     error_cases();
     emu_team_close();
     printf("1..%d\n", ntests);

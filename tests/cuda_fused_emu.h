@@ -157,6 +157,9 @@ void emu_run_blocks(unsigned grid, unsigned threads, const std::function<void()>
 void emu_onekern_cases(void (*result)(int ok, const char *fmt, ...));
 /* tests/cuda_segment_emu.cpp: runs of small launches as one node. */
 void emu_segment_cases(void (*result)(int ok, const char *fmt, ...));
+/* tests/cuda_kernels_emu.cpp: the plugin's other kernels against the cpu
+ * plugin. */
+void emu_kernel_cases(void (*result)(int ok, const char *fmt, ...));
 extern int emu_alloc_allowed;
 /* cuda_fused_emu.cpp: blocks given back to the pool while d->capturing. */
 extern "C" int emu_freed_capturing;

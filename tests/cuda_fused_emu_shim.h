@@ -30,7 +30,7 @@
 #define __launch_bounds__(...)
 
 struct emu_dim {
-    unsigned x;
+    unsigned x, y; /* y: a grid of rows of blocks (copy_kernels.cu's copies_k) */
 };
 /* threadIdx is each thread's own: a block whose kernel has barriers runs
  * its threads at once (cuda_fused_emu.cpp, emu_run_blocks). __thread, not

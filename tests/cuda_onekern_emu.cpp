@@ -81,31 +81,6 @@ int g_k1_staged = -1;
 /* Whether the last one kernel ran with the regions in shared memory. */
 int g_k1_windows = 0;
 
-template <typename U> void emu_move(const dla__cu_space *sp, const dla__cu_vw *y,
-                                    const dla__cu_vw *x, uint64_t bits)
-{
-    const dla__cu_views<2> a = {*sp, {*y, x ? *x : *y}};
-    for (int64_t i = 0; i < sp->n; i++) {
-        int64_t off[2];
-        dla__cu_locate<2>(a, i, off);
-        *dla__cu_elem<U>(a.v[0], off[0]) = x ? *dla__cu_elem<U>(a.v[1], off[1]) : (U)bits;
-    }
-}
-
-cudaError_t emu_move_esize(const dla__cu_space *sp, const dla__cu_vw *y,
-                                  const dla__cu_vw *x, int esize, uint64_t bits)
-{
-    if (esize == 1)
-        emu_move<uint8_t>(sp, y, x, bits);
-    else if (esize == 4)
-        emu_move<uint32_t>(sp, y, x, bits);
-    else if (esize == 8)
-        emu_move<uint64_t>(sp, y, x, bits);
-    else
-        return cudaErrorInvalidValue;
-    return cudaSuccess;
-}
-
 /* reduce_kernels.cu's launches of dtype T: shape 0's block kernels with
  * EMU_TEAM threads a block (the GPU's have 256; the bodies take the count
  * as a template argument) at once on the team, their shared memory
@@ -196,78 +171,8 @@ cudaError_t dla__cu_reduce_launch(const dla__cu_red_launch *l, cudaStream_t stre
     return cudaSuccess;
 }
 
-/* elementwise.c's and copy.c's kernels, as loops over the space (their
- * arithmetic the plugin_ops.h functions the kernels call). */
-cudaError_t dla__cu_launch_unary(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
-                                 const dla__cu_vw *y, const dla__cu_vw *x, int op, int f64,
-                                 double alpha, double beta)
-{
-    (void)stream, (void)blocks;
-    const dla__cu_views<2> a = {*sp, {*y, *x}};
-    for (int64_t i = 0; i < sp->n; i++) {
-        int64_t off[2];
-        dla__cu_locate<2>(a, i, off);
-        if (f64)
-            *dla__cu_elem<double>(a.v[0], off[0]) =
-                dla_ops_unary_f64(op, *dla__cu_elem<double>(a.v[1], off[1]), alpha, beta);
-        else
-            *dla__cu_elem<float>(a.v[0], off[0]) = dla_ops_unary_f32(
-                op, *dla__cu_elem<float>(a.v[1], off[1]), (float)alpha, (float)beta);
-    }
-    return cudaSuccess;
-}
-
-cudaError_t dla__cu_launch_binary(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
-                                  const dla__cu_vw *z, const dla__cu_vw *l, const dla__cu_vw *r,
-                                  int op, int f64)
-{
-    (void)stream, (void)blocks;
-    if (dla_ops_binary_is_cmp(op))
-        return cudaErrorNotSupported; /* the cases have none */
-    const dla__cu_views<3> a = {*sp, {*z, *l, *r}};
-    for (int64_t i = 0; i < sp->n; i++) {
-        int64_t off[3];
-        dla__cu_locate<3>(a, i, off);
-        if (f64)
-            *dla__cu_elem<double>(a.v[0], off[0]) =
-                dla_ops_binary_f64(op, *dla__cu_elem<double>(a.v[1], off[1]),
-                                   *dla__cu_elem<double>(a.v[2], off[2]));
-        else
-            *dla__cu_elem<float>(a.v[0], off[0]) =
-                dla_ops_binary_f32(op, *dla__cu_elem<float>(a.v[1], off[1]),
-                                   *dla__cu_elem<float>(a.v[2], off[2]));
-    }
-    return cudaSuccess;
-}
-
-cudaError_t dla__cu_launch_where(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
-                                 const dla__cu_vw *z, const dla__cu_vw *cond, const dla__cu_vw *a,
-                                 const dla__cu_vw *b, int f64)
-{
-    (void)stream, (void)blocks, (void)sp, (void)z, (void)cond, (void)a, (void)b, (void)f64;
-    return cudaErrorNotSupported; /* the cases have none */
-}
-
-cudaError_t dla__cu_launch_fill(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
-                                const dla__cu_vw *y, int esize, uint64_t bits)
-{
-    (void)stream, (void)blocks;
-    return emu_move_esize(sp, y, NULL, esize, bits);
-}
-
-cudaError_t dla__cu_launch_copy(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
-                                const dla__cu_vw *y, const dla__cu_vw *x, int esize)
-{
-    (void)stream, (void)blocks;
-    return emu_move_esize(sp, y, x, esize, 0);
-}
-
-cudaError_t dla__cu_launch_cast(cudaStream_t stream, unsigned blocks, const dla__cu_space *sp,
-                                const dla__cu_vw *y, const dla__cu_vw *x, int to, int from)
-{
-    (void)stream, (void)blocks, (void)sp, (void)y, (void)x, (void)to, (void)from;
-    return cudaErrorNotSupported; /* the cases have none */
-}
+/* elementwise.c's and copy.c's kernels are elementwise_kernels.cu's and
+ * copy_kernels.cu's, compiled for the host (tests/cuda_kernels_emu.cpp). */
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t stream)
 {
@@ -313,12 +218,6 @@ const char *dla__cu_blas_msg(cublasStatus_t st)
     return "no cuBLAS in the emulation";
 }
 
-void dla__cu_gemm_scale_launch(cudaStream_t s, unsigned blocks, int f64, void *c, int64_t m,
-                               int64_t n, int64_t ldc, double beta)
-{
-    (void)s, (void)blocks, (void)f64, (void)c, (void)m, (void)n, (void)ldc, (void)beta;
-    abort();
-}
 
 } // extern "C"
 
