@@ -1080,7 +1080,11 @@ DLA_API dla_status dla_net_predict_state(dla_net *net, int nin, dla_tensor *cons
 
 /* MATLAB dlgradient(loss, net.Learnables) inside dla_feval: grads[i] is
  * the gradient with respect to Learnables row i (dla_net_learnable_count
- * of them, each with its row's dims). As dla_gradient otherwise. */
+ * of them, each with its row's dims). As dla_gradient otherwise; a
+ * learnable the loss does not depend on (a layer only an output left out
+ * of the loss reaches, or values given in dla_net_forward_options.learnables
+ * instead of the network's) is DLA_ERR_INVALID_ARGUMENT naming its row,
+ * layer and parameter. */
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads);
 /* dla_net_gradient through dla_gradient_hooked: ready's index is the
  * learnable's row. */
