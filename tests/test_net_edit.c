@@ -310,9 +310,11 @@ static void release_held(void)
     }
 }
 
-/* Names borrowed from the network itself (dla_net_layer_name), the same
- * one twice: the second was read after the first removal had freed it
- * with its layer, so it could name another layer ("fc" here) or none. */
+/* Names borrowed from the network itself: dla_net_layer_name's, the same
+ * one twice (the second was read after the first removal had freed it
+ * with its layer), or dla_net_input_name's (freed when the removal
+ * uninitialized the network, before it was read), so a name could come
+ * to name another layer ("fc" here) or none. */
 static void removed_layers_named_by_the_network_itself(void **state)
 {
     (void)state;
@@ -330,6 +332,19 @@ static void removed_layers_named_by_the_network_itself(void **state)
     assert_int_equal(st, DLA_OK);
     assert_string_equal(layer_list(net), "input conv fc softmax");
     assert_string_equal(connection_list(net), "input>conv fc>softmax");
+    /* A name from dla_net_input_name is freed by the uninitialization
+     * the removal starts with: it was read after that, given once. */
+    dla_net_free(net);
+    net = small_cnn(3);
+    assert_true(dla_net_initialized(net));
+    const char *input[] = {dla_net_input_name(net, 0)};
+    assert_string_equal(input[0], "input");
+    holding = 1;
+    st = dla_net_remove_layers(net, 1, input);
+    holding = 0;
+    release_held();
+    assert_int_equal(st, DLA_OK);
+    assert_string_equal(layer_list(net), "conv bn relu fc softmax");
     dla_net_free(net);
     dla_scope_end();
     dla_set_allocator(NULL, NULL);
