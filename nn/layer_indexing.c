@@ -17,7 +17,6 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define F(key, type, field, count) {key, type, offsetof(dla__props, field), count}
@@ -83,14 +82,21 @@ static dla_tensor *masked_pick(const dla__props *p, dla__call *c, int d, int64_t
     for (int i = 0; i < d; i++)
         dims[i] = 1;
     dims[d] = n;
+    /* The step numbers and the zero on x's device: made on the current
+     * one, a network moved with dla_net_to_device (the current device
+     * left as it was) failed in dla_mul across devices. */
+    dla_device *prev = dla__nn_device_use(dla_tensor_device(x));
     dla_tensor *k = dla_cast(dla_tensor_from_host(steps, DLA_F64, "", d + 1, dims),
                              dla_tensor_dtype(x));
-    free(steps);
+    dla_tensor *zero = dla_zeros(dla_tensor_dtype(x), "", 0, NULL);
+    dla__nn_device_restore(prev);
+    /* dla__nn_malloc's block goes back through the library's allocator
+     * (free() handed a user allocator's block to libc). */
+    dla__nn_free(steps);
     dla_tensor *score = dla_mul(m, k);
     const int64_t along = d + 1;
     dla_tensor *top = dla_max(score, 1, &along);
     dla_tensor *w = dla_mul(dla_cast(dla_eq(score, top), dla_tensor_dtype(x)), m);
-    dla_tensor *zero = dla_zeros(dla_tensor_dtype(x), "", 0, NULL);
     return dla_sum(dla_where(w, x, zero), 1, &along);
 }
 

@@ -370,6 +370,18 @@ static dla_status check_1d(const dla_layer *l, int nin, const dla__shape *in, dl
     return dla__mask_check_init(l, in);
 }
 
+/* The scalar v in x's dtype, on x's device: made on the current one, a
+ * network moved with dla_net_to_device (the current device left as it
+ * was) failed in dla_where, "arguments cond and b are on opencl:0 and
+ * cpu:0". */
+static dla_tensor *fill_like(double v, dla_tensor *x)
+{
+    dla_device *prev = dla__nn_device_use(dla_tensor_device(x));
+    dla_tensor *s = dla_full(v, dla_tensor_dtype(x), "", 0, NULL);
+    dla__nn_device_restore(prev);
+    return s;
+}
+
 /* Drops the "T" dim (size 1 after pooling) of a "CBT" result. */
 static dla_tensor *drop_t(dla_tensor *y)
 {
@@ -388,9 +400,7 @@ static dla_status gmax1_forward(const dla__props *p, dla__call *c)
     dla_tensor *x = c->x[0];
     if (c->nx > 1) {
         dla_tensor *m = dla__mask_steps(c);
-        x = dla_tensor_status(m) == DLA_OK
-                ? dla_where(m, x, dla_full(-INFINITY, dla_tensor_dtype(x), "", 0, NULL))
-                : m;
+        x = dla_tensor_status(m) == DLA_OK ? dla_where(m, x, fill_like(-INFINITY, x)) : m;
     }
     c->y = drop_t(dla_global_maxpool(x));
     return dla_tensor_status(c->y);
@@ -407,8 +417,7 @@ static dla_status gavg1_forward(const dla__props *p, dla__call *c)
     if (c->nx > 1) {
         dla_tensor *m = dla__mask_steps(c);
         c->y = dla_tensor_status(m) == DLA_OK
-                   ? drop_t(dla_div(dla_global_avgpool(dla_where(
-                                        m, x, dla_zeros(dla_tensor_dtype(x), "", 0, NULL))),
+                   ? drop_t(dla_div(dla_global_avgpool(dla_where(m, x, fill_like(0, x))),
                                     dla_global_avgpool(m)))
                    : m;
         return dla_tensor_status(c->y);

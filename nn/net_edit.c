@@ -76,11 +76,22 @@ DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const 
     }
     if (n == 0)
         return DLA_OK;
+    /* The layers by name before any goes: a name may be the network's own
+     * (dla_net_layer_name), freed with its layer, so a name given twice
+     * was read after the first removal freed it. */
+    dla_layer **gone = dla__nn_calloc((size_t)n, sizeof *gone);
+    if (!gone)
+        return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (int i = 0; i < n; i++)
+        gone[i] = net->layers[dla__net_find(net, names[i])];
     /* What initialization worked out is per layer index: forget it while
      * the indices are still those it was made for. */
     dla__net_uninit(net);
     for (int i = 0; i < n; i++) {
-        int r = dla__net_find(net, names[i]);
+        int r = -1;
+        for (int j = 0; j < net->nlayers && r < 0; j++)
+            if (net->layers[j] == gone[i])
+                r = j;
         if (r < 0)
             continue; /* named twice: gone already */
         for (int k = net->nconn - 1; k >= 0; k--)
@@ -88,6 +99,7 @@ DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const 
                 dla__net_drop_connection(net, k);
         destroy_removed(net, take_out(net, r));
     }
+    dla__nn_free(gone);
     return DLA_OK;
 }
 

@@ -367,7 +367,28 @@ DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_t
         return st;
     }
     const dla_table *t = &net->tables[DLA__LEARNABLE];
-    return dla_gradient_hooked(loss, t->count, t->values, grads, hooks);
+    dla_status st = dla_gradient_hooked(loss, t->count, t->values, grads, hooks);
+    /* dla_gradient names the learnable the loss does not reach by its
+     * place in its list, "argument wrt[4] (2x4 single)", an argument the
+     * caller never wrote: name its layer and parameter, and the usual
+     * causes. */
+    int row = -1, at = 0;
+    const char *why = dla_last_error();
+    if (st == DLA_ERR_INVALID_ARGUMENT && sscanf(why, "dla_gradient: argument wrt[%d] (%n", &row,
+                                                 &at) == 1 &&
+        at > 0 && row >= 0 && row < t->count && strstr(why, "the loss does not depend on it")) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", why + at);
+        char *close = strchr(msg, ')');
+        if (close)
+            *close = '\0';
+        dla__nn_fail(st, "dla_net_gradient: the loss does not depend on learnable %d, %s/%s (%s): "
+                     "no output the loss uses reaches its layer (an output of the network "
+                     "left out of the loss), or the forward call used other values "
+                     "(dla_net_forward_options.learnables: take the gradient with respect "
+                     "to those with dla_gradient)", row + 1, t->layer[row], t->param[row], msg);
+    }
+    return st;
 }
 
 DLA_API dla_table *dla_net_gradients(dla_net *net, dla_tensor *loss)

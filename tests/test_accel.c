@@ -2095,6 +2095,47 @@ static void test_a_moved_network_makes_new_state_and_parameters_on_its_device(vo
     dla_scope_end();
 }
 
+/* The padding-masked layers made their fill values (-Inf, 0, the step
+ * numbers) on the current device, so a network moved with
+ * dla_net_to_device failed in them ("dla_where: arguments cond and b are
+ * on testmem:0 and cpu:0"). */
+static void test_masked_layers_of_a_moved_network_run_on_its_device(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *dev = tu_other_device(), *cur = dla_device_current();
+    assert_non_null(dev);
+    dla_scope_begin();
+    dla_rng_seed(4);
+    dla_tensor *x = dla_randn(DLA_F32, "CBT", DLA_DIMS(3, 2, 4));
+    const float mask[] = {1, 1, 1, 1, 1, 0, 0, 0};
+    dla_tensor *m = dla_tensor_from_host(mask, DLA_F32, "CBT", DLA_DIMS(1, 2, 4));
+    dla_tensor *in[2] = {x, m}, *moved[2] = {dla_tensor_to_device(x, dev), dla_tensor_to_device(m, dev)};
+    static const char *const kinds[] = {"globalMaxPooling1d", "globalAveragePooling1d",
+                                        "indexing1d first", "indexing1d last"};
+    for (int kind = 0; kind < 4; kind++) {
+        dla_layer *l = kind == 0 ? dla_global_maxpool1d_layer(&(dla_global_pool1d_layer_options){
+                                       .has_padding_mask_input = 1})
+                       : kind == 1 ? dla_global_avgpool1d_layer(&(dla_global_pool1d_layer_options){
+                                         .has_padding_mask_input = 1})
+                                   : dla_indexing1d_layer(kind == 2 ? "first" : "last",
+                                                          &(dla_indexing1d_layer_options){
+                                                              .has_padding_mask_input = 1});
+        dla_net *net = dla_net_create(1, &l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_init(net, 2, in), DLA_OK);
+        dla_tensor *want, *y;
+        assert_int_equal(dla_net_predict(net, 2, in, 1, &want, NULL), DLA_OK);
+        assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+        if (dla_net_predict(net, 2, moved, 1, &y, NULL) != DLA_OK)
+            fail_msg("%s: %s", kinds[kind], dla_last_error());
+        assert_ptr_equal(dla_tensor_device(y), dev);
+        assert_same_bits(dla_tensor_to_device(y, cur), want);
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* Position layers make their values themselves: on the current device,
  * so a network moved with dla_net_to_device failed to add them to its
  * input ("dla_add: arguments a and b are on cpu:0 and testmem:0"). Input
@@ -2219,6 +2260,7 @@ int main(void)
         TU_TEST(test_a_call_with_an_error_output_fails_and_keeps_no_trace),
         TU_TEST(test_a_moved_network_makes_new_state_and_parameters_on_its_device),
         TU_TEST(test_position_layers_of_a_moved_network_run_on_its_device),
+        TU_TEST(test_masked_layers_of_a_moved_network_run_on_its_device),
         TU_TEST(test_first_optimizer_steps_of_parameters_on_another_device),
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),

@@ -568,6 +568,49 @@ static void edge_options_and_embeddings_differentiate(void **state)
     dla_scope_end();
 }
 
+/* A loss of one output of a network with two: the other head's
+ * learnables get no gradient, and the error named "argument wrt[4]
+ * (2x3 double)", an argument the caller never wrote, instead of the
+ * learnable. */
+static dla_status first_output_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)nin;
+    (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y[2];
+    dla_status st = dla_net_forward(net, 1, in, 2, y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y[0], y[0]), 0, NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+static void a_learnable_the_loss_leaves_out_is_named(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                      dla_fc_layer(4, &(dla_fc_layer_options){.name = "trunk"}),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "head1"})};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    dla_layer *head2 = dla_fc_layer(3, &(dla_fc_layer_options){.name = "head2"});
+    assert_int_equal(dla_net_add_layers(net, 1, &head2), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "trunk", "head2"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    dla_tensor *x = dla_randn(DLA_F64, "CB", DLA_DIMS(3, 5));
+    dla_tensor *out[7];
+    assert_int_equal(dla_feval(first_output_loss, net, 1, &x, 7, out), DLA_ERR_INVALID_ARGUMENT);
+    const char *msg = dla_last_error();
+    if (!strstr(msg, "dla_net_gradient: the loss does not depend on learnable 5, head2/Weights "
+                     "(3x4 double)"))
+        fail_msg("%s", msg);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +626,7 @@ int main(void)
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
         TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),
         TU_TEST(edge_options_and_embeddings_differentiate),
+        TU_TEST(a_learnable_the_loss_leaves_out_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

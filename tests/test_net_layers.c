@@ -1956,6 +1956,119 @@ static void auto_normalization_dimension_follows_the_statistics_given(void **sta
     dla_scope_end();
 }
 
+/* y = Scale .* (x - mean) ./ sqrt(var + 1e-5) + Offset written out in
+ * double, the mean and the (biased) variance over the elements that share
+ * a key: the coordinates of the dims not reduced (red[d] 0), the channel
+ * divided by cpg for group normalization (cpg > 0). */
+static void norm_by_hand(const char *fmt, int nd, const int64_t *d, const int *red, int64_t cpg,
+                         const double *x, const double *off, const double *sc, double *y)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= d[i];
+    int64_t *key = malloc(sizeof *key * (size_t)n), *chan = malloc(sizeof *chan * (size_t)n);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t r = e, k = 0, mul = 1;
+        for (int i = 0; i < nd; i++) {
+            const int64_t co = r % d[i];
+            r /= d[i];
+            int64_t kc = co;
+            if (fmt[i] == 'C') {
+                chan[e] = co;
+                kc = cpg ? co / cpg : red[i] ? 0 : co;
+            } else if (red[i]) {
+                kc = 0;
+            }
+            k += kc * mul;
+            mul *= d[i];
+        }
+        key[e] = k;
+    }
+    for (int64_t e = 0; e < n; e++) {
+        double sum = 0, sq = 0;
+        int64_t m = 0;
+        for (int64_t f = 0; f < n; f++)
+            if (key[f] == key[e])
+                sum += x[f], m++;
+        const double mu = sum / (double)m;
+        for (int64_t f = 0; f < n; f++)
+            if (key[f] == key[e])
+                sq += (x[f] - mu) * (x[f] - mu);
+        y[e] = sc[chan[e]] * (x[e] - mu) / sqrt(sq / (double)m + 1e-5) + off[chan[e]];
+    }
+    free(key);
+    free(chan);
+}
+
+static double *host_of(dla_tensor *t)
+{
+    const int64_t n = dla_tensor_numel(t);
+    double *h = malloc(sizeof *h * (size_t)(n ? n : 1));
+    assert_int_equal(dla_tensor_to_host(dla_cast(t, DLA_F64), h, sizeof *h * (size_t)n), DLA_OK);
+    return h;
+}
+
+/* The layer, group and instance normalization layers with MATLAB's
+ * default OperationDimension ("auto": "channel-only" with a "T" dim,
+ * "spatial-channel" without) against the formula written out, on images,
+ * 1-D images, sequences (one step too) and features, batches of one too,
+ * in both modes: the layers' own tests compare them with the ops they
+ * call, so a layer reducing over the wrong dims would pass those. */
+static void normalization_layers_match_formulas_written_out(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *fmt;
+        int nd;
+        int64_t d[4];
+        int layer_red[4], per_obs_red[4]; /* layer norm's dims; group/instance's S and T */
+    } cases[] = {
+        {"SSCB", 4, {3, 2, 4, 2}, {1, 1, 1, 0}, {1, 1, 0, 0}},
+        {"SSCB", 4, {1, 1, 4, 1}, {1, 1, 1, 0}, {1, 1, 0, 0}},
+        {"SCB", 3, {5, 4, 2}, {1, 1, 0}, {1, 0, 0}},
+        {"CBT", 3, {4, 2, 3}, {1, 0, 0}, {0, 0, 1}},
+        {"CBT", 3, {4, 3, 1}, {1, 0, 0}, {0, 0, 1}},
+        {"CB", 2, {4, 3}, {1, 0}, {0, 0}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        for (int kind = 0; kind < 3; kind++) {
+            if (kind == 2 && !strcmp(cases[k].fmt, "CB"))
+                continue; /* instance normalization refuses "CB" */
+            dla_scope_begin();
+            dla_tensor *x = ramp(DLA_F64, cases[k].fmt, cases[k].nd, cases[k].d, 0.37, -1.1);
+            dla_layer *l = kind == 0 ? dla_layernorm_layer(&(dla_norm_layer_options){.name = "n"})
+                           : kind == 1 ? dla_groupnorm_layer(2, &(dla_norm_layer_options){.name = "n"})
+                                       : dla_instancenorm_layer(&(dla_norm_layer_options){.name = "n"});
+            dla_net *net = one(l, x);
+            double *off = host_of(set_ramp(net, "n", "Offset", 0.3, -0.5));
+            double *sc = host_of(set_ramp(net, "n", "Scale", -0.2, 1.3));
+            double *hx = host_of(x);
+            const int64_t n = dla_tensor_numel(x), c = cases[k].d[strchr(cases[k].fmt, 'C') - cases[k].fmt];
+            double *want = malloc(sizeof *want * (size_t)n);
+            norm_by_hand(cases[k].fmt, cases[k].nd, cases[k].d,
+                         kind == 0 ? cases[k].layer_red : cases[k].per_obs_red,
+                         kind == 1 ? c / 2 : 0, hx, off, sc, want);
+            for (int training = 0; training < 2; training++) {
+                dla_tensor *y = training ? forward1(net, x) : predict1(net, x);
+                assert_string_equal(dla_tensor_format(y), cases[k].fmt);
+                double *got = host_of(y);
+                for (int64_t e = 0; e < n; e++)
+                    if (!(fabs(got[e] - want[e]) <= 1e-12))
+                        fail_msg("%s on %s (case %zu, %s): element %lld is %.17g, by hand %.17g",
+                                 dla_net_layer_type(net, 0), cases[k].fmt, k,
+                                 training ? "forward" : "predict", (long long)e, got[e], want[e]);
+                free(got);
+            }
+            free(off);
+            free(sc);
+            free(hx);
+            free(want);
+            dla_net_free(net);
+            dla_scope_end();
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1995,6 +2108,7 @@ int main(void)
         TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),
         TU_TEST(recurrent_layers_give_cb_data_back_as_cb),
         TU_TEST(position_layers_give_each_step_its_own_channels),
+        TU_TEST(normalization_layers_match_formulas_written_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

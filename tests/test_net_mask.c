@@ -241,6 +241,45 @@ static dla_net *unfed_attention(void)
     return net;
 }
 
+/* An allocator whose blocks start past a header of its own, as a user's
+ * may: a block of it handed to libc's free() aborts the program. */
+static void *offset_alloc(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    const size_t head = 2 * sizeof(max_align_t);
+    char *base = ptr ? (char *)ptr - head : NULL;
+    if (size == 0) {
+        free(base);
+        return NULL;
+    }
+    char *p = realloc(base, head + size);
+    return p ? p + head : NULL;
+}
+
+/* The masked indexing layer's step numbers were allocated through the
+ * library's allocator and freed with free(): with an allocator of one's
+ * own (dla_set_allocator), libc got a pointer it never made. */
+static void masked_indexing_frees_through_the_library_allocator(void **state)
+{
+    (void)state;
+    dla_set_allocator(offset_alloc, NULL);
+    dla_scope_begin();
+    dla_layer *l = dla_indexing1d_layer("last", &(dla_indexing1d_layer_options){
+                                                    .has_padding_mask_input = 1});
+    dla_net *net = dla_net_create(1, &l);
+    assert_non_null(net);
+    dla_tensor *in[2] = {dla_randn(DLA_F32, "CBT", DLA_DIMS(3, 2, 4)),
+                         dla_ones(DLA_F32, "CBT", DLA_DIMS(1, 2, 4))};
+    assert_int_equal(dla_net_init(net, 2, in), DLA_OK);
+    dla_tensor *y;
+    if (dla_net_predict(net, 2, in, 1, &y, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_tensor_dim(y, 1), 3);
+    dla_net_free(net);
+    dla_scope_end();
+    dla_set_allocator(NULL, NULL);
+}
+
 static void masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes(void **state)
 {
     (void)state;
@@ -320,6 +359,7 @@ int main(void)
         TU_TEST(a_prediction_does_not_depend_on_the_padding_of_its_mini_batch),
         TU_TEST(masked_global_pooling_reads_the_data_steps_only),
         TU_TEST(masked_indexing_takes_each_observations_own_step),
+        TU_TEST(masked_indexing_frees_through_the_library_allocator),
         TU_TEST(masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes),
     };
     const int failed = cmocka_run_group_tests(tests, NULL, NULL);

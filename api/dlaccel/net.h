@@ -1002,9 +1002,12 @@ DLA_API int dla_net_state_count(const dla_net *net);
  * network's device (checked before any is set). Values are retained. */
 DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const *values);
 DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values);
-/* MATLAB resetState: every state back to its initial value (LSTM hidden
- * and cell states to H x 1 zeros); batch normalization statistics are
- * kept, as MATLAB keeps them. */
+/* MATLAB resetState: the recurrent layers' states back to their initial
+ * value (LSTM, BiLSTM and GRU hidden (and cell) states to H x 1 zeros);
+ * batch normalization statistics are kept, as MATLAB keeps them, and so
+ * is a custom layer's state (MATLAB resets one through the layer's own
+ * resetState method, which dla_layer_type has not: set its rows with
+ * dla_net_set_state or dla_net_set). */
 DLA_API dla_status dla_net_reset_state(dla_net *net);
 
 /* Any parameter by layer and name: a learnable, a state, or a fixed
@@ -1080,7 +1083,11 @@ DLA_API dla_status dla_net_predict_state(dla_net *net, int nin, dla_tensor *cons
 
 /* MATLAB dlgradient(loss, net.Learnables) inside dla_feval: grads[i] is
  * the gradient with respect to Learnables row i (dla_net_learnable_count
- * of them, each with its row's dims). As dla_gradient otherwise. */
+ * of them, each with its row's dims). As dla_gradient otherwise; a
+ * learnable the loss does not depend on (a layer only an output left out
+ * of the loss reaches, or values given in dla_net_forward_options.learnables
+ * instead of the network's) is DLA_ERR_INVALID_ARGUMENT naming its row,
+ * layer and parameter. */
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads);
 /* dla_net_gradient through dla_gradient_hooked: ready's index is the
  * learnable's row. */
