@@ -1670,6 +1670,12 @@ static dla_status run_epochs(trainer *tr)
             }
             dla_scope_end();
             st = dla__train_par_end(&tr->par, st, &stop);
+            /* Another rank's OutputFcn asked (the only stop the ranks do
+             * not each decide alike): this rank says why too, instead of
+             * an empty reason ("Training finished: ." at rank 0). */
+            if (st == DLA_OK && stop && !tr->hist.info->stop_reason[0])
+                snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                         "Stopped by OutputFcn");
         }
         if (st == DLA_OK)
             st = epoch_checkpoint(tr, tr->epoch);

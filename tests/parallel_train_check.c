@@ -56,6 +56,9 @@
  *              mini-batch: "parallel" stops there as "auto" does ("Training
  *              loss is NaN"), and the batch's RMSE is NaN on every rank
  *              (the other workers' finite figures alone were reported).
+ *              Also an OutputFcn that stops on the last rank only: every
+ *              rank stops at that iteration, with the stop reason
+ *              "Stopped by OutputFcn" (the others' was empty).
  *   dropout    trainnet "parallel" against "auto" with a dropout (and a
  *              spatial dropout) layer, 13 observations in mini-batches of
  *              5 and 4: the loss and the learnables within 1e-6 (every
@@ -1117,8 +1120,57 @@ static dla_status nan_train(const char *env, dla_training_info **info)
     return st;
 }
 
+/* An OutputFcn that asks to stop at iteration 2 on the last rank only
+ * (a rank's own clock, say). */
+static int stop_on_last_rank(void *ctx, const dla_training_state *s)
+{
+    (void)ctx;
+    return rank == size - 1 && s->iteration == 2;
+}
+
+static dla_status stop_train(dla_training_info **info)
+{
+    enum { N = 8 };
+    float x[2 * N], t[N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = (float)(0.1 * j);
+        x[2 * j + 1] = (float)(1 - 0.2 * j);
+        t[j] = (float)(0.5 * j);
+    }
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    if (!net)
+        die("stop: the network");
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1,
+                              .output_fn = stop_on_last_rank};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, info);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 static void mode_nan(void)
 {
+    /* One rank's OutputFcn stops every rank (they agree at the end of the
+     * iteration); the ranks that did not ask returned an empty stop
+     * reason (and rank 0 printed "Training finished: ."). */
+    dla_training_info *is = NULL;
+    dla_status ss = stop_train(&is);
+    if (!is)
+        die("stop: no training info");
+    char why[512];
+    snprintf(why, sizeof why, "status %d, %lld iterations, \"%s\"", (int)ss,
+             (long long)is->iterations, is->stop_reason);
+    check(ss == DLA_OK && is->iterations == 2 && !strcmp(is->stop_reason, "Stopped by OutputFcn"),
+          "the last rank's OutputFcn stops every rank, each saying why", why);
+    dla_training_info_free(is);
+
     dla_training_info *ia = NULL, *ip = NULL;
     dla_status sa = nan_train("auto", &ia), sp = nan_train("parallel", &ip);
     if (!ia || !ip)
