@@ -84,6 +84,11 @@
  *              the others have it): every rank fails with
  *              its reason, and a barrier after it passes (no rank left
  *              waiting, none a collective out of step).
+ *              Then trainnet "parallel" where the last rank passes another
+ *              InitialLearnRate, MiniBatchSize, number of observations or
+ *              MaxEpochs: every rank fails at set-up naming that rank and
+ *              the option (they trained on their own terms with DLA_OK, or
+ *              hung), and then trains when called alike.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
@@ -698,6 +703,36 @@ static void refused_verdict(const char *what, dla_status st, const char *reason)
     check(st == DLA_OK, "the next collective after it", detail);
 }
 
+/* trainnet "parallel" on 12 observations, the last rank passing lr, mbs,
+ * n observations and epochs of its own where asked (last). */
+static dla_status differ_train(int last, double lr, int64_t mbs, int n, int epochs)
+{
+    enum { N = 12 };
+    float x[2 * N], t[N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = (float)(0.1 * j);
+        x[2 * j + 1] = (float)(1 - 0.2 * j);
+        t[j] = (float)(0.5 * j);
+    }
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    if (!net)
+        die("differ: the network");
+    dla_scope_begin();
+    const int obs = last ? n : 10;
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, obs)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, obs))};
+    dla_training_options o = {.max_epochs = last ? epochs : 2, .mini_batch_size = last ? mbs : 4,
+                              .initial_learn_rate = last ? lr : 0.01, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 static void mode_refused(void)
 {
     if (size < 2)
@@ -766,6 +801,37 @@ static void mode_refused(void)
     dla_net_free(bn);
     dla_scope_end();
     dla_net_free(net);
+    /* trainnet called otherwise on one rank: each rank trained on its own
+     * terms with DLA_OK (another learning rate: another network on each;
+     * another mini-batch size or data: shares of no one's mini-batch), or,
+     * with another MaxEpochs, every rank failed with collectives out of
+     * step and the next one hung until the give-up broke the world. */
+    st = differ_train(last, 0.02, 4, 10, 2);
+    refused_verdict("trainnet \"parallel\" with one rank's InitialLearnRate its own", st,
+                    "InitialLearnRate 0.02 where rank 0 has 0.01");
+    st = differ_train(last, 0.01, 8, 10, 2);
+    refused_verdict("trainnet \"parallel\" with one rank's MiniBatchSize its own", st,
+                    "MiniBatchSize 8 where rank 0 has 4");
+    st = differ_train(last, 0.01, 4, 12, 2);
+    refused_verdict("trainnet \"parallel\" with one rank's data its own", st,
+                    "the number of training observations 12 where rank 0 has 10");
+    st = differ_train(last, 0.01, 4, 10, 3);
+    refused_verdict("trainnet \"parallel\" with one rank's MaxEpochs its own", st,
+                    "MaxEpochs 3 where rank 0 has 2");
+    /* DLACCEL_OVERLAP=0 on one rank: its steps make other collectives. */
+    if (dla_spmd_overlaps()) {
+        if (last)
+            setenv("DLACCEL_OVERLAP", "0", 1);
+        st = differ_train(last, 0.01, 4, 10, 2);
+        if (last)
+            unsetenv("DLACCEL_OVERLAP");
+        refused_verdict("trainnet \"parallel\" with DLACCEL_OVERLAP=0 on one rank", st,
+                        "overlapped reductions (DLACCEL_OVERLAP) 0 where rank 0 has 1");
+    }
+    st = differ_train(last, 0.01, 4, 10, 2);
+    char detail[1200];
+    snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
+    check(st == DLA_OK, "  and then trainnet called alike trains", detail);
 }
 
 /* The device each rank trains on under "parallel", one line a rank (the
