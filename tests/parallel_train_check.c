@@ -81,7 +81,9 @@
  *              weight NaN, with an error tensor; dla_spmd_combine_state
  *              with a count past the global batch; dla_spmd_broadcast_net
  *              of a network not initialized, of one without State where
- *              the others have it): every rank fails with
+ *              the others have it; dla_spmd_combine_state with counts that
+ *              do not add up to the global batch, or another global batch
+ *              on one rank): every rank fails with
  *              its reason, and a barrier after it passes (no rank left
  *              waiting, none a collective out of step).
  *              Then trainnet "parallel" where the last rank passes another
@@ -777,6 +779,19 @@ static void mode_refused(void)
     st = dla_spmd_combine_state(bn, ns, sv, last ? GLOBAL + 1 : 0, GLOBAL, comb);
     refused_verdict("dla_spmd_combine_state with one rank's count past the global batch", st,
                     "count 38 of a global mini-batch of 37");
+    /* Counts that do not make the global batch (each worker its nominal
+     * share of a smaller batch): the means were weighted by shares
+     * summing to less than one, every running mean shrunk, DLA_OK. */
+    st = dla_spmd_combine_state(bn, ns, sv, 1, GLOBAL, comb);
+    refused_verdict("dla_spmd_combine_state with counts that add up to less than the global batch",
+                    st, "not the global mini-batch of 37");
+    /* Another global batch on one rank, its count within it. */
+    int64_t gshares[64];
+    if (size > 64 || dla_spmd_shares(GLOBAL, size, gshares) != DLA_OK)
+        die("refused: shares");
+    st = dla_spmd_combine_state(bn, ns, sv, gshares[rank], last ? GLOBAL + 1 : GLOBAL, comb);
+    refused_verdict("dla_spmd_combine_state with one rank's global batch its own", st,
+                    "the workers passed different global mini-batches");
     /* A network not initialized on one rank. */
     dla_layer *fresh_layers[] = {dla_fc_layer(6, NULL), dla_fc_layer(CLASSES, NULL)};
     dla_net *fresh = dla_net_create(2, fresh_layers);
