@@ -153,9 +153,9 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
 /* Taken by the next descriptor this thread prepares. */
 static _Thread_local uint64_t next_layout;
 
-void dla__spmd_note_layout(int n, dla_tensor *const *x)
+void dla__spmd_note_layout(int n, dla_tensor *const *x, int64_t whole)
 {
-    uint64_t h = FNV_START;
+    uint64_t h = fnv(FNV_START, &whole, sizeof whole);
     for (int i = 0; i < n; i++) {
         dla__coll_rec r;
         dla__coll_rec_of(x[i], 1, &r);
@@ -219,9 +219,9 @@ static dla_status compare(dla__spmd *w, const char *op, const dla__coll_desc *al
         else if (d->layout != z->layout)
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
                            "%s: rank %d packed tensors of other sizes or in another order than "
-                           "rank 0 into this reduction, of the same total size (dla_spmd_combine "
-                           "and trainnet's gradients: every rank passes the same tensors, dtypes "
-                           "and sizes, in the same order)", op, r);
+                           "rank 0 into this reduction, or passed another number of tensors to "
+                           "the call (dla_spmd_combine and trainnet's gradients: every rank "
+                           "passes the same tensors, dtypes and sizes, in the same order)", op, r);
     }
     for (int r = 1; r < size && st == DLA_OK; r++)
         *differ |= all[r].digest != z->digest;

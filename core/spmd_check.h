@@ -71,8 +71,11 @@ typedef struct dla__coll_desc {
  * bucket's own size is all its record says, so ranks that packed other
  * tensors of the same total size (a 3- and a 7-vector against a 7 and a
  * 3) would be summed element by element, and their results unpacked
- * into the wrong tensors, in silence. */
-void dla__spmd_note_layout(int n, dla_tensor *const *x);
+ * into the wrong tensors, in silence. whole: how many tensors the call
+ * packs into all its buckets, digested too, so that ranks passing more
+ * tensors than others fail at the first bucket rather than leaving the
+ * others in a bucket of their own. */
+void dla__spmd_note_layout(int n, dla_tensor *const *x, int64_t whole);
 
 /* A record of t (valid, live); with_format: its labels count too. An
  * element-wise reduction or a gather of tensors that hold the same sizes

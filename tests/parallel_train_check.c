@@ -81,7 +81,8 @@
  *              weight NaN, with an error tensor; dla_spmd_combine_state
  *              with a count past the global batch; dla_spmd_broadcast_net
  *              of a network not initialized, of one without State where
- *              the others have it; dla_spmd_combine_state with counts that
+ *              the others have it; dla_spmd_combine with fewer tensors
+ *              on one rank, none or one fewer; dla_spmd_combine_state with counts that
  *              do not add up to the global batch, or another global batch
  *              on one rank): every rank fails with
  *              its reason, and a barrier after it passes (no rank left
@@ -766,6 +767,18 @@ static void mode_refused(void)
     st = dla_spmd_combine(2, swapped, 0.5, out);
     refused_verdict("dla_spmd_combine with one rank's tensors in another order", st,
                     "in another order than rank 0 into this reduction");
+    /* Fewer tensors on one rank: with none it made no reduction and
+     * returned DLA_OK while the others waited in their first bucket; with
+     * one fewer (each tensor its own bucket) it left the others in their
+     * last bucket alone. */
+    st = dla_spmd_combine(last ? 0 : nl, lv, 0.5, out);
+    refused_verdict("dla_spmd_combine with no tensors on one rank", st,
+                    "passed another number of tensors to the call");
+    setenv("DLACCEL_BUCKET_MIB", "0.000001", 1);
+    st = dla_spmd_combine(last ? nl - 1 : nl, lv, 0.5, out);
+    unsetenv("DLACCEL_BUCKET_MIB");
+    refused_verdict("dla_spmd_combine with one tensor fewer on one rank", st,
+                    "passed another number of tensors to the call");
     /* A count past the global batch on one rank (the others count 0, the
      * network's own State their rows). */
     dla_layer *layers[] = {dla_fc_layer(6, NULL), dla_batchnorm_layer(NULL),
