@@ -341,7 +341,7 @@ DLA_API dla_status dla_allreduce_start(int n, dla_tensor *const *t, dla_reduce_o
             st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %d tensors", name, n);
     }
     for (int k = 0; k < n && st == DLA_OK; k++) {
-        dla__coll_rec_of(t[k], &recs[k]);
+        dla__coll_rec_of(t[k], 1, &recs[k]);
         r->t[k] = dla_tensor_retain(t[k]);
         r->n = k + 1;
     }

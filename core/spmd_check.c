@@ -40,7 +40,7 @@ static const char *op_name(int32_t op)
     return op >= 0 && op < DLA_REDUCE_COUNT ? names[op] : "?";
 }
 
-void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r)
+void dla__coll_rec_of(const dla_tensor *t, int with_format, dla__coll_rec *r)
 {
     memset(r, 0, sizeof *r);
     r->dtype = (int32_t)t->dtype;
@@ -50,6 +50,10 @@ void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r)
     r->ndims = nd;
     for (int i = 0; i < nd; i++)
         r->dims[i] = t->dims[i];
+    /* The labels of the dims compared: "CB" of 10x1 is "C", as the
+     * sizes are 10. */
+    for (int i = 0; with_format && i < nd && t->format[i]; i++)
+        r->format[i] = t->format[i];
 }
 
 void dla__coll_local_error(dla__coll_desc *mine)
@@ -76,8 +80,9 @@ static uint64_t digest_of(const dla__coll_rec *recs, int n)
     return fnv(FNV_START, recs, (size_t)n * sizeof *recs);
 }
 
-/* "single 1000x3" */
-static void rec_str(const dla__coll_rec *r, char *buf, size_t size)
+/* "single 1000x3", with its labels when with_format ("single 3x2
+ * (format CB)", "single 3x2 (unformatted)"). */
+static void rec_str(const dla__coll_rec *r, int with_format, char *buf, size_t size)
 {
     char dims[DLA__DIMS_BUF];
     int64_t d[DLA_MAX_DIMS];
@@ -88,8 +93,26 @@ static void rec_str(const dla__coll_rec *r, char *buf, size_t size)
         d[0] = 1;
         nd = 1;
     }
-    snprintf(buf, size, "%s %s", dla_dtype_name((dla_dtype)r->dtype),
-             dla__dims_str(dims, sizeof dims, nd, d));
+    char fmt[DLA_MAX_DIMS + 1] = "";
+    memcpy(fmt, r->format, sizeof r->format);
+    snprintf(buf, size, "%s %s%s%s%s", dla_dtype_name((dla_dtype)r->dtype),
+             dla__dims_str(dims, sizeof dims, nd, d), !with_format ? "" : *fmt ? " (format " : " (unformatted",
+             with_format ? fmt : "", with_format ? ")" : "");
+}
+
+/* The message of tensor k differing between rank r (b) and rank 0 (a):
+ * their formats are named when that is where they differ. */
+static dla_status tensor_differs(const char *op, int k, int r, const dla__coll_rec *a,
+                                 const dla__coll_rec *b)
+{
+    char sa[DLA__DIMS_BUF + 48], sb[DLA__DIMS_BUF + 48];
+    const int formats = memcmp(a->format, b->format, sizeof a->format) != 0;
+    rec_str(a, formats, sa, sizeof sa);
+    rec_str(b, formats, sb, sizeof sb);
+    return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                     "%s: tensor %d differs across ranks: rank %d passed %s where rank 0 "
+                     "passed %s (every rank passes the same count, dtypes, sizes and formats)",
+                     op, k, r, sb, sa);
 }
 
 /* The records of every rank, to name the tensor that differs (only on
@@ -119,14 +142,9 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
             const dla__coll_rec *a = &all[k], *b = &all[(size_t)r * (size_t)count + (size_t)k];
             if (!memcmp(a, b, sizeof *a))
                 continue;
-            char sa[DLA__DIMS_BUF + 16], sb[DLA__DIMS_BUF + 16];
-            rec_str(a, sa, sizeof sa);
-            rec_str(b, sb, sizeof sb);
+            dla__coll_rec ra = *a, rb = *b;
             dla__free(all);
-            return dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                             "%s: tensor %d differs across ranks: rank %d passed %s where rank 0 "
-                             "passed %s (every rank passes the same count, dtypes and sizes)",
-                             op, k, r, sb, sa);
+            return tensor_differs(op, k, r, &ra, &rb);
         }
     dla__free(all);
     return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: the ranks passed different tensors", op);
@@ -135,12 +153,12 @@ static dla_status name_the_tensor(dla__spmd *w, const char *op, const dla__coll_
 /* Taken by the next descriptor this thread prepares. */
 static _Thread_local uint64_t next_layout;
 
-void dla__spmd_note_layout(int n, dla_tensor *const *x)
+void dla__spmd_note_layout(int n, dla_tensor *const *x, int64_t whole)
 {
-    uint64_t h = FNV_START;
+    uint64_t h = fnv(FNV_START, &whole, sizeof whole);
     for (int i = 0; i < n; i++) {
         dla__coll_rec r;
-        dla__coll_rec_of(x[i], &r);
+        dla__coll_rec_of(x[i], 1, &r);
         h = fnv(h, &r, sizeof r);
     }
     next_layout = h | 1; /* 0 is a plain collective's */
@@ -201,26 +219,13 @@ static dla_status compare(dla__spmd *w, const char *op, const dla__coll_desc *al
         else if (d->layout != z->layout)
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
                            "%s: rank %d packed tensors of other sizes or in another order than "
-                           "rank 0 into this reduction, of the same total size (dla_spmd_combine "
-                           "and trainnet's gradients: every rank passes the same tensors, dtypes "
-                           "and sizes, in the same order)", op, r);
+                           "rank 0 into this reduction, or passed another number of tensors to "
+                           "the call (dla_spmd_combine and trainnet's gradients: every rank "
+                           "passes the same tensors, dtypes and sizes, in the same order)", op, r);
     }
     for (int r = 1; r < size && st == DLA_OK; r++)
         *differ |= all[r].digest != z->digest;
     return st;
-}
-
-/* The message of tensor k differing between rank r and rank 0. */
-static dla_status tensor_differs(const char *op, int k, int r, const dla__coll_rec *a,
-                                 const dla__coll_rec *b)
-{
-    char sa[DLA__DIMS_BUF + 16], sb[DLA__DIMS_BUF + 16];
-    rec_str(a, sa, sizeof sa);
-    rec_str(b, sb, sizeof sb);
-    return dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                     "%s: tensor %d differs across ranks: rank %d passed %s where rank 0 "
-                     "passed %s (every rank passes the same count, dtypes and sizes)",
-                     op, k, r, sb, sa);
 }
 
 dla_status dla__coll_judge(dla__spmd *w, const char *op, const dla__coll_desc *all)
@@ -237,8 +242,9 @@ dla_status dla__coll_judge(dla__spmd *w, const char *op, const dla__coll_desc *a
             if (memcmp(&z->recs[k], &all[r].recs[k], sizeof z->recs[k]))
                 return tensor_differs(op, k, r, &z->recs[k], &all[r].recs[k]);
         return dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                         "%s: rank %d passed tensors whose dtypes or sizes differ from rank 0's "
-                         "past the first %d (every rank passes the same count, dtypes and sizes)",
+                         "%s: rank %d passed tensors whose dtypes, sizes or formats differ from "
+                         "rank 0's past the first %d (every rank passes the same count, dtypes, "
+                         "sizes and formats)",
                          op, r, DLA__COLL_RECS);
     }
     return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: the ranks passed different tensors", op);

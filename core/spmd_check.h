@@ -29,11 +29,14 @@ typedef enum dla__coll_kind {
 } dla__coll_kind;
 
 /* One tensor as the ranks compare it: dtype and dims without trailing
- * singletons (a 10x1 and a 10 are the same data). */
+ * singletons (a 10x1 and a 10 are the same data), and the format's labels
+ * of those dims (zeros for an unformatted tensor, and where the format is
+ * not compared: a broadcast). */
 typedef struct dla__coll_rec {
     int32_t dtype;
     int32_t ndims;
     int64_t dims[DLA_MAX_DIMS];
+    char format[DLA_MAX_DIMS];
 } dla__coll_rec;
 
 /* The records every descriptor carries (the first tensors'), so that a
@@ -68,11 +71,18 @@ typedef struct dla__coll_desc {
  * bucket's own size is all its record says, so ranks that packed other
  * tensors of the same total size (a 3- and a 7-vector against a 7 and a
  * 3) would be summed element by element, and their results unpacked
- * into the wrong tensors, in silence. */
-void dla__spmd_note_layout(int n, dla_tensor *const *x);
+ * into the wrong tensors, in silence. whole: how many tensors the call
+ * packs into all its buckets, digested too, so that ranks passing more
+ * tensors than others fail at the first bucket rather than leaving the
+ * others in a bucket of their own. */
+void dla__spmd_note_layout(int n, dla_tensor *const *x, int64_t whole);
 
-/* A record of t (valid, live). */
-void dla__coll_rec_of(const dla_tensor *t, dla__coll_rec *r);
+/* A record of t (valid, live); with_format: its labels count too. An
+ * element-wise reduction or a gather of tensors that hold the same sizes
+ * under other labels ("CB" on one rank, "SB" on another) sums or stacks
+ * different things, so those compare formats; a broadcast copies root's
+ * values into each rank's own tensor and does not. */
+void dla__coll_rec_of(const dla_tensor *t, int with_format, dla__coll_rec *r);
 
 /* Enters a collective (w->seq + 1) and checks the ranks agree. mine has
  * kind, count, op, root and value set (local_error and why when the

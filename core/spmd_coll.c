@@ -333,7 +333,7 @@ DLA_API dla_status dla_allreduce(int n, dla_tensor *const *t, dla_reduce_op op)
             st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %d tensors", name, n);
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
-        dla__coll_rec_of(t[k], &recs[k]);
+        dla__coll_rec_of(t[k], 1, &recs[k]);
     /* An integer sum is widened on the host (dla__coll_widen). */
     int wide = 0;
     for (int k = 0; k < n && st == DLA_OK; k++)
@@ -433,7 +433,7 @@ DLA_API dla_status dla_broadcast(int n, dla_tensor *const *t, int root)
             st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %d tensors", name, n);
     }
     for (int k = 0; k < n && st == DLA_OK; k++)
-        dla__coll_rec_of(t[k], &recs[k]);
+        dla__coll_rec_of(t[k], 0, &recs[k]);
     mine.device_path = st == DLA_OK ? dla__spmd_device_path(w, n, t) : 0;
     if (st == DLA_OK && size > 1 && !mine.device_path)
         st = dla__coll_lay_out(name, n, t, s, me == root, &stage);
@@ -533,7 +533,7 @@ DLA_API dla_status dla_allgather(const dla_tensor *x, dla_tensor **out)
                        "%s: argument x has %d dims: the ranks' dim would be one past the %d a "
                        "tensor may have", name, x->ndims, DLA_MAX_DIMS);
     if (st == DLA_OK) {
-        dla__coll_rec_of(x, &rec);
+        dla__coll_rec_of(x, 1, &rec);
         int64_t dims[DLA_MAX_DIMS];
         for (int i = 0; i < x->ndims; i++)
             dims[i] = x->dims[i];

@@ -45,4 +45,4 @@ libdlaccel_la_SOURCES += nn/train_check.c nn/train_seqtarget.c nn/train_populati
 # mini-batch, the weighted combination of gradients and state, the
 # broadcast of the initial network, and trainnet's workers.
 libdlaccel_la_SOURCES += nn/spmd_impl.h nn/spmd_share.c nn/spmd_combine.c nn/spmd_overlap.c nn/spmd_state.c \
-	nn/spmd_net.c nn/train_parallel.h nn/train_parallel.c nn/batch_share.c
+	nn/spmd_net.c nn/train_parallel.h nn/train_parallel.c nn/train_par_same.c nn/batch_share.c

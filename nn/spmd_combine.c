@@ -54,7 +54,7 @@ size_t dla__spmd_bucket_bytes(void)
     return (size_t)(DEFAULT_BUCKET_MIB * 1048576.0);
 }
 
-dla_tensor *dla__spmd_bucket_fill(int count, dla_tensor *const *x, double weight)
+dla_tensor *dla__spmd_bucket_fill(int count, dla_tensor *const *x, double weight, int64_t whole)
 {
     dla_tensor **flat = dla_malloc(sizeof *flat * (size_t)count);
     if (!flat) {
@@ -74,7 +74,7 @@ dla_tensor *dla__spmd_bucket_fill(int count, dla_tensor *const *x, double weight
     dla_free(flat);
     /* What went in, for the reduction's agreement check: the bucket's
      * record alone is its total size. */
-    dla__spmd_note_layout(count, x);
+    dla__spmd_note_layout(count, x, whole);
     return bucket;
 }
 
@@ -137,11 +137,11 @@ dla_status dla__spmd_take_part_failed(dla_status st, int root)
 /* Reduces x[first..first+count-1] (one dtype) as one bucket into out.
  * *alone: the failure is this rank's own, after the reduction, which
  * every rank made (the others go on to the next bucket). */
-static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, dla_tensor **out,
-                                int *alone)
+static dla_status reduce_bucket(int count, dla_tensor *const *x, double weight, int n,
+                                dla_tensor **out, int *alone)
 {
     *alone = 0;
-    dla_tensor *bucket = dla__spmd_bucket_fill(count, x, weight);
+    dla_tensor *bucket = dla__spmd_bucket_fill(count, x, weight, n);
     dla_status st = bucket ? dla_tensor_status(bucket) : dla_last_status();
     if (st != DLA_OK)
         return dla__spmd_take_part_failed(st, -1);
@@ -194,6 +194,21 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
     memcpy(in, x, sizeof *in * (size_t)n);
     size_t cap = dla__spmd_bucket_bytes();
     int alone = 0;
+    if (n == 0) {
+        /* No bucket, but one reduction all the same (of nothing, noting
+         * n): a rank that passed no tensor where the others passed some
+         * returned at once, and they waited in their first bucket. */
+        dla_scope_begin();
+        dla_tensor *none = dla_zeros(DLA_F32, "", DLA_DIMS(0));
+        dla__spmd_note_layout(0, NULL, 0);
+        st = dla_allreduce(1, &none, DLA_REDUCE_SUM);
+        dla_scope_end();
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            dla_set_error(st, "dla_spmd_combine: no tensors (n = 0): %s", msg);
+        }
+    }
     for (int first = 0; first < n;) {
         int count = dla__spmd_bucket_count(n, in, first, cap);
         if (alone) {
@@ -202,7 +217,7 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
             dla__spmd_take_part_failed(st, -1);
             break;
         }
-        st = reduce_bucket(count, in + first, weight, out + first, &alone);
+        st = reduce_bucket(count, in + first, weight, n, out + first, &alone);
         if (st != DLA_OK) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", dla_last_error());

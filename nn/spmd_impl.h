@@ -30,7 +30,7 @@ dla_status dla__spmd_take_part_failed(dla_status st, int root);
  * one new tensor of the open scope (NULL or an error tensor on failure).
  * unpack: out[i] the views of bucket shaped as x[i]. */
 int dla__spmd_bucket_count(int n, dla_tensor *const *x, int first, size_t cap);
-dla_tensor *dla__spmd_bucket_fill(int count, dla_tensor *const *x, double weight);
+dla_tensor *dla__spmd_bucket_fill(int count, dla_tensor *const *x, double weight, int64_t whole);
 dla_status dla__spmd_bucket_unpack(dla_tensor *bucket, int count, dla_tensor *const *x,
                                    dla_tensor **out);
 

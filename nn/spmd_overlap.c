@@ -153,7 +153,7 @@ static void start(dla__overlap *o, int b)
 {
     dla_tensor *bucket = NULL;
     dla_scope_begin();
-    bucket = dla__spmd_bucket_fill(o->count[b], o->got + o->first[b], o->weight);
+    bucket = dla__spmd_bucket_fill(o->count[b], o->got + o->first[b], o->weight, o->n);
     if (bucket && dla_tensor_status(bucket) == DLA_OK)
         dla_tensor_retain(bucket);
     else
@@ -226,7 +226,8 @@ static void reduce_now(dla__overlap *o, int b)
     dla_status st = DLA_OK;
     dla_scope_begin();
     if (o->missing[b] == 0) {
-        dla_tensor *bucket = dla__spmd_bucket_fill(o->count[b], o->got + o->first[b], o->weight);
+        dla_tensor *bucket =
+            dla__spmd_bucket_fill(o->count[b], o->got + o->first[b], o->weight, o->n);
         st = bucket ? dla_tensor_status(bucket) : dla_last_status();
         if (st == DLA_OK)
             o->buf[b] = dla_tensor_retain(bucket);

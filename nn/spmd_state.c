@@ -181,10 +181,11 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
     int64_t total;
     int nbn = find_bn(net, NULL, 0, &total);
     bn_rows *bn = dla_malloc(sizeof *bn * (size_t)(nbn ? nbn : 1));
-    /* M, then what its reduction also carries (the sum of count * T, a
-     * flag per row), S, then per channel the old mean and variance and
-     * this worker's new ones. */
-    const int64_t nred = total + 1 + n;
+    /* M, then what its reduction also carries (the sum of count * T, the
+     * sum of the counts, the sums of global's three 14-bit parts and of
+     * their squares, a flag per row), S, then per channel the old mean and
+     * variance and this worker's new ones. */
+    const int64_t nred = total + 8 + n;
     double *buf = dla_malloc(sizeof *buf * (size_t)(nred + 5 * total));
     dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1) * 3);
     int *joint = dla_malloc(sizeof *joint * (size_t)(n ? n : 1) * 2);
@@ -200,7 +201,8 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
         if ((st = dla__table_check("dla_spmd_combine_state", old, bn[k].mean, in[bn[k].mean])) ==
             DLA_OK)
             st = dla__table_check("dla_spmd_combine_state", old, bn[k].var, in[bn[k].var]);
-    double *M = buf, *ct = buf + total, *flag = ct + 1, *S = buf + nred, *om = S + total,
+    double *M = buf, *ct = buf + total, *cn = ct + 1, *gs = cn + 1, *flag = gs + 6,
+           *S = buf + nred, *om = S + total,
            *ov = om + total, *nm = ov + total, *nv = nm + total;
     double share = (double)count / (double)global;
     for (int k = 0; st == DLA_OK && k < nbn; k++) {
@@ -216,8 +218,15 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
     }
     /* Not after a failure: a refused block is NULL here (the count and
      * the flags were written through it). */
-    if (st == DLA_OK)
+    if (st == DLA_OK) {
         *ct = (double)count * (double)seq_len;
+        *cn = (double)count;
+        for (int h = 0; h < 3; h++) {
+            const double part = (double)((global >> (14 * h)) & 0x3fff);
+            gs[2 * h] = part;
+            gs[2 * h + 1] = part * part;
+        }
+    }
     for (int i = 0; st == DLA_OK && i < n; i++) {
         int is_bn = 0;
         for (int k = 0; k < nbn; k++)
@@ -230,7 +239,30 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
         *met = 1;
         st = allreduce_host(M, nred);
     }
+    /* The shares must make the whole batch: counts that add up to less
+     * (each worker passing its nominal share of a smaller last batch)
+     * weighted the means by shares summing to less than one, and every
+     * running mean came out shrunk toward 0, DLA_OK. The verdict comes
+     * from the sums alone, the same on every rank, so every rank fails
+     * here together. A value is the same on every rank when size times
+     * the sum of its squares is the square of its sum; for parts of 14
+     * bits both sides are exact in double up to 5000 ranks (global's bits
+     * past 42 are not compared: no batch is that large). */
     const int size = dla_spmd_size();
+    int differ = 0;
+    for (int h = 0; st == DLA_OK && h < 3; h++)
+        differ |= (double)size * gs[2 * h + 1] != gs[2 * h] * gs[2 * h];
+    if (st == DLA_OK && differ)
+        st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                           "dla_spmd_combine_state: the workers passed different global "
+                           "mini-batches (this rank %lld; every rank passes the batch's size)",
+                           (long long)global);
+    else if (st == DLA_OK && *cn != (double)global)
+        st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                           "dla_spmd_combine_state: the workers' counts add up to %.0f, not the "
+                           "global mini-batch of %lld (count is each worker's observations of "
+                           "this batch, global the batch's: their sum)",
+                           *cn, (long long)global);
     /* N of a layer with a T dim: its space times the sum of count * T. */
     for (int k = 0; st == DLA_OK && k < nbn; k++) {
         const bn_rows *b = &bn[k];

@@ -1705,6 +1705,12 @@ static dla_status run_epochs(trainer *tr)
             }
             dla_scope_end();
             st = dla__train_par_end(&tr->par, st, &stop);
+            /* Another rank's OutputFcn asked (the only stop the ranks do
+             * not each decide alike): this rank says why too, instead of
+             * an empty reason ("Training finished: ." at rank 0). */
+            if (st == DLA_OK && stop && !tr->hist.info->stop_reason[0])
+                snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                         "Stopped by OutputFcn");
         }
         if (st == DLA_OK)
             st = epoch_checkpoint(tr, tr->epoch);
@@ -2208,6 +2214,9 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                            tr.o.execution_environment);
     if (tr.par.on) {
         st = dla__train_par_agree(&tr.par, st, "set-up");
+        if (st == DLA_OK)
+            st = dla__train_par_same(&tr.par, &tr.o, tr.loss, dla_mbq_num_observations(tr.train_q),
+                                     tr.val_q ? dla_mbq_num_observations(tr.val_q) : 0);
         if (st == DLA_OK && tr.chunk)
             st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                                "dla_trainnet: ExecutionEnvironment \"%s\" with SequenceLength "

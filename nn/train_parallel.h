@@ -46,6 +46,13 @@ void dla__train_par_begin(dla__train_par *p, dla_training_options *o);
 /* Every rank's st in one: DLA_OK everywhere, or on every rank an error
  * naming the ranks that failed (a rank's own message kept). */
 dla_status dla__train_par_agree(const dla__train_par *p, dla_status st, const char *when);
+/* At set-up, after the ranks agreed it went well (collective): what
+ * decides the iterations and the updates (the resolved options, the loss,
+ * n_train and n_val observations) compared with rank 0's; on a difference
+ * every rank fails with the same message naming the rank and the option
+ * (nn/train_par_same.c). */
+dla_status dla__train_par_same(const dla__train_par *p, const dla_training_options *o,
+                               const dla_train_loss *loss, int64_t n_train, int64_t n_val);
 /* After set-up: rank 0's network to every rank, and *q (the whole data)
  * made this rank's view: its share of each mini-batch (dla__mbq_set_worker);
  * *iterations is the epoch's length, one process's. */

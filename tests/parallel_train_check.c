@@ -60,6 +60,9 @@
  *              mini-batch: "parallel" stops there as "auto" does ("Training
  *              loss is NaN"), and the batch's RMSE is NaN on every rank
  *              (the other workers' finite figures alone were reported).
+ *              Also an OutputFcn that stops on the last rank only: every
+ *              rank stops at that iteration, with the stop reason
+ *              "Stopped by OutputFcn" (the others' was empty).
  *   dropout    trainnet "parallel" against "auto" with a dropout (and a
  *              spatial dropout) layer, 13 observations in mini-batches of
  *              5 and 4: the loss and the learnables within 1e-6 (every
@@ -82,9 +85,17 @@
  *              weight NaN, with an error tensor; dla_spmd_combine_state
  *              with a count past the global batch; dla_spmd_broadcast_net
  *              of a network not initialized, of one without State where
- *              the others have it): every rank fails with
+ *              the others have it; dla_spmd_combine with fewer tensors
+ *              on one rank, none or one fewer; dla_spmd_combine_state with counts that
+ *              do not add up to the global batch, or another global batch
+ *              on one rank): every rank fails with
  *              its reason, and a barrier after it passes (no rank left
  *              waiting, none a collective out of step).
+ *              Then trainnet "parallel" where the last rank passes another
+ *              InitialLearnRate, MiniBatchSize, number of observations or
+ *              MaxEpochs: every rank fails at set-up naming that rank and
+ *              the option (they trained on their own terms with DLA_OK, or
+ *              hung), and then trains when called alike.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlaccel.h>
@@ -699,6 +710,36 @@ static void refused_verdict(const char *what, dla_status st, const char *reason)
     check(st == DLA_OK, "the next collective after it", detail);
 }
 
+/* trainnet "parallel" on 12 observations, the last rank passing lr, mbs,
+ * n observations and epochs of its own where asked (last). */
+static dla_status differ_train(int last, double lr, int64_t mbs, int n, int epochs)
+{
+    enum { N = 12 };
+    float x[2 * N], t[N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = (float)(0.1 * j);
+        x[2 * j + 1] = (float)(1 - 0.2 * j);
+        t[j] = (float)(0.5 * j);
+    }
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    if (!net)
+        die("differ: the network");
+    dla_scope_begin();
+    const int obs = last ? n : 10;
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, obs)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, obs))};
+    dla_training_options o = {.max_epochs = last ? epochs : 2, .mini_batch_size = last ? mbs : 4,
+                              .initial_learn_rate = last ? lr : 0.01, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 static void mode_refused(void)
 {
     if (size < 2)
@@ -730,6 +771,18 @@ static void mode_refused(void)
     st = dla_spmd_combine(2, swapped, 0.5, out);
     refused_verdict("dla_spmd_combine with one rank's tensors in another order", st,
                     "in another order than rank 0 into this reduction");
+    /* Fewer tensors on one rank: with none it made no reduction and
+     * returned DLA_OK while the others waited in their first bucket; with
+     * one fewer (each tensor its own bucket) it left the others in their
+     * last bucket alone. */
+    st = dla_spmd_combine(last ? 0 : nl, lv, 0.5, out);
+    refused_verdict("dla_spmd_combine with no tensors on one rank", st,
+                    "passed another number of tensors to the call");
+    setenv("DLACCEL_BUCKET_MIB", "0.000001", 1);
+    st = dla_spmd_combine(last ? nl - 1 : nl, lv, 0.5, out);
+    unsetenv("DLACCEL_BUCKET_MIB");
+    refused_verdict("dla_spmd_combine with one tensor fewer on one rank", st,
+                    "passed another number of tensors to the call");
     /* A count past the global batch on one rank (the others count 0, the
      * network's own State their rows). */
     dla_layer *layers[] = {dla_fc_layer(6, NULL), dla_batchnorm_layer(NULL),
@@ -743,6 +796,19 @@ static void mode_refused(void)
     st = dla_spmd_combine_state(bn, ns, sv, last ? GLOBAL + 1 : 0, GLOBAL, comb);
     refused_verdict("dla_spmd_combine_state with one rank's count past the global batch", st,
                     "count 38 of a global mini-batch of 37");
+    /* Counts that do not make the global batch (each worker its nominal
+     * share of a smaller batch): the means were weighted by shares
+     * summing to less than one, every running mean shrunk, DLA_OK. */
+    st = dla_spmd_combine_state(bn, ns, sv, 1, GLOBAL, comb);
+    refused_verdict("dla_spmd_combine_state with counts that add up to less than the global batch",
+                    st, "not the global mini-batch of 37");
+    /* Another global batch on one rank, its count within it. */
+    int64_t gshares[64];
+    if (size > 64 || dla_spmd_shares(GLOBAL, size, gshares) != DLA_OK)
+        die("refused: shares");
+    st = dla_spmd_combine_state(bn, ns, sv, gshares[rank], last ? GLOBAL + 1 : GLOBAL, comb);
+    refused_verdict("dla_spmd_combine_state with one rank's global batch its own", st,
+                    "the workers passed different global mini-batches");
     /* A network not initialized on one rank. */
     dla_layer *fresh_layers[] = {dla_fc_layer(6, NULL), dla_fc_layer(CLASSES, NULL)};
     dla_net *fresh = dla_net_create(2, fresh_layers);
@@ -767,6 +833,37 @@ static void mode_refused(void)
     dla_net_free(bn);
     dla_scope_end();
     dla_net_free(net);
+    /* trainnet called otherwise on one rank: each rank trained on its own
+     * terms with DLA_OK (another learning rate: another network on each;
+     * another mini-batch size or data: shares of no one's mini-batch), or,
+     * with another MaxEpochs, every rank failed with collectives out of
+     * step and the next one hung until the give-up broke the world. */
+    st = differ_train(last, 0.02, 4, 10, 2);
+    refused_verdict("trainnet \"parallel\" with one rank's InitialLearnRate its own", st,
+                    "InitialLearnRate 0.02 where rank 0 has 0.01");
+    st = differ_train(last, 0.01, 8, 10, 2);
+    refused_verdict("trainnet \"parallel\" with one rank's MiniBatchSize its own", st,
+                    "MiniBatchSize 8 where rank 0 has 4");
+    st = differ_train(last, 0.01, 4, 12, 2);
+    refused_verdict("trainnet \"parallel\" with one rank's data its own", st,
+                    "the number of training observations 12 where rank 0 has 10");
+    st = differ_train(last, 0.01, 4, 10, 3);
+    refused_verdict("trainnet \"parallel\" with one rank's MaxEpochs its own", st,
+                    "MaxEpochs 3 where rank 0 has 2");
+    /* DLACCEL_OVERLAP=0 on one rank: its steps make other collectives. */
+    if (dla_spmd_overlaps()) {
+        if (last)
+            setenv("DLACCEL_OVERLAP", "0", 1);
+        st = differ_train(last, 0.01, 4, 10, 2);
+        if (last)
+            unsetenv("DLACCEL_OVERLAP");
+        refused_verdict("trainnet \"parallel\" with DLACCEL_OVERLAP=0 on one rank", st,
+                        "overlapped reductions (DLACCEL_OVERLAP) 0 where rank 0 has 1");
+    }
+    st = differ_train(last, 0.01, 4, 10, 2);
+    char detail[1200];
+    snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
+    check(st == DLA_OK, "  and then trainnet called alike trains", detail);
 }
 
 /* The device each rank trains on under "parallel", one line a rank (the
@@ -1200,8 +1297,57 @@ static dla_status nan_train(const char *env, dla_training_info **info)
     return st;
 }
 
+/* An OutputFcn that asks to stop at iteration 2 on the last rank only
+ * (a rank's own clock, say). */
+static int stop_on_last_rank(void *ctx, const dla_training_state *s)
+{
+    (void)ctx;
+    return rank == size - 1 && s->iteration == 2;
+}
+
+static dla_status stop_train(dla_training_info **info)
+{
+    enum { N = 8 };
+    float x[2 * N], t[N];
+    for (int j = 0; j < N; j++) {
+        x[2 * j] = (float)(0.1 * j);
+        x[2 * j + 1] = (float)(1 - 0.2 * j);
+        t[j] = (float)(0.5 * j);
+    }
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, layers), *trained = NULL;
+    if (!net)
+        die("stop: the network");
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1,
+                              .output_fn = stop_on_last_rank};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, info);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 static void mode_nan(void)
 {
+    /* One rank's OutputFcn stops every rank (they agree at the end of the
+     * iteration); the ranks that did not ask returned an empty stop
+     * reason (and rank 0 printed "Training finished: ."). */
+    dla_training_info *is = NULL;
+    dla_status ss = stop_train(&is);
+    if (!is)
+        die("stop: no training info");
+    char why[512];
+    snprintf(why, sizeof why, "status %d, %lld iterations, \"%s\"", (int)ss,
+             (long long)is->iterations, is->stop_reason);
+    check(ss == DLA_OK && is->iterations == 2 && !strcmp(is->stop_reason, "Stopped by OutputFcn"),
+          "the last rank's OutputFcn stops every rank, each saying why", why);
+    dla_training_info_free(is);
+
     dla_training_info *ia = NULL, *ip = NULL;
     dla_status sa = nan_train("auto", &ia), sp = nan_train("parallel", &ip);
     if (!ia || !ip)

@@ -513,6 +513,36 @@ static void case_mismatch(void)
     CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "dla_broadcast") &&
               strstr(dla_last_error(), "dla_allreduce"),
           "collective differs: %s", dla_last_error());
+    /* The same sizes under other labels ("CB" here, "SB" there; a
+     * formatted tensor against an unformatted one) are other data: they
+     * were summed and gathered element by element, DLA_OK. */
+    static const float vals[6] = {1, 2, 3, 4, 5, 6};
+    dla_tensor *f = dla_tensor_from_host(vals, DLA_F32, rank_ == odd ? "SB" : "CB", DLA_DIMS(3, 2));
+    st = dla_allreduce(1, &f, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), want) &&
+              strstr(dla_last_error(), "(format SB)") && strstr(dla_last_error(), "(format CB)"),
+          "format differs: status %d: %s", st, dla_last_error());
+    CHECK(dla_tensor_item(f, 0) == 1.0f, "the data were left alone");
+    dla_tensor *fg = NULL;
+    st = dla_allgather(f, &fg);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && !fg && strstr(dla_last_error(), "(format SB)"),
+          "allgather, format differs: status %d: %s", st, dla_last_error());
+    dla_tensor *uf = dla_tensor_from_host(vals, DLA_F32, rank_ == odd ? "" : "CB", DLA_DIMS(3, 2));
+    st = dla_allreduce(1, &uf, DLA_REDUCE_SUM);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "(unformatted)"),
+          "formatted against unformatted: status %d: %s", st, dla_last_error());
+    /* A broadcast copies root's values into each rank's own tensor: labels
+     * aside. And a trailing singleton's label is not compared, as its size
+     * is not: "CB" of 3x1 is "C" of 3. */
+    CHECK(dla_broadcast(1, &f, 0) == DLA_OK, "broadcast across formats: %s", dla_last_error());
+    dla_tensor *one = rank_ == odd ? dla_tensor_from_host(vals, DLA_F32, "C", DLA_DIMS(3))
+                                   : dla_tensor_from_host(vals, DLA_F32, "CB", DLA_DIMS(3, 1));
+    CHECK(dla_allreduce(1, &one, DLA_REDUCE_SUM) == DLA_OK &&
+              dla_tensor_item(one, 0) == (float)size_,
+          "\"CB\" of 3x1 with \"C\" of 3: %s", dla_last_error());
+    dla_tensor_release(f);
+    dla_tensor_release(uf);
+    dla_tensor_release(one);
     bool r;
     CHECK(dla_spmd_all(true, &r) == DLA_OK && r, "the world still agrees afterwards");
     dla_tensor_release(t);
@@ -627,6 +657,15 @@ static void case_async_mismatch(void)
               strstr(dla_last_error(), want),
           "dtype differs: %s", dla_last_error());
     check_reduced(v, DLA_REDUCE_SUM, "v");
+    /* The same sizes under other labels. */
+    static const float vals[6] = {1, 2, 3, 4, 5, 6};
+    dla_tensor *f = dla_tensor_from_host(vals, DLA_F32, rank_ == odd ? "SB" : "CB", DLA_DIMS(3, 2));
+    CHECK(dla_allreduce_start(1, &f, DLA_REDUCE_SUM, &r) == DLA_OK && r, "start f");
+    st = dla_spmd_wait(r);
+    CHECK(st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), want) &&
+              strstr(dla_last_error(), "(format SB)") && strstr(dla_last_error(), "(format CB)"),
+          "format differs: status %d: %s", st, dla_last_error());
+    dla_tensor_release(f);
     /* One rank's own arguments refused: every rank fails, naming it. */
     dla_tensor *none = NULL;
     CHECK(dla_allreduce_start(1, rank_ == odd ? &none : &t, DLA_REDUCE_SUM, &r) == DLA_OK && r,

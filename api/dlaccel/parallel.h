@@ -19,7 +19,9 @@
  *     dla_spmd_all(hasdata, &all);               // gop(@and, hasdata)
  *
  * Every collective is called by every rank with the same arguments (count,
- * dtypes, sizes); before moving data it checks that they agree and fails on
+ * dtypes, sizes; formats too for reductions and gathers: "CB" against "SB"
+ * of the same sizes is refused, a broadcast keeps each rank's labels);
+ * before moving data it checks that they agree and fails on
  * every rank with DLA_ERR_INVALID_ARGUMENT and a message naming the rank
  * and the tensor that differ (a rank whose own arguments are refused fails
  * every rank, naming it). A rank that waits on a collective longer than
