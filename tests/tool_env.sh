@@ -13,14 +13,14 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CP
     DLACCEL_CPU_CACHE_IDLE DLACCEL_CPU_VMATH DLACCEL_PLAN_PROFILE \
     DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE \
     OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN OPENBLAS_CORETYPE DLACCEL_OPENBLAS_CORE \
-    DLACCEL_SHARE_CORES
+    DLACCEL_SHARE_CORES DLACCEL_OVERLAP
 opencl=no
 if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
     DLACCEL_DEVICE=opencl "$tool" devices >/dev/null 2>&1; then
     opencl=yes
 fi
 
-echo "1..34"
+echo "1..35"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -53,6 +53,11 @@ run DLACCEL_SHARE_CORES=of
 verdict "an unknown DLACCEL_SHARE_CORES value is named once with the accepted ones" \
     "dlaccel[warn]: cpu: DLACCEL_SHARE_CORES=of is not one of its values (on, 1, yes, off, 0, no)"
 
+# DLACCEL_OVERLAP took only 0 for off: "off" left the overlap on, silently.
+run DLACCEL_OVERLAP=of
+verdict "an unknown DLACCEL_OVERLAP value is named once with the accepted ones" \
+    "dlaccel[warn]: DLACCEL_OVERLAP=of is not one of its values (1, on, yes, 0, off, no)"
+
 run DLACCEL_LOG=verbose
 verdict "an unknown DLACCEL_LOG value is named, and warn applies" \
     "DLACCEL_LOG=verbose is not one of its values (none, error, warn, info, debug, any case); warn applies"
@@ -62,7 +67,7 @@ verdict "an unknown DLACCEL_CPU_CACHE_IDLE value is named once, and the default 
     "dlaccel[warn]: cpu: DLACCEL_CPU_CACHE_IDLE=soon is not a number of seconds (>= 0) or off; ignored, the default applies (10)"
 
 run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col DLACCEL_CPU_CACHE_IDLE=2.5 DLACCEL_CPU_VMATH=off \
-    DLACCEL_SHARE_CORES=off
+    DLACCEL_SHARE_CORES=off DLACCEL_OVERLAP=off
 n=$((n + 1))
 if [ "$status" -eq 0 ] && ! grep -q "not one of its values" "$tmp/out"; then
     echo "ok $n - accepted values say nothing"
