@@ -15,9 +15,11 @@
 
 #include <stdio.h>
 
+#include "core/log.h"
 #include "core/spmd_check.h"
 #include "nn/spmd_impl.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,14 +44,21 @@ double dla__spmd_reduce_seconds(void)
 
 size_t dla__spmd_bucket_bytes(void)
 {
+    static atomic_int warned;
     const char *s = getenv("DLACCEL_BUCKET_MIB");
     if (s && *s) {
         char *end;
         double mib = strtod(s, &end);
-        /* A value that is not a positive number is ignored (the default
-         * holds); at least one element per bucket anyway. */
-        if (*end == '\0' && mib > 0 && mib < 1e6)
+        /* At least one element per bucket anyway. */
+        if (end != s && *end == '\0' && mib > 0 && mib < 1e6)
             return (size_t)(mib * 1048576.0) ? (size_t)(mib * 1048576.0) : 1;
+        /* Any other value is named once and the default holds ("8M" left
+         * the default in place without a word). */
+        if (!atomic_exchange(&warned, 1))
+            dla__log(DLA_LOG_WARN,
+                     "DLACCEL_BUCKET_MIB=%.64s is not a number of MiB above 0 (below 1e6); "
+                     "ignored, the default applies (%g)",
+                     s, DEFAULT_BUCKET_MIB);
     }
     return (size_t)(DEFAULT_BUCKET_MIB * 1048576.0);
 }

@@ -11,7 +11,8 @@
  * update whose plan keeps two results from one fused launch where the
  * device has fused_multi, unless DLACCEL_PLAN=single-result (it prints
  * how many such launches); how many of its replays were timed step by
- * step (DLACCEL_PLAN_PROFILE; -1: none); a small trainnet (DLACCEL_OVERLAP); and
+ * step (DLACCEL_PLAN_PROFILE; -1: none); a combine of gradients
+ * (DLACCEL_BUCKET_MIB); a small trainnet (DLACCEL_OVERLAP); and
  * what the OpenMP runtime and OpenBLAS were
  * given (env_probe_openblas links OpenBLAS itself). tests/tool_env.sh
  * runs it with values set and reads what the library says on stderr.
@@ -203,6 +204,13 @@ int main(void)
         dla_tensor *big = dla_zeros(DLA_F32, "", 1, (const int64_t[]){1 << 18});
         bad = dla_tensor_status(big) != DLA_OK;
         dla_tensor_release(big);
+    }
+    /* A gradient combined across the world of one (DLACCEL_BUCKET_MIB). */
+    if (!bad) {
+        dla_tensor *g = dla_ones(DLA_F32, "", 1, (const int64_t[]){8}), *sum = NULL;
+        bad = dla_spmd_combine(1, &g, 1.0, &sum) != DLA_OK;
+        dla_tensor_release(sum);
+        dla_tensor_release(g);
     }
     /* A small trainnet (DLACCEL_OVERLAP, read at each call). */
     if (!bad) {
