@@ -201,6 +201,18 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
         return dla__spmd_take_part_failed(
             dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"), -1);
     memcpy(in, x, sizeof *in * (size_t)n);
+    /* The results as they are made, NULL until then; handed to out at the
+     * end. The work runs in a scope of its own, from which only the
+     * results are kept: the flattened inputs, the buckets and the slices
+     * the results view stayed with a caller that had no scope open. */
+    dla_tensor **res = dla_malloc(sizeof *res * (size_t)(n ? n : 1));
+    if (!res) {
+        dla_free(in);
+        return dla__spmd_take_part_failed(
+            dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"), -1);
+    }
+    memset(res, 0, sizeof *res * (size_t)(n ? n : 1));
+    dla_scope_begin();
     size_t cap = dla__spmd_bucket_bytes();
     int alone = 0;
     for (int first = 0; first < n;) {
@@ -211,7 +223,7 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
             dla__spmd_take_part_failed(st, -1);
             break;
         }
-        st = reduce_bucket(count, in + first, weight, out + first, &alone);
+        st = reduce_bucket(count, in + first, weight, res + first, &alone);
         if (st != DLA_OK) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -222,6 +234,11 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
         }
         first += count;
     }
+    for (int i = 0; i < n; i++)
+        if (res[i])
+            out[i] = dla_keep(res[i]);
+    dla_scope_end();
+    dla_free(res);
     dla_free(in);
     return st;
 }
