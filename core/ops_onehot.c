@@ -110,9 +110,11 @@ static int64_t class_index(double v, const int32_t *classes, int64_t k)
 
 /* Fails unless every label is one of the classes, naming the first that
  * is not (its 0-based linear index, first dim fastest), the classes and,
- * when the labels look 1-based (the bad one is k, or all lie in 1..k),
- * that MATLAB numbers categories from 1 where dlaccel numbers classes
- * from 0. */
+ * when the labels look 1-based (all lie in 1..k), that MATLAB numbers
+ * categories from 1 where dlaccel numbers classes from 0. A bad label of
+ * k alone is not that: labels that hold a 0 too are k + 1 classes in
+ * 0..k, and subtracting 1 would make the 0 a -1 (trainnet's check says
+ * the same). */
 static dla_status check_labels(const char *op, dla_tensor *labels, const int32_t *classes,
                                int64_t k)
 {
@@ -149,7 +151,7 @@ static dla_status check_labels(const char *op, dla_tensor *labels, const int32_t
         snprintf(range, sizeof range, "one of the %lld values of option classes", (long long)k);
     else
         snprintf(range, sizeof range, "a class number in 0..%lld", (long long)(k - 1));
-    int one_based = !classes && (v == (double)k || (lo >= 1 && hi <= (double)k));
+    int one_based = !classes && lo >= 1 && hi <= (double)k;
     return dla__fail(DLA_ERR_INVALID_ARGUMENT,
                      "%s: argument labels (%s %s): labels[%lld] is %.17g, which is not %s "
                      "(num_classes %lld)%s",

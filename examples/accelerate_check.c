@@ -12,6 +12,8 @@
 #include <dlaccel.h>
 #include <stdio.h>
 
+#include "example_args.h"
+
 /* function out = myUnsupportedFun(dlX)
  *     sz = size(dlX); noise = rand(sz); out = dlX + noise; end */
 static dla_status my_unsupported_fun(void *ctx, int nin, dla_tensor *const *in, int nout,
@@ -61,8 +63,11 @@ static int call_and_show(dla_accel *af, dla_tensor *x)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const int rc = example_plain_args(argc, argv, "", 0);
+    if (rc >= 0)
+        return rc;
     dla_scope_begin();
     dla_tensor *x = dla_ones(DLA_F64, "", DLA_DIMS(3, 3)); /* dlX = dlarray(ones(3,3)) */
     if (dla_tensor_status(x) != DLA_OK) {

@@ -24,6 +24,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "example_args.h"
+
 #define CLASSES 4
 #define HIDDEN 16
 #define BATCH 128
@@ -69,6 +71,9 @@ static void make_batch(int n, dla_tensor **x, dla_tensor **t)
 
 int main(int argc, char **argv)
 {
+    const int rc = example_plain_args(argc, argv, "[TRACE_FILE]", 1);
+    if (rc >= 0)
+        return rc;
     const char *path = argc > 1 ? argv[1] : "accelerate_loss.dlt";
     dla_rng_seed(1);
     /* Learnables as owned references (kept out of a scope that releases

@@ -30,6 +30,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "example_args.h"
+
 #define CLASSES 4
 #define BATCH 128
 
@@ -74,8 +76,11 @@ static int fail(const char *what)
     return 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const int rc = example_plain_args(argc, argv, "", 0);
+    if (rc >= 0)
+        return rc;
     dla_rng_seed(1);
     dla_layer *layers[] = {dla_fc_layer(16, NULL), dla_relu_layer(NULL), dla_fc_layer(CLASSES, NULL),
                            dla_softmax_layer(NULL)};

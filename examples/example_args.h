@@ -68,13 +68,28 @@ static inline int example_usage(const char *prog, const char *usage, const char 
     /* The program's name, not the path libtool's wrapper runs it by. */
     const char *slash = strrchr(prog, '/');
     prog = slash ? slash + 1 : prog;
+    const char *sep = *usage ? " " : "";
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-        printf("usage: %s %s\n", prog, usage);
+        printf("usage: %s%s%s\n", prog, sep, usage);
         return 0;
     }
-    fprintf(stderr, "%s: unknown argument or missing value: '%s'\nusage: %s %s\n", prog, arg, prog,
-            usage);
+    fprintf(stderr, "%s: unknown argument or missing value: '%s'\nusage: %s%s%s\n", prog, arg, prog,
+            sep, usage);
     return 2;
+}
+
+/* For the examples without options, which take at most max_names plain
+ * arguments (a file name): returns -1 to go on, or the exit code to end
+ * with (0 after --help, 2 on anything else that starts with '-' or on one
+ * argument too many). accelerate_loss took `--help` for its trace file's
+ * name and wrote one called "--help"; the others ran on, whatever they
+ * were given. */
+static inline int example_plain_args(int argc, char **argv, const char *usage, int max_names)
+{
+    for (int i = 1; i < argc; i++)
+        if ((argv[i][0] == '-' && argv[i][1] != '\0') || i > max_names)
+            return example_usage(argv[0], usage, argv[i]);
+    return -1;
 }
 
 /* For the examples whose one optional argument is a count of iterations:

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "example_args.h"
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -21,8 +23,11 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const int rc = example_plain_args(argc, argv, "", 0);
+    if (rc >= 0)
+        return rc;
     printf("dlaccel %s\n", dla_version_string());
     int ndev = dla_device_count();
     for (int i = 0; i < ndev; i++) {

@@ -15,9 +15,11 @@
 
 #include <stdio.h>
 
+#include "core/log.h"
 #include "core/spmd_check.h"
 #include "nn/spmd_impl.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,14 +44,21 @@ double dla__spmd_reduce_seconds(void)
 
 size_t dla__spmd_bucket_bytes(void)
 {
+    static atomic_int warned;
     const char *s = getenv("DLACCEL_BUCKET_MIB");
     if (s && *s) {
         char *end;
         double mib = strtod(s, &end);
-        /* A value that is not a positive number is ignored (the default
-         * holds); at least one element per bucket anyway. */
-        if (*end == '\0' && mib > 0 && mib < 1e6)
+        /* At least one element per bucket anyway. */
+        if (end != s && *end == '\0' && mib > 0 && mib < 1e6)
             return (size_t)(mib * 1048576.0) ? (size_t)(mib * 1048576.0) : 1;
+        /* Any other value is named once and the default holds ("8M" left
+         * the default in place without a word). */
+        if (!atomic_exchange(&warned, 1))
+            dla__log(DLA_LOG_WARN,
+                     "DLACCEL_BUCKET_MIB=%.64s is not a number of MiB above 0 (below 1e6); "
+                     "ignored, the default applies (%g)",
+                     s, DEFAULT_BUCKET_MIB);
     }
     return (size_t)(DEFAULT_BUCKET_MIB * 1048576.0);
 }
@@ -192,6 +201,18 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
         return dla__spmd_take_part_failed(
             dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"), -1);
     memcpy(in, x, sizeof *in * (size_t)n);
+    /* The results as they are made, NULL until then; handed to out at the
+     * end. The work runs in a scope of its own, from which only the
+     * results are kept: the flattened inputs, the buckets and the slices
+     * the results view stayed with a caller that had no scope open. */
+    dla_tensor **res = dla_malloc(sizeof *res * (size_t)(n ? n : 1));
+    if (!res) {
+        dla_free(in);
+        return dla__spmd_take_part_failed(
+            dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine: out of memory"), -1);
+    }
+    memset(res, 0, sizeof *res * (size_t)(n ? n : 1));
+    dla_scope_begin();
     size_t cap = dla__spmd_bucket_bytes();
     int alone = 0;
     if (n == 0) {
@@ -217,7 +238,7 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
             dla__spmd_take_part_failed(st, -1);
             break;
         }
-        st = reduce_bucket(count, in + first, weight, n, out + first, &alone);
+        st = reduce_bucket(count, in + first, weight, n, res + first, &alone);
         if (st != DLA_OK) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -228,6 +249,11 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
         }
         first += count;
     }
+    for (int i = 0; i < n; i++)
+        if (res[i])
+            out[i] = dla_keep(res[i]);
+    dla_scope_end();
+    dla_free(res);
     dla_free(in);
     return st;
 }

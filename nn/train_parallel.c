@@ -11,9 +11,10 @@
  * alone would otherwise leave the others waiting in the next collective
  * for ever.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* secure_getenv, through env_choice.h */
 #include <dlaccel.h>
 
+#include "core/env_choice.h"
 #include "core/log.h"
 #include "core/registry.h"
 #include "nn/data_mbq.h"
@@ -118,6 +119,16 @@ dla_status dla__train_par_device(const char *env, dla_device **out)
     return DLA_OK;
 }
 
+/* DLACCEL_OVERLAP: 0, off or no turn the overlap off; 1, on, yes or unset
+ * leave it on. Checked, as the other variables of a fixed set: only "0"
+ * counted, and "off" left the overlap on without a word. */
+static int overlap_wanted(void)
+{
+    static const char *const values[] = {"1", "on", "yes", "0", "off", "no", NULL};
+    static atomic_int warned;
+    return dla__env_choice("DLACCEL_OVERLAP", values, &warned, dla__log) < 3;
+}
+
 void dla__train_par_begin(dla__train_par *p, dla_training_options *o)
 {
     memset(p, 0, sizeof *p);
@@ -125,9 +136,11 @@ void dla__train_par_begin(dla__train_par *p, dla_training_options *o)
     p->on = env && (!strcmp(env, "parallel") || !strcmp(env, "multi-gpu"));
     p->rank = p->on ? dla_spmd_rank() : 0;
     p->size = p->on ? dla_spmd_size() : 1;
-    /* Overlapped unless DLACCEL_OVERLAP=0, where the communicator can. */
-    const char *ov = getenv("DLACCEL_OVERLAP");
-    p->overlap = p->on && p->size > 1 && !(ov && !strcmp(ov, "0")) && dla_spmd_overlaps();
+    /* Overlapped unless DLACCEL_OVERLAP says off, where the communicator
+     * can; read at every call, so a misspelt value is named in one process
+     * as well. */
+    const int wanted = overlap_wanted();
+    p->overlap = p->on && p->size > 1 && wanted && dla_spmd_overlaps();
     if (p->on && p->rank != 0) {
         /* Rank 0 alone prints, draws and writes checkpoints. */
         o->verbose = 0;

@@ -11,7 +11,9 @@
  * update whose plan keeps two results from one fused launch where the
  * device has fused_multi, unless DLACCEL_PLAN=single-result (it prints
  * how many such launches); how many of its replays were timed step by
- * step (DLACCEL_PLAN_PROFILE; -1: none); and what the OpenMP runtime and OpenBLAS were
+ * step (DLACCEL_PLAN_PROFILE; -1: none); a combine of gradients
+ * (DLACCEL_BUCKET_MIB); a small trainnet (DLACCEL_OVERLAP); and
+ * what the OpenMP runtime and OpenBLAS were
  * given (env_probe_openblas links OpenBLAS itself). tests/tool_env.sh
  * runs it with values set and reads what the library says on stderr.
  * Prints "probe: ok" and exits 0 when every call succeeded.
@@ -202,6 +204,31 @@ int main(void)
         dla_tensor *big = dla_zeros(DLA_F32, "", 1, (const int64_t[]){1 << 18});
         bad = dla_tensor_status(big) != DLA_OK;
         dla_tensor_release(big);
+    }
+    /* A gradient combined across the world of one (DLACCEL_BUCKET_MIB). */
+    if (!bad) {
+        dla_tensor *g = dla_ones(DLA_F32, "", 1, (const int64_t[]){8}), *sum = NULL;
+        bad = dla_spmd_combine(1, &g, 1.0, &sum) != DLA_OK;
+        dla_tensor_release(sum);
+        dla_tensor_release(g);
+    }
+    /* A small trainnet (DLACCEL_OVERLAP, read at each call). */
+    if (!bad) {
+        dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(2, NULL),
+                               dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(3, layers), *trained = NULL;
+        const int32_t classes[8] = {0, 1, 0, 1, 1, 0, 1, 0};
+        dla_train_data data = {
+            .predictors = dla_randn(DLA_F32, "CB", 2, (const int64_t[]){2, 8}),
+            .targets = dla_tensor_from_host(classes, DLA_I32, "CB", 2, (const int64_t[]){1, 8})};
+        bad = !net || dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"},
+                                   &(dla_training_options){.max_epochs = 1, .mini_batch_size = 4,
+                                                           .verbose = -1},
+                                   &trained, NULL) != DLA_OK;
+        dla_net_free(trained);
+        dla_net_free(net);
+        dla_tensor_release(data.predictors);
+        dla_tensor_release(data.targets);
     }
     if (bad)
         fprintf(stderr, "probe: %s\n", dla_last_error());

@@ -29,7 +29,7 @@ check() {
         echo "not ok $n - $prog$args: exit $want, '$pattern'"
     fi
 }
-echo "1..30"
+echo "1..39"
 for prog in cnn_fmnist waveform forecast pinn neural_ode transfer autoencoder volumes tokens datastores sequence_datastore \
     custom_layer slice_layer ctc_sequences lstm_function; do
     check 0 $prog --help -- "usage: $prog "
@@ -58,4 +58,22 @@ else
     echo "# exit status $got (expected 2); stderr:"
     sed 's/^/#   /' "$tmp/err"
     echo "not ok $n - waveform --seed ' -1': exit 2"
+fi
+
+# The examples without options take --help too, and refuse what they do
+# not take: accelerate_loss wrote its trace to a file named "--help" and
+# trained; accelerate_check, accelerate_net and quickstart ignored every
+# argument. None of these runs trains.
+for prog in accelerate_check accelerate_loss accelerate_net quickstart; do
+    check 0 $prog --help -- "usage: $prog"
+done
+for prog in accelerate_check accelerate_net quickstart; do
+    check 2 $prog --small -- "$prog: unknown argument or missing value: '--small'"
+done
+check 2 accelerate_loss a.dlt b.dlt -- "accelerate_loss: unknown argument or missing value: 'b.dlt'"
+n=$((n + 1))
+if (cd "$tmp" && timeout 60 "$ex/accelerate_loss" -h >out 2>err) && [ ! -e "$tmp/-h" ]; then
+    echo "ok $n - accelerate_loss -h writes no trace file named -h"
+else
+    echo "not ok $n - accelerate_loss -h writes no trace file named -h"
 fi

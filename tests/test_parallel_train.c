@@ -106,6 +106,36 @@ static void combine_splits_into_buckets_in_order(void **state)
     unsetenv("DLACCEL_BUCKET_MIB");
 }
 
+/* Outside a scope the caller owns out and releases it, and nothing else
+ * the call made stays: the flattened inputs, the packed bucket and the
+ * slice each result is a view of did (three handles and a bucket a call
+ * for one tensor), as no op of the library leaves its temporaries. */
+static void combine_outside_a_scope_leaves_only_its_results(void **state)
+{
+    (void)state;
+    dla_tensor *x[2] = {dla_full(1, DLA_F32, "", DLA_DIMS(3)),
+                        dla_full(2, DLA_F32, "CB", DLA_DIMS(2, 2))};
+    dla_tensor *out[2];
+    /* Released handles wait in a quarantine before their memory is freed:
+     * fill it, so that from here each release frees one. */
+    for (int i = 0; i < 4096; i++)
+        dla_tensor_release(dla_zeros(DLA_F32, "", DLA_DIMS(1)));
+    assert_int_equal(dla_spmd_combine(2, x, 0.5, out), DLA_OK);
+    dla_tensor_release(out[0]);
+    dla_tensor_release(out[1]);
+    const long before = tu_live;
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(dla_spmd_combine(2, x, 0.5, out), DLA_OK);
+        assert_string_equal(dla_tensor_format(out[1]), "CB");
+        tu_assert_near(dla_tensor_item(out[1], 3), 1, 0);
+        dla_tensor_release(out[0]);
+        dla_tensor_release(out[1]);
+    }
+    assert_true(tu_live <= before);
+    dla_tensor_release(x[0]);
+    dla_tensor_release(x[1]);
+}
+
 /* conv, batchnorm, relu, forward on 9 images in an open scope: s gets
  * the batch normalization's two state rows. */
 static dla_net *bn_net_forward(dla_tensor **s)
@@ -363,6 +393,7 @@ int main(void)
         TU_TEST(bad_share_arguments_are_named),
         TU_TEST(combine_in_a_world_of_one_scales_by_the_weight),
         TU_TEST(combine_splits_into_buckets_in_order),
+        TU_TEST(combine_outside_a_scope_leaves_only_its_results),
         TU_TEST(combined_state_of_the_whole_batch_is_its_own),
         TU_TEST(combined_state_short_of_memory_fails_cleanly),
         TU_TEST(trainnet_accepts_parallel_and_refuses_multi_gpu_without_a_gpu),

@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..23"
+echo "1..25"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -94,13 +94,28 @@ check "dlaccel version prints the library and ABI versions" 0 "dlaccel " "(plugi
 # --help (or -h) after any command prints that command's help, as
 # `dlaccel help COMMAND` does, and exits 0: each command took it for one
 # of its own arguments (check-plugin: "unknown option or missing value").
-for cmd in devices trace check-plugin export-images version help; do
+for cmd in devices trace net check-plugin export-images version help; do
     args="$cmd --help"
     check "dlaccel $cmd --help prints its usage and exits 0" 0 "usage: dlaccel $cmd"
 done
 args="check-plugin --kernel fill -h"
 check "-h among a command's options prints its help too" 0 \
     "usage: dlaccel check-plugin [options] MANIFEST" "Options: --kernel NAME"
+
+# The list shows each command's usage whole, as its own help does (a
+# fixed buffer cut export-images' to "... [--dir IDXDIR] O").
+n=$((n + 1))
+"$tool" help >"$tmp/list" 2>&1
+cut=
+for cmd in devices trace net check-plugin export-images version help; do
+    usage=$("$tool" help "$cmd" | sed -n 's/^usage: dlaccel //p')
+    grep -qxF -- "  $usage" "$tmp/list" || grep -qF -- "  $usage " "$tmp/list" || cut="$cut [$usage]"
+done
+if [ -z "$cut" ]; then
+    echo "ok $n - dlaccel help lists every command's usage whole"
+else
+    sed 's/^/#   /' "$tmp/list"; echo "not ok $n - dlaccel help cuts the usage of:$cut"
+fi
 
 args=frobnicate
 check "an unknown command exits 2 with the list of commands" 2 \

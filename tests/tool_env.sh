@@ -12,14 +12,15 @@ trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG DLACCEL_PLAN DLACCEL_CPU_CONV \
     DLACCEL_CPU_CACHE_IDLE DLACCEL_CPU_VMATH DLACCEL_PLAN_PROFILE \
     DLACCEL_OPENCL_GEMM DLACCEL_OPENCL_FUSED DLACCEL_OPENCL_FUSED_REDUCE \
-    OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN OPENBLAS_CORETYPE DLACCEL_OPENBLAS_CORE
+    OMP_WAIT_POLICY GOMP_SPINCOUNT DLACCEL_OMP_SPIN OPENBLAS_CORETYPE DLACCEL_OPENBLAS_CORE \
+    DLACCEL_SHARE_CORES DLACCEL_OVERLAP DLACCEL_BUCKET_MIB
 opencl=no
 if DLACCEL_PLUGIN_PATH="$DLA_TEST_BUILDDIR/plugins/opencl:$DLACCEL_PLUGIN_PATH" \
     DLACCEL_DEVICE=opencl "$tool" devices >/dev/null 2>&1; then
     opencl=yes
 fi
 
-echo "1..33"
+echo "1..36"
 n=0
 # run VAR=VALUE...: the probe with those variables, output in $tmp/out.
 run() {
@@ -47,6 +48,22 @@ verdict "unknown DLACCEL_PLAN, DLACCEL_CPU_CONV and DLACCEL_CPU_VMATH values are
     "dlaccel[warn]: cpu: DLACCEL_CPU_CONV=Direct is not one of its values (im2col, direct)" \
     "dlaccel[warn]: cpu: DLACCEL_CPU_VMATH=of is not one of its values (on, off)"
 
+# DLACCEL_SHARE_CORES took any value but off, 0 and no for on, silently.
+run DLACCEL_SHARE_CORES=of
+verdict "an unknown DLACCEL_SHARE_CORES value is named once with the accepted ones" \
+    "dlaccel[warn]: cpu: DLACCEL_SHARE_CORES=of is not one of its values (on, 1, yes, off, 0, no)"
+
+# DLACCEL_OVERLAP took only 0 for off: "off" left the overlap on, silently.
+run DLACCEL_OVERLAP=of
+verdict "an unknown DLACCEL_OVERLAP value is named once with the accepted ones" \
+    "dlaccel[warn]: DLACCEL_OVERLAP=of is not one of its values (1, on, yes, 0, off, no)"
+
+# DLACCEL_BUCKET_MIB left the default in place for a value that is no
+# number, silently.
+run DLACCEL_BUCKET_MIB=8M
+verdict "a DLACCEL_BUCKET_MIB value that is no number is named once, and the default applies" \
+    "dlaccel[warn]: DLACCEL_BUCKET_MIB=8M is not a number of MiB above 0 (below 1e6); ignored, the default applies (4)"
+
 run DLACCEL_LOG=verbose
 verdict "an unknown DLACCEL_LOG value is named, and warn applies" \
     "DLACCEL_LOG=verbose is not one of its values (none, error, warn, info, debug, any case); warn applies"
@@ -55,7 +72,8 @@ run DLACCEL_CPU_CACHE_IDLE=soon
 verdict "an unknown DLACCEL_CPU_CACHE_IDLE value is named once, and the default applies" \
     "dlaccel[warn]: cpu: DLACCEL_CPU_CACHE_IDLE=soon is not a number of seconds (>= 0) or off; ignored, the default applies (10)"
 
-run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col DLACCEL_CPU_CACHE_IDLE=2.5 DLACCEL_CPU_VMATH=off
+run DLACCEL_PLAN=off DLACCEL_CPU_CONV=im2col DLACCEL_CPU_CACHE_IDLE=2.5 DLACCEL_CPU_VMATH=off \
+    DLACCEL_SHARE_CORES=off DLACCEL_OVERLAP=off DLACCEL_BUCKET_MIB=0.5
 n=$((n + 1))
 if [ "$status" -eq 0 ] && ! grep -q "not one of its values" "$tmp/out"; then
     echo "ok $n - accepted values say nothing"

@@ -95,10 +95,17 @@ static const dla_tool_command *find_command(const char *name)
 static void print_usage(FILE *out)
 {
     fprintf(out, "usage: dlaccel <command> [arguments]\n\ncommands:\n");
+    /* The name and usage are printed whole (a 64-byte buffer cut
+     * export-images' OUTDIR to "O"); a long one puts its summary on the
+     * next line rather than pushing it off to the right. */
     for (int i = 0; i < COMMAND_COUNT; i++) {
-        char head[64];
-        snprintf(head, sizeof head, "%s %s", commands[i].name, commands[i].usage);
-        fprintf(out, "  %-18s %s\n", head, commands[i].summary);
+        int len = fprintf(out, "  %s%s%s", commands[i].name, commands[i].usage[0] ? " " : "",
+                          commands[i].usage);
+        if (len > 2 + 18)
+            fprintf(out, "\n  %-18s", "");
+        else
+            fprintf(out, "%*s", 2 + 18 - len, "");
+        fprintf(out, " %s\n", commands[i].summary);
     }
     fprintf(out, "\n`dlaccel help <command>` or `dlaccel <command> --help` explains one.\n");
     fprintf(out, "\nEnvironment: DLACCEL_PLUGIN_PATH, DLACCEL_DEVICE, DLACCEL_PLUGINS_DISABLE,\n"

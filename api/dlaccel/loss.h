@@ -276,8 +276,9 @@ typedef struct dla_onehot_options {
  * 0..num_classes-1, or not in opts->classes; a fraction or NaN) is
  * DLA_ERR_INVALID_ARGUMENT naming the first (labels[i], its 0-based index
  * in column-major order), the classes, and, when the labels look 1-based
- * (the bad one is num_classes, or all lie in 1..num_classes), that MATLAB
- * numbers categories from 1 where dlaccel numbers classes from 0. The
+ * (all lie in 1..num_classes, as trainnet's class numbers are checked),
+ * that MATLAB numbers categories from 1 where dlaccel numbers classes
+ * from 0. The
  * check reads the labels to the host (their bytes, once per call); the
  * encoding itself runs on the device. While dla_accelerate records a
  * trace the check is skipped (a host read would make the trace

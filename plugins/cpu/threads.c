@@ -21,8 +21,9 @@
  * come and go, so the count is taken again at most once a second, at an
  * entry point, and each thread's team follows at its next entry.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT; secure_getenv (env_choice.h) */
 #include "plugins/cpu/cpu.h"
+#include "core/env_choice.h"
 
 #include <omp.h>
 #include <sched.h>
@@ -72,11 +73,14 @@ static int local_ranks(void)
     return 1;
 }
 
-/* DLACCEL_SHARE_CORES: anything but off, 0 or no shares. */
+/* DLACCEL_SHARE_CORES: off, 0 or no keep the whole count; on, 1, yes or
+ * unset share. Any other value is named once and sharing applies (it took
+ * "of" or "false" for on without a word). */
 static int share_wanted(void)
 {
-    const char *v = getenv("DLACCEL_SHARE_CORES");
-    return !v || (strcmp(v, "off") != 0 && strcmp(v, "0") != 0 && strcmp(v, "no") != 0);
+    static const char *const values[] = {"on", "1", "yes", "off", "0", "no", NULL};
+    static atomic_int warned;
+    return dla__env_choice("DLACCEL_SHARE_CORES", values, &warned, dla__cpu_host->log) < 3;
 }
 
 /* A process's threads when n share the CPUs: at least 1, at most asked. */
@@ -102,12 +106,15 @@ void dla__cpu_threads_init(void)
     if (limit < MIN_LIMIT)
         limit = MIN_LIMIT;
     const int asked = omp_get_max_threads();
+    /* Read whatever OMP_NUM_THREADS says, so a misspelt value is named
+     * even where it would not matter yet. */
+    const int sharing_wanted = share_wanted();
     /* Several MPI ranks on this machine (parallel training) and no
      * OMP_NUM_THREADS: each takes its part of the CPUs, so that 2 ranks
      * on 2 cores do not run 4 threads that wait for each other. */
     const int ranks = local_ranks();
     if (ranks > 1 && !getenv("OMP_NUM_THREADS")) {
-        if (share_wanted())
+        if (sharing_wanted)
             dla__cpu_peers_join(); /* counted by the others; its own count is the launcher's */
         const int share = cpus / ranks > 0 ? cpus / ranks : 1;
         if (share < asked) {
@@ -121,7 +128,7 @@ void dla__cpu_threads_init(void)
             return;
         }
     }
-    if (ranks == 1 && !getenv("OMP_NUM_THREADS") && share_wanted() && asked <= limit) {
+    if (ranks == 1 && !getenv("OMP_NUM_THREADS") && sharing_wanted && asked <= limit) {
         const int n = dla__cpu_peers_join();
         if (n > 0) {
             share_cpus = cpus;
