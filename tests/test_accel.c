@@ -1512,6 +1512,75 @@ static void test_a_gradient_flows_through_an_accelerated_call_that_records(void 
     dla_accel_free(af);
 }
 
+/* x .* x, returned by a dla_feval of its own. */
+static dla_status square_in_a_feval_of_its_own(void *ctx, int nin, dla_tensor *const *in,
+                                               int nout, dla_tensor **out)
+{
+    (void)ctx;
+    return dla_feval(square_fn, NULL, nin, in, nout, out);
+}
+
+/* 3 x.^2, the plain gradient of sum(x.^3): a sweep no tape records. */
+static dla_status gradient_of_a_cube(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *loss = dla_sum(dla_mul(in[0], dla_mul(in[0], in[0])), 0, NULL);
+    return dla_gradient(loss, 1, in, out);
+}
+
+typedef struct inner_call {
+    dla_function fn;
+    dla_accel *af; /* NULL: fn itself */
+} inner_call;
+
+/* sum(f(x) .* x) and its gradient, f accelerated or not. */
+static dla_status sum_of_inner_times_x(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const inner_call *c = ctx;
+    dla_tensor *y;
+    dla_status st = c->af ? dla_accel_call(c->af, NULL, 1, in, 1, &y) : c->fn(NULL, 1, in, 1, &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[0]), 0, NULL);
+    return dla_gradient(out[0], 1, &in[0], &out[1]);
+}
+
+/* Inside dla_feval, a dla_accel_call's own ops are on the caller's tape,
+ * but not those its function ran in a dla_feval of its own, nor a plain
+ * gradient sweep's: eagerly their results are constants to the caller's
+ * dla_gradient. Until 2026-11-29 a replay put every recorded op on the
+ * tape: the gradient through a nested dla_feval's x .* x came out 3 x.^2
+ * instead of x.^2 (no miss, no warning), and a replayed sweep's
+ * accumulate failed the caller's dla_gradient. */
+static void test_a_replay_inside_dla_feval_tapes_only_what_eager_did(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){1, 2, 3}, DLA_F64, "", DLA_DIMS(3));
+    const dla_function fns[] = {square_in_a_feval_of_its_own, gradient_of_a_cube};
+    for (int f = 0; f < 2; f++) {
+        inner_call eager = {fns[f], NULL}, acc = {fns[f], dla_accelerate(fns[f], NULL)};
+        dla_tensor *want[2];
+        assert_int_equal(dla_feval(sum_of_inner_times_x, &eager, 1, &x, 2, want), DLA_OK);
+        for (int call = 0; call < 3; call++) {
+            dla_tensor *got[2];
+            if (dla_feval(sum_of_inner_times_x, &acc, 1, &x, 2, got) != DLA_OK)
+                fail_msg("function %d call %d: %s", f, call, dla_last_error());
+            for (int i = 0; i < 2; i++)
+                if (!tu_same_bits(got[i], want[i]))
+                    fail_msg("function %d call %d: output %d differs from eager's (gradient "
+                             "%g, eager %g)", f, call, i, dla_tensor_item(got[1], 0),
+                             dla_tensor_item(want[1], 0));
+        }
+        /* The recorded call, then replays. */
+        tu_assert_near(dla_accel_hit_rate(acc.af), 200.0 / 3.0, 1e-9);
+        dla_accel_free(acc.af);
+    }
+    dla_scope_end();
+}
+
 static dla_status sum_of_product(void *ctx, int nin, dla_tensor *const *in, int nout,
                                  dla_tensor **out)
 {
@@ -2232,6 +2301,7 @@ int main(void)
         TU_TEST(test_an_input_returned_unchanged_is_the_callers_tensor),
         TU_TEST(test_a_gradient_of_an_input_read_through_ctx_points_at_its_handle),
         TU_TEST(test_a_gradient_flows_through_an_accelerated_call_that_records),
+        TU_TEST(test_a_replay_inside_dla_feval_tapes_only_what_eager_did),
         TU_TEST(test_a_tolerance_check_refused_its_input_handles_keeps_the_replay),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),
