@@ -67,8 +67,7 @@ static void key_free(key *k)
 /* What a miss was about, counted for the low-hit-rate warning. */
 typedef enum miss_kind {
     MISS_FIRST, MISS_MODE, MISS_NIN, MISS_NOUT, MISS_STRUCTURE, MISS_DTYPE, MISS_DIMS, MISS_FORMAT,
-    MISS_DEVICE, MISS_SAME, MISS_LAYOUT, MISS_VALUES, MISS_EVICTED, MISS_STALE, MISS_TAPED,
-    MISS_COUNT
+    MISS_DEVICE, MISS_SAME, MISS_LAYOUT, MISS_VALUES, MISS_EVICTED, MISS_STALE, MISS_COUNT
 } miss_kind;
 
 static const char *const miss_names[] = {
@@ -76,7 +75,6 @@ static const char *const miss_names[] = {
     "input dtype", "input dims", "input format", "input device", "same tensor in two places",
     "input layout",
     "non-tensor input values", "trace evicted", "stale constant",
-    "outside constant under a tape",
 };
 _Static_assert(sizeof miss_names / sizeof miss_names[0] == MISS_COUNT, "miss names");
 
@@ -109,7 +107,6 @@ struct dla_accel {
     long miss_counts[MISS_COUNT];
     int warned;
     int warned_stale; /* the stale-constant warning is given once */
-    int warned_taped; /* and the one of an outside constant under a tape */
     char last_miss[512];
     char last_check[640]; /* room for the message and a whole 320-byte cause */
     key last_key; /* of the most recent trace used or made: misses compare to it */
@@ -699,25 +696,6 @@ static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_
     return DLA_OK;
 }
 
-/* Nonzero when t baked a tensor made before its recording (reached
- * through ctx or a global); why receives a sentence naming the first. */
-static int outer_constant(const dla__trace *t, char *why, size_t size)
-{
-    for (int i = 0; t->const_outer && i < t->nconsts; i++) {
-        if (!t->const_outer[i])
-            continue;
-        char buf[DLA__DIMS_BUF];
-        snprintf(why, size, "constant %d (%s %s), made outside the function, is read by it while "
-                 "a dla_feval records the call: a replay would take no gradient through it to "
-                 "the caller's tensor, so the function runs itself (pass the tensor as an input, "
-                 "or a network through dla_accel_options.ctx_kind, to replay under a tape)",
-                 i + 1, dla__tensor_dims_str(t->consts[i], buf, sizeof buf),
-                 dla_dtype_name(t->consts[i]->dtype));
-        return 1;
-    }
-    return 0;
-}
-
 /* Takes entry i out of the cache (a stale trace). */
 static void drop_entry(dla_accel *af, int i)
 {
@@ -772,10 +750,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
     }
     entry *hit = NULL;
     int hit_at = 0;
-    char stale[400] = "", taped[400] = "";
-    /* A dla_accel_call whose ops a dla_feval records: its function's own
-     * ops carry the caller's gradient. */
-    const int under_tape = !grad && dla__recording();
+    char stale[400] = "";
     pthread_mutex_lock(&af->lock);
     for (int i = 0; i < af->nentries; i++)
         if (key_equal(&af->entries[i]->k, &k)) {
@@ -785,14 +760,6 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                 drop_entry(af, i);
                 break;
             }
-            /* One that baked a tensor made before the call reads it
-             * through a header of its own, which the caller's tape does
-             * not know: replayed under a tape, no gradient would flow back
-             * through it to the caller's tensor, where eagerly it does.
-             * The function runs itself instead; the trace stays for calls
-             * no tape records. */
-            if (under_tape && outer_constant(af->entries[i]->trace, taped, sizeof taped))
-                break;
             hit = af->entries[i];
             hit->refs++;
             hit->hits++;
@@ -800,24 +767,6 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             break;
         }
     int check = af->check_tolerance_mode;
-    if (taped[0]) {
-        snprintf(af->last_miss, sizeof af->last_miss, "%s", taped);
-        note_call(af, 1, MISS_TAPED);
-        const int warn = !af->warned_taped;
-        af->warned_taped = 1;
-        pthread_mutex_unlock(&af->lock);
-        if (warn)
-            dla__log(DLA_LOG_WARN, "dla_accelerate: %s: %s", af->name, taped);
-        else
-            dla__log(DLA_LOG_INFO, "dla_accelerate: %s: miss: %s", af->name, taped);
-        key_free(&k);
-        if (all != in && all != room)
-            dla__free((void *)all);
-        st = run_eager(af, ctx, grad, nin, in, nout, out);
-        for (int i = 0; i < nout; i++)
-            out[i] = dla__return(out[i]);
-        return st;
-    }
     if (hit) {
         af->last_miss[0] = '\0';
         note_call(af, 0, MISS_COUNT);
@@ -1120,7 +1069,6 @@ DLA_API void dla_accel_clear(dla_accel *af)
     af->recent = 0;
     af->warned = 0;
     af->warned_stale = 0;
-    af->warned_taped = 0;
     memset(af->miss_counts, 0, sizeof af->miss_counts);
     af->last_miss[0] = af->last_check[0] = '\0';
     pthread_mutex_unlock(&af->lock);

@@ -146,11 +146,7 @@ DLA_API dla_status dla_accel_feval(dla_accel *af, void *ctx, int nin, dla_tensor
 /* MATLAB accfun(...): the same for a function that takes no gradients
  * (inference): fn runs in a scope, without a tape. As with dla_feval, an
  * output that is an error tensor fails the call with its status (the
- * other outputs stand) and no trace is kept. Inside an outer dla_feval its
- * ops are on the outer tape; a trace that baked a tensor made before the
- * call (reached through ctx or a global) is then not replayed, for the
- * outer gradient through that tensor: the function runs itself, a miss
- * (docs/accelerate.md, "Under a tape"). */
+ * other outputs stand) and no trace is kept. */
 DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor *const *in,
                                   int nout, dla_tensor **out);
 
