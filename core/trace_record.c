@@ -165,6 +165,7 @@ static int add_const(recorder *r, dla_tensor *p)
     dla_tensor *held = outer ? dla__tensor_view("dla_accelerate", p) : dla_tensor_retain(p);
     if (!held)
         return -1;
+    held->trace_outer = (unsigned char)outer;
     int id = add_value(r, p, DLA__VALUE_CONST, t->nconsts);
     if (id < 0) {
         dla_tensor_release(held);
