@@ -882,7 +882,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                 st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot list %d traced inputs", op, nall);
         }
         /* When recording cannot start (memory), the call still runs. */
-        int recording = st == DLA_OK && dla__trace_begin(nall, rec) == DLA_OK;
+        int recording = st == DLA_OK && dla__trace_begin(nall, rec, grad) == DLA_OK;
         if (st == DLA_OK) /* else out[] stays NULL: error tensors below */
             st = run_eager(af, ctx, grad, nin, ali, nout, out);
         if (recording) {

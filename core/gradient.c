@@ -748,6 +748,54 @@ static void resume_unless(int recorded)
         dla__recording_resume();
 }
 
+/* A replay of an accelerated function on this tape (a dla_accel_call
+ * inside dla_feval) reads a tensor made before its recording through a
+ * header of the trace's own (trace_outer), which stands for the caller's
+ * tensor but is another tensor to the tape: a gradient with respect to
+ * that tensor, or to one it was computed from, would leave out the path
+ * through the replay, which the eager call had (until 2026-11-29 it did
+ * so silently: dw = 1 for sum(x .* w + w), eager x + 1). Refused, naming
+ * what to do; a header read on its own (class weights of a loss) is
+ * fine. Cost: a flag test per node input; a storage search per header
+ * read. */
+static dla_status check_trace_headers(const char *op, const dla__tape *tape, size_t count,
+                                      const gmap *m, int nwrt, dla_tensor *const *wrt)
+{
+    for (size_t k = 0; k < count; k++) {
+        const dla__node *n = &tape->nodes[k];
+        for (int j = 0; j < n->nin; j++) {
+            const dla_tensor *x = n->in[j];
+            if (!x->trace_outer)
+                continue;
+            int hit = -1;
+            for (int i = 0; i < nwrt && hit < 0; i++)
+                if (wrt[i]->storage == x->storage)
+                    hit = i;
+            int via = 0;
+            for (size_t e = 0; e < k && hit < 0 && !via; e++)
+                for (int o = 0; o < tape->nodes[e].nout && !via; o++) {
+                    const dla_tensor *y = tape->nodes[e].out[o];
+                    size_t s = gmap_find(m, y);
+                    via = y->storage == x->storage && s != SIZE_MAX && m->dep[s];
+                }
+            if (hit < 0 && !via)
+                continue;
+            char buf[DLA__DIMS_BUF], arg[64] = "a value computed from the arguments wrt";
+            if (hit >= 0)
+                snprintf(arg, sizeof arg, "argument wrt[%d]", hit);
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                             "%s: %s (%s %s) was read by an accelerated function replayed on this "
+                             "tape as a constant of its trace (made before the call, reached "
+                             "through ctx or a global), so no gradient flows back through that "
+                             "replay, where the function itself would give one. Pass the tensor "
+                             "to the accelerated function as a tensor input (a network: "
+                             "dla_accel_options.ctx_kind)", op, arg,
+                             dla__tensor_dims_str(x, buf, sizeof buf), dla_dtype_name(x->dtype));
+        }
+    }
+    return DLA_OK;
+}
+
 /* missing: NULL, and a wrt[i] the loss does not depend on is an error (the
  * public calls); otherwise its gradient is zeros and *missing counts them
  * (dla__gradient_or_zeros). */
@@ -826,6 +874,8 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
                 m.dep[s] = 1;
         }
     }
+    if (st == DLA_OK)
+        st = check_trace_headers(op, tape, count, &m, nwrt, wrt);
     pause_unless(recorded);
     if (st == DLA_OK) {
         size_t s = gmap_slot(&m, loss);

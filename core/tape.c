@@ -46,6 +46,15 @@ dla__tape *dla__tape_current(void) { return innermost; }
 
 int dla__recording(void) { return innermost != NULL && paused == 0 && !dla__in_forward(); }
 
+void dla__tape_context(int *depth, int *pauses)
+{
+    int n = 0;
+    for (const dla__tape *t = innermost; t; t = t->outer)
+        n++;
+    *depth = n;
+    *pauses = paused;
+}
+
 void dla__recording_pause(void)
 {
     paused++;

@@ -36,6 +36,12 @@ void dla__tape_pop(void);
  * zero (a ReLU network's second derivatives). */
 dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **grad, int recorded,
                                   int *missing);
+/* Where an op run now stands: how many tapes are open on this thread
+ * (fevals nest) and how many pauses are in force on the innermost. An op
+ * is on the tape of the code that runs it only at that code's depth and
+ * pause count: the trace recorder keeps, per op, whether it ran there
+ * (core/trace_record.c), so that a replay puts on a tape what eager did. */
+void dla__tape_context(int *depth, int *pauses);
 /* Turns recording off (backward passes) and back on; nests. */
 void dla__recording_pause(void);
 void dla__recording_resume(void);

@@ -55,6 +55,11 @@ struct dla_tensor {
      * from those it was given, and its recorder tells a tensor from a later
      * one at the same address. */
     uint64_t serial;
+    /* A trace's own header on a tensor made before its recording
+     * (trace_record.c): a replay on a tape reads it in place of the
+     * caller's tensor, which that tape never sees, so dla_gradient
+     * refuses to differentiate through it (gradient.c). */
+    unsigned char trace_outer;
 };
 
 /* Nonzero when a and b have the same dims but for trailing ones (a 10x1

@@ -34,6 +34,17 @@ typedef struct dla__trace_entry {
     void *attrs;
     size_t attrs_size;
     int nin, nout, nsaved;
+    /* Nonzero when the op ran off the function's own tape: inside a
+     * dla_feval the function called (its ops are on that call's tape
+     * only), or while recording was paused (a plain dla_gradient sweep, a
+     * conversion inside an op's wrapper). Eagerly such an op is on no tape
+     * an enclosing dla_feval differentiates, so a replay runs it with
+     * recording paused: replayed inside dla_feval (a dla_accel_call, a
+     * dla_trace_replay), it must not carry a gradient the eager call did
+     * not (until 2026-11-29 it did: a nested dla_feval's result was
+     * differentiated through, and a replayed sweep's accumulate failed
+     * the outer dla_gradient). */
+    unsigned char off_tape;
     int in[DLA__OP_MAX_IO];
     int out[2 * DLA__OP_MAX_IO]; /* outputs, then saved tensors */
 } dla__trace_entry;
@@ -88,8 +99,11 @@ typedef struct dla__trace {
 /* Nonzero when this thread records a trace now. */
 int dla__trace_recording(void);
 /* Starts recording on this thread with in[0..nin-1] as the inputs.
- * Recordings do not nest: DLA_ERR_STATE if one is active. */
-dla_status dla__trace_begin(int nin, dla_tensor *const *in);
+ * Recordings do not nest: DLA_ERR_STATE if one is active. own_tape: the
+ * function will run inside a dla_feval of its own, which opens after this
+ * (dla_accel_feval), else at the current tape depth (dla_accel_call): its
+ * own ops are those run there, the others are marked off_tape. */
+dla_status dla__trace_begin(int nin, dla_tensor *const *in, int own_tape);
 /* While recording, the recorder hears every outermost op run and every
  * host read of a value (dla_tensor_to_host...) through the hooks
  * (core/hooks.h). */

@@ -35,7 +35,11 @@
 #include <unistd.h>
 
 #define FORMAT_MAJOR 1
-#define FORMAT_MINOR 1 /* 1.1: the ALIA section */
+#define FORMAT_MINOR 2 /* 1.1: the ALIA section; 1.2: an op's flags byte */
+/* An op's flags (1.2; the byte was reserved, 0, before): the op ran off
+ * the function's own tape (dla__trace_entry.off_tape). Other bits are
+ * left to later minor versions and ignored. */
+#define ENTRY_OFF_TAPE 1u
 #define HEADER_BYTES 32
 #define SECTION_HEAD 16
 #define END_BYTES (SECTION_HEAD + 8)
@@ -188,7 +192,7 @@ static dla_status serialize(const dla__trace *t, const char *path, wbuf *b)
         put_u8(b, (unsigned)e->nin);
         put_u8(b, (unsigned)e->nout);
         put_u8(b, (unsigned)e->nsaved);
-        put_u8(b, 0);
+        put_u8(b, e->off_tape ? ENTRY_OFF_TAPE : 0);
         for (int i = 0; i < e->nin; i++)
             put_u32(b, (uint32_t)e->in[i]);
         for (int i = 0; i < e->nout + e->nsaved; i++)
@@ -670,7 +674,7 @@ static dla_status parse_entries(const char *path, rbuf *r, dla__trace *t)
         char name[256];
         int named = get_str(r, name, sizeof name);
         unsigned nin = get_u8(r), nout = get_u8(r), nsaved = get_u8(r);
-        get_u8(r);
+        e->off_tape = (get_u8(r) & ENTRY_OFF_TAPE) != 0;
         if (r->bad)
             break;
         const dla__op *op = named ? dla__op_find(name) : NULL;

@@ -18,6 +18,7 @@
 #include "core/handle.h"
 #include "core/log.h"
 #include "core/hooks.h"
+#include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -36,6 +37,9 @@ typedef struct recorder {
     int capv, cape, capc;
     int failed;
     double start;
+    /* The function's own tape context (dla__tape_context): an op run at
+     * another depth or pause count is off its tape (entry off_tape). */
+    int tape_depth, tape_pauses;
 } recorder;
 
 static _Thread_local recorder *active;
@@ -161,6 +165,7 @@ static int add_const(recorder *r, dla_tensor *p)
     dla_tensor *held = outer ? dla__tensor_view("dla_accelerate", p) : dla_tensor_retain(p);
     if (!held)
         return -1;
+    held->trace_outer = (unsigned char)outer;
     int id = add_value(r, p, DLA__VALUE_CONST, t->nconsts);
     if (id < 0) {
         dla_tensor_release(held);
@@ -188,7 +193,7 @@ static dla_status note(dla__observer *self, const dla__op *op, const void *attrs
                        dla_tensor *const *saved);
 static void host_read(dla__observer *self, const dla_tensor *x);
 
-dla_status dla__trace_begin(int nin, dla_tensor *const *in)
+dla_status dla__trace_begin(int nin, dla_tensor *const *in, int own_tape)
 {
     if (active)
         return dla__fail(DLA_ERR_STATE, "dla_accelerate: a trace is already being recorded on "
@@ -206,6 +211,11 @@ dla_status dla__trace_begin(int nin, dla_tensor *const *in)
     t->device = nin ? in[0]->storage->device : dla_device_current();
     t->serial_start = dla__tensor_serial_next();
     r->start = now_s();
+    dla__tape_context(&r->tape_depth, &r->tape_pauses);
+    if (own_tape) { /* dla_feval pushes a tape, with no pause on it */
+        r->tape_depth++;
+        r->tape_pauses = 0;
+    }
     active = r;
     r->hook = (dla__observer){.op_ran = note, .host_read = host_read};
     dla__hooks_subscribe(&r->hook);
@@ -260,6 +270,9 @@ static dla_status note(dla__observer *self, const dla__op *op, const void *attrs
     e->nin = nin;
     e->nout = op->nout;
     e->nsaved = op->nsaved;
+    int depth, pauses;
+    dla__tape_context(&depth, &pauses);
+    e->off_tape = depth != r->tape_depth || pauses != r->tape_pauses;
     for (int i = 0; i < nin; i++) {
         int id = r->cap ? find(r, in[i]) : -1;
         if (id < 0)

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/plan.h"
+#include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 
@@ -59,7 +60,13 @@ static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_t
         dla_tensor *ins[DLA__OP_MAX_IO] = {0}, *res[DLA__OP_MAX_IO] = {0}, *saved[DLA__OP_MAX_IO] = {0};
         for (int i = 0; i < e->nin; i++)
             ins[i] = v[e->in[i]];
+        /* Off the tape eagerly (a nested dla_feval's op, a plain sweep's):
+         * off any tape that hears this replay too. */
+        if (e->off_tape)
+            dla__recording_pause();
         st = dla__run_op(e->op, e->attrs, e->attrs_size, e->nin, ins, res, saved);
+        if (e->off_tape)
+            dla__recording_resume();
         if (st != DLA_OK)
             break;
         for (int i = 0; i < e->nout + e->nsaved; i++) {
@@ -218,7 +225,8 @@ void dla__trace_print(const dla__trace *t, FILE *f)
                 fputs(", ", f);
             print_value(f, t, e->out[i]);
         }
-        fprintf(f, " = %s%s(", e->op->name, e->op->random ? " [rng]" : "");
+        fprintf(f, " = %s%s%s(", e->op->name, e->op->random ? " [rng]" : "",
+                e->off_tape ? " [off tape]" : "");
         for (int i = 0; i < e->nin; i++)
             fprintf(f, i ? ", %%%d" : "%%%d", e->in[i]);
         fputs(")\n", f);

@@ -1512,6 +1512,167 @@ static void test_a_gradient_flows_through_an_accelerated_call_that_records(void 
     dla_accel_free(af);
 }
 
+/* x .* x, returned by a dla_feval of its own. */
+static dla_status square_in_a_feval_of_its_own(void *ctx, int nin, dla_tensor *const *in,
+                                               int nout, dla_tensor **out)
+{
+    (void)ctx;
+    return dla_feval(square_fn, NULL, nin, in, nout, out);
+}
+
+/* 3 x.^2, the plain gradient of sum(x.^3): a sweep no tape records. */
+static dla_status gradient_of_a_cube(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *loss = dla_sum(dla_mul(in[0], dla_mul(in[0], in[0])), 0, NULL);
+    return dla_gradient(loss, 1, in, out);
+}
+
+typedef struct inner_call {
+    dla_function fn;
+    dla_accel *af; /* NULL: fn itself */
+} inner_call;
+
+/* sum(f(x) .* x) and its gradient, f accelerated or not. */
+static dla_status sum_of_inner_times_x(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const inner_call *c = ctx;
+    dla_tensor *y;
+    dla_status st = c->af ? dla_accel_call(c->af, NULL, 1, in, 1, &y) : c->fn(NULL, 1, in, 1, &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[0]), 0, NULL);
+    return dla_gradient(out[0], 1, &in[0], &out[1]);
+}
+
+/* Inside dla_feval, a dla_accel_call's own ops are on the caller's tape,
+ * but not those its function ran in a dla_feval of its own, nor a plain
+ * gradient sweep's: eagerly their results are constants to the caller's
+ * dla_gradient. Until 2026-11-29 a replay put every recorded op on the
+ * tape: the gradient through a nested dla_feval's x .* x came out 3 x.^2
+ * instead of x.^2 (no miss, no warning), and a replayed sweep's
+ * accumulate failed the caller's dla_gradient. */
+static void test_a_replay_inside_dla_feval_tapes_only_what_eager_did(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){1, 2, 3}, DLA_F64, "", DLA_DIMS(3));
+    const dla_function fns[] = {square_in_a_feval_of_its_own, gradient_of_a_cube};
+    for (int f = 0; f < 2; f++) {
+        inner_call eager = {fns[f], NULL}, acc = {fns[f], dla_accelerate(fns[f], NULL)};
+        dla_tensor *want[2];
+        assert_int_equal(dla_feval(sum_of_inner_times_x, &eager, 1, &x, 2, want), DLA_OK);
+        for (int call = 0; call < 3; call++) {
+            dla_tensor *got[2];
+            if (dla_feval(sum_of_inner_times_x, &acc, 1, &x, 2, got) != DLA_OK)
+                fail_msg("function %d call %d: %s", f, call, dla_last_error());
+            for (int i = 0; i < 2; i++)
+                if (!tu_same_bits(got[i], want[i]))
+                    fail_msg("function %d call %d: output %d differs from eager's (gradient "
+                             "%g, eager %g)", f, call, i, dla_tensor_item(got[1], 0),
+                             dla_tensor_item(want[1], 0));
+        }
+        /* The recorded call, then replays. */
+        tu_assert_near(dla_accel_hit_rate(acc.af), 200.0 / 3.0, 1e-9);
+        dla_accel_free(acc.af);
+    }
+    dla_scope_end();
+}
+
+/* x .* w, w read through ctx. */
+static dla_status times_ctx(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_mul(in[0], ctx);
+    return DLA_OK;
+}
+
+/* sum(x .* w + w) and its gradient with respect to in[gi] (1: w, 0: x),
+ * x .* w from times_ctx through the accelerated function af, or eagerly
+ * without one; gi 2: sum(x .* h) + sum(x .* h) for h = 2 w, each x .* h
+ * through af, and the gradient with respect to w. */
+typedef struct through_ctx {
+    dla_accel *af;
+    int gi;
+} through_ctx;
+
+static dla_status x_times(const through_ctx *c, dla_tensor *x, dla_tensor *w, dla_tensor **y)
+{
+    return c->af ? dla_accel_call(c->af, w, 1, &x, 1, y) : times_ctx(w, 1, &x, 1, y);
+}
+
+static dla_status sum_through_ctx_weight(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                         dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const through_ctx *c = ctx;
+    dla_tensor *y, *z;
+    if (c->gi == 2) {
+        dla_tensor *h = dla_affine(in[1], 2.0, 0.0);
+        dla_status st = x_times(c, in[0], h, &y);
+        if (st == DLA_OK)
+            st = x_times(c, in[0], h, &z);
+        if (st != DLA_OK)
+            return st;
+        out[0] = dla_add(dla_sum(y, 0, NULL), dla_sum(z, 0, NULL));
+        return dla_gradient(out[0], 1, &in[1], &out[1]);
+    }
+    dla_status st = x_times(c, in[0], in[1], &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_add(y, in[1]), 0, NULL);
+    return dla_gradient(out[0], 1, &in[c->gi], &out[1]);
+}
+
+/* A dla_accel_call inside dla_feval whose function reads a tensor made
+ * before the call (through ctx): eagerly the caller's gradient with
+ * respect to it flows through the function's ops; a replay reads it as a
+ * constant of the trace, through a header of the trace's own that the
+ * tape does not know, and none would. Until 2026-11-29 the replays gave
+ * dw = 1 where eager gives x + 1, silently; now that dla_gradient fails
+ * and says what to do. A gradient with respect to the function's inputs
+ * alone (a loss whose class weights come through ctx) replays as eager. */
+static void test_a_gradient_through_a_replayed_outside_constant_is_refused(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){1, 2, 3}, DLA_F64, "", DLA_DIMS(3));
+    dla_tensor *w = dla_tensor_from_host((const double[]){5, 6, 7}, DLA_F64, "", DLA_DIMS(3));
+    dla_accel *af = dla_accelerate(times_ctx, &(dla_accel_options){.name = "timesW"});
+    for (int gi = 0; gi < 3; gi++) {
+        through_ctx eager = {NULL, gi}, acc = {af, gi};
+        dla_tensor *want[2], *got[2];
+        assert_int_equal(dla_feval(sum_through_ctx_weight, &eager, 2, (dla_tensor *[]){x, w}, 2,
+                                   want), DLA_OK);
+        for (int call = 0; call < 2; call++) {
+            dla_status st = dla_feval(sum_through_ctx_weight, &acc, 2, (dla_tensor *[]){x, w}, 2,
+                                      got);
+            /* Inputs only: the recording call, then a replay. With wrt
+             * 1 both calls replay; with 2 the second x .* h of each
+             * dla_feval replays the first's trace (h is new each time). */
+            if (gi == 0) {
+                if (st != DLA_OK)
+                    fail_msg("wrt %d call %d: %s", gi, call, dla_last_error());
+                assert_true(tu_same_bits(got[0], want[0]) && tu_same_bits(got[1], want[1]));
+                continue;
+            }
+            assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
+            const char *say = gi == 1 ? "dla_gradient: argument wrt[0] (3 double) was read by an "
+                                        "accelerated function replayed on this tape as a "
+                                        "constant of its trace"
+                                      : "dla_gradient: a value computed from the arguments wrt "
+                                        "(3 double) was read by an accelerated function";
+            if (!strstr(dla_last_error(), say))
+                fail_msg("wrt %d call %d: %s", gi, call, dla_last_error());
+            assert_non_null(strstr(dla_last_error(), "Pass the tensor to the accelerated "
+                                                     "function as a tensor input"));
+        }
+    }
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 static dla_status sum_of_product(void *ctx, int nin, dla_tensor *const *in, int nout,
                                  dla_tensor **out)
 {
@@ -2274,6 +2435,8 @@ int main(void)
         TU_TEST(test_an_input_returned_unchanged_is_the_callers_tensor),
         TU_TEST(test_a_gradient_of_an_input_read_through_ctx_points_at_its_handle),
         TU_TEST(test_a_gradient_flows_through_an_accelerated_call_that_records),
+        TU_TEST(test_a_replay_inside_dla_feval_tapes_only_what_eager_did),
+        TU_TEST(test_a_gradient_through_a_replayed_outside_constant_is_refused),
         TU_TEST(test_a_tolerance_check_refused_its_input_handles_keeps_the_replay),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),

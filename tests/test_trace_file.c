@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "tu_assert.h"
+
 static char dir[256]; /* a private folder for the files */
 
 static const char *path_of(const char *name)
@@ -402,6 +404,60 @@ static void test_the_data_dependent_diagnosis_survives_a_file(void **state)
     char *text = print_of(back);
     assert_non_null(strstr(text, "data-dependent: the function read a traced value (1x1 double)"));
     assert_non_null(strstr(text, "(1 host reads)"));
+    free(text);
+    dla_trace_release(back);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+static dla_status square(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_mul(in[0], in[0]);
+    return DLA_OK;
+}
+
+/* x .* x from a dla_feval of its own: off the caller's tape. */
+static dla_status square_in_a_feval(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx;
+    return dla_feval(square, NULL, nin, in, nout, out);
+}
+
+/* sum(y .* x) and its gradient, y = square_in_a_feval(x) through the
+ * trace ctx, or eagerly without one. */
+static dla_status sum_of_replay_times_x(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                        dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *y;
+    dla_status st = ctx ? dla_trace_replay(ctx, 1, in, 1, &y) : square_in_a_feval(NULL, 1, in, 1, &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, in[0]), 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+/* Which ops ran off the function's tape is in the file (1.2): the loaded
+ * trace, replayed inside dla_feval, differentiates what eager does (x .^ 2
+ * here, not the 3 x .^ 2 of a nested square put on the caller's tape). */
+static void test_ops_off_the_tape_stay_off_it_through_a_file(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){1, 2, 3}, DLA_F64, "", DLA_DIMS(3)), *y;
+    dla_accel *af = dla_accelerate(square_in_a_feval, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_trace *back = through_file(af, "offtape.dlt");
+    dla_tensor *want[2], *got[2];
+    assert_int_equal(dla_feval(sum_of_replay_times_x, NULL, 1, &x, 2, want), DLA_OK);
+    if (dla_feval(sum_of_replay_times_x, back, 1, &x, 2, got) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    for (int64_t i = 0; i < 3; i++)
+        tu_assert_near(dla_tensor_item(got[1], i), (double)((i + 1) * (i + 1)), 0);
+    assert_same_bits(2, want, got);
+    char *text = print_of(back);
+    assert_non_null(strstr(text, "[off tape]"));
     free(text);
     dla_trace_release(back);
     dla_accel_free(af);
@@ -1254,6 +1310,7 @@ int main(void)
         TU_TEST(test_rng_slots_draw_anew_after_a_load_as_before),
         TU_TEST(test_baked_constants_keep_their_values_through_a_file),
         TU_TEST(test_the_data_dependent_diagnosis_survives_a_file),
+        TU_TEST(test_ops_off_the_tape_stay_off_it_through_a_file),
         TU_TEST(test_a_move_to_the_recording_device_follows_the_replay),
         TU_TEST(test_every_op_family_with_gradients_goes_through_a_file),
         TU_TEST(test_a_missing_empty_foreign_or_folder_path_is_a_clear_error),
