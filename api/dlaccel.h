@@ -338,7 +338,10 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims,
  * labels of a formatted tensor move with their dims; an order that breaks the
  * canonical label order (putting C before S) is DLA_ERR_FORMAT. */
 DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order);
-/* Drops dims of size 1 (and their labels). */
+/* Drops dims of size 1 (and their labels). An unformatted matrix is left
+ * as it is, as MATLAB's squeeze leaves it: with at most two dims before its
+ * trailing singletons, a 1 x N row stays 1 x N (a 1 x 1 x N gives N, an
+ * N x 1 column). A formatted tensor loses every dim of size 1. */
 DLA_API dla_tensor *dla_squeeze(dla_tensor *t);
 /* Elements start, start+step, ... < stop along dim (1-based). start and
  * stop are 0-based element indices, stop exclusive and clamped to the dim

@@ -327,6 +327,22 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
 
 /* ---------------------------------------------------------------- squeeze */
 
+/* How many leading dims of an unformatted x squeeze keeps whole, as
+ * MATLAB's squeeze, which returns a matrix unchanged: with at most two
+ * dims before its trailing singletons (a row vector, a column, a scalar),
+ * those dims stay, so a 1 x N row stays a row. Dropping its 1 made an N
+ * (N x 1) column of it: a silent transpose, and a 1 x 0 became 0 x 1.
+ * 0: squeeze drops every dim of size 1 (more dims, or a formatted x,
+ * whose labels say which dim is which). */
+static int squeeze_kept(int ndims, const int64_t *dims, const char *format)
+{
+    if (format[0])
+        return 0;
+    while (ndims > 0 && dims[ndims - 1] == 1)
+        ndims--;
+    return ndims == 2 ? 2 : 0;
+}
+
 static dla_status squeeze_forward(const void *attrs, dla_tensor *const *in, int nin,
                                   dla_tensor **out, dla_tensor **saved)
 {
@@ -334,9 +350,10 @@ static dla_status squeeze_forward(const void *attrs, dla_tensor *const *in, int 
     dla_tensor *v = dla__tensor_view("dla_squeeze", t);
     if (!v)
         return dla_last_status();
+    const int kept = squeeze_kept(t->ndims, t->dims, t->format);
     int n = 0;
     for (int i = 0; i < t->ndims; i++) {
-        if (t->dims[i] == 1)
+        if (t->dims[i] == 1 && i >= kept)
             continue;
         v->dims[n] = t->dims[i];
         v->strides[n] = t->strides[i];
@@ -357,8 +374,9 @@ static dla_status squeeze_infer(const void *attrs, int nin, const dla__vshape *i
     (void)attrs, (void)nin;
     out[0] = in[0];
     out[0].ndims = 0;
+    const int kept = squeeze_kept(in[0].ndims, in[0].dims, in[0].format);
     for (int i = 0; i < in[0].ndims; i++) {
-        if (in[0].dims[i] == 1)
+        if (in[0].dims[i] == 1 && i >= kept)
             continue;
         if (in[0].format[0])
             out[0].format[out[0].ndims] = in[0].format[i];

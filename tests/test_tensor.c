@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "tu_assert.h"
+
 /* ----------------------------------------------------------- host mirror */
 
 /* A strided view of host doubles, mirroring what a device view should see. */
@@ -381,6 +383,70 @@ static void test_squeeze_drops_singletons_and_their_labels(void **state)
     assert_string_equal(dla_tensor_format(s), "SC");
     dla_tensor_release(s);
     dla_tensor_release(t);
+}
+
+/* MATLAB's squeeze returns a matrix as it is: a 1 x 5 row stayed a row,
+ * where dla_squeeze made a 5 (5 x 1) column of it, a silent transpose that
+ * a later product or broadcast read the other way round. */
+static dla_tensor *row_loss(dla_tensor *x, dla_tensor *w)
+{
+    /* A row against a column broadcasts to 5 x 5; a column against a
+     * column stays 5 x 1: the sum tells them apart. */
+    return dla_sum(dla_mul(dla_squeeze(x), w), 0, NULL);
+}
+
+static dla_status squeeze_row_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = row_loss(in[0], in[1]);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void test_squeeze_leaves_a_row_vector_a_row(void **state)
+{
+    dla_scope_begin();
+    const double v[5] = {1, 2, 3, 4, 5}, c[5] = {10, 20, 30, 40, 50};
+    dla_tensor *row = dla_tensor_from_host(v, DLA_F64, "", DLA_DIMS(1, 5));
+    dla_tensor *s = dla_squeeze(row);
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 1), 1);
+    assert_int_equal(dla_tensor_dim(s, 2), 5);
+    /* Trailing singletons do not make a matrix more than two dims. */
+    s = dla_squeeze(dla_reshape(row, "", DLA_DIMS(1, 5, 1, 1)));
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 2), 5);
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(1, 0)));
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 1), 1);
+    assert_int_equal(dla_tensor_dim(s, 2), 0);
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(3, 4, 1)));
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 2), 4);
+    /* More dims than two: the ones go, as in MATLAB (1x1x5 gives 5x1). */
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(1, 1, 5)));
+    assert_int_equal(dla_tensor_ndims(s), 1);
+    assert_int_equal(dla_tensor_dim(s, 1), 5);
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(5, 1)));
+    assert_int_equal(dla_tensor_dim(s, 1), 5);
+    assert_int_equal(dla_tensor_dim(s, 2), 1);
+    /* Values and gradient: sum(squeeze(x) .* w) with w a 5 x 1 column is
+     * sum_ij x_j w_i (a 5 x 5 broadcast), so d/dx_j = sum(w) = 150. */
+    dla_tensor *w = dla_tensor_from_host(c, DLA_F64, "", DLA_DIMS(5, 1));
+    tu_assert_near(dla_tensor_item(row_loss(row, w), 0), 15.0 * 150.0, 1e-9);
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(squeeze_row_model, NULL, 2, (dla_tensor *[]){row, w}, 2, out),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_dim(out[1], 1), 1);
+    for (int j = 0; j < 5; j++)
+        tu_assert_near(dla_tensor_item(out[1], j), 150.0, 1e-9);
+    /* A replay makes the shape its recording made. */
+    dla_accel *af = dla_accelerate(squeeze_row_model, NULL);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(tu_replay_differs(af, squeeze_row_model, NULL, 2,
+                                           (dla_tensor *[]){row, w}, 2), -1);
+    dla_accel_free(af);
+    dla_scope_end();
 }
 
 static void test_reshape_is_a_view_when_strides_allow(void **state)
@@ -1259,6 +1325,7 @@ int main(void)
         TU_TEST(test_slice_selects_start_step_stop),
         TU_TEST(test_permute_moves_dims_and_their_labels),
         TU_TEST(test_squeeze_drops_singletons_and_their_labels),
+        TU_TEST(test_squeeze_leaves_a_row_vector_a_row),
         TU_TEST(test_reshape_is_a_view_when_strides_allow),
         TU_TEST(test_a_view_keeps_its_storage_alive),
         TU_TEST(test_binary_ops_broadcast_like_matlab),
