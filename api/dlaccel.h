@@ -334,7 +334,9 @@ DLA_API dla_tensor *dla_cast(dla_tensor *t, dla_dtype dtype);
  * result ("" unformatted); MATLAB's reshape of a formatted array. */
 DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims,
                                 const int64_t *dims);
-/* Reorders dims: order is a permutation of 1..ndims (MATLAB permute). The
+/* Reorders dims: order is a permutation of 1..ndims (MATLAB permute), with
+ * ndims at least t's dims, not counting an unformatted t's trailing
+ * singletons (a 3x4x1 takes the order [2 1], as MATLAB's 3x4 does). The
  * labels of a formatted tensor move with their dims; an order that breaks the
  * canonical label order (putting C before S) is DLA_ERR_FORMAT. */
 DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order);

@@ -219,6 +219,19 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
 
 /* ---------------------------------------------------------------- permute */
 
+/* The dims permute must be given an order for: all of a formatted
+ * tensor's (each has a label), an unformatted one's but its trailing
+ * singletons, which MATLAB does not count (sum(X, 3) of a 3-D X is 3x4 to
+ * permute(.., [2 1]); here it is 3x4x1, and the order [2 1] was refused,
+ * "2 entries for a tensor with 3 dims"). */
+static int permute_min_ndims(int ndims, const int64_t *dims, const char *format)
+{
+    if (!format[0])
+        while (ndims > 0 && dims[ndims - 1] == 1)
+            ndims--;
+    return ndims;
+}
+
 typedef struct permute_attrs {
     int ndims;
     int64_t order[DLA_MAX_DIMS];
@@ -250,7 +263,8 @@ static dla_status permute_infer(const void *attrs, int nin, const dla__vshape *i
 {
     (void)nin;
     const permute_attrs *a = attrs;
-    if (a->ndims < in[0].ndims || a->ndims > DLA_MAX_DIMS ||
+    if (a->ndims < permute_min_ndims(in[0].ndims, in[0].dims, in[0].format) ||
+        a->ndims > DLA_MAX_DIMS ||
         !dla__attr_str_ok(a->format, sizeof a->format))
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_permute: attribute ndims is %d for an "
                          "argument x of %d dims, or its format does not end", a->ndims,
@@ -292,10 +306,12 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
     if (ndims && !order)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument order is NULL, for ndims %d",
                           op, ndims);
-    if (ndims < t->ndims || ndims > DLA_MAX_DIMS)
+    if (ndims < permute_min_ndims(t->ndims, t->dims, t->format) || ndims > DLA_MAX_DIMS) {
+        char buf[DLA__DIMS_BUF];
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                          "%s: argument order: %d entries for a tensor with %d dims", op, ndims,
-                          t->ndims);
+                          "%s: argument order: %d entries for a tensor with %d dims (%s)", op,
+                          ndims, t->ndims, dla__tensor_dims_str(t, buf, sizeof buf));
+    }
     int seen[DLA_MAX_DIMS] = {0};
     for (int i = 0; i < ndims; i++) {
         if (order[i] < 1 || order[i] > ndims || seen[order[i] - 1]++)

@@ -449,6 +449,60 @@ static void test_squeeze_leaves_a_row_vector_a_row(void **state)
     dla_scope_end();
 }
 
+/* MATLAB counts no trailing singletons: sum(X, 3) of a 3x4x5 X is a 3x4
+ * matrix, and permute(S, [2 1]) transposes it. Here the sum is 3x4x1, and
+ * dla_permute refused the order [2 1] ("2 entries for a tensor with 3
+ * dims"). */
+static dla_status permute_sum_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *p = dla_permute(dla_sum(in[0], DLA_DIMS(3)), DLA_DIMS(2, 1));
+    out[0] = dla_sum(dla_mul(p, in[1]), 0, NULL);
+    out[1] = p;
+    return dla_gradient(out[0], 1, in, out + 2);
+}
+
+static void test_permute_takes_an_order_without_trailing_singletons(void **state)
+{
+    dla_scope_begin();
+    double xv[60], wv[12];
+    for (int i = 0; i < 60; i++)
+        xv[i] = i;
+    for (int i = 0; i < 12; i++)
+        wv[i] = 1 + 0.5 * i;
+    dla_tensor *x = dla_tensor_from_host(xv, DLA_F64, "", DLA_DIMS(3, 4, 5));
+    dla_tensor *w = dla_tensor_from_host(wv, DLA_F64, "", DLA_DIMS(4, 3));
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(permute_sum_model, NULL, 2, (dla_tensor *[]){x, w}, 3, out),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_ndims(out[1]), 2);
+    assert_int_equal(dla_tensor_dim(out[1], 1), 4);
+    assert_int_equal(dla_tensor_dim(out[1], 2), 3);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) {
+            double s = 0;
+            for (int k = 0; k < 5; k++)
+                s += xv[i + 3 * j + 12 * k];
+            /* p(j, i) = s(i, j); d loss / d x(i, j, k) = w(j, i). */
+            tu_assert_near(dla_tensor_item(out[1], j + 4 * i), s, 1e-9);
+            for (int k = 0; k < 5; k++)
+                tu_assert_near(dla_tensor_item(out[2], i + 3 * j + 12 * k), wv[j + 4 * i], 1e-12);
+        }
+    dla_accel *af = dla_accelerate(permute_sum_model, NULL);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(tu_replay_differs(af, permute_sum_model, NULL, 2,
+                                           (dla_tensor *[]){x, w}, 3), -1);
+    dla_accel_free(af);
+    /* Dims that are not singletons still need their entries, and a
+     * formatted tensor's labelled singletons too. */
+    dla_tensor *e = dla_permute(x, DLA_DIMS(2, 1));
+    assert_int_equal(dla_tensor_status(e), DLA_ERR_INVALID_ARGUMENT);
+    e = dla_permute(dla_zeros(DLA_F64, "SSCB", DLA_DIMS(2, 3, 1, 1)), DLA_DIMS(2, 1));
+    assert_int_equal(dla_tensor_status(e), DLA_ERR_INVALID_ARGUMENT);
+    dla_scope_end();
+}
+
 static void test_reshape_is_a_view_when_strides_allow(void **state)
 {
     int64_t dims[3] = {4, 6, 5};
@@ -1326,6 +1380,7 @@ int main(void)
         TU_TEST(test_permute_moves_dims_and_their_labels),
         TU_TEST(test_squeeze_drops_singletons_and_their_labels),
         TU_TEST(test_squeeze_leaves_a_row_vector_a_row),
+        TU_TEST(test_permute_takes_an_order_without_trailing_singletons),
         TU_TEST(test_reshape_is_a_view_when_strides_allow),
         TU_TEST(test_a_view_keeps_its_storage_alive),
         TU_TEST(test_binary_ops_broadcast_like_matlab),
