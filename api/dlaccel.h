@@ -347,7 +347,9 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order);
 DLA_API dla_tensor *dla_squeeze(dla_tensor *t);
 /* Elements start, start+step, ... < stop along dim (1-based). start and
  * stop are 0-based element indices, stop exclusive and clamped to the dim
- * (DLA_END: to the end); step >= 1. An empty range gives a dim of size 0. */
+ * (DLA_END: to the end); step >= 1. An empty range gives a dim of size 0.
+ * A dim past an unformatted t's (up to DLA_MAX_DIMS) is of size 1, as in
+ * MATLAB (X(:, :, 1) of a matrix); the result has dim dims. */
 #define DLA_END INT64_MAX
 DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t step, int64_t stop);
 

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 #include <stdio.h>
@@ -613,6 +614,14 @@ DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index)
         return dla__pass_arg("dla_index", "x", x);
     if (!index || index->status != DLA_OK)
         return dla__pass_arg("dla_index", "index", index);
+    /* A dim past an unformatted x's is of size 1, as in MATLAB (x(:, :,
+     * [1 1]) of a matrix stacks it twice); it was refused. */
+    if (dim > x->ndims && dim <= DLA_MAX_DIMS && !x->format[0]) {
+        dla_scope_begin();
+        dla_tensor *r = dla_tensor_retain(dla_index(dla__with_trailing_dims(x, dim), dim, index));
+        dla_scope_end();
+        return dla__return(r);
+    }
     if (index_check(x, dim, index) != DLA_OK)
         return dla__return(dla__error_tensor());
     index_attrs a = {dim - 1};

@@ -14,6 +14,7 @@
 #include "core/format.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 #include <stdio.h>
@@ -477,15 +478,42 @@ static const dla__op slice_op = {
 };
 DLA__OP_REGISTER(slice_op, sizeof(slice_attrs));
 
+/* The trailing singletons MATLAB counts on any array (X(:, :, 1) of a
+ * matrix is the matrix), as a reshape view. */
+dla_tensor *dla__with_trailing_dims(dla_tensor *t, int dim)
+{
+    int64_t dims[DLA_MAX_DIMS];
+    for (int i = 0; i < dim; i++)
+        dims[i] = i < t->ndims ? t->dims[i] : 1;
+    return dla_reshape(t, "", dim, dims);
+}
+
+/* dla_slice along a dim past an unformatted t's: of size 1, as MATLAB
+ * has it (a dim of size 1 takes the start 0 or 1). It was refused, "dim 3
+ * is outside 1..2", where MATLAB's X(:, :, 1) of a matrix works. */
+static dla_tensor *slice_past_dims(dla_tensor *t, int dim, int64_t start, int64_t step,
+                                   int64_t stop)
+{
+    dla_scope_begin();
+    dla_tensor *r =
+        dla_tensor_retain(dla_slice(dla__with_trailing_dims(t, dim), dim, start, step, stop));
+    dla_scope_end();
+    return dla__return(r);
+}
+
 DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t step, int64_t stop)
 {
     static const char op[] = "dla_slice";
     if (!t || t->status != DLA_OK)
         return dla__pass_arg(op, "t", t);
     char buf[DLA__DIMS_BUF];
+    if (dim > t->ndims && dim <= DLA_MAX_DIMS && !t->format[0])
+        return slice_past_dims(t, dim, start, step, stop);
     if (dim < 1 || dim > t->ndims)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d of %s", op,
-                          dim, t->ndims, dla__tensor_dims_str(t, buf, sizeof buf));
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d of %s%s",
+                          op, dim, t->ndims, dla__tensor_dims_str(t, buf, sizeof buf),
+                          t->format[0] && dim > t->ndims ? " (a formatted tensor has no dims "
+                                                           "past its labels)" : "");
     if (step < 1)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument step: %lld; it must be >= 1", op,
                           (long long)step);

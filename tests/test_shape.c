@@ -416,6 +416,53 @@ static void test_slices_of_a_reshaped_input_send_their_gradients_back_to_it(void
     dla_scope_end();
 }
 
+/* ------------------------------------------- dims past an unformatted x */
+
+/* MATLAB counts trailing singletons on any array: X(:, :, 1) of a 3x4
+ * matrix is the matrix, X(:, :, [1 1]) stacks it twice. dla_slice and
+ * dla_index refused dim 3 of a 3x4 ("outside 1..2"), where dla_sum, dla_cat
+ * and dla_pad take it. */
+static dla_tensor *past_dims_fn(void *ctx, dla_tensor *const *in)
+{
+    dla_tensor *s = dla_slice(in[0], 3, 0, 1, DLA_END);
+    return dla_add(dla_index(in[0], 3, (dla_tensor *)ctx), dla_mul(s, s));
+}
+
+static void test_slice_and_index_take_a_dim_past_an_unformatted_x(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double *h;
+    dla_tensor *x = rnd("", 2, (const int64_t[]){3, 4}, &h);
+    dla_tensor *s = dla_slice(x, 3, 0, 1, 1);
+    assert_int_equal(dla_tensor_status(s), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(s), 3);
+    assert_int_equal(dla_tensor_numel(s), 12);
+    for (int i = 0; i < 12; i++)
+        assert_true(dla_tensor_item(s, i) == h[i]);
+    /* Past the one element: empty, as a start at the end of any dim. */
+    s = dla_slice(x, 5, 1, 1, DLA_END);
+    assert_int_equal(dla_tensor_ndims(s), 5);
+    assert_int_equal(dla_tensor_dim(s, 5), 0);
+    dla_tensor *idx = dla_tensor_from_host((const int32_t[]){0, 0}, DLA_I32, "", DLA_DIMS(2));
+    dla_tensor *r = dla_index(x, 3, idx);
+    assert_int_equal(dla_tensor_status(r), DLA_OK);
+    assert_int_equal(dla_tensor_dim(r, 3), 2);
+    for (int i = 0; i < 24; i++)
+        assert_true(dla_tensor_item(r, i) == h[i % 12]);
+    /* A position past the size-1 dim is refused as any other. */
+    dla_tensor *bad = dla_tensor_from_host((const int32_t[]){1}, DLA_I32, "", DLA_DIMS(1));
+    assert_int_equal(dla_tensor_status(dla_index(x, 3, bad)), DLA_ERR_INVALID_ARGUMENT);
+    /* A formatted x has no dims past its labels. */
+    dla_tensor *f = dla_reshape(x, "CB", DLA_DIMS(3, 4));
+    assert_int_equal(dla_tensor_status(dla_slice(f, 3, 0, 1, 1)), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_tensor_status(dla_index(f, 3, idx)), DLA_ERR_INVALID_ARGUMENT);
+    gc_check(past_dims_fn, idx, 1, &x, (const int[]){1}, 1e-8);
+    gc_check2(past_dims_fn, idx, 1, &x, (const int[]){1}, 1e-8);
+    free(h);
+    dla_scope_end();
+}
+
 /* Steps and paddings near INT64_MAX: a slice's count wrapped (a 4x6
  * input sliced with step INT64_MAX came back 0x6, another 4x-1, and a
  * reshape of that crashed); a padding's size wrapped to a small one. */
@@ -456,6 +503,7 @@ int main(void)
         TU_TEST(test_index_gathers_positions_with_repeats),
         TU_TEST(test_index_gradient_adds_repeats_into_their_position),
         TU_TEST(test_slices_of_a_reshaped_input_send_their_gradients_back_to_it),
+        TU_TEST(test_slice_and_index_take_a_dim_past_an_unformatted_x),
         TU_TEST(test_huge_steps_and_paddings_do_not_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -325,7 +325,8 @@ DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, con
 /* MATLAB x(:, ..., idx, ..., :) along one dim (1-based) with a list of
  * 0-based positions: index is an int32 tensor (any dims; its elements in
  * column-major order form the list, repeats allowed). The result has x's
- * dims with numel(index) along dim, and x's format and dtype. A position
+ * dims with numel(index) along dim, and x's format and dtype. A dim past
+ * an unformatted x's (up to DLA_MAX_DIMS) is of size 1, as in MATLAB. A position
  * outside 0..size(x, dim)-1 is DLA_ERR_INVALID_ARGUMENT (reported by the
  * kernel; for an empty result, which launches none, read on the host).
  * Differentiable in x: the gradient adds each element of the result's
