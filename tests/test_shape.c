@@ -154,6 +154,57 @@ static void test_cat_stacks_matrices_along_a_new_dim(void **state)
     dla_scope_end();
 }
 
+/* MATLAB's concatenation skips []: Y = []; Y = cat(3, Y, y) grows Y from
+ * nothing. dla_cat refused the 0x0 ("dim 1 differs (only dim 3 may)"). */
+static dla_tensor *cat_with_empties_fn(void *ctx, dla_tensor *const *in)
+{
+    dla_tensor *e = dla_zeros(DLA_F64, "", DLA_DIMS(0, 0));
+    return dla_cat(3, 4, (dla_tensor *[]){e, in[0], e, in[1]});
+}
+
+static void test_cat_skips_matlab_empties(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double *ha, *hb;
+    dla_tensor *a = rnd("", 2, (const int64_t[]){2, 3}, &ha);
+    dla_tensor *b = rnd("", 2, (const int64_t[]){2, 3}, &hb);
+    dla_tensor *e = dla_zeros(DLA_F64, "", DLA_DIMS(0, 0));
+    dla_tensor *z = cat_with_empties_fn(NULL, (dla_tensor *[]){a, b});
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(z), 3);
+    assert_int_equal(dla_tensor_dim(z, 3), 2);
+    double *v = fetch(z);
+    for (int i = 0; i < 6; i++) {
+        assert_true(v[i] == ha[i]);
+        assert_true(v[6 + i] == hb[i]);
+    }
+    free(v);
+    /* One left: a copy of it; formatted ones keep their format. */
+    z = dla_cat(2, 2, (dla_tensor *[]){e, a});
+    assert_int_equal(dla_tensor_ndims(z), 2);
+    assert_int_equal(dla_tensor_dim(z, 2), 3);
+    dla_tensor *f = dla_reshape(a, "CB", DLA_DIMS(2, 3));
+    z = dla_cat(2, 3, (dla_tensor *[]){f, e, f});
+    assert_string_equal(dla_tensor_format(z), "CB");
+    assert_int_equal(dla_tensor_dim(z, 2), 6);
+    /* Only [] left: as before, [] along dim 1. An empty that is not 0x0
+     * still has to fit, and errors name the tensors by their places. */
+    z = dla_cat(1, 2, (dla_tensor *[]){e, e});
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_int_equal(dla_tensor_numel(z), 0);
+    dla_tensor *e03 = dla_zeros(DLA_F64, "", DLA_DIMS(0, 3));
+    z = dla_cat(2, 2, (dla_tensor *[]){e03, a});
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_SHAPE);
+    z = dla_cat(2, 3, (dla_tensor *[]){e, a, dla_zeros(DLA_F64, "", DLA_DIMS(4, 1))});
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(z), "tensors[2]: 4x1 against tensors[1]'s 2x3"));
+    gc_check(cat_with_empties_fn, NULL, 2, (dla_tensor *[]){a, b}, (const int[]){1, 1}, 1e-8);
+    free(ha);
+    free(hb);
+    dla_scope_end();
+}
+
 static void test_cat_of_more_tensors_than_a_node_holds(void **state)
 {
     (void)state;
@@ -495,6 +546,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_cat_joins_along_each_dim_as_a_naive_loop),
         TU_TEST(test_cat_stacks_matrices_along_a_new_dim),
+        TU_TEST(test_cat_skips_matlab_empties),
         TU_TEST(test_cat_of_more_tensors_than_a_node_holds),
         TU_TEST(test_cat_gradients_are_slices_of_the_result_gradient),
         TU_TEST(test_cat_errors_name_the_tensor_and_the_dims),

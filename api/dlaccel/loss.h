@@ -310,7 +310,10 @@ DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_option
  * every dim but dim agrees. The result is a dense copy. Differentiable:
  * each input's gradient is a slice of the result's. n >= 1. Sizes along
  * dim that add up past INT64_MAX (empty inputs can be that long) are
- * DLA_ERR_INVALID_ARGUMENT. */
+ * DLA_ERR_INVALID_ARGUMENT. As in MATLAB, an unformatted 0x0 tensor ([])
+ * among others is skipped, whatever their dims and formats (cat(3, [], A)
+ * is A: a result grown in a loop may start as []); its gradient, if asked
+ * for, is that of a tensor the result does not depend on. */
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors);
 
 /* Pads x with value: before[i] elements ahead of and after[i] behind dim
