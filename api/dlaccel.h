@@ -334,15 +334,22 @@ DLA_API dla_tensor *dla_cast(dla_tensor *t, dla_dtype dtype);
  * result ("" unformatted); MATLAB's reshape of a formatted array. */
 DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims,
                                 const int64_t *dims);
-/* Reorders dims: order is a permutation of 1..ndims (MATLAB permute). The
+/* Reorders dims: order is a permutation of 1..ndims (MATLAB permute), with
+ * ndims at least t's dims, not counting an unformatted t's trailing
+ * singletons (a 3x4x1 takes the order [2 1], as MATLAB's 3x4 does). The
  * labels of a formatted tensor move with their dims; an order that breaks the
  * canonical label order (putting C before S) is DLA_ERR_FORMAT. */
 DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order);
-/* Drops dims of size 1 (and their labels). */
+/* Drops dims of size 1 (and their labels). An unformatted matrix is left
+ * as it is, as MATLAB's squeeze leaves it: with at most two dims before its
+ * trailing singletons, a 1 x N row stays 1 x N (a 1 x 1 x N gives N, an
+ * N x 1 column). A formatted tensor loses every dim of size 1. */
 DLA_API dla_tensor *dla_squeeze(dla_tensor *t);
 /* Elements start, start+step, ... < stop along dim (1-based). start and
  * stop are 0-based element indices, stop exclusive and clamped to the dim
- * (DLA_END: to the end); step >= 1. An empty range gives a dim of size 0. */
+ * (DLA_END: to the end); step >= 1. An empty range gives a dim of size 0.
+ * A dim past an unformatted t's (up to DLA_MAX_DIMS) is of size 1, as in
+ * MATLAB (X(:, :, 1) of a matrix); the result has dim dims. */
 #define DLA_END INT64_MAX
 DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t step, int64_t stop);
 

@@ -21,6 +21,10 @@ dla_tensor *dla__expand(dla_tensor *g, const dla_tensor *like);
 dla_status dla__broadcast(const char *op, int n, dla_tensor *const *t, const char *const *names,
                           int *nd, int64_t *dims, char *fmt);
 
+/* Unformatted t viewed with dim dims, those past its own of size 1 (MATLAB's
+ * trailing singletons), for the ops that index a dim; dim > t's ndims. */
+dla_tensor *dla__with_trailing_dims(dla_tensor *t, int dim);
+
 /* t itself (a new reference) when dense, else a dense copy on its device
  * (strided copy kernel); NULL with the message, prefixed with op, on failure. */
 dla_tensor *dla__dense(const char *op, dla_tensor *t);

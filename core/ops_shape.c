@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 #include <stdio.h>
@@ -138,6 +139,29 @@ static const dla__op cat_op = {.name = "dla_cat", .nin = -1, .nout = 1, .forward
                                .backward = cat_backward, .infer = cat_infer};
 DLA__OP_REGISTER(cat_op, sizeof(cat_attrs));
 
+/* MATLAB's [], which concatenation skips: 0x0 and unformatted (a
+ * formatted tensor's dims have labels, and an empty one of them is not
+ * skipped). */
+static int is_matlab_empty(const dla_tensor *t)
+{
+    return !t->format[0] && t->ndims == 2 && t->dims[0] == 0 && t->dims[1] == 0;
+}
+
+/* dla_cat of the m tensors that are not [], checked already. */
+static dla_tensor *cat_kept(int dim, int n, dla_tensor *const *tensors, int m)
+{
+    dla_tensor **kept = dla__malloc(sizeof *kept * (size_t)m);
+    if (!kept)
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "dla_cat: no memory for %d tensors", m);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!is_matlab_empty(tensors[i]))
+            kept[k++] = tensors[i];
+    dla_tensor *r = dla_cat(dim, m, kept);
+    dla__free(kept);
+    return r;
+}
+
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
 {
     static const char op[] = "dla_cat";
@@ -155,22 +179,35 @@ DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
             snprintf(arg, sizeof arg, "tensors[%d]", i);
             return dla__pass_arg(op, arg, tensors[i]);
         }
-    const dla_tensor *t0 = tensors[0];
+    /* MATLAB's concatenation skips [] (an unformatted 0x0) among other
+     * arrays: cat(3, [], A) is A, which starts a loop growing its result
+     * (Y = []; Y = cat(3, Y, y)). Here it was refused, "dim 1 differs".
+     * The others are checked against the first of them, f, and joined. */
+    int empties = 0;
+    for (int i = 0; i < n; i++)
+        empties += is_matlab_empty(tensors[i]);
+    const int skip = empties > 0 && empties < n;
+    int f = 0;
+    while (skip && is_matlab_empty(tensors[f]))
+        f++;
+    const dla_tensor *t0 = tensors[f];
     if (dim < 1 || dim > DLA_MAX_DIMS)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d", op, dim,
                           DLA_MAX_DIMS);
     char a[DLA__DIMS_BUF], b[DLA__DIMS_BUF];
     if (t0->format[0] && dim > t0->ndims)
         return dla__error(DLA_ERR_FORMAT,
-                          "%s: argument dim: %d is past the labels of tensor 1 (%s \"%s\"); a "
+                          "%s: argument dim: %d is past the labels of tensors[%d] (%s \"%s\"); a "
                           "formatted result needs a label there",
-                          op, dim, dla__tensor_dims_str(t0, a, sizeof a), t0->format);
+                          op, dim, f, dla__tensor_dims_str(t0, a, sizeof a), t0->format);
     /* The joined dim must stay a size: inputs that are empty elsewhere
      * (0 x 2^62) hold no elements, so their sizes along dim are bounded
      * by nothing, and their sum wrapped to a negative dim (0x-2). */
     int64_t along = dim <= t0->ndims ? t0->dims[dim - 1] : 1;
-    for (int i = 1; i < n; i++) {
+    for (int i = f + 1; i < n; i++) {
         const dla_tensor *t = tensors[i];
+        if (skip && is_matlab_empty(t))
+            continue;
         const int64_t len = dim <= t->ndims ? t->dims[dim - 1] : 1;
         if (len > INT64_MAX - along)
             return dla__error(DLA_ERR_INVALID_ARGUMENT,
@@ -179,28 +216,30 @@ DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors)
                               op, i, dla__tensor_dims_str(t, a, sizeof a), dim, (long long)along);
         along += len;
         if (t->dtype != t0->dtype)
-            return dla__error(DLA_ERR_DTYPE, "%s: argument tensors[%d]: %s, but tensors[0] is %s",
-                              op, i, dla_dtype_name(t->dtype), dla_dtype_name(t0->dtype));
+            return dla__error(DLA_ERR_DTYPE, "%s: argument tensors[%d]: %s, but tensors[%d] is %s",
+                              op, i, dla_dtype_name(t->dtype), f, dla_dtype_name(t0->dtype));
         if (t->storage->device != t0->storage->device)
             return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                              "%s: argument tensors[%d] is on %s, but tensors[0] is on %s", op, i,
-                              t->storage->device->name, t0->storage->device->name);
+                              "%s: argument tensors[%d] is on %s, but tensors[%d] is on %s", op, i,
+                              t->storage->device->name, f, t0->storage->device->name);
         if (strcmp(t->format, t0->format) != 0)
             return dla__error(DLA_ERR_FORMAT,
-                              "%s: argument tensors[%d]: format \"%s\" differs from tensors[0]'s "
+                              "%s: argument tensors[%d]: format \"%s\" differs from tensors[%d]'s "
                               "\"%s\"",
-                              op, i, t->format, t0->format);
+                              op, i, t->format, f, t0->format);
         int nd = t->ndims > t0->ndims ? t->ndims : t0->ndims;
         for (int d = 0; d < nd; d++) {
             int64_t x = d < t->ndims ? t->dims[d] : 1, y = d < t0->ndims ? t0->dims[d] : 1;
             if (d != dim - 1 && x != y)
                 return dla__error(DLA_ERR_SHAPE,
-                                  "%s: argument tensors[%d]: %s against tensors[0]'s %s: dim %d "
+                                  "%s: argument tensors[%d]: %s against tensors[%d]'s %s: dim %d "
                                   "differs (only dim %d may)",
-                                  op, i, dla__tensor_dims_str(t, a, sizeof a),
+                                  op, i, dla__tensor_dims_str(t, a, sizeof a), f,
                                   dla__tensor_dims_str(t0, b, sizeof b), d + 1, dim);
         }
     }
+    if (skip)
+        return cat_kept(dim, n, tensors, n - empties);
     cat_attrs at = {dim - 1};
     if (n <= DLA__OP_MAX_IO)
         return dla__apply(&cat_op, &at, sizeof at, n, tensors);
@@ -613,6 +652,14 @@ DLA_API dla_tensor *dla_index(dla_tensor *x, int dim, dla_tensor *index)
         return dla__pass_arg("dla_index", "x", x);
     if (!index || index->status != DLA_OK)
         return dla__pass_arg("dla_index", "index", index);
+    /* A dim past an unformatted x's is of size 1, as in MATLAB (x(:, :,
+     * [1 1]) of a matrix stacks it twice); it was refused. */
+    if (dim > x->ndims && dim <= DLA_MAX_DIMS && !x->format[0]) {
+        dla_scope_begin();
+        dla_tensor *r = dla_tensor_retain(dla_index(dla__with_trailing_dims(x, dim), dim, index));
+        dla_scope_end();
+        return dla__return(r);
+    }
     if (index_check(x, dim, index) != DLA_OK)
         return dla__return(dla__error_tensor());
     index_attrs a = {dim - 1};

@@ -14,6 +14,7 @@
 #include "core/format.h"
 #include "core/launch.h"
 #include "core/op.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 #include <stdio.h>
@@ -219,6 +220,19 @@ DLA_API dla_tensor *dla_reshape(dla_tensor *t, const char *format, int ndims, co
 
 /* ---------------------------------------------------------------- permute */
 
+/* The dims permute must be given an order for: all of a formatted
+ * tensor's (each has a label), an unformatted one's but its trailing
+ * singletons, which MATLAB does not count (sum(X, 3) of a 3-D X is 3x4 to
+ * permute(.., [2 1]); here it is 3x4x1, and the order [2 1] was refused,
+ * "2 entries for a tensor with 3 dims"). */
+static int permute_min_ndims(int ndims, const int64_t *dims, const char *format)
+{
+    if (!format[0])
+        while (ndims > 0 && dims[ndims - 1] == 1)
+            ndims--;
+    return ndims;
+}
+
 typedef struct permute_attrs {
     int ndims;
     int64_t order[DLA_MAX_DIMS];
@@ -250,7 +264,8 @@ static dla_status permute_infer(const void *attrs, int nin, const dla__vshape *i
 {
     (void)nin;
     const permute_attrs *a = attrs;
-    if (a->ndims < in[0].ndims || a->ndims > DLA_MAX_DIMS ||
+    if (a->ndims < permute_min_ndims(in[0].ndims, in[0].dims, in[0].format) ||
+        a->ndims > DLA_MAX_DIMS ||
         !dla__attr_str_ok(a->format, sizeof a->format))
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_permute: attribute ndims is %d for an "
                          "argument x of %d dims, or its format does not end", a->ndims,
@@ -292,10 +307,12 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
     if (ndims && !order)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument order is NULL, for ndims %d",
                           op, ndims);
-    if (ndims < t->ndims || ndims > DLA_MAX_DIMS)
+    if (ndims < permute_min_ndims(t->ndims, t->dims, t->format) || ndims > DLA_MAX_DIMS) {
+        char buf[DLA__DIMS_BUF];
         return dla__error(DLA_ERR_INVALID_ARGUMENT,
-                          "%s: argument order: %d entries for a tensor with %d dims", op, ndims,
-                          t->ndims);
+                          "%s: argument order: %d entries for a tensor with %d dims (%s)", op,
+                          ndims, t->ndims, dla__tensor_dims_str(t, buf, sizeof buf));
+    }
     int seen[DLA_MAX_DIMS] = {0};
     for (int i = 0; i < ndims; i++) {
         if (order[i] < 1 || order[i] > ndims || seen[order[i] - 1]++)
@@ -327,6 +344,22 @@ DLA_API dla_tensor *dla_permute(dla_tensor *t, int ndims, const int64_t *order)
 
 /* ---------------------------------------------------------------- squeeze */
 
+/* How many leading dims of an unformatted x squeeze keeps whole, as
+ * MATLAB's squeeze, which returns a matrix unchanged: with at most two
+ * dims before its trailing singletons (a row vector, a column, a scalar),
+ * those dims stay, so a 1 x N row stays a row. Dropping its 1 made an N
+ * (N x 1) column of it: a silent transpose, and a 1 x 0 became 0 x 1.
+ * 0: squeeze drops every dim of size 1 (more dims, or a formatted x,
+ * whose labels say which dim is which). */
+static int squeeze_kept(int ndims, const int64_t *dims, const char *format)
+{
+    if (format[0])
+        return 0;
+    while (ndims > 0 && dims[ndims - 1] == 1)
+        ndims--;
+    return ndims == 2 ? 2 : 0;
+}
+
 static dla_status squeeze_forward(const void *attrs, dla_tensor *const *in, int nin,
                                   dla_tensor **out, dla_tensor **saved)
 {
@@ -334,9 +367,10 @@ static dla_status squeeze_forward(const void *attrs, dla_tensor *const *in, int 
     dla_tensor *v = dla__tensor_view("dla_squeeze", t);
     if (!v)
         return dla_last_status();
+    const int kept = squeeze_kept(t->ndims, t->dims, t->format);
     int n = 0;
     for (int i = 0; i < t->ndims; i++) {
-        if (t->dims[i] == 1)
+        if (t->dims[i] == 1 && i >= kept)
             continue;
         v->dims[n] = t->dims[i];
         v->strides[n] = t->strides[i];
@@ -357,8 +391,9 @@ static dla_status squeeze_infer(const void *attrs, int nin, const dla__vshape *i
     (void)attrs, (void)nin;
     out[0] = in[0];
     out[0].ndims = 0;
+    const int kept = squeeze_kept(in[0].ndims, in[0].dims, in[0].format);
     for (int i = 0; i < in[0].ndims; i++) {
-        if (in[0].dims[i] == 1)
+        if (in[0].dims[i] == 1 && i >= kept)
             continue;
         if (in[0].format[0])
             out[0].format[out[0].ndims] = in[0].format[i];
@@ -443,15 +478,42 @@ static const dla__op slice_op = {
 };
 DLA__OP_REGISTER(slice_op, sizeof(slice_attrs));
 
+/* The trailing singletons MATLAB counts on any array (X(:, :, 1) of a
+ * matrix is the matrix), as a reshape view. */
+dla_tensor *dla__with_trailing_dims(dla_tensor *t, int dim)
+{
+    int64_t dims[DLA_MAX_DIMS];
+    for (int i = 0; i < dim; i++)
+        dims[i] = i < t->ndims ? t->dims[i] : 1;
+    return dla_reshape(t, "", dim, dims);
+}
+
+/* dla_slice along a dim past an unformatted t's: of size 1, as MATLAB
+ * has it (a dim of size 1 takes the start 0 or 1). It was refused, "dim 3
+ * is outside 1..2", where MATLAB's X(:, :, 1) of a matrix works. */
+static dla_tensor *slice_past_dims(dla_tensor *t, int dim, int64_t start, int64_t step,
+                                   int64_t stop)
+{
+    dla_scope_begin();
+    dla_tensor *r =
+        dla_tensor_retain(dla_slice(dla__with_trailing_dims(t, dim), dim, start, step, stop));
+    dla_scope_end();
+    return dla__return(r);
+}
+
 DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t step, int64_t stop)
 {
     static const char op[] = "dla_slice";
     if (!t || t->status != DLA_OK)
         return dla__pass_arg(op, "t", t);
     char buf[DLA__DIMS_BUF];
+    if (dim > t->ndims && dim <= DLA_MAX_DIMS && !t->format[0])
+        return slice_past_dims(t, dim, start, step, stop);
     if (dim < 1 || dim > t->ndims)
-        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d of %s", op,
-                          dim, t->ndims, dla__tensor_dims_str(t, buf, sizeof buf));
+        return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument dim: %d is outside 1..%d of %s%s",
+                          op, dim, t->ndims, dla__tensor_dims_str(t, buf, sizeof buf),
+                          t->format[0] && dim > t->ndims ? " (a formatted tensor has no dims "
+                                                           "past its labels)" : "");
     if (step < 1)
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: argument step: %lld; it must be >= 1", op,
                           (long long)step);

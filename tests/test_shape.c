@@ -154,6 +154,57 @@ static void test_cat_stacks_matrices_along_a_new_dim(void **state)
     dla_scope_end();
 }
 
+/* MATLAB's concatenation skips []: Y = []; Y = cat(3, Y, y) grows Y from
+ * nothing. dla_cat refused the 0x0 ("dim 1 differs (only dim 3 may)"). */
+static dla_tensor *cat_with_empties_fn(void *ctx, dla_tensor *const *in)
+{
+    dla_tensor *e = dla_zeros(DLA_F64, "", DLA_DIMS(0, 0));
+    return dla_cat(3, 4, (dla_tensor *[]){e, in[0], e, in[1]});
+}
+
+static void test_cat_skips_matlab_empties(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double *ha, *hb;
+    dla_tensor *a = rnd("", 2, (const int64_t[]){2, 3}, &ha);
+    dla_tensor *b = rnd("", 2, (const int64_t[]){2, 3}, &hb);
+    dla_tensor *e = dla_zeros(DLA_F64, "", DLA_DIMS(0, 0));
+    dla_tensor *z = cat_with_empties_fn(NULL, (dla_tensor *[]){a, b});
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(z), 3);
+    assert_int_equal(dla_tensor_dim(z, 3), 2);
+    double *v = fetch(z);
+    for (int i = 0; i < 6; i++) {
+        assert_true(v[i] == ha[i]);
+        assert_true(v[6 + i] == hb[i]);
+    }
+    free(v);
+    /* One left: a copy of it; formatted ones keep their format. */
+    z = dla_cat(2, 2, (dla_tensor *[]){e, a});
+    assert_int_equal(dla_tensor_ndims(z), 2);
+    assert_int_equal(dla_tensor_dim(z, 2), 3);
+    dla_tensor *f = dla_reshape(a, "CB", DLA_DIMS(2, 3));
+    z = dla_cat(2, 3, (dla_tensor *[]){f, e, f});
+    assert_string_equal(dla_tensor_format(z), "CB");
+    assert_int_equal(dla_tensor_dim(z, 2), 6);
+    /* Only [] left: as before, [] along dim 1. An empty that is not 0x0
+     * still has to fit, and errors name the tensors by their places. */
+    z = dla_cat(1, 2, (dla_tensor *[]){e, e});
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_int_equal(dla_tensor_numel(z), 0);
+    dla_tensor *e03 = dla_zeros(DLA_F64, "", DLA_DIMS(0, 3));
+    z = dla_cat(2, 2, (dla_tensor *[]){e03, a});
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_SHAPE);
+    z = dla_cat(2, 3, (dla_tensor *[]){e, a, dla_zeros(DLA_F64, "", DLA_DIMS(4, 1))});
+    assert_int_equal(dla_tensor_status(z), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_tensor_error(z), "tensors[2]: 4x1 against tensors[1]'s 2x3"));
+    gc_check(cat_with_empties_fn, NULL, 2, (dla_tensor *[]){a, b}, (const int[]){1, 1}, 1e-8);
+    free(ha);
+    free(hb);
+    dla_scope_end();
+}
+
 static void test_cat_of_more_tensors_than_a_node_holds(void **state)
 {
     (void)state;
@@ -416,6 +467,53 @@ static void test_slices_of_a_reshaped_input_send_their_gradients_back_to_it(void
     dla_scope_end();
 }
 
+/* ------------------------------------------- dims past an unformatted x */
+
+/* MATLAB counts trailing singletons on any array: X(:, :, 1) of a 3x4
+ * matrix is the matrix, X(:, :, [1 1]) stacks it twice. dla_slice and
+ * dla_index refused dim 3 of a 3x4 ("outside 1..2"), where dla_sum, dla_cat
+ * and dla_pad take it. */
+static dla_tensor *past_dims_fn(void *ctx, dla_tensor *const *in)
+{
+    dla_tensor *s = dla_slice(in[0], 3, 0, 1, DLA_END);
+    return dla_add(dla_index(in[0], 3, (dla_tensor *)ctx), dla_mul(s, s));
+}
+
+static void test_slice_and_index_take_a_dim_past_an_unformatted_x(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    double *h;
+    dla_tensor *x = rnd("", 2, (const int64_t[]){3, 4}, &h);
+    dla_tensor *s = dla_slice(x, 3, 0, 1, 1);
+    assert_int_equal(dla_tensor_status(s), DLA_OK);
+    assert_int_equal(dla_tensor_ndims(s), 3);
+    assert_int_equal(dla_tensor_numel(s), 12);
+    for (int i = 0; i < 12; i++)
+        assert_true(dla_tensor_item(s, i) == h[i]);
+    /* Past the one element: empty, as a start at the end of any dim. */
+    s = dla_slice(x, 5, 1, 1, DLA_END);
+    assert_int_equal(dla_tensor_ndims(s), 5);
+    assert_int_equal(dla_tensor_dim(s, 5), 0);
+    dla_tensor *idx = dla_tensor_from_host((const int32_t[]){0, 0}, DLA_I32, "", DLA_DIMS(2));
+    dla_tensor *r = dla_index(x, 3, idx);
+    assert_int_equal(dla_tensor_status(r), DLA_OK);
+    assert_int_equal(dla_tensor_dim(r, 3), 2);
+    for (int i = 0; i < 24; i++)
+        assert_true(dla_tensor_item(r, i) == h[i % 12]);
+    /* A position past the size-1 dim is refused as any other. */
+    dla_tensor *bad = dla_tensor_from_host((const int32_t[]){1}, DLA_I32, "", DLA_DIMS(1));
+    assert_int_equal(dla_tensor_status(dla_index(x, 3, bad)), DLA_ERR_INVALID_ARGUMENT);
+    /* A formatted x has no dims past its labels. */
+    dla_tensor *f = dla_reshape(x, "CB", DLA_DIMS(3, 4));
+    assert_int_equal(dla_tensor_status(dla_slice(f, 3, 0, 1, 1)), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_tensor_status(dla_index(f, 3, idx)), DLA_ERR_INVALID_ARGUMENT);
+    gc_check(past_dims_fn, idx, 1, &x, (const int[]){1}, 1e-8);
+    gc_check2(past_dims_fn, idx, 1, &x, (const int[]){1}, 1e-8);
+    free(h);
+    dla_scope_end();
+}
+
 /* Steps and paddings near INT64_MAX: a slice's count wrapped (a 4x6
  * input sliced with step INT64_MAX came back 0x6, another 4x-1, and a
  * reshape of that crashed); a padding's size wrapped to a small one. */
@@ -448,6 +546,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_cat_joins_along_each_dim_as_a_naive_loop),
         TU_TEST(test_cat_stacks_matrices_along_a_new_dim),
+        TU_TEST(test_cat_skips_matlab_empties),
         TU_TEST(test_cat_of_more_tensors_than_a_node_holds),
         TU_TEST(test_cat_gradients_are_slices_of_the_result_gradient),
         TU_TEST(test_cat_errors_name_the_tensor_and_the_dims),
@@ -456,6 +555,7 @@ int main(void)
         TU_TEST(test_index_gathers_positions_with_repeats),
         TU_TEST(test_index_gradient_adds_repeats_into_their_position),
         TU_TEST(test_slices_of_a_reshaped_input_send_their_gradients_back_to_it),
+        TU_TEST(test_slice_and_index_take_a_dim_past_an_unformatted_x),
         TU_TEST(test_huge_steps_and_paddings_do_not_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

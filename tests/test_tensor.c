@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "tu_assert.h"
+
 /* ----------------------------------------------------------- host mirror */
 
 /* A strided view of host doubles, mirroring what a device view should see. */
@@ -381,6 +383,124 @@ static void test_squeeze_drops_singletons_and_their_labels(void **state)
     assert_string_equal(dla_tensor_format(s), "SC");
     dla_tensor_release(s);
     dla_tensor_release(t);
+}
+
+/* MATLAB's squeeze returns a matrix as it is: a 1 x 5 row stayed a row,
+ * where dla_squeeze made a 5 (5 x 1) column of it, a silent transpose that
+ * a later product or broadcast read the other way round. */
+static dla_tensor *row_loss(dla_tensor *x, dla_tensor *w)
+{
+    /* A row against a column broadcasts to 5 x 5; a column against a
+     * column stays 5 x 1: the sum tells them apart. */
+    return dla_sum(dla_mul(dla_squeeze(x), w), 0, NULL);
+}
+
+static dla_status squeeze_row_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = row_loss(in[0], in[1]);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void test_squeeze_leaves_a_row_vector_a_row(void **state)
+{
+    dla_scope_begin();
+    const double v[5] = {1, 2, 3, 4, 5}, c[5] = {10, 20, 30, 40, 50};
+    dla_tensor *row = dla_tensor_from_host(v, DLA_F64, "", DLA_DIMS(1, 5));
+    dla_tensor *s = dla_squeeze(row);
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 1), 1);
+    assert_int_equal(dla_tensor_dim(s, 2), 5);
+    /* Trailing singletons do not make a matrix more than two dims. */
+    s = dla_squeeze(dla_reshape(row, "", DLA_DIMS(1, 5, 1, 1)));
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 2), 5);
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(1, 0)));
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 1), 1);
+    assert_int_equal(dla_tensor_dim(s, 2), 0);
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(3, 4, 1)));
+    assert_int_equal(dla_tensor_ndims(s), 2);
+    assert_int_equal(dla_tensor_dim(s, 2), 4);
+    /* More dims than two: the ones go, as in MATLAB (1x1x5 gives 5x1). */
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(1, 1, 5)));
+    assert_int_equal(dla_tensor_ndims(s), 1);
+    assert_int_equal(dla_tensor_dim(s, 1), 5);
+    s = dla_squeeze(dla_zeros(DLA_F64, "", DLA_DIMS(5, 1)));
+    assert_int_equal(dla_tensor_dim(s, 1), 5);
+    assert_int_equal(dla_tensor_dim(s, 2), 1);
+    /* Values and gradient: sum(squeeze(x) .* w) with w a 5 x 1 column is
+     * sum_ij x_j w_i (a 5 x 5 broadcast), so d/dx_j = sum(w) = 150. */
+    dla_tensor *w = dla_tensor_from_host(c, DLA_F64, "", DLA_DIMS(5, 1));
+    tu_assert_near(dla_tensor_item(row_loss(row, w), 0), 15.0 * 150.0, 1e-9);
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(squeeze_row_model, NULL, 2, (dla_tensor *[]){row, w}, 2, out),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_dim(out[1], 1), 1);
+    for (int j = 0; j < 5; j++)
+        tu_assert_near(dla_tensor_item(out[1], j), 150.0, 1e-9);
+    /* A replay makes the shape its recording made. */
+    dla_accel *af = dla_accelerate(squeeze_row_model, NULL);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(tu_replay_differs(af, squeeze_row_model, NULL, 2,
+                                           (dla_tensor *[]){row, w}, 2), -1);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+/* MATLAB counts no trailing singletons: sum(X, 3) of a 3x4x5 X is a 3x4
+ * matrix, and permute(S, [2 1]) transposes it. Here the sum is 3x4x1, and
+ * dla_permute refused the order [2 1] ("2 entries for a tensor with 3
+ * dims"). */
+static dla_status permute_sum_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *p = dla_permute(dla_sum(in[0], DLA_DIMS(3)), DLA_DIMS(2, 1));
+    out[0] = dla_sum(dla_mul(p, in[1]), 0, NULL);
+    out[1] = p;
+    return dla_gradient(out[0], 1, in, out + 2);
+}
+
+static void test_permute_takes_an_order_without_trailing_singletons(void **state)
+{
+    dla_scope_begin();
+    double xv[60], wv[12];
+    for (int i = 0; i < 60; i++)
+        xv[i] = i;
+    for (int i = 0; i < 12; i++)
+        wv[i] = 1 + 0.5 * i;
+    dla_tensor *x = dla_tensor_from_host(xv, DLA_F64, "", DLA_DIMS(3, 4, 5));
+    dla_tensor *w = dla_tensor_from_host(wv, DLA_F64, "", DLA_DIMS(4, 3));
+    dla_tensor *out[3];
+    assert_int_equal(dla_feval(permute_sum_model, NULL, 2, (dla_tensor *[]){x, w}, 3, out),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_ndims(out[1]), 2);
+    assert_int_equal(dla_tensor_dim(out[1], 1), 4);
+    assert_int_equal(dla_tensor_dim(out[1], 2), 3);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) {
+            double s = 0;
+            for (int k = 0; k < 5; k++)
+                s += xv[i + 3 * j + 12 * k];
+            /* p(j, i) = s(i, j); d loss / d x(i, j, k) = w(j, i). */
+            tu_assert_near(dla_tensor_item(out[1], j + 4 * i), s, 1e-9);
+            for (int k = 0; k < 5; k++)
+                tu_assert_near(dla_tensor_item(out[2], i + 3 * j + 12 * k), wv[j + 4 * i], 1e-12);
+        }
+    dla_accel *af = dla_accelerate(permute_sum_model, NULL);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(tu_replay_differs(af, permute_sum_model, NULL, 2,
+                                           (dla_tensor *[]){x, w}, 3), -1);
+    dla_accel_free(af);
+    /* Dims that are not singletons still need their entries, and a
+     * formatted tensor's labelled singletons too. */
+    dla_tensor *e = dla_permute(x, DLA_DIMS(2, 1));
+    assert_int_equal(dla_tensor_status(e), DLA_ERR_INVALID_ARGUMENT);
+    e = dla_permute(dla_zeros(DLA_F64, "SSCB", DLA_DIMS(2, 3, 1, 1)), DLA_DIMS(2, 1));
+    assert_int_equal(dla_tensor_status(e), DLA_ERR_INVALID_ARGUMENT);
+    dla_scope_end();
 }
 
 static void test_reshape_is_a_view_when_strides_allow(void **state)
@@ -1259,6 +1379,8 @@ int main(void)
         TU_TEST(test_slice_selects_start_step_stop),
         TU_TEST(test_permute_moves_dims_and_their_labels),
         TU_TEST(test_squeeze_drops_singletons_and_their_labels),
+        TU_TEST(test_squeeze_leaves_a_row_vector_a_row),
+        TU_TEST(test_permute_takes_an_order_without_trailing_singletons),
         TU_TEST(test_reshape_is_a_view_when_strides_allow),
         TU_TEST(test_a_view_keeps_its_storage_alive),
         TU_TEST(test_binary_ops_broadcast_like_matlab),

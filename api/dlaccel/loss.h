@@ -311,7 +311,10 @@ DLA_API dla_tensor *dla_onehotdecode(dla_tensor *scores, const dla_onehot_option
  * every dim but dim agrees. The result is a dense copy. Differentiable:
  * each input's gradient is a slice of the result's. n >= 1. Sizes along
  * dim that add up past INT64_MAX (empty inputs can be that long) are
- * DLA_ERR_INVALID_ARGUMENT. */
+ * DLA_ERR_INVALID_ARGUMENT. As in MATLAB, an unformatted 0x0 tensor ([])
+ * among others is skipped, whatever their dims and formats (cat(3, [], A)
+ * is A: a result grown in a loop may start as []); its gradient, if asked
+ * for, is that of a tensor the result does not depend on. */
 DLA_API dla_tensor *dla_cat(int dim, int n, dla_tensor *const *tensors);
 
 /* Pads x with value: before[i] elements ahead of and after[i] behind dim
@@ -326,7 +329,8 @@ DLA_API dla_tensor *dla_pad(dla_tensor *x, int ndims, const int64_t *before, con
 /* MATLAB x(:, ..., idx, ..., :) along one dim (1-based) with a list of
  * 0-based positions: index is an int32 tensor (any dims; its elements in
  * column-major order form the list, repeats allowed). The result has x's
- * dims with numel(index) along dim, and x's format and dtype. A position
+ * dims with numel(index) along dim, and x's format and dtype. A dim past
+ * an unformatted x's (up to DLA_MAX_DIMS) is of size 1, as in MATLAB. A position
  * outside 0..size(x, dim)-1 is DLA_ERR_INVALID_ARGUMENT (reported by the
  * kernel; for an empty result, which launches none, read on the host).
  * Differentiable in x: the gradient adds each element of the result's
