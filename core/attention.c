@@ -9,6 +9,7 @@
  * product gives every head's scores, the softmax runs over the keys as a
  * "C" dim, and a second page product weighs the values.
  */
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -123,7 +124,7 @@ static dla_tensor *causal_mask(dla_dtype dtype, int64_t lk, int64_t lq, dla_devi
                                double seen, double hidden)
 {
     const size_t n = (size_t)(lk * lq), es = dtype == DLA_F64 ? 8 : 4;
-    unsigned char *host = malloc(n ? n * es : 1);
+    unsigned char *host = dla__malloc(n ? n * es : 1);
     if (!host)
         return dla__error(DLA_ERR_OUT_OF_MEMORY, "dla_attention: out of memory for a %lldx%lld "
                           "mask", (long long)lk, (long long)lq);
@@ -139,7 +140,7 @@ static dla_tensor *causal_mask(dla_dtype dtype, int64_t lk, int64_t lq, dla_devi
     dla_device_set_current(dev);
     dla_tensor *m = dla_tensor_from_host(host, dtype, "", 2, (const int64_t[]){lk, lq});
     dla_device_set_current(keep);
-    free(host);
+    dla__free(host);
     return m;
 }
 

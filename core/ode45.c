@@ -17,6 +17,7 @@
  * next step's first stage) and of the outputs, not of every stage; the
  * tape keeps what the gradient needs.
  */
+#include "core/alloc.h"
 #include "core/ode45.h"
 
 #include "core/error.h"
@@ -286,13 +287,13 @@ static dla_tensor *stack_times(int n, dla_tensor **ys)
         dims[d] = dla_tensor_dim(ys[0], d + 1);
     memmove(dims + at + 1, dims + at, sizeof(int64_t) * (size_t)(nd - at));
     dims[at] = 1;
-    dla_tensor **parts = malloc(sizeof *parts * (size_t)n);
+    dla_tensor **parts = dla__malloc(sizeof *parts * (size_t)n);
     if (!parts)
         return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: joining %d outputs", OP, n);
     for (int i = 0; i < n; i++)
         parts[i] = dla_reshape(ys[i], fmt, nd + 1, dims);
     dla_tensor *y = dla_cat(at + 1, n, parts);
-    free(parts);
+    dla__free(parts);
     return y;
 }
 
@@ -430,7 +431,7 @@ dla_tensor *dla__ode45_solve(dla_ode_function fn, void *ctx, int nt, const doubl
     s.rtol = fmax(s.rtol, 100 * DBL_EPSILON);
     s.threshold = (o->absolute_tolerance > 0 ? o->absolute_tolerance : 1e-6) / s.rtol;
 
-    dla_tensor **ys = calloc((size_t)nt, sizeof *ys);
+    dla_tensor **ys = dla__calloc((size_t)nt, sizeof *ys);
     if (!ys)
         return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: %d outputs", OP, nt - 1);
     dla_tensor *bad = integrate(&s, nt, tspan, y0, o, ys);
@@ -440,7 +441,7 @@ dla_tensor *dla__ode45_solve(dla_ode_function fn, void *ctx, int nt, const doubl
                                                        : stack_times(nt - 1, ys);
     for (int i = 0; i < nt; i++)
         dla_tensor_release(ys[i]);
-    free(ys);
+    dla__free(ys);
     return out;
 }
 

@@ -12,6 +12,7 @@
  * host each call; a trace keeps them as constants (x's sizes are in its
  * key, and nothing else decides them).
  */
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -141,11 +142,11 @@ static dla_tensor *gather_at(dla_tensor *y, int d, const int64_t *pos, int64_t n
 static dla_tensor *resize_dim(dla_tensor *y, int d, int64_t in, int64_t out, double s,
                               const plan *p)
 {
-    int64_t *lo = malloc(sizeof *lo * (size_t)out), *hi = malloc(sizeof *hi * (size_t)out);
-    int32_t *rel = malloc(sizeof *rel * (size_t)out);
-    double *w = malloc(sizeof *w * (size_t)out);
+    int64_t *lo = dla__malloc(sizeof *lo * (size_t)out), *hi = dla__malloc(sizeof *hi * (size_t)out);
+    int32_t *rel = dla__malloc(sizeof *rel * (size_t)out);
+    double *w = dla__malloc(sizeof *w * (size_t)out);
     if (!lo || !hi || !rel || !w) {
-        free(lo), free(hi), free(rel), free(w);
+        dla__free(lo), dla__free(hi), dla__free(rel), dla__free(w);
         return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld positions", op,
                           (long long)out);
     }
@@ -186,7 +187,7 @@ static dla_tensor *resize_dim(dla_tensor *y, int d, int64_t in, int64_t out, dou
             r = dla_add(dla_mul(dla_affine(wt, -1.0, 1.0), a), dla_mul(wt, b));
         }
     }
-    free(lo), free(hi), free(rel), free(w);
+    dla__free(lo), dla__free(hi), dla__free(rel), dla__free(w);
     return r;
 }
 

@@ -148,7 +148,7 @@ static char *real_parent_name(const char *path, const char *op)
         strcpy(name, last);
     else
         dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
-    free(real);
+    free(real); /* realpath made it: libc's */
     return name;
 }
 

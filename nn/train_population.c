@@ -111,11 +111,11 @@ static dla_status merge_ranks(dla_status st, int nbn, const int64_t *offset,
                               const int64_t *channels, double *run, int64_t total)
 {
     const int size = dla_spmd_size();
-    double *all = malloc(sizeof *all * (size_t)(total + 1) * (size_t)size);
-    double *mine = malloc(sizeof *mine * (size_t)(total + 1));
+    double *all = dla_malloc(sizeof *all * (size_t)(total + 1) * (size_t)size);
+    double *mine = dla_malloc(sizeof *mine * (size_t)(total + 1));
     if (!all || !mine) {
-        free(all);
-        free(mine);
+        dla_free(all);
+        dla_free(mine);
         return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     mine[0] = st != DLA_OK;
@@ -139,8 +139,8 @@ static dla_status merge_ranks(dla_status st, int nbn, const int64_t *offset,
                 merge(run + offset[k], channels[k], o[0], o + 1, o + 1 + channels[k]);
             }
     }
-    free(all);
-    free(mine);
+    dla_free(all);
+    dla_free(mine);
     return st != DLA_OK ? st : cst;
 }
 
@@ -179,8 +179,13 @@ dla_status dla__train_population_statistics(dla_net *net, dla_mbq *q, int parall
             names[nout++] = bn[k].source;
         }
     }
-    double *run = calloc((size_t)total, sizeof *run);
-    double *mean = malloc(sizeof *mean * (size_t)widest), *m2 = malloc(sizeof *m2 * (size_t)widest);
+    /* Through the library's allocator, as every host allocation is
+     * (dla_set_allocator): a user's hook saw none of these. */
+    double *run = dla_malloc(sizeof *run * (size_t)(total ? total : 1));
+    double *mean = dla_malloc(sizeof *mean * (size_t)(widest ? widest : 1));
+    double *m2 = dla_malloc(sizeof *m2 * (size_t)(widest ? widest : 1));
+    if (run)
+        memset(run, 0, sizeof *run * (size_t)(total ? total : 1));
     dla_tensor **z = dla_malloc(sizeof *z * (size_t)(nout ? nout : 1));
     dla_status st = run && mean && m2 && z
                         ? DLA_OK
@@ -234,9 +239,9 @@ dla_status dla__train_population_statistics(dla_net *net, dla_mbq *q, int parall
                       msg);
     }
     dla_scope_end();
-    free(run);
-    free(mean);
-    free(m2);
+    dla_free(run);
+    dla_free(mean);
+    dla_free(m2);
     dla_free(z);
     dla_free(bn);
     dla_free(offset);

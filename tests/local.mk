@@ -31,5 +31,5 @@ TESTS += tests/test_plugin_ops
 
 # The tests' float comparisons fail on a NaN (a static check of their
 # sources: no assert_float_equal, no worst kept with fmax).
-TESTS += tests/nan_blind_checks.sh
-EXTRA_DIST += tests/nan_blind_checks.sh
+TESTS += tests/nan_blind_checks.sh tests/alloc_hook_checks.sh
+EXTRA_DIST += tests/nan_blind_checks.sh tests/alloc_hook_checks.sh

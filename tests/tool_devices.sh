@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..25"
+echo "1..26"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -116,6 +116,10 @@ if [ -z "$cut" ]; then
 else
     sed 's/^/#   /' "$tmp/list"; echo "not ok $n - dlaccel help cuts the usage of:$cut"
 fi
+
+args="export-images --split bogus $tmp/out"
+check "export-images --split with neither train nor test is a usage error (exit 2)" 2 \
+    "dlaccel export-images: --split bogus: \"train\" or \"test\""
 
 args=frobnicate
 check "an unknown command exits 2 with the list of commands" 2 \

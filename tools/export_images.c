@@ -88,6 +88,13 @@ int dla_tool_export_images(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--split") && i + 1 < argc) {
             split = argv[++i];
+            /* A bad argument, as a bad --limit is (it failed as the load's
+             * error, exit 1, after looking for the files). */
+            if (strcmp(split, "train") && strcmp(split, "test")) {
+                fprintf(stderr, "dlaccel export-images: --split %s: \"train\" or \"test\"\n",
+                        split);
+                return DLA_TOOL_USAGE;
+            }
         } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {

@@ -117,7 +117,8 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
 typedef struct dla_resize_options {
     /* MATLAB's Scale: one factor per "S" dim of x, in their order, or
      * scale[0] alone for all of them (entries after the last nonzero one
-     * are not given). Each output size is floor(in * scale), at least 1. */
+     * are not given). Each output size is floor(in * scale); a scale
+     * that makes one 0 is DLA_ERR_INVALID_ARGUMENT naming it. */
     double scale[DLA_MAX_DIMS];
     /* MATLAB's OutputSize: one whole size per "S" dim. NAN in some of
      * them (not all) keeps the aspect ratio of the first given one:
