@@ -228,6 +228,51 @@ static void test_sequences_of_one_step_or_none_are_padded_alike(void **state)
     dla_seqlist_free(s);
 }
 
+/* Observation i of int32 sequences: 1, 2, ... of 1 + i steps. */
+static dla_status counts_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)ctx, (void)n;
+    const int32_t v[4] = {1, 2, 3, 4};
+    out[0] = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, 1, 1 + i));
+    return DLA_OK;
+}
+
+/* A cast applies before the padding: int32 sequences cast to single are
+ * padded with 0.5 as a list of the same values is (padded as int32 first,
+ * the padding value became 0 without a word, and trainnet's predictors
+ * differed from the list's). */
+static void test_a_cast_sequence_is_padded_with_the_value_in_its_cast(void **state)
+{
+    (void)state;
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 1, .num_observations = 3,
+                                .read_at = counts_read_at},
+        &ds));
+    dla_seqlist *s = dla_seqlist_create(1);
+    const float v[4] = {1, 2, 3, 4};
+    for (int i = 0; i < 3; i++)
+        assert_ok(dla_seqlist_append(s, v, 1 + i));
+    for (int left = 0; left < 2; left++) {
+        const dla_sequence_options so = {.padding_value = 0.5,
+                                         .padding_direction = left ? "left" : NULL};
+        dla_mbq *q;
+        assert_ok(dla_mbq_create(
+            1, &(dla_mbq_input){.datastore = ds, .format = "CBT", .cast = "single", .mask = 1},
+            &(dla_mbq_options){.mini_batch_size = 3, .sequence = so}, &q));
+        dla_scope_begin();
+        dla_tensor *b[2], *x, *m;
+        assert_ok(dla_mbq_next(q, 2, b));
+        assert_ok(dla_padsequences(s, 3, NULL, &so, &x, &m));
+        assert_true(tu_same_bits(b[0], x));
+        assert_true(tu_same_bits(b[1], m));
+        dla_scope_end();
+        dla_mbq_free(q);
+    }
+    dla_seqlist_free(s);
+    dla_datastore_free(ds);
+}
+
 static void test_queue_pads_each_batch_as_padsequences(void **state)
 {
     (void)state;
@@ -526,12 +571,123 @@ static void test_trainnet_parallel_over_sequences_of_a_datastore(void **state)
 }
 
 
+/* A transform that keeps the sequences alone. */
+static dla_status sequences_only(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
+/* Both features at once: a datastore of sequences read in order (and
+ * validation from another) trains, tests and predicts as the list with
+ * Shuffle "never"; a subset (with repeats) of sequences, combined with a
+ * transform of it, is padded as the list is. */
+static void test_sequences_read_in_order_subset_combined(void **state)
+{
+    (void)state;
+    enum { N = 26 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    list_reader r = {.l = {.seqs = s, .labels = labels}}, rv = r;
+    dla_datastore *ds, *dv;
+    assert_ok(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
+                                                                  .num_observations = N,
+                                                                  .read = reader_read,
+                                                                  .hasdata = reader_hasdata,
+                                                                  .reset = reader_reset,
+                                                                  .ctx = &r},
+                                          &ds));
+    assert_ok(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
+                                                                  .num_observations = N,
+                                                                  .read = reader_read,
+                                                                  .hasdata = reader_hasdata,
+                                                                  .reset = reader_reset,
+                                                                  .ctx = &rv},
+                                          &dv));
+    dla_scope_begin();
+    dla_tensor *lab = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, N));
+    dla_train_data from_list = {.sequences = s, .targets = lab}, from_ds = {.datastore = ds},
+                   vds = {.datastore = dv};
+    dla_training_options o = {.verbose = -1,
+                              .solver = "adam",
+                              .max_epochs = 3,
+                              .mini_batch_size = 6,
+                              .shuffle = "never",
+                              .sequence_padding_direction = "left",
+                              .sequence_padding_value = 0.25,
+                              .validation_frequency = 2};
+    dla_net *net = sequence_net(0), *a, *b;
+    dla_training_info *ia, *ib;
+    o.validation_data = &from_list;
+    dla_rng_seed(5);
+    assert_ok(
+        dla_trainnet(&from_list, net, &(dla_train_loss){.name = "crossentropy"}, &o, &a, &ia));
+    o.validation_data = &vds;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = "crossentropy"}, &o, &b, &ib));
+    for (int64_t i = 0; i < ia->iterations; i++)
+        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
+    for (int64_t i = 0; i < ia->validations; i++)
+        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
+    assert_same_learnables(a, b);
+    const dla_predict_options po = {.mini_batch_size = 4, .sequence_padding_direction = "left"};
+    double va, vb;
+    assert_ok(dla_testnet(a, &from_list, "crossentropy", &po, &va));
+    assert_ok(dla_testnet(a, &from_ds, "crossentropy", &po, &vb));
+    tu_assert_near(vb, va, 0);
+    dla_tensor *pa, *pb;
+    assert_ok(dla_minibatchpredict(a, &from_list, &po, &pa));
+    assert_ok(dla_minibatchpredict(a, &from_ds, &po, &pb));
+    assert_true(tu_same_bits(pa, pb));
+    /* A subset, a transform of it and both combined: x, its mask, x, t. */
+    list_ds l = {.seqs = s, .labels = labels};
+    dla_datastore *ix = list_datastore(&l), *sub, *tr, *comb;
+    const int64_t idx[5] = {4, 2, 2, 9, 0};
+    assert_ok(dla_datastore_subset(ix, 5, idx, &sub));
+    assert_ok(dla_transform(sub, 1, sequences_only, NULL, &tr));
+    assert_ok(dla_combine(2, (dla_datastore *[]){tr, sub}, &comb));
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(
+        1,
+        &(dla_mbq_input){
+            .datastore = comb, .formats = (const char *[]){"CBT", "CBT", "CB"}, .mask = 1},
+        &(dla_mbq_options){.mini_batch_size = 5,
+                           .sequence = {.padding_direction = "left", .padding_value = 2}},
+        &q));
+    assert_int_equal(dla_mbq_num_outputs(q), 4);
+    dla_tensor *bb[4], *x, *m;
+    assert_ok(dla_mbq_next(q, 4, bb));
+    const dla_sequence_options so = {.padding_direction = "left", .padding_value = 2};
+    assert_ok(dla_padsequences(s, 5, idx, &so, &x, &m));
+    assert_true(tu_same_bits(bb[0], x));
+    assert_true(tu_same_bits(bb[1], m));
+    assert_true(tu_same_bits(bb[2], x));
+    dla_mbq_free(q);
+    dla_datastore_free(comb);
+    dla_datastore_free(tr);
+    dla_datastore_free(sub);
+    dla_datastore_free(ix);
+    dla_scope_end();
+    dla_training_info_free(ia);
+    dla_training_info_free(ib);
+    dla_net_free(a);
+    dla_net_free(b);
+    dla_net_free(net);
+    dla_datastore_free(ds);
+    dla_datastore_free(dv);
+    dla_seqlist_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        TU_TEST(test_sequences_read_in_order_subset_combined),
         TU_TEST(test_queue_pads_each_batch_as_padsequences),
         TU_TEST(test_a_datastore_read_in_order_is_padded_alike),
         TU_TEST(test_sequences_of_one_step_or_none_are_padded_alike),
+        TU_TEST(test_a_cast_sequence_is_padded_with_the_value_in_its_cast),
         TU_TEST(test_sequence_outputs_that_do_not_fit_are_refused),
         TU_TEST(test_every_refused_allocation_of_a_padded_batch_fails_cleanly),
         TU_TEST(test_trainnet_over_sequences_of_a_datastore),
