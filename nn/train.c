@@ -814,6 +814,19 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         dla_net_input_activation(tr->net, 0, dims, in_fmt);
     const char *tfmt = *targets && !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format
                                                                                 : NULL;
+    /* Sequence targets in memory for a datastore of sequences, which is
+     * not read through before training: taken as padded to its longest
+     * sequence (their steps), as a list's are checked to be, so that
+     * align_targets cuts them to each batch's steps (the loss refused
+     * every batch shorter than the longest: "1x6x12 does not match y's
+     * 1x6x10"). */
+    if (d->datastore && strchr(in_fmt, 'T') && *targets) {
+        const char *labels = *dla_tensor_format(*targets) ? dla_tensor_format(*targets)
+                                                          : tr->out_format;
+        const char *steps = strchr(labels, 'T');
+        if (steps)
+            tr->longest[validation] = dla_tensor_dim(*targets, (int)(steps - labels) + 1);
+    }
     /* A datastore's targets: class numbers 1 x B "CB" (one-hot finds C),
      * unformatted responses labeled and joined as the network's output;
      * formatted ones keep their labels, and their own B and T say how

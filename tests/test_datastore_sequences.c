@@ -562,6 +562,71 @@ static void test_trainnet_sequence_to_sequence_from_a_datastore(void **state)
     train_both_ways_as(1, NULL, "longest", "left", 1);
 }
 
+/* The sequences alone (observation i of a list_ds's). */
+static dla_status sequence_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)n;
+    const list_ds *l = ctx;
+    out[0] = sequence_of(l->seqs, i, l->formatted);
+    return DLA_OK;
+}
+
+/* A datastore of sequences with its sequence-to-sequence targets in
+ * memory, one array padded to the longest sequence: cut to each batch's
+ * steps as a list's are (the loss refused every batch shorter than the
+ * longest: "1x6x12 does not match y's 1x6x10"), in training, validation
+ * and testnet. */
+static void test_trainnet_over_sequences_with_targets_in_memory(void **state)
+{
+    (void)state;
+    enum { N = 26 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    list_ds l = {.seqs = s, .labels = labels};
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 1, .num_observations = N,
+                                .read_at = sequence_read_at, .ctx = &l},
+        &ds));
+    dla_scope_begin();
+    dla_tensor *x, *m;
+    assert_ok(dla_padsequences(s, N, NULL, NULL, &x, &m));
+    /* A response per step: the first channel, 0 where padded. */
+    dla_tensor *t = dla_mul(dla_slice(x, 1, 0, 1, 1), dla_cast(m, DLA_F32));
+    dla_train_data from_list = {.sequences = s, .targets = t},
+                   from_ds = {.datastore = ds, .targets = t};
+    dla_training_options o = {.verbose = -1, .solver = "adam", .max_epochs = 2,
+                              .mini_batch_size = 6, .validation_frequency = 2};
+    dla_net *net = sequence_net(1), *a, *b;
+    dla_training_info *ia, *ib;
+    o.validation_data = &from_list;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_list, net, &(dla_train_loss){.name = "mse"}, &o, &a, &ia));
+    o.validation_data = &from_ds;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = "mse"}, &o, &b, &ib));
+    assert_int_equal(ib->iterations, ia->iterations);
+    for (int64_t i = 0; i < ia->iterations; i++)
+        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
+    assert_int_equal(ib->validations, ia->validations);
+    for (int64_t i = 0; i < ia->validations; i++)
+        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
+    assert_same_learnables(a, b);
+    double va, vb;
+    const dla_predict_options po = {.mini_batch_size = 4};
+    assert_ok(dla_testnet(a, &from_list, "mse", &po, &va));
+    assert_ok(dla_testnet(a, &from_ds, "mse", &po, &vb));
+    tu_assert_near(vb, va, 0);
+    dla_scope_end();
+    dla_training_info_free(ia);
+    dla_training_info_free(ib);
+    dla_net_free(a);
+    dla_net_free(b);
+    dla_net_free(net);
+    dla_datastore_free(ds);
+    dla_seqlist_free(s);
+}
+
 static void test_trainnet_parallel_over_sequences_of_a_datastore(void **state)
 {
     (void)state;
@@ -692,6 +757,7 @@ int main(void)
         TU_TEST(test_every_refused_allocation_of_a_padded_batch_fails_cleanly),
         TU_TEST(test_trainnet_over_sequences_of_a_datastore),
         TU_TEST(test_trainnet_sequence_to_sequence_from_a_datastore),
+        TU_TEST(test_trainnet_over_sequences_with_targets_in_memory),
         TU_TEST(test_trainnet_parallel_over_sequences_of_a_datastore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
