@@ -230,6 +230,7 @@ static void read_datastore(dla_mbq *q, int i, const int64_t *obs, int64_t count,
     for (int j = 0; j < in->ds->nout; j++) {
         how.at[j] = q->in[i + j].at;
         how.tdim[j] = q->in[i + j].tdim;
+        how.pad_as[j] = q->in[i + j].cast >= 0 ? q->in[i + j].cast + 1 : 0;
         how.masks[j] = q->in[i + j].mask ? masks + j : NULL;
         if (how.tdim[j])
             how.rule = &q->rule;

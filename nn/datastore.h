@@ -89,6 +89,10 @@ typedef struct dla__ds_how {
      * rule to the batch's length (data_seq.h) before they are joined. */
     int tdim[DLA__DS_MAX];
     const dla__seq_rule *rule;
+    /* For an output of sequences: 1 + the dla_dtype its observations are
+     * cast to before they are padded (0: kept), so that the padding value
+     * is one of the cast's (0.5 padded int32 data with 0, then cast). */
+    int pad_as[DLA__DS_MAX];
     /* Where masks[j] is not NULL (masks itself may be), *masks[j] gets
      * sequence output j's 1 x b x T logical "CBT" mask of the steps that
      * hold data (held), b the observations joined. */

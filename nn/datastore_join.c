@@ -142,6 +142,8 @@ static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor
         int64_t dt[DLA_MAX_DIMS];
         const int ndt = dims_of(t, dt);
         t = fmt0[0] ? dla_reshape(t, "", ndt, dt) : t;
+        if (tdim && how->pad_as[j] && dla_tensor_dtype(t) != (dla_dtype)(how->pad_as[j] - 1))
+            t = dla_cast(t, (dla_dtype)(how->pad_as[j] - 1));
         if (tdim) {
             int64_t kept;
             t = fit_steps(t, tdim, steps, how->rule, &kept);

@@ -654,10 +654,10 @@ static dla_status renamed(dla_status st, const char *fn)
  * per observation); with check, checked against tr->classify (the
  * training data's kind) and the network's output as the tensor path
  * checks all its targets before training (the rest are checked per
- * batch: check_ds_batch). *formatted: whether they carry
- * labels. */
+ * batch: check_ds_batch). format (DLA_MAX_DIMS + 1 chars): their labels,
+ * "" when they carry none. */
 static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, const char *what,
-                                   int check, int *classify, int *formatted)
+                                   int check, int *classify, char *format)
 {
     dla_tensor *o[DLA__DS_MAX] = {NULL};
     dla_status st = dla__ds_first_obs(d->datastore, o, tr->fn);
@@ -668,7 +668,7 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
     }
     dla_tensor *t = o[1];
     *classify = dla_tensor_dtype(t) == DLA_I32 && dla_tensor_numel(t) == 1;
-    *formatted = *dla_tensor_format(t) != '\0';
+    snprintf(format, DLA_MAX_DIMS + 1, "%s", dla_tensor_format(t));
     char w[192];
     snprintf(w, sizeof w, "%s: the datastore's observation 0", what);
     if (check && *classify != tr->classify)
@@ -761,9 +761,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     /* Targets in the datastore: its first observation's checked here,
      * every batch's as it comes (check_ds_batch). */
     const int dst = ds_targets(d);
-    int ds_classify = 0, ds_formatted = 0;
+    int ds_classify = 0;
+    char ds_tfmt[DLA_MAX_DIMS + 1] = "";
     if (dst) {
-        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, &ds_formatted);
+        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, ds_tfmt);
         if (fst != DLA_OK)
             return fst;
     }
@@ -813,11 +814,31 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         dla_net_input_activation(tr->net, 0, dims, in_fmt);
     const char *tfmt = *targets && !tr->classify && !*dla_tensor_format(*targets) ? tr->out_format
                                                                                 : NULL;
+    /* Sequence targets in memory for a datastore of sequences, which is
+     * not read through before training: taken as padded to its longest
+     * sequence (their steps), as a list's are checked to be, so that
+     * align_targets cuts them to each batch's steps (the loss refused
+     * every batch shorter than the longest: "1x6x12 does not match y's
+     * 1x6x10"). */
+    if (d->datastore && strchr(in_fmt, 'T') && *targets) {
+        const char *labels = *dla_tensor_format(*targets) ? dla_tensor_format(*targets)
+                                                          : tr->out_format;
+        const char *steps = strchr(labels, 'T');
+        if (steps)
+            tr->longest[validation] = dla_tensor_dim(*targets, (int)(steps - labels) + 1);
+    }
     /* A datastore's targets: class numbers 1 x B "CB" (one-hot finds C),
-     * unformatted responses labeled and joined as the network's output. */
+     * unformatted responses labeled and joined as the network's output;
+     * formatted ones keep their labels, and their own B and T say how
+     * they join (sequence responses "CBT" padded per batch as unformatted
+     * ones labeled so are: left to the datastore's rule, sequences of
+     * different lengths were refused at the first batch). */
+    const int own_labels = strchr(ds_tfmt, 'B') && strchr(ds_tfmt, 'T');
     const char *ds_fmts[2] = {*in_fmt ? in_fmt : NULL,
-                              ds_classify ? "CB" : !ds_formatted && *tr->out_format ? tr->out_format
-                                                                                     : NULL};
+                              ds_classify      ? "CB"
+                              : own_labels     ? ds_tfmt
+                              : !*ds_tfmt && *tr->out_format ? tr->out_format
+                                                             : NULL};
     const char *ds_casts[2] = {cast, NULL};
     dla_mbq_input in[2] = {
         /* Sequences come with their padding mask (the second output),
@@ -1912,8 +1933,8 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     tr->classes = cdim ? odims[cdim - 1] : 0;
     tr->seq_targets = data->target_sequences != NULL;
     if (ds_targets(data)) {
-        int formatted;
-        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, &formatted);
+        char format[DLA_MAX_DIMS + 1];
+        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, format);
         if (st != DLA_OK)
             return st;
     } else {

@@ -28,17 +28,19 @@
     } while (0)
 
 /* The datastore over a sequence list: observation i is sequence i as a
- * C x 1 x T single array (unformatted: the queue's format labels it),
+ * C x 1 x T single array (unformatted: the queue's format labels it; or,
+ * with formatted, "CBT" as the read function gives it),
  * with its class number (1 x 1 int32), or (with steps) a one-channel
  * response per step, 1 x 1 x T, from steps' sequence i. */
 typedef struct list_ds {
     const dla_seqlist *seqs, *steps;
     const int32_t *labels;
+    int formatted;
 } list_ds;
 
-static dla_tensor *sequence_of(const dla_seqlist *s, int64_t i)
+static dla_tensor *sequence_of(const dla_seqlist *s, int64_t i, int formatted)
 {
-    return dla_tensor_from_host(dla_seqlist_data(s, i), DLA_F32, "",
+    return dla_tensor_from_host(dla_seqlist_data(s, i), DLA_F32, formatted ? "CBT" : "",
                                 DLA_DIMS(dla_seqlist_channels(s), 1, dla_seqlist_length(s, i)));
 }
 
@@ -46,8 +48,8 @@ static dla_status list_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 {
     const list_ds *l = ctx;
     (void)n;
-    out[0] = sequence_of(l->seqs, i);
-    out[1] = l->steps ? sequence_of(l->steps, i)
+    out[0] = sequence_of(l->seqs, i, l->formatted);
+    out[1] = l->steps ? sequence_of(l->steps, i, l->formatted)
                       : dla_tensor_from_host(&l->labels[i], DLA_I32, "", DLA_DIMS(1, 1));
     return DLA_OK;
 }
@@ -176,6 +178,99 @@ static void test_a_datastore_read_in_order_is_padded_alike(void **state)
     }
     dla_mbq_free(q);
     dla_seqlist_free(s);
+}
+
+/* Sequences of one step or none (an array C x 1 x 1 reports fewer dims)
+ * are padded, cut and masked as dla_padsequences does, labeled by the
+ * read function or not. */
+static void test_sequences_of_one_step_or_none_are_padded_alike(void **state)
+{
+    (void)state;
+    enum { N = 7, MBS = 3 };
+    const int64_t lens[N] = {3, 1, 0, 4, 1, 2, 1};
+    dla_seqlist *s = dla_seqlist_create(2);
+    float v[8];
+    for (int k = 0; k < 8; k++)
+        v[k] = (float)k + 1;
+    for (int i = 0; i < N; i++)
+        assert_ok(dla_seqlist_append(s, v, lens[i]));
+    const int32_t labels[N] = {0};
+    const dla_sequence_options rules[] = {{0},
+                                          {.padding_direction = "left", .padding_value = 3},
+                                          {.length = "shortest"},
+                                          {.length = "2", .padding_direction = "left"}};
+    for (int formatted = 0; formatted < 2; formatted++)
+        for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+            list_ds l = {.seqs = s, .labels = labels, .formatted = formatted};
+            dla_datastore *ds = list_datastore(&l);
+            dla_mbq *q;
+            assert_ok(dla_mbq_create(1,
+                                     &(dla_mbq_input){.datastore = ds,
+                                                      .formats = (const char *[]){"CBT", "CB"},
+                                                      .mask = 1},
+                                     &(dla_mbq_options){.mini_batch_size = MBS,
+                                                        .sequence = rules[r]},
+                                     &q));
+            dla_datastore_free(ds);
+            for (int64_t start = 0; dla_mbq_hasdata(q); start += MBS) {
+                dla_scope_begin();
+                dla_tensor *b[3], *x, *m;
+                assert_ok(dla_mbq_next(q, 3, b));
+                const int64_t idx[MBS] = {start, start + 1, start + 2};
+                const int64_t n = N - start < MBS ? N - start : MBS;
+                assert_ok(dla_padsequences(s, n, idx, &rules[r], &x, &m));
+                assert_true(tu_same_bits(b[0], x));
+                assert_true(tu_same_bits(b[1], m));
+                dla_scope_end();
+            }
+            dla_mbq_free(q);
+        }
+    dla_seqlist_free(s);
+}
+
+/* Observation i of int32 sequences: 1, 2, ... of 1 + i steps. */
+static dla_status counts_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)ctx, (void)n;
+    const int32_t v[4] = {1, 2, 3, 4};
+    out[0] = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, 1, 1 + i));
+    return DLA_OK;
+}
+
+/* A cast applies before the padding: int32 sequences cast to single are
+ * padded with 0.5 as a list of the same values is (padded as int32 first,
+ * the padding value became 0 without a word, and trainnet's predictors
+ * differed from the list's). */
+static void test_a_cast_sequence_is_padded_with_the_value_in_its_cast(void **state)
+{
+    (void)state;
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 1, .num_observations = 3,
+                                .read_at = counts_read_at},
+        &ds));
+    dla_seqlist *s = dla_seqlist_create(1);
+    const float v[4] = {1, 2, 3, 4};
+    for (int i = 0; i < 3; i++)
+        assert_ok(dla_seqlist_append(s, v, 1 + i));
+    for (int left = 0; left < 2; left++) {
+        const dla_sequence_options so = {.padding_value = 0.5,
+                                         .padding_direction = left ? "left" : NULL};
+        dla_mbq *q;
+        assert_ok(dla_mbq_create(
+            1, &(dla_mbq_input){.datastore = ds, .format = "CBT", .cast = "single", .mask = 1},
+            &(dla_mbq_options){.mini_batch_size = 3, .sequence = so}, &q));
+        dla_scope_begin();
+        dla_tensor *b[2], *x, *m;
+        assert_ok(dla_mbq_next(q, 2, b));
+        assert_ok(dla_padsequences(s, 3, NULL, &so, &x, &m));
+        assert_true(tu_same_bits(b[0], x));
+        assert_true(tu_same_bits(b[1], m));
+        dla_scope_end();
+        dla_mbq_free(q);
+    }
+    dla_seqlist_free(s);
+    dla_datastore_free(ds);
 }
 
 static void test_queue_pads_each_batch_as_padsequences(void **state)
@@ -364,8 +459,8 @@ static dla_net *sequence_net(int per_step)
 /* trainnet over the datastore and over the sequence list: the same
  * losses, validation losses and learnables, bit for bit; then testnet and
  * minibatchpredict over each. */
-static void train_both_ways(int per_step, const char *environment, const char *length,
-                            const char *direction)
+static void train_both_ways_as(int per_step, const char *environment, const char *length,
+                               const char *direction, int formatted)
 {
     enum { N = 26 };
     int32_t labels[N];
@@ -380,7 +475,7 @@ static void train_both_ways(int per_step, const char *environment, const char *l
             assert_ok(dla_seqlist_append(resp, r, len));
         }
     }
-    list_ds l = {.seqs = s, .labels = labels, .steps = resp};
+    list_ds l = {.seqs = s, .labels = labels, .steps = resp, .formatted = formatted};
     dla_datastore *ds = list_datastore(&l);
     dla_scope_begin();
     dla_tensor *lab = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, N));
@@ -437,6 +532,12 @@ static void train_both_ways(int per_step, const char *environment, const char *l
     dla_seqlist_free(s);
 }
 
+static void train_both_ways(int per_step, const char *environment, const char *length,
+                            const char *direction)
+{
+    train_both_ways_as(per_step, environment, length, direction, 0);
+}
+
 static void test_trainnet_over_sequences_of_a_datastore(void **state)
 {
     (void)state;
@@ -453,6 +554,77 @@ static void test_trainnet_sequence_to_sequence_from_a_datastore(void **state)
     train_both_ways(1, NULL, "longest", "left");
     /* A number: each mini-batch split into chunks of so many steps. */
     train_both_ways(1, NULL, "4", NULL);
+    /* Observations the read function labels "CBT" itself, the targets
+     * too: theirs are padded per batch as unlabeled ones (they were left
+     * to the datastore's rule, and the first batch with two lengths of
+     * targets failed: "every observation of an output has one shape"). */
+    train_both_ways_as(1, NULL, NULL, NULL, 1);
+    train_both_ways_as(1, NULL, "longest", "left", 1);
+}
+
+/* The sequences alone (observation i of a list_ds's). */
+static dla_status sequence_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)n;
+    const list_ds *l = ctx;
+    out[0] = sequence_of(l->seqs, i, l->formatted);
+    return DLA_OK;
+}
+
+/* A datastore of sequences with its sequence-to-sequence targets in
+ * memory, one array padded to the longest sequence: cut to each batch's
+ * steps as a list's are (the loss refused every batch shorter than the
+ * longest: "1x6x12 does not match y's 1x6x10"), in training, validation
+ * and testnet. */
+static void test_trainnet_over_sequences_with_targets_in_memory(void **state)
+{
+    (void)state;
+    enum { N = 26 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    list_ds l = {.seqs = s, .labels = labels};
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 1, .num_observations = N,
+                                .read_at = sequence_read_at, .ctx = &l},
+        &ds));
+    dla_scope_begin();
+    dla_tensor *x, *m;
+    assert_ok(dla_padsequences(s, N, NULL, NULL, &x, &m));
+    /* A response per step: the first channel, 0 where padded. */
+    dla_tensor *t = dla_mul(dla_slice(x, 1, 0, 1, 1), dla_cast(m, DLA_F32));
+    dla_train_data from_list = {.sequences = s, .targets = t},
+                   from_ds = {.datastore = ds, .targets = t};
+    dla_training_options o = {.verbose = -1, .solver = "adam", .max_epochs = 2,
+                              .mini_batch_size = 6, .validation_frequency = 2};
+    dla_net *net = sequence_net(1), *a, *b;
+    dla_training_info *ia, *ib;
+    o.validation_data = &from_list;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_list, net, &(dla_train_loss){.name = "mse"}, &o, &a, &ia));
+    o.validation_data = &from_ds;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = "mse"}, &o, &b, &ib));
+    assert_int_equal(ib->iterations, ia->iterations);
+    for (int64_t i = 0; i < ia->iterations; i++)
+        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
+    assert_int_equal(ib->validations, ia->validations);
+    for (int64_t i = 0; i < ia->validations; i++)
+        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
+    assert_same_learnables(a, b);
+    double va, vb;
+    const dla_predict_options po = {.mini_batch_size = 4};
+    assert_ok(dla_testnet(a, &from_list, "mse", &po, &va));
+    assert_ok(dla_testnet(a, &from_ds, "mse", &po, &vb));
+    tu_assert_near(vb, va, 0);
+    dla_scope_end();
+    dla_training_info_free(ia);
+    dla_training_info_free(ib);
+    dla_net_free(a);
+    dla_net_free(b);
+    dla_net_free(net);
+    dla_datastore_free(ds);
+    dla_seqlist_free(s);
 }
 
 static void test_trainnet_parallel_over_sequences_of_a_datastore(void **state)
@@ -463,15 +635,129 @@ static void test_trainnet_parallel_over_sequences_of_a_datastore(void **state)
     train_both_ways(1, "parallel", NULL, NULL);
 }
 
+
+/* A transform that keeps the sequences alone. */
+static dla_status sequences_only(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = in[0];
+    return DLA_OK;
+}
+
+/* Both features at once: a datastore of sequences read in order (and
+ * validation from another) trains, tests and predicts as the list with
+ * Shuffle "never"; a subset (with repeats) of sequences, combined with a
+ * transform of it, is padded as the list is. */
+static void test_sequences_read_in_order_subset_combined(void **state)
+{
+    (void)state;
+    enum { N = 26 };
+    int32_t labels[N];
+    dla_seqlist *s = waveforms(N, labels);
+    list_reader r = {.l = {.seqs = s, .labels = labels}}, rv = r;
+    dla_datastore *ds, *dv;
+    assert_ok(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
+                                                                  .num_observations = N,
+                                                                  .read = reader_read,
+                                                                  .hasdata = reader_hasdata,
+                                                                  .reset = reader_reset,
+                                                                  .ctx = &r},
+                                          &ds));
+    assert_ok(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
+                                                                  .num_observations = N,
+                                                                  .read = reader_read,
+                                                                  .hasdata = reader_hasdata,
+                                                                  .reset = reader_reset,
+                                                                  .ctx = &rv},
+                                          &dv));
+    dla_scope_begin();
+    dla_tensor *lab = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, N));
+    dla_train_data from_list = {.sequences = s, .targets = lab}, from_ds = {.datastore = ds},
+                   vds = {.datastore = dv};
+    dla_training_options o = {.verbose = -1,
+                              .solver = "adam",
+                              .max_epochs = 3,
+                              .mini_batch_size = 6,
+                              .shuffle = "never",
+                              .sequence_padding_direction = "left",
+                              .sequence_padding_value = 0.25,
+                              .validation_frequency = 2};
+    dla_net *net = sequence_net(0), *a, *b;
+    dla_training_info *ia, *ib;
+    o.validation_data = &from_list;
+    dla_rng_seed(5);
+    assert_ok(
+        dla_trainnet(&from_list, net, &(dla_train_loss){.name = "crossentropy"}, &o, &a, &ia));
+    o.validation_data = &vds;
+    dla_rng_seed(5);
+    assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = "crossentropy"}, &o, &b, &ib));
+    for (int64_t i = 0; i < ia->iterations; i++)
+        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
+    for (int64_t i = 0; i < ia->validations; i++)
+        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
+    assert_same_learnables(a, b);
+    const dla_predict_options po = {.mini_batch_size = 4, .sequence_padding_direction = "left"};
+    double va, vb;
+    assert_ok(dla_testnet(a, &from_list, "crossentropy", &po, &va));
+    assert_ok(dla_testnet(a, &from_ds, "crossentropy", &po, &vb));
+    tu_assert_near(vb, va, 0);
+    dla_tensor *pa, *pb;
+    assert_ok(dla_minibatchpredict(a, &from_list, &po, &pa));
+    assert_ok(dla_minibatchpredict(a, &from_ds, &po, &pb));
+    assert_true(tu_same_bits(pa, pb));
+    /* A subset, a transform of it and both combined: x, its mask, x, t. */
+    list_ds l = {.seqs = s, .labels = labels};
+    dla_datastore *ix = list_datastore(&l), *sub, *tr, *comb;
+    const int64_t idx[5] = {4, 2, 2, 9, 0};
+    assert_ok(dla_datastore_subset(ix, 5, idx, &sub));
+    assert_ok(dla_transform(sub, 1, sequences_only, NULL, &tr));
+    assert_ok(dla_combine(2, (dla_datastore *[]){tr, sub}, &comb));
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(
+        1,
+        &(dla_mbq_input){
+            .datastore = comb, .formats = (const char *[]){"CBT", "CBT", "CB"}, .mask = 1},
+        &(dla_mbq_options){.mini_batch_size = 5,
+                           .sequence = {.padding_direction = "left", .padding_value = 2}},
+        &q));
+    assert_int_equal(dla_mbq_num_outputs(q), 4);
+    dla_tensor *bb[4], *x, *m;
+    assert_ok(dla_mbq_next(q, 4, bb));
+    const dla_sequence_options so = {.padding_direction = "left", .padding_value = 2};
+    assert_ok(dla_padsequences(s, 5, idx, &so, &x, &m));
+    assert_true(tu_same_bits(bb[0], x));
+    assert_true(tu_same_bits(bb[1], m));
+    assert_true(tu_same_bits(bb[2], x));
+    dla_mbq_free(q);
+    dla_datastore_free(comb);
+    dla_datastore_free(tr);
+    dla_datastore_free(sub);
+    dla_datastore_free(ix);
+    dla_scope_end();
+    dla_training_info_free(ia);
+    dla_training_info_free(ib);
+    dla_net_free(a);
+    dla_net_free(b);
+    dla_net_free(net);
+    dla_datastore_free(ds);
+    dla_datastore_free(dv);
+    dla_seqlist_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        TU_TEST(test_sequences_read_in_order_subset_combined),
         TU_TEST(test_queue_pads_each_batch_as_padsequences),
         TU_TEST(test_a_datastore_read_in_order_is_padded_alike),
+        TU_TEST(test_sequences_of_one_step_or_none_are_padded_alike),
+        TU_TEST(test_a_cast_sequence_is_padded_with_the_value_in_its_cast),
         TU_TEST(test_sequence_outputs_that_do_not_fit_are_refused),
         TU_TEST(test_every_refused_allocation_of_a_padded_batch_fails_cleanly),
         TU_TEST(test_trainnet_over_sequences_of_a_datastore),
         TU_TEST(test_trainnet_sequence_to_sequence_from_a_datastore),
+        TU_TEST(test_trainnet_over_sequences_with_targets_in_memory),
         TU_TEST(test_trainnet_parallel_over_sequences_of_a_datastore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

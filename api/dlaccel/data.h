@@ -670,7 +670,8 @@ typedef struct dla_mbq_input {
      * sequences: its observations (C x 1 x T_i, any dtype) may differ in
      * their steps alone, and each batch is padded or truncated by the
      * queue's sequence options as dla_padsequences pads a list (the same
-     * values); with mask, the 1 x B x T logical mask of the first such
+     * values; cast first, when a cast is given, so that the padding value
+     * is kept as that dtype holds it); with mask, the 1 x B x T logical mask of the first such
      * output follows it (DLA_ERR_INVALID_ARGUMENT when no format has a
      * T). */
     dla_datastore *datastore;
