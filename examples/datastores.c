@@ -62,18 +62,6 @@ static dla_status read_recording(void *ctx, const char *path, int n, dla_tensor 
     return dla_tensor_status(outputs[0]);
 }
 
-/* transform's function: a recording less its mean, over its standard
- * deviation, so that the network sees the oscillation, not the sensor's
- * offset and gain. */
-static dla_status normalize(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
-{
-    (void)ctx, (void)nin, (void)nout;
-    dla_tensor *centred = dla_sub(in[0], dla_mean(in[0], 1, (int64_t[]){1}));
-    dla_tensor *sd = dla_sqrt(dla_mean(dla_mul(centred, centred), 1, (int64_t[]){1}));
-    out[0] = dla_div(centred, dla_affine(sd, 1, 1e-6));
-    return dla_tensor_status(out[0]);
-}
-
 static int run(int epochs, int64_t count, uint64_t seed);
 
 int main(int argc, char **argv)
@@ -99,13 +87,14 @@ static int run(int epochs, int64_t count, uint64_t seed)
     dla_datastore *train = NULL, *test = NULL;
     dla_net *net = NULL;
     const char *step = NULL;
+    int64_t along = 1; /* the transform normalizes along the readings (it reads this while training) */
     int64_t ntrain = count * 4 / 5, *idx = malloc(sizeof *idx * (size_t)count);
     if (rc || !idx)
         step = "data";
     else if (dla_file_datastore(1, (const char *const[]){dir}, (const char *const[]){".csv", NULL},
                                 1, read_recording, NULL, &files) != DLA_OK)
         step = "fileDatastore";
-    else if (dla_transform(files, 0, normalize, NULL, &xs) != DLA_OK)
+    else if (dla_transform(files, 0, recordings_normalize, &along, &xs) != DLA_OK)
         step = "transform";
     else if (dla_array_datastore(dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, count)),
                                  NULL, &ts) != DLA_OK)

@@ -9,6 +9,7 @@
 
 #include "example_cli.h"
 
+#include <dlaccel.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +70,21 @@ static inline int recordings_read(const char *path, float *v, int max, int *got)
         (*got)++;
     fclose(f);
     return 0;
+}
+
+/* transform's function: a recording less its mean, over its standard
+ * deviation, along the dim *ctx (an int64_t: 1 for a READINGS x 1 "CB"
+ * recording, 3 for a 1 x 1 x T sequence), so that the network sees the
+ * oscillation, not the sensor's offset and gain. */
+static inline dla_status recordings_normalize(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const int64_t *dim = ctx;
+    dla_tensor *centred = dla_sub(in[0], dla_mean(in[0], 1, dim));
+    dla_tensor *sd = dla_sqrt(dla_mean(dla_mul(centred, centred), 1, dim));
+    out[0] = dla_div(centred, dla_affine(sd, 1, 1e-6));
+    return dla_tensor_status(out[0]);
 }
 
 /* Removes the recordings and their folder. */

@@ -54,17 +54,6 @@ static dla_status read_sequence(void *ctx, const char *path, int n, dla_tensor *
     return dla_tensor_status(outputs[0]);
 }
 
-/* transform's function: a recording less its mean, over its standard
- * deviation (along its steps, dim 3), whatever its length. */
-static dla_status normalize(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
-{
-    (void)ctx, (void)nin, (void)nout;
-    dla_tensor *centred = dla_sub(in[0], dla_mean(in[0], 1, (int64_t[]){3}));
-    dla_tensor *sd = dla_sqrt(dla_mean(dla_mul(centred, centred), 1, (int64_t[]){3}));
-    out[0] = dla_div(centred, dla_affine(sd, 1, 1e-6));
-    return dla_tensor_status(out[0]);
-}
-
 static int run(int epochs, int64_t count, uint64_t seed)
 {
     char dir[] = "/tmp/dlaccel-sequences-XXXXXX";
@@ -87,12 +76,13 @@ static int run(int epochs, int64_t count, uint64_t seed)
     for (int64_t i = 0; i < count; i++)
         idx[i] = i;
     const char *step = NULL;
+    int64_t along = 3; /* normalized along its steps, whatever its length (read while training) */
     if (rc)
         step = "data";
     else if (dla_file_datastore(1, (const char *const[]){dir}, (const char *const[]){".csv", NULL},
                                 1, read_sequence, NULL, &files) != DLA_OK)
         step = "fileDatastore";
-    else if (dla_transform(files, 0, normalize, NULL, &xs) != DLA_OK)
+    else if (dla_transform(files, 0, recordings_normalize, &along, &xs) != DLA_OK)
         step = "transform";
     else if (dla_array_datastore(dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, count)),
                                  NULL, &ts) != DLA_OK)

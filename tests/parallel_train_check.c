@@ -710,22 +710,35 @@ static void refused_verdict(const char *what, dla_status st, const char *reason)
     check(st == DLA_OK, "the next collective after it", detail);
 }
 
+/* The line the small regressions fit: x[j] = (0.1 j, 1 - 0.2 j), t[j] =
+ * 0.5 j, for j < n; and their network, seeded alike (fc of 2 to 1). */
+static void line_data(int n, float *x, float *t)
+{
+    for (int j = 0; j < n; j++) {
+        x[2 * j] = (float)(0.1 * j);
+        x[2 * j + 1] = (float)(1 - 0.2 * j);
+        t[j] = (float)(0.5 * j);
+    }
+}
+
+static dla_net *line_net(const char *what)
+{
+    dla_rng_seed(2);
+    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(2, layers);
+    if (!net)
+        die(what);
+    return net;
+}
+
 /* trainnet "parallel" on 12 observations, the last rank passing lr, mbs,
  * n observations and epochs of its own where asked (last). */
 static dla_status differ_train(int last, double lr, int64_t mbs, int n, int epochs)
 {
     enum { N = 12 };
     float x[2 * N], t[N];
-    for (int j = 0; j < N; j++) {
-        x[2 * j] = (float)(0.1 * j);
-        x[2 * j + 1] = (float)(1 - 0.2 * j);
-        t[j] = (float)(0.5 * j);
-    }
-    dla_rng_seed(2);
-    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
-    dla_net *net = dla_net_create(2, layers), *trained = NULL;
-    if (!net)
-        die("differ: the network");
+    line_data(N, x, t);
+    dla_net *net = line_net("differ: the network"), *trained = NULL;
     dla_scope_begin();
     const int obs = last ? n : 10;
     dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, obs)),
@@ -1275,16 +1288,9 @@ static dla_status nan_train(const char *env, dla_training_info **info)
 {
     enum { N = 8 };
     float x[2 * N], t[N];
-    for (int j = 0; j < N; j++) {
-        x[2 * j] = (float)(0.1 * j);
-        x[2 * j + 1] = (float)(1 - 0.2 * j);
-        t[j] = j == 0 ? NAN : (float)(0.5 * j);
-    }
-    dla_rng_seed(2);
-    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
-    dla_net *net = dla_net_create(2, layers), *trained = NULL;
-    if (!net)
-        die("nan: the network");
+    line_data(N, x, t);
+    t[0] = NAN;
+    dla_net *net = line_net("nan: the network"), *trained = NULL;
     dla_scope_begin();
     dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
                            .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
@@ -1309,16 +1315,8 @@ static dla_status stop_train(dla_training_info **info)
 {
     enum { N = 8 };
     float x[2 * N], t[N];
-    for (int j = 0; j < N; j++) {
-        x[2 * j] = (float)(0.1 * j);
-        x[2 * j + 1] = (float)(1 - 0.2 * j);
-        t[j] = (float)(0.5 * j);
-    }
-    dla_rng_seed(2);
-    dla_layer *layers[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
-    dla_net *net = dla_net_create(2, layers), *trained = NULL;
-    if (!net)
-        die("stop: the network");
+    line_data(N, x, t);
+    dla_net *net = line_net("stop: the network"), *trained = NULL;
     dla_scope_begin();
     dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
                            .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};

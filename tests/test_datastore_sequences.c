@@ -439,6 +439,20 @@ static void assert_same_learnables(dla_net *a, dla_net *b)
         assert_true(tu_same_bits(dla_table_values(la)[i], dla_table_values(lb)[i]));
 }
 
+/* b trained (with its history ib) as a did, bit for bit: the same
+ * iterations, losses, validation losses and learnables. */
+static void assert_trained_alike(dla_training_info *ia, dla_training_info *ib, dla_net *a,
+                                 dla_net *b)
+{
+    assert_int_equal(ib->iterations, ia->iterations);
+    for (int64_t i = 0; i < ia->iterations; i++)
+        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
+    assert_int_equal(ib->validations, ia->validations);
+    for (int64_t i = 0; i < ia->validations; i++)
+        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
+    assert_same_learnables(a, b);
+}
+
 /* A sequence classifier (LSTM, last step) or, with K response channels
  * per step, a sequence-to-sequence regression, over 2-channel input. */
 static dla_net *sequence_net(int per_step)
@@ -496,14 +510,8 @@ static void train_both_ways_as(int per_step, const char *environment, const char
     o.validation_data = &from_ds;
     dla_rng_seed(5);
     assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = loss}, &o, &b, &ib));
-    assert_int_equal(ib->iterations, ia->iterations);
     assert_true(ia->iterations >= 12);
-    for (int64_t i = 0; i < ia->iterations; i++)
-        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
-    assert_int_equal(ib->validations, ia->validations);
-    for (int64_t i = 0; i < ia->validations; i++)
-        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
-    assert_same_learnables(a, b);
+    assert_trained_alike(ia, ib, a, b);
     /* The input layer's statistics, taken from the datastore's sequences. */
     dla_tensor *mean = dla_net_get(a, "in", "StandardDeviation");
     assert_non_null(mean);
@@ -605,13 +613,7 @@ static void test_trainnet_over_sequences_with_targets_in_memory(void **state)
     o.validation_data = &from_ds;
     dla_rng_seed(5);
     assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = "mse"}, &o, &b, &ib));
-    assert_int_equal(ib->iterations, ia->iterations);
-    for (int64_t i = 0; i < ia->iterations; i++)
-        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
-    assert_int_equal(ib->validations, ia->validations);
-    for (int64_t i = 0; i < ia->validations; i++)
-        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
-    assert_same_learnables(a, b);
+    assert_trained_alike(ia, ib, a, b);
     double va, vb;
     const dla_predict_options po = {.mini_batch_size = 4};
     assert_ok(dla_testnet(a, &from_list, "mse", &po, &va));
@@ -692,11 +694,7 @@ static void test_sequences_read_in_order_subset_combined(void **state)
     o.validation_data = &vds;
     dla_rng_seed(5);
     assert_ok(dla_trainnet(&from_ds, net, &(dla_train_loss){.name = "crossentropy"}, &o, &b, &ib));
-    for (int64_t i = 0; i < ia->iterations; i++)
-        tu_assert_near(ib->training_loss[i], ia->training_loss[i], 0);
-    for (int64_t i = 0; i < ia->validations; i++)
-        tu_assert_near(ib->validation_loss[i], ia->validation_loss[i], 0);
-    assert_same_learnables(a, b);
+    assert_trained_alike(ia, ib, a, b);
     const dla_predict_options po = {.mini_batch_size = 4, .sequence_padding_direction = "left"};
     double va, vb;
     assert_ok(dla_testnet(a, &from_list, "crossentropy", &po, &va));
