@@ -2204,9 +2204,12 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     /* "parallel", "multi-gpu": only rank 0 writes, so only it checks
      * where; every rank learns whether that went well. */
     dla__train_par_begin(&tr.par, &tr.o);
-    if ((st = check_in_order(&tr, data)) != DLA_OK)
-        return st;
-    st = dla__train_par_agree(&tr.par, dla__train_check_paths(&tr.o), "checking the options");
+    /* A datastore read in order refused on one rank (the others given
+     * another) fails every rank here, not only that one. */
+    st = check_in_order(&tr, data);
+    if (st == DLA_OK)
+        st = dla__train_check_paths(&tr.o);
+    st = dla__train_par_agree(&tr.par, st, "checking the options");
     if (st != DLA_OK)
         return st;
     tr.loss = loss;
