@@ -100,11 +100,9 @@ static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor
         const dla_tensor *t = obs[k * nout + j];
         const int ndk = dims_of(t, dk);
         /* Sequences may differ in their number of steps alone. */
-        if (tdim)
-            dk[tdim - 1] = d0[tdim - 1];
-        const int same = memcmp(d0, dk, sizeof d0) == 0;
-        if (tdim)
-            dims_of(t, dk);
+        int same = 1;
+        for (int d = 0; d < DLA_MAX_DIMS; d++)
+            same &= d == tdim - 1 || dk[d] == d0[d];
         if (!same || dla_tensor_dtype(t) != dla_tensor_dtype(t0) ||
             strcmp(dla_tensor_format(t), fmt0) != 0)
             return dla__data_fail(

@@ -74,6 +74,18 @@ static int reader_hasdata(void *ctx)
 
 static void reader_reset(void *ctx) { ((list_reader *)ctx)->at = 0; }
 
+/* r's list as a datastore of two outputs read in order, of a known count. */
+static dla_datastore *reader_datastore(list_reader *r)
+{
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 2, .num_observations = dla_seqlist_count(r->l.seqs),
+                                .read = reader_read, .hasdata = reader_hasdata,
+                                .reset = reader_reset, .ctx = r},
+        &ds));
+    return ds;
+}
+
 static dla_datastore *list_datastore(list_ds *l)
 {
     dla_datastore *ds;
@@ -149,11 +161,7 @@ static void test_a_datastore_read_in_order_is_padded_alike(void **state)
     int32_t labels[N];
     dla_seqlist *s = waveforms(N, labels);
     list_reader r = {.l = {.seqs = s, .labels = labels}};
-    dla_datastore *ds;
-    assert_ok(dla_custom_datastore_create(
-        &(dla_custom_datastore){.num_outputs = 2, .num_observations = N, .read = reader_read,
-                                .hasdata = reader_hasdata, .reset = reader_reset, .ctx = &r},
-        &ds));
+    dla_datastore *ds = reader_datastore(&r);
     const dla_sequence_options so = {.padding_direction = "left", .padding_value = 9};
     dla_mbq *q;
     assert_ok(dla_mbq_create(
@@ -658,21 +666,7 @@ static void test_sequences_read_in_order_subset_combined(void **state)
     int32_t labels[N];
     dla_seqlist *s = waveforms(N, labels);
     list_reader r = {.l = {.seqs = s, .labels = labels}}, rv = r;
-    dla_datastore *ds, *dv;
-    assert_ok(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
-                                                                  .num_observations = N,
-                                                                  .read = reader_read,
-                                                                  .hasdata = reader_hasdata,
-                                                                  .reset = reader_reset,
-                                                                  .ctx = &r},
-                                          &ds));
-    assert_ok(dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
-                                                                  .num_observations = N,
-                                                                  .read = reader_read,
-                                                                  .hasdata = reader_hasdata,
-                                                                  .reset = reader_reset,
-                                                                  .ctx = &rv},
-                                          &dv));
+    dla_datastore *ds = reader_datastore(&r), *dv = reader_datastore(&rv);
     dla_scope_begin();
     dla_tensor *lab = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, N));
     dla_train_data from_list = {.sequences = s, .targets = lab}, from_ds = {.datastore = ds},
