@@ -6,6 +6,7 @@
 #include "nn/data_util.h"
 #include "nn/datastore.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The dim output j of ds is joined along, for its first observation t. */
@@ -70,6 +71,24 @@ static dla_tensor *fit_steps(dla_tensor *t, int tdim, int64_t steps, const dla__
     return dla_pad(t, tdim, before, after, rule->padding_value);
 }
 
+/* A padding value the padded dtype holds as it is: fill stores 0.5 as 0
+ * in int32 and -1 as 0 in uint8, a value other than the one asked for,
+ * which the mask would not tell apart from data (the padded steps of
+ * int32 token numbers are real token 0). */
+static dla_status padding_fits(double v, dla_dtype dt, const dla_datastore *ds, int j,
+                               const char *op)
+{
+    const double lo = dt == DLA_I32 ? -2147483648.0 : 0;
+    const double hi = dt == DLA_I32 ? 2147483647.0 : dt == DLA_U8 ? 255 : 1;
+    if (dt == DLA_F32 || dt == DLA_F64 || (v == floor(v) && v >= lo && v <= hi))
+        return DLA_OK;
+    return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: output %d of the %s: sequences of %s are padded with %g, which %s "
+                          "does not hold; give a padding value it holds, or cast the output "
+                          "(casts, OutputCast) to one that does",
+                          op, j + 1, ds->kind->name, dla_dtype_name(dt), v, dla_dtype_name(dt));
+}
+
 /* Output j's observations obs[k * nout + j] joined into *out (held); of a
  * sequence output, padded by how's rule, with its mask when asked. */
 static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor **obs,
@@ -115,6 +134,12 @@ static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor
                 dla_tensor_format(t), (long long)(nums ? nums[0] : 0), dla__data_dims_str(b0, nd0, d0),
                 dla_dtype_name(dla_tensor_dtype(t0)), fmt0,
                 tdim ? " but for its time steps" : "");
+    }
+    if (tdim) {
+        const dla_dtype pt = how->pad_as[j] ? (dla_dtype)(how->pad_as[j] - 1) : dla_tensor_dtype(t0);
+        dla_status st = padding_fits(how->rule->padding_value, pt, ds, j, op);
+        if (st != DLA_OK)
+            return st;
     }
     const int64_t lo = how && how->hi ? how->lo : 0, hi = how && how->hi ? how->hi : n;
     const int64_t steps = tdim ? batch_steps(ds, j, n, obs, tdim, how->rule) : 0;

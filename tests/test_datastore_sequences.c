@@ -281,6 +281,49 @@ static void test_a_cast_sequence_is_padded_with_the_value_in_its_cast(void **sta
     dla_datastore_free(ds);
 }
 
+/* A padding value the padded dtype cannot hold is refused: int32
+ * sequences left as they are padded with 0.5 were padded with 0 (fill
+ * truncates), uint8 ones with -1 with 0, and nothing said so; -1 and 7
+ * fit int32 and are kept. */
+static void test_a_padding_value_the_dtype_cannot_hold_is_refused(void **state)
+{
+    (void)state;
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 1, .num_observations = 3,
+                                .read_at = counts_read_at},
+        &ds));
+    const struct {
+        double value;
+        const char *cast;
+        int fits;
+    } cases[] = {{0.5, NULL, 0}, {-1, NULL, 1}, {7, NULL, 1}, {3e9, NULL, 0},
+                 {-1, "uint8", 0}, {255, "uint8", 1}, {2, "logical", 0}, {0.5, "double", 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dla_mbq *q;
+        assert_ok(dla_mbq_create(
+            1, &(dla_mbq_input){.datastore = ds, .format = "CBT", .cast = cases[c].cast},
+            &(dla_mbq_options){.mini_batch_size = 3,
+                               .sequence = {.padding_value = cases[c].value}},
+            &q));
+        dla_scope_begin();
+        dla_tensor *b;
+        dla_status st = dla_mbq_next(q, 1, &b);
+        if (cases[c].fits) {
+            assert_ok(st);
+            double v[3 * 3];
+            assert_ok(dla_tensor_to_host(dla_cast(b, DLA_F64), v, sizeof v));
+            tu_assert_near(v[3], cases[c].value, 0); /* observation 0 at step 1: padding */
+        } else {
+            assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
+            assert_non_null(strstr(dla_last_error(), "does not hold"));
+        }
+        dla_scope_end();
+        dla_mbq_free(q);
+    }
+    dla_datastore_free(ds);
+}
+
 static void test_queue_pads_each_batch_as_padsequences(void **state)
 {
     (void)state;
@@ -745,6 +788,7 @@ int main(void)
         TU_TEST(test_a_datastore_read_in_order_is_padded_alike),
         TU_TEST(test_sequences_of_one_step_or_none_are_padded_alike),
         TU_TEST(test_a_cast_sequence_is_padded_with_the_value_in_its_cast),
+        TU_TEST(test_a_padding_value_the_dtype_cannot_hold_is_refused),
         TU_TEST(test_sequence_outputs_that_do_not_fit_are_refused),
         TU_TEST(test_every_refused_allocation_of_a_padded_batch_fails_cleanly),
         TU_TEST(test_trainnet_over_sequences_of_a_datastore),

@@ -671,7 +671,9 @@ typedef struct dla_mbq_input {
      * their steps alone, and each batch is padded or truncated by the
      * queue's sequence options as dla_padsequences pads a list (the same
      * values; cast first, when a cast is given, so that the padding value
-     * is kept as that dtype holds it); with mask, the 1 x B x T logical mask of the first such
+     * is kept as that dtype holds it; a padding value the padded dtype
+     * cannot hold exactly, such as 0.5 for int32 or -1 for uint8, is
+     * refused); with mask, the 1 x B x T logical mask of the first such
      * output follows it (DLA_ERR_INVALID_ARGUMENT when no format has a
      * T). */
     dla_datastore *datastore;
