@@ -673,13 +673,10 @@ static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const
                            op, i);
             return -1;
         }
-    if (ds->count < 0) {
-        dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
-                       "%s: argument inputs[%d]: a %s whose number of observations is not known; "
-                       "a queue needs it (give a custom datastore num_observations)",
-                       op, i, ds->kind->name);
+    /* A count learned before (by trainnet, or an earlier queue) stands:
+     * trainnet, testnet and minibatchpredict learn it afresh first. */
+    if (dla__ds_learn_count(ds, 0, op) != DLA_OK)
         return -1;
-    }
     /* Inputs before it have at least an output each: this bounds both. */
     if (q->nout + ds->nout > MAX_OUTPUTS) {
         dla__data_fail(DLA_ERR_INVALID_ARGUMENT,

@@ -137,6 +137,41 @@ dla_status dla__ds_next_obs(dla_datastore *ds, dla_tensor **out, const char *op)
     return ds->kind->read_at(ds, ds->pos++, out, op);
 }
 
+dla_status dla__ds_learn_count(dla_datastore *ds, int again, const char *op)
+{
+    if (ds->count >= 0 && !(again && ds->count_learned))
+        return DLA_OK;
+    dla__ds_rewind(ds);
+    int64_t n = 0;
+    dla_status st = DLA_OK;
+    while (st == DLA_OK && dla__ds_has_next(ds)) {
+        if (n == INT32_MAX) {
+            st = dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                                "%s: the %s, read through to count its observations, has more "
+                                "than 2^31-1",
+                                op, ds->kind->name);
+            break;
+        }
+        dla_tensor *out[DLA__DS_MAX];
+        st = dla__ds_next_obs(ds, out, op);
+        dla__ds_drop(ds->nout, out);
+        if (st != DLA_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            st = dla__data_fail(st, "%s (reading the %s through to count its observations, at "
+                                "observation %lld)",
+                                msg, ds->kind->name, (long long)n);
+        }
+        n++;
+    }
+    dla__ds_rewind(ds);
+    if (st == DLA_OK) {
+        ds->count = n;
+        ds->count_learned = 1;
+    }
+    return st;
+}
+
 dla_status dla__ds_read_next_n(dla_datastore *ds, int64_t n, const dla__ds_how *how,
                                dla_tensor **out, int64_t *got, const char *op)
 {

@@ -54,6 +54,9 @@ struct dla_datastore {
      * output's B dim when it has one, else the dim after its last. */
     int obs_dim[DLA__DS_MAX];
     int64_t count; /* observations; -1 unknown (kinds read in order only) */
+    /* count was learned by reading ds through (dla__ds_learn_count): the
+     * source did not give it, and it may have changed since. */
+    int count_learned;
     int64_t pos;   /* indexed kinds: observations read by dla_datastore_read */
     int64_t read_size;
     void *state; /* the kind's */
@@ -75,6 +78,11 @@ static inline int dla__ds_indexed(const dla_datastore *ds) { return ds->kind->re
  * (for an indexed one, the next of its position, which it moves). */
 dla_status dla__ds_obs(dla_datastore *ds, int64_t i, dla_tensor **out, const char *op);
 dla_status dla__ds_next_obs(dla_datastore *ds, dla_tensor **out, const char *op);
+/* The count of a datastore read in order that does not know it, learned by
+ * reading it through from its start (MATLAB reads such a datastore until
+ * hasdata is false); with again, a count learned before is learned afresh.
+ * Leaves ds reset. Does nothing to a datastore that knows its count. */
+dla_status dla__ds_learn_count(dla_datastore *ds, int again, const char *op);
 int dla__ds_has_next(dla_datastore *ds);
 void dla__ds_rewind(dla_datastore *ds);
 

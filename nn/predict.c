@@ -158,6 +158,11 @@ DLA_API dla_status dla_minibatchpredict(dla_net *net, const dla_train_data *data
                              fn, dla_datastore_num_outputs(data->datastore));
     if (!dla_net_initialized(net))
         return dla_set_error(DLA_ERR_STATE, "%s: the network is not initialized", fn);
+    /* One read in order that does not know its count is read through for
+     * it once per call (trainnet's and testnet's rule). */
+    dla_status counted = data->datastore ? dla__ds_learn_count(data->datastore, 1, fn) : DLA_OK;
+    if (counted != DLA_OK)
+        return counted;
     if (dla_net_input_count(net) != 1 || dla_net_output_count(net) != 1) {
         char hint[512];
         dla__mask_unfed_hint(net, hint, sizeof hint);

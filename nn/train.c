@@ -544,12 +544,6 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
         snprintf(arg, sizeof arg, "%s.datastore", what);
         if (!dla__ds_live(d->datastore, fn, arg))
             return dla_last_status();
-        if (dla_datastore_num_observations(d->datastore) < 0)
-            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                                 "%s: %s: the %s is read in order and its number of observations "
-                                 "is not known; %s needs it (give the custom datastore "
-                                 "num_observations)",
-                                 fn, what, d->datastore->kind->name, fn + 4);
         /* MATLAB's {predictors, targets} reads: the network has one input
          * and one output, so a second output is the targets. */
         const int nout = dla_datastore_num_outputs(d->datastore);
@@ -583,6 +577,14 @@ static dla_status check_data(const char *fn, const char *what, const dla_train_d
         return dla_set_error(dla_tensor_status(bad), "%s: %s: %s: %s", fn, what,
                              bad == d->targets ? "targets" : "predictors", dla_tensor_error(bad));
     return DLA_OK;
+}
+
+/* The count of d's datastore read in order that does not know it: read
+ * through once per call (it may have grown since the last), as MATLAB
+ * reads one until hasdata is false. */
+static dla_status learn_count(const dla_train_data *d, const char *fn)
+{
+    return d && d->datastore ? dla__ds_learn_count(d->datastore, 1, fn) : DLA_OK;
 }
 
 /* A datastore read in order (MATLAB's datastore that is neither
@@ -2210,6 +2212,10 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     if (st == DLA_OK)
         st = dla__train_check_paths(&tr.o);
     st = dla__train_par_agree(&tr.par, st, "checking the options");
+    if (st == DLA_OK)
+        st = learn_count(data, tr.fn);
+    if (st == DLA_OK)
+        st = learn_count(tr.o.validation_data, tr.fn);
     if (st != DLA_OK)
         return st;
     tr.loss = loss;
@@ -2431,6 +2437,8 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
     dla_status st = parse_test_metrics(metrics, names, &n);
     if (st == DLA_OK)
         st = check_data(fn, "data", data);
+    if (st == DLA_OK)
+        st = learn_count(data, fn);
     if (st != DLA_OK)
         return st;
     const dla_predict_options p = opts ? *opts : (dla_predict_options){0};

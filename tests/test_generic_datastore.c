@@ -667,13 +667,18 @@ static void test_misuse_is_refused(void **state)
     expect_error(dla_transform(ds, 0, twice_and_sum, NULL, &bad), DLA_ERR_INVALID_ARGUMENT,
                  "freed already", NULL);
     assert_int_equal(dla_datastore_num_outputs(ds), 0);
-    /* A queue needs a count. */
+    /* A queue learns a count it is not given by reading the datastore
+     * through (it refused), and reads it from its start. */
     counter c = {.n = 3, .fail_at = -1};
     dla_datastore *u = counter_ds(&c, 0, 0);
     dla_mbq *q;
-    expect_error(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = u}}, NULL, &q),
-                 DLA_ERR_INVALID_ARGUMENT, "inputs[0]", "not known", NULL);
-    assert_null(q);
+    assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = u}}, NULL, &q));
+    assert_int_equal(dla_mbq_num_observations(q), 3);
+    assert_int_equal(dla_datastore_num_observations(u), 3);
+    dla_tensor *first;
+    assert_ok(dla_mbq_next(q, 1, &first));
+    assert_int_equal(dla_tensor_dim(first, 2), 3);
+    dla_mbq_free(q);
     dla_datastore_free(u);
     dla_scope_end();
 }
@@ -1114,19 +1119,25 @@ typedef struct class_reader {
     float x[192];
     int32_t t[96];
     int64_t at;
+    int64_t n;       /* observations it has, up to 96 */
+    int64_t fail_at; /* the read of this observation fails; -1 none */
 } class_reader;
 
 static dla_status class_read(void *ctx, int n, dla_tensor **out)
 {
     (void)n;
     class_reader *r = ctx;
+    if (r->at == r->fail_at) {
+        r->at++;
+        return dla_set_error(DLA_ERR_IO, "unreadable record");
+    }
     out[0] = dla_tensor_from_host(r->x + 2 * r->at, DLA_F32, "", DLA_DIMS(2, 1));
     out[1] = dla_tensor_from_host(r->t + r->at, DLA_I32, "", DLA_DIMS(1, 1));
     r->at++;
     return DLA_OK;
 }
 
-static int class_hasdata(void *ctx) { return ((class_reader *)ctx)->at < 96; }
+static int class_hasdata(void *ctx) { return ((class_reader *)ctx)->at < ((class_reader *)ctx)->n; }
 static void class_reset(void *ctx) { ((class_reader *)ctx)->at = 0; }
 
 static dla_datastore *class_ds(class_reader *r, dla_tensor *x, dla_tensor *t, int known)
@@ -1134,6 +1145,8 @@ static dla_datastore *class_ds(class_reader *r, dla_tensor *x, dla_tensor *t, in
     assert_ok(dla_tensor_to_host(x, r->x, sizeof r->x));
     assert_ok(dla_tensor_to_host(t, r->t, sizeof r->t));
     r->at = 0;
+    r->n = 96;
+    r->fail_at = -1;
     dla_datastore *ds;
     assert_ok(dla_custom_datastore_create(
         &(dla_custom_datastore){.num_outputs = 2, .num_observations = known ? 96 : -1,
@@ -1207,15 +1220,79 @@ static void test_trainnet_over_a_datastore_read_in_order(void **state)
     expect_error(dla_trainnet(&tds, net, &(dla_train_loss){.name = "crossentropy"}, &bad,
                               &trained, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "ValidationData reads, in order", NULL);
-    class_reader ru;
-    dla_datastore *unknown = class_ds(&ru, x, t, 0);
-    expect_error(dla_trainnet(&(dla_train_data){.datastore = unknown}, net,
-                              &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL),
-                 DLA_ERR_INVALID_ARGUMENT, "number of observations is not known",
-                 "num_observations", NULL);
-    dla_datastore_free(unknown);
     dla_datastore_free(train);
     dla_datastore_free(val);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* MATLAB reads a datastore that does not know its number of observations
+ * until hasdata is false; trainnet, testnet and minibatchpredict read it
+ * through for its count, afresh each call (it refused: "number of
+ * observations is not known"). */
+static void test_trainnet_over_a_datastore_of_unknown_count(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x, *t;
+    four_classes(&x, &t);
+    class_reader rk, ru;
+    dla_datastore *known = class_ds(&rk, x, t, 1), *unknown = class_ds(&ru, x, t, 0);
+    assert_int_equal(dla_datastore_num_observations(unknown), -1);
+    dla_net *net = classifier(1), *from_known, *from_unknown;
+    dla_training_options o = {.verbose = -1, .solver = "adam", .max_epochs = 2,
+                              .mini_batch_size = 20, .shuffle = "never",
+                              .dispatch_in_background = 1};
+    dla_train_data tk = {.datastore = known}, tu = {.datastore = unknown};
+    dla_training_info *ik, *iu;
+    dla_rng_seed(3);
+    assert_ok(dla_trainnet(&tk, net, &(dla_train_loss){.name = "crossentropy"}, &o, &from_known,
+                           &ik));
+    dla_rng_seed(3);
+    assert_ok(dla_trainnet(&tu, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                           &from_unknown, &iu));
+    assert_int_equal(dla_datastore_num_observations(unknown), 96);
+    assert_int_equal(iu->iterations, 8);
+    assert_int_equal(iu->iterations, ik->iterations);
+    for (int64_t i = 0; i < ik->iterations; i++)
+        tu_assert_near(iu->training_loss[i], ik->training_loss[i], 0);
+    assert_same_learnables(from_known, from_unknown);
+    double mk, mu;
+    assert_ok(dla_testnet(from_known, &tk, "accuracy", NULL, &mk));
+    assert_ok(dla_testnet(from_known, &tu, "accuracy", NULL, &mu));
+    tu_assert_near(mu, mk, 0);
+    /* Fewer observations now: counted again, not read past its end. */
+    ru.n = 50;
+    dla_tensor *p;
+    assert_ok(dla_minibatchpredict(from_known, &tu, NULL, &p));
+    assert_int_equal(dla_tensor_dim(p, 2), 50);
+    assert_int_equal(dla_datastore_num_observations(unknown), 50);
+    /* A queue made by hand counts it when it does not know it. */
+    class_reader rq;
+    dla_datastore *fresh = class_ds(&rq, x, t, 0);
+    rq.n = 7;
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = fresh}},
+                             &(dla_mbq_options){.mini_batch_size = 4}, &q));
+    assert_int_equal(dla_mbq_num_observations(q), 7);
+    assert_int_equal(dla_mbq_num_batches(q), 2);
+    dla_mbq_free(q);
+    dla_datastore_free(fresh);
+    /* A read that fails while counting stops the call, naming where. */
+    ru.n = 96;
+    ru.fail_at = 41;
+    dla_net *trained = NULL;
+    expect_error(dla_trainnet(&tu, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                              NULL),
+                 DLA_ERR_IO, "unreadable record", "to count its observations, at observation 41",
+                 NULL);
+    assert_null(trained);
+    dla_training_info_free(ik);
+    dla_training_info_free(iu);
+    dla_net_free(from_known);
+    dla_net_free(from_unknown);
+    dla_datastore_free(known);
+    dla_datastore_free(unknown);
     dla_net_free(net);
     dla_scope_end();
 }
@@ -1592,6 +1669,7 @@ int main(void)
         TU_TEST(test_queue_format_puts_the_observation_dim),
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
         TU_TEST(test_trainnet_over_a_datastore_read_in_order),
+        TU_TEST(test_trainnet_over_a_datastore_of_unknown_count),
         TU_TEST(test_trainnet_takes_the_targets_from_the_datastore),
         TU_TEST(test_trainnet_refuses_datastore_targets_that_do_not_fit),
         TU_TEST(test_every_refused_allocation_fails_cleanly),

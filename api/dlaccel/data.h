@@ -442,7 +442,9 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  * partition fail with DLA_ERR_STATE saying so, and a queue over one hands
  * out its observations in order (dla_mbq_shuffle leaves the order and
  * sets DLA_ERR_STATE; dla_mbq_partition fails). A queue needs the count:
- * give such a custom datastore num_observations.
+ * without num_observations, the queue (or trainnet, testnet and
+ * minibatchpredict, afresh each call) reads such a datastore through once
+ * from its start to count it, and resets it.
  *
  * Callbacks (a file datastore's read function, a transform's function, a
  * custom datastore's calls) run inside a scope of the datastore's own, so
@@ -475,7 +477,8 @@ DLA_API void dla_datastore_free(dla_datastore *ds);
 /* The outputs of an observation; 0 for NULL or a freed handle. */
 DLA_API int dla_datastore_num_outputs(const dla_datastore *ds);
 /* MATLAB numobservations; -1 when the source does not know it (a custom
- * datastore without num_observations, and what is made of one). */
+ * datastore without num_observations, and what is made of one), until a
+ * queue or trainnet has read it through for it: then the count learned. */
 DLA_API int64_t dla_datastore_num_observations(const dla_datastore *ds);
 /* 1 when the datastore reads any observation by its number (shuffle,
  * subset, partition work): MATLAB's isShuffleable and isPartitionable. */
@@ -737,8 +740,8 @@ typedef struct dla_mbq_options {
  * NULL. *out is freed with dla_mbq_free. Errors (*out NULL):
  * DLA_ERR_INVALID_ARGUMENT (no input, an input with none or several
  * sources, an error tensor, a negative mini_batch_size or prefetch, an
- * unknown option value or cast, a freed datastore or one whose count is
- * not known, formats or casts on an input that is not a datastore, two
+ * unknown option value or cast, a freed datastore, formats or casts on
+ * an input that is not a datastore, two
  * datastores read in order that read one position, a
  * datastore read in order beside an image datastore, more than 32
  * outputs), DLA_ERR_SHAPE (inputs with different
@@ -746,7 +749,8 @@ typedef struct dla_mbq_options {
  * output's dims; a datastore output's format: labels other than S, C, B,
  * T, U, no B or labels out of canonical order, checked here, its fit
  * checked per batch), DLA_ERR_NO_DEVICE, DLA_ERR_OUT_OF_MEMORY, DLA_ERR_STATE
- * (the dispatch thread could not start). */
+ * (the dispatch thread could not start); a read's own error while a
+ * datastore of unknown count is read through to count it. */
 DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                   const dla_mbq_options *opts, dla_mbq **out);
 
