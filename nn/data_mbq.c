@@ -85,6 +85,9 @@ struct dla_mbq {
     int imds_input;             /* the image datastore's slot in in[], or -1 */
     int imds_arg;               /* its number among dla_mbq_create's inputs */
     int in_order;               /* a generic datastore input is read in order */
+    /* A datastore's sequence outputs have each observation's steps alike
+     * (dla__mbq_create_aligned). */
+    int align_steps;
     int64_t mbs;
     int discard;
     dla__seq_rule rule;
@@ -226,7 +229,7 @@ static void read_datastore(dla_mbq *q, int i, const int64_t *obs, int64_t count,
 {
     static const char op[] = "dla_mbq_next";
     mbq_input *in = &q->in[i];
-    dla__ds_how how = {.lo = lo, .hi = hi};
+    dla__ds_how how = {.lo = lo, .hi = hi, .align_steps = q->align_steps};
     for (int j = 0; j < in->ds->nout; j++) {
         how.at[j] = q->in[i + j].at;
         how.tdim[j] = q->in[i + j].tdim;
@@ -885,8 +888,8 @@ static dla_status make_order(dla_mbq *q, const int64_t *first, const char *op)
     return DLA_OK;
 }
 
-DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
-                                  const dla_mbq_options *opts, dla_mbq **out)
+static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
+                               const dla_mbq_options *opts, int align_steps, dla_mbq **out)
 {
     static const char op[] = "dla_mbq_create";
     if (!out)
@@ -935,6 +938,7 @@ DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
         dla__data_rng_seed_words(&q->aug_rng, q->naug_words, q->aug_words);
         q->aug_at_pos = q->aug_rng;
     }
+    q->align_steps = align_steps;
     if (st == DLA_OK) {
         dla__data_rng_seed_words(&q->rng, q->nseed_words, q->seed_words);
         if (opts && opts->dispatch_in_background)
@@ -946,6 +950,18 @@ DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
     }
     *out = q;
     return DLA_OK;
+}
+
+DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
+                                  const dla_mbq_options *opts, dla_mbq **out)
+{
+    return create_queue(ninputs, inputs, opts, 0, out);
+}
+
+dla_status dla__mbq_create_aligned(int ninputs, const dla_mbq_input *inputs,
+                                   const dla_mbq_options *opts, dla_mbq **out)
+{
+    return create_queue(ninputs, inputs, opts, 1, out);
 }
 
 DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out)
@@ -985,6 +1001,7 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
     p->mbs = q->mbs;
     p->discard = q->discard;
     p->rule = q->rule;
+    p->align_steps = q->align_steps;
     p->fn = q->fn;
     p->fn_ctx = q->fn_ctx;
     p->device = q->device;

@@ -109,6 +109,10 @@ typedef struct dla__ds_how {
      * padded to the length the rule gives all of them: a worker's share
      * of a batch, padded as the whole batch is in one process. */
     int64_t lo, hi;
+    /* Every observation's sequence outputs have the same number of steps
+     * (sequence-to-sequence targets and their predictors), or the join
+     * fails naming it. */
+    int align_steps;
 } dla__ds_how;
 
 /* Observations idx[0..n-1] of an indexed ds joined, n >= 1, held, on the

@@ -205,6 +205,35 @@ static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor
     return st;
 }
 
+/* Each observation's sequence outputs of one number of steps (how's
+ * align_steps): the first such output's, which the rest line up with. */
+static dla_status aligned(const dla_datastore *ds, int64_t n, dla_tensor **obs,
+                          const int64_t *nums, const dla__ds_how *how, const char *op)
+{
+    int first = -1;
+    for (int j = 0; j < ds->nout && first < 0; j++)
+        if (how->tdim[j])
+            first = j;
+    for (int64_t k = 0; first >= 0 && k < n; k++) {
+        int64_t d0[DLA_MAX_DIMS], dj[DLA_MAX_DIMS];
+        dims_of(obs[k * ds->nout + first], d0);
+        for (int j = first + 1; j < ds->nout; j++) {
+            if (!how->tdim[j])
+                continue;
+            dims_of(obs[k * ds->nout + j], dj);
+            const int64_t a = d0[how->tdim[first] - 1], b = dj[how->tdim[j] - 1];
+            if (a != b)
+                return dla__data_fail(DLA_ERR_SHAPE,
+                                      "%s: observation %lld of the %s: output %d is a sequence of "
+                                      "%lld time steps, output %d of %lld; sequence-to-sequence "
+                                      "targets have their predictors' steps",
+                                      op, (long long)(nums ? nums[k] : k), ds->kind->name,
+                                      first + 1, (long long)a, j + 1, (long long)b);
+        }
+    }
+    return DLA_OK;
+}
+
 dla_status dla__ds_join(const dla_datastore *ds, int64_t n, dla_tensor **obs,
                         const int64_t *nums, const dla__ds_how *how, dla_tensor **out,
                         const char *op)
@@ -217,7 +246,7 @@ dla_status dla__ds_join(const dla_datastore *ds, int64_t n, dla_tensor **obs,
     if (n > INT32_MAX)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %lld observations in one read; at "
                               "most 2^31-1", op, (long long)n);
-    dla_status st = DLA_OK;
+    dla_status st = how && how->align_steps ? aligned(ds, n, obs, nums, how, op) : DLA_OK;
     for (int j = 0; j < ds->nout && st == DLA_OK; j++)
         st = join_one(ds, j, n, obs, nums, how, &out[j], op);
     if (st != DLA_OK) {

@@ -49,7 +49,9 @@ typedef struct trainer {
     int uniform_lr;              /* every learn-rate factor is 1 */
     int metrics;                 /* DLA__METRIC_* */
     int classify;                /* targets are class numbers */
-    int seq_targets;             /* the data's targets are target_sequences */
+    /* The targets are sequences of their own: target_sequences, or a
+     * datastore's class numbers per step. */
+    int seq_targets;
     /* The longest sequence of the training data [0] and of the validation
      * (or testnet's) data [1]: 0 for other data (align_targets). */
     int64_t longest[2];
@@ -374,7 +376,7 @@ static dla_status align_targets(const trainer *tr, int64_t longest, dla_tensor *
  * makes one: sequence data) and t, its steps x's (align_targets; q is
  * the training queue or the validation one). */
 static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_tensor *x,
-                                 dla_tensor *t);
+                                 dla_tensor *m, dla_tensor *t);
 
 static dla_status next_batch(const trainer *tr, dla_mbq *q, int64_t index, dla_tensor **x,
                              dla_tensor **m, dla_tensor **t)
@@ -388,7 +390,7 @@ static dla_status next_batch(const trainer *tr, dla_mbq *q, int64_t index, dla_t
     *m = n == 3 ? b[1] : NULL;
     *t = b[n - 1];
     if (st == DLA_OK && tr->ds_targets[val])
-        st = check_ds_batch(tr, val, index, *x, *t);
+        st = check_ds_batch(tr, val, index, *x, *m, *t);
     return st == DLA_OK ? align_targets(tr, longest, *x, *m, t) : st;
 }
 
@@ -659,7 +661,7 @@ static dla_status renamed(dla_status st, const char *fn)
  * batch: check_ds_batch). format (DLA_MAX_DIMS + 1 chars): their labels,
  * "" when they carry none. */
 static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, const char *what,
-                                   int check, int *classify, char *format)
+                                   int check, int *classify, int *per_step, char *format)
 {
     dla_tensor *o[DLA__DS_MAX] = {NULL};
     dla_status st = dla__ds_first_obs(d->datastore, o, tr->fn);
@@ -669,7 +671,14 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
         return dla_set_error(st, "%s: %s: the datastore's observation 0: %s", tr->fn, what, msg);
     }
     dla_tensor *t = o[1];
-    *classify = dla_tensor_dtype(t) == DLA_I32 && dla_tensor_numel(t) == 1;
+    /* int32 of one channel for a network whose output is a sequence of
+     * classes: a class number per step (one per observation could not
+     * train such a network: read_network refuses it). */
+    const int cdim = dla_tensor_find_dim(t, 'C');
+    const int64_t channels = dla_tensor_dim(t, cdim ? cdim : 1);
+    const int i32 = dla_tensor_dtype(t) == DLA_I32;
+    *per_step = i32 && channels == 1 && tr->classes > 1 && strchr(tr->out_format, 'T');
+    *classify = i32 && (dla_tensor_numel(t) == 1 || *per_step);
     snprintf(format, DLA_MAX_DIMS + 1, "%s", dla_tensor_format(t));
     char w[192];
     snprintf(w, sizeof w, "%s: the datastore's observation 0", what);
@@ -677,7 +686,7 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
         st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                            "%s: %s: the datastore's targets are %s where the training data's are "
                            "%s", tr->fn, what,
-                           tr->classify ? "responses" : "class numbers (one int32 per observation)",
+                           tr->classify ? "responses" : "class numbers (int32)",
                            tr->classify ? "class numbers" : "responses");
     else if (check)
         st = renamed(*classify ? dla__train_check_classes(w, t, tr->classes)
@@ -695,11 +704,13 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
  * the data and the batch; the caller prefixes the function and the epoch
  * (or the validation's iteration). */
 static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_tensor *x,
-                                 dla_tensor *t)
+                                 dla_tensor *m, dla_tensor *t)
 {
     char what[192];
     snprintf(what, sizeof what, "%s: the datastore's mini-batch %lld",
              val && strcmp(tr->fn, "dla_testnet") ? "ValidationData" : "data", (long long)index);
+    if (tr->classify && tr->seq_targets)
+        return renamed(dla__train_check_step_classes(what, t, m, tr->classes), NULL);
     const int xb = dla_tensor_find_dim(x, 'B');
     const int64_t n = xb ? dla_tensor_dim(x, xb) : dla_tensor_dim(x, dla_tensor_ndims(x));
     if (tr->classify && (dla_tensor_dtype(t) != DLA_I32 || dla_tensor_numel(t) != n)) {
@@ -753,8 +764,9 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         if (sst != DLA_OK)
             return sst;
         *targets = NULL;
-    } else if (tr->seq_targets && tr->classify) {
-        /* Class numbers per step come only as sequences. */
+    } else if (tr->seq_targets && tr->classify && !ds_targets(d)) {
+        /* Class numbers per step come only as sequences (or a datastore's
+         * int32 sequences, checked below). */
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                              "%s: %s: the training data's target_sequences are class numbers; "
                              "give these targets as target_sequences of class numbers too",
@@ -763,10 +775,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     /* Targets in the datastore: its first observation's checked here,
      * every batch's as it comes (check_ds_batch). */
     const int dst = ds_targets(d);
-    int ds_classify = 0;
+    int ds_classify = 0, ds_per_step = 0;
     char ds_tfmt[DLA_MAX_DIMS + 1] = "";
     if (dst) {
-        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, ds_tfmt);
+        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, &ds_per_step, ds_tfmt);
         if (fst != DLA_OK)
             return fst;
     }
@@ -837,11 +849,14 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
      * different lengths were refused at the first batch). */
     const int own_labels = strchr(ds_tfmt, 'B') && strchr(ds_tfmt, 'T');
     const char *ds_fmts[2] = {*in_fmt ? in_fmt : NULL,
-                              ds_classify      ? "CB"
+                              ds_per_step      ? (own_labels ? ds_tfmt : "CBT")
+                              : ds_classify    ? "CB"
                               : own_labels     ? ds_tfmt
                               : !*ds_tfmt && *tr->out_format ? tr->out_format
                                                              : NULL};
-    const char *ds_casts[2] = {cast, NULL};
+    /* Class numbers per step are padded as a list's target_sequences are:
+     * in single, with the padding value (one-hot as no class). */
+    const char *ds_casts[2] = {cast, ds_per_step ? "single" : NULL};
     dla_mbq_input in[2] = {
         /* Sequences come with their padding mask (the second output),
          * for the loss and metrics of sequence-to-sequence targets. */
@@ -863,7 +878,12 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
         .sequence = {.length = len, .padding_value = tr->o.sequence_padding_value,
                      .padding_direction = tr->o.sequence_padding_direction},
     };
-    dla_status st = dla_mbq_create(dst ? 1 : 2, in, &mo, q);
+    /* Sequence targets in the datastore line up with their predictors
+     * step for step, as target_sequences are checked to. */
+    const int align = dst && ds_fmts[0] && strchr(ds_fmts[0], 'T') && ds_fmts[1] &&
+                      strchr(ds_fmts[1], 'T');
+    dla_status st = align ? dla__mbq_create_aligned(1, in, &mo, q)
+                          : dla_mbq_create(dst ? 1 : 2, in, &mo, q);
     if (st != DLA_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -1936,9 +1956,11 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     tr->seq_targets = data->target_sequences != NULL;
     if (ds_targets(data)) {
         char format[DLA_MAX_DIMS + 1];
-        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, format);
+        int per_step;
+        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, &per_step, format);
         if (st != DLA_OK)
             return st;
+        tr->seq_targets = per_step;
     } else {
         tr->classify = tr->seq_targets
                            ? dla__train_seq_targets_are_classes(data->target_sequences, tr->classes)

@@ -23,6 +23,7 @@
 #include "nn/train_impl.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -159,4 +160,54 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
                          what, d, fmt, (long long)have, out_format, (long long)channels,
                          numbers ? "; if they are class numbers, give them as int32 (0..K-1): "
                                    "other dtypes are responses" : "");
+}
+
+dla_status dla__train_check_step_classes(const char *what, dla_tensor *t, dla_tensor *m,
+                                         int64_t k)
+{
+    const int bd = dla_tensor_find_dim(t, 'B'), td = dla_tensor_find_dim(t, 'T');
+    const int64_t n = dla_tensor_numel(t);
+    if (!bd || !td || (m && dla_tensor_numel(m) != n)) {
+        char d[256];
+        dla_tensor_describe(t, d, sizeof d);
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "dla_trainnet: %s: class numbers per step came as %s; 1 x B x T "
+                             "\"CBT\" (one channel) was expected",
+                             what, d);
+    }
+    const int64_t nb = dla_tensor_dim(t, bd);
+    double *v = dla_malloc(sizeof *v * (size_t)(n ? n : 1));
+    unsigned char *valid = m ? dla_malloc((size_t)(n ? n : 1)) : NULL;
+    if (!v || (m && !valid)) {
+        dla_free(v);
+        dla_free(valid);
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY,
+                             "dla_trainnet: %s: cannot read the %lld class numbers to check them",
+                             what, (long long)n);
+    }
+    dla_scope_begin();
+    dla_status st = dla_tensor_to_host(dla_cast(t, DLA_F64), v, sizeof *v * (size_t)n);
+    if (st == DLA_OK && m)
+        st = dla_tensor_to_host(dla_cast(m, DLA_U8), valid, (size_t)n);
+    dla_scope_end();
+    int64_t bad = -1;
+    for (int64_t i = 0; st == DLA_OK && i < n && bad < 0; i++)
+        if ((!valid || valid[i]) && !(v[i] >= 0 && v[i] < (double)k && v[i] == floor(v[i])))
+            bad = i;
+    const double b = bad >= 0 ? v[bad] : 0;
+    dla_free(v);
+    dla_free(valid);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(st, "dla_trainnet: %s: targets: %s", what, msg);
+    }
+    if (bad < 0)
+        return DLA_OK;
+    /* One channel: element b + B s is observation b's step s. */
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "dla_trainnet: %s: observation %lld of the batch, step %lld: %g is not a "
+                         "class number in 0..%lld (the network's output has %lld classes)",
+                         what, (long long)(bad % nb), (long long)(bad / nb), b, (long long)(k - 1),
+                         (long long)k);
 }

@@ -36,6 +36,7 @@ typedef struct list_ds {
     const dla_seqlist *seqs, *steps;
     const int32_t *labels;
     int formatted;
+    int step_classes; /* steps holds class numbers, read as int32 */
 } list_ds;
 
 static dla_tensor *sequence_of(const dla_seqlist *s, int64_t i, int formatted)
@@ -51,6 +52,8 @@ static dla_status list_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
     out[0] = sequence_of(l->seqs, i, l->formatted);
     out[1] = l->steps ? sequence_of(l->steps, i, l->formatted)
                       : dla_tensor_from_host(&l->labels[i], DLA_I32, "", DLA_DIMS(1, 1));
+    if (l->step_classes)
+        out[1] = dla_cast(out[1], DLA_I32);
     return DLA_OK;
 }
 
@@ -504,8 +507,9 @@ static void assert_trained_alike(dla_training_info *ia, dla_training_info *ib, d
     assert_same_learnables(a, b);
 }
 
-/* A sequence classifier (LSTM, last step) or, with K response channels
- * per step, a sequence-to-sequence regression, over 2-channel input. */
+/* A sequence classifier (LSTM, last step) or, per_step 1, a
+ * sequence-to-sequence regression of one response per step, or, 2, a
+ * classifier of each step into 3 classes, over 2-channel input. */
 static dla_net *sequence_net(int per_step)
 {
     dla_rng_seed(7);
@@ -513,9 +517,9 @@ static dla_net *sequence_net(int per_step)
         dla_sequence_input_layer(2, &(dla_sequence_input_options){.name = "in",
                                                                   .normalization = "zscore"}),
         dla_lstm_layer(6, &(dla_lstm_layer_options){.output_mode = per_step ? NULL : "last"}),
-        dla_fc_layer(per_step ? 1 : 4, NULL), dla_softmax_layer(NULL)};
-    dla_net *net = dla_net_create(per_step ? 3 : 4, l);
-    if (per_step)
+        dla_fc_layer(per_step == 1 ? 1 : per_step ? 3 : 4, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(per_step == 1 ? 3 : 4, l);
+    if (per_step == 1)
         dla_layer_free(l[3]);
     assert_non_null(net);
     return net;
@@ -530,17 +534,20 @@ static void train_both_ways_as(int per_step, const char *environment, const char
     enum { N = 26 };
     int32_t labels[N];
     dla_seqlist *s = waveforms(N, labels), *resp = NULL;
-    if (per_step) { /* a response per step: the first channel, halved */
+    if (per_step) { /* a response per step: the first channel, halved; or its sign class */
         resp = dla_seqlist_create(1);
         for (int64_t i = 0; i < N; i++) {
             const int64_t len = dla_seqlist_length(s, i);
             float r[16];
-            for (int64_t t = 0; t < len; t++)
-                r[t] = 0.5f * dla_seqlist_data(s, i)[2 * t];
+            for (int64_t t = 0; t < len; t++) {
+                const float v = dla_seqlist_data(s, i)[2 * t];
+                r[t] = per_step == 1 ? 0.5f * v : v < -0.3f ? 0 : v < 0.3f ? 1 : 2;
+            }
             assert_ok(dla_seqlist_append(resp, r, len));
         }
     }
-    list_ds l = {.seqs = s, .labels = labels, .steps = resp, .formatted = formatted};
+    list_ds l = {.seqs = s, .labels = labels, .steps = resp, .formatted = formatted,
+                 .step_classes = per_step == 2};
     dla_datastore *ds = list_datastore(&l);
     dla_scope_begin();
     dla_tensor *lab = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, N));
@@ -554,7 +561,7 @@ static void train_both_ways_as(int per_step, const char *environment, const char
                               .execution_environment = environment};
     dla_net *net = sequence_net(per_step), *a, *b;
     dla_training_info *ia, *ib;
-    const char *loss = per_step ? "mse" : "crossentropy";
+    const char *loss = per_step == 1 ? "mse" : "crossentropy";
     o.validation_data = &from_list;
     dla_rng_seed(5);
     assert_ok(dla_trainnet(&from_list, net, &(dla_train_loss){.name = loss}, &o, &a, &ia));
@@ -619,6 +626,76 @@ static void test_trainnet_sequence_to_sequence_from_a_datastore(void **state)
      * targets failed: "every observation of an output has one shape"). */
     train_both_ways_as(1, NULL, NULL, NULL, 1);
     train_both_ways_as(1, NULL, "longest", "left", 1);
+}
+
+/* Class numbers per step (int32 1 x 1 x T) from a datastore train as the
+ * same classes in target_sequences do (trainnet took them for responses
+ * and refused their one channel against the output's three). */
+static void test_trainnet_classes_per_step_from_a_datastore(void **state)
+{
+    (void)state;
+    train_both_ways(2, NULL, NULL, NULL);
+    train_both_ways(2, NULL, "longest", "left");
+    train_both_ways(2, NULL, "4", NULL);
+    train_both_ways_as(2, NULL, NULL, NULL, 1);
+}
+
+/* Observation i: a 2 x 1 x (3 + i % 4) sequence and its class numbers
+ * per step (int32, i % 3 each); how says what is wrong: 1, observation
+ * 3's targets are a step short; 2, observation 2's step 1 is class 5. */
+static dla_status bad_steps_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)n;
+    const int how = *(const int *)ctx;
+    const int64_t len = 3 + i % 4;
+    float x[12];
+    int32_t c[6];
+    for (int k = 0; k < 12; k++)
+        x[k] = (float)(k % 5) - 2;
+    for (int k = 0; k < 6; k++)
+        c[k] = (int32_t)(i % 3);
+    if (how == 2 && i == 2)
+        c[1] = 5;
+    out[0] = dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(2, 1, len));
+    out[1] = dla_tensor_from_host(c, DLA_I32, "", DLA_DIMS(1, 1, how == 1 && i == 3 ? len - 1 : len));
+    return DLA_OK;
+}
+
+/* Class numbers per step that do not fit fail the batch naming the
+ * observation: targets a step short of their predictors (padded to the
+ * batch's longest they lined up with other steps, silently), a class out
+ * of range at a step that holds data; the padding value is no class. */
+static void test_classes_per_step_that_do_not_fit_are_refused(void **state)
+{
+    (void)state;
+    dla_net *net = sequence_net(2), *trained = NULL;
+    for (int how = 0; how < 3; how++) {
+        dla_datastore *ds;
+        assert_ok(dla_custom_datastore_create(
+            &(dla_custom_datastore){.num_outputs = 2, .num_observations = 8,
+                                    .read_at = bad_steps_read_at, .ctx = &how},
+            &ds));
+        dla_training_options o = {.verbose = -1, .max_epochs = 1, .mini_batch_size = 4,
+                                  .shuffle = "never", .sequence_padding_value = -7};
+        dla_status st = dla_trainnet(&(dla_train_data){.datastore = ds}, net,
+                                     &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                     NULL);
+        if (how == 0) {
+            assert_ok(st);
+            dla_net_free(trained);
+        } else {
+            assert_int_equal(st, how == 1 ? DLA_ERR_SHAPE : DLA_ERR_INVALID_ARGUMENT);
+            assert_non_null(strstr(dla_last_error(),
+                                   how == 1 ? "observation 3 of the custom datastore: output 1 is "
+                                              "a sequence of 6 time steps, output 2 of 5"
+                                            : "observation 2 of the batch, step 1: 5 is not a "
+                                              "class number in 0..2"));
+            dla_net_free(trained); /* the work up to the batch, kept */
+            trained = NULL;
+        }
+        dla_datastore_free(ds);
+    }
+    dla_net_free(net);
 }
 
 /* The sequences alone (observation i of a list_ds's). */
@@ -793,6 +870,8 @@ int main(void)
         TU_TEST(test_every_refused_allocation_of_a_padded_batch_fails_cleanly),
         TU_TEST(test_trainnet_over_sequences_of_a_datastore),
         TU_TEST(test_trainnet_sequence_to_sequence_from_a_datastore),
+        TU_TEST(test_trainnet_classes_per_step_from_a_datastore),
+        TU_TEST(test_classes_per_step_that_do_not_fit_are_refused),
         TU_TEST(test_trainnet_over_sequences_with_targets_in_memory),
         TU_TEST(test_trainnet_parallel_over_sequences_of_a_datastore),
     };
