@@ -55,7 +55,8 @@
  *   dsseq      trainnet "parallel" over sequences of 2 to 11 steps read
  *              through a custom datastore, against the same sequences as
  *              a sequence list: the same bits (each worker pads its share
- *              to the whole batch's length), padding on either side.
+ *              to the whole batch's length), padding on either side,
+ *              a class per observation or per step.
  *   nan        a NaN target in the first worker's share of the first
  *              mini-batch: "parallel" stops there as "auto" does ("Training
  *              loss is NaN"), and the batch's RMSE is NaN on every rank
@@ -1206,15 +1207,21 @@ static void mode_seq2seq(void)
  * each, with its class) against the same sequence list, both "parallel":
  * each worker pads its share to the length of the whole batch, as a
  * list's shares are, so the two train alike, bit for bit. */
-static dla_seqlist *dsseq_list;
+static dla_seqlist *dsseq_list, *dsseq_steps;
 static int32_t dsseq_labels[19];
+static int dsseq_per_step; /* the targets are class numbers per step (int32 1 x 1 x T) */
 
 static dla_status dsseq_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 {
     (void)ctx, (void)n;
+    const int64_t len = dla_seqlist_length(dsseq_list, i);
     out[0] = dla_tensor_from_host(dla_seqlist_data(dsseq_list, i), DLA_F32, "",
-                                  DLA_DIMS(2, 1, dla_seqlist_length(dsseq_list, i)));
-    out[1] = dla_tensor_from_host(&dsseq_labels[i], DLA_I32, "", DLA_DIMS(1, 1));
+                                  DLA_DIMS(2, 1, len));
+    out[1] = dsseq_per_step
+                 ? dla_cast(dla_tensor_from_host(dla_seqlist_data(dsseq_steps, i), DLA_F32, "",
+                                                 DLA_DIMS(1, 1, len)),
+                            DLA_I32)
+                 : dla_tensor_from_host(&dsseq_labels[i], DLA_I32, "", DLA_DIMS(1, 1));
     return DLA_OK;
 }
 
@@ -1222,13 +1229,17 @@ static void mode_dsseq(void)
 {
     enum { N = 19 };
     dsseq_list = dla_seqlist_create(2);
+    dsseq_steps = dla_seqlist_create(1);
     for (int j = 0; j < N; j++) {
         dsseq_labels[j] = (j * 5 + j / 3) % 3;
-        float x[2 * 11];
+        float x[2 * 11], c[11];
         const int len = 2 + (j * 7) % 10;
         for (int k = 0; k < 2 * len; k++)
             x[k] = (float)(0.3 * dsseq_labels[j] + 0.1 * ((k * 3 + j) % 5) - 0.2);
-        if (dla_seqlist_append(dsseq_list, x, len) != DLA_OK)
+        for (int k = 0; k < len; k++)
+            c[k] = (float)((dsseq_labels[j] + k / 3) % 3);
+        if (dla_seqlist_append(dsseq_list, x, len) != DLA_OK ||
+            dla_seqlist_append(dsseq_steps, c, len) != DLA_OK)
             die("dsseq: the sequences");
     }
     dla_datastore *ds;
@@ -1238,14 +1249,19 @@ static void mode_dsseq(void)
                                     &ds) != DLA_OK)
         die("dsseq: the datastore");
     static const char *const directions[2] = {"right", "left"};
-    for (int d = 0; d < 2; d++) {
+    for (int run = 0; run < 3; run++) {
+        /* Runs 0, 1: a class per observation, padded right and left; 2: a
+         * class per step, padded left. */
+        const int d = run > 0;
+        dsseq_per_step = run == 2;
         unsigned long long h[2];
         double loss[2] = {0, 0};
         for (int from_ds = 0; from_ds < 2; from_ds++) {
             dla_rng_seed(5);
             dla_layer *layers[] = {
                 dla_sequence_input_layer(2, NULL),
-                dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode = "last"}),
+                dla_lstm_layer(4, &(dla_lstm_layer_options){.output_mode =
+                                                                  dsseq_per_step ? NULL : "last"}),
                 dla_fc_layer(3, NULL), dla_softmax_layer(NULL)};
             dla_net *net = dla_net_create(4, layers), *trained = NULL;
             dla_training_info *info = NULL;
@@ -1253,7 +1269,9 @@ static void mode_dsseq(void)
                 die("dsseq: the network");
             dla_scope_begin();
             dla_train_data data = {.datastore = ds};
-            if (!from_ds)
+            if (!from_ds && dsseq_per_step)
+                data = (dla_train_data){.sequences = dsseq_list, .target_sequences = dsseq_steps};
+            else if (!from_ds)
                 data = (dla_train_data){
                     .sequences = dsseq_list,
                     .targets = dla_tensor_from_host(dsseq_labels, DLA_I32, "", DLA_DIMS(1, N))};
@@ -1272,13 +1290,15 @@ static void mode_dsseq(void)
             dla_net_free(net);
         }
         char what[160], detail[160];
-        snprintf(what, sizeof what, "sequences of 2 to 11 steps through a datastore, padding "
-                 "\"%s\": \"parallel\" trains as over the sequence list", directions[d]);
+        snprintf(what, sizeof what, "sequences of 2 to 11 steps through a datastore, a class "
+                 "%s, padding \"%s\": \"parallel\" trains as over the sequence list",
+                 dsseq_per_step ? "per step" : "each", directions[d]);
         snprintf(detail, sizeof detail, "last losses %.9g and %.9g", loss[1], loss[0]);
         check(h[0] == h[1], what, detail);
     }
     dla_datastore_free(ds);
     dla_seqlist_free(dsseq_list);
+    dla_seqlist_free(dsseq_steps);
 }
 
 /* A NaN target in one worker's share: the loss is NaN and training stops

@@ -763,8 +763,8 @@ static void test_trainnet_parallel_over_sequences_of_a_datastore(void **state)
     /* Each worker pads its share to the length of the whole batch. */
     train_both_ways(0, "parallel", "longest", "left");
     train_both_ways(1, "parallel", NULL, NULL);
+    train_both_ways(2, "parallel", "longest", "left");
 }
-
 
 /* A transform that keeps the sequences alone. */
 static dla_status sequences_only(void *ctx, int nin, dla_tensor *const *in, int nout,
