@@ -59,20 +59,40 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
     dla_tensor **act = dla__nn_calloc((size_t)net->nlayers, sizeof *act);
     dla_tensor **news = dla__nn_calloc((size_t)(nstate ? nstate : 1), sizeof *news);
     int *last = dla__nn_malloc(sizeof *last * (size_t)net->nlayers);
-    if (!act || !news || !last) {
+    unsigned char *needed = dla__nn_calloc((size_t)net->nlayers, 1);
+    if (!act || !news || !last || !needed) {
         dla__nn_free(act);
         dla__nn_free(news);
         dla__nn_free(last);
+        dla__nn_free(needed);
         dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         for (int i = 0; i < nout; i++)
             out[i] = dla__nn_error_tensor();
         return DLA_ERR_OUT_OF_MEMORY;
+    }
+    /* The layers that run: the outputs asked for, every layer with state
+     * when the new state is an output (its rows are the state's), and
+     * what they read; the rest are skipped (MATLAB's forward and predict
+     * with Outputs compute what those outputs need: an early layer's
+     * activation cost the whole network). */
+    for (int i = 0; i < ctx->nout; i++)
+        needed[ctx->outs[i]] = 1;
+    for (int i = 0; ctx->with_state && i < net->nlayers; i++)
+        for (int j = 0; j < net->layers[i]->nparams; j++)
+            needed[i] |= net->layers[i]->param[j].kind == DLA__STATE;
+    for (int k = net->nlayers - 1; k >= 0; k--) {
+        int i = net->order[k];
+        for (int q = 0; needed[i] && !net->layers[i]->kind->is_input && q < net->layers[i]->nin; q++)
+            if (net->src[i][q] >= 0)
+                needed[net->src[i][q]] = 1;
     }
     /* last[i]: the step (in run order) after which layer i's result is no
      * longer read; the outputs asked for stay to the end. */
     for (int k = 0; k < net->nlayers; k++) {
         int i = net->order[k];
         last[i] = k;
+        if (!needed[i])
+            continue;
         for (int q = 0; !net->layers[i]->kind->is_input && q < net->layers[i]->nin; q++)
             if (net->src[i][q] >= 0)
                 last[net->src[i][q]] = k;
@@ -82,6 +102,8 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
     dla_status st = DLA_OK;
     for (int k = 0; k < net->nlayers && st == DLA_OK; k++) {
         int i = net->order[k];
+        if (!needed[i])
+            continue;
         dla_layer *l = net->layers[i];
         int nx = l->kind->is_input ? 1 : l->nin;
         dla_tensor *x[64], *p[DLA__MAX_PARAMS];
@@ -146,6 +168,7 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
     dla__nn_free(act);
     dla__nn_free(news);
     dla__nn_free(last);
+    dla__nn_free(needed);
     return st;
 }
 

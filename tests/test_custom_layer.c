@@ -270,6 +270,18 @@ static dla_status counter_backward(const dla_layer_io *io, dla_tensor *dy, dla_t
     return DLA_OK;
 }
 
+/* callCount: y = x, counting its calls in calls_made. */
+static int calls_made;
+
+static dla_status call_count_predict(dla_layer_io *io)
+{
+    calls_made++;
+    io->y = dla_affine(io->x[0], 1, 0);
+    return dla_tensor_status(io->y);
+}
+
+static const dla_layer_type call_count_type = {.type = "callCount", .predict = call_count_predict};
+
 static const dla_layer_type counter_type = {
     .type = "counter", .initialize = counter_init, .predict = counter_predict,
 };
@@ -289,7 +301,8 @@ static int setup(void **state)
                                      &scale_null,
                                      &wsum_type, &rmean_type, &rmean_own_type,
                                      &rmean_predict_only_type, &bad_state_type, &ch_scale_type,
-                                     &fans_type, &counter_type, &counter_own_type};
+                                     &fans_type, &counter_type, &counter_own_type,
+                                     &call_count_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (dla_layer_type_register(types[i]) != DLA_OK)
             return -1;
@@ -351,6 +364,38 @@ static void write_checksummed(unsigned char *f, long size, const char *p)
 }
 
 /* ------------------------------------------------------------- tests */
+
+/* Outputs asked for by name run the layers they read, not the whole
+ * network (every layer ran: an early activation cost a full pass, and a
+ * later layer's failure failed it), in predict and in forward. */
+static void outputs_by_name_run_only_the_layers_they_need(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(2, &(dla_feature_input_options){.name = "in"}),
+                      dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"}),
+                      dla_custom_layer("callCount", NULL, &(dla_layer_options){.name = "cc"}),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "out"})};
+    dla_net *net = dla_net_create(4, l);
+    assert_non_null(net);
+    dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 5));
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    dla_net_set_accelerate(net, 0);
+    const dla_net_forward_options early = {.outputs = (const char *const[]){"fc"}},
+                                  late = {.outputs = (const char *const[]){"cc"}};
+    dla_tensor *y, *z;
+    int before = calls_made;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, &early), DLA_OK);
+    assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, NULL, &early), DLA_OK);
+    assert_int_equal(calls_made, before);
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &z, &late), DLA_OK);
+    assert_int_equal(calls_made, before + 1);
+    assert_true(max_abs_diff(y, z) == 0); /* cc passes fc's activation on */
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &z, NULL), DLA_OK);
+    assert_int_equal(calls_made, before + 2);
+    dla_net_free(net);
+    dla_scope_end();
+}
 
 static void registering_checks_the_definition(void **state)
 {
@@ -1145,6 +1190,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TU_TEST(registering_checks_the_definition),
+        TU_TEST(outputs_by_name_run_only_the_layers_they_need),
         TU_TEST(errors_name_the_layer),
         TU_TEST(bad_fans_and_an_orthogonal_of_three_dims_are_refused),
         TU_TEST(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),

@@ -1036,7 +1036,9 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
 
 typedef struct dla_net_forward_options {
     /* The layers whose outputs are wanted (MATLAB's Outputs name-value),
-     * noutputs names; NULL: the network's outputs. */
+     * noutputs names; NULL: the network's outputs. Only the layers they
+     * read run (and, when the new state is an output, every layer with
+     * state and what it reads). */
     const char *const *outputs;
     /* Values to use instead of the network's own: one per Learnables row /
      * State row, in table order; NULL: the network's. This is how a model
