@@ -673,11 +673,14 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
     dla_tensor *t = o[1];
     /* int32 of one channel for a network whose output is a sequence of
      * classes: a class number per step (one per observation could not
-     * train such a network: read_network refuses it). */
+     * train such a network). A single value stays one class per
+     * observation, which read_network refuses with the remedy for the
+     * usual mistake (OutputMode "last"), unless labeled a sequence. */
     const int cdim = dla_tensor_find_dim(t, 'C');
     const int64_t channels = dla_tensor_dim(t, cdim ? cdim : 1);
     const int i32 = dla_tensor_dtype(t) == DLA_I32;
-    *per_step = i32 && channels == 1 && tr->classes > 1 && strchr(tr->out_format, 'T');
+    *per_step = i32 && channels == 1 && tr->classes > 1 && strchr(tr->out_format, 'T') &&
+                (dla_tensor_numel(t) > 1 || dla_tensor_find_dim(t, 'T'));
     *classify = i32 && (dla_tensor_numel(t) == 1 || *per_step);
     snprintf(format, DLA_MAX_DIMS + 1, "%s", dla_tensor_format(t));
     char w[192];
