@@ -430,7 +430,9 @@ DLA_API dla_tensor *dla_mean(dla_tensor *x, int ndims, const int64_t *dims);
  * (MATLAB's max skips NaN by default; dla_max2 of two tensors does). The
  * gradient is shared evenly among the elements that attain the result
  * (two tied maxima get half each), and is NaN throughout a slice whose
- * result is NaN. */
+ * result is NaN. Over a dim of no elements the result has size 0 there,
+ * as MATLAB's: the max of a 0x3 along dim 1 is 0x3 (its sum is 1x3
+ * zeros, its mean 1x3 NaN). */
 DLA_API dla_tensor *dla_max(dla_tensor *x, int ndims, const int64_t *dims);
 DLA_API dla_tensor *dla_min(dla_tensor *x, int ndims, const int64_t *dims);
 

@@ -19,6 +19,21 @@ typedef struct reduce_attrs {
 #define DLA__REDUCE_PUBLIC(name, str) "dla_" str,
 static const char *const reduce_names[] = {DLA_REDUCE_LIST(DLA__REDUCE_PUBLIC)};
 
+/* MATLAB's max and min over a dim of no elements give an empty array,
+ * of size 0 along that dim (max(zeros(0, 3)) is 0x3, as the sum is 1x3
+ * zeros and the mean 1x3 NaN): there is no value to give. They were
+ * refused here ("has no elements along dim 1"), so a max over an empty
+ * batch failed where MATLAB's runs. dims holds the result's dims with 1
+ * for each reduced dim. */
+static void empty_extremes(dla_reduce_op op, int ndims, const int64_t *xdims, int64_t *dims)
+{
+    if (op != DLA_REDUCE_MAX && op != DLA_REDUCE_MIN)
+        return;
+    for (int i = 0; i < ndims; i++)
+        if (xdims[i] == 0)
+            dims[i] = 0;
+}
+
 static dla_status reduce_forward(const void *attrs, dla_tensor *const *in, int nin,
                                  dla_tensor **out, dla_tensor **saved)
 {
@@ -36,12 +51,7 @@ static dla_status reduce_forward(const void *attrs, dla_tensor *const *in, int n
     for (int i = 0; i < a->ndims; i++)
         if (a->dims[i] <= x->ndims) /* past ndims: a singleton, nothing to do */
             dims[a->dims[i] - 1] = 1;
-    char buf[DLA__DIMS_BUF];
-    for (int i = 0; i < x->ndims; i++)
-        if (x->dims[i] == 0 && dims[i] == 1 && (a->op == DLA_REDUCE_MAX || a->op == DLA_REDUCE_MIN))
-            return dla__fail(DLA_ERR_SHAPE, "%s: argument x: %s has no elements along dim %d to "
-                             "take the %s of", op, dla__tensor_dims_str(x, buf, sizeof buf), i + 1,
-                             a->op == DLA_REDUCE_MAX ? "max" : "min");
+    empty_extremes(a->op, x->ndims, x->dims, dims);
     dla_device *dev = x->storage->device;
     dla_tensor *y = dla__tensor_alloc(op, dev, x->dtype, x->format, x->ndims, dims);
     if (!y)
@@ -101,6 +111,7 @@ static dla_status reduce_infer(const void *attrs, int nin, const dla__vshape *in
         if (a->dims[i] <= in[0].ndims)
             out[0].dims[a->dims[i] - 1] = 1;
     }
+    empty_extremes(a->op, in[0].ndims, in[0].dims, out[0].dims);
     return DLA_OK;
 }
 

@@ -835,6 +835,73 @@ static void test_reductions_over_dim_sets(void **state)
     }
 }
 
+/* MATLAB's reductions over a dim of no elements: the sum is 0, the mean
+ * NaN (0/0), and max and min, which have no value to give, are empty
+ * there (max(zeros(0, 3)) is 0x3). max and min were refused ("has no
+ * elements along dim 1"). Eagerly, through a gradient and replayed. */
+static dla_status max_of_empty_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *m = dla_max(in[0], DLA_DIMS(1));
+    out[0] = m;
+    out[1] = dla_sum(dla_add(dla_sum(m, 0, NULL), dla_sum(dla_min(in[0], 0, NULL), 0, NULL)), 0,
+                     NULL);
+    return dla_gradient(out[1], 1, in, out + 2);
+}
+
+static void test_reductions_over_empty_dims(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_zeros(DLA_F32, "", DLA_DIMS(0, 3));
+    /* {op, dims asked for (0: all)}, and the dims MATLAB gives */
+    const struct {
+        int k, red;
+        int64_t d0, d1;
+    } cases[] = {{0, 1, 1, 3}, {1, 1, 1, 3}, {2, 1, 0, 3}, {3, 1, 0, 3}, {2, 2, 0, 1},
+                 {3, 2, 0, 1}, {0, 0, 1, 1}, {1, 0, 1, 1}, {2, 0, 0, 1}, {3, 0, 0, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int64_t red = cases[c].red;
+        const int nred = red ? 1 : 0;
+        const int k = cases[c].k;
+        dla_tensor *y = k == 0 ? dla_sum(x, nred, &red)
+                        : k == 1 ? dla_mean(x, nred, &red)
+                        : k == 2 ? dla_max(x, nred, &red)
+                                 : dla_min(x, nred, &red);
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("case %zu: %s", c, dla_tensor_error(y));
+        assert_int_equal(dla_tensor_ndims(y), 2);
+        assert_int_equal(dla_tensor_dim(y, 1), cases[c].d0);
+        assert_int_equal(dla_tensor_dim(y, 2), cases[c].d1);
+        for (int64_t i = 0; i < dla_tensor_numel(y); i++) {
+            const double v = dla_tensor_item(y, i);
+            assert_true(k == 0 ? v == 0 : isnan(v));
+        }
+    }
+    /* Labels stay; the empty batch of a "CB" stays empty. */
+    dla_tensor *cb = dla_min(dla_zeros(DLA_F64, "CB", DLA_DIMS(4, 0)), DLA_DIMS(2));
+    assert_int_equal(dla_tensor_status(cb), DLA_OK);
+    assert_string_equal(dla_tensor_format(cb), "CB");
+    assert_int_equal(dla_tensor_dim(cb, 1), 4);
+    assert_int_equal(dla_tensor_dim(cb, 2), 0);
+    dla_accel *af = dla_accelerate(max_of_empty_loss, NULL);
+    for (int call = 0; call < 4; call++) {
+        dla_tensor *out[3];
+        dla_status st = call == 0 ? dla_feval(max_of_empty_loss, NULL, 1, &x, 3, out)
+                                  : dla_accel_feval(af, NULL, 1, &x, 3, out);
+        if (st != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        assert_int_equal(dla_tensor_dim(out[0], 1), 0);
+        assert_int_equal(dla_tensor_dim(out[0], 2), 3);
+        assert_true(dla_tensor_item(out[1], 0) == 0);
+        assert_int_equal(dla_tensor_dim(out[2], 1), 0);
+        assert_int_equal(dla_tensor_dim(out[2], 2), 3);
+    }
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* Naive column-major C = op(A) * op(B) for one page. */
 static void naive_gemm(const hview *a, int ta, const hview *b, int tb, int64_t pa, int64_t pb,
                        int64_t m, int64_t n, int64_t k, double *c)
@@ -1389,6 +1456,7 @@ int main(void)
         TU_TEST(test_trailing_singletons_meet_a_formatted_operand),
         TU_TEST(test_unary_ops_match_libm),
         TU_TEST(test_reductions_over_dim_sets),
+        TU_TEST(test_reductions_over_empty_dims),
         TU_TEST(test_mtimes_matches_a_naive_product),
         TU_TEST(test_pagemtimes_transposes_and_broadcasts_pages),
         TU_TEST(test_cast_converts_between_dtypes),
