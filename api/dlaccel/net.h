@@ -591,7 +591,8 @@ DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_o
  * layer two inputs, "in" and "mask": the mask has the input's format,
  * observations and steps, any number of channels; its first channel is
  * nonzero at data steps and 0 at padded ones, and padded steps get no
- * attention weight from any query (their own outputs are still made:
+ * attention weight from any query and enter the projections as 0 (a NaN
+ * or Inf held there stays out; their own outputs are still made:
  * leave them out later, e.g. with a global pooling that has the mask
  * too). Connect a layer to "name/mask" (dla_net_connect): for token
  * sequences padded with 0 (word embeddings) the sequence input layer

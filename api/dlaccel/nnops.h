@@ -78,7 +78,10 @@ typedef struct dla_attention_options {
      * of 1 allowed; unformatted; any real or logical dtype.
      * With "causal" both apply. A query that may see no key (under the
      * two together too) gets the mean of the values, and no gradient
-     * into the queries and keys. Borrowed;
+     * into the queries and keys. A hidden key weighs exactly 0, but a
+     * NaN or Inf in its key or value still reaches the queries (0 * NaN):
+     * give finite values there (dla_self_attention_layer's padding mask
+     * sets its padded steps to 0 first). Borrowed;
      * inside dla_accelerate give it as an input of the function (a
      * tensor reached any other way is a constant of the trace). */
     dla_tensor *mask;
