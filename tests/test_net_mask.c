@@ -356,10 +356,12 @@ static void masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes(vo
     dla_net *net = unfed_attention();
     assert_int_equal(dla_net_input_count(net), 2);
     assert_string_equal(dla_net_input_name(net, 1), "attn/mask");
-    /* Examples for both inputs: the input layer's one observation of one
-     * step (MinLength), so the mask's example has those dims too. */
-    dla_tensor *ex[2] = {dla_zeros(DLA_F32, "CBT", DLA_DIMS(3, 1, 1)),
-                         dla_zeros(DLA_F32, "CBT", DLA_DIMS(1, 1, 1))};
+    /* The mask's example has the data's dims (2 observations of 5 steps),
+     * the input layer none (NULL): initialization runs the input layer's
+     * one observation of MinLength steps with a mask of its dims. It was
+     * refused: "input \"mask\" is 1(C) x 2(B) x 5(T) \"CBT\", input \"in\"
+     * 3(C) x 1(B) x 1(T)", dims the caller never gave. */
+    dla_tensor *ex[2] = {NULL, dla_zeros(DLA_F32, "CBT", DLA_DIMS(1, 2, 5))};
     if (dla_net_init(net, 2, ex) != DLA_OK)
         fail_msg("init: %s", dla_last_error());
     /* Fed by hand (a custom loop): a mask with the input's dims works... */
