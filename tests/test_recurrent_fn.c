@@ -272,8 +272,9 @@ static void test_one_sequence_without_a_batch_dim(void **state)
     for (int form = 0; form < 2; form++) {
         dla_scope_begin();
         dla_tensor *ty, *th, *tc;
-        if (dla_lstm(nn_from(x, form ? "" : "CT", DLA_DIMS(nc, nt)), nn_from(h0, "", DLA_DIMS(nh, 1)),
-                     nn_from(c0, "", DLA_DIMS(nh, 1)), nn_from(w, "", DLA_DIMS(4 * nh, nc)),
+        if (dla_lstm(nn_from(x, form ? "" : "CT", DLA_DIMS(nc, nt)),
+                     nn_from(h0, "", DLA_DIMS(nh, 1)), nn_from(c0, "", DLA_DIMS(nh, 1)),
+                     nn_from(w, "", DLA_DIMS(4 * nh, nc)),
                      nn_from(r, "", DLA_DIMS(4 * nh, nh)), nn_from(b, "", DLA_DIMS(4 * nh, 1)),
                      &(dla_recurrent_options){.data_format = form ? "CT" : NULL}, &ty, &th,
                      &tc) != DLA_OK)
