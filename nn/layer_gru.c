@@ -107,7 +107,7 @@ static dla_status forward(const dla__props *p, dla__call *c)
     if (st != DLA_OK)
         return st;
     dla_tensor *r_rz = dla_slice(rw, 1, 0, 1, 2 * h), *r_n = dla_slice(rw, 1, 2 * h, 1, 3 * h);
-    dla_tensor *ht = c->p[3];
+    dla_tensor *ht = dla__recurrent_state(c, 0);
     for (int64_t t = 0; t < run.nt; t++) {
         dla_tensor *x = dla__recurrent_input(&run, t);
         dla_tensor *rh = mode == BEFORE ? dla_mtimes(r_rz, ht) : dla_mtimes(rw, ht);

@@ -180,7 +180,8 @@ dla_status dla__lstm_forward(const char *type, int dirs, const dla__props *p, dl
         dla_tensor *wrb = dla_cat(2, 3, (dla_tensor *[]){part(c->p[0], dirs, d, 4 * h),
                                                           part(c->p[1], dirs, d, 4 * h),
                                                           part(c->p[2], dirs, d, 4 * h)});
-        dla_tensor *ht = part(c->p[3], dirs, d, h), *ct = part(c->p[4], dirs, d, h);
+        dla_tensor *ht = part(dla__recurrent_state(c, 0), dirs, d, h);
+        dla_tensor *ct = part(dla__recurrent_state(c, 1), dirs, d, h);
         /* A state of one column (the initial one) goes to every observation. */
         if (dla_tensor_dim(ht, 2) != run.nb)
             ht = dla_add(ht, dla_tensor_to_device(dla_zeros(dt, "", DLA_DIMS(h, run.nb)), dev));

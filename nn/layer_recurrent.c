@@ -38,6 +38,7 @@ dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int
     for (int k = 0; k < nstates; k++) {
         dla_tensor *s = c->p[3 + k];
         const int64_t cols = dla_tensor_dim(s, 2);
+
         if (cols != 1 && cols != r->nb) {
             dla__nn_fail(DLA_ERR_SHAPE, "the %s has %lld columns, the batch %lld observations; "
                          "reset the state (dla_net_reset_state) between unrelated batches",
@@ -59,6 +60,17 @@ dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int
     r->wx = dla_reshape(wx, "", DLA_DIMS(rows, r->nb, r->nt));
     r->steps = NULL;
     return DLA_OK;
+}
+
+dla_tensor *dla__recurrent_state(const dla__call *c, int k)
+{
+    /* A state set with labels ("CB" H x N) is its numbers: the step's
+     * join with the unlabelled input failed ("dla_cat: argument
+     * tensors[1]: format \"CB\" differs from tensors[0]'s \"\""). */
+    dla_tensor *s = c->p[3 + k];
+    if (!dla_tensor_format(s)[0])
+        return s;
+    return dla_reshape(s, "", DLA_DIMS(dla_tensor_dim(s, 1), dla_tensor_dim(s, 2)));
 }
 
 dla_tensor *dla__recurrent_gate(dla_tensor *z, int k, int64_t h)

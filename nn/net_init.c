@@ -302,6 +302,18 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
             st = layer_fail(fn, l, st);
             break;
         }
+        /* A mask port fed by a network input beside data from a layer: the
+         * mask's example has the data's own observations and steps, the
+         * input layer's trial one observation of MinLength steps, so the
+         * trial takes a mask of the data's dims (init checked the format).
+         * An example of 1 x 32 x 50 was refused as not fitting "in" of
+         * 3 x 1 x 1, dims the caller never gave. */
+        if (l->kind->mask_port && nx == 2 && net->src[i][1] < 0 && net->src[i][0] >= 0) {
+            int64_t dims[DLA_MAX_DIMS];
+            for (int d = 0; d < in[0].ndims; d++)
+                dims[d] = in[0].format[d] == 'C' ? dla__shape_dim(&in[1], 'C') : in[0].dims[d];
+            x[1] = dla_zeros(dla_tensor_dtype(x[1]), in[0].format, in[0].ndims, dims);
+        }
         dla_tensor *p[DLA__MAX_PARAMS];
         for (int j = 0, k = 0; j < l->nparams; j++) {
             p[j] = net->tables[l->param[j].kind].values[l->param[j].row];

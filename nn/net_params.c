@@ -70,10 +70,25 @@ DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const
     return set_all(net, DLA__LEARNABLE, n, values, "dla_net_set_learnables");
 }
 
+/* Whether v may replace state row i: its row's dims and dtype, except
+ * that a recurrent layer's state takes any number of columns (H x 1, the
+ * initial state of every observation, or H x N, one for each of a batch
+ * of N: the state after such a batch, or a decoder's initial states). */
+static dla_status state_check(const char *fn, const dla_net *net, const dla_table *t, int i,
+                              const dla_tensor *v)
+{
+    if (v && dla_tensor_status(v) == DLA_OK && t->values[i]) {
+        const int l = dla__net_find(net, t->layer[i]);
+        if (l >= 0 && dla__kind_is_recurrent(net->layers[l]->kind) && dla_tensor_ndims(v) <= 2 &&
+            dla_tensor_dtype(v) == dla_tensor_dtype(t->values[i]) &&
+            dla_tensor_dim(v, 1) == dla_tensor_dim(t->values[i], 1))
+            return DLA_OK;
+    }
+    return dla__table_check(fn, t, i, v);
+}
+
 DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values)
 {
-    /* Each value needs its row's dims and dtype, except that a recurrent layer's
-     * H x 1 state may become H x N (the state after a batch of N). */
     static const char fn[] = "dla_net_set_state";
     if (!net || !net->initialized)
         return dla__nn_fail(net ? DLA_ERR_STATE : DLA_ERR_INVALID_ARGUMENT, "%s: %s", fn,
@@ -87,12 +102,7 @@ DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *val
         if (st != DLA_OK)
             return dla__nn_fail(st, "%s: %s/%s: %s", fn, t->layer[i], t->param[i],
                                 values[i] ? dla_tensor_error(values[i]) : "NULL");
-        int l = dla__net_find(net, t->layer[i]);
-        int lstm_cols = l >= 0 && dla__kind_is_recurrent(net->layers[l]->kind) &&
-                        dla_tensor_ndims(values[i]) <= 2 &&
-                        dla_tensor_dtype(values[i]) == dla_tensor_dtype(t->values[i]) &&
-                        dla_tensor_dim(values[i], 1) == dla_tensor_dim(t->values[i], 1);
-        if (!lstm_cols && (st = dla__table_check(fn, t, i, values[i])) != DLA_OK)
+        if ((st = state_check(fn, net, t, i, values[i])) != DLA_OK)
             return st;
         if ((st = dla__table_check_device(fn, t, i, values[i])) != DLA_OK)
             return st;
@@ -174,7 +184,11 @@ DLA_API dla_status dla_net_set(dla_net *net, const char *layer, const char *para
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "dla_net_set: the network has no parameter "
                             "%s/%s", layer ? layer : "(null)", parameter ? parameter : "(null)");
     dla_table *t = &net->tables[kind];
-    dla_status st = dla__table_check("dla_net_set", t, r, value);
+    /* A recurrent layer's state as dla_net_set_state takes it: H x N was
+     * refused here ("the value is 3x2, the parameter 3x1"), and so was H x
+     * 1 once a batch had made it H x N. */
+    dla_status st = kind == DLA__STATE ? state_check("dla_net_set", net, t, r, value)
+                                       : dla__table_check("dla_net_set", t, r, value);
     if (st == DLA_OK)
         st = dla__table_check_device("dla_net_set", t, r, value);
     if (st != DLA_OK)

@@ -302,6 +302,8 @@ typedef struct dla__recurrent {
  * step itself; r->wx NULL). On failure c->y is the error. */
 dla_status dla__recurrent_begin(const char *type, dla__call *c, int nstates, int64_t rows,
                                 dla_tensor *bias, dla__recurrent *r);
+/* State k (c->p[3 + k]) without labels. */
+dla_tensor *dla__recurrent_state(const dla__call *c, int k);
 /* Rows [k*h, (k+1)*h) of z: gate k. */
 dla_tensor *dla__recurrent_gate(dla_tensor *z, int k, int64_t h);
 /* Step t's projection, rows x nb. */

@@ -93,20 +93,25 @@ static dla_status rnn_run(rnn_call *c, dla_tensor **out)
         return dla__nn_fail(DLA_ERR_FORMAT, "%s: option data_format: \"%s\" given, but x (%s) "
                             "is formatted \"%s\"", c->op, given, dims_of(c->x, d, sizeof d), fmt);
     const char *f = fmt[0] ? fmt : has_given ? given : "";
-    if (strcmp(f, "CBT") && strcmp(f, "CB")) {
+    /* "CT": one sequence without a "B" dim (MATLAB's lstm and gru take
+     * it), run as a batch of one and given back as "CT". */
+    const int one_seq = !strcmp(f, "CT");
+    if (strcmp(f, "CBT") && strcmp(f, "CB") && !one_seq) {
         if (!f[0])
             return dla__nn_fail(DLA_ERR_FORMAT, "%s: argument x: %s is unformatted; give it "
-                                "labels or set data_format (\"CBT\", or \"CB\" for one step)",
+                                "labels or set data_format (\"CBT\", \"CT\" for one "
+                                "sequence, or \"CB\" for one step)",
                                 c->op, dims_of(c->x, d, sizeof d));
         return dla__nn_fail(DLA_ERR_FORMAT, "%s: argument x: %s \"%s\"; it takes \"CBT\" "
-                            "sequences, or \"CB\" for one step", c->op,
-                            dims_of(c->x, d, sizeof d), f);
+                            "sequences, \"CT\" for one sequence, or \"CB\" for one step",
+                            c->op, dims_of(c->x, d, sizeof d), f);
     }
     if (!fmt[0] && dla_tensor_ndims(c->x) > (int)strlen(f))
         return dla__nn_fail(DLA_ERR_FORMAT, "%s: argument x: %s has more dims than data_format "
                             "\"%s\" labels", c->op, dims_of(c->x, d, sizeof d), f);
     const int64_t h = dla_tensor_dim(c->r, 2), ch = dla_tensor_dim(c->x, 1);
-    const int64_t nb = dla_tensor_dim(c->x, 2);
+    const int64_t nb = one_seq ? 1 : dla_tensor_dim(c->x, 2);
+    const int64_t nt = dla_tensor_dim(c->x, one_seq ? 2 : 3);
     if (dla_tensor_ndims(c->r) > 2 || h < 1 || dla_tensor_dim(c->r, 1) != c->gates * h)
         return dla__nn_fail(DLA_ERR_SHAPE, "%s: argument recurrent_weights: %s; want %dH x H "
                             "for H hidden units", c->op, dims_of(c->r, d, sizeof d), c->gates);
@@ -124,11 +129,11 @@ static dla_status rnn_run(rnn_call *c, dla_tensor **out)
         dla_scope_end();
         return st;
     }
-    /* The layers read a labelled input. */
+    /* The layers read a labelled input ("CT" as "CBT" of one). */
     const int nd = (int)strlen(f);
-    dla_tensor *x = fmt[0] ? c->x
-                           : dla_reshape(c->x, f, nd, (const int64_t[]){ch, nb,
-                                                                         dla_tensor_dim(c->x, 3)});
+    dla_tensor *x = one_seq  ? dla_reshape(c->x, "CBT", DLA_DIMS(ch, 1, nt))
+                    : fmt[0] ? c->x
+                             : dla_reshape(c->x, f, nd, (const int64_t[]){ch, nb, nt});
     dla__props props = {0};
     props.count = h;
     strcpy(props.mode, "sequence");
@@ -139,7 +144,10 @@ static dla_status rnn_run(rnn_call *c, dla_tensor **out)
     if (st == DLA_OK) {
         int64_t yd[DLA_MAX_DIMS];
         const int ynd = dla_tensor_dims(call.y, yd);
-        out[0] = fmt[0] ? call.y : dla_reshape(call.y, "", ynd, yd);
+        if (one_seq)
+            out[0] = dla_reshape(call.y, fmt[0] ? "CT" : "", DLA_DIMS(h, nt));
+        else
+            out[0] = fmt[0] ? call.y : dla_reshape(call.y, "", ynd, yd);
         /* H x B, even with no step (dla__recurrent_end widens them). */
         for (int k = 0; k < c->nstates; k++)
             out[1 + k] = call.new_state[k];

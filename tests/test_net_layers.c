@@ -1478,6 +1478,71 @@ static void predict_state_carries_a_sequence_on_in_inference_mode(void **state)
     dla_scope_end();
 }
 
+/* dla_net_set takes a recurrent layer's state as dla_net_set_state does:
+ * H x N (one per observation: the state after a batch of N, or a decoder
+ * started from an encoder's final states), and H x 1 again after it. It
+ * refused both ("r/HiddenState: the value is 4x2, the parameter 4x1"),
+ * so that only the whole table could carry a batch's states. Rows are
+ * still checked, and so are the states of other layers. */
+static void net_set_takes_a_recurrent_state_per_observation(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    enum { C = 3, H = 4, NB = 2, NT = 5 };
+    dla_tensor *x = ramp(DLA_F64, "CBT", DLA_DIMS(C, NB, NT), 0.3, -1);
+    dla_tensor *first = dla_slice(x, 3, 0, 1, 2), *second = dla_slice(x, 3, 2, 1, 5);
+    dla_layer *l[] = {dla_lstm_layer(H, &(dla_lstm_layer_options){.name = "l"}),
+                      dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"}),
+                      dla_gru_layer(H, &(dla_gru_layer_options){.name = "g"})};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    set_ramp(net, "l", "InputWeights", 0.07, -0.3);
+    set_ramp(net, "g", "InputWeights", 0.04, -0.1);
+    dla_tensor *y_all, *y2, *s1[5];
+    assert_int_equal(dla_net_state_count(net), 5);
+    assert_int_equal(dla_net_predict_state(net, 1, &x, 1, &y_all, NULL, NULL), DLA_OK);
+    dla_tensor *y1;
+    assert_int_equal(dla_net_predict_state(net, 1, &first, 1, &y1, s1, NULL), DLA_OK);
+    static const char *const layer[5] = {"l", "l", "bn", "bn", "g"};
+    static const char *const name[5] = {"HiddenState", "CellState", "TrainedMean",
+                                        "TrainedVariance", "HiddenState"};
+    for (int r = 0; r < 5; r++) {
+        if (r == 2 || r == 3)
+            continue;
+        assert_int_equal(dla_tensor_dim(s1[r], 2), NB);
+        if (dla_net_set(net, layer[r], name[r], s1[r]) != DLA_OK)
+            fail_msg("dla_net_set %s/%s: %s", layer[r], name[r], dla_last_error());
+    }
+    assert_int_equal(dla_net_predict(net, 1, &second, 1, &y2, NULL), DLA_OK);
+    assert_true(maxdiff(y2, dla_slice(y_all, 3, 2, 1, 5)) < 1e-12);
+    /* With labels too ("CB" H x N): the state's numbers. The LSTM's
+     * step failed on them ("dla_cat: ... format \"CB\" differs"). */
+    for (int r = 0; r < 5; r++)
+        if (r < 2 || r == 4)
+            assert_int_equal(dla_net_set(net, layer[r], name[r],
+                                         dla_reshape(s1[r], "CB", DLA_DIMS(H, NB))),
+                             DLA_OK);
+    if (dla_net_predict(net, 1, &second, 1, &y2, NULL) != DLA_OK)
+        fail_msg("predict from labelled states: %s", dla_last_error());
+    assert_true(maxdiff(y2, dla_slice(y_all, 3, 2, 1, 5)) < 1e-12);
+    /* Back to one column for every observation. */
+    assert_int_equal(dla_net_set(net, "l", "HiddenState", dla_zeros(DLA_F64, "", DLA_DIMS(H, 1))),
+                     DLA_OK);
+    assert_int_equal(dla_tensor_dim(dla_net_get(net, "l", "HiddenState"), 2), 1);
+    /* Other rows, other dtypes and other layers' states are still refused. */
+    dla_tensor *wide = dla_zeros(DLA_F64, "", DLA_DIMS(H + 1, NB));
+    assert_int_equal(dla_net_set(net, "l", "HiddenState", wide), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "l/HiddenState: the value is 5x2, the parameter 4x1"));
+    dla_tensor *single = dla_zeros(DLA_F32, "", DLA_DIMS(H, NB));
+    assert_int_not_equal(dla_net_set(net, "g", "HiddenState", single), DLA_OK);
+    assert_int_equal(dla_net_set(net, "bn", "TrainedMean", dla_zeros(DLA_F64, "", DLA_DIMS(H, NB))),
+                     DLA_ERR_SHAPE);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* Sequences of no steps into a network without an input layer (nothing
  * holds them back): OutputMode "sequence" gives the empty sequence
  * H x B x 0 in both modes of running; "last" has no last step and says
@@ -2104,6 +2169,7 @@ int main(void)
         TU_TEST(lstm_matches_a_loop_written_out_in_both_output_modes),
         TU_TEST(bilstm_matches_two_loops_written_out_in_both_output_modes),
         TU_TEST(predict_state_carries_a_sequence_on_in_inference_mode),
+        TU_TEST(net_set_takes_a_recurrent_state_per_observation),
         TU_TEST(gru_matches_a_loop_written_out_in_every_reset_gate_mode),
         TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),
         TU_TEST(recurrent_layers_give_cb_data_back_as_cb),

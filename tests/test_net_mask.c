@@ -3,7 +3,9 @@
  * poolings): a sequence's prediction alone equals its prediction in a
  * mini-batch padded to a longer neighbour (the tokens example's network,
  * through minibatchpredict, testnet, dla_net_predict eager and
- * accelerated, a copy and a saved and loaded network), and masks that do
+ * accelerated, a copy and a saved and loaded network), NaN and Inf held
+ * at padded steps kept out of the poolings and the attention (outputs and
+ * gradients), and masks that do
  * not fit, unconnected mask ports and bad options are refused naming the
  * layer, the port and the shapes.
  */
@@ -171,6 +173,73 @@ static void masked_global_pooling_reads_the_data_steps_only(void **state)
     dla_scope_end();
 }
 
+static dla_status masked_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, y), 0, NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+/* Self-attention with a mask: a NaN or an Inf held at a padded step
+ * leaves the data steps' outputs and the gradients as a 0 there does.
+ * A padded key weighed 0, yet the NaN reached every query of its
+ * observation (0 * NaN in the weighted values, a NaN score), so the whole
+ * observation, and the loss of the batch, were NaN. */
+static void masked_attention_keeps_nan_padding_out(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(14);
+    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.name = "x"}),
+                      dla_self_attention_layer(1, 2, &(dla_self_attention_layer_options){
+                                                         .name = "attn",
+                                                         .has_padding_mask_input = 1}),
+                      dla_global_avgpool1d_layer(&(dla_global_pool1d_layer_options){
+                          .name = "pool", .has_padding_mask_input = 1}),
+                      dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(4, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "x", "attn/mask"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "x", "pool/mask"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    const int nl = dla_net_learnable_count(net);
+    assert_true(nl <= 12);
+    /* 2 channels x 2 observations x 3 steps; channel 1 is the mask: the
+     * first observation has two data steps, then padding; the second
+     * three data steps. */
+    float v[12] = {1, 0.5f, 1, -1, 1, 2, 1, 0.3f, 0, 0, 1, -0.7f};
+    dla_tensor *x0 = dla_tensor_from_host(v, DLA_F32, "CBT", DLA_DIMS(2, 2, 3));
+    dla_tensor *y0, *g0[13];
+    assert_int_equal(dla_net_predict(net, 1, &x0, 1, &y0, NULL), DLA_OK);
+    assert_int_equal(dla_feval(masked_loss, net, 1, &x0, 1 + nl, g0), DLA_OK);
+    const float pad[2] = {NAN, INFINITY};
+    for (int k = 0; k < 2; k++) {
+        v[9] = pad[k];
+        dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CBT", DLA_DIMS(2, 2, 3)), *y, *g[13];
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+            double d = maxdiff(y, y0);
+            if (!(d <= 1e-6))
+                fail_msg("padding %g: the outputs differ by %g from 0 padding's", pad[k], d);
+            assert_int_equal(dla_feval(masked_loss, net, 1, &x, 1 + nl, g), DLA_OK);
+            for (int i = 0; i <= nl; i++)
+                if (!((d = maxdiff(g[i], g0[i])) <= 1e-5))
+                    fail_msg("padding %g: %s %d differs by %g from 0 padding's", pad[k],
+                             i ? "gradient" : "loss", i, d);
+        }
+    }
+    dla_net_set_accelerate(net, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* indexing1dLayer with a mask: each observation's own first or last
  * data step, whether its padding is on the right (observation 1) or on
  * the left (observation 2); one with no data step gives 0. */
@@ -287,10 +356,12 @@ static void masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes(vo
     dla_net *net = unfed_attention();
     assert_int_equal(dla_net_input_count(net), 2);
     assert_string_equal(dla_net_input_name(net, 1), "attn/mask");
-    /* Examples for both inputs: the input layer's one observation of one
-     * step (MinLength), so the mask's example has those dims too. */
-    dla_tensor *ex[2] = {dla_zeros(DLA_F32, "CBT", DLA_DIMS(3, 1, 1)),
-                         dla_zeros(DLA_F32, "CBT", DLA_DIMS(1, 1, 1))};
+    /* The mask's example has the data's dims (2 observations of 5 steps),
+     * the input layer none (NULL): initialization runs the input layer's
+     * one observation of MinLength steps with a mask of its dims. It was
+     * refused: "input \"mask\" is 1(C) x 2(B) x 5(T) \"CBT\", input \"in\"
+     * 3(C) x 1(B) x 1(T)", dims the caller never gave. */
+    dla_tensor *ex[2] = {NULL, dla_zeros(DLA_F32, "CBT", DLA_DIMS(1, 2, 5))};
     if (dla_net_init(net, 2, ex) != DLA_OK)
         fail_msg("init: %s", dla_last_error());
     /* Fed by hand (a custom loop): a mask with the input's dims works... */
@@ -358,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(a_prediction_does_not_depend_on_the_padding_of_its_mini_batch),
         TU_TEST(masked_global_pooling_reads_the_data_steps_only),
+        TU_TEST(masked_attention_keeps_nan_padding_out),
         TU_TEST(masked_indexing_takes_each_observations_own_step),
         TU_TEST(masked_indexing_frees_through_the_library_allocator),
         TU_TEST(masks_that_do_not_fit_are_refused_naming_the_layer_and_the_shapes),

@@ -1,7 +1,7 @@
 /*
  * test_recurrent_fn.c - dla_lstm and dla_gru (MATLAB's lstm and gru
  * functions): values against the equations written out as host loops for
- * every reset-gate mode, formats ("CBT", "CB", unformatted with
+ * every reset-gate mode, formats ("CBT", "CT", "CB", unformatted with
  * data_format), initial states of one column or one per observation, the
  * same bits as the layers, finite-difference gradients in every argument,
  * sequences of no steps, and the refusals.
@@ -256,6 +256,59 @@ static void test_gradients_match_finite_differences(void **state)
     }
 }
 
+/* "CT", one sequence without a "B" dim (MATLAB's lstm and gru take it),
+ * is the batch of one: the equations' values, given back as "CT" (H x T;
+ * unformatted with data_format "CT"), and its gradients. It was refused
+ * ("it takes \"CBT\" sequences, or \"CB\" for one step"). */
+static void test_one_sequence_without_a_batch_dim(void **state)
+{
+    (void)state;
+    const int64_t nc = 3, nt = 4, nh = 2;
+    double *x = vals(nc * nt), *w = vals(4 * nh * nc), *r = vals(4 * nh * nh), *b = vals(4 * nh),
+           *h0 = vals(nh), *c0 = vals(nh), *gw = vals(3 * nh * nc), *gr = vals(3 * nh * nh),
+           *gb = vals(3 * nh);
+    double y[8], hw[2], cw[2];
+    ref_lstm(x, nc, 1, nt, w, r, b, h0, c0, 1, nh, y, hw, cw);
+    for (int form = 0; form < 2; form++) {
+        dla_scope_begin();
+        dla_tensor *ty, *th, *tc;
+        if (dla_lstm(nn_from(x, form ? "" : "CT", DLA_DIMS(nc, nt)),
+                     nn_from(h0, "", DLA_DIMS(nh, 1)), nn_from(c0, "", DLA_DIMS(nh, 1)),
+                     nn_from(w, "", DLA_DIMS(4 * nh, nc)),
+                     nn_from(r, "", DLA_DIMS(4 * nh, nh)), nn_from(b, "", DLA_DIMS(4 * nh, 1)),
+                     &(dla_recurrent_options){.data_format = form ? "CT" : NULL}, &ty, &th,
+                     &tc) != DLA_OK)
+            fail_msg("dla_lstm of \"CT\": %s", dla_last_error());
+        nn_expect(ty, form ? "" : "CT", DLA_DIMS(nh, nt), y, 1e-12);
+        nn_expect(th, "", DLA_DIMS(nh, 1), hw, 1e-12);
+        nn_expect(tc, "", DLA_DIMS(nh, 1), cw, 1e-12);
+        dla_scope_end();
+    }
+    ref_gru(0, x, nc, 1, nt, gw, gr, gb, h0, 1, nh, y, hw);
+    dla_scope_begin();
+    dla_tensor *ty, *th;
+    if (dla_gru(nn_from(x, "CT", DLA_DIMS(nc, nt)), nn_from(h0, "", DLA_DIMS(nh, 1)),
+                nn_from(gw, "", DLA_DIMS(3 * nh, nc)), nn_from(gr, "", DLA_DIMS(3 * nh, nh)),
+                nn_from(gb, "", DLA_DIMS(3 * nh, 1)), NULL, &ty, &th) != DLA_OK)
+        fail_msg("dla_gru of \"CT\": %s", dla_last_error());
+    nn_expect(ty, "CT", DLA_DIMS(nh, nt), y, 1e-12);
+    nn_expect(th, "", DLA_DIMS(nh, 1), hw, 1e-12);
+    /* No steps: the empty "CT" sequence and the initial state. */
+    assert_int_equal(dla_gru(nn_from(x, "CT", DLA_DIMS(nc, 0)), nn_from(h0, "", DLA_DIMS(nh, 1)),
+                             nn_from(gw, "", DLA_DIMS(3 * nh, nc)),
+                             nn_from(gr, "", DLA_DIMS(3 * nh, nh)),
+                             nn_from(gb, "", DLA_DIMS(3 * nh, 1)), NULL, &ty, &th),
+                     DLA_OK);
+    nn_expect(ty, "CT", DLA_DIMS(nh, 0), y, 0);
+    nn_expect(th, "", DLA_DIMS(nh, 1), h0, 0);
+    dla_tensor *in[6] = {nn_from(x, "CT", DLA_DIMS(nc, nt)), nn_from(h0, "", DLA_DIMS(nh, 1)),
+                         nn_from(c0, "", DLA_DIMS(nh, 1)), nn_from(w, "", DLA_DIMS(4 * nh, nc)),
+                         nn_from(r, "", DLA_DIMS(4 * nh, nh)), nn_from(b, "", DLA_DIMS(4 * nh, 1))};
+    gc_check(lstm_fn, NULL, 6, in, (const int[]){1, 1, 1, 1, 1, 1}, 1e-6);
+    dla_scope_end();
+    free(x), free(w), free(r), free(b), free(h0), free(c0), free(gw), free(gr), free(gb);
+}
+
 /* A sequence of no steps: y is H x B x 0 and the states are the initial
  * ones, H x B like after a step even from an H x 1 one (the LSTM gave its
  * hidden state H x B and its cell state H x 1, the GRU H x 1). */
@@ -358,6 +411,7 @@ int main(void)
         TU_TEST(test_gru_follows_the_equations_in_every_mode),
         TU_TEST(test_the_functions_give_the_layers_bits),
         TU_TEST(test_gradients_match_finite_differences),
+        TU_TEST(test_one_sequence_without_a_batch_dim),
         TU_TEST(test_no_steps_give_the_initial_states_for_every_observation),
         TU_TEST(test_refusals_name_the_function_and_the_argument),
     };

@@ -591,7 +591,8 @@ DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_o
  * layer two inputs, "in" and "mask": the mask has the input's format,
  * observations and steps, any number of channels; its first channel is
  * nonzero at data steps and 0 at padded ones, and padded steps get no
- * attention weight from any query (their own outputs are still made:
+ * attention weight from any query and enter the projections as 0 (a NaN
+ * or Inf held there stays out; their own outputs are still made:
  * leave them out later, e.g. with a global pooling that has the mask
  * too). Connect a layer to "name/mask" (dla_net_connect): for token
  * sequences padded with 0 (word embeddings) the sequence input layer
@@ -999,7 +1000,9 @@ DLA_API int dla_net_learnable_count(const dla_net *net);
 DLA_API int dla_net_state_count(const dla_net *net);
 /* net.Learnables = values / net.State = values: n must be the table's
  * count; each value must have its row's dims and dtype and be on the
- * network's device (checked before any is set). Values are retained. */
+ * network's device (checked before any is set), except that an LSTM's,
+ * GRU's or BiLSTM's state takes any number of columns (H x 1 for every
+ * observation, H x N one for each of a batch of N). Values are retained. */
 DLA_API dla_status dla_net_set_learnables(dla_net *net, int n, dla_tensor *const *values);
 DLA_API dla_status dla_net_set_state(dla_net *net, int n, dla_tensor *const *values);
 /* MATLAB resetState: the recurrent layers' states back to their initial
@@ -1013,7 +1016,8 @@ DLA_API dla_status dla_net_reset_state(dla_net *net);
 /* Any parameter by layer and name: a learnable, a state, or a fixed
  * parameter (an input layer's Mean and StandardDeviation). Borrowed; NULL
  * when there is none (dla_last_error says so). dla_net_set replaces it
- * (retained) and needs the same dims and dtype, on the network's device
+ * (retained) and needs the same dims (a recurrent layer's state any number
+ * of columns, as dla_net_set_state) and dtype, on the network's device
  * (DLA_ERR_INVALID_ARGUMENT, naming the layer, the parameter and both
  * devices, otherwise: it is not copied). */
 DLA_API dla_tensor *dla_net_get(const dla_net *net, const char *layer, const char *parameter);

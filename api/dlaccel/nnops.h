@@ -78,7 +78,10 @@ typedef struct dla_attention_options {
      * of 1 allowed; unformatted; any real or logical dtype.
      * With "causal" both apply. A query that may see no key (under the
      * two together too) gets the mean of the values, and no gradient
-     * into the queries and keys. Borrowed;
+     * into the queries and keys. A hidden key weighs exactly 0, but a
+     * NaN or Inf in its key or value still reaches the queries (0 * NaN):
+     * give finite values there (dla_self_attention_layer's padding mask
+     * sets its padded steps to 0 first). Borrowed;
      * inside dla_accelerate give it as an input of the function (a
      * tensor reached any other way is a constant of the trace). */
     dla_tensor *mask;
@@ -277,9 +280,9 @@ DLA_API dla_tensor *dla_crosschannelnorm(dla_tensor *x, int64_t window,
 /* ---------------------------------------------------------------- recurrent */
 
 typedef struct dla_recurrent_options {
-    /* The labels of an unformatted x: "CBT", or "CB" for one step
-     * (MATLAB's DataFormat); y is unformatted then too. NULL for a
-     * formatted x. */
+    /* The labels of an unformatted x: "CBT", "CT" for one sequence, or
+     * "CB" for one step (MATLAB's DataFormat); y is unformatted then
+     * too. NULL for a formatted x. */
     const char *data_format;
     /* dla_gru only (MATLAB's ResetGateMode): NULL or "after-multiplication"
      * (r .* (R_n h)), "before-multiplication" (R_n (r .* h)),
@@ -289,12 +292,14 @@ typedef struct dla_recurrent_options {
 } dla_recurrent_options;
 
 /* MATLAB [Y, hiddenState, cellState] = lstm(X, H0, C0, weights,
- * recurrentWeights, bias): an LSTM over x's steps ("CBT"; "CB" is one
- * step), tanh as the state and sigmoid as the gate activation. weights is
+ * recurrentWeights, bias): an LSTM over x's steps ("CBT"; "CT" is one
+ * sequence, a batch of one, and "CB" one step), tanh as the state and
+ * sigmoid as the gate activation. weights is
  * 4H x C, recurrent_weights 4H x H, bias 4H elements, their rows MATLAB's
  * gates in order (input, forget, cell candidate, output); h0 and c0 H x 1
  * (every observation starts from it) or H x B; labels on any of them are
- * ignored. *y is H x B x T with x's format; *hidden_state and *cell_state
+ * ignored. *y is H x B x T with x's format (H x T for "CT", H x B for
+ * "CB"); *hidden_state and *cell_state
  * (each may be NULL) are H x B, after the last step (the initial ones for
  * T of 0, an H x 1 one repeated for every observation). The same
  * computation as dla_lstm_layer's (the same bits), differentiable in every
