@@ -147,6 +147,42 @@ static int combinable(const dla_tensor *row, const dla_tensor *mine)
            t == dla_tensor_dtype(row) && (t == DLA_F32 || t == DLA_F64);
 }
 
+/* dla_spmd_combine of the rows x[0..n-1] without their labels, each
+ * result given back the labels of this rank's x[j]. A row is the same
+ * row on every rank by its place in the State table, and its values are
+ * summed whatever it is labelled: a worker without observations passes
+ * the network's own row (unformatted as initialize declared it) where the
+ * others pass what their forward made (a custom layer's mean over the
+ * batch of "CB" data is "CB"), and dla_spmd_combine, which compares the
+ * formats it packs, failed every rank on the difference. */
+static dla_status combine_rows(int n, dla_tensor *const *x, double share, dla_tensor **res)
+{
+    dla_tensor **flat = dla_malloc(sizeof *flat * (size_t)n);
+    if (!flat)
+        return dla__spmd_take_part_failed(
+            dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine_state: out of memory"), -1);
+    dla_scope_begin();
+    for (int j = 0; j < n; j++) {
+        int64_t dims[DLA_MAX_DIMS];
+        const int nd = dla_tensor_dims(x[j], dims);
+        flat[j] = dla_reshape(x[j], "", nd, dims);
+    }
+    dla_status st = dla_spmd_combine(n, flat, share, res);
+    for (int j = 0; j < n; j++) {
+        int64_t dims[DLA_MAX_DIMS];
+        const int nd = dla_tensor_dims(x[j], dims);
+        if (st == DLA_OK) {
+            res[j] = dla_reshape(res[j], dla_tensor_format(x[j]), nd, dims);
+            st = dla_tensor_status(res[j]);
+        }
+    }
+    for (int j = 0; st == DLA_OK && j < n; j++)
+        dla_keep(res[j]);
+    dla_scope_end();
+    dla_free(flat);
+    return st;
+}
+
 DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const *state,
                                           int64_t count, int64_t global, dla_tensor **out)
 {
@@ -292,7 +328,7 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
         }
     }
     if (st == DLA_OK && ncomb)
-        st = dla_spmd_combine(ncomb, cx, share, cres);
+        st = combine_rows(ncomb, cx, share, cres);
     for (int j = 0; st == DLA_OK && j < ncomb; j++)
         out[crow[j]] = cres[j];
     for (int k = 0; st == DLA_OK && k < nbn; k++) {
