@@ -193,11 +193,12 @@ DLA_API int64_t dla_spmd_share(int64_t global);
  * with x[i]'s dims and format, owned as op results are (out may be x: the
  * pointers are replaced, the caller's references are not released). A rank
  * with weight 0 contributes zeros whatever x holds (x then only gives the
- * shapes: a worker without observations passes the learnables
- * themselves). Every rank passes the same n, dtypes and dims, in the same
+ * shapes and formats: a worker without observations passes the
+ * learnables themselves). Every rank passes the same n, dtypes, dims and
+ * formats (the labels of the dims but trailing singletons), in the same
  * order: each bucket's reduction compares what it packs, so tensors of
- * other sizes or in another order (that a bucket of the same total size
- * would have summed element by element) fail every rank,
+ * other sizes, other labels or in another order (that a bucket of the
+ * same total size would have summed element by element) fail every rank,
  * DLA_ERR_INVALID_ARGUMENT naming the rank. A rank
  * that refuses its own arguments (a weight outside [0, 1], an error
  * tensor) still takes part in the reduction the others are in: every rank
