@@ -229,7 +229,9 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
  * output as the network was initialized: for sequence data ("T" dims),
  * whose length varies by batch, use dla_spmd_combine_state_seq. Sums are
  * taken in double. A worker with count 0 passes any tensors of the rows'
- * dims (net's own State will do) and contributes nothing. The workers'
+ * dims (net's own State will do) and contributes nothing; a custom
+ * layer's rows are summed whatever their formats, each rank's result
+ * labelled as the tensor it passed. The workers'
  * counts add up to global, the same on every rank (a smaller last batch:
  * each worker's own count of it, and its size as global); otherwise every
  * rank fails with DLA_ERR_INVALID_ARGUMENT, since shares that do not sum
