@@ -748,6 +748,29 @@ static void resume_unless(int recorded)
         dla__recording_resume();
 }
 
+/* Which of the first count nodes the loss is computed from (reach[k]): a
+ * sweep from the loss back over the tape, through the values the map
+ * knows (the nodes' outputs). Only those carry a gradient. */
+static void nodes_to_loss(const dla__tape *tape, size_t count, const gmap *m,
+                          const dla_tensor *loss, unsigned char *on_path, unsigned char *reach)
+{
+    size_t s = gmap_find(m, loss);
+    if (s != SIZE_MAX)
+        on_path[s] = 1;
+    for (size_t k = count; k-- > 0;) {
+        const dla__node *n = &tape->nodes[k];
+        for (int o = 0; o < n->nout && !reach[k]; o++) {
+            size_t so = gmap_find(m, n->out[o]);
+            reach[k] = so != SIZE_MAX && on_path[so];
+        }
+        for (int j = 0; reach[k] && j < n->nin; j++) {
+            size_t si = gmap_find(m, n->in[j]);
+            if (si != SIZE_MAX)
+                on_path[si] = 1;
+        }
+    }
+}
+
 /* A replay of an accelerated function on this tape (a dla_accel_call
  * inside dla_feval) reads a tensor made before its recording through a
  * header of the trace's own (trace_outer), which stands for the caller's
@@ -756,14 +779,35 @@ static void resume_unless(int recorded)
  * through the replay, which the eager call had (until 2026-11-29 it did
  * so silently: dw = 1 for sum(x .* w + w), eager x + 1). Refused, naming
  * what to do; a header read on its own (class weights of a loss) is
- * fine. Cost: a flag test per node input; a storage search per header
- * read. */
+ * fine, and so is a replay the loss is not computed from (a metric beside
+ * it): only nodes on the loss's path carry a gradient. Cost: a flag test
+ * per node input; with a header read, a sweep back over the tape and a
+ * storage search per such read. */
 static dla_status check_trace_headers(const char *op, const dla__tape *tape, size_t count,
-                                      const gmap *m, int nwrt, dla_tensor *const *wrt)
+                                      const gmap *m, const dla_tensor *loss, int nwrt,
+                                      dla_tensor *const *wrt)
 {
-    for (size_t k = 0; k < count; k++) {
+    /* The loss's path, worked out only when a header was read at all: a
+     * replay whose results the loss is not computed from (a metric beside
+     * it, through the same function) gives no gradient eagerly either,
+     * and was refused all the same. */
+    int headers = 0;
+    for (size_t k = 0; k < count && !headers; k++)
+        for (int j = 0; j < tape->nodes[k].nin && !headers; j++)
+            headers = tape->nodes[k].in[j]->trace_outer;
+    if (!headers)
+        return DLA_OK;
+    unsigned char *on_path = dla__calloc(m->cap, 1), *reach = dla__calloc(count ? count : 1, 1);
+    if (!on_path || !reach) {
+        dla__free(on_path);
+        dla__free(reach);
+        return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot allocate the loss's path", op);
+    }
+    nodes_to_loss(tape, count, m, loss, on_path, reach);
+    dla_status st = DLA_OK;
+    for (size_t k = 0; k < count && st == DLA_OK; k++) {
         const dla__node *n = &tape->nodes[k];
-        for (int j = 0; j < n->nin; j++) {
+        for (int j = 0; reach[k] && j < n->nin && st == DLA_OK; j++) {
             const dla_tensor *x = n->in[j];
             if (!x->trace_outer)
                 continue;
@@ -783,17 +827,19 @@ static dla_status check_trace_headers(const char *op, const dla__tape *tape, siz
             char buf[DLA__DIMS_BUF], arg[64] = "a value computed from the arguments wrt";
             if (hit >= 0)
                 snprintf(arg, sizeof arg, "argument wrt[%d]", hit);
-            return dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                             "%s: %s (%s %s) was read by an accelerated function replayed on this "
-                             "tape as a constant of its trace (made before the call, reached "
-                             "through ctx or a global), so no gradient flows back through that "
-                             "replay, where the function itself would give one. Pass the tensor "
-                             "to the accelerated function as a tensor input (a network: "
-                             "dla_accel_options.ctx_kind)", op, arg,
-                             dla__tensor_dims_str(x, buf, sizeof buf), dla_dtype_name(x->dtype));
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: %s (%s %s) was read by an accelerated function replayed on this "
+                           "tape as a constant of its trace (made before the call, reached "
+                           "through ctx or a global), so no gradient flows back through that "
+                           "replay, where the function itself would give one. Pass the tensor "
+                           "to the accelerated function as a tensor input (a network: "
+                           "dla_accel_options.ctx_kind)", op, arg,
+                           dla__tensor_dims_str(x, buf, sizeof buf), dla_dtype_name(x->dtype));
         }
     }
-    return DLA_OK;
+    dla__free(on_path);
+    dla__free(reach);
+    return st;
 }
 
 /* missing: NULL, and a wrt[i] the loss does not depend on is an error (the
@@ -875,7 +921,7 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
         }
     }
     if (st == DLA_OK)
-        st = check_trace_headers(op, tape, count, &m, nwrt, wrt);
+        st = check_trace_headers(op, tape, count, &m, loss, nwrt, wrt);
     pause_unless(recorded);
     if (st == DLA_OK) {
         size_t s = gmap_slot(&m, loss);

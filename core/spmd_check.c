@@ -218,10 +218,11 @@ static dla_status compare(dla__spmd *w, const char *op, const dla__coll_desc *al
                            z->root);
         else if (d->layout != z->layout)
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: rank %d packed tensors of other sizes or in another order than "
-                           "rank 0 into this reduction, or passed another number of tensors to "
-                           "the call (dla_spmd_combine and trainnet's gradients: every rank "
-                           "passes the same tensors, dtypes and sizes, in the same order)", op, r);
+                           "%s: rank %d packed tensors of other sizes or formats or in another "
+                           "order than rank 0 into this reduction, or passed another number of "
+                           "tensors to the call (dla_spmd_combine and trainnet's gradients: every "
+                           "rank passes the same tensors, dtypes, sizes and formats, in the same "
+                           "order)", op, r);
     }
     for (int r = 1; r < size && st == DLA_OK; r++)
         *differ |= all[r].digest != z->digest;

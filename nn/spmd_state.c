@@ -147,6 +147,43 @@ static int combinable(const dla_tensor *row, const dla_tensor *mine)
            t == dla_tensor_dtype(row) && (t == DLA_F32 || t == DLA_F64);
 }
 
+/* dla_spmd_combine of the rows x[0..n-1] without their labels, each
+ * result given back the labels of lab[j] (x[j]'s dims). A row is the same
+ * row on every rank by its place in the State table, and its values are
+ * summed whatever it is labelled: a worker without observations passes
+ * the network's own row (unformatted as initialize declared it) where the
+ * others pass what their forward made (a custom layer's mean over the
+ * batch of "CB" data is "CB"), and dla_spmd_combine, which compares the
+ * formats it packs, failed every rank on the difference. */
+static dla_status combine_rows(int n, dla_tensor *const *x, dla_tensor *const *lab, double share,
+                               dla_tensor **res)
+{
+    dla_tensor **flat = dla_malloc(sizeof *flat * (size_t)n);
+    if (!flat)
+        return dla__spmd_take_part_failed(
+            dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_spmd_combine_state: out of memory"), -1);
+    dla_scope_begin();
+    for (int j = 0; j < n; j++) {
+        int64_t dims[DLA_MAX_DIMS];
+        const int nd = dla_tensor_dims(x[j], dims);
+        flat[j] = dla_reshape(x[j], "", nd, dims);
+    }
+    dla_status st = dla_spmd_combine(n, flat, share, res);
+    for (int j = 0; j < n; j++) {
+        int64_t dims[DLA_MAX_DIMS];
+        const int nd = dla_tensor_dims(x[j], dims);
+        if (st == DLA_OK) {
+            res[j] = dla_reshape(res[j], dla_tensor_format(lab[j]), nd, dims);
+            st = dla_tensor_status(res[j]);
+        }
+    }
+    for (int j = 0; st == DLA_OK && j < n; j++)
+        dla_keep(res[j]);
+    dla_scope_end();
+    dla_free(flat);
+    return st;
+}
+
 DLA_API dla_status dla_spmd_combine_state(dla_net *net, int n, dla_tensor *const *state,
                                           int64_t count, int64_t global, dla_tensor **out)
 {
@@ -187,7 +224,7 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
      * variance and this worker's new ones. */
     const int64_t nred = total + 8 + n;
     double *buf = dla_malloc(sizeof *buf * (size_t)(nred + 5 * total));
-    dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1) * 3);
+    dla_tensor **in = dla_malloc(sizeof *in * (size_t)(n ? n : 1) * 4);
     int *joint = dla_malloc(sizeof *joint * (size_t)(n ? n : 1) * 2);
     dla_status st = bn && buf && in && joint
                         ? DLA_OK
@@ -279,20 +316,25 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
     /* Rows each worker keeps first (out may be state), then the others'
      * share-weighted sum, then batch normalization's. */
     int ncomb = 0;
-    dla_tensor **cx = in + (n ? n : 1), **cres = cx + (n ? n : 1);
+    dla_tensor **cx = in + (n ? n : 1), **cres = cx + (n ? n : 1), **clab = cres + (n ? n : 1);
     int *crow = joint + (n ? n : 1);
     for (int i = 0; st == DLA_OK && i < n; i++) {
         if (joint[i] < 0)
             continue;
         if (flag[i] == (double)size) {
             cx[ncomb] = count ? in[i] : old->values[i];
+            /* The labels of the state passed, where it has the row's dims
+             * (trainnet's worker without a share passes its placeholder
+             * forward's, labelled as the others'), else the row's. */
+            clab[ncomb] = count || (in[i] && combinable(old->values[i], in[i])) ? in[i]
+                                                                                 : old->values[i];
             crow[ncomb++] = i;
         } else {
             out[i] = dla__nn_return(dla_tensor_retain(count ? in[i] : old->values[i]));
         }
     }
     if (st == DLA_OK && ncomb)
-        st = dla_spmd_combine(ncomb, cx, share, cres);
+        st = combine_rows(ncomb, cx, clab, share, cres);
     for (int j = 0; st == DLA_OK && j < ncomb; j++)
         out[crow[j]] = cres[j];
     for (int k = 0; st == DLA_OK && k < nbn; k++) {

@@ -413,6 +413,87 @@ static dla_status avg_forward(dla_layer_io *io)
     return dla_tensor_status(io->y);
 }
 
+/* A running mean of each channel over the batch, as a custom
+ * normalization layer writes it: the mean over "B" of "CB" data is "CB",
+ * where the row initialize declared is unformatted. */
+static dla_status chan_init(const dla_layer *l, dla_layer_init *init, int nx, dla_tensor *const *x)
+{
+    (void)l, (void)nx;
+    return dla_layer_add_state(init, "Mean", DLA_DIMS(dla_tensor_dim(x[0], 1), 1), "zeros");
+}
+
+static dla_status chan_forward(dla_layer_io *io)
+{
+    const int64_t along = 2;
+    dla_tensor *mean = dla_mean(io->x[0], 1, &along);
+    io->new_state[0] = dla_add(dla_affine(io->state[0], 0.5, 0), dla_affine(mean, 0.5, 0));
+    io->y = dla_sub(io->x[0], io->state[0]);
+    return dla_tensor_status(io->y);
+}
+
+/* The last rank without observations passes the network's own State, as
+ * dla_spmd_combine_state allows ("net's own State will do"): unformatted,
+ * where the others' forward made a "CB" row. Every rank failed, "rank 1
+ * packed tensors of other sizes ... into this reduction": the combination
+ * compared the rows' labels. */
+static void state_of_an_empty_worker(void)
+{
+    static const dla_layer_type chan = {.type = "chanMean", .initialize = chan_init,
+                                        .predict = avg_predict, .forward = chan_forward};
+    dla_layer_type_register(&chan);
+    enum { C = 3, N = 5 };
+    double x[C * N];
+    for (int e = 0; e < C * N; e++)
+        x[e] = 0.25 * e - 1.0;
+    dla_layer *layers[] = {dla_feature_input_layer(C, NULL), dla_custom_layer("chanMean", NULL, NULL),
+                           dla_fc_layer(2, NULL)};
+    dla_net *net = dla_net_create(3, layers);
+    if (!net || dla_net_cast(net, DLA_F64) != DLA_OK || dla_spmd_broadcast_net(net, 0) != DLA_OK)
+        die("empty worker: network");
+    const int with = size > 1 ? size - 1 : 1; /* the workers with observations */
+    int64_t shares[64], first = 0;
+    if (size > 64 || dla_spmd_shares(N, with, shares) != DLA_OK)
+        die("empty worker: shares");
+    const int64_t count = rank < with ? shares[rank] : 0;
+    for (int r = 0; r < rank && r < with; r++)
+        first += shares[r];
+    dla_scope_begin();
+    dla_tensor *all = dla_tensor_from_host(x, DLA_F64, "CB", DLA_DIMS(C, N));
+    dla_tensor *y, *whole[1], *part[1], *comb[1];
+    if (dla_net_forward(net, 1, &all, 1, &y, whole, NULL) != DLA_OK)
+        die("empty worker: forward");
+    if (count) {
+        dla_tensor *mine = dla_slice(all, 2, first, 1, first + count);
+        if (dla_net_forward(net, 1, &mine, 1, &y, part, NULL) != DLA_OK)
+            die("empty worker: forward of a share");
+    } else {
+        part[0] = dla_table_value(dla_net_state(net), 0);
+    }
+    dla_status st = dla_spmd_combine_state(net, 1, part, count, N, comb);
+    char detail[1200] = "";
+    double worst = 0;
+    if (st != DLA_OK)
+        snprintf(detail, sizeof detail, "status %d: %s", st, dla_last_error());
+    for (int64_t c = 0; st == DLA_OK && c < C; c++)
+        worst = tu_worse(worst, fabs(dla_tensor_item(comb[0], c) - dla_tensor_item(whole[0], c)));
+    if (st == DLA_OK)
+        snprintf(detail, sizeof detail, "largest difference %.3g (limit 1e-12)", worst);
+    check(st == DLA_OK && worst <= 1e-12,
+          "a custom layer's \"CB\" state with the last worker passing the network's own", detail);
+    /* Passing a row labelled as the others' (trainnet's worker without a
+     * share passes its placeholder forward's), it gets the others' labels
+     * back: every rank holds the same network. */
+    if (!count)
+        part[0] = dla_zeros(DLA_F64, "CB", DLA_DIMS(C, 1));
+    st = dla_spmd_combine_state(net, 1, part, count, N, comb);
+    snprintf(detail, sizeof detail, "status %d, format \"%s\"", st,
+             st == DLA_OK ? dla_tensor_format(comb[0]) : dla_last_error());
+    check(st == DLA_OK && !strcmp(dla_tensor_format(comb[0]), "CB"),
+          "  and passing a \"CB\" row, the combined row is \"CB\" on every rank", detail);
+    dla_scope_end();
+    dla_net_free(net);
+}
+
 /* State combined against one forward over the whole batch, where it was
  * wrong: batch normalization of sequences (the unbiased variance counted
  * the network's initial length, 1, not the batch's 7 steps: 4% off with 2
@@ -470,6 +551,7 @@ static void mode_state(void)
     }
     dla_scope_end();
     dla_net_free(net);
+    state_of_an_empty_worker();
 }
 
 /* ------------------------------------------------------------- trainnet */

@@ -1673,6 +1673,52 @@ static void test_a_gradient_through_a_replayed_outside_constant_is_refused(void 
     dla_accel_free(af);
 }
 
+/* sum(w .* w), with x .* w (w through ctx) beside it, as a metric
+ * would be: through the accelerated function af, or eagerly without one.
+ * out[2] is that side result, out[1] the gradient with respect to w. */
+static dla_status sum_of_squares_beside_a_replay(void *ctx, int nin, dla_tensor *const *in,
+                                                 int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const through_ctx *c = ctx;
+    dla_tensor *y;
+    dla_status st = x_times(c, in[0], in[1], &y);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(in[1], in[1]), 0, NULL);
+    out[2] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[0], 1, &in[1], &out[1]);
+}
+
+/* A replay that read w through ctx, whose results the loss is not
+ * computed from: no gradient goes through it, eagerly or replayed, and
+ * the gradient with respect to w is 2 w on every call. The check above
+ * looked at every node of the tape, the loss's path or not, and refused
+ * it from the second call on. */
+static void test_a_replayed_outside_constant_off_the_loss_path_is_not_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((const double[]){1, 2, 3}, DLA_F64, "", DLA_DIMS(3));
+    dla_tensor *w = dla_tensor_from_host((const double[]){5, 6, 7}, DLA_F64, "", DLA_DIMS(3));
+    dla_accel *af = dla_accelerate(times_ctx, &(dla_accel_options){.name = "timesW"});
+    through_ctx eager = {NULL, 1}, acc = {af, 1};
+    dla_tensor *want[3], *got[3];
+    assert_int_equal(dla_feval(sum_of_squares_beside_a_replay, &eager, 2,
+                               (dla_tensor *[]){x, w}, 3, want), DLA_OK);
+    for (int call = 0; call < 3; call++) {
+        dla_status st = dla_feval(sum_of_squares_beside_a_replay, &acc, 2,
+                                  (dla_tensor *[]){x, w}, 3, got);
+        if (st != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        for (int i = 0; i < 3; i++)
+            assert_true(tu_same_bits(got[i], want[i]));
+    }
+    assert_true(dla_accel_hit_rate(af) > 0);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 static dla_status sum_of_product(void *ctx, int nin, dla_tensor *const *in, int nout,
                                  dla_tensor **out)
 {
@@ -2437,6 +2483,7 @@ int main(void)
         TU_TEST(test_a_gradient_flows_through_an_accelerated_call_that_records),
         TU_TEST(test_a_replay_inside_dla_feval_tapes_only_what_eager_did),
         TU_TEST(test_a_gradient_through_a_replayed_outside_constant_is_refused),
+        TU_TEST(test_a_replayed_outside_constant_off_the_loss_path_is_not_refused),
         TU_TEST(test_a_tolerance_check_refused_its_input_handles_keeps_the_replay),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),

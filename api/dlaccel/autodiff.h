@@ -60,9 +60,9 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
  * message names i and its dims); DLA_ERR_DTYPE when wrt[i] is not single
  * or double (an integer or logical tensor has no gradient: cast it first,
  * and take the gradient with respect to the cast); DLA_ERR_INVALID_ARGUMENT
- * when a dla_accel_call replayed on this tape read wrt[i] (or a value
- * computed from it) as a constant of its trace, through which no gradient
- * flows (docs/accelerate.md, "Under a tape"). */
+ * when a dla_accel_call replayed on this tape, on the loss's path, read
+ * wrt[i] (or a value computed from it) as a constant of its trace, through
+ * which no gradient flows (docs/accelerate.md, "Under a tape"). */
 DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                 dla_tensor **grads);
 

@@ -193,11 +193,12 @@ DLA_API int64_t dla_spmd_share(int64_t global);
  * with x[i]'s dims and format, owned as op results are (out may be x: the
  * pointers are replaced, the caller's references are not released). A rank
  * with weight 0 contributes zeros whatever x holds (x then only gives the
- * shapes: a worker without observations passes the learnables
- * themselves). Every rank passes the same n, dtypes and dims, in the same
+ * shapes and formats: a worker without observations passes the
+ * learnables themselves). Every rank passes the same n, dtypes, dims and
+ * formats (the labels of the dims but trailing singletons), in the same
  * order: each bucket's reduction compares what it packs, so tensors of
- * other sizes or in another order (that a bucket of the same total size
- * would have summed element by element) fail every rank,
+ * other sizes, other labels or in another order (that a bucket of the
+ * same total size would have summed element by element) fail every rank,
  * DLA_ERR_INVALID_ARGUMENT naming the rank. A rank
  * that refuses its own arguments (a weight outside [0, 1], an error
  * tensor) still takes part in the reduction the others are in: every rank
@@ -228,7 +229,9 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
  * output as the network was initialized: for sequence data ("T" dims),
  * whose length varies by batch, use dla_spmd_combine_state_seq. Sums are
  * taken in double. A worker with count 0 passes any tensors of the rows'
- * dims (net's own State will do) and contributes nothing. The workers'
+ * dims (net's own State will do) and contributes nothing; a custom
+ * layer's rows are summed whatever their formats, each rank's result
+ * labelled as the tensor it passed. The workers'
  * counts add up to global, the same on every rank (a smaller last batch:
  * each worker's own count of it, and its size as global); otherwise every
  * rank fails with DLA_ERR_INVALID_ARGUMENT, since shares that do not sum
