@@ -137,7 +137,7 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
 }
 
 dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
-                                     int64_t channels)
+                                     int64_t channels, int64_t n)
 {
     const char *fmt = *dla_tensor_format(targets) ? dla_tensor_format(targets) : out_format;
     const char *c = strchr(fmt, 'C');
@@ -148,15 +148,40 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
         return DLA_OK;
     char d[256];
     dla_tensor_describe(targets, d, sizeof d);
+    const int unformatted = !*dla_tensor_format(targets), flat = dla_tensor_ndims(targets) <= 2;
     /* One value per observation, not int32: class numbers given as double
      * (or uint8, logical) were taken for one response each, and the
-     * message spoke of one class only. */
-    const int numbers = have == 1 && dla_tensor_dtype(targets) != DLA_I32;
+     * message spoke of one class only. As a vector of n (MATLAB's column
+     * of labels) they were read as n classes of one observation. */
+    const int numbers = dla_tensor_dtype(targets) != DLA_I32 &&
+                        (have == 1 || (unformatted && flat && n > 1 && channels > 1 &&
+                                       dla_tensor_numel(targets) == n));
+    /* One row per observation (MATLAB's N-by-R responses, N-by-K scores):
+     * unformatted targets are read in the output's layout, "CB", channels
+     * down, so the observations were counted as classes: a shape error
+     * that said nothing of the layout. */
+    const int by_rows = unformatted && flat && !strcmp(out_format, "CB") && n > 0 &&
+                        dla_tensor_dim(targets, 1) == n && dla_tensor_dim(targets, 2) == channels;
+    /* int32 class numbers are taken as such only one per observation;
+     * another count of them was read as responses, as classes along C. */
+    const int miscounted = dla_tensor_dtype(targets) == DLA_I32 && unformatted && flat && n > 0 &&
+                           channels > 1 && dla_tensor_numel(targets) != n &&
+                           (dla_tensor_dim(targets, 1) == 1 || dla_tensor_dim(targets, 2) == 1);
+    char rows[320] = "";
+    if (by_rows)
+        snprintf(rows, sizeof rows, "; they hold one row per observation (%lld-by-%lld, MATLAB's "
+                 "layout), but unformatted targets are read as the output's \"CB\", channels "
+                 "down and observations across: transpose them (dla_permute) or make them with "
+                 "format \"BC\" (dla_tensor_from_host)",
+                 (long long)n, (long long)channels);
+    else if (miscounted)
+        snprintf(rows, sizeof rows, "; as class numbers, int32 targets need one per observation "
+                 "(%lld), not %lld", (long long)n, (long long)dla_tensor_numel(targets));
     return dla_set_error(DLA_ERR_SHAPE,
                          "dla_trainnet: %s: targets (%s, read as \"%s\") have %lld classes along C "
                          "where the network's output (\"%s\") has %lld: the class counts of the "
-                         "targets and of the network differ%s",
-                         what, d, fmt, (long long)have, out_format, (long long)channels,
+                         "targets and of the network differ%s%s",
+                         what, d, fmt, (long long)have, out_format, (long long)channels, rows,
                          numbers ? "; if they are class numbers, give them as int32 (0..K-1): "
                                    "other dtypes are responses" : "");
 }

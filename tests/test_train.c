@@ -2765,6 +2765,58 @@ static void one_hot_targets_of_another_class_count_are_named(void **state)
     dla_tensor_release(t);
 }
 
+/* Targets in MATLAB's layout, one row per observation (N-by-R responses
+ * or N-by-K scores, a column of N labels), were refused as a class-count
+ * mismatch ("have 64 classes along C where the network's output has 4")
+ * that said nothing of the layout: the message now says the rows are
+ * observations and how to pass them; int32 labels of another count than
+ * the observations, read as responses, say that too. */
+static void targets_with_one_row_per_observation_are_named(void **state)
+{
+    (void)state;
+    enum { N = 64 };
+    dla_tensor *x, *t;
+    blobs(N, 22, &x, &t);
+    dla_net *net = mlp(), *trained = NULL;
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 16;
+    dla_scope_begin();
+    /* N x 4 one-hot scores, unformatted: read as 64 classes of 4 observations. */
+    dla_tensor *rows = dla_permute(dla_onehotencode(dla_reshape(t, "", DLA_DIMS(1, N)), CLASSES,
+                                                    NULL), 2, (const int64_t[]){2, 1});
+    dla_train_data d = {.predictors = x, .targets = rows};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_ERR_SHAPE);
+    assert_null(trained);
+    assert_non_null(strstr(dla_last_error(), "have 64 classes along C"));
+    assert_non_null(strstr(dla_last_error(), "one row per observation (64-by-4, MATLAB's layout)"));
+    assert_non_null(strstr(dla_last_error(), "transpose them (dla_permute) or make them with "
+                                             "format \"BC\""));
+    /* Transposed as the message says, they train. */
+    d.targets = dla_permute(rows, 2, (const int64_t[]){2, 1});
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_OK);
+    dla_net_free(trained);
+    trained = NULL;
+    /* A column of N class numbers as double: N classes, and int32 is the hint. */
+    d.targets = dla_reshape(dla_cast(t, DLA_F64), "", DLA_DIMS(N, 1));
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "give them as int32"));
+    assert_null(strstr(dla_last_error(), "one row per observation"));
+    /* int32 labels of one observation too few: responses, and said so. */
+    d.targets = dla_slice(dla_reshape(t, "", DLA_DIMS(N)), 1, 0, 1, N - 1);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "int32 targets need one per observation (64), not 63"));
+    assert_null(trained);
+    dla_scope_end();
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
 static int iterations_run;
 static int count_runs(void *ctx, const dla_training_state *s)
 {
@@ -3480,6 +3532,7 @@ int main(void)
         TU_TEST(a_training_leaves_nothing_allocated),
         TU_TEST(class_numbers_outside_the_classes_are_refused),
         TU_TEST(one_hot_targets_of_another_class_count_are_named),
+        TU_TEST(targets_with_one_row_per_observation_are_named),
         TU_TEST(a_bad_output_path_fails_before_the_first_iteration),
         TU_TEST(a_failure_during_training_returns_the_network_so_far),
         TU_TEST(a_non_finite_loss_or_gradient_stops_training_with_an_error),
