@@ -736,7 +736,21 @@ DLA_API dla_tensor *dla_l2loss(dla_tensor *y, dla_tensor *targets,
 DLA_API dla_tensor *dla_mse(dla_tensor *y, dla_tensor *targets,
                             const dla_regression_loss_options *opts)
 {
-    /* MATLAB's mse has only DataFormat. */
+    /* MATLAB's mse has only DataFormat, and refuses any other option. An
+     * option set here was ignored: a mask (padded steps) or weights
+     * silently left out of the loss, a normalization factor not applied. */
+    static const char *const names[] = {"weights", "weights_format", "mask",
+                                        "normalization_factor", "reduction"};
+    const int set[] = {opts && opts->weights, opts && !str_unset(opts->weights_format),
+                       opts && opts->mask, opts && !str_unset(opts->normalization_factor),
+                       opts && !str_unset(opts->reduction)};
+    for (int i = 0; i < 5; i++)
+        if (set[i])
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "dla_mse: option %s: MATLAB's mse takes only DataFormat (it has no "
+                              "weights, mask, normalization factor or reduction); for those use "
+                              "dla_l2loss, whose loss with the default \"batch-size\" is twice "
+                              "mse's", names[i]);
     dla_regression_loss_options o = {.data_format = opts ? opts->data_format : NULL};
     return regression(&mse_op, LOSS_MSE, y, targets, &o);
 }

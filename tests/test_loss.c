@@ -122,10 +122,22 @@ static void test_regression_losses_by_hand(void **state)
     dla_tensor *l = dla_l1loss(ty, tt, &(dla_regression_loss_options){
         .normalization_factor = "all-elements"});
     assert_true(tu_close(dla_tensor_item(l, 0), 7.0 / 4, 1e-15));
-    /* mse reads only data_format: weights and the factor do not change it. */
-    l = dla_mse(ty, tt, &(dla_regression_loss_options){.normalization_factor = "none",
-                                                       .weights = ty});
+    /* mse takes only data_format, as MATLAB's: another option was
+     * ignored (a mask silently left padded elements in the loss); it is
+     * refused by name, with the loss that has it. */
+    l = dla_mse(ty, tt, &(dla_regression_loss_options){.data_format = NULL});
     assert_true(tu_close(dla_tensor_item(l, 0), 13.0 / 4, 1e-15));
+    const dla_regression_loss_options set[] = {
+        {.weights = ty}, {.weights_format = "CB"}, {.mask = ty}, {.normalization_factor = "none"},
+        {.reduction = "none"}};
+    const char *const named[] = {"option weights:", "option weights_format:", "option mask:",
+                                 "option normalization_factor:", "option reduction:"};
+    for (int i = 0; i < 5; i++) {
+        l = dla_mse(ty, tt, &set[i]);
+        assert_int_equal(dla_tensor_status(l), DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_tensor_error(l), named[i]) || !strstr(dla_tensor_error(l), "dla_l2loss"))
+            fail_msg("%s", dla_tensor_error(l));
+    }
     dla_scope_end();
 }
 
@@ -466,7 +478,7 @@ static dla_tensor *run_case(const lcase *c, dla_tensor *y, dla_tensor *t, dla_te
     switch (c->kind) {
     case K_L1: return dla_l1loss(y, t, &o);
     case K_L2: return dla_l2loss(y, t, &o);
-    default: return dla_mse(y, t, &o);
+    default: return dla_mse(y, t, NULL); /* the default alone (it takes no other option) */
     }
 }
 

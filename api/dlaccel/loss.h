@@ -115,7 +115,7 @@ DLA_API dla_tensor *dla_crossentropy(dla_tensor *y, dla_tensor *targets,
 DLA_API dla_tensor *dla_binary_crossentropy(dla_tensor *y, dla_tensor *targets,
                                             const dla_crossentropy_options *opts);
 
-/* Options of l1loss, l2loss and mse (mse reads only data_format). */
+/* Options of l1loss, l2loss and mse (mse takes only data_format). */
 typedef struct dla_regression_loss_options {
     dla_tensor *weights;              /* NULL: none. Borrowed. */
     const char *weights_format;       /* labels of unformatted weights */
@@ -137,8 +137,11 @@ DLA_API dla_tensor *dla_l2loss(dla_tensor *y, dla_tensor *targets,
 /* MATLAB mse, the half mean squared error:
  *     loss = sum((Y - T).^2, "all") / (2 * N)
  * with N the number of observations (the size of the B dim; 1 without one),
- * so its gradient is (Y - T) / N. Only opts->data_format is read (MATLAB's
- * mse has no weights, mask or normalization options); opts may be NULL. */
+ * so its gradient is (Y - T) / N. opts may be NULL, and may set only
+ * data_format: MATLAB's mse has no weights, mask, normalization or
+ * reduction options, and any of them set is DLA_ERR_INVALID_ARGUMENT
+ * naming it (ignoring it would leave a mask's padding in the loss; use
+ * dla_l2loss, twice mse with its defaults, for them). */
 DLA_API dla_tensor *dla_mse(dla_tensor *y, dla_tensor *targets,
                             const dla_regression_loss_options *opts);
 
