@@ -127,13 +127,20 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
      * of labels that hold a 0 as well (K + 1 classes in 0..K, not 1-based)
      * and sent the user to subtract 1 from them. */
     int one_based = lo >= 1 && hi <= k;
+    /* One output channel has one class, 0: int32 targets for it are
+     * binary labels (a sigmoid output) or whole-number responses, which
+     * the message took for class numbers out of range. */
+    const char *hint = k == 1 ? "; int32 targets, one per observation, are class numbers, and a "
+                                "network output of one channel has one class: give 0/1 labels of "
+                                "binary classification (a sigmoid output, \"binary-crossentropy\") "
+                                "or responses as single or double"
+                       : one_based ? "; the class numbers look 1-based: MATLAB numbers categories "
+                                     "from 1, dlaccel numbers classes from 0 (subtract 1)"
+                                   : "";
     return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                          "dla_trainnet: %s: targets[%lld] is %d, which is not a class number in "
                          "0..%lld (the network's output has %lld classes)%s",
-                         what, (long long)bad, (int)b, (long long)(k - 1), (long long)k,
-                         one_based ? "; the class numbers look 1-based: MATLAB numbers categories "
-                                     "from 1, dlaccel numbers classes from 0 (subtract 1)"
-                                   : "");
+                         what, (long long)bad, (int)b, (long long)(k - 1), (long long)k, hint);
 }
 
 dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,

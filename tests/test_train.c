@@ -2811,6 +2811,30 @@ static void targets_with_one_row_per_observation_are_named(void **state)
                                   &trained, NULL), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_last_error(), "int32 targets need one per observation (64), not 63"));
     assert_null(trained);
+    /* int32 0/1 labels for a one-channel (sigmoid) output: class numbers
+     * of one class, 0..0; the message said no more than that. */
+    dla_rng_seed(7);
+    dla_layer *l1[] = {dla_fc_layer(1, NULL), dla_sigmoid_layer(NULL)};
+    dla_net *one = dla_net_create(2, l1);
+    int32_t *v = labels_of(t);
+    for (int i = 0; i < N; i++)
+        v[i] &= 1;
+    d.targets = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, N));
+    assert_int_equal(dla_trainnet(&d, one, &(dla_train_loss){.name = "binary-crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "which is not a class number in 0..0"));
+    assert_non_null(strstr(dla_last_error(), "give 0/1 labels of binary classification"));
+    assert_null(strstr(dla_last_error(), "1-based"));
+    /* As single, as the message says, they train. */
+    float f[N];
+    for (int i = 0; i < N; i++)
+        f[i] = (float)v[i];
+    free(v);
+    d.targets = dla_tensor_from_host(f, DLA_F32, "", DLA_DIMS(1, N));
+    assert_int_equal(dla_trainnet(&d, one, &(dla_train_loss){.name = "binary-crossentropy"}, &o,
+                                  &trained, NULL), DLA_OK);
+    dla_net_free(trained);
+    dla_net_free(one);
     dla_scope_end();
     dla_net_free(net);
     dla_tensor_release(x);
