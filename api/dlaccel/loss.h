@@ -48,7 +48,11 @@ extern "C" {
  * With e the elementwise loss of the function, W the weights (1 when none)
  * and M the mask (1 when none), the loss with reduction "sum" (default) is
  *     loss = sum(W .* M .* e, "all") / N
- * where N is the normalization factor:
+ * where an element the mask excludes (M = 0) adds exactly 0, whatever Y
+ * and the targets hold there, to the loss and to every gradient: a NaN
+ * target of an excluded element (MATLAB's semantic segmentation example
+ * marks unlabeled pixels NaN in T and masks them with ~isnan(T)) does not
+ * make them NaN. N is the normalization factor:
  *     "batch" (or "batch-size"): the size of Y's B dim (1 when Y has no B).
  *         This is the default of every loss here.
  *     "all-elements": numel(Y).
