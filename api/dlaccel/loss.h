@@ -226,7 +226,8 @@ typedef struct dla_ctc_options {
  * y_mask: B x T (unformatted or "BT"), logical or numeric, or NULL (all
  *    steps). A step with 0 is skipped, as if it were not there: padding
  *    after a shorter sequence (PyTorch's input_lengths) leaves that
- *    observation's loss as it is without the padding.
+ *    observation's loss as it is without the padding, and Y is not read
+ *    there (a NaN in the padding gives no NaN loss or gradient).
  * targets_mask: B x S, or NULL (all targets). Each row is ones (the
  *    observation's targets) then zeros (padding): PyTorch's
  *    target_lengths. A row with a hole is refused.
