@@ -775,8 +775,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                          ? dla__train_check_classes(what, d->targets, tr->classes)
                          : dla__train_check_channels(what, d->targets, tr->out_format,
                                                      tr->classes, n);
+    /* train_check.c's messages name dla_trainnet: testnet's said
+     * "dla_testnet: dla_trainnet: data: ...". */
     if (cst != DLA_OK)
-        return cst;
+        return renamed(cst, tr->fn);
     if (d->target_sequences || dst) {
         /* padded by the queue below; or the datastore's */
         *targets = NULL;

@@ -538,6 +538,8 @@ static void minibatchpredict_pads_sequence_outputs_to_the_longest(void **state)
     dla_scope_end();
 }
 
+static int32_t *labels_of(dla_tensor *t); /* its class numbers on the host */
+
 /* minibatchpredict: the predictions of the whole data, made a mini-batch
  * at a time (a partial last one too); testnet: accuracy and
  * cross-entropy over the whole data as computed from those predictions;
@@ -591,6 +593,25 @@ static void minibatchpredict_and_testnet_cover_the_whole_data(void **state)
     assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx}, "accuracy", NULL,
                                  values), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "dla_testnet: data: targets is NULL"));
+    /* The targets' checks name testnet alone (they said "dla_testnet:
+     * dla_trainnet: data: ..."). */
+    dla_tensor *rows = dla_permute(dla_onehotencode(vt, CLASSES, NULL), 2,
+                                   (const int64_t[]){2, 1});
+    assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx, .targets = rows},
+                                 "mse", NULL, values), DLA_ERR_SHAPE);
+    if (strncmp(dla_last_error(), "dla_testnet: data: targets (53x4", 32) ||
+        strstr(dla_last_error(), "dla_trainnet"))
+        fail_msg("%s", dla_last_error());
+    int32_t *lv = labels_of(vt);
+    for (int i = 0; i < 53; i++)
+        lv[i] += 10;
+    dla_tensor *bad = dla_tensor_from_host(lv, DLA_I32, "", DLA_DIMS(1, 53));
+    free(lv);
+    assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx, .targets = bad},
+                                 "accuracy", NULL, values), DLA_ERR_INVALID_ARGUMENT);
+    if (strncmp(dla_last_error(), "dla_testnet: data: targets[0] is 1", 34) ||
+        strstr(dla_last_error(), "dla_trainnet"))
+        fail_msg("%s", dla_last_error());
     /* testnet's options are its own (they were named "dla_training_options"). */
     assert_int_equal(dla_testnet(trained, &v, "accuracy", &(dla_predict_options){
                                      .mini_batch_size = -1}, values), DLA_ERR_INVALID_ARGUMENT);
