@@ -285,9 +285,17 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
 
     /* log of the probabilities, kept away from 0 as the other losses do;
      * by where, not max2, which would take realmin for a NaN and give a
-     * broken Y a finite loss. */
+     * broken Y a finite loss. A step YMask excludes reads 1 instead of Y:
+     * the recursion skips it, but the log's gradient there was 0 / Y, NaN
+     * for a NaN in Y's padding, which an update spreads into every
+     * weight. */
     dla_tensor *floor_t = dla_full(tiny, dt, "", 2, (const int64_t[]){1, 1});
-    dla_tensor *logp = dla_log(dla_where(dla_lt(y, floor_t), floor_t, y));
+    dla_tensor *ymask = ym ? dla_ne(ym, dla_zeros(ym->dtype, "", 2, (const int64_t[]){1, 1}))
+                           : NULL;
+    dla_tensor *yin = ymask ? dla_where(dla_reshape(ymask, "", 3, (const int64_t[]){1, nb, nt}), y,
+                                        one)
+                            : y;
+    dla_tensor *logp = dla_log(dla_where(dla_lt(yin, floor_t), floor_t, yin));
 
     /* The extended labels, L x B: blank, t1, blank, t2, ..., blank; a
      * masked target is a blank (its value may be anything). */
@@ -324,8 +332,6 @@ static dla_tensor *per_observation(dla_tensor *y, dla_tensor *tg, dla_tensor *ym
      * alive: the recursion then gives alpha_1 = [y(blank), y(t1), -Inf...]. */
     dla_tensor *alpha = dla_pad(dla_zeros(dt, "", 2, (const int64_t[]){1, nb}), 2, NULL,
                                 (const int64_t[]){nl - 1, 0}, -INFINITY);
-    dla_tensor *ymask = ym ? dla_ne(ym, dla_zeros(ym->dtype, "", 2, (const int64_t[]){1, 1}))
-                           : NULL;
     dla_tensor **steps = dla__malloc(sizeof *steps * (size_t)(nt ? nt : 1));
     if (!steps)
         return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: no memory for %lld time steps", op,

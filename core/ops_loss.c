@@ -187,6 +187,17 @@ static dla_tensor *mask_divisor(dla_tensor *m, const dla_tensor *y, int bdim)
     return dla_add(count, dla_cast(dla_eq(count, scalar_like(y, 0.0)), y->dtype));
 }
 
+/* x where the mask includes an element (times the mask's value there),
+ * and exactly 0 where it is 0: masked elements add nothing, whatever the
+ * targets or Y hold there. A product with the mask let a NaN target of an
+ * excluded element (unlabeled pixels marked NaN and masked out, as
+ * MATLAB's semantic segmentation example does) make the loss and the
+ * gradients NaN (0 * NaN). */
+static dla_tensor *masked(dla_tensor *x, dla_tensor *m)
+{
+    return dla_where(m, dla_mul(x, m), scalar_like(x, 0.0));
+}
+
 /* --------------------------------------------------------------- the op */
 
 static dla_status loss_forward(const void *attrs, dla_tensor *const *in, int nin, dla_tensor **out,
@@ -203,7 +214,7 @@ static dla_status loss_forward(const void *attrs, dla_tensor *const *in, int nin
     if (w)
         e = dla_mul(e, w);
     if (m)
-        e = dla_mul(e, m);
+        e = masked(e, m);
     dla_tensor *r;
     if (a->unreduced) {
         r = e;
@@ -245,14 +256,21 @@ static dla_status loss_backward(const dla__node *node, dla_tensor *const *gout, 
         else
             coef = dla_affine(g, 1.0 / a->n, 0.0);
     }
-    dla_tensor *cm = m ? dla_mul(coef, m) : coef;
-    dla_tensor *cwm = w ? dla_mul(cm, w) : cm;
-    if (node->need[0])
-        gin[0] = dla_mul(cwm, d_dy(a->kind, a->delta, y, t));
-    if (node->need[1])
-        gin[1] = dla_mul(cwm, d_dt(a->kind, a->delta, y, t));
-    if (w && node->need[2])
-        gin[2] = dla__sum_to(dla_mul(cm, elementwise(a->kind, a->delta, y, t)), w);
+    /* Each term with the mask's factor applied last (masked), so that an
+     * excluded element's derivative is 0 even where it is not finite. */
+    dla_tensor *cw = w ? dla_mul(coef, w) : coef;
+    if (node->need[0]) {
+        gin[0] = dla_mul(cw, d_dy(a->kind, a->delta, y, t));
+        gin[0] = m ? masked(gin[0], m) : gin[0];
+    }
+    if (node->need[1]) {
+        gin[1] = dla_mul(cw, d_dt(a->kind, a->delta, y, t));
+        gin[1] = m ? masked(gin[1], m) : gin[1];
+    }
+    if (w && node->need[2]) {
+        dla_tensor *ce = dla_mul(coef, elementwise(a->kind, a->delta, y, t));
+        gin[2] = dla__sum_to(m ? masked(ce, m) : ce, w);
+    }
     return DLA_OK;
 }
 
@@ -736,7 +754,21 @@ DLA_API dla_tensor *dla_l2loss(dla_tensor *y, dla_tensor *targets,
 DLA_API dla_tensor *dla_mse(dla_tensor *y, dla_tensor *targets,
                             const dla_regression_loss_options *opts)
 {
-    /* MATLAB's mse has only DataFormat. */
+    /* MATLAB's mse has only DataFormat, and refuses any other option. An
+     * option set here was ignored: a mask (padded steps) or weights
+     * silently left out of the loss, a normalization factor not applied. */
+    static const char *const names[] = {"weights", "weights_format", "mask",
+                                        "normalization_factor", "reduction"};
+    const int set[] = {opts && opts->weights, opts && !str_unset(opts->weights_format),
+                       opts && opts->mask, opts && !str_unset(opts->normalization_factor),
+                       opts && !str_unset(opts->reduction)};
+    for (int i = 0; i < 5; i++)
+        if (set[i])
+            return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                              "dla_mse: option %s: MATLAB's mse takes only DataFormat (it has no "
+                              "weights, mask, normalization factor or reduction); for those use "
+                              "dla_l2loss, whose loss with the default \"batch-size\" is twice "
+                              "mse's", names[i]);
     dla_regression_loss_options o = {.data_format = opts ? opts->data_format : NULL};
     return regression(&mse_op, LOSS_MSE, y, targets, &o);
 }

@@ -693,7 +693,7 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
                            tr->classify ? "class numbers" : "responses");
     else if (check)
         st = renamed(*classify ? dla__train_check_classes(w, t, tr->classes)
-                               : dla__train_check_channels(w, t, tr->out_format, tr->classes),
+                               : dla__train_check_channels(w, t, tr->out_format, tr->classes, 1),
                      tr->fn);
     dla__ds_drop(d->datastore->nout, o);
     return st;
@@ -725,7 +725,7 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
                              (long long)n);
     }
     return renamed(tr->classify ? dla__train_check_classes(what, t, tr->classes)
-                                : dla__train_check_channels(what, t, tr->out_format, tr->classes),
+                                : dla__train_check_channels(what, t, tr->out_format, tr->classes, n),
                    NULL);
 }
 
@@ -791,9 +791,11 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                      : tr->classify && !tr->seq_targets
                          ? dla__train_check_classes(what, d->targets, tr->classes)
                          : dla__train_check_channels(what, d->targets, tr->out_format,
-                                                     tr->classes);
+                                                     tr->classes, n);
+    /* train_check.c's messages name dla_trainnet: testnet's said
+     * "dla_testnet: dla_trainnet: data: ...". */
     if (cst != DLA_OK)
-        return cst;
+        return renamed(cst, tr->fn);
     if (d->target_sequences || dst) {
         /* padded by the queue below; or the datastore's */
         *targets = NULL;

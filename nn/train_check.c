@@ -128,17 +128,24 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
      * of labels that hold a 0 as well (K + 1 classes in 0..K, not 1-based)
      * and sent the user to subtract 1 from them. */
     int one_based = lo >= 1 && hi <= k;
+    /* One output channel has one class, 0: int32 targets for it are
+     * binary labels (a sigmoid output) or whole-number responses, which
+     * the message took for class numbers out of range. */
+    const char *hint = k == 1 ? "; int32 targets, one per observation, are class numbers, and a "
+                                "network output of one channel has one class: give 0/1 labels of "
+                                "binary classification (a sigmoid output, \"binary-crossentropy\") "
+                                "or responses as single or double"
+                       : one_based ? "; the class numbers look 1-based: MATLAB numbers categories "
+                                     "from 1, dlaccel numbers classes from 0 (subtract 1)"
+                                   : "";
     return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                          "dla_trainnet: %s: targets[%lld] is %d, which is not a class number in "
                          "0..%lld (the network's output has %lld classes)%s",
-                         what, (long long)bad, (int)b, (long long)(k - 1), (long long)k,
-                         one_based ? "; the class numbers look 1-based: MATLAB numbers categories "
-                                     "from 1, dlaccel numbers classes from 0 (subtract 1)"
-                                   : "");
+                         what, (long long)bad, (int)b, (long long)(k - 1), (long long)k, hint);
 }
 
 dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
-                                     int64_t channels)
+                                     int64_t channels, int64_t n)
 {
     const char *fmt = *dla_tensor_format(targets) ? dla_tensor_format(targets) : out_format;
     const char *c = strchr(fmt, 'C');
@@ -149,15 +156,40 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
         return DLA_OK;
     char d[256];
     dla_tensor_describe(targets, d, sizeof d);
+    const int unformatted = !*dla_tensor_format(targets), flat = dla_tensor_ndims(targets) <= 2;
     /* One value per observation, not int32: class numbers given as double
      * (or uint8, logical) were taken for one response each, and the
-     * message spoke of one class only. */
-    const int numbers = have == 1 && dla_tensor_dtype(targets) != DLA_I32;
+     * message spoke of one class only. As a vector of n (MATLAB's column
+     * of labels) they were read as n classes of one observation. */
+    const int numbers = dla_tensor_dtype(targets) != DLA_I32 &&
+                        (have == 1 || (unformatted && flat && n > 1 && channels > 1 &&
+                                       dla_tensor_numel(targets) == n));
+    /* One row per observation (MATLAB's N-by-R responses, N-by-K scores):
+     * unformatted targets are read in the output's layout, "CB", channels
+     * down, so the observations were counted as classes: a shape error
+     * that said nothing of the layout. */
+    const int by_rows = unformatted && flat && !strcmp(out_format, "CB") && n > 0 &&
+                        dla_tensor_dim(targets, 1) == n && dla_tensor_dim(targets, 2) == channels;
+    /* int32 class numbers are taken as such only one per observation;
+     * another count of them was read as responses, as classes along C. */
+    const int miscounted = dla_tensor_dtype(targets) == DLA_I32 && unformatted && flat && n > 0 &&
+                           channels > 1 && dla_tensor_numel(targets) != n &&
+                           (dla_tensor_dim(targets, 1) == 1 || dla_tensor_dim(targets, 2) == 1);
+    char rows[320] = "";
+    if (by_rows)
+        snprintf(rows, sizeof rows, "; they hold one row per observation (%lld-by-%lld, MATLAB's "
+                 "layout), but unformatted targets are read as the output's \"CB\", channels "
+                 "down and observations across: transpose them (dla_permute) or make them with "
+                 "format \"BC\" (dla_tensor_from_host)",
+                 (long long)n, (long long)channels);
+    else if (miscounted)
+        snprintf(rows, sizeof rows, "; as class numbers, int32 targets need one per observation "
+                 "(%lld), not %lld", (long long)n, (long long)dla_tensor_numel(targets));
     return dla_set_error(DLA_ERR_SHAPE,
                          "dla_trainnet: %s: targets (%s, read as \"%s\") have %lld classes along C "
                          "where the network's output (\"%s\") has %lld: the class counts of the "
-                         "targets and of the network differ%s",
-                         what, d, fmt, (long long)have, out_format, (long long)channels,
+                         "targets and of the network differ%s%s",
+                         what, d, fmt, (long long)have, out_format, (long long)channels, rows,
                          numbers ? "; if they are class numbers, give them as int32 (0..K-1): "
                                    "other dtypes are responses" : "");
 }

@@ -52,9 +52,11 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
 dla_status dla__train_check_step_classes(const char *what, dla_tensor *t, dla_tensor *m,
                                          int64_t k);
 /* Targets with a C dim (theirs, or out_format's when unformatted) of the
- * network output's channel count: DLA_ERR_SHAPE naming both counts. */
+ * network output's channel count: DLA_ERR_SHAPE naming both counts, and
+ * what the targets look like when n (their observations; 0: unknown)
+ * says so: one row per observation, or class numbers not given as int32. */
 dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
-                                     int64_t channels);
+                                     int64_t channels, int64_t n);
 /* Sequence targets (train_seqtarget.c): whether t holds class numbers for
  * an output of k channels (one channel, k > 1); and the check of t against
  * the predictor sequences x: their count, each length, the channels (k or

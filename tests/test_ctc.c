@@ -408,6 +408,50 @@ static void test_a_nan_in_y_gives_a_nan_loss(void **state)
     dla_scope_end();
 }
 
+/* The loss and its gradient of Y, with Y's mask in[2] and the targets'
+ * in[3]. */
+static dla_status ctc_and_gradient(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_ctc(in[0], in[1], in[2], in[3], &(dla_ctc_options){.reduction = "none"});
+    return dla_gradient(dla_sum(out[0], 0, NULL), 1, in, out + 1);
+}
+
+static void test_a_nan_in_the_padding_of_y_has_zero_gradients(void **state)
+{
+    /* A step YMask excludes is skipped, and the loss did not see it, but
+     * the gradient there was 0 / Y: NaN for a NaN in Y's padding, which
+     * an update spreads into every weight. It is 0, and the rest as with
+     * finite padding. */
+    (void)state;
+    problem p = {.c = 3, .b = 2, .t = 4, .s = 2, .blank = 0};
+    random_y(&p);
+    set_obs(&p, 0, (const int[]){1, 2}, 2, 4);
+    set_obs(&p, 1, (const int[]){2}, 1, 2);
+    const double want1 = brute_force(&p, 1);
+    dla_scope_begin();
+    dla_tensor *finite[2], *nan[2];
+    assert_int_equal(dla_feval(ctc_and_gradient, NULL, 4,
+                               (dla_tensor *[]){y_of(&p), tg_of(&p), ym_of(&p), tm_of(&p)}, 2,
+                               finite), DLA_OK);
+    for (int t = 2; t < 4; t++)
+        for (int c = 0; c < p.c; c++)
+            p.y[c + p.c * (1 + p.b * t)] = NAN;
+    assert_int_equal(dla_feval(ctc_and_gradient, NULL, 4,
+                               (dla_tensor *[]){y_of(&p), tg_of(&p), ym_of(&p), tm_of(&p)}, 2,
+                               nan), DLA_OK);
+    tu_assert_near(dla_tensor_item(nan[0], 1), want1, 1e-12);
+    for (int i = 0; i < p.c * p.b * p.t; i++) {
+        const int padding = (i / p.c) % p.b == 1 && i / (p.c * p.b) >= 2;
+        const double g = dla_tensor_item(nan[1], i), want = dla_tensor_item(finite[1], i);
+        if (!(g == want) || (padding && !(g == 0)))
+            fail_msg("element %d%s: gradient %g, with finite padding %g", i,
+                     padding ? " (padding)" : "", g, want);
+    }
+    dla_scope_end();
+}
+
 static void test_refusals_name_the_argument(void **state)
 {
     (void)state;
@@ -472,6 +516,7 @@ int main(void)
         TU_TEST(test_single_precision_and_data_format),
         TU_TEST(test_no_targets_at_all),
         TU_TEST(test_a_nan_in_y_gives_a_nan_loss),
+        TU_TEST(test_a_nan_in_the_padding_of_y_has_zero_gradients),
         TU_TEST(test_refusals_name_the_argument),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

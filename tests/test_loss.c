@@ -122,10 +122,22 @@ static void test_regression_losses_by_hand(void **state)
     dla_tensor *l = dla_l1loss(ty, tt, &(dla_regression_loss_options){
         .normalization_factor = "all-elements"});
     assert_true(tu_close(dla_tensor_item(l, 0), 7.0 / 4, 1e-15));
-    /* mse reads only data_format: weights and the factor do not change it. */
-    l = dla_mse(ty, tt, &(dla_regression_loss_options){.normalization_factor = "none",
-                                                       .weights = ty});
+    /* mse takes only data_format, as MATLAB's: another option was
+     * ignored (a mask silently left padded elements in the loss); it is
+     * refused by name, with the loss that has it. */
+    l = dla_mse(ty, tt, &(dla_regression_loss_options){.data_format = NULL});
     assert_true(tu_close(dla_tensor_item(l, 0), 13.0 / 4, 1e-15));
+    const dla_regression_loss_options set[] = {
+        {.weights = ty}, {.weights_format = "CB"}, {.mask = ty}, {.normalization_factor = "none"},
+        {.reduction = "none"}};
+    const char *const named[] = {"option weights:", "option weights_format:", "option mask:",
+                                 "option normalization_factor:", "option reduction:"};
+    for (int i = 0; i < 5; i++) {
+        l = dla_mse(ty, tt, &set[i]);
+        assert_int_equal(dla_tensor_status(l), DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_tensor_error(l), named[i]) || !strstr(dla_tensor_error(l), "dla_l2loss"))
+            fail_msg("%s", dla_tensor_error(l));
+    }
     dla_scope_end();
 }
 
@@ -242,6 +254,88 @@ static void test_an_observation_the_mask_leaves_empty_has_zero_gradients_at_any_
         }
         dla_scope_end();
     }
+}
+
+/* A loss of kind k (crossentropy exclusive and independent, l2loss,
+ * l1loss, huber) with weights in[2] and mask in[3] under the
+ * normalization factor ctx; out: the loss and its gradients of y, the
+ * targets and the weights. */
+static dla_status masked_kind(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const int k = ((const int *)ctx)[0];
+    static const char *const norms[] = {"batch-size", "all-elements", "mask-included", "none"};
+    const char *nf = norms[((const int *)ctx)[1]];
+    const dla_regression_loss_options r = {.weights = in[2], .mask = in[3],
+                                           .normalization_factor = nf};
+    switch (k) {
+    case 0:
+    case 1:
+        out[0] = dla_crossentropy(in[0], in[1], &(dla_crossentropy_options){
+                                                    .target_categories = k ? "independent" : NULL,
+                                                    .weights = in[2], .mask = in[3],
+                                                    .normalization_factor = nf});
+        break;
+    case 2: out[0] = dla_l2loss(in[0], in[1], &r); break;
+    case 3: out[0] = dla_l1loss(in[0], in[1], &r); break;
+    default:
+        out[0] = dla_huber(in[0], in[1], &(dla_huber_options){.weights = in[2], .mask = in[3],
+                                                              .normalization_factor = nf});
+    }
+    return dla_gradient(out[0], 3, in, out + 1);
+}
+
+static void test_a_nan_target_the_mask_excludes_adds_nothing(void **state)
+{
+    /* MATLAB's semantic segmentation example marks unlabeled pixels NaN in
+     * the targets and masks them out (mask = ~isnan(T)); its loss function
+     * leaves the NaN in T. The mask multiplied the elementwise loss, and
+     * 0 * NaN made the loss and every gradient NaN. Masked elements now
+     * add exactly 0: the loss and the included gradients are those of
+     * targets with 0 there, and the excluded gradients are 0. */
+    (void)state;
+    enum { N = 2 * 2 * 3 * 2 };
+    double y[N], t[N], tz[N], w[N], m[N];
+    for (int i = 0; i < N; i++) {
+        const int pixel = i % 4 + 4 * (i / 12), labeled = pixel != 1 && pixel != 6;
+        y[i] = 0.1 + 0.8 * fabs(sin(i));
+        w[i] = 1 + i % 5;
+        m[i] = labeled;
+        tz[i] = labeled ? (i % 3 == 0) : 0;
+        t[i] = labeled ? tz[i] : NAN;
+    }
+    for (int k = 0; k < 5; k++)
+        for (int nf = 0; nf < 4; nf++) {
+            dla_scope_begin();
+            const int ctx[2] = {k, nf};
+            dla_tensor *o[4], *z[4];
+            dla_tensor *yy = from(y, "SSCB", DLA_DIMS(2, 2, 3, 2)),
+                       *ww = from(w, "SSCB", DLA_DIMS(2, 2, 3, 2)),
+                       *mm = from(m, "SSCB", DLA_DIMS(2, 2, 3, 2));
+            assert_int_equal(dla_feval(masked_kind, (void *)ctx, 4,
+                                       (dla_tensor *[]){yy, from(t, "SSCB", DLA_DIMS(2, 2, 3, 2)),
+                                                        ww, mm}, 4, o), DLA_OK);
+            assert_int_equal(dla_feval(masked_kind, (void *)ctx, 4,
+                                       (dla_tensor *[]){yy, from(tz, "SSCB", DLA_DIMS(2, 2, 3, 2)),
+                                                        ww, mm}, 4, z), DLA_OK);
+            const double l = dla_tensor_item(o[0], 0), lz = dla_tensor_item(z[0], 0);
+            if (!tu_close(l, lz, 1e-12))
+                fail_msg("kind %d, factor %d: loss %g, with zero targets %g", k, nf, l, lz);
+            for (int g = 1; g < 4; g++)
+                for (int i = 0; i < N; i++) {
+                    const double a = dla_tensor_item(o[g], i), b = dla_tensor_item(z[g], i);
+                    /* an excluded target's own gradient is 0; its others as with 0 */
+                    const double want = !m[i] && g != 2 ? 0.0 : b;
+                    if (!m[i] && g == 2 && !(a == 0.0))
+                        fail_msg("kind %d, factor %d: excluded target %d has gradient %g", k, nf,
+                                 i, a);
+                    if (!(fabs(a - want) <= 1e-12 * (1 + fabs(want))))
+                        fail_msg("kind %d, factor %d: gradient %d, element %d: %g, want %g", k,
+                                 nf, g, i, a, want);
+                }
+            dla_scope_end();
+        }
 }
 
 /* ------------------------------------------- every option, naive loops */
@@ -466,7 +560,7 @@ static dla_tensor *run_case(const lcase *c, dla_tensor *y, dla_tensor *t, dla_te
     switch (c->kind) {
     case K_L1: return dla_l1loss(y, t, &o);
     case K_L2: return dla_l2loss(y, t, &o);
-    default: return dla_mse(y, t, &o);
+    default: return dla_mse(y, t, NULL); /* the default alone (it takes no other option) */
     }
 }
 
@@ -1165,6 +1259,7 @@ int main(void)
         TU_TEST(test_huber_by_hand),
         TU_TEST(test_a_zero_probability_gives_a_large_finite_loss_and_nan_stays_nan),
         TU_TEST(test_an_observation_the_mask_leaves_empty_has_zero_gradients_at_any_scale),
+        TU_TEST(test_a_nan_target_the_mask_excludes_adds_nothing),
         TU_TEST(test_every_loss_option_matches_a_naive_loop),
         TU_TEST(test_every_loss_option_has_the_finite_difference_gradient),
         TU_TEST(test_loss_gradients_on_image_data_with_class_weights_and_mask),

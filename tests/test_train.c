@@ -538,6 +538,8 @@ static void minibatchpredict_pads_sequence_outputs_to_the_longest(void **state)
     dla_scope_end();
 }
 
+static int32_t *labels_of(dla_tensor *t); /* its class numbers on the host */
+
 /* minibatchpredict: the predictions of the whole data, made a mini-batch
  * at a time (a partial last one too); testnet: accuracy and
  * cross-entropy over the whole data as computed from those predictions;
@@ -591,6 +593,25 @@ static void minibatchpredict_and_testnet_cover_the_whole_data(void **state)
     assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx}, "accuracy", NULL,
                                  values), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "dla_testnet: data: targets is NULL"));
+    /* The targets' checks name testnet alone (they said "dla_testnet:
+     * dla_trainnet: data: ..."). */
+    dla_tensor *rows = dla_permute(dla_onehotencode(vt, CLASSES, NULL), 2,
+                                   (const int64_t[]){2, 1});
+    assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx, .targets = rows},
+                                 "mse", NULL, values), DLA_ERR_SHAPE);
+    if (strncmp(dla_last_error(), "dla_testnet: data: targets (53x4", 32) ||
+        strstr(dla_last_error(), "dla_trainnet"))
+        fail_msg("%s", dla_last_error());
+    int32_t *lv = labels_of(vt);
+    for (int i = 0; i < 53; i++)
+        lv[i] += 10;
+    dla_tensor *bad = dla_tensor_from_host(lv, DLA_I32, "", DLA_DIMS(1, 53));
+    free(lv);
+    assert_int_equal(dla_testnet(trained, &(dla_train_data){.predictors = vx, .targets = bad},
+                                 "accuracy", NULL, values), DLA_ERR_INVALID_ARGUMENT);
+    if (strncmp(dla_last_error(), "dla_testnet: data: targets[0] is 1", 34) ||
+        strstr(dla_last_error(), "dla_trainnet"))
+        fail_msg("%s", dla_last_error());
     /* testnet's options are its own (they were named "dla_training_options"). */
     assert_int_equal(dla_testnet(trained, &v, "accuracy", &(dla_predict_options){
                                      .mini_batch_size = -1}, values), DLA_ERR_INVALID_ARGUMENT);
@@ -2765,6 +2786,82 @@ static void one_hot_targets_of_another_class_count_are_named(void **state)
     dla_tensor_release(t);
 }
 
+/* Targets in MATLAB's layout, one row per observation (N-by-R responses
+ * or N-by-K scores, a column of N labels), were refused as a class-count
+ * mismatch ("have 64 classes along C where the network's output has 4")
+ * that said nothing of the layout: the message now says the rows are
+ * observations and how to pass them; int32 labels of another count than
+ * the observations, read as responses, say that too. */
+static void targets_with_one_row_per_observation_are_named(void **state)
+{
+    (void)state;
+    enum { N = 64 };
+    dla_tensor *x, *t;
+    blobs(N, 22, &x, &t);
+    dla_net *net = mlp(), *trained = NULL;
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 16;
+    dla_scope_begin();
+    /* N x 4 one-hot scores, unformatted: read as 64 classes of 4 observations. */
+    dla_tensor *rows = dla_permute(dla_onehotencode(dla_reshape(t, "", DLA_DIMS(1, N)), CLASSES,
+                                                    NULL), 2, (const int64_t[]){2, 1});
+    dla_train_data d = {.predictors = x, .targets = rows};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_ERR_SHAPE);
+    assert_null(trained);
+    assert_non_null(strstr(dla_last_error(), "have 64 classes along C"));
+    assert_non_null(strstr(dla_last_error(), "one row per observation (64-by-4, MATLAB's layout)"));
+    assert_non_null(strstr(dla_last_error(), "transpose them (dla_permute) or make them with "
+                                             "format \"BC\""));
+    /* Transposed as the message says, they train. */
+    d.targets = dla_permute(rows, 2, (const int64_t[]){2, 1});
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_OK);
+    dla_net_free(trained);
+    trained = NULL;
+    /* A column of N class numbers as double: N classes, and int32 is the hint. */
+    d.targets = dla_reshape(dla_cast(t, DLA_F64), "", DLA_DIMS(N, 1));
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "give them as int32"));
+    assert_null(strstr(dla_last_error(), "one row per observation"));
+    /* int32 labels of one observation too few: responses, and said so. */
+    d.targets = dla_slice(dla_reshape(t, "", DLA_DIMS(N)), 1, 0, 1, N - 1);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "int32 targets need one per observation (64), not 63"));
+    assert_null(trained);
+    /* int32 0/1 labels for a one-channel (sigmoid) output: class numbers
+     * of one class, 0..0; the message said no more than that. */
+    dla_rng_seed(7);
+    dla_layer *l1[] = {dla_fc_layer(1, NULL), dla_sigmoid_layer(NULL)};
+    dla_net *one = dla_net_create(2, l1);
+    int32_t *v = labels_of(t);
+    for (int i = 0; i < N; i++)
+        v[i] &= 1;
+    d.targets = dla_tensor_from_host(v, DLA_I32, "", DLA_DIMS(1, N));
+    assert_int_equal(dla_trainnet(&d, one, &(dla_train_loss){.name = "binary-crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "which is not a class number in 0..0"));
+    assert_non_null(strstr(dla_last_error(), "give 0/1 labels of binary classification"));
+    assert_null(strstr(dla_last_error(), "1-based"));
+    /* As single, as the message says, they train. */
+    float f[N];
+    for (int i = 0; i < N; i++)
+        f[i] = (float)v[i];
+    free(v);
+    d.targets = dla_tensor_from_host(f, DLA_F32, "", DLA_DIMS(1, N));
+    assert_int_equal(dla_trainnet(&d, one, &(dla_train_loss){.name = "binary-crossentropy"}, &o,
+                                  &trained, NULL), DLA_OK);
+    dla_net_free(trained);
+    dla_net_free(one);
+    dla_scope_end();
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
 static int iterations_run;
 static int count_runs(void *ctx, const dla_training_state *s)
 {
@@ -3480,6 +3577,7 @@ int main(void)
         TU_TEST(a_training_leaves_nothing_allocated),
         TU_TEST(class_numbers_outside_the_classes_are_refused),
         TU_TEST(one_hot_targets_of_another_class_count_are_named),
+        TU_TEST(targets_with_one_row_per_observation_are_named),
         TU_TEST(a_bad_output_path_fails_before_the_first_iteration),
         TU_TEST(a_failure_during_training_returns_the_network_so_far),
         TU_TEST(a_non_finite_loss_or_gradient_stops_training_with_an_error),

@@ -48,7 +48,11 @@ extern "C" {
  * With e the elementwise loss of the function, W the weights (1 when none)
  * and M the mask (1 when none), the loss with reduction "sum" (default) is
  *     loss = sum(W .* M .* e, "all") / N
- * where N is the normalization factor:
+ * where an element the mask excludes (M = 0) adds exactly 0, whatever Y
+ * and the targets hold there, to the loss and to every gradient: a NaN
+ * target of an excluded element (MATLAB's semantic segmentation example
+ * marks unlabeled pixels NaN in T and masks them with ~isnan(T)) does not
+ * make them NaN. N is the normalization factor:
  *     "batch" (or "batch-size"): the size of Y's B dim (1 when Y has no B).
  *         This is the default of every loss here.
  *     "all-elements": numel(Y).
@@ -115,7 +119,7 @@ DLA_API dla_tensor *dla_crossentropy(dla_tensor *y, dla_tensor *targets,
 DLA_API dla_tensor *dla_binary_crossentropy(dla_tensor *y, dla_tensor *targets,
                                             const dla_crossentropy_options *opts);
 
-/* Options of l1loss, l2loss and mse (mse reads only data_format). */
+/* Options of l1loss, l2loss and mse (mse takes only data_format). */
 typedef struct dla_regression_loss_options {
     dla_tensor *weights;              /* NULL: none. Borrowed. */
     const char *weights_format;       /* labels of unformatted weights */
@@ -137,8 +141,11 @@ DLA_API dla_tensor *dla_l2loss(dla_tensor *y, dla_tensor *targets,
 /* MATLAB mse, the half mean squared error:
  *     loss = sum((Y - T).^2, "all") / (2 * N)
  * with N the number of observations (the size of the B dim; 1 without one),
- * so its gradient is (Y - T) / N. Only opts->data_format is read (MATLAB's
- * mse has no weights, mask or normalization options); opts may be NULL. */
+ * so its gradient is (Y - T) / N. opts may be NULL, and may set only
+ * data_format: MATLAB's mse has no weights, mask, normalization or
+ * reduction options, and any of them set is DLA_ERR_INVALID_ARGUMENT
+ * naming it (ignoring it would leave a mask's padding in the loss; use
+ * dla_l2loss, twice mse with its defaults, for them). */
 DLA_API dla_tensor *dla_mse(dla_tensor *y, dla_tensor *targets,
                             const dla_regression_loss_options *opts);
 
@@ -219,7 +226,8 @@ typedef struct dla_ctc_options {
  * y_mask: B x T (unformatted or "BT"), logical or numeric, or NULL (all
  *    steps). A step with 0 is skipped, as if it were not there: padding
  *    after a shorter sequence (PyTorch's input_lengths) leaves that
- *    observation's loss as it is without the padding.
+ *    observation's loss as it is without the padding, and Y is not read
+ *    there (a NaN in the padding gives no NaN loss or gradient).
  * targets_mask: B x S, or NULL (all targets). Each row is ones (the
  *    observation's targets) then zeros (padding): PyTorch's
  *    target_lengths. A row with a hole is refused.
